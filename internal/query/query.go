@@ -1,0 +1,88 @@
+// Package query holds what a query is as it passes through the proxy: the request a frontend
+// builds, the Arrow result stream an engine returns, the errors both sides speak, and the two
+// interfaces that join them (Engine below the proxy core, Backend above it).
+//
+// It is plain data and interfaces: it touches nothing.
+package query
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Protocols a frontend can speak.
+const (
+	ProtocolPostgres  = "postgres"
+	ProtocolMySQL     = "mysql"
+	ProtocolTrino     = "trino"
+	ProtocolFlightSQL = "flightsql"
+)
+
+// Request is one statement as a frontend hands it to the proxy core.
+type Request struct {
+	SQL        string
+	Args       []any // bound parameters (extended protocol / prepared statements); nil for none
+	User       string
+	Protocol   string
+	Database   string // database, or catalog for Trino
+	Schema     string
+	Headers    map[string]string // protocol headers (Trino's X-Trino-*, ...), for routing
+	Tags       []string          // client tags, for routing
+	ClientAddr string
+}
+
+// Rows is a streamed result. The caller must call Close, even after an error.
+// A statement without a result set (INSERT, SET, ...) has a nil Schema and only a Tag.
+type Rows interface {
+	// Schema describes the columns; nil when the statement returns no rows.
+	Schema() *arrow.Schema
+	// Next returns the next batch, or (nil, io.EOF) at the end. The batch is valid until the
+	// next call to Next or Close; Retain it to keep it longer.
+	Next(ctx context.Context) (arrow.RecordBatch, error)
+	// Tag is the command tag once the stream is drained ("SELECT 3", "INSERT 0 1", ...).
+	Tag() string
+	Close() error
+}
+
+// Engine runs SQL on one cluster.
+type Engine interface {
+	// Execute starts q. Cancelling ctx cancels the query on the engine.
+	Execute(ctx context.Context, q *Request) (Rows, error)
+	// Ping checks the engine is reachable, for health checks.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Backend is what every frontend talks to: the proxy core (routing, leases, queue, cache, history).
+type Backend interface {
+	// Ready is false until the node has activated its first config; frontends then answer their
+	// protocol's retryable "not configured yet" error (ErrNotConfigured).
+	Ready() bool
+	Execute(ctx context.Context, q *Request) (Rows, error)
+}
+
+// Error is an error a frontend can show in its protocol's own form. Code is a SQLSTATE.
+type Error struct {
+	Code      string
+	Message   string
+	Retryable bool
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// SQLSTATE codes the proxy itself raises.
+const (
+	CodeNotConfigured   = "57P03" // cannot_connect_now
+	CodeQueueFull       = "53300" // too_many_connections
+	CodeCapacityTimeout = "57014" // query_canceled
+	CodeAccessDenied    = "42501" // insufficient_privilege
+	CodeNoRoute         = "3D000" // invalid_catalog_name
+	CodeEngine          = "58000" // system_error
+	CodeSyntax          = "42601"
+	CodeLimitExceeded   = "54000" // program_limit_exceeded
+)
+
+// ErrNotConfigured is returned before the first config is active.
+var ErrNotConfigured = &Error{Code: CodeNotConfigured, Message: "queryflux is not configured yet; retry shortly", Retryable: true}
