@@ -1,0 +1,58 @@
+// Package mytest gives each test a fresh MariaDB/MySQL database on the server named by
+// QUERYFLUX_TEST_MYSQL (default: root@127.0.0.1:3306, empty password) and drops it afterwards.
+// Under CI=true an unreachable server fails the test; elsewhere it skips with the reason.
+//
+// Test-only; it touches the network and the real clock.
+package mytest
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// ServerDSN is the go-sql-driver DSN of the test server (no database).
+func ServerDSN() string {
+	if d := os.Getenv("QUERYFLUX_TEST_MYSQL"); d != "" {
+		return d
+	}
+	return "root@tcp(127.0.0.1:3306)/"
+}
+
+// NewDatabase creates a fresh database and returns a DSN for it; it is dropped when t ends.
+func NewDatabase(t testing.TB) (dsn string, name string) {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(ServerDSN())
+	if err != nil {
+		t.Fatalf("mytest: QUERYFLUX_TEST_MYSQL: %v", err)
+	}
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err == nil {
+		err = db.Ping()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("mytest: MariaDB at %s unreachable: %v", cfg.Addr, err)
+		}
+		t.Skipf("mytest: MariaDB at %s unreachable: %v", cfg.Addr, err)
+	}
+	defer db.Close()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name = "qf_test_" + hex.EncodeToString(b[:])
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("mytest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		if db, err := sql.Open("mysql", cfg.FormatDSN()); err == nil {
+			_, _ = db.Exec("DROP DATABASE IF EXISTS " + name)
+			db.Close()
+		}
+	})
+	cfg.DBName = name
+	return cfg.FormatDSN(), name
+}
