@@ -1,0 +1,36 @@
+// Package migrations holds the numbered SQL migrations of the control plane's database,
+// embedded in the binary, and applies them with goose.
+//
+// Numbering: 0001 init, 0002 worker registry, 0003 capacity leases, 0004 query history, 0005 config tables.
+// It touches the database it is given; it is outside the simulator.
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/pressly/goose/v3"
+)
+
+//go:embed *.sql
+var files embed.FS
+
+// Up applies every pending migration to the database at url (a postgres:// URL).
+func Up(ctx context.Context, url string) error {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return fmt.Errorf("migrations: open: %w", err)
+	}
+	defer db.Close()
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, files)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		return fmt.Errorf("migrations: up: %w", err)
+	}
+	return nil
+}
