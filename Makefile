@@ -1,0 +1,52 @@
+# QueryFlux for Go. `make run` starts the embedded default; `make test` passes the tests.
+GO        ?= go
+BIN       := bin
+FUZZTIME  ?= 5s
+SEEDS     ?= 20
+
+.PHONY: run build test unit fuzz determinism sim bench chaos clean
+
+run: build
+	$(BIN)/queryflux serve
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/queryflux ./cmd/queryflux
+	$(GO) build -o $(BIN)/qfsim ./cmd/qfsim
+
+# The whole suite: unit, property and real-service tests, fuzz smoke, determinism across GOMAXPROCS.
+test: unit fuzz determinism
+
+unit:
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 12m ./...
+
+# Each fuzz target runs for $(FUZZTIME): long enough to catch shallow crashes, short enough for CI.
+FUZZ_TARGETS := \
+	./transport:FuzzDecodeHeartbeat
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
+
+# The same seed must give the same trace hash twice and whatever GOMAXPROCS.
+determinism: build
+	@set -e; for f in scenarios/registry-crash.yaml; do \
+		b=$$(GOMAXPROCS=2 $(BIN)/qfsim run $$f --seed 7 --json | grep -o '"trace_hash":"[^"]*"' ); \
+		c=$$(GOMAXPROCS=1 $(BIN)/qfsim run $$f --seed 7 --json | grep -o '"trace_hash":"[^"]*"' ); \
+		[ "$$b" = "$$c" ] || { echo "determinism: $$f seed 7: $$b vs $$c"; exit 1; }; \
+		echo "determinism: $$f seed 7 $$b under GOMAXPROCS=1 and 2"; \
+	done
+
+# Every scenario over $(SEEDS) seeds.
+sim: build
+	@set -e; for f in scenarios/*.yaml; do $(BIN)/qfsim run $$f --seeds $(SEEDS); done
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchtime=1x ./sim/...
+
+clean:
+	rm -rf $(BIN)
