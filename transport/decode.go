@@ -1,0 +1,302 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// FieldError is a bad request body: Field names what was wrong (a JSON path such as
+// "health.state", or "" for the body as a whole).
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return e.Field + ": " + e.Msg
+}
+
+func fieldErr(field, format string, args ...any) *FieldError {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// DecodeRegister strictly decodes and validates a registration body.
+func DecodeRegister(data []byte) (RegisterRequest, error) {
+	var req RegisterRequest
+	if err := decodeStrict(data, &req); err != nil {
+		return RegisterRequest{}, err
+	}
+	if err := req.Validate(); err != nil {
+		return RegisterRequest{}, err
+	}
+	return req, nil
+}
+
+// DecodeHeartbeat strictly decodes and validates a heartbeat body.
+func DecodeHeartbeat(data []byte) (Heartbeat, error) {
+	var hb Heartbeat
+	if err := decodeStrict(data, &hb); err != nil {
+		return Heartbeat{}, err
+	}
+	if err := hb.Validate(); err != nil {
+		return Heartbeat{}, err
+	}
+	return hb, nil
+}
+
+// decodeStrict decodes one JSON object into v, rejecting unknown fields, wrong types and
+// trailing data with a *FieldError.
+func decodeStrict(data []byte, v any) error {
+	if len(data) > BodyBytesMax {
+		return fieldErr("", "body larger than %d bytes", BodyBytesMax)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return fieldErr("", "empty body: expected a JSON object")
+	}
+	if first := bytes.TrimSpace(data)[0]; first != '{' {
+		return fieldErr("", "body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		fe := jsonFieldError(err)
+		if fe.Field == "" {
+			// Errors from a field's own UnmarshalJSON (time.Time) carry no path: find it.
+			fe.Field = locateBadField(data, reflect.TypeOf(v).Elem(), "")
+		}
+		return fe
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fieldErr("", "trailing data after the JSON object")
+	}
+	return nil
+}
+
+// jsonFieldError turns an encoding/json error into a *FieldError naming the field.
+func jsonFieldError(err error) *FieldError {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return fieldErr(typeErr.Field, "must be a JSON %s, not %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+	}
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
+		return fieldErr("", "malformed JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, `json: unknown field "`); ok {
+		return fieldErr(strings.TrimSuffix(name, `"`), "unknown field")
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fieldErr("", "truncated JSON")
+	}
+	var timeErr *time.ParseError
+	if errors.As(err, &timeErr) {
+		return fieldErr("", "must be an RFC 3339 time")
+	}
+	return fieldErr("", "malformed JSON: %s", strings.TrimPrefix(msg, "json: "))
+}
+
+// locateBadField walks the JSON object data alongside struct type t and returns the path of the
+// first field (in key order) whose value does not decode on its own, or "" if none is found.
+func locateBadField(data []byte, t reflect.Type, prefix string) string {
+	var obj map[string]json.RawMessage
+	if t.Kind() != reflect.Struct || json.Unmarshal(data, &obj) != nil {
+		return ""
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := fieldByJSONName(t, k)
+		if !ok {
+			continue
+		}
+		path := k
+		if prefix != "" {
+			path = prefix + "." + k
+		}
+		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(time.Time{}) {
+			if p := locateBadField(obj[k], f.Type, path); p != "" {
+				return p
+			}
+			continue
+		}
+		if json.Unmarshal(obj[k], reflect.New(f.Type).Interface()) != nil {
+			return path
+		}
+	}
+	return ""
+}
+
+func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if strings.EqualFold(tag, name) {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "string"
+	case "map", "struct":
+		return "object"
+	case "slice", "array":
+		return "array"
+	case "bool":
+		return "boolean"
+	default:
+		return "number (" + k + ")"
+	}
+}
+
+var (
+	namePattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	labelPattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$`)
+)
+
+// ValidateName checks a worker name: 1..63 characters of letters, digits, '.', '_' and '-',
+// starting with a letter or digit.
+func ValidateName(field, name string) error {
+	if name == "" {
+		return fieldErr(field, "required")
+	}
+	if len(name) > NameLengthMax || !namePattern.MatchString(name) {
+		return fieldErr(field, "must be 1..%d letters, digits, '.', '_' or '-', starting with a letter or digit", NameLengthMax)
+	}
+	return nil
+}
+
+// Validate checks a registration body.
+func (r *RegisterRequest) Validate() error {
+	if err := ValidateName("name", r.Name); err != nil {
+		return err
+	}
+	if r.Version == "" {
+		return fieldErr("version", "required")
+	}
+	if err := validateShortText("version", r.Version, RevisionLengthMax); err != nil {
+		return err
+	}
+	if err := validateLabels("labels", r.Labels); err != nil {
+		return err
+	}
+	return validateFrontends("frontends", r.Frontends)
+}
+
+// Validate checks a heartbeat body.
+func (h *Heartbeat) Validate() error {
+	if h.Seq == 0 {
+		return fieldErr("seq", "required (>= 1)")
+	}
+	if h.SentAt.IsZero() {
+		return fieldErr("sentAt", "required")
+	}
+	if err := validateShortText("revision.active", h.Revision.Active, RevisionLengthMax); err != nil {
+		return err
+	}
+	if err := validateShortText("revision.lastSeen", h.Revision.LastSeen, RevisionLengthMax); err != nil {
+		return err
+	}
+	if err := h.Config.validate(); err != nil {
+		return err
+	}
+	if err := validateShortText("coordination.policy", h.Coordination.Policy, RevisionLengthMax); err != nil {
+		return err
+	}
+	if err := validateShortText("coordination.mode", h.Coordination.Mode, RevisionLengthMax); err != nil {
+		return err
+	}
+	if err := validateFrontends("frontends", h.Frontends); err != nil {
+		return err
+	}
+	return h.Health.validate()
+}
+
+func (c *ConfigStatus) validate() error {
+	if err := validateShortText("config.source", c.Source, RevisionLengthMax); err != nil {
+		return err
+	}
+	if err := validateSeconds("config.stalenessSecs", c.StalenessSecs); err != nil {
+		return err
+	}
+	if c.ConsecutiveSyncFailures > c.SyncFailures {
+		return fieldErr("config.consecutiveSyncFailures", "exceeds config.syncFailures")
+	}
+	return validateShortText("config.lastSyncError", c.LastSyncError, ShortTextLengthMax)
+}
+
+func (h *HealthStatus) validate() error {
+	switch h.State {
+	case HealthHealthy, HealthUnhealthy:
+	case "":
+		return fieldErr("health.state", "required (healthy or unhealthy)")
+	default:
+		return fieldErr("health.state", "must be healthy or unhealthy")
+	}
+	return validateSeconds("health.loopLagSeconds", h.LoopLagSeconds)
+}
+
+func validateSeconds(field string, v float64) error {
+	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fieldErr(field, "must be a finite number >= 0")
+	}
+	return nil
+}
+
+func validateShortText(field, s string, max int) error {
+	if len(s) > max {
+		return fieldErr(field, "longer than %d bytes", max)
+	}
+	return nil
+}
+
+func validateLabels(field string, labels map[string]string) error {
+	if len(labels) > LabelsMax {
+		return fieldErr(field, "more than %d labels", LabelsMax)
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // report the first bad key in a stable order
+	for _, k := range keys {
+		if len(k) > LabelKeyLengthMax || !labelPattern.MatchString(k) {
+			return fieldErr(field+"."+k, "label key must be 1..%d letters, digits, '.', '_', '/' or '-'", LabelKeyLengthMax)
+		}
+		if len(labels[k]) > LabelValueLenMax {
+			return fieldErr(field+"."+k, "label value longer than %d bytes", LabelValueLenMax)
+		}
+	}
+	return nil
+}
+
+func validateFrontends(field string, frontends []string) error {
+	if len(frontends) > FrontendsMax {
+		return fieldErr(field, "more than %d frontends", FrontendsMax)
+	}
+	for i, f := range frontends {
+		if f == "" || len(f) > NameLengthMax || !namePattern.MatchString(f) {
+			return fieldErr(fmt.Sprintf("%s[%d]", field, i), "must be a frontend name such as postgres or mysql")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package transport
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// BearerToken returns the token of an "Authorization: Bearer <token>" header.
+func BearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// SetBearer sets the Authorization header of req to a bearer token.
+func SetBearer(req *http.Request, token string) {
+	req.Header.Set("Authorization", "Bearer "+token)
+}
+
+// TokenEqual compares two secrets in constant time. Both are hashed first, so neither the
+// content nor the length of the expected secret leaks through timing.
+func TokenEqual(got, want string) bool {
+	if want == "" {
+		return false // an unset secret never matches, not even an empty one
+	}
+	g := sha256.Sum256([]byte(got))
+	w := sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}
+
+// TokenHash is the hex SHA-256 of a token: what the control plane stores and indexes instead
+// of the token itself.
+func TokenHash(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return fmt.Sprintf("%x", h[:])
+}
+
+// ReadBody reads a request body up to BodyBytesMax after checking its media type. The error is a
+// *FieldError; StatusFor says which HTTP status it deserves.
+func ReadBody(r *http.Request, mediaType string) ([]byte, error) {
+	if err := CheckMediaType(r.Header.Get("Content-Type"), mediaType); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, BodyBytesMax+1))
+	if err != nil {
+		return nil, fieldErr("", "reading body: %v", err)
+	}
+	if len(data) > BodyBytesMax {
+		return nil, &FieldError{Field: "", Msg: fmt.Sprintf("body larger than %d bytes", BodyBytesMax)}
+	}
+	return data, nil
+}
+
+// MediaTypeError is a Content-Type the endpoint does not take (HTTP 415).
+type MediaTypeError struct{ Got, Want string }
+
+func (e *MediaTypeError) Error() string {
+	return fmt.Sprintf("Content-Type %q not supported: send %s", e.Got, e.Want)
+}
+
+// CheckMediaType accepts contentType if it names want (parameters such as charset ignored).
+func CheckMediaType(contentType, want string) error {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil || !strings.EqualFold(mt, want) {
+		return &MediaTypeError{Got: contentType, Want: want}
+	}
+	return nil
+}
+
+// WriteJSON writes v as a JSON body of the given media type.
+func WriteJSON(w http.ResponseWriter, status int, mediaType string, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("transport: encoding %T: %v", v, err)) // our own types always encode
+	}
+	w.Header().Set("Content-Type", mediaType)
+	w.WriteHeader(status)
+	_, _ = w.Write(append(data, '\n'))
+}
+
+// WriteError writes {"error": msg, "field": field}.
+func WriteError(w http.ResponseWriter, status int, msg, field string) {
+	WriteJSON(w, status, MediaError, ErrorBody{Error: msg, Field: field})
+}
+
+// WriteBadRequest answers a decoding or validation error: 415 for a wrong media type, else 400
+// naming the field.
+func WriteBadRequest(w http.ResponseWriter, err error) {
+	var mt *MediaTypeError
+	if errors.As(err, &mt) {
+		WriteError(w, http.StatusUnsupportedMediaType, mt.Error(), "Content-Type")
+		return
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		WriteError(w, http.StatusBadRequest, fe.Error(), fe.Field)
+		return
+	}
+	WriteError(w, http.StatusBadRequest, err.Error(), "")
+}
+
+// ReadError decodes an error answer; it never fails, falling back to the status text.
+func ReadError(resp *http.Response) ErrorBody {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var body ErrorBody
+	if json.Unmarshal(data, &body) != nil || body.Error == "" {
+		body.Error = http.StatusText(resp.StatusCode)
+	}
+	return body
+}
+
+// StatusError is a non-2xx answer of the worker or admin API.
+type StatusError struct {
+	Status int
+	Body   ErrorBody
+}
+
+func (e *StatusError) Error() string {
+	if e.Body.Field != "" {
+		return fmt.Sprintf("HTTP %d: %s (field %s)", e.Status, e.Body.Error, e.Body.Field)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Body.Error)
+}
