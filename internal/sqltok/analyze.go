@@ -1,0 +1,307 @@
+package sqltok
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Split returns the statements of sql (Generic dialect), separated by ; outside literals and
+// comments, trimmed, without the separator; empty statements are left out.
+func Split(sql string) []string { return SplitDialect(sql, Generic) }
+
+// SplitDialect is Split with the lexical rules of d.
+func SplitDialect(sql string, d Dialect) []string {
+	var out []string
+	start := 0
+	add := func(end int) {
+		if s := strings.TrimSpace(sql[start:end]); s != "" && hasSignificant(s, d) {
+			out = append(out, s)
+		}
+	}
+	for _, t := range Tokenize(sql, d) {
+		if t.Kind == Punct && t.Text == ";" {
+			add(t.Pos)
+			start = t.Pos + 1
+		}
+	}
+	add(len(sql))
+	return out
+}
+
+func hasSignificant(s string, d Dialect) bool {
+	for _, t := range Tokenize(s, d) {
+		if t.Significant() {
+			return true
+		}
+	}
+	return false
+}
+
+// Kind is what a statement does, for guardrails (DDL and DML detection) and caching.
+type Kind int
+
+const (
+	KindOther Kind = iota
+	KindSelect
+	KindInsert // INSERT, REPLACE, UPSERT
+	KindUpdate // UPDATE, MERGE
+	KindDelete
+	KindDDL // CREATE, ALTER, DROP, TRUNCATE, RENAME, COMMENT, GRANT, REVOKE
+	KindSet // SET, RESET, USE
+	KindShow
+	KindExplain
+	KindTransaction // BEGIN, START TRANSACTION, COMMIT, ROLLBACK, SAVEPOINT, RELEASE, END, ABORT
+)
+
+var kindText = [...]string{"other", "select", "insert", "update", "delete", "ddl", "set", "show", "explain", "transaction"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindText) {
+		return kindText[k]
+	}
+	return "other"
+}
+
+// IsDML reports whether k changes rows (insert, update, delete).
+func (k Kind) IsDML() bool { return k == KindInsert || k == KindUpdate || k == KindDelete }
+
+// IsDDL reports whether k changes schema or privileges.
+func (k Kind) IsDDL() bool { return k == KindDDL }
+
+// IsReadOnly reports whether k can neither change data nor schema (select, show, explain
+// without ANALYZE is still reported as explain: the caller decides).
+func (k Kind) IsReadOnly() bool { return k == KindSelect || k == KindShow }
+
+var leadingKinds = map[string]Kind{
+	"select": KindSelect, "values": KindSelect, "table": KindSelect,
+	"insert": KindInsert, "replace": KindInsert, "upsert": KindInsert,
+	"update": KindUpdate, "merge": KindUpdate,
+	"delete": KindDelete,
+	"create": KindDDL, "alter": KindDDL, "drop": KindDDL, "truncate": KindDDL, "rename": KindDDL,
+	"comment": KindDDL, "grant": KindDDL, "revoke": KindDDL,
+	"set": KindSet, "reset": KindSet, "use": KindSet,
+	"show": KindShow, "describe": KindShow, "desc": KindShow,
+	"explain": KindExplain,
+	"begin":   KindTransaction, "start": KindTransaction, "commit": KindTransaction,
+	"rollback": KindTransaction, "savepoint": KindTransaction, "release": KindTransaction,
+	"end": KindTransaction, "abort": KindTransaction,
+}
+
+// StatementKind classifies the first statement of sql. A WITH query is classified by the
+// statement after its common table expressions (WITH ... DELETE is a delete).
+func StatementKind(sql string) Kind { return StatementKindDialect(sql, Generic) }
+
+// StatementKindDialect is StatementKind with the lexical rules of d.
+func StatementKindDialect(sql string, d Dialect) Kind {
+	toks := significant(Tokenize(sql, d))
+	i := 0
+	for i < len(toks) && toks[i].Text == "(" {
+		i++
+	}
+	if i >= len(toks) || toks[i].Kind != Word {
+		return KindOther
+	}
+	first := strings.ToLower(toks[i].Text)
+	if first == "with" {
+		return kindAfterWith(toks[i+1:])
+	}
+	k, ok := leadingKinds[first]
+	if !ok {
+		return KindOther
+	}
+	if first == "start" && !(i+1 < len(toks) && strings.EqualFold(toks[i+1].Text, "transaction")) {
+		return KindOther
+	}
+	return k
+}
+
+// kindAfterWith finds the first statement keyword at parenthesis depth 0 after WITH.
+func kindAfterWith(toks []Token) Kind {
+	depth := 0
+	for _, t := range toks {
+		switch {
+		case t.Text == "(":
+			depth++
+		case t.Text == ")":
+			depth--
+		case depth == 0 && t.Kind == Word:
+			switch w := strings.ToLower(t.Text); w {
+			case "select", "values", "table", "insert", "update", "delete", "merge":
+				return leadingKinds[w]
+			}
+		}
+	}
+	return KindOther
+}
+
+func significant(toks []Token) []Token {
+	out := toks[:0:0]
+	for _, t := range toks {
+		if t.Significant() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// nonDeterministicCalls are functions whose result changes between calls with the same
+// arguments; nonDeterministicWords need no parentheses (SQL's special value functions).
+var (
+	nonDeterministicCalls = map[string]bool{
+		"now": true, "random": true, "rand": true, "uuid": true, "gen_random_uuid": true,
+		"uuid_generate_v1": true, "uuid_generate_v1mc": true, "uuid_generate_v4": true,
+		"uuid_short": true, "uuidv4": true, "uuidv7": true, "random_uuid": true, "newid": true,
+		"clock_timestamp": true, "statement_timestamp": true, "transaction_timestamp": true,
+		"timeofday": true, "sysdate": true, "curdate": true, "curtime": true,
+		"unix_timestamp": true, "utc_timestamp": true, "utc_date": true, "utc_time": true,
+		"current_timestamp": true, "current_date": true, "current_time": true,
+		"localtime": true, "localtimestamp": true, "nextval": true, "currval": true,
+		"lastval": true, "setval": true, "last_insert_id": true, "random_string": true,
+		"pg_backend_pid": true, "connection_id": true, "txid_current": true, "sleep": true,
+		"pg_sleep": true, "getdate": true, "systimestamp": true, "current_timestamp_millis": true,
+	}
+	nonDeterministicWords = map[string]bool{
+		"current_timestamp": true, "current_date": true, "current_time": true,
+		"localtime": true, "localtimestamp": true, "sysdate": true,
+	}
+)
+
+// IsNonDeterministic reports whether sql calls a function whose result changes from one run to
+// the next (now(), random(), current_timestamp, uuid generators, sequences, ...), so its result
+// must not be cached. Names inside literals, comments and quoted identifiers do not count.
+func IsNonDeterministic(sql string) bool {
+	toks := significant(Tokenize(sql, Generic))
+	for i, t := range toks {
+		if t.Kind != Word {
+			continue
+		}
+		w := strings.ToLower(t.Text)
+		if i > 0 && toks[i-1].Text == "." && !nonDeterministicCalls[w] {
+			continue // a column named like a function: t.now
+		}
+		if nonDeterministicWords[w] {
+			return true
+		}
+		if nonDeterministicCalls[w] && i+1 < len(toks) && toks[i+1].Text == "(" {
+			return true
+		}
+	}
+	return false
+}
+
+// Normalize returns the parameterized form of sql (Generic dialect): literals become ?, a sign
+// directly before a number is folded into it, IN lists of only placeholders collapse to one,
+// comments are dropped, whitespace is folded and unquoted words are lower-cased. Two queries
+// that differ only in literal values, spacing, comments or keyword case normalize alike.
+func Normalize(sql string) string { return NormalizeDialect(sql, Generic) }
+
+// NormalizeDialect is Normalize with the lexical rules of d.
+func NormalizeDialect(sql string, d Dialect) string {
+	toks := significant(Tokenize(sql, d))
+	out := make([]string, 0, len(toks))
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		switch {
+		case t.IsLiteral():
+			out = append(out, "?")
+		case isSign(t) && i+1 < len(toks) && toks[i+1].Kind == Number && !endsValue(out):
+			out = append(out, "?")
+			i++
+		case t.Kind == Param:
+			out = append(out, "?")
+		case t.Kind == Word:
+			out = append(out, strings.ToLower(t.Text))
+		case t.Kind == Invalid:
+			out = append(out, "?") // never echo bytes we could not read: they may be a literal
+		default:
+			out = append(out, t.Text)
+		}
+	}
+	return join(collapseInLists(out))
+}
+
+func isSign(t Token) bool { return t.Kind == Operator && (t.Text == "-" || t.Text == "+") }
+
+// endsValue reports whether the normalized output so far ends with something a binary
+// operator could follow (so the sign is an operator, not part of a number).
+func endsValue(out []string) bool {
+	if len(out) == 0 {
+		return false
+	}
+	last := out[len(out)-1]
+	switch {
+	case last == "?" || last == ")" || last == "]":
+		return true
+	case last == "(" || last == "," || last == "[":
+		return false
+	}
+	c := last[0]
+	if isAlpha(c) || c == '_' || c == '"' || c == '`' || c >= 0x80 {
+		return !operatorKeywords[last]
+	}
+	return false
+}
+
+// operatorKeywords are words after which a sign starts a value, not a subtraction.
+var operatorKeywords = map[string]bool{
+	"select": true, "where": true, "and": true, "or": true, "not": true, "in": true, "values": true,
+	"set": true, "when": true, "then": true, "else": true, "between": true, "like": true, "is": true,
+	"limit": true, "offset": true, "by": true, "having": true, "on": true, "return": true,
+	"returning": true, "case": true, "interval": true, "as": true, "array": true, "default": true,
+}
+
+// collapseInLists turns "in ( ? , ? , ? )" into "in ( ? )".
+func collapseInLists(out []string) []string {
+	res := out[:0:0]
+	for i := 0; i < len(out); i++ {
+		res = append(res, out[i])
+		if out[i] != "in" || i+2 >= len(out) || out[i+1] != "(" || out[i+2] != "?" {
+			continue
+		}
+		j := i + 3
+		for j+1 < len(out) && out[j] == "," && out[j+1] == "?" {
+			j += 2
+		}
+		if j < len(out) && out[j] == ")" {
+			res = append(res, "(", "?", ")")
+			i = j
+		}
+	}
+	return res
+}
+
+// join puts single spaces between tokens, except around "." and inside brackets.
+func join(toks []string) string {
+	var b strings.Builder
+	for i, t := range toks {
+		if i > 0 && needsSpace(toks[i-1], t) {
+			b.WriteByte(' ')
+		}
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+func needsSpace(prev, cur string) bool {
+	switch {
+	case cur == "," || cur == ")" || cur == "]" || cur == "." || cur == ";":
+		return false
+	case prev == "(" || prev == "[" || prev == ".":
+		return false
+	}
+	return true
+}
+
+// Digest is a stable hash of Normalize(sql): 16 hex digits.
+func Digest(sql string) string { return DigestNormalized(Normalize(sql)) }
+
+// DigestDialect is Digest with the lexical rules of d.
+func DigestDialect(sql string, d Dialect) string { return DigestNormalized(NormalizeDialect(sql, d)) }
+
+// DigestNormalized hashes an already normalized statement.
+func DigestNormalized(normalized string) string {
+	s := strconv.FormatUint(xxhash.Sum64String(normalized), 16)
+	return strings.Repeat("0", 16-len(s)) + s
+}
