@@ -1,0 +1,274 @@
+// Package mysqlengine runs queries on MySQL, MariaDB and StarRocks (which speaks the MySQL
+// protocol) through go-mysql's client, and streams results as Arrow record batches.
+//
+// It may touch the network (one TCP connection per running query, pooled) and start goroutines:
+// one reads each result from its connection while the caller pulls batches.
+//
+// determinism: outside the simulator (real engine adapter over TCP)
+package mysqlengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+func init() {
+	engine.Register("mysql", openSpec)
+	engine.Register("starrocks", openSpec)
+}
+
+func openSpec(s engine.Spec) (query.Engine, error) {
+	return Open(Config{Name: s.Name, Addr: s.Endpoint, User: s.User, Password: s.Password, Database: s.Database, MaxConns: s.MaxConns})
+}
+
+// Config names one MySQL-protocol server.
+type Config struct {
+	Name     string // for errors
+	Addr     string // host:port
+	User     string
+	Password string // never logged, never in errors
+	Database string // default database; a request's Schema or Database overrides it
+	MaxConns int    // connections (and so queries) at once; 0 means 16
+	// BatchRows caps the rows in one record batch; 0 means 1024.
+	BatchRows int
+	// DialTimeout bounds connecting; 0 means 10s.
+	DialTimeout time.Duration
+}
+
+const (
+	maxConnsDefault  = 16
+	batchRowsDefault = 1024
+	idleConnsMax     = 8
+)
+
+// Engine is a pool of connections to one server. Safe for concurrent use.
+type Engine struct {
+	cfg   Config
+	slots chan struct{} // one token per connection allowed at once
+
+	mu     sync.Mutex
+	idle   []*client.Conn
+	closed bool
+}
+
+// Open checks cfg and returns an engine; it connects lazily.
+func Open(cfg Config) (*Engine, error) {
+	if cfg.Addr == "" {
+		return nil, fmt.Errorf("mysqlengine %q: empty address", cfg.Name)
+	}
+	if cfg.User == "" {
+		return nil, fmt.Errorf("mysqlengine %q: empty user", cfg.Name)
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = maxConnsDefault
+	}
+	if cfg.BatchRows <= 0 {
+		cfg.BatchRows = batchRowsDefault
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 10 * time.Second
+	}
+	return &Engine{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns)}, nil
+}
+
+// Ping opens (or reuses) a connection and pings the server.
+func (e *Engine) Ping(ctx context.Context) error {
+	c, err := e.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	err = c.Ping()
+	e.release(c, err == nil)
+	return e.wrap(err)
+}
+
+// Close closes idle connections; running queries keep theirs until they finish.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	idle := e.idle
+	e.idle, e.closed = nil, true
+	e.mu.Unlock()
+	for _, c := range idle {
+		_ = c.Close()
+	}
+	return nil
+}
+
+// acquire takes a slot and a connection; release gives both back.
+func (e *Engine) acquire(ctx context.Context) (*client.Conn, error) {
+	select {
+	case e.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		<-e.slots
+		return nil, fmt.Errorf("mysqlengine %q: closed", e.cfg.Name)
+	}
+	if n := len(e.idle); n > 0 {
+		c := e.idle[n-1]
+		e.idle = e.idle[:n-1]
+		e.mu.Unlock()
+		return c, nil
+	}
+	e.mu.Unlock()
+	c, err := e.dial(ctx)
+	if err != nil {
+		<-e.slots
+		return nil, err
+	}
+	return c, nil
+}
+
+func (e *Engine) release(c *client.Conn, healthy bool) {
+	defer func() { <-e.slots }()
+	if c == nil {
+		return
+	}
+	e.mu.Lock()
+	if healthy && !e.closed && len(e.idle) < idleConnsMax {
+		e.idle = append(e.idle, c)
+		e.mu.Unlock()
+		return
+	}
+	e.mu.Unlock()
+	_ = c.Close()
+}
+
+func (e *Engine) dial(ctx context.Context) (*client.Conn, error) {
+	c, err := client.ConnectWithContext(ctx, e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, e.cfg.DialTimeout)
+	if err != nil {
+		return nil, e.wrap(err)
+	}
+	// TIMESTAMP values then arrive in UTC, which is what their Arrow type says.
+	if _, err := c.Execute("SET time_zone = '+00:00'"); err != nil {
+		_ = c.Close()
+		return nil, e.wrap(err)
+	}
+	return c, nil
+}
+
+// kill asks the server to stop the query running on connection id, from a fresh connection.
+func (e *Engine) kill(id uint32) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := client.ConnectWithContext(ctx, e.cfg.Addr, e.cfg.User, e.cfg.Password, "", e.cfg.DialTimeout)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	_, _ = c.Execute("KILL QUERY " + strconv.FormatUint(uint64(id), 10))
+}
+
+// wrap turns a server error into a *query.Error with the server's SQLSTATE; network and
+// driver errors become CodeEngine. The message never carries the password.
+func (e *Engine) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	var qe *query.Error
+	if errors.As(err, &qe) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var me *mysql.MyError
+	if errors.As(err, &me) || asMyError(err, &me) {
+		code := me.State
+		if code == "" || code == mysql.DEFAULT_MYSQL_STATE {
+			code = query.CodeEngine
+		}
+		return &query.Error{Code: code, Message: fmt.Sprintf("%s (MySQL error %d)", me.Message, me.Code)}
+	}
+	msg := err.Error()
+	if e.cfg.Password != "" {
+		msg = strings.ReplaceAll(msg, e.cfg.Password, "***")
+	}
+	return &query.Error{Code: query.CodeEngine, Message: fmt.Sprintf("mysql engine %q: %s", e.cfg.Name, msg), Retryable: true}
+}
+
+// asMyError unwraps pingcap/errors' stack wrappers, which predate errors.Unwrap in older paths.
+func asMyError(err error, target **mysql.MyError) bool {
+	type causer interface{ Cause() error }
+	for i := 0; i < 16 && err != nil; i++ {
+		if me, ok := err.(*mysql.MyError); ok {
+			*target = me
+			return true
+		}
+		c, ok := err.(causer)
+		if !ok {
+			return false
+		}
+		err = c.Cause()
+	}
+	return false
+}
+
+// Execute runs q on a pooled connection and streams its result.
+func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	c, err := e.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if db := requestDatabase(q); db != "" && db != c.GetDB() {
+		if err := c.UseDB(db); err != nil {
+			e.release(c, true)
+			return nil, e.wrap(err)
+		}
+	}
+	r := newRows(e, c, q)
+	go r.produce(ctx)
+	if err := r.waitStart(ctx); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// requestDatabase picks the database a request names: its schema (Trino's catalog.schema
+// puts the MySQL database there), else its database.
+func requestDatabase(q *query.Request) string {
+	if q.Schema != "" {
+		return q.Schema
+	}
+	return q.Database
+}
+
+// commandTag names what a statement without rows did, Postgres-style ("INSERT 0 3", "UPDATE 2").
+func commandTag(sql string, affected uint64) string {
+	verb := strings.ToUpper(firstWord(sql))
+	n := strconv.FormatUint(affected, 10)
+	switch verb {
+	case "INSERT", "REPLACE":
+		return "INSERT 0 " + n
+	case "UPDATE", "DELETE":
+		return verb + " " + n
+	case "":
+		return "OK " + n
+	default:
+		return verb
+	}
+}
+
+func firstWord(sql string) string {
+	s := strings.TrimLeft(sql, " \t\r\n(")
+	end := strings.IndexAny(s, " \t\r\n;(")
+	if end < 0 {
+		return s
+	}
+	return s[:end]
+}

@@ -1,0 +1,225 @@
+package mysqlengine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/mytest"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// openTestEngine opens an engine on a fresh MariaDB database.
+func openTestEngine(t *testing.T) (*Engine, string) {
+	t.Helper()
+	dsn, name := mytest.NewDatabase(t)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(Config{Name: "test", Addr: cfg.Addr, User: cfg.User, Password: cfg.Passwd, Database: name, BatchRows: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, name
+}
+
+func exec(t *testing.T, e *Engine, sql string, args ...any) string {
+	t.Helper()
+	rows, err := e.Execute(context.Background(), &query.Request{SQL: sql, Args: args})
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	defer rows.Close()
+	for {
+		if _, err := rows.Next(context.Background()); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	return rows.Tag()
+}
+
+// collect reads every batch into strings per column value (arrow ValueStr), row-major.
+func collect(t *testing.T, rows query.Rows) [][]string {
+	t.Helper()
+	defer rows.Close()
+	var out [][]string
+	for {
+		b, err := rows.Next(context.Background())
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < int(b.NumRows()); i++ {
+			var row []string
+			for c := 0; c < int(b.NumCols()); c++ {
+				row = append(row, b.Column(c).ValueStr(i))
+			}
+			out = append(out, row)
+		}
+	}
+}
+
+func TestTypesMapToArrow(t *testing.T) {
+	e, _ := openTestEngine(t)
+	exec(t, e, `CREATE TABLE t (
+		i8 TINYINT, u8 TINYINT UNSIGNED, i16 SMALLINT, i32 INT, u32 INT UNSIGNED, i64 BIGINT, u64 BIGINT UNSIGNED,
+		f FLOAT, d DOUBLE, dec1 DECIMAL(10,2), dec2 DECIMAL(50,5), vc VARCHAR(20), tx TEXT, bl BLOB, vb VARBINARY(8),
+		dt DATE, dtt DATETIME(6), ts TIMESTAMP NULL, tm TIME, js JSON, n INT)`)
+	if tag := exec(t, e, `INSERT INTO t VALUES (-8, 250, -16000, -2000000000, 4000000000, -9000000000000000000, 18000000000000000000,
+		1.5, 2.25, 12345678.91, 123456789012345678901234567890123456789012345.12345, 'héllo', 'long text', X'00FF', X'0102',
+		'2024-02-29', '2024-02-29 13:14:15.123456', '2024-03-01 00:00:01', '12:34:56', '{"a": 1}', NULL)`); tag != "INSERT 0 1" {
+		t.Fatalf("insert tag %q", tag)
+	}
+	rows, err := e.Execute(context.Background(), &query.Request{SQL: "SELECT * FROM t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTypes := []arrow.DataType{
+		arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Uint8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32,
+		arrow.PrimitiveTypes.Uint32, arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Uint64,
+		arrow.PrimitiveTypes.Float32, arrow.PrimitiveTypes.Float64,
+		&arrow.Decimal128Type{Precision: 10, Scale: 2}, &arrow.Decimal256Type{Precision: 50, Scale: 5},
+		arrow.BinaryTypes.String, arrow.BinaryTypes.String, arrow.BinaryTypes.Binary, arrow.BinaryTypes.Binary,
+		arrow.FixedWidthTypes.Date32, &arrow.TimestampType{Unit: arrow.Microsecond},
+		&arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, arrow.FixedWidthTypes.Time64us,
+		arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32,
+	}
+	s := rows.Schema()
+	for i, want := range wantTypes {
+		if got := s.Field(i).Type; !arrow.TypeEqual(got, want) {
+			t.Errorf("column %s: type %s, want %s", s.Field(i).Name, got, want)
+		}
+	}
+	got := collect(t, rows)
+	want := []string{"-8", "250", "-16000", "-2000000000", "4000000000", "-9000000000000000000", "18000000000000000000",
+		"1.5", "2.25", "12345678.91", "123456789012345678901234567890123456789012345.12345", "héllo", "long text",
+		"AP8=", "AQI=", "2024-02-29", "2024-02-29T13:14:15.123456", "2024-03-01T00:00:01Z", "12:34:56.000000", `{"a": 1}`, "(null)"}
+	if len(got) != 1 {
+		t.Fatalf("rows: %v", got)
+	}
+	for i := range want {
+		if got[0][i] != want[i] {
+			t.Errorf("column %s: %q, want %q", s.Field(i).Name, got[0][i], want[i])
+		}
+	}
+}
+
+func TestBatchesAndPreparedArgs(t *testing.T) {
+	e, _ := openTestEngine(t)
+	exec(t, e, "CREATE TABLE n (i INT PRIMARY KEY, s VARCHAR(10))")
+	for i := 0; i < 5; i++ {
+		exec(t, e, "INSERT INTO n VALUES (?, ?)", i, strings.Repeat("x", i))
+	}
+	rows, err := e.Execute(context.Background(), &query.Request{SQL: "SELECT i, s FROM n WHERE i >= ? ORDER BY i", Args: []any{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := 0
+	var got []string
+	for {
+		b, err := rows.Next(context.Background())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		batches++
+		for i := 0; i < int(b.NumRows()); i++ {
+			got = append(got, b.Column(0).ValueStr(i)+":"+b.Column(1).ValueStr(i))
+		}
+	}
+	rows.Close()
+	if strings.Join(got, ",") != "1:x,2:xx,3:xxx,4:xxxx" {
+		t.Fatalf("got %v", got)
+	}
+	if batches != 2 { // BatchRows is 2
+		t.Fatalf("batches = %d, want 2", batches)
+	}
+	if rows.Tag() != "SELECT 4" {
+		t.Fatalf("tag %q", rows.Tag())
+	}
+}
+
+func TestErrorsCarrySQLSTATE(t *testing.T) {
+	e, _ := openTestEngine(t)
+	_, err := e.Execute(context.Background(), &query.Request{SQL: "SELEC 1"})
+	var qe *query.Error
+	if !errors.As(err, &qe) || qe.Code != "42000" {
+		t.Fatalf("syntax error: %v", err)
+	}
+	_, err = e.Execute(context.Background(), &query.Request{SQL: "SELECT * FROM missing_table"})
+	if !errors.As(err, &qe) || qe.Code != "42S02" || !strings.Contains(qe.Message, "1146") {
+		t.Fatalf("missing table: %v", err)
+	}
+	// The connection survives errors: the next query works.
+	if got := collect(t, mustExec(t, e, "SELECT 40+2")); got[0][0] != "42" {
+		t.Fatalf("after error: %v", got)
+	}
+}
+
+func mustExec(t *testing.T, e *Engine, sql string) query.Rows {
+	t.Helper()
+	rows, err := e.Execute(context.Background(), &query.Request{SQL: sql})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func TestCancelStopsQuery(t *testing.T) {
+	e, _ := openTestEngine(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	start := time.Now()
+	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+	rows, err := e.Execute(ctx, &query.Request{SQL: "SELECT SLEEP(30)"})
+	if err == nil {
+		_, err = rows.Next(ctx)
+		rows.Close()
+	}
+	if err == nil {
+		t.Fatal("cancelled query succeeded")
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("cancel took %s", time.Since(start))
+	}
+	// Early Close of a large result frees the connection for the next query.
+	rows = mustExec(t, e, "SELECT seq FROM seq_1_to_100000")
+	if _, err := rows.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if got := collect(t, mustExec(t, e, "SELECT 1")); got[0][0] != "1" {
+		t.Fatalf("after close: %v", got)
+	}
+}
+
+func TestRegisteredKinds(t *testing.T) {
+	kinds := strings.Join(engine.Kinds(), ",")
+	if !strings.Contains(kinds, "mysql") || !strings.Contains(kinds, "starrocks") {
+		t.Fatalf("kinds %s", kinds)
+	}
+	dsn, name := mytest.NewDatabase(t)
+	cfg, _ := mysql.ParseDSN(dsn)
+	eng, err := engine.Open(engine.Spec{Name: "m", Kind: "mysql", Endpoint: cfg.Addr, User: cfg.User, Database: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if err := eng.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

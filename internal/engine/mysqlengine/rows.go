@@ -1,0 +1,263 @@
+package mysqlengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// errStopped ends the producer when the consumer closed the rows early.
+var errStopped = errors.New("mysqlengine: result closed by the reader")
+
+// event is what the producer goroutine hands the reader, in this order: one start (schema or
+// none), then batches, then one end (err or tag).
+type event struct {
+	start  bool
+	schema *arrow.Schema
+	batch  arrow.RecordBatch
+	end    bool
+	tag    string
+	err    error
+}
+
+// rows streams one result. The producer goroutine owns the connection until it sends end.
+type rows struct {
+	e    *Engine
+	conn *client.Conn
+	q    *query.Request
+
+	events   chan event
+	stop     chan struct{}
+	stopOnce sync.Once
+
+	// producer-only state
+	fields  []*mysql.Field
+	builder *array.RecordBuilder
+	pending int
+	total   int
+	started bool
+
+	// reader-only state
+	schema  *arrow.Schema
+	current arrow.RecordBatch
+	tag     string
+	ended   bool
+	endErr  error
+}
+
+func newRows(e *Engine, c *client.Conn, q *query.Request) *rows {
+	return &rows{e: e, conn: c, q: q, events: make(chan event), stop: make(chan struct{})}
+}
+
+// produce runs the statement and feeds events until the end; then it returns the connection.
+func (r *rows) produce(ctx context.Context) {
+	done := make(chan struct{})
+	healthy := true
+	var watch sync.WaitGroup
+	watch.Add(1)
+	go func() { // cancel: ask the server to stop the query, so the blocked read returns
+		defer watch.Done()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			r.e.kill(r.conn.GetConnectionID())
+		case <-r.stop:
+			r.e.kill(r.conn.GetConnectionID())
+		}
+	}()
+
+	var result mysql.Result
+	var err error
+	if len(r.q.Args) == 0 {
+		err = r.conn.ExecuteSelectStreaming(r.q.SQL, &result, r.onRow(ctx), r.onResult(ctx))
+	} else {
+		err = r.executePrepared(ctx, &result)
+	}
+	if err == nil {
+		err = r.flush(ctx)
+	}
+	close(done)
+	watch.Wait()
+	ev := event{end: true}
+	switch {
+	case err != nil:
+		healthy = false // the connection may hold unread packets
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			err = ctxErr
+		}
+		ev.err = r.e.wrap(err)
+	case r.builder == nil:
+		ev.tag = commandTag(r.q.SQL, result.AffectedRows)
+	default:
+		ev.tag = fmt.Sprintf("SELECT %d", r.total)
+	}
+	if r.builder != nil {
+		r.builder.Release()
+	}
+	r.e.release(r.conn, healthy && !errors.Is(err, errStopped))
+	r.conn = nil
+	if !r.started {
+		ev.start = true
+	}
+	r.send(ctx, ev, true)
+	close(r.events)
+}
+
+func (r *rows) executePrepared(ctx context.Context, result *mysql.Result) error {
+	st, err := r.conn.Prepare(r.q.SQL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return st.ExecuteSelectStreaming(result, r.onRow(ctx), r.onResult(ctx), r.q.Args...)
+}
+
+func (r *rows) onResult(ctx context.Context) client.SelectPerResultCallback {
+	return func(result *mysql.Result) error {
+		r.fields = append([]*mysql.Field(nil), result.Fields...)
+		fields := make([]arrow.Field, len(r.fields))
+		for i, f := range r.fields {
+			fields[i] = ArrowField(f)
+		}
+		schema := arrow.NewSchema(fields, nil)
+		if r.builder != nil { // a second result set (CALL ...): keep only the first
+			return fmt.Errorf("mysqlengine: statement returned more than one result set")
+		}
+		r.builder = array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		if !r.send(ctx, event{start: true, schema: schema}, false) {
+			return errStopped
+		}
+		r.started = true
+		return nil
+	}
+}
+
+func (r *rows) onRow(ctx context.Context) client.SelectPerRowCallback {
+	return func(row []mysql.FieldValue) error {
+		for i := range row {
+			if err := appendValue(r.builder.Field(i), r.fields[i], &row[i]); err != nil {
+				return &query.Error{Code: "22000", Message: err.Error()}
+			}
+		}
+		r.pending++
+		r.total++
+		if r.pending >= r.e.cfg.BatchRows {
+			return r.flush(ctx)
+		}
+		return nil
+	}
+}
+
+func (r *rows) flush(ctx context.Context) error {
+	if r.builder == nil || r.pending == 0 {
+		return nil
+	}
+	batch := r.builder.NewRecordBatch()
+	r.pending = 0
+	if !r.send(ctx, event{batch: batch}, false) {
+		batch.Release()
+		return errStopped
+	}
+	return nil
+}
+
+// send hands ev to the reader; false when the reader went away (closed or ctx ended).
+// The final event is always delivered unless the reader closed.
+func (r *rows) send(ctx context.Context, ev event, final bool) bool {
+	if final {
+		select {
+		case r.events <- ev:
+			return true
+		case <-r.stop:
+			return false
+		}
+	}
+	select {
+	case r.events <- ev:
+		return true
+	case <-r.stop:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// waitStart reads the first event: the schema, or the end of a statement without rows.
+func (r *rows) waitStart(ctx context.Context) error {
+	ev, ok := <-r.events
+	if !ok {
+		return fmt.Errorf("mysqlengine: result ended before it started")
+	}
+	if !ev.start {
+		panic(fmt.Sprintf("mysqlengine: first event is not a start: %+v", ev))
+	}
+	r.schema = ev.schema
+	if ev.end {
+		r.ended, r.tag, r.endErr = true, ev.tag, ev.err
+		return ev.err
+	}
+	return nil
+}
+
+func (r *rows) Schema() *arrow.Schema { return r.schema }
+
+func (r *rows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if r.current != nil {
+		r.current.Release()
+		r.current = nil
+	}
+	if r.ended {
+		if r.endErr != nil {
+			return nil, r.endErr
+		}
+		return nil, io.EOF
+	}
+	var ev event
+	var ok bool
+	select {
+	case ev, ok = <-r.events:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if !ok {
+		r.ended = true
+		return nil, io.EOF
+	}
+	if ev.end {
+		r.ended, r.tag, r.endErr = true, ev.tag, ev.err
+		if ev.err != nil {
+			return nil, ev.err
+		}
+		return nil, io.EOF
+	}
+	r.current = ev.batch
+	return ev.batch, nil
+}
+
+func (r *rows) Tag() string { return r.tag }
+
+// Close stops the producer (killing the query if it still runs) and waits for it to give the
+// connection back.
+func (r *rows) Close() error {
+	r.stopOnce.Do(func() { close(r.stop) })
+	if r.current != nil {
+		r.current.Release()
+		r.current = nil
+	}
+	for ev := range r.events {
+		if ev.batch != nil {
+			ev.batch.Release()
+		}
+	}
+	return nil
+}
