@@ -1,0 +1,193 @@
+// Package pgregistry is the Postgres registry.Store: the worker_registry table created by
+// migrations/0002_worker_registry.sql. A Put is one round trip (a pgx batch inside one
+// transaction), so the control plane's per-tick heartbeat batch costs one write.
+//
+// determinism: outside the simulator (Postgres store via pgx)
+package pgregistry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queryflux/queryflux/internal/registry"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// Store is a registry.Store on a pgx pool.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ registry.Store = (*Store)(nil)
+
+// Open connects to url. The schema must exist (migrations.Up).
+func Open(ctx context.Context, url string) (*Store, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("pgregistry: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgregistry: ping: %w", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// New wraps an existing pool; the caller keeps ownership.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Close closes the pool Open made.
+func (s *Store) Close() { s.pool.Close() }
+
+const upsertSQL = `
+INSERT INTO worker_registry (name, version, labels, frontends, token_hash, registered_at, state,
+                             state_since, last_seen, heartbeat, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())
+ON CONFLICT (name) DO UPDATE SET
+    version = EXCLUDED.version, labels = EXCLUDED.labels, frontends = EXCLUDED.frontends,
+    token_hash = EXCLUDED.token_hash, registered_at = EXCLUDED.registered_at, state = EXCLUDED.state,
+    state_since = EXCLUDED.state_since, last_seen = EXCLUDED.last_seen, heartbeat = EXCLUDED.heartbeat,
+    updated_at = now()`
+
+const selectSQL = `SELECT name, version, labels, frontends, token_hash, registered_at, state, state_since,
+       last_seen, heartbeat FROM worker_registry`
+
+// Put implements registry.Store: every record in one transaction, sent as one batch.
+func (s *Store) Put(ctx context.Context, records []registry.Record) error {
+	if len(records) == 0 {
+		return nil
+	}
+	batch := &pgx.Batch{}
+	for _, r := range records {
+		args, err := rowArgs(registry.Normalize(r))
+		if err != nil {
+			return err
+		}
+		batch.Queue(upsertSQL, args...)
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return fmt.Errorf("pgregistry: put %d records: %w", len(records), err)
+		}
+		return nil
+	})
+}
+
+// Get implements registry.Store.
+func (s *Store) Get(ctx context.Context, name string) (registry.Record, error) {
+	rows, err := s.pool.Query(ctx, selectSQL+" WHERE name = $1", name)
+	if err != nil {
+		return registry.Record{}, fmt.Errorf("pgregistry: get: %w", err)
+	}
+	recs, err := collect(rows)
+	if err != nil {
+		return registry.Record{}, err
+	}
+	if len(recs) == 0 {
+		return registry.Record{}, registry.ErrNotFound
+	}
+	return recs[0], nil
+}
+
+// List implements registry.Store.
+func (s *Store) List(ctx context.Context) ([]registry.Record, error) {
+	rows, err := s.pool.Query(ctx, selectSQL+" ORDER BY name COLLATE \"C\"")
+	if err != nil {
+		return nil, fmt.Errorf("pgregistry: list: %w", err)
+	}
+	return collect(rows)
+}
+
+// Delete implements registry.Store.
+func (s *Store) Delete(ctx context.Context, name string) error {
+	if _, err := s.pool.Exec(ctx, "DELETE FROM worker_registry WHERE name = $1", name); err != nil {
+		return fmt.Errorf("pgregistry: delete: %w", err)
+	}
+	return nil
+}
+
+func rowArgs(r registry.Record) ([]any, error) {
+	labels, err := json.Marshal(orEmptyMap(r.Labels))
+	if err != nil {
+		return nil, err
+	}
+	frontends, err := json.Marshal(orEmptySlice(r.Frontends))
+	if err != nil {
+		return nil, err
+	}
+	var hb []byte
+	if r.Heartbeat != nil {
+		if hb, err = json.Marshal(r.Heartbeat); err != nil {
+			return nil, err
+		}
+	}
+	return []any{r.Name, r.Version, labels, frontends, r.TokenHash, nullTime(r.RegisteredAt), r.State,
+		nullTime(r.StateSince), nullTime(r.LastSeen), hb}, nil
+}
+
+func collect(rows pgx.Rows) ([]registry.Record, error) {
+	defer rows.Close()
+	out := []registry.Record{}
+	for rows.Next() {
+		var (
+			r                     registry.Record
+			labels, fronts, hb    []byte
+			registered, since, ls *time.Time
+		)
+		if err := rows.Scan(&r.Name, &r.Version, &labels, &fronts, &r.TokenHash, &registered, &r.State,
+			&since, &ls, &hb); err != nil {
+			return nil, fmt.Errorf("pgregistry: scan: %w", err)
+		}
+		if err := json.Unmarshal(labels, &r.Labels); err != nil {
+			return nil, fmt.Errorf("pgregistry: %s labels: %w", r.Name, err)
+		}
+		if err := json.Unmarshal(fronts, &r.Frontends); err != nil {
+			return nil, fmt.Errorf("pgregistry: %s frontends: %w", r.Name, err)
+		}
+		if hb != nil {
+			r.Heartbeat = &transport.Heartbeat{}
+			if err := json.Unmarshal(hb, r.Heartbeat); err != nil {
+				return nil, fmt.Errorf("pgregistry: %s heartbeat: %w", r.Name, err)
+			}
+		}
+		r.RegisteredAt, r.StateSince, r.LastSeen = deref(registered), deref(since), deref(ls)
+		out = append(out, registry.Normalize(r))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgregistry: %w", err)
+	}
+	return out, nil
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+func orEmptyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func orEmptySlice(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
