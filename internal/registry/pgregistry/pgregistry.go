@@ -190,4 +190,3 @@ func orEmptySlice(s []string) []string {
 	}
 	return s
 }
-
