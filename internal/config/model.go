@@ -28,11 +28,13 @@ type Config struct {
 	Translation     Translation             `yaml:"translation" json:"translation"`
 	Settings        Settings                `yaml:"settings" json:"settings"`
 	HistoryPolicy   HistoryPolicy           `yaml:"historyPolicy" json:"historyPolicy"`
+
+	lines map[string]int // YAML line of each path, when parsed from YAML (for error messages)
 }
 
 // NamedList is a list of named items. In YAML it may be written as a list of items with a `name`
-// field, or as a map from name to item (the name then comes from the key). Order is the list's
-// order, or the keys sorted for the map form.
+// field, or as a map from name to item (the name then comes from the key). Order is the order
+// written in the file either way.
 type NamedList[T any] []T
 
 // ---------------------------------------------------------------------------------------------
