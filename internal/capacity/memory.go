@@ -1,0 +1,215 @@
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Memory is the in-memory CapacityStore and SweepCoordinator: the simulator's store and the
+// reference the Postgres store is model-tested against. Safe for concurrent use; it never
+// blocks while holding its mutex.
+type Memory struct {
+	mu       sync.Mutex
+	clusters map[string]*memCluster
+	locks    map[string]SweepLock
+}
+
+type memCluster struct {
+	generation int64            // last generation granted; only grows
+	leases     map[string]Lease // by ID
+}
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory {
+	return &Memory{clusters: map[string]*memCluster{}, locks: map[string]SweepLock{}}
+}
+
+var (
+	_ CapacityStore    = (*Memory)(nil)
+	_ SweepCoordinator = (*Memory)(nil)
+)
+
+func (m *Memory) cluster(name string) *memCluster {
+	c := m.clusters[name]
+	if c == nil {
+		c = &memCluster{leases: map[string]Lease{}}
+		m.clusters[name] = c
+	}
+	return c
+}
+
+// Acquire implements CapacityStore.
+func (m *Memory) Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (Lease, error) {
+	if err := CheckAcquire(cluster, holder, limit, ttl); err != nil {
+		return Lease{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cluster(cluster)
+	if len(c.leases) >= limit {
+		return Lease{}, ErrAtCapacity
+	}
+	c.generation++
+	l := Lease{
+		ID:         LeaseID(cluster, c.generation),
+		Cluster:    cluster,
+		Holder:     holder,
+		Generation: c.generation,
+		ExpiresAt:  Timestamp(now.Add(ttl)),
+	}
+	c.leases[l.ID] = l
+	if len(c.leases) > limit {
+		panic(fmt.Sprintf("capacity: memory store granted %d leases of %q over cap %d", len(c.leases), cluster, limit))
+	}
+	return l, nil
+}
+
+// held returns the lease ref names if it is still held under ref's generation.
+func (m *Memory) held(ref LeaseRef) (*memCluster, Lease, bool) {
+	c := m.clusters[ref.Cluster()]
+	if c == nil {
+		return nil, Lease{}, false
+	}
+	l, ok := c.leases[ref.ID]
+	if !ok || l.Generation != ref.Generation {
+		return nil, Lease{}, false
+	}
+	return c, l, true
+}
+
+// Renew implements CapacityStore.
+func (m *Memory) Renew(ctx context.Context, ref LeaseRef, ttl time.Duration, now time.Time) (Lease, error) {
+	if err := CheckTTL(ttl); err != nil {
+		return Lease{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, l, ok := m.held(ref)
+	if !ok || !l.ExpiresAt.After(Timestamp(now)) {
+		return Lease{}, ErrStaleGeneration
+	}
+	l.ExpiresAt = Timestamp(now.Add(ttl))
+	c.leases[l.ID] = l
+	return l, nil
+}
+
+// Release implements CapacityStore.
+func (m *Memory) Release(ctx context.Context, ref LeaseRef) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, l, ok := m.held(ref)
+	if !ok {
+		return ErrStaleGeneration
+	}
+	delete(c.leases, l.ID)
+	return nil
+}
+
+// ReleaseBatch implements CapacityStore.
+func (m *Memory) ReleaseBatch(ctx context.Context, refs []LeaseRef) (int, error) {
+	if err := CheckRefs(refs); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, ref := range refs {
+		if c, l, ok := m.held(ref); ok {
+			delete(c.leases, l.ID)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// List implements CapacityStore.
+func (m *Memory) List(ctx context.Context, cluster string) ([]Lease, error) {
+	return m.collect(func(l Lease) bool { return cluster == "" || l.Cluster == cluster }, false), nil
+}
+
+// SweepStale implements CapacityStore.
+func (m *Memory) SweepStale(ctx context.Context, now time.Time) ([]Lease, error) {
+	now = Timestamp(now)
+	return m.collect(func(l Lease) bool { return !l.ExpiresAt.After(now) }, true), nil
+}
+
+// ReleaseHolder implements CapacityStore.
+func (m *Memory) ReleaseHolder(ctx context.Context, holder string) (int, error) {
+	if err := checkName("holder", holder); err != nil {
+		return 0, err
+	}
+	return len(m.collect(func(l Lease) bool { return l.Holder == holder }, true)), nil
+}
+
+// collect returns the leases that match, ordered, deleting them if remove is set.
+func (m *Memory) collect(match func(Lease) bool, remove bool) []Lease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []Lease{}
+	for _, c := range m.clusters { // order fixed by the sort below
+		for id, l := range c.leases {
+			if match(l) {
+				out = append(out, l)
+				if remove {
+					delete(c.leases, id)
+				}
+			}
+		}
+	}
+	SortLeases(out)
+	return out
+}
+
+// SortLeases orders leases by cluster, then generation.
+func SortLeases(ls []Lease) {
+	sort.Slice(ls, func(i, j int) bool {
+		if ls[i].Cluster != ls[j].Cluster {
+			return ls[i].Cluster < ls[j].Cluster
+		}
+		return ls[i].Generation < ls[j].Generation
+	})
+}
+
+// AcquireSweepLock implements SweepCoordinator.
+func (m *Memory) AcquireSweepLock(ctx context.Context, name, owner string, ttl time.Duration, now time.Time) (SweepLock, error) {
+	if err := checkLockArgs(name, owner, ttl); err != nil {
+		return SweepLock{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.locks[name]
+	if ok && cur.Owner != owner && cur.ExpiresAt.After(Timestamp(now)) {
+		return SweepLock{}, ErrLockHeld
+	}
+	l := SweepLock{Name: name, Owner: owner, ExpiresAt: Timestamp(now.Add(ttl))}
+	m.locks[name] = l
+	return l, nil
+}
+
+// ReleaseSweepLock implements SweepCoordinator.
+func (m *Memory) ReleaseSweepLock(ctx context.Context, name, owner string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, ok := m.locks[name]; ok && cur.Owner == owner {
+		delete(m.locks, name)
+	}
+	return nil
+}
+
+func checkLockArgs(name, owner string, ttl time.Duration) error {
+	if err := checkName("lock name", name); err != nil {
+		return err
+	}
+	if err := checkName("owner", owner); err != nil {
+		return err
+	}
+	return CheckTTL(ttl)
+}
+
+// CheckLockArgs validates AcquireSweepLock's arguments.
+func CheckLockArgs(name, owner string, ttl time.Duration) error {
+	return checkLockArgs(name, owner, ttl)
+}
