@@ -1,0 +1,441 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// DistKind names a latency distribution.
+type DistKind uint8
+
+const (
+	DistFixed       DistKind = iota // always A
+	DistUniform                     // uniform in [A, B]
+	DistExponential                 // A + exponential with mean B
+)
+
+// Dist is a latency distribution.
+type Dist struct {
+	Kind DistKind
+	A, B time.Duration
+}
+
+// Fixed is a constant latency.
+func Fixed(d time.Duration) Dist { return Dist{Kind: DistFixed, A: d} }
+
+// Uniform is a latency uniform in [lo, hi].
+func Uniform(lo, hi time.Duration) Dist { return Dist{Kind: DistUniform, A: lo, B: hi} }
+
+// Exponential is min plus an exponential tail of the given mean.
+func Exponential(min, mean time.Duration) Dist { return Dist{Kind: DistExponential, A: min, B: mean} }
+
+func (d Dist) sample(r interface {
+	Int64N(int64) int64
+	ExpFloat64() float64
+}) time.Duration {
+	switch d.Kind {
+	case DistUniform:
+		if d.B <= d.A {
+			return d.A
+		}
+		return d.A + time.Duration(r.Int64N(int64(d.B-d.A)+1))
+	case DistExponential:
+		tail := r.ExpFloat64() * float64(d.B)
+		if tail > float64(math.MaxInt64/4) {
+			tail = float64(math.MaxInt64 / 4)
+		}
+		return d.A + time.Duration(tail)
+	default:
+		return d.A
+	}
+}
+
+// Link is the model of one direction between two nodes.
+type Link struct {
+	Latency Dist
+	// Drop is the probability that a message on the link is lost.
+	Drop float64
+}
+
+// DefaultLink is what every link starts as: 1ms ± 0.5ms, no loss.
+var DefaultLink = Link{Latency: Uniform(500*time.Microsecond, 1500*time.Microsecond)}
+
+// Net is simnet: it carries HTTP exchanges between nodes with latency, loss, partitions and holds.
+type Net struct {
+	s      *Sim
+	def    Link
+	links  map[[2]string]*linkState
+	active map[uint64]*exchange // requests being handled, by id (reset when the handler's node crashes)
+	nextEx uint64
+
+	Sent, Dropped, Refused uint64
+}
+
+type linkState struct {
+	cfg     *Link
+	blocked bool
+	held    bool
+	queue   []func()
+}
+
+func newNet(s *Sim) *Net {
+	return &Net{s: s, def: DefaultLink, links: map[[2]string]*linkState{}, active: map[uint64]*exchange{}}
+}
+
+func (nt *Net) state(from, to string) *linkState {
+	k := [2]string{from, to}
+	ls := nt.links[k]
+	if ls == nil {
+		ls = &linkState{}
+		nt.links[k] = ls
+	}
+	return ls
+}
+
+func (nt *Net) peek(from, to string) *linkState { return nt.links[[2]string{from, to}] }
+
+// SetDefault sets the model of every link that has no override.
+func (nt *Net) SetDefault(l Link) {
+	nt.s.mixStrings(evFault, "link-default", fmt.Sprint(l))
+	nt.def = l
+}
+
+// SetLink overrides the model of the link from -> to (one direction).
+func (nt *Net) SetLink(from, to string, l Link) {
+	nt.s.mixStrings(evFault, "link", from, to, fmt.Sprint(l))
+	nt.state(from, to).cfg = &l
+}
+
+// Partition blocks messages from -> to (one-way). Messages on the link, including ones in flight,
+// are lost when they arrive; nothing answers.
+func (nt *Net) Partition(from, to string) {
+	nt.s.mixStrings(evFault, "partition", from, to)
+	nt.state(from, to).blocked = true
+}
+
+// PartitionBoth blocks both directions between a and b.
+func (nt *Net) PartitionBoth(a, b string) { nt.Partition(a, b); nt.Partition(b, a) }
+
+// Heal unblocks from -> to.
+func (nt *Net) Heal(from, to string) {
+	nt.s.mixStrings(evFault, "heal", from, to)
+	if ls := nt.peek(from, to); ls != nil {
+		ls.blocked = false
+	}
+}
+
+// HealBoth unblocks both directions between a and b.
+func (nt *Net) HealBoth(a, b string) { nt.Heal(a, b); nt.Heal(b, a) }
+
+// HealAll removes every partition.
+func (nt *Net) HealAll() {
+	nt.s.mixStrings(evFault, "heal-all")
+	for _, ls := range nt.links { //determinism:ok only clears flags, order-free
+		ls.blocked = false
+	}
+}
+
+// Partitioned reports whether from -> to is blocked.
+func (nt *Net) Partitioned(from, to string) bool {
+	ls := nt.peek(from, to)
+	return ls != nil && ls.blocked
+}
+
+// Hold keeps messages arriving on from -> to in a queue until Release.
+func (nt *Net) Hold(from, to string) {
+	nt.s.mixStrings(evFault, "hold", from, to)
+	nt.state(from, to).held = true
+}
+
+// Release delivers the messages held on from -> to, in the order they arrived, and stops holding.
+func (nt *Net) Release(from, to string) {
+	nt.s.mixStrings(evFault, "release", from, to)
+	ls := nt.peek(from, to)
+	if ls == nil {
+		return
+	}
+	ls.held = false
+	q := ls.queue
+	ls.queue = nil
+	for _, deliver := range q {
+		nt.arrive(from, to, deliver)
+	}
+}
+
+// Held is how many messages wait on from -> to.
+func (nt *Net) Held(from, to string) int {
+	if ls := nt.peek(from, to); ls != nil {
+		return len(ls.queue)
+	}
+	return 0
+}
+
+// transmit sends one message from -> to; deliver runs in the runner when it arrives.
+func (nt *Net) transmit(from, to string, deliver func()) {
+	s := nt.s
+	cfg := &nt.def
+	if ls := nt.peek(from, to); ls != nil && ls.cfg != nil {
+		cfg = ls.cfg
+	}
+	nt.Sent++
+	if cfg.Drop > 0 && s.rng.Float64() < cfg.Drop {
+		nt.Dropped++
+		s.mixStrings(evDrop, from, to, "loss")
+		return
+	}
+	lat := cfg.Latency.sample(s.rng)
+	s.addTimer(s.now+lat, func() { nt.arrive(from, to, deliver) })
+}
+
+func (nt *Net) arrive(from, to string, deliver func()) {
+	if ls := nt.peek(from, to); ls != nil {
+		if ls.blocked {
+			nt.Dropped++
+			nt.s.mixStrings(evDrop, from, to, "partition")
+			return
+		}
+		if ls.held {
+			ls.queue = append(ls.queue, deliver)
+			return
+		}
+	}
+	deliver()
+}
+
+// ---- HTTP over simnet ----
+
+type exchange struct {
+	id       uint64
+	from, to *Node
+	req      *http.Request
+	body     []byte
+	caller   *task
+	gen      uint64
+
+	replied bool // the target sent (or lost) its answer
+	done    bool // the answer reached the caller
+	resp    *http.Response
+	err     error
+}
+
+// transport is a node's http.RoundTripper.
+type transport struct{ n *Node }
+
+func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	from := tr.n
+	s := from.s
+	t := s.currentTask("http RoundTrip")
+	ctx := req.Context()
+	sc := simCtxOf(ctx)
+	body, err := readBody(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	host := req.URL.Hostname()
+	to := s.byName[host]
+	if to == nil {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}}
+	}
+	nt := s.net
+	nt.nextEx++
+	ex := &exchange{id: nt.nextEx, from: from, to: to, req: req, body: body, caller: t}
+	ex.gen = t.prepare()
+	if sc != nil {
+		t.waitOn(&sc.waiters, ex.gen)
+	}
+	s.mix(evMsg, ex.id, xxhash.Sum64(body))
+	s.mixStrings(evMsg, from.name, to.name, req.Method, req.URL.String())
+	nt.transmit(from.name, to.name, func() { nt.deliverRequest(ex) })
+	s.park(t)
+	if ex.done {
+		return ex.resp, ex.err
+	}
+	return nil, ctx.Err()
+}
+
+func readBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	defer req.Body.Close()
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, fmt.Errorf("simnet: reading request body: %w", err)
+	}
+	return b, nil
+}
+
+func (nt *Net) deliverRequest(ex *exchange) {
+	to := ex.to
+	if !to.up || to.handler == nil {
+		nt.Refused++
+		nt.reply(ex, nil, refusedErr(to.name))
+		return
+	}
+	h := to.handler
+	nt.active[ex.id] = ex
+	to.spawn("http "+ex.req.Method+" "+ex.req.URL.Path, func() { nt.serve(ex, h) })
+}
+
+func (nt *Net) serve(ex *exchange, h http.Handler) {
+	to := ex.to
+	hctx := nt.s.newCtx(to.ctx)
+	r := ex.req.WithContext(hctx)
+	if len(ex.body) > 0 {
+		r.Body = io.NopCloser(bytes.NewReader(ex.body))
+	} else {
+		r.Body = http.NoBody
+	}
+	r.ContentLength = int64(len(ex.body))
+	r.RemoteAddr = ex.from.name + ":1"
+	r.RequestURI = ex.req.URL.RequestURI()
+	if r.Host == "" {
+		r.Host = ex.req.URL.Host
+	}
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
+	w := &bufWriter{h: http.Header{}}
+	aborted := false
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				if p != http.ErrAbortHandler {
+					panic(p)
+				}
+				aborted = true
+			}
+		}()
+		h.ServeHTTP(w, r)
+	}()
+	hctx.cancel(context.Canceled)
+	if aborted {
+		nt.reply(ex, nil, resetErr(to.name))
+		return
+	}
+	nt.reply(ex, w.response(ex.req), nil)
+}
+
+// reply sends the target's answer (a response or a connection error) back to the caller.
+func (nt *Net) reply(ex *exchange, resp *http.Response, err error) {
+	if ex.replied {
+		return
+	}
+	ex.replied = true
+	delete(nt.active, ex.id)
+	status := 0
+	var bodyHash uint64
+	if resp != nil {
+		status = resp.StatusCode
+		if br, ok := resp.Body.(*bodyReader); ok {
+			bodyHash = xxhash.Sum64(br.b)
+		}
+	}
+	nt.s.mix(evReply, ex.id, uint64(status), bodyHash)
+	if err != nil {
+		nt.s.mixStrings(evReply, err.Error())
+	}
+	nt.transmit(ex.to.name, ex.from.name, func() {
+		ex.done = true
+		ex.resp, ex.err = resp, err
+		nt.s.wake(ex.caller, ex.gen)
+	})
+}
+
+// nodeCrashed resets every exchange whose handler ran on n.
+func (nt *Net) nodeCrashed(n *Node) {
+	var ids []uint64
+	for id, ex := range nt.active { //determinism:ok keys are sorted below
+		if ex.to == n {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		nt.reply(nt.active[id], nil, resetErr(n.name))
+	}
+}
+
+func refusedErr(host string) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Addr: simAddr(host), Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+}
+
+func resetErr(host string) error {
+	return &net.OpError{Op: "read", Net: "tcp", Addr: simAddr(host), Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+}
+
+type simAddr string
+
+func (a simAddr) Network() string { return "sim" }
+func (a simAddr) String() string  { return string(a) }
+
+// bufWriter is the buffered http.ResponseWriter a simulated handler writes to.
+type bufWriter struct {
+	h    http.Header
+	code int
+	body bytes.Buffer
+}
+
+func (w *bufWriter) Header() http.Header { return w.h }
+
+func (w *bufWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *bufWriter) Write(p []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.body.Write(p)
+}
+
+// Flush is a no-op: the whole response travels as one message.
+func (w *bufWriter) Flush() {}
+
+type bodyReader struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (b *bodyReader) Close() error { return nil }
+
+func (w *bufWriter) response(req *http.Request) *http.Response {
+	code := w.code
+	if code == 0 {
+		code = http.StatusOK
+	}
+	b := w.body.Bytes()
+	h := w.h.Clone()
+	if len(b) > 0 && h.Get("Content-Type") == "" {
+		h.Set("Content-Type", http.DetectContentType(b))
+	}
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	return &http.Response{
+		Status:        strconv.Itoa(code) + " " + http.StatusText(code),
+		StatusCode:    code,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          &bodyReader{Reader: bytes.NewReader(b), b: b},
+		ContentLength: int64(len(b)),
+		Request:       req,
+	}
+}

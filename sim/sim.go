@@ -1,0 +1,573 @@
+// Package sim is the deterministic multi-node simulator: one runner, virtual time, coroutine tasks,
+// a simulated network (simnet, net.go) and a running trace hash.
+//
+// Every task is a coroutine (iter.Pull). Exactly one task runs at a time; ties between runnable
+// tasks are broken by the sim's seeded PCG, so seeds explore interleavings. When every task is
+// blocked, virtual time jumps to the next timer. Each node gets an env.Env (env.go) whose clock is
+// virtual (with bounded drift), whose contexts cancel synchronously inside the running task, and
+// whose HTTP client delivers requests to other nodes' handlers through simnet.
+//
+// The trace hash sees every scheduling decision, message, fault and checked invariant, never wall
+// time, pointers or map order: same seed, same binary, same hash, whatever GOMAXPROCS.
+//
+// This package may touch the real world only to print its buffered log and to measure wall time
+// for reports (never fed into the hash).
+package sim
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"iter"
+	"math/rand/v2"
+	"os"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// DefaultStart is the fixed instant virtual time starts at, so traces and logs are stable.
+var DefaultStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Opts configures a simulation.
+type Opts struct {
+	Seed uint64
+	// Start is virtual time zero; zero means DefaultStart.
+	Start time.Time
+	// Verbose streams log lines to LogOut as they happen instead of only buffering them.
+	Verbose bool
+	// LogOut receives verbose lines (default os.Stderr).
+	LogOut io.Writer
+	// LogLines is how many recent log lines are kept for failure reports (default 2000).
+	LogLines int
+	// MaxStepsPerInstant fails the run as a livelock when this many scheduling decisions happen
+	// without virtual time moving (default 5,000,000).
+	MaxStepsPerInstant uint64
+}
+
+// Sim is one simulated world. It is not safe for concurrent use: drive it from one goroutine.
+type Sim struct {
+	opts    Opts
+	rng     *rand.Rand
+	now     time.Duration // virtual time elapsed since opts.Start
+	steps   uint64
+	events  uint64
+	nextID  uint64
+	instant uint64 // steps since virtual time last moved
+
+	runnable []*task
+	timers   timerHeap
+	timerSeq uint64
+	current  *task
+
+	nodes  []*Node
+	byName map[string]*Node
+	net    *Net
+
+	hash    *xxhash.Digest
+	scratch []byte
+	failure error
+	logs    *logRing
+}
+
+// New returns an empty world at virtual time zero.
+func New(opts Opts) *Sim {
+	if opts.Start.IsZero() {
+		opts.Start = DefaultStart
+	}
+	if opts.LogOut == nil {
+		opts.LogOut = os.Stderr
+	}
+	if opts.LogLines <= 0 {
+		opts.LogLines = 2000
+	}
+	if opts.MaxStepsPerInstant == 0 {
+		opts.MaxStepsPerInstant = 5_000_000
+	}
+	s := &Sim{
+		opts:   opts,
+		rng:    rand.New(rand.NewPCG(opts.Seed, 0x9e3779b97f4a7c15)),
+		byName: map[string]*Node{},
+		hash:   xxhash.New(),
+		logs:   newLogRing(opts.LogLines),
+	}
+	s.net = newNet(s)
+	s.mix(evSeed, opts.Seed)
+	return s
+}
+
+// Seed is the seed the world was built with.
+func (s *Sim) Seed() uint64 { return s.opts.Seed }
+
+// Now is the global virtual time (no drift).
+func (s *Sim) Now() time.Time { return s.opts.Start.Add(s.now) }
+
+// Elapsed is the virtual time since the start.
+func (s *Sim) Elapsed() time.Duration { return s.now }
+
+// Steps is the number of scheduling decisions so far.
+func (s *Sim) Steps() uint64 { return s.steps }
+
+// Events is the number of trace events (decisions, messages, faults, checks) so far.
+func (s *Sim) Events() uint64 { return s.events }
+
+// Net is the simulated network, where faults on links are set.
+func (s *Sim) Net() *Net { return s.net }
+
+// Rand is the sim's own random source (for fault drawing by scenarios). Using it changes the trace.
+func (s *Sim) Rand() *rand.Rand { return s.rng }
+
+// Err is the failure that stopped the run, if any.
+func (s *Sim) Err() error { return s.failure }
+
+// Fail stops the run with err (for checks that must halt the world). The seed is added.
+func (s *Sim) Fail(err error) {
+	if s.failure == nil {
+		s.failure = fmt.Errorf("sim seed %d at %v (step %d): %w", s.opts.Seed, s.now, s.steps, err)
+	}
+}
+
+// Logs returns the buffered recent log lines, oldest first.
+func (s *Sim) Logs() []string { return s.logs.lines() }
+
+// TraceHash is the running hash of everything that happened, as hex.
+func (s *Sim) TraceHash() string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], s.hash.Sum64())
+	return hex.EncodeToString(b[:])
+}
+
+// Record feeds a named fact (an invariant checked, a scenario event) into the trace hash.
+func (s *Sim) Record(kind, detail string) {
+	s.mixStrings(evRecord, kind, detail)
+}
+
+// At runs fn in the runner (not in a task: it must not block) when virtual time reaches
+// start+at. Use it for fault timelines. A time in the past runs at the next step.
+func (s *Sim) At(at time.Duration, fn func()) {
+	if at < s.now {
+		at = s.now
+	}
+	s.addTimer(at, fn)
+}
+
+// Spawn starts fn as a task on node (for probes and checks that need to block or call HTTP).
+func (s *Sim) Spawn(node *Node, name string, fn func()) {
+	node.spawn(name, fn)
+}
+
+// Run runs the world until virtual time start+until, until nothing is left to do, or until a
+// task fails. It returns the failure, which names the seed.
+func (s *Sim) Run(until time.Duration) error {
+	for s.now <= until && s.failure == nil {
+		if !s.step(until) {
+			break
+		}
+	}
+	if s.failure == nil && s.now < until {
+		s.now = until
+	}
+	return s.failure
+}
+
+// Step makes one scheduling decision (moving virtual time to the next timer first when nothing is
+// runnable). It returns false when nothing is left to do or the run has failed.
+func (s *Sim) Step() bool { return s.step(1<<63 - 1) }
+
+func (s *Sim) step(limit time.Duration) bool {
+	if s.failure != nil {
+		return false
+	}
+	if len(s.runnable) == 0 {
+		if !s.fireTimers(limit) {
+			return false
+		}
+		if len(s.runnable) == 0 {
+			return s.failure == nil
+		}
+	}
+	i := 0
+	if len(s.runnable) > 1 {
+		i = s.rng.IntN(len(s.runnable))
+	}
+	t := s.runnable[i]
+	last := len(s.runnable) - 1
+	s.runnable[i] = s.runnable[last]
+	s.runnable[last] = nil
+	s.runnable = s.runnable[:last]
+	s.steps++
+	s.instant++
+	if s.instant > s.opts.MaxStepsPerInstant {
+		s.Fail(fmt.Errorf("livelock: %d steps without virtual time moving (last task %q on %s)", s.instant, t.name, t.node.name))
+		return false
+	}
+	s.mix(evRun, t.id)
+	s.resume(t)
+	return s.failure == nil
+}
+
+// fireTimers moves virtual time to the earliest live timer (not past limit) and fires every
+// timer due at that instant. It returns false if there is none before limit.
+func (s *Sim) fireTimers(limit time.Duration) bool {
+	if len(s.timers) == 0 {
+		return false
+	}
+	at := s.timers[0].at
+	if at > limit {
+		return false
+	}
+	if at > s.now {
+		s.now = at
+		s.instant = 0
+		s.mix(evTime, uint64(at))
+	}
+	for len(s.timers) > 0 && s.timers[0].at <= s.now && s.failure == nil {
+		tm := s.timers.pop()
+		tm.fn()
+	}
+	return true
+}
+
+// ---- tasks ----
+
+type taskState uint8
+
+const (
+	taskRunnable taskState = iota
+	taskRunning
+	taskParked
+	taskDone
+)
+
+type task struct {
+	id     uint64
+	name   string
+	node   *Node
+	inc    uint64 // node incarnation the task belongs to
+	state  taskState
+	gen    uint64 // bumped on every park; stale wakes carry an older gen
+	killed bool
+
+	next  func() (struct{}, bool)
+	stop  func()
+	yield func(struct{}) bool
+
+	waits []*waiter
+	timer *timer
+}
+
+// errKilled unwinds a task of a crashed node. The task wrapper recovers it.
+type killedSentinel struct{}
+
+var errKilled = &killedSentinel{}
+
+func (s *Sim) newTask(node *Node, name string, fn func()) *task {
+	s.nextID++
+	t := &task{id: s.nextID, name: name, node: node, inc: node.inc, state: taskRunnable}
+	body := func(yield func(struct{}) bool) {
+		t.yield = yield
+		defer func() {
+			r := recover()
+			if r == nil || r == errKilled {
+				return
+			}
+			s.Fail(fmt.Errorf("task %q on node %s panicked: %v\n%s", t.name, t.node.name, r, debug.Stack()))
+		}()
+		fn()
+	}
+	t.next, t.stop = iter.Pull(iter.Seq[struct{}](body))
+	node.tasks[t.id] = t
+	s.runnable = append(s.runnable, t)
+	s.mixStrings(evSpawn, node.name, name)
+	return t
+}
+
+func (s *Sim) resume(t *task) {
+	prev := s.current
+	t.state = taskRunning
+	s.current = t
+	_, ok := t.next()
+	s.current = prev
+	if !ok {
+		s.finish(t)
+	}
+}
+
+func (s *Sim) finish(t *task) {
+	t.state = taskDone
+	t.clearWaits(s)
+	delete(t.node.tasks, t.id)
+}
+
+// park suspends the running task until something wakes it with its current gen.
+func (s *Sim) park(t *task) {
+	if s.current != t {
+		panic(fmt.Sprintf("sim: task %q parked while not running", t.name))
+	}
+	t.state = taskParked
+	if !t.yield(struct{}{}) || t.killed {
+		panic(errKilled)
+	}
+}
+
+// prepare starts a new wait for t: registrations made after it carry the returned gen.
+func (t *task) prepare() uint64 {
+	t.gen++
+	return t.gen
+}
+
+func (s *Sim) wake(t *task, gen uint64) {
+	if t.state != taskParked || t.gen != gen {
+		return
+	}
+	t.clearWaits(s)
+	t.state = taskRunnable
+	s.runnable = append(s.runnable, t)
+}
+
+func (t *task) clearWaits(s *Sim) {
+	for _, w := range t.waits {
+		w.list.remove(w)
+	}
+	t.waits = t.waits[:0]
+	if t.timer != nil {
+		s.timers.remove(t.timer)
+		t.timer = nil
+	}
+}
+
+// sleepUntil arms t's wake-up timer at global virtual time at.
+func (s *Sim) sleepUntil(t *task, gen uint64, at time.Duration) {
+	t.timer = s.addTimer(at, func() {
+		t.timer = nil
+		s.wake(t, gen)
+	})
+}
+
+// waitOn registers t (with gen) on a wait list.
+func (t *task) waitOn(l *wlist, gen uint64) {
+	w := &waiter{t: t, gen: gen}
+	l.push(w)
+	t.waits = append(t.waits, w)
+}
+
+// kill unwinds t (its node crashed). It runs the task's defers now, inside the runner.
+func (s *Sim) kill(t *task) {
+	if t.state == taskDone {
+		return
+	}
+	t.killed = true
+	if t.state == taskRunning {
+		return // it is the caller (a task crashing its own node): it unwinds on its next Env call
+	}
+	if t.state == taskRunnable {
+		if i := slices.Index(s.runnable, t); i >= 0 {
+			s.runnable = slices.Delete(s.runnable, i, i+1)
+		}
+	}
+	t.clearWaits(s)
+	prev := s.current
+	s.current = t
+	t.state = taskRunning
+	t.stop()
+	s.current = prev
+	s.finish(t)
+}
+
+// currentTask returns the running task for a blocking call named op, unwinding killed tasks.
+func (s *Sim) currentTask(op string) *task {
+	t := s.current
+	if t == nil {
+		panic(fmt.Sprintf("sim: %s called outside a simulated task (use Sim.Spawn or Env.Go)", op))
+	}
+	if t.killed {
+		panic(errKilled)
+	}
+	return t
+}
+
+// ---- wait lists ----
+
+type waiter struct {
+	t          *task
+	gen        uint64
+	prev, next *waiter
+	list       *wlist
+}
+
+type wlist struct{ head, tail *waiter }
+
+func (l *wlist) push(w *waiter) {
+	w.list = l
+	w.prev = l.tail
+	if l.tail != nil {
+		l.tail.next = w
+	} else {
+		l.head = w
+	}
+	l.tail = w
+}
+
+func (l *wlist) remove(w *waiter) {
+	if l == nil || w.list != l {
+		return
+	}
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		l.tail = w.prev
+	}
+	w.prev, w.next, w.list = nil, nil, nil
+}
+
+// wakeAll wakes every waiter, in the order they started waiting.
+func (s *Sim) wakeAll(l *wlist) {
+	for l.head != nil {
+		w := l.head
+		l.remove(w)
+		s.wake(w.t, w.gen)
+	}
+}
+
+// ---- timers ----
+
+type timer struct {
+	at  time.Duration
+	seq uint64
+	idx int
+	fn  func()
+}
+
+type timerHeap []*timer
+
+func (s *Sim) addTimer(at time.Duration, fn func()) *timer {
+	s.timerSeq++
+	tm := &timer{at: at, seq: s.timerSeq, fn: fn}
+	s.timers.push(tm)
+	return tm
+}
+
+func (h timerHeap) less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+
+func (h timerHeap) swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx = i
+	h[j].idx = j
+}
+
+func (h *timerHeap) push(t *timer) {
+	t.idx = len(*h)
+	*h = append(*h, t)
+	h.up(t.idx)
+}
+
+func (h *timerHeap) pop() *timer {
+	old := *h
+	t := old[0]
+	n := len(old) - 1
+	old.swap(0, n)
+	old[n] = nil
+	*h = old[:n]
+	if n > 0 {
+		h.down(0)
+	}
+	t.idx = -1
+	return t
+}
+
+func (h *timerHeap) remove(t *timer) {
+	i := t.idx
+	if i < 0 || i >= len(*h) || (*h)[i] != t {
+		return
+	}
+	old := *h
+	n := len(old) - 1
+	if i != n {
+		old.swap(i, n)
+	}
+	old[n] = nil
+	*h = old[:n]
+	if i != n {
+		h.down(i)
+		h.up(i)
+	}
+	t.idx = -1
+}
+
+func (h timerHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h timerHeap) down(i int) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
+
+// ---- trace hash ----
+
+const (
+	evSeed byte = iota + 1
+	evRun
+	evTime
+	evSpawn
+	evMsg
+	evDrop
+	evFault
+	evRecord
+	evReply
+)
+
+func (s *Sim) mix(kind byte, vals ...uint64) {
+	s.events++
+	b := append(s.scratch[:0], kind)
+	for _, v := range vals {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	s.scratch = b
+	_, _ = s.hash.Write(b)
+}
+
+func (s *Sim) mixStrings(kind byte, strs ...string) {
+	s.events++
+	b := append(s.scratch[:0], kind)
+	for _, str := range strs {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(str)))
+		b = append(b, str...)
+	}
+	s.scratch = b
+	_, _ = s.hash.Write(b)
+}

@@ -1,0 +1,411 @@
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/sim"
+)
+
+type key struct{}
+
+// inTask runs fn as a task on a fresh node of a fresh world and runs the world for d.
+func inTask(t *testing.T, seed uint64, d time.Duration, fn func(s *sim.Sim, n *sim.Node)) *sim.Sim {
+	t.Helper()
+	s := sim.New(sim.Opts{Seed: seed})
+	n := s.AddNode("a", nil)
+	s.Spawn(n, "test", func() { fn(s, n) })
+	if err := s.Run(d); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSleepMovesVirtualTimeOnly(t *testing.T) {
+	var got time.Duration
+	wall := time.Now()
+	inTask(t, 1, time.Hour, func(s *sim.Sim, n *sim.Node) {
+		start := n.Env().Now()
+		if err := n.Env().Sleep(context.Background(), 30*time.Minute); err != nil {
+			t.Error(err)
+		}
+		got = n.Env().Now().Sub(start)
+	})
+	if got != 30*time.Minute {
+		t.Fatalf("slept %v of virtual time, want 30m", got)
+	}
+	if time.Since(wall) > 5*time.Second {
+		t.Fatalf("a virtual sleep took real time")
+	}
+}
+
+func TestStartIsFixed(t *testing.T) {
+	s := sim.New(sim.Opts{})
+	if !s.Now().Equal(sim.DefaultStart) {
+		t.Fatalf("start %v, want %v", s.Now(), sim.DefaultStart)
+	}
+}
+
+func TestTimeoutCancelsSleepSynchronously(t *testing.T) {
+	inTask(t, 1, time.Hour, func(s *sim.Sim, n *sim.Node) {
+		e := n.Env()
+		ctx, cancel := e.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		dl, ok := ctx.Deadline()
+		if !ok || !dl.Equal(e.Now().Add(time.Second)) {
+			t.Errorf("deadline %v %v", dl, ok)
+		}
+		t0 := e.Now()
+		err := e.Sleep(ctx, time.Minute)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Sleep = %v, want DeadlineExceeded", err)
+		}
+		if d := e.Now().Sub(t0); d != time.Second {
+			t.Errorf("woke after %v, want 1s", d)
+		}
+		select {
+		case <-ctx.Done():
+		default:
+			t.Error("Done not closed")
+		}
+	})
+}
+
+func TestCancelWakesChildrenAndValueWrappers(t *testing.T) {
+	inTask(t, 1, time.Hour, func(s *sim.Sim, n *sim.Node) {
+		e := n.Env()
+		parent, cancel := e.WithCancel(n.Ctx())
+		child, cc := e.WithTimeout(context.WithValue(parent, key{}, "v"), time.Hour)
+		defer cc()
+		wrapped := context.WithValue(child, key{}, "w")
+		woke := false
+		e.Go(wrapped, "sleeper", func(ctx context.Context) {
+			if err := e.Sleep(ctx, time.Hour); errors.Is(err, context.Canceled) {
+				woke = true
+			}
+			if ctx.Value(key{}) != "w" {
+				t.Error("value lost")
+			}
+		})
+		if err := e.Sleep(context.Background(), time.Second); err != nil {
+			t.Error(err)
+		}
+		cancel()
+		if child.Err() == nil || wrapped.Err() == nil {
+			t.Error("cancel did not reach the child synchronously")
+		}
+		_ = e.Sleep(context.Background(), time.Millisecond)
+		if !woke {
+			t.Error("sleeper on a value-wrapped child was not woken by the parent's cancel")
+		}
+	})
+}
+
+func TestStdlibCancellableContextIsAContractViolation(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 42})
+	n := s.AddNode("a", nil)
+	s.Spawn(n, "bad", func() {
+		ctx, cancel := context.WithCancel(context.Background()) //nolint: the violation under test
+		defer cancel()
+		_ = n.Env().Sleep(ctx, time.Second)
+	})
+	err := s.Run(time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "not made by Env.WithTimeout") || !strings.Contains(err.Error(), "seed 42") {
+		t.Fatalf("err = %v; want a contract violation naming the seed", err)
+	}
+}
+
+func TestPanicFailsRunWithSeed(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 99})
+	n := s.AddNode("a", nil)
+	s.Spawn(n, "boom", func() { panic("kaboom") })
+	err := s.Run(time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "seed 99") || !strings.Contains(err.Error(), "kaboom") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSignalWakesEveryWaiter(t *testing.T) {
+	inTask(t, 3, time.Hour, func(s *sim.Sim, n *sim.Node) {
+		e := n.Env()
+		sig := e.NewSignal()
+		woken := 0
+		for i := range 3 {
+			e.Go(n.Ctx(), fmt.Sprint("w", i), func(ctx context.Context) {
+				seen := sig.Seq()
+				if err := sig.Wait(ctx, seen); err == nil {
+					woken++
+				}
+			})
+		}
+		_ = e.Sleep(context.Background(), time.Second)
+		if woken != 0 {
+			t.Error("woke before Notify")
+		}
+		sig.Notify()
+		_ = e.Sleep(context.Background(), time.Millisecond)
+		if woken != 3 {
+			t.Errorf("woken %d, want 3", woken)
+		}
+		if err := sig.Wait(context.Background(), 0); err != nil {
+			t.Error("Wait with an old seq must return at once")
+		}
+		ctx, cancel := e.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := sig.Wait(ctx, sig.Seq()); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Wait = %v, want deadline", err)
+		}
+	})
+}
+
+func echoFactory(n *sim.Node) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/slow" {
+			if err := n.Env().Sleep(r.Context(), time.Hour); err != nil {
+				return
+			}
+		}
+		w.Header().Set("X-Node", n.Name())
+		w.WriteHeader(http.StatusTeapot)
+		fmt.Fprintf(w, "%s:%s", r.Method, b)
+	})
+}
+
+func call(n *sim.Node, url, body string, timeout time.Duration) (string, int, error) {
+	e := n.Env()
+	ctx, cancel := e.WithTimeout(n.Ctx(), timeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	resp, err := n.Client().Do(req)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b), resp.StatusCode, nil
+}
+
+func TestHTTPRoundTrip(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 5})
+	s.AddNode("srv", echoFactory)
+	c := s.AddNode("cli", nil)
+	s.Net().SetDefault(sim.Link{Latency: sim.Fixed(10 * time.Millisecond)})
+	var body string
+	var code int
+	var took time.Duration
+	s.Spawn(c, "call", func() {
+		_ = c.Env().Sleep(context.Background(), time.Second) // let srv boot
+		t0 := c.Env().Now()
+		var err error
+		body, code, err = call(c, "http://srv/x", "hello", time.Second)
+		took = c.Env().Now().Sub(t0)
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if body != "POST:hello" || code != http.StatusTeapot {
+		t.Fatalf("got %q %d", body, code)
+	}
+	if took != 20*time.Millisecond {
+		t.Fatalf("round trip took %v, want 2x10ms", took)
+	}
+}
+
+func TestRefusedFastPartitionSilent(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 6})
+	srv := s.AddNode("srv", echoFactory)
+	c := s.AddNode("cli", nil)
+	s.Net().SetDefault(sim.Link{Latency: sim.Fixed(time.Millisecond)})
+	s.Spawn(c, "call", func() {
+		e := c.Env()
+		_ = e.Sleep(context.Background(), time.Second)
+		srv.Crash()
+		t0 := e.Now()
+		_, _, err := call(c, "http://srv/x", "", 10*time.Second)
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("call to a down node: %v, want connection refused", err)
+		}
+		if d := e.Now().Sub(t0); d > 10*time.Millisecond {
+			t.Errorf("refusal took %v", d)
+		}
+		srv.Restart()
+		_ = e.Sleep(context.Background(), time.Second)
+		if _, code, err := call(c, "http://srv/x", "", time.Second); err != nil || code != http.StatusTeapot {
+			t.Errorf("after restart: %d %v", code, err)
+		}
+		s.Net().Partition("cli", "srv")
+		t0 = e.Now()
+		_, _, err = call(c, "http://srv/x", "", 3*time.Second)
+		if !errors.Is(err, context.DeadlineExceeded) || e.Now().Sub(t0) != 3*time.Second {
+			t.Errorf("partitioned call: %v after %v, want the deadline after 3s", err, e.Now().Sub(t0))
+		}
+		s.Net().Heal("cli", "srv")
+		s.Net().Partition("srv", "cli") // one-way: the request arrives, the answer is lost
+		_, _, err = call(c, "http://srv/x", "", 3*time.Second)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("answer through a one-way partition: %v", err)
+		}
+		s.Net().HealAll()
+		if _, _, err := call(c, "http://srv/x", "", time.Second); err != nil {
+			t.Errorf("after heal: %v", err)
+		}
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHoldRelease(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 7})
+	s.AddNode("srv", echoFactory)
+	c := s.AddNode("cli", nil)
+	var took time.Duration
+	s.Spawn(c, "call", func() {
+		e := c.Env()
+		_ = e.Sleep(context.Background(), time.Second)
+		s.Net().Hold("cli", "srv")
+		s.At(s.Elapsed()+5*time.Second, func() {
+			if s.Net().Held("cli", "srv") != 1 {
+				t.Errorf("held %d, want 1", s.Net().Held("cli", "srv"))
+			}
+			s.Net().Release("cli", "srv")
+		})
+		t0 := e.Now()
+		if _, _, err := call(c, "http://srv/x", "", time.Minute); err != nil {
+			t.Error(err)
+		}
+		took = e.Now().Sub(t0)
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if took < 5*time.Second || took > 5*time.Second+10*time.Millisecond {
+		t.Fatalf("held call took %v, want just over 5s", took)
+	}
+}
+
+func TestDropLosesMessages(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 8})
+	s.AddNode("srv", echoFactory)
+	c := s.AddNode("cli", nil)
+	s.Net().SetLink("cli", "srv", sim.Link{Latency: sim.Fixed(time.Millisecond), Drop: 0.5})
+	ok, lost := 0, 0
+	s.Spawn(c, "call", func() {
+		_ = c.Env().Sleep(context.Background(), time.Second)
+		for range 200 {
+			if _, _, err := call(c, "http://srv/x", "", 100*time.Millisecond); err != nil {
+				lost++
+			} else {
+				ok++
+			}
+		}
+	})
+	if err := s.Run(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if ok < 60 || lost < 60 {
+		t.Fatalf("ok %d lost %d of 200 at 50%% loss", ok, lost)
+	}
+}
+
+func TestCrashUnwindsTasksAndResetsRequests(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 9})
+	boots := 0
+	deferred := 0
+	continued := false
+	srv := s.AddNode("srv", func(n *sim.Node) http.Handler {
+		boots++
+		e := n.Env()
+		e.Go(n.Ctx(), "loop", func(ctx context.Context) {
+			defer func() { deferred++ }()
+			_ = e.Sleep(context.Background(), time.Hour) // not even the ctx: the crash must still end it
+			continued = true
+		})
+		return echoFactory(n)
+	})
+	c := s.AddNode("cli", nil)
+	var callErr error
+	s.Spawn(c, "call", func() {
+		_ = c.Env().Sleep(context.Background(), time.Second)
+		s.At(s.Elapsed()+time.Second, srv.Crash)
+		_, _, callErr = call(c, "http://srv/slow", "", time.Minute)
+	})
+	if err := s.Run(3 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(callErr, syscall.ECONNRESET) {
+		t.Errorf("request in a crashed handler: %v, want connection reset", callErr)
+	}
+	if deferred != 1 || continued {
+		t.Errorf("crash: defers ran %d times, task continued %v", deferred, continued)
+	}
+	if srv.Up() || srv.Ctx().Err() == nil {
+		t.Error("node still up after crash")
+	}
+	srv.Restart()
+	if err := s.Run(4 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if boots != 2 || srv.Incarnation() != 1 {
+		t.Errorf("boots %d, incarnation %d", boots, srv.Incarnation())
+	}
+}
+
+func TestDriftAndStarve(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 10})
+	a := s.AddNode("a", nil)
+	if err := a.SetClock(time.Minute, 1.5); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetClock(0, 3); err == nil {
+		t.Fatal("rate 3 accepted")
+	}
+	s.Spawn(a, "t", func() {
+		e := a.Env()
+		t0 := e.Now()
+		g0 := s.Elapsed()
+		_ = e.Sleep(context.Background(), 3*time.Second)
+		if got := s.Elapsed() - g0; got != 2*time.Second {
+			t.Errorf("3s of a 1.5x clock took %v of global time", got)
+		}
+		if got := e.Now().Sub(t0); got != 3*time.Second {
+			t.Errorf("node saw %v pass", got)
+		}
+		a.SetStarve(time.Second)
+		g0 = s.Elapsed()
+		_ = e.Sleep(context.Background(), 3*time.Second)
+		if got := s.Elapsed() - g0; got != 3*time.Second {
+			t.Errorf("starved sleep took %v, want 2s+1s", got)
+		}
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if off := a.Env().Now().Sub(s.Now()); off < time.Minute {
+		t.Errorf("offset %v", off)
+	}
+}
+
+func TestLogsCarryStepTimeAndNode(t *testing.T) {
+	s := inTask(t, 11, time.Minute, func(s *sim.Sim, n *sim.Node) {
+		_ = n.Env().Sleep(context.Background(), 1500*time.Millisecond)
+		n.Env().Logger().Info("hello", "k", 1)
+	})
+	logs := strings.Join(s.Logs(), "\n")
+	for _, want := range []string{"node=a", "step=", "vt=1.5s", "msg=hello", "k=1"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log %q lacks %q", logs, want)
+		}
+	}
+}
