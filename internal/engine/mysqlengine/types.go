@@ -68,12 +68,17 @@ func ArrowField(f *mysql.Field) arrow.Field {
 	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_NEWDATE:
 		field.Type = arrow.FixedWidthTypes.Date32
 	case mysql.MYSQL_TYPE_DATETIME:
-		field.Type = &arrow.TimestampType{Unit: arrow.Microsecond}
+		field.Type = &arrow.TimestampType{Unit: fspUnit(f.Decimal)}
 	case mysql.MYSQL_TYPE_TIMESTAMP:
-		// The session's time_zone is +00:00 (see Engine.setup), so values are UTC.
-		field.Type = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+		// The session's time_zone is +00:00 (see Engine.dial), so values are UTC.
+		field.Type = &arrow.TimestampType{Unit: fspUnit(f.Decimal), TimeZone: "UTC"}
 	case mysql.MYSQL_TYPE_TIME:
-		field.Type = arrow.FixedWidthTypes.Time64us
+		switch unit := fspUnit(f.Decimal); unit {
+		case arrow.Microsecond:
+			field.Type = &arrow.Time64Type{Unit: unit}
+		default:
+			field.Type = &arrow.Time32Type{Unit: unit}
+		}
 	case mysql.MYSQL_TYPE_NULL:
 		field.Type = arrow.Null
 	case mysql.MYSQL_TYPE_BIT:
@@ -97,6 +102,19 @@ func ArrowField(f *mysql.Field) arrow.Field {
 		field.Metadata = arrow.NewMetadata([]string{MetaMySQLType}, []string{meta})
 	}
 	return field
+}
+
+// fspUnit is the Arrow time unit that holds a temporal column's fractional digits exactly
+// (the digits a client sees are kept: DATETIME shows no fraction, DATETIME(3) three).
+func fspUnit(decimals uint8) arrow.TimeUnit {
+	switch {
+	case decimals == 0:
+		return arrow.Second
+	case decimals <= 3:
+		return arrow.Millisecond
+	default: // 4..6, and 31 ("not fixed") from expressions
+		return arrow.Microsecond
+	}
 }
 
 func pick(cond bool, a, b arrow.DataType) arrow.DataType {
@@ -178,7 +196,15 @@ func appendValue(b array.Builder, f *mysql.Field, v *mysql.FieldValue) error {
 		if err != nil {
 			return fmt.Errorf("column %q: datetime %q: %w", f.Name, s, err)
 		}
-		b.Append(arrow.Timestamp(t.UnixMicro()))
+		unit := b.Type().(*arrow.TimestampType).Unit
+		b.Append(arrow.Timestamp(t.UnixNano() / int64(unit.Multiplier())))
+	case *array.Time32Builder:
+		us, err := parseTimeOfDay(string(v.AsString()))
+		if err != nil {
+			return fmt.Errorf("column %q: %w", f.Name, err)
+		}
+		unit := b.Type().(*arrow.Time32Type).Unit
+		b.Append(arrow.Time32(us * 1000 / int64(unit.Multiplier())))
 	case *array.Time64Builder:
 		us, err := parseTimeOfDay(string(v.AsString()))
 		if err != nil {

@@ -1,0 +1,266 @@
+// Package mysqlwire is the MySQL wire-protocol frontend: it accepts MySQL and MariaDB clients
+// (handshake with mysql_native_password or caching_sha2_password, COM_QUERY with text results,
+// COM_STMT_PREPARE/EXECUTE with binary results, COM_PING, COM_INIT_DB, COM_QUIT), hands each
+// statement to a query.Backend and writes the Arrow result back as MySQL rows.
+//
+// It touches the network (its listener and connections) and starts a goroutine per connection.
+//
+// determinism: outside the simulator (network listener and MySQL protocol codec)
+package mysqlwire
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/server"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Users is the auth hook: it tells which passwords a user may log in with. MySQL's
+// challenge-response needs the clear password on the server side to check a scramble.
+type Users interface {
+	// Passwords returns the passwords user may use; found is false for an unknown user.
+	// An empty string in the list allows an empty password.
+	Passwords(user string) (passwords []string, found bool, err error)
+}
+
+// StaticUsers is a fixed user → password table.
+type StaticUsers map[string]string
+
+// Passwords implements Users.
+func (s StaticUsers) Passwords(user string) ([]string, bool, error) {
+	p, ok := s[user]
+	if !ok {
+		return nil, false, nil
+	}
+	return []string{p}, true, nil
+}
+
+// Options configure a Server.
+type Options struct {
+	// ServerVersion is announced in the handshake; default "8.0.11-queryflux".
+	ServerVersion string
+	// AuthMethod is the plugin users authenticate with: mysql.AUTH_NATIVE_PASSWORD (default) or
+	// mysql.AUTH_CACHING_SHA2_PASSWORD.
+	AuthMethod string
+	// Users checks passwords; nil allows only LoopbackUser.
+	Users Users
+	// LoopbackUser, when set, may log in without a password from a loopback address.
+	LoopbackUser string
+	// TLS, when set, is offered to clients (and carries caching_sha2 full authentication).
+	TLS *tls.Config
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Server serves MySQL clients on listeners. Safe for concurrent use.
+type Server struct {
+	backend query.Backend
+	opts    Options
+	srv     *server.Server
+	log     *slog.Logger
+
+	ctx    context.Context // ends on Close; parent of every query's context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[net.Conn]struct{}
+	closed    bool
+	wg        sync.WaitGroup
+}
+
+// NewServer returns a server over backend.
+func NewServer(backend query.Backend, opts Options) (*Server, error) {
+	if backend == nil {
+		return nil, errors.New("mysqlwire: nil backend")
+	}
+	if opts.ServerVersion == "" {
+		opts.ServerVersion = "8.0.11-queryflux"
+	}
+	if opts.AuthMethod == "" {
+		opts.AuthMethod = mysql.AUTH_NATIVE_PASSWORD
+	}
+	if opts.AuthMethod != mysql.AUTH_NATIVE_PASSWORD && opts.AuthMethod != mysql.AUTH_CACHING_SHA2_PASSWORD {
+		return nil, fmt.Errorf("mysqlwire: auth method %q: want %s or %s", opts.AuthMethod, mysql.AUTH_NATIVE_PASSWORD, mysql.AUTH_CACHING_SHA2_PASSWORD)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// caching_sha2 full authentication without TLS sends the password RSA-encrypted.
+	var key *rsa.PrivateKey
+	if opts.AuthMethod == mysql.AUTH_CACHING_SHA2_PASSWORD {
+		var err error
+		if key, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
+			return nil, fmt.Errorf("mysqlwire: RSA key: %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		backend:   backend,
+		opts:      opts,
+		srv:       server.NewServer(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, opts.TLS),
+		log:       log,
+		ctx:       ctx,
+		cancel:    cancel,
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[net.Conn]struct{}{},
+	}
+	return s, nil
+}
+
+// Serve accepts connections on l until l fails or the server closes.
+func (s *Server) Serve(l net.Listener) error {
+	if !s.track(l, true) {
+		l.Close()
+		return net.ErrClosed
+	}
+	defer s.track(l, false)
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return net.ErrClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		if !s.trackConn(nc, true) {
+			nc.Close()
+			continue
+		}
+		s.wg.Add(1)
+		go s.serveConn(nc)
+	}
+}
+
+// Close stops the listeners, cancels running queries and closes every connection.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func (s *Server) track(l net.Listener, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if add {
+		if s.closed {
+			return false
+		}
+		s.listeners[l] = struct{}{}
+	} else {
+		delete(s.listeners, l)
+	}
+	return true
+}
+
+func (s *Server) trackConn(c net.Conn, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if add {
+		if s.closed {
+			return false
+		}
+		s.conns[c] = struct{}{}
+	} else {
+		delete(s.conns, c)
+	}
+	return true
+}
+
+// serveConn runs one client session. A panic from malformed input ends this connection only.
+func (s *Server) serveConn(nc net.Conn) {
+	defer s.wg.Done()
+	defer s.trackConn(nc, false)
+	defer nc.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Warn("mysqlwire: connection ended by malformed input", "remote", nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
+		}
+	}()
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String()}
+	c, err := s.srv.NewCustomizedConn(nc, &authenticator{s: s, remote: nc.RemoteAddr()}, h)
+	if err != nil {
+		s.log.Debug("mysqlwire: handshake failed", "remote", h.remote, "err", err)
+		return
+	}
+	h.conn = c
+	for !c.Closed() {
+		if err := c.HandleCommand(); err != nil {
+			return
+		}
+	}
+}
+
+// authenticator adapts Options.Users and the loopback rule to go-mysql's handler.
+type authenticator struct {
+	s      *Server
+	remote net.Addr
+}
+
+func (a *authenticator) GetCredential(user string) (server.Credential, bool, error) {
+	var passwords []string
+	if a.s.opts.Users != nil {
+		p, found, err := a.s.opts.Users.Passwords(user)
+		if err != nil {
+			return server.Credential{}, false, err
+		}
+		if found {
+			passwords = append(passwords, p...)
+		}
+	}
+	if user != "" && user == a.s.opts.LoopbackUser && isLoopback(a.remote) {
+		passwords = append(passwords, "")
+	}
+	if len(passwords) == 0 {
+		return server.Credential{}, false, nil
+	}
+	return server.Credential{Passwords: passwords, AuthPluginName: a.s.opts.AuthMethod}, true, nil
+}
+
+func (a *authenticator) OnAuthSuccess(*server.Conn) error { return nil }
+
+func (a *authenticator) OnAuthFailure(c *server.Conn, err error) {
+	a.s.log.Info("mysqlwire: authentication failed", "user", c.GetUser(), "remote", a.remote.String())
+}
+
+func isLoopback(a net.Addr) bool {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,316 @@
+package mysqlwire
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+const (
+	testUser     = "queryflux"
+	testPassword = "s3cret-pw"
+)
+
+// startServer serves backend on a loopback port and returns the address.
+func startServer(t testing.TB, backend query.Backend, opts Options) string {
+	t.Helper()
+	if opts.Users == nil {
+		opts.Users = StaticUsers{"alice": testPassword}
+	}
+	if opts.LoopbackUser == "" {
+		opts.LoopbackUser = testUser
+	}
+	s, err := NewServer(backend, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+	return l.Addr().String()
+}
+
+// mariaBackend is a backend over the MySQL engine on a fresh MariaDB database.
+func mariaBackend(t testing.TB) (*frontendtest.Backend, string) {
+	eng, _, name := frontendtest.MariaDB(t)
+	return frontendtest.NewBackend(eng), name
+}
+
+func openDB(t testing.TB, addr, user, password, db string, params string) *sql.DB {
+	t.Helper()
+	dsn := fmt.Sprintf("%s:%s@tcp(%s)/%s?%s", user, password, addr, db, params)
+	d, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func queryStrings(t *testing.T, d *sql.DB, q string, args ...any) [][]string {
+	t.Helper()
+	rows, err := d.Query(q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out [][]string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		row := make([]string, len(cols))
+		for i, v := range vals {
+			row[i] = v.String
+			if !v.Valid {
+				row[i] = "NULL"
+			}
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return out
+}
+
+func TestGoSQLDriverTextAndBinary(t *testing.T) {
+	backend, dbName := mariaBackend(t)
+	addr := startServer(t, backend, Options{})
+	d := openDB(t, addr, "alice", testPassword, dbName, "")
+	if got := queryStrings(t, d, "select 40+2"); got[0][0] != "42" {
+		t.Fatalf("select 40+2: %v", got)
+	}
+	if req := backend.LastRequest(t); req.User != "alice" || req.Database != dbName || req.Protocol != query.ProtocolMySQL {
+		t.Fatalf("request %+v", req)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE t (id INT PRIMARY KEY, i8 TINYINT, u64 BIGINT UNSIGNED, f FLOAT, d DOUBLE, dec1 DECIMAL(12,3),
+			s VARCHAR(20), b VARBINARY(10), dt DATE, ts DATETIME(6), tm TIME, n INT)`,
+		`INSERT INTO t VALUES (1, -5, 18446744073709551615, 1.5, -2.25, 123456789.125, 'héllo wörld', X'00FF10',
+			'2024-02-29', '2024-02-29 13:14:15.123456', '08:09:10', NULL)`,
+		`INSERT INTO t VALUES (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
+	} {
+		res, err := d.Exec(stmt)
+		if err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+		if strings.HasPrefix(stmt, "INSERT") {
+			if n, _ := res.RowsAffected(); n != 1 {
+				t.Fatalf("rows affected %d", n)
+			}
+		}
+	}
+	want := [][]string{
+		{"1", "-5", "18446744073709551615", "1.5", "-2.25", "123456789.125", "héllo wörld", "\x00\xff\x10",
+			"2024-02-29", "2024-02-29 13:14:15.123456", "08:09:10", "NULL"},
+		{"2", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL"},
+	}
+	text := queryStrings(t, d, "SELECT * FROM t ORDER BY id")
+	binary := queryStrings(t, d, "SELECT * FROM t WHERE id >= ? ORDER BY id", 1) // prepared: binary protocol
+	for name, got := range map[string][][]string{"text": text, "binary": binary} {
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s protocol:\n got %q\nwant %q", name, got, want)
+		}
+	}
+	if req := backend.LastRequest(t); len(req.Args) != 1 || req.Args[0] != int64(1) {
+		t.Fatalf("prepared args %#v", req.Args)
+	}
+	// parseTime: the driver decodes DATETIME and DATE from both protocols.
+	dp := openDB(t, addr, "alice", testPassword, dbName, "parseTime=true")
+	var ts, dt sql.NullTime
+	if err := dp.QueryRow("SELECT ts, dt FROM t WHERE id = ?", 1).Scan(&ts, &dt); err != nil {
+		t.Fatal(err)
+	}
+	if got := ts.Time.Format("2006-01-02 15:04:05.000000"); got != "2024-02-29 13:14:15.123456" {
+		t.Fatalf("binary datetime %s", got)
+	}
+	if err := dp.QueryRow("SELECT ts, dt FROM t WHERE id = 1").Scan(&ts, &dt); err != nil {
+		t.Fatal(err)
+	}
+	if got := dt.Time.Format("2006-01-02"); got != "2024-02-29" {
+		t.Fatalf("text date %s", got)
+	}
+}
+
+func TestErrorsCarryMySQLCodes(t *testing.T) {
+	backend, dbName := mariaBackend(t)
+	addr := startServer(t, backend, Options{})
+	d := openDB(t, addr, testUser, "", dbName, "")
+	cases := []struct {
+		sql    string
+		number uint16
+		state  string
+	}{
+		{"SELEC 1", 1064, "42000"},
+		{"SELECT * FROM no_such_table", 1146, "42S02"},
+	}
+	for _, c := range cases {
+		for _, prepared := range []bool{false, true} {
+			var err error
+			if prepared {
+				_, err = d.Query(c.sql+" WHERE 1 = ?", 1)
+			} else {
+				_, err = d.Query(c.sql)
+			}
+			var me *mysql.MySQLError
+			if !errors.As(err, &me) || me.Number != c.number || string(me.SQLState[:]) != c.state {
+				t.Errorf("%s (prepared=%v): %v, want %d (%s)", c.sql, prepared, err, c.number, c.state)
+			}
+		}
+	}
+	// The session goes on after errors.
+	if got := queryStrings(t, d, "SELECT 1"); got[0][0] != "1" {
+		t.Fatal(got)
+	}
+}
+
+func TestNotConfiguredAnswers1053(t *testing.T) {
+	backend, dbName := mariaBackend(t)
+	backend.SetReady(false)
+	addr := startServer(t, backend, Options{})
+	d := openDB(t, addr, testUser, "", dbName, "")
+	for _, prepared := range []bool{false, true} {
+		var err error
+		if prepared {
+			_, err = d.Query("SELECT ?", 1)
+		} else {
+			_, err = d.Query("SELECT 1")
+		}
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1053 || string(me.SQLState[:]) != "08S01" || !strings.Contains(me.Message, "not configured") {
+			t.Fatalf("prepared=%v: %v", prepared, err)
+		}
+	}
+	backend.SetReady(true)
+	if got := queryStrings(t, d, "SELECT 7"); got[0][0] != "7" {
+		t.Fatal(got)
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	backend, dbName := mariaBackend(t)
+	for _, method := range []string{gomysql.AUTH_NATIVE_PASSWORD, gomysql.AUTH_CACHING_SHA2_PASSWORD} {
+		t.Run(method, func(t *testing.T) {
+			addr := startServer(t, backend, Options{AuthMethod: method})
+			for i := 0; i < 2; i++ { // the second caching_sha2 login takes the fast path
+				d := openDB(t, addr, "alice", testPassword, dbName, "")
+				if err := d.Ping(); err != nil {
+					t.Fatalf("alice login %d: %v", i, err)
+				}
+				d.Close()
+			}
+			var me *mysql.MySQLError
+			err := openDB(t, addr, "alice", "wrong", dbName, "").Ping()
+			if !errors.As(err, &me) || me.Number != 1045 {
+				t.Fatalf("wrong password: %v", err)
+			}
+			err = openDB(t, addr, "alice", "", dbName, "").Ping()
+			if !errors.As(err, &me) || me.Number != 1045 {
+				t.Fatalf("empty password: %v", err)
+			}
+			if err := openDB(t, addr, testUser, "", dbName, "").Ping(); err != nil {
+				t.Fatalf("loopback user: %v", err)
+			}
+			err = openDB(t, addr, "mallory", "x", dbName, "").Ping()
+			if err == nil {
+				t.Fatal("unknown user logged in")
+			}
+		})
+	}
+}
+
+func TestLoopbackUserNeedsLoopback(t *testing.T) {
+	a := &authenticator{s: &Server{opts: Options{LoopbackUser: "queryflux", AuthMethod: gomysql.AUTH_NATIVE_PASSWORD}},
+		remote: &net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 5}}
+	if _, found, _ := a.GetCredential("queryflux"); found {
+		t.Fatal("loopback user accepted from a non-loopback address")
+	}
+	a.remote = &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 5}
+	if c, found, _ := a.GetCredential("queryflux"); !found || len(c.Passwords) != 1 || c.Passwords[0] != "" {
+		t.Fatalf("loopback user from loopback: %v %v", c, found)
+	}
+}
+
+func TestMariaDBCLI(t *testing.T) {
+	cli, err := exec.LookPath("mariadb")
+	if err != nil {
+		t.Skip("mariadb CLI not installed")
+	}
+	backend, dbName := mariaBackend(t)
+	addr := startServer(t, backend, Options{})
+	host, port, _ := net.SplitHostPort(addr)
+	run := func(args ...string) (string, error) {
+		base := []string{"-h", host, "-P", port, "--protocol=tcp", "--skip-ssl", "-N", "-B"}
+		out, err := exec.Command(cli, append(base, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("-u", testUser, "-e", "select 40+2")
+	if err != nil || strings.TrimSpace(out) != "42" {
+		t.Fatalf("loopback user: %v %q", err, out)
+	}
+	out, err = run("-u", "alice", "-p"+testPassword, dbName, "-e", "create table c (x int); insert into c values (1),(2); select sum(x) from c")
+	if err != nil || strings.TrimSpace(out) != "3" {
+		t.Fatalf("alice: %v %q", err, out)
+	}
+	out, err = run("-u", testUser, "-e", "select * from nope")
+	if err == nil || !strings.Contains(out, "ERROR 1146 (42S02)") {
+		t.Fatalf("error display: %v %q", err, out)
+	}
+	backend.SetReady(false)
+	out, err = run("-u", testUser, "-e", "select 1")
+	if err == nil || !strings.Contains(out, "ERROR 1053 (08S01)") {
+		t.Fatalf("not configured: %v %q", err, out)
+	}
+}
+
+func TestMysqlslap(t *testing.T) {
+	slap, err := exec.LookPath("mysqlslap")
+	if err != nil {
+		if slap, err = exec.LookPath("mariadb-slap"); err != nil {
+			t.Skip("mysqlslap not installed")
+		}
+	}
+	backend, dbName := mariaBackend(t)
+	addr := startServer(t, backend, Options{})
+	host, port, _ := net.SplitHostPort(addr)
+	out, err := exec.Command(slap, "-h", host, "-P", port, "--protocol=tcp", "--skip-ssl", "-u", testUser,
+		"--create-schema="+dbName, "--query=select 1", "--concurrency=4", "--iterations=3",
+		"--number-of-queries=40").CombinedOutput()
+	if err != nil {
+		t.Fatalf("mysqlslap: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Average number of seconds to run all queries") {
+		t.Fatalf("mysqlslap output:\n%s", out)
+	}
+	n := 0
+	for _, r := range backend.Requests() {
+		if r.SQL == "select 1" {
+			n++
+		}
+	}
+	if n < 40*3 {
+		t.Fatalf("backend saw %d 'select 1', want >= 120", n)
+	}
+	_ = context.Background
+}

@@ -1,0 +1,421 @@
+package mysqlwire
+
+import (
+	"context"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/server"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// session is one client connection's state; go-mysql calls it for each command.
+type session struct {
+	s      *Server
+	ctx    context.Context
+	conn   *server.Conn // nil during the handshake
+	remote string
+	db     string
+}
+
+// written is returned to go-mysql after the session wrote the whole response itself: a
+// resultset already marked done is something go-mysql writes nothing more for.
+func written() *mysql.Result {
+	return &mysql.Result{Resultset: &mysql.Resultset{
+		Fields:        []*mysql.Field{{}},
+		Streaming:     mysql.StreamingMultiple,
+		StreamingDone: true,
+	}}
+}
+
+// UseDB handles COM_INIT_DB and the handshake's database.
+func (h *session) UseDB(db string) error {
+	h.db = db
+	return nil
+}
+
+// HandleQuery handles COM_QUERY.
+func (h *session) HandleQuery(sql string) (*mysql.Result, error) {
+	if r, ok := h.local(sql); ok {
+		return r, nil
+	}
+	if !h.s.backend.Ready() {
+		return nil, errNotConfigured
+	}
+	return h.run(sql, nil, false)
+}
+
+// HandleFieldList answers COM_FIELD_LIST (deprecated; the mariadb CLI's completion uses it)
+// with no fields.
+func (h *session) HandleFieldList(string, string) ([]*mysql.Field, error) {
+	return []*mysql.Field{}, nil
+}
+
+// stmt is a prepared statement's state.
+type stmt struct{ sql string }
+
+// HandleStmtPrepare handles COM_STMT_PREPARE. Columns are described when the statement runs.
+func (h *session) HandleStmtPrepare(sql string) (int, int, any, error) {
+	if !h.s.backend.Ready() {
+		return 0, 0, nil, errNotConfigured
+	}
+	return countParams(sql), 0, &stmt{sql: sql}, nil
+}
+
+// HandleStmtExecute handles COM_STMT_EXECUTE; results go out in the binary protocol.
+func (h *session) HandleStmtExecute(_ any, sql string, args []any) (*mysql.Result, error) {
+	if !h.s.backend.Ready() {
+		h.writeError(errNotConfigured)
+		return written(), nil
+	}
+	return h.run(sql, normalizeArgs(args), true)
+}
+
+// HandleStmtClose has nothing to free: statements hold no engine state.
+func (h *session) HandleStmtClose(any) error { return nil }
+
+// HandleOtherCommand accepts COM_SET_OPTION and COM_RESET_CONNECTION; others are unsupported.
+func (h *session) HandleOtherCommand(cmd byte, _ []byte) error {
+	switch cmd {
+	case mysql.COM_SET_OPTION:
+		return nil
+	case mysql.COM_RESET_CONNECTION:
+		return nil
+	}
+	return mysql.NewError(mysql.ER_UNKNOWN_COM_ERROR, "command "+strconv.Itoa(int(cmd))+" is not supported by queryflux")
+}
+
+// run sends sql to the backend and writes the answer (rows, OK or error) to the client.
+func (h *session) run(sql string, args []any, binary bool) (*mysql.Result, error) {
+	req := &query.Request{
+		SQL:        sql,
+		Args:       args,
+		User:       h.conn.GetUser(),
+		Protocol:   query.ProtocolMySQL,
+		Database:   h.db,
+		ClientAddr: h.remote,
+		Headers:    h.attributes(),
+	}
+	rows, err := h.s.backend.Execute(h.ctx, req)
+	if err != nil {
+		h.writeError(err)
+		return written(), nil
+	}
+	defer rows.Close()
+	if rows.Schema() == nil {
+		return h.finishNoRows(rows)
+	}
+	if err := h.writeRows(rows, binary); err != nil {
+		return nil, err // the connection is broken; go-mysql closes it
+	}
+	return written(), nil
+}
+
+// attributes passes the client's connection attributes (program_name, _client_name, ...)
+// to routing.
+func (h *session) attributes() map[string]string {
+	attrs := h.conn.Attributes()
+	if len(attrs) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(attrs))
+	for k, v := range attrs {
+		out[k] = v
+	}
+	return out
+}
+
+func (h *session) finishNoRows(rows query.Rows) (*mysql.Result, error) {
+	for {
+		_, err := rows.Next(h.ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			h.writeError(err)
+			return written(), nil
+		}
+	}
+	return &mysql.Result{AffectedRows: affectedRows(rows.Tag())}, nil
+}
+
+// affectedRows reads the count at the end of a command tag ("INSERT 0 3" → 3).
+func affectedRows(tag string) uint64 {
+	i := strings.LastIndexByte(tag, ' ')
+	n, err := strconv.ParseUint(tag[i+1:], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// writeRows writes a resultset: column count, definitions, EOF, rows, then EOF (or an error
+// packet if the stream fails midway).
+func (h *session) writeRows(rows query.Rows, binary bool) error {
+	schema := rows.Schema()
+	cols := make([]column, schema.NumFields())
+	for i, f := range schema.Fields() {
+		cols[i] = columnFor(f)
+	}
+	buf := make([]byte, 4, 1024)
+	if err := h.conn.WritePacket(append(buf, mysql.PutLengthEncodedInt(uint64(len(cols)))...)); err != nil {
+		return err
+	}
+	for i := range cols {
+		if err := h.conn.WritePacket(append(buf[:4], cols[i].field.Dump()...)); err != nil {
+			return err
+		}
+	}
+	if err := h.writeEOF(); err != nil {
+		return err
+	}
+	for {
+		batch, err := rows.Next(h.ctx)
+		if err == io.EOF {
+			return h.writeEOF()
+		}
+		if err != nil {
+			return h.writeErrorPacket(toMySQLError(err))
+		}
+		if err := h.writeBatch(batch, cols, binary, &buf); err != nil {
+			return err
+		}
+	}
+}
+
+func (h *session) writeBatch(batch arrow.RecordBatch, cols []column, binary bool, buf *[]byte) error {
+	n := int(batch.NumRows())
+	if int(batch.NumCols()) != len(cols) {
+		panic("mysqlwire: batch has " + strconv.Itoa(int(batch.NumCols())) + " columns, schema " + strconv.Itoa(len(cols)))
+	}
+	for i := 0; i < n; i++ {
+		row := (*buf)[:4]
+		if binary {
+			row = appendBinaryRow(row, cols, batch, i)
+		} else {
+			for c := range cols {
+				row = appendText(row, &cols[c], batch.Column(c), i)
+			}
+		}
+		if err := h.conn.WritePacket(row); err != nil {
+			return err
+		}
+		*buf = row
+	}
+	return nil
+}
+
+func appendBinaryRow(row []byte, cols []column, batch arrow.RecordBatch, i int) []byte {
+	row = append(row, 0x00)
+	bitmapAt := len(row)
+	for range (len(cols) + 7 + 2) / 8 {
+		row = append(row, 0)
+	}
+	for c := range cols {
+		a := batch.Column(c)
+		if cols[c].isNull || a.IsNull(i) {
+			row[bitmapAt+(c+2)/8] |= 1 << ((c + 2) % 8)
+			continue
+		}
+		row = appendBinary(row, &cols[c], a, i)
+	}
+	return row
+}
+
+const statusAutocommit = mysql.SERVER_STATUS_AUTOCOMMIT
+
+func (h *session) writeEOF() error {
+	return h.conn.WritePacket([]byte{0, 0, 0, 0, mysql.EOF_HEADER, 0, 0, byte(statusAutocommit), byte(statusAutocommit >> 8)})
+}
+
+// writeError writes err as an error packet (go-mysql would lose the code of errors returned
+// from COM_STMT_EXECUTE, so the session writes them itself).
+func (h *session) writeError(err error) {
+	if werr := h.writeErrorPacket(toMySQLError(err)); werr != nil {
+		h.conn.Close()
+	}
+}
+
+func (h *session) writeErrorPacket(me *mysql.MyError) error {
+	data := make([]byte, 4, 16+len(me.Message))
+	data = append(data, mysql.ERR_HEADER, byte(me.Code), byte(me.Code>>8), '#')
+	state := me.State
+	if len(state) != 5 {
+		state = "HY000"
+	}
+	data = append(data, state...)
+	data = append(data, me.Message...)
+	return h.conn.WritePacket(data)
+}
+
+// normalizeArgs turns go-mysql's decoded parameters into plain Go values for engines.
+func normalizeArgs(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case int8:
+			out[i] = int64(v)
+		case int16:
+			out[i] = int64(v)
+		case int32:
+			out[i] = int64(v)
+		case uint8:
+			out[i] = uint64(v)
+		case uint16:
+			out[i] = uint64(v)
+		case uint32:
+			out[i] = uint64(v)
+		case float32:
+			out[i] = float64(v)
+		case mysql.TypedBytes:
+			switch v.Type {
+			case mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
+				out[i] = append([]byte(nil), v.Bytes...)
+			default:
+				out[i] = string(v.Bytes)
+			}
+		case []byte:
+			out[i] = append([]byte(nil), v...)
+		default:
+			out[i] = v
+		}
+	}
+	return out
+}
+
+// countParams counts '?' placeholders outside quotes and comments.
+func countParams(sql string) int {
+	n := 0
+	for i := 0; i < len(sql); i++ {
+		switch c := sql[i]; c {
+		case '?':
+			n++
+		case '\'', '"', '`':
+			i = skipQuoted(sql, i, c)
+		case '#':
+			i = skipLine(sql, i)
+		case '-':
+			if strings.HasPrefix(sql[i:], "-- ") || sql[i:] == "--" {
+				i = skipLine(sql, i)
+			}
+		case '/':
+			if strings.HasPrefix(sql[i:], "/*") {
+				if end := strings.Index(sql[i+2:], "*/"); end >= 0 {
+					i += end + 3
+				} else {
+					i = len(sql)
+				}
+			}
+		}
+	}
+	return n
+}
+
+func skipQuoted(sql string, i int, q byte) int {
+	for j := i + 1; j < len(sql); j++ {
+		switch sql[j] {
+		case '\\':
+			if q != '`' {
+				j++
+			}
+		case q:
+			if j+1 < len(sql) && sql[j+1] == q {
+				j++
+				continue
+			}
+			return j
+		}
+	}
+	return len(sql)
+}
+
+func skipLine(sql string, i int) int {
+	if end := strings.IndexByte(sql[i:], '\n'); end >= 0 {
+		return i + end
+	}
+	return len(sql)
+}
+
+// Session statements answered by the proxy itself: it keeps no engine session, so SET has no
+// engine to reach, and clients ask these variables before any real query.
+var (
+	useStmt       = regexp.MustCompile("(?is)^use\\s+`?([^`;\\s]+)`?\\s*;?\\s*$")
+	setStmt       = regexp.MustCompile(`(?is)^set\s`)
+	selectVarStmt = regexp.MustCompile(`(?is)^select\s+(@@[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*@@[\w.]+(?:\s+as\s+\w+)?)*)\s*(?:limit\s+\d+)?\s*;?\s*$`)
+	varItem       = regexp.MustCompile(`(?is)(@@[\w.]+)(?:\s+as\s+(\w+))?`)
+)
+
+func (h *session) local(sql string) (*mysql.Result, bool) {
+	sql = strings.TrimSpace(sql)
+	if m := useStmt.FindStringSubmatch(sql); m != nil {
+		h.db = m[1]
+		return nil, true
+	}
+	if setStmt.MatchString(sql) {
+		return nil, true
+	}
+	if selectVarStmt.MatchString(sql) {
+		return h.selectVars(sql)
+	}
+	return nil, false
+}
+
+func (h *session) selectVars(sql string) (*mysql.Result, bool) {
+	items := varItem.FindAllStringSubmatch(sql, -1)
+	names := make([]string, len(items))
+	values := make([]any, len(items))
+	for i, it := range items {
+		v, ok := h.variable(it[1])
+		if !ok {
+			return nil, false // let the engine answer variables the proxy does not know
+		}
+		names[i], values[i] = it[1], v
+		if it[2] != "" {
+			names[i] = it[2]
+		}
+	}
+	rs, err := mysql.BuildSimpleTextResultset(names, [][]any{values})
+	if err != nil {
+		panic("mysqlwire: building a variables resultset: " + err.Error())
+	}
+	return mysql.NewResult(rs), true
+}
+
+func (h *session) variable(name string) (any, bool) {
+	n := strings.ToLower(strings.TrimPrefix(name, "@@"))
+	n = strings.TrimPrefix(strings.TrimPrefix(n, "session."), "global.")
+	switch n {
+	case "version_comment":
+		return "QueryFlux", true
+	case "version":
+		return h.s.opts.ServerVersion, true
+	case "max_allowed_packet":
+		return int64(64 << 20), true
+	case "autocommit":
+		return int64(1), true
+	case "transaction_isolation", "tx_isolation":
+		return "REPEATABLE-READ", true
+	case "transaction_read_only", "tx_read_only":
+		return int64(0), true
+	case "time_zone", "system_time_zone":
+		return "+00:00", true
+	case "character_set_client", "character_set_connection", "character_set_results", "character_set_server":
+		return "utf8mb4", true
+	case "collation_connection", "collation_server":
+		return "utf8mb4_general_ci", true
+	case "sql_mode":
+		return "", true
+	case "lower_case_table_names":
+		return int64(0), true
+	case "wait_timeout", "interactive_timeout":
+		return int64(28800), true
+	}
+	return nil, false
+}
+
+var _ server.Handler = (*session)(nil)

@@ -1,0 +1,353 @@
+package mysqlwire
+
+import (
+	"encoding/binary"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// Character sets sent in column definitions.
+const (
+	charsetBinary  = 63
+	charsetUTF8MB4 = 45 // utf8mb4_general_ci
+)
+
+// MetaMySQLType is the field metadata key engines set when a column's MySQL type is finer than
+// its Arrow type ("json", "year", ...); the MySQL engine sets it.
+const MetaMySQLType = "queryflux.mysql_type"
+
+// column is how one Arrow column goes out on the MySQL wire.
+type column struct {
+	field  *mysql.Field
+	arrow  arrow.DataType
+	fsp    int // fractional seconds digits for temporal types
+	isNull bool
+}
+
+// columnFor maps an Arrow field to a MySQL column definition.
+func columnFor(f arrow.Field) column {
+	mf := &mysql.Field{Name: []byte(f.Name), OrgName: []byte(f.Name), Charset: charsetBinary, Flag: mysql.BINARY_FLAG}
+	if !f.Nullable {
+		mf.Flag |= mysql.NOT_NULL_FLAG
+	}
+	col := column{field: mf, arrow: f.Type}
+	setType := func(t uint8, length uint32) { mf.Type, mf.ColumnLength = t, length }
+	switch t := f.Type.(type) {
+	case *arrow.BooleanType:
+		setType(mysql.MYSQL_TYPE_TINY, 1)
+	case *arrow.Int8Type:
+		setType(mysql.MYSQL_TYPE_TINY, 4)
+	case *arrow.Uint8Type:
+		setType(mysql.MYSQL_TYPE_TINY, 3)
+		mf.Flag |= mysql.UNSIGNED_FLAG
+	case *arrow.Int16Type:
+		setType(mysql.MYSQL_TYPE_SHORT, 6)
+		if metaType(f) == "year" {
+			setType(mysql.MYSQL_TYPE_YEAR, 4)
+			mf.Flag |= mysql.UNSIGNED_FLAG | mysql.ZEROFILL_FLAG
+		}
+	case *arrow.Uint16Type:
+		setType(mysql.MYSQL_TYPE_SHORT, 5)
+		mf.Flag |= mysql.UNSIGNED_FLAG
+	case *arrow.Int32Type:
+		setType(mysql.MYSQL_TYPE_LONG, 11)
+	case *arrow.Uint32Type:
+		setType(mysql.MYSQL_TYPE_LONG, 10)
+		mf.Flag |= mysql.UNSIGNED_FLAG
+	case *arrow.Int64Type:
+		setType(mysql.MYSQL_TYPE_LONGLONG, 20)
+	case *arrow.Uint64Type:
+		setType(mysql.MYSQL_TYPE_LONGLONG, 20)
+		mf.Flag |= mysql.UNSIGNED_FLAG
+	case *arrow.Float16Type, *arrow.Float32Type:
+		setType(mysql.MYSQL_TYPE_FLOAT, 12)
+		mf.Decimal = 31 // "not fixed"
+	case *arrow.Float64Type:
+		setType(mysql.MYSQL_TYPE_DOUBLE, 22)
+		mf.Decimal = 31
+	case arrow.DecimalType:
+		setType(mysql.MYSQL_TYPE_NEWDECIMAL, uint32(t.GetPrecision())+2)
+		mf.Decimal = uint8(t.GetScale())
+	case *arrow.Date32Type, *arrow.Date64Type:
+		setType(mysql.MYSQL_TYPE_DATE, 10)
+	case *arrow.TimestampType:
+		col.fsp = unitDigits(t.Unit)
+		if t.TimeZone != "" {
+			setType(mysql.MYSQL_TYPE_TIMESTAMP, uint32(19+fspLen(col.fsp)))
+		} else {
+			setType(mysql.MYSQL_TYPE_DATETIME, uint32(19+fspLen(col.fsp)))
+		}
+		mf.Decimal = uint8(col.fsp)
+	case *arrow.Time32Type:
+		col.fsp = unitDigits(t.Unit)
+		setType(mysql.MYSQL_TYPE_TIME, uint32(10+fspLen(col.fsp)))
+		mf.Decimal = uint8(col.fsp)
+	case *arrow.Time64Type:
+		col.fsp = unitDigits(t.Unit)
+		setType(mysql.MYSQL_TYPE_TIME, uint32(10+fspLen(col.fsp)))
+		mf.Decimal = uint8(col.fsp)
+	case *arrow.DurationType:
+		col.fsp = unitDigits(t.Unit)
+		setType(mysql.MYSQL_TYPE_TIME, uint32(10+fspLen(col.fsp)))
+		mf.Decimal = uint8(col.fsp)
+	case *arrow.NullType:
+		setType(mysql.MYSQL_TYPE_NULL, 0)
+		col.isNull = true
+	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType, *arrow.FixedSizeBinaryType:
+		setType(mysql.MYSQL_TYPE_BLOB, 1<<24-1)
+	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
+		mf.Charset, mf.Flag = charsetUTF8MB4, mf.Flag&^mysql.BINARY_FLAG
+		if metaType(f) == "json" {
+			setType(mysql.MYSQL_TYPE_JSON, 1<<32-1)
+		} else {
+			setType(mysql.MYSQL_TYPE_VAR_STRING, (1<<24-1)*4)
+		}
+	default: // lists, structs, maps, ...: their Arrow text form
+		mf.Charset, mf.Flag = charsetUTF8MB4, mf.Flag&^mysql.BINARY_FLAG
+		setType(mysql.MYSQL_TYPE_VAR_STRING, (1<<24-1)*4)
+	}
+	return col
+}
+
+func metaType(f arrow.Field) string {
+	if i := f.Metadata.FindKey(MetaMySQLType); i >= 0 {
+		return f.Metadata.Values()[i]
+	}
+	return ""
+}
+
+// unitDigits is the fractional-second digits MySQL can show for unit (at most 6).
+func unitDigits(u arrow.TimeUnit) int {
+	switch u {
+	case arrow.Second:
+		return 0
+	case arrow.Millisecond:
+		return 3
+	default:
+		return 6
+	}
+}
+
+func fspLen(fsp int) int {
+	if fsp == 0 {
+		return 0
+	}
+	return fsp + 1
+}
+
+// temporal turns a temporal Arrow value into a time in UTC (timestamps and dates) or a
+// duration since midnight (times of day and durations).
+func timestampAt(a arrow.Array, i int) time.Time {
+	switch a := a.(type) {
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		return a.Value(i).ToTime(unit).UTC()
+	case *array.Date32:
+		return a.Value(i).ToTime().UTC()
+	case *array.Date64:
+		return a.Value(i).ToTime().UTC()
+	}
+	panic("mysqlwire: timestampAt on " + a.DataType().String())
+}
+
+func durationAt(a arrow.Array, i int) time.Duration {
+	switch a := a.(type) {
+	case *array.Time32:
+		return time.Duration(a.Value(i)) * a.DataType().(*arrow.Time32Type).Unit.Multiplier()
+	case *array.Time64:
+		return time.Duration(a.Value(i)) * a.DataType().(*arrow.Time64Type).Unit.Multiplier()
+	case *array.Duration:
+		return time.Duration(a.Value(i)) * a.DataType().(*arrow.DurationType).Unit.Multiplier()
+	}
+	panic("mysqlwire: durationAt on " + a.DataType().String())
+}
+
+func formatFraction(b []byte, nanos int, fsp int) []byte {
+	if fsp == 0 {
+		return b
+	}
+	frac := strconv.Itoa(1_000_000_000 + nanos)[1 : 1+fsp]
+	return append(append(b, '.'), frac...)
+}
+
+func formatDuration(b []byte, d time.Duration, fsp int) []byte {
+	if d < 0 {
+		b = append(b, '-')
+		d = -d
+	}
+	h := int64(d / time.Hour)
+	m := int64(d/time.Minute) % 60
+	s := int64(d/time.Second) % 60
+	if h < 10 {
+		b = append(b, '0')
+	}
+	b = strconv.AppendInt(b, h, 10)
+	b = append(b, ':', byte('0'+m/10), byte('0'+m%10), ':', byte('0'+s/10), byte('0'+s%10))
+	return formatFraction(b, int(d%time.Second), fsp)
+}
+
+// appendText appends row i of a in the text protocol (a length-encoded string, or 0xfb for NULL).
+func appendText(b []byte, col *column, a arrow.Array, i int) []byte {
+	if col.isNull || a.IsNull(i) {
+		return append(b, 0xfb)
+	}
+	var tmp [64]byte
+	v := textValue(tmp[:0], col, a, i)
+	b = append(b, mysql.PutLengthEncodedInt(uint64(len(v)))...)
+	return append(b, v...)
+}
+
+func textValue(b []byte, col *column, a arrow.Array, i int) []byte {
+	switch a := a.(type) {
+	case *array.Boolean:
+		if a.Value(i) {
+			return append(b, '1')
+		}
+		return append(b, '0')
+	case *array.Int8:
+		return strconv.AppendInt(b, int64(a.Value(i)), 10)
+	case *array.Int16:
+		return strconv.AppendInt(b, int64(a.Value(i)), 10)
+	case *array.Int32:
+		return strconv.AppendInt(b, int64(a.Value(i)), 10)
+	case *array.Int64:
+		return strconv.AppendInt(b, a.Value(i), 10)
+	case *array.Uint8:
+		return strconv.AppendUint(b, uint64(a.Value(i)), 10)
+	case *array.Uint16:
+		return strconv.AppendUint(b, uint64(a.Value(i)), 10)
+	case *array.Uint32:
+		return strconv.AppendUint(b, uint64(a.Value(i)), 10)
+	case *array.Uint64:
+		return strconv.AppendUint(b, a.Value(i), 10)
+	case *array.Float16:
+		return strconv.AppendFloat(b, float64(a.Value(i).Float32()), 'g', -1, 32)
+	case *array.Float32:
+		return strconv.AppendFloat(b, float64(a.Value(i)), 'g', -1, 32)
+	case *array.Float64:
+		return strconv.AppendFloat(b, a.Value(i), 'g', -1, 64)
+	case *array.String:
+		return append(b, a.Value(i)...)
+	case *array.LargeString:
+		return append(b, a.Value(i)...)
+	case *array.StringView:
+		return append(b, a.Value(i)...)
+	case *array.Binary:
+		return append(b, a.Value(i)...)
+	case *array.LargeBinary:
+		return append(b, a.Value(i)...)
+	case *array.BinaryView:
+		return append(b, a.Value(i)...)
+	case *array.FixedSizeBinary:
+		return append(b, a.Value(i)...)
+	case *array.Date32, *array.Date64:
+		return timestampAt(a, i).AppendFormat(b, time.DateOnly)
+	case *array.Timestamp:
+		t := timestampAt(a, i)
+		return formatFraction(t.AppendFormat(b, time.DateTime), t.Nanosecond(), col.fsp)
+	case *array.Time32, *array.Time64, *array.Duration:
+		return formatDuration(b, durationAt(a, i), col.fsp)
+	default: // decimals, nested types: Arrow's own text form
+		return append(b, a.ValueStr(i)...)
+	}
+}
+
+// appendBinary appends row i of a in the binary protocol (the caller sets the NULL bitmap).
+func appendBinary(b []byte, col *column, a arrow.Array, i int) []byte {
+	le := binary.LittleEndian
+	switch a := a.(type) {
+	case *array.Boolean:
+		if a.Value(i) {
+			return append(b, 1)
+		}
+		return append(b, 0)
+	case *array.Int8:
+		return append(b, byte(a.Value(i)))
+	case *array.Uint8:
+		return append(b, a.Value(i))
+	case *array.Int16:
+		return le.AppendUint16(b, uint16(a.Value(i)))
+	case *array.Uint16:
+		return le.AppendUint16(b, a.Value(i))
+	case *array.Int32:
+		return le.AppendUint32(b, uint32(a.Value(i)))
+	case *array.Uint32:
+		return le.AppendUint32(b, a.Value(i))
+	case *array.Int64:
+		return le.AppendUint64(b, uint64(a.Value(i)))
+	case *array.Uint64:
+		return le.AppendUint64(b, a.Value(i))
+	case *array.Float16:
+		return le.AppendUint32(b, math.Float32bits(a.Value(i).Float32()))
+	case *array.Float32:
+		return le.AppendUint32(b, math.Float32bits(a.Value(i)))
+	case *array.Float64:
+		return le.AppendUint64(b, math.Float64bits(a.Value(i)))
+	case *array.Date32, *array.Date64:
+		t := timestampAt(a, i)
+		return appendBinaryDateTime(b, t, false)
+	case *array.Timestamp:
+		return appendBinaryDateTime(b, timestampAt(a, i), true)
+	case *array.Time32, *array.Time64, *array.Duration:
+		return appendBinaryTime(b, durationAt(a, i))
+	default: // strings, blobs, decimals, nested: a length-encoded string
+		var tmp [64]byte
+		v := textValue(tmp[:0], col, a, i)
+		b = append(b, mysql.PutLengthEncodedInt(uint64(len(v)))...)
+		return append(b, v...)
+	}
+}
+
+func appendBinaryDateTime(b []byte, t time.Time, withTime bool) []byte {
+	le := binary.LittleEndian
+	micro := t.Nanosecond() / 1000
+	switch {
+	case withTime && micro != 0:
+		b = append(b, 11)
+	case withTime && (t.Hour() != 0 || t.Minute() != 0 || t.Second() != 0):
+		b = append(b, 7)
+	default:
+		b = append(b, 4)
+	}
+	n := b[len(b)-1]
+	b = le.AppendUint16(b, uint16(t.Year()))
+	b = append(b, byte(t.Month()), byte(t.Day()))
+	if n >= 7 {
+		b = append(b, byte(t.Hour()), byte(t.Minute()), byte(t.Second()))
+	}
+	if n == 11 {
+		b = le.AppendUint32(b, uint32(micro))
+	}
+	return b
+}
+
+func appendBinaryTime(b []byte, d time.Duration) []byte {
+	if d == 0 {
+		return append(b, 0)
+	}
+	neg := byte(0)
+	if d < 0 {
+		neg, d = 1, -d
+	}
+	days := uint32(d / (24 * time.Hour))
+	h := byte(int64(d/time.Hour) % 24)
+	m := byte(int64(d/time.Minute) % 60)
+	s := byte(int64(d/time.Second) % 60)
+	micro := uint32(d%time.Second) / 1000
+	if micro != 0 {
+		b = append(b, 12, neg)
+	} else {
+		b = append(b, 8, neg)
+	}
+	b = binary.LittleEndian.AppendUint32(b, days)
+	b = append(b, h, m, s)
+	if micro != 0 {
+		b = binary.LittleEndian.AppendUint32(b, micro)
+	}
+	return b
+}
