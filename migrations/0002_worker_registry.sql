@@ -11,6 +11,7 @@ CREATE TABLE IF NOT EXISTS worker_registry (
     state          text NOT NULL CHECK (state IN ('healthy', 'stale', 'evicted')),
     state_since    timestamptz,
     last_seen      timestamptz,
+    last_heartbeat timestamptz,
     heartbeat      jsonb,
     updated_at     timestamptz NOT NULL DEFAULT now()
 );

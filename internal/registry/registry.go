@@ -30,8 +30,10 @@ type Record struct {
 	RegisteredAt time.Time
 	State        string    // transport.StateHealthy, StateStale or StateEvicted
 	StateSince   time.Time // when State was entered
-	LastSeen     time.Time // last heartbeat (or registration) on the control plane's clock
-	Heartbeat    *transport.Heartbeat
+	LastSeen     time.Time // liveness reference: last heartbeat, registration or fresh window
+	// LastHeartbeat is when Heartbeat arrived, on the control plane's clock.
+	LastHeartbeat time.Time
+	Heartbeat     *transport.Heartbeat
 }
 
 // ErrNotFound is returned by Get for an unknown worker.
@@ -55,6 +57,7 @@ func Normalize(r Record) Record {
 	r.RegisteredAt = normTime(r.RegisteredAt)
 	r.StateSince = normTime(r.StateSince)
 	r.LastSeen = normTime(r.LastSeen)
+	r.LastHeartbeat = normTime(r.LastHeartbeat)
 	if len(r.Labels) == 0 {
 		r.Labels = nil
 	} else {

@@ -45,16 +45,17 @@ func (s *Store) Close() { s.pool.Close() }
 
 const upsertSQL = `
 INSERT INTO worker_registry (name, version, labels, frontends, token_hash, registered_at, state,
-                             state_since, last_seen, heartbeat, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())
+                             state_since, last_seen, last_heartbeat, heartbeat, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now())
 ON CONFLICT (name) DO UPDATE SET
     version = EXCLUDED.version, labels = EXCLUDED.labels, frontends = EXCLUDED.frontends,
     token_hash = EXCLUDED.token_hash, registered_at = EXCLUDED.registered_at, state = EXCLUDED.state,
-    state_since = EXCLUDED.state_since, last_seen = EXCLUDED.last_seen, heartbeat = EXCLUDED.heartbeat,
+    state_since = EXCLUDED.state_since, last_seen = EXCLUDED.last_seen,
+    last_heartbeat = EXCLUDED.last_heartbeat, heartbeat = EXCLUDED.heartbeat,
     updated_at = now()`
 
 const selectSQL = `SELECT name, version, labels, frontends, token_hash, registered_at, state, state_since,
-       last_seen, heartbeat FROM worker_registry`
+       last_seen, last_heartbeat, heartbeat FROM worker_registry`
 
 // Put implements registry.Store: every record in one transaction, sent as one batch.
 func (s *Store) Put(ctx context.Context, records []registry.Record) error {
@@ -126,7 +127,7 @@ func rowArgs(r registry.Record) ([]any, error) {
 		}
 	}
 	return []any{r.Name, r.Version, labels, frontends, r.TokenHash, nullTime(r.RegisteredAt), r.State,
-		nullTime(r.StateSince), nullTime(r.LastSeen), hb}, nil
+		nullTime(r.StateSince), nullTime(r.LastSeen), nullTime(r.LastHeartbeat), hb}, nil
 }
 
 func collect(rows pgx.Rows) ([]registry.Record, error) {
@@ -134,12 +135,12 @@ func collect(rows pgx.Rows) ([]registry.Record, error) {
 	out := []registry.Record{}
 	for rows.Next() {
 		var (
-			r                     registry.Record
-			labels, fronts, hb    []byte
-			registered, since, ls *time.Time
+			r                         registry.Record
+			labels, fronts, hb        []byte
+			registered, since, ls, lh *time.Time
 		)
 		if err := rows.Scan(&r.Name, &r.Version, &labels, &fronts, &r.TokenHash, &registered, &r.State,
-			&since, &ls, &hb); err != nil {
+			&since, &ls, &lh, &hb); err != nil {
 			return nil, fmt.Errorf("pgregistry: scan: %w", err)
 		}
 		if err := json.Unmarshal(labels, &r.Labels); err != nil {
@@ -154,7 +155,7 @@ func collect(rows pgx.Rows) ([]registry.Record, error) {
 				return nil, fmt.Errorf("pgregistry: %s heartbeat: %w", r.Name, err)
 			}
 		}
-		r.RegisteredAt, r.StateSince, r.LastSeen = deref(registered), deref(since), deref(ls)
+		r.RegisteredAt, r.StateSince, r.LastSeen, r.LastHeartbeat = deref(registered), deref(since), deref(ls), deref(lh)
 		out = append(out, registry.Normalize(r))
 	}
 	if err := rows.Err(); err != nil {

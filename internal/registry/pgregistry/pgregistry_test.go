@@ -36,6 +36,7 @@ func TestPutGetRoundTrip(t *testing.T) {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 891234567, time.UTC)
 	rec := registry.Record{Name: "w1", Version: "1.2", Labels: map[string]string{"zone": "eu"}, Frontends: []string{"postgres"},
 		TokenHash: transport.TokenHash("t"), RegisteredAt: at, State: transport.StateStale, StateSince: at, LastSeen: at,
+		LastHeartbeat: at.Add(time.Second),
 		Heartbeat: &transport.Heartbeat{Seq: 4, SentAt: at, History: transport.HistoryCounters{Sent: 9},
 			Health: transport.HealthStatus{State: transport.HealthHealthy}}}
 	if err := s.Put(ctx, []registry.Record{rec}); err != nil {

@@ -1,0 +1,272 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/registry"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// ErrUnauthorized is returned by AuthWorker for a missing, unknown, revoked or superseded token.
+var ErrUnauthorized = errors.New("session token unknown, revoked or superseded: register again")
+
+// tokenBytes is the entropy of a session token.
+const tokenBytes = 32
+
+// ControlPlane serves the worker API and keeps the fleet registry.
+type ControlPlane struct {
+	e       env.Env
+	cfg     Config
+	reg     registry.Store
+	mux     *http.ServeMux
+	metrics *metrics
+	wake    env.Signal // asks the reaper to write the registry batch now
+
+	mu              sync.Mutex
+	workers         map[string]*entry
+	byToken         map[string]string // token hash -> worker name
+	dirty           map[string]bool   // names whose record the store has not seen yet
+	currentRevision string
+	onEvict         []func(ctx context.Context, w transport.WorkerInfo)
+}
+
+// entry is one worker in memory: its durable record and its lifecycle.
+type entry struct {
+	rec  registry.Record // State/StateSince/LastSeen are copied from life when written
+	life Lifecycle
+}
+
+// New returns a control plane. cfg is defaulted and must validate (see Config.Validate);
+// an invalid cfg is a programming error and panics.
+func New(e env.Env, cfg Config, reg registry.Store) *ControlPlane {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		panic("controlplane: invalid config: " + err.Error())
+	}
+	cp := &ControlPlane{
+		e: e, cfg: cfg, reg: reg,
+		mux:     http.NewServeMux(),
+		metrics: newMetrics(cfg.Metrics),
+		wake:    e.NewSignal(),
+		workers: map[string]*entry{},
+		byToken: map[string]string{},
+		dirty:   map[string]bool{},
+	}
+	cp.mux.HandleFunc("POST "+transport.PathRegister, cp.handleRegister)
+	cp.mux.HandleFunc("POST "+transport.PathHeartbeat, cp.handleHeartbeat)
+	cp.mux.HandleFunc("GET "+transport.PathAdminWorkers, cp.handleAdminList)
+	cp.mux.HandleFunc("GET "+transport.PathAdminWorkers+"/{name}", cp.handleAdminShow)
+	return cp
+}
+
+// Config returns the defaulted configuration.
+func (cp *ControlPlane) Config() Config { return cp.cfg }
+
+// Handler is the control plane's HTTP API.
+func (cp *ControlPlane) Handler() http.Handler { return cp.mux }
+
+// Mux is the ServeMux behind Handler, for mounting more endpoints.
+func (cp *ControlPlane) Mux() *http.ServeMux { return cp.mux }
+
+// Handle mounts h on the control plane's server (Go 1.22 ServeMux patterns: "POST /worker/x").
+func (cp *ControlPlane) Handle(pattern string, h http.Handler) { cp.mux.Handle(pattern, h) }
+
+// HandleWorker mounts a worker endpoint: the request must carry a valid session token, and h is
+// told which worker sent it. Otherwise the answer is 401 with a JSON error body.
+func (cp *ControlPlane) HandleWorker(pattern string, h func(w http.ResponseWriter, r *http.Request, worker string)) {
+	cp.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		name, err := cp.AuthWorker(r)
+		if err != nil {
+			transport.WriteError(w, http.StatusUnauthorized, err.Error(), "Authorization")
+			return
+		}
+		h(w, r, name)
+	})
+}
+
+// HandleAdmin mounts an admin endpoint guarded by the admin token.
+func (cp *ControlPlane) HandleAdmin(pattern string, h http.Handler) {
+	cp.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if !cp.authAdmin(w, r) {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// OnEvict adds a hook called (outside any lock, from the reaper task) for every evicted worker.
+func (cp *ControlPlane) OnEvict(fn func(ctx context.Context, w transport.WorkerInfo)) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	cp.onEvict = append(cp.onEvict, fn)
+}
+
+// SetCurrentRevision tells the control plane which config revision is current; /admin/workers
+// marks each worker current or not against it.
+func (cp *ControlPlane) SetCurrentRevision(rev string) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	cp.currentRevision = rev
+}
+
+// CurrentRevision is the revision last given to SetCurrentRevision.
+func (cp *ControlPlane) CurrentRevision() string {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.currentRevision
+}
+
+// AuthWorker resolves the request's session token to the worker it was issued to.
+func (cp *ControlPlane) AuthWorker(r *http.Request) (string, error) {
+	token, ok := transport.BearerToken(r)
+	if !ok {
+		return "", ErrUnauthorized
+	}
+	hash := transport.TokenHash(token)
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	name, ok := cp.byToken[hash]
+	if !ok {
+		return "", ErrUnauthorized
+	}
+	en := cp.workers[name]
+	if en == nil || !en.life.Online() || !transport.TokenEqual(hash, en.rec.TokenHash) {
+		panic(fmt.Sprintf("controlplane: token index names %q but its entry disagrees", name))
+	}
+	return name, nil
+}
+
+// Start loads the registry, gives every known worker a fresh window (a restart must not evict
+// the fleet), and starts the reaper task.
+func (cp *ControlPlane) Start(ctx context.Context) error {
+	records, err := cp.reg.List(ctx)
+	if err != nil {
+		return fmt.Errorf("controlplane: loading the worker registry: %w", err)
+	}
+	now := cp.e.Now()
+	cp.mu.Lock()
+	for _, rec := range records {
+		en := &entry{rec: rec, life: Lifecycle{State: rec.State, StateSince: rec.StateSince, LastSeen: rec.LastSeen}}
+		en.life.FreshWindow(now)
+		cp.workers[rec.Name] = en
+		if en.life.Online() && rec.TokenHash != "" {
+			cp.byToken[rec.TokenHash] = rec.Name
+		}
+		cp.dirty[rec.Name] = en.life.Online()
+	}
+	cp.updateStateGauges()
+	cp.mu.Unlock()
+	cp.e.Logger().Info("worker registry loaded", "workers", len(records), "freshWindow", cp.cfg.StaleAfter)
+	cp.e.Go(ctx, "controlplane-reaper", cp.runReaper)
+	return nil
+}
+
+// newToken draws a session token from the Env's random source.
+func (cp *ControlPlane) newToken() string {
+	var b [tokenBytes]byte
+	cp.e.Rand().Read(b[:])
+	return "qfw_" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// register records a registration at now and returns the session token. A registration under
+// a name already known replaces it: the older token stops working at once.
+func (cp *ControlPlane) register(req transport.RegisterRequest, token string, now time.Time) (superseded *registry.Record) {
+	hash := transport.TokenHash(token)
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if old := cp.workers[req.Name]; old != nil {
+		if old.life.Online() {
+			prev := old.rec
+			superseded = &prev
+		}
+		delete(cp.byToken, old.rec.TokenHash)
+	}
+	cp.workers[req.Name] = &entry{
+		rec: registry.Record{
+			Name: req.Name, Version: req.Version, Labels: maps.Clone(req.Labels),
+			Frontends: slices.Clone(req.Frontends), TokenHash: hash, RegisteredAt: now,
+		},
+		life: NewLifecycle(now),
+	}
+	cp.byToken[hash] = req.Name
+	cp.dirty[req.Name] = true
+	cp.updateStateGauges()
+	return superseded
+}
+
+// heartbeat records hb from worker name at now; ok=false if the worker is no longer online.
+func (cp *ControlPlane) heartbeat(name, tokenHash string, hb transport.Heartbeat, now time.Time) (Transition, bool) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	en := cp.workers[name]
+	if en == nil || en.rec.TokenHash != tokenHash {
+		return Transition{}, false // evicted or superseded since AuthWorker
+	}
+	tr, ok := en.life.Heartbeat(now)
+	if !ok {
+		return tr, false
+	}
+	if en.rec.Heartbeat == nil || hb.Seq > en.rec.Heartbeat.Seq {
+		en.rec.Heartbeat = &hb // a reordered older beat still counts as alive, but is not kept
+		en.rec.LastHeartbeat = now
+		if len(hb.Frontends) > 0 {
+			en.rec.Frontends = slices.Clone(hb.Frontends)
+		}
+	}
+	cp.dirty[name] = true
+	if tr.Changed() {
+		cp.updateStateGauges()
+	}
+	return tr, true
+}
+
+// sortedNames returns the worker names in order; callers hold mu.
+func (cp *ControlPlane) sortedNames() []string {
+	names := make([]string, 0, len(cp.workers))
+	for name := range cp.workers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// snapshot returns the durable record of en; callers hold mu.
+func (en *entry) snapshot() registry.Record {
+	r := en.rec
+	r.State, r.StateSince, r.LastSeen = en.life.State, en.life.StateSince, en.life.LastSeen
+	return registry.Normalize(r)
+}
+
+// Workers returns every known worker as /admin/workers shows it, sorted by name.
+func (cp *ControlPlane) Workers() []transport.WorkerInfo {
+	now := cp.e.Now()
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	out := make([]transport.WorkerInfo, 0, len(cp.workers))
+	for _, name := range cp.sortedNames() {
+		out = append(out, cp.info(cp.workers[name], now))
+	}
+	return out
+}
+
+// Worker returns one worker as /admin/workers/{name} shows it.
+func (cp *ControlPlane) Worker(name string) (transport.WorkerInfo, bool) {
+	now := cp.e.Now()
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	en := cp.workers[name]
+	if en == nil {
+		return transport.WorkerInfo{}, false
+	}
+	return cp.info(en, now), true
+}

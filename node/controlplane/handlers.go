@@ -1,0 +1,179 @@
+package controlplane
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/queryflux/queryflux/transport"
+)
+
+// clockSkewWarn is the difference between a worker's and the control plane's clocks worth a warning.
+const clockSkewWarn = 5 * time.Second
+
+func (cp *ControlPlane) handleRegister(w http.ResponseWriter, r *http.Request) {
+	secret, _ := transport.BearerToken(r)
+	if !transport.TokenEqual(secret, cp.cfg.WorkerSecret) {
+		cp.metrics.registrations.WithLabelValues("unauthorized").Inc()
+		transport.WriteError(w, http.StatusUnauthorized, "registration needs the shared worker secret as a bearer token", "Authorization")
+		return
+	}
+	body, err := transport.ReadBody(r, transport.MediaWorkerRegister)
+	if err == nil {
+		var req transport.RegisterRequest
+		if req, err = transport.DecodeRegister(body); err == nil {
+			cp.acceptRegistration(w, req)
+			return
+		}
+	}
+	cp.metrics.registrations.WithLabelValues("bad_request").Inc()
+	transport.WriteBadRequest(w, err)
+}
+
+func (cp *ControlPlane) acceptRegistration(w http.ResponseWriter, req transport.RegisterRequest) {
+	token := cp.newToken()
+	now := cp.e.Now()
+	prev := cp.register(req, token, now)
+	cp.wake.Notify()
+	log := cp.e.Logger()
+	if prev != nil {
+		cp.metrics.registrations.WithLabelValues("superseded").Inc()
+		log.Warn("worker registered again under the same name: the newer registration wins, the older token is revoked",
+			"worker", req.Name, "previousRegisteredAt", prev.RegisteredAt, "previousVersion", prev.Version, "version", req.Version)
+	} else {
+		cp.metrics.registrations.WithLabelValues("ok").Inc()
+		log.Info("worker registered", "worker", req.Name, "version", req.Version, "labels", req.Labels)
+	}
+	transport.WriteJSON(w, http.StatusOK, transport.MediaWorkerRegistered, transport.RegisterResponse{
+		Name: req.Name, Token: token, HeartbeatIntervalSecs: cp.cfg.HeartbeatInterval.Seconds(),
+		CurrentRevision: cp.CurrentRevision(),
+	})
+}
+
+func (cp *ControlPlane) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
+	name, err := cp.AuthWorker(r)
+	if err != nil {
+		cp.metrics.heartbeats.WithLabelValues("unauthorized").Inc()
+		transport.WriteError(w, http.StatusUnauthorized, err.Error(), "Authorization")
+		return
+	}
+	body, err := transport.ReadBody(r, transport.MediaHeartbeat)
+	var hb transport.Heartbeat
+	if err == nil {
+		hb, err = transport.DecodeHeartbeat(body)
+	}
+	if err != nil {
+		cp.metrics.heartbeats.WithLabelValues("bad_request").Inc()
+		transport.WriteBadRequest(w, err)
+		return
+	}
+	token, _ := transport.BearerToken(r)
+	tr, ok := cp.heartbeat(name, transport.TokenHash(token), hb, cp.e.Now())
+	if !ok {
+		cp.metrics.heartbeats.WithLabelValues("unauthorized").Inc()
+		transport.WriteError(w, http.StatusUnauthorized, ErrUnauthorized.Error(), "Authorization")
+		return
+	}
+	cp.metrics.heartbeats.WithLabelValues("ok").Inc()
+	if tr.Changed() {
+		cp.e.Logger().Info("worker recovered", "worker", name, "from", tr.From, "to", tr.To)
+	}
+	transport.WriteJSON(w, http.StatusOK, transport.MediaHeartbeatAck, transport.HeartbeatAck{
+		State: tr.To, CurrentRevision: cp.CurrentRevision(), HeartbeatIntervalSecs: cp.cfg.HeartbeatInterval.Seconds(),
+	})
+}
+
+// authAdmin checks the admin token and answers 401 itself when it is wrong.
+func (cp *ControlPlane) authAdmin(w http.ResponseWriter, r *http.Request) bool {
+	token, _ := transport.BearerToken(r)
+	if cp.cfg.AdminToken == "" {
+		transport.WriteError(w, http.StatusUnauthorized, "admin API disabled: no admin token configured", "Authorization")
+		return false
+	}
+	if !transport.TokenEqual(token, cp.cfg.AdminToken) {
+		transport.WriteError(w, http.StatusUnauthorized, "admin API needs the admin token as a bearer token", "Authorization")
+		return false
+	}
+	return true
+}
+
+func (cp *ControlPlane) handleAdminList(w http.ResponseWriter, r *http.Request) {
+	if !cp.authAdmin(w, r) {
+		return
+	}
+	transport.WriteJSON(w, http.StatusOK, transport.MediaWorkerList, cp.Workers())
+}
+
+func (cp *ControlPlane) handleAdminShow(w http.ResponseWriter, r *http.Request) {
+	if !cp.authAdmin(w, r) {
+		return
+	}
+	info, ok := cp.Worker(r.PathValue("name"))
+	if !ok {
+		transport.WriteError(w, http.StatusNotFound, "no worker named "+r.PathValue("name"), "name")
+		return
+	}
+	transport.WriteJSON(w, http.StatusOK, transport.MediaWorkerInfo, info)
+}
+
+// info renders en for the admin API; callers hold mu.
+func (cp *ControlPlane) info(en *entry, now time.Time) transport.WorkerInfo {
+	rec := en.snapshot()
+	wi := transport.WorkerInfo{
+		Name: rec.Name, Online: en.life.Online(), State: en.life.State, RegisteredAt: rec.RegisteredAt,
+		Labels: rec.Labels, Version: rec.Version, Frontends: rec.Frontends, Heartbeat: rec.Heartbeat,
+		Warnings: []string{},
+	}
+	if wi.Labels == nil {
+		wi.Labels = map[string]string{}
+	}
+	if wi.Frontends == nil {
+		wi.Frontends = []string{}
+	}
+	if hb := rec.Heartbeat; hb != nil {
+		wi.LastHeartbeat = rec.LastHeartbeat
+		wi.Revision = hb.Revision.Active
+		wi.Health = hb.Health.State
+	}
+	wi.Current = wi.Revision == cp.currentRevision
+	wi.Warnings = cp.warnings(en, wi, now)
+	return wi
+}
+
+// warnings say in words what an operator should look at.
+func (cp *ControlPlane) warnings(en *entry, wi transport.WorkerInfo, now time.Time) []string {
+	rec := &en.rec
+	out := []string{}
+	silent := now.Sub(en.life.LastSeen).Round(time.Second)
+	switch en.life.State {
+	case transport.StateStale:
+		left := (cp.cfg.EvictGrace - now.Sub(en.life.StateSince)).Round(time.Second)
+		out = append(out, fmt.Sprintf("no heartbeat for %v: stale, evicted in %v unless it beats", silent, max(left, 0)))
+	case transport.StateEvicted:
+		out = append(out, fmt.Sprintf("evicted at %s after %v without a heartbeat", en.life.StateSince.UTC().Format(time.RFC3339), en.life.StateSince.Sub(en.life.LastSeen).Round(time.Second)))
+	}
+	hb := wi.Heartbeat
+	if hb == nil {
+		if wi.Online {
+			out = append(out, "no heartbeat received since registration")
+		}
+		return out
+	}
+	if hb.Health.State == transport.HealthUnhealthy {
+		out = append(out, fmt.Sprintf("worker reports itself unhealthy (loop lag %.3fs)", hb.Health.LoopLagSeconds))
+	}
+	if !wi.Current {
+		out = append(out, fmt.Sprintf("runs revision %q, the control plane's current revision is %q", wi.Revision, cp.currentRevision))
+	}
+	if n := hb.Config.ConsecutiveSyncFailures; n > 0 {
+		out = append(out, fmt.Sprintf("config sync failing: %d failures in a row", n))
+	}
+	if hb.History.Dropped > 0 {
+		out = append(out, fmt.Sprintf("%d query history records dropped", hb.History.Dropped))
+	}
+	if skew := hb.SentAt.Sub(rec.LastHeartbeat); math.Abs(float64(skew)) > float64(clockSkewWarn) {
+		out = append(out, fmt.Sprintf("clock skew of about %v between worker and control plane", skew.Round(time.Second)))
+	}
+	return out
+}

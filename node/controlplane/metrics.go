@@ -1,0 +1,45 @@
+package controlplane
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	registrations   *prometheus.CounterVec
+	heartbeats      *prometheus.CounterVec
+	transitions     *prometheus.CounterVec
+	workers         *prometheus.GaugeVec
+	registryWrites  *prometheus.CounterVec
+	registryRecords prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		registrations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_controlplane_worker_registrations_total",
+			Help: "Worker registration attempts by result (ok, superseded, unauthorized, bad_request).",
+		}, []string{"result"}),
+		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_controlplane_worker_heartbeats_total",
+			Help: "Worker heartbeats by result (ok, unauthorized, bad_request).",
+		}, []string{"result"}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_controlplane_worker_transitions_total",
+			Help: "Worker registry state changes made by the reaper, by new state.",
+		}, []string{"state"}),
+		workers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "queryflux_controlplane_workers",
+			Help: "Known workers by registry state.",
+		}, []string{"state"}),
+		registryWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_controlplane_registry_batches_total",
+			Help: "Worker registry batch writes by result.",
+		}, []string{"result"}),
+		registryRecords: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queryflux_controlplane_registry_records_written_total",
+			Help: "Worker records written to the registry store.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.registrations, m.heartbeats, m.transitions, m.workers, m.registryWrites, m.registryRecords)
+	}
+	return m
+}

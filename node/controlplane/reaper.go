@@ -1,0 +1,137 @@
+package controlplane
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/registry"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// flushTimeout bounds one registry batch write.
+const flushTimeout = 10 * time.Second
+
+// runReaper ticks the lifecycles every ReaperInterval and writes the dirty records as one batch.
+// A registration wakes it early so the new token reaches the store soon. It is the only writer
+// of the store, so batches never overtake each other.
+func (cp *ControlPlane) runReaper(ctx context.Context) {
+	next := cp.e.Now().Add(cp.cfg.ReaperInterval)
+	for {
+		seen := cp.wake.Seq()
+		wait := next.Sub(cp.e.Now())
+		if wait > 0 {
+			wctx, cancel := cp.e.WithTimeout(ctx, wait)
+			_ = cp.wake.Wait(wctx, seen)
+			cancel()
+		}
+		if ctx.Err() != nil {
+			cp.finalFlush(ctx)
+			return
+		}
+		if now := cp.e.Now(); !now.Before(next) {
+			cp.Tick(ctx, now)
+			next = now.Add(cp.cfg.ReaperInterval)
+		}
+		_ = cp.Flush(ctx)
+	}
+}
+
+func (cp *ControlPlane) finalFlush(ctx context.Context) {
+	fctx, cancel := cp.e.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancel()
+	_ = cp.Flush(fctx)
+}
+
+// evicted is an eviction to report once the lock is released.
+type evicted struct {
+	info transport.WorkerInfo
+	tr   Transition
+}
+
+// Tick advances every worker's lifecycle to now, revokes the tokens of the evicted and calls the
+// OnEvict hooks. The reaper calls it; tests and the simulator may call it directly.
+func (cp *ControlPlane) Tick(ctx context.Context, now time.Time) {
+	type change struct {
+		name string
+		tr   Transition
+	}
+	var changes []change
+	var gone []evicted
+	cp.mu.Lock()
+	for _, name := range cp.sortedNames() {
+		en := cp.workers[name]
+		tr := en.life.Tick(now, Timeouts{StaleAfter: cp.cfg.StaleAfter, Grace: cp.cfg.EvictGrace})
+		if !tr.Changed() {
+			continue
+		}
+		changes = append(changes, change{name, tr})
+		cp.dirty[name] = true
+		if en.life.State == transport.StateEvicted {
+			delete(cp.byToken, en.rec.TokenHash)
+			en.rec.TokenHash = ""
+			gone = append(gone, evicted{cp.info(en, now), tr})
+		}
+	}
+	hooks := slices.Clone(cp.onEvict)
+	if len(changes) > 0 {
+		cp.updateStateGauges()
+	}
+	cp.mu.Unlock()
+
+	for _, c := range changes {
+		cp.metrics.transitions.WithLabelValues(c.tr.To).Inc()
+		cp.e.Logger().Warn("worker state changed", "worker", c.name, "from", c.tr.From, "to", c.tr.To)
+	}
+	for _, g := range gone {
+		for _, hook := range hooks {
+			hook(ctx, g.info)
+		}
+	}
+}
+
+// Flush writes every record changed since the last write as one batch. On failure the records
+// stay dirty and the next flush retries them.
+func (cp *ControlPlane) Flush(ctx context.Context) error {
+	cp.mu.Lock()
+	batch := make([]registry.Record, 0, len(cp.dirty))
+	for _, name := range cp.sortedNames() {
+		if cp.dirty[name] {
+			batch = append(batch, cp.workers[name].snapshot())
+		}
+	}
+	clear(cp.dirty)
+	cp.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	wctx, cancel := cp.e.WithTimeout(ctx, flushTimeout)
+	err := cp.reg.Put(wctx, batch)
+	cancel()
+	if err != nil {
+		cp.metrics.registryWrites.WithLabelValues("error").Inc()
+		cp.e.Logger().Error("writing the worker registry batch failed; will retry", "records", len(batch), "err", err)
+		cp.mu.Lock()
+		for _, r := range batch {
+			if _, ok := cp.workers[r.Name]; ok {
+				cp.dirty[r.Name] = true
+			}
+		}
+		cp.mu.Unlock()
+		return err
+	}
+	cp.metrics.registryWrites.WithLabelValues("ok").Inc()
+	cp.metrics.registryRecords.Add(float64(len(batch)))
+	return nil
+}
+
+// updateStateGauges recounts workers per state; callers hold mu.
+func (cp *ControlPlane) updateStateGauges() {
+	counts := map[string]int{transport.StateHealthy: 0, transport.StateStale: 0, transport.StateEvicted: 0}
+	for _, en := range cp.workers {
+		counts[en.life.State]++ // counting only: order does not matter
+	}
+	for _, state := range []string{transport.StateHealthy, transport.StateStale, transport.StateEvicted} {
+		cp.metrics.workers.WithLabelValues(state).Set(float64(counts[state]))
+	}
+}

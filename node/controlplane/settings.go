@@ -1,0 +1,77 @@
+package controlplane
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config is what the control plane's worker API needs.
+type Config struct {
+	// WorkerSecret is the shared secret a worker presents to register. Empty disables registration.
+	WorkerSecret string
+	// AdminToken guards /admin/workers. Empty disables the admin endpoints.
+	AdminToken string
+	// HeartbeatInterval is what workers are told to use (default 10s).
+	HeartbeatInterval time.Duration
+	// StaleAfter is the silence before a worker turns stale (default 3 heartbeat intervals,
+	// at least 30s).
+	StaleAfter time.Duration
+	// EvictGrace is how long a worker stays stale before it is evicted (default 60s).
+	EvictGrace time.Duration
+	// ReaperInterval is how often the reaper looks and writes the registry batch
+	// (default: a third of StaleAfter, at most one heartbeat interval).
+	ReaperInterval time.Duration
+	// AllowShortTimeouts lifts the production minimums (tests and the simulator run at
+	// sub-second intervals).
+	AllowShortTimeouts bool
+	// Metrics, if set, receives the control plane's collectors.
+	Metrics prometheus.Registerer
+}
+
+// Production minimums: shorter values make a healthy fleet flap under ordinary GC or network jitter.
+const (
+	HeartbeatIntervalMin = time.Second
+	StaleAfterMin        = 30 * time.Second
+	EvictGraceMin        = 10 * time.Second
+	heartbeatsPerStale   = 3
+)
+
+// WithDefaults fills the zero fields.
+func (c Config) WithDefaults() Config {
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = 10 * time.Second
+	}
+	if c.StaleAfter == 0 {
+		c.StaleAfter = heartbeatsPerStale * c.HeartbeatInterval
+		if c.StaleAfter < StaleAfterMin && !c.AllowShortTimeouts {
+			c.StaleAfter = StaleAfterMin
+		}
+	}
+	if c.EvictGrace == 0 {
+		c.EvictGrace = 60 * time.Second
+	}
+	if c.ReaperInterval == 0 {
+		c.ReaperInterval = min(c.StaleAfter/3, c.HeartbeatInterval)
+	}
+	return c
+}
+
+// Validate reports the first bad field of a defaulted Config.
+func (c Config) Validate() error {
+	short := !c.AllowShortTimeouts
+	switch {
+	case c.HeartbeatInterval <= 0 || (short && c.HeartbeatInterval < HeartbeatIntervalMin):
+		return fmt.Errorf("heartbeatInterval %v: must be at least %v", c.HeartbeatInterval, HeartbeatIntervalMin)
+	case c.StaleAfter < 2*c.HeartbeatInterval:
+		return fmt.Errorf("staleAfter %v: must be at least two heartbeat intervals (%v)", c.StaleAfter, 2*c.HeartbeatInterval)
+	case short && c.StaleAfter < StaleAfterMin:
+		return fmt.Errorf("staleAfter %v: must be at least %v", c.StaleAfter, StaleAfterMin)
+	case c.EvictGrace <= 0 || (short && c.EvictGrace < EvictGraceMin):
+		return fmt.Errorf("evictGrace %v: must be at least %v", c.EvictGrace, EvictGraceMin)
+	case c.ReaperInterval <= 0 || c.ReaperInterval > c.StaleAfter:
+		return fmt.Errorf("reaperInterval %v: must be in (0, staleAfter]", c.ReaperInterval)
+	}
+	return nil
+}
