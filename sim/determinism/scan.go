@@ -236,8 +236,8 @@ var forbidden = map[string]map[string]string{
 		"WithTimeoutCause": "use env.WithTimeout", "WithDeadlineCause": "use env.WithTimeout",
 		"AfterFunc": "starts a goroutine; use env.Go",
 	},
-	"crypto/rand": nil,
-	"math/rand":   nil,
+	"crypto/rand":  nil,
+	"math/rand":    nil,
 	"math/rand/v2": nil,
 }
 
