@@ -1,0 +1,96 @@
+// Package engine holds what every engine adapter shares: the Spec that names one engine
+// instance, the registry that opens a Spec by its Kind, the optional Describer interface, and the
+// Arrow helpers that turn engine rows into record batches in bounded chunks.
+//
+// determinism: outside the simulator (real engine adapters register here and touch the network)
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Spec names one engine instance (one cluster) and how to reach it.
+type Spec struct {
+	Name     string            // cluster name, for errors and logs
+	Kind     string            // "postgres", "duckdb", ...: the registry key
+	Endpoint string            // host:port, a URL, or for DuckDB a file path or ":memory:"
+	Database string            // database to use (Postgres), ignored where meaningless
+	User     string            //
+	Password string            // never logged, never in errors
+	Options  map[string]string // engine-specific knobs (sslmode, exec_mode, ...)
+	MaxConns int               // connection pool size; 0 means the engine's default
+}
+
+// String shows the spec without its password.
+func (s Spec) String() string {
+	return fmt.Sprintf("%s(%s %s db=%s user=%s)", s.Kind, s.Name, s.Endpoint, s.Database, s.User)
+}
+
+// Opener builds an engine from a spec.
+type Opener func(Spec) (query.Engine, error)
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Opener{}
+)
+
+// Register makes open the opener for kind. Registering a kind twice is a programming error.
+func Register(kind string, open Opener) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if kind == "" || open == nil {
+		panic("engine: Register with empty kind or nil opener")
+	}
+	if _, dup := registry[kind]; dup {
+		panic("engine: kind registered twice: " + kind)
+	}
+	registry[kind] = open
+}
+
+// Kinds lists the registered kinds, sorted.
+func Kinds() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	kinds := make([]string, 0, len(registry))
+	for k := range registry {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return kinds
+}
+
+// Open opens spec with the opener registered for spec.Kind. The engine package of that kind
+// must be linked in (import it for its side effect, e.g. _ ".../engine/pgengine").
+func Open(spec Spec) (query.Engine, error) {
+	registryMu.Lock()
+	open, ok := registry[spec.Kind]
+	registryMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("engine %q: unknown kind %q (registered: %v)", spec.Name, spec.Kind, Kinds())
+	}
+	return open(spec)
+}
+
+// Description says what a statement takes and returns, without running it.
+type Description struct {
+	// Params has one field per placeholder ($1, $2, ...), its type as the engine inferred it
+	// (with MetaPGOID metadata when the engine knows a PostgreSQL type).
+	Params []arrow.Field
+	// Schema is the result's columns; nil when the statement returns no rows.
+	Schema *arrow.Schema
+}
+
+// Describer is implemented by engines (and by backends that forward to one) that can describe a
+// statement without running it. The PostgreSQL wire frontend uses it to answer Describe for a
+// prepared statement with exact parameter and column types; without it, it answers from the
+// client's declared parameter types and describes the columns when the statement runs.
+type Describer interface {
+	Describe(ctx context.Context, q *query.Request) (*Description, error)
+}

@@ -1,0 +1,262 @@
+// Package pgengine runs queries on PostgreSQL through a pgx connection pool and streams the rows
+// as Arrow record batches of at most engine.BatchRowsMax rows. Each column's PostgreSQL type is
+// kept in the Arrow field metadata (pg.oid, pg.type, pg.typmod).
+//
+// Every statement runs on whichever pooled connection is free: session state (SET, BEGIN...)
+// does not carry from one statement to the next.
+//
+// determinism: outside the simulator (real engine adapter: talks to PostgreSQL over the network)
+package pgengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Kind is the registry key of this engine.
+const Kind = "postgres"
+
+func init() { engine.Register(Kind, Open) }
+
+// Engine is a PostgreSQL cluster reached through a pgx pool.
+type Engine struct {
+	name string
+	pool *pgxpool.Pool
+}
+
+var _ engine.Describer = (*Engine)(nil)
+
+// Open builds the pool for spec. spec.Endpoint is "host:port" or a postgres:// URL; Database,
+// User and Password override the URL's. Options are passed as connection parameters
+// (sslmode, application_name, ...), except exec_mode (pgx's: cache_statement (default),
+// cache_describe, describe_exec, exec, simple_protocol). No connection is made until first use.
+func Open(spec engine.Spec) (query.Engine, error) {
+	cfg, err := poolConfig(spec)
+	if err != nil {
+		return nil, fmt.Errorf("pgengine %q: %w", spec.Name, err)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgengine %q: %w", spec.Name, err)
+	}
+	return &Engine{name: spec.Name, pool: pool}, nil
+}
+
+func poolConfig(spec engine.Spec) (*pgxpool.Config, error) {
+	u := &url.URL{Scheme: "postgres"}
+	if strings.Contains(spec.Endpoint, "://") {
+		parsed, err := url.Parse(spec.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint is not a URL: %w", err)
+		}
+		u = parsed
+	} else if spec.Endpoint != "" {
+		if _, _, err := net.SplitHostPort(spec.Endpoint); err != nil {
+			return nil, fmt.Errorf("endpoint %q is neither host:port nor a URL", spec.Endpoint)
+		}
+		u.Host = spec.Endpoint
+	}
+	password, _ := u.User.Password()
+	user := u.User.Username()
+	if spec.User != "" {
+		user = spec.User
+	}
+	if spec.Password != "" {
+		password = spec.Password
+	}
+	u.User = nil
+	if user != "" {
+		u.User = url.User(user)
+	}
+	if spec.Database != "" {
+		u.Path = "/" + spec.Database
+	}
+	q := u.Query()
+	keys := make([]string, 0, len(spec.Options))
+	for k := range spec.Options {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	mode := pgx.QueryExecModeCacheStatement
+	for _, k := range keys {
+		if k == "exec_mode" {
+			m, err := parseExecMode(spec.Options[k])
+			if err != nil {
+				return nil, err
+			}
+			mode = m
+			continue
+		}
+		q.Set(k, spec.Options[k])
+	}
+	u.RawQuery = q.Encode()
+	cfg, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		return nil, err
+	}
+	// The password is set on the parsed config, never through a string that could be logged.
+	cfg.ConnConfig.Password = password
+	cfg.ConnConfig.DefaultQueryExecMode = mode
+	if spec.MaxConns > 0 {
+		cfg.MaxConns = int32(spec.MaxConns)
+	}
+	return cfg, nil
+}
+
+func parseExecMode(s string) (pgx.QueryExecMode, error) {
+	switch s {
+	case "cache_statement":
+		return pgx.QueryExecModeCacheStatement, nil
+	case "cache_describe":
+		return pgx.QueryExecModeCacheDescribe, nil
+	case "describe_exec":
+		return pgx.QueryExecModeDescribeExec, nil
+	case "exec":
+		return pgx.QueryExecModeExec, nil
+	case "simple_protocol":
+		return pgx.QueryExecModeSimpleProtocol, nil
+	}
+	return 0, fmt.Errorf("option exec_mode: unknown mode %q", s)
+}
+
+// Pool exposes the pool, for tests and for callers that need pgx directly.
+func (e *Engine) Pool() *pgxpool.Pool { return e.pool }
+
+// Ping checks that a connection can be made and answers.
+func (e *Engine) Ping(ctx context.Context) error {
+	return wrapErr(e.pool.Ping(ctx))
+}
+
+// Close closes the pool.
+func (e *Engine) Close() error {
+	e.pool.Close()
+	return nil
+}
+
+// binaryOIDs are the types decoded from PostgreSQL's binary format; all others arrive as text.
+var binaryOIDs = pgx.QueryResultFormatsByOID{
+	pgtype.BoolOID: pgx.BinaryFormatCode, pgtype.Int2OID: pgx.BinaryFormatCode,
+	pgtype.Int4OID: pgx.BinaryFormatCode, pgtype.Int8OID: pgx.BinaryFormatCode,
+	pgtype.Float4OID: pgx.BinaryFormatCode, pgtype.Float8OID: pgx.BinaryFormatCode,
+	pgtype.ByteaOID: pgx.BinaryFormatCode, pgtype.DateOID: pgx.BinaryFormatCode,
+	pgtype.TimeOID: pgx.BinaryFormatCode, pgtype.TimestampOID: pgx.BinaryFormatCode,
+	pgtype.TimestamptzOID: pgx.BinaryFormatCode, pgtype.UUIDOID: pgx.BinaryFormatCode,
+}
+
+// Execute runs q. Cancelling ctx cancels the query on the server (pgx sends a cancel request).
+func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	args := make([]any, 0, len(q.Args)+1)
+	args = append(args, binaryOIDs)
+	args = append(args, q.Args...)
+	rows, err := e.pool.Query(ctx, q.SQL, args...)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	fields := rows.FieldDescriptions()
+	if len(fields) == 0 {
+		for rows.Next() {
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, wrapErr(err)
+		}
+		return engine.TagRows(rows.CommandTag().String()), nil
+	}
+	schema, decoders, err := schemaFor(fields)
+	if err != nil {
+		rows.Close()
+		return nil, err
+	}
+	fill := func(ctx context.Context, b *engine.BatchBuilder) (bool, error) {
+		for !b.Full() {
+			if !rows.Next() {
+				return false, wrapErr(rows.Err())
+			}
+			raw := rows.RawValues()
+			for i, dec := range decoders {
+				if err := dec(raw[i], b.Field(i)); err != nil {
+					return false, fmt.Errorf("pgengine: column %q: %w", fields[i].Name, err)
+				}
+			}
+			b.EndRow()
+		}
+		return true, nil
+	}
+	tag := func() string { return rows.CommandTag().String() }
+	closeRows := func() error { rows.Close(); return nil }
+	return engine.NewStream(schema, fill, tag, closeRows), nil
+}
+
+// Describe prepares q's SQL (unnamed statement) and reports its parameter and column types.
+func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	defer conn.Release()
+	sd, err := conn.Conn().PgConn().Prepare(ctx, "", q.SQL, nil)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	d := &engine.Description{}
+	for i, oid := range sd.ParamOIDs {
+		d.Params = append(d.Params, engine.PGField(fmt.Sprintf("$%d", i+1), oid, -1))
+	}
+	if len(sd.Fields) > 0 {
+		schema, _, err := schemaFor(sd.Fields)
+		if err != nil {
+			return nil, err
+		}
+		d.Schema = schema
+	}
+	return d, nil
+}
+
+func schemaFor(fields []pgconn.FieldDescription) (*arrow.Schema, []decoder, error) {
+	afs := make([]arrow.Field, len(fields))
+	decs := make([]decoder, len(fields))
+	for i, f := range fields {
+		afs[i] = engine.PGField(f.Name, f.DataTypeOID, f.TypeModifier)
+		dec, err := decoderFor(f, afs[i].Type)
+		if err != nil {
+			return nil, nil, err
+		}
+		decs[i] = dec
+	}
+	return arrow.NewSchema(afs, nil), decs, nil
+}
+
+// pgError carries both the SQLSTATE view every frontend understands (*query.Error) and the
+// full server error (*pgconn.PgError) that the PostgreSQL frontend forwards as is.
+type pgError struct {
+	q  *query.Error
+	pg *pgconn.PgError
+}
+
+func (e *pgError) Error() string   { return e.q.Error() }
+func (e *pgError) Unwrap() []error { return []error{e.q, e.pg} }
+
+func wrapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return &pgError{q: &query.Error{Code: pe.Code, Message: pe.Message}, pg: pe}
+	}
+	return err
+}

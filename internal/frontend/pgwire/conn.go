@@ -1,0 +1,383 @@
+package pgwire
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// errTerminate ends a connection the client closed politely.
+var errTerminate = errors.New("pgwire: client terminated the connection")
+
+// ioError marks a failure to talk to the client: the connection is over.
+type ioError struct{ err error }
+
+func (e *ioError) Error() string { return "pgwire: client I/O: " + e.err.Error() }
+func (e *ioError) Unwrap() error { return e.err }
+
+// conn is one client connection: its session (user, database, startup parameters), its
+// prepared statements and portals, and the cancel hook of whatever query runs now.
+type conn struct {
+	srv *Server
+	nc  net.Conn
+	be  *pgproto3.Backend
+
+	pid, secret uint32
+	user        string
+	database    string
+	startup     map[string]string
+
+	stmts      map[string]*preparedStmt
+	portals    map[string]*portal
+	skipToSync bool // an extended-protocol error discards messages until Sync
+
+	runMu           sync.Mutex
+	runCancel       context.CancelFunc
+	cancelRequested atomic.Bool
+
+	unflushed int // bytes of rows sent since the last flush
+	scratch   []byte
+	values    [][]byte
+	ends      []int
+	typeMap   *pgtype.Map // per connection: pgtype.Map is not safe for concurrent use
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{srv: s, nc: nc, typeMap: pgtype.NewMap(), stmts: map[string]*preparedStmt{}, portals: map[string]*portal{}}
+	c.setStream(nc)
+	return c
+}
+
+func (c *conn) setStream(nc net.Conn) {
+	c.nc = nc
+	c.be = pgproto3.NewBackend(nc, nc)
+	c.be.SetMaxBodyLen(c.srv.opts.MessageBytesMax)
+}
+
+func (c *conn) serve() error {
+	_ = c.nc.SetDeadline(time.Now().Add(c.srv.opts.HandshakeTimeout))
+	ok, err := c.startup_()
+	if err != nil || !ok {
+		return err
+	}
+	if err := c.authenticate(); err != nil {
+		return err
+	}
+	if !c.srv.register(c) {
+		return c.fatal("57P01", "the server is shutting down")
+	}
+	defer c.unregister()
+	_ = c.nc.SetDeadline(time.Time{})
+	c.sendWelcome()
+	if err := c.flush(); err != nil {
+		return err
+	}
+	return c.loop()
+}
+
+func (c *conn) unregister() {
+	c.srv.unregister(c)
+	for name := range c.portals {
+		c.closePortal(name)
+	}
+}
+
+// startup_ reads startup packets until a StartupMessage; ok is false when the connection
+// only carried a cancel request.
+func (c *conn) startup_() (ok bool, err error) {
+	for range 3 { // SSLRequest, then GSSEncRequest at most, then the startup message
+		msg, err := c.be.ReceiveStartupMessage()
+		if err != nil {
+			return false, err
+		}
+		switch m := msg.(type) {
+		case *pgproto3.SSLRequest:
+			if err := c.answerSSL(); err != nil {
+				return false, err
+			}
+		case *pgproto3.GSSEncRequest:
+			if _, err := c.nc.Write([]byte{'N'}); err != nil {
+				return false, &ioError{err}
+			}
+		case *pgproto3.CancelRequest:
+			c.srv.cancel(m.ProcessID, m.SecretKey)
+			return false, nil
+		case *pgproto3.StartupMessage:
+			c.startup = map[string]string{}
+			for k, v := range m.Parameters {
+				c.startup[k] = v
+			}
+			c.user = m.Parameters["user"]
+			c.database = m.Parameters["database"]
+			if c.database == "" {
+				c.database = c.user
+			}
+			if c.user == "" {
+				return false, c.fatal("28000", "no PostgreSQL user name specified in startup packet")
+			}
+			return true, nil
+		default:
+			return false, fmt.Errorf("pgwire: unexpected startup message %T", msg)
+		}
+	}
+	return false, errors.New("pgwire: too many startup packets")
+}
+
+// answerSSL accepts TLS when configured (and upgrades the stream), refuses it cleanly otherwise.
+func (c *conn) answerSSL() error {
+	if _, isTLS := c.nc.(*tls.Conn); isTLS || c.srv.opts.TLSConfig == nil {
+		if _, err := c.nc.Write([]byte{'N'}); err != nil {
+			return &ioError{err}
+		}
+		return nil
+	}
+	if _, err := c.nc.Write([]byte{'S'}); err != nil {
+		return &ioError{err}
+	}
+	tc := tls.Server(c.nc, c.srv.opts.TLSConfig)
+	if err := tc.Handshake(); err != nil {
+		return &ioError{err}
+	}
+	c.setStream(tc)
+	return nil
+}
+
+func (c *conn) sendWelcome() {
+	c.be.Send(&pgproto3.AuthenticationOk{})
+	params := [][2]string{
+		{"server_version", c.srv.opts.ServerVersion},
+		{"server_encoding", "UTF8"},
+		{"client_encoding", "UTF8"},
+		{"DateStyle", "ISO, MDY"},
+		{"IntervalStyle", "postgres"},
+		{"TimeZone", "UTC"},
+		{"integer_datetimes", "on"},
+		{"standard_conforming_strings", "on"},
+		{"is_superuser", "off"},
+		{"session_authorization", c.user},
+		{"application_name", c.startup["application_name"]},
+	}
+	for _, p := range params {
+		c.be.Send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
+	}
+	var key [4]byte
+	key[0], key[1], key[2], key[3] = byte(c.secret>>24), byte(c.secret>>16), byte(c.secret>>8), byte(c.secret)
+	c.be.Send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: key[:]})
+	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+}
+
+func (c *conn) loop() error {
+	for {
+		msg, err := c.be.Receive()
+		if err != nil {
+			return err
+		}
+		if c.skipToSync {
+			if _, isSync := msg.(*pgproto3.Sync); !isSync {
+				if _, isTerm := msg.(*pgproto3.Terminate); !isTerm {
+					continue
+				}
+			}
+		}
+		if err := c.dispatch(msg); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *conn) dispatch(msg pgproto3.FrontendMessage) error {
+	var err error
+	switch m := msg.(type) {
+	case *pgproto3.Query:
+		return c.simpleQuery(m.String)
+	case *pgproto3.Parse:
+		err = c.parse(m)
+	case *pgproto3.Bind:
+		err = c.bind(m)
+	case *pgproto3.Describe:
+		err = c.describe(m)
+	case *pgproto3.Execute:
+		err = c.execute(m)
+	case *pgproto3.Close:
+		err = c.close(m)
+	case *pgproto3.Sync:
+		c.skipToSync = false
+		for name := range c.portals {
+			c.closePortal(name) // portals end with the implicit transaction
+		}
+		c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+		return c.flush()
+	case *pgproto3.Flush:
+		return c.flush()
+	case *pgproto3.Terminate:
+		return errTerminate
+	case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
+		return nil // not in COPY mode: PostgreSQL ignores these too
+	default:
+		err = &query.Error{Code: "0A000", Message: fmt.Sprintf("pgwire: %T is not supported", msg)}
+	}
+	if err != nil {
+		var ioe *ioError
+		if errors.As(err, &ioe) {
+			return err
+		}
+		c.sendError(err)
+		c.skipToSync = true
+	}
+	return nil
+}
+
+// fatal tells the client why the connection ends and returns an error ending it.
+func (c *conn) fatal(code, msg string) error {
+	c.be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: code, Message: msg})
+	_ = c.be.Flush()
+	return fmt.Errorf("pgwire: %s: %s", code, msg)
+}
+
+func (c *conn) flush() error {
+	c.unflushed = 0
+	if err := c.be.Flush(); err != nil {
+		return &ioError{err}
+	}
+	return nil
+}
+
+// beginRun makes ctx's cancel the one a CancelRequest triggers while a statement runs.
+func (c *conn) beginRun(cancel context.CancelFunc) {
+	c.runMu.Lock()
+	c.runCancel = cancel
+	c.runMu.Unlock()
+	c.cancelRequested.Store(false)
+}
+
+func (c *conn) endRun() {
+	c.runMu.Lock()
+	c.runCancel = nil
+	c.runMu.Unlock()
+}
+
+func (c *conn) cancelRunning() {
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	if c.runCancel != nil {
+		c.cancelRequested.Store(true)
+		c.runCancel()
+	}
+}
+
+func (c *conn) request(sql string, args []any) *query.Request {
+	headers := make(map[string]string, len(c.startup))
+	for k, v := range c.startup {
+		if k != "user" && k != "database" {
+			headers[k] = v
+		}
+	}
+	return &query.Request{
+		SQL: sql, Args: args, User: c.user, Protocol: query.ProtocolPostgres,
+		Database: c.database, Headers: headers, ClientAddr: c.nc.RemoteAddr().String(),
+	}
+}
+
+func isLoopback(addr net.Addr) bool {
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (c *conn) trusted() bool {
+	if !isLoopback(c.nc.RemoteAddr()) {
+		return false
+	}
+	return slices.Contains(c.srv.opts.TrustUsers, c.user) || slices.Contains(c.srv.opts.TrustUsers, "*")
+}
+
+// authenticate runs trust, SCRAM-SHA-256 or cleartext password authentication.
+func (c *conn) authenticate() error {
+	if c.trusted() {
+		return nil
+	}
+	a := c.srv.opts.Authenticator
+	if a == nil {
+		return c.fatal("28000", fmt.Sprintf("no authentication method allows user %q", c.user))
+	}
+	if v, ok := a.SCRAMVerifier(c.user); ok {
+		return c.authSCRAM(v)
+	}
+	c.be.Send(&pgproto3.AuthenticationCleartextPassword{})
+	if err := c.flush(); err != nil {
+		return err
+	}
+	_ = c.be.SetAuthType(pgproto3.AuthTypeCleartextPassword)
+	msg, err := c.be.Receive()
+	if err != nil {
+		return err
+	}
+	pw, ok := msg.(*pgproto3.PasswordMessage)
+	if !ok || !a.CheckPassword(c.user, pw.Password) {
+		return c.authFailed()
+	}
+	return nil
+}
+
+func (c *conn) authFailed() error {
+	return c.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", c.user))
+}
+
+func (c *conn) authSCRAM(verifier string) error {
+	v, err := parseSCRAMVerifier(verifier)
+	if err != nil {
+		c.srv.log.Error("pgwire: stored SCRAM verifier unusable", "user", c.user, "err", err)
+		return c.authFailed()
+	}
+	c.be.Send(&pgproto3.AuthenticationSASL{AuthMechanisms: []string{"SCRAM-SHA-256"}})
+	if err := c.flush(); err != nil {
+		return err
+	}
+	_ = c.be.SetAuthType(pgproto3.AuthTypeSASL)
+	msg, err := c.be.Receive()
+	if err != nil {
+		return err
+	}
+	initial, ok := msg.(*pgproto3.SASLInitialResponse)
+	if !ok || initial.AuthMechanism != "SCRAM-SHA-256" {
+		return c.fatal("28000", "expected a SCRAM-SHA-256 SASL initial response")
+	}
+	sc := &scramServer{v: v}
+	serverFirst, err := sc.first(string(initial.Data))
+	if err != nil {
+		return c.fatal("08P01", err.Error())
+	}
+	c.be.Send(&pgproto3.AuthenticationSASLContinue{Data: []byte(serverFirst)})
+	if err := c.flush(); err != nil {
+		return err
+	}
+	_ = c.be.SetAuthType(pgproto3.AuthTypeSASLContinue)
+	msg, err = c.be.Receive()
+	if err != nil {
+		return err
+	}
+	resp, ok := msg.(*pgproto3.SASLResponse)
+	if !ok {
+		return c.fatal("08P01", "expected a SASL response")
+	}
+	serverFinal, err := sc.final(string(resp.Data))
+	if err != nil {
+		return c.authFailed()
+	}
+	c.be.Send(&pgproto3.AuthenticationSASLFinal{Data: []byte(serverFinal)})
+	return nil
+}

@@ -1,0 +1,382 @@
+package pgwire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// flushBytesMax is how many bytes of rows are buffered before they are written to the client.
+const flushBytesMax = 64 << 10
+
+// preparedStmt is a parsed statement (Parse), named or unnamed.
+type preparedStmt struct {
+	sql       string
+	paramOIDs []uint32 // declared by the client; 0 = unspecified, refined by Describe
+	desc      *engine.Description
+}
+
+// portal is a bound statement (Bind), and once started, its open result stream.
+type portal struct {
+	stmt    *preparedStmt
+	args    []any
+	formats []int16 // result format codes as Bind gave them
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	rows    query.Rows // nil until started
+	encs    []columnEncoder
+	cur     arrow.RecordBatch
+	row     int
+	sent    int64
+	done    bool
+	started bool
+}
+
+func (c *conn) simpleQuery(sql string) error {
+	stmts := SplitStatements(sql)
+	if len(stmts) == 0 {
+		c.be.Send(&pgproto3.EmptyQueryResponse{})
+	}
+	for _, s := range stmts {
+		p := &portal{stmt: &preparedStmt{sql: s}}
+		err := c.runSimple(p)
+		c.finishPortal(p)
+		if err != nil {
+			var ioe *ioError
+			if errors.As(err, &ioe) {
+				return err
+			}
+			c.sendError(err)
+			break
+		}
+	}
+	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+	return c.flush()
+}
+
+func (c *conn) runSimple(p *portal) error {
+	if err := c.startPortal(p); err != nil {
+		return err
+	}
+	if p.rows.Schema() != nil {
+		c.be.Send(c.rowDescription(p.rows.Schema(), p.encs))
+	}
+	return c.executePortal(p, 0)
+}
+
+// startPortal runs p's statement on the backend and prepares its column encoders.
+func (c *conn) startPortal(p *portal) error {
+	if p.started {
+		return nil
+	}
+	p.started = true
+	if !c.srv.backend.Ready() {
+		return query.ErrNotConfigured
+	}
+	p.ctx, p.cancel = context.WithCancel(c.srv.baseCtx)
+	c.beginRun(p.cancel)
+	rows, err := c.srv.backend.Execute(p.ctx, c.request(p.stmt.sql, p.args))
+	c.endRun()
+	if err != nil {
+		return c.runError(err)
+	}
+	p.rows = rows
+	if schema := rows.Schema(); schema != nil {
+		encs, err := encodersFor(c.typeMap, schema, p.formats)
+		if err != nil {
+			return err
+		}
+		p.encs = encs
+	}
+	return nil
+}
+
+// executePortal sends up to rowsMax rows (0 = all) of a started portal, then CommandComplete,
+// or PortalSuspended when rows remain.
+func (c *conn) executePortal(p *portal, rowsMax int64) error {
+	if p.rows == nil || p.done {
+		return nil
+	}
+	c.beginRun(p.cancel)
+	defer c.endRun()
+	var n int64
+	for p.rows.Schema() != nil {
+		if p.cur == nil || p.row >= int(p.cur.NumRows()) {
+			p.cur, p.row = nil, 0
+			batch, err := p.rows.Next(p.ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return c.runError(err)
+			}
+			p.cur = batch
+			continue
+		}
+		if rowsMax > 0 && n == rowsMax {
+			c.be.Send(&pgproto3.PortalSuspended{})
+			return nil
+		}
+		if err := c.sendRow(p.cur, p.row, p.encs); err != nil {
+			return err
+		}
+		p.row++
+		p.sent++
+		n++
+		if c.unflushed > flushBytesMax {
+			if err := c.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	p.done = true
+	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(commandTag(p))})
+	return nil
+}
+
+// commandTag is the engine's tag, or one derived from what was sent.
+func commandTag(p *portal) string {
+	if t := p.rows.Tag(); t != "" {
+		return t
+	}
+	if p.rows.Schema() != nil {
+		return "SELECT " + strconv.FormatInt(p.sent, 10)
+	}
+	fields := strings.Fields(p.stmt.sql)
+	if len(fields) == 0 {
+		return ""
+	}
+	return strings.ToUpper(fields[0])
+}
+
+func (c *conn) sendRow(rec arrow.RecordBatch, row int, encs []columnEncoder) error {
+	c.scratch = c.scratch[:0]
+	ends := c.ends[:0]
+	for i, enc := range encs {
+		col := rec.Column(i)
+		if col.IsNull(row) {
+			ends = append(ends, -1)
+			continue
+		}
+		var err error
+		c.scratch, err = enc.fn(col, row, c.scratch)
+		if err != nil {
+			return &query.Error{Code: "22000", Message: fmt.Sprintf("column %q: %v", rec.ColumnName(i), err)}
+		}
+		ends = append(ends, len(c.scratch))
+	}
+	c.ends = ends
+	c.values = c.values[:0]
+	start := 0
+	for _, end := range ends {
+		if end < 0 {
+			c.values = append(c.values, nil)
+			continue
+		}
+		c.values = append(c.values, c.scratch[start:end:end])
+		start = end
+	}
+	c.be.Send(&pgproto3.DataRow{Values: c.values})
+	c.unflushed += len(c.scratch) + 4*len(ends)
+	return nil
+}
+
+func (c *conn) rowDescription(schema *arrow.Schema, encs []columnEncoder) *pgproto3.RowDescription {
+	rd := &pgproto3.RowDescription{Fields: make([]pgproto3.FieldDescription, schema.NumFields())}
+	for i, f := range schema.Fields() {
+		rd.Fields[i] = fieldDescription(f, encFormat(encs, i))
+	}
+	return rd
+}
+
+func encFormat(encs []columnEncoder, i int) int16 {
+	if encs == nil {
+		return 0
+	}
+	return encs[i].format
+}
+
+// runError turns a cancelled context into PostgreSQL's query_canceled.
+func (c *conn) runError(err error) error {
+	if c.cancelRequested.Load() && (errors.Is(err, context.Canceled) || isPGCancel(err)) {
+		return &query.Error{Code: "57014", Message: "canceling statement due to user request"}
+	}
+	return err
+}
+
+func isPGCancel(err error) bool {
+	var qe *query.Error
+	return errors.As(err, &qe) && qe.Code == "57014"
+}
+
+func (c *conn) finishPortal(p *portal) {
+	if p.rows != nil {
+		_ = p.rows.Close()
+		p.rows = nil
+	}
+	if p.cancel != nil {
+		p.cancel()
+	}
+	p.cur = nil
+}
+
+func (c *conn) closePortal(name string) {
+	if p, ok := c.portals[name]; ok {
+		c.finishPortal(p)
+		delete(c.portals, name)
+	}
+}
+
+// Extended protocol.
+
+func (c *conn) parse(m *pgproto3.Parse) error {
+	if m.Name != "" {
+		if _, exists := c.stmts[m.Name]; exists {
+			return &query.Error{Code: "42P05", Message: fmt.Sprintf("prepared statement %q already exists", m.Name)}
+		}
+	}
+	stmts := SplitStatements(m.Query)
+	if len(stmts) > 1 {
+		return &query.Error{Code: "42601", Message: "cannot insert multiple commands into a prepared statement"}
+	}
+	sql := ""
+	if len(stmts) == 1 {
+		sql = stmts[0]
+	}
+	c.stmts[m.Name] = &preparedStmt{sql: sql, paramOIDs: append([]uint32(nil), m.ParameterOIDs...)}
+	c.be.Send(&pgproto3.ParseComplete{})
+	return nil
+}
+
+func (c *conn) bind(m *pgproto3.Bind) error {
+	st, ok := c.stmts[m.PreparedStatement]
+	if !ok {
+		return &query.Error{Code: "26000", Message: fmt.Sprintf("prepared statement %q does not exist", m.PreparedStatement)}
+	}
+	if m.DestinationPortal != "" {
+		if _, exists := c.portals[m.DestinationPortal]; exists {
+			return &query.Error{Code: "42P03", Message: fmt.Sprintf("portal %q already exists", m.DestinationPortal)}
+		}
+	} else {
+		c.closePortal("")
+	}
+	args, err := decodeParams(c.typeMap, st.paramOIDs, m.ParameterFormatCodes, m.Parameters)
+	if err != nil {
+		return err
+	}
+	c.portals[m.DestinationPortal] = &portal{stmt: st, args: args, formats: append([]int16(nil), m.ResultFormatCodes...)}
+	c.be.Send(&pgproto3.BindComplete{})
+	return nil
+}
+
+func (c *conn) describe(m *pgproto3.Describe) error {
+	switch m.ObjectType {
+	case 'S':
+		st, ok := c.stmts[m.Name]
+		if !ok {
+			return &query.Error{Code: "26000", Message: fmt.Sprintf("prepared statement %q does not exist", m.Name)}
+		}
+		return c.describeStatement(st)
+	case 'P':
+		p, ok := c.portals[m.Name]
+		if !ok {
+			return &query.Error{Code: "34000", Message: fmt.Sprintf("portal %q does not exist", m.Name)}
+		}
+		// The columns of a portal are known once it runs: start it now, Execute streams it.
+		if p.stmt.sql == "" {
+			c.be.Send(&pgproto3.NoData{})
+			return nil
+		}
+		if err := c.startPortal(p); err != nil {
+			return err
+		}
+		if p.rows.Schema() == nil {
+			c.be.Send(&pgproto3.NoData{})
+			return nil
+		}
+		c.be.Send(c.rowDescription(p.rows.Schema(), p.encs))
+		return nil
+	}
+	return &query.Error{Code: "08P01", Message: fmt.Sprintf("invalid Describe object type %q", m.ObjectType)}
+}
+
+// describeStatement answers with parameter types and columns: exactly when the backend is an
+// engine.Describer, else from the client's declared types and without columns.
+func (c *conn) describeStatement(st *preparedStmt) error {
+	if st.sql == "" {
+		c.be.Send(&pgproto3.ParameterDescription{})
+		c.be.Send(&pgproto3.NoData{})
+		return nil
+	}
+	if st.desc == nil {
+		if d, ok := c.srv.backend.(engine.Describer); ok {
+			if !c.srv.backend.Ready() {
+				return query.ErrNotConfigured
+			}
+			desc, err := d.Describe(c.srv.baseCtx, c.request(st.sql, nil))
+			if err != nil {
+				return err
+			}
+			st.desc = desc
+		} else {
+			st.desc = &engine.Description{}
+			for i := range CountParams(st.sql) {
+				st.desc.Params = append(st.desc.Params, arrow.Field{Name: fmt.Sprintf("$%d", i+1), Type: arrow.BinaryTypes.String})
+			}
+		}
+		for i, f := range st.desc.Params {
+			oid, _ := engine.PGTypeOf(f)
+			if i >= len(st.paramOIDs) {
+				st.paramOIDs = append(st.paramOIDs, 0)
+			}
+			if st.paramOIDs[i] == 0 {
+				st.paramOIDs[i] = oid
+			}
+		}
+	}
+	c.be.Send(&pgproto3.ParameterDescription{ParameterOIDs: st.paramOIDs})
+	if st.desc.Schema == nil {
+		c.be.Send(&pgproto3.NoData{})
+		return nil
+	}
+	c.be.Send(c.rowDescription(st.desc.Schema, nil))
+	return nil
+}
+
+func (c *conn) execute(m *pgproto3.Execute) error {
+	p, ok := c.portals[m.Portal]
+	if !ok {
+		return &query.Error{Code: "34000", Message: fmt.Sprintf("portal %q does not exist", m.Portal)}
+	}
+	if p.stmt.sql == "" {
+		c.be.Send(&pgproto3.EmptyQueryResponse{})
+		return nil
+	}
+	if err := c.startPortal(p); err != nil {
+		return err
+	}
+	return c.executePortal(p, int64(m.MaxRows))
+}
+
+func (c *conn) close(m *pgproto3.Close) error {
+	switch m.ObjectType {
+	case 'S':
+		delete(c.stmts, m.Name)
+	case 'P':
+		c.closePortal(m.Name)
+	default:
+		return &query.Error{Code: "08P01", Message: fmt.Sprintf("invalid Close object type %q", m.ObjectType)}
+	}
+	c.be.Send(&pgproto3.CloseComplete{})
+	return nil
+}

@@ -1,0 +1,201 @@
+// Package pgwire is the PostgreSQL wire protocol frontend: it accepts client connections
+// (psql, pgx, JDBC, pgbench...), authenticates them, and runs their simple and extended protocol
+// queries on a query.Backend, encoding the backend's Arrow batches as PostgreSQL rows batch by
+// batch, so no result is ever held whole.
+//
+// determinism: outside the simulator (network listener and protocol codec)
+package pgwire
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Options configure a Server. The zero value refuses TLS and every password login; add
+// TrustUsers or an Authenticator to let clients in.
+type Options struct {
+	// TLSConfig enables TLS when a client asks for it (SSLRequest). Nil answers 'N'.
+	TLSConfig *tls.Config
+	// TrustUsers may log in without a password from a loopback address. "*" trusts every user.
+	TrustUsers []string
+	// Authenticator checks everyone else (SCRAM-SHA-256 when it has a verifier for the user,
+	// else a cleartext password). Nil refuses them.
+	Authenticator Authenticator
+	// ServerVersion is reported as server_version; default DefaultServerVersion.
+	ServerVersion string
+	// MessageBytesMax bounds one client message; default 64 MiB.
+	MessageBytesMax int
+	// Logger receives connection-level events (never passwords). Default slog.Default().
+	Logger *slog.Logger
+	// HandshakeTimeout bounds startup and authentication; default 30s.
+	HandshakeTimeout time.Duration
+}
+
+// DefaultServerVersion is what clients see as server_version unless Options say otherwise.
+const DefaultServerVersion = "15.0 (QueryFlux)"
+
+// Server serves the PostgreSQL wire protocol on listeners.
+type Server struct {
+	backend query.Backend
+	opts    Options
+	log     *slog.Logger
+
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[uint32]*conn // by process ID, for cancel requests
+	closed    bool
+	wg        sync.WaitGroup
+}
+
+// NewServer returns a server that runs queries on backend.
+func NewServer(backend query.Backend, opts Options) *Server {
+	if backend == nil {
+		panic("pgwire: NewServer with nil backend")
+	}
+	if opts.ServerVersion == "" {
+		opts.ServerVersion = DefaultServerVersion
+	}
+	if opts.MessageBytesMax <= 0 {
+		opts.MessageBytesMax = 64 << 20
+	}
+	if opts.HandshakeTimeout <= 0 {
+		opts.HandshakeTimeout = 30 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		backend: backend, opts: opts, log: log.With("frontend", "pgwire"),
+		baseCtx: ctx, cancelBase: cancel,
+		listeners: map[net.Listener]struct{}{}, conns: map[uint32]*conn{},
+	}
+}
+
+// Serve accepts connections on l until l fails or the server is closed. It returns nil after
+// Close, else the accept error.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errors.New("pgwire: server closed")
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+	}()
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.handle(nc)
+		}()
+	}
+}
+
+// Close stops the listeners, cancels running queries, closes client connections and waits
+// for their handlers to end.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for l := range s.listeners {
+		_ = l.Close()
+	}
+	for _, c := range s.conns {
+		_ = c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.cancelBase()
+	s.wg.Wait()
+	return nil
+}
+
+// handle runs one client connection to its end. A malformed message ends the connection,
+// never the process: a panic in the handler is logged and the connection closed.
+func (s *Server) handle(nc net.Conn) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("pgwire: connection handler panicked", "remote", nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
+		}
+		_ = nc.Close()
+	}()
+	c := newConn(s, nc)
+	if err := c.serve(); err != nil && !isClosedErr(err) {
+		s.log.Debug("pgwire: connection ended", "remote", nc.RemoteAddr().String(), "err", err)
+	}
+}
+
+// register gives c a process ID and secret for cancel requests; false when the server closed.
+func (s *Server) register(c *conn) bool {
+	var b [8]byte
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	for {
+		_, _ = rand.Read(b[:])
+		pid := binary.BigEndian.Uint32(b[:4]) & 0x7fffffff
+		if _, taken := s.conns[pid]; pid != 0 && !taken {
+			c.pid, c.secret = pid, binary.BigEndian.Uint32(b[4:])
+			s.conns[pid] = c
+			return true
+		}
+	}
+}
+
+func (s *Server) unregister(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns[c.pid] == c {
+		delete(s.conns, c.pid)
+	}
+}
+
+// cancel cancels the running query of the connection pid when secret matches. As in
+// PostgreSQL, a wrong key is ignored silently.
+func (s *Server) cancel(pid uint32, secret []byte) {
+	s.mu.Lock()
+	c := s.conns[pid]
+	s.mu.Unlock()
+	if c == nil || len(secret) != 4 || binary.BigEndian.Uint32(secret) != c.secret {
+		return
+	}
+	c.cancelRunning()
+}
+
+func isClosedErr(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, errTerminate)
+}
