@@ -1,0 +1,268 @@
+package proxy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Defaults for group fields a configuration leaves at zero.
+const (
+	DefaultMaxQueuedQueries    = 100
+	DefaultCapacityWaitTimeout = 30 * time.Second
+	DefaultCacheTTL            = 60 * time.Second
+)
+
+// EngineFactory opens the engine of one (expanded) cluster; typically a closure over
+// engine.Open, or the simulator's table of SimEngines.
+type EngineFactory func(c config.Cluster) (query.Engine, error)
+
+func init() {
+	// config.Compile then rejects a config whose routers would not compile here.
+	config.RegisterCompiler("proxy.routers", func(cfg *config.Config) []config.FieldError {
+		var errs []config.FieldError
+		groups := groupNames(cfg)
+		for i, r := range cfg.Routers {
+			if _, err := compileRouter(r, groups); err != nil {
+				errs = append(errs, config.FieldError{Path: fmt.Sprintf("routers[%d]", i), Message: err.Error()})
+			}
+		}
+		return errs
+	})
+}
+
+// Build compiles cfg into a Runtime: clusters (variants expanded) with engines from engines,
+// groups with their strategies and limits, and routers (regexes, Starlark scripts). Anything
+// wrong rejects the whole config with an error naming every bad entry; engines opened before
+// the failure are closed. The Runtime owns its engines and closes them once retired and drained.
+func Build(cfg *config.Config, engines EngineFactory) (*Runtime, error) {
+	if cfg == nil || engines == nil {
+		return nil, errors.New("proxy.Build: nil config or engine factory")
+	}
+	spec := RuntimeSpec{Fallback: cfg.RoutingFallback, OwnsEngines: true}
+	var errs []error
+	groups := groupNames(cfg)
+	for i, r := range cfg.Routers {
+		router, err := compileRouter(r, groups)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("routers[%d]: %w", i, err))
+			continue
+		}
+		spec.Routers = append(spec.Routers, router)
+	}
+	clusterHash := map[string]uint64{}
+	for _, ec := range cfg.ExpandClusters() {
+		h := hashCluster(ec.Cluster)
+		clusterHash[ec.Name] = h
+		spec.Clusters = append(spec.Clusters, ClusterSpec{
+			Name: ec.Name, Enabled: ec.IsEnabled(), MaxRunningQueries: ec.MaxRunningQueries, ConfigHash: h,
+		})
+	}
+	for _, g := range cfg.ClusterGroups {
+		spec.Groups = append(spec.Groups, groupSpec(g))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if err := openEngines(cfg, spec.Clusters, engines); err != nil {
+		return nil, err
+	}
+	rt, err := NewRuntime(spec)
+	if err != nil {
+		closeAll(spec.Clusters)
+		return nil, err
+	}
+	return rt, nil
+}
+
+// openEngines fills in each enabled cluster's engine, closing them all on the first failure.
+func openEngines(cfg *config.Config, clusters []ClusterSpec, engines EngineFactory) error {
+	expanded := cfg.ExpandClusters()
+	for i := range clusters {
+		if !clusters[i].Enabled {
+			continue
+		}
+		e, err := engines(expanded[i].Cluster)
+		if err == nil && e == nil {
+			err = errors.New("engine factory returned no engine")
+		}
+		if err != nil {
+			closeAll(clusters[:i])
+			return fmt.Errorf("%s (cluster %s): %w", expanded[i].Path, clusters[i].Name, err)
+		}
+		clusters[i].Engine = e
+	}
+	return nil
+}
+
+func closeAll(clusters []ClusterSpec) {
+	for _, c := range clusters {
+		if c.Engine != nil {
+			_ = c.Engine.Close()
+		}
+	}
+}
+
+func groupSpec(g config.ClusterGroup) GroupSpec {
+	gs := GroupSpec{
+		Name: g.Name, Strategy: g.Strategy, MaxQueuedQueries: g.MaxQueuedQueries,
+		CapacityWaitTimeout: time.Duration(g.CapacityWaitTimeoutSecs) * time.Second,
+		QueryTimeout:        time.Duration(g.QueryTimeoutSecs) * time.Second,
+		ConfigHash:          hashJSON(g),
+	}
+	if gs.MaxQueuedQueries == 0 {
+		gs.MaxQueuedQueries = DefaultMaxQueuedQueries
+	}
+	if gs.CapacityWaitTimeout == 0 {
+		gs.CapacityWaitTimeout = DefaultCapacityWaitTimeout
+	}
+	if g.Cache.Enabled {
+		gs.Cache = CacheSpec{TTL: time.Duration(g.Cache.TTLSecs) * time.Second, MaxBytes: g.Cache.MaxBytes}
+		if gs.Cache.TTL == 0 {
+			gs.Cache.TTL = DefaultCacheTTL
+		}
+	}
+	for _, m := range g.Members {
+		gs.Members = append(gs.Members, MemberSpec{Cluster: m, Weight: g.Weights[m]})
+	}
+	return gs
+}
+
+// hashCluster identifies a cluster's whole configuration, secrets included (their JSON form is
+// masked, and a changed password is still a changed cluster). The hash never leaves the process.
+func hashCluster(c config.Cluster) uint64 {
+	h := xxhash.New()
+	writeUint(h, hashJSON(c))
+	_, _ = h.WriteString(c.Credentials.Password.Reveal() + "\x00" + c.Credentials.Token.Reveal())
+	return h.Sum64()
+}
+
+func hashJSON(v any) uint64 {
+	b, err := json.Marshal(v) // maps marshal with sorted keys, so the hash is stable
+	if err != nil {
+		panic(fmt.Sprintf("proxy: hashing config: %v", err))
+	}
+	return xxhash.Sum64(b)
+}
+
+func groupNames(cfg *config.Config) []string {
+	out := make([]string, 0, len(cfg.ClusterGroups))
+	for _, g := range cfg.ClusterGroups {
+		out = append(out, g.Name)
+	}
+	return out
+}
+
+// compileRouter turns one config router into a Router.
+func compileRouter(r config.Router, groups []string) (Router, error) {
+	switch r.Type {
+	case config.RouterProtocolBased:
+		by := map[string]string{}
+		for _, p := range [][2]string{{query.ProtocolPostgres, r.Postgres}, {query.ProtocolMySQL, r.MySQL},
+			{query.ProtocolTrino, r.Trino}, {query.ProtocolFlightSQL, r.FlightSQL}} {
+			if p[1] != "" {
+				by[p[0]] = p[1]
+			}
+		}
+		return &ProtocolRouter{ByProtocol: by}, nil
+	case config.RouterHeader:
+		by := map[string]string{}
+		for _, k := range sortedKeys(r.HeaderValueToGroup) {
+			by[k] = r.HeaderValueToGroup[k]
+		}
+		if r.HeaderValue != "" {
+			by[r.HeaderValue] = r.Group
+		}
+		return &HeaderRouter{Header: r.HeaderName, ByValue: by}, nil
+	case config.RouterQueryRegex:
+		return compileRegexRouter(r)
+	case config.RouterTags:
+		var rules []TagRule
+		if r.Tag != "" {
+			rules = append(rules, TagRule{Tags: []string{r.Tag}, Group: r.Group})
+		}
+		for _, tag := range sortedKeys(r.TagToGroup) {
+			rules = append(rules, TagRule{Tags: []string{tag}, Group: r.TagToGroup[tag]})
+		}
+		return &TagsRouter{Rules: rules}, nil
+	case config.RouterCompound:
+		return compileCompound(r)
+	case config.RouterScript:
+		name := r.Name
+		if name == "" {
+			name = "script"
+		}
+		return CompileScript(name, r.Source, groups)
+	default:
+		return nil, fmt.Errorf("unknown router type %q", r.Type)
+	}
+}
+
+func compileRegexRouter(r config.Router) (Router, error) {
+	rules := r.Rules
+	if r.Regex != "" {
+		rules = append([]config.RegexRule{{Regex: r.Regex, Group: r.Group}}, rules...)
+	}
+	out := &QueryRegexRouter{}
+	for _, rule := range rules {
+		re, err := regexp.Compile(rule.Regex)
+		if err != nil {
+			return nil, fmt.Errorf("regex %q: %w", rule.Regex, err)
+		}
+		out.Rules = append(out.Rules, RegexRule{Pattern: re, Group: rule.Group})
+	}
+	return out, nil
+}
+
+func compileCompound(r config.Router) (Router, error) {
+	mode := r.Combine
+	if mode == "" {
+		mode = MatchAll
+	}
+	if mode != MatchAll && mode != MatchAny {
+		return nil, fmt.Errorf("combine %q: want all or any", r.Combine)
+	}
+	out := &CompoundRouter{Mode: mode, Group: r.Group}
+	for j, c := range r.Conditions {
+		cond, err := compileCondition(c)
+		if err != nil {
+			return nil, fmt.Errorf("conditions[%d]: %w", j, err)
+		}
+		out.Conditions = append(out.Conditions, cond)
+	}
+	return out, nil
+}
+
+func compileCondition(c config.Condition) (Condition, error) {
+	switch c.Type {
+	case config.ConditionProtocol:
+		return ProtocolIs{Protocols: []string{c.Protocol}}, nil
+	case config.ConditionHeader:
+		return HeaderEquals{Name: c.HeaderName, Value: c.HeaderValue}, nil
+	case config.ConditionQueryRegex:
+		re, err := regexp.Compile(c.Regex)
+		if err != nil {
+			return nil, fmt.Errorf("regex %q: %w", c.Regex, err)
+		}
+		return QueryMatches{Pattern: re}, nil
+	case config.ConditionTag:
+		return HasTags{Tags: []string{c.Tag}}, nil
+	case config.ConditionUser:
+		return UserIs{Name: c.User}, nil
+	default:
+		return nil, fmt.Errorf("unknown condition type %q", c.Type)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,401 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/node/env"
+)
+
+// GuardPollDefault is how often a queued query asks the guard again when no local release woke
+// it: with a fleet-wide guard, slots also free on other nodes, which no local signal reports.
+const GuardPollDefault = 500 * time.Millisecond
+
+// Options configure a Core. Env is required; the rest have defaults.
+type Options struct {
+	Env env.Env
+	// Guard hands out capacity slots; nil means a fresh LocalGuard (the standalone proxy).
+	Guard Guard
+	// Registerer receives the core's metrics; nil means they are kept but not registered.
+	Registerer prometheus.Registerer
+	// OnFinish is called once per query when it ends (history). It runs in the query's task and
+	// must not block: hand the record to a buffer.
+	OnFinish func(Record)
+	// GuardPoll is how often a queued query retries the guard without a local wake-up.
+	GuardPoll time.Duration
+	// NewQueryID makes query ids; nil means 16 hex digits from Env.Rand.
+	NewQueryID func() string
+	// CacheMaxBytes bounds the result cache over all groups; 0 means CacheMaxBytesDefault,
+	// negative means no bound beyond each group's own.
+	CacheMaxBytes int64
+}
+
+// CacheMaxBytesDefault bounds a core's result cache when Options leave it unset.
+const CacheMaxBytesDefault = 256 << 20
+
+// Core is the proxy core: a query.Backend over the active Runtime.
+type Core struct {
+	env      env.Env
+	guard    Guard
+	onFinish func(Record)
+	poll     time.Duration
+	newID    func() string
+	metrics  *metrics
+	cache    *resultCache
+	active   atomic.Pointer[Runtime]
+	// changed is notified whenever a slot is released or a queue's head leaves, so queued
+	// queries look again.
+	changed env.Signal
+
+	mu      sync.Mutex
+	running map[string]int      // cluster -> slots this node holds
+	queues  map[string][]uint64 // group -> tickets of waiting queries, oldest first
+	tickets uint64
+}
+
+var _ query.Backend = (*Core)(nil)
+
+// New returns a core with no runtime: Ready is false until Activate.
+func New(opts Options) *Core {
+	if opts.Env == nil {
+		panic("proxy.New: Options.Env is required")
+	}
+	c := &Core{
+		env:      opts.Env,
+		guard:    opts.Guard,
+		onFinish: opts.OnFinish,
+		poll:     opts.GuardPoll,
+		newID:    opts.NewQueryID,
+		metrics:  newMetrics(opts.Registerer),
+		cache:    newResultCache(cacheBound(opts.CacheMaxBytes)),
+		changed:  opts.Env.NewSignal(),
+		running:  map[string]int{},
+		queues:   map[string][]uint64{},
+	}
+	if c.guard == nil {
+		c.guard = NewLocalGuard()
+	}
+	if c.poll <= 0 {
+		c.poll = GuardPollDefault
+	}
+	if c.newID == nil {
+		c.newID = func() string { return fmt.Sprintf("%016x", c.env.Rand().Uint64()) }
+	}
+	return c
+}
+
+func cacheBound(n int64) int64 {
+	switch {
+	case n == 0:
+		return CacheMaxBytesDefault
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
+// Activate makes rt the runtime for new queries. Queries already admitted or queued finish on
+// the runtime they started with; the old runtime closes its engines once they are done.
+func (c *Core) Activate(rt *Runtime) {
+	if rt == nil {
+		panic("proxy: Activate(nil)")
+	}
+	old := c.active.Swap(rt)
+	if old != nil && old != rt {
+		old.retire()
+	}
+	c.changed.Notify()
+}
+
+// Ready reports whether a runtime has been activated.
+func (c *Core) Ready() bool { return c.active.Load() != nil }
+
+// Runtime is the active runtime, or nil before the first activation.
+func (c *Core) Runtime() *Runtime { return c.active.Load() }
+
+// Running is the number of capacity slots this node holds on cluster.
+func (c *Core) Running(cluster string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.running[cluster]
+}
+
+// Queued is the number of queries waiting for a slot in group.
+func (c *Core) Queued(group string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queues[group])
+}
+
+// enter pins the active runtime for one query.
+func (c *Core) enter() (*Runtime, error) {
+	for {
+		rt := c.active.Load()
+		if rt == nil {
+			return nil, query.ErrNotConfigured
+		}
+		if rt.pin() {
+			return rt, nil
+		}
+		// rt was retired between Load and pin: a newer one is active; take that.
+	}
+}
+
+// Admission is a query that has been routed and holds a capacity slot on Cluster. Whoever runs
+// it (Execute, or a passthrough frontend relaying the engine's own wire messages) must call
+// Finish exactly once, which releases the slot and reports the query's Record.
+type Admission struct {
+	QueryID   string
+	Group     string
+	Cluster   string
+	Engine    query.Engine
+	Trace     []TraceStep
+	QueueWait time.Duration
+	Runtime   *Runtime
+
+	core     *Core
+	req      *query.Request
+	slot     Slot
+	start    time.Time
+	admitted time.Time
+	finished atomic.Bool
+}
+
+// Finish releases the slot and reports the query: rows and bytes streamed, and err (nil for
+// success, context.Canceled when the client went away).
+func (a *Admission) Finish(rows, bytes int64, err error) {
+	if a.finished.Swap(true) {
+		panic(fmt.Sprintf("proxy: query %s finished twice", a.QueryID))
+	}
+	c := a.core
+	end := c.env.Now()
+	a.slot.Release()
+	c.mu.Lock()
+	c.running[a.Cluster]--
+	if c.running[a.Cluster] < 0 {
+		c.mu.Unlock()
+		panic(fmt.Sprintf("proxy: running count on %s went negative", a.Cluster))
+	}
+	c.mu.Unlock()
+	c.metrics.running.WithLabelValues(a.Group, a.Cluster).Dec()
+	c.changed.Notify()
+	rec := baseRecord(a.QueryID, a.req, a.start, end, a.Trace)
+	rec.Group, rec.Cluster = a.Group, a.Cluster
+	rec.QueueMs = millis(a.QueueWait)
+	rec.ExecMs = millis(end.Sub(a.admitted))
+	rec.Rows, rec.Bytes = rows, bytes
+	rec.Status = statusOf(err)
+	fillError(&rec, err)
+	c.report(a.Runtime, rec)
+}
+
+func baseRecord(id string, req *query.Request, start, end time.Time, trace []TraceStep) Record {
+	return Record{
+		QueryID: id, User: req.User, Protocol: req.Protocol, Database: req.Database, SQL: req.SQL,
+		Trace: trace, Start: start, End: end,
+	}
+}
+
+// report counts a finished query, hands its record to OnFinish and unpins its runtime.
+func (c *Core) report(rt *Runtime, rec Record) {
+	c.metrics.queries.WithLabelValues(rec.Group, rec.Cluster, string(rec.Status)).Inc()
+	c.metrics.duration.WithLabelValues(rec.Group, rec.Cluster).Observe(rec.End.Sub(rec.Start).Seconds())
+	if c.onFinish != nil {
+		c.onFinish(rec)
+	}
+	rt.unpin()
+}
+
+// refuse reports a query that ended before it got a slot, and returns err.
+func (c *Core) refuse(rt *Runtime, id string, req *query.Request, start time.Time, dec Decision, err error) error {
+	rec := baseRecord(id, req, start, c.env.Now(), dec.Trace)
+	rec.Group = dec.Group
+	rec.Status = statusOf(err)
+	fillError(&rec, err)
+	rec.QueueMs = millis(rec.End.Sub(start))
+	c.report(rt, rec)
+	return err
+}
+
+// Admit routes req, picks a member cluster and takes a capacity slot, queueing if none is free.
+// It does not run the query. On error the query has already been reported as finished.
+func (c *Core) Admit(ctx context.Context, req *query.Request) (*Admission, error) {
+	start := c.env.Now()
+	rt, err := c.enter()
+	if err != nil {
+		return nil, err
+	}
+	id := c.newID()
+	return c.admit(ctx, rt, req, id, rt.Route(req), start)
+}
+
+func (c *Core) admit(ctx context.Context, rt *Runtime, req *query.Request, id string, dec Decision, start time.Time) (*Admission, error) {
+	g := rt.groups[dec.Group]
+	if g == nil {
+		return nil, c.refuse(rt, id, req, start, dec, &query.Error{Code: query.CodeNoRoute, Message: "no routing rule matched and no routingFallback is set"})
+	}
+	slot, cl, err := c.acquire(ctx, g, start)
+	if err != nil {
+		return nil, c.refuse(rt, id, req, start, dec, err)
+	}
+	now := c.env.Now()
+	c.metrics.running.WithLabelValues(g.name, cl.name).Inc()
+	c.metrics.queueDuration.WithLabelValues(g.name, cl.name).Observe(now.Sub(start).Seconds())
+	return &Admission{
+		QueryID: id, Group: g.name, Cluster: cl.name, Engine: cl.engine, Trace: dec.Trace,
+		QueueWait: now.Sub(start), Runtime: rt,
+		core: c, req: req, slot: slot, start: start, admitted: now,
+	}, nil
+}
+
+// acquire takes a slot on one of g's members. A query queues (FIFO per group, bounded by
+// maxQueuedQueries) when no member has a slot or others are already waiting, and gives up
+// after the group's capacityWaitTimeout or when ctx ends.
+func (c *Core) acquire(ctx context.Context, g *group, start time.Time) (Slot, *cluster, error) {
+	if !g.usable() {
+		return nil, nil, noHealthy(g)
+	}
+	if c.Queued(g.name) == 0 {
+		if slot, cl, err := c.tryMembers(ctx, g); slot != nil || err != nil {
+			return slot, cl, err
+		}
+	}
+	ticket, ok := c.enqueue(g)
+	if !ok {
+		c.metrics.rejections.WithLabelValues(g.name, "full").Inc()
+		return nil, nil, &query.Error{Code: query.CodeQueueFull, Retryable: true,
+			Message: fmt.Sprintf("cluster group %s is at capacity and its queue is full (maxQueuedQueries %d)", g.name, g.maxQueued)}
+	}
+	defer c.dequeue(g, ticket)
+	var deadline time.Time
+	if g.waitTimeout > 0 {
+		deadline = start.Add(g.waitTimeout)
+	}
+	for {
+		seen := c.changed.Seq()
+		if c.isHead(g.name, ticket) {
+			slot, cl, err := c.tryMembers(ctx, g)
+			if slot != nil || err != nil {
+				return slot, cl, err
+			}
+			if !g.usable() {
+				return nil, nil, noHealthy(g)
+			}
+		}
+		wait := c.poll
+		if !deadline.IsZero() {
+			left := deadline.Sub(c.env.Now())
+			if left <= 0 {
+				c.metrics.rejections.WithLabelValues(g.name, "timeout").Inc()
+				return nil, nil, &query.Error{Code: query.CodeCapacityTimeout, Retryable: true,
+					Message: fmt.Sprintf("no capacity in cluster group %s within %s", g.name, g.waitTimeout)}
+			}
+			wait = min(wait, left)
+		}
+		wctx, cancel := c.env.WithTimeout(ctx, wait)
+		_ = c.changed.Wait(wctx, seen)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+func noHealthy(g *group) error {
+	return &query.Error{Code: query.CodeEngine, Retryable: true,
+		Message: fmt.Sprintf("cluster group %s has no enabled, healthy cluster", g.name)}
+}
+
+// tryMembers asks the guard for a slot on each candidate in the strategy's order. It returns
+// (nil, nil, nil) when every candidate is full.
+func (c *Core) tryMembers(ctx context.Context, g *group) (Slot, *cluster, error) {
+	for _, m := range g.candidates(c.Running, c.env.Rand()) {
+		slot, err := c.guard.Acquire(ctx, m.cluster.name, m.cluster.cap)
+		switch {
+		case err == nil:
+			c.mu.Lock()
+			c.running[m.cluster.name]++
+			c.mu.Unlock()
+			return slot, m.cluster, nil
+		case errors.Is(err, ErrNoSlot):
+			continue
+		case ctx.Err() != nil:
+			return nil, nil, ctx.Err()
+		default:
+			return nil, nil, &query.Error{Code: query.CodeEngine, Retryable: true,
+				Message: fmt.Sprintf("capacity guard for cluster %s: %v", m.cluster.name, err)}
+		}
+	}
+	return nil, nil, nil
+}
+
+func (c *Core) enqueue(g *group) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queues[g.name]) >= g.maxQueued {
+		return 0, false
+	}
+	c.tickets++
+	c.queues[g.name] = append(c.queues[g.name], c.tickets)
+	c.metrics.queued.WithLabelValues(g.name).Inc()
+	return c.tickets, true
+}
+
+func (c *Core) dequeue(g *group, ticket uint64) {
+	c.mu.Lock()
+	q := c.queues[g.name]
+	i := 0
+	for i < len(q) && q[i] != ticket {
+		i++
+	}
+	if i == len(q) {
+		c.mu.Unlock()
+		panic(fmt.Sprintf("proxy: ticket %d not in queue of group %s", ticket, g.name))
+	}
+	c.queues[g.name] = append(q[:i:i], q[i+1:]...)
+	if len(c.queues[g.name]) == 0 {
+		delete(c.queues, g.name)
+	}
+	c.mu.Unlock()
+	c.metrics.queued.WithLabelValues(g.name).Dec()
+	c.changed.Notify() // the next in line may now be the head
+}
+
+func (c *Core) isHead(group string, ticket uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.queues[group]
+	return len(q) > 0 && q[0] == ticket
+}
+
+// CheckHealth pings every enabled cluster of the active runtime, each within timeout, and marks
+// it healthy or not. The caller schedules it (env.Every).
+func (c *Core) CheckHealth(ctx context.Context, timeout time.Duration) {
+	rt := c.active.Load()
+	if rt == nil {
+		return
+	}
+	for _, name := range rt.names {
+		cl := rt.clusters[name]
+		if !cl.enabled || cl.engine == nil {
+			continue
+		}
+		pctx, cancel := c.env.WithTimeout(ctx, timeout)
+		err := cl.engine.Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if was := cl.healthy.Swap(err == nil); was != (err == nil) {
+			c.env.Logger().Info("cluster health changed", "cluster", name, "healthy", err == nil)
+			c.changed.Notify()
+		}
+	}
+}

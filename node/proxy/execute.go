@@ -1,0 +1,163 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Execute routes req, answers from the result cache when it can, otherwise admits it (slot,
+// queue) and runs it on the chosen cluster's engine. The returned Rows release the slot and
+// report the query when closed; the caller must Close them.
+func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, error) {
+	start := c.env.Now()
+	rt, err := c.enter()
+	if err != nil {
+		return nil, err
+	}
+	id := c.newID()
+	dec := rt.Route(req)
+	key, cacheable := "", false
+	g := rt.groups[dec.Group]
+	if g != nil && g.cache.TTL > 0 {
+		key, cacheable = cacheKey(req, g.name, g.fingerprint)
+	}
+	if cacheable {
+		if rows, ok := c.fromCache(rt, key, id, req, dec, start); ok {
+			return rows, nil
+		}
+		c.metrics.cacheMisses.WithLabelValues(dec.Group).Inc()
+	}
+	adm, err := c.admit(ctx, rt, req, id, dec, start)
+	if err != nil {
+		return nil, err
+	}
+	// The engine's ctx lives as long as the stream: the engine cancels the query when it ends.
+	qctx, cancel := ctx, context.CancelFunc(func() {})
+	if g.timeout > 0 {
+		qctx, cancel = c.env.WithTimeout(ctx, g.timeout)
+	}
+	rows, err := adm.Engine.Execute(qctx, req)
+	if err != nil {
+		cancel()
+		err = engineError(err)
+		adm.Finish(0, 0, err)
+		return nil, err
+	}
+	tr := &trackedRows{inner: rows, adm: adm, cancel: cancel}
+	if cacheable && rows.Schema() != nil {
+		tr.fill = newCacheFill(rows.Schema(), g.cache.MaxEntryBytes)
+		tr.cacheKey, tr.cacheSpec = key, g.cache
+	}
+	return tr, nil
+}
+
+// fromCache serves a hit without a slot or an engine.
+func (c *Core) fromCache(rt *Runtime, key, id string, req *query.Request, dec Decision, start time.Time) (query.Rows, bool) {
+	e, ok := c.cache.get(key, start)
+	if !ok {
+		return nil, false
+	}
+	rows, err := openCached(e, func(n, bytes int64, err error) {
+		rec := baseRecord(id, req, start, c.env.Now(), dec.Trace)
+		rec.Group, rec.CacheHit = dec.Group, true
+		rec.ExecMs = millis(rec.End.Sub(start))
+		rec.Rows, rec.Bytes = n, bytes
+		rec.Status = statusOf(err)
+		fillError(&rec, err)
+		c.report(rt, rec)
+	})
+	if err != nil {
+		c.env.Logger().Error("dropping unreadable cache entry", "group", dec.Group, "err", err)
+		return nil, false
+	}
+	c.metrics.cacheHits.WithLabelValues(dec.Group).Inc()
+	return rows, true
+}
+
+// engineError gives an engine's error a SQLSTATE unless it already has one or is a
+// cancellation, which the frontend reports as such.
+func engineError(err error) error {
+	var qe *query.Error
+	if errors.As(err, &qe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &query.Error{Code: query.CodeEngine, Message: err.Error()}
+}
+
+// trackedRows wraps an engine's stream: it counts rows and bytes, tees batches into the cache,
+// and on Close releases the slot and reports the query.
+type trackedRows struct {
+	inner     query.Rows
+	adm       *Admission
+	cancel    context.CancelFunc // ends the engine ctx (query timeout)
+	fill      *cacheFill
+	cacheKey  string
+	cacheSpec CacheSpec
+	rows      int64
+	bytes     int64
+	drained   bool
+	err       error
+	closed    bool
+}
+
+func (r *trackedRows) Schema() *arrow.Schema { return r.inner.Schema() }
+func (r *trackedRows) Tag() string           { return r.inner.Tag() }
+
+func (r *trackedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if r.closed {
+		return nil, fmt.Errorf("proxy: Next on closed rows of query %s", r.adm.QueryID)
+	}
+	if r.drained {
+		return nil, io.EOF
+	}
+	rec, err := r.inner.Next(ctx)
+	if err == io.EOF {
+		r.drained = true
+		return nil, io.EOF
+	}
+	if err != nil {
+		err = engineError(err)
+		if r.err == nil {
+			r.err = err
+		}
+		return nil, err
+	}
+	r.rows += rec.NumRows()
+	r.bytes += recordBytes(rec)
+	if r.fill != nil {
+		r.fill.write(rec)
+	}
+	return rec, nil
+}
+
+func (r *trackedRows) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	cerr := r.inner.Close()
+	r.cancel()
+	outcome := r.err
+	if outcome == nil && !r.drained {
+		outcome = errClosedEarly
+	}
+	if r.fill != nil {
+		if data := r.fill.finish(); outcome == nil && data != nil {
+			c := r.adm.core
+			c.cache.put(&cacheEntry{
+				key: r.cacheKey, group: r.adm.Group, data: data, tag: r.inner.Tag(),
+				expires: c.env.Now().Add(r.cacheSpec.TTL),
+			}, r.cacheSpec.MaxBytes)
+			c.metrics.cacheWrites.WithLabelValues(r.adm.Group).Inc()
+		}
+	}
+	r.adm.Finish(r.rows, r.bytes, outcome)
+	return cerr
+}

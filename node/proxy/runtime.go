@@ -1,0 +1,331 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Selection strategies: how a group picks among its members.
+const (
+	RoundRobin  = "roundRobin"
+	LeastLoaded = "leastLoaded"
+	Failover    = "failover"
+	Weighted    = "weighted"
+)
+
+// ClusterSpec is one cluster as the core needs it.
+type ClusterSpec struct {
+	Name              string
+	Enabled           bool
+	MaxRunningQueries int
+	Engine            query.Engine
+	// ConfigHash identifies the cluster's whole configuration (Build hashes the config entry);
+	// it is part of its groups' fingerprints, so editing the cluster invalidates their cache.
+	ConfigHash uint64
+}
+
+// MemberSpec is one cluster of a group.
+type MemberSpec struct {
+	Cluster string
+	Weight  int // for Weighted; <= 0 counts as 1
+}
+
+// GroupSpec is a cluster group.
+type GroupSpec struct {
+	Name     string
+	Members  []MemberSpec
+	Strategy string // RoundRobin (default), LeastLoaded, Failover, Weighted
+	// MaxQueuedQueries bounds queries waiting for a slot in this group; 0 means none may wait.
+	MaxQueuedQueries int
+	// CapacityWaitTimeout bounds one query's wait for a slot; 0 means only its ctx bounds it.
+	CapacityWaitTimeout time.Duration
+	// QueryTimeout bounds a query's run on the engine; 0 means only its ctx bounds it.
+	QueryTimeout time.Duration
+	// Cache is the group's result cache; a zero TTL disables it.
+	Cache CacheSpec
+	// ConfigHash identifies the group's configuration (Build hashes the config entry).
+	ConfigHash uint64
+}
+
+// CacheSpec configures a group's result cache. Zero TTL disables it.
+type CacheSpec struct {
+	TTL           time.Duration
+	MaxBytes      int64 // bound on the group's cached bytes; 0 leaves only the core's bound
+	MaxEntryBytes int64 // a larger result is not cached; 0 means MaxBytes
+}
+
+// RuntimeSpec is everything a Runtime is made of.
+type RuntimeSpec struct {
+	Clusters []ClusterSpec
+	Groups   []GroupSpec
+	Routers  []Router
+	Fallback string // routingFallback group; "" means unrouted queries fail
+	// Revision names the config this runtime came from, for logs.
+	Revision string
+	// OwnsEngines makes the runtime close its engines once it is retired and drained. Leave it
+	// false when engines are shared between runtimes (the simulator's one engine per cluster).
+	OwnsEngines bool
+}
+
+// Runtime is one activated configuration, compiled: immutable except for health and the
+// round-robin cursors. Queries pin the runtime they started on until they finish.
+type Runtime struct {
+	revision string
+	routers  []Router
+	fallback string
+	owns     bool
+	clusters map[string]*cluster
+	names    []string // cluster names, sorted
+	groups   map[string]*group
+
+	mu       sync.Mutex
+	inflight int
+	retired  bool
+	closed   bool
+}
+
+type cluster struct {
+	name    string
+	enabled bool
+	cap     int
+	engine  query.Engine
+	hash    uint64
+	healthy atomic.Bool
+}
+
+type member struct {
+	cluster *cluster
+	weight  int
+}
+
+type group struct {
+	name        string
+	members     []member
+	strategy    string
+	maxQueued   int
+	waitTimeout time.Duration
+	timeout     time.Duration
+	cache       CacheSpec
+	fingerprint uint64
+	cursor      atomic.Uint64
+}
+
+// NewRuntime validates spec and compiles it. Errors name the offending entry.
+func NewRuntime(spec RuntimeSpec) (*Runtime, error) {
+	rt := &Runtime{
+		revision: spec.Revision,
+		routers:  spec.Routers,
+		fallback: spec.Fallback,
+		owns:     spec.OwnsEngines,
+		clusters: map[string]*cluster{},
+		groups:   map[string]*group{},
+	}
+	for _, c := range spec.Clusters {
+		if err := addCluster(rt, c); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range spec.Groups {
+		if err := addGroup(rt, g); err != nil {
+			return nil, err
+		}
+	}
+	for i, r := range spec.Routers {
+		for _, t := range r.Targets() {
+			if rt.groups[t] == nil {
+				return nil, fmt.Errorf("router %s#%d names unknown group %q", r.Kind(), i, t)
+			}
+		}
+	}
+	if spec.Fallback != "" && rt.groups[spec.Fallback] == nil {
+		return nil, fmt.Errorf("routingFallback names unknown group %q", spec.Fallback)
+	}
+	return rt, nil
+}
+
+func addCluster(rt *Runtime, c ClusterSpec) error {
+	switch {
+	case c.Name == "":
+		return fmt.Errorf("cluster with empty name")
+	case rt.clusters[c.Name] != nil:
+		return fmt.Errorf("cluster %q defined twice", c.Name)
+	case c.MaxRunningQueries <= 0:
+		return fmt.Errorf("cluster %q: maxRunningQueries must be > 0, got %d", c.Name, c.MaxRunningQueries)
+	case c.Engine == nil && c.Enabled:
+		return fmt.Errorf("cluster %q: no engine", c.Name)
+	}
+	cl := &cluster{name: c.Name, enabled: c.Enabled, cap: c.MaxRunningQueries, engine: c.Engine, hash: c.ConfigHash}
+	cl.healthy.Store(true)
+	rt.clusters[c.Name] = cl
+	rt.names = append(rt.names, c.Name)
+	sort.Strings(rt.names)
+	return nil
+}
+
+func addGroup(rt *Runtime, g GroupSpec) error {
+	switch {
+	case g.Name == "":
+		return fmt.Errorf("cluster group with empty name")
+	case rt.groups[g.Name] != nil:
+		return fmt.Errorf("cluster group %q defined twice", g.Name)
+	case len(g.Members) == 0:
+		return fmt.Errorf("cluster group %q has no members", g.Name)
+	case g.MaxQueuedQueries < 0:
+		return fmt.Errorf("cluster group %q: maxQueuedQueries must be >= 0", g.Name)
+	}
+	strategy := g.Strategy
+	if strategy == "" {
+		strategy = RoundRobin
+	}
+	switch strategy {
+	case RoundRobin, LeastLoaded, Failover, Weighted:
+	default:
+		return fmt.Errorf("cluster group %q: unknown strategy %q (want roundRobin, leastLoaded, failover or weighted)", g.Name, g.Strategy)
+	}
+	if g.Cache.TTL < 0 || g.Cache.MaxBytes < 0 || g.Cache.MaxEntryBytes < 0 {
+		return fmt.Errorf("cluster group %q: cache ttl and sizes must be >= 0", g.Name)
+	}
+	gr := &group{name: g.Name, strategy: strategy, maxQueued: g.MaxQueuedQueries,
+		waitTimeout: g.CapacityWaitTimeout, timeout: g.QueryTimeout, cache: g.Cache}
+	if gr.cache.MaxEntryBytes == 0 {
+		gr.cache.MaxEntryBytes = gr.cache.MaxBytes
+	}
+	h := xxhash.New()
+	_, _ = h.WriteString(g.Name + "\x00" + strategy + "\x00")
+	writeUint(h, g.ConfigHash)
+	for _, m := range g.Members {
+		c := rt.clusters[m.Cluster]
+		if c == nil {
+			return fmt.Errorf("cluster group %q: member %q is not a defined cluster", g.Name, m.Cluster)
+		}
+		w := max(m.Weight, 1)
+		gr.members = append(gr.members, member{cluster: c, weight: w})
+		_, _ = h.WriteString(c.name + "\x00")
+		writeUint(h, c.hash)
+		writeUint(h, uint64(c.cap))
+		writeUint(h, uint64(w))
+		if c.enabled {
+			writeUint(h, 1)
+		}
+	}
+	gr.fingerprint = h.Sum64()
+	rt.groups[g.Name] = gr
+	return nil
+}
+
+func writeUint(h *xxhash.Digest, v uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	_, _ = h.Write(b[:])
+}
+
+// Revision is the config revision this runtime was built from.
+func (rt *Runtime) Revision() string { return rt.revision }
+
+// Route decides the group for req and returns the trail. It never blocks.
+func (rt *Runtime) Route(req *query.Request) Decision {
+	return route(rt.routers, rt.fallback, func(g string) bool { return rt.groups[g] != nil }, req)
+}
+
+// SetHealthy marks a cluster up or down; down clusters are skipped by selection. Unknown names
+// are ignored (the cluster may have been removed by a newer config).
+func (rt *Runtime) SetHealthy(cluster string, ok bool) {
+	if c := rt.clusters[cluster]; c != nil {
+		c.healthy.Store(ok)
+	}
+}
+
+// Clusters lists the cluster names, sorted.
+func (rt *Runtime) Clusters() []string { return append([]string(nil), rt.names...) }
+
+// Engine returns a cluster's engine, for health checks and passthrough.
+func (rt *Runtime) Engine(cluster string) query.Engine {
+	if c := rt.clusters[cluster]; c != nil {
+		return c.engine
+	}
+	return nil
+}
+
+// GroupFingerprint identifies a group's config and its members' configs; "" group gives 0.
+func (rt *Runtime) GroupFingerprint(name string) uint64 {
+	if g := rt.groups[name]; g != nil {
+		return g.fingerprint
+	}
+	return 0
+}
+
+// pin registers a query on this runtime; false once the runtime is retired.
+func (rt *Runtime) pin() bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.retired {
+		return false
+	}
+	rt.inflight++
+	return true
+}
+
+// unpin ends a query's hold; the last one out of a retired runtime closes its engines.
+func (rt *Runtime) unpin() {
+	rt.mu.Lock()
+	rt.inflight--
+	if rt.inflight < 0 {
+		rt.mu.Unlock()
+		panic(fmt.Sprintf("proxy: runtime %q inflight went negative", rt.revision))
+	}
+	closeNow := rt.retired && rt.inflight == 0 && !rt.closed
+	if closeNow {
+		rt.closed = true
+	}
+	rt.mu.Unlock()
+	if closeNow {
+		rt.closeEngines()
+	}
+}
+
+// retire stops new queries from pinning rt; its engines close once the last query finishes.
+func (rt *Runtime) retire() {
+	rt.mu.Lock()
+	rt.retired = true
+	closeNow := rt.inflight == 0 && !rt.closed
+	if closeNow {
+		rt.closed = true
+	}
+	rt.mu.Unlock()
+	if closeNow {
+		rt.closeEngines()
+	}
+}
+
+// Inflight is the number of queries pinned to rt.
+func (rt *Runtime) Inflight() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.inflight
+}
+
+// Closed reports whether rt has been retired and its engines closed.
+func (rt *Runtime) Closed() bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.closed
+}
+
+func (rt *Runtime) closeEngines() {
+	if !rt.owns {
+		return
+	}
+	for _, name := range rt.names {
+		if e := rt.clusters[name].engine; e != nil {
+			_ = e.Close()
+		}
+	}
+}
