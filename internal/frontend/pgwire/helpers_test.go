@@ -68,3 +68,5 @@ func pgBackend(t testing.TB) (addr, directURL string, b *oneEngine) {
 	addr = startServer(t, describingEngine{b}, pgwire.Options{TrustUsers: []string{"*"}})
 	return addr, url, b
 }
+
+func pgwireTrustAll() pgwire.Options { return pgwire.Options{TrustUsers: []string{"*"}} }

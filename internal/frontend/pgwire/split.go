@@ -119,7 +119,7 @@ func dollarTag(sql string, i int) (string, bool) {
 }
 
 // skipQuoted returns the index after the quote closing the one at i (doubled quotes escape;
-// backslashes too in E'' strings), or len(sql) when it never closes.
+// backslashes too in E” strings), or len(sql) when it never closes.
 func skipQuoted(sql string, i int, q byte, backslash bool) int {
 	for j := i + 1; j < len(sql); j++ {
 		switch sql[j] {
