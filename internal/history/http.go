@@ -1,0 +1,240 @@
+package history
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queryflux/queryflux/transport"
+)
+
+// WorkerResolver names the worker behind a request from its session token (401 when it fails).
+type WorkerResolver func(r *http.Request) (string, error)
+
+// Ingest is the control plane's handler for POST /worker/history. It decodes a batch strictly
+// (400 naming the field), stamps every record with the worker the session belongs to, and
+// writes the batch to the Store, which skips QueryIDs it already has: a retried batch stores
+// nothing twice. It records nothing in the control plane's own metrics.
+type Ingest struct {
+	store   Store
+	resolve WorkerResolver
+	log     *slog.Logger
+}
+
+// NewIngest returns the ingest handler. log may be nil.
+func NewIngest(store Store, resolve WorkerResolver, log *slog.Logger) *Ingest {
+	if store == nil || resolve == nil {
+		panic("history: NewIngest: store and resolve are required")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Ingest{store: store, resolve: resolve, log: log}
+}
+
+func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		transport.WriteError(w, http.StatusMethodNotAllowed, "use POST", "")
+		return
+	}
+	worker, err := h.resolve(r)
+	if err != nil || worker == "" {
+		transport.WriteError(w, http.StatusUnauthorized, "unknown or expired worker session; register again", "Authorization")
+		return
+	}
+	data, err := readBody(r, MediaQueryRecords, BatchBytesMax)
+	if err != nil {
+		transport.WriteBadRequest(w, err)
+		return
+	}
+	batch, err := DecodeBatch(data)
+	if err != nil {
+		transport.WriteBadRequest(w, err)
+		return
+	}
+	for i := range batch.Records {
+		batch.Records[i].Worker = worker
+	}
+	inserted, err := h.store.Insert(r.Context(), batch.Records)
+	if err != nil {
+		h.log.Warn("history: storing a batch failed", "worker", worker, "batch", batch.BatchID, "records", len(batch.Records), "err", err)
+		w.Header().Set("Retry-After", "1")
+		transport.WriteError(w, http.StatusServiceUnavailable, "history store unavailable; retry", "")
+		return
+	}
+	transport.WriteJSON(w, http.StatusOK, MediaIngestAck, IngestAck{
+		BatchID: batch.BatchID, Accepted: len(batch.Records), Inserted: inserted, Duplicates: len(batch.Records) - inserted,
+	})
+}
+
+// readBody checks the media type and reads at most limit bytes.
+func readBody(r *http.Request, mediaType string, limit int64) ([]byte, error) {
+	if err := transport.CheckMediaType(r.Header.Get("Content-Type"), mediaType); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, fieldError("", "reading body: %v", err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fieldError("", "body larger than %d bytes", limit)
+	}
+	return data, nil
+}
+
+// Admin is the handler for GET /admin/queries: filters worker, user, group, cluster, status,
+// since and until (RFC 3339), limit and the before cursor, as query parameters. It does no
+// authentication: mount it behind the admin API's auth.
+type Admin struct{ store Store }
+
+// NewAdmin returns the admin query handler.
+func NewAdmin(store Store) *Admin {
+	if store == nil {
+		panic("history: NewAdmin: store is nil")
+	}
+	return &Admin{store: store}
+}
+
+func (h *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		transport.WriteError(w, http.StatusMethodNotAllowed, "use GET", "")
+		return
+	}
+	f, err := FilterFromQuery(r.URL.Query())
+	if err != nil {
+		transport.WriteBadRequest(w, err)
+		return
+	}
+	page, err := h.store.Query(r.Context(), f)
+	if err != nil {
+		transport.WriteError(w, http.StatusServiceUnavailable, "history store unavailable; retry", "")
+		return
+	}
+	transport.WriteJSON(w, http.StatusOK, MediaQueryPage, page)
+}
+
+var filterParams = []string{"before", "cluster", "group", "limit", "since", "status", "until", "user", "worker"}
+
+// FilterFromQuery reads a Filter from URL query parameters; errors name the parameter.
+func FilterFromQuery(q url.Values) (Filter, error) {
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if i := sort.SearchStrings(filterParams, k); i == len(filterParams) || filterParams[i] != k {
+			return Filter{}, fieldError(k, "unknown parameter (want one of %s)", strings.Join(filterParams, ", "))
+		}
+		if len(q[k]) > 1 {
+			return Filter{}, fieldError(k, "given more than once")
+		}
+	}
+	f := Filter{Worker: q.Get("worker"), User: q.Get("user"), Group: q.Get("group"), Cluster: q.Get("cluster"),
+		Status: Status(q.Get("status")), Before: q.Get("before")}
+	if f.Status != "" && !f.Status.Valid() {
+		return Filter{}, fieldError("status", "%q is not succeeded, failed, cancelled or rejected", f.Status)
+	}
+	var err error
+	if f.Since, err = parseTimeParam(q, "since"); err != nil {
+		return Filter{}, err
+	}
+	if f.Until, err = parseTimeParam(q, "until"); err != nil {
+		return Filter{}, err
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > QueryLimitMax {
+			return Filter{}, fieldError("limit", "must be an integer from 1 to %d", QueryLimitMax)
+		}
+		f.Limit = n
+	}
+	if f.Before != "" {
+		if _, err := ParseCursor(f.Before); err != nil {
+			return Filter{}, fieldError("before", "not a cursor from a previous page's next")
+		}
+	}
+	return f, nil
+}
+
+func parseTimeParam(q url.Values, name string) (time.Time, error) {
+	s := q.Get(name)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fieldError(name, "must be an RFC 3339 time such as 2026-01-02T15:04:05Z")
+	}
+	return t, nil
+}
+
+// Values is f as URL query parameters (the inverse of FilterFromQuery).
+func (f Filter) Values() url.Values {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("worker", f.Worker)
+	set("user", f.User)
+	set("group", f.Group)
+	set("cluster", f.Cluster)
+	set("status", string(f.Status))
+	set("before", f.Before)
+	if !f.Since.IsZero() {
+		q.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !f.Until.IsZero() {
+		q.Set("until", f.Until.UTC().Format(time.RFC3339Nano))
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	return q
+}
+
+// NewHTTPSender returns a SendFunc that POSTs batches to baseURL+PathWorkerHistory through
+// client, with the bearer token token() returns at each call. A non-2xx answer is a
+// *transport.StatusError (the worker wraps this to re-register on 401). client must not have
+// a Timeout: deadlines come from the ctx the uplink gives.
+func NewHTTPSender(client *http.Client, baseURL string, token func() string) SendFunc {
+	endpoint := strings.TrimSuffix(baseURL, "/") + PathWorkerHistory
+	return func(ctx context.Context, b *QueryRecordBatchV1) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(EncodeBatch(b)))
+		if err != nil {
+			return fmt.Errorf("history: building request: %w", err)
+		}
+		req.Header.Set("Content-Type", MediaQueryRecords)
+		transport.SetBearer(req, token())
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("history: sending batch: %w", err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
+		}
+		var ack IngestAck
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&ack); err != nil {
+			return fmt.Errorf("history: reading ack: %w", err)
+		}
+		if ack.Accepted != len(b.Records) {
+			return errors.New("history: control plane acknowledged " + strconv.Itoa(ack.Accepted) + " of " + strconv.Itoa(len(b.Records)) + " records")
+		}
+		return nil
+	}
+}

@@ -1,0 +1,350 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/queryflux/queryflux/internal/redact"
+	"github.com/queryflux/queryflux/transport"
+	"pgregory.net/rapid"
+)
+
+// endpoint is a fake control plane for the uplink: it stores batches in a Memory store and can
+// be down, reject batches, or store a batch and still fail the call (a lost answer).
+type endpoint struct {
+	env       *testEnv
+	store     *Memory
+	down      bool
+	lostReply bool
+	status    int
+	attempts  []time.Time
+	received  int // records delivered, duplicates included
+}
+
+func newEndpoint(e *testEnv) *endpoint { return &endpoint{env: e, store: NewMemory(1 << 20)} }
+
+func (p *endpoint) send(ctx context.Context, b *QueryRecordBatchV1) error {
+	p.attempts = append(p.attempts, p.env.Now())
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(b.Records) == 0 || len(b.Records) > BatchRecordsMax || b.BatchID == "" {
+		panic(fmt.Sprintf("uplink sent a bad batch: %d records, id %q", len(b.Records), b.BatchID))
+	}
+	switch {
+	case p.down:
+		return errors.New("dial tcp: connection refused")
+	case p.status != 0:
+		return &transport.StatusError{Status: p.status}
+	}
+	if _, err := p.store.Insert(ctx, b.Records); err != nil {
+		return err
+	}
+	p.received += len(b.Records)
+	if p.lostReply {
+		return errors.New("read: connection reset")
+	}
+	return nil
+}
+
+func mkRec(e *testEnv, i int) Record {
+	return Record{
+		QueryID: fmt.Sprintf("q%06d", i), User: "alice", Protocol: "postgres", Group: "adhoc", Cluster: "pg-1",
+		SQL: fmt.Sprintf("select * from t where id = %d and name = 'bob%d'", 1000000+i, i), Status: StatusSucceeded,
+		StartedAt: e.Now(), EndedAt: e.Now().Add(time.Millisecond), Rows: 1,
+	}
+}
+
+// checkConservation: every record added is sent, dropped or pending, and the store holds each
+// sent record once.
+func checkConservation(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, u *Uplink, p *endpoint, added int) transport.HistoryCounters {
+	t.Helper()
+	c := u.Counters()
+	if c.Sent+c.Dropped+c.Pending != uint64(added) {
+		t.Fatalf("conservation broken: sent %d + dropped %d + pending %d != added %d", c.Sent, c.Dropped, c.Pending, added)
+	}
+	if !p.lostReply && uint64(p.store.Len()) != c.Sent {
+		t.Fatalf("store holds %d records, uplink says %d sent", p.store.Len(), c.Sent)
+	}
+	if p.received != p.store.Len() && !p.lostReply {
+		t.Fatalf("endpoint received %d records but stored %d distinct: duplicates sent", p.received, p.store.Len())
+	}
+	return c
+}
+
+func TestUplinkSendsEveryIntervalInBatches(t *testing.T) {
+	e := newTestEnv(t, 1, 2500*time.Millisecond)
+	p := newEndpoint(e)
+	u := NewUplink(e, UplinkConfig{Worker: "w1", BatchMax: 500}, p.send)
+	for i := range 1200 {
+		u.Add(mkRec(e, i))
+	}
+	u.Start(context.Background())
+	e.Run()
+	if len(p.attempts) != 3 || !p.attempts[0].Equal(testEpoch.Add(2*time.Second)) {
+		t.Fatalf("attempts at %v, want 3 batches at +2s", p.attempts)
+	}
+	c := checkConservation(t, u, p, 1200)
+	if c.Sent != 1200 || c.Pending != 0 {
+		t.Fatalf("counters %+v", c)
+	}
+	page, _ := p.store.Query(context.Background(), Filter{Limit: 1})
+	got := page.Records[0]
+	if got.Worker != "w1" || strings.Contains(got.SQL, "bob") || strings.Contains(got.SQL, "100") || got.SQLDigest == "" {
+		t.Fatalf("record not redacted under the default maskLiterals policy: %+v", got)
+	}
+}
+
+func TestUplinkDropsOldestWhileDownAndCountsThem(t *testing.T) {
+	e := newTestEnv(t, 2, 120*time.Second)
+	p := newEndpoint(e)
+	p.down = true
+	reg := prometheus.NewRegistry()
+	u := NewUplink(e, UplinkConfig{Worker: "w1", BufferMax: 100, BatchMax: 20}, p.send)
+	if err := u.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	added := 0
+	for i := range 300 {
+		e.At(time.Duration(i)*100*time.Millisecond, func() { u.Add(mkRec(e, i)); added++ })
+	}
+	e.At(40*time.Second, func() { p.down = false })
+	u.Start(context.Background())
+	e.Run()
+	c := checkConservation(t, u, p, added)
+	if added != 300 || c.Pending != 0 || c.Dropped != 200 || c.Sent != 100 {
+		t.Fatalf("added %d, counters %+v: want 100 sent, 200 dropped", added, c)
+	}
+	// The newest survive: the last 100 records were kept.
+	page, _ := p.store.Query(context.Background(), Filter{Limit: 1000})
+	for _, r := range page.Records {
+		var i int
+		fmt.Sscanf(r.QueryID, "q%d", &i)
+		if i < 200 {
+			t.Fatalf("record %s survived but an older one should have been dropped first", r.QueryID)
+		}
+	}
+	if got := gatherValue(t, reg, "queryflux_history_dropped_total"); got != 200 {
+		t.Fatalf("queryflux_history_dropped_total = %v, want 200", got)
+	}
+	// Backoff: the gaps between failed attempts grow, with jitter, up to RetryMax.
+	var gaps []time.Duration
+	for i := 1; i < len(p.attempts) && p.attempts[i].Before(testEpoch.Add(40*time.Second)); i++ {
+		gaps = append(gaps, p.attempts[i].Sub(p.attempts[i-1]))
+	}
+	if len(gaps) < 4 || gaps[3] <= gaps[0] || gaps[len(gaps)-1] > UplinkRetryMaxDefault*12/10 {
+		t.Fatalf("retry gaps %v do not back off", gaps)
+	}
+}
+
+func gatherValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("metric %s not registered", name)
+	return 0
+}
+
+func TestUplinkFinalFlushSendsEverything(t *testing.T) {
+	e := newTestEnv(t, 3, time.Hour)
+	p := newEndpoint(e)
+	u := NewUplink(e, UplinkConfig{Worker: "w1", BatchMax: 7}, p.send)
+	u.Start(context.Background())
+	for i := range 50 {
+		u.Add(mkRec(e, i))
+	}
+	if err := u.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.Run() // the flusher task sees its cancelled context and ends
+	c := checkConservation(t, u, p, 50)
+	if c.Sent != 50 || e.Now() != testEpoch {
+		t.Fatalf("final flush: counters %+v at %v", c, e.Now())
+	}
+	u.Add(mkRec(e, 99))
+	if c := u.Counters(); c.Dropped != 1 {
+		t.Fatalf("a record added after Shutdown must count as dropped: %+v", c)
+	}
+}
+
+func TestUplinkFinalFlushGivesUpAtDeadline(t *testing.T) {
+	e := newTestEnv(t, 4, time.Hour)
+	p := newEndpoint(e)
+	p.down = true
+	u := NewUplink(e, UplinkConfig{Worker: "w1", FinalFlushTimeout: 3 * time.Second}, p.send)
+	for i := range 10 {
+		u.Add(mkRec(e, i))
+	}
+	err := u.Shutdown(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "10 records unsent") {
+		t.Fatalf("Shutdown = %v, want an error about 10 unsent records", err)
+	}
+	if got := e.Now().Sub(testEpoch); got != 3*time.Second || len(p.attempts) < 3 {
+		t.Fatalf("gave up after %v with %d attempts, want 3s and several retries", got, len(p.attempts))
+	}
+	if c := checkConservation(t, u, p, 10); c.Dropped != 10 {
+		t.Fatalf("counters %+v", c)
+	}
+}
+
+func TestUplinkRejectedBatchIsDroppedNotRetried(t *testing.T) {
+	e := newTestEnv(t, 5, 10*time.Second)
+	p := newEndpoint(e)
+	p.status = http.StatusBadRequest
+	u := NewUplink(e, UplinkConfig{Worker: "w1"}, p.send)
+	for i := range 3 {
+		u.Add(mkRec(e, i))
+	}
+	u.Start(context.Background())
+	e.Run()
+	if c := checkConservation(t, u, p, 3); c.Dropped != 3 || len(p.attempts) != 1 {
+		t.Fatalf("counters %+v after %d attempts", c, len(p.attempts))
+	}
+}
+
+func TestUplinkRetryAfterLostReplyStoresOnce(t *testing.T) {
+	e := newTestEnv(t, 6, 30*time.Second)
+	p := newEndpoint(e)
+	p.lostReply = true
+	e.At(5*time.Second, func() { p.lostReply = false })
+	u := NewUplink(e, UplinkConfig{Worker: "w1"}, p.send)
+	for i := range 20 {
+		u.Add(mkRec(e, i))
+	}
+	u.Start(context.Background())
+	e.Run()
+	if p.received <= 20 || p.store.Len() != 20 || u.Counters().Sent != 20 {
+		t.Fatalf("received %d, stored %d, counters %+v: want retries stored once", p.received, p.store.Len(), u.Counters())
+	}
+}
+
+func TestUplinkSetPolicy(t *testing.T) {
+	e := newTestEnv(t, 7, time.Hour)
+	p := newEndpoint(e)
+	u := NewUplink(e, UplinkConfig{Worker: "w1", Policy: redact.None}, p.send)
+	r := mkRec(e, 1)
+	r.Error = "boom 'secret'"
+	r.RoutingTrace = []string{"group adhoc"}
+	u.Add(r)
+	if err := u.SetPolicy(redact.Metadata); err != nil {
+		t.Fatal(err)
+	}
+	r2 := mkRec(e, 2)
+	r2.Error, r2.RoutingTrace = r.Error, r.RoutingTrace
+	u.Add(r2)
+	if err := u.SetPolicy("bogus"); err == nil {
+		t.Fatal("SetPolicy accepted a bad policy")
+	}
+	if err := u.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := p.store.Query(context.Background(), Filter{})
+	byID := map[string]Record{}
+	for _, rec := range page.Records {
+		byID[rec.QueryID] = rec
+	}
+	if got := byID[r.QueryID]; got.SQL != r.SQL || got.Error != r.Error || len(got.RoutingTrace) != 1 {
+		t.Fatalf("policy none changed the record: %+v", got)
+	}
+	if got := byID[r2.QueryID]; got.SQL != "" || got.Error != "" || got.RoutingTrace != nil || got.SQLDigest != byID[r.QueryID].SQLDigest {
+		t.Fatalf("policy metadata kept text: %+v", got)
+	}
+}
+
+// TestUplinkThroughIngestHandler runs the uplink's HTTP sender against the real Ingest handler
+// (in process, no network): records arrive stamped with the session's worker.
+func TestUplinkThroughIngestHandler(t *testing.T) {
+	e := newTestEnv(t, 8, time.Hour)
+	store := NewMemory(1000)
+	ingest := NewIngest(store, func(r *http.Request) (string, error) {
+		if tok, _ := transport.BearerToken(r); tok == "s3cret" {
+			return "worker-a", nil
+		}
+		return "", errors.New("bad token")
+	}, nil)
+	client := &http.Client{Transport: handlerTransport{ingest}}
+	token := "s3cret"
+	u := NewUplink(e, UplinkConfig{Worker: "claims-to-be-b"}, NewHTTPSender(client, "http://cp", func() string { return token }))
+	for i := range 5 {
+		u.Add(mkRec(e, i))
+	}
+	if err := u.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := store.Query(context.Background(), Filter{Worker: "worker-a"})
+	if len(page.Records) != 5 {
+		t.Fatalf("stored %d records for worker-a, want 5", len(page.Records))
+	}
+	// A bad token is a 401: retried (the worker re-registers), never dropped as rejected.
+	token = "wrong"
+	sender := NewHTTPSender(client, "http://cp", func() string { return token })
+	err := sender(context.Background(), &QueryRecordBatchV1{BatchID: "b", Records: []Record{mkRec(e, 9)}})
+	var se *transport.StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusUnauthorized || rejected(err) {
+		t.Fatalf("bad token: %v", err)
+	}
+}
+
+type handlerTransport struct{ h http.Handler }
+
+func (h handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if err := r.Context().Err(); err != nil {
+		return nil, err
+	}
+	rec := httptest.NewRecorder()
+	h.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// TestUplinkConservationProperty: whatever the outages, every record is sent once, dropped or
+// pending, and nothing reaches the store twice.
+func TestUplinkConservationProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		e := newTestEnv(t, rapid.Uint64().Draw(rt, "seed"), 120*time.Second)
+		p := newEndpoint(e)
+		cfg := UplinkConfig{Worker: "w", BufferMax: rapid.IntRange(1, 50).Draw(rt, "buffer"), BatchMax: rapid.IntRange(1, 20).Draw(rt, "batch")}
+		u := NewUplink(e, cfg, p.send)
+		added := 0
+		n := rapid.IntRange(0, 200).Draw(rt, "adds")
+		for i := range n {
+			at := time.Duration(rapid.Int64Range(0, int64(100*time.Second)).Draw(rt, "at"))
+			e.At(at, func() { u.Add(mkRec(e, i)); added++ })
+		}
+		for range rapid.IntRange(0, 6).Draw(rt, "toggles") {
+			at := time.Duration(rapid.Int64Range(0, int64(100*time.Second)).Draw(rt, "toggleAt"))
+			e.At(at, func() { p.down = !p.down })
+		}
+		u.Start(context.Background())
+		e.Run()
+		checkConservation(rt, u, p, added)
+		p.down = false
+		e.horizon = e.now.Add(time.Hour)
+		if err := u.Shutdown(context.Background()); err != nil {
+			rt.Fatalf("final flush with the endpoint up: %v", err)
+		}
+		if c := checkConservation(rt, u, p, added); c.Pending != 0 {
+			rt.Fatalf("pending after shutdown: %+v", c)
+		}
+	})
+}

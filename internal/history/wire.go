@@ -1,0 +1,161 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/queryflux/queryflux/transport"
+)
+
+// Wire format of POST /worker/history and GET /admin/queries.
+const (
+	MediaQueryRecords = "application/vnd.queryflux.query-records.v1+json"
+	MediaQueryPage    = "application/vnd.queryflux.query-page.v1+json"
+	MediaIngestAck    = "application/vnd.queryflux.query-records-ack.v1+json"
+
+	PathWorkerHistory = "/worker/history"
+	PathAdminQueries  = "/admin/queries"
+
+	BatchRecordsMax = 5000     // records in one batch
+	BatchBytesMax   = 32 << 20 // bytes of one batch body
+	BatchIDLenMax   = 64
+)
+
+// QueryRecordBatchV1 is what a worker's uplink sends: a batch of finished queries. BatchID is
+// fresh per attempt and only for logs; idempotency is by each record's QueryID.
+type QueryRecordBatchV1 struct {
+	BatchID string   `json:"batchId"`
+	Worker  string   `json:"worker"` // what the worker calls itself; the control plane stamps its own view
+	Records []Record `json:"records"`
+}
+
+// IngestAck is the control plane's answer to a batch.
+type IngestAck struct {
+	BatchID    string `json:"batchId"`
+	Accepted   int    `json:"accepted"`   // records in the batch
+	Inserted   int    `json:"inserted"`   // records new to the store
+	Duplicates int    `json:"duplicates"` // records it already had (a retried batch)
+}
+
+func fieldError(field, format string, args ...any) *transport.FieldError {
+	return &transport.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// rawBatch decodes the envelope first, so each record's errors can carry its index.
+type rawBatch struct {
+	BatchID string            `json:"batchId"`
+	Worker  string            `json:"worker"`
+	Records []json.RawMessage `json:"records"`
+}
+
+// DecodeBatch strictly decodes and validates a batch: unknown fields, wrong types, trailing
+// data and invalid records are a *transport.FieldError naming the field ("records[3].status").
+func DecodeBatch(data []byte) (*QueryRecordBatchV1, error) {
+	if len(data) > BatchBytesMax {
+		return nil, fieldError("", "body larger than %d bytes", BatchBytesMax)
+	}
+	var raw rawBatch
+	if err := decodeStrict(data, &raw, ""); err != nil {
+		return nil, err
+	}
+	switch {
+	case raw.BatchID == "":
+		return nil, fieldError("batchId", "required")
+	case len(raw.BatchID) > BatchIDLenMax:
+		return nil, fieldError("batchId", "longer than %d bytes", BatchIDLenMax)
+	case raw.Records == nil:
+		return nil, fieldError("records", "required")
+	case len(raw.Records) > BatchRecordsMax:
+		return nil, fieldError("records", "more than %d records", BatchRecordsMax)
+	}
+	b := &QueryRecordBatchV1{BatchID: raw.BatchID, Worker: raw.Worker, Records: make([]Record, len(raw.Records))}
+	for i, rr := range raw.Records {
+		prefix := fmt.Sprintf("records[%d]", i)
+		if err := decodeStrict(rr, &b.Records[i], prefix); err != nil {
+			return nil, err
+		}
+		if err := b.Records[i].Validate(); err != nil {
+			var fe *transport.FieldError
+			if errors.As(err, &fe) {
+				fe.Field = prefix + "." + fe.Field
+			}
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// decodeStrict decodes one JSON object into v; errors name the field under prefix.
+func decodeStrict(data []byte, v any, prefix string) error {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return fieldError(prefix, "must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err, data, prefix)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fieldError(prefix, "trailing data after the JSON object")
+	}
+	return nil
+}
+
+func jsonError(err error, data []byte, prefix string) error {
+	join := func(f string) string {
+		switch {
+		case prefix == "":
+			return f
+		case f == "":
+			return prefix
+		}
+		return prefix + "." + f
+	}
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return fieldError(join(typeErr.Field), "must be a JSON %s, not %s", typeErr.Type.Kind(), typeErr.Value)
+	}
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
+		return fieldError(prefix, "malformed JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)
+	}
+	if name, ok := strings.CutPrefix(err.Error(), `json: unknown field "`); ok {
+		return fieldError(join(strings.TrimSuffix(name, `"`)), "unknown field")
+	}
+	if f := badTimeField(data); f != "" {
+		return fieldError(join(f), "must be an RFC 3339 time")
+	}
+	return fieldError(prefix, "malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// badTimeField finds which time field of a record does not parse (time.Time's own errors carry
+// no field name).
+func badTimeField(data []byte) string {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(data, &probe) != nil {
+		return ""
+	}
+	for _, f := range []string{"startedAt", "endedAt"} {
+		if raw, ok := probe[f]; ok {
+			var r Record
+			if json.Unmarshal([]byte(`{"`+f+`":`+string(raw)+`}`), &r) != nil {
+				return f
+			}
+		}
+	}
+	return ""
+}
+
+// EncodeBatch is the body the uplink sends.
+func EncodeBatch(b *QueryRecordBatchV1) []byte {
+	data, err := json.Marshal(b)
+	if err != nil {
+		panic(fmt.Sprintf("history: encoding a batch: %v", err)) // our own types always encode
+	}
+	return data
+}
