@@ -1,0 +1,150 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// heartbeatJitter spreads a fleet's heartbeats so they do not arrive in waves.
+const heartbeatJitter = 0.1
+
+// runHeartbeats sends a heartbeat every interval, and at once when HeartbeatNow is called (the
+// self-health probe does so on every change). The first beat registers the worker.
+func (w *Worker) runHeartbeats(ctx context.Context) {
+	for ctx.Err() == nil {
+		seen := w.beatNow.Seq()
+		if err := w.SendHeartbeat(ctx); err != nil && ctx.Err() == nil {
+			w.e.Logger().Warn("heartbeat failed", "worker", w.cfg.Name, "err", err)
+		}
+		w.mu.Lock()
+		wait := w.interval
+		w.mu.Unlock()
+		wctx, cancel := w.e.WithTimeout(ctx, env.Jitter(w.e.Rand(), wait, heartbeatJitter))
+		_ = w.beatNow.Wait(wctx, seen)
+		cancel()
+	}
+}
+
+// buildHeartbeat assembles the next heartbeat: the worker's own fields, then every contributor's.
+func (w *Worker) buildHeartbeat() transport.Heartbeat {
+	now := w.e.Now()
+	w.mu.Lock()
+	w.seq++
+	hb := transport.Heartbeat{
+		Seq: w.seq, SentAt: now, Frontends: slices.Clone(w.cfg.Frontends), Health: w.health.Status(),
+	}
+	contributors := slices.Clone(w.contributors)
+	w.mu.Unlock()
+	for _, fn := range contributors {
+		fn(&hb)
+	}
+	if err := hb.Validate(); err != nil {
+		panic(fmt.Sprintf("worker: a heartbeat contributor made an invalid heartbeat: %v", err))
+	}
+	return hb
+}
+
+// SendHeartbeat sends one heartbeat now and records the answer.
+func (w *Worker) SendHeartbeat(ctx context.Context) error {
+	hb := w.buildHeartbeat()
+	err := w.postHeartbeat(ctx, hb)
+	w.mu.Lock()
+	w.lastSentAt = hb.SentAt
+	if err != nil {
+		w.failures++
+		w.lastError = w.redactLocked(err.Error())
+	} else {
+		w.failures = 0
+		w.lastError = ""
+	}
+	w.mu.Unlock()
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	w.metrics.heartbeats.WithLabelValues(result).Inc()
+	return err
+}
+
+func (w *Worker) postHeartbeat(ctx context.Context, hb transport.Heartbeat) error {
+	body, err := json.Marshal(hb)
+	if err != nil {
+		panic(fmt.Sprintf("worker: encoding a heartbeat: %v", err))
+	}
+	rctx, cancel := w.e.WithTimeout(ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, transport.PathHeartbeat, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", transport.MediaHeartbeat)
+	resp, err := w.Do(rctx, req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
+	}
+	var ack transport.HeartbeatAck
+	if err := json.NewDecoder(io.LimitReader(resp.Body, transport.BodyBytesMax)).Decode(&ack); err != nil {
+		return fmt.Errorf("worker: unreadable heartbeat answer: %w", err)
+	}
+	w.adoptInterval(ack.HeartbeatIntervalSecs)
+	now := w.e.Now()
+	w.mu.Lock()
+	w.lastAck, w.lastAckAt = ack, now
+	hooks := slices.Clone(w.ackHooks)
+	w.mu.Unlock()
+	for _, fn := range hooks {
+		fn(ack)
+	}
+	return nil
+}
+
+// runHealthProbe measures, every probe interval, how late a sleep wakes. Lag means the process
+// is starved (CPU, GC, a blocked runtime): a worker that cannot wake on time cannot serve on time.
+func (w *Worker) runHealthProbe(ctx context.Context) {
+	for {
+		start := w.e.Now()
+		if err := w.e.Sleep(ctx, w.cfg.HealthProbeInterval); err != nil {
+			return
+		}
+		now := w.e.Now()
+		w.ObserveLag(now, max(now.Sub(start)-w.cfg.HealthProbeInterval, 0))
+	}
+}
+
+// ObserveLag feeds one probe result to the health state machine. The probe task calls it; the
+// simulator may call it directly.
+func (w *Worker) ObserveLag(now time.Time, lag time.Duration) {
+	w.mu.Lock()
+	changed := w.health.Observe(now, lag)
+	state := w.health.State
+	w.mu.Unlock()
+	w.metrics.loopLag.Set(lag.Seconds())
+	if !changed {
+		return
+	}
+	w.metrics.healthTransitions.WithLabelValues(state).Inc()
+	w.e.Logger().Warn("worker self-health changed", "worker", w.cfg.Name, "state", state, "loopLag", lag)
+	w.HeartbeatNow() // the control plane hears about it now, not at the next interval
+}
+
+func (w *Worker) redactLocked(s string) string {
+	for _, secret := range []string{w.cfg.Secret, w.token, w.base.User.String()} {
+		if secret != "" {
+			s = replaceAll(s, secret)
+		}
+	}
+	return s
+}

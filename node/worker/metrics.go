@@ -1,0 +1,39 @@
+package worker
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	healthTransitions *prometheus.CounterVec
+	loopLag           prometheus.Gauge
+	heartbeats        *prometheus.CounterVec
+	registrations     *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		healthTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_worker_health_transitions_total",
+			Help: "Self-health state changes, by the state entered.",
+		}, []string{"state"}),
+		loopLag: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "queryflux_worker_loop_lag_seconds",
+			Help: "How late the last self-health probe's sleep woke.",
+		}),
+		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_worker_heartbeats_total",
+			Help: "Heartbeats sent to the control plane, by result.",
+		}, []string{"result"}),
+		registrations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_worker_registrations_total",
+			Help: "Registration attempts with the control plane, by result.",
+		}, []string{"result"}),
+	}
+	reg.MustRegister(m.healthTransitions, m.loopLag, m.heartbeats, m.registrations)
+	return m
+}
+
+func replaceAll(s, secret string) string { return strings.ReplaceAll(s, secret, "[redacted]") }

@@ -1,0 +1,104 @@
+package worker
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// Status is what /worker/status shows. It never carries a credential.
+type Status struct {
+	Name                  string                 `json:"name"`
+	Version               string                 `json:"version"`
+	Labels                map[string]string      `json:"labels"`
+	Frontends             []string               `json:"frontends"`
+	ControlPlaneURL       string                 `json:"controlPlaneUrl"`
+	Registered            bool                   `json:"registered"`
+	RegisteredAt          time.Time              `json:"registeredAt,omitzero"`
+	Registrations         int                    `json:"registrations"`
+	HeartbeatIntervalSecs float64                `json:"heartbeatIntervalSecs"`
+	HeartbeatSeq          uint64                 `json:"heartbeatSeq"`
+	LastHeartbeatSentAt   time.Time              `json:"lastHeartbeatSentAt,omitzero"`
+	LastHeartbeatAckAt    time.Time              `json:"lastHeartbeatAckAt,omitzero"`
+	RegistryState         string                 `json:"registryState,omitempty"`
+	CurrentRevision       string                 `json:"currentRevision,omitempty"`
+	ConsecutiveFailures   int                    `json:"consecutiveFailures"`
+	LastError             string                 `json:"lastError,omitempty"`
+	Health                transport.HealthStatus `json:"health"`
+	Ready                 bool                   `json:"ready"`
+	NotReady              []string               `json:"notReady,omitempty"`
+}
+
+// Status returns the worker's view of itself.
+func (w *Worker) Status() Status {
+	notReady := w.notReady()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return Status{
+		Name: w.cfg.Name, Version: w.cfg.Version, Labels: orEmpty(maps.Clone(w.cfg.Labels)),
+		Frontends: append([]string{}, w.cfg.Frontends...), ControlPlaneURL: w.base.Redacted(),
+		Registered: w.token != "", RegisteredAt: w.registeredAt, Registrations: w.registrations,
+		HeartbeatIntervalSecs: w.interval.Seconds(), HeartbeatSeq: w.seq,
+		LastHeartbeatSentAt: w.lastSentAt, LastHeartbeatAckAt: w.lastAckAt,
+		RegistryState: w.lastAck.State, CurrentRevision: w.lastAck.CurrentRevision,
+		ConsecutiveFailures: w.failures, LastError: w.lastError, Health: w.health.Status(),
+		Ready: len(notReady) == 0, NotReady: notReady,
+	}
+}
+
+// notReady lists why the worker should not take traffic: its self-health, then every
+// readiness check that fails.
+func (w *Worker) notReady() []string {
+	w.mu.Lock()
+	healthy := w.health.State == transport.HealthHealthy
+	lag := w.health.LastLag
+	checks := slices.Clone(w.readiness)
+	w.mu.Unlock()
+	var out []string
+	if !healthy {
+		out = append(out, fmt.Sprintf("self-health: unhealthy (loop lag %v)", lag))
+	}
+	for _, c := range checks {
+		if err := c.check(); err != nil {
+			out = append(out, c.name+": "+w.redact(err.Error()))
+		}
+	}
+	return out
+}
+
+// OpsHandler serves /health (alive), /readyz (503 while unhealthy or not ready), /metrics and
+// /worker/status.
+func (w *Worker) OpsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(rw http.ResponseWriter, r *http.Request) {
+		transport.WriteJSON(rw, http.StatusOK, "application/json", map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(rw http.ResponseWriter, r *http.Request) {
+		if reasons := w.notReady(); len(reasons) > 0 {
+			transport.WriteJSON(rw, http.StatusServiceUnavailable, "application/json", map[string]any{"ready": false, "reasons": reasons})
+			return
+		}
+		transport.WriteJSON(rw, http.StatusOK, "application/json", map[string]any{"ready": true})
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(w.cfg.Metrics, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET "+transport.PathWorkerStatus, func(rw http.ResponseWriter, r *http.Request) {
+		transport.WriteJSON(rw, http.StatusOK, transport.MediaWorkerStatus, w.Status())
+	})
+	return mux
+}
+
+// Metrics is the registry /metrics serves; other subsystems of the worker register here.
+func (w *Worker) Metrics() *prometheus.Registry { return w.cfg.Metrics }
+
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}

@@ -1,0 +1,263 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// Worker is one worker's link to the control plane.
+type Worker struct {
+	e       env.Env
+	cfg     Config
+	client  *http.Client
+	base    *url.URL
+	metrics *metrics
+	beatNow env.Signal // wakes the heartbeat loop for an immediate beat
+	regDone env.Signal // a registration attempt ended
+
+	mu            sync.Mutex
+	token         string // current session token; "" when none
+	registering   bool
+	registeredAt  time.Time
+	registrations int
+	interval      time.Duration
+	seq           uint64
+	health        HealthMonitor
+	lastSentAt    time.Time
+	lastAckAt     time.Time
+	lastAck       transport.HeartbeatAck
+	failures      int    // consecutive heartbeat failures
+	lastError     string // redacted
+	contributors  []func(*transport.Heartbeat)
+	ackHooks      []func(transport.HeartbeatAck)
+	readiness     []readinessCheck
+}
+
+type readinessCheck struct {
+	name  string
+	check func() error
+}
+
+// New returns a worker. cfg is defaulted and must validate (Config.Validate); an invalid cfg is
+// a programming error and panics. client carries every call to the control plane; it must not
+// set Timeout (deadlines come from Env contexts).
+func New(e env.Env, cfg Config, client *http.Client) *Worker {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		panic("worker: invalid config: " + err.Error())
+	}
+	if client == nil || client.Timeout != 0 {
+		panic("worker: needs an *http.Client without Timeout")
+	}
+	base, _ := url.Parse(strings.TrimRight(cfg.ControlPlaneURL, "/") + "/")
+	return &Worker{
+		e: e, cfg: cfg, client: client, base: base,
+		metrics:  newMetrics(cfg.Metrics),
+		beatNow:  e.NewSignal(),
+		regDone:  e.NewSignal(),
+		interval: cfg.HeartbeatInterval,
+		health:   NewHealthMonitor(cfg.LagThreshold, cfg.HealthFlips, e.Now()),
+	}
+}
+
+// Start runs the heartbeat loop (which registers first) and the self-health probe as Env tasks
+// until ctx ends.
+func (w *Worker) Start(ctx context.Context) {
+	w.e.Go(ctx, "worker-heartbeat", w.runHeartbeats)
+	w.e.Go(ctx, "worker-health-probe", w.runHealthProbe)
+}
+
+// AddHeartbeatContributor adds fn, called (without locks held) on every heartbeat before it is
+// sent, to fill the fields its subsystem owns: Revision, Config, Coordination, History.
+func (w *Worker) AddHeartbeatContributor(fn func(hb *transport.Heartbeat)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.contributors = append(w.contributors, fn)
+}
+
+// OnHeartbeatAck adds fn, called with every heartbeat answer (current revision, registry state).
+func (w *Worker) OnHeartbeatAck(fn func(ack transport.HeartbeatAck)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ackHooks = append(w.ackHooks, fn)
+}
+
+// AddReadinessCheck makes /readyz answer 503 while check returns an error.
+func (w *Worker) AddReadinessCheck(name string, check func() error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.readiness = append(w.readiness, readinessCheck{name, check})
+}
+
+// HeartbeatNow asks for a heartbeat at once instead of at the next interval.
+func (w *Worker) HeartbeatNow() { w.beatNow.Notify() }
+
+// Name is the worker's name.
+func (w *Worker) Name() string { return w.cfg.Name }
+
+// URL resolves a path of the control plane's API against its base URL.
+func (w *Worker) URL(path string) string {
+	return w.base.ResolveReference(&url.URL{Path: strings.TrimPrefix(path, "/")}).String()
+}
+
+// Do sends req to the control plane with the worker's session token, registering first if it
+// has none. A 401 (token revoked, superseded, or unknown to a restarted control plane) makes it
+// register again and retry once. A relative req.URL is resolved against the control plane's
+// base URL. The caller closes the response body and sets deadlines through ctx.
+func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, error) {
+	body, err := replayableBody(req)
+	if err != nil {
+		return nil, err
+	}
+	stale := ""
+	for attempt := 0; attempt < 2; attempt++ {
+		token, err := w.session(ctx, stale)
+		if err != nil {
+			return nil, err
+		}
+		r := req.Clone(ctx)
+		if r.URL.Host == "" {
+			r.URL = w.base.ResolveReference(&url.URL{Path: strings.TrimPrefix(req.URL.Path, "/"), RawQuery: req.URL.RawQuery})
+			r.Host = ""
+		}
+		if body != nil {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+		}
+		transport.SetBearer(r, token)
+		resp, err := w.client.Do(r)
+		if err != nil {
+			return nil, w.redactErr(err)
+		}
+		if resp.StatusCode != http.StatusUnauthorized || attempt == 1 {
+			return resp, nil
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		w.e.Logger().Info("control plane refused the session token; registering again", "worker", w.cfg.Name)
+		stale = token
+	}
+	panic("unreachable")
+}
+
+func replayableBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	defer req.Body.Close()
+	data, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, fmt.Errorf("worker: reading request body: %w", err)
+	}
+	return data, nil
+}
+
+// session returns a session token other than stale, registering when there is none. Concurrent
+// callers share one registration.
+func (w *Worker) session(ctx context.Context, stale string) (string, error) {
+	for {
+		seen := w.regDone.Seq()
+		w.mu.Lock()
+		if w.token != "" && w.token != stale {
+			token := w.token
+			w.mu.Unlock()
+			return token, nil
+		}
+		if !w.registering {
+			w.registering = true
+			if w.token == stale {
+				w.token = ""
+			}
+			w.mu.Unlock()
+			token, err := w.register(ctx)
+			now := w.e.Now()
+			w.mu.Lock()
+			w.registering = false
+			if err == nil {
+				w.token = token
+				w.registeredAt = now
+				w.registrations++
+			}
+			w.mu.Unlock()
+			w.regDone.Notify()
+			return token, err
+		}
+		w.mu.Unlock()
+		if err := w.regDone.Wait(ctx, seen); err != nil {
+			return "", err
+		}
+		stale = "" // someone else registered: take whatever token they got
+	}
+}
+
+// register presents the shared secret and returns a fresh session token.
+func (w *Worker) register(ctx context.Context) (string, error) {
+	body, _ := json.Marshal(transport.RegisterRequest{Name: w.cfg.Name, Version: w.cfg.Version,
+		Labels: w.cfg.Labels, Frontends: w.cfg.Frontends})
+	rctx, cancel := w.e.WithTimeout(ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, w.URL(transport.PathRegister), bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", transport.MediaWorkerRegister)
+	transport.SetBearer(req, w.cfg.Secret)
+	resp, err := w.client.Do(req)
+	if err != nil {
+		w.metrics.registrations.WithLabelValues("error").Inc()
+		return "", fmt.Errorf("worker: register: %w", w.redactErr(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		w.metrics.registrations.WithLabelValues("refused").Inc()
+		return "", fmt.Errorf("worker: register: %w", &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)})
+	}
+	var ans transport.RegisterResponse
+	if err := json.NewDecoder(io.LimitReader(resp.Body, transport.BodyBytesMax)).Decode(&ans); err != nil || ans.Token == "" {
+		w.metrics.registrations.WithLabelValues("error").Inc()
+		return "", fmt.Errorf("worker: register: unreadable answer (%v)", err)
+	}
+	w.metrics.registrations.WithLabelValues("ok").Inc()
+	w.adoptInterval(ans.HeartbeatIntervalSecs)
+	w.e.Logger().Info("registered with the control plane", "worker", w.cfg.Name, "heartbeatIntervalSecs", ans.HeartbeatIntervalSecs)
+	return ans.Token, nil
+}
+
+// adoptInterval takes the control plane's heartbeat interval, which its reaper's timeouts assume.
+func (w *Worker) adoptInterval(secs float64) {
+	if secs <= 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.interval = time.Duration(secs * float64(time.Second))
+}
+
+// redactErr strips credentials from an error's text (a URL with userinfo, the secret, the token).
+func (w *Worker) redactErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := w.redact(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+func (w *Worker) redact(s string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.redactLocked(s)
+}

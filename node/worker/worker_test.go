@@ -1,0 +1,294 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/registry"
+	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/transport"
+)
+
+const (
+	secret     = "the-shared-worker-secret"
+	adminToken = "the-admin-token"
+)
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// lagEnv is the real Env whose sleeps wake late by a settable amount: a starved process.
+type lagEnv struct {
+	env.Env
+	lag atomic.Int64
+}
+
+func (l *lagEnv) Sleep(ctx context.Context, d time.Duration) error {
+	return l.Env.Sleep(ctx, d+time.Duration(l.lag.Load()))
+}
+
+type fleet struct {
+	t    *testing.T
+	ctx  context.Context
+	e    env.Env
+	logs *logBuffer
+	cp   *controlplane.ControlPlane
+	srv  *httptest.Server
+}
+
+func newFleet(t *testing.T) *fleet {
+	t.Helper()
+	logs := &logBuffer{}
+	e := env.Real(slog.New(slog.NewTextHandler(logs, nil)))
+	ctx, cancel := e.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cp := controlplane.New(e, controlplane.Config{
+		WorkerSecret: secret, AdminToken: adminToken, AllowShortTimeouts: true,
+		HeartbeatInterval: 50 * time.Millisecond, StaleAfter: 2 * time.Second, EvictGrace: 2 * time.Second,
+	}, registry.NewMemory())
+	if err := cp.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(cp.Handler())
+	t.Cleanup(srv.Close)
+	return &fleet{t: t, ctx: ctx, e: e, logs: logs, cp: cp, srv: srv}
+}
+
+func (f *fleet) worker(name string, e env.Env, tweak func(*Config)) *Worker {
+	cfg := Config{ControlPlaneURL: f.srv.URL, Secret: secret, Name: name, Version: "1.0",
+		Labels: map[string]string{"zone": "eu"}, Frontends: []string{"postgres"},
+		HeartbeatInterval: time.Second, HealthProbeInterval: 20 * time.Millisecond, LagThreshold: 15 * time.Millisecond}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	if e == nil {
+		e = f.e
+	}
+	return New(e, cfg, &http.Client{})
+}
+
+// eventually polls cond for up to 5 s.
+func (f *fleet) eventually(what string, cond func() bool) {
+	f.t.Helper()
+	for i := 0; i < 500; i++ {
+		if cond() {
+			return
+		}
+		_ = f.e.Sleep(f.ctx, 10*time.Millisecond)
+	}
+	f.t.Fatalf("timed out waiting for %s", what)
+}
+
+func (f *fleet) info(name string) transport.WorkerInfo {
+	wi, _ := f.cp.Worker(name)
+	return wi
+}
+
+func TestRegistersAndHeartbeatsWithContributedFields(t *testing.T) {
+	f := newFleet(t)
+	w := f.worker("w1", nil, nil)
+	w.AddHeartbeatContributor(func(hb *transport.Heartbeat) {
+		hb.Revision = transport.RevisionStatus{Active: "rev-7", LastSeen: "rev-8"}
+		hb.History = transport.HistoryCounters{Sent: 5, Dropped: 1, Pending: 2}
+		hb.Coordination.Policy = "remote"
+	})
+	var acks atomic.Int32
+	w.OnHeartbeatAck(func(ack transport.HeartbeatAck) {
+		if ack.State == transport.StateHealthy {
+			acks.Add(1)
+		}
+	})
+	f.cp.SetCurrentRevision("rev-7")
+	w.Start(f.ctx)
+	f.eventually("three heartbeats", func() bool { return acks.Load() >= 3 })
+	wi := f.info("w1")
+	if !wi.Online || wi.Revision != "rev-7" || !wi.Current || wi.Heartbeat.History.Dropped != 1 || wi.Heartbeat.Coordination.Policy != "remote" {
+		t.Fatalf("control plane sees %+v", wi)
+	}
+	if st := w.Status(); !st.Registered || st.Registrations != 1 || st.HeartbeatIntervalSecs != 0.05 || st.CurrentRevision != "rev-7" {
+		t.Fatalf("status %+v (the worker must adopt the control plane's interval)", st)
+	}
+}
+
+func TestDoRegistersAgainOn401(t *testing.T) {
+	f := newFleet(t)
+	f.cp.HandleWorker("POST /worker/echo", func(rw http.ResponseWriter, r *http.Request, worker string) {
+		body, _ := io.ReadAll(r.Body)
+		_, _ = io.WriteString(rw, worker+":"+string(body))
+	})
+	w := f.worker("w1", nil, nil)
+	call := func() string {
+		req, _ := http.NewRequest("POST", "/worker/echo", strings.NewReader("payload"))
+		resp, err := w.Do(f.ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		return string(body)
+	}
+	if got := call(); got != "w1:payload" {
+		t.Fatalf("first call: %q", got)
+	}
+	// Someone registers under the same name: our token is superseded.
+	req, _ := http.NewRequest("POST", f.srv.URL+transport.PathRegister, strings.NewReader(`{"name":"w1","version":"2"}`))
+	req.Header.Set("Content-Type", transport.MediaWorkerRegister)
+	transport.SetBearer(req, secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("steal: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if got := call(); got != "w1:payload" {
+		t.Fatalf("call after the token was superseded: %q (body must be replayed)", got)
+	}
+	if st := w.Status(); st.Registrations != 2 {
+		t.Fatalf("registrations %d, want 2", st.Registrations)
+	}
+}
+
+func TestConcurrentCallersShareOneRegistration(t *testing.T) {
+	f := newFleet(t)
+	f.cp.HandleWorker("GET /worker/ping", func(rw http.ResponseWriter, r *http.Request, worker string) {})
+	w := f.worker("w1", nil, nil)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		f.e.Go(f.ctx, "caller", func(ctx context.Context) {
+			defer wg.Done()
+			req, _ := http.NewRequest("GET", "/worker/ping", nil)
+			if resp, err := w.Do(ctx, req); err == nil {
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	if n := w.Status().Registrations; n != 1 {
+		t.Fatalf("%d registrations for 8 concurrent first calls", n)
+	}
+}
+
+func TestSelfHealthGoesUnhealthyAndRecovers(t *testing.T) {
+	f := newFleet(t)
+	le := &lagEnv{Env: f.e}
+	w := f.worker("w1", le, func(c *Config) { c.HeartbeatInterval = time.Hour })
+	ops := httptest.NewServer(w.OpsHandler())
+	defer ops.Close()
+	w.Start(f.ctx)
+	f.eventually("registered and healthy", func() bool { return f.info("w1").Health == transport.HealthHealthy })
+	readyz := func() int {
+		resp, err := http.Get(ops.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := readyz(); code != 200 {
+		t.Fatalf("readyz while healthy: %d", code)
+	}
+	le.lag.Store(int64(40 * time.Millisecond))
+	// The control plane's interval is 50ms here, so cap the wait below what a routine beat
+	// would need to matter: the unhealthy beat must be pushed at once.
+	f.eventually("worker unhealthy", func() bool { return w.Status().Health.State == transport.HealthUnhealthy })
+	f.eventually("control plane told", func() bool { return f.info("w1").Health == transport.HealthUnhealthy })
+	if code := readyz(); code != 503 {
+		t.Fatalf("readyz while unhealthy: %d", code)
+	}
+	if ws := f.info("w1").Warnings; !strings.Contains(strings.Join(ws, ";"), "unhealthy") {
+		t.Fatalf("admin warnings %v", ws)
+	}
+	le.lag.Store(0)
+	f.eventually("worker recovered", func() bool { return w.Status().Health.State == transport.HealthHealthy })
+	f.eventually("readyz 200", func() bool { return readyz() == 200 })
+	resp, err := http.Get(ops.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`queryflux_worker_health_transitions_total{state="unhealthy"} 1`,
+		`queryflux_worker_health_transitions_total{state="healthy"} 1`, "queryflux_worker_loop_lag_seconds"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func TestUnhealthyHeartbeatIsSentAtOnce(t *testing.T) {
+	f := newFleet(t)
+	w := f.worker("w1", nil, func(c *Config) { c.HealthProbeInterval = time.Hour })
+	w.Start(f.ctx)
+	f.eventually("first beat", func() bool { return w.Status().LastHeartbeatAckAt.After(time.Time{}) })
+	// Slow the routine beat down to an hour, then flip health by hand.
+	w.adoptInterval(3600)
+	_ = w.SendHeartbeat(f.ctx) // the loop is now waiting an hour
+	before := w.Status().HeartbeatSeq
+	for i := 0; i < 3; i++ {
+		w.ObserveLag(f.e.Now(), time.Second)
+	}
+	f.eventually("an immediate beat", func() bool { return f.info("w1").Health == transport.HealthUnhealthy })
+	if w.Status().HeartbeatSeq <= before {
+		t.Fatal("no new heartbeat")
+	}
+}
+
+func TestOpsOutputNeverShowsCredentials(t *testing.T) {
+	f := newFleet(t)
+	w := f.worker("w1", nil, func(c *Config) { c.ControlPlaneURL = strings.Replace(f.srv.URL, "http://", "http://user:urlpassword@", 1) })
+	w.AddReadinessCheck("config", func() error { return io.ErrUnexpectedEOF })
+	w.Start(f.ctx)
+	f.eventually("registered", func() bool { return w.Status().Registered })
+	// Make the last error non-empty too: a heartbeat refused by a stopped server.
+	ops := httptest.NewServer(w.OpsHandler())
+	defer ops.Close()
+	var out bytes.Buffer
+	for _, path := range []string{"/worker/status", "/metrics", "/readyz", "/health"} {
+		resp, err := http.Get(ops.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(&out, resp.Body)
+		resp.Body.Close()
+	}
+	token := w.token
+	for _, s := range []string{secret, token, "urlpassword"} {
+		if s == "" || strings.Contains(out.String(), s) || strings.Contains(f.logs.String(), s) {
+			t.Fatalf("credential %q leaked (empty means no token was issued)", s)
+		}
+	}
+	var st Status
+	resp, _ := http.Get(ops.URL + "/worker/status")
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Name != "w1" || st.Ready {
+		t.Fatalf("status %+v %v", st, err)
+	}
+}
