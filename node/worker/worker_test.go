@@ -263,7 +263,9 @@ func TestUnhealthyHeartbeatIsSentAtOnce(t *testing.T) {
 
 func TestOpsOutputNeverShowsCredentials(t *testing.T) {
 	f := newFleet(t)
-	w := f.worker("w1", nil, func(c *Config) { c.ControlPlaneURL = strings.Replace(f.srv.URL, "http://", "http://user:urlpassword@", 1) })
+	w := f.worker("w1", nil, func(c *Config) {
+		c.ControlPlaneURL = strings.Replace(f.srv.URL, "http://", "http://user:urlpassword@", 1)
+	})
 	w.AddReadinessCheck("config", func() error { return io.ErrUnexpectedEOF })
 	w.Start(f.ctx)
 	f.eventually("registered", func() bool { return w.Status().Registered })
