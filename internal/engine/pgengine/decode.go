@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -49,6 +50,9 @@ func decoderFor(f pgconn.FieldDescription, t arrow.DataType) (decoder, error) {
 			b.(*array.Decimal128Builder).Append(n)
 			return nil
 		}), nil
+	}
+	if d := textDecoder(f.DataTypeOID); d != nil {
+		return nullable(d), nil
 	}
 	// A text-format column of a type decoded natively in binary (simple protocol mode):
 	// let pgx parse the text, then convert the Go value.
@@ -153,3 +157,49 @@ func fixed(n int, f func(raw []byte, b array.Builder)) decoder {
 }
 
 func microsDuration(us int64) any { return time.Duration(us) * time.Microsecond }
+
+// textDecoder parses the hot scalar types from text without going through pgx's codecs.
+func textDecoder(oid uint32) decoder {
+	switch oid {
+	case pgtype.BoolOID:
+		return func(raw []byte, b array.Builder) error {
+			if len(raw) != 1 || (raw[0] != 't' && raw[0] != 'f') {
+				return fmt.Errorf("bool %q", raw)
+			}
+			b.(*array.BooleanBuilder).Append(raw[0] == 't')
+			return nil
+		}
+	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID:
+		bits := map[uint32]int{pgtype.Int2OID: 16, pgtype.Int4OID: 32, pgtype.Int8OID: 64}[oid]
+		return func(raw []byte, b array.Builder) error {
+			v, err := strconv.ParseInt(string(raw), 10, bits)
+			if err != nil {
+				return err
+			}
+			switch bb := b.(type) {
+			case *array.Int16Builder:
+				bb.Append(int16(v))
+			case *array.Int32Builder:
+				bb.Append(int32(v))
+			case *array.Int64Builder:
+				bb.Append(v)
+			}
+			return nil
+		}
+	case pgtype.Float4OID, pgtype.Float8OID:
+		return func(raw []byte, b array.Builder) error {
+			v, err := strconv.ParseFloat(string(raw), 64)
+			if err != nil {
+				return err
+			}
+			switch bb := b.(type) {
+			case *array.Float32Builder:
+				bb.Append(float32(v))
+			case *array.Float64Builder:
+				bb.Append(v)
+			}
+			return nil
+		}
+	}
+	return nil
+}

@@ -36,6 +36,9 @@ func init() { engine.Register(Kind, Open) }
 type Engine struct {
 	name string
 	pool *pgxpool.Pool
+	// argsFreeMode runs statements without arguments. Literal-only SQL (simple-protocol
+	// clients) varies too much to be worth a prepared-statement cache entry each.
+	argsFreeMode pgx.QueryExecMode
 }
 
 var _ engine.Describer = (*Engine)(nil)
@@ -53,7 +56,11 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgengine %q: %w", spec.Name, err)
 	}
-	return &Engine{name: spec.Name, pool: pool}, nil
+	argsFree := pgx.QueryExecModeExec
+	if _, set := spec.Options["exec_mode"]; set {
+		argsFree = cfg.ConnConfig.DefaultQueryExecMode
+	}
+	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree}, nil
 }
 
 func poolConfig(spec engine.Spec) (*pgxpool.Config, error) {
@@ -159,8 +166,11 @@ var binaryOIDs = pgx.QueryResultFormatsByOID{
 
 // Execute runs q. Cancelling ctx cancels the query on the server (pgx sends a cancel request).
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	args := make([]any, 0, len(q.Args)+1)
+	args := make([]any, 0, len(q.Args)+2)
 	args = append(args, binaryOIDs)
+	if len(q.Args) == 0 {
+		args = append(args, e.argsFreeMode)
+	}
 	args = append(args, q.Args...)
 	rows, err := e.pool.Query(ctx, q.SQL, args...)
 	if err != nil {

@@ -1,0 +1,47 @@
+package pgwire_test
+
+import (
+	"net"
+	"net/url"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// TestPgbench initialises pgbench tables directly on a fresh database, then runs the
+// select-only benchmark through the frontend in simple and extended protocol.
+func TestPgbench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("pgbench runs for seconds")
+	}
+	addr, direct, _ := pgBackend(t)
+	u, _ := url.Parse(direct)
+	init := exec.Command("pgbench", "-i", "-q", "-s", "1", "-h", u.Hostname(), "-p", u.Port(), "-U", u.User.Username(), u.Path[1:])
+	if out, err := init.CombinedOutput(); err != nil {
+		t.Fatalf("pgbench -i: %v\n%s", err, out)
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	for _, mode := range []string{"simple", "extended", "prepared"} {
+		t.Run(mode, func(t *testing.T) {
+			cmd := exec.Command("pgbench", "-n", "-S", "-M", mode, "-T", "2", "-c", "2", "-h", host, "-p", port, "-U", "bench", "demo")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("pgbench -M %s: %v\n%s", mode, err, out)
+			}
+			m := regexp.MustCompile(`number of transactions actually processed: (\d+)`).FindSubmatch(out)
+			if m == nil {
+				t.Fatalf("pgbench output without a transaction count:\n%s", out)
+			}
+			n, _ := strconv.Atoi(string(m[1]))
+			if n < 100 {
+				t.Fatalf("only %d transactions in 2s:\n%s", n, out)
+			}
+			if f := regexp.MustCompile(`number of failed transactions: (\d+)`).FindSubmatch(out); f != nil && string(f[1]) != "0" {
+				t.Fatalf("failed transactions:\n%s", out)
+			}
+			tps := regexp.MustCompile(`tps = ([0-9.]+)`).FindSubmatch(out)
+			t.Logf("pgbench -S -M %s through the frontend: %d transactions, tps %s", mode, n, tps[1])
+		})
+	}
+}
