@@ -126,7 +126,7 @@ func TestConcurrentAcquiresNeverExceedCap(t *testing.T) {
 					return
 				}
 				time.Sleep(time.Duration(w%4) * 100 * time.Microsecond) // run the "query"
-				held.Add(-1) // before the release: the store may grant again once released
+				held.Add(-1)                                            // before the release: the store may grant again once released
 				if err := s.Release(ctx, l.Ref()); err != nil {
 					errs <- err
 					return

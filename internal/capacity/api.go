@@ -1,0 +1,229 @@
+package capacity
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// Worker API paths (POST, JSON bodies).
+const (
+	PathAcquire          = "/worker/capacity/acquire"
+	PathRenew            = "/worker/capacity/renew"
+	PathReleaseBatch     = "/worker/capacity/release-batch"
+	PathSweepLockAcquire = "/worker/sweep-lock/acquire"
+	PathSweepLockRelease = "/worker/sweep-lock/release"
+)
+
+// MediaJSON is the media type of every capacity request and answer.
+const MediaJSON = "application/json"
+
+// AcquireRequest asks for a lease. Holder is only read by the unauthenticated handler (tests,
+// benchmarks); behind the control plane's auth the holder is the authenticated worker.
+type AcquireRequest struct {
+	Cluster   string `json:"cluster"`
+	Cap       int    `json:"cap"`
+	TTLMillis int64  `json:"ttlMillis"`
+	Holder    string `json:"holder,omitempty"`
+}
+
+// AcquireResponse grants a lease, or denies it (Granted false, Lease nil).
+type AcquireResponse struct {
+	Granted bool   `json:"granted"`
+	Lease   *Lease `json:"lease,omitempty"`
+}
+
+// RenewRequest extends one lease; a stale lease gets 409.
+type RenewRequest struct {
+	Lease     LeaseRef `json:"lease"`
+	TTLMillis int64    `json:"ttlMillis"`
+}
+
+// RenewResponse carries the renewed lease.
+type RenewResponse struct {
+	Lease Lease `json:"lease"`
+}
+
+// ReleaseBatchRequest frees leases; stale ones are skipped.
+type ReleaseBatchRequest struct {
+	Leases []LeaseRef `json:"leases"`
+}
+
+// ReleaseBatchResponse says how many leases were freed.
+type ReleaseBatchResponse struct {
+	Released int `json:"released"`
+}
+
+// SweepLockRequest takes (TTLMillis > 0) or releases a sweep lock for the authenticated owner.
+type SweepLockRequest struct {
+	Name      string `json:"name"`
+	TTLMillis int64  `json:"ttlMillis,omitempty"`
+	Owner     string `json:"owner,omitempty"` // unauthenticated handler only
+}
+
+// SweepLockResponse grants the lock, or says another owner holds it (Granted false).
+type SweepLockResponse struct {
+	Granted bool       `json:"granted"`
+	Lock    *SweepLock `json:"lock,omitempty"`
+}
+
+// API serves the capacity endpoints of the worker API from a CapacityStore, a SweepCoordinator
+// and the control plane's clock.
+type API struct {
+	store   CapacityStore
+	locks   SweepCoordinator
+	env     env.Env
+	metrics *Metrics
+}
+
+// NewAPI returns the capacity API. metrics may be nil.
+func NewAPI(store CapacityStore, locks SweepCoordinator, e env.Env, metrics *Metrics) *API {
+	return &API{store: store, locks: locks, env: e, metrics: metricsOrNew(metrics)}
+}
+
+// Endpoint is one POST path of the API and its handler, told the authenticated caller (the
+// lease holder or lock owner; "" lets the body name it).
+type Endpoint struct {
+	Path  string
+	Serve func(w http.ResponseWriter, r *http.Request, caller string)
+}
+
+// Endpoints lists the API's paths and handlers.
+func (a *API) Endpoints() []Endpoint {
+	return []Endpoint{
+		{PathAcquire, a.serveAcquire},
+		{PathRenew, a.serveRenew},
+		{PathReleaseBatch, a.serveReleaseBatch},
+		{PathSweepLockAcquire, a.serveSweepLockAcquire},
+		{PathSweepLockRelease, a.serveSweepLockRelease},
+	}
+}
+
+// NewAPIHandler serves the API without authentication: the caller names itself in the body
+// (holder, owner). For tests, benchmarks and a trusted loopback; the control plane mounts the
+// Endpoints behind its worker auth instead (node/controlplane.MountCapacity).
+func NewAPIHandler(store CapacityStore, locks SweepCoordinator, e env.Env, metrics *Metrics) http.Handler {
+	a := NewAPI(store, locks, e, metrics)
+	mux := http.NewServeMux()
+	for _, ep := range a.Endpoints() {
+		mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
+	}
+	return mux
+}
+
+func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string) {
+	var req AcquireRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	holder := pick(caller, req.Holder)
+	l, err := a.store.Acquire(r.Context(), req.Cluster, holder, req.Cap, millis(req.TTLMillis), a.env.Now())
+	switch {
+	case err == nil:
+		transport.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{Granted: true, Lease: &l})
+	case errors.Is(err, ErrAtCapacity):
+		a.metrics.LeaseDenied.WithLabelValues(req.Cluster).Inc()
+		transport.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{})
+	default:
+		a.fail(w, "acquire", err)
+	}
+}
+
+func (a *API) serveRenew(w http.ResponseWriter, r *http.Request, caller string) {
+	var req RenewRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	l, err := a.store.Renew(r.Context(), req.Lease, millis(req.TTLMillis), a.env.Now())
+	if err != nil {
+		a.fail(w, "renew", err)
+		return
+	}
+	transport.WriteJSON(w, http.StatusOK, MediaJSON, RenewResponse{Lease: l})
+}
+
+func (a *API) serveReleaseBatch(w http.ResponseWriter, r *http.Request, caller string) {
+	var req ReleaseBatchRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	n, err := a.store.ReleaseBatch(r.Context(), req.Leases)
+	if err != nil {
+		a.fail(w, "release", err)
+		return
+	}
+	transport.WriteJSON(w, http.StatusOK, MediaJSON, ReleaseBatchResponse{Released: n})
+}
+
+func (a *API) serveSweepLockAcquire(w http.ResponseWriter, r *http.Request, caller string) {
+	var req SweepLockRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	l, err := a.locks.AcquireSweepLock(r.Context(), req.Name, pick(caller, req.Owner), millis(req.TTLMillis), a.env.Now())
+	switch {
+	case err == nil:
+		transport.WriteJSON(w, http.StatusOK, MediaJSON, SweepLockResponse{Granted: true, Lock: &l})
+	case errors.Is(err, ErrLockHeld):
+		transport.WriteJSON(w, http.StatusOK, MediaJSON, SweepLockResponse{})
+	default:
+		a.fail(w, "sweep-lock", err)
+	}
+}
+
+func (a *API) serveSweepLockRelease(w http.ResponseWriter, r *http.Request, caller string) {
+	var req SweepLockRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if err := a.locks.ReleaseSweepLock(r.Context(), req.Name, pick(caller, req.Owner)); err != nil {
+		a.fail(w, "sweep-lock", err)
+		return
+	}
+	transport.WriteJSON(w, http.StatusOK, MediaJSON, SweepLockResponse{})
+}
+
+// fail answers a store error: 409 for a stale lease, 400 for bad input, 503 otherwise.
+func (a *API) fail(w http.ResponseWriter, op string, err error) {
+	switch {
+	case errors.Is(err, ErrStaleGeneration):
+		transport.WriteError(w, http.StatusConflict, err.Error(), "lease")
+	case errors.Is(err, ErrInvalid):
+		transport.WriteError(w, http.StatusBadRequest, err.Error(), "")
+	default:
+		a.metrics.CoordinationFailures.WithLabelValues("store-" + op).Inc()
+		a.env.Logger().Warn("capacity store failed", "op", op, "err", err)
+		transport.WriteError(w, http.StatusServiceUnavailable, "capacity store unavailable", "")
+	}
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	data, err := transport.ReadBody(r, MediaJSON)
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err = dec.Decode(v); err != nil {
+			err = fmt.Errorf("decoding %T: %w", v, err)
+		}
+	}
+	if err != nil {
+		transport.WriteBadRequest(w, err)
+		return false
+	}
+	return true
+}
+
+func pick(authenticated, claimed string) string {
+	if authenticated != "" {
+		return authenticated
+	}
+	return claimed
+}
+
+func millis(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

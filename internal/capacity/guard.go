@@ -1,0 +1,99 @@
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Guard hands out capacity slots per cluster so that at most cap queries run on it at once.
+//
+// Acquire never waits for a slot to free: it answers at once (or after one round trip to the
+// coordination service) with a slot, or ErrAtCapacity; the proxy core does the queueing. A cap
+// below 1 never has a slot. Other errors (ErrUnavailable under onUnavailable: failClosed, a
+// context error) fail the query.
+type Guard interface {
+	Acquire(ctx context.Context, cluster string, limit int) (Slot, error)
+}
+
+// Slot is one running query's claim on a cluster.
+type Slot interface {
+	// Release gives the slot back. Call it exactly once. It never blocks on the network: a
+	// lease is released by a background batch.
+	Release()
+	// Lost reports whether self-fencing dropped the slot's lease; the query must stop.
+	Lost() bool
+	// OnLost registers fn to run once when the lease is lost (at once if it already is); pass
+	// the query's cancel function. fn runs in the guard's keeper task and must not block.
+	OnLost(fn func())
+}
+
+// LocalGuard counts running queries per cluster in this process: the guard of coordination
+// mode local, and the fallback under onUnavailable: localLimits.
+type LocalGuard struct {
+	mu      sync.Mutex
+	running map[string]int
+}
+
+// NewLocalGuard returns an empty local guard.
+func NewLocalGuard() *LocalGuard { return &LocalGuard{running: map[string]int{}} }
+
+var _ Guard = (*LocalGuard)(nil)
+
+// Acquire implements Guard.
+func (g *LocalGuard) Acquire(ctx context.Context, cluster string, limit int) (Slot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !g.take(cluster, limit) {
+		return nil, ErrAtCapacity
+	}
+	return &localSlot{g: g, cluster: cluster}, nil
+}
+
+func (g *LocalGuard) take(cluster string, limit int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running[cluster] >= limit {
+		return false
+	}
+	g.running[cluster]++
+	return true
+}
+
+func (g *LocalGuard) give(cluster string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running[cluster]--
+	if g.running[cluster] < 0 {
+		panic(fmt.Sprintf("capacity: local running count of %q went negative", cluster))
+	}
+}
+
+// Running is the number of slots held on cluster.
+func (g *LocalGuard) Running(cluster string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.running[cluster]
+}
+
+type localSlot struct {
+	g        *LocalGuard
+	cluster  string
+	mu       sync.Mutex
+	released bool
+}
+
+func (s *localSlot) Release() {
+	s.mu.Lock()
+	if s.released {
+		s.mu.Unlock()
+		panic(fmt.Sprintf("capacity: slot on %q released twice", s.cluster))
+	}
+	s.released = true
+	s.mu.Unlock()
+	s.g.give(s.cluster)
+}
+
+func (s *localSlot) Lost() bool       { return false }
+func (s *localSlot) OnLost(fn func()) {}

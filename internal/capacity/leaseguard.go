@@ -1,0 +1,478 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/queryflux/queryflux/node/env"
+)
+
+// Coordination modes and policies (the strings of config's queryflux.coordination).
+const (
+	ModeControlPlane = "controlPlane" // leases from a LeaseClient (the control plane, or a store)
+	ModeLocal        = "local"        // a LocalGuard only
+
+	OnUnavailableFailClosed  = "failClosed"  // no lease, no query
+	OnUnavailableLocalLimits = "localLimits" // fall back to this node's own count against the cap
+
+	OnLeaseLostCancel  = "cancel"  // a lease that cannot be renewed in time cancels its query
+	OnLeaseLostOverrun = "overrun" // ... or lets it finish, counted in queryflux_capacity_overrun_total
+)
+
+// Defaults of GuardOptions.
+const (
+	LeaseTTLDefault       = 30 * time.Second
+	DriftMarginDefault    = 2 * time.Second
+	AcquireTimeoutDefault = 5 * time.Second
+	releaseBatchMax       = 500
+	releaseQueueMax       = 100000
+	keeperActionsMax      = 10000 // renewals per keeper round
+)
+
+// GuardOptions configure a LeaseGuard. Env, Client and Holder are required.
+type GuardOptions struct {
+	Env    env.Env
+	Client LeaseClient // the control plane (Remote) or a CapacityStore
+	Holder string      // this node's name: the holder of its leases
+
+	OnUnavailable string // failClosed (default) | localLimits
+	OnLeaseLost   string // cancel (default) | overrun
+
+	// LeaseTTL is the lease lifetime asked for; the control plane reclaims a lease TTL after its
+	// last renewal. DriftMargin is how much sooner this node stops counting on it: clocks may run
+	// at different rates, and a fenced query must be gone before its slot is granted again.
+	LeaseTTL    time.Duration
+	DriftMargin time.Duration
+	// RenewEvery is how often leases are renewed (default LeaseTTL/3).
+	RenewEvery time.Duration
+	// AcquireTimeout bounds one acquire, renew or release round trip (default 5 s).
+	AcquireTimeout time.Duration
+	Metrics        *Metrics
+}
+
+func (o GuardOptions) withDefaults() GuardOptions {
+	if o.OnUnavailable == "" {
+		o.OnUnavailable = OnUnavailableFailClosed
+	}
+	if o.OnLeaseLost == "" {
+		o.OnLeaseLost = OnLeaseLostCancel
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = LeaseTTLDefault
+	}
+	if o.DriftMargin == 0 {
+		o.DriftMargin = DriftMarginDefault
+	}
+	if o.RenewEvery == 0 {
+		o.RenewEvery = o.LeaseTTL / 3
+	}
+	if o.AcquireTimeout == 0 {
+		o.AcquireTimeout = AcquireTimeoutDefault
+	}
+	o.Metrics = metricsOrNew(o.Metrics)
+	return o
+}
+
+func (o GuardOptions) validate() error {
+	switch {
+	case o.Env == nil:
+		return fmt.Errorf("%w: GuardOptions.Env is nil", ErrInvalid)
+	case o.Client == nil:
+		return fmt.Errorf("%w: GuardOptions.Client is nil", ErrInvalid)
+	case o.OnUnavailable != OnUnavailableFailClosed && o.OnUnavailable != OnUnavailableLocalLimits:
+		return fmt.Errorf("%w: onUnavailable %q must be failClosed or localLimits", ErrInvalid, o.OnUnavailable)
+	case o.OnLeaseLost != OnLeaseLostCancel && o.OnLeaseLost != OnLeaseLostOverrun:
+		return fmt.Errorf("%w: onLeaseLost %q must be cancel or overrun", ErrInvalid, o.OnLeaseLost)
+	case o.DriftMargin < 0 || 2*o.DriftMargin >= o.LeaseTTL:
+		return fmt.Errorf("%w: drift margin %v must be in [0, leaseTTL/2 = %v)", ErrInvalid, o.DriftMargin, o.LeaseTTL/2)
+	case o.RenewEvery <= 0 || o.RenewEvery >= o.LeaseTTL-o.DriftMargin:
+		return fmt.Errorf("%w: renew interval %v must be positive and below leaseTTL - driftMargin", ErrInvalid, o.RenewEvery)
+	case o.AcquireTimeout <= 0:
+		return fmt.Errorf("%w: acquire timeout %v must be positive", ErrInvalid, o.AcquireTimeout)
+	}
+	if err := CheckTTL(o.LeaseTTL); err != nil {
+		return err
+	}
+	return checkName("holder", o.Holder)
+}
+
+// LeaseGuard is the store-backed Guard: every slot is a lease from its LeaseClient, renewed by
+// a keeper task and fenced locally (lost) once it could not be renewed for LeaseTTL minus
+// DriftMargin, i.e. before the control plane may reclaim it. Releases are queued and sent in
+// batches by a flusher task. Start the tasks with Start.
+type LeaseGuard struct {
+	o        GuardOptions
+	released env.Signal // a release was queued
+	fallback *LocalGuard
+
+	mu      sync.Mutex
+	nextID  uint64
+	slots   map[uint64]*leaseSlot // live slots (leased), by id
+	held    map[string]int        // leased slots per cluster, live or fenced, until Release
+	queue   []queuedRelease
+	dropped uint64 // releases dropped because the queue was full or they outlived their lease
+}
+
+type queuedRelease struct {
+	ref   LeaseRef
+	until time.Time // after this the control plane has reclaimed the lease anyway
+}
+
+type leaseSlot struct {
+	g       *LeaseGuard
+	id      uint64
+	lease   Lease
+	fenceAt time.Time // local clock: stop counting on the lease from here on
+	renewAt time.Time // local clock: next renewal due
+
+	// under g.mu
+	released bool
+	lost     bool // fenced, query told to stop (cancel)
+	overrun  bool // fenced, query kept (overrun)
+	onLost   []func()
+}
+
+var _ Guard = (*LeaseGuard)(nil)
+
+// NewLeaseGuard returns a guard; call Start to run its keeper and release flusher.
+func NewLeaseGuard(o GuardOptions) (*LeaseGuard, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return &LeaseGuard{
+		o:        o,
+		released: o.Env.NewSignal(),
+		fallback: NewLocalGuard(),
+		slots:    map[uint64]*leaseSlot{},
+		held:     map[string]int{},
+	}, nil
+}
+
+// Start runs the keeper (renewals, self-fencing) and the release flusher until ctx ends.
+func (g *LeaseGuard) Start(ctx context.Context) {
+	g.o.Env.Go(ctx, "capacity-keeper", g.runKeeper)
+	g.o.Env.Go(ctx, "capacity-release-flusher", g.runFlusher)
+}
+
+// Acquire implements Guard: one round trip to the LeaseClient, bounded by AcquireTimeout.
+func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Slot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if limit < 1 || g.Held(cluster)+g.fallback.Running(cluster) >= limit {
+		// This node alone fills the cap: no need to ask.
+		g.o.Metrics.LeaseDenied.WithLabelValues(cluster).Inc()
+		return nil, ErrAtCapacity
+	}
+	sent := g.o.Env.Now()
+	actx, cancel := g.o.Env.WithTimeout(ctx, g.o.AcquireTimeout)
+	lease, err := g.o.Client.Acquire(actx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent)
+	cancel()
+	switch {
+	case err == nil:
+		return g.add(lease, sent), nil
+	case errors.Is(err, ErrAtCapacity):
+		g.o.Metrics.LeaseDenied.WithLabelValues(cluster).Inc()
+		return nil, ErrAtCapacity
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, ErrInvalid):
+		return nil, err
+	}
+	g.o.Metrics.CoordinationFailures.WithLabelValues("acquire").Inc()
+	if g.o.OnUnavailable == OnUnavailableLocalLimits {
+		return g.acquireLocal(cluster, limit)
+	}
+	return nil, fmt.Errorf("%w: acquire on %s: %v", ErrUnavailable, cluster, err)
+}
+
+// acquireLocal grants a slot counted by this node only, leased slots included.
+func (g *LeaseGuard) acquireLocal(cluster string, limit int) (Slot, error) {
+	if !g.fallback.take(cluster, limit-g.Held(cluster)) {
+		g.o.Metrics.LeaseDenied.WithLabelValues(cluster).Inc()
+		return nil, ErrAtCapacity
+	}
+	return &localSlot{g: g.fallback, cluster: cluster}, nil
+}
+
+func (g *LeaseGuard) add(l Lease, sent time.Time) *leaseSlot {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.nextID++
+	s := &leaseSlot{g: g, id: g.nextID, lease: l, fenceAt: g.fenceFrom(sent), renewAt: sent.Add(g.o.RenewEvery)}
+	g.slots[s.id] = s
+	g.held[l.Cluster]++
+	return s
+}
+
+// fenceFrom is when a lease acquired or renewed by a request sent at sent stops counting: the
+// control plane stamped it no earlier than sent (by its clock) with LeaseTTL to live.
+func (g *LeaseGuard) fenceFrom(sent time.Time) time.Time {
+	return sent.Add(g.o.LeaseTTL - g.o.DriftMargin)
+}
+
+// Held is the number of leased slots this node holds on cluster (fenced ones until released).
+func (g *LeaseGuard) Held(cluster string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held[cluster]
+}
+
+// Local is the number of fallback (unleased) slots this node holds on cluster.
+func (g *LeaseGuard) Local(cluster string) int { return g.fallback.Running(cluster) }
+
+// PendingReleases is the number of releases queued and not yet sent.
+func (g *LeaseGuard) PendingReleases() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue)
+}
+
+// Release implements Slot.
+func (s *leaseSlot) Release() {
+	g := s.g
+	g.mu.Lock()
+	if s.released {
+		g.mu.Unlock()
+		panic(fmt.Sprintf("capacity: slot of lease %s released twice", s.lease.ID))
+	}
+	s.released = true
+	delete(g.slots, s.id)
+	g.held[s.lease.Cluster]--
+	if g.held[s.lease.Cluster] < 0 {
+		panic(fmt.Sprintf("capacity: held count of %q went negative", s.lease.Cluster))
+	}
+	if g.held[s.lease.Cluster] == 0 {
+		delete(g.held, s.lease.Cluster)
+	}
+	// Even a fenced lease is released: the control plane may still hold it (one-way partition).
+	if len(g.queue) < releaseQueueMax {
+		g.queue = append(g.queue, queuedRelease{ref: s.lease.Ref(), until: s.fenceAt.Add(2 * g.o.DriftMargin)})
+	} else {
+		g.dropped++
+	}
+	g.mu.Unlock()
+	g.released.Notify()
+}
+
+// Lost implements Slot.
+func (s *leaseSlot) Lost() bool {
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	return s.lost
+}
+
+// OnLost implements Slot.
+func (s *leaseSlot) OnLost(fn func()) {
+	s.g.mu.Lock()
+	if !s.lost {
+		s.onLost = append(s.onLost, fn)
+		s.g.mu.Unlock()
+		return
+	}
+	s.g.mu.Unlock()
+	fn()
+}
+
+// Lease is the slot's lease as last granted or renewed.
+func (s *leaseSlot) Lease() Lease {
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	return s.lease
+}
+
+// ------------------------------------------------------------------------------------ keeper
+
+func (g *LeaseGuard) runKeeper(ctx context.Context) {
+	for ctx.Err() == nil {
+		next := g.Keep(ctx)
+		wait := min(next.Sub(g.o.Env.Now()), g.o.RenewEvery)
+		if err := g.o.Env.Sleep(ctx, max(wait, time.Millisecond)); err != nil {
+			return
+		}
+	}
+}
+
+// Keep does the keeper's work that is due now: fence leases past their fence time, renew
+// leases whose renewal is due. It returns when it next has work. The keeper task calls it;
+// tests may too.
+func (g *LeaseGuard) Keep(ctx context.Context) time.Time {
+	for range keeperActionsMax {
+		now := g.o.Env.Now()
+		g.fence(now)
+		s, fenceFirst := g.dueRenewal(now)
+		if s == nil || ctx.Err() != nil {
+			break
+		}
+		g.renew(ctx, s, fenceFirst)
+	}
+	return g.nextWork()
+}
+
+// fence drops every live lease whose fence time has come.
+func (g *LeaseGuard) fence(now time.Time) {
+	var callbacks []func()
+	g.mu.Lock()
+	for _, id := range g.sortedIDs() {
+		s := g.slots[id]
+		if s.lost || s.overrun || now.Before(s.fenceAt) {
+			continue
+		}
+		if g.o.OnLeaseLost == OnLeaseLostOverrun {
+			s.overrun = true
+			g.o.Metrics.Overrun.WithLabelValues(s.lease.Cluster).Inc()
+			g.o.Metrics.LeasesLost.WithLabelValues(s.lease.Cluster, OnLeaseLostOverrun).Inc()
+			continue
+		}
+		s.lost = true
+		callbacks = append(callbacks, s.onLost...)
+		s.onLost = nil
+		g.o.Metrics.LeasesLost.WithLabelValues(s.lease.Cluster, OnLeaseLostCancel).Inc()
+	}
+	g.mu.Unlock()
+	for _, fn := range callbacks {
+		fn()
+	}
+}
+
+// dueRenewal returns the live slot whose renewal is most overdue, and the earliest fence time
+// of all live slots (a renewal must not wait past it).
+func (g *LeaseGuard) dueRenewal(now time.Time) (*leaseSlot, time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var due *leaseSlot
+	var fenceFirst time.Time
+	for _, id := range g.sortedIDs() {
+		s := g.slots[id]
+		if s.lost || s.overrun {
+			continue
+		}
+		if fenceFirst.IsZero() || s.fenceAt.Before(fenceFirst) {
+			fenceFirst = s.fenceAt
+		}
+		if !now.Before(s.renewAt) && (due == nil || s.renewAt.Before(due.renewAt)) {
+			due = s
+		}
+	}
+	return due, fenceFirst
+}
+
+func (g *LeaseGuard) renew(ctx context.Context, s *leaseSlot, fenceFirst time.Time) {
+	sent := g.o.Env.Now()
+	g.mu.Lock()
+	ref := s.lease.Ref()
+	g.mu.Unlock()
+	timeout := min(g.o.AcquireTimeout, fenceFirst.Sub(sent))
+	rctx, cancel := g.o.Env.WithTimeout(ctx, max(timeout, time.Millisecond))
+	l, err := g.o.Client.Renew(rctx, ref, g.o.LeaseTTL, sent)
+	cancel()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case err == nil:
+		s.lease = l
+		s.fenceAt = g.fenceFrom(sent)
+		s.renewAt = sent.Add(g.o.RenewEvery)
+	case errors.Is(err, ErrStaleGeneration):
+		s.fenceAt = sent // the control plane no longer has it: fence at once
+	default:
+		g.o.Metrics.CoordinationFailures.WithLabelValues("renew").Inc()
+		// Retry soon, but leave room for the other leases' renewals.
+		s.renewAt = g.o.Env.Now().Add(max(g.o.RenewEvery/10, time.Millisecond))
+	}
+}
+
+// nextWork is the earliest renewal or fence time of the live slots (zero when none).
+func (g *LeaseGuard) nextWork() time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var next time.Time
+	for _, id := range g.sortedIDs() {
+		s := g.slots[id]
+		if s.lost || s.overrun {
+			continue
+		}
+		for _, t := range []time.Time{s.renewAt, s.fenceAt} {
+			if next.IsZero() || t.Before(next) {
+				next = t
+			}
+		}
+	}
+	if next.IsZero() {
+		next = g.o.Env.Now().Add(g.o.RenewEvery)
+	}
+	return next
+}
+
+// sortedIDs lists live slot ids in order (under g.mu), so the keeper's order never depends on
+// map iteration.
+func (g *LeaseGuard) sortedIDs() []uint64 {
+	ids := make([]uint64, 0, len(g.slots))
+	for id := range g.slots {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// ----------------------------------------------------------------------------------- flusher
+
+func (g *LeaseGuard) runFlusher(ctx context.Context) {
+	for ctx.Err() == nil {
+		seen := g.released.Seq()
+		if g.Flush(ctx) {
+			continue
+		}
+		if g.PendingReleases() > 0 { // the control plane did not answer: back off
+			if g.o.Env.Sleep(ctx, env.Jitter(g.o.Env.Rand(), time.Second, 0.2)) != nil {
+				return
+			}
+			continue
+		}
+		if g.released.Wait(ctx, seen) != nil {
+			return
+		}
+	}
+}
+
+// Flush sends one batch of queued releases. It reports whether it sent one successfully.
+// A failed batch goes back to the queue, minus the releases whose leases have expired anyway.
+func (g *LeaseGuard) Flush(ctx context.Context) bool {
+	g.mu.Lock()
+	n := min(len(g.queue), releaseBatchMax)
+	batch := append([]queuedRelease(nil), g.queue[:n]...)
+	g.queue = g.queue[n:]
+	g.mu.Unlock()
+	if n == 0 {
+		return false
+	}
+	refs := make([]LeaseRef, n)
+	for i, q := range batch {
+		refs[i] = q.ref
+	}
+	fctx, cancel := g.o.Env.WithTimeout(ctx, g.o.AcquireTimeout)
+	_, err := g.o.Client.ReleaseBatch(fctx, refs)
+	cancel()
+	if err == nil {
+		return true
+	}
+	g.o.Metrics.CoordinationFailures.WithLabelValues("release").Inc()
+	now := g.o.Env.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var keep []queuedRelease
+	for _, q := range batch {
+		if now.Before(q.until) {
+			keep = append(keep, q)
+		} else {
+			g.dropped++
+		}
+	}
+	g.queue = append(keep, g.queue...)
+	return false
+}

@@ -1,0 +1,74 @@
+package capacity
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the capacity counters of one node. Create one per node and hand it to both the
+// API handler and the guard.
+type Metrics struct {
+	// LeaseDenied counts acquires answered "at capacity", by cluster.
+	LeaseDenied *prometheus.CounterVec
+	// CoordinationFailures counts calls to the coordination service that failed (network,
+	// timeout, 5xx, store error), by operation.
+	CoordinationFailures *prometheus.CounterVec
+	// Overrun counts leases lost by self-fencing whose query was kept running (onLeaseLost:
+	// overrun), by cluster.
+	Overrun *prometheus.CounterVec
+	// LeasesLost counts leases dropped by self-fencing, by cluster and the action taken.
+	LeasesLost *prometheus.CounterVec
+}
+
+// NewMetrics creates the counters and registers them on reg (nil: kept but not registered).
+// A counter already registered on reg by an earlier NewMetrics is reused.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		LeaseDenied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_capacity_lease_denied_total",
+			Help: "Capacity lease acquires denied because the cluster was at its cap.",
+		}, []string{"cluster"}),
+		CoordinationFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_coordination_failures_total",
+			Help: "Calls to the capacity coordination service that failed.",
+		}, []string{"op"}),
+		Overrun: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_capacity_overrun_total",
+			Help: "Queries kept running after self-fencing dropped their lease (onLeaseLost: overrun).",
+		}, []string{"cluster"}),
+		LeasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_capacity_leases_lost_total",
+			Help: "Leases dropped by self-fencing because they could not be renewed in time.",
+		}, []string{"cluster", "action"}),
+	}
+	if reg != nil {
+		m.LeaseDenied = register(reg, m.LeaseDenied)
+		m.CoordinationFailures = register(reg, m.CoordinationFailures)
+		m.Overrun = register(reg, m.Overrun)
+		m.LeasesLost = register(reg, m.LeasesLost)
+	}
+	return m
+}
+
+func register(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.CounterVec {
+	err := reg.Register(c)
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(*prometheus.CounterVec); ok {
+			return existing
+		}
+	}
+	if err != nil {
+		panic("capacity: registering metrics: " + err.Error())
+	}
+	return c
+}
+
+// metricsOrNew returns m, or unregistered metrics when m is nil.
+func metricsOrNew(m *Metrics) *Metrics {
+	if m == nil {
+		return NewMetrics(nil)
+	}
+	return m
+}
