@@ -62,6 +62,7 @@ type Sim struct {
 	timers   timerHeap
 	timerSeq uint64
 	current  *task
+	coros    []*coro // idle pooled coroutines
 
 	nodes  []*Node
 	byName map[string]*Node
@@ -250,10 +251,10 @@ type task struct {
 	state  taskState
 	gen    uint64 // bumped on every park; stale wakes carry an older gen
 	killed bool
+	exited bool // fn returned or unwound
 
-	next  func() (struct{}, bool)
-	stop  func()
-	yield func(struct{}) bool
+	fn func()
+	co *coro // nil until first resumed
 
 	waits []*waiter
 	timer *timer
@@ -264,21 +265,45 @@ type killedSentinel struct{}
 
 var errKilled = &killedSentinel{}
 
-func (s *Sim) newTask(node *Node, name string, fn func()) *task {
-	s.nextID++
-	t := &task{id: s.nextID, name: name, node: node, inc: node.inc, state: taskRunnable}
+// coro is a pooled coroutine: it runs one task's fn after another, so a goroutine's grown stack
+// is reused instead of regrown for every short task (handlers, mostly).
+type coro struct {
+	next  func() (struct{}, bool)
+	stop  func()
+	yield func(struct{}) bool
+	t     *task
+}
+
+func (s *Sim) newCoro() *coro {
+	c := &coro{}
 	body := func(yield func(struct{}) bool) {
-		t.yield = yield
-		defer func() {
-			r := recover()
-			if r == nil || r == errKilled {
+		c.yield = yield
+		for {
+			s.runTask(c.t)
+			c.t.exited = true
+			if !yield(struct{}{}) {
 				return
 			}
-			s.Fail(fmt.Errorf("task %q on node %s panicked: %v\n%s", t.name, t.node.name, r, debug.Stack()))
-		}()
-		fn()
+		}
 	}
-	t.next, t.stop = iter.Pull(iter.Seq[struct{}](body))
+	c.next, c.stop = iter.Pull(iter.Seq[struct{}](body))
+	return c
+}
+
+func (s *Sim) runTask(t *task) {
+	defer func() {
+		r := recover()
+		if r == nil || r == errKilled {
+			return
+		}
+		s.Fail(fmt.Errorf("task %q on node %s panicked: %v\n%s", t.name, t.node.name, r, debug.Stack()))
+	}()
+	t.fn()
+}
+
+func (s *Sim) newTask(node *Node, name string, fn func()) *task {
+	s.nextID++
+	t := &task{id: s.nextID, name: name, node: node, inc: node.inc, state: taskRunnable, fn: fn}
 	node.tasks[t.id] = t
 	s.runnable = append(s.runnable, t)
 	s.mixStrings(evSpawn, node.name, name)
@@ -286,12 +311,21 @@ func (s *Sim) newTask(node *Node, name string, fn func()) *task {
 }
 
 func (s *Sim) resume(t *task) {
+	if t.co == nil {
+		if n := len(s.coros); n > 0 {
+			t.co = s.coros[n-1]
+			s.coros = s.coros[:n-1]
+		} else {
+			t.co = s.newCoro()
+		}
+		t.co.t = t
+	}
 	prev := s.current
 	t.state = taskRunning
 	s.current = t
-	_, ok := t.next()
+	t.co.next()
 	s.current = prev
-	if !ok {
+	if t.exited {
 		s.finish(t)
 	}
 }
@@ -300,6 +334,12 @@ func (s *Sim) finish(t *task) {
 	t.state = taskDone
 	t.clearWaits(s)
 	delete(t.node.tasks, t.id)
+	if c := t.co; c != nil {
+		t.co = nil
+		c.t = nil
+		s.coros = append(s.coros, c)
+	}
+	t.fn = nil
 }
 
 // park suspends the running task until something wakes it with its current gen.
@@ -308,7 +348,7 @@ func (s *Sim) park(t *task) {
 		panic(fmt.Sprintf("sim: task %q parked while not running", t.name))
 	}
 	t.state = taskParked
-	if !t.yield(struct{}{}) || t.killed {
+	if !t.co.yield(struct{}{}) || t.killed {
 		panic(errKilled)
 	}
 }
@@ -354,7 +394,8 @@ func (t *task) waitOn(l *wlist, gen uint64) {
 	t.waits = append(t.waits, w)
 }
 
-// kill unwinds t (its node crashed). It runs the task's defers now, inside the runner.
+// kill unwinds t (its node crashed): a started task resumes and unwinds through a sentinel
+// panic, running its defers now, inside the runner; a task never started just ends.
 func (s *Sim) kill(t *task) {
 	if t.state == taskDone {
 		return
@@ -369,13 +410,42 @@ func (s *Sim) kill(t *task) {
 		}
 	}
 	t.clearWaits(s)
-	prev := s.current
-	s.current = t
-	t.state = taskRunning
-	t.stop()
-	s.current = prev
-	s.finish(t)
+	if t.co == nil {
+		s.finish(t)
+		return
+	}
+	s.resume(t)
+	if !t.exited {
+		panic(fmt.Sprintf("sim: killed task %q on %s did not unwind", t.name, t.node.name))
+	}
 }
+
+// Close ends every task and frees the coroutines' goroutines. The world cannot run afterwards.
+func (s *Sim) Close() {
+	for _, n := range s.nodes {
+		ids := make([]uint64, 0, len(n.tasks))
+		for id := range n.tasks {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			if t := n.tasks[id]; t != nil {
+				s.kill(t)
+			}
+		}
+	}
+	for _, c := range s.coros {
+		c.stop()
+	}
+	s.coros = nil
+	s.runnable = nil
+	s.timers = nil
+	if s.failure == nil {
+		s.failure = errClosed
+	}
+}
+
+var errClosed = fmt.Errorf("sim: closed")
 
 // currentTask returns the running task for a blocking call named op, unwinding killed tasks.
 func (s *Sim) currentTask(op string) *task {
