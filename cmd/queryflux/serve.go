@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/registry"
+	"github.com/queryflux/queryflux/internal/registry/pgregistry"
+	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/node/worker"
+	"github.com/spf13/cobra"
+)
+
+// Daemon is what serve hands to the hooks that other files of this package register.
+type Daemon struct {
+	Env     env.Env
+	Config  *config.Config
+	Metrics *prometheus.Registry
+	Logger  *slog.Logger
+	// Pool is the control plane's database (nil when none is configured, and on workers).
+	Pool *pgxpool.Pool
+}
+
+// Hooks run after a role is built and before it starts. Other files of this package append to
+// them from init (history ingest, config snapshots, capacity API, ...). An error stops serve.
+var (
+	controlPlaneHooks []func(ctx context.Context, d *Daemon, cp *controlplane.ControlPlane) error
+	workerHooks       []func(ctx context.Context, d *Daemon, w *worker.Worker) error
+)
+
+// serveFlags are the daemon's command-line settings: what the config file does not say (a
+// worker's identity, its ops listener) and sub-second timing for tests.
+type serveFlags struct {
+	role, configFile, name, listen, opsListen string
+	labels                                    []string
+	heartbeat, staleAfter, grace              time.Duration
+	allowShort                                bool
+	drainTimeout                              time.Duration
+}
+
+func init() {
+	f := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a QueryFlux node: standalone, controlPlane or worker",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return serve(cmd.Context(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.role, "role", "", "standalone, controlPlane or worker (overrides queryflux.role)")
+	fl.StringVar(&f.configFile, "config", "", "configuration file (YAML)")
+	fl.StringVar(&f.name, "name", envOr("QUERYFLUX_WORKER_NAME", ""), "worker name (default: the host name; or QUERYFLUX_WORKER_NAME)")
+	fl.StringArrayVar(&f.labels, "label", nil, "worker label key=value (repeatable)")
+	fl.StringVar(&f.listen, "listen", "", "admin and worker API listener of a control plane (overrides queryflux.adminApi.listen; default 127.0.0.1:9000)")
+	fl.StringVar(&f.opsListen, "ops-listen", "127.0.0.1:9100", "a worker's ops listener (/health, /readyz, /metrics, /worker/status)")
+	fl.DurationVar(&f.heartbeat, "heartbeat-interval", 0, "overrides queryflux.heartbeatIntervalSecs (sub-second values need --allow-short-timeouts)")
+	fl.DurationVar(&f.staleAfter, "stale-after", 0, "overrides queryflux.registry.staleAfterSecs")
+	fl.DurationVar(&f.grace, "evict-grace", 0, "overrides queryflux.registry.graceSecs")
+	fl.BoolVar(&f.allowShort, "allow-short-timeouts", false, "lift the production minimums on heartbeat and reaper timing (tests only)")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests")
+	rootCmd.AddCommand(cmd)
+}
+
+func loadConfig(f *serveFlags) (*config.Config, error) {
+	cfg := &config.Config{}
+	if f.configFile != "" {
+		loaded, err := config.Load(f.configFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.configFile, err)
+		}
+		cfg = loaded
+	}
+	if f.role != "" {
+		cfg.QueryFlux.Role = config.Role(f.role)
+	}
+	config.ApplyDefaults(cfg)
+	if errs := config.Validate(cfg); len(errs) > 0 {
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		return nil, fmt.Errorf("invalid configuration:\n  %s", strings.Join(msgs, "\n  "))
+	}
+	return cfg, nil
+}
+
+func serve(ctx context.Context, f *serveFlags) error {
+	cfg, err := loadConfig(f)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("role", string(cfg.QueryFlux.Role))
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d := &Daemon{Env: env.Real(logger), Config: cfg, Metrics: metrics, Logger: logger}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch cfg.QueryFlux.Role {
+	case config.RoleWorker:
+		return serveWorker(ctx, d, f)
+	default:
+		return serveControlPlane(ctx, d, f)
+	}
+}
+
+func secs(n int) time.Duration { return time.Duration(n) * time.Second }
+
+func orFlag(flag, fromFile time.Duration) time.Duration {
+	if flag != 0 {
+		return flag
+	}
+	return fromFile
+}
+
+func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
+	q := d.Config.QueryFlux
+	store, closeStore, err := openRegistry(ctx, d)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	cpCfg := controlplane.Config{
+		AdminToken:         q.AdminAPI.Token.Reveal(),
+		HeartbeatInterval:  orFlag(f.heartbeat, secs(q.HeartbeatIntervalSecs)),
+		StaleAfter:         orFlag(f.staleAfter, secs(q.Registry.StaleAfterSecs)),
+		EvictGrace:         orFlag(f.grace, secs(q.Registry.GraceSecs)),
+		AllowShortTimeouts: f.allowShort,
+		Metrics:            d.Metrics,
+	}
+	if q.WorkerAPI.Enabled {
+		cpCfg.WorkerSecret = q.WorkerAPI.Secret.Reveal()
+	} else {
+		d.Logger.Warn("queryflux.workerApi.enabled is false: workers cannot register")
+	}
+	cpCfg = cpCfg.WithDefaults()
+	if err := cpCfg.Validate(); err != nil {
+		return fmt.Errorf("control plane timing: %w", err)
+	}
+	cp := controlplane.New(d.Env, cpCfg, store)
+	cp.Handle("GET /health", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	}))
+	cp.Handle("GET /metrics", promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{}))
+	for _, hook := range controlPlaneHooks {
+		if err := hook(ctx, d, cp); err != nil {
+			return err
+		}
+	}
+	roleCtx, cancelRole := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRole()
+	if err := cp.Start(roleCtx); err != nil {
+		return err
+	}
+	listen := f.listen
+	if listen == "" {
+		listen = q.AdminAPI.Listen
+	}
+	if listen == "" {
+		listen = "127.0.0.1:9000"
+	}
+	err = runServers(ctx, d.Logger, f.drainTimeout, namedServer{"api", listen, cp.Handler()})
+	cancelRole()
+	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if ferr := cp.Flush(fctx); ferr != nil {
+		d.Logger.Error("final registry flush failed", "err", ferr)
+	}
+	return err
+}
+
+// openRegistry picks the worker registry: Postgres when a database URL is configured, else memory.
+func openRegistry(ctx context.Context, d *Daemon) (registry.Store, func(), error) {
+	url := d.Config.QueryFlux.Persistence.DatabaseURL.Reveal()
+	if url == "" {
+		d.Logger.Info("no database configured: the worker registry lives in memory")
+		return registry.NewMemory(), func() {}, nil
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(octx, url)
+	if err == nil {
+		err = pool.Ping(octx)
+	}
+	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
+		return nil, nil, fmt.Errorf("connecting to queryflux.persistence.databaseUrl: %w", err)
+	}
+	d.Pool = pool
+	store := pgregistry.New(pool)
+	if _, err := store.List(octx); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("%w (has `queryflux migrate` been run?)", err)
+	}
+	return store, pool.Close, nil
+}
+
+func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
+	q := d.Config.QueryFlux
+	name := f.name
+	if name == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("--name not given and no host name: %w", err)
+		}
+		name = host
+	}
+	labels, err := parseLabels(f.labels)
+	if err != nil {
+		return err
+	}
+	wCfg := worker.Config{
+		ControlPlaneURL:   q.ControlPlane.URL,
+		Secret:            q.ControlPlane.Secret.Reveal(),
+		Name:              name,
+		Version:           version,
+		Labels:            labels,
+		Frontends:         enabledFrontends(q.Frontends),
+		HeartbeatInterval: orFlag(f.heartbeat, secs(q.HeartbeatIntervalSecs)),
+		Metrics:           d.Metrics,
+	}
+	if err := wCfg.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	d.Logger = d.Logger.With("worker", name)
+	d.Env = env.Real(d.Logger)
+	// Never set Timeout: deadlines come from Env contexts.
+	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	w := worker.New(d.Env, wCfg, client)
+	for _, hook := range workerHooks {
+		if err := hook(ctx, d, w); err != nil {
+			return err
+		}
+	}
+	roleCtx, cancelRole := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRole()
+	w.Start(roleCtx)
+	return runServers(ctx, d.Logger, f.drainTimeout, namedServer{"ops", f.opsListen, w.OpsHandler()})
+}
+
+func parseLabels(pairs []string) (map[string]string, error) {
+	labels := map[string]string{}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--label %q: want key=value", p)
+		}
+		labels[k] = v
+	}
+	return labels, nil
+}
+
+func enabledFrontends(f config.Frontends) []string {
+	var out []string
+	for name, fe := range map[string]config.Frontend{"postgres": f.Postgres, "mysql": f.MySQL, "trino": f.Trino, "flightsql": f.FlightSQL} {
+		if fe.Enabled {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+type namedServer struct {
+	name, addr string
+	handler    http.Handler
+}
+
+// runServers serves until ctx ends (SIGTERM), then drains: no new connections, in-flight
+// requests get drainTimeout to finish.
+func runServers(ctx context.Context, log *slog.Logger, drainTimeout time.Duration, servers ...namedServer) error {
+	errs := make(chan error, len(servers))
+	var running []*http.Server
+	for _, s := range servers {
+		ln, err := net.Listen("tcp", s.addr)
+		if err != nil {
+			return fmt.Errorf("%s listener: %w", s.name, err)
+		}
+		srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+		running = append(running, srv)
+		log.Info("listening", "server", s.name, "addr", ln.Addr().String())
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("%s server: %w", s.name, err)
+			}
+		}()
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: draining in-flight requests", "timeout", drainTimeout)
+	case err = <-errs:
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	for _, srv := range running {
+		_ = srv.Shutdown(dctx)
+	}
+	return err
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/queryflux/queryflux/transport"
+	"github.com/spf13/cobra"
+)
+
+// adminClient calls the control plane's admin API for the CLI.
+type adminClient struct {
+	baseURL string
+	token   string
+}
+
+func (c *adminClient) get(ctx context.Context, path string, into any) error {
+	if c.token == "" {
+		return fmt.Errorf("no admin token: pass --admin-token or set QUERYFLUX_ADMIN_TOKEN")
+	}
+	u, err := url.JoinPath(c.baseURL, path)
+	if err != nil {
+		return fmt.Errorf("--admin-url: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	transport.SetBearer(req, c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(into)
+}
+
+func init() {
+	client := &adminClient{}
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "workers",
+		Short: "Show the control plane's worker fleet",
+		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+			if client.token == "" {
+				client.token = os.Getenv("QUERYFLUX_ADMIN_TOKEN")
+			}
+		},
+	}
+	cmd.PersistentFlags().StringVar(&client.baseURL, "admin-url", envOr("QUERYFLUX_ADMIN_URL", "http://127.0.0.1:9000"), "the control plane's admin API (or QUERYFLUX_ADMIN_URL)")
+	cmd.PersistentFlags().StringVar(&client.token, "admin-token", "", "admin bearer token (or QUERYFLUX_ADMIN_TOKEN)")
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the API's JSON instead of a table")
+
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "One line per worker",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var list []transport.WorkerInfo
+			if err := client.get(cmd.Context(), transport.PathAdminWorkers, &list); err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), list)
+			}
+			printWorkerTable(cmd.OutOrStdout(), list, time.Now())
+			return nil
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "show NAME",
+		Short: "Everything the control plane knows about one worker",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var wi transport.WorkerInfo
+			if err := client.get(cmd.Context(), transport.PathAdminWorkers+"/"+url.PathEscape(args[0]), &wi); err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), wi)
+			}
+			printWorkerDetail(cmd.OutOrStdout(), wi, time.Now())
+			return nil
+		},
+	})
+	rootCmd.AddCommand(cmd)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printWorkerTable(out io.Writer, list []transport.WorkerInfo, now time.Time) {
+	if len(list) == 0 {
+		fmt.Fprintln(out, "no workers registered")
+		return
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tONLINE\tLAST HEARTBEAT\tREVISION\tCURRENT\tLABELS\tWARNINGS")
+	for _, wi := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", wi.Name, wi.State, yesNo(wi.Online), ago(wi.LastHeartbeat, now),
+			dash(wi.Revision), yesNo(wi.Current), labelString(wi.Labels), len(wi.Warnings))
+	}
+	_ = tw.Flush()
+}
+
+func printWorkerDetail(out io.Writer, wi transport.WorkerInfo, now time.Time) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("Name", wi.Name)
+	row("State", wi.State)
+	row("Online", yesNo(wi.Online))
+	row("Version", dash(wi.Version))
+	row("Registered", stamp(wi.RegisteredAt, now))
+	row("Last heartbeat", stamp(wi.LastHeartbeat, now))
+	row("Revision", dash(wi.Revision)+" (current: "+yesNo(wi.Current)+")")
+	row("Labels", labelString(wi.Labels))
+	row("Frontends", dash(strings.Join(wi.Frontends, ", ")))
+	if hb := wi.Heartbeat; hb != nil {
+		row("Self-health", fmt.Sprintf("%s (loop lag %.3fs)", hb.Health.State, hb.Health.LoopLagSeconds))
+		row("Config", fmt.Sprintf("source %s, staleness %.1fs, sync failures %d (%d in a row), last sync %s",
+			dash(hb.Config.Source), hb.Config.StalenessSecs, hb.Config.SyncFailures, hb.Config.ConsecutiveSyncFailures, stamp(hb.Config.LastSyncAt, now)))
+		row("Last seen revision", dash(hb.Revision.LastSeen))
+		row("Coordination", dash(strings.TrimSpace(hb.Coordination.Policy+" "+hb.Coordination.Mode)))
+		row("History", fmt.Sprintf("sent %d, dropped %d, pending %d", hb.History.Sent, hb.History.Dropped, hb.History.Pending))
+	}
+	_ = tw.Flush()
+	if len(wi.Warnings) == 0 {
+		fmt.Fprintln(out, "Warnings: none")
+		return
+	}
+	fmt.Fprintln(out, "Warnings:")
+	for _, w := range wi.Warnings {
+		fmt.Fprintln(out, "  - "+w)
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	if d < 0 {
+		d = 0
+	}
+	if d < time.Second {
+		return d.Round(time.Millisecond).String() + " ago"
+	}
+	return d.Round(time.Second).String() + " ago"
+}
+
+func stamp(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format(time.RFC3339) + " (" + ago(t, now) + ")"
+}
+
+func labelString(labels map[string]string) string {
+	if len(labels) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + labels[k]
+	}
+	return strings.Join(parts, ",")
+}
