@@ -1,0 +1,173 @@
+package proxy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+func testConfig() *config.Config {
+	off := false
+	cfg := &config.Config{
+		Clusters: config.NamedList[config.Cluster]{
+			{Name: "pg1", Engine: config.EngineSim, MaxRunningQueries: 2,
+				Credentials: config.Credentials{User: "u", Password: "s3cret"},
+				Variants:    map[string]config.ClusterOverrides{"etl": {}}},
+			{Name: "pg2", Engine: config.EngineSim, MaxRunningQueries: 2},
+			{Name: "off", Engine: config.EngineSim, MaxRunningQueries: 1, Enabled: &off},
+		},
+		ClusterGroups: config.NamedList[config.ClusterGroup]{
+			{Name: "main", Members: []string{"pg1", "pg2"}, Strategy: config.StrategyWeighted, Weights: map[string]int{"pg1": 3},
+				Cache: config.GroupCache{Enabled: true}},
+			{Name: "etl", Members: []string{"pg1::etl", "off"}, MaxQueuedQueries: 7, CapacityWaitTimeoutSecs: 9},
+			{Name: "bi", Members: []string{"pg2"}},
+			{Name: "vip", Members: []string{"pg2"}},
+			{Name: "scripted", Members: []string{"pg2"}},
+		},
+		Routers: []config.Router{
+			{Type: config.RouterProtocolBased, Trino: "bi"},
+			{Type: config.RouterHeader, HeaderName: "X-Source", HeaderValue: "airflow", Group: "etl"},
+			{Type: config.RouterQueryRegex, Rules: []config.RegexRule{{Regex: `(?i)^insert`, Group: "etl"}}},
+			{Type: config.RouterTags, TagToGroup: map[string]string{"vip": "vip"}},
+			{Type: config.RouterCompound, Combine: "all", Group: "vip", Conditions: []config.Condition{
+				{Type: config.ConditionUser, User: "ceo"}, {Type: config.ConditionProtocol, Protocol: "mysql"}}},
+			{Type: config.RouterScript, Name: "s", Source: "def route(query, ctx):\n    return 'scripted' if query['database'] == 'lab' else None\n"},
+		},
+		RoutingFallback: "main",
+	}
+	config.ApplyDefaults(cfg)
+	return cfg
+}
+
+type opened struct{ names []string }
+
+func (o *opened) factory(c config.Cluster) (query.Engine, error) {
+	o.names = append(o.names, c.Name)
+	return &fakeEngine{rows: 1}, nil
+}
+
+func TestBuildFromConfig(t *testing.T) {
+	var o opened
+	rt, err := Build(testConfig(), o.factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(o.names, ","); got != "pg1,pg1::etl,pg2" {
+		t.Fatalf("engines opened for %s; want enabled clusters only, variants expanded", got)
+	}
+	cases := []struct {
+		req  query.Request
+		want string
+	}{
+		{query.Request{Protocol: "trino"}, "bi"},
+		{query.Request{Protocol: "postgres", Headers: map[string]string{"x-source": "airflow"}}, "etl"},
+		{query.Request{Protocol: "postgres", SQL: "INSERT INTO t VALUES (1)"}, "etl"},
+		{query.Request{Protocol: "postgres", Tags: []string{"vip"}}, "vip"},
+		{query.Request{Protocol: "mysql", User: "ceo"}, "vip"},
+		{query.Request{Protocol: "postgres", User: "ceo"}, "main"},
+		{query.Request{Protocol: "postgres", Database: "lab"}, "scripted"},
+		{query.Request{Protocol: "postgres", SQL: "select 1"}, "main"},
+	}
+	for _, tc := range cases {
+		if d := rt.Route(&tc.req); d.Group != tc.want {
+			t.Errorf("%+v routed to %q, want %q (trace %+v)", tc.req, d.Group, tc.want, d.Trace)
+		}
+	}
+	etl := rt.groups["etl"]
+	if etl.maxQueued != 7 || etl.waitTimeout != 9*time.Second || etl.strategy != RoundRobin {
+		t.Fatalf("etl group: %+v", etl)
+	}
+	main := rt.groups["main"]
+	if main.maxQueued != DefaultMaxQueuedQueries || main.waitTimeout != DefaultCapacityWaitTimeout ||
+		main.cache.TTL != DefaultCacheTTL || main.members[0].weight != 3 || main.members[1].weight != 1 {
+		t.Fatalf("main group defaults: %+v", main)
+	}
+	if rt.groups["bi"].cache.TTL != 0 {
+		t.Fatal("cache must be off unless enabled")
+	}
+}
+
+func TestBuildFingerprints(t *testing.T) {
+	var o opened
+	base, _ := Build(testConfig(), o.factory)
+
+	pw := testConfig()
+	pw.Clusters[1].Credentials.Password = "changed" // pg2: in main, bi, vip, scripted
+	edited, _ := Build(pw, o.factory)
+	if base.GroupFingerprint("main") == edited.GroupFingerprint("main") || base.GroupFingerprint("bi") == edited.GroupFingerprint("bi") {
+		t.Fatal("editing pg2 must change the fingerprint of every group it is in")
+	}
+	if base.GroupFingerprint("etl") != edited.GroupFingerprint("etl") {
+		t.Fatal("editing pg2 must not touch etl, which does not contain it")
+	}
+
+	grp := testConfig()
+	grp.ClusterGroups[2].QueryTimeoutSecs = 5 // bi
+	edited, _ = Build(grp, o.factory)
+	if base.GroupFingerprint("bi") == edited.GroupFingerprint("bi") || base.GroupFingerprint("main") != edited.GroupFingerprint("main") {
+		t.Fatal("a group edit changes that group's fingerprint only")
+	}
+	again, _ := Build(testConfig(), o.factory)
+	if again.GroupFingerprint("main") != base.GroupFingerprint("main") {
+		t.Fatal("fingerprints must be stable for the same config")
+	}
+}
+
+func TestBuildRejectsBadRouters(t *testing.T) {
+	cases := []struct {
+		name   string
+		router config.Router
+		want   string
+	}{
+		{"regex", config.Router{Type: config.RouterQueryRegex, Regex: "(", Group: "main"}, "routers[6]: regex"},
+		{"script syntax", config.Router{Type: config.RouterScript, Name: "broken", Source: "def route(q, c)\n  return 1"}, "routers[6]: script router broken"},
+		{"script no route", config.Router{Type: config.RouterScript, Source: "x = 1"}, "no function route"},
+		{"compound regex", config.Router{Type: config.RouterCompound, Group: "main", Conditions: []config.Condition{{Type: config.ConditionQueryRegex, Regex: "["}}}, "conditions[0]"},
+		{"unknown target", config.Router{Type: config.RouterProtocolBased, MySQL: "nope"}, `unknown group "nope"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Routers = append(cfg.Routers, tc.router)
+			var o opened
+			rt, err := Build(cfg, o.factory)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want error containing %q, got %v (runtime %v)", tc.want, err, rt != nil)
+			}
+		})
+	}
+	t.Run("config.Compile runs the proxy's router compiler", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.Routers = append(cfg.Routers, config.Router{Type: config.RouterScript, Name: "bad", Source: "def route(q, c):\n    while True:\n        pass\nroute(1, 2)\n"})
+		err := config.Compile(cfg)
+		if err == nil || !strings.Contains(err.Error(), "routers[6]") || !strings.Contains(err.Error(), "too many steps") {
+			t.Fatalf("got %v", err)
+		}
+	})
+}
+
+func TestBuildClosesEnginesOnFailure(t *testing.T) {
+	var made []*fakeEngine
+	factory := func(c config.Cluster) (query.Engine, error) {
+		if c.Name == "pg2" {
+			return nil, errors.New("dial refused")
+		}
+		e := &fakeEngine{}
+		made = append(made, e)
+		return e, nil
+	}
+	_, err := Build(testConfig(), factory)
+	if err == nil || !strings.Contains(err.Error(), "pg2") || !strings.Contains(err.Error(), "dial refused") {
+		t.Fatalf("got %v", err)
+	}
+	if len(made) != 2 || !made[0].closed.Load() || !made[1].closed.Load() {
+		t.Fatal("engines opened before the failure must be closed")
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Fatal("secret in error")
+	}
+}

@@ -1,0 +1,129 @@
+package proxy
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/queryflux/queryflux/node/env"
+)
+
+// seqRand is a deterministic env.Rand for property tests.
+type seqRand struct{ s uint64 }
+
+func (r *seqRand) Uint64() uint64 {
+	r.s += 0x9e3779b97f4a7c15
+	z := r.s
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+func (r *seqRand) Float64() float64     { return float64(r.Uint64()>>11) / (1 << 53) }
+func (r *seqRand) Int64N(n int64) int64 { return int64(r.Uint64() % uint64(n)) }
+func (r *seqRand) Read(p []byte) {
+	for i := range p {
+		p[i] = byte(r.Uint64())
+	}
+}
+
+var _ env.Rand = (*seqRand)(nil)
+
+// Every strategy offers exactly the enabled, healthy members below their cap, each once.
+func TestCandidatesProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 6).Draw(t, "members")
+		strategy := rapid.SampledFrom([]string{RoundRobin, LeastLoaded, Failover, Weighted}).Draw(t, "strategy")
+		g := &group{name: "g", strategy: strategy}
+		running := map[string]int{}
+		want := map[string]bool{}
+		for i := 0; i < n; i++ {
+			c := &cluster{name: fmt.Sprintf("c%d", i), cap: rapid.IntRange(1, 4).Draw(t, "cap"),
+				enabled: rapid.Bool().Draw(t, "enabled")}
+			c.healthy.Store(rapid.Bool().Draw(t, "healthy"))
+			running[c.name] = rapid.IntRange(0, 5).Draw(t, "running")
+			g.members = append(g.members, member{cluster: c, weight: rapid.IntRange(1, 10).Draw(t, "weight")})
+			if c.enabled && c.healthy.Load() && running[c.name] < c.cap {
+				want[c.name] = true
+			}
+		}
+		g.cursor.Store(uint64(rapid.IntRange(0, 100).Draw(t, "cursor")))
+		got := g.candidates(func(c string) int { return running[c] }, &seqRand{s: rapid.Uint64().Draw(t, "seed")})
+		seen := map[string]bool{}
+		for _, m := range got {
+			if !want[m.cluster.name] || seen[m.cluster.name] {
+				t.Fatalf("candidate %s not eligible or repeated: %v", m.cluster.name, names(got))
+			}
+			seen[m.cluster.name] = true
+		}
+		if len(seen) != len(want) {
+			t.Fatalf("offered %v, eligible %v", names(got), want)
+		}
+		if strategy == LeastLoaded {
+			for i := 1; i < len(got); i++ {
+				a, b := got[i-1].cluster, got[i].cluster
+				if running[a.name]*b.cap > running[b.name]*a.cap {
+					t.Fatalf("leastLoaded order broken: %v", names(got))
+				}
+			}
+		}
+	})
+}
+
+func names(ms []member) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.cluster.name)
+	}
+	return out
+}
+
+// Under any mix of caps and concurrent queries, no engine ever runs more than its cluster's cap,
+// the queue holds the rest, and every query finishes once the engines let go.
+func TestCapHoldsUnderConcurrency(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		h := newHarness(t)
+		gt := newGate(h.env)
+		members := rapid.IntRange(1, 3).Draw(rt, "members")
+		var clusters []ClusterSpec
+		var engines []*fakeEngine
+		total := 0
+		for i := 0; i < members; i++ {
+			e := &fakeEngine{rows: 1, gate: gt}
+			c := rapid.IntRange(1, 3).Draw(rt, "cap")
+			total += c
+			engines = append(engines, e)
+			clusters = append(clusters, cl(fmt.Sprintf("c%d", i), c, e))
+		}
+		strategy := rapid.SampledFrom([]string{RoundRobin, LeastLoaded, Failover, Weighted}).Draw(rt, "strategy")
+		n := rapid.IntRange(1, 12).Draw(rt, "queries")
+		h.activate(oneGroup(strategy, n, time.Minute, clusters...))
+		var outs []*outcome
+		for i := 0; i < n; i++ {
+			outs = append(outs, h.async(t.Context(), sel(fmt.Sprintf("select %d", i))))
+		}
+		runningNow := min(n, total)
+		eventually(t, "slots taken and the rest queued", func() bool {
+			sum := 0
+			for _, c := range clusters {
+				sum += h.core.Running(c.Name)
+			}
+			return sum == runningNow && h.core.Queued("g") == n-runningNow
+		})
+		gt.release()
+		for _, o := range outs {
+			if _, err := o.result(t); err != nil {
+				rt.Fatalf("query failed: %v", err)
+			}
+		}
+		for i, e := range engines {
+			if int(e.peak.Load()) > clusters[i].MaxRunningQueries {
+				rt.Fatalf("engine %d ran %d at once, cap %d", i, e.peak.Load(), clusters[i].MaxRunningQueries)
+			}
+		}
+		if len(h.recs.all()) != n {
+			rt.Fatalf("%d records for %d queries", len(h.recs.all()), n)
+		}
+	})
+}
