@@ -12,8 +12,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
@@ -201,3 +205,71 @@ func (f FuncEngine) Execute(ctx context.Context, q *query.Request) (query.Rows, 
 }
 func (f FuncEngine) Ping(context.Context) error { return nil }
 func (f FuncEngine) Close() error               { return nil }
+
+// AllTypes returns a two-row result with one column of each Arrow type the frontends map:
+// row 0 holds values, row 1 NULLs. AllTypesText is row 0 as each column's expected text.
+func AllTypes() (*arrow.Schema, arrow.RecordBatch) {
+	fields := []arrow.Field{
+		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "i8", Type: arrow.PrimitiveTypes.Int8, Nullable: true},
+		{Name: "i16", Type: arrow.PrimitiveTypes.Int16, Nullable: true},
+		{Name: "i32", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "i64", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "u8", Type: arrow.PrimitiveTypes.Uint8, Nullable: true},
+		{Name: "u16", Type: arrow.PrimitiveTypes.Uint16, Nullable: true},
+		{Name: "u32", Type: arrow.PrimitiveTypes.Uint32, Nullable: true},
+		{Name: "u64", Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
+		{Name: "f32", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
+		{Name: "f64", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "dec", Type: &arrow.Decimal128Type{Precision: 10, Scale: 2}, Nullable: true},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "bin", Type: arrow.BinaryTypes.Binary, Nullable: true},
+		{Name: "d", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
+		{Name: "tstz", Type: &arrow.TimestampType{Unit: arrow.Second, TimeZone: "UTC"}, Nullable: true},
+		{Name: "t", Type: arrow.FixedWidthTypes.Time64us, Nullable: true},
+		{Name: "n", Type: arrow.Null, Nullable: true},
+	}
+	schema := arrow.NewSchema(fields, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	ts := time.Date(2024, 2, 29, 13, 14, 15, 123456000, time.UTC)
+	b.Field(0).(*array.BooleanBuilder).Append(true)
+	b.Field(1).(*array.Int8Builder).Append(-8)
+	b.Field(2).(*array.Int16Builder).Append(-1600)
+	b.Field(3).(*array.Int32Builder).Append(-320000)
+	b.Field(4).(*array.Int64Builder).Append(-6400000000)
+	b.Field(5).(*array.Uint8Builder).Append(250)
+	b.Field(6).(*array.Uint16Builder).Append(65000)
+	b.Field(7).(*array.Uint32Builder).Append(4000000000)
+	b.Field(8).(*array.Uint64Builder).Append(18000000000000000000)
+	b.Field(9).(*array.Float32Builder).Append(1.5)
+	b.Field(10).(*array.Float64Builder).Append(-2.25)
+	b.Field(11).(*array.Decimal128Builder).Append(decimal128.FromI64(1234567))
+	b.Field(12).(*array.StringBuilder).Append("héllo")
+	b.Field(13).(*array.BinaryBuilder).Append([]byte{0, 0xff, 0x10})
+	b.Field(14).(*array.Date32Builder).Append(arrow.Date32FromTime(ts))
+	b.Field(15).(*array.TimestampBuilder).Append(arrow.Timestamp(ts.UnixMicro()))
+	b.Field(16).(*array.TimestampBuilder).Append(arrow.Timestamp(ts.Unix()))
+	b.Field(17).(*array.Time64Builder).Append(arrow.Time64((13*3600 + 14*60 + 15) * 1_000_000))
+	b.Field(18).(*array.NullBuilder).AppendNull()
+	for _, f := range b.Fields() {
+		f.AppendNull()
+	}
+	return schema, b.NewRecordBatch()
+}
+
+// AllTypesText is row 0 of AllTypes as text, the form the MySQL text protocol and most
+// clients' string scans give.
+var AllTypesText = []string{"1", "-8", "-1600", "-320000", "-6400000000", "250", "65000", "4000000000",
+	"18000000000000000000", "1.5", "-2.25", "12345.67", "héllo", "\x00\xff\x10", "2024-02-29",
+	"2024-02-29 13:14:15.123456", "2024-02-29 13:14:15", "13:14:15.000000", "NULL"}
+
+// AllTypesEngine answers every query with AllTypes.
+func AllTypesEngine() FuncEngine {
+	return func(ctx context.Context, q *query.Request) (query.Rows, error) {
+		schema, batch := AllTypes()
+		defer batch.Release()
+		return NewRecordRows(schema, "", batch), nil
+	}
+}

@@ -1,0 +1,132 @@
+package trinohttp
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// QueryError is Trino's error document (QueryResults.error).
+type QueryError struct {
+	Message     string       `json:"message"`
+	SQLState    string       `json:"sqlState,omitempty"`
+	ErrorCode   int          `json:"errorCode"`
+	ErrorName   string       `json:"errorName"`
+	ErrorType   string       `json:"errorType"`
+	Retryable   bool         `json:"retriable,omitempty"`
+	FailureInfo *FailureInfo `json:"failureInfo,omitempty"`
+}
+
+// FailureInfo is the part of Trino's failure tree clients print.
+type FailureInfo struct {
+	Type       string        `json:"type"`
+	Message    string        `json:"message"`
+	Suppressed []FailureInfo `json:"suppressed"`
+	Stack      []string      `json:"stack"`
+}
+
+// Trino's standard error codes (io.trino.spi.StandardErrorCode) the proxy uses.
+type trinoCode struct {
+	code int
+	name string
+	kind string
+}
+
+var (
+	codeGenericUser     = trinoCode{0, "GENERIC_USER_ERROR", "USER_ERROR"}
+	codeSyntax          = trinoCode{1, "SYNTAX_ERROR", "USER_ERROR"}
+	codeAbandoned       = trinoCode{2, "ABANDONED_QUERY", "USER_ERROR"}
+	codeUserCanceled    = trinoCode{3, "USER_CANCELED", "USER_ERROR"}
+	codePermission      = trinoCode{4, "PERMISSION_DENIED", "USER_ERROR"}
+	codeNotFound        = trinoCode{5, "NOT_FOUND", "USER_ERROR"}
+	codeCatalogNotFound = trinoCode{44, "CATALOG_NOT_FOUND", "USER_ERROR"}
+	codeTableNotFound   = trinoCode{46, "TABLE_NOT_FOUND", "USER_ERROR"}
+	codeColumnNotFound  = trinoCode{47, "COLUMN_NOT_FOUND", "USER_ERROR"}
+	codeInternal        = trinoCode{65536, "GENERIC_INTERNAL_ERROR", "INTERNAL_ERROR"}
+	codeStartingUp      = trinoCode{65541, "SERVER_STARTING_UP", "INTERNAL_ERROR"}
+	codeQueueFull       = trinoCode{131074, "QUERY_QUEUE_FULL", "INSUFFICIENT_RESOURCES"}
+	codeTimeLimit       = trinoCode{131075, "EXCEEDED_TIME_LIMIT", "INSUFFICIENT_RESOURCES"}
+	codeExternal        = trinoCode{16777216, "GENERIC_EXTERNAL", "EXTERNAL"}
+)
+
+// codeFor picks the Trino error for a SQLSTATE.
+func codeFor(state string) trinoCode {
+	switch state {
+	case query.CodeSyntax, "42000":
+		return codeSyntax
+	case query.CodeAccessDenied:
+		return codePermission
+	case query.CodeNoRoute:
+		return codeCatalogNotFound
+	case query.CodeQueueFull:
+		return codeQueueFull
+	case query.CodeCapacityTimeout:
+		return codeTimeLimit
+	case query.CodeNotConfigured:
+		return codeStartingUp
+	case query.CodeEngine:
+		return codeExternal
+	case "42S02", "42P01":
+		return codeTableNotFound
+	case "42S22", "42703":
+		return codeColumnNotFound
+	}
+	switch {
+	case strings.HasPrefix(state, "42"), strings.HasPrefix(state, "22"), strings.HasPrefix(state, "23"):
+		return codeGenericUser
+	case strings.HasPrefix(state, "08"), strings.HasPrefix(state, "57"), strings.HasPrefix(state, "58"):
+		return codeExternal
+	}
+	return codeInternal
+}
+
+// toQueryError turns any error into the error document a Trino client sees.
+func toQueryError(err error) *QueryError {
+	var qe *query.Error
+	var tc trinoCode
+	var msg, state string
+	retry := false
+	switch {
+	case errors.As(err, &qe):
+		tc, msg, state, retry = codeFor(qe.Code), qe.Message, qe.Code, qe.Retryable
+		if remote, rest := remoteErrorName(qe.Message); remote != nil { // came from a Trino engine: keep its name
+			tc, msg = *remote, rest
+		}
+	case errors.Is(err, context.Canceled):
+		tc, msg = codeUserCanceled, "Query was canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		tc, msg = codeTimeLimit, "Query exceeded its time limit"
+	default:
+		tc, msg = codeInternal, err.Error()
+	}
+	return &QueryError{
+		Message:     msg,
+		SQLState:    state,
+		ErrorCode:   tc.code,
+		ErrorName:   tc.name,
+		ErrorType:   tc.kind,
+		Retryable:   retry,
+		FailureInfo: &FailureInfo{Type: "io.trino.spi.TrinoException", Message: msg, Suppressed: []FailureInfo{}, Stack: []string{}},
+	}
+}
+
+// remoteErrorName reads the "[NAME code TYPE]" suffix the Trino engine writes into messages.
+// It returns the message without the suffix.
+func remoteErrorName(msg string) (*trinoCode, string) {
+	i := strings.LastIndex(msg, " [trino ")
+	if i < 0 || !strings.HasSuffix(msg, "]") {
+		return nil, msg
+	}
+	parts := strings.Fields(msg[i+len(" [trino ") : len(msg)-1])
+	if len(parts) != 3 {
+		return nil, msg
+	}
+	code, err := strconv.Atoi(parts[1])
+	if err != nil || code < 0 {
+		return nil, msg
+	}
+	return &trinoCode{code: code, name: parts[0], kind: parts[2]}, msg[:i]
+}

@@ -1,0 +1,195 @@
+package trinohttp
+
+import (
+	"encoding/hex"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// parseExecuteImmediate reads the statement Trino clients send for bound parameters,
+// EXECUTE IMMEDIATE '<sql>' USING v1, v2, ..., as the inner SQL and its values, so engines get
+// real parameters. ok is false (and the statement goes on as written) when it is not of that
+// form or a value is not a literal the proxy knows (ARRAY, MAP, INTERVAL, ...).
+//
+// prepared maps names to statements from X-Trino-Prepared-Statement, for the other form clients
+// send: EXECUTE <name> USING v1, ....
+func parseExecuteImmediate(stmt string, prepared map[string]string) (sql string, args []any, ok bool) {
+	p := &literalParser{s: stmt}
+	if !p.keyword("EXECUTE") {
+		return "", nil, false
+	}
+	if p.keyword("IMMEDIATE") {
+		if sql, ok = p.quoted(); !ok {
+			return "", nil, false
+		}
+	} else if sql, ok = prepared[p.identifier()]; !ok {
+		return "", nil, false
+	}
+	if p.end() {
+		return sql, nil, true
+	}
+	if !p.keyword("USING") {
+		return "", nil, false
+	}
+	for {
+		v, ok := p.literal()
+		if !ok {
+			return "", nil, false
+		}
+		args = append(args, v)
+		p.space()
+		if p.end() {
+			return sql, args, true
+		}
+		if !p.take(',') {
+			return "", nil, false
+		}
+	}
+}
+
+type literalParser struct {
+	s   string
+	pos int
+}
+
+func (p *literalParser) space() {
+	for p.pos < len(p.s) && unicode.IsSpace(rune(p.s[p.pos])) {
+		p.pos++
+	}
+}
+
+func (p *literalParser) end() bool {
+	p.space()
+	return p.pos == len(p.s) || strings.TrimSpace(strings.TrimRight(p.s[p.pos:], "; \t\r\n")) == ""
+}
+
+func (p *literalParser) take(c byte) bool {
+	p.space()
+	if p.pos < len(p.s) && p.s[p.pos] == c {
+		p.pos++
+		return true
+	}
+	return false
+}
+
+func (p *literalParser) word() string {
+	p.space()
+	start := p.pos
+	for p.pos < len(p.s) && (unicode.IsLetter(rune(p.s[p.pos])) || p.s[p.pos] == '_') {
+		p.pos++
+	}
+	return p.s[start:p.pos]
+}
+
+func (p *literalParser) identifier() string {
+	p.space()
+	start := p.pos
+	for p.pos < len(p.s) && (unicode.IsLetter(rune(p.s[p.pos])) || unicode.IsDigit(rune(p.s[p.pos])) || p.s[p.pos] == '_') {
+		p.pos++
+	}
+	return p.s[start:p.pos]
+}
+
+func (p *literalParser) keyword(k string) bool {
+	save := p.pos
+	if strings.EqualFold(p.word(), k) {
+		return true
+	}
+	p.pos = save
+	return false
+}
+
+// quoted reads a '...' literal with ” escapes.
+func (p *literalParser) quoted() (string, bool) {
+	if !p.take('\'') {
+		return "", false
+	}
+	var b strings.Builder
+	for p.pos < len(p.s) {
+		c := p.s[p.pos]
+		p.pos++
+		if c != '\'' {
+			b.WriteByte(c)
+			continue
+		}
+		if p.pos < len(p.s) && p.s[p.pos] == '\'' {
+			b.WriteByte('\'')
+			p.pos++
+			continue
+		}
+		return b.String(), true
+	}
+	return "", false
+}
+
+func (p *literalParser) literal() (any, bool) {
+	p.space()
+	if p.pos >= len(p.s) {
+		return nil, false
+	}
+	switch c := p.s[p.pos]; {
+	case c == '\'':
+		return p.quoted()
+	case c == '-' || c == '+' || c == '.' || (c >= '0' && c <= '9'):
+		return p.number()
+	}
+	w := strings.ToUpper(p.word())
+	switch w {
+	case "NULL":
+		return nil, true
+	case "TRUE", "FALSE":
+		return w == "TRUE", true
+	case "X":
+		s, ok := p.quoted()
+		if !ok {
+			return nil, false
+		}
+		b, err := hex.DecodeString(s)
+		return b, err == nil
+	case "DOUBLE", "REAL":
+		s, ok := p.quoted()
+		if !ok {
+			return nil, false
+		}
+		f, err := strconv.ParseFloat(s, 64) // accepts NaN, Infinity, -Infinity
+		return f, err == nil
+	case "DATE", "TIME", "TIMESTAMP", "DECIMAL":
+		return p.quoted()
+	}
+	return nil, false
+}
+
+func (p *literalParser) number() (any, bool) {
+	start := p.pos
+	for p.pos < len(p.s) && strings.IndexByte("+-.0123456789eE", p.s[p.pos]) >= 0 {
+		p.pos++
+	}
+	text := p.s[start:p.pos]
+	if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+		return n, true
+	}
+	if n, err := strconv.ParseUint(text, 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	return f, err == nil
+}
+
+// preparedStatements reads X-Trino-Prepared-Statement: name=urlencoded-sql, comma-separated.
+func preparedStatements(headers []string) map[string]string {
+	out := map[string]string{}
+	for _, h := range headers {
+		for _, item := range strings.Split(h, ",") {
+			name, enc, ok := strings.Cut(strings.TrimSpace(item), "=")
+			if !ok {
+				continue
+			}
+			if sql, err := url.QueryUnescape(enc); err == nil {
+				out[name] = sql
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,362 @@
+package trinohttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Query states as Trino names them.
+const (
+	stateQueued   = "QUEUED"
+	stateRunning  = "RUNNING"
+	stateFinished = "FINISHED"
+	stateFailed   = "FAILED"
+)
+
+// runningQuery is one query between its POST and its last page. The producer goroutine fills
+// pending; polls drain it page by page. Every change closes changed, waking waiters.
+type runningQuery struct {
+	id, slug string
+	created  time.Time
+	cancel   context.CancelFunc
+
+	mu          sync.Mutex
+	changed     chan struct{}
+	state       string
+	columns     []Column
+	pending     [][]any
+	processed   int64
+	done        bool // the producer has finished (state is FINISHED or FAILED)
+	err         *QueryError
+	updateType  string
+	updateCount *int64
+	nextToken   int64 // the token the next poll must carry
+	lastToken   int64 // the token of lastPage, for a client's retry
+	lastPage    []byte
+	lastAccess  time.Time
+}
+
+func (q *runningQuery) notifyLocked() {
+	close(q.changed)
+	q.changed = make(chan struct{})
+}
+
+func (q *runningQuery) lastAccessed() time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.lastAccess
+}
+
+// start registers a query and runs it in the background.
+func (s *Server) start(req *query.Request) *runningQuery {
+	id, slug := s.newID()
+	ctx, cancel := context.WithCancel(s.ctx)
+	now := time.Now()
+	q := &runningQuery{id: id, slug: slug, created: now, cancel: cancel, changed: make(chan struct{}),
+		state: stateQueued, lastToken: -1, lastAccess: now}
+	s.mu.Lock()
+	s.queries[id] = q
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go s.run(ctx, q, req)
+	return q
+}
+
+// run executes the query and feeds its rows to pending, waiting while the client lags.
+func (s *Server) run(ctx context.Context, q *runningQuery, req *query.Request) {
+	defer s.wg.Done()
+	defer q.cancel()
+	rows, err := s.backend.Execute(ctx, req) // waits here while the backend queues the query
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	defer rows.Close()
+	schema := rows.Schema()
+	q.mu.Lock()
+	q.state = stateRunning
+	if schema != nil {
+		q.columns = columnsFor(schema)
+	}
+	q.notifyLocked()
+	q.mu.Unlock()
+	for {
+		batch, err := rows.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			q.fail(err)
+			return
+		}
+		if err := q.push(ctx, rowsOf(batch), s.opts.BufferedRowsMax); err != nil {
+			q.fail(err)
+			return
+		}
+	}
+	q.finish(rows.Tag(), schema == nil)
+}
+
+// push appends rows, first waiting until the buffer has room.
+func (q *runningQuery) push(ctx context.Context, rows [][]any, max int) error {
+	for {
+		q.mu.Lock()
+		if q.done {
+			q.mu.Unlock()
+			return context.Canceled
+		}
+		if len(q.pending) < max {
+			q.pending = append(q.pending, rows...)
+			q.processed += int64(len(rows))
+			q.notifyLocked()
+			q.mu.Unlock()
+			return nil
+		}
+		changed := q.changed
+		q.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (q *runningQuery) fail(err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.done {
+		return
+	}
+	q.done, q.state, q.err, q.pending = true, stateFailed, toQueryError(err), nil
+	q.notifyLocked()
+}
+
+// finish marks success; a statement without rows reports Trino's updateType and count.
+func (q *runningQuery) finish(tag string, noRows bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.done {
+		return
+	}
+	q.done, q.state = true, stateFinished
+	if noRows {
+		q.updateType, q.updateCount = updateOf(tag)
+		if q.updateCount != nil { // Trino answers DML with one "rows" column
+			name, sig := simple("bigint")
+			q.columns = []Column{{Name: "rows", Type: name, TypeSignature: sig}}
+			q.pending = append(q.pending, []any{*q.updateCount})
+		}
+	}
+	q.notifyLocked()
+}
+
+// abandon cancels a query whose client went away.
+func (q *runningQuery) abandon() {
+	q.cancel()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.done {
+		q.done, q.state, q.pending = true, stateFailed, nil
+		q.err = &QueryError{Message: "Query abandoned: the client stopped polling", ErrorCode: codeAbandoned.code,
+			ErrorName: codeAbandoned.name, ErrorType: codeAbandoned.kind}
+		q.notifyLocked()
+	}
+}
+
+// updateOf reads a command tag ("INSERT 0 3", "UPDATE 2", "CREATE") as Trino's updateType and count.
+func updateOf(tag string) (string, *int64) {
+	fields := strings.Fields(tag)
+	if len(fields) == 0 {
+		return "", nil
+	}
+	verb := fields[0]
+	if len(fields) > 1 {
+		if n, err := strconv.ParseInt(fields[len(fields)-1], 10, 64); err == nil {
+			switch verb {
+			case "INSERT", "UPDATE", "DELETE", "MERGE":
+				return verb, &n
+			}
+		}
+	}
+	return strings.Join(strings.FieldsFunc(tag, func(r rune) bool { return r == ' ' || (r >= '0' && r <= '9') }), " "), nil
+}
+
+// QueryResults is the document every statement response carries.
+type QueryResults struct {
+	ID          string      `json:"id"`
+	InfoURI     string      `json:"infoUri"`
+	NextURI     string      `json:"nextUri,omitempty"`
+	Columns     []Column    `json:"columns,omitempty"`
+	Data        [][]any     `json:"data,omitempty"`
+	Stats       Stats       `json:"stats"`
+	Error       *QueryError `json:"error,omitempty"`
+	Warnings    []any       `json:"warnings"`
+	UpdateType  string      `json:"updateType,omitempty"`
+	UpdateCount *int64      `json:"updateCount,omitempty"`
+}
+
+// Stats is the part of Trino's StatementStats the proxy knows.
+type Stats struct {
+	State             string `json:"state"`
+	Queued            bool   `json:"queued"`
+	Scheduled         bool   `json:"scheduled"`
+	Nodes             int    `json:"nodes"`
+	TotalSplits       int    `json:"totalSplits"`
+	QueuedSplits      int    `json:"queuedSplits"`
+	RunningSplits     int    `json:"runningSplits"`
+	CompletedSplits   int    `json:"completedSplits"`
+	CPUTimeMillis     int64  `json:"cpuTimeMillis"`
+	WallTimeMillis    int64  `json:"wallTimeMillis"`
+	QueuedTimeMillis  int64  `json:"queuedTimeMillis"`
+	ElapsedTimeMillis int64  `json:"elapsedTimeMillis"`
+	ProcessedRows     int64  `json:"processedRows"`
+	ProcessedBytes    int64  `json:"processedBytes"`
+	PeakMemoryBytes   int64  `json:"peakMemoryBytes"`
+}
+
+// handlePoll answers GET nextUri: the next page, or the same page again for a repeated token.
+func (s *Server) handlePoll(w http.ResponseWriter, r *http.Request) {
+	q, ok := s.lookup(r)
+	if !ok {
+		http.Error(w, "query not found", http.StatusGone)
+		return
+	}
+	token, err := strconv.ParseInt(r.PathValue("token"), 10, 64)
+	if err != nil || token < 0 {
+		http.Error(w, "bad token", http.StatusNotFound)
+		return
+	}
+	s.respond(w, r, q, token, s.opts.PollWait)
+}
+
+// handleCancel answers DELETE nextUri: the query stops and is forgotten.
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	q, ok := s.lookup(r)
+	if !ok {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	q.cancel()
+	q.mu.Lock()
+	if !q.done {
+		q.done, q.state, q.pending = true, stateFailed, nil
+		q.err = toQueryError(context.Canceled)
+		q.notifyLocked()
+	}
+	q.mu.Unlock()
+	s.forget(q)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// respond writes the page for token, waiting up to wait for rows or the end.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery, token int64, wait time.Duration) {
+	body, status, final := s.page(r.Context(), q, token, wait, s.baseURL(r))
+	if status != http.StatusOK {
+		http.Error(w, string(body), status)
+		return
+	}
+	if final {
+		s.forgetLater(q)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+}
+
+// forgetLater keeps a finished query a little while so a client can retry its last page.
+func (s *Server) forgetLater(q *runningQuery) {
+	q.mu.Lock()
+	// the reaper removes it after AbandonAfter without polls; shorten that for finished queries
+	q.lastAccess = time.Now().Add(-s.opts.AbandonAfter + time.Minute)
+	q.mu.Unlock()
+}
+
+func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait time.Duration, base string) ([]byte, int, bool) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.lastAccess = time.Now()
+	if token == q.lastToken && q.lastPage != nil {
+		return q.lastPage, http.StatusOK, q.lastFinal()
+	}
+	if token != q.nextToken {
+		return []byte(fmt.Sprintf("unexpected token %d (want %d)", token, q.nextToken)), http.StatusGone, false
+	}
+	for waiting := token > 0; waiting && len(q.pending) == 0 && !q.done; {
+		changed := q.changed
+		q.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline.C:
+			waiting = false
+		case <-ctx.Done():
+			waiting = false
+		}
+		q.mu.Lock()
+	}
+	res := QueryResults{ID: q.id, InfoURI: base + "/ui/query.html?" + q.id, Columns: q.columns, Warnings: []any{}}
+	take := min(len(q.pending), s.opts.PageRows)
+	if token == 0 {
+		take = 0 // clients read no data from the POST answer (Trino never sends any there)
+	}
+	if take > 0 {
+		res.Data = q.pending[:take:take]
+		q.pending = q.pending[take:]
+		q.notifyLocked() // room for the producer
+	}
+	final := q.done && len(q.pending) == 0 && token > 0
+	state := q.state
+	if !final && state != stateQueued {
+		state = stateRunning
+	}
+	elapsed := time.Since(q.created).Milliseconds()
+	res.Stats = Stats{State: state, Queued: state == stateQueued, Scheduled: state != stateQueued, Nodes: 1,
+		ProcessedRows: q.processed, ElapsedTimeMillis: elapsed, WallTimeMillis: elapsed}
+	if final {
+		res.Error, res.UpdateType, res.UpdateCount = q.err, q.updateType, q.updateCount
+	} else {
+		res.NextURI = fmt.Sprintf("%s/v1/statement/executing/%s/%s/%d", base, q.id, q.slug, token+1)
+	}
+	body, err := marshal(res)
+	if err != nil {
+		panic(fmt.Sprintf("trinohttp: marshal page of %s: %v", q.id, err))
+	}
+	q.lastToken, q.lastPage, q.nextToken = token, body, token+1
+	return body, http.StatusOK, final
+}
+
+func (q *runningQuery) lastFinal() bool {
+	return q.done && len(q.pending) == 0 && !bytes.Contains(q.lastPage, []byte(`"nextUri"`))
+}
+
+func (s *Server) baseURL(r *http.Request) string {
+	if s.opts.ExternalURL != "" {
+		return strings.TrimRight(s.opts.ExternalURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,351 @@
+// Package trinohttp is the Trino client protocol (v1) frontend: POST /v1/statement starts a
+// query on a query.Backend, clients follow nextUri pages (QUEUED while the backend holds the
+// query, RUNNING while rows stream, then FINISHED or FAILED) and DELETE a nextUri to cancel.
+// Rows go out in Trino's JSON encoding with Trino type signatures.
+//
+// It serves HTTP and runs each query in its own goroutine, so that a query keeps running
+// between a client's polls.
+//
+// determinism: outside the simulator (HTTP listener and Trino protocol codec)
+package trinohttp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Credentials are what a client presented: HTTP Basic (User, Password) or a bearer Token.
+type Credentials struct {
+	User       string // X-Trino-User, or the Basic user
+	Password   string
+	Token      string
+	ClientAddr string
+}
+
+// Authenticator is the auth hook. It returns the user the query runs as.
+type Authenticator interface {
+	Authenticate(ctx context.Context, c Credentials) (user string, err error)
+}
+
+// Options configure a Server.
+type Options struct {
+	// Auth checks credentials; nil trusts X-Trino-User (as Trino does without authentication).
+	Auth Authenticator
+	// PageRows caps the rows in one response; default 1000.
+	PageRows int
+	// BufferedRowsMax caps rows read ahead of the client; default 4 × PageRows.
+	BufferedRowsMax int
+	// PollWait is how long a GET waits for rows before answering with none; default 1s.
+	PollWait time.Duration
+	// AbandonAfter cancels a query its client stopped polling; default 5 minutes.
+	AbandonAfter time.Duration
+	// ExternalURL is the base of nextUri links ("https://proxy:8443"); default from the request.
+	ExternalURL string
+	// BodyBytesMax caps a statement's size; default 16 MiB.
+	BodyBytesMax int64
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.PageRows <= 0 {
+		o.PageRows = 1000
+	}
+	if o.BufferedRowsMax <= 0 {
+		o.BufferedRowsMax = 4 * o.PageRows
+	}
+	if o.PollWait <= 0 {
+		o.PollWait = time.Second
+	}
+	if o.AbandonAfter <= 0 {
+		o.AbandonAfter = 5 * time.Minute
+	}
+	if o.BodyBytesMax <= 0 {
+		o.BodyBytesMax = 16 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Server is the Trino frontend. Mount Handler() or call Serve.
+type Server struct {
+	backend query.Backend
+	opts    Options
+	log     *slog.Logger
+	started time.Time
+
+	ctx    context.Context // ends on Close; parent of every query
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	queries map[string]*runningQuery
+	seq     atomic.Uint64
+
+	httpMu  sync.Mutex
+	servers []*http.Server
+	wg      sync.WaitGroup
+}
+
+// NewServer returns a server over backend and starts its abandoned-query reaper.
+func NewServer(backend query.Backend, opts Options) (*Server, error) {
+	if backend == nil {
+		return nil, errors.New("trinohttp: nil backend")
+	}
+	opts.defaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{backend: backend, opts: opts, log: opts.Logger, started: time.Now(), ctx: ctx, cancel: cancel,
+		queries: map[string]*runningQuery{}}
+	s.wg.Add(1)
+	go s.reap()
+	return s, nil
+}
+
+// Handler serves /v1/statement, /v1/statement/{queued,executing}/..., and /v1/info.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/statement", s.handleSubmit)
+	mux.HandleFunc("GET /v1/statement/{phase}/{id}/{slug}/{token}", s.handlePoll)
+	mux.HandleFunc("DELETE /v1/statement/{phase}/{id}/{slug}/{token}", s.handleCancel)
+	mux.HandleFunc("GET /v1/info", s.handleInfo)
+	return recoverer(s.log, mux)
+}
+
+// Serve serves HTTP on l until Close.
+func (s *Server) Serve(l net.Listener) error {
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	s.httpMu.Lock()
+	s.servers = append(s.servers, hs)
+	s.httpMu.Unlock()
+	err := hs.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return net.ErrClosed
+	}
+	return err
+}
+
+// Close cancels every query and stops the listeners.
+func (s *Server) Close() error {
+	s.cancel()
+	s.httpMu.Lock()
+	servers := s.servers
+	s.servers = nil
+	s.httpMu.Unlock()
+	for _, hs := range servers {
+		hs.Close()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// recoverer turns a handler panic from malformed input into a 500 for that request only.
+func recoverer(log *slog.Logger, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				log.Error("trinohttp: request panicked", "path", r.URL.Path, "panic", fmt.Sprint(v))
+				http.Error(w, "internal error", http.StatusInternalServerError)
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"nodeVersion": map[string]string{"version": "queryflux"},
+		"environment": "queryflux",
+		"coordinator": true,
+		"starting":    !s.backend.Ready(),
+		"uptime":      time.Since(s.started).Round(time.Second).String(),
+	})
+}
+
+// handleSubmit starts a query: POST /v1/statement with the SQL as the body.
+func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	if !s.backend.Ready() {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, query.ErrNotConfigured.Message, http.StatusServiceUnavailable)
+		return
+	}
+	user, status, err := s.authenticate(r)
+	if err != nil {
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Basic realm="QueryFlux"`)
+		}
+		http.Error(w, err.Error(), status)
+		return
+	}
+	body, err := readBody(w, r, s.opts.BodyBytesMax)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	sql := strings.TrimSpace(body)
+	if sql == "" {
+		http.Error(w, "SQL statement is empty", http.StatusBadRequest)
+		return
+	}
+	req := buildRequest(r, user, sql)
+	q := s.start(req)
+	s.respond(w, r, q, 0, 0)
+}
+
+// authenticate returns the user a request runs as, or an HTTP status and error.
+func (s *Server) authenticate(r *http.Request) (string, int, error) {
+	headerUser := r.Header.Get("X-Trino-User")
+	if s.opts.Auth == nil {
+		if headerUser == "" {
+			if u, _, ok := r.BasicAuth(); ok && u != "" {
+				return u, 0, nil
+			}
+			return "", http.StatusBadRequest, errors.New("X-Trino-User header is required")
+		}
+		return headerUser, 0, nil
+	}
+	c := Credentials{User: headerUser, ClientAddr: r.RemoteAddr}
+	if u, p, ok := r.BasicAuth(); ok {
+		c.User, c.Password = u, p
+	} else if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		c.Token = strings.TrimSpace(tok)
+	} else {
+		return "", http.StatusUnauthorized, errors.New("authentication required")
+	}
+	user, err := s.opts.Auth.Authenticate(r.Context(), c)
+	if err != nil {
+		return "", http.StatusUnauthorized, errors.New("authentication failed")
+	}
+	if headerUser != "" && headerUser != user {
+		return "", http.StatusForbidden, fmt.Errorf("user %q may not run queries as %q", user, headerUser)
+	}
+	return user, 0, nil
+}
+
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (string, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		return "", fmt.Errorf("statement body: %w", err)
+	}
+	return string(b), nil
+}
+
+// secretHeaders never reach routing or logs.
+var secretHeaders = map[string]bool{"X-Trino-Extra-Credential": true}
+
+// buildRequest maps Trino headers onto a query.Request.
+func buildRequest(r *http.Request, user, sql string) *query.Request {
+	req := &query.Request{
+		SQL:        sql,
+		User:       user,
+		Protocol:   query.ProtocolTrino,
+		Database:   r.Header.Get("X-Trino-Catalog"),
+		Schema:     r.Header.Get("X-Trino-Schema"),
+		Headers:    map[string]string{},
+		ClientAddr: r.RemoteAddr,
+	}
+	for name, values := range r.Header {
+		if strings.HasPrefix(name, "X-Trino-") && !secretHeaders[name] && len(values) > 0 {
+			req.Headers[name] = strings.Join(values, ",")
+		}
+	}
+	for _, tag := range strings.Split(r.Header.Get("X-Trino-Client-Tags"), ",") {
+		if tag = strings.TrimSpace(tag); tag != "" {
+			req.Tags = append(req.Tags, tag)
+		}
+	}
+	sql, args, ok := parseExecuteImmediate(sql, preparedStatements(r.Header.Values("X-Trino-Prepared-Statement")))
+	if ok {
+		req.SQL, req.Args = sql, args
+	}
+	return req
+}
+
+// newID makes a Trino-style query id: date_time_sequence_random.
+func (s *Server) newID() (id, slug string) {
+	var b [10]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("trinohttp: crypto/rand: " + err.Error())
+	}
+	n := s.seq.Add(1)
+	id = fmt.Sprintf("%s_%05d_%s", time.Now().UTC().Format("20060102_150405"), n%100000, hex.EncodeToString(b[:3]))
+	return id, "y" + hex.EncodeToString(b[3:])
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// reap cancels queries whose client stopped polling, and forgets finished ones.
+func (s *Server) reap() {
+	defer s.wg.Done()
+	every := s.opts.AbandonAfter / 4
+	if every > 10*time.Second {
+		every = 10 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-t.C:
+			s.reapOnce(now)
+		}
+	}
+}
+
+func (s *Server) reapOnce(now time.Time) {
+	s.mu.Lock()
+	var stale []*runningQuery
+	for id, q := range s.queries {
+		if now.Sub(q.lastAccessed()) > s.opts.AbandonAfter {
+			stale = append(stale, q)
+			delete(s.queries, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, q := range stale {
+		q.abandon()
+	}
+}
+
+func (s *Server) lookup(r *http.Request) (*runningQuery, bool) {
+	s.mu.Lock()
+	q, ok := s.queries[r.PathValue("id")]
+	s.mu.Unlock()
+	if !ok || q.slug != r.PathValue("slug") {
+		return nil, false
+	}
+	return q, true
+}
+
+func (s *Server) forget(q *runningQuery) {
+	s.mu.Lock()
+	if s.queries[q.id] == q {
+		delete(s.queries, q.id)
+	}
+	s.mu.Unlock()
+}
