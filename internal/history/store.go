@@ -160,6 +160,8 @@ func (m *Memory) Query(_ context.Context, f Filter) (Page, error) {
 		}
 		cur = &c
 	}
+	// Postgres holds microseconds: compare at that precision so both stores answer alike.
+	f.Since, f.Until = f.Since.Truncate(time.Microsecond), f.Until.Truncate(time.Microsecond)
 	m.mu.Lock()
 	var hits []Record
 	for _, r := range m.records {

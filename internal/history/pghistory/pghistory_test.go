@@ -1,0 +1,129 @@
+package pghistory
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/history/historytest"
+	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/migrations"
+)
+
+func newStore(t testing.TB) (*Store, *pgxpool.Pool) {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	if err := migrations.Up(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return New(pool), pool
+}
+
+func TestStoreContract(t *testing.T) {
+	s, _ := newStore(t)
+	historytest.StoreContract(t, s)
+}
+
+func batch(worker string, from, n int) []history.Record {
+	recs := make([]history.Record, n)
+	for i := range recs {
+		at := historytest.Epoch.Add(time.Duration(from+i) * time.Millisecond)
+		recs[i] = history.Record{
+			QueryID: fmt.Sprintf("%s-q%07d", worker, from+i), Worker: worker, User: "alice", Protocol: "postgres",
+			Group: "adhoc", Cluster: "pg-1", SQL: "select * from t where id = ?", SQLDigest: "0123456789abcdef",
+			Status: history.StatusSucceeded, QueueMs: 1, ExecMs: 12, Rows: 10, Bytes: 1024,
+			RoutingTrace: []string{"rule: default", "group: adhoc"}, StartedAt: at, EndedAt: at.Add(12 * time.Millisecond),
+		}
+	}
+	return recs
+}
+
+// TestSameBatchTwiceStoresEachRecordOnce is the ingest's idempotency against the real database,
+// through the Ingest handler's store path.
+func TestSameBatchTwiceStoresEachRecordOnce(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := context.Background()
+	b := batch("w1", 0, 700)
+	b = append(b, b[3]) // a duplicate inside one batch, too
+	for attempt, want := range []int{700, 0} {
+		n, err := s.Insert(ctx, b)
+		if err != nil || n != want {
+			t.Fatalf("attempt %d: inserted %d, %v; want %d", attempt, n, err, want)
+		}
+	}
+	var total, distinct int
+	if err := pool.QueryRow(ctx, "SELECT count(*), count(DISTINCT query_id) FROM query_records").Scan(&total, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if total != 700 || distinct != 700 {
+		t.Fatalf("table holds %d rows (%d distinct), want each of 700 once", total, distinct)
+	}
+}
+
+func TestOddTextSurvives(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	r := batch("w1", 0, 1)[0]
+	r.SQL, r.Error, r.RoutingTrace = "select 'é\x00ü'", "bad \"x\"", nil
+	if _, err := s.Insert(ctx, []history.Record{r}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Query(ctx, history.Filter{})
+	if err != nil || len(p.Records) != 1 || p.Records[0].SQL != "select 'éü'" || p.Records[0].RoutingTrace != nil {
+		t.Fatalf("got %+v, %v", p.Records, err)
+	}
+}
+
+// BenchmarkIngest measures records/s into Postgres, one Insert per batch of 500 or 1000 records
+// (what the ingest handler does per worker batch), into a table that already holds the earlier
+// iterations' rows and all of its indexes.
+func BenchmarkIngest(b *testing.B) {
+	for _, size := range []int{500, 1000} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			s, _ := newStore(b)
+			ctx := context.Background()
+			batches := make([][]history.Record, b.N)
+			for i := range batches {
+				batches[i] = batch("w1", i*size, size)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := s.Insert(ctx, batches[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// BenchmarkIngestParallel is BenchmarkIngest with four batches in flight at once, as when
+// several workers flush together (the control plane serves each request on its own goroutine).
+func BenchmarkIngestParallel(b *testing.B) {
+	const size = 1000
+	s, _ := newStore(b)
+	ctx := context.Background()
+	var next atomic.Int64
+	b.SetParallelism(2) // 2 x GOMAXPROCS(2) = 4 concurrent inserts
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(next.Add(1))
+			if _, err := s.Insert(ctx, batch("w1", i*size, size)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "records/s")
+}
