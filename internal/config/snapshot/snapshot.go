@@ -248,3 +248,19 @@ func Decode(b []byte) (*WorkerSnapshotV1, error) {
 	}
 	return s, nil
 }
+
+// The worker API endpoints that serve snapshots (on the control plane).
+const (
+	// PathConfig answers the current snapshot; If-None-Match with its ETag ("\"<revision>\"")
+	// answers 304.
+	PathConfig = "/worker/config"
+	// PathConfigWait?revision=R long-polls: it answers as soon as the current revision differs
+	// from R (200 with the snapshot), or 304 when the poll timeout passes first.
+	PathConfigWait = "/worker/config/wait"
+	// HeaderConfirmedAt, on a 304, is when the control plane confirmed that R is still current
+	// (RFC 3339); workers use it to age a config they may hand to peers.
+	HeaderConfirmedAt = "QueryFlux-Confirmed-At"
+)
+
+// ETag is the HTTP entity tag of a revision.
+func ETag(revision string) string { return `"` + revision + `"` }

@@ -1,0 +1,228 @@
+package controlplane
+
+// This file serves worker config snapshots (the CONFIG engineer's part of the control plane):
+// GET /worker/config and the long-poll GET /worker/config/wait?revision=R, plus the loop that
+// rebuilds the snapshot from the config source whenever that source says it changed.
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// Config serving limits.
+const (
+	// ConfigPollTimeoutMax caps the long-poll wait a worker may ask for with ?timeoutSecs=.
+	ConfigPollTimeoutMax = 5 * time.Minute
+	// ConfigBuildTimeoutDefault bounds one snapshot build (a hung store must not stall serving).
+	ConfigBuildTimeoutDefault = 30 * time.Second
+)
+
+// ConfigSource builds the current worker snapshot: from a YAML file, Postgres
+// (pgconfig.Source.Snapshot) or, in the simulator, memory. It must honour ctx's deadline.
+type ConfigSource func(ctx context.Context) (*snapshot.WorkerSnapshotV1, error)
+
+// ConfigServer holds the snapshot the control plane serves and wakes long-polls when it changes.
+type ConfigServer struct {
+	env         env.Env
+	changed     env.Signal
+	pollTimeout time.Duration
+
+	mu       sync.Mutex
+	current  *servedConfig // nil until the first Publish
+	waiting  int           // long-polls parked now
+	onChange []func(revision string)
+}
+
+type servedConfig struct {
+	snap *snapshot.WorkerSnapshotV1
+	body []byte
+}
+
+// NewConfigServer returns a server with nothing published yet. pollTimeout is how long a
+// long-poll waits by default (queryflux.controlPlane.pollTimeoutSecs).
+func NewConfigServer(e env.Env, pollTimeout time.Duration) *ConfigServer {
+	if pollTimeout <= 0 || pollTimeout > ConfigPollTimeoutMax {
+		panic("controlplane: config poll timeout out of range: " + pollTimeout.String())
+	}
+	return &ConfigServer{env: e, changed: e.NewSignal(), pollTimeout: pollTimeout}
+}
+
+// Mount serves the config endpoints on cp's worker API (session token required) and keeps
+// cp's current revision (for /admin/workers) in step with what is published.
+func (s *ConfigServer) Mount(cp *ControlPlane) {
+	cp.HandleWorker("GET "+snapshot.PathConfig, func(w http.ResponseWriter, r *http.Request, _ string) {
+		s.ServeConfig(w, r)
+	})
+	cp.HandleWorker("GET "+snapshot.PathConfigWait, func(w http.ResponseWriter, r *http.Request, _ string) {
+		s.ServeWait(w, r)
+	})
+	s.OnChange(cp.SetCurrentRevision)
+	if cur := s.Current(); cur != nil {
+		cp.SetCurrentRevision(cur.Revision)
+	}
+}
+
+// OnChange adds fn, called (outside any lock) with the new revision after each change.
+func (s *ConfigServer) OnChange(fn func(revision string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onChange = append(s.onChange, fn)
+}
+
+// Publish makes snap the served snapshot. A snapshot with the current revision only refreshes
+// confirmedAt and wakes nobody; a new revision wakes every long-poll.
+func (s *ConfigServer) Publish(snap *snapshot.WorkerSnapshotV1) error {
+	body, err := snapshot.Encode(snap)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	changed := s.current == nil || s.current.snap.Revision != snap.Revision
+	s.current = &servedConfig{snap: snap, body: body}
+	hooks := append([]func(string){}, s.onChange...)
+	s.mu.Unlock()
+	if changed {
+		s.changed.Notify()
+		for _, fn := range hooks {
+			fn(snap.Revision)
+		}
+	}
+	return nil
+}
+
+// Current is the served snapshot, or nil before the first Publish.
+func (s *ConfigServer) Current() *snapshot.WorkerSnapshotV1 {
+	if cur := s.load(); cur != nil {
+		return cur.snap
+	}
+	return nil
+}
+
+func (s *ConfigServer) load() *servedConfig {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current
+}
+
+// Waiting is the number of long-polls parked now.
+func (s *ConfigServer) Waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting
+}
+
+// ServeConfig answers GET /worker/config: 200 with the snapshot, 304 when If-None-Match names
+// the current revision, 503 before anything is published.
+func (s *ConfigServer) ServeConfig(w http.ResponseWriter, r *http.Request) {
+	cur := s.load()
+	if cur == nil {
+		transport.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
+		return
+	}
+	if r.Header.Get("If-None-Match") == snapshot.ETag(cur.snap.Revision) {
+		s.writeNotModified(w, cur.snap.Revision)
+		return
+	}
+	writeSnapshot(w, cur)
+}
+
+// ServeWait answers GET /worker/config/wait?revision=R[&timeoutSecs=N]: the snapshot as soon as
+// the current revision is not R, or 304 once the timeout passes with R still current.
+func (s *ConfigServer) ServeWait(w http.ResponseWriter, r *http.Request) {
+	have := r.URL.Query().Get("revision")
+	timeout := s.pollTimeout
+	if v := r.URL.Query().Get("timeoutSecs"); v != "" {
+		secs, err := strconv.Atoi(v)
+		if err != nil || secs <= 0 {
+			transport.WriteError(w, http.StatusBadRequest, "timeoutSecs must be a positive integer", "timeoutSecs")
+			return
+		}
+		timeout = min(time.Duration(secs)*time.Second, ConfigPollTimeoutMax)
+	}
+	ctx, cancel := s.env.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	s.setWaiting(+1)
+	defer s.setWaiting(-1)
+	for {
+		seen := s.changed.Seq()
+		if cur := s.load(); cur != nil && cur.snap.Revision != have {
+			writeSnapshot(w, cur)
+			return
+		}
+		if err := s.changed.Wait(ctx, seen); err != nil {
+			if r.Context().Err() != nil {
+				return // the worker went away; nobody reads an answer
+			}
+			if cur := s.load(); cur == nil {
+				transport.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
+			} else {
+				s.writeNotModified(w, have)
+			}
+			return
+		}
+	}
+}
+
+func (s *ConfigServer) setWaiting(d int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiting += d
+}
+
+func (s *ConfigServer) writeNotModified(w http.ResponseWriter, revision string) {
+	w.Header().Set("ETag", snapshot.ETag(revision))
+	w.Header().Set(snapshot.HeaderConfirmedAt, s.env.Now().UTC().Format(time.RFC3339Nano))
+	w.WriteHeader(http.StatusNotModified)
+}
+
+func writeSnapshot(w http.ResponseWriter, cur *servedConfig) {
+	w.Header().Set("Content-Type", snapshot.MediaType)
+	w.Header().Set("ETag", snapshot.ETag(cur.snap.Revision))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(cur.body)
+}
+
+// RunConfigRefresh builds a snapshot from src now and again each time wake is notified (a
+// Postgres NOTIFY, a file reload), publishing each one that builds. A build that fails (an
+// invalid config, a store outage, a build past buildTimeout) is logged, the previous snapshot
+// stays served, and the build is retried after ConfigRetryInterval (or at the next wake).
+// It returns ctx.Err() when ctx ends.
+func (s *ConfigServer) RunConfigRefresh(ctx context.Context, src ConfigSource, wake env.Signal, buildTimeout time.Duration) error {
+	if buildTimeout <= 0 {
+		buildTimeout = ConfigBuildTimeoutDefault
+	}
+	log := s.env.Logger()
+	for {
+		seen := wake.Seq()
+		waitCtx, cancel := ctx, context.CancelFunc(func() {})
+		if err := s.refresh(ctx, src, buildTimeout); err != nil {
+			log.Warn("config: snapshot not rebuilt; serving the previous one", "err", err)
+			waitCtx, cancel = s.env.WithTimeout(ctx, ConfigRetryInterval)
+		}
+		_ = wake.Wait(waitCtx, seen)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// ConfigRetryInterval is how soon a failed snapshot build is tried again without a wake.
+const ConfigRetryInterval = 5 * time.Second
+
+func (s *ConfigServer) refresh(ctx context.Context, src ConfigSource, buildTimeout time.Duration) error {
+	bctx, cancel := s.env.WithTimeout(ctx, buildTimeout)
+	defer cancel()
+	snap, err := src(bctx)
+	if err != nil {
+		return err
+	}
+	return s.Publish(snap)
+}

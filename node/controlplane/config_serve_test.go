@@ -1,0 +1,241 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/registry"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/transport"
+)
+
+const csSecret = "config-serve-secret-789"
+
+// csSnapshot builds a snapshot of a one-cluster config whose cap is maxRunning.
+func csSnapshot(t *testing.T, maxRunning int) *snapshot.WorkerSnapshotV1 {
+	t.Helper()
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+clusters: [{name: c, engine: sim, maxRunningQueries: %d}]
+clusterGroups: [{name: g, members: [c]}]
+routingFallback: g
+`, maxRunning))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := snapshot.Build(cfg, snapshot.Options{ConfirmedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+type csHarness struct {
+	t     *testing.T
+	e     env.Env
+	cp    *ControlPlane
+	srv   *ConfigServer
+	token string
+}
+
+func newCSHarness(t *testing.T, poll time.Duration) *csHarness {
+	t.Helper()
+	e := env.Real(nil)
+	cp := New(e, Config{WorkerSecret: csSecret, AllowShortTimeouts: true}, registry.NewMemory())
+	srv := NewConfigServer(e, poll)
+	srv.Mount(cp)
+	h := &csHarness{t: t, e: e, cp: cp, srv: srv}
+	code, body := h.get(transport.PathRegister, csSecret, nil, "POST",
+		`{"name":"w1","version":"1","labels":{},"frontends":[]}`)
+	if code != 200 {
+		t.Fatalf("register: %d %s", code, body)
+	}
+	var resp transport.RegisterResponse
+	if err := json.Unmarshal([]byte(body), &resp); err != nil {
+		t.Fatal(err)
+	}
+	h.token = resp.Token
+	return h
+}
+
+func (h *csHarness) get(path, token string, header http.Header, method, body string) (int, string) {
+	code, _, b := h.do(path, token, header, method, body)
+	return code, b
+}
+
+func (h *csHarness) do(path, token string, header http.Header, method, body string) (int, http.Header, string) {
+	h.t.Helper()
+	if method == "" {
+		method = "GET"
+	}
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if method == "POST" {
+		req.Header.Set("Content-Type", transport.MediaWorkerRegister)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if token != "" {
+		transport.SetBearer(req, token)
+	}
+	rec := httptest.NewRecorder()
+	h.cp.Handler().ServeHTTP(rec, req)
+	b, _ := io.ReadAll(rec.Body)
+	return rec.Code, rec.Header(), string(b)
+}
+
+func TestConfigEndpoint(t *testing.T) {
+	h := newCSHarness(t, time.Second)
+	if code, _ := h.get(snapshot.PathConfig, h.token, nil, "", ""); code != http.StatusServiceUnavailable {
+		t.Fatalf("before publish: %d, want 503", code)
+	}
+	s1 := csSnapshot(t, 1)
+	if err := h.srv.Publish(s1); err != nil {
+		t.Fatal(err)
+	}
+	if h.cp.CurrentRevision() != s1.Revision {
+		t.Fatal("control plane's current revision not updated")
+	}
+	code, hdr, body := h.do(snapshot.PathConfig, h.token, nil, "", "")
+	if code != 200 || hdr.Get("Content-Type") != snapshot.MediaType || hdr.Get("ETag") != snapshot.ETag(s1.Revision) {
+		t.Fatalf("GET: %d %v", code, hdr)
+	}
+	got, err := snapshot.Decode([]byte(body))
+	if err != nil || got.Revision != s1.Revision {
+		t.Fatalf("decode served snapshot: %v", err)
+	}
+	code, _ = h.get(snapshot.PathConfig, h.token, http.Header{"If-None-Match": {snapshot.ETag(s1.Revision)}}, "", "")
+	if code != http.StatusNotModified {
+		t.Fatalf("If-None-Match current: %d, want 304", code)
+	}
+	if code, _ = h.get(snapshot.PathConfig, "", nil, "", ""); code != http.StatusUnauthorized {
+		t.Fatalf("without a session token: %d, want 401", code)
+	}
+	if code, _ = h.get(snapshot.PathConfig, csSecret, nil, "", ""); code != http.StatusUnauthorized {
+		t.Fatalf("with the shared secret instead of a session token: %d, want 401", code)
+	}
+}
+
+func TestConfigWaitAnswersAtOnceForAnOldRevision(t *testing.T) {
+	h := newCSHarness(t, time.Minute)
+	s1 := csSnapshot(t, 1)
+	_ = h.srv.Publish(s1)
+	start := time.Now()
+	code, body := h.get(snapshot.PathConfigWait+"?revision=old", h.token, nil, "", "")
+	if code != 200 || !strings.Contains(body, s1.Revision) {
+		t.Fatalf("wait with an old revision: %d %s", code, body)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("wait with an old revision blocked")
+	}
+}
+
+func TestConfigWaitTimesOutWith304(t *testing.T) {
+	h := newCSHarness(t, 50*time.Millisecond)
+	s1 := csSnapshot(t, 1)
+	_ = h.srv.Publish(s1)
+	code, hdr, _ := h.do(snapshot.PathConfigWait+"?revision="+s1.Revision, h.token, nil, "", "")
+	if code != http.StatusNotModified || hdr.Get(snapshot.HeaderConfirmedAt) == "" {
+		t.Fatalf("wait on the current revision: %d %v, want 304 with %s", code, hdr, snapshot.HeaderConfirmedAt)
+	}
+	if code, _ := h.get(snapshot.PathConfigWait+"?revision=x&timeoutSecs=zero", h.token, nil, "", ""); code != 400 {
+		t.Fatalf("bad timeoutSecs: %d, want 400", code)
+	}
+}
+
+// TestConfigWaitWakesOnPublish: a parked long-poll answers with the new snapshot as soon as it
+// is published, and republishing the same revision wakes nobody.
+func TestConfigWaitWakesOnPublish(t *testing.T) {
+	h := newCSHarness(t, time.Minute)
+	s1, s2 := csSnapshot(t, 1), csSnapshot(t, 2)
+	_ = h.srv.Publish(s1)
+	var wg sync.WaitGroup
+	var code int
+	var body string
+	wg.Add(1)
+	h.e.Go(context.Background(), "long-poll", func(context.Context) {
+		defer wg.Done()
+		code, body = h.get(snapshot.PathConfigWait+"?revision="+s1.Revision, h.token, nil, "", "")
+	})
+	h.waitFor(func() bool { return h.srv.Waiting() == 1 })
+	_ = h.srv.Publish(s1) // same revision: must not answer the poll
+	time.Sleep(50 * time.Millisecond)
+	if h.srv.Waiting() != 1 {
+		t.Fatal("republishing the current revision woke a long-poll")
+	}
+	start := time.Now()
+	_ = h.srv.Publish(s2)
+	wg.Wait()
+	if code != 200 || !strings.Contains(body, s2.Revision) {
+		t.Fatalf("woken poll: %d %s", code, body)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("the poll was not woken by Publish")
+	}
+}
+
+func (h *csHarness) waitFor(cond func() bool) {
+	h.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			h.t.Fatal("condition not reached")
+		}
+	}
+}
+
+// TestRunConfigRefresh: builds at start and on each wake; a failing build keeps the old snapshot.
+func TestRunConfigRefresh(t *testing.T) {
+	h := newCSHarness(t, time.Minute)
+	var mu sync.Mutex
+	next, fail := 1, false
+	src := func(ctx context.Context) (*snapshot.WorkerSnapshotV1, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return nil, errors.New("store down")
+		}
+		return csSnapshot(t, next), nil
+	}
+	wake := h.e.NewSignal()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	h.e.Go(ctx, "refresh", func(ctx context.Context) {
+		defer wg.Done()
+		if err := h.srv.RunConfigRefresh(ctx, src, wake, time.Second); !errors.Is(err, context.Canceled) {
+			t.Errorf("RunConfigRefresh returned %v", err)
+		}
+	})
+	rev := func() string {
+		if c := h.srv.Current(); c != nil {
+			return c.Revision
+		}
+		return ""
+	}
+	h.waitFor(func() bool { return rev() == csSnapshot(t, 1).Revision })
+	mu.Lock()
+	next = 2
+	mu.Unlock()
+	wake.Notify()
+	h.waitFor(func() bool { return rev() == csSnapshot(t, 2).Revision })
+	mu.Lock()
+	fail, next = true, 3
+	mu.Unlock()
+	wake.Notify()
+	time.Sleep(50 * time.Millisecond)
+	if rev() != csSnapshot(t, 2).Revision {
+		t.Fatal("a failed build replaced the served snapshot")
+	}
+	cancel()
+	wg.Wait()
+}
