@@ -126,7 +126,7 @@ func NormalizeSQL(sql string) string {
 	b.Grow(len(sql))
 	var quote rune
 	space := false
-	for _, r := range strings.TrimSpace(sql) {
+	for _, r := range strings.TrimRight(strings.TrimSpace(sql), "; \t\n\r\f") {
 		switch {
 		case quote != 0:
 			if r == quote {
@@ -144,7 +144,7 @@ func NormalizeSQL(sql string) string {
 		}
 		b.WriteRune(r)
 	}
-	return strings.TrimRight(b.String(), "; ")
+	return b.String()
 }
 
 var (

@@ -160,13 +160,18 @@ type Admission struct {
 	QueueWait time.Duration
 	Runtime   *Runtime
 
-	core     *Core
-	req      *query.Request
+	core *Core
+	req  *query.Request
+	// slot is the capacity claim. A passthrough runner should register its cancel with
+	// Slot().OnLost, as Execute does.
 	slot     Slot
 	start    time.Time
 	admitted time.Time
 	finished atomic.Bool
 }
+
+// Slot is the admission's capacity claim (for OnLost / Lost).
+func (a *Admission) Slot() Slot { return a.slot }
 
 // Finish releases the slot and reports the query: rows and bytes streamed, and err (nil for
 // success, context.Canceled when the client went away).

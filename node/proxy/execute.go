@@ -38,15 +38,18 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 	if err != nil {
 		return nil, err
 	}
-	// The engine's ctx lives as long as the stream: the engine cancels the query when it ends.
-	qctx, cancel := ctx, context.CancelFunc(func() {})
+	// The engine's ctx lives as long as the stream: the engine cancels the query when it ends,
+	// on the group's query timeout, or when the guard reports the slot's lease lost.
+	qctx, cancel := c.env.WithCancel(ctx)
 	if g.timeout > 0 {
+		cancel()
 		qctx, cancel = c.env.WithTimeout(ctx, g.timeout)
 	}
+	adm.slot.OnLost(cancel)
 	rows, err := adm.Engine.Execute(qctx, req)
 	if err != nil {
 		cancel()
-		err = engineError(err)
+		err = adm.explain(engineError(err))
 		adm.Finish(0, 0, err)
 		return nil, err
 	}
@@ -91,6 +94,15 @@ func engineError(err error) error {
 	return &query.Error{Code: query.CodeEngine, Message: err.Error()}
 }
 
+// explain replaces the cancellation a lost slot caused with an error that says so.
+func (a *Admission) explain(err error) error {
+	if err != nil && a.slot.Lost() {
+		return &query.Error{Code: query.CodeCapacityTimeout, Retryable: true,
+			Message: fmt.Sprintf("query cancelled: its capacity lease on cluster %s was lost", a.Cluster)}
+	}
+	return err
+}
+
 // trackedRows wraps an engine's stream: it counts rows and bytes, tees batches into the cache,
 // and on Close releases the slot and reports the query.
 type trackedRows struct {
@@ -123,7 +135,7 @@ func (r *trackedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, io.EOF
 	}
 	if err != nil {
-		err = engineError(err)
+		err = r.adm.explain(engineError(err))
 		if r.err == nil {
 			r.err = err
 		}

@@ -106,7 +106,7 @@ func (r *fakeRows) Tag() string {
 
 func (r *fakeRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if r.f.gate != nil {
-		if err := r.f.gate.wait(ctx); err != nil {
+		if err := r.f.gate.wait(r.ctx); err != nil {
 			return nil, err
 		}
 	}
