@@ -131,7 +131,7 @@ func (m *Memory) List(ctx context.Context) ([]Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	names := make([]string, 0, len(m.records))
-	for name := range m.records {
+	for name := range m.records { //determinism:ok collecting keys, sorted below
 		names = append(names, name)
 	}
 	sort.Strings(names)

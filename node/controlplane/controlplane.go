@@ -233,7 +233,7 @@ func (cp *ControlPlane) heartbeat(name, tokenHash string, hb transport.Heartbeat
 // sortedNames returns the worker names in order; callers hold mu.
 func (cp *ControlPlane) sortedNames() []string {
 	names := make([]string, 0, len(cp.workers))
-	for name := range cp.workers {
+	for name := range cp.workers { //determinism:ok collecting keys, sorted below
 		names = append(names, name)
 	}
 	sort.Strings(names)

@@ -128,8 +128,8 @@ func (cp *ControlPlane) Flush(ctx context.Context) error {
 // updateStateGauges recounts workers per state; callers hold mu.
 func (cp *ControlPlane) updateStateGauges() {
 	counts := map[string]int{transport.StateHealthy: 0, transport.StateStale: 0, transport.StateEvicted: 0}
-	for _, en := range cp.workers {
-		counts[en.life.State]++ // counting only: order does not matter
+	for _, en := range cp.workers { //determinism:ok counting: order cannot matter
+		counts[en.life.State]++
 	}
 	for _, state := range []string{transport.StateHealthy, transport.StateStale, transport.StateEvicted} {
 		cp.metrics.workers.WithLabelValues(state).Set(float64(counts[state]))
