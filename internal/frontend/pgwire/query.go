@@ -329,9 +329,11 @@ func (c *conn) describeStatement(st *preparedStmt) error {
 			}
 			st.desc = desc
 		} else {
+			// Unknown types stay 0 ("unspecified"): clients then send text, which the engine
+			// parses against the types it infers.
 			st.desc = &engine.Description{}
-			for i := range CountParams(st.sql) {
-				st.desc.Params = append(st.desc.Params, arrow.Field{Name: fmt.Sprintf("$%d", i+1), Type: arrow.BinaryTypes.String})
+			for len(st.paramOIDs) < CountParams(st.sql) {
+				st.paramOIDs = append(st.paramOIDs, 0)
 			}
 		}
 		for i, f := range st.desc.Params {

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -58,6 +59,8 @@ type Server struct {
 	conns     map[uint32]*conn // by process ID, for cancel requests
 	closed    bool
 	wg        sync.WaitGroup
+
+	panics atomic.Int64 // handler panics recovered (bugs; the fuzz target requires none)
 }
 
 // NewServer returns a server that runs queries on backend.
@@ -147,6 +150,7 @@ func (s *Server) Close() error {
 func (s *Server) handle(nc net.Conn) {
 	defer func() {
 		if r := recover(); r != nil {
+			s.panics.Add(1)
 			s.log.Error("pgwire: connection handler panicked", "remote", nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
 		}
 		_ = nc.Close()
