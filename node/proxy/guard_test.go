@@ -99,3 +99,32 @@ func TestGuardUnavailableFailsTheQuery(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+type pingFailEngine struct {
+	fakeEngine
+	down bool
+}
+
+func (p *pingFailEngine) Ping(ctx context.Context) error {
+	if p.down {
+		return errors.New("unreachable")
+	}
+	return nil
+}
+
+func TestCheckHealthSkipsDownClusters(t *testing.T) {
+	h := newHarness(t)
+	a := &pingFailEngine{fakeEngine: fakeEngine{rows: 1}, down: true}
+	h.activate(oneGroup(Failover, 0, 0, cl("a", 5, a), cl("b", 5, &fakeEngine{rows: 1})))
+	h.core.CheckHealth(t.Context(), time.Second)
+	mustRun(t, h)
+	if r := h.recs.last(t); r.Cluster != "b" {
+		t.Fatalf("ran on %s while a is down", r.Cluster)
+	}
+	a.down = false
+	h.core.CheckHealth(t.Context(), time.Second)
+	mustRun(t, h)
+	if r := h.recs.last(t); r.Cluster != "a" {
+		t.Fatalf("ran on %s after a recovered", r.Cluster)
+	}
+}
