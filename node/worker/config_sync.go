@@ -1,0 +1,293 @@
+package worker
+
+// This file is the worker's config sync (the CONFIG engineer's part of the worker): it follows
+// the control plane's snapshot by long-poll, compiles each new revision strictly, swaps it in
+// atomically, and remembers a rejected revision so it is neither retried nor half-applied.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// Config sync defaults and limits.
+const (
+	ConfigPollTimeoutDefault = 30 * time.Second
+	ConfigBackoffMinDefault  = 500 * time.Millisecond
+	ConfigBackoffMaxDefault  = 30 * time.Second
+	// configPollMargin is how much longer than the server's poll timeout the client waits.
+	configPollMargin = 10 * time.Second
+	// configBodyBytesMax bounds a snapshot body.
+	configBodyBytesMax  = 64 << 20
+	configBackoffJitter = 0.2
+)
+
+// ConfigSyncOptions configure a ConfigSync.
+type ConfigSyncOptions struct {
+	// Local is the worker's node-local section, put into every config built from a snapshot.
+	Local config.QueryFlux
+	// Apply builds and swaps in the runtime for cfg (e.g. proxy.Build, then swap). An error
+	// rejects the revision: the previous configuration stays active. Nil means nothing to do.
+	Apply func(ctx context.Context, cfg *config.Config, snap *snapshot.WorkerSnapshotV1) error
+	// PollTimeout is the long-poll wait asked of the control plane (default 30s).
+	PollTimeout time.Duration
+	// BackoffMin and BackoffMax bound the jittered exponential backoff after a failed poll.
+	BackoffMin, BackoffMax time.Duration
+}
+
+// ConfigSync keeps a worker's configuration in step with the control plane's snapshot.
+type ConfigSync struct {
+	w       *Worker
+	e       env.Env
+	opts    ConfigSyncOptions
+	applied env.Signal // notified after each swap
+
+	mu          sync.Mutex
+	active      *snapshot.WorkerSnapshotV1
+	activeCfg   *config.Config
+	source      string    // where the active config came from: controlPlane, peer, cache
+	confirmedAt time.Time // when the control plane last confirmed the active revision
+	lastSeen    string    // newest revision received, accepted or not
+	rejected    string    // newest revision that failed to compile or apply
+	rejectedErr error
+	lastSyncAt  time.Time
+	lastAttempt time.Time
+	lastError   string
+	failures    uint64
+	consecutive uint64
+}
+
+// NewConfigSync returns a config sync for w; it adds w's heartbeat fields (revision, config
+// status) and a readiness check that fails until a configuration is active. Call Run.
+func NewConfigSync(w *Worker, opts ConfigSyncOptions) *ConfigSync {
+	if opts.PollTimeout <= 0 {
+		opts.PollTimeout = ConfigPollTimeoutDefault
+	}
+	if opts.BackoffMin <= 0 {
+		opts.BackoffMin = ConfigBackoffMinDefault
+	}
+	if opts.BackoffMax < opts.BackoffMin {
+		opts.BackoffMax = max(ConfigBackoffMaxDefault, opts.BackoffMin)
+	}
+	s := &ConfigSync{w: w, e: w.e, opts: opts, applied: w.e.NewSignal()}
+	w.AddHeartbeatContributor(s.contribute)
+	w.AddReadinessCheck("config", func() error {
+		if cfg, _ := s.Active(); cfg == nil {
+			return errors.New("no configuration yet")
+		}
+		return nil
+	})
+	return s
+}
+
+// Active is the configuration in force and its snapshot (nil, nil before the first).
+func (s *ConfigSync) Active() (*config.Config, *snapshot.WorkerSnapshotV1) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.activeCfg, s.active
+}
+
+// Rejected is the newest revision that was refused, with why ("" if none).
+func (s *ConfigSync) Rejected() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rejected, s.rejectedErr
+}
+
+// ConfirmedAt is when the control plane last confirmed the active revision as current.
+func (s *ConfigSync) ConfirmedAt() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.confirmedAt
+}
+
+// WaitActive returns once a configuration with a revision other than notRev is active
+// ("" waits for any), or ctx.Err().
+func (s *ConfigSync) WaitActive(ctx context.Context, notRev string) error {
+	for {
+		seen := s.applied.Seq()
+		if _, snap := s.Active(); snap != nil && snap.Revision != notRev {
+			return nil
+		}
+		if err := s.applied.Wait(ctx, seen); err != nil {
+			return err
+		}
+	}
+}
+
+// Run follows the control plane until ctx ends: it fetches the current snapshot, then long-polls
+// for the next revision, backing off (jittered, exponential) after failures. It returns ctx.Err().
+func (s *ConfigSync) Run(ctx context.Context) error {
+	for {
+		err := s.pollOnce(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil {
+			continue
+		}
+		delay := s.recordFailure(err)
+		s.e.Logger().Warn("config sync failed", "worker", s.w.Name(), "err", err, "retryIn", delay)
+		if err := s.e.Sleep(ctx, delay); err != nil {
+			return err
+		}
+	}
+}
+
+// Seed installs a snapshot obtained elsewhere (a peer, a local cache) before the control plane
+// answers, under the same strict compile as a polled one. confirmedAt is when the control plane
+// last confirmed it (as the peer reports).
+func (s *ConfigSync) Seed(ctx context.Context, snap *snapshot.WorkerSnapshotV1, source string, confirmedAt time.Time) error {
+	return s.install(ctx, snap, source, confirmedAt)
+}
+
+// pollOnce makes one request: GET /worker/config when nothing was seen yet, else the long-poll
+// for a revision newer than the last one seen.
+func (s *ConfigSync) pollOnce(ctx context.Context) error {
+	s.mu.Lock()
+	seen := s.lastSeen
+	s.lastAttempt = s.e.Now()
+	s.mu.Unlock()
+
+	path := snapshot.PathConfig
+	if seen != "" {
+		q := url.Values{"revision": {seen}, "timeoutSecs": {strconv.Itoa(int(s.opts.PollTimeout / time.Second))}}
+		path = snapshot.PathConfigWait + "?" + q.Encode()
+	}
+	rctx, cancel := s.e.WithTimeout(ctx, s.opts.PollTimeout+configPollMargin)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := s.w.Do(rctx, req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNotModified:
+		s.confirmed(resp.Header.Get(snapshot.HeaderConfirmedAt))
+		return nil
+	case http.StatusOK:
+		body, err := io.ReadAll(io.LimitReader(resp.Body, configBodyBytesMax+1))
+		if err != nil {
+			return fmt.Errorf("reading snapshot: %w", err)
+		}
+		if len(body) > configBodyBytesMax {
+			return fmt.Errorf("snapshot larger than %d bytes", configBodyBytesMax)
+		}
+		return s.receive(ctx, body)
+	default:
+		return fmt.Errorf("GET %s: %d %s", snapshot.PathConfig, resp.StatusCode, transport.ReadError(resp).Error)
+	}
+}
+
+// receive decodes a snapshot body and installs it unless it is active or was rejected already.
+func (s *ConfigSync) receive(ctx context.Context, body []byte) error {
+	snap, err := snapshot.Decode(body)
+	if err != nil {
+		return err // a broken or foreign body: the poll failed, back off
+	}
+	s.mu.Lock()
+	s.lastSeen = snap.Revision
+	known := s.rejected == snap.Revision || (s.active != nil && s.active.Revision == snap.Revision)
+	s.mu.Unlock()
+	s.succeeded() // the poll worked, whatever becomes of the revision
+	if known {
+		return nil
+	}
+	if err := s.install(ctx, snap, "controlPlane", s.e.Now()); err != nil {
+		// The revision is bad, not the poll: waiting on lastSeen blocks until a newer one.
+		s.e.Logger().Error("config revision rejected; keeping the previous configuration",
+			"worker", s.w.Name(), "revision", snap.Revision, "err", err)
+	}
+	return nil
+}
+
+// install compiles snap strictly, applies it, and swaps it in; on any error nothing changes and
+// the revision is remembered as rejected.
+func (s *ConfigSync) install(ctx context.Context, snap *snapshot.WorkerSnapshotV1, source string, confirmedAt time.Time) error {
+	cfg := snap.Config(s.opts.Local)
+	err := config.Compile(cfg)
+	if err == nil && s.opts.Apply != nil {
+		err = s.opts.Apply(ctx, cfg, snap)
+	}
+	s.mu.Lock()
+	if err != nil {
+		s.rejected, s.rejectedErr = snap.Revision, err
+		s.mu.Unlock()
+		return err
+	}
+	s.active, s.activeCfg, s.source, s.confirmedAt = snap, cfg, source, confirmedAt
+	if s.lastSeen == "" {
+		s.lastSeen = snap.Revision
+	}
+	s.mu.Unlock()
+	s.applied.Notify()
+	s.w.HeartbeatNow()
+	s.e.Logger().Info("config revision active", "worker", s.w.Name(), "revision", snap.Revision, "source", source)
+	return nil
+}
+
+func (s *ConfigSync) confirmed(header string) {
+	at := s.e.Now()
+	if t, err := time.Parse(time.RFC3339Nano, header); err == nil {
+		at = t
+	}
+	s.mu.Lock()
+	if s.active != nil && s.active.Revision == s.lastSeen {
+		s.confirmedAt = at
+	}
+	s.mu.Unlock()
+	s.succeeded()
+}
+
+func (s *ConfigSync) succeeded() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastSyncAt = s.e.Now()
+	s.lastError = ""
+	s.consecutive = 0
+}
+
+// recordFailure counts a failed poll and returns the backoff before the next.
+func (s *ConfigSync) recordFailure(err error) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures++
+	s.consecutive++
+	s.lastError = s.w.redact(err.Error())
+	d := s.opts.BackoffMin
+	for i := uint64(1); i < s.consecutive && d < s.opts.BackoffMax; i++ {
+		d *= 2
+	}
+	return env.Jitter(s.e.Rand(), min(d, s.opts.BackoffMax), configBackoffJitter)
+}
+
+func (s *ConfigSync) contribute(hb *transport.Heartbeat) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active != nil {
+		hb.Revision.Active = s.active.Revision
+	}
+	hb.Revision.LastSeen = s.lastSeen
+	hb.Config = transport.ConfigStatus{
+		Source: s.source, LastSyncAt: s.lastSyncAt, LastSyncAttemptAt: s.lastAttempt,
+		LastSyncError: s.lastError, SyncFailures: s.failures, ConsecutiveSyncFailures: s.consecutive,
+	}
+	if !s.confirmedAt.IsZero() {
+		hb.Config.StalenessSecs = s.e.Now().Sub(s.confirmedAt).Seconds()
+	}
+}
