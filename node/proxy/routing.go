@@ -225,9 +225,22 @@ type Decision struct {
 // route asks each router in order, then the fallback. Unknown groups named by a script are
 // recorded and skipped, so a script bug degrades to the fallback instead of failing queries.
 func route(routers []Router, fallback string, known func(string) bool, req *query.Request) Decision {
-	var d Decision
+	return routeNamed(routers, routerNames(routers), fallback, known, req)
+}
+
+// routerNames are the routers' trace names: "<kind>#<index>".
+func routerNames(routers []Router) []string {
+	names := make([]string, len(routers))
 	for i, r := range routers {
-		name := fmt.Sprintf("%s#%d", r.Kind(), i)
+		names[i] = fmt.Sprintf("%s#%d", r.Kind(), i)
+	}
+	return names
+}
+
+func routeNamed(routers []Router, names []string, fallback string, known func(string) bool, req *query.Request) Decision {
+	d := Decision{Trace: make([]TraceStep, 0, len(routers)+1)}
+	for i, r := range routers {
+		name := names[i]
 		g, why, ok, err := r.Route(req)
 		switch {
 		case err != nil:
@@ -252,8 +265,8 @@ func route(routers []Router, fallback string, known func(string) bool, req *quer
 }
 
 func header(req *query.Request, name string) (string, bool) {
-	if v, ok := req.Headers[name]; ok {
-		return v, true
+	if v, ok := req.Headers[name]; ok || len(req.Headers) == 0 {
+		return v, ok
 	}
 	// Header maps come from different protocols with different casing; fall back to a
 	// case-insensitive scan over sorted keys so the answer never depends on map order.

@@ -80,6 +80,7 @@ type RuntimeSpec struct {
 type Runtime struct {
 	revision string
 	routers  []Router
+	rnames   []string // routers' trace names
 	fallback string
 	owns     bool
 	clusters map[string]*cluster
@@ -123,6 +124,7 @@ func NewRuntime(spec RuntimeSpec) (*Runtime, error) {
 	rt := &Runtime{
 		revision: spec.Revision,
 		routers:  spec.Routers,
+		rnames:   routerNames(spec.Routers),
 		fallback: spec.Fallback,
 		owns:     spec.OwnsEngines,
 		clusters: map[string]*cluster{},
@@ -232,7 +234,11 @@ func (rt *Runtime) Revision() string { return rt.revision }
 
 // Route decides the group for req and returns the trail. It never blocks.
 func (rt *Runtime) Route(req *query.Request) Decision {
-	return route(rt.routers, rt.fallback, func(g string) bool { return rt.groups[g] != nil }, req)
+	return routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, req)
+}
+
+func (rt *Runtime) knownGroup(g string) bool {
+	return rt.groups[g] != nil
 }
 
 // SetHealthy marks a cluster up or down; down clusters are skipped by selection. Unknown names
