@@ -130,7 +130,7 @@ var filterParams = []string{"before", "cluster", "group", "limit", "since", "sta
 // FilterFromQuery reads a Filter from URL query parameters; errors name the parameter.
 func FilterFromQuery(q url.Values) (Filter, error) {
 	keys := make([]string, 0, len(q))
-	for k := range q {
+	for k := range q { //determinism:ok keys are sorted before use
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)

@@ -1,0 +1,17 @@
+package controlplane
+
+// This file mounts the query history (the HISTORY engineer's part of the control plane):
+// POST /worker/history takes a worker's QueryRecordBatchV1 into the history store, stamped with
+// the worker its session token belongs to; GET /admin/queries reads it back behind the admin
+// token. Neither touches the control plane's own metrics.
+
+import (
+	"github.com/queryflux/queryflux/internal/history"
+)
+
+// MountHistory serves the history endpoints of cp on store: history.NewMemory in the simulator
+// and the standalone role, pghistory.New(pool) on a real control plane.
+func (cp *ControlPlane) MountHistory(store history.Store) {
+	cp.Handle("POST "+history.PathWorkerHistory, history.NewIngest(store, cp.AuthWorker, cp.e.Logger()))
+	cp.HandleAdmin("GET "+history.PathAdminQueries, history.NewAdmin(store))
+}

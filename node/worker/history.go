@@ -1,0 +1,103 @@
+package worker
+
+// This file joins the worker to the query history (the HISTORY engineer's part of the worker):
+// an uplink whose batches go to the control plane through Worker.Do (so a 401 re-registers and
+// retries), whose counters ride on every heartbeat, and whose metrics land in the worker's
+// registry; plus the conversion of the proxy core's finished-query record.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/node/proxy"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// NewHistoryUplink returns an uplink that sends this worker's query records to the control
+// plane. Hand it proxy records with uplink.Add(HistoryRecord(rec)) from the core's OnFinish, call
+// uplink.Start(ctx) with the worker, and uplink.Shutdown(ctx) after the drain.
+func (w *Worker) NewHistoryUplink(e env.Env, cfg history.UplinkConfig) (*history.Uplink, error) {
+	cfg.Worker = w.Name()
+	u := history.NewUplink(e, cfg, w.sendHistory)
+	if err := u.Register(w.Metrics()); err != nil {
+		return nil, err
+	}
+	w.AddHeartbeatContributor(func(hb *transport.Heartbeat) { hb.History = u.Counters() })
+	return u, nil
+}
+
+// sendHistory posts one batch through Do. A non-2xx answer is a *transport.StatusError, so the
+// uplink drops a batch the control plane refuses (400) and retries one it could not take (503).
+func (w *Worker) sendHistory(ctx context.Context, b *history.QueryRecordBatchV1) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, history.PathWorkerHistory, bytes.NewReader(history.EncodeBatch(b)))
+	if err != nil {
+		return fmt.Errorf("worker: history request: %w", err)
+	}
+	req.Header.Set("Content-Type", history.MediaQueryRecords)
+	resp, err := w.Do(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
+	}
+	var ack history.IngestAck
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&ack); err != nil {
+		return fmt.Errorf("worker: history ack: %w", err)
+	}
+	if ack.Accepted != len(b.Records) {
+		return fmt.Errorf("worker: control plane took %d of %d history records", ack.Accepted, len(b.Records))
+	}
+	return nil
+}
+
+// rejectedCodes are the SQLSTATEs of queries the proxy refused before they ran.
+var rejectedCodes = map[string]bool{
+	query.CodeQueueFull: true, query.CodeAccessDenied: true, query.CodeNoRoute: true,
+	query.CodeNotConfigured: true, query.CodeLimitExceeded: true,
+}
+
+// HistoryRecord converts the proxy core's finished-query record for the history. A failed
+// query the proxy refused before it ran (queue full, denied, no route) is "rejected".
+func HistoryRecord(r proxy.Record) history.Record {
+	status := history.Status(r.Status)
+	if r.Status == proxy.StatusFailed && rejectedCodes[r.ErrorCode] {
+		status = history.StatusRejected
+	}
+	var trace []string
+	for _, s := range r.Trace {
+		trace = append(trace, traceLine(s))
+	}
+	return history.Record{
+		QueryID: r.QueryID, User: r.User, Protocol: r.Protocol, Group: r.Group, Cluster: r.Cluster,
+		SQL: r.SQL, Status: status, ErrorCode: r.ErrorCode, Error: r.Error,
+		QueueMs: r.QueueMs, ExecMs: r.ExecMs, Rows: r.Rows, Bytes: r.Bytes, CacheHit: r.CacheHit,
+		RoutingTrace: trace, StartedAt: r.Start, EndedAt: r.End,
+	}
+}
+
+func traceLine(s proxy.TraceStep) string {
+	var b strings.Builder
+	b.WriteString(s.Router)
+	if s.Matched {
+		b.WriteString(": matched")
+		if s.Group != "" {
+			b.WriteString(" -> " + s.Group)
+		}
+	} else {
+		b.WriteString(": no")
+	}
+	if s.Reason != "" {
+		b.WriteString(" (" + s.Reason + ")")
+	}
+	return b.String()
+}

@@ -1,0 +1,93 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/registry"
+	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/node/proxy"
+	"github.com/queryflux/queryflux/transport"
+)
+
+const (
+	historySecret = "history-worker-secret-123"
+	historyAdmin  = "history-admin-token-456"
+)
+
+// TestHistoryUplinkToControlPlane: a worker's uplink sends proxy records to a real control
+// plane (over loopback HTTP), which stores them stamped with the worker's name; the admin API
+// reads them back; heartbeats carry the counters; a control plane that forgot the worker's
+// session (restart) costs a re-registration, not a record.
+func TestHistoryUplinkToControlPlane(t *testing.T) {
+	e := env.Real(nil)
+	ctx, cancel := e.WithCancel(context.Background())
+	defer cancel()
+	newCP := func() *controlplane.ControlPlane {
+		cp := controlplane.New(e, controlplane.Config{WorkerSecret: historySecret, AdminToken: historyAdmin, AllowShortTimeouts: true}, registry.NewMemory())
+		return cp
+	}
+	store := history.NewMemory(1000)
+	cp := newCP()
+	cp.MountHistory(store)
+	var current http.Handler = cp.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { current.ServeHTTP(w, r) }))
+	defer srv.Close()
+
+	w := New(e, Config{ControlPlaneURL: srv.URL, Secret: historySecret, Name: "w-hist", HeartbeatInterval: time.Hour}, &http.Client{})
+	u, err := w.NewHistoryUplink(e, history.UplinkConfig{FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 10 {
+		u.Add(HistoryRecord(proxy.Record{
+			QueryID: fmt.Sprintf("p-%d", i), User: "bob", Protocol: "postgres", Group: "g", Cluster: "c",
+			SQL: fmt.Sprintf("select * from accounts where iban = 'DE%d'", 1000+i), Status: proxy.StatusSucceeded,
+			Trace: []proxy.TraceStep{{Router: "fallback", Matched: true, Group: "g"}}, Start: start.Add(time.Duration(i) * time.Second), End: start.Add(time.Duration(i)*time.Second + time.Millisecond),
+		}))
+	}
+	// The control plane restarts and forgets every session: the uplink's send re-registers.
+	cp2 := newCP()
+	cp2.MountHistory(store)
+	current = cp2.Handler()
+	u.Add(HistoryRecord(proxy.Record{QueryID: "p-denied", Protocol: "mysql", Status: proxy.StatusFailed, ErrorCode: query.CodeQueueFull, Error: "queue full", Start: start, End: start}))
+	if err := u.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := store.Query(ctx, history.Filter{Worker: "w-hist"})
+	if len(page.Records) != 11 {
+		t.Fatalf("stored %d records for w-hist, want 11", len(page.Records))
+	}
+	for _, r := range page.Records {
+		if strings.Contains(r.SQL, "DE1") || r.SQLDigest == "" {
+			t.Fatalf("literal left the worker: %+v", r)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+history.PathAdminQueries+"?status=rejected", nil)
+	transport.SetBearer(req, historyAdmin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got history.Page
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 || len(got.Records) != 1 || got.Records[0].QueryID != "p-denied" {
+		t.Fatalf("admin read: %d %+v %v", resp.StatusCode, got, err)
+	}
+	if err := w.SendHeartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if wi, _ := cp2.Worker("w-hist"); wi.Heartbeat == nil || wi.Heartbeat.History != (transport.HistoryCounters{Sent: 11}) {
+		t.Fatalf("heartbeat did not carry the history counters: %+v", wi.Heartbeat)
+	}
+}
