@@ -1,0 +1,92 @@
+package main
+
+// The configuration's part of the daemon (the CONFIG engineer's file):
+//   - `queryflux config check FILE`;
+//   - on a control plane, the worker snapshot endpoints (GET /worker/config, /worker/config/wait)
+//     fed from the YAML file, or from Postgres (pgconfig, woken by LISTEN/NOTIFY) when the file
+//     defines no clusters or groups and a database is configured;
+//   - on a worker, the config sync loop that follows the control plane.
+
+import (
+	"context"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/config/pgconfig"
+	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/worker"
+)
+
+// workerConfigApply run, in order, on every configuration a worker is about to swap in; the
+// first error rejects that revision and keeps the previous one. The proxy wiring appends its
+// build-and-swap here from init.
+var workerConfigApply []func(ctx context.Context, d *Daemon, cfg *config.Config, snap *snapshot.WorkerSnapshotV1) error
+
+// workerConfigSyncs receive the worker's ConfigSync once it exists (for readers of Active()).
+var workerConfigSyncs []func(d *Daemon, s *worker.ConfigSync)
+
+func init() {
+	rootCmd.AddCommand(config.NewConfigCommand())
+	controlPlaneHooks = append(controlPlaneHooks, serveWorkerConfig)
+	workerHooks = append(workerHooks, syncWorkerConfig)
+}
+
+// serveWorkerConfig mounts the snapshot endpoints and starts the task that rebuilds the snapshot.
+func serveWorkerConfig(ctx context.Context, d *Daemon, cp *controlplane.ControlPlane) error {
+	q := d.Config.QueryFlux
+	srv := controlplane.NewConfigServer(d.Env, secs(q.ControlPlane.PollTimeoutSecs))
+	srv.Mount(cp)
+	wake := d.Env.NewSignal()
+	var source controlplane.ConfigSource
+	if d.Pool != nil && len(d.Config.Clusters) == 0 && len(d.Config.ClusterGroups) == 0 {
+		pg := pgconfig.New(d.Pool)
+		source = func(ctx context.Context) (*snapshot.WorkerSnapshotV1, error) {
+			return pg.Snapshot(ctx, q, snapshot.Options{ConfirmedAt: d.Env.Now()})
+		}
+		go listenForConfig(ctx, d, pg, wake.Notify)
+		d.Logger.Info("config: serving workers the configuration stored in Postgres")
+	} else {
+		cfg := d.Config
+		source = func(context.Context) (*snapshot.WorkerSnapshotV1, error) {
+			return snapshot.Build(cfg, snapshot.Options{ConfirmedAt: d.Env.Now()})
+		}
+		d.Logger.Info("config: serving workers the configuration file's clusters and groups")
+	}
+	d.Env.Go(ctx, "config-refresh", func(ctx context.Context) {
+		_ = srv.RunConfigRefresh(ctx, source, wake, controlplane.ConfigBuildTimeoutDefault)
+	})
+	return nil
+}
+
+// listenForConfig keeps a LISTEN on the config channel, reconnecting after failures.
+func listenForConfig(ctx context.Context, d *Daemon, pg *pgconfig.Source, changed func()) {
+	for ctx.Err() == nil {
+		if err := pg.Listen(ctx, changed); err != nil && ctx.Err() == nil {
+			d.Logger.Warn("config: LISTEN failed; retrying", "err", err)
+			_ = d.Env.Sleep(ctx, time.Second)
+		}
+	}
+}
+
+// syncWorkerConfig starts the worker's config sync.
+func syncWorkerConfig(ctx context.Context, d *Daemon, w *worker.Worker) error {
+	q := d.Config.QueryFlux
+	s := worker.NewConfigSync(w, worker.ConfigSyncOptions{
+		Local:       q,
+		PollTimeout: secs(q.ControlPlane.PollTimeoutSecs),
+		Apply: func(ctx context.Context, cfg *config.Config, snap *snapshot.WorkerSnapshotV1) error {
+			for _, apply := range workerConfigApply {
+				if err := apply(ctx, d, cfg, snap); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+	for _, fn := range workerConfigSyncs {
+		fn(d, s)
+	}
+	d.Env.Go(ctx, "config-sync", func(ctx context.Context) { _ = s.Run(ctx) })
+	return nil
+}
