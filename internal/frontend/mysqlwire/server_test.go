@@ -105,11 +105,11 @@ func TestGoSQLDriverTextAndBinary(t *testing.T) {
 		t.Fatalf("request %+v", req)
 	}
 	for _, stmt := range []string{
-		`CREATE TABLE t (id INT PRIMARY KEY, i8 TINYINT, u64 BIGINT UNSIGNED, f FLOAT, d DOUBLE, dec1 DECIMAL(12,3),
+		`CREATE TABLE t (id INT PRIMARY KEY, i8 TINYINT, u64 BIGINT UNSIGNED, f FLOAT, d DOUBLE, dec1 DECIMAL(12,3), dec2 DECIMAL(8,2),
 			s VARCHAR(20), b VARBINARY(10), dt DATE, ts DATETIME(6), tm TIME, n INT)`,
-		`INSERT INTO t VALUES (1, -5, 18446744073709551615, 1.5, -2.25, 123456789.125, 'héllo wörld', X'00FF10',
+		`INSERT INTO t VALUES (1, -5, 18446744073709551615, 1.5, -2.25, 123456789.125, 10.5, 'héllo wörld', X'00FF10',
 			'2024-02-29', '2024-02-29 13:14:15.123456', '08:09:10', NULL)`,
-		`INSERT INTO t VALUES (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
+		`INSERT INTO t VALUES (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
 	} {
 		res, err := d.Exec(stmt)
 		if err != nil {
@@ -122,9 +122,9 @@ func TestGoSQLDriverTextAndBinary(t *testing.T) {
 		}
 	}
 	want := [][]string{
-		{"1", "-5", "18446744073709551615", "1.5", "-2.25", "123456789.125", "héllo wörld", "\x00\xff\x10",
+		{"1", "-5", "18446744073709551615", "1.5", "-2.25", "123456789.125", "10.50", "héllo wörld", "\x00\xff\x10",
 			"2024-02-29", "2024-02-29 13:14:15.123456", "08:09:10", "NULL"},
-		{"2", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL"},
+		{"2", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL"},
 	}
 	text := queryStrings(t, d, "SELECT * FROM t ORDER BY id")
 	binary := queryStrings(t, d, "SELECT * FROM t WHERE id >= ? ORDER BY id", 1) // prepared: binary protocol

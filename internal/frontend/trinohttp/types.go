@@ -49,6 +49,9 @@ const varcharMax = 2147483647 // Trino's unbounded varchar
 
 // trinoType maps an Arrow type to a Trino type name and signature.
 func trinoType(f arrow.Field) (string, TypeSignature) {
+	if name := metaValue(f, MetaTrinoType); textTrinoTypes[name] && isString(f.Type) {
+		return simple(name) // a Trino engine's text-carried type goes back out as itself
+	}
 	switch t := f.Type.(type) {
 	case *arrow.BooleanType:
 		return simple("boolean")
@@ -102,6 +105,18 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 	default: // structs, maps, durations, ...: Arrow's text form
 		return varchar()
 	}
+}
+
+// textTrinoTypes are Trino scalar types whose JSON value is a string.
+var textTrinoTypes = map[string]bool{"json": true, "uuid": true, "ipaddress": true, "interval day to second": true,
+	"interval year to month": true, "time with time zone": true}
+
+func isString(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
+		return true
+	}
+	return false
 }
 
 func varchar() (string, TypeSignature) {
@@ -232,8 +247,31 @@ func jsonValue(f arrow.Field, a arrow.Array, i int) any {
 		}
 		return out
 	default: // decimals (Trino sends them as strings), nested types
+		if d, ok := decimalText(a, i); ok {
+			return d
+		}
 		return a.ValueStr(i)
 	}
+}
+
+// decimalText writes a decimal with all its scale digits ("12.50", not Arrow's "12.5").
+func decimalText(a arrow.Array, i int) (string, bool) {
+	t, ok := a.DataType().(arrow.DecimalType)
+	if !ok {
+		return "", false
+	}
+	scale := t.GetScale()
+	switch a := a.(type) {
+	case *array.Decimal32:
+		return a.Value(i).ToString(scale), true
+	case *array.Decimal64:
+		return a.Value(i).ToString(scale), true
+	case *array.Decimal128:
+		return a.Value(i).ToString(scale), true
+	case *array.Decimal256:
+		return a.Value(i).ToString(scale), true
+	}
+	return "", false
 }
 
 func floatJSON(v float64, bits int) any {
