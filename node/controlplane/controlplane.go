@@ -25,19 +25,29 @@ const tokenBytes = 32
 
 // ControlPlane serves the worker API and keeps the fleet registry.
 type ControlPlane struct {
-	e       env.Env
-	cfg     Config
-	reg     registry.Store
-	mux     *http.ServeMux
-	metrics *metrics
-	wake    env.Signal // asks the reaper to write the registry batch now
+	e         env.Env
+	cfg       Config
+	reg       registry.Store
+	mux       *http.ServeMux
+	metrics   *metrics
+	wake      env.Signal // asks the reaper to write the registry batch now
+	flushDone env.Signal // a flush ended (flushes take turns)
 
 	mu              sync.Mutex
 	workers         map[string]*entry
 	byToken         map[string]string // token hash -> worker name
 	dirty           map[string]bool   // names whose record the store has not seen yet
+	flushing        bool              // a Flush is writing
+	supersedes      map[string]supersedeCount
 	currentRevision string
 	onEvict         []func(ctx context.Context, w transport.WorkerInfo)
+}
+
+// supersedeCount remembers how often a name was registered while its previous registration was
+// still online: more than once in a short while means two processes share the name.
+type supersedeCount struct {
+	count int
+	last  time.Time
 }
 
 // entry is one worker in memory: its durable record and its lifecycle.
@@ -55,12 +65,14 @@ func New(e env.Env, cfg Config, reg registry.Store) *ControlPlane {
 	}
 	cp := &ControlPlane{
 		e: e, cfg: cfg, reg: reg,
-		mux:     http.NewServeMux(),
-		metrics: newMetrics(cfg.Metrics),
-		wake:    e.NewSignal(),
-		workers: map[string]*entry{},
-		byToken: map[string]string{},
-		dirty:   map[string]bool{},
+		mux:        http.NewServeMux(),
+		metrics:    newMetrics(cfg.Metrics),
+		wake:       e.NewSignal(),
+		flushDone:  e.NewSignal(),
+		supersedes: map[string]supersedeCount{},
+		workers:    map[string]*entry{},
+		byToken:    map[string]string{},
+		dirty:      map[string]bool{},
 	}
 	cp.mux.HandleFunc("POST "+transport.PathRegister, cp.handleRegister)
 	cp.mux.HandleFunc("POST "+transport.PathHeartbeat, cp.handleHeartbeat)
@@ -188,6 +200,9 @@ func (cp *ControlPlane) register(req transport.RegisterRequest, token string, no
 		if old.life.Online() {
 			prev := old.rec
 			superseded = &prev
+			sc := cp.supersedes[req.Name]
+			sc.count, sc.last = sc.count+1, now
+			cp.supersedes[req.Name] = sc
 		}
 		delete(cp.byToken, old.rec.TokenHash)
 	}

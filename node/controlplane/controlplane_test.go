@@ -341,3 +341,39 @@ func TestConfigValidation(t *testing.T) {
 		t.Fatalf("defaults %+v", d)
 	}
 }
+
+func TestNameSharedByTwoProcessesIsFlagged(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	for i := 0; i < 3; i++ {
+		h.register("twin")
+		h.e.Advance(time.Second)
+	}
+	if ws := strings.Join(h.state("twin").Warnings, ";"); !strings.Contains(ws, "two processes share this name") {
+		t.Fatalf("warnings: %s", ws)
+	}
+	h.e.Advance(supersedeWarnWindow)
+	if ws := strings.Join(h.state("twin").Warnings, ";"); strings.Contains(ws, "share this name") {
+		t.Fatalf("old supersedes still warned: %s", ws)
+	}
+}
+
+func TestFlushesTakeTurns(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	h.register("a")
+	if err := h.cp.acquireFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A flush is running: another one must wait (here: give up when its ctx has ended).
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := h.cp.Flush(ctx); err == nil {
+		t.Fatal("a second flush ran while the first held its turn")
+	}
+	h.cp.releaseFlush()
+	if err := h.cp.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store.Get(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+}

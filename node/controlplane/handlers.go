@@ -12,6 +12,9 @@ import (
 // clockSkewWarn is the difference between a worker's and the control plane's clocks worth a warning.
 const clockSkewWarn = 5 * time.Second
 
+// supersedeWarnWindow is how long repeated re-registrations under one name stay a warning.
+const supersedeWarnWindow = 10 * time.Minute
+
 func (cp *ControlPlane) handleRegister(w http.ResponseWriter, r *http.Request) {
 	secret, _ := transport.BearerToken(r)
 	if !transport.TokenEqual(secret, cp.cfg.WorkerSecret) {
@@ -152,6 +155,10 @@ func (cp *ControlPlane) warnings(en *entry, wi transport.WorkerInfo, now time.Ti
 		out = append(out, fmt.Sprintf("no heartbeat for %v: stale, evicted in %v unless it beats", silent, max(left, 0)))
 	case transport.StateEvicted:
 		out = append(out, fmt.Sprintf("evicted at %s after %v without a heartbeat", en.life.StateSince.UTC().Format(time.RFC3339), en.life.StateSince.Sub(en.life.LastSeen).Round(time.Second)))
+	}
+	if sc := cp.supersedes[wi.Name]; sc.count > 1 && now.Sub(sc.last) < supersedeWarnWindow {
+		out = append(out, fmt.Sprintf("registered %d times while still online (last %v ago): do two processes share this name?",
+			sc.count+1, now.Sub(sc.last).Round(time.Second)))
 	}
 	hb := wi.Heartbeat
 	if hb == nil {

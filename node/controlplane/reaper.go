@@ -92,7 +92,14 @@ func (cp *ControlPlane) Tick(ctx context.Context, now time.Time) {
 
 // Flush writes every record changed since the last write as one batch. On failure the records
 // stay dirty and the next flush retries them.
+//
+// Flushes never overlap: a second caller waits for the first to finish, so a later snapshot is
+// always written after an earlier one (the store never goes back in time).
 func (cp *ControlPlane) Flush(ctx context.Context) error {
+	if err := cp.acquireFlush(ctx); err != nil {
+		return err
+	}
+	defer cp.releaseFlush()
 	cp.mu.Lock()
 	batch := make([]registry.Record, 0, len(cp.dirty))
 	for _, name := range cp.sortedNames() {
@@ -134,4 +141,29 @@ func (cp *ControlPlane) updateStateGauges() {
 	for _, state := range []string{transport.StateHealthy, transport.StateStale, transport.StateEvicted} {
 		cp.metrics.workers.WithLabelValues(state).Set(float64(counts[state]))
 	}
+}
+
+// acquireFlush waits until no other flush runs and claims the turn. It waits on a Signal, never
+// holding mu across the wait.
+func (cp *ControlPlane) acquireFlush(ctx context.Context) error {
+	for {
+		seen := cp.flushDone.Seq()
+		cp.mu.Lock()
+		if !cp.flushing {
+			cp.flushing = true
+			cp.mu.Unlock()
+			return nil
+		}
+		cp.mu.Unlock()
+		if err := cp.flushDone.Wait(ctx, seen); err != nil {
+			return err
+		}
+	}
+}
+
+func (cp *ControlPlane) releaseFlush() {
+	cp.mu.Lock()
+	cp.flushing = false
+	cp.mu.Unlock()
+	cp.flushDone.Notify()
 }

@@ -127,6 +127,10 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 			return nil, err
 		}
 		r := req.Clone(ctx)
+		if r.URL.Host != "" && r.URL.Host != w.base.Host {
+			// The session token is for the control plane only.
+			return nil, fmt.Errorf("worker: Do refuses to send the session token to %s, which is not the control plane", r.URL.Host)
+		}
 		if r.URL.Host == "" {
 			r.URL = w.base.ResolveReference(&url.URL{Path: strings.TrimPrefix(req.URL.Path, "/"), RawQuery: req.URL.RawQuery})
 			r.Host = ""

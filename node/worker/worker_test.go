@@ -294,3 +294,21 @@ func TestOpsOutputNeverShowsCredentials(t *testing.T) {
 		t.Fatalf("status %+v %v", st, err)
 	}
 }
+
+func TestDoSendsTheTokenOnlyToTheControlPlane(t *testing.T) {
+	f := newFleet(t)
+	var leaked atomic.Bool
+	other := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("Authorization") != "")
+	}))
+	defer other.Close()
+	w := f.worker("w1", nil, nil)
+	req, _ := http.NewRequest("GET", other.URL+"/x", nil)
+	if resp, err := w.Do(f.ctx, req); err == nil {
+		resp.Body.Close()
+		t.Fatal("Do called another host")
+	}
+	if leaked.Load() {
+		t.Fatal("token sent to another host")
+	}
+}
