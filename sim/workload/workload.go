@@ -39,13 +39,18 @@ func PingPong(s *sim.Sim, names []string) map[string]*PingStats {
 		st := &PingStats{}
 		stats[name] = st
 		peers := slices.DeleteFunc(slices.Clone(names), func(p string) bool { return p == name })
-		s.AddNode(name, func(n *sim.Node) http.Handler {
-			e := n.Env()
-			e.Go(n.Ctx(), "pinger", func(ctx context.Context) { pingLoop(ctx, e, n, peers, st) })
-			return pongHandler(e, st)
-		})
+		s.AddNode(name, PingNode(peers, st))
 	}
 	return stats
+}
+
+// PingNode is the factory of one ping-pong node that pings peers and counts into st.
+func PingNode(peers []string, st *PingStats) sim.Factory {
+	return func(n *sim.Node) http.Handler {
+		e := n.Env()
+		e.Go(n.Ctx(), "pinger", func(ctx context.Context) { pingLoop(ctx, e, n, peers, st) })
+		return pongHandler(e, st)
+	}
 }
 
 func pingLoop(ctx context.Context, e env.Env, n *sim.Node, peers []string, st *PingStats) {

@@ -1,0 +1,183 @@
+package scenarios
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/queryflux/queryflux/sim"
+)
+
+// The built-in timeline events: crash, restart, partition, heal, hold, release, link, drift,
+// starve.
+func init() {
+	RegisterEvent("crash", nodesEvent(func(n *sim.Node) { n.Crash() }))
+	RegisterEvent("restart", nodesEvent(func(n *sim.Node) { n.Restart() }))
+	RegisterEvent("partition", linkEvent(false, func(w *World, from, to string) { w.Sim.Net().Partition(from, to) }))
+	RegisterEvent("heal", linkEvent(true, func(w *World, from, to string) { w.Sim.Net().Heal(from, to) }))
+	RegisterEvent("hold", linkEvent(false, func(w *World, from, to string) { w.Sim.Net().Hold(from, to) }))
+	RegisterEvent("release", linkEvent(false, func(w *World, from, to string) { w.Sim.Net().Release(from, to) }))
+	RegisterEvent("link", parseLinkModel)
+	RegisterEvent("drift", parseDrift)
+	RegisterEvent("starve", parseStarve)
+}
+
+// nodesEvent is an event whose params name a node or group: `crash: w-1`.
+func nodesEvent(do func(n *sim.Node)) EventKind {
+	return func(sc *Scenario, p Params) (Action, error) {
+		var target string
+		if err := p.Decode(&target); err != nil {
+			return nil, err
+		}
+		names, err := sc.Resolve(target)
+		if err != nil {
+			return nil, p.Errorf("%v", err)
+		}
+		return func(w *World) error {
+			for _, name := range names {
+				do(w.Node(name))
+			}
+			return nil
+		}, nil
+	}
+}
+
+// LinkParams names links: every pair (from x to), both ways unless oneWay.
+type LinkParams struct {
+	From   string `yaml:"from"`
+	To     string `yaml:"to"`
+	OneWay bool   `yaml:"oneWay"`
+}
+
+// pairs resolves the params into directed (from, to) node pairs, in fleet order.
+func (lp LinkParams) pairs(sc *Scenario) ([][2]string, error) {
+	from, err := sc.Resolve(lp.From)
+	if err != nil {
+		return nil, fmt.Errorf("from: %v", err)
+	}
+	to, err := sc.Resolve(lp.To)
+	if err != nil {
+		return nil, fmt.Errorf("to: %v", err)
+	}
+	var out [][2]string
+	for _, a := range from {
+		for _, b := range to {
+			if a == b {
+				continue
+			}
+			out = append(out, [2]string{a, b})
+			if !lp.OneWay {
+				out = append(out, [2]string{b, a})
+			}
+		}
+	}
+	return out, nil
+}
+
+// linkEvent is an event on links: `partition: {from: w-1, to: cp-1, oneWay: true}`. With
+// emptyMeansAll, `heal: {}` heals every partition.
+func linkEvent(emptyMeansAll bool, do func(w *World, from, to string)) EventKind {
+	return func(sc *Scenario, p Params) (Action, error) {
+		var lp LinkParams
+		if err := p.Decode(&lp); err != nil {
+			return nil, err
+		}
+		if lp.From == "" && lp.To == "" && emptyMeansAll {
+			return func(w *World) error { w.Sim.Net().HealAll(); return nil }, nil
+		}
+		pairs, err := lp.pairs(sc)
+		if err != nil {
+			return nil, p.Errorf("%v", err)
+		}
+		return func(w *World) error {
+			for _, pr := range pairs {
+				do(w, pr[0], pr[1])
+			}
+			return nil
+		}, nil
+	}
+}
+
+func parseLinkModel(sc *Scenario, p Params) (Action, error) {
+	var lp struct {
+		LinkParams `yaml:",inline"`
+		Latency    *Latency `yaml:"latency"`
+		Drop       float64  `yaml:"drop"`
+	}
+	if err := p.Decode(&lp); err != nil {
+		return nil, err
+	}
+	pairs, err := lp.pairs(sc)
+	if err != nil {
+		return nil, p.Errorf("%v", err)
+	}
+	model, err := (&Scenario{Network: Network{Latency: lp.Latency, Drop: lp.Drop}}).linkModel()
+	if err != nil {
+		return nil, p.Errorf("%v", err)
+	}
+	return func(w *World) error {
+		for _, pr := range pairs {
+			w.Sim.Net().SetLink(pr[0], pr[1], model)
+		}
+		return nil
+	}, nil
+}
+
+func parseDrift(sc *Scenario, p Params) (Action, error) {
+	var d struct {
+		Node   string        `yaml:"node"`
+		Offset time.Duration `yaml:"offset"`
+		Rate   float64       `yaml:"rate"`
+	}
+	if err := p.Decode(&d); err != nil {
+		return nil, err
+	}
+	if d.Rate == 0 {
+		d.Rate = 1
+	}
+	if d.Rate < sim.MinRate || d.Rate > sim.MaxRate {
+		return nil, p.Errorf("rate %v outside [%v, %v]", d.Rate, sim.MinRate, sim.MaxRate)
+	}
+	names, err := sc.Resolve(d.Node)
+	if err != nil {
+		return nil, p.Errorf("node: %v", err)
+	}
+	return func(w *World) error {
+		for _, name := range names {
+			if err := w.Node(name).SetClock(d.Offset, d.Rate); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+func parseStarve(sc *Scenario, p Params) (Action, error) {
+	var st struct {
+		Node  string        `yaml:"node"`
+		Delay time.Duration `yaml:"delay"`
+		For   time.Duration `yaml:"for"`
+	}
+	if err := p.Decode(&st); err != nil {
+		return nil, err
+	}
+	if st.Delay <= 0 {
+		return nil, p.Errorf("delay: must be > 0 (the lateness added to every timer of the node)")
+	}
+	names, err := sc.Resolve(st.Node)
+	if err != nil {
+		return nil, p.Errorf("node: %v", err)
+	}
+	return func(w *World) error {
+		for _, name := range names {
+			w.Node(name).SetStarve(st.Delay)
+		}
+		if st.For > 0 {
+			w.Sim.At(w.Sim.Elapsed()+st.For, func() {
+				for _, name := range names {
+					w.Node(name).SetStarve(0)
+				}
+			})
+		}
+		return nil
+	}, nil
+}

@@ -1,0 +1,321 @@
+package scenarios
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/registry"
+	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/worker"
+	"github.com/queryflux/queryflux/sim"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// WorkerSecret is the shared worker secret every simulated fleet uses.
+const WorkerSecret = "sim-worker-secret"
+
+// The fleet roles (controlplane, worker) and the registry checks: registryState, reportedHealth,
+// selfHealth, tokenRevoked, reregistered.
+func init() {
+	RegisterRole("controlplane", controlPlaneRole)
+	RegisterRole("worker", workerRole)
+	RegisterCheck("registryState", parseRegistryState)
+	RegisterCheck("reportedHealth", parseReportedHealth)
+	RegisterCheck("selfHealth", parseSelfHealth)
+	RegisterCheck("tokenRevoked", parseTokenRevoked)
+	RegisterCheck("reregistered", parseReregistered)
+}
+
+// controlPlaneRole boots a control plane whose registry (a registry.Memory) survives restarts.
+func controlPlaneRole(w *World, spec NodeSpec) (sim.Factory, error) {
+	iv := w.Scenario.Intervals
+	cfg := controlplane.Config{
+		WorkerSecret: WorkerSecret, AdminToken: "sim-admin-token",
+		HeartbeatInterval: iv.Heartbeat, StaleAfter: iv.StaleAfter, EvictGrace: iv.EvictGrace,
+		ReaperInterval: iv.Reaper, AllowShortTimeouts: true,
+	}
+	if err := cfg.WithDefaults().Validate(); err != nil {
+		return nil, fmt.Errorf("intervals: %v", err)
+	}
+	store := w.Durable("registry/"+spec.Name, func() any { return registry.NewMemory() }).(*registry.Memory)
+	return func(n *sim.Node) http.Handler {
+		cp := controlplane.New(n.Env(), cfg, store)
+		if err := cp.Start(n.Ctx()); err != nil {
+			w.Errorf("control plane %s did not start: %v", n.Name(), err)
+		}
+		w.SetRole(n.Name(), cp)
+		return cp.Handler()
+	}, nil
+}
+
+// TokenLog is what a worker's recording transport saw: each session token the control plane
+// accepted a heartbeat with, in order, and when. It lives outside the worker (it is the
+// scenario's, not the node's memory).
+type TokenLog struct {
+	Tokens []string
+	At     []time.Duration
+}
+
+// Last is the latest accepted token at or before t.
+func (l *TokenLog) Last(t time.Duration) string {
+	tok := ""
+	for i, at := range l.At {
+		if at <= t {
+			tok = l.Tokens[i]
+		}
+	}
+	return tok
+}
+
+type recordingTransport struct {
+	inner http.RoundTripper
+	log   *TokenLog
+	s     *sim.Sim
+}
+
+func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := rt.inner.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusOK && req.URL.Path == transport.PathHeartbeat {
+		if tok, ok := transport.BearerToken(req); ok {
+			if n := len(rt.log.Tokens); n == 0 || rt.log.Tokens[n-1] != tok {
+				rt.log.Tokens = append(rt.log.Tokens, tok)
+				rt.log.At = append(rt.log.At, rt.s.Elapsed())
+			}
+		}
+	}
+	return resp, err
+}
+
+func workerRole(w *World, spec NodeSpec) (sim.Factory, error) {
+	iv := w.Scenario.Intervals
+	cpName := w.Scenario.ControlPlaneOf(spec.Name)
+	if cpName == "" {
+		return nil, fmt.Errorf("worker %s: the fleet has no control plane", spec.Name)
+	}
+	cfg := worker.Config{
+		ControlPlaneURL: "http://" + cpName, Secret: WorkerSecret, Name: spec.Name, Labels: spec.Labels,
+		HeartbeatInterval: iv.Heartbeat, RequestTimeout: iv.RequestTimeout, HealthProbeInterval: iv.HealthProbe,
+		LagThreshold: iv.LagThreshold, HealthFlips: iv.HealthFlips,
+	}
+	if err := cfg.WithDefaults().Validate(); err != nil {
+		return nil, fmt.Errorf("intervals: %v", err)
+	}
+	log := w.Durable("tokens/"+spec.Name, func() any { return &TokenLog{} }).(*TokenLog)
+	return func(n *sim.Node) http.Handler {
+		client := &http.Client{Transport: &recordingTransport{inner: n.Transport(), log: log, s: w.Sim}}
+		wk := worker.New(n.Env(), cfg, client)
+		wk.Start(n.Ctx())
+		w.SetRole(n.Name(), wk)
+		return wk.OpsHandler()
+	}, nil
+}
+
+// stateParams is the YAML of the polling registry checks.
+type stateParams struct {
+	Worker string `yaml:"worker"`
+	State  string `yaml:"state"`
+	Window `yaml:",inline"`
+}
+
+func parseStateParams(sc *Scenario, p Params, states ...string) (stateParams, []string, error) {
+	var sp stateParams
+	if err := p.Decode(&sp); err != nil {
+		return sp, nil, err
+	}
+	if err := sp.Window.validate(sc, p); err != nil {
+		return sp, nil, err
+	}
+	ok := false
+	for _, s := range states {
+		ok = ok || s == sp.State
+	}
+	if !ok {
+		return sp, nil, p.Errorf("state %q: one of %s", sp.State, strings.Join(states, ", "))
+	}
+	names, err := sc.Resolve(sp.Worker)
+	if err != nil {
+		return sp, nil, p.Errorf("worker: %v", err)
+	}
+	return sp, names, nil
+}
+
+// cpInfo is the control plane's view of a worker; ok false while the control plane is down.
+func cpInfo(w *World, name string) (transport.WorkerInfo, bool, bool) {
+	cp, _ := w.Role(w.Scenario.ControlPlaneOf(name)).(*controlplane.ControlPlane)
+	if cp == nil {
+		return transport.WorkerInfo{}, false, false
+	}
+	info, known := cp.Worker(name)
+	return info, known, true
+}
+
+// registryState: the control plane's registry state of a worker (healthy, stale, evicted, or
+// unknown when it has no record).
+func parseRegistryState(sc *Scenario, p Params) (Check, error) {
+	sp, names, err := parseStateParams(sc, p, transport.StateHealthy, transport.StateStale, transport.StateEvicted, "unknown")
+	if err != nil {
+		return nil, err
+	}
+	return NewStateCheck("registry state", names, sp.State, sp.Window, func(w *World, name string) (string, bool) {
+		info, known, up := cpInfo(w, name)
+		if !up {
+			return "", false
+		}
+		if !known {
+			return "unknown", true
+		}
+		return info.State, true
+	}), nil
+}
+
+// reportedHealth: the self-health the control plane last heard from a worker.
+func parseReportedHealth(sc *Scenario, p Params) (Check, error) {
+	sp, names, err := parseStateParams(sc, p, transport.HealthHealthy, transport.HealthUnhealthy)
+	if err != nil {
+		return nil, err
+	}
+	return NewStateCheck("reported health", names, sp.State, sp.Window, func(w *World, name string) (string, bool) {
+		info, known, up := cpInfo(w, name)
+		if !up || !known || info.Heartbeat == nil {
+			return "", false
+		}
+		return info.Heartbeat.Health.State, true
+	}), nil
+}
+
+// selfHealth: the worker's own health state (its /worker/status).
+func parseSelfHealth(sc *Scenario, p Params) (Check, error) {
+	sp, names, err := parseStateParams(sc, p, transport.HealthHealthy, transport.HealthUnhealthy)
+	if err != nil {
+		return nil, err
+	}
+	return NewStateCheck("self health", names, sp.State, sp.Window, func(w *World, name string) (string, bool) {
+		wk, _ := w.Role(name).(*worker.Worker)
+		if wk == nil {
+			return "", false
+		}
+		return wk.Status().Health.State, true
+	}), nil
+}
+
+// tokenRevoked: at `at`, a heartbeat carrying the worker's last accepted session token is
+// answered 401 by its control plane.
+type tokenRevoked struct {
+	worker string
+	at     time.Duration
+	done   bool
+	status int
+	err    error
+	had    bool
+}
+
+func parseTokenRevoked(sc *Scenario, p Params) (Check, error) {
+	var c struct {
+		Worker string        `yaml:"worker"`
+		At     time.Duration `yaml:"at"`
+	}
+	if err := p.Decode(&c); err != nil {
+		return nil, err
+	}
+	if s, ok := sc.Spec(c.Worker); !ok || s.Role != "worker" {
+		return nil, p.Errorf("worker: no worker named %q", c.Worker)
+	}
+	if c.At <= 0 || c.At >= sc.Duration {
+		return nil, p.Errorf("at %v: must be inside the scenario (0, %v)", c.At, sc.Duration)
+	}
+	return &tokenRevoked{worker: c.Worker, at: c.At}, nil
+}
+
+func (c *tokenRevoked) Start(w *World) {
+	w.Sim.At(c.at, func() {
+		log := w.Durable("tokens/"+c.worker, func() any { return &TokenLog{} }).(*TokenLog)
+		token := log.Last(c.at)
+		c.had = token != ""
+		if !c.had {
+			return
+		}
+		obs := w.Observer
+		w.Sim.Spawn(obs, "probe-token-"+c.worker, func() {
+			c.status, c.err = probeHeartbeat(obs, w.Scenario.ControlPlaneOf(c.worker), token)
+			c.done = true
+		})
+	})
+}
+
+func (c *tokenRevoked) Result(w *World) (bool, string) {
+	switch {
+	case !c.had:
+		return false, fmt.Sprintf("%s never had a heartbeat accepted before %v", c.worker, c.at)
+	case !c.done:
+		return false, "the probe did not finish"
+	case c.err != nil:
+		return false, fmt.Sprintf("probe at %v: %v", c.at, c.err)
+	}
+	return c.status == http.StatusUnauthorized, fmt.Sprintf("heartbeat with %s's old token at %v answered %d (want 401)", c.worker, c.at, c.status)
+}
+
+// probeHeartbeat sends one heartbeat with token from node and returns the status.
+func probeHeartbeat(from *sim.Node, cp, token string) (int, error) {
+	e := from.Env()
+	hb := transport.Heartbeat{Seq: 1 << 40, SentAt: e.Now(), Health: transport.HealthStatus{State: transport.HealthHealthy}}
+	body, _ := json.Marshal(hb)
+	ctx, cancel := e.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+cp+transport.PathHeartbeat, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", transport.MediaHeartbeat)
+	transport.SetBearer(req, token)
+	resp, err := from.Client().Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// reregistered: the worker had a heartbeat accepted under a new session token inside the window
+// (it registered again) after having had one before it.
+type reregistered struct {
+	worker string
+	win    Window
+}
+
+func parseReregistered(sc *Scenario, p Params) (Check, error) {
+	var c struct {
+		Worker string `yaml:"worker"`
+		Window `yaml:",inline"`
+	}
+	if err := p.Decode(&c); err != nil {
+		return nil, err
+	}
+	if s, ok := sc.Spec(c.Worker); !ok || s.Role != "worker" {
+		return nil, p.Errorf("worker: no worker named %q", c.Worker)
+	}
+	if err := c.Window.validate(sc, p); err != nil {
+		return nil, err
+	}
+	return &reregistered{worker: c.Worker, win: c.Window}, nil
+}
+
+func (c *reregistered) Start(w *World) {}
+
+func (c *reregistered) Result(w *World) (bool, string) {
+	log := w.Durable("tokens/"+c.worker, func() any { return &TokenLog{} }).(*TokenLog)
+	var times []string
+	pass := false
+	for i, at := range log.At {
+		times = append(times, at.String())
+		if i > 0 && at >= c.win.From && at <= c.win.To {
+			pass = true
+		}
+	}
+	return pass, fmt.Sprintf("%s's session tokens first accepted at [%s]; want a new one in [%v, %v]",
+		c.worker, strings.Join(times, " "), c.win.From, c.win.To)
+}

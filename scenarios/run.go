@@ -1,0 +1,279 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/queryflux/queryflux/sim"
+)
+
+// ObserverName is the node every world has for probes: it serves nothing.
+const ObserverName = "observer"
+
+var builtinGroups = map[string]bool{"all": true, "workers": true, "controlPlanes": true}
+
+// Nodes returns the fleet's node specs in file order (roles set, prefixes expanded).
+func (sc *Scenario) Nodes() []NodeSpec {
+	specs, err := sc.nodeSpecs()
+	if err != nil {
+		panic(err) // validated at load
+	}
+	return specs
+}
+
+// Spec returns the spec of the node named name.
+func (sc *Scenario) Spec(name string) (NodeSpec, bool) {
+	for _, s := range sc.Nodes() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return NodeSpec{}, false
+}
+
+// Resolve turns a node name, a fleet group, or a built-in group (all, workers, controlPlanes)
+// into node names in fleet order.
+func (sc *Scenario) Resolve(target string) ([]string, error) {
+	specs := sc.Nodes()
+	var out []string
+	switch target {
+	case "all":
+		for _, s := range specs {
+			out = append(out, s.Name)
+		}
+	case "workers", "controlPlanes":
+		role := map[string]string{"workers": "worker", "controlPlanes": "controlplane"}[target]
+		for _, s := range specs {
+			if s.Role == role {
+				out = append(out, s.Name)
+			}
+		}
+	default:
+		if members, ok := sc.Fleet.Groups[target]; ok {
+			return slices.Clone(members), nil
+		}
+		if _, ok := sc.Spec(target); ok {
+			return []string{target}, nil
+		}
+		var groups []string
+		for g := range sc.Fleet.Groups {
+			groups = append(groups, g)
+		}
+		slices.Sort(groups)
+		return nil, fmt.Errorf("no node or group named %q (groups: all, workers, controlPlanes %s)", target, strings.Join(groups, " "))
+	}
+	return out, nil
+}
+
+// ControlPlaneOf is the control plane a worker talks to: its spec's, else the first one.
+func (sc *Scenario) ControlPlaneOf(worker string) string {
+	if s, ok := sc.Spec(worker); ok && s.ControlPlane != "" {
+		return s.ControlPlane
+	}
+	for _, s := range sc.Nodes() {
+		if s.Role == "controlplane" {
+			return s.Name
+		}
+	}
+	return ""
+}
+
+func (sc *Scenario) linkModel() (sim.Link, error) {
+	l := sim.DefaultLink
+	if n := sc.Network; n.Latency != nil {
+		switch lat := n.Latency; lat.Dist {
+		case "fixed":
+			l.Latency = sim.Fixed(lat.Min)
+		case "uniform":
+			if lat.Max < lat.Min {
+				return l, fmt.Errorf("network.latency: max %v < min %v", lat.Max, lat.Min)
+			}
+			l.Latency = sim.Uniform(lat.Min, lat.Max)
+		case "exponential":
+			l.Latency = sim.Exponential(lat.Min, lat.Mean)
+		default:
+			return l, fmt.Errorf("network.latency.dist: %q is not fixed, uniform or exponential", lat.Dist)
+		}
+	}
+	if sc.Network.Drop < 0 || sc.Network.Drop >= 1 {
+		return l, fmt.Errorf("network.drop: %v is not in [0, 1)", sc.Network.Drop)
+	}
+	l.Drop = sc.Network.Drop
+	return l, nil
+}
+
+// World is one run of a scenario: the simulator, the nodes, and what roles and checks share.
+type World struct {
+	Sim      *sim.Sim
+	Scenario *Scenario
+	Seed     uint64
+	Observer *sim.Node
+
+	roles   map[string]roleEntry
+	durable map[string]any
+	errs    []string
+}
+
+// Node is the simulated node named name (nil if none).
+func (w *World) Node(name string) *sim.Node { return w.Sim.Node(name) }
+
+type roleEntry struct {
+	obj any
+	inc uint64
+}
+
+// SetRole publishes the role object of a node's current incarnation (its factory calls it).
+func (w *World) SetRole(node string, role any) {
+	w.roles[node] = roleEntry{obj: role, inc: w.Node(node).Incarnation()}
+}
+
+// Role is the role object of the node's running incarnation, or nil while the node is down or
+// still booting (a crashed node's memory is gone).
+func (w *World) Role(node string) any {
+	n := w.Node(node)
+	r, ok := w.roles[node]
+	if n == nil || !ok || !n.Up() || r.inc != n.Incarnation() {
+		return nil
+	}
+	return r.obj
+}
+
+// Durable returns the value kept under key across restarts, making it with mk the first time
+// (a role's durable store, a recorder of what checks need).
+func (w *World) Durable(key string, mk func() any) any {
+	v, ok := w.durable[key]
+	if !ok {
+		v = mk()
+		w.durable[key] = v
+	}
+	return v
+}
+
+// Errorf records a failure of the timeline or of a check's machinery; the run fails.
+func (w *World) Errorf(format string, args ...any) {
+	msg := fmt.Sprintf("at %v: %s", w.Sim.Elapsed(), fmt.Sprintf(format, args...))
+	w.errs = append(w.errs, msg)
+	w.Sim.Record("error", msg)
+}
+
+// Every calls fn in the runner every d of virtual time, from 0 to the scenario's end.
+func (w *World) Every(d time.Duration, fn func()) {
+	var tick func()
+	at := time.Duration(0)
+	tick = func() {
+		fn()
+		at += d
+		if at <= w.Scenario.Duration {
+			w.Sim.At(at, tick)
+		}
+	}
+	w.Sim.At(0, tick)
+}
+
+// RunOpts tunes a run.
+type RunOpts struct {
+	Verbose bool
+	LogOut  io.Writer
+}
+
+// CheckResult is one check's verdict.
+type CheckResult struct {
+	Name   string `json:"name"`
+	Pass   bool   `json:"pass"`
+	Detail string `json:"detail"`
+}
+
+// Result is one seed's run.
+type Result struct {
+	Scenario       string        `json:"scenario"`
+	Seed           uint64        `json:"seed"`
+	TraceHash      string        `json:"trace_hash"`
+	VirtualSeconds float64       `json:"virtual_seconds"`
+	WallSeconds    float64       `json:"wall_seconds"`
+	Events         uint64        `json:"events"`
+	Checks         []CheckResult `json:"checks"`
+	Logs           []string      `json:"-"`
+}
+
+// Pass reports whether every check passed.
+func (r *Result) Pass() bool {
+	for _, c := range r.Checks {
+		if !c.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+// Run runs the scenario once with seed.
+func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
+	wall := time.Now()
+	s := sim.New(sim.Opts{Seed: seed, Verbose: opts.Verbose, LogOut: opts.LogOut})
+	defer s.Close()
+	w := &World{Sim: s, Scenario: sc, Seed: seed, roles: map[string]roleEntry{}, durable: map[string]any{}}
+	res := &Result{Scenario: sc.Name, Seed: seed}
+	fail := func(name, detail string) *Result {
+		res.Checks = append(res.Checks, CheckResult{Name: name, Detail: detail})
+		res.TraceHash = s.TraceHash()
+		res.Logs = s.Logs()
+		return res
+	}
+	link, _ := sc.linkModel()
+	s.Net().SetDefault(link)
+	w.Observer = s.AddNode(ObserverName, nil)
+	for _, spec := range sc.Nodes() {
+		factory, err := roleKinds[spec.Role](w, spec)
+		if err != nil {
+			return fail("setup", fmt.Sprintf("node %s: %v", spec.Name, err))
+		}
+		s.AddNode(spec.Name, factory)
+	}
+	for _, ev := range sc.Timeline {
+		s.At(ev.At, func() {
+			s.Record("event", fmt.Sprintf("%s@%v", ev.Kind, ev.At))
+			if err := ev.action(w); err != nil {
+				w.Errorf("%s at %v (%s): %v", ev.Kind, ev.At, ev.Params.Pos(), err)
+			}
+		})
+	}
+	type started struct {
+		name  string
+		check Check
+	}
+	var checks []started
+	for _, c := range sc.Checks {
+		ch, err := checkKinds[c.Kind](sc, c.Params)
+		if err != nil {
+			return fail(c.Name, err.Error())
+		}
+		ch.Start(w)
+		checks = append(checks, started{c.Name, ch})
+	}
+	runErr := s.Run(sc.Duration)
+	res.VirtualSeconds = s.Elapsed().Seconds()
+	run := CheckResult{Name: "run", Pass: runErr == nil && len(w.errs) == 0, Detail: "no task failed"}
+	if runErr != nil {
+		run.Detail = runErr.Error()
+	} else if len(w.errs) > 0 {
+		run.Detail = strings.Join(w.errs, "; ")
+	}
+	res.Checks = append(res.Checks, run)
+	for _, c := range checks {
+		pass, detail := c.check.Result(w)
+		if runErr != nil {
+			pass, detail = false, "run failed: "+detail
+		}
+		s.Record("check", fmt.Sprintf("%s=%v", c.name, pass))
+		res.Checks = append(res.Checks, CheckResult{Name: c.name, Pass: pass, Detail: detail})
+	}
+	res.TraceHash = s.TraceHash()
+	res.Events = s.Events()
+	res.WallSeconds = time.Since(wall).Seconds()
+	if !res.Pass() {
+		res.Logs = s.Logs()
+	}
+	return res
+}
