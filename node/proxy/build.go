@@ -40,13 +40,28 @@ func init() {
 	})
 }
 
+// BuildOption adjusts Build.
+type BuildOption func(*buildOptions)
+
+type buildOptions struct{ prev *Runtime }
+
+// Reuse keeps prev's engine for every cluster whose configuration is unchanged (same name, same
+// config hash), instead of opening a new one; pass the core's active runtime. prev may be nil.
+func Reuse(prev *Runtime) BuildOption { return func(o *buildOptions) { o.prev = prev } }
+
 // Build compiles cfg into a Runtime: clusters (variants expanded) with engines from engines,
 // groups with their strategies and limits, and routers (regexes, Starlark scripts). Anything
 // wrong rejects the whole config with an error naming every bad entry; engines opened before
-// the failure are closed. The Runtime owns its engines and closes them once retired and drained.
-func Build(cfg *config.Config, engines EngineFactory) (*Runtime, error) {
+// the failure are closed. The Runtime owns its engines and closes them once retired and drained
+// (an engine shared through Reuse closes with the last runtime using it). A runtime that is
+// built but never activated must be Discarded.
+func Build(cfg *config.Config, engines EngineFactory, opts ...BuildOption) (*Runtime, error) {
 	if cfg == nil || engines == nil {
 		return nil, errors.New("proxy.Build: nil config or engine factory")
+	}
+	var bo buildOptions
+	for _, o := range opts {
+		o(&bo)
 	}
 	spec := RuntimeSpec{Fallback: cfg.RoutingFallback, OwnsEngines: true}
 	var errs []error
@@ -73,7 +88,7 @@ func Build(cfg *config.Config, engines EngineFactory) (*Runtime, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if err := openEngines(cfg, spec.Clusters, engines); err != nil {
+	if err := openEngines(cfg, spec.Clusters, engines, bo.prev); err != nil {
 		return nil, err
 	}
 	rt, err := NewRuntime(spec)
@@ -84,11 +99,16 @@ func Build(cfg *config.Config, engines EngineFactory) (*Runtime, error) {
 	return rt, nil
 }
 
-// openEngines fills in each enabled cluster's engine, closing them all on the first failure.
-func openEngines(cfg *config.Config, clusters []ClusterSpec, engines EngineFactory) error {
+// openEngines fills in each enabled cluster's engine (reused from prev when unchanged), closing
+// them all on the first failure.
+func openEngines(cfg *config.Config, clusters []ClusterSpec, engines EngineFactory, prev *Runtime) error {
 	expanded := cfg.ExpandClusters()
 	for i := range clusters {
 		if !clusters[i].Enabled {
+			continue
+		}
+		if sh := prev.reusable(clusters[i].Name, clusters[i].ConfigHash); sh != nil {
+			clusters[i].Engine, clusters[i].shared = sh.engine, sh
 			continue
 		}
 		e, err := engines(expanded[i].Cluster)
@@ -106,7 +126,10 @@ func openEngines(cfg *config.Config, clusters []ClusterSpec, engines EngineFacto
 
 func closeAll(clusters []ClusterSpec) {
 	for _, c := range clusters {
-		if c.Engine != nil {
+		switch {
+		case c.shared != nil:
+			c.shared.release()
+		case c.Engine != nil:
 			_ = c.Engine.Close()
 		}
 	}

@@ -171,3 +171,76 @@ func TestBuildClosesEnginesOnFailure(t *testing.T) {
 		t.Fatal("secret in error")
 	}
 }
+
+// engineTable hands out fresh fakeEngines and remembers them by cluster, newest last.
+type engineTable struct{ made map[string][]*fakeEngine }
+
+func (et *engineTable) factory(c config.Cluster) (query.Engine, error) {
+	if et.made == nil {
+		et.made = map[string][]*fakeEngine{}
+	}
+	e := &fakeEngine{rows: 1}
+	et.made[c.Name] = append(et.made[c.Name], e)
+	return e, nil
+}
+
+func TestBuildReusesUnchangedEngines(t *testing.T) {
+	h := newHarness(t)
+	var et engineTable
+	rt1, err := Build(testConfig(), et.factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.core.Activate(rt1)
+
+	edited := testConfig()
+	edited.Clusters[1].MaxRunningQueries = 5 // pg2 changes; pg1 and pg1::etl do not
+	rt2, err := Build(edited, et.factory, Reuse(h.core.Runtime()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(et.made["pg1"]) != 1 || len(et.made["pg1::etl"]) != 1 || len(et.made["pg2"]) != 2 {
+		t.Fatalf("engines opened: pg1=%d pg1::etl=%d pg2=%d; want only pg2 reopened",
+			len(et.made["pg1"]), len(et.made["pg1::etl"]), len(et.made["pg2"]))
+	}
+	if rt2.Engine("pg1") != et.made["pg1"][0] {
+		t.Fatal("rt2 must run pg1 on the engine rt1 opened")
+	}
+	h.core.Activate(rt2)
+	if !et.made["pg2"][0].closed.Load() {
+		t.Fatal("the replaced pg2 engine must close with rt1")
+	}
+	if et.made["pg1"][0].closed.Load() {
+		t.Fatal("a reused engine closed while rt2 uses it")
+	}
+
+	// A built-but-discarded runtime gives its references back without closing shared engines.
+	rt3, err := Build(edited, et.factory, Reuse(rt2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt3.Discard()
+	if et.made["pg1"][0].closed.Load() || et.made["pg2"][1].closed.Load() {
+		t.Fatal("discarding rt3 closed engines rt2 still uses")
+	}
+
+	// Reusing from a retired runtime whose engines are closed opens new ones.
+	rt4, err := Build(testConfig(), et.factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.core.Activate(rt4)
+	for i, e := range []*fakeEngine{et.made["pg1"][0], et.made["pg2"][0], et.made["pg2"][1]} {
+		if !e.closed.Load() {
+			t.Fatalf("engine %d still open after every runtime using it retired", i)
+		}
+	}
+	rt5, err := Build(testConfig(), et.factory, Reuse(rt2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt5.Engine("pg1") == et.made["pg1"][0] {
+		t.Fatal("reused a closed engine")
+	}
+	rt5.Discard()
+}

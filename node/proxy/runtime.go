@@ -30,6 +30,8 @@ type ClusterSpec struct {
 	// ConfigHash identifies the cluster's whole configuration (Build hashes the config entry);
 	// it is part of its groups' fingerprints, so editing the cluster invalidates their cache.
 	ConfigHash uint64
+
+	shared *sharedEngine // an engine reused from the previous runtime (Build with Reuse)
 }
 
 // MemberSpec is one cluster of a group.
@@ -98,6 +100,7 @@ type cluster struct {
 	enabled bool
 	cap     int
 	engine  query.Engine
+	shared  *sharedEngine // set when the runtime owns (a reference to) the engine
 	hash    uint64
 	healthy atomic.Bool
 }
@@ -165,6 +168,11 @@ func addCluster(rt *Runtime, c ClusterSpec) error {
 		return fmt.Errorf("cluster %q: no engine", c.Name)
 	}
 	cl := &cluster{name: c.Name, enabled: c.Enabled, cap: c.MaxRunningQueries, engine: c.Engine, hash: c.ConfigHash}
+	if c.shared != nil {
+		cl.engine, cl.shared = c.shared.engine, c.shared
+	} else if rt.owns && c.Engine != nil {
+		cl.shared = newSharedEngine(c.Engine)
+	}
 	cl.healthy.Store(true)
 	rt.clusters[c.Name] = cl
 	rt.names = append(rt.names, c.Name)
@@ -326,12 +334,13 @@ func (rt *Runtime) Closed() bool {
 }
 
 func (rt *Runtime) closeEngines() {
-	if !rt.owns {
-		return
-	}
 	for _, name := range rt.names {
-		if e := rt.clusters[name].engine; e != nil {
-			_ = e.Close()
+		if sh := rt.clusters[name].shared; sh != nil {
+			sh.release()
 		}
 	}
 }
+
+// Discard releases a runtime that was built but will never be activated (its engines close,
+// except those another runtime shares). Never call it on an activated runtime.
+func (rt *Runtime) Discard() { rt.retire() }
