@@ -238,3 +238,12 @@ func NewHTTPSender(client *http.Client, baseURL string, token func() string) Sen
 		return nil
 	}
 }
+
+// NewLocalSender returns a SendFunc that writes batches straight into store, for a node that
+// keeps its own history (the standalone role): the same uplink buffering and redaction, no HTTP.
+func NewLocalSender(store Store) SendFunc {
+	return func(ctx context.Context, b *QueryRecordBatchV1) error {
+		_, err := store.Insert(ctx, b.Records)
+		return err
+	}
+}

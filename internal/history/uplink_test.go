@@ -348,3 +348,13 @@ func TestUplinkConservationProperty(t *testing.T) {
 		}
 	})
 }
+
+func TestLocalSenderFeedsTheStore(t *testing.T) {
+	e := newTestEnv(t, 9, time.Hour)
+	store := NewMemory(10)
+	u := NewUplink(e, UplinkConfig{Worker: "standalone"}, NewLocalSender(store))
+	u.Add(mkRec(e, 1))
+	if err := u.Shutdown(context.Background()); err != nil || store.Len() != 1 {
+		t.Fatalf("local sender: %v, %d stored", err, store.Len())
+	}
+}

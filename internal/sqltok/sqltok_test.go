@@ -185,10 +185,23 @@ func FuzzTokenize(f *testing.F) {
 			if b.String() != sql {
 				t.Fatalf("%v: concatenated tokens %q != input %q", d, b.String(), sql)
 			}
-			_ = NormalizeDialect(sql, d)
+			n := NormalizeDialect(sql, d)
+			if again := NormalizeDialect(n, d); again != n {
+				t.Fatalf("%v: Normalize is not idempotent: %q -> %q -> %q", d, sql, n, again)
+			}
 			_ = SplitDialect(sql, d)
 			_ = StatementKindDialect(sql, d)
 		}
 		_ = IsNonDeterministic(sql)
 	})
+}
+
+func BenchmarkNormalize(b *testing.B) {
+	sql := "SELECT o.id, c.name, sum(l.amount) FROM orders o JOIN customers c ON c.id = o.customer_id " +
+		"JOIN lines l ON l.order_id = o.id WHERE o.created_at >= '2026-01-01' AND c.country IN ('DE', 'FR', 'IT') " +
+		"AND l.amount > 100.50 /* big ones */ GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 50"
+	b.SetBytes(int64(len(sql)))
+	for b.Loop() {
+		_ = Normalize(sql)
+	}
 }
