@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/queryflux/queryflux/internal/capacity"
@@ -419,4 +420,32 @@ func TestAdmitForPassthrough(t *testing.T) {
 		}
 	}()
 	adm.Finish(0, 0, nil)
+}
+
+// noResultEngine answers like an INSERT: no schema, only a tag.
+type noResultEngine struct{ fakeEngine }
+
+func (e *noResultEngine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	return &tagOnly{}, nil
+}
+
+type tagOnly struct{ emptyRows }
+
+func (*tagOnly) Schema() *arrow.Schema { return nil }
+func (*tagOnly) Tag() string           { return "INSERT 0 1" }
+
+func TestStatementWithoutResultSucceedsOnClose(t *testing.T) {
+	h := newHarness(t)
+	h.activate(oneGroup(RoundRobin, 0, 0, cl("a", 1, &noResultEngine{})))
+	rows, err := h.core.Execute(t.Context(), sel("insert into t values (1)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows.Schema() != nil || rows.Tag() != "INSERT 0 1" {
+		t.Fatal("schema/tag not passed through")
+	}
+	_ = rows.Close()
+	if r := h.recs.last(t); r.Status != StatusSucceeded || h.core.Running("a") != 0 {
+		t.Fatalf("record %+v", r)
+	}
 }

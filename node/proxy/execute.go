@@ -157,7 +157,9 @@ func (r *trackedRows) Close() error {
 	cerr := r.inner.Close()
 	r.cancel()
 	outcome := r.err
-	if outcome == nil && !r.drained {
+	// A statement without a result set (INSERT, SET) is complete once Execute returned; a
+	// result set closed before its end was abandoned by the client.
+	if outcome == nil && !r.drained && r.inner.Schema() != nil {
 		outcome = errClosedEarly
 	}
 	if r.fill != nil {
