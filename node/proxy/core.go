@@ -28,6 +28,10 @@ type Options struct {
 	// OnFinish is called once per query when it ends (history). It runs in the query's task and
 	// must not block: hand the record to a buffer.
 	OnFinish func(Record)
+	// Check, when set, runs after routing and before the cache and the queue, with the group the
+	// query was routed to (access control, read-only groups, blocked statements). A non-nil
+	// error refuses the query; a *query.Error keeps its SQLSTATE (e.g. CodeAccessDenied).
+	Check func(req *query.Request, group string) error
 	// GuardPoll is how often a queued query retries the guard without a local wake-up.
 	GuardPoll time.Duration
 	// NewQueryID makes query ids; nil means 16 hex digits from Env.Rand.
@@ -45,6 +49,7 @@ type Core struct {
 	env      env.Env
 	guard    Guard
 	onFinish func(Record)
+	check    func(req *query.Request, group string) error
 	poll     time.Duration
 	newID    func() string
 	metrics  *metrics
@@ -71,6 +76,7 @@ func New(opts Options) *Core {
 		env:      opts.Env,
 		guard:    opts.Guard,
 		onFinish: opts.OnFinish,
+		check:    opts.Check,
 		poll:     opts.GuardPoll,
 		newID:    opts.NewQueryID,
 		metrics:  newMetrics(opts.Registerer),
@@ -238,14 +244,16 @@ func (c *Core) Admit(ctx context.Context, req *query.Request) (*Admission, error
 		return nil, err
 	}
 	id := c.newID()
-	return c.admit(ctx, rt, req, id, rt.Route(req), start)
+	dec := rt.Route(req)
+	g, err := c.checkRouted(req, rt, dec)
+	if err != nil {
+		return nil, c.refuse(rt, id, req, start, dec, err)
+	}
+	return c.admit(ctx, rt, req, id, dec, g, start)
 }
 
-func (c *Core) admit(ctx context.Context, rt *Runtime, req *query.Request, id string, dec Decision, start time.Time) (*Admission, error) {
-	g := rt.groups[dec.Group]
-	if g == nil {
-		return nil, c.refuse(rt, id, req, start, dec, &query.Error{Code: query.CodeNoRoute, Message: "no routing rule matched and no routingFallback is set"})
-	}
+// admit takes a slot in g for a routed, checked query.
+func (c *Core) admit(ctx context.Context, rt *Runtime, req *query.Request, id string, dec Decision, g *group, start time.Time) (*Admission, error) {
 	slot, cl, err := c.acquire(ctx, g, start)
 	if err != nil {
 		return nil, c.refuse(rt, id, req, start, dec, err)
@@ -258,6 +266,21 @@ func (c *Core) admit(ctx context.Context, rt *Runtime, req *query.Request, id st
 		QueueWait: now.Sub(start), Runtime: rt,
 		core: c, req: req, slot: slot, start: start, admitted: now,
 	}, nil
+}
+
+// checkRouted returns the routed group, or the error that refuses the query: no route, or the
+// Check hook's verdict.
+func (c *Core) checkRouted(req *query.Request, rt *Runtime, dec Decision) (*group, error) {
+	g := rt.groups[dec.Group]
+	if g == nil {
+		return nil, &query.Error{Code: query.CodeNoRoute, Message: "no routing rule matched and no routingFallback is set"}
+	}
+	if c.check != nil {
+		if err := c.check(req, g.name); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
 }
 
 // acquire takes a slot on one of g's members. A query queues (FIFO per group, bounded by

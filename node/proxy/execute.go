@@ -23,9 +23,12 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 	}
 	id := c.newID()
 	dec := rt.Route(req)
+	g, err := c.checkRouted(req, rt, dec)
+	if err != nil {
+		return nil, c.refuse(rt, id, req, start, dec, err)
+	}
 	key, cacheable := "", false
-	g := rt.groups[dec.Group]
-	if g != nil && g.cache.TTL > 0 {
+	if g.cache.TTL > 0 {
 		key, cacheable = cacheKey(req, g.name, g.fingerprint)
 	}
 	if cacheable {
@@ -34,7 +37,7 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 		}
 		c.metrics.cacheMisses.WithLabelValues(dec.Group).Inc()
 	}
-	adm, err := c.admit(ctx, rt, req, id, dec, start)
+	adm, err := c.admit(ctx, rt, req, id, dec, g, start)
 	if err != nil {
 		return nil, err
 	}

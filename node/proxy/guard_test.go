@@ -128,3 +128,34 @@ func TestCheckHealthSkipsDownClusters(t *testing.T) {
 		t.Fatalf("ran on %s after a recovered", r.Cluster)
 	}
 }
+
+func TestCheckHookRefusesBeforeCacheAndQueue(t *testing.T) {
+	h := newHarness(t)
+	calls := 0
+	h.core = New(Options{Env: h.env, OnFinish: h.recs.add, Check: func(req *query.Request, group string) error {
+		calls++
+		if req.User == "mallory" {
+			return &query.Error{Code: query.CodeAccessDenied, Message: "user mallory may not use group " + group}
+		}
+		return nil
+	}})
+	ea := &fakeEngine{rows: 1}
+	h.activate(cacheSpec(ea, &fakeEngine{rows: 1}, 1, 1))
+	mustRun(t, h) // alice fills the cache
+	req := sel("select 1")
+	req.User = "mallory"
+	_, err := h.run(t.Context(), req)
+	var qe *query.Error
+	if !errors.As(err, &qe) || qe.Code != query.CodeAccessDenied {
+		t.Fatalf("want access denied even for a cached statement, got %v", err)
+	}
+	if calls != 2 || ea.executes.Load() != 1 {
+		t.Fatalf("check ran %d times, engine %d times", calls, ea.executes.Load())
+	}
+	if r := h.recs.last(t); r.Status != StatusFailed || r.ErrorCode != query.CodeAccessDenied || r.Group != "g" {
+		t.Fatalf("record %+v", r)
+	}
+	if _, err := h.core.Admit(t.Context(), req); !errors.As(err, &qe) || qe.Code != query.CodeAccessDenied {
+		t.Fatalf("Admit must run the check too: %v", err)
+	}
+}
