@@ -116,7 +116,7 @@ func (p Params) Decode(v any) error {
 		return nil
 	}
 	if err := yaml.NodeToValue(p.node, v, yaml.DisallowUnknownField()); err != nil {
-		return p.errorf("%s", yaml.FormatError(err, false, false))
+		return fmt.Errorf("%s: %s", p.src.path, yaml.FormatError(err, false, false))
 	}
 	return nil
 }

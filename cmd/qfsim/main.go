@@ -1,0 +1,153 @@
+// Command qfsim is the testbed CLI: `qfsim run FILE --seed N [--seeds K] [--json] [-v]` runs a
+// scenario in the deterministic simulator for seeds N..N+K-1 and prints one verdict per seed.
+// It exits non-zero when any check fails.
+//
+// determinism: outside the simulator (a CLI: flags, stdout, wall-clock reports)
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/queryflux/queryflux/scenarios"
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := rootCmd().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+// errChecksFailed makes the exit status non-zero without printing more.
+var errChecksFailed = fmt.Errorf("checks failed")
+
+func rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "qfsim",
+		Short:         "QueryFlux testbed: run scenarios in the deterministic simulator",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(runCmd(), kindsCmd())
+	return root
+}
+
+type runFlags struct {
+	seed    uint64
+	seeds   int
+	json    bool
+	verbose bool
+}
+
+func runCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run a scenario file for one or more seeds",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := run(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
+			if err != nil && err != errChecksFailed {
+				fmt.Fprintln(cmd.ErrOrStderr(), "qfsim:", err)
+			}
+			return err
+		},
+	}
+	cmd.Flags().Uint64Var(&f.seed, "seed", 1, "first seed")
+	cmd.Flags().IntVar(&f.seeds, "seeds", 1, "how many seeds to run (seed, seed+1, ...)")
+	cmd.Flags().BoolVar(&f.json, "json", false, "one JSON object per seed per line")
+	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "stream the simulation's log lines to stderr")
+	return cmd
+}
+
+func run(out, errOut io.Writer, path string, f runFlags) error {
+	if f.seeds < 1 {
+		return fmt.Errorf("--seeds %d: must be >= 1", f.seeds)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400) // the simulator allocates a lot of short-lived garbage
+	}
+	sc, err := scenarios.Load(path)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	var table *tabwriter.Writer
+	if !f.json {
+		fmt.Fprintf(out, "scenario %s (%s, %v of virtual time)\n", sc.Name, path, sc.Duration)
+		table = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(table, "SEED\tTRACE HASH\tVIRTUAL s\tWALL s\tEVENTS\tCHECKS\tRESULT")
+	}
+	for i := range f.seeds {
+		seed := f.seed + uint64(i)
+		res := scenarios.Run(sc, seed, scenarios.RunOpts{Verbose: f.verbose, LogOut: errOut})
+		if !res.Pass() {
+			failed++
+		}
+		if f.json {
+			b, err := json.Marshal(res)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(out, string(b))
+		} else {
+			writeRow(table, res)
+		}
+		if !res.Pass() && !f.verbose {
+			fmt.Fprintf(errOut, "--- seed %d failed; last log lines:\n%s\n", seed, strings.Join(tail(res.Logs, 40), "\n"))
+		}
+	}
+	if table != nil {
+		table.Flush()
+		fmt.Fprintf(out, "%d of %d seeds passed\n", f.seeds-failed, f.seeds)
+	}
+	if failed > 0 {
+		return errChecksFailed
+	}
+	return nil
+}
+
+func writeRow(w io.Writer, res *scenarios.Result) {
+	pass := 0
+	for _, c := range res.Checks {
+		if c.Pass {
+			pass++
+		}
+	}
+	verdict := "PASS"
+	if !res.Pass() {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "%d\t%s\t%.1f\t%.3f\t%d\t%d/%d\t%s\n", res.Seed, res.TraceHash, res.VirtualSeconds, res.WallSeconds, res.Events, pass, len(res.Checks), verdict)
+	for _, c := range res.Checks {
+		if !c.Pass {
+			fmt.Fprintf(w, "\t  FAIL %s: %s\t\t\t\t\t\n", c.Name, c.Detail)
+		}
+	}
+}
+
+func tail(s []string, n int) []string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func kindsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "kinds",
+		Short: "List the registered roles, timeline event kinds and check kinds",
+		Run: func(cmd *cobra.Command, args []string) {
+			o := cmd.OutOrStdout()
+			fmt.Fprintln(o, "roles: ", strings.Join(scenarios.RoleKinds(), ", "))
+			fmt.Fprintln(o, "events:", strings.Join(scenarios.EventKinds(), ", "))
+			fmt.Fprintln(o, "checks:", strings.Join(scenarios.CheckKinds(), ", "))
+		},
+	}
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRunJSONOneLinePerSeed(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(&out, &errOut, "../../scenarios/registry-crash.yaml", runFlags{seed: 7, seeds: 2, json: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 lines, got %q", out.String())
+	}
+	var hashes []string
+	for i, line := range lines {
+		var r struct {
+			Seed           uint64  `json:"seed"`
+			TraceHash      string  `json:"trace_hash"`
+			VirtualSeconds float64 `json:"virtual_seconds"`
+			WallSeconds    float64 `json:"wall_seconds"`
+			Events         uint64  `json:"events"`
+			Checks         []struct {
+				Name   string `json:"name"`
+				Pass   bool   `json:"pass"`
+				Detail string `json:"detail"`
+			} `json:"checks"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Seed != 7+uint64(i) || len(r.TraceHash) != 16 || r.VirtualSeconds != 120 || r.Events == 0 || len(r.Checks) < 5 {
+			t.Errorf("line %d: %+v", i, r)
+		}
+		hashes = append(hashes, r.TraceHash)
+	}
+	var again bytes.Buffer
+	if err := run(&again, &errOut, "../../scenarios/registry-crash.yaml", runFlags{seed: 7, seeds: 1, json: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(again.String(), `"trace_hash":"`+hashes[0]+`"`) {
+		t.Errorf("seed 7 again: %s, want hash %s", again.String(), hashes[0])
+	}
+}
+
+func TestRunFailsWhenACheckFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fail.yaml")
+	os.WriteFile(path, []byte(`
+duration: 30s
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{name: w-1}]
+checks:
+  - name: a healthy worker evicted
+    registryState: {worker: w-1, state: evicted}
+`), 0o644)
+	var out, errOut bytes.Buffer
+	err := run(&out, &errOut, path, runFlags{seed: 1, seeds: 1})
+	if err != errChecksFailed {
+		t.Fatalf("err = %v, want errChecksFailed", err)
+	}
+	if !strings.Contains(out.String(), "FAIL a healthy worker evicted") || !strings.Contains(out.String(), "0 of 1 seeds passed") {
+		t.Errorf("table:\n%s", out.String())
+	}
+}
+
+func TestRunRejectsABadFile(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run(&out, &errOut, "does-not-exist.yaml", runFlags{seed: 1, seeds: 1}); err == nil {
+		t.Fatal("no error for a missing file")
+	}
+}
