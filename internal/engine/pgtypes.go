@@ -130,8 +130,11 @@ func pgTypeForArrow(f arrow.Field) (uint32, int32) {
 	case *arrow.Decimal256Type:
 		return pgtype.NumericOID, -1
 	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
-		if d, ok := f.Metadata.GetValue(MetaDuckDBType); ok && d == "JSON" {
+		switch d, _ := f.Metadata.GetValue(MetaDuckDBType); d {
+		case "JSON":
 			return pgtype.JSONOID, -1
+		case "HUGEINT", "UHUGEINT", "VARINT":
+			return pgtype.NumericOID, -1
 		}
 		return pgtype.TextOID, -1
 	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:

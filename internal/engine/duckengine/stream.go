@@ -1,0 +1,259 @@
+package duckengine
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/marcboeker/go-duckdb"
+
+	"github.com/queryflux/queryflux/internal/engine"
+)
+
+// fieldFor maps a DuckDB type name to an Arrow field carrying the name as duckdb.type.
+func fieldFor(name, dbType string) arrow.Field {
+	return arrow.Field{Name: name, Type: arrowType(dbType), Nullable: true,
+		Metadata: arrow.NewMetadata([]string{engine.MetaDuckDBType}, []string{dbType})}
+}
+
+func arrowType(dbType string) arrow.DataType {
+	switch dbType {
+	case "BOOLEAN":
+		return arrow.FixedWidthTypes.Boolean
+	case "TINYINT":
+		return arrow.PrimitiveTypes.Int8
+	case "SMALLINT":
+		return arrow.PrimitiveTypes.Int16
+	case "INTEGER":
+		return arrow.PrimitiveTypes.Int32
+	case "BIGINT":
+		return arrow.PrimitiveTypes.Int64
+	case "UTINYINT":
+		return arrow.PrimitiveTypes.Uint8
+	case "USMALLINT":
+		return arrow.PrimitiveTypes.Uint16
+	case "UINTEGER":
+		return arrow.PrimitiveTypes.Uint32
+	case "UBIGINT":
+		return arrow.PrimitiveTypes.Uint64
+	case "FLOAT":
+		return arrow.PrimitiveTypes.Float32
+	case "DOUBLE":
+		return arrow.PrimitiveTypes.Float64
+	case "VARCHAR", "JSON":
+		return arrow.BinaryTypes.String
+	case "BLOB":
+		return arrow.BinaryTypes.Binary
+	case "DATE":
+		return arrow.FixedWidthTypes.Date32
+	case "TIME":
+		return arrow.FixedWidthTypes.Time64us
+	case "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS":
+		return engine.TimestampType
+	case "TIMESTAMPTZ":
+		return engine.TimestampTZType
+	case "UUID":
+		return engine.UUIDType
+	case "SQLNULL":
+		return arrow.Null
+	}
+	if p, s, ok := parseDecimal(dbType); ok {
+		return &arrow.Decimal128Type{Precision: p, Scale: s}
+	}
+	// HUGEINT (39 digits), INTERVAL, ENUM, LIST, STRUCT, MAP, ARRAY, TIMETZ...: their text form.
+	return arrow.BinaryTypes.String
+}
+
+func parseDecimal(t string) (int32, int32, bool) {
+	inner, ok := strings.CutPrefix(t, "DECIMAL(")
+	if !ok {
+		return 0, 0, false
+	}
+	ps, s, ok := strings.Cut(strings.TrimSuffix(inner, ")"), ",")
+	if !ok {
+		return 0, 0, false
+	}
+	p, e1 := strconv.Atoi(strings.TrimSpace(ps))
+	sc, e2 := strconv.Atoi(strings.TrimSpace(s))
+	if e1 != nil || e2 != nil || p > 38 {
+		return 0, 0, false
+	}
+	return int32(p), int32(sc), true
+}
+
+// toArrowValue converts what go-duckdb returns into what engine.AppendValue accepts for t.
+func toArrowValue(v any, t arrow.DataType) any {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case duckdb.Decimal:
+		return x.String()
+	case *big.Int:
+		return x.String()
+	case duckdb.UUID:
+		return x[:]
+	case *duckdb.UUID:
+		return x[:]
+	case duckdb.Interval:
+		return intervalText(x)
+	case time.Time, string, []byte, bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64:
+		if _, isText := t.(*arrow.StringType); isText {
+			return textOf(v)
+		}
+		return v
+	}
+	return textOf(v)
+}
+
+func textOf(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case time.Time:
+		return x.Format("15:04:05.999999-07")
+	}
+	return compositeText(v, false)
+}
+
+// compositeText writes lists, structs and maps the way DuckDB prints them: [1, 2], {'a': 1}.
+func compositeText(v any, quoted bool) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		if quoted {
+			return "'" + strings.ReplaceAll(x, "'", "''") + "'"
+		}
+		return x
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = compositeText(e, true)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = "'" + k + "': " + compositeText(x[k], true)
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case duckdb.Map:
+		parts := make([]string, 0, len(x))
+		for k, e := range x {
+			parts = append(parts, compositeText(k, true)+"="+compositeText(e, true))
+		}
+		sort.Strings(parts)
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return fmt.Sprint(v)
+}
+
+// intervalText writes an interval the way PostgreSQL prints one ("1 mon 2 days 03:04:05").
+func intervalText(iv duckdb.Interval) string {
+	var parts []string
+	if iv.Months != 0 {
+		y, m := iv.Months/12, iv.Months%12
+		if y != 0 {
+			parts = append(parts, plural(int64(y), "year"))
+		}
+		if m != 0 {
+			parts = append(parts, plural(int64(m), "mon"))
+		}
+	}
+	if iv.Days != 0 {
+		parts = append(parts, plural(int64(iv.Days), "day"))
+	}
+	if iv.Micros != 0 || len(parts) == 0 {
+		us := iv.Micros
+		sign := ""
+		if us < 0 {
+			sign, us = "-", -us
+		}
+		s := fmt.Sprintf("%s%02d:%02d:%02d", sign, us/3600e6, us/60e6%60, us/1e6%60)
+		if frac := us % 1e6; frac != 0 {
+			s += strings.TrimRight(fmt.Sprintf(".%06d", frac), "0")
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " ")
+}
+
+func plural(n int64, unit string) string {
+	if n == 1 || n == -1 {
+		return fmt.Sprintf("%d %s", n, unit)
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// newStream reads rows into Arrow batches of at most engine.BatchRowsMax rows.
+func newStream(rows *sql.Rows, cols []*sql.ColumnType, kind duckdb.StmtType, closeAll func() error) *engine.Stream {
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	// go-duckdb decodes JSON columns (reported as VARCHAR) into Go values: peek at the first
+	// row to tell them apart, so they keep their type and are re-encoded as JSON text.
+	pending, firstErr := rows.Next(), error(nil)
+	if pending {
+		firstErr = rows.Scan(ptrs...)
+	}
+	fields := make([]arrow.Field, len(cols))
+	isJSON := make([]bool, len(cols))
+	for i, c := range cols {
+		name := c.DatabaseTypeName()
+		if _, text := vals[i].(string); name == "VARCHAR" && vals[i] != nil && !text {
+			name, isJSON[i] = "JSON", true
+		}
+		fields[i] = fieldFor(c.Name(), name)
+	}
+	schema := arrow.NewSchema(fields, nil)
+	var count int64
+	fill := func(ctx context.Context, b *engine.BatchBuilder) (bool, error) {
+		for !b.Full() {
+			if firstErr != nil {
+				return false, wrapErr(firstErr)
+			}
+			if !pending {
+				if !rows.Next() {
+					return false, wrapErr(rows.Err())
+				}
+				if err := rows.Scan(ptrs...); err != nil {
+					return false, wrapErr(err)
+				}
+			}
+			pending = false
+			for i, v := range vals {
+				if isJSON[i] && v != nil {
+					j, err := json.Marshal(v)
+					if err != nil {
+						return false, fmt.Errorf("duckengine: column %q: %w", fields[i].Name, err)
+					}
+					v = string(j)
+				}
+				if err := b.Append(i, toArrowValue(v, fields[i].Type)); err != nil {
+					return false, fmt.Errorf("duckengine: column %q: %w", fields[i].Name, err)
+				}
+			}
+			b.EndRow()
+			count++
+		}
+		return true, nil
+	}
+	tag := func() string { return dmlTagPrefix(kind) + strconv.FormatInt(count, 10) }
+	return engine.NewStream(schema, fill, tag, closeAll)
+}
