@@ -178,8 +178,9 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	if listen == "" {
 		listen = "127.0.0.1:9000"
 	}
-	err = runServers(ctx, d.Logger, f.drainTimeout, namedServer{"api", listen, cp.Handler()})
-	cancelRole()
+	// On SIGTERM the role stops first: a draining control plane that workers cannot reach must
+	// not evict them, and long-polls bound to the role's context end instead of holding the drain.
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, namedServer{"api", listen, cp.Handler()})
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if ferr := cp.Flush(fctx); ferr != nil {
@@ -243,8 +244,6 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	if err := wCfg.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	d.Logger = d.Logger.With("worker", name)
-	d.Env = env.Real(d.Logger)
 	// Never set Timeout: deadlines come from Env contexts.
 	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	w := worker.New(d.Env, wCfg, client)
@@ -256,7 +255,7 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	roleCtx, cancelRole := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRole()
 	w.Start(roleCtx)
-	return runServers(ctx, d.Logger, f.drainTimeout, namedServer{"ops", f.opsListen, w.OpsHandler()})
+	return runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, namedServer{"ops", f.opsListen, w.OpsHandler()})
 }
 
 func parseLabels(pairs []string) (map[string]string, error) {
@@ -287,9 +286,10 @@ type namedServer struct {
 	handler    http.Handler
 }
 
-// runServers serves until ctx ends (SIGTERM), then drains: no new connections, in-flight
-// requests get drainTimeout to finish.
-func runServers(ctx context.Context, log *slog.Logger, drainTimeout time.Duration, servers ...namedServer) error {
+// runServers serves until ctx ends (SIGTERM), then calls stopRole and drains: no new
+// connections, in-flight requests get drainTimeout to finish. Requests' contexts derive from
+// roleCtx, so handlers waiting on the role (long-polls) end when it stops.
+func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger, drainTimeout time.Duration, servers ...namedServer) error {
 	errs := make(chan error, len(servers))
 	var running []*http.Server
 	for _, s := range servers {
@@ -297,7 +297,8 @@ func runServers(ctx context.Context, log *slog.Logger, drainTimeout time.Duratio
 		if err != nil {
 			return fmt.Errorf("%s listener: %w", s.name, err)
 		}
-		srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
+			BaseContext: func(net.Listener) context.Context { return roleCtx }}
 		running = append(running, srv)
 		log.Info("listening", "server", s.name, "addr", ln.Addr().String())
 		go func() {
@@ -312,6 +313,7 @@ func runServers(ctx context.Context, log *slog.Logger, drainTimeout time.Duratio
 		log.Info("shutting down: draining in-flight requests", "timeout", drainTimeout)
 	case err = <-errs:
 	}
+	stopRole()
 	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	for _, srv := range running {
