@@ -1,0 +1,157 @@
+package flightsql
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+type userKey struct{}
+
+// userOf returns the authenticated user of a call.
+func userOf(ctx context.Context) string {
+	u, _ := ctx.Value(userKey{}).(string)
+	return u
+}
+
+// authMiddleware authenticates every call (Basic, or a bearer token from the handshake or the
+// Authenticator) and refuses work while the backend is not configured.
+func (s *Server) authMiddleware() flight.ServerMiddleware {
+	return flight.ServerMiddleware{
+		Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			ctx, err := s.admit(ctx, info.FullMethod, nil)
+			if err != nil {
+				return nil, err
+			}
+			return handler(ctx, req)
+		},
+		Stream: func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+			ctx, err := s.admit(ss.Context(), info.FullMethod, ss)
+			if err != nil {
+				return err
+			}
+			return handler(srv, &authedStream{ServerStream: ss, ctx: ctx})
+		},
+	}
+}
+
+type authedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (a *authedStream) Context() context.Context { return a.ctx }
+
+// admit checks credentials and readiness; on a Basic handshake it issues a bearer token.
+func (s *Server) admit(ctx context.Context, method string, ss grpc.ServerStream) (context.Context, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	handshake := strings.HasSuffix(method, "/Handshake")
+	user, err := s.identify(ctx, md)
+	if err != nil {
+		return nil, err
+	}
+	if handshake && ss != nil && s.opts.Auth != nil {
+		token := newHandle()
+		s.mu.Lock()
+		s.tokens[token] = issuedToken{user: user, expires: time.Now().Add(s.opts.TokenTTL)}
+		s.mu.Unlock()
+		if err := ss.SetHeader(metadata.Pairs("authorization", "Bearer "+token)); err != nil {
+			return nil, err
+		}
+	}
+	if !handshake && !s.backend.Ready() {
+		return nil, status.Error(codes.Unavailable, query.ErrNotConfigured.Message)
+	}
+	return context.WithValue(ctx, userKey{}, user), nil
+}
+
+// identify returns the caller's user from its authorization metadata.
+func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
+	if s.opts.Auth == nil {
+		if u := first(md, "x-queryflux-user"); u != "" {
+			return u, nil
+		}
+		return "anonymous", nil
+	}
+	scheme, cred, _ := strings.Cut(strings.TrimSpace(first(md, "authorization")), " ")
+	cred = strings.TrimSpace(cred)
+	c := Credentials{ClientAddr: clientAddr(ctx)}
+	switch {
+	case strings.EqualFold(scheme, "Basic") && cred != "":
+		raw, err := base64.StdEncoding.DecodeString(cred)
+		if err != nil {
+			raw, err = base64.RawStdEncoding.DecodeString(cred)
+		}
+		u, p, ok := strings.Cut(string(raw), ":")
+		if err != nil || !ok {
+			return "", status.Error(codes.Unauthenticated, "malformed Basic credentials")
+		}
+		c.User, c.Password = u, p
+	case strings.EqualFold(scheme, "Bearer") && cred != "":
+		s.mu.Lock()
+		it, ok := s.tokens[cred]
+		s.mu.Unlock()
+		if ok && time.Now().Before(it.expires) {
+			return it.user, nil
+		}
+		c.Token = cred // maybe a token the Authenticator knows (an API key)
+	default:
+		return "", status.Error(codes.Unauthenticated, "authentication required (Basic or Bearer)")
+	}
+	user, err := s.opts.Auth.Authenticate(ctx, c)
+	if err != nil || user == "" {
+		return "", status.Error(codes.Unauthenticated, "authentication failed")
+	}
+	return user, nil
+}
+
+func first(md metadata.MD, key string) string {
+	if v := md.Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func clientAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
+}
+
+// request builds the query.Request for a call: its user, and x-queryflux-* / x-* metadata for
+// routing (never authorization).
+func (s *Server) request(ctx context.Context, sql string, args []any) *query.Request {
+	md, _ := metadata.FromIncomingContext(ctx)
+	req := &query.Request{
+		SQL:        sql,
+		Args:       args,
+		User:       userOf(ctx),
+		Protocol:   query.ProtocolFlightSQL,
+		Database:   first(md, "x-queryflux-catalog"),
+		Schema:     first(md, "x-queryflux-schema"),
+		Headers:    map[string]string{},
+		ClientAddr: clientAddr(ctx),
+	}
+	for k, v := range md {
+		if strings.HasPrefix(k, "x-") && len(v) > 0 {
+			req.Headers[k] = strings.Join(v, ",")
+		}
+	}
+	for _, tag := range strings.Split(first(md, "x-queryflux-tags"), ",") {
+		if tag = strings.TrimSpace(tag); tag != "" {
+			req.Tags = append(req.Tags, tag)
+		}
+	}
+	return req
+}

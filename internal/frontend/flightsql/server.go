@@ -1,0 +1,388 @@
+// Package flightsql is the Arrow Flight SQL frontend: CommandStatementQuery through
+// GetFlightInfo and DoGet, statement updates, prepared statements (create, bind through DoPut,
+// execute, close), GetCatalogs, GetDbSchemas and GetTables, with Basic or bearer-token auth.
+// Results travel as the backend's own Arrow batches.
+//
+// It serves gRPC and starts a goroutine per streamed result.
+//
+// determinism: outside the simulator (gRPC listener and Flight SQL protocol)
+package flightsql
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Credentials are what a client presented: Basic (User, Password) or a bearer Token that the
+// server did not issue itself.
+type Credentials struct {
+	User, Password, Token, ClientAddr string
+}
+
+// Authenticator is the auth hook. It returns the user the client acts as.
+type Authenticator interface {
+	Authenticate(ctx context.Context, c Credentials) (user string, err error)
+}
+
+// Options configure a Server.
+type Options struct {
+	// Auth checks credentials; nil lets every client in, as the user named by the
+	// "x-queryflux-user" metadata (or "anonymous").
+	Auth Authenticator
+	// TokenTTL is how long a bearer token from the handshake stays valid; default 1h.
+	TokenTTL time.Duration
+	// ResultTTL is how long an executed statement waits for its DoGet; default 5 minutes.
+	ResultTTL time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Server is the Flight SQL frontend.
+type Server struct {
+	fsql.BaseServer
+	backend query.Backend
+	opts    Options
+	log     *slog.Logger
+	grpc    flight.Server
+
+	ctx    context.Context // ends on Close; parent of results waiting for DoGet
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	results  map[string]*pendingResult // by statement handle, until DoGet takes it
+	prepared map[string]*preparedStatement
+	tokens   map[string]issuedToken
+	serving  bool
+}
+
+type pendingResult struct {
+	rows    query.Rows
+	cancel  context.CancelFunc
+	created time.Time
+}
+
+type preparedStatement struct {
+	sql  string
+	args []any
+	user string
+}
+
+type issuedToken struct {
+	user    string
+	expires time.Time
+}
+
+// NewServer returns a server over backend.
+func NewServer(backend query.Backend, opts Options) (*Server, error) {
+	if backend == nil {
+		return nil, errors.New("flightsql: nil backend")
+	}
+	if opts.TokenTTL <= 0 {
+		opts.TokenTTL = time.Hour
+	}
+	if opts.ResultTTL <= 0 {
+		opts.ResultTTL = 5 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{backend: backend, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
+		results: map[string]*pendingResult{}, prepared: map[string]*preparedStatement{}, tokens: map[string]issuedToken{}}
+	s.Alloc = memory.DefaultAllocator
+	for id, v := range map[fsql.SqlInfo]any{
+		fsql.SqlInfoFlightSqlServerName:     "QueryFlux",
+		fsql.SqlInfoFlightSqlServerVersion:  "1",
+		fsql.SqlInfoFlightSqlServerReadOnly: false,
+		fsql.SqlInfoFlightSqlServerSql:      true,
+	} {
+		if err := s.RegisterSqlInfo(id, v); err != nil {
+			return nil, fmt.Errorf("flightsql: sql info: %w", err)
+		}
+	}
+	s.grpc = flight.NewServerWithMiddleware([]flight.ServerMiddleware{s.authMiddleware()})
+	s.grpc.RegisterFlightService(fsql.NewFlightServer(s))
+	return s, nil
+}
+
+// Serve serves gRPC on l until Close. A server serves one listener.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.serving {
+		s.mu.Unlock()
+		return errors.New("flightsql: Serve called twice")
+	}
+	s.serving = true
+	s.mu.Unlock()
+	s.grpc.InitListener(l)
+	go s.expire()
+	return s.grpc.Serve()
+}
+
+// Close stops serving and cancels results nobody fetched.
+func (s *Server) Close() error {
+	s.cancel()
+	s.mu.Lock()
+	serving := s.serving
+	results := s.results
+	s.results = map[string]*pendingResult{}
+	s.mu.Unlock()
+	for _, r := range results {
+		r.drop()
+	}
+	if serving {
+		s.grpc.Shutdown()
+	}
+	return nil
+}
+
+func (p *pendingResult) drop() {
+	p.cancel()
+	p.rows.Close()
+}
+
+// expire drops results never fetched and tokens past their time.
+func (s *Server) expire() {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-t.C:
+			s.expireOnce(now)
+		}
+	}
+}
+
+func (s *Server) expireOnce(now time.Time) {
+	s.mu.Lock()
+	var stale []*pendingResult
+	for h, r := range s.results {
+		if now.Sub(r.created) > s.opts.ResultTTL {
+			stale = append(stale, r)
+			delete(s.results, h)
+		}
+	}
+	for tok, it := range s.tokens {
+		if now.After(it.expires) {
+			delete(s.tokens, tok)
+		}
+	}
+	s.mu.Unlock()
+	for _, r := range stale {
+		r.drop()
+	}
+}
+
+func newHandle() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("flightsql: crypto/rand: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// toStatus turns an error into the gRPC status a client sees; the SQLSTATE leads the message.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	var qe *query.Error
+	switch {
+	case errors.As(err, &qe):
+		return status.Errorf(codeFor(qe.Code), "[%s] %s", qe.Code, qe.Message)
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+func codeFor(state string) codes.Code {
+	switch state {
+	case query.CodeNotConfigured:
+		return codes.Unavailable
+	case query.CodeQueueFull:
+		return codes.ResourceExhausted
+	case query.CodeCapacityTimeout:
+		return codes.DeadlineExceeded
+	case query.CodeAccessDenied:
+		return codes.PermissionDenied
+	case query.CodeNoRoute:
+		return codes.NotFound
+	case query.CodeLimitExceeded:
+		return codes.ResourceExhausted
+	case query.CodeEngine:
+		return codes.Internal
+	}
+	switch {
+	case strings.HasPrefix(state, "42"), strings.HasPrefix(state, "22"), strings.HasPrefix(state, "23"):
+		return codes.InvalidArgument
+	case strings.HasPrefix(state, "08"), strings.HasPrefix(state, "57"):
+		return codes.Unavailable
+	}
+	return codes.Unknown
+}
+
+// execute runs sql for the calling user; the result lives past the RPC, until DoGet.
+func (s *Server) execute(ctx context.Context, sql string, args []any) (query.Rows, context.CancelFunc, error) {
+	qctx, cancel := context.WithCancel(s.ctx)
+	rows, err := s.backend.Execute(qctx, s.request(ctx, sql, args))
+	if err != nil {
+		cancel()
+		return nil, nil, toStatus(err)
+	}
+	return rows, cancel, nil
+}
+
+// flightInfo executes sql and describes its result; the ticket names the stored rows.
+func (s *Server) flightInfo(ctx context.Context, sql string, args []any, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	rows, cancel, err := s.execute(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	schema := rows.Schema()
+	if schema == nil { // a statement without rows, run through the query path: an empty result
+		if err := drain(ctx, rows); err != nil {
+			cancel()
+			rows.Close()
+			return nil, toStatus(err)
+		}
+		schema = arrow.NewSchema(nil, nil)
+	}
+	handle := newHandle()
+	ticket, err := fsql.CreateStatementQueryTicket([]byte(handle))
+	if err != nil {
+		cancel()
+		rows.Close()
+		return nil, status.Errorf(codes.Internal, "ticket: %v", err)
+	}
+	s.mu.Lock()
+	s.results[handle] = &pendingResult{rows: rows, cancel: cancel, created: time.Now()}
+	s.mu.Unlock()
+	return &flight.FlightInfo{
+		Schema:           flight.SerializeSchema(schema, s.Alloc),
+		FlightDescriptor: desc,
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}},
+		TotalRecords:     -1,
+		TotalBytes:       -1,
+	}, nil
+}
+
+func drain(ctx context.Context, rows query.Rows) error {
+	for {
+		_, err := rows.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// GetFlightInfoStatement runs a CommandStatementQuery.
+func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd fsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	return s.flightInfo(ctx, cmd.GetQuery(), nil, desc)
+}
+
+// DoGetStatement streams a result GetFlightInfo stored. Each ticket is good once.
+func (s *Server) DoGetStatement(ctx context.Context, ticket fsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	handle := string(ticket.GetStatementHandle())
+	s.mu.Lock()
+	res, ok := s.results[handle]
+	delete(s.results, handle)
+	s.mu.Unlock()
+	if !ok {
+		return nil, nil, status.Error(codes.NotFound, "unknown or already fetched ticket")
+	}
+	schema := res.rows.Schema()
+	if schema == nil {
+		schema = arrow.NewSchema(nil, nil)
+	}
+	ch := make(chan flight.StreamChunk)
+	go stream(ctx, res, ch)
+	return schema, ch, nil
+}
+
+// stream sends every batch of res on ch, then closes both.
+func stream(ctx context.Context, res *pendingResult, ch chan<- flight.StreamChunk) {
+	defer close(ch)
+	defer res.drop()
+	if res.rows.Schema() == nil {
+		return
+	}
+	for {
+		batch, err := res.rows.Next(ctx)
+		if err == io.EOF {
+			return
+		}
+		chunk := flight.StreamChunk{Data: batch}
+		if err != nil {
+			chunk = flight.StreamChunk{Err: toStatus(err)}
+		} else {
+			batch.Retain() // the flight writer releases it
+		}
+		select {
+		case ch <- chunk:
+		case <-ctx.Done():
+			if chunk.Data != nil {
+				chunk.Data.Release()
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// DoPutCommandStatementUpdate runs a statement without rows and returns its count.
+func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd fsql.StatementUpdate) (int64, error) {
+	return s.update(ctx, cmd.GetQuery(), nil)
+}
+
+func (s *Server) update(ctx context.Context, sql string, args []any) (int64, error) {
+	rows, err := s.backend.Execute(ctx, s.request(ctx, sql, args))
+	if err != nil {
+		return 0, toStatus(err)
+	}
+	defer rows.Close()
+	if err := drain(ctx, rows); err != nil {
+		return 0, toStatus(err)
+	}
+	return affected(rows.Tag()), nil
+}
+
+// affected reads the count at the end of a command tag ("INSERT 0 3" → 3); -1 when unknown.
+func affected(tag string) int64 {
+	i := strings.LastIndexByte(tag, ' ')
+	var n int64
+	if _, err := fmt.Sscan(tag[i+1:], &n); err != nil {
+		return -1
+	}
+	return n
+}
