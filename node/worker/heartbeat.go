@@ -22,9 +22,7 @@ const heartbeatJitter = 0.1
 func (w *Worker) runHeartbeats(ctx context.Context) {
 	for ctx.Err() == nil {
 		seen := w.beatNow.Seq()
-		if err := w.SendHeartbeat(ctx); err != nil && ctx.Err() == nil {
-			w.e.Logger().Warn("heartbeat failed", "worker", w.cfg.Name, "err", err)
-		}
+		w.logHeartbeatResult(ctx, w.SendHeartbeat(ctx))
 		w.mu.Lock()
 		wait := w.interval
 		w.mu.Unlock()
@@ -32,6 +30,35 @@ func (w *Worker) runHeartbeats(ctx context.Context) {
 		_ = w.beatNow.Wait(wctx, seen)
 		cancel()
 	}
+}
+
+// failureLogEvery keeps a long control-plane outage from filling the log: the first failure is
+// logged, then every failureLogEvery-th, then the recovery.
+const failureLogEvery = 30
+
+func (w *Worker) logHeartbeatResult(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	w.mu.Lock()
+	failures := w.failures
+	w.mu.Unlock()
+	log := w.e.Logger()
+	switch {
+	case err != nil && (failures == 1 || failures%failureLogEvery == 0):
+		log.Warn("heartbeat failed", "worker", w.cfg.Name, "failuresInARow", failures, "err", err)
+	case err == nil && w.recovering():
+		log.Info("heartbeats reach the control plane again", "worker", w.cfg.Name)
+	}
+}
+
+// recovering reports (once) that heartbeats succeed after failures.
+func (w *Worker) recovering() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	was := w.failedBefore
+	w.failedBefore = false
+	return was
 }
 
 // buildHeartbeat assembles the next heartbeat: the worker's own fields, then every contributor's.
@@ -61,6 +88,7 @@ func (w *Worker) SendHeartbeat(ctx context.Context) error {
 	w.lastSentAt = hb.SentAt
 	if err != nil {
 		w.failures++
+		w.failedBefore = true
 		w.lastError = w.redactLocked(err.Error())
 	} else {
 		w.failures = 0

@@ -38,6 +38,7 @@ type Worker struct {
 	lastAckAt     time.Time
 	lastAck       transport.HeartbeatAck
 	failures      int    // consecutive heartbeat failures
+	failedBefore  bool   // a heartbeat failed since the last success was logged
 	lastError     string // redacted
 	contributors  []func(*transport.Heartbeat)
 	ackHooks      []func(transport.HeartbeatAck)

@@ -288,7 +288,10 @@ func TestOpsOutputNeverShowsCredentials(t *testing.T) {
 		}
 	}
 	var st Status
-	resp, _ := http.Get(ops.URL + "/worker/status")
+	resp, err := http.Get(ops.URL + "/worker/status")
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Name != "w1" || st.Ready {
 		t.Fatalf("status %+v %v", st, err)
