@@ -15,11 +15,11 @@ CREATE TABLE capacity_leases (
     cluster    text NOT NULL REFERENCES capacity_clusters (cluster),
     generation bigint NOT NULL,
     holder     text NOT NULL,
-    expires_at timestamptz NOT NULL,
-    UNIQUE (cluster, generation)
+    expires_at timestamptz NOT NULL
 );
+-- id is "<cluster>#<generation>", unique by construction. Few indexes keep grants cheap: the
+-- sweep finds expired leases by index, eviction (rare) scans.
 CREATE INDEX capacity_leases_expires_at ON capacity_leases (expires_at);
-CREATE INDEX capacity_leases_holder ON capacity_leases (holder);
 
 CREATE TABLE capacity_sweep_locks (
     name       text PRIMARY KEY,
@@ -27,45 +27,32 @@ CREATE TABLE capacity_sweep_locks (
     expires_at timestamptz NOT NULL
 );
 
--- capacity_acquire grants, in order, each request of one cluster whose cap allows it.
--- It returns one generation per request, 0 for a denial. Lock order: the one counter row.
+-- capacity_apply runs one batch in one transaction: first it frees the leases named by
+-- (p_ids, p_gens) pairs, then it grants, in order, each acquire (p_clusters, p_holders, p_caps,
+-- p_expires) whose cap allows it. p_lock lists every cluster the batch touches. It returns the
+-- ids freed and one generation per acquire (0 for a denial). Lock order, here and in
+-- capacity_release_where: counter rows sorted by cluster, then lease rows; so concurrent
+-- batches never deadlock.
 -- +goose StatementBegin
-CREATE FUNCTION capacity_acquire(p_cluster text, p_holders text[], p_caps integer[], p_expires timestamptz[])
-RETURNS bigint[] LANGUAGE plpgsql AS $$
+CREATE FUNCTION capacity_apply(p_lock text[], p_ids text[], p_gens bigint[],
+                               p_clusters text[], p_holders text[], p_caps integer[], p_expires timestamptz[],
+                               OUT released text[], OUT granted bigint[])
+LANGUAGE plpgsql AS $$
 DECLARE
-    gens bigint[] := '{}';
-    g bigint;
+    cl text[];
+    run integer[];
+    gen bigint[];
+    k integer;
+    new_clusters text[] := '{}';
+    new_gens bigint[] := '{}';
+    new_holders text[] := '{}';
+    new_expires timestamptz[] := '{}';
 BEGIN
-    INSERT INTO capacity_clusters (cluster, running, generation) VALUES (p_cluster, 0, 0)
+    granted := '{}';
+    INSERT INTO capacity_clusters (cluster, running, generation)
+        SELECT DISTINCT c, 0, 0 FROM unnest(p_clusters) AS c ORDER BY 1
         ON CONFLICT (cluster) DO NOTHING;
-    FOR i IN 1 .. coalesce(array_length(p_holders, 1), 0) LOOP
-        UPDATE capacity_clusters SET running = running + 1, generation = generation + 1
-            WHERE cluster = p_cluster AND running < p_caps[i]
-            RETURNING generation INTO g;
-        IF FOUND THEN
-            INSERT INTO capacity_leases (id, cluster, generation, holder, expires_at)
-                VALUES (p_cluster || '#' || g, p_cluster, g, p_holders[i], p_expires[i]);
-            gens := gens || g;
-        ELSE
-            gens := gens || 0::bigint;
-        END IF;
-    END LOOP;
-    RETURN gens;
-END $$;
--- +goose StatementEnd
-
--- capacity_release frees the leases named by (id, generation) pairs and returns their ids.
--- Lock order: counter rows sorted by cluster, then lease rows.
--- +goose StatementBegin
-CREATE FUNCTION capacity_release(p_ids text[], p_gens bigint[])
-RETURNS text[] LANGUAGE plpgsql AS $$
-DECLARE
-    released text[];
-BEGIN
-    PERFORM 1 FROM capacity_clusters
-        WHERE cluster IN (SELECT l.cluster FROM capacity_leases l
-                          JOIN unnest(p_ids, p_gens) AS r (id, gen) ON l.id = r.id AND l.generation = r.gen)
-        ORDER BY cluster FOR UPDATE;
+    PERFORM 1 FROM capacity_clusters WHERE cluster = ANY (p_lock) ORDER BY cluster FOR UPDATE;
     WITH d AS (
         DELETE FROM capacity_leases l USING unnest(p_ids, p_gens) AS r (id, gen)
             WHERE l.id = r.id AND l.generation = r.gen
@@ -75,13 +62,36 @@ BEGIN
     ), u AS (
         UPDATE capacity_clusters c SET running = c.running - agg.n FROM agg WHERE c.cluster = agg.cluster
     )
-    SELECT array_agg(id) INTO released FROM d;
-    RETURN coalesce(released, '{}');
+    SELECT coalesce(array_agg(id), '{}') INTO released FROM d;
+    IF coalesce(array_length(p_clusters, 1), 0) = 0 THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(cluster), array_agg(running), array_agg(generation) INTO cl, run, gen
+        FROM capacity_clusters WHERE cluster = ANY (p_clusters);
+    FOR i IN 1 .. array_length(p_clusters, 1) LOOP
+        k := array_position(cl, p_clusters[i]);
+        IF run[k] < p_caps[i] THEN
+            run[k] := run[k] + 1;
+            gen[k] := gen[k] + 1;
+            granted := granted || gen[k];
+            new_clusters := new_clusters || p_clusters[i];
+            new_gens := new_gens || gen[k];
+            new_holders := new_holders || p_holders[i];
+            new_expires := new_expires || p_expires[i];
+        ELSE
+            granted := granted || 0::bigint;
+        END IF;
+    END LOOP;
+    INSERT INTO capacity_leases (id, cluster, generation, holder, expires_at)
+        SELECT c || '#' || g, c, g, h, e FROM unnest(new_clusters, new_gens, new_holders, new_expires) AS t (c, g, h, e);
+    UPDATE capacity_clusters c SET running = u.r, generation = u.g
+        FROM unnest(cl, run, gen) AS u (cluster, r, g) WHERE c.cluster = u.cluster;
 END $$;
 -- +goose StatementEnd
 
 -- capacity_release_where frees every lease that expired by p_now (p_holder NULL) or that
--- p_holder holds (p_now NULL), and returns them. Same lock order as capacity_release.
+-- p_holder holds (p_now NULL), and returns them. Lock order: counter rows sorted by cluster,
+-- then lease rows.
 -- +goose StatementBegin
 CREATE FUNCTION capacity_release_where(p_now timestamptz, p_holder text)
 RETURNS SETOF capacity_leases LANGUAGE plpgsql AS $$
@@ -105,8 +115,7 @@ END $$;
 
 -- +goose Down
 DROP FUNCTION IF EXISTS capacity_release_where(timestamptz, text);
-DROP FUNCTION IF EXISTS capacity_release(text[], bigint[]);
-DROP FUNCTION IF EXISTS capacity_acquire(text, text[], integer[], timestamptz[]);
+DROP FUNCTION IF EXISTS capacity_apply(text[], text[], bigint[], text[], text[], integer[], timestamptz[]);
 DROP TABLE IF EXISTS capacity_sweep_locks;
 DROP TABLE IF EXISTS capacity_leases;
 DROP TABLE IF EXISTS capacity_clusters;

@@ -10,15 +10,16 @@
 // can grant past the cap. Every release decrements the counter in the transaction that deletes
 // the lease rows, so the counter is exactly the number of leases held.
 //
-// How it stays fast: concurrent acquires of one cluster (and releases of one cluster) are
-// batched into one function call, i.e. one round trip and one commit; an uncontended call is one
-// round trip on its own. Batches of one cluster never wait on another cluster's rows.
+// How it stays fast: concurrent acquires and releases are batched into one capacity_apply
+// call, i.e. one round trip and one commit; an uncontended call is one round trip on its own.
+// Releases of a batch run before its acquires, so a slot freed in a batch can be granted in it.
 package pgcapacity
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -41,18 +42,33 @@ const (
 type Store struct {
 	pool *pgxpool.Pool
 
-	mu       sync.Mutex
-	acquires map[string]*batcher[acquireReq, int64]       // by cluster
-	releases map[string]*batcher[capacity.LeaseRef, bool] // by cluster
+	batch *batcher[op, opResult]
+
+	stats struct {
+		sync.Mutex
+		Stats
+	}
+}
+
+// Stats count the store's batches since New.
+type Stats struct {
+	Batches    int64         // capacity_apply transactions
+	Ops        int64         // acquires and releases in them
+	BatchTotal time.Duration // their summed round-trip time
+}
+
+// Stats returns the batch counters.
+func (s *Store) Stats() Stats {
+	s.stats.Lock()
+	defer s.stats.Unlock()
+	return s.stats.Stats
 }
 
 // New returns a store on pool, whose database must be migrated (migrations.Up).
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{
-		pool:     pool,
-		acquires: map[string]*batcher[acquireReq, int64]{},
-		releases: map[string]*batcher[capacity.LeaseRef, bool]{},
-	}
+	s := &Store{pool: pool}
+	s.batch = newBatcher(batchMax, s.runBatch)
+	return s
 }
 
 var (
@@ -60,32 +76,19 @@ var (
 	_ capacity.SweepCoordinator = (*Store)(nil)
 )
 
-type acquireReq struct {
+// op is one acquire (release nil) or one release in a batch.
+type op struct {
+	release *capacity.LeaseRef
+	cluster string
 	holder  string
 	limit   int
 	expires time.Time
 }
 
-func (s *Store) acquireBatcher(cluster string) *batcher[acquireReq, int64] {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.acquires[cluster]
-	if b == nil {
-		b = newBatcher(batchMax, func(reqs []acquireReq) ([]int64, error) { return s.runAcquire(cluster, reqs) })
-		s.acquires[cluster] = b
-	}
-	return b
-}
-
-func (s *Store) releaseBatcher(cluster string) *batcher[capacity.LeaseRef, bool] {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.releases[cluster]
-	if b == nil {
-		b = newBatcher(batchMax, s.runRelease)
-		s.releases[cluster] = b
-	}
-	return b
+// opResult is a granted generation (0: denied) or whether a release freed its lease.
+type opResult struct {
+	generation int64
+	released   bool
 }
 
 // Acquire implements capacity.CapacityStore.
@@ -97,13 +100,15 @@ func (s *Store) Acquire(ctx context.Context, cluster, holder string, limit int, 
 		return capacity.Lease{}, err
 	}
 	expires := capacity.Timestamp(now.Add(ttl))
-	b := s.acquireBatcher(cluster)
-	c := b.submit(acquireReq{holder: holder, limit: limit, expires: expires})
-	gen, err, abandoned := awaitCtx(ctx, b, c)
+	b := s.batch
+	c := b.submit(op{cluster: cluster, holder: holder, limit: limit, expires: expires})
+	res, err, abandoned := awaitCtx(ctx, b, c)
+	gen := res.generation
 	if abandoned {
 		// The caller left; a lease granted after that would leak until swept: free it.
 		go func() {
-			if gen, err := b.await(c); err == nil && gen > 0 {
+			if res, err := b.await(c); err == nil && res.generation > 0 {
+				gen := res.generation
 				_, _ = s.ReleaseBatch(context.Background(), []capacity.LeaseRef{{ID: capacity.LeaseID(cluster, gen), Generation: gen}})
 			}
 		}()
@@ -129,49 +134,73 @@ func awaitCtx[Req, Res any](ctx context.Context, b *batcher[Req, Res], c *call[R
 	}
 }
 
-func (s *Store) runAcquire(cluster string, reqs []acquireReq) ([]int64, error) {
-	holders := make([]string, len(reqs))
-	limits := make([]int32, len(reqs))
-	expires := make([]time.Time, len(reqs))
-	for i, r := range reqs {
-		holders[i], limits[i], expires[i] = r.holder, int32(r.limit), r.expires
-	}
+// runBatch frees the batch's releases, then grants its acquires in order, in one transaction.
+func (s *Store) runBatch(ops []op) ([]opResult, error) {
+	lock := map[string]bool{}
+	var ids, clusters, holders []string
 	var gens []int64
-	err := s.retry(func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, "SELECT capacity_acquire($1, $2, $3, $4)", cluster, holders, limits, expires).Scan(&gens)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pgcapacity: acquire %q: %w", cluster, err)
+	var limits []int32
+	var expires []time.Time
+	for _, o := range ops {
+		if o.release != nil {
+			ids, gens = append(ids, o.release.ID), append(gens, o.release.Generation)
+			lock[o.release.Cluster()] = true
+			continue
+		}
+		clusters, holders = append(clusters, o.cluster), append(holders, o.holder)
+		limits, expires = append(limits, int32(o.limit)), append(expires, o.expires)
+		lock[o.cluster] = true
 	}
-	return gens, nil
-}
-
-func (s *Store) runRelease(refs []capacity.LeaseRef) ([]bool, error) {
-	ids := make([]string, len(refs))
-	gens := make([]int64, len(refs))
-	for i, r := range refs {
-		ids[i], gens[i] = r.ID, r.Generation
+	locked := make([]string, 0, len(lock))
+	for c := range lock {
+		locked = append(locked, c)
 	}
+	sort.Strings(locked) // for stable arguments only: the function sorts its locks itself
 	var released []string
+	var granted []int64
+	start := time.Now()
+	defer func() {
+		s.stats.Lock()
+		s.stats.Batches++
+		s.stats.Ops += int64(len(ops))
+		s.stats.BatchTotal += time.Since(start)
+		s.stats.Unlock()
+	}()
 	err := s.retry(func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, "SELECT capacity_release($1, $2)", ids, gens).Scan(&released)
+		return s.pool.QueryRow(ctx, "SELECT released, granted FROM capacity_apply($1, $2, $3, $4, $5, $6, $7)",
+			locked, orEmpty(ids), orEmpty(gens), orEmpty(clusters), orEmpty(holders), orEmpty(limits), orEmpty(expires)).Scan(&released, &granted)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgcapacity: release: %w", err)
+		return nil, fmt.Errorf("pgcapacity: batch: %w", err)
 	}
-	// Each lease is released at most once, by the first ref in this batch that names it.
-	freed := map[string]bool{}
+	if len(granted) != len(holders) {
+		panic(fmt.Sprintf("pgcapacity: capacity_apply answered %d grants for %d acquires", len(granted), len(holders)))
+	}
+	// Each lease is freed at most once, by the first release in the batch that names it.
+	freed := make(map[string]bool, len(released))
 	for _, id := range released {
 		freed[id] = true
 	}
-	out := make([]bool, len(refs))
-	for i, r := range refs {
-		if freed[r.ID] {
-			out[i] = true
-			delete(freed, r.ID)
+	out := make([]opResult, len(ops))
+	next := 0
+	for i, o := range ops {
+		if o.release != nil {
+			out[i].released = freed[o.release.ID]
+			delete(freed, o.release.ID)
+			continue
 		}
+		out[i].generation = granted[next]
+		next++
 	}
 	return out, nil
+}
+
+// orEmpty makes a nil slice an empty array (NULL would make capacity_apply's loops skip).
+func orEmpty[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
 }
 
 // retry runs fn in a fresh context of its own until it does not fail with a deadlock or a
@@ -229,8 +258,8 @@ func (s *Store) ReleaseBatch(ctx context.Context, refs []capacity.LeaseRef) (int
 		return 0, err
 	}
 	type pending struct {
-		b *batcher[capacity.LeaseRef, bool]
-		c *call[capacity.LeaseRef, bool]
+		b *batcher[op, opResult]
+		c *call[op, opResult]
 	}
 	calls := make([]pending, 0, len(refs))
 	for _, r := range refs {
@@ -238,17 +267,16 @@ func (s *Store) ReleaseBatch(ctx context.Context, refs []capacity.LeaseRef) (int
 		if cluster == "" {
 			continue // no such lease can exist
 		}
-		b := s.releaseBatcher(cluster)
-		calls = append(calls, pending{b, b.submit(r)})
+		calls = append(calls, pending{s.batch, s.batch.submit(op{release: &r})})
 	}
 	n := 0
 	var firstErr error
 	for _, p := range calls { // always wait for all: every leader must lead
-		ok, err := p.b.await(p.c)
+		res, err := p.b.await(p.c)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
-		if ok {
+		if res.released {
 			n++
 		}
 	}
