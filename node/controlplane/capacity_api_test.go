@@ -1,0 +1,60 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/capacity"
+)
+
+// TestCapacityAPIBehindWorkerAuth: the mounted capacity API names the authenticated worker as
+// the holder whatever the body claims, refuses unauthenticated calls, answers a stale renewal
+// with 409, and frees an evicted worker's leases at once.
+func TestCapacityAPIBehindWorkerAuth(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	store := capacity.NewMemory()
+	MountCapacity(h.e, h.cp, CapacityConfig{Store: store, Locks: store, Owner: "cp1"})
+	a, b := h.register("a"), h.register("b")
+
+	acquire := func(token string) (int, capacity.AcquireResponse) {
+		code, body := h.do("POST", capacity.PathAcquire, token, capacity.MediaJSON,
+			`{"cluster":"c1","cap":2,"ttlMillis":30000,"holder":"someone-else"}`)
+		var resp capacity.AcquireResponse
+		if code == 200 {
+			if err := json.Unmarshal(body, &resp); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return code, resp
+	}
+	if code, _ := acquire(""); code != 401 {
+		t.Fatalf("unauthenticated acquire: %d, want 401", code)
+	}
+	code, got := acquire(b)
+	if code != 200 || !got.Granted || got.Lease.Holder != "b" {
+		t.Fatalf("acquire as b: %d %+v", code, got)
+	}
+	if _, got := acquire(a); !got.Granted {
+		t.Fatal("second acquire at cap 2 denied")
+	}
+	if _, got := acquire(a); got.Granted {
+		t.Fatal("third acquire at cap 2 granted")
+	}
+	stale := fmt.Sprintf(`{"lease":{"id":%q,"generation":%d},"ttlMillis":30000}`, got.Lease.ID, got.Lease.Generation+5)
+	if code, body := h.do("POST", capacity.PathRenew, a, capacity.MediaJSON, stale); code != 409 {
+		t.Fatalf("stale renew: %d %s, want 409", code, body)
+	}
+	// b goes silent; a keeps beating. Once b is evicted its lease is gone.
+	ctx := context.Background()
+	for i := range 10 {
+		h.cp.Tick(ctx, h.e.Advance(10*time.Second))
+		h.beat(a, i+1)
+	}
+	leases, _ := store.List(ctx, "c1")
+	if len(leases) != 1 || leases[0].Holder != "a" {
+		t.Fatalf("after b's eviction: %+v", leases)
+	}
+}
