@@ -314,3 +314,38 @@ func TestMysqlslap(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+func TestArrowTypesToMySQL(t *testing.T) {
+	addr := startServer(t, frontendtest.NewBackend(frontendtest.AllTypesEngine()), Options{})
+	d := openDB(t, addr, testUser, "", "", "")
+	want := frontendtest.AllTypesText
+	nulls := make([]string, len(want))
+	for i := range nulls {
+		nulls[i] = "NULL"
+	}
+	for name, got := range map[string][][]string{
+		"text":   queryStrings(t, d, "types"),
+		"binary": queryStrings(t, d, "types WHERE ?", 1),
+	} {
+		if len(got) != 2 {
+			t.Fatalf("%s: %d rows", name, len(got))
+		}
+		if fmt.Sprint(got[0]) != fmt.Sprint(want) || fmt.Sprint(got[1]) != fmt.Sprint(nulls) {
+			t.Errorf("%s protocol:\n got %q\nwant %q\nnulls %q", name, got[0], want, got[1])
+		}
+	}
+	rows, err := d.Query("types")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cts, _ := rows.ColumnTypes()
+	rows.Close()
+	var names []string
+	for _, ct := range cts {
+		names = append(names, ct.DatabaseTypeName())
+	}
+	wantNames := "TINYINT TINYINT SMALLINT INT BIGINT UNSIGNED TINYINT UNSIGNED SMALLINT UNSIGNED INT UNSIGNED BIGINT FLOAT DOUBLE DECIMAL VARCHAR BLOB DATE DATETIME TIMESTAMP TIME NULL"
+	if strings.Join(names, " ") != wantNames {
+		t.Fatalf("column types\n got %s\nwant %s", strings.Join(names, " "), wantNames)
+	}
+}
