@@ -290,7 +290,7 @@ func (u *Uplink) take() ([]Record, error) {
 	if u.sending {
 		return nil, errBusy
 	}
-	batch := u.queue.popFront(u.cfg.BatchMax)
+	batch := u.queue.popFrontBudget(u.cfg.BatchMax, batchBytesBudget)
 	if len(batch) > 0 {
 		u.sending = true
 		u.inflight = len(batch)
@@ -449,6 +449,33 @@ func (r *ring) popFront(n int) []Record {
 	}
 	r.count -= n
 	return out
+}
+
+// batchBytesBudget keeps a batch well under the control plane's BatchBytesMax even when its
+// records carry long SQL: a refused batch would be dropped whole.
+const batchBytesBudget = BatchBytesMax / 4
+
+// recordBytesEstimate over-estimates a record's JSON size (escaping can double odd text).
+func recordBytesEstimate(r *Record) int {
+	n := 512 + 2*(len(r.SQL)+len(r.Error)+len(r.QueryID)+len(r.User))
+	for _, s := range r.RoutingTrace {
+		n += 2*len(s) + 4
+	}
+	return n
+}
+
+// popFrontBudget removes up to n of the oldest records whose estimated size stays within
+// budget; it always takes at least one record when any is queued.
+func (r *ring) popFrontBudget(n, budget int) []Record {
+	take, size := 0, 0
+	for take < min(n, r.count) {
+		size += recordBytesEstimate(&r.buf[(r.head+take)%len(r.buf)])
+		if take > 0 && size > budget {
+			break
+		}
+		take++
+	}
+	return r.popFront(take)
 }
 
 // pushFront puts recs (older than everything queued) back at the front. What does not fit is

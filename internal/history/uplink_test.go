@@ -358,3 +358,34 @@ func TestLocalSenderFeedsTheStore(t *testing.T) {
 		t.Fatalf("local sender: %v, %d stored", err, store.Len())
 	}
 }
+
+func TestUplinkKeepsBatchesUnderTheByteLimit(t *testing.T) {
+	e := newTestEnv(t, 10, time.Hour)
+	p := newEndpoint(e)
+	var sizes []int
+	send := func(ctx context.Context, b *QueryRecordBatchV1) error {
+		sizes = append(sizes, len(EncodeBatch(b)))
+		if _, err := DecodeBatch(EncodeBatch(b)); err != nil {
+			return &transport.StatusError{Status: http.StatusBadRequest}
+		}
+		return p.send(ctx, b)
+	}
+	u := NewUplink(e, UplinkConfig{Worker: "w1", Policy: redact.None}, send)
+	big := strings.Repeat("x", SQLLengthMax+100) // truncated to SQLLengthMax by Add
+	for i := range 20 {
+		r := mkRec(e, i)
+		r.SQL = "select '" + big + "'"
+		u.Add(r)
+	}
+	if err := u.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c := checkConservation(t, u, p, 20); c.Sent != 20 || len(sizes) < 2 {
+		t.Fatalf("counters %+v in %d batches", c, len(sizes))
+	}
+	for _, n := range sizes {
+		if n > BatchBytesMax {
+			t.Fatalf("batch of %d bytes exceeds BatchBytesMax", n)
+		}
+	}
+}
