@@ -175,8 +175,8 @@ func (cp *ControlPlane) Start(ctx context.Context) error {
 			cp.byToken[rec.TokenHash] = rec.Name
 		}
 		cp.dirty[rec.Name] = en.life.Online()
+		cp.moveCount("", en.life.State)
 	}
-	cp.updateStateGauges()
 	cp.mu.Unlock()
 	cp.e.Logger().Info("worker registry loaded", "workers", len(records), "freshWindow", cp.cfg.StaleAfter)
 	cp.e.Go(ctx, "controlplane-reaper", cp.runReaper)
@@ -205,6 +205,7 @@ func (cp *ControlPlane) register(req transport.RegisterRequest, token string, no
 			cp.supersedes[req.Name] = sc
 		}
 		delete(cp.byToken, old.rec.TokenHash)
+		cp.moveCount(old.life.State, "")
 	}
 	cp.workers[req.Name] = &entry{
 		rec: registry.Record{
@@ -215,7 +216,7 @@ func (cp *ControlPlane) register(req transport.RegisterRequest, token string, no
 	}
 	cp.byToken[hash] = req.Name
 	cp.dirty[req.Name] = true
-	cp.updateStateGauges()
+	cp.moveCount("", transport.StateHealthy)
 	return superseded
 }
 
@@ -240,7 +241,7 @@ func (cp *ControlPlane) heartbeat(name, tokenHash string, hb transport.Heartbeat
 	}
 	cp.dirty[name] = true
 	if tr.Changed() {
-		cp.updateStateGauges()
+		cp.moveCount(tr.From, tr.To)
 	}
 	return tr, true
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/transport"
 )
@@ -27,7 +28,7 @@ var testConfig = Config{
 }
 
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	e     *manualEnv
 	store *registry.Memory
 	cp    *ControlPlane
@@ -375,5 +376,26 @@ func TestFlushesTakeTurns(t *testing.T) {
 	}
 	if _, err := h.store.Get(context.Background(), "a"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestStateGauges(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	ctx := context.Background()
+	h.register("a")
+	h.register("b")
+	h.register("b") // replaced, not added
+	gauge := func(state string) float64 { return testutil.ToFloat64(h.cp.metrics.workers.WithLabelValues(state)) }
+	if gauge(transport.StateHealthy) != 2 || gauge(transport.StateStale) != 0 {
+		t.Fatalf("healthy %v stale %v", gauge(transport.StateHealthy), gauge(transport.StateStale))
+	}
+	h.cp.Tick(ctx, h.e.Advance(30*time.Second))
+	h.cp.Tick(ctx, h.e.Advance(60*time.Second))
+	if gauge(transport.StateHealthy) != 0 || gauge(transport.StateEvicted) != 2 {
+		t.Fatalf("healthy %v evicted %v", gauge(transport.StateHealthy), gauge(transport.StateEvicted))
+	}
+	h.register("a")
+	if gauge(transport.StateHealthy) != 1 || gauge(transport.StateEvicted) != 1 {
+		t.Fatalf("after re-registering a: healthy %v evicted %v", gauge(transport.StateHealthy), gauge(transport.StateEvicted))
 	}
 }

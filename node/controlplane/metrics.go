@@ -1,6 +1,9 @@
 package controlplane
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/queryflux/queryflux/transport"
+)
 
 type metrics struct {
 	registrations   *prometheus.CounterVec
@@ -37,6 +40,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "queryflux_controlplane_registry_records_written_total",
 			Help: "Worker records written to the registry store.",
 		}),
+	}
+	for _, state := range []string{transport.StateHealthy, transport.StateStale, transport.StateEvicted} {
+		m.workers.WithLabelValues(state).Set(0) // every state shows, even when empty
 	}
 	if reg != nil {
 		reg.MustRegister(m.registrations, m.heartbeats, m.transitions, m.workers, m.registryWrites, m.registryRecords)

@@ -67,6 +67,7 @@ func (cp *ControlPlane) Tick(ctx context.Context, now time.Time) {
 		}
 		changes = append(changes, change{name, tr})
 		cp.dirty[name] = true
+		cp.moveCount(tr.From, tr.To)
 		if en.life.State == transport.StateEvicted {
 			delete(cp.byToken, en.rec.TokenHash)
 			en.rec.TokenHash = ""
@@ -74,9 +75,6 @@ func (cp *ControlPlane) Tick(ctx context.Context, now time.Time) {
 		}
 	}
 	hooks := slices.Clone(cp.onEvict)
-	if len(changes) > 0 {
-		cp.updateStateGauges()
-	}
 	cp.mu.Unlock()
 
 	for _, c := range changes {
@@ -132,14 +130,14 @@ func (cp *ControlPlane) Flush(ctx context.Context) error {
 	return nil
 }
 
-// updateStateGauges recounts workers per state; callers hold mu.
-func (cp *ControlPlane) updateStateGauges() {
-	counts := map[string]int{transport.StateHealthy: 0, transport.StateStale: 0, transport.StateEvicted: 0}
-	for _, en := range cp.workers { //determinism:ok counting: order cannot matter
-		counts[en.life.State]++
+// moveCount moves one worker between the per-state gauges ("" for none: a worker added or
+// replaced). Callers hold mu.
+func (cp *ControlPlane) moveCount(from, to string) {
+	if from != "" {
+		cp.metrics.workers.WithLabelValues(from).Dec()
 	}
-	for _, state := range []string{transport.StateHealthy, transport.StateStale, transport.StateEvicted} {
-		cp.metrics.workers.WithLabelValues(state).Set(float64(counts[state]))
+	if to != "" {
+		cp.metrics.workers.WithLabelValues(to).Inc()
 	}
 }
 
