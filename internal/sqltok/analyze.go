@@ -117,6 +117,17 @@ func StatementKindDialect(sql string, d Dialect) Kind {
 	return k
 }
 
+// StatementKinds classifies every statement of sql (Generic dialect), in order: a guardrail
+// must look at all of them, since "select 1; drop table t" is also a drop.
+func StatementKinds(sql string) []Kind {
+	stmts := Split(sql)
+	kinds := make([]Kind, len(stmts))
+	for i, s := range stmts {
+		kinds[i] = StatementKind(s)
+	}
+	return kinds
+}
+
 // kindAfterWith finds the first statement keyword at parenthesis depth 0 after WITH.
 func kindAfterWith(toks []Token) Kind {
 	depth := 0
@@ -171,8 +182,11 @@ var (
 // IsNonDeterministic reports whether sql calls a function whose result changes from one run to
 // the next (now(), random(), current_timestamp, uuid generators, sequences, ...), so its result
 // must not be cached. Names inside literals, comments and quoted identifiers do not count.
-func IsNonDeterministic(sql string) bool {
-	toks := significant(Tokenize(sql, Generic))
+func IsNonDeterministic(sql string) bool { return IsNonDeterministicDialect(sql, Generic) }
+
+// IsNonDeterministicDialect is IsNonDeterministic with the lexical rules of d.
+func IsNonDeterministicDialect(sql string, d Dialect) bool {
+	toks := significant(Tokenize(sql, d))
 	for i, t := range toks {
 		if t.Kind != Word {
 			continue

@@ -115,6 +115,9 @@ func TestStatementKind(t *testing.T) {
 			t.Errorf("StatementKind(%q) = %v, want %v", sql, got, want)
 		}
 	}
+	if got := StatementKinds("select 1; /* ; */ drop table t; begin"); len(got) != 3 || got[1] != KindDDL || got[2] != KindTransaction {
+		t.Fatalf("StatementKinds = %v", got)
+	}
 	if !KindDelete.IsDML() || KindSelect.IsDML() || !KindDDL.IsDDL() {
 		t.Fatal("IsDML/IsDDL wrong")
 	}
@@ -134,6 +137,9 @@ func TestIsNonDeterministic(t *testing.T) {
 		if !IsNonDeterministic(s) {
 			t.Errorf("IsNonDeterministic(%q) = false, want true", s)
 		}
+	}
+	if IsNonDeterministicDialect("select 'x' # now()\n", MySQL) || !IsNonDeterministic("select 'x' # now()\n") {
+		t.Error("IsNonDeterministicDialect must apply the dialect's comment rules")
 	}
 	for _, s := range no {
 		if IsNonDeterministic(s) {
