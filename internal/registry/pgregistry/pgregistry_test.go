@@ -120,3 +120,30 @@ func same(t *rapid.T, what string, a, b error) {
 		t.Fatalf("%s: pg %v, memory %v", what, a, b)
 	}
 }
+
+// BenchmarkPut1000 measures one reaper batch of 1000 heartbeat records to Postgres.
+func BenchmarkPut1000(b *testing.B) {
+	url := pgtest.NewDatabase(b)
+	ctx := context.Background()
+	if err := migrations.Up(ctx, url); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	batch := make([]registry.Record, 1000)
+	for i := range batch {
+		batch[i] = registry.Record{Name: fmt.Sprintf("w%04d", i), State: transport.StateHealthy, LastSeen: at,
+			Labels: map[string]string{"zone": "eu"}, Heartbeat: &transport.Heartbeat{Seq: 1, SentAt: at,
+				Health: transport.HealthStatus{State: transport.HealthHealthy}}}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.Put(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
