@@ -57,6 +57,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[uint32]*conn // by process ID, for cancel requests
+	open      map[net.Conn]struct{}
 	closed    bool
 	wg        sync.WaitGroup
 
@@ -85,7 +86,7 @@ func NewServer(backend query.Backend, opts Options) *Server {
 	return &Server{
 		backend: backend, opts: opts, log: log.With("frontend", "pgwire"),
 		baseCtx: ctx, cancelBase: cancel,
-		listeners: map[net.Listener]struct{}{}, conns: map[uint32]*conn{},
+		listeners: map[net.Listener]struct{}{}, conns: map[uint32]*conn{}, open: map[net.Conn]struct{}{},
 	}
 }
 
@@ -120,9 +121,22 @@ func (s *Server) Serve(l net.Listener) error {
 			}
 			return err
 		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return nil
+		}
+		s.open[nc] = struct{}{}
 		s.wg.Add(1)
+		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
+			defer func() {
+				s.mu.Lock()
+				delete(s.open, nc)
+				s.mu.Unlock()
+			}()
 			s.handle(nc)
 		}()
 	}
@@ -136,8 +150,8 @@ func (s *Server) Close() error {
 	for l := range s.listeners {
 		_ = l.Close()
 	}
-	for _, c := range s.conns {
-		_ = c.nc.Close()
+	for nc := range s.open {
+		_ = nc.Close()
 	}
 	s.mu.Unlock()
 	s.cancelBase()
