@@ -19,15 +19,26 @@ import (
 // Client.Timeout set: deadlines come from the caller's context). The holder of its leases is
 // the worker the control plane authenticates; the clock is the control plane's.
 type Remote struct {
-	base      string
-	client    *http.Client
-	authorize func(*http.Request) // sets the worker's credentials; may be nil
+	base string
+	do   func(ctx context.Context, req *http.Request) (*http.Response, error)
 }
 
 // NewRemote returns a client of the control plane at baseURL (e.g. "http://cp:8080").
-// authorize adds credentials to every request (e.g. transport.SetBearer with the session token).
+// authorize adds credentials to every request (e.g. transport.SetBearer); it may be nil.
 func NewRemote(baseURL string, client *http.Client, authorize func(*http.Request)) *Remote {
-	return &Remote{base: strings.TrimRight(baseURL, "/"), client: client, authorize: authorize}
+	return &Remote{base: strings.TrimRight(baseURL, "/"), do: func(ctx context.Context, req *http.Request) (*http.Response, error) {
+		if authorize != nil {
+			authorize(req)
+		}
+		return client.Do(req)
+	}}
+}
+
+// NewRemoteDo returns a client that sends requests with paths relative to the control plane
+// through do, which resolves them and adds credentials (worker.Worker.Do: session token,
+// re-registration on 401).
+func NewRemoteDo(do func(ctx context.Context, req *http.Request) (*http.Response, error)) *Remote {
+	return &Remote{do: do}
 }
 
 var _ LeaseClient = (*Remote)(nil)
@@ -98,10 +109,7 @@ func (c *Remote) post(ctx context.Context, path string, body, out any) error {
 		return fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 	}
 	req.Header.Set("Content-Type", MediaJSON)
-	if c.authorize != nil {
-		c.authorize(req)
-	}
-	resp, err := c.client.Do(req)
+	resp, err := c.do(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -1,0 +1,88 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/node/proxy"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// CapacityGuard is the worker's capacity guard for the proxy core: leases from the control
+// plane (coordination.mode controlPlane) through the worker's authenticated session, renewed
+// and self-fenced by a capacity.LeaseGuard; or a local count (mode local).
+type CapacityGuard struct {
+	guard capacity.Guard
+	lease *capacity.LeaseGuard // nil in mode local
+	mode  string
+	c     config.Coordination
+}
+
+// NewCapacityGuard builds the guard for coordination settings c; w carries the session to the
+// control plane. Call Start, then hand Guard() to proxy.Options.Guard.
+func NewCapacityGuard(e env.Env, w *Worker, c config.Coordination, metrics *capacity.Metrics) (*CapacityGuard, error) {
+	g := &CapacityGuard{mode: c.Mode, c: c}
+	switch c.Mode {
+	case config.CoordinationLocal:
+		g.guard = capacity.NewLocalGuard()
+		return g, nil
+	case config.CoordinationControlPlane, "":
+	default:
+		return nil, fmt.Errorf("coordination.mode %q: must be controlPlane or local", c.Mode)
+	}
+	lg, err := capacity.NewLeaseGuard(capacity.GuardOptions{
+		Env:           e,
+		Client:        capacity.NewRemoteDo(w.Do),
+		Holder:        w.Name(),
+		OnUnavailable: c.OnUnavailable,
+		OnLeaseLost:   c.OnLeaseLost,
+		LeaseTTL:      time.Duration(c.LeaseTTLSecs) * time.Second,
+		DriftMargin:   time.Duration(c.DriftMarginSecs) * time.Second,
+		Metrics:       metrics,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("coordination: %w", err)
+	}
+	g.guard, g.lease = lg, lg
+	w.AddHeartbeatContributor(g.contribute)
+	return g, nil
+}
+
+// Start runs the lease keeper and release flusher until ctx ends (nothing in mode local).
+func (g *CapacityGuard) Start(ctx context.Context) {
+	if g.lease != nil {
+		g.lease.Start(ctx)
+	}
+}
+
+// Guard is the guard for proxy.Options.Guard. Its slots also implement capacity.Slot: the core
+// should call slot.(capacity.Slot).OnLost(cancel) so a fenced lease cancels its query.
+func (g *CapacityGuard) Guard() proxy.Guard { return proxyGuard{g.guard} }
+
+// Leases is the lease guard (nil in mode local), for status and tests.
+func (g *CapacityGuard) Leases() *capacity.LeaseGuard { return g.lease }
+
+func (g *CapacityGuard) contribute(hb *transport.Heartbeat) {
+	hb.Coordination.Mode = g.mode
+	hb.Coordination.Policy = g.c.OnUnavailable
+}
+
+// proxyGuard adapts a capacity.Guard to the proxy core's Guard: a denial becomes
+// proxy.ErrNoSlot (and still matches capacity.ErrAtCapacity).
+type proxyGuard struct{ g capacity.Guard }
+
+func (p proxyGuard) Acquire(ctx context.Context, cluster string, limit int) (proxy.Slot, error) {
+	slot, err := p.g.Acquire(ctx, cluster, limit)
+	if err != nil {
+		if errors.Is(err, capacity.ErrAtCapacity) {
+			return nil, fmt.Errorf("%w (%w)", proxy.ErrNoSlot, err)
+		}
+		return nil, err
+	}
+	return slot, nil
+}
