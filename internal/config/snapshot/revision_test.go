@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/goccy/go-yaml"
 	"github.com/queryflux/queryflux/internal/config"
 	"pgregory.net/rapid"
 )
@@ -217,4 +219,65 @@ func TestRevisionChangesWhenAnyValueChanges(t *testing.T) {
 			t.Fatalf("changing %+v kept revision %s", l, rev)
 		}
 	})
+}
+
+// shuffleYAML reorders the keys of every mapping (sequences keep their order).
+func shuffleYAML(t *rapid.T, v any) any {
+	switch x := v.(type) {
+	case yaml.MapSlice:
+		order := rapid.Permutation(slices.Collect(func(yield func(int) bool) {
+			for i := range x {
+				if !yield(i) {
+					return
+				}
+			}
+		})).Draw(t, "order")
+		out := make(yaml.MapSlice, len(x))
+		for i, j := range order {
+			out[i] = yaml.MapItem{Key: x[j].Key, Value: shuffleYAML(t, x[j].Value)}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = shuffleYAML(t, e)
+		}
+		return out
+	}
+	return v
+}
+
+// TestRevisionIgnoresYAMLKeyOrder: the same configuration written with its keys in any order
+// (clusters given as a map included) has the same revision.
+func TestRevisionIgnoresYAMLKeyOrder(t *testing.T) {
+	src, err := os.ReadFile("../testdata/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := buildYAML(t, src)
+	var doc yaml.MapSlice
+	if err := yaml.UnmarshalWithOptions(src, &doc, yaml.UseOrderedMap()); err != nil {
+		t.Fatal(err)
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		out, err := yaml.Marshal(shuffleYAML(rt, doc))
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if got := buildYAML(rt, out); got != base {
+			rt.Fatalf("reordered YAML has revision %s, want %s:\n%s", got, base, out)
+		}
+	})
+}
+
+func buildYAML(t interface{ Fatal(...any) }, src []byte) string {
+	cfg, err := config.Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Build(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Revision
 }
