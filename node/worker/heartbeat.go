@@ -74,6 +74,7 @@ func (w *Worker) buildHeartbeat() transport.Heartbeat {
 	for _, fn := range contributors {
 		fn(&hb)
 	}
+	hb.Sanitize()
 	if err := hb.Validate(); err != nil {
 		panic(fmt.Sprintf("worker: a heartbeat contributor made an invalid heartbeat: %v", err))
 	}

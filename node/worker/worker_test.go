@@ -315,3 +315,18 @@ func TestDoSendsTheTokenOnlyToTheControlPlane(t *testing.T) {
 		t.Fatal("token sent to another host")
 	}
 }
+
+func TestOversizedContributionsAreTrimmedNotRefused(t *testing.T) {
+	f := newFleet(t)
+	w := f.worker("w1", nil, nil)
+	w.AddHeartbeatContributor(func(hb *transport.Heartbeat) {
+		hb.Config.LastSyncError = strings.Repeat("x", 10000)
+		hb.Config.StalenessSecs = -3 // a control plane clock ahead of ours
+	})
+	if err := w.SendHeartbeat(f.ctx); err != nil {
+		t.Fatalf("heartbeat refused: %v", err)
+	}
+	if hb := f.info("w1").Heartbeat; hb == nil || len(hb.Config.LastSyncError) > transport.ShortTextLengthMax {
+		t.Fatalf("stored heartbeat %+v", hb)
+	}
+}
