@@ -11,7 +11,7 @@ import (
 func TestSanitizeMakesAHeartbeatValid(t *testing.T) {
 	hb := Heartbeat{Seq: 1, SentAt: time.Unix(1, 0), Health: HealthStatus{State: HealthHealthy, LoopLagSeconds: math.Inf(1)},
 		Revision: RevisionStatus{Active: strings.Repeat("r", 500)},
-		Config: ConfigStatus{LastSyncError: strings.Repeat("é", 3000), StalenessSecs: -2, SyncFailures: 1, ConsecutiveSyncFailures: 4}}
+		Config:   ConfigStatus{LastSyncError: strings.Repeat("é", 3000), StalenessSecs: -2, SyncFailures: 1, ConsecutiveSyncFailures: 4}}
 	if hb.Validate() == nil {
 		t.Fatal("the raw heartbeat should be invalid")
 	}
