@@ -1,0 +1,161 @@
+package capacity_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/sim"
+)
+
+func TestLocalGuardCapsPerCluster(t *testing.T) {
+	g := capacity.NewLocalGuard()
+	ctx := context.Background()
+	a1, err1 := g.Acquire(ctx, "a", 2)
+	_, err2 := g.Acquire(ctx, "a", 2)
+	_, err3 := g.Acquire(ctx, "a", 2)
+	_, errB := g.Acquire(ctx, "b", 1)
+	if err1 != nil || err2 != nil || !errors.Is(err3, capacity.ErrAtCapacity) || errB != nil {
+		t.Fatalf("acquires: %v %v %v %v", err1, err2, err3, errB)
+	}
+	a1.Release()
+	if _, err := g.Acquire(ctx, "a", 2); err != nil || g.Running("a") != 2 {
+		t.Fatalf("after a release: %v, running %d", err, g.Running("a"))
+	}
+	if _, err := g.Acquire(ctx, "z", 0); !errors.Is(err, capacity.ErrAtCapacity) {
+		t.Fatalf("cap 0: %v", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("double release did not panic")
+		}
+	}()
+	a1.Release()
+}
+
+// countingClient counts the calls a LeaseGuard makes.
+type countingClient struct {
+	capacity.LeaseClient
+	renews, batches, refs int
+}
+
+func (c *countingClient) Renew(ctx context.Context, ref capacity.LeaseRef, ttl time.Duration, now time.Time) (capacity.Lease, error) {
+	c.renews++
+	return c.LeaseClient.Renew(ctx, ref, ttl, now)
+}
+
+func (c *countingClient) ReleaseBatch(ctx context.Context, refs []capacity.LeaseRef) (int, error) {
+	c.batches++
+	c.refs += len(refs)
+	return c.LeaseClient.ReleaseBatch(ctx, refs)
+}
+
+// TestLeaseGuardRenewsAndBatchesReleases: leases held for ten TTLs stay valid (renewed on
+// time, never fenced), and five slots released together go out as one release batch.
+func TestLeaseGuardRenewsAndBatchesReleases(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 3})
+	n := s.AddNode("cp", nil)
+	store := capacity.NewMemory()
+	client := &countingClient{LeaseClient: store}
+	var g *capacity.LeaseGuard
+	var slots []capacity.Slot
+	s.Spawn(n, "test", func() {
+		var err error
+		g, err = capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: client, Holder: "cp",
+			LeaseTTL: 3 * time.Second, DriftMargin: 500 * time.Millisecond})
+		if err != nil {
+			panic(err)
+		}
+		g.Start(n.Ctx())
+		for range 5 {
+			slot, err := g.Acquire(n.Ctx(), "c", 5)
+			if err != nil {
+				panic(err)
+			}
+			slots = append(slots, slot)
+		}
+		if _, err := g.Acquire(n.Ctx(), "c", 5); !errors.Is(err, capacity.ErrAtCapacity) {
+			panic("sixth acquire at cap 5: " + errString(err))
+		}
+	})
+	var listedAt30 int
+	s.At(30*time.Second, func() {
+		ls, _ := store.List(context.Background(), "c")
+		listedAt30 = len(ls)
+		for _, sl := range slots {
+			if sl.Lost() {
+				t.Error("a renewed lease was fenced")
+			}
+			sl.Release()
+		}
+	})
+	if err := s.Run(31 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if listedAt30 != 5 || client.renews < 5*9 {
+		t.Fatalf("after 30s: %d leases held, %d renewals; want 5 and >= 45", listedAt30, client.renews)
+	}
+	ls, _ := store.List(context.Background(), "c")
+	if len(ls) != 0 || client.batches != 1 || client.refs != 5 || g.PendingReleases() != 0 {
+		t.Fatalf("after releasing: %d leases left, %d batches with %d refs", len(ls), client.batches, client.refs)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "nil"
+	}
+	return err.Error()
+}
+
+// TestAPIAnswers: the HTTP API's statuses, read back through Remote's error mapping.
+func TestAPIAnswers(t *testing.T) {
+	store := capacity.NewMemory()
+	e := env.Real(nil)
+	srv := httptest.NewServer(capacity.NewAPIHandler(store, store, e, nil))
+	defer srv.Close()
+	r := capacity.NewRemote(srv.URL, srv.Client(), nil)
+	ctx := context.Background()
+	l, err := r.Acquire(ctx, "c", "w1", 1, time.Minute, time.Time{})
+	if err != nil || l.Holder != "w1" || l.Generation != 1 {
+		t.Fatalf("acquire: %+v %v", l, err)
+	}
+	if _, err := r.Acquire(ctx, "c", "w2", 1, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrAtCapacity) {
+		t.Fatalf("denial: %v", err)
+	}
+	if _, err := r.Renew(ctx, capacity.LeaseRef{ID: l.ID, Generation: 9}, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrStaleGeneration) {
+		t.Fatalf("stale renew: %v", err)
+	}
+	if _, err := r.Acquire(ctx, "", "w1", 1, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrInvalid) || !strings.Contains(err.Error(), "cluster is empty") {
+		t.Fatalf("empty cluster: %v", err)
+	}
+	if n, err := r.ReleaseBatch(ctx, []capacity.LeaseRef{l.Ref(), l.Ref()}); err != nil || n != 1 {
+		t.Fatalf("release batch: %d %v", n, err)
+	}
+	if _, err := r.AcquireSweepLock(ctx, "s", "cp1", time.Minute, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.AcquireSweepLock(ctx, "s", "cp2", time.Minute, time.Time{}); !errors.Is(err, capacity.ErrLockHeld) {
+		t.Fatalf("held lock: %v", err)
+	}
+	resp, err := srv.Client().Post(srv.URL+capacity.PathAcquire, "text/plain", strings.NewReader("{}"))
+	if err != nil || resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("wrong media type: %v %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	resp, err = srv.Client().Post(srv.URL+capacity.PathAcquire, capacity.MediaJSON, strings.NewReader(`{"cluster":"c","bogus":1}`))
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("unknown field: %v %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	down := capacity.NewRemote("http://127.0.0.1:1", srv.Client(), nil)
+	if _, err := down.Acquire(ctx, "c", "w1", 1, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrUnavailable) {
+		t.Fatalf("unreachable: %v", err)
+	}
+}
