@@ -1,32 +1,17 @@
 package pgwire
 
-import "strings"
+import (
+	"strings"
 
-// SplitStatements splits a simple-protocol query string at top-level semicolons, respecting
-// '...' and E'...' strings, "..." identifiers, $tag$...$tag$ dollar quotes, -- and nested /* */
-// comments. Empty statements (only blanks and comments) are dropped; each statement is trimmed.
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// SplitStatements splits a simple-protocol query string at top-level semicolons with the
+// PostgreSQL rules of internal/sqltok ('...' and E'...' strings, "..." identifiers,
+// $tag$...$tag$ dollar quotes, -- and nested /* */ comments). Empty statements (only blanks
+// and comments) are dropped; each statement is trimmed.
 func SplitStatements(sql string) []string {
-	var out []string
-	start := 0
-	meaningful := false
-	flush := func(end int) {
-		if meaningful {
-			out = append(out, strings.TrimSpace(sql[start:end]))
-		}
-		start, meaningful = end+1, false
-	}
-	scanSQL(sql, func(i int, kind tokenKind) {
-		switch kind {
-		case tokSemicolon:
-			flush(i)
-		case tokCode:
-			meaningful = true
-		}
-	})
-	if start < len(sql) {
-		flush(len(sql))
-	}
-	return out
+	return sqltok.SplitDialect(sql, sqltok.Postgres)
 }
 
 // CountParams is the highest $n placeholder in sql (outside strings and comments).

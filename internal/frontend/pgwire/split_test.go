@@ -57,8 +57,8 @@ func TestSplitStatementsJoinProperty(t *testing.T) {
 		stmts := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) string {
 			return strings.Join(rapid.SliceOfN(piece, 1, 4).Draw(t, "pieces"), " ")
 		}), 1, 5).Draw(t, "stmts")
-		got := SplitStatements(strings.Join(stmts, ";\n"))
-		if !reflect.DeepEqual(got, stmts) {
+		joined := strings.Join(stmts, ";\n")
+		if got := SplitStatements(joined); !reflect.DeepEqual(got, stmts) {
 			t.Fatalf("split %q into %q", stmts, got)
 		}
 	})
