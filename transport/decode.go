@@ -81,7 +81,42 @@ func decodeStrict(data []byte, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return fieldErr("", "trailing data after the JSON object")
 	}
+	// encoding/json matches keys case-insensitively; the wire format does not.
+	if path := inexactKey(data, reflect.TypeOf(v).Elem(), ""); path != "" {
+		return fieldErr(path, "unknown field (keys are case-sensitive)")
+	}
 	return nil
+}
+
+// inexactKey returns the path of the first object key (in key order) that names a struct field
+// of t only case-insensitively, or "".
+func inexactKey(data []byte, t reflect.Type, prefix string) string {
+	var obj map[string]json.RawMessage
+	if t.Kind() != reflect.Struct || t == reflect.TypeOf(time.Time{}) || json.Unmarshal(data, &obj) != nil {
+		return ""
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		path := k
+		if prefix != "" {
+			path = prefix + "." + k
+		}
+		f, ok := fieldByJSONName(t, k)
+		if !ok {
+			continue
+		}
+		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag != k {
+			return path
+		}
+		if p := inexactKey(obj[k], f.Type, path); p != "" {
+			return p
+		}
+	}
+	return ""
 }
 
 // jsonFieldError turns an encoding/json error into a *FieldError naming the field.

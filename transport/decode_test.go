@@ -43,6 +43,8 @@ func TestDecodeHeartbeatNamesTheBadField(t *testing.T) {
 		{"nested wrong type", `{"seq":1,"sentAt":"2026-01-02T03:04:05Z","history":{"sent":"many"},"health":{"state":"healthy"}}`, "history.sent"},
 		{"negative staleness", `{"seq":1,"sentAt":"2026-01-02T03:04:05Z","config":{"stalenessSecs":-1},"health":{"state":"healthy"}}`, "config.stalenessSecs"},
 		{"empty frontend", `{"seq":1,"sentAt":"2026-01-02T03:04:05Z","frontends":[""],"health":{"state":"healthy"}}`, "frontends[0]"},
+		{"key in the wrong case", `{"SEQ":1,"sentAt":"2026-01-02T03:04:05Z","health":{"state":"healthy"}}`, "SEQ"},
+		{"nested key in the wrong case", `{"seq":1,"sentAt":"2026-01-02T03:04:05Z","health":{"State":"healthy"}}`, "health.State"},
 		{"not an object", `[1,2]`, ""},
 		{"trailing data", `{"seq":1,"sentAt":"2026-01-02T03:04:05Z","health":{"state":"healthy"}} {}`, ""},
 		{"truncated", `{"seq":1,`, ""},
