@@ -256,6 +256,8 @@ func (c *Core) Admit(ctx context.Context, req *query.Request) (*Admission, error
 func (c *Core) admit(ctx context.Context, rt *Runtime, req *query.Request, id string, dec Decision, g *group, start time.Time) (*Admission, error) {
 	slot, cl, err := c.acquire(ctx, g, start)
 	if err != nil {
+		// Waits that ended without a slot (timeout, cancel) count in the histogram too.
+		c.metrics.queueDuration.WithLabelValues(g.name, "").Observe(c.env.Now().Sub(start).Seconds())
 		return nil, c.refuse(rt, id, req, start, dec, err)
 	}
 	now := c.env.Now()

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,13 +236,12 @@ func TestQueueIsFIFO(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var order []string
-	for _, r := range h.recs.all() {
-		order = append(order, r.SQL)
-	}
+	eng.mu.Lock()
+	order := append([]string(nil), eng.order...)
+	eng.mu.Unlock()
 	for i, sql := range order {
 		if sql != "select "+string(rune('0'+i)) {
-			t.Fatalf("finish order %v is not arrival order", order)
+			t.Fatalf("run order %v is not arrival order", order)
 		}
 	}
 }
@@ -446,6 +446,22 @@ func TestStatementWithoutResultSucceedsOnClose(t *testing.T) {
 	}
 	_ = rows.Close()
 	if r := h.recs.last(t); r.Status != StatusSucceeded || h.core.Running("a") != 0 {
+		t.Fatalf("record %+v", r)
+	}
+}
+
+func TestGroupQueryTimeout(t *testing.T) {
+	h := newHarness(t)
+	g := newGate(h.env) // never opened: the query runs until the timeout
+	spec := oneGroup(RoundRobin, 0, 0, cl("a", 1, &fakeEngine{rows: 1, gate: g}))
+	spec.Groups[0].QueryTimeout = 50 * time.Millisecond
+	h.activate(spec)
+	_, err := h.run(t.Context(), sel("select 1"))
+	var qe *query.Error
+	if !errors.As(err, &qe) || qe.Code != query.CodeCapacityTimeout || !strings.Contains(qe.Message, "query timeout") {
+		t.Fatalf("want a query-timeout error, got %v", err)
+	}
+	if r := h.recs.last(t); r.Status != StatusFailed || h.core.Running("a") != 0 {
 		t.Fatalf("record %+v", r)
 	}
 }

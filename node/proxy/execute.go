@@ -49,14 +49,15 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 		qctx, cancel = c.env.WithTimeout(ctx, g.timeout)
 	}
 	adm.slot.OnLost(cancel)
+	run := runContext{parent: ctx, ctx: qctx, timeout: g.timeout}
 	rows, err := adm.Engine.Execute(qctx, req)
 	if err != nil {
 		cancel()
-		err = adm.explain(engineError(err))
+		err = adm.explain(run.explain(engineError(err)))
 		adm.Finish(0, 0, err)
 		return nil, err
 	}
-	tr := &trackedRows{inner: rows, adm: adm, cancel: cancel}
+	tr := &trackedRows{inner: rows, adm: adm, cancel: cancel, run: run}
 	if cacheable && rows.Schema() != nil {
 		tr.fill = newCacheFill(rows.Schema(), g.cache.MaxEntryBytes)
 		tr.cacheKey, tr.cacheSpec = key, g.cache
@@ -97,6 +98,21 @@ func engineError(err error) error {
 	return &query.Error{Code: query.CodeEngine, Message: err.Error()}
 }
 
+// runContext is the engine-side context of one query, to tell a query timeout from a client
+// cancellation.
+type runContext struct {
+	parent, ctx context.Context
+	timeout     time.Duration
+}
+
+// explain turns the cancellation caused by the group's query timeout into an error saying so.
+func (r runContext) explain(err error) error {
+	if err != nil && r.timeout > 0 && r.parent.Err() == nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+		return &query.Error{Code: query.CodeCapacityTimeout, Message: fmt.Sprintf("query exceeded the group's query timeout of %s", r.timeout)}
+	}
+	return err
+}
+
 // explain replaces the cancellation a lost slot caused with an error that says so.
 func (a *Admission) explain(err error) error {
 	if err != nil && a.slot.Lost() {
@@ -112,6 +128,7 @@ type trackedRows struct {
 	inner     query.Rows
 	adm       *Admission
 	cancel    context.CancelFunc // ends the engine ctx (query timeout)
+	run       runContext
 	fill      *cacheFill
 	cacheKey  string
 	cacheSpec CacheSpec
@@ -138,7 +155,7 @@ func (r *trackedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, io.EOF
 	}
 	if err != nil {
-		err = r.adm.explain(engineError(err))
+		err = r.adm.explain(r.run.explain(engineError(err)))
 		if r.err == nil {
 			r.err = err
 		}

@@ -66,10 +66,15 @@ type fakeEngine struct {
 	executing atomic.Int64
 	peak      atomic.Int64
 	closed    atomic.Bool
+	mu        sync.Mutex
+	order     []string // SQL in the order Execute was called
 }
 
 func (f *fakeEngine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
 	f.executes.Add(1)
+	f.mu.Lock()
+	f.order = append(f.order, q.SQL)
+	f.mu.Unlock()
 	if f.fail != nil {
 		return nil, f.fail
 	}
