@@ -154,3 +154,5 @@ func TestAdminHandler(t *testing.T) {
 		t.Fatalf("history.Filter.Values round trip: %+v, %v", back, err)
 	}
 }
+
+func TestMemoryPruneContract(t *testing.T) { historytest.PruneContract(t, history.NewMemory(1000)) }

@@ -389,3 +389,22 @@ func TestUplinkKeepsBatchesUnderTheByteLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestRunRetentionPrunesOnSchedule(t *testing.T) {
+	e := newTestEnv(t, 11, 3*time.Hour+time.Minute)
+	store := NewMemory(100)
+	for i := range 5 {
+		r := mkRec(e, i)
+		r.StartedAt = testEpoch.Add(-time.Duration(5-i) * time.Hour) // 5h .. 1h old at the start
+		r.EndedAt = r.StartedAt
+		store.Insert(context.Background(), []Record{r})
+	}
+	keep := 4 * time.Hour
+	RunRetention(context.Background(), e, store, func() time.Duration { return keep }, time.Hour)
+	// Rounds at +1h, +2h, +3h keep 4h: records started before -3h, -2h, -1h go; the one
+	// started exactly at -1h stays.
+	page, _ := store.Query(context.Background(), Filter{})
+	if len(page.Records) != 1 || page.Records[0].QueryID != "q000004" {
+		t.Fatalf("after 3 rounds: %+v", page.Records)
+	}
+}

@@ -81,3 +81,24 @@ func StoreContract(t *testing.T, s history.Store) {
 		t.Fatalf("empty result must be an empty list: %#v", p.Records)
 	}
 }
+
+// PruneContract checks a Store's Prune: it forgets exactly the records that started before the
+// cutoff, and a pruned id may be stored again.
+func PruneContract(t *testing.T, s interface {
+	history.Store
+	history.Pruner
+}) {
+	ctx := context.Background()
+	Seed(t, s, 30)
+	n, err := s.Prune(ctx, Epoch.Add(10*time.Second))
+	if err != nil || n != 11 { // q000..q009 and q005b
+		t.Fatalf("Prune: %d, %v; want 11", n, err)
+	}
+	p, err := s.Query(ctx, history.Filter{Limit: 1000})
+	if err != nil || len(p.Records) != 20 || p.Records[len(p.Records)-1].QueryID != "q010" {
+		t.Fatalf("after Prune: %d records, oldest %v, %v", len(p.Records), p.Records[len(p.Records)-1].QueryID, err)
+	}
+	if n, err := s.Insert(ctx, []history.Record{{QueryID: "q000", Status: history.StatusFailed, StartedAt: Epoch.Add(time.Hour), EndedAt: Epoch.Add(time.Hour)}}); err != nil || n != 1 {
+		t.Fatalf("re-insert of a pruned id: %d, %v", n, err)
+	}
+}

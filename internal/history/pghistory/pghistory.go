@@ -175,3 +175,24 @@ func scanRecord(row pgx.CollectableRow) (history.Record, error) {
 	r.StartedAt, r.EndedAt = r.StartedAt.UTC(), r.EndedAt.UTC()
 	return r.Canonical(), nil
 }
+
+var _ history.Pruner = (*Store)(nil)
+
+// pruneChunkMax bounds one DELETE, so pruning a long backlog never holds locks for long.
+const pruneChunkMax = 10_000
+
+// Prune implements history.Pruner.
+func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
+	total := 0
+	for {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM query_records WHERE query_id IN (
+			SELECT query_id FROM query_records WHERE started_at < $1 LIMIT $2)`, cutoff, pruneChunkMax)
+		if err != nil {
+			return total, fmt.Errorf("pghistory: prune: %w", err)
+		}
+		total += int(tag.RowsAffected())
+		if tag.RowsAffected() < pruneChunkMax {
+			return total, nil
+		}
+	}
+}

@@ -34,6 +34,11 @@ func TestStoreContract(t *testing.T) {
 	historytest.StoreContract(t, s)
 }
 
+func TestPruneContract(t *testing.T) {
+	s, _ := newStore(t)
+	historytest.PruneContract(t, s)
+}
+
 func batch(worker string, from, n int) []history.Record {
 	recs := make([]history.Record, n)
 	for i := range recs {
