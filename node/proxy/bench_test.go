@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -56,5 +57,39 @@ func BenchmarkCoreOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = rows.Close()
+	}
+}
+
+// BenchmarkCacheHit: route + cache lookup + Arrow IPC decode of a 100-row result + record.
+func BenchmarkCacheHit(b *testing.B) {
+	core := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(Record) {}})
+	spec := oneGroup(RoundRobin, 10, 0, cl("a", 100, &fakeEngine{rows: 100}))
+	spec.Groups[0].Cache = CacheSpec{TTL: time.Hour}
+	rt, err := NewRuntime(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	core.Activate(rt)
+	req := &query.Request{SQL: "select v from t", User: "u", Protocol: query.ProtocolPostgres}
+	ctx := context.Background()
+	drain := func() {
+		rows, err := core.Execute(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if _, err := rows.Next(ctx); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+		}
+		_ = rows.Close()
+	}
+	drain() // fill
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		drain()
 	}
 }
