@@ -48,64 +48,85 @@ func CanonicalJSON(raw []byte) ([]byte, error) {
 	}
 	delete(top, "revision")
 	delete(top, "confirmedAt")
-	var buf bytes.Buffer
-	if err := writeCanonical(&buf, top); err != nil {
+	w := newCanonWriter()
+	if err := w.value(top, 0); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return w.out.Bytes(), nil
 }
 
-// depthMax bounds the nesting writeCanonical follows; snapshots are a few levels deep.
+// depthMax bounds the nesting the canonical writer follows; snapshots are a few levels deep.
 const depthMax = 64
 
-func writeCanonical(buf *bytes.Buffer, v any) error { return writeValue(buf, v, 0) }
+// canonWriter writes canonical JSON; scratch and enc are reused for every string.
+type canonWriter struct {
+	out     bytes.Buffer
+	scratch bytes.Buffer
+	enc     *json.Encoder
+}
 
-func writeValue(buf *bytes.Buffer, v any, depth int) error {
+func newCanonWriter() *canonWriter {
+	w := &canonWriter{}
+	w.enc = json.NewEncoder(&w.scratch)
+	w.enc.SetEscapeHTML(false)
+	return w
+}
+
+func (w *canonWriter) value(v any, depth int) error {
 	if depth > depthMax {
 		return fmt.Errorf("snapshot: canonical: nesting deeper than %d", depthMax)
 	}
 	switch x := v.(type) {
 	case nil:
-		buf.WriteString("null")
+		w.out.WriteString("null")
 	case bool:
-		buf.WriteString(strconv.FormatBool(x))
+		w.out.WriteString(strconv.FormatBool(x))
 	case json.Number:
-		return writeNumber(buf, x)
+		return writeNumber(&w.out, x)
 	case string:
-		writeString(buf, x)
+		w.string(x)
 	case []any:
-		buf.WriteByte('[')
+		w.out.WriteByte('[')
 		for i, e := range x {
 			if i > 0 {
-				buf.WriteByte(',')
+				w.out.WriteByte(',')
 			}
-			if err := writeValue(buf, e, depth+1); err != nil {
+			if err := w.value(e, depth+1); err != nil {
 				return err
 			}
 		}
-		buf.WriteByte(']')
+		w.out.WriteByte(']')
 	case map[string]any:
-		buf.WriteByte('{')
+		w.out.WriteByte('{')
 		first := true
 		for _, k := range slices.Sorted(maps.Keys(x)) {
 			if isEmpty(x[k]) {
 				continue
 			}
 			if !first {
-				buf.WriteByte(',')
+				w.out.WriteByte(',')
 			}
 			first = false
-			writeString(buf, k)
-			buf.WriteByte(':')
-			if err := writeValue(buf, x[k], depth+1); err != nil {
+			w.string(k)
+			w.out.WriteByte(':')
+			if err := w.value(x[k], depth+1); err != nil {
 				return err
 			}
 		}
-		buf.WriteByte('}')
+		w.out.WriteByte('}')
 	default:
 		panic(fmt.Sprintf("snapshot: canonical: unexpected JSON value %T", v))
 	}
 	return nil
+}
+
+// string writes s as encoding/json does, without HTML escaping.
+func (w *canonWriter) string(s string) {
+	w.scratch.Reset()
+	if err := w.enc.Encode(s); err != nil {
+		panic(fmt.Sprintf("snapshot: canonical: encoding a string cannot fail: %v", err))
+	}
+	w.out.Write(bytes.TrimSuffix(w.scratch.Bytes(), []byte("\n")))
 }
 
 func isEmpty(v any) bool {
@@ -137,14 +158,4 @@ func writeNumber(buf *bytes.Buffer, n json.Number) error {
 	}
 	buf.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
 	return nil
-}
-
-func writeString(buf *bytes.Buffer, s string) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
-		panic(fmt.Sprintf("snapshot: canonical: encoding a string cannot fail: %v", err))
-	}
-	buf.Write(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 }
