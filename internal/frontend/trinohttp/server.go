@@ -116,12 +116,16 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 
 // Handler serves /v1/statement, /v1/statement/{queued,executing}/..., and /v1/info.
 func (s *Server) Handler() http.Handler {
+	return recoverer(s.log, s.routes())
+}
+
+func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/statement", s.handleSubmit)
 	mux.HandleFunc("GET /v1/statement/{phase}/{id}/{slug}/{token}", s.handlePoll)
 	mux.HandleFunc("DELETE /v1/statement/{phase}/{id}/{slug}/{token}", s.handleCancel)
 	mux.HandleFunc("GET /v1/info", s.handleInfo)
-	return recoverer(s.log, mux)
+	return mux
 }
 
 // Serve serves HTTP on l until Close.
