@@ -148,7 +148,7 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	}
 	if q.WorkerAPI.Enabled {
 		cpCfg.WorkerSecret = q.WorkerAPI.Secret.Reveal()
-	} else {
+	} else if q.Role == config.RoleControlPlane {
 		d.Logger.Warn("queryflux.workerApi.enabled is false: workers cannot register")
 	}
 	cpCfg = cpCfg.WithDefaults()
@@ -317,7 +317,10 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	for _, srv := range running {
-		_ = srv.Shutdown(dctx)
+		if serr := srv.Shutdown(dctx); serr != nil {
+			log.Warn("drain cut short", "err", serr)
+		}
 	}
+	log.Info("stopped")
 	return err
 }
