@@ -49,7 +49,7 @@ var (
 type serveFlags struct {
 	role, configFile, name, listen, opsListen string
 	labels                                    []string
-	heartbeat, staleAfter, grace              time.Duration
+	heartbeat, staleAfter, grace, lagMax      time.Duration
 	allowShort                                bool
 	drainTimeout                              time.Duration
 }
@@ -74,6 +74,7 @@ func init() {
 	fl.DurationVar(&f.heartbeat, "heartbeat-interval", 0, "overrides queryflux.heartbeatIntervalSecs (sub-second values need --allow-short-timeouts)")
 	fl.DurationVar(&f.staleAfter, "stale-after", 0, "overrides queryflux.registry.staleAfterSecs")
 	fl.DurationVar(&f.grace, "evict-grace", 0, "overrides queryflux.registry.graceSecs")
+	fl.DurationVar(&f.lagMax, "health-lag-threshold", 250*time.Millisecond, "a worker's self-health: probe lateness that counts as a bad probe (3 in a row: unhealthy)")
 	fl.BoolVar(&f.allowShort, "allow-short-timeouts", false, "lift the production minimums on heartbeat and reaper timing (tests only)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests")
 	rootCmd.AddCommand(cmd)
@@ -239,6 +240,7 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 		Labels:            labels,
 		Frontends:         enabledFrontends(q.Frontends),
 		HeartbeatInterval: orFlag(f.heartbeat, secs(q.HeartbeatIntervalSecs)),
+		LagThreshold:      f.lagMax,
 		Metrics:           d.Metrics,
 	}
 	if err := wCfg.WithDefaults().Validate(); err != nil {
