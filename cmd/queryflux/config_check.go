@@ -5,10 +5,14 @@ package main
 //   - on a control plane, the worker snapshot endpoints (GET /worker/config, /worker/config/wait)
 //     fed from the YAML file, or from Postgres (pgconfig, woken by LISTEN/NOTIFY) when the file
 //     defines no clusters or groups and a database is configured;
-//   - on a worker, the config sync loop that follows the control plane.
+//   - on a worker, the config sync loop that follows the control plane, borrowing a peer's
+//     recent snapshot while the control plane is down (queryflux.controlPlane.peerBootstrap).
+//     Peers serve theirs from ConfigSync.PeerConfigHandler, which the ops listener must mount
+//     at worker.PathPeerConfig (see workerConfigSyncs).
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/queryflux/queryflux/internal/config"
@@ -72,8 +76,16 @@ func listenForConfig(ctx context.Context, d *Daemon, pg *pgconfig.Source, change
 // syncWorkerConfig starts the worker's config sync.
 func syncWorkerConfig(ctx context.Context, d *Daemon, w *worker.Worker) error {
 	q := d.Config.QueryFlux
+	var peers *worker.PeerOptions
+	if pb := q.ControlPlane.PeerBootstrap; len(pb.Address) > 0 {
+		peers = &worker.PeerOptions{
+			Addresses: pb.Address, MaxAge: secs(pb.MaxAgeSecs), Secret: q.ControlPlane.Secret.Reveal(),
+			Client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		}
+	}
 	s := worker.NewConfigSync(w, worker.ConfigSyncOptions{
 		Local:       q,
+		Peers:       peers,
 		PollTimeout: secs(q.ControlPlane.PollTimeoutSecs),
 		Apply: func(ctx context.Context, cfg *config.Config, snap *snapshot.WorkerSnapshotV1) error {
 			for _, apply := range workerConfigApply {

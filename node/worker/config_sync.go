@@ -44,6 +44,9 @@ type ConfigSyncOptions struct {
 	PollTimeout time.Duration
 	// BackoffMin and BackoffMax bound the jittered exponential backoff after a failed poll.
 	BackoffMin, BackoffMax time.Duration
+	// Peers, if set, are asked for a recent snapshot while the control plane does not answer
+	// and no configuration is active yet (see BootstrapFromPeers).
+	Peers *PeerOptions
 }
 
 // ConfigSync keeps a worker's configuration in step with the control plane's snapshot.
@@ -139,6 +142,11 @@ func (s *ConfigSync) Run(ctx context.Context) error {
 		}
 		delay := s.recordFailure(err)
 		s.e.Logger().Warn("config sync failed", "worker", s.w.Name(), "err", err, "retryIn", delay)
+		if cfg, _ := s.Active(); cfg == nil && s.opts.Peers != nil {
+			if err := s.BootstrapFromPeers(ctx, *s.opts.Peers); err != nil {
+				s.e.Logger().Warn("no peer could lend a configuration", "worker", s.w.Name(), "err", err)
+			}
+		}
 		if err := s.e.Sleep(ctx, delay); err != nil {
 			return err
 		}

@@ -1,0 +1,77 @@
+package worker
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPeerBootstrap: a worker whose control plane is down copies a recent snapshot from a peer,
+// but not an old one, and not without the shared secret.
+func TestPeerBootstrap(t *testing.T) {
+	f := newCSFleet(t, time.Minute)
+	lender := NewConfigSync(f.worker, ConfigSyncOptions{})
+	peer := httptest.NewServer(lender.PeerConfigHandler(csSecret))
+	t.Cleanup(peer.Close)
+	peerAddr := strings.TrimPrefix(peer.URL, "http://")
+
+	// Peers must present the shared secret.
+	resp, err := http.Get(peer.URL + PathPeerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without the secret: %d, want 401", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("GET", peer.URL+PathPeerConfig, nil)
+	req.Header.Set("Authorization", "Bearer "+csSecret)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("with nothing to lend: %d, want 503", resp.StatusCode)
+	}
+	snap := csSnap(t, 3)
+	_ = f.srv.Publish(snap)
+	f.start(lender)
+	f.waitActive(lender, "")
+
+	// The borrower's control plane is down (a closed server).
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	borrowerWorker := New(f.e, Config{ControlPlaneURL: down.URL, Secret: csSecret, Name: "w2"}, &http.Client{})
+	peers := &PeerOptions{Addresses: []string{"127.0.0.1:1", peerAddr}, MaxAge: time.Minute, Secret: csSecret, Client: &http.Client{}}
+
+	old := NewConfigSync(borrowerWorker, ConfigSyncOptions{})
+	tooOld := *peers
+	tooOld.MaxAge = time.Nanosecond
+	if err := old.BootstrapFromPeers(f.ctx, tooOld); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("a snapshot older than maxAge was accepted (err %v)", err)
+	}
+	wrong := *peers
+	wrong.Secret = "not-the-secret"
+	if err := old.BootstrapFromPeers(f.ctx, wrong); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("a peer lent its snapshot without the secret (err %v)", err)
+	}
+	if cfg, _ := old.Active(); cfg != nil {
+		t.Fatal("a refused bootstrap installed a configuration")
+	}
+
+	borrower := NewConfigSync(borrowerWorker, ConfigSyncOptions{Peers: peers, BackoffMin: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
+	f.start(borrower)
+	got := f.waitActive(borrower, "")
+	if got.Revision != snap.Revision {
+		t.Fatalf("borrowed revision %s, want %s", got.Revision, snap.Revision)
+	}
+	if age := f.e.Now().Sub(borrower.ConfirmedAt()); age < 0 || age > time.Minute {
+		t.Fatalf("borrowed confirmation age %s", age)
+	}
+	cfg, _ := borrower.Active()
+	if cfg.Clusters[0].MaxRunningQueries != 3 {
+		t.Fatal("borrowed configuration differs")
+	}
+}
