@@ -8,7 +8,7 @@ CREATE TABLE capacity_clusters (
     cluster    text PRIMARY KEY,
     running    integer NOT NULL CHECK (running >= 0),
     generation bigint  NOT NULL CHECK (generation >= 0)
-);
+) WITH (fillfactor = 50); -- room for HOT updates: every grant and release rewrites its row
 
 CREATE TABLE capacity_leases (
     id         text PRIMARY KEY,
@@ -17,9 +17,9 @@ CREATE TABLE capacity_leases (
     holder     text NOT NULL,
     expires_at timestamptz NOT NULL
 );
--- id is "<cluster>#<generation>", unique by construction. Few indexes keep grants cheap: the
--- sweep finds expired leases by index, eviction (rare) scans.
-CREATE INDEX capacity_leases_expires_at ON capacity_leases (expires_at);
+-- id is "<cluster>#<generation>", unique by construction. The primary key is the only index,
+-- which keeps grants cheap: the table holds at most the sum of the caps, so the sweep (every
+-- few seconds) and eviction (rare) scan it.
 
 CREATE TABLE capacity_sweep_locks (
     name       text PRIMARY KEY,
@@ -43,12 +43,13 @@ DECLARE
     run integer[];
     gen bigint[];
     k integer;
+    n integer := 0;
     new_clusters text[] := '{}';
     new_gens bigint[] := '{}';
     new_holders text[] := '{}';
     new_expires timestamptz[] := '{}';
 BEGIN
-    granted := '{}';
+    granted := array_fill(0::bigint, ARRAY[coalesce(array_length(p_clusters, 1), 0)]);
     INSERT INTO capacity_clusters (cluster, running, generation)
         SELECT DISTINCT c, 0, 0 FROM unnest(p_clusters) AS c ORDER BY 1
         ON CONFLICT (cluster) DO NOTHING;
@@ -73,13 +74,12 @@ BEGIN
         IF run[k] < p_caps[i] THEN
             run[k] := run[k] + 1;
             gen[k] := gen[k] + 1;
-            granted := granted || gen[k];
-            new_clusters := new_clusters || p_clusters[i];
-            new_gens := new_gens || gen[k];
-            new_holders := new_holders || p_holders[i];
-            new_expires := new_expires || p_expires[i];
-        ELSE
-            granted := granted || 0::bigint;
+            n := n + 1;
+            granted[i] := gen[k];
+            new_clusters[n] := p_clusters[i];
+            new_gens[n] := gen[k];
+            new_holders[n] := p_holders[i];
+            new_expires[n] := p_expires[i];
         END IF;
     END LOOP;
     INSERT INTO capacity_leases (id, cluster, generation, holder, expires_at)

@@ -92,7 +92,8 @@ func TestConcurrentAcquiresNeverExceedCap(t *testing.T) {
 	}
 	// Two stores on one database: two control-plane replicas, each batching on its own.
 	replicas := [2]*pgcapacity.Store{}
-	replicas[0], _ = openStore(t, url, 4)
+	var pool *pgxpool.Pool
+	replicas[0], pool = openStore(t, url, 4)
 	replicas[1], _ = openStore(t, url, 4)
 	s := replicas[0]
 	ctx := context.Background()
@@ -142,6 +143,13 @@ func TestConcurrentAcquiresNeverExceedCap(t *testing.T) {
 	ls, err := s.List(ctx, "hot")
 	if err != nil || len(ls) != 0 {
 		t.Fatalf("leases left: %d, %v", len(ls), err)
+	}
+	var running, generation int64
+	if err := pool.QueryRow(ctx, "SELECT running, generation FROM capacity_clusters WHERE cluster = 'hot'").Scan(&running, &generation); err != nil {
+		t.Fatal(err)
+	}
+	if running != 0 || generation != granted.Load() {
+		t.Fatalf("counter row: running %d, generation %d; want 0 and %d (one generation per grant)", running, generation, granted.Load())
 	}
 	t.Logf("granted %d, denied %d, max held %d", granted.Load(), denied.Load(), maxHeld.Load())
 	if maxHeld.Load() < limit || denied.Load() == 0 {
