@@ -37,6 +37,7 @@ type ControlPlane struct {
 	workers         map[string]*entry
 	byToken         map[string]string // token hash -> worker name
 	dirty           map[string]bool   // names whose record the store has not seen yet
+	forgotten       map[string]bool   // names to delete from the store (evicted past retention)
 	flushing        bool              // a Flush is writing
 	supersedes      map[string]supersedeCount
 	currentRevision string
@@ -73,6 +74,7 @@ func New(e env.Env, cfg Config, reg registry.Store) *ControlPlane {
 		workers:    map[string]*entry{},
 		byToken:    map[string]string{},
 		dirty:      map[string]bool{},
+		forgotten:  map[string]bool{},
 	}
 	cp.mux.HandleFunc("POST "+transport.PathRegister, cp.handleRegister)
 	cp.mux.HandleFunc("POST "+transport.PathHeartbeat, cp.handleHeartbeat)
@@ -216,6 +218,7 @@ func (cp *ControlPlane) register(req transport.RegisterRequest, token string, no
 	}
 	cp.byToken[hash] = req.Name
 	cp.dirty[req.Name] = true
+	delete(cp.forgotten, req.Name)
 	cp.moveCount("", transport.StateHealthy)
 	return superseded
 }

@@ -399,3 +399,31 @@ func TestStateGauges(t *testing.T) {
 		t.Fatalf("after re-registering a: healthy %v evicted %v", gauge(transport.StateHealthy), gauge(transport.StateEvicted))
 	}
 }
+
+func TestEvictedWorkersAreForgottenAfterRetention(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	ctx := context.Background()
+	h.register("gone")
+	h.cp.Tick(ctx, h.e.Advance(30*time.Second))
+	h.cp.Tick(ctx, h.e.Advance(60*time.Second))
+	if err := h.cp.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := h.store.Get(ctx, "gone"); err != nil || rec.State != transport.StateEvicted || rec.TokenHash != "" {
+		t.Fatalf("stored after eviction: %+v %v", rec, err)
+	}
+	h.cp.Tick(ctx, h.e.Advance(h.cp.Config().EvictedRetention-time.Second))
+	if _, ok := h.cp.Worker("gone"); !ok {
+		t.Fatal("forgotten before the retention ended")
+	}
+	h.cp.Tick(ctx, h.e.Advance(time.Second))
+	if _, ok := h.cp.Worker("gone"); ok {
+		t.Fatal("still listed after the retention")
+	}
+	if err := h.cp.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store.Get(ctx, "gone"); err == nil {
+		t.Fatal("still in the store after the retention")
+	}
+}

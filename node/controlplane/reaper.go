@@ -2,7 +2,9 @@ package controlplane
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/queryflux/queryflux/internal/registry"
@@ -61,6 +63,10 @@ func (cp *ControlPlane) Tick(ctx context.Context, now time.Time) {
 	cp.mu.Lock()
 	for _, name := range cp.sortedNames() {
 		en := cp.workers[name]
+		if !en.life.Online() && now.Sub(en.life.StateSince) >= cp.cfg.EvictedRetention {
+			cp.forget(name)
+			continue
+		}
 		tr := en.life.Tick(now, Timeouts{StaleAfter: cp.cfg.StaleAfter, Grace: cp.cfg.EvictGrace})
 		if !tr.Changed() {
 			continue
@@ -106,12 +112,17 @@ func (cp *ControlPlane) Flush(ctx context.Context) error {
 		}
 	}
 	clear(cp.dirty)
+	forgotten := sortedKeys(cp.forgotten)
+	clear(cp.forgotten)
 	cp.mu.Unlock()
-	if len(batch) == 0 {
+	if len(batch) == 0 && len(forgotten) == 0 {
 		return nil
 	}
 	wctx, cancel := cp.e.WithTimeout(ctx, flushTimeout)
-	err := cp.reg.Put(wctx, batch)
+	err := cp.deleteForgotten(wctx, forgotten)
+	if err == nil && len(batch) > 0 {
+		err = cp.reg.Put(wctx, batch)
+	}
 	cancel()
 	if err != nil {
 		cp.metrics.registryWrites.WithLabelValues("error").Inc()
@@ -120,6 +131,11 @@ func (cp *ControlPlane) Flush(ctx context.Context) error {
 		for _, r := range batch {
 			if _, ok := cp.workers[r.Name]; ok {
 				cp.dirty[r.Name] = true
+			}
+		}
+		for _, name := range forgotten {
+			if _, back := cp.workers[name]; !back {
+				cp.forgotten[name] = true
 			}
 		}
 		cp.mu.Unlock()
@@ -164,4 +180,37 @@ func (cp *ControlPlane) releaseFlush() {
 	cp.flushing = false
 	cp.mu.Unlock()
 	cp.flushDone.Notify()
+}
+
+// forget drops an evicted worker from memory and queues its deletion from the store; callers
+// hold mu.
+func (cp *ControlPlane) forget(name string) {
+	en := cp.workers[name]
+	if en == nil || en.life.Online() {
+		panic(fmt.Sprintf("controlplane: forgetting %q, which is not evicted", name))
+	}
+	cp.moveCount(en.life.State, "")
+	delete(cp.workers, name)
+	delete(cp.dirty, name)
+	delete(cp.supersedes, name)
+	cp.forgotten[name] = true
+}
+
+// deleteForgotten removes forgotten workers from the store, stopping at the first error.
+func (cp *ControlPlane) deleteForgotten(ctx context.Context, names []string) error {
+	for _, name := range names {
+		if err := cp.reg.Delete(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m { //determinism:ok collecting keys, sorted below
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

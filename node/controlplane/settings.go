@@ -20,6 +20,9 @@ type Config struct {
 	StaleAfter time.Duration
 	// EvictGrace is how long a worker stays stale before it is evicted (default 60s).
 	EvictGrace time.Duration
+	// EvictedRetention is how long an evicted worker stays listed before the reaper forgets it
+	// (default 24h), so a fleet of short-lived names does not grow the registry forever.
+	EvictedRetention time.Duration
 	// ReaperInterval is how often the reaper looks and writes the registry batch
 	// (default: a third of StaleAfter, at most one heartbeat interval).
 	ReaperInterval time.Duration
@@ -52,6 +55,9 @@ func (c Config) WithDefaults() Config {
 	if c.EvictGrace == 0 {
 		c.EvictGrace = 60 * time.Second
 	}
+	if c.EvictedRetention == 0 {
+		c.EvictedRetention = 24 * time.Hour
+	}
 	if c.ReaperInterval == 0 {
 		c.ReaperInterval = min(c.StaleAfter/3, c.HeartbeatInterval)
 	}
@@ -70,6 +76,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("staleAfter %v: must be at least %v", c.StaleAfter, StaleAfterMin)
 	case c.EvictGrace <= 0 || (short && c.EvictGrace < EvictGraceMin):
 		return fmt.Errorf("evictGrace %v: must be at least %v", c.EvictGrace, EvictGraceMin)
+	case c.EvictedRetention <= 0:
+		return fmt.Errorf("evictedRetention %v: must be positive", c.EvictedRetention)
 	case c.ReaperInterval <= 0 || c.ReaperInterval > c.StaleAfter:
 		return fmt.Errorf("reaperInterval %v: must be in (0, staleAfter]", c.ReaperInterval)
 	}
