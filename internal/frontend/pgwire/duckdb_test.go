@@ -3,9 +3,13 @@ package pgwire_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/queryflux/queryflux/internal/demo"
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 func demoServer(t *testing.T) string {
@@ -61,4 +65,48 @@ func TestPGXOnDemo(t *testing.T) {
 	if rows.Err() != nil || count != 500 {
 		t.Fatalf("streamed %d rows: %v", count, rows.Err())
 	}
+}
+
+// TestSessionSettingsAnsweredLocally: what JDBC and others send at connect works on DuckDB,
+// which has no such settings, and application_name changes what the backend is told.
+func TestSessionSettingsAnsweredLocally(t *testing.T) {
+	e, err := demo.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	rec := &recordingBackend{oneEngine: &oneEngine{e: e}}
+	addr := startServer(t, rec, pgwireTrustAll())
+	c := connect(t, proxyURL(addr, "alice"))
+	ctx := context.Background()
+	for _, sql := range []string{"SET extra_float_digits = 3", "set application_name to 'report-tool'", "SET client_encoding = 'UTF8'", "SET DateStyle = ISO"} {
+		for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeExec} {
+			if tag, err := c.Exec(ctx, sql, mode); err != nil || tag.String() != "SET" {
+				t.Fatalf("%s: tag %q err %v", sql, tag, err)
+			}
+		}
+	}
+	if _, err := c.Exec(ctx, "SET client_encoding = 'LATIN1'"); err == nil {
+		t.Fatal("LATIN1 client_encoding accepted")
+	}
+	if got := c.PgConn().ParameterStatus("application_name"); got != "report-tool" {
+		t.Fatalf("application_name status %q", got)
+	}
+	var n int
+	if err := c.QueryRow(ctx, "select count(*) from customers").Scan(&n); err != nil || n != 200 {
+		t.Fatalf("count: %d %v", n, err)
+	}
+	if got := rec.last.Load().Headers["application_name"]; got != "report-tool" {
+		t.Fatalf("backend saw application_name %q", got)
+	}
+}
+
+type recordingBackend struct {
+	*oneEngine
+	last atomic.Pointer[query.Request]
+}
+
+func (b *recordingBackend) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	b.last.Store(q)
+	return b.oneEngine.Execute(ctx, q)
 }

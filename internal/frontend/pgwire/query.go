@@ -80,6 +80,10 @@ func (c *conn) startPortal(p *portal) error {
 		return nil
 	}
 	p.started = true
+	if rows, local, err := c.localStatement(p.stmt.sql); local {
+		p.rows = rows
+		return err
+	}
 	if !c.srv.backend.Ready() {
 		return query.ErrNotConfigured
 	}

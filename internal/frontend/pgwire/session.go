@@ -1,0 +1,54 @@
+package pgwire
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Client-protocol settings drivers send at connect (JDBC: extra_float_digits, application_name;
+// others: client_encoding, DateStyle). They describe the wire session, which this frontend owns:
+// passing them to a pooled engine would land them on an arbitrary connection, and engines
+// such as DuckDB reject them. So they are answered here.
+var sessionSettings = map[string]bool{
+	"extra_float_digits": true, "application_name": true, "client_encoding": true, "datestyle": true,
+	"intervalstyle": true, "client_min_messages": true, "standard_conforming_strings": true, "bytea_output": true,
+}
+
+var setRe = regexp.MustCompile(`(?is)^set\s+(?:session\s+)?([a-z_]+)\s*(?:=|\bto\b)\s*(.*?)\s*;?\s*$`)
+
+// localStatement answers sql itself when it only sets a client-protocol setting.
+func (c *conn) localStatement(sql string) (query.Rows, bool, error) {
+	m := setRe.FindStringSubmatch(sql)
+	if m == nil {
+		return nil, false, nil
+	}
+	name := strings.ToLower(m[1])
+	if !sessionSettings[name] {
+		return nil, false, nil
+	}
+	value := strings.Trim(m[2], `'"`)
+	switch name {
+	case "client_encoding":
+		if v := strings.ToUpper(strings.ReplaceAll(value, "-", "")); v != "UTF8" && v != "UNICODE" {
+			return nil, true, &query.Error{Code: "0A000", Message: "only UTF8 client_encoding is supported"}
+		}
+		c.be.Send(&pgproto3.ParameterStatus{Name: "client_encoding", Value: "UTF8"})
+	case "bytea_output":
+		if !strings.EqualFold(value, "hex") {
+			return nil, true, &query.Error{Code: "0A000", Message: "only hex bytea_output is supported"}
+		}
+	case "standard_conforming_strings":
+		if !strings.EqualFold(value, "on") {
+			return nil, true, &query.Error{Code: "0A000", Message: "standard_conforming_strings is always on"}
+		}
+	case "application_name":
+		c.startup["application_name"] = value
+		c.be.Send(&pgproto3.ParameterStatus{Name: "application_name", Value: value})
+	}
+	return engine.TagRows("SET"), true, nil
+}
