@@ -9,6 +9,7 @@
 package mysqlwire
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -209,8 +210,9 @@ func (s *Server) serveConn(nc net.Conn) {
 	}()
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String()}
-	c, err := s.srv.NewCustomizedConn(nc, &authenticator{s: s, remote: nc.RemoteAddr()}, h)
+	buffered := newFlushOnReadConn(nc)
+	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered}
+	c, err := s.srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr()}, h)
 	if err != nil {
 		s.log.Debug("mysqlwire: handshake failed", "remote", h.remote, "err", err)
 		return
@@ -263,4 +265,30 @@ func isLoopback(a net.Addr) bool {
 		return true
 	}
 	return false
+}
+
+// flushOnReadConn buffers writes and flushes them before every read (and on close), so a
+// resultset's packets leave in a few segments instead of one syscall per packet, and nothing
+// is held back when the server turns to wait for the client.
+type flushOnReadConn struct {
+	net.Conn
+	w *bufio.Writer
+}
+
+func newFlushOnReadConn(c net.Conn) *flushOnReadConn {
+	return &flushOnReadConn{Conn: c, w: bufio.NewWriterSize(c, 32<<10)}
+}
+
+func (c *flushOnReadConn) Write(p []byte) (int, error) { return c.w.Write(p) }
+
+func (c *flushOnReadConn) Read(p []byte) (int, error) {
+	if err := c.w.Flush(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *flushOnReadConn) Close() error {
+	c.w.Flush()
+	return c.Conn.Close()
 }

@@ -21,6 +21,7 @@ type session struct {
 	conn   *server.Conn // nil during the handshake
 	remote string
 	db     string
+	out    *flushOnReadConn // flushed after each batch, so slow results still stream
 }
 
 // written is returned to go-mysql after the session wrote the whole response itself: a
@@ -183,6 +184,9 @@ func (h *session) writeRows(rows query.Rows, binary bool) error {
 			return h.writeErrorPacket(toMySQLError(err))
 		}
 		if err := h.writeBatch(batch, cols, binary, &buf); err != nil {
+			return err
+		}
+		if err := h.out.w.Flush(); err != nil {
 			return err
 		}
 	}

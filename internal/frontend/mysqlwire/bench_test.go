@@ -1,0 +1,45 @@
+package mysqlwire
+
+import (
+	"database/sql"
+	"testing"
+
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/mytest"
+)
+
+// The added latency of the proxy: SELECT 1 through go-sql-driver straight to MariaDB, and
+// through the MySQL wire frontend (→ backend → MySQL engine → MariaDB).
+//
+//	go test -run '^$' -bench Select1 ./internal/frontend/mysqlwire/
+
+func benchSelect1(b *testing.B, d *sql.DB) {
+	d.SetMaxIdleConns(1)
+	var n int
+	if err := d.QueryRow("SELECT 1").Scan(&n); err != nil { // warm the connection
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := d.QueryRow("SELECT 1").Scan(&n); err != nil || n != 1 {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSelect1DirectMariaDB(b *testing.B) {
+	dsn, _ := mytest.NewDatabase(b)
+	d, err := sql.Open("mysql", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	benchSelect1(b, d)
+}
+
+func BenchmarkSelect1ThroughMySQLWire(b *testing.B) {
+	eng, _, name := frontendtest.MariaDB(b)
+	addr := startServer(b, frontendtest.NewBackend(eng), Options{})
+	d := openDB(b, addr, testUser, "", name, "")
+	benchSelect1(b, d)
+}
