@@ -140,6 +140,8 @@ func groupSpec(g config.ClusterGroup) GroupSpec {
 		Name: g.Name, Strategy: g.Strategy, MaxQueuedQueries: g.MaxQueuedQueries,
 		CapacityWaitTimeout: time.Duration(g.CapacityWaitTimeoutSecs) * time.Second,
 		QueryTimeout:        time.Duration(g.QueryTimeoutSecs) * time.Second,
+		ReadOnly:            g.ReadOnly,
+		BlockedStatements:   g.BlockedStatements,
 		ConfigHash:          hashJSON(g),
 	}
 	if gs.MaxQueuedQueries == 0 {

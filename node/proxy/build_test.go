@@ -24,7 +24,7 @@ func testConfig() *config.Config {
 			{Name: "main", Members: []string{"pg1", "pg2"}, Strategy: config.StrategyWeighted, Weights: map[string]int{"pg1": 3},
 				Cache: config.GroupCache{Enabled: true}},
 			{Name: "etl", Members: []string{"pg1::etl", "off"}, MaxQueuedQueries: 7, CapacityWaitTimeoutSecs: 9},
-			{Name: "bi", Members: []string{"pg2"}},
+			{Name: "bi", Members: []string{"pg2"}, ReadOnly: true, BlockedStatements: []string{"create table"}},
 			{Name: "vip", Members: []string{"pg2"}},
 			{Name: "scripted", Members: []string{"pg2"}},
 		},
@@ -85,6 +85,9 @@ func TestBuildFromConfig(t *testing.T) {
 	if main.maxQueued != DefaultMaxQueuedQueries || main.waitTimeout != DefaultCapacityWaitTimeout ||
 		main.cache.TTL != DefaultCacheTTL || main.members[0].weight != 3 || main.members[1].weight != 1 {
 		t.Fatalf("main group defaults: %+v", main)
+	}
+	if bi := rt.groups["bi"]; !bi.readOnly || len(bi.blocked) != 1 || bi.blocked[0] != "create table" {
+		t.Fatalf("bi guardrails not mapped: %+v", bi)
 	}
 	if rt.groups["bi"].cache.TTL != 0 {
 		t.Fatal("cache must be off unless enabled")

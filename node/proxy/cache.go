@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // The result cache keeps finished results as Arrow IPC streams. An entry's key holds the
@@ -107,7 +108,7 @@ func (c *resultCache) size() (int, int64) {
 // cacheKey returns the key for req in group, or ok=false if its result must not be cached.
 func cacheKey(req *query.Request, group string, fingerprint uint64) (string, bool) {
 	sql := NormalizeSQL(req.SQL)
-	if !Cacheable(sql) {
+	if !Cacheable(req.SQL, req.Protocol) {
 		return "", false
 	}
 	var b strings.Builder
@@ -149,15 +150,25 @@ func NormalizeSQL(sql string) string {
 
 var (
 	readOnlyStart = regexp.MustCompile(`^(?i)\(?\s*(select|with|values|table)\b`)
-	// Functions and keywords whose result changes between runs, and words that mean the
-	// statement writes. Conservative: a match anywhere (even inside a literal) skips the cache.
-	uncacheableWord = regexp.MustCompile(`(?i)\b(now|random|rand|uuid|gen_random_uuid|uuid_generate_v[14]|newid|current_timestamp|current_time|current_date|localtime|localtimestamp|sysdate|systimestamp|getdate|clock_timestamp|statement_timestamp|transaction_timestamp|timeofday|unix_timestamp|utc_timestamp|utc_date|utc_time|curdate|curtime|setseed|nextval|currval|lastval|last_insert_id|row_count|found_rows|connection_id|pg_backend_pid|txid_current|current_user|session_user|user|insert|update|delete|merge|into|for\s+update|for\s+share|lock)\b`)
+	// What sqltok's non-deterministic list leaves out: values that depend on the session's user
+	// (the cache key has no user), and words that mean the statement writes or locks.
+	// Conservative: a match anywhere (even inside a literal) skips the cache.
+	uncacheableWord = regexp.MustCompile(`(?i)\b(current_user|session_user|current_role|user|row_count|found_rows|insert|update|delete|merge|into|for\s+update|for\s+share|for\s+no\s+key\s+update|for\s+key\s+share|lock)\b`)
 )
 
-// Cacheable reports whether a normalized statement is a read whose result depends only on the
-// data: SELECT / WITH / VALUES / TABLE without non-deterministic functions or writes.
-func Cacheable(normalized string) bool {
-	return readOnlyStart.MatchString(normalized) && !uncacheableWord.MatchString(normalized)
+// Cacheable reports whether sql (in the dialect of protocol) is a single read whose result
+// depends only on the data: one SELECT / WITH ... SELECT / VALUES / TABLE statement, calling no
+// non-deterministic function (sqltok's list), and none of the words above. The word check is
+// deliberately blunt: a false "no" costs a cache miss, a false "yes" serves a wrong answer.
+func Cacheable(sql, protocol string) bool {
+	d := sqltok.DialectForProtocol(protocol)
+	stmts := sqltok.SplitDialect(sql, d)
+	if len(stmts) != 1 || sqltok.StatementKindDialect(stmts[0], d) != sqltok.KindSelect ||
+		sqltok.IsNonDeterministicDialect(stmts[0], d) {
+		return false
+	}
+	n := NormalizeSQL(stmts[0])
+	return readOnlyStart.MatchString(n) && !uncacheableWord.MatchString(n)
 }
 
 // cacheFill tees a streamed result into an IPC buffer, giving up once it passes the entry limit.

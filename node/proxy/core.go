@@ -270,12 +270,15 @@ func (c *Core) admit(ctx context.Context, rt *Runtime, req *query.Request, id st
 	}, nil
 }
 
-// checkRouted returns the routed group, or the error that refuses the query: no route, or the
-// Check hook's verdict.
+// checkRouted returns the routed group, or the error that refuses the query: no route, the
+// group's readOnly / blockedStatements, or the Check hook's verdict.
 func (c *Core) checkRouted(req *query.Request, rt *Runtime, dec Decision) (*group, error) {
 	g := rt.groups[dec.Group]
 	if g == nil {
 		return nil, &query.Error{Code: query.CodeNoRoute, Message: "no routing rule matched and no routingFallback is set"}
+	}
+	if err := checkStatements(g, req); err != nil {
+		return nil, err
 	}
 	if c.check != nil {
 		if err := c.check(req, g.name); err != nil {

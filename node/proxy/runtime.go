@@ -53,6 +53,10 @@ type GroupSpec struct {
 	QueryTimeout time.Duration
 	// Cache is the group's result cache; a zero TTL disables it.
 	Cache CacheSpec
+	// ReadOnly refuses statements that write or change schema (see readOnlyAllows).
+	ReadOnly bool
+	// BlockedStatements refuses statements by leading words or kind ("drop", "ddl", "delete").
+	BlockedStatements []string
 	// ConfigHash identifies the group's configuration (Build hashes the config entry).
 	ConfigHash uint64
 }
@@ -118,6 +122,8 @@ type group struct {
 	waitTimeout time.Duration
 	timeout     time.Duration
 	cache       CacheSpec
+	readOnly    bool
+	blocked     []string
 	fingerprint uint64
 	cursor      atomic.Uint64
 }
@@ -204,7 +210,8 @@ func addGroup(rt *Runtime, g GroupSpec) error {
 		return fmt.Errorf("cluster group %q: cache ttl and sizes must be >= 0", g.Name)
 	}
 	gr := &group{name: g.Name, strategy: strategy, maxQueued: g.MaxQueuedQueries,
-		waitTimeout: g.CapacityWaitTimeout, timeout: g.QueryTimeout, cache: g.Cache}
+		waitTimeout: g.CapacityWaitTimeout, timeout: g.QueryTimeout, cache: g.Cache,
+		readOnly: g.ReadOnly, blocked: g.BlockedStatements}
 	if gr.cache.MaxEntryBytes == 0 {
 		gr.cache.MaxEntryBytes = gr.cache.MaxBytes
 	}

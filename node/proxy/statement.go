@@ -1,0 +1,98 @@
+package proxy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// headWordsMax is how many leading words of a statement blockedStatements entries can name
+// ("drop", "create table", "alter table add").
+const headWordsMax = 3
+
+// statement is one statement of a request, as guardrails and the cache see it.
+type statement struct {
+	kind sqltok.Kind
+	head []string // leading keywords, lower-cased
+}
+
+// statementsOf splits sql with the lexical rules of the request's protocol and classifies each
+// statement.
+func statementsOf(req *query.Request) []statement {
+	d := sqltok.DialectForProtocol(req.Protocol)
+	var out []statement
+	for _, s := range sqltok.SplitDialect(req.SQL, d) {
+		st := statement{kind: sqltok.StatementKindDialect(s, d)}
+		for _, t := range sqltok.Tokenize(s, d) {
+			if len(st.head) == headWordsMax || (t.Significant() && t.Kind != sqltok.Word) {
+				break
+			}
+			if t.Kind == sqltok.Word {
+				st.head = append(st.head, strings.ToLower(t.Text))
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// readOnlyAllows reports whether a read-only group may run st: reads, session settings and
+// transaction control. EXPLAIN ANALYZE runs its statement, so only plain EXPLAIN passes.
+// Anything unclassified (CALL, COPY, DO...) is refused.
+func readOnlyAllows(st statement) bool {
+	switch st.kind {
+	case sqltok.KindSelect, sqltok.KindShow, sqltok.KindSet, sqltok.KindTransaction:
+		return true
+	case sqltok.KindExplain:
+		return len(st.head) < 2 || st.head[1] != "analyze"
+	}
+	return false
+}
+
+// blockedBy returns the blockedStatements entry that st matches, or "". An entry matches the
+// statement's leading words ("drop", "create table") or its kind ("ddl", "delete", "insert",
+// "update", "set", "transaction"...), so "delete" also catches WITH ... DELETE.
+func blockedBy(st statement, blocked []string) string {
+	for _, b := range blocked {
+		words := strings.Fields(b)
+		if len(words) == 1 && words[0] == st.kind.String() && st.kind != sqltok.KindOther {
+			return b
+		}
+		if len(words) <= len(st.head) && slicesEqual(words, st.head[:len(words)]) {
+			return b
+		}
+	}
+	return ""
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// checkStatements enforces a group's readOnly and blockedStatements on every statement of req.
+func checkStatements(g *group, req *query.Request) error {
+	if !g.readOnly && len(g.blocked) == 0 {
+		return nil
+	}
+	for _, st := range statementsOf(req) {
+		if g.readOnly && !readOnlyAllows(st) {
+			return &query.Error{Code: query.CodeAccessDenied,
+				Message: fmt.Sprintf("cluster group %s is read-only: %s statements are not allowed", g.name, st.kind)}
+		}
+		if b := blockedBy(st, g.blocked); b != "" {
+			return &query.Error{Code: query.CodeAccessDenied,
+				Message: fmt.Sprintf("%q statements are blocked in cluster group %s", b, g.name)}
+		}
+	}
+	return nil
+}

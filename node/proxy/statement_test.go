@@ -1,0 +1,95 @@
+package proxy
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+func TestReadOnlyAndBlockedStatements(t *testing.T) {
+	cases := []struct {
+		sql      string
+		readOnly bool
+		blocked  []string
+		refused  bool
+	}{
+		{"select 1", true, nil, false},
+		{"show tables", true, nil, false},
+		{"explain select 1", true, nil, false},
+		{"EXPLAIN ANALYZE delete from t", true, nil, true},
+		{"set search_path = x", true, nil, false},
+		{"begin", true, nil, false},
+		{"insert into t values (1)", true, nil, true},
+		{"with d as (select 1) delete from t", true, nil, true},
+		{"select 1; drop table t", true, nil, true},
+		{"call proc()", true, nil, true},
+		{"drop table t", false, []string{"drop"}, true},
+		{"DROP TABLE t", false, []string{"drop"}, true},
+		{"create table t (a int)", false, []string{"create table"}, true},
+		{"create view v as select 1", false, []string{"create table"}, false},
+		{"truncate t", false, []string{"ddl"}, true},
+		{"with d as (select 1) delete from t", false, []string{"delete"}, true},
+		{"select 'drop table t'", false, []string{"drop"}, false},
+		{"/* drop */ select 1", false, []string{"drop"}, false},
+		{"update t set a = 1", false, []string{"drop", "delete"}, false},
+		{"select 1", false, nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sql, func(t *testing.T) {
+			h := newHarness(t)
+			spec := oneGroup(RoundRobin, 0, 0, cl("a", 1, &fakeEngine{rows: 1}))
+			spec.Groups[0].ReadOnly, spec.Groups[0].BlockedStatements = tc.readOnly, tc.blocked
+			h.activate(spec)
+			eng := spec.Clusters[0].Engine.(*fakeEngine)
+			_, err := h.run(t.Context(), sel(tc.sql))
+			var qe *query.Error
+			refused := errors.As(err, &qe) && qe.Code == query.CodeAccessDenied
+			if refused != tc.refused {
+				t.Fatalf("refused=%v (err %v), want %v", refused, err, tc.refused)
+			}
+			if tc.refused && eng.executes.Load() != 0 {
+				t.Fatal("a refused statement reached the engine")
+			}
+		})
+	}
+}
+
+func TestCacheableUsesTheTokenizer(t *testing.T) {
+	cases := []struct {
+		sql  string
+		want bool
+	}{
+		{"select * from t", true},
+		{"with x as (select 1) select * from x", true},
+		{"values (1), (2)", true},
+		{"select 1; drop table t", false},
+		{"select 1; select 2", false},
+		{"select now()", false},
+		{"select t.now from t", true},
+		{"select current_user", false},
+		{"select * from t for update", false},
+		{"select * into t2 from t", false},
+		{"show tables", false},
+		{"explain select 1", false},
+	}
+	for _, tc := range cases {
+		if got := Cacheable(tc.sql, query.ProtocolPostgres); got != tc.want {
+			t.Errorf("Cacheable(%q) = %v, want %v", tc.sql, got, tc.want)
+		}
+	}
+}
+
+func TestMultiStatementNotCached(t *testing.T) {
+	h := newHarness(t)
+	ea := &fakeEngine{rows: 1}
+	h.activate(cacheSpec(ea, &fakeEngine{rows: 1}, 1, 1))
+	for i := 0; i < 2; i++ {
+		if _, err := h.run(t.Context(), sel("select 1; drop table t")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ea.executes.Load() != 2 {
+		t.Fatal("a multi-statement request was answered from the cache")
+	}
+}
