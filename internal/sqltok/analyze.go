@@ -114,7 +114,54 @@ func StatementKindDialect(sql string, d Dialect) Kind {
 	if first == "start" && !(i+1 < len(toks) && strings.EqualFold(toks[i+1].Text, "transaction")) {
 		return KindOther
 	}
+	if k == KindExplain {
+		return explainKind(toks[i+1:])
+	}
 	return k
+}
+
+// explainKind classifies what follows EXPLAIN. EXPLAIN ANALYZE runs its statement (in
+// PostgreSQL, MySQL and Trino alike), so it is that statement's kind: EXPLAIN ANALYZE DELETE
+// is a delete. A plain EXPLAIN only plans, and is KindExplain.
+func explainKind(toks []Token) Kind {
+	analyze, depth := false, 0
+	for i, t := range toks {
+		w := strings.ToLower(t.Text)
+		switch {
+		case t.Text == "(":
+			depth++
+		case t.Text == ")":
+			depth--
+		case t.Kind == Word && (w == "analyze" || w == "analyse"):
+			analyze = !(depth > 0 && i+1 < len(toks) && isFalse(toks[i+1].Text))
+		case depth == 0 && t.Kind == Word && w != "verbose" && w != "format" && w != "plan" && w != "query":
+			if k, ok := leadingKinds[w]; ok && k != KindExplain || w == "with" {
+				if !analyze {
+					return KindExplain
+				}
+				return StatementKindTokens(toks[i:])
+			}
+		}
+	}
+	return KindExplain
+}
+
+func isFalse(s string) bool {
+	switch strings.ToLower(s) {
+	case "false", "off", "0":
+		return true
+	}
+	return false
+}
+
+// StatementKindTokens classifies a statement given as its significant tokens.
+func StatementKindTokens(toks []Token) Kind {
+	var sb strings.Builder
+	for _, t := range toks {
+		sb.WriteString(t.Text)
+		sb.WriteByte(' ')
+	}
+	return StatementKind(sb.String())
 }
 
 // StatementKinds classifies every statement of sql (Generic dialect), in order: a guardrail
