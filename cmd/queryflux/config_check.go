@@ -42,18 +42,19 @@ func serveWorkerConfig(ctx context.Context, d *Daemon, cp *controlplane.ControlP
 	srv := controlplane.NewConfigServer(d.Env, secs(q.ControlPlane.PollTimeoutSecs))
 	srv.Mount(cp)
 	wake := d.Env.NewSignal()
+	creds := snapshot.CredentialsMode(q.WorkerAPI.Credentials)
 	var source controlplane.ConfigSource
 	if d.Pool != nil && len(d.Config.Clusters) == 0 && len(d.Config.ClusterGroups) == 0 {
 		pg := pgconfig.New(d.Pool)
 		source = func(ctx context.Context) (*snapshot.WorkerSnapshotV1, error) {
-			return pg.Snapshot(ctx, q, snapshot.Options{ConfirmedAt: d.Env.Now()})
+			return pg.Snapshot(ctx, q, snapshot.Options{Credentials: creds, ConfirmedAt: d.Env.Now()})
 		}
 		go listenForConfig(ctx, d, pg, wake.Notify)
 		d.Logger.Info("config: serving workers the configuration stored in Postgres")
 	} else {
 		cfg := d.Config
 		source = func(context.Context) (*snapshot.WorkerSnapshotV1, error) {
-			return snapshot.Build(cfg, snapshot.Options{ConfirmedAt: d.Env.Now()})
+			return snapshot.Build(cfg, snapshot.Options{Credentials: creds, ConfirmedAt: d.Env.Now()})
 		}
 		d.Logger.Info("config: serving workers the configuration file's clusters and groups")
 	}

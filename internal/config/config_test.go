@@ -324,3 +324,13 @@ func TestDefaultsAreIdempotent(t *testing.T) {
 		t.Fatalf("empty config should compile: %v", err)
 	}
 }
+
+func TestWorkerAPICredentialsMode(t *testing.T) {
+	cfg := mustParse(t, "queryflux: {workerApi: {credentials: plain}}\n")
+	if got := paths(Validate(cfg)); !slices.Equal(got, []string{"queryflux.workerApi.credentials"}) {
+		t.Fatalf("got %v", got)
+	}
+	if cfg := mustParse(t, "{}"); cfg.QueryFlux.WorkerAPI.Credentials != CredentialsEmbedded {
+		t.Fatalf("default %q", cfg.QueryFlux.WorkerAPI.Credentials)
+	}
+}

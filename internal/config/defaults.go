@@ -29,6 +29,7 @@ func ApplyDefaults(cfg *Config) {
 		setDefault(&q.Coordination.Mode, CoordinationControlPlane)
 	}
 	setDefault(&q.Coordination.Mode, CoordinationLocal)
+	setDefault(&q.WorkerAPI.Credentials, CredentialsEmbedded)
 	setDefault(&q.Coordination.OnUnavailable, OnUnavailableFailClosed)
 	setDefault(&q.Coordination.Queue, QueueRetry)
 	setDefault(&q.Coordination.LeaseTTLSecs, DefaultLeaseTTLSecs)

@@ -76,10 +76,19 @@ type AdminAPI struct {
 }
 
 // WorkerAPI is the control-plane side of the worker API (standalone/controlPlane roles).
+// Credentials says whether worker snapshots carry cluster passwords and tokens: "embedded"
+// (default) or "stripped" (workers then bring their own).
 type WorkerAPI struct {
-	Enabled bool   `yaml:"enabled" json:"enabled"`
-	Secret  Secret `yaml:"secret" json:"secret"`
+	Enabled     bool   `yaml:"enabled" json:"enabled"`
+	Secret      Secret `yaml:"secret" json:"secret"`
+	Credentials string `yaml:"credentials" json:"credentials"`
 }
+
+// Snapshot credentials modes (queryflux.workerApi.credentials).
+const (
+	CredentialsEmbedded = "embedded"
+	CredentialsStripped = "stripped"
+)
 
 // ControlPlane is how a worker reaches its control plane.
 type ControlPlane struct {

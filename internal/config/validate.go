@@ -75,6 +75,7 @@ func (v *validator) queryflux(q QueryFlux) {
 			v.add(p+".workerApi.secret", "required when the worker API is enabled")
 		}
 	}
+	v.oneOf(p+".workerApi.credentials", q.WorkerAPI.Credentials, CredentialsEmbedded, CredentialsStripped)
 	v.controlPlane(p+".controlPlane", q)
 	v.coordination(p+".coordination", q)
 	v.positive(p+".historyUplink.flushIntervalSecs", int64(q.HistoryUplink.FlushIntervalSecs))

@@ -33,8 +33,8 @@ type CredentialsMode string
 
 // Credentials modes.
 const (
-	Embedded CredentialsMode = "embedded" // the default: workers log in to clusters themselves
-	Stripped CredentialsMode = "stripped" // passwords and tokens left out; workers bring their own
+	Embedded CredentialsMode = config.CredentialsEmbedded // the default: workers log in to clusters themselves
+	Stripped CredentialsMode = config.CredentialsStripped // passwords and tokens left out; workers bring their own
 )
 
 // Translation failure policies (from config.Translation.ErrorOnUnsupported).
