@@ -76,6 +76,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[net.Conn]struct{}
+	sessions  map[uint32]*session // by connection id, for KILL
 	closed    bool
 	wg        sync.WaitGroup
 }
@@ -116,6 +117,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 		cancel:    cancel,
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[net.Conn]struct{}{},
+		sessions:  map[uint32]*session{},
 	}
 	return s, nil
 }
@@ -211,13 +213,21 @@ func (s *Server) serveConn(nc net.Conn) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	buffered := newFlushOnReadConn(nc)
-	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered}
+	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc}
 	c, err := s.srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr()}, h)
 	if err != nil {
 		s.log.Debug("mysqlwire: handshake failed", "remote", h.remote, "err", err)
 		return
 	}
 	h.conn = c
+	s.mu.Lock()
+	s.sessions[c.ConnectionID()] = h
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.sessions, c.ConnectionID())
+		s.mu.Unlock()
+	}()
 	for !c.Closed() {
 		if err := c.HandleCommand(); err != nil {
 			return

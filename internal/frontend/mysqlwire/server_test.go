@@ -8,7 +8,9 @@ import (
 	"net"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
@@ -41,7 +43,18 @@ func startServer(t testing.TB, backend query.Backend, opts Options) string {
 	}
 	go s.Serve(l)
 	t.Cleanup(func() { s.Close() })
+	testServers.Store(l.Addr().String(), s)
 	return l.Addr().String()
+}
+
+var testServers sync.Map // addr → *Server
+
+func serverOf(t testing.TB, addr string) *Server {
+	s, ok := testServers.Load(addr)
+	if !ok {
+		t.Fatalf("no server at %s", addr)
+	}
+	return s.(*Server)
 }
 
 // mariaBackend is a backend over the MySQL engine on a fresh MariaDB database.
@@ -347,5 +360,59 @@ func TestArrowTypesToMySQL(t *testing.T) {
 	wantNames := "TINYINT TINYINT SMALLINT INT BIGINT UNSIGNED TINYINT UNSIGNED SMALLINT UNSIGNED INT UNSIGNED BIGINT FLOAT DOUBLE DECIMAL VARCHAR BLOB DATE DATETIME TIMESTAMP TIME NULL"
 	if strings.Join(names, " ") != wantNames {
 		t.Fatalf("column types\n got %s\nwant %s", strings.Join(names, " "), wantNames)
+	}
+}
+
+func TestKillQueryCancelsStatement(t *testing.T) {
+	backend, dbName := mariaBackend(t)
+	addr := startServer(t, backend, Options{})
+	d := openDB(t, addr, testUser, "", dbName, "")
+	d.SetMaxOpenConns(2)
+	conn, err := d.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The proxy's connection id (from its handshake) is not MariaDB's CONNECTION_ID(), and
+	// go-sql-driver does not expose it: find the running session through the server.
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := conn.ExecContext(context.Background(), "SELECT SLEEP(30)")
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	var sessionID uint32
+	s := serverOf(t, addr)
+	s.mu.Lock()
+	for cid, h := range s.sessions {
+		h.mu.Lock()
+		if h.cancel != nil {
+			sessionID = cid
+		}
+		h.mu.Unlock()
+	}
+	s.mu.Unlock()
+	if sessionID == 0 {
+		t.Fatal("no running session found")
+	}
+	if _, err := d.Exec(fmt.Sprintf("KILL QUERY %d", sessionID)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1317 {
+			t.Fatalf("killed statement: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("KILL QUERY did not stop the statement")
+	}
+	if time.Since(start) > 15*time.Second {
+		t.Fatal("too slow")
+	}
+	var me *mysql.MySQLError
+	if _, err := d.Exec("KILL QUERY 999999"); !errors.As(err, &me) || me.Number != 1094 {
+		t.Fatalf("unknown id: %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package mysqlwire
 import (
 	"context"
 	"io"
+	"net"
+	"sync"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,6 +24,10 @@ type session struct {
 	remote string
 	db     string
 	out    *flushOnReadConn // flushed after each batch, so slow results still stream
+	raw    net.Conn         // the client connection, for KILL CONNECTION
+
+	mu     sync.Mutex
+	cancel context.CancelFunc // of the running statement, for KILL QUERY from another session
 }
 
 // written is returned to go-mysql after the session wrote the whole response itself: a
@@ -42,8 +48,8 @@ func (h *session) UseDB(db string) error {
 
 // HandleQuery handles COM_QUERY.
 func (h *session) HandleQuery(sql string) (*mysql.Result, error) {
-	if r, ok := h.local(sql); ok {
-		return r, nil
+	if r, err, ok := h.local(sql); ok {
+		return r, err
 	}
 	if !h.s.backend.Ready() {
 		return nil, errNotConfigured
@@ -102,16 +108,26 @@ func (h *session) run(sql string, args []any, binary bool) (*mysql.Result, error
 		ClientAddr: h.remote,
 		Headers:    h.attributes(),
 	}
-	rows, err := h.s.backend.Execute(h.ctx, req)
+	ctx, cancel := context.WithCancel(h.ctx)
+	h.mu.Lock()
+	h.cancel = cancel
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.cancel = nil
+		h.mu.Unlock()
+		cancel()
+	}()
+	rows, err := h.s.backend.Execute(ctx, req)
 	if err != nil {
 		h.writeError(err)
 		return written(), nil
 	}
 	defer rows.Close()
 	if rows.Schema() == nil {
-		return h.finishNoRows(rows)
+		return h.finishNoRows(ctx, rows)
 	}
-	if err := h.writeRows(rows, binary); err != nil {
+	if err := h.writeRows(ctx, rows, binary); err != nil {
 		return nil, err // the connection is broken; go-mysql closes it
 	}
 	return written(), nil
@@ -131,9 +147,9 @@ func (h *session) attributes() map[string]string {
 	return out
 }
 
-func (h *session) finishNoRows(rows query.Rows) (*mysql.Result, error) {
+func (h *session) finishNoRows(ctx context.Context, rows query.Rows) (*mysql.Result, error) {
 	for {
-		_, err := rows.Next(h.ctx)
+		_, err := rows.Next(ctx)
 		if err == io.EOF {
 			break
 		}
@@ -157,7 +173,7 @@ func affectedRows(tag string) uint64 {
 
 // writeRows writes a resultset: column count, definitions, EOF, rows, then EOF (or an error
 // packet if the stream fails midway).
-func (h *session) writeRows(rows query.Rows, binary bool) error {
+func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) error {
 	schema := rows.Schema()
 	cols := make([]column, schema.NumFields())
 	for i, f := range schema.Fields() {
@@ -176,7 +192,7 @@ func (h *session) writeRows(rows query.Rows, binary bool) error {
 		return err
 	}
 	for {
-		batch, err := rows.Next(h.ctx)
+		batch, err := rows.Next(ctx)
 		if err == io.EOF {
 			return h.writeEOF()
 		}
@@ -348,25 +364,30 @@ func skipLine(sql string, i int) int {
 // Session statements answered by the proxy itself: it keeps no engine session, so SET has no
 // engine to reach, and clients ask these variables before any real query.
 var (
+	killStmt      = regexp.MustCompile(`(?is)^kill\s+(query\s+|connection\s+)?(\d+)\s*;?\s*$`)
 	useStmt       = regexp.MustCompile("(?is)^use\\s+`?([^`;\\s]+)`?\\s*;?\\s*$")
 	setStmt       = regexp.MustCompile(`(?is)^set\s`)
 	selectVarStmt = regexp.MustCompile(`(?is)^select\s+(@@[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*@@[\w.]+(?:\s+as\s+\w+)?)*)\s*(?:limit\s+\d+)?\s*;?\s*$`)
 	varItem       = regexp.MustCompile(`(?is)(@@[\w.]+)(?:\s+as\s+(\w+))?`)
 )
 
-func (h *session) local(sql string) (*mysql.Result, bool) {
+func (h *session) local(sql string) (*mysql.Result, error, bool) {
 	sql = strings.TrimSpace(sql)
 	if m := useStmt.FindStringSubmatch(sql); m != nil {
 		h.db = m[1]
-		return nil, true
+		return nil, nil, true
 	}
 	if setStmt.MatchString(sql) {
-		return nil, true
+		return nil, nil, true
+	}
+	if m := killStmt.FindStringSubmatch(sql); m != nil {
+		return nil, h.kill(m[2], strings.EqualFold(strings.TrimSpace(m[1]), "connection")), true
 	}
 	if selectVarStmt.MatchString(sql) {
-		return h.selectVars(sql)
+		r, ok := h.selectVars(sql)
+		return r, nil, ok
 	}
-	return nil, false
+	return nil, nil, false
 }
 
 func (h *session) selectVars(sql string) (*mysql.Result, bool) {
@@ -423,3 +444,26 @@ func (h *session) variable(name string) (any, bool) {
 }
 
 var _ server.Handler = (*session)(nil)
+
+// kill handles KILL [QUERY|CONNECTION] id for a session of the same user (the mariadb CLI
+// sends KILL QUERY on Ctrl-C): the running statement's context is cancelled, and for
+// CONNECTION the session's connection is closed.
+// It never reaches an engine, whose thread ids mean something else.
+func (h *session) kill(idText string, connection bool) error {
+	id, err := strconv.ParseUint(idText, 10, 32)
+	h.s.mu.Lock()
+	target := h.s.sessions[uint32(id)]
+	h.s.mu.Unlock()
+	if err != nil || target == nil || target.conn.GetUser() != h.conn.GetUser() {
+		return mysql.NewError(mysql.ER_NO_SUCH_THREAD, "Unknown thread id: "+idText)
+	}
+	target.mu.Lock()
+	if target.cancel != nil {
+		target.cancel()
+	}
+	target.mu.Unlock()
+	if connection && target != h {
+		target.raw.Close()
+	}
+	return nil
+}
