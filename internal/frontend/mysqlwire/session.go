@@ -4,10 +4,10 @@ import (
 	"context"
 	"io"
 	"net"
-	"sync"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/go-mysql-org/go-mysql/mysql"
