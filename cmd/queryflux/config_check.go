@@ -1,7 +1,7 @@
 package main
 
 // The configuration's part of the daemon (the CONFIG engineer's file):
-//   - `queryflux config check FILE`;
+//   - `queryflux config check FILE`, `config revision FILE` and `config import FILE` (into Postgres);
 //   - on a control plane, the worker snapshot endpoints (GET /worker/config, /worker/config/wait)
 //     fed from the YAML file, or from Postgres (pgconfig, woken by LISTEN/NOTIFY) when the file
 //     defines no clusters or groups and a database is configured;
@@ -12,7 +12,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/queryflux/queryflux/internal/config"
@@ -20,6 +23,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/worker"
+	"github.com/spf13/cobra"
 )
 
 // workerConfigApply run, in order, on every configuration a worker is about to swap in; the
@@ -31,7 +35,9 @@ var workerConfigApply []func(ctx context.Context, d *Daemon, cfg *config.Config,
 var workerConfigSyncs []func(d *Daemon, s *worker.ConfigSync)
 
 func init() {
-	rootCmd.AddCommand(config.NewConfigCommand())
+	cmd := config.NewConfigCommand()
+	cmd.AddCommand(newConfigImportCommand(), newConfigRevisionCommand())
+	rootCmd.AddCommand(cmd)
 	controlPlaneHooks = append(controlPlaneHooks, serveWorkerConfig)
 	workerHooks = append(workerHooks, syncWorkerConfig)
 }
@@ -102,4 +108,78 @@ func syncWorkerConfig(ctx context.Context, d *Daemon, w *worker.Worker) error {
 	}
 	d.Env.Go(ctx, "config-sync", func(ctx context.Context) { _ = s.Run(ctx) })
 	return nil
+}
+
+// newConfigRevisionCommand prints the worker-snapshot revision of a file's configuration, to
+// compare with the revisions workers report (queryflux workers list).
+func newConfigRevisionCommand() *cobra.Command {
+	var stripped bool
+	cmd := &cobra.Command{
+		Use:   "revision FILE",
+		Short: "Print the worker snapshot revision of a configuration file",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := config.Load(args[0])
+			if err != nil {
+				return err
+			}
+			mode := snapshot.Embedded
+			if stripped {
+				mode = snapshot.Stripped
+			}
+			snap, err := snapshot.Build(cfg, snapshot.Options{Credentials: mode})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), snap.Revision)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&stripped, "stripped", false, "the revision of the snapshot without credentials")
+	return cmd
+}
+
+// newConfigImportCommand stores a file's clusters, groups, routers and settings in the control
+// plane's database, replacing what is there, if the file compiles. Control planes serving that
+// database pick the change up through LISTEN/NOTIFY.
+func newConfigImportCommand() *cobra.Command {
+	var databaseURL string
+	cmd := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Replace the configuration stored in Postgres with a file's (clusters, groups, routers, settings)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := config.Load(args[0])
+			if err != nil {
+				return err
+			}
+			if databaseURL == "" {
+				databaseURL = os.Getenv("QUERYFLUX_DATABASE_URL")
+			}
+			if databaseURL == "" {
+				databaseURL = cfg.QueryFlux.Persistence.DatabaseURL.Reveal()
+			}
+			if databaseURL == "" {
+				return errors.New("--database-url, QUERYFLUX_DATABASE_URL or queryflux.persistence.databaseUrl is required")
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			defer cancel()
+			src, err := pgconfig.Open(ctx, databaseURL)
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			if err := src.Import(ctx, cfg); err != nil {
+				return err
+			}
+			snap, err := src.Snapshot(ctx, cfg.QueryFlux, snapshot.Options{})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %s: revision %s\n", args[0], snap.Revision)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&databaseURL, "database-url", "", "postgres:// URL of the control plane's database (or QUERYFLUX_DATABASE_URL)")
+	return cmd
 }
