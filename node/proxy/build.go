@@ -63,7 +63,10 @@ func Build(cfg *config.Config, engines EngineFactory, opts ...BuildOption) (*Run
 	for _, o := range opts {
 		o(&bo)
 	}
-	spec := RuntimeSpec{Fallback: cfg.RoutingFallback, OwnsEngines: true}
+	gr := cfg.Settings.Guardrails
+	spec := RuntimeSpec{Fallback: cfg.RoutingFallback, OwnsEngines: true, Limits: Limits{
+		MaxResultRows: gr.MaxResultRows, MaxResultBytes: gr.MaxResultBytes, MaxQueuedPerUser: gr.MaxQueuedPerUser,
+	}}
 	var errs []error
 	groups := groupNames(cfg)
 	for i, r := range cfg.Routers {

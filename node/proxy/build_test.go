@@ -39,6 +39,7 @@ func testConfig() *config.Config {
 		},
 		RoutingFallback: "main",
 	}
+	cfg.Settings.Guardrails = config.Guardrails{MaxResultRows: 1000, MaxResultBytes: 1 << 20, MaxQueuedPerUser: 3}
 	config.ApplyDefaults(cfg)
 	return cfg
 }
@@ -76,6 +77,9 @@ func TestBuildFromConfig(t *testing.T) {
 		if d := rt.Route(&tc.req); d.Group != tc.want {
 			t.Errorf("%+v routed to %q, want %q (trace %+v)", tc.req, d.Group, tc.want, d.Trace)
 		}
+	}
+	if rt.limits != (Limits{MaxResultRows: 1000, MaxResultBytes: 1 << 20, MaxQueuedPerUser: 3}) {
+		t.Fatalf("guardrails not mapped: %+v", rt.limits)
 	}
 	etl := rt.groups["etl"]
 	if etl.maxQueued != 7 || etl.waitTimeout != 9*time.Second || etl.strategy != RoundRobin {

@@ -221,16 +221,18 @@ type cachedRows struct {
 	done   bool
 	closed bool
 	onDone func(rows, bytes int64, err error)
+	limits Limits
+	err    error
 	rows   int64
 	bytes  int64
 }
 
-func openCached(e *cacheEntry, onDone func(rows, bytes int64, err error)) (*cachedRows, error) {
+func openCached(e *cacheEntry, limits Limits, onDone func(rows, bytes int64, err error)) (*cachedRows, error) {
 	rdr, err := ipc.NewReader(bytes.NewReader(e.data))
 	if err != nil {
 		return nil, fmt.Errorf("proxy: reading cached result: %w", err)
 	}
-	return &cachedRows{rdr: rdr, tag: e.tag, onDone: onDone}, nil
+	return &cachedRows{rdr: rdr, tag: e.tag, limits: limits, onDone: onDone}, nil
 }
 
 func (r *cachedRows) Schema() *arrow.Schema { return r.rdr.Schema() }
@@ -246,6 +248,10 @@ func (r *cachedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		rec := r.rdr.RecordBatch()
 		r.rows += rec.NumRows()
 		r.bytes += recordBytes(rec)
+		if err := r.limits.check(r.rows, r.bytes); err != nil {
+			r.err = err
+			return nil, err
+		}
 		return rec, nil
 	}
 	if err := r.rdr.Err(); err != nil && err != io.EOF {
@@ -268,8 +274,8 @@ func (r *cachedRows) Close() error {
 	}
 	r.closed = true
 	r.rdr.Release()
-	var err error
-	if !r.done {
+	err := r.err
+	if err == nil && !r.done {
 		err = errClosedEarly
 	}
 	r.onDone(r.rows, r.bytes, err)

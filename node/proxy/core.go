@@ -59,10 +59,11 @@ type Core struct {
 	// queries look again.
 	changed env.Signal
 
-	mu      sync.Mutex
-	running map[string]int      // cluster -> slots this node holds
-	queues  map[string][]uint64 // group -> tickets of waiting queries, oldest first
-	tickets uint64
+	mu         sync.Mutex
+	running    map[string]int      // cluster -> slots this node holds
+	queues     map[string][]uint64 // group -> tickets of waiting queries, oldest first
+	userQueued map[string]int      // user -> queries waiting, over all groups
+	tickets    uint64
 }
 
 var _ query.Backend = (*Core)(nil)
@@ -73,17 +74,18 @@ func New(opts Options) *Core {
 		panic("proxy.New: Options.Env is required")
 	}
 	c := &Core{
-		env:      opts.Env,
-		guard:    opts.Guard,
-		onFinish: opts.OnFinish,
-		check:    opts.Check,
-		poll:     opts.GuardPoll,
-		newID:    opts.NewQueryID,
-		metrics:  newMetrics(opts.Registerer),
-		cache:    newResultCache(cacheBound(opts.CacheMaxBytes)),
-		changed:  opts.Env.NewSignal(),
-		running:  map[string]int{},
-		queues:   map[string][]uint64{},
+		env:        opts.Env,
+		guard:      opts.Guard,
+		onFinish:   opts.OnFinish,
+		check:      opts.Check,
+		poll:       opts.GuardPoll,
+		newID:      opts.NewQueryID,
+		metrics:    newMetrics(opts.Registerer),
+		cache:      newResultCache(cacheBound(opts.CacheMaxBytes)),
+		changed:    opts.Env.NewSignal(),
+		running:    map[string]int{},
+		queues:     map[string][]uint64{},
+		userQueued: map[string]int{},
 	}
 	if c.guard == nil {
 		c.guard = NewLocalGuard()
@@ -254,7 +256,7 @@ func (c *Core) Admit(ctx context.Context, req *query.Request) (*Admission, error
 
 // admit takes a slot in g for a routed, checked query.
 func (c *Core) admit(ctx context.Context, rt *Runtime, req *query.Request, id string, dec Decision, g *group, start time.Time) (*Admission, error) {
-	slot, cl, err := c.acquire(ctx, g, start)
+	slot, cl, err := c.acquire(ctx, g, waiter{user: req.User, userMax: rt.limits.MaxQueuedPerUser}, start)
 	if err != nil {
 		// Waits that ended without a slot (timeout, cancel) count in the histogram too.
 		c.metrics.queueDuration.WithLabelValues(g.name, "").Observe(c.env.Now().Sub(start).Seconds())
@@ -291,7 +293,7 @@ func (c *Core) checkRouted(req *query.Request, rt *Runtime, dec Decision) (*grou
 // acquire takes a slot on one of g's members. A query queues (FIFO per group, bounded by
 // maxQueuedQueries) when no member has a slot or others are already waiting, and gives up
 // after the group's capacityWaitTimeout or when ctx ends.
-func (c *Core) acquire(ctx context.Context, g *group, start time.Time) (Slot, *cluster, error) {
+func (c *Core) acquire(ctx context.Context, g *group, w waiter, start time.Time) (Slot, *cluster, error) {
 	if !g.usable() {
 		return nil, nil, noHealthy(g)
 	}
@@ -300,13 +302,11 @@ func (c *Core) acquire(ctx context.Context, g *group, start time.Time) (Slot, *c
 			return slot, cl, err
 		}
 	}
-	ticket, ok := c.enqueue(g)
-	if !ok {
-		c.metrics.rejections.WithLabelValues(g.name, "full").Inc()
-		return nil, nil, &query.Error{Code: query.CodeQueueFull, Retryable: true,
-			Message: fmt.Sprintf("cluster group %s is at capacity and its queue is full (maxQueuedQueries %d)", g.name, g.maxQueued)}
+	ticket, err := c.enqueue(g, w)
+	if err != nil {
+		return nil, nil, err
 	}
-	defer c.dequeue(g, ticket)
+	defer c.dequeue(g, w, ticket)
 	var deadline time.Time
 	if g.waitTimeout > 0 {
 		deadline = start.Add(g.waitTimeout)
@@ -369,32 +369,49 @@ func (c *Core) tryMembers(ctx context.Context, g *group) (Slot, *cluster, error)
 	return nil, nil, nil
 }
 
-func (c *Core) enqueue(g *group) (uint64, bool) {
+// waiter is who is about to queue, for the per-user bound (settings.guardrails.maxQueuedPerUser).
+type waiter struct {
+	user    string
+	userMax int // 0 means no per-user bound
+}
+
+func (c *Core) enqueue(g *group, w waiter) (uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.queues[g.name]) >= g.maxQueued {
-		return 0, false
+		c.metrics.rejections.WithLabelValues(g.name, "full").Inc()
+		return 0, &query.Error{Code: query.CodeQueueFull, Retryable: true,
+			Message: fmt.Sprintf("cluster group %s is at capacity and its queue is full (maxQueuedQueries %d)", g.name, g.maxQueued)}
+	}
+	if w.userMax > 0 && c.userQueued[w.user] >= w.userMax {
+		c.metrics.rejections.WithLabelValues(g.name, "user").Inc()
+		return 0, &query.Error{Code: query.CodeQueueFull, Retryable: true,
+			Message: fmt.Sprintf("user %s already has %d queries waiting for capacity (maxQueuedPerUser)", w.user, w.userMax)}
 	}
 	c.tickets++
 	c.queues[g.name] = append(c.queues[g.name], c.tickets)
+	c.userQueued[w.user]++
 	c.metrics.queued.WithLabelValues(g.name).Inc()
-	return c.tickets, true
+	return c.tickets, nil
 }
 
-func (c *Core) dequeue(g *group, ticket uint64) {
+func (c *Core) dequeue(g *group, w waiter, ticket uint64) {
 	c.mu.Lock()
 	q := c.queues[g.name]
 	i := 0
 	for i < len(q) && q[i] != ticket {
 		i++
 	}
-	if i == len(q) {
+	if i == len(q) || c.userQueued[w.user] <= 0 {
 		c.mu.Unlock()
-		panic(fmt.Sprintf("proxy: ticket %d not in queue of group %s", ticket, g.name))
+		panic(fmt.Sprintf("proxy: ticket %d of user %q not in queue of group %s", ticket, w.user, g.name))
 	}
 	c.queues[g.name] = append(q[:i:i], q[i+1:]...)
 	if len(c.queues[g.name]) == 0 {
 		delete(c.queues, g.name)
+	}
+	if c.userQueued[w.user]--; c.userQueued[w.user] == 0 {
+		delete(c.userQueued, w.user)
 	}
 	c.mu.Unlock()
 	c.metrics.queued.WithLabelValues(g.name).Dec()

@@ -71,7 +71,7 @@ func (c *Core) fromCache(rt *Runtime, key, id string, req *query.Request, dec De
 	if !ok {
 		return nil, false
 	}
-	rows, err := openCached(e, func(n, bytes int64, err error) {
+	rows, err := openCached(e, rt.limits, func(n, bytes int64, err error) {
 		rec := baseRecord(id, req, start, c.env.Now(), dec.Trace)
 		rec.Group, rec.CacheHit = dec.Group, true
 		rec.ExecMs = millis(rec.End.Sub(start))
@@ -163,6 +163,12 @@ func (r *trackedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	}
 	r.rows += rec.NumRows()
 	r.bytes += recordBytes(rec)
+	if err := r.adm.Runtime.limits.check(r.rows, r.bytes); err != nil {
+		if r.err == nil {
+			r.err = err
+		}
+		return nil, err
+	}
 	if r.fill != nil {
 		r.fill.write(rec)
 	}

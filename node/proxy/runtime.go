@@ -68,6 +68,24 @@ type CacheSpec struct {
 	MaxEntryBytes int64 // a larger result is not cached; 0 means MaxBytes
 }
 
+// Limits bound every query; 0 means unlimited.
+type Limits struct {
+	MaxResultRows    int64 // a longer result fails with CodeLimitExceeded
+	MaxResultBytes   int64 // a larger result (Arrow buffer bytes) fails with CodeLimitExceeded
+	MaxQueuedPerUser int   // a user's queries waiting for capacity, over all groups
+}
+
+// check fails a stream that has passed a result bound.
+func (l Limits) check(rows, bytes int64) error {
+	switch {
+	case l.MaxResultRows > 0 && rows > l.MaxResultRows:
+		return &query.Error{Code: query.CodeLimitExceeded, Message: fmt.Sprintf("result exceeds maxResultRows (%d)", l.MaxResultRows)}
+	case l.MaxResultBytes > 0 && bytes > l.MaxResultBytes:
+		return &query.Error{Code: query.CodeLimitExceeded, Message: fmt.Sprintf("result exceeds maxResultBytes (%d)", l.MaxResultBytes)}
+	}
+	return nil
+}
+
 // RuntimeSpec is everything a Runtime is made of.
 type RuntimeSpec struct {
 	Clusters []ClusterSpec
@@ -76,6 +94,8 @@ type RuntimeSpec struct {
 	Fallback string // routingFallback group; "" means unrouted queries fail
 	// Revision names the config this runtime came from, for logs.
 	Revision string
+	// Limits are the fleet-wide guardrails (settings.guardrails).
+	Limits Limits
 	// OwnsEngines makes the runtime close its engines once it is retired and drained. Leave it
 	// false when engines are shared between runtimes (the simulator's one engine per cluster).
 	OwnsEngines bool
@@ -89,6 +109,7 @@ type Runtime struct {
 	rnames   []string // routers' trace names
 	fallback string
 	owns     bool
+	limits   Limits
 	clusters map[string]*cluster
 	names    []string // cluster names, sorted
 	groups   map[string]*group
@@ -136,6 +157,7 @@ func NewRuntime(spec RuntimeSpec) (*Runtime, error) {
 		rnames:   routerNames(spec.Routers),
 		fallback: spec.Fallback,
 		owns:     spec.OwnsEngines,
+		limits:   spec.Limits,
 		clusters: map[string]*cluster{},
 		groups:   map[string]*group{},
 	}

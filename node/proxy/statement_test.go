@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -91,5 +92,56 @@ func TestMultiStatementNotCached(t *testing.T) {
 	}
 	if ea.executes.Load() != 2 {
 		t.Fatal("a multi-statement request was answered from the cache")
+	}
+}
+
+func TestResultLimits(t *testing.T) {
+	for _, lim := range []Limits{{MaxResultRows: 5}, {MaxResultBytes: 40}} {
+		h := newHarness(t)
+		spec := oneGroup(RoundRobin, 0, 0, cl("a", 1, &fakeEngine{rows: 10}))
+		spec.Limits = lim
+		h.activate(spec)
+		_, err := h.run(t.Context(), sel("select * from big"))
+		var qe *query.Error
+		if !errors.As(err, &qe) || qe.Code != query.CodeLimitExceeded {
+			t.Fatalf("%+v: want CodeLimitExceeded, got %v", lim, err)
+		}
+		if r := h.recs.last(t); r.Status != StatusFailed || r.ErrorCode != query.CodeLimitExceeded || h.core.Running("a") != 0 {
+			t.Fatalf("record %+v", r)
+		}
+	}
+	h := newHarness(t)
+	spec := oneGroup(RoundRobin, 0, 0, cl("a", 1, &fakeEngine{rows: 10}))
+	spec.Limits = Limits{MaxResultRows: 10}
+	h.activate(spec)
+	if n, err := h.run(t.Context(), sel("select * from big")); err != nil || n != 10 {
+		t.Fatalf("a result at the limit must pass: %d %v", n, err)
+	}
+}
+
+func TestMaxQueuedPerUser(t *testing.T) {
+	h := newHarness(t)
+	g := newGate(h.env)
+	spec := oneGroup(RoundRobin, 10, time.Minute, cl("a", 1, &fakeEngine{rows: 1, gate: g}))
+	spec.Limits = Limits{MaxQueuedPerUser: 1}
+	h.activate(spec)
+	running := h.async(t.Context(), sel("select 1"))
+	eventually(t, "running", func() bool { return h.core.Running("a") == 1 })
+	queued := h.async(t.Context(), sel("select 2")) // alice's one allowed wait
+	eventually(t, "queued", func() bool { return h.core.Queued("g") == 1 })
+	_, err := h.run(t.Context(), sel("select 3"))
+	var qe *query.Error
+	if !errors.As(err, &qe) || qe.Code != query.CodeQueueFull {
+		t.Fatalf("alice's second wait: want CodeQueueFull, got %v", err)
+	}
+	bob := sel("select 4")
+	bob.User = "bob"
+	other := h.async(t.Context(), bob)
+	eventually(t, "bob queued", func() bool { return h.core.Queued("g") == 2 })
+	g.release()
+	for _, o := range []*outcome{running, queued, other} {
+		if _, err := o.result(t); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
