@@ -31,6 +31,9 @@ type AcquireRequest struct {
 	Cap       int    `json:"cap"`
 	TTLMillis int64  `json:"ttlMillis"`
 	Holder    string `json:"holder,omitempty"`
+	// WaitMillis > 0 long-polls in the cluster's arrival-order queue (API.Ordered) for up to
+	// that long (at most AcquireWaitMax) instead of answering a denial at once.
+	WaitMillis int64 `json:"waitMillis,omitempty"`
 }
 
 // AcquireResponse grants a lease, or denies it (Granted false, Lease nil).
@@ -80,6 +83,15 @@ type API struct {
 	locks   SweepCoordinator
 	env     env.Env
 	metrics *Metrics
+	queue   *orderedQueue // nil unless Ordered
+}
+
+// Ordered turns on coordination.queue: ordered: acquires that may wait (WaitMillis) are granted
+// in arrival order on this replica, and acquires that may not are denied while others wait.
+// Call it before serving.
+func (a *API) Ordered() *API {
+	a.queue = newOrderedQueue(a.env)
+	return a
 }
 
 // NewAPI returns the capacity API. metrics may be nil.
@@ -123,7 +135,13 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 		return
 	}
 	holder := pick(caller, req.Holder)
-	l, err := a.store.Acquire(r.Context(), req.Cluster, holder, req.Cap, millis(req.TTLMillis), a.env.Now())
+	var l Lease
+	var err error
+	if a.queue != nil {
+		l, err = a.acquireOrdered(r.Context(), req.Cluster, holder, req.Cap, millis(req.TTLMillis), millis(req.WaitMillis))
+	} else {
+		l, err = a.store.Acquire(r.Context(), req.Cluster, holder, req.Cap, millis(req.TTLMillis), a.env.Now())
+	}
 	switch {
 	case err == nil:
 		transport.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{Granted: true, Lease: &l})
@@ -157,6 +175,9 @@ func (a *API) serveReleaseBatch(w http.ResponseWriter, r *http.Request, caller s
 	if err != nil {
 		a.fail(w, "release", err)
 		return
+	}
+	if n > 0 && a.queue != nil {
+		a.queue.changed.Notify() // the heads of the queues may get a slot now
 	}
 	transport.WriteJSON(w, http.StatusOK, MediaJSON, ReleaseBatchResponse{Released: n})
 }

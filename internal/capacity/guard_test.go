@@ -159,3 +159,67 @@ func TestAPIAnswers(t *testing.T) {
 		t.Fatalf("unreachable: %v", err)
 	}
 }
+
+// TestOrderedQueueGrantsInArrivalOrder: with the ordered queue, acquires that wait are granted
+// in the order they arrived as slots free, and an acquire that will not wait is denied while
+// others wait even when a slot is free for an instant.
+func TestOrderedQueueGrantsInArrivalOrder(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 5})
+	s.Net().SetDefault(sim.Link{Latency: sim.Fixed(time.Millisecond)})
+	store := capacity.NewMemory()
+	var api *capacity.API
+	s.AddNode("cp", func(n *sim.Node) http.Handler {
+		api = capacity.NewAPI(store, store, n.Env(), nil).Ordered()
+		mux := http.NewServeMux()
+		for _, ep := range api.Endpoints() {
+			mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
+		}
+		return mux
+	})
+	var order []string
+	var first capacity.Lease
+	holder := s.AddNode("w0", nil)
+	s.Spawn(holder, "hold", func() {
+		var err error
+		first, err = capacity.NewRemote("http://cp", holder.Client(), nil).Acquire(holder.Ctx(), "c", "w0", 1, time.Minute, time.Time{})
+		if err != nil {
+			panic(err)
+		}
+	})
+	for i, name := range []string{"w3", "w1", "w2"} { // arrive in this order
+		n := s.AddNode(name, nil)
+		s.At(time.Duration(100+10*i)*time.Millisecond, func() {
+			s.Spawn(n, "wait", func() {
+				r := capacity.NewRemote("http://cp", n.Client(), nil).WithAcquireWait(30 * time.Second)
+				l, err := r.Acquire(n.Ctx(), "c", name, 1, time.Minute, time.Time{})
+				if err != nil {
+					panic(name + ": " + err.Error())
+				}
+				order = append(order, name)
+				_ = n.Env().Sleep(n.Ctx(), time.Second) // run the query, then free the slot
+				if _, err := r.ReleaseBatch(n.Ctx(), []capacity.LeaseRef{l.Ref()}); err != nil {
+					panic(err)
+				}
+			})
+		})
+	}
+	var impatient error
+	s.At(time.Second, func() {
+		s.Spawn(holder, "release-and-jump", func() {
+			r := capacity.NewRemote("http://cp", holder.Client(), nil)
+			if _, err := r.ReleaseBatch(holder.Ctx(), []capacity.LeaseRef{first.Ref()}); err != nil {
+				panic(err)
+			}
+			_, impatient = r.Acquire(holder.Ctx(), "c", "w0", 1, time.Minute, time.Time{})
+		})
+	})
+	if err := s.Run(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(order, ",") != "w3,w1,w2" {
+		t.Fatalf("granted in order %v, want w3,w1,w2 (arrival)", order)
+	}
+	if !errors.Is(impatient, capacity.ErrAtCapacity) {
+		t.Fatalf("a non-waiting acquire while others wait: %v, want ErrAtCapacity", impatient)
+	}
+}

@@ -19,8 +19,17 @@ import (
 // Client.Timeout set: deadlines come from the caller's context). The holder of its leases is
 // the worker the control plane authenticates; the clock is the control plane's.
 type Remote struct {
-	base string
-	do   func(ctx context.Context, req *http.Request) (*http.Response, error)
+	base        string
+	do          func(ctx context.Context, req *http.Request) (*http.Response, error)
+	acquireWait time.Duration
+}
+
+// WithAcquireWait makes every acquire long-poll up to d in the control plane's arrival-order
+// queue (coordination.queue: ordered) before it is denied. Give the LeaseGuard an
+// AcquireTimeout longer than d.
+func (c *Remote) WithAcquireWait(d time.Duration) *Remote {
+	c.acquireWait = d
+	return c
 }
 
 // NewRemote returns a client of the control plane at baseURL (e.g. "http://cp:8080").
@@ -47,7 +56,8 @@ var _ LeaseClient = (*Remote)(nil)
 // authenticate, and now is ignored (the control plane's clock stamps the lease).
 func (c *Remote) Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (Lease, error) {
 	var resp AcquireResponse
-	err := c.post(ctx, PathAcquire, AcquireRequest{Cluster: cluster, Cap: limit, TTLMillis: ttl.Milliseconds(), Holder: holder}, &resp)
+	err := c.post(ctx, PathAcquire, AcquireRequest{Cluster: cluster, Cap: limit, TTLMillis: ttl.Milliseconds(), Holder: holder,
+		WaitMillis: c.acquireWait.Milliseconds()}, &resp)
 	if err != nil {
 		return Lease{}, err
 	}

@@ -18,6 +18,8 @@ type CapacityConfig struct {
 	Owner string
 	// SweepEvery is how often the sweeper looks for leases whose renewals stopped (default 5 s).
 	SweepEvery time.Duration
+	// Ordered is coordination.queue: ordered: acquires that may wait are granted in arrival order.
+	Ordered bool
 }
 
 // MountCapacity mounts the worker capacity API (capacity.Path*) behind worker authentication,
@@ -26,6 +28,9 @@ type CapacityConfig struct {
 // e.Go(ctx, "capacity-sweeper", sweeper.Run).
 func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sweeper {
 	api := capacity.NewAPI(cfg.Store, cfg.Locks, e, cfg.Metrics)
+	if cfg.Ordered {
+		api.Ordered()
+	}
 	for _, ep := range api.Endpoints() {
 		cp.HandleWorker("POST "+ep.Path, ep.Serve)
 	}

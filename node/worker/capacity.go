@@ -35,15 +35,23 @@ func NewCapacityGuard(e env.Env, w *Worker, c config.Coordination, metrics *capa
 	default:
 		return nil, fmt.Errorf("coordination.mode %q: must be controlPlane or local", c.Mode)
 	}
+	remote := capacity.NewRemoteDo(w.Do)
+	acquireTimeout := capacity.AcquireTimeoutDefault
+	if c.Queue == config.QueueOrdered {
+		// The control plane's queue replaces the core's poll sleep: wait there as long.
+		remote.WithAcquireWait(proxy.GuardPollDefault)
+		acquireTimeout += proxy.GuardPollDefault
+	}
 	lg, err := capacity.NewLeaseGuard(capacity.GuardOptions{
-		Env:           e,
-		Client:        capacity.NewRemoteDo(w.Do),
-		Holder:        w.Name(),
-		OnUnavailable: c.OnUnavailable,
-		OnLeaseLost:   c.OnLeaseLost,
-		LeaseTTL:      time.Duration(c.LeaseTTLSecs) * time.Second,
-		DriftMargin:   time.Duration(c.DriftMarginSecs) * time.Second,
-		Metrics:       metrics,
+		Env:            e,
+		Client:         remote,
+		AcquireTimeout: acquireTimeout,
+		Holder:         w.Name(),
+		OnUnavailable:  c.OnUnavailable,
+		OnLeaseLost:    c.OnLeaseLost,
+		LeaseTTL:       time.Duration(c.LeaseTTLSecs) * time.Second,
+		DriftMargin:    time.Duration(c.DriftMarginSecs) * time.Second,
+		Metrics:        metrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("coordination: %w", err)
