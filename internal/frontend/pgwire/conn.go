@@ -334,6 +334,7 @@ func (c *conn) authenticate() error {
 }
 
 func (c *conn) authFailed() error {
+	c.srv.log.Info("pgwire: authentication failed", "user", c.user, "remote", c.nc.RemoteAddr().String())
 	return c.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", c.user))
 }
 

@@ -3,6 +3,7 @@ package pgwire
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -155,5 +156,42 @@ func TestHandlerSurvivesGarbageAfterStartup(t *testing.T) {
 	}
 	if sawRow != 3 || sawReady != 2 {
 		t.Fatalf("saw %d rows and %d ReadyForQuery, want 3 and 2", sawRow, sawReady)
+	}
+}
+
+// TestPortalSuspension: Execute with a row limit sends that many rows and PortalSuspended;
+// the next Execute resumes where it stopped, in the binary format Bind asked for.
+func TestPortalSuspension(t *testing.T) {
+	s := NewServer(stubBackend{}, Options{TrustUsers: []string{"*"}})
+	defer s.Close()
+	script := append(startup(), encodeAll(
+		&pgproto3.Parse{Query: "select n, s from t"},
+		&pgproto3.Bind{ResultFormatCodes: []int16{1, 0}},
+		&pgproto3.Execute{MaxRows: 2},
+		&pgproto3.Execute{MaxRows: 2},
+		&pgproto3.Sync{},
+		&pgproto3.Terminate{},
+	)...)
+	fe := pgproto3.NewFrontend(bytes.NewReader(runScript(t, s, script)), io.Discard)
+	var trace []string
+	for {
+		msg, err := fe.Receive()
+		if err != nil {
+			break
+		}
+		switch m := msg.(type) {
+		case *pgproto3.DataRow:
+			trace = append(trace, fmt.Sprintf("row %x %q", m.Values[0], m.Values[1]))
+		case *pgproto3.PortalSuspended:
+			trace = append(trace, "suspended")
+		case *pgproto3.CommandComplete:
+			trace = append(trace, "complete "+string(m.CommandTag))
+		case *pgproto3.ErrorResponse:
+			t.Fatalf("error: %s", m.Message)
+		}
+	}
+	want := []string{`row 0000000000000001 "a"`, `row 0000000000000002 ""`, "suspended", `row 0000000000000003 "c"`, "complete SELECT 3"}
+	if fmt.Sprint(trace) != fmt.Sprint(want) {
+		t.Fatalf("got  %q\nwant %q", trace, want)
 	}
 }
