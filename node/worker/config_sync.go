@@ -170,7 +170,7 @@ func (s *ConfigSync) pollOnce(ctx context.Context) error {
 
 	path := snapshot.PathConfig
 	if seen != "" {
-		q := url.Values{"revision": {seen}, "timeoutSecs": {strconv.Itoa(int(s.opts.PollTimeout / time.Second))}}
+		q := url.Values{"revision": {seen}, "timeoutSecs": {strconv.Itoa(max(1, int(s.opts.PollTimeout/time.Second)))}}
 		path = snapshot.PathConfigWait + "?" + q.Encode()
 	}
 	rctx, cancel := s.e.WithTimeout(ctx, s.opts.PollTimeout+configPollMargin)
