@@ -66,7 +66,8 @@ func (r *HeaderRouter) Route(req *query.Request) (string, string, bool, error) {
 	if g, ok := r.ByValue[v]; ok {
 		return g, fmt.Sprintf("header %s=%s", r.Header, quoted(v)), true, nil
 	}
-	return "", fmt.Sprintf("header %s=%s has no entry", r.Header, quoted(v)), false, nil
+	// The value is not echoed: traces go to history, and a header may carry a credential.
+	return "", fmt.Sprintf("header %s has a value with no entry", r.Header), false, nil
 }
 
 func (r *HeaderRouter) Targets() []string { return mapValues(r.ByValue) }
