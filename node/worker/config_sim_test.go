@@ -14,6 +14,7 @@ import (
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/worker"
 	"github.com/queryflux/queryflux/sim"
+	"pgregory.net/rapid"
 )
 
 // cfgSimFleet is a control plane serving config from an in-memory source and workers following
@@ -191,4 +192,76 @@ func TestSimConfigSyncSameSeedSameTrace(t *testing.T) {
 			t.Fatalf("seed %d: trace %s then %s", seed, a, b)
 		}
 	}
+}
+
+// TestSimConfigSyncConverges draws timelines of config edits (some invalid), partitions and
+// control-plane crashes. At every second no worker runs a half-applied or invalid config, and
+// within a minute of the faults healing every worker runs the last valid config.
+func TestSimConfigSyncConverges(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		workers := []string{"w1", "w2", "w3"}
+		f := newCfgSimFleet(t, rapid.Uint64().Draw(rt, "seed"), workers...)
+		defer f.s.Close() // free each world's coroutines now, not at the end of the test
+		lastValid := 1
+		cpDown := false
+		var problems []string
+		for i := range rapid.IntRange(0, 12).Draw(rt, "actions") {
+			at := time.Duration(rapid.IntRange(1, 300).Draw(rt, fmt.Sprint("at", i))) * time.Second
+			switch rapid.IntRange(0, 4).Draw(rt, fmt.Sprint("kind", i)) {
+			case 0, 1:
+				c := rapid.IntRange(-1, 5).Draw(rt, fmt.Sprint("cap", i))
+				f.s.At(at, func() {
+					f.desired = c
+					f.wake.Notify()
+				})
+			case 2:
+				w := rapid.SampledFrom(workers).Draw(rt, fmt.Sprint("w", i))
+				f.s.At(at, func() { f.s.Net().PartitionBoth(w, "cp") })
+			case 3:
+				f.s.At(at, func() { f.s.Net().HealAll() })
+			case 4:
+				f.s.At(at, func() {
+					if cpDown {
+						f.s.Node("cp").Restart()
+					} else {
+						f.s.Node("cp").Crash()
+					}
+					cpDown = !cpDown
+				})
+			}
+		}
+		final := rapid.IntRange(1, 5).Draw(rt, "final")
+		f.s.At(301*time.Second, func() {
+			f.s.Net().HealAll()
+			if cpDown {
+				f.s.Node("cp").Restart()
+				cpDown = false
+			}
+			f.desired = final
+			f.wake.Notify()
+			lastValid = final
+		})
+		for at := time.Second; at <= 380*time.Second; at += time.Second {
+			f.s.At(at, func() {
+				for _, w := range workers {
+					c, err := f.activeCap(w)
+					if err != nil {
+						problems = append(problems, err.Error())
+					}
+					if _, snap := f.syncs[w].Active(); snap != nil && snap.RoutingFallback != "g" {
+						problems = append(problems, fmt.Sprintf("%s: %s runs an invalid config", at, w))
+					}
+					if at >= 361*time.Second && c != lastValid {
+						problems = append(problems, fmt.Sprintf("%s: %s runs cap %d, want %d", at, w, c, lastValid))
+					}
+				}
+			})
+		}
+		if err := f.s.Run(380 * time.Second); err != nil {
+			rt.Fatal(err)
+		}
+		if len(problems) > 0 {
+			rt.Fatalf("%d problems, first: %s", len(problems), problems[0])
+		}
+	})
 }
