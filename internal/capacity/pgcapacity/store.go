@@ -3,16 +3,21 @@
 //
 // determinism: outside the simulator (talks to Postgres through pgx; batches calls with goroutines)
 //
-// How the cap holds: capacity_acquire updates the cluster's counter row with
-// "UPDATE ... WHERE running < cap RETURNING generation" and inserts the lease in the same
-// transaction; the row lock serializes every grant of a cluster, and Postgres re-checks the
-// WHERE clause against the newest row version after waiting for the lock, so no interleaving
-// can grant past the cap. Every release decrements the counter in the transaction that deletes
-// the lease rows, so the counter is exactly the number of leases held.
+// How the cap holds: capacity_clusters keeps, per cluster, running (the number of lease rows)
+// and generation. capacity_apply (one call per batch, one transaction) first locks the counter
+// rows it touches with SELECT ... FOR UPDATE, in cluster order; a concurrent batch on the same
+// cluster waits there until this one commits, then reads the committed counter. Under the lock
+// it deletes released leases and lowers running by the rows actually deleted, grants each
+// acquire only while running < its cap, inserts the granted leases and writes running and
+// generation back, all in the same transaction. So every grant of a cluster is serialized on
+// its row lock and checked against an exact, current count: no interleaving of batches,
+// replicas or connections can exceed the cap (TestConcurrentAcquiresNeverExceedCap counts
+// independently, from two stores on one database). The sweep and eviction take the same locks
+// in the same order.
 //
-// How it stays fast: concurrent acquires and releases are batched into one capacity_apply
-// call, i.e. one round trip and one commit; an uncontended call is one round trip on its own.
-// Releases of a batch run before its acquires, so a slot freed in a batch can be granted in it.
+// How it stays fast: concurrent acquires are batched into one capacity_apply call (one round
+// trip, one commit), and so are concurrent releases; an uncontended call is one round trip on
+// its own. Release batches commit asynchronously (see runBatch for why that is safe).
 package pgcapacity
 
 import (
@@ -42,7 +47,8 @@ const (
 type Store struct {
 	pool *pgxpool.Pool
 
-	batch *batcher[op, opResult]
+	acquires *batcher[op, opResult] // committed durably
+	releases *batcher[op, opResult] // committed asynchronously (see runBatch)
 
 	stats struct {
 		sync.Mutex
@@ -67,7 +73,8 @@ func (s *Store) Stats() Stats {
 // New returns a store on pool, whose database must be migrated (migrations.Up).
 func New(pool *pgxpool.Pool) *Store {
 	s := &Store{pool: pool}
-	s.batch = newBatcher(batchMax, s.runBatch)
+	s.acquires = newBatcher(batchMax, func(ops []op) ([]opResult, error) { return s.runBatch(ops, false) })
+	s.releases = newBatcher(batchMax, func(ops []op) ([]opResult, error) { return s.runBatch(ops, true) })
 	return s
 }
 
@@ -100,7 +107,7 @@ func (s *Store) Acquire(ctx context.Context, cluster, holder string, limit int, 
 		return capacity.Lease{}, err
 	}
 	expires := capacity.Timestamp(now.Add(ttl))
-	b := s.batch
+	b := s.acquires
 	c := b.submit(op{cluster: cluster, holder: holder, limit: limit, expires: expires})
 	res, err, abandoned := awaitCtx(ctx, b, c)
 	gen := res.generation
@@ -135,7 +142,14 @@ func awaitCtx[Req, Res any](ctx context.Context, b *batcher[Req, Res], c *call[R
 }
 
 // runBatch frees the batch's releases, then grants its acquires in order, in one transaction.
-func (s *Store) runBatch(ops []op) ([]opResult, error) {
+//
+// A batch of releases only is committed with synchronous_commit off: its row locks are held
+// for the commit record's write, not its flush, so releases cost grants almost nothing. That is
+// safe: if Postgres crashes and loses a release, the lease stays until it expires (its holder
+// stopped renewing it) and the sweep reclaims it; the cap only ever errs on the safe side.
+// Acquires are always durable: a lost grant could hand its generation out twice. WAL is written
+// in order, so a durable grant also makes every release before it durable.
+func (s *Store) runBatch(ops []op, async bool) ([]opResult, error) {
 	lock := map[string]bool{}
 	var ids, clusters, holders []string
 	var gens []int64
@@ -166,9 +180,19 @@ func (s *Store) runBatch(ops []op) ([]opResult, error) {
 		s.stats.BatchTotal += time.Since(start)
 		s.stats.Unlock()
 	}()
+	args := []any{locked, orEmpty(ids), orEmpty(gens), orEmpty(clusters), orEmpty(holders), orEmpty(limits), orEmpty(expires)}
+	const apply = "SELECT released, granted FROM capacity_apply($1, $2, $3, $4, $5, $6, $7)"
 	err := s.retry(func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, "SELECT released, granted FROM capacity_apply($1, $2, $3, $4, $5, $6, $7)",
-			locked, orEmpty(ids), orEmpty(gens), orEmpty(clusters), orEmpty(holders), orEmpty(limits), orEmpty(expires)).Scan(&released, &granted)
+		if !async || len(holders) > 0 {
+			return s.pool.QueryRow(ctx, apply, args...).Scan(&released, &granted)
+		}
+		// One round trip: the four statements go out as one pipeline.
+		b := &pgx.Batch{}
+		b.Queue("BEGIN")
+		b.Queue("SET LOCAL synchronous_commit TO off")
+		b.Queue(apply, args...).QueryRow(func(row pgx.Row) error { return row.Scan(&released, &granted) })
+		b.Queue("COMMIT")
+		return s.pool.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgcapacity: batch: %w", err)
@@ -267,7 +291,7 @@ func (s *Store) ReleaseBatch(ctx context.Context, refs []capacity.LeaseRef) (int
 		if cluster == "" {
 			continue // no such lease can exist
 		}
-		calls = append(calls, pending{s.batch, s.batch.submit(op{release: &r})})
+		calls = append(calls, pending{s.releases, s.releases.submit(op{release: &r})})
 	}
 	n := 0
 	var firstErr error
