@@ -58,35 +58,60 @@ func DecodeBatch(data []byte) (*QueryRecordBatchV1, error) {
 	if len(data) > BatchBytesMax {
 		return nil, fieldError("", "body larger than %d bytes", BatchBytesMax)
 	}
+	b := &QueryRecordBatchV1{}
+	if decodeStrict(data, b, "") != nil {
+		// Slow path, only for bad bodies: decode record by record to name the field.
+		var err error
+		if b, err = decodeBatchLocating(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.validate(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// decodeBatchLocating decodes the envelope first, so each record's errors carry its index.
+func decodeBatchLocating(data []byte) (*QueryRecordBatchV1, error) {
 	var raw rawBatch
 	if err := decodeStrict(data, &raw, ""); err != nil {
 		return nil, err
 	}
-	switch {
-	case raw.BatchID == "":
-		return nil, fieldError("batchId", "required")
-	case len(raw.BatchID) > BatchIDLenMax:
-		return nil, fieldError("batchId", "longer than %d bytes", BatchIDLenMax)
-	case raw.Records == nil:
-		return nil, fieldError("records", "required")
-	case len(raw.Records) > BatchRecordsMax:
-		return nil, fieldError("records", "more than %d records", BatchRecordsMax)
+	b := &QueryRecordBatchV1{BatchID: raw.BatchID, Worker: raw.Worker}
+	if raw.Records != nil {
+		b.Records = make([]Record, len(raw.Records))
 	}
-	b := &QueryRecordBatchV1{BatchID: raw.BatchID, Worker: raw.Worker, Records: make([]Record, len(raw.Records))}
 	for i, rr := range raw.Records {
-		prefix := fmt.Sprintf("records[%d]", i)
-		if err := decodeStrict(rr, &b.Records[i], prefix); err != nil {
-			return nil, err
-		}
-		if err := b.Records[i].Validate(); err != nil {
-			var fe *transport.FieldError
-			if errors.As(err, &fe) {
-				fe.Field = prefix + "." + fe.Field
-			}
+		if err := decodeStrict(rr, &b.Records[i], fmt.Sprintf("records[%d]", i)); err != nil {
 			return nil, err
 		}
 	}
 	return b, nil
+}
+
+// validate checks the envelope and every record; errors name the field ("records[3].status").
+func (b *QueryRecordBatchV1) validate() error {
+	switch {
+	case b.BatchID == "":
+		return fieldError("batchId", "required")
+	case len(b.BatchID) > BatchIDLenMax:
+		return fieldError("batchId", "longer than %d bytes", BatchIDLenMax)
+	case b.Records == nil:
+		return fieldError("records", "required")
+	case len(b.Records) > BatchRecordsMax:
+		return fieldError("records", "more than %d records", BatchRecordsMax)
+	}
+	for i := range b.Records {
+		if err := b.Records[i].Validate(); err != nil {
+			var fe *transport.FieldError
+			if errors.As(err, &fe) {
+				fe.Field = fmt.Sprintf("records[%d].%s", i, fe.Field)
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // decodeStrict decodes one JSON object into v; errors name the field under prefix.

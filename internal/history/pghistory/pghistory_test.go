@@ -1,8 +1,11 @@
 package pghistory
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -130,5 +133,28 @@ func BenchmarkIngestParallel(b *testing.B) {
 			}
 		}
 	})
+	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkIngestHandler is the whole control-plane path for one worker batch of 1000 records:
+// POST /worker/history body -> strict decode and validation -> stamp -> Postgres insert.
+func BenchmarkIngestHandler(b *testing.B) {
+	const size = 1000
+	s, _ := newStore(b)
+	h := history.NewIngest(s, func(*http.Request) (string, error) { return "w1", nil }, nil)
+	bodies := make([][]byte, b.N)
+	for i := range bodies {
+		bodies[i] = history.EncodeBatch(&history.QueryRecordBatchV1{BatchID: fmt.Sprint(i), Records: batch("w1", i*size, size)})
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		req := httptest.NewRequest(http.MethodPost, history.PathWorkerHistory, bytes.NewReader(bodies[i]))
+		req.Header.Set("Content-Type", history.MediaQueryRecords)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+	}
 	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "records/s")
 }
