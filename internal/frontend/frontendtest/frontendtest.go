@@ -2,7 +2,9 @@
 // (with a readiness switch, a gate that holds queries as a capacity lease would, and a record
 // of the requests it saw), an engine on a fresh MariaDB database, and in-memory Arrow results.
 //
-// Test-only. determinism: outside the simulator (test helpers over real engines and clocks)
+// Test-only.
+//
+// determinism: outside the simulator (test helpers over real engines and clocks)
 package frontendtest
 
 import (
