@@ -82,7 +82,7 @@ func newFleet(t *testing.T) *fleet {
 func (f *fleet) worker(name string, e env.Env, tweak func(*Config)) *Worker {
 	cfg := Config{ControlPlaneURL: f.srv.URL, Secret: secret, Name: name, Version: "1.0",
 		Labels: map[string]string{"zone": "eu"}, Frontends: []string{"postgres"},
-		HeartbeatInterval: time.Second, HealthProbeInterval: 20 * time.Millisecond, LagThreshold: 15 * time.Millisecond}
+		HeartbeatInterval: time.Second, HealthProbeInterval: 50 * time.Millisecond, LagThreshold: 100 * time.Millisecond}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -215,7 +215,7 @@ func TestSelfHealthGoesUnhealthyAndRecovers(t *testing.T) {
 	if code := readyz(); code != 200 {
 		t.Fatalf("readyz while healthy: %d", code)
 	}
-	le.lag.Store(int64(40 * time.Millisecond))
+	le.lag.Store(int64(300 * time.Millisecond))
 	// The control plane's interval is 50ms here, so cap the wait below what a routine beat
 	// would need to matter: the unhealthy beat must be pushed at once.
 	f.eventually("worker unhealthy", func() bool { return w.Status().Health.State == transport.HealthUnhealthy })
