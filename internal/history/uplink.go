@@ -239,7 +239,7 @@ func (u *Uplink) Start(ctx context.Context) {
 }
 
 func (u *Uplink) run(ctx context.Context) {
-	failures := 0
+	failures, loggedDropped := 0, uint64(0)
 	for {
 		wait := u.cfg.FlushInterval
 		if failures > 0 {
@@ -253,7 +253,18 @@ func (u *Uplink) run(ctx context.Context) {
 		} else {
 			failures = 0
 		}
+		loggedDropped = u.logDrops(loggedDropped)
 	}
+}
+
+// logDrops warns when records were dropped since the last warning (at most once per round).
+func (u *Uplink) logDrops(logged uint64) uint64 {
+	c := u.Counters()
+	if c.Dropped > logged {
+		u.e.Logger().Warn("history: dropped query records (control plane unreachable or refusing)",
+			"droppedNow", c.Dropped-logged, "droppedTotal", c.Dropped, "pending", c.Pending)
+	}
+	return c.Dropped
 }
 
 // backoff is RetryBase doubled per consecutive failure, capped at RetryMax, jittered by 20%.
