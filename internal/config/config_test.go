@@ -125,6 +125,7 @@ func TestBrokenYAMLReportsItsLine(t *testing.T) {
 		{"queryflux:\n  role: worker\n  frontends: [unclosed\n", 3},
 		{"clusters:\n  - name: a\n    maxRunningQueries: lots\n", 3},
 		{"queryflux:\n  role: [a, b]\n", 2},
+		{"routingFallback: a\nroutingFallback: b\n", 2}, // a duplicate key is an error, not an override
 	} {
 		_, err := Parse([]byte(tc.src))
 		var errs Errors

@@ -7,7 +7,7 @@
 // an edit that would make the configuration invalid is rejected and changes nothing. Every
 // committed edit notifies channel queryflux_config; Listen turns those into wake-ups.
 //
-// determinism: outside the simulator (Postgres through pgx); the simulator uses an in-memory source.
+// determinism: outside the simulator (Postgres through pgx; the simulator uses an in-memory source)
 package pgconfig
 
 import (
