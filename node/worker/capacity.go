@@ -70,7 +70,7 @@ func (g *CapacityGuard) Start(ctx context.Context) {
 
 // Guard is the guard for proxy.Options.Guard. Its slots also implement capacity.Slot: the core
 // should call slot.(capacity.Slot).OnLost(cancel) so a fenced lease cancels its query.
-func (g *CapacityGuard) Guard() proxy.Guard { return proxyGuard{g.guard} }
+func (g *CapacityGuard) Guard() proxy.Guard { return ProxyGuard(g.guard) }
 
 // Leases is the lease guard (nil in mode local), for status and tests.
 func (g *CapacityGuard) Leases() *capacity.LeaseGuard { return g.lease }
@@ -80,8 +80,11 @@ func (g *CapacityGuard) contribute(hb *transport.Heartbeat) {
 	hb.Coordination.Policy = g.c.OnUnavailable
 }
 
-// proxyGuard adapts a capacity.Guard to the proxy core's Guard: a denial becomes
-// proxy.ErrNoSlot (and still matches capacity.ErrAtCapacity).
+// ProxyGuard adapts any capacity.Guard (a LeaseGuard over a CapacityStore on a control plane or
+// standalone node, a LocalGuard) to the proxy core's Guard: a denial becomes proxy.ErrNoSlot
+// (and still matches capacity.ErrAtCapacity); slots stay capacity.Slot values.
+func ProxyGuard(g capacity.Guard) proxy.Guard { return proxyGuard{g} }
+
 type proxyGuard struct{ g capacity.Guard }
 
 func (p proxyGuard) Acquire(ctx context.Context, cluster string, limit int) (proxy.Slot, error) {
