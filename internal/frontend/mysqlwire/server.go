@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
@@ -301,4 +302,16 @@ func (c *flushOnReadConn) Read(p []byte) (int, error) {
 func (c *flushOnReadConn) Close() error {
 	c.w.Flush()
 	return c.Conn.Close()
+}
+
+// SetDeadline and SetWriteDeadline flush first: crypto/tls sets a past write deadline right
+// before it closes, which would otherwise strand a final error packet in the buffer.
+func (c *flushOnReadConn) SetDeadline(t time.Time) error {
+	c.w.Flush()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *flushOnReadConn) SetWriteDeadline(t time.Time) error {
+	c.w.Flush()
+	return c.Conn.SetWriteDeadline(t)
 }

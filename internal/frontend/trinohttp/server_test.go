@@ -387,3 +387,26 @@ func TestArrowTypesToTrino(t *testing.T) {
 		t.Fatalf("driver rows %v", got)
 	}
 }
+
+func TestAbandonedQueryIsCancelled(t *testing.T) {
+	eng, _, _ := frontendtest.MariaDB(t)
+	backend := frontendtest.NewBackend(eng)
+	ts := startServer(t, backend, Options{AbandonAfter: 300 * time.Millisecond, PollWait: 50 * time.Millisecond})
+	_, qr := post(t, ts.addr, "SELECT SLEEP(30)")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ts.Server.mu.Lock()
+		n := len(ts.Server.queries)
+		ts.Server.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("abandoned query still registered")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if resp, _ := get(t, qr.NextURI); resp.StatusCode != http.StatusGone {
+		t.Fatalf("poll after abandon: %d", resp.StatusCode)
+	}
+}
