@@ -227,3 +227,26 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 }
 
 var _ = net.Listen
+
+// TestAbandonedStreamIsCancelled: a client that cancels while a huge result streams stops the
+// query on the engine, not only at the frontend.
+func TestAbandonedStreamIsCancelled(t *testing.T) {
+	addr, url, _ := pgBackend(t)
+	c := connect(t, proxyURL(addr, "alice"))
+	admin := connect(t, url)
+	ctx, cancel := context.WithCancel(context.Background())
+	rows, err := c.Query(ctx, "select g, repeat('x', 100) from generate_series(1, 5000000) g /* qf-cancel-test */")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10 && rows.Next(); i++ {
+	}
+	if countSleeping(t, admin) != 1 {
+		t.Fatal("the streaming query is not running on the engine")
+	}
+	start := time.Now()
+	cancel()
+	rows.Close()
+	waitFor(t, 10*time.Second, func() bool { return countSleeping(t, admin) == 0 })
+	t.Logf("engine query gone %v after the client cancelled", time.Since(start))
+}

@@ -223,13 +223,15 @@ func isPGCancel(err error) bool {
 	return errors.As(err, &qe) && qe.Code == "57014"
 }
 
+// finishPortal ends p. Its context is cancelled first, so a result abandoned half-way is
+// cancelled on the engine rather than read to its end by Close.
 func (c *conn) finishPortal(p *portal) {
+	if p.cancel != nil {
+		p.cancel()
+	}
 	if p.rows != nil {
 		_ = p.rows.Close()
 		p.rows = nil
-	}
-	if p.cancel != nil {
-		p.cancel()
 	}
 	p.cur = nil
 }
