@@ -223,3 +223,35 @@ func TestRegisteredKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMaxConnsCapsConcurrency runs 6 queries of 200ms on an engine capped at 2 connections:
+// they run in 3 waves, so they cannot all be done in under 600ms.
+func TestMaxConnsCapsConcurrency(t *testing.T) {
+	dsn, name := mytest.NewDatabase(t)
+	cfg, _ := mysql.ParseDSN(dsn)
+	e, err := Open(Config{Name: "capped", Addr: cfg.Addr, User: cfg.User, Password: cfg.Passwd, Database: name, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	start := time.Now()
+	errs := make(chan error, 6)
+	for i := 0; i < 6; i++ {
+		go func() {
+			rows, err := e.Execute(context.Background(), &query.Request{SQL: "SELECT SLEEP(0.2)"})
+			if err == nil {
+				_, err = rows.Next(context.Background())
+				rows.Close()
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 6; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if elapsed := time.Since(start); elapsed < 600*time.Millisecond {
+		t.Fatalf("6 × 200ms on 2 connections took %s: the cap did not hold", elapsed)
+	}
+}

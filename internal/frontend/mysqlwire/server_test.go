@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
 
@@ -414,5 +417,67 @@ func TestKillQueryCancelsStatement(t *testing.T) {
 	var me *mysql.MySQLError
 	if _, err := d.Exec("KILL QUERY 999999"); !errors.As(err, &me) || me.Number != 1094 {
 		t.Fatalf("unknown id: %v", err)
+	}
+}
+
+func TestLargeResultsStream(t *testing.T) {
+	backend, dbName := mariaBackend(t)
+	addr := startServer(t, backend, Options{})
+	d := openDB(t, addr, testUser, "", dbName, "")
+	// Many rows, several engine batches.
+	var count, sum int64
+	rows, err := d.Query("SELECT seq, CONCAT('row-', seq) FROM seq_1_to_50000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count, sum = 0, 0
+	for rows.Next() {
+		var n int64
+		var s string
+		if err := rows.Scan(&n, &s); err != nil {
+			t.Fatal(err)
+		}
+		if s != fmt.Sprintf("row-%d", n) {
+			t.Fatalf("row %d: %q", n, s)
+		}
+		count++
+		sum += n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if count != 50000 || sum != 50000*50001/2 {
+		t.Fatalf("count %d sum %d", count, sum)
+	}
+}
+
+// TestValueLargerThanAPacket sends an 18 MB value: more than one MySQL packet (16 MiB - 1), so
+// the row is split and the client rejoins it.
+func TestValueLargerThanAPacket(t *testing.T) {
+	big := strings.Repeat("ab", 9_000_000)
+	eng := frontendtest.FuncEngine(func(ctx context.Context, q *query.Request) (query.Rows, error) {
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		defer b.Release()
+		b.Append(big)
+		col := b.NewArray()
+		defer col.Release()
+		schema := arrow.NewSchema([]arrow.Field{{Name: "big", Type: arrow.BinaryTypes.String}}, nil)
+		batch := array.NewRecordBatch(schema, []arrow.Array{col}, 1)
+		defer batch.Release()
+		return frontendtest.NewRecordRows(schema, "", batch), nil
+	})
+	addr := startServer(t, frontendtest.NewBackend(eng), Options{})
+	for _, args := range [][]any{nil, {1}} { // text and binary protocol
+		var got string
+		q := "big"
+		if args != nil {
+			q = "big ?"
+		}
+		if err := openDB(t, addr, testUser, "", "", "maxAllowedPacket=0").QueryRow(q, args...).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != big {
+			t.Fatalf("args %v: got %d bytes", args, len(got))
+		}
 	}
 }
