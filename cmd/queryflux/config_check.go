@@ -4,7 +4,8 @@ package main
 //   - `queryflux config check FILE`, `config revision FILE` and `config import FILE` (into Postgres);
 //   - on a control plane, the worker snapshot endpoints (GET /worker/config, /worker/config/wait)
 //     fed from the YAML file, or from Postgres (pgconfig, woken by LISTEN/NOTIFY) when the file
-//     defines no clusters or groups and a database is configured;
+//     defines no clusters or groups and a database is configured; and the admin endpoints
+//     GET/PUT /admin/config, POST /admin/config/check (PUT only with Postgres);
 //   - on a worker, the config sync loop that follows the control plane, borrowing a peer's
 //     recent snapshot while the control plane is down (queryflux.controlPlane.peerBootstrap).
 //     Peers serve theirs from ConfigSync.PeerConfigHandler, which the ops listener must mount
@@ -56,12 +57,14 @@ func serveWorkerConfig(ctx context.Context, d *Daemon, cp *controlplane.ControlP
 			return pg.Snapshot(ctx, q, snapshot.Options{Credentials: creds, ConfirmedAt: d.Env.Now()})
 		}
 		go listenForConfig(ctx, d, pg, wake.Notify)
+		srv.MountAdmin(cp, pg)
 		d.Logger.Info("config: serving workers the configuration stored in Postgres")
 	} else {
 		cfg := d.Config
 		source = func(context.Context) (*snapshot.WorkerSnapshotV1, error) {
 			return snapshot.Build(cfg, snapshot.Options{Credentials: creds, ConfirmedAt: d.Env.Now()})
 		}
+		srv.MountAdmin(cp, nil)
 		d.Logger.Info("config: serving workers the configuration file's clusters and groups")
 	}
 	d.Env.Go(ctx, "config-refresh", func(ctx context.Context) {

@@ -20,7 +20,10 @@ import (
 	"github.com/queryflux/queryflux/transport"
 )
 
-const csSecret = "config-serve-secret-789"
+const (
+	csSecret     = "config-serve-secret-789"
+	csAdminToken = "config-admin-token-654"
+)
 
 // csSnapshot builds a snapshot of a one-cluster config whose cap is maxRunning.
 func csSnapshot(t *testing.T, maxRunning int) *snapshot.WorkerSnapshotV1 {
@@ -51,7 +54,7 @@ type csHarness struct {
 func newCSHarness(t *testing.T, poll time.Duration) *csHarness {
 	t.Helper()
 	e := env.Real(nil)
-	cp := New(e, Config{WorkerSecret: csSecret, AllowShortTimeouts: true}, registry.NewMemory())
+	cp := New(e, Config{WorkerSecret: csSecret, AdminToken: csAdminToken, AllowShortTimeouts: true}, registry.NewMemory())
 	srv := NewConfigServer(e, poll)
 	srv.Mount(cp)
 	h := &csHarness{t: t, e: e, cp: cp, srv: srv}

@@ -1,0 +1,143 @@
+package controlplane
+
+// The admin side of configuration (the CONFIG engineer's part of the control plane):
+//
+//	GET  /admin/config        the served snapshot, credentials redacted
+//	POST /admin/config/check  a YAML body compiled: 200, or 422 with every error and its path
+//	PUT  /admin/config        a YAML body stored as the new configuration (when it is editable)
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// Admin config endpoints.
+const (
+	PathAdminConfig      = "/admin/config"
+	PathAdminConfigCheck = "/admin/config/check"
+	// adminConfigBodyMax bounds an uploaded configuration.
+	adminConfigBodyMax = 16 << 20
+)
+
+// ConfigStore is an editable configuration (pgconfig.Source is one). Update must compile the
+// result and store it all or nothing; the store wakes the refresh loop itself (NOTIFY).
+type ConfigStore interface {
+	Update(ctx context.Context, edit func(*config.Config) error) error
+}
+
+// adminConfigAnswer is the body of the admin config endpoints.
+type adminConfigAnswer struct {
+	OK       bool                       `json:"ok"`
+	Revision string                     `json:"revision,omitempty"`
+	Errors   []adminFieldError          `json:"errors,omitempty"`
+	Snapshot *snapshot.WorkerSnapshotV1 `json:"snapshot,omitempty"`
+}
+
+type adminFieldError struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+	Line    int    `json:"line,omitempty"`
+}
+
+// MountAdmin serves the admin config endpoints on cp, behind its admin token. store may be nil:
+// the configuration then comes from a file and PUT answers 409.
+func (s *ConfigServer) MountAdmin(cp *ControlPlane, store ConfigStore) {
+	cp.HandleAdmin("GET "+PathAdminConfig, http.HandlerFunc(s.serveAdminConfig))
+	cp.HandleAdmin("POST "+PathAdminConfigCheck, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cfg, ok := readConfigBody(w, r)
+		if !ok {
+			return
+		}
+		snap, err := snapshot.Build(cfg, snapshot.Options{ConfirmedAt: s.env.Now()})
+		if err != nil {
+			writeConfigErrors(w, err)
+			return
+		}
+		transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: snap.Revision})
+	}))
+	cp.HandleAdmin("PUT "+PathAdminConfig, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if store == nil {
+			transport.WriteError(w, http.StatusConflict, "the configuration comes from a file; edit the file", "")
+			return
+		}
+		cfg, ok := readConfigBody(w, r)
+		if !ok {
+			return
+		}
+		err := store.Update(r.Context(), func(stored *config.Config) error {
+			local := stored.QueryFlux
+			*stored = *cfg
+			stored.QueryFlux = local
+			return nil
+		})
+		if err != nil {
+			writeConfigErrors(w, err)
+			return
+		}
+		snap, err := snapshot.Build(cfg, snapshot.Options{ConfirmedAt: s.env.Now()})
+		if err != nil {
+			writeConfigErrors(w, err)
+			return
+		}
+		transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: snap.Revision})
+	}))
+}
+
+// serveAdminConfig answers the served snapshot with every password and token replaced.
+func (s *ConfigServer) serveAdminConfig(w http.ResponseWriter, r *http.Request) {
+	cur := s.Current()
+	if cur == nil {
+		transport.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
+		return
+	}
+	redacted := *cur
+	redacted.Clusters = make([]snapshot.Cluster, len(cur.Clusters))
+	for i, c := range cur.Clusters {
+		c.Credentials.Password = config.Secret(c.Credentials.Password).String()
+		c.Credentials.Token = config.Secret(c.Credentials.Token).String()
+		redacted.Clusters[i] = c
+	}
+	transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: cur.Revision, Snapshot: &redacted})
+}
+
+// readConfigBody parses a YAML configuration from the request body (its node-local section is
+// ignored: it belongs to each node's own file).
+func readConfigBody(w http.ResponseWriter, r *http.Request) (*config.Config, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, adminConfigBodyMax+1))
+	if err != nil {
+		transport.WriteError(w, http.StatusBadRequest, "reading the body: "+err.Error(), "")
+		return nil, false
+	}
+	if len(body) > adminConfigBodyMax {
+		transport.WriteError(w, http.StatusRequestEntityTooLarge, "configuration larger than 16 MiB", "")
+		return nil, false
+	}
+	cfg, err := config.Parse(body)
+	if err != nil {
+		writeConfigErrors(w, err)
+		return nil, false
+	}
+	cfg.QueryFlux = config.QueryFlux{}
+	config.ApplyDefaults(cfg)
+	return cfg, true
+}
+
+// writeConfigErrors answers 422 with every configuration error, or 500 for anything else.
+func writeConfigErrors(w http.ResponseWriter, err error) {
+	var errs config.Errors
+	if !errors.As(err, &errs) {
+		transport.WriteError(w, http.StatusInternalServerError, err.Error(), "")
+		return
+	}
+	answer := adminConfigAnswer{}
+	for _, e := range errs {
+		answer.Errors = append(answer.Errors, adminFieldError{Path: e.Path, Message: e.Message, Line: e.Line})
+	}
+	transport.WriteJSON(w, http.StatusUnprocessableEntity, "application/json", answer)
+}
