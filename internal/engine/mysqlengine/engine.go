@@ -138,6 +138,9 @@ func (e *Engine) release(c *client.Conn, healthy bool) {
 	if c == nil {
 		return
 	}
+	// A connection left inside a transaction (a BEGIN without COMMIT) must not serve another
+	// request: closing it rolls the transaction back.
+	healthy = healthy && !c.IsInTransaction()
 	e.mu.Lock()
 	if healthy && !e.closed && len(e.idle) < idleConnsMax {
 		e.idle = append(e.idle, c)

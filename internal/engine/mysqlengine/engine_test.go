@@ -255,3 +255,18 @@ func TestMaxConnsCapsConcurrency(t *testing.T) {
 		t.Fatalf("6 × 200ms on 2 connections took %s: the cap did not hold", elapsed)
 	}
 }
+
+// TestOpenTransactionIsNotReused: a BEGIN with no COMMIT must not leak into the next request
+// on the pooled connection.
+func TestOpenTransactionIsNotReused(t *testing.T) {
+	e, _ := openTestEngine(t)
+	exec(t, e, "CREATE TABLE x (i INT) ENGINE=InnoDB")
+	exec(t, e, "BEGIN")
+	exec(t, e, "INSERT INTO x VALUES (1)")
+	// The BEGIN's connection was dropped (rolling back nothing), so the INSERT autocommitted on
+	// another one, and no connection is left inside a transaction.
+	got := collect(t, mustExec(t, e, "SELECT COUNT(*), @@in_transaction FROM x"))
+	if got[0][0] != "1" || got[0][1] != "0" {
+		t.Fatalf("count %s in_transaction %s: a transaction leaked across requests", got[0][0], got[0][1])
+	}
+}
