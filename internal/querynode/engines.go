@@ -1,0 +1,45 @@
+package querynode
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/defaultconfig"
+	"github.com/queryflux/queryflux/internal/demo"
+	"github.com/queryflux/queryflux/internal/engine"
+	_ "github.com/queryflux/queryflux/internal/engine/duckengine" // engine kinds, registered for engine.Open
+	_ "github.com/queryflux/queryflux/internal/engine/mysqlengine"
+	_ "github.com/queryflux/queryflux/internal/engine/pgengine"
+	_ "github.com/queryflux/queryflux/internal/engine/trinoengine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// OpenEngine opens the engine of cluster c (the production proxy.EngineFactory). A DuckDB
+// cluster with options.dataset: demo gets the demo dataset loaded after it opens.
+func OpenEngine(c config.Cluster) (query.Engine, error) {
+	spec := engine.Spec{
+		Name: c.Name, Kind: c.Engine, Endpoint: c.Endpoint, Database: c.Database,
+		User: c.Credentials.User, Password: c.Credentials.Password.Reveal(),
+		Options: maps.Clone(c.Options),
+		// Every query the cap lets run needs a connection of its own.
+		MaxConns: max(c.MaxRunningQueries, 0),
+	}
+	dataset := spec.Options[defaultconfig.OptionDataset]
+	delete(spec.Options, defaultconfig.OptionDataset)
+	if dataset != "" && (c.Engine != config.EngineDuckDB || dataset != defaultconfig.DatasetDemo) {
+		return nil, fmt.Errorf("options.%s %q: only %q on a duckdb cluster is known", defaultconfig.OptionDataset, dataset, defaultconfig.DatasetDemo)
+	}
+	e, err := engine.Open(spec)
+	if err != nil {
+		return nil, err
+	}
+	if dataset == defaultconfig.DatasetDemo {
+		if err := demo.Load(context.Background(), e); err != nil {
+			_ = e.Close()
+			return nil, err
+		}
+	}
+	return e, nil
+}

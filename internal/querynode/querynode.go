@@ -1,0 +1,221 @@
+// Package querynode runs a node's query path: the proxy core built from a configuration and
+// rebuilt on every change (engines of unchanged clusters are kept), the enabled frontends'
+// listeners, and the clusters' health checks. Every role runs one: a standalone node or control
+// plane on its local YAML, a worker on each snapshot its config sync activates.
+//
+// Before the first configuration is applied the frontends are already listening and answer
+// "not configured yet" (the core is not Ready).
+//
+// determinism: outside the simulator (opens frontend listeners and real engines)
+package querynode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/frontend/flightsql"
+	"github.com/queryflux/queryflux/internal/frontend/mysqlwire"
+	"github.com/queryflux/queryflux/internal/frontend/pgwire"
+	"github.com/queryflux/queryflux/internal/frontend/trinohttp"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/node/proxy"
+)
+
+// Health check timing defaults.
+const (
+	HealthEveryDefault   = 10 * time.Second
+	HealthTimeoutDefault = 5 * time.Second
+)
+
+// LoopbackUser is the user the embedded default lets in without a password from loopback.
+const LoopbackUser = "queryflux"
+
+// Options configure a Node. Env is required.
+type Options struct {
+	Env        env.Env
+	Registerer prometheus.Registerer // the core's metrics; nil keeps them unregistered
+	// Guard hands out capacity slots: nil means a LocalGuard (standalone); a worker passes its
+	// control-plane lease guard.
+	Guard proxy.Guard
+	// OnFinish receives every finished query (history); it must not block.
+	OnFinish func(proxy.Record)
+	// OpenEngine opens a cluster's engine; nil means OpenEngine.
+	OpenEngine proxy.EngineFactory
+	// HealthEvery and HealthTimeout pace the cluster health checks of Run.
+	HealthEvery, HealthTimeout time.Duration
+}
+
+// frontend is what every protocol server offers.
+type frontend interface {
+	Serve(net.Listener) error
+	Close() error
+}
+
+// Node is one node's query path.
+type Node struct {
+	opts Options
+	core *proxy.Core
+	log  *slog.Logger
+
+	applyMu sync.Mutex // one configuration change at a time
+
+	mu        sync.Mutex
+	frontends []frontend
+	addrs     map[string]string // protocol -> bound address
+	wg        sync.WaitGroup
+	closed    bool
+}
+
+// New returns a node whose core has no configuration yet.
+func New(opts Options) *Node {
+	if opts.Env == nil {
+		panic("querynode.New: Options.Env is required")
+	}
+	if opts.OpenEngine == nil {
+		opts.OpenEngine = OpenEngine
+	}
+	if opts.HealthEvery <= 0 {
+		opts.HealthEvery = HealthEveryDefault
+	}
+	if opts.HealthTimeout <= 0 {
+		opts.HealthTimeout = HealthTimeoutDefault
+	}
+	core := proxy.New(proxy.Options{Env: opts.Env, Guard: opts.Guard, Registerer: opts.Registerer, OnFinish: opts.OnFinish})
+	return &Node{opts: opts, core: core, log: opts.Env.Logger(), addrs: map[string]string{}}
+}
+
+// Core is the node's proxy core (a query.Backend).
+func (n *Node) Core() *proxy.Core { return n.core }
+
+// Apply builds a runtime for cfg, reusing the engines of clusters that did not change, and
+// activates it. On error the previous runtime stays active and nothing leaks.
+func (n *Node) Apply(cfg *config.Config) error {
+	n.applyMu.Lock()
+	defer n.applyMu.Unlock()
+	rt, err := proxy.Build(cfg, n.opts.OpenEngine, proxy.Reuse(n.core.Runtime()))
+	if err != nil {
+		return fmt.Errorf("building the query runtime: %w", err)
+	}
+	n.core.Activate(rt)
+	n.log.Info("query configuration active", "clusters", len(cfg.Clusters), "groups", len(cfg.ClusterGroups))
+	return nil
+}
+
+// Listen opens a listener for every enabled frontend of f and serves it in the background.
+// On error the listeners opened so far are closed.
+func (n *Node) Listen(f config.Frontends) error {
+	for _, fe := range []struct {
+		name string
+		cfg  config.Frontend
+		make func() (frontend, error)
+	}{
+		{"postgres", f.Postgres, n.newPgwire},
+		{"mysql", f.MySQL, n.newMySQL},
+		{"trino", f.Trino, n.newTrino},
+		{"flightsql", f.FlightSQL, n.newFlightSQL},
+	} {
+		if !fe.cfg.Enabled {
+			continue
+		}
+		if err := n.listen(fe.name, fe.cfg.Listen, fe.make); err != nil {
+			_ = n.Close()
+			return err
+		}
+	}
+	return nil
+}
+
+func (n *Node) listen(name, addr string, make func() (frontend, error)) error {
+	srv, err := make()
+	if err != nil {
+		return fmt.Errorf("frontend %s: %w", name, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("frontend %s listener: %w", name, err)
+	}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		_ = ln.Close()
+		_ = srv.Close()
+		return errors.New("query node closed")
+	}
+	n.frontends = append(n.frontends, srv)
+	n.addrs[name] = ln.Addr().String()
+	n.wg.Add(1)
+	n.mu.Unlock()
+	n.log.Info("listening", "frontend", name, "addr", ln.Addr().String())
+	go func() {
+		defer n.wg.Done()
+		if err := srv.Serve(ln); err != nil {
+			n.log.Error("frontend stopped", "frontend", name, "err", err)
+		}
+	}()
+	return nil
+}
+
+func (n *Node) newPgwire() (frontend, error) {
+	// Without configured users, loopback clients log in as anyone without a password and
+	// everyone else is refused (the embedded default listens on loopback only).
+	return pgwire.NewServer(n.core, pgwire.Options{TrustUsers: []string{"*"}, Logger: n.log}), nil
+}
+
+func (n *Node) newMySQL() (frontend, error) {
+	return mysqlwire.NewServer(n.core, mysqlwire.Options{LoopbackUser: LoopbackUser, Logger: n.log})
+}
+
+func (n *Node) newTrino() (frontend, error) {
+	return trinohttp.NewServer(n.core, trinohttp.Options{Logger: n.log})
+}
+
+func (n *Node) newFlightSQL() (frontend, error) {
+	return flightsql.NewServer(n.core, flightsql.Options{Logger: n.log})
+}
+
+// Addrs returns the bound address of each listening frontend, by protocol.
+func (n *Node) Addrs() map[string]string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[string]string, len(n.addrs))
+	for k, v := range n.addrs {
+		out[k] = v
+	}
+	return out
+}
+
+// Run checks the active clusters' health every HealthEvery until ctx ends.
+func (n *Node) Run(ctx context.Context) {
+	_ = env.Every(ctx, n.opts.Env, n.opts.HealthEvery, func(ctx context.Context) {
+		n.core.CheckHealth(ctx, n.opts.HealthTimeout)
+	})
+}
+
+// Close stops every frontend (open connections end) and waits for their accept loops.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	fes := n.frontends
+	n.mu.Unlock()
+	var errs []error
+	for _, fe := range fes {
+		if err := fe.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	n.wg.Wait()
+	return errors.Join(errs...)
+}
