@@ -275,3 +275,16 @@ func firstWord(sql string) string {
 	}
 	return s[:end]
 }
+
+// changesSession reports statements that leave state on their connection (session variables,
+// table locks, temporary tables, prepared statements by name): that connection is closed
+// afterwards instead of serving another request.
+func changesSession(sql string) bool {
+	switch strings.ToUpper(firstWord(sql)) {
+	case "SET", "LOCK", "PREPARE", "HANDLER":
+		return true
+	case "CREATE":
+		return strings.Contains(strings.ToUpper(sql[:min(len(sql), 64)]), "TEMPORARY")
+	}
+	return false
+}

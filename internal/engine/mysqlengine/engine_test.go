@@ -270,3 +270,11 @@ func TestOpenTransactionIsNotReused(t *testing.T) {
 		t.Fatalf("count %s in_transaction %s: a transaction leaked across requests", got[0][0], got[0][1])
 	}
 }
+
+func TestSessionStateDoesNotLeak(t *testing.T) {
+	e, _ := openTestEngine(t)
+	exec(t, e, "SET @leak = 42")
+	if got := collect(t, mustExec(t, e, "SELECT @leak IS NULL")); got[0][0] != "1" {
+		t.Fatalf("a session variable leaked to the next request: %v", got)
+	}
+}

@@ -104,7 +104,7 @@ func (r *rows) produce(ctx context.Context) {
 	if r.builder != nil {
 		r.builder.Release()
 	}
-	r.e.release(r.conn, healthy && !errors.Is(err, errStopped))
+	r.e.release(r.conn, healthy && !errors.Is(err, errStopped) && !changesSession(r.q.SQL))
 	r.conn = nil
 	if !r.started {
 		ev.start = true
