@@ -94,3 +94,23 @@ type Description struct {
 type Describer interface {
 	Describe(ctx context.Context, q *query.Request) (*Description, error)
 }
+
+// SessionOpener is implemented by engines (and by backends that forward to one) that can keep
+// one client's statements on one engine connection. The PostgreSQL wire frontend opens a
+// session when a client starts a transaction (BEGIN / START TRANSACTION) and keeps sending that
+// client's statements to it until the engine reports the transaction over, so transactions
+// behave as on a direct connection. Without it, each statement runs on any pooled connection.
+type SessionOpener interface {
+	OpenSession(ctx context.Context, q *query.Request) (Session, error)
+}
+
+// Session is one pinned engine connection.
+type Session interface {
+	Execute(ctx context.Context, q *query.Request) (query.Rows, error)
+	// TxStatus is PostgreSQL's transaction status after the last statement: 'I' idle,
+	// 'T' in a transaction, 'E' in a failed transaction. Valid once that statement's rows
+	// are closed.
+	TxStatus() byte
+	// Close releases the connection, rolling back any open transaction.
+	Close() error
+}

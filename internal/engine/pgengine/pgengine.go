@@ -164,15 +164,60 @@ var binaryOIDs = pgx.QueryResultFormatsByOID{
 	pgtype.TimestamptzOID: pgx.BinaryFormatCode, pgtype.UUIDOID: pgx.BinaryFormatCode,
 }
 
+// querier is what runs a statement: the pool, or one pinned connection.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // Execute runs q. Cancelling ctx cancels the query on the server (pgx sends a cancel request).
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	return e.execute(ctx, e.pool, q)
+}
+
+var _ engine.SessionOpener = (*Engine)(nil)
+
+// OpenSession pins one pooled connection for a client's transaction.
+func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	return &session{e: e, conn: conn}, nil
+}
+
+type session struct {
+	e    *Engine
+	conn *pgxpool.Conn
+}
+
+func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	return s.e.execute(ctx, s.conn, q)
+}
+
+// TxStatus is the connection's status; a broken connection counts as idle, so the frontend
+// lets go of it instead of pinning a dead session.
+func (s *session) TxStatus() byte {
+	pc := s.conn.Conn().PgConn()
+	if pc.IsClosed() {
+		return 'I'
+	}
+	return pc.TxStatus()
+}
+
+// Close returns the connection; pgxpool destroys one left inside a transaction.
+func (s *session) Close() error {
+	s.conn.Release()
+	return nil
+}
+
+func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (query.Rows, error) {
 	args := make([]any, 0, len(q.Args)+2)
 	args = append(args, binaryOIDs)
 	if len(q.Args) == 0 {
 		args = append(args, e.argsFreeMode)
 	}
 	args = append(args, q.Args...)
-	rows, err := e.pool.Query(ctx, q.SQL, args...)
+	rows, err := db.Query(ctx, q.SQL, args...)
 	if err != nil {
 		return nil, wrapErr(err)
 	}

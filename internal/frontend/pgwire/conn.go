@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -38,6 +39,9 @@ type conn struct {
 	database    string
 	startup     map[string]string
 
+	session  engine.Session // pinned engine connection while a transaction is open, else nil
+	txStatus byte           // what ReadyForQuery reports: 'I', 'T' or 'E'
+
 	stmts      map[string]*preparedStmt
 	portals    map[string]*portal
 	skipToSync bool // an extended-protocol error discards messages until Sync
@@ -54,7 +58,7 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{srv: s, nc: nc, typeMap: pgtype.NewMap(), stmts: map[string]*preparedStmt{}, portals: map[string]*portal{}}
+	c := &conn{srv: s, nc: nc, typeMap: pgtype.NewMap(), txStatus: 'I', stmts: map[string]*preparedStmt{}, portals: map[string]*portal{}}
 	c.setStream(nc)
 	return c
 }
@@ -90,6 +94,10 @@ func (c *conn) unregister() {
 	c.srv.unregister(c)
 	for name := range c.portals {
 		c.closePortal(name)
+	}
+	if c.session != nil {
+		_ = c.session.Close() // rolls back an open transaction
+		c.session = nil
 	}
 }
 
@@ -216,7 +224,8 @@ func (c *conn) dispatch(msg pgproto3.FrontendMessage) error {
 		for name := range c.portals {
 			c.closePortal(name) // portals end with the implicit transaction
 		}
-		c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+		c.syncTxStatus()
+		c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
 		return c.flush()
 	case *pgproto3.Flush:
 		return c.flush()

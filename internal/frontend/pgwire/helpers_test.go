@@ -34,6 +34,10 @@ func (b describingEngine) Describe(ctx context.Context, q *query.Request) (*engi
 	return b.e.(engine.Describer).Describe(ctx, q)
 }
 
+func (b describingEngine) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
+	return b.e.(engine.SessionOpener).OpenSession(ctx, q)
+}
+
 // startServer serves backend on a loopback port and returns its address.
 func startServer(t testing.TB, backend query.Backend, opts pgwire.Options) string {
 	t.Helper()

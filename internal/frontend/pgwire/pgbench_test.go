@@ -22,9 +22,16 @@ func TestPgbench(t *testing.T) {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
 	}
 	host, port, _ := net.SplitHostPort(addr)
-	for _, mode := range []string{"simple", "extended", "prepared"} {
-		t.Run(mode, func(t *testing.T) {
-			cmd := exec.Command("pgbench", "-n", "-S", "-M", mode, "-T", "2", "-c", "2", "-h", host, "-p", port, "-U", "bench", "demo")
+	runs := []struct{ name, mode, script string }{
+		{"select-only/simple", "simple", "-S"},
+		{"select-only/extended", "extended", "-S"},
+		{"select-only/prepared", "prepared", "-S"},
+		{"tpcb-transactions/extended", "extended", "-N"}, // BEGIN ... END through pinned sessions
+	}
+	for _, r := range runs {
+		mode := r.mode
+		t.Run(r.name, func(t *testing.T) {
+			cmd := exec.Command("pgbench", "-n", r.script, "-M", mode, "-T", "2", "-c", "2", "-h", host, "-p", port, "-U", "bench", "demo")
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("pgbench -M %s: %v\n%s", mode, err, out)
@@ -41,7 +48,7 @@ func TestPgbench(t *testing.T) {
 				t.Fatalf("failed transactions:\n%s", out)
 			}
 			tps := regexp.MustCompile(`tps = ([0-9.]+)`).FindSubmatch(out)
-			t.Logf("pgbench -S -M %s through the frontend: %d transactions, tps %s", mode, n, tps[1])
+			t.Logf("pgbench %s -M %s through the frontend: %d transactions, tps %s", r.script, mode, n, tps[1])
 		})
 	}
 }

@@ -250,3 +250,73 @@ func TestAbandonedStreamIsCancelled(t *testing.T) {
 	waitFor(t, 10*time.Second, func() bool { return countSleeping(t, admin) == 0 })
 	t.Logf("engine query gone %v after the client cancelled", time.Since(start))
 }
+
+// TestTransactionsArePinned: with a backend that can open sessions, a transaction's statements
+// share one engine connection: uncommitted rows are invisible elsewhere, rollback undoes them,
+// a failed statement fails the transaction, and ReadyForQuery reports the status.
+func TestTransactionsArePinned(t *testing.T) {
+	addr, url, _ := pgBackend(t)
+	c := connect(t, proxyURL(addr, "alice"))
+	direct := connect(t, url)
+	ctx := context.Background()
+	count := func(conn *pgx.Conn) int {
+		var n int
+		if err := conn.QueryRow(ctx, "select count(*) from acct").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := c.Exec(ctx, "create table acct(id int primary key)"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "insert into acct values (1), (2)"); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.PgConn().TxStatus(); st != 'T' {
+		t.Fatalf("status in transaction %q, want T", st)
+	}
+	var inside int
+	if err := tx.QueryRow(ctx, "select count(*) from acct").Scan(&inside); err != nil || inside != 2 {
+		t.Fatalf("inside the transaction: %d %v", inside, err)
+	}
+	if n := count(direct); n != 0 {
+		t.Fatalf("uncommitted rows visible elsewhere: %d", n)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(direct); n != 0 || c.PgConn().TxStatus() != 'I' {
+		t.Fatalf("after rollback: %d rows, status %q", n, c.PgConn().TxStatus())
+	}
+
+	// A failed statement fails the transaction until ROLLBACK.
+	if _, err := c.Exec(ctx, "begin", pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, "insert into acct values (1), (1)"); err == nil {
+		t.Fatal("duplicate insert succeeded")
+	}
+	if st := c.PgConn().TxStatus(); st != 'E' {
+		t.Fatalf("status after an error %q, want E", st)
+	}
+	_, err = c.Exec(ctx, "select 1")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "25P02" {
+		t.Fatalf("statement in a failed transaction: %v, want 25P02", err)
+	}
+	if _, err := c.Exec(ctx, "rollback", pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatal(err)
+	}
+
+	// Commit in one simple-protocol message.
+	if _, err := c.Exec(ctx, "begin; insert into acct values (7); commit", pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(direct); n != 1 || c.PgConn().TxStatus() != 'I' {
+		t.Fatalf("after commit: %d rows, status %q", n, c.PgConn().TxStatus())
+	}
+}

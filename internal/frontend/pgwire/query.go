@@ -60,7 +60,8 @@ func (c *conn) simpleQuery(sql string) error {
 			break
 		}
 	}
-	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+	c.syncTxStatus()
+	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
 	return c.flush()
 }
 
@@ -88,8 +89,16 @@ func (c *conn) startPortal(p *portal) error {
 		return query.ErrNotConfigured
 	}
 	p.ctx, p.cancel = context.WithCancel(c.srv.baseCtx)
+	req := c.request(p.stmt.sql, p.args)
+	if err := c.openSessionFor(req); err != nil {
+		return err
+	}
+	execute := c.srv.backend.Execute
+	if c.session != nil {
+		execute = c.session.Execute
+	}
 	c.beginRun(p.cancel)
-	rows, err := c.srv.backend.Execute(p.ctx, c.request(p.stmt.sql, p.args))
+	rows, err := execute(p.ctx, req)
 	c.endRun()
 	if err != nil {
 		return c.runError(err)

@@ -52,3 +52,44 @@ func (c *conn) localStatement(sql string) (query.Rows, bool, error) {
 	}
 	return engine.TagRows("SET"), true, nil
 }
+
+// openSessionFor pins an engine connection when req starts a transaction and the backend can
+// pin one (engine.SessionOpener); the transaction's statements then all run there.
+func (c *conn) openSessionFor(req *query.Request) error {
+	if c.session != nil || !beginsTransaction(req.SQL) {
+		return nil
+	}
+	opener, ok := c.srv.backend.(engine.SessionOpener)
+	if !ok {
+		return nil
+	}
+	s, err := opener.OpenSession(c.srv.baseCtx, req)
+	if err != nil {
+		return err
+	}
+	c.session = s
+	return nil
+}
+
+// syncTxStatus reads the transaction status from the pinned session once its statements are
+// finished, and unpins it when the transaction is over.
+func (c *conn) syncTxStatus() {
+	if c.session == nil {
+		c.txStatus = 'I'
+		return
+	}
+	c.txStatus = c.session.TxStatus()
+	if c.txStatus == 'I' {
+		_ = c.session.Close()
+		c.session = nil
+	}
+}
+
+func beginsTransaction(sql string) bool {
+	words := strings.Fields(sql)
+	if len(words) == 0 {
+		return false
+	}
+	word := strings.ToUpper(strings.TrimRight(words[0], ";"))
+	return word == "BEGIN" || word == "START"
+}
