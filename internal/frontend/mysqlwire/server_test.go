@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/go-mysql-org/go-mysql/client"
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
 
@@ -479,5 +480,51 @@ func TestValueLargerThanAPacket(t *testing.T) {
 		if got != big {
 			t.Fatalf("args %v: got %d bytes", args, len(got))
 		}
+	}
+}
+
+// TestGoMySQLClientCommands drives COM_INIT_DB, COM_PING, COM_STMT_* and COM_QUIT with
+// go-mysql's own client.
+func TestGoMySQLClientCommands(t *testing.T) {
+	backend, dbName := mariaBackend(t)
+	addr := startServer(t, backend, Options{})
+	c, err := client.Connect(addr, testUser, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(); err != nil { // COM_PING
+		t.Fatal(err)
+	}
+	if err := c.UseDB(dbName); err != nil { // COM_INIT_DB
+		t.Fatal(err)
+	}
+	r, err := c.Execute("SELECT DATABASE()")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.GetString(0, 0); got != dbName {
+		t.Fatalf("DATABASE() = %q after COM_INIT_DB %q", got, dbName)
+	}
+	st, err := c.Prepare("SELECT ? + 1, ?") // COM_STMT_PREPARE
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ParamNum() != 2 {
+		t.Fatalf("params %d", st.ParamNum())
+	}
+	r, err = st.Execute(41, "x") // COM_STMT_EXECUTE, binary rows
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := r.GetInt(0, 0)
+	s, _ := r.GetString(0, 1)
+	if n != 42 || s != "x" {
+		t.Fatalf("prepared: %d %q", n, s)
+	}
+	if err := st.Close(); err != nil { // COM_STMT_CLOSE
+		t.Fatal(err)
+	}
+	if err := c.Quit(); err != nil { // COM_QUIT
+		t.Fatal(err)
 	}
 }
