@@ -167,30 +167,36 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	if err != nil {
 		return nil, wrapErr(err)
 	}
+	rows, _, err := run(ctx, conn, q, func() { conn.Close() })
+	return rows, err
+}
+
+// run executes q on conn; release is called once conn is no longer needed by the result.
+func run(ctx context.Context, conn *sql.Conn, q *query.Request, release func()) (query.Rows, *prepared, error) {
 	p, err := prepare(ctx, conn, q.SQL)
 	if err != nil {
-		conn.Close()
-		return nil, wrapErr(err)
+		release()
+		return nil, p, wrapErr(err)
 	}
 	args, err := coerceArgs(p.params, q.Args)
 	if err != nil {
-		conn.Close()
-		return nil, err
+		release()
+		return nil, p, err
 	}
 	rows, err := conn.QueryContext(ctx, q.SQL, args...)
 	if err != nil {
-		conn.Close()
-		return nil, wrapErr(err)
+		release()
+		return nil, p, wrapErr(err)
 	}
 	closeAll := func() error {
 		err := rows.Close()
-		conn.Close()
+		release()
 		return err
 	}
 	cols, err := rows.ColumnTypes()
 	if err != nil {
 		closeAll()
-		return nil, wrapErr(err)
+		return nil, p, wrapErr(err)
 	}
 	if tag, counted := countTag(p.kind, cols); counted {
 		// INSERT/UPDATE/DELETE without RETURNING: one row holding the count.
@@ -198,15 +204,15 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		for rows.Next() {
 			if err := rows.Scan(&n); err != nil {
 				closeAll()
-				return nil, wrapErr(err)
+				return nil, p, wrapErr(err)
 			}
 		}
 		err := rows.Err()
 		closeAll()
 		if err != nil {
-			return nil, wrapErr(err)
+			return nil, p, wrapErr(err)
 		}
-		return engine.TagRows(tag + strconv.FormatInt(n, 10)), nil
+		return engine.TagRows(tag + strconv.FormatInt(n, 10)), p, nil
 	}
 	if !returnsRows(p.kind) {
 		for rows.Next() {
@@ -214,11 +220,11 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		err := rows.Err()
 		closeAll()
 		if err != nil {
-			return nil, wrapErr(err)
+			return nil, p, wrapErr(err)
 		}
-		return engine.TagRows(tagFromSQL(q.SQL)), nil
+		return engine.TagRows(tagFromSQL(q.SQL)), p, nil
 	}
-	return newStream(rows, cols, p.kind, closeAll), nil
+	return newStream(rows, cols, p.kind, closeAll), p, nil
 }
 
 func returnsRows(k duckdb.StmtType) bool {
@@ -370,4 +376,50 @@ func parseAs(t duckdb.Type, s string) (any, error) {
 		return nil, fmt.Errorf("invalid timestamp %q", s)
 	}
 	return s, nil
+}
+
+var _ engine.SessionOpener = (*Engine)(nil)
+
+// OpenSession pins one connection for a client's transaction.
+func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
+	conn, err := e.db.Conn(ctx)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	return &session{conn: conn, status: 'I'}, nil
+}
+
+// session tracks the transaction status itself (DuckDB does not report one): BEGIN opens,
+// COMMIT/ROLLBACK closes, an error inside a transaction fails it until ROLLBACK.
+type session struct {
+	conn   *sql.Conn
+	status byte
+}
+
+func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	rows, p, err := run(ctx, s.conn, q, func() {})
+	switch {
+	case err != nil:
+		if s.status == 'T' {
+			s.status = 'E'
+		}
+	case p != nil && p.kind == duckdb.STATEMENT_TYPE_TRANSACTION:
+		switch strings.ToUpper(strings.Fields(q.SQL)[0]) {
+		case "BEGIN", "START":
+			s.status = 'T'
+		default: // COMMIT, END, ROLLBACK, ABORT
+			s.status = 'I'
+		}
+	}
+	return rows, err
+}
+
+func (s *session) TxStatus() byte { return s.status }
+
+// Close rolls back an open transaction and returns the connection to the pool.
+func (s *session) Close() error {
+	if s.status != 'I' {
+		_, _ = s.conn.ExecContext(context.Background(), "ROLLBACK")
+	}
+	return s.conn.Close()
 }

@@ -110,3 +110,32 @@ func (b *recordingBackend) Execute(ctx context.Context, q *query.Request) (query
 	b.last.Store(q)
 	return b.oneEngine.Execute(ctx, q)
 }
+
+func TestDuckDBTransactionsArePinned(t *testing.T) {
+	addr := demoServer(t)
+	c := connect(t, proxyURL(addr, "alice"))
+	ctx := context.Background()
+	count := func() int {
+		var n int
+		if err := c.QueryRow(ctx, "select count(*) from customers").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "delete from customers where customer_id > 100"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 100 || c.PgConn().TxStatus() != 'T' {
+		t.Fatalf("inside the transaction: %d customers, status %q", n, c.PgConn().TxStatus())
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 200 || c.PgConn().TxStatus() != 'I' {
+		t.Fatalf("after rollback: %d customers, status %q", n, c.PgConn().TxStatus())
+	}
+}
