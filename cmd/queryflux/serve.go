@@ -88,6 +88,12 @@ func loadConfig(f *serveFlags) (*config.Config, error) {
 			return nil, fmt.Errorf("%s: %w", f.configFile, err)
 		}
 		cfg = loaded
+	} else if f.role == "" || f.role == string(config.RoleStandalone) {
+		def, err := embeddedDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+		if err != nil {
+			return nil, err
+		}
+		cfg = def
 	}
 	if f.role != "" {
 		cfg.QueryFlux.Role = config.Role(f.role)

@@ -157,7 +157,7 @@ func (n *Node) listen(name, addr string, make func() (frontend, error)) error {
 	n.log.Info("listening", "frontend", name, "addr", ln.Addr().String())
 	go func() {
 		defer n.wg.Done()
-		if err := srv.Serve(ln); err != nil {
+		if err := srv.Serve(ln); err != nil && !n.isClosed() {
 			n.log.Error("frontend stopped", "frontend", name, "err", err)
 		}
 	}()
@@ -198,6 +198,12 @@ func (n *Node) Run(ctx context.Context) {
 	_ = env.Every(ctx, n.opts.Env, n.opts.HealthEvery, func(ctx context.Context) {
 		n.core.CheckHealth(ctx, n.opts.HealthTimeout)
 	})
+}
+
+func (n *Node) isClosed() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.closed
 }
 
 // Close stops every frontend (open connections end) and waits for their accept loops.

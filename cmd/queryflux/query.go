@@ -1,0 +1,196 @@
+package main
+
+// The query path in the daemon: every role runs a query node (internal/querynode): the proxy
+// core, the enabled frontends and the cluster health checks.
+//   - standalone / control plane: built from the local YAML; capacity is a LocalGuard, or, when
+//     workers may register (workerApi.enabled, coordination.mode controlPlane), leases from the
+//     same store the control plane serves to workers, so a cluster's cap holds fleet-wide;
+//   - worker: rebuilt on every snapshot the config sync activates; capacity leases from the
+//     control plane (worker.CapacityGuard).
+// Finished queries go to historyUplink (history.go): the local store, or the control plane.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/capacity/pgcapacity"
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/defaultconfig"
+	"github.com/queryflux/queryflux/internal/querynode"
+	"github.com/queryflux/queryflux/internal/redact"
+	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/proxy"
+	"github.com/queryflux/queryflux/node/worker"
+)
+
+// controlPlaneLeaseHolder holds the leases of queries the control plane runs itself.
+const controlPlaneLeaseHolder = "queryflux-control-plane"
+
+func init() {
+	controlPlaneHooks = append(controlPlaneHooks, startControlPlaneQuery)
+	// First among the worker hooks: the config sync (started by another hook) may activate a
+	// snapshot at once, and its apply step needs this node to exist.
+	workerHooks = append([]func(ctx context.Context, d *Daemon, w *worker.Worker) error{startWorkerQuery}, workerHooks...)
+}
+
+// recordHistory hands a finished query to this node's history uplink, if there is one.
+func recordHistory(r proxy.Record) {
+	if u := historyUplink; u != nil {
+		u.Add(worker.HistoryRecord(r))
+	}
+}
+
+func startControlPlaneQuery(ctx context.Context, d *Daemon, cp *controlplane.ControlPlane) error {
+	guard, err := controlPlaneCapacity(ctx, d, cp)
+	if err != nil {
+		return err
+	}
+	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Guard: guard, OnFinish: recordHistory})
+	if len(d.Config.Clusters) > 0 {
+		if err := n.Apply(d.Config); err != nil {
+			return err
+		}
+	} else {
+		d.Logger.Warn("the configuration file defines no clusters: this node's frontends answer 'not configured'")
+	}
+	return runQueryNode(ctx, d, n)
+}
+
+// controlPlaneCapacity mounts the worker capacity API when workers may register and returns the
+// guard for the node's own queries (nil: a LocalGuard).
+func controlPlaneCapacity(ctx context.Context, d *Daemon, cp *controlplane.ControlPlane) (proxy.Guard, error) {
+	q := d.Config.QueryFlux
+	if !q.WorkerAPI.Enabled {
+		return nil, nil
+	}
+	var store interface {
+		capacity.CapacityStore
+		capacity.SweepCoordinator
+	}
+	if d.Pool != nil {
+		store = pgcapacity.New(d.Pool)
+	} else {
+		d.Logger.Info("no database configured: capacity leases live in memory")
+		store = capacity.NewMemory()
+	}
+	metrics := capacity.NewMetrics(d.Metrics)
+	sweeper := controlplane.MountCapacity(d.Env, cp, controlplane.CapacityConfig{
+		Store: store, Locks: store, Metrics: metrics, Owner: controlPlaneLeaseHolder,
+		Ordered: q.Coordination.Queue == config.QueueOrdered,
+	})
+	d.Env.Go(ctx, "capacity-sweeper", sweeper.Run)
+	if q.Coordination.Mode == config.CoordinationLocal {
+		return nil, nil
+	}
+	lg, err := capacity.NewLeaseGuard(capacity.GuardOptions{
+		Env: d.Env, Client: store, Holder: controlPlaneLeaseHolder,
+		OnUnavailable: q.Coordination.OnUnavailable, OnLeaseLost: q.Coordination.OnLeaseLost,
+		LeaseTTL: secs(q.Coordination.LeaseTTLSecs), DriftMargin: secs(q.Coordination.DriftMarginSecs),
+		Metrics: metrics,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("coordination: %w", err)
+	}
+	lg.Start(ctx)
+	return lg, nil
+}
+
+func startWorkerQuery(ctx context.Context, d *Daemon, w *worker.Worker) error {
+	guard, err := worker.NewCapacityGuard(d.Env, w, d.Config.QueryFlux.Coordination, capacity.NewMetrics(d.Metrics))
+	if err != nil {
+		return err
+	}
+	guard.Start(ctx)
+	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Guard: guard.Guard(), OnFinish: recordHistory})
+	workerConfigApply = append(workerConfigApply, func(ctx context.Context, d *Daemon, cfg *config.Config, snap *snapshot.WorkerSnapshotV1) error {
+		if err := n.Apply(cfg); err != nil {
+			return err
+		}
+		if u := historyUplink; u != nil {
+			if err := u.SetPolicy(redact.Policy(cfg.HistoryPolicy.Redaction)); err != nil {
+				d.Logger.Warn("history redaction policy not applied", "err", err)
+			}
+		}
+		return nil
+	})
+	return runQueryNode(ctx, d, n)
+}
+
+// runQueryNode opens the frontends, runs the health checks, and closes the frontends when ctx
+// (the daemon's signal context) ends.
+func runQueryNode(ctx context.Context, d *Daemon, n *querynode.Node) error {
+	if err := n.Listen(d.Config.QueryFlux.Frontends); err != nil {
+		return err
+	}
+	d.Env.Go(ctx, "cluster-health", n.Run)
+	d.Env.Go(context.WithoutCancel(ctx), "frontends-close", func(context.Context) {
+		<-ctx.Done()
+		if err := n.Close(); err != nil {
+			d.Logger.Warn("closing frontends", "err", err)
+		}
+	})
+	return nil
+}
+
+// Environment variables of the embedded default.
+const (
+	envPortOffset = "QUERYFLUX_PORT_OFFSET" // added to every port of the embedded default
+	envAdminToken = "QUERYFLUX_ADMIN_TOKEN" // the admin API's token (else a random one, in a file)
+)
+
+// embeddedDefault is the configuration `queryflux serve` runs without --config: a standalone
+// node on loopback with the DuckDB demo cluster (internal/defaultconfig). The admin token is
+// QUERYFLUX_ADMIN_TOKEN, or a fresh random one written to a private file whose path is logged.
+func embeddedDefault(log *slog.Logger) (*config.Config, error) {
+	offset := 0
+	if s := os.Getenv(envPortOffset); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: not an integer", envPortOffset, s)
+		}
+		offset = n
+	}
+	cfg, err := defaultconfig.Load(offset)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", envPortOffset, err)
+	}
+	token := os.Getenv(envAdminToken)
+	if token == "" {
+		if token, err = writeAdminToken(cfg.QueryFlux.AdminAPI.Listen, log); err != nil {
+			return nil, err
+		}
+	}
+	cfg.QueryFlux.AdminAPI.Token = config.Secret(token)
+	log.Info("no --config: running the embedded default (DuckDB demo dataset)",
+		"postgres", cfg.QueryFlux.Frontends.Postgres.Listen, "mysql", cfg.QueryFlux.Frontends.MySQL.Listen,
+		"trino", cfg.QueryFlux.Frontends.Trino.Listen, "flightsql", cfg.QueryFlux.Frontends.FlightSQL.Listen,
+		"admin", cfg.QueryFlux.AdminAPI.Listen)
+	return cfg, nil
+}
+
+// writeAdminToken makes a random admin token and stores it in a file only this user can read
+// (the token itself is never logged).
+func writeAdminToken(adminListen string, log *slog.Logger) (string, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	token := hex.EncodeToString(b[:])
+	_, port, _ := net.SplitHostPort(adminListen)
+	path := filepath.Join(os.TempDir(), "queryflux-admin-token-"+port)
+	_ = os.Remove(path) // a stale file of another user would keep its mode
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("writing the admin token file: %w", err)
+	}
+	log.Info("admin API token written to a file; export QUERYFLUX_ADMIN_TOKEN=$(cat FILE)", "file", path)
+	return token, nil
+}
