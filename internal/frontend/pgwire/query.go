@@ -338,9 +338,13 @@ func (c *conn) describeStatement(st *preparedStmt) error {
 			if !c.srv.backend.Ready() {
 				return query.ErrNotConfigured
 			}
-			desc, err := d.Describe(c.srv.baseCtx, c.request(st.sql, nil))
+			ctx, cancel := context.WithCancel(c.srv.baseCtx)
+			c.beginRun(cancel)
+			desc, err := d.Describe(ctx, c.request(st.sql, nil))
+			c.endRun()
+			cancel()
 			if err != nil {
-				return err
+				return c.runError(err)
 			}
 			st.desc = desc
 		} else {
