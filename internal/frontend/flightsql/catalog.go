@@ -169,6 +169,20 @@ func (s *Server) DoGetTables(ctx context.Context, cmd fsql.GetTables) (*arrow.Sc
 	return s.oneBatch(schema_ref.Tables, out)
 }
 
+func (s *Server) GetFlightInfoTableTypes(_ context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	return s.metaInfo(desc, schema_ref.TableTypes), nil
+}
+
+// DoGetTableTypes lists the table types the engine's information_schema.tables uses.
+func (s *Server) DoGetTableTypes(ctx context.Context) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	rows, err := s.stringRows(ctx, "SELECT DISTINCT table_type FROM information_schema.tables")
+	if err != nil {
+		return nil, nil, err
+	}
+	sortRows(rows)
+	return s.oneBatch(schema_ref.TableTypes, rows)
+}
+
 func catalogMatches(want *string, got string) bool {
 	return want == nil || *want == got
 }

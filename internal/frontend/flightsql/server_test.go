@@ -2,6 +2,7 @@ package flightsql
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -217,8 +218,20 @@ func TestErrorsAndAuth(t *testing.T) {
 	if req := backend.LastRequest(t); req.User != "bot" {
 		t.Fatalf("token user %q", req.User)
 	}
+	// Basic credentials on a call, without a handshake.
+	basicCtx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("alice:pw")))
+	if got := query1(t, basicCtx, c, "SELECT 2"); fmt.Sprint(got) != "[[2]]" {
+		t.Fatal(got)
+	}
 	ctx := login(t, c, "alice", "pw")
-	_, err := c.Execute(ctx, "SELEC 1")
+	info, err := c.GetTableTypes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, rows := fetch(t, ctx, c, info); !strings.Contains(fmt.Sprint(rows), "BASE TABLE") {
+		t.Fatalf("table types %v", rows)
+	}
+	_, err = c.Execute(ctx, "SELEC 1")
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "[42000]") {
 		t.Fatalf("syntax error: %v", err)
 	}
