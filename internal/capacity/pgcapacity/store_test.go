@@ -156,3 +156,85 @@ func TestConcurrentAcquiresNeverExceedCap(t *testing.T) {
 		t.Fatalf("test did not contend: granted %d denied %d", granted.Load(), denied.Load())
 	}
 }
+
+// TestConcurrentMixedOpsKeepCountersExact: acquires, renewals, releases, sweeps and evictions
+// race on four clusters from two stores; no call fails (deadlocks would surface here) and at
+// the end every counter row equals its cluster's lease rows.
+func TestConcurrentMixedOpsKeepCountersExact(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	if err := migrations.Up(context.Background(), url); err != nil {
+		t.Fatal(err)
+	}
+	a, pool := openStore(t, url, 4)
+	b, _ := openStore(t, url, 4)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	deadline := time.Now().Add(2 * time.Second)
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := []*pgcapacity.Store{a, b}[w%2]
+			var mine []capacity.Lease
+			for i := 0; time.Now().Before(deadline); i++ {
+				now := time.Now()
+				cluster := fmt.Sprintf("c%d", (w+i)%4)
+				switch {
+				case w == 0 && i%20 == 0:
+					_, err := s.SweepStale(ctx, now)
+					report(errs, err)
+				case w == 1 && i%50 == 0:
+					_, err := s.ReleaseHolder(ctx, fmt.Sprintf("w%d", (i/50)%16))
+					report(errs, err)
+				case len(mine) > 0 && i%3 == 0:
+					_, err := s.ReleaseBatch(ctx, []capacity.LeaseRef{mine[0].Ref()})
+					report(errs, err)
+					mine = mine[1:]
+				case len(mine) > 0 && i%5 == 0:
+					_, err := s.Renew(ctx, mine[0].Ref(), 50*time.Millisecond, now)
+					if !errors.Is(err, capacity.ErrStaleGeneration) {
+						report(errs, err)
+					}
+				default:
+					l, err := s.Acquire(ctx, cluster, fmt.Sprintf("w%d", w), 3, 50*time.Millisecond, now)
+					if err == nil {
+						mine = append(mine, l)
+					} else if !errors.Is(err, capacity.ErrAtCapacity) {
+						report(errs, err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(ctx, `SELECT c.cluster, c.running, (SELECT count(*) FROM capacity_leases l WHERE l.cluster = c.cluster)
+		FROM capacity_clusters c ORDER BY c.cluster`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var cluster string
+		var running, leases int64
+		if err := rows.Scan(&cluster, &running, &leases); err != nil {
+			t.Fatal(err)
+		}
+		if running != leases || running > 3 {
+			t.Fatalf("cluster %s: counter %d, lease rows %d, cap 3", cluster, running, leases)
+		}
+	}
+}
+
+func report(errs chan<- error, err error) {
+	if err != nil {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+}
