@@ -16,22 +16,23 @@ import (
 // (without the panic guard, so a panic fails the fuzz), then follows any nextUri it got. Every
 // request must end with an answer; a 200 must carry a QueryResults document.
 func FuzzTrinoRequest(f *testing.F) {
-	f.Add("POST", "/v1/statement", "alice", "tag1,tag2", "SELECT 1")
-	f.Add("POST", "/v1/statement", "", "", "SELECT 1")
-	f.Add("POST", "/v1/statement", "bob", "", "")
-	f.Add("POST", "/v1/statement", "bob", "", "EXECUTE IMMEDIATE 'select ?' USING 1, 'x''y', X'00ff', DOUBLE 'NaN', DATE '2024-01-01'")
-	f.Add("POST", "/v1/statement", "bob", "", "EXECUTE IMMEDIATE 'unterminated")
-	f.Add("GET", "/v1/statement/executing/nope/y00/1", "bob", "", "")
-	f.Add("GET", "/v1/statement/executing/a/b/-1", "bob", "", "")
-	f.Add("DELETE", "/v1/statement/queued/a/b/99999999999999999999", "", "", "")
-	f.Add("GET", "/v1/info", "", "", "")
+	f.Add("POST", "/v1/statement", "alice", "tag1,tag2", "", "SELECT 1")
+	f.Add("POST", "/v1/statement", "", "", "", "SELECT 1")
+	f.Add("POST", "/v1/statement", "bob", "", "", "")
+	f.Add("POST", "/v1/statement", "bob", "", "", "EXECUTE IMMEDIATE 'select ?' USING 1, 'x''y', X'00ff', DOUBLE 'NaN', DATE '2024-01-01'")
+	f.Add("POST", "/v1/statement", "bob", "", "", "EXECUTE IMMEDIATE 'unterminated")
+	f.Add("GET", "/v1/statement/executing/nope/y00/1", "bob", "", "", "")
+	f.Add("GET", "/v1/statement/executing/a/b/-1", "bob", "", "", "")
+	f.Add("DELETE", "/v1/statement/queued/a/b/99999999999999999999", "", "", "", "")
+	f.Add("GET", "/v1/info", "", "", "", "")
+	f.Add("POST", "/v1/statement", "bob", "", "s1=SELECT%20%3F,s2=%ZZ,=", "EXECUTE s1 USING 1")
 	s, err := NewServer(frontendtest.NewBackend(frontendtest.AllTypesEngine()), Options{PollWait: time.Millisecond, PageRows: 1})
 	if err != nil {
 		f.Fatal(err)
 	}
 	defer s.Close()
 	h := s.routes()
-	f.Fuzz(func(t *testing.T, method, path, user, tags, body string) {
+	f.Fuzz(func(t *testing.T, method, path, user, tags, prepared, body string) {
 		if !strings.HasPrefix(path, "/") {
 			path = "/" + path
 		}
@@ -41,6 +42,7 @@ func FuzzTrinoRequest(f *testing.F) {
 		}
 		req.Header.Set("X-Trino-User", user)
 		req.Header.Set("X-Trino-Client-Tags", tags)
+		req.Header.Set("X-Trino-Prepared-Statement", prepared)
 		next := serve(t, h, req)
 		for i := 0; next != "" && i < 10; i++ {
 			follow, _ := http.NewRequest(http.MethodGet, next, nil)
