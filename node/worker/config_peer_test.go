@@ -1,11 +1,16 @@
 package worker
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/transport"
 )
 
 // TestPeerBootstrap: a worker whose control plane is down copies a recent snapshot from a peer,
@@ -73,5 +78,43 @@ func TestPeerBootstrap(t *testing.T) {
 	cfg, _ := borrower.Active()
 	if cfg.Clusters[0].MaxRunningQueries != 3 {
 		t.Fatal("borrowed configuration differs")
+	}
+	var hb transport.Heartbeat
+	borrower.contribute(&hb)
+	if hb.Config.Source != "peer" {
+		t.Fatalf("source %q, want peer", hb.Config.Source)
+	}
+}
+
+// TestPeerCopyIsConfirmedByTheControlPlane: once the control plane answers with the revision a
+// worker copied from a peer, the control plane vouches for it and nothing is reinstalled.
+func TestPeerCopyIsConfirmedByTheControlPlane(t *testing.T) {
+	f := newCSFleet(t, time.Minute)
+	applied := 0
+	cs := NewConfigSync(f.worker, ConfigSyncOptions{Apply: func(context.Context, *config.Config, *snapshot.WorkerSnapshotV1) error {
+		applied++
+		return nil
+	}})
+	snap := csSnap(t, 2)
+	copiedAt := f.e.Now().Add(-time.Hour)
+	if err := cs.Seed(f.ctx, snap, "peer", copiedAt); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.srv.Publish(snap)
+	f.start(cs)
+	f.waitFor(func() bool { return cs.ConfirmedAt().After(copiedAt) })
+	var hb transport.Heartbeat
+	cs.contribute(&hb)
+	if hb.Config.Source != "controlPlane" || hb.Config.StalenessSecs > 60 || applied != 1 {
+		t.Fatalf("after confirmation: %+v, applied %d times", hb.Config, applied)
+	}
+}
+
+func (f *csFleet) waitFor(cond func() bool) {
+	f.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			f.t.Fatal("condition not reached")
+		}
 	}
 }

@@ -62,6 +62,7 @@ type ConfigSync struct {
 	source      string    // where the active config came from: controlPlane, peer, cache
 	confirmedAt time.Time // when the control plane last confirmed the active revision
 	lastSeen    string    // newest revision received, accepted or not
+	cpAnswered  bool      // the control plane has answered a poll since this process started
 	rejected    string    // newest revision that failed to compile or apply
 	rejectedErr error
 	lastSyncAt  time.Time
@@ -164,12 +165,14 @@ func (s *ConfigSync) Seed(ctx context.Context, snap *snapshot.WorkerSnapshotV1, 
 // for a revision newer than the last one seen.
 func (s *ConfigSync) pollOnce(ctx context.Context) error {
 	s.mu.Lock()
-	seen := s.lastSeen
+	seen, answered := s.lastSeen, s.cpAnswered
 	s.lastAttempt = s.e.Now()
 	s.mu.Unlock()
 
+	// Until the control plane has answered once, ask plainly (a config copied from a peer is
+	// confirmed at once by a 304); after that, long-poll for a revision newer than the last seen.
 	path := snapshot.PathConfig
-	if seen != "" {
+	if seen != "" && answered {
 		q := url.Values{"revision": {seen}, "timeoutSecs": {strconv.Itoa(max(1, int(s.opts.PollTimeout/time.Second)))}}
 		path = snapshot.PathConfigWait + "?" + q.Encode()
 	}
@@ -179,11 +182,19 @@ func (s *ConfigSync) pollOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if seen != "" && !answered {
+		req.Header.Set("If-None-Match", snapshot.ETag(seen))
+	}
 	resp, err := s.w.Do(rctx, req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotModified {
+		s.mu.Lock()
+		s.cpAnswered = true
+		s.mu.Unlock()
+	}
 	switch resp.StatusCode {
 	case http.StatusNotModified:
 		s.confirmed(resp.Header.Get(snapshot.HeaderConfirmedAt))
@@ -210,7 +221,12 @@ func (s *ConfigSync) receive(ctx context.Context, body []byte) error {
 	}
 	s.mu.Lock()
 	s.lastSeen = snap.Revision
-	known := s.rejected == snap.Revision || (s.active != nil && s.active.Revision == snap.Revision)
+	isActive := s.active != nil && s.active.Revision == snap.Revision
+	if isActive {
+		// Already running it (copied from a peer, say): the control plane now vouches for it.
+		s.confirmedAt, s.source = s.e.Now(), "controlPlane"
+	}
+	known := isActive || s.rejected == snap.Revision
 	s.mu.Unlock()
 	s.succeeded() // the poll worked, whatever becomes of the revision
 	if known {
@@ -256,7 +272,7 @@ func (s *ConfigSync) confirmed(header string) {
 	}
 	s.mu.Lock()
 	if s.active != nil && s.active.Revision == s.lastSeen {
-		s.confirmedAt = at
+		s.confirmedAt, s.source = at, "controlPlane"
 	}
 	s.mu.Unlock()
 	s.succeeded()
