@@ -1,0 +1,275 @@
+package querytest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/trinodb/trino-go-client/trino"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+const adminToken = "querytest-admin-token"
+
+// embedded is a running embedded default and its addresses.
+type embedded struct {
+	pg, mysql, trino, flight, admin string
+	pgPort, mysqlPort               string
+}
+
+func startEmbedded(t *testing.T) embedded {
+	off := freeOffset(t)
+	if off == 0 {
+		t.Log("the documented ports are free: testing them (15432, 13306, 18080, 18815, 19000)")
+	} else {
+		t.Logf("the documented ports are busy: QUERYFLUX_PORT_OFFSET=%d", off)
+	}
+	addr := func(p int) string { return fmt.Sprintf("127.0.0.1:%d", p+off) }
+	e := embedded{pg: addr(15432), mysql: addr(13306), trino: addr(18080), flight: addr(18815), admin: addr(19000),
+		pgPort: strconv.Itoa(15432 + off), mysqlPort: strconv.Itoa(13306 + off)}
+	startDaemon(t, []string{"QUERYFLUX_PORT_OFFSET=" + strconv.Itoa(off), "QUERYFLUX_ADMIN_TOKEN=" + adminToken},
+		[]string{e.pg, e.mysql, e.trino, e.flight, e.admin})
+	return e
+}
+
+// TestEmbeddedDefault runs `queryflux serve` with no config and talks to it with every client.
+func TestEmbeddedDefault(t *testing.T) {
+	e := startEmbedded(t)
+	clients := newClients(t, e)
+
+	t.Run("psql", func(t *testing.T) {
+		out := run(t, 20*time.Second, "psql", "-X", "-h", "127.0.0.1", "-p", e.pgPort, "-U", "queryflux", "demo", "-At", "-c", "select 40+2")
+		if strings.TrimSpace(out) != "42" {
+			t.Fatalf("psql select 40+2: %q", out)
+		}
+	})
+	t.Run("mariadb", func(t *testing.T) {
+		out := run(t, 20*time.Second, "mariadb", "-h", "127.0.0.1", "-P", e.mysqlPort, "-u", "queryflux", "-N", "-B", "-e", "select 40+2")
+		if strings.TrimSpace(out) != "42" {
+			t.Fatalf("mariadb select 40+2: %q", out)
+		}
+	})
+	for _, name := range []string{"trino", "flightsql"} {
+		t.Run(name, func(t *testing.T) {
+			rows, err := clients[name]("select 40+2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != 1 || len(rows[0]) != 1 || rows[0][0] != "42" {
+				t.Fatalf("%s select 40+2: %v", name, rows)
+			}
+		})
+	}
+	t.Run("crossProtocol", func(t *testing.T) { sameEverywhere(t, clients) })
+	t.Run("adminQueries", func(t *testing.T) {
+		// A query with a marker only this test sends, through psql.
+		run(t, 20*time.Second, "psql", "-X", "-h", "127.0.0.1", "-p", e.pgPort, "-U", "queryflux", "demo", "-At", "-c", "select 7 as querytest_marker")
+		eventually(t, 20*time.Second, func() error {
+			body := httpGet(t, "http://"+e.admin+"/admin/queries", adminToken)
+			if !strings.Contains(body, "querytest_marker") || !strings.Contains(body, `"protocol":"postgres"`) {
+				return fmt.Errorf("/admin/queries does not show the psql query yet: %.500s", body)
+			}
+			return nil
+		})
+	})
+	t.Run("metrics", func(t *testing.T) {
+		body := httpGet(t, "http://"+e.admin+"/metrics", "")
+		if !strings.Contains(body, `queryflux_queries_total{cluster="demo",group="demo",status="succeeded"}`) {
+			t.Fatalf("/metrics has no succeeded queries on demo:\n%.2000s", body)
+		}
+	})
+}
+
+// client runs a query through one protocol and returns its rows as canonical strings.
+type client func(q string) ([][]string, error)
+
+func newClients(t *testing.T, e embedded) map[string]client {
+	t.Helper()
+	ctx := context.Background()
+	pg, err := pgx.Connect(ctx, "postgres://queryflux@"+e.pg+"/demo?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Close(context.Background()) })
+	my, err := sql.Open("mysql", "queryflux@tcp("+e.mysql+")/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { my.Close() })
+	dsn, err := (&trino.Config{ServerURI: "http://queryflux@" + e.trino, Catalog: "demo"}).FormatDSN()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := sql.Open("trino", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	fc, err := fsql.NewClient(e.flight, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fc.Close() })
+	return map[string]client{
+		"postgres":  func(q string) ([][]string, error) { return pgRows(pg, q) },
+		"mysql":     func(q string) ([][]string, error) { return sqlRows(my, q) },
+		"trino":     func(q string) ([][]string, error) { return sqlRows(tr, q) },
+		"flightsql": func(q string) ([][]string, error) { return flightRows(fc, q) },
+	}
+}
+
+// pgRows uses the simple protocol: every value comes back as PostgreSQL's text.
+func pgRows(c *pgx.Conn, q string) ([][]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rows, err := c.Query(ctx, q, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][]string
+	for rows.Next() {
+		var row []string
+		for _, raw := range rows.RawValues() {
+			if raw == nil {
+				row = append(row, canon(nil))
+			} else {
+				row = append(row, canon(string(raw)))
+			}
+		}
+		out = append(out, row)
+	}
+	return out, rows.Err()
+}
+
+func sqlRows(db *sql.DB, q string) ([][]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out [][]string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		row := make([]string, len(vals))
+		for i, v := range vals {
+			row[i] = canon(v)
+		}
+		out = append(out, row)
+	}
+	return out, rows.Err()
+}
+
+func flightRows(c *fsql.Client, q string) ([][]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	info, err := c.Execute(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Release()
+	var out [][]string
+	for r.Next() {
+		b := r.RecordBatch()
+		for i := 0; i < int(b.NumRows()); i++ {
+			row := make([]string, b.NumCols())
+			for c := range row {
+				if col := b.Column(c); col.IsNull(i) {
+					row[c] = canon(nil)
+				} else {
+					row[c] = canon(col.ValueStr(i))
+				}
+			}
+			out = append(out, row)
+		}
+	}
+	return out, r.Err()
+}
+
+// canon renders a value the same way whatever protocol delivered it: NULL, dates as
+// YYYY-MM-DD, decimals without trailing zeros.
+func canon(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case []byte:
+		return canon(string(x))
+	case time.Time:
+		return x.Format(time.DateOnly)
+	case string:
+		if _, err := strconv.ParseFloat(x, 64); err == nil && strings.Contains(x, ".") {
+			return strings.TrimRight(strings.TrimRight(x, "0"), ".")
+		}
+		return x
+	}
+	return canon(fmt.Sprint(v))
+}
+
+// crossQueries are run through every protocol; each must give the same rows everywhere and,
+// where given, the expected rows.
+var crossQueries = []struct {
+	sql  string
+	want [][]string
+}{
+	{"select 40+2 as v", [][]string{{"42"}}},
+	{"select count(*) as n from orders", [][]string{{"500"}}},
+	{"select cast(sum(quantity) as bigint) as q from orders", nil},
+	{"select count(*) as n from orders where status = 'shipped'", nil},
+	{"select customer_id, name, country from customers order by customer_id limit 5", nil},
+	{"select product_id, price from products where product_id in (3, 4) order by product_id", nil},
+	{"select signup_date from customers where customer_id = 5", nil},
+	{"select cast(null as integer) as n, 'x' as s", [][]string{{"NULL", "x"}}},
+	{"select category, count(*) as n from products group by category order by category", nil},
+}
+
+func sameEverywhere(t *testing.T, clients map[string]client) {
+	protocols := []string{"postgres", "mysql", "trino", "flightsql"}
+	for _, q := range crossQueries {
+		var ref [][]string
+		for i, p := range protocols {
+			rows, err := clients[p](q.sql)
+			if err != nil {
+				t.Errorf("%s: %s: %v", p, q.sql, err)
+				continue
+			}
+			if len(rows) == 0 {
+				t.Errorf("%s: %s: no rows", p, q.sql)
+			}
+			if i == 0 {
+				ref = rows
+				if q.want != nil && fmt.Sprint(rows) != fmt.Sprint(q.want) {
+					t.Errorf("%s: %s: got %v, want %v", p, q.sql, rows, q.want)
+				}
+				continue
+			}
+			if fmt.Sprint(rows) != fmt.Sprint(ref) {
+				t.Errorf("%s: %s:\n  postgres gave %v\n  %s gave %v", p, q.sql, ref, p, rows)
+			}
+		}
+	}
+}
