@@ -284,6 +284,10 @@ func isLoopback(a net.Addr) bool {
 type flushOnReadConn struct {
 	net.Conn
 	w *bufio.Writer
+
+	mu      sync.Mutex
+	pending []byte // read by a watch before the session asked
+	readErr error  // the client hung up during a watch
 }
 
 func newFlushOnReadConn(c net.Conn) *flushOnReadConn {
@@ -296,7 +300,48 @@ func (c *flushOnReadConn) Read(p []byte) (int, error) {
 	if err := c.w.Flush(); err != nil {
 		return 0, err
 	}
+	c.mu.Lock()
+	if len(c.pending) > 0 {
+		n := copy(p, c.pending)
+		c.pending = c.pending[n:]
+		c.mu.Unlock()
+		return n, nil
+	}
+	if err := c.readErr; err != nil {
+		c.mu.Unlock()
+		return 0, err
+	}
+	c.mu.Unlock()
 	return c.Conn.Read(p)
+}
+
+// watch calls hangup if the client closes its connection while a statement runs (go-sql-driver
+// does so when a query's context ends), so the engine query stops instead of running for
+// nobody. Bytes the client sends meanwhile are kept for the session's next read. stop ends
+// the watch; call it before the session reads again.
+func (c *flushOnReadConn) watch(hangup func()) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var b [512]byte
+		n, err := c.Conn.Read(b[:])
+		var ne net.Error
+		hungUp := err != nil && !(errors.As(err, &ne) && ne.Timeout())
+		c.mu.Lock()
+		c.pending = append(c.pending, b[:n]...)
+		if hungUp {
+			c.readErr = err
+		}
+		c.mu.Unlock()
+		if hungUp {
+			hangup()
+		}
+	}()
+	return func() {
+		c.Conn.SetReadDeadline(time.Unix(1, 0)) // wakes the watching Read
+		<-done
+		c.Conn.SetReadDeadline(time.Time{})
+	}
 }
 
 func (c *flushOnReadConn) Close() error {

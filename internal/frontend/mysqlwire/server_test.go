@@ -528,3 +528,35 @@ func TestGoMySQLClientCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestClientHangupStopsEngineQuery: go-sql-driver closes its connection when a query's context
+// ends; the proxy must then stop the engine query rather than let it run for nobody.
+func TestClientHangupStopsEngineQuery(t *testing.T) {
+	eng, directDSN, dbName := frontendtest.MariaDB(t)
+	addr := startServer(t, frontendtest.NewBackend(eng), Options{})
+	d := openDB(t, addr, testUser, "", dbName, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := d.QueryContext(ctx, "SELECT SLEEP(29.5)"); err == nil {
+		t.Fatal("query outlived its context")
+	}
+	direct, err := sql.Open("mysql", directDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := direct.QueryRow("SELECT COUNT(*) FROM information_schema.processlist WHERE info = 'SELECT SLEEP(29.5)'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the engine query still runs after the client hung up")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

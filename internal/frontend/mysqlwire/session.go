@@ -118,6 +118,7 @@ func (h *session) run(sql string, args []any, binary bool) (*mysql.Result, error
 		h.mu.Unlock()
 		cancel()
 	}()
+	defer h.out.watch(cancel)()
 	rows, err := h.s.backend.Execute(ctx, req)
 	if err != nil {
 		h.writeError(err)
