@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/queryflux/queryflux/internal/config"
@@ -24,6 +25,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/worker"
+	"github.com/queryflux/queryflux/transport"
 	"github.com/spf13/cobra"
 )
 
@@ -109,7 +111,13 @@ func syncWorkerConfig(ctx context.Context, d *Daemon, w *worker.Worker) error {
 	for _, fn := range workerConfigSyncs {
 		fn(d, s)
 	}
-	d.Env.Go(ctx, "config-sync", func(ctx context.Context) { _ = s.Run(ctx) })
+	// Start following the control plane only once every worker hook has run (the first
+	// heartbeat is built right after w.Start, whether or not the control plane answers): hooks
+	// registered after this one append to workerConfigApply, and must see the first config.
+	var once sync.Once
+	w.AddHeartbeatContributor(func(*transport.Heartbeat) {
+		once.Do(func() { d.Env.Go(ctx, "config-sync", func(ctx context.Context) { _ = s.Run(ctx) }) })
+	})
 	return nil
 }
 
