@@ -49,7 +49,8 @@ type Options struct {
 	Auth Authenticator
 	// TokenTTL is how long a bearer token from the handshake stays valid; default 1h.
 	TokenTTL time.Duration
-	// ResultTTL is how long an executed statement waits for its DoGet; default 5 minutes.
+	// ResultTTL is how long an executed statement (which holds its engine query, and any
+	// capacity lease, open) waits for its DoGet; default 1 minute.
 	ResultTTL time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
@@ -99,7 +100,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 		opts.TokenTTL = time.Hour
 	}
 	if opts.ResultTTL <= 0 {
-		opts.ResultTTL = 5 * time.Minute
+		opts.ResultTTL = time.Minute
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -161,7 +162,7 @@ func (p *pendingResult) drop() {
 
 // expire drops results never fetched and tokens past their time.
 func (s *Server) expire() {
-	t := time.NewTicker(time.Minute)
+	t := time.NewTicker(min(s.opts.ResultTTL/2, time.Minute))
 	defer t.Stop()
 	for {
 		select {

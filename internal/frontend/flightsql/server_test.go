@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -258,5 +259,26 @@ func TestArrowTypesPassThrough(t *testing.T) {
 		if rows[0][c] != batch.Column(c).ValueStr(0) || rows[1][c] != batch.Column(c).ValueStr(1) {
 			t.Errorf("column %s: %q/%q", schema.Field(c).Name, rows[0][c], rows[1][c])
 		}
+	}
+}
+
+// TestUnfetchedResultsExpire: a result nobody fetches is dropped after ResultTTL, freeing its
+// engine query.
+func TestUnfetchedResultsExpire(t *testing.T) {
+	eng, _, _ := frontendtest.MariaDB(t)
+	c := startServer(t, frontendtest.NewBackend(eng), Options{ResultTTL: 200 * time.Millisecond})
+	ctx := context.Background()
+	info, err := c.Execute(ctx, "SELECT 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	r, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err == nil {
+		r.Next()
+		err = r.Err()
+	}
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("DoGet after expiry: %v", err)
 	}
 }

@@ -43,6 +43,7 @@ type runningQuery struct {
 	nextToken   int64 // the token the next poll must carry
 	lastToken   int64 // the token of lastPage, for a client's retry
 	lastPage    []byte
+	lastFinal   bool // lastPage ended the query
 	lastAccess  time.Time
 }
 
@@ -288,7 +289,7 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	defer q.mu.Unlock()
 	q.lastAccess = time.Now()
 	if token == q.lastToken && q.lastPage != nil {
-		return q.lastPage, http.StatusOK, q.lastFinal()
+		return q.lastPage, http.StatusOK, q.lastFinal
 	}
 	if token != q.nextToken {
 		return []byte(fmt.Sprintf("unexpected token %d (want %d)", token, q.nextToken)), http.StatusGone, false
@@ -332,12 +333,8 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	if err != nil {
 		panic(fmt.Sprintf("trinohttp: marshal page of %s: %v", q.id, err))
 	}
-	q.lastToken, q.lastPage, q.nextToken = token, body, token+1
+	q.lastToken, q.lastPage, q.lastFinal, q.nextToken = token, body, final, token+1
 	return body, http.StatusOK, final
-}
-
-func (q *runningQuery) lastFinal() bool {
-	return q.done && len(q.pending) == 0 && !bytes.Contains(q.lastPage, []byte(`"nextUri"`))
 }
 
 func (s *Server) baseURL(r *http.Request) string {
