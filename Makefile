@@ -23,7 +23,8 @@ unit:
 
 # Each fuzz target runs for $(FUZZTIME): long enough to catch shallow crashes, short enough for CI.
 FUZZ_TARGETS := \
-	./transport:FuzzDecodeHeartbeat
+	./transport:FuzzDecodeHeartbeat \
+	./internal/frontend/pgwire:FuzzPGWireMessages
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
