@@ -14,35 +14,40 @@ type EngineCheck func(Cluster) []FieldError
 // scripts, engines building clients). Paths in its errors are absolute ("routers[1].source").
 type Compiler func(*Config) []FieldError
 
+type engineEntry struct {
+	check   EngineCheck
+	builtin bool // a built-in check, replaced by the engine package's own
+}
+
 var registry = struct {
 	sync.Mutex
-	engines   map[string]EngineCheck
+	engines   map[string]engineEntry
 	compilers map[string]Compiler
 }{
-	engines: map[string]EngineCheck{
-		EngineTrino:     nil,
-		EnginePostgres:  nil,
-		EngineMySQL:     nil,
-		EngineStarRocks: nil,
-		EngineDuckDB:    nil,
-		EngineSim:       nil,
+	engines: map[string]engineEntry{
+		EngineTrino:     {checkTrino, true},
+		EnginePostgres:  {checkPostgres, true},
+		EngineMySQL:     {checkHostPort, true},
+		EngineStarRocks: {checkHostPort, true},
+		EngineDuckDB:    {nil, true},
+		EngineSim:       {nil, true},
 	},
 	compilers: map[string]Compiler{},
 }
 
 // RegisterEngine declares an engine kind and its cluster check (check may be nil). Engine
 // packages call it from init. Registering a built-in kind (trino, postgres, mysql, starrocks,
-// duckdb, sim) replaces its empty check; registering the same kind twice with a check panics.
+// duckdb, sim) replaces its built-in check; registering a kind twice otherwise panics.
 func RegisterEngine(kind string, check EngineCheck) {
 	if kind == "" {
 		panic("config: RegisterEngine with an empty kind")
 	}
 	registry.Lock()
 	defer registry.Unlock()
-	if old, ok := registry.engines[kind]; ok && old != nil {
+	if old, ok := registry.engines[kind]; ok && !old.builtin {
 		panic(fmt.Sprintf("config: engine %q registered twice", kind))
 	}
-	registry.engines[kind] = check
+	registry.engines[kind] = engineEntry{check: check}
 }
 
 // EngineKinds returns every known engine kind, sorted.
@@ -55,8 +60,8 @@ func EngineKinds() []string {
 func engineCheck(kind string) (EngineCheck, bool) {
 	registry.Lock()
 	defer registry.Unlock()
-	check, ok := registry.engines[kind]
-	return check, ok
+	e, ok := registry.engines[kind]
+	return e.check, ok
 }
 
 // RegisterCompiler adds a named strict check to Compile. Packages call it from init; a name

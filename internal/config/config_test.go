@@ -335,3 +335,29 @@ func TestWorkerAPICredentialsMode(t *testing.T) {
 		t.Fatalf("default %q", cfg.QueryFlux.WorkerAPI.Credentials)
 	}
 }
+
+func TestBuiltInEngineChecks(t *testing.T) {
+	cfg := mustParse(t, `
+clusters:
+  - {name: t1, engine: trino, endpoint: "ftp://user:pw-in-url@h", maxRunningQueries: 1}
+  - {name: p1, engine: postgres, endpoint: "postgres://u:pw-in-url@h:5432/db", maxRunningQueries: 1}
+  - {name: p2, engine: postgres, endpoint: "mysql://u:pw-in-url@h", maxRunningQueries: 1}
+  - {name: m1, engine: mysql, endpoint: "h", maxRunningQueries: 1}
+  - {name: s1, engine: starrocks, endpoint: "h:9030", maxRunningQueries: 1}
+  - {name: d1, engine: duckdb, endpoint: "/tmp/x.duckdb", maxRunningQueries: 1}
+`)
+	errs := Validate(cfg)
+	if got := paths(errs); !slices.Equal(got, []string{"clusters[0].endpoint", "clusters[2].endpoint", "clusters[3].endpoint"}) {
+		t.Fatalf("got %v", Errors(errs))
+	}
+	if strings.Contains(Errors(errs).Error(), "pw-in-url") {
+		t.Fatal("an endpoint URL with a password was quoted back")
+	}
+	// An engine package's registration replaces the built-in check.
+	RegisterEngine(EngineStarRocks, func(c Cluster) []FieldError {
+		return []FieldError{Errorf("options", "starrocks engine check ran")}
+	})
+	if got := paths(Validate(cfg)); !slices.Contains(got, "clusters[4].options") {
+		t.Fatalf("registered check did not run: %v", got)
+	}
+}

@@ -219,6 +219,43 @@ func (v *validator) cluster(ec ExpandedCluster) {
 	}
 }
 
+// Built-in engine checks, used until an engine package registers its own. Endpoints that are
+// URLs are never quoted back: they can carry a password.
+
+func checkTrino(c Cluster) []FieldError {
+	if c.Endpoint == "" {
+		return nil // reported as missing already
+	}
+	if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return []FieldError{Errorf("endpoint", "must be an http(s) URL of the Trino coordinator")}
+	}
+	return nil
+}
+
+func checkPostgres(c Cluster) []FieldError {
+	switch {
+	case c.Endpoint == "":
+		return nil
+	case strings.Contains(c.Endpoint, "://"):
+		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+			return []FieldError{Errorf("endpoint", "must be host:port or a postgres:// URL")}
+		}
+		return nil
+	default:
+		return checkHostPort(c)
+	}
+}
+
+func checkHostPort(c Cluster) []FieldError {
+	if c.Endpoint == "" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(c.Endpoint); err != nil || port == "" {
+		return []FieldError{Errorf("endpoint", "%q is not host:port", c.Endpoint)}
+	}
+	return nil
+}
+
 // --------------------------------------------------------------------------------------- groups
 
 var strategies = []string{StrategyRoundRobin, StrategyLeastLoaded, StrategyFailover, StrategyWeighted}
