@@ -9,8 +9,10 @@ package mysqlengine
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,8 +30,22 @@ func init() {
 	engine.Register("starrocks", openSpec)
 }
 
+// openSpec opens a registry Spec. Options: "tls" = "true" (verify the server certificate) or
+// "skip-verify" (encrypt without verifying).
 func openSpec(s engine.Spec) (query.Engine, error) {
-	return Open(Config{Name: s.Name, Addr: s.Endpoint, User: s.User, Password: s.Password, Database: s.Database, MaxConns: s.MaxConns})
+	cfg := Config{Name: s.Name, Addr: s.Endpoint, User: s.User, Password: s.Password, Database: s.Database, MaxConns: s.MaxConns}
+	switch mode := s.Options["tls"]; mode {
+	case "", "false":
+	case "true", "skip-verify":
+		host, _, err := net.SplitHostPort(s.Endpoint)
+		if err != nil {
+			host = s.Endpoint
+		}
+		cfg.TLS = &tls.Config{ServerName: host, InsecureSkipVerify: mode == "skip-verify"}
+	default:
+		return nil, fmt.Errorf("mysqlengine %q: option tls=%q: want true, skip-verify or false", s.Name, mode)
+	}
+	return Open(cfg)
 }
 
 // Config names one MySQL-protocol server.
@@ -44,6 +60,8 @@ type Config struct {
 	BatchRows int
 	// DialTimeout bounds connecting; 0 means 10s.
 	DialTimeout time.Duration
+	// TLS, when set, encrypts every connection.
+	TLS *tls.Config
 }
 
 const (
@@ -152,7 +170,7 @@ func (e *Engine) release(c *client.Conn, healthy bool) {
 }
 
 func (e *Engine) dial(ctx context.Context) (*client.Conn, error) {
-	c, err := client.ConnectWithContext(ctx, e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, e.cfg.DialTimeout)
+	c, err := client.ConnectWithContext(ctx, e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, e.cfg.DialTimeout, e.tlsOption)
 	if err != nil {
 		return nil, e.wrap(err)
 	}
@@ -164,11 +182,18 @@ func (e *Engine) dial(ctx context.Context) (*client.Conn, error) {
 	return c, nil
 }
 
+func (e *Engine) tlsOption(c *client.Conn) error {
+	if e.cfg.TLS != nil {
+		c.SetTLSConfig(e.cfg.TLS.Clone())
+	}
+	return nil
+}
+
 // kill asks the server to stop the query running on connection id, from a fresh connection.
 func (e *Engine) kill(id uint32) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := client.ConnectWithContext(ctx, e.cfg.Addr, e.cfg.User, e.cfg.Password, "", e.cfg.DialTimeout)
+	c, err := client.ConnectWithContext(ctx, e.cfg.Addr, e.cfg.User, e.cfg.Password, "", e.cfg.DialTimeout, e.tlsOption)
 	if err != nil {
 		return
 	}
