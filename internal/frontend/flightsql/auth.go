@@ -144,7 +144,7 @@ func (s *Server) request(ctx context.Context, sql string, args []any) *query.Req
 		ClientAddr: clientAddr(ctx),
 	}
 	for k, v := range md {
-		if strings.HasPrefix(k, "x-") && len(v) > 0 {
+		if strings.HasPrefix(k, "x-") && len(v) > 0 && !secretLooking(k) {
 			req.Headers[k] = strings.Join(v, ",")
 		}
 	}
@@ -154,4 +154,14 @@ func (s *Server) request(ctx context.Context, sql string, args []any) *query.Req
 		}
 	}
 	return req
+}
+
+// secretLooking keeps credentials out of routing headers (which may be logged).
+func secretLooking(key string) bool {
+	for _, w := range []string{"auth", "token", "secret", "password", "credential", "key", "cookie"} {
+		if strings.Contains(key, w) {
+			return true
+		}
+	}
+	return false
 }

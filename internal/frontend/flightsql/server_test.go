@@ -219,6 +219,11 @@ func TestErrorsAndAuth(t *testing.T) {
 	if req := backend.LastRequest(t); req.User != "bot" {
 		t.Fatalf("token user %q", req.User)
 	}
+	routed := metadata.AppendToOutgoingContext(apiCtx, "x-queryflux-tags", "etl, nightly", "x-api-key", "s3cr3t", "x-team", "data")
+	query1(t, routed, c, "SELECT 1")
+	if req := backend.LastRequest(t); strings.Join(req.Tags, ",") != "etl,nightly" || req.Headers["x-team"] != "data" || req.Headers["x-api-key"] != "" {
+		t.Fatalf("routing metadata: tags %v headers %v", req.Tags, req.Headers)
+	}
 	// Basic credentials on a call, without a handshake.
 	basicCtx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("alice:pw")))
 	if got := query1(t, basicCtx, c, "SELECT 2"); fmt.Sprint(got) != "[[2]]" {
