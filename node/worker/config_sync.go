@@ -164,9 +164,10 @@ func (s *ConfigSync) Seed(ctx context.Context, snap *snapshot.WorkerSnapshotV1, 
 // pollOnce makes one request: GET /worker/config when nothing was seen yet, else the long-poll
 // for a revision newer than the last one seen.
 func (s *ConfigSync) pollOnce(ctx context.Context) error {
+	now := s.e.Now()
 	s.mu.Lock()
 	seen, answered := s.lastSeen, s.cpAnswered
-	s.lastAttempt = s.e.Now()
+	s.lastAttempt = now
 	s.mu.Unlock()
 
 	// Until the control plane has answered once, ask plainly (a config copied from a peer is
@@ -219,12 +220,13 @@ func (s *ConfigSync) receive(ctx context.Context, body []byte) error {
 	if err != nil {
 		return err // a broken or foreign body: the poll failed, back off
 	}
+	now := s.e.Now()
 	s.mu.Lock()
 	s.lastSeen = snap.Revision
 	isActive := s.active != nil && s.active.Revision == snap.Revision
 	if isActive {
 		// Already running it (copied from a peer, say): the control plane now vouches for it.
-		s.confirmedAt, s.source = s.e.Now(), "controlPlane"
+		s.confirmedAt, s.source = now, "controlPlane"
 	}
 	known := isActive || s.rejected == snap.Revision
 	s.mu.Unlock()
@@ -232,7 +234,7 @@ func (s *ConfigSync) receive(ctx context.Context, body []byte) error {
 	if known {
 		return nil
 	}
-	if err := s.install(ctx, snap, "controlPlane", s.e.Now()); err != nil {
+	if err := s.install(ctx, snap, "controlPlane", now); err != nil {
 		// The revision is bad, not the poll: waiting on lastSeen blocks until a newer one.
 		s.e.Logger().Error("config revision rejected; keeping the previous configuration",
 			"worker", s.w.Name(), "revision", snap.Revision, "err", err)
@@ -279,28 +281,32 @@ func (s *ConfigSync) confirmed(header string) {
 }
 
 func (s *ConfigSync) succeeded() {
+	now := s.e.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lastSyncAt = s.e.Now()
+	s.lastSyncAt = now
 	s.lastError = ""
 	s.consecutive = 0
 }
 
 // recordFailure counts a failed poll and returns the backoff before the next.
 func (s *ConfigSync) recordFailure(err error) time.Duration {
+	msg := s.w.redact(err.Error()) // outside s.mu: the worker's lock is never taken under ours
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.failures++
 	s.consecutive++
-	s.lastError = s.w.redact(err.Error())
+	s.lastError = msg
+	consecutive := s.consecutive
+	s.mu.Unlock()
 	d := s.opts.BackoffMin
-	for i := uint64(1); i < s.consecutive && d < s.opts.BackoffMax; i++ {
+	for i := uint64(1); i < consecutive && d < s.opts.BackoffMax; i++ {
 		d *= 2
 	}
 	return env.Jitter(s.e.Rand(), min(d, s.opts.BackoffMax), configBackoffJitter)
 }
 
 func (s *ConfigSync) contribute(hb *transport.Heartbeat) {
+	now := s.e.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.active != nil {
@@ -312,6 +318,6 @@ func (s *ConfigSync) contribute(hb *transport.Heartbeat) {
 		LastSyncError: s.lastError, SyncFailures: s.failures, ConsecutiveSyncFailures: s.consecutive,
 	}
 	if !s.confirmedAt.IsZero() {
-		hb.Config.StalenessSecs = s.e.Now().Sub(s.confirmedAt).Seconds()
+		hb.Config.StalenessSecs = now.Sub(s.confirmedAt).Seconds()
 	}
 }
