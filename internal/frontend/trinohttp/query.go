@@ -306,6 +306,12 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 		}
 		q.mu.Lock()
 	}
+	if token == q.lastToken && q.lastPage != nil { // a concurrent retry of this token answered first
+		return q.lastPage, http.StatusOK, q.lastFinal
+	}
+	if token != q.nextToken {
+		return []byte(fmt.Sprintf("unexpected token %d (want %d)", token, q.nextToken)), http.StatusGone, false
+	}
 	res := QueryResults{ID: q.id, InfoURI: base + "/ui/query.html?" + q.id, Columns: q.columns, Warnings: []any{}}
 	take := min(len(q.pending), s.opts.PageRows)
 	if token == 0 {

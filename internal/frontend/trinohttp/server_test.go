@@ -410,3 +410,47 @@ func TestAbandonedQueryIsCancelled(t *testing.T) {
 		t.Fatalf("poll after abandon: %d", resp.StatusCode)
 	}
 }
+
+// TestConcurrentRetriesOfAPollAgree: a client that retries a poll while the first is still
+// waiting gets the same page from both, and can go on with the next token.
+func TestConcurrentRetriesOfAPollAgree(t *testing.T) {
+	eng, _, _ := frontendtest.MariaDB(t)
+	backend := frontendtest.NewBackend(eng)
+	waiting, release := backend.Hold()
+	defer release()
+	ts := startServer(t, backend, Options{PollWait: 2 * time.Second})
+	_, qr := post(t, ts.addr, "SELECT 5")
+	<-waiting
+	bodies := make(chan string, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			resp, err := http.Get(qr.NextURI)
+			if err != nil {
+				bodies <- err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			bodies <- string(b)
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	release()
+	a, b := <-bodies, <-bodies
+	if a != b {
+		t.Fatalf("two answers for one token:\n%s\n%s", a, b)
+	}
+	var page QueryResults
+	if err := json.Unmarshal([]byte(a), &page); err != nil {
+		t.Fatal(err)
+	}
+	var data [][]any
+	data = append(data, page.Data...)
+	for page.NextURI != "" {
+		_, page = get(t, page.NextURI)
+		data = append(data, page.Data...)
+	}
+	if page.Stats.State != stateFinished || fmt.Sprint(data) != "[[5]]" {
+		t.Fatalf("after concurrent retries: %+v %v", page, data)
+	}
+}
