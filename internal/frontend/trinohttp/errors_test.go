@@ -3,6 +3,7 @@ package trinohttp
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -62,4 +63,22 @@ func fmtAny(v any) string {
 		return "bytes:" + string(b)
 	}
 	return fmt.Sprintf("%T:%v", v, v)
+}
+
+func TestPageRowsBoundsBytes(t *testing.T) {
+	wide := []any{strings.Repeat("x", 400<<10)} // 400 KiB
+	narrow := []any{int64(1)}
+	if n := pageRows([][]any{wide, wide, wide, wide}, 1000, pageBytesTarget); n != 3 {
+		t.Fatalf("wide rows per page: %d, want 3", n)
+	}
+	if n := pageRows([][]any{{strings.Repeat("x", 5<<20)}, narrow}, 1000, pageBytesTarget); n != 1 {
+		t.Fatalf("a row larger than the target still goes alone: %d", n)
+	}
+	many := make([][]any, 5000)
+	for i := range many {
+		many[i] = narrow
+	}
+	if n := pageRows(many, 1000, pageBytesTarget); n != 1000 {
+		t.Fatalf("narrow rows per page: %d", n)
+	}
 }

@@ -313,7 +313,7 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 		return []byte(fmt.Sprintf("unexpected token %d (want %d)", token, q.nextToken)), http.StatusGone, false
 	}
 	res := QueryResults{ID: q.id, InfoURI: base + "/ui/query.html?" + q.id, Columns: q.columns, Warnings: []any{}}
-	take := min(len(q.pending), s.opts.PageRows)
+	take := pageRows(q.pending, s.opts.PageRows, pageBytesTarget)
 	if token == 0 {
 		take = 0 // clients read no data from the POST answer (Trino never sends any there)
 	}
@@ -362,4 +362,36 @@ func marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// pageBytesTarget keeps a page near 1 MiB of JSON however wide its rows are.
+const pageBytesTarget = 1 << 20
+
+// pageRows is how many pending rows the next page takes: at most rowsMax, and no more than
+// about bytesTarget (always at least one row).
+func pageRows(pending [][]any, rowsMax, bytesTarget int) int {
+	size := 0
+	for i, row := range pending {
+		if i == rowsMax || (i > 0 && size >= bytesTarget) {
+			return i
+		}
+		size += rowBytes(row)
+	}
+	return len(pending)
+}
+
+// rowBytes estimates a row's JSON size.
+func rowBytes(row []any) int {
+	n := 2
+	for _, v := range row {
+		switch v := v.(type) {
+		case string:
+			n += len(v) + 3
+		case []any:
+			n += rowBytes(v)
+		default:
+			n += 12
+		}
+	}
+	return n
 }
