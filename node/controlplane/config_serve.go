@@ -84,11 +84,16 @@ func (s *ConfigServer) Publish(snap *snapshot.WorkerSnapshotV1) error {
 		return err
 	}
 	s.mu.Lock()
-	changed := s.current == nil || s.current.snap.Revision != snap.Revision
+	var prev *snapshot.WorkerSnapshotV1
+	if s.current != nil {
+		prev = s.current.snap
+	}
+	changed := prev == nil || prev.Revision != snap.Revision
 	s.current = &servedConfig{snap: snap, body: body}
 	hooks := append([]func(string){}, s.onChange...)
 	s.mu.Unlock()
 	if changed {
+		s.env.Logger().Info("config published", "revision", snap.Revision, "changes", snapshot.Diff(prev, snap))
 		s.changed.Notify()
 		for _, fn := range hooks {
 			fn(snap.Revision)

@@ -256,6 +256,7 @@ func (s *ConfigSync) install(ctx context.Context, snap *snapshot.WorkerSnapshotV
 		s.mu.Unlock()
 		return err
 	}
+	prev := s.active
 	s.active, s.activeCfg, s.source, s.confirmedAt = snap, cfg, source, confirmedAt
 	if s.lastSeen == "" {
 		s.lastSeen = snap.Revision
@@ -263,7 +264,8 @@ func (s *ConfigSync) install(ctx context.Context, snap *snapshot.WorkerSnapshotV
 	s.mu.Unlock()
 	s.applied.Notify()
 	s.w.HeartbeatNow()
-	s.e.Logger().Info("config revision active", "worker", s.w.Name(), "revision", snap.Revision, "source", source)
+	s.e.Logger().Info("config revision active", "worker", s.w.Name(), "revision", snap.Revision, "source", source,
+		"changes", snapshot.Diff(prev, snap))
 	return nil
 }
 

@@ -55,6 +55,25 @@ func CanonicalJSON(raw []byte) ([]byte, error) {
 	return w.out.Bytes(), nil
 }
 
+// canonicalValue canonicalizes any JSON value (nothing dropped at the top level). A null, []
+// or {} at the top is written as null, like an absent member.
+func canonicalValue(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if isEmpty(v) {
+		v = nil
+	}
+	w := newCanonWriter()
+	if err := w.value(v, 0); err != nil {
+		return nil, err
+	}
+	return w.out.Bytes(), nil
+}
+
 // depthMax bounds the nesting the canonical writer follows; snapshots are a few levels deep.
 const depthMax = 64
 
