@@ -136,25 +136,47 @@ func BenchmarkIngestParallel(b *testing.B) {
 	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "records/s")
 }
 
-// BenchmarkIngestHandler is the whole control-plane path for one worker batch of 1000 records:
-// POST /worker/history body -> strict decode and validation -> stamp -> Postgres insert.
+// BenchmarkIngestHandler is the whole control-plane path for worker batches of 1000 records:
+// POST /worker/history body -> strict decode and validation -> stamp -> Postgres insert, one
+// batch at a time (seq) and four in flight (parallel, several workers flushing at once).
 func BenchmarkIngestHandler(b *testing.B) {
 	const size = 1000
-	s, _ := newStore(b)
-	h := history.NewIngest(s, func(*http.Request) (string, error) { return "w1", nil }, nil)
-	bodies := make([][]byte, b.N)
-	for i := range bodies {
-		bodies[i] = history.EncodeBatch(&history.QueryRecordBatchV1{BatchID: fmt.Sprint(i), Records: batch("w1", i*size, size)})
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		req := httptest.NewRequest(http.MethodPost, history.PathWorkerHistory, bytes.NewReader(bodies[i]))
-		req.Header.Set("Content-Type", history.MediaQueryRecords)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
-			b.Fatalf("%d %s", rec.Code, rec.Body)
+	for _, par := range []int{0, 2} {
+		name := "seq"
+		if par > 0 {
+			name = "parallel"
 		}
+		b.Run(name, func(b *testing.B) {
+			s, _ := newStore(b)
+			h := history.NewIngest(s, func(*http.Request) (string, error) { return "w1", nil }, nil)
+			bodies := make([][]byte, b.N)
+			for i := range bodies {
+				bodies[i] = history.EncodeBatch(&history.QueryRecordBatchV1{BatchID: fmt.Sprint(i), Records: batch("w1", i*size, size)})
+			}
+			post := func(body []byte) {
+				req := httptest.NewRequest(http.MethodPost, history.PathWorkerHistory, bytes.NewReader(body))
+				req.Header.Set("Content-Type", history.MediaQueryRecords)
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Errorf("%d %s", rec.Code, rec.Body)
+				}
+			}
+			b.ResetTimer()
+			if par == 0 {
+				for i := 0; i < b.N; i++ {
+					post(bodies[i])
+				}
+			} else {
+				var next atomic.Int64
+				b.SetParallelism(par)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						post(bodies[next.Add(1)-1])
+					}
+				})
+			}
+			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "records/s")
+		})
 	}
-	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "records/s")
 }
