@@ -132,7 +132,7 @@ func printDevBanner(out io.Writer, offset int, tokenFile string) {
 	}
 	fmt.Fprintf(out, "\n  psql -h 127.0.0.1 -p %d -U queryflux demo -c 'select count(*) from orders'\n", defaultconfig.PortPostgres+offset+10)
 	fmt.Fprintf(out, "  export QUERYFLUX_ADMIN_TOKEN=$(cat %s)\n", tokenFile)
-	fmt.Fprintf(out, "  curl -H \"Authorization: Bearer $QUERYFLUX_ADMIN_TOKEN\" http://%s/admin/workers\n\n", devPort(defaultconfig.PortAdmin, offset))
+	fmt.Fprintf(out, "  queryflux workers list --admin-url http://%s\n\n", devPort(defaultconfig.PortAdmin, offset))
 }
 
 // superviseDev runs every node until ctx ends or one of them exits, then stops the others

@@ -66,6 +66,7 @@ type Node struct {
 	log  *slog.Logger
 
 	applyMu sync.Mutex // one configuration change at a time
+	users   users      // password logins of the active configuration
 
 	mu        sync.Mutex
 	frontends []frontend
@@ -104,6 +105,7 @@ func (n *Node) Apply(cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("building the query runtime: %w", err)
 	}
+	n.users.set(cfg)
 	n.core.Activate(rt)
 	n.log.Info("query configuration active", "clusters", len(cfg.Clusters), "groups", len(cfg.ClusterGroups))
 	return nil
@@ -165,9 +167,10 @@ func (n *Node) listen(name, addr string, make func() (frontend, error)) error {
 }
 
 func (n *Node) newPgwire() (frontend, error) {
-	// Without configured users, loopback clients log in as anyone without a password and
-	// everyone else is refused (the embedded default listens on loopback only).
-	return pgwire.NewServer(n.core, pgwire.Options{TrustUsers: []string{"*"}, Logger: n.log}), nil
+	// Loopback clients (the application in a worker's pod, a developer on the embedded
+	// default) log in as anyone without a password; everyone else needs a user of
+	// settings.security.users with a SCRAM-SHA-256 or bcrypt passwordHash.
+	return pgwire.NewServer(n.core, pgwire.Options{TrustUsers: []string{"*"}, Authenticator: &n.users, Logger: n.log}), nil
 }
 
 func (n *Node) newMySQL() (frontend, error) {

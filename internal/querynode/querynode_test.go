@@ -96,6 +96,10 @@ func TestReapplyKeepsUnchangedEngine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// With every engine linked in, as a worker's config sync compiles a snapshot.
+		if err := config.Compile(cfg); err != nil {
+			t.Fatalf("the embedded default does not compile with the engines' checks: %v", err)
+		}
 		if err := n.Apply(cfg); err != nil {
 			t.Fatal(err)
 		}
