@@ -25,6 +25,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -56,13 +57,16 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// closeGraceMax bounds how long Close waits for running calls.
+const closeGraceMax = 5 * time.Second
+
 // Server is the Flight SQL frontend.
 type Server struct {
 	fsql.BaseServer
 	backend query.Backend
 	opts    Options
 	log     *slog.Logger
-	grpc    flight.Server
+	grpc    *grpc.Server
 
 	ctx    context.Context // ends on Close; parent of results waiting for DoGet
 	cancel context.CancelFunc
@@ -119,8 +123,9 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("flightsql: sql info: %w", err)
 		}
 	}
-	s.grpc = flight.NewServerWithMiddleware([]flight.ServerMiddleware{s.authMiddleware()})
-	s.grpc.RegisterFlightService(fsql.NewFlightServer(s))
+	mw := s.authMiddleware()
+	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream))
+	flight.RegisterFlightServiceServer(s.grpc, fsql.NewFlightServer(s))
 	return s, nil
 }
 
@@ -133,24 +138,33 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.serving = true
 	s.mu.Unlock()
-	s.grpc.InitListener(l)
 	go s.expire()
-	return s.grpc.Serve()
+	err := s.grpc.Serve(l)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return net.ErrClosed
+	}
+	return err
 }
 
 // Close stops serving and cancels results nobody fetched.
 func (s *Server) Close() error {
 	s.cancel()
 	s.mu.Lock()
-	serving := s.serving
 	results := s.results
 	s.results = map[string]*pendingResult{}
 	s.mu.Unlock()
 	for _, r := range results {
 		r.drop()
 	}
-	if serving {
-		s.grpc.Shutdown()
+	// Graceful first; a client that stopped reading a stream must not hold Close forever. A
+	// stopped server also makes a later Serve return at once.
+	stopped := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(closeGraceMax):
+		s.grpc.Stop()
+		<-stopped
 	}
 	return nil
 }

@@ -287,3 +287,23 @@ func TestUnfetchedResultsExpire(t *testing.T) {
 		t.Fatalf("DoGet after expiry: %v", err)
 	}
 }
+
+func TestServeAfterCloseReturns(t *testing.T) {
+	s, err := NewServer(frontendtest.NewBackend(frontendtest.AllTypesEngine()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer l.Close()
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(l) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Serve after Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve after Close did not return")
+	}
+}

@@ -2,10 +2,13 @@ package trinohttp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -80,5 +83,17 @@ func TestPageRowsBoundsBytes(t *testing.T) {
 	}
 	if n := pageRows(many, 1000, pageBytesTarget); n != 1000 {
 		t.Fatalf("narrow rows per page: %d", n)
+	}
+}
+
+func TestServeAfterCloseReturns(t *testing.T) {
+	s, err := NewServer(frontendtest.NewBackend(frontendtest.AllTypesEngine()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	if err := s.Serve(l); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Serve after Close: %v", err)
 	}
 }

@@ -97,6 +97,7 @@ type Server struct {
 
 	httpMu  sync.Mutex
 	servers []*http.Server
+	closed  bool
 	wg      sync.WaitGroup
 }
 
@@ -132,6 +133,11 @@ func (s *Server) routes() *http.ServeMux {
 func (s *Server) Serve(l net.Listener) error {
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}
 	s.httpMu.Lock()
+	if s.closed {
+		s.httpMu.Unlock()
+		l.Close()
+		return net.ErrClosed
+	}
 	s.servers = append(s.servers, hs)
 	s.httpMu.Unlock()
 	err := hs.Serve(l)
@@ -146,7 +152,7 @@ func (s *Server) Close() error {
 	s.cancel()
 	s.httpMu.Lock()
 	servers := s.servers
-	s.servers = nil
+	s.servers, s.closed = nil, true
 	s.httpMu.Unlock()
 	for _, hs := range servers {
 		hs.Close()
