@@ -24,7 +24,9 @@ unit:
 # Each fuzz target runs for $(FUZZTIME): long enough to catch shallow crashes, short enough for CI.
 FUZZ_TARGETS := \
 	./transport:FuzzDecodeHeartbeat \
-	./internal/frontend/pgwire:FuzzPGWireMessages
+	./internal/frontend/pgwire:FuzzPGWireMessages \
+	./internal/sqltok:FuzzTokenize \
+	./internal/history:FuzzDecodeBatch
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
