@@ -353,6 +353,10 @@ type Settings struct {
 	Catalog       Catalog       `yaml:"catalog" json:"catalog"`
 	AccessControl AccessControl `yaml:"accessControl" json:"accessControl"`
 	GuardScripts  []Script      `yaml:"guardScripts" json:"guardScripts"`
+	// Passthrough lets the PostgreSQL frontend relay a PostgreSQL engine's wire messages without
+	// decoding them when nothing needs the values (no result cache, no translation); nil means
+	// on. false forces every query through the Arrow path (benchmarks, debugging).
+	Passthrough *bool `yaml:"passthrough,omitempty" json:"passthrough,omitempty"`
 }
 
 // Guardrails are limits on every query; 0 means unlimited.

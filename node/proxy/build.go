@@ -67,6 +67,7 @@ func Build(cfg *config.Config, engines EngineFactory, opts ...BuildOption) (*Run
 	spec := RuntimeSpec{Fallback: cfg.RoutingFallback, OwnsEngines: true, Limits: Limits{
 		MaxResultRows: gr.MaxResultRows, MaxResultBytes: gr.MaxResultBytes, MaxQueuedPerUser: gr.MaxQueuedPerUser,
 	}}
+	spec.NoPassthrough = cfg.Settings.Passthrough != nil && !*cfg.Settings.Passthrough
 	var errs []error
 	groups := groupNames(cfg)
 	for i, r := range cfg.Routers {

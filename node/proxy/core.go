@@ -54,6 +54,7 @@ type Core struct {
 	newID    func() string
 	metrics  *metrics
 	cache    *resultCache
+	paths    pathCounters
 	active   atomic.Pointer[Runtime]
 	// changed is notified whenever a slot is released or a queue's head leaves, so queued
 	// queries look again.
@@ -176,6 +177,7 @@ type Admission struct {
 	start    time.Time
 	admitted time.Time
 	finished atomic.Bool
+	run      runContext // set by RunContext (passthrough)
 }
 
 // Slot is the admission's capacity claim (for OnLost / Lost).

@@ -41,6 +41,7 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 	if err != nil {
 		return nil, err
 	}
+	c.countPath(PathArrow)
 	// The engine's ctx lives as long as the stream: the engine cancels the query when it ends,
 	// on the group's query timeout, or when the guard reports the slot's lease lost.
 	qctx, cancel := c.env.WithCancel(ctx)
@@ -85,6 +86,7 @@ func (c *Core) fromCache(rt *Runtime, key, id string, req *query.Request, dec De
 		return nil, false
 	}
 	c.metrics.cacheHits.WithLabelValues(dec.Group).Inc()
+	c.countPath(PathCache)
 	return rows, true
 }
 

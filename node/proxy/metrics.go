@@ -16,6 +16,7 @@ type metrics struct {
 	cacheHits     *prometheus.CounterVec   // group
 	cacheMisses   *prometheus.CounterVec   // group
 	cacheWrites   *prometheus.CounterVec   // group
+	paths         *prometheus.CounterVec   // path: passthrough, arrow, cache
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -48,10 +49,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		cacheWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_cache_writes_total", Help: "Results stored in the result cache.",
 		}, []string{"group"}),
+		paths: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_query_path_total", Help: "Queries by how their results went through the proxy: passthrough (engine wire messages relayed), arrow (decoded and encoded), cache.",
+		}, []string{"path"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.queries, m.duration, m.running, m.queued, m.rejections, m.queueDuration,
-			m.cacheHits, m.cacheMisses, m.cacheWrites)
+			m.cacheHits, m.cacheMisses, m.cacheWrites, m.paths)
 	}
 	return m
 }

@@ -99,6 +99,8 @@ type RuntimeSpec struct {
 	// OwnsEngines makes the runtime close its engines once it is retired and drained. Leave it
 	// false when engines are shared between runtimes (the simulator's one engine per cluster).
 	OwnsEngines bool
+	// NoPassthrough forces every query through the Arrow path (settings.passthrough: false).
+	NoPassthrough bool
 }
 
 // Runtime is one activated configuration, compiled: immutable except for health and the
@@ -110,6 +112,7 @@ type Runtime struct {
 	fallback string
 	owns     bool
 	limits   Limits
+	noRelay  bool // settings.passthrough: false
 	clusters map[string]*cluster
 	names    []string // cluster names, sorted
 	groups   map[string]*group
@@ -158,6 +161,7 @@ func NewRuntime(spec RuntimeSpec) (*Runtime, error) {
 		fallback: spec.Fallback,
 		owns:     spec.OwnsEngines,
 		limits:   spec.Limits,
+		noRelay:  spec.NoPassthrough,
 		clusters: map[string]*cluster{},
 		groups:   map[string]*group{},
 	}

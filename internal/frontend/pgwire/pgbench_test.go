@@ -16,6 +16,11 @@ func TestPgbench(t *testing.T) {
 		t.Skip("pgbench runs for seconds")
 	}
 	addr, direct, _ := pgBackend(t)
+	runPgbench(t, addr, direct)
+}
+
+// runPgbench initialises pgbench's tables on direct and runs pgbench through addr.
+func runPgbench(t *testing.T, addr, direct string) {
 	u, _ := url.Parse(direct)
 	init := exec.Command("pgbench", "-i", "-q", "-s", "1", "-h", u.Hostname(), "-p", u.Port(), "-U", u.User.Username(), u.Path[1:])
 	if out, err := init.CombinedOutput(); err != nil {

@@ -40,6 +40,10 @@ type portal struct {
 	sent    int64
 	done    bool
 	started bool
+
+	raw   rawParams // the Bind's parameters as sent, for a relay
+	relay *relay    // set when the statement is relayed (passthrough)
+	tag   string    // the relayed command tag
 }
 
 func (c *conn) simpleQuery(sql string) error {
@@ -69,6 +73,12 @@ func (c *conn) runSimple(p *portal) error {
 	if err := c.startPortal(p); err != nil {
 		return err
 	}
+	if p.relay != nil {
+		if rd := relayDescription(p.relay); rd != nil {
+			c.be.Send(rd)
+		}
+		return c.executeRelay(p, 0)
+	}
 	if p.rows.Schema() != nil {
 		c.be.Send(c.rowDescription(p.rows.Schema(), p.encs))
 	}
@@ -87,6 +97,9 @@ func (c *conn) startPortal(p *portal) error {
 	}
 	if !c.srv.backend.Ready() {
 		return query.ErrNotConfigured
+	}
+	if relayed, err := c.startRelay(p); relayed {
+		return err
 	}
 	p.ctx, p.cancel = context.WithCancel(c.srv.baseCtx)
 	req := c.request(p.stmt.sql, p.args)
@@ -117,6 +130,9 @@ func (c *conn) startPortal(p *portal) error {
 // executePortal sends up to rowsMax rows (0 = all) of a started portal, then CommandComplete,
 // or PortalSuspended when rows remain.
 func (c *conn) executePortal(p *portal, rowsMax int64) error {
+	if p.relay != nil {
+		return c.executeRelay(p, rowsMax)
+	}
 	if p.rows == nil || p.done {
 		return nil
 	}
@@ -235,6 +251,9 @@ func isPGCancel(err error) bool {
 // finishPortal ends p. Its context is cancelled first, so a result abandoned half-way is
 // cancelled on the engine rather than read to its end by Close.
 func (c *conn) finishPortal(p *portal) {
+	if p.relay != nil {
+		c.abandonRelay(p)
+	}
 	if p.cancel != nil {
 		p.cancel()
 	}
@@ -289,7 +308,7 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 	if err != nil {
 		return err
 	}
-	c.portals[m.DestinationPortal] = &portal{stmt: st, args: args, formats: append([]int16(nil), m.ResultFormatCodes...)}
+	c.portals[m.DestinationPortal] = &portal{stmt: st, args: args, formats: append([]int16(nil), m.ResultFormatCodes...), raw: copyRawParams(m)}
 	c.be.Send(&pgproto3.BindComplete{})
 	return nil
 }
@@ -314,6 +333,14 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 		}
 		if err := c.startPortal(p); err != nil {
 			return err
+		}
+		if p.relay != nil {
+			if rd := relayDescription(p.relay); rd != nil {
+				c.be.Send(rd)
+			} else {
+				c.be.Send(&pgproto3.NoData{})
+			}
+			return nil
 		}
 		if p.rows.Schema() == nil {
 			c.be.Send(&pgproto3.NoData{})

@@ -1,0 +1,242 @@
+package pgwire
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/node/proxy"
+)
+
+// Passthrough (issue 10): a statement routed to a PostgreSQL engine is relayed as the engine's
+// own wire messages (RowDescription, DataRow, CommandComplete), never decoded into Arrow. The
+// proxy core still routes, checks, queues, takes the slot and reports the query
+// (proxy.Core.AdmitPassthrough); it says when a query needs its values (result cache,
+// settings.passthrough: false, an engine of another protocol) and the statement then takes
+// the Arrow path. So do statements inside a pinned transaction, BEGIN itself, and statements
+// this frontend answers itself (client-protocol SETs).
+//
+// Session state: like the Arrow path, a statement outside a transaction runs on whichever
+// pooled engine connection is free, so a plain SET does not carry to the next statement; use
+// SET LOCAL inside a transaction, or set it on the engine's role/database.
+
+// RawEngine is an engine whose results this frontend can relay (pgengine.Engine).
+type RawEngine interface {
+	ExecRaw(ctx context.Context, sql string, params [][]byte, paramOIDs []uint32, paramFormats, resultFormats []int16) (*pgconn.ResultReader, func(), error)
+}
+
+// passthroughBackend is a backend that can admit a query for a relay (proxy.Core).
+type passthroughBackend interface {
+	AdmitPassthrough(ctx context.Context, req *query.Request, canRelay func(query.Engine) bool) (*proxy.Admission, bool, error)
+}
+
+func canRelay(e query.Engine) bool {
+	_, ok := e.(RawEngine)
+	return ok
+}
+
+// relay is the engine side of a relayed portal.
+type relay struct {
+	adm     *proxy.Admission
+	rr      *pgconn.ResultReader
+	release func()
+	cancel  context.CancelFunc
+	rows    int64
+	bytes   int64
+	err     error
+	done    bool
+}
+
+// rawParams keeps a Bind's parameters as the client sent them, for a relay. pgproto3 reuses
+// its receive buffer, so the values are copied.
+type rawParams struct {
+	values  [][]byte
+	formats []int16
+}
+
+func copyRawParams(m *pgproto3.Bind) rawParams {
+	total := 0
+	for _, v := range m.Parameters {
+		total += len(v)
+	}
+	buf := make([]byte, 0, total)
+	values := make([][]byte, len(m.Parameters))
+	for i, v := range m.Parameters {
+		if v == nil {
+			continue
+		}
+		start := len(buf)
+		buf = append(buf, v...)
+		values[i] = buf[start:len(buf):len(buf)]
+	}
+	return rawParams{values: values, formats: append([]int16(nil), m.ParameterFormatCodes...)}
+}
+
+// relayable reports whether p may try the passthrough path at all.
+func (c *conn) relayable(p *portal) bool {
+	if c.session != nil || beginsTransaction(p.stmt.sql) {
+		return false
+	}
+	n := len(p.raw.values)
+	if len(p.stmt.paramOIDs) > n {
+		return false // more declared types than values: let the Arrow path report it
+	}
+	k := len(p.raw.formats)
+	return k <= 1 || k == n
+}
+
+// startRelay admits p for a relay and starts it on the engine. started is false when the
+// statement must take the Arrow path.
+func (c *conn) startRelay(p *portal) (started bool, err error) {
+	pb, ok := c.srv.backend.(passthroughBackend)
+	if !ok || !c.relayable(p) {
+		return false, nil
+	}
+	p.ctx, p.cancel = context.WithCancel(c.srv.baseCtx)
+	req := c.request(p.stmt.sql, nil)
+	c.beginRun(p.cancel)
+	defer c.endRun()
+	adm, ok, err := pb.AdmitPassthrough(p.ctx, req, canRelay)
+	if err != nil {
+		return true, c.runError(err)
+	}
+	if !ok {
+		return false, nil
+	}
+	raw, ok := adm.Engine.(RawEngine)
+	if !ok {
+		err := fmt.Errorf("pgwire: cluster %s admitted for passthrough cannot relay", adm.Cluster)
+		adm.Finish(0, 0, err)
+		return true, err
+	}
+	rctx, cancel := adm.RunContext(p.ctx)
+	rr, release, err := raw.ExecRaw(rctx, p.stmt.sql, p.raw.values, paramOIDsFor(p), p.raw.formats, p.formats)
+	if err != nil {
+		cancel()
+		err = adm.Explain(err)
+		adm.Finish(0, 0, err)
+		return true, c.runError(err)
+	}
+	p.relay = &relay{adm: adm, rr: rr, release: release, cancel: cancel}
+	if rr.FieldDescriptions() == nil {
+		// No result set (or an error before one): finish now, the tag or error is final.
+		c.concludeRelay(p)
+		if r := p.relay; r.err != nil {
+			return true, c.runError(r.err)
+		}
+	}
+	return true, nil
+}
+
+// paramOIDsFor pads the client's declared parameter types to the number of values (0 means
+// "infer", as in PostgreSQL).
+func paramOIDsFor(p *portal) []uint32 {
+	oids, n := p.stmt.paramOIDs, len(p.raw.values)
+	if len(oids) == 0 || len(oids) == n {
+		return oids
+	}
+	out := make([]uint32, n)
+	copy(out, oids)
+	return out
+}
+
+// concludeRelay reads the engine's result to its end (or its error), frees the connection and
+// reports the query.
+func (c *conn) concludeRelay(p *portal) {
+	r := p.relay
+	if r.done {
+		return
+	}
+	r.done = true
+	tag, err := r.rr.Close()
+	r.release()
+	r.cancel()
+	if err == nil && r.err == nil {
+		p.tag = tag.String()
+	}
+	if err != nil && r.err == nil {
+		if p.ctx.Err() != nil {
+			err = p.ctx.Err()
+		}
+		r.err = r.adm.Explain(err)
+	}
+	r.adm.Finish(r.rows, r.bytes, r.err)
+}
+
+// relayDescription is the engine's RowDescription as it is, or nil when there are no rows.
+func relayDescription(r *relay) *pgproto3.RowDescription {
+	fds := r.rr.FieldDescriptions()
+	if fds == nil {
+		return nil
+	}
+	rd := &pgproto3.RowDescription{Fields: make([]pgproto3.FieldDescription, len(fds))}
+	for i, f := range fds {
+		rd.Fields[i] = pgproto3.FieldDescription{
+			Name: []byte(f.Name), TableOID: f.TableOID, TableAttributeNumber: f.TableAttributeNumber,
+			DataTypeOID: f.DataTypeOID, DataTypeSize: f.DataTypeSize, TypeModifier: f.TypeModifier, Format: f.Format,
+		}
+	}
+	return rd
+}
+
+// executeRelay sends up to rowsMax rows (0 = all) of a relayed portal, then CommandComplete,
+// or PortalSuspended when rows remain.
+func (c *conn) executeRelay(p *portal, rowsMax int64) error {
+	r := p.relay
+	if p.done {
+		return nil
+	}
+	c.beginRun(p.cancel)
+	defer c.endRun()
+	var n int64
+	for !r.done {
+		if rowsMax > 0 && n == rowsMax {
+			c.be.Send(&pgproto3.PortalSuspended{})
+			return nil
+		}
+		if !r.rr.NextRow() {
+			break
+		}
+		values := r.rr.Values()
+		c.be.Send(&pgproto3.DataRow{Values: values})
+		size := 4 * len(values)
+		for _, v := range values {
+			size += len(v)
+		}
+		r.rows++
+		r.bytes += int64(size)
+		n++
+		if err := r.adm.CheckLimits(r.rows, r.bytes); err != nil {
+			r.err = err
+			c.concludeRelay(p)
+			return err
+		}
+		if c.unflushed += size; c.unflushed > flushBytesMax {
+			if err := c.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	c.concludeRelay(p)
+	if r.err != nil {
+		return c.runError(r.err)
+	}
+	p.done = true
+	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(p.tag)})
+	return nil
+}
+
+// abandonRelay ends a relayed portal the client closed before its end: the statement is
+// cancelled on the engine rather than read to its end.
+func (c *conn) abandonRelay(p *portal) {
+	r := p.relay
+	if r.done {
+		return
+	}
+	r.cancel()
+	r.err = context.Canceled
+	c.concludeRelay(p)
+}

@@ -1,0 +1,273 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Pinned sessions and Describe: the core forwards engine.SessionOpener and engine.Describer to
+// the engine a request routes to, so a frontend that pins a transaction (pgwire on BEGIN) gets
+// one engine connection for it, and prepared statements get the engine's exact types.
+//
+// Capacity: a pinned session holds ONE capacity slot from OpenSession to Close, i.e. for the
+// transaction's life (pgwire opens a session on BEGIN and closes it once the engine reports the
+// transaction over). Holding it per statement instead would let a transaction stall halfway
+// for lack of a slot while it holds row locks: worse than the idle slot it costs. A lost lease
+// cancels the statement running and fails the rest of the transaction.
+//
+// History: each statement of the session is reported as its own Record (group and cluster of
+// the session); the session itself reports nothing.
+
+var (
+	_ engine.SessionOpener = (*Core)(nil)
+	_ engine.Describer     = (*Core)(nil)
+)
+
+// errNoSessions refuses a transaction on an engine that cannot pin a connection.
+func errNoSessions(cluster string) error {
+	return &query.Error{Code: "0A000", Message: fmt.Sprintf("cluster %s cannot pin a connection for a transaction", cluster)}
+}
+
+// OpenSession routes q (the statement that starts the transaction), checks it, takes a slot
+// and pins one connection of the routed engine. Every statement of the session is checked
+// against the session's group (access control, readOnly, blockedStatements) as it runs.
+func (c *Core) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
+	adm, err := c.Admit(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	opener, ok := adm.Engine.(engine.SessionOpener)
+	if !ok {
+		adm.finishQuiet()
+		return nil, errNoSessions(adm.Cluster)
+	}
+	s, err := opener.OpenSession(ctx, q)
+	if err != nil {
+		adm.finishQuiet()
+		return nil, engineError(err)
+	}
+	cs := &coreSession{adm: adm, inner: s}
+	adm.slot.OnLost(cs.lose)
+	return cs, nil
+}
+
+// Describe routes q and asks the routed engine to describe it. It takes (and at once returns)
+// a capacity slot, as describing prepares the statement on the engine. An engine that cannot
+// describe gets an empty description: the frontend then learns the columns when it runs.
+func (c *Core) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
+	adm, err := c.Admit(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer adm.finishQuiet()
+	d, ok := adm.Engine.(engine.Describer)
+	if !ok {
+		return &engine.Description{}, nil
+	}
+	desc, err := d.Describe(ctx, q)
+	if err != nil {
+		return nil, engineError(err)
+	}
+	return desc, nil
+}
+
+// finishQuiet releases the slot and unpins the runtime without reporting a query: for
+// admissions that stand for a session or a Describe, whose statements report themselves.
+func (a *Admission) finishQuiet() {
+	if a.finished.Swap(true) {
+		panic(fmt.Sprintf("proxy: admission %s finished twice", a.QueryID))
+	}
+	c := a.core
+	a.slot.Release()
+	c.mu.Lock()
+	c.running[a.Cluster]--
+	if c.running[a.Cluster] < 0 {
+		c.mu.Unlock()
+		panic(fmt.Sprintf("proxy: running count on %s went negative", a.Cluster))
+	}
+	c.mu.Unlock()
+	c.metrics.running.WithLabelValues(a.Group, a.Cluster).Dec()
+	c.changed.Notify()
+	a.Runtime.unpin()
+}
+
+// coreSession is a pinned engine session holding its admission's slot.
+type coreSession struct {
+	adm   *Admission
+	inner engine.Session
+
+	mu      sync.Mutex
+	lost    bool
+	running context.CancelFunc // the statement running now, cancelled when the lease is lost
+	closed  bool
+}
+
+func (s *coreSession) lose() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lost = true
+	if s.running != nil {
+		s.running()
+	}
+}
+
+func (s *coreSession) errLost() error {
+	return &query.Error{Code: query.CodeCapacityTimeout, Retryable: true,
+		Message: fmt.Sprintf("transaction cancelled: its capacity lease on cluster %s was lost", s.adm.Cluster)}
+}
+
+// Execute runs one statement of the transaction on the pinned connection.
+func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	c, a := s.adm.core, s.adm
+	start := c.env.Now()
+	id := c.newID()
+	trace := []TraceStep(nil)
+	if err := s.check(q); err != nil {
+		return nil, s.report(id, q, start, trace, 0, 0, err)
+	}
+	qctx, cancel := c.env.WithCancel(ctx)
+	s.mu.Lock()
+	if s.lost {
+		s.mu.Unlock()
+		cancel()
+		return nil, s.report(id, q, start, trace, 0, 0, s.errLost())
+	}
+	s.running = cancel
+	s.mu.Unlock()
+	rows, err := s.inner.Execute(qctx, q)
+	if err != nil {
+		s.endStatement(cancel)
+		return nil, s.report(id, q, start, trace, 0, 0, s.explain(engineError(err)))
+	}
+	return &sessionRows{inner: rows, s: s, id: id, req: q, start: start, cancel: cancel, limits: a.Runtime.limits}, nil
+}
+
+func (s *coreSession) check(q *query.Request) error {
+	c, a := s.adm.core, s.adm
+	g := a.Runtime.groups[a.Group]
+	if err := checkStatements(g, q); err != nil {
+		return err
+	}
+	if c.check != nil {
+		return c.check(q, a.Group)
+	}
+	return nil
+}
+
+func (s *coreSession) endStatement(cancel context.CancelFunc) {
+	s.mu.Lock()
+	s.running = nil
+	s.mu.Unlock()
+	cancel()
+}
+
+func (s *coreSession) explain(err error) error {
+	s.mu.Lock()
+	lost := s.lost
+	s.mu.Unlock()
+	if err != nil && lost {
+		return s.errLost()
+	}
+	return err
+}
+
+// report hands one statement's record to history and returns err.
+func (s *coreSession) report(id string, q *query.Request, start time.Time, trace []TraceStep, rows, bytes int64, err error) error {
+	c, a := s.adm.core, s.adm
+	end := c.env.Now()
+	rec := baseRecord(id, q, start, end, trace)
+	rec.Group, rec.Cluster = a.Group, a.Cluster
+	rec.ExecMs = millis(end.Sub(start))
+	rec.Rows, rec.Bytes = rows, bytes
+	rec.Status = statusOf(err)
+	fillError(&rec, err)
+	c.metrics.queries.WithLabelValues(rec.Group, rec.Cluster, string(rec.Status)).Inc()
+	c.countPath(PathArrow)
+	c.metrics.duration.WithLabelValues(rec.Group, rec.Cluster).Observe(end.Sub(start).Seconds())
+	if c.onFinish != nil {
+		c.onFinish(rec)
+	}
+	return err
+}
+
+func (s *coreSession) TxStatus() byte { return s.inner.TxStatus() }
+
+// Close rolls back whatever is open (the engine session does) and frees the slot.
+func (s *coreSession) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	err := s.inner.Close()
+	s.adm.finishQuiet()
+	return err
+}
+
+// sessionRows counts one session statement's result and reports it on Close.
+type sessionRows struct {
+	inner   query.Rows
+	s       *coreSession
+	id      string
+	req     *query.Request
+	start   time.Time
+	cancel  context.CancelFunc
+	limits  Limits
+	rows    int64
+	bytes   int64
+	drained bool
+	err     error
+	closed  bool
+}
+
+func (r *sessionRows) Schema() *arrow.Schema { return r.inner.Schema() }
+func (r *sessionRows) Tag() string           { return r.inner.Tag() }
+
+func (r *sessionRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	rec, err := r.inner.Next(ctx)
+	if err == io.EOF {
+		r.drained = true
+		return nil, err
+	}
+	if err != nil {
+		err = r.s.explain(engineError(err))
+		if r.err == nil {
+			r.err = err
+		}
+		return nil, err
+	}
+	r.rows += rec.NumRows()
+	r.bytes += recordBytes(rec)
+	if err := r.limits.check(r.rows, r.bytes); err != nil {
+		if r.err == nil {
+			r.err = err
+		}
+		return nil, err
+	}
+	return rec, nil
+}
+
+func (r *sessionRows) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	cerr := r.inner.Close()
+	r.s.endStatement(r.cancel)
+	outcome := r.err
+	if outcome == nil && !r.drained && r.inner.Schema() != nil {
+		outcome = errClosedEarly
+	}
+	_ = r.s.report(r.id, r.req, r.start, nil, r.rows, r.bytes, outcome)
+	return cerr
+}
