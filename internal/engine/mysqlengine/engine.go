@@ -258,7 +258,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 			return nil, e.wrap(err)
 		}
 	}
-	r := newRows(e, c, q)
+	r := newRows(e, c, q, func(healthy bool) { e.release(c, healthy && !changesSession(q.SQL)) })
 	go r.produce(ctx)
 	if err := r.waitStart(ctx); err != nil {
 		_ = r.Close()

@@ -278,3 +278,48 @@ func TestSessionStateDoesNotLeak(t *testing.T) {
 		t.Fatalf("a session variable leaked to the next request: %v", got)
 	}
 }
+
+func TestSessionPinsATransaction(t *testing.T) {
+	e, _ := openTestEngine(t)
+	exec(t, e, "CREATE TABLE acct (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
+	ctx := context.Background()
+	run := func(s engine.Session, sql string) {
+		t.Helper()
+		rows, err := s.Execute(ctx, &query.Request{SQL: sql})
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		collect(t, rows)
+	}
+	count := func() string { return collect(t, mustExec(t, e, "SELECT COUNT(*) FROM acct"))[0][0] }
+
+	s, err := e.OpenSession(ctx, &query.Request{SQL: "BEGIN"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(s, "BEGIN")
+	if s.TxStatus() != 'T' {
+		t.Fatalf("after BEGIN: %c", s.TxStatus())
+	}
+	run(s, "INSERT INTO acct VALUES (1, 10)")
+	if count() != "0" { // other connections do not see it yet
+		t.Fatal("uncommitted row visible outside the session")
+	}
+	run(s, "ROLLBACK")
+	if s.TxStatus() != 'I' || count() != "0" {
+		t.Fatalf("after ROLLBACK: %c, %s rows", s.TxStatus(), count())
+	}
+	run(s, "START TRANSACTION")
+	run(s, "INSERT INTO acct VALUES (2, 20)")
+	run(s, "COMMIT")
+	if s.TxStatus() != 'I' || count() != "1" {
+		t.Fatalf("after COMMIT: %c, %s rows", s.TxStatus(), count())
+	}
+	// Closing inside a transaction rolls it back.
+	run(s, "BEGIN")
+	run(s, "INSERT INTO acct VALUES (3, 30)")
+	s.Close()
+	if count() != "1" {
+		t.Fatalf("after Close inside a transaction: %s rows", count())
+	}
+}

@@ -35,6 +35,10 @@ type rows struct {
 	e    *Engine
 	conn *client.Conn
 	q    *query.Request
+	// done gives the connection back once the statement ended; healthy is false when it may
+	// hold unread packets or session state. Pooled statements release it; a pinned session
+	// keeps it.
+	done func(healthy bool)
 
 	events   chan event
 	stop     chan struct{}
@@ -55,8 +59,8 @@ type rows struct {
 	endErr  error
 }
 
-func newRows(e *Engine, c *client.Conn, q *query.Request) *rows {
-	return &rows{e: e, conn: c, q: q, events: make(chan event), stop: make(chan struct{})}
+func newRows(e *Engine, c *client.Conn, q *query.Request, done func(healthy bool)) *rows {
+	return &rows{e: e, conn: c, q: q, done: done, events: make(chan event), stop: make(chan struct{})}
 }
 
 // produce runs the statement and feeds events until the end; then it returns the connection.
@@ -104,7 +108,7 @@ func (r *rows) produce(ctx context.Context) {
 	if r.builder != nil {
 		r.builder.Release()
 	}
-	r.e.release(r.conn, healthy && !errors.Is(err, errStopped) && !changesSession(r.q.SQL))
+	r.done(healthy && !errors.Is(err, errStopped))
 	r.conn = nil
 	if !r.started {
 		ev.start = true

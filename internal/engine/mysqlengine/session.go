@@ -1,0 +1,108 @@
+package mysqlengine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+var _ engine.SessionOpener = (*Engine)(nil)
+
+// OpenSession pins one connection for a client's transaction: every statement of the session
+// runs on it, one at a time, until Close.
+func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
+	c, err := e.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if db := requestDatabase(q); db != "" && db != c.GetDB() {
+		if err := c.UseDB(db); err != nil {
+			e.release(c, true)
+			return nil, e.wrap(err)
+		}
+	}
+	return &session{e: e, conn: c}, nil
+}
+
+// session is one pinned connection.
+type session struct {
+	e *Engine
+
+	mu      sync.Mutex
+	conn    *client.Conn // nil once closed
+	running bool         // a statement's rows are open
+	broken  bool         // a statement ended with the connection in an unknown state
+	dirty   bool         // a statement left session state (SET, LOCK, ...)
+}
+
+// Execute runs q on the pinned connection. A session runs one statement at a time: the
+// previous statement's rows must be closed first.
+func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	s.mu.Lock()
+	switch {
+	case s.conn == nil:
+		s.mu.Unlock()
+		return nil, fmt.Errorf("mysqlengine: session closed")
+	case s.broken:
+		s.mu.Unlock()
+		return nil, &query.Error{Code: "25P02", Message: "the transaction's connection failed; roll back and start again"}
+	case s.running:
+		s.mu.Unlock()
+		return nil, fmt.Errorf("mysqlengine: session is still running a statement")
+	}
+	s.running = true
+	s.dirty = s.dirty || changesSession(q.SQL)
+	c := s.conn
+	s.mu.Unlock()
+	r := newRows(s.e, c, q, s.finished)
+	go r.produce(ctx)
+	if err := r.waitStart(ctx); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (s *session) finished(healthy bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running = false
+	s.broken = s.broken || !healthy
+}
+
+// TxStatus reports 'T' inside a transaction, 'E' when the connection failed inside one, 'I'
+// otherwise. MySQL has no failed-transaction state of its own: a failed statement leaves the
+// transaction open ('T').
+func (s *session) TxStatus() byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.conn == nil:
+		return 'I'
+	case s.broken:
+		return 'E'
+	case s.conn.IsInTransaction():
+		return 'T'
+	}
+	return 'I'
+}
+
+// Close gives the connection back: to the pool when it is clean, else closed (which rolls
+// back an open transaction).
+func (s *session) Close() error {
+	s.mu.Lock()
+	c := s.conn
+	s.conn = nil
+	clean := !s.broken && !s.dirty && !s.running
+	s.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	s.e.release(c, clean) // release closes a connection still inside a transaction
+	return nil
+}
