@@ -37,9 +37,9 @@ const controlPlaneLeaseHolder = "queryflux-control-plane"
 
 func init() {
 	controlPlaneHooks = append(controlPlaneHooks, startControlPlaneQuery)
-	// First among the worker hooks: the config sync (started by another hook) may activate a
-	// snapshot at once, and its apply step needs this node to exist.
-	workerHooks = append([]func(ctx context.Context, d *Daemon, w *worker.Worker) error{startWorkerQuery}, workerHooks...)
+	// The config sync starts after every worker hook has run, so this one's applier sees the
+	// first snapshot.
+	workerHooks = append(workerHooks, startWorkerQuery)
 }
 
 // recordHistory hands a finished query to this node's history uplink, if there is one.
