@@ -122,11 +122,8 @@ func NewStateCheck(what string, names []string, want string, win Window, probe P
 }
 
 func (c *StateCheck) Start(w *World) {
-	w.Every(w.Scenario.CheckEvery, func() {
+	w.Every(c.win.From, c.win.To, w.Scenario.CheckEvery, func() {
 		now := w.Sim.Elapsed()
-		if now < c.win.From || now > c.win.To {
-			return
-		}
 		for _, name := range c.names {
 			v, ok := c.probe(w, name)
 			if !ok {

@@ -16,22 +16,15 @@ const ObserverName = "observer"
 var builtinGroups = map[string]bool{"all": true, "workers": true, "controlPlanes": true}
 
 // Nodes returns the fleet's node specs in file order (roles set, prefixes expanded).
-func (sc *Scenario) Nodes() []NodeSpec {
-	specs, err := sc.nodeSpecs()
-	if err != nil {
-		panic(err) // validated at load
-	}
-	return specs
-}
+func (sc *Scenario) Nodes() []NodeSpec { return sc.specs }
 
 // Spec returns the spec of the node named name.
 func (sc *Scenario) Spec(name string) (NodeSpec, bool) {
-	for _, s := range sc.Nodes() {
-		if s.Name == name {
-			return s, true
-		}
+	i, ok := sc.specIndex[name]
+	if !ok {
+		return NodeSpec{}, false
 	}
-	return NodeSpec{}, false
+	return sc.specs[i], true
 }
 
 // Resolve turns a node name, a fleet group, or a built-in group (all, workers, controlPlanes)
@@ -159,18 +152,18 @@ func (w *World) Errorf(format string, args ...any) {
 	w.Sim.Record("error", msg)
 }
 
-// Every calls fn in the runner every d of virtual time, from 0 to the scenario's end.
-func (w *World) Every(d time.Duration, fn func()) {
+// Every calls fn in the runner every d of virtual time from `from` to `to` (inclusive).
+func (w *World) Every(from, to, d time.Duration, fn func()) {
 	var tick func()
-	at := time.Duration(0)
+	at := from
 	tick = func() {
 		fn()
 		at += d
-		if at <= w.Scenario.Duration {
+		if at <= to {
 			w.Sim.At(at, tick)
 		}
 	}
-	w.Sim.At(0, tick)
+	w.Sim.At(from, tick)
 }
 
 // RunOpts tunes a run.

@@ -36,6 +36,9 @@ type Scenario struct {
 	Fleet      Fleet         `yaml:"fleet"`
 	Timeline   []*Event      `yaml:"timeline"`
 	Checks     []*CheckSpec  `yaml:"checks"`
+
+	specs     []NodeSpec     // the fleet expanded, in file order
+	specIndex map[string]int // name -> index in specs
 }
 
 // Network is the default link model.
@@ -257,9 +260,18 @@ func (sc *Scenario) validate() error {
 	if err != nil {
 		return err
 	}
+	sc.specs, sc.specIndex = specs, map[string]int{}
+	for i, s := range specs {
+		sc.specIndex[s.Name] = i
+	}
 	names := map[string]bool{}
 	for _, s := range specs {
 		names[s.Name] = true
+	}
+	for _, s := range specs {
+		if s.ControlPlane != "" && (!names[s.ControlPlane] || specs[sc.specIndex[s.ControlPlane]].Role != "controlplane") {
+			return fmt.Errorf("fleet: %s's controlPlane %q is not a control plane of the fleet", s.Name, s.ControlPlane)
+		}
 	}
 	for g, members := range sc.Fleet.Groups {
 		if names[g] || builtinGroups[g] {

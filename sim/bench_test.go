@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/scenarios"
 	"github.com/queryflux/queryflux/sim"
 	"github.com/queryflux/queryflux/sim/workload"
 )
@@ -53,6 +54,35 @@ func BenchmarkHeartbeatHour(b *testing.B) {
 				}
 				b.ReportMetric(time.Hour.Seconds()/wall.Seconds(), "virtual-s/wall-s")
 				b.ReportMetric(float64(f.Received)/wall.Seconds(), "heartbeats/s")
+			}
+		})
+	}
+}
+
+// BenchmarkFleetHour runs one virtual hour of the real roles: one control plane and N workers
+// (production intervals: heartbeat 10s, self-health probe 1s) through the scenario runner, and
+// reports virtual seconds per wall second.
+func BenchmarkFleetHour(b *testing.B) {
+	for _, workers := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			sc, err := scenarios.Parse("bench.yaml", []byte(fmt.Sprintf(`
+duration: 1h
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{prefix: w-, count: %d, labels: {zone: a}}]
+checks:
+  - registryState: {worker: workers, state: healthy, from: 59m, mode: always}
+`, workers)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for range b.N {
+				res := scenarios.Run(sc, 1, scenarios.RunOpts{})
+				if !res.Pass() {
+					b.Fatalf("%+v", res.Checks)
+				}
+				b.ReportMetric(res.VirtualSeconds/res.WallSeconds, "virtual-s/wall-s")
+				b.ReportMetric(float64(res.Events)/res.WallSeconds, "events/s")
 			}
 		})
 	}

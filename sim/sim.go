@@ -226,10 +226,20 @@ func (s *Sim) fireTimers(limit time.Duration) bool {
 		s.mix(evTime, uint64(at))
 	}
 	for len(s.timers) > 0 && s.timers[0].at <= s.now && s.failure == nil {
-		tm := s.timers.pop()
-		tm.fn()
+		s.fire(s.timers.pop())
 	}
 	return true
+}
+
+// fire runs a timer's callback in the runner; a panic there (a fault action or check that
+// misbehaves) fails the run instead of the process.
+func (s *Sim) fire(tm *timer) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.Fail(fmt.Errorf("runner callback panicked: %v\n%s", r, debug.Stack()))
+		}
+	}()
+	tm.fn()
 }
 
 // ---- tasks ----

@@ -409,3 +409,13 @@ func TestLogsCarryStepTimeAndNode(t *testing.T) {
 		}
 	}
 }
+
+func TestRunnerCallbackPanicFailsRun(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 12})
+	n := s.AddNode("a", nil)
+	s.At(time.Second, func() { _ = n.Env().Sleep(context.Background(), time.Second) })
+	err := s.Run(time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "outside a simulated task") || !strings.Contains(err.Error(), "seed 12") {
+		t.Fatalf("err = %v", err)
+	}
+}
