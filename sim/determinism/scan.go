@@ -267,6 +267,7 @@ func checkFile(fset *token.FileSet, f *ast.File, info *types.Info) []Finding {
 		}
 		imports[name] = path
 	}
+	sortedAfter := collectThenSort(f)
 	var out []Finding
 	report := func(n ast.Node, what string) {
 		pos := fset.Position(n.Pos())
@@ -289,6 +290,9 @@ func checkFile(fset *token.FileSet, f *ast.File, info *types.Info) []Finding {
 			if tv, ok := info.Types[n.X]; ok && tv.Type != nil {
 				switch tv.Type.Underlying().(type) {
 				case *types.Map:
+					if sortedAfter[n] {
+						return true
+					}
 					report(n, "range over a map: iteration order changes behaviour; sort the keys (or //determinism:ok <why order is irrelevant>)")
 				case *types.Chan:
 					report(n, "range over a channel: a receive; wait with Signal.Wait")
@@ -333,4 +337,96 @@ func isType(name string) bool {
 		return true
 	}
 	return false
+}
+
+// collectThenSort finds the idiom that makes a map range harmless: the loop body only appends
+// the key (or value) to a slice, and a later statement of the same block sorts that slice.
+//
+//	for k := range m { keys = append(keys, k) }
+//	slices.Sort(keys)
+func collectThenSort(f *ast.File) map[*ast.RangeStmt]bool {
+	ok := map[*ast.RangeStmt]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		block, isBlock := n.(*ast.BlockStmt)
+		if !isBlock {
+			return true
+		}
+		for i, st := range block.List {
+			rs, isRange := st.(*ast.RangeStmt)
+			if !isRange {
+				continue
+			}
+			slice := appendsOnly(rs)
+			if slice == "" {
+				continue
+			}
+			for _, later := range block.List[i+1:] {
+				if sorts(later, slice) {
+					ok[rs] = true
+					break
+				}
+			}
+		}
+		return true
+	})
+	return ok
+}
+
+// appendsOnly returns x when rs's body is exactly `x = append(x, k)` with k its key or value.
+func appendsOnly(rs *ast.RangeStmt) string {
+	if len(rs.Body.List) != 1 {
+		return ""
+	}
+	as, isAssign := rs.Body.List[0].(*ast.AssignStmt)
+	if !isAssign || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+		return ""
+	}
+	x, isIdent := as.Lhs[0].(*ast.Ident)
+	call, isCall := as.Rhs[0].(*ast.CallExpr)
+	if !isIdent || !isCall || len(call.Args) != 2 {
+		return ""
+	}
+	if fn, isFn := call.Fun.(*ast.Ident); !isFn || fn.Name != "append" {
+		return ""
+	}
+	if a0, isA0 := call.Args[0].(*ast.Ident); !isA0 || a0.Name != x.Name {
+		return ""
+	}
+	a1, isA1 := call.Args[1].(*ast.Ident)
+	if !isA1 {
+		return ""
+	}
+	for _, kv := range []ast.Expr{rs.Key, rs.Value} {
+		if id, isID := kv.(*ast.Ident); isID && id.Name == a1.Name && id.Name != "_" {
+			return x.Name
+		}
+	}
+	return ""
+}
+
+// sorts reports whether st is a sort.X(slice, ...) or slices.SortX(slice, ...) call.
+func sorts(st ast.Stmt, slice string) bool {
+	es, isExpr := st.(*ast.ExprStmt)
+	if !isExpr {
+		return false
+	}
+	call, isCall := es.X.(*ast.CallExpr)
+	if !isCall || len(call.Args) == 0 {
+		return false
+	}
+	sel, isSel := call.Fun.(*ast.SelectorExpr)
+	if !isSel {
+		return false
+	}
+	pkg, isPkg := sel.X.(*ast.Ident)
+	if !isPkg || (pkg.Name != "sort" && pkg.Name != "slices") {
+		return false
+	}
+	switch sel.Sel.Name {
+	case "Sort", "SortFunc", "SortStableFunc", "Strings", "Ints", "Float64s", "Slice", "SliceStable":
+	default:
+		return false
+	}
+	arg, isArg := call.Args[0].(*ast.Ident)
+	return isArg && arg.Name == slice
 }

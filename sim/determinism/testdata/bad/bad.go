@@ -36,3 +36,11 @@ func All(ctx context.Context, ch chan int, r *registry) {
 	_ = d
 	_ = ctx
 }
+
+func Unsorted(m map[string]int) []string {
+	var keys []string
+	for k := range m { // line 42: collected but never sorted
+		keys = append(keys, k)
+	}
+	return keys
+}

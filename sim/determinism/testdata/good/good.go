@@ -16,3 +16,12 @@ func Keys(m map[string]time.Duration) []string {
 }
 
 func Later(t time.Time) time.Time { return t.Add(time.Second) }
+
+func SortedKeys(m map[string]int) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
