@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/query"
@@ -98,6 +99,35 @@ func cloneRequest(q *query.Request) query.Request {
 		}
 	}
 	return c
+}
+
+// OpenSession forwards to the engine when it can pin a connection (engine.SessionOpener), as
+// the proxy core does; the session's statements are recorded too.
+func (b *Backend) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
+	if !b.Ready() {
+		return nil, query.ErrNotConfigured
+	}
+	opener, ok := b.Engine.(engine.SessionOpener)
+	if !ok {
+		return nil, &query.Error{Code: "0A000", Message: "engine cannot pin a connection"}
+	}
+	s, err := opener.OpenSession(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return &recordedSession{Session: s, b: b}, nil
+}
+
+type recordedSession struct {
+	engine.Session
+	b *Backend
+}
+
+func (s *recordedSession) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	s.b.mu.Lock()
+	s.b.requests = append(s.b.requests, cloneRequest(q))
+	s.b.mu.Unlock()
+	return s.Session.Execute(ctx, q)
 }
 
 // Requests returns the requests seen so far.

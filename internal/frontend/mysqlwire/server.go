@@ -229,6 +229,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		delete(s.sessions, c.ConnectionID())
 		s.mu.Unlock()
 	}()
+	defer h.unpin() // a connection that ends inside a transaction rolls it back
 	for !c.Closed() {
 		if err := c.HandleCommand(); err != nil {
 			return

@@ -560,3 +560,72 @@ func TestClientHangupStopsEngineQuery(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestTransactionsArePinned: BEGIN pins one engine connection, so a transaction behaves as on
+// a direct connection (go-sql-driver's Begin/Commit/Rollback, checked from MariaDB directly).
+func TestTransactionsArePinned(t *testing.T) {
+	eng, directDSN, dbName := frontendtest.MariaDB(t)
+	frontendtest.Exec(t, eng, "CREATE TABLE acct (id INT PRIMARY KEY) ENGINE=InnoDB")
+	addr := startServer(t, frontendtest.NewBackend(eng), Options{})
+	d := openDB(t, addr, testUser, "", dbName, "")
+	direct, err := sql.Open("mysql", directDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	count := func() (n int) {
+		if err := direct.QueryRow("SELECT COUNT(*) FROM acct").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	tx, err := d.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int{1, 2} {
+		if _, err := tx.Exec("INSERT INTO acct VALUES (?)", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var inTx int
+	if err := tx.QueryRow("SELECT COUNT(*) FROM acct").Scan(&inTx); err != nil || inTx != 2 {
+		t.Fatalf("inside the transaction: %d %v", inTx, err)
+	}
+	if count() != 0 {
+		t.Fatal("uncommitted rows visible outside the transaction")
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if count() != 0 {
+		t.Fatal("rolled-back rows visible")
+	}
+	tx, _ = d.Begin()
+	tx.Exec("INSERT INTO acct VALUES (3)")
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if count() != 1 {
+		t.Fatalf("after commit: %d rows", count())
+	}
+	// A client that disconnects inside a transaction rolls it back.
+	c, err := client.Connect(addr, testUser, "", dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Execute("START TRANSACTION"); err != nil {
+		t.Fatal(err)
+	}
+	if !c.IsInTransaction() {
+		t.Fatal("OK packet after START TRANSACTION lacks SERVER_STATUS_IN_TRANS")
+	}
+	if _, err := c.Execute("INSERT INTO acct VALUES (4)"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	time.Sleep(200 * time.Millisecond)
+	if count() != 1 {
+		t.Fatalf("after disconnecting inside a transaction: %d rows", count())
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -25,6 +26,8 @@ type session struct {
 	db     string
 	out    *flushOnReadConn // flushed after each batch, so slow results still stream
 	raw    net.Conn         // the client connection, for KILL CONNECTION
+
+	pinned engine.Session // the engine connection of an open transaction, if any
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running statement, for KILL QUERY from another session
@@ -119,12 +122,31 @@ func (h *session) run(sql string, args []any, binary bool) (*mysql.Result, error
 		cancel()
 	}()
 	defer h.out.watch(cancel)()
-	rows, err := h.s.backend.Execute(ctx, req)
+	if done, err := h.pinFor(req); done || err != nil {
+		if err != nil {
+			h.writeError(err)
+			return written(), nil
+		}
+		return &mysql.Result{}, nil
+	}
+	execute := h.s.backend.Execute
+	if h.pinned != nil {
+		execute = h.pinned.Execute
+	}
+	rows, err := execute(ctx, req)
 	if err != nil {
+		h.syncTx()
 		h.writeError(err)
 		return written(), nil
 	}
-	defer rows.Close()
+	res, err := h.answer(ctx, rows, binary)
+	rows.Close()
+	h.syncTx()
+	return res, err
+}
+
+// answer writes a statement's rows (or its OK) to the client.
+func (h *session) answer(ctx context.Context, rows query.Rows, binary bool) (*mysql.Result, error) {
 	if rows.Schema() == nil {
 		return h.finishNoRows(ctx, rows)
 	}
@@ -132,6 +154,77 @@ func (h *session) run(sql string, args []any, binary bool) (*mysql.Result, error
 		return nil, err // the connection is broken; go-mysql closes it
 	}
 	return written(), nil
+}
+
+// pinFor pins an engine connection when req starts a transaction and the backend can pin one
+// (engine.SessionOpener): the transaction's statements then all run there, as on a direct
+// connection. Without it, statements run on pooled connections. done is true when pinFor
+// answered req itself (a ROLLBACK of a transaction whose connection failed).
+func (h *session) pinFor(req *query.Request) (done bool, err error) {
+	if h.pinned != nil {
+		if h.pinned.TxStatus() == 'E' && isTxEnd(req.SQL) {
+			h.unpin()
+			return true, nil
+		}
+		return false, nil
+	}
+	if !beginsTransaction(req.SQL) {
+		return false, nil
+	}
+	opener, ok := h.s.backend.(engine.SessionOpener)
+	if !ok {
+		return false, nil
+	}
+	s, err := opener.OpenSession(h.ctx, req)
+	if err != nil {
+		return false, err
+	}
+	h.pinned = s
+	return false, nil
+}
+
+// syncTx unpins the session once the engine reports the transaction over, and keeps the
+// in-transaction flag of OK and EOF packets in step.
+func (h *session) syncTx() {
+	if h.pinned != nil && h.pinned.TxStatus() == 'I' {
+		h.unpin()
+	}
+	if h.pinned != nil {
+		h.conn.SetInTransaction()
+	} else {
+		h.conn.ClearInTransaction()
+	}
+}
+
+func (h *session) unpin() {
+	if h.pinned != nil {
+		_ = h.pinned.Close()
+		h.pinned = nil
+	}
+}
+
+func beginsTransaction(sql string) bool {
+	switch firstWord(sql) {
+	case "BEGIN", "START":
+		return true
+	}
+	return false
+}
+
+func isTxEnd(sql string) bool {
+	switch firstWord(sql) {
+	case "ROLLBACK", "COMMIT":
+		return true
+	}
+	return false
+}
+
+func firstWord(sql string) string {
+	f := strings.Fields(sql)
+	if len(f) == 0 {
+		return ""
+	}
+	return strings.ToUpper(strings.TrimRight(f[0], ";"))
 }
 
 // attributes passes the client's connection attributes (program_name, _client_name, ...)
@@ -251,7 +344,11 @@ func appendBinaryRow(row []byte, cols []column, batch arrow.RecordBatch, i int) 
 const statusAutocommit = mysql.SERVER_STATUS_AUTOCOMMIT
 
 func (h *session) writeEOF() error {
-	return h.conn.WritePacket([]byte{0, 0, 0, 0, mysql.EOF_HEADER, 0, 0, byte(statusAutocommit), byte(statusAutocommit >> 8)})
+	status := uint16(statusAutocommit)
+	if h.pinned != nil {
+		status |= mysql.SERVER_STATUS_IN_TRANS
+	}
+	return h.conn.WritePacket([]byte{0, 0, 0, 0, mysql.EOF_HEADER, 0, 0, byte(status), byte(status >> 8)})
 }
 
 // writeError writes err as an error packet (go-mysql would lose the code of errors returned
