@@ -19,6 +19,7 @@ type simCtx struct {
 	timer    *timer
 
 	children   []*simCtx
+	live       int // non-nil entries of children
 	childIndex int // position in psim.children, -1 when detached
 	waiters    wlist
 }
@@ -71,7 +72,7 @@ func (c *simCtx) cancel(err error) {
 	}
 	c.detach()
 	kids := c.children
-	c.children = nil
+	c.children, c.live = nil, 0
 	for _, k := range kids {
 		if k != nil {
 			k.childIndex = -1
@@ -87,15 +88,10 @@ func (c *simCtx) detach() {
 		return
 	}
 	p.children[c.childIndex] = nil
+	p.live--
 	c.childIndex = -1
 	// Compact once half the slots are holes, keeping order (it decides wake order on cancel).
-	live := 0
-	for _, k := range p.children {
-		if k != nil {
-			live++
-		}
-	}
-	if live*2 < len(p.children) {
+	if p.live*2 < len(p.children) {
 		kept := p.children[:0]
 		for _, k := range p.children {
 			if k != nil {
@@ -144,6 +140,7 @@ func (s *Sim) newCtx(parent context.Context) *simCtx {
 		}
 		c.childIndex = len(c.psim.children)
 		c.psim.children = append(c.psim.children, c)
+		c.psim.live++
 	}
 	return c
 }

@@ -234,6 +234,11 @@ func (s *Sim) fireTimers(limit time.Duration) bool {
 // fire runs a timer's callback in the runner; a panic there (a fault action or check that
 // misbehaves) fails the run instead of the process.
 func (s *Sim) fire(tm *timer) {
+	if tm.t != nil {
+		tm.t.timer = nil
+		s.wake(tm.t, tm.gen)
+		return
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			s.Fail(fmt.Errorf("runner callback panicked: %v\n%s", r, debug.Stack()))
@@ -391,10 +396,10 @@ func (t *task) clearWaits(s *Sim) {
 
 // sleepUntil arms t's wake-up timer at global virtual time at.
 func (s *Sim) sleepUntil(t *task, gen uint64, at time.Duration) {
-	t.timer = s.addTimer(at, func() {
-		t.timer = nil
-		s.wake(t, gen)
-	})
+	s.timerSeq++
+	tm := &timer{at: at, seq: s.timerSeq, t: t, gen: gen}
+	s.timers.push(tm)
+	t.timer = tm
 }
 
 // waitOn registers t (with gen) on a wait list.
@@ -523,7 +528,9 @@ type timer struct {
 	at  time.Duration
 	seq uint64
 	idx int
-	fn  func()
+	fn  func() // a runner callback, or nil for a task's wake-up:
+	t   *task
+	gen uint64
 }
 
 type timerHeap []*timer
