@@ -113,6 +113,17 @@ func startDaemon(t *testing.T, env []string, ready []string, args ...string) *da
 	return d
 }
 
+// stop sends SIGTERM and waits for the daemon to exit.
+func (d *daemon) stop(t *testing.T) {
+	t.Helper()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("daemon ignored SIGTERM for 20s:\n%s", d.log.String())
+	}
+}
+
 // portsFree reports whether every port can be bound on 127.0.0.1 now.
 func portsFree(ports ...int) bool {
 	for _, p := range ports {

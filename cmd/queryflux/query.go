@@ -125,17 +125,21 @@ func startWorkerQuery(ctx context.Context, d *Daemon, w *worker.Worker) error {
 	return runQueryNode(ctx, d, n)
 }
 
-// runQueryNode opens the frontends, runs the health checks, and closes the frontends when ctx
-// (the daemon's signal context) ends.
+// runQueryNode opens the frontends and runs the health checks. Once the role's servers have
+// drained, the frontends close and the history uplink sends what it still holds.
 func runQueryNode(ctx context.Context, d *Daemon, n *querynode.Node) error {
 	if err := n.Listen(d.Config.QueryFlux.Frontends); err != nil {
 		return err
 	}
 	d.Env.Go(ctx, "cluster-health", n.Run)
-	d.Env.Go(context.WithoutCancel(ctx), "frontends-close", func(context.Context) {
-		<-ctx.Done()
+	shutdownHooks = append(shutdownHooks, func(ctx context.Context, d *Daemon) {
 		if err := n.Close(); err != nil {
 			d.Logger.Warn("closing frontends", "err", err)
+		}
+		if u := historyUplink; u != nil {
+			if err := u.Shutdown(ctx); err != nil {
+				d.Logger.Warn("final history flush incomplete", "err", err)
+			}
 		}
 	})
 	return nil

@@ -42,7 +42,18 @@ type Daemon struct {
 var (
 	controlPlaneHooks []func(ctx context.Context, d *Daemon, cp *controlplane.ControlPlane) error
 	workerHooks       []func(ctx context.Context, d *Daemon, w *worker.Worker) error
+	// shutdownHooks run in order once a role's servers have drained (close the frontends,
+	// flush the history uplink), together within 10 s.
+	shutdownHooks []func(ctx context.Context, d *Daemon)
 )
+
+func runShutdownHooks(d *Daemon) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, hook := range shutdownHooks {
+		hook(ctx, d)
+	}
+}
 
 // serveFlags are the daemon's command-line settings: what the config file does not say (a
 // worker's identity, its ops listener) and sub-second timing for tests.
@@ -188,6 +199,7 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	// On SIGTERM the role stops first: a draining control plane that workers cannot reach must
 	// not evict them, and long-polls bound to the role's context end instead of holding the drain.
 	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, namedServer{"api", listen, cp.Handler()})
+	runShutdownHooks(d)
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if ferr := cp.Flush(fctx); ferr != nil {
@@ -263,7 +275,9 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	roleCtx, cancelRole := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRole()
 	w.Start(roleCtx)
-	return runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, namedServer{"ops", f.opsListen, w.OpsHandler()})
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, namedServer{"ops", f.opsListen, w.OpsHandler()})
+	runShutdownHooks(d)
+	return err
 }
 
 func parseLabels(pairs []string) (map[string]string, error) {
