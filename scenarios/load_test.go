@@ -120,3 +120,23 @@ checks:
 		}
 	}
 }
+
+// TestReadmeExampleParses keeps the format documentation honest.
+func TestReadmeExampleParses(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), "```yaml\n")
+	example, _, _ := strings.Cut(rest, "```")
+	sc, err := scenarios.Parse("README.md", []byte(example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Timeline) != 9 || len(sc.Checks) != 6 || len(sc.Nodes()) != 9 {
+		t.Fatalf("timeline %d, checks %d, nodes %d", len(sc.Timeline), len(sc.Checks), len(sc.Nodes()))
+	}
+	if res := scenarios.Run(sc, 1, scenarios.RunOpts{}); !res.Checks[0].Pass {
+		t.Fatalf("the example does not even run: %s", res.Checks[0].Detail)
+	}
+}
