@@ -1,0 +1,65 @@
+package querytest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queryflux/queryflux/internal/pgtest"
+)
+
+// TestControlPlaneRoleOnPostgres is the production shape: `queryflux migrate`, then a
+// controlPlane role on its own database (registry, capacity leases and history in Postgres)
+// serving a worker whose queries run on another PostgreSQL database.
+func TestControlPlaneRoleOnPostgres(t *testing.T) {
+	stateURL := pgtest.NewDatabase(t) // the control plane's own database
+	dataURL := pgtest.NewDatabase(t)  // the cluster the worker queries
+	run(t, 60*time.Second, binary, "migrate", "--database-url", stateURL)
+
+	addrs := freeAddrs(t, 3)
+	cpAdmin, wPG, wOps := addrs[0], addrs[1], addrs[2]
+	const secret = "querytest-worker-secret"
+	cpCfg := writeFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
+  role: controlPlane
+  adminApi: {listen: "%s", token: "%s"}
+  workerApi: {enabled: true, secret: "%s"}
+  persistence: {databaseUrl: "%s"}
+`, cpAdmin, adminToken, secret, stateURL)+pgCluster(t, dataURL, 4))
+	wCfg := writeFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
+  role: worker
+  controlPlane: {url: "http://%s", secret: "%s"}
+  historyUplink: {enabled: true, flushIntervalSecs: 1}
+  frontends:
+    postgres: {enabled: true, listen: "%s"}
+`, cpAdmin, secret, wPG))
+	startDaemon(t, nil, []string{cpAdmin}, "--config", cpCfg)
+	startDaemon(t, nil, []string{wPG, wOps}, "--config", wCfg, "--name", "w-pg", "--ops-listen", wOps)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var db string
+	eventually(t, 20*time.Second, func() error {
+		c, err := pgx.Connect(ctx, "postgres://queryflux@"+wPG+"/x?sslmode=disable")
+		if err != nil {
+			return err
+		}
+		defer c.Close(ctx)
+		return c.QueryRow(ctx, "select current_database() as querytest_cp_marker").Scan(&db)
+	})
+	if want := strings.TrimPrefix(mustURL(t, dataURL).Path, "/"); db != want {
+		t.Fatalf("the worker's query ran on %q, want %q", db, want)
+	}
+	// With a database configured, /admin/queries reads the history from Postgres (pghistory),
+	// and the worker's lease came from the capacity table (failClosed: no lease, no query).
+	eventually(t, 20*time.Second, func() error {
+		body := httpGet(t, "http://"+cpAdmin+"/admin/queries?worker=w-pg", adminToken)
+		if !strings.Contains(body, "querytest_cp_marker") {
+			return fmt.Errorf("/admin/queries has no query of w-pg yet: %.300s", body)
+		}
+		return nil
+	})
+}
