@@ -26,7 +26,9 @@ FUZZ_TARGETS := \
 	./transport:FuzzDecodeHeartbeat \
 	./internal/frontend/pgwire:FuzzPGWireMessages \
 	./internal/sqltok:FuzzTokenize \
-	./internal/history:FuzzDecodeBatch
+	./internal/history:FuzzDecodeBatch \
+	./internal/frontend/mysqlwire:FuzzMySQLPackets \
+	./internal/frontend/trinohttp:FuzzTrinoRequest
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
