@@ -7,11 +7,12 @@ import (
 	"github.com/queryflux/queryflux/sim"
 )
 
-// The built-in timeline events: crash, restart, partition, heal, hold, release, link, drift,
+// The built-in timeline events: crash, restart, stop (graceful), partition, heal, hold, release, link, drift,
 // starve.
 func init() {
 	RegisterEvent("crash", nodesEvent(func(n *sim.Node) { n.Crash() }))
 	RegisterEvent("restart", nodesEvent(func(n *sim.Node) { n.Restart() }))
+	RegisterEvent("stop", parseStop)
 	RegisterEvent("partition", linkEvent(false, func(w *World, from, to string) { w.Sim.Net().Partition(from, to) }))
 	RegisterEvent("heal", linkEvent(true, func(w *World, from, to string) { w.Sim.Net().Heal(from, to) }))
 	RegisterEvent("hold", linkEvent(false, func(w *World, from, to string) { w.Sim.Net().Hold(from, to) }))
@@ -177,6 +178,30 @@ func parseStarve(sc *Scenario, p Params) (Action, error) {
 					w.Node(name).SetStarve(0)
 				}
 			})
+		}
+		return nil
+	}, nil
+}
+
+// parseStop is a graceful shutdown: `stop: {node: cp-1, grace: 5s}`.
+func parseStop(sc *Scenario, p Params) (Action, error) {
+	var st struct {
+		Node  string        `yaml:"node"`
+		Grace time.Duration `yaml:"grace"`
+	}
+	if err := p.Decode(&st); err != nil {
+		return nil, err
+	}
+	if st.Grace <= 0 {
+		return nil, p.Errorf("grace: must be > 0 (how long tasks may finish before the node is ended)")
+	}
+	names, err := sc.Resolve(st.Node)
+	if err != nil {
+		return nil, p.Errorf("node: %v", err)
+	}
+	return func(w *World) error {
+		for _, name := range names {
+			w.Node(name).Shutdown(st.Grace)
 		}
 		return nil
 	}, nil

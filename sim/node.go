@@ -25,11 +25,12 @@ type Node struct {
 	env     *nodeEnv
 	client  *http.Client
 
-	up      bool
-	inc     uint64 // incarnation, bumped by Restart
-	ctx     *simCtx
-	handler http.Handler
-	tasks   map[uint64]*task
+	up       bool
+	stopping bool   // Shutdown called: no new requests, crash at the end of the grace
+	inc      uint64 // incarnation, bumped by Restart
+	ctx      *simCtx
+	handler  http.Handler
+	tasks    map[uint64]*task
 
 	// clock: node time = base + (global - since) * rate
 	clockBase  time.Duration
@@ -72,7 +73,7 @@ func (s *Sim) Node(name string) *Node { return s.byName[name] }
 func (s *Sim) Nodes() []*Node { return slices.Clone(s.nodes) }
 
 func (n *Node) boot() {
-	n.up = true
+	n.up, n.stopping = true, false
 	n.ctx = n.s.newCtx(context.Background())
 	n.handler = nil
 	if n.factory == nil {
@@ -81,7 +82,7 @@ func (n *Node) boot() {
 	inc := n.inc
 	n.spawn("boot", func() {
 		h := n.factory(n)
-		if n.inc == inc && n.up {
+		if n.inc == inc && n.up && !n.stopping {
 			n.handler = h
 		}
 	})
@@ -139,6 +140,27 @@ func (n *Node) Crash() {
 	if cur := s.current; cur != nil && cur.node == n {
 		panic(errKilled)
 	}
+}
+
+// Shutdown stops the node gracefully: it stops accepting requests and its lifetime context is
+// cancelled, so its tasks can finish (flush, deregister); whatever still runs after grace is
+// ended by a Crash. The node is down (restartable) from then on.
+func (n *Node) Shutdown(grace time.Duration) {
+	if !n.up || n.stopping {
+		return
+	}
+	s := n.s
+	s.mixStrings(evFault, "shutdown", n.name, grace.String())
+	n.env.log().Warn("sim: node shutting down", "grace", grace)
+	n.stopping = true
+	n.handler = nil
+	n.ctx.cancel(context.Canceled)
+	inc := n.inc
+	s.At(s.now+grace, func() {
+		if n.inc == inc {
+			n.Crash()
+		}
+	})
 }
 
 // Restart boots a crashed node again: the factory runs once more with fresh memory.

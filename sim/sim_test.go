@@ -419,3 +419,45 @@ func TestRunnerCallbackPanicFailsRun(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestShutdownLetsTasksFinishThenEndsTheNode(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 13})
+	s.Net().SetDefault(sim.Link{Latency: sim.Fixed(time.Millisecond)})
+	srv := s.AddNode("srv", echoFactory)
+	var farewell string
+	var farewellErr error
+	leaving := s.AddNode("leaving", func(n *sim.Node) http.Handler {
+		n.Env().Go(n.Ctx(), "main", func(ctx context.Context) {
+			_ = n.Env().Sleep(ctx, time.Hour) // until shutdown
+			e := n.Env()
+			fctx, cancel := e.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(fctx, "POST", "http://srv/bye", strings.NewReader("bye"))
+			resp, err := n.Client().Do(req)
+			if farewellErr = err; err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				farewell = string(b)
+			}
+		})
+		return echoFactory(n)
+	})
+	c := s.AddNode("cli", nil)
+	var during error
+	s.At(time.Second, func() { leaving.Shutdown(5 * time.Second) })
+	s.Spawn(c, "probe", func() {
+		_ = c.Env().Sleep(context.Background(), 2*time.Second)
+		_, _, during = call(c, "http://leaving/x", "", time.Second)
+	})
+	if err := s.Run(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if farewellErr != nil || farewell != "POST:bye" {
+		t.Errorf("the shutting-down node's last call: %q %v", farewell, farewellErr)
+	}
+	if !errors.Is(during, syscall.ECONNREFUSED) {
+		t.Errorf("request to a stopping node: %v, want refused", during)
+	}
+	if leaving.Up() || !srv.Up() {
+		t.Errorf("after the grace: leaving up=%v", leaving.Up())
+	}
+}
