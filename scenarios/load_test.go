@@ -1,7 +1,9 @@
 package scenarios_test
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"strings"
 	"testing"
@@ -138,5 +140,31 @@ func TestReadmeExampleParses(t *testing.T) {
 	}
 	if res := scenarios.Run(sc, 1, scenarios.RunOpts{}); !res.Checks[0].Pass {
 		t.Fatalf("the example does not even run: %s", res.Checks[0].Detail)
+	}
+}
+
+// TestScenariosHoldOverManySeeds runs every scenario file over more seeds (interleavings,
+// jitter, latencies differ per seed). SCENARIO_SEEDS raises the count.
+func TestScenariosHoldOverManySeeds(t *testing.T) {
+	seeds := 20
+	if testing.Short() {
+		seeds = 3
+	}
+	if v := os.Getenv("SCENARIO_SEEDS"); v != "" {
+		if _, err := fmt.Sscan(v, &seeds); err != nil {
+			t.Fatalf("SCENARIO_SEEDS=%q: %v", v, err)
+		}
+	}
+	files, _ := filepath.Glob("*.yaml")
+	for _, f := range files {
+		sc := load(t, f)
+		for seed := uint64(100); seed < 100+uint64(seeds); seed++ {
+			res := scenarios.Run(sc, seed, scenarios.RunOpts{})
+			for _, c := range res.Checks {
+				if !c.Pass {
+					t.Errorf("%s seed %d: check %q failed: %s", f, seed, c.Name, c.Detail)
+				}
+			}
+		}
 	}
 }
