@@ -170,6 +170,9 @@ func (w *World) Every(from, to, d time.Duration, fn func()) {
 type RunOpts struct {
 	Verbose bool
 	LogOut  io.Writer
+	// StallTimeout is the wall time without a task switch after which the process dies naming
+	// the seed (a task blocked outside the Env). Default 60s; negative disables.
+	StallTimeout time.Duration
 }
 
 // CheckResult is one check's verdict.
@@ -204,7 +207,10 @@ func (r *Result) Pass() bool {
 // Run runs the scenario once with seed.
 func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	wall := time.Now()
-	s := sim.New(sim.Opts{Seed: seed, Verbose: opts.Verbose, LogOut: opts.LogOut})
+	if opts.StallTimeout == 0 {
+		opts.StallTimeout = time.Minute
+	}
+	s := sim.New(sim.Opts{Seed: seed, Verbose: opts.Verbose, LogOut: opts.LogOut, StallTimeout: max(opts.StallTimeout, 0)})
 	defer s.Close()
 	w := &World{Sim: s, Scenario: sc, Seed: seed, roles: map[string]roleEntry{}, durable: map[string]any{}}
 	res := &Result{Scenario: sc.Name, Seed: seed}

@@ -1,10 +1,13 @@
 package sim_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,5 +75,35 @@ func TestHashIndependentOfGOMAXPROCS(t *testing.T) {
 	local, _ := pingWorld(t, 7)
 	if hashes[0] != hashes[1] || hashes[0] != local {
 		t.Fatalf("hashes differ: GOMAXPROCS=1 %s, 4 %s, in-process %s", hashes[0], hashes[1], local)
+	}
+}
+
+// TestStallWatchdogNamesTheSeed: a lock held across an Env call deadlocks the world; the watchdog
+// turns the hang into a crash naming the seed and the blocked task (run in a child process).
+func TestStallWatchdogNamesTheSeed(t *testing.T) {
+	if os.Getenv("SIM_STALL_CHILD") != "" {
+		s := sim.New(sim.Opts{Seed: 77, StallTimeout: 500 * time.Millisecond})
+		n := s.AddNode("a", nil)
+		var mu sync.Mutex
+		for i := range 2 {
+			s.Spawn(n, fmt.Sprint("locker-", i), func() {
+				mu.Lock()
+				_ = n.Env().Sleep(context.Background(), time.Second) // the contract violation
+				mu.Unlock()
+			})
+		}
+		_ = s.Run(time.Minute)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStallWatchdogNamesTheSeed$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "SIM_STALL_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the stalled child exited cleanly:\n%s", out)
+	}
+	for _, want := range []string{"sim seed 77", "no progress", `task "locker-`, "mutex held across an Env call"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("child output lacks %q:\n%.2000s", want, out)
+		}
 	}
 }

@@ -22,8 +22,10 @@ import (
 	"iter"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -46,6 +48,11 @@ type Opts struct {
 	// MaxStepsPerInstant fails the run as a livelock when this many scheduling decisions happen
 	// without virtual time moving (default 5,000,000).
 	MaxStepsPerInstant uint64
+	// StallTimeout, if set, makes Run watch wall time: when no task switch happens for this long
+	// (a task blocked outside the Env: a mutex held across an Env call, a channel receive, real
+	// I/O), the process dies with the seed, the running task and every goroutine's stack, instead
+	// of hanging. The watchdog never touches the world or the trace.
+	StallTimeout time.Duration
 }
 
 // Sim is one simulated world. It is not safe for concurrent use: drive it from one goroutine.
@@ -63,6 +70,9 @@ type Sim struct {
 	timerSeq uint64
 	current  *task
 	coros    []*coro // idle pooled coroutines
+
+	progress atomic.Uint64        // task switches, for the watchdog
+	running  atomic.Pointer[task] // the task last resumed, for the watchdog
 
 	nodes  []*Node
 	byName map[string]*Node
@@ -163,6 +173,10 @@ func (s *Sim) Spawn(node *Node, name string, fn func()) {
 // Run runs the world until virtual time start+until, until nothing is left to do, or until a
 // task fails. It returns the failure, which names the seed.
 func (s *Sim) Run(until time.Duration) error {
+	if s.opts.StallTimeout > 0 {
+		stop := s.watchdog(s.opts.StallTimeout)
+		defer stop()
+	}
 	for s.now <= until && s.failure == nil {
 		if !s.step(until) {
 			break
@@ -326,6 +340,8 @@ func (s *Sim) newTask(node *Node, name string, fn func()) *task {
 }
 
 func (s *Sim) resume(t *task) {
+	s.progress.Add(1)
+	s.running.Store(t)
 	if t.co == nil {
 		if n := len(s.coros); n > 0 {
 			t.co = s.coros[n-1]
@@ -657,4 +673,38 @@ func (s *Sim) mixStrings(kind byte, strs ...string) {
 	}
 	s.scratch = b
 	_, _ = s.hash.Write(b)
+}
+
+// watchdog kills the process when Run stops making progress for d of wall time.
+func (s *Sim) watchdog(d time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(d / 4)
+		defer tick.Stop()
+		last, since := s.progress.Load(), time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				if p := s.progress.Load(); p != last {
+					last, since = p, now
+					continue
+				}
+				if now.Sub(since) < d {
+					continue
+				}
+				who := "the runner (a runner callback)"
+				if t := s.running.Load(); t != nil {
+					who = fmt.Sprintf("task %q on node %s", t.name, t.node.name)
+				}
+				buf := make([]byte, 1<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				fmt.Fprintf(os.Stderr, "sim seed %d: no progress for %v of wall time; %s is blocked outside the Env "+
+					"(a mutex held across an Env call, a channel receive, real I/O?)\n%s\n", s.opts.Seed, d, who, buf)
+				panic(fmt.Sprintf("sim seed %d stalled in %s", s.opts.Seed, who))
+			}
+		}
+	}()
+	return func() { close(done) }
 }
