@@ -1,6 +1,7 @@
 package querynode
 
 import (
+	"strings"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -42,5 +43,37 @@ func TestUsersFollowTheActiveConfiguration(t *testing.T) {
 	u.set(&config.Config{})
 	if u.CheckPassword("bob", "hunter2") {
 		t.Fatal("a user removed from the configuration still logs in")
+	}
+}
+
+func TestLoginLoopbackOrPassword(t *testing.T) {
+	bc, err := bcrypt.GenerateFromPassword([]byte("hunter2"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var u users
+	cfg := &config.Config{}
+	cfg.Settings.Security.Users = []config.User{{Name: "bob", PasswordHash: string(bc)}}
+	u.set(cfg)
+	for _, c := range []struct {
+		user, password, token, addr string
+		ok                          bool
+	}{
+		{"anyone", "", "", "127.0.0.1:5000", true},
+		{"anyone", "", "", "[::1]:5000", true},
+		{"anyone", "", "", "10.1.2.3:5000", false},
+		{"bob", "hunter2", "", "10.1.2.3:5000", true},
+		{"bob", "wr0ngpw", "", "10.1.2.3:5000", false},
+		{"bob", "wr0ngpw", "", "127.0.0.1:5000", false}, // a wrong password fails even on loopback
+		{"bob", "", "tok", "127.0.0.1:5000", false},
+		{"", "hunter2", "", "10.1.2.3:5000", false},
+	} {
+		user, err := u.login(c.user, c.password, c.token, c.addr)
+		if (err == nil) != c.ok || (c.ok && user != c.user) {
+			t.Errorf("login(%q, password set %v, token set %v, %s) = %q, %v; want ok %v", c.user, c.password != "", c.token != "", c.addr, user, err, c.ok)
+		}
+		if err != nil && (strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "wr0ngpw")) {
+			t.Errorf("login error echoes the password: %v", err)
+		}
 	}
 }

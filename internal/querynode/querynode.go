@@ -25,6 +25,7 @@ import (
 	"github.com/queryflux/queryflux/internal/frontend/mysqlwire"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 	"github.com/queryflux/queryflux/internal/frontend/trinohttp"
+	"github.com/queryflux/queryflux/internal/policy"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -65,8 +66,9 @@ type Node struct {
 	core *proxy.Core
 	log  *slog.Logger
 
-	applyMu sync.Mutex // one configuration change at a time
-	users   users      // password logins of the active configuration
+	applyMu sync.Mutex     // one configuration change at a time
+	users   users          // password logins of the active configuration
+	policy  *policy.Policy // logins, access control, guard and translation scripts (policy.go)
 
 	mu        sync.Mutex
 	frontends []frontend
@@ -89,8 +91,9 @@ func New(opts Options) *Node {
 	if opts.HealthTimeout <= 0 {
 		opts.HealthTimeout = HealthTimeoutDefault
 	}
-	core := proxy.New(proxy.Options{Env: opts.Env, Guard: opts.Guard, Registerer: opts.Registerer, OnFinish: opts.OnFinish})
-	return &Node{opts: opts, core: core, log: opts.Env.Logger(), addrs: map[string]string{}}
+	pol := policy.New(opts.Registerer)
+	core := proxy.New(proxy.Options{Env: opts.Env, Guard: opts.Guard, Registerer: opts.Registerer, OnFinish: opts.OnFinish, Check: pol.Check})
+	return &Node{opts: opts, core: core, policy: pol, log: opts.Env.Logger(), addrs: map[string]string{}}
 }
 
 // Core is the node's proxy core (a query.Backend).
@@ -101,11 +104,16 @@ func (n *Node) Core() *proxy.Core { return n.core }
 func (n *Node) Apply(cfg *config.Config) error {
 	n.applyMu.Lock()
 	defer n.applyMu.Unlock()
+	pol, err := policy.Compile(cfg)
+	if err != nil {
+		return fmt.Errorf("compiling the policy: %w", err)
+	}
 	rt, err := proxy.Build(cfg, n.opts.OpenEngine, proxy.Reuse(n.core.Runtime()))
 	if err != nil {
 		return fmt.Errorf("building the query runtime: %w", err)
 	}
 	n.users.set(cfg)
+	n.policy.Activate(pol)
 	n.core.Activate(rt)
 	n.log.Info("query configuration active", "clusters", len(cfg.Clusters), "groups", len(cfg.ClusterGroups))
 	return nil
@@ -168,21 +176,21 @@ func (n *Node) listen(name, addr string, make func() (frontend, error)) error {
 
 func (n *Node) newPgwire() (frontend, error) {
 	// Loopback clients (the application in a worker's pod, a developer on the embedded
-	// default) log in as anyone without a password; everyone else needs a user of
-	// settings.security.users with a SCRAM-SHA-256 or bcrypt passwordHash.
-	return pgwire.NewServer(n.core, pgwire.Options{TrustUsers: []string{"*"}, Authenticator: &n.users, Logger: n.log}), nil
+	// default) log in without a password as any user settings.security.users does not name;
+	// configured users always log in with their password (internal/policy).
+	return pgwire.NewServer(n.core, pgwire.Options{TrustUsers: []string{"*"}, Authenticator: n.policy.Postgres(), Logger: n.log}), nil
 }
 
 func (n *Node) newMySQL() (frontend, error) {
-	return mysqlwire.NewServer(n.core, mysqlwire.Options{LoopbackUser: LoopbackUser, Logger: n.log})
+	return mysqlwire.NewServer(n.core, mysqlwire.Options{LoopbackUser: LoopbackUser, Users: n.policy.MySQL(), Logger: n.log})
 }
 
 func (n *Node) newTrino() (frontend, error) {
-	return trinohttp.NewServer(n.core, trinohttp.Options{Logger: n.log})
+	return trinohttp.NewServer(n.core, trinohttp.Options{Auth: n.policy.Trino(), Logger: n.log})
 }
 
 func (n *Node) newFlightSQL() (frontend, error) {
-	return flightsql.NewServer(n.core, flightsql.Options{Logger: n.log})
+	return flightsql.NewServer(n.core, flightsql.Options{Auth: n.policy.FlightSQL(), Logger: n.log})
 }
 
 // Addrs returns the bound address of each listening frontend, by protocol.
