@@ -106,7 +106,19 @@ func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
 		}
 		c.Token = cred // maybe a token the Authenticator knows (an API key)
 	default:
-		return "", status.Error(codes.Unauthenticated, "authentication required (Basic or Bearer)")
+		an, ok := s.opts.Auth.(AnonymousAuthenticator)
+		if !ok {
+			return "", status.Error(codes.Unauthenticated, "authentication required (Basic or Bearer)")
+		}
+		c.User = first(md, "x-queryflux-user")
+		if c.User == "" {
+			c.User = "anonymous"
+		}
+		user, err := an.AuthenticateAnonymous(ctx, c)
+		if err != nil || user == "" {
+			return "", status.Error(codes.Unauthenticated, "authentication required (Basic or Bearer)")
+		}
+		return user, nil
 	}
 	user, err := s.opts.Auth.Authenticate(ctx, c)
 	if err != nil || user == "" {

@@ -43,6 +43,13 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, c Credentials) (user string, err error)
 }
 
+// AnonymousAuthenticator is an optional extension of Authenticator for calls that carry no
+// credentials (the user is "x-queryflux-user" metadata, or "anonymous"), e.g. a loopback
+// client let in without a password; without it such calls are Unauthenticated.
+type AnonymousAuthenticator interface {
+	AuthenticateAnonymous(ctx context.Context, c Credentials) (user string, err error)
+}
+
 // Options configure a Server.
 type Options struct {
 	// Auth checks credentials; nil lets every client in, as the user named by the

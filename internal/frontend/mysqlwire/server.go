@@ -112,7 +112,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	s := &Server{
 		backend:   backend,
 		opts:      opts,
-		srv:       server.NewServer(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, opts.TLS),
+		srv:       newGoMySQLServer(opts, key),
 		log:       log,
 		ctx:       ctx,
 		cancel:    cancel,
@@ -121,6 +121,14 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 		sessions:  map[uint32]*session{},
 	}
 	return s, nil
+}
+
+// newGoMySQLServer checks hash-only users (ScrambleChecker) before go-mysql's own checks.
+func newGoMySQLServer(opts Options, key *rsa.PrivateKey) *server.Server {
+	if sc, ok := opts.Users.(ScrambleChecker); ok {
+		return server.NewServerWithAuth(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, opts.TLS, &scrambleProvider{check: sc})
+	}
+	return server.NewServer(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, opts.TLS)
 }
 
 // Serve accepts connections on l until l fails or the server closes.
@@ -252,6 +260,9 @@ func (a *authenticator) GetCredential(user string) (server.Credential, bool, err
 		}
 		if found {
 			passwords = append(passwords, p...)
+			if _, ok := a.s.opts.Users.(ScrambleChecker); ok && len(p) == 0 {
+				passwords = append(passwords, unusablePassword) // hash-only: the provider checks
+			}
 		}
 	}
 	if user != "" && user == a.s.opts.LoopbackUser && isLoopback(a.remote) {
@@ -267,6 +278,9 @@ func (a *authenticator) OnAuthSuccess(*server.Conn) error { return nil }
 
 func (a *authenticator) OnAuthFailure(c *server.Conn, err error) {
 	a.s.log.Info("mysqlwire: authentication failed", "user", c.GetUser(), "remote", a.remote.String())
+	if fo, ok := a.s.opts.Users.(FailureObserver); ok {
+		fo.AuthFailed(c.GetUser())
+	}
 }
 
 func isLoopback(a net.Addr) bool {

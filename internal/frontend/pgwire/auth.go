@@ -24,6 +24,18 @@ type Authenticator interface {
 	CheckPassword(user, password string) bool
 }
 
+// LoopbackTruster is an optional extension of Authenticator: a loopback client is trusted (per
+// Options.TrustUsers) only if TrustLoopback(user) is also true, so configured users always
+// need their password.
+type LoopbackTruster interface {
+	TrustLoopback(user string) bool
+}
+
+// FailureObserver is an optional extension of Authenticator told of every failed login.
+type FailureObserver interface {
+	AuthFailed(user string)
+}
+
 // StaticUsers is an Authenticator over a fixed user -> password table.
 type StaticUsers struct {
 	passwords map[string]string

@@ -311,6 +311,9 @@ func (c *conn) trusted() bool {
 	if !isLoopback(c.nc.RemoteAddr()) {
 		return false
 	}
+	if t, ok := c.srv.opts.Authenticator.(LoopbackTruster); ok && !t.TrustLoopback(c.user) {
+		return false
+	}
 	return slices.Contains(c.srv.opts.TrustUsers, c.user) || slices.Contains(c.srv.opts.TrustUsers, "*")
 }
 
@@ -344,6 +347,9 @@ func (c *conn) authenticate() error {
 
 func (c *conn) authFailed() error {
 	c.srv.log.Info("pgwire: authentication failed", "user", c.user, "remote", c.nc.RemoteAddr().String())
+	if fo, ok := c.srv.opts.Authenticator.(FailureObserver); ok {
+		fo.AuthFailed(c.user)
+	}
 	return c.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", c.user))
 }
 

@@ -40,6 +40,13 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, c Credentials) (user string, err error)
 }
 
+// AnonymousAuthenticator is an optional extension of Authenticator for requests that carry
+// no credentials, only X-Trino-User (e.g. a loopback user let in without a password); without
+// it such requests are refused with 401.
+type AnonymousAuthenticator interface {
+	AuthenticateAnonymous(ctx context.Context, c Credentials) (user string, err error)
+}
+
 // Options configure a Server.
 type Options struct {
 	// Auth checks credentials; nil trusts X-Trino-User (as Trino does without authentication).
@@ -234,6 +241,12 @@ func (s *Server) authenticate(r *http.Request) (string, int, error) {
 		c.User, c.Password = u, p
 	} else if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		c.Token = strings.TrimSpace(tok)
+	} else if an, ok := s.opts.Auth.(AnonymousAuthenticator); ok && headerUser != "" {
+		user, err := an.AuthenticateAnonymous(r.Context(), c)
+		if err != nil {
+			return "", http.StatusUnauthorized, errors.New("authentication required")
+		}
+		return user, 0, nil
 	} else {
 		return "", http.StatusUnauthorized, errors.New("authentication required")
 	}

@@ -1,0 +1,219 @@
+// Package policy is who may do what: authentication of every frontend against
+// settings.security.users (password hashes only), access control (settings.accessControl),
+// guard scripts (settings.guardScripts) and SQL translation scripts (translation), all
+// compiled from one configuration and swapped whole when a configuration is activated.
+//
+// It touches only its inputs: no clock, no I/O. Scripts run in internal/policy/starhost with a
+// step limit. Passwords and hashes never appear in its errors, logs or metrics.
+package policy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/frontend/flightsql"
+	"github.com/queryflux/queryflux/internal/frontend/mysqlwire"
+	"github.com/queryflux/queryflux/internal/frontend/pgwire"
+	"github.com/queryflux/queryflux/internal/frontend/trinohttp"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Policy holds the active Compiled policy. Before the first Activate nobody logs in with a
+// password and every query passes Check. Safe for concurrent use.
+type Policy struct {
+	active   atomic.Pointer[Compiled]
+	failures *prometheus.CounterVec
+}
+
+// New returns a Policy with no configuration. Its metric queryflux_auth_failures_total
+// {protocol} is registered on reg unless reg is nil.
+func New(reg prometheus.Registerer) *Policy {
+	p := &Policy{failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "queryflux_auth_failures_total",
+		Help: "Failed frontend logins, by protocol.",
+	}, []string{"protocol"})}
+	for _, proto := range []string{query.ProtocolPostgres, "mysql", query.ProtocolTrino, "flightsql"} {
+		p.failures.WithLabelValues(proto)
+	}
+	if reg != nil {
+		reg.MustRegister(p.failures)
+	}
+	return p
+}
+
+// Activate makes c the policy of every later login and query.
+func (p *Policy) Activate(c *Compiled) {
+	if c == nil {
+		panic("policy: Activate(nil)")
+	}
+	p.active.Store(c)
+}
+
+// Apply compiles cfg and activates it; on error the previous policy stays.
+func (p *Policy) Apply(cfg *config.Config) error {
+	c, err := Compile(cfg)
+	if err != nil {
+		return err
+	}
+	p.Activate(c)
+	return nil
+}
+
+// Check is proxy.Options.Check over the active policy.
+func (p *Policy) Check(req *query.Request, group string) error {
+	c := p.active.Load()
+	if c == nil {
+		return nil
+	}
+	return c.Check(req, group)
+}
+
+func (p *Policy) user(name string) (config.User, bool) {
+	c := p.active.Load()
+	if c == nil {
+		return config.User{}, false
+	}
+	u, ok := c.users[name]
+	return u, ok
+}
+
+// checkPassword checks a cleartext password against name's hash, counting a failure.
+func (p *Policy) checkPassword(protocol, name, password string) bool {
+	u, ok := p.user(name)
+	if ok && CheckPassword(u.PasswordHash, password) {
+		return true
+	}
+	p.failures.WithLabelValues(protocol).Inc()
+	return false
+}
+
+// trustLoopback: from a loopback address, a user who is not in settings.security.users may log
+// in without a password (the embedded default's "queryflux", the application in a worker's
+// pod). A configured user always needs their password.
+func (p *Policy) trustLoopback(name, addr string) bool {
+	if _, ok := p.user(name); ok || name == "" {
+		return false
+	}
+	return isLoopback(addr)
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+var errAuth = errors.New("authentication failed")
+
+// Postgres is the PostgreSQL frontend's Authenticator: SCRAM-SHA-256 for users with a SCRAM
+// verifier, a cleartext password checked against any other hash form. Pass it with
+// TrustUsers ["*"]: loopback trust then covers only users the configuration does not name.
+func (p *Policy) Postgres() pgwire.Authenticator { return pgAuth{p} }
+
+type pgAuth struct{ p *Policy }
+
+func (a pgAuth) SCRAMVerifier(user string) (string, bool) {
+	u, ok := a.p.user(user)
+	if !ok || HashKind(u.PasswordHash) != HashSCRAM {
+		return "", false
+	}
+	return u.PasswordHash, true
+}
+
+func (a pgAuth) CheckPassword(user, password string) bool {
+	// Counted in AuthFailed, which pgwire calls for every failure (SCRAM ones too).
+	u, ok := a.p.user(user)
+	return ok && CheckPassword(u.PasswordHash, password)
+}
+
+func (a pgAuth) TrustLoopback(user string) bool {
+	_, ok := a.p.user(user)
+	return !ok
+}
+
+func (a pgAuth) AuthFailed(string) { a.p.failures.WithLabelValues(query.ProtocolPostgres).Inc() }
+
+// MySQL is the MySQL frontend's Users: users with a mysql_native_password hash log in with
+// mysql_native_password, checked against the hash (no cleartext anywhere). Pass it with
+// LoopbackUser for the embedded default's loopback login.
+func (p *Policy) MySQL() mysqlwire.Users { return myAuth{p} }
+
+type myAuth struct{ p *Policy }
+
+func (a myAuth) Passwords(user string) ([]string, bool, error) {
+	u, ok := a.p.user(user)
+	if !ok || HashKind(u.PasswordHash) != HashNative {
+		return nil, false, nil
+	}
+	return nil, true, nil // hash-only: CheckNativeScramble decides
+}
+
+func (a myAuth) CheckNativeScramble(user string, salt, scramble []byte) bool {
+	u, ok := a.p.user(user)
+	if !ok || HashKind(u.PasswordHash) != HashNative {
+		return false
+	}
+	stage2, err := decodeNative(u.PasswordHash)
+	return err == nil && CheckNativeScramble(stage2, salt, scramble)
+}
+
+func (a myAuth) AuthFailed(string) { a.p.failures.WithLabelValues("mysql").Inc() }
+
+// Trino is the Trino frontend's Authenticator: HTTP Basic against any hash form; requests with
+// only X-Trino-User pass from loopback for users the configuration does not name. Bearer
+// tokens are refused (the configuration holds none).
+func (p *Policy) Trino() trinohttp.Authenticator { return trinoAuth{p} }
+
+type trinoAuth struct{ p *Policy }
+
+func (a trinoAuth) Authenticate(_ context.Context, c trinohttp.Credentials) (string, error) {
+	if c.Token != "" || !a.p.checkPassword(query.ProtocolTrino, c.User, c.Password) {
+		if c.Token != "" {
+			a.p.failures.WithLabelValues(query.ProtocolTrino).Inc()
+		}
+		return "", errAuth
+	}
+	return c.User, nil
+}
+
+func (a trinoAuth) AuthenticateAnonymous(_ context.Context, c trinohttp.Credentials) (string, error) {
+	if !a.p.trustLoopback(c.User, c.ClientAddr) {
+		a.p.failures.WithLabelValues(query.ProtocolTrino).Inc()
+		return "", errAuth
+	}
+	return c.User, nil
+}
+
+// FlightSQL is the Flight SQL frontend's Authenticator: Basic against any hash form (the
+// server then issues its own bearer token); calls without credentials pass from loopback for
+// users the configuration does not name.
+func (p *Policy) FlightSQL() flightsql.Authenticator { return flightAuth{p} }
+
+type flightAuth struct{ p *Policy }
+
+func (a flightAuth) Authenticate(_ context.Context, c flightsql.Credentials) (string, error) {
+	if c.Token != "" {
+		a.p.failures.WithLabelValues("flightsql").Inc()
+		return "", errAuth
+	}
+	if !a.p.checkPassword("flightsql", c.User, c.Password) {
+		return "", errAuth
+	}
+	return c.User, nil
+}
+
+func (a flightAuth) AuthenticateAnonymous(_ context.Context, c flightsql.Credentials) (string, error) {
+	if !a.p.trustLoopback(c.User, c.ClientAddr) {
+		a.p.failures.WithLabelValues("flightsql").Inc()
+		return "", errAuth
+	}
+	return c.User, nil
+}
