@@ -163,8 +163,12 @@ func (n *Node) Shutdown(grace time.Duration) {
 	})
 }
 
-// Restart boots a crashed node again: the factory runs once more with fresh memory.
+// Restart boots a crashed node again: the factory runs once more with fresh memory. A node in
+// the middle of a Shutdown is ended at once and booted; a running node is left alone.
 func (n *Node) Restart() {
+	if n.up && n.stopping {
+		n.Crash()
+	}
 	if n.up {
 		return
 	}

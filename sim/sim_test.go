@@ -461,3 +461,17 @@ func TestShutdownLetsTasksFinishThenEndsTheNode(t *testing.T) {
 		t.Errorf("after the grace: leaving up=%v", leaving.Up())
 	}
 }
+
+func TestRestartDuringShutdownBootsAFreshIncarnation(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 14})
+	boots := 0
+	n := s.AddNode("n", func(n *sim.Node) http.Handler { boots++; return nil })
+	s.At(time.Second, func() { n.Shutdown(time.Minute) })
+	s.At(2*time.Second, n.Restart)
+	if err := s.Run(3 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if boots != 2 || !n.Up() || n.Incarnation() != 1 {
+		t.Fatalf("boots %d up %v incarnation %d: the pending grace crash must not end the new incarnation", boots, n.Up(), n.Incarnation())
+	}
+}
