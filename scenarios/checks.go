@@ -130,6 +130,9 @@ func (c *StateCheck) Start(w *World) {
 				continue
 			}
 			c.looks[name]++
+			if c.last[name] != v { // a change of the observed state is part of the trace
+				w.Sim.Record(c.what, name+"="+v)
+			}
 			c.last[name] = v
 			if v == c.want {
 				c.hits[name]++
