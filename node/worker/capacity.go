@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -80,20 +79,7 @@ func (g *CapacityGuard) contribute(hb *transport.Heartbeat) {
 	hb.Coordination.Policy = g.c.OnUnavailable
 }
 
-// ProxyGuard adapts any capacity.Guard (a LeaseGuard over a CapacityStore on a control plane or
-// standalone node, a LocalGuard) to the proxy core's Guard: a denial becomes proxy.ErrNoSlot
-// (and still matches capacity.ErrAtCapacity); slots stay capacity.Slot values.
-func ProxyGuard(g capacity.Guard) proxy.Guard { return proxyGuard{g} }
-
-type proxyGuard struct{ g capacity.Guard }
-
-func (p proxyGuard) Acquire(ctx context.Context, cluster string, limit int) (proxy.Slot, error) {
-	slot, err := p.g.Acquire(ctx, cluster, limit)
-	if err != nil {
-		if errors.Is(err, capacity.ErrAtCapacity) {
-			return nil, fmt.Errorf("%w (%w)", proxy.ErrNoSlot, err)
-		}
-		return nil, err
-	}
-	return slot, nil
-}
+// ProxyGuard returns g as the proxy core's Guard. proxy.Guard is capacity.Guard and
+// proxy.ErrNoSlot is capacity.ErrAtCapacity, so no adaptation is needed; the function stays so
+// callers need not know that.
+func ProxyGuard(g capacity.Guard) proxy.Guard { return g }
