@@ -1,0 +1,458 @@
+package policy_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/trinodb/trino-go-client/trino"
+	"golang.org/x/crypto/bcrypt"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/defaultconfig"
+	"github.com/queryflux/queryflux/internal/frontend/flightsql"
+	"github.com/queryflux/queryflux/internal/frontend/mysqlwire"
+	"github.com/queryflux/queryflux/internal/frontend/pgwire"
+	"github.com/queryflux/queryflux/internal/frontend/trinohttp"
+	"github.com/queryflux/queryflux/internal/policy"
+	"github.com/queryflux/queryflux/internal/querynode"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/node/proxy"
+)
+
+// Users of the end-to-end configuration: one per hash form, and one without a role.
+const (
+	alicePW = "alice-Pw1" // SCRAM verifier, role analyst
+	bobPW   = "bob-Pw2"   // bcrypt, no role: access control denies him
+	carolPW = "carol-Pw3" // mysql_native_password, role analyst
+	davePW  = "dave-Pw4"  // mysql_native_password, no role
+)
+
+// e2eConfig is the embedded default plus users, access rules, guardrails, a guard script that
+// loops forever on "spin", one denying "forbidden_word", and a translation script.
+func e2eConfig(t *testing.T) *config.Config {
+	t.Helper()
+	cfg, err := defaultconfig.Load(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scram, err := policy.SCRAMHash(alicePW, []byte("policy-e2e-salt!"), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, _ := bcrypt.GenerateFromPassword([]byte(bobPW), bcrypt.MinCost)
+	cfg.Settings.Security.Users = []config.User{
+		{Name: "alice", PasswordHash: scram, Roles: []string{"analyst"}},
+		{Name: "bob", PasswordHash: string(bc)},
+		{Name: "carol", PasswordHash: policy.NativeHash(carolPW), Roles: []string{"analyst"}},
+		{Name: "dave", PasswordHash: policy.NativeHash(davePW)},
+	}
+	cfg.Settings.AccessControl.Rules = []config.AccessRule{
+		{Roles: []string{"analyst"}, Groups: []string{"demo"}, Effect: config.EffectAllow},
+	}
+	cfg.Settings.Guardrails = config.Guardrails{MaxResultRows: 100, MaxResultBytes: 200_000}
+	cfg.ClusterGroups[0].BlockedStatements = []string{"drop"}
+	cfg.ClusterGroups[0].QueryTimeoutSecs = 1
+	cfg.Settings.GuardScripts = []config.Script{
+		{Name: "words", Source: `
+def guard(query, ctx):
+    if "forbidden_word" in query["sql"]:
+        return "forbidden_word is forbidden for " + query["user"]
+`},
+		{Name: "spin", Source: `
+def guard(query, ctx):
+    if "spin" in query["sql"]:
+        n = 0
+        while True:
+            n += 1
+    return True
+`},
+	}
+	cfg.Translation = config.Translation{Mode: config.TranslationScripts, ErrorOnUnsupported: true, Scripts: []config.Script{{
+		Name: "answer", Source: `
+def transform(sql, src, dst):
+    return sql.replace("the_answer()", "42")
+`}}}
+	if err := config.Compile(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+type stack struct {
+	pg, my, trino, flight string
+	failures              *prometheus.CounterVec
+	reg                   *prometheus.Registry
+}
+
+// startStack runs the proxy core over cfg with the policy as its Check hook, and the four
+// frontends with the policy's authenticators (Trino over TLS: its client sends passwords only
+// over https).
+func startStack(t *testing.T, cfg *config.Config) *stack {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	reg := prometheus.NewRegistry()
+	pol := policy.New(reg)
+	core := proxy.New(proxy.Options{Env: env.Real(log), Check: pol.Check})
+	rt, err := proxy.Build(cfg, querynode.OpenEngine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pol.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	core.Activate(rt)
+
+	s := &stack{reg: reg}
+	serve := func(srv interface {
+		Serve(net.Listener) error
+		Close() error
+	}, wrap func(net.Listener) net.Listener) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		if wrap != nil {
+			ln = wrap(ln)
+		}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close(); wg.Wait() })
+		return addr
+	}
+	s.pg = serve(pgwire.NewServer(core, pgwire.Options{TrustUsers: []string{"*"}, Authenticator: pol.Postgres(), Logger: log}), nil)
+	my, err := mysqlwire.NewServer(core, mysqlwire.Options{LoopbackUser: querynode.LoopbackUser, Users: pol.MySQL(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.my = serve(my, nil)
+	tr, err := trinohttp.NewServer(core, trinohttp.Options{Auth: pol.Trino(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg := selfSigned(t)
+	s.trino = serve(tr, func(l net.Listener) net.Listener { return tls.NewListener(l, tlsCfg) })
+	fl, err := flightsql.NewServer(core, flightsql.Options{Auth: pol.FlightSQL(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.flight = serve(fl, nil)
+	return s
+}
+
+func (s *stack) authFailures(protocol string) float64 {
+	mfs, err := s.reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "queryflux_auth_failures_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "protocol" && l.GetValue() == protocol {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return -1
+}
+
+var _ = testutil.ToFloat64 // keep the import honest if the helper above changes
+
+func selfSigned(t *testing.T) *tls.Config {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+}
+
+var registerTrinoClient sync.Once
+
+// runner runs one statement as user/password through a protocol's real client and returns the
+// rows as text, or the client's error.
+type runner func(t *testing.T, s *stack, user, password, q string) ([][]string, error)
+
+func runPostgres(t *testing.T, s *stack, user, password, q string) ([][]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s:%s@%s/demo?sslmode=disable", user, password, s.pg))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, q, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][]string
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, texts(vals))
+	}
+	return out, rows.Err()
+}
+
+func runMySQL(t *testing.T, s *stack, user, password, q string) ([][]string, error) {
+	cfg := gomysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, password, "tcp", s.my, "demo"
+	cfg.Timeout = 10 * time.Second
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	return sqlRows(db, q)
+}
+
+func runTrino(t *testing.T, s *stack, user, password, q string) ([][]string, error) {
+	registerTrinoClient.Do(func() {
+		_ = trino.RegisterCustomClient("policy-e2e", &http.Client{Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the test's self-signed certificate
+		}})
+	})
+	u := "https://" + user
+	if password != "" {
+		u += ":" + password
+	}
+	dsn := u + "@" + s.trino + "?catalog=demo&custom_client=policy-e2e"
+	db, err := sql.Open("trino", dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	return sqlRows(db, q)
+}
+
+func runFlight(t *testing.T, s *stack, user, password, q string) ([][]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := fsql.NewClient(s.flight, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if password == "" { // no credentials at all: only the loopback rule can let the call in
+		ctx = metadata.AppendToOutgoingContext(ctx, "x-queryflux-user", user)
+	} else if ctx, err = c.Client.AuthenticateBasicToken(ctx, user, password); err != nil {
+		return nil, err
+	}
+	info, err := c.Execute(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Release()
+	var out [][]string
+	for r.Next() {
+		b := r.RecordBatch()
+		for i := 0; i < int(b.NumRows()); i++ {
+			row := make([]string, b.NumCols())
+			for c := range row {
+				row[c] = b.Column(c).ValueStr(i)
+			}
+			out = append(out, row)
+		}
+	}
+	return out, r.Err()
+}
+
+var _ flight.Client // the Flight client's AuthenticateBasicToken is the real handshake
+
+func sqlRows(db *sql.DB, q string) ([][]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out [][]string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		out = append(out, texts(vals))
+	}
+	return out, rows.Err()
+}
+
+func texts(vals []any) []string {
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		if b, ok := v.([]byte); ok {
+			v = string(b)
+		}
+		out[i] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// protocolCase is one protocol's users: who logs in (with the hash form that protocol serves)
+// and who is denied access.
+type protocolCase struct {
+	name          string
+	run           runner
+	user, pw      string // allowed (role analyst)
+	denied, dpw   string // logs in, but access control denies the demo group
+	failureMetric string
+}
+
+func protocols() []protocolCase {
+	return []protocolCase{
+		{"postgres", runPostgres, "alice", alicePW, "bob", bobPW, "postgres"},
+		{"mysql", runMySQL, "carol", carolPW, "dave", davePW, "mysql"},
+		{"trino", runTrino, "alice", alicePW, "bob", bobPW, "trino"},
+		{"flightsql", runFlight, "carol", carolPW, "bob", bobPW, "flightsql"},
+	}
+}
+
+func TestPolicyEndToEndPerProtocol(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end over four real clients")
+	}
+	s := startStack(t, e2eConfig(t))
+	for _, p := range protocols() {
+		t.Run(p.name, func(t *testing.T) {
+			mustErr := func(err error, want ...string) {
+				t.Helper()
+				if err == nil {
+					t.Fatalf("want an error mentioning %q, got success", want)
+				}
+				for _, w := range want {
+					if !strings.Contains(err.Error(), w) {
+						t.Fatalf("want an error mentioning %q, got: %v", w, err)
+					}
+				}
+			}
+			// Authentication success.
+			rows, err := p.run(t, s, p.user, p.pw, "select the_answer() + 0 as v")
+			if err != nil {
+				t.Fatalf("%s logging in: %v", p.user, err)
+			}
+			if len(rows) != 1 || rows[0][0] != "42" {
+				t.Fatalf("translated query: %v, want 42", rows)
+			}
+			// Authentication failure, counted.
+			before := s.authFailures(p.failureMetric)
+			_, err = p.run(t, s, p.user, p.pw+"x", "select 1")
+			if err == nil {
+				t.Fatal("a wrong password logged in")
+			}
+			if strings.Contains(err.Error(), p.pw) {
+				t.Fatalf("the error shows the password: %v", err)
+			}
+			if after := s.authFailures(p.failureMetric); after <= before {
+				t.Fatalf("queryflux_auth_failures_total{protocol=%q}: %v -> %v", p.failureMetric, before, after)
+			}
+			// From loopback, a user the configuration does not name logs in without a password
+			// (access control then refuses them: they have no role); a configured user cannot.
+			_, err = p.run(t, s, querynode.LoopbackUser, "", "select 1")
+			mustErr(err, "access denied", querynode.LoopbackUser)
+			if _, err = p.run(t, s, p.user, "", "select 1"); err == nil || strings.Contains(err.Error(), "access denied") {
+				t.Fatalf("%s without a password: want an authentication failure, got %v", p.user, err)
+			}
+			// Access denial, in the protocol's own form.
+			_, err = p.run(t, s, p.denied, p.dpw, "select 1")
+			mustErr(err, "access denied", p.denied, "demo")
+			checkDeniedForm(t, p.name, err)
+			// Guardrails.
+			_, err = p.run(t, s, p.user, p.pw, "select * from orders")
+			mustErr(err, "maxResultRows")
+			_, err = p.run(t, s, p.user, p.pw, "select repeat('x', 300000) as s")
+			mustErr(err, "maxResultBytes")
+			_, err = p.run(t, s, p.user, p.pw, "drop table orders")
+			mustErr(err, "blocked")
+			_, err = p.run(t, s, p.user, p.pw, "select count(*) from range(200000) a, range(200000) b where a.range + b.range < 0")
+			mustErr(err, "timeout")
+			// Guard scripts: a denial with its reason, and a runaway script stopped.
+			_, err = p.run(t, s, p.user, p.pw, "select 'forbidden_word'")
+			mustErr(err, "forbidden_word is forbidden for "+p.user)
+			_, err = p.run(t, s, p.user, p.pw, "select 'spin'")
+			mustErr(err, "step limit", "settings.guardScripts[1] (spin)")
+			// Still serving afterwards.
+			if _, err := p.run(t, s, p.user, p.pw, "select 1"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// checkDeniedForm checks the denial carries each protocol's own access-denied code.
+func checkDeniedForm(t *testing.T, protocol string, err error) {
+	t.Helper()
+	switch protocol {
+	case "postgres":
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "42501" {
+			t.Fatalf("postgres denial: want SQLSTATE 42501, got %v", err)
+		}
+	case "mysql":
+		var me *gomysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1227 {
+			t.Fatalf("mysql denial: want error 1227, got %v", err)
+		}
+	case "trino":
+		var qf *trino.ErrQueryFailed
+		var te *trino.ErrTrino
+		if !errors.As(err, &qf) || !errors.As(qf.Reason, &te) || te.ErrorName != "PERMISSION_DENIED" {
+			t.Fatalf("trino denial: want errorName PERMISSION_DENIED, got %#v", err)
+		}
+	case "flightsql":
+		if !strings.Contains(err.Error(), "PermissionDenied") {
+			t.Fatalf("flightsql denial: want code PermissionDenied, got %v", err)
+		}
+	}
+}
