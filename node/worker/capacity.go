@@ -67,8 +67,7 @@ func (g *CapacityGuard) Start(ctx context.Context) {
 	}
 }
 
-// Guard is the guard for proxy.Options.Guard. Its slots also implement capacity.Slot: the core
-// should call slot.(capacity.Slot).OnLost(cancel) so a fenced lease cancels its query.
+// Guard is the guard for proxy.Options.Guard (the core cancels a query whose slot is lost).
 func (g *CapacityGuard) Guard() proxy.Guard { return ProxyGuard(g.guard) }
 
 // Leases is the lease guard (nil in mode local), for status and tests.
