@@ -65,12 +65,17 @@ func (p *Program) NumParams() int { return p.fn.NumParams() }
 
 // Call runs the entry function with args (truncated to its parameter count).
 func (p *Program) Call(args ...starlark.Value) (starlark.Value, error) {
+	return p.CallLimited(p.StepsMax, args...)
+}
+
+// CallLimited is Call with a step limit of its own.
+func (p *Program) CallLimited(steps uint64, args ...starlark.Value) (starlark.Value, error) {
 	if n := p.fn.NumParams(); len(args) > n {
 		args = args[:n]
 	}
-	v, err := starlark.Call(newThread(p.Name, p.StepsMax), p.fn, starlark.Tuple(args), nil)
+	v, err := starlark.Call(newThread(p.Name, steps), p.fn, starlark.Tuple(args), nil)
 	if err != nil {
-		return nil, fmt.Errorf("script %s: %w", p.Name, explain(err, p.StepsMax))
+		return nil, fmt.Errorf("script %s: %w", p.Name, explain(err, steps))
 	}
 	return v, nil
 }
@@ -91,7 +96,7 @@ func newThread(name string, steps uint64) *starlark.Thread {
 // (an EvalError's backtrace names the script position already in its message).
 func explain(err error, steps uint64) error {
 	if strings.Contains(err.Error(), "too many steps") {
-		return fmt.Errorf("%w: stopped after %d steps", ErrStepLimit, steps)
+		return fmt.Errorf("%w: stopped after %d steps (too many steps)", ErrStepLimit, steps)
 	}
 	var ee *starlark.EvalError
 	if errors.As(err, &ee) {
