@@ -37,10 +37,9 @@ import (
 
 // Limits.
 const (
-	batchMax       = 256              // requests per acquire or release batch
-	retriesMax     = 5                // on deadlock or serialization failure
-	batchTimeout   = 10 * time.Second // one batch's round trip, independent of its callers' contexts
-	abandonWaitMax = 30 * time.Second
+	batchMax     = 256              // requests per acquire or release batch
+	retriesMax   = 5                // on deadlock or serialization failure
+	batchTimeout = 10 * time.Second // one batch's round trip, independent of its callers' contexts
 )
 
 // Store is the Postgres store. Create it with New.
