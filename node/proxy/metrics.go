@@ -17,6 +17,7 @@ type metrics struct {
 	cacheMisses   *prometheus.CounterVec   // group
 	cacheWrites   *prometheus.CounterVec   // group
 	paths         *prometheus.CounterVec   // path: passthrough, arrow, cache
+	pathCounters  map[string]prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -52,6 +53,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		paths: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_query_path_total", Help: "Queries by how their results went through the proxy: passthrough (engine wire messages relayed), arrow (decoded and encoded), cache.",
 		}, []string{"path"}),
+	}
+	m.pathCounters = map[string]prometheus.Counter{}
+	for _, p := range []string{PathPassthrough, PathArrow, PathCache} {
+		m.pathCounters[p] = m.paths.WithLabelValues(p) // resolved once: counted on every query
 	}
 	if reg != nil {
 		reg.MustRegister(m.queries, m.duration, m.running, m.queued, m.rejections, m.queueDuration,

@@ -46,7 +46,7 @@ func (c *Core) countPath(path string) {
 	default:
 		panic("proxy: unknown query path " + path)
 	}
-	c.metrics.paths.WithLabelValues(path).Inc()
+	c.metrics.pathCounters[path].Inc()
 }
 
 // Paths says how many queries took each path (for /worker/status and the admin status).
@@ -99,17 +99,16 @@ func (g *group) relayable(canRelay func(query.Engine) bool) bool {
 	return true
 }
 
-// RunContext is the engine-side context for a relayed query: it ends with ctx, on the group's
-// query timeout, and when the capacity lease is lost. Call cancel when the query is over.
-func (a *Admission) RunContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	c := a.core
-	timeout := a.Runtime.groups[a.Group].timeout
-	qctx, cancel := c.env.WithCancel(ctx)
-	if timeout > 0 {
-		cancel()
-		qctx, cancel = c.env.WithTimeout(ctx, timeout)
+// RunContext is the engine-side context for a relayed query, made from the frontend's own
+// per-statement ctx and its cancel: it ends with ctx, on the group's query timeout, and when
+// the capacity lease is lost. Without a query timeout it is ctx itself (one context less on
+// the hot path). Call the returned cancel when the query is over.
+func (a *Admission) RunContext(ctx context.Context, cancel context.CancelFunc) (context.Context, context.CancelFunc) {
+	qctx := ctx
+	if timeout := a.Runtime.groups[a.Group].timeout; timeout > 0 {
+		qctx, cancel = a.core.env.WithTimeout(ctx, timeout)
+		a.run = runContext{parent: ctx, ctx: qctx, timeout: timeout}
 	}
-	a.run = runContext{parent: ctx, ctx: qctx, timeout: timeout}
 	a.slot.OnLost(cancel)
 	return qctx, cancel
 }

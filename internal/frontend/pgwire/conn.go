@@ -38,6 +38,8 @@ type conn struct {
 	user        string
 	database    string
 	startup     map[string]string
+	headers     map[string]string // startup parameters as request headers, built on first use
+	clientAddr  string            // RemoteAddr, built on first use
 
 	session  engine.Session // pinned engine connection while a transaction is open, else nil
 	txStatus byte           // what ReadyForQuery reports: 'I', 'T' or 'E'
@@ -285,16 +287,24 @@ func (c *conn) cancelRunning() {
 	}
 }
 
+// request builds the query.Request for sql. The headers map and the client address are built
+// once per connection (they are on every statement's hot path) and shared by its requests,
+// which only read them; a SET application_name drops the map (see localStatement).
 func (c *conn) request(sql string, args []any) *query.Request {
-	headers := make(map[string]string, len(c.startup))
-	for k, v := range c.startup {
-		if k != "user" && k != "database" {
-			headers[k] = v
+	if c.headers == nil {
+		c.headers = make(map[string]string, len(c.startup))
+		for k, v := range c.startup {
+			if k != "user" && k != "database" {
+				c.headers[k] = v
+			}
 		}
+	}
+	if c.clientAddr == "" {
+		c.clientAddr = c.nc.RemoteAddr().String()
 	}
 	return &query.Request{
 		SQL: sql, Args: args, User: c.user, Protocol: query.ProtocolPostgres,
-		Database: c.database, Headers: headers, ClientAddr: c.nc.RemoteAddr().String(),
+		Database: c.database, Headers: c.headers, ClientAddr: c.clientAddr,
 	}
 }
 

@@ -112,7 +112,7 @@ func (c *conn) startRelay(p *portal) (started bool, err error) {
 		adm.Finish(0, 0, err)
 		return true, err
 	}
-	rctx, cancel := adm.RunContext(p.ctx)
+	rctx, cancel := adm.RunContext(p.ctx, p.cancel)
 	rr, release, err := raw.ExecRaw(rctx, p.stmt.sql, p.raw.values, paramOIDsFor(p), p.raw.formats, p.formats)
 	if err != nil {
 		cancel()

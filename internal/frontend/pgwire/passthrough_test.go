@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,9 +13,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
+	"pgregory.net/rapid"
 
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -46,6 +49,7 @@ func (h *history) find(sql string) []proxy.Record {
 type coreSetup struct {
 	noPassthrough bool
 	cacheTTL      time.Duration
+	queryTimeout  time.Duration
 	check         func(req *query.Request, group string) error
 }
 
@@ -60,7 +64,7 @@ func coreServer(t testing.TB, s coreSetup) (addr, directURL string, core *proxy.
 	})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
 		Clusters:      []proxy.ClusterSpec{{Name: "pg", Enabled: true, MaxRunningQueries: 8, Engine: e}},
-		Groups:        []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: "pg"}}, MaxQueuedQueries: 100, Cache: proxy.CacheSpec{TTL: s.cacheTTL}}},
+		Groups:        []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: "pg"}}, MaxQueuedQueries: 100, QueryTimeout: s.queryTimeout, Cache: proxy.CacheSpec{TTL: s.cacheTTL}}},
 		Fallback:      "main",
 		NoPassthrough: s.noPassthrough,
 	})
@@ -282,5 +286,47 @@ func TestPgbenchThroughCore(t *testing.T) {
 	runPgbench(t, addr, direct)
 	if p := core.Paths(); p.Passthrough < 300 {
 		t.Fatalf("paths %+v: want the select-only runs on the passthrough path", p)
+	}
+}
+
+// TestSplitFastPathMatchesTokenizer: SplitStatements' fast path answers exactly as the
+// tokenizer does, on strings built from SQL's special characters.
+func TestSplitFastPathMatchesTokenizer(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		parts := rapid.SliceOf(rapid.SampledFrom([]string{
+			"select 1", " ", "\t", "\n", "\r", "\f", "\v", "\u00a0", "'", "\"", "$$", "$1", "x", "E'\\''", "--", "/*", "*/", ";", "-", "/",
+		})).Draw(t, "parts")
+		sql := strings.Join(parts, "")
+		got := pgwire.SplitStatements(sql)
+		want := sqltok.SplitDialect(sql, sqltok.Postgres)
+		if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+			t.Fatalf("SplitStatements(%q) = %q, tokenizer says %q", sql, got, want)
+		}
+	})
+}
+
+// TestPassthroughQueryTimeout: the group's query timeout cancels a relayed statement on the
+// engine and says so.
+func TestPassthroughQueryTimeout(t *testing.T) {
+	addr, url, core, _ := coreServer(t, coreSetup{queryTimeout: 300 * time.Millisecond})
+	c := connect(t, proxyURL(addr, "alice"))
+	admin := connect(t, url)
+	start := time.Now()
+	_, err := c.Exec(context.Background(), "select pg_sleep(30) /* qf-cancel-test */")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || !strings.Contains(pe.Message, "query timeout") {
+		t.Fatalf("got %v, want the group's query timeout", err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatal("timeout took too long")
+	}
+	waitFor(t, 10*time.Second, func() bool { return countSleeping(t, admin) == 0 })
+	if p := core.Paths(); p.Passthrough != 1 {
+		t.Fatalf("paths %+v", p)
+	}
+	// The session goes on.
+	var n int
+	if err := c.QueryRow(context.Background(), "select 1").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("after the timeout: %v", err)
 	}
 }

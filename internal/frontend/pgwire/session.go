@@ -23,6 +23,9 @@ var setRe = regexp.MustCompile(`(?is)^set\s+(?:session\s+)?([a-z_]+)\s*(?:=|\bto
 
 // localStatement answers sql itself when it only sets a client-protocol setting.
 func (c *conn) localStatement(sql string) (query.Rows, bool, error) {
+	if !startsWithSet(sql) {
+		return nil, false, nil // the hot path: no regexp for statements that are not SETs
+	}
 	m := setRe.FindStringSubmatch(sql)
 	if m == nil {
 		return nil, false, nil
@@ -48,6 +51,7 @@ func (c *conn) localStatement(sql string) (query.Rows, bool, error) {
 		}
 	case "application_name":
 		c.startup["application_name"] = value
+		c.headers = nil // requests already made keep their own copy
 		c.be.Send(&pgproto3.ParameterStatus{Name: "application_name", Value: value})
 	}
 	return engine.TagRows("SET"), true, nil
@@ -92,4 +96,10 @@ func beginsTransaction(sql string) bool {
 	}
 	word := strings.ToUpper(strings.TrimRight(words[0], ";"))
 	return word == "BEGIN" || word == "START"
+}
+
+// startsWithSet reports whether sql's first word is SET (any case), cheaply.
+func startsWithSet(sql string) bool {
+	sql = strings.TrimLeft(sql, " \t\r\n")
+	return len(sql) >= 4 && strings.EqualFold(sql[:3], "set") && (sql[3] == ' ' || sql[3] == '\t' || sql[3] == '\n' || sql[3] == '\r')
 }
