@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
 
@@ -39,10 +40,11 @@ func rootCmd() *cobra.Command {
 }
 
 type runFlags struct {
-	seed    uint64
-	seeds   int
-	json    bool
-	verbose bool
+	seed       uint64
+	seeds      int
+	json       bool
+	verbose    bool
+	cpuProfile string
 }
 
 func runCmd() *cobra.Command {
@@ -63,6 +65,7 @@ func runCmd() *cobra.Command {
 	cmd.Flags().IntVar(&f.seeds, "seeds", 1, "how many seeds to run (seed, seed+1, ...)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "one JSON object per seed per line")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "stream the simulation's log lines to stderr")
+	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
 	return cmd
 }
 
@@ -76,6 +79,17 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 	sc, err := scenarios.Load(path)
 	if err != nil {
 		return err
+	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	failed := 0
 	var table *tabwriter.Writer
