@@ -340,8 +340,10 @@ func (s *Sim) newTask(node *Node, name string, fn func()) *task {
 }
 
 func (s *Sim) resume(t *task) {
-	s.progress.Add(1)
-	s.running.Store(t)
+	if s.opts.StallTimeout > 0 {
+		s.progress.Add(1)
+		s.running.Store(t)
+	}
 	if t.co == nil {
 		if n := len(s.coros); n > 0 {
 			t.co = s.coros[n-1]

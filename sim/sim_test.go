@@ -475,3 +475,39 @@ func TestRestartDuringShutdownBootsAFreshIncarnation(t *testing.T) {
 		t.Fatalf("boots %d up %v incarnation %d: the pending grace crash must not end the new incarnation", boots, n.Up(), n.Incarnation())
 	}
 }
+
+func TestCrashFromInsideATask(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 15})
+	unwound := 0
+	victim := s.AddNode("victim", func(n *sim.Node) http.Handler {
+		for i := range 3 {
+			n.Env().Go(n.Ctx(), fmt.Sprint("sleeper", i), func(ctx context.Context) {
+				defer func() { unwound++ }()
+				_ = n.Env().Sleep(context.Background(), time.Hour)
+			})
+		}
+		return nil
+	})
+	monkey := s.AddNode("monkey", nil)
+	after := false
+	s.Spawn(monkey, "chaos", func() {
+		_ = monkey.Env().Sleep(context.Background(), time.Second)
+		victim.Crash()
+		after = true // the crashing task itself goes on
+		_ = monkey.Env().Sleep(context.Background(), time.Second)
+		victim.Restart()
+	})
+	suicide := s.AddNode("suicide", nil)
+	diedAfter := false
+	s.Spawn(suicide, "self", func() {
+		_ = suicide.Env().Sleep(context.Background(), time.Second)
+		suicide.Crash()
+		diedAfter = true // must not run: the node is gone
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if unwound != 3 || !after || diedAfter || !victim.Up() || suicide.Up() {
+		t.Fatalf("unwound %d, after %v, diedAfter %v, victim up %v, suicide up %v", unwound, after, diedAfter, victim.Up(), suicide.Up())
+	}
+}
