@@ -16,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -201,8 +202,11 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // ---- loading ----
 
-// current is the file being decoded (UnmarshalYAML gets no context).
-var current *source
+// current is the file being decoded (UnmarshalYAML gets no context); parseMu serializes Parse.
+var (
+	current *source
+	parseMu sync.Mutex
+)
 
 // Load reads and validates a scenario file.
 func Load(path string) (*Scenario, error) {
@@ -213,8 +217,10 @@ func Load(path string) (*Scenario, error) {
 	return Parse(path, data)
 }
 
-// Parse decodes a scenario from data; path names it in errors. Not safe for concurrent use.
+// Parse decodes a scenario from data; path names it in errors.
 func Parse(path string, data []byte) (*Scenario, error) {
+	parseMu.Lock()
+	defer parseMu.Unlock()
 	current = &source{path: path, data: data}
 	defer func() { current = nil }()
 	sc := &Scenario{Path: path}
