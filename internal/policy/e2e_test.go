@@ -20,13 +20,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/flight"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/trinodb/trino-go-client/trino"
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
@@ -106,8 +104,8 @@ def transform(sql, src, dst):
 
 type stack struct {
 	pg, my, trino, flight string
-	failures              *prometheus.CounterVec
 	reg                   *prometheus.Registry
+	core                  *proxy.Core
 }
 
 // startStack runs the proxy core over cfg with the policy as its Check hook, and the four
@@ -118,7 +116,7 @@ func startStack(t *testing.T, cfg *config.Config) *stack {
 	log := slog.New(slog.DiscardHandler)
 	reg := prometheus.NewRegistry()
 	pol := policy.New(reg)
-	core := proxy.New(proxy.Options{Env: env.Real(log), Check: pol.Check})
+	core := proxy.New(proxy.Options{Env: env.Real(log), Check: pol.Check, Registerer: reg})
 	rt, err := proxy.Build(cfg, querynode.OpenEngine)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +126,7 @@ func startStack(t *testing.T, cfg *config.Config) *stack {
 	}
 	core.Activate(rt)
 
-	s := &stack{reg: reg}
+	s := &stack{reg: reg, core: core}
 	serve := func(srv interface {
 		Serve(net.Listener) error
 		Close() error
@@ -186,8 +184,6 @@ func (s *stack) authFailures(protocol string) float64 {
 	}
 	return -1
 }
-
-var _ = testutil.ToFloat64 // keep the import honest if the helper above changes
 
 func selfSigned(t *testing.T) *tls.Config {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -302,8 +298,6 @@ func runFlight(t *testing.T, s *stack, user, password, q string) ([][]string, er
 	}
 	return out, r.Err()
 }
-
-var _ flight.Client // the Flight client's AuthenticateBasicToken is the real handshake
 
 func sqlRows(db *sql.DB, q string) ([][]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -454,5 +448,90 @@ func checkDeniedForm(t *testing.T, protocol string, err error) {
 		if !strings.Contains(err.Error(), "PermissionDenied") {
 			t.Fatalf("flightsql denial: want code PermissionDenied, got %v", err)
 		}
+	}
+}
+
+// maxQueuedPerUser and readOnly, per protocol: with the only slot held by a long query, a
+// user's first query waits and their second is refused at once; writes are refused.
+func TestQueueAndReadOnlyGuardrailsPerProtocol(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end over four real clients")
+	}
+	cfg := e2eConfig(t)
+	cfg.Clusters[0].MaxRunningQueries = 1
+	cfg.ClusterGroups[0].QueryTimeoutSecs = 0
+	cfg.ClusterGroups[0].CapacityWaitTimeoutSecs = 60
+	cfg.ClusterGroups[0].ReadOnly = true
+	cfg.Settings.Guardrails.MaxQueuedPerUser = 1
+	if err := config.Compile(cfg); err != nil {
+		t.Fatal(err)
+	}
+	s := startStack(t, cfg)
+	const slow = "select count(*) from range(300000) a, range(300000) b where a.range + b.range < 0"
+	for _, p := range protocols() {
+		t.Run(p.name, func(t *testing.T) {
+			_, err := p.run(t, s, p.user, p.pw, "create table t (a int)")
+			if err == nil || !strings.Contains(err.Error(), "read-only") {
+				t.Fatalf("a write on a read-only group: %v", err)
+			}
+			// The blocker holds the cluster's only slot until cancelled.
+			ctx, cancel := context.WithCancel(context.Background())
+			blocker := make(chan error, 1)
+			go func() { blocker <- holdSlot(ctx, s, slow) }()
+			waitFor(t, "the blocker to run", func() bool { return s.core.Queued("demo") == 0 && s.running() == 1 })
+			queued := make(chan error, 1)
+			go func() { _, err := p.run(t, s, p.user, p.pw, "select 1"); queued <- err }()
+			waitFor(t, "the first query to queue", func() bool { return s.core.Queued("demo") == 1 })
+			_, err = p.run(t, s, p.user, p.pw, "select 2")
+			if err == nil || !strings.Contains(err.Error(), "maxQueuedPerUser") {
+				t.Fatalf("second queued query of %s: want a maxQueuedPerUser refusal, got %v", p.user, err)
+			}
+			cancel()
+			<-blocker
+			if err := <-queued; err != nil {
+				t.Fatalf("the queued query, once the slot is free: %v", err)
+			}
+		})
+	}
+}
+
+// holdSlot runs q as carol over PostgreSQL until ctx ends.
+func holdSlot(ctx context.Context, s *stack, q string) error {
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://carol:%s@%s/demo?sslmode=disable", carolPW, s.pg))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, q)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+func (s *stack) running() int {
+	mfs, _ := s.reg.Gather()
+	n := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == "queryflux_running_queries" {
+			for _, m := range mf.GetMetric() {
+				n += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return int(n)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
