@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
@@ -42,6 +43,7 @@ func rootCmd() *cobra.Command {
 type runFlags struct {
 	seed       uint64
 	seeds      int
+	parallel   int
 	json       bool
 	verbose    bool
 	cpuProfile string
@@ -63,6 +65,7 @@ func runCmd() *cobra.Command {
 	}
 	cmd.Flags().Uint64Var(&f.seed, "seed", 1, "first seed")
 	cmd.Flags().IntVar(&f.seeds, "seeds", 1, "how many seeds to run (seed, seed+1, ...)")
+	cmd.Flags().IntVar(&f.parallel, "parallel", 1, "seeds run at once (each run is single-threaded; results print in seed order)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "one JSON object per seed per line")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "stream the simulation's log lines to stderr")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
@@ -72,6 +75,12 @@ func runCmd() *cobra.Command {
 func run(out, errOut io.Writer, path string, f runFlags) error {
 	if f.seeds < 1 {
 		return fmt.Errorf("--seeds %d: must be >= 1", f.seeds)
+	}
+	if f.parallel < 1 {
+		f.parallel = 1
+	}
+	if f.parallel > 1 && f.verbose {
+		return fmt.Errorf("-v streams one run's log: use it with --parallel 1")
 	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400) // the simulator allocates a lot of short-lived garbage
@@ -98,9 +107,8 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 		table = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(table, "SEED\tTRACE HASH\tVIRTUAL s\tWALL s\tEVENTS\tCHECKS\tRESULT")
 	}
-	for i := range f.seeds {
+	for i, res := range runSeeds(sc, f, errOut) {
 		seed := f.seed + uint64(i)
-		res := scenarios.Run(sc, seed, scenarios.RunOpts{Verbose: f.verbose, LogOut: errOut})
 		if !res.Pass() {
 			failed++
 		}
@@ -125,6 +133,37 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 		return errChecksFailed
 	}
 	return nil
+}
+
+// runSeeds yields the results of seeds f.seed.. in order, running up to f.parallel at once.
+func runSeeds(sc *scenarios.Scenario, f runFlags, errOut io.Writer) iter.Seq2[int, *scenarios.Result] {
+	return func(yield func(int, *scenarios.Result) bool) {
+		results := make([]chan *scenarios.Result, f.seeds)
+		for i := range results {
+			results[i] = make(chan *scenarios.Result, 1)
+		}
+		slots := make(chan struct{}, f.parallel)
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			for i := range f.seeds {
+				select {
+				case slots <- struct{}{}:
+				case <-stop:
+					return
+				}
+				go func() {
+					defer func() { <-slots }()
+					results[i] <- scenarios.Run(sc, f.seed+uint64(i), scenarios.RunOpts{Verbose: f.verbose, LogOut: errOut})
+				}()
+			}
+		}()
+		for i := range f.seeds {
+			if !yield(i, <-results[i]) {
+				return
+			}
+		}
+	}
 }
 
 func writeRow(w io.Writer, res *scenarios.Result) {

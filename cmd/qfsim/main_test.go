@@ -77,3 +77,27 @@ func TestRunRejectsABadFile(t *testing.T) {
 		t.Fatal("no error for a missing file")
 	}
 }
+
+func TestParallelSeedsPrintInOrderWithTheSameHashes(t *testing.T) {
+	var seq, par, errOut bytes.Buffer
+	if err := run(&seq, &errOut, "../../scenarios/registry-partition.yaml", runFlags{seed: 1, seeds: 4, json: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(&par, &errOut, "../../scenarios/registry-partition.yaml", runFlags{seed: 1, seeds: 4, json: true, parallel: 3}); err != nil {
+		t.Fatal(err)
+	}
+	strip := func(s string) string { // wall_seconds differ between runs
+		var out []string
+		for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, m["trace_hash"].(string))
+		}
+		return strings.Join(out, " ")
+	}
+	if a, b := strip(seq.String()), strip(par.String()); a != b {
+		t.Fatalf("sequential %s, parallel %s", a, b)
+	}
+}
