@@ -113,7 +113,8 @@ func (c *conn) startRelay(p *portal) (started bool, err error) {
 		return true, err
 	}
 	rctx, cancel := adm.RunContext(p.ctx, p.cancel)
-	rr, release, err := raw.ExecRaw(rctx, p.stmt.sql, p.raw.values, paramOIDsFor(p), p.raw.formats, p.formats)
+	// req.SQL, not p.stmt.sql: the core's Check may have translated it (translation scripts).
+	rr, release, err := raw.ExecRaw(rctx, req.SQL, p.raw.values, paramOIDsFor(p), p.raw.formats, p.formats)
 	if err != nil {
 		cancel()
 		err = adm.Explain(err)

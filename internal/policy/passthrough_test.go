@@ -1,0 +1,57 @@
+package policy_test
+
+import (
+	"context"
+
+	"net/url"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/pgtest"
+)
+
+// A PostgreSQL client on a PostgreSQL engine takes the passthrough path (wire messages
+// relayed); translation and guard scripts apply there too. psql is the client, over SCRAM.
+func TestScriptsOnThePassthroughPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real PostgreSQL and psql")
+	}
+	u, err := url.Parse(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e2eConfig(t)
+	cfg.Clusters = []config.Cluster{{
+		Name: "pg", Engine: config.EnginePostgres, Endpoint: u.Host, Database: strings.TrimPrefix(u.Path, "/"),
+		Credentials: config.Credentials{User: u.User.Username()}, MaxRunningQueries: 4,
+	}}
+	cfg.ClusterGroups = []config.ClusterGroup{{Name: "demo", Members: []string{"pg"}, MaxQueuedQueries: 10, CapacityWaitTimeoutSecs: 10, Strategy: "roundRobin"}}
+	if err := config.Compile(cfg); err != nil {
+		t.Fatal(err)
+	}
+	s := startStack(t, cfg)
+	psql := func(q string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		host, port, _ := strings.Cut(s.pg, ":")
+		cmd := exec.CommandContext(ctx, "psql", "-X", "-At", "-h", host, "-p", port, "-U", "alice", "-d", "demo", "-c", q)
+		cmd.Env = append(cmd.Environ(), "PGPASSWORD="+alicePW, "PGSSLMODE=disable")
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	before := s.core.Paths().Passthrough
+	out, err := psql("select the_answer() + 0")
+	if err != nil || out != "42" {
+		t.Fatalf("translated on passthrough: %q %v", out, err)
+	}
+	if s.core.Paths().Passthrough == before {
+		t.Fatal("the query did not take the passthrough path; this test would prove nothing")
+	}
+	out, err = psql("select 'forbidden_word'")
+	if err == nil || !strings.Contains(out, "forbidden_word is forbidden for alice") {
+		t.Fatalf("guard on passthrough: %q %v", out, err)
+	}
+}
