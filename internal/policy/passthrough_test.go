@@ -55,3 +55,27 @@ func TestScriptsOnThePassthroughPath(t *testing.T) {
 		t.Fatalf("guard on passthrough: %q %v", out, err)
 	}
 }
+
+// The mariadb command-line client logs in with mysql_native_password against the stored hash
+// alone, and a wrong password is refused with MySQL's own access-denied error.
+func TestMariaDBClientLogsInAgainstTheHash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mariadb CLI")
+	}
+	s := startStack(t, e2eConfig(t))
+	host, port, _ := strings.Cut(s.my, ":")
+	mariadb := func(user, pw string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "mariadb", "-h", host, "-P", port, "-u", user, "-p"+pw, "--skip-ssl",
+			"-N", "-B", "-e", "select the_answer() + 0").CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	if out, err := mariadb("carol", carolPW); err != nil || out != "42" {
+		t.Fatalf("carol with her password: %q %v", out, err)
+	}
+	out, err := mariadb("carol", "wrong")
+	if err == nil || !strings.Contains(out, "1045") {
+		t.Fatalf("a wrong password: want ERROR 1045, got %q %v", out, err)
+	}
+}
