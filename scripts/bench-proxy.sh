@@ -9,7 +9,10 @@
 # --log) and pgbench -S -c 8 TPS; and the same for the MySQL wire against MariaDB when the
 # daemon serves it. Bounded: about 2-3 minutes.
 #
-# Environment: LAT_SECS (5), TPS_SECS (10), CLIENTS (8), KEEP_TMP=1 keeps the temp dir.
+# Environment: LAT_SECS (5), TPS_SECS (10), CLIENTS (8), KEEP_TMP=1 keeps the temp dir,
+# PROFILE=1 builds the daemon with -tags benchpprof and writes a 5 s CPU profile of the
+# passthrough daemon under the pgbench -S load to $PROFILE_OUT (default /tmp/bench-proxy-cpu.prof)
+# (go tool pprof -top bin/queryflux /tmp/bench-proxy-cpu.prof).
 set -euo pipefail
 
 LAT_SECS=${LAT_SECS:-5}
@@ -44,7 +47,8 @@ if ! command -v pgbouncer >/dev/null; then
 	apt-get install -y pgbouncer >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y pgbouncer >/dev/null; }
 fi
 log "building bin/queryflux and the MySQL client"
-(cd "$ROOT" && go build -o bin/queryflux ./cmd/queryflux && go build -o "$TMP/benchclient" ./scripts/benchclient)
+TAGS=(); [ "${PROFILE:-0}" = 1 ] && TAGS=(-tags benchpprof)
+(cd "$ROOT" && go build "${TAGS[@]}" -o bin/queryflux ./cmd/queryflux && go build -o "$TMP/benchclient" ./scripts/benchclient)
 QF="$ROOT/bin/queryflux"
 
 # --- data --------------------------------------------------------------------------------
@@ -92,9 +96,11 @@ routingFallback: pg
 YAML
 }
 
+PPROF=$(freeport)
 start_qf() { # name, args...
 	local name=$1; shift
-	"$QF" serve "$@" >"$TMP/$name.log" 2>&1 &
+	local pprof=""; [ "$name" = passthrough ] && pprof=127.0.0.1:$PPROF
+	QUERYFLUX_PPROF=$pprof "$QF" serve "$@" >"$TMP/$name.log" 2>&1 &
 	PIDS+=($!)
 }
 
@@ -174,6 +180,9 @@ declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [passthrough]=$PG_passthroug
 for t in "${TARGETS[@]}"; do
 	log "postgres: $t (port ${PORT[$t]})"
 	LAT[$t]=$(latency "${PORT[$t]}")
+	if [ "${PROFILE:-0}" = 1 ] && [ "$t" = passthrough ]; then
+		(sleep 2; curl -s -o "${PROFILE_OUT:-/tmp/bench-proxy-cpu.prof}" "http://127.0.0.1:$PPROF/debug/pprof/profile?seconds=5") &
+	fi
 	TPS[$t]=$(tps "${PORT[$t]}")
 done
 
