@@ -3,6 +3,8 @@ package sim_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -35,11 +37,21 @@ func BenchmarkTaskSwitch(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "switches/s")
 }
 
+// simGC sets the garbage collector the way qfsim runs the simulator (GOGC=400 unless GOGC is
+// set): the runner allocates much short-lived garbage and keeps thousands of coroutine stacks.
+func simGC(b *testing.B) {
+	if os.Getenv("GOGC") == "" {
+		old := debug.SetGCPercent(400)
+		b.Cleanup(func() { debug.SetGCPercent(old) })
+	}
+}
+
 // BenchmarkHeartbeatHour runs one virtual hour of N stand-in workers heartbeating a control plane
 // every 5s over simnet (JSON over simulated HTTP) and reports virtual seconds per wall second.
 func BenchmarkHeartbeatHour(b *testing.B) {
 	for _, workers := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			simGC(b)
 			for range b.N {
 				s := sim.New(sim.Opts{Seed: 1})
 				f := workload.Heartbeats(s, workers, 5*time.Second)
@@ -76,6 +88,7 @@ checks:
 			if err != nil {
 				b.Fatal(err)
 			}
+			simGC(b)
 			for range b.N {
 				res := scenarios.Run(sc, 1, scenarios.RunOpts{})
 				if !res.Pass() {
