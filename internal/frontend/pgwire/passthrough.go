@@ -3,6 +3,8 @@ package pgwire
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -48,6 +50,8 @@ type relay struct {
 	bytes   int64
 	err     error
 	done    bool
+	// suspended is set once an Execute stopped at its row limit (PortalSuspended).
+	suspended bool
 }
 
 // rawParams keeps a Bind's parameters as the client sent them, for a relay. pgproto3 reuses
@@ -154,15 +158,15 @@ func (c *conn) concludeRelay(p *portal) {
 	r.done = true
 	tag, err := r.rr.Close()
 	r.release()
-	r.cancel()
-	if err == nil && r.err == nil {
-		p.tag = tag.String()
-	}
 	if err != nil && r.err == nil {
-		if p.ctx.Err() != nil {
-			err = p.ctx.Err()
+		if cerr := p.ctx.Err(); cerr != nil {
+			err = cerr // the client's cancel, the query timeout or a lost lease: Explain says which
 		}
 		r.err = r.adm.Explain(err)
+	}
+	r.cancel() // only now: it ends p.ctx, which must not be mistaken for a cancel above
+	if r.err == nil {
+		p.tag = tag.String()
 	}
 	r.adm.Finish(r.rows, r.bytes, r.err)
 }
@@ -195,6 +199,7 @@ func (c *conn) executeRelay(p *portal, rowsMax int64) error {
 	var n int64
 	for !r.done {
 		if rowsMax > 0 && n == rowsMax {
+			r.suspended = true
 			c.be.Send(&pgproto3.PortalSuspended{})
 			return nil
 		}
@@ -226,7 +231,12 @@ func (c *conn) executeRelay(p *portal, rowsMax int64) error {
 		return c.runError(r.err)
 	}
 	p.done = true
-	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(p.tag)})
+	tag := p.tag
+	if r.suspended && strings.HasPrefix(tag, "SELECT ") {
+		// PostgreSQL counts the rows of the Execute that completed a resumed portal.
+		tag = "SELECT " + strconv.FormatInt(n, 10)
+	}
+	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
 	return nil
 }
 
