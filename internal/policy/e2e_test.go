@@ -106,6 +106,7 @@ type stack struct {
 	pg, my, trino, flight string
 	reg                   *prometheus.Registry
 	core                  *proxy.Core
+	pol                   *policy.Policy
 }
 
 // startStack runs the proxy core over cfg with the policy as its Check hook, and the four
@@ -126,7 +127,7 @@ func startStack(t *testing.T, cfg *config.Config) *stack {
 	}
 	core.Activate(rt)
 
-	s := &stack{reg: reg, core: core}
+	s := &stack{reg: reg, core: core, pol: pol}
 	serve := func(srv interface {
 		Serve(net.Listener) error
 		Close() error

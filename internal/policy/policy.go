@@ -141,19 +141,25 @@ func (a pgAuth) TrustLoopback(user string) bool {
 
 func (a pgAuth) AuthFailed(string) { a.p.failures.WithLabelValues(query.ProtocolPostgres).Inc() }
 
-// MySQL is the MySQL frontend's Users: users with a mysql_native_password hash log in with
-// mysql_native_password, checked against the hash (no cleartext anywhere). Pass it with
-// LoopbackUser for the embedded default's loopback login.
+// MySQL is the MySQL frontend's Users. Under mysql_native_password (the default) users with a
+// "*<hex>" hash log in, the scramble checked against the hash; under caching_sha2_password
+// every configured user logs in by full authentication (password over TLS or RSA-encrypted),
+// checked against any hash form. Pass it with LoopbackUser for the embedded default's
+// loopback login.
 func (p *Policy) MySQL() mysqlwire.Users { return myAuth{p} }
 
 type myAuth struct{ p *Policy }
 
 func (a myAuth) Passwords(user string) ([]string, bool, error) {
-	u, ok := a.p.user(user)
-	if !ok || HashKind(u.PasswordHash) != HashNative {
+	if _, ok := a.p.user(user); !ok {
 		return nil, false, nil
 	}
-	return nil, true, nil // hash-only: CheckNativeScramble decides
+	return nil, true, nil // hash-only: CheckNativeScramble or CheckCleartext decides
+}
+
+func (a myAuth) CheckCleartext(user, password string) bool {
+	u, ok := a.p.user(user)
+	return ok && CheckPassword(u.PasswordHash, password)
 }
 
 func (a myAuth) CheckNativeScramble(user string, salt, scramble []byte) bool {

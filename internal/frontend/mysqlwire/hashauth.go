@@ -2,7 +2,13 @@ package mysqlwire
 
 import (
 	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha1"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
+	"errors"
 	"reflect"
 	"unsafe"
 
@@ -18,6 +24,13 @@ type ScrambleChecker interface {
 	CheckNativeScramble(user string, salt, scramble []byte) bool
 }
 
+// CleartextChecker is an optional extension of Users for hash-only users under
+// caching_sha2_password: the server always asks for full authentication, receives the password
+// over TLS or RSA-encrypted with its key, and checks it here against whatever hash it holds.
+type CleartextChecker interface {
+	CheckCleartext(user, password string) bool
+}
+
 // FailureObserver is an optional extension of Users told of every failed login (metrics).
 type FailureObserver interface {
 	AuthFailed(user string)
@@ -28,6 +41,7 @@ type FailureObserver interface {
 type scrambleProvider struct {
 	server.DefaultAuthenticationProvider
 	check ScrambleChecker
+	key   *rsa.PrivateKey // caching_sha2 full authentication without TLS; nil: TLS only
 }
 
 func (p *scrambleProvider) Authenticate(c *server.Conn, plugin string, data []byte) error {
@@ -36,7 +50,68 @@ func (p *scrambleProvider) Authenticate(c *server.Conn, plugin string, data []by
 			return nil
 		}
 	}
+	if cc, ok := p.check.(CleartextChecker); ok && plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && len(data) > 1 && p.hashOnly(c.GetUser()) {
+		return p.fullAuth(c, cc)
+	}
 	return p.DefaultAuthenticationProvider.Authenticate(c, plugin, data)
+}
+
+// hashOnly: Users knows the user without a cleartext password.
+func (p *scrambleProvider) hashOnly(user string) bool {
+	u, ok := p.check.(Users)
+	if !ok {
+		return false
+	}
+	pws, found, err := u.Passwords(user)
+	return err == nil && found && len(pws) == 0
+}
+
+// fullAuth runs caching_sha2_password's full authentication (there is no cache to do the fast
+// one against: only a hash is stored): "perform full authentication", then the password in
+// clear over TLS, or RSA-OAEP encrypted with the server's key (sent on request) and XORed
+// with the salt.
+func (p *scrambleProvider) fullAuth(c *server.Conn, cc CleartextChecker) error {
+	if err := c.WritePacket([]byte{0, 0, 0, 0, mysql.MORE_DATE_HEADER, mysql.CACHE_SHA2_FULL_AUTH}); err != nil {
+		return err
+	}
+	data, err := c.ReadPacket()
+	if err != nil {
+		return err
+	}
+	var password []byte
+	if _, isTLS := c.Conn.Conn.(*tls.Conn); isTLS {
+		password = data
+	} else {
+		if p.key == nil {
+			return errors.New("caching_sha2_password without TLS needs the server's RSA key")
+		}
+		if len(data) == 1 && data[0] == 0x02 { // the client asks for the public key
+			der, err := x509.MarshalPKIXPublicKey(&p.key.PublicKey)
+			if err != nil {
+				return err
+			}
+			pub := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+			if err := c.WritePacket(append([]byte{0, 0, 0, 0, mysql.MORE_DATE_HEADER}, pub...)); err != nil {
+				return err
+			}
+			if data, err = c.ReadPacket(); err != nil {
+				return err
+			}
+		}
+		plain, err := rsa.DecryptOAEP(sha1.New(), rand.Reader, p.key, data, nil)
+		salt := connSalt(c)
+		if err != nil || salt == nil {
+			return server.ErrAccessDenied
+		}
+		password = mysql.Xor(plain, salt)
+	}
+	if n := len(password); n > 0 && password[n-1] == 0 {
+		password = password[:n-1]
+	}
+	if !cc.CheckCleartext(c.GetUser(), string(password)) {
+		return server.ErrAccessDenied
+	}
+	return nil
 }
 
 // connSalt reads the connection's current scramble salt, which go-mysql v1.16 keeps in the

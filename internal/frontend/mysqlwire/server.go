@@ -126,7 +126,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 // newGoMySQLServer checks hash-only users (ScrambleChecker) before go-mysql's own checks.
 func newGoMySQLServer(opts Options, key *rsa.PrivateKey) *server.Server {
 	if sc, ok := opts.Users.(ScrambleChecker); ok {
-		return server.NewServerWithAuth(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, opts.TLS, &scrambleProvider{check: sc})
+		return server.NewServerWithAuth(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, opts.TLS, &scrambleProvider{check: sc, key: key})
 	}
 	return server.NewServer(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, opts.TLS)
 }
