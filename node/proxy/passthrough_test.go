@@ -1,0 +1,116 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+var errEOF = io.EOF
+
+func relayAll(query.Engine) bool  { return true }
+func relayNone(query.Engine) bool { return false }
+
+// TestAdmitPassthrough: a relayable query holds a slot until Finish, which reports its rows
+// and bytes; anything that needs values (cache, settings.passthrough false, an engine the
+// frontend cannot relay from) gets ok=false without a slot or a record; a refused query is
+// reported once.
+func TestAdmitPassthrough(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	h.activate(oneGroup(RoundRobin, 5, time.Second, cl("c1", 2, &fakeEngine{name: "c1"})))
+	adm, ok, err := h.core.AdmitPassthrough(ctx, sel("select 1"), relayAll)
+	if err != nil || !ok {
+		t.Fatalf("admit: ok %v err %v", ok, err)
+	}
+	if h.core.Running("c1") != 1 || adm.Cluster != "c1" || adm.Group != "g" {
+		t.Fatalf("running %d, admission %s/%s", h.core.Running("c1"), adm.Group, adm.Cluster)
+	}
+	rctx, cancel := adm.RunContext(ctx, func() {})
+	if rctx != ctx {
+		t.Fatal("without a query timeout the run context should be the caller's")
+	}
+	cancel()
+	adm.Finish(7, 70, nil)
+	r := h.recs.last(t)
+	if r.Rows != 7 || r.Bytes != 70 || r.Status != StatusSucceeded || h.core.Running("c1") != 0 {
+		t.Fatalf("record %+v, running %d", r, h.core.Running("c1"))
+	}
+	if p := h.core.Paths(); p.Passthrough != 1 || p.Arrow != 0 {
+		t.Fatalf("paths %+v", p)
+	}
+
+	for name, setup := range map[string]func(*RuntimeSpec) func(query.Engine) bool{
+		"cache":          func(s *RuntimeSpec) func(query.Engine) bool { s.Groups[0].Cache.TTL = time.Minute; return relayAll },
+		"no-passthrough": func(s *RuntimeSpec) func(query.Engine) bool { s.NoPassthrough = true; return relayAll },
+		"not-relayable":  func(s *RuntimeSpec) func(query.Engine) bool { return relayNone },
+	} {
+		h := newHarness(t)
+		spec := oneGroup(RoundRobin, 5, time.Second, cl("c1", 2, &fakeEngine{name: "c1"}))
+		can := setup(&spec)
+		rt := h.activate(spec)
+		adm, ok, err := h.core.AdmitPassthrough(ctx, sel("select 1"), can)
+		if adm != nil || ok || err != nil || h.core.Running("c1") != 0 || len(h.recs.all()) != 0 {
+			t.Fatalf("%s: got ok %v err %v running %d records %d", name, ok, err, h.core.Running("c1"), len(h.recs.all()))
+		}
+		if rt.inflight != 0 {
+			t.Fatalf("%s: runtime left pinned (%d)", name, rt.inflight)
+		}
+	}
+
+	h = newHarness(t)
+	h.core = New(Options{Env: h.env, OnFinish: h.recs.add, Check: func(*query.Request, string) error {
+		return &query.Error{Code: query.CodeAccessDenied, Message: "no"}
+	}})
+	h.activate(oneGroup(RoundRobin, 5, time.Second, cl("c1", 2, &fakeEngine{name: "c1"})))
+	_, _, err = h.core.AdmitPassthrough(ctx, sel("select 1"), relayAll)
+	if !isCode(err, query.CodeAccessDenied) || len(h.recs.all()) != 1 {
+		t.Fatalf("refused: %v, %d records", err, len(h.recs.all()))
+	}
+}
+
+// TestPassthroughTimeoutAndLease: the run context ends on the group's query timeout (Explain
+// names it) and on a lost lease (Explain names that).
+func TestPassthroughTimeoutAndLease(t *testing.T) {
+	h := newHarness(t)
+	g := &lossyGuard{}
+	h.core = New(Options{Env: h.env, OnFinish: h.recs.add, Guard: g})
+	spec := oneGroup(RoundRobin, 5, time.Second, cl("c1", 2, &fakeEngine{name: "c1"}))
+	spec.Groups[0].QueryTimeout = 20 * time.Millisecond
+	h.activate(spec)
+	ctx := context.Background()
+	adm, ok, err := h.core.AdmitPassthrough(ctx, sel("select 1"), relayAll)
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	rctx, cancel := adm.RunContext(ctx, func() {})
+	eventually(t, "query timeout", func() bool { return rctx.Err() != nil })
+	if err := adm.Explain(rctx.Err()); !isCode(err, query.CodeCapacityTimeout) {
+		t.Fatalf("timeout explained as %v", err)
+	}
+	cancel()
+	adm.Finish(0, 0, adm.Explain(context.DeadlineExceeded))
+
+	spec.Groups[0].QueryTimeout = 0
+	h.activate(spec)
+	adm, _, _ = h.core.AdmitPassthrough(ctx, sel("select 1"), relayAll)
+	qctx, qcancel := context.WithCancel(ctx)
+	defer qcancel()
+	rctx, _ = adm.RunContext(qctx, qcancel)
+	g.loseAll()
+	if rctx.Err() == nil {
+		t.Fatal("a lost lease did not cancel the relayed query")
+	}
+	var qe *query.Error
+	if err := adm.Explain(context.Canceled); !errors.As(err, &qe) || qe.Code != query.CodeCapacityTimeout {
+		t.Fatalf("lost lease explained as %v", err)
+	}
+	adm.Finish(0, 0, err)
+	if err := adm.CheckLimits(1, 1); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,230 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// sessionEngine is a fakeEngine that can pin sessions and describe statements.
+type sessionEngine struct {
+	*fakeEngine
+	mu     sync.Mutex
+	opened int
+	closed int
+}
+
+func (e *sessionEngine) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
+	e.mu.Lock()
+	e.opened++
+	e.mu.Unlock()
+	return &fakeSession{e: e}, nil
+}
+
+func (e *sessionEngine) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
+	return &engine.Description{Schema: fakeSchema}, nil
+}
+
+type fakeSession struct {
+	e *sessionEngine
+}
+
+func (s *fakeSession) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	return s.e.fakeEngine.Execute(ctx, q)
+}
+func (s *fakeSession) TxStatus() byte { return 'T' }
+func (s *fakeSession) Close() error {
+	s.e.mu.Lock()
+	s.e.closed++
+	s.e.mu.Unlock()
+	return nil
+}
+
+// lossyGuard hands out slots that a test can mark lost.
+type lossyGuard struct {
+	mu    sync.Mutex
+	slots []*lossySlot
+}
+
+func (g *lossyGuard) Acquire(ctx context.Context, cluster string, limit int) (Slot, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := &lossySlot{}
+	g.slots = append(g.slots, s)
+	return s, nil
+}
+
+func (g *lossyGuard) loseAll() {
+	g.mu.Lock()
+	slots := append([]*lossySlot(nil), g.slots...)
+	g.mu.Unlock()
+	for _, s := range slots {
+		s.lose()
+	}
+}
+
+type lossySlot struct {
+	mu   sync.Mutex
+	lost bool
+	fns  []func()
+}
+
+func (s *lossySlot) Release() {}
+func (s *lossySlot) Lost() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost
+}
+func (s *lossySlot) OnLost(fn func()) {
+	s.mu.Lock()
+	s.fns = append(s.fns, fn)
+	lost := s.lost
+	s.mu.Unlock()
+	if lost {
+		fn()
+	}
+}
+func (s *lossySlot) lose() {
+	s.mu.Lock()
+	s.lost = true
+	fns := s.fns
+	s.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+func drain(t *testing.T, rows query.Rows) (int64, error) {
+	t.Helper()
+	defer rows.Close()
+	var n int64
+	for {
+		rec, err := rows.Next(context.Background())
+		if err != nil {
+			if errors.Is(err, errEOF) {
+				return n, nil
+			}
+			return n, err
+		}
+		n += rec.NumRows()
+	}
+}
+
+// TestSessionHoldsOneSlotForItsLife: a pinned session holds one slot from OpenSession to
+// Close (another query on the one-slot cluster times out meanwhile), each statement is checked
+// against the group and reported on its own, and the session reports nothing itself.
+func TestSessionHoldsOneSlotForItsLife(t *testing.T) {
+	h := newHarness(t)
+	e := &sessionEngine{fakeEngine: &fakeEngine{name: "c1", rows: 3}}
+	spec := oneGroup(RoundRobin, 5, 50*time.Millisecond, cl("c1", 1, e))
+	spec.Groups[0].BlockedStatements = []string{"drop"}
+	h.activate(spec)
+	ctx := context.Background()
+
+	s, err := h.core.OpenSession(ctx, sel("begin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.core.Running("c1") != 1 {
+		t.Fatalf("running %d, want 1 for the open session", h.core.Running("c1"))
+	}
+	if _, err := h.run(ctx, sel("select 1")); !isCode(err, query.CodeCapacityTimeout) {
+		t.Fatalf("a query beside a session on a one-slot cluster: got %v, want a capacity timeout", err)
+	}
+	before := len(h.recs.all())
+	for _, sql := range []string{"begin", "select 1", "select 2"} {
+		rows, err := s.Execute(ctx, sel(sql))
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		if n, err := drain(t, rows); err != nil || n != 3 {
+			t.Fatalf("%s: %d rows, %v", sql, n, err)
+		}
+	}
+	if _, err := s.Execute(ctx, sel("drop table x")); err == nil {
+		t.Fatal("a blocked statement ran inside a session")
+	}
+	recs := h.recs.all()[before:]
+	if len(recs) != 4 {
+		t.Fatalf("%d records for 4 statements", len(recs))
+	}
+	for _, r := range recs[:3] {
+		if r.Status != StatusSucceeded || r.Rows != 3 || r.Cluster != "c1" || r.Group != "g" {
+			t.Fatalf("statement record %+v", r)
+		}
+	}
+	if recs[3].Status != StatusFailed {
+		t.Fatalf("blocked statement record %+v", recs[3])
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close() // idempotent
+	if h.core.Running("c1") != 0 || e.closed != 1 {
+		t.Fatalf("after Close: running %d, engine sessions closed %d", h.core.Running("c1"), e.closed)
+	}
+	if len(h.recs.all()) != before+4 {
+		t.Fatal("closing a session reported a query")
+	}
+	if n, err := h.run(ctx, sel("select 1")); err != nil || n != 3 {
+		t.Fatalf("after the session: %d, %v", n, err)
+	}
+}
+
+// TestSessionLostLeaseFailsTheRest: once the session's lease is lost, its statements fail
+// with a capacity error naming the lost lease.
+func TestSessionLostLeaseFailsTheRest(t *testing.T) {
+	h := newHarness(t)
+	g := &lossyGuard{}
+	h.core = New(Options{Env: h.env, Registerer: nil, OnFinish: h.recs.add, Guard: g})
+	e := &sessionEngine{fakeEngine: &fakeEngine{name: "c1", rows: 1}}
+	h.activate(oneGroup(RoundRobin, 5, time.Second, cl("c1", 2, e)))
+	s, err := h.core.OpenSession(context.Background(), sel("begin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	g.loseAll()
+	_, err = s.Execute(context.Background(), sel("select 1"))
+	var qe *query.Error
+	if !errors.As(err, &qe) || qe.Code != query.CodeCapacityTimeout {
+		t.Fatalf("after a lost lease: got %v, want %s", err, query.CodeCapacityTimeout)
+	}
+}
+
+// TestDescribeForwardsAndReleases: Describe answers from the routed engine and gives its slot
+// back at once; an engine without Describe gets an empty description.
+func TestDescribeForwardsAndReleases(t *testing.T) {
+	h := newHarness(t)
+	e := &sessionEngine{fakeEngine: &fakeEngine{name: "c1", rows: 1}}
+	h.activate(oneGroup(RoundRobin, 5, time.Second, cl("c1", 1, e)))
+	d, err := h.core.Describe(context.Background(), sel("select v from t"))
+	if err != nil || d.Schema == nil || d.Schema.Field(0).Name != "v" {
+		t.Fatalf("describe: %+v, %v", d, err)
+	}
+	if h.core.Running("c1") != 0 || len(h.recs.all()) != 0 {
+		t.Fatalf("describe left %d slots and %d records", h.core.Running("c1"), len(h.recs.all()))
+	}
+	h2 := newHarness(t)
+	h2.activate(oneGroup(RoundRobin, 5, time.Second, cl("c1", 1, &fakeEngine{name: "c1"})))
+	d, err = h2.core.Describe(context.Background(), sel("select 1"))
+	if err != nil || d.Schema != nil || d.Params != nil {
+		t.Fatalf("describe without engine support: %+v, %v", d, err)
+	}
+	if _, err := h2.core.OpenSession(context.Background(), sel("begin")); err == nil {
+		t.Fatal("a session on an engine that cannot pin one")
+	}
+	if h2.core.Running("c1") != 0 {
+		t.Fatal("a refused session kept its slot")
+	}
+}
+
+func isCode(err error, code string) bool {
+	var qe *query.Error
+	return errors.As(err, &qe) && qe.Code == code
+}
