@@ -82,7 +82,11 @@ func decodeStrict(data []byte, v any) error {
 		return fieldErr("", "trailing data after the JSON object")
 	}
 	// encoding/json matches keys case-insensitively; the wire format does not.
-	if path := inexactKey(data, reflect.TypeOf(v).Elem(), ""); path != "" {
+	t := reflect.TypeOf(v).Elem()
+	if keysExact(data, exactTagSet(t)) {
+		return nil
+	}
+	if path := inexactKey(data, t, ""); path != "" {
 		return fieldErr(path, "unknown field (keys are case-sensitive)")
 	}
 	return nil

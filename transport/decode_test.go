@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +130,24 @@ func TestHeartbeatRoundTrip(t *testing.T) {
 	got, err := DecodeHeartbeat(data)
 	if err != nil || !got.SentAt.Equal(hb.SentAt) || got.Health != hb.Health {
 		t.Fatalf("%+v %v", got, err)
+	}
+}
+
+func TestKeysExactFastPath(t *testing.T) {
+	names := exactTagSet(reflect.TypeOf(Heartbeat{}))
+	if names == nil {
+		t.Fatal("heartbeat tags fold together: every heartbeat would take the slow path")
+	}
+	for body, want := range map[string]bool{
+		`{"seq":1}`:                   true,
+		`{"SEQ":1}`:                   false,
+		`{"frontends":["seq","SEQ"]}`: true, // values are not keys
+		`{"s\u0065q":1}`:              false,
+		`{"health" : {"state":"ok"}}`: true,
+		`{"health" : {"State":"ok"}}`: false,
+	} {
+		if got := keysExact([]byte(body), names); got != want {
+			t.Errorf("keysExact(%s) = %v, want %v", body, got, want)
+		}
 	}
 }
