@@ -24,9 +24,11 @@ import (
 // Which protocol accepts which form:
 //
 //	PostgreSQL  SCRAM: SCRAM-SHA-256 exchange; the others: cleartext password (use TLS)
-//	MySQL       *hex only: mysql_native_password challenge (the server announces it; clients
-//	            defaulting to caching_sha2_password are switched to it). caching_sha2 needs a
-//	            server-side cleartext or an unsalted SHA256(SHA256(pw)), which config never holds.
+//	MySQL       mysql_native_password (the default the server announces; clients that start
+//	            with caching_sha2_password are switched to it): *hex only, the scramble checked
+//	            against the hash. With mysqlwire.Options.AuthMethod caching_sha2_password: any
+//	            form, by full authentication (password over TLS, or RSA-encrypted), since the
+//	            fast path would need an unsalted SHA256(SHA256(pw)) that config never holds.
 //	Trino       any form: HTTP Basic (use TLS)
 //	Flight SQL  any form: Basic (handshake or per call), then the bearer token it issues
 const (

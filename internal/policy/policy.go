@@ -9,8 +9,10 @@ package policy
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,7 +30,17 @@ import (
 type Policy struct {
 	active   atomic.Pointer[Compiled]
 	failures *prometheus.CounterVec
+
+	// verified remembers cleartext logins that succeeded against the active configuration
+	// (keyed by a SHA-256 of user, hash and password, never the password itself): Trino
+	// clients send Basic credentials with every poll, and bcrypt or PBKDF2 on each would cost
+	// milliseconds per request. Emptied on Activate, bounded by verifiedMax.
+	mu       sync.Mutex
+	verified map[[sha256.Size]byte]struct{}
 }
+
+// verifiedMax bounds the login cache; when full it starts over.
+const verifiedMax = 4096
 
 // New returns a Policy with no configuration. Its metric queryflux_auth_failures_total
 // {protocol} is registered on reg unless reg is nil.
@@ -51,7 +63,10 @@ func (p *Policy) Activate(c *Compiled) {
 	if c == nil {
 		panic("policy: Activate(nil)")
 	}
+	p.mu.Lock()
 	p.active.Store(c)
+	p.verified = nil
+	p.mu.Unlock()
 }
 
 // Apply compiles cfg and activates it; on error the previous policy stays.
@@ -84,12 +99,49 @@ func (p *Policy) user(name string) (config.User, bool) {
 
 // checkPassword checks a cleartext password against name's hash, counting a failure.
 func (p *Policy) checkPassword(protocol, name, password string) bool {
-	u, ok := p.user(name)
-	if ok && CheckPassword(u.PasswordHash, password) {
+	if p.cleartextOK(name, password) {
 		return true
 	}
 	p.failures.WithLabelValues(protocol).Inc()
 	return false
+}
+
+// cleartextOK checks password against name's hash in the active configuration, remembering
+// successes (see Policy.verified).
+func (p *Policy) cleartextOK(name, password string) bool {
+	c := p.active.Load()
+	if c == nil {
+		return false
+	}
+	u, ok := c.users[name]
+	if !ok {
+		return false
+	}
+	h := sha256.New()
+	for _, part := range []string{u.Name, u.PasswordHash, password} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	p.mu.Lock()
+	_, hit := p.verified[key]
+	p.mu.Unlock()
+	if hit {
+		return true
+	}
+	if !CheckPassword(u.PasswordHash, password) {
+		return false
+	}
+	p.mu.Lock()
+	if p.active.Load() == c { // not if a new configuration came meanwhile
+		if p.verified == nil || len(p.verified) >= verifiedMax {
+			p.verified = map[[sha256.Size]byte]struct{}{}
+		}
+		p.verified[key] = struct{}{}
+	}
+	p.mu.Unlock()
+	return true
 }
 
 // trustLoopback: from a loopback address, a user who is not in settings.security.users may log
@@ -130,8 +182,7 @@ func (a pgAuth) SCRAMVerifier(user string) (string, bool) {
 
 func (a pgAuth) CheckPassword(user, password string) bool {
 	// Counted in AuthFailed, which pgwire calls for every failure (SCRAM ones too).
-	u, ok := a.p.user(user)
-	return ok && CheckPassword(u.PasswordHash, password)
+	return a.p.cleartextOK(user, password)
 }
 
 func (a pgAuth) TrustLoopback(user string) bool {
@@ -157,10 +208,7 @@ func (a myAuth) Passwords(user string) ([]string, bool, error) {
 	return nil, true, nil // hash-only: CheckNativeScramble or CheckCleartext decides
 }
 
-func (a myAuth) CheckCleartext(user, password string) bool {
-	u, ok := a.p.user(user)
-	return ok && CheckPassword(u.PasswordHash, password)
-}
+func (a myAuth) CheckCleartext(user, password string) bool { return a.p.cleartextOK(user, password) }
 
 func (a myAuth) CheckNativeScramble(user string, salt, scramble []byte) bool {
 	u, ok := a.p.user(user)

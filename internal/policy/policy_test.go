@@ -294,3 +294,26 @@ func TestPolicySwapsOnApply(t *testing.T) {
 		t.Fatal("a removed user still logs in")
 	}
 }
+
+// The login cache never lets in what the active configuration would refuse.
+func TestLoginCacheFollowsTheConfiguration(t *testing.T) {
+	p := New(nil)
+	apply := func(pw string) {
+		t.Helper()
+		bc, _ := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+		if err := p.Apply(cfgWith(func(cfg *config.Config) {
+			cfg.Settings.Security.Users = []config.User{{Name: "u", PasswordHash: string(bc)}}
+		})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok := func(pw string) bool { return p.Postgres().CheckPassword("u", pw) }
+	apply("one")
+	if !ok("one") || !ok("one") || ok("two") || ok("one ") {
+		t.Fatal("first configuration")
+	}
+	apply("two")
+	if ok("one") || !ok("two") {
+		t.Fatal("after a password change the cached login of the old password still works")
+	}
+}

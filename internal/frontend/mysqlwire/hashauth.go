@@ -117,7 +117,7 @@ func (p *scrambleProvider) fullAuth(c *server.Conn, cc CleartextChecker) error {
 // connSalt reads the connection's current scramble salt, which go-mysql v1.16 keeps in the
 // unexported field Conn.salt (refreshed on an auth switch). nil if the field is not there
 // (a go-mysql upgrade): hash-only users then fail to log in, they are never let in.
-// TestConnSaltIsReadable guards this.
+// policy.TestPolicyEndToEndPerProtocol/mysql and TestMariaDBClientLogsInAgainstTheHash guard this.
 func connSalt(c *server.Conn) []byte {
 	f := reflect.ValueOf(c).Elem().FieldByName("salt")
 	if !f.IsValid() || f.Type() != reflect.TypeFor[[]byte]() {
