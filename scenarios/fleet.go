@@ -49,6 +49,9 @@ func controlPlaneRole(w *World, spec NodeSpec) (sim.Factory, error) {
 			w.Errorf("control plane %s did not start: %v", n.Name(), err)
 		}
 		w.SetRole(n.Name(), cp)
+		if w.Scenario.Workload != nil {
+			return workloadControlPlane(w, n, cp)
+		}
 		return cp.Handler()
 	}, nil
 }
@@ -109,6 +112,9 @@ func workerRole(w *World, spec NodeSpec) (sim.Factory, error) {
 	return func(n *sim.Node) http.Handler {
 		client := &http.Client{Transport: &recordingTransport{inner: n.Transport(), log: log, s: w.Sim}}
 		wk := worker.New(n.Env(), cfg, client)
+		if w.Scenario.Workload != nil {
+			workloadWorker(w, n, wk)
+		}
 		wk.Start(n.Ctx())
 		w.SetRole(n.Name(), wk)
 		return wk.OpsHandler()

@@ -192,6 +192,8 @@ type Result struct {
 	Events         uint64        `json:"events"`
 	Checks         []CheckResult `json:"checks"`
 	Logs           []string      `json:"-"`
+	// Workload is the workload's numbers when the scenario has one.
+	Workload *WorkloadSummary `json:"workload,omitempty"`
 }
 
 // Pass reports whether every check passed.
@@ -267,6 +269,9 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 		}
 		s.Record("check", fmt.Sprintf("%s=%v", c.name, pass))
 		res.Checks = append(res.Checks, CheckResult{Name: c.name, Pass: pass, Detail: detail})
+	}
+	if sc.Workload != nil {
+		res.Workload = WorkloadOf(w).Summary(sc)
 	}
 	res.TraceHash = s.TraceHash()
 	res.Events = s.Events()

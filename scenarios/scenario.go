@@ -37,6 +37,8 @@ type Scenario struct {
 	Fleet      Fleet         `yaml:"fleet"`
 	Timeline   []*Event      `yaml:"timeline"`
 	Checks     []*CheckSpec  `yaml:"checks"`
+	// Workload is the query workload (workload.go); nil: the fleet runs no queries.
+	Workload *Workload `yaml:"workload"`
 
 	specs     []NodeSpec     // the fleet expanded, in file order
 	specIndex map[string]int // name -> index in specs
@@ -287,6 +289,11 @@ func (sc *Scenario) validate() error {
 			if !names[m] {
 				return fmt.Errorf("fleet.groups.%s: no node named %q", g, m)
 			}
+		}
+	}
+	if sc.Workload != nil {
+		if err := sc.Workload.validate(sc); err != nil {
+			return err
 		}
 	}
 	for i, ev := range sc.Timeline {

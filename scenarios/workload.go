@@ -1,0 +1,302 @@
+package scenarios
+
+// This file is the scenario's query workload: the `workload:` section (clusters with caps and
+// simulated engines, groups, coordination settings, arrivals per worker, optional history
+// uplink, a queue-time objective). When a scenario has one, every worker of the fleet runs the
+// real proxy core (node/proxy) behind the real capacity guard (worker.NewCapacityGuard) against
+// the control plane's capacity API (controlplane.MountCapacity), and the control plane serves
+// the history ingest (MountHistory). What happened is kept in a WorkloadStats that survives
+// restarts; the oracles (leasesWithinCap, engineWithinCap, historyConserved) read it.
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/simengine"
+	"github.com/queryflux/queryflux/node/proxy"
+)
+
+// Workload is the `workload:` section of a scenario.
+type Workload struct {
+	Coordination WorkloadCoordination `yaml:"coordination"`
+	Clusters     []WorkloadCluster    `yaml:"clusters"`
+	Groups       []WorkloadGroup      `yaml:"groups"`
+	Arrivals     []Arrival            `yaml:"arrivals"`
+	History      *WorkloadHistory     `yaml:"history"`
+	// Objective is the service level the planner checks each sweep point against.
+	Objective Objective `yaml:"objective"`
+	// Warmup: queries submitted before it are not counted in the statistics (they still run).
+	Warmup time.Duration `yaml:"warmup"`
+	// SweepEvery is how often the control plane sweeps stale leases (default 1s).
+	SweepEvery time.Duration `yaml:"sweepEvery"`
+}
+
+// WorkloadCoordination is queryflux.coordination of every worker.
+type WorkloadCoordination struct {
+	Mode          string        `yaml:"mode"`          // controlPlane (default) | local
+	OnUnavailable string        `yaml:"onUnavailable"` // failClosed (default) | localLimits
+	Queue         string        `yaml:"queue"`         // retry (default) | ordered
+	OnLeaseLost   string        `yaml:"onLeaseLost"`   // cancel (default) | overrun
+	LeaseTTL      time.Duration `yaml:"leaseTTL"`      // whole seconds (default 30s)
+	DriftMargin   time.Duration `yaml:"driftMargin"`   // whole seconds (default 2s)
+}
+
+// WorkloadCluster is one simulated cluster: its cap and its engine's behaviour.
+type WorkloadCluster struct {
+	Name        string   `yaml:"name"`
+	Cap         int      `yaml:"cap"`
+	Duration    Duration `yaml:"duration"`
+	FailureRate float64  `yaml:"failureRate"`
+}
+
+// Duration is a query-duration distribution: constant (min), uniform (min..max), exponential
+// (mean, capped at max) or lognormal (median, sigma, capped at max).
+type Duration struct {
+	Dist   string        `yaml:"dist"`
+	Min    time.Duration `yaml:"min"`
+	Max    time.Duration `yaml:"max"`
+	Mean   time.Duration `yaml:"mean"`
+	Median time.Duration `yaml:"median"`
+	Sigma  float64       `yaml:"sigma"`
+}
+
+// WorkloadGroup is a cluster group the arrivals name.
+type WorkloadGroup struct {
+	Name        string        `yaml:"name"`
+	Members     []string      `yaml:"members"`
+	Strategy    string        `yaml:"strategy"`    // roundRobin (default), leastLoaded, failover, weighted
+	MaxQueued   int           `yaml:"maxQueued"`   // queries that may wait for a slot on one worker
+	WaitTimeout time.Duration `yaml:"waitTimeout"` // one query's wait for a slot (0: unbounded)
+}
+
+// Arrival is a stream of queries into a group from a set of workers.
+type Arrival struct {
+	Workers string        `yaml:"workers"` // a node or group (default: workers)
+	Group   string        `yaml:"group"`
+	Rate    float64       `yaml:"rate"` // mean queries per second per worker (Poisson)
+	Skew    float64       `yaml:"skew"` // worker i gets weight 1/i^skew (total rate unchanged)
+	Burst   *Burst        `yaml:"burst"`
+	OnOff   *OnOff        `yaml:"onOff"`
+	From    time.Duration `yaml:"from"`
+	To      time.Duration `yaml:"to"` // default: the scenario's end
+}
+
+// Burst submits Size queries at once every Every (on top of the Poisson rate).
+type Burst struct {
+	Every time.Duration `yaml:"every"`
+	Size  int           `yaml:"size"`
+}
+
+// OnOff alternates On of arrivals with Off of silence.
+type OnOff struct {
+	On  time.Duration `yaml:"on"`
+	Off time.Duration `yaml:"off"`
+}
+
+// WorkloadHistory turns on the history uplink of every worker.
+type WorkloadHistory struct {
+	FlushInterval time.Duration `yaml:"flushInterval"`
+	Buffer        int           `yaml:"buffer"`
+	Batch         int           `yaml:"batch"`
+	SendTimeout   time.Duration `yaml:"sendTimeout"`
+	StoreMax      int           `yaml:"storeMax"` // the control plane's in-memory store (default 1,000,000)
+}
+
+// Objective is the queue-time objective the planner's knee is measured against.
+type Objective struct {
+	QueueP99 time.Duration `yaml:"queueP99"`
+	QueueP50 time.Duration `yaml:"queueP50"`
+}
+
+func (wl *Workload) validate(sc *Scenario) error {
+	c := &wl.Coordination
+	if c.Mode == "" {
+		c.Mode = config.CoordinationControlPlane
+	}
+	if c.OnUnavailable == "" {
+		c.OnUnavailable = config.OnUnavailableFailClosed
+	}
+	if c.Queue == "" {
+		c.Queue = config.QueueRetry
+	}
+	if c.OnLeaseLost == "" {
+		c.OnLeaseLost = config.OnLeaseLostCancel
+	}
+	switch {
+	case c.Mode != config.CoordinationControlPlane && c.Mode != config.CoordinationLocal:
+		return fmt.Errorf("workload.coordination.mode %q: controlPlane or local", c.Mode)
+	case c.Queue != config.QueueRetry && c.Queue != config.QueueOrdered:
+		return fmt.Errorf("workload.coordination.queue %q: retry or ordered", c.Queue)
+	case c.LeaseTTL%time.Second != 0 || c.DriftMargin%time.Second != 0:
+		return fmt.Errorf("workload.coordination: leaseTTL and driftMargin are whole seconds")
+	}
+	if len(wl.Clusters) == 0 || len(wl.Groups) == 0 || len(wl.Arrivals) == 0 {
+		return fmt.Errorf("workload: needs clusters, groups and arrivals")
+	}
+	clusters := map[string]bool{}
+	for i, cl := range wl.Clusters {
+		if cl.Name == "" || clusters[cl.Name] {
+			return fmt.Errorf("workload.clusters[%d]: name %q empty or repeated", i, cl.Name)
+		}
+		clusters[cl.Name] = true
+		if cl.Cap < 1 {
+			return fmt.Errorf("workload.clusters[%d] (%s): cap %d must be >= 1", i, cl.Name, cl.Cap)
+		}
+		if cl.FailureRate < 0 || cl.FailureRate > 1 {
+			return fmt.Errorf("workload.clusters[%d] (%s): failureRate %v outside [0, 1]", i, cl.Name, cl.FailureRate)
+		}
+		if _, err := cl.Duration.distribution(); err != nil {
+			return fmt.Errorf("workload.clusters[%d] (%s).duration: %v", i, cl.Name, err)
+		}
+	}
+	groups := map[string]bool{}
+	for i, g := range wl.Groups {
+		if g.Name == "" || groups[g.Name] || len(g.Members) == 0 {
+			return fmt.Errorf("workload.groups[%d]: name %q empty or repeated, or no members", i, g.Name)
+		}
+		groups[g.Name] = true
+		for _, m := range g.Members {
+			if !clusters[m] {
+				return fmt.Errorf("workload.groups[%d] (%s): no cluster named %q", i, g.Name, m)
+			}
+		}
+	}
+	for i := range wl.Arrivals {
+		a := &wl.Arrivals[i]
+		if a.Workers == "" {
+			a.Workers = "workers"
+		}
+		if _, err := sc.Resolve(a.Workers); err != nil {
+			return fmt.Errorf("workload.arrivals[%d].workers: %v", i, err)
+		}
+		if !groups[a.Group] {
+			return fmt.Errorf("workload.arrivals[%d]: no group named %q", i, a.Group)
+		}
+		if a.Rate < 0 || (a.Rate == 0 && a.Burst == nil) {
+			return fmt.Errorf("workload.arrivals[%d]: rate must be > 0 (or give a burst)", i)
+		}
+		if a.Burst != nil && (a.Burst.Every <= 0 || a.Burst.Size <= 0) {
+			return fmt.Errorf("workload.arrivals[%d].burst: every and size must be > 0", i)
+		}
+		if a.OnOff != nil && (a.OnOff.On <= 0 || a.OnOff.Off < 0) {
+			return fmt.Errorf("workload.arrivals[%d].onOff: on must be > 0, off >= 0", i)
+		}
+		if a.To == 0 {
+			a.To = sc.Duration
+		}
+		if a.From > a.To {
+			return fmt.Errorf("workload.arrivals[%d]: from %v after to %v", i, a.From, a.To)
+		}
+	}
+	if wl.SweepEvery == 0 {
+		wl.SweepEvery = time.Second
+	}
+	if h := wl.History; h != nil && h.StoreMax == 0 {
+		h.StoreMax = 1_000_000
+	}
+	return nil
+}
+
+func (d Duration) distribution() (simengine.Distribution, error) {
+	switch d.Dist {
+	case "", "constant", "fixed":
+		return simengine.Constant{D: d.Min}, nil
+	case "uniform":
+		if d.Max < d.Min {
+			return nil, fmt.Errorf("max %v < min %v", d.Max, d.Min)
+		}
+		return simengine.Uniform{Min: d.Min, Max: d.Max}, nil
+	case "exponential":
+		if d.Mean <= 0 {
+			return nil, fmt.Errorf("exponential needs mean > 0")
+		}
+		return simengine.Exponential{Mean: d.Mean, Max: d.Max}, nil
+	case "lognormal":
+		if d.Median <= 0 || d.Sigma < 0 {
+			return nil, fmt.Errorf("lognormal needs median > 0 and sigma >= 0")
+		}
+		return simengine.LogNormal{Median: d.Median, Sigma: d.Sigma, Max: d.Max}, nil
+	}
+	return nil, fmt.Errorf("dist %q: constant, uniform, exponential or lognormal", d.Dist)
+}
+
+// Cap is the cap of cluster name (0 if unknown).
+func (wl *Workload) Cap(name string) int {
+	for _, c := range wl.Clusters {
+		if c.Name == name {
+			return c.Cap
+		}
+	}
+	return 0
+}
+
+func (wl *Workload) coordination() config.Coordination {
+	c := wl.Coordination
+	return config.Coordination{Mode: c.Mode, OnUnavailable: c.OnUnavailable, Queue: c.Queue, OnLeaseLost: c.OnLeaseLost,
+		LeaseTTLSecs: int(c.LeaseTTL / time.Second), DriftMarginSecs: int(c.DriftMargin / time.Second)}
+}
+
+// runtimeSpec is the proxy runtime of one worker incarnation over its engines.
+func (wl *Workload) runtimeSpec(engines map[string]*simengine.Engine) proxy.RuntimeSpec {
+	var spec proxy.RuntimeSpec
+	for _, c := range wl.Clusters {
+		spec.Clusters = append(spec.Clusters, proxy.ClusterSpec{Name: c.Name, Enabled: true, MaxRunningQueries: c.Cap, Engine: engines[c.Name]})
+	}
+	var targets []string
+	for _, g := range wl.Groups {
+		gs := proxy.GroupSpec{Name: g.Name, Strategy: strategyName(g.Strategy), MaxQueuedQueries: g.MaxQueued, CapacityWaitTimeout: g.WaitTimeout}
+		for _, m := range g.Members {
+			gs.Members = append(gs.Members, proxy.MemberSpec{Cluster: m})
+		}
+		spec.Groups = append(spec.Groups, gs)
+		targets = append(targets, g.Name)
+	}
+	spec.Routers = []proxy.Router{userRouter(targets)}
+	spec.Revision = "workload"
+	return spec
+}
+
+func strategyName(s string) string {
+	switch s {
+	case "leastLoaded":
+		return proxy.LeastLoaded
+	case "failover":
+		return proxy.Failover
+	case "weighted":
+		return proxy.Weighted
+	}
+	return proxy.RoundRobin
+}
+
+// userRouter routes a workload query to the group named by its user (the arrival's group).
+type userRouter []string
+
+func (r userRouter) Kind() string      { return "workload" }
+func (r userRouter) Targets() []string { return r }
+func (r userRouter) Route(req *query.Request) (string, string, bool, error) {
+	if slices.Contains(r, req.User) {
+		return req.User, "the arrival's group", true, nil
+	}
+	return "", "not a workload group", false, nil
+}
+
+// workerWeights is each worker's share of an arrival's rate under skew (mean 1).
+func workerWeights(n int, skew float64) []float64 {
+	ws := make([]float64, n)
+	sum := 0.0
+	for i := range ws {
+		ws[i] = 1
+		if skew != 0 {
+			ws[i] = 1 / math.Pow(float64(i+1), skew)
+		}
+		sum += ws[i]
+	}
+	for i := range ws {
+		ws[i] *= float64(n) / sum
+	}
+	return ws
+}

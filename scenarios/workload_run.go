@@ -1,0 +1,442 @@
+package scenarios
+
+// The workload at run time: what the control plane mounts (capacity API over a checked lease
+// store, history ingest), what each worker runs (simulated engines, the capacity guard, the
+// proxy core, the history uplink, arrival generators), and the statistics and oracle state
+// they feed (WorkloadStats, kept across restarts in the World).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/simengine"
+	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/node/proxy"
+	"github.com/queryflux/queryflux/node/worker"
+	"github.com/queryflux/queryflux/sim"
+)
+
+// WorkerLoad is one worker's share of the workload (all its incarnations).
+type WorkerLoad struct {
+	Submitted int     // queries the arrivals started
+	Admitted  int     // guard grants (a slot: a lease, or a local slot)
+	Denied    int     // guard denials (at capacity, or coordination unavailable and failClosed)
+	Finished  int     // finished-query records
+	Succeeded int     //
+	Failed    int     // engine failures, timeouts, queue full...
+	Cancelled int     //
+	TimedOut  int     // gave up waiting for a slot (group waitTimeout)
+	QueueFull int     // refused: the group's queue was full
+	QueueMs   []int64 // queue time of every finished query that was allowed to wait
+}
+
+// engineCount is what one worker incarnation's engine of a cluster runs now.
+type engineCount struct {
+	inc uint64
+	n   int
+}
+
+// WorkloadStats is the workload's record of a run: per-worker counts, control-plane requests,
+// and the oracles' findings. It lives in the World (w.Durable), so restarts keep it.
+type WorkloadStats struct {
+	Workers    map[string]*WorkerLoad
+	CPRequests map[string]int // control-plane requests by path
+
+	LeaseViolations  int      // grants that left a cluster with more leases than its cap
+	EngineViolations int      // instants when a cluster ran more queries than its cap
+	FirstViolations  []string // the first few, with time and counts
+	MaxLeases        map[string]int
+	MaxExecuting     map[string]int
+
+	engines map[string]map[string]engineCount // cluster -> worker -> its running incarnation's count
+}
+
+// WorkloadOf is the run's workload statistics.
+func WorkloadOf(w *World) *WorkloadStats {
+	return w.Durable("workload/stats", func() any {
+		return &WorkloadStats{Workers: map[string]*WorkerLoad{}, CPRequests: map[string]int{},
+			MaxLeases: map[string]int{}, MaxExecuting: map[string]int{}, engines: map[string]map[string]engineCount{}}
+	}).(*WorkloadStats)
+}
+
+func (st *WorkloadStats) worker(name string) *WorkerLoad {
+	wl := st.Workers[name]
+	if wl == nil {
+		wl = &WorkerLoad{}
+		st.Workers[name] = wl
+	}
+	return wl
+}
+
+func (st *WorkloadStats) violation(w *World, msg string) {
+	if len(st.FirstViolations) < 5 {
+		st.FirstViolations = append(st.FirstViolations, fmt.Sprintf("at %v: %s", w.Sim.Elapsed(), msg))
+	}
+	w.Sim.Record("violation", msg)
+}
+
+// engineChanged is the engine's view: the sum over workers' running incarnations of the
+// queries executing on cluster must stay within its cap. A crashed incarnation's queries are
+// gone with its connections (the engine cancels a disconnected session's query).
+func (st *WorkloadStats) engineChanged(w *World, cluster, workerName string, inc uint64, n int) {
+	m := st.engines[cluster]
+	if m == nil {
+		m = map[string]engineCount{}
+		st.engines[cluster] = m
+	}
+	if old, ok := m[workerName]; ok && old.inc > inc {
+		return // a dead incarnation's query unwinding
+	}
+	m[workerName] = engineCount{inc: inc, n: n}
+	total := 0
+	for name, c := range m { // a sum: order does not matter
+		if node := w.Node(name); node != nil && node.Up() && node.Incarnation() == c.inc {
+			total += c.n
+		}
+	}
+	st.MaxExecuting[cluster] = max(st.MaxExecuting[cluster], total)
+	if limit := w.Scenario.Workload.Cap(cluster); total > limit {
+		st.EngineViolations++
+		st.violation(w, fmt.Sprintf("%d queries executing on cluster %s, cap %d", total, cluster, limit))
+	}
+}
+
+// checkedLeases is the control plane's lease store (it stands for Postgres and survives
+// restarts) with the control plane's-view oracle: after every grant, the cluster's leases
+// must not exceed its cap.
+type checkedLeases struct {
+	*capacity.Memory
+	w *World
+}
+
+func (c *checkedLeases) Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (capacity.Lease, error) {
+	l, err := c.Memory.Acquire(ctx, cluster, holder, limit, ttl, now)
+	if err != nil {
+		return l, err
+	}
+	held, _ := c.Memory.List(ctx, cluster)
+	st := WorkloadOf(c.w)
+	st.MaxLeases[cluster] = max(st.MaxLeases[cluster], len(held))
+	if limit := c.w.Scenario.Workload.Cap(cluster); len(held) > limit {
+		st.LeaseViolations++
+		st.violation(c.w, fmt.Sprintf("%d leases held on cluster %s after granting %s to %s, cap %d", len(held), cluster, l.ID, holder, limit))
+	}
+	return l, nil
+}
+
+// countingHandler counts the control plane's requests by path.
+type countingHandler struct {
+	inner http.Handler
+	st    *WorkloadStats
+}
+
+func (h countingHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	h.st.CPRequests[r.URL.Path]++
+	h.inner.ServeHTTP(rw, r)
+}
+
+// workloadControlPlane mounts the capacity API and, if asked, the history ingest on cp, and
+// returns its handler counting requests.
+func workloadControlPlane(w *World, n *sim.Node, cp *controlplane.ControlPlane) http.Handler {
+	wl := w.Scenario.Workload
+	store := w.Durable("leases/"+n.Name(), func() any { return &checkedLeases{Memory: capacity.NewMemory(), w: w} }).(*checkedLeases)
+	sw := controlplane.MountCapacity(n.Env(), cp, controlplane.CapacityConfig{Store: store, Locks: store, Owner: n.Name(),
+		SweepEvery: wl.SweepEvery, Ordered: wl.Coordination.Queue == config.QueueOrdered})
+	n.Env().Go(n.Ctx(), "capacity-sweeper", sw.Run)
+	if wl.History != nil {
+		cp.MountHistory(HistoryStoreOf(w, n.Name()))
+	}
+	return countingHandler{inner: cp.Handler(), st: WorkloadOf(w)}
+}
+
+// countingGuard counts the guard's answers for the worker's statistics.
+type countingGuard struct {
+	inner proxy.Guard
+	load  *WorkerLoad
+	w     *World
+}
+
+func (g countingGuard) Acquire(ctx context.Context, cluster string, limit int) (capacity.Slot, error) {
+	slot, err := g.inner.Acquire(ctx, cluster, limit)
+	if g.w.Sim.Elapsed() >= g.w.Scenario.Workload.Warmup {
+		switch {
+		case err == nil:
+			g.load.Admitted++
+		case errors.Is(err, capacity.ErrAtCapacity), errors.Is(err, capacity.ErrUnavailable):
+			g.load.Denied++
+		}
+	}
+	return slot, err
+}
+
+// workloadWorker runs the workload on worker wk (called before wk.Start).
+func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
+	wl := w.Scenario.Workload
+	e, name, inc := n.Env(), n.Name(), n.Incarnation()
+	st := WorkloadOf(w)
+	load := st.worker(name)
+	engines := map[string]*simengine.Engine{}
+	for _, c := range wl.Clusters {
+		dist, _ := c.Duration.distribution()
+		eng := simengine.New(e, c.Name, simengine.Params{Duration: dist, FailureRate: c.FailureRate, Rows: 1})
+		eng.OnChange(func(cluster string, executing int) { st.engineChanged(w, cluster, name, inc, executing) })
+		engines[c.Name] = eng
+	}
+	cg, err := worker.NewCapacityGuard(e, wk, wl.coordination(), nil)
+	if err != nil {
+		w.Errorf("worker %s: capacity guard: %v", name, err)
+		return
+	}
+	cg.Start(n.Ctx())
+	var uplink *history.Uplink
+	tracker := HistoryTrackerOf(w, name)
+	if h := wl.History; h != nil {
+		uplink, err = wk.NewHistoryUplink(e, history.UplinkConfig{BufferMax: h.Buffer, BatchMax: h.Batch,
+			FlushInterval: h.FlushInterval, SendTimeout: h.SendTimeout})
+		if err != nil {
+			w.Errorf("worker %s: history uplink: %v", name, err)
+			return
+		}
+		tracker.Uplinks = append(tracker.Uplinks, uplink)
+		uplink.Start(n.Ctx())
+	}
+	start := w.Sim.Now().Add(-w.Sim.Elapsed())
+	core := proxy.New(proxy.Options{Env: e, Guard: countingGuard{inner: cg.Guard(), load: load, w: w},
+		OnFinish: func(r proxy.Record) {
+			if uplink != nil {
+				tracker.Finished = append(tracker.Finished, r.QueryID)
+				uplink.Add(worker.HistoryRecord(r))
+			}
+			if r.Start.Sub(start) >= wl.Warmup {
+				load.finished(r)
+			}
+		}})
+	rt, err := proxy.NewRuntime(wl.runtimeSpec(engines))
+	if err != nil {
+		w.Errorf("worker %s: runtime: %v", name, err)
+		return
+	}
+	core.Activate(rt)
+	submit := func(ctx context.Context, group string) {
+		if w.Sim.Elapsed() >= wl.Warmup {
+			load.Submitted++
+		}
+		e.Go(ctx, "query", func(ctx context.Context) {
+			rows, err := core.Execute(ctx, &query.Request{SQL: "select 1", User: group, Protocol: query.ProtocolPostgres})
+			if err != nil {
+				return
+			}
+			defer rows.Close()
+			for {
+				if _, err := rows.Next(ctx); err != nil {
+					return
+				}
+			}
+		})
+	}
+	for i, a := range wl.Arrivals {
+		members, _ := w.Scenario.Resolve(a.Workers)
+		idx := slices.Index(members, name)
+		if idx < 0 {
+			continue
+		}
+		rate := a.Rate * workerWeights(len(members), a.Skew)[idx]
+		gen := generator{w: w, e: e, a: a, rate: rate, submit: submit}
+		e.Go(n.Ctx(), fmt.Sprintf("arrivals-%d", i), gen.poisson)
+		if a.Burst != nil {
+			e.Go(n.Ctx(), fmt.Sprintf("bursts-%d", i), gen.bursts)
+		}
+	}
+}
+
+func (l *WorkerLoad) finished(r proxy.Record) {
+	l.Finished++
+	switch r.Status {
+	case proxy.StatusSucceeded:
+		l.Succeeded++
+	case proxy.StatusCancelled:
+		l.Cancelled++
+	default:
+		l.Failed++
+	}
+	switch r.ErrorCode {
+	case query.CodeQueueFull:
+		l.QueueFull++
+		return
+	case query.CodeCapacityTimeout:
+		l.TimedOut++
+	}
+	l.QueueMs = append(l.QueueMs, r.QueueMs)
+}
+
+// generator starts an arrival's queries on one worker.
+type generator struct {
+	w      *World
+	e      env.Env
+	a      Arrival
+	rate   float64
+	submit func(ctx context.Context, group string)
+}
+
+// waitActive sleeps until the arrival is active (inside [from, to) and an on phase); false
+// when it is over or ctx ended.
+func (g generator) waitActive(ctx context.Context) bool {
+	for {
+		now := g.w.Sim.Elapsed()
+		switch {
+		case now >= g.a.To:
+			return false
+		case now < g.a.From:
+			if g.e.Sleep(ctx, g.a.From-now) != nil {
+				return false
+			}
+			continue
+		}
+		if o := g.a.OnOff; o != nil && o.Off > 0 {
+			phase := (now - g.a.From) % (o.On + o.Off)
+			if phase >= o.On {
+				if g.e.Sleep(ctx, o.On+o.Off-phase) != nil {
+					return false
+				}
+				continue
+			}
+		}
+		return true
+	}
+}
+
+func (g generator) poisson(ctx context.Context) {
+	if g.rate <= 0 {
+		return
+	}
+	for g.waitActive(ctx) {
+		gap := time.Duration(-math.Log(1-g.e.Rand().Float64()) / g.rate * float64(time.Second))
+		if g.e.Sleep(ctx, gap) != nil {
+			return
+		}
+		if g.w.Sim.Elapsed() < g.a.To {
+			g.submit(ctx, g.a.Group)
+		}
+	}
+}
+
+func (g generator) bursts(ctx context.Context) {
+	for g.waitActive(ctx) {
+		for range g.a.Burst.Size {
+			g.submit(ctx, g.a.Group)
+		}
+		if g.e.Sleep(ctx, g.a.Burst.Every) != nil {
+			return
+		}
+	}
+}
+
+// ---- summary ----
+
+// WorkloadSummary is a run's workload in numbers (qfsim --json, the planner).
+type WorkloadSummary struct {
+	Workers          int                `json:"workers"`
+	Submitted        int                `json:"submitted"`
+	Admitted         int                `json:"admitted"`
+	Denied           int                `json:"denied"`
+	Finished         int                `json:"finished"`
+	Succeeded        int                `json:"succeeded"`
+	TimedOut         int                `json:"timed_out"`
+	QueueFull        int                `json:"queue_full"`
+	QueueP50Ms       float64            `json:"queue_p50_ms"`
+	QueueP99Ms       float64            `json:"queue_p99_ms"`
+	Fairness         float64            `json:"fairness"` // Jain's index of per-worker admitted share
+	AdmittedPerSec   float64            `json:"admitted_per_sec"`
+	CPRequestsPerSec float64            `json:"cp_requests_per_sec"`
+	CPRequests       map[string]int     `json:"cp_requests"`
+	LeaseViolations  int                `json:"lease_violations"`
+	EngineViolations int                `json:"engine_violations"`
+	PerWorker        map[string][2]int  `json:"-"` // admitted, submitted
+	MaxExecuting     map[string]int     `json:"max_executing"`
+	Objective        map[string]float64 `json:"objective,omitempty"`
+}
+
+// Summary computes the summary over measured seconds (the run's duration minus warmup).
+func (st *WorkloadStats) Summary(sc *Scenario) *WorkloadSummary {
+	s := &WorkloadSummary{CPRequests: st.CPRequests, MaxExecuting: st.MaxExecuting, PerWorker: map[string][2]int{},
+		LeaseViolations: st.LeaseViolations, EngineViolations: st.EngineViolations}
+	var queue []int64
+	var shares []float64
+	names, _ := sc.Resolve("workers")
+	for _, name := range names {
+		l := st.worker(name)
+		s.Workers++
+		s.Submitted += l.Submitted
+		s.Admitted += l.Admitted
+		s.Denied += l.Denied
+		s.Finished += l.Finished
+		s.Succeeded += l.Succeeded
+		s.TimedOut += l.TimedOut
+		s.QueueFull += l.QueueFull
+		queue = append(queue, l.QueueMs...)
+		s.PerWorker[name] = [2]int{l.Admitted, l.Submitted}
+		if l.Submitted > 0 {
+			shares = append(shares, float64(l.Admitted)/float64(l.Submitted))
+		}
+	}
+	s.QueueP50Ms, s.QueueP99Ms = Percentile(queue, 0.50), Percentile(queue, 0.99)
+	s.Fairness = JainIndex(shares)
+	secs := (sc.Duration - sc.Workload.Warmup).Seconds()
+	total := 0
+	for _, c := range st.CPRequests {
+		total += c
+	}
+	if secs > 0 {
+		s.AdmittedPerSec = float64(s.Admitted) / secs
+		s.CPRequestsPerSec = float64(total) / sc.Duration.Seconds()
+	}
+	return s
+}
+
+// Percentile is the nearest-rank percentile q in [0, 1] of xs (0 for none).
+func Percentile(xs []int64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	rank := int(math.Ceil(q*float64(len(s)))) - 1
+	return float64(s[min(max(rank, 0), len(s)-1)])
+}
+
+// JainIndex is Jain's fairness index (sum x)^2 / (n * sum x^2): 1 when all equal, 1/n when
+// one takes everything. It is 1 for no values or all zeros.
+func JainIndex(xs []float64) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += x
+		sq += x * x
+	}
+	if sq == 0 {
+		return 1
+	}
+	return sum * sum / (float64(len(xs)) * sq)
+}
+
+func (s *WorkloadSummary) String() string {
+	var cps []string
+	for p, c := range s.CPRequests {
+		cps = append(cps, fmt.Sprintf("%s=%d", p, c))
+	}
+	sort.Strings(cps)
+	return fmt.Sprintf("workers=%d submitted=%d admitted=%d denied=%d timedOut=%d queueFull=%d queue p50=%.0fms p99=%.0fms fairness=%.3f admitted/s=%.1f cp req/s=%.1f [%s]",
+		s.Workers, s.Submitted, s.Admitted, s.Denied, s.TimedOut, s.QueueFull, s.QueueP50Ms, s.QueueP99Ms, s.Fairness,
+		s.AdmittedPerSec, s.CPRequestsPerSec, strings.Join(cps, " "))
+}
