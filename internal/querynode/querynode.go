@@ -68,7 +68,7 @@ type Node struct {
 
 	applyMu sync.Mutex     // one configuration change at a time
 	users   users          // password logins of the active configuration
-	policy  *policy.Policy // logins, access control, guard and translation scripts (policy.go)
+	policy  *policy.Policy // logins, access control, guard and translation scripts (internal/policy)
 
 	mu        sync.Mutex
 	frontends []frontend
