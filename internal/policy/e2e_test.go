@@ -394,8 +394,10 @@ func TestPolicyEndToEndPerProtocol(t *testing.T) {
 			}
 			// From loopback, a user the configuration does not name logs in without a password
 			// (access control then refuses them: they have no role); a configured user cannot.
-			_, err = p.run(t, s, querynode.LoopbackUser, "", "select 1")
-			mustErr(err, "access denied", querynode.LoopbackUser)
+			for _, u := range []string{querynode.LoopbackUser, "app"} {
+				_, err = p.run(t, s, u, "", "select 1")
+				mustErr(err, "access denied", u)
+			}
 			if _, err = p.run(t, s, p.user, "", "select 1"); err == nil || strings.Contains(err.Error(), "access denied") {
 				t.Fatalf("%s without a password: want an authentication failure, got %v", p.user, err)
 			}

@@ -195,8 +195,8 @@ func (a pgAuth) AuthFailed(string) { a.p.failures.WithLabelValues(query.Protocol
 // MySQL is the MySQL frontend's Users. Under mysql_native_password (the default) users with a
 // "*<hex>" hash log in, the scramble checked against the hash; under caching_sha2_password
 // every configured user logs in by full authentication (password over TLS or RSA-encrypted),
-// checked against any hash form. Pass it with LoopbackUser for the embedded default's
-// loopback login.
+// checked against any hash form. From loopback, users the configuration does not name log in
+// without a password (it implements mysqlwire.LoopbackTruster, which overrides LoopbackUser).
 func (p *Policy) MySQL() mysqlwire.Users { return myAuth{p} }
 
 type myAuth struct{ p *Policy }
@@ -206,6 +206,12 @@ func (a myAuth) Passwords(user string) ([]string, bool, error) {
 		return nil, false, nil
 	}
 	return nil, true, nil // hash-only: CheckNativeScramble or CheckCleartext decides
+}
+
+// TrustLoopback: as for every protocol, unconfigured users from loopback need no password.
+func (a myAuth) TrustLoopback(user string) bool {
+	_, ok := a.p.user(user)
+	return !ok
 }
 
 func (a myAuth) CheckCleartext(user, password string) bool { return a.p.cleartextOK(user, password) }

@@ -31,6 +31,12 @@ type CleartextChecker interface {
 	CheckCleartext(user, password string) bool
 }
 
+// LoopbackTruster is an optional extension of Users: when present, it alone decides which
+// users log in without a password from a loopback address (Options.LoopbackUser is ignored).
+type LoopbackTruster interface {
+	TrustLoopback(user string) bool
+}
+
 // FailureObserver is an optional extension of Users told of every failed login (metrics).
 type FailureObserver interface {
 	AuthFailed(user string)
