@@ -181,6 +181,10 @@ func (s *coreSession) explain(err error) error {
 
 // report hands one statement's record to history and returns err.
 func (s *coreSession) report(id string, q *query.Request, start time.Time, trace []TraceStep, rows, bytes int64, err error) error {
+	return s.reportPath(PathArrow, id, q, start, trace, rows, bytes, err)
+}
+
+func (s *coreSession) reportPath(path, id string, q *query.Request, start time.Time, trace []TraceStep, rows, bytes int64, err error) error {
 	c, a := s.adm.core, s.adm
 	end := c.env.Now()
 	rec := baseRecord(id, q, start, end, trace)
@@ -190,7 +194,7 @@ func (s *coreSession) report(id string, q *query.Request, start time.Time, trace
 	rec.Status = statusOf(err)
 	fillError(&rec, err)
 	c.metrics.queries.WithLabelValues(rec.Group, rec.Cluster, string(rec.Status)).Inc()
-	c.countPath(PathArrow)
+	c.countPath(path)
 	c.metrics.duration.WithLabelValues(rec.Group, rec.Cluster).Observe(end.Sub(start).Seconds())
 	if c.onFinish != nil {
 		c.onFinish(rec)
@@ -270,4 +274,55 @@ func (r *sessionRows) Close() error {
 	}
 	_ = r.s.report(r.id, r.req, r.start, nil, r.rows, r.bytes, outcome)
 	return cerr
+}
+
+// SessionRelay is one statement of a pinned session run by a frontend that relays the
+// engine's own wire messages (passthrough inside a transaction).
+type SessionRelay struct {
+	// Session is the pinned engine session to run the statement on.
+	Session engine.Session
+	// Ctx is the statement's context: it ends with the caller's and when the lease is lost.
+	Ctx context.Context
+	// CheckLimits fails a result past the guardrails (rows, relayed wire bytes).
+	CheckLimits func(rows, bytes int64) error
+	// Finish must be called exactly once with what was relayed and the outcome; it reports the
+	// statement and returns the error the client should see.
+	Finish func(rows, bytes int64, err error) error
+}
+
+// BeginRelay starts one statement of the session for a relay: it checks q against the
+// session's group and lease. ok is false when the statement must take the Arrow path
+// (settings.passthrough: false); a non-nil error refused it (and has been reported).
+func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *SessionRelay, ok bool, err error) {
+	c := s.adm.core
+	if s.adm.Runtime.noRelay {
+		return nil, false, nil
+	}
+	start := c.env.Now()
+	id := c.newID()
+	if err := s.check(q); err != nil {
+		return nil, true, s.report(id, q, start, nil, 0, 0, err)
+	}
+	qctx, cancel := c.env.WithCancel(ctx)
+	s.mu.Lock()
+	if s.lost {
+		s.mu.Unlock()
+		cancel()
+		return nil, true, s.report(id, q, start, nil, 0, 0, s.errLost())
+	}
+	s.running = cancel
+	s.mu.Unlock()
+	finished := false
+	finish := func(rows, bytes int64, err error) error {
+		if finished {
+			panic(fmt.Sprintf("proxy: relayed statement %s finished twice", id))
+		}
+		finished = true
+		s.endStatement(cancel)
+		if err != nil {
+			err = s.explain(engineError(err))
+		}
+		return s.reportPath(PathPassthrough, id, q, start, nil, rows, bytes, err)
+	}
+	return &SessionRelay{Session: s.inner, Ctx: qctx, CheckLimits: s.adm.CheckLimits, Finish: finish}, true, nil
 }

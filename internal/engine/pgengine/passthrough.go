@@ -24,3 +24,11 @@ func (e *Engine) ExecRaw(ctx context.Context, sql string, params [][]byte, param
 	rr := conn.Conn().PgConn().ExecParams(ctx, sql, params, paramOIDs, paramFormats, resultFormats)
 	return rr, conn.Release, nil
 }
+
+// ExecRaw runs one statement on the session's pinned connection, as Engine.ExecRaw does on a
+// pooled one (passthrough inside a transaction). release does nothing: the connection stays
+// pinned until Close.
+func (s *session) ExecRaw(ctx context.Context, sql string, params [][]byte, paramOIDs []uint32, paramFormats, resultFormats []int16) (*pgconn.ResultReader, func(), error) {
+	rr := s.conn.Conn().PgConn().ExecParams(ctx, sql, params, paramOIDs, paramFormats, resultFormats)
+	return rr, func() {}, nil
+}

@@ -18,12 +18,19 @@ import (
 // proxy core still routes, checks, queues, takes the slot and reports the query
 // (proxy.Core.AdmitPassthrough); it says when a query needs its values (result cache,
 // settings.passthrough: false, an engine of another protocol) and the statement then takes
-// the Arrow path. So do statements inside a pinned transaction, BEGIN itself, and statements
-// this frontend answers itself (client-protocol SETs).
+// the Arrow path. So do BEGIN (it pins the session on the Arrow path; the transaction's later
+// statements are relayed on the pinned connection, proxy.SessionRelay) and statements this
+// frontend answers itself (client-protocol SETs).
 //
 // Session state: like the Arrow path, a statement outside a transaction runs on whichever
 // pooled engine connection is free, so a plain SET does not carry to the next statement; use
-// SET LOCAL inside a transaction, or set it on the engine's role/database.
+// SET LOCAL inside a transaction, or set it on the engine's role/database. Likewise several
+// statements in one simple Query run as separate transactions, not one implicit transaction.
+//
+// Prepared statements: the client's Parse is kept here; each execution runs as an unnamed
+// statement (Parse, Bind, Describe, Execute, Sync in one round trip) on the engine, so any
+// pooled connection serves it. An error PostgreSQL raises while planning (at Bind) reaches the
+// client after this frontend's own BindComplete.
 
 // RawEngine is an engine whose results this frontend can relay (pgengine.Engine).
 type RawEngine interface {
@@ -40,9 +47,18 @@ func canRelay(e query.Engine) bool {
 	return ok
 }
 
+// sessionRelayer is a pinned session of the core that can relay (proxy's coreSession).
+type sessionRelayer interface {
+	BeginRelay(ctx context.Context, q *query.Request) (*proxy.SessionRelay, bool, error)
+}
+
 // relay is the engine side of a relayed portal.
 type relay struct {
-	adm     *proxy.Admission
+	// explain, limits and finish are the core's: of an Admission, or of a pinned session's
+	// statement. finish returns the error the client should see.
+	explain func(error) error
+	limits  func(rows, bytes int64) error
+	finish  func(rows, bytes int64, err error) error
 	rr      *pgconn.ResultReader
 	release func()
 	cancel  context.CancelFunc
@@ -81,8 +97,8 @@ func copyRawParams(m *pgproto3.Bind) rawParams {
 
 // relayable reports whether p may try the passthrough path at all.
 func (c *conn) relayable(p *portal) bool {
-	if c.session != nil || beginsTransaction(p.stmt.sql) {
-		return false
+	if c.session == nil && beginsTransaction(p.stmt.sql) {
+		return false // BEGIN opens the pinned session on the Arrow path first
 	}
 	n := len(p.raw.values)
 	if len(p.stmt.paramOIDs) > n {
@@ -95,8 +111,14 @@ func (c *conn) relayable(p *portal) bool {
 // startRelay admits p for a relay and starts it on the engine. started is false when the
 // statement must take the Arrow path.
 func (c *conn) startRelay(p *portal) (started bool, err error) {
+	if !c.relayable(p) {
+		return false, nil
+	}
+	if c.session != nil {
+		return c.startSessionRelay(p)
+	}
 	pb, ok := c.srv.backend.(passthroughBackend)
-	if !ok || !c.relayable(p) {
+	if !ok {
 		return false, nil
 	}
 	p.ctx, p.cancel = context.WithCancel(c.srv.baseCtx)
@@ -117,23 +139,53 @@ func (c *conn) startRelay(p *portal) (started bool, err error) {
 		return true, err
 	}
 	rctx, cancel := adm.RunContext(p.ctx, p.cancel)
+	finish := func(rows, bytes int64, err error) error { adm.Finish(rows, bytes, err); return err }
 	// req.SQL, not p.stmt.sql: the core's Check may have translated it (translation scripts).
-	rr, release, err := raw.ExecRaw(rctx, req.SQL, p.raw.values, paramOIDsFor(p), p.raw.formats, p.formats)
+	return true, c.runRelay(p, raw, req.SQL, rctx, cancel, &relay{explain: adm.Explain, limits: adm.CheckLimits, finish: finish})
+}
+
+// startSessionRelay relays a statement of the pinned transaction on its engine connection.
+func (c *conn) startSessionRelay(p *portal) (started bool, err error) {
+	sr, ok := c.session.(sessionRelayer)
+	if !ok {
+		return false, nil
+	}
+	p.ctx, p.cancel = context.WithCancel(c.srv.baseCtx)
+	c.beginRun(p.cancel)
+	defer c.endRun()
+	req := c.request(p.stmt.sql, nil)
+	r, ok, err := sr.BeginRelay(p.ctx, req)
 	if err != nil {
-		cancel()
-		err = adm.Explain(err)
-		adm.Finish(0, 0, err)
 		return true, c.runError(err)
 	}
-	p.relay = &relay{adm: adm, rr: rr, release: release, cancel: cancel}
+	if !ok {
+		return false, nil
+	}
+	raw, ok := r.Session.(RawEngine)
+	if !ok {
+		return true, r.Finish(0, 0, fmt.Errorf("pgwire: the pinned engine session cannot relay"))
+	}
+	identity := func(err error) error { return err }
+	return true, c.runRelay(p, raw, req.SQL, r.Ctx, p.cancel, &relay{explain: identity, limits: r.CheckLimits, finish: r.Finish})
+}
+
+// runRelay starts sql (p's statement) on raw and, when it returns no rows, concludes it.
+func (c *conn) runRelay(p *portal, raw RawEngine, sql string, rctx context.Context, cancel context.CancelFunc, r *relay) error {
+	rr, release, err := raw.ExecRaw(rctx, sql, p.raw.values, paramOIDsFor(p), p.raw.formats, p.formats)
+	if err != nil {
+		cancel()
+		return c.runError(r.finish(0, 0, r.explain(err)))
+	}
+	r.rr, r.release, r.cancel = rr, release, cancel
+	p.relay = r
 	if rr.FieldDescriptions() == nil {
 		// No result set (or an error before one): finish now, the tag or error is final.
 		c.concludeRelay(p)
-		if r := p.relay; r.err != nil {
-			return true, c.runError(r.err)
+		if r.err != nil {
+			return c.runError(r.err)
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // paramOIDsFor pads the client's declared parameter types to the number of values (0 means
@@ -162,13 +214,13 @@ func (c *conn) concludeRelay(p *portal) {
 		if cerr := p.ctx.Err(); cerr != nil {
 			err = cerr // the client's cancel, the query timeout or a lost lease: Explain says which
 		}
-		r.err = r.adm.Explain(err)
+		r.err = r.explain(err)
 	}
 	r.cancel() // only now: it ends p.ctx, which must not be mistaken for a cancel above
 	if r.err == nil {
 		p.tag = tag.String()
 	}
-	r.adm.Finish(r.rows, r.bytes, r.err)
+	r.err = r.finish(r.rows, r.bytes, r.err)
 }
 
 // relayDescription is the engine's RowDescription as it is, or nil when there are no rows.
@@ -215,8 +267,9 @@ func (c *conn) executeRelay(p *portal, rowsMax int64) error {
 		r.rows++
 		r.bytes += int64(size)
 		n++
-		if err := r.adm.CheckLimits(r.rows, r.bytes); err != nil {
+		if err := r.limits(r.rows, r.bytes); err != nil {
 			r.err = err
+			r.cancel() // stop the engine rather than read the rest of the result
 			c.concludeRelay(p)
 			return err
 		}

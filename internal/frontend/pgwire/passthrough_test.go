@@ -255,7 +255,22 @@ func TestCoreTransactionsAtomic(t *testing.T) {
 			if core.Running("pg") != 0 {
 				t.Fatalf("slots still held after the transactions: %d", core.Running("pg"))
 			}
-			_ = ctx
+			// A failed statement fails the transaction, on either path.
+			mustExec(t, a, "begin")
+			if _, err := a.Exec(ctx, "select nope"); err == nil {
+				t.Fatal("select nope succeeded")
+			}
+			if _, err := a.Exec(ctx, "select 1"); err == nil || !strings.Contains(err.Error(), "25P02") {
+				t.Fatalf("in a failed transaction: got %v, want 25P02", err)
+			}
+			mustExec(t, a, "rollback")
+			p := core.Paths()
+			if s.noPassthrough && p.Passthrough != 0 {
+				t.Fatalf("paths %+v with passthrough off", p)
+			}
+			if !s.noPassthrough && p.Passthrough < 10 {
+				t.Fatalf("paths %+v: statements inside transactions should be relayed too", p)
+			}
 		})
 	}
 }
