@@ -43,6 +43,7 @@ type RevisionStatus struct {
 // ConfigStatus says where a worker's config came from and how fresh it is.
 type ConfigStatus struct {
 	Source                  string    `json:"source,omitempty"` // controlPlane, peer, cache, ...
+	Stale                   bool      `json:"stale"`            // the control plane has not confirmed it
 	StalenessSecs           float64   `json:"stalenessSecs"`
 	LastSyncAt              time.Time `json:"lastSyncAt,omitzero"`
 	LastSyncAttemptAt       time.Time `json:"lastSyncAttemptAt,omitzero"`

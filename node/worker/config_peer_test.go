@@ -81,8 +81,11 @@ func TestPeerBootstrap(t *testing.T) {
 	}
 	var hb transport.Heartbeat
 	borrower.contribute(&hb)
-	if hb.Config.Source != "peer" {
-		t.Fatalf("source %q, want peer", hb.Config.Source)
+	if hb.Config.Source != "peer" || !hb.Config.Stale {
+		t.Fatalf("source %q stale %v, want a stale peer copy", hb.Config.Source, hb.Config.Stale)
+	}
+	if st := borrowerWorker.Status(); st.Config.Source != "peer" || !st.Config.Stale {
+		t.Fatalf("/worker/status config %+v: a peer copy must show stale", st.Config)
 	}
 }
 
@@ -102,10 +105,16 @@ func TestPeerCopyIsConfirmedByTheControlPlane(t *testing.T) {
 	}
 	_ = f.srv.Publish(snap)
 	f.start(cs)
+	if !cs.Stale() {
+		t.Fatal("a seeded peer copy must be stale before the control plane confirms it")
+	}
 	f.waitFor(func() bool { return cs.ConfirmedAt().After(copiedAt) })
+	if cs.Stale() {
+		t.Fatal("still stale after the control plane confirmed the revision")
+	}
 	var hb transport.Heartbeat
 	cs.contribute(&hb)
-	if hb.Config.Source != "controlPlane" || hb.Config.StalenessSecs > 60 || applied != 1 {
+	if hb.Config.Source != "controlPlane" || hb.Config.Stale || hb.Config.StalenessSecs > 60 || applied != 1 {
 		t.Fatalf("after confirmation: %+v, applied %d times", hb.Config, applied)
 	}
 }

@@ -70,6 +70,7 @@ type ConfigSync struct {
 	lastError   string
 	failures    uint64
 	consecutive uint64
+	metrics     configMetrics
 }
 
 // NewConfigSync returns a config sync for w; it adds w's heartbeat fields (revision, config
@@ -85,6 +86,7 @@ func NewConfigSync(w *Worker, opts ConfigSyncOptions) *ConfigSync {
 		opts.BackoffMax = max(ConfigBackoffMaxDefault, opts.BackoffMin)
 	}
 	s := &ConfigSync{w: w, e: w.e, opts: opts, applied: w.e.NewSignal()}
+	s.registerMetrics(w.Metrics())
 	w.AddHeartbeatContributor(s.contribute)
 	w.AddReadinessCheck("config", func() error {
 		if cfg, _ := s.Active(); cfg == nil {
@@ -254,6 +256,7 @@ func (s *ConfigSync) install(ctx context.Context, snap *snapshot.WorkerSnapshotV
 	if err != nil {
 		s.rejected, s.rejectedErr = snap.Revision, err
 		s.mu.Unlock()
+		s.metrics.activateFailures.Inc()
 		return err
 	}
 	prev := s.active
@@ -318,6 +321,7 @@ func (s *ConfigSync) contribute(hb *transport.Heartbeat) {
 	hb.Config = transport.ConfigStatus{
 		Source: s.source, LastSyncAt: s.lastSyncAt, LastSyncAttemptAt: s.lastAttempt,
 		LastSyncError: s.lastError, SyncFailures: s.failures, ConsecutiveSyncFailures: s.consecutive,
+		Stale: s.source != "" && s.source != "controlPlane",
 	}
 	if !s.confirmedAt.IsZero() {
 		hb.Config.StalenessSecs = now.Sub(s.confirmedAt).Seconds()

@@ -69,11 +69,8 @@ func (w *Worker) buildHeartbeat() transport.Heartbeat {
 	hb := transport.Heartbeat{
 		Seq: w.seq, SentAt: now, Frontends: slices.Clone(w.cfg.Frontends), Health: w.health.Status(),
 	}
-	contributors := slices.Clone(w.contributors)
 	w.mu.Unlock()
-	for _, fn := range contributors {
-		fn(&hb)
-	}
+	w.contribute(&hb)
 	hb.Sanitize()
 	if err := hb.Validate(); err != nil {
 		panic(fmt.Sprintf("worker: a heartbeat contributor made an invalid heartbeat: %v", err))
@@ -176,4 +173,22 @@ func (w *Worker) redactLocked(s string) string {
 		}
 	}
 	return s
+}
+
+// contribute lets every contributor fill its sections of hb. It must run without w.mu held.
+func (w *Worker) contribute(hb *transport.Heartbeat) {
+	w.mu.Lock()
+	contributors := slices.Clone(w.contributors)
+	w.mu.Unlock()
+	for _, fn := range contributors {
+		fn(hb)
+	}
+}
+
+// contributed is what the contributors would put in the next heartbeat, for /worker/status.
+func (w *Worker) contributed() transport.Heartbeat {
+	var hb transport.Heartbeat
+	w.contribute(&hb)
+	hb.Sanitize()
+	return hb
 }

@@ -33,15 +33,23 @@ type Status struct {
 	Health                transport.HealthStatus `json:"health"`
 	Ready                 bool                   `json:"ready"`
 	NotReady              []string               `json:"notReady,omitempty"`
+	// The sections other subsystems contribute to heartbeats, as the next heartbeat would carry them.
+	Revision     transport.RevisionStatus     `json:"revision"`
+	Config       transport.ConfigStatus       `json:"config"`
+	Coordination transport.CoordinationStatus `json:"coordination"`
+	History      transport.HistoryCounters    `json:"history"`
 }
 
 // Status returns the worker's view of itself.
 func (w *Worker) Status() Status {
 	notReady := w.notReady()
+	sections := w.contributed()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return Status{
-		Name: w.cfg.Name, Version: w.cfg.Version, Labels: orEmpty(maps.Clone(w.cfg.Labels)),
+		Revision: sections.Revision, Config: sections.Config, Coordination: sections.Coordination,
+		History: sections.History,
+		Name:    w.cfg.Name, Version: w.cfg.Version, Labels: orEmpty(maps.Clone(w.cfg.Labels)),
 		Frontends: append([]string{}, w.cfg.Frontends...), ControlPlaneURL: w.base.Redacted(),
 		Registered: w.token != "", RegisteredAt: w.registeredAt, Registrations: w.registrations,
 		HeartbeatIntervalSecs: w.interval.Seconds(), HeartbeatSeq: w.seq,
