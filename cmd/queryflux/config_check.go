@@ -108,6 +108,8 @@ func syncWorkerConfig(ctx context.Context, d *Daemon, w *worker.Worker) error {
 			return nil
 		},
 	})
+	// Ready workers lend their config to peers that start while the control plane is down.
+	w.HandleOps("GET "+worker.PathPeerConfig, s.PeerConfigHandler(q.ControlPlane.Secret.Reveal()))
 	for _, fn := range workerConfigSyncs {
 		fn(d, s)
 	}

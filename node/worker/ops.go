@@ -98,7 +98,21 @@ func (w *Worker) OpsHandler() http.Handler {
 	mux.HandleFunc("GET "+transport.PathWorkerStatus, func(rw http.ResponseWriter, r *http.Request) {
 		transport.WriteJSON(rw, http.StatusOK, transport.MediaWorkerStatus, w.Status())
 	})
+	w.mu.Lock()
+	routes := slices.Clone(w.opsRoutes)
+	w.mu.Unlock()
+	for _, r := range routes {
+		mux.Handle(r.pattern, r.handler)
+	}
 	return mux
+}
+
+// HandleOps adds an endpoint to the ops listener (e.g. the peer-config endpoint). It must be
+// called before OpsHandler.
+func (w *Worker) HandleOps(pattern string, h http.Handler) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.opsRoutes = append(w.opsRoutes, opsRoute{pattern, h})
 }
 
 // Metrics is the registry /metrics serves; other subsystems of the worker register here.

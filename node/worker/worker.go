@@ -43,6 +43,12 @@ type Worker struct {
 	contributors  []func(*transport.Heartbeat)
 	ackHooks      []func(transport.HeartbeatAck)
 	readiness     []readinessCheck
+	opsRoutes     []opsRoute
+}
+
+type opsRoute struct {
+	pattern string
+	handler http.Handler
 }
 
 type readinessCheck struct {

@@ -330,3 +330,22 @@ func TestOversizedContributionsAreTrimmedNotRefused(t *testing.T) {
 		t.Fatalf("stored heartbeat %+v", hb)
 	}
 }
+
+func TestHandleOpsMountsOnTheOpsListener(t *testing.T) {
+	f := newFleet(t)
+	w := f.worker("w1", nil, nil)
+	w.HandleOps("GET /worker/extra", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(rw, "extra")
+	}))
+	ops := httptest.NewServer(w.OpsHandler())
+	defer ops.Close()
+	resp, err := http.Get(ops.URL + "/worker/extra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != "extra" {
+		t.Fatalf("got %d %q, want 200 extra", resp.StatusCode, body)
+	}
+}
