@@ -31,6 +31,9 @@ type Workload struct {
 	Objective Objective `yaml:"objective"`
 	// Warmup: queries submitted before it are not counted in the statistics (they still run).
 	Warmup time.Duration `yaml:"warmup"`
+	// ControlPlane is the control plane's service model (pool, service times per path);
+	// nil: requests take no time. qfsim plan --calibration FILE replaces it.
+	ControlPlane *Calibration `yaml:"controlPlane"`
 	// SweepEvery is how often the control plane sweeps stale leases (default 1s).
 	SweepEvery time.Duration `yaml:"sweepEvery"`
 }
@@ -191,6 +194,9 @@ func (wl *Workload) validate(sc *Scenario) error {
 		if a.From > a.To {
 			return fmt.Errorf("workload.arrivals[%d]: from %v after to %v", i, a.From, a.To)
 		}
+	}
+	if c := wl.ControlPlane; c != nil && c.Pool < 1 {
+		return fmt.Errorf("workload.controlPlane.pool %d: must be >= 1", c.Pool)
 	}
 	if wl.SweepEvery == 0 {
 		wl.SweepEvery = time.Second

@@ -137,13 +137,20 @@ func (c *checkedLeases) Acquire(ctx context.Context, cluster, holder string, lim
 }
 
 // countingHandler counts the control plane's requests by path.
+// countingHandler counts the control plane's requests by path and, with a calibration, makes
+// each take its service time in the pool.
 type countingHandler struct {
 	inner http.Handler
 	st    *WorkloadStats
+	pool  *servicePool
 }
 
 func (h countingHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	h.st.CPRequests[r.URL.Path]++
+	if h.pool != nil && !h.pool.serve(r) {
+		http.Error(rw, "request went away while queued", http.StatusServiceUnavailable)
+		return
+	}
 	h.inner.ServeHTTP(rw, r)
 }
 
@@ -158,7 +165,11 @@ func workloadControlPlane(w *World, n *sim.Node, cp *controlplane.ControlPlane) 
 	if wl.History != nil {
 		cp.MountHistory(HistoryStoreOf(w, n.Name()))
 	}
-	return countingHandler{inner: cp.Handler(), st: WorkloadOf(w)}
+	h := countingHandler{inner: cp.Handler(), st: WorkloadOf(w)}
+	if wl.ControlPlane != nil {
+		h.pool = &servicePool{e: n.Env(), cal: wl.ControlPlane, freed: n.Env().NewSignal()}
+	}
+	return h
 }
 
 // countingGuard counts the guard's answers for the worker's statistics.

@@ -36,7 +36,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCmd(), kindsCmd())
+	root.AddCommand(runCmd(), kindsCmd(), planCmd())
 	return root
 }
 
@@ -47,6 +47,7 @@ type runFlags struct {
 	json       bool
 	verbose    bool
 	cpuProfile string
+	noShrink   bool
 }
 
 func runCmd() *cobra.Command {
@@ -69,6 +70,7 @@ func runCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&f.json, "json", false, "one JSON object per seed per line")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "stream the simulation's log lines to stderr")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
+	cmd.Flags().BoolVar(&f.noShrink, "no-shrink", false, "do not shrink the first failing seed's timeline")
 	return cmd
 }
 
@@ -101,6 +103,7 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 		defer pprof.StopCPUProfile()
 	}
 	failed := 0
+	var firstFailed *scenarios.Result
 	var table *tabwriter.Writer
 	if !f.json {
 		fmt.Fprintf(out, "scenario %s (%s, %v of virtual time)\n", sc.Name, path, sc.Duration)
@@ -111,6 +114,9 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 		seed := f.seed + uint64(i)
 		if !res.Pass() {
 			failed++
+			if firstFailed == nil {
+				firstFailed = res
+			}
 		}
 		if f.json {
 			b, err := json.Marshal(res)
@@ -128,6 +134,9 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 	if table != nil {
 		table.Flush()
 		fmt.Fprintf(out, "%d of %d seeds passed\n", f.seeds-failed, f.seeds)
+	}
+	if firstFailed != nil && !f.noShrink {
+		reportShrunk(errOut, sc, firstFailed)
 	}
 	if failed > 0 {
 		return errChecksFailed

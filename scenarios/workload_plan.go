@@ -1,0 +1,125 @@
+package scenarios
+
+// What the planner (plan/, qfsim plan) needs from a scenario: variants with another fleet size
+// or other caps, and the control plane's service times (a calibration: how long the control
+// plane and its Postgres take per request, and how many requests they serve at once).
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/queryflux/queryflux/node/env"
+)
+
+// Calibration is the control plane's service model: Pool requests are served at once (the
+// Postgres connection pool); each takes an exponentially distributed time with the mean given
+// for its path (the longest matching suffix in ServiceTimes; Default otherwise). Zero Pool
+// means no model (requests take no time).
+type Calibration struct {
+	Pool         int                      `yaml:"pool" json:"pool"`
+	Default      time.Duration            `yaml:"default" json:"default"`
+	ServiceTimes map[string]time.Duration `yaml:"serviceTimes" json:"serviceTimes"`
+}
+
+// LoadCalibration reads a calibration file (YAML or JSON).
+func LoadCalibration(path string) (*Calibration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Calibration
+	if err := yaml.UnmarshalWithOptions(data, &c, yaml.DisallowUnknownField()); err != nil {
+		return nil, fmt.Errorf("%s: %s", path, yaml.FormatError(err, false, false))
+	}
+	if c.Pool < 1 {
+		return nil, fmt.Errorf("%s: pool %d must be >= 1", path, c.Pool)
+	}
+	return &c, nil
+}
+
+func (c *Calibration) mean(path string) time.Duration {
+	best, d := -1, c.Default
+	keys := make([]string, 0, len(c.ServiceTimes))
+	for k := range c.ServiceTimes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if strings.HasSuffix(path, k) && len(k) > best {
+			best, d = len(k), c.ServiceTimes[k]
+		}
+	}
+	return d
+}
+
+// servicePool is one control-plane incarnation's pool of Calibration.Pool connections.
+type servicePool struct {
+	e     env.Env
+	cal   *Calibration
+	inUse int
+	freed env.Signal
+}
+
+// serve holds a connection for the path's service time; false if the request went away.
+func (p *servicePool) serve(r *http.Request) bool {
+	ctx := r.Context()
+	for p.inUse >= p.cal.Pool {
+		if p.freed.Wait(ctx, p.freed.Seq()) != nil {
+			return false
+		}
+	}
+	p.inUse++
+	defer func() { p.inUse--; p.freed.Notify() }()
+	mean := p.cal.mean(r.URL.Path)
+	d := time.Duration(-math.Log(1-p.e.Rand().Float64()) * float64(mean))
+	return p.e.Sleep(ctx, d) == nil
+}
+
+// Variant is a copy of sc with the fleet's workers and the clusters' caps changed:
+// workers > 0 sets the count of the first `workers:` entry with a prefix; caps maps a cluster
+// name ("" for every cluster) to its cap. The timeline and checks are kept.
+func (sc *Scenario) Variant(workers int, caps map[string]int, cal *Calibration) (*Scenario, error) {
+	if sc.Workload == nil {
+		return nil, fmt.Errorf("%s: no workload: section to plan", sc.Path)
+	}
+	v := *sc
+	v.Fleet.Workers = append([]NodeSpec(nil), sc.Fleet.Workers...)
+	if workers > 0 {
+		i := 0
+		for i < len(v.Fleet.Workers) && v.Fleet.Workers[i].Count == 0 {
+			i++
+		}
+		if i == len(v.Fleet.Workers) {
+			return nil, fmt.Errorf("%s: fleet.workers has no {prefix, count} entry to resize", sc.Path)
+		}
+		v.Fleet.Workers[i].Count = workers
+	}
+	wl := *sc.Workload
+	wl.Clusters = append([]WorkloadCluster(nil), sc.Workload.Clusters...)
+	for name, c := range caps {
+		found := false
+		for i := range wl.Clusters {
+			if name == "" || wl.Clusters[i].Name == name {
+				wl.Clusters[i].Cap, found = c, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("cap.%s: no such cluster", name)
+		}
+	}
+	if cal != nil {
+		wl.ControlPlane = cal
+	}
+	v.Workload = &wl
+	if err := v.validate(); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
