@@ -110,12 +110,17 @@ func loadConfig(f *serveFlags) (*config.Config, error) {
 		cfg.QueryFlux.Role = config.Role(f.role)
 	}
 	config.ApplyDefaults(cfg)
-	if errs := config.Validate(cfg); len(errs) > 0 {
+	// Compile, not just Validate: routers, scripts and engine checks registered by other
+	// packages must reject a bad file at start, as they reject a bad snapshot.
+	var errs config.Errors
+	if err := config.Compile(cfg); errors.As(err, &errs) {
 		msgs := make([]string, len(errs))
 		for i, e := range errs {
 			msgs[i] = e.Error()
 		}
 		return nil, fmt.Errorf("invalid configuration:\n  %s", strings.Join(msgs, "\n  "))
+	} else if err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
 	return cfg, nil
 }
