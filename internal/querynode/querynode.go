@@ -67,7 +67,6 @@ type Node struct {
 	log  *slog.Logger
 
 	applyMu sync.Mutex     // one configuration change at a time
-	users   users          // password logins of the active configuration
 	policy  *policy.Policy // logins, access control, guard and translation scripts (internal/policy)
 
 	mu        sync.Mutex
@@ -112,7 +111,6 @@ func (n *Node) Apply(cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("building the query runtime: %w", err)
 	}
-	n.users.set(cfg)
 	n.policy.Activate(pol)
 	n.core.Activate(rt)
 	n.log.Info("query configuration active", "clusters", len(cfg.Clusters), "groups", len(cfg.ClusterGroups))
