@@ -1,0 +1,213 @@
+package chaos
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/queryflux/queryflux/scenarios"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// snapshot is one look at the real fleet: each control plane's worker list (absent while it is
+// down) and, when a check needs it, each worker's own status.
+type snapshot struct {
+	t        time.Duration // scenario time
+	cpUp     map[string]bool
+	registry map[string]map[string]transport.WorkerInfo // control plane -> worker -> info
+	health   map[string]string                          // worker -> its own health state
+}
+
+// realCheck is a check read from the daemons.
+type realCheck interface {
+	look(sc *scenarios.Scenario, s *snapshot)
+	result(r *runner) (bool, string)
+}
+
+type stateParams struct {
+	Worker           string `yaml:"worker"`
+	State            string `yaml:"state"`
+	scenarios.Window `yaml:",inline"`
+}
+
+// planCheck maps a check to a real one, or says why chaos cannot read it.
+func planCheck(sc *scenarios.Scenario, c *scenarios.CheckSpec) (realCheck, bool, string) {
+	switch c.Kind {
+	case "registryState", "reportedHealth", "selfHealth":
+		var sp stateParams
+		if err := c.Params.Decode(&sp); err != nil {
+			return nil, false, err.Error()
+		}
+		if sp.Mode == "" {
+			sp.Mode = "sometime"
+		}
+		if sp.To == 0 {
+			sp.To = sc.Duration
+		}
+		names, err := sc.Resolve(sp.Worker)
+		if err != nil {
+			return nil, false, err.Error()
+		}
+		return &stateCheck{kind: c.Kind, names: names, want: sp.State, win: sp.Window,
+			hits: map[string]int{}, looks: map[string]int{}, first: map[string]time.Duration{}, last: map[string]string{}}, c.Kind == "selfHealth", ""
+	case "tokenRevoked":
+		var a struct {
+			Worker string        `yaml:"worker"`
+			At     time.Duration `yaml:"at"`
+		}
+		if err := c.Params.Decode(&a); err != nil {
+			return nil, false, err.Error()
+		}
+		return &tokenRevokedCheck{worker: a.Worker, at: a.At}, false, ""
+	case "reregistered":
+		var a struct {
+			Worker           string `yaml:"worker"`
+			scenarios.Window `yaml:",inline"`
+		}
+		if err := c.Params.Decode(&a); err != nil {
+			return nil, false, err.Error()
+		}
+		if a.To == 0 {
+			a.To = sc.Duration
+		}
+		return &reregisteredCheck{worker: a.Worker, win: a.Window}, false, ""
+	}
+	return nil, false, fmt.Sprintf("check kind %q is not supported in chaos", c.Kind)
+}
+
+// stateCheck mirrors scenarios.StateCheck over snapshots.
+type stateCheck struct {
+	kind  string
+	names []string
+	want  string
+	win   scenarios.Window
+
+	hits, looks map[string]int
+	first       map[string]time.Duration
+	last        map[string]string
+}
+
+func (c *stateCheck) probe(sc *scenarios.Scenario, s *snapshot, name string) (string, bool) {
+	cp := sc.ControlPlaneOf(name)
+	switch c.kind {
+	case "selfHealth":
+		v, ok := s.health[name]
+		return v, ok
+	case "registryState":
+		if !s.cpUp[cp] {
+			return "", false
+		}
+		info, known := s.registry[cp][name]
+		if !known {
+			return "unknown", true
+		}
+		return info.State, true
+	default: // reportedHealth
+		info, known := s.registry[cp][name]
+		if !s.cpUp[cp] || !known || info.Heartbeat == nil {
+			return "", false
+		}
+		return info.Heartbeat.Health.State, true
+	}
+}
+
+func (c *stateCheck) look(sc *scenarios.Scenario, s *snapshot) {
+	if s.t < c.win.From || s.t > c.win.To {
+		return
+	}
+	for _, name := range c.names {
+		v, ok := c.probe(sc, s, name)
+		if !ok {
+			continue
+		}
+		c.looks[name]++
+		c.last[name] = v
+		if v == c.want {
+			c.hits[name]++
+			if _, seen := c.first[name]; !seen {
+				c.first[name] = s.t
+			}
+		}
+	}
+}
+
+func (c *stateCheck) result(r *runner) (bool, string) {
+	pass := true
+	var parts []string
+	for _, name := range c.names {
+		hits, looks := c.hits[name], c.looks[name]
+		ok := false
+		switch c.win.Mode {
+		case "sometime":
+			ok = hits > 0
+		case "always":
+			ok = looks > 0 && hits == looks
+		case "never":
+			ok = hits == 0
+		case "end":
+			ok = looks > 0 && c.last[name] == c.want
+		}
+		pass = pass && ok
+		desc := fmt.Sprintf("%s: %d/%d looks %s", name, hits, looks, c.want)
+		if f, seen := c.first[name]; seen {
+			desc += " (first at " + f.Round(time.Millisecond).String() + ")"
+		}
+		desc += ", last " + c.last[name]
+		parts = append(parts, desc)
+	}
+	what := map[string]string{"registryState": "registry state", "reportedHealth": "reported health", "selfHealth": "self health"}[c.kind]
+	return pass, fmt.Sprintf("%s %s %q in [%v, %v]: %s", what, c.win.Mode, c.want, c.win.From, c.win.To, strings.Join(parts, "; "))
+}
+
+// tokenRevokedCheck sends, at `at`, a heartbeat with the last session token the worker's link
+// carried straight to its control plane and wants 401.
+type tokenRevokedCheck struct {
+	worker string
+	at     time.Duration
+	had    bool
+	status int
+	err    error
+}
+
+func (c *tokenRevokedCheck) look(*scenarios.Scenario, *snapshot) {}
+
+func (c *tokenRevokedCheck) probe(r *runner) {
+	token := r.links[c.worker].log.last(c.at)
+	c.had = token != ""
+	if c.had {
+		c.status, c.err = r.heartbeatWith(r.sc.ControlPlaneOf(c.worker), token)
+	}
+}
+
+func (c *tokenRevokedCheck) result(r *runner) (bool, string) {
+	switch {
+	case !c.had:
+		return false, fmt.Sprintf("%s's link never carried a heartbeat before %v", c.worker, c.at)
+	case c.err != nil:
+		return false, fmt.Sprintf("probe at %v: %v", c.at, c.err)
+	}
+	return c.status == 401, fmt.Sprintf("heartbeat with %s's old token at %v answered %d (want 401)", c.worker, c.at, c.status)
+}
+
+// reregisteredCheck: the worker's link carried a heartbeat with a new session token inside the
+// window, after an earlier one.
+type reregisteredCheck struct {
+	worker string
+	win    scenarios.Window
+}
+
+func (c *reregisteredCheck) look(*scenarios.Scenario, *snapshot) {}
+
+func (c *reregisteredCheck) result(r *runner) (bool, string) {
+	at := r.links[c.worker].log.times()
+	var times []string
+	pass := false
+	for i, t := range at {
+		times = append(times, t.Round(time.Millisecond).String())
+		if i > 0 && t >= c.win.From && t <= c.win.To {
+			pass = true
+		}
+	}
+	return pass, fmt.Sprintf("%s's session tokens first seen at [%s]; want a new one in [%v, %v]",
+		c.worker, strings.Join(times, " "), c.win.From, c.win.To)
+}

@@ -1,0 +1,190 @@
+package chaos
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/migrations"
+)
+
+// Shared credentials of every chaos fleet (loopback only, never printed).
+const (
+	workerSecret = "chaos-worker-secret-0123456789"
+	adminToken   = "chaos-admin-token-9876543210"
+)
+
+var (
+	buildMu  sync.Mutex
+	builtBin string
+)
+
+// Binary builds cmd/queryflux once per process into a temporary directory and returns its path.
+func Binary() (string, error) {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if builtBin != "" {
+		return builtBin, nil
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(file))
+	dir, err := os.MkdirTemp("", "queryflux-chaos-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "queryflux")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/queryflux")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/queryflux: %v\n%s", err, out)
+	}
+	builtBin = bin
+	return bin, nil
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// proc is one daemon process that can be killed and started again with the same arguments.
+type proc struct {
+	name, bin, logPath string
+	args               []string
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+	expected bool // the last exit was asked for (a crash or stop event)
+	died     []string
+}
+
+func (p *proc) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil && !closed(p.done) {
+		return fmt.Errorf("%s is already running", p.name)
+	}
+	out, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "=== start %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), p.name)
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return fmt.Errorf("starting %s: %w", p.name, err)
+	}
+	done := make(chan struct{})
+	p.cmd, p.done, p.expected = cmd, done, false
+	go func() {
+		err := cmd.Wait()
+		out.Close()
+		p.mu.Lock()
+		if !p.expected {
+			p.died = append(p.died, fmt.Sprintf("%s exited on its own: %v", p.name, err))
+		}
+		p.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+func closed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *proc) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil && !closed(p.done)
+}
+
+// signal sends sig; ending marks the exit it causes as asked for.
+func (p *proc) signal(sig syscall.Signal, ending bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || closed(p.done) {
+		return
+	}
+	if ending {
+		p.expected = true
+	}
+	_ = p.cmd.Process.Signal(sig)
+}
+
+// kill sends SIGKILL and waits for the exit.
+func (p *proc) kill() {
+	p.signal(syscall.SIGKILL, true)
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+func (p *proc) unexpectedExits() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.died...)
+}
+
+// database is a fresh PostgreSQL database, migrated, dropped by drop.
+type database struct{ name, url string }
+
+func newDatabase(ctx context.Context) (*database, error) {
+	admin, err := pgx.Connect(ctx, pgtest.ServerURL())
+	if err != nil {
+		return nil, fmt.Errorf("chaos: PostgreSQL unreachable: %w", err)
+	}
+	defer admin.Close(context.Background())
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "qf_chaos_" + strings.ToLower(hex.EncodeToString(b[:]))
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return nil, fmt.Errorf("chaos: create database: %w", err)
+	}
+	u, _ := url.Parse(pgtest.ServerURL())
+	u.Path = "/" + name
+	db := &database{name: name, url: u.String()}
+	if err := migrations.Up(ctx, db.url); err != nil {
+		db.drop()
+		return nil, fmt.Errorf("chaos: migrate: %w", err)
+	}
+	return db, nil
+}
+
+func (db *database) drop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, pgtest.ServerURL())
+	if err != nil {
+		return
+	}
+	defer admin.Close(context.Background())
+	_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+db.name+" WITH (FORCE)")
+}

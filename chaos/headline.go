@@ -1,0 +1,276 @@
+package chaos
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/scenarios"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// observer records what the headline metrics need, the same way for the simulated and the real
+// run: each worker's registry state changes, and every heartbeat the control plane received
+// (a new lastHeartbeat), all in scenario time.
+type observer struct {
+	states map[string][]stateAt
+	beats  map[string][]time.Duration
+	lastHB map[string]time.Time
+	tokens map[string][]time.Duration // when each new session token was first accepted/seen
+}
+
+type stateAt struct {
+	t     time.Duration
+	state string
+}
+
+func newObserver() *observer {
+	return &observer{states: map[string][]stateAt{}, beats: map[string][]time.Duration{},
+		lastHB: map[string]time.Time{}, tokens: map[string][]time.Duration{}}
+}
+
+// look records one view of a worker; since maps a control plane timestamp to scenario time.
+func (o *observer) look(t time.Duration, name string, info transport.WorkerInfo, known bool, since func(time.Time) time.Duration) {
+	state := "unknown"
+	if known {
+		state = info.State
+	}
+	if s := o.states[name]; len(s) == 0 || s[len(s)-1].state != state {
+		o.states[name] = append(s, stateAt{t, state})
+	}
+	if known && !info.LastHeartbeat.IsZero() && !info.LastHeartbeat.Equal(o.lastHB[name]) {
+		o.lastHB[name] = info.LastHeartbeat
+		o.beats[name] = append(o.beats[name], since(info.LastHeartbeat))
+	}
+}
+
+func (o *observer) firstState(name, state string, after time.Duration) (time.Duration, bool) {
+	for _, s := range o.states[name] {
+		if s.t >= after && s.state == state {
+			return s.t, true
+		}
+	}
+	return 0, false
+}
+
+func (o *observer) lastBeat(name string, before time.Duration) (time.Duration, bool) {
+	t, ok := time.Duration(0), false
+	for _, b := range o.beats[name] {
+		if b <= before {
+			t, ok = b, true
+		}
+	}
+	return t, ok
+}
+
+// Metric is one headline figure of the simulated and the real run, in scenario units.
+type Metric struct {
+	Name    string  `json:"name"`
+	Unit    string  `json:"unit"`
+	Sim     float64 `json:"sim"`
+	Real    float64 `json:"real"`
+	DiffPct float64 `json:"diff_pct"` // (real - sim) / sim, in %
+	Agree   bool    `json:"agree"`    // within Tolerance
+	Missing string  `json:"missing,omitempty"`
+}
+
+// Tolerance is the largest relative difference that counts as agreement.
+const Tolerance = 0.20
+
+// headline derives the metrics from the observations, keyed by the scenario's timeline: after a
+// worker crashes, stops or is partitioned, how long after its last heartbeat it turned stale and
+// evicted; after a heal or restart, how long until it had a new session; and the run's totals.
+func headline(sc *scenarios.Scenario, o *observer) map[string]float64 {
+	m := map[string]float64{}
+	role := func(n string) string { s, _ := sc.Spec(n); return s.Role }
+	for _, ev := range sc.Timeline {
+		var workers []string
+		switch ev.Kind {
+		case "crash", "restart", "stop", "partition", "heal":
+			workers = eventWorkers(sc, ev)
+		}
+		for _, w := range workers {
+			if role(w) != "worker" {
+				continue
+			}
+			switch ev.Kind {
+			case "crash", "stop", "partition":
+				last, ok := o.lastBeat(w, ev.At)
+				if !ok {
+					continue
+				}
+				for _, st := range []string{transport.StateStale, transport.StateEvicted} {
+					if t, ok := o.firstState(w, st, ev.At); ok {
+						m[fmt.Sprintf("%s %s after last heartbeat (%s@%v)", w, st, ev.Kind, ev.At)] = (t - last).Seconds()
+					}
+				}
+			case "heal", "restart":
+				for _, t := range o.tokens[w] {
+					if t >= ev.At {
+						m[fmt.Sprintf("%s new session after %s@%v", w, ev.Kind, ev.At)] = (t - ev.At).Seconds()
+						break
+					}
+				}
+			}
+		}
+	}
+	beats, evictions := 0, 0
+	for _, b := range o.beats {
+		beats += len(b)
+	}
+	for _, s := range o.states {
+		for _, st := range s {
+			if st.state == transport.StateEvicted {
+				evictions++
+			}
+		}
+	}
+	m["heartbeats received (all workers)"] = float64(beats)
+	m["evictions"] = float64(evictions)
+	return m
+}
+
+// eventWorkers are the nodes an event names (a link event: both ends).
+func eventWorkers(sc *scenarios.Scenario, ev *scenarios.Event) []string {
+	var target string
+	if ev.Params.Decode(&target) == nil && target != "" {
+		names, _ := sc.Resolve(target)
+		return names
+	}
+	var lp struct {
+		Node                 string        `yaml:"node"`
+		Grace                time.Duration `yaml:"grace"`
+		scenarios.LinkParams `yaml:",inline"`
+	}
+	if ev.Params.Decode(&lp) != nil {
+		return nil
+	}
+	var out []string
+	for _, t := range []string{lp.Node, lp.From, lp.To} {
+		if t == "" {
+			continue
+		}
+		names, _ := sc.Resolve(t)
+		for _, n := range names {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	if ev.Kind == "heal" && len(out) == 0 {
+		out, _ = sc.Resolve("workers")
+	}
+	return out
+}
+
+// compare pairs the simulated and real metrics.
+func compare(sim, real map[string]float64) []Metric {
+	var names []string
+	for n := range sim {
+		names = append(names, n)
+	}
+	for n := range real {
+		if _, ok := sim[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	var out []Metric
+	for _, n := range names {
+		s, sok := sim[n]
+		r, rok := real[n]
+		m := Metric{Name: n, Unit: "s", Sim: s, Real: r}
+		if n == "evictions" || n == "heartbeats received (all workers)" {
+			m.Unit = "count"
+		}
+		switch {
+		case !sok:
+			m.Missing = "not seen in the simulation"
+		case !rok:
+			m.Missing = "not seen in the real run"
+		case s == 0 && r == 0:
+			m.Agree = true
+		case s == 0:
+			m.DiffPct = math.Inf(1)
+		default:
+			m.DiffPct = (r - s) / s * 100
+			m.Agree = math.Abs(m.DiffPct) <= Tolerance*100
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// ---- the simulated side: a hidden check kind that feeds an observer ----
+
+const headlineKind = "chaosHeadline"
+
+var (
+	simObsMu sync.Mutex
+	simObs   = map[*scenarios.Scenario]*observer{}
+)
+
+func init() {
+	scenarios.RegisterCheck(headlineKind, func(sc *scenarios.Scenario, p scenarios.Params) (scenarios.Check, error) {
+		o := newObserver()
+		simObsMu.Lock()
+		simObs[sc] = o
+		simObsMu.Unlock()
+		return &simHeadline{o: o}, nil
+	})
+}
+
+type simHeadline struct{ o *observer }
+
+func (h *simHeadline) Start(w *scenarios.World) {
+	sc := w.Scenario
+	var workers []string
+	for _, s := range sc.Nodes() {
+		if s.Role == "worker" {
+			workers = append(workers, s.Name)
+		}
+	}
+	w.Every(0, sc.Duration, sc.CheckEvery, func() {
+		now := w.Sim.Elapsed()
+		epoch := w.Observer.Env().Now().Add(-now)
+		since := func(t time.Time) time.Duration { return t.Sub(epoch) }
+		for _, name := range workers {
+			cp, _ := w.Role(sc.ControlPlaneOf(name)).(*controlplane.ControlPlane)
+			if cp == nil {
+				continue
+			}
+			info, known := cp.Worker(name)
+			h.o.look(now, name, info, known, since)
+		}
+	})
+}
+
+func (h *simHeadline) Result(w *scenarios.World) (bool, string) {
+	for _, s := range w.Scenario.Nodes() {
+		if s.Role == "worker" {
+			log := w.Durable("tokens/"+s.Name, func() any { return &scenarios.TokenLog{} }).(*scenarios.TokenLog)
+			h.o.tokens[s.Name] = append([]time.Duration(nil), log.At...)
+		}
+	}
+	return true, "headline observations"
+}
+
+// runSim runs the scenario in the simulator with the headline observer attached; the observer's
+// check is removed from the result.
+func runSim(sc *scenarios.Scenario, seed uint64) (*scenarios.Result, *observer) {
+	cp := *sc
+	cp.Checks = append(slices.Clone(sc.Checks), &scenarios.CheckSpec{Name: headlineKind, Kind: headlineKind})
+	res := scenarios.Run(&cp, seed, scenarios.RunOpts{})
+	simObsMu.Lock()
+	o := simObs[&cp]
+	delete(simObs, &cp)
+	simObsMu.Unlock()
+	res.Checks = slices.DeleteFunc(res.Checks, func(c scenarios.CheckResult) bool { return c.Name == headlineKind })
+	if o == nil {
+		o = newObserver()
+	}
+	return res, o
+}

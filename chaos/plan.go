@@ -1,0 +1,206 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/queryflux/queryflux/scenarios"
+)
+
+// Event kinds with a real implementation, and why the others have none.
+var unsupportedEvents = map[string]string{
+	"hold":    "hold/release (queue messages until released) has no TCP-proxy equivalent",
+	"release": "hold/release (queue messages until released) has no TCP-proxy equivalent",
+	"drift":   "clock drift cannot be applied to a real process",
+	"starve":  "starve needs sub-second health probes, which the daemon's flags cannot set",
+}
+
+// step is one timeline entry mapped to real processes and proxies.
+type step struct {
+	at   time.Duration // scenario time
+	what string
+	do   func(r *runner) error
+}
+
+// planEvent maps a timeline event, or says why chaos cannot run it.
+func planEvent(sc *scenarios.Scenario, ev *scenarios.Event) (step, string) {
+	st := step{at: ev.At, what: fmt.Sprintf("%s@%v", ev.Kind, ev.At)}
+	if why, ok := unsupportedEvents[ev.Kind]; ok {
+		return st, why
+	}
+	switch ev.Kind {
+	case "crash", "restart":
+		names, why := resolveParam(sc, ev.Params)
+		if why != "" {
+			return st, why
+		}
+		crash := ev.Kind == "crash"
+		st.do = func(r *runner) error {
+			for _, n := range names {
+				p := r.procs[n]
+				p.kill()
+				if !crash {
+					if err := p.start(); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+	case "stop":
+		var args struct {
+			Node  string        `yaml:"node"`
+			Grace time.Duration `yaml:"grace"`
+		}
+		if err := ev.Params.Decode(&args); err != nil {
+			return st, err.Error()
+		}
+		names, err := sc.Resolve(args.Node)
+		if err != nil {
+			return st, err.Error()
+		}
+		st.do = func(r *runner) error {
+			for _, n := range names {
+				p := r.procs[n]
+				p.signal(syscall.SIGTERM, true)
+				r.after(r.scale(args.Grace), func() { p.kill() })
+			}
+			return nil
+		}
+	case "partition", "heal", "link":
+		return planLink(sc, ev, st)
+	default:
+		return st, fmt.Sprintf("event kind %q is not supported in chaos", ev.Kind)
+	}
+	return st, ""
+}
+
+func resolveParam(sc *scenarios.Scenario, p scenarios.Params) ([]string, string) {
+	var target string
+	if err := p.Decode(&target); err != nil {
+		return nil, err.Error()
+	}
+	names, err := sc.Resolve(target)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return names, ""
+}
+
+// direction is one proxied direction: a worker's link, up (worker→control plane) or down.
+type direction struct {
+	worker string
+	up     bool
+}
+
+// planLink maps partition, heal and link events onto the proxies: only a worker's link to its
+// own control plane is proxied.
+func planLink(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, string) {
+	var lp struct {
+		scenarios.LinkParams `yaml:",inline"`
+		Latency              *scenarios.Latency `yaml:"latency"`
+		Drop                 float64            `yaml:"drop"`
+	}
+	if err := ev.Params.Decode(&lp); err != nil {
+		return st, err.Error()
+	}
+	if ev.Kind != "link" && (lp.Latency != nil || lp.Drop != 0) {
+		return st, "latency/drop only on link events"
+	}
+	if ev.Kind == "link" && lp.Drop > 0 {
+		return st, "link drop (random message loss) is not supported in chaos (a TCP proxy cannot lose single messages)"
+	}
+	var dirs []direction
+	if ev.Kind == "heal" && lp.From == "" && lp.To == "" {
+		for _, s := range sc.Nodes() {
+			if s.Role == "worker" {
+				dirs = append(dirs, direction{s.Name, true}, direction{s.Name, false})
+			}
+		}
+	} else {
+		from, err := sc.Resolve(lp.From)
+		if err != nil {
+			return st, "from: " + err.Error()
+		}
+		to, err := sc.Resolve(lp.To)
+		if err != nil {
+			return st, "to: " + err.Error()
+		}
+		for _, a := range from {
+			for _, b := range to {
+				if a == b {
+					continue
+				}
+				pairs := [][2]string{{a, b}}
+				if !lp.OneWay {
+					pairs = append(pairs, [2]string{b, a})
+				}
+				for _, pr := range pairs {
+					d, ok := proxied(sc, pr[0], pr[1])
+					if !ok {
+						return st, fmt.Sprintf("link %s→%s is not proxied in chaos (only a worker's link to its control plane is)", pr[0], pr[1])
+					}
+					if !slices.Contains(dirs, d) {
+						dirs = append(dirs, d)
+					}
+				}
+			}
+		}
+	}
+	lat, jit := time.Duration(0), time.Duration(0)
+	if l := lp.Latency; l != nil {
+		switch l.Dist {
+		case "fixed":
+			lat = l.Min
+		case "uniform":
+			lat, jit = (l.Min+l.Max)/2, (l.Max-l.Min)/2
+		default:
+			return st, fmt.Sprintf("latency dist %q is not supported in chaos (fixed or uniform)", l.Dist)
+		}
+	}
+	kind := ev.Kind
+	st.do = func(r *runner) error {
+		touched := map[string]bool{}
+		for _, d := range dirs {
+			l := r.links[d.worker]
+			l.mu.Lock()
+			switch kind {
+			case "partition", "heal":
+				cut := kind == "partition"
+				if d.up {
+					l.cutUp = cut
+				} else {
+					l.cutDown = cut
+				}
+			case "link":
+				if d.up {
+					l.latUp, l.jitUp = r.scale(lat), r.scale(jit)
+				} else {
+					l.latDown, l.jitDown = r.scale(lat), r.scale(jit)
+				}
+			}
+			l.mu.Unlock()
+			touched[d.worker] = true
+		}
+		for w := range touched {
+			if err := r.links[w].apply(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return st, ""
+}
+
+func proxied(sc *scenarios.Scenario, from, to string) (direction, bool) {
+	role := func(n string) string { s, _ := sc.Spec(n); return s.Role }
+	switch {
+	case role(from) == "worker" && sc.ControlPlaneOf(from) == to:
+		return direction{from, true}, true
+	case role(to) == "worker" && sc.ControlPlaneOf(to) == from:
+		return direction{to, false}, true
+	}
+	return direction{}, false
+}

@@ -1,0 +1,91 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+)
+
+// Print writes the report as qfsim run does (one row, failing checks named), then the real run's
+// verdicts and the side-by-side metrics.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "scenario %s (%s), chaos at time scale %g, sim seed %d\n", r.Scenario, r.Path, r.TimeScale, r.Seed)
+	if !r.Supported() {
+		fmt.Fprintln(w, "  UNSUPPORTED in chaos:")
+		for _, u := range r.Unsupported {
+			fmt.Fprintln(w, "   ", u)
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tWALL s\tCHECKS\tRESULT")
+	if s := r.Sim; s != nil {
+		pass := 0
+		for _, c := range s.Checks {
+			if c.Pass {
+				pass++
+			}
+		}
+		fmt.Fprintf(tw, "sim (trace %s)\t%.3f\t%d/%d\t%s\n", s.TraceHash, s.WallSeconds, pass, len(s.Checks), verdict(s.Pass()))
+		for _, c := range s.Checks {
+			if !c.Pass {
+				fmt.Fprintf(tw, "  FAIL %s: %s\t\t\t\n", c.Name, c.Detail)
+			}
+		}
+	}
+	pass, unsup := 0, 0
+	for _, c := range r.Checks {
+		switch c.Verdict {
+		case "PASS":
+			pass++
+		case "UNSUPPORTED":
+			unsup++
+		}
+	}
+	fmt.Fprintf(tw, "real\t%.3f\t%d/%d (%d unsupported)\t%s\n", r.WallSeconds, pass, len(r.Checks)-unsup, unsup, verdict(r.Pass()))
+	tw.Flush()
+	for _, c := range r.Checks {
+		if c.Verdict != "PASS" {
+			fmt.Fprintf(w, "  %s %s: %s\n", c.Verdict, c.Name, c.Detail)
+		}
+	}
+	if len(r.Metrics) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "METRIC (scenario time)\tSIM\tREAL\tDIFF %\tAGREE\t")
+		for _, m := range r.Metrics {
+			diff, agree := fmtPct(m.DiffPct), map[bool]string{true: "yes", false: "NO"}[m.Agree]
+			if m.Missing != "" {
+				diff, agree = "-", m.Missing
+			}
+			fmt.Fprintf(tw, "%s [%s]\t%s\t%s\t%s\t%s\t\n", m.Name, m.Unit, fmtNum(m.Sim), fmtNum(m.Real), diff, agree)
+		}
+		tw.Flush()
+		a, t := r.Agreeing()
+		fmt.Fprintf(w, "%d of %d metrics agree within %.0f%%\n", a, t, Tolerance*100)
+	}
+	if r.LogDir != "" {
+		fmt.Fprintf(w, "daemon logs: %s\n", r.LogDir)
+	}
+}
+
+func verdict(pass bool) string {
+	if pass {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+func fmtNum(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func fmtPct(v float64) string {
+	if math.IsInf(v, 0) {
+		return "inf"
+	}
+	return fmt.Sprintf("%+.1f", v)
+}

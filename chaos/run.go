@@ -1,0 +1,546 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/scenarios"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// Options tune a chaos run.
+type Options struct {
+	// TimeScale multiplies every duration of the file (0.1: a 60 s scenario runs in 6 s).
+	TimeScale float64
+	// Seed is the simulator's seed for the side-by-side run.
+	Seed uint64
+	// Bin is the queryflux binary; empty builds ./cmd/queryflux once.
+	Bin string
+	// LogDir keeps the daemons' logs; empty uses a temporary directory, removed after a pass.
+	LogDir string
+	// BootTimeout bounds the wait for the fleet to be registered and healthy (default 30 s).
+	BootTimeout time.Duration
+}
+
+// Verdict is one check's outcome in the real run.
+type Verdict struct {
+	Name    string `json:"name"`
+	Verdict string `json:"verdict"` // PASS, FAIL, UNSUPPORTED
+	Detail  string `json:"detail"`
+}
+
+// Report is a chaos run next to its simulation.
+type Report struct {
+	Scenario  string  `json:"scenario"`
+	Path      string  `json:"path"`
+	TimeScale float64 `json:"time_scale"`
+	Seed      uint64  `json:"seed"`
+	// Unsupported lists why the scenario as a whole cannot run in chaos (its events or roles);
+	// then nothing ran.
+	Unsupported []string          `json:"unsupported,omitempty"`
+	Checks      []Verdict         `json:"checks"`
+	WallSeconds float64           `json:"wall_seconds"`
+	LogDir      string            `json:"log_dir,omitempty"`
+	Sim         *scenarios.Result `json:"sim"`
+	Metrics     []Metric          `json:"metrics"`
+}
+
+// Supported reports whether the scenario ran.
+func (r *Report) Supported() bool { return len(r.Unsupported) == 0 }
+
+// Pass reports whether every supported check of the real run passed.
+func (r *Report) Pass() bool {
+	for _, c := range r.Checks {
+		if c.Verdict == "FAIL" {
+			return false
+		}
+	}
+	return true
+}
+
+// Agreeing counts the metrics within Tolerance, of those seen in both runs.
+func (r *Report) Agreeing() (agree, total int) {
+	for _, m := range r.Metrics {
+		if m.Missing == "" {
+			total++
+			if m.Agree {
+				agree++
+			}
+		}
+	}
+	return agree, total
+}
+
+// runner is one real run.
+type runner struct {
+	sc    *scenarios.Scenario
+	opts  Options
+	t0    time.Time
+	dir   string
+	procs map[string]*proc
+	api   map[string]string // control plane -> its API address
+	ops   map[string]string // worker -> its ops address
+	links map[string]*link  // worker -> its link to its control plane
+	dbs   []*database
+	http  *http.Client
+
+	mu      sync.Mutex
+	errs    []string
+	pending sync.WaitGroup
+}
+
+func (r *runner) scale(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * r.opts.TimeScale)
+}
+
+// now is the scenario time of the run (zero before the fleet booted).
+func (r *runner) now() time.Duration {
+	if r.t0.IsZero() {
+		return 0
+	}
+	return time.Duration(float64(time.Since(r.t0)) / r.opts.TimeScale)
+}
+
+func (r *runner) errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Sprintf("at %v: %s", r.now().Round(time.Millisecond), fmt.Sprintf(format, args...)))
+}
+
+// after runs fn after d of real time (the run waits for it before it ends).
+func (r *runner) after(d time.Duration, fn func()) {
+	r.pending.Add(1)
+	time.AfterFunc(d, func() { defer r.pending.Done(); fn() })
+}
+
+// Plan reports why a scenario cannot run in chaos (nil: it can), and which checks it cannot read.
+func Plan(sc *scenarios.Scenario) (unsupported []string, uncheckable map[string]string) {
+	for _, s := range sc.Nodes() {
+		if s.Role != "worker" && s.Role != "controlplane" {
+			unsupported = append(unsupported, fmt.Sprintf("node %s: role %q is not supported in chaos (only controlplane and worker)", s.Name, s.Role))
+		}
+	}
+	for _, ev := range sc.Timeline {
+		if _, why := planEvent(sc, ev); why != "" {
+			unsupported = append(unsupported, fmt.Sprintf("timeline %s@%v: %s", ev.Kind, ev.At, why))
+		}
+	}
+	uncheckable = map[string]string{}
+	for _, c := range sc.Checks {
+		if _, _, why := planCheck(sc, c); why != "" {
+			uncheckable[c.Name] = why
+		}
+	}
+	return unsupported, uncheckable
+}
+
+// Run runs the scenario against real processes and in the simulator, and compares them.
+func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, error) {
+	if opts.TimeScale <= 0 {
+		return nil, fmt.Errorf("time scale %v: must be > 0", opts.TimeScale)
+	}
+	if opts.BootTimeout == 0 {
+		opts.BootTimeout = 30 * time.Second
+	}
+	rep := &Report{Scenario: sc.Name, Path: sc.Path, TimeScale: opts.TimeScale, Seed: opts.Seed}
+	rep.Unsupported, _ = Plan(sc)
+	if !rep.Supported() {
+		return rep, nil
+	}
+	if opts.Bin == "" {
+		bin, err := Binary()
+		if err != nil {
+			return nil, err
+		}
+		opts.Bin = bin
+	}
+	simRes, simObs := runSim(sc, opts.Seed)
+	rep.Sim = simRes
+
+	wall := time.Now()
+	r := &runner{sc: sc, opts: opts, procs: map[string]*proc{}, api: map[string]string{}, ops: map[string]string{},
+		links: map[string]*link{}, http: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	r.dir = opts.LogDir
+	if r.dir == "" {
+		d, err := os.MkdirTemp("", "qfsim-chaos-")
+		if err != nil {
+			return nil, err
+		}
+		r.dir = d
+	} else if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return nil, err
+	}
+	defer r.teardown()
+	realObs, err := r.run(ctx, rep)
+	rep.WallSeconds = time.Since(wall).Seconds()
+	if err != nil {
+		rep.LogDir = r.dir
+		return rep, err
+	}
+	rep.Metrics = compare(headline(sc, simObs), headline(sc, realObs))
+	if !rep.Pass() || opts.LogDir != "" {
+		rep.LogDir = r.dir
+	} else {
+		defer os.RemoveAll(r.dir)
+	}
+	return rep, nil
+}
+
+func (r *runner) teardown() {
+	for _, p := range r.procs {
+		p.kill()
+	}
+	for _, l := range r.links {
+		l.close()
+	}
+	for _, db := range r.dbs {
+		db.drop()
+	}
+}
+
+// run boots the fleet, plays the timeline while polling, and judges the checks.
+func (r *runner) run(ctx context.Context, rep *Report) (*observer, error) {
+	if err := r.boot(ctx); err != nil {
+		return nil, err
+	}
+	sc := r.sc
+	type planned struct {
+		name  string
+		check realCheck
+		why   string
+	}
+	var checks []planned
+	needHealth := false
+	for _, c := range sc.Checks {
+		ch, health, why := planCheck(sc, c)
+		needHealth = needHealth || health
+		checks = append(checks, planned{c.Name, ch, why})
+	}
+	var steps []step
+	for _, ev := range sc.Timeline {
+		st, _ := planEvent(sc, ev)
+		steps = append(steps, st)
+	}
+	for _, c := range checks {
+		if tr, ok := c.check.(*tokenRevokedCheck); ok {
+			steps = append(steps, step{at: tr.at, what: "probe " + c.name, do: func(r *runner) error { tr.probe(r); return nil }})
+		}
+	}
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at < steps[j].at })
+
+	obs := newObserver()
+	r.t0 = time.Now()
+	stopPoll := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		r.poll(stopPoll, needHealth, obs, func(s *snapshot) {
+			for _, c := range checks {
+				if c.check != nil {
+					c.check.look(sc, s)
+				}
+			}
+		})
+	}()
+	for _, st := range steps {
+		if !r.sleepUntil(ctx, st.at) {
+			break
+		}
+		if err := st.do(r); err != nil {
+			r.errorf("%s: %v", st.what, err)
+		}
+	}
+	r.sleepUntil(ctx, sc.Duration)
+	close(stopPoll)
+	<-polled
+	r.pending.Wait()
+	for name, l := range r.links {
+		obs.tokens[name] = l.log.times()
+	}
+
+	run := Verdict{Name: "run", Verdict: "PASS", Detail: "no process died unasked, no timeline error"}
+	var problems []string
+	problems = append(problems, r.errs...)
+	for _, name := range slices.Sorted(maps.Keys(r.procs)) {
+		problems = append(problems, r.procs[name].unexpectedExits()...)
+	}
+	if ctx.Err() != nil {
+		problems = append(problems, "cancelled: "+ctx.Err().Error())
+	}
+	if len(problems) > 0 {
+		run.Verdict, run.Detail = "FAIL", strings.Join(problems, "; ")
+	}
+	rep.Checks = append(rep.Checks, run)
+	for _, c := range checks {
+		v := Verdict{Name: c.name, Verdict: "UNSUPPORTED", Detail: "not supported in chaos: " + c.why}
+		if c.check != nil {
+			pass, detail := c.check.result(r)
+			v = Verdict{Name: c.name, Verdict: map[bool]string{true: "PASS", false: "FAIL"}[pass], Detail: detail}
+		}
+		rep.Checks = append(rep.Checks, v)
+	}
+	return obs, nil
+}
+
+// sleepUntil waits until scenario time at; false when ctx ended.
+func (r *runner) sleepUntil(ctx context.Context, at time.Duration) bool {
+	d := time.Until(r.t0.Add(r.scale(at)))
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// intervals are the fleet's timings as the simulated roles would default them, scaled.
+type intervals struct{ heartbeat, staleAfter, evictGrace time.Duration }
+
+func (r *runner) intervals() intervals {
+	iv := r.sc.Intervals
+	cfg := controlplane.Config{HeartbeatInterval: iv.Heartbeat, StaleAfter: iv.StaleAfter, EvictGrace: iv.EvictGrace,
+		ReaperInterval: iv.Reaper, AllowShortTimeouts: true}.WithDefaults()
+	return intervals{r.scale(cfg.HeartbeatInterval), r.scale(cfg.StaleAfter), r.scale(cfg.EvictGrace)}
+}
+
+// boot starts every control plane (a fresh migrated database each), a proxy per worker, and the
+// workers, and waits until every worker is registered and healthy: scenario time 0.
+func (r *runner) boot(ctx context.Context) error {
+	iv := r.intervals()
+	timing := []string{"--allow-short-timeouts", "--heartbeat-interval", iv.heartbeat.String()}
+	for _, s := range r.sc.Nodes() {
+		if s.Role != "controlplane" {
+			continue
+		}
+		db, err := newDatabase(ctx)
+		if err != nil {
+			return err
+		}
+		r.dbs = append(r.dbs, db)
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		r.api[s.Name] = addr
+		cfg := fmt.Sprintf("queryflux:\n  role: controlPlane\n  adminApi: {listen: %q, token: %q}\n  workerApi: {enabled: true, secret: %q}\n  persistence: {databaseUrl: %q}\n",
+			addr, adminToken, workerSecret, db.url)
+		path, err := r.writeFile(s.Name+".yaml", cfg)
+		if err != nil {
+			return err
+		}
+		args := append([]string{"serve", "--config", path, "--stale-after", iv.staleAfter.String(), "--evict-grace", iv.evictGrace.String()}, timing...)
+		r.procs[s.Name] = &proc{name: s.Name, bin: r.opts.Bin, logPath: filepath.Join(r.dir, s.Name+".log"), args: args}
+		if err := r.procs[s.Name].start(); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(r.opts.BootTimeout)
+	for cp, addr := range r.api {
+		for !r.healthy(addr) {
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return fmt.Errorf("control plane %s not healthy after %v (log %s)", cp, r.opts.BootTimeout, r.procs[cp].logPath)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, s := range r.sc.Nodes() {
+		if s.Role != "worker" {
+			continue
+		}
+		l, err := newLink(fmt.Sprintf("%s-%p", s.Name, r), r.api[r.sc.ControlPlaneOf(s.Name)], r.now)
+		if err != nil {
+			return err
+		}
+		r.links[s.Name] = l
+		ops, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		r.ops[s.Name] = ops
+		cfg := fmt.Sprintf("queryflux:\n  role: worker\n  controlPlane: {url: %q, secret: %q}\n", "http://"+l.addr(), workerSecret)
+		path, err := r.writeFile(s.Name+".yaml", cfg)
+		if err != nil {
+			return err
+		}
+		args := []string{"serve", "--config", path, "--name", s.Name, "--ops-listen", ops}
+		for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
+			args = append(args, "--label", k+"="+s.Labels[k])
+		}
+		args = append(args, timing...)
+		r.procs[s.Name] = &proc{name: s.Name, bin: r.opts.Bin, logPath: filepath.Join(r.dir, s.Name+".log"), args: args}
+		if err := r.procs[s.Name].start(); err != nil {
+			return err
+		}
+	}
+	for {
+		s := r.snapshot(false)
+		all := true
+		for _, n := range r.sc.Nodes() {
+			if n.Role == "worker" {
+				info, ok := s.registry[r.sc.ControlPlaneOf(n.Name)][n.Name]
+				all = all && ok && info.State == transport.StateHealthy && info.Heartbeat != nil
+			}
+		}
+		if all {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the fleet was not registered and healthy after %v (logs in %s)", r.opts.BootTimeout, r.dir)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (r *runner) writeFile(name, content string) (string, error) {
+	path := filepath.Join(r.dir, name)
+	return path, os.WriteFile(path, []byte(content), 0o600)
+}
+
+func (r *runner) healthy(addr string) bool {
+	resp, err := r.http.Get("http://" + addr + "/health")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == 200
+}
+
+// pollEvery is how often the real run looks: the file's checkEvery scaled, at least 20 ms.
+func (r *runner) pollEvery() time.Duration { return max(r.scale(r.sc.CheckEvery), 20*time.Millisecond) }
+
+func (r *runner) poll(stop chan struct{}, needHealth bool, obs *observer, look func(*snapshot)) {
+	tick := time.NewTicker(r.pollEvery())
+	defer tick.Stop()
+	since := func(t time.Time) time.Duration { return time.Duration(float64(t.Sub(r.t0)) / r.opts.TimeScale) }
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		s := r.snapshot(needHealth)
+		if s.t > r.sc.Duration {
+			continue
+		}
+		look(s)
+		for _, n := range r.sc.Nodes() {
+			if n.Role != "worker" {
+				continue
+			}
+			cp := r.sc.ControlPlaneOf(n.Name)
+			if s.cpUp[cp] {
+				info, known := s.registry[cp][n.Name]
+				obs.look(s.t, n.Name, info, known, since)
+			}
+		}
+	}
+}
+
+// snapshot reads every control plane's /admin/workers and, if asked, every worker's status.
+func (r *runner) snapshot(health bool) *snapshot {
+	s := &snapshot{t: r.now(), cpUp: map[string]bool{}, registry: map[string]map[string]transport.WorkerInfo{}, health: map[string]string{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for cp, addr := range r.api {
+		wg.Go(func() {
+			list, err := r.adminWorkers(addr)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				s.cpUp[cp] = true
+				s.registry[cp] = list
+			}
+		})
+	}
+	if health {
+		for w, addr := range r.ops {
+			wg.Go(func() {
+				st, err := r.workerHealth(addr)
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					s.health[w] = st
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return s
+}
+
+func (r *runner) get(url, token string, into any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if token != "" {
+		transport.SetBearer(req, token)
+	}
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("%s: %d", url, resp.StatusCode)
+	}
+	return json.NewDecoder(resp.Body).Decode(into)
+}
+
+func (r *runner) adminWorkers(addr string) (map[string]transport.WorkerInfo, error) {
+	var list []transport.WorkerInfo
+	if err := r.get("http://"+addr+transport.PathAdminWorkers, adminToken, &list); err != nil {
+		return nil, err
+	}
+	out := map[string]transport.WorkerInfo{}
+	for _, w := range list {
+		out[w.Name] = w
+	}
+	return out, nil
+}
+
+func (r *runner) workerHealth(addr string) (string, error) {
+	var st struct {
+		Health transport.HealthStatus `json:"health"`
+	}
+	if err := r.get("http://"+addr+transport.PathWorkerStatus, "", &st); err != nil {
+		return "", err
+	}
+	return st.Health.State, nil
+}
+
+// heartbeatWith sends one heartbeat with token straight to the control plane (not through the
+// worker's proxy) and returns the status.
+func (r *runner) heartbeatWith(cp, token string) (int, error) {
+	hb := transport.Heartbeat{Seq: 1 << 40, SentAt: time.Now(), Health: transport.HealthStatus{State: transport.HealthHealthy}}
+	body, _ := json.Marshal(hb)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.api[cp]+transport.PathHeartbeat, bytes.NewReader(body))
+	req.Header.Set("Content-Type", transport.MediaHeartbeat)
+	transport.SetBearer(req, token)
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}

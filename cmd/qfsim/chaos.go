@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/queryflux/queryflux/chaos"
+	"github.com/queryflux/queryflux/scenarios"
+	"github.com/spf13/cobra"
+)
+
+type chaosFlags struct {
+	timeScale float64
+	seed      uint64
+	json      bool
+	bin       string
+	logDir    string
+}
+
+// chaosCmd: `qfsim chaos FILE... --time-scale S [--seed N] [--json]` runs scenario files against
+// real processes and compares them with the simulation. A file chaos cannot run is reported
+// UNSUPPORTED and does not fail the command; a failing check does.
+func chaosCmd() *cobra.Command {
+	var f chaosFlags
+	cmd := &cobra.Command{
+		Use:   "chaos FILE...",
+		Short: "Run scenario files against real queryflux processes (toxiproxy, signals, PostgreSQL) next to the simulator",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := runChaos(cmd.Context(), cmd.OutOrStdout(), args, f)
+			if err != nil && err != errChecksFailed {
+				fmt.Fprintln(cmd.ErrOrStderr(), "qfsim:", err)
+			}
+			return err
+		},
+	}
+	cmd.Flags().Float64Var(&f.timeScale, "time-scale", 0.2, "multiply every duration of the file (0.1: 60s of scenario in 6s)")
+	cmd.Flags().Uint64Var(&f.seed, "seed", 1, "the simulator's seed for the side-by-side run")
+	cmd.Flags().BoolVar(&f.json, "json", false, "one JSON report per file per line")
+	cmd.Flags().StringVar(&f.bin, "bin", "", "the queryflux binary (default: go build ./cmd/queryflux once)")
+	cmd.Flags().StringVar(&f.logDir, "log-dir", "", "keep the daemons' logs here (default: a temporary directory, kept on failure)")
+	return cmd
+}
+
+func runChaos(ctx context.Context, out io.Writer, paths []string, f chaosFlags) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	failed := false
+	for _, path := range paths {
+		sc, err := scenarios.Load(path)
+		if err != nil {
+			return err
+		}
+		opts := chaos.Options{TimeScale: f.timeScale, Seed: f.seed, Bin: f.bin}
+		if f.logDir != "" {
+			opts.LogDir = f.logDir + "/" + sc.Name
+		}
+		rep, err := chaos.Run(ctx, sc, opts)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		failed = failed || !rep.Pass()
+		if f.json {
+			for i := range rep.Metrics {
+				if math.IsInf(rep.Metrics[i].DiffPct, 0) {
+					rep.Metrics[i].DiffPct = math.MaxFloat64 // JSON has no infinity
+				}
+			}
+			b, err := json.Marshal(rep)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(out, string(b))
+		} else {
+			rep.Print(out)
+			fmt.Fprintln(out)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if failed {
+		return errChecksFailed
+	}
+	return nil
+}
