@@ -4,7 +4,7 @@ BIN       := bin
 FUZZTIME  ?= 5s
 SEEDS     ?= 20
 
-.PHONY: run build test unit fuzz determinism sim bench chaos clean
+.PHONY: run build test unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -55,3 +55,7 @@ bench:
 
 clean:
 	rm -rf $(BIN)
+
+# Proxy overhead side by side: direct, PgBouncer, passthrough, Arrow path, worker (installs pgbouncer).
+bench-proxy: build
+	./scripts/bench-proxy.sh
