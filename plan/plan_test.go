@@ -1,0 +1,108 @@
+package plan
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/queryflux/queryflux/scenarios"
+)
+
+func TestParseSweep(t *testing.T) {
+	for in, want := range map[string][]int{
+		"workers=10..50:20": {10, 30, 50},
+		"workers=10..45:20": {10, 30, 45},
+		"cap=1..3":          {1, 2, 3},
+		"cap.c1=8,2,4":      {2, 4, 8},
+	} {
+		a, err := ParseSweep(in)
+		if err != nil || !reflect.DeepEqual(a.Values, want) {
+			t.Errorf("%s: %v %v, want %v", in, a.Values, err, want)
+		}
+	}
+	for _, bad := range []string{"workers", "nodes=1..2", "cap=0..3", "cap=5..2", "cap=1..4:0", "cap=a,b"} {
+		if _, err := ParseSweep(bad); err == nil || !strings.Contains(err.Error(), "--sweep") {
+			t.Errorf("%s: want an error naming --sweep, got %v", bad, err)
+		}
+	}
+}
+
+func TestJainAndPercentile(t *testing.T) {
+	if j := scenarios.JainIndex([]float64{1, 1, 1, 1}); j != 1 {
+		t.Errorf("equal shares: %v", j)
+	}
+	if j := scenarios.JainIndex([]float64{1, 0, 0, 0}); math.Abs(j-0.25) > 1e-9 {
+		t.Errorf("one takes all of 4: %v, want 0.25", j)
+	}
+	xs := []int64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
+	if p := scenarios.Percentile(xs, 0.5); p != 5 {
+		t.Errorf("p50 %v", p)
+	}
+	if p := scenarios.Percentile(xs, 0.99); p != 10 {
+		t.Errorf("p99 %v", p)
+	}
+}
+
+func TestKnees(t *testing.T) {
+	pt := func(k string, v int, ok bool) Point { return Point{Params: map[string]int{k: v}, MeetsObjective: ok} }
+	pl := &Plan{Axes: []Axis{{Name: "cap", Values: []int{1, 2, 3, 4}}},
+		Points: []Point{pt("cap", 1, false), pt("cap", 2, true), pt("cap", 3, false), pt("cap", 4, true)}}
+	if k := knees(pl); k[0].Value != 4 {
+		t.Errorf("cap knee %+v: the smallest cap from which all larger meet it is 4", k)
+	}
+	pl = &Plan{Axes: []Axis{{Name: "workers", Values: []int{10, 20, 30}}},
+		Points: []Point{pt("workers", 10, true), pt("workers", 20, true), pt("workers", 30, false)}}
+	if k := knees(pl); k[0].Value != 20 {
+		t.Errorf("workers knee %+v, want 20", k)
+	}
+}
+
+// TestPlanSweepsCaps runs a real sweep: more cap admits more and queues less, the knee meets
+// the objective, and the page and plot are written.
+func TestPlanSweepsCaps(t *testing.T) {
+	sc, err := scenarios.Parse("tiny.yaml", []byte(`
+duration: 20s
+intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: 5s, requestTimeout: 1s}
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{prefix: w-, count: 4}]
+workload:
+  warmup: 2s
+  clusters: [{name: c1, cap: 1, duration: {dist: exponential, mean: 200ms, max: 2s}}]
+  groups: [{name: main, members: [c1], maxQueued: 50, waitTimeout: 5s}]
+  arrivals: [{group: main, rate: 3, skew: 1}]
+  objective: {queueP99: 500ms}
+  controlPlane: {pool: 2, default: 1ms}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	axis, _ := ParseSweep("cap=1,8")
+	pl, err := Run(sc, []Axis{axis}, Options{Seeds: 2, Parallel: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := pl.Points[0], pl.Points[1]
+	t.Logf("cap 1: %+v\ncap 8: %+v", lo, hi)
+	if !(hi.AdmittedPerSec > lo.AdmittedPerSec && hi.QueueP99Ms < lo.QueueP99Ms && hi.DeniedPerSec < lo.DeniedPerSec) {
+		t.Fatalf("cap 8 should admit more and queue less than cap 1")
+	}
+	if lo.Violations+hi.Violations != 0 || hi.CPRequestsPerSec <= 0 || hi.Fairness <= 0 {
+		t.Fatalf("violations or missing rates: %+v %+v", lo, hi)
+	}
+	if len(pl.Knees) != 1 || pl.Knees[0].Value != 8 {
+		t.Fatalf("knees %+v", pl.Knees)
+	}
+	dir := t.TempDir()
+	if err := pl.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	svg, _ := os.ReadFile(filepath.Join(dir, "plan.svg"))
+	page, _ := os.ReadFile(filepath.Join(dir, "plan.html"))
+	if !strings.Contains(string(svg), "<polyline") || !strings.Contains(string(page), `src="plan.svg"`) || !strings.Contains(string(page), "knee: cap = 8") {
+		t.Fatalf("plot or page incomplete:\n%s", page)
+	}
+}
