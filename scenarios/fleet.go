@@ -49,6 +49,9 @@ func controlPlaneRole(w *World, spec NodeSpec) (sim.Factory, error) {
 			w.Errorf("control plane %s did not start: %v", n.Name(), err)
 		}
 		w.SetRole(n.Name(), cp)
+		if w.Scenario.Config != nil {
+			configControlPlane(w, n, cp)
+		}
 		if w.Scenario.Workload != nil {
 			return workloadControlPlane(w, n, cp)
 		}
@@ -114,6 +117,9 @@ func workerRole(w *World, spec NodeSpec) (sim.Factory, error) {
 		wk := worker.New(n.Env(), cfg, client)
 		if w.Scenario.Workload != nil {
 			workloadWorker(w, n, wk)
+		}
+		if w.Scenario.Config != nil {
+			configWorker(w, n, wk)
 		}
 		wk.Start(n.Ctx())
 		w.SetRole(n.Name(), wk)

@@ -39,6 +39,8 @@ type Scenario struct {
 	Checks     []*CheckSpec  `yaml:"checks"`
 	// Workload is the query workload (workload.go); nil: the fleet runs no queries.
 	Workload *Workload `yaml:"workload"`
+	// Config makes control planes serve and workers follow a config snapshot (config.go).
+	Config *ConfigSpec `yaml:"config"`
 
 	specs     []NodeSpec     // the fleet expanded, in file order
 	specIndex map[string]int // name -> index in specs
@@ -289,6 +291,11 @@ func (sc *Scenario) validate() error {
 			if !names[m] {
 				return fmt.Errorf("fleet.groups.%s: no node named %q", g, m)
 			}
+		}
+	}
+	if sc.Config != nil {
+		if err := sc.Config.validate(); err != nil {
+			return err
 		}
 	}
 	if sc.Workload != nil {
