@@ -129,8 +129,8 @@ func newLink(name, upstream string, clock func() time.Duration) (*link, error) {
 	if err := l.proxy.Start(); err != nil {
 		return nil, fmt.Errorf("proxy %s: %w", name, err)
 	}
-	if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(fmt.Sprintf(`{"name":"sniff","type":"qfsniff","stream":"upstream","attributes":{"link":%q}}`, name))); err != nil {
-		return nil, fmt.Errorf("proxy %s: sniffer: %w", name, err)
+	if err := l.addSniffer(); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
@@ -180,6 +180,7 @@ func (l *link) apply() error {
 			delete(l.applied, name)
 		}
 	}
+	added := false
 	for name, js := range want {
 		if l.applied[name] {
 			continue
@@ -188,6 +189,20 @@ func (l *link) apply() error {
 			return fmt.Errorf("proxy %s: toxic %s: %w", l.name, name, err)
 		}
 		l.applied[name] = true
+		added = true
+	}
+	if added {
+		// The sniffer goes last in the chain: it must see only what passed the faults.
+		_ = l.proxy.Toxics.RemoveToxic(context.Background(), "sniff")
+		return l.addSniffer()
+	}
+	return nil
+}
+
+func (l *link) addSniffer() error {
+	js := fmt.Sprintf(`{"name":"sniff","type":"qfsniff","stream":"upstream","attributes":{"link":%q}}`, l.name)
+	if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+		return fmt.Errorf("proxy %s: sniffer: %w", l.name, err)
 	}
 	return nil
 }

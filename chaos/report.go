@@ -10,7 +10,7 @@ import (
 // Print writes the report as qfsim run does (one row, failing checks named), then the real run's
 // verdicts and the side-by-side metrics.
 func (r *Report) Print(w io.Writer) {
-	fmt.Fprintf(w, "scenario %s (%s), chaos at time scale %g, sim seed %d\n", r.Scenario, r.Path, r.TimeScale, r.Seed)
+	fmt.Fprintf(w, "scenario %s (%s), chaos at time scale %g, sim seeds %d..%d\n", r.Scenario, r.Path, r.TimeScale, r.Seed, r.Seed+uint64(max(r.SimSeeds, 1))-1)
 	if !r.Supported() {
 		fmt.Fprintln(w, "  UNSUPPORTED in chaos:")
 		for _, u := range r.Unsupported {
@@ -27,7 +27,7 @@ func (r *Report) Print(w io.Writer) {
 				pass++
 			}
 		}
-		fmt.Fprintf(tw, "sim (trace %s)\t%.3f\t%d/%d\t%s\n", s.TraceHash, s.WallSeconds, pass, len(s.Checks), verdict(s.Pass()))
+		fmt.Fprintf(tw, "sim seed %d (trace %s)\t%.3f\t%d/%d\t%s\n", s.Seed, s.TraceHash, s.WallSeconds, pass, len(s.Checks), verdict(s.Pass()))
 		for _, c := range s.Checks {
 			if !c.Pass {
 				fmt.Fprintf(tw, "  FAIL %s: %s\t\t\t\n", c.Name, c.Detail)
@@ -52,17 +52,17 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if len(r.Metrics) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "METRIC (scenario time)\tSIM\tREAL\tDIFF %\tAGREE\t")
+		fmt.Fprintf(tw, "METRIC (scenario time)\tSIM (mean of %d seeds)\tREAL\tDIFF %%\tAGREE\tRULE\t\n", r.SimSeeds)
 		for _, m := range r.Metrics {
 			diff, agree := fmtPct(m.DiffPct), map[bool]string{true: "yes", false: "NO"}[m.Agree]
 			if m.Missing != "" {
 				diff, agree = "-", m.Missing
 			}
-			fmt.Fprintf(tw, "%s [%s]\t%s\t%s\t%s\t%s\t\n", m.Name, m.Unit, fmtNum(m.Sim), fmtNum(m.Real), diff, agree)
+			fmt.Fprintf(tw, "%s [%s]\t%s\t%s\t%s\t%s\t%s\t\n", m.Name, m.Unit, fmtNum(m.Sim), fmtNum(m.Real), diff, agree, m.Rule)
 		}
 		tw.Flush()
 		a, t := r.Agreeing()
-		fmt.Fprintf(w, "%d of %d metrics agree within %.0f%%\n", a, t, Tolerance*100)
+		fmt.Fprintf(w, "%d of %d metrics agree\n", a, t)
 	}
 	if r.LogDir != "" {
 		fmt.Fprintf(w, "daemon logs: %s\n", r.LogDir)

@@ -25,8 +25,11 @@ import (
 type Options struct {
 	// TimeScale multiplies every duration of the file (0.1: a 60 s scenario runs in 6 s).
 	TimeScale float64
-	// Seed is the simulator's seed for the side-by-side run.
+	// Seed is the simulator's first seed for the side-by-side run.
 	Seed uint64
+	// SimSeeds is how many seeds (Seed, Seed+1, ...) the simulated metrics average over
+	// (default 5): the real run is one sample of timings that depend on timer phases.
+	SimSeeds int
 	// Bin is the queryflux binary; empty builds ./cmd/queryflux once.
 	Bin string
 	// LogDir keeps the daemons' logs; empty uses a temporary directory, removed after a pass.
@@ -54,7 +57,8 @@ type Report struct {
 	Checks      []Verdict         `json:"checks"`
 	WallSeconds float64           `json:"wall_seconds"`
 	LogDir      string            `json:"log_dir,omitempty"`
-	Sim         *scenarios.Result `json:"sim"`
+	Sim         *scenarios.Result `json:"sim"` // the first seed's run (or the first failing seed's)
+	SimSeeds    int               `json:"sim_seeds"`
 	Metrics     []Metric          `json:"metrics"`
 }
 
@@ -167,8 +171,18 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 		}
 		opts.Bin = bin
 	}
-	simRes, simObs := runSim(sc, opts.Seed)
-	rep.Sim = simRes
+	if opts.SimSeeds <= 0 {
+		opts.SimSeeds = 5
+	}
+	var simMetrics []map[string]float64
+	for i := range opts.SimSeeds {
+		res, obs := runSim(sc, opts.Seed+uint64(i))
+		if i == 0 || (!res.Pass() && rep.Sim.Pass()) {
+			rep.Sim = res // the first seed, or the first failing one
+		}
+		simMetrics = append(simMetrics, headline(sc, obs))
+	}
+	rep.SimSeeds = opts.SimSeeds
 
 	wall := time.Now()
 	r := &runner{sc: sc, opts: opts, procs: map[string]*proc{}, api: map[string]string{}, ops: map[string]string{},
@@ -190,7 +204,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 		rep.LogDir = r.dir
 		return rep, err
 	}
-	rep.Metrics = compare(headline(sc, simObs), headline(sc, realObs))
+	rep.Metrics = compare(sc, mean(simMetrics), headline(sc, realObs))
 	if !rep.Pass() || opts.LogDir != "" {
 		rep.LogDir = r.dir
 	} else {
