@@ -3,8 +3,9 @@ package main
 // The configuration's part of the daemon (the CONFIG engineer's file):
 //   - `queryflux config check FILE`, `config revision FILE` and `config import FILE` (into Postgres);
 //   - on a control plane, the worker snapshot endpoints (GET /worker/config, /worker/config/wait)
-//     fed from the YAML file, or from Postgres (pgconfig, woken by LISTEN/NOTIFY) when the file
-//     defines no clusters or groups and a database is configured; and the admin endpoints
+//     fed from the YAML file (re-read on SIGHUP and POST /admin/config/reload: config_reload.go),
+//     or from Postgres (pgconfig, woken by LISTEN/NOTIFY) when the file defines no clusters or
+//     groups and a database is configured; and the admin endpoints
 //     GET/PUT /admin/config, POST /admin/config/check (PUT only with Postgres);
 //   - on a worker, the config sync loop that follows the control plane, borrowing a peer's
 //     recent snapshot while the control plane is down (queryflux.controlPlane.peerBootstrap).
@@ -60,12 +61,15 @@ func serveWorkerConfig(ctx context.Context, d *Daemon, cp *controlplane.ControlP
 		}
 		go listenForConfig(ctx, d, pg, wake.Notify)
 		srv.MountAdmin(cp, pg)
+		storedConfigReload(ctx, d, cp, wake.Notify)
 		d.Logger.Info("config: serving workers the configuration stored in Postgres")
 	} else {
-		cfg := d.Config
-		source = func(context.Context) (*snapshot.WorkerSnapshotV1, error) {
-			return snapshot.Build(cfg, snapshot.Options{Credentials: creds, ConfirmedAt: d.Env.Now()})
+		// The file's configuration, re-read on SIGHUP and POST /admin/config/reload (config_reload.go).
+		r, err := reloadableFileConfig(ctx, d, cp, srv, creds)
+		if err != nil {
+			return err
 		}
+		source, wake = r.Source, r.Wake()
 		srv.MountAdmin(cp, nil)
 		d.Logger.Info("config: serving workers the configuration file's clusters and groups")
 	}

@@ -62,6 +62,13 @@ func startControlPlaneQuery(ctx context.Context, d *Daemon, cp *controlplane.Con
 	} else {
 		d.Logger.Warn("the configuration file defines no clusters: this node's frontends answer 'not configured'")
 	}
+	// A reloaded configuration file is applied here before workers see it (config_reload.go).
+	controlPlaneConfigApply = append(controlPlaneConfigApply, func(_ context.Context, _ *Daemon, cfg *config.Config) error {
+		if len(cfg.Clusters) == 0 {
+			return nil // as at start: no clusters, nothing to build
+		}
+		return n.Apply(cfg)
+	})
 	return runQueryNode(ctx, d, n)
 }
 

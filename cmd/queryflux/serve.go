@@ -35,6 +35,8 @@ type Daemon struct {
 	Logger  *slog.Logger
 	// Pool is the control plane's database (nil when none is configured, and on workers).
 	Pool *pgxpool.Pool
+	// ConfigFile is the --config path ("" when running the embedded default); reloads read it.
+	ConfigFile string
 }
 
 // Hooks run after a role is built and before it starts. Other files of this package append to
@@ -133,7 +135,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("role", string(cfg.QueryFlux.Role))
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d := &Daemon{Env: env.Real(logger), Config: cfg, Metrics: metrics, Logger: logger}
+	d := &Daemon{Env: env.Real(logger), Config: cfg, Metrics: metrics, Logger: logger, ConfigFile: f.configFile}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
