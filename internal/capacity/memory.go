@@ -149,8 +149,8 @@ func (m *Memory) collect(match func(Lease) bool, remove bool) []Lease {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := []Lease{}
-	for _, c := range m.clusters { // order fixed by the sort below
-		for id, l := range c.leases {
+	for _, c := range m.clusters { //determinism:ok the result is sorted below; deletes are order-free
+		for id, l := range c.leases { //determinism:ok as above
 			if match(l) {
 				out = append(out, l)
 				if remove {
