@@ -121,5 +121,16 @@ func (sc *Scenario) Variant(workers int, caps map[string]int, cal *Calibration) 
 	if err := v.validate(); err != nil {
 		return nil, err
 	}
+	// Events resolve their targets (groups like workers) against the variant's fleet.
+	v.Timeline = make([]*Event, len(sc.Timeline))
+	for i, ev := range sc.Timeline {
+		a, err := eventKinds[ev.Kind](&v, ev.Params)
+		if err != nil {
+			return nil, fmt.Errorf("with %d workers: %w", workers, err)
+		}
+		e := *ev
+		e.action = a
+		v.Timeline[i] = &e
+	}
 	return &v, nil
 }

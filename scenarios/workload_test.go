@@ -41,6 +41,9 @@ func TestVariantResizesFleetAndCaps(t *testing.T) {
 	if len(names) != 9 || v.Workload.Cap("c2") != 7 || v.Workload.Cap("c1") != 3 || sc.Workload.Cap("c2") != 2 {
 		t.Fatalf("variant: %d workers, caps c1=%d c2=%d (original c2=%d)", len(names), v.Workload.Cap("c1"), v.Workload.Cap("c2"), sc.Workload.Cap("c2"))
 	}
+	if _, err := sc.Variant(2, nil, nil); err == nil || !strings.Contains(err.Error(), "w-3") {
+		t.Fatalf("a variant too small for the timeline's w-3: %v", err)
+	}
 	if _, err := sc.Variant(0, map[string]int{"nope": 1}, nil); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("unknown cluster: %v", err)
 	}
