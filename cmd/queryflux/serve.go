@@ -63,6 +63,7 @@ type serveFlags struct {
 	role, configFile, name, listen, opsListen string
 	labels                                    []string
 	heartbeat, staleAfter, grace, lagMax      time.Duration
+	reaper                                    time.Duration
 	allowShort                                bool
 	drainTimeout                              time.Duration
 }
@@ -87,6 +88,7 @@ func init() {
 	fl.DurationVar(&f.heartbeat, "heartbeat-interval", 0, "overrides queryflux.heartbeatIntervalSecs (sub-second values need --allow-short-timeouts)")
 	fl.DurationVar(&f.staleAfter, "stale-after", 0, "overrides queryflux.registry.staleAfterSecs")
 	fl.DurationVar(&f.grace, "evict-grace", 0, "overrides queryflux.registry.graceSecs")
+	fl.DurationVar(&f.reaper, "reaper-interval", 0, "a control plane's registry reaper tick (default min(staleAfter/3, heartbeat interval))")
 	fl.DurationVar(&f.lagMax, "health-lag-threshold", 250*time.Millisecond, "a worker's self-health: probe lateness that counts as a bad probe (3 in a row: unhealthy)")
 	fl.BoolVar(&f.allowShort, "allow-short-timeouts", false, "lift the production minimums on heartbeat and reaper timing (tests only)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests")
@@ -168,6 +170,7 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 		HeartbeatInterval:  orFlag(f.heartbeat, secs(q.HeartbeatIntervalSecs)),
 		StaleAfter:         orFlag(f.staleAfter, secs(q.Registry.StaleAfterSecs)),
 		EvictGrace:         orFlag(f.grace, secs(q.Registry.GraceSecs)),
+		ReaperInterval:     f.reaper,
 		AllowShortTimeouts: f.allowShort,
 		Metrics:            d.Metrics,
 	}
