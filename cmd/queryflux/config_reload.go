@@ -36,7 +36,6 @@ func reloadableFileConfig(ctx context.Context, d *Daemon, cp *controlplane.Contr
 	path := d.ConfigFile
 	r, err := controlplane.NewConfigReloader(d.Env, srv, d.Config, controlplane.ReloadOptions{
 		Load:       func() (*config.Config, error) { return config.Load(path) },
-		Local:      d.Config.QueryFlux,
 		Snapshot:   snapshot.Options{Credentials: creds},
 		Registerer: d.Metrics,
 		Apply: func(ctx context.Context, cfg *config.Config) error {

@@ -40,9 +40,6 @@ const reloadPublishTimeout = 30 * time.Second
 type ReloadOptions struct {
 	// Load reads and parses the configuration file (config.Load). It need not compile it.
 	Load func() (*config.Config, error)
-	// Local is the running node-local section (queryflux:). It stays in force across reloads:
-	// listeners, tokens and the role change only with a restart.
-	Local config.QueryFlux
 	// Snapshot are the options of every snapshot built (credentials mode); ConfirmedAt is set
 	// from the Env at each build.
 	Snapshot snapshot.Options
@@ -69,6 +66,7 @@ type ReloadResult struct {
 // ConfigServer.RunConfigRefresh, which it wakes after each accepted reload.
 type ConfigReloader struct {
 	env     env.Env
+	local   config.QueryFlux // the node-local section in force since start
 	srv     *ConfigServer
 	opts    ReloadOptions
 	wake    env.Signal // wakes the refresh loop
@@ -87,12 +85,14 @@ type reloadMetrics struct {
 }
 
 // NewConfigReloader returns a reloader serving initial (already compiled, as the daemon started
-// with it) through srv. Run srv.RunConfigRefresh(ctx, r.Source, r.Wake(), ...) beside it.
+// with it) through srv. initial's node-local section (queryflux:) stays in force across reloads:
+// listeners, tokens and the role change only with a restart. Run
+// srv.RunConfigRefresh(ctx, r.Source, r.Wake(), ...) beside it.
 func NewConfigReloader(e env.Env, srv *ConfigServer, initial *config.Config, opts ReloadOptions) (*ConfigReloader, error) {
 	if opts.Load == nil {
 		panic("controlplane: ReloadOptions.Load is nil")
 	}
-	r := &ConfigReloader{env: e, srv: srv, opts: opts, wake: e.NewSignal(), idle: e.NewSignal()}
+	r := &ConfigReloader{env: e, local: initial.QueryFlux, srv: srv, opts: opts, wake: e.NewSignal(), idle: e.NewSignal()}
 	r.registerMetrics(opts.Registerer)
 	snap, err := r.build(initial)
 	if err != nil {
@@ -214,16 +214,16 @@ func (r *ConfigReloader) loadFile() (*config.Config, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.QueryFlux.Role = r.opts.Local.Role // the --role flag wins over the file, as at start
+	cfg.QueryFlux.Role = r.local.Role // the --role flag wins over the file, as at start
 	config.ApplyDefaults(cfg)
 	if err := config.Compile(cfg); err != nil {
 		return nil, nil, err
 	}
 	var warnings []string
-	if !reflect.DeepEqual(cfg.QueryFlux, r.opts.Local) {
+	if !reflect.DeepEqual(cfg.QueryFlux, r.local) {
 		warnings = append(warnings, "the queryflux: section changed; node-local settings (listeners, tokens, timing) take effect at the next restart")
 	}
-	cfg.QueryFlux = r.opts.Local
+	cfg.QueryFlux = r.local
 	return cfg, warnings, nil
 }
 

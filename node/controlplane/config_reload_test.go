@@ -44,7 +44,6 @@ func newReloadHarness(t *testing.T) *reloadHarness {
 	var err error
 	h.r, err = NewConfigReloader(h.e, h.srv, initial, ReloadOptions{
 		Load:       func() (*config.Config, error) { return config.Load(h.path) },
-		Local:      initial.QueryFlux,
 		Registerer: h.reg,
 		Apply: func(_ context.Context, cfg *config.Config) error {
 			if h.refuse != nil {
