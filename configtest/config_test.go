@@ -106,10 +106,16 @@ func TestPostgresConfigDelivery(t *testing.T) {
 	}
 	cp1.waitAllCurrent(t, put.Revision, "w1", "w2", "w3", "w4")
 
-	// No credential in any status or log.
-	for _, n := range names {
-		raw, _ := ws[n].status(t)
-		noSecrets(t, n+" /worker/status", raw)
+	// No credential in any status, metrics page, admin answer or log.
+	for _, w := range []*worker{ws["w1"], ws["w2"], ws["w3"], w4} {
+		raw, _ := w.status(t)
+		noSecrets(t, w.name+" /worker/status", raw)
+		_, _, page := call("GET", "http://"+w.ops+"/metrics", "", "", nil)
+		noSecrets(t, w.name+" /metrics", page)
+	}
+	for _, path := range []string{"/admin/workers", "/admin/config", "/metrics"} {
+		_, _, body := call("GET", "http://"+api1+path, adminToken, "", nil)
+		noSecrets(t, "cp1 "+path, body)
 	}
 	ps.scanLogs(t)
 }
@@ -149,6 +155,10 @@ func TestFileConfigReload(t *testing.T) {
 	eventually(t, 10*time.Second, "a new revision after SIGHUP", func() bool { return cp.revision(t) != first })
 	second := cp.revision(t)
 	cp.waitAllCurrent(t, second, names...)
+	// The control plane's own query node took the new configuration too.
+	if n := strings.Count(cp.output(), "query configuration active"); n != 2 {
+		t.Fatalf("the control plane's query node was applied %d times, want 2 (start, SIGHUP)", n)
+	}
 	t.Logf("edit + SIGHUP to 3 workers current: %v", time.Since(start).Round(time.Millisecond))
 
 	// POST /admin/config/reload after another edit.
@@ -199,6 +209,9 @@ func TestFileConfigReload(t *testing.T) {
 		t.Fatalf(`queryflux_config_reload_failures_total{stage="file"} = %q, want 2`, v)
 	}
 	cp.waitAllCurrent(t, third, names...)
+	if n := strings.Count(cp.output(), "query configuration active"); n != 3 {
+		t.Fatalf("the control plane's query node was applied %d times, want 3 (broken files never)", n)
+	}
 	// Workers ignore SIGHUP instead of dying of it.
 	for _, p := range ps.all[1:] {
 		p.signal(syscall.SIGHUP)
