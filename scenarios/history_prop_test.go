@@ -12,7 +12,7 @@ import (
 )
 
 // TestHistoryConservedUnderRandomFaults draws crashes, restarts, graceful stops, partitions
-// (one-way ones lose replies) and heals over a small fleet sending query history, then heals
+// (one-way ones lose replies), starvation and heals over a small fleet sending query history, then heals
 // and restarts everything and lets the uplinks drain. Every finished query must be stored, or
 // counted dropped by its uplink, or lost in a crash (counted from the dead uplink); no record
 // is stored twice and none appears that no worker finished.
@@ -27,7 +27,7 @@ func TestHistoryConservedUnderRandomFaults(t *testing.T) {
 			at := time.Duration(rapid.IntRange(1, 39).Draw(rt, fmt.Sprint("at", i))) * time.Second
 			node := rapid.SampledFrom(nodes).Draw(rt, fmt.Sprint("node", i))
 			var ev string
-			switch rapid.SampledFrom([]string{"crash", "restart", "stop", "partition", "heal"}).Draw(rt, fmt.Sprint("kind", i)) {
+			switch rapid.SampledFrom([]string{"crash", "restart", "stop", "partition", "heal", "starve"}).Draw(rt, fmt.Sprint("kind", i)) {
 			case "crash":
 				ev = "crash: " + node
 			case "restart":
@@ -42,6 +42,8 @@ func TestHistoryConservedUnderRandomFaults(t *testing.T) {
 				ev = fmt.Sprintf("partition: {from: %s, to: %s, oneWay: %v}", node, peer, rapid.Bool().Draw(rt, fmt.Sprint("oneWay", i)))
 			case "heal":
 				ev = "heal: {}"
+			case "starve":
+				ev = fmt.Sprintf("starve: {node: %s, delay: %dms, for: 10s}", node, rapid.IntRange(100, 3000).Draw(rt, fmt.Sprint("delay", i)))
 			}
 			fmt.Fprintf(&tl, "  - at: %v\n    %s\n", at, ev)
 		}
