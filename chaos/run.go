@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -326,13 +327,13 @@ func (r *runner) sleepUntil(ctx context.Context, at time.Duration) bool {
 }
 
 // intervals are the fleet's timings as the simulated roles would default them, scaled.
-type intervals struct{ heartbeat, staleAfter, evictGrace time.Duration }
+type intervals struct{ heartbeat, staleAfter, evictGrace, reaper time.Duration }
 
 func (r *runner) intervals() intervals {
 	iv := r.sc.Intervals
 	cfg := controlplane.Config{HeartbeatInterval: iv.Heartbeat, StaleAfter: iv.StaleAfter, EvictGrace: iv.EvictGrace,
 		ReaperInterval: iv.Reaper, AllowShortTimeouts: true}.WithDefaults()
-	return intervals{r.scale(cfg.HeartbeatInterval), r.scale(cfg.StaleAfter), r.scale(cfg.EvictGrace)}
+	return intervals{r.scale(cfg.HeartbeatInterval), r.scale(cfg.StaleAfter), r.scale(cfg.EvictGrace), r.scale(cfg.ReaperInterval)}
 }
 
 // boot starts every control plane (a fresh migrated database each), a proxy per worker, and the
@@ -361,6 +362,9 @@ func (r *runner) boot(ctx context.Context) error {
 			return err
 		}
 		args := append([]string{"serve", "--config", path, "--stale-after", iv.staleAfter.String(), "--evict-grace", iv.evictGrace.String()}, timing...)
+		if hasFlag(r.opts.Bin, "--reaper-interval") {
+			args = append(args, "--reaper-interval", iv.reaper.String())
+		}
 		r.procs[s.Name] = &proc{name: s.Name, bin: r.opts.Bin, logPath: filepath.Join(r.dir, s.Name+".log"), args: args}
 		if err := r.procs[s.Name].start(); err != nil {
 			return err
@@ -421,6 +425,24 @@ func (r *runner) boot(ctx context.Context) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+var (
+	flagsMu   sync.Mutex
+	flagsHelp = map[string]string{}
+)
+
+// hasFlag reports whether bin's serve command takes flag (an older binary may lack one).
+func hasFlag(bin, flag string) bool {
+	flagsMu.Lock()
+	defer flagsMu.Unlock()
+	help, ok := flagsHelp[bin]
+	if !ok {
+		out, _ := exec.Command(bin, "serve", "--help").CombinedOutput()
+		help = string(out)
+		flagsHelp[bin] = help
+	}
+	return strings.Contains(help, flag+" ")
 }
 
 func (r *runner) writeFile(name, content string) (string, error) {
