@@ -36,7 +36,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCmd(), kindsCmd(), planCmd())
+	root.AddCommand(runCmd(), kindsCmd(), chaosCmd(), planCmd())
 	return root
 }
 
