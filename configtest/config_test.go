@@ -209,6 +209,14 @@ func TestFileConfigReload(t *testing.T) {
 		t.Fatalf(`queryflux_config_reload_failures_total{stage="file"} = %q, want 2`, v)
 	}
 	cp.waitAllCurrent(t, third, names...)
+	// The CLI says the same, and fails.
+	cli := exec.Command(binary(t), "config", "reload", "--admin-url", "http://"+api)
+	cli.Env = append(cli.Environ(), "QUERYFLUX_ADMIN_TOKEN="+adminToken)
+	out, err := cli.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "routers[0].group") || !strings.Contains(string(out), third) {
+		t.Fatalf("queryflux config reload with a broken file: %v\n%s", err, out)
+	}
+	noSecrets(t, "config reload output", string(out))
 	if n := strings.Count(cp.output(), "query configuration active"); n != 3 {
 		t.Fatalf("the control plane's query node was applied %d times, want 3 (broken files never)", n)
 	}

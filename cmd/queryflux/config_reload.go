@@ -11,14 +11,23 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/worker"
+	"github.com/queryflux/queryflux/transport"
+	"github.com/spf13/cobra"
 )
 
 // controlPlaneConfigApply run, in order, on every configuration a reload accepts on a control
@@ -28,6 +37,73 @@ var controlPlaneConfigApply []func(ctx context.Context, d *Daemon, cfg *config.C
 
 func init() {
 	workerHooks = append(workerHooks, ignoreHangup)
+	// config_check.go's init (which runs first: files initialize in name order) added `config`.
+	for _, c := range rootCmd.Commands() {
+		if c.Name() == "config" {
+			c.AddCommand(newConfigReloadCommand())
+		}
+	}
+}
+
+// newConfigReloadCommand asks a running control plane to re-read its configuration file and
+// prints the outcome: the new revision, or every error with its path (exit status 1).
+func newConfigReloadCommand() *cobra.Command {
+	var adminURL, token string
+	cmd := &cobra.Command{
+		Use:   "reload",
+		Short: "Make a running control plane re-read its configuration file (POST /admin/config/reload)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if token == "" {
+				token = os.Getenv("QUERYFLUX_ADMIN_TOKEN")
+			}
+			if token == "" {
+				return errors.New("no admin token: pass --admin-token or set QUERYFLUX_ADMIN_TOKEN")
+			}
+			res, err := postReload(cmd.Context(), adminURL, token)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), res.String())
+			for _, w := range res.Warnings {
+				fmt.Fprintln(cmd.OutOrStdout(), "warning:", w)
+			}
+			if !res.OK {
+				return errors.New("configuration not reloaded")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&adminURL, "admin-url", envOr("QUERYFLUX_ADMIN_URL", "http://127.0.0.1:9000"), "the control plane's admin API (or QUERYFLUX_ADMIN_URL)")
+	cmd.Flags().StringVar(&token, "admin-token", "", "admin bearer token (or QUERYFLUX_ADMIN_TOKEN)")
+	return cmd
+}
+
+func postReload(ctx context.Context, adminURL, token string) (*controlplane.ReloadResult, error) {
+	u, err := url.JoinPath(adminURL, controlplane.PathAdminConfigReload)
+	if err != nil {
+		return nil, fmt.Errorf("--admin-url: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	transport.SetBearer(req, token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusUnprocessableEntity {
+		return nil, &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
+	}
+	var res controlplane.ReloadResult
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&res); err != nil {
+		return nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	return &res, nil
 }
 
 // reloadableFileConfig serves the file's configuration through a reloader: it mounts
