@@ -75,6 +75,20 @@ func TestPostgresConfigDelivery(t *testing.T) {
 		t.Fatalf("an invalid PUT changed the revision to %s", rev)
 	}
 
+	// With the configuration in Postgres, the reload endpoint says where to edit, and SIGHUP
+	// re-reads the database without harm.
+	code, _, body = call("POST", "http://"+api1+"/admin/config/reload", adminToken, "", nil)
+	if code != 409 || !strings.Contains(body, "PUT /admin/config") {
+		t.Fatalf("POST reload on a Postgres-configured control plane: %d %s", code, body)
+	}
+	cp1.signal(syscall.SIGHUP)
+	eventually(t, 5*time.Second, "SIGHUP logged", func() bool {
+		return strings.Contains(cp1.output(), "SIGHUP: re-reading the configuration stored in Postgres")
+	})
+	if cp1.exited() || cp1.revision(t) != put.Revision {
+		t.Fatal("SIGHUP stopped the control plane or changed its revision")
+	}
+
 	// (c) The replica on the same database serves the same revision (NOTIFY woke it).
 	eventually(t, 10*time.Second, "cp2 at the edited revision", func() bool { return cp2.revision(t) == put.Revision })
 	e1, e2 := cp1.workerConfigETag(t, "probe-1"), cp2.workerConfigETag(t, "probe-2")
