@@ -106,3 +106,10 @@ workload:
 		t.Fatalf("plot or page incomplete:\n%s", page)
 	}
 }
+
+func TestCalibrationFileLoads(t *testing.T) {
+	c, err := scenarios.LoadCalibration("testdata/calibration.yaml")
+	if err != nil || c.Pool != 10 || c.ServiceTimes["/worker/capacity/acquire"] <= 0 {
+		t.Fatalf("%+v %v", c, err)
+	}
+}
