@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,8 +113,7 @@ func (r *ConfigReloader) registerMetrics(reg prometheus.Registerer) {
 		Help: "Config file reloads accepted (changed or not).",
 	})
 	if reg != nil {
-		// Another part of the node may have registered the same family (a worker's activation
-		// failures share it); reuse it then.
+		// A second reloader on the same registry (tests) reuses the first one's series.
 		if err := reg.Register(failures); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
@@ -326,16 +326,5 @@ func (res ReloadResult) String() string {
 		return fmt.Sprintf("reloaded: revision %s (changed: %v)", res.Revision, res.Changed)
 	}
 	return fmt.Sprintf("reload refused at stage %s; still serving %s:\n  %s", res.Stage, res.Revision,
-		joinLines(errorLines(res.Errors)))
-}
-
-func joinLines(lines []string) string {
-	out := ""
-	for i, l := range lines {
-		if i > 0 {
-			out += "\n  "
-		}
-		out += l
-	}
-	return out
+		strings.Join(errorLines(res.Errors), "\n  "))
 }
