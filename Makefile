@@ -2,7 +2,8 @@
 GO        ?= go
 BIN       := bin
 FUZZTIME  ?= 5s
-SEEDS     ?= 20
+SEEDS     ?= 1000
+PARALLEL  ?= 2
 
 .PHONY: run build test unit fuzz determinism sim bench bench-proxy chaos clean
 
@@ -46,9 +47,13 @@ determinism: build
 		echo "determinism: $$f seed 7 $$b under GOMAXPROCS=1 and 2"; \
 	done
 
-# Every scenario over $(SEEDS) seeds.
+# Every scenario over $(SEEDS) seeds (the 1,000-worker planning fleet over 20), and the
+# simulator's rapid property tests with many more draws.
 sim: build
-	@set -e; for f in scenarios/*.yaml; do $(BIN)/qfsim run $$f --seeds $(SEEDS); done
+	@set -e; for f in scenarios/*.yaml; do \
+		n=$(SEEDS); case $$f in *plan-fleet*) n=20;; esac; \
+		echo "== $$f ($$n seeds)"; $(BIN)/qfsim run $$f --seeds $$n --parallel $(PARALLEL); \
+	done
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./sim/...
