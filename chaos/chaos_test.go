@@ -146,7 +146,7 @@ func TestUnsupportedScenariosAreReportedNotRun(t *testing.T) {
 // An unknown check kind in a supported scenario is a verdict, not an error.
 func TestPlanNamesUncheckableKinds(t *testing.T) {
 	sc := load(t, "pingpong.yaml")
-	_, uncheckable := Plan(sc)
+	_, uncheckable := Plan(sc, 0)
 	if len(uncheckable) == 0 {
 		t.Fatal("pings check reported checkable")
 	}

@@ -10,14 +10,14 @@ import (
 // Print writes the report as qfsim run does (one row, failing checks named), then the real run's
 // verdicts and the side-by-side metrics.
 func (r *Report) Print(w io.Writer) {
-	fmt.Fprintf(w, "scenario %s (%s), chaos at time scale %g, sim seeds %d..%d\n", r.Scenario, r.Path, r.TimeScale, r.Seed, r.Seed+uint64(max(r.SimSeeds, 1))-1)
 	if !r.Supported() {
-		fmt.Fprintln(w, "  UNSUPPORTED in chaos:")
+		fmt.Fprintf(w, "scenario %s (%s): UNSUPPORTED in chaos, not run:\n", r.Scenario, r.Path)
 		for _, u := range r.Unsupported {
 			fmt.Fprintln(w, "   ", u)
 		}
 		return
 	}
+	fmt.Fprintf(w, "scenario %s (%s), chaos at time scale %g, sim seeds %d..%d\n", r.Scenario, r.Path, r.TimeScale, r.Seed, r.Seed+uint64(max(r.SimSeeds, 1))-1)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tWALL s\tCHECKS\tRESULT")
 	if s := r.Sim; s != nil {

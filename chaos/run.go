@@ -37,6 +37,9 @@ type Options struct {
 	LogDir string
 	// BootTimeout bounds the wait for the fleet to be registered and healthy (default 30 s).
 	BootTimeout time.Duration
+	// MaxProcesses is the largest fleet run as real processes (default 50); a bigger one is
+	// UNSUPPORTED.
+	MaxProcesses int
 }
 
 // Verdict is one check's outcome in the real run.
@@ -132,7 +135,20 @@ func (r *runner) after(d time.Duration, fn func()) {
 }
 
 // Plan reports why a scenario cannot run in chaos (nil: it can), and which checks it cannot read.
-func Plan(sc *scenarios.Scenario) (unsupported []string, uncheckable map[string]string) {
+// maxProcs bounds the fleet (0: 50).
+func Plan(sc *scenarios.Scenario, maxProcs int) (unsupported []string, uncheckable map[string]string) {
+	if maxProcs <= 0 {
+		maxProcs = 50
+	}
+	if n := len(sc.Nodes()); n > maxProcs {
+		unsupported = append(unsupported, fmt.Sprintf("fleet: %d nodes, more real processes than the limit of %d", n, maxProcs))
+	}
+	if sc.Workload != nil {
+		unsupported = append(unsupported, "workload: the query workload is not driven in chaos")
+	}
+	if sc.Config != nil {
+		unsupported = append(unsupported, "config: config snapshots are not served in chaos")
+	}
 	for _, s := range sc.Nodes() {
 		if s.Role != "worker" && s.Role != "controlplane" {
 			unsupported = append(unsupported, fmt.Sprintf("node %s: role %q is not supported in chaos (only controlplane and worker)", s.Name, s.Role))
@@ -161,7 +177,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 		opts.BootTimeout = 30 * time.Second
 	}
 	rep := &Report{Scenario: sc.Name, Path: sc.Path, TimeScale: opts.TimeScale, Seed: opts.Seed}
-	rep.Unsupported, _ = Plan(sc)
+	rep.Unsupported, _ = Plan(sc, opts.MaxProcesses)
 	if !rep.Supported() {
 		return rep, nil
 	}

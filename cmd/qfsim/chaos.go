@@ -21,6 +21,7 @@ type chaosFlags struct {
 	json      bool
 	bin       string
 	logDir    string
+	maxProcs  int
 }
 
 // chaosCmd: `qfsim chaos FILE... --time-scale S [--seed N] [--json]` runs scenario files against
@@ -45,6 +46,7 @@ func chaosCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&f.json, "json", false, "one JSON report per file per line")
 	cmd.Flags().StringVar(&f.bin, "bin", "", "the queryflux binary (default: go build ./cmd/queryflux once)")
 	cmd.Flags().StringVar(&f.logDir, "log-dir", "", "keep the daemons' logs here (default: a temporary directory, kept on failure)")
+	cmd.Flags().IntVar(&f.maxProcs, "max-procs", 50, "largest fleet run as real processes (bigger files are UNSUPPORTED)")
 	return cmd
 }
 
@@ -58,15 +60,22 @@ func runChaos(ctx context.Context, out io.Writer, paths []string, f chaosFlags) 
 	for _, path := range paths {
 		sc, err := scenarios.Load(path)
 		if err != nil {
-			return err
+			fmt.Fprintf(out, "%v\n\n", err) // the other files still run
+			failed = true
+			continue
 		}
-		opts := chaos.Options{TimeScale: f.timeScale, Seed: f.seed, Bin: f.bin}
+		opts := chaos.Options{TimeScale: f.timeScale, Seed: f.seed, Bin: f.bin, MaxProcesses: f.maxProcs}
 		if f.logDir != "" {
 			opts.LogDir = f.logDir + "/" + sc.Name
 		}
 		rep, err := chaos.Run(ctx, sc, opts)
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			fmt.Fprintf(out, "scenario %s (%s): the real run broke: %v\n\n", sc.Name, path, err)
+			failed = true
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			continue
 		}
 		failed = failed || !rep.Pass()
 		if f.json {
