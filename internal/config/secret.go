@@ -29,6 +29,17 @@ func (s Secret) LogValue() slog.Value { return slog.StringValue(s.display()) }
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.display()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler, so a Secret decodes from a plain string.
+// UnmarshalYAML decodes a plain string. Without it go-yaml falls back to UnmarshalText, for which
+// it formats the whole document once per secret: parsing was quadratic in the file's size.
+func (s *Secret) UnmarshalYAML(unmarshal func(any) error) error {
+	var v string
+	if err := unmarshal(&v); err != nil {
+		return err
+	}
+	*s = Secret(v)
+	return nil
+}
+
 func (s *Secret) UnmarshalText(b []byte) error {
 	*s = Secret(b)
 	return nil
