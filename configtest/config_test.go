@@ -24,19 +24,20 @@ func TestPostgresConfigDelivery(t *testing.T) {
 	}
 	db := migratedDatabase(t)
 	ps := &procs{}
-	cpFile := func(api string) string {
+	cpFile := func(api, pgAddr string) string {
 		path := filepath.Join(t.TempDir(), "cp.yaml")
 		writeFile(t, path, fmt.Sprintf(`queryflux:
   role: controlPlane
   adminApi: {listen: %q, token: %q}
   workerApi: {enabled: true, secret: %q}
   persistence: {databaseUrl: %q}
-`, api, adminToken, workerSecret, db))
+  frontends: {postgres: {enabled: true, listen: %q}}
+`, api, adminToken, workerSecret, db, pgAddr))
 		return path
 	}
-	api1, api2 := freeAddr(t), freeAddr(t)
-	cp1 := startControlPlane(t, ps, "cp1", api1, cpFile(api1))
-	cp2 := startControlPlane(t, ps, "cp2", api2, cpFile(api2))
+	api1, api2, cpPG := freeAddr(t), freeAddr(t), freeAddr(t)
+	cp1 := startControlPlane(t, ps, "cp1", api1, cpFile(api1, cpPG))
+	cp2 := startControlPlane(t, ps, "cp2", api2, cpFile(api2, freeAddr(t)))
 	wfile := workerFile(t, api1)
 	names := []string{"w1", "w2", "w3"}
 	ws := map[string]*worker{}
@@ -58,6 +59,12 @@ func TestPostgresConfigDelivery(t *testing.T) {
 	}
 	cp1.waitAllCurrent(t, put.Revision, names...)
 	t.Logf("PUT /admin/config to 3 workers current in /admin/workers: %v", time.Since(start).Round(time.Millisecond))
+	// The control plane's own frontend serves the stored config too.
+	host, port, _ := strings.Cut(cpPG, ":")
+	eventually(t, 10*time.Second, "the control plane's own frontend answers from the stored config", func() bool {
+		out, err := exec.Command("psql", "-h", host, "-p", port, "-U", "queryflux", "-d", "postgres", "-At", "-c", "select 40+2").CombinedOutput()
+		return err == nil && strings.TrimSpace(string(out)) == "42"
+	})
 	for _, n := range names {
 		raw, st := ws[n].status(t)
 		if st.Revision.Active != put.Revision || st.Config.Source != "controlPlane" || st.Config.Stale {

@@ -62,6 +62,8 @@ func serveWorkerConfig(ctx context.Context, d *Daemon, cp *controlplane.ControlP
 		go listenForConfig(ctx, d, pg, wake.Notify)
 		srv.MountAdmin(cp, pg)
 		storedConfigReload(ctx, d, cp, wake.Notify)
+		// The control plane's own query node follows the stored config as workers do.
+		srv.OnChange(func(string) { applyStoredConfig(ctx, d, srv) })
 		d.Logger.Info("config: serving workers the configuration stored in Postgres")
 	} else {
 		// The file's configuration, re-read on SIGHUP and POST /admin/config/reload (config_reload.go).
@@ -77,6 +79,22 @@ func serveWorkerConfig(ctx context.Context, d *Daemon, cp *controlplane.ControlP
 		_ = srv.RunConfigRefresh(ctx, source, wake, controlplane.ConfigBuildTimeoutDefault)
 	})
 	return nil
+}
+
+// applyStoredConfig hands the snapshot just published to the control plane's own appliers
+// (its query node); a refusal is logged and the node keeps its previous config.
+func applyStoredConfig(ctx context.Context, d *Daemon, srv *controlplane.ConfigServer) {
+	snap := srv.Current()
+	if snap == nil {
+		return
+	}
+	cfg := snap.Config(d.Config.QueryFlux)
+	for _, apply := range controlPlaneConfigApply {
+		if err := apply(ctx, d, cfg); err != nil {
+			d.Logger.Error("config: the control plane's query node refused the stored config", "revision", snap.Revision, "err", err)
+			return
+		}
+	}
 }
 
 // listenForConfig keeps a LISTEN on the config channel, reconnecting after failures.
