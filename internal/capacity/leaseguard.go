@@ -51,7 +51,12 @@ type GuardOptions struct {
 	RenewEvery time.Duration
 	// AcquireTimeout bounds one acquire, renew or release round trip (default 5 s).
 	AcquireTimeout time.Duration
-	Metrics        *Metrics
+	// AcquireWaits says the Client's acquires long-poll at the control plane (Remote with
+	// WithAcquireWait, coordination.queue: ordered): an acquire is sent even while this node's
+	// releases of the cluster are in flight, since the control plane grants it as they land.
+	// Otherwise such an acquire is denied here, and OnFreed's callbacks say when to ask again.
+	AcquireWaits bool
+	Metrics      *Metrics
 }
 
 func (o GuardOptions) withDefaults() GuardOptions {
@@ -115,11 +120,17 @@ type LeaseGuard struct {
 	held    map[string]int        // leased slots per cluster, live or fenced, until Release
 	queue   []queuedRelease
 	dropped uint64 // releases dropped because the queue was full or they outlived their lease
+	// pending counts, per cluster, releases queued or in flight: the control plane still counts
+	// those leases, so an acquire that they would push over the cap is denied without asking.
+	pending      map[string]int
+	flushFailing bool     // the last batch failed: pending releases may never land, ask anyway
+	freed        []func() // run after every release batch (landed or failed): wake waiters
 }
 
 type queuedRelease struct {
-	ref   LeaseRef
-	until time.Time // after this the control plane has reclaimed the lease anyway
+	ref     LeaseRef
+	cluster string
+	until   time.Time // after this the control plane has reclaimed the lease anyway
 }
 
 type leaseSlot struct {
@@ -150,6 +161,7 @@ func NewLeaseGuard(o GuardOptions) (*LeaseGuard, error) {
 		fallback: NewLocalGuard(),
 		slots:    map[uint64]*leaseSlot{},
 		held:     map[string]int{},
+		pending:  map[string]int{},
 	}, nil
 }
 
@@ -164,8 +176,9 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if limit < 1 || g.Held(cluster)+g.fallback.Running(cluster) >= limit {
-		// This node alone fills the cap: no need to ask.
+	if limit < 1 || g.occupied(cluster)+g.fallback.Running(cluster) >= limit {
+		// This node alone fills the cap (or will until its releases land, when OnFreed's
+		// callbacks run): no need to ask.
 		g.o.Metrics.LeaseDenied.WithLabelValues(cluster).Inc()
 		return nil, ErrAtCapacity
 	}
@@ -223,6 +236,29 @@ func (g *LeaseGuard) Held(cluster string) int {
 	return g.held[cluster]
 }
 
+// occupied is the number of slots of cluster the control plane counts for this node as far as
+// it knows: leases held, and releases not yet landed unless the flusher is failing (then the
+// control plane may be unreachable and the acquire must go on to its onUnavailable policy) or
+// acquires wait at the control plane anyway.
+func (g *LeaseGuard) occupied(cluster string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := g.held[cluster]
+	if !g.flushFailing && !g.o.AcquireWaits {
+		n += g.pending[cluster]
+	}
+	return n
+}
+
+// OnFreed registers fn to run after every release batch, whether it landed or failed: a caller
+// that was denied (ErrAtCapacity) may find a slot now. fn runs in the flusher task and must not
+// block (env.Signal.Notify). The proxy core registers its wake-up here.
+func (g *LeaseGuard) OnFreed(fn func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.freed = append(g.freed, fn)
+}
+
 // Local is the number of fallback (unleased) slots this node holds on cluster.
 func (g *LeaseGuard) Local(cluster string) int { return g.fallback.Running(cluster) }
 
@@ -252,7 +288,8 @@ func (s *leaseSlot) Release() {
 	}
 	// Even a fenced lease is released: the control plane may still hold it (one-way partition).
 	if len(g.queue) < releaseQueueMax {
-		g.queue = append(g.queue, queuedRelease{ref: s.lease.Ref(), until: s.fenceAt.Add(2 * g.o.DriftMargin)})
+		g.queue = append(g.queue, queuedRelease{ref: s.lease.Ref(), cluster: s.lease.Cluster, until: s.fenceAt.Add(2 * g.o.DriftMargin)})
+		g.pending[s.lease.Cluster]++
 	} else {
 		g.dropped++
 	}
@@ -458,21 +495,51 @@ func (g *LeaseGuard) Flush(ctx context.Context) bool {
 	fctx, cancel := g.o.Env.WithTimeout(ctx, g.o.AcquireTimeout)
 	_, err := g.o.Client.ReleaseBatch(fctx, refs)
 	cancel()
+	defer g.wakeFreed()
 	if err == nil {
+		g.mu.Lock()
+		g.flushFailing = false
+		for _, q := range batch {
+			g.unpend(q.cluster)
+		}
+		g.mu.Unlock()
 		return true
 	}
 	g.o.Metrics.CoordinationFailures.WithLabelValues("release").Inc()
 	now := g.o.Env.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.flushFailing = true
 	var keep []queuedRelease
 	for _, q := range batch {
 		if now.Before(q.until) {
 			keep = append(keep, q)
 		} else {
 			g.dropped++
+			g.unpend(q.cluster)
 		}
 	}
 	g.queue = append(keep, g.queue...)
 	return false
+}
+
+// unpend counts one release of cluster as no longer pending (under g.mu).
+func (g *LeaseGuard) unpend(cluster string) {
+	g.pending[cluster]--
+	switch {
+	case g.pending[cluster] < 0:
+		panic(fmt.Sprintf("capacity: pending release count of %q went negative", cluster))
+	case g.pending[cluster] == 0:
+		delete(g.pending, cluster)
+	}
+}
+
+// wakeFreed runs the OnFreed callbacks (not under g.mu).
+func (g *LeaseGuard) wakeFreed() {
+	g.mu.Lock()
+	fns := g.freed
+	g.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
 }

@@ -18,6 +18,18 @@ import (
 // it: with a fleet-wide guard, slots also free on other nodes, which no local signal reports.
 const GuardPollDefault = 500 * time.Millisecond
 
+// guardRetryMin is the first wait of a queued head after the guard denied it; each denial in a
+// row doubles it (jittered) up to the poll interval. Slots freed on other nodes are found in a
+// few milliseconds instead of a whole poll, and a fleet of waiting heads soon backs off.
+const guardRetryMin = 2 * time.Millisecond
+
+// FreedNotifier is a Guard that says when slots may have freed without a local release being
+// visible yet (capacity.LeaseGuard: a release batch reached the control plane). The core
+// registers its wake-up so queued queries ask again at once.
+type FreedNotifier interface {
+	OnFreed(fn func())
+}
+
 // Options configure a Core. Env is required; the rest have defaults.
 type Options struct {
 	Env env.Env
@@ -90,6 +102,9 @@ func New(opts Options) *Core {
 	}
 	if c.guard == nil {
 		c.guard = NewLocalGuard()
+	}
+	if n, ok := c.guard.(FreedNotifier); ok {
+		n.OnFreed(c.changed.Notify)
 	}
 	if c.poll <= 0 {
 		c.poll = GuardPollDefault
@@ -313,8 +328,10 @@ func (c *Core) acquire(ctx context.Context, g *group, w waiter, start time.Time)
 	if g.waitTimeout > 0 {
 		deadline = start.Add(g.waitTimeout)
 	}
+	retry := min(guardRetryMin, c.poll)
 	for {
 		seen := c.changed.Seq()
+		wait := c.poll
 		if c.isHead(g.name, ticket) {
 			slot, cl, err := c.tryMembers(ctx, g)
 			if slot != nil || err != nil {
@@ -323,8 +340,9 @@ func (c *Core) acquire(ctx context.Context, g *group, w waiter, start time.Time)
 			if !g.usable() {
 				return nil, nil, noHealthy(g)
 			}
+			wait = min(env.Jitter(c.env.Rand(), retry, 0.2), c.poll)
+			retry = min(2*retry, c.poll)
 		}
-		wait := c.poll
 		if !deadline.IsZero() {
 			left := deadline.Sub(c.env.Now())
 			if left <= 0 {

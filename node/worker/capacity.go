@@ -45,6 +45,7 @@ func NewCapacityGuard(e env.Env, w *Worker, c config.Coordination, metrics *capa
 		Env:            e,
 		Client:         remote,
 		AcquireTimeout: acquireTimeout,
+		AcquireWaits:   c.Queue == config.QueueOrdered,
 		Holder:         w.Name(),
 		OnUnavailable:  c.OnUnavailable,
 		OnLeaseLost:    c.OnLeaseLost,
