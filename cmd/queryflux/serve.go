@@ -63,7 +63,7 @@ type serveFlags struct {
 	role, configFile, name, listen, opsListen string
 	labels                                    []string
 	heartbeat, staleAfter, grace, lagMax      time.Duration
-	reaper                                    time.Duration
+	reaper, probe                             time.Duration
 	allowShort                                bool
 	drainTimeout                              time.Duration
 }
@@ -89,6 +89,7 @@ func init() {
 	fl.DurationVar(&f.staleAfter, "stale-after", 0, "overrides queryflux.registry.staleAfterSecs")
 	fl.DurationVar(&f.grace, "evict-grace", 0, "overrides queryflux.registry.graceSecs")
 	fl.DurationVar(&f.reaper, "reaper-interval", 0, "a control plane's registry reaper tick (default min(staleAfter/3, heartbeat interval))")
+	fl.DurationVar(&f.probe, "health-probe-interval", 0, "a worker's self-health probe period (default 1s)")
 	fl.DurationVar(&f.lagMax, "health-lag-threshold", 250*time.Millisecond, "a worker's self-health: probe lateness that counts as a bad probe (3 in a row: unhealthy)")
 	fl.BoolVar(&f.allowShort, "allow-short-timeouts", false, "lift the production minimums on heartbeat and reaper timing (tests only)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests")
@@ -261,15 +262,16 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 		return err
 	}
 	wCfg := worker.Config{
-		ControlPlaneURL:   q.ControlPlane.URL,
-		Secret:            q.ControlPlane.Secret.Reveal(),
-		Name:              name,
-		Version:           version,
-		Labels:            labels,
-		Frontends:         enabledFrontends(q.Frontends),
-		HeartbeatInterval: orFlag(f.heartbeat, secs(q.HeartbeatIntervalSecs)),
-		LagThreshold:      f.lagMax,
-		Metrics:           d.Metrics,
+		ControlPlaneURL:     q.ControlPlane.URL,
+		Secret:              q.ControlPlane.Secret.Reveal(),
+		Name:                name,
+		Version:             version,
+		Labels:              labels,
+		Frontends:           enabledFrontends(q.Frontends),
+		HeartbeatInterval:   orFlag(f.heartbeat, secs(q.HeartbeatIntervalSecs)),
+		LagThreshold:        f.lagMax,
+		HealthProbeInterval: f.probe,
+		Metrics:             d.Metrics,
 	}
 	if err := wCfg.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("worker: %w", err)
