@@ -61,6 +61,8 @@ type WorkloadStats struct {
 	MaxExecuting     map[string]int
 
 	engines map[string]map[string]engineCount // cluster -> worker -> its running incarnation's count
+	// engineWatchers see every change of a cluster's executing total (lease_checks.go).
+	engineWatchers []func(cluster string, total int)
 }
 
 // WorkloadOf is the run's workload statistics.
@@ -107,6 +109,9 @@ func (st *WorkloadStats) engineChanged(w *World, cluster, workerName string, inc
 		}
 	}
 	st.MaxExecuting[cluster] = max(st.MaxExecuting[cluster], total)
+	for _, watch := range st.engineWatchers {
+		watch(cluster, total)
+	}
 	if limit := w.Scenario.Workload.Cap(cluster); total > limit {
 		st.EngineViolations++
 		st.violation(w, fmt.Sprintf("%d queries executing on cluster %s, cap %d", total, cluster, limit))

@@ -1,0 +1,360 @@
+package scenarios
+
+// Lease checks for the lease scenarios (lease-*.yaml):
+//
+//   leasesHeld:      leases in a control plane's store (a cluster, optionally one holder),
+//                    polled, within [atLeast, atMost] (sometime | always | never | end)
+//   admitted:        guard grants to a set of workers since the window opened, polled, within
+//                    [atLeast, atMost]
+//   engineMax:       the peak of queries executing on a cluster inside a window (every change,
+//                    not polled) within [atLeast, atMost]: shows what a policy lets through
+//   expectViolation: an oracle (engineWithinCap, leasesWithinCap) must have FAILED: proof that
+//                    the oracle can fail when a scenario turns a safety mechanism off
+//   fairness:        Jain's index of the per-worker admitted share, at least min
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+func init() {
+	RegisterCheck("leasesHeld", parseLeasesHeld)
+	RegisterCheck("admitted", parseAdmitted)
+	RegisterCheck("engineMax", parseEngineMax)
+	RegisterCheck("expectViolation", parseExpectViolation)
+	RegisterCheck("fairness", parseFairness)
+}
+
+// Bounds is an inclusive range of counts; a nil end is open.
+type Bounds struct {
+	AtLeast *int `yaml:"atLeast"`
+	AtMost  *int `yaml:"atMost"`
+}
+
+func (b Bounds) validate(p Params) error {
+	if b.AtLeast == nil && b.AtMost == nil {
+		return p.Errorf("give atLeast, atMost or both")
+	}
+	if b.AtLeast != nil && b.AtMost != nil && *b.AtLeast > *b.AtMost {
+		return p.Errorf("atLeast %d > atMost %d", *b.AtLeast, *b.AtMost)
+	}
+	return nil
+}
+
+func (b Bounds) holds(n int) bool {
+	return (b.AtLeast == nil || n >= *b.AtLeast) && (b.AtMost == nil || n <= *b.AtMost)
+}
+
+func (b Bounds) String() string {
+	switch {
+	case b.AtLeast != nil && b.AtMost != nil:
+		return fmt.Sprintf("in [%d, %d]", *b.AtLeast, *b.AtMost)
+	case b.AtLeast != nil:
+		return fmt.Sprintf(">= %d", *b.AtLeast)
+	}
+	return fmt.Sprintf("<= %d", *b.AtMost)
+}
+
+// countCheck polls a count every CheckEvery inside its window and judges it against bounds.
+type countCheck struct {
+	what   string
+	bounds Bounds
+	win    Window
+	sample func(w *World) (int, bool) // false: cannot look now
+
+	looks, hits     int
+	last, min, peak int
+	firstHit        time.Duration
+}
+
+func (c *countCheck) Start(w *World) {
+	c.firstHit = -1
+	w.Every(c.win.From, c.win.To, w.Scenario.CheckEvery, func() {
+		n, ok := c.sample(w)
+		if !ok {
+			return
+		}
+		if c.looks == 0 || n < c.min {
+			c.min = n
+		}
+		c.looks++
+		c.last, c.peak = n, max(c.peak, n)
+		if c.bounds.holds(n) {
+			c.hits++
+			if c.firstHit < 0 {
+				c.firstHit = w.Sim.Elapsed()
+			}
+		}
+	})
+}
+
+func (c *countCheck) Result(w *World) (bool, string) {
+	var pass bool
+	switch c.win.Mode {
+	case "sometime":
+		pass = c.hits > 0
+	case "always":
+		pass = c.looks > 0 && c.hits == c.looks
+	case "never":
+		pass = c.hits == 0
+	case "end":
+		pass = c.looks > 0 && c.bounds.holds(c.last)
+	}
+	detail := fmt.Sprintf("%s %s %s in [%v, %v]: %d/%d looks held; min %d, max %d, last %d", c.what, c.win.Mode, c.bounds,
+		c.win.From, c.win.To, c.hits, c.looks, c.min, c.peak, c.last)
+	if c.firstHit >= 0 {
+		detail += fmt.Sprintf(", first held at %v", c.firstHit)
+	}
+	return pass, detail
+}
+
+// CountWindow are the window and bounds every count check shares; each kind's struct embeds
+// them inline, so one strict decode reads both.
+type CountWindow struct {
+	From    time.Duration `yaml:"from"`
+	To      time.Duration `yaml:"to"`
+	Mode    string        `yaml:"mode"`
+	AtLeast *int          `yaml:"atLeast"`
+	AtMost  *int          `yaml:"atMost"`
+}
+
+// parseWindowBounds decodes p into v (a struct embedding common) and checks the window and
+// bounds.
+func parseWindowBounds(sc *Scenario, p Params, v any, common *CountWindow) (Window, Bounds, error) {
+	if err := p.Decode(v); err != nil {
+		return Window{}, Bounds{}, err
+	}
+	win := Window{From: common.From, To: common.To, Mode: common.Mode}
+	if err := win.validate(sc, p); err != nil {
+		return win, Bounds{}, err
+	}
+	b := Bounds{AtLeast: common.AtLeast, AtMost: common.AtMost}
+	return win, b, b.validate(p)
+}
+
+// leasesHeld: {controlPlane: cp-1, cluster: c1, holder: w-1, atMost: 0, from: 28s, mode: always}
+func parseLeasesHeld(sc *Scenario, p Params) (Check, error) {
+	var c struct {
+		CountWindow   `yaml:",inline"`
+		ControlPlane string `yaml:"controlPlane"`
+		Cluster      string `yaml:"cluster"`
+		Holder       string `yaml:"holder"`
+	}
+	win, b, err := parseWindowBounds(sc, p, &c, &c.CountWindow)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Workload == nil {
+		return nil, p.Errorf("leasesHeld needs a workload: section")
+	}
+	if c.Cluster != "" && sc.Workload.Cap(c.Cluster) == 0 {
+		return nil, p.Errorf("no cluster named %q", c.Cluster)
+	}
+	if c.ControlPlane == "" {
+		cps, _ := sc.Resolve("controlPlanes")
+		if len(cps) == 0 {
+			return nil, p.Errorf("no control plane in the fleet")
+		}
+		c.ControlPlane = cps[0]
+	} else if spec, ok := sc.Spec(c.ControlPlane); !ok || spec.Role != "controlplane" {
+		return nil, p.Errorf("controlPlane %q is not a control plane of the fleet", c.ControlPlane)
+	}
+	what := fmt.Sprintf("leases on %s", c.ControlPlane)
+	if c.Cluster != "" {
+		what += " of cluster " + c.Cluster
+	}
+	if c.Holder != "" {
+		what += " held by " + c.Holder
+	}
+	sample := func(w *World) (int, bool) {
+		store, ok := w.durable["leases/"+c.ControlPlane].(*checkedLeases)
+		if !ok {
+			return 0, true // the control plane never served: nothing granted
+		}
+		held, _ := store.Memory.List(context.Background(), c.Cluster)
+		n := 0
+		for _, l := range held {
+			if c.Holder == "" || l.Holder == c.Holder {
+				n++
+			}
+		}
+		return n, true
+	}
+	return &countCheck{what: what, bounds: b, win: win, sample: sample}, nil
+}
+
+// admitted: {workers: [w-2, w-3] as a node or group, atLeast: 1, from: 20s, to: 28s, mode: end}
+// counts guard grants since the window opened.
+func parseAdmitted(sc *Scenario, p Params) (Check, error) {
+	var c struct {
+		CountWindow `yaml:",inline"`
+		Workers    string `yaml:"workers"`
+	}
+	win, b, err := parseWindowBounds(sc, p, &c, &c.CountWindow)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Workload == nil {
+		return nil, p.Errorf("admitted needs a workload: section")
+	}
+	if c.Workers == "" {
+		c.Workers = "workers"
+	}
+	names, err := sc.Resolve(c.Workers)
+	if err != nil {
+		return nil, p.Errorf("workers: %v", err)
+	}
+	base := -1
+	total := func(w *World) int {
+		st := WorkloadOf(w)
+		n := 0
+		for _, name := range names {
+			n += st.worker(name).Admitted
+		}
+		return n
+	}
+	sample := func(w *World) (int, bool) {
+		if base < 0 {
+			base = total(w)
+		}
+		return total(w) - base, true
+	}
+	return &countCheck{what: "admitted on " + c.Workers + " since the window opened", bounds: b, win: win, sample: sample}, nil
+}
+
+// engineMax: {cluster: c1, from: 20s, to: 40s, atLeast: 11, atMost: 30}: the peak of queries
+// executing on the cluster inside the window, seen at every change.
+type engineMax struct {
+	cluster string
+	bounds  Bounds
+	win     Window
+
+	cur, peak int
+	open      bool // the window has opened (peak starts at the value in force then)
+	when      time.Duration
+}
+
+func parseEngineMax(sc *Scenario, p Params) (Check, error) {
+	var c struct {
+		CountWindow `yaml:",inline"`
+		Cluster    string `yaml:"cluster"`
+	}
+	win, b, err := parseWindowBounds(sc, p, &c, &c.CountWindow)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Workload == nil || sc.Workload.Cap(c.Cluster) == 0 {
+		return nil, p.Errorf("engineMax needs a workload: section and one of its clusters (got %q)", c.Cluster)
+	}
+	return &engineMax{cluster: c.Cluster, bounds: b, win: win}, nil
+}
+
+func (c *engineMax) Start(w *World) {
+	w.Sim.At(c.win.From, func() { c.open, c.peak, c.when = true, c.cur, c.win.From }) // the value in force then
+	st := WorkloadOf(w)
+	st.engineWatchers = append(st.engineWatchers, func(cluster string, total int) {
+		if cluster != c.cluster {
+			return
+		}
+		if now := w.Sim.Elapsed(); c.open && now <= c.win.To && total > c.peak {
+			c.peak, c.when = total, now
+		}
+		c.cur = total
+	})
+}
+
+func (c *engineMax) Result(w *World) (bool, string) {
+	peak := c.peak
+	pass := c.bounds.holds(peak)
+	return pass, fmt.Sprintf("peak of queries executing on %s in [%v, %v] is %d (at %v), want %s (cap %d)",
+		c.cluster, c.win.From, c.win.To, peak, c.when, c.bounds, w.Scenario.Workload.Cap(c.cluster))
+}
+
+// expectViolation: {oracle: engineWithinCap}: passes only if the oracle found a violation.
+type expectViolation struct {
+	oracle string
+}
+
+func parseExpectViolation(sc *Scenario, p Params) (Check, error) {
+	var c struct {
+		Oracle string `yaml:"oracle"`
+	}
+	if err := p.Decode(&c); err != nil {
+		return nil, err
+	}
+	if sc.Workload == nil {
+		return nil, p.Errorf("expectViolation needs a workload: section")
+	}
+	if c.Oracle != "engineWithinCap" && c.Oracle != "leasesWithinCap" {
+		return nil, p.Errorf("oracle %q: engineWithinCap or leasesWithinCap", c.Oracle)
+	}
+	return &expectViolation{oracle: c.Oracle}, nil
+}
+
+func (c *expectViolation) Start(w *World) {}
+
+func (c *expectViolation) Result(w *World) (bool, string) {
+	st := WorkloadOf(w)
+	n, peaks, what := st.EngineViolations, st.MaxExecuting, "queries executing"
+	if c.oracle == "leasesWithinCap" {
+		n, peaks, what = st.LeaseViolations, st.MaxLeases, "leases held"
+	}
+	var parts []string
+	for _, cl := range w.Scenario.Workload.Clusters {
+		parts = append(parts, fmt.Sprintf("%s max %d/%d", cl.Name, peaks[cl.Name], cl.Cap))
+	}
+	var first []string
+	for _, v := range st.FirstViolations {
+		if strings.Contains(v, what) {
+			first = append(first, v)
+		}
+	}
+	if n == 0 {
+		return false, fmt.Sprintf("%s was expected to fail but held: %s", c.oracle, strings.Join(parts, ", "))
+	}
+	return true, fmt.Sprintf("%s failed as expected: %d violations; %s; first: %s", c.oracle, n, strings.Join(parts, ", "), strings.Join(first, " | "))
+}
+
+// fairness: {min: 0.8}: Jain's index of the per-worker admitted share (admitted/submitted).
+type fairness struct {
+	min float64
+}
+
+func parseFairness(sc *Scenario, p Params) (Check, error) {
+	var c struct {
+		Min float64 `yaml:"min"`
+	}
+	if err := p.Decode(&c); err != nil {
+		return nil, err
+	}
+	if sc.Workload == nil {
+		return nil, p.Errorf("fairness needs a workload: section")
+	}
+	if c.Min < 0 || c.Min > 1 {
+		return nil, p.Errorf("min %v outside [0, 1]", c.Min)
+	}
+	return &fairness{min: c.Min}, nil
+}
+
+func (c *fairness) Start(w *World) {}
+
+func (c *fairness) Result(w *World) (bool, string) {
+	s := WorkloadOf(w).Summary(w.Scenario)
+	names := make([]string, 0, len(s.PerWorker))
+	for name := range s.PerWorker {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	lo, hi := 1.0, 0.0
+	for _, name := range names {
+		if aw := s.PerWorker[name]; aw[1] > 0 {
+			share := float64(aw[0]) / float64(aw[1])
+			lo, hi = min(lo, share), max(hi, share)
+		}
+	}
+	return s.Fairness >= c.min, fmt.Sprintf("Jain's index %.3f (want >= %.2f) over %d workers; admitted share min %.2f max %.2f; admitted %d of %d submitted",
+		s.Fairness, c.min, s.Workers, lo, hi, s.Admitted, s.Submitted)
+}

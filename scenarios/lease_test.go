@@ -1,0 +1,129 @@
+package scenarios_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/queryflux/queryflux/scenarios"
+)
+
+// TestLeaseScenariosOverSeeds runs every lease-*.yaml over a few more seeds than
+// TestEveryScenarioFilePasses (qfsim run FILE --seeds 100 is the long form).
+func TestLeaseScenariosOverSeeds(t *testing.T) {
+	files, _ := filepath.Glob("lease-*.yaml")
+	if len(files) < 7 {
+		t.Fatalf("found only %v", files)
+	}
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			sc, err := scenarios.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for seed := uint64(2); seed <= 3; seed++ {
+				res := scenarios.Run(sc, seed, scenarios.RunOpts{})
+				for _, c := range res.Checks {
+					if !c.Pass {
+						t.Errorf("seed %d: check %q failed: %s\n%s", seed, c.Name, c.Detail, strings.Join(tail(res.Logs, 30), "\n"))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestFencingOffBreaksTheCap: the engine oracle can fail. With self-fencing off (overrun) a
+// partitioned worker's queries outlive its reclaimed leases and the engine runs over its cap;
+// the same fleet with self-fencing on (cancel) stays within it.
+func TestFencingOffBreaksTheCap(t *testing.T) {
+	run := func(file string) *scenarios.Result {
+		sc, err := scenarios.Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return scenarios.Run(sc, 5, scenarios.RunOpts{})
+	}
+	off, on := run("lease-fencing-off.yaml"), run("lease-fencing-on.yaml")
+	if off.Workload.EngineViolations == 0 || off.Workload.MaxExecuting["c1"] <= 4 {
+		t.Fatalf("fencing off: engine stayed within cap 4: %v violations, max %d", off.Workload.EngineViolations, off.Workload.MaxExecuting["c1"])
+	}
+	if off.Workload.LeaseViolations != 0 {
+		t.Fatalf("fencing off: the control plane granted over cap: %d", off.Workload.LeaseViolations)
+	}
+	if !off.Pass() {
+		t.Fatalf("fencing off: its expectations failed: %+v", off.Checks)
+	}
+	if on.Workload.EngineViolations != 0 || on.Workload.MaxExecuting["c1"] != 4 || !on.Pass() {
+		t.Fatalf("fencing on: %d violations, max %d, checks %+v", on.Workload.EngineViolations, on.Workload.MaxExecuting["c1"], on.Checks)
+	}
+	// The same file with engineWithinCap asked for fails it.
+	raw, err := os.ReadFile("lease-fencing-off.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := strings.Replace(string(raw), "checks:\n", "checks:\n  - engineWithinCap: {}\n", 1)
+	withOracle, err := scenarios.Parse("lease-fencing-off+oracle.yaml", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := scenarios.Run(withOracle, 5, scenarios.RunOpts{})
+	for _, c := range res.Checks {
+		if strings.HasPrefix(c.Name, "engineWithinCap") && c.Pass {
+			t.Fatalf("engineWithinCap passed with self-fencing off: %s", c.Detail)
+		}
+	}
+}
+
+// TestFairnessRetryVsOrdered prints Jain's index of the per-worker admitted share of the two
+// fairness scenarios (qfsim run FILE --seeds N --json gives the same per seed).
+func TestFairnessRetryVsOrdered(t *testing.T) {
+	for _, f := range []string{"lease-fairness-retry.yaml", "lease-fairness-ordered.yaml"} {
+		sc, err := scenarios.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := scenarios.Run(sc, 1, scenarios.RunOpts{})
+		w := res.Workload
+		if w.Workers != 20 || w.Admitted == 0 || w.Fairness <= 0 || w.Fairness > 1 {
+			t.Fatalf("%s: %s", f, w)
+		}
+		t.Logf("%s: Jain's index %.3f, %s", f, w.Fairness, w)
+	}
+}
+
+// TestLeaseChecksRejectBadInput: the lease checks name what is wrong.
+func TestLeaseChecksRejectBadInput(t *testing.T) {
+	base := `
+duration: 10s
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{prefix: w-, count: 2}]
+workload:
+  clusters: [{name: c1, cap: 2}]
+  groups: [{name: g, members: [c1]}]
+  arrivals: [{group: g, rate: 1}]
+checks:
+`
+	for check, want := range map[string]string{
+		"  - leasesHeld: {cluster: c1}\n":                     "atLeast, atMost",
+		"  - leasesHeld: {cluster: nope, atMost: 1}\n":        "nope",
+		"  - leasesHeld: {controlPlane: w-1, atMost: 1}\n":    "w-1",
+		"  - admitted: {workers: w-9, atLeast: 1}\n":          "w-9",
+		"  - admitted: {atLeast: 3, atMost: 1}\n":             "atLeast 3 > atMost 1",
+		"  - engineMax: {cluster: c1, atMost: 1, to: 20s}\n":  "window",
+		"  - engineMax: {cluster: c1, atMost: 1, bogus: 1}\n": "bogus",
+		"  - expectViolation: {oracle: served}\n":             "served",
+		"  - fairness: {min: 2}\n":                            "min 2",
+	} {
+		sc, err := scenarios.Parse("bad.yaml", []byte(base+check))
+		if err == nil {
+			t.Errorf("%s accepted: %v", strings.TrimSpace(check), sc.Checks)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %q does not name %q", strings.TrimSpace(check), err, want)
+		}
+	}
+}
