@@ -14,7 +14,8 @@
 //	stop {grace}     SIGTERM, SIGKILL after grace    partition two-way: proxy closed (refused)
 //	partition oneWay timeout toxic on that direction heal      faults removed, proxy reopened
 //	link {latency}   latency toxic (fixed or uniform as latency ± jitter; drop unsupported)
-//	hold, release, drift, starve: unsupported
+//	starve {delay, for}  SIGSTOP for delay, SIGCONT for delay/4, repeated for `for` (approximate)
+//	hold, release, drift: unsupported
 //	registryState, reportedHealth  GET /admin/workers on the control plane (direct, not proxied)
 //	selfHealth       GET /worker/status on the worker's ops listener
 //	tokenRevoked     a heartbeat with the last token the worker's link carried, sent at `at`

@@ -18,6 +18,7 @@ import (
 // (a new lastHeartbeat), all in scenario time.
 type observer struct {
 	states map[string][]stateAt
+	health map[string][]stateAt // the self-health the control plane last heard, "health:<state>"
 	beats  map[string][]time.Duration
 	lastHB map[string]time.Time
 	tokens map[string][]time.Duration // when each new session token was first accepted/seen
@@ -29,7 +30,7 @@ type stateAt struct {
 }
 
 func newObserver() *observer {
-	return &observer{states: map[string][]stateAt{}, beats: map[string][]time.Duration{},
+	return &observer{states: map[string][]stateAt{}, health: map[string][]stateAt{}, beats: map[string][]time.Duration{},
 		lastHB: map[string]time.Time{}, tokens: map[string][]time.Duration{}}
 }
 
@@ -42,6 +43,12 @@ func (o *observer) look(t time.Duration, name string, info transport.WorkerInfo,
 	if s := o.states[name]; len(s) == 0 || s[len(s)-1].state != state {
 		o.states[name] = append(s, stateAt{t, state})
 	}
+	if known && info.Heartbeat != nil {
+		h := "health:" + info.Heartbeat.Health.State
+		if s := o.health[name]; len(s) == 0 || s[len(s)-1].state != h {
+			o.health[name] = append(s, stateAt{t, h})
+		}
+	}
 	if known && !info.LastHeartbeat.IsZero() && !info.LastHeartbeat.Equal(o.lastHB[name]) {
 		o.lastHB[name] = info.LastHeartbeat
 		o.beats[name] = append(o.beats[name], since(info.LastHeartbeat))
@@ -51,6 +58,15 @@ func (o *observer) look(t time.Duration, name string, info transport.WorkerInfo,
 func (o *observer) firstState(name, state string, after time.Duration) (time.Duration, bool) {
 	for _, s := range o.states[name] {
 		if s.t >= after && s.state == state {
+			return s.t, true
+		}
+	}
+	return 0, false
+}
+
+func (o *observer) firstHealth(name, state string, after time.Duration) (time.Duration, bool) {
+	for _, s := range o.health[name] {
+		if s.t >= after && s.state == "health:"+state {
 			return s.t, true
 		}
 	}
@@ -91,7 +107,7 @@ func headline(sc *scenarios.Scenario, o *observer) map[string]float64 {
 	for _, ev := range sc.Timeline {
 		var workers []string
 		switch ev.Kind {
-		case "crash", "restart", "stop", "partition", "heal":
+		case "crash", "restart", "stop", "partition", "heal", "starve":
 			workers = eventWorkers(sc, ev)
 		}
 		for _, w := range workers {
@@ -107,6 +123,19 @@ func headline(sc *scenarios.Scenario, o *observer) map[string]float64 {
 				for _, st := range []string{transport.StateStale, transport.StateEvicted} {
 					if t, ok := o.firstState(w, st, ev.At); ok {
 						m[fmt.Sprintf("%s %s after last heartbeat (%s@%v)", w, st, ev.Kind, ev.At)] = (t - last).Seconds()
+					}
+				}
+			case "starve":
+				var st struct {
+					For time.Duration `yaml:"for"`
+				}
+				_ = ev.Params.Decode(&st)
+				if t, ok := o.firstHealth(w, "unhealthy", ev.At); ok {
+					m[fmt.Sprintf("%s reported unhealthy after starve@%v", w, ev.At)] = (t - ev.At).Seconds()
+				}
+				if end := ev.At + st.For; st.For > 0 {
+					if t, ok := o.firstHealth(w, "healthy", end); ok {
+						m[fmt.Sprintf("%s reported healthy after starve@%v ends", w, ev.At)] = (t - end).Seconds()
 					}
 				}
 			case "heal", "restart":
@@ -145,6 +174,8 @@ func eventWorkers(sc *scenarios.Scenario, ev *scenarios.Event) []string {
 	var lp struct {
 		Node                 string        `yaml:"node"`
 		Grace                time.Duration `yaml:"grace"`
+		Delay                time.Duration `yaml:"delay"`
+		For                  time.Duration `yaml:"for"`
 		scenarios.LinkParams `yaml:",inline"`
 	}
 	if ev.Params.Decode(&lp) != nil {

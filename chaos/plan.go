@@ -14,7 +14,7 @@ var unsupportedEvents = map[string]string{
 	"hold":    "hold/release (queue messages until released) has no TCP-proxy equivalent",
 	"release": "hold/release (queue messages until released) has no TCP-proxy equivalent",
 	"drift":   "clock drift cannot be applied to a real process",
-	"starve":  "starve needs sub-second health probes, which the daemon's flags cannot set",
+	// starve is approximated: SIGSTOP for the delay, SIGCONT for a quarter of it, repeated.
 }
 
 // step is one timeline entry mapped to real processes and proxies.
@@ -66,6 +66,28 @@ func planEvent(sc *scenarios.Scenario, ev *scenarios.Event) (step, string) {
 				p := r.procs[n]
 				p.signal(syscall.SIGTERM, true)
 				r.after(r.scale(args.Grace), func() { p.kill() })
+			}
+			return nil
+		}
+	case "starve":
+		var args struct {
+			Node  string        `yaml:"node"`
+			Delay time.Duration `yaml:"delay"`
+			For   time.Duration `yaml:"for"`
+		}
+		if err := ev.Params.Decode(&args); err != nil {
+			return st, err.Error()
+		}
+		names, err := sc.Resolve(args.Node)
+		if err != nil {
+			return st, err.Error()
+		}
+		if args.For <= 0 {
+			return st, "starve without `for` (an endless SIGSTOP cycle) is not supported in chaos"
+		}
+		st.do = func(r *runner) error {
+			for _, n := range names {
+				r.starve(r.procs[n], r.scale(args.Delay), r.scale(args.For))
 			}
 			return nil
 		}

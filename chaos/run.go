@@ -15,9 +15,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/worker"
 	"github.com/queryflux/queryflux/scenarios"
 	"github.com/queryflux/queryflux/transport"
 )
@@ -326,6 +328,25 @@ func (r *runner) run(ctx context.Context, rep *Report) (*observer, error) {
 	return obs, nil
 }
 
+// starve approximates "every timer fires delay late" for d: the process is stopped for delay,
+// runs for a quarter of it (at least 10 ms), and again, so whatever falls due while it is
+// stopped runs up to delay late.
+func (r *runner) starve(p *proc, delay, d time.Duration) {
+	run := max(delay/4, 10*time.Millisecond)
+	end := time.Now().Add(d)
+	r.pending.Add(1)
+	go func() {
+		defer r.pending.Done()
+		defer p.signal(syscall.SIGCONT, false)
+		for time.Now().Before(end) {
+			p.signal(syscall.SIGSTOP, false)
+			time.Sleep(min(delay, time.Until(end)))
+			p.signal(syscall.SIGCONT, false)
+			time.Sleep(run)
+		}
+	}()
+}
+
 // sleepUntil waits until scenario time at; false when ctx ended.
 func (r *runner) sleepUntil(ctx context.Context, at time.Duration) bool {
 	d := time.Until(r.t0.Add(r.scale(at)))
@@ -343,13 +364,18 @@ func (r *runner) sleepUntil(ctx context.Context, at time.Duration) bool {
 }
 
 // intervals are the fleet's timings as the simulated roles would default them, scaled.
-type intervals struct{ heartbeat, staleAfter, evictGrace, reaper time.Duration }
+type intervals struct {
+	heartbeat, staleAfter, evictGrace, reaper time.Duration
+	healthProbe, lagThreshold                 time.Duration
+}
 
 func (r *runner) intervals() intervals {
 	iv := r.sc.Intervals
 	cfg := controlplane.Config{HeartbeatInterval: iv.Heartbeat, StaleAfter: iv.StaleAfter, EvictGrace: iv.EvictGrace,
 		ReaperInterval: iv.Reaper, AllowShortTimeouts: true}.WithDefaults()
-	return intervals{r.scale(cfg.HeartbeatInterval), r.scale(cfg.StaleAfter), r.scale(cfg.EvictGrace), r.scale(cfg.ReaperInterval)}
+	wcfg := worker.Config{HealthProbeInterval: iv.HealthProbe, LagThreshold: iv.LagThreshold}.WithDefaults()
+	return intervals{r.scale(cfg.HeartbeatInterval), r.scale(cfg.StaleAfter), r.scale(cfg.EvictGrace), r.scale(cfg.ReaperInterval),
+		r.scale(wcfg.HealthProbeInterval), r.scale(wcfg.LagThreshold)}
 }
 
 // boot starts every control plane (a fresh migrated database each), a proxy per worker, and the
@@ -419,6 +445,9 @@ func (r *runner) boot(ctx context.Context) error {
 			args = append(args, "--label", k+"="+s.Labels[k])
 		}
 		args = append(args, timing...)
+		if hasFlag(r.opts.Bin, "--health-probe-interval") {
+			args = append(args, "--health-probe-interval", iv.healthProbe.String(), "--health-lag-threshold", iv.lagThreshold.String())
+		}
 		r.procs[s.Name] = &proc{name: s.Name, bin: r.opts.Bin, logPath: filepath.Join(r.dir, s.Name+".log"), args: args}
 		if err := r.procs[s.Name].start(); err != nil {
 			return err
@@ -538,8 +567,8 @@ func (r *runner) snapshot(health bool) *snapshot {
 	return s
 }
 
-func (r *runner) get(url, token string, into any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+func (r *runner) get(url, token string, limit time.Duration, into any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if token != "" {
@@ -558,7 +587,7 @@ func (r *runner) get(url, token string, into any) error {
 
 func (r *runner) adminWorkers(addr string) (map[string]transport.WorkerInfo, error) {
 	var list []transport.WorkerInfo
-	if err := r.get("http://"+addr+transport.PathAdminWorkers, adminToken, &list); err != nil {
+	if err := r.get("http://"+addr+transport.PathAdminWorkers, adminToken, 500*time.Millisecond, &list); err != nil {
 		return nil, err
 	}
 	out := map[string]transport.WorkerInfo{}
@@ -572,7 +601,7 @@ func (r *runner) workerHealth(addr string) (string, error) {
 	var st struct {
 		Health transport.HealthStatus `json:"health"`
 	}
-	if err := r.get("http://"+addr+transport.PathWorkerStatus, "", &st); err != nil {
+	if err := r.get("http://"+addr+transport.PathWorkerStatus, "", 200*time.Millisecond, &st); err != nil {
 		return "", err
 	}
 	return st.Health.State, nil
