@@ -138,7 +138,7 @@ func parseWindowBounds(sc *Scenario, p Params, v any, common *CountWindow) (Wind
 // leasesHeld: {controlPlane: cp-1, cluster: c1, holder: w-1, atMost: 0, from: 28s, mode: always}
 func parseLeasesHeld(sc *Scenario, p Params) (Check, error) {
 	var c struct {
-		CountWindow   `yaml:",inline"`
+		CountWindow  `yaml:",inline"`
 		ControlPlane string `yaml:"controlPlane"`
 		Cluster      string `yaml:"cluster"`
 		Holder       string `yaml:"holder"`
@@ -191,7 +191,7 @@ func parseLeasesHeld(sc *Scenario, p Params) (Check, error) {
 func parseAdmitted(sc *Scenario, p Params) (Check, error) {
 	var c struct {
 		CountWindow `yaml:",inline"`
-		Workers    string `yaml:"workers"`
+		Workers     string `yaml:"workers"`
 	}
 	win, b, err := parseWindowBounds(sc, p, &c, &c.CountWindow)
 	if err != nil {
@@ -240,7 +240,7 @@ type engineMax struct {
 func parseEngineMax(sc *Scenario, p Params) (Check, error) {
 	var c struct {
 		CountWindow `yaml:",inline"`
-		Cluster    string `yaml:"cluster"`
+		Cluster     string `yaml:"cluster"`
 	}
 	win, b, err := parseWindowBounds(sc, p, &c, &c.CountWindow)
 	if err != nil {

@@ -127,3 +127,52 @@ checks:
 		}
 	}
 }
+
+// TestEvictionKeepsLiveLeases is the reproduction of a known bug, shrunk by qfsim from a case
+// of TestLeaseCapsUnderRapidFaults: the control plane crashes at 1s, every worker is cut off
+// from it at 2s, it comes back at 19.279s (its registry marks the silent workers stale 3s
+// later, evicts them 5s after that, at 27.279s), and the partition heals at 27s. In the 279ms
+// between, w-2 acquires a lease with its still-valid session; eviction then releases it at
+// once (controlplane.MountCapacity's OnEvict: Store.ReleaseHolder) while w-2's query runs,
+// the slot is granted again, and c1 runs 3 on a cap of 2. Self-fencing cannot help: w-2's
+// lease is fresh. A fix: release on eviction only what has expired (leave the rest to the
+// sweeper), or refuse capacity requests from stale workers and evict no sooner than leaseTTL
+// after their last renewal. Runs with QFSIM_KNOWN_BUGS=1 until fixed.
+func TestEvictionKeepsLiveLeases(t *testing.T) {
+	if os.Getenv("QFSIM_KNOWN_BUGS") != "1" {
+		t.Skip("known bug: eviction releases a lease granted moments before (set QFSIM_KNOWN_BUGS=1)")
+	}
+	sc, err := scenarios.Parse("evict-live-lease.yaml", []byte(`
+duration: 40s
+intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: 5s, requestTimeout: 1s}
+network:
+  latency: {dist: exponential, min: 1ms, mean: 3ms}
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{prefix: w-, count: 4}]
+workload:
+  coordination: {mode: controlPlane, onUnavailable: failClosed, queue: ordered, onLeaseLost: cancel, leaseTTL: 6s, driftMargin: 1s}
+  clusters:
+    - {name: c1, cap: 2, duration: {dist: exponential, mean: 800ms, max: 20s}}
+    - {name: c2, cap: 3, duration: {dist: lognormal, median: 300ms, sigma: 1.5, max: 20s}}
+  groups: [{name: g, members: [c1, c2], strategy: leastLoaded, maxQueued: 20, waitTimeout: 3s}]
+  arrivals: [{group: g, rate: 3, skew: 1}]
+timeline:
+  - {at: 1s, crash: cp-1}
+  - {at: 2s, partition: {from: workers, to: cp-1}}
+  - {at: 19279ms, restart: cp-1}
+  - {at: 27s, heal: {}}
+checks:
+  - leasesWithinCap: {}
+  - engineWithinCap: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := scenarios.Run(sc, 168908615206, scenarios.RunOpts{})
+	for _, c := range res.Checks {
+		if !c.Pass {
+			t.Errorf("%s: %s", c.Name, c.Detail)
+		}
+	}
+}
