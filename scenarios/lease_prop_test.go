@@ -20,6 +20,8 @@ func leaseRapidChecks(t *testing.T) {
 	if f == nil {
 		return
 	}
+	old := f.Value.String()
+	t.Cleanup(func() { _ = f.Value.Set(old) }) // the flag is the process's: leave others' count alone
 	if v := os.Getenv("QFSIM_RAPID_CHECKS"); v != "" {
 		if _, err := strconv.Atoi(v); err != nil {
 			t.Fatalf("QFSIM_RAPID_CHECKS=%q: not a whole number", v)
