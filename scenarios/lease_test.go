@@ -2,37 +2,11 @@ package scenarios_test
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/queryflux/queryflux/scenarios"
 )
-
-// TestLeaseScenariosOverSeeds runs every lease-*.yaml over a few more seeds than
-// TestEveryScenarioFilePasses (qfsim run FILE --seeds 100 is the long form).
-func TestLeaseScenariosOverSeeds(t *testing.T) {
-	files, _ := filepath.Glob("lease-*.yaml")
-	if len(files) < 7 {
-		t.Fatalf("found only %v", files)
-	}
-	for _, f := range files {
-		t.Run(f, func(t *testing.T) {
-			sc, err := scenarios.Load(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for seed := uint64(2); seed <= 3; seed++ {
-				res := scenarios.Run(sc, seed, scenarios.RunOpts{})
-				for _, c := range res.Checks {
-					if !c.Pass {
-						t.Errorf("seed %d: check %q failed: %s\n%s", seed, c.Name, c.Detail, strings.Join(tail(res.Logs, 30), "\n"))
-					}
-				}
-			}
-		})
-	}
-}
 
 // TestFencingOffBreaksTheCap: the engine oracle can fail. With self-fencing off (overrun) a
 // partitioned worker's queries outlive its reclaimed leases and the engine runs over its cap;
