@@ -102,14 +102,8 @@ func TestLeaseCapsUnderRapidFaults(t *testing.T) {
 		unavailable := rapid.SampledFrom([]string{"failClosed", "localLimits"}).Draw(rt, "onUnavailable")
 		lost := rapid.SampledFrom([]string{"cancel", "overrun"}).Draw(rt, "onLeaseLost")
 		drop := rapid.Float64Range(0, 0.05).Draw(rt, "networkDrop")
-		// Eviction releases a worker's leases at once (controlplane.MountCapacity), even one it
-		// was granted moments before: known to break the engine cap (see
-		// TestEvictionKeepsLiveLeases). Until that is fixed the property runs with an evict grace
-		// longer than the run, unless QFSIM_KNOWN_BUGS=1.
-		evictGrace := "60s"
-		if os.Getenv("QFSIM_KNOWN_BUGS") == "1" {
-			evictGrace = "5s"
-		}
+		// A short grace so evictions happen inside the run (eviction must never free a live lease).
+		evictGrace := "5s"
 		checks := "  - leasesWithinCap: {}\n"
 		if unavailable == "failClosed" && lost == "cancel" {
 			checks += "  - engineWithinCap: {}\n"

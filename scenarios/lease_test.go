@@ -102,7 +102,7 @@ checks:
 	}
 }
 
-// TestEvictionKeepsLiveLeases is the reproduction of a known bug, shrunk by qfsim from a case
+// TestEvictionKeepsLiveLeases reproduces a bug, now fixed, that qfsim shrank from a case
 // of TestLeaseCapsUnderRapidFaults: the control plane crashes at 1s, every worker is cut off
 // from it at 2s, it comes back at 19.279s (its registry marks the silent workers stale 3s
 // later, evicts them 5s after that, at 27.279s), and the partition heals at 27s. In the 279ms
@@ -111,11 +111,8 @@ checks:
 // the slot is granted again, and c1 runs 3 on a cap of 2. Self-fencing cannot help: w-2's
 // lease is fresh. A fix: release on eviction only what has expired (leave the rest to the
 // sweeper), or refuse capacity requests from stale workers and evict no sooner than leaseTTL
-// after their last renewal. Runs with QFSIM_KNOWN_BUGS=1 until fixed.
+// after their last renewal. Fixed the first way (controlplane.MountCapacity).
 func TestEvictionKeepsLiveLeases(t *testing.T) {
-	if os.Getenv("QFSIM_KNOWN_BUGS") != "1" {
-		t.Skip("known bug: eviction releases a lease granted moments before (set QFSIM_KNOWN_BUGS=1)")
-	}
 	sc, err := scenarios.Parse("evict-live-lease.yaml", []byte(`
 duration: 40s
 intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: 5s, requestTimeout: 1s}

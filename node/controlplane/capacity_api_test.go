@@ -12,7 +12,7 @@ import (
 
 // TestCapacityAPIBehindWorkerAuth: the mounted capacity API names the authenticated worker as
 // the holder whatever the body claims, refuses unauthenticated calls, answers a stale renewal
-// with 409, and frees an evicted worker's leases at once.
+// with 409, and reclaims an evicted worker's expired leases at once.
 func TestCapacityAPIBehindWorkerAuth(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	store := capacity.NewMemory()
@@ -47,14 +47,52 @@ func TestCapacityAPIBehindWorkerAuth(t *testing.T) {
 	if code, body := h.do("POST", capacity.PathRenew, a, capacity.MediaJSON, stale); code != 409 {
 		t.Fatalf("stale renew: %d %s, want 409", code, body)
 	}
-	// b goes silent; a keeps beating. Once b is evicted its lease is gone.
+	// b goes silent; a keeps beating and renewing. Once b is evicted its (expired) lease is gone.
 	ctx := context.Background()
+	var aLease *capacity.Lease
+	leases, _ := store.List(ctx, "c1")
+	for _, l := range leases {
+		if l.Holder == "a" {
+			aLease = &l
+		}
+	}
 	for i := range 10 {
 		h.cp.Tick(ctx, h.e.Advance(10*time.Second))
 		h.beat(a, i+1)
+		renew := fmt.Sprintf(`{"lease":{"id":%q,"generation":%d},"ttlMillis":30000}`, aLease.ID, aLease.Generation)
+		if code, body := h.do("POST", capacity.PathRenew, a, capacity.MediaJSON, renew); code != 200 {
+			t.Fatalf("a's renew: %d %s", code, body)
+		}
 	}
-	leases, _ := store.List(ctx, "c1")
+	leases, _ = store.List(ctx, "c1")
 	if len(leases) != 1 || leases[0].Holder != "a" {
 		t.Fatalf("after b's eviction: %+v", leases)
+	}
+}
+
+// An eviction must not free a lease that has not expired: the evicted worker may still run the
+// query it covers until it fences itself (TTL minus the drift margin).
+func TestEvictionKeepsUnexpiredLeasesUntilTheyExpire(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	store := capacity.NewMemory()
+	MountCapacity(h.e, h.cp, CapacityConfig{Store: store, Locks: store, Owner: "cp1"})
+	b := h.register("b")
+	code, body := h.do("POST", capacity.PathAcquire, b, capacity.MediaJSON, `{"cluster":"c1","cap":1,"ttlMillis":600000}`)
+	if code != 200 {
+		t.Fatalf("acquire: %d %s", code, body)
+	}
+	ctx := context.Background()
+	for range 12 { // 120 s of silence: b is evicted long before its 10-minute lease expires
+		h.cp.Tick(ctx, h.e.Advance(10*time.Second))
+	}
+	if w := h.state("b"); w.State != "evicted" {
+		t.Fatalf("b not evicted after 120 s of silence: %+v", w)
+	}
+	if leases, _ := store.List(ctx, "c1"); len(leases) != 1 {
+		t.Fatalf("b's unexpired lease was freed at eviction: %+v", leases)
+	}
+	swept, _ := store.SweepStale(ctx, h.e.Advance(10*time.Minute))
+	if len(swept) != 1 {
+		t.Fatalf("the expired lease was not swept: %+v", swept)
 	}
 }
