@@ -54,6 +54,7 @@ sim: build
 		n=$(SEEDS); case $$f in *plan-fleet*) n=20;; esac; \
 		echo "== $$f ($$n seeds)"; $(BIN)/qfsim run $$f --seeds $$n --parallel $(PARALLEL); \
 	done
+	QFSIM_RAPID_CHECKS=1000 $(GO) test -count=1 -run '^TestLeaseCapsUnderRapidFaults$$' ./scenarios/
 
 # Every scenario file against real processes next to the simulator; files chaos cannot run
 # (workload, config sections) are listed as unsupported, not failed.
