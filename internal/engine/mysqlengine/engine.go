@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -74,6 +75,9 @@ const (
 type Engine struct {
 	cfg   Config
 	slots chan struct{} // one token per connection allowed at once
+	// eof caches whether connections negotiate CLIENT_DEPRECATE_EOF (passthrough): 0 not
+	// known yet, 1 yes, 2 no. Every connection to one server negotiates the same.
+	eof atomic.Int32
 
 	mu     sync.Mutex
 	idle   []*client.Conn

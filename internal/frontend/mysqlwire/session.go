@@ -129,6 +129,12 @@ func (h *session) run(sql string, args []any, binary bool) (*mysql.Result, error
 		}
 		return &mysql.Result{}, nil
 	}
+	if !binary && h.pinned == nil {
+		if res, err, ok := h.relay(ctx, cancel, req); ok {
+			h.syncTx()
+			return res, err
+		}
+	}
 	execute := h.s.backend.Execute
 	if h.pinned != nil {
 		execute = h.pinned.Execute
