@@ -189,10 +189,11 @@ done
 declare -A MLAT MTPS
 MY_TARGETS=()
 if [ "$MYSQL_OK" = 1 ]; then
-	MY_TARGETS=(direct passthrough worker)
+	MY_TARGETS=(direct passthrough arrow worker)
 	declare -A MYDSN=(
 		[direct]="root@tcp(127.0.0.1:3306)/mysql"
 		[passthrough]="queryflux@tcp(127.0.0.1:$MY_passthrough)/mysql"
+		[arrow]="queryflux@tcp(127.0.0.1:$MY_arrow)/mysql"
 		[worker]="queryflux@tcp(127.0.0.1:$MY_worker)/mysql"
 	)
 	for t in "${MY_TARGETS[@]}"; do
@@ -224,5 +225,5 @@ for t in "${MY_TARGETS[@]}"; do
 done
 echo
 echo "latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
-echo "mysql: scripts/benchclient (SELECT 1; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); 'passthrough' there is the standalone daemon (MySQL wire has no passthrough: Arrow path)"
+echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
 echo "goals: passthrough added_p50 <= 2x pgbouncer's; passthrough tps >= 0.85 of direct; worker added_p50 - passthrough's <= one loopback round trip"

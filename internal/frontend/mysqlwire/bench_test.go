@@ -43,3 +43,15 @@ func BenchmarkSelect1ThroughMySQLWire(b *testing.B) {
 	d := openDB(b, addr, testUser, "", name, "")
 	benchSelect1(b, d)
 }
+
+// Single-client SELECT 1 through a real proxy core: passthrough, and the Arrow path forced
+// (settings.passthrough: false). Compare with BenchmarkSelect1DirectMariaDB.
+func BenchmarkSelect1ViaCorePassthrough(b *testing.B) {
+	f := coreServer(b, coreSetup{})
+	benchSelect1(b, openDB(b, f.addr, testUser, "", f.dbName, ""))
+}
+
+func BenchmarkSelect1ViaCoreArrow(b *testing.B) {
+	f := coreServer(b, coreSetup{noPassthrough: true})
+	benchSelect1(b, openDB(b, f.addr, testUser, "", f.dbName, ""))
+}
