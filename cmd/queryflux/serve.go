@@ -276,9 +276,8 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	if err := wCfg.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	// Never set Timeout: deadlines come from Env contexts.
-	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	w := worker.New(d.Env, wCfg, client)
+	// Keep-alive connections for every concurrent lease acquire; never a Timeout (Env contexts).
+	w := worker.New(d.Env, wCfg, worker.NewControlPlaneClient())
 	for _, hook := range workerHooks {
 		if err := hook(ctx, d, w); err != nil {
 			return err
