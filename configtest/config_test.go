@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
@@ -35,9 +36,9 @@ func TestPostgresConfigDelivery(t *testing.T) {
 `, api, adminToken, workerSecret, db, pgAddr))
 		return path
 	}
-	api1, api2, cpPG := freeAddr(t), freeAddr(t), freeAddr(t)
+	api1, api2, cpPG := daemontest.FreeAddr(t), daemontest.FreeAddr(t), daemontest.FreeAddr(t)
 	cp1 := startControlPlane(t, ps, "cp1", api1, cpFile(api1, cpPG))
-	cp2 := startControlPlane(t, ps, "cp2", api2, cpFile(api2, freeAddr(t)))
+	cp2 := startControlPlane(t, ps, "cp2", api2, cpFile(api2, daemontest.FreeAddr(t)))
 	wfile := workerFile(t, api1)
 	names := []string{"w1", "w2", "w3"}
 	ws := map[string]*worker{}
@@ -49,7 +50,7 @@ func TestPostgresConfigDelivery(t *testing.T) {
 
 	// (a) An edit through the admin API reaches all three workers.
 	start := time.Now()
-	code, _, body := call("PUT", "http://"+api1+"/admin/config", adminToken, clusters(4), nil)
+	code, _, body := daemontest.Call("PUT", "http://"+api1+"/admin/config", adminToken, clusters(4), nil)
 	var put struct {
 		OK       bool   `json:"ok"`
 		Revision string `json:"revision"`
@@ -61,7 +62,7 @@ func TestPostgresConfigDelivery(t *testing.T) {
 	t.Logf("PUT /admin/config to 3 workers current in /admin/workers: %v", time.Since(start).Round(time.Millisecond))
 	// The control plane's own frontend serves the stored config too.
 	host, port, _ := strings.Cut(cpPG, ":")
-	eventually(t, 10*time.Second, "the control plane's own frontend answers from the stored config", func() bool {
+	daemontest.Eventually(t, 10*time.Second, "the control plane's own frontend answers from the stored config", func() bool {
 		out, err := exec.Command("psql", "-h", host, "-p", port, "-U", "queryflux", "-d", "postgres", "-At", "-c", "select 40+2").CombinedOutput()
 		return err == nil && strings.TrimSpace(string(out)) == "42"
 	})
@@ -73,7 +74,7 @@ func TestPostgresConfigDelivery(t *testing.T) {
 		noSecrets(t, n+" /worker/status", raw)
 	}
 	// A rejected edit names the error and changes nothing.
-	code, _, body = call("PUT", "http://"+api1+"/admin/config", adminToken,
+	code, _, body = daemontest.Call("PUT", "http://"+api1+"/admin/config", adminToken,
 		strings.Replace(clusters(4), "members: [pg]", "members: [pg, ghost]", 1), nil)
 	if code != 422 || !strings.Contains(body, "clusterGroups[0].members") {
 		t.Fatalf("invalid PUT: %d %s", code, body)
@@ -84,30 +85,30 @@ func TestPostgresConfigDelivery(t *testing.T) {
 
 	// With the configuration in Postgres, the reload endpoint says where to edit, and SIGHUP
 	// re-reads the database without harm.
-	code, _, body = call("POST", "http://"+api1+"/admin/config/reload", adminToken, "", nil)
+	code, _, body = daemontest.Call("POST", "http://"+api1+"/admin/config/reload", adminToken, "", nil)
 	if code != 409 || !strings.Contains(body, "PUT /admin/config") {
 		t.Fatalf("POST reload on a Postgres-configured control plane: %d %s", code, body)
 	}
-	cp1.signal(syscall.SIGHUP)
-	eventually(t, 5*time.Second, "SIGHUP logged", func() bool {
-		return strings.Contains(cp1.output(), "SIGHUP: re-reading the configuration stored in Postgres")
+	cp1.Signal(syscall.SIGHUP)
+	daemontest.Eventually(t, 5*time.Second, "SIGHUP logged", func() bool {
+		return strings.Contains(cp1.Output(), "SIGHUP: re-reading the configuration stored in Postgres")
 	})
-	if cp1.exited() || cp1.revision(t) != put.Revision {
+	if cp1.Exited() || cp1.revision(t) != put.Revision {
 		t.Fatal("SIGHUP stopped the control plane or changed its revision")
 	}
 
 	// (c) The replica on the same database serves the same revision (NOTIFY woke it).
-	eventually(t, 10*time.Second, "cp2 at the edited revision", func() bool { return cp2.revision(t) == put.Revision })
+	daemontest.Eventually(t, 10*time.Second, "cp2 at the edited revision", func() bool { return cp2.revision(t) == put.Revision })
 	e1, e2 := cp1.workerConfigETag(t, "probe-1"), cp2.workerConfigETag(t, "probe-2")
 	if e1 != e2 || e1 != `"`+put.Revision+`"` {
 		t.Fatalf("replicas disagree: cp1 ETag %s, cp2 ETag %s, want %q", e1, e2, put.Revision)
 	}
-	cp2.stop(t)
+	cp2.Stop(t)
 
 	// (d) Peer bootstrap: with the control plane down, w4 borrows w1's config.
-	cp1.stop(t)
+	cp1.Stop(t)
 	w4 := startWorker(t, ps, "w4", workerFile(t, api1, ws["w1"].ops))
-	eventually(t, 15*time.Second, "w4 ready from a peer's config", w4.ready)
+	daemontest.Eventually(t, 15*time.Second, "w4 ready from a peer's config", w4.ready)
 	raw, st := w4.status(t)
 	if st.Config.Source != "peer" || !st.Config.Stale || st.Revision.Active != put.Revision {
 		t.Fatalf("w4 status while the control plane is down: %s", raw)
@@ -118,7 +119,7 @@ func TestPostgresConfigDelivery(t *testing.T) {
 	}
 	// The control plane returns: w4 gets the revision confirmed and the flag clears.
 	cp1 = startControlPlane(t, ps, "cp1-restarted", api1, cp1.file)
-	eventually(t, 30*time.Second, "w4's stale flag cleared", func() bool {
+	daemontest.Eventually(t, 30*time.Second, "w4's stale flag cleared", func() bool {
 		_, st := w4.status(t)
 		return !st.Config.Stale && st.Config.Source == "controlPlane"
 	})
@@ -130,12 +131,12 @@ func TestPostgresConfigDelivery(t *testing.T) {
 	// No credential in any status, metrics page, admin answer or log.
 	for _, w := range []*worker{ws["w1"], ws["w2"], ws["w3"], w4} {
 		raw, _ := w.status(t)
-		noSecrets(t, w.name+" /worker/status", raw)
-		_, _, page := call("GET", "http://"+w.ops+"/metrics", "", "", nil)
-		noSecrets(t, w.name+" /metrics", page)
+		noSecrets(t, w.Name+" /worker/status", raw)
+		_, _, page := daemontest.Call("GET", "http://"+w.ops+"/metrics", "", "", nil)
+		noSecrets(t, w.Name+" /metrics", page)
 	}
 	for _, path := range []string{"/admin/workers", "/admin/config", "/metrics"} {
-		_, _, body := call("GET", "http://"+api1+path, adminToken, "", nil)
+		_, _, body := daemontest.Call("GET", "http://"+api1+path, adminToken, "", nil)
 		noSecrets(t, "cp1 "+path, body)
 	}
 	ps.scanLogs(t)
@@ -150,7 +151,7 @@ func TestFileConfigReload(t *testing.T) {
 	}
 	db := migratedDatabase(t)
 	ps := &procs{}
-	api := freeAddr(t)
+	api := daemontest.FreeAddr(t)
 	file := filepath.Join(t.TempDir(), "cp.yaml")
 	// The file defines clusters, so it (not Postgres) is the configuration's source.
 	local := fmt.Sprintf(`queryflux:
@@ -172,19 +173,19 @@ func TestFileConfigReload(t *testing.T) {
 	// SIGHUP after an edit.
 	writeFile(t, file, local+clusters(5))
 	start := time.Now()
-	cp.signal(syscall.SIGHUP)
-	eventually(t, 10*time.Second, "a new revision after SIGHUP", func() bool { return cp.revision(t) != first })
+	cp.Signal(syscall.SIGHUP)
+	daemontest.Eventually(t, 10*time.Second, "a new revision after SIGHUP", func() bool { return cp.revision(t) != first })
 	second := cp.revision(t)
 	cp.waitAllCurrent(t, second, names...)
 	// The control plane's own query node took the new configuration too.
-	if n := strings.Count(cp.output(), "query configuration active"); n != 2 {
+	if n := strings.Count(cp.Output(), "query configuration active"); n != 2 {
 		t.Fatalf("the control plane's query node was applied %d times, want 2 (start, SIGHUP)", n)
 	}
 	t.Logf("edit + SIGHUP to 3 workers current: %v", time.Since(start).Round(time.Millisecond))
 
 	// POST /admin/config/reload after another edit.
 	writeFile(t, file, local+clusters(7))
-	code, _, body := call("POST", "http://"+api+"/admin/config/reload", adminToken, "", nil)
+	code, _, body := daemontest.Call("POST", "http://"+api+"/admin/config/reload", adminToken, "", nil)
 	var res struct {
 		OK               bool   `json:"ok"`
 		Revision         string `json:"revision"`
@@ -206,7 +207,7 @@ func TestFileConfigReload(t *testing.T) {
 
 	// A broken file: refused with the path of every error, the old revision stays.
 	writeFile(t, file, local+strings.Replace(clusters(7), "routingFallback: main", "routingFallback: nowhere", 1)+"routers: [{type: tags, tag: x, group: missing}]\n")
-	code, _, body = call("POST", "http://"+api+"/admin/config/reload", adminToken, "", nil)
+	code, _, body = daemontest.Call("POST", "http://"+api+"/admin/config/reload", adminToken, "", nil)
 	res.Errors = nil
 	if code != 422 || json.Unmarshal([]byte(body), &res) != nil || res.OK || res.Revision != third {
 		t.Fatalf("broken file: %d %s", code, body)
@@ -219,11 +220,11 @@ func TestFileConfigReload(t *testing.T) {
 		t.Fatalf("the answer does not name both errors: %s", body)
 	}
 	// SIGHUP with the broken file: the daemon lives on, logs why, and still serves the old revision.
-	cp.signal(syscall.SIGHUP)
-	eventually(t, 10*time.Second, "the refused SIGHUP reload logged", func() bool {
-		return strings.Count(cp.output(), "config reload refused") >= 2
+	cp.Signal(syscall.SIGHUP)
+	daemontest.Eventually(t, 10*time.Second, "the refused SIGHUP reload logged", func() bool {
+		return strings.Count(cp.Output(), "config reload refused") >= 2
 	})
-	if cp.exited() || cp.revision(t) != third {
+	if cp.Exited() || cp.revision(t) != third {
 		t.Fatal("a broken file on SIGHUP stopped the daemon or changed the revision")
 	}
 	if v := metric(t, "http://"+api+"/metrics", `queryflux_config_reload_failures_total{stage="file"}`); v != "2" {
@@ -231,24 +232,24 @@ func TestFileConfigReload(t *testing.T) {
 	}
 	cp.waitAllCurrent(t, third, names...)
 	// The CLI says the same, and fails.
-	cli := exec.Command(binary(t), "config", "reload", "--admin-url", "http://"+api)
+	cli := exec.Command(daemontest.Binary(t), "config", "reload", "--admin-url", "http://"+api)
 	cli.Env = append(cli.Environ(), "QUERYFLUX_ADMIN_TOKEN="+adminToken)
 	out, err := cli.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "routers[0].group") || !strings.Contains(string(out), third) {
 		t.Fatalf("queryflux config reload with a broken file: %v\n%s", err, out)
 	}
 	noSecrets(t, "config reload output", string(out))
-	if n := strings.Count(cp.output(), "query configuration active"); n != 3 {
+	if n := strings.Count(cp.Output(), "query configuration active"); n != 3 {
 		t.Fatalf("the control plane's query node was applied %d times, want 3 (broken files never)", n)
 	}
 	// Workers ignore SIGHUP instead of dying of it.
 	for _, p := range ps.all[1:] {
-		p.signal(syscall.SIGHUP)
+		p.Signal(syscall.SIGHUP)
 	}
 	time.Sleep(300 * time.Millisecond)
 	for _, p := range ps.all[1:] {
-		if p.exited() {
-			t.Fatalf("%s exited on SIGHUP", p.name)
+		if p.Exited() {
+			t.Fatalf("%s exited on SIGHUP", p.Name)
 		}
 	}
 	ps.scanLogs(t)
@@ -258,7 +259,7 @@ func TestFileConfigReload(t *testing.T) {
 func migratedDatabase(t *testing.T) string {
 	t.Helper()
 	db := pgtest.NewDatabase(t)
-	if out, err := exec.Command(binary(t), "migrate", "--database-url", db).CombinedOutput(); err != nil {
+	if out, err := exec.Command(daemontest.Binary(t), "migrate", "--database-url", db).CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	return db

@@ -3,20 +3,15 @@ package configtest
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/transport"
 )
 
@@ -28,81 +23,18 @@ const (
 	heartbeat       = 200 * time.Millisecond
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds cmd/queryflux once per test run.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Dir(filepath.Dir(file))
-		dir, err := os.MkdirTemp("", "queryflux-configtest-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "queryflux")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/queryflux")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// proc is one daemon process with its output kept in a file.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-}
+// TestMain removes the built queryflux binary after the run.
+func TestMain(m *testing.M) { daemontest.Main(m) }
 
 // procs are every process a test started, for the credential scan.
 type procs struct {
 	mu  sync.Mutex
-	all []*proc
+	all []*daemontest.Proc
 }
 
-func (ps *procs) start(t *testing.T, name string, args ...string) *proc {
+func (ps *procs) start(t *testing.T, name string, args ...string) *daemontest.Proc {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	out, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(binary(t), args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); out.Close(); close(p.done) }()
-	t.Cleanup(func() {
-		p.signal(syscall.SIGKILL)
-		<-p.done
-		if t.Failed() {
-			t.Logf("--- %s log ---\n%s", name, tail(p.output(), 3000))
-		}
-	})
+	p := daemontest.Start(t, name, args...)
 	ps.mu.Lock()
 	ps.all = append(ps.all, p)
 	ps.mu.Unlock()
@@ -115,7 +47,7 @@ func (ps *procs) scanLogs(t *testing.T) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for _, p := range ps.all {
-		noSecrets(t, p.name+" log", p.output())
+		noSecrets(t, p.Name+" log", p.Output())
 	}
 }
 
@@ -126,39 +58,6 @@ func noSecrets(t *testing.T, where, text string) {
 			t.Errorf("a configured credential leaked into %s", where)
 		}
 	}
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
-}
-
-func (p *proc) signal(sig syscall.Signal) { _ = p.cmd.Process.Signal(sig) }
-
-func (p *proc) stop(t *testing.T) {
-	t.Helper()
-	p.signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s did not exit after SIGTERM", p.name)
-	}
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *proc) output() string {
-	data, _ := os.ReadFile(p.log)
-	return string(data)
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -173,42 +72,9 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s", limit, what)
-}
-
-// call makes one HTTP request and returns the status, headers and body (status 0: no answer).
-func call(method, url, token, body string, header map[string]string) (int, http.Header, string) {
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		return 0, nil, err.Error()
-	}
-	if token != "" {
-		transport.SetBearer(req, token)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err.Error()
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(data)
-}
-
 // controlPlane is a running control plane process and its API address.
 type controlPlane struct {
-	*proc
+	*daemontest.Proc
 	api, file string
 }
 
@@ -216,12 +82,12 @@ func startControlPlane(t *testing.T, ps *procs, name, api, file string) *control
 	t.Helper()
 	p := ps.start(t, name, "serve", "--config", file, "--allow-short-timeouts",
 		"--heartbeat-interval", heartbeat.String(), "--stale-after", "3s", "--evict-grace", "10s")
-	cp := &controlPlane{proc: p, api: api, file: file}
-	eventually(t, 20*time.Second, name+" serving a configuration", func() bool {
-		if p.exited() {
-			t.Fatalf("%s exited:\n%s", name, tail(p.output(), 3000))
+	cp := &controlPlane{Proc: p, api: api, file: file}
+	daemontest.Eventually(t, 20*time.Second, name+" serving a configuration", func() bool {
+		if p.Exited() {
+			t.Fatalf("%s exited:\n%s", name, daemontest.Tail(p.Output(), 3000))
 		}
-		code, _, _ := call("GET", "http://"+api+"/admin/config", adminToken, "", nil)
+		code, _, _ := daemontest.Call("GET", "http://"+api+"/admin/config", adminToken, "", nil)
 		return code == 200
 	})
 	return cp
@@ -230,12 +96,12 @@ func startControlPlane(t *testing.T, ps *procs, name, api, file string) *control
 // revision is the revision the control plane serves (GET /admin/config).
 func (cp *controlPlane) revision(t *testing.T) string {
 	t.Helper()
-	code, _, body := call("GET", "http://"+cp.api+"/admin/config", adminToken, "", nil)
+	code, _, body := daemontest.Call("GET", "http://"+cp.api+"/admin/config", adminToken, "", nil)
 	var ans struct {
 		Revision string `json:"revision"`
 	}
 	if code != 200 || json.Unmarshal([]byte(body), &ans) != nil {
-		t.Fatalf("%s GET /admin/config: %d %s", cp.name, code, body)
+		t.Fatalf("%s GET /admin/config: %d %s", cp.Name, code, body)
 	}
 	return ans.Revision
 }
@@ -243,7 +109,7 @@ func (cp *controlPlane) revision(t *testing.T) string {
 // workers lists the control plane's registry (GET /admin/workers).
 func (cp *controlPlane) workers(t *testing.T) map[string]transport.WorkerInfo {
 	t.Helper()
-	code, _, body := call("GET", "http://"+cp.api+transport.PathAdminWorkers, adminToken, "", nil)
+	code, _, body := daemontest.Call("GET", "http://"+cp.api+transport.PathAdminWorkers, adminToken, "", nil)
 	var list []transport.WorkerInfo
 	if code != 200 || json.Unmarshal([]byte(body), &list) != nil {
 		return nil
@@ -259,7 +125,7 @@ func (cp *controlPlane) workers(t *testing.T) map[string]transport.WorkerInfo {
 func (cp *controlPlane) waitAllCurrent(t *testing.T, revision string, names ...string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	eventually(t, 15*time.Second, fmt.Sprintf("%v current at %s on %s", names, revision, cp.name), func() bool {
+	daemontest.Eventually(t, 15*time.Second, fmt.Sprintf("%v current at %s on %s", names, revision, cp.Name), func() bool {
 		ws := cp.workers(t)
 		for _, n := range names {
 			if w, ok := ws[n]; !ok || !w.Current || w.Revision != revision {
@@ -274,45 +140,45 @@ func (cp *controlPlane) waitAllCurrent(t *testing.T, revision string, names ...s
 // workerConfigETag registers a probe worker with cp and returns the ETag of GET /worker/config.
 func (cp *controlPlane) workerConfigETag(t *testing.T, probe string) string {
 	t.Helper()
-	code, _, body := call("POST", "http://"+cp.api+transport.PathRegister, workerSecret,
+	code, _, body := daemontest.Call("POST", "http://"+cp.api+transport.PathRegister, workerSecret,
 		fmt.Sprintf(`{"name":%q,"version":"test"}`, probe), map[string]string{"Content-Type": transport.MediaWorkerRegister})
 	var reg transport.RegisterResponse
 	if code != 200 || json.Unmarshal([]byte(body), &reg) != nil {
-		t.Fatalf("%s register %s: %d %s", cp.name, probe, code, body)
+		t.Fatalf("%s register %s: %d %s", cp.Name, probe, code, body)
 	}
-	code, h, body := call("GET", "http://"+cp.api+snapshot.PathConfig, reg.Token, "", nil)
+	code, h, body := daemontest.Call("GET", "http://"+cp.api+snapshot.PathConfig, reg.Token, "", nil)
 	if code != 200 {
-		t.Fatalf("%s GET %s: %d %s", cp.name, snapshot.PathConfig, code, body)
+		t.Fatalf("%s GET %s: %d %s", cp.Name, snapshot.PathConfig, code, body)
 	}
 	return h.Get("ETag")
 }
 
 // worker is a running worker process and its ops listener.
 type worker struct {
-	*proc
+	*daemontest.Proc
 	ops string
 }
 
 func startWorker(t *testing.T, ps *procs, name, file string) *worker {
 	t.Helper()
-	ops := freeAddr(t)
+	ops := daemontest.FreeAddr(t)
 	p := ps.start(t, name, "serve", "--config", file, "--name", name, "--ops-listen", ops,
 		"--heartbeat-interval", heartbeat.String(), "--allow-short-timeouts")
-	return &worker{proc: p, ops: ops}
+	return &worker{Proc: p, ops: ops}
 }
 
 func (w *worker) ready() bool {
-	code, _, _ := call("GET", "http://"+w.ops+"/readyz", "", "", nil)
+	code, _, _ := daemontest.Call("GET", "http://"+w.ops+"/readyz", "", "", nil)
 	return code == 200
 }
 
 // status is the worker's /worker/status, raw and decoded.
 func (w *worker) status(t *testing.T) (string, workerStatus) {
 	t.Helper()
-	code, _, body := call("GET", "http://"+w.ops+transport.PathWorkerStatus, "", "", nil)
+	code, _, body := daemontest.Call("GET", "http://"+w.ops+transport.PathWorkerStatus, "", "", nil)
 	var st workerStatus
 	if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
-		t.Fatalf("%s /worker/status: %d %s", w.name, code, body)
+		t.Fatalf("%s /worker/status: %d %s", w.Name, code, body)
 	}
 	return body, st
 }
@@ -326,7 +192,7 @@ type workerStatus struct {
 // metric returns the value of the first /metrics line starting with series (or "").
 func metric(t *testing.T, url, series string) string {
 	t.Helper()
-	_, _, body := call("GET", url, "", "", nil)
+	_, _, body := daemontest.Call("GET", url, "", "", nil)
 	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, series+" ") {
 			return strings.TrimPrefix(line, series+" ")
