@@ -3,19 +3,13 @@ package fleettest
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/transport"
 )
@@ -30,122 +24,8 @@ const (
 	evictGrace = 800 * time.Millisecond
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds cmd/queryflux once per test run.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Dir(filepath.Dir(file))
-		dir, err := os.MkdirTemp("", "queryflux-fleettest-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "queryflux")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/queryflux")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// proc is one daemon process with its output kept in a file.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-}
-
-func start(t *testing.T, name string, args ...string) *proc {
-	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	out, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(binary(t), args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); out.Close(); close(p.done) }()
-	t.Cleanup(func() {
-		p.signal(syscall.SIGKILL)
-		<-p.done
-		if t.Failed() {
-			data, _ := os.ReadFile(logPath)
-			t.Logf("--- %s log ---\n%s", name, tail(string(data), 4000))
-		}
-	})
-	return p
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
-}
-
-func (p *proc) signal(sig syscall.Signal) { _ = p.cmd.Process.Signal(sig) }
-
-func (p *proc) wait(t *testing.T) {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s did not exit", p.name)
-	}
-}
-
-func (p *proc) output() string {
-	data, _ := os.ReadFile(p.log)
-	return string(data)
-}
-
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s", limit, what)
-}
+// TestMain removes the built queryflux binary after the run.
+func TestMain(m *testing.M) { daemontest.Main(m) }
 
 // fleet is a running control plane and what is needed to talk to it.
 type fleet struct {
@@ -153,39 +33,32 @@ type fleet struct {
 	apiAddr  string
 	cpConfig string
 	wConfig  string
-	cp       *proc
+	cp       *daemontest.Proc
 }
 
 func (f *fleet) startControlPlane() {
-	f.cp = start(f.t, "controlplane", "serve", "--config", f.cpConfig, "--allow-short-timeouts",
+	f.cp = daemontest.Start(f.t, "controlplane", "serve", "--config", f.cpConfig, "--allow-short-timeouts",
 		"--heartbeat-interval", heartbeat.String(), "--stale-after", staleAfter.String(), "--evict-grace", evictGrace.String())
-	eventually(f.t, 15*time.Second, "control plane /health", func() bool {
-		resp, err := http.Get("http://" + f.apiAddr + "/health")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
+	daemontest.Eventually(f.t, 15*time.Second, "control plane /health", func() bool {
+		code, _, _ := daemontest.Call("GET", "http://"+f.apiAddr+"/health", "", "", nil)
+		return code == 200
 	})
 }
 
-func (f *fleet) startWorker(name, opsAddr string) *proc {
-	return start(f.t, name, "serve", "--config", f.wConfig, "--name", name, "--label", "zone=eu",
+func (f *fleet) startWorker(name, opsAddr string) *daemontest.Proc {
+	return daemontest.Start(f.t, name, "serve", "--config", f.wConfig, "--name", name, "--label", "zone=eu",
 		"--ops-listen", opsAddr, "--heartbeat-interval", heartbeat.String(), "--allow-short-timeouts")
 }
 
 func (f *fleet) workers() map[string]transport.WorkerInfo {
 	f.t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+f.apiAddr+transport.PathAdminWorkers, nil)
-	transport.SetBearer(req, adminToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	code, _, body := daemontest.Call("GET", "http://"+f.apiAddr+transport.PathAdminWorkers, adminToken, "", nil)
+	if code == 0 {
 		return nil
 	}
-	defer resp.Body.Close()
 	var list []transport.WorkerInfo
-	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&list) != nil {
-		f.t.Fatalf("/admin/workers: %d", resp.StatusCode)
+	if code != 200 || json.Unmarshal([]byte(body), &list) != nil {
+		f.t.Fatalf("/admin/workers: %d", code)
 	}
 	out := map[string]transport.WorkerInfo{}
 	for _, w := range list {
@@ -196,20 +69,13 @@ func (f *fleet) workers() map[string]transport.WorkerInfo {
 
 func (f *fleet) post(path, token, mediaType, body string) (int, transport.ErrorBody, []byte) {
 	f.t.Helper()
-	req, _ := http.NewRequest("POST", "http://"+f.apiAddr+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", mediaType)
-	if token != "" {
-		transport.SetBearer(req, token)
+	code, _, answer := daemontest.Call("POST", "http://"+f.apiAddr+path, token, body, map[string]string{"Content-Type": mediaType})
+	if code == 0 {
+		f.t.Fatal(answer)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
 	var eb transport.ErrorBody
-	_ = json.Unmarshal(data, &eb)
-	return resp.StatusCode, eb, data
+	_ = json.Unmarshal([]byte(answer), &eb)
+	return code, eb, []byte(answer)
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -217,18 +83,18 @@ func newFleet(t *testing.T) *fleet {
 		t.Skip("real-daemon test skipped in -short mode")
 	}
 	db := pgtest.NewDatabase(t)
-	mig := exec.Command(binary(t), "migrate", "--database-url", db)
+	mig := exec.Command(daemontest.Binary(t), "migrate", "--database-url", db)
 	if out, err := mig.CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
-	f := &fleet{t: t, apiAddr: freeAddr(t)}
-	f.cpConfig = writeFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
+	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
+	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
   role: controlPlane
   adminApi: {listen: %q, token: %q}
   workerApi: {enabled: true, secret: %q}
   persistence: {databaseUrl: %q}
 `, f.apiAddr, adminToken, workerSecret, db))
-	f.wConfig = writeFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
+	f.wConfig = daemontest.WriteFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
   role: worker
   controlPlane: {url: %q, secret: %q}
 `, "http://"+f.apiAddr, workerSecret))
@@ -238,21 +104,19 @@ func newFleet(t *testing.T) *fleet {
 
 func getBody(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
+	code, _, body := daemontest.Call("GET", url, "", "", nil)
+	if code == 0 {
+		t.Fatal(body)
 	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(data)
+	return code, body
 }
 
 func TestFleetSurvivesWorkerKillAndControlPlaneRestart(t *testing.T) {
 	f := newFleet(t)
-	ops1, ops2 := freeAddr(t), freeAddr(t)
+	ops1, ops2 := daemontest.FreeAddr(t), daemontest.FreeAddr(t)
 	w1 := f.startWorker("w1", ops1)
 	w2 := f.startWorker("w2", ops2)
-	eventually(t, 15*time.Second, "both workers healthy with heartbeats", func() bool {
+	daemontest.Eventually(t, 15*time.Second, "both workers healthy with heartbeats", func() bool {
 		ws := f.workers()
 		return ws["w1"].State == "healthy" && ws["w2"].State == "healthy" &&
 			!ws["w1"].LastHeartbeat.IsZero() && !ws["w2"].LastHeartbeat.IsZero()
@@ -274,19 +138,18 @@ func TestFleetSurvivesWorkerKillAndControlPlaneRestart(t *testing.T) {
 		opsOut.WriteString(body)
 	}
 	if !strings.Contains(opsOut.String(), "queryflux_worker_loop_lag_seconds") || !strings.Contains(opsOut.String(), `"registered":true`) {
-		t.Fatalf("ops output lacks metrics or status:\n%s", tail(opsOut.String(), 2000))
+		t.Fatalf("ops output lacks metrics or status:\n%s", daemontest.Tail(opsOut.String(), 2000))
 	}
 	for _, secret := range []string{workerSecret, adminToken, "qfw_"} {
-		if strings.Contains(opsOut.String(), secret) || strings.Contains(w1.output(), secret) || strings.Contains(f.cp.output(), secret) {
+		if strings.Contains(opsOut.String(), secret) || strings.Contains(w1.Output(), secret) || strings.Contains(f.cp.Output(), secret) {
 			t.Fatalf("credential %q leaked into ops output or logs", secret)
 		}
 	}
 
 	// SIGKILL w2: offline after timeout + grace, while w1 stays online all along.
 	killedAt := time.Now()
-	w2.signal(syscall.SIGKILL)
-	w2.wait(t)
-	eventually(t, 10*time.Second, "w2 offline", func() bool {
+	w2.Kill(t)
+	daemontest.Eventually(t, 10*time.Second, "w2 offline", func() bool {
 		ws := f.workers()
 		if !ws["w1"].Online {
 			t.Fatalf("w1 went offline while w2 was dying: %+v", ws["w1"])
@@ -304,11 +167,11 @@ func TestFleetSurvivesWorkerKillAndControlPlaneRestart(t *testing.T) {
 	t.Logf("w2 offline %v after SIGKILL (stale %v + grace %v)", took.Round(time.Millisecond), staleAfter, evictGrace)
 
 	// The CLI reads the same list.
-	out, err := exec.Command(binary(t), "workers", "list", "--admin-url", "http://"+f.apiAddr, "--admin-token", adminToken).CombinedOutput()
+	out, err := exec.Command(daemontest.Binary(t), "workers", "list", "--admin-url", "http://"+f.apiAddr, "--admin-token", adminToken).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "w1") || !strings.Contains(string(out), "evicted") {
 		t.Fatalf("workers list: %v\n%s", err, out)
 	}
-	show := exec.Command(binary(t), "workers", "show", "w2", "--admin-url", "http://"+f.apiAddr)
+	show := exec.Command(daemontest.Binary(t), "workers", "show", "w2", "--admin-url", "http://"+f.apiAddr)
 	show.Env = append(os.Environ(), "QUERYFLUX_ADMIN_TOKEN="+adminToken)
 	if out, err := show.CombinedOutput(); err != nil || !strings.Contains(string(out), "Online:") || !strings.Contains(string(out), "evicted at") {
 		t.Fatalf("workers show w2: %v\n%s", err, out)
@@ -316,8 +179,7 @@ func TestFleetSurvivesWorkerKillAndControlPlaneRestart(t *testing.T) {
 
 	// Restart the control plane (SIGTERM drains and flushes), gone for longer than timeout+grace.
 	stopAt := time.Now()
-	f.cp.signal(syscall.SIGTERM)
-	f.cp.wait(t)
+	f.cp.Stop(t)
 	t.Logf("control plane stopped %v after SIGTERM", time.Since(stopAt).Round(time.Millisecond))
 	time.Sleep(2 * (staleAfter + evictGrace))
 	f.startControlPlane()
@@ -332,7 +194,7 @@ func TestFleetSurvivesWorkerKillAndControlPlaneRestart(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	eventually(t, 5*time.Second, "w1 healthy with fresh heartbeats after the restart", func() bool {
+	daemontest.Eventually(t, 5*time.Second, "w1 healthy with fresh heartbeats after the restart", func() bool {
 		w := f.workers()["w1"]
 		return w.State == "healthy" && time.Since(w.LastHeartbeat) < 2*time.Second
 	})
@@ -341,8 +203,8 @@ func TestFleetSurvivesWorkerKillAndControlPlaneRestart(t *testing.T) {
 	if !strings.Contains(status, `"registrations":1`) {
 		t.Fatalf("w1 had to register again after the restart: %s", status)
 	}
-	if strings.Contains(f.cp.output(), "to=evicted") {
-		t.Fatalf("the restarted control plane evicted someone:\n%s", tail(f.cp.output(), 3000))
+	if strings.Contains(f.cp.Output(), "to=evicted") {
+		t.Fatalf("the restarted control plane evicted someone:\n%s", daemontest.Tail(f.cp.Output(), 3000))
 	}
 }
 
@@ -405,23 +267,20 @@ func TestBadInputAndTokens(t *testing.T) {
 	if code, eb := beat(tok, 2); code != 401 || eb.Field != "Authorization" {
 		t.Errorf("superseded token: %d %+v", code, eb)
 	}
-	if !strings.Contains(f.cp.output(), "registered again under the same name") {
+	if !strings.Contains(f.cp.Output(), "registered again under the same name") {
 		t.Errorf("supersede not logged")
 	}
 	// newer stops beating: stale, then evicted, and its token is revoked.
-	eventually(t, 10*time.Second, "probe evicted", func() bool { return f.workers()["probe"].State == "evicted" })
+	daemontest.Eventually(t, 10*time.Second, "probe evicted", func() bool { return f.workers()["probe"].State == "evicted" })
 	if code, _ := beat(newer, 1); code != 401 {
 		t.Errorf("revoked token: %d", code)
 	}
 	// The admin API takes only the admin token.
-	req, _ := http.NewRequest("GET", "http://"+f.apiAddr+transport.PathAdminWorkers, nil)
-	transport.SetBearer(req, workerSecret)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	code, _, body := daemontest.Call("GET", "http://"+f.apiAddr+transport.PathAdminWorkers, workerSecret, "", nil)
+	if code == 0 {
+		t.Fatal(body)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 401 {
-		t.Errorf("admin API with the worker secret: %d", resp.StatusCode)
+	if code != 401 {
+		t.Errorf("admin API with the worker secret: %d", code)
 	}
 }
