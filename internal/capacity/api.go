@@ -34,6 +34,9 @@ type AcquireRequest struct {
 	// WaitMillis > 0 long-polls in the cluster's arrival-order queue (API.Ordered) for up to
 	// that long (at most AcquireWaitMax) instead of answering a denial at once.
 	WaitMillis int64 `json:"waitMillis,omitempty"`
+	// Release frees these leases (stale ones skipped) before the acquire is decided: a worker's
+	// queued releases ride on its next acquire instead of a round trip of their own.
+	Release []LeaseRef `json:"release,omitempty"`
 }
 
 // AcquireResponse grants a lease, or denies it (Granted false, Lease nil).
@@ -135,6 +138,16 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 		return
 	}
 	holder := pick(caller, req.Holder)
+	if len(req.Release) > 0 {
+		n, err := a.store.ReleaseBatch(r.Context(), req.Release)
+		if err != nil {
+			a.fail(w, "release", err)
+			return
+		}
+		if n > 0 && a.queue != nil {
+			a.queue.changed.Notify()
+		}
+	}
 	var l Lease
 	var err error
 	if a.queue != nil {

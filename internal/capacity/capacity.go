@@ -118,6 +118,13 @@ type LeaseClient interface {
 	ReleaseBatch(ctx context.Context, refs []LeaseRef) (int, error)
 }
 
+// ReleasingAcquirer is a LeaseClient that releases leases and acquires one in a single round
+// trip (Remote: the releases ride on the acquire request and land before it is decided). After
+// a grant or ErrAtCapacity the releases have landed; after any other error they may not have.
+type ReleasingAcquirer interface {
+	AcquireReleasing(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []LeaseRef) (Lease, error)
+}
+
 // Limits on arguments, named so that bad input gets a clear error.
 const (
 	nameLenMax     = 256

@@ -3,6 +3,7 @@ package capacity_test
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -83,5 +84,105 @@ func TestPendingReleaseDeniesLocallyAndWakes(t *testing.T) {
 	}
 	for _, st := range steps {
 		t.Error("not so: " + st)
+	}
+}
+
+// carrier is a store that can carry releases on an acquire (like Remote), counting both ways.
+type carrier struct {
+	*capacity.Memory
+	failAcquire     bool
+	carriedRefs     int
+	releaseBatches  int
+	acquireRequests int
+}
+
+func (c *carrier) AcquireReleasing(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []capacity.LeaseRef) (capacity.Lease, error) {
+	c.acquireRequests++
+	if c.failAcquire {
+		return capacity.Lease{}, capacity.ErrUnavailable
+	}
+	if _, err := c.Memory.ReleaseBatch(ctx, release); err != nil {
+		return capacity.Lease{}, err
+	}
+	c.carriedRefs += len(release)
+	return c.Memory.Acquire(ctx, cluster, holder, limit, ttl, now)
+}
+
+func (c *carrier) ReleaseBatch(ctx context.Context, refs []capacity.LeaseRef) (int, error) {
+	c.releaseBatches++
+	return c.Memory.ReleaseBatch(ctx, refs)
+}
+
+// TestAcquireCarriesQueuedReleases: a release queued just before an acquire rides on it (one
+// round trip frees cap 1's slot and grants it again, no release batch of its own); when that
+// acquire fails, the carried release goes back to the flusher, which sends it.
+func TestAcquireCarriesQueuedReleases(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 9})
+	n := s.AddNode("w", nil)
+	e := n.Env()
+	client := &carrier{Memory: capacity.NewMemory()}
+	var steps []string
+	check := func(what string, ok bool) {
+		if !ok {
+			steps = append(steps, what)
+		}
+	}
+	s.Spawn(n, "test", func() {
+		ctx := n.Ctx()
+		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: e, Client: client, Holder: "w",
+			OnUnavailable: capacity.OnUnavailableFailClosed})
+		if err != nil {
+			panic(err)
+		}
+		g.Start(ctx)
+		slot, err := g.Acquire(ctx, "c", 1)
+		check("first acquire granted", err == nil)
+		slot.Release()
+		slot, err = g.Acquire(ctx, "c", 1)
+		check("acquire carrying the release granted", err == nil)
+		check("... in one round trip", client.carriedRefs == 1 && client.releaseBatches == 0 && g.PendingReleases() == 0)
+
+		client.failAcquire = true
+		slot.Release()
+		_, err = g.Acquire(ctx, "c", 1)
+		check("failed acquire is unavailable", capacity.IsUnavailable(err))
+		check("... and puts the release back", g.PendingReleases() == 1)
+		if e.Sleep(ctx, time.Second) != nil {
+			return
+		}
+		ls, _ := client.List(ctx, "c")
+		check("the flusher sent it", client.releaseBatches == 1 && g.PendingReleases() == 0 && len(ls) == 0)
+	})
+	if err := s.Run(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range steps {
+		t.Error("not so: " + st)
+	}
+}
+
+// TestRemoteAcquireReleasingOverHTTP: the release rides on the acquire request and lands
+// before the acquire is decided (cap 1 is granted again in the same request).
+func TestRemoteAcquireReleasingOverHTTP(t *testing.T) {
+	e := env.Real(nil)
+	store := capacity.NewMemory()
+	srv := httptest.NewServer(capacity.NewAPIHandler(store, store, e, nil))
+	defer srv.Close()
+	r := capacity.NewRemote(srv.URL, srv.Client(), nil)
+	ctx := context.Background()
+	first, err := r.Acquire(ctx, "c", "w", 1, time.Minute, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Acquire(ctx, "c", "w", 1, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrAtCapacity) {
+		t.Fatalf("second acquire at cap 1: %v", err)
+	}
+	second, err := r.AcquireReleasing(ctx, "c", "w", 1, time.Minute, time.Time{}, []capacity.LeaseRef{first.Ref()})
+	if err != nil {
+		t.Fatalf("acquire carrying the first lease's release: %v", err)
+	}
+	ls, _ := store.List(ctx, "c")
+	if len(ls) != 1 || ls[0].ID != second.ID || ls[0].Generation != second.Generation {
+		t.Fatalf("leases held: %+v, want only %+v", ls, second)
 	}
 }

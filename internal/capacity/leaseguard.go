@@ -29,8 +29,11 @@ const (
 	DriftMarginDefault    = 2 * time.Second
 	AcquireTimeoutDefault = 5 * time.Second
 	releaseBatchMax       = 500
-	releaseQueueMax       = 100000
-	keeperActionsMax      = 10000 // renewals per keeper round
+	// releaseLinger is how long queued releases wait for an acquire to carry them (a
+	// ReleasingAcquirer client) before the flusher sends them on their own.
+	releaseLinger    = 2 * time.Millisecond
+	releaseQueueMax  = 100000
+	keeperActionsMax = 10000 // renewals per keeper round
 )
 
 // GuardOptions configure a LeaseGuard. Env, Client and Holder are required.
@@ -171,21 +174,37 @@ func (g *LeaseGuard) Start(ctx context.Context) {
 	g.o.Env.Go(ctx, "capacity-release-flusher", g.runFlusher)
 }
 
-// Acquire implements Guard: one round trip to the LeaseClient, bounded by AcquireTimeout.
+// Acquire implements Guard: one round trip to the LeaseClient, bounded by AcquireTimeout. When
+// the client is a ReleasingAcquirer, the queued releases ride on that round trip.
 func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Slot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if limit < 1 || g.occupied(cluster)+g.fallback.Running(cluster) >= limit {
+	carry, carried := g.takeCarry(cluster)
+	if limit < 1 || g.occupied(cluster)-carried+g.fallback.Running(cluster) >= limit {
 		// This node alone fills the cap (or will until its releases land, when OnFreed's
 		// callbacks run): no need to ask.
+		g.putBack(carry)
 		g.o.Metrics.LeaseDenied.WithLabelValues(cluster).Inc()
 		return nil, ErrAtCapacity
 	}
 	sent := g.o.Env.Now()
 	actx, cancel := g.o.Env.WithTimeout(ctx, g.o.AcquireTimeout)
-	lease, err := g.o.Client.Acquire(actx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent)
+	var lease Lease
+	var err error
+	if len(carry) > 0 {
+		lease, err = g.o.Client.(ReleasingAcquirer).AcquireReleasing(actx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent, refsOf(carry))
+	} else {
+		lease, err = g.o.Client.Acquire(actx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent)
+	}
 	cancel()
+	if len(carry) > 0 {
+		if err == nil || errors.Is(err, ErrAtCapacity) {
+			g.landed(carry)
+		} else {
+			g.putBack(carry)
+		}
+	}
 	switch {
 	case err == nil:
 		return g.add(lease, sent), nil
@@ -202,6 +221,59 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 		return g.acquireLocal(cluster, limit)
 	}
 	return nil, fmt.Errorf("%w: acquire on %s: %v", ErrUnavailable, cluster, err)
+}
+
+// takeCarry takes the queued releases (one batch at most) for an acquire to carry, when the
+// client can; carried is how many of them are of cluster. They stay pending until landed or
+// put back.
+func (g *LeaseGuard) takeCarry(cluster string) (carry []queuedRelease, carried int) {
+	if _, ok := g.o.Client.(ReleasingAcquirer); !ok {
+		return nil, 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := min(len(g.queue), releaseBatchMax)
+	if n == 0 {
+		return nil, 0
+	}
+	carry = append([]queuedRelease(nil), g.queue[:n]...)
+	g.queue = g.queue[n:]
+	for _, q := range carry {
+		if q.cluster == cluster {
+			carried++
+		}
+	}
+	return carry, carried
+}
+
+// putBack returns carried releases to the front of the queue for the flusher.
+func (g *LeaseGuard) putBack(carry []queuedRelease) {
+	if len(carry) == 0 {
+		return
+	}
+	g.mu.Lock()
+	g.queue = append(carry, g.queue...)
+	g.mu.Unlock()
+	g.released.Notify()
+}
+
+// landed counts releases that reached the control plane, and wakes OnFreed's callbacks.
+func (g *LeaseGuard) landed(batch []queuedRelease) {
+	g.mu.Lock()
+	g.flushFailing = false
+	for _, q := range batch {
+		g.unpend(q.cluster)
+	}
+	g.mu.Unlock()
+	g.wakeFreed()
+}
+
+func refsOf(batch []queuedRelease) []LeaseRef {
+	refs := make([]LeaseRef, len(batch))
+	for i, q := range batch {
+		refs[i] = q.ref
+	}
+	return refs
 }
 
 // acquireLocal grants a slot counted by this node only, leased slots included.
@@ -460,8 +532,15 @@ func (g *LeaseGuard) sortedIDs() []uint64 {
 // ----------------------------------------------------------------------------------- flusher
 
 func (g *LeaseGuard) runFlusher(ctx context.Context) {
+	_, carries := g.o.Client.(ReleasingAcquirer)
 	for ctx.Err() == nil {
 		seen := g.released.Seq()
+		if carries && g.PendingReleases() > 0 {
+			// Give the next acquire a moment to carry these releases on its own round trip.
+			if g.o.Env.Sleep(ctx, releaseLinger) != nil {
+				return
+			}
+		}
 		if g.Flush(ctx) {
 			continue
 		}
@@ -488,23 +567,14 @@ func (g *LeaseGuard) Flush(ctx context.Context) bool {
 	if n == 0 {
 		return false
 	}
-	refs := make([]LeaseRef, n)
-	for i, q := range batch {
-		refs[i] = q.ref
-	}
 	fctx, cancel := g.o.Env.WithTimeout(ctx, g.o.AcquireTimeout)
-	_, err := g.o.Client.ReleaseBatch(fctx, refs)
+	_, err := g.o.Client.ReleaseBatch(fctx, refsOf(batch))
 	cancel()
-	defer g.wakeFreed()
 	if err == nil {
-		g.mu.Lock()
-		g.flushFailing = false
-		for _, q := range batch {
-			g.unpend(q.cluster)
-		}
-		g.mu.Unlock()
+		g.landed(batch)
 		return true
 	}
+	defer g.wakeFreed()
 	g.o.Metrics.CoordinationFailures.WithLabelValues("release").Inc()
 	now := g.o.Env.Now()
 	g.mu.Lock()

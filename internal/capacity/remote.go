@@ -50,14 +50,22 @@ func NewRemoteDo(do func(ctx context.Context, req *http.Request) (*http.Response
 	return &Remote{do: do}
 }
 
-var _ LeaseClient = (*Remote)(nil)
+var (
+	_ LeaseClient       = (*Remote)(nil)
+	_ ReleasingAcquirer = (*Remote)(nil)
+)
 
 // Acquire implements LeaseClient; holder names the lease only where the control plane does not
 // authenticate, and now is ignored (the control plane's clock stamps the lease).
 func (c *Remote) Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (Lease, error) {
+	return c.AcquireReleasing(ctx, cluster, holder, limit, ttl, now, nil)
+}
+
+// AcquireReleasing implements ReleasingAcquirer: the releases ride on the acquire request.
+func (c *Remote) AcquireReleasing(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []LeaseRef) (Lease, error) {
 	var resp AcquireResponse
 	err := c.post(ctx, PathAcquire, AcquireRequest{Cluster: cluster, Cap: limit, TTLMillis: ttl.Milliseconds(), Holder: holder,
-		WaitMillis: c.acquireWait.Milliseconds()}, &resp)
+		WaitMillis: c.acquireWait.Milliseconds(), Release: release}, &resp)
 	if err != nil {
 		return Lease{}, err
 	}
