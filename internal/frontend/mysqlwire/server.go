@@ -363,6 +363,36 @@ func (c *flushOnReadConn) watch(hangup func()) (stop func()) {
 	}
 }
 
+// watchDelay is how long a statement runs before its connection is watched for a hangup: a
+// watch costs a goroutine and two deadline changes, more than a fast statement itself.
+const watchDelay = 2 * time.Millisecond
+
+// watchAfter is watch started only once the statement has run for delay.
+func (c *flushOnReadConn) watchAfter(delay time.Duration, hangup func()) (stop func()) {
+	var mu sync.Mutex
+	var stopWatch func()
+	stopped := false
+	t := time.AfterFunc(delay, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			stopWatch = c.watch(hangup)
+		}
+	})
+	return func() {
+		if t.Stop() {
+			return // the watch never started
+		}
+		mu.Lock()
+		stopped = true
+		s := stopWatch
+		mu.Unlock()
+		if s != nil {
+			s()
+		}
+	}
+}
+
 func (c *flushOnReadConn) Close() error {
 	c.w.Flush()
 	return c.Conn.Close()

@@ -121,7 +121,7 @@ func (h *session) run(sql string, args []any, binary bool) (*mysql.Result, error
 		h.mu.Unlock()
 		cancel()
 	}()
-	defer h.out.watch(cancel)()
+	defer h.out.watchAfter(watchDelay, cancel)()
 	if done, err := h.pinFor(req); done || err != nil {
 		if err != nil {
 			h.writeError(err)
