@@ -3,6 +3,7 @@ package daemontest
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -50,5 +51,23 @@ func TestEventuallyWaitsForTheCondition(t *testing.T) {
 	Eventually(t, 5*time.Second, "three polls", func() bool { n++; return n == 3 })
 	if n != 3 {
 		t.Fatalf("polled %d times", n)
+	}
+}
+
+// TestStartWaitAndRestart runs the real binary: `queryflux --help` exits by itself, and a
+// restarted Proc runs the same command again.
+func TestStartWaitAndRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the queryflux binary")
+	}
+	p := StartWith(t, Options{SplitStdout: true}, "help", "--help")
+	p.Wait(t)
+	if !p.Exited() || !strings.Contains(p.Stdout()+p.Output(), "queryflux") {
+		t.Fatalf("queryflux --help: exited %v, stdout %q, stderr %q", p.Exited(), p.Stdout(), p.Output())
+	}
+	again := p.Restart(t)
+	again.Wait(t)
+	if again.Stdout() != p.Stdout() {
+		t.Fatalf("restart printed %q, first run %q", again.Stdout(), p.Stdout())
 	}
 }

@@ -18,8 +18,22 @@ type Options struct {
 	// Env is added to the test's environment.
 	Env []string
 	// Graceful makes the end of the test send SIGTERM (and fail the test if the process is not
-	// gone within ExitLimit) instead of SIGKILL: for tests that also check a clean shutdown.
+	// gone within the exit limit) instead of SIGKILL: for tests that also check a clean shutdown.
 	Graceful bool
+	// CleanExit (with Graceful) also fails the test unless that SIGTERM ends the process with
+	// status 0.
+	CleanExit bool
+	// ExitLimit replaces the package's ExitLimit for this process.
+	ExitLimit time.Duration
+	// SplitStdout keeps stdout apart from stderr: Stdout returns it, Output has stderr only.
+	SplitStdout bool
+}
+
+func (o Options) exitLimit() time.Duration {
+	if o.ExitLimit > 0 {
+		return o.ExitLimit
+	}
+	return ExitLimit
 }
 
 // Proc is one running process of the queryflux binary with its output kept in a file.
@@ -28,8 +42,10 @@ type Proc struct {
 	Args []string
 	opts Options
 	cmd  *exec.Cmd
-	log  string
+	log  string // stderr, and stdout unless opts.SplitStdout
+	out  string // stdout with opts.SplitStdout
 	done chan struct{}
+	err  error // cmd.Wait's answer, set before done is closed
 }
 
 // Start runs the queryflux binary with args. When t ends the process is killed (see
@@ -42,38 +58,57 @@ func Start(t testing.TB, name string, args ...string) *Proc {
 // StartWith is Start with options.
 func StartWith(t testing.TB, opts Options, name string, args ...string) *Proc {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	out, err := os.Create(logPath)
-	if err != nil {
+	dir := t.TempDir()
+	p := &Proc{Name: name, Args: args, opts: opts, log: filepath.Join(dir, "output.log"), done: make(chan struct{})}
+	logFile := create(t, p.log)
+	outFile := logFile
+	if opts.SplitStdout {
+		p.out = filepath.Join(dir, "stdout.log")
+		outFile = create(t, p.out)
+	}
+	p.cmd = exec.Command(Binary(t), args...)
+	p.cmd.Env = append(os.Environ(), opts.Env...)
+	p.cmd.Stdout, p.cmd.Stderr = outFile, logFile
+	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(Binary(t), args...)
-	cmd.Env = append(os.Environ(), opts.Env...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		out.Close()
-		t.Fatal(err)
-	}
-	p := &Proc{Name: name, Args: args, opts: opts, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); out.Close(); close(p.done) }()
+	go func() {
+		p.err = p.cmd.Wait()
+		logFile.Close()
+		outFile.Close()
+		close(p.done)
+	}()
 	t.Cleanup(func() { p.cleanup(t) })
 	return p
 }
 
+func create(t testing.TB, path string) *os.File {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() }) // for a process that never started
+	return f
+}
+
 func (p *Proc) cleanup(t testing.TB) {
-	if p.opts.Graceful {
-		p.Signal(syscall.SIGTERM)
-		if !p.waitFor(ExitLimit) {
-			p.Signal(syscall.SIGKILL)
-			<-p.done
-			t.Errorf("%s ignored SIGTERM for %v", p.Name, ExitLimit)
-		}
-	} else {
+	switch {
+	case !p.opts.Graceful:
 		p.Signal(syscall.SIGKILL)
 		<-p.done
+	default:
+		p.Signal(syscall.SIGTERM)
+		if !p.waitFor(p.opts.exitLimit()) {
+			p.Signal(syscall.SIGKILL)
+			<-p.done
+			t.Errorf("%s %v ignored SIGTERM for %v", p.Name, p.Args, p.opts.exitLimit())
+		} else if p.opts.CleanExit && p.err != nil {
+			t.Errorf("%s %v after SIGTERM: %v", p.Name, p.Args, p.err)
+		}
 	}
 	if t.Failed() {
-		t.Logf("--- %s log ---\n%s", p.Name, Tail(p.Output(), 4000))
+		t.Logf("--- %s %v output ---\n%s%s", p.Name, p.Args, p.Stdout(), Tail(p.Output(), 4000))
 	}
 }
 
@@ -98,15 +133,15 @@ func (p *Proc) Kill(t testing.TB) {
 func (p *Proc) Stop(t testing.TB) {
 	t.Helper()
 	p.Signal(syscall.SIGTERM)
-	if !p.waitFor(ExitLimit) {
-		t.Fatalf("%s did not exit within %v of SIGTERM:\n%s", p.Name, ExitLimit, Tail(p.Output(), 3000))
+	if !p.waitFor(p.opts.exitLimit()) {
+		t.Fatalf("%s did not exit within %v of SIGTERM:\n%s", p.Name, p.opts.exitLimit(), Tail(p.Output(), 3000))
 	}
 }
 
 // Wait fails t unless the process exits within ExitLimit.
 func (p *Proc) Wait(t testing.TB) {
 	t.Helper()
-	if !p.waitFor(ExitLimit) {
+	if !p.waitFor(p.opts.exitLimit()) {
 		t.Fatalf("%s did not exit", p.Name)
 	}
 }
@@ -133,9 +168,18 @@ func (p *Proc) Exited() bool {
 // Done is closed when the process has ended.
 func (p *Proc) Done() <-chan struct{} { return p.done }
 
-// Output is everything the process wrote to stdout and stderr so far.
+// Output is everything the process wrote to stderr (and stdout, unless SplitStdout) so far.
 func (p *Proc) Output() string {
 	data, _ := os.ReadFile(p.log)
+	return string(data)
+}
+
+// Stdout is what the process wrote to stdout so far, with SplitStdout ("" without).
+func (p *Proc) Stdout() string {
+	if p.out == "" {
+		return ""
+	}
+	data, _ := os.ReadFile(p.out)
 	return string(data)
 }
 
