@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -89,4 +90,26 @@ func acquireRelease(b *testing.B, ctx context.Context, g capacity.Guard) {
 		b.Fatal(err)
 	}
 	s.Release()
+}
+
+// BenchmarkLoopbackRoundTrip is the yardstick for BenchmarkLoopbackAcquire/*/serial: one bare
+// keep-alive HTTP POST round trip over loopback to a handler that answers "{}".
+func BenchmarkLoopbackRoundTrip(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("{}"))
+	}))
+	defer srv.Close()
+	client := worker.NewControlPlaneClient()
+	body := []byte(`{"cluster":"c","cap":1048576,"ttlMillis":30000}`)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		resp, err := client.Post(srv.URL, "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 }
