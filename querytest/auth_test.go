@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 )
 
@@ -50,10 +51,10 @@ func TestPasswordsBeyondLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports := freeAddrs(t, 3)
+	ports := daemontest.FreeAddrs(t, 3)
 	addr := func(i int) string { _, p, _ := net.SplitHostPort(ports[i]); return net.JoinHostPort(ip, p) }
 	pg, trino, flight := addr(0), addr(1), addr(2)
-	cfg := writeFile(t, "auth.yaml", fmt.Sprintf(`queryflux:
+	cfg := daemontest.WriteFile(t, "auth.yaml", fmt.Sprintf(`queryflux:
   role: standalone
   frontends:
     postgres:  {enabled: true, listen: "%s"}
@@ -70,7 +71,7 @@ settings:
       - {name: alice, passwordHash: "%s"}
       - {name: bob, passwordHash: "%s"}
 `, pg, trino, flight, scram, bc))
-	startDaemon(t, nil, []string{pg, trino, flight}, "--config", cfg, "--listen", freeAddrs(t, 1)[0])
+	startDaemon(t, nil, []string{pg, trino, flight}, "--config", cfg, "--listen", daemontest.FreeAddrs(t, 1)[0])
 
 	t.Run("postgres", func(t *testing.T) {
 		_, port, _ := net.SplitHostPort(pg)

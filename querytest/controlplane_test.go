@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
@@ -18,18 +19,18 @@ import (
 func TestControlPlaneRoleOnPostgres(t *testing.T) {
 	stateURL := pgtest.NewDatabase(t) // the control plane's own database
 	dataURL := pgtest.NewDatabase(t)  // the cluster the worker queries
-	run(t, 60*time.Second, binary, "migrate", "--database-url", stateURL)
+	run(t, 60*time.Second, daemontest.Binary(t), "migrate", "--database-url", stateURL)
 
-	addrs := freeAddrs(t, 3)
+	addrs := daemontest.FreeAddrs(t, 3)
 	cpAdmin, wPG, wOps := addrs[0], addrs[1], addrs[2]
 	const secret = "querytest-worker-secret"
-	cpCfg := writeFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
+	cpCfg := daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
   role: controlPlane
   adminApi: {listen: "%s", token: "%s"}
   workerApi: {enabled: true, secret: "%s"}
   persistence: {databaseUrl: "%s"}
 `, cpAdmin, adminToken, secret, stateURL)+pgCluster(t, dataURL, 4))
-	wCfg := writeFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
+	wCfg := daemontest.WriteFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
   role: worker
   controlPlane: {url: "http://%s", secret: "%s"}
   historyUplink: {enabled: true, flushIntervalSecs: 1}
@@ -42,7 +43,7 @@ func TestControlPlaneRoleOnPostgres(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var db string
-	eventually(t, 20*time.Second, func() error {
+	daemontest.EventuallyNil(t, 20*time.Second, func() error {
 		c, err := pgx.Connect(ctx, "postgres://queryflux@"+wPG+"/x?sslmode=disable")
 		if err != nil {
 			return err
@@ -55,8 +56,8 @@ func TestControlPlaneRoleOnPostgres(t *testing.T) {
 	}
 	// With a database configured, /admin/queries reads the history from Postgres (pghistory),
 	// and the worker's lease came from the capacity table (failClosed: no lease, no query).
-	eventually(t, 20*time.Second, func() error {
-		body := httpGet(t, "http://"+cpAdmin+"/admin/queries?worker=w-pg", adminToken)
+	daemontest.EventuallyNil(t, 20*time.Second, func() error {
+		body := daemontest.Get(t, "http://"+cpAdmin+"/admin/queries?worker=w-pg", adminToken)
 		if !strings.Contains(body, "querytest_cp_marker") {
 			return fmt.Errorf("/admin/queries has no query of w-pg yet: %.300s", body)
 		}

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queryflux/queryflux/internal/daemontest"
 )
 
 // devPorts are every port `queryflux dev --port-offset off` binds.
@@ -31,7 +30,7 @@ func devPorts(off int) []int {
 func TestDev(t *testing.T) {
 	off := -1
 	for range 100 {
-		if o := 1000 + rand.IntN(40000); portsFree(devPorts(o)...) {
+		if o := 1000 + rand.IntN(40000); daemontest.PortsFree(devPorts(o)...) {
 			off = o
 			break
 		}
@@ -39,51 +38,29 @@ func TestDev(t *testing.T) {
 	if off < 0 {
 		t.Fatal("no free port offset for queryflux dev")
 	}
-	out, log := &syncBuffer{}, &syncBuffer{}
-	cmd := exec.Command(binary, "dev", "--port-offset", fmt.Sprint(off))
-	cmd.Env = os.Environ()
-	cmd.Stdout, cmd.Stderr = out, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("queryflux dev after SIGTERM: %v", err)
-			}
-		case <-time.After(25 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Error("queryflux dev ignored SIGTERM")
-		}
-		if t.Failed() {
-			t.Logf("queryflux dev output:\n%s\n%s", out.String(), log.String())
-		}
-	})
+	dev := daemontest.StartWith(t, daemontest.Options{Graceful: true, CleanExit: true, ExitLimit: 25 * time.Second, SplitStdout: true},
+		"queryflux dev", "dev", "--port-offset", fmt.Sprint(off))
 
 	var token string
 	tokenRe := regexp.MustCompile(`QUERYFLUX_ADMIN_TOKEN=\$\(cat (\S+)\)`)
-	eventually(t, 10*time.Second, func() error {
-		m := tokenRe.FindStringSubmatch(out.String())
+	daemontest.EventuallyNil(t, 10*time.Second, func() error {
+		m := tokenRe.FindStringSubmatch(dev.Stdout())
 		if m == nil {
-			return fmt.Errorf("no admin token file printed yet: %q", out.String())
+			return fmt.Errorf("no admin token file printed yet: %q", dev.Stdout())
 		}
 		b, err := os.ReadFile(m[1])
 		token = strings.TrimSpace(string(b))
 		return err
 	})
 	admin := fmt.Sprintf("http://127.0.0.1:%d", 19000+off)
-	eventually(t, 30*time.Second, func() error {
+	daemontest.EventuallyNil(t, 30*time.Second, func() error {
 		for i := 1; i <= 2; i++ {
 			url := fmt.Sprintf("postgres://queryflux@127.0.0.1:%d/demo?sslmode=disable", 15432+off+10*i)
 			if err := countOrders(url); err != nil {
 				return fmt.Errorf("worker-%d: %w", i, err)
 			}
 		}
-		body := httpGet(t, admin+"/admin/workers", token)
+		body := daemontest.Get(t, admin+"/admin/workers", token)
 		for _, w := range []string{"worker-1", "worker-2"} {
 			if !strings.Contains(body, `"name":"`+w+`"`) {
 				return fmt.Errorf("/admin/workers does not list %s: %.300s", w, body)

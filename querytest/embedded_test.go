@@ -15,6 +15,8 @@ import (
 	"github.com/trinodb/trino-go-client/trino"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/queryflux/queryflux/internal/daemontest"
 )
 
 const adminToken = "querytest-admin-token"
@@ -72,8 +74,8 @@ func TestEmbeddedDefault(t *testing.T) {
 	t.Run("adminQueries", func(t *testing.T) {
 		// A query with a marker only this test sends, through psql.
 		run(t, 20*time.Second, "psql", "-X", "-h", "127.0.0.1", "-p", e.pgPort, "-U", "queryflux", "demo", "-At", "-c", "select 7 as querytest_marker")
-		eventually(t, 20*time.Second, func() error {
-			body := httpGet(t, "http://"+e.admin+"/admin/queries", adminToken)
+		daemontest.EventuallyNil(t, 20*time.Second, func() error {
+			body := daemontest.Get(t, "http://"+e.admin+"/admin/queries", adminToken)
 			if !strings.Contains(body, "querytest_marker") || !strings.Contains(body, `"protocol":"postgres"`) {
 				return fmt.Errorf("/admin/queries does not show the psql query yet: %.500s", body)
 			}
@@ -81,7 +83,7 @@ func TestEmbeddedDefault(t *testing.T) {
 		})
 	})
 	t.Run("metrics", func(t *testing.T) {
-		body := httpGet(t, "http://"+e.admin+"/metrics", "")
+		body := daemontest.Get(t, "http://"+e.admin+"/metrics", "")
 		if !strings.Contains(body, `queryflux_queries_total{cluster="demo",group="demo",status="succeeded"}`) {
 			t.Fatalf("/metrics has no succeeded queries on demo:\n%.2000s", body)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
@@ -87,9 +88,9 @@ func pgbenchInit(t *testing.T, addr string) {
 // pgbench -i and pgbench -S in simple and extended mode, all through the proxy.
 func TestStandalonePostgres(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
-	addrs := freeAddrs(t, 2)
+	addrs := daemontest.FreeAddrs(t, 2)
 	pg, admin := addrs[0], addrs[1]
-	cfg := writeFile(t, "standalone.yaml", fmt.Sprintf(`queryflux:
+	cfg := daemontest.WriteFile(t, "standalone.yaml", fmt.Sprintf(`queryflux:
   role: standalone
   adminApi: {listen: "%s", token: "%s"}
   frontends:
@@ -123,10 +124,10 @@ func mustURL(t *testing.T, s string) *url.URL {
 // the worker waits while the control plane's own frontend holds the only lease.
 func TestControlPlaneAndWorker(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
-	addrs := freeAddrs(t, 4)
+	addrs := daemontest.FreeAddrs(t, 4)
 	cpPG, cpAdmin, wPG, wOps := addrs[0], addrs[1], addrs[2], addrs[3]
 	const secret = "querytest-worker-secret"
-	cpCfg := writeFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
+	cpCfg := daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
   role: standalone
   adminApi: {listen: "%s", token: "%s"}
   workerApi: {enabled: true, secret: "%s"}
@@ -134,7 +135,7 @@ func TestControlPlaneAndWorker(t *testing.T) {
   frontends:
     postgres: {enabled: true, listen: "%s"}
 `, cpAdmin, adminToken, secret, cpPG)+pgCluster(t, dbURL, 1))
-	wCfg := writeFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
+	wCfg := daemontest.WriteFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
   role: worker
   controlPlane: {url: "http://%s", secret: "%s"}
   historyUplink: {enabled: true, flushIntervalSecs: 1}
@@ -147,7 +148,7 @@ func TestControlPlaneAndWorker(t *testing.T) {
 	// The worker answers once its config sync activated the control plane's snapshot.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	eventually(t, 20*time.Second, func() error {
+	daemontest.EventuallyNil(t, 20*time.Second, func() error {
 		c, err := pgx.Connect(ctx, "postgres://queryflux@"+wPG+"/bench?sslmode=disable")
 		if err != nil {
 			return err
@@ -156,7 +157,7 @@ func TestControlPlaneAndWorker(t *testing.T) {
 		var n int
 		return c.QueryRow(ctx, "select 1").Scan(&n)
 	})
-	body := httpGet(t, "http://"+cpAdmin+"/admin/workers", adminToken)
+	body := daemontest.Get(t, "http://"+cpAdmin+"/admin/workers", adminToken)
 	if !strings.Contains(body, `"name":"w1"`) || !strings.Contains(body, `"mode":"controlPlane"`) {
 		t.Fatalf("/admin/workers does not list w1 with controlPlane coordination: %.1000s", body)
 	}
@@ -167,8 +168,8 @@ func TestControlPlaneAndWorker(t *testing.T) {
 		pgbenchSelect(t, wPG, "extended", 4, 3)
 	})
 	t.Run("history", func(t *testing.T) {
-		eventually(t, 20*time.Second, func() error {
-			body := httpGet(t, "http://"+cpAdmin+"/admin/queries?worker=w1", adminToken)
+		daemontest.EventuallyNil(t, 20*time.Second, func() error {
+			body := daemontest.Get(t, "http://"+cpAdmin+"/admin/queries?worker=w1", adminToken)
 			if !strings.Contains(body, "pgbench_accounts") {
 				return fmt.Errorf("/admin/queries shows no pgbench query of w1 yet: %.500s", body)
 			}

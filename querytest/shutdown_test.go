@@ -5,15 +5,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queryflux/queryflux/internal/daemontest"
 )
 
 // TestWorkerFlushesHistoryOnShutdown: with a flush interval far longer than the test, a query
 // run on a worker reaches the control plane's history only through the final flush on SIGTERM.
 func TestWorkerFlushesHistoryOnShutdown(t *testing.T) {
-	addrs := freeAddrs(t, 3)
+	addrs := daemontest.FreeAddrs(t, 3)
 	cpAdmin, wPG, wOps := addrs[0], addrs[1], addrs[2]
 	const secret = "querytest-worker-secret"
-	cpCfg := writeFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
+	cpCfg := daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
   role: standalone
   adminApi: {listen: "%s", token: "%s"}
   workerApi: {enabled: true, secret: "%s"}
@@ -23,7 +25,7 @@ clusterGroups:
   - {name: demo, members: [demo]}
 routingFallback: demo
 `, cpAdmin, adminToken, secret))
-	wCfg := writeFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
+	wCfg := daemontest.WriteFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
   role: worker
   controlPlane: {url: "http://%s", secret: "%s"}
   historyUplink: {enabled: true, flushIntervalSecs: 3600}
@@ -34,10 +36,10 @@ routingFallback: demo
 	w := startDaemon(t, nil, []string{wPG, wOps}, "--config", wCfg, "--name", "w-shutdown", "--ops-listen", wOps)
 
 	url := "postgres://queryflux@" + wPG + "/demo?sslmode=disable"
-	eventually(t, 20*time.Second, func() error { return countOrders(url) })
-	w.stop(t)
-	body := httpGet(t, "http://"+cpAdmin+"/admin/queries?worker=w-shutdown", adminToken)
+	daemontest.EventuallyNil(t, 20*time.Second, func() error { return countOrders(url) })
+	w.Stop(t)
+	body := daemontest.Get(t, "http://"+cpAdmin+"/admin/queries?worker=w-shutdown", adminToken)
 	if !strings.Contains(body, "from orders") {
-		t.Fatalf("the worker's query did not reach the control plane's history on shutdown: %.500s\nworker log:\n%s", body, w.log.String())
+		t.Fatalf("the worker's query did not reach the control plane's history on shutdown: %.500s\nworker log:\n%s", body, w.Output())
 	}
 }
