@@ -1,13 +1,9 @@
 package scenarios_test
 
 import (
-	"flag"
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/queryflux/queryflux/scenarios"
 	"pgregory.net/rapid"
 )
 
@@ -16,37 +12,14 @@ import (
 // leases, and holds both cap oracles at every instant: leases held <= cap (control plane) and
 // queries executing <= cap (engines).
 func TestCapsHoldUnderRandomFaults(t *testing.T) {
-	if f := flag.Lookup("rapid.checks"); f != nil && f.Value.String() == f.DefValue {
-		_ = f.Value.Set("25")
-	}
+	defaultRapidChecks(25)
 	nodes := []string{"cp-1", "w-1", "w-2", "w-3", "w-4"}
 	rapid.Check(t, func(rt *rapid.T) {
-		var tl strings.Builder
-		for i := range rapid.IntRange(0, 10).Draw(rt, "events") {
-			at := time.Duration(rapid.IntRange(1, 39).Draw(rt, fmt.Sprint("at", i))) * time.Second
-			node := rapid.SampledFrom(nodes).Draw(rt, fmt.Sprint("node", i))
-			var ev string
-			switch rapid.SampledFrom([]string{"crash", "restart", "partition", "heal", "drift", "starve"}).Draw(rt, fmt.Sprint("kind", i)) {
-			case "crash":
-				ev = "crash: " + node
-			case "restart":
-				ev = "restart: " + node
-			case "partition":
-				peer := rapid.SampledFrom(nodes).Draw(rt, fmt.Sprint("peer", i))
-				if peer == node {
-					continue
-				}
-				ev = fmt.Sprintf("partition: {from: %s, to: %s, oneWay: %v}", node, peer, rapid.Bool().Draw(rt, fmt.Sprint("oneWay", i)))
-			case "heal":
-				ev = "heal: {}"
-			case "starve": // every timer of the node late (a GC pause, a starved VM)
-				ev = fmt.Sprintf("starve: {node: %s, delay: %dms, for: 10s}", node, rapid.IntRange(100, 3000).Draw(rt, fmt.Sprint("delay", i)))
-			case "drift":
-				// Within what the drift margin covers: 1s of a 6s lease.
-				ev = fmt.Sprintf("drift: {node: %s, rate: %.3f}", node, rapid.Float64Range(0.95, 1.05).Draw(rt, fmt.Sprint("rate", i)))
-			}
-			fmt.Fprintf(&tl, "  - at: %v\n    %s\n", at, ev)
-		}
+		tl := randomFaults{
+			nodes: nodes, kinds: []string{"crash", "restart", "partition", "heal", "drift", "starve"},
+			maxEvents: 10, lastAt: 39, starveMs: [2]int{100, 3000},
+			driftRate: [2]float64{0.95, 1.05}, // within what the drift margin covers: 1s of a 6s lease
+		}.draw(rt)
 		queue := rapid.SampledFrom([]string{"retry", "ordered"}).Draw(rt, "queue")
 		yaml := fmt.Sprintf(`
 duration: 50s
@@ -67,17 +40,7 @@ timeline:
 %schecks:
   - leasesWithinCap: {}
   - engineWithinCap: {}
-`, queue, tl.String())
-		sc, err := scenarios.Parse("random-caps.yaml", []byte(yaml))
-		if err != nil {
-			rt.Fatalf("%v\n%s", err, yaml)
-		}
-		seed := rapid.Uint64().Draw(rt, "seed")
-		res := scenarios.Run(sc, seed, scenarios.RunOpts{})
-		for _, c := range res.Checks {
-			if !c.Pass {
-				rt.Fatalf("seed %d: %s: %s\ntimeline:\n%s\nlast logs:\n%s", seed, c.Name, c.Detail, tl.String(), strings.Join(tail(res.Logs, 30), "\n"))
-			}
-		}
+`, queue, tl)
+		runAndCheck(rt, "random-caps.yaml", yaml, tl)
 	})
 }
