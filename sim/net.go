@@ -268,12 +268,41 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, ctx.Err()
 }
 
+// maxPrealloc bounds the buffer a request's announced Content-Length may reserve up front.
+const maxPrealloc = 1 << 20
+
 func readBody(req *http.Request) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil, nil
 	}
 	defer req.Body.Close()
-	b, err := io.ReadAll(req.Body)
+	var b []byte
+	var err error
+	if n := req.ContentLength; n > 0 && n <= maxPrealloc {
+		// The common case: the size is known, so read it in one buffer instead of growing one.
+		b = make([]byte, n, n+1)
+		var got int
+		got, err = io.ReadFull(req.Body, b)
+		b = b[:got]
+		switch err {
+		case io.ErrUnexpectedEOF, io.EOF:
+			err = nil // shorter than announced: what arrived travels
+		case nil:
+			// A body longer than announced still travels whole: probe one byte past the end.
+			var k int
+			k, err = req.Body.Read(b[n : n+1])
+			b = b[:int(n)+k]
+			if err == io.EOF {
+				err = nil
+			} else if k > 0 || err == nil {
+				var rest []byte
+				rest, err = io.ReadAll(req.Body)
+				b = append(b, rest...)
+			}
+		}
+	} else {
+		b, err = io.ReadAll(req.Body)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("simnet: reading request body: %w", err)
 	}
@@ -297,7 +326,7 @@ func (nt *Net) serve(ex *exchange, h http.Handler) {
 	hctx := nt.s.newCtx(to.ctx)
 	r := ex.req.WithContext(hctx)
 	if len(ex.body) > 0 {
-		r.Body = io.NopCloser(bytes.NewReader(ex.body))
+		r.Body = &bodyReader{Reader: bytes.NewReader(ex.body), b: ex.body}
 	} else {
 		r.Body = http.NoBody
 	}
@@ -422,7 +451,7 @@ func (w *bufWriter) response(req *http.Request) *http.Response {
 		code = http.StatusOK
 	}
 	b := w.body.Bytes()
-	h := w.h.Clone()
+	h := w.h // the writer is dropped after the handler returned: no copy needed
 	if len(b) > 0 && h.Get("Content-Type") == "" {
 		h.Set("Content-Type", http.DetectContentType(b))
 	}

@@ -227,10 +227,11 @@ func (s *Sim) step(limit time.Duration) bool {
 // fireTimers moves virtual time to the earliest live timer (not past limit) and fires every
 // timer due at that instant. It returns false if there is none before limit.
 func (s *Sim) fireTimers(limit time.Duration) bool {
-	if len(s.timers) == 0 {
+	next := s.timers.first()
+	if next == nil {
 		return false
 	}
-	at := s.timers[0].at
+	at := next.at
 	if at > limit {
 		return false
 	}
@@ -239,7 +240,10 @@ func (s *Sim) fireTimers(limit time.Duration) bool {
 		s.instant = 0
 		s.mix(evTime, uint64(at))
 	}
-	for len(s.timers) > 0 && s.timers[0].at <= s.now && s.failure == nil {
+	for s.failure == nil {
+		if e := s.timers.first(); e == nil || e.at > s.now {
+			break
+		}
 		s.fire(s.timers.pop())
 	}
 	return true
@@ -287,6 +291,11 @@ type task struct {
 
 	waits []*waiter
 	timer *timer
+
+	// Reused by every wait: a task waits on at most one timer and, almost always, at most two
+	// lists at a time, and every one of them is unlinked (clearWaits) before the next wait.
+	sleepTimer timer
+	waitSlots  [2]waiter
 }
 
 // errKilled unwinds a task of a crashed node. The task wrapper recovers it.
@@ -414,15 +423,25 @@ func (t *task) clearWaits(s *Sim) {
 
 // sleepUntil arms t's wake-up timer at global virtual time at.
 func (s *Sim) sleepUntil(t *task, gen uint64, at time.Duration) {
+	if t.timer != nil {
+		panic(fmt.Sprintf("sim: task %q armed a second wake-up timer", t.name))
+	}
 	s.timerSeq++
-	tm := &timer{at: at, seq: s.timerSeq, t: t, gen: gen}
+	tm := &t.sleepTimer // an entry it left in the heap carries an older seq: stale, skipped
+	*tm = timer{at: at, seq: s.timerSeq, t: t, gen: gen}
 	s.timers.push(tm)
 	t.timer = tm
 }
 
 // waitOn registers t (with gen) on a wait list.
 func (t *task) waitOn(l *wlist, gen uint64) {
-	w := &waiter{t: t, gen: gen}
+	var w *waiter
+	if n := len(t.waits); n < len(t.waitSlots) && t.waitSlots[n].list == nil {
+		w = &t.waitSlots[n]
+		*w = waiter{t: t, gen: gen}
+	} else {
+		w = &waiter{t: t, gen: gen}
+	}
 	l.push(w)
 	t.waits = append(t.waits, w)
 }
@@ -472,7 +491,7 @@ func (s *Sim) Close() {
 	}
 	s.coros = nil
 	s.runnable = nil
-	s.timers = nil
+	s.timers = timerHeap{}
 	if s.failure == nil {
 		s.failure = errClosed
 	}
@@ -542,16 +561,31 @@ func (s *Sim) wakeAll(l *wlist) {
 
 // ---- timers ----
 
+// timer is one pending wake-up. Its heap entry carries (at, seq) inline, so ordering the heap
+// never touches the timers themselves (they are scattered over the heap memory of thousands of
+// tasks); removing a timer only marks it (seq 0), and its stale entry is skipped when it surfaces.
 type timer struct {
 	at  time.Duration
-	seq uint64
-	idx int
+	seq uint64 // 0: not in the heap (fired or removed)
 	fn  func() // a runner callback, or nil for a task's wake-up:
 	t   *task
 	gen uint64
 }
 
-type timerHeap []*timer
+type timerEntry struct {
+	at  time.Duration
+	seq uint64
+	tm  *timer
+}
+
+// live reports whether the entry still stands for its timer (a reused or removed timer leaves
+// entries with an older seq behind).
+func (e *timerEntry) live() bool { return e.tm.seq == e.seq }
+
+type timerHeap struct {
+	h     []timerEntry
+	stale int // entries whose timer was removed or reused
+}
 
 func (s *Sim) addTimer(at time.Duration, fn func()) *timer {
 	s.timerSeq++
@@ -560,71 +594,98 @@ func (s *Sim) addTimer(at time.Duration, fn func()) *timer {
 	return tm
 }
 
-func (h timerHeap) less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
+// len is the number of entries, stale ones included.
+func (h *timerHeap) len() int { return len(h.h) }
+
+// first drops stale entries from the top and returns the earliest live timer's entry, or nil.
+func (h *timerHeap) first() *timerEntry {
+	for len(h.h) > 0 {
+		if e := &h.h[0]; e.live() {
+			return e
+		}
+		h.popEntry()
+		h.stale--
 	}
-	return h[i].seq < h[j].seq
+	return nil
 }
 
-func (h timerHeap) swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].idx = i
-	h[j].idx = j
+func (h *timerHeap) push(tm *timer) {
+	if tm.seq == 0 {
+		panic("sim: timer pushed without a sequence number")
+	}
+	h.h = append(h.h, timerEntry{at: tm.at, seq: tm.seq, tm: tm})
+	h.up(len(h.h) - 1)
 }
 
-func (h *timerHeap) push(t *timer) {
-	t.idx = len(*h)
-	*h = append(*h, t)
-	h.up(t.idx)
-}
-
+// pop removes and returns the earliest live timer; call first before.
 func (h *timerHeap) pop() *timer {
-	old := *h
-	t := old[0]
-	n := len(old) - 1
-	old.swap(0, n)
-	old[n] = nil
-	*h = old[:n]
+	tm := h.popEntry().tm
+	tm.seq = 0
+	return tm
+}
+
+func (h *timerHeap) popEntry() timerEntry {
+	e := h.h[0]
+	n := len(h.h) - 1
+	h.h[0] = h.h[n]
+	h.h[n] = timerEntry{}
+	h.h = h.h[:n]
 	if n > 0 {
 		h.down(0)
 	}
-	t.idx = -1
-	return t
+	return e
 }
 
-func (h *timerHeap) remove(t *timer) {
-	i := t.idx
-	if i < 0 || i >= len(*h) || (*h)[i] != t {
+// remove unschedules tm (no-op if it already fired or was removed).
+func (h *timerHeap) remove(tm *timer) {
+	if tm.seq == 0 {
 		return
 	}
-	old := *h
-	n := len(old) - 1
-	if i != n {
-		old.swap(i, n)
+	tm.seq = 0
+	h.stale++
+	if h.stale > 64 && h.stale*2 > len(h.h) {
+		h.compact()
 	}
-	old[n] = nil
-	*h = old[:n]
-	if i != n {
-		h.down(i)
-		h.up(i)
-	}
-	t.idx = -1
 }
 
-func (h timerHeap) up(i int) {
+// compact drops every stale entry and rebuilds the heap. Live timers keep their (at, seq) keys,
+// a total order, so the order they fire in does not depend on the heap's shape.
+func (h *timerHeap) compact() {
+	kept := h.h[:0]
+	for _, e := range h.h {
+		if e.live() {
+			kept = append(kept, e)
+		}
+	}
+	clear(h.h[len(kept):])
+	h.h = kept
+	h.stale = 0
+	for i := len(h.h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *timerHeap) less(i, j int) bool {
+	a, b := &h.h[i], &h.h[j]
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.seq < b.seq
+}
+
+func (h *timerHeap) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
 		if !h.less(i, p) {
 			return
 		}
-		h.swap(i, p)
+		h.h[i], h.h[p] = h.h[p], h.h[i]
 		i = p
 	}
 }
 
-func (h timerHeap) down(i int) {
-	n := len(h)
+func (h *timerHeap) down(i int) {
+	n := len(h.h)
 	for {
 		l := 2*i + 1
 		if l >= n {
@@ -637,7 +698,7 @@ func (h timerHeap) down(i int) {
 		if !h.less(m, i) {
 			return
 		}
-		h.swap(i, m)
+		h.h[i], h.h[m] = h.h[m], h.h[i]
 		i = m
 	}
 }

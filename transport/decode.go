@@ -46,6 +46,14 @@ func DecodeRegister(data []byte) (RegisterRequest, error) {
 
 // DecodeHeartbeat strictly decodes and validates a heartbeat body.
 func DecodeHeartbeat(data []byte) (Heartbeat, error) {
+	if len(data) <= BodyBytesMax {
+		if hb, ok := decodeHeartbeatFast(data); ok {
+			if err := hb.Validate(); err != nil {
+				return Heartbeat{}, err
+			}
+			return hb, nil
+		}
+	}
 	var hb Heartbeat
 	if err := decodeStrict(data, &hb); err != nil {
 		return Heartbeat{}, err

@@ -25,6 +25,16 @@ func FuzzDecodeHeartbeat(f *testing.F) {
 				t.Fatalf("fast path passed a key in the wrong case: %s", path)
 			}
 		}
+		// The fast decoder may only accept what the strict decoder decodes to the same value.
+		if fast, ok := decodeHeartbeatFast(data); ok {
+			var strict Heartbeat
+			if err := decodeStrict(data, &strict); err != nil {
+				t.Fatalf("fast path accepted what the strict decoder rejects (%v)", err)
+			}
+			if !reflect.DeepEqual(fast, strict) {
+				t.Fatalf("fast path decoded\n%#v\nstrict decoder\n%#v", fast, strict)
+			}
+		}
 		hb, err := DecodeHeartbeat(data)
 		if err != nil {
 			var fe *FieldError

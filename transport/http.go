@@ -52,7 +52,7 @@ func ReadBody(r *http.Request, mediaType string) ([]byte, error) {
 	if err := CheckMediaType(r.Header.Get("Content-Type"), mediaType); err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, BodyBytesMax+1))
+	data, err := readAllHint(io.LimitReader(r.Body, BodyBytesMax+1), r.ContentLength, BodyBytesMax+1)
 	if err != nil {
 		return nil, fieldErr("", "reading body: %v", err)
 	}
@@ -131,4 +131,27 @@ func (e *StatusError) Error() string {
 		return fmt.Sprintf("HTTP %d: %s (field %s)", e.Status, e.Body.Error, e.Body.Field)
 	}
 	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Body.Error)
+}
+
+// readAllHint is io.ReadAll with the buffer sized from an announced length (clamped to max), so a
+// heartbeat body is read into one allocation instead of a growing series. A wrong hint only
+// costs a regrow.
+func readAllHint(r io.Reader, hint int64, max int64) ([]byte, error) {
+	if hint <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, min(hint, max)+1) // +1: the EOF probe needs room
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow
+		}
+	}
 }

@@ -102,7 +102,7 @@ func (w *Worker) SendHeartbeat(ctx context.Context) error {
 }
 
 func (w *Worker) postHeartbeat(ctx context.Context, hb transport.Heartbeat) error {
-	body, err := json.Marshal(hb)
+	body, err := transport.EncodeHeartbeat(&hb) // json.Marshal's bytes, without reflection
 	if err != nil {
 		panic(fmt.Sprintf("worker: encoding a heartbeat: %v", err))
 	}
