@@ -75,9 +75,11 @@ const (
 type Engine struct {
 	cfg   Config
 	slots chan struct{} // one token per connection allowed at once
-	// eof caches whether connections negotiate CLIENT_DEPRECATE_EOF (passthrough): 0 not
-	// known yet, 1 yes, 2 no. Every connection to one server negotiates the same.
-	eof atomic.Int32
+	// caps caches the capabilities the passthrough relay must honour (caps* flags; 0 until
+	// the first relayed query).
+	caps atomic.Int32
+	// dialOptions are extra go-mysql client options for new connections (tests).
+	dialOptions []client.Option
 
 	mu     sync.Mutex
 	idle   []*client.Conn
@@ -174,7 +176,8 @@ func (e *Engine) release(c *client.Conn, healthy bool) {
 }
 
 func (e *Engine) dial(ctx context.Context) (*client.Conn, error) {
-	c, err := client.ConnectWithContext(ctx, e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, e.cfg.DialTimeout, e.tlsOption)
+	opts := append([]client.Option{e.tlsOption}, e.dialOptions...)
+	c, err := client.ConnectWithContext(ctx, e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, e.cfg.DialTimeout, opts...)
 	if err != nil {
 		return nil, e.wrap(err)
 	}

@@ -65,8 +65,11 @@ func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, err
 func (r *RawQuery) start() error {
 	c := r.conn
 	c.ResetSequence()
-	buf := make([]byte, 5, 5+len(r.sql))
+	buf := make([]byte, 5, 7+len(r.sql))
 	buf[4] = mysql.COM_QUERY
+	if r.e.negotiated(c)&capsQueryAttributes != 0 {
+		buf = append(buf, 0, 1) // no query attributes, one parameter set (MySQL 8.0.23+)
+	}
 	buf = append(buf, r.sql...)
 	if err := c.WritePacket(buf); err != nil {
 		return err
@@ -113,21 +116,33 @@ func (r *RawQuery) start() error {
 	return nil
 }
 
+// Negotiated capabilities the relay must honour, cached per engine in Engine.caps: every
+// connection to one server negotiates the same.
+const (
+	capsKnown int32 = 1 << iota
+	capsDeprecateEOF
+	capsQueryAttributes
+)
+
+func (e *Engine) negotiated(c *client.Conn) int32 {
+	if caps := e.caps.Load(); caps != 0 {
+		return caps
+	}
+	names := "|" + c.CapabilityString() + "|"
+	caps := capsKnown
+	if strings.Contains(names, "|CLIENT_DEPRECATE_EOF|") {
+		caps |= capsDeprecateEOF
+	}
+	if strings.Contains(names, "|CLIENT_QUERY_ATTRIBUTES|") {
+		caps |= capsQueryAttributes
+	}
+	e.caps.Store(caps)
+	return caps
+}
+
 // deprecatesEOF reports whether c's result sets end with an OK packet rather than EOFs.
 func (e *Engine) deprecatesEOF(c *client.Conn) bool {
-	switch e.eof.Load() {
-	case 1:
-		return true
-	case 2:
-		return false
-	}
-	yes := strings.Contains(c.CapabilityString(), "CLIENT_DEPRECATE_EOF")
-	if yes {
-		e.eof.Store(1)
-	} else {
-		e.eof.Store(2)
-	}
-	return yes
+	return e.negotiated(c)&capsDeprecateEOF != 0
 }
 
 // Columns are the result set's column definition packets, each behind 4 bytes of header room

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -57,9 +58,27 @@ func rawRows(t *testing.T, r *RawQuery) [][]string {
 }
 
 // TestQueryRawResultsAndPool: rows, OK packets (affected rows, insert id) and engine errors
-// through QueryRaw; clean ends return the connection to the pool.
+// through QueryRaw; clean ends return the connection to the pool. Both ways a result set can
+// end: with an OK (CLIENT_DEPRECATE_EOF, MariaDB's choice) and with EOF packets.
 func TestQueryRawResultsAndPool(t *testing.T) {
-	e, name := openTestEngine(t)
+	for _, deprecateEOF := range []bool{true, false} {
+		t.Run(fmt.Sprintf("deprecateEOF=%v", deprecateEOF), func(t *testing.T) {
+			e, name := openTestEngine(t)
+			if !deprecateEOF {
+				e.dialOptions = []client.Option{func(c *client.Conn) error {
+					c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF)
+					return nil
+				}}
+			}
+			testQueryRaw(t, e, name)
+			if got := e.deprecatesEOF(nil); got != deprecateEOF {
+				t.Fatalf("negotiated CLIENT_DEPRECATE_EOF %v, want %v", got, deprecateEOF)
+			}
+		})
+	}
+}
+
+func testQueryRaw(t *testing.T, e *Engine, name string) {
 	exec(t, e, "CREATE TABLE r (id INT AUTO_INCREMENT PRIMARY KEY, s VARCHAR(10))")
 	ctx := context.Background()
 	q, err := e.QueryRaw(ctx, &query.Request{SQL: "INSERT INTO r (s) VALUES ('a'), ('b'), (NULL)", Database: name})
