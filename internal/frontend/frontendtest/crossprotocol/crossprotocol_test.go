@@ -12,12 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/trinodb/trino-go-client/trino"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/queryflux/queryflux/internal/frontend/flightsql"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
@@ -73,13 +72,7 @@ func startAll(t *testing.T, backend query.Backend, dbName string) map[string]cli
 	tl := listen(t)
 	go ts.Serve(tl)
 	t.Cleanup(func() { ts.Close() })
-	tcfg := &trino.Config{ServerURI: "http://queryflux@" + tl.Addr().String(), Schema: dbName}
-	dsn, _ := tcfg.FormatDSN()
-	tdb, err := sql.Open("trino", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tdb.Close() })
+	tdb := frontendtest.OpenTrino(t, trino.Config{ServerURI: "http://queryflux@" + tl.Addr().String(), Schema: dbName})
 
 	// Flight SQL, through arrow-go's client.
 	fs, err := flightsql.NewServer(backend, flightsql.Options{})
@@ -89,11 +82,7 @@ func startAll(t *testing.T, backend query.Backend, dbName string) map[string]cli
 	fl := listen(t)
 	go fs.Serve(fl)
 	t.Cleanup(func() { fs.Close() })
-	fc, err := fsql.NewClient(fl.Addr().String(), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fc.Close() })
+	fc := frontendtest.DialFlight(t, fl.Addr().String())
 
 	return map[string]client{
 		"mysqlwire": func(t *testing.T, q string) ([][]any, error) { return sqlRows(mdb, q) },
@@ -103,57 +92,20 @@ func startAll(t *testing.T, backend query.Backend, dbName string) map[string]cli
 }
 
 func sqlRows(db *sql.DB, q string) ([][]any, error) {
-	rows, err := db.Query(q)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out [][]any
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		out = append(out, vals)
-	}
-	return out, rows.Err()
+	return frontendtest.QueryAll(context.Background(), db, q)
 }
 
 func flightRows(c *fsql.Client, q string) ([][]any, error) {
-	ctx := context.Background()
-	info, err := c.Execute(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	r, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Release()
-	var out [][]any
-	for r.Next() {
-		b := r.RecordBatch()
-		for i := 0; i < int(b.NumRows()); i++ {
-			row := make([]any, b.NumCols())
-			for c := range row {
-				col := b.Column(c)
-				switch {
-				case col.IsNull(i):
-				case col.DataType().ID().String() == "BINARY":
-					row[c] = col.(*array.Binary).Value(i)
-				default:
-					row[c] = col.ValueStr(i)
-				}
-			}
-			out = append(out, row)
+	return frontendtest.FlightRows(context.Background(), c, q, func(col arrow.Array, i int) any {
+		switch {
+		case col.IsNull(i):
+			return nil
+		case col.DataType().ID().String() == "BINARY":
+			return col.(*array.Binary).Value(i)
+		default:
+			return col.ValueStr(i)
 		}
-	}
-	return out, r.Err()
+	})
 }
 
 // canon renders a value of a column kind the same way whatever protocol delivered it.
