@@ -50,40 +50,34 @@ func startServer(t testing.TB, backend query.Backend, opts Options) *testServer 
 	return ts
 }
 
-func openTrino(t testing.TB, cfg trino.Config) *sql.DB {
-	t.Helper()
-	dsn, err := cfg.FormatDSN()
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("trino", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
+// openTrino is frontendtest.OpenTrino (bench_test.go uses it too).
+func openTrino(t testing.TB, cfg trino.Config) *sql.DB { return frontendtest.OpenTrino(t, cfg) }
 
 func scanAll(t testing.TB, rows *sql.Rows) [][]any {
 	t.Helper()
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out [][]any
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, vals)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := frontendtest.ScanAll(rows)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// waitNoQueries waits up to 10s until the server holds no query, failing t with what otherwise.
+func waitNoQueries(t *testing.T, ts *testServer, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ts.Server.mu.Lock()
+		n := len(ts.Server.queries)
+		ts.Server.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func TestTrinoGoClientOnMariaDB(t *testing.T) {
@@ -256,19 +250,7 @@ func TestDeleteCancelsQuery(t *testing.T) {
 		t.Fatalf("GET after DELETE: %d", resp.StatusCode)
 	}
 	// The engine query was killed: the server's queries drain quickly.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ts.Server.mu.Lock()
-		n := len(ts.Server.queries)
-		ts.Server.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("query still registered")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitNoQueries(t, ts, "query still registered")
 	// And the client driver cancels through DELETE when its context ends.
 	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -393,19 +375,7 @@ func TestAbandonedQueryIsCancelled(t *testing.T) {
 	backend := frontendtest.NewBackend(eng)
 	ts := startServer(t, backend, Options{AbandonAfter: 300 * time.Millisecond, PollWait: 50 * time.Millisecond})
 	_, qr := post(t, ts.addr, "SELECT SLEEP(30)")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ts.Server.mu.Lock()
-		n := len(ts.Server.queries)
-		ts.Server.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("abandoned query still registered")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitNoQueries(t, ts, "abandoned query still registered")
 	if resp, _ := get(t, qr.NextURI); resp.StatusCode != http.StatusGone {
 		t.Fatalf("poll after abandon: %d", resp.StatusCode)
 	}
