@@ -1,5 +1,7 @@
 // Package mysqlengine runs queries on MySQL, MariaDB and StarRocks (which speaks the MySQL
-// protocol) through go-mysql's client, and streams results as Arrow record batches.
+// protocol) through go-mysql's client, and streams results as Arrow record batches, or, for
+// the MySQL frontend's passthrough, hands over a COM_QUERY's result packets as they came
+// (QueryRaw).
 //
 // It may touch the network (one TCP connection per running query, pooled) and start goroutines:
 // one reads each result from its connection while the caller pulls batches.

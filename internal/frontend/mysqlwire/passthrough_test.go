@@ -398,3 +398,23 @@ func TestPassthroughHangupStopsEngine(t *testing.T) {
 		t.Fatalf("paths %+v", p)
 	}
 }
+
+// TestPassthroughRowLargerThanAPacket: a row over 16 MiB arrives from the engine in several
+// packets and is relayed as one row.
+func TestPassthroughRowLargerThanAPacket(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
+	var a, b string
+	if err := proxied.QueryRow("SELECT REPEAT('a', 9000000), REPEAT('b', 9000000)").Scan(&a, &b); err != nil {
+		t.Fatal(err)
+	}
+	if a != strings.Repeat("a", 9_000_000) || b != strings.Repeat("b", 9_000_000) {
+		t.Fatalf("got %d and %d bytes", len(a), len(b))
+	}
+	if p := f.core.Paths(); p.Passthrough != 1 {
+		t.Fatalf("paths %+v", p)
+	}
+	if recs := f.hist.find("SELECT REPEAT('a', 9000000), REPEAT('b', 9000000)"); len(recs) != 1 || recs[0].Bytes < 18_000_000 {
+		t.Fatalf("history %+v", recs)
+	}
+}
