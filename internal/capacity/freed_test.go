@@ -91,6 +91,7 @@ func TestPendingReleaseDeniesLocallyAndWakes(t *testing.T) {
 type carrier struct {
 	*capacity.Memory
 	failAcquire     bool
+	refuseCarry     bool // an older control plane: the release field is an unknown field
 	carriedRefs     int
 	releaseBatches  int
 	acquireRequests int
@@ -100,6 +101,9 @@ func (c *carrier) AcquireReleasing(ctx context.Context, cluster, holder string, 
 	c.acquireRequests++
 	if c.failAcquire {
 		return capacity.Lease{}, capacity.ErrUnavailable
+	}
+	if c.refuseCarry && len(release) > 0 {
+		return capacity.Lease{}, capacity.ErrInvalid
 	}
 	if _, err := c.Memory.ReleaseBatch(ctx, release); err != nil {
 		return capacity.Lease{}, err
@@ -115,7 +119,8 @@ func (c *carrier) ReleaseBatch(ctx context.Context, refs []capacity.LeaseRef) (i
 
 // TestAcquireCarriesQueuedReleases: a release queued just before an acquire rides on it (one
 // round trip frees cap 1's slot and grants it again, no release batch of its own); when that
-// acquire fails, the carried release goes back to the flusher, which sends it.
+// acquire fails, the carried release goes back to the flusher, which sends it; a control plane
+// that refuses the release field (older version) gets a plain acquire.
 func TestAcquireCarriesQueuedReleases(t *testing.T) {
 	s := sim.New(sim.Opts{Seed: 9})
 	n := s.AddNode("w", nil)
@@ -152,6 +157,18 @@ func TestAcquireCarriesQueuedReleases(t *testing.T) {
 		}
 		ls, _ := client.List(ctx, "c")
 		check("the flusher sent it", client.releaseBatches == 1 && g.PendingReleases() == 0 && len(ls) == 0)
+
+		client.failAcquire, client.refuseCarry = false, true
+		slot, err = g.Acquire(ctx, "c", 2)
+		check("acquire with nothing to carry granted", err == nil)
+		slot.Release()
+		_, err = g.Acquire(ctx, "c", 2)
+		check("acquire refused with a carried release is asked again plainly", err == nil)
+		if e.Sleep(ctx, time.Second) != nil {
+			return
+		}
+		ls, _ = client.List(ctx, "c")
+		check("... and the release went out on its own", client.releaseBatches == 2 && len(ls) == 1)
 	})
 	if err := s.Run(10 * time.Second); err != nil {
 		t.Fatal(err)

@@ -194,17 +194,20 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	var err error
 	if len(carry) > 0 {
 		lease, err = g.o.Client.(ReleasingAcquirer).AcquireReleasing(actx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent, refsOf(carry))
-	} else {
-		lease, err = g.o.Client.Acquire(actx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent)
-	}
-	cancel()
-	if len(carry) > 0 {
 		if err == nil || errors.Is(err, ErrAtCapacity) {
 			g.landed(carry)
 		} else {
 			g.putBack(carry)
 		}
+		if errors.Is(err, ErrInvalid) {
+			// A control plane older than the release field refuses it: ask plainly, and the
+			// flusher sends the releases on their own.
+			lease, err = g.o.Client.Acquire(actx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent)
+		}
+	} else {
+		lease, err = g.o.Client.Acquire(actx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent)
 	}
+	cancel()
 	switch {
 	case err == nil:
 		return g.add(lease, sent), nil
