@@ -2,17 +2,11 @@ package policy_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"strings"
@@ -20,20 +14,18 @@ import (
 	"testing"
 	"time"
 
-	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/trinodb/trino-go-client/trino"
 	"golang.org/x/crypto/bcrypt"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/defaultconfig"
 	"github.com/queryflux/queryflux/internal/frontend/flightsql"
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/frontend/mysqlwire"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 	"github.com/queryflux/queryflux/internal/frontend/trinohttp"
@@ -186,22 +178,8 @@ func (s *stack) authFailures(protocol string) float64 {
 	return -1
 }
 
-func selfSigned(t *testing.T) *tls.Config {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
-}
+// selfSigned is frontendtest.SelfSignedTLS (passthrough_test.go uses it too).
+func selfSigned(t *testing.T) *tls.Config { return frontendtest.SelfSignedTLS(t) }
 
 var registerTrinoClient sync.Once
 
@@ -267,7 +245,7 @@ func runTrino(t *testing.T, s *stack, user, password, q string) ([][]string, err
 func runFlight(t *testing.T, s *stack, user, password, q string) ([][]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := fsql.NewClient(s.flight, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	c, err := frontendtest.NewFlightClient(s.flight)
 	if err != nil {
 		return nil, err
 	}
@@ -277,62 +255,30 @@ func runFlight(t *testing.T, s *stack, user, password, q string) ([][]string, er
 	} else if ctx, err = c.Client.AuthenticateBasicToken(ctx, user, password); err != nil {
 		return nil, err
 	}
-	info, err := c.Execute(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	r, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Release()
-	var out [][]string
-	for r.Next() {
-		b := r.RecordBatch()
-		for i := 0; i < int(b.NumRows()); i++ {
-			row := make([]string, b.NumCols())
-			for c := range row {
-				row[c] = b.Column(c).ValueStr(i)
-			}
-			out = append(out, row)
-		}
-	}
-	return out, r.Err()
+	return frontendtest.FlightRows(ctx, c, q, frontendtest.ValueStr)
 }
 
 func sqlRows(db *sql.DB, q string) ([][]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rows, err := db.QueryContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out [][]string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		out = append(out, texts(vals))
-	}
-	return out, rows.Err()
+	rows, err := frontendtest.QueryAll(ctx, db, q)
+	return frontendtest.MapCells(rows, text), err
 }
 
 func texts(vals []any) []string {
 	out := make([]string, len(vals))
 	for i, v := range vals {
-		if b, ok := v.([]byte); ok {
-			v = string(b)
-		}
-		out[i] = fmt.Sprint(v)
+		out[i] = text(v)
 	}
 	return out
+}
+
+// text is a value as the tests compare it: bytes as a string, anything else as fmt prints it.
+func text(v any) string {
+	if b, ok := v.([]byte); ok {
+		return string(b)
+	}
+	return fmt.Sprint(v)
 }
 
 // protocolCase is one protocol's users: who logs in (with the hash form that protocol serves)

@@ -46,8 +46,11 @@ func QueryAll(ctx context.Context, db *sql.DB, q string) ([][]any, error) {
 	return ScanAll(rows)
 }
 
-// MapCells converts every cell of rows with cell.
+// MapCells converts every cell of rows with cell (nil stays nil).
 func MapCells[T, U any](rows [][]T, cell func(T) U) [][]U {
+	if rows == nil {
+		return nil
+	}
 	out := make([][]U, 0, len(rows))
 	for _, r := range rows {
 		row := make([]U, len(r))
