@@ -1,6 +1,9 @@
 package transport
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"strconv"
 	"time"
 )
@@ -309,4 +312,52 @@ func (p *fastDecoder) digits() bool {
 		p.i++
 	}
 	return p.i > start
+}
+
+// DecodeHeartbeatAck reads a heartbeat answer (at most BodyBytesMax bytes of r) as
+// json.NewDecoder(r).Decode does: the first JSON value, unknown fields ignored. The plain answers
+// a control plane writes take a fast path; anything else goes through encoding/json.
+func DecodeHeartbeatAck(r io.Reader, hint int64) (HeartbeatAck, error) {
+	data, err := readAllHint(io.LimitReader(r, BodyBytesMax), hint, BodyBytesMax)
+	if err == nil {
+		if ack, ok := decodeAckFast(data); ok {
+			return ack, nil
+		}
+	}
+	// The slow path sees the same bytes (and then the read error, if any), as Decode would.
+	var ack HeartbeatAck
+	src := io.MultiReader(bytes.NewReader(data), errReader{err})
+	if err := json.NewDecoder(src).Decode(&ack); err != nil {
+		return HeartbeatAck{}, err
+	}
+	return ack, nil
+}
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) {
+	if r.err == nil {
+		return 0, io.EOF
+	}
+	return 0, r.err
+}
+
+func decodeAckFast(data []byte) (ack HeartbeatAck, ok bool) {
+	p := fastDecoder{d: data}
+	ok = p.object(func(key []byte) bool {
+		switch string(key) {
+		case "state":
+			return p.str(&ack.State)
+		case "currentRevision":
+			return p.str(&ack.CurrentRevision)
+		case "heartbeatIntervalSecs":
+			return p.float(&ack.HeartbeatIntervalSecs)
+		}
+		return false
+	})
+	if !ok {
+		return HeartbeatAck{}, false
+	}
+	p.space()
+	return ack, p.i == len(p.d)
 }

@@ -184,3 +184,21 @@ func (e *encoder) marshal(v any) {
 	}
 	e.b = append(e.b, b...)
 }
+
+// appendAck appends json.Marshal(ack).
+func appendAck(dst []byte, ack *HeartbeatAck) ([]byte, error) {
+	e := encoder{b: dst}
+	e.b = append(e.b, `{"state":`...)
+	e.str(ack.State)
+	if ack.CurrentRevision != "" {
+		e.b = append(e.b, `,"currentRevision":`...)
+		e.str(ack.CurrentRevision)
+	}
+	e.b = append(e.b, `,"heartbeatIntervalSecs":`...)
+	e.float(ack.HeartbeatIntervalSecs)
+	e.b = append(e.b, '}')
+	if e.err != nil {
+		return dst, e.err
+	}
+	return e.b, nil
+}

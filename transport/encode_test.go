@@ -133,3 +133,26 @@ func TestFastDecodeAgreesWithStrict(t *testing.T) {
 		}
 	})
 }
+
+// The heartbeat answer: encoded as json.Marshal does, decoded as json.Decoder.Decode does,
+// whatever the bytes (mutated answers included).
+func TestHeartbeatAckMatchesEncodingJSON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ack := HeartbeatAck{State: anyText(t, "state"), CurrentRevision: anyText(t, "rev"), HeartbeatIntervalSecs: anyFloat(t, "interval")}
+		want, wantErr := json.Marshal(ack)
+		got, err := appendAck(nil, &ack)
+		if (err != nil) != (wantErr != nil) || (err == nil && !bytes.Equal(got, want)) {
+			t.Fatalf("encoded %s (%v), json.Marshal %s (%v)", got, err, want, wantErr)
+		}
+		body := mutate(t, append(want, '\n'))
+		var std HeartbeatAck
+		stdErr := json.NewDecoder(bytes.NewReader(body)).Decode(&std)
+		fast, fastErr := DecodeHeartbeatAck(bytes.NewReader(body), int64(rapid.IntRange(-1, 2*len(body)).Draw(t, "hint")))
+		if (stdErr != nil) != (fastErr != nil) {
+			t.Fatalf("error %v, encoding/json's %v, body %q", fastErr, stdErr, body)
+		}
+		if stdErr == nil && !reflect.DeepEqual(fast, std) {
+			t.Fatalf("decoded %#v, encoding/json %#v, body %q", fast, std, body)
+		}
+	})
+}

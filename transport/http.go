@@ -3,6 +3,7 @@ package transport
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,7 +44,7 @@ func TokenEqual(got, want string) bool {
 // of the token itself.
 func TokenHash(token string) string {
 	h := sha256.Sum256([]byte(token))
-	return fmt.Sprintf("%x", h[:])
+	return hex.EncodeToString(h[:])
 }
 
 // ReadBody reads a request body up to BodyBytesMax after checking its media type. The error is a
@@ -80,7 +81,13 @@ func CheckMediaType(contentType, want string) error {
 
 // WriteJSON writes v as a JSON body of the given media type.
 func WriteJSON(w http.ResponseWriter, status int, mediaType string, v any) {
-	data, err := json.Marshal(v)
+	var data []byte
+	var err error
+	if ack, ok := v.(HeartbeatAck); ok {
+		data, err = appendAck(make([]byte, 0, 128), &ack) // one per heartbeat: no reflection
+	} else {
+		data, err = json.Marshal(v)
+	}
 	if err != nil {
 		panic(fmt.Sprintf("transport: encoding %T: %v", v, err)) // our own types always encode
 	}

@@ -3,9 +3,7 @@ package worker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"time"
@@ -121,8 +119,8 @@ func (w *Worker) postHeartbeat(ctx context.Context, hb transport.Heartbeat) erro
 	if resp.StatusCode != http.StatusOK {
 		return &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
 	}
-	var ack transport.HeartbeatAck
-	if err := json.NewDecoder(io.LimitReader(resp.Body, transport.BodyBytesMax)).Decode(&ack); err != nil {
+	ack, err := transport.DecodeHeartbeatAck(resp.Body, resp.ContentLength)
+	if err != nil {
 		return fmt.Errorf("worker: unreadable heartbeat answer: %w", err)
 	}
 	w.adoptInterval(ack.HeartbeatIntervalSecs)
@@ -154,10 +152,13 @@ func (w *Worker) runHealthProbe(ctx context.Context) {
 // simulator may call it directly.
 func (w *Worker) ObserveLag(now time.Time, lag time.Duration) {
 	w.mu.Lock()
+	prev := w.health.LastLag
 	changed := w.health.Observe(now, lag)
 	state := w.health.State
 	w.mu.Unlock()
-	w.metrics.loopLag.Set(lag.Seconds())
+	if lag != prev { // the gauge always holds LastLag (both start at 0): skip the no-op write
+		w.metrics.loopLag.Set(lag.Seconds())
+	}
 	if !changed {
 		return
 	}
