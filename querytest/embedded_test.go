@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/trinodb/trino-go-client/trino"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/queryflux/queryflux/internal/daemontest"
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 )
 
 const adminToken = "querytest-admin-token"
@@ -106,20 +106,8 @@ func newClients(t *testing.T, e embedded) map[string]client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { my.Close() })
-	dsn, err := (&trino.Config{ServerURI: "http://queryflux@" + e.trino, Catalog: "demo"}).FormatDSN()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := sql.Open("trino", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Close() })
-	fc, err := fsql.NewClient(e.flight, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fc.Close() })
+	tr := frontendtest.OpenTrino(t, trino.Config{ServerURI: "http://queryflux@" + e.trino, Catalog: "demo"})
+	fc := frontendtest.DialFlight(t, e.flight)
 	return map[string]client{
 		"postgres":  func(q string) ([][]string, error) { return pgRows(pg, q) },
 		"mysql":     func(q string) ([][]string, error) { return sqlRows(my, q) },
@@ -155,62 +143,19 @@ func pgRows(c *pgx.Conn, q string) ([][]string, error) {
 func sqlRows(db *sql.DB, q string) ([][]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rows, err := db.QueryContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	var out [][]string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		row := make([]string, len(vals))
-		for i, v := range vals {
-			row[i] = canon(v)
-		}
-		out = append(out, row)
-	}
-	return out, rows.Err()
+	rows, err := frontendtest.QueryAll(ctx, db, q)
+	return frontendtest.MapCells(rows, canon), err
 }
 
 func flightRows(c *fsql.Client, q string) ([][]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	info, err := c.Execute(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	r, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Release()
-	var out [][]string
-	for r.Next() {
-		b := r.RecordBatch()
-		for i := 0; i < int(b.NumRows()); i++ {
-			row := make([]string, b.NumCols())
-			for c := range row {
-				if col := b.Column(c); col.IsNull(i) {
-					row[c] = canon(nil)
-				} else {
-					row[c] = canon(col.ValueStr(i))
-				}
-			}
-			out = append(out, row)
+	return frontendtest.FlightRows(ctx, c, q, func(col arrow.Array, i int) string {
+		if col.IsNull(i) {
+			return canon(nil)
 		}
-	}
-	return out, r.Err()
+		return canon(col.ValueStr(i))
+	})
 }
 
 // canon renders a value the same way whatever protocol delivered it: NULL, dates as
