@@ -17,6 +17,8 @@ type simCtx struct {
 	err      error
 	deadline time.Time // node-local, zero if none
 	timer    *timer
+	// deadlineTimer is what timer points to for a deadline: one allocation less per context.
+	deadlineTimer timer
 
 	children   []*simCtx
 	live       int // non-nil entries of children

@@ -84,10 +84,10 @@ func (e *nodeEnv) WithTimeout(ctx context.Context, d time.Duration) (context.Con
 		c.cancel(context.DeadlineExceeded)
 		return c, c.cancelFunc()
 	}
-	c.timer = s.addTimer(e.n.globalAt(d), func() {
-		c.timer = nil
-		c.cancel(context.DeadlineExceeded)
-	})
+	s.timerSeq++
+	c.deadlineTimer = timer{at: e.n.globalAt(d), seq: s.timerSeq, ctx: c}
+	c.timer = &c.deadlineTimer
+	s.timers.push(c.timer)
 	return c, c.cancelFunc()
 }
 

@@ -15,6 +15,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -255,6 +256,11 @@ func (s *Sim) fire(tm *timer) {
 	if tm.t != nil {
 		tm.t.timer = nil
 		s.wake(tm.t, tm.gen)
+		return
+	}
+	if c := tm.ctx; c != nil {
+		c.timer = nil
+		c.cancel(context.DeadlineExceeded)
 		return
 	}
 	defer func() {
@@ -567,9 +573,10 @@ func (s *Sim) wakeAll(l *wlist) {
 type timer struct {
 	at  time.Duration
 	seq uint64 // 0: not in the heap (fired or removed)
-	fn  func() // a runner callback, or nil for a task's wake-up:
+	fn  func() // a runner callback; or a task's wake-up:
 	t   *task
 	gen uint64
+	ctx *simCtx // or a context's deadline
 }
 
 type timerEntry struct {
