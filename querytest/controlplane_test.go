@@ -21,24 +21,15 @@ func TestControlPlaneRoleOnPostgres(t *testing.T) {
 	dataURL := pgtest.NewDatabase(t)  // the cluster the worker queries
 	run(t, 60*time.Second, daemontest.Binary(t), "migrate", "--database-url", stateURL)
 
-	addrs := daemontest.FreeAddrs(t, 3)
-	cpAdmin, wPG, wOps := addrs[0], addrs[1], addrs[2]
-	const secret = "querytest-worker-secret"
+	cpAdmin := daemontest.FreeAddr(t)
 	cpCfg := daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
   role: controlPlane
   adminApi: {listen: "%s", token: "%s"}
   workerApi: {enabled: true, secret: "%s"}
   persistence: {databaseUrl: "%s"}
-`, cpAdmin, adminToken, secret, stateURL)+pgCluster(t, dataURL, 4))
-	wCfg := daemontest.WriteFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
-  role: worker
-  controlPlane: {url: "http://%s", secret: "%s"}
-  historyUplink: {enabled: true, flushIntervalSecs: 1}
-  frontends:
-    postgres: {enabled: true, listen: "%s"}
-`, cpAdmin, secret, wPG))
+`, cpAdmin, adminToken, workerSecret, stateURL)+pgCluster(t, dataURL, 4))
 	startDaemon(t, nil, []string{cpAdmin}, "--config", cpCfg)
-	startDaemon(t, nil, []string{wPG, wOps}, "--config", wCfg, "--name", "w-pg", "--ops-listen", wOps)
+	wPG, _ := startWorker(t, cpAdmin, "w-pg", 1)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

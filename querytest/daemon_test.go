@@ -2,6 +2,7 @@ package querytest
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os/exec"
 	"strings"
@@ -22,6 +23,26 @@ func startDaemon(t *testing.T, env []string, ready []string, args ...string) *da
 	d := daemontest.StartWith(t, daemontest.Options{Env: env, Graceful: true}, "daemon", append([]string{"serve"}, args...)...)
 	d.WaitListening(t, 30*time.Second, ready...)
 	return d
+}
+
+// workerSecret is the worker API secret the control-plane tests configure.
+const workerSecret = "querytest-worker-secret"
+
+// startWorker runs a worker named name of the control plane whose admin/worker API is at
+// cpAdmin, with a PostgreSQL frontend and a history uplink flushing every flushSecs. It returns
+// the frontend's address once the worker listens there and on its ops listener.
+func startWorker(t *testing.T, cpAdmin, name string, flushSecs int) (pg string, w *daemontest.Proc) {
+	t.Helper()
+	addrs := daemontest.FreeAddrs(t, 2)
+	pg, ops := addrs[0], addrs[1]
+	cfg := daemontest.WriteFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
+  role: worker
+  controlPlane: {url: "http://%s", secret: "%s"}
+  historyUplink: {enabled: true, flushIntervalSecs: %d}
+  frontends:
+    postgres: {enabled: true, listen: "%s"}
+`, cpAdmin, workerSecret, flushSecs, pg))
+	return pg, startDaemon(t, nil, []string{pg, ops}, "--config", cfg, "--name", name, "--ops-listen", ops)
 }
 
 // defaultPorts are the embedded default's ports.

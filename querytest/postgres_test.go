@@ -124,9 +124,8 @@ func mustURL(t *testing.T, s string) *url.URL {
 // the worker waits while the control plane's own frontend holds the only lease.
 func TestControlPlaneAndWorker(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
-	addrs := daemontest.FreeAddrs(t, 4)
-	cpPG, cpAdmin, wPG, wOps := addrs[0], addrs[1], addrs[2], addrs[3]
-	const secret = "querytest-worker-secret"
+	addrs := daemontest.FreeAddrs(t, 2)
+	cpPG, cpAdmin := addrs[0], addrs[1]
 	cpCfg := daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
   role: standalone
   adminApi: {listen: "%s", token: "%s"}
@@ -134,16 +133,9 @@ func TestControlPlaneAndWorker(t *testing.T) {
   coordination: {mode: controlPlane}
   frontends:
     postgres: {enabled: true, listen: "%s"}
-`, cpAdmin, adminToken, secret, cpPG)+pgCluster(t, dbURL, 1))
-	wCfg := daemontest.WriteFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
-  role: worker
-  controlPlane: {url: "http://%s", secret: "%s"}
-  historyUplink: {enabled: true, flushIntervalSecs: 1}
-  frontends:
-    postgres: {enabled: true, listen: "%s"}
-`, cpAdmin, secret, wPG))
+`, cpAdmin, adminToken, workerSecret, cpPG)+pgCluster(t, dbURL, 1))
 	startDaemon(t, nil, []string{cpPG, cpAdmin}, "--config", cpCfg)
-	startDaemon(t, nil, []string{wPG, wOps}, "--config", wCfg, "--name", "w1", "--ops-listen", wOps)
+	wPG, _ := startWorker(t, cpAdmin, "w1", 1)
 
 	// The worker answers once its config sync activated the control plane's snapshot.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -12,9 +12,7 @@ import (
 // TestWorkerFlushesHistoryOnShutdown: with a flush interval far longer than the test, a query
 // run on a worker reaches the control plane's history only through the final flush on SIGTERM.
 func TestWorkerFlushesHistoryOnShutdown(t *testing.T) {
-	addrs := daemontest.FreeAddrs(t, 3)
-	cpAdmin, wPG, wOps := addrs[0], addrs[1], addrs[2]
-	const secret = "querytest-worker-secret"
+	cpAdmin := daemontest.FreeAddr(t)
 	cpCfg := daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
   role: standalone
   adminApi: {listen: "%s", token: "%s"}
@@ -24,16 +22,9 @@ clusters:
 clusterGroups:
   - {name: demo, members: [demo]}
 routingFallback: demo
-`, cpAdmin, adminToken, secret))
-	wCfg := daemontest.WriteFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
-  role: worker
-  controlPlane: {url: "http://%s", secret: "%s"}
-  historyUplink: {enabled: true, flushIntervalSecs: 3600}
-  frontends:
-    postgres: {enabled: true, listen: "%s"}
-`, cpAdmin, secret, wPG))
+`, cpAdmin, adminToken, workerSecret))
 	startDaemon(t, nil, []string{cpAdmin}, "--config", cpCfg)
-	w := startDaemon(t, nil, []string{wPG, wOps}, "--config", wCfg, "--name", "w-shutdown", "--ops-listen", wOps)
+	wPG, w := startWorker(t, cpAdmin, "w-shutdown", 3600)
 
 	url := "postgres://queryflux@" + wPG + "/demo?sslmode=disable"
 	daemontest.EventuallyNil(t, 20*time.Second, func() error { return countOrders(url) })
