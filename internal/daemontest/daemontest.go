@@ -28,11 +28,18 @@ var (
 // Binary builds cmd/queryflux once per test binary and returns its path; a failed build fails t.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(build)
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	bin, err := Build()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binPath
+	return bin
+}
+
+// Build is Binary for code without a testing.TB (a chaos runner): it builds cmd/queryflux once
+// per process and returns its path or the build's error (with the compiler's output).
+func Build() (string, error) {
+	buildOnce.Do(build)
+	return binPath, buildErr
 }
 
 func build() {
