@@ -81,6 +81,8 @@ type Net struct {
 	nextEx uint64
 
 	Sent, Dropped, Refused uint64
+
+	lastMethod, lastPath, lastName string // taskName's cache
 }
 
 type linkState struct {
@@ -196,8 +198,21 @@ func (nt *Net) transmit(from, to string, deliver func()) {
 		return
 	}
 	lat := cfg.Latency.sample(s.rng)
-	s.addTimer(s.now+lat, func() { nt.arrive(from, to, deliver) })
+	m := &message{nt: nt, from: from, to: to, deliver: deliver}
+	s.timerSeq++
+	m.arrival = timer{at: s.now + lat, seq: s.timerSeq, msg: m}
+	s.timers.push(&m.arrival)
 }
+
+// message is one message in flight; its arrival timer lives in it (one allocation per message).
+type message struct {
+	arrival  timer
+	nt       *Net
+	from, to string
+	deliver  func()
+}
+
+func (m *message) arrive() { m.nt.arrive(m.from, m.to, m.deliver) }
 
 func (nt *Net) arrive(from, to string, deliver func()) {
 	if ls := nt.peek(from, to); ls != nil {
@@ -318,7 +333,17 @@ func (nt *Net) deliverRequest(ex *exchange) {
 	}
 	h := to.handler
 	nt.active[ex.id] = ex
-	to.spawn("http "+ex.req.Method+" "+ex.req.URL.Path, func() { nt.serve(ex, h) })
+	to.spawn(nt.taskName(ex.req), func() { nt.serve(ex, h) })
+}
+
+// taskName names a handler task "http METHOD PATH", reusing the last name built (a fleet sends
+// the same few requests over and over).
+func (nt *Net) taskName(req *http.Request) string {
+	if req.Method != nt.lastMethod || req.URL.Path != nt.lastPath {
+		nt.lastMethod, nt.lastPath = req.Method, req.URL.Path
+		nt.lastName = "http " + req.Method + " " + req.URL.Path
+	}
+	return nt.lastName
 }
 
 func (nt *Net) serve(ex *exchange, h http.Handler) {
@@ -326,7 +351,7 @@ func (nt *Net) serve(ex *exchange, h http.Handler) {
 	hctx := nt.s.newCtx(to.ctx)
 	r := ex.req.WithContext(hctx)
 	if len(ex.body) > 0 {
-		r.Body = &bodyReader{Reader: bytes.NewReader(ex.body), b: ex.body}
+		r.Body = newBodyReader(ex.body)
 	} else {
 		r.Body = http.NoBody
 	}
@@ -439,8 +464,14 @@ func (w *bufWriter) Write(p []byte) (int, error) {
 func (w *bufWriter) Flush() {}
 
 type bodyReader struct {
-	*bytes.Reader
+	bytes.Reader
 	b []byte
+}
+
+func newBodyReader(b []byte) *bodyReader {
+	br := &bodyReader{b: b}
+	br.Reset(b)
+	return br
 }
 
 func (b *bodyReader) Close() error { return nil }
@@ -457,14 +488,23 @@ func (w *bufWriter) response(req *http.Request) *http.Response {
 	}
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	return &http.Response{
-		Status:        strconv.Itoa(code) + " " + http.StatusText(code),
+		Status:        statusLine(code),
 		StatusCode:    code,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          &bodyReader{Reader: bytes.NewReader(b), b: b},
+		Body:          newBodyReader(b),
 		ContentLength: int64(len(b)),
 		Request:       req,
 	}
+}
+
+var status200 = "200 " + http.StatusText(http.StatusOK)
+
+func statusLine(code int) string {
+	if code == http.StatusOK {
+		return status200
+	}
+	return strconv.Itoa(code) + " " + http.StatusText(code)
 }

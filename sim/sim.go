@@ -258,17 +258,20 @@ func (s *Sim) fire(tm *timer) {
 		s.wake(tm.t, tm.gen)
 		return
 	}
-	if c := tm.ctx; c != nil {
-		c.timer = nil
-		c.cancel(context.DeadlineExceeded)
-		return
-	}
 	defer func() {
 		if r := recover(); r != nil {
 			s.Fail(fmt.Errorf("runner callback panicked: %v\n%s", r, debug.Stack()))
 		}
 	}()
-	tm.fn()
+	switch {
+	case tm.msg != nil:
+		tm.msg.arrive()
+	case tm.ctx != nil:
+		tm.ctx.timer = nil
+		tm.ctx.cancel(context.DeadlineExceeded)
+	default:
+		tm.fn()
+	}
 }
 
 // ---- tasks ----
@@ -576,7 +579,8 @@ type timer struct {
 	fn  func() // a runner callback; or a task's wake-up:
 	t   *task
 	gen uint64
-	ctx *simCtx // or a context's deadline
+	ctx *simCtx  // or a context's deadline
+	msg *message // or a message's arrival
 }
 
 type timerEntry struct {
