@@ -237,3 +237,37 @@ func TestUnavailablePolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachableControlPlaneIsNotAskedAgainAtOnce: under a partition that swallows requests, the
+// first acquire waits out its timeout; those right after apply the policy at once (localLimits
+// admits locally) instead of each waiting AcquireTimeout.
+func TestUnreachableControlPlaneIsNotAskedAgainAtOnce(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 1})
+	s.AddNode("cp", func(*sim.Node) http.Handler { return http.NotFoundHandler() })
+	w := s.AddNode("w1", nil)
+	s.Net().PartitionBoth("w1", "cp")
+	var took []time.Duration
+	var errs []error
+	s.Spawn(w, "test", func() {
+		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: w.Env(), Client: capacity.NewRemote("http://cp", w.Client(), nil),
+			Holder: "w1", OnUnavailable: capacity.OnUnavailableLocalLimits, AcquireTimeout: 5 * time.Second})
+		if err != nil {
+			panic(err)
+		}
+		for range 3 {
+			start := w.Env().Now()
+			_, err := g.Acquire(w.Ctx(), "c", 3)
+			took = append(took, w.Env().Now().Sub(start))
+			errs = append(errs, err)
+		}
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if len(errs) != 3 || errs[0] != nil || errs[1] != nil || errs[2] != nil {
+		t.Fatalf("localLimits under a partition: %v, want three local slots", errs)
+	}
+	if took[0] < 5*time.Second || took[1] > time.Millisecond || took[2] > time.Millisecond {
+		t.Fatalf("acquire times %v: want the first to time out and the next two at once", took)
+	}
+}

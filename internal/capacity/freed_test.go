@@ -117,8 +117,9 @@ func (c *carrier) ReleaseBatch(ctx context.Context, refs []capacity.LeaseRef) (i
 	return c.Memory.ReleaseBatch(ctx, refs)
 }
 
-// TestAcquireCarriesQueuedReleases: a release queued just before an acquire rides on it (one
-// round trip frees cap 1's slot and grants it again, no release batch of its own); when that
+// TestAcquireCarriesQueuedReleases: a release queued just before an acquire of another cluster
+// rides on it (no release batch of its own); one of the same cluster does not (a worker must not
+// win back its own slot ahead of others), it goes with the flusher; when that
 // acquire fails, the carried release goes back to the flusher, which sends it; a control plane
 // that refuses the release field (older version) gets a plain acquire.
 func TestAcquireCarriesQueuedReleases(t *testing.T) {
@@ -143,23 +144,34 @@ func TestAcquireCarriesQueuedReleases(t *testing.T) {
 		slot, err := g.Acquire(ctx, "c", 1)
 		check("first acquire granted", err == nil)
 		slot.Release()
+		_, err = g.Acquire(ctx, "c", 1)
+		check("a re-acquire of the same cluster does not carry its own release",
+			errors.Is(err, capacity.ErrAtCapacity) && client.carriedRefs == 0 && g.PendingReleases() == 1)
+		if e.Sleep(ctx, time.Second) != nil {
+			return
+		}
+		check("the flusher sent that release", client.releaseBatches == 1 && g.PendingReleases() == 0)
+
 		slot, err = g.Acquire(ctx, "c", 1)
-		check("acquire carrying the release granted", err == nil)
-		check("... in one round trip", client.carriedRefs == 1 && client.releaseBatches == 0 && g.PendingReleases() == 0)
+		check("then the same cluster is granted", err == nil)
+		slot.Release()
+		other, err := g.Acquire(ctx, "d", 1)
+		check("an acquire of another cluster carries the release, in one round trip",
+			err == nil && client.carriedRefs == 1 && client.releaseBatches == 1 && g.PendingReleases() == 0)
 
 		client.failAcquire = true
-		slot.Release()
+		other.Release()
 		_, err = g.Acquire(ctx, "c", 1)
 		check("failed acquire is unavailable", capacity.IsUnavailable(err))
 		check("... and puts the release back", g.PendingReleases() == 1)
 		if e.Sleep(ctx, time.Second) != nil {
 			return
 		}
-		ls, _ := client.List(ctx, "c")
-		check("the flusher sent it", client.releaseBatches == 1 && g.PendingReleases() == 0 && len(ls) == 0)
+		ls, _ := client.List(ctx, "d")
+		check("the flusher sent it", client.releaseBatches == 2 && g.PendingReleases() == 0 && len(ls) == 0)
 
 		client.failAcquire, client.refuseCarry = false, true
-		slot, err = g.Acquire(ctx, "c", 2)
+		slot, err = g.Acquire(ctx, "d", 2)
 		check("acquire with nothing to carry granted", err == nil)
 		slot.Release()
 		_, err = g.Acquire(ctx, "c", 2)
@@ -167,8 +179,8 @@ func TestAcquireCarriesQueuedReleases(t *testing.T) {
 		if e.Sleep(ctx, time.Second) != nil {
 			return
 		}
-		ls, _ = client.List(ctx, "c")
-		check("... and the release went out on its own", client.releaseBatches == 2 && len(ls) == 1)
+		ls, _ = client.List(ctx, "d")
+		check("... and the release went out on its own", client.releaseBatches == 3 && len(ls) == 0)
 	})
 	if err := s.Run(10 * time.Second); err != nil {
 		t.Fatal(err)

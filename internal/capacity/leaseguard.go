@@ -28,7 +28,12 @@ const (
 	LeaseTTLDefault       = 30 * time.Second
 	DriftMarginDefault    = 2 * time.Second
 	AcquireTimeoutDefault = 5 * time.Second
-	releaseBatchMax       = 500
+	// unreachableHold is how long, after an acquire failed to reach the control plane, new
+	// acquires apply the onUnavailable policy at once instead of each waiting out its own
+	// timeout: under a partition that swallows requests, localLimits would otherwise admit one
+	// query per AcquireTimeout. One acquire probes the control plane again after the hold.
+	unreachableHold = time.Second
+	releaseBatchMax = 500
 	// releaseLinger is how long queued releases wait for an acquire to carry them (a
 	// ReleasingAcquirer client) before the flusher sends them on their own.
 	releaseLinger    = 2 * time.Millisecond
@@ -128,6 +133,8 @@ type LeaseGuard struct {
 	pending      map[string]int
 	flushFailing bool     // the last batch failed: pending releases may never land, ask anyway
 	freed        []func() // run after every release batch (landed or failed): wake waiters
+	// unreachableUntil: the control plane did not answer an acquire; until then, don't ask.
+	unreachableUntil time.Time
 }
 
 type queuedRelease struct {
@@ -189,6 +196,10 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 		return nil, ErrAtCapacity
 	}
 	sent := g.o.Env.Now()
+	if g.unreachable(sent) {
+		g.putBack(carry)
+		return g.unavailable(cluster, limit, errors.New("the control plane did not answer the last acquire"))
+	}
 	actx, cancel := g.o.Env.WithTimeout(ctx, g.o.AcquireTimeout)
 	var lease Lease
 	var err error
@@ -220,6 +231,21 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 		return nil, err
 	}
 	g.o.Metrics.CoordinationFailures.WithLabelValues("acquire").Inc()
+	g.mu.Lock()
+	g.unreachableUntil = g.o.Env.Now().Add(unreachableHold)
+	g.mu.Unlock()
+	return g.unavailable(cluster, limit, err)
+}
+
+// unreachable reports whether the control plane failed an acquire less than unreachableHold ago.
+func (g *LeaseGuard) unreachable(now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return now.Before(g.unreachableUntil)
+}
+
+// unavailable applies the onUnavailable policy to an acquire the control plane cannot answer.
+func (g *LeaseGuard) unavailable(cluster string, limit int, err error) (Slot, error) {
 	if g.o.OnUnavailable == OnUnavailableLocalLimits {
 		return g.acquireLocal(cluster, limit)
 	}
@@ -235,18 +261,19 @@ func (g *LeaseGuard) takeCarry(cluster string) (carry []queuedRelease, carried i
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := min(len(g.queue), releaseBatchMax)
-	if n == 0 {
-		return nil, 0
-	}
-	carry = append([]queuedRelease(nil), g.queue[:n]...)
-	g.queue = g.queue[n:]
-	for _, q := range carry {
-		if q.cluster == cluster {
-			carried++
+	// Releases of the cluster being acquired are not carried: freed and re-granted in one
+	// request, a busy worker would keep its slots while others wait (retry mode's fairness fell
+	// from 0.95 to 0.57, one worker admitted nothing). They go with the flusher instead.
+	var keep []queuedRelease
+	for _, q := range g.queue {
+		if q.cluster != cluster && len(carry) < releaseBatchMax {
+			carry = append(carry, q)
+		} else {
+			keep = append(keep, q)
 		}
 	}
-	return carry, carried
+	g.queue = keep
+	return carry, 0
 }
 
 // putBack returns carried releases to the front of the queue for the flusher.
