@@ -106,9 +106,9 @@ func (cp *ControlPlane) Flush(ctx context.Context) error {
 	defer cp.releaseFlush()
 	cp.mu.Lock()
 	batch := make([]registry.Record, 0, len(cp.dirty))
-	for _, name := range cp.sortedNames() {
-		if cp.dirty[name] {
-			batch = append(batch, cp.workers[name].snapshot())
+	for _, name := range sortedKeys(cp.dirty) { // only the dirty: a fleet is mostly clean
+		if en := cp.workers[name]; en != nil && cp.dirty[name] {
+			batch = append(batch, en.snapshot())
 		}
 	}
 	clear(cp.dirty)
