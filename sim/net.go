@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -83,6 +84,8 @@ type Net struct {
 	Sent, Dropped, Refused uint64
 
 	lastMethod, lastPath, lastName string // taskName's cache
+
+	lastURIPath, lastURIRawPath, lastURIQuery, lastURI string // requestURI's cache
 }
 
 type linkState struct {
@@ -336,6 +339,18 @@ func (nt *Net) deliverRequest(ex *exchange) {
 	to.spawn(nt.taskName(ex.req), func() { nt.serve(ex, h) })
 }
 
+// requestURI is u.RequestURI(), reusing the last one built.
+func (nt *Net) requestURI(u *url.URL) string {
+	if u.Path != nt.lastURIPath || u.RawPath != nt.lastURIRawPath || u.RawQuery != nt.lastURIQuery || u.Opaque != "" || u.ForceQuery {
+		nt.lastURIPath, nt.lastURIRawPath, nt.lastURIQuery = u.Path, u.RawPath, u.RawQuery
+		nt.lastURI = u.RequestURI()
+		if u.Opaque != "" || u.ForceQuery {
+			nt.lastURIPath = "\x00" // never reuse an unusual URL's result
+		}
+	}
+	return nt.lastURI
+}
+
 // taskName names a handler task "http METHOD PATH", reusing the last name built (a fleet sends
 // the same few requests over and over).
 func (nt *Net) taskName(req *http.Request) string {
@@ -356,8 +371,8 @@ func (nt *Net) serve(ex *exchange, h http.Handler) {
 		r.Body = http.NoBody
 	}
 	r.ContentLength = int64(len(ex.body))
-	r.RemoteAddr = ex.from.name + ":1"
-	r.RequestURI = ex.req.URL.RequestURI()
+	r.RemoteAddr = ex.from.remoteAddr()
+	r.RequestURI = nt.requestURI(ex.req.URL)
 	if r.Host == "" {
 		r.Host = ex.req.URL.Host
 	}

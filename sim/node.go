@@ -24,6 +24,7 @@ type Node struct {
 	factory Factory
 	env     *nodeEnv
 	client  *http.Client
+	addr    string // remoteAddr, built once
 
 	up       bool
 	stopping bool   // Shutdown called: no new requests, crash at the end of the grace
@@ -90,6 +91,14 @@ func (n *Node) boot() {
 
 // Name is the node's name (its host in simnet URLs).
 func (n *Node) Name() string { return n.name }
+
+// remoteAddr is what handlers see as the RemoteAddr of the node's requests.
+func (n *Node) remoteAddr() string {
+	if n.addr == "" {
+		n.addr = n.name + ":1"
+	}
+	return n.addr
+}
 
 // Env is the node's Env. It stays the same object across restarts.
 func (n *Node) Env() env.Env { return n.env }
