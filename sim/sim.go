@@ -671,7 +671,7 @@ func (h *timerHeap) compact() {
 	clear(h.h[len(kept):])
 	h.h = kept
 	h.stale = 0
-	for i := len(h.h)/2 - 1; i >= 0; i-- {
+	for i := (len(h.h) - 2) / heapArity; i >= 0; i-- {
 		h.down(i)
 	}
 }
@@ -684,9 +684,13 @@ func (h *timerHeap) less(i, j int) bool {
 	return a.seq < b.seq
 }
 
+// The heap is 4-ary: half the depth of a binary heap, and a node's children share a cache line
+// or two, which matters with thousands of timers.
+const heapArity = 4
+
 func (h *timerHeap) up(i int) {
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / heapArity
 		if !h.less(i, p) {
 			return
 		}
@@ -698,13 +702,15 @@ func (h *timerHeap) up(i int) {
 func (h *timerHeap) down(i int) {
 	n := len(h.h)
 	for {
-		l := 2*i + 1
+		l := heapArity*i + 1
 		if l >= n {
 			return
 		}
 		m := l
-		if r := l + 1; r < n && h.less(r, l) {
-			m = r
+		for c := l + 1; c < l+heapArity && c < n; c++ {
+			if h.less(c, m) {
+				m = c
+			}
 		}
 		if !h.less(m, i) {
 			return
