@@ -156,3 +156,12 @@ func TestHeartbeatAckMatchesEncodingJSON(t *testing.T) {
 		}
 	})
 }
+
+func TestIsNameMatchesPattern(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.OneOf(rapid.String(), rapid.StringMatching(`[A-Za-z0-9._\-\n/ ]{0,8}`)).Draw(t, "s")
+		if got, want := isName(s), namePattern.MatchString(s); got != want {
+			t.Fatalf("isName(%q) = %v, namePattern says %v", s, got, want)
+		}
+	})
+}
