@@ -142,22 +142,28 @@ func (cp *ControlPlane) CurrentRevision() string {
 
 // AuthWorker resolves the request's session token to the worker it was issued to.
 func (cp *ControlPlane) AuthWorker(r *http.Request) (string, error) {
+	name, _, err := cp.authWorker(r)
+	return name, err
+}
+
+// authWorker is AuthWorker that also returns the token's hash, so a handler need not hash again.
+func (cp *ControlPlane) authWorker(r *http.Request) (name, hash string, err error) {
 	token, ok := transport.BearerToken(r)
 	if !ok {
-		return "", ErrUnauthorized
+		return "", "", ErrUnauthorized
 	}
-	hash := transport.TokenHash(token)
+	hash = transport.TokenHash(token)
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	name, ok := cp.byToken[hash]
+	name, ok = cp.byToken[hash]
 	if !ok {
-		return "", ErrUnauthorized
+		return "", "", ErrUnauthorized
 	}
-	en := cp.workers[name]
-	if en == nil || !en.life.Online() || !transport.TokenEqual(hash, en.rec.TokenHash) {
+	// An invariant, not a check of the secret (the map lookup was that): plain comparison.
+	if en := cp.workers[name]; en == nil || !en.life.Online() || hash != en.rec.TokenHash {
 		panic(fmt.Sprintf("controlplane: token index names %q but its entry disagrees", name))
 	}
-	return name, nil
+	return name, hash, nil
 }
 
 // Start loads the registry, gives every known worker a fresh window (a restart must not evict

@@ -55,7 +55,7 @@ func (cp *ControlPlane) acceptRegistration(w http.ResponseWriter, req transport.
 }
 
 func (cp *ControlPlane) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
-	name, err := cp.AuthWorker(r)
+	name, hash, err := cp.authWorker(r)
 	if err != nil {
 		cp.metrics.heartbeats.WithLabelValues("unauthorized").Inc()
 		transport.WriteError(w, http.StatusUnauthorized, err.Error(), "Authorization")
@@ -71,8 +71,7 @@ func (cp *ControlPlane) handleHeartbeat(w http.ResponseWriter, r *http.Request) 
 		transport.WriteBadRequest(w, err)
 		return
 	}
-	token, _ := transport.BearerToken(r)
-	tr, ok := cp.heartbeat(name, transport.TokenHash(token), hb, cp.e.Now())
+	tr, ok := cp.heartbeat(name, hash, hb, cp.e.Now())
 	if !ok {
 		cp.metrics.heartbeats.WithLabelValues("unauthorized").Inc()
 		transport.WriteError(w, http.StatusUnauthorized, ErrUnauthorized.Error(), "Authorization")
