@@ -105,11 +105,16 @@ func (c *carrier) AcquireReleasing(ctx context.Context, cluster, holder string, 
 	if c.refuseCarry && len(release) > 0 {
 		return capacity.Lease{}, capacity.ErrInvalid
 	}
-	if _, err := c.Memory.ReleaseBatch(ctx, release); err != nil {
-		return capacity.Lease{}, err
+	// As the control plane in retry mode: decide first, then free what was carried.
+	l, err := c.Memory.Acquire(ctx, cluster, holder, limit, ttl, now)
+	if err != nil && !errors.Is(err, capacity.ErrAtCapacity) {
+		return l, err
+	}
+	if _, rerr := c.Memory.ReleaseBatch(ctx, release); rerr != nil {
+		return capacity.Lease{}, rerr
 	}
 	c.carriedRefs += len(release)
-	return c.Memory.Acquire(ctx, cluster, holder, limit, ttl, now)
+	return l, err
 }
 
 func (c *carrier) ReleaseBatch(ctx context.Context, refs []capacity.LeaseRef) (int, error) {
@@ -206,12 +211,24 @@ func TestRemoteAcquireReleasingOverHTTP(t *testing.T) {
 	if _, err := r.Acquire(ctx, "c", "w", 1, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrAtCapacity) {
 		t.Fatalf("second acquire at cap 1: %v", err)
 	}
-	second, err := r.AcquireReleasing(ctx, "c", "w", 1, time.Minute, time.Time{}, []capacity.LeaseRef{first.Ref()})
+	// The carried release still counts while the acquire is decided (a worker must not win back
+	// its own slot ahead of others), and is freed after.
+	if _, err := r.AcquireReleasing(ctx, "c", "w", 1, time.Minute, time.Time{}, []capacity.LeaseRef{first.Ref()}); !errors.Is(err, capacity.ErrAtCapacity) {
+		t.Fatalf("acquire carrying the only lease's release at cap 1: %v, want ErrAtCapacity", err)
+	}
+	if ls, _ := store.List(ctx, "c"); len(ls) != 0 {
+		t.Fatalf("the carried release was not applied: %+v", ls)
+	}
+	second, err := r.AcquireReleasing(ctx, "c", "w", 2, time.Minute, time.Time{}, nil)
 	if err != nil {
-		t.Fatalf("acquire carrying the first lease's release: %v", err)
+		t.Fatal(err)
+	}
+	third, err := r.AcquireReleasing(ctx, "c", "w", 2, time.Minute, time.Time{}, []capacity.LeaseRef{second.Ref()})
+	if err != nil {
+		t.Fatalf("acquire under the cap carrying a release: %v", err)
 	}
 	ls, _ := store.List(ctx, "c")
-	if len(ls) != 1 || ls[0].ID != second.ID || ls[0].Generation != second.Generation {
-		t.Fatalf("leases held: %+v, want only %+v", ls, second)
+	if len(ls) != 1 || ls[0].ID != third.ID || ls[0].Generation != third.Generation {
+		t.Fatalf("leases held: %+v, want only %+v", ls, third)
 	}
 }

@@ -187,8 +187,10 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	carry, carried := g.takeCarry(cluster)
-	if limit < 1 || g.occupied(cluster)-carried+g.fallback.Running(cluster) >= limit {
+	// Carried releases still count: the control plane decides a retry-mode acquire before it
+	// frees them, so a worker never wins back its own slot ahead of others.
+	carry := g.takeCarry()
+	if limit < 1 || g.occupied(cluster)+g.fallback.Running(cluster) >= limit {
 		// This node alone fills the cap (or will until its releases land, when OnFreed's
 		// callbacks run): no need to ask.
 		g.putBack(carry)
@@ -253,27 +255,20 @@ func (g *LeaseGuard) unavailable(cluster string, limit int, err error) (Slot, er
 }
 
 // takeCarry takes the queued releases (one batch at most) for an acquire to carry, when the
-// client can; carried is how many of them are of cluster. They stay pending until landed or
-// put back.
-func (g *LeaseGuard) takeCarry(cluster string) (carry []queuedRelease, carried int) {
+// client can. They stay pending until landed or put back.
+func (g *LeaseGuard) takeCarry() []queuedRelease {
 	if _, ok := g.o.Client.(ReleasingAcquirer); !ok {
-		return nil, 0
+		return nil
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	// Releases of the cluster being acquired are not carried: freed and re-granted in one
-	// request, a busy worker would keep its slots while others wait (retry mode's fairness fell
-	// from 0.95 to 0.57, one worker admitted nothing). They go with the flusher instead.
-	var keep []queuedRelease
-	for _, q := range g.queue {
-		if q.cluster != cluster && len(carry) < releaseBatchMax {
-			carry = append(carry, q)
-		} else {
-			keep = append(keep, q)
-		}
+	n := min(len(g.queue), releaseBatchMax)
+	if n == 0 {
+		return nil
 	}
-	g.queue = keep
-	return carry, 0
+	carry := append([]queuedRelease(nil), g.queue[:n]...)
+	g.queue = g.queue[n:]
+	return carry
 }
 
 // putBack returns carried releases to the front of the queue for the flusher.
