@@ -324,3 +324,24 @@ func (t TagRows) Schema() *arrow.Schema                           { return nil }
 func (t TagRows) Next(context.Context) (arrow.RecordBatch, error) { return nil, io.EOF }
 func (t TagRows) Tag() string                                     { return string(t) }
 func (t TagRows) Close() error                                    { return nil }
+
+// DecimalText is row i of a decimal column as text with all its scale digits ("12.50", not
+// Arrow's "12.5"); ok is false for other types.
+func DecimalText(a arrow.Array, i int) (string, bool) {
+	t, ok := a.DataType().(arrow.DecimalType)
+	if !ok {
+		return "", false
+	}
+	scale := t.GetScale()
+	switch a := a.(type) {
+	case *array.Decimal32:
+		return a.Value(i).ToString(scale), true
+	case *array.Decimal64:
+		return a.Value(i).ToString(scale), true
+	case *array.Decimal128:
+		return a.Value(i).ToString(scale), true
+	case *array.Decimal256:
+		return a.Value(i).ToString(scale), true
+	}
+	return "", false
+}

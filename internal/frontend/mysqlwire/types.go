@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/queryflux/queryflux/internal/engine"
 )
 
 // Character sets sent in column definitions.
@@ -253,31 +255,11 @@ func textValue(b []byte, col *column, a arrow.Array, i int) []byte {
 	case *array.Time32, *array.Time64, *array.Duration:
 		return formatDuration(b, durationAt(a, i), col.fsp)
 	default: // decimals, nested types: Arrow's own text form
-		if d, ok := decimalText(a, i); ok {
+		if d, ok := engine.DecimalText(a, i); ok {
 			return append(b, d...)
 		}
 		return append(b, a.ValueStr(i)...)
 	}
-}
-
-// decimalText writes a decimal with all its scale digits ("12.50", not Arrow's "12.5").
-func decimalText(a arrow.Array, i int) (string, bool) {
-	t, ok := a.DataType().(arrow.DecimalType)
-	if !ok {
-		return "", false
-	}
-	scale := t.GetScale()
-	switch a := a.(type) {
-	case *array.Decimal32:
-		return a.Value(i).ToString(scale), true
-	case *array.Decimal64:
-		return a.Value(i).ToString(scale), true
-	case *array.Decimal128:
-		return a.Value(i).ToString(scale), true
-	case *array.Decimal256:
-		return a.Value(i).ToString(scale), true
-	}
-	return "", false
 }
 
 // appendBinary appends row i of a in the binary protocol (the caller sets the NULL bitmap).

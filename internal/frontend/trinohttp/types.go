@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/queryflux/queryflux/internal/engine"
 )
 
 // MetaTrinoType is field metadata an engine may set to name the exact Trino type of a column
@@ -247,31 +249,11 @@ func jsonValue(f arrow.Field, a arrow.Array, i int) any {
 		}
 		return out
 	default: // decimals (Trino sends them as strings), nested types
-		if d, ok := decimalText(a, i); ok {
+		if d, ok := engine.DecimalText(a, i); ok {
 			return d
 		}
 		return a.ValueStr(i)
 	}
-}
-
-// decimalText writes a decimal with all its scale digits ("12.50", not Arrow's "12.5").
-func decimalText(a arrow.Array, i int) (string, bool) {
-	t, ok := a.DataType().(arrow.DecimalType)
-	if !ok {
-		return "", false
-	}
-	scale := t.GetScale()
-	switch a := a.(type) {
-	case *array.Decimal32:
-		return a.Value(i).ToString(scale), true
-	case *array.Decimal64:
-		return a.Value(i).ToString(scale), true
-	case *array.Decimal128:
-		return a.Value(i).ToString(scale), true
-	case *array.Decimal256:
-		return a.Value(i).ToString(scale), true
-	}
-	return "", false
 }
 
 func floatJSON(v float64, bits int) any {
