@@ -136,18 +136,7 @@ func (c *stateCheck) result(r *runner) (bool, string) {
 	var parts []string
 	for _, name := range c.names {
 		hits, looks := c.hits[name], c.looks[name]
-		ok := false
-		switch c.win.Mode {
-		case "sometime":
-			ok = hits > 0
-		case "always":
-			ok = looks > 0 && hits == looks
-		case "never":
-			ok = hits == 0
-		case "end":
-			ok = looks > 0 && c.last[name] == c.want
-		}
-		pass = pass && ok
+		pass = pass && scenarios.WindowPass(c.win.Mode, hits, looks, c.last[name] == c.want)
 		desc := fmt.Sprintf("%s: %d/%d looks %s", name, hits, looks, c.want)
 		if f, seen := c.first[name]; seen {
 			desc += " (first at " + f.Round(time.Millisecond).String() + ")"

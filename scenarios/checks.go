@@ -144,23 +144,28 @@ func (c *StateCheck) Start(w *World) {
 	})
 }
 
+// WindowPass is a polled check's verdict for one name over its window: hits of looks matched,
+// and lastMatches says whether the last look did. chaos reads the same checks from daemons.
+func WindowPass(mode string, hits, looks int, lastMatches bool) bool {
+	switch mode {
+	case "sometime":
+		return hits > 0
+	case "always":
+		return looks > 0 && hits == looks
+	case "never":
+		return hits == 0
+	case "end":
+		return looks > 0 && lastMatches
+	}
+	return false
+}
+
 func (c *StateCheck) Result(w *World) (bool, string) {
 	pass := true
 	var parts []string
 	for _, name := range c.names {
 		hits, looks := c.hits[name], c.looks[name]
-		ok := false
-		switch c.win.Mode {
-		case "sometime":
-			ok = hits > 0
-		case "always":
-			ok = looks > 0 && hits == looks
-		case "never":
-			ok = hits == 0
-		case "end":
-			ok = looks > 0 && c.last[name] == c.want
-		}
-		pass = pass && ok
+		pass = pass && WindowPass(c.win.Mode, hits, looks, c.last[name] == c.want)
 		desc := fmt.Sprintf("%s: %d/%d looks %s", name, hits, looks, c.want)
 		if f, seen := c.first[name]; seen {
 			desc += " (first at " + f + ")"
