@@ -55,6 +55,23 @@ type QueryFlux struct {
 	Persistence           Persistence   `yaml:"persistence" json:"persistence"`
 	HeartbeatIntervalSecs int           `yaml:"heartbeatIntervalSecs" json:"heartbeatIntervalSecs"`
 	Registry              Registry      `yaml:"registry" json:"registry"`
+	// ClusterCredentials are a worker's own cluster credentials, keyed by cluster name, for a
+	// control plane that serves snapshots with credentials stripped
+	// (queryflux.workerApi.credentials: stripped). They stay in this node's memory: the
+	// queryflux section is never sent anywhere, and Secret values never print.
+	//
+	//	queryflux:
+	//	  clusterCredentials:
+	//	    pg:        {user: app, password: pg-s3cret}
+	//	    trino-1:   {user: etl, password: s3cret}
+	//	    trino-1::adhoc: {user: analyst, password: other}    # a variant; else its base's entry
+	//
+	// A stripped cluster takes its password and token from the entry for its own name, or, for a
+	// variant "base::v" without one, from the entry for "base"; an entry's user, if set, replaces
+	// the snapshot's. A stripped cluster of an engine that logs in (every engine but duckdb and
+	// sim) with no entry is refused (see snapshot.WorkerSnapshotV1.WorkerConfig). With an
+	// embedded snapshot these entries are ignored: the control plane's credentials win.
+	ClusterCredentials map[string]Credentials `yaml:"clusterCredentials" json:"clusterCredentials"`
 }
 
 // Frontends are the client protocols this node listens on.
@@ -129,7 +146,15 @@ type Coordination struct {
 	LeaseTTLSecs    int    `yaml:"leaseTtlSecs" json:"leaseTtlSecs"`
 	DriftMarginSecs int    `yaml:"driftMarginSecs" json:"driftMarginSecs"`
 	OnLeaseLost     string `yaml:"onLeaseLost" json:"onLeaseLost"` // cancel | overrun
+	// Weights (read by the control plane, queue: ordered only) maps a worker name to its weight,
+	// 1 to 100 (absent: 1): waiting workers are then granted in weighted fair order, each one's
+	// share of grants approaching its weight's share. Empty keeps arrival order. A worker's own
+	// setting is ignored, so a worker cannot raise its own weight.
+	Weights map[string]int `yaml:"weights,omitempty" json:"weights,omitempty"`
 }
+
+// WeightMax is the largest coordination weight.
+const WeightMax = 100
 
 // HistoryUplink is how a worker ships query history to the control plane.
 type HistoryUplink struct {

@@ -163,8 +163,49 @@ func clusters(cfg *config.Config, mode CredentialsMode) []Cluster {
 	return out
 }
 
+// WorkerConfig is Config for a worker that will log in to the clusters: with a Stripped
+// snapshot it fails, naming them, if a cluster whose engine logs in (see NeedsCredentials) has no
+// entry in local.ClusterCredentials. The error names clusters only, never a credential.
+func (s *WorkerSnapshotV1) WorkerConfig(local config.QueryFlux) (*config.Config, error) {
+	if s.Credentials == Stripped {
+		var missing []string
+		for _, c := range s.Clusters {
+			if _, ok := localCredentials(local, c.Name); !ok && NeedsCredentials(c.Engine) {
+				missing = append(missing, fmt.Sprintf("%q (%s)", c.Name, c.Engine))
+			}
+		}
+		if len(missing) > 0 {
+			return nil, fmt.Errorf("snapshot: credentials are stripped and queryflux.clusterCredentials has no entry for cluster %s",
+				strings.Join(missing, ", "))
+		}
+	}
+	return s.Config(local), nil
+}
+
+// NeedsCredentials reports whether clusters of engine kind log in with credentials; a stripped
+// snapshot's clusters of such an engine need local ones. Embedded engines (duckdb) and the
+// simulator's (sim) do not.
+func NeedsCredentials(engine string) bool {
+	return engine != config.EngineDuckDB && engine != config.EngineSim
+}
+
+// localCredentials is local's entry for cluster name: its own, else its base cluster's for a
+// variant ("base::variant").
+func localCredentials(local config.QueryFlux, name string) (config.Credentials, bool) {
+	if c, ok := local.ClusterCredentials[name]; ok {
+		return c, true
+	}
+	if base, _, isVariant := strings.Cut(name, config.VariantSeparator); isVariant {
+		c, ok := local.ClusterCredentials[base]
+		return c, ok
+	}
+	return config.Credentials{}, false
+}
+
 // Config turns the snapshot back into a configuration a worker compiles, with local as its
-// node-local section. Clusters come out expanded ("base::variant" names, no variants).
+// node-local section. Clusters come out expanded ("base::variant" names, no variants). A
+// Stripped snapshot's clusters take their credentials from local.ClusterCredentials where it
+// has an entry (see config.QueryFlux.ClusterCredentials); the rest keep empty ones.
 func (s *WorkerSnapshotV1) Config(local config.QueryFlux) *config.Config {
 	cfg := &config.Config{
 		QueryFlux:       local,
@@ -181,13 +222,20 @@ func (s *WorkerSnapshotV1) Config(local config.QueryFlux) *config.Config {
 	}
 	for _, c := range s.Clusters {
 		enabled := c.Enabled
+		creds := config.Credentials{
+			User:     c.Credentials.User,
+			Password: config.Secret(c.Credentials.Password),
+			Token:    config.Secret(c.Credentials.Token),
+		}
+		if own, ok := localCredentials(local, c.Name); ok && s.Credentials == Stripped {
+			creds.Password, creds.Token = own.Password, own.Token
+			if own.User != "" {
+				creds.User = own.User
+			}
+		}
 		cfg.Clusters = append(cfg.Clusters, config.Cluster{
 			Name: c.Name, Engine: c.Engine, Endpoint: c.Endpoint, Database: c.Database,
-			Credentials: config.Credentials{
-				User:     c.Credentials.User,
-				Password: config.Secret(c.Credentials.Password),
-				Token:    config.Secret(c.Credentials.Token),
-			},
+			Credentials:       creds,
 			MaxRunningQueries: c.MaxRunningQueries, Enabled: &enabled,
 			Labels: c.Labels, Options: c.Options,
 		})
