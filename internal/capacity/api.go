@@ -98,6 +98,19 @@ func (a *API) Ordered() *API {
 	return a
 }
 
+// Weighted makes the ordered queue weighted fair per worker (see orderedQueue): weights maps a
+// lease holder (the authenticated worker name) to its weight, 1 to 100; a worker not listed
+// weighs 1. Among workers that keep waiting, each one's share of grants approaches its weight's
+// share; one worker's acquires keep their arrival order. Turns Ordered on; call before serving.
+// Weights live in the control plane's config, so a worker cannot raise its own.
+func (a *API) Weighted(weights map[string]int) *API {
+	if a.queue == nil {
+		a.Ordered()
+	}
+	a.queue.weighted(weights)
+	return a
+}
+
 // NewAPI returns the capacity API. metrics may be nil.
 func NewAPI(store CapacityStore, locks SweepCoordinator, e env.Env, metrics *Metrics) *API {
 	return &API{store: store, locks: locks, env: e, metrics: metricsOrNew(metrics)}

@@ -154,6 +154,14 @@ func (v *validator) coordination(path string, q QueryFlux) {
 	if c.LeaseTTLSecs > 0 && c.DriftMarginSecs*2 >= c.LeaseTTLSecs {
 		v.add(path+".driftMarginSecs", "must be less than half of leaseTtlSecs (%d)", c.LeaseTTLSecs)
 	}
+	for _, name := range sortedKeys(c.Weights) {
+		if w := c.Weights[name]; name == "" || w < 1 || w > WeightMax {
+			v.add(path+".weights."+name, "weight %d must be 1 to %d, for a non-empty worker name", w, WeightMax)
+		}
+	}
+	if len(c.Weights) > 0 && c.Queue != QueueOrdered {
+		v.add(path+".weights", "weights need queue: ordered")
+	}
 	if c.Mode == CoordinationControlPlane && q.Role == RoleWorker && q.ControlPlane.URL == "" {
 		v.add(path+".mode", "controlPlane coordination needs queryflux.controlPlane.url")
 	}

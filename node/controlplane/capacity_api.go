@@ -20,6 +20,10 @@ type CapacityConfig struct {
 	SweepEvery time.Duration
 	// Ordered is coordination.queue: ordered: acquires that may wait are granted in arrival order.
 	Ordered bool
+	// Weights (coordination.weights, ordered queue only) are per-worker weights, 1 to 100 (a
+	// worker not listed weighs 1): waiting workers are granted in weighted fair order instead of
+	// arrival order, each one's share approaching its weight's share. Nil keeps arrival order.
+	Weights map[string]int
 }
 
 // MountCapacity mounts the worker capacity API (capacity.Path*) behind worker authentication,
@@ -30,6 +34,9 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 	api := capacity.NewAPI(cfg.Store, cfg.Locks, e, cfg.Metrics)
 	if cfg.Ordered {
 		api.Ordered()
+		if cfg.Weights != nil {
+			api.Weighted(cfg.Weights)
+		}
 	}
 	for _, ep := range api.Endpoints() {
 		cp.HandleWorker("POST "+ep.Path, ep.Serve)
