@@ -247,8 +247,12 @@ func (s *ConfigSync) receive(ctx context.Context, body []byte) error {
 // install compiles snap strictly, applies it, and swaps it in; on any error nothing changes and
 // the revision is remembered as rejected.
 func (s *ConfigSync) install(ctx context.Context, snap *snapshot.WorkerSnapshotV1, source string, confirmedAt time.Time) error {
-	cfg := snap.Config(s.opts.Local)
-	err := config.Compile(cfg)
+	// A stripped snapshot takes credentials from the worker's own queryflux.clusterCredentials;
+	// one that leaves a cluster without any is refused like any bad revision.
+	cfg, err := snap.WorkerConfig(s.opts.Local)
+	if err == nil {
+		err = config.Compile(cfg)
+	}
 	if err == nil && s.opts.Apply != nil {
 		err = s.opts.Apply(ctx, cfg, snap)
 	}
