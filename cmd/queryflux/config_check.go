@@ -88,7 +88,13 @@ func applyStoredConfig(ctx context.Context, d *Daemon, srv *controlplane.ConfigS
 	if snap == nil {
 		return
 	}
-	cfg := snap.Config(d.Config.QueryFlux)
+	// With credentials stripped the stored snapshot carries none: the node logs in with its own
+	// queryflux.clusterCredentials, as a worker does, and refuses a cluster left without any.
+	cfg, err := snap.WorkerConfig(d.Config.QueryFlux)
+	if err != nil {
+		d.Logger.Error("config: the control plane's query node refused the stored config", "revision", snap.Revision, "err", err)
+		return
+	}
 	for _, apply := range controlPlaneConfigApply {
 		if err := apply(ctx, d, cfg); err != nil {
 			d.Logger.Error("config: the control plane's query node refused the stored config", "revision", snap.Revision, "err", err)
