@@ -95,7 +95,23 @@ type Uplink struct {
 	sent     uint64
 	dropped  uint64
 	failing  bool // for logging the first failure and the recovery only
+
+	// memo keeps the redacted SQL and digest of recent statements: Add runs on the query's
+	// own goroutine, and most traffic repeats a few statement texts (prepared statements,
+	// pgbench), whose normalization is most of Add's cost.
+	memoMu sync.Mutex
+	memo   map[sqlMemoKey]redact.Redacted
 }
+
+// sqlMemoKey is what the SQL part of redact.Apply depends on.
+type sqlMemoKey struct {
+	policy  redact.Policy
+	dialect sqltok.Dialect
+	sql     string
+}
+
+// sqlMemoMax bounds the memo; it is emptied when full (ad-hoc SQL never hits anyway).
+const sqlMemoMax = 1024
 
 // NewUplink returns an uplink that sends through send. Call Start to run its flusher and
 // Shutdown after the worker's drain.
@@ -129,6 +145,28 @@ func (u *Uplink) Policy() redact.Policy {
 	return u.policy
 }
 
+// redactSQL is redact.Apply's SQL and digest for sql, memoized.
+func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact.Redacted {
+	if len(sql) > 4096 {
+		return redact.Apply(p, d, redact.Query{SQL: sql}) // long texts are rarely repeated
+	}
+	k := sqlMemoKey{p, d, sql}
+	u.memoMu.Lock()
+	red, ok := u.memo[k]
+	u.memoMu.Unlock()
+	if ok {
+		return red
+	}
+	red = redact.Apply(p, d, redact.Query{SQL: sql})
+	u.memoMu.Lock()
+	if u.memo == nil || len(u.memo) >= sqlMemoMax {
+		u.memo = make(map[sqlMemoKey]redact.Redacted, sqlMemoMax)
+	}
+	u.memo[k] = red
+	u.memoMu.Unlock()
+	return red
+}
+
 // Add redacts rec with the active policy and queues it. It never blocks on I/O.
 func (u *Uplink) Add(rec Record) {
 	u.mu.Lock()
@@ -149,8 +187,13 @@ func (u *Uplink) Add(rec Record) {
 // prepare redacts rec and makes it fit the wire limits, so one odd record can never make the
 // control plane refuse a whole batch.
 func (u *Uplink) prepare(p redact.Policy, rec Record) Record {
-	red := redact.Apply(p, sqltok.DialectForProtocol(rec.Protocol), redact.Query{SQL: rec.SQL, Error: rec.Error, RoutingTrace: rec.RoutingTrace})
-	rec.SQL, rec.SQLDigest, rec.Error, rec.RoutingTrace = red.SQL, red.Digest, red.Error, red.RoutingTrace
+	d := sqltok.DialectForProtocol(rec.Protocol)
+	red := u.redactSQL(p, d, rec.SQL)
+	rec.SQL, rec.SQLDigest = red.SQL, red.Digest
+	if rec.Error != "" || rec.RoutingTrace != nil {
+		red = redact.Apply(p, d, redact.Query{Error: rec.Error, RoutingTrace: rec.RoutingTrace})
+		rec.Error, rec.RoutingTrace = red.Error, red.RoutingTrace
+	}
 	if rec.Worker == "" {
 		rec.Worker = u.cfg.Worker
 	}

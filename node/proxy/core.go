@@ -193,6 +193,7 @@ type Admission struct {
 	admitted time.Time
 	finished atomic.Bool
 	run      runContext // set by RunContext (passthrough)
+	series   *boundSeries
 }
 
 // Slot is the admission's capacity claim (for OnLost / Lost).
@@ -214,7 +215,7 @@ func (a *Admission) Finish(rows, bytes int64, err error) {
 		panic(fmt.Sprintf("proxy: running count on %s went negative", a.Cluster))
 	}
 	c.mu.Unlock()
-	c.metrics.running.WithLabelValues(a.Group, a.Cluster).Dec()
+	a.series.running.Dec()
 	c.changed.Notify()
 	rec := baseRecord(a.QueryID, a.req, a.start, end, a.Trace)
 	rec.Group, rec.Cluster = a.Group, a.Cluster
@@ -223,7 +224,7 @@ func (a *Admission) Finish(rows, bytes int64, err error) {
 	rec.Rows, rec.Bytes = rows, bytes
 	rec.Status = statusOf(err)
 	fillError(&rec, err)
-	c.report(a.Runtime, rec)
+	c.reportBound(a.Runtime, a.series, rec)
 }
 
 func baseRecord(id string, req *query.Request, start, end time.Time, trace []TraceStep) Record {
@@ -235,8 +236,12 @@ func baseRecord(id string, req *query.Request, start, end time.Time, trace []Tra
 
 // report counts a finished query, hands its record to OnFinish and unpins its runtime.
 func (c *Core) report(rt *Runtime, rec Record) {
-	c.metrics.queries.WithLabelValues(rec.Group, rec.Cluster, string(rec.Status)).Inc()
-	c.metrics.duration.WithLabelValues(rec.Group, rec.Cluster).Observe(rec.End.Sub(rec.Start).Seconds())
+	c.reportBound(rt, c.metrics.series(rec.Group, rec.Cluster), rec)
+}
+
+// reportBound is report with the record's series already resolved.
+func (c *Core) reportBound(rt *Runtime, s *boundSeries, rec Record) {
+	c.metrics.finished(s, rec.Status, rec.End.Sub(rec.Start).Seconds())
 	if c.onFinish != nil {
 		c.onFinish(rec)
 	}
@@ -280,12 +285,13 @@ func (c *Core) admit(ctx context.Context, rt *Runtime, req *query.Request, id st
 		return nil, c.refuse(rt, id, req, start, dec, err)
 	}
 	now := c.env.Now()
-	c.metrics.running.WithLabelValues(g.name, cl.name).Inc()
-	c.metrics.queueDuration.WithLabelValues(g.name, cl.name).Observe(now.Sub(start).Seconds())
+	s := c.metrics.series(g.name, cl.name)
+	s.running.Inc()
+	s.queueDuration.Observe(now.Sub(start).Seconds())
 	return &Admission{
 		QueryID: id, Group: g.name, Cluster: cl.name, Engine: cl.engine, Trace: dec.Trace,
 		QueueWait: now.Sub(start), Runtime: rt,
-		core: c, req: req, slot: slot, start: start, admitted: now,
+		core: c, req: req, slot: slot, start: start, admitted: now, series: s,
 	}, nil
 }
 

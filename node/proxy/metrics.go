@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -17,7 +19,58 @@ type metrics struct {
 	cacheMisses   *prometheus.CounterVec   // group
 	cacheWrites   *prometheus.CounterVec   // group
 	paths         *prometheus.CounterVec   // path: passthrough, arrow, cache
-	pathCounters  map[string]prometheus.Counter
+	// the paths series, resolved once: counted on every query
+	pathPassthrough, pathArrow, pathCache prometheus.Counter
+
+	// bound caches the series of each (group, cluster): resolving label values hashes and
+	// validates them under the vector's lock, five times per query otherwise.
+	boundMu sync.RWMutex
+	bound   map[seriesKey]*boundSeries
+}
+
+type seriesKey struct{ group, cluster string }
+
+// boundSeries are one (group, cluster)'s series, resolved once.
+type boundSeries struct {
+	group, cluster string
+	running        prometheus.Gauge
+	queueDuration  prometheus.Observer
+	duration       prometheus.Observer
+	ok             prometheus.Counter // queries_total{status="ok"}, the common case
+}
+
+// series returns the bound series of (group, cluster), resolving them on first use.
+func (m *metrics) series(group, cluster string) *boundSeries {
+	k := seriesKey{group, cluster}
+	m.boundMu.RLock()
+	s := m.bound[k]
+	m.boundMu.RUnlock()
+	if s != nil {
+		return s
+	}
+	m.boundMu.Lock()
+	defer m.boundMu.Unlock()
+	if s = m.bound[k]; s == nil {
+		s = &boundSeries{
+			group: group, cluster: cluster,
+			running:       m.running.WithLabelValues(group, cluster),
+			queueDuration: m.queueDuration.WithLabelValues(group, cluster),
+			duration:      m.duration.WithLabelValues(group, cluster),
+			ok:            m.queries.WithLabelValues(group, cluster, string(StatusSucceeded)),
+		}
+		m.bound[k] = s
+	}
+	return s
+}
+
+// finished counts one finished query of s's group and cluster.
+func (m *metrics) finished(s *boundSeries, status Status, seconds float64) {
+	if status == StatusSucceeded {
+		s.ok.Inc()
+	} else {
+		m.queries.WithLabelValues(s.group, s.cluster, string(status)).Inc()
+	}
+	s.duration.Observe(seconds)
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -54,10 +107,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "queryflux_query_path_total", Help: "Queries by how their results went through the proxy: passthrough (engine wire messages relayed), arrow (decoded and encoded), cache.",
 		}, []string{"path"}),
 	}
-	m.pathCounters = map[string]prometheus.Counter{}
-	for _, p := range []string{PathPassthrough, PathArrow, PathCache} {
-		m.pathCounters[p] = m.paths.WithLabelValues(p) // resolved once: counted on every query
-	}
+	m.bound = map[seriesKey]*boundSeries{}
+	m.pathPassthrough = m.paths.WithLabelValues(PathPassthrough)
+	m.pathArrow = m.paths.WithLabelValues(PathArrow)
+	m.pathCache = m.paths.WithLabelValues(PathCache)
 	if reg != nil {
 		reg.MustRegister(m.queries, m.duration, m.running, m.queued, m.rejections, m.queueDuration,
 			m.cacheHits, m.cacheMisses, m.cacheWrites, m.paths)

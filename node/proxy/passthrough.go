@@ -39,14 +39,16 @@ func (c *Core) countPath(path string) {
 	switch path {
 	case PathPassthrough:
 		c.paths.passthrough.Add(1)
+		c.metrics.pathPassthrough.Inc()
 	case PathArrow:
 		c.paths.arrow.Add(1)
+		c.metrics.pathArrow.Inc()
 	case PathCache:
 		c.paths.cache.Add(1)
+		c.metrics.pathCache.Inc()
 	default:
 		panic("proxy: unknown query path " + path)
 	}
-	c.metrics.pathCounters[path].Inc()
 }
 
 // Paths says how many queries took each path (for /worker/status and the admin status).

@@ -94,7 +94,7 @@ func (a *Admission) finishQuiet() {
 		panic(fmt.Sprintf("proxy: running count on %s went negative", a.Cluster))
 	}
 	c.mu.Unlock()
-	c.metrics.running.WithLabelValues(a.Group, a.Cluster).Dec()
+	a.series.running.Dec()
 	c.changed.Notify()
 	a.Runtime.unpin()
 }
@@ -193,9 +193,8 @@ func (s *coreSession) reportPath(path, id string, q *query.Request, start time.T
 	rec.Rows, rec.Bytes = rows, bytes
 	rec.Status = statusOf(err)
 	fillError(&rec, err)
-	c.metrics.queries.WithLabelValues(rec.Group, rec.Cluster, string(rec.Status)).Inc()
 	c.countPath(path)
-	c.metrics.duration.WithLabelValues(rec.Group, rec.Cluster).Observe(end.Sub(start).Seconds())
+	c.metrics.finished(a.series, rec.Status, end.Sub(start).Seconds())
 	if c.onFinish != nil {
 		c.onFinish(rec)
 	}

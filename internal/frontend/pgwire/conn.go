@@ -57,6 +57,14 @@ type conn struct {
 	values    [][]byte
 	ends      []int
 	typeMap   *pgtype.Map // per connection: pgtype.Map is not safe for concurrent use
+
+	// Scratch messages of the relay (passthrough): Backend.Send encodes a message at once, so
+	// one of each per connection serves every statement without allocating.
+	ctx context.Context // the connection's life, parent of its statements' contexts
+
+	scratchRow   pgproto3.DataRow
+	scratchRD    pgproto3.RowDescription
+	scratchNames []byte
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -80,6 +88,12 @@ func (c *conn) serve() error {
 	if err := c.authenticate(); err != nil {
 		return err
 	}
+	// Statement contexts derive from this connection's own: deriving them from the server's
+	// would take its one lock on every statement of every connection. Cancelled after
+	// unregister has closed the connection's portals and session.
+	var cancel context.CancelFunc
+	c.ctx, cancel = context.WithCancel(c.srv.baseCtx)
+	defer cancel()
 	if !c.srv.register(c) {
 		return c.fatal("57P01", "the server is shutting down")
 	}

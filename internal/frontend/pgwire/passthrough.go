@@ -121,7 +121,7 @@ func (c *conn) startRelay(p *portal) (started bool, err error) {
 	if !ok {
 		return false, nil
 	}
-	p.ctx, p.cancel = context.WithCancel(c.srv.baseCtx)
+	p.ctx, p.cancel = context.WithCancel(c.ctx)
 	req := c.request(p.stmt.sql, nil)
 	c.beginRun(p.cancel)
 	defer c.endRun()
@@ -150,7 +150,7 @@ func (c *conn) startSessionRelay(p *portal) (started bool, err error) {
 	if !ok {
 		return false, nil
 	}
-	p.ctx, p.cancel = context.WithCancel(c.srv.baseCtx)
+	p.ctx, p.cancel = context.WithCancel(c.ctx)
 	c.beginRun(p.cancel)
 	defer c.endRun()
 	req := c.request(p.stmt.sql, nil)
@@ -223,18 +223,27 @@ func (c *conn) concludeRelay(p *portal) {
 	r.err = r.finish(r.rows, r.bytes, r.err)
 }
 
-// relayDescription is the engine's RowDescription as it is, or nil when there are no rows.
-func relayDescription(r *relay) *pgproto3.RowDescription {
+// relayDescription is the engine's RowDescription as it is, or nil when there are no rows. It
+// is built in c's scratch message: Send encodes it at once, so it is reused per statement.
+func (c *conn) relayDescription(r *relay) *pgproto3.RowDescription {
 	fds := r.rr.FieldDescriptions()
 	if fds == nil {
 		return nil
 	}
-	rd := &pgproto3.RowDescription{Fields: make([]pgproto3.FieldDescription, len(fds))}
-	for i, f := range fds {
-		rd.Fields[i] = pgproto3.FieldDescription{
-			Name: []byte(f.Name), TableOID: f.TableOID, TableAttributeNumber: f.TableAttributeNumber,
+	rd := &c.scratchRD
+	rd.Fields = rd.Fields[:0]
+	names := c.scratchNames[:0]
+	for _, f := range fds {
+		names = append(names, f.Name...)
+	}
+	c.scratchNames = names
+	for _, f := range fds {
+		name := names[:len(f.Name):len(f.Name)]
+		names = names[len(f.Name):]
+		rd.Fields = append(rd.Fields, pgproto3.FieldDescription{
+			Name: name, TableOID: f.TableOID, TableAttributeNumber: f.TableAttributeNumber,
 			DataTypeOID: f.DataTypeOID, DataTypeSize: f.DataTypeSize, TypeModifier: f.TypeModifier, Format: f.Format,
-		}
+		})
 	}
 	return rd
 }
@@ -259,7 +268,8 @@ func (c *conn) executeRelay(p *portal, rowsMax int64) error {
 			break
 		}
 		values := r.rr.Values()
-		c.be.Send(&pgproto3.DataRow{Values: values})
+		c.scratchRow.Values = values // Send encodes at once: one DataRow per connection
+		c.be.Send(&c.scratchRow)
 		size := 4 * len(values)
 		for _, v := range values {
 			size += len(v)

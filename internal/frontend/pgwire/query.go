@@ -74,7 +74,7 @@ func (c *conn) runSimple(p *portal) error {
 		return err
 	}
 	if p.relay != nil {
-		if rd := relayDescription(p.relay); rd != nil {
+		if rd := c.relayDescription(p.relay); rd != nil {
 			c.be.Send(rd)
 		}
 		return c.executeRelay(p, 0)
@@ -101,7 +101,7 @@ func (c *conn) startPortal(p *portal) error {
 	if relayed, err := c.startRelay(p); relayed {
 		return err
 	}
-	p.ctx, p.cancel = context.WithCancel(c.srv.baseCtx)
+	p.ctx, p.cancel = context.WithCancel(c.ctx)
 	req := c.request(p.stmt.sql, p.args)
 	if err := c.openSessionFor(req); err != nil {
 		return err
@@ -335,7 +335,7 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 			return err
 		}
 		if p.relay != nil {
-			if rd := relayDescription(p.relay); rd != nil {
+			if rd := c.relayDescription(p.relay); rd != nil {
 				c.be.Send(rd)
 			} else {
 				c.be.Send(&pgproto3.NoData{})

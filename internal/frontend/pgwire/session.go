@@ -3,6 +3,7 @@ package pgwire
 import (
 	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -90,12 +91,14 @@ func (c *conn) syncTxStatus() {
 }
 
 func beginsTransaction(sql string) bool {
-	words := strings.Fields(sql)
-	if len(words) == 0 {
-		return false
+	// The first whitespace-separated word without trailing semicolons, found without
+	// allocating: this runs on every statement.
+	sql = strings.TrimLeftFunc(sql, unicode.IsSpace)
+	if end := strings.IndexFunc(sql, unicode.IsSpace); end >= 0 {
+		sql = sql[:end]
 	}
-	word := strings.ToUpper(strings.TrimRight(words[0], ";"))
-	return word == "BEGIN" || word == "START"
+	word := strings.TrimRight(sql, ";")
+	return strings.EqualFold(word, "BEGIN") || strings.EqualFold(word, "START")
 }
 
 // startsWithSet reports whether sql's first word is SET (any case), cheaply.
