@@ -214,9 +214,14 @@ func (a *Admission) Finish(rows, bytes int64, err error) {
 		c.mu.Unlock()
 		panic(fmt.Sprintf("proxy: running count on %s went negative", a.Cluster))
 	}
+	// Only queued queries wait for changed. One that enqueues after this check tries the
+	// members after it (so after the release above) and sees the freed slot itself.
+	waiting := len(c.queues) > 0
 	c.mu.Unlock()
 	a.series.running.Dec()
-	c.changed.Notify()
+	if waiting {
+		c.changed.Notify()
+	}
 	rec := baseRecord(a.QueryID, a.req, a.start, end, a.Trace)
 	rec.Group, rec.Cluster = a.Group, a.Cluster
 	rec.QueueMs = millis(a.QueueWait)
