@@ -11,6 +11,8 @@ package scenarios
 //   expectViolation: an oracle (engineWithinCap, leasesWithinCap) must have FAILED: proof that
 //                    the oracle can fail when a scenario turns a safety mechanism off
 //   fairness:        Jain's index of the per-worker admitted share, at least min
+//   admittedRatio:   grants to one set of workers over grants to another inside a window,
+//                    within [min, max]: shows coordination.weights at work
 
 import (
 	"context"
@@ -26,6 +28,7 @@ func init() {
 	RegisterCheck("engineMax", parseEngineMax)
 	RegisterCheck("expectViolation", parseExpectViolation)
 	RegisterCheck("fairness", parseFairness)
+	RegisterCheck("admittedRatio", parseAdmittedRatio)
 }
 
 // Bounds is an inclusive range of counts; a nil end is open.
@@ -357,4 +360,80 @@ func (c *fairness) Result(w *World) (bool, string) {
 	}
 	return s.Fairness >= c.min, fmt.Sprintf("Jain's index %.3f (want >= %.2f) over %d workers; admitted share min %.2f max %.2f; admitted %d of %d submitted",
 		s.Fairness, c.min, s.Workers, lo, hi, s.Admitted, s.Submitted)
+}
+
+// admittedRatio: {workers: w-2, over: w-1, min: 2.5, max: 3.5, from: 10s, to: 60s}: guard
+// grants to workers over grants to over, counted from `from` to `to`.
+type admittedRatio struct {
+	workers, over []string
+	what          string
+	min, max      float64
+	win           Window
+
+	base, end [2]int
+	seen      bool
+}
+
+func parseAdmittedRatio(sc *Scenario, p Params) (Check, error) {
+	var c struct {
+		Workers string        `yaml:"workers"`
+		Over    string        `yaml:"over"`
+		Min     float64       `yaml:"min"`
+		Max     float64       `yaml:"max"`
+		From    time.Duration `yaml:"from"`
+		To      time.Duration `yaml:"to"`
+	}
+	if err := p.Decode(&c); err != nil {
+		return nil, err
+	}
+	if sc.Workload == nil {
+		return nil, p.Errorf("admittedRatio needs a workload: section")
+	}
+	if c.Min < 0 || (c.Max > 0 && c.Max < c.Min) || (c.Min == 0 && c.Max == 0) {
+		return nil, p.Errorf("give min >= 0 and/or max >= min (got %v, %v)", c.Min, c.Max)
+	}
+	workers, err := sc.Resolve(c.Workers)
+	if err != nil {
+		return nil, p.Errorf("workers: %v", err)
+	}
+	over, err := sc.Resolve(c.Over)
+	if err != nil {
+		return nil, p.Errorf("over: %v", err)
+	}
+	win := Window{From: c.From, To: c.To, Mode: "end"}
+	if err := win.validate(sc, p); err != nil {
+		return nil, err
+	}
+	return &admittedRatio{workers: workers, over: over, what: c.Workers + " over " + c.Over,
+		min: c.Min, max: c.Max, win: win}, nil
+}
+
+func (c *admittedRatio) count(w *World) [2]int {
+	st := WorkloadOf(w)
+	var n [2]int
+	for _, name := range c.workers {
+		n[0] += st.worker(name).Admitted
+	}
+	for _, name := range c.over {
+		n[1] += st.worker(name).Admitted
+	}
+	return n
+}
+
+func (c *admittedRatio) Start(w *World) {
+	w.Sim.At(c.win.From, func() { c.base = c.count(w) })
+	w.Sim.At(c.win.To, func() { c.end, c.seen = c.count(w), true })
+}
+
+func (c *admittedRatio) Result(w *World) (bool, string) {
+	if !c.seen {
+		c.end, c.seen = c.count(w), true // the run ended before the window closed
+	}
+	a, b := c.end[0]-c.base[0], c.end[1]-c.base[1]
+	if b == 0 {
+		return false, fmt.Sprintf("admitted %s in [%v, %v]: %d over 0", c.what, c.win.From, c.win.To, a)
+	}
+	r := float64(a) / float64(b)
+	pass := r >= c.min && (c.max == 0 || r <= c.max)
+	return pass, fmt.Sprintf("admitted %s in [%v, %v]: %d / %d = %.2f (want min %.2f, max %.2f)", c.what, c.win.From, c.win.To, a, b, r, c.min, c.max)
 }

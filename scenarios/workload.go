@@ -10,6 +10,7 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -46,6 +47,9 @@ type WorkloadCoordination struct {
 	OnLeaseLost   string        `yaml:"onLeaseLost"`   // cancel (default) | overrun
 	LeaseTTL      time.Duration `yaml:"leaseTTL"`      // whole seconds (default 30s)
 	DriftMargin   time.Duration `yaml:"driftMargin"`   // whole seconds (default 2s)
+	// Weights is the control plane's coordination.weights (queue: ordered): worker name ->
+	// weight, 1 to 100; waiting workers are granted in weighted fair order.
+	Weights map[string]int `yaml:"weights"`
 }
 
 // WorkloadCluster is one simulated cluster: its cap and its engine's behaviour.
@@ -136,6 +140,16 @@ func (wl *Workload) validate(sc *Scenario) error {
 		return fmt.Errorf("workload.coordination.queue %q: retry or ordered", c.Queue)
 	case c.LeaseTTL%time.Second != 0 || c.DriftMargin%time.Second != 0:
 		return fmt.Errorf("workload.coordination: leaseTTL and driftMargin are whole seconds")
+	case len(c.Weights) > 0 && c.Queue != config.QueueOrdered:
+		return fmt.Errorf("workload.coordination.weights: need queue: ordered")
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Weights)) {
+		if wt := c.Weights[name]; wt < 1 || wt > config.WeightMax {
+			return fmt.Errorf("workload.coordination.weights.%s: %d must be 1 to %d", name, wt, config.WeightMax)
+		}
+		if names, err := sc.Resolve(name); err != nil || len(names) != 1 || names[0] != name {
+			return fmt.Errorf("workload.coordination.weights.%s: not a worker's name", name)
+		}
 	}
 	if len(wl.Clusters) == 0 || len(wl.Groups) == 0 || len(wl.Arrivals) == 0 {
 		return fmt.Errorf("workload: needs clusters, groups and arrivals")

@@ -165,7 +165,7 @@ func workloadControlPlane(w *World, n *sim.Node, cp *controlplane.ControlPlane) 
 	wl := w.Scenario.Workload
 	store := w.Durable("leases/"+n.Name(), func() any { return &checkedLeases{Memory: capacity.NewMemory(), w: w} }).(*checkedLeases)
 	sw := controlplane.MountCapacity(n.Env(), cp, controlplane.CapacityConfig{Store: store, Locks: store, Owner: n.Name(),
-		SweepEvery: wl.SweepEvery, Ordered: wl.Coordination.Queue == config.QueueOrdered})
+		SweepEvery: wl.SweepEvery, Ordered: wl.Coordination.Queue == config.QueueOrdered, Weights: wl.Coordination.Weights})
 	n.Env().Go(n.Ctx(), "capacity-sweeper", sw.Run)
 	if wl.History != nil {
 		cp.MountHistory(HistoryStoreOf(w, n.Name()))

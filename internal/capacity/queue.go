@@ -25,27 +25,32 @@ const (
 // free slots drain in order within one round of wake-ups.
 //
 // Without weights the head is the oldest waiter (arrival order). With weights (API.Weighted)
-// the queue is weighted fair per worker (the lease holder): each waiter is stamped on arrival
-// with a virtual finish time max(clock, the worker's last finish) + unit/weight, the head is the
-// smallest finish (ties: the older ticket), and a grant moves the cluster's virtual clock to the
-// granted finish. Among workers that keep waiting, each one's share of grants approaches its
-// weight's share; one worker's own acquires keep their arrival order (its finishes grow).
+// the queue is weighted fair per worker (the lease holder), by virtual finish time (start-time
+// fair queuing): when a worker starts waiting, its mark moves up to the cluster's clock if it
+// lags; its next grant finishes at mark + unit/weight; the head is the oldest waiter of the
+// worker whose next grant finishes first (ties: the older waiter); a grant moves the worker's
+// mark to that finish and the clock to where the grant started. Among workers that keep
+// waiting, each one's share of grants approaches its weight's share; one worker's acquires keep
+// their arrival order. Marks move only on grants, so an acquire that leaves ungranted (its wait
+// ran out) costs its worker nothing, and a worker that stops waiting banks no credit.
 type orderedQueue struct {
 	changed env.Signal // a waiter left the queue, or a release landed
 
 	mu      sync.Mutex
 	next    uint64
-	waiting map[string][]waiter          // cluster -> waiters, in arrival order
-	weights map[string]int               // holder -> weight (absent: 1); nil: arrival order
-	clock   map[string]uint64            // cluster -> virtual time (weighted only)
-	last    map[string]map[string]uint64 // cluster -> holder -> last virtual finish (weighted only)
+	waiting map[string][]waiter // cluster -> waiters, in arrival order
+	weights map[string]int      // holder -> weight (absent: 1); nil: arrival order
+	// Weighted only: per cluster, the virtual clock, each worker's last finish, and the head
+	// (0: work it out again; waiters joined, left or were granted since).
+	clock map[string]uint64
+	last  map[string]map[string]uint64
+	head  map[string]uint64
 }
 
 // waiter is one acquire waiting in a cluster's queue.
 type waiter struct {
 	ticket uint64
 	holder string
-	finish uint64 // virtual finish time; 0 when unweighted
 }
 
 // vtUnit is the virtual time one grant costs a worker of weight 1 (weights divide it; 100, the
@@ -60,7 +65,7 @@ func newOrderedQueue(e env.Env) *orderedQueue {
 // weighted switches the queue to weighted fair order. Call before use.
 func (q *orderedQueue) weighted(weights map[string]int) {
 	q.weights = map[string]int{}
-	for h, w := range weights {
+	for h, w := range weights { // a copy: order does not matter
 		if w < 1 {
 			panic(fmt.Sprintf("capacity: weight %d of %q must be >= 1", w, h))
 		}
@@ -68,6 +73,7 @@ func (q *orderedQueue) weighted(weights map[string]int) {
 	}
 	q.clock = map[string]uint64{}
 	q.last = map[string]map[string]uint64{}
+	q.head = map[string]uint64{}
 }
 
 func (q *orderedQueue) weightOf(holder string) int {
@@ -77,6 +83,33 @@ func (q *orderedQueue) weightOf(holder string) int {
 	return 1
 }
 
+// nextFinish is when holder's next grant on cluster would finish, in virtual time. q.mu held.
+func (q *orderedQueue) nextFinish(cluster, holder string) uint64 {
+	return q.last[cluster][holder] + vtUnit/uint64(q.weightOf(holder))
+}
+
+// markStart brings holder's mark up to the cluster's clock when it starts waiting, so time it
+// spent not waiting is no credit. q.mu held; call before adding the holder's waiter.
+func (q *orderedQueue) markStart(cluster, holder string) {
+	for _, w := range q.waiting[cluster] {
+		if w.holder == holder {
+			return // already waiting: keeps its mark
+		}
+	}
+	last := q.last[cluster]
+	if last == nil {
+		last = map[string]uint64{}
+		q.last[cluster] = last
+	}
+	// A worker may keep up to one grant of lag: its acquires long-poll for a bounded time and
+	// come back after a round trip, so a worker that always wants slots is briefly absent
+	// between two acquires; without the allowance those gaps alone cost it its share.
+	lag := vtUnit / uint64(q.weightOf(holder))
+	if c := q.clock[cluster]; c > lag {
+		last[holder] = max(last[holder], c-lag)
+	}
+}
+
 func (q *orderedQueue) enqueue(cluster, holder string) (uint64, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -84,21 +117,16 @@ func (q *orderedQueue) enqueue(cluster, holder string) (uint64, bool) {
 		return 0, false
 	}
 	q.next++
-	w := waiter{ticket: q.next, holder: holder}
 	if q.weights != nil {
-		last := q.last[cluster]
-		if last == nil {
-			last = map[string]uint64{}
-			q.last[cluster] = last
-		}
-		w.finish = max(q.clock[cluster], last[holder]) + vtUnit/uint64(q.weightOf(holder))
-		last[holder] = w.finish
+		q.markStart(cluster, holder)
+		delete(q.head, cluster)
 	}
-	q.waiting[cluster] = append(q.waiting[cluster], w)
+	q.waiting[cluster] = append(q.waiting[cluster], waiter{ticket: q.next, holder: holder})
 	return q.next, true
 }
 
-// granted advances the cluster's virtual clock to the granted waiter's finish.
+// granted charges the granted waiter's worker its grant: its mark moves to the grant's finish
+// and the cluster's clock to the grant's start. Call before leave.
 func (q *orderedQueue) granted(cluster string, ticket uint64) {
 	if q.weights == nil {
 		return
@@ -106,10 +134,14 @@ func (q *orderedQueue) granted(cluster string, ticket uint64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, w := range q.waiting[cluster] {
-		if w.ticket == ticket {
-			q.clock[cluster] = max(q.clock[cluster], w.finish)
-			return
+		if w.ticket != ticket {
+			continue
 		}
+		start := q.last[cluster][w.holder] // set by markStart: the holder waits
+		q.last[cluster][w.holder] = q.nextFinish(cluster, w.holder)
+		q.clock[cluster] = max(q.clock[cluster], start)
+		delete(q.head, cluster)
+		return
 	}
 }
 
@@ -128,13 +160,16 @@ func (q *orderedQueue) leave(cluster string, ticket uint64) {
 	} else {
 		q.waiting[cluster] = w
 	}
+	if q.weights != nil {
+		delete(q.head, cluster)
+	}
 	q.mu.Unlock()
 	q.changed.Notify()
 }
 
 // forget resets an idle cluster's virtual time: once nobody waits, every worker would start at
-// the clock anyway (a finish above it belonged to a waiter that left ungranted, a debt worth
-// dropping). Keeps the maps from growing with past workers and the clock from running out.
+// the clock anyway. Keeps the maps from growing with past workers and the clock from running
+// out. q.mu held.
 func (q *orderedQueue) forget(cluster string) {
 	if q.weights != nil {
 		delete(q.last, cluster)
@@ -149,13 +184,33 @@ func (q *orderedQueue) isHead(cluster string, ticket uint64) bool {
 	if len(w) == 0 {
 		return false
 	}
-	head := w[0]
-	for _, x := range w[1:] { // arrival order: on equal finishes the older ticket stays head
-		if x.finish < head.finish {
-			head = x
+	if q.weights == nil {
+		return w[0].ticket == ticket
+	}
+	head, ok := q.head[cluster]
+	if !ok {
+		head = q.weightedHead(cluster)
+		q.head[cluster] = head
+	}
+	return head == ticket
+}
+
+// weightedHead is the oldest waiter of the worker whose next grant finishes first; on equal
+// finishes the older waiter wins. q.mu held; cluster has waiters.
+func (q *orderedQueue) weightedHead(cluster string) uint64 {
+	seen := map[string]bool{}
+	var head uint64
+	var best uint64
+	for _, w := range q.waiting[cluster] { // arrival order: each worker's first is its oldest
+		if seen[w.holder] {
+			continue
+		}
+		seen[w.holder] = true
+		if f := q.nextFinish(cluster, w.holder); head == 0 || f < best {
+			head, best = w.ticket, f
 		}
 	}
-	return head.ticket == ticket
+	return head
 }
 
 func (q *orderedQueue) empty(cluster string) bool {
