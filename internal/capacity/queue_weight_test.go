@@ -111,3 +111,45 @@ func TestUnweightedQueueIsArrivalOrder(t *testing.T) {
 		q.leave("c", ticket)
 	}
 }
+
+// TestWeightedQueueUngrantedWaitsCostNothing: acquires that leave without a grant (their wait
+// ran out) do not push their worker back; an absent worker banks at most one grant of credit.
+func TestWeightedQueueUngrantedWaitsCostNothing(t *testing.T) {
+	q := newOrderedQueue(env.Real(slog.Default()))
+	q.weighted(map[string]int{})
+	keep, _ := q.enqueue("c", "b") // keeps the cluster busy throughout
+	for range 50 {
+		ticket, _ := q.enqueue("c", "a")
+		q.leave("c", ticket) // timed out
+	}
+	ta, _ := q.enqueue("c", "a")
+	if !q.isHead("c", keep) { // equal marks: the older waiter
+		t.Fatal("b, waiting longer, should be head")
+	}
+	q.granted("c", keep)
+	q.leave("c", keep)
+	if !q.isHead("c", ta) {
+		t.Fatal("a's timed-out acquires cost it its turn")
+	}
+	// b is gone; a is granted 10 times; b comes back with at most one grant of lag.
+	for range 10 {
+		q.granted("c", ta)
+		q.leave("c", ta)
+		ta, _ = q.enqueue("c", "a")
+	}
+	tb, _ := q.enqueue("c", "b")
+	got := map[string]int{}
+	for range 4 {
+		holder, ticket := "a", &ta
+		if q.isHead("c", tb) {
+			holder, ticket = "b", &tb
+		}
+		got[holder]++
+		q.granted("c", *ticket)
+		q.leave("c", *ticket)
+		*ticket, _ = q.enqueue("c", holder)
+	}
+	if got["a"] != 2 || got["b"] != 2 {
+		t.Fatalf("after b's absence, 4 turns went %v, want 2 each (no banked credit)", got)
+	}
+}
