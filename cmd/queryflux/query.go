@@ -92,7 +92,7 @@ func controlPlaneCapacity(ctx context.Context, d *Daemon, cp *controlplane.Contr
 	metrics := capacity.NewMetrics(d.Metrics)
 	sweeper := controlplane.MountCapacity(d.Env, cp, controlplane.CapacityConfig{
 		Store: store, Locks: store, Metrics: metrics, Owner: controlPlaneLeaseHolder,
-		Ordered: q.Coordination.Queue == config.QueueOrdered,
+		Ordered: q.Coordination.Queue == config.QueueOrdered, Weights: q.Coordination.Weights,
 	})
 	d.Env.Go(ctx, "capacity-sweeper", sweeper.Run)
 	if q.Coordination.Mode == config.CoordinationLocal {

@@ -65,7 +65,7 @@ func newOrderedQueue(e env.Env) *orderedQueue {
 // weighted switches the queue to weighted fair order. Call before use.
 func (q *orderedQueue) weighted(weights map[string]int) {
 	q.weights = map[string]int{}
-	for h, w := range weights { // a copy: order does not matter
+	for h, w := range weights { //determinism:ok a copy; order does not matter
 		if w < 1 {
 			panic(fmt.Sprintf("capacity: weight %d of %q must be >= 1", w, h))
 		}
