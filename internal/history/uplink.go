@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -99,8 +100,10 @@ type Uplink struct {
 	// memo keeps the redacted SQL and digest of recent statements: Add runs on the query's
 	// own goroutine, and most traffic repeats a few statement texts (prepared statements,
 	// pgbench), whose normalization is most of Add's cost.
-	memoMu sync.Mutex
-	memo   map[sqlMemoKey]redact.Redacted
+	memoMu   sync.Mutex
+	memo     map[sqlMemoKey]redact.Redacted
+	memoHits int          // hits since memo was last emptied
+	memoSkip atomic.Int64 // records to redact without the memo: it missed almost always
 }
 
 // sqlMemoKey is what the SQL part of redact.Apply depends on.
@@ -110,8 +113,13 @@ type sqlMemoKey struct {
 	sql     string
 }
 
-// sqlMemoMax bounds the memo; it is emptied when full (ad-hoc SQL never hits anyway).
-const sqlMemoMax = 1024
+// sqlMemoMax bounds the memo; it is emptied when full (ad-hoc SQL never hits anyway). When
+// a full memo served fewer than a quarter of its lookups (SQL with literals), the next
+// sqlMemoSkip records bypass it, so mostly unique traffic does not pay for it.
+const (
+	sqlMemoMax  = 1024
+	sqlMemoSkip = 64 * sqlMemoMax
+)
 
 // NewUplink returns an uplink that sends through send. Call Start to run its flusher and
 // Shutdown after the worker's drain.
@@ -150,9 +158,16 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 	if len(sql) > 4096 {
 		return redact.Apply(p, d, redact.Query{SQL: sql}) // long texts are rarely repeated
 	}
+	if u.memoSkip.Load() > 0 {
+		u.memoSkip.Add(-1)
+		return redact.Apply(p, d, redact.Query{SQL: sql})
+	}
 	k := sqlMemoKey{p, d, sql}
 	u.memoMu.Lock()
 	red, ok := u.memo[k]
+	if ok {
+		u.memoHits++
+	}
 	u.memoMu.Unlock()
 	if ok {
 		return red
@@ -160,7 +175,11 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 	red = redact.Apply(p, d, redact.Query{SQL: sql})
 	u.memoMu.Lock()
 	if u.memo == nil || len(u.memo) >= sqlMemoMax {
+		if u.memo != nil && u.memoHits < sqlMemoMax/3 { // hits < 1/4 of len+hits lookups
+			u.memoSkip.Store(sqlMemoSkip)
+		}
 		u.memo = make(map[sqlMemoKey]redact.Redacted, sqlMemoMax)
+		u.memoHits = 0
 	}
 	u.memo[k] = red
 	u.memoMu.Unlock()
