@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,30 +21,6 @@ import (
 	"github.com/queryflux/queryflux/node/proxy"
 )
 
-// history collects the core's finished-query records.
-type history struct {
-	mu   sync.Mutex
-	recs []proxy.Record
-}
-
-func (h *history) add(r proxy.Record) {
-	h.mu.Lock()
-	h.recs = append(h.recs, r)
-	h.mu.Unlock()
-}
-
-func (h *history) find(sql string) []proxy.Record {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []proxy.Record
-	for _, r := range h.recs {
-		if r.SQL == sql {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 type coreSetup struct {
 	noPassthrough bool
 	cacheTTL      time.Duration
@@ -57,17 +32,17 @@ type coreFixture struct {
 	dbName string
 	direct *sql.DB // go-sql-driver straight to MariaDB, session time zone UTC like the engine's
 	core   *proxy.Core
-	hist   *history
+	hist   *frontendtest.Records
 }
 
 // coreServer serves a real proxy core over a fresh MariaDB database through this frontend.
 func coreServer(t testing.TB, s coreSetup) *coreFixture {
 	t.Helper()
 	eng, dsn, name := frontendtest.MariaDB(t)
-	h := &history{}
+	h := &frontendtest.Records{}
 	core := proxy.New(proxy.Options{
 		Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry(),
-		OnFinish: h.add, Check: s.check,
+		OnFinish: h.Add, Check: s.check,
 	})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
 		Clusters:      []proxy.ClusterSpec{{Name: "maria", Enabled: true, MaxRunningQueries: 8, Engine: eng}},
@@ -287,7 +262,7 @@ func TestPassthroughHistoryAndChecks(t *testing.T) {
 	if got := textAnswer(t, proxied, q); len(got.rows) != 300 {
 		t.Fatalf("%d rows", len(got.rows))
 	}
-	recs := f.hist.find(q)
+	recs := f.hist.Find(q)
 	if len(recs) != 1 {
 		t.Fatalf("history: %d records for %q", len(recs), q)
 	}
@@ -374,7 +349,7 @@ func TestPassthroughKillQuery(t *testing.T) {
 	if p := f.core.Paths(); p.Passthrough < 1 || p.Arrow != 0 {
 		t.Fatalf("paths %+v", p)
 	}
-	if recs := f.hist.find(q); len(recs) != 1 || recs[0].Status != proxy.StatusCancelled {
+	if recs := f.hist.Find(q); len(recs) != 1 || recs[0].Status != proxy.StatusCancelled {
 		t.Fatalf("history %+v", recs)
 	}
 	// The pool still serves.
@@ -414,7 +389,7 @@ func TestPassthroughRowLargerThanAPacket(t *testing.T) {
 	if p := f.core.Paths(); p.Passthrough != 1 {
 		t.Fatalf("paths %+v", p)
 	}
-	if recs := f.hist.find("SELECT REPEAT('a', 9000000), REPEAT('b', 9000000)"); len(recs) != 1 || recs[0].Bytes < 18_000_000 {
+	if recs := f.hist.Find("SELECT REPEAT('a', 9000000), REPEAT('b', 9000000)"); len(recs) != 1 || recs[0].Bytes < 18_000_000 {
 		t.Fatalf("history %+v", recs)
 	}
 }

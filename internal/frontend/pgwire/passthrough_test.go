@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,36 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"pgregory.net/rapid"
 
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
 )
-
-// history collects the core's finished-query records.
-type history struct {
-	mu   sync.Mutex
-	recs []proxy.Record
-}
-
-func (h *history) add(r proxy.Record) {
-	h.mu.Lock()
-	h.recs = append(h.recs, r)
-	h.mu.Unlock()
-}
-
-func (h *history) find(sql string) []proxy.Record {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []proxy.Record
-	for _, r := range h.recs {
-		if r.SQL == sql {
-			out = append(out, r)
-		}
-	}
-	return out
-}
 
 type coreSetup struct {
 	noPassthrough bool
@@ -54,13 +30,13 @@ type coreSetup struct {
 }
 
 // coreServer serves a real proxy core over a fresh PostgreSQL database through pgwire.
-func coreServer(t testing.TB, s coreSetup) (addr, directURL string, core *proxy.Core, h *history) {
+func coreServer(t testing.TB, s coreSetup) (addr, directURL string, core *proxy.Core, h *frontendtest.Records) {
 	t.Helper()
 	e, url := pgEngine(t)
-	h = &history{}
+	h = &frontendtest.Records{}
 	core = proxy.New(proxy.Options{
 		Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry(),
-		OnFinish: h.add, Check: s.check,
+		OnFinish: h.Add, Check: s.check,
 	})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
 		Clusters:      []proxy.ClusterSpec{{Name: "pg", Enabled: true, MaxRunningQueries: 8, Engine: e}},
@@ -155,7 +131,7 @@ func TestPassthroughHistoryAndChecks(t *testing.T) {
 			t.Fatalf("mode %v: %d rows, err %v", mode, n, rows.Err())
 		}
 	}
-	recs := h.find(sql)
+	recs := h.Find(sql)
 	if len(recs) != 2 {
 		t.Fatalf("%d history records, want 2", len(recs))
 	}
@@ -198,8 +174,8 @@ func TestPassthroughCancelReachesEngine(t *testing.T) {
 	if time.Since(start) > 20*time.Second {
 		t.Fatal("cancel took too long")
 	}
-	waitFor(t, 5*time.Second, func() bool { return len(h.find(sql)) == 1 })
-	if r := h.find(sql)[0]; r.Status == proxy.StatusSucceeded {
+	waitFor(t, 5*time.Second, func() bool { return len(h.Find(sql)) == 1 })
+	if r := h.Find(sql)[0]; r.Status == proxy.StatusSucceeded {
 		t.Fatalf("record %+v: want not succeeded", r)
 	}
 	if p := core.Paths(); p.Passthrough != 1 {
