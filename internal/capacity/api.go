@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/queryflux/queryflux/node/env"
@@ -44,6 +45,11 @@ type AcquireRequest struct {
 type AcquireResponse struct {
 	Granted bool   `json:"granted"`
 	Lease   *Lease `json:"lease,omitempty"`
+	// Contended says whether another worker's acquire of the cluster was denied or had to wait
+	// at this control plane within the last ContendedFor. A worker keeps released leases idle
+	// for its own next acquire only while this is false. Absent (an older control plane) counts
+	// as true; older workers ignore it.
+	Contended *bool `json:"contended,omitempty"`
 }
 
 // RenewRequest extends one lease; a stale lease gets 409.
@@ -83,11 +89,59 @@ type SweepLockResponse struct {
 // API serves the capacity endpoints of the worker API from a CapacityStore, a SweepCoordinator
 // and the control plane's clock.
 type API struct {
-	store   CapacityStore
-	locks   SweepCoordinator
-	env     env.Env
-	metrics *Metrics
-	queue   *orderedQueue // nil unless Ordered
+	store     CapacityStore
+	locks     SweepCoordinator
+	env       env.Env
+	metrics   *Metrics
+	queue     *orderedQueue // nil unless Ordered
+	contended contention
+}
+
+// ContendedFor is how long after a worker's acquire was denied or had to wait the control plane
+// still calls the cluster contended in its answers to other workers: a second covers the proxy
+// core's longest retry back-off (500 ms) twice, so a worker that keeps retrying keeps it set.
+const ContendedFor = time.Second
+
+// contention remembers, per cluster and holder, the last acquire that was denied or had to wait
+// on this replica (each replica knows its own; a worker asks one at a time).
+type contention struct {
+	mu   sync.Mutex
+	last map[string]map[string]time.Time // cluster -> holder -> when
+}
+
+func (c *contention) mark(cluster, holder string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil {
+		c.last = map[string]map[string]time.Time{}
+	}
+	byHolder := c.last[cluster]
+	if byHolder == nil {
+		byHolder = map[string]time.Time{}
+		c.last[cluster] = byHolder
+	}
+	byHolder[holder] = now
+}
+
+// byOthers reports whether a holder other than holder contended for cluster within ContendedFor
+// of now, forgetting older entries.
+func (c *contention) byOthers(cluster, holder string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	byHolder := c.last[cluster]
+	found := false
+	for h, at := range byHolder { //determinism:ok the answer and the deletions do not depend on order
+		switch {
+		case now.Sub(at) >= ContendedFor:
+			delete(byHolder, h)
+		case h != holder:
+			found = true
+		}
+	}
+	if len(byHolder) == 0 {
+		delete(c.last, cluster)
+	}
+	return found
 }
 
 // Ordered turns on coordination.queue: ordered: acquires that may wait (WaitMillis) are granted
@@ -171,12 +225,16 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 			}
 		}
 	}
+	now := a.env.Now()
 	switch {
 	case err == nil:
-		transport.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{Granted: true, Lease: &l})
+		contended := a.contended.byOthers(req.Cluster, holder, now)
+		transport.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{Granted: true, Lease: &l, Contended: &contended})
 	case errors.Is(err, ErrAtCapacity):
 		a.metrics.LeaseDenied.WithLabelValues(req.Cluster).Inc()
-		transport.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{})
+		a.contended.mark(req.Cluster, holder, now)
+		contended := a.contended.byOthers(req.Cluster, holder, now)
+		transport.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{Contended: &contended})
 	default:
 		a.fail(w, "acquire", err)
 	}

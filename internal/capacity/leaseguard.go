@@ -39,6 +39,18 @@ const (
 	releaseLinger    = 2 * time.Millisecond
 	releaseQueueMax  = 100000
 	keeperActionsMax = 10000 // renewals per keeper round
+
+	// leaseReuseWindow is how long after the control plane granted a lease this node may hand
+	// it from one finished query to the next without asking again (idle reuse). One acquire
+	// round trip over loopback costs ~0.1-0.15 ms, so a busy slot whose queries take about as
+	// long is asked for ~200 times less often; and a busy worker still goes back to the control
+	// plane at least once per window per slot (a lease past its window is released on Release),
+	// well inside the proxy core's retry back-off (2 ms doubling to 500 ms), so the first grant
+	// after another worker was denied tells this one to stop keeping leases idle.
+	leaseReuseWindow = 20 * time.Millisecond
+	// idleLeaseHold is how long a released lease waits idle for the next acquire of its cluster
+	// before it is released the normal way (or sooner, at the end of its reuse window).
+	idleLeaseHold = 2 * time.Millisecond
 )
 
 // GuardOptions configure a LeaseGuard. Env, Client and Holder are required.
@@ -117,10 +129,19 @@ func (o GuardOptions) validate() error {
 // a keeper task and fenced locally (lost) once it could not be renewed for LeaseTTL minus
 // DriftMargin, i.e. before the control plane may reclaim it. Releases are queued and sent in
 // batches by a flusher task. Start the tasks with Start.
+//
+// Idle reuse: when the client is a ContentionAcquirer and acquires do not wait at the control
+// plane (AcquireWaits false), a released lease may be kept idle for its cluster for up to
+// idleLeaseHold, and the next Acquire of that cluster takes it without a round trip. Only while
+// the lease is within leaseReuseWindow of its grant, at least RenewEvery from its fence time,
+// and the control plane's last answer for the cluster said no other worker was denied or queued
+// there. An idle-reaper task releases idle leases not taken in time, and all of them on Stop.
 type LeaseGuard struct {
 	o        GuardOptions
 	released env.Signal // a release was queued
+	idled    env.Signal // the set of idle leases went from empty to not empty
 	fallback *LocalGuard
+	reuse    bool // idle reuse is on (see above)
 
 	mu      sync.Mutex
 	nextID  uint64
@@ -135,6 +156,22 @@ type LeaseGuard struct {
 	freed        []func() // run after every release batch (landed or failed): wake waiters
 	// unreachableUntil: the control plane did not answer an acquire; until then, don't ask.
 	unreachableUntil time.Time
+	// idle holds released leases kept for the next acquire of their cluster (counted as held),
+	// idleN how many in all. uncontended is set for a cluster while the control plane's last
+	// answer for it said no other worker contends for it; absent means keep nothing idle.
+	idle        map[string][]idleLease
+	idleN       int
+	uncontended map[string]bool
+	stopped     bool // the guard's tasks ended: keep nothing idle
+}
+
+// idleLease is a released slot's lease kept for the next acquire of its cluster.
+type idleLease struct {
+	lease     Lease
+	fenceAt   time.Time
+	renewAt   time.Time
+	grantedAt time.Time // when the acquire that granted it was sent: its reuse window starts here
+	until     time.Time // released the normal way from here on
 }
 
 type queuedRelease struct {
@@ -149,6 +186,8 @@ type leaseSlot struct {
 	lease   Lease
 	fenceAt time.Time // local clock: stop counting on the lease from here on
 	renewAt time.Time // local clock: next renewal due
+	// grantedAt is when the acquire that granted the lease was sent (kept across reuses).
+	grantedAt time.Time
 
 	// under g.mu
 	released bool
@@ -165,27 +204,42 @@ func NewLeaseGuard(o GuardOptions) (*LeaseGuard, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	_, reports := o.Client.(ContentionAcquirer)
 	return &LeaseGuard{
 		o:        o,
 		released: o.Env.NewSignal(),
+		idled:    o.Env.NewSignal(),
 		fallback: NewLocalGuard(),
-		slots:    map[uint64]*leaseSlot{},
-		held:     map[string]int{},
-		pending:  map[string]int{},
+		// Ordered mode promises arrival order at the control plane: an idle lease taken here
+		// would jump acquires already queued there until the next grant said so, so no reuse.
+		reuse:       reports && !o.AcquireWaits,
+		slots:       map[uint64]*leaseSlot{},
+		held:        map[string]int{},
+		pending:     map[string]int{},
+		idle:        map[string][]idleLease{},
+		uncontended: map[string]bool{},
 	}, nil
 }
 
-// Start runs the keeper (renewals, self-fencing) and the release flusher until ctx ends.
+// Start runs the keeper (renewals, self-fencing), the release flusher and the idle reaper until
+// ctx ends. When ctx ends the idle reaper releases the idle leases and flushes queued releases
+// once more (bounded by AcquireTimeout), so that a stopped node leaves nothing to the sweep.
 func (g *LeaseGuard) Start(ctx context.Context) {
 	g.o.Env.Go(ctx, "capacity-keeper", g.runKeeper)
 	g.o.Env.Go(ctx, "capacity-release-flusher", g.runFlusher)
+	g.o.Env.Go(ctx, "capacity-idle-reaper", g.runIdleReaper)
 }
 
-// Acquire implements Guard: one round trip to the LeaseClient, bounded by AcquireTimeout. When
-// the client is a ReleasingAcquirer, the queued releases ride on that round trip.
+// Acquire implements Guard: an idle lease of the cluster if there is one (no round trip), or
+// one round trip to the LeaseClient, bounded by AcquireTimeout. When the client is a
+// ReleasingAcquirer, the queued releases ride on that round trip.
 func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Slot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if s := g.takeIdle(cluster, limit); s != nil {
+		g.o.Metrics.LeaseReused.WithLabelValues(cluster).Inc()
+		return s, nil
 	}
 	// Carried releases still count: the control plane decides a retry-mode acquire before it
 	// frees them, so a worker never wins back its own slot ahead of others.
@@ -203,23 +257,7 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 		return g.unavailable(cluster, limit, errors.New("the control plane did not answer the last acquire"))
 	}
 	actx, cancel := g.o.Env.WithTimeout(ctx, g.o.AcquireTimeout)
-	var lease Lease
-	var err error
-	if len(carry) > 0 {
-		lease, err = g.o.Client.(ReleasingAcquirer).AcquireReleasing(actx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent, refsOf(carry))
-		if err == nil || errors.Is(err, ErrAtCapacity) {
-			g.landed(carry)
-		} else {
-			g.putBack(carry)
-		}
-		if errors.Is(err, ErrInvalid) {
-			// A control plane older than the release field refuses it: ask plainly, and the
-			// flusher sends the releases on their own.
-			lease, err = g.o.Client.Acquire(actx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent)
-		}
-	} else {
-		lease, err = g.o.Client.Acquire(actx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent)
-	}
+	lease, err := g.request(actx, cluster, limit, sent, carry)
 	cancel()
 	switch {
 	case err == nil:
@@ -237,6 +275,42 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	g.unreachableUntil = g.o.Env.Now().Add(unreachableHold)
 	g.mu.Unlock()
 	return g.unavailable(cluster, limit, err)
+}
+
+// request sends one acquire (carrying carry) and settles the carried releases: landed after a
+// grant or denial, put back for the flusher otherwise.
+func (g *LeaseGuard) request(ctx context.Context, cluster string, limit int, sent time.Time, carry []queuedRelease) (Lease, error) {
+	lease, err := g.ask(ctx, cluster, limit, sent, refsOf(carry))
+	if len(carry) == 0 {
+		return lease, err
+	}
+	if err == nil || errors.Is(err, ErrAtCapacity) {
+		g.landed(carry)
+	} else {
+		g.putBack(carry)
+	}
+	if errors.Is(err, ErrInvalid) {
+		// A control plane older than the release field refuses it: ask plainly, and the
+		// flusher sends the releases on their own.
+		lease, err = g.ask(ctx, cluster, limit, sent, nil)
+	}
+	return lease, err
+}
+
+// ask is one acquire round trip, releases riding on it when there are any. A ContentionAcquirer
+// also says whether other workers contend for the cluster, which decides idle reuse.
+func (g *LeaseGuard) ask(ctx context.Context, cluster string, limit int, sent time.Time, release []LeaseRef) (Lease, error) {
+	if ca, ok := g.o.Client.(ContentionAcquirer); ok {
+		lease, contended, err := ca.AcquireContended(ctx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent, release)
+		if err == nil || errors.Is(err, ErrAtCapacity) {
+			g.contention(cluster, contended)
+		}
+		return lease, err
+	}
+	if len(release) > 0 {
+		return g.o.Client.(ReleasingAcquirer).AcquireReleasing(ctx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent, release)
+	}
+	return g.o.Client.Acquire(ctx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent)
 }
 
 // unreachable reports whether the control plane failed an acquire less than unreachableHold ago.
@@ -314,7 +388,7 @@ func (g *LeaseGuard) add(l Lease, sent time.Time) *leaseSlot {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.nextID++
-	s := &leaseSlot{g: g, id: g.nextID, lease: l, fenceAt: g.fenceFrom(sent), renewAt: sent.Add(g.o.RenewEvery)}
+	s := &leaseSlot{g: g, id: g.nextID, lease: l, fenceAt: g.fenceFrom(sent), renewAt: sent.Add(g.o.RenewEvery), grantedAt: sent}
 	g.slots[s.id] = s
 	g.held[l.Cluster]++
 	return s
@@ -326,21 +400,29 @@ func (g *LeaseGuard) fenceFrom(sent time.Time) time.Time {
 	return sent.Add(g.o.LeaseTTL - g.o.DriftMargin)
 }
 
-// Held is the number of leased slots this node holds on cluster (fenced ones until released).
+// Held is the number of leased slots this node holds on cluster (fenced ones until released,
+// idle ones included: the control plane counts them).
 func (g *LeaseGuard) Held(cluster string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.held[cluster]
+	return g.held[cluster] + len(g.idle[cluster])
+}
+
+// Idle is the number of idle leases this node keeps for cluster.
+func (g *LeaseGuard) Idle(cluster string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.idle[cluster])
 }
 
 // occupied is the number of slots of cluster the control plane counts for this node as far as
-// it knows: leases held, and releases not yet landed unless the flusher is failing (then the
-// control plane may be unreachable and the acquire must go on to its onUnavailable policy) or
-// acquires wait at the control plane anyway.
+// it knows: leases held (idle ones too), and releases not yet landed unless the flusher is
+// failing (then the control plane may be unreachable and the acquire must go on to its
+// onUnavailable policy) or acquires wait at the control plane anyway.
 func (g *LeaseGuard) occupied(cluster string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := g.held[cluster]
+	n := g.held[cluster] + len(g.idle[cluster])
 	if !g.flushFailing && !g.o.AcquireWaits {
 		n += g.pending[cluster]
 	}
@@ -366,9 +448,12 @@ func (g *LeaseGuard) PendingReleases() int {
 	return len(g.queue)
 }
 
-// Release implements Slot.
+// Release implements Slot. The lease is kept idle for the next acquire of its cluster when
+// idle reuse allows (then OnFreed's callbacks run at once: a waiter may take it), or queued for
+// release.
 func (s *leaseSlot) Release() {
 	g := s.g
+	now := g.o.Env.Now()
 	g.mu.Lock()
 	if s.released {
 		g.mu.Unlock()
@@ -383,15 +468,30 @@ func (s *leaseSlot) Release() {
 	if g.held[s.lease.Cluster] == 0 {
 		delete(g.held, s.lease.Cluster)
 	}
-	// Even a fenced lease is released: the control plane may still hold it (one-way partition).
-	if len(g.queue) < releaseQueueMax {
-		g.queue = append(g.queue, queuedRelease{ref: s.lease.Ref(), cluster: s.lease.Cluster, until: s.fenceAt.Add(2 * g.o.DriftMargin)})
-		g.pending[s.lease.Cluster]++
-	} else {
-		g.dropped++
+	if !s.lost && !s.overrun && g.reusable(s.lease.Cluster, s.grantedAt, s.fenceAt, now) {
+		first := g.keepIdle(idleLease{lease: s.lease, fenceAt: s.fenceAt, renewAt: s.renewAt, grantedAt: s.grantedAt,
+			until: minTime(now.Add(idleLeaseHold), s.grantedAt.Add(leaseReuseWindow))})
+		g.mu.Unlock()
+		if first {
+			g.idled.Notify()
+		}
+		g.wakeFreed()
+		return
 	}
+	// Even a fenced lease is released: the control plane may still hold it (one-way partition).
+	g.queueRelease(s.lease, s.fenceAt)
 	g.mu.Unlock()
 	g.released.Notify()
+}
+
+// queueRelease queues the release of lease l for the flusher or the next acquire (under g.mu).
+func (g *LeaseGuard) queueRelease(l Lease, fenceAt time.Time) {
+	if len(g.queue) >= releaseQueueMax {
+		g.dropped++
+		return
+	}
+	g.queue = append(g.queue, queuedRelease{ref: l.Ref(), cluster: l.Cluster, until: fenceAt.Add(2 * g.o.DriftMargin)})
+	g.pending[l.Cluster]++
 }
 
 // Lost implements Slot.
@@ -637,4 +737,188 @@ func (g *LeaseGuard) wakeFreed() {
 	for _, fn := range fns {
 		fn()
 	}
+}
+
+// ------------------------------------------------------------------------------- idle reuse
+
+// ContentionAcquirer is a ReleasingAcquirer that also reports whether the control plane saw
+// another worker contend for the cluster recently (an acquire denied or queued there). A
+// LeaseGuard keeps leases idle for reuse only with such a client, and only while it says no.
+// A control plane that does not say counts as contended.
+type ContentionAcquirer interface {
+	AcquireContended(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []LeaseRef) (lease Lease, contended bool, err error)
+}
+
+// reusable reports whether a lease of cluster granted at grantedAt, fenced at fenceAt, may be
+// kept idle or taken from idle at now (under g.mu): the fence at least one renewal interval
+// away, so the keeper has a whole round to renew it for the query that takes it.
+func (g *LeaseGuard) reusable(cluster string, grantedAt, fenceAt, now time.Time) bool {
+	return g.reuse && !g.stopped && g.uncontended[cluster] &&
+		now.Before(grantedAt.Add(leaseReuseWindow)) && now.Add(g.o.RenewEvery).Before(fenceAt)
+}
+
+// keepIdle adds an idle lease (under g.mu) and reports whether it is the only one: then the idle
+// reaper must be told.
+func (g *LeaseGuard) keepIdle(il idleLease) bool {
+	c := il.lease.Cluster
+	g.idle[c] = append(g.idle[c], il)
+	g.idleN++
+	return g.idleN == 1
+}
+
+// takeIdle turns the most recently idled lease of cluster into a slot, if one is still
+// reusable and this node's running slots leave room under limit (a lowered cap). Idle leases
+// of the cluster that are no longer reusable go to the release queue.
+func (g *LeaseGuard) takeIdle(cluster string, limit int) *leaseSlot {
+	if !g.reuse {
+		return nil
+	}
+	now := g.o.Env.Now()
+	g.mu.Lock()
+	list := g.idle[cluster]
+	if len(list) == 0 || g.held[cluster]+g.fallback.Running(cluster) >= limit {
+		g.mu.Unlock()
+		return nil
+	}
+	var s *leaseSlot
+	expired := false
+	for len(list) > 0 && s == nil {
+		il := list[len(list)-1]
+		list = list[:len(list)-1]
+		g.idleN--
+		if !now.Before(il.until) || !g.reusable(cluster, il.grantedAt, il.fenceAt, now) {
+			g.queueRelease(il.lease, il.fenceAt)
+			expired = true
+			continue
+		}
+		g.nextID++
+		s = &leaseSlot{g: g, id: g.nextID, lease: il.lease, fenceAt: il.fenceAt, renewAt: il.renewAt, grantedAt: il.grantedAt}
+		g.slots[s.id] = s
+		g.held[cluster]++
+	}
+	g.setIdle(cluster, list)
+	g.mu.Unlock()
+	if expired {
+		g.released.Notify()
+	}
+	return s
+}
+
+// setIdle stores cluster's idle list (under g.mu).
+func (g *LeaseGuard) setIdle(cluster string, list []idleLease) {
+	if len(list) == 0 {
+		delete(g.idle, cluster)
+		return
+	}
+	g.idle[cluster] = list
+}
+
+// contention records what the control plane said about cluster. Once it says contended, the
+// cluster's idle leases are released at once and none are kept until an answer says otherwise.
+func (g *LeaseGuard) contention(cluster string, contended bool) {
+	g.mu.Lock()
+	if !contended {
+		g.uncontended[cluster] = true
+		g.mu.Unlock()
+		return
+	}
+	delete(g.uncontended, cluster)
+	n := g.releaseIdle(cluster)
+	g.mu.Unlock()
+	if n > 0 {
+		g.released.Notify()
+	}
+}
+
+// releaseIdle queues the releases of all idle leases of cluster and reports how many (under g.mu).
+func (g *LeaseGuard) releaseIdle(cluster string) int {
+	list := g.idle[cluster]
+	for _, il := range list {
+		g.queueRelease(il.lease, il.fenceAt)
+	}
+	g.idleN -= len(list)
+	delete(g.idle, cluster)
+	return len(list)
+}
+
+// runIdleReaper releases idle leases whose hold ran out, and all of them when ctx ends.
+func (g *LeaseGuard) runIdleReaper(ctx context.Context) {
+	for ctx.Err() == nil {
+		seen := g.idled.Seq()
+		next := g.ExpireIdle(g.o.Env.Now())
+		var err error
+		if next.IsZero() {
+			err = g.idled.Wait(ctx, seen)
+		} else {
+			err = g.o.Env.Sleep(ctx, max(next.Sub(g.o.Env.Now()), time.Microsecond))
+		}
+		if err != nil {
+			break
+		}
+	}
+	g.stop(ctx)
+}
+
+// ExpireIdle queues the releases of idle leases whose hold has run out at now and returns when
+// the next one runs out (zero when none is left). The idle reaper calls it; tests may too.
+func (g *LeaseGuard) ExpireIdle(now time.Time) time.Time {
+	g.mu.Lock()
+	var next time.Time
+	expired := false
+	for _, c := range sortedKeys(g.idle) {
+		var keep []idleLease
+		for _, il := range g.idle[c] {
+			if now.Before(il.until) {
+				keep = append(keep, il)
+				if next.IsZero() || il.until.Before(next) {
+					next = il.until
+				}
+				continue
+			}
+			g.queueRelease(il.lease, il.fenceAt)
+			g.idleN--
+			expired = true
+		}
+		g.setIdle(c, keep)
+	}
+	g.mu.Unlock()
+	if expired {
+		g.released.Notify()
+	}
+	return next
+}
+
+// stop keeps nothing idle from now on, releases the idle leases and flushes the queued releases
+// once more, past the end of ctx (the flusher has stopped), bounded by AcquireTimeout.
+func (g *LeaseGuard) stop(ctx context.Context) {
+	g.mu.Lock()
+	g.stopped = true
+	for _, c := range sortedKeys(g.idle) {
+		g.releaseIdle(c)
+	}
+	pending := len(g.queue)
+	g.mu.Unlock()
+	if pending == 0 {
+		return
+	}
+	fctx, cancel := g.o.Env.WithTimeout(context.WithoutCancel(ctx), g.o.AcquireTimeout)
+	defer cancel()
+	for g.Flush(fctx) {
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

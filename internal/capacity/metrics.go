@@ -19,6 +19,9 @@ type Metrics struct {
 	Overrun *prometheus.CounterVec
 	// LeasesLost counts leases dropped by self-fencing, by cluster and the action taken.
 	LeasesLost *prometheus.CounterVec
+	// LeaseReused counts acquires served by an idle lease of this node, without a round trip
+	// to the coordination service, by cluster.
+	LeaseReused *prometheus.CounterVec
 }
 
 // NewMetrics creates the counters and registers them on reg (nil: kept but not registered).
@@ -41,12 +44,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "queryflux_capacity_leases_lost_total",
 			Help: "Leases dropped by self-fencing because they could not be renewed in time.",
 		}, []string{"cluster", "action"}),
+		LeaseReused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_capacity_lease_reused_total",
+			Help: "Capacity lease acquires served by an idle lease of this node, without asking the coordination service.",
+		}, []string{"cluster"}),
 	}
 	if reg != nil {
 		m.LeaseDenied = register(reg, m.LeaseDenied)
 		m.CoordinationFailures = register(reg, m.CoordinationFailures)
 		m.Overrun = register(reg, m.Overrun)
 		m.LeasesLost = register(reg, m.LeasesLost)
+		m.LeaseReused = register(reg, m.LeaseReused)
 	}
 	return m
 }

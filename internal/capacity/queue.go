@@ -250,6 +250,7 @@ func (a *API) acquireOrdered(ctx context.Context, cluster, holder string, limit 
 				return l, err
 			}
 		}
+		a.contended.mark(cluster, holder, a.env.Now()) // this acquire waits: others should not skip it
 		left := deadline.Sub(a.env.Now())
 		if left <= 0 {
 			return Lease{}, ErrAtCapacity

@@ -51,8 +51,9 @@ func NewRemoteDo(do func(ctx context.Context, req *http.Request) (*http.Response
 }
 
 var (
-	_ LeaseClient       = (*Remote)(nil)
-	_ ReleasingAcquirer = (*Remote)(nil)
+	_ LeaseClient        = (*Remote)(nil)
+	_ ReleasingAcquirer  = (*Remote)(nil)
+	_ ContentionAcquirer = (*Remote)(nil)
 )
 
 // Acquire implements LeaseClient; holder names the lease only where the control plane does not
@@ -63,19 +64,27 @@ func (c *Remote) Acquire(ctx context.Context, cluster, holder string, limit int,
 
 // AcquireReleasing implements ReleasingAcquirer: the releases ride on the acquire request.
 func (c *Remote) AcquireReleasing(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []LeaseRef) (Lease, error) {
+	l, _, err := c.AcquireContended(ctx, cluster, holder, limit, ttl, now, release)
+	return l, err
+}
+
+// AcquireContended implements ContentionAcquirer: AcquireReleasing, and whether the control
+// plane called the cluster contended (a control plane that does not say counts as contended).
+func (c *Remote) AcquireContended(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []LeaseRef) (Lease, bool, error) {
 	var resp AcquireResponse
 	err := c.post(ctx, PathAcquire, AcquireRequest{Cluster: cluster, Cap: limit, TTLMillis: ttl.Milliseconds(), Holder: holder,
 		WaitMillis: c.acquireWait.Milliseconds(), Release: release}, &resp)
 	if err != nil {
-		return Lease{}, err
+		return Lease{}, true, err
 	}
+	contended := resp.Contended == nil || *resp.Contended
 	if !resp.Granted {
-		return Lease{}, ErrAtCapacity
+		return Lease{}, contended, ErrAtCapacity
 	}
 	if resp.Lease == nil || resp.Lease.Cluster != cluster {
-		return Lease{}, fmt.Errorf("%w: acquire answer for %q names lease %+v", ErrUnavailable, cluster, resp.Lease)
+		return Lease{}, true, fmt.Errorf("%w: acquire answer for %q names lease %+v", ErrUnavailable, cluster, resp.Lease)
 	}
-	return *resp.Lease, nil
+	return *resp.Lease, contended, nil
 }
 
 // Renew implements LeaseClient.

@@ -1,0 +1,343 @@
+package capacity_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/sim"
+)
+
+// contentionClient is a control plane as a ContentionAcquirer over a memory store: it counts
+// acquire round trips and release batches, and answers contended as told.
+type contentionClient struct {
+	*capacity.Memory
+	contended bool
+	delay     time.Duration // each acquire takes this long (needs env)
+	env       env.Env
+	acquires  int
+	carried   int
+	batches   int
+}
+
+func (c *contentionClient) AcquireContended(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []capacity.LeaseRef) (capacity.Lease, bool, error) {
+	c.acquires++
+	if c.delay > 0 {
+		if err := c.env.Sleep(ctx, c.delay); err != nil {
+			return capacity.Lease{}, true, err
+		}
+	}
+	l, err := c.Memory.Acquire(ctx, cluster, holder, limit, ttl, now)
+	if _, rerr := c.Memory.ReleaseBatch(ctx, release); rerr != nil {
+		return capacity.Lease{}, true, rerr
+	}
+	c.carried += len(release)
+	return l, c.contended, err
+}
+
+func (c *contentionClient) AcquireReleasing(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []capacity.LeaseRef) (capacity.Lease, error) {
+	l, _, err := c.AcquireContended(ctx, cluster, holder, limit, ttl, now, release)
+	return l, err
+}
+
+func (c *contentionClient) Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (capacity.Lease, error) {
+	return c.AcquireReleasing(ctx, cluster, holder, limit, ttl, now, nil)
+}
+
+func (c *contentionClient) ReleaseBatch(ctx context.Context, refs []capacity.LeaseRef) (int, error) {
+	c.batches++
+	return c.Memory.ReleaseBatch(ctx, refs)
+}
+
+// leases is how many leases of cluster c the store holds.
+func (c *contentionClient) leases() int {
+	ls, _ := c.List(context.Background(), "c")
+	return len(ls)
+}
+
+// reuseWorld runs body in a task of a simulated node against a guard (started) over client.
+// It returns the failed steps.
+func reuseWorld(t *testing.T, client capacity.LeaseClient, opts capacity.GuardOptions,
+	body func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool))) {
+	t.Helper()
+	s := sim.New(sim.Opts{Seed: 11})
+	n := s.AddNode("w", nil)
+	var failed []string
+	check := func(what string, ok bool) {
+		if !ok {
+			failed = append(failed, what)
+		}
+	}
+	s.Spawn(n, "test", func() {
+		opts.Env, opts.Client, opts.Holder = n.Env(), client, "w"
+		g, err := capacity.NewLeaseGuard(opts)
+		if err != nil {
+			panic(err)
+		}
+		g.Start(n.Ctx())
+		body(n.Ctx(), n.Env(), g, check)
+	})
+	if err := s.Run(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range failed {
+		t.Error("not so: " + f)
+	}
+}
+
+func sleep(ctx context.Context, e env.Env, d time.Duration) {
+	if err := e.Sleep(ctx, d); err != nil {
+		panic(err)
+	}
+}
+
+// TestIdleLeaseIsReused: a slot released and acquired again at once (even at cap 1, where the
+// local deny would otherwise refuse) takes the idle lease without a round trip, counts it, and
+// wakes OnFreed's callbacks when the lease goes idle. Not taken, the idle lease is released
+// after its hold; the next acquire asks again.
+func TestIdleLeaseIsReused(t *testing.T) {
+	client := &contentionClient{Memory: capacity.NewMemory()}
+	metrics := capacity.NewMetrics(nil)
+	reuseWorld(t, client, capacity.GuardOptions{Metrics: metrics}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
+		freed := 0
+		g.OnFreed(func() { freed++ })
+		slot, err := g.Acquire(ctx, "c", 1)
+		check("first acquire granted", err == nil && client.acquires == 1)
+		slot.Release()
+		check("the released lease is idle and still held", g.Idle("c") == 1 && g.Held("c") == 1 && client.leases() == 1)
+		check("OnFreed ran when it went idle", freed == 1)
+		again, err := g.Acquire(ctx, "c", 1)
+		check("second acquire granted from the idle lease, no round trip", err == nil && client.acquires == 1)
+		check("... counted", testutil.ToFloat64(metrics.LeaseReused.WithLabelValues("c")) == 1)
+		check("... and no longer idle", g.Idle("c") == 0 && g.Held("c") == 1)
+		check("the same lease", again.(interface{ Lease() capacity.Lease }).Lease().ID == slot.(interface{ Lease() capacity.Lease }).Lease().ID)
+		again.Release()
+		sleep(ctx, e, 10*time.Millisecond) // past the hold and the release linger
+		check("not taken within the hold: released the normal way",
+			g.Idle("c") == 0 && g.PendingReleases() == 0 && client.leases() == 0 && client.batches == 1)
+		_, err = g.Acquire(ctx, "c", 1)
+		check("the next acquire asks again", err == nil && client.acquires == 2)
+	})
+}
+
+// TestReuseWindowSendsBusyWorkerBack: back-to-back 1 ms queries for 100 ms reuse a lease only
+// within its window from the grant: about one round trip per window, not one per query and not
+// one in all; a lease released past its window is not kept idle.
+func TestReuseWindowSendsBusyWorkerBack(t *testing.T) {
+	client := &contentionClient{Memory: capacity.NewMemory()}
+	reuseWorld(t, client, capacity.GuardOptions{}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
+		start := e.Now()
+		queries := 0
+		for e.Now().Sub(start) < 100*time.Millisecond {
+			slot, err := g.Acquire(ctx, "c", 1)
+			if err != nil {
+				sleep(ctx, e, time.Millisecond) // a release of ours is landing
+				continue
+			}
+			queries++
+			sleep(ctx, e, time.Millisecond)
+			slot.Release()
+		}
+		check("many queries ran", queries >= 50)
+		// 100 ms / 20 ms window: about 5 grants (each window ends with a release that must land).
+		check("the control plane was asked about once per window", client.acquires >= 4 && client.acquires <= 8)
+		t.Logf("%d queries, %d acquire round trips", queries, client.acquires)
+
+		slot, err := g.Acquire(ctx, "c", 2)
+		check("a fresh acquire", err == nil)
+		sleep(ctx, e, 25*time.Millisecond) // a query longer than the window
+		slot.Release()
+		check("a lease released past its window is not kept idle", g.Idle("c") == 0 && g.PendingReleases() == 1)
+	})
+}
+
+// TestContendedClusterKeepsNothingIdle: while the control plane says the cluster is contended
+// the guard releases instead of keeping leases idle, and an answer saying contended releases
+// the idle leases already kept; an uncontended answer turns reuse on again.
+func TestContendedClusterKeepsNothingIdle(t *testing.T) {
+	client := &contentionClient{Memory: capacity.NewMemory(), contended: true}
+	reuseWorld(t, client, capacity.GuardOptions{}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
+		slot, err := g.Acquire(ctx, "c", 2)
+		check("granted", err == nil)
+		slot.Release()
+		check("contended: released, not idle", g.Idle("c") == 0 && g.PendingReleases() == 1)
+		_, err = g.Acquire(ctx, "c", 2)
+		check("the next acquire asks", err == nil && client.acquires == 2)
+
+		client.contended = false
+		a, _ := g.Acquire(ctx, "c", 3)
+		a.Release()
+		check("uncontended again: kept idle", g.Idle("c") == 1)
+		client.contended = true
+		_, err = g.Acquire(ctx, "d", 1) // another cluster: its answer says nothing about c
+		check("an answer about d leaves c's idle lease", err == nil && g.Idle("c") == 1)
+		b, err := g.Acquire(ctx, "c", 3)
+		check("reused", err == nil && client.acquires == 4)
+		b.Release()
+		_, err = g.Acquire(ctx, "c", 3) // takes the idle one: no answer, no change
+		check("reused again", err == nil && client.acquires == 4)
+		two, err := g.Acquire(ctx, "c", 3)
+		check("third slot asks, answer contended", err == nil && client.acquires == 5)
+		two.Release()
+		check("contended again: released, not idle", g.Idle("c") == 0)
+	})
+}
+
+// TestContendedAnswerReleasesIdleLeases: a lease that went idle while an acquire of its cluster
+// was out is released at once when that acquire's answer says contended.
+func TestContendedAnswerReleasesIdleLeases(t *testing.T) {
+	client := &contentionClient{Memory: capacity.NewMemory()}
+	reuseWorld(t, client, capacity.GuardOptions{}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
+		a, _ := g.Acquire(ctx, "c", 3)
+		// The answer comes 1 ms after the acquire, the release half-way: within the idle hold.
+		client.contended, client.delay, client.env = true, time.Millisecond, e
+		e.Go(ctx, "release-meanwhile", func(ctx context.Context) {
+			sleep(ctx, e, 500*time.Microsecond)
+			a.Release()
+			check("kept idle while the acquire is out", g.Idle("c") == 1)
+		})
+		_, err := g.Acquire(ctx, "c", 3)
+		check("the acquire out at the time was granted", err == nil && client.acquires == 2)
+		check("its contended answer released the idle lease", g.Idle("c") == 0 && g.Held("c") == 1 && g.PendingReleases() == 1)
+	})
+}
+
+// TestNoReuseWithoutContentionReportOrInOrderedMode: a client that cannot say whether the
+// cluster is contended (a store), and the ordered queue (acquires wait at the control plane, in
+// arrival order), get no idle reuse.
+func TestNoReuseWithoutContentionReportOrInOrderedMode(t *testing.T) {
+	plain := &countingClient{LeaseClient: capacity.NewMemory()}
+	reuseWorld(t, plain, capacity.GuardOptions{}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
+		slot, _ := g.Acquire(ctx, "c", 2)
+		slot.Release()
+		check("store client: released, not idle", g.Idle("c") == 0 && g.PendingReleases() == 1)
+	})
+	client := &contentionClient{Memory: capacity.NewMemory()}
+	reuseWorld(t, client, capacity.GuardOptions{AcquireWaits: true}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
+		slot, _ := g.Acquire(ctx, "c", 2)
+		slot.Release()
+		check("ordered: released, not idle", g.Idle("c") == 0 && g.PendingReleases() == 1)
+	})
+}
+
+// TestIdleLeasesCountAndRespectALoweredCap: idle leases count as held (the local deny refuses
+// an acquire that would need another lease), but an acquire that finds no room under a lowered
+// cap does not take one.
+func TestIdleLeasesCountAndRespectALoweredCap(t *testing.T) {
+	client := &contentionClient{Memory: capacity.NewMemory()}
+	reuseWorld(t, client, capacity.GuardOptions{}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
+		a, _ := g.Acquire(ctx, "c", 2)
+		_, _ = g.Acquire(ctx, "c", 2)
+		a.Release()
+		_, err := g.Acquire(ctx, "c", 1)
+		check("cap lowered to 1 with one running: denied locally, idle lease not taken",
+			errors.Is(err, capacity.ErrAtCapacity) && client.acquires == 2 && g.Idle("c") == 1)
+		_, err = g.Acquire(ctx, "c", 2)
+		check("at cap 2 the idle lease serves", err == nil && client.acquires == 2 && g.Idle("c") == 0)
+	})
+}
+
+// TestStopReleasesIdleLeases: when the guard's context ends, idle leases are released at the
+// control plane at once, not left to the sweep.
+func TestStopReleasesIdleLeases(t *testing.T) {
+	client := &contentionClient{Memory: capacity.NewMemory()}
+	s := sim.New(sim.Opts{Seed: 2})
+	n := s.AddNode("w", nil)
+	var g *capacity.LeaseGuard
+	var idleBefore int
+	s.Spawn(n, "test", func() {
+		ctx, cancel := n.Env().WithCancel(n.Ctx())
+		var err error
+		g, err = capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: client, Holder: "w"})
+		if err != nil {
+			panic(err)
+		}
+		g.Start(ctx)
+		slot, err := g.Acquire(ctx, "c", 1)
+		if err != nil {
+			panic(err)
+		}
+		slot.Release()
+		idleBefore = g.Idle("c")
+		cancel()
+	})
+	if err := s.Run(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if idleBefore != 1 || g.Idle("c") != 0 || client.leases() != 0 {
+		t.Fatalf("idle before stop %d, after %d; leases at the control plane %d: want 1, 0, 0", idleBefore, g.Idle("c"), client.leases())
+	}
+}
+
+// TestAPIReportsContention: an acquire answer says contended while another worker's acquire of
+// the cluster was denied within ContendedFor (a worker's own denial does not count), and
+// uncontended after; Remote reads it, and reads a control plane that does not say as contended.
+func TestAPIReportsContention(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 4})
+	store := capacity.NewMemory()
+	s.AddNode("cp", func(n *sim.Node) http.Handler { return capacity.NewAPIHandler(store, store, n.Env(), nil) })
+	w := s.AddNode("w", nil)
+	type answer struct {
+		contended bool
+		err       error
+	}
+	var got []answer
+	ask := func(holder string) {
+		r := capacity.NewRemote("http://cp", w.Client(), nil)
+		_, contended, err := r.AcquireContended(w.Ctx(), "c", holder, 1, time.Minute, time.Time{}, nil)
+		got = append(got, answer{contended, err})
+	}
+	var first capacity.Lease
+	s.Spawn(w, "test", func() {
+		var err error
+		first, err = capacity.NewRemote("http://cp", w.Client(), nil).Acquire(w.Ctx(), "c", "w1", 1, time.Minute, time.Time{})
+		if err != nil {
+			panic(err)
+		}
+		ask("w1") // 0: w1's own denial
+		ask("w1") // 1: still only w1 was denied
+		ask("w2") // 2: w2 denied; w1 was denied just before
+	})
+	s.At(100*time.Millisecond, func() {
+		s.Spawn(w, "later", func() {
+			if _, err := store.ReleaseBatch(w.Ctx(), []capacity.LeaseRef{first.Ref()}); err != nil {
+				panic(err)
+			}
+			ask("w1") // 3: granted; w2 was denied 100 ms ago
+		})
+	})
+	s.At(3*time.Second, func() {
+		s.Spawn(w, "much-later", func() {
+			ls, _ := store.List(w.Ctx(), "c")
+			if _, err := store.ReleaseBatch(w.Ctx(), []capacity.LeaseRef{ls[0].Ref()}); err != nil {
+				panic(err)
+			}
+			ask("w1") // 4: granted, nobody denied for over ContendedFor
+		})
+	})
+	if err := s.Run(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	denied := func(a answer) bool { return errors.Is(a.err, capacity.ErrAtCapacity) }
+	if len(got) != 5 || !denied(got[0]) || got[0].contended || got[1].contended || !denied(got[2]) || !got[2].contended ||
+		got[3].err != nil || !got[3].contended || got[4].err != nil || got[4].contended {
+		t.Fatalf("answers %+v: want denied uncontended x2, denied contended, granted contended, granted uncontended", got)
+	}
+
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", capacity.MediaJSON)
+		_, _ = w.Write([]byte(`{"granted":true,"lease":{"id":"c#1","cluster":"c","holder":"w","generation":1,"expiresAt":"2030-01-01T00:00:00Z"}}`))
+	}))
+	defer old.Close()
+	_, contended, err := capacity.NewRemote(old.URL, old.Client(), nil).AcquireContended(context.Background(), "c", "w", 1, time.Minute, time.Time{}, nil)
+	if err != nil || !contended {
+		t.Fatalf("a control plane without the field: contended %v, err %v; want contended", contended, err)
+	}
+}
