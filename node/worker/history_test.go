@@ -91,3 +91,40 @@ func TestHistoryUplinkToControlPlane(t *testing.T) {
 		t.Fatalf("heartbeat did not carry the history counters: %+v", wi.Heartbeat)
 	}
 }
+
+// historyProxyRecord is a routed passthrough query as the proxy core reports it.
+func historyProxyRecord() proxy.Record {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	return proxy.Record{
+		QueryID: "p-1", User: "bob", Protocol: "postgres", Group: "g", Cluster: "c",
+		SQL: "select abalance from pgbench_accounts where aid = $1", Status: proxy.StatusSucceeded,
+		Trace: []proxy.TraceStep{
+			{Router: "protocolBased#0", Reason: "protocol postgres not listed"},
+			{Router: "header#1", Matched: true, Group: "g", Reason: "user bob"},
+		},
+		Start: start, End: start.Add(time.Millisecond),
+	}
+}
+
+// HistoryRecord's trace lines: the router, whether it matched, the group it chose, and why.
+func TestHistoryRecordTraceLines(t *testing.T) {
+	r := historyProxyRecord()
+	r.Trace = append(r.Trace, proxy.TraceStep{Router: "fallback", Matched: true}, proxy.TraceStep{Router: "script#2"})
+	got := HistoryRecord(r).RoutingTrace
+	want := []string{"protocolBased#0: no (protocol postgres not listed)", "header#1: matched -> g (user bob)", "fallback: matched", "script#2: no"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("trace %q, want %q", got, want)
+	}
+	if r.Trace = nil; HistoryRecord(r).RoutingTrace != nil {
+		t.Fatal("a record without a trace got one")
+	}
+}
+
+// BenchmarkHistoryRecord is HistoryRecord's cost on the finished query's goroutine.
+func BenchmarkHistoryRecord(b *testing.B) {
+	r := historyProxyRecord()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = HistoryRecord(r)
+	}
+}
