@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,7 +77,11 @@ func (c UplinkConfig) withDefaults() UplinkConfig {
 type SendFunc func(ctx context.Context, b *QueryRecordBatchV1) error
 
 // Uplink buffers finished queries on a worker and sends them to the control plane in batches.
-// Add never blocks and never does I/O; a flusher task (Start) sends every FlushInterval and backs
+// Add never blocks, never does I/O and never redacts: it runs on the finished query's goroutine
+// before the client gets its answer, so it only queues the raw record (bounded, see boundRaw).
+// The sender redacts records as it takes them from the queue (see effectivePolicy); no record
+// leaves the uplink unredacted: the send func gets only prepared records, and the only
+// accessors (Counters, metrics, logs) show numbers and send errors, never a record. A flusher task (Start) sends every FlushInterval and backs
 // off with jitter while the endpoint is down; when the buffer is full the oldest records are
 // dropped and counted. Every record is either sent once (acknowledged), dropped (counted) or
 // still pending: Sent + Dropped + Pending = records added.
@@ -88,7 +93,7 @@ type Uplink struct {
 
 	mu       sync.Mutex
 	policy   redact.Policy
-	queue    ring
+	queue    ring // records as Add took them: raw, each with the policy active then
 	inflight int  // records taken out by the send in progress
 	sending  bool // one sender at a time: the flusher or the final flush
 	closed   bool // after Shutdown: Add counts records as dropped
@@ -97,9 +102,9 @@ type Uplink struct {
 	dropped  uint64
 	failing  bool // for logging the first failure and the recovery only
 
-	// memo keeps the redacted SQL and digest of recent statements: Add runs on the query's
-	// own goroutine, and most traffic repeats a few statement texts (prepared statements,
-	// pgbench), whose normalization is most of Add's cost.
+	// memo keeps the redacted SQL and digest of recent statements: most traffic repeats a few
+	// statement texts (prepared statements, pgbench), whose normalization is most of the
+	// sender's CPU. Only the sender uses it (one at a time); the lock is for safety, uncontended.
 	memoMu   sync.Mutex
 	memo     map[sqlMemoKey]redact.Redacted
 	memoHits int          // hits since memo was last emptied
@@ -134,7 +139,8 @@ func NewUplink(e env.Env, cfg UplinkConfig, send SendFunc) *Uplink {
 	return &Uplink{e: e, cfg: cfg, send: send, idle: e.NewSignal(), policy: cfg.Policy, queue: newRing(cfg.BufferMax)}
 }
 
-// SetPolicy changes the redaction policy for records added from now on.
+// SetPolicy changes the redaction policy for records added from now on, and tightens (never
+// loosens) it for records still queued: see effectivePolicy.
 func (u *Uplink) SetPolicy(p redact.Policy) error {
 	p, err := redact.ParsePolicy(string(p))
 	if err != nil {
@@ -186,25 +192,95 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 	return red
 }
 
-// Add redacts rec with the active policy and queues it. It never blocks on I/O.
+// Add queues rec, raw, with the active policy; the sender redacts it. It is O(1) for any
+// ordinary record: no tokenizing, no I/O, no blocking.
 func (u *Uplink) Add(rec Record) {
-	u.mu.Lock()
-	p := u.policy
-	u.mu.Unlock()
-	rec = u.prepare(p, rec) // redaction is CPU work: outside the lock
+	if rec.StartedAt.IsZero() && rec.EndedAt.IsZero() {
+		rec.EndedAt = u.e.Now() // when it finished, not when the sender gets to it
+	}
+	rec = boundRaw(rec)
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed || rec.QueryID == "" {
 		u.dropped++
 		return
 	}
-	if u.queue.push(rec) {
+	if u.queue.push(entry{rec: rec, policy: u.policy}) {
 		u.dropped++
 	}
 }
 
+// rawSlack: a queued raw text is kept up to rawSlack times its wire limit. Only the redacted
+// text's first SQLLengthMax bytes go on the wire, and they come from the raw text's start:
+// under none the raw text is the redacted one; maskLiterals only shortens text by collapsing
+// literals, comments, blanks and IN lists, so 4x leaves room for 3 MiB of those before the
+// kept text could differ; metadata keeps no text. Cutting inside a literal leaves an
+// unterminated literal, which redaction masks whole. What the cut does change: the digest of
+// a statement longer than 4 MiB is the digest of its first 4 MiB.
+const rawSlack = 4
+
+// boundRaw bounds the memory a queued raw record holds: a cut text is copied, so the queue does
+// not pin a huge original. Ordinary records pass unchanged, with no copy.
+func boundRaw(rec Record) Record {
+	rec.SQL = boundText(rec.SQL, rawSlack*SQLLengthMax)
+	rec.Error = boundText(rec.Error, rawSlack*ErrorLengthMax)
+	if len(rec.RoutingTrace) > TraceStepsMax || anyLonger(rec.RoutingTrace, rawSlack*TraceStepLenMax) {
+		trace := make([]string, min(len(rec.RoutingTrace), TraceStepsMax)) // not the caller's array
+		for i := range trace {
+			trace[i] = boundText(rec.RoutingTrace[i], rawSlack*TraceStepLenMax)
+		}
+		rec.RoutingTrace = trace
+	}
+	rec.QueryID = boundText(rec.QueryID, QueryIDLengthMax)
+	for _, s := range []*string{&rec.Worker, &rec.User, &rec.Protocol, &rec.Group, &rec.Cluster, &rec.ErrorCode} {
+		*s = boundText(*s, NameLengthMax)
+	}
+	return rec
+}
+
+func anyLonger(ss []string, n int) bool {
+	for _, s := range ss {
+		if len(s) > n {
+			return true
+		}
+	}
+	return false
+}
+
+// boundText is s cut to at most n bytes, copied when cut.
+func boundText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.Clone(truncate(s, n))
+}
+
+// effectivePolicy is the policy a queued record is redacted with: the stricter of the one
+// active when it was added and the one active now. Not the current one alone: loosening
+// metadata to none would send in clear the SQL of queries that ran under metadata. Not the
+// Add-time one alone: after tightening none to maskLiterals, the literals of queued records
+// would still leave the process, after the operator said they must not.
+func effectivePolicy(added, now redact.Policy) redact.Policy {
+	if strictness(now) > strictness(added) {
+		return now
+	}
+	return added
+}
+
+// strictness orders the policies by how little they keep; an unknown one counts as metadata,
+// as in redact.Apply.
+func strictness(p redact.Policy) int {
+	switch p {
+	case redact.None:
+		return 0
+	case redact.MaskLiterals:
+		return 1
+	}
+	return 2
+}
+
 // prepare redacts rec and makes it fit the wire limits, so one odd record can never make the
-// control plane refuse a whole batch.
+// control plane refuse a whole batch. The sender calls it, off the query's path.
 func (u *Uplink) prepare(p redact.Policy, rec Record) Record {
 	d := sqltok.DialectForProtocol(rec.Protocol)
 	red := u.redactSQL(p, d, rec.SQL)
@@ -220,10 +296,7 @@ func (u *Uplink) prepare(p redact.Policy, rec Record) Record {
 		rec.Status = StatusFailed
 	}
 	if rec.StartedAt.IsZero() {
-		rec.StartedAt = rec.EndedAt
-		if rec.StartedAt.IsZero() {
-			rec.StartedAt = u.e.Now()
-		}
+		rec.StartedAt = rec.EndedAt // Add set EndedAt when both were zero
 	}
 	if rec.EndedAt.Before(rec.StartedAt) {
 		rec.EndedAt = rec.StartedAt
@@ -345,34 +418,47 @@ var errBusy = errors.New("history: a send is already in progress")
 // fails, or uplinkRoundsMax batches went out.
 func (u *Uplink) flush(ctx context.Context) error {
 	for range uplinkRoundsMax {
-		batch, err := u.take()
+		batch, policy, err := u.take()
 		if err != nil || len(batch) == 0 {
 			return err
 		}
-		if err := u.sendBatch(ctx, batch); err != nil {
+		if err := u.sendBatch(ctx, policy, batch); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// take claims the sender role and the oldest BatchMax records.
-func (u *Uplink) take() ([]Record, error) {
+// take claims the sender role and the oldest BatchMax records, with the active policy.
+func (u *Uplink) take() ([]entry, redact.Policy, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.sending {
-		return nil, errBusy
+		return nil, "", errBusy
 	}
 	batch := u.queue.popFrontBudget(u.cfg.BatchMax, batchBytesBudget)
 	if len(batch) > 0 {
 		u.sending = true
 		u.inflight = len(batch)
 	}
-	return batch, nil
+	return batch, u.policy, nil
 }
 
-// sendBatch sends one batch and settles its records: acknowledged, put back, or dropped.
-func (u *Uplink) sendBatch(ctx context.Context, recs []Record) error {
+// prepareBatch redacts the raw records of batch, each with its effective policy. Every send
+// attempt prepares from the raw records: a failed batch goes back to the queue raw, so a policy
+// tightened before the retry applies to it too, and the digest is always of the raw SQL.
+func (u *Uplink) prepareBatch(now redact.Policy, batch []entry) []Record {
+	recs := make([]Record, len(batch))
+	for i := range batch {
+		recs[i] = u.prepare(effectivePolicy(batch[i].policy, now), batch[i].rec)
+	}
+	return recs
+}
+
+// sendBatch redacts and sends one batch (outside the lock: redaction is CPU work, and Add must
+// not wait for it), then settles its records: acknowledged, put back raw, or dropped.
+func (u *Uplink) sendBatch(ctx context.Context, policy redact.Policy, batch []entry) error {
+	recs := u.prepareBatch(policy, batch)
 	b := &QueryRecordBatchV1{BatchID: u.batchID(), Worker: u.cfg.Worker, Records: recs}
 	sctx, cancel := u.e.WithTimeout(ctx, u.cfg.SendTimeout)
 	err := u.send(sctx, b)
@@ -390,7 +476,7 @@ func (u *Uplink) sendBatch(ctx context.Context, recs []Record) error {
 	case rejected(err), u.closed:
 		u.dropped += uint64(len(recs))
 	default:
-		u.dropped += uint64(u.queue.pushFront(recs))
+		u.dropped += uint64(u.queue.pushFront(batch))
 		u.failing = true
 	}
 	u.mu.Unlock()
@@ -488,36 +574,42 @@ func (u *Uplink) close() error {
 	return nil
 }
 
-// ring is a bounded FIFO of records, oldest first.
+// entry is a queued record, raw as Add took it, with the policy active then.
+type entry struct {
+	rec    Record
+	policy redact.Policy
+}
+
+// ring is a bounded FIFO of entries, oldest first.
 type ring struct {
-	buf   []Record
+	buf   []entry
 	head  int
 	count int
 }
 
-func newRing(capacity int) ring { return ring{buf: make([]Record, capacity)} }
+func newRing(capacity int) ring { return ring{buf: make([]entry, capacity)} }
 
 func (r *ring) len() int { return r.count }
 
-// push appends rec, dropping the oldest record when full; it reports whether one was dropped.
-func (r *ring) push(rec Record) bool {
+// push appends e, dropping the oldest entry when full; it reports whether one was dropped.
+func (r *ring) push(e entry) bool {
 	if r.count == len(r.buf) {
-		r.buf[r.head] = rec
+		r.buf[r.head] = e
 		r.head = (r.head + 1) % len(r.buf)
 		return true
 	}
-	r.buf[(r.head+r.count)%len(r.buf)] = rec
+	r.buf[(r.head+r.count)%len(r.buf)] = e
 	r.count++
 	return false
 }
 
-// popFront removes and returns up to n of the oldest records.
-func (r *ring) popFront(n int) []Record {
+// popFront removes and returns up to n of the oldest entries.
+func (r *ring) popFront(n int) []entry {
 	n = min(n, r.count)
-	out := make([]Record, n)
+	out := make([]entry, n)
 	for i := range out {
 		out[i] = r.buf[r.head]
-		r.buf[r.head] = Record{}
+		r.buf[r.head] = entry{}
 		r.head = (r.head + 1) % len(r.buf)
 	}
 	r.count -= n
@@ -528,21 +620,25 @@ func (r *ring) popFront(n int) []Record {
 // records carry long SQL: a refused batch would be dropped whole.
 const batchBytesBudget = BatchBytesMax / 4
 
-// recordBytesEstimate over-estimates a record's JSON size (escaping can double odd text).
-func recordBytesEstimate(r *Record) int {
-	n := 512 + 2*(len(r.SQL)+len(r.Error)+len(r.QueryID)+len(r.User))
+// bytesEstimate over-estimates the JSON size e's record will have once prepared: escaping can
+// double odd text, redaction at most doubles a text (a=1 -> a = ?, ' -> '?), and prepare cuts
+// it to its wire limit.
+func (e *entry) bytesEstimate() int {
+	grown := func(s string, limit int) int { return min(2*len(s), limit) }
+	r := &e.rec
+	n := 512 + 2*(grown(r.SQL, SQLLengthMax)+grown(r.Error, ErrorLengthMax)+len(r.QueryID)+len(r.User))
 	for _, s := range r.RoutingTrace {
-		n += 2*len(s) + 4
+		n += 2*grown(s, TraceStepLenMax) + 4
 	}
 	return n
 }
 
-// popFrontBudget removes up to n of the oldest records whose estimated size stays within
-// budget; it always takes at least one record when any is queued.
-func (r *ring) popFrontBudget(n, budget int) []Record {
+// popFrontBudget removes up to n of the oldest entries whose estimated size stays within
+// budget; it always takes at least one entry when any is queued.
+func (r *ring) popFrontBudget(n, budget int) []entry {
 	take, size := 0, 0
 	for take < min(n, r.count) {
-		size += recordBytesEstimate(&r.buf[(r.head+take)%len(r.buf)])
+		size += r.buf[(r.head+take)%len(r.buf)].bytesEstimate()
 		if take > 0 && size > budget {
 			break
 		}
@@ -551,13 +647,13 @@ func (r *ring) popFrontBudget(n, budget int) []Record {
 	return r.popFront(take)
 }
 
-// pushFront puts recs (older than everything queued) back at the front. What does not fit is
-// the oldest of all and is dropped; it returns how many were dropped.
-func (r *ring) pushFront(recs []Record) int {
-	i := len(recs) - 1
+// pushFront puts entries (older than everything queued) back at the front. What does not fit
+// is the oldest of all and is dropped; it returns how many were dropped.
+func (r *ring) pushFront(es []entry) int {
+	i := len(es) - 1
 	for ; i >= 0 && r.count < len(r.buf); i-- {
 		r.head = (r.head - 1 + len(r.buf)) % len(r.buf)
-		r.buf[r.head] = recs[i]
+		r.buf[r.head] = es[i]
 		r.count++
 	}
 	return i + 1

@@ -239,36 +239,57 @@ func TestUplinkRetryAfterLostReplyStoresOnce(t *testing.T) {
 	}
 }
 
+// TestUplinkSetPolicy: the sender redacts a queued record with the stricter of the policy
+// active when it was added and the one active when it is sent, so a policy change never lets
+// more of a queued record out than either policy allows.
 func TestUplinkSetPolicy(t *testing.T) {
 	e := newTestEnv(t, 7, time.Hour)
 	p := newEndpoint(e)
 	u := NewUplink(e, UplinkConfig{Worker: "w1", Policy: redact.None}, p.send)
-	r := mkRec(e, 1)
-	r.Error = "boom 'secret'"
-	r.RoutingTrace = []string{"group adhoc"}
-	u.Add(r)
-	if err := u.SetPolicy(redact.Metadata); err != nil {
-		t.Fatal(err)
+	add := func(i int) Record {
+		r := mkRec(e, i)
+		r.Error = "boom 'secret'"
+		r.RoutingTrace = []string{"group adhoc"}
+		u.Add(r)
+		return r
 	}
-	r2 := mkRec(e, 2)
-	r2.Error, r2.RoutingTrace = r.Error, r.RoutingTrace
-	u.Add(r2)
+	setPolicy := func(pol redact.Policy) {
+		if err := u.SetPolicy(pol); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush := func() {
+		if err := u.flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := add(1) // none, sent under none
+	flush()
+	add(2) // none, then tightened to metadata before it is sent
+	setPolicy(redact.Metadata)
+	add(3)
+	flush()
+	add(4) // metadata, then loosened to none before it is sent
+	setPolicy(redact.None)
+	add(5)
+	flush()
 	if err := u.SetPolicy("bogus"); err == nil {
 		t.Fatal("SetPolicy accepted a bad policy")
-	}
-	if err := u.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
 	}
 	page, _ := p.store.Query(context.Background(), Filter{})
 	byID := map[string]Record{}
 	for _, rec := range page.Records {
 		byID[rec.QueryID] = rec
 	}
-	if got := byID[r.QueryID]; got.SQL != r.SQL || got.Error != r.Error || len(got.RoutingTrace) != 1 {
-		t.Fatalf("policy none changed the record: %+v", got)
+	for _, i := range []int{1, 5} {
+		if got := byID[mkRec(e, i).QueryID]; got.SQL != mkRec(e, i).SQL || got.Error != kept.Error || len(got.RoutingTrace) != 1 {
+			t.Fatalf("record %d: policy none changed it: %+v", i, got)
+		}
 	}
-	if got := byID[r2.QueryID]; got.SQL != "" || got.Error != "" || got.RoutingTrace != nil || got.SQLDigest != byID[r.QueryID].SQLDigest {
-		t.Fatalf("policy metadata kept text: %+v", got)
+	for _, i := range []int{2, 3, 4} {
+		if got := byID[mkRec(e, i).QueryID]; got.SQL != "" || got.Error != "" || got.RoutingTrace != nil || got.SQLDigest != byID[kept.QueryID].SQLDigest {
+			t.Fatalf("record %d: policy metadata kept text: %+v", i, got)
+		}
 	}
 }
 
