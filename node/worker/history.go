@@ -67,15 +67,20 @@ var rejectedCodes = map[string]bool{
 }
 
 // HistoryRecord converts the proxy core's finished-query record for the history. A failed
-// query the proxy refused before it ran (queue full, denied, no route) is "rejected".
+// query the proxy refused before it ran (queue full, denied, no route) is "rejected". It runs on
+// the finished query's goroutine, before the client's answer: it only copies fields and formats
+// the trace (one allocation per step); the uplink redacts later, on its sender.
 func HistoryRecord(r proxy.Record) history.Record {
 	status := history.Status(r.Status)
 	if r.Status == proxy.StatusFailed && rejectedCodes[r.ErrorCode] {
 		status = history.StatusRejected
 	}
 	var trace []string
-	for _, s := range r.Trace {
-		trace = append(trace, traceLine(s))
+	if len(r.Trace) > 0 {
+		trace = make([]string, len(r.Trace))
+		for i, s := range r.Trace {
+			trace[i] = traceLine(s)
+		}
 	}
 	return history.Record{
 		QueryID: r.QueryID, User: r.User, Protocol: r.Protocol, Group: r.Group, Cluster: r.Cluster,
@@ -85,19 +90,25 @@ func HistoryRecord(r proxy.Record) history.Record {
 	}
 }
 
+// traceLine is "router: matched -> group (reason)" or "router: no (reason)".
 func traceLine(s proxy.TraceStep) string {
+	const matched, arrow, no = ": matched", " -> ", ": no"
 	var b strings.Builder
+	b.Grow(len(s.Router) + len(matched) + len(arrow) + len(s.Group) + len(s.Reason) + 3)
 	b.WriteString(s.Router)
 	if s.Matched {
-		b.WriteString(": matched")
+		b.WriteString(matched)
 		if s.Group != "" {
-			b.WriteString(" -> " + s.Group)
+			b.WriteString(arrow)
+			b.WriteString(s.Group)
 		}
 	} else {
-		b.WriteString(": no")
+		b.WriteString(no)
 	}
 	if s.Reason != "" {
-		b.WriteString(" (" + s.Reason + ")")
+		b.WriteString(" (")
+		b.WriteString(s.Reason)
+		b.WriteByte(')')
 	}
 	return b.String()
 }
