@@ -79,10 +79,11 @@ type SendFunc func(ctx context.Context, b *QueryRecordBatchV1) error
 // Uplink buffers finished queries on a worker and sends them to the control plane in batches.
 // Add never blocks, never does I/O and never redacts: it runs on the finished query's goroutine
 // before the client gets its answer, so it only queues the raw record (bounded, see boundRaw).
-// The sender redacts records as it takes them from the queue (see effectivePolicy); no record
-// leaves the uplink unredacted: the send func gets only prepared records, and the only
-// accessors (Counters, metrics, logs) show numbers and send errors, never a record. A flusher task (Start) sends every FlushInterval and backs
-// off with jitter while the endpoint is down; when the buffer is full the oldest records are
+// The sender redacts records when it takes them from the queue (see effectivePolicy). No
+// record leaves the uplink unredacted: the send func gets prepared records only, nothing is
+// spilled to disk, and Counters, the metrics and the logs show numbers and send errors, never
+// a record. A flusher task (Start) sends every FlushInterval and backs off with jitter while
+// the endpoint is down; when the buffer is full the oldest records are
 // dropped and counted. Every record is either sent once (acknowledged), dropped (counted) or
 // still pending: Sent + Dropped + Pending = records added.
 type Uplink struct {
@@ -210,13 +211,15 @@ func (u *Uplink) Add(rec Record) {
 	}
 }
 
-// rawSlack: a queued raw text is kept up to rawSlack times its wire limit. Only the redacted
-// text's first SQLLengthMax bytes go on the wire, and they come from the raw text's start:
-// under none the raw text is the redacted one; maskLiterals only shortens text by collapsing
-// literals, comments, blanks and IN lists, so 4x leaves room for 3 MiB of those before the
-// kept text could differ; metadata keeps no text. Cutting inside a literal leaves an
-// unterminated literal, which redaction masks whole. What the cut does change: the digest of
-// a statement longer than 4 MiB is the digest of its first 4 MiB.
+// rawSlack: a queued raw text is kept up to rawSlack times its wire limit, which is still
+// enough for redaction. Only the redacted text's first SQLLengthMax bytes go on the wire, and
+// they come from the raw text's start: under none the raw text is the redacted one; under
+// maskLiterals a text shrinks only where a literal of any length becomes ?, comments go and
+// blank runs and IN lists collapse, so 4 MiB of raw text fill the 1 MiB on the wire unless
+// more than 3 MiB of them are such; metadata keeps no text. Error text and trace steps are
+// masked the same way (MaskText). A cut inside a literal leaves an unterminated literal, which
+// redaction masks whole. What the cut does change: the digest of a statement longer than
+// 4 MiB is the digest of its first 4 MiB.
 const rawSlack = 4
 
 // boundRaw bounds the memory a queued raw record holds: a cut text is copied, so the queue does
