@@ -139,7 +139,7 @@ func (o GuardOptions) validate() error {
 type LeaseGuard struct {
 	o        GuardOptions
 	released env.Signal // a release was queued
-	idled    env.Signal // the set of idle leases went from empty to not empty
+	idled    env.Signal // a lease went idle while the idle reaper had no deadline
 	fallback *LocalGuard
 	reuse    bool // idle reuse is on (see above)
 
@@ -161,6 +161,7 @@ type LeaseGuard struct {
 	// answer for it said no other worker contends for it; absent means keep nothing idle.
 	idle        map[string][]idleLease
 	idleN       int
+	reaperAt    time.Time // when the idle reaper wakes next (zero: when told through idled)
 	uncontended map[string]bool
 	stopped     bool // the guard's tasks ended: keep nothing idle
 }
@@ -757,13 +758,15 @@ func (g *LeaseGuard) reusable(cluster string, grantedAt, fenceAt, now time.Time)
 		now.Before(grantedAt.Add(leaseReuseWindow)) && now.Add(g.o.RenewEvery).Before(fenceAt)
 }
 
-// keepIdle adds an idle lease (under g.mu) and reports whether it is the only one: then the idle
-// reaper must be told.
+// keepIdle adds an idle lease (under g.mu) and reports whether the idle reaper must be told.
+// It need not be while it sleeps until an earlier hold's end: by then this lease is at most
+// idleLeaseHold past its own, and an acquire never takes a lease past its hold anyway. Telling
+// it only then saves a wake-up per query on a busy slot.
 func (g *LeaseGuard) keepIdle(il idleLease) bool {
 	c := il.lease.Cluster
 	g.idle[c] = append(g.idle[c], il)
 	g.idleN++
-	return g.idleN == 1
+	return g.reaperAt.IsZero()
 }
 
 // takeIdle turns the most recently idled lease of cluster into a slot, if one is still
@@ -796,7 +799,7 @@ func (g *LeaseGuard) takeIdle(cluster string, limit int) *leaseSlot {
 		g.slots[s.id] = s
 		g.held[cluster]++
 	}
-	g.setIdle(cluster, list)
+	g.idle[cluster] = list // kept even when empty: the next release appends without allocating
 	g.mu.Unlock()
 	if expired {
 		g.released.Notify()
@@ -845,7 +848,7 @@ func (g *LeaseGuard) releaseIdle(cluster string) int {
 func (g *LeaseGuard) runIdleReaper(ctx context.Context) {
 	for ctx.Err() == nil {
 		seen := g.idled.Seq()
-		next := g.ExpireIdle(g.o.Env.Now())
+		next := g.expireIdle(g.o.Env.Now())
 		var err error
 		if next.IsZero() {
 			err = g.idled.Wait(ctx, seen)
@@ -859,9 +862,9 @@ func (g *LeaseGuard) runIdleReaper(ctx context.Context) {
 	g.stop(ctx)
 }
 
-// ExpireIdle queues the releases of idle leases whose hold has run out at now and returns when
-// the next one runs out (zero when none is left). The idle reaper calls it; tests may too.
-func (g *LeaseGuard) ExpireIdle(now time.Time) time.Time {
+// expireIdle queues the releases of idle leases whose hold has run out at now and returns when
+// the next one runs out (zero when none is left): the idle reaper's next wake-up.
+func (g *LeaseGuard) expireIdle(now time.Time) time.Time {
 	g.mu.Lock()
 	var next time.Time
 	expired := false
@@ -881,6 +884,7 @@ func (g *LeaseGuard) ExpireIdle(now time.Time) time.Time {
 		}
 		g.setIdle(c, keep)
 	}
+	g.reaperAt = next
 	g.mu.Unlock()
 	if expired {
 		g.released.Notify()
