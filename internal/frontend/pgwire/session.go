@@ -1,7 +1,7 @@
 package pgwire
 
 import (
-	"regexp"
+	"fmt"
 	"strings"
 	"unicode"
 
@@ -9,6 +9,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // Client-protocol settings drivers send at connect (JDBC: extra_float_digits, application_name;
@@ -20,22 +21,24 @@ var sessionSettings = map[string]bool{
 	"intervalstyle": true, "client_min_messages": true, "standard_conforming_strings": true, "bytea_output": true,
 }
 
-var setRe = regexp.MustCompile(`(?is)^set\s+(?:session\s+)?([a-z_]+)\s*(?:=|\bto\b)\s*(.*?)\s*;?\s*$`)
-
-// localStatement answers sql itself when it only sets a client-protocol setting.
+// localStatement answers sql itself when it only sets a client-protocol setting, and refuses
+// a SET that would change the session of a pooled engine connection (see CheckSessionState).
 func (c *conn) localStatement(sql string) (query.Rows, bool, error) {
-	if !startsWithSet(sql) {
-		return nil, false, nil // the hot path: no regexp for statements that are not SETs
+	if !startsWithSetOrReset(sql) {
+		return nil, false, nil // the hot path: no tokenizing for statements that are not SETs
 	}
-	m := setRe.FindStringSubmatch(sql)
-	if m == nil {
-		return nil, false, nil
+	st := parseSet(sql)
+	if st.scope == scopeSession && sessionSettings[st.name] {
+		return c.answerSetting(st.name, st.value)
 	}
-	name := strings.ToLower(m[1])
-	if !sessionSettings[name] {
-		return nil, false, nil
+	if err := st.refusal(c.session != nil); err != nil {
+		return nil, true, err
 	}
-	value := strings.Trim(m[2], `'"`)
+	return nil, false, nil
+}
+
+// answerSetting applies a client-protocol setting to this wire session.
+func (c *conn) answerSetting(name, value string) (query.Rows, bool, error) {
 	switch name {
 	case "client_encoding":
 		if v := strings.ToUpper(strings.ReplaceAll(value, "-", "")); v != "UTF8" && v != "UNICODE" {
@@ -101,8 +104,234 @@ func beginsTransaction(sql string) bool {
 	return strings.EqualFold(word, "BEGIN") || strings.EqualFold(word, "START")
 }
 
-// startsWithSet reports whether sql's first word is SET (any case), cheaply.
-func startsWithSet(sql string) bool {
-	sql = strings.TrimLeft(sql, " \t\r\n")
-	return len(sql) >= 4 && strings.EqualFold(sql[:3], "set") && (sql[3] == ' ' || sql[3] == '\t' || sql[3] == '\n' || sql[3] == '\r')
+// startsWithSetOrReset reports whether sql's first word, after blanks and comments, is SET or
+// RESET (any case), cheaply: this runs on every statement.
+func startsWithSetOrReset(sql string) bool {
+	w := firstWord(sql)
+	return strings.EqualFold(w, "set") || strings.EqualFold(w, "reset")
+}
+
+// firstWord is sql's first run of ASCII letters after blanks, -- comments and (nested) /* */
+// comments; "" when sql starts with anything else. It does not allocate.
+func firstWord(sql string) string {
+	i := skipBlanksAndComments(sql)
+	j := i
+	for j < len(sql) && ((sql[j]|0x20) >= 'a' && (sql[j]|0x20) <= 'z') {
+		j++
+	}
+	return sql[i:j]
+}
+
+func skipBlanksAndComments(sql string) int {
+	i := 0
+	for i < len(sql) {
+		switch {
+		case sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n' || sql[i] == '\r' || sql[i] == '\f' || sql[i] == '\v':
+			i++
+		case strings.HasPrefix(sql[i:], "--"):
+			end := strings.IndexByte(sql[i:], '\n')
+			if end < 0 {
+				return len(sql)
+			}
+			i += end + 1
+		case strings.HasPrefix(sql[i:], "/*"):
+			i = skipBlockComment(sql, i) // split.go: nested, as in PostgreSQL
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// setScope is how long what a SET or RESET statement changes lasts.
+type setScope int
+
+const (
+	// scopeSession: the engine session, past the transaction (SET, SET SESSION).
+	scopeSession setScope = iota
+	// scopeTransaction: the current transaction only (SET LOCAL, SET TRANSACTION, SET
+	// CONSTRAINTS); outside one PostgreSQL ignores it with a warning.
+	scopeTransaction
+	// scopeDefault restores the connection's default (RESET, SET x TO DEFAULT): every pooled
+	// connection starts there, so it leaves nothing behind for the next client.
+	scopeDefault
+)
+
+// setStmt is what a SET or RESET statement changes.
+type setStmt struct {
+	scope setScope
+	name  string // lower case as PostgreSQL folds it ("timezone" for SET TIME ZONE); "" for RESET
+	value string // the value as written; one string literal is unquoted
+}
+
+// parseSet reads a statement whose first word is SET or RESET, with PostgreSQL's grammar
+// (SET [SESSION | LOCAL] name {TO | =} value, SET TIME ZONE, SET ROLE, SET SCHEMA, SET NAMES,
+// SET SESSION AUTHORIZATION, SET SESSION CHARACTERISTICS, SET TRANSACTION, SET CONSTRAINTS).
+func parseSet(sql string) setStmt {
+	toks := significantTokens(sql)
+	p := setParser{toks: toks}
+	if p.word(0) == "reset" {
+		return setStmt{scope: scopeDefault}
+	}
+	p.i = 1
+	st := setStmt{scope: scopeSession}
+	switch p.word(p.i) {
+	case "local":
+		st.scope = scopeTransaction
+		p.i++
+	case "session":
+		p.i++
+		switch p.word(p.i) {
+		case "characteristics":
+			st.name = "session characteristics"
+			return st
+		case "authorization":
+			st.name, st.value = "session authorization", p.rest(p.i+1)
+			return st
+		}
+	}
+	st.name, st.value = p.target()
+	switch {
+	case st.name == "transaction" || st.name == "constraints":
+		st.scope = scopeTransaction
+	case strings.EqualFold(st.value, "default"):
+		st.scope = scopeDefault
+	}
+	return st
+}
+
+// setParser walks the significant tokens of a SET statement.
+type setParser struct {
+	toks []sqltok.Token
+	i    int
+}
+
+// word is the i'th token in lower case when it is a word, else "".
+func (p *setParser) word(i int) string {
+	if i < len(p.toks) && p.toks[i].Kind == sqltok.Word {
+		return strings.ToLower(p.toks[i].Text)
+	}
+	return ""
+}
+
+// target reads the parameter and its value from p.i on.
+func (p *setParser) target() (name, value string) {
+	switch w := p.word(p.i); {
+	case w == "time" && p.word(p.i+1) == "zone":
+		return "timezone", p.rest(p.i + 2)
+	case w == "role" || w == "transaction" || w == "constraints":
+		return w, p.rest(p.i + 1)
+	case w == "schema":
+		return "search_path", p.rest(p.i + 1)
+	case w == "names":
+		return "client_encoding", p.rest(p.i + 1)
+	case w == "xml" && p.word(p.i+1) == "option":
+		return "xmloption", p.rest(p.i + 2)
+	}
+	name = p.dottedName()
+	if t := p.word(p.i); t == "to" || (p.i < len(p.toks) && p.toks[p.i].Text == "=") {
+		p.i++
+	}
+	return name, p.rest(p.i)
+}
+
+// dottedName reads a parameter name: identifiers joined by '.' (custom settings such as
+// myapp.tenant), words folded to lower case, quoted identifiers kept as written.
+func (p *setParser) dottedName() string {
+	var b strings.Builder
+	for p.i < len(p.toks) {
+		t := p.toks[p.i]
+		switch t.Kind {
+		case sqltok.Word:
+			b.WriteString(strings.ToLower(t.Text))
+		case sqltok.QuotedIdent:
+			b.WriteString(strings.ReplaceAll(t.Text[1:len(t.Text)-1], `""`, `"`))
+		default:
+			return b.String()
+		}
+		p.i++
+		if p.i+1 >= len(p.toks) || p.toks[p.i].Text != "." {
+			return b.String()
+		}
+		b.WriteByte('.')
+		p.i++
+	}
+	return b.String()
+}
+
+// rest is the statement's text from token i to the end, without a final ';'; a single string
+// literal is unquoted.
+func (p *setParser) rest(i int) string {
+	toks := p.toks
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	if i >= len(toks) {
+		return ""
+	}
+	if i == len(toks)-1 && toks[i].Kind == sqltok.String && strings.HasPrefix(toks[i].Text, "'") && !toks[i].Unterminated {
+		return strings.ReplaceAll(toks[i].Text[1:len(toks[i].Text)-1], "''", "'")
+	}
+	var b strings.Builder
+	for j, t := range toks[i:] {
+		if j > 0 && t.Pos > toks[i+j-1].Pos+len(toks[i+j-1].Text) {
+			b.WriteByte(' ') // blanks or a comment in between
+		}
+		b.WriteString(t.Text)
+	}
+	return strings.Trim(b.String(), `"`)
+}
+
+func significantTokens(sql string) []sqltok.Token {
+	all := sqltok.Tokenize(sql, sqltok.Postgres)
+	toks := all[:0]
+	for _, t := range all {
+		if t.Significant() {
+			toks = append(toks, t)
+		}
+	}
+	return toks
+}
+
+// refusal is the error a session-level SET is answered with, or nil when st may run on the
+// engine. inTransaction: a pinned engine session is open (BEGIN ... COMMIT).
+func (st setStmt) refusal(inTransaction bool) error {
+	if st.scope != scopeSession {
+		return nil
+	}
+	name := st.name
+	if name == "session characteristics" || name == "session authorization" || name == "role" {
+		name = strings.ToUpper(name) // statements of their own rather than parameters
+	}
+	why := "QueryFlux runs each statement outside a transaction on whichever pooled engine connection is free, " +
+		"so a session setting would not carry to your next statement and would change the connection for other clients"
+	local := "SET LOCAL " + name + " inside a transaction (BEGIN ... COMMIT)"
+	if inTransaction {
+		why = "on the transaction's pooled engine connection it would outlive the transaction and change the connection for other clients"
+		local = "SET LOCAL " + name + " (it ends with the transaction)"
+	}
+	instead := local + ", or ALTER ROLE/DATABASE ... SET " + name + ", or the cluster's connection options"
+	switch st.name {
+	case "session characteristics":
+		instead = "SET TRANSACTION inside each transaction, or ALTER ROLE/DATABASE ... SET default_transaction_isolation " +
+			"(default_transaction_read_only, default_transaction_deferrable)"
+	case "session authorization", "role":
+		instead = local + ", or connect as that user"
+	}
+	return &query.Error{Code: "0A000", Message: fmt.Sprintf("SET %s is not supported: %s; use %s", name, why, instead)}
+}
+
+// CheckSessionState returns the error this frontend answers sql with because it would change
+// the session of a pooled engine connection (a session-level SET or SET SESSION other than
+// the client-protocol settings answered here), or nil. inTransaction: a pinned engine session
+// is open.
+func CheckSessionState(sql string, inTransaction bool) error {
+	if !startsWithSetOrReset(sql) {
+		return nil
+	}
+	st := parseSet(sql)
+	if st.scope == scopeSession && sessionSettings[st.name] {
+		return nil
+	}
+	return st.refusal(inTransaction)
 }
