@@ -23,7 +23,16 @@ import (
 // frontend answers itself (client-protocol SETs).
 //
 // Session state: like the Arrow path, a statement outside a transaction runs on whichever
-// pooled engine connection is free, so a plain SET does not carry to the next statement; use
+// pooled engine connection is free, and a transaction's pinned connection goes back to the
+// pool at its end. So a session-level SET / SET SESSION (SET TIME ZONE, SET ROLE, SET SCHEMA,
+// SET SESSION AUTHORIZATION, SET SESSION CHARACTERISTICS, ...) is refused with 0A000, outside
+// and inside a transaction (session.go, CheckSessionState): it would not carry to the client's
+// next statement and would change the connection for other clients. SET LOCAL, SET
+// TRANSACTION and SET CONSTRAINTS inside a transaction run, as do RESET and SET x TO DEFAULT
+// (they restore the default every pooled connection has); client-protocol settings
+// (application_name, client_encoding, ...) are answered here. Not detected: state changed
+// through a function, such as SELECT set_config('x', 'y', false), a temporary table, a
+// session advisory lock, LISTEN or a WITH HOLD cursor; they stay on the pooled connection. Use
 // SET LOCAL inside a transaction, or set it on the engine's role/database. Likewise several
 // statements in one simple Query run as separate transactions, not one implicit transaction.
 //
