@@ -4,31 +4,60 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/queryflux/queryflux/internal/engine"
 )
 
-// ExecRaw runs one statement on a pooled connection through the extended protocol (Parse,
-// Bind, Describe, Execute, Sync: one round trip) and returns the engine's raw result: the
-// PostgreSQL frontend relays its RowDescription, DataRow values and command tag without
-// decoding them (passthrough). params, paramOIDs and the format codes are the client's own
-// Bind, so the engine sees exactly what the client sent; len(paramOIDs) and
-// len(paramFormats) must be 0, 1 or len(params).
-//
-// The caller must read or Close the ResultReader and then call release, which returns the
-// connection to the pool. Cancelling ctx cancels the statement on the server. A nil
-// ResultReader comes with a non-nil error (no connection could be had).
-func (e *Engine) ExecRaw(ctx context.Context, sql string, params [][]byte, paramOIDs []uint32, paramFormats, resultFormats []int16) (*pgconn.ResultReader, func(), error) {
-	conn, err := e.pool.Acquire(ctx)
-	if err != nil {
-		return nil, nil, wrapErr(err)
-	}
-	rr := conn.Conn().PgConn().ExecParams(ctx, sql, params, paramOIDs, paramFormats, resultFormats)
-	return rr, conn.Release, nil
+var (
+	_ engine.PGRelayer = (*Engine)(nil)
+	_ engine.PGRelayer = (*session)(nil)
+)
+
+// RelayPG runs st on the session's pinned connection (passthrough inside a transaction). The
+// connection stays pgx's, so its transaction status stays right for the pool that gets it back;
+// the result is handed on as wire messages like Engine.RelayPG's.
+func (s *session) RelayPG(ctx context.Context, st engine.PGStatement) (engine.PGResult, error) {
+	rr := s.conn.Conn().PgConn().ExecParams(ctx, st.SQL, st.Params, st.ParamOIDs, st.ParamFormats, st.ResultFormats)
+	return &readerResult{rr: rr}, nil
 }
 
-// ExecRaw runs one statement on the session's pinned connection, as Engine.ExecRaw does on a
-// pooled one (passthrough inside a transaction). release does nothing: the connection stays
-// pinned until Close.
-func (s *session) ExecRaw(ctx context.Context, sql string, params [][]byte, paramOIDs []uint32, paramFormats, resultFormats []int16) (*pgconn.ResultReader, func(), error) {
-	rr := s.conn.Conn().PgConn().ExecParams(ctx, sql, params, paramOIDs, paramFormats, resultFormats)
-	return rr, func() {}, nil
+// readerResult is a pgconn result as engine.PGResult: its messages encoded again.
+type readerResult struct {
+	rr   *pgconn.ResultReader
+	desc []byte
+	row  []byte
+	dr   pgproto3.DataRow
+}
+
+func (r *readerResult) Description() []byte {
+	fds := r.rr.FieldDescriptions()
+	if fds == nil {
+		return nil
+	}
+	if r.desc == nil {
+		rd := pgproto3.RowDescription{Fields: make([]pgproto3.FieldDescription, len(fds))}
+		for i, f := range fds {
+			rd.Fields[i] = pgproto3.FieldDescription{
+				Name: []byte(f.Name), TableOID: f.TableOID, TableAttributeNumber: f.TableAttributeNumber,
+				DataTypeOID: f.DataTypeOID, DataTypeSize: f.DataTypeSize, TypeModifier: f.TypeModifier, Format: f.Format,
+			}
+		}
+		r.desc, _ = rd.Encode(nil)
+	}
+	return r.desc
+}
+
+func (r *readerResult) NextRow() ([]byte, bool) {
+	if !r.rr.NextRow() {
+		return nil, false
+	}
+	r.dr.Values = r.rr.Values()
+	r.row, _ = r.dr.Encode(r.row[:0])
+	return r.row, true
+}
+
+func (r *readerResult) Close() (string, error) {
+	tag, err := r.rr.Close()
+	return tag.String(), wrapErr(err)
 }

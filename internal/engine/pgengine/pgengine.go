@@ -39,6 +39,7 @@ type Engine struct {
 	// argsFreeMode runs statements without arguments. Literal-only SQL (simple-protocol
 	// clients) varies too much to be worth a prepared-statement cache entry each.
 	argsFreeMode pgx.QueryExecMode
+	raw          *rawPool // the relay's connections (raw.go)
 }
 
 var _ engine.Describer = (*Engine)(nil)
@@ -60,7 +61,8 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	if _, set := spec.Options["exec_mode"]; set {
 		argsFree = cfg.ConnConfig.DefaultQueryExecMode
 	}
-	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree}, nil
+	raw := newRawPool(cfg.ConnConfig.Config.Copy(), spec.MaxConns)
+	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, raw: raw}, nil
 }
 
 func poolConfig(spec engine.Spec) (*pgxpool.Config, error) {
@@ -148,9 +150,10 @@ func (e *Engine) Ping(ctx context.Context) error {
 	return wrapErr(e.pool.Ping(ctx))
 }
 
-// Close closes the pool.
+// Close closes the pool and the relay's idle connections.
 func (e *Engine) Close() error {
 	e.pool.Close()
+	e.raw.close()
 	return nil
 }
 

@@ -58,13 +58,7 @@ type conn struct {
 	ends      []int
 	typeMap   *pgtype.Map // per connection: pgtype.Map is not safe for concurrent use
 
-	// Scratch messages of the relay (passthrough): Backend.Send encodes a message at once, so
-	// one of each per connection serves every statement without allocating.
 	ctx context.Context // the connection's life, parent of its statements' contexts
-
-	scratchRow   pgproto3.DataRow
-	scratchRD    pgproto3.RowDescription
-	scratchNames []byte
 }
 
 func newConn(s *Server, nc net.Conn) *conn {

@@ -6,9 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"errors"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -41,19 +42,22 @@ import (
 // pooled connection serves it. An error PostgreSQL raises while planning (at Bind) reaches the
 // client after this frontend's own BindComplete.
 
-// RawEngine is an engine whose results this frontend can relay (pgengine.Engine).
-type RawEngine interface {
-	ExecRaw(ctx context.Context, sql string, params [][]byte, paramOIDs []uint32, paramFormats, resultFormats []int16) (*pgconn.ResultReader, func(), error)
+// canRelay says whether the frontend can relay from e: a PostgreSQL engine (engine.PGRelayer).
+func canRelay(e query.Engine) bool {
+	_, ok := e.(engine.PGRelayer)
+	return ok
 }
+
+// rawMessage is a backend message already encoded (the engine's own), sent as it is.
+type rawMessage []byte
+
+func (m rawMessage) Decode([]byte) error               { return errors.New("pgwire: rawMessage is send-only") }
+func (m rawMessage) Encode(dst []byte) ([]byte, error) { return append(dst, m...), nil }
+func (m rawMessage) Backend()                          {}
 
 // passthroughBackend is a backend that can admit a query for a relay (proxy.Core).
 type passthroughBackend interface {
 	AdmitPassthrough(ctx context.Context, req *query.Request, canRelay func(query.Engine) bool) (*proxy.Admission, bool, error)
-}
-
-func canRelay(e query.Engine) bool {
-	_, ok := e.(RawEngine)
-	return ok
 }
 
 // sessionRelayer is a pinned session of the core that can relay (proxy's coreSession).
@@ -68,8 +72,7 @@ type relay struct {
 	explain func(error) error
 	limits  func(rows, bytes int64) error
 	finish  func(rows, bytes int64, err error) error
-	rr      *pgconn.ResultReader
-	release func()
+	res     engine.PGResult
 	cancel  context.CancelFunc
 	rows    int64
 	bytes   int64
@@ -141,7 +144,7 @@ func (c *conn) startRelay(p *portal) (started bool, err error) {
 	if !ok {
 		return false, nil
 	}
-	raw, ok := adm.Engine.(RawEngine)
+	raw, ok := adm.Engine.(engine.PGRelayer)
 	if !ok {
 		err := fmt.Errorf("pgwire: cluster %s admitted for passthrough cannot relay", adm.Cluster)
 		adm.Finish(0, 0, err)
@@ -170,7 +173,7 @@ func (c *conn) startSessionRelay(p *portal) (started bool, err error) {
 	if !ok {
 		return false, nil
 	}
-	raw, ok := r.Session.(RawEngine)
+	raw, ok := r.Session.(engine.PGRelayer)
 	if !ok {
 		return true, r.Finish(0, 0, fmt.Errorf("pgwire: the pinned engine session cannot relay"))
 	}
@@ -179,15 +182,16 @@ func (c *conn) startSessionRelay(p *portal) (started bool, err error) {
 }
 
 // runRelay starts sql (p's statement) on raw and, when it returns no rows, concludes it.
-func (c *conn) runRelay(p *portal, raw RawEngine, sql string, rctx context.Context, cancel context.CancelFunc, r *relay) error {
-	rr, release, err := raw.ExecRaw(rctx, sql, p.raw.values, paramOIDsFor(p), p.raw.formats, p.formats)
+func (c *conn) runRelay(p *portal, raw engine.PGRelayer, sql string, rctx context.Context, cancel context.CancelFunc, r *relay) error {
+	st := engine.PGStatement{SQL: sql, Simple: p.simple, Params: p.raw.values, ParamOIDs: paramOIDsFor(p), ParamFormats: p.raw.formats, ResultFormats: p.formats}
+	res, err := raw.RelayPG(rctx, st)
 	if err != nil {
 		cancel()
 		return c.runError(r.finish(0, 0, r.explain(err)))
 	}
-	r.rr, r.release, r.cancel = rr, release, cancel
+	r.res, r.cancel = res, cancel
 	p.relay = r
-	if rr.FieldDescriptions() == nil {
+	if res.Description() == nil {
 		// No result set (or an error before one): finish now, the tag or error is final.
 		c.concludeRelay(p)
 		if r.err != nil {
@@ -217,8 +221,7 @@ func (c *conn) concludeRelay(p *portal) {
 		return
 	}
 	r.done = true
-	tag, err := r.rr.Close()
-	r.release()
+	tag, err := r.res.Close()
 	if err != nil && r.err == nil {
 		if cerr := p.ctx.Err(); cerr != nil {
 			err = cerr // the client's cancel, the query timeout or a lost lease: Explain says which
@@ -227,34 +230,17 @@ func (c *conn) concludeRelay(p *portal) {
 	}
 	r.cancel() // only now: it ends p.ctx, which must not be mistaken for a cancel above
 	if r.err == nil {
-		p.tag = tag.String()
+		p.tag = tag
 	}
 	r.err = r.finish(r.rows, r.bytes, r.err)
 }
 
-// relayDescription is the engine's RowDescription as it is, or nil when there are no rows. It
-// is built in c's scratch message: Send encodes it at once, so it is reused per statement.
-func (c *conn) relayDescription(r *relay) *pgproto3.RowDescription {
-	fds := r.rr.FieldDescriptions()
-	if fds == nil {
-		return nil
+// relayDescription is the engine's RowDescription as it is, or nil when there are no rows.
+func relayDescription(r *relay) pgproto3.BackendMessage {
+	if d := r.res.Description(); d != nil {
+		return rawMessage(d)
 	}
-	rd := &c.scratchRD
-	rd.Fields = rd.Fields[:0]
-	names := c.scratchNames[:0]
-	for _, f := range fds {
-		names = append(names, f.Name...)
-	}
-	c.scratchNames = names
-	for _, f := range fds {
-		name := names[:len(f.Name):len(f.Name)]
-		names = names[len(f.Name):]
-		rd.Fields = append(rd.Fields, pgproto3.FieldDescription{
-			Name: name, TableOID: f.TableOID, TableAttributeNumber: f.TableAttributeNumber,
-			DataTypeOID: f.DataTypeOID, DataTypeSize: f.DataTypeSize, TypeModifier: f.TypeModifier, Format: f.Format,
-		})
-	}
-	return rd
+	return nil
 }
 
 // executeRelay sends up to rowsMax rows (0 = all) of a relayed portal, then CommandComplete,
@@ -273,16 +259,12 @@ func (c *conn) executeRelay(p *portal, rowsMax int64) error {
 			c.be.Send(&pgproto3.PortalSuspended{})
 			return nil
 		}
-		if !r.rr.NextRow() {
+		row, ok := r.res.NextRow()
+		if !ok {
 			break
 		}
-		values := r.rr.Values()
-		c.scratchRow.Values = values // Send encodes at once: one DataRow per connection
-		c.be.Send(&c.scratchRow)
-		size := 4 * len(values)
-		for _, v := range values {
-			size += len(v)
-		}
+		c.be.Send(rawMessage(row)) // Send copies it at once
+		size := len(row) - 7       // the values and their lengths, as the Arrow path counts them
 		r.rows++
 		r.bytes += int64(size)
 		n++

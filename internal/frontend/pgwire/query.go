@@ -41,9 +41,10 @@ type portal struct {
 	done    bool
 	started bool
 
-	raw   rawParams // the Bind's parameters as sent, for a relay
-	relay *relay    // set when the statement is relayed (passthrough)
-	tag   string    // the relayed command tag
+	raw    rawParams // the Bind's parameters as sent, for a relay
+	simple bool      // from a simple-protocol Query: relayed as a Query too
+	relay  *relay    // set when the statement is relayed (passthrough)
+	tag    string    // the relayed command tag
 }
 
 func (c *conn) simpleQuery(sql string) error {
@@ -52,7 +53,7 @@ func (c *conn) simpleQuery(sql string) error {
 		c.be.Send(&pgproto3.EmptyQueryResponse{})
 	}
 	for _, s := range stmts {
-		p := &portal{stmt: &preparedStmt{sql: s}}
+		p := &portal{stmt: &preparedStmt{sql: s}, simple: true}
 		err := c.runSimple(p)
 		c.finishPortal(p)
 		if err != nil {
@@ -74,7 +75,7 @@ func (c *conn) runSimple(p *portal) error {
 		return err
 	}
 	if p.relay != nil {
-		if rd := c.relayDescription(p.relay); rd != nil {
+		if rd := relayDescription(p.relay); rd != nil {
 			c.be.Send(rd)
 		}
 		return c.executeRelay(p, 0)
@@ -335,7 +336,7 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 			return err
 		}
 		if p.relay != nil {
-			if rd := c.relayDescription(p.relay); rd != nil {
+			if rd := relayDescription(p.relay); rd != nil {
 				c.be.Send(rd)
 			} else {
 				c.be.Send(&pgproto3.NoData{})

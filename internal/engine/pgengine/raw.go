@@ -1,0 +1,376 @@
+package pgengine
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/queryflux/queryflux/internal/engine"
+)
+
+// The relay (passthrough): engine.PGRelayer on connections of this engine's own, kept apart
+// from the pgx pool. pgconn opens them (TLS, authentication) and then leaves them alone: a
+// statement is written as wire messages and the answer is read message by message, the
+// RowDescription and DataRows handed to the frontend whole, never decoded.
+
+const (
+	rawReadBufferBytes = 32 << 10
+	// rawMessageBytesMax bounds one engine message (PostgreSQL's own limit is 1 GiB).
+	rawMessageBytesMax = 1 << 30
+	// rawCheckIdleAfter is how long a connection may sit idle before it is checked for a
+	// message the server sent meanwhile (a shutdown notice): cheaper than a round trip.
+	rawCheckIdleAfter = time.Second
+	// rawCancelGrace is how long a cancelled statement may take to answer before its
+	// connection is abandoned.
+	rawCancelGrace  = 10 * time.Second
+	rawConnsDefault = 16
+)
+
+var errRawProtocol = errors.New("pgengine: relay: unexpected message from the server")
+
+// rawPool keeps the relay's idle connections (last in, first out) and bounds how many are open.
+type rawPool struct {
+	cfg   *pgconn.Config
+	slots chan struct{} // one token per open or opening connection
+	mu    sync.Mutex
+	idle  []*rawConn
+	shut  bool
+}
+
+func newRawPool(cfg *pgconn.Config, maxConns int) *rawPool {
+	if maxConns <= 0 {
+		maxConns = rawConnsDefault
+	}
+	return &rawPool{cfg: cfg, slots: make(chan struct{}, maxConns)}
+}
+
+func (p *rawPool) get(ctx context.Context) (*rawConn, error) {
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	for {
+		p.mu.Lock()
+		if p.shut {
+			p.mu.Unlock()
+			<-p.slots
+			return nil, errors.New("pgengine: the engine is closed")
+		}
+		n := len(p.idle)
+		if n == 0 {
+			p.mu.Unlock()
+			break
+		}
+		c := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		if time.Since(c.idleSince) < rawCheckIdleAfter || c.quiet() {
+			return c, nil
+		}
+		c.close()
+	}
+	pc, err := pgconn.ConnectConfig(ctx, p.cfg)
+	if err != nil {
+		<-p.slots
+		return nil, err
+	}
+	return &rawConn{pg: pc, buf: make([]byte, rawReadBufferBytes)}, nil
+}
+
+// put takes c back, or closes it when it cannot serve another statement.
+func (p *rawPool) put(c *rawConn) {
+	if c.broken || c.txStatus != 'I' {
+		c.close()
+		<-p.slots
+		return
+	}
+	c.idleSince = time.Now()
+	p.mu.Lock()
+	if p.shut {
+		p.mu.Unlock()
+		c.close()
+		<-p.slots
+		return
+	}
+	p.idle = append(p.idle, c)
+	p.mu.Unlock()
+	<-p.slots
+}
+
+func (p *rawPool) close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.shut = nil, true
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.close()
+	}
+}
+
+// rawConn is one relay connection: pgconn's, read and written directly while idle for pgconn.
+type rawConn struct {
+	pg        *pgconn.PgConn
+	buf       []byte // buf[r:w] is read and not yet consumed
+	r, w      int
+	out       []byte
+	txStatus  byte
+	broken    bool
+	idleSince time.Time
+}
+
+func (c *rawConn) close() {
+	if c.broken {
+		_ = c.pg.Conn().Close()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = c.pg.Close(ctx) // sends Terminate
+}
+
+// next returns the server's next message, whole; it is valid until the next call.
+func (c *rawConn) next() ([]byte, error) {
+	need := 5
+	for {
+		if avail := c.w - c.r; avail >= 5 {
+			need = int(binary.BigEndian.Uint32(c.buf[c.r+1:])) + 1
+			if need < 5 || need > rawMessageBytesMax {
+				return nil, fmt.Errorf("pgengine: relay: message of %d bytes from the server", need)
+			}
+			if avail >= need {
+				msg := c.buf[c.r : c.r+need : c.r+need]
+				c.r += need
+				return msg, nil
+			}
+		}
+		if err := c.fill(need); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// fill reads at least once, making room for a message of need bytes first.
+func (c *rawConn) fill(need int) error {
+	if c.r == c.w {
+		c.r, c.w = 0, 0
+	}
+	if len(c.buf)-c.r < need {
+		if need > len(c.buf) {
+			grown := make([]byte, max(need, 2*len(c.buf)))
+			c.w = copy(grown, c.buf[c.r:c.w])
+			c.buf = grown
+		} else {
+			c.w = copy(c.buf, c.buf[c.r:c.w])
+		}
+		c.r = 0
+	}
+	n, err := c.pg.Conn().Read(c.buf[c.w:])
+	c.w += n
+	if err != nil && n == 0 {
+		return err
+	}
+	return nil
+}
+
+func (c *rawConn) write() error {
+	_, err := c.pg.Conn().Write(c.out)
+	return err
+}
+
+// RelayPG implements engine.PGRelayer: st runs on a relay connection in one round trip.
+// Cancelling ctx cancels the statement on the server (a cancel request); that connection is
+// then closed rather than reused, so a late cancel can never hit a later statement.
+func (e *Engine) RelayPG(ctx context.Context, st engine.PGStatement) (engine.PGResult, error) {
+	c, err := e.raw.get(ctx)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	res := &rawResult{pool: e.raw, c: c}
+	res.encode(st)
+	if err := c.write(); err != nil {
+		c.broken = true
+		e.raw.put(c)
+		return nil, err
+	}
+	res.stop = context.AfterFunc(ctx, func() { res.cancelOnServer() })
+	res.start()
+	return res, nil
+}
+
+// rawResult reads one statement's answer on its connection.
+type rawResult struct {
+	pool *rawPool
+	c    *rawConn
+	stop func() bool
+	desc []byte
+	tag  string
+	err  error
+	// rows: DataRows may follow; ended: the rows (or the error) are over, ReadyForQuery is not
+	// read yet; closed: the connection is back.
+	rows, ended, closed bool
+}
+
+func (r *rawResult) encode(st engine.PGStatement) {
+	out := r.c.out[:0]
+	if st.Simple {
+		out, _ = (&pgproto3.Query{String: st.SQL}).Encode(out)
+	} else {
+		out, _ = (&pgproto3.Parse{Query: st.SQL, ParameterOIDs: st.ParamOIDs}).Encode(out)
+		out, _ = (&pgproto3.Bind{ParameterFormatCodes: st.ParamFormats, Parameters: st.Params, ResultFormatCodes: st.ResultFormats}).Encode(out)
+		out, _ = (&pgproto3.Describe{ObjectType: 'P'}).Encode(out)
+		out, _ = (&pgproto3.Execute{}).Encode(out)
+		out, _ = (&pgproto3.Sync{}).Encode(out)
+	}
+	r.c.out = out
+}
+
+// cancelOnServer runs when the statement's context ends while it runs.
+func (r *rawResult) cancelOnServer() {
+	ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
+	defer cancel()
+	_ = r.c.pg.CancelRequest(ctx)
+	_ = r.c.pg.Conn().SetReadDeadline(time.Now().Add(rawCancelGrace))
+}
+
+// start reads up to the RowDescription, or to the end of a statement without rows.
+func (r *rawResult) start() {
+	for !r.ended {
+		msg, ok := r.message()
+		if !ok {
+			return
+		}
+		switch msg[0] {
+		case '1', '2': // ParseComplete, BindComplete
+		case 'T':
+			r.desc = append([]byte(nil), msg...)
+			r.rows = true
+			return
+		case 'n': // NoData: the CommandComplete follows
+		default:
+			r.c.broken = true
+			r.fail(errRawProtocol)
+		}
+	}
+}
+
+// message reads the next message, handling what ends the rows (CommandComplete,
+// EmptyQueryResponse, ErrorResponse) and what may come at any time (notices, parameter
+// status, notifications). ok is false when the caller gets nothing more.
+func (r *rawResult) message() ([]byte, bool) {
+	for {
+		msg, err := r.c.next()
+		if err != nil {
+			r.c.broken = true
+			r.fail(err)
+			return nil, false
+		}
+		switch msg[0] {
+		case 'N', 'S', 'A':
+			continue
+		case 'C':
+			r.tag = string(commandTagOf(msg))
+			r.ended = true
+			return nil, false
+		case 'I':
+			r.ended = true
+			return nil, false
+		case 'E':
+			var er pgproto3.ErrorResponse
+			if err := er.Decode(msg[5:]); err != nil {
+				r.c.broken = true
+				r.fail(err)
+				return nil, false
+			}
+			r.fail(pgconn.ErrorResponseToPgError(&er))
+			return nil, false
+		case 'Z':
+			r.c.broken = true // ReadyForQuery before the statement ended
+			r.fail(errRawProtocol)
+			return nil, false
+		}
+		return msg, true
+	}
+}
+
+func (r *rawResult) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+	r.ended = true
+}
+
+func commandTagOf(msg []byte) []byte {
+	body := msg[5:]
+	if n := len(body); n > 0 && body[n-1] == 0 {
+		body = body[:n-1]
+	}
+	return body
+}
+
+// Description implements engine.PGResult.
+func (r *rawResult) Description() []byte { return r.desc }
+
+// NextRow implements engine.PGResult.
+func (r *rawResult) NextRow() ([]byte, bool) {
+	if !r.rows || r.ended {
+		return nil, false
+	}
+	msg, ok := r.message()
+	if !ok {
+		return nil, false
+	}
+	if msg[0] != 'D' {
+		r.c.broken = true
+		r.fail(errRawProtocol)
+		return nil, false
+	}
+	return msg, true
+}
+
+// Close implements engine.PGResult: the rest is read to ReadyForQuery (the caller cancels the
+// statement's context first to cut a long result short).
+func (r *rawResult) Close() (string, error) {
+	if r.closed {
+		return r.tag, wrapErr(r.err)
+	}
+	r.closed = true
+	for !r.ended {
+		r.message() // rows the client did not want
+	}
+	for !r.c.broken {
+		msg, err := r.c.next()
+		if err != nil {
+			r.c.broken = true
+			r.fail(err)
+			break
+		}
+		if msg[0] == 'Z' {
+			if len(msg) == 6 {
+				r.c.txStatus = msg[5]
+			}
+			break
+		}
+		if msg[0] == 'E' && r.err == nil { // an error after the rows (at Sync)
+			var er pgproto3.ErrorResponse
+			if er.Decode(msg[5:]) == nil {
+				r.err = pgconn.ErrorResponseToPgError(&er)
+			}
+		}
+	}
+	if !r.stop() {
+		r.c.broken = true // a cancel request was sent or is being sent: never reuse
+	}
+	r.pool.put(r.c)
+	return r.tag, wrapErr(r.err)
+}
