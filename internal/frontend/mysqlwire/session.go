@@ -74,6 +74,11 @@ func (h *session) HandleStmtPrepare(sql string) (int, int, any, error) {
 	if !h.s.backend.Ready() {
 		return 0, 0, nil, errNotConfigured
 	}
+	if isSetStatement(sql) {
+		if err := setRefusal(sql); err != nil {
+			return 0, 0, nil, err
+		}
+	}
 	return countParams(sql), 0, &stmt{sql: sql}, nil
 }
 
@@ -82,6 +87,9 @@ func (h *session) HandleStmtExecute(_ any, sql string, args []any) (*mysql.Resul
 	if !h.s.backend.Ready() {
 		h.writeError(errNotConfigured)
 		return written(), nil
+	}
+	if isSetStatement(sql) {
+		return &mysql.Result{}, nil // a no-op SET, refused at prepare otherwise (setvars.go)
 	}
 	return h.run(sql, normalizeArgs(args), true)
 }
@@ -466,11 +474,10 @@ func skipLine(sql string, i int) int {
 }
 
 // Session statements answered by the proxy itself: it keeps no engine session, so SET has no
-// engine to reach, and clients ask these variables before any real query.
+// engine to reach (setvars.go), and clients ask these variables before any real query.
 var (
 	killStmt      = regexp.MustCompile(`(?is)^kill\s+(query\s+|connection\s+)?(\d+)\s*;?\s*$`)
 	useStmt       = regexp.MustCompile("(?is)^use\\s+`?([^`;\\s]+)`?\\s*;?\\s*$")
-	setStmt       = regexp.MustCompile(`(?is)^set\s`)
 	selectVarStmt = regexp.MustCompile(`(?is)^select\s+(@@[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*@@[\w.]+(?:\s+as\s+\w+)?)*)\s*(?:limit\s+\d+)?\s*;?\s*$`)
 	varItem       = regexp.MustCompile(`(?is)(@@[\w.]+)(?:\s+as\s+(\w+))?`)
 )
@@ -481,8 +488,8 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 		h.db = m[1]
 		return nil, nil, true
 	}
-	if setStmt.MatchString(sql) {
-		return nil, nil, true
+	if isSetStatement(sql) {
+		return nil, setRefusal(sql), true // see setvars.go
 	}
 	if m := killStmt.FindStringSubmatch(sql); m != nil {
 		return nil, h.kill(m[2], strings.EqualFold(strings.TrimSpace(m[1]), "connection")), true

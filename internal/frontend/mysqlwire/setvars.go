@@ -1,0 +1,200 @@
+package mysqlwire
+
+import (
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// Session variables (issue 10). Statements run on whichever pooled engine connection is free,
+// and a transaction's pinned connection goes back to the pool at its end, so a SET cannot
+// reach "this client's session": on an engine connection it would change the connection for
+// other clients, and the client's next statement would not see it. So this frontend answers a
+// SET itself: one that keeps what the proxy reports (SET NAMES utf8mb4, autocommit=1, time_zone
+// '+00:00', isolation REPEATABLE READ: what drivers send at connect) is a no-op OK; any other
+// is refused with ER_NOT_SUPPORTED_YET, naming the variable: SET autocommit=0 (use START
+// TRANSACTION ... COMMIT), other session and GLOBAL variables, user variables (@v) and SET
+// TRANSACTION (it would apply to the next transaction, on another connection). MariaDB's SET
+// STATEMENT ... FOR <statement> only lasts its statement and runs on the engine. Not detected:
+// variables set by a statement other than SET (SELECT @v := 1, SELECT ... INTO @v).
+
+// setRefusal is the error a SET statement is answered with, or nil when it changes nothing
+// the client could see (answered OK here). Only called for statements whose first word is SET.
+func setRefusal(sql string) error {
+	toks := significantMySQL(sql)
+	for _, item := range splitItems(toks[1:]) {
+		if name, ok := keepsReported(item); !ok {
+			return refuseSet(name)
+		}
+	}
+	return nil
+}
+
+// isSetStatement: sql's first word, after blanks and comments, is SET, but not MariaDB's SET
+// STATEMENT ... FOR, which lasts one statement and goes to the engine. Statements that start
+// with neither S nor a comment are not tokenized: this runs on every statement.
+func isSetStatement(sql string) bool {
+	sql = strings.TrimLeft(sql, " \t\r\n")
+	if sql == "" {
+		return false
+	}
+	switch sql[0] {
+	case 's', 'S':
+		if len(sql) < 4 || !strings.EqualFold(sql[:3], "set") || isIdentByte(sql[3]) {
+			return false
+		}
+	case '/', '#', '-':
+	default:
+		return false
+	}
+	toks := significantMySQL(sql)
+	return len(toks) > 0 && strings.EqualFold(toks[0].Text, "set") &&
+		(len(toks) < 2 || !strings.EqualFold(toks[1].Text, "statement"))
+}
+
+func isIdentByte(b byte) bool {
+	return b == '_' || b == '$' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b >= 0x80
+}
+
+func refuseSet(name string) error {
+	instead := "set it on the engine (the user's or server's defaults) or in the cluster's connection options"
+	switch name {
+	case "autocommit":
+		instead = "use START TRANSACTION ... COMMIT (drivers: connect with autocommit on)"
+	case "user variable":
+		instead = "pass the value as a statement parameter"
+	case "transaction":
+		instead = "use START TRANSACTION READ ONLY / WITH CONSISTENT SNAPSHOT, or set the engine's default isolation"
+	}
+	return mysql.NewError(mysql.ER_NOT_SUPPORTED_YET, "SET "+name+" is not supported by queryflux: statements run on pooled engine connections, "+
+		"so a session setting would not carry to your next statement and would change the connection for other clients; "+instead)
+}
+
+func significantMySQL(sql string) []sqltok.Token {
+	all := sqltok.Tokenize(sql, sqltok.MySQL)
+	toks := all[:0]
+	for _, t := range all {
+		if t.Significant() && t.Text != ";" {
+			toks = append(toks, t)
+		}
+	}
+	return toks
+}
+
+// splitItems splits SET's assignments at top-level commas.
+func splitItems(toks []sqltok.Token) [][]sqltok.Token {
+	var items [][]sqltok.Token
+	depth, start := 0, 0
+	for i, t := range toks {
+		switch t.Text {
+		case "(":
+			depth++
+		case ")":
+			depth--
+		case ",":
+			if depth == 0 {
+				items = append(items, toks[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(items, toks[start:])
+}
+
+// keepsReported reads one assignment and reports whether it keeps the value the proxy reports
+// (variable); name is what it sets.
+func keepsReported(item []sqltok.Token) (name string, ok bool) {
+	w := func(i int) string {
+		if i < len(item) && (item[i].Kind == sqltok.Word || item[i].Kind == sqltok.QuotedIdent) {
+			return strings.ToLower(strings.Trim(item[i].Text, "`"))
+		}
+		return ""
+	}
+	i := 0
+	switch w(0) {
+	case "global", "persist", "persist_only":
+		return "GLOBAL " + w(1), false
+	case "session", "local":
+		i = 1
+	}
+	switch {
+	case w(i) == "names":
+		return "NAMES", isUTF8(value(item[i+1:]))
+	case w(i) == "charset", w(i) == "character" && w(i+1) == "set":
+		return "CHARACTER SET", isUTF8(value(item[len(item)-1:]))
+	case w(i) == "transaction":
+		return "transaction", isDefaultTransaction(item[i+1:])
+	case i < len(item) && item[i].Text == "@":
+		return "user variable", false
+	case i < len(item) && item[i].Text == "@@":
+		i++
+		if s := w(i); (s == "session" || s == "local" || s == "global") && i+1 < len(item) && item[i+1].Text == "." {
+			if s == "global" {
+				return "GLOBAL " + w(i+2), false
+			}
+			i += 2
+		}
+	}
+	name = w(i)
+	if i+1 < len(item) && (item[i+1].Text == "=" || item[i+1].Text == ":=") {
+		return name, reportedValue(name, value(item[i+2:]))
+	}
+	return name, false
+}
+
+// value is an assignment's value in lower case: one literal unquoted, else the tokens' text.
+func value(toks []sqltok.Token) string {
+	if len(toks) == 1 && toks[0].Kind == sqltok.String {
+		t := toks[0].Text
+		return strings.ToLower(t[1 : len(t)-1])
+	}
+	texts := make([]string, len(toks))
+	for i, t := range toks {
+		texts[i] = t.Text
+	}
+	return strings.ToLower(strings.Join(texts, " "))
+}
+
+// reportedValue: v is the value variable(name) reports, in one of its spellings.
+func reportedValue(name, v string) bool {
+	switch name {
+	case "autocommit":
+		return v == "1" || v == "on" || v == "true"
+	case "character_set_client", "character_set_connection":
+		return isUTF8(v)
+	case "character_set_results":
+		return isUTF8(v) || v == "null" // NULL: results as stored, which is utf8mb4 here
+	case "collation_connection":
+		return strings.HasPrefix(v, "utf8mb4_") || strings.HasPrefix(v, "utf8_") || strings.HasPrefix(v, "utf8mb3_")
+	case "time_zone":
+		return v == "+00:00" || v == "+0:00" || v == "utc"
+	case "transaction_isolation", "tx_isolation":
+		return v == "repeatable-read"
+	case "transaction_read_only", "tx_read_only":
+		return v == "0" || v == "off" || v == "false"
+	}
+	return false
+}
+
+func isUTF8(charset string) bool {
+	charset, _, _ = strings.Cut(charset, " collate")
+	charset = strings.Trim(charset, "'\"")
+	return charset == "utf8mb4" || charset == "utf8" || charset == "utf8mb3"
+}
+
+// isDefaultTransaction: SET [SESSION] TRANSACTION's characteristics are REPEATABLE READ and/or
+// READ WRITE, what the proxy reports.
+func isDefaultTransaction(toks []sqltok.Token) bool {
+	var words []string
+	for _, t := range toks {
+		if t.Text != "," {
+			words = append(words, strings.ToLower(t.Text))
+		}
+	}
+	s := " " + strings.Join(words, " ") + " "
+	s = strings.ReplaceAll(s, " isolation level repeatable read ", " ")
+	s = strings.ReplaceAll(s, " read write ", " ")
+	return strings.TrimSpace(s) == "" && len(words) > 0
+}

@@ -1,0 +1,105 @@
+package mysqlwire
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+
+	gomysql "github.com/go-sql-driver/mysql"
+)
+
+// TestSetRefusal covers the SET grammar: a SET keeping what the proxy reports is answered
+// OK, any other is refused naming what it sets; SET STATEMENT ... FOR is not a SET.
+func TestSetRefusal(t *testing.T) {
+	refused := map[string]string{
+		"SET sql_mode = 'ANSI_QUOTES'":                 "sql_mode",
+		"set session sql_mode=''":                      "sql_mode",
+		"SET @@session.max_statement_time = 1":         "max_statement_time",
+		"set @@GLOBAL.max_connections = 10":            "GLOBAL max_connections",
+		"SET GLOBAL max_connections = 10":              "GLOBAL max_connections",
+		"SET autocommit = 0":                           "autocommit",
+		"SET NAMES utf8mb4, autocommit=0":              "autocommit",
+		"set @v = 1":                                   "user variable",
+		"SET @v := (SELECT 1), @w = 2":                 "user variable",
+		"SET time_zone = '+02:00'":                     "time_zone",
+		"set time_zone = ?":                            "time_zone",
+		"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE": "transaction",
+		"SET SESSION TRANSACTION READ ONLY":            "transaction",
+		"SET NAMES latin1":                             "NAMES",
+		"  /* orm */ SET SESSION wait_timeout=10":      "wait_timeout",
+		"# c\nset foreign_key_checks = 0;":             "foreign_key_checks",
+		"SET CHARACTER SET latin1":                     "CHARACTER SET",
+		"set `sql_mode` = ''":                          "sql_mode",
+	}
+	for sql, name := range refused {
+		if !isSetStatement(sql) {
+			t.Errorf("%q: not taken for a SET", sql)
+			continue
+		}
+		err := setRefusal(sql)
+		if err == nil || !strings.Contains(err.Error(), "SET "+name+" is not supported") {
+			t.Errorf("%q: got %v, want a refusal naming %s", sql, err, name)
+		}
+	}
+	for _, sql := range []string{
+		"SET NAMES utf8mb4", "SET NAMES 'utf8mb4' COLLATE 'utf8mb4_unicode_ci'", "set names utf8",
+		"SET autocommit=1", "SET @@session.autocommit = ON", "SET character_set_results = NULL",
+		"SET CHARACTER SET utf8mb4", "set time_zone = '+00:00'", "SET collation_connection = utf8mb4_general_ci",
+		"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ", "SET @@tx_isolation = 'REPEATABLE-READ'",
+		"SET NAMES utf8mb4; ",
+	} {
+		if !isSetStatement(sql) {
+			t.Errorf("%q: not taken for a SET", sql)
+		} else if err := setRefusal(sql); err != nil {
+			t.Errorf("%q: refused: %v", sql, err)
+		}
+	}
+	for _, sql := range []string{"SELECT 1", "settle", "SET STATEMENT max_statement_time=1 FOR SELECT 1", "/* SET x=1 */ SELECT 1", "UPDATE t SET a = 1", "set"} {
+		if isSetStatement(sql) && sql != "set" {
+			t.Errorf("%q taken for a SET", sql)
+		}
+	}
+}
+
+// TestSetThroughCore: through a real core and MariaDB, a refused SET comes back as
+// ER_NOT_SUPPORTED_YET naming the variable in both protocols, a no-op SET is OK, and
+// SET STATEMENT ... FOR runs its statement on the engine.
+func TestSetThroughCore(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	d := openDB(t, f.addr, "alice", testPassword, f.dbName, "")
+	ctx := context.Background()
+	conn, err := d.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{"SET NAMES utf8mb4", "SET autocommit = 1", "set time_zone = '+00:00'"} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	requireSetRefused(t, conn, "SET SESSION sql_mode = 'ANSI_QUOTES'", "sql_mode")
+	requireSetRefused(t, conn, "SET @v = 42", "user variable")
+	requireSetRefused(t, conn, "SET autocommit = 0", "autocommit")
+	requireSetRefused(t, conn, "SET max_statement_time = ?", "max_statement_time", 5) // prepared
+	// The refused SET reached no engine connection: the client's next statements see defaults.
+	var v sql.NullString
+	if err := conn.QueryRowContext(ctx, "SELECT @v, 1").Scan(&v, new(int)); err != nil || v.Valid {
+		t.Fatalf("@v = %v (%v), want NULL", v, err)
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, "SET STATEMENT max_statement_time=100 FOR SELECT 42").Scan(&n); err != nil || n != 42 {
+		t.Fatalf("SET STATEMENT ... FOR SELECT 42: %d, %v", n, err)
+	}
+}
+
+func requireSetRefused(t *testing.T, conn *sql.Conn, q, name string, args ...any) {
+	t.Helper()
+	_, err := conn.ExecContext(context.Background(), q, args...)
+	var me *gomysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1235 || !strings.Contains(me.Message, "SET "+name+" is not supported") {
+		t.Fatalf("%s: got %v, want error 1235 naming %s", q, err, name)
+	}
+}
