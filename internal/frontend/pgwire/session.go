@@ -187,14 +187,15 @@ func parseSet(sql string) setStmt {
 			return st
 		case "authorization":
 			st.name, st.value = "session authorization", p.rest(p.i+1)
-			return st
 		}
 	}
-	st.name, st.value = p.target()
+	if st.name == "" {
+		st.name, st.value = p.target()
+	}
 	switch {
 	case st.name == "transaction" || st.name == "constraints":
 		st.scope = scopeTransaction
-	case strings.EqualFold(st.value, "default"):
+	case strings.EqualFold(st.value, "default"), st.name == "role" && strings.EqualFold(st.value, "none"):
 		st.scope = scopeDefault
 	}
 	return st

@@ -198,7 +198,7 @@ func TestCheckSessionState(t *testing.T) {
 		"select 1", "settle", "show work_mem", "/* set x = 1 */ select 1", "-- set x = 1\nselect 1",
 		"set local work_mem = '1MB'", "SET LOCAL TIME ZONE 'UTC'", "set local role admin",
 		"set transaction isolation level serializable", "set constraints all deferred",
-		"reset work_mem", "RESET ALL", "reset role", "set work_mem to default", "set search_path = DEFAULT;",
+		"reset work_mem", "RESET ALL", "reset role", "set role none", "set session authorization default", "set work_mem to default", "set search_path = DEFAULT;",
 		"set application_name = 'x'", "SET SESSION extra_float_digits = 3", "set client_encoding to 'UTF8'",
 	} {
 		if err := pgwire.CheckSessionState(sql, false); err != nil {
