@@ -14,6 +14,9 @@ type PGStatement struct {
 	// Simple says the client sent it in a simple-protocol Query: it has no parameters and its
 	// results are text, so the engine gets a Query message too.
 	Simple bool
+	// Prepared says the client prepared it as a named statement: the engine connection may keep
+	// it prepared too (under a name of its own) and skip the Parse next time.
+	Prepared bool
 	// The client's Bind: parameter values, declared types and format codes, result format
 	// codes. len(ParamOIDs) and len(ParamFormats) are 0, 1 or len(Params).
 	Params        [][]byte

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -30,6 +31,9 @@ const (
 	// connection is abandoned.
 	rawCancelGrace  = 10 * time.Second
 	rawConnsDefault = 16
+	// rawStatementsMax bounds the statements one connection keeps prepared for clients'
+	// named statements; past it, executions run unnamed (parsed each time).
+	rawStatementsMax = 256
 )
 
 var errRawProtocol = errors.New("pgengine: relay: unexpected message from the server")
@@ -85,7 +89,7 @@ func (p *rawPool) get(ctx context.Context) (*rawConn, error) {
 		<-p.slots
 		return nil, err
 	}
-	return &rawConn{pg: pc, buf: make([]byte, rawReadBufferBytes)}, nil
+	return &rawConn{pg: pc, buf: make([]byte, rawReadBufferBytes), stmts: map[string]string{}}, nil
 }
 
 // put takes c back, or closes it when it cannot serve another statement.
@@ -127,6 +131,11 @@ type rawConn struct {
 	txStatus  byte
 	broken    bool
 	idleSince time.Time
+	// stmts maps a client statement (SQL and declared types, stmtKey) to the name it is
+	// prepared under on this connection.
+	stmts    map[string]string
+	key      []byte
+	prepared int // statements named so far: names are never reused
 }
 
 func (c *rawConn) close() {
@@ -216,23 +225,58 @@ type rawResult struct {
 	desc []byte
 	tag  string
 	err  error
+	// parsedKey is the statement this execution prepares (forgotten if it fails); cached is
+	// the name of the one it reuses.
+	parsedKey, cached string
+	parseComplete     bool
 	// rows: DataRows may follow; ended: the rows (or the error) are over, ReadyForQuery is not
 	// read yet; closed: the connection is back.
 	rows, ended, closed bool
 }
 
 func (r *rawResult) encode(st engine.PGStatement) {
-	out := r.c.out[:0]
+	c := r.c
+	out := c.out[:0]
 	if st.Simple {
 		out, _ = (&pgproto3.Query{String: st.SQL}).Encode(out)
-	} else {
-		out, _ = (&pgproto3.Parse{Query: st.SQL, ParameterOIDs: st.ParamOIDs}).Encode(out)
-		out, _ = (&pgproto3.Bind{ParameterFormatCodes: st.ParamFormats, Parameters: st.Params, ResultFormatCodes: st.ResultFormats}).Encode(out)
-		out, _ = (&pgproto3.Describe{ObjectType: 'P'}).Encode(out)
-		out, _ = (&pgproto3.Execute{}).Encode(out)
-		out, _ = (&pgproto3.Sync{}).Encode(out)
+		c.out = out
+		return
 	}
-	r.c.out = out
+	name, parsed := "", false
+	if st.Prepared {
+		name, parsed = r.statement(st)
+	}
+	if !parsed {
+		out, _ = (&pgproto3.Parse{Name: name, Query: st.SQL, ParameterOIDs: st.ParamOIDs}).Encode(out)
+	}
+	out, _ = (&pgproto3.Bind{PreparedStatement: name, ParameterFormatCodes: st.ParamFormats, Parameters: st.Params, ResultFormatCodes: st.ResultFormats}).Encode(out)
+	out, _ = (&pgproto3.Describe{ObjectType: 'P'}).Encode(out)
+	out, _ = (&pgproto3.Execute{}).Encode(out)
+	out, _ = (&pgproto3.Sync{}).Encode(out)
+	c.out = out
+}
+
+// statement is the name st is prepared under on this connection, and whether it already is.
+// A statement not prepared yet gets a name (its Parse goes with this execution) unless the
+// connection keeps rawStatementsMax already: then it runs unnamed.
+func (r *rawResult) statement(st engine.PGStatement) (name string, parsed bool) {
+	c := r.c
+	c.key = append(c.key[:0], st.SQL...)
+	for _, oid := range st.ParamOIDs {
+		c.key = binary.BigEndian.AppendUint32(append(c.key, 0), oid)
+	}
+	if name, ok := c.stmts[string(c.key)]; ok {
+		r.cached = name
+		return name, true
+	}
+	if len(c.stmts) >= rawStatementsMax {
+		return "", false
+	}
+	c.prepared++
+	name = "qf_" + strconv.Itoa(c.prepared)
+	r.parsedKey = string(c.key)
+	c.stmts[r.parsedKey] = name
+	return name, false
 }
 
 // cancelOnServer runs when the statement's context ends while it runs.
@@ -251,7 +295,9 @@ func (r *rawResult) start() {
 			return
 		}
 		switch msg[0] {
-		case '1', '2': // ParseComplete, BindComplete
+		case '1':
+			r.parseComplete = true
+		case '2': // BindComplete
 		case 'T':
 			r.desc = append([]byte(nil), msg...)
 			r.rows = true
@@ -306,8 +352,24 @@ func (r *rawResult) message() ([]byte, bool) {
 func (r *rawResult) fail(err error) {
 	if r.err == nil {
 		r.err = err
+		r.forget(err)
 	}
 	r.ended = true
+}
+
+// forget undoes what an execution that failed may have left wrong in the statement map: a
+// Parse that failed never prepared its statement (one that succeeded stays, even when the
+// execution failed later); a statement that vanished (DEALLOCATE) or
+// whose result type changed (DDL) makes the connection's other statements suspect too, so the
+// connection is dropped.
+func (r *rawResult) forget(err error) {
+	if r.parsedKey != "" && !r.parseComplete {
+		delete(r.c.stmts, r.parsedKey)
+	}
+	var pe *pgconn.PgError
+	if r.cached != "" && errors.As(err, &pe) && (pe.Code == "26000" || pe.Code == "0A000") {
+		r.c.broken = true
+	}
 }
 
 func commandTagOf(msg []byte) []byte {
@@ -365,6 +427,7 @@ func (r *rawResult) Close() (string, error) {
 			var er pgproto3.ErrorResponse
 			if er.Decode(msg[5:]) == nil {
 				r.err = pgconn.ErrorResponseToPgError(&er)
+				r.forget(r.err)
 			}
 		}
 	}

@@ -183,7 +183,7 @@ func (c *conn) startSessionRelay(p *portal) (started bool, err error) {
 
 // runRelay starts sql (p's statement) on raw and, when it returns no rows, concludes it.
 func (c *conn) runRelay(p *portal, raw engine.PGRelayer, sql string, rctx context.Context, cancel context.CancelFunc, r *relay) error {
-	st := engine.PGStatement{SQL: sql, Simple: p.simple, Params: p.raw.values, ParamOIDs: paramOIDsFor(p), ParamFormats: p.raw.formats, ResultFormats: p.formats}
+	st := engine.PGStatement{SQL: sql, Simple: p.simple, Prepared: p.stmt.named, Params: p.raw.values, ParamOIDs: paramOIDsFor(p), ParamFormats: p.raw.formats, ResultFormats: p.formats}
 	res, err := raw.RelayPG(rctx, st)
 	if err != nil {
 		cancel()

@@ -21,6 +21,7 @@ const flushBytesMax = 64 << 10
 // preparedStmt is a parsed statement (Parse), named or unnamed.
 type preparedStmt struct {
 	sql       string
+	named     bool     // prepared under a name (not the unnamed statement)
 	paramOIDs []uint32 // declared by the client; 0 = unspecified, refined by Describe
 	desc      *engine.Description
 }
@@ -288,7 +289,7 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 	if len(stmts) == 1 {
 		sql = stmts[0]
 	}
-	c.stmts[m.Name] = &preparedStmt{sql: sql, paramOIDs: append([]uint32(nil), m.ParameterOIDs...)}
+	c.stmts[m.Name] = &preparedStmt{sql: sql, named: m.Name != "", paramOIDs: append([]uint32(nil), m.ParameterOIDs...)}
 	c.be.Send(&pgproto3.ParseComplete{})
 	return nil
 }

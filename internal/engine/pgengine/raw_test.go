@@ -1,0 +1,175 @@
+package pgengine_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/engine/pgengine"
+	"github.com/queryflux/queryflux/internal/pgtest"
+)
+
+// openOneConn opens an engine whose relay has a single connection, so consecutive statements
+// are known to share it.
+func openOneConn(t *testing.T) engine.PGRelayer {
+	t.Helper()
+	e, err := engine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: pgtest.NewDatabase(t), MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e.(engine.PGRelayer)
+}
+
+// relayText runs st and returns its rows' text values (one string per row, columns joined by
+// "|"), its tag and its error.
+func relayText(t *testing.T, r engine.PGRelayer, st engine.PGStatement) ([]string, string, error) {
+	t.Helper()
+	res, err := r.RelayPG(context.Background(), st)
+	if err != nil {
+		return nil, "", err
+	}
+	var rows []string
+	for {
+		msg, ok := res.NextRow()
+		if !ok {
+			break
+		}
+		if msg[0] != 'D' {
+			t.Fatalf("row message type %q", msg[0])
+		}
+		rows = append(rows, dataRowText(msg))
+	}
+	tag, err := res.Close()
+	return rows, tag, err
+}
+
+func dataRowText(msg []byte) string {
+	body := msg[5:]
+	n := int(binary.BigEndian.Uint16(body))
+	body = body[2:]
+	cols := make([]string, 0, n)
+	for range n {
+		size := int(int32(binary.BigEndian.Uint32(body)))
+		body = body[4:]
+		if size < 0 {
+			cols = append(cols, "NULL")
+			continue
+		}
+		cols = append(cols, string(body[:size]))
+		body = body[size:]
+	}
+	return strings.Join(cols, "|")
+}
+
+func preparedNames(t *testing.T, r engine.PGRelayer) []string {
+	t.Helper()
+	rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select name from pg_prepared_statements order by name"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func TestRelayRowsTagsAndErrors(t *testing.T) {
+	r := openOneConn(t)
+	rows, tag, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select g, null::text from generate_series(1,3) g"})
+	if err != nil || tag != "SELECT 3" || strings.Join(rows, ",") != "1|NULL,2|NULL,3|NULL" {
+		t.Fatalf("simple: rows %v tag %q err %v", rows, tag, err)
+	}
+	rows, tag, err = relayText(t, r, engine.PGStatement{SQL: "select $1::int + 1", Params: [][]byte{[]byte("41")}})
+	if err != nil || tag != "SELECT 1" || strings.Join(rows, ",") != "42" {
+		t.Fatalf("extended: rows %v tag %q err %v", rows, tag, err)
+	}
+	_, _, err = relayText(t, r, engine.PGStatement{Simple: true, SQL: "select 1/0"})
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "22012" {
+		t.Fatalf("division by zero: %v", err)
+	}
+	// The connection answered the error to its end: the next statement works on it.
+	if rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select 'after'"}); err != nil || rows[0] != "after" {
+		t.Fatalf("after an error: %v %v", rows, err)
+	}
+}
+
+func TestRelayKeepsNamedStatementsPreparedPerConnection(t *testing.T) {
+	r := openOneConn(t)
+	st := engine.PGStatement{SQL: "select $1::int * 2", Prepared: true, Params: [][]byte{[]byte("4")}}
+	for i := range 3 {
+		rows, _, err := relayText(t, r, st)
+		if err != nil || rows[0] != "8" {
+			t.Fatalf("execution %d: %v %v", i, rows, err)
+		}
+	}
+	if got := preparedNames(t, r); strings.Join(got, ",") != "qf_1" {
+		t.Fatalf("prepared on the engine connection after 3 executions: %v, want one (qf_1)", got)
+	}
+	// An unnamed (client) statement is never kept.
+	if _, _, err := relayText(t, r, engine.PGStatement{SQL: "select 1"}); err != nil {
+		t.Fatal(err)
+	}
+	// A statement whose Parse fails is not remembered: the next try parses again and reports
+	// the same error, not "prepared statement does not exist".
+	bad := engine.PGStatement{SQL: "select nosuchcolumn", Prepared: true}
+	for range 2 {
+		_, _, err := relayText(t, r, bad)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "42703" {
+			t.Fatalf("bad statement: %v", err)
+		}
+	}
+	if got := preparedNames(t, r); strings.Join(got, ",") != "qf_1" {
+		t.Fatalf("prepared after failed parses: %v", got)
+	}
+}
+
+func TestRelayRecoversWhenStatementsVanish(t *testing.T) {
+	r := openOneConn(t)
+	st := engine.PGStatement{SQL: "select 7", Prepared: true}
+	if _, _, err := relayText(t, r, st); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "deallocate all"}); err != nil {
+		t.Fatal(err)
+	}
+	// The connection's statement is gone: that execution fails (26000) and its connection is
+	// dropped, so the next one prepares again on a fresh connection.
+	_, _, err := relayText(t, r, st)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "26000" {
+		t.Fatalf("after deallocate: %v", err)
+	}
+	if rows, _, err := relayText(t, r, st); err != nil || rows[0] != "7" {
+		t.Fatalf("next execution: %v %v", rows, err)
+	}
+}
+
+func TestRelayCancelStopsTheStatementOnTheServer(t *testing.T) {
+	r := openOneConn(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	start := time.Now()
+	time.AfterFunc(200*time.Millisecond, cancel) // PostgreSQL may describe the result only once it runs
+	res, err := r.RelayPG(ctx, engine.PGStatement{Simple: true, SQL: "select pg_sleep(30)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = res.NextRow()
+	_, err = res.Close()
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57014" {
+		t.Fatalf("cancelled statement: %v", err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatal("the statement ran to its end")
+	}
+	// The cancelled connection is not reused, and the relay goes on on a new one.
+	if rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select 1"}); err != nil || rows[0] != "1" {
+		t.Fatalf("after cancel: %v %v", rows, err)
+	}
+}
