@@ -37,10 +37,13 @@ import (
 // SET LOCAL inside a transaction, or set it on the engine's role/database. Likewise several
 // statements in one simple Query run as separate transactions, not one implicit transaction.
 //
-// Prepared statements: the client's Parse is kept here; each execution runs as an unnamed
-// statement (Parse, Bind, Describe, Execute, Sync in one round trip) on the engine, so any
-// pooled connection serves it. An error PostgreSQL raises while planning (at Bind) reaches the
-// client after this frontend's own BindComplete.
+// Engine side (pgengine's relay): a simple-protocol statement is sent as a Query, an extended
+// one as Parse, Bind, Describe, Execute, Sync in one write, on whichever relay connection is
+// free. Prepared statements: the client's Parse is kept here, and a named statement is also
+// kept prepared per engine connection (under a name of the connection's own), so its later
+// executions on that connection skip the Parse (pgbench -M prepared); an unnamed one is parsed
+// each time, as PostgreSQL does. An error PostgreSQL raises while planning (at Bind) reaches
+// the client after this frontend's own BindComplete.
 
 // canRelay says whether the frontend can relay from e: a PostgreSQL engine (engine.PGRelayer).
 func canRelay(e query.Engine) bool {
