@@ -155,6 +155,20 @@ func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows
 	return &sessionRows{inner: rows, s: s, id: id, req: q, start: start, cancel: cancel, limits: a.Runtime.limits}, nil
 }
 
+// Describe describes a statement on the pinned connection (as Core.Describe does on a member):
+// no second slot, and the statement may use what the transaction made.
+func (s *coreSession) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
+	d, ok := s.inner.(engine.Describer)
+	if !ok {
+		return &engine.Description{}, nil
+	}
+	desc, err := d.Describe(ctx, q)
+	if err != nil {
+		return nil, s.explain(engineError(err))
+	}
+	return desc, nil
+}
+
 func (s *coreSession) check(q *query.Request) error {
 	c, a := s.adm.core, s.adm
 	g := a.Runtime.groups[a.Group]

@@ -266,7 +266,16 @@ func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Descri
 		return nil, wrapErr(err)
 	}
 	defer conn.Release()
-	sd, err := conn.Conn().PgConn().Prepare(ctx, "", q.SQL, nil)
+	return describeOn(ctx, conn.Conn().PgConn(), q.SQL)
+}
+
+// Describe prepares q's SQL on the session's connection (it may use the transaction's work).
+func (s *session) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
+	return describeOn(ctx, s.conn.Conn().PgConn(), q.SQL)
+}
+
+func describeOn(ctx context.Context, pc *pgconn.PgConn, sql string) (*engine.Description, error) {
+	sd, err := pc.Prepare(ctx, "", sql, nil)
 	if err != nil {
 		return nil, wrapErr(err)
 	}

@@ -354,6 +354,18 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 	return &query.Error{Code: "08P01", Message: fmt.Sprintf("invalid Describe object type %q", m.ObjectType)}
 }
 
+// describer is what describes a statement: inside a transaction its pinned session (the
+// statement may use what the transaction made, and a second slot could deadlock at
+// maxRunningQueries 1), else the backend.
+func (c *conn) describer() (engine.Describer, bool) {
+	if c.session != nil {
+		d, ok := c.session.(engine.Describer)
+		return d, ok
+	}
+	d, ok := c.srv.backend.(engine.Describer)
+	return d, ok
+}
+
 // describeStatement answers with parameter types and columns: exactly when the backend is an
 // engine.Describer, else from the client's declared types and without columns.
 func (c *conn) describeStatement(st *preparedStmt) error {
@@ -363,7 +375,7 @@ func (c *conn) describeStatement(st *preparedStmt) error {
 		return nil
 	}
 	if st.desc == nil {
-		if d, ok := c.srv.backend.(engine.Describer); ok {
+		if d, ok := c.describer(); ok {
 			if !c.srv.backend.Ready() {
 				return query.ErrNotConfigured
 			}

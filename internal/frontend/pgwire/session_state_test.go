@@ -137,12 +137,12 @@ func TestSetLocalAndClientSettingsStillWork(t *testing.T) {
 				mustExec(t, a, "begin", mode)
 				mustExec(t, a, "SET LOCAL work_mem = '33MB'", mode)
 				mustExec(t, a, "set transaction isolation level repeatable read", mode)
-				// SHOW in the simple protocol: Describe (extended protocol) does not run on the
-				// pinned session but takes a slot of its own, of which this cluster has one.
-				if v := show(t, a, "work_mem", pgx.QueryExecModeSimpleProtocol); v != "33MB" {
+				// In the extended protocol the Describe runs on the pinned session too: this
+				// cluster has one slot, which the transaction holds.
+				if v := show(t, a, "work_mem", mode); v != "33MB" {
 					t.Fatalf("inside the transaction work_mem = %q, want 33MB", v)
 				}
-				if v := show(t, a, "transaction_isolation", pgx.QueryExecModeSimpleProtocol); v != "repeatable read" {
+				if v := show(t, a, "transaction_isolation", mode); v != "repeatable read" {
 					t.Fatalf("SET TRANSACTION: isolation %q", v)
 				}
 				mustExec(t, a, "commit", mode)
