@@ -3,6 +3,7 @@
 # (127.0.0.1:5432, user postgres, trust) and MariaDB (127.0.0.1:3306, root).
 #
 # Starts (all on free loopback ports, all stopped on exit): PgBouncer (transaction pooling),
+# a Go byte relay (scripts/benchrelay: the floor of a Go proxy hop),
 # a standalone queryflux (passthrough), a standalone queryflux with settings.passthrough: false
 # (Arrow path), and a control plane + worker (capacity leases from the control plane). Then
 # prints one table: single-client SELECT 1 latency (pgbench -c1 -M extended, per-transaction
@@ -48,7 +49,7 @@ if ! command -v pgbouncer >/dev/null; then
 fi
 log "building bin/queryflux and the MySQL client"
 TAGS=(); [ "${PROFILE:-0}" = 1 ] && TAGS=(-tags benchpprof)
-(cd "$ROOT" && go build "${TAGS[@]}" -o bin/queryflux ./cmd/queryflux && go build -o "$TMP/benchclient" ./scripts/benchclient)
+(cd "$ROOT" && go build "${TAGS[@]}" -o bin/queryflux ./cmd/queryflux && go build -o "$TMP/benchclient" ./scripts/benchclient && go build -o "$TMP/benchrelay" ./scripts/benchrelay)
 QF="$ROOT/bin/queryflux"
 
 # --- data --------------------------------------------------------------------------------
@@ -80,6 +81,12 @@ USER_FLAG=(); [ "$(id -u)" = 0 ] && USER_FLAG=(-u postgres)
 pgbouncer "${USER_FLAG[@]}" "$TMP/pgbouncer.ini" >"$TMP/pgbouncer.out" 2>&1 &
 PIDS+=($!)
 waitport "$BOUNCER" pgbouncer
+
+# --- the floor: a Go byte relay (scripts/benchrelay) ----------------------------------------
+RELAY=$(freeport)
+"$TMP/benchrelay" -listen "127.0.0.1:$RELAY" -upstream 127.0.0.1:5432 >"$TMP/relay.log" 2>&1 &
+PIDS+=($!)
+waitport "$RELAY" relay
 
 # --- queryflux daemons -------------------------------------------------------------------
 clusters() {
@@ -175,8 +182,8 @@ tps() { # port -> pgbench -S -c N TPS
 }
 
 declare -A LAT TPS
-TARGETS=(direct pgbouncer passthrough arrow worker)
-declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [passthrough]=$PG_passthrough [arrow]=$PG_arrow [worker]=$PG_worker)
+TARGETS=(direct pgbouncer go-relay passthrough arrow worker)
+declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [go-relay]=$RELAY [passthrough]=$PG_passthrough [arrow]=$PG_arrow [worker]=$PG_worker)
 for t in "${TARGETS[@]}"; do
 	log "postgres: $t (port ${PORT[$t]})"
 	LAT[$t]=$(latency "${PORT[$t]}")
@@ -226,4 +233,5 @@ done
 echo
 echo "latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
+echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (the floor of any Go proxy hop on this machine)"
 echo "goals: passthrough added_p50 <= 2x pgbouncer's; passthrough tps >= 0.85 of direct; worker added_p50 - passthrough's <= one loopback round trip"
