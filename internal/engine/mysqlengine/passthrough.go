@@ -1,6 +1,7 @@
 package mysqlengine
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -14,19 +15,24 @@ import (
 
 // Passthrough (issue 10): the MySQL frontend relays a COM_QUERY's result packets (column
 // definitions and text-protocol rows) as the engine sent them, never decoding them into Arrow.
-// RawQuery reads those packets off the pooled connection for it; the reading happens on the
-// caller's goroutine, so a relayed query costs no goroutine and no channel hand-off.
+// RawQuery reads those packets off the pooled connection for it (packets.go); the reading
+// happens on the caller's goroutine, so a relayed query costs no goroutine and no channel
+// hand-off, and its rows come in runs, as many as one read brought.
 
-// RawQuery is one COM_QUERY in flight on a pooled connection, read packet by packet by the
-// caller. Call Close exactly once when done; it gives the connection back.
+// RawQuery is one COM_QUERY in flight on a pooled connection, read by the caller. Call Close
+// exactly once when done; it gives the connection back. What Columns, Head and NextRows
+// return is valid until Close (NextRows': until the next call).
 type RawQuery struct {
 	e        *Engine
 	conn     *client.Conn
 	sql      string
 	ctx      context.Context
 	stopKill func() bool // unregisters the cancel hook; false once it has fired
+	buf      *relayBuffers
+	seq      uint8  // the sequence number of the engine's next packet
+	pending  []byte // rows NextRows returned that NextRow has not handed out yet
 
-	columns   [][]byte // column definition packets, each with 4 bytes of header room
+	columns   [][]byte // column definition packets, headers included; nil without rows
 	result    mysql.Result
 	done      bool  // the terminating EOF/OK (or an error) has been read
 	err       error // a broken read or write: the connection is unfit
@@ -36,8 +42,8 @@ type RawQuery struct {
 
 // QueryRaw sends q.SQL as a COM_QUERY on a pooled connection (in q's database) and reads the
 // response head: for a statement without rows the OK (Result), else the column definitions
-// (Columns). The engine's errors come back wrapped as Execute wraps them. Cancelling ctx kills
-// the statement on the server (KILL QUERY from another connection).
+// (Columns, Head). The engine's errors come back wrapped as Execute wraps them. Cancelling ctx
+// kills the statement on the server (KILL QUERY from another connection).
 func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, error) {
 	c, err := e.acquire(ctx)
 	if err != nil {
@@ -49,7 +55,7 @@ func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, err
 			return nil, e.wrap(err)
 		}
 	}
-	r := &RawQuery{e: e, conn: c, sql: q.SQL, ctx: ctx, healthy: !changesSession(q.SQL)}
+	r := &RawQuery{e: e, conn: c, sql: q.SQL, ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
 	id := c.GetConnectionID()
 	r.stopKill = context.AfterFunc(ctx, func() { e.kill(id) })
 	if err := r.start(); err != nil {
@@ -63,58 +69,104 @@ func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, err
 
 // start writes the command and reads up to the first row.
 func (r *RawQuery) start() error {
-	c := r.conn
+	c, b := r.conn, r.buf
 	c.ResetSequence()
-	buf := make([]byte, 5, 7+len(r.sql))
-	buf[4] = mysql.COM_QUERY
+	out := append(b.out[:0], 0, 0, 0, 0, mysql.COM_QUERY)
 	if r.e.negotiated(c)&capsQueryAttributes != 0 {
-		buf = append(buf, 0, 1) // no query attributes, one parameter set (MySQL 8.0.23+)
+		out = append(out, 0, 1) // no query attributes, one parameter set (MySQL 8.0.23+)
 	}
-	buf = append(buf, r.sql...)
-	if err := c.WritePacket(buf); err != nil {
+	b.out = append(out, r.sql...)
+	if err := c.WritePacket(b.out); err != nil {
 		return err
 	}
-	head, err := c.ReadPacketReuseMem(buf[:0])
+	r.seq = c.Sequence
+	p, err := r.packet()
 	if err != nil {
 		return err
 	}
-	switch head[0] {
+	switch data := p[4:]; data[0] {
 	case mysql.OK_HEADER:
-		r.finishOK(head)
+		r.finishOK(data)
 		return nil
 	case mysql.ERR_HEADER:
 		r.done = true // the command is over; the connection is clean
-		r.engineErr = c.HandleErrorPacket(head)
+		r.engineErr = r.errorPacket(data)
 		return nil
 	case mysql.LocalInFile_HEADER:
 		return errors.New("LOAD DATA LOCAL INFILE is not supported through queryflux")
 	}
-	n, _, size := mysql.LengthEncodedInt(head)
-	if size != len(head) || n == 0 {
+	return r.readColumns(p)
+}
+
+// readColumns reads the column definitions the column count packet p announces (and the EOF
+// after them, unless CLIENT_DEPRECATE_EOF) into the head buffer.
+func (r *RawQuery) readColumns(p []byte) error {
+	b := r.buf
+	n, _, size := mysql.LengthEncodedInt(p[4:])
+	if size != len(p)-4 || n == 0 {
 		return mysql.ErrMalformPacket
 	}
-	r.columns = make([][]byte, n)
-	for i := range r.columns {
-		p, err := c.ReadPacketReuseMem(make([]byte, 4, 64))
+	b.head = append(b.head[:0], p...)
+	for range n {
+		p, err := r.packet()
 		if err != nil {
 			return err
 		}
 		if p[4] == mysql.ERR_HEADER {
-			return c.HandleErrorPacket(p[4:])
+			return r.errorPacket(p[4:])
 		}
-		r.columns[i] = p
+		b.head = append(b.head, p...)
 	}
-	if !r.e.deprecatesEOF(c) {
-		p, err := c.ReadPacketReuseMem(buf[:0])
+	r.columns = b.cols[:0]
+	for at := len(p); at < len(b.head); {
+		end := at + 4 + packetLen(b.head[at:])
+		r.columns = append(r.columns, b.head[at:end:end])
+		at = end
+	}
+	b.cols = r.columns
+	if !r.e.deprecatesEOF(r.conn) {
+		p, err := r.packet()
 		if err != nil {
 			return err
 		}
-		if p[0] != mysql.EOF_HEADER {
+		if p[4] != mysql.EOF_HEADER {
 			return mysql.ErrMalformPacket
 		}
 	}
 	return nil
 }
+
+// packet reads and consumes one packet of the response head (header included): a single
+// packet, since nothing before the rows comes near 16 MiB. Valid until the next read.
+func (r *RawQuery) packet() ([]byte, error) {
+	b := r.buf
+	for {
+		if avail := b.w - b.r; avail >= 4 {
+			n := packetLen(b.in[b.r:])
+			if avail >= 4+n {
+				p := b.in[b.r : b.r+4+n]
+				switch {
+				case p[3] != r.seq:
+					return nil, errOutOfSync
+				case n == 0 || n == maxPayload:
+					return nil, mysql.ErrMalformPacket
+				}
+				b.r += 4 + n
+				r.seq++
+				return p, nil
+			}
+			if err := b.read(r.conn, 4+n); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := b.read(r.conn, 4); err != nil {
+			return nil, err
+		}
+	}
+}
+
+var errOutOfSync = errors.New("mysqlengine: packets out of sequence")
 
 // Negotiated capabilities the relay must honour, cached per engine in Engine.caps: every
 // connection to one server negotiates the same.
@@ -145,33 +197,111 @@ func (e *Engine) deprecatesEOF(c *client.Conn) bool {
 	return e.negotiated(c)&capsDeprecateEOF != 0
 }
 
-// Columns are the result set's column definition packets, each behind 4 bytes of header room
-// (for the caller's WritePacket, which fills them in). Nil for a statement without rows.
+// Columns are the result set's column definition packets, each with its 4-byte header (the
+// engine's; a caller writing them on renumbers it). Nil for a statement without rows.
 func (r *RawQuery) Columns() [][]byte { return r.columns }
 
-// NextRow reads the next text-protocol row packet into buf (which must hold the 4 header bytes
-// the row packet is appended after) and returns it; ok is false at the end of the rows or on
-// an error (Close reports it).
-func (r *RawQuery) NextRow(buf []byte) (row []byte, ok bool) {
-	if r.done {
-		return nil, false
+// Head is the column count packet and the column definition packets, contiguous, headers
+// included, as the engine framed them (without the EOF that may follow them).
+func (r *RawQuery) Head() []byte { return r.buf.head }
+
+// NextRows returns the next rows, at least one, as the engine framed them: one packet per row
+// (a row of 16 MiB or more continues in further packets), 4-byte headers included, as many as
+// are buffered; it reads the connection only when none is. The caller may rewrite the
+// headers' sequence numbers. ok is false after the last row or on an error (Close reports it).
+func (r *RawQuery) NextRows() (rows []byte, ok bool) {
+	b := r.buf
+	for !r.done {
+		end, last, need, err := r.scanRows()
+		if err != nil {
+			r.fail(err)
+			return nil, false
+		}
+		if end > b.r || last {
+			rows, b.r = b.in[b.r:end], end
+			if last {
+				r.finishRows()
+			}
+			return rows, len(rows) > 0
+		}
+		if err := b.read(r.conn, need); err != nil {
+			r.fail(err)
+			return nil, false
+		}
 	}
-	p, err := r.conn.ReadPacketReuseMem(buf[:4])
-	if err != nil {
-		r.fail(err)
-		return nil, false
+	return nil, false
+}
+
+// scanRows walks the whole packets buffered from in[r]: end is where the whole rows among them
+// end, last whether the packet at end (whole) ends the rows, need how many bytes from in[r]
+// must be buffered to get further. The sequence numbers of the rows up to end are checked.
+func (r *RawQuery) scanRows() (end int, last bool, need int, err error) {
+	b := r.buf
+	at, seq, continued := b.r, r.seq, false
+	end = at
+	for {
+		if b.w-at < 4 {
+			return end, false, at + 4 - b.r, nil
+		}
+		n := packetLen(b.in[at:])
+		if b.w-at-4 < n {
+			return end, false, at + 4 + n - b.r, nil
+		}
+		switch {
+		case b.in[at+3] != seq:
+			return 0, false, 0, errOutOfSync
+		case continued:
+		case n == 0:
+			return 0, false, 0, mysql.ErrMalformPacket
+		case b.in[at+4] == mysql.ERR_HEADER, b.in[at+4] == mysql.EOF_HEADER && n < maxPayload:
+			return end, true, 0, nil
+		}
+		at, seq, continued = at+4+n, seq+1, n == maxPayload
+		if !continued {
+			end, r.seq = at, seq
+		}
 	}
-	data := p[4:]
-	switch {
-	case data[0] == mysql.EOF_HEADER && len(data) < 0xffffff:
-		r.finishEOF(data)
-		return nil, false
-	case data[0] == mysql.ERR_HEADER:
+}
+
+// finishRows consumes the packet that ends the rows (whole at in[r]).
+func (r *RawQuery) finishRows() {
+	b := r.buf
+	n := packetLen(b.in[b.r:])
+	data := b.in[b.r+4 : b.r+4+n]
+	b.r += 4 + n
+	r.seq++
+	if data[0] == mysql.ERR_HEADER {
 		r.done = true // an ERR ends the command cleanly
-		r.engineErr = r.conn.HandleErrorPacket(data)
-		return nil, false
+		r.engineErr = r.errorPacket(data)
+		return
 	}
-	return p, true
+	r.finishEOF(data)
+}
+
+// NextRow returns the next row alone, its payload appended to buf[:4] (whole, also when the
+// engine sent it in several packets); ok is false at the end of the rows or on an error (Close
+// reports it). Do not mix with NextRows.
+func (r *RawQuery) NextRow(buf []byte) (row []byte, ok bool) {
+	if len(r.pending) == 0 {
+		if r.pending, ok = r.NextRows(); !ok {
+			return nil, false
+		}
+	}
+	row = buf[:4]
+	for {
+		n := packetLen(r.pending)
+		row = append(row, r.pending[4:4+n]...)
+		r.pending = r.pending[4+n:]
+		if n < maxPayload {
+			return row, true
+		}
+	}
+}
+
+// errorPacket decodes an ERR packet's payload. go-mysql's decoder keeps strings pointing
+// into it, so it gets a copy: the buffer is reused.
+func (r *RawQuery) errorPacket(data []byte) error {
+	return r.conn.HandleErrorPacket(bytes.Clone(data))
 }
 
 // finishEOF reads the status of the packet ending the rows: an EOF, or (CLIENT_DEPRECATE_EOF)
@@ -189,15 +319,21 @@ func (r *RawQuery) finishEOF(data []byte) {
 	r.checkStatus()
 }
 
+// finishOK reads an OK packet's affected rows, insert id, status and warnings (the server
+// speaks protocol 4.1: go-mysql's handshake requires it).
 func (r *RawQuery) finishOK(data []byte) {
 	r.done = true
-	ok := r.conn.HandleOKPacket(data)
-	if ok == nil {
+	affected, _, n := mysql.LengthEncodedInt(data[1:])
+	pos := 1 + n
+	insertID, _, n := mysql.LengthEncodedInt(data[min(pos, len(data)):])
+	pos += n
+	if n == 0 || pos+4 > len(data) {
 		r.fail(mysql.ErrMalformPacket)
 		return
 	}
-	r.result.AffectedRows, r.result.InsertId = ok.AffectedRows, ok.InsertId
-	r.result.Warnings, r.result.Status = ok.Warnings, ok.Status
+	r.result.AffectedRows, r.result.InsertId = affected, insertID
+	r.result.Status = binary.LittleEndian.Uint16(data[pos:])
+	r.result.Warnings = binary.LittleEndian.Uint16(data[pos+2:])
 	r.checkStatus()
 }
 
@@ -220,7 +356,7 @@ func (r *RawQuery) fail(err error) {
 }
 
 // Result is the OK of a statement without rows (affected rows, insert id, warnings, status),
-// or the status that ended the rows. Valid once NextRow returned false.
+// or the status that ended the rows. Valid once NextRows returned false.
 func (r *RawQuery) Result() *mysql.Result { return &r.result }
 
 // Close gives the connection back (closed instead when rows were left unread, the statement
@@ -233,11 +369,13 @@ func (r *RawQuery) Close() error {
 	if !r.stopKill() {
 		r.healthy = false // a KILL QUERY may still be on its way to this connection
 	}
-	if !r.done {
-		r.healthy = false
+	if !r.done || r.buf.buffered() {
+		r.healthy = false // unread packets, or bytes the server should not have sent
 	}
+	r.conn.Sequence = r.seq
 	r.e.release(r.conn, r.healthy)
-	r.conn = nil
+	putRelayBuffers(r.buf)
+	r.conn, r.buf, r.columns, r.pending = nil, nil, nil, nil
 	err := r.err
 	if err == nil {
 		err = r.engineErr

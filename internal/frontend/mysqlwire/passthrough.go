@@ -35,6 +35,10 @@ type passthroughBackend interface {
 	AdmitPassthrough(ctx context.Context, req *query.Request, canRelay func(query.Engine) bool) (*proxy.Admission, bool, error)
 }
 
+// relayed is what relay hands go-mysql for a response it wrote itself (see written); go-mysql
+// only reads it, so one value serves every query.
+var relayed = written()
+
 func canRelay(e query.Engine) bool {
 	_, ok := e.(RawEngine)
 	return ok
@@ -54,7 +58,7 @@ func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *que
 	adm, ok, err := pb.AdmitPassthrough(ctx, req, canRelay)
 	if err != nil {
 		h.writeError(err)
-		return written(), nil, true
+		return relayed, nil, true
 	}
 	if !ok {
 		return nil, nil, false
@@ -64,7 +68,7 @@ func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *que
 		err := fmt.Errorf("mysqlwire: cluster %s admitted for passthrough cannot relay", adm.Cluster)
 		adm.Finish(0, 0, err)
 		h.writeError(err)
-		return written(), nil, true
+		return relayed, nil, true
 	}
 	rctx, rcancel := adm.RunContext(ctx, cancel)
 	// req.SQL as the core left it: its Check may have translated the statement.
@@ -74,7 +78,7 @@ func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *que
 		rcancel()
 		adm.Finish(0, 0, err)
 		h.writeError(err)
-		return written(), nil, true
+		return relayed, nil, true
 	}
 	if q.Columns() == nil {
 		r := *q.Result()
@@ -87,7 +91,7 @@ func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *que
 		adm.Finish(0, 0, err)
 		if err != nil {
 			h.writeError(err)
-			return written(), nil, true
+			return relayed, nil, true
 		}
 		return &mysql.Result{AffectedRows: r.AffectedRows, InsertId: r.InsertId, Warnings: r.Warnings}, nil, true
 	}
@@ -102,46 +106,34 @@ func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *que
 		if werr := h.writeErrorPacket(toMySQLError(err)); werr != nil {
 			return nil, werr, true
 		}
-		return written(), nil, true
+		return relayed, nil, true
 	}
-	return written(), h.writeEOF(), true
+	return relayed, h.writeEOF(), true
 }
 
-// relayRows writes the column count, the engine's column definitions, an EOF and the engine's
-// rows, and closes q. err is the statement's (the engine's, a cancel, a guardrail); werr a
-// failed write to the client.
+// relayRows writes the engine's column count and definitions, an EOF and the engine's rows,
+// and closes q. err is the statement's (the engine's, a cancel, a guardrail); werr a failed
+// write to the client. The engine's packets are written on as they came, whole runs of them at
+// once, only their sequence numbers changed to the client's.
 func (h *session) relayRows(ctx context.Context, adm *proxy.Admission, q *mysqlengine.RawQuery) (rows, bytes int64, werr, err error) {
-	cols := q.Columns()
-	buf := make([]byte, 4, 1024)
-	if werr = h.conn.WritePacket(mysql.AppendLengthEncodedInteger(buf, uint64(len(cols)))); werr != nil {
+	head := q.Head()
+	if werr = h.writeRelayed(head, renumber(head, h.conn.Sequence)); werr != nil {
 		return 0, 0, werr, q.Close()
-	}
-	for _, c := range cols {
-		if werr = h.conn.WritePacket(c); werr != nil {
-			return 0, 0, werr, q.Close()
-		}
 	}
 	if werr = h.writeEOF(); werr != nil {
 		return 0, 0, werr, q.Close()
 	}
 	for {
-		row, more := q.NextRow(buf)
+		chunk, more := q.NextRows()
 		if !more {
 			break
 		}
-		buf = row[:4] // keep the grown buffer for the next row
-		if werr = h.conn.WritePacket(row); werr != nil {
-			return rows, bytes, werr, q.Close()
-		}
-		rows++
-		bytes += int64(len(row) - 4)
-		if err = adm.CheckLimits(rows, bytes); err != nil {
-			q.Close() // stops reading: the connection is closed rather than drained
-			return rows, bytes, nil, err
-		}
-		if rows%cancelCheckRows == 0 && ctx.Err() != nil {
-			q.Close()
-			return rows, bytes, nil, ctx.Err()
+		if werr, err = h.relayChunk(ctx, adm, chunk, &rows, &bytes); werr != nil || err != nil {
+			cerr := q.Close() // stops reading: the connection is closed rather than drained
+			if werr != nil {
+				err = cerr
+			}
+			return rows, bytes, werr, err
 		}
 	}
 	err = q.Close()
@@ -149,6 +141,55 @@ func (h *session) relayRows(ctx context.Context, adm *proxy.Admission, q *mysqle
 		err = ctx.Err() // a KILL QUERY the engine answered with a normal end (SLEEP returns 1)
 	}
 	return rows, bytes, nil, err
+}
+
+// relayChunk counts, checks and writes a run of row packets. A row that fails a check (a
+// guardrail's limit; every cancelCheckRows rows, ctx) is the last one written.
+func (h *session) relayChunk(ctx context.Context, adm *proxy.Admission, chunk []byte, rows, bytes *int64) (werr, err error) {
+	seq := h.conn.Sequence
+	at := 0
+	for at < len(chunk) {
+		n := packetLen(chunk[at:])
+		chunk[at+3] = seq
+		seq++
+		at += 4 + n
+		*bytes += int64(n)
+		if n == maxPayload {
+			continue // the row goes on in the next packet
+		}
+		*rows++
+		if err = adm.CheckLimits(*rows, *bytes); err == nil && *rows%cancelCheckRows == 0 {
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
+	}
+	return h.writeRelayed(chunk[:at], seq), err
+}
+
+// maxPayload is the largest payload of one packet: a packet this long is continued by the next.
+const maxPayload = 1<<24 - 1
+
+func packetLen(p []byte) int { return int(p[0]) | int(p[1])<<8 | int(p[2])<<16 }
+
+// renumber gives packets (whole, headers included) the sequence numbers from seq on and
+// returns the next one.
+func renumber(packets []byte, seq uint8) uint8 {
+	for at := 0; at < len(packets); at += 4 + packetLen(packets[at:]) {
+		packets[at+3] = seq
+		seq++
+	}
+	return seq
+}
+
+// writeRelayed writes packets already framed for the client, through the connection
+// go-mysql writes on (TLS when the client asked for it), and continues its sequence at next.
+// go-mysql's server never negotiates compression, so framed packets go out as they are.
+func (h *session) writeRelayed(packets []byte, next uint8) error {
+	h.conn.Sequence = next
+	_, err := h.conn.Conn.Conn.Write(packets)
+	return err
 }
 
 // contextOr prefers ctx's error (the client's cancel, the query timeout, a lost lease: the
