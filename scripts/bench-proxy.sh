@@ -53,7 +53,7 @@ TAGS=(); [ "${PROFILE:-0}" = 1 ] && TAGS=(-tags benchpprof)
 QF="$ROOT/bin/queryflux"
 
 # --- data --------------------------------------------------------------------------------
-psql -q -h 127.0.0.1 -U postgres -d postgres -c "drop database if exists $DB" -c "create database $DB" >/dev/null
+psql -q -h 127.0.0.1 -U postgres -d postgres -c "drop database if exists $DB with (force)" -c "create database $DB" >/dev/null
 pgbench -i -q -s 1 -h 127.0.0.1 -p 5432 -U postgres "$DB" >/dev/null 2>&1
 MYSQL_OK=0
 if mariadb -h 127.0.0.1 -P 3306 -u root -e "select 1" >/dev/null 2>&1; then MYSQL_OK=1; fi
