@@ -309,6 +309,13 @@ type flushOnReadConn struct {
 	mu      sync.Mutex
 	pending []byte // read by a watch before the session asked
 	readErr error  // the client hung up during a watch
+
+	// watchAfter's state: the timer, reused by every statement; the running statement's
+	// hangup (nil when none runs) and the stop of its watch once started.
+	timer        *time.Timer
+	stopAfter    func()
+	hangup       func()
+	stopWatching func()
 }
 
 func newFlushOnReadConn(c net.Conn) *flushOnReadConn {
@@ -369,29 +376,40 @@ func (c *flushOnReadConn) watch(hangup func()) (stop func()) {
 // watch costs a goroutine and two deadline changes, more than a fast statement itself.
 const watchDelay = 2 * time.Millisecond
 
-// watchAfter is watch started only once the statement has run for delay.
+// watchAfter is watch started only once the statement has run for delay. One timer per
+// connection serves all its statements, and stop is the same function each time: a fast
+// statement costs no allocation here.
 func (c *flushOnReadConn) watchAfter(delay time.Duration, hangup func()) (stop func()) {
-	var mu sync.Mutex
-	var stopWatch func()
-	stopped := false
-	t := time.AfterFunc(delay, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !stopped {
-			stopWatch = c.watch(hangup)
-		}
-	})
-	return func() {
-		if t.Stop() {
-			return // the watch never started
-		}
-		mu.Lock()
-		stopped = true
-		s := stopWatch
-		mu.Unlock()
-		if s != nil {
-			s()
-		}
+	c.mu.Lock()
+	c.hangup = hangup
+	c.mu.Unlock()
+	if c.timer == nil {
+		c.timer = time.AfterFunc(delay, c.startWatch)
+		c.stopAfter = c.stopWatch
+	} else {
+		c.timer.Reset(delay)
+	}
+	return c.stopAfter
+}
+
+// startWatch runs on the timer: it watches for the running statement, if one still runs. A
+// late run for an earlier statement only starts the next statement's watch early.
+func (c *flushOnReadConn) startWatch() {
+	c.mu.Lock()
+	if c.hangup != nil && c.stopWatching == nil {
+		c.stopWatching = c.watch(c.hangup)
+	}
+	c.mu.Unlock()
+}
+
+func (c *flushOnReadConn) stopWatch() {
+	c.timer.Stop()
+	c.mu.Lock()
+	stop := c.stopWatching
+	c.hangup, c.stopWatching = nil, nil
+	c.mu.Unlock()
+	if stop != nil {
+		stop()
 	}
 }
 
