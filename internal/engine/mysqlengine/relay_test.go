@@ -1,0 +1,100 @@
+package mysqlengine
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// TestQueryRawRowsInRuns: NextRows hands over whole rows as the engine framed them, in
+// sequence, every row exactly once (a row over 16 MiB whole, in its several packets), and
+// the connection goes back to the pool afterwards.
+func TestQueryRawRowsInRuns(t *testing.T) {
+	e, _ := openTestEngine(t)
+	q, err := e.QueryRaw(context.Background(), &query.Request{SQL: "SELECT seq FROM seq_1_to_5000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Columns()) != 1 || !strings.Contains(string(q.Head()), "seq") {
+		t.Fatalf("head %q", q.Head())
+	}
+	next := 1
+	var seq byte
+	for first := true; ; first = false {
+		rows, ok := q.NextRows()
+		if !ok {
+			break
+		}
+		for len(rows) > 0 {
+			n := packetLen(rows)
+			if !first && rows[3] != seq {
+				t.Fatalf("row %d: sequence %d, want %d", next, rows[3], seq)
+			}
+			first, seq = false, rows[3]+1
+			if got := string(rows[5 : 4+n]); got != strconv.Itoa(next) {
+				t.Fatalf("row %d: %q", next, got)
+			}
+			rows, next = rows[4+n:], next+1
+		}
+	}
+	idle := idleConns(e)
+	if err := q.Close(); err != nil || next != 5001 {
+		t.Fatalf("%d rows, close: %v", next-1, err)
+	}
+	if idleConns(e) != idle+1 {
+		t.Fatal("a result read to its end did not give its connection back")
+	}
+	testHugeRow(t, e)
+}
+
+// testHugeRow: a row over 16 MiB arrives in two packets, handed over together.
+func testHugeRow(t *testing.T, e *Engine) {
+	q, err := e.QueryRaw(context.Background(), &query.Request{SQL: "SELECT REPEAT('a', 9000000), REPEAT('b', 9000000)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, ok := q.NextRows()
+	if !ok || packetLen(rows) != maxPayload || len(rows) != 2*4+2*(9_000_000+4) {
+		t.Fatalf("huge row: %v, %d bytes", ok, len(rows))
+	}
+	if _, ok := q.NextRows(); ok {
+		t.Fatal("more than one row")
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQueryRawCompressed: a connection that negotiated compression is read through
+// go-mysql's reader, framed again: the same rows, OKs and errors.
+func TestQueryRawCompressed(t *testing.T) {
+	e, name := openTestEngine(t)
+	e.dialOptions = []client.Option{func(c *client.Conn) error {
+		c.SetCapability(mysql.CLIENT_COMPRESS)
+		return nil
+	}}
+	testQueryRaw(t, e, name)
+	e.mu.Lock()
+	compressed := len(e.idle) > 0 && e.idle[0].Compression != mysql.MYSQL_COMPRESS_NONE
+	e.mu.Unlock()
+	if !compressed {
+		t.Fatal("the connection is not compressed")
+	}
+	q, err := e.QueryRaw(context.Background(), &query.Request{SQL: "SELECT REPEAT('a', 9000000), 'x'"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rawRows(t, q); len(got) != 1 || len(got[0][0]) != 9_000_000 || got[0][1] != "x" {
+		t.Fatalf("compressed big row: %d rows", len(got))
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testHugeRow(t, e)
+}
