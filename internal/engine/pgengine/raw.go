@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 // The relay (passthrough): engine.PGRelayer on connections of this engine's own, kept apart
@@ -303,6 +304,9 @@ func (r *rawResult) start() {
 			r.rows = true
 			return
 		case 'n': // NoData: the CommandComplete follows
+		case 'G', 'H', 'W': // CopyInResponse, CopyOutResponse, CopyBothResponse
+			r.c.broken = true // mid-COPY: only closing it ends the COPY
+			r.fail(&query.Error{Code: "0A000", Message: "COPY to or from the client is not supported through the proxy"})
 		default:
 			r.c.broken = true
 			r.fail(errRawProtocol)
@@ -421,6 +425,10 @@ func (r *rawResult) Close() (string, error) {
 			if len(msg) == 6 {
 				r.c.txStatus = msg[5]
 			}
+			break
+		}
+		if msg[0] == 'G' || msg[0] == 'H' || msg[0] == 'W' {
+			r.c.broken = true // a COPY after the statement: it waits for data that never comes
 			break
 		}
 		if msg[0] == 'E' && r.err == nil { // an error after the rows (at Sync)

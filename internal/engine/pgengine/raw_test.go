@@ -13,6 +13,7 @@ import (
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/pgengine"
 	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 // openOneConn opens an engine whose relay has a single connection, so consecutive statements
@@ -95,6 +96,23 @@ func TestRelayRowsTagsAndErrors(t *testing.T) {
 	// The connection answered the error to its end: the next statement works on it.
 	if rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select 'after'"}); err != nil || rows[0] != "after" {
 		t.Fatalf("after an error: %v %v", rows, err)
+	}
+}
+
+func TestRelayRefusesCopyClearly(t *testing.T) {
+	r := openOneConn(t)
+	if _, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "create table copy_t(a int)"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{"copy (select 1) to stdout", "copy copy_t from stdin"} {
+		_, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: sql})
+		var qe *query.Error
+		if !errors.As(err, &qe) || qe.Code != "0A000" || !strings.Contains(qe.Message, "COPY") {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select 'still serving'"}); err != nil || rows[0] != "still serving" {
+		t.Fatalf("after COPY: %v %v", rows, err)
 	}
 }
 
