@@ -233,5 +233,15 @@ done
 echo
 echo "latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
+RTT=$("$TMP/benchrelay" -rtt 3s)
+verdict() { if awk "BEGIN{exit !($1)}"; then echo met; else echo "not met"; fi; }
+pt=$(added "${LAT[direct]}" "${LAT[passthrough]}"); pb=$(added "${LAT[direct]}" "${LAT[pgbouncer]}"); wk=$(added "${LAT[direct]}" "${LAT[worker]}")
+echo "goal checks (this run): loopback round trip p50 (scripts/benchrelay -rtt) ${RTT} us"
+num() { [[ $1 =~ ^-?[0-9]+$ ]]; }
+if num "$pt" && num "$pb"; then echo "  passthrough added p50 ${pt} us <= 2 x pgbouncer's ${pb} us: $(verdict "$pt <= 2 * $pb")"; fi
+if num "${TPS[passthrough]}" && num "${TPS[direct]}"; then
+	echo "  passthrough tps ${TPS[passthrough]} >= 0.85 x direct ${TPS[direct]}: $(verdict "${TPS[passthrough]} >= 0.85 * ${TPS[direct]}")"
+fi
+if num "$wk" && num "$pt" && num "$RTT"; then echo "  worker added p50 ${wk} us - passthrough's ${pt} us <= ${RTT} us: $(verdict "$wk - $pt <= $RTT")"; fi
 echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (the floor of any Go proxy hop on this machine)"
 echo "goals: passthrough added_p50 <= 2x pgbouncer's; passthrough tps >= 0.85 of direct; worker added_p50 - passthrough's <= one loopback round trip"

@@ -2,6 +2,8 @@
 // between each client and the upstream with two goroutines (io.Copy each way) and looks at
 // nothing: no protocol, no routing, no pooling. Whatever QueryFlux adds beyond this row is
 // its own work; what this row adds over direct is the cost of a Go relay hop on the machine.
+// With -rtt it instead prints the p50 of a loopback TCP round trip (one byte each way, one
+// connection, Go on both ends): the yardstick of the worker-path goal.
 //
 // determinism: outside the simulator (a benchmark tool)
 package main
@@ -12,12 +14,24 @@ import (
 	"io"
 	"net"
 	"os"
+	"sort"
+	"time"
 )
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	upstream := flag.String("upstream", "127.0.0.1:5432", "address to relay to")
+	rtt := flag.Duration("rtt", 0, "measure loopback round trips for this long instead, print the p50 in µs")
 	flag.Parse()
+	if *rtt > 0 {
+		p50, err := roundTripP50(*rtt)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchrelay:", err)
+			os.Exit(1)
+		}
+		fmt.Println(p50.Microseconds())
+		return
+	}
 	l, err := net.Listen("tcp", *listen)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrelay:", err)
@@ -46,4 +60,39 @@ func relay(client net.Conn, upstream string) {
 		_ = server.Close()
 	}()
 	_, _ = io.Copy(client, server)
+}
+
+// roundTripP50 echoes one byte over a loopback connection for d and returns the median.
+func roundTripP50(d time.Duration) (time.Duration, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(c, c)
+	}()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	var samples []time.Duration
+	b := []byte{1}
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		start := time.Now()
+		if _, err := c.Write(b); err != nil {
+			return 0, err
+		}
+		if _, err := io.ReadFull(c, b); err != nil {
+			return 0, err
+		}
+		samples = append(samples, time.Since(start))
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	return samples[len(samples)/2], nil
 }
