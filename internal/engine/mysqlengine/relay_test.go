@@ -8,7 +8,9 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -97,4 +99,48 @@ func TestQueryRawCompressed(t *testing.T) {
 		t.Fatal(err)
 	}
 	testHugeRow(t, e)
+}
+
+// The relay's engine side alone: a COM_QUERY written, its answer read into runs of rows.
+//
+//	go test -run '^$' -bench QueryRaw -benchmem ./internal/engine/mysqlengine/
+func benchQueryRaw(b *testing.B, sql string, want int) {
+	dsn, name := mytest.NewDatabase(b)
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := Open(Config{Name: "bench", Addr: cfg.Addr, User: cfg.User, Password: cfg.Passwd, Database: name})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	req := &query.Request{SQL: sql}
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		q, err := e.QueryRaw(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for {
+			rows, ok := q.NextRows()
+			if !ok {
+				break
+			}
+			for at := 0; at < len(rows); at += 4 + packetLen(rows[at:]) {
+				n++
+			}
+		}
+		if err := q.Close(); err != nil || n != want {
+			b.Fatalf("%d rows, %v", n, err)
+		}
+	}
+}
+
+func BenchmarkQueryRawSelect1(b *testing.B) { benchQueryRaw(b, "SELECT 1", 1) }
+
+func BenchmarkQueryRawRows1000(b *testing.B) {
+	benchQueryRaw(b, "SELECT seq, CONCAT('row-', seq) FROM seq_1_to_1000", 1000)
 }
