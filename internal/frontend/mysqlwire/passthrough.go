@@ -13,7 +13,9 @@ import (
 
 // Passthrough (issue 10): a COM_QUERY routed to a MySQL-protocol engine (MySQL, MariaDB,
 // StarRocks) is answered with the engine's own packets: its column definitions and its
-// text-protocol rows go to the client as they are, never decoded into Arrow. The proxy core
+// text-protocol rows go to the client as they are, never decoded into Arrow (written in runs,
+// as many rows as one read from the engine brought, only their sequence numbers changed;
+// mysqlengine's packets.go reads them). The proxy core
 // still routes, checks, queues, takes the slot and reports the query (rows and relayed bytes)
 // through proxy.Core.AdmitPassthrough, which also says when a query needs its values (result
 // cache, settings.passthrough: false, an engine this frontend cannot relay from); the query
