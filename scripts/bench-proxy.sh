@@ -8,16 +8,20 @@
 # (Arrow path), and a control plane + worker (capacity leases from the control plane). Then
 # prints one table: single-client SELECT 1 latency (pgbench -c1 -M extended, per-transaction
 # --log) and pgbench -S -c 8 TPS; and the same for the MySQL wire against MariaDB when the
-# daemon serves it. Bounded: about 2-3 minutes.
+# daemon serves it. Bounded: about 5-6 minutes.
 #
-# Environment: LAT_SECS (5), TPS_SECS (10), CLIENTS (8), KEEP_TMP=1 keeps the temp dir,
+# The machine is shared and its timings drift, so the targets are measured in ROUNDS interleaved
+# rounds (every target once per round) and each figure is the median over the rounds.
+#
+# Environment: ROUNDS (3), LAT_SECS (3), TPS_SECS (6), CLIENTS (8), KEEP_TMP=1 keeps the temp dir,
 # PROFILE=1 builds the daemon with -tags benchpprof and writes a 5 s CPU profile of the
 # passthrough daemon under the pgbench -S load to $PROFILE_OUT (default /tmp/bench-proxy-cpu.prof)
 # (go tool pprof -top bin/queryflux /tmp/bench-proxy-cpu.prof).
 set -euo pipefail
 
-LAT_SECS=${LAT_SECS:-5}
-TPS_SECS=${TPS_SECS:-10}
+ROUNDS=${ROUNDS:-3}
+LAT_SECS=${LAT_SECS:-3}
+TPS_SECS=${TPS_SECS:-6}
 CLIENTS=${CLIENTS:-8}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d /tmp/bench-proxy.XXXXXX)
@@ -181,19 +185,29 @@ tps() { # port -> pgbench -S -c N TPS
 	echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1 | awk '{printf "%d\n", $1}'
 }
 
-declare -A LAT TPS
+# median of numbers (or "-" when none is a number)
+median() { printf '%s\n' "$@" | grep -E '^[0-9]+$' | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
+
+declare -A LAT TPS P50S P99S TPSS
 TARGETS=(direct pgbouncer go-relay passthrough arrow worker)
 declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [go-relay]=$RELAY [passthrough]=$PG_passthrough [arrow]=$PG_arrow [worker]=$PG_worker)
+for round in $(seq 1 "$ROUNDS"); do
+	for t in "${TARGETS[@]}"; do
+		log "postgres round $round/$ROUNDS: $t (port ${PORT[$t]})"
+		read -r p50 p99 <<<"$(latency "${PORT[$t]}")"
+		P50S[$t]+="$p50 "; P99S[$t]+="$p99 "
+		if [ "${PROFILE:-0}" = 1 ] && [ "$t" = passthrough ] && [ "$round" = 1 ]; then
+			(sleep 1; curl -s -o "${PROFILE_OUT:-/tmp/bench-proxy-cpu.prof}" "http://127.0.0.1:$PPROF/debug/pprof/profile?seconds=4") &
+		fi
+		TPSS[$t]+="$(tps "${PORT[$t]}") "
+	done
+done
 for t in "${TARGETS[@]}"; do
-	log "postgres: $t (port ${PORT[$t]})"
-	LAT[$t]=$(latency "${PORT[$t]}")
-	if [ "${PROFILE:-0}" = 1 ] && [ "$t" = passthrough ]; then
-		(sleep 2; curl -s -o "${PROFILE_OUT:-/tmp/bench-proxy-cpu.prof}" "http://127.0.0.1:$PPROF/debug/pprof/profile?seconds=5") &
-	fi
-	TPS[$t]=$(tps "${PORT[$t]}")
+	# shellcheck disable=SC2086 # word splitting of the per-round lists is wanted
+	LAT[$t]="$(median ${P50S[$t]}) $(median ${P99S[$t]})"; TPS[$t]=$(median ${TPSS[$t]})
 done
 
-declare -A MLAT MTPS
+declare -A MLAT MTPS MP50S MP99S MQPSS
 MY_TARGETS=()
 if [ "$MYSQL_OK" = 1 ]; then
 	MY_TARGETS=(direct passthrough arrow worker)
@@ -203,11 +217,17 @@ if [ "$MYSQL_OK" = 1 ]; then
 		[arrow]="queryflux@tcp(127.0.0.1:$MY_arrow)/mysql"
 		[worker]="queryflux@tcp(127.0.0.1:$MY_worker)/mysql"
 	)
+	for round in $(seq 1 "$ROUNDS"); do
+		for t in "${MY_TARGETS[@]}"; do
+			log "mysql round $round/$ROUNDS: $t"
+			read -r p50 p99 _ < <("$TMP/benchclient" -dsn "${MYDSN[$t]}" -c 1 -d "${LAT_SECS}s" || echo "- - -")
+			read -r _ _ q < <("$TMP/benchclient" -dsn "${MYDSN[$t]}" -c "$CLIENTS" -d "${TPS_SECS}s" || echo "- - -")
+			MP50S[$t]+="$p50 "; MP99S[$t]+="$p99 "; MQPSS[$t]+="$q "
+		done
+	done
 	for t in "${MY_TARGETS[@]}"; do
-		log "mysql: $t"
-		read -r p50 p99 _ < <("$TMP/benchclient" -dsn "${MYDSN[$t]}" -c 1 -d "${LAT_SECS}s" || echo "- - -")
-		read -r _ _ q < <("$TMP/benchclient" -dsn "${MYDSN[$t]}" -c "$CLIENTS" -d "${TPS_SECS}s" || echo "- - -")
-		MLAT[$t]="$p50 $p99"; MTPS[$t]=$q
+		# shellcheck disable=SC2086
+		MLAT[$t]="$(median ${MP50S[$t]}) $(median ${MP99S[$t]})"; MTPS[$t]=$(median ${MQPSS[$t]})
 	done
 else
 	log "MariaDB not reachable on 127.0.0.1:3306: MySQL rows skipped"
@@ -231,7 +251,7 @@ for t in "${MY_TARGETS[@]}"; do
 	printf "%-8s %-12s %10s %10s %12s %10s %9s\n" mysql "$t" "$p50" "$p99" "$(added "${MLAT[direct]}" "${MLAT[$t]}")" "${MTPS[$t]}" "$(ratio "${MTPS[direct]}" "${MTPS[$t]}")"
 done
 echo
-echo "latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
+echo "medians of $ROUNDS interleaved rounds; latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
 RTT=$("$TMP/benchrelay" -rtt 3s)
 verdict() { if awk "BEGIN{exit !($1)}"; then echo met; else echo "not met"; fi; }
