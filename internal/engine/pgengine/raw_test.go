@@ -17,10 +17,14 @@ import (
 )
 
 // openOneConn opens an engine whose relay has a single connection, so consecutive statements
-// are known to share it.
-func openOneConn(t *testing.T) engine.PGRelayer {
+// are known to share it. options are connection parameters (sslmode, ...).
+func openOneConn(t *testing.T, options ...string) engine.PGRelayer {
 	t.Helper()
-	e, err := engine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: pgtest.NewDatabase(t), MaxConns: 1})
+	opts := map[string]string{}
+	for i := 0; i+1 < len(options); i += 2 {
+		opts[options[i]] = options[i+1]
+	}
+	e, err := engine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: pgtest.NewDatabase(t), MaxConns: 1, Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,5 +193,43 @@ func TestRelayCancelStopsTheStatementOnTheServer(t *testing.T) {
 	// The cancelled connection is not reused, and the relay goes on on a new one.
 	if rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select 1"}); err != nil || rows[0] != "1" {
 		t.Fatalf("after cancel: %v %v", rows, err)
+	}
+}
+
+// TestRelayOverTLS: the relay's connections keep the TLS that pgconn negotiated.
+func TestRelayOverTLS(t *testing.T) {
+	r := openOneConn(t, "sslmode", "require")
+	rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select ssl from pg_stat_ssl where pid = pg_backend_pid()"})
+	if err != nil {
+		t.Skipf("the server does not take TLS here: %v", err)
+	}
+	if strings.Join(rows, ",") != "t" {
+		t.Fatalf("relay connection TLS: %v", rows)
+	}
+}
+
+// TestRelayDropsAConnectionTheServerClosedWhileIdle: a connection the server ended while it sat
+// idle (here pg_terminate_backend) is noticed before use, and the statement runs on a new one.
+func TestRelayDropsAConnectionTheServerClosedWhileIdle(t *testing.T) {
+	for _, sslmode := range []string{"disable", "require"} {
+		t.Run(sslmode, func(t *testing.T) {
+			r := openOneConn(t, "sslmode", sslmode)
+			pid := func() string {
+				rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select pg_backend_pid()"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rows[0]
+			}
+			first := pid()
+			other := openOneConn(t)
+			if _, _, err := relayText(t, other, engine.PGStatement{Simple: true, SQL: "select pg_terminate_backend(" + first + ")"}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1100 * time.Millisecond) // past rawCheckIdleAfter: the idle connection is checked
+			if second := pid(); second == first {
+				t.Fatalf("the terminated connection (pid %s) was used again", first)
+			}
+		})
 	}
 }
