@@ -58,12 +58,8 @@ func newRawPool(cfg *pgconn.Config, maxConns int) *rawPool {
 func (p *rawPool) get(ctx context.Context) (*rawConn, error) {
 	select {
 	case p.slots <- struct{}{}:
-	default:
-		select {
-		case p.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	for {
 		p.mu.Lock()
@@ -90,7 +86,7 @@ func (p *rawPool) get(ctx context.Context) (*rawConn, error) {
 		<-p.slots
 		return nil, err
 	}
-	return &rawConn{pg: pc, buf: make([]byte, rawReadBufferBytes), stmts: map[string]string{}}, nil
+	return &rawConn{pg: pc, buf: make([]byte, rawReadBufferBytes), txStatus: 'I', stmts: map[string]string{}}, nil
 }
 
 // put takes c back, or closes it when it cannot serve another statement.
@@ -132,8 +128,8 @@ type rawConn struct {
 	txStatus  byte
 	broken    bool
 	idleSince time.Time
-	// stmts maps a client statement (SQL and declared types, stmtKey) to the name it is
-	// prepared under on this connection.
+	// stmts maps a client statement (its SQL and declared parameter types, built in key) to
+	// the name it is prepared under on this connection.
 	stmts    map[string]string
 	key      []byte
 	prepared int // statements named so far: names are never reused
