@@ -5,6 +5,10 @@
 // Every statement runs on whichever pooled connection is free: session state (SET, BEGIN...)
 // does not carry from one statement to the next.
 //
+// The passthrough relay (raw.go, engine.PGRelayer) has connections of its own, up to MaxConns
+// beside the pgx pool's: opened by pgconn, then written and read as wire messages, so a
+// cluster may hold twice MaxConns connections to PostgreSQL.
+//
 // determinism: outside the simulator (real engine adapter: talks to PostgreSQL over the network)
 package pgengine
 
