@@ -63,7 +63,8 @@ func startControlPlaneQuery(ctx context.Context, d *Daemon, cp *controlplane.Con
 		d.Logger.Warn("the configuration file defines no clusters: this node's frontends answer 'not configured'")
 	}
 	// A reloaded configuration file is applied here before workers see it (config_reload.go).
-	controlPlaneConfigApply = append(controlPlaneConfigApply, func(_ context.Context, _ *Daemon, cfg *config.Config) error {
+	controlPlaneConfigApply = append(controlPlaneConfigApply, func(_ context.Context, d *Daemon, cfg *config.Config) error {
+		applyHistoryPolicy(d, cfg)
 		if len(cfg.Clusters) == 0 {
 			return nil // as at start: no clusters, nothing to build
 		}
@@ -122,11 +123,7 @@ func startWorkerQuery(ctx context.Context, d *Daemon, w *worker.Worker) error {
 		if err := n.Apply(cfg); err != nil {
 			return err
 		}
-		if u := historyUplink; u != nil {
-			if err := u.SetPolicy(redact.Policy(cfg.HistoryPolicy.Redaction)); err != nil {
-				d.Logger.Warn("history redaction policy not applied", "err", err)
-			}
-		}
+		applyHistoryPolicy(d, cfg)
 		return nil
 	})
 	return runQueryNode(ctx, d, n)
@@ -204,4 +201,14 @@ func writeAdminToken(adminListen string, log *slog.Logger) (string, error) {
 	}
 	log.Info("admin API token written to a file; export QUERYFLUX_ADMIN_TOKEN=$(cat FILE)", "file", path)
 	return token, nil
+}
+
+// applyHistoryPolicy gives this node's history uplink the redaction policy of cfg, on every
+// role that applies a new configuration (a worker's snapshot, a control plane's reload).
+func applyHistoryPolicy(d *Daemon, cfg *config.Config) {
+	if u := historyUplink; u != nil {
+		if err := u.SetPolicy(redact.Policy(cfg.HistoryPolicy.Redaction)); err != nil {
+			d.Logger.Warn("history redaction policy not applied", "err", err)
+		}
+	}
 }
