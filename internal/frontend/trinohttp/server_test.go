@@ -323,6 +323,10 @@ func TestAuthHook(t *testing.T) {
 	if got := send(func(r *http.Request) { r.Header.Set("Authorization", "Bearer t0k") }); got != http.StatusOK {
 		t.Fatalf("token: %d", got)
 	}
+	// A POST is answered before its query reaches the backend: wait for both accepted ones.
+	for deadline := time.Now().Add(10 * time.Second); len(backend.Requests()) < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if req := backend.LastRequest(t); req.User != "token-user" {
 		t.Fatalf("token user %q", req.User)
 	}
