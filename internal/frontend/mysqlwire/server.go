@@ -280,7 +280,13 @@ func (a *authenticator) GetCredential(user string) (server.Credential, bool, err
 	return server.Credential{Passwords: passwords, AuthPluginName: a.s.opts.AuthMethod}, true, nil
 }
 
-func (a *authenticator) OnAuthSuccess(*server.Conn) error { return nil }
+// OnAuthSuccess sets the session's first status flags, which the OK ending the handshake
+// carries: autocommit on. PyMySQL and mysqlclient read them to decide whether to send
+// SET autocommit=0 (go-mysql starts a connection with no flags).
+func (a *authenticator) OnAuthSuccess(c *server.Conn) error {
+	c.SetStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
+	return nil
+}
 
 func (a *authenticator) OnAuthFailure(c *server.Conn, err error) {
 	a.s.log.Info("mysqlwire: authentication failed", "user", c.GetUser(), "remote", a.remote.String())

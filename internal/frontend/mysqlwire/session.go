@@ -27,7 +27,8 @@ type session struct {
 	out    *flushOnReadConn // flushed after each batch, so slow results still stream
 	raw    net.Conn         // the client connection, for KILL CONNECTION
 
-	pinned engine.Session // the engine connection of an open transaction, if any
+	pinned        engine.Session // the engine connection of an open transaction, if any
+	autocommitOff bool           // SET autocommit=0: every statement runs in a pinned transaction
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running statement, for KILL QUERY from another session
@@ -75,7 +76,7 @@ func (h *session) HandleStmtPrepare(sql string) (int, int, any, error) {
 		return 0, 0, nil, errNotConfigured
 	}
 	if isSetStatement(sql) {
-		if err := setRefusal(sql); err != nil {
+		if err := h.setRefusal(sql); err != nil {
 			return 0, 0, nil, err
 		}
 	}
@@ -89,7 +90,11 @@ func (h *session) HandleStmtExecute(_ any, sql string, args []any) (*mysql.Resul
 		return written(), nil
 	}
 	if isSetStatement(sql) {
-		return &mysql.Result{}, nil // a no-op SET, refused at prepare otherwise (setvars.go)
+		if err := h.set(sql); err != nil { // only autocommit can change: others were refused at prepare
+			h.writeError(err)
+			return written(), nil
+		}
+		return &mysql.Result{}, nil
 	}
 	return h.run(sql, normalizeArgs(args), true)
 }
@@ -97,12 +102,16 @@ func (h *session) HandleStmtExecute(_ any, sql string, args []any) (*mysql.Resul
 // HandleStmtClose has nothing to free: statements hold no engine state.
 func (h *session) HandleStmtClose(any) error { return nil }
 
-// HandleOtherCommand accepts COM_SET_OPTION and COM_RESET_CONNECTION; others are unsupported.
+// HandleOtherCommand accepts COM_SET_OPTION and COM_RESET_CONNECTION (which rolls back an
+// open transaction and turns autocommit back on, as MySQL does); others are unsupported.
 func (h *session) HandleOtherCommand(cmd byte, _ []byte) error {
 	switch cmd {
 	case mysql.COM_SET_OPTION:
 		return nil
 	case mysql.COM_RESET_CONNECTION:
+		h.unpin()
+		h.autocommitOff = false
+		h.syncTx()
 		return nil
 	}
 	return mysql.NewError(mysql.ER_UNKNOWN_COM_ERROR, "command "+strconv.Itoa(int(cmd))+" is not supported by queryflux")
@@ -110,15 +119,7 @@ func (h *session) HandleOtherCommand(cmd byte, _ []byte) error {
 
 // run sends sql to the backend and writes the answer (rows, OK or error) to the client.
 func (h *session) run(sql string, args []any, binary bool) (*mysql.Result, error) {
-	req := &query.Request{
-		SQL:        sql,
-		Args:       args,
-		User:       h.conn.GetUser(),
-		Protocol:   query.ProtocolMySQL,
-		Database:   h.db,
-		ClientAddr: h.remote,
-		Headers:    h.attributes(),
-	}
+	req := h.request(sql, args)
 	ctx, cancel := context.WithCancel(h.ctx)
 	h.mu.Lock()
 	h.cancel = cancel
@@ -130,11 +131,12 @@ func (h *session) run(sql string, args []any, binary bool) (*mysql.Result, error
 		cancel()
 	}()
 	defer h.out.watchAfter(watchDelay, cancel)()
-	if done, err := h.pinFor(req); done || err != nil {
+	if done, err := h.pinFor(ctx, req); done || err != nil {
 		if err != nil {
 			h.writeError(err)
 			return written(), nil
 		}
+		h.syncTx()
 		return &mysql.Result{}, nil
 	}
 	if !binary && h.pinned == nil {
@@ -159,6 +161,18 @@ func (h *session) run(sql string, args []any, binary bool) (*mysql.Result, error
 	return res, err
 }
 
+func (h *session) request(sql string, args []any) *query.Request {
+	return &query.Request{
+		SQL:        sql,
+		Args:       args,
+		User:       h.conn.GetUser(),
+		Protocol:   query.ProtocolMySQL,
+		Database:   h.db,
+		ClientAddr: h.remote,
+		Headers:    h.attributes(),
+	}
+}
+
 // answer writes a statement's rows (or its OK) to the client.
 func (h *session) answer(ctx context.Context, rows query.Rows, binary bool) (*mysql.Result, error) {
 	if rows.Schema() == nil {
@@ -172,9 +186,11 @@ func (h *session) answer(ctx context.Context, rows query.Rows, binary bool) (*my
 
 // pinFor pins an engine connection when req starts a transaction and the backend can pin one
 // (engine.SessionOpener): the transaction's statements then all run there, as on a direct
-// connection. Without it, statements run on pooled connections. done is true when pinFor
-// answered req itself (a ROLLBACK of a transaction whose connection failed).
-func (h *session) pinFor(req *query.Request) (done bool, err error) {
+// connection. Without it, statements run on pooled connections. With autocommit off, every
+// statement but COMMIT and ROLLBACK starts one (START TRANSACTION on the pinned connection
+// first), as MySQL starts one implicitly. done is true when pinFor answered req itself (a
+// ROLLBACK of a transaction whose connection failed).
+func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, err error) {
 	if h.pinned != nil {
 		if h.pinned.TxStatus() == 'E' && isTxEnd(req.SQL) {
 			h.unpin()
@@ -182,32 +198,65 @@ func (h *session) pinFor(req *query.Request) (done bool, err error) {
 		}
 		return false, nil
 	}
-	if !beginsTransaction(req.SQL) {
+	explicit := beginsTransaction(req.SQL)
+	if !explicit && (!h.autocommitOff || isTxEnd(req.SQL)) {
 		return false, nil
 	}
 	opener, ok := h.s.backend.(engine.SessionOpener)
 	if !ok {
-		return false, nil
+		return false, nil // autocommit=0 was refused (setvars.go): only an explicit BEGIN gets here
 	}
 	s, err := opener.OpenSession(h.ctx, req)
 	if err != nil {
 		return false, err
 	}
 	h.pinned = s
+	if !explicit {
+		if err := h.execPinned(ctx, "START TRANSACTION"); err != nil {
+			h.unpin()
+			return false, err
+		}
+	}
 	return false, nil
 }
 
+// execPinned runs a statement of the proxy's own (no rows) on the pinned connection.
+func (h *session) execPinned(ctx context.Context, sql string) error {
+	rows, err := h.pinned.Execute(ctx, h.request(sql, nil))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for {
+		if _, err := rows.Next(ctx); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
 // syncTx unpins the session once the engine reports the transaction over, and keeps the
-// in-transaction flag of OK and EOF packets in step.
+// status flags of OK and EOF packets (autocommit, in transaction) in step.
 func (h *session) syncTx() {
 	if h.pinned != nil && h.pinned.TxStatus() == 'I' {
 		h.unpin()
 	}
-	if h.pinned != nil {
-		h.conn.SetInTransaction()
-	} else {
-		h.conn.ClearInTransaction()
+	h.conn.UnsetStatus(mysql.SERVER_STATUS_AUTOCOMMIT | mysql.SERVER_STATUS_IN_TRANS)
+	h.conn.SetStatus(h.status())
+}
+
+// status is the client session's SERVER_STATUS flags.
+func (h *session) status() uint16 {
+	var s uint16
+	if !h.autocommitOff {
+		s |= mysql.SERVER_STATUS_AUTOCOMMIT
 	}
+	if h.pinned != nil {
+		s |= mysql.SERVER_STATUS_IN_TRANS
+	}
+	return s
 }
 
 func (h *session) unpin() {
@@ -355,13 +404,8 @@ func appendBinaryRow(row []byte, cols []column, batch arrow.RecordBatch, i int) 
 	return row
 }
 
-const statusAutocommit = mysql.SERVER_STATUS_AUTOCOMMIT
-
 func (h *session) writeEOF() error {
-	status := uint16(statusAutocommit)
-	if h.pinned != nil {
-		status |= mysql.SERVER_STATUS_IN_TRANS
-	}
+	status := h.status()
 	return h.conn.WritePacket([]byte{0, 0, 0, 0, mysql.EOF_HEADER, 0, 0, byte(status), byte(status >> 8)})
 }
 
@@ -473,8 +517,9 @@ func skipLine(sql string, i int) int {
 	return len(sql)
 }
 
-// Session statements answered by the proxy itself: it keeps no engine session, so SET has no
-// engine to reach (setvars.go), and clients ask these variables before any real query.
+// Session statements answered by the proxy itself: outside a transaction it keeps no engine
+// session, so SET has no engine to reach (setvars.go), and clients ask these variables before
+// any real query.
 var (
 	killStmt      = regexp.MustCompile(`(?is)^kill\s+(query\s+|connection\s+)?(\d+)\s*;?\s*$`)
 	useStmt       = regexp.MustCompile("(?is)^use\\s+`?([^`;\\s]+)`?\\s*;?\\s*$")
@@ -489,7 +534,7 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 		return nil, nil, true
 	}
 	if isSetStatement(sql) {
-		return nil, setRefusal(sql), true // see setvars.go
+		return nil, h.set(sql), true // see setvars.go
 	}
 	if m := killStmt.FindStringSubmatch(sql); m != nil {
 		return nil, h.kill(m[2], strings.EqualFold(strings.TrimSpace(m[1]), "connection")), true
@@ -533,6 +578,9 @@ func (h *session) variable(name string) (any, bool) {
 	case "max_allowed_packet":
 		return int64(64 << 20), true
 	case "autocommit":
+		if h.autocommitOff {
+			return int64(0), true
+		}
 		return int64(1), true
 	case "transaction_isolation", "tx_isolation":
 		return "REPEATABLE-READ", true

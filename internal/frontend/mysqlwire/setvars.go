@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
@@ -14,23 +15,94 @@ import (
 // other clients, and the client's next statement would not see it. So this frontend answers a
 // SET itself: one that keeps what the proxy reports (SET NAMES utf8mb4, autocommit=1, time_zone
 // '+00:00', isolation REPEATABLE READ: what drivers send at connect) is a no-op OK; any other
-// is refused with ER_NOT_SUPPORTED_YET, naming the variable: SET autocommit=0 (use START
-// TRANSACTION ... COMMIT), other session and GLOBAL variables, user variables (@v) and SET
-// TRANSACTION (it would apply to the next transaction, on another connection). MariaDB's SET
-// STATEMENT ... FOR <statement> only lasts its statement and runs on the engine. Not detected:
-// variables set by a statement other than SET (SELECT @v := 1, SELECT ... INTO @v).
+// is refused with ER_NOT_SUPPORTED_YET, naming the variable: other session and GLOBAL
+// variables, user variables (@v) and SET TRANSACTION (it would apply to the next transaction,
+// on another connection). MariaDB's SET STATEMENT ... FOR <statement> only lasts its statement
+// and runs on the engine. Not detected: variables set by a statement other than SET (SELECT
+// @v := 1, SELECT ... INTO @v).
+//
+// SET autocommit=0 is carried, not sent: PyMySQL and mysqlclient send it at connect. The
+// session then starts a pinned transaction before its next statement (session.go, pinFor), so
+// every statement runs inside one until COMMIT or ROLLBACK, as on MySQL. A backend that cannot
+// pin a connection (no engine.SessionOpener) refuses it.
 
-// setRefusal is the error a SET statement is answered with, or nil when it changes nothing
-// the client could see (answered OK here). Only called for statements whose first word is SET.
-func setRefusal(sql string) error {
+// autocommitSet is what a SET statement does to autocommit.
+type autocommitSet int
+
+const (
+	autocommitKept autocommitSet = iota // not assigned
+	autocommitOn
+	autocommitOff
+)
+
+// readSet reads a SET statement (one whose first word is SET): what it does to autocommit,
+// or the refusal when it sets anything else the client could see (a SET keeping what the proxy
+// reports is answered OK here).
+func readSet(sql string) (autocommitSet, error) {
 	toks := significantMySQL(sql)
+	ac := autocommitKept
 	for _, item := range splitItems(toks[1:]) {
-		if name, ok := keepsReported(item); !ok {
-			return refuseSet(name)
+		name, v, ok := keepsReported(item)
+		switch {
+		case name == "autocommit" && ok:
+			ac = autocommitOn
+		case name == "autocommit" && isOff(v):
+			ac = autocommitOff
+		case !ok:
+			return ac, refuseSet(name)
 		}
 	}
-	return nil
+	return ac, nil
 }
+
+// setRefusal is readSet's refusal for a backend that cannot pin sessions: there
+// autocommit=0 is refused too.
+func setRefusal(sql string) error {
+	ac, err := readSet(sql)
+	if err == nil && ac == autocommitOff {
+		return refuseSet("autocommit")
+	}
+	return err
+}
+
+// setRefusal is the refusal of a SET statement this session would answer with, without
+// applying it (COM_STMT_PREPARE).
+func (h *session) setRefusal(sql string) error {
+	if h.canPin() {
+		_, err := readSet(sql)
+		return err
+	}
+	return setRefusal(sql)
+}
+
+// set answers a SET statement: the session keeps autocommit (turning it on commits an open
+// transaction, as MySQL does); anything else the client could see is refused.
+func (h *session) set(sql string) error {
+	ac, err := readSet(sql)
+	switch {
+	case err != nil:
+		return err
+	case ac == autocommitOff && !h.canPin():
+		return refuseSet("autocommit")
+	case ac == autocommitOff:
+		h.autocommitOff = true
+	case ac == autocommitOn && h.autocommitOff:
+		h.autocommitOff = false
+		if h.pinned != nil {
+			err = h.execPinned(h.ctx, "COMMIT")
+			h.unpin() // a failed COMMIT leaves nothing open either: Close rolls back
+		}
+	}
+	h.syncTx()
+	return err
+}
+
+func (h *session) canPin() bool {
+	_, ok := h.s.backend.(engine.SessionOpener)
+	return ok
+}
+
+func isOff(v string) bool { return v == "0" || v == "off" || v == "false" }
 
 // isSetStatement: sql's first word, after blanks and comments, is SET, but not MariaDB's SET
 // STATEMENT ... FOR, which lasts one statement and goes to the engine. Statements that start
@@ -104,8 +176,8 @@ func splitItems(toks []sqltok.Token) [][]sqltok.Token {
 }
 
 // keepsReported reads one assignment and reports whether it keeps the value the proxy reports
-// (variable); name is what it sets.
-func keepsReported(item []sqltok.Token) (name string, ok bool) {
+// (variable); name is what it sets, v the value assigned to a plain variable.
+func keepsReported(item []sqltok.Token) (name, v string, ok bool) {
 	w := func(i int) string {
 		if i < len(item) && (item[i].Kind == sqltok.Word || item[i].Kind == sqltok.QuotedIdent) {
 			return strings.ToLower(strings.Trim(item[i].Text, "`"))
@@ -115,33 +187,34 @@ func keepsReported(item []sqltok.Token) (name string, ok bool) {
 	i := 0
 	switch w(0) {
 	case "global", "persist", "persist_only":
-		return "GLOBAL " + w(1), false
+		return "GLOBAL " + w(1), "", false
 	case "session", "local":
 		i = 1
 	}
 	switch {
 	case w(i) == "names":
-		return "NAMES", isUTF8(value(item[i+1:]))
+		return "NAMES", "", isUTF8(value(item[i+1:]))
 	case w(i) == "charset", w(i) == "character" && w(i+1) == "set":
-		return "CHARACTER SET", isUTF8(value(item[len(item)-1:]))
+		return "CHARACTER SET", "", isUTF8(value(item[len(item)-1:]))
 	case w(i) == "transaction":
-		return "transaction", isDefaultTransaction(item[i+1:])
+		return "transaction", "", isDefaultTransaction(item[i+1:])
 	case i < len(item) && item[i].Text == "@":
-		return "user variable", false
+		return "user variable", "", false
 	case i < len(item) && item[i].Text == "@@":
 		i++
 		if s := w(i); (s == "session" || s == "local" || s == "global") && i+1 < len(item) && item[i+1].Text == "." {
 			if s == "global" {
-				return "GLOBAL " + w(i+2), false
+				return "GLOBAL " + w(i+2), "", false
 			}
 			i += 2
 		}
 	}
 	name = w(i)
 	if i+1 < len(item) && (item[i+1].Text == "=" || item[i+1].Text == ":=") {
-		return name, reportedValue(name, value(item[i+2:]))
+		v = value(item[i+2:])
+		return name, v, reportedValue(name, v)
 	}
-	return name, false
+	return name, "", false
 }
 
 // value is an assignment's value in lower case: one literal unquoted, else the tokens' text.

@@ -1,0 +1,187 @@
+package mysqlwire
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// acCount counts acct's rows as another client sees them (straight on MariaDB).
+func acCount(t *testing.T, direct *sql.DB) (n int) {
+	t.Helper()
+	if err := direct.QueryRow("SELECT COUNT(*) FROM acct").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func acExec(t *testing.T, conn *sql.Conn, q string) {
+	t.Helper()
+	if _, err := conn.ExecContext(context.Background(), q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+func acInt(t *testing.T, conn *sql.Conn, q string) (n int) {
+	t.Helper()
+	if err := conn.QueryRowContext(context.Background(), q).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// TestAutocommitOffThroughCore: a go-sql-driver client connecting with autocommit=0 (the
+// driver sends SET autocommit=0 at connect) gets MySQL's implicit transactions through a
+// real core with passthrough on: its statements see each other's uncommitted writes, another
+// client does not, ROLLBACK undoes them, COMMIT, DDL and SET autocommit=1 commit them.
+func TestAutocommitOffThroughCore(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	if _, err := f.direct.Exec("CREATE TABLE acct (id INT PRIMARY KEY) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	d := openDB(t, f.addr, "alice", testPassword, f.dbName, "autocommit=0")
+	ctx := context.Background()
+	conn, err := d.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if n := acInt(t, conn, "SELECT @@autocommit"); n != 0 {
+		t.Fatalf("@@autocommit = %d after connecting with autocommit=0", n)
+	}
+	acExec(t, conn, "INSERT INTO acct VALUES (1)")
+	if n := acInt(t, conn, "SELECT COUNT(*) FROM acct"); n != 1 {
+		t.Fatalf("the transaction's own second statement sees %d rows, want 1", n)
+	}
+	if n := acCount(t, f.direct); n != 0 {
+		t.Fatalf("another client sees %d uncommitted rows", n)
+	}
+	acExec(t, conn, "ROLLBACK")
+	if n := acCount(t, f.direct); n != 0 {
+		t.Fatalf("after ROLLBACK: %d rows", n)
+	}
+	acExec(t, conn, "INSERT INTO acct VALUES (2)")
+	acExec(t, conn, "COMMIT")
+	if n := acCount(t, f.direct); n != 1 {
+		t.Fatalf("after COMMIT: %d rows, want 1", n)
+	}
+	acExec(t, conn, "INSERT INTO acct VALUES (3)")
+	acExec(t, conn, "CREATE TABLE other (id INT)") // commits implicitly
+	if n := acCount(t, f.direct); n != 2 {
+		t.Fatalf("after DDL: %d rows, want 2", n)
+	}
+	acExec(t, conn, "INSERT INTO acct VALUES (4)")
+	if n := acCount(t, f.direct); n != 2 {
+		t.Fatalf("the transaction after DDL committed early: %d rows", n)
+	}
+	acExec(t, conn, "SET autocommit = 1") // commits the open transaction
+	if n := acCount(t, f.direct); n != 3 {
+		t.Fatalf("after SET autocommit=1: %d rows, want 3", n)
+	}
+	if n := acInt(t, conn, "SELECT @@autocommit"); n != 1 {
+		t.Fatalf("@@autocommit = %d after SET autocommit=1", n)
+	}
+	acExec(t, conn, "INSERT INTO acct VALUES (5)")
+	if n := acCount(t, f.direct); n != 4 {
+		t.Fatalf("autocommit back on: %d rows, want 4", n)
+	}
+}
+
+// TestAutocommitStatusFlags: the OK and EOF packets' SERVER_STATUS flags follow the session
+// (go-mysql's client keeps them): autocommit on after the handshake, off after SET
+// autocommit=0, in transaction from the first statement to ROLLBACK. A prepared SET
+// autocommit=0 is carried too.
+func TestAutocommitStatusFlags(t *testing.T) {
+	eng, directDSN, dbName := frontendtest.MariaDB(t)
+	frontendtest.Exec(t, eng, "CREATE TABLE acct (id INT PRIMARY KEY) ENGINE=InnoDB")
+	addr := startServer(t, frontendtest.NewBackend(eng), Options{})
+	direct, err := sql.Open("mysql", directDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	c, err := client.Connect(addr, testUser, "", dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	flags := func(step string, autocommit, inTx bool) {
+		t.Helper()
+		if c.IsAutoCommit() != autocommit || c.IsInTransaction() != inTx {
+			t.Fatalf("%s: autocommit %v, in transaction %v; want %v, %v", step, c.IsAutoCommit(), c.IsInTransaction(), autocommit, inTx)
+		}
+	}
+	flags("handshake", true, false)
+	st, err := c.Prepare("SET autocommit = 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	flags("SET autocommit=0 (prepared)", false, false)
+	steps := []struct {
+		sql        string
+		autocommit bool
+		inTx       bool
+	}{
+		{"SELECT 1", false, true}, // EOF packet
+		{"INSERT INTO acct VALUES (1)", false, true},
+		{"ROLLBACK", false, false},
+		{"INSERT INTO acct VALUES (2)", false, true},
+		{"SET autocommit = 1", true, false},
+		{"SELECT 2", true, false},
+	}
+	for _, s := range steps {
+		if _, err := c.Execute(s.sql); err != nil {
+			t.Fatalf("%s: %v", s.sql, err)
+		}
+		flags(s.sql, s.autocommit, s.inTx)
+	}
+	var ids []int
+	rows, err := direct.Query("SELECT id FROM acct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int
+		rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	if len(ids) != 1 || ids[0] != 2 {
+		t.Fatalf("rows %v, want [2] (1 rolled back, 2 committed by SET autocommit=1)", ids)
+	}
+}
+
+// unpinnable is a backend that cannot pin an engine connection (no engine.SessionOpener).
+type unpinnable struct{ query.Backend }
+
+// TestAutocommitOffRefusedWithoutSessions: a backend that cannot pin a connection refuses
+// SET autocommit=0 clearly, and so a client connecting with it.
+func TestAutocommitOffRefusedWithoutSessions(t *testing.T) {
+	backend, dbName := mariaBackend(t)
+	addr := startServer(t, unpinnable{backend}, Options{})
+	d := openDB(t, addr, testUser, "", dbName, "")
+	conn, err := d.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	requireSetRefused(t, conn, "SET autocommit = 0", "autocommit")
+	if n := acInt(t, conn, "SELECT @@autocommit"); n != 1 {
+		t.Fatalf("@@autocommit = %d after a refused SET autocommit=0", n)
+	}
+	err = openDB(t, addr, testUser, "", dbName, "autocommit=0").Ping()
+	var me *gomysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1235 {
+		t.Fatalf("connecting with autocommit=0: %v, want error 1235", err)
+	}
+}
