@@ -4,9 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"io"
+	"net"
+	"os/exec"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
@@ -183,5 +187,84 @@ func TestAutocommitOffRefusedWithoutSessions(t *testing.T) {
 	var me *gomysql.MySQLError
 	if !errors.As(err, &me) || me.Number != 1235 {
 		t.Fatalf("connecting with autocommit=0: %v, want error 1235", err)
+	}
+}
+
+// TestHandshakeReportsAutocommit: the server's first packet says autocommit is on. PyMySQL
+// reads it there: finding it off, it would not send SET autocommit=0 and would take ROLLBACK
+// for undoing statements autocommit had committed.
+func TestHandshakeReportsAutocommit(t *testing.T) {
+	backend, _ := mariaBackend(t)
+	nc, err := net.Dial("tcp", startServer(t, backend, Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	head := make([]byte, 4)
+	if _, err := io.ReadFull(nc, head); err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 4+packetLen(head))
+	copy(p, head)
+	if _, err := io.ReadFull(nc, p[4:]); err != nil {
+		t.Fatal(err)
+	}
+	nul := 5
+	for p[nul] != 0 {
+		nul++
+	}
+	at := nul + 1 + 4 + 8 + 1 + 2 + 1 // connection id, salt, filler, capabilities, charset
+	if status := uint16(p[at]) | uint16(p[at+1])<<8; status&mysql.SERVER_STATUS_AUTOCOMMIT == 0 {
+		t.Fatalf("handshake status %#x lacks SERVER_STATUS_AUTOCOMMIT", status)
+	}
+}
+
+// TestPyMySQLDefaultAutocommitOff: PyMySQL, connecting with its default autocommit=False, gets
+// a transaction its rollback() undoes and its commit() keeps (skipped without python3-pymysql).
+func TestPyMySQLDefaultAutocommitOff(t *testing.T) {
+	python := ""
+	for _, p := range []string{"python3", "/usr/bin/python3"} { // pyenv's, Debian's python3-pymysql
+		if exec.Command(p, "-c", "import pymysql").Run() == nil {
+			python = p
+			break
+		}
+	}
+	if python == "" {
+		t.Skip("python3 with pymysql not installed")
+	}
+	f := coreServer(t, coreSetup{})
+	if _, err := f.direct.Exec("CREATE TABLE acct (id INT PRIMARY KEY) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(f.addr)
+	script := `
+import pymysql
+c = pymysql.connect(host="` + host + `", port=` + port + `, user="alice", password="` + testPassword + `", database="` + f.dbName + `")
+cur = c.cursor()
+cur.execute("SELECT @@autocommit")
+assert cur.fetchone()[0] == 0, "autocommit on"
+cur.execute("INSERT INTO acct VALUES (1)")
+c.rollback()
+cur.execute("INSERT INTO acct VALUES (2)")
+c.commit()
+cur.execute("INSERT INTO acct VALUES (3)")
+c.close()
+`
+	if out, err := exec.Command(python, "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var ids []int
+	rows, err := f.direct.Query("SELECT id FROM acct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int
+		rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	if len(ids) != 1 || ids[0] != 2 {
+		t.Fatalf("rows %v, want [2] (1 rolled back, 3 never committed)", ids)
 	}
 }

@@ -281,8 +281,8 @@ func (a *authenticator) GetCredential(user string) (server.Credential, bool, err
 }
 
 // OnAuthSuccess sets the session's first status flags, which the OK ending the handshake
-// carries: autocommit on. PyMySQL and mysqlclient read them to decide whether to send
-// SET autocommit=0 (go-mysql starts a connection with no flags).
+// carries: autocommit on (go-mysql starts a connection with no flags; the handshake's own
+// are set by flushOnReadConn).
 func (a *authenticator) OnAuthSuccess(c *server.Conn) error {
 	c.SetStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
 	return nil
@@ -310,7 +310,8 @@ func isLoopback(a net.Addr) bool {
 // is held back when the server turns to wait for the client.
 type flushOnReadConn struct {
 	net.Conn
-	w *bufio.Writer
+	w       *bufio.Writer
+	greeted bool // the first packet (go-mysql's handshake) went out, its status flags set
 
 	mu      sync.Mutex
 	pending []byte // read by a watch before the session asked
@@ -328,7 +329,13 @@ func newFlushOnReadConn(c net.Conn) *flushOnReadConn {
 	return &flushOnReadConn{Conn: c, w: bufio.NewWriterSize(c, 32<<10)}
 }
 
-func (c *flushOnReadConn) Write(p []byte) (int, error) { return c.w.Write(p) }
+func (c *flushOnReadConn) Write(p []byte) (int, error) {
+	if !c.greeted {
+		c.greeted = true
+		markHandshakeAutocommit(p)
+	}
+	return c.w.Write(p)
+}
 
 func (c *flushOnReadConn) Read(p []byte) (int, error) {
 	if err := c.w.Flush(); err != nil {
