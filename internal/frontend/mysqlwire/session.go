@@ -77,7 +77,7 @@ func (h *session) HandleStmtPrepare(sql string) (int, int, any, error) {
 		return 0, 0, nil, errNotConfigured
 	}
 	if isSetStatement(sql) {
-		if err := h.setRefusal(sql); err != nil {
+		if err := h.checkSet(sql); err != nil {
 			return 0, 0, nil, err
 		}
 	}

@@ -65,9 +65,9 @@ func setRefusal(sql string) error {
 	return err
 }
 
-// setRefusal is the refusal of a SET statement this session would answer with, without
+// checkSet is the refusal of a SET statement this session would answer with, without
 // applying it (COM_STMT_PREPARE).
-func (h *session) setRefusal(sql string) error {
+func (h *session) checkSet(sql string) error {
 	if h.canPin() {
 		_, err := readSet(sql)
 		return err

@@ -63,6 +63,29 @@ func TestSetRefusal(t *testing.T) {
 	}
 }
 
+// TestReadSetAutocommit: what a SET does to autocommit, in its spellings; autocommit=0 beside
+// another refused variable, GLOBAL, or as a parameter is refused.
+func TestReadSetAutocommit(t *testing.T) {
+	for sql, want := range map[string]autocommitSet{
+		"SET autocommit=0": autocommitOff, "set @@session.autocommit = OFF": autocommitOff,
+		"SET NAMES utf8mb4, autocommit = false": autocommitOff, "SET LOCAL autocommit='0'": autocommitOff,
+		"SET autocommit=1": autocommitOn, "SET autocommit = ON": autocommitOn,
+		"SET NAMES utf8mb4": autocommitKept, "set time_zone = '+00:00'": autocommitKept,
+	} {
+		if got, err := readSet(sql); err != nil || got != want {
+			t.Errorf("%q: %v, %v; want %v", sql, got, err, want)
+		}
+	}
+	for sql, name := range map[string]string{
+		"SET GLOBAL autocommit=0": "GLOBAL autocommit", "SET autocommit = ?": "autocommit",
+		"SET autocommit = 2": "autocommit", "SET autocommit=0, sql_mode=''": "sql_mode",
+	} {
+		if _, err := readSet(sql); err == nil || !strings.Contains(err.Error(), "SET "+name+" is not supported") {
+			t.Errorf("%q: %v, want a refusal naming %s", sql, err, name)
+		}
+	}
+}
+
 // TestSetThroughCore: through a real core and MariaDB, a refused SET comes back as
 // ER_NOT_SUPPORTED_YET naming the variable in both protocols, a no-op SET is OK, and
 // SET STATEMENT ... FOR runs its statement on the engine. (SET autocommit=0 is carried:
