@@ -151,7 +151,11 @@ type LeaseGuard struct {
 	dropped uint64 // releases dropped because the queue was full or they outlived their lease
 	// pending counts, per cluster, releases queued or in flight: the control plane still counts
 	// those leases, so an acquire that they would push over the cap is denied without asking.
-	pending      map[string]int
+	pending map[string]int
+	// asking counts, per cluster, this node's acquires in flight to the control plane: each may
+	// come back with a lease, so they count against the cap like held ones. Otherwise acquires
+	// racing one another (or a local fallback admission) could together take this node past it.
+	asking       map[string]int
 	flushFailing bool     // the last batch failed: pending releases may never land, ask anyway
 	freed        []func() // run after every release batch (landed or failed): wake waiters
 	// unreachableUntil: the control plane did not answer an acquire; until then, don't ask.
@@ -217,6 +221,7 @@ func NewLeaseGuard(o GuardOptions) (*LeaseGuard, error) {
 		slots:       map[uint64]*leaseSlot{},
 		held:        map[string]int{},
 		pending:     map[string]int{},
+		asking:      map[string]int{},
 		idle:        map[string][]idleLease{},
 		uncontended: map[string]bool{},
 	}, nil
@@ -245,7 +250,7 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	// Carried releases still count: the control plane decides a retry-mode acquire before it
 	// frees them, so a worker never wins back its own slot ahead of others.
 	carry := g.takeCarry()
-	if limit < 1 || g.occupied(cluster)+g.fallback.Running(cluster) >= limit {
+	if limit < 1 || !g.reserve(cluster, limit) {
 		// This node alone fills the cap (or will until its releases land, when OnFreed's
 		// callbacks run): no need to ask.
 		g.putBack(carry)
@@ -255,14 +260,17 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	sent := g.o.Env.Now()
 	if g.unreachable(sent) {
 		g.putBack(carry)
+		g.unreserve(cluster, nil, sent)
 		return g.unavailable(cluster, limit, errors.New("the control plane did not answer the last acquire"))
 	}
 	actx, cancel := g.o.Env.WithTimeout(ctx, g.o.AcquireTimeout)
 	lease, err := g.request(actx, cluster, limit, sent, carry)
 	cancel()
+	if err == nil {
+		return g.unreserve(cluster, &lease, sent), nil
+	}
+	g.unreserve(cluster, nil, sent)
 	switch {
-	case err == nil:
-		return g.add(lease, sent), nil
 	case errors.Is(err, ErrAtCapacity):
 		g.o.Metrics.LeaseDenied.WithLabelValues(cluster).Inc()
 		return nil, ErrAtCapacity
@@ -377,17 +385,49 @@ func refsOf(batch []queuedRelease) []LeaseRef {
 }
 
 // acquireLocal grants a slot counted by this node only, leased slots included.
+// reserve counts an acquire about to ask the control plane, unless this node's leases (held,
+// idle, releasing, being asked for) and local slots already fill limit.
+func (g *LeaseGuard) reserve(cluster string, limit int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.occupiedLocked(cluster)+g.fallback.Running(cluster) >= limit {
+		return false
+	}
+	g.asking[cluster]++
+	return true
+}
+
+// unreserve ends a reserved acquire: with the lease it was granted (returned as a slot, in the
+// same critical section, so the count never drops in between) or without one (nil).
+func (g *LeaseGuard) unreserve(cluster string, l *Lease, sent time.Time) *leaseSlot {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.asking[cluster]--
+	if g.asking[cluster] < 0 {
+		panic(fmt.Sprintf("capacity: acquires in flight on %q went negative", cluster))
+	}
+	if g.asking[cluster] == 0 {
+		delete(g.asking, cluster)
+	}
+	if l == nil {
+		return nil
+	}
+	return g.addLocked(*l, sent)
+}
+
 func (g *LeaseGuard) acquireLocal(cluster string, limit int) (Slot, error) {
-	if !g.fallback.take(cluster, limit-g.Held(cluster)) {
+	g.mu.Lock()
+	leased := g.held[cluster] + len(g.idle[cluster]) + g.asking[cluster]
+	g.mu.Unlock()
+	if !g.fallback.take(cluster, limit-leased) {
 		g.o.Metrics.LeaseDenied.WithLabelValues(cluster).Inc()
 		return nil, ErrAtCapacity
 	}
 	return &localSlot{g: g.fallback, cluster: cluster}, nil
 }
 
-func (g *LeaseGuard) add(l Lease, sent time.Time) *leaseSlot {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// addLocked makes a slot of lease l, acquired by a request sent at sent (under g.mu).
+func (g *LeaseGuard) addLocked(l Lease, sent time.Time) *leaseSlot {
 	g.nextID++
 	s := &leaseSlot{g: g, id: g.nextID, lease: l, fenceAt: g.fenceFrom(sent), renewAt: sent.Add(g.o.RenewEvery), grantedAt: sent}
 	g.slots[s.id] = s
@@ -423,7 +463,11 @@ func (g *LeaseGuard) Idle(cluster string) int {
 func (g *LeaseGuard) occupied(cluster string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := g.held[cluster] + len(g.idle[cluster])
+	return g.occupiedLocked(cluster)
+}
+
+func (g *LeaseGuard) occupiedLocked(cluster string) int {
+	n := g.held[cluster] + len(g.idle[cluster]) + g.asking[cluster]
 	if !g.flushFailing && !g.o.AcquireWaits {
 		n += g.pending[cluster]
 	}
