@@ -147,3 +147,21 @@ checks:
 		}
 	}
 }
+
+// TestLocalLimitsNeverPastCapPerWorker: under onUnavailable localLimits each worker admits at
+// most the cap between its leases and its local slots, so the engine never runs more than
+// workers x cap. Seed 431 once ran 31 at 3 x 10: two of a worker's acquires in flight to the
+// just-restarted control plane were granted on top of its local slots (an acquire in flight
+// now counts against the cap).
+func TestLocalLimitsNeverPastCapPerWorker(t *testing.T) {
+	sc, err := scenarios.Load("lease-cp-locallimits.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seed := range []uint64{431, 85, 1} {
+		res := scenarios.Run(sc, seed, scenarios.RunOpts{})
+		if got := res.Workload.MaxExecuting["c1"]; got > 30 || !res.Pass() {
+			t.Fatalf("seed %d: at most %d executing (bound 30), checks %+v", seed, got, res.Checks)
+		}
+	}
+}
