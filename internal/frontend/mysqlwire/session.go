@@ -30,6 +30,7 @@ type session struct {
 
 	pinned        engine.Session // the engine connection of an open transaction, if any
 	autocommitOff bool           // SET autocommit=0: every statement runs in a pinned transaction
+	isolation     string         // SET SESSION TRANSACTION ISOLATION LEVEL's level, "" for the engine's default
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running statement, for KILL QUERY from another session
@@ -91,7 +92,7 @@ func (h *session) HandleStmtExecute(_ any, sql string, args []any) (*mysql.Resul
 		return written(), nil
 	}
 	if isSetStatement(sql) {
-		if err := h.set(sql); err != nil { // only autocommit can change: others were refused at prepare
+		if err := h.set(sql); err != nil { // only autocommit and isolation can change: others were refused at prepare
 			h.writeError(err)
 			return written(), nil
 		}
@@ -112,6 +113,7 @@ func (h *session) HandleOtherCommand(cmd byte, _ []byte) error {
 	case mysql.COM_RESET_CONNECTION:
 		h.unpin()
 		h.autocommitOff = false
+		h.isolation = ""
 		h.syncTx()
 		return nil
 	}
@@ -190,7 +192,8 @@ func (h *session) answer(ctx context.Context, rows query.Rows, binary bool) (*my
 // connection. Without it, statements run on pooled connections. With autocommit off, every
 // statement but COMMIT and ROLLBACK starts one (START TRANSACTION on the pinned connection
 // first), as MySQL starts one implicitly. done is true when pinFor answered req itself (a
-// ROLLBACK of a transaction whose connection failed).
+// ROLLBACK of a transaction whose connection failed). The session's isolation level
+// (setvars.go) is set on the pinned connection for that transaction only, before it starts.
 func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, err error) {
 	if h.pinned != nil {
 		if h.pinned.TxStatus() == 'E' && isTxEnd(req.SQL) {
@@ -212,13 +215,25 @@ func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, er
 		return false, err
 	}
 	h.pinned = s
-	if !explicit {
-		if err := h.execPinned(ctx, "START TRANSACTION"); err != nil {
-			h.unpin()
-			return false, err
-		}
+	if err := h.startPinned(ctx, explicit); err != nil {
+		h.unpin()
+		return false, err
 	}
 	return false, nil
+}
+
+// startPinned prepares the newly pinned connection: the session's isolation level for the
+// next transaction, then START TRANSACTION unless the client's own BEGIN is to run next.
+func (h *session) startPinned(ctx context.Context, explicit bool) error {
+	if h.isolation != "" {
+		if err := h.execPinned(ctx, "SET TRANSACTION ISOLATION LEVEL "+h.isolation); err != nil {
+			return err
+		}
+	}
+	if explicit {
+		return nil
+	}
+	return h.execPinned(ctx, "START TRANSACTION")
 }
 
 // execPinned runs a statement of the proxy's own (no rows) on the pinned connection.
@@ -602,6 +617,9 @@ func (h *session) variable(name string) (any, bool) {
 		}
 		return int64(1), true
 	case "transaction_isolation", "tx_isolation":
+		if h.isolation != "" {
+			return strings.ReplaceAll(h.isolation, " ", "-"), true
+		}
 		return "REPEATABLE-READ", true
 	case "transaction_read_only", "tx_read_only":
 		return int64(0), true

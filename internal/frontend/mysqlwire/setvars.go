@@ -25,6 +25,28 @@ import (
 // session then starts a pinned transaction before its next statement (session.go, pinFor), so
 // every statement runs inside one until COMMIT or ROLLBACK, as on MySQL. A backend that cannot
 // pin a connection (no engine.SessionOpener) refuses it.
+//
+// The session's isolation level is carried too (Django sends SET SESSION TRANSACTION ISOLATION
+// LEVEL READ COMMITTED at connect; also SET [SESSION] transaction_isolation / tx_isolation =
+// 'READ-COMMITTED'): the session remembers it and sends SET TRANSACTION ISOLATION LEVEL on the
+// pinned connection right before each transaction starts there, explicit or implicit (pinFor).
+// That form lasts one transaction, so the pooled connection keeps its default afterwards.
+// Statements outside a transaction (autocommit single statements on pooled connections) run
+// at the engine's default level. REPEATABLE READ is taken for the engine's default, as the
+// proxy reports it. SET TRANSACTION without SESSION (the next transaction only) and GLOBAL stay
+// refused unless they keep the default; a backend that cannot pin refuses other levels.
+
+// setEffect is what a SET statement does to the session's carried settings.
+type setEffect struct {
+	autocommit autocommitSet
+	isolation  string // the level set ("READ COMMITTED"), "" if not assigned
+}
+
+// changesIsolation: the SET assigns a level other than the engine's default (REPEATABLE READ,
+// as the proxy reports it).
+func (e setEffect) changesIsolation() bool {
+	return e.isolation != "" && e.isolation != "REPEATABLE READ"
+}
 
 // autocommitSet is what a SET statement does to autocommit.
 type autocommitSet int
@@ -35,34 +57,43 @@ const (
 	autocommitOff
 )
 
-// readSet reads a SET statement (one whose first word is SET): what it does to autocommit,
-// or the refusal when it sets anything else the client could see (a SET keeping what the proxy
-// reports is answered OK here).
-func readSet(sql string) (autocommitSet, error) {
+// readSet reads a SET statement (one whose first word is SET): what it does to autocommit and
+// the isolation level, or the refusal when it sets anything else the client could see (a SET
+// keeping what the proxy reports is answered OK here).
+func readSet(sql string) (setEffect, error) {
 	toks := significantMySQL(sql)
-	ac := autocommitKept
-	for _, item := range splitItems(toks[1:]) {
+	eff := setEffect{}
+	for _, item := range setItems(toks[1:]) {
 		name, v, ok := keepsReported(item)
 		switch {
+		case name == "transaction" && v != "": // SESSION TRANSACTION ISOLATION LEVEL
+			eff.isolation = v
+		case isIsolationVar(name) && isolationLevel(v) != "":
+			eff.isolation = isolationLevel(v)
 		case name == "autocommit" && ok:
-			ac = autocommitOn
+			eff.autocommit = autocommitOn
 		case name == "autocommit" && isOff(v):
-			ac = autocommitOff
+			eff.autocommit = autocommitOff
 		case !ok:
-			return ac, refuseSet(name)
+			return eff, refuseSet(name)
 		}
 	}
-	return ac, nil
+	return eff, nil
 }
 
 // setRefusal is readSet's refusal for a backend that cannot pin sessions: there
-// autocommit=0 is refused too.
+// autocommit=0 and isolation levels other than the default are refused too.
 func setRefusal(sql string) error {
-	ac, err := readSet(sql)
-	if err == nil && ac == autocommitOff {
+	eff, err := readSet(sql)
+	switch {
+	case err != nil:
+		return err
+	case eff.autocommit == autocommitOff:
 		return refuseSet("autocommit")
+	case eff.changesIsolation():
+		return refuseSet("transaction")
 	}
-	return err
+	return nil
 }
 
 // checkSet is the refusal of a SET statement this session would answer with, without
@@ -76,14 +107,21 @@ func (h *session) checkSet(sql string) error {
 }
 
 // set answers a SET statement: the session keeps autocommit (turning it on commits an open
-// transaction, as MySQL does); anything else the client could see is refused.
+// transaction, as MySQL does) and the isolation level (for its next transactions); anything
+// else the client could see is refused.
 func (h *session) set(sql string) error {
-	ac, err := readSet(sql)
-	switch {
-	case err != nil:
+	if err := h.checkSet(sql); err != nil {
 		return err
-	case ac == autocommitOff && !h.canPin():
-		return refuseSet("autocommit")
+	}
+	eff, _ := readSet(sql) // refused above if erroneous
+	var err error
+	if eff.isolation != "" {
+		h.isolation = eff.isolation
+		if !eff.changesIsolation() {
+			h.isolation = "" // the engine's default
+		}
+	}
+	switch ac := eff.autocommit; {
 	case ac == autocommitOff:
 		h.autocommitOff = true
 	case ac == autocommitOn && h.autocommitOff:
@@ -155,6 +193,17 @@ func significantMySQL(sql string) []sqltok.Token {
 	return toks
 }
 
+// setItems are SET's assignments; SET [scope] TRANSACTION is one, whose commas separate
+// characteristics.
+func setItems(toks []sqltok.Token) [][]sqltok.Token {
+	for i := 0; i < len(toks) && i < 2; i++ {
+		if toks[i].Kind == sqltok.Word && strings.EqualFold(toks[i].Text, "transaction") {
+			return [][]sqltok.Token{toks}
+		}
+	}
+	return splitItems(toks)
+}
+
 // splitItems splits SET's assignments at top-level commas.
 func splitItems(toks []sqltok.Token) [][]sqltok.Token {
 	var items [][]sqltok.Token
@@ -176,7 +225,8 @@ func splitItems(toks []sqltok.Token) [][]sqltok.Token {
 }
 
 // keepsReported reads one assignment and reports whether it keeps the value the proxy reports
-// (variable); name is what it sets, v the value assigned to a plain variable.
+// (variable); name is what it sets, v the value assigned to a plain variable (for SET SESSION
+// TRANSACTION ISOLATION LEVEL, the level).
 func keepsReported(item []sqltok.Token) (name, v string, ok bool) {
 	w := func(i int) string {
 		if i < len(item) && (item[i].Kind == sqltok.Word || item[i].Kind == sqltok.QuotedIdent) {
@@ -196,6 +246,8 @@ func keepsReported(item []sqltok.Token) (name, v string, ok bool) {
 		return "NAMES", "", isUTF8(value(item[i+1:]))
 	case w(i) == "charset", w(i) == "character" && w(i+1) == "set":
 		return "CHARACTER SET", "", isUTF8(value(item[len(item)-1:]))
+	case w(i) == "transaction" && i == 1 && sessionIsolation(item[i+1:]) != "":
+		return "transaction", sessionIsolation(item[i+1:]), true
 	case w(i) == "transaction":
 		return "transaction", "", isDefaultTransaction(item[i+1:])
 	case i < len(item) && item[i].Text == "@":
@@ -270,4 +322,37 @@ func isDefaultTransaction(toks []sqltok.Token) bool {
 	s = strings.ReplaceAll(s, " isolation level repeatable read ", " ")
 	s = strings.ReplaceAll(s, " read write ", " ")
 	return strings.TrimSpace(s) == "" && len(words) > 0
+}
+
+// isolationLevels maps SET TRANSACTION's level words to the level's SQL spelling.
+var isolationLevels = map[string]string{
+	"read uncommitted": "READ UNCOMMITTED", "read committed": "READ COMMITTED",
+	"repeatable read": "REPEATABLE READ", "serializable": "SERIALIZABLE",
+}
+
+// sessionIsolation is the level SET SESSION TRANSACTION's characteristics set (ISOLATION LEVEL
+// x, optionally with READ WRITE), "" for any other characteristics.
+func sessionIsolation(toks []sqltok.Token) string {
+	var words []string
+	for _, t := range toks {
+		if t.Text != "," {
+			words = append(words, strings.ToLower(t.Text))
+		}
+	}
+	s := " " + strings.Join(words, " ") + " "
+	s = strings.TrimSpace(strings.ReplaceAll(s, " read write ", " "))
+	if rest, ok := strings.CutPrefix(s, "isolation level "); ok {
+		return isolationLevels[rest]
+	}
+	return ""
+}
+
+func isIsolationVar(name string) bool {
+	return name == "transaction_isolation" || name == "tx_isolation"
+}
+
+// isolationLevel reads a transaction_isolation value ('read-committed'): the level's SQL
+// spelling, "" if v is none.
+func isolationLevel(v string) string {
+	return isolationLevels[strings.ReplaceAll(v, "-", " ")]
 }

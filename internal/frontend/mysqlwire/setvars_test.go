@@ -72,7 +72,7 @@ func TestReadSetAutocommit(t *testing.T) {
 		"SET autocommit=1": autocommitOn, "SET autocommit = ON": autocommitOn,
 		"SET NAMES utf8mb4": autocommitKept, "set time_zone = '+00:00'": autocommitKept,
 	} {
-		if got, err := readSet(sql); err != nil || got != want {
+		if got, err := readSet(sql); err != nil || got.autocommit != want {
 			t.Errorf("%q: %v, %v; want %v", sql, got, err, want)
 		}
 	}
@@ -83,6 +83,46 @@ func TestReadSetAutocommit(t *testing.T) {
 		if _, err := readSet(sql); err == nil || !strings.Contains(err.Error(), "SET "+name+" is not supported") {
 			t.Errorf("%q: %v, want a refusal naming %s", sql, err, name)
 		}
+	}
+}
+
+// TestReadSetIsolation: the session isolation level a SET carries, in its spellings; SET
+// TRANSACTION without SESSION, GLOBAL, other characteristics and unknown levels are refused
+// unless they keep the default.
+func TestReadSetIsolation(t *testing.T) {
+	for sql, want := range map[string]string{
+		"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED":           "READ COMMITTED",
+		"set local transaction isolation level read uncommitted":           "READ UNCOMMITTED",
+		"SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ WRITE": "SERIALIZABLE",
+		"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ":          "REPEATABLE READ",
+		"SET @@session.transaction_isolation = 'READ-COMMITTED'":           "READ COMMITTED",
+		"SET SESSION transaction_isolation = 'serializable'":               "SERIALIZABLE",
+		"SET tx_isolation = 'READ-UNCOMMITTED', NAMES utf8mb4":             "READ UNCOMMITTED",
+		"SET NAMES utf8mb4": "",
+		"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ": "",
+	} {
+		if got, err := readSet(sql); err != nil || got.isolation != want {
+			t.Errorf("%q: %q, %v; want %q", sql, got.isolation, err, want)
+		}
+	}
+	for sql, name := range map[string]string{
+		"SET TRANSACTION ISOLATION LEVEL READ COMMITTED":        "transaction",
+		"SET GLOBAL TRANSACTION ISOLATION LEVEL READ COMMITTED": "GLOBAL transaction",
+		"SET @@global.tx_isolation = 'READ-COMMITTED'":          "GLOBAL tx_isolation",
+		"SET SESSION TRANSACTION ISOLATION LEVEL SNAPSHOT":      "transaction",
+		"SET SESSION TRANSACTION READ ONLY":                     "transaction",
+		"SET transaction_isolation = 'READ-SOMETHING'":          "transaction_isolation",
+		"SET tx_isolation = ?":                                  "tx_isolation",
+	} {
+		if _, err := readSet(sql); err == nil || !strings.Contains(err.Error(), "SET "+name+" is not supported") {
+			t.Errorf("%q: %v, want a refusal naming %s", sql, err, name)
+		}
+	}
+	if err := setRefusal("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"); err == nil {
+		t.Error("a backend that cannot pin accepted a session isolation level")
+	}
+	if err := setRefusal("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
+		t.Errorf("a backend that cannot pin refused the default isolation level: %v", err)
 	}
 }
 
