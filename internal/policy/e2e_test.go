@@ -148,7 +148,7 @@ func startStack(t *testing.T, cfg *config.Config) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tlsCfg := selfSigned(t)
+	tlsCfg := frontendtest.SelfSignedTLS(t)
 	s.trino = serve(tr, func(l net.Listener) net.Listener { return tls.NewListener(l, tlsCfg) })
 	fl, err := flightsql.NewServer(core, flightsql.Options{Auth: pol.FlightSQL(), Logger: log})
 	if err != nil {
@@ -179,7 +179,6 @@ func (s *stack) authFailures(protocol string) float64 {
 }
 
 // selfSigned is frontendtest.SelfSignedTLS (passthrough_test.go uses it too).
-func selfSigned(t *testing.T) *tls.Config { return frontendtest.SelfSignedTLS(t) }
 
 var registerTrinoClient sync.Once
 

@@ -17,6 +17,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/frontend/mysqlwire"
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
@@ -95,7 +96,7 @@ func TestMySQLCachingSHA2AgainstAnyHash(t *testing.T) {
 		t.Skip("real client")
 	}
 	s := startStack(t, e2eConfig(t))
-	tlsCfg := selfSigned(t)
+	tlsCfg := frontendtest.SelfSignedTLS(t)
 	srv, err := mysqlwire.NewServer(s.core, mysqlwire.Options{
 		AuthMethod: gomysqlconst.AUTH_CACHING_SHA2_PASSWORD, Users: s.pol.MySQL(), TLS: tlsCfg,
 	})

@@ -2,15 +2,9 @@ package pgwire_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os/exec"
 	"strings"
@@ -20,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 )
 
@@ -106,7 +101,7 @@ func expectAuthFailure(t *testing.T, url string) {
 }
 
 func TestTLS(t *testing.T) {
-	addr := authServer(t, true, selfSignedTLS(t))
+	addr := authServer(t, true, frontendtest.SelfSignedTLS(t))
 	c, err := tryConnect(fmt.Sprintf("postgres://alice:s3cret@%s/demo?sslmode=require", addr))
 	if err != nil {
 		t.Fatalf("TLS login: %v", err)
@@ -127,21 +122,4 @@ func TestSSLRefusedCleanlyWithoutTLS(t *testing.T) {
 		t.Fatalf("sslmode=prefer after the 'N' answer: %v", err)
 	}
 	_ = c.Close(context.Background())
-}
-
-func selfSignedTLS(t *testing.T) *tls.Config {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
 }
