@@ -255,8 +255,8 @@ func asMyError(err error, target **mysql.MyError) bool {
 	return false
 }
 
-// Execute runs q on a pooled connection and streams its result.
-func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+// acquireFor takes a pooled connection switched to q's database.
+func (e *Engine) acquireFor(ctx context.Context, q *query.Request) (*client.Conn, error) {
 	c, err := e.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -266,6 +266,15 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 			e.release(c, true)
 			return nil, e.wrap(err)
 		}
+	}
+	return c, nil
+}
+
+// Execute runs q on a pooled connection and streams its result.
+func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	c, err := e.acquireFor(ctx, q)
+	if err != nil {
+		return nil, err
 	}
 	r := newRows(e, c, q, func(healthy bool) { e.release(c, healthy && !changesSession(q.SQL)) })
 	go r.produce(ctx)

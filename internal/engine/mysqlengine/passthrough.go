@@ -45,15 +45,9 @@ type RawQuery struct {
 // (Columns, Head). The engine's errors come back wrapped as Execute wraps them. Cancelling ctx
 // kills the statement on the server (KILL QUERY from another connection).
 func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, error) {
-	c, err := e.acquire(ctx)
+	c, err := e.acquireFor(ctx, q)
 	if err != nil {
 		return nil, err
-	}
-	if db := requestDatabase(q); db != "" && db != c.GetDB() {
-		if err := c.UseDB(db); err != nil {
-			e.release(c, true)
-			return nil, e.wrap(err)
-		}
 	}
 	r := &RawQuery{e: e, conn: c, sql: q.SQL, ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
 	id := c.GetConnectionID()

@@ -16,15 +16,9 @@ var _ engine.SessionOpener = (*Engine)(nil)
 // OpenSession pins one connection for a client's transaction: every statement of the session
 // runs on it, one at a time, until Close.
 func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
-	c, err := e.acquire(ctx)
+	c, err := e.acquireFor(ctx, q)
 	if err != nil {
 		return nil, err
-	}
-	if db := requestDatabase(q); db != "" && db != c.GetDB() {
-		if err := c.UseDB(db); err != nil {
-			e.release(c, true)
-			return nil, e.wrap(err)
-		}
 	}
 	return &session{e: e, conn: c}, nil
 }
