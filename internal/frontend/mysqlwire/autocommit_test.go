@@ -149,17 +149,7 @@ func TestAutocommitStatusFlags(t *testing.T) {
 		}
 		flags(s.sql, s.autocommit, s.inTx)
 	}
-	var ids []int
-	rows, err := direct.Query("SELECT id FROM acct")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int
-		rows.Scan(&id)
-		ids = append(ids, id)
-	}
+	ids := acctIDs(t, direct)
 	if len(ids) != 1 || ids[0] != 2 {
 		t.Fatalf("rows %v, want [2] (1 rolled back, 2 committed by SET autocommit=1)", ids)
 	}
@@ -253,18 +243,27 @@ c.close()
 	if out, err := exec.Command(python, "-c", script).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	var ids []int
-	rows, err := f.direct.Query("SELECT id FROM acct")
+	ids := acctIDs(t, f.direct)
+	if len(ids) != 1 || ids[0] != 2 {
+		t.Fatalf("rows %v, want [2] (1 rolled back, 3 never committed)", ids)
+	}
+}
+
+// acctIDs reads the ids in table acct, directly from the engine.
+func acctIDs(t *testing.T, db *sql.DB) []int {
+	t.Helper()
+	rows, err := db.Query("SELECT id FROM acct")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
+	var ids []int
 	for rows.Next() {
 		var id int
-		rows.Scan(&id)
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
 		ids = append(ids, id)
 	}
-	if len(ids) != 1 || ids[0] != 2 {
-		t.Fatalf("rows %v, want [2] (1 rolled back, 3 never committed)", ids)
-	}
+	return ids
 }

@@ -403,18 +403,7 @@ func TestKillQueryCancelsStatement(t *testing.T) {
 	if _, err := d.Exec(fmt.Sprintf("KILL QUERY %d", sessionID)); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		var me *mysql.MySQLError
-		if !errors.As(err, &me) || me.Number != 1317 {
-			t.Fatalf("killed statement: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("KILL QUERY did not stop the statement")
-	}
-	if time.Since(start) > 15*time.Second {
-		t.Fatal("too slow")
-	}
+	waitKilled(t, done, start)
 	var me *mysql.MySQLError
 	if _, err := d.Exec("KILL QUERY 999999"); !errors.As(err, &me) || me.Number != 1094 {
 		t.Fatalf("unknown id: %v", err)
@@ -627,5 +616,23 @@ func TestTransactionsArePinned(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if count() != 1 {
 		t.Fatalf("after disconnecting inside a transaction: %d rows", count())
+	}
+}
+
+// waitKilled waits for the statement whose error done carries to end as killed (1317), within
+// 15s of start.
+func waitKilled(t *testing.T, done <-chan error, start time.Time) {
+	t.Helper()
+	select {
+	case err := <-done:
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1317 {
+			t.Fatalf("killed statement: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("KILL QUERY did not stop the statement")
+	}
+	if time.Since(start) > 15*time.Second {
+		t.Fatal("too slow")
 	}
 }

@@ -246,9 +246,10 @@ func keepsReported(item []sqltok.Token) (name, v string, ok bool) {
 		return "NAMES", "", isUTF8(value(item[i+1:]))
 	case w(i) == "charset", w(i) == "character" && w(i+1) == "set":
 		return "CHARACTER SET", "", isUTF8(value(item[len(item)-1:]))
-	case w(i) == "transaction" && i == 1 && sessionIsolation(item[i+1:]) != "":
-		return "transaction", sessionIsolation(item[i+1:]), true
 	case w(i) == "transaction":
+		if level := sessionIsolation(item[i+1:]); i == 1 && level != "" {
+			return "transaction", level, true
+		}
 		return "transaction", "", isDefaultTransaction(item[i+1:])
 	case i < len(item) && item[i].Text == "@":
 		return "user variable", "", false
@@ -312,16 +313,22 @@ func isUTF8(charset string) bool {
 // isDefaultTransaction: SET [SESSION] TRANSACTION's characteristics are REPEATABLE READ and/or
 // READ WRITE, what the proxy reports.
 func isDefaultTransaction(toks []sqltok.Token) bool {
+	words := characteristics(toks)
+	s := strings.ReplaceAll(words, " isolation level repeatable read ", " ")
+	s = strings.ReplaceAll(s, " read write ", " ")
+	return strings.TrimSpace(s) == "" && strings.TrimSpace(words) != ""
+}
+
+// characteristics is SET TRANSACTION's characteristics as lower-case words between spaces
+// (" isolation level read committed read write "), commas dropped.
+func characteristics(toks []sqltok.Token) string {
 	var words []string
 	for _, t := range toks {
 		if t.Text != "," {
 			words = append(words, strings.ToLower(t.Text))
 		}
 	}
-	s := " " + strings.Join(words, " ") + " "
-	s = strings.ReplaceAll(s, " isolation level repeatable read ", " ")
-	s = strings.ReplaceAll(s, " read write ", " ")
-	return strings.TrimSpace(s) == "" && len(words) > 0
+	return " " + strings.Join(words, " ") + " "
 }
 
 // isolationLevels maps SET TRANSACTION's level words to the level's SQL spelling.
@@ -333,14 +340,7 @@ var isolationLevels = map[string]string{
 // sessionIsolation is the level SET SESSION TRANSACTION's characteristics set (ISOLATION LEVEL
 // x, optionally with READ WRITE), "" for any other characteristics.
 func sessionIsolation(toks []sqltok.Token) string {
-	var words []string
-	for _, t := range toks {
-		if t.Text != "," {
-			words = append(words, strings.ToLower(t.Text))
-		}
-	}
-	s := " " + strings.Join(words, " ") + " "
-	s = strings.TrimSpace(strings.ReplaceAll(s, " read write ", " "))
+	s := strings.TrimSpace(strings.ReplaceAll(characteristics(toks), " read write ", " "))
 	if rest, ok := strings.CutPrefix(s, "isolation level "); ok {
 		return isolationLevels[rest]
 	}
