@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -912,7 +914,7 @@ func (g *LeaseGuard) expireIdle(now time.Time) time.Time {
 	g.mu.Lock()
 	var next time.Time
 	expired := false
-	for _, c := range sortedKeys(g.idle) {
+	for _, c := range slices.Sorted(maps.Keys(g.idle)) {
 		var keep []idleLease
 		for _, il := range g.idle[c] {
 			if now.Before(il.until) {
@@ -941,7 +943,7 @@ func (g *LeaseGuard) expireIdle(now time.Time) time.Time {
 func (g *LeaseGuard) stop(ctx context.Context) {
 	g.mu.Lock()
 	g.stopped = true
-	for _, c := range sortedKeys(g.idle) {
+	for _, c := range slices.Sorted(maps.Keys(g.idle)) {
 		g.releaseIdle(c)
 	}
 	pending := len(g.queue)
@@ -953,15 +955,6 @@ func (g *LeaseGuard) stop(ctx context.Context) {
 	defer cancel()
 	for g.Flush(fctx) {
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func minTime(a, b time.Time) time.Time {
