@@ -30,6 +30,7 @@ import (
 // RawEngine is an engine whose COM_QUERY results this frontend can relay (mysqlengine.Engine).
 type RawEngine interface {
 	QueryRaw(ctx context.Context, q *query.Request) (*mysqlengine.RawQuery, error)
+	ExecuteRaw(ctx context.Context, q *query.Request, p mysqlengine.StmtParams) (*mysqlengine.RawQuery, error)
 }
 
 // passthroughBackend is a backend that can admit a query for a relay (proxy.Core).
@@ -52,7 +53,7 @@ const cancelCheckRows = 256
 
 // relay answers req through the passthrough path. ok is false when req must take the Arrow
 // path; otherwise the response (or the error) has been handled and res, err are go-mysql's.
-func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *query.Request) (res *mysql.Result, err error, ok bool) {
+func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *query.Request, bin *binParams) (res *mysql.Result, err error, ok bool) {
 	pb, isCore := h.s.backend.(passthroughBackend)
 	if !isCore {
 		return nil, nil, false
@@ -74,7 +75,12 @@ func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *que
 	}
 	rctx, rcancel := adm.RunContext(ctx, cancel)
 	// req.SQL as the core left it: its Check may have translated the statement.
-	q, err := raw.QueryRaw(rctx, req)
+	var q *mysqlengine.RawQuery
+	if bin != nil {
+		q, err = raw.ExecuteRaw(rctx, req, bin.raw)
+	} else {
+		q, err = raw.QueryRaw(rctx, req)
+	}
 	if err != nil {
 		err = adm.Explain(contextOr(rctx, err))
 		rcancel()
@@ -85,6 +91,7 @@ func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *que
 	if q.Columns() == nil {
 		r := *q.Result()
 		err := q.Close()
+		h.diag = q.Warnings()
 		if err == nil {
 			err = rctx.Err() // cancelled while it ran: the statement may not have finished
 		}
@@ -98,6 +105,7 @@ func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *que
 		return &mysql.Result{AffectedRows: r.AffectedRows, InsertId: r.InsertId, Warnings: r.Warnings}, nil, true
 	}
 	rows, bytes, werr, err := h.relayRows(rctx, adm, q)
+	h.warnings, h.diag = q.Result().Warnings, q.Warnings()
 	err = adm.Explain(err)
 	rcancel()
 	adm.Finish(rows, bytes, err)

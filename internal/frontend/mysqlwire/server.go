@@ -231,6 +231,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		return
 	}
 	h.conn = c
+	h.multiStatements = c.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 	s.mu.Lock()
 	s.sessions[c.ConnectionID()] = h
 	s.mu.Unlock()
@@ -239,12 +240,8 @@ func (s *Server) serveConn(nc net.Conn) {
 		delete(s.sessions, c.ConnectionID())
 		s.mu.Unlock()
 	}()
-	defer h.unpin() // a connection that ends inside a transaction rolls it back
-	for !c.Closed() {
-		if err := c.HandleCommand(); err != nil {
-			return
-		}
-	}
+	defer h.unpin() // a connection that ends inside a transaction (or holding a lock) rolls it back
+	h.serveCommands()
 }
 
 // authenticator adapts Options.Users and the loopback rule to go-mysql's handler.
