@@ -372,7 +372,8 @@ func showWarnings(c *client.Conn) (ws []Warning, ok bool) {
 	if err != nil {
 		return nil, false
 	}
-	defer res.Close()
+	// Not res.Close(): go-mysql's pool hands a closed Resultset's stale fields to the next
+	// BuildSimpleTextResultset.
 	for i := range res.RowNumber() {
 		level, _ := res.GetString(i, 0)
 		code, _ := res.GetUint(i, 1)

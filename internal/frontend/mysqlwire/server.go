@@ -2,8 +2,9 @@
 // (handshake with mysql_native_password or caching_sha2_password, COM_QUERY with text results,
 // COM_STMT_PREPARE/EXECUTE with binary results, COM_PING, COM_INIT_DB, COM_QUIT), hands each
 // statement to a query.Backend and writes the Arrow result back as MySQL rows. Through a proxy
-// core, a COM_QUERY routed to a MySQL-protocol engine is relayed instead: the engine's own
-// result packets go to the client, never decoded (passthrough.go).
+// core, a COM_QUERY or COM_STMT_EXECUTE routed to a MySQL-protocol engine is relayed instead:
+// the engine's own result packets go to the client, never decoded (passthrough.go, stmt.go).
+// The session dispatches the commands itself (commands.go).
 //
 // It touches the network (its listener and connections) and starts a goroutine per connection.
 //

@@ -99,7 +99,10 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 		args = bin.args
 	}
 	binary := bin != nil
-	h.warnings, h.diag = 0, nil
+	h.warnings = 0
+	if usesTables(sql) {
+		h.diag = nil
+	}
 	req := h.request(sql, args)
 	ctx, cancel := context.WithCancel(h.ctx)
 	h.mu.Lock()

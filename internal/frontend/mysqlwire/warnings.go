@@ -17,6 +17,19 @@ import (
 // diagnostic is one row of SHOW WARNINGS.
 type diagnostic = mysqlengine.Warning
 
+// noteWarnings keeps a statement's warnings. A statement without any leaves the earlier ones
+// unless it uses tables (usesTables), as MySQL clears them only then.
+func (h *session) noteWarnings(ws []diagnostic) {
+	if len(ws) > 0 {
+		h.diag = ws
+	}
+}
+
+// tableWords are the keywords that make a statement use tables.
+var tableWords = regexp.MustCompile(`(?i)\b(from|into|update|table|join)\b`)
+
+func usesTables(sql string) bool { return tableWords.MatchString(sql) }
+
 func (h *session) noteError(me *mysql.MyError) {
 	h.diag = []diagnostic{{Level: "Error", Code: me.Code, Message: me.Message}}
 }
@@ -31,9 +44,13 @@ var (
 func (h *session) showDiagnostics(sql string) (*mysql.Result, bool) {
 	if m := showDiagCount.FindStringSubmatch(sql); m != nil {
 		n := len(h.diagnostics(m[1]))
-		rs, err := mysql.BuildSimpleTextResultset([]string{"@@session." + map[bool]string{true: "error_count", false: "warning_count"}[m[1][0]|0x20 == 'e']}, [][]any{{int64(n)}})
-		if err != nil {
-			panic("mysqlwire: building a count resultset: " + err.Error())
+		name := "@@session.warning_count"
+		if m[1][0]|0x20 == 'e' {
+			name = "@@session.error_count"
+		}
+		rs := &mysql.Resultset{
+			Fields:   []*mysql.Field{{Name: []byte(name), Type: mysql.MYSQL_TYPE_LONGLONG, Charset: charsetBinary, ColumnLength: 21, Flag: mysql.NOT_NULL_FLAG | mysql.UNSIGNED_FLAG | mysql.BINARY_FLAG}},
+			RowDatas: []mysql.RowData{mysql.PutLengthEncodedString(strconv.AppendInt(nil, int64(n), 10))},
 		}
 		return mysql.NewResult(rs), true
 	}
@@ -50,17 +67,15 @@ func (h *session) showDiagnostics(sql string) (*mysql.Result, bool) {
 		rows = rows[min(offset, len(rows)):]
 		rows = rows[:min(limit, len(rows))]
 	}
-	values := make([][]any, len(rows))
-	for i, d := range rows {
-		values[i] = []any{d.Level, uint64(d.Code), d.Message}
-	}
-	rs, err := mysql.BuildSimpleTextResultset([]string{"Level", "Code", "Message"}, values)
-	if err != nil {
-		panic("mysqlwire: building a warnings resultset: " + err.Error())
-	}
-	if len(values) == 0 { // no row to take the types from: MySQL's own
-		rs.Fields[0].Type, rs.Fields[1].Type, rs.Fields[2].Type = mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_VAR_STRING
-		rs.Fields[1].Flag |= mysql.UNSIGNED_FLAG
+	rs := &mysql.Resultset{Fields: []*mysql.Field{
+		{Name: []byte("Level"), Type: mysql.MYSQL_TYPE_VAR_STRING, Charset: charsetUTF8MB4, ColumnLength: 7 * 4, Flag: mysql.NOT_NULL_FLAG},
+		{Name: []byte("Code"), Type: mysql.MYSQL_TYPE_LONG, Charset: charsetBinary, ColumnLength: 4, Flag: mysql.NOT_NULL_FLAG | mysql.UNSIGNED_FLAG | mysql.BINARY_FLAG},
+		{Name: []byte("Message"), Type: mysql.MYSQL_TYPE_VAR_STRING, Charset: charsetUTF8MB4, ColumnLength: 512 * 4, Flag: mysql.NOT_NULL_FLAG},
+	}}
+	for _, d := range rows {
+		row := mysql.PutLengthEncodedString([]byte(d.Level))
+		row = append(row, mysql.PutLengthEncodedString(strconv.AppendUint(nil, uint64(d.Code), 10))...)
+		rs.RowDatas = append(rs.RowDatas, append(row, mysql.PutLengthEncodedString([]byte(d.Message))...))
 	}
 	return mysql.NewResult(rs), true
 }
