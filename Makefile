@@ -5,7 +5,7 @@ FUZZTIME  ?= 5s
 SEEDS     ?= 1000
 PARALLEL  ?= 2
 
-.PHONY: run build test test-deps unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: run build test test-deps tidy unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -16,7 +16,7 @@ build:
 	$(GO) build -o $(BIN)/qfsim ./cmd/qfsim
 
 # The whole suite: unit, property and real-service tests, fuzz smoke, determinism across GOMAXPROCS.
-test: test-deps unit fuzz determinism
+test: test-deps tidy unit fuzz determinism
 
 # Test clients that do not come with the database servers: PyMySQL (Debian's python3-pymysql, for
 # the MySQL wire's autocommit test). Without apt (or root) the test that needs it skips, saying so.
@@ -92,3 +92,7 @@ clean:
 # Proxy overhead side by side: direct, PgBouncer, passthrough, Arrow path, worker (installs pgbouncer).
 bench-proxy: build
 	./scripts/bench-proxy.sh
+
+# go.mod and go.sum must be exactly what `go mod tidy` writes.
+tidy:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum differ from go mod tidy: run it and commit"; exit 1; }
