@@ -2,8 +2,9 @@
 // (handshake with mysql_native_password or caching_sha2_password, COM_QUERY with text results,
 // COM_STMT_PREPARE/EXECUTE with binary results, COM_PING, COM_INIT_DB, COM_QUIT), hands each
 // statement to a query.Backend and writes the Arrow result back as MySQL rows. Through a proxy
-// core, a COM_QUERY routed to a MySQL-protocol engine is relayed instead: the engine's own
-// result packets go to the client, never decoded (passthrough.go).
+// core, a COM_QUERY or COM_STMT_EXECUTE routed to a MySQL-protocol engine is relayed instead:
+// the engine's own result packets go to the client, never decoded (passthrough.go, stmt.go).
+// The session dispatches the commands itself (commands.go).
 //
 // It touches the network (its listener and connections) and starts a goroutine per connection.
 //
@@ -240,6 +241,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	_ = c.SetDeadline(time.Time{}) // c's own conn: TLS, when the client asked for it
 	h.conn = c
+	h.multiStatements = c.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 	s.mu.Lock()
 	s.sessions[c.ConnectionID()] = h
 	s.mu.Unlock()
@@ -248,12 +250,8 @@ func (s *Server) serveConn(nc net.Conn) {
 		delete(s.sessions, c.ConnectionID())
 		s.mu.Unlock()
 	}()
-	defer h.unpin() // a connection that ends inside a transaction rolls it back
-	for !c.Closed() {
-		if err := c.HandleCommand(); err != nil {
-			return
-		}
-	}
+	defer h.unpin() // a connection that ends inside a transaction (or holding a lock) rolls it back
+	h.serveCommands()
 }
 
 // authenticator adapts Options.Users and the loopback rule to go-mysql's handler.
