@@ -27,6 +27,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
 
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -65,6 +66,9 @@ type Options struct {
 	TLS *tls.Config
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Limits bound connections, the handshake's duration and packets before login (zero
+	// fields: netlimit's defaults).
+	Limits netlimit.Limits
 }
 
 // Server serves MySQL clients on listeners. Safe for concurrent use.
@@ -103,6 +107,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	opts.Limits = opts.Limits.WithDefaults()
 	// caching_sha2 full authentication without TLS sends the password RSA-encrypted.
 	var key *rsa.PrivateKey
 	if opts.AuthMethod == mysql.AUTH_CACHING_SHA2_PASSWORD {
@@ -141,6 +146,7 @@ func (s *Server) Serve(l net.Listener) error {
 		return net.ErrClosed
 	}
 	defer s.track(l, false)
+	l = netlimit.Listener(l, s.opts.Limits.ConnectionsMax, refuseTooMany)
 	for {
 		nc, err := l.Accept()
 		if err != nil {
@@ -224,13 +230,16 @@ func (s *Server) serveConn(nc net.Conn) {
 	}()
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	buffered := newFlushOnReadConn(nc)
+	gate := newPacketGate(nc, s.opts.Limits.PreAuthBytesMax)
+	buffered := newFlushOnReadConn(gate)
 	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc}
-	c, err := s.srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr()}, h)
+	_ = buffered.SetDeadline(time.Now().Add(s.opts.Limits.HandshakeTimeout))
+	c, err := s.srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr(), gate: gate}, h)
 	if err != nil {
 		s.log.Debug("mysqlwire: handshake failed", "remote", h.remote, "err", err)
 		return
 	}
+	_ = c.SetDeadline(time.Time{}) // c's own conn: TLS, when the client asked for it
 	h.conn = c
 	h.multiStatements = c.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 	s.mu.Lock()
@@ -249,6 +258,7 @@ func (s *Server) serveConn(nc net.Conn) {
 type authenticator struct {
 	s      *Server
 	remote net.Addr
+	gate   *packetGate // lifts the pre-login packet limit on success
 }
 
 func (a *authenticator) GetCredential(user string) (server.Credential, bool, error) {
@@ -282,6 +292,7 @@ func (a *authenticator) GetCredential(user string) (server.Credential, bool, err
 // carries: autocommit on (go-mysql starts a connection with no flags; the handshake's own
 // are set by flushOnReadConn).
 func (a *authenticator) OnAuthSuccess(c *server.Conn) error {
+	a.gate.authed = true
 	c.SetStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
 	return nil
 }
