@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -62,7 +63,15 @@ type Options struct {
 	ResultTTL time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Limits bound connections and the HTTP/2 handshake (zero fields: netlimit's defaults).
+	Limits netlimit.Limits
+	// MessageBytesMax bounds one gRPC message from a client; default 4 MiB. Calls are
+	// authenticated one by one, so it applies before authentication too.
+	MessageBytesMax int
 }
+
+// headerBytesMax bounds a call's metadata (gRPC's own default is 16 MiB).
+const headerBytesMax = 256 << 10
 
 // closeGraceMax bounds how long Close waits for running calls.
 const closeGraceMax = 5 * time.Second
@@ -130,8 +139,15 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("flightsql: sql info: %w", err)
 		}
 	}
+	opts.Limits = opts.Limits.WithDefaults()
+	if opts.MessageBytesMax <= 0 {
+		opts.MessageBytesMax = 4 << 20
+	}
+	s.opts = opts
 	mw := s.authMiddleware()
-	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream))
+	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream),
+		grpc.MaxRecvMsgSize(opts.MessageBytesMax), grpc.MaxHeaderListSize(headerBytesMax),
+		grpc.ConnectionTimeout(opts.Limits.HandshakeTimeout))
 	flight.RegisterFlightServiceServer(s.grpc, fsql.NewFlightServer(s))
 	return s, nil
 }
@@ -146,7 +162,8 @@ func (s *Server) Serve(l net.Listener) error {
 	s.serving = true
 	s.mu.Unlock()
 	go s.expire()
-	err := s.grpc.Serve(l)
+	// gRPC has no "too many connections" answer before HTTP/2 starts: extra ones are closed.
+	err := s.grpc.Serve(netlimit.Listener(l, s.opts.Limits.ConnectionsMax, nil))
 	if errors.Is(err, grpc.ErrServerStopped) {
 		return net.ErrClosed
 	}
