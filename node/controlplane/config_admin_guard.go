@@ -91,6 +91,7 @@ func (s *ConfigServer) storeWith(w http.ResponseWriter, r *http.Request, update 
 		return
 	}
 	ifMatch := r.Header.Get("If-Match")
+	before := s.servedRevision()
 	err = update(r.Context(), func(stored *config.Config) error {
 		if err := s.checkIfMatch(stored, ifMatch); err != nil {
 			return err
@@ -114,7 +115,7 @@ func (s *ConfigServer) storeWith(w http.ResponseWriter, r *http.Request, update 
 		writeConfigErrors(w, err)
 		return
 	}
-	s.waitServed(r.Context(), rev)
+	s.waitServed(r.Context(), before, rev)
 	w.Header().Set("ETag", snapshot.ETag(rev))
 	transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: rev})
 }
@@ -189,19 +190,27 @@ func CheckWipe(stored, next *config.Config) error {
 	return nil
 }
 
-// waitServed waits until rev is the served revision, or adminPublishTimeout passes.
-func (s *ConfigServer) waitServed(ctx context.Context, rev string) {
+// waitServed waits until the served revision is rev, or another one than before (a later edit
+// superseded this one), or adminPublishTimeout passes.
+func (s *ConfigServer) waitServed(ctx context.Context, before, rev string) {
 	ctx, cancel := s.env.WithTimeout(ctx, adminPublishTimeout)
 	defer cancel()
 	for {
 		seen := s.changed.Seq()
-		if cur := s.Current(); cur != nil && cur.Revision == rev {
+		if cur := s.servedRevision(); cur == rev || cur != before {
 			return
 		}
 		if s.changed.Wait(ctx, seen) != nil {
 			return
 		}
 	}
+}
+
+func (s *ConfigServer) servedRevision() string {
+	if cur := s.Current(); cur != nil {
+		return cur.Revision
+	}
+	return ""
 }
 
 // redactedSnapshot is cur as GET /admin/config shows it: engine passwords and tokens, passwords

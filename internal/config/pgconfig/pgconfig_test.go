@@ -15,13 +15,20 @@ import (
 	"github.com/queryflux/queryflux/migrations"
 )
 
-func newSource(t *testing.T) (*Source, string) {
+// newDatabase is a fresh database with every migration applied.
+func newDatabase(t *testing.T) string {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
-	ctx := context.Background()
-	if err := migrations.Up(ctx, url); err != nil {
+	if err := migrations.Up(context.Background(), url); err != nil {
 		t.Fatal(err)
 	}
+	return url
+}
+
+func newSource(t *testing.T) (*Source, string) {
+	t.Helper()
+	url := newDatabase(t)
+	ctx := context.Background()
 	src, err := Open(ctx, url, Options{Key: testKey(t)})
 	if err != nil {
 		t.Fatal(err)
