@@ -5,7 +5,7 @@ FUZZTIME  ?= 5s
 SEEDS     ?= 1000
 PARALLEL  ?= 2
 
-.PHONY: run build test test-deps unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: run build test test-deps tidy unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -16,7 +16,7 @@ build:
 	$(GO) build -o $(BIN)/qfsim ./cmd/qfsim
 
 # The whole suite: unit, property and real-service tests, fuzz smoke, determinism across GOMAXPROCS.
-test: test-deps unit fuzz determinism
+test: test-deps tidy unit fuzz determinism
 
 # Test clients that do not come with the database servers: PyMySQL (Debian's python3-pymysql, for
 # the MySQL wire's autocommit test). Without apt (or root) the test that needs it skips, saying so.
@@ -56,13 +56,17 @@ fuzz:
 		tail -n 2 .fuzz.log; rm -f .fuzz.log; \
 	done
 
-# The same seed must give the same trace hash twice and whatever GOMAXPROCS.
+# Every scenario file, at two seeds, must give the same trace hashes under GOMAXPROCS 1 and 2
+# (seeds run two at a time in the second, so runs sharing a process cannot leak into each other).
+DET_SEED ?= 7
 determinism: build
-	@set -e; for f in scenarios/registry-crash.yaml; do \
-		b=$$(GOMAXPROCS=2 $(BIN)/qfsim run $$f --seed 7 --json | grep -o '"trace_hash":"[^"]*"' ); \
-		c=$$(GOMAXPROCS=1 $(BIN)/qfsim run $$f --seed 7 --json | grep -o '"trace_hash":"[^"]*"' ); \
-		[ "$$b" = "$$c" ] || { echo "determinism: $$f seed 7: $$b vs $$c"; exit 1; }; \
-		echo "determinism: $$f seed 7 $$b under GOMAXPROCS=1 and 2"; \
+	@set -e; for f in scenarios/*.yaml; do \
+		run() { GOMAXPROCS=$$1 $(BIN)/qfsim run $$f --seed $(DET_SEED) --seeds 2 --parallel $$1 --no-shrink --json \
+			| grep -o '"seed":[0-9]*,"trace_hash":"[^"]*"' || true; }; \
+		b=$$(run 1); c=$$(run 2); \
+		[ $$(printf '%s\n' "$$b" | grep -c trace_hash) -eq 2 ] || { echo "determinism: $$f printed no hashes"; exit 1; }; \
+		[ "$$b" = "$$c" ] || { echo "determinism: $$f: GOMAXPROCS=1 $$b vs GOMAXPROCS=2 $$c"; exit 1; }; \
+		echo "determinism: $$f seeds $(DET_SEED),$$(($(DET_SEED)+1)) $$(echo $$b | grep -o '"trace_hash":"[^"]*"' | cut -d'"' -f4 | tr '\n' ' ')under GOMAXPROCS=1 and 2"; \
 	done
 
 # Every scenario over $(SEEDS) seeds (the 1,000-worker planning fleet over 20), and the
@@ -92,3 +96,7 @@ clean:
 # Proxy overhead side by side: direct, PgBouncer, passthrough, Arrow path, worker (installs pgbouncer).
 bench-proxy: build
 	./scripts/bench-proxy.sh
+
+# go.mod and go.sum must be exactly what `go mod tidy` writes.
+tidy:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum differ from go mod tidy: run it and commit"; exit 1; }

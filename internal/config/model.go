@@ -9,7 +9,7 @@
 // Subpackages: snapshot (WorkerSnapshotV1 and its revision) and pgconfig (the Postgres source).
 package config
 
-// Role is what a process does in the fleet (DESIGN.md section 1).
+// Role is what a process does in the fleet (docs/architecture.md, "Roles").
 type Role string
 
 // The roles.
