@@ -131,6 +131,7 @@ func syncWorkerConfig(ctx context.Context, d *Daemon, w *worker.Worker) error {
 	s := worker.NewConfigSync(w, worker.ConfigSyncOptions{
 		Local:       q,
 		Peers:       peers,
+		Store:       workerStateDir(d, w.Name()),
 		PollTimeout: secs(q.ControlPlane.PollTimeoutSecs),
 		Apply: func(ctx context.Context, cfg *config.Config, snap *snapshot.WorkerSnapshotV1) error {
 			for _, apply := range workerConfigApply {

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config/pgconfig"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/querynode"
+	"github.com/queryflux/queryflux/internal/statedir"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/transport"
 	"github.com/spf13/cobra"
@@ -92,6 +94,18 @@ func storedConfigAdmin(pg *pgconfig.Source) controlplane.AdminOptions {
 		},
 		History: pg,
 	}
+}
+
+// workerStateDir is where a worker keeps its last good snapshot: queryflux.stateDir, else
+// queryflux-state-<name> under the OS temporary directory.
+func workerStateDir(d *Daemon, name string) statedir.SnapshotFile {
+	dir := d.Config.QueryFlux.StateDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "queryflux-state-"+name)
+	}
+	f := statedir.SnapshotFile{Dir: dir}
+	d.Logger.Info("config: the last good configuration is kept on disk", "file", f.Path())
+	return f
 }
 
 // importEdit replaces the stored configuration with cfg's shared sections, refusing (without

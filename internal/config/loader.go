@@ -56,7 +56,11 @@ func Parse(b []byte) (*Config, error) {
 
 // IsEmptyDocument reports whether b holds no configuration at all: nothing, only comments, or a
 // null document. ("{}" is not empty: it is a configuration with nothing in it.)
+// Input over the limits (CheckInput) is not empty: Parse reports it.
 func IsEmptyDocument(b []byte) bool {
+	if CheckInput(b) != nil {
+		return false
+	}
 	file, err := parser.ParseBytes(b, 0)
 	if err != nil {
 		return false
