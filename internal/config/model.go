@@ -55,6 +55,7 @@ type QueryFlux struct {
 	Persistence           Persistence   `yaml:"persistence" json:"persistence"`
 	HeartbeatIntervalSecs int           `yaml:"heartbeatIntervalSecs" json:"heartbeatIntervalSecs"`
 	Registry              Registry      `yaml:"registry" json:"registry"`
+	Limits                Limits        `yaml:"limits" json:"limits"` // limits.go
 	// StateDir is where a worker keeps its last good configuration snapshot, to start from
 	// when the control plane is down or offers only a revision it refuses ("" means
 	// queryflux-state-<worker name> under the OS temporary directory).

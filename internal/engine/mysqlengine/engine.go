@@ -85,6 +85,7 @@ type Engine struct {
 
 	mu     sync.Mutex
 	idle   []*client.Conn
+	stmts  map[*client.Conn]stmtCache // statements prepared on each open connection
 	closed bool
 }
 
@@ -105,7 +106,7 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 10 * time.Second
 	}
-	return &Engine{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns)}, nil
+	return &Engine{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns), stmts: map[*client.Conn]stmtCache{}}, nil
 }
 
 // Ping opens (or reuses) a connection and pings the server.
@@ -126,6 +127,7 @@ func (e *Engine) Close() error {
 	e.idle, e.closed = nil, true
 	e.mu.Unlock()
 	for _, c := range idle {
+		e.forget(c)
 		_ = c.Close()
 	}
 	return nil
@@ -173,6 +175,7 @@ func (e *Engine) release(c *client.Conn, healthy bool) {
 		e.mu.Unlock()
 		return
 	}
+	delete(e.stmts, c)
 	e.mu.Unlock()
 	_ = c.Close()
 }
