@@ -91,6 +91,10 @@ type Frontends struct {
 type Frontend struct {
 	Enabled bool   `yaml:"enabled" json:"enabled"`
 	Listen  string `yaml:"listen" json:"listen"` // host:port
+	// ClientTimeoutSecs (Trino only) cancels a query whose client has neither polled it nor
+	// deleted it for this long, freeing its engine query and capacity slot, as Trino's
+	// query.client.timeout does; 0 means 300 (Trino's default). A DELETE stops it at once.
+	ClientTimeoutSecs int `yaml:"clientTimeoutSecs" json:"clientTimeoutSecs,omitempty"`
 }
 
 // AdminAPI is the admin HTTP listener. Token authenticates admin calls (Bearer).

@@ -105,6 +105,9 @@ func (v *validator) frontend(path string, f Frontend) {
 	if f.Listen != "" {
 		v.hostPort(path+".listen", f.Listen)
 	}
+	if f.ClientTimeoutSecs < 0 {
+		v.add(path+".clientTimeoutSecs", "must not be negative")
+	}
 }
 
 func (v *validator) hostPort(path, addr string) {

@@ -139,7 +139,7 @@ func (n *Node) Listen(f config.Frontends) error {
 	}{
 		{"postgres", f.Postgres, n.newPgwire},
 		{"mysql", f.MySQL, n.newMySQL},
-		{"trino", f.Trino, n.newTrino},
+		{"trino", f.Trino, func() (frontend, error) { return n.newTrino(f.Trino) }},
 		{"flightsql", f.FlightSQL, n.newFlightSQL},
 	} {
 		if !fe.cfg.Enabled {
@@ -195,8 +195,9 @@ func (n *Node) newMySQL() (frontend, error) {
 	return mysqlwire.NewServer(n.core, mysqlwire.Options{LoopbackUser: LoopbackUser, Users: n.policy.MySQL(), Logger: n.log, Limits: n.opts.Limits})
 }
 
-func (n *Node) newTrino() (frontend, error) {
-	return trinohttp.NewServer(n.core, trinohttp.Options{Auth: n.policy.Trino(), Logger: n.log, Limits: n.opts.Limits})
+func (n *Node) newTrino(f config.Frontend) (frontend, error) {
+	return trinohttp.NewServer(n.core, trinohttp.Options{Auth: n.policy.Trino(), Logger: n.log, Limits: n.opts.Limits,
+		AbandonAfter: time.Duration(f.ClientTimeoutSecs) * time.Second})
 }
 
 func (n *Node) newFlightSQL() (frontend, error) {

@@ -98,6 +98,7 @@ type pendingResult struct {
 	rows    query.Rows
 	cancel  context.CancelFunc
 	created time.Time
+	conn    uint64 // the client connection that executed it (connID)
 }
 
 type preparedStatement struct {
@@ -147,7 +148,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	mw := s.authMiddleware()
 	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream),
 		grpc.MaxRecvMsgSize(opts.MessageBytesMax), grpc.MaxHeaderListSize(headerBytesMax),
-		grpc.ConnectionTimeout(opts.Limits.HandshakeTimeout))
+		grpc.ConnectionTimeout(opts.Limits.HandshakeTimeout), grpc.StatsHandler(&connEnds{ended: s.dropConn}))
 	flight.RegisterFlightServiceServer(s.grpc, fsql.NewFlightServer(s))
 	return s, nil
 }
@@ -393,7 +394,7 @@ func (s *Server) flightInfo(ctx context.Context, sql string, args []any, desc *f
 		return nil, status.Errorf(codes.Internal, "ticket: %v", err)
 	}
 	s.mu.Lock()
-	s.results[handle] = &pendingResult{rows: rows, cancel: cancel, created: time.Now()}
+	s.results[handle] = &pendingResult{rows: rows, cancel: cancel, created: time.Now(), conn: connID(ctx)}
 	s.mu.Unlock()
 	return &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(schema, s.Alloc),
@@ -440,10 +441,12 @@ func (s *Server) DoGetStatement(ctx context.Context, ticket fsql.StatementQueryT
 	return schema, ch, nil
 }
 
-// stream sends every batch of res on ch, then closes both.
+// stream sends every batch of res on ch, then closes both. The DoGet's end (the client's
+// deadline, cancel or hang-up) stops the engine query even while it is computing the next batch.
 func stream(ctx context.Context, res *pendingResult, ch chan<- flight.StreamChunk) {
 	defer close(ch)
 	defer res.drop()
+	defer context.AfterFunc(ctx, res.cancel)()
 	if res.rows.Schema() == nil {
 		return
 	}

@@ -27,6 +27,7 @@ const (
 // pending; polls drain it page by page. Every change closes changed, waking waiters.
 type runningQuery struct {
 	id, slug string
+	user     string // who may kill it through /v1/query
 	created  time.Time
 	cancel   context.CancelFunc
 
@@ -63,7 +64,7 @@ func (s *Server) start(req *query.Request) *runningQuery {
 	id, slug := s.newID()
 	ctx, cancel := context.WithCancel(s.ctx)
 	now := time.Now()
-	q := &runningQuery{id: id, slug: slug, created: now, cancel: cancel, changed: make(chan struct{}),
+	q := &runningQuery{id: id, slug: slug, user: req.User, created: now, cancel: cancel, changed: make(chan struct{}),
 		state: stateQueued, lastToken: -1, lastAccess: now}
 	s.mu.Lock()
 	s.queries[id] = q
@@ -252,6 +253,39 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
+	s.stop(q)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleKill answers DELETE /v1/query/{id}, Trino's kill of a query by id (what
+// trino-go-client and the npm trino-client send to cancel): its user, or an authenticated
+// caller running as that user, stops it at once.
+func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
+	user, status, err := s.authenticate(r)
+	if err != nil {
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Basic realm="QueryFlux"`)
+		}
+		http.Error(w, err.Error(), status)
+		return
+	}
+	s.mu.Lock()
+	q, ok := s.queries[r.PathValue("id")]
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		http.Error(w, "query not found", http.StatusNotFound)
+	case q.user != user:
+		http.Error(w, fmt.Sprintf("Access Denied: user %s cannot kill query %s", user, q.id), http.StatusForbidden)
+	default:
+		s.stop(q)
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// stop cancels q (its engine query ends and its slot frees as the producer unwinds) and
+// forgets it.
+func (s *Server) stop(q *runningQuery) {
 	q.cancel()
 	q.mu.Lock()
 	if !q.done {
@@ -261,7 +295,6 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	}
 	q.mu.Unlock()
 	s.forget(q)
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // respond writes the page for token, waiting up to wait for rows or the end.

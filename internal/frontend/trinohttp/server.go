@@ -58,7 +58,8 @@ type Options struct {
 	BufferedRowsMax int
 	// PollWait is how long a GET waits for rows before answering with none; default 1s.
 	PollWait time.Duration
-	// AbandonAfter cancels a query its client stopped polling; default 5 minutes.
+	// AbandonAfter cancels a query whose client neither polled nor deleted it for this long
+	// (Trino's query.client.timeout); default 5 minutes.
 	AbandonAfter time.Duration
 	// ExternalURL is the base of nextUri links ("https://proxy:8443"); default from the request.
 	ExternalURL string
@@ -140,6 +141,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("POST /v1/statement", s.handleSubmit)
 	mux.HandleFunc("GET /v1/statement/{phase}/{id}/{slug}/{token}", s.handlePoll)
 	mux.HandleFunc("DELETE /v1/statement/{phase}/{id}/{slug}/{token}", s.handleCancel)
+	mux.HandleFunc("DELETE /v1/query/{id}", s.handleKill)
 	mux.HandleFunc("GET /v1/info", s.handleInfo)
 	return mux
 }
