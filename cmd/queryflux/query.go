@@ -13,12 +13,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/capacity/pgcapacity"
@@ -55,10 +57,20 @@ func startControlPlaneQuery(ctx context.Context, d *Daemon, cp *controlplane.Con
 		return err
 	}
 	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Guard: guard, OnFinish: recordHistory})
+	var configured atomic.Bool
+	if anyFrontend(d.Config.QueryFlux.Frontends) {
+		nodeReadiness.add("config", func(context.Context) error {
+			if !configured.Load() {
+				return errors.New("no configuration with clusters applied yet")
+			}
+			return nil
+		})
+	}
 	if len(d.Config.Clusters) > 0 {
 		if err := n.Apply(d.Config); err != nil {
 			return err
 		}
+		configured.Store(true)
 	} else {
 		d.Logger.Warn("the configuration file defines no clusters: this node's frontends answer 'not configured'")
 	}
@@ -68,9 +80,17 @@ func startControlPlaneQuery(ctx context.Context, d *Daemon, cp *controlplane.Con
 		if len(cfg.Clusters) == 0 {
 			return nil // as at start: no clusters, nothing to build
 		}
-		return n.Apply(cfg)
+		if err := n.Apply(cfg); err != nil {
+			return err
+		}
+		configured.Store(true)
+		return nil
 	})
 	return runQueryNode(ctx, d, n)
+}
+
+func anyFrontend(f config.Frontends) bool {
+	return f.Postgres.Enabled || f.MySQL.Enabled || f.Trino.Enabled || f.FlightSQL.Enabled
 }
 
 // controlPlaneCapacity mounts the worker capacity API when workers may register and returns the

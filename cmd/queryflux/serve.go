@@ -190,6 +190,16 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	}))
 	cp.Handle("GET /metrics", promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{}))
+	cp.Handle("GET /readyz", nodeReadiness.handler())
+	if d.Pool != nil {
+		nodeReadiness.add("database", func(ctx context.Context) error {
+			if err := d.Pool.Ping(ctx); err != nil {
+				d.Logger.Warn("readiness: the database does not answer", "err", err)
+				return errors.New("the database does not answer")
+			}
+			return nil
+		})
+	}
 	for _, hook := range controlPlaneHooks {
 		if err := hook(ctx, d, cp); err != nil {
 			return err
@@ -278,6 +288,12 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	}
 	// Keep-alive connections for every concurrent lease acquire; never a Timeout (Env contexts).
 	w := worker.New(d.Env, wCfg, worker.NewControlPlaneClient())
+	w.AddReadinessCheck("draining", func() error {
+		if nodeReadiness.draining.Load() {
+			return errors.New("shutting down")
+		}
+		return nil
+	})
 	for _, hook := range workerHooks {
 		if err := hook(ctx, d, w); err != nil {
 			return err
@@ -346,6 +362,7 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 		log.Info("shutting down: draining in-flight requests", "timeout", drainTimeout)
 	case err = <-errs:
 	}
+	nodeReadiness.draining.Store(true)
 	stopRole()
 	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
