@@ -65,7 +65,7 @@ type serveFlags struct {
 	heartbeat, staleAfter, grace, lagMax      time.Duration
 	reaper, probe                             time.Duration
 	allowShort                                bool
-	drainTimeout                              time.Duration
+	drainTimeout, drainDelay                  time.Duration
 }
 
 func init() {
@@ -93,6 +93,7 @@ func init() {
 	fl.DurationVar(&f.lagMax, "health-lag-threshold", 250*time.Millisecond, "a worker's self-health: probe lateness that counts as a bad probe (3 in a row: unhealthy)")
 	fl.BoolVar(&f.allowShort, "allow-short-timeouts", false, "lift the production minimums on heartbeat and reaper timing (tests only)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests")
+	fl.DurationVar(&f.drainDelay, "drain-delay", 0, "after SIGTERM, how long /readyz answers 503 while everything still serves (lets a load balancer stop sending new clients first)")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -219,7 +220,7 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	}
 	// On SIGTERM the role stops first: a draining control plane that workers cannot reach must
 	// not evict them, and long-polls bound to the role's context end instead of holding the drain.
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, namedServer{"api", listen, cp.Handler()})
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, namedServer{"api", listen, cp.Handler()})
 	runShutdownHooks(d)
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -302,7 +303,7 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	roleCtx, cancelRole := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRole()
 	w.Start(roleCtx)
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, namedServer{"ops", f.opsListen, w.OpsHandler()})
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, namedServer{"ops", f.opsListen, w.OpsHandler()})
 	runShutdownHooks(d)
 	return err
 }
@@ -335,10 +336,11 @@ type namedServer struct {
 	handler    http.Handler
 }
 
-// runServers serves until ctx ends (SIGTERM), then calls stopRole and drains: no new
-// connections, in-flight requests get drainTimeout to finish. Requests' contexts derive from
-// roleCtx, so handlers waiting on the role (long-polls) end when it stops.
-func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger, drainTimeout time.Duration, servers ...namedServer) error {
+// runServers serves until ctx ends (SIGTERM); then readiness turns false for drainDelay while
+// everything still serves, then it calls stopRole and drains: no new connections, in-flight
+// requests get drainTimeout to finish. Requests' contexts derive from roleCtx, so handlers
+// waiting on the role (long-polls) end when it stops.
+func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger, drainDelay, drainTimeout time.Duration, servers ...namedServer) error {
 	errs := make(chan error, len(servers))
 	var running []*http.Server
 	for _, s := range servers {
@@ -359,6 +361,12 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 	var err error
 	select {
 	case <-ctx.Done():
+		nodeReadiness.draining.Store(true)
+		log.Info("shutting down: not ready, still serving", "delay", drainDelay)
+		select {
+		case <-time.After(drainDelay):
+		case err = <-errs:
+		}
 		log.Info("shutting down: draining in-flight requests", "timeout", drainTimeout)
 	case err = <-errs:
 	}
