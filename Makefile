@@ -5,7 +5,7 @@ FUZZTIME  ?= 5s
 SEEDS     ?= 1000
 PARALLEL  ?= 2
 
-.PHONY: run build test test-deps tidy unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: run build test test-deps test-deps-ops tidy unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -16,7 +16,7 @@ build:
 	$(GO) build -o $(BIN)/qfsim ./cmd/qfsim
 
 # The whole suite: unit, property and real-service tests, fuzz smoke, determinism across GOMAXPROCS.
-test: test-deps tidy unit fuzz determinism
+test: test-deps test-deps-ops tidy unit fuzz determinism
 
 # Test clients that do not come with the database servers: PyMySQL (Debian's python3-pymysql, for
 # the MySQL wire's autocommit test). Without apt (or root) the test that needs it skips, saying so.
@@ -25,6 +25,13 @@ test-deps:
 		apt-get install -y python3-pymysql >/dev/null 2>&1 || \
 		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-pymysql >/dev/null 2>&1; } || \
 		echo "python3-pymysql could not be installed: TestPyMySQLDefaultAutocommitOff skips"; }
+
+# promtool (Debian's prometheus package) checks the alert rules in deploy/observability.
+test-deps-ops:
+	@command -v promtool >/dev/null 2>&1 || { echo "installing prometheus (for promtool)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1; } || \
+		echo "prometheus could not be installed: TestPromtoolChecksRules skips"; }
 
 unit:
 	$(GO) vet ./...
