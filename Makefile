@@ -10,9 +10,12 @@ PARALLEL  ?= 2
 run: build
 	$(BIN)/queryflux serve
 
+# The version --version prints: the checkout's revision (or a tag), unless VERSION is given.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/queryflux ./cmd/queryflux
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/queryflux ./cmd/queryflux
 	$(GO) build -o $(BIN)/qfsim ./cmd/qfsim
 
 # The whole suite: unit, property and real-service tests, fuzz smoke, determinism across GOMAXPROCS.

@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 
@@ -214,7 +213,7 @@ func writeAdminToken(adminListen string, log *slog.Logger) (string, error) {
 	}
 	token := hex.EncodeToString(b[:])
 	_, port, _ := net.SplitHostPort(adminListen)
-	path := filepath.Join(os.TempDir(), "queryflux-admin-token-"+port)
+	path := defaultconfig.TokenFile(port)
 	_ = os.Remove(path) // a stale file of another user would keep its mode
 	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("writing the admin token file: %w", err)

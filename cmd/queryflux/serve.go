@@ -73,6 +73,19 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a QueryFlux node: standalone, controlPlane or worker",
+		Long: `Run a QueryFlux node: standalone, controlPlane or worker (queryflux.role, or --role).
+
+Without --config it runs the embedded default: a standalone node on 127.0.0.1 with a DuckDB
+demo dataset (PostgreSQL wire 15432, MySQL 13306, Trino HTTP 18080, Flight SQL 18815, admin API
+and /metrics 19000). QUERYFLUX_PORT_OFFSET=N moves every port by N; QUERYFLUX_ADMIN_TOKEN sets the
+admin token (else a random one is written to a file whose path is logged).
+
+With --config FILE it runs that YAML configuration (docs/configuration.md is the reference;
+check a file with: queryflux config check FILE). SIGHUP, or POST /admin/config/reload, re-reads
+the file; a bad file keeps the running configuration.
+
+SIGTERM: /readyz turns 503 at once, the node keeps serving for --drain-delay, then stops
+accepting and gives in-flight work --drain-timeout to finish, flushes its history and exits.`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return serve(cmd.Context(), f)
@@ -180,6 +193,11 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 		cpCfg.WorkerSecret = q.WorkerAPI.Secret.Reveal()
 	} else if q.Role == config.RoleControlPlane {
 		d.Logger.Warn("queryflux.workerApi.enabled is false: workers cannot register")
+	}
+	if cpCfg.AdminToken == "" {
+		d.Logger.Warn("queryflux.adminApi.token is empty: the admin API refuses every call (401); set it to use the admin API and CLI")
+	} else {
+		d.Logger.Info("admin API enabled (bearer token from queryflux.adminApi.token)")
 	}
 	cpCfg = cpCfg.WithDefaults()
 	if err := cpCfg.Validate(); err != nil {
