@@ -93,8 +93,25 @@ func (v *validator) queryflux(q QueryFlux) {
 		}
 	}
 	v.positive(p+".heartbeatIntervalSecs", int64(q.HeartbeatIntervalSecs))
-	v.positive(p+".registry.staleAfterSecs", int64(q.Registry.StaleAfterSecs))
-	v.nonNegative(p+".registry.graceSecs", int64(q.Registry.GraceSecs))
+	v.registry(p+".registry", q.Registry, q.HeartbeatIntervalSecs)
+}
+
+// The registry's production minimums, as the control plane enforces them at start (serve
+// --allow-short-timeouts lifts them for tests, through flags, never through the file).
+const (
+	registryStaleAfterSecsMin = 30
+	registryGraceSecsMin      = 10
+)
+
+func (v *validator) registry(path string, r Registry, heartbeatSecs int) {
+	if r.StaleAfterSecs < registryStaleAfterSecsMin {
+		v.add(path+".staleAfterSecs", "must be at least %d, got %d", registryStaleAfterSecsMin, r.StaleAfterSecs)
+	} else if heartbeatSecs > 0 && r.StaleAfterSecs < 2*heartbeatSecs {
+		v.add(path+".staleAfterSecs", "must be at least two heartbeat intervals (%d), got %d", 2*heartbeatSecs, r.StaleAfterSecs)
+	}
+	if r.GraceSecs < registryGraceSecsMin {
+		v.add(path+".graceSecs", "must be at least %d, got %d", registryGraceSecsMin, r.GraceSecs)
+	}
 }
 
 func (v *validator) frontend(path string, f Frontend) {
