@@ -55,7 +55,7 @@ func startControlPlaneQuery(ctx context.Context, d *Daemon, cp *controlplane.Con
 	if err != nil {
 		return err
 	}
-	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Guard: guard, OnFinish: recordHistory})
+	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Limits: querynode.LimitsOf(d.Config.QueryFlux.Limits), Guard: guard, OnFinish: recordHistory})
 	var configured atomic.Bool
 	if anyFrontend(d.Config.QueryFlux.Frontends) {
 		nodeReadiness.add("config", func(context.Context) error {
@@ -137,7 +137,7 @@ func startWorkerQuery(ctx context.Context, d *Daemon, w *worker.Worker) error {
 		return err
 	}
 	guard.Start(ctx)
-	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Guard: guard.Guard(), OnFinish: recordHistory})
+	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Limits: querynode.LimitsOf(d.Config.QueryFlux.Limits), Guard: guard.Guard(), OnFinish: recordHistory})
 	workerConfigApply = append(workerConfigApply, func(ctx context.Context, d *Daemon, cfg *config.Config, snap *snapshot.WorkerSnapshotV1) error {
 		if err := n.Apply(cfg); err != nil {
 			return err

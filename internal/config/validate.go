@@ -94,6 +94,7 @@ func (v *validator) queryflux(q QueryFlux) {
 	}
 	v.positive(p+".heartbeatIntervalSecs", int64(q.HeartbeatIntervalSecs))
 	v.registry(p+".registry", q.Registry, q.HeartbeatIntervalSecs)
+	v.limits(p+".limits", q.Limits)
 }
 
 // The registry's production minimums, as the control plane enforces them at start (serve
