@@ -155,6 +155,7 @@ func runQueryNode(ctx context.Context, d *Daemon, n *querynode.Node) error {
 		return err
 	}
 	d.Env.Go(ctx, "cluster-health", n.Run)
+	drainHooks = append(drainHooks, n.Drain)
 	shutdownHooks = append(shutdownHooks, func(ctx context.Context, d *Daemon) {
 		if err := n.Close(); err != nil {
 			d.Logger.Warn("closing frontends", "err", err)

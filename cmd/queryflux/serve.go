@@ -47,6 +47,9 @@ type Daemon struct {
 var (
 	controlPlaneHooks []func(ctx context.Context, d *Daemon, cp *controlplane.ControlPlane) error
 	workerHooks       []func(ctx context.Context, d *Daemon, w *worker.Worker) error
+	// drainHooks run on SIGTERM after the drain delay, before the role stops, within the drain
+	// timeout: the query frontends end their clients at transaction boundaries.
+	drainHooks []func(ctx context.Context) error
 	// shutdownHooks run in order once a role's servers have drained (close the frontends,
 	// flush the history uplink), together within 10 s.
 	shutdownHooks []func(ctx context.Context, d *Daemon)
@@ -401,9 +404,16 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 	case err = <-errs:
 	}
 	nodeReadiness.draining.Store(true)
-	stopRole()
 	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
+	// Clients' open transactions end while the role still runs: their statements still need
+	// capacity leases, and the leases renewals.
+	for _, drain := range drainHooks {
+		if derr := drain(dctx); derr != nil {
+			log.Warn("drain cut short: clients still in a transaction are disconnected", "err", derr)
+		}
+	}
+	stopRole()
 	for _, srv := range running {
 		if serr := srv.Shutdown(dctx); serr != nil {
 			log.Warn("drain cut short", "err", serr)
