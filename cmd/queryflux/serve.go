@@ -119,7 +119,7 @@ accepting and gives in-flight work --drain-timeout to finish, flushes its histor
 func loadConfig(f *serveFlags) (*config.Config, error) {
 	cfg := &config.Config{}
 	if f.configFile != "" {
-		loaded, err := config.Load(f.configFile)
+		loaded, err := loadResolved(f.configFile)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.configFile, err)
 		}
