@@ -86,7 +86,7 @@ func (v *validator) queryflux(q QueryFlux) {
 	if q.Role == RoleWorker && q.Persistence.DatabaseURL.IsSet() {
 		v.add(p+".persistence.databaseUrl", "a worker never touches the database; remove it")
 	}
-	if u := q.Persistence.DatabaseURL.Reveal(); u != "" {
+	if u := q.Persistence.DatabaseURL.Reveal(); u != "" && !HasSecretRef(u) { // a reference is checked where it resolves
 		// The URL holds a password: name the problem, never the value.
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "postgres" && pu.Scheme != "postgresql") {
 			v.add(p+".persistence.databaseUrl", "must be a postgres:// URL")
