@@ -22,10 +22,14 @@ func Load(path string) (*Config, error) {
 	return Parse(b)
 }
 
-// Parse decodes a YAML configuration strictly and fills in defaults. Broken YAML comes back as
+// Parse decodes a YAML configuration strictly and fills in defaults, once CheckInput has found
+// it small and shallow enough to parse. Broken YAML comes back as
 // Errors with the line; every unknown key comes back as its own FieldError with path and line.
 // Parse does not validate: call Compile (or Validate) on the result.
 func Parse(b []byte) (*Config, error) {
+	if err := CheckInput(b); err != nil {
+		return nil, err
+	}
 	file, err := parser.ParseBytes(b, 0)
 	if err != nil {
 		return nil, Errors{yamlError(err, nil)}

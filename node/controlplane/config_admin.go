@@ -9,6 +9,7 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -21,8 +22,9 @@ import (
 const (
 	PathAdminConfig      = "/admin/config"
 	PathAdminConfigCheck = "/admin/config/check"
-	// adminConfigBodyMax bounds an uploaded configuration.
-	adminConfigBodyMax = 16 << 20
+	// adminConfigBodyMax bounds an uploaded configuration (config.Parse checks it again, with
+	// the nesting and node limits, before parsing).
+	adminConfigBodyMax = config.DocumentBytesMax
 )
 
 // ConfigStore is an editable configuration (pgconfig.Source is one). Update must compile the
@@ -115,7 +117,7 @@ func readConfigBody(w http.ResponseWriter, r *http.Request) (*config.Config, boo
 		return nil, false
 	}
 	if len(body) > adminConfigBodyMax {
-		transport.WriteError(w, http.StatusRequestEntityTooLarge, "configuration larger than 16 MiB", "")
+		transport.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("configuration larger than the limit of %d bytes", adminConfigBodyMax), "")
 		return nil, false
 	}
 	cfg, err := config.Parse(body)
