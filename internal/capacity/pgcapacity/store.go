@@ -16,7 +16,7 @@
 // in the same order.
 //
 // One clock: every expiry is stamped and compared by the database's clock (capacity_now in
-// migrations/0006), never a control plane's, so a replica whose wall clock steps or is skewed
+// migrations/0007), never a control plane's, so a replica whose wall clock steps or is skewed
 // cannot shorten a lease. The callers' now arguments are ignored (a test may opt in to them).
 //
 // How it stays fast: concurrent acquires are batched into one capacity_apply call (one round
