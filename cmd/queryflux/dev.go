@@ -31,14 +31,19 @@ const devWorkers = 2
 
 func init() {
 	var offset int
+	var logs logFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a control plane and two workers on the embedded demo dataset (loopback only)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDev(cmd.Context(), cmd.OutOrStdout(), offset)
+			if _, err := logs.logger(io.Discard); err != nil {
+				return err // refused here, not by each node
+			}
+			return runDev(cmd.Context(), cmd.OutOrStdout(), offset, logs)
 		},
 	}
+	logs.register(cmd)
 	cmd.Flags().IntVar(&offset, "port-offset", 10000, "added to the embedded default's ports (worker n adds 10*n more)")
 	rootCmd.AddCommand(cmd)
 }
@@ -91,7 +96,7 @@ routingFallback: demo
 	return nodes
 }
 
-func runDev(ctx context.Context, out io.Writer, offset int) error {
+func runDev(ctx context.Context, out io.Writer, offset int, logs logFlags) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -107,6 +112,9 @@ func runDev(ctx context.Context, out io.Writer, offset int) error {
 		return err
 	}
 	nodes := devFleet(dir, offset, secret, token)
+	for i := range nodes {
+		nodes[i].args = append(nodes[i].args, logs.args()...)
+	}
 	for _, n := range nodes {
 		if err := os.WriteFile(filepath.Join(dir, n.name+".yaml"), []byte(n.config), 0o600); err != nil {
 			return err

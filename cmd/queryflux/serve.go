@@ -69,6 +69,7 @@ type serveFlags struct {
 	reaper, probe                             time.Duration
 	allowShort                                bool
 	drainTimeout                              time.Duration
+	log                                       logFlags
 }
 
 func init() {
@@ -96,10 +97,11 @@ func init() {
 	fl.DurationVar(&f.lagMax, "health-lag-threshold", 250*time.Millisecond, "a worker's self-health: probe lateness that counts as a bad probe (3 in a row: unhealthy)")
 	fl.BoolVar(&f.allowShort, "allow-short-timeouts", false, "lift the production minimums on heartbeat and reaper timing (tests only)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests")
+	f.log.register(cmd)
 	rootCmd.AddCommand(cmd)
 }
 
-func loadConfig(f *serveFlags) (*config.Config, error) {
+func loadConfig(f *serveFlags, log *slog.Logger) (*config.Config, error) {
 	cfg := &config.Config{}
 	if f.configFile != "" {
 		loaded, err := config.Load(f.configFile)
@@ -108,7 +110,7 @@ func loadConfig(f *serveFlags) (*config.Config, error) {
 		}
 		cfg = loaded
 	} else if f.role == "" || f.role == string(config.RoleStandalone) {
-		def, err := embeddedDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+		def, err := embeddedDefault(log)
 		if err != nil {
 			return nil, err
 		}
@@ -134,11 +136,15 @@ func loadConfig(f *serveFlags) (*config.Config, error) {
 }
 
 func serve(ctx context.Context, f *serveFlags) error {
-	cfg, err := loadConfig(f)
+	base, err := f.log.logger(os.Stderr)
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("role", string(cfg.QueryFlux.Role))
+	cfg, err := loadConfig(f, base)
+	if err != nil {
+		return err
+	}
+	logger := base.With("role", string(cfg.QueryFlux.Role))
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d := &Daemon{Env: env.Real(logger), Config: cfg, Metrics: metrics, Logger: logger, ConfigFile: f.configFile}
