@@ -349,7 +349,7 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 		srv := &http.Server{Handler: http.MaxBytesHandler(s.handler, apiBodyBytesMax),
 			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax,
 			BaseContext: func(net.Listener) context.Context { return roleCtx }}
-		ln = netlimit.Listener(ln, lim.ConnectionsMax, netlimit.RefuseHTTP)
+		netlimit.HTTP(srv, lim.ConnectionsMax)
 		running = append(running, srv)
 		log.Info("listening", "server", s.name, "addr", ln.Addr().String())
 		go func() {
