@@ -49,7 +49,7 @@ func (c *Core) OpenSession(ctx context.Context, q *query.Request) (engine.Sessio
 		adm.finishQuiet()
 		return nil, errNoSessions(adm.Cluster)
 	}
-	s, err := opener.OpenSession(ctx, q)
+	s, err := opener.OpenSession(adm.Tagged(ctx), q)
 	if err != nil {
 		adm.finishQuiet()
 		return nil, adm.engineError(err)
@@ -72,7 +72,7 @@ func (c *Core) Describe(ctx context.Context, q *query.Request) (*engine.Descript
 	if !ok {
 		return &engine.Description{}, nil
 	}
-	desc, err := d.Describe(ctx, q)
+	desc, err := d.Describe(adm.Tagged(ctx), q)
 	if err != nil {
 		return nil, adm.engineError(err)
 	}
@@ -310,10 +310,11 @@ type SessionRelay struct {
 
 // BeginRelay starts one statement of the session for a relay: it checks q against the
 // session's group and lease. ok is false when the statement must take the Arrow path
-// (settings.passthrough: false); a non-nil error refused it (and has been reported).
+// (settings.passthrough: false, or an engine session that cannot relay, such as DuckDB's);
+// a non-nil error refused it (and has been reported).
 func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *SessionRelay, ok bool, err error) {
 	c := s.adm.core
-	if s.adm.Runtime.noRelay {
+	if _, relays := s.inner.(engine.PGRelayer); !relays || s.adm.Runtime.noRelay {
 		return nil, false, nil
 	}
 	start := c.env.Now()

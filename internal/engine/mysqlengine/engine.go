@@ -323,9 +323,12 @@ func firstWord(sql string) string {
 }
 
 // changesSession reports statements that leave state on their connection (session variables,
-// table locks, temporary tables, prepared statements by name): that connection is closed
-// afterwards instead of serving another request.
+// table locks, named locks, temporary tables, prepared statements by name): that connection is
+// closed afterwards instead of serving another request.
 func changesSession(sql string) bool {
+	if (strings.Contains(sql, "_lock") || strings.Contains(sql, "_LOCK")) && strings.Contains(strings.ToUpper(sql), "GET_LOCK") {
+		return true
+	}
 	switch strings.ToUpper(firstWord(sql)) {
 	case "SET", "LOCK", "PREPARE", "HANDLER":
 		return true

@@ -202,3 +202,54 @@ func TestPythonClientsAsMariaDB(t *testing.T) {
 		})
 	}
 }
+
+// TestNamedLockReleasedOnDisconnect: GET_LOCK through the proxy holds the lock for the client
+// that took it (another client cannot take it; the holder's later statements still hold it)
+// and the lock is released when that client disconnects.
+func TestNamedLockReleasedOnDisconnect(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	lock := "qf_lock_" + f.dbName
+	holder := openDB(t, f.addr, testUser, "", f.dbName, "")
+	holder.SetMaxIdleConns(0)
+	conn, err := holder.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	if err := conn.QueryRowContext(context.Background(), "SELECT GET_LOCK(?, 0)", lock).Scan(&got); err != nil || got != 1 {
+		t.Fatalf("GET_LOCK: %d, %v", got, err)
+	}
+	if err := conn.QueryRowContext(context.Background(), "SELECT 1").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	other := openDB(t, f.addr, testUser, "", f.dbName, "")
+	if err := other.QueryRow("SELECT GET_LOCK(?, 0)", lock).Scan(&got); err != nil || got != 0 {
+		t.Fatalf("another client's GET_LOCK: %d, %v (want 0: the lock is held)", got, err)
+	}
+	if err := conn.QueryRowContext(context.Background(), "SELECT IS_USED_LOCK(?) IS NOT NULL", lock).Scan(&got); err != nil || got != 1 {
+		t.Fatalf("the holder's lock: %d, %v", got, err)
+	}
+	conn.Raw(func(c any) error { return driverClose(c) }) // the client goes away without COM_QUIT's courtesy
+	conn.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := f.direct.QueryRow("SELECT IS_FREE_LOCK(?)", lock).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lock is still held 10s after its client disconnected")
+		}
+		time.Sleep(20 * time.Millisecond) // polling the engine for the release: no event to wait on
+	}
+}
+
+// driverClose closes a go-sql-driver connection's socket.
+func driverClose(c any) error {
+	if cl, ok := c.(interface{ Close() error }); ok {
+		return cl.Close()
+	}
+	return nil
+}

@@ -37,6 +37,7 @@ type session struct {
 	diag            []diagnostic         // the last statement's warnings or error (SHOW WARNINGS)
 
 	pinned        engine.Session // the engine connection of an open transaction, if any
+	lockHeld      bool           // pinned for a named lock (GET_LOCK) until the client disconnects
 	autocommitOff bool           // SET autocommit=0: every statement runs in a pinned transaction
 	isolation     string         // SET SESSION TRANSACTION ISOLATION LEVEL's level, "" for the engine's default
 
@@ -183,8 +184,8 @@ func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, er
 		}
 		return false, nil
 	}
-	explicit := beginsTransaction(req.SQL)
-	if !explicit && (!h.autocommitOff || isTxEnd(req.SQL)) {
+	explicit, lock := beginsTransaction(req.SQL), takesNamedLock(req.SQL)
+	if !explicit && !lock && (!h.autocommitOff || isTxEnd(req.SQL)) {
 		return false, nil
 	}
 	opener, ok := h.s.backend.(engine.SessionOpener)
@@ -195,7 +196,10 @@ func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, er
 	if err != nil {
 		return false, err
 	}
-	h.pinned = s
+	h.pinned, h.lockHeld = s, lock
+	if lock && !explicit && !h.autocommitOff {
+		return false, nil // no transaction: the connection is kept for its lock
+	}
 	if err := h.startPinned(ctx, explicit); err != nil {
 		h.unpin()
 		return false, err
@@ -237,7 +241,7 @@ func (h *session) execPinned(ctx context.Context, sql string) error {
 // syncTx unpins the session once the engine reports the transaction over, and keeps the
 // status flags of OK and EOF packets (autocommit, in transaction) in step.
 func (h *session) syncTx() {
-	if h.pinned != nil && h.pinned.TxStatus() == 'I' {
+	if h.pinned != nil && h.pinned.TxStatus() == 'I' && !h.lockHeld {
 		h.unpin()
 	}
 	h.conn.UnsetStatus(mysql.SERVER_STATUS_AUTOCOMMIT | mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_MORE_RESULTS_EXISTS)
@@ -253,7 +257,7 @@ func (h *session) status() uint16 {
 	if h.more {
 		s |= mysql.SERVER_MORE_RESULTS_EXISTS
 	}
-	if h.pinned != nil {
+	if h.pinned != nil && (!h.lockHeld || h.pinned.TxStatus() != 'I') {
 		s |= mysql.SERVER_STATUS_IN_TRANS
 	}
 	return s
@@ -262,8 +266,17 @@ func (h *session) status() uint16 {
 func (h *session) unpin() {
 	if h.pinned != nil {
 		_ = h.pinned.Close()
-		h.pinned = nil
+		h.pinned, h.lockHeld = nil, false
 	}
+}
+
+// namedLock finds GET_LOCK: a named lock belongs to the engine connection that took it, so
+// the session keeps that connection (pinned) until the client disconnects, and closing it
+// then releases the lock, as the client's own connection ending would.
+var namedLock = regexp.MustCompile(`(?i)\bget_lock\s*\(`)
+
+func takesNamedLock(sql string) bool {
+	return (strings.Contains(sql, "_lock") || strings.Contains(sql, "_LOCK") || strings.Contains(sql, "_Lock")) && namedLock.MatchString(sql)
 }
 
 func beginsTransaction(sql string) bool {
