@@ -309,7 +309,7 @@ type SessionRelay struct {
 }
 
 // BeginRelay starts one statement of the session for a relay: it checks q against the
-// session's group and lease. ok is false when the statement must take the Arrow path
+// session's group and lease, and bounds it by the group's query timeout. ok is false when the statement must take the Arrow path
 // (settings.passthrough: false); a non-nil error refused it (and has been reported).
 func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *SessionRelay, ok bool, err error) {
 	c := s.adm.core
@@ -322,6 +322,12 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Sess
 		return nil, true, s.report(id, q, start, nil, 0, 0, err)
 	}
 	qctx, cancel := c.env.WithCancel(ctx)
+	var run runContext
+	if timeout := s.adm.Runtime.groups[s.adm.Group].timeout; timeout > 0 {
+		cancel()
+		qctx, cancel = c.env.WithTimeout(ctx, timeout)
+		run = runContext{parent: ctx, ctx: qctx, timeout: timeout}
+	}
 	s.mu.Lock()
 	if s.lost {
 		s.mu.Unlock()
@@ -336,6 +342,9 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Sess
 			panic(fmt.Sprintf("proxy: relayed statement %s finished twice", id))
 		}
 		finished = true
+		if err != nil && run.ctx != nil {
+			err = run.explain(engineError(err))
+		}
 		s.endStatement(cancel)
 		if err != nil {
 			err = s.explain(engineError(err))
