@@ -309,11 +309,14 @@ type SessionRelay struct {
 }
 
 // BeginRelay starts one statement of the session for a relay: it checks q against the
-// session's group and lease, and bounds it by the group's query timeout. ok is false when the statement must take the Arrow path
-// (settings.passthrough: false); a non-nil error refused it (and has been reported).
+// session's group and lease, and bounds it by the group's query timeout. ok is false when
+// the statement must take the Arrow path (settings.passthrough: false, or an engine session
+// that cannot relay, such as DuckDB's); a non-nil error refused it (and has been reported).
 func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *SessionRelay, ok bool, err error) {
 	c := s.adm.core
-	if s.adm.Runtime.noRelay {
+	_, relays := s.inner.(engine.PGRelayer)
+	_, wire := s.inner.(engine.PGWire)
+	if !relays && !wire || s.adm.Runtime.noRelay {
 		return nil, false, nil
 	}
 	start := c.env.Now()

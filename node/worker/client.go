@@ -13,7 +13,7 @@ const idleConnsPerControlPlane = 256
 // NewControlPlaneClient returns the *http.Client a worker talks to its control plane with.
 // It never sets Client.Timeout: deadlines come from env.WithTimeout contexts.
 func NewControlPlaneClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	t := http.DefaultTransport.(*http.Transport).Clone() //determinism:ok the daemon's client; the simulator gives simnet's
 	t.MaxIdleConns = max(t.MaxIdleConns, idleConnsPerControlPlane)
 	t.MaxIdleConnsPerHost = idleConnsPerControlPlane
 	return &http.Client{Transport: t}
