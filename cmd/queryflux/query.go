@@ -10,6 +10,7 @@ package main
 // Finished queries go to historyUplink (history.go): the local store, or the control plane.
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -91,9 +92,16 @@ func controlPlaneCapacity(ctx context.Context, d *Daemon, cp *controlplane.Contr
 		store = capacity.NewMemory()
 	}
 	metrics := capacity.NewMetrics(d.Metrics)
+	auth := newLeaseAuthority(d.Config)
+	controlPlaneConfigApply = append(controlPlaneConfigApply, func(_ context.Context, _ *Daemon, cfg *config.Config) error {
+		auth.set(cfg)
+		return nil
+	})
 	sweeper := controlplane.MountCapacity(d.Env, cp, controlplane.CapacityConfig{
 		Store: store, Locks: store, Metrics: metrics, Owner: controlPlaneLeaseHolder,
 		Ordered: q.Coordination.Queue == config.QueueOrdered, Weights: q.Coordination.Weights,
+		Limits: auth.limits, Fence: auth.fence, FenceGrace: secs(cmp.Or(q.Coordination.FenceGraceSecs, q.Coordination.LeaseTTLSecs)),
+		SweepEvery: secs(q.Coordination.SweepEverySecs),
 	})
 	d.Env.Go(ctx, "capacity-sweeper", sweeper.Run)
 	if q.Coordination.Mode == config.CoordinationLocal {

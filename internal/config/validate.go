@@ -152,6 +152,8 @@ func (v *validator) coordination(path string, q QueryFlux) {
 	v.oneOf(path+".onLeaseLost", c.OnLeaseLost, OnLeaseLostCancel, OnLeaseLostOverrun)
 	v.positive(path+".leaseTtlSecs", int64(c.LeaseTTLSecs))
 	v.nonNegative(path+".driftMarginSecs", int64(c.DriftMarginSecs))
+	v.nonNegative(path+".fenceGraceSecs", int64(c.FenceGraceSecs))
+	v.nonNegative(path+".sweepEverySecs", int64(c.SweepEverySecs))
 	if c.LeaseTTLSecs > 0 && c.DriftMarginSecs*2 >= c.LeaseTTLSecs {
 		v.add(path+".driftMarginSecs", "must be less than half of leaseTtlSecs (%d)", c.LeaseTTLSecs)
 	}

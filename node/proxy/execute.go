@@ -51,7 +51,7 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 	}
 	adm.slot.OnLost(cancel)
 	run := runContext{parent: ctx, ctx: qctx, timeout: g.timeout}
-	rows, err := adm.Engine.Execute(qctx, req)
+	rows, err := adm.Engine.Execute(adm.Tagged(qctx), req)
 	if err != nil {
 		cancel()
 		err = adm.explain(run.explain(engineError(err)))

@@ -68,7 +68,7 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 		adm.finishQuiet()
 		return nil, false, nil
 	}
-	pw, err := opener.OpenPGWire(ctx, engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup})
+	pw, err := opener.OpenPGWire(adm.Tagged(ctx), engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup})
 	if err != nil {
 		adm.finishQuiet()
 		return nil, true, engineError(err)

@@ -151,6 +151,7 @@ type rawConn struct {
 	// unfit for another client.
 	awaitZ   int
 	unsynced bool
+	rawTag   // the capacity lease tag (tag.go)
 }
 
 func (c *rawConn) close() {
@@ -231,6 +232,10 @@ func (e *Engine) RelayPG(ctx context.Context, st engine.PGStatement) (engine.PGR
 	if err := c.serve(ctx, engine.PGWireOptions{Owner: st.Owner}); err != nil {
 		e.raw.put(c)
 		return nil, err
+	}
+	if err := c.retag(ctx, e.raw); err != nil {
+		e.raw.put(c)
+		return nil, wrapErr(err)
 	}
 	res := &rawResult{pool: e.raw, c: c}
 	res.encode(st)

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -40,6 +39,10 @@ func (e *Engine) OpenPGWire(ctx context.Context, o engine.PGWireOptions) (engine
 		e.raw.put(c)
 		return nil, err
 	}
+	if err := c.retag(ctx, e.raw); err != nil {
+		e.raw.put(c)
+		return nil, wrapErr(err)
+	}
 	return &wireConn{pool: e.raw, c: c}, nil
 }
 
@@ -56,9 +59,10 @@ func (c *rawConn) serve(ctx context.Context, o engine.PGWireOptions) error {
 		}
 		if err := c.simple(ctx, reset, "DEALLOCATE ALL"); err != nil {
 			c.broken = true
-			return fmt.Errorf("pgengine: the reset query failed on the engine: %w", wrapErr(err))
+			return fmt.Errorf("pgengine: the reset query failed on the engine: %w", err)
 		}
 		clear(c.stmts)
+		c.tagged = false // RESET ALL put application_name back
 	}
 	c.owner, c.used = o.Owner, true
 	if o.Setup == "" {
@@ -66,7 +70,7 @@ func (c *rawConn) serve(ctx context.Context, o engine.PGWireOptions) error {
 	}
 	if err := c.simple(ctx, o.Setup); err != nil {
 		var qe *query.Error
-		if errors.As(wrapErr(err), &qe) {
+		if errors.As(err, &qe) {
 			return &query.Error{Code: qe.Code, Message: "startup parameter or option refused by the engine: " + qe.Message}
 		}
 		return err
@@ -74,9 +78,9 @@ func (c *rawConn) serve(ctx context.Context, o engine.PGWireOptions) error {
 	return nil
 }
 
-// simple runs each of sqls as a simple Query (in one write) and reads their answers to
-// ReadyForQuery; the first error the server reports is returned. Everything else the server
-// says is dropped.
+// simple runs each of sqls as a simple Query (in one write) on the idle connection and reads
+// their answers through ReadyForQuery; the first error the server reports is returned as a
+// *query.Error. Everything else the server says is dropped.
 func (c *rawConn) simple(ctx context.Context, sqls ...string) error {
 	stop := context.AfterFunc(ctx, func() { _ = c.pg.Conn().SetDeadline(time.Now()) })
 	defer stop()
@@ -105,7 +109,7 @@ func (c *rawConn) simple(ctx context.Context, sqls ...string) error {
 				return err
 			}
 			if first == nil {
-				first = pgconn.ErrorResponseToPgError(&er)
+				first = &query.Error{Code: er.Code, Message: er.Message}
 			}
 		case 'G', 'H', 'W':
 			c.broken = true // a COPY: nothing here can feed or drain it

@@ -262,6 +262,9 @@ func stmtKey(st *preparedStmt) string {
 
 func (c *conn) forwardQuery(sql string) error {
 	ws := c.wire
+	if c.answerAppName(sql) {
+		return c.flush()
+	}
 	if err := c.refuseForMode(sql); err != nil {
 		return err
 	}
@@ -302,6 +305,25 @@ func (c *conn) forwardParse(m *pgproto3.Parse) error {
 	}
 	c.send(&pgproto3.Parse{Name: name, Query: m.Query, ParameterOIDs: m.ParameterOIDs}, expect{kind: 'P', key: key})
 	return nil
+}
+
+// answerAppName answers a Query that only sets application_name: on the engine it names the
+// capacity lease the session runs under, so the client's is kept here (and reported back).
+func (c *conn) answerAppName(sql string) bool {
+	if !startsWithSetOrReset(sql) || len(SplitStatements(sql)) != 1 {
+		return false
+	}
+	st := parseSet(sql)
+	if st.scope != scopeSession || st.name != "application_name" {
+		return false
+	}
+	if err := c.drain(); err != nil {
+		return false
+	}
+	c.answerSetting(st.name, st.value)
+	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
+	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+	return true
 }
 
 // ensure prepares the client statement st on the engine connection when it is not yet, and

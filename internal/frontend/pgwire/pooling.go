@@ -15,8 +15,10 @@ import (
 // applies them to its session. A setting the engine refuses fails the client's statement with
 // the engine's error, naming it.
 
-// startupOnly are startup parameters that are not settings.
-var startupOnly = map[string]bool{"user": true, "database": true, "options": true, "replication": true}
+// notApplied are startup parameters not applied on engine connections: those that are not
+// settings, and application_name, which on the engine names the capacity lease the session
+// runs under (the client's is answered by this frontend).
+var notApplied = map[string]bool{"user": true, "database": true, "options": true, "replication": true, "application_name": true}
 
 // parseOptions reads the startup "options" parameter: "-c name=value", "-cname=value" or
 // "--name=value" items separated by blanks (a backslash escapes the next character).
@@ -72,7 +74,7 @@ func parseOptions(s string) ([][2]string, error) {
 func (c *conn) setupSQL() string {
 	keys := make([]string, 0, len(c.startup))
 	for k := range c.startup {
-		if !startupOnly[k] {
+		if !notApplied[k] {
 			keys = append(keys, k)
 		}
 	}
