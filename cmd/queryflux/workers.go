@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/defaultconfig"
 	"github.com/queryflux/queryflux/transport"
 	"github.com/spf13/cobra"
 )
@@ -78,12 +79,12 @@ func adminCommand(use, short string) (*cobra.Command, *adminClient, *bool) {
 		Short: short,
 		PersistentPreRun: func(cmd *cobra.Command, args []string) {
 			if client.token == "" {
-				client.token = os.Getenv("QUERYFLUX_ADMIN_TOKEN")
+				client.token = defaultconfig.AdminToken(client.baseURL)
 			}
 		},
 	}
-	cmd.PersistentFlags().StringVar(&client.baseURL, "admin-url", envOr("QUERYFLUX_ADMIN_URL", "http://127.0.0.1:9000"), "the control plane's admin API (or QUERYFLUX_ADMIN_URL)")
-	cmd.PersistentFlags().StringVar(&client.token, "admin-token", "", "admin bearer token (or QUERYFLUX_ADMIN_TOKEN)")
+	cmd.PersistentFlags().StringVar(&client.baseURL, "admin-url", envOr("QUERYFLUX_ADMIN_URL", defaultconfig.AdminURL()), "the admin API (or QUERYFLUX_ADMIN_URL; default: the embedded default's, moved by QUERYFLUX_PORT_OFFSET)")
+	cmd.PersistentFlags().StringVar(&client.token, "admin-token", "", "admin bearer token (default: QUERYFLUX_ADMIN_TOKEN, else the token file the embedded default wrote)")
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the API's JSON instead of a table")
 	return cmd, client, &asJSON
 }
