@@ -132,7 +132,7 @@ func (e *Engine) setup(connector *duckdb.Connector, name string, inMemory bool) 
 	if !inMemory {
 		hidden = "'" + compat + "'"
 	}
-	for _, s := range compatSQL {
+	for _, s := range append(compatSQL, typeSQL()...) {
 		s = strings.NewReplacer("{c}", quoteIdent(compat), "{hidden}", hidden).Replace(s)
 		if err := exec(s); err != nil {
 			return fmt.Errorf("catalog compatibility: %w", err)
