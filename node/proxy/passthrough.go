@@ -130,7 +130,7 @@ func (a *Admission) Explain(err error) error {
 		return nil
 	}
 	if a.run.ctx != nil {
-		err = a.run.explain(engineError(err))
+		err = a.run.explain(a.engineError(err))
 	}
 	return a.explain(err)
 }

@@ -93,7 +93,7 @@ func (p *rawPool) get(ctx context.Context, owner uint64) (*rawConn, error) {
 	pc, err := pgconn.ConnectConfig(ctx, p.cfg)
 	if err != nil {
 		<-p.slots
-		return nil, err
+		return nil, wrapErr(err)
 	}
 	return &rawConn{pg: pc, buf: make([]byte, rawReadBufferBytes), txStatus: 'I', stmts: map[string]string{}}, nil
 }
