@@ -346,7 +346,7 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Sess
 		}
 		finished = true
 		if err != nil && run.ctx != nil {
-			err = run.explain(engineError(err))
+			err = run.explain(s.adm.engineError(err))
 		}
 		s.endStatement(cancel)
 		if err != nil {

@@ -71,7 +71,7 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 	pw, err := opener.OpenPGWire(adm.Tagged(ctx), engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup})
 	if err != nil {
 		adm.finishQuiet()
-		return nil, true, engineError(err)
+		return nil, true, adm.engineError(err)
 	}
 	cs := &coreSession{adm: adm, inner: pw}
 	adm.slot.OnLost(cs.lose)
