@@ -205,6 +205,24 @@ func TestEmbeddedDefaultPostgresClients(t *testing.T) {
 			t.Fatalf("psycopg2: %v\n%s", err, out)
 		}
 	})
+	t.Run("startupOptions", func(t *testing.T) {
+		psqlWith := func(options, sql string) string {
+			cmd := exec.Command("psql", "-X", "-At", "-h", "127.0.0.1", "-p", e.pgPort, "-U", "queryflux", "demo", "-c", sql)
+			cmd.Env = append(os.Environ(), "PGOPTIONS="+options)
+			b, _ := cmd.CombinedOutput()
+			return string(b)
+		}
+		long := "select count(*) from range(1000000000) a, range(1000) b"
+		if out := psqlWith("-c statement_timeout=300", long); !strings.Contains(out, "statement timeout") {
+			t.Fatalf("PGOPTIONS statement_timeout: %q", out)
+		}
+		if out := psqlWith("-c statement_timeout=5s", "select 42"); out != "42\n" {
+			t.Fatalf("a short statement under statement_timeout: %q", out)
+		}
+		if out := psqlWith("-c search_path=elsewhere", "select 1"); !strings.Contains(out, "search_path") || !strings.Contains(out, "not supported") {
+			t.Fatalf("an option DuckDB cannot apply: %q", out)
+		}
+	})
 	t.Run("beginWithoutSessionRefused", func(t *testing.T) {
 		// Flight SQL and Trino statements run in a transaction of their own: BEGIN is refused
 		// clearly, and nobody's later statements land in it.

@@ -338,8 +338,13 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		release(conn, true)
 		return outsideTransaction(st)
 	}
-	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()) })
-	return rows, err
+	ctx, cancel, explain, err := withTimeout(ctx, q)
+	if err != nil {
+		release(conn, true)
+		return nil, err
+	}
+	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()); cancel() })
+	return rows, explain(err)
 }
 
 // run executes q (prepared as p) on conn; done is called once conn is no longer needed by
