@@ -60,4 +60,3 @@ func textFile(name string) bool {
 	}
 	return name == "Makefile" || name == "Dockerfile"
 }
-
