@@ -3,6 +3,7 @@ package pgwire_test
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,5 +237,52 @@ func TestPgxCopyAndNotices(t *testing.T) {
 				t.Fatalf("notices %q", notices)
 			}
 		})
+	}
+}
+
+// TestDeallocateProtocolStatement: DEALLOCATE of a statement the client prepared at protocol
+// level (as psycopg 3 does when its cache evicts one) works, in both modes, and the name can
+// be prepared again.
+func TestDeallocateProtocolStatement(t *testing.T) {
+	for _, mode := range poolModes {
+		t.Run(mode, func(t *testing.T) {
+			d := pgProxy(t, mode)
+			c := connect(t, d.URL())
+			ctx := context.Background()
+			for _, dealloc := range []string{"deallocate stmt1", `DEALLOCATE PREPARE "stmt1";`} {
+				if _, err := c.Prepare(ctx, "stmt1", "select $1::int * 2"); err != nil {
+					t.Fatal(err)
+				}
+				var n int
+				if err := c.QueryRow(ctx, "stmt1", 21).Scan(&n); err != nil || n != 42 {
+					t.Fatalf("stmt1: %d, %v", n, err)
+				}
+				if _, err := c.Exec(ctx, dealloc, pgx.QueryExecModeSimpleProtocol); err != nil {
+					t.Fatalf("%s: %v", dealloc, err)
+				}
+				if err := c.DeallocateAll(ctx); err != nil { // forget pgx's own cache of it
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestDeallocateAllForgetsClientStatements: after DEALLOCATE ALL the client may prepare the
+// same names again.
+func TestDeallocateAllForgetsClientStatements(t *testing.T) {
+	d := pgProxy(t, proxy.PoolModeTransaction)
+	c := connect(t, d.URL())
+	ctx := context.Background()
+	for range 2 {
+		if _, err := c.Prepare(ctx, "again", "select 1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, "deallocate all", pgx.QueryExecModeSimpleProtocol); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Deallocate(ctx, "again"); err != nil && !strings.Contains(err.Error(), "does not exist") {
+			t.Fatal(err)
+		}
 	}
 }
