@@ -113,6 +113,9 @@ func (a *Admission) RunContext(ctx context.Context, cancel context.CancelFunc) (
 		a.run = runContext{parent: ctx, ctx: qctx, timeout: timeout}
 	}
 	a.slot.OnLost(cancel)
+	if a.slot.Lost() {
+		cancel() // the lease is gone already: nothing may start under it
+	}
 	return a.Tagged(qctx), cancel
 }
 
