@@ -533,7 +533,7 @@ func (u *Uplink) logTransition(wasFailing bool, err error, n int) {
 	case err != nil && !wasFailing:
 		u.e.Logger().Warn("history: sending to "+u.cfg.Destination+" failed; buffering", "records", n, "err", err)
 	case err == nil && wasFailing:
-		u.e.Logger().Info("history: sending to "+u.cfg.Destination+" recovered")
+		u.e.Logger().Info("history: sending to " + u.cfg.Destination + " recovered")
 	}
 }
 
