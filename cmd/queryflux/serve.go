@@ -157,6 +157,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	slog.SetDefault(base) // libraries' own log lines keep the chosen level and format too
 	cfg, err := loadConfig(f, base)
 	if err != nil {
 		return err
