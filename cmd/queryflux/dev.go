@@ -74,6 +74,8 @@ func devFleet(dir string, offset int, secret, token string) []devNode {
 clusterGroups:
   - {name: demo, members: [demo], maxQueuedQueries: 100, capacityWaitTimeoutSecs: 30}
 routingFallback: demo
+settings:
+  security: {trustLoopback: true}
 `, adminAddr, token, secret, devFrontends(offset))
 	nodes := []devNode{{name: "control-plane", config: cp, args: []string{"--config", filepath.Join(dir, "control-plane.yaml")}}}
 	for i := 1; i <= devWorkers; i++ {

@@ -17,6 +17,7 @@ var errnoByCode = map[string]uint16{
 	query.CodeQueueFull:       mysql.ER_CON_COUNT_ERROR,              // 1040
 	query.CodeCapacityTimeout: mysql.ER_QUERY_INTERRUPTED,            // 1317
 	query.CodeAccessDenied:    mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, // 1227
+	query.CodeAuthRefused:     mysql.ER_ACCESS_DENIED_ERROR,          // 1045
 	query.CodeNoRoute:         mysql.ER_BAD_DB_ERROR,                 // 1049
 	query.CodeSyntax:          mysql.ER_PARSE_ERROR,                  // 1064
 	query.CodeLimitExceeded:   mysql.ER_TOO_BIG_SELECT,               // 1104
