@@ -34,6 +34,8 @@ unit:
 FUZZ_TARGETS := \
 	./transport:FuzzDecodeHeartbeat \
 	./internal/frontend/pgwire:FuzzPGWireMessages \
+	./internal/frontend/pgwire:FuzzPGWireAuth \
+	./internal/frontend/mysqlwire:FuzzMySQLAuth \
 	./internal/sqltok:FuzzTokenize \
 	./internal/history:FuzzDecodeBatch \
 	./internal/frontend/mysqlwire:FuzzMySQLPackets \

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -87,6 +88,8 @@ type Server struct {
 	sessions  map[uint32]*session // by connection id, for KILL
 	closed    bool
 	wg        sync.WaitGroup
+
+	handshakePanics atomic.Int64 // recovered during handshake and login (bugs; FuzzMySQLAuth requires none)
 }
 
 // NewServer returns a server over backend.
@@ -232,8 +235,12 @@ func (s *Server) serveConn(nc net.Conn) {
 	defer s.wg.Done()
 	defer s.trackConn(nc, false)
 	defer nc.Close()
+	handshaking := true
 	defer func() {
 		if r := recover(); r != nil {
+			if handshaking {
+				s.handshakePanics.Add(1)
+			}
 			s.log.Warn("mysqlwire: connection ended by malformed input", "remote", nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
 		}
 	}()
@@ -242,6 +249,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	buffered := newFlushOnReadConn(nc)
 	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc}
 	c, err := s.goMySQL().NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr()}, h)
+	handshaking = false
 	if err != nil {
 		s.log.Debug("mysqlwire: handshake failed", "remote", h.remote, "err", err)
 		return
