@@ -5,7 +5,7 @@ FUZZTIME  ?= 5s
 SEEDS     ?= 1000
 PARALLEL  ?= 2
 
-.PHONY: run build test test-deps unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: run build test test-deps test-deps-wire tidy unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -16,15 +16,37 @@ build:
 	$(GO) build -o $(BIN)/qfsim ./cmd/qfsim
 
 # The whole suite: unit, property and real-service tests, fuzz smoke, determinism across GOMAXPROCS.
-test: test-deps unit fuzz determinism
+test: test-deps tidy unit fuzz determinism
 
 # Test clients that do not come with the database servers: PyMySQL (Debian's python3-pymysql, for
-# the MySQL wire's autocommit test). Without apt (or root) the test that needs it skips, saying so.
-test-deps:
+# the MySQL wire's autocommit test), psycopg2 (python3-psycopg2, for transactions on the embedded
+# default). Without apt (or root) the test that needs it skips, saying so.
+test-deps: test-deps-wire
 	@/usr/bin/python3 -c 'import pymysql' 2>/dev/null || { echo "installing python3-pymysql"; \
 		apt-get install -y python3-pymysql >/dev/null 2>&1 || \
 		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-pymysql >/dev/null 2>&1; } || \
 		echo "python3-pymysql could not be installed: TestPyMySQLDefaultAutocommitOff skips"; }
+	@/usr/bin/python3 -c 'import psycopg2' 2>/dev/null || { echo "installing python3-psycopg2"; \
+		apt-get install -y python3-psycopg2 >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-psycopg2 >/dev/null 2>&1; } || \
+		echo "python3-psycopg2 could not be installed: the psycopg2 tests skip"; }
+
+# The wire frontends' client libraries: mysqlclient (python3-mysqldb) and, from the lock file,
+# node's mysql2 and trino-client. A test whose client could not be installed skips, saying so.
+NODE_CLIENTS := internal/frontend/frontendtest/nodeclients
+test-deps-wire:
+	@/usr/bin/python3 -c 'import MySQLdb' 2>/dev/null || { echo "installing python3-mysqldb"; \
+		apt-get install -y python3-mysqldb >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-mysqldb >/dev/null 2>&1; } || \
+		echo "python3-mysqldb could not be installed: the mysqlclient tests skip"; }
+	@command -v npm >/dev/null 2>&1 || { echo "installing nodejs and npm"; \
+		apt-get install -y nodejs npm >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null 2>&1 && apt-get install -y nodejs npm >/dev/null 2>&1; } || \
+		echo "npm could not be installed: the mysql2 and trino-client tests skip"; }
+	@test -d $(NODE_CLIENTS)/node_modules/mysql2 -a -d $(NODE_CLIENTS)/node_modules/trino-client || \
+		{ echo "installing node clients (mysql2, trino-client)"; \
+		(cd $(NODE_CLIENTS) && npm ci --no-audit --no-fund >/dev/null 2>&1) || \
+		echo "npm ci in $(NODE_CLIENTS) failed: the mysql2 and trino-client tests skip"; }
 
 unit:
 	$(GO) vet ./...
@@ -58,13 +80,17 @@ fuzz:
 		tail -n 2 .fuzz.log; rm -f .fuzz.log; \
 	done
 
-# The same seed must give the same trace hash twice and whatever GOMAXPROCS.
+# Every scenario file, at two seeds, must give the same trace hashes under GOMAXPROCS 1 and 2
+# (seeds run two at a time in the second, so runs sharing a process cannot leak into each other).
+DET_SEED ?= 7
 determinism: build
-	@set -e; for f in scenarios/registry-crash.yaml; do \
-		b=$$(GOMAXPROCS=2 $(BIN)/qfsim run $$f --seed 7 --json | grep -o '"trace_hash":"[^"]*"' ); \
-		c=$$(GOMAXPROCS=1 $(BIN)/qfsim run $$f --seed 7 --json | grep -o '"trace_hash":"[^"]*"' ); \
-		[ "$$b" = "$$c" ] || { echo "determinism: $$f seed 7: $$b vs $$c"; exit 1; }; \
-		echo "determinism: $$f seed 7 $$b under GOMAXPROCS=1 and 2"; \
+	@set -e; for f in scenarios/*.yaml; do \
+		run() { GOMAXPROCS=$$1 $(BIN)/qfsim run $$f --seed $(DET_SEED) --seeds 2 --parallel $$1 --no-shrink --json \
+			| grep -o '"seed":[0-9]*,"trace_hash":"[^"]*"' || true; }; \
+		b=$$(run 1); c=$$(run 2); \
+		[ $$(printf '%s\n' "$$b" | grep -c trace_hash) -eq 2 ] || { echo "determinism: $$f printed no hashes"; exit 1; }; \
+		[ "$$b" = "$$c" ] || { echo "determinism: $$f: GOMAXPROCS=1 $$b vs GOMAXPROCS=2 $$c"; exit 1; }; \
+		echo "determinism: $$f seeds $(DET_SEED),$$(($(DET_SEED)+1)) $$(echo $$b | grep -o '"trace_hash":"[^"]*"' | cut -d'"' -f4 | tr '\n' ' ')under GOMAXPROCS=1 and 2"; \
 	done
 
 # Every scenario over $(SEEDS) seeds (the 1,000-worker planning fleet over 20), and the
@@ -94,3 +120,7 @@ clean:
 # Proxy overhead side by side: direct, PgBouncer, passthrough, Arrow path, worker (installs pgbouncer).
 bench-proxy: build
 	./scripts/bench-proxy.sh
+
+# go.mod and go.sum must be exactly what `go mod tidy` writes.
+tidy:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum differ from go mod tidy: run it and commit"; exit 1; }

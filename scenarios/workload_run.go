@@ -220,7 +220,7 @@ func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 	tracker := HistoryTrackerOf(w, name)
 	if h := wl.History; h != nil {
 		uplink, err = wk.NewHistoryUplink(e, history.UplinkConfig{BufferMax: h.Buffer, BatchMax: h.Batch,
-			FlushInterval: h.FlushInterval, SendTimeout: h.SendTimeout})
+			FlushInterval: h.FlushInterval, SendTimeout: h.SendTimeout, OnDrop: func(id string) { tracker.Dropped[id]++ }})
 		if err != nil {
 			w.Errorf("worker %s: history uplink: %v", name, err)
 			return
@@ -233,7 +233,9 @@ func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 		OnFinish: func(r proxy.Record) {
 			if uplink != nil {
 				tracker.Finished = append(tracker.Finished, r.QueryID)
-				uplink.Add(worker.HistoryRecord(r))
+				if every := w.opts.PlantHistoryLoss; every == 0 || len(tracker.Finished)%every != 0 {
+					uplink.Add(worker.HistoryRecord(r))
+				}
 			}
 			if r.Start.Sub(start) >= wl.Warmup {
 				load.finished(r)

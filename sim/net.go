@@ -276,7 +276,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if sc != nil {
 		t.waitOn(&sc.waiters, ex.gen)
 	}
-	s.mix(evMsg, ex.id, xxhash.Sum64(body))
+	s.mix(evMsg, ex.id, xxhash.Sum64(body), headerHash(req.Header))
 	s.mixStrings(evMsg, from.name, to.name, req.Method, req.URL.String())
 	nt.transmit(from.name, to.name, func() { nt.deliverRequest(ex) })
 	s.park(t)
@@ -284,6 +284,28 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return ex.resp, ex.err
 	}
 	return nil, ctx.Err()
+}
+
+// headerHash hashes h in sorted key order (a map's own order would make the hash vary).
+func headerHash(h http.Header) uint64 {
+	if len(h) == 0 {
+		return 0
+	}
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	d := xxhash.New()
+	for _, k := range keys {
+		_, _ = d.WriteString(k)
+		for _, v := range h[k] {
+			_, _ = d.WriteString("\x00")
+			_, _ = d.WriteString(v)
+		}
+		_, _ = d.WriteString("\n")
+	}
+	return d.Sum64()
 }
 
 // maxPrealloc bounds the buffer a request's announced Content-Length may reserve up front.
@@ -408,14 +430,15 @@ func (nt *Net) reply(ex *exchange, resp *http.Response, err error) {
 	ex.replied = true
 	delete(nt.active, ex.id)
 	status := 0
-	var bodyHash uint64
+	var bodyHash, hdrHash uint64
 	if resp != nil {
 		status = resp.StatusCode
 		if br, ok := resp.Body.(*bodyReader); ok {
 			bodyHash = xxhash.Sum64(br.b)
 		}
+		hdrHash = headerHash(resp.Header)
 	}
-	nt.s.mix(evReply, ex.id, uint64(status), bodyHash)
+	nt.s.mix(evReply, ex.id, uint64(status), bodyHash, hdrHash)
 	if err != nil {
 		nt.s.mixStrings(evReply, err.Error())
 	}

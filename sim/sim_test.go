@@ -511,3 +511,50 @@ func TestCrashFromInsideATask(t *testing.T) {
 		t.Fatalf("unwound %d, after %v, diedAfter %v, victim up %v, suicide up %v", unwound, after, diedAfter, victim.Up(), suicide.Up())
 	}
 }
+
+// headerWorld makes one request carrying reqHeader; the server answers with respHeader. It
+// returns the trace hash.
+func headerWorld(t *testing.T, reqHeader, respHeader string) string {
+	s := sim.New(sim.Opts{Seed: 3})
+	s.AddNode("srv", func(n *sim.Node) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Answer", respHeader)
+			w.Header().Add("X-Many", "a")
+			w.Header().Add("X-Many", "b")
+		})
+	})
+	c := s.AddNode("cli", nil)
+	s.Spawn(c, "call", func() {
+		_ = c.Env().Sleep(context.Background(), time.Second)
+		req, _ := http.NewRequestWithContext(c.Ctx(), "GET", "http://srv/x", nil)
+		req.Header.Set("X-Ask", reqHeader)
+		req.Header.Set("X-Other", "same")
+		resp, err := c.Client().Do(req)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		resp.Body.Close()
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return s.TraceHash()
+}
+
+// TestTraceHashCoversHeaders: a request or response header that differs changes the hash;
+// the same headers give the same hash (in whatever order the map holds them).
+func TestTraceHashCoversHeaders(t *testing.T) {
+	base := headerWorld(t, "1", "1")
+	for range 5 {
+		if h := headerWorld(t, "1", "1"); h != base {
+			t.Fatalf("same headers, hashes %s and %s", base, h)
+		}
+	}
+	if headerWorld(t, "2", "1") == base {
+		t.Error("a different request header left the trace hash unchanged")
+	}
+	if headerWorld(t, "1", "2") == base {
+		t.Error("a different response header left the trace hash unchanged")
+	}
+}

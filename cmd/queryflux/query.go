@@ -137,7 +137,7 @@ func startWorkerQuery(ctx context.Context, d *Daemon, w *worker.Worker) error {
 
 // newQueryNode is this node's query path, its frontends presenting queryflux.tls when set.
 func newQueryNode(d *Daemon, guard proxy.Guard) (*querynode.Node, error) {
-	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Guard: guard, OnFinish: recordHistory})
+	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Limits: querynode.LimitsOf(d.Config.QueryFlux.Limits), Guard: guard, OnFinish: recordHistory})
 	if t := d.Config.QueryFlux.TLS; t.CertFile != "" {
 		if err := n.UseCertificate(t.CertFile, t.KeyFile); err != nil {
 			return nil, err

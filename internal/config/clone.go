@@ -50,8 +50,7 @@ func deepCopy(dst, src reflect.Value) {
 			return
 		}
 		m := reflect.MakeMapWithSize(src.Type(), src.Len())
-		// Copying every entry: the order cannot matter.
-		for _, k := range src.MapKeys() {
+		for _, k := range src.MapKeys() { //determinism:ok copying every entry: the order cannot matter
 			v := reflect.New(src.Type().Elem()).Elem()
 			deepCopy(v, src.MapIndex(k))
 			m.SetMapIndex(k, v)

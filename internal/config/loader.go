@@ -22,10 +22,14 @@ func Load(path string) (*Config, error) {
 	return Parse(b)
 }
 
-// Parse decodes a YAML configuration strictly and fills in defaults. Broken YAML comes back as
+// Parse decodes a YAML configuration strictly and fills in defaults, once CheckInput has found
+// it small and shallow enough to parse. Broken YAML comes back as
 // Errors with the line; every unknown key comes back as its own FieldError with path and line.
 // Parse does not validate: call Compile (or Validate) on the result.
 func Parse(b []byte) (*Config, error) {
+	if err := CheckInput(b); err != nil {
+		return nil, err
+	}
 	file, err := parser.ParseBytes(b, 0)
 	if err != nil {
 		return nil, Errors{yamlError(err, nil)}
@@ -48,6 +52,25 @@ func Parse(b []byte) (*Config, error) {
 	cfg.lines = lines
 	ApplyDefaults(cfg)
 	return cfg, nil
+}
+
+// IsEmptyDocument reports whether b holds no configuration at all: nothing, only comments, or a
+// null document. ("{}" is not empty: it is a configuration with nothing in it.)
+// Input over the limits (CheckInput) is not empty: Parse reports it.
+func IsEmptyDocument(b []byte) bool {
+	if CheckInput(b) != nil {
+		return false
+	}
+	file, err := parser.ParseBytes(b, 0)
+	if err != nil {
+		return false
+	}
+	for _, doc := range file.Docs {
+		if unwrap(doc.Body) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // yamlError turns a go-yaml error into a FieldError with the line, and the path when a key on

@@ -105,6 +105,7 @@ func (v *validator) queryflux(q QueryFlux) {
 	v.positive(p+".heartbeatIntervalSecs", int64(q.HeartbeatIntervalSecs))
 	v.positive(p+".registry.staleAfterSecs", int64(q.Registry.StaleAfterSecs))
 	v.nonNegative(p+".registry.graceSecs", int64(q.Registry.GraceSecs))
+	v.limits(p+".limits", q.Limits)
 }
 
 func (v *validator) frontend(path string, f Frontend, certKnown bool) {
@@ -282,7 +283,7 @@ func checkHostPort(c Cluster) []FieldError {
 		return nil
 	}
 	if _, port, err := net.SplitHostPort(c.Endpoint); err != nil || port == "" {
-		return []FieldError{Errorf("endpoint", "%q is not host:port", c.Endpoint)}
+		return []FieldError{Errorf("endpoint", "%q is not host:port", RedactURL(c.Endpoint))}
 	}
 	return nil
 }

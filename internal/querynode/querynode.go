@@ -26,6 +26,7 @@ import (
 	"github.com/queryflux/queryflux/internal/frontend/mysqlwire"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 	"github.com/queryflux/queryflux/internal/frontend/trinohttp"
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/policy"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
@@ -55,6 +56,17 @@ type Options struct {
 	OpenEngine proxy.EngineFactory
 	// HealthEvery and HealthTimeout pace the cluster health checks of Run.
 	HealthEvery, HealthTimeout time.Duration
+	// Limits bound each frontend listener before clients are trusted (zero fields: defaults).
+	Limits netlimit.Limits
+}
+
+// LimitsOf turns queryflux.limits into listener limits.
+func LimitsOf(l config.Limits) netlimit.Limits {
+	return netlimit.Limits{
+		ConnectionsMax:   l.MaxConnections,
+		HandshakeTimeout: time.Duration(l.HandshakeTimeoutSecs) * time.Second,
+		PreAuthBytesMax:  l.MaxPreAuthMessageBytes,
+	}.WithDefaults()
 }
 
 // frontend is what every protocol server offers.
@@ -201,19 +213,19 @@ func (n *Node) listen(name, addr string, make func() (frontend, error)) error {
 // loopback client; they offer TLS while a certificate is configured.
 
 func (n *Node) newPgwire(gate query.Gate) (frontend, error) {
-	return pgwire.NewServer(n.core, pgwire.Options{Gate: gate, Authenticator: n.policy.Postgres(), TLS: n.tls.Config, Logger: n.log}), nil
+	return pgwire.NewServer(n.core, pgwire.Options{Gate: gate, Authenticator: n.policy.Postgres(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits}), nil
 }
 
 func (n *Node) newMySQL(gate query.Gate) (frontend, error) {
-	return mysqlwire.NewServer(n.core, mysqlwire.Options{Gate: gate, Users: n.policy.MySQL(), TLS: n.tls.Config, Logger: n.log})
+	return mysqlwire.NewServer(n.core, mysqlwire.Options{Gate: gate, Users: n.policy.MySQL(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits})
 }
 
 func (n *Node) newTrino(gate query.Gate) (frontend, error) {
-	return trinohttp.NewServer(n.core, trinohttp.Options{Gate: gate, Auth: n.policy.Trino(), TLS: n.tls.Config, Logger: n.log})
+	return trinohttp.NewServer(n.core, trinohttp.Options{Gate: gate, Auth: n.policy.Trino(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits})
 }
 
 func (n *Node) newFlightSQL(gate query.Gate) (frontend, error) {
-	return flightsql.NewServer(n.core, flightsql.Options{Gate: gate, Auth: n.policy.FlightSQL(), TLS: n.tls.Config, Logger: n.log})
+	return flightsql.NewServer(n.core, flightsql.Options{Gate: gate, Auth: n.policy.FlightSQL(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits})
 }
 
 // listenerGate adds a listener's own requireTLS to the policy's gate.

@@ -5,7 +5,7 @@
 // virtual, whose tasks run one at a time, and whose contexts cancel synchronously. Role code must
 // never call time.Now/Sleep/After..., start goroutines, use select or channel receives, build
 // contexts with context.WithTimeout/WithCancel, or use math/rand and crypto/rand directly
-// (DESIGN.md section 2). The determinism test enforces this list.
+// (docs/architecture.md, "The Env seam"). The determinism test enforces this list.
 //
 // This package may touch the real world: it is the production side of the contract.
 package env

@@ -15,7 +15,7 @@ const idleConnsPerControlPlane = 256
 // verifying an https control plane with tlsConfig (nil: the system's roots). It never sets
 // Client.Timeout: deadlines come from env.WithTimeout contexts.
 func NewControlPlaneClient(tlsConfig *tls.Config) *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	t := http.DefaultTransport.(*http.Transport).Clone() //determinism:ok the daemon's client; the simulator gives simnet's
 	if tlsConfig != nil {
 		t.TLSClientConfig = tlsConfig
 	}

@@ -5,7 +5,12 @@
 //	// determinism: outside the simulator (<reason>)
 //
 // must not use the wall clock, goroutines, select, channel receives, stdlib cancellable contexts,
-// top-level math/rand, crypto/rand, or range over maps. A finding can be excused on its line (or the
+// top-level math/rand, crypto/rand, the process id, or range over maps in any form (maps.Keys and
+// friends unsorted, a type parameter that may be a map, reflect's MapKeys/MapRange); nor what the
+// garbage collector or the Go scheduler decides (sync.Pool, finalizers and cleanups, weak,
+// unique, runtime.Gosched, runtime.NumGoroutine), per-process hash seeds (hash/maphash), pointer
+// printing (%p), or the real network's defaults (http.DefaultClient, http.Get..., an
+// http.Client with Timeout). A finding can be excused on its line (or the
 // line above) with `//determinism:ok <reason>`; map ranges whose order is provably irrelevant are
 // what that is for. node/... packages may not opt out.
 //
@@ -150,7 +155,7 @@ func Scan(dir string, rule Rule, patterns ...string) (*Report, error) {
 	})
 	for _, t := range targets {
 		rep.Scanned = append(rep.Scanned, t.pkg.ImportPath)
-		info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}}
+		info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Uses: map[*ast.Ident]types.Object{}}
 		var typeErrs []string
 		conf := types.Config{Importer: imp, Error: func(err error) { typeErrs = append(typeErrs, err.Error()) }}
 		_, _ = conf.Check(t.pkg.ImportPath, fset, t.files, info)
@@ -239,25 +244,68 @@ var forbidden = map[string]map[string]string{
 	"crypto/rand":  nil,
 	"math/rand":    nil,
 	"math/rand/v2": nil,
+	"os": {
+		"Getpid":  "differs per process (a seed from it differs per run); use env.Rand",
+		"Getppid": "differs per process; use env.Rand",
+	},
+	"runtime": {
+		"Gosched":      "yields to the Go scheduler, which the simulator does not control; wait with Signal.Wait",
+		"NumGoroutine": "counts goroutines the simulator pools and reuses; count tasks yourself",
+		"SetFinalizer": "runs when the garbage collector decides; close explicitly",
+		"AddCleanup":   "runs when the garbage collector decides; close explicitly",
+	},
+	"sync": {"Pool": "keeps or drops objects when the garbage collector decides; allocate, or keep a free list"},
+	"net/http": {
+		"DefaultClient":    "real network and timers; use the http.Client you were given",
+		"DefaultTransport": "real network and timers; use the RoundTripper you were given",
+		"Get":              "uses http.DefaultClient; use the http.Client you were given",
+		"Head":             "uses http.DefaultClient; use the http.Client you were given",
+		"Post":             "uses http.DefaultClient; use the http.Client you were given",
+		"PostForm":         "uses http.DefaultClient; use the http.Client you were given",
+	},
+}
+
+// bannedImports are packages whose every use depends on the process or the garbage collector.
+var bannedImports = map[string]string{
+	"hash/maphash": "seeds are random per process; use a fixed hash (xxhash, fnv)",
+	"weak":         "weak pointers clear when the garbage collector decides",
+	"unique":       "handles live as long as the garbage collector decides",
 }
 
 // randConstructors build a seeded generator: deterministic when seeded from env.Rand.
 var randConstructors = map[string]bool{"New": true, "NewSource": true, "NewPCG": true, "NewChaCha8": true, "NewZipf": true}
 
+// mapSeqs are the maps package's iterators: random order, like ranging the map.
+var mapSeqs = map[string]bool{"Keys": true, "Values": true, "All": true}
+
+// fileCheck scans one file.
+type fileCheck struct {
+	fset    *token.FileSet
+	info    *types.Info
+	excused map[int]bool
+	imports map[string]string // local name -> path
+	dots    []string          // dot-imported paths
+	sorted  map[*ast.RangeStmt]bool
+	stack   []ast.Node
+	out     []Finding
+}
+
 func checkFile(fset *token.FileSet, f *ast.File, info *types.Info) []Finding {
-	excused := map[int]bool{}
+	c := &fileCheck{fset: fset, info: info, excused: map[int]bool{}, imports: map[string]string{}, sorted: collectThenSort(f)}
 	for _, cg := range f.Comments {
-		for _, c := range cg.List {
-			if strings.HasPrefix(c.Text, EscapeComment) && len(strings.TrimSpace(strings.TrimPrefix(c.Text, EscapeComment))) > 0 {
-				line := fset.Position(c.Pos()).Line
-				excused[line] = true
-				excused[line+1] = true
+		for _, cm := range cg.List {
+			if strings.HasPrefix(cm.Text, EscapeComment) && len(strings.TrimSpace(strings.TrimPrefix(cm.Text, EscapeComment))) > 0 {
+				line := fset.Position(cm.Pos()).Line
+				c.excused[line] = true
+				c.excused[line+1] = true
 			}
 		}
 	}
-	imports := map[string]string{} // local name -> path
 	for _, is := range f.Imports {
 		path, _ := strconv.Unquote(is.Path.Value)
+		if why, bad := bannedImports[path]; bad {
+			c.report(is, fmt.Sprintf("import %q: %s", path, why))
+		}
 		name := path[strings.LastIndex(path, "/")+1:]
 		if path == "math/rand/v2" {
 			name = "rand"
@@ -265,76 +313,320 @@ func checkFile(fset *token.FileSet, f *ast.File, info *types.Info) []Finding {
 		if is.Name != nil {
 			name = is.Name.Name
 		}
-		imports[name] = path
-	}
-	sortedAfter := collectThenSort(f)
-	var out []Finding
-	report := func(n ast.Node, what string) {
-		pos := fset.Position(n.Pos())
-		if excused[pos.Line] {
-			return
+		if name == "." {
+			c.dots = append(c.dots, path)
+			continue
 		}
-		out = append(out, Finding{Pos: pos, What: what})
+		c.imports[name] = path
 	}
 	ast.Inspect(f, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.GoStmt:
-			report(n, "go statement: start tasks with env.Go")
-		case *ast.SelectStmt:
-			report(n, "select statement: wait with env.Sleep / Signal.Wait")
-		case *ast.UnaryExpr:
-			if n.Op == token.ARROW {
-				report(n, "channel receive: wait with Signal.Wait")
-			}
-		case *ast.RangeStmt:
-			if tv, ok := info.Types[n.X]; ok && tv.Type != nil {
-				switch tv.Type.Underlying().(type) {
-				case *types.Map:
-					if sortedAfter[n] {
-						return true
-					}
-					report(n, "range over a map: iteration order changes behaviour; sort the keys (or //determinism:ok <why order is irrelevant>)")
-				case *types.Chan:
-					report(n, "range over a channel: a receive; wait with Signal.Wait")
-				}
-			}
-		case *ast.SelectorExpr:
-			id, ok := n.X.(*ast.Ident)
-			if !ok {
-				return true
-			}
-			path, ok := imports[id.Name]
-			if !ok {
-				return true
-			}
-			names, ok := forbidden[path]
-			if !ok {
-				return true
-			}
-			if names == nil {
-				if (path == "math/rand" || path == "math/rand/v2") && randConstructors[n.Sel.Name] {
-					return true
-				}
-				if (path == "math/rand" || path == "math/rand/v2") && isType(n.Sel.Name) {
-					return true
-				}
-				report(n, fmt.Sprintf("%s.%s: use env.Rand", path, n.Sel.Name))
-				return true
-			}
-			if why, bad := names[n.Sel.Name]; bad {
-				report(n, fmt.Sprintf("%s.%s: %s", path, n.Sel.Name, why))
-			}
+		if n == nil {
+			c.stack = c.stack[:len(c.stack)-1]
+			return true
 		}
+		c.node(n)
+		c.stack = append(c.stack, n)
 		return true
 	})
-	return out
+	return c.out
 }
 
-// isType reports whether a math/rand name is a type (using the type is harmless).
-func isType(name string) bool {
+func (c *fileCheck) report(n ast.Node, what string) {
+	pos := c.fset.Position(n.Pos())
+	if c.excused[pos.Line] {
+		return
+	}
+	c.out = append(c.out, Finding{Pos: pos, What: what})
+}
+
+func (c *fileCheck) node(n ast.Node) {
+	switch n := n.(type) {
+	case *ast.GoStmt:
+		c.report(n, "go statement: start tasks with env.Go")
+	case *ast.SelectStmt:
+		c.report(n, "select statement: wait with env.Sleep / Signal.Wait")
+	case *ast.UnaryExpr:
+		if n.Op == token.ARROW {
+			c.report(n, "channel receive: wait with Signal.Wait")
+		}
+	case *ast.RangeStmt:
+		c.rangeStmt(n)
+	case *ast.Ident:
+		c.ident(n)
+	case *ast.CompositeLit:
+		if isHTTPClient(c.info.TypeOf(n)) && hasKey(n, "Timeout") {
+			c.report(n, "http.Client{Timeout: ...} starts real timers; leave it zero and take deadlines from env.WithTimeout")
+		}
+	case *ast.AssignStmt:
+		for _, lhs := range n.Lhs {
+			if sel, ok := lhs.(*ast.SelectorExpr); ok && sel.Sel.Name == "Timeout" && isHTTPClient(c.info.TypeOf(sel.X)) {
+				c.report(sel, "http.Client.Timeout starts real timers; leave it zero and take deadlines from env.WithTimeout")
+			}
+		}
+	case *ast.CallExpr:
+		for _, a := range n.Args {
+			if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING && hasPointerVerb(lit.Value) {
+				c.report(lit, "%p prints a pointer, which differs per run; print an id")
+			}
+		}
+	}
+}
+
+func (c *fileCheck) rangeStmt(n *ast.RangeStmt) {
+	tv, ok := c.info.Types[n.X]
+	if !ok || tv.Type == nil {
+		return
+	}
+	if _, isChan := tv.Type.Underlying().(*types.Chan); isChan {
+		c.report(n, "range over a channel: a receive; wait with Signal.Wait")
+		return
+	}
+	if isMap(tv.Type) && !c.sorted[n] {
+		c.report(n, "range over a map: iteration order changes behaviour; sort the keys (or //determinism:ok <why order is irrelevant>)")
+	}
+}
+
+// isMap reports whether ranging t ranges a map: a map type, or a type parameter whose
+// constraint allows one.
+func isMap(t types.Type) bool {
+	if tp, ok := t.(*types.TypeParam); ok {
+		return constraintHasMap(tp.Constraint())
+	}
+	_, ok := t.Underlying().(*types.Map)
+	return ok
+}
+
+func constraintHasMap(t types.Type) bool {
+	iface, ok := t.Underlying().(*types.Interface)
+	if !ok {
+		return isMap(t)
+	}
+	for i := range iface.NumEmbeddeds() {
+		switch e := iface.EmbeddedType(i).(type) {
+		case *types.Union:
+			for j := range e.Len() {
+				if isMap(e.Term(j).Type()) {
+					return true
+				}
+			}
+		default:
+			if constraintHasMap(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ident checks a use of a name: a forbidden package-level name (however it was imported), a
+// reflect map iteration, or a maps iterator whose order nothing fixes.
+func (c *fileCheck) ident(id *ast.Ident) {
+	obj := c.info.Uses[id]
+	if obj == nil {
+		c.identBySyntax(id)
+		return
+	}
+	pkg := obj.Pkg()
+	if pkg == nil {
+		return
+	}
+	path := pkg.Path()
+	if fn, ok := obj.(*types.Func); ok && path == "reflect" && (fn.Name() == "MapKeys" || fn.Name() == "MapRange") {
+		c.report(id, fmt.Sprintf("reflect.Value.%s: map order changes behaviour; sort the keys", fn.Name()))
+		return
+	}
+	if obj.Parent() != pkg.Scope() {
+		return // a method, field or local
+	}
+	if path == "maps" && mapSeqs[obj.Name()] {
+		if !c.mapSeqOrdered() {
+			c.report(id, fmt.Sprintf("maps.%s: map order changes behaviour; use slices.Sorted(maps.%s(m))", obj.Name(), obj.Name()))
+		}
+		return
+	}
+	_, isType := obj.(*types.TypeName)
+	c.forbiddenName(id, path, obj.Name(), isType)
+}
+
+// identBySyntax is the fallback where type information is missing: a selector on an imported
+// package's name, or a bare name of a dot-imported package.
+func (c *fileCheck) identBySyntax(id *ast.Ident) {
+	if len(c.stack) == 0 {
+		return
+	}
+	if sel, ok := c.stack[len(c.stack)-1].(*ast.SelectorExpr); ok {
+		x, isIdent := sel.X.(*ast.Ident)
+		if sel.Sel != id || !isIdent {
+			return
+		}
+		if path, ok := c.imports[x.Name]; ok {
+			c.forbiddenName(id, path, id.Name, isTypeName(path, id.Name))
+		}
+		return
+	}
+	for _, path := range c.dots {
+		c.forbiddenName(id, path, id.Name, isTypeName(path, id.Name))
+	}
+}
+
+func (c *fileCheck) forbiddenName(id *ast.Ident, path, name string, isType bool) {
+	names, ok := forbidden[path]
+	if !ok {
+		return
+	}
+	if names == nil {
+		if (path == "math/rand" || path == "math/rand/v2") && (randConstructors[name] || isType) {
+			return
+		}
+		c.report(id, fmt.Sprintf("%s.%s: use env.Rand", path, name))
+		return
+	}
+	if why, bad := names[name]; bad {
+		c.report(id, fmt.Sprintf("%s.%s: %s", path, name, why))
+	}
+}
+
+// isTypeName reports whether a math/rand name is a type (using the type is harmless).
+func isTypeName(path, name string) bool {
+	if path != "math/rand" && path != "math/rand/v2" {
+		return false
+	}
 	switch name {
 	case "Rand", "Source", "PCG", "ChaCha8", "Zipf":
 		return true
+	}
+	return false
+}
+
+// mapSeqOrdered reports whether the maps iterator being called (the ident on top of the stack's
+// call) has its order fixed: sorted (slices.Sorted...), collected into a map, collected into a
+// slice that a later statement of the block sorts, or ranged by a collect-then-sort loop.
+func (c *fileCheck) mapSeqOrdered() bool {
+	i := len(c.stack) - 1
+	fn := c.stack[i]
+	if _, ok := fn.(*ast.SelectorExpr); ok {
+		i--
+	} else {
+		fn = nil // a dot-imported name: the ident itself is the callee
+	}
+	if i < 1 {
+		return false
+	}
+	call, ok := c.stack[i].(*ast.CallExpr)
+	if !ok || (fn != nil && call.Fun != fn) {
+		return false
+	}
+	switch parent := c.stack[i-1].(type) {
+	case *ast.RangeStmt:
+		return parent.X == call && c.sorted[parent]
+	case *ast.CallExpr:
+		switch c.funcName(parent) {
+		case "slices.Sorted", "slices.SortedFunc", "slices.SortedStableFunc", "maps.Collect", "maps.Insert":
+			return true
+		case "slices.Collect", "slices.AppendSeq":
+			return i >= 3 && c.collectedThenSorted(parent, c.stack[i-2], c.stack[i-3])
+		}
+	}
+	return false
+}
+
+// collectedThenSorted reports whether assign is `x := collect` (or `x = collect`) inside block
+// and a later statement of block sorts x.
+func (c *fileCheck) collectedThenSorted(collect ast.Expr, assign, block ast.Node) bool {
+	as, ok := assign.(*ast.AssignStmt)
+	b, isBlock := block.(*ast.BlockStmt)
+	if !ok || !isBlock || len(as.Lhs) != 1 || len(as.Rhs) != 1 || as.Rhs[0] != collect {
+		return false
+	}
+	x, ok := as.Lhs[0].(*ast.Ident)
+	if !ok {
+		return false
+	}
+	for i, st := range b.List {
+		if st != as {
+			continue
+		}
+		for _, later := range b.List[i+1:] {
+			if sorts(later, x.Name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// funcName is "pkgpath.Name" of a call to a package-level function, or "".
+func (c *fileCheck) funcName(call *ast.CallExpr) string {
+	var id *ast.Ident
+	switch fn := call.Fun.(type) {
+	case *ast.Ident:
+		id = fn
+	case *ast.SelectorExpr:
+		id = fn.Sel
+	case *ast.IndexExpr: // an explicit instantiation: slices.Collect[...]
+		if sel, ok := fn.X.(*ast.SelectorExpr); ok {
+			id = sel.Sel
+		}
+	}
+	if id == nil {
+		return ""
+	}
+	if obj := c.info.Uses[id]; obj != nil && obj.Pkg() != nil {
+		return obj.Pkg().Path() + "." + obj.Name()
+	}
+	if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+		if x, ok := sel.X.(*ast.Ident); ok {
+			return c.imports[x.Name] + "." + sel.Sel.Name
+		}
+	}
+	return ""
+}
+
+// isHTTPClient reports whether t is net/http.Client or a pointer to one.
+func isHTTPClient(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	if p, ok := t.Underlying().(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	named, ok := t.(*types.Named)
+	if !ok {
+		return false
+	}
+	obj := named.Obj()
+	return obj.Pkg() != nil && obj.Pkg().Path() == "net/http" && obj.Name() == "Client"
+}
+
+func hasKey(lit *ast.CompositeLit, key string) bool {
+	for _, e := range lit.Elts {
+		if kv, ok := e.(*ast.KeyValueExpr); ok {
+			if id, ok := kv.Key.(*ast.Ident); ok && id.Name == key {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasPointerVerb reports whether a quoted string literal holds a %p verb (flags, width and
+// precision allowed; %% is a literal percent).
+func hasPointerVerb(quoted string) bool {
+	s, err := strconv.Unquote(quoted)
+	if err != nil {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			continue
+		}
+		i++
+		for i < len(s) && strings.IndexByte("+-# 0123456789.*[]", s[i]) >= 0 {
+			i++
+		}
+		if i < len(s) && s[i] == 'p' {
+			return true
+		}
 	}
 	return false
 }

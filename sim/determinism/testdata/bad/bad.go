@@ -1,4 +1,5 @@
-// Package bad uses every forbidden thing once (a scanner fixture).
+// Package bad uses every forbidden thing at least once (a scanner fixture). Every line that
+// must be flagged says so with a want comment naming part of the finding.
 package bad
 
 import (
@@ -11,21 +12,21 @@ import (
 type registry struct{ byName map[string]int }
 
 func All(ctx context.Context, ch chan int, r *registry) {
-	_ = time.Now()                                       // line 14
-	time.Sleep(time.Second)                              // line 15
-	ctx, cancel := context.WithTimeout(ctx, time.Second) // line 16
+	_ = time.Now()                                       // want "time.Now"
+	time.Sleep(time.Second)                              // want "time.Sleep"
+	ctx, cancel := context.WithTimeout(ctx, time.Second) // want "context.WithTimeout"
 	defer cancel()
-	go func() {}() // line 18
-	select {       // line 19
+	go func() {}() // want "go statement"
+	select {       // want "select statement"
 	default:
 	}
-	<-ch                      // line 22
-	_ = rand.IntN(3)          // line 23
-	_, _ = crand.Read(nil)    // line 24
-	for k := range r.byName { // line 25
+	<-ch                      // want "channel receive"
+	_ = rand.IntN(3)          // want "math/rand/v2.IntN"
+	_, _ = crand.Read(nil)    // want "crypto/rand.Read"
+	for k := range r.byName { // want "range over a map"
 		_ = k
 	}
-	for v := range ch { // line 28
+	for v := range ch { // want "range over a channel"
 		_ = v
 	}
 	for k := range r.byName { //determinism:ok only sums
@@ -39,7 +40,7 @@ func All(ctx context.Context, ch chan int, r *registry) {
 
 func Unsorted(m map[string]int) []string {
 	var keys []string
-	for k := range m { // line 42: collected but never sorted
+	for k := range m { // want "range over a map"
 		keys = append(keys, k)
 	}
 	return keys
