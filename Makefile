@@ -58,6 +58,8 @@ FUZZ_TARGETS := \
 	./internal/frontend/pgwire:FuzzPGWireMessages \
 	./internal/frontend/pgwire:FuzzPGWireAuth \
 	./internal/frontend/mysqlwire:FuzzMySQLAuth \
+	./internal/frontend/trinohttp:FuzzTrinoAuth \
+	./internal/frontend/flightsql:FuzzFlightAuth \
 	./internal/sqltok:FuzzTokenize \
 	./internal/history:FuzzDecodeBatch \
 	./internal/frontend/mysqlwire:FuzzMySQLPackets \
