@@ -127,38 +127,35 @@ func startStack(t *testing.T, cfg *config.Config) *stack {
 	serve := func(srv interface {
 		Serve(net.Listener) error
 		Close() error
-	}, wrap func(net.Listener) net.Listener) string {
+	}) string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		addr := ln.Addr().String()
-		if wrap != nil {
-			ln = wrap(ln)
-		}
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = srv.Serve(ln) }()
 		t.Cleanup(func() { _ = srv.Close(); wg.Wait() })
 		return addr
 	}
-	s.pg = serve(pgwire.NewServer(core, pgwire.Options{Gate: pol, Authenticator: pol.Postgres(), Logger: log}), nil)
+	s.pg = serve(pgwire.NewServer(core, pgwire.Options{Gate: pol, Authenticator: pol.Postgres(), Logger: log}))
 	my, err := mysqlwire.NewServer(core, mysqlwire.Options{Gate: pol, Users: pol.MySQL(), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.my = serve(my, nil)
-	tr, err := trinohttp.NewServer(core, trinohttp.Options{Gate: pol, Auth: pol.Trino(), Logger: log})
+	s.my = serve(my)
+	tr, err := trinohttp.NewServer(core, trinohttp.Options{Gate: pol, Auth: pol.Trino(), Logger: log,
+		TLS: frontendtest.Static(frontendtest.SelfSignedTLS(t))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tlsCfg := frontendtest.SelfSignedTLS(t)
-	s.trino = serve(tr, func(l net.Listener) net.Listener { return tls.NewListener(l, tlsCfg) })
+	s.trino = serve(tr)
 	fl, err := flightsql.NewServer(core, flightsql.Options{Gate: pol, Auth: pol.FlightSQL(), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.flight = serve(fl, nil)
+	s.flight = serve(fl)
 	return s
 }
 
