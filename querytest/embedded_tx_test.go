@@ -82,13 +82,39 @@ func psqlRun(t *testing.T, port string, args ...string) (string, bool) {
 	return string(out), err == nil
 }
 
-// TestEmbeddedDefaultTransactions: transactions work on the embedded default through the
-// proxy core, each client's stays its own on every protocol, and the embedded engine gives
-// clients no host files.
-func TestEmbeddedDefaultTransactions(t *testing.T) {
+// TestEmbeddedDefaultPostgresClients: transactions work on the embedded default through the
+// proxy core, each client's stays its own on every protocol, psql's meta-commands answer, and
+// the embedded engine gives clients no host files.
+func TestEmbeddedDefaultPostgresClients(t *testing.T) {
 	e := startEmbedded(t)
 	clients := newClients(t, e)
 
+	t.Run("psqlMetaCommands", func(t *testing.T) {
+		for _, c := range []struct{ cmd, want string }{
+			{`\dt`, "main|customers|table|queryflux\nmain|orders|table|queryflux\nmain|products|table|queryflux\n"},
+			{`\dt ord*`, "main|orders|table|queryflux\n"},
+			{`\dn`, "main|queryflux\n"},
+			{`\l`, "demo|queryflux|UTF8|C|C||libc|\n"},
+			{`\dv`, "Did not find any relations.\n"},
+			{`\df`, ""},
+			{"select current_database()", "demo\n"},
+		} {
+			if out, ok := psqlRun(t, e.pgPort, "-c", c.cmd); !ok || out != c.want {
+				t.Errorf("psql %s:\n%s\nwant:\n%s", c.cmd, out, c.want)
+			}
+		}
+		out, ok := psqlRun(t, e.pgPort, "-c", `\d orders`)
+		for _, col := range []string{"order_id|int8", "customer_id|int4", "ordered_at|timestamp", "status|varchar"} {
+			if !ok || !strings.Contains(out, col) {
+				t.Errorf("psql \\d orders lacks %s:\n%s", col, out)
+			}
+		}
+		out, ok = psqlRun(t, e.pgPort, "-c", "create macro twice(x) as x * 2", "-c", "create view big_orders as select * from orders where quantity > 3",
+			"-c", `\df`, "-c", `\dv`, "-c", "drop view big_orders", "-c", "drop macro twice")
+		if !ok || !strings.Contains(out, "main|twice|") || !strings.Contains(out, "main|big_orders|view|") {
+			t.Errorf("psql \\df and \\dv after creating one of each:\n%s", out)
+		}
+	})
 	t.Run("beginSelectCommit", func(t *testing.T) {
 		out, ok := psqlRun(t, e.pgPort, "-c", "begin", "-c", "select 1", "-c", "commit")
 		if !ok || out != "BEGIN\n1\nCOMMIT\n" {

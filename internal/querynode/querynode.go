@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -263,6 +264,29 @@ func (n *Node) isClosed() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.closed
+}
+
+// drainer is a frontend that can end at its clients' transaction boundaries.
+type drainer interface {
+	Drain(ctx context.Context) error
+}
+
+// Drain stops accepting on every frontend and waits, until ctx ends, for the clients of those
+// that can drain to finish their open transactions (idle clients are disconnected at once).
+// Frontends without transactions to wait for stop at Close. Call Close afterwards.
+func (n *Node) Drain(ctx context.Context) error {
+	n.mu.Lock()
+	fes := slices.Clone(n.frontends)
+	n.mu.Unlock()
+	var errs []error
+	for _, fe := range fes {
+		if d, ok := fe.(drainer); ok {
+			if err := d.Drain(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Close stops every frontend (open connections end) and waits for their accept loops.

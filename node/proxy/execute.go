@@ -41,6 +41,11 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 	if err != nil {
 		return nil, err
 	}
+	if adm.Runtime != rt {
+		// A newer runtime took the query while it waited: its group's settings apply, and the
+		// result is not cached under the old configuration's key.
+		g, cacheable = adm.Runtime.groups[adm.Group], false
+	}
 	c.countPath(PathArrow)
 	// The engine's ctx lives as long as the stream: the engine cancels the query when it ends,
 	// on the group's query timeout, or when the guard reports the slot's lease lost.
@@ -51,7 +56,7 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 	}
 	adm.slot.OnLost(cancel)
 	run := runContext{parent: ctx, ctx: qctx, timeout: g.timeout}
-	rows, err := adm.Engine.Execute(qctx, req)
+	rows, err := adm.Engine.Execute(adm.Tagged(qctx), req)
 	if err != nil {
 		cancel()
 		err = adm.explain(run.explain(engineError(err)))

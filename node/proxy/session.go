@@ -49,7 +49,7 @@ func (c *Core) OpenSession(ctx context.Context, q *query.Request) (engine.Sessio
 		adm.finishQuiet()
 		return nil, errNoSessions(adm.Cluster)
 	}
-	s, err := opener.OpenSession(ctx, q)
+	s, err := opener.OpenSession(adm.Tagged(ctx), q)
 	if err != nil {
 		adm.finishQuiet()
 		return nil, engineError(err)
@@ -72,7 +72,7 @@ func (c *Core) Describe(ctx context.Context, q *query.Request) (*engine.Descript
 	if !ok {
 		return &engine.Description{}, nil
 	}
-	desc, err := d.Describe(ctx, q)
+	desc, err := d.Describe(adm.Tagged(ctx), q)
 	if err != nil {
 		return nil, engineError(err)
 	}

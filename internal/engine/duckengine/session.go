@@ -44,6 +44,7 @@ type session struct {
 var errAborted = &query.Error{Code: "25P02", Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	q = compatRequest(q)
 	st, err := s.e.statement(s.conn, q.SQL)
 	if err != nil {
 		s.fail()
@@ -119,7 +120,7 @@ func (s *session) TxStatus() byte { return s.status }
 
 // Describe prepares q on the session's connection, which may see what the transaction made.
 func (s *session) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
-	return describe(s.conn, q)
+	return describe(ctx, s.conn, q)
 }
 
 // Close rolls back an open transaction and returns the connection to the pool, or closes it

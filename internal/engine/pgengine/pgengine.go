@@ -57,6 +57,7 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgengine %q: %w", spec.Name, err)
 	}
+	tagSessions(cfg) // tag.go
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgengine %q: %w", spec.Name, err)

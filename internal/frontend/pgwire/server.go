@@ -67,6 +67,7 @@ type Server struct {
 	conns     map[uint32]*conn // by process ID, for cancel requests
 	open      map[net.Conn]struct{}
 	closed    bool
+	draining  atomic.Bool // Drain: idle connections outside a transaction end
 	wg        sync.WaitGroup
 
 	panics atomic.Int64 // handler panics recovered (bugs; the fuzz target requires none)
