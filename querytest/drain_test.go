@@ -2,16 +2,19 @@ package querytest
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queryflux/queryflux/internal/daemontest"
+	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
@@ -93,4 +96,72 @@ func sqlState(err error) string {
 		return pe.Code
 	}
 	return ""
+}
+
+// The same on the MySQL wire, with go-sql-driver/mysql and a MariaDB engine.
+func TestSigtermLetsAnOpenMySQLTransactionCommit(t *testing.T) {
+	engineDSN, dbName := mytest.NewDatabase(t)
+	addrs := daemontest.FreeAddrs(t, 2)
+	my, admin := addrs[0], addrs[1]
+	cfg := daemontest.WriteFile(t, "standalone.yaml", fmt.Sprintf(`queryflux:
+  role: standalone
+  adminApi: {listen: "%s", token: "%s"}
+  frontends:
+    mysql: {enabled: true, listen: "%s"}
+clusters:
+  - {name: maria, engine: mysql, endpoint: "127.0.0.1:3306", database: "%s", credentials: {user: root}, maxRunningQueries: 4}
+clusterGroups:
+  - {name: g, members: [maria]}
+routingFallback: g
+`, admin, adminToken, my, dbName))
+	d := daemontest.StartWith(t, daemontest.Options{Graceful: true, CleanExit: true, ExitLimit: 30 * time.Second},
+		"daemon", "serve", "--config", cfg, "--drain-timeout", "20s")
+	d.WaitListening(t, 30*time.Second, my, admin)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	db, err := sql.Open("mysql", fmt.Sprintf("queryflux@tcp(%s)/%s", my, dbName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	inTx, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(c *sql.Conn, q string) error { _, err := c.ExecContext(ctx, q); return err }
+	for _, q := range []string{"create table drained (n int)", "begin", "insert into drained values (1)"} {
+		if err := exec(inTx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := idle.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	d.Signal(syscall.SIGTERM)
+	daemontest.Eventually(t, 10*time.Second, "the idle client disconnected", func() bool {
+		return idle.PingContext(ctx) != nil
+	})
+	if err := exec(inTx, "insert into drained values (2)"); err != nil {
+		t.Fatalf("a statement inside the open transaction during the drain: %v", err)
+	}
+	if err := exec(inTx, "commit"); err != nil {
+		t.Fatalf("COMMIT during the drain: %v", err)
+	}
+	d.Wait(t)
+
+	direct, err := sql.Open("mysql", engineDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	var n int
+	if err := direct.QueryRowContext(ctx, "select count(*) from drained").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("rows committed during the drain: %d (%v), want 2", n, err)
+	}
 }

@@ -62,7 +62,7 @@ type QueryFlux struct {
 	Limits                Limits        `yaml:"limits" json:"limits"` // limits.go
 	// StateDir is where a worker keeps its last good configuration snapshot, to start from
 	// when the control plane is down or offers only a revision it refuses ("" means
-	// queryflux-state-<worker name> under the OS temporary directory).
+	// queryflux-state-<worker name>-<hash of controlPlane.url> under the OS temporary directory).
 	StateDir string `yaml:"stateDir" json:"stateDir"`
 	// ClusterCredentials are a worker's own cluster credentials, keyed by cluster name, for a
 	// control plane that serves snapshots with credentials stripped

@@ -301,6 +301,10 @@ func checkHostPort(c Cluster) []FieldError {
 	if c.Endpoint == "" {
 		return nil
 	}
+	if strings.ContainsAny(c.Endpoint, "@/") {
+		// "user:password@host" would split as host "user" and port "password@host".
+		return []FieldError{Errorf("endpoint", "must be host:port only (credentials go under credentials:)")}
+	}
 	if _, port, err := net.SplitHostPort(c.Endpoint); err != nil || port == "" {
 		return []FieldError{Errorf("endpoint", "%q is not host:port", RedactURL(c.Endpoint))}
 	}

@@ -17,6 +17,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,6 +93,7 @@ type Node struct {
 	addrs     map[string]string // protocol -> bound address
 	wg        sync.WaitGroup
 	closed    bool
+	draining  atomic.Bool // Drain began: listeners closing is expected
 }
 
 // New returns a node whose core has no configuration yet.
@@ -202,7 +204,7 @@ func (n *Node) listen(name, addr string, make func() (frontend, error)) error {
 	n.log.Info("listening", "frontend", name, "addr", ln.Addr().String())
 	go func() {
 		defer n.wg.Done()
-		if err := srv.Serve(ln); err != nil && !n.isClosed() {
+		if err := srv.Serve(ln); err != nil && !n.isClosed() && !(n.draining.Load() && errors.Is(err, net.ErrClosed)) {
 			n.log.Error("frontend stopped", "frontend", name, "err", err)
 		}
 	}()
@@ -275,6 +277,7 @@ type drainer interface {
 // that can drain to finish their open transactions (idle clients are disconnected at once).
 // Frontends without transactions to wait for stop at Close. Call Close afterwards.
 func (n *Node) Drain(ctx context.Context) error {
+	n.draining.Store(true)
 	n.mu.Lock()
 	fes := slices.Clone(n.frontends)
 	n.mu.Unlock()

@@ -92,6 +92,7 @@ type Server struct {
 	conns     map[net.Conn]struct{}
 	sessions  map[uint32]*session // by connection id, for KILL
 	closed    bool
+	draining  atomic.Bool // Drain: sessions idle outside a transaction end
 	wg        sync.WaitGroup
 
 	handshakePanics atomic.Int64 // recovered during handshake and login (bugs; FuzzMySQLAuth requires none)
@@ -169,7 +170,7 @@ func (s *Server) Serve(l net.Listener) error {
 	for {
 		nc, err := l.Accept()
 		if err != nil {
-			if s.isClosed() {
+			if s.isClosed() || s.draining.Load() {
 				return net.ErrClosed
 			}
 			var ne net.Error

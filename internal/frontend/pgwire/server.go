@@ -119,7 +119,7 @@ func (s *Server) Serve(l net.Listener) error {
 			s.mu.Lock()
 			closed := s.closed
 			s.mu.Unlock()
-			if closed {
+			if closed || s.draining.Load() {
 				return nil
 			}
 			var ne net.Error
