@@ -321,10 +321,9 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	ct := q.ControlPlane.TLS
-	clientTLS, err := certs.Client(ct.CAFile, ct.CertFile, ct.KeyFile)
+	clientTLS, err := controlPlaneTLS(q)
 	if err != nil {
-		return fmt.Errorf("queryflux.controlPlane.tls: %w", err)
+		return err
 	}
 	// Keep-alive connections for every concurrent lease acquire; never a Timeout (Env contexts).
 	w := worker.New(d.Env, wCfg, worker.NewControlPlaneClient(clientTLS))
@@ -382,6 +381,17 @@ type namedServer struct {
 	name, addr string
 	handler    http.Handler
 	tls        *tls.Config
+}
+
+// controlPlaneTLS is how a worker verifies its control plane and its peers (and presents its
+// own client certificate): queryflux.controlPlane.tls.
+func controlPlaneTLS(q config.QueryFlux) (*tls.Config, error) {
+	ct := q.ControlPlane.TLS
+	cfg, err := certs.Client(ct.CAFile, ct.CertFile, ct.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("queryflux.controlPlane.tls: %w", err)
+	}
+	return cfg, nil
 }
 
 // listenerTLS is the admin / worker API or ops listener's TLS: the node's own certificate

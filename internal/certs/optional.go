@@ -13,8 +13,9 @@ import (
 )
 
 // firstByteWait bounds how long a new connection may stay silent before its first byte tells
-// TLS from plain text; a client that says nothing is closed.
-const firstByteWait = 30 * time.Second
+// TLS from plain text; a client that says nothing is closed. (gRPC bounds its whole
+// handshake itself.)
+const firstByteWait = 10 * time.Second
 
 // recordHandshake is the first byte of every TLS connection (a handshake record).
 const recordHandshake = 0x16
@@ -27,12 +28,17 @@ type peekedConn struct {
 
 func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-// sniff reads ahead a connection's first byte: whether it begins a TLS handshake.
-func sniff(c net.Conn) (net.Conn, bool, error) {
-	_ = c.SetReadDeadline(time.Now().Add(firstByteWait))
+// sniff reads ahead a connection's first byte: whether it begins a TLS handshake. With wait
+// set, it waits that long at most; else under the deadline the caller set.
+func sniff(c net.Conn, wait time.Duration) (net.Conn, bool, error) {
+	if wait > 0 {
+		_ = c.SetReadDeadline(time.Now().Add(wait))
+	}
 	r := bufio.NewReaderSize(c, 512)
 	first, err := r.Peek(1)
-	_ = c.SetReadDeadline(time.Time{})
+	if wait > 0 {
+		_ = c.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -80,7 +86,7 @@ func (o *optionalListener) accept() {
 }
 
 func (o *optionalListener) classify(c net.Conn) {
-	pc, isTLS, err := sniff(c)
+	pc, isTLS, err := sniff(c, firstByteWait)
 	if err != nil {
 		c.Close()
 		return
@@ -134,7 +140,7 @@ type plainInfo struct{ credentials.CommonAuthInfo }
 func (plainInfo) AuthType() string { return "insecure" }
 
 func (o *optionalCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	pc, isTLS, err := sniff(c)
+	pc, isTLS, err := sniff(c, 0) // under grpc.ConnectionTimeout's deadline
 	if err != nil {
 		return nil, nil, err
 	}
