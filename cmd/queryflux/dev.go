@@ -35,6 +35,7 @@ const devWorkers = 2
 
 func init() {
 	var offset int
+	var logs logFlags
 	var pause time.Duration
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -47,9 +48,13 @@ restarts it after --restart-after, or at once with: queryflux dev restart worker
 Ctrl-C stops the workers first, then the control plane, so no query history is lost.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDev(cmd.Context(), cmd.OutOrStdout(), offset, pause)
+			if _, err := logs.logger(io.Discard); err != nil {
+				return err // refused here, not by each node
+			}
+			return runDev(cmd.Context(), cmd.OutOrStdout(), offset, pause, logs)
 		},
 	}
+	logs.register(cmd)
 	cmd.Flags().IntVar(&offset, "port-offset", 10000, "added to the embedded default's ports (worker n adds 10*n more)")
 	cmd.Flags().DurationVar(&pause, "restart-after", devRestartPauseDefault, "how long a node that died stays down before dev restarts it")
 	cmd.AddCommand(newDevRestartCommand())
@@ -108,7 +113,7 @@ settings:
 	return nodes
 }
 
-func runDev(ctx context.Context, out io.Writer, offset int, pause time.Duration) error {
+func runDev(ctx context.Context, out io.Writer, offset int, pause time.Duration, logs logFlags) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -124,6 +129,9 @@ func runDev(ctx context.Context, out io.Writer, offset int, pause time.Duration)
 		return err
 	}
 	nodes := devFleet(dir, offset, secret, token)
+	for i := range nodes {
+		nodes[i].args = append(nodes[i].args, logs.args()...)
+	}
 	for _, n := range nodes {
 		if err := os.WriteFile(filepath.Join(dir, n.name+".yaml"), []byte(n.config), 0o600); err != nil {
 			return err

@@ -74,6 +74,7 @@ type serveFlags struct {
 	reaper, probe                             time.Duration
 	allowShort                                bool
 	drainTimeout, drainDelay                  time.Duration
+	log                                       logFlags
 }
 
 func init() {
@@ -115,10 +116,11 @@ accepting and gives in-flight work --drain-timeout to finish, flushes its histor
 	fl.BoolVar(&f.allowShort, "allow-short-timeouts", false, "lift the production minimums on heartbeat and reaper timing (tests only)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests")
 	fl.DurationVar(&f.drainDelay, "drain-delay", 0, "after SIGTERM, how long /readyz answers 503 while everything still serves (lets a load balancer stop sending new clients first)")
+	f.log.register(cmd)
 	rootCmd.AddCommand(cmd)
 }
 
-func loadConfig(f *serveFlags) (*config.Config, error) {
+func loadConfig(f *serveFlags, log *slog.Logger) (*config.Config, error) {
 	cfg := &config.Config{}
 	if f.configFile != "" {
 		loaded, err := loadResolved(f.configFile)
@@ -127,7 +129,7 @@ func loadConfig(f *serveFlags) (*config.Config, error) {
 		}
 		cfg = loaded
 	} else if f.role == "" || f.role == string(config.RoleStandalone) {
-		def, err := embeddedDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+		def, err := embeddedDefault(log)
 		if err != nil {
 			return nil, err
 		}
@@ -153,11 +155,15 @@ func loadConfig(f *serveFlags) (*config.Config, error) {
 }
 
 func serve(ctx context.Context, f *serveFlags) error {
-	cfg, err := loadConfig(f)
+	base, err := f.log.logger(os.Stderr)
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("role", string(cfg.QueryFlux.Role))
+	cfg, err := loadConfig(f, base)
+	if err != nil {
+		return err
+	}
+	logger := base.With("role", string(cfg.QueryFlux.Role))
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d := &Daemon{Env: env.Real(logger), Config: cfg, Metrics: metrics, Logger: logger, ConfigFile: f.configFile}
@@ -429,7 +435,7 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 		srv := &http.Server{Handler: http.MaxBytesHandler(s.handler, apiBodyBytesMax),
 			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax,
 			BaseContext: func(net.Listener) context.Context { return roleCtx }}
-		ln = netlimit.Listener(ln, lim.ConnectionsMax, netlimit.RefuseHTTP)
+		netlimit.HTTP(srv, lim.ConnectionsMax)
 		running = append(running, srv)
 		log.Info("listening", "server", s.name, "addr", ln.Addr().String(), "tls", s.tls != nil)
 		serve := srv.Serve

@@ -17,6 +17,10 @@ import (
 // handshake itself.)
 const firstByteWait = 10 * time.Second
 
+// classifyingMax bounds the connections waiting for their first byte; past it new ones are
+// closed at once (silent connections must not pile up without limit).
+const classifyingMax = 1024
+
 // recordHandshake is the first byte of every TLS connection (a handshake record).
 const recordHandshake = 0x16
 
@@ -50,7 +54,8 @@ func sniff(c net.Conn, wait time.Duration) (net.Conn, bool, error) {
 // other, or every one while config gives nil, as it is. Telling them apart reads the first
 // byte, which happens on the connection's own goroutine, never in Accept.
 func OptionalTLS(l net.Listener, config func() *tls.Config) net.Listener {
-	o := &optionalListener{Listener: l, config: config, conns: make(chan net.Conn), done: make(chan struct{})}
+	o := &optionalListener{Listener: l, config: config, conns: make(chan net.Conn), done: make(chan struct{}),
+		classifying: make(chan struct{}, classifyingMax)}
 	go o.accept()
 	return o
 }
@@ -60,6 +65,8 @@ type optionalListener struct {
 	config func() *tls.Config
 	conns  chan net.Conn
 	done   chan struct{}
+
+	classifying chan struct{} // a slot per connection waiting for its first byte
 
 	mu   sync.Mutex
 	err  error // the accept error that ended the loop
@@ -81,12 +88,18 @@ func (o *optionalListener) accept() {
 			o.Close()
 			return
 		}
-		go o.classify(c)
+		select {
+		case o.classifying <- struct{}{}:
+			go o.classify(c)
+		default:
+			c.Close()
+		}
 	}
 }
 
 func (o *optionalListener) classify(c net.Conn) {
 	pc, isTLS, err := sniff(c, firstByteWait)
+	<-o.classifying
 	if err != nil {
 		c.Close()
 		return
@@ -161,6 +174,8 @@ func (o *optionalCreds) Info() credentials.ProtocolInfo {
 	return credentials.ProtocolInfo{SecurityProtocol: "tls"}
 }
 
-func (o *optionalCreds) Clone() credentials.TransportCredentials { return &optionalCreds{config: o.config} }
+func (o *optionalCreds) Clone() credentials.TransportCredentials {
+	return &optionalCreds{config: o.config}
+}
 
 func (o *optionalCreds) OverrideServerName(string) error { return nil }

@@ -439,9 +439,10 @@ func (c *Core) tryMembers(ctx context.Context, g *group) (Slot, *cluster, error)
 			continue
 		case ctx.Err() != nil:
 			return nil, nil, ctx.Err()
-		default:
-			return nil, nil, &query.Error{Code: query.CodeEngine, Retryable: true,
-				Message: fmt.Sprintf("capacity guard for cluster %s: %v", m.cluster.name, err)}
+		default: // the guard's error names the control plane's URL: for the log only
+			h := query.CoordinationUnavailable(fmt.Errorf("capacity guard for cluster %s: %w", m.cluster.name, err))
+			c.env.Logger().Warn("capacity coordination unavailable; the client sees only its code", "cluster", m.cluster.name, "err", h)
+			return nil, nil, h
 		}
 	}
 	return nil, nil, nil

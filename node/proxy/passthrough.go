@@ -113,6 +113,9 @@ func (a *Admission) RunContext(ctx context.Context, cancel context.CancelFunc) (
 		a.run = runContext{parent: ctx, ctx: qctx, timeout: timeout}
 	}
 	a.slot.OnLost(cancel)
+	if a.slot.Lost() {
+		cancel() // the lease is gone already: nothing may start under it
+	}
 	return a.Tagged(qctx), cancel
 }
 
@@ -130,7 +133,7 @@ func (a *Admission) Explain(err error) error {
 		return nil
 	}
 	if a.run.ctx != nil {
-		err = a.run.explain(engineError(err))
+		err = a.run.explain(a.engineError(err))
 	}
 	return a.explain(err)
 }

@@ -1,9 +1,12 @@
 package duckengine
 
 import (
+	"cmp"
+	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
@@ -26,7 +29,7 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.pg_catalog.pg_get_userbyid(id) AS 'queryflux'`,
 	`CREATE MACRO {c}.pg_catalog.pg_encoding_to_char(enc) AS 'UTF8'`,
 	`CREATE MACRO {c}.pg_catalog.pg_relation_is_publishable(id) AS false`,
-	`CREATE MACRO {c}.pg_catalog.qf_pg_get_expr(expr, relid) AS NULL, (expr, relid, pretty) AS NULL`,
+	`CREATE MACRO {c}.pg_catalog.qf_pg_get_expr(expr, relid) AS expr::VARCHAR, (expr, relid, pretty) AS expr::VARCHAR`,
 	`CREATE MACRO {c}.pg_catalog.pg_get_function_result(id) AS
 		(SELECT any_value(f.return_type) FROM duckdb_functions() f WHERE f.function_oid = id)`,
 	`CREATE MACRO {c}.pg_catalog.pg_get_function_arguments(id) AS
@@ -94,7 +97,89 @@ var compatSQL = []string{
 // extendedRelations are DuckDB's catalog relations that lack columns clients read, or list
 // every attached catalog's system objects: a query naming pg_catalog.X reads pg_catalog.qf_X,
 // X with those columns and only the client's database (compatSQL).
-var extendedRelations = map[string]bool{"pg_class": true, "pg_database": true, "pg_namespace": true, "pg_proc": true}
+var extendedRelations = map[string]bool{"pg_class": true, "pg_database": true, "pg_namespace": true, "pg_proc": true,
+	"pg_attribute": true, "pg_type": true}
+
+// Types: a client sees PostgreSQL's type oids in a result's columns (engine.PGTypeOf), so the
+// catalog speaks them too: pg_type lists the PostgreSQL types results use, pg_attribute gives
+// each column the oid and typmod its values are sent with, and format_type names them as
+// PostgreSQL does. (DuckDB's own pg_catalog uses DuckDB's type ids.)
+
+// pgType is a row of the compatibility pg_type.
+type pgType struct {
+	oid             uint32
+	name, formatted string
+	length          int
+	category        string
+	collatable      bool
+}
+
+var pgTypes = []pgType{
+	{16, "bool", "boolean", 1, "B", false}, {17, "bytea", "bytea", -1, "U", false},
+	{18, "char", `"char"`, 1, "S", true}, {19, "name", "name", 64, "S", true},
+	{20, "int8", "bigint", 8, "N", false}, {21, "int2", "smallint", 2, "N", false},
+	{23, "int4", "integer", 4, "N", false}, {25, "text", "text", -1, "S", true},
+	{26, "oid", "oid", 4, "N", false}, {114, "json", "json", -1, "U", false},
+	{700, "float4", "real", 4, "N", false}, {701, "float8", "double precision", 8, "N", false},
+	{1043, "varchar", "character varying", -1, "S", true}, {1082, "date", "date", 4, "D", false},
+	{1083, "time", "time without time zone", 8, "D", false},
+	{1114, "timestamp", "timestamp without time zone", 8, "D", false},
+	{1184, "timestamptz", "timestamp with time zone", 8, "D", false},
+	{1186, "interval", "interval", 16, "T", false}, {1266, "timetz", "time with time zone", 12, "D", false},
+	{1700, "numeric", "numeric", -1, "N", false}, {2950, "uuid", "uuid", 16, "U", false},
+	{3802, "jsonb", "jsonb", -1, "U", false},
+}
+
+// duckTypes are DuckDB's column type names as its catalog spells them, with the name the
+// driver reports for result columns where it differs.
+var duckTypes = [][2]string{
+	{"BOOLEAN", ""}, {"TINYINT", ""}, {"SMALLINT", ""}, {"INTEGER", ""}, {"BIGINT", ""}, {"HUGEINT", ""},
+	{"UTINYINT", ""}, {"USMALLINT", ""}, {"UINTEGER", ""}, {"UBIGINT", ""}, {"UHUGEINT", ""}, {"FLOAT", ""},
+	{"DOUBLE", ""}, {"VARCHAR", ""}, {"BLOB", ""}, {"DATE", ""}, {"TIME", ""}, {"TIMESTAMP", ""},
+	{"TIMESTAMP_S", ""}, {"TIMESTAMP_MS", ""}, {"TIMESTAMP_NS", ""}, {"TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ"},
+	{"UUID", ""}, {"JSON", ""}, {"INTERVAL", ""},
+}
+
+// typeSQL creates the type side of the compatibility catalog in {c}.
+func typeSQL() []string {
+	var rows, cases []string
+	for _, t := range pgTypes {
+		rows = append(rows, fmt.Sprintf("(%d, '%s', '%s', %d, '%s', %d)", t.oid, t.name, strings.ReplaceAll(t.formatted, "'", "''"),
+			t.length, t.category, map[bool]int{true: 100}[t.collatable]))
+	}
+	for _, d := range duckTypes {
+		oid, _ := engine.PGTypeOf(fieldFor("c", cmp.Or(d[1], d[0])))
+		cases = append(cases, fmt.Sprintf("WHEN '%s' THEN %d", d[0], oid))
+	}
+	return []string{
+		`CREATE MACRO {c}.pg_catalog.qf_type_oid(data_type) AS CASE WHEN data_type LIKE 'DECIMAL(%' THEN 1700 ELSE CASE data_type ` +
+			strings.Join(cases, " ") + ` ELSE 25 END END`,
+		`CREATE VIEW {c}.pg_catalog.qf_pg_type AS SELECT oid::BIGINT AS oid, typname, (SELECT any_value(oid) FROM duckdb_schemas()
+			WHERE database_name = current_database() AND schema_name = 'pg_catalog') AS typnamespace, 0::BIGINT AS typowner,
+			typlen, typlen BETWEEN 1 AND 8 AS typbyval, 'b' AS typtype, typcategory, false AS typispreferred,
+			true AS typisdefined, ',' AS typdelim, 0::BIGINT AS typrelid, 0::BIGINT AS typsubscript, 0::BIGINT AS typelem,
+			0::BIGINT AS typarray, typname || 'in' AS typinput, typname || 'out' AS typoutput, typname || 'recv' AS typreceive,
+			typname || 'send' AS typsend, 0::BIGINT AS typmodin, 0::BIGINT AS typmodout, 0::BIGINT AS typanalyze,
+			'i' AS typalign, 'p' AS typstorage, false AS typnotnull, 0::BIGINT AS typbasetype, -1 AS typtypmod,
+			0 AS typndims, typcollation::BIGINT AS typcollation, NULL::VARCHAR AS typdefaultbin, NULL::VARCHAR AS typdefault,
+			NULL::VARCHAR[] AS typacl, formatted AS qf_formatted
+			FROM (VALUES ` + strings.Join(rows, ", ") + `) t(oid, typname, formatted, typlen, typcategory, typcollation)`,
+		`CREATE MACRO {c}.pg_catalog.qf_format_type(type_oid, type_mod) AS CASE
+			WHEN type_oid = 1700 AND type_mod > 4 THEN 'numeric(' || ((type_mod - 4) >> 16) || ',' || ((type_mod - 4) & 65535) || ')'
+			ELSE coalesce((SELECT any_value(t.qf_formatted) FROM {c}.pg_catalog.qf_pg_type t WHERE t.oid = type_oid), '???') END`,
+		`CREATE VIEW {c}.pg_catalog.qf_pg_attribute AS SELECT table_oid AS attrelid, column_name AS attname,
+			{c}.pg_catalog.qf_type_oid(data_type) AS atttypid, -1 AS attstattarget, -1 AS attlen, column_index AS attnum,
+			0 AS attndims, -1 AS attcacheoff,
+			CASE WHEN data_type LIKE 'DECIMAL(%' THEN ((numeric_precision << 16) | numeric_scale) + 4 ELSE -1 END AS atttypmod,
+			false AS attbyval, 'p' AS attstorage, 'i' AS attalign, NOT is_nullable AS attnotnull,
+			column_default IS NOT NULL AS atthasdef, false AS atthasmissing, '' AS attidentity, '' AS attgenerated,
+			false AS attisdropped, true AS attislocal, 0 AS attinhcount,
+			CASE WHEN {c}.pg_catalog.qf_type_oid(data_type) IN (18, 19, 25, 1043) THEN 100 ELSE 0 END::BIGINT AS attcollation,
+			'' AS attcompression, NULL::VARCHAR[] AS attacl, NULL::VARCHAR[] AS attoptions, NULL::VARCHAR[] AS attfdwoptions,
+			NULL::VARCHAR AS attmissingval
+			FROM duckdb_columns()`,
+	}
+}
 
 // regTypes are PostgreSQL's object-identifier alias types, which DuckDB lacks.
 var regTypes = map[string]bool{
@@ -256,9 +341,9 @@ func (w *compatWriter) step() {
 		}
 	case "generate_series", "unnest":
 		w.aliasColumn()
-	case "pg_get_expr": // DuckDB's takes no third (pretty) argument
+	case "pg_get_expr", "format_type": // DuckDB's take no third argument, and its own type oids
 		if w.word(w.sig(w.i+1, 0)) == "(" {
-			w.emit("qf_pg_get_expr")
+			w.emit("qf_" + w.word(w.i))
 			w.i++
 			return
 		}

@@ -132,7 +132,7 @@ func (e *Engine) setup(connector *duckdb.Connector, name string, inMemory bool) 
 	if !inMemory {
 		hidden = "'" + compat + "'"
 	}
-	for _, s := range compatSQL {
+	for _, s := range append(compatSQL, typeSQL()...) {
 		s = strings.NewReplacer("{c}", quoteIdent(compat), "{hidden}", hidden).Replace(s)
 		if err := exec(s); err != nil {
 			return fmt.Errorf("catalog compatibility: %w", err)
@@ -338,8 +338,13 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		release(conn, true)
 		return outsideTransaction(st)
 	}
-	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()) })
-	return rows, err
+	ctx, cancel, explain, err := withTimeout(ctx, q)
+	if err != nil {
+		release(conn, true)
+		return nil, err
+	}
+	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()); cancel() })
+	return rows, explain(err)
 }
 
 // run executes q (prepared as p) on conn; done is called once conn is no longer needed by

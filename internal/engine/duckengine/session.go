@@ -60,11 +60,16 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.fail()
 		return nil, &query.Error{Code: "25006", Message: fmt.Sprintf("cannot execute %s in a read-only transaction", strings.ToUpper(st.words[0]))}
 	}
-	s.clean = s.clean && st.clean()
-	rows, err := run(ctx, s.conn, q, st.p, func() {})
+	ctx, cancel, explain, err := withTimeout(ctx, q)
 	if err != nil {
 		s.fail()
 		return nil, err
+	}
+	s.clean = s.clean && st.clean()
+	rows, err := run(ctx, s.conn, q, st.p, cancel)
+	if err != nil {
+		s.fail()
+		return nil, explain(err)
 	}
 	return &watchedRows{Rows: rows, onErr: s.fail}, nil
 }

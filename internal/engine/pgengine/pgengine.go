@@ -326,6 +326,10 @@ func wrapErr(err error) error {
 	if err == nil {
 		return nil
 	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) { // names the engine's address, user and database: for the log only
+		return query.EngineUnavailable("", err)
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return &pgError{q: &query.Error{Code: pe.Code, Message: pe.Message}, pg: pe}

@@ -149,6 +149,7 @@ func (s *Server) routes() *http.ServeMux {
 // Serve serves HTTP on l until Close.
 func (s *Server) Serve(l net.Listener) error {
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.Limits.HandshakeTimeout, MaxHeaderBytes: headerBytesMax}
+	netlimit.HTTP(hs, s.opts.Limits.ConnectionsMax)
 	s.httpMu.Lock()
 	if s.closed {
 		s.httpMu.Unlock()
@@ -157,7 +158,6 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.servers = append(s.servers, hs)
 	s.httpMu.Unlock()
-	l = netlimit.Listener(l, s.opts.Limits.ConnectionsMax, netlimit.RefuseHTTP)
 	if s.opts.TLS != nil {
 		l = certs.OptionalTLS(l, s.opts.TLS)
 	}
