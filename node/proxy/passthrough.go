@@ -8,7 +8,7 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-// Passthrough (issue 10): when the client's protocol and the engine's are the same and nothing
+// Passthrough: when the client's protocol and the engine's are the same and nothing
 // needs the values, a frontend relays the engine's own wire messages instead of decoding them
 // into Arrow and encoding them again. The core still routes, checks (Options.Check, readOnly,
 // blockedStatements), queues, takes the capacity slot, applies the group's query timeout and
