@@ -5,7 +5,7 @@ FUZZTIME  ?= 5s
 SEEDS     ?= 1000
 PARALLEL  ?= 2
 
-.PHONY: check-config run build test test-deps test-deps-wire test-deps-ops test-deps-pgclients tidy unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: check-config run build test test-deps test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio tidy unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -25,7 +25,7 @@ test: test-deps tidy unit fuzz determinism
 # the MySQL wire's autocommit test), psycopg2 (python3-psycopg2) and pgjdbc with a JDK, for
 # transactions and metadata on the embedded default. Without apt (or root) the test that needs
 # it skips, saying so.
-test-deps: test-deps-wire test-deps-ops test-deps-pgclients
+test-deps: test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio
 	@/usr/bin/python3 -c 'import pymysql' 2>/dev/null || { echo "installing python3-pymysql"; \
 		apt-get install -y python3-pymysql >/dev/null 2>&1 || \
 		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-pymysql >/dev/null 2>&1; } || \
@@ -38,6 +38,13 @@ test-deps: test-deps-wire test-deps-ops test-deps-pgclients
 		apt-get install -y libpostgresql-jdbc-java default-jdk-headless >/dev/null 2>&1 || \
 		{ apt-get update >/dev/null 2>&1 && apt-get install -y libpostgresql-jdbc-java default-jdk-headless >/dev/null 2>&1; } || \
 		echo "the PostgreSQL JDBC driver or a JDK could not be installed: the JDBC tests skip"; }
+
+# Studio's browser tests drive Debian's chromium (internal/studio); without it they skip, saying so.
+test-deps-studio:
+	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium"; \
+		apt-get install -y chromium >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null 2>&1 && apt-get install -y chromium >/dev/null 2>&1; } || \
+		echo "chromium could not be installed: the Studio browser tests skip"; }
 
 # The wire frontends' client libraries: mysqlclient (python3-mysqldb) and, from the lock file,
 # node's mysql2 and trino-client. A test whose client could not be installed skips, saying so.
