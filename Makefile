@@ -5,7 +5,7 @@ FUZZTIME  ?= 5s
 SEEDS     ?= 1000
 PARALLEL  ?= 2
 
-.PHONY: run build test test-deps test-deps-wire test-deps-ops tidy unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: run build test test-deps test-deps-wire test-deps-ops test-deps-pgclients tidy unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -25,7 +25,7 @@ test: test-deps tidy unit fuzz determinism
 # the MySQL wire's autocommit test), psycopg2 (python3-psycopg2) and pgjdbc with a JDK, for
 # transactions and metadata on the embedded default. Without apt (or root) the test that needs
 # it skips, saying so.
-test-deps: test-deps-wire test-deps-ops
+test-deps: test-deps-wire test-deps-ops test-deps-pgclients
 	@/usr/bin/python3 -c 'import pymysql' 2>/dev/null || { echo "installing python3-pymysql"; \
 		apt-get install -y python3-pymysql >/dev/null 2>&1 || \
 		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-pymysql >/dev/null 2>&1; } || \
@@ -55,6 +55,26 @@ test-deps-wire:
 		{ echo "installing node clients (mysql2, trino-client)"; \
 		(cd $(NODE_CLIENTS) && npm ci --no-audit --no-fund >/dev/null 2>&1) || \
 		echo "npm ci in $(NODE_CLIENTS) failed: the mysql2 and trino-client tests skip"; }
+
+# The PostgreSQL client libraries the pgwire client tests run (internal/frontend/pgwire/clients_test.go):
+# psycopg2 and psycopg 3, the JDBC driver and a JDK from Debian, node-postgres from npm (pinned by
+# package-lock.json). A client that cannot be installed is reported here, and its test fails naming it.
+PG_CLIENTS_DIR := internal/frontend/pgwire/testdata/clients
+test-deps-pgclients:
+	@missing=""; \
+	/usr/bin/python3 -c 'import psycopg2' 2>/dev/null || missing="$$missing python3-psycopg2"; \
+	/usr/bin/python3 -c 'import psycopg' 2>/dev/null || missing="$$missing python3-psycopg"; \
+	[ -f /usr/share/java/postgresql.jar ] || missing="$$missing libpostgresql-jdbc-java"; \
+	command -v javac >/dev/null 2>&1 || missing="$$missing default-jdk-headless"; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
+	if [ -n "$$missing" ]; then echo "installing$$missing"; \
+		apt-get install -y $$missing >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null 2>&1 && apt-get install -y $$missing >/dev/null 2>&1; } || \
+		echo "could not install$$missing: the pgwire client tests that need them fail, naming them"; fi
+	@[ -d $(PG_CLIENTS_DIR)/node_modules/pg ] || { echo "installing node-postgres (npm ci in $(PG_CLIENTS_DIR))"; \
+		(cd $(PG_CLIENTS_DIR) && npm ci --no-audit --no-fund >/dev/null 2>&1) || \
+		echo "npm ci failed in $(PG_CLIENTS_DIR): TestClientNodePostgres fails, naming it"; }
 
 # promtool (Debian's prometheus package) checks the alert rules in deploy/observability.
 test-deps-ops:

@@ -77,6 +77,7 @@ func serveWorkerConfig(ctx context.Context, d *Daemon, cp *controlplane.ControlP
 			return err
 		}
 		source, wake = r.Source, r.Wake()
+		srv.SetAdminOptions(fileConfigAdmin(creds))
 		srv.MountAdmin(cp, nil)
 		d.Logger.Info("config: serving workers the configuration file's clusters and groups")
 	}

@@ -266,7 +266,20 @@ type ClusterGroup struct {
 	QueryTimeoutSecs        int            `yaml:"queryTimeoutSecs" json:"queryTimeoutSecs"`
 	ReadOnly                bool           `yaml:"readOnly" json:"readOnly"`
 	BlockedStatements       []string       `yaml:"blockedStatements" json:"blockedStatements"` // statement kinds, e.g. "drop", "delete"
+	// PoolMode is how PostgreSQL wire clients share engine connections (docs/pooling.md):
+	// "transaction" (default: a connection per transaction, reset before another client gets
+	// it) or "session" (a connection and a capacity slot for the client's whole connection).
+	PoolMode string `yaml:"poolMode" json:"poolMode,omitempty"`
+	// ResetQuery runs on an engine connection before it serves another client (PgBouncer's
+	// server_reset_query); default "DISCARD ALL".
+	ResetQuery string `yaml:"resetQuery" json:"resetQuery,omitempty"`
 }
+
+// Pool modes of a cluster group.
+const (
+	PoolModeTransaction = "transaction"
+	PoolModeSession     = "session"
+)
 
 // GroupCache is the group's result cache.
 type GroupCache struct {

@@ -344,6 +344,14 @@ func (v *validator) group(p string, g ClusterGroup) {
 	if g.Cache.Enabled && (g.Cache.TTLSecs == 0 || g.Cache.MaxBytes == 0) {
 		v.add(p+".cache", "an enabled cache needs ttlSecs and maxBytes")
 	}
+	switch g.PoolMode {
+	case "", PoolModeTransaction, PoolModeSession:
+	default:
+		v.add(p+".poolMode", "unknown pool mode %q (want transaction or session)", g.PoolMode)
+	}
+	if strings.Contains(g.ResetQuery, "\x00") {
+		v.add(p+".resetQuery", "contains a NUL byte")
+	}
 	for j, s := range g.BlockedStatements {
 		if !statementPattern.MatchString(s) {
 			v.add(index(p+".blockedStatements", j), "%q is not a statement kind (lower-case words, e.g. \"drop\", \"delete\")", s)

@@ -57,6 +57,12 @@ type GroupSpec struct {
 	ReadOnly bool
 	// BlockedStatements refuses statements by leading words or kind ("drop", "ddl", "delete").
 	BlockedStatements []string
+	// PoolMode is "session" or "transaction" ("" means transaction): how PostgreSQL wire
+	// clients share engine connections (OpenWire).
+	PoolMode string
+	// ResetQuery runs on an engine connection before it serves another client; "" means the
+	// engine's default (DISCARD ALL).
+	ResetQuery string
 	// ConfigHash identifies the group's configuration (Build hashes the config entry).
 	ConfigHash uint64
 }
@@ -148,6 +154,8 @@ type group struct {
 	cache       CacheSpec
 	readOnly    bool
 	blocked     []string
+	poolMode    string
+	resetQuery  string
 	fingerprint uint64
 	cursor      atomic.Uint64
 }
@@ -237,7 +245,12 @@ func addGroup(rt *Runtime, g GroupSpec) error {
 	}
 	gr := &group{name: g.Name, strategy: strategy, maxQueued: g.MaxQueuedQueries,
 		waitTimeout: g.CapacityWaitTimeout, timeout: g.QueryTimeout, cache: g.Cache,
-		readOnly: g.ReadOnly, blocked: g.BlockedStatements}
+		readOnly: g.ReadOnly, blocked: g.BlockedStatements, poolMode: g.PoolMode, resetQuery: g.ResetQuery}
+	switch gr.poolMode {
+	case "", PoolModeTransaction, PoolModeSession:
+	default:
+		return fmt.Errorf("cluster group %q: unknown pool mode %q (want transaction or session)", g.Name, g.PoolMode)
+	}
 	if gr.cache.MaxEntryBytes == 0 {
 		gr.cache.MaxEntryBytes = gr.cache.MaxBytes
 	}

@@ -32,16 +32,21 @@ func (e *ioError) Unwrap() error { return e.err }
 type conn struct {
 	srv *Server
 	nc  net.Conn
+	cr  *clientReader // what be reads: nc, and what a watcher read ahead (watch.go)
 	be  *pgproto3.Backend
 
 	pid, secret uint32
 	user        string
 	database    string
 	startup     map[string]string
+	options     [][2]string       // the startup "options" (-c name=value), for engine sessions
 	headers     map[string]string // startup parameters as request headers, built on first use
 	clientAddr  string            // RemoteAddr, built on first use
 
 	session  engine.Session // pinned engine connection while a transaction is open, else nil
+	wire     *wireState     // the engine connection the client's messages are forwarded to (forward.go)
+	owner    uint64         // this client for the engine pool, once it used a wire
+	unwatch  func()         // stops the watcher of the client's socket while the engine works
 	txStatus byte           // what ReadyForQuery reports: 'I', 'T' or 'E'
 
 	stmts      map[string]*preparedStmt
@@ -72,7 +77,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 
 func (c *conn) setStream(nc net.Conn) {
 	c.nc = nc
-	c.be = pgproto3.NewBackend(nc, nc)
+	c.cr = &clientReader{nc: nc}
+	c.be = pgproto3.NewBackend(c.cr, nc)
 	c.be.SetMaxBodyLen(c.srv.opts.Limits.PreAuthBytesMax) // raised once authenticated
 }
 
@@ -113,6 +119,7 @@ func (c *conn) unregister() {
 		_ = c.session.Close() // rolls back an open transaction
 		c.session = nil
 	}
+	c.closeWire()
 }
 
 // startup_ reads startup packets until a StartupMessage; ok is false when the connection
@@ -147,6 +154,11 @@ func (c *conn) startup_() (ok bool, err error) {
 			}
 			if c.user == "" {
 				return false, c.fatal("28000", "no PostgreSQL user name specified in startup packet")
+			}
+			if o := m.Parameters["options"]; o != "" {
+				if c.options, err = parseOptions(o); err != nil {
+					return false, c.fatal("22023", err.Error())
+				}
 			}
 			return true, nil
 		default:
@@ -204,7 +216,7 @@ func (c *conn) loop() error {
 		if c.waitingForClient(true) {
 			return c.shuttingDown()
 		}
-		msg, err := c.be.Receive()
+		msg, err := c.receive()
 		if err != nil && c.drainInterrupted(err) {
 			continue // Drain woke an idle connection: end it, or keep reading inside a transaction
 		}
@@ -226,6 +238,14 @@ func (c *conn) loop() error {
 }
 
 func (c *conn) dispatch(msg pgproto3.FrontendMessage) error {
+	if sql, want := c.wantsWire(msg); want && c.wire == nil {
+		if _, err := c.openWire(sql); err != nil {
+			return c.refuseMessage(msg, err)
+		}
+	}
+	if c.wire != nil {
+		return c.forward(msg)
+	}
 	var err error
 	switch m := msg.(type) {
 	case *pgproto3.Query:
@@ -265,6 +285,22 @@ func (c *conn) dispatch(msg pgproto3.FrontendMessage) error {
 		c.sendError(err)
 		c.skipToSync = true
 	}
+	return nil
+}
+
+// refuseMessage answers msg with err: a simple Query ends with ReadyForQuery, an
+// extended-protocol message skips the client's messages up to Sync.
+func (c *conn) refuseMessage(msg pgproto3.FrontendMessage, err error) error {
+	var ioe *ioError
+	if errors.As(err, &ioe) {
+		return err
+	}
+	c.sendError(err)
+	if _, isQuery := msg.(*pgproto3.Query); isQuery {
+		c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+		return c.flush()
+	}
+	c.skipToSync = true
 	return nil
 }
 

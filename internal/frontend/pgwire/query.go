@@ -24,6 +24,7 @@ type preparedStmt struct {
 	named     bool     // prepared under a name (not the unnamed statement)
 	paramOIDs []uint32 // declared by the client; 0 = unspecified, refined by Describe
 	desc      *engine.Description
+	key       string // on engine connections: the SQL and declared types (stmtKey)
 }
 
 // portal is a bound statement (Bind), and once started, its open result stream.
