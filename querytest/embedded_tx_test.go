@@ -140,7 +140,7 @@ func TestEmbeddedDefaultPostgresClients(t *testing.T) {
 		out := run(t, 120*time.Second, "java", "-cp", dir+":"+jar, "JDBCMeta", "jdbc:postgresql://127.0.0.1:"+e.pgPort+"/demo")
 		want := "table main.customers\ntable main.orders\ntable main.products\n" +
 			"column 1 product_id int8 -5\ncolumn 2 name text 12\ncolumn 3 category text 12\ncolumn 4 price numeric 2\n" +
-			"after rollback 0\n"
+			"after rollback 0\nfetched 31375\n"
 		if out != want {
 			t.Fatalf("JDBC:\n%s\nwant:\n%s", out, want)
 		}
