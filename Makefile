@@ -73,9 +73,13 @@ test-deps-ops:
 		{ apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1; } || \
 		echo "prometheus could not be installed: TestPromtoolChecksRules skips"; }
 
+# Every database the tests create carries this run's tag; the run fails if one is left behind.
+TEST_RUN ?= r$(shell date +%s)
+
 unit:
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 12m ./...
+	QUERYFLUX_TEST_RUN=$(TEST_RUN) $(GO) test -count=1 -timeout 12m ./...
+	QUERYFLUX_TEST_RUN=$(TEST_RUN) $(GO) run ./internal/pgtest/leftovers
 
 # Each fuzz target runs for $(FUZZTIME): long enough to catch shallow crashes, short enough for CI.
 FUZZ_TARGETS := \

@@ -13,6 +13,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/node/proxy"
 )
 
@@ -71,14 +72,14 @@ type expect struct {
 
 // wireRun is one checked and reported statement (an Execute or a Query).
 type wireRun struct {
-	r      *proxy.SessionRelay
-	stop   func() bool
-	rows   int64
-	bytes  int64
-	err    error // the first error (the engine's or a limit's)
-	limit  error // set when the result passed a guardrail: the rest is dropped
+	r         *proxy.SessionRelay
+	stop      func() bool
+	rows      int64
+	bytes     int64
+	err       error // the first error (the engine's or a limit's)
+	limit     error // set when the result passed a guardrail: the rest is dropped
 	limitSent bool
-	closed bool
+	closed    bool
 }
 
 // wantsWire reports whether msg needs the engine and may open a wire session, and with which
@@ -262,7 +263,7 @@ func stmtKey(st *preparedStmt) string {
 
 func (c *conn) forwardQuery(sql string) error {
 	ws := c.wire
-	if c.answerAppName(sql) {
+	if c.answerAppName(sql) || c.answerDeallocate(sql) {
 		return c.flush()
 	}
 	if err := c.refuseForMode(sql); err != nil {
@@ -322,6 +323,41 @@ func (c *conn) answerAppName(sql string) bool {
 	}
 	c.answerSetting(st.name, st.value)
 	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
+	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+	return true
+}
+
+// answerDeallocate answers "DEALLOCATE [PREPARE] name" for a statement the client prepared at
+// protocol level (psycopg 3 evicting one from its cache): it lives here, under another name
+// on the engine connection.
+func (c *conn) answerDeallocate(sql string) bool {
+	if !strings.EqualFold(firstWord(sql), "deallocate") {
+		return false
+	}
+	toks := significantTokens(sql)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	if len(toks) == 3 && strings.EqualFold(toks[1].Text, "prepare") {
+		toks = toks[1:]
+	}
+	if len(toks) != 2 {
+		return false
+	}
+	name := toks[1].Text
+	if toks[1].Kind == sqltok.QuotedIdent {
+		name = strings.ReplaceAll(name[1:len(name)-1], `""`, `"`)
+	} else {
+		name = strings.ToLower(name)
+	}
+	if st, ok := c.stmts[name]; !ok || !st.named {
+		return false
+	}
+	if err := c.drain(); err != nil {
+		return false
+	}
+	delete(c.stmts, name)
+	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte("DEALLOCATE")})
 	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
 	return true
 }
@@ -409,6 +445,10 @@ func (c *conn) forgetOnDiscard(sql string) {
 	if w := firstWord(sql); strings.EqualFold(w, "deallocate") || strings.EqualFold(w, "discard") {
 		c.wire.conn.ForgetAll()
 		c.wire.unnamed = ""
+		if toks := significantTokens(sql); len(toks) >= 2 && strings.EqualFold(toks[len(toks)-1].Text, "all") ||
+			len(toks) >= 3 && toks[len(toks)-1].Text == ";" && strings.EqualFold(toks[len(toks)-2].Text, "all") {
+			clear(c.stmts) // DEALLOCATE ALL, DISCARD ALL: the client's statements are gone too
+		}
 	}
 }
 

@@ -61,11 +61,29 @@ func (d DSN) JDBC() string {
 // until the test ends. database is the name clients connect to.
 func Proxy(t testing.TB, e query.Engine, poolMode, database string) DSN {
 	t.Helper()
+	return Start(t, Setup{Engine: e, PoolMode: poolMode, Database: database})
+}
+
+// Setup is a test proxy's configuration.
+type Setup struct {
+	Engine   query.Engine
+	PoolMode string
+	Database string
+	// MaxRunningQueries is the cluster's capacity; 0 means 16.
+	MaxRunningQueries int
+}
+
+// Start serves s.Engine as Proxy does, with the capacity of s.
+func Start(t testing.TB, s Setup) DSN {
+	t.Helper()
+	if s.MaxRunningQueries == 0 {
+		s.MaxRunningQueries = 16
+	}
 	core := proxy.New(proxy.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry()})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
-		Clusters: []proxy.ClusterSpec{{Name: "engine", Enabled: true, MaxRunningQueries: 16, Engine: e}},
+		Clusters: []proxy.ClusterSpec{{Name: "engine", Enabled: true, MaxRunningQueries: s.MaxRunningQueries, Engine: s.Engine}},
 		Groups: []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: "engine"}},
-			MaxQueuedQueries: 100, CapacityWaitTimeout: 30 * time.Second, PoolMode: poolMode}},
+			MaxQueuedQueries: 100, CapacityWaitTimeout: 30 * time.Second, PoolMode: s.PoolMode}},
 		Fallback: "main",
 	})
 	if err != nil {
@@ -80,7 +98,7 @@ func Proxy(t testing.TB, e query.Engine, poolMode, database string) DSN {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	addr := l.Addr().(*net.TCPAddr)
-	return DSN{Host: "127.0.0.1", Port: addr.Port, User: "alice", Database: database}
+	return DSN{Host: "127.0.0.1", Port: addr.Port, User: "alice", Database: s.Database}
 }
 
 // Dir is the directory of the client scripts (testdata/clients next to this package).
