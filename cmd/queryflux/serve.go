@@ -157,6 +157,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	slog.SetDefault(base) // libraries' own log lines keep the chosen level and format too
 	cfg, err := loadConfig(f, base)
 	if err != nil {
 		return err
@@ -386,7 +387,7 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 			return fmt.Errorf("%s listener: %w", s.name, err)
 		}
 		srv := &http.Server{Handler: http.MaxBytesHandler(s.handler, apiBodyBytesMax),
-			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax,
+			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax, IdleTimeout: netlimit.IdleTimeout,
 			BaseContext: func(net.Listener) context.Context { return roleCtx }}
 		netlimit.HTTP(srv, lim.ConnectionsMax)
 		running = append(running, srv)

@@ -23,6 +23,9 @@ const (
 	ConnectionsMaxDefault = 1000
 	// HandshakeTimeoutDefault bounds a connection's handshake and login.
 	HandshakeTimeoutDefault = 10 * time.Second
+	// IdleTimeout closes an HTTP keep-alive connection left without a request, so idle
+	// connections do not hold the connection cap.
+	IdleTimeout = 2 * time.Minute
 	// PreAuthBytesMaxDefault bounds one client message before login: a MySQL handshake
 	// response, a PostgreSQL startup or password message, an HTTP request body.
 	PreAuthBytesMaxDefault = 64 << 10

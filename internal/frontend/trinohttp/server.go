@@ -146,7 +146,8 @@ func (s *Server) routes() *http.ServeMux {
 
 // Serve serves HTTP on l until Close.
 func (s *Server) Serve(l net.Listener) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.Limits.HandshakeTimeout, MaxHeaderBytes: headerBytesMax}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.Limits.HandshakeTimeout, MaxHeaderBytes: headerBytesMax,
+		IdleTimeout: netlimit.IdleTimeout}
 	netlimit.HTTP(hs, s.opts.Limits.ConnectionsMax)
 	s.httpMu.Lock()
 	if s.closed {
