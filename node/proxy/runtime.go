@@ -287,7 +287,14 @@ func writeUint(h *xxhash.Digest, v uint64) {
 func (rt *Runtime) Revision() string { return rt.revision }
 
 // Route decides the group for req and returns the trail. It never blocks.
+//
+// A PostgreSQL wire client's database names the cluster group its statements go to when a
+// group has that name (psql ... reporting): it decides before the routers.
 func (rt *Runtime) Route(req *query.Request) Decision {
+	if req.Protocol == query.ProtocolPostgres && req.Database != "" && rt.groups[req.Database] != nil {
+		return Decision{Group: req.Database, Trace: []TraceStep{{Router: "database", Matched: true, Group: req.Database,
+			Reason: "the client's database names the group"}}}
+	}
 	return routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, req)
 }
 
