@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -179,8 +180,14 @@ func (e *Engine) authorize(req *http.Request, q *query.Request) {
 	if s := firstNonEmpty(q.Schema, e.cfg.Schema); s != "" {
 		req.Header.Set("X-Trino-Schema", s)
 	}
-	if len(q.Tags) > 0 {
-		req.Header.Set("X-Trino-Client-Tags", strings.Join(q.Tags, ","))
+	tags := q.Tags
+	if lease := query.EngineTag(req.Context()); lease != "" {
+		// The capacity lease that admitted the query: the control plane's engine fence finds
+		// the query by it (DELETE /v1/query/{id}) if it reclaims the lease.
+		tags = append(slices.Clip(tags), lease)
+	}
+	if len(tags) > 0 {
+		req.Header.Set("X-Trino-Client-Tags", strings.Join(tags, ","))
 	}
 }
 
