@@ -153,7 +153,7 @@ func loadConfig(f *serveFlags, log *slog.Logger) (*config.Config, error) {
 }
 
 func serve(ctx context.Context, f *serveFlags) error {
-	base, err := f.log.logger(os.Stderr)
+	base, err := f.log.logger(logScrub.to(os.Stderr))
 	if err != nil {
 		return err
 	}
@@ -162,6 +162,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	logScrub.add(configSecrets(cfg)...)
 	logger := base.With("role", string(cfg.QueryFlux.Role))
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
