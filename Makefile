@@ -95,6 +95,10 @@ unit:
 FUZZ_TARGETS := \
 	./transport:FuzzDecodeHeartbeat \
 	./internal/frontend/pgwire:FuzzPGWireMessages \
+	./internal/frontend/pgwire:FuzzPGWireAuth \
+	./internal/frontend/mysqlwire:FuzzMySQLAuth \
+	./internal/frontend/trinohttp:FuzzTrinoAuth \
+	./internal/frontend/flightsql:FuzzFlightAuth \
 	./internal/sqltok:FuzzTokenize \
 	./internal/history:FuzzDecodeBatch \
 	./internal/frontend/mysqlwire:FuzzMySQLPackets \
