@@ -5,7 +5,7 @@ FUZZTIME  ?= 5s
 SEEDS     ?= 1000
 PARALLEL  ?= 2
 
-.PHONY: run build test test-deps test-deps-wire test-deps-ops test-deps-pgclients tidy unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: check-config run build test test-deps test-deps-wire test-deps-ops test-deps-pgclients tidy unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -165,3 +165,9 @@ bench-proxy: build
 # go.mod and go.sum must be exactly what `go mod tidy` writes.
 tidy:
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum differ from go mod tidy: run it and commit"; exit 1; }
+
+# A configuration's caps under many drawn fault timelines (CONFIG=path; the smoke is in make test).
+CONFIG ?= internal/defaultconfig/default.yaml
+CHECKS ?= 1000
+check-config: build
+	$(BIN)/qfsim check $(CONFIG) --checks $(CHECKS) --junit qfsim-check.xml
