@@ -22,22 +22,12 @@ build:
 test: test-deps tidy unit fuzz determinism
 
 # Test clients that do not come with the database servers: PyMySQL (Debian's python3-pymysql, for
-# the MySQL wire's autocommit test), psycopg2 (python3-psycopg2) and pgjdbc with a JDK, for
-# transactions and metadata on the embedded default. Without apt (or root) the test that needs
-# it skips, saying so.
+# the MySQL wire's autocommit test). Without apt (or root) the test that needs it skips, saying so.
 test-deps: test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio
 	@/usr/bin/python3 -c 'import pymysql' 2>/dev/null || { echo "installing python3-pymysql"; \
 		apt-get install -y python3-pymysql >/dev/null 2>&1 || \
 		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-pymysql >/dev/null 2>&1; } || \
 		echo "python3-pymysql could not be installed: TestPyMySQLDefaultAutocommitOff skips"; }
-	@/usr/bin/python3 -c 'import psycopg2' 2>/dev/null || { echo "installing python3-psycopg2"; \
-		apt-get install -y python3-psycopg2 >/dev/null 2>&1 || \
-		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-psycopg2 >/dev/null 2>&1; } || \
-		echo "python3-psycopg2 could not be installed: the psycopg2 tests skip"; }
-	@test -f /usr/share/java/postgresql.jar -a -x "$$(command -v javac)" || { echo "installing libpostgresql-jdbc-java and a JDK"; \
-		apt-get install -y libpostgresql-jdbc-java default-jdk-headless >/dev/null 2>&1 || \
-		{ apt-get update >/dev/null 2>&1 && apt-get install -y libpostgresql-jdbc-java default-jdk-headless >/dev/null 2>&1; } || \
-		echo "the PostgreSQL JDBC driver or a JDK could not be installed: the JDBC tests skip"; }
 
 # Studio's browser tests drive Debian's chromium (internal/studio); without it they skip, saying so.
 test-deps-studio:

@@ -8,6 +8,9 @@
 //   - Trino: DELETE /v1/query/{id} of every query whose client tags carry one of the tags (the
 //     engine adds the lease's tag to X-Trino-Client-Tags), until /v1/query lists none of them
 //     still running (confirmed), for up to confirmWait.
+//   - MySQL, MariaDB, StarRocks: KILL QUERY of every statement whose text starts with the tag's
+//     comment in SHOW FULL PROCESSLIST, until none is left (confirmed), for up to confirmWait.
+//     Statements with arguments (prepared) carry no tag: they are not found.
 //   - DuckDB: embedded in each worker process, so a worker's queries end or freeze with it:
 //     nothing else to stop (confirmed at once).
 //   - Other engines cannot be asked yet: not confirmed, and the control plane frees the slots
@@ -32,6 +35,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/pgengine"
 	"github.com/queryflux/queryflux/internal/querynode"
 )
@@ -93,6 +97,8 @@ func (f *Fence) Fence(ctx context.Context, cluster string, refs []capacity.Lease
 		return fencePostgres(ctx, c, tags)
 	case config.EngineTrino:
 		return fenceTrino(ctx, c, tags)
+	case config.EngineMySQL, config.EngineStarRocks:
+		return fenceMySQL(ctx, c, tags)
 	case config.EngineDuckDB:
 		return true, nil
 	}
@@ -129,6 +135,39 @@ func fencePostgres(ctx context.Context, c config.Cluster, tags []string) (bool, 
 		}
 		if err := sleep(ctx, confirmEvery); err != nil {
 			return false, errors.Join(fmt.Errorf("enginefence: cluster %q: not confirmed", c.Name), err)
+		}
+	}
+}
+
+// tagKiller is an engine that kills the statements running under lease tags (mysqlengine).
+type tagKiller interface {
+	KillTagged(ctx context.Context, tags []string) (int, error)
+}
+
+// fenceMySQL kills the statements tagged with tags until the processlist shows none.
+func fenceMySQL(ctx context.Context, c config.Cluster, tags []string) (bool, error) {
+	e, err := engine.Open(querynode.EngineSpec(c))
+	if err != nil {
+		return false, fmt.Errorf("enginefence: cluster %q: %w", c.Name, err)
+	}
+	defer e.Close()
+	k, ok := e.(tagKiller)
+	if !ok {
+		return false, fmt.Errorf("enginefence: cluster %q: its engine cannot kill tagged statements", c.Name)
+	}
+	deadline := time.Now().Add(confirmWait)
+	for {
+		found, err := k.KillTagged(ctx, tags)
+		switch {
+		case err != nil:
+			return false, fmt.Errorf("enginefence: cluster %q: %w", c.Name, err)
+		case found == 0:
+			return true, nil
+		case time.Now().After(deadline):
+			return false, fmt.Errorf("enginefence: cluster %q: %d statements still running after %v", c.Name, found, confirmWait)
+		}
+		if err := sleep(ctx, confirmEvery); err != nil {
+			return false, err
 		}
 	}
 }

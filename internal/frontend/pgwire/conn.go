@@ -266,8 +266,8 @@ func (c *conn) dispatch(msg pgproto3.FrontendMessage) error {
 		err = c.close(m)
 	case *pgproto3.Sync:
 		c.skipToSync = false
-		for name := range c.portals {
-			c.closePortal(name) // portals end with the implicit transaction
+		if c.session == nil {
+			c.closePortals() // portals end with the implicit transaction; an explicit one's with it
 		}
 		c.syncTxStatus()
 		c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
