@@ -124,9 +124,15 @@ func syncWorkerConfig(ctx context.Context, d *Daemon, w *worker.Worker) error {
 	q := d.Config.QueryFlux
 	var peers *worker.PeerOptions
 	if pb := q.ControlPlane.PeerBootstrap; len(pb.Address) > 0 {
+		tlsCfg, err := controlPlaneTLS(q)
+		if err != nil {
+			return err
+		}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = tlsCfg
 		peers = &worker.PeerOptions{
 			Addresses: pb.Address, MaxAge: secs(pb.MaxAgeSecs), Secret: q.ControlPlane.Secret.Reveal(),
-			Client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+			Client: &http.Client{Transport: t},
 		}
 	}
 	s := worker.NewConfigSync(w, worker.ConfigSyncOptions{

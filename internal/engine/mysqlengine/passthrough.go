@@ -57,7 +57,7 @@ func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, err
 	if err != nil {
 		return nil, err
 	}
-	r := &RawQuery{e: e, conn: c, sql: q.SQL, ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
+	r := &RawQuery{e: e, conn: c, sql: tagged(ctx, q.SQL), ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
 	id := c.GetConnectionID()
 	r.stopKill = context.AfterFunc(ctx, func() { e.kill(id) })
 	if err := r.start(r.queryPacket()); err != nil {

@@ -170,7 +170,11 @@ func (c *conn) startup_() (ok bool, err error) {
 
 // answerSSL accepts TLS when configured (and upgrades the stream), refuses it cleanly otherwise.
 func (c *conn) answerSSL() error {
-	if _, isTLS := c.nc.(*tls.Conn); isTLS || c.srv.opts.TLSConfig == nil {
+	var cfg *tls.Config
+	if c.srv.opts.TLS != nil {
+		cfg = c.srv.opts.TLS()
+	}
+	if _, isTLS := c.nc.(*tls.Conn); isTLS || cfg == nil {
 		if _, err := c.nc.Write([]byte{'N'}); err != nil {
 			return &ioError{err}
 		}
@@ -179,7 +183,7 @@ func (c *conn) answerSSL() error {
 	if _, err := c.nc.Write([]byte{'S'}); err != nil {
 		return &ioError{err}
 	}
-	tc := tls.Server(c.nc, c.srv.opts.TLSConfig)
+	tc := tls.Server(c.nc, cfg)
 	if err := tc.Handshake(); err != nil {
 		return &ioError{err}
 	}
@@ -262,8 +266,8 @@ func (c *conn) dispatch(msg pgproto3.FrontendMessage) error {
 		err = c.close(m)
 	case *pgproto3.Sync:
 		c.skipToSync = false
-		for name := range c.portals {
-			c.closePortal(name) // portals end with the implicit transaction
+		if c.session == nil {
+			c.closePortals() // portals end with the implicit transaction; an explicit one's with it
 		}
 		c.syncTxStatus()
 		c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
@@ -372,27 +376,45 @@ func isLoopback(addr net.Addr) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (c *conn) trusted() bool {
+// trusted asks the Gate, else TrustUsers, whether the client logs in without a password.
+// A refusal ends the connection with the Gate's message.
+func (c *conn) trusted(scram bool) (bool, error) {
+	_, secure := c.nc.(*tls.Conn)
+	if g := c.srv.opts.Gate; g != nil {
+		ok, err := g.Admit(query.Login{Protocol: query.ProtocolPostgres, User: c.user,
+			ClientAddr: c.nc.RemoteAddr().String(), TLS: secure, Cleartext: !scram})
+		if err != nil {
+			c.srv.log.Info("pgwire: login refused", "user", c.user, "remote", c.nc.RemoteAddr().String(), "err", err)
+			code, msg := "28000", err.Error()
+			if qe, isQE := err.(*query.Error); isQE {
+				code, msg = qe.Code, qe.Message
+			}
+			return false, c.fatal(code, msg)
+		}
+		return ok, nil
+	}
 	if !isLoopback(c.nc.RemoteAddr()) {
-		return false
+		return false, nil
 	}
-	if t, ok := c.srv.opts.Authenticator.(LoopbackTruster); ok && !t.TrustLoopback(c.user) {
-		return false
-	}
-	return slices.Contains(c.srv.opts.TrustUsers, c.user) || slices.Contains(c.srv.opts.TrustUsers, "*")
+	return slices.Contains(c.srv.opts.TrustUsers, c.user) || slices.Contains(c.srv.opts.TrustUsers, "*"), nil
 }
 
 // authenticate runs trust, SCRAM-SHA-256 or cleartext password authentication.
 func (c *conn) authenticate() error {
-	if c.trusted() {
-		return nil
-	}
 	a := c.srv.opts.Authenticator
+	var verifier string
+	scram := false
+	if a != nil {
+		verifier, scram = a.SCRAMVerifier(c.user)
+	}
+	if ok, err := c.trusted(scram); err != nil || ok {
+		return err
+	}
 	if a == nil {
 		return c.fatal("28000", fmt.Sprintf("no authentication method allows user %q", c.user))
 	}
-	if v, ok := a.SCRAMVerifier(c.user); ok {
-		return c.authSCRAM(v)
+	if scram {
+		return c.authSCRAM(verifier)
 	}
 	c.be.Send(&pgproto3.AuthenticationCleartextPassword{})
 	if err := c.flush(); err != nil {

@@ -1,8 +1,10 @@
 package pgwire
 
 import (
+	"context"
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,9 +13,11 @@ import (
 	"github.com/queryflux/queryflux/node/proxy"
 )
 
-// Watching the other side while one side is awaited, on forwarded connections:
-//   - while a statement runs long on the engine, the client's socket is watched, so a client
-//     that hangs up gets its statement cancelled at once rather than when its rows are sent;
+// Watching the other side while one side is awaited:
+//   - while a statement runs long on the engine (forwarded, or on the Arrow path: watchSlow),
+//     the client's socket is watched, so a client that hangs up gets its statement cancelled
+//     at once (DuckDB interrupts its query, PostgreSQL gets a cancel request) and its slot
+//     freed, rather than when its rows are sent;
 //   - while a session-mode client is idle, the engine connection is watched, so notifications
 //     (LISTEN) and notices reach the client without its next statement, as from PostgreSQL.
 
@@ -64,6 +68,32 @@ func (c *conn) watchClient(onGone func()) (stop func()) {
 		_ = r.nc.SetReadDeadline(time.Now())
 		<-done
 		_ = r.nc.SetReadDeadline(time.Time{})
+	}
+}
+
+// watchSlow watches the client's socket once a statement on the Arrow path has run for
+// engineQuietAfter, calling cancel if the client hangs up. stop ends the watch; it must be
+// called before the client is read again.
+func (c *conn) watchSlow(cancel context.CancelFunc) (stop func()) {
+	var mu sync.Mutex
+	var unwatch func()
+	stopped := false
+	timer := time.AfterFunc(engineQuietAfter, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			unwatch = c.watchClient(cancel)
+		}
+	})
+	return func() {
+		timer.Stop()
+		mu.Lock()
+		stopped = true
+		w := unwatch
+		mu.Unlock()
+		if w != nil {
+			w()
+		}
 	}
 }
 

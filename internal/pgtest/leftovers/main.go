@@ -1,6 +1,8 @@
 // Command leftovers fails when a tagged test run (QUERYFLUX_TEST_RUN, set by make test) left a
 // database behind on the test PostgreSQL or MariaDB server, names each one, and drops it so the
 // next run starts clean. It touches only those two servers.
+//
+// determinism: outside the simulator (a command run by make test against the real servers)
 package main
 
 import (
