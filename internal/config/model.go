@@ -2,9 +2,11 @@
 // validation with a path on every error, the compile hooks other packages register their checks on,
 // and the engine-kind registry.
 //
-// It touches nothing but the bytes it is given (Load reads one file; the `config check` command
-// also writes to its command's output); it is on the worker's config sync path, so it follows the
-// determinism contract: no clocks, no goroutines, map keys sorted before iteration.
+// It touches nothing but the bytes it is given (Load reads one file; OSSecrets, when a caller
+// passes it to ResolveSecrets, reads the environment variables and files that ${env:...} and
+// ${file:...} references name; the `config check` command also writes to its command's output);
+// it is on the worker's config sync path, so it follows the determinism contract: no clocks, no
+// goroutines, map keys sorted before iteration.
 //
 // Subpackages: snapshot (WorkerSnapshotV1 and its revision) and pgconfig (the Postgres source).
 package config
