@@ -286,3 +286,54 @@ func TestDeallocateAllForgetsClientStatements(t *testing.T) {
 		}
 	}
 }
+
+// TestFlushWithRowLimits: a client that reads a portal in chunks with Execute(max rows) and
+// Flush, without Sync (node's pg-cursor, asyncpg), gets each chunk and PortalSuspended, in
+// both modes.
+func TestFlushWithRowLimits(t *testing.T) {
+	for _, mode := range poolModes {
+		t.Run(mode, func(t *testing.T) {
+			_, fe := rawClient(t, pgProxy(t, mode))
+			fe.Send(&pgproto3.Parse{Query: "select generate_series(1, 5)"})
+			fe.Send(&pgproto3.Bind{DestinationPortal: "cur"})
+			fe.Send(&pgproto3.Execute{Portal: "cur", MaxRows: 2})
+			fe.Send(&pgproto3.Flush{})
+			_ = fe.Flush()
+			var got []string
+			read := func(until func(pgproto3.BackendMessage) bool) {
+				for {
+					msg, err := fe.Receive()
+					if err != nil {
+						t.Fatal(err)
+					}
+					switch m := msg.(type) {
+					case *pgproto3.DataRow:
+						got = append(got, string(m.Values[0]))
+					case *pgproto3.PortalSuspended:
+						got = append(got, "suspended")
+					case *pgproto3.CommandComplete:
+						got = append(got, string(m.CommandTag))
+					case *pgproto3.ErrorResponse:
+						t.Fatalf("error %s: %s", m.Code, m.Message)
+					}
+					if until(msg) {
+						return
+					}
+				}
+			}
+			isSuspended := func(m pgproto3.BackendMessage) bool { _, ok := m.(*pgproto3.PortalSuspended); return ok }
+			read(isSuspended)
+			fe.Send(&pgproto3.Execute{Portal: "cur", MaxRows: 2})
+			fe.Send(&pgproto3.Flush{})
+			_ = fe.Flush()
+			read(isSuspended)
+			fe.Send(&pgproto3.Execute{Portal: "cur", MaxRows: 2})
+			fe.Send(&pgproto3.Sync{})
+			_ = fe.Flush()
+			read(func(m pgproto3.BackendMessage) bool { _, ok := m.(*pgproto3.ReadyForQuery); return ok })
+			if want := "1 2 suspended 3 4 suspended 5 SELECT 1"; strings.Join(got, " ") != want {
+				t.Fatalf("got %q, want %q", strings.Join(got, " "), want)
+			}
+		})
+	}
+}
