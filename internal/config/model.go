@@ -47,21 +47,40 @@ type NamedList[T any] []T
 
 // QueryFlux is the node's own settings.
 type QueryFlux struct {
-	Role      Role      `yaml:"role" json:"role"`
+	// Role is what this process does: standalone (default: serves queries and the admin API; a
+	// database is optional), controlPlane (the same, for a fleet of workers; needs
+	// persistence.databaseUrl) or worker (its configuration, leases and history go through a
+	// control plane). `serve --role` overrides it.
+	Role Role `yaml:"role" json:"role"`
+	// Frontends are the client protocol listeners; each is off unless enabled.
 	Frontends Frontends `yaml:"frontends" json:"frontends"`
 	// TLS is this node's own certificate: its admin / worker API listener, a worker's ops
 	// listener, and its frontends (in place of settings.security.tls, so every node of a fleet
 	// can present a certificate for its own host name).
-	TLS                   NodeTLS       `yaml:"tls" json:"tls"`
-	AdminAPI              AdminAPI      `yaml:"adminApi" json:"adminApi"`
-	WorkerAPI             WorkerAPI     `yaml:"workerApi" json:"workerApi"`
-	ControlPlane          ControlPlane  `yaml:"controlPlane" json:"controlPlane"`
-	Coordination          Coordination  `yaml:"coordination" json:"coordination"`
-	HistoryUplink         HistoryUplink `yaml:"historyUplink" json:"historyUplink"`
-	Persistence           Persistence   `yaml:"persistence" json:"persistence"`
-	HeartbeatIntervalSecs int           `yaml:"heartbeatIntervalSecs" json:"heartbeatIntervalSecs"`
-	Registry              Registry      `yaml:"registry" json:"registry"`
-	Limits                Limits        `yaml:"limits" json:"limits"` // limits.go
+	TLS NodeTLS `yaml:"tls" json:"tls"`
+	// AdminAPI is a standalone or controlPlane node's HTTP listener: the admin API, and the
+	// worker API when workerApi.enabled (a worker serves neither).
+	AdminAPI AdminAPI `yaml:"adminApi" json:"adminApi"`
+	// WorkerAPI is what workers may do through this node's admin listener.
+	WorkerAPI WorkerAPI `yaml:"workerApi" json:"workerApi"`
+	// ControlPlane is read by a worker only.
+	ControlPlane ControlPlane `yaml:"controlPlane" json:"controlPlane"`
+	// Coordination applies to this node's own queries; a control plane also takes leaseTtlSecs,
+	// queue, weights, fenceGraceSecs and sweepEverySecs from it for the leases it grants.
+	Coordination Coordination `yaml:"coordination" json:"coordination"`
+	// HistoryUplink is how finished-query records reach the history store.
+	HistoryUplink HistoryUplink `yaml:"historyUplink" json:"historyUplink"`
+	// Persistence is the database of a controlPlane (required) or standalone node (optional:
+	// without it the worker registry, leases and history live in memory); a worker has none.
+	Persistence Persistence `yaml:"persistence" json:"persistence"`
+	// HeartbeatIntervalSecs is how often a worker heartbeats, in seconds; must be positive. A
+	// control plane tells its workers its own value when they register, which then replaces
+	// theirs. `serve --heartbeat-interval` overrides it.
+	HeartbeatIntervalSecs int `yaml:"heartbeatIntervalSecs" json:"heartbeatIntervalSecs"`
+	// Registry is when a control plane gives up on a silent worker.
+	Registry Registry `yaml:"registry" json:"registry"`
+	// Limits bound this node's listeners before clients log in (defined in limits.go).
+	Limits Limits `yaml:"limits" json:"limits"`
 	// StateDir is where a worker keeps its last good configuration snapshot, to start from
 	// when the control plane is down or offers only a revision it refuses ("" means
 	// queryflux-state-<worker name>-<hash of controlPlane.url> under the OS temporary directory).
@@ -96,43 +115,43 @@ type Frontends struct {
 // Frontend is one protocol listener. RequireTLS refuses its clients that do not encrypt
 // (settings.security.requireTLS does so for every frontend of every node).
 type Frontend struct {
-	Enabled    bool   `yaml:"enabled" json:"enabled"`
-	Listen     string `yaml:"listen" json:"listen"` // host:port
-	RequireTLS bool   `yaml:"requireTLS" json:"requireTLS,omitempty"`
+	Enabled    bool   `yaml:"enabled" json:"enabled"`                 // serve this protocol
+	Listen     string `yaml:"listen" json:"listen"`                   // host:port to listen on; required when enabled
+	RequireTLS bool   `yaml:"requireTLS" json:"requireTLS,omitempty"` // refuse unencrypted clients; needs a certificate: queryflux.tls or settings.security.tls (a worker's may come with its snapshot)
 }
 
 // NodeTLS is a node's server certificate (PEM files, reread when they change). ClientCAFile
 // makes the admin / worker API listener verify client certificates signed by that CA when a
 // client presents one; RequireClientCert refuses clients without one (mutual TLS).
 type NodeTLS struct {
-	CertFile          string `yaml:"certFile" json:"certFile"`
-	KeyFile           string `yaml:"keyFile" json:"keyFile"`
-	ClientCAFile      string `yaml:"clientCAFile" json:"clientCAFile"`
-	RequireClientCert bool   `yaml:"requireClientCert" json:"requireClientCert"`
+	CertFile          string `yaml:"certFile" json:"certFile"`                   // PEM certificate (chain); set together with keyFile
+	KeyFile           string `yaml:"keyFile" json:"keyFile"`                     // PEM private key of certFile
+	ClientCAFile      string `yaml:"clientCAFile" json:"clientCAFile"`           // PEM CA bundle client certificates are checked against; needs certFile
+	RequireClientCert bool   `yaml:"requireClientCert" json:"requireClientCert"` // refuse clients without a certificate signed by clientCAFile (needs it)
 }
 
 // ClientTLS is how a worker verifies its control plane over https: CAFile is the CA bundle
 // that signed the control plane's certificate (default: the system's roots), CertFile and
 // KeyFile its own client certificate for a control plane that requires one.
 type ClientTLS struct {
-	CAFile   string `yaml:"caFile" json:"caFile"`
-	CertFile string `yaml:"certFile" json:"certFile"`
-	KeyFile  string `yaml:"keyFile" json:"keyFile"`
+	CAFile   string `yaml:"caFile" json:"caFile"`     // PEM CA bundle; empty: the system's roots
+	CertFile string `yaml:"certFile" json:"certFile"` // PEM client certificate; set together with keyFile
+	KeyFile  string `yaml:"keyFile" json:"keyFile"`   // PEM private key of certFile
 }
 
 // AdminAPI is the admin HTTP listener. Token authenticates admin calls (Bearer).
 type AdminAPI struct {
-	Listen string `yaml:"listen" json:"listen"`
-	Token  Secret `yaml:"token" json:"token"`
+	Listen string `yaml:"listen" json:"listen"` // host:port; empty: 127.0.0.1:9000 (`serve --listen` overrides it)
+	Token  Secret `yaml:"token" json:"token"`   // Bearer token of admin calls; empty: every admin call is refused (401)
 }
 
 // WorkerAPI is the control-plane side of the worker API (standalone/controlPlane roles).
 // Credentials says whether worker snapshots carry cluster passwords and tokens: "embedded"
 // (default) or "stripped" (workers then bring their own).
 type WorkerAPI struct {
-	Enabled     bool   `yaml:"enabled" json:"enabled"`
-	Secret      Secret `yaml:"secret" json:"secret"`
-	Credentials string `yaml:"credentials" json:"credentials"`
+	Enabled     bool   `yaml:"enabled" json:"enabled"`         // serve the worker API (registration, snapshots, leases, history); not on a worker
+	Secret      Secret `yaml:"secret" json:"secret"`           // what workers present to register (their controlPlane.secret); required when enabled
+	Credentials string `yaml:"credentials" json:"credentials"` // embedded | stripped
 }
 
 // Snapshot credentials modes (queryflux.workerApi.credentials).
@@ -143,17 +162,20 @@ const (
 
 // ControlPlane is how a worker reaches its control plane.
 type ControlPlane struct {
-	URL             string        `yaml:"url" json:"url"`
-	Secret          Secret        `yaml:"secret" json:"secret"`
+	URL    string `yaml:"url" json:"url"`       // http(s) URL of the control plane's admin listener; required for role worker
+	Secret Secret `yaml:"secret" json:"secret"` // the control plane's workerApi.secret; required for role worker
+	// PollTimeoutSecs is how long, in seconds, one long-poll for a newer configuration waits;
+	// must be positive. A worker asks for its own value (a control plane caps it at 300); a
+	// control plane uses its own for polls that do not say, and does not start above 300.
 	PollTimeoutSecs int           `yaml:"pollTimeoutSecs" json:"pollTimeoutSecs"`
 	PeerBootstrap   PeerBootstrap `yaml:"peerBootstrap" json:"peerBootstrap"`
-	TLS             ClientTLS     `yaml:"tls" json:"tls"`
+	TLS             ClientTLS     `yaml:"tls" json:"tls"` // only with an https:// url
 }
 
 // PeerBootstrap lets a worker copy config from peers when the control plane is unreachable at start.
 type PeerBootstrap struct {
-	Address    []string `yaml:"address" json:"address"`
-	MaxAgeSecs int      `yaml:"maxAgeSecs" json:"maxAgeSecs"`
+	Address    []string `yaml:"address" json:"address"`       // peers' ops listeners, host:port or http(s) URLs (the first 64 are asked)
+	MaxAgeSecs int      `yaml:"maxAgeSecs" json:"maxAgeSecs"` // oldest control-plane confirmation, in seconds, a peer's copy may carry; must be positive
 }
 
 // Coordination modes and policies.
@@ -173,16 +195,34 @@ const (
 
 // Coordination is how capacity leases are taken.
 type Coordination struct {
-	Mode            string `yaml:"mode" json:"mode"`                   // controlPlane | local
-	OnUnavailable   string `yaml:"onUnavailable" json:"onUnavailable"` // failClosed | localLimits
-	Queue           string `yaml:"queue" json:"queue"`                 // retry | ordered
-	LeaseTTLSecs    int    `yaml:"leaseTtlSecs" json:"leaseTtlSecs"`
-	DriftMarginSecs int    `yaml:"driftMarginSecs" json:"driftMarginSecs"`
-	OnLeaseLost     string `yaml:"onLeaseLost" json:"onLeaseLost"` // cancel | overrun
-	// FenceGraceSecs (control plane) is how long a reclaimed lease whose engine could not
-	// confirm that its work stopped keeps its slot (0: leaseTtlSecs). SweepEverySecs is how
-	// often the control plane looks for leases whose renewals stopped (0: 5).
+	// Mode is where a query's capacity slot comes from: local (this node counts its own running
+	// queries against each cap) or controlPlane (a lease from the fleet's lease table; a
+	// worker's default, and it needs controlPlane.url).
+	Mode string `yaml:"mode" json:"mode"` // controlPlane | local
+	// OnUnavailable is what a node does while its control plane does not answer: failClosed
+	// starts no query (and a worker reports itself not ready), localLimits counts against each
+	// cap on this node alone (its held leases included), so the fleet may exceed the cap.
+	OnUnavailable string `yaml:"onUnavailable" json:"onUnavailable"` // failClosed | localLimits
+	// Queue is how a full cluster's waiting queries get slots: retry (the node asks again when
+	// a slot may be free) or ordered (the acquire waits in the control plane's queue, granted
+	// in arrival order, or weighted by weights).
+	Queue string `yaml:"queue" json:"queue"` // retry | ordered
+	// LeaseTTLSecs is a capacity lease's lifetime in seconds, renewed every third of it while its
+	// query runs; must be positive. The control plane grants its own value, and reclaims a lease
+	// that long after its last renewal.
+	LeaseTTLSecs int `yaml:"leaseTtlSecs" json:"leaseTtlSecs"`
+	// DriftMarginSecs is how many seconds before a lease's TTL ends a worker stops counting on
+	// it (and applies onLeaseLost), covering clock drift and pauses; 0 or more, and less than
+	// half of leaseTtlSecs.
+	DriftMarginSecs int `yaml:"driftMarginSecs" json:"driftMarginSecs"`
+	// OnLeaseLost is what happens to a query whose lease could not be renewed in time: cancel
+	// it, or overrun (let it finish, counted in queryflux_capacity_overrun_total).
+	OnLeaseLost string `yaml:"onLeaseLost" json:"onLeaseLost"` // cancel | overrun
+	// FenceGraceSecs (control plane) is how long, in seconds, a reclaimed lease whose engine
+	// could not confirm that its work stopped keeps its slot; 0 means leaseTtlSecs.
 	FenceGraceSecs int `yaml:"fenceGraceSecs,omitempty" json:"fenceGraceSecs,omitempty"`
+	// SweepEverySecs (control plane) is how often, in seconds, the control plane looks for
+	// leases whose renewals stopped; 0 means 5.
 	SweepEverySecs int `yaml:"sweepEverySecs,omitempty" json:"sweepEverySecs,omitempty"`
 	// Weights (read by the control plane, queue: ordered only) maps a worker name to its weight,
 	// 1 to 100 (absent: 1): waiting workers are then granted in weighted fair order, each one's
@@ -196,9 +236,14 @@ const WeightMax = 100
 
 // HistoryUplink is how a worker ships query history to the control plane.
 type HistoryUplink struct {
-	Enabled           bool `yaml:"enabled" json:"enabled"`
-	FlushIntervalSecs int  `yaml:"flushIntervalSecs" json:"flushIntervalSecs"`
-	BufferRecords     int  `yaml:"bufferRecords" json:"bufferRecords"`
+	// Enabled makes a worker send its finished-query records to the control plane; when false
+	// they are not recorded in history. A standalone or controlPlane node always records its own.
+	Enabled bool `yaml:"enabled" json:"enabled"`
+	// FlushIntervalSecs is how often, in seconds, pending records are sent; must be positive.
+	FlushIntervalSecs int `yaml:"flushIntervalSecs" json:"flushIntervalSecs"`
+	// BufferRecords is how many records may wait to be sent; when full the oldest are dropped.
+	// Must be positive.
+	BufferRecords int `yaml:"bufferRecords" json:"bufferRecords"`
 }
 
 // Persistence is the control plane's database. ConfigKey encrypts the engine passwords and
@@ -206,14 +251,20 @@ type HistoryUplink struct {
 // usually a reference (${env:NAME} or ${file:PATH}); without it the control plane refuses to
 // store a literal engine password (a reference is stored as written).
 type Persistence struct {
-	DatabaseURL Secret `yaml:"databaseUrl" json:"databaseUrl"` // carries a password
-	ConfigKey   Secret `yaml:"configKey" json:"configKey"`
+	DatabaseURL Secret `yaml:"databaseUrl" json:"databaseUrl"` // postgres:// URL (carries a password): required for role controlPlane, refused on a worker
+	ConfigKey   Secret `yaml:"configKey" json:"configKey"`     // key of the engine passwords and tokens stored in the database (above)
 }
 
 // Registry is the control plane's worker registry timing.
 type Registry struct {
+	// StaleAfterSecs is how long, in seconds, a worker may send no heartbeat before it is marked
+	// stale; at least [registryStaleAfterSecsMin] and two heartbeatIntervalSecs.
+	// `serve --stale-after` overrides it.
 	StaleAfterSecs int `yaml:"staleAfterSecs" json:"staleAfterSecs"`
-	GraceSecs      int `yaml:"graceSecs" json:"graceSecs"`
+	// GraceSecs is how long, in seconds, a worker stays stale before it is evicted (its session
+	// token revoked, its leases reclaimed); at least [registryGraceSecsMin].
+	// `serve --evict-grace` overrides it.
+	GraceSecs int `yaml:"graceSecs" json:"graceSecs"`
 }
 
 // ---------------------------------------------------------------------------------------------

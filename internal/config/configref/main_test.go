@@ -52,3 +52,33 @@ func TestEveryFieldHasARowWithTypeAndDefault(t *testing.T) {
 		}
 	}
 }
+
+// A doc link to a constant prints as its value, computed from the source (a shift, another
+// constant, a string); a link to anything else stays as written.
+func TestDocLinksToConstantsPrintTheirValue(t *testing.T) {
+	_, consts, err := parseSource(configSourceDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := substituteConsts("at most [preAuthMessageBytesCeiling], 1 to [WeightMax], [CredentialsEmbedded], [Config]", consts)
+	if want := "at most 16777216, 1 to 100, embedded, [Config]"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// A nested section has its own row, showing its type's comment.
+func TestSectionsShowTheirTypeComment(t *testing.T) {
+	got, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{
+		"| `queryflux.coordination` | object |  | Coordination applies to this node's own queries",
+		"| `clusterGroups[].cache` | object |  |",
+		"| `routingFallback` | string |  |",
+	} {
+		if !strings.Contains(string(got), row) {
+			t.Errorf("no row starting %q", row)
+		}
+	}
+}
