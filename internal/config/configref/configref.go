@@ -224,9 +224,9 @@ func cell(s string) string {
 // defaultsSample is a configuration with one item in every list, after ApplyDefaults, so each
 // list item's defaults show too.
 func defaultsSample() *config.Config {
-	cfg := &config.Config{
-		Clusters:      config.NamedList[config.Cluster]{{Name: "c"}},
-		ClusterGroups: config.NamedList[config.ClusterGroup]{{Name: "g"}},
+	cfg := &config.Config{ // unnamed: a name has no default
+		Clusters:      config.NamedList[config.Cluster]{{}},
+		ClusterGroups: config.NamedList[config.ClusterGroup]{{}},
 	}
 	config.ApplyDefaults(cfg)
 	return cfg

@@ -73,9 +73,10 @@ func TestSectionsShowTheirTypeComment(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, row := range []string{
-		"| `queryflux.coordination` | object |  | Coordination applies to this node's own queries",
+		"| `queryflux.coordination` | object |  | Coordination is how a node admits queries",
 		"| `clusterGroups[].cache` | object |  |",
 		"| `routingFallback` | string |  |",
+		"| `clusters[].name` | string |  | Name is unique", // a name has no default
 	} {
 		if !strings.Contains(string(got), row) {
 			t.Errorf("no row starting %q", row)
