@@ -83,3 +83,18 @@ func TestSectionsShowTheirTypeComment(t *testing.T) {
 		}
 	}
 }
+
+// Every row has a description: a field added without a comment fails here, naming the field.
+func TestEveryRowHasADescription(t *testing.T) {
+	got, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(got), "\n") {
+		if strings.HasPrefix(line, "| `") && strings.HasSuffix(line, "|  |") {
+			path, _, _ := strings.Cut(strings.TrimPrefix(line, "| `"), "`")
+			t.Errorf("%s has no description: give its Go field a comment in internal/config "+
+				"(what it does, unit, allowed values, what 0 or empty means)", path)
+		}
+	}
+}
