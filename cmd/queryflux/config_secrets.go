@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,23 +86,46 @@ func openStoredConfig(d *Daemon, creds snapshot.CredentialsMode) (*pgconfig.Sour
 	return pgconfig.New(d.Pool, pgconfig.Options{Key: key, Credentials: creds}), nil
 }
 
+// fileConfigAdmin are the admin endpoints' hooks when the configuration comes from a file
+// (POST /admin/config/check resolves references and checks engines as a reload would).
+func fileConfigAdmin(creds snapshot.CredentialsMode) controlplane.AdminOptions {
+	return controlplane.AdminOptions{
+		Revision: func(cfg *config.Config) (string, error) {
+			resolved := config.Clone(cfg)
+			if err := config.ResolveSharedSecrets(resolved, config.OSSecrets); err != nil {
+				return "", err
+			}
+			snap, err := snapshot.Build(resolved, snapshot.Options{Credentials: creds})
+			if err != nil {
+				return "", err
+			}
+			return snap.Revision, nil
+		},
+		CheckEngines: checkEngines,
+	}
+}
+
+func checkEngines(ctx context.Context, cfg *config.Config) error {
+	return querynode.CheckEngines(ctx, cfg, config.OSSecrets)
+}
+
 // storedConfigAdmin are the admin endpoints' hooks for the configuration stored in Postgres.
 func storedConfigAdmin(pg *pgconfig.Source) controlplane.AdminOptions {
 	return controlplane.AdminOptions{
-		Revision: pg.Revision,
-		CheckEngines: func(ctx context.Context, cfg *config.Config) error {
-			return querynode.CheckEngines(ctx, cfg, config.OSSecrets)
-		},
-		History: pg,
+		Revision:     pg.Revision,
+		CheckEngines: checkEngines,
+		History:      pg,
 	}
 }
 
 // workerStateDir is where a worker keeps its last good snapshot: queryflux.stateDir, else
-// queryflux-state-<name> under the OS temporary directory.
+// queryflux-state-<name>-<control plane> under the OS temporary directory (the control plane's
+// URL hashed: a worker pointed at another fleet never starts from this one's configuration).
 func workerStateDir(d *Daemon, name string) statedir.SnapshotFile {
 	dir := d.Config.QueryFlux.StateDir
 	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "queryflux-state-"+name)
+		sum := sha256.Sum256([]byte(d.Config.QueryFlux.ControlPlane.URL))
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("queryflux-state-%s-%x", name, sum[:4]))
 	}
 	f := statedir.SnapshotFile{Dir: dir}
 	d.Logger.Info("config: the last good configuration is kept on disk", "file", f.Path())

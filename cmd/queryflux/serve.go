@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/netlimit"
@@ -47,6 +49,9 @@ type Daemon struct {
 var (
 	controlPlaneHooks []func(ctx context.Context, d *Daemon, cp *controlplane.ControlPlane) error
 	workerHooks       []func(ctx context.Context, d *Daemon, w *worker.Worker) error
+	// drainHooks run on SIGTERM after the drain delay, before the role stops, within the drain
+	// timeout: the query frontends end their clients at transaction boundaries.
+	drainHooks []func(ctx context.Context) error
 	// shutdownHooks run in order once a role's servers have drained (close the frontends,
 	// flush the history uplink), together within 10 s.
 	shutdownHooks []func(ctx context.Context, d *Daemon)
@@ -68,7 +73,8 @@ type serveFlags struct {
 	heartbeat, staleAfter, grace, lagMax      time.Duration
 	reaper, probe                             time.Duration
 	allowShort                                bool
-	drainTimeout                              time.Duration
+	drainTimeout, drainDelay                  time.Duration
+	log                                       logFlags
 }
 
 func init() {
@@ -76,6 +82,19 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a QueryFlux node: standalone, controlPlane or worker",
+		Long: `Run a QueryFlux node: standalone, controlPlane or worker (queryflux.role, or --role).
+
+Without --config it runs the embedded default: a standalone node on 127.0.0.1 with a DuckDB
+demo dataset (PostgreSQL wire 15432, MySQL 13306, Trino HTTP 18080, Flight SQL 18815, admin API
+and /metrics 19000). QUERYFLUX_PORT_OFFSET=N moves every port by N; QUERYFLUX_ADMIN_TOKEN sets the
+admin token (else a random one is written to a file whose path is logged).
+
+With --config FILE it runs that YAML configuration (docs/configuration.md is the reference;
+check a file with: queryflux config check FILE). SIGHUP, or POST /admin/config/reload, re-reads
+the file; a bad file keeps the running configuration.
+
+SIGTERM: /readyz turns 503 at once, the node keeps serving for --drain-delay, then stops
+accepting and gives in-flight work --drain-timeout to finish, flushes its history and exits.`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return serve(cmd.Context(), f)
@@ -96,10 +115,12 @@ func init() {
 	fl.DurationVar(&f.lagMax, "health-lag-threshold", 250*time.Millisecond, "a worker's self-health: probe lateness that counts as a bad probe (3 in a row: unhealthy)")
 	fl.BoolVar(&f.allowShort, "allow-short-timeouts", false, "lift the production minimums on heartbeat and reaper timing (tests only)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests")
+	fl.DurationVar(&f.drainDelay, "drain-delay", 0, "after SIGTERM, how long /readyz answers 503 while everything still serves (lets a load balancer stop sending new clients first)")
+	f.log.register(cmd)
 	rootCmd.AddCommand(cmd)
 }
 
-func loadConfig(f *serveFlags) (*config.Config, error) {
+func loadConfig(f *serveFlags, log *slog.Logger) (*config.Config, error) {
 	cfg := &config.Config{}
 	if f.configFile != "" {
 		loaded, err := loadResolved(f.configFile)
@@ -108,7 +129,7 @@ func loadConfig(f *serveFlags) (*config.Config, error) {
 		}
 		cfg = loaded
 	} else if f.role == "" || f.role == string(config.RoleStandalone) {
-		def, err := embeddedDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+		def, err := embeddedDefault(log)
 		if err != nil {
 			return nil, err
 		}
@@ -134,11 +155,17 @@ func loadConfig(f *serveFlags) (*config.Config, error) {
 }
 
 func serve(ctx context.Context, f *serveFlags) error {
-	cfg, err := loadConfig(f)
+	base, err := f.log.logger(logScrub.to(os.Stderr))
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("role", string(cfg.QueryFlux.Role))
+	slog.SetDefault(base) // libraries' own log lines keep the chosen level and format too
+	cfg, err := loadConfig(f, base)
+	if err != nil {
+		return err
+	}
+	logScrub.add(configSecrets(cfg)...)
+	logger := base.With("role", string(cfg.QueryFlux.Role))
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d := &Daemon{Env: env.Real(logger), Config: cfg, Metrics: metrics, Logger: logger, ConfigFile: f.configFile}
@@ -183,6 +210,11 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	} else if q.Role == config.RoleControlPlane {
 		d.Logger.Warn("queryflux.workerApi.enabled is false: workers cannot register")
 	}
+	if cpCfg.AdminToken == "" {
+		d.Logger.Warn("queryflux.adminApi.token is empty: the admin API refuses every call (401); set it to use the admin API and CLI")
+	} else {
+		d.Logger.Info("admin API enabled (bearer token from queryflux.adminApi.token)")
+	}
 	cpCfg = cpCfg.WithDefaults()
 	if err := cpCfg.Validate(); err != nil {
 		return fmt.Errorf("control plane timing: %w", err)
@@ -193,6 +225,16 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	}))
 	cp.Handle("GET /metrics", promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{}))
+	cp.Handle("GET /readyz", nodeReadiness.handler())
+	if d.Pool != nil {
+		nodeReadiness.add("database", func(ctx context.Context) error {
+			if err := d.Pool.Ping(ctx); err != nil {
+				d.Logger.Warn("readiness: the database does not answer", "err", err)
+				return errors.New("the database does not answer")
+			}
+			return nil
+		})
+	}
 	for _, hook := range controlPlaneHooks {
 		if err := hook(ctx, d, cp); err != nil {
 			return err
@@ -210,9 +252,13 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	if listen == "" {
 		listen = "127.0.0.1:9000"
 	}
+	apiTLS, err := listenerTLS(q.TLS, d.Config.Settings.Security.TLS)
+	if err != nil {
+		return err
+	}
 	// On SIGTERM the role stops first: a draining control plane that workers cannot reach must
 	// not evict them, and long-polls bound to the role's context end instead of holding the drain.
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"api", listen, cp.Handler()})
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"api", listen, cp.Handler(), apiTLS})
 	runShutdownHooks(d)
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -279,8 +325,22 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	if err := wCfg.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	opsTLS, err := listenerTLS(q.TLS, config.TLS{})
+	if err != nil {
+		return err
+	}
+	clientTLS, err := controlPlaneTLS(q)
+	if err != nil {
+		return err
+	}
 	// Keep-alive connections for every concurrent lease acquire; never a Timeout (Env contexts).
-	w := worker.New(d.Env, wCfg, worker.NewControlPlaneClient())
+	w := worker.New(d.Env, wCfg, worker.NewControlPlaneClient(clientTLS))
+	w.AddReadinessCheck("draining", func() error {
+		if nodeReadiness.draining.Load() {
+			return errors.New("shutting down")
+		}
+		return nil
+	})
 	for _, hook := range workerHooks {
 		if err := hook(ctx, d, w); err != nil {
 			return err
@@ -289,7 +349,7 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	roleCtx, cancelRole := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRole()
 	w.Start(roleCtx)
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"ops", f.opsListen, w.OpsHandler()})
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"ops", f.opsListen, w.OpsHandler(), opsTLS})
 	runShutdownHooks(d)
 	return err
 }
@@ -324,15 +384,49 @@ const (
 	apiHeaderBytesMax = 64 << 10
 )
 
+// namedServer is one HTTP listener; with tls set it serves https only.
 type namedServer struct {
 	name, addr string
 	handler    http.Handler
+	tls        *tls.Config
 }
 
-// runServers serves until ctx ends (SIGTERM), then calls stopRole and drains: no new
-// connections, in-flight requests get drainTimeout to finish. Requests' contexts derive from
-// roleCtx, so handlers waiting on the role (long-polls) end when it stops.
-func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger, drainTimeout time.Duration, lim netlimit.Limits, servers ...namedServer) error {
+// controlPlaneTLS is how a worker verifies its control plane and its peers (and presents its
+// own client certificate): queryflux.controlPlane.tls.
+func controlPlaneTLS(q config.QueryFlux) (*tls.Config, error) {
+	ct := q.ControlPlane.TLS
+	cfg, err := certs.Client(ct.CAFile, ct.CertFile, ct.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("queryflux.controlPlane.tls: %w", err)
+	}
+	return cfg, nil
+}
+
+// listenerTLS is the admin / worker API or ops listener's TLS: the node's own certificate
+// (with its client CA for mutual TLS), else the frontends' one, else none (plain http).
+func listenerTLS(node config.NodeTLS, shared config.TLS) (*tls.Config, error) {
+	switch {
+	case node.CertFile != "":
+		cfg, err := certs.Server(node.CertFile, node.KeyFile, node.ClientCAFile, node.RequireClientCert)
+		if err != nil {
+			return nil, fmt.Errorf("queryflux.tls: %w", err)
+		}
+		return cfg, nil
+	case shared.CertFile != "":
+		cfg, err := certs.Server(shared.CertFile, shared.KeyFile, "", false)
+		if err != nil {
+			return nil, fmt.Errorf("settings.security.tls: %w", err)
+		}
+		return cfg, nil
+	}
+	return nil, nil
+}
+
+// runServers serves until ctx ends (SIGTERM); then readiness turns false for drainDelay while
+// everything still serves, then it calls stopRole and drains: no new connections, in-flight
+// requests get drainTimeout to finish. Requests' contexts derive from roleCtx, so handlers
+// waiting on the role (long-polls) end when it stops.
+func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger, drainDelay, drainTimeout time.Duration, lim netlimit.Limits, servers ...namedServer) error {
 	errs := make(chan error, len(servers))
 	var running []*http.Server
 	for _, s := range servers {
@@ -341,13 +435,18 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 			return fmt.Errorf("%s listener: %w", s.name, err)
 		}
 		srv := &http.Server{Handler: http.MaxBytesHandler(s.handler, apiBodyBytesMax),
-			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax,
+			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax, IdleTimeout: netlimit.IdleTimeout,
 			BaseContext: func(net.Listener) context.Context { return roleCtx }}
-		ln = netlimit.Listener(ln, lim.ConnectionsMax, netlimit.RefuseHTTP)
+		netlimit.HTTP(srv, lim.ConnectionsMax)
 		running = append(running, srv)
-		log.Info("listening", "server", s.name, "addr", ln.Addr().String())
+		log.Info("listening", "server", s.name, "addr", ln.Addr().String(), "tls", s.tls != nil)
+		serve := srv.Serve
+		if s.tls != nil {
+			srv.TLSConfig = s.tls
+			serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+		}
 		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errs <- fmt.Errorf("%s server: %w", s.name, err)
 			}
 		}()
@@ -355,12 +454,26 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 	var err error
 	select {
 	case <-ctx.Done():
+		nodeReadiness.draining.Store(true)
+		log.Info("shutting down: not ready, still serving", "delay", drainDelay)
+		select {
+		case <-time.After(drainDelay):
+		case err = <-errs:
+		}
 		log.Info("shutting down: draining in-flight requests", "timeout", drainTimeout)
 	case err = <-errs:
 	}
-	stopRole()
+	nodeReadiness.draining.Store(true)
 	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
+	// Clients' open transactions end while the role still runs: their statements still need
+	// capacity leases, and the leases renewals.
+	for _, drain := range drainHooks {
+		if derr := drain(dctx); derr != nil {
+			log.Warn("drain cut short: clients still in a transaction are disconnected", "err", derr)
+		}
+	}
+	stopRole()
 	for _, srv := range running {
 		if serr := srv.Shutdown(dctx); serr != nil {
 			log.Warn("drain cut short", "err", serr)

@@ -60,10 +60,12 @@ func (v *validator) positive(path string, n int64) {
 func (v *validator) queryflux(q QueryFlux) {
 	const p = "queryflux"
 	v.oneOf(p+".role", string(q.Role), string(RoleStandalone), string(RoleControlPlane), string(RoleWorker))
-	v.frontend(p+".frontends.postgres", q.Frontends.Postgres)
-	v.frontend(p+".frontends.mysql", q.Frontends.MySQL)
-	v.frontend(p+".frontends.trino", q.Frontends.Trino)
-	v.frontend(p+".frontends.flightsql", q.Frontends.FlightSQL)
+	// A worker's certificate may come with its first snapshot; anything else names it here.
+	certKnown := q.Role == RoleWorker || q.TLS.CertFile != "" || v.cfg.Settings.Security.TLS.CertFile != ""
+	v.frontend(p+".frontends.postgres", q.Frontends.Postgres, certKnown)
+	v.frontend(p+".frontends.mysql", q.Frontends.MySQL, certKnown)
+	v.frontend(p+".frontends.trino", q.Frontends.Trino, certKnown)
+	v.frontend(p+".frontends.flightsql", q.Frontends.FlightSQL, certKnown)
 	if q.AdminAPI.Listen != "" {
 		v.hostPort(p+".adminApi.listen", q.AdminAPI.Listen)
 	}
@@ -76,6 +78,14 @@ func (v *validator) queryflux(q QueryFlux) {
 		}
 	}
 	v.oneOf(p+".workerApi.credentials", q.WorkerAPI.Credentials, CredentialsEmbedded, CredentialsStripped)
+	v.certPair(p+".tls", q.TLS.CertFile, q.TLS.KeyFile)
+	if q.TLS.RequireClientCert && q.TLS.ClientCAFile == "" {
+		v.add(p+".tls.requireClientCert", "needs clientCAFile (the CA client certificates are checked against)")
+	}
+	if q.TLS.ClientCAFile != "" && q.TLS.CertFile == "" {
+		v.add(p+".tls.clientCAFile", "needs certFile and keyFile (client certificates are asked for over TLS)")
+	}
+	v.certPair(p+".controlPlane.tls", q.ControlPlane.TLS.CertFile, q.ControlPlane.TLS.KeyFile)
 	v.controlPlane(p+".controlPlane", q)
 	v.coordination(p+".coordination", q)
 	v.positive(p+".historyUplink.flushIntervalSecs", int64(q.HistoryUplink.FlushIntervalSecs))
@@ -86,19 +96,39 @@ func (v *validator) queryflux(q QueryFlux) {
 	if q.Role == RoleWorker && q.Persistence.DatabaseURL.IsSet() {
 		v.add(p+".persistence.databaseUrl", "a worker never touches the database; remove it")
 	}
-	if u := q.Persistence.DatabaseURL.Reveal(); u != "" {
+	if u := q.Persistence.DatabaseURL.Reveal(); u != "" && !HasSecretRef(u) { // a reference is checked where it resolves
 		// The URL holds a password: name the problem, never the value.
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "postgres" && pu.Scheme != "postgresql") {
 			v.add(p+".persistence.databaseUrl", "must be a postgres:// URL")
 		}
 	}
 	v.positive(p+".heartbeatIntervalSecs", int64(q.HeartbeatIntervalSecs))
-	v.positive(p+".registry.staleAfterSecs", int64(q.Registry.StaleAfterSecs))
-	v.nonNegative(p+".registry.graceSecs", int64(q.Registry.GraceSecs))
+	v.registry(p+".registry", q.Registry, q.HeartbeatIntervalSecs)
 	v.limits(p+".limits", q.Limits)
 }
 
-func (v *validator) frontend(path string, f Frontend) {
+// The registry's production minimums, as the control plane enforces them at start (serve
+// --allow-short-timeouts lifts them for tests, through flags, never through the file).
+const (
+	registryStaleAfterSecsMin = 30
+	registryGraceSecsMin      = 10
+)
+
+func (v *validator) registry(path string, r Registry, heartbeatSecs int) {
+	if r.StaleAfterSecs < registryStaleAfterSecsMin {
+		v.add(path+".staleAfterSecs", "must be at least %d, got %d", registryStaleAfterSecsMin, r.StaleAfterSecs)
+	} else if heartbeatSecs > 0 && r.StaleAfterSecs < 2*heartbeatSecs {
+		v.add(path+".staleAfterSecs", "must be at least two heartbeat intervals (%d), got %d", 2*heartbeatSecs, r.StaleAfterSecs)
+	}
+	if r.GraceSecs < registryGraceSecsMin {
+		v.add(path+".graceSecs", "must be at least %d, got %d", registryGraceSecsMin, r.GraceSecs)
+	}
+}
+
+func (v *validator) frontend(path string, f Frontend, certKnown bool) {
+	if f.RequireTLS && !certKnown {
+		v.add(path+".requireTLS", "needs a certificate: queryflux.tls or settings.security.tls")
+	}
 	if f.Enabled && f.Listen == "" {
 		v.add(path+".listen", "required when the frontend is enabled")
 	}
@@ -107,6 +137,13 @@ func (v *validator) frontend(path string, f Frontend) {
 	}
 	if f.ClientTimeoutSecs < 0 {
 		v.add(path+".clientTimeoutSecs", "must not be negative")
+	}
+}
+
+// certPair: a certificate and its key are named together or not at all.
+func (v *validator) certPair(path, certFile, keyFile string) {
+	if (certFile == "") != (keyFile == "") {
+		v.add(path, "certFile and keyFile go together")
 	}
 }
 
@@ -128,6 +165,9 @@ func (v *validator) controlPlane(path string, q QueryFlux) {
 	}
 	if cp.URL != "" {
 		v.httpURL(path+".url", cp.URL)
+		if cp.TLS != (ClientTLS{}) && !strings.HasPrefix(cp.URL, "https://") {
+			v.add(path+".tls", "needs an https:// url")
+		}
 	}
 	v.positive(path+".pollTimeoutSecs", int64(cp.PollTimeoutSecs))
 	for i, addr := range cp.PeerBootstrap.Address {
@@ -155,6 +195,8 @@ func (v *validator) coordination(path string, q QueryFlux) {
 	v.oneOf(path+".onLeaseLost", c.OnLeaseLost, OnLeaseLostCancel, OnLeaseLostOverrun)
 	v.positive(path+".leaseTtlSecs", int64(c.LeaseTTLSecs))
 	v.nonNegative(path+".driftMarginSecs", int64(c.DriftMarginSecs))
+	v.nonNegative(path+".fenceGraceSecs", int64(c.FenceGraceSecs))
+	v.nonNegative(path+".sweepEverySecs", int64(c.SweepEverySecs))
 	if c.LeaseTTLSecs > 0 && c.DriftMarginSecs*2 >= c.LeaseTTLSecs {
 		v.add(path+".driftMarginSecs", "must be less than half of leaseTtlSecs (%d)", c.LeaseTTLSecs)
 	}
@@ -262,6 +304,10 @@ func checkHostPort(c Cluster) []FieldError {
 	if c.Endpoint == "" {
 		return nil
 	}
+	if strings.ContainsAny(c.Endpoint, "@/") {
+		// "user:password@host" would split as host "user" and port "password@host".
+		return []FieldError{Errorf("endpoint", "must be host:port only (credentials go under credentials:)")}
+	}
 	if _, port, err := net.SplitHostPort(c.Endpoint); err != nil || port == "" {
 		return []FieldError{Errorf("endpoint", "%q is not host:port", RedactURL(c.Endpoint))}
 	}
@@ -323,6 +369,14 @@ func (v *validator) group(p string, g ClusterGroup) {
 	v.nonNegative(p+".cache.maxBytes", g.Cache.MaxBytes)
 	if g.Cache.Enabled && (g.Cache.TTLSecs == 0 || g.Cache.MaxBytes == 0) {
 		v.add(p+".cache", "an enabled cache needs ttlSecs and maxBytes")
+	}
+	switch g.PoolMode {
+	case "", PoolModeTransaction, PoolModeSession:
+	default:
+		v.add(p+".poolMode", "unknown pool mode %q (want transaction or session)", g.PoolMode)
+	}
+	if strings.Contains(g.ResetQuery, "\x00") {
+		v.add(p+".resetQuery", "contains a NUL byte")
 	}
 	for j, s := range g.BlockedStatements {
 		if !statementPattern.MatchString(s) {
@@ -570,8 +624,9 @@ func (v *validator) settings() {
 	v.nonNegative("settings.guardrails.maxResultBytes", s.Guardrails.MaxResultBytes)
 	v.nonNegative("settings.guardrails.maxQueuedPerUser", int64(s.Guardrails.MaxQueuedPerUser))
 	v.users(s.Security.Users)
-	if (s.Security.TLS.CertFile == "") != (s.Security.TLS.KeyFile == "") {
-		v.add("settings.security.tls", "certFile and keyFile go together")
+	v.certPair("settings.security.tls", s.Security.TLS.CertFile, s.Security.TLS.KeyFile)
+	if s.Security.TrustLoopback && len(s.Security.Users) > 0 {
+		v.add("settings.security.trustLoopback", "cannot be combined with users: with users configured only they log in")
 	}
 	v.oneOf("settings.catalog.provider", s.Catalog.Provider, CatalogNone, CatalogEngine)
 	v.nonNegative("settings.catalog.cacheTtlSecs", int64(s.Catalog.CacheTTLSecs))

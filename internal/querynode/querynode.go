@@ -15,11 +15,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/frontend/flightsql"
 	"github.com/queryflux/queryflux/internal/frontend/mysqlwire"
@@ -27,6 +30,7 @@ import (
 	"github.com/queryflux/queryflux/internal/frontend/trinohttp"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/policy"
+	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -37,7 +41,8 @@ const (
 	HealthTimeoutDefault = 5 * time.Second
 )
 
-// LoopbackUser is the user the embedded default lets in without a password from loopback.
+// LoopbackUser is the user the embedded default's banner suggests; with
+// settings.security.trustLoopback any name logs in from loopback.
 const LoopbackUser = "queryflux"
 
 // Options configure a Node. Env is required.
@@ -80,12 +85,15 @@ type Node struct {
 
 	applyMu sync.Mutex     // one configuration change at a time
 	policy  *policy.Policy // logins, access control, guard and translation scripts (internal/policy)
+	tls     certs.Switch   // the frontends' certificate: settings.security.tls, unless pinned
+	pinned  bool           // queryflux.tls named this node's own certificate (UseCertificate)
 
 	mu        sync.Mutex
 	frontends []frontend
 	addrs     map[string]string // protocol -> bound address
 	wg        sync.WaitGroup
 	closed    bool
+	draining  atomic.Bool // Drain began: listeners closing is expected
 }
 
 // New returns a node whose core has no configuration yet.
@@ -119,13 +127,34 @@ func (n *Node) Apply(cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("compiling the policy: %w", err)
 	}
+	if !n.pinned {
+		t := cfg.Settings.Security.TLS
+		if err := n.tls.Set(t.CertFile, t.KeyFile); err != nil {
+			return fmt.Errorf("settings.security.tls: %w", err)
+		}
+	}
 	rt, err := proxy.Build(cfg, n.opts.OpenEngine, proxy.Reuse(n.core.Runtime()))
 	if err != nil {
 		return fmt.Errorf("building the query runtime: %w", err)
 	}
 	n.policy.Activate(pol)
 	n.core.Activate(rt)
+	if sec := cfg.Settings.Security; len(sec.Users) == 0 && !sec.TrustLoopback && anyFrontend(cfg.QueryFlux.Frontends) {
+		n.log.Warn("settings.security has no users and trustLoopback is off: every frontend login is refused")
+	}
 	n.log.Info("query configuration active", "clusters", len(cfg.Clusters), "groups", len(cfg.ClusterGroups))
+	return nil
+}
+
+// UseCertificate pins the frontends' certificate to this node's own (queryflux.tls):
+// settings.security.tls is then ignored. Call it before Apply.
+func (n *Node) UseCertificate(certFile, keyFile string) error {
+	n.applyMu.Lock()
+	defer n.applyMu.Unlock()
+	if err := n.tls.Set(certFile, keyFile); err != nil {
+		return fmt.Errorf("queryflux.tls: %w", err)
+	}
+	n.pinned = true
 	return nil
 }
 
@@ -135,17 +164,18 @@ func (n *Node) Listen(f config.Frontends) error {
 	for _, fe := range []struct {
 		name string
 		cfg  config.Frontend
-		make func() (frontend, error)
+		make func(gate query.Gate) (frontend, error)
 	}{
 		{"postgres", f.Postgres, n.newPgwire},
 		{"mysql", f.MySQL, n.newMySQL},
-		{"trino", f.Trino, func() (frontend, error) { return n.newTrino(f.Trino) }},
+		{"trino", f.Trino, func(gate query.Gate) (frontend, error) { return n.newTrino(gate, f.Trino) }},
 		{"flightsql", f.FlightSQL, n.newFlightSQL},
 	} {
 		if !fe.cfg.Enabled {
 			continue
 		}
-		if err := n.listen(fe.name, fe.cfg.Listen, fe.make); err != nil {
+		gate := listenerGate{Gate: n.policy, requireTLS: fe.cfg.RequireTLS}
+		if err := n.listen(fe.name, fe.cfg.Listen, func() (frontend, error) { return fe.make(gate) }); err != nil {
 			_ = n.Close()
 			return err
 		}
@@ -177,31 +207,49 @@ func (n *Node) listen(name, addr string, make func() (frontend, error)) error {
 	n.log.Info("listening", "frontend", name, "addr", ln.Addr().String())
 	go func() {
 		defer n.wg.Done()
-		if err := srv.Serve(ln); err != nil && !n.isClosed() {
+		if err := srv.Serve(ln); err != nil && !n.isClosed() && !(n.draining.Load() && errors.Is(err, net.ErrClosed)) {
 			n.log.Error("frontend stopped", "frontend", name, "err", err)
 		}
 	}()
 	return nil
 }
 
-func (n *Node) newPgwire() (frontend, error) {
-	// Loopback clients (the application in a worker's pod, a developer on the embedded
-	// default) log in without a password as any user settings.security.users does not name;
-	// configured users always log in with their password (internal/policy).
-	return pgwire.NewServer(n.core, pgwire.Options{TrustUsers: []string{"*"}, Authenticator: n.policy.Postgres(), Logger: n.log, Limits: n.opts.Limits}), nil
+// The frontends ask the policy (through the listener's gate) whom to let in: users of
+// settings.security.users with their password, or with settings.security.trustLoopback any
+// loopback client; they offer TLS while a certificate is configured.
+
+func (n *Node) newPgwire(gate query.Gate) (frontend, error) {
+	return pgwire.NewServer(n.core, pgwire.Options{Gate: gate, Authenticator: n.policy.Postgres(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits}), nil
 }
 
-func (n *Node) newMySQL() (frontend, error) {
-	return mysqlwire.NewServer(n.core, mysqlwire.Options{LoopbackUser: LoopbackUser, Users: n.policy.MySQL(), Logger: n.log, Limits: n.opts.Limits})
+func (n *Node) newMySQL(gate query.Gate) (frontend, error) {
+	return mysqlwire.NewServer(n.core, mysqlwire.Options{Gate: gate, Users: n.policy.MySQL(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits})
 }
 
-func (n *Node) newTrino(f config.Frontend) (frontend, error) {
-	return trinohttp.NewServer(n.core, trinohttp.Options{Auth: n.policy.Trino(), Logger: n.log, Limits: n.opts.Limits,
+func (n *Node) newTrino(gate query.Gate, f config.Frontend) (frontend, error) {
+	return trinohttp.NewServer(n.core, trinohttp.Options{Gate: gate, Auth: n.policy.Trino(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits,
 		AbandonAfter: time.Duration(f.ClientTimeoutSecs) * time.Second})
 }
 
-func (n *Node) newFlightSQL() (frontend, error) {
-	return flightsql.NewServer(n.core, flightsql.Options{Auth: n.policy.FlightSQL(), Logger: n.log, Limits: n.opts.Limits})
+func (n *Node) newFlightSQL(gate query.Gate) (frontend, error) {
+	return flightsql.NewServer(n.core, flightsql.Options{Gate: gate, Auth: n.policy.FlightSQL(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits})
+}
+
+func anyFrontend(f config.Frontends) bool {
+	return f.Postgres.Enabled || f.MySQL.Enabled || f.Trino.Enabled || f.FlightSQL.Enabled
+}
+
+// listenerGate adds a listener's own requireTLS to the policy's gate.
+type listenerGate struct {
+	query.Gate
+	requireTLS bool
+}
+
+func (g listenerGate) Admit(l query.Login) (bool, error) {
+	if g.requireTLS && !l.TLS {
+		return false, policy.Refusal("this listener accepts only encrypted connections: connect with TLS")
+	}
+	return g.Gate.Admit(l)
 }
 
 // Addrs returns the bound address of each listening frontend, by protocol.
@@ -226,6 +274,30 @@ func (n *Node) isClosed() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.closed
+}
+
+// drainer is a frontend that can end at its clients' transaction boundaries.
+type drainer interface {
+	Drain(ctx context.Context) error
+}
+
+// Drain stops accepting on every frontend and waits, until ctx ends, for the clients of those
+// that can drain to finish their open transactions (idle clients are disconnected at once).
+// Frontends without transactions to wait for stop at Close. Call Close afterwards.
+func (n *Node) Drain(ctx context.Context) error {
+	n.draining.Store(true)
+	n.mu.Lock()
+	fes := slices.Clone(n.frontends)
+	n.mu.Unlock()
+	var errs []error
+	for _, fe := range fes {
+		if d, ok := fe.(drainer); ok {
+			if err := d.Drain(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Close stops every frontend (open connections end) and waits for their accept loops.

@@ -3,6 +3,7 @@ package duckengine_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -150,7 +151,9 @@ func TestDuckDBFailedTransaction(t *testing.T) {
 		t.Fatalf("insert in a READ ONLY transaction: code %q", c)
 	}
 	run(t, s, "rollback")
-	for sql, want := range map[string]string{"savepoint a": "0A000", "rollback to savepoint a": "0A000", "release a": "0A000", "commit prepared 'x'": "0A000"} {
+	for sql, want := range map[string]string{"savepoint a": "0A000", "rollback to savepoint a": "0A000", "release a": "0A000",
+		"commit prepared 'x'": "0A000", "declare c cursor for select 1": "0A000", "fetch 10 from c": "0A000",
+		"listen ch": "0A000", "notify ch": "0A000", "deallocate all": ""} {
 		if c := code(s, sql); c != want {
 			t.Errorf("%s: code %q, want %s", sql, c, want)
 		}
@@ -164,6 +167,9 @@ func TestDuckDBPooledStatementsLeaveNothing(t *testing.T) {
 	e := openConns(t, 1, nil)
 	if c := code(e, "BEGIN"); c != "0A000" {
 		t.Fatalf("BEGIN outside a session: code %q, want 0A000", c)
+	}
+	if c := code(e, "/* "+strings.Repeat("x", 5000)+" */ BEGIN"); c != "0A000" {
+		t.Fatalf("BEGIN after a long comment outside a session: code %q, want 0A000", c)
 	}
 	if c := code(e, "select 1"); c != "" {
 		t.Fatalf("after a refused BEGIN: %q", c)

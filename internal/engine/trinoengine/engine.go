@@ -16,18 +16,32 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
 func init() {
+	// Options: schema, source, impersonate ("true"), and tlsCAFile: the CA bundle an https
+	// coordinator's certificate is verified against (default: the system's roots; the
+	// certificate and its host name are always verified).
 	engine.Register("trino", func(s engine.Spec) (query.Engine, error) {
 		cfg := Config{Name: s.Name, URL: s.Endpoint, User: s.User, Password: s.Password, Catalog: s.Database,
 			Schema: s.Options["schema"], Source: s.Options["source"], Impersonate: s.Options["impersonate"] == "true"}
+		if ca := s.Options["tlsCAFile"]; ca != "" {
+			tc, err := certs.Client(ca, "", "")
+			if err != nil {
+				return nil, fmt.Errorf("trinoengine %q: option tlsCAFile: %w", s.Name, err)
+			}
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.TLSClientConfig = tc
+			cfg.Client = &http.Client{Transport: t}
+		}
 		return Open(cfg)
 	})
 }
@@ -179,8 +193,14 @@ func (e *Engine) authorize(req *http.Request, q *query.Request) {
 	if s := firstNonEmpty(q.Schema, e.cfg.Schema); s != "" {
 		req.Header.Set("X-Trino-Schema", s)
 	}
-	if len(q.Tags) > 0 {
-		req.Header.Set("X-Trino-Client-Tags", strings.Join(q.Tags, ","))
+	tags := q.Tags
+	if lease := query.EngineTag(req.Context()); lease != "" {
+		// The capacity lease that admitted the query: the control plane's engine fence finds
+		// the query by it (DELETE /v1/query/{id}) if it reclaims the lease.
+		tags = append(slices.Clip(tags), lease)
+	}
+	if len(tags) > 0 {
+		req.Header.Set("X-Trino-Client-Tags", strings.Join(tags, ","))
 	}
 }
 
@@ -240,6 +260,9 @@ func (e *Engine) roundTrip(ctx context.Context, req *http.Request, body []byte) 
 			default:
 				msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 				drain(resp)
+				if resp.StatusCode == http.StatusUnauthorized { // the engine refused our login
+					return nil, query.EngineUnavailable("", fmt.Errorf("trino %q: %s: %s", e.cfg.Name, resp.Status, strings.TrimSpace(string(msg))))
+				}
 				return nil, &query.Error{Code: httpStatusCode(resp.StatusCode),
 					Message: fmt.Sprintf("trino %q: %s: %s", e.cfg.Name, resp.Status, strings.TrimSpace(string(msg)))}
 			}
@@ -289,14 +312,14 @@ func (e *Engine) networkError(err error) error {
 	if e.cfg.Password != "" {
 		msg = strings.ReplaceAll(msg, e.cfg.Password, "***")
 	}
-	return &query.Error{Code: query.CodeEngine, Message: fmt.Sprintf("trino %q: %s", e.cfg.Name, msg), Retryable: true}
+	return query.EngineUnavailable("", fmt.Errorf("trino %q: %s", e.cfg.Name, msg)) // its URL: for the log only
 }
 
 // toError turns Trino's error document into a *query.Error. The message keeps Trino's error
 // name, code and type in a "[trino NAME CODE TYPE]" suffix, which the Trino frontend reads back.
 func toError(te *trinoError) error {
 	if te.ErrorName == "USER_CANCELED" || te.ErrorName == "USER_CANCELLED" {
-		return &query.Error{Code: query.CodeCapacityTimeout, Message: te.Message}
+		return &query.Error{Code: query.CodeQueryTimeout, Message: te.Message}
 	}
 	code := te.SQLState
 	if len(code) != 5 {
@@ -321,7 +344,7 @@ func sqlstateOf(te *trinoError) string {
 	case "COLUMN_NOT_FOUND":
 		return "42S22"
 	case "EXCEEDED_TIME_LIMIT":
-		return query.CodeCapacityTimeout
+		return query.CodeQueryTimeout
 	case "DIVISION_BY_ZERO":
 		return "22012"
 	}
