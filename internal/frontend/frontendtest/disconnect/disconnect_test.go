@@ -61,6 +61,8 @@ func node(t *testing.T, tg target) *querynode.Node {
 clusterGroups:
   - {name: g, members: [c], maxQueuedQueries: 10, capacityWaitTimeoutSecs: 60}
 routingFallback: g
+settings:
+  security: {trustLoopback: true}
 `, int(clientTimeout/time.Second), tg.cluster)))
 	if err != nil {
 		t.Fatal(err)
