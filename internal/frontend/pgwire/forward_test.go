@@ -108,6 +108,13 @@ func TestSessionModeKeepsTheConnection(t *testing.T) {
 	if queryInt(t, a, "select pg_backend_pid()") == queryInt(t, b, "select pg_backend_pid()") {
 		t.Fatal("two session-mode clients share a backend")
 	}
+	// The server's ParameterStatus reaches the client.
+	if _, err := a.Exec(ctx, "set timezone = 'Asia/Tokyo'"); err != nil {
+		t.Fatal(err)
+	}
+	if tz := a.PgConn().ParameterStatus("TimeZone"); tz != "Asia/Tokyo" {
+		t.Fatalf("the client was told TimeZone %q", tz)
+	}
 }
 
 // rawClient is a client speaking the protocol by hand, so a test can hang up mid-anything.
