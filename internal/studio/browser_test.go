@@ -5,6 +5,7 @@ package studio_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,10 +20,16 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/daemontest"
+	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/transport"
 )
 
 func TestMain(m *testing.M) { daemontest.Main(m) }
+
+// hostileLabel is markup in a worker label: the page must show it as text.
+const hostileLabel = `<img src=x onerror="console.error('xss')">`
 
 const (
 	adminToken   = "studio-admin-token-5d1e0c7a9b"
@@ -61,7 +68,7 @@ settings: {security: {trustLoopback: true}}
 `, n.admin, workerSecret))
 	n.daemon = daemontest.Start(t, "standalone", "serve", "--config", cfg, "--allow-short-timeouts", "--heartbeat-interval", "500ms")
 	n.daemon.WaitListening(t, 60*time.Second, n.admin, n.pg)
-	n.worker = daemontest.Start(t, "worker-eu-1", "serve", "--config", wcfg, "--name", "worker-eu-1", "--label", "zone=eu",
+	n.worker = daemontest.Start(t, "worker-eu-1", "serve", "--config", wcfg, "--name", "worker-eu-1", "--label", "zone=eu", "--label", "note="+hostileLabel,
 		"--ops-listen", addrs[2], "--allow-short-timeouts", "--heartbeat-interval", "500ms")
 	return n
 }
@@ -233,6 +240,9 @@ func TestStudioInChromiumAgainstALiveNode(t *testing.T) {
 		}
 	}
 	b.waitText(t, `tr[data-worker="worker-eu-1"] td:nth-child(8)`, "s ago")
+	if !strings.Contains(row, "note="+hostileLabel) || do(t, b, "looking for markup from a label", chromedp.Evaluate[bool](`!!document.querySelector("#page img")`)) {
+		t.Fatalf("a label's markup was not shown as text: %q", row)
+	}
 	b.screenshot(t, "fleet")
 
 	// The session cookie: HttpOnly, SameSite=Strict, not the token; the token is nowhere in the page.
@@ -302,5 +312,124 @@ func TestStudioInChromiumAgainstALiveNode(t *testing.T) {
 		if strings.Contains(p.Output(), adminToken) {
 			t.Fatal("the admin token is in a daemon's log")
 		}
+	}
+}
+
+// controlPlane is a control plane whose configuration lives in a fresh PostgreSQL database
+// (so it keeps revisions), with one worker process.
+func startControlPlane(t *testing.T) (api string) {
+	if testing.Short() {
+		t.Skip("real-daemon test skipped in -short mode")
+	}
+	db := pgtest.NewDatabase(t)
+	if out, err := exec.Command(daemontest.Binary(t), "migrate", "--database-url", db).CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	addrs := daemontest.FreeAddrs(t, 2)
+	api = addrs[0]
+	cfg := daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
+  role: controlPlane
+  adminApi: {listen: %q, token: %q}
+  workerApi: {enabled: true, secret: %q}
+  persistence: {databaseUrl: %q}
+`, api, adminToken, workerSecret, db))
+	wcfg := daemontest.WriteFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
+  role: worker
+  controlPlane: {url: "http://%s", secret: "%s"}
+`, api, workerSecret))
+	cp := daemontest.Start(t, "controlplane", "serve", "--config", cfg, "--allow-short-timeouts", "--heartbeat-interval", "500ms")
+	cp.WaitListening(t, 60*time.Second, api)
+	daemontest.Start(t, "worker-1", "serve", "--config", wcfg, "--name", "worker-1", "--ops-listen", addrs[1],
+		"--allow-short-timeouts", "--heartbeat-interval", "500ms")
+	return api
+}
+
+func duckConfig(cap int) string {
+	return fmt.Sprintf(`clusters:
+  - {name: duck, engine: duckdb, endpoint: ":memory:", maxRunningQueries: %d}
+clusterGroups:
+  - {name: g, members: [duck]}
+routingFallback: g
+`, cap)
+}
+
+// adminRevision is the control plane's current configuration revision.
+func adminRevision(t *testing.T, api string) string {
+	var cur struct {
+		Revision string `json:"revision"`
+	}
+	daemontest.GetJSON(t, "http://"+api+"/admin/config", adminToken, &cur)
+	return cur.Revision
+}
+
+// A config rollback and a lease revoke, each confirmed in the page, go through to the admin API.
+func TestStudioRollsBackConfigAndRevokesALease(t *testing.T) {
+	api := startControlPlane(t)
+	put := func(body string) string {
+		code, _, answer := daemontest.Call("PUT", "http://"+api+"/admin/config", adminToken, body, nil)
+		if code != 200 {
+			t.Fatalf("PUT /admin/config: %d %s", code, answer)
+		}
+		return adminRevision(t, api)
+	}
+	first := put(duckConfig(2))
+	second := put(duckConfig(5))
+
+	b := newBrowser(t)
+	b.run(t, "logging in", chromedp.Navigate("http://"+api+"/studio/"), chromedp.WaitVisible(chromedp.CSS("#login-form")),
+		chromedp.SendKeys(chromedp.CSS("#token"), adminToken), chromedp.Click(chromedp.CSS("#login-form button")))
+	b.waitText(t, `tr[data-worker="worker-1"]`, "healthy")
+
+	// A worker of our own holds a lease on duck (taken late: it lives for the cluster's lease TTL).
+	code, _, body := daemontest.Call("POST", "http://"+api+transport.PathRegister, workerSecret, `{"name":"holder-1","version":"1"}`,
+		map[string]string{"Content-Type": transport.MediaWorkerRegister})
+	var reg transport.RegisterResponse
+	if code != 200 || json.Unmarshal([]byte(body), &reg) != nil {
+		t.Fatalf("register: %d %s", code, body)
+	}
+	code, _, body = daemontest.Call("POST", "http://"+api+capacity.PathAcquire, reg.Token, `{"cluster":"duck","cap":5,"ttlMillis":600000}`,
+		map[string]string{"Content-Type": capacity.MediaJSON})
+	var acq capacity.AcquireResponse
+	if code != 200 || json.Unmarshal([]byte(body), &acq) != nil || !acq.Granted {
+		t.Fatalf("acquire: %d %s", code, body)
+	}
+	leaseID := acq.Lease.ID
+
+	b.show(t, "#/capacity")
+	row := fmt.Sprintf(`tr[data-lease=%q]`, leaseID)
+	b.waitText(t, row, "holder-1")
+	b.waitText(t, "#page svg", "1 / 5")
+	b.screenshot(t, "capacity-held")
+	b.run(t, "revoking", chromedp.Click(chromedp.CSS(row+" button.revoke")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	b.waitText(t, "#confirm-text", leaseID)
+	b.run(t, "confirming", chromedp.Click(chromedp.CSS("#confirm-yes")))
+	b.waitText(t, "#status", "revoked")
+	var leases []capacity.Lease
+	daemontest.GetJSON(t, "http://"+api+"/admin/leases", adminToken, &leases)
+	for _, l := range leases {
+		if l.ID == leaseID && !l.Revoked {
+			t.Fatalf("lease %s still held after the revoke: %+v", leaseID, l)
+		}
+	}
+
+	b.show(t, "#/config")
+	b.waitText(t, "#current-revision", second)
+	b.screenshot(t, "config-history")
+	older := "#page button.rollback" // the newest stored revision before the current one
+	b.run(t, "rolling back", chromedp.Click(chromedp.CSS(older)), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	b.run(t, "cancelling", chromedp.Click(chromedp.CSS("#confirm-no")))
+	if rev := adminRevision(t, api); rev != second {
+		t.Fatalf("a cancelled rollback changed the revision to %s", rev)
+	}
+	b.run(t, "rolling back", chromedp.Click(chromedp.CSS(older)), chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.Click(chromedp.CSS("#confirm-yes")))
+	b.waitText(t, "#status", "Rolled back")
+	b.waitText(t, "#current-revision", first)
+	if rev := adminRevision(t, api); rev != first {
+		t.Fatalf("revision after the rollback: %s, want %s", rev, first)
+	}
+	b.screenshot(t, "config-rolled-back")
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %q", errs)
 	}
 }

@@ -144,7 +144,7 @@ async function capacityPage(page) {
   for (const c of Object.keys(caps)) held[c] = 0;
   for (const l of leases) if (!l.revoked) held[l.cluster] = (held[l.cluster] || 0) + 1;
   const rows = leases.map((l) => {
-    const id = l.cluster + '#' + l.generation;
+    const id = l.id; // <cluster>#<generation>, what revoke takes
     return el('tr', { 'data-lease': id }, el('td', {}, id), el('td', {}, l.cluster), el('td', {}, l.holder),
       el('td', {}, l.ttlMillis ? ago(new Date(Date.parse(l.expiresAt) - l.ttlMillis).toISOString()) : '—'),
       el('td', {}, ago(l.expiresAt)), el('td', {}, l.revoked ? badge('revoked', 'no') : badge('held', 'yes')),
@@ -265,7 +265,7 @@ async function render() {
   } catch (e) {
     if (!(e instanceof APIError && e.status === 401)) flash(e.message, true);
   }
-  if (fn === fleetPage && !state.timer) state.timer = setInterval(() => { if (!document.hidden) render(); }, 2000);
+  if ((fn === fleetPage || fn === capacityPage) && !state.timer) state.timer = setInterval(() => { if (!document.hidden) render(); }, 2000);
 }
 
 async function start() {
