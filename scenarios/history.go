@@ -2,10 +2,11 @@ package scenarios
 
 // History conservation: workers send finished-query records through the real history uplink
 // (worker.NewHistoryUplink) to the control plane's ingest (MountHistory). The check
-// historyConserved holds the fleet to: every finished query is stored, or counted dropped by
-// its worker's uplink, or was still in a crashed incarnation's buffer (lost, counted by the
-// simulator from that uplink's pending count); nothing is stored twice or stored without
-// having finished.
+// historyConserved holds the fleet to, record by record: every finished query id is stored
+// once, or was dropped by its worker's uplink under that id (the uplink names every record it
+// drops), or was still in a crashed incarnation's buffer (lost: that uplink's pending ids), or
+// is still pending in the running one; nothing is stored twice or stored without having
+// finished. Counts alone would let counted drops cover records lost without a word.
 
 import (
 	"context"
@@ -23,11 +24,12 @@ func init() {
 type HistoryTracker struct {
 	Finished []string          // query ids in finishing order
 	Uplinks  []*history.Uplink // one per incarnation, the last one is the running one
+	Dropped  map[string]int    // query ids the uplinks dropped (UplinkConfig.OnDrop)
 }
 
 // HistoryTrackerOf is worker name's tracker (kept across restarts).
 func HistoryTrackerOf(w *World, name string) *HistoryTracker {
-	return w.Durable("history/"+name, func() any { return &HistoryTracker{} }).(*HistoryTracker)
+	return w.Durable("history/"+name, func() any { return &HistoryTracker{Dropped: map[string]int{}} }).(*HistoryTracker)
 }
 
 // countedStore is the control plane's history store (it stands for Postgres: it survives
@@ -90,69 +92,97 @@ func (c *historyConserved) Result(w *World) (bool, string) {
 	for _, s := range w.Scenario.Nodes() {
 		if s.Role == "controlplane" {
 			st := HistoryStoreOf(w, s.Name)
-			for id, n := range st.delivered {
+			for id, n := range st.delivered { //determinism:ok sums
 				delivered[id] += n
 			}
 			dupes += st.dupes
 		}
 	}
-	var problems []string
+	var a historyAccount
 	finished := map[string]bool{}
-	var nFinished, stored, missing, twice int
-	var dropped, lost, pending uint64
 	workers, _ := w.Scenario.Resolve("workers")
 	for _, name := range workers {
-		t := HistoryTrackerOf(w, name)
-		for _, id := range t.Finished {
-			if finished[id] {
-				twice++
-			}
-			finished[id] = true
-			nFinished++
-			if delivered[id] > 0 {
-				stored++
-			} else {
-				missing++
-			}
-		}
-		for i, u := range t.Uplinks {
-			cs := u.Counters()
-			dropped += cs.Dropped
-			if i == len(t.Uplinks)-1 && w.Role(name) != nil {
-				pending += cs.Pending
-			} else {
-				lost += cs.Pending // a crashed incarnation's unflushed buffer
-			}
-		}
+		a.worker(HistoryTrackerOf(w, name), w.Role(name) != nil, delivered, finished)
 	}
 	phantom := 0
-	for id := range delivered {
+	for id := range delivered { //determinism:ok a count
 		if !finished[id] {
 			phantom++
 		}
 	}
+	problems := a.problems
 	if dupes > 0 {
 		problems = append(problems, fmt.Sprintf("%d records stored twice", dupes))
-	}
-	if twice > 0 {
-		problems = append(problems, fmt.Sprintf("%d queries finished twice", twice))
 	}
 	if phantom > 0 {
 		problems = append(problems, fmt.Sprintf("%d stored records no worker finished", phantom))
 	}
-	if uint64(missing) > dropped+lost+pending {
-		problems = append(problems, fmt.Sprintf("%d finished queries neither stored nor counted (dropped %d + lost %d + pending %d)", missing, dropped, lost, pending))
+	if a.missing > 0 {
+		problems = append(problems, fmt.Sprintf("%d finished queries neither stored nor dropped, lost or pending by id (first: %s)",
+			a.missing, strings.Join(a.missingIDs, " ")))
 	}
-	if c.maxDropped >= 0 && dropped > uint64(c.maxDropped) {
-		problems = append(problems, fmt.Sprintf("dropped %d > maxDropped %d", dropped, c.maxDropped))
+	if c.maxDropped >= 0 && a.dropped > c.maxDropped {
+		problems = append(problems, fmt.Sprintf("dropped %d > maxDropped %d", a.dropped, c.maxDropped))
 	}
-	if stored < c.minStored {
-		problems = append(problems, fmt.Sprintf("stored %d < minStored %d", stored, c.minStored))
+	if a.stored < c.minStored {
+		problems = append(problems, fmt.Sprintf("stored %d < minStored %d", a.stored, c.minStored))
 	}
-	detail := fmt.Sprintf("finished %d, stored %d, missing %d; uplinks dropped %d, lost in crashes %d, pending %d",
-		nFinished, stored, missing, dropped, lost, pending)
+	detail := fmt.Sprintf("finished %d: stored %d, dropped %d, lost in crashes %d, pending %d, missing %d",
+		a.finished, a.stored, a.dropped, a.lost, a.pending, a.missing)
 	if len(problems) > 0 {
 		return false, detail + ": " + strings.Join(problems, "; ")
 	}
 	return true, detail
+}
+
+// historyAccount places every finished query id: stored, dropped (named by its uplink), lost
+// (pending in a crashed incarnation), pending (in the running one), or missing.
+type historyAccount struct {
+	finished, stored, dropped, lost, pending, missing int
+	missingIDs                                        []string
+	problems                                          []string
+}
+
+func (a *historyAccount) worker(t *HistoryTracker, running bool, delivered map[string]int, finished map[string]bool) {
+	lost, pending := map[string]bool{}, map[string]bool{}
+	var counted uint64
+	for i, u := range t.Uplinks {
+		counted += u.Counters().Dropped
+		into := lost // a crashed incarnation's unsent buffer
+		if i == len(t.Uplinks)-1 && running {
+			into = pending
+		}
+		for _, id := range u.PendingIDs() {
+			into[id] = true
+		}
+	}
+	named := 0
+	for _, n := range t.Dropped { //determinism:ok a sum
+		named += n
+	}
+	if uint64(named) != counted {
+		a.problems = append(a.problems, fmt.Sprintf("uplinks counted %d drops but named %d", counted, named))
+	}
+	for _, id := range t.Finished {
+		if finished[id] {
+			a.problems = append(a.problems, fmt.Sprintf("query %s finished twice", id))
+		}
+		finished[id] = true
+		a.finished++
+		switch {
+		case delivered[id] > 0:
+			a.stored++
+		case t.Dropped[id] > 0:
+			a.dropped++
+		case lost[id]:
+			a.lost++
+		case pending[id]:
+			a.pending++
+		default:
+			a.missing++
+			if len(a.missingIDs) < 5 {
+				a.missingIDs = append(a.missingIDs, id)
+			}
+		}
+	}
 }

@@ -2,9 +2,12 @@ package scenarios_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/queryflux/queryflux/scenarios"
 )
 
 // TestHistoryConservedUnderRandomFaults draws crashes, restarts, graceful stops, partitions
@@ -45,4 +48,33 @@ checks:
 `, buffer, tl)
 		runAndCheck(rt, "random-history.yaml", yaml, tl)
 	})
+}
+
+// TestHistoryCheckCatchesSilentLoss plants a bug: every 40th finished record never reaches the
+// uplink, counted nowhere. The long outage also makes the uplinks drop (and count) hundreds of
+// records, which a count-based check would let cover the missing ones; the per-id check must
+// fail on every seed, naming missing ids, while the same runs without the bug pass.
+func TestHistoryCheckCatchesSilentLoss(t *testing.T) {
+	sc := load(t, "history-cp-outage.yaml")
+	for seed := uint64(1); seed <= 5; seed++ {
+		for _, plant := range []int{0, 40} {
+			res := scenarios.Run(sc, seed, scenarios.RunOpts{PlantHistoryLoss: plant})
+			var hc scenarios.CheckResult
+			for _, c := range res.Checks {
+				if strings.HasPrefix(c.Name, "conserved") {
+					hc = c
+				}
+			}
+			t.Logf("seed %d, every %dth lost: %s", seed, plant, hc.Detail)
+			switch {
+			case plant == 0 && !hc.Pass:
+				t.Fatalf("seed %d without the bug: %s", seed, hc.Detail)
+			case plant > 0 && (hc.Pass || !strings.Contains(hc.Detail, "neither stored nor dropped")):
+				t.Fatalf("seed %d: every %dth record lost silently, yet the check says: pass=%v %s", seed, plant, hc.Pass, hc.Detail)
+			}
+			if plant > 0 && strings.Contains(hc.Detail, "dropped 0,") {
+				t.Fatalf("seed %d: want drops in the same run (so counts could have hidden the loss): %s", seed, hc.Detail)
+			}
+		}
+	}
 }

@@ -108,6 +108,7 @@ type World struct {
 	roles   map[string]roleEntry
 	durable map[string]any
 	errs    []string
+	opts    RunOpts
 }
 
 // Node is the simulated node named name (nil if none).
@@ -173,6 +174,9 @@ type RunOpts struct {
 	// StallTimeout is the wall time without a task switch after which the process dies naming
 	// the seed (a task blocked outside the Env). Default 60s; negative disables.
 	StallTimeout time.Duration
+	// PlantHistoryLoss, for tests only: every Nth finished query's record never reaches its
+	// worker's uplink, lost without a word (a planted bug historyConserved must catch).
+	PlantHistoryLoss int
 }
 
 // CheckResult is one check's verdict.
@@ -214,7 +218,7 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	}
 	s := sim.New(sim.Opts{Seed: seed, Verbose: opts.Verbose, LogOut: opts.LogOut, StallTimeout: max(opts.StallTimeout, 0)})
 	defer s.Close()
-	w := &World{Sim: s, Scenario: sc, Seed: seed, roles: map[string]roleEntry{}, durable: map[string]any{}}
+	w := &World{Sim: s, Scenario: sc, Seed: seed, roles: map[string]roleEntry{}, durable: map[string]any{}, opts: opts}
 	res := &Result{Scenario: sc.Name, Seed: seed}
 	fail := func(name, detail string) *Result {
 		res.Checks = append(res.Checks, CheckResult{Name: name, Detail: detail})
@@ -225,6 +229,9 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	link, _ := sc.linkModel()
 	s.Net().SetDefault(link)
 	w.Observer = s.AddNode(ObserverName, nil)
+	if sc.Workload != nil {
+		startEngines(w)
+	}
 	for _, spec := range sc.Nodes() {
 		factory, err := roleKinds[spec.Role](w, spec)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,10 @@ type UplinkConfig struct {
 	RetryBase         time.Duration // first backoff after a failed send
 	RetryMax          time.Duration // backoff cap
 	FinalFlushTimeout time.Duration // how long Shutdown keeps trying to send what is left
+	// OnDrop, when set, is told the query id of every record the uplink drops (each one counted
+	// in Dropped), so that a record can be accounted for by id, not only by count. It runs with
+	// the uplink's lock held: it must not block or call the uplink.
+	OnDrop func(queryID string)
 }
 
 // Uplink defaults.
@@ -94,10 +99,10 @@ type Uplink struct {
 
 	mu       sync.Mutex
 	policy   redact.Policy
-	queue    ring // records as Add took them: raw, each with the policy active then
-	inflight int  // records taken out by the send in progress
-	sending  bool // one sender at a time: the flusher or the final flush
-	closed   bool // after Shutdown: Add counts records as dropped
+	queue    ring     // records as Add took them: raw, each with the policy active then
+	inflight []string // query ids of the records the send in progress took out
+	sending  bool     // one sender at a time: the flusher or the final flush
+	closed   bool     // after Shutdown: Add counts records as dropped
 	stop     context.CancelFunc
 	sent     uint64
 	dropped  uint64
@@ -203,11 +208,11 @@ func (u *Uplink) Add(rec Record) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed || rec.QueryID == "" {
-		u.dropped++
+		u.dropLocked(rec.QueryID)
 		return
 	}
-	if u.queue.push(entry{rec: rec, policy: u.policy}) {
-		u.dropped++
+	if old, full := u.queue.push(entry{rec: rec, policy: u.policy}); full {
+		u.dropLocked(old.rec.QueryID)
 	}
 }
 
@@ -335,7 +340,7 @@ func truncate(s string, n int) string {
 func (u *Uplink) Counters() transport.HistoryCounters {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return transport.HistoryCounters{Sent: u.sent, Dropped: u.dropped, Pending: uint64(u.queue.len() + u.inflight)}
+	return transport.HistoryCounters{Sent: u.sent, Dropped: u.dropped, Pending: uint64(u.queue.len() + len(u.inflight))}
 }
 
 // Register adds the uplink's metrics to reg: queryflux_history_dropped_total,
@@ -442,7 +447,7 @@ func (u *Uplink) take() ([]entry, redact.Policy, error) {
 	batch := u.queue.popFrontBudget(u.cfg.BatchMax, batchBytesBudget)
 	if len(batch) > 0 {
 		u.sending = true
-		u.inflight = len(batch)
+		u.inflight = idsOf(batch)
 	}
 	return batch, u.policy, nil
 }
@@ -467,19 +472,19 @@ func (u *Uplink) sendBatch(ctx context.Context, policy redact.Policy, batch []en
 	err := u.send(sctx, b)
 	cancel()
 	u.mu.Lock()
-	if u.inflight != len(recs) || !u.sending {
-		panic(fmt.Sprintf("history: uplink settled %d records with %d in flight (sending=%v)", len(recs), u.inflight, u.sending))
+	if len(u.inflight) != len(recs) || !u.sending {
+		panic(fmt.Sprintf("history: uplink settled %d records with %d in flight (sending=%v)", len(recs), len(u.inflight), u.sending))
 	}
-	u.sending, u.inflight = false, 0
+	u.sending, u.inflight = false, nil
 	wasFailing := u.failing
 	switch {
 	case err == nil:
 		u.sent += uint64(len(recs))
 		u.failing = false
 	case rejected(err), u.closed:
-		u.dropped += uint64(len(recs))
+		u.dropLocked(idsOf(batch)...)
 	default:
-		u.dropped += uint64(u.queue.pushFront(batch))
+		u.dropLocked(idsOf(u.queue.pushFront(batch))...)
 		u.failing = true
 	}
 	u.mu.Unlock()
@@ -569,12 +574,41 @@ func (u *Uplink) close() error {
 	defer u.mu.Unlock()
 	u.closed = true
 	left := u.queue.len()
-	u.queue.popFront(left)
-	u.dropped += uint64(left)
-	if left+u.inflight > 0 {
-		return fmt.Errorf("history: final flush left %d records unsent (%d dropped, %d still in flight)", left+u.inflight, left, u.inflight)
+	u.dropLocked(idsOf(u.queue.popFront(left))...)
+	if n := len(u.inflight); left+n > 0 {
+		return fmt.Errorf("history: final flush left %d records unsent (%d dropped, %d still in flight)", left+n, left, n)
 	}
 	return nil
+}
+
+// dropLocked counts the records ids as dropped and tells OnDrop; u.mu is held.
+func (u *Uplink) dropLocked(ids ...string) {
+	u.dropped += uint64(len(ids))
+	if u.cfg.OnDrop != nil {
+		for _, id := range ids {
+			u.cfg.OnDrop(id)
+		}
+	}
+}
+
+// PendingIDs returns the query ids of the records not yet sent: queued, and in the send in
+// progress (for accounting what a crash loses).
+func (u *Uplink) PendingIDs() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ids := slices.Clone(u.inflight)
+	for i := range u.queue.len() {
+		ids = append(ids, u.queue.buf[(u.queue.head+i)%len(u.queue.buf)].rec.QueryID)
+	}
+	return ids
+}
+
+func idsOf(es []entry) []string {
+	ids := make([]string, len(es))
+	for i := range es {
+		ids[i] = es[i].rec.QueryID
+	}
+	return ids
 }
 
 // entry is a queued record, raw as Add took it, with the policy active then.
@@ -594,16 +628,17 @@ func newRing(capacity int) ring { return ring{buf: make([]entry, capacity)} }
 
 func (r *ring) len() int { return r.count }
 
-// push appends e, dropping the oldest entry when full; it reports whether one was dropped.
-func (r *ring) push(e entry) bool {
+// push appends e, dropping the oldest entry when full; it returns the one dropped, if any.
+func (r *ring) push(e entry) (entry, bool) {
 	if r.count == len(r.buf) {
+		old := r.buf[r.head]
 		r.buf[r.head] = e
 		r.head = (r.head + 1) % len(r.buf)
-		return true
+		return old, true
 	}
 	r.buf[(r.head+r.count)%len(r.buf)] = e
 	r.count++
-	return false
+	return entry{}, false
 }
 
 // popFront removes and returns up to n of the oldest entries.
@@ -651,13 +686,13 @@ func (r *ring) popFrontBudget(n, budget int) []entry {
 }
 
 // pushFront puts entries (older than everything queued) back at the front. What does not fit
-// is the oldest of all and is dropped; it returns how many were dropped.
-func (r *ring) pushFront(es []entry) int {
+// is the oldest of all and is dropped; it returns those.
+func (r *ring) pushFront(es []entry) []entry {
 	i := len(es) - 1
 	for ; i >= 0 && r.count < len(r.buf); i-- {
 		r.head = (r.head - 1 + len(r.buf)) % len(r.buf)
 		r.buf[r.head] = es[i]
 		r.count++
 	}
-	return i + 1
+	return es[:i+1]
 }

@@ -338,27 +338,65 @@ func (h handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return rec.Result(), nil
 }
 
+// checkEveryID: each record added is, by its id, exactly once sent, dropped
+// (told to OnDrop) or pending, and OnDrop heard of exactly the drops counted.
+func checkEveryID(t *rapid.T, u *Uplink, added []string, sent, dropped map[string]int) {
+	pending := map[string]int{}
+	for _, id := range u.PendingIDs() {
+		pending[id]++
+	}
+	total := 0
+	for _, n := range dropped {
+		total += n
+	}
+	if c := u.Counters(); uint64(total) != c.Dropped || uint64(len(u.PendingIDs())) != c.Pending {
+		t.Fatalf("ids told to OnDrop %d, pending ids %d; counters %+v", total, len(u.PendingIDs()), c)
+	}
+	for _, id := range added {
+		if n := sent[id] + dropped[id] + pending[id]; n != 1 {
+			t.Fatalf("record %s: sent %d, dropped %d, pending %d times: want exactly once in all", id, sent[id], dropped[id], pending[id])
+		}
+	}
+}
+
 // TestUplinkConservationProperty: whatever the outages, every record is sent once, dropped or
 // pending, and nothing reaches the store twice.
 func TestUplinkConservationProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		e := newTestEnv(t, rapid.Uint64().Draw(rt, "seed"), 120*time.Second)
 		p := newEndpoint(e)
-		cfg := UplinkConfig{Worker: "w", BufferMax: rapid.IntRange(1, 50).Draw(rt, "buffer"), BatchMax: rapid.IntRange(1, 20).Draw(rt, "batch")}
-		u := NewUplink(e, cfg, p.send)
-		added := 0
+		dropped := map[string]int{}
+		cfg := UplinkConfig{Worker: "w", BufferMax: rapid.IntRange(1, 50).Draw(rt, "buffer"), BatchMax: rapid.IntRange(1, 20).Draw(rt, "batch"),
+			OnDrop: func(id string) { dropped[id]++ }}
+		sent := map[string]int{}
+		u := NewUplink(e, cfg, func(ctx context.Context, b *QueryRecordBatchV1) error {
+			err := p.send(ctx, b)
+			if err == nil {
+				for _, r := range b.Records {
+					sent[r.QueryID]++
+				}
+			}
+			return err
+		})
+		added, addedIDs := 0, []string(nil)
 		n := rapid.IntRange(0, 200).Draw(rt, "adds")
 		for i := range n {
 			at := time.Duration(rapid.Int64Range(0, int64(100*time.Second)).Draw(rt, "at"))
-			e.At(at, func() { u.Add(mkRec(e, i)); added++ })
+			e.At(at, func() { u.Add(mkRec(e, i)); added++; addedIDs = append(addedIDs, mkRec(e, i).QueryID) })
 		}
 		for range rapid.IntRange(0, 6).Draw(rt, "toggles") {
 			at := time.Duration(rapid.Int64Range(0, int64(100*time.Second)).Draw(rt, "toggleAt"))
 			e.At(at, func() { p.down = !p.down })
 		}
+		for range rapid.IntRange(0, 2).Draw(rt, "rejections") {
+			at := time.Duration(rapid.Int64Range(0, int64(100*time.Second)).Draw(rt, "rejectAt"))
+			e.At(at, func() { p.status = http.StatusBadRequest })
+			e.At(at+time.Second, func() { p.status = 0 })
+		}
 		u.Start(context.Background())
 		e.Run()
 		checkConservation(rt, u, p, added)
+		checkEveryID(rt, u, addedIDs, sent, dropped)
 		p.down = false
 		e.horizon = e.now.Add(time.Hour)
 		if err := u.Shutdown(context.Background()); err != nil {
@@ -367,6 +405,7 @@ func TestUplinkConservationProperty(t *testing.T) {
 		if c := checkConservation(rt, u, p, added); c.Pending != 0 {
 			rt.Fatalf("pending after shutdown: %+v", c)
 		}
+		checkEveryID(rt, u, addedIDs, sent, dropped)
 	})
 }
 
