@@ -58,6 +58,9 @@ type WorkloadCluster struct {
 	Cap         int      `yaml:"cap"`
 	Duration    Duration `yaml:"duration"`
 	FailureRate float64  `yaml:"failureRate"`
+	// OrphanTimeout stops a query that long after its worker went away (Trino's client
+	// timeout); zero runs it to its end, as PostgreSQL and MySQL do.
+	OrphanTimeout time.Duration `yaml:"orphanTimeout"`
 }
 
 // Duration is a query-duration distribution: constant (min), uniform (min..max), exponential
@@ -166,6 +169,9 @@ func (wl *Workload) validate(sc *Scenario) error {
 		if cl.FailureRate < 0 || cl.FailureRate > 1 {
 			return fmt.Errorf("workload.clusters[%d] (%s): failureRate %v outside [0, 1]", i, cl.Name, cl.FailureRate)
 		}
+		if cl.OrphanTimeout < 0 {
+			return fmt.Errorf("workload.clusters[%d] (%s): orphanTimeout %v must be >= 0", i, cl.Name, cl.OrphanTimeout)
+		}
 		if _, err := cl.Duration.distribution(); err != nil {
 			return fmt.Errorf("workload.clusters[%d] (%s).duration: %v", i, cl.Name, err)
 		}
@@ -261,7 +267,7 @@ func (wl *Workload) coordination() config.Coordination {
 }
 
 // runtimeSpec is the proxy runtime of one worker incarnation over its engines.
-func (wl *Workload) runtimeSpec(engines map[string]*simengine.Engine) proxy.RuntimeSpec {
+func (wl *Workload) runtimeSpec(engines map[string]query.Engine) proxy.RuntimeSpec {
 	var spec proxy.RuntimeSpec
 	for _, c := range wl.Clusters {
 		spec.Clusters = append(spec.Clusters, proxy.ClusterSpec{Name: c.Name, Enabled: true, MaxRunningQueries: c.Cap, Engine: engines[c.Name]})

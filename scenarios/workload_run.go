@@ -42,12 +42,6 @@ type WorkerLoad struct {
 	QueueMs   []int64 // queue time of every finished query that was allowed to wait
 }
 
-// engineCount is what one worker incarnation's engine of a cluster runs now.
-type engineCount struct {
-	inc uint64
-	n   int
-}
-
 // WorkloadStats is the workload's record of a run: per-worker counts, control-plane requests,
 // and the oracles' findings. It lives in the World (w.Durable), so restarts keep it.
 type WorkloadStats struct {
@@ -60,7 +54,6 @@ type WorkloadStats struct {
 	MaxLeases        map[string]int
 	MaxExecuting     map[string]int
 
-	engines map[string]map[string]engineCount // cluster -> worker -> its running incarnation's count
 	// engineWatchers see every change of a cluster's executing total (lease_checks.go).
 	engineWatchers []func(cluster string, total int)
 }
@@ -69,7 +62,7 @@ type WorkloadStats struct {
 func WorkloadOf(w *World) *WorkloadStats {
 	return w.Durable("workload/stats", func() any {
 		return &WorkloadStats{Workers: map[string]*WorkerLoad{}, CPRequests: map[string]int{},
-			MaxLeases: map[string]int{}, MaxExecuting: map[string]int{}, engines: map[string]map[string]engineCount{}}
+			MaxLeases: map[string]int{}, MaxExecuting: map[string]int{}}
 	}).(*WorkloadStats)
 }
 
@@ -89,25 +82,10 @@ func (st *WorkloadStats) violation(w *World, msg string) {
 	w.Sim.Record("violation", msg)
 }
 
-// engineChanged is the engine's view: the sum over workers' running incarnations of the
-// queries executing on cluster must stay within its cap. A crashed incarnation's queries are
-// gone with its connections (the engine cancels a disconnected session's query).
-func (st *WorkloadStats) engineChanged(w *World, cluster, workerName string, inc uint64, n int) {
-	m := st.engines[cluster]
-	if m == nil {
-		m = map[string]engineCount{}
-		st.engines[cluster] = m
-	}
-	if old, ok := m[workerName]; ok && old.inc > inc {
-		return // a dead incarnation's query unwinding
-	}
-	m[workerName] = engineCount{inc: inc, n: n}
-	total := 0
-	for name, c := range m { // a sum: order does not matter
-		if node := w.Node(name); node != nil && node.Up() && node.Incarnation() == c.inc {
-			total += c.n
-		}
-	}
+// engineChanged is the engine's view: the queries executing on cluster's engine (every
+// worker's, those of crashed or frozen workers included until the engine stops them) must
+// stay within its cap.
+func (st *WorkloadStats) engineChanged(w *World, cluster string, total int) {
 	st.MaxExecuting[cluster] = max(st.MaxExecuting[cluster], total)
 	for _, watch := range st.engineWatchers {
 		watch(cluster, total)
@@ -118,9 +96,72 @@ func (st *WorkloadStats) engineChanged(w *World, cluster, workerName string, inc
 	}
 }
 
-// checkedLeases is the control plane's lease store (it stands for Postgres and survives
-// restarts) with the control plane's-view oracle: after every grant, the cluster's leases
-// must not exceed its cap.
+// EnginesName is the node the clusters' simulated engines run on. No fault reaches it: a
+// worker's crash or starvation does not reach the queries it started there, as a real
+// engine's backends outlive their client.
+const EnginesName = "engines"
+
+// startEngines makes one simulated engine per cluster, shared by every worker.
+func startEngines(w *World) {
+	node := w.Sim.AddNode(EnginesName, nil)
+	st := WorkloadOf(w)
+	for _, c := range w.Scenario.Workload.Clusters {
+		dist, _ := c.Duration.distribution()
+		eng := simengine.New(node.Env(), c.Name, simengine.Params{Duration: dist, FailureRate: c.FailureRate, Rows: 1,
+			OrphanTimeout: c.OrphanTimeout})
+		eng.OnChange(func(cluster string, executing int) { st.engineChanged(w, cluster, executing) })
+		w.durable["engine/"+c.Name] = eng
+	}
+}
+
+// EngineOf is cluster's engine (nil if none).
+func EngineOf(w *World, cluster string) *simengine.Engine {
+	eng, _ := w.durable["engine/"+cluster].(*simengine.Engine)
+	return eng
+}
+
+// engineFence is the control plane's fence on the simulated engines: it stops the queries
+// tagged with the reclaimed leases, and the engine confirms at once.
+type engineFence struct{ w *World }
+
+var _ capacity.EngineFence = engineFence{}
+
+func (f engineFence) Fence(ctx context.Context, cluster string, refs []capacity.LeaseRef) (bool, error) {
+	eng := EngineOf(f.w, cluster)
+	if eng == nil {
+		return false, fmt.Errorf("no simulated engine for cluster %q", cluster)
+	}
+	tags := make([]string, len(refs))
+	for i, r := range refs {
+		tags[i] = r.ID
+	}
+	n := eng.Fence(tags)
+	f.w.Sim.Record("fence", fmt.Sprintf("%s %v stopped %d", cluster, tags, n))
+	return true, nil
+}
+
+// leaseConn is one worker's connection to a cluster's engine. It tags each session with the
+// lease that admitted it: the guard's grant just before, in the same task (the proxy core
+// calls the engine right after the grant, with no wait in between).
+type leaseConn struct {
+	eng   *simengine.Engine
+	grant *string // the last grant's lease ID, taken by the next Execute
+}
+
+func (c leaseConn) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	tag := *c.grant
+	*c.grant = ""
+	return c.eng.ExecuteTagged(ctx, q, tag)
+}
+
+func (c leaseConn) Ping(ctx context.Context) error { return c.eng.Ping(ctx) }
+
+// Close does nothing: the engine outlives the worker's runtimes.
+func (c leaseConn) Close() error { return nil }
+
+// checkedLeases is the lease store every control plane of the scenario shares (it stands for
+// the one Postgres database, and survives restarts) with the control plane's-view oracle:
+// after every grant, the cluster's leases must not exceed its cap.
 type checkedLeases struct {
 	*capacity.Memory
 	w *World
@@ -141,7 +182,11 @@ func (c *checkedLeases) Acquire(ctx context.Context, cluster, holder string, lim
 	return l, nil
 }
 
-// countingHandler counts the control plane's requests by path.
+// LeasesOf is the scenario's lease store.
+func LeasesOf(w *World) *checkedLeases {
+	return w.Durable("leases", func() any { return &checkedLeases{Memory: capacity.NewMemory(), w: w} }).(*checkedLeases)
+}
+
 // countingHandler counts the control plane's requests by path and, with a calibration, makes
 // each take its service time in the pool.
 type countingHandler struct {
@@ -163,7 +208,7 @@ func (h countingHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // returns its handler counting requests.
 func workloadControlPlane(w *World, n *sim.Node, cp *controlplane.ControlPlane) http.Handler {
 	wl := w.Scenario.Workload
-	store := w.Durable("leases/"+n.Name(), func() any { return &checkedLeases{Memory: capacity.NewMemory(), w: w} }).(*checkedLeases)
+	store := LeasesOf(w)
 	sw := controlplane.MountCapacity(n.Env(), cp, controlplane.CapacityConfig{Store: store, Locks: store, Owner: n.Name(),
 		SweepEvery: wl.SweepEvery, Ordered: wl.Coordination.Queue == config.QueueOrdered, Weights: wl.Coordination.Weights})
 	n.Env().Go(n.Ctx(), "capacity-sweeper", sw.Run)
@@ -182,10 +227,15 @@ type countingGuard struct {
 	inner proxy.Guard
 	load  *WorkerLoad
 	w     *World
+	grant *string // the granted slot's lease ID, for the engine session's tag (leaseConn)
 }
 
 func (g countingGuard) Acquire(ctx context.Context, cluster string, limit int) (capacity.Slot, error) {
 	slot, err := g.inner.Acquire(ctx, cluster, limit)
+	*g.grant = ""
+	if ls, ok := slot.(interface{ Lease() capacity.Lease }); ok && err == nil {
+		*g.grant = ls.Lease().ID
+	}
 	if g.w.Sim.Elapsed() >= g.w.Scenario.Workload.Warmup {
 		switch {
 		case err == nil:
@@ -200,15 +250,13 @@ func (g countingGuard) Acquire(ctx context.Context, cluster string, limit int) (
 // workloadWorker runs the workload on worker wk (called before wk.Start).
 func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 	wl := w.Scenario.Workload
-	e, name, inc := n.Env(), n.Name(), n.Incarnation()
+	e, name := n.Env(), n.Name()
 	st := WorkloadOf(w)
 	load := st.worker(name)
-	engines := map[string]*simengine.Engine{}
+	grant := new(string)
+	engines := map[string]query.Engine{}
 	for _, c := range wl.Clusters {
-		dist, _ := c.Duration.distribution()
-		eng := simengine.New(e, c.Name, simengine.Params{Duration: dist, FailureRate: c.FailureRate, Rows: 1})
-		eng.OnChange(func(cluster string, executing int) { st.engineChanged(w, cluster, name, inc, executing) })
-		engines[c.Name] = eng
+		engines[c.Name] = leaseConn{eng: EngineOf(w, c.Name), grant: grant}
 	}
 	cg, err := worker.NewCapacityGuard(e, wk, wl.coordination(), nil)
 	if err != nil {
@@ -220,7 +268,7 @@ func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 	tracker := HistoryTrackerOf(w, name)
 	if h := wl.History; h != nil {
 		uplink, err = wk.NewHistoryUplink(e, history.UplinkConfig{BufferMax: h.Buffer, BatchMax: h.Batch,
-			FlushInterval: h.FlushInterval, SendTimeout: h.SendTimeout})
+			FlushInterval: h.FlushInterval, SendTimeout: h.SendTimeout, OnDrop: func(id string) { tracker.Dropped[id]++ }})
 		if err != nil {
 			w.Errorf("worker %s: history uplink: %v", name, err)
 			return
@@ -229,11 +277,13 @@ func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 		uplink.Start(n.Ctx())
 	}
 	start := w.Sim.Now().Add(-w.Sim.Elapsed())
-	core := proxy.New(proxy.Options{Env: e, Guard: countingGuard{inner: cg.Guard(), load: load, w: w},
+	core := proxy.New(proxy.Options{Env: e, Guard: countingGuard{inner: cg.Guard(), load: load, w: w, grant: grant},
 		OnFinish: func(r proxy.Record) {
 			if uplink != nil {
 				tracker.Finished = append(tracker.Finished, r.QueryID)
-				uplink.Add(worker.HistoryRecord(r))
+				if every := w.opts.PlantHistoryLoss; every == 0 || len(tracker.Finished)%every != 0 {
+					uplink.Add(worker.HistoryRecord(r))
+				}
 			}
 			if r.Start.Sub(start) >= wl.Warmup {
 				load.finished(r)
