@@ -87,6 +87,15 @@ func parseHistoryConserved(sc *Scenario, p Params) (Check, error) {
 func (c *historyConserved) Start(w *World) {}
 
 func (c *historyConserved) Result(w *World) (bool, string) {
+	detail, problems := c.evaluate(w)
+	if len(problems) > 0 {
+		return false, detail + ": " + strings.Join(problems, "; ")
+	}
+	return true, detail
+}
+
+// evaluate accounts for every finished query and lists what does not hold.
+func (c *historyConserved) evaluate(w *World) (detail string, problems []string) {
 	delivered := map[string]int{}
 	dupes := 0
 	for _, s := range w.Scenario.Nodes() {
@@ -110,7 +119,7 @@ func (c *historyConserved) Result(w *World) (bool, string) {
 			phantom++
 		}
 	}
-	problems := a.problems
+	problems = a.problems
 	if dupes > 0 {
 		problems = append(problems, fmt.Sprintf("%d records stored twice", dupes))
 	}
@@ -118,7 +127,7 @@ func (c *historyConserved) Result(w *World) (bool, string) {
 		problems = append(problems, fmt.Sprintf("%d stored records no worker finished", phantom))
 	}
 	if a.missing > 0 {
-		problems = append(problems, fmt.Sprintf("%d finished queries neither stored nor dropped, lost or pending by id (first: %s)",
+		problems = append(problems, fmt.Sprintf("%d finished queries neither stored nor dropped, lost or pending by id; first %s",
 			a.missing, strings.Join(a.missingIDs, " ")))
 	}
 	if c.maxDropped >= 0 && a.dropped > c.maxDropped {
@@ -127,12 +136,9 @@ func (c *historyConserved) Result(w *World) (bool, string) {
 	if a.stored < c.minStored {
 		problems = append(problems, fmt.Sprintf("stored %d < minStored %d", a.stored, c.minStored))
 	}
-	detail := fmt.Sprintf("finished %d: stored %d, dropped %d, lost in crashes %d, pending %d, missing %d",
+	detail = fmt.Sprintf("finished %d: stored %d, dropped %d, lost in crashes %d, pending %d, missing %d",
 		a.finished, a.stored, a.dropped, a.lost, a.pending, a.missing)
-	if len(problems) > 0 {
-		return false, detail + ": " + strings.Join(problems, "; ")
-	}
-	return true, detail
+	return detail, problems
 }
 
 // historyAccount places every finished query id: stored, dropped (named by its uplink), lost

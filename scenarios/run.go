@@ -184,6 +184,9 @@ type CheckResult struct {
 	Name   string `json:"name"`
 	Pass   bool   `json:"pass"`
 	Detail string `json:"detail"`
+	// Kind names the way a failing check failed (see FailureKind), for the shrinker: a
+	// variant counts as failing the same way only with the same check and kind.
+	Kind string `json:"kind,omitempty"`
 }
 
 // Result is one seed's run.
@@ -198,6 +201,9 @@ type Result struct {
 	Logs           []string      `json:"-"`
 	// Workload is the workload's numbers when the scenario has one.
 	Workload *WorkloadSummary `json:"workload,omitempty"`
+	// Invalid: the scenario did not validate (a check or a node could not be set up), so
+	// nothing ran; its failures say nothing about the system.
+	Invalid bool `json:"invalid,omitempty"`
 }
 
 // Pass reports whether every check passed.
@@ -221,7 +227,8 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	w := &World{Sim: s, Scenario: sc, Seed: seed, roles: map[string]roleEntry{}, durable: map[string]any{}, opts: opts}
 	res := &Result{Scenario: sc.Name, Seed: seed}
 	fail := func(name, detail string) *Result {
-		res.Checks = append(res.Checks, CheckResult{Name: name, Detail: detail})
+		res.Invalid = true
+		res.Checks = append(res.Checks, CheckResult{Name: name, Detail: detail, Kind: "invalid scenario"})
 		res.TraceHash = s.TraceHash()
 		res.Logs = s.Logs()
 		return res
@@ -268,14 +275,21 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	} else if len(w.errs) > 0 {
 		run.Detail = strings.Join(w.errs, "; ")
 	}
+	if !run.Pass {
+		run.Kind = runKind(runErr, w.errs)
+	}
 	res.Checks = append(res.Checks, run)
 	for _, c := range checks {
 		pass, detail := c.check.Result(w)
-		if runErr != nil {
-			pass, detail = false, "run failed: "+detail
+		kind := ""
+		switch {
+		case runErr != nil:
+			pass, detail, kind = false, "run failed: "+detail, "run failed"
+		case !pass:
+			kind = failureKind(w, c.check, detail)
 		}
 		s.Record("check", fmt.Sprintf("%s=%v", c.name, pass))
-		res.Checks = append(res.Checks, CheckResult{Name: c.name, Pass: pass, Detail: detail})
+		res.Checks = append(res.Checks, CheckResult{Name: c.name, Pass: pass, Detail: detail, Kind: kind})
 	}
 	if sc.Workload != nil {
 		res.Workload = WorkloadOf(w).Summary(sc)

@@ -81,3 +81,62 @@ checks:
 		t.Fatalf("shrunk to %v over %v", s.Timeline, s.Duration)
 	}
 }
+
+// TestShrinkNeverCountsAnInvalidVariant: halving the duration below the check's window makes a
+// scenario that does not validate; that is not "still failing". The shrunk run keeps the
+// window, the cause (w-1's crash) and the same kind of failure.
+func TestShrinkNeverCountsAnInvalidVariant(t *testing.T) {
+	sc, err := scenarios.Parse("shrink-window.yaml", []byte(`
+duration: 80s
+intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: 5s, requestTimeout: 1s}
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{prefix: w-, count: 2}]
+timeline:
+  - {at: 2s, crash: w-2}
+  - {at: 10s, crash: w-1}
+checks:
+  - name: w-1 never evicted
+    registryState: {worker: w-1, state: evicted, mode: never, from: 5s, to: 75s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := scenarios.Run(sc, 1, scenarios.RunOpts{})
+	s := scenarios.Shrink(sc, 1, res, 0)
+	t.Log(s.Report())
+	if len(s.Timeline) != 1 || s.Timeline[0].String() != "{at: 10s, crash: w-1}" || s.Duration != sc.Duration {
+		t.Fatalf("shrunk to %v over %v: want w-1's crash over the full 80s (a shorter run cuts the window)", s.Timeline, s.Duration)
+	}
+	if s.Result.Invalid || !strings.Contains(s.Report(), "broken for w-1") {
+		t.Fatalf("the shrunk result is not the original failure:\n%s", s.Report())
+	}
+}
+
+// TestShrinkSaysWhyItCannot: when nothing can go, the report says so and why.
+func TestShrinkSaysWhyItCannot(t *testing.T) {
+	sc, err := scenarios.Parse("shrink-none.yaml", []byte(`
+duration: 80s
+intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: 5s, requestTimeout: 1s}
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{prefix: w-, count: 2}]
+timeline:
+  - {at: 10s, crash: w-1}
+checks:
+  - name: w-1 never evicted
+    registryState: {worker: w-1, state: evicted, mode: never, from: 5s, to: 75s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := scenarios.Run(sc, 1, scenarios.RunOpts{})
+	s := scenarios.Shrink(sc, 1, res, 0)
+	rep := s.Report()
+	t.Log(rep)
+	for _, want := range []string{"could not be shrunk", "the check passed", "did not validate"} {
+		if !strings.Contains(rep, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
