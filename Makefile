@@ -5,7 +5,7 @@ FUZZTIME  ?= 5s
 SEEDS     ?= 1000
 PARALLEL  ?= 2
 
-.PHONY: run build test test-deps tidy unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: run build test test-deps test-deps-wire tidy unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -19,12 +19,34 @@ build:
 test: test-deps tidy unit fuzz determinism
 
 # Test clients that do not come with the database servers: PyMySQL (Debian's python3-pymysql, for
-# the MySQL wire's autocommit test). Without apt (or root) the test that needs it skips, saying so.
-test-deps:
+# the MySQL wire's autocommit test), psycopg2 (python3-psycopg2, for transactions on the embedded
+# default). Without apt (or root) the test that needs it skips, saying so.
+test-deps: test-deps-wire
 	@/usr/bin/python3 -c 'import pymysql' 2>/dev/null || { echo "installing python3-pymysql"; \
 		apt-get install -y python3-pymysql >/dev/null 2>&1 || \
 		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-pymysql >/dev/null 2>&1; } || \
 		echo "python3-pymysql could not be installed: TestPyMySQLDefaultAutocommitOff skips"; }
+	@/usr/bin/python3 -c 'import psycopg2' 2>/dev/null || { echo "installing python3-psycopg2"; \
+		apt-get install -y python3-psycopg2 >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-psycopg2 >/dev/null 2>&1; } || \
+		echo "python3-psycopg2 could not be installed: the psycopg2 tests skip"; }
+
+# The wire frontends' client libraries: mysqlclient (python3-mysqldb) and, from the lock file,
+# node's mysql2 and trino-client. A test whose client could not be installed skips, saying so.
+NODE_CLIENTS := internal/frontend/frontendtest/nodeclients
+test-deps-wire:
+	@/usr/bin/python3 -c 'import MySQLdb' 2>/dev/null || { echo "installing python3-mysqldb"; \
+		apt-get install -y python3-mysqldb >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-mysqldb >/dev/null 2>&1; } || \
+		echo "python3-mysqldb could not be installed: the mysqlclient tests skip"; }
+	@command -v npm >/dev/null 2>&1 || { echo "installing nodejs and npm"; \
+		apt-get install -y nodejs npm >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null 2>&1 && apt-get install -y nodejs npm >/dev/null 2>&1; } || \
+		echo "npm could not be installed: the mysql2 and trino-client tests skip"; }
+	@test -d $(NODE_CLIENTS)/node_modules/mysql2 -a -d $(NODE_CLIENTS)/node_modules/trino-client || \
+		{ echo "installing node clients (mysql2, trino-client)"; \
+		(cd $(NODE_CLIENTS) && npm ci --no-audit --no-fund >/dev/null 2>&1) || \
+		echo "npm ci in $(NODE_CLIENTS) failed: the mysql2 and trino-client tests skip"; }
 
 unit:
 	$(GO) vet ./...

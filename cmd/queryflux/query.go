@@ -54,7 +54,7 @@ func startControlPlaneQuery(ctx context.Context, d *Daemon, cp *controlplane.Con
 	if err != nil {
 		return err
 	}
-	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Guard: guard, OnFinish: recordHistory})
+	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Limits: querynode.LimitsOf(d.Config.QueryFlux.Limits), Guard: guard, OnFinish: recordHistory})
 	if len(d.Config.Clusters) > 0 {
 		if err := n.Apply(d.Config); err != nil {
 			return err
@@ -118,7 +118,7 @@ func startWorkerQuery(ctx context.Context, d *Daemon, w *worker.Worker) error {
 		return err
 	}
 	guard.Start(ctx)
-	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Guard: guard.Guard(), OnFinish: recordHistory})
+	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Limits: querynode.LimitsOf(d.Config.QueryFlux.Limits), Guard: guard.Guard(), OnFinish: recordHistory})
 	workerConfigApply = append(workerConfigApply, func(ctx context.Context, d *Daemon, cfg *config.Config, snap *snapshot.WorkerSnapshotV1) error {
 		if err := n.Apply(cfg); err != nil {
 			return err

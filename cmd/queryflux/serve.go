@@ -19,6 +19,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/netlimit"
+	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/internal/registry/pgregistry"
 	"github.com/queryflux/queryflux/node/controlplane"
@@ -209,7 +212,7 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	}
 	// On SIGTERM the role stops first: a draining control plane that workers cannot reach must
 	// not evict them, and long-polls bound to the role's context end instead of holding the drain.
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, namedServer{"api", listen, cp.Handler()})
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"api", listen, cp.Handler()})
 	runShutdownHooks(d)
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -286,7 +289,7 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	roleCtx, cancelRole := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRole()
 	w.Start(roleCtx)
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, namedServer{"ops", f.opsListen, w.OpsHandler()})
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"ops", f.opsListen, w.OpsHandler()})
 	runShutdownHooks(d)
 	return err
 }
@@ -314,6 +317,13 @@ func enabledFrontends(f config.Frontends) []string {
 	return out
 }
 
+// Bounds on the admin, worker API and ops listeners' requests: the largest body any handler
+// takes is a history batch (each handler also caps its own).
+const (
+	apiBodyBytesMax   = history.BatchBytesMax + 1<<20
+	apiHeaderBytesMax = 64 << 10
+)
+
 type namedServer struct {
 	name, addr string
 	handler    http.Handler
@@ -322,7 +332,7 @@ type namedServer struct {
 // runServers serves until ctx ends (SIGTERM), then calls stopRole and drains: no new
 // connections, in-flight requests get drainTimeout to finish. Requests' contexts derive from
 // roleCtx, so handlers waiting on the role (long-polls) end when it stops.
-func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger, drainTimeout time.Duration, servers ...namedServer) error {
+func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger, drainTimeout time.Duration, lim netlimit.Limits, servers ...namedServer) error {
 	errs := make(chan error, len(servers))
 	var running []*http.Server
 	for _, s := range servers {
@@ -330,8 +340,10 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 		if err != nil {
 			return fmt.Errorf("%s listener: %w", s.name, err)
 		}
-		srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
+		srv := &http.Server{Handler: http.MaxBytesHandler(s.handler, apiBodyBytesMax),
+			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax,
 			BaseContext: func(net.Listener) context.Context { return roleCtx }}
+		ln = netlimit.Listener(ln, lim.ConnectionsMax, netlimit.RefuseHTTP)
 		running = append(running, srv)
 		log.Info("listening", "server", s.name, "addr", ln.Addr().String())
 		go func() {

@@ -55,6 +55,7 @@ type QueryFlux struct {
 	Persistence           Persistence   `yaml:"persistence" json:"persistence"`
 	HeartbeatIntervalSecs int           `yaml:"heartbeatIntervalSecs" json:"heartbeatIntervalSecs"`
 	Registry              Registry      `yaml:"registry" json:"registry"`
+	Limits                Limits        `yaml:"limits" json:"limits"` // limits.go
 	// ClusterCredentials are a worker's own cluster credentials, keyed by cluster name, for a
 	// control plane that serves snapshots with credentials stripped
 	// (queryflux.workerApi.credentials: stripped). They stay in this node's memory: the

@@ -95,6 +95,7 @@ func (v *validator) queryflux(q QueryFlux) {
 	v.positive(p+".heartbeatIntervalSecs", int64(q.HeartbeatIntervalSecs))
 	v.positive(p+".registry.staleAfterSecs", int64(q.Registry.StaleAfterSecs))
 	v.nonNegative(p+".registry.graceSecs", int64(q.Registry.GraceSecs))
+	v.limits(p+".limits", q.Limits)
 }
 
 func (v *validator) frontend(path string, f Frontend) {

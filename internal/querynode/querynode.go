@@ -25,6 +25,7 @@ import (
 	"github.com/queryflux/queryflux/internal/frontend/mysqlwire"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 	"github.com/queryflux/queryflux/internal/frontend/trinohttp"
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/policy"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
@@ -52,6 +53,17 @@ type Options struct {
 	OpenEngine proxy.EngineFactory
 	// HealthEvery and HealthTimeout pace the cluster health checks of Run.
 	HealthEvery, HealthTimeout time.Duration
+	// Limits bound each frontend listener before clients are trusted (zero fields: defaults).
+	Limits netlimit.Limits
+}
+
+// LimitsOf turns queryflux.limits into listener limits.
+func LimitsOf(l config.Limits) netlimit.Limits {
+	return netlimit.Limits{
+		ConnectionsMax:   l.MaxConnections,
+		HandshakeTimeout: time.Duration(l.HandshakeTimeoutSecs) * time.Second,
+		PreAuthBytesMax:  l.MaxPreAuthMessageBytes,
+	}.WithDefaults()
 }
 
 // frontend is what every protocol server offers.
@@ -176,19 +188,19 @@ func (n *Node) newPgwire() (frontend, error) {
 	// Loopback clients (the application in a worker's pod, a developer on the embedded
 	// default) log in without a password as any user settings.security.users does not name;
 	// configured users always log in with their password (internal/policy).
-	return pgwire.NewServer(n.core, pgwire.Options{TrustUsers: []string{"*"}, Authenticator: n.policy.Postgres(), Logger: n.log}), nil
+	return pgwire.NewServer(n.core, pgwire.Options{TrustUsers: []string{"*"}, Authenticator: n.policy.Postgres(), Logger: n.log, Limits: n.opts.Limits}), nil
 }
 
 func (n *Node) newMySQL() (frontend, error) {
-	return mysqlwire.NewServer(n.core, mysqlwire.Options{LoopbackUser: LoopbackUser, Users: n.policy.MySQL(), Logger: n.log})
+	return mysqlwire.NewServer(n.core, mysqlwire.Options{LoopbackUser: LoopbackUser, Users: n.policy.MySQL(), Logger: n.log, Limits: n.opts.Limits})
 }
 
 func (n *Node) newTrino() (frontend, error) {
-	return trinohttp.NewServer(n.core, trinohttp.Options{Auth: n.policy.Trino(), Logger: n.log})
+	return trinohttp.NewServer(n.core, trinohttp.Options{Auth: n.policy.Trino(), Logger: n.log, Limits: n.opts.Limits})
 }
 
 func (n *Node) newFlightSQL() (frontend, error) {
-	return flightsql.NewServer(n.core, flightsql.Options{Auth: n.policy.FlightSQL(), Logger: n.log})
+	return flightsql.NewServer(n.core, flightsql.Options{Auth: n.policy.FlightSQL(), Logger: n.log, Limits: n.opts.Limits})
 }
 
 // Addrs returns the bound address of each listening frontend, by protocol.

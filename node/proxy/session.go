@@ -310,10 +310,11 @@ type SessionRelay struct {
 
 // BeginRelay starts one statement of the session for a relay: it checks q against the
 // session's group and lease. ok is false when the statement must take the Arrow path
-// (settings.passthrough: false); a non-nil error refused it (and has been reported).
+// (settings.passthrough: false, or an engine session that cannot relay, such as DuckDB's);
+// a non-nil error refused it (and has been reported).
 func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *SessionRelay, ok bool, err error) {
 	c := s.adm.core
-	if s.adm.Runtime.noRelay {
+	if _, relays := s.inner.(engine.PGRelayer); !relays || s.adm.Runtime.noRelay {
 		return nil, false, nil
 	}
 	start := c.env.Now()

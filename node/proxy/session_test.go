@@ -228,3 +228,25 @@ func isCode(err error, code string) bool {
 	var qe *query.Error
 	return errors.As(err, &qe) && qe.Code == code
 }
+
+// TestSessionRelayOnlyFromARelayingEngine: a pinned session of an engine that cannot relay
+// the PostgreSQL wire (DuckDB) sends its statements down the Arrow path (ok=false), refusing
+// nothing and reporting nothing.
+func TestSessionRelayOnlyFromARelayingEngine(t *testing.T) {
+	h := newHarness(t)
+	e := &sessionEngine{fakeEngine: &fakeEngine{name: "c1", rows: 1}}
+	h.activate(oneGroup(RoundRobin, 5, time.Second, cl("c1", 2, e)))
+	s, err := h.core.OpenSession(context.Background(), sel("begin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := len(h.recs.all())
+	r, ok, err := s.(*coreSession).BeginRelay(context.Background(), sel("select 1"))
+	if r != nil || ok || err != nil {
+		t.Fatalf("BeginRelay on a session that cannot relay: %v, %v, %v; want the Arrow path", r, ok, err)
+	}
+	if len(h.recs.all()) != before {
+		t.Fatal("a statement sent to the Arrow path was reported")
+	}
+}

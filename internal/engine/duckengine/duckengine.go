@@ -6,6 +6,7 @@
 package duckengine
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -29,47 +30,105 @@ const Kind = "duckdb"
 func init() { engine.Register(Kind, Open) }
 
 // Engine is one DuckDB database shared by a pool of connections.
+//
+// Client isolation: a connection serves one client statement (or one client's transaction,
+// see session.go) at a time and goes back to the pool only when nothing of that client stays
+// on it: a statement that can leave connection state behind (SET, PREPARE, CREATE TEMP,
+// PRAGMA, ...) retires its connection instead (statement.go). A transaction outside a pinned
+// session is refused, so no client's transaction ever reaches another client.
+//
+// Lockdown: unless the cluster's options say otherwise, the database runs with
+// enable_external_access=false (no host files read or written, no extensions installed or
+// loaded) and lock_configuration=true, and client statements that would change the
+// connection's configuration or the database instance (PRAGMA, SET other than search_path,
+// ATTACH, DETACH) are refused.
 type Engine struct {
-	name string
-	db   *sql.DB
+	name   string
+	db     *sql.DB
+	locked bool // client configuration statements refused (lock_configuration)
+	// catalog is the name an in-memory database is attached under (the cluster's database,
+	// else its name), so current_database() says what the client connected to; "" for a file.
+	catalog string
 }
 
 var _ engine.Describer = (*Engine)(nil)
 
+// The settings that lock a database down, and their defaults; a cluster's options override them.
+const (
+	settingExternalAccess = "enable_external_access"
+	settingLockConfig     = "lock_configuration"
+)
+
 // Open opens the database at spec.Endpoint: a file path, or "" / ":memory:" for an in-memory
 // database that lives as long as the engine. Options become DuckDB settings (threads,
-// access_mode, ...). MaxConns bounds concurrent connections (default 4).
+// access_mode, enable_external_access, ...). MaxConns bounds concurrent connections (default 4).
 func Open(spec engine.Spec) (query.Engine, error) {
 	path := spec.Endpoint
 	if path == ":memory:" {
 		path = ""
 	}
-	keys := make([]string, 0, len(spec.Options))
-	for k := range spec.Options {
+	settings := map[string]string{settingExternalAccess: "false", settingLockConfig: "true"}
+	for k, v := range spec.Options {
+		settings[k] = v
+	}
+	locked, err := strconv.ParseBool(settings[settingLockConfig])
+	if err != nil {
+		return nil, fmt.Errorf("duckengine %q: options.%s %q is not a boolean", spec.Name, settingLockConfig, settings[settingLockConfig])
+	}
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	q := url.Values{}
 	for _, k := range keys {
-		q.Set(k, spec.Options[k])
+		q.Set(k, settings[k])
 	}
-	dsn := path
-	if len(q) > 0 {
-		dsn += "?" + q.Encode()
-	}
-	connector, err := duckdb.NewConnector(dsn, nil)
+	e := &Engine{name: spec.Name, locked: locked}
+	connector, err := duckdb.NewConnector(path+"?"+q.Encode(), e.initConn)
 	if err != nil {
 		return nil, fmt.Errorf("duckengine %q: open %q: %w", spec.Name, spec.Endpoint, err)
 	}
-	db := sql.OpenDB(connector)
+	if path == "" {
+		if err := e.attachMemory(connector, cmp.Or(spec.Database, spec.Name)); err != nil {
+			_ = connector.Close()
+			return nil, fmt.Errorf("duckengine %q: %w", spec.Name, err)
+		}
+	}
+	e.db = sql.OpenDB(connector)
 	conns := spec.MaxConns
 	if conns <= 0 {
 		conns = 4
 	}
-	db.SetMaxOpenConns(conns)
-	db.SetMaxIdleConns(conns)
-	return &Engine{name: spec.Name, db: db}, nil
+	e.db.SetMaxOpenConns(conns)
+	e.db.SetMaxIdleConns(conns)
+	return e, nil
 }
+
+// attachMemory attaches a new in-memory database named name: the one every connection uses.
+func (e *Engine) attachMemory(connector *duckdb.Connector, name string) error {
+	dc, err := connector.Connect(context.Background())
+	if err != nil {
+		return err
+	}
+	defer dc.Close()
+	if _, err := dc.(driver.ExecerContext).ExecContext(context.Background(), "ATTACH ':memory:' AS "+quoteIdent(name), nil); err != nil {
+		return fmt.Errorf("attach the in-memory database as %q: %w", name, err)
+	}
+	e.catalog = name
+	return nil
+}
+
+// initConn prepares each new connection: the in-memory database as its default.
+func (e *Engine) initConn(ex driver.ExecerContext) error {
+	if e.catalog == "" {
+		return nil
+	}
+	_, err := ex.ExecContext(context.Background(), "USE "+quoteIdent(e.catalog), nil)
+	return err
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // DB exposes the database, for loading data (demo) and tests.
 func (e *Engine) DB() *sql.DB { return e.db }
@@ -78,21 +137,39 @@ func (e *Engine) Ping(ctx context.Context) error { return e.db.PingContext(ctx) 
 
 func (e *Engine) Close() error { return e.db.Close() }
 
+// conn takes a pooled connection.
+func (e *Engine) conn(ctx context.Context) (*sql.Conn, error) {
+	conn, err := e.db.Conn(ctx)
+	return conn, wrapErr(err)
+}
+
+// release returns conn to the pool, or closes it when keep is false (it may hold a client's
+// connection state).
+func release(conn *sql.Conn, keep bool) {
+	if !keep {
+		// database/sql closes a connection whose Raw reports it bad instead of pooling it.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	_ = conn.Close()
+}
+
 // prepared is what DuckDB tells about a statement before it runs.
 type prepared struct {
 	kind   duckdb.StmtType
 	params []duckdb.Type
 }
 
-func prepare(ctx context.Context, conn *sql.Conn, sqlText string) (*prepared, error) {
+// prepare prepares sqlText, which must be one statement: DuckDB runs every statement but the
+// last of a multi-statement text while preparing it, so more than one is refused before
+// anything runs.
+func prepare(conn *sql.Conn, sqlText string) (*prepared, error) {
 	var p prepared
 	err := conn.Raw(func(dc any) error {
-		pc, ok := dc.(driver.ConnPrepareContext)
-		if !ok {
-			return errors.New("duckengine: driver connection cannot prepare")
-		}
-		st, err := pc.PrepareContext(ctx, sqlText)
+		st, err := dc.(driver.Conn).Prepare(sqlText)
 		if err != nil {
+			if strings.Contains(err.Error(), "multi-statement") {
+				return errMultiStatement
+			}
 			return err
 		}
 		defer st.Close()
@@ -115,14 +192,20 @@ func prepare(ctx context.Context, conn *sql.Conn, sqlText string) (*prepared, er
 	return &p, err
 }
 
+var errMultiStatement = &query.Error{Code: query.CodeSyntax, Message: "DuckDB runs one statement per query: send the statements one at a time"}
+
 // Describe reports the parameter types DuckDB infers; columns are described when it runs.
 func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
-	conn, err := e.db.Conn(ctx)
+	conn, err := e.conn(ctx)
 	if err != nil {
-		return nil, wrapErr(err)
+		return nil, err
 	}
-	defer conn.Close()
-	p, err := prepare(ctx, conn, q.SQL)
+	defer release(conn, true) // preparing leaves nothing on the connection
+	return describe(conn, q)
+}
+
+func describe(conn *sql.Conn, q *query.Request) (*engine.Description, error) {
+	p, err := prepare(conn, q.SQL)
 	if err != nil {
 		return nil, wrapErr(err)
 	}
@@ -161,42 +244,48 @@ func paramTypeName(t duckdb.Type) string {
 	return "VARCHAR" // unknown or textual: the client sends text, DuckDB casts it
 }
 
-// Execute runs q. Cancelling ctx interrupts the query in DuckDB.
+// Execute runs q on a pooled connection, in a transaction of its own. Cancelling ctx
+// interrupts the query in DuckDB.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	conn, err := e.db.Conn(ctx)
+	conn, err := e.conn(ctx)
 	if err != nil {
-		return nil, wrapErr(err)
+		return nil, err
 	}
-	rows, _, err := run(ctx, conn, q, func() { conn.Close() })
+	st, err := e.statement(conn, q.SQL)
+	if err != nil {
+		release(conn, true)
+		return nil, err
+	}
+	if st.tx != txNone {
+		release(conn, true)
+		return outsideTransaction(st)
+	}
+	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()) })
 	return rows, err
 }
 
-// run executes q on conn; release is called once conn is no longer needed by the result.
-func run(ctx context.Context, conn *sql.Conn, q *query.Request, release func()) (query.Rows, *prepared, error) {
-	p, err := prepare(ctx, conn, q.SQL)
-	if err != nil {
-		release()
-		return nil, p, wrapErr(err)
-	}
+// run executes q (prepared as p) on conn; done is called once conn is no longer needed by
+// the result.
+func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, done func()) (query.Rows, error) {
 	args, err := coerceArgs(p.params, q.Args)
 	if err != nil {
-		release()
-		return nil, p, err
+		done()
+		return nil, err
 	}
 	rows, err := conn.QueryContext(ctx, q.SQL, args...)
 	if err != nil {
-		release()
-		return nil, p, wrapErr(err)
+		done()
+		return nil, wrapErr(err)
 	}
 	closeAll := func() error {
 		err := rows.Close()
-		release()
+		done()
 		return err
 	}
 	cols, err := rows.ColumnTypes()
 	if err != nil {
 		closeAll()
-		return nil, p, wrapErr(err)
+		return nil, wrapErr(err)
 	}
 	if tag, counted := countTag(p.kind, cols); counted {
 		// INSERT/UPDATE/DELETE without RETURNING: one row holding the count.
@@ -204,15 +293,15 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, release func()) 
 		for rows.Next() {
 			if err := rows.Scan(&n); err != nil {
 				closeAll()
-				return nil, p, wrapErr(err)
+				return nil, wrapErr(err)
 			}
 		}
 		err := rows.Err()
 		closeAll()
 		if err != nil {
-			return nil, p, wrapErr(err)
+			return nil, wrapErr(err)
 		}
-		return engine.TagRows(tag + strconv.FormatInt(n, 10)), p, nil
+		return engine.TagRows(tag + strconv.FormatInt(n, 10)), nil
 	}
 	if !returnsRows(p.kind) {
 		for rows.Next() {
@@ -220,11 +309,11 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, release func()) 
 		err := rows.Err()
 		closeAll()
 		if err != nil {
-			return nil, p, wrapErr(err)
+			return nil, wrapErr(err)
 		}
-		return engine.TagRows(tagFromSQL(q.SQL)), p, nil
+		return engine.TagRows(tagFromSQL(q.SQL)), nil
 	}
-	return newStream(rows, cols, p.kind, closeAll), p, nil
+	return newStream(rows, cols, p.kind, closeAll), nil
 }
 
 func returnsRows(k duckdb.StmtType) bool {
@@ -376,50 +465,4 @@ func parseAs(t duckdb.Type, s string) (any, error) {
 		return nil, fmt.Errorf("invalid timestamp %q", s)
 	}
 	return s, nil
-}
-
-var _ engine.SessionOpener = (*Engine)(nil)
-
-// OpenSession pins one connection for a client's transaction.
-func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
-	conn, err := e.db.Conn(ctx)
-	if err != nil {
-		return nil, wrapErr(err)
-	}
-	return &session{conn: conn, status: 'I'}, nil
-}
-
-// session tracks the transaction status itself (DuckDB does not report one): BEGIN opens,
-// COMMIT/ROLLBACK closes, an error inside a transaction fails it until ROLLBACK.
-type session struct {
-	conn   *sql.Conn
-	status byte
-}
-
-func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	rows, p, err := run(ctx, s.conn, q, func() {})
-	switch {
-	case err != nil:
-		if s.status == 'T' {
-			s.status = 'E'
-		}
-	case p != nil && p.kind == duckdb.STATEMENT_TYPE_TRANSACTION:
-		switch strings.ToUpper(strings.Fields(q.SQL)[0]) {
-		case "BEGIN", "START":
-			s.status = 'T'
-		default: // COMMIT, END, ROLLBACK, ABORT
-			s.status = 'I'
-		}
-	}
-	return rows, err
-}
-
-func (s *session) TxStatus() byte { return s.status }
-
-// Close rolls back an open transaction and returns the connection to the pool.
-func (s *session) Close() error {
-	if s.status != 'I' {
-		_, _ = s.conn.ExecContext(context.Background(), "ROLLBACK")
-	}
-	return s.conn.Close()
 }

@@ -85,6 +85,7 @@ type Engine struct {
 
 	mu     sync.Mutex
 	idle   []*client.Conn
+	stmts  map[*client.Conn]stmtCache // statements prepared on each open connection
 	closed bool
 }
 
@@ -105,7 +106,7 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 10 * time.Second
 	}
-	return &Engine{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns)}, nil
+	return &Engine{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns), stmts: map[*client.Conn]stmtCache{}}, nil
 }
 
 // Ping opens (or reuses) a connection and pings the server.
@@ -126,6 +127,7 @@ func (e *Engine) Close() error {
 	e.idle, e.closed = nil, true
 	e.mu.Unlock()
 	for _, c := range idle {
+		e.forget(c)
 		_ = c.Close()
 	}
 	return nil
@@ -173,6 +175,7 @@ func (e *Engine) release(c *client.Conn, healthy bool) {
 		e.mu.Unlock()
 		return
 	}
+	delete(e.stmts, c)
 	e.mu.Unlock()
 	_ = c.Close()
 }
@@ -320,9 +323,12 @@ func firstWord(sql string) string {
 }
 
 // changesSession reports statements that leave state on their connection (session variables,
-// table locks, temporary tables, prepared statements by name): that connection is closed
-// afterwards instead of serving another request.
+// table locks, named locks, temporary tables, prepared statements by name): that connection is
+// closed afterwards instead of serving another request.
 func changesSession(sql string) bool {
+	if (strings.Contains(sql, "_lock") || strings.Contains(sql, "_LOCK")) && strings.Contains(strings.ToUpper(sql), "GET_LOCK") {
+		return true
+	}
 	switch strings.ToUpper(firstWord(sql)) {
 	case "SET", "LOCK", "PREPARE", "HANDLER":
 		return true

@@ -38,6 +38,14 @@ type RawQuery struct {
 	err       error // a broken read or write: the connection is unfit
 	engineErr error // the engine's ERR packet: the command ended cleanly
 	healthy   bool  // the connection is fit for the pool once done
+	warnings  []Warning
+}
+
+// Warning is one row of SHOW WARNINGS.
+type Warning struct {
+	Level   string
+	Code    uint16
+	Message string
 }
 
 // QueryRaw sends q.SQL as a COM_QUERY on a pooled connection (in q's database) and reads the
@@ -52,7 +60,7 @@ func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, err
 	r := &RawQuery{e: e, conn: c, sql: q.SQL, ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
 	id := c.GetConnectionID()
 	r.stopKill = context.AfterFunc(ctx, func() { e.kill(id) })
-	if err := r.start(); err != nil {
+	if err := r.start(r.queryPacket()); err != nil {
 		r.fail(err)
 	}
 	if r.err != nil || r.engineErr != nil {
@@ -61,15 +69,20 @@ func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, err
 	return r, nil
 }
 
-// start writes the command and reads up to the first row.
-func (r *RawQuery) start() error {
-	c, b := r.conn, r.buf
-	c.ResetSequence()
-	out := append(b.out[:0], 0, 0, 0, 0, mysql.COM_QUERY)
-	if r.e.negotiated(c)&capsQueryAttributes != 0 {
+// queryPacket frames r's COM_QUERY (the payload after a 4-byte header).
+func (r *RawQuery) queryPacket() []byte {
+	out := append(r.buf.out[:0], 0, 0, 0, 0, mysql.COM_QUERY)
+	if r.e.negotiated(r.conn)&capsQueryAttributes != 0 {
 		out = append(out, 0, 1) // no query attributes, one parameter set (MySQL 8.0.23+)
 	}
-	b.out = append(out, r.sql...)
+	return append(out, r.sql...)
+}
+
+// start writes the command (framed with room for its header) and reads up to the first row.
+func (r *RawQuery) start(command []byte) error {
+	c, b := r.conn, r.buf
+	c.ResetSequence()
+	b.out = command
 	if err := c.WritePacket(b.out); err != nil {
 		return err
 	}
@@ -349,6 +362,27 @@ func (r *RawQuery) fail(err error) {
 	r.healthy = false
 }
 
+// Warnings are the statement's warnings, read from its connection (SHOW WARNINGS) before it
+// went back to the pool. Valid after Close.
+func (r *RawQuery) Warnings() []Warning { return r.warnings }
+
+// showWarnings reads c's warnings; ok is false when c failed doing so.
+func showWarnings(c *client.Conn) (ws []Warning, ok bool) {
+	res, err := c.Execute("SHOW WARNINGS")
+	if err != nil {
+		return nil, false
+	}
+	// Not res.Close(): go-mysql's pool hands a closed Resultset's stale fields to the next
+	// BuildSimpleTextResultset.
+	for i := range res.RowNumber() {
+		level, _ := res.GetString(i, 0)
+		code, _ := res.GetUint(i, 1)
+		msg, _ := res.GetString(i, 2)
+		ws = append(ws, Warning{Level: level, Code: uint16(code), Message: msg})
+	}
+	return ws, true
+}
+
 // Result is the OK of a statement without rows (affected rows, insert id, warnings, status),
 // or the status that ended the rows. Valid once NextRows returned false.
 func (r *RawQuery) Result() *mysql.Result { return &r.result }
@@ -367,6 +401,9 @@ func (r *RawQuery) Close() error {
 		r.healthy = false // unread packets, or bytes the server should not have sent
 	}
 	r.conn.Sequence = r.seq
+	if r.healthy && r.result.Warnings > 0 {
+		r.warnings, r.healthy = showWarnings(r.conn)
+	}
 	r.e.release(r.conn, r.healthy)
 	putRelayBuffers(r.buf)
 	r.conn, r.buf, r.columns, r.pending = nil, nil, nil, nil

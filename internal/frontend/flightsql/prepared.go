@@ -11,22 +11,45 @@ import (
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/queryflux/queryflux/internal/engine"
 )
 
 // preparedMax bounds the prepared statements held at once across all clients.
 const preparedMax = 10000
 
-// CreatePreparedStatement keeps the SQL under a new handle. Its schemas are unknown until it
-// runs (the engines describe results as they execute).
+// CreatePreparedStatement keeps the SQL under a new handle, with its dataset and parameter
+// schemas as the engine describes them (engine.Describer: the proxy core routes the statement
+// to its engine). An engine that cannot describe leaves them unset: the client learns the
+// columns when the statement runs.
 func (s *Server) CreatePreparedStatement(ctx context.Context, req fsql.ActionCreatePreparedStatementRequest) (fsql.ActionCreatePreparedStatementResult, error) {
+	var res fsql.ActionCreatePreparedStatementResult
+	if d, ok := s.backend.(engine.Describer); ok {
+		desc, err := d.Describe(ctx, s.request(ctx, req.GetQuery(), nil))
+		if err != nil {
+			return res, toStatus(err)
+		}
+		res.DatasetSchema = desc.Schema // nil: not described (or no rows)
+		res.ParameterSchema = arrow.NewSchema(paramFields(desc.Params), nil)
+	}
 	handle := newHandle()
+	res.Handle = []byte(handle)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.prepared) >= preparedMax {
 		return fsql.ActionCreatePreparedStatementResult{}, status.Errorf(codes.ResourceExhausted, "too many prepared statements (%d)", preparedMax)
 	}
 	s.prepared[handle] = &preparedStatement{sql: req.GetQuery(), user: userOf(ctx)}
-	return fsql.ActionCreatePreparedStatementResult{Handle: []byte(handle)}, nil
+	return res, nil
+}
+
+// paramFields names the parameters as Flight SQL clients expect ("parameter_1", ...), nullable.
+func paramFields(params []arrow.Field) []arrow.Field {
+	out := make([]arrow.Field, len(params))
+	for i, p := range params {
+		out[i] = arrow.Field{Name: fmt.Sprintf("parameter_%d", i+1), Type: p.Type, Nullable: true, Metadata: p.Metadata}
+	}
+	return out
 }
 
 // ClosePreparedStatement forgets a handle.

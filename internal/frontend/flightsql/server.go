@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -62,7 +63,15 @@ type Options struct {
 	ResultTTL time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Limits bound connections and the HTTP/2 handshake (zero fields: netlimit's defaults).
+	Limits netlimit.Limits
+	// MessageBytesMax bounds one gRPC message from a client; default 4 MiB. Calls are
+	// authenticated one by one, so it applies before authentication too.
+	MessageBytesMax int
 }
+
+// headerBytesMax bounds a call's metadata (gRPC's own default is 16 MiB).
+const headerBytesMax = 256 << 10
 
 // closeGraceMax bounds how long Close waits for running calls.
 const closeGraceMax = 5 * time.Second
@@ -130,8 +139,15 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("flightsql: sql info: %w", err)
 		}
 	}
+	opts.Limits = opts.Limits.WithDefaults()
+	if opts.MessageBytesMax <= 0 {
+		opts.MessageBytesMax = 4 << 20
+	}
+	s.opts = opts
 	mw := s.authMiddleware()
-	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream))
+	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream),
+		grpc.MaxRecvMsgSize(opts.MessageBytesMax), grpc.MaxHeaderListSize(headerBytesMax),
+		grpc.ConnectionTimeout(opts.Limits.HandshakeTimeout))
 	flight.RegisterFlightServiceServer(s.grpc, fsql.NewFlightServer(s))
 	return s, nil
 }
@@ -146,7 +162,8 @@ func (s *Server) Serve(l net.Listener) error {
 	s.serving = true
 	s.mu.Unlock()
 	go s.expire()
-	err := s.grpc.Serve(l)
+	// gRPC has no "too many connections" answer before HTTP/2 starts: extra ones are closed.
+	err := s.grpc.Serve(netlimit.Listener(l, s.opts.Limits.ConnectionsMax, nil))
 	if errors.Is(err, grpc.ErrServerStopped) {
 		return net.ErrClosed
 	}
@@ -174,6 +191,62 @@ func (s *Server) Close() error {
 		<-stopped
 	}
 	return nil
+}
+
+// cancelResult drops the stored result holding rows, if it is still stored.
+func (s *Server) cancelResult(rows query.Rows) {
+	s.mu.Lock()
+	var found *pendingResult
+	for h, r := range s.results {
+		if r.rows == rows {
+			found = r
+			delete(s.results, h)
+		}
+	}
+	s.mu.Unlock()
+	if found != nil {
+		found.drop()
+	}
+}
+
+// CancelFlightInfo stops the query behind a FlightInfo: its engine query is cancelled and its
+// capacity slot freed at once, not when the unfetched result expires.
+func (s *Server) CancelFlightInfo(ctx context.Context, req *flight.CancelFlightInfoRequest) (flight.CancelFlightInfoResult, error) {
+	if s.cancelInfo(req.GetInfo()) {
+		return flight.CancelFlightInfoResult{Status: flight.CancelStatusCancelled}, nil
+	}
+	return flight.CancelFlightInfoResult{Status: flight.CancelStatusNotCancellable}, nil
+}
+
+// CancelQuery is the older Flight SQL action of CancelFlightInfo.
+func (s *Server) CancelQuery(ctx context.Context, req fsql.ActionCancelQueryRequest) (fsql.CancelResult, error) {
+	if s.cancelInfo(req.GetInfo()) {
+		return fsql.CancelResultCancelled, nil
+	}
+	return fsql.CancelResultNotCancellable, nil
+}
+
+// cancelInfo drops the stored results info's endpoints name; false when none was stored (already
+// fetched, finished or unknown).
+func (s *Server) cancelInfo(info *flight.FlightInfo) bool {
+	var dropped []*pendingResult
+	s.mu.Lock()
+	for _, ep := range info.GetEndpoint() {
+		t, err := fsql.GetStatementQueryTicket(ep.GetTicket())
+		if err != nil {
+			continue
+		}
+		h := string(t.GetStatementHandle())
+		if r, ok := s.results[h]; ok {
+			dropped = append(dropped, r)
+			delete(s.results, h)
+		}
+	}
+	s.mu.Unlock()
+	for _, r := range dropped {
+		r.drop()
+	}
+	return len(dropped) > 0
 }
 
 func (p *pendingResult) drop() {
@@ -269,23 +342,40 @@ func codeFor(state string) codes.Code {
 	return codes.Unknown
 }
 
-// execute runs sql for the calling user; the result lives past the RPC, until DoGet.
-func (s *Server) execute(ctx context.Context, sql string, args []any) (query.Rows, context.CancelFunc, error) {
+// execute runs sql for the calling user; the result lives past the RPC, until DoGet. Until
+// unwatch is called, the RPC's end (the client's deadline or cancel) cancels the query.
+func (s *Server) execute(ctx context.Context, sql string, args []any) (rows query.Rows, cancel context.CancelFunc, unwatch func() bool, err error) {
 	qctx, cancel := context.WithCancel(s.ctx)
-	rows, err := s.backend.Execute(qctx, s.request(ctx, sql, args))
+	unwatch = context.AfterFunc(ctx, cancel)
+	rows, err = s.backend.Execute(qctx, s.request(ctx, sql, args))
 	if err != nil {
+		unwatch()
 		cancel()
-		return nil, nil, toStatus(err)
+		return nil, nil, nil, toStatus(contextOr(ctx, err))
 	}
-	return rows, cancel, nil
+	return rows, cancel, unwatch, nil
 }
 
-// flightInfo executes sql and describes its result; the ticket names the stored rows.
+// contextOr prefers the RPC's own end to the engine error it caused.
+func contextOr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// flightInfo executes sql and describes its result; the ticket names the stored rows. A client
+// that gives up (its deadline, its cancel) while the statement starts stops it at once.
 func (s *Server) flightInfo(ctx context.Context, sql string, args []any, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	rows, cancel, err := s.execute(ctx, sql, args)
+	rows, cancel, unwatch, err := s.execute(ctx, sql, args)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if !unwatch() { // the RPC ended before its answer: nobody will fetch the rows
+			s.cancelResult(rows)
+		}
+	}()
 	schema := rows.Schema()
 	if schema == nil { // a statement without rows, run through the query path: an empty result
 		if err := drain(ctx, rows); err != nil {

@@ -19,9 +19,11 @@ import (
 // still routes, checks, queues, takes the slot and reports the query (rows and relayed bytes)
 // through proxy.Core.AdmitPassthrough, which also says when a query needs its values (result
 // cache, settings.passthrough: false, an engine this frontend cannot relay from); the query
-// then takes the Arrow path. So do prepared statements (COM_STMT_EXECUTE: binary rows), the
-// statements of a pinned transaction (BEGIN … COMMIT run on the Arrow path's pinned engine
-// session), and the statements this frontend answers itself (SET, USE, KILL, @@variables).
+// then takes the Arrow path. A prepared statement's execution is relayed the same way: it runs
+// as a prepared statement on the engine connection, with the client's parameters as they came,
+// and its binary rows go back as the engine sent them (stmt.go). The statements of a pinned
+// transaction take the Arrow path (BEGIN … COMMIT run on the pinned engine session), and the
+// statements this frontend answers itself (SET, USE, KILL, @@variables, SHOW WARNINGS) none.
 //
 // The EOF packets around the rows are this frontend's own (its status flags are the client
 // session's, as on the Arrow path); a statement without rows gets an OK with the engine's
@@ -30,6 +32,7 @@ import (
 // RawEngine is an engine whose COM_QUERY results this frontend can relay (mysqlengine.Engine).
 type RawEngine interface {
 	QueryRaw(ctx context.Context, q *query.Request) (*mysqlengine.RawQuery, error)
+	ExecuteRaw(ctx context.Context, q *query.Request, p mysqlengine.StmtParams) (*mysqlengine.RawQuery, error)
 }
 
 // passthroughBackend is a backend that can admit a query for a relay (proxy.Core).
@@ -52,7 +55,7 @@ const cancelCheckRows = 256
 
 // relay answers req through the passthrough path. ok is false when req must take the Arrow
 // path; otherwise the response (or the error) has been handled and res, err are go-mysql's.
-func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *query.Request) (res *mysql.Result, err error, ok bool) {
+func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *query.Request, bin *binParams) (res *mysql.Result, err error, ok bool) {
 	pb, isCore := h.s.backend.(passthroughBackend)
 	if !isCore {
 		return nil, nil, false
@@ -74,7 +77,12 @@ func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *que
 	}
 	rctx, rcancel := adm.RunContext(ctx, cancel)
 	// req.SQL as the core left it: its Check may have translated the statement.
-	q, err := raw.QueryRaw(rctx, req)
+	var q *mysqlengine.RawQuery
+	if bin != nil {
+		q, err = raw.ExecuteRaw(rctx, req, bin.raw)
+	} else {
+		q, err = raw.QueryRaw(rctx, req)
+	}
 	if err != nil {
 		err = adm.Explain(contextOr(rctx, err))
 		rcancel()
@@ -85,6 +93,7 @@ func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *que
 	if q.Columns() == nil {
 		r := *q.Result()
 		err := q.Close()
+		h.noteWarnings(q.Warnings())
 		if err == nil {
 			err = rctx.Err() // cancelled while it ran: the statement may not have finished
 		}
@@ -98,6 +107,8 @@ func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *que
 		return &mysql.Result{AffectedRows: r.AffectedRows, InsertId: r.InsertId, Warnings: r.Warnings}, nil, true
 	}
 	rows, bytes, werr, err := h.relayRows(rctx, adm, q)
+	h.warnings = q.Result().Warnings
+	h.noteWarnings(q.Warnings())
 	err = adm.Explain(err)
 	rcancel()
 	adm.Finish(rows, bytes, err)

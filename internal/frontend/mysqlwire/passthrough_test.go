@@ -231,8 +231,8 @@ func TestArrowPathForcedAndCache(t *testing.T) {
 	if err := proxied.QueryRow("SELECT ? + 1", 41).Scan(&n); err != nil || n != 42 {
 		t.Fatalf("prepared: %d, %v", n, err)
 	}
-	if p := f.core.Paths(); p.Passthrough != 0 || p.Arrow != 1 {
-		t.Fatalf("prepared statement paths %+v, want Arrow", p)
+	if p := f.core.Paths(); p.Passthrough != 1 || p.Arrow != 0 {
+		t.Fatalf("prepared statement paths %+v, want a relay", p)
 	}
 }
 

@@ -2,8 +2,9 @@
 // (handshake with mysql_native_password or caching_sha2_password, COM_QUERY with text results,
 // COM_STMT_PREPARE/EXECUTE with binary results, COM_PING, COM_INIT_DB, COM_QUIT), hands each
 // statement to a query.Backend and writes the Arrow result back as MySQL rows. Through a proxy
-// core, a COM_QUERY routed to a MySQL-protocol engine is relayed instead: the engine's own
-// result packets go to the client, never decoded (passthrough.go).
+// core, a COM_QUERY or COM_STMT_EXECUTE routed to a MySQL-protocol engine is relayed instead:
+// the engine's own result packets go to the client, never decoded (passthrough.go, stmt.go).
+// The session dispatches the commands itself (commands.go).
 //
 // It touches the network (its listener and connections) and starts a goroutine per connection.
 //
@@ -26,6 +27,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
 
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -64,6 +66,9 @@ type Options struct {
 	TLS *tls.Config
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Limits bound connections, the handshake's duration and packets before login (zero
+	// fields: netlimit's defaults).
+	Limits netlimit.Limits
 }
 
 // Server serves MySQL clients on listeners. Safe for concurrent use.
@@ -102,6 +107,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	opts.Limits = opts.Limits.WithDefaults()
 	// caching_sha2 full authentication without TLS sends the password RSA-encrypted.
 	var key *rsa.PrivateKey
 	if opts.AuthMethod == mysql.AUTH_CACHING_SHA2_PASSWORD {
@@ -140,6 +146,7 @@ func (s *Server) Serve(l net.Listener) error {
 		return net.ErrClosed
 	}
 	defer s.track(l, false)
+	l = netlimit.Listener(l, s.opts.Limits.ConnectionsMax, refuseTooMany)
 	for {
 		nc, err := l.Accept()
 		if err != nil {
@@ -223,14 +230,18 @@ func (s *Server) serveConn(nc net.Conn) {
 	}()
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	buffered := newFlushOnReadConn(nc)
+	gate := newPacketGate(nc, s.opts.Limits.PreAuthBytesMax)
+	buffered := newFlushOnReadConn(gate)
 	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc}
-	c, err := s.srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr()}, h)
+	_ = buffered.SetDeadline(time.Now().Add(s.opts.Limits.HandshakeTimeout))
+	c, err := s.srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr(), gate: gate}, h)
 	if err != nil {
 		s.log.Debug("mysqlwire: handshake failed", "remote", h.remote, "err", err)
 		return
 	}
+	_ = c.SetDeadline(time.Time{}) // c's own conn: TLS, when the client asked for it
 	h.conn = c
+	h.multiStatements = c.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 	s.mu.Lock()
 	s.sessions[c.ConnectionID()] = h
 	s.mu.Unlock()
@@ -239,18 +250,15 @@ func (s *Server) serveConn(nc net.Conn) {
 		delete(s.sessions, c.ConnectionID())
 		s.mu.Unlock()
 	}()
-	defer h.unpin() // a connection that ends inside a transaction rolls it back
-	for !c.Closed() {
-		if err := c.HandleCommand(); err != nil {
-			return
-		}
-	}
+	defer h.unpin() // a connection that ends inside a transaction (or holding a lock) rolls it back
+	h.serveCommands()
 }
 
 // authenticator adapts Options.Users and the loopback rule to go-mysql's handler.
 type authenticator struct {
 	s      *Server
 	remote net.Addr
+	gate   *packetGate // lifts the pre-login packet limit on success
 }
 
 func (a *authenticator) GetCredential(user string) (server.Credential, bool, error) {
@@ -284,6 +292,7 @@ func (a *authenticator) GetCredential(user string) (server.Credential, bool, err
 // carries: autocommit on (go-mysql starts a connection with no flags; the handshake's own
 // are set by flushOnReadConn).
 func (a *authenticator) OnAuthSuccess(c *server.Conn) error {
+	a.gate.authed = true
 	c.SetStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
 	return nil
 }

@@ -3,6 +3,7 @@ package mysqlwire
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"regexp"
@@ -28,7 +29,15 @@ type session struct {
 	out    *flushOnReadConn // flushed after each batch, so slow results still stream
 	raw    net.Conn         // the client connection, for KILL CONNECTION
 
+	stmts           map[uint32]*prepared // the client's prepared statements, by id
+	stmtID          uint32               // the last statement id given out
+	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
+	more            bool                 // more results follow this statement's (multi-statements)
+	warnings        uint16               // the running statement's warning count, for its EOF
+	diag            []diagnostic         // the last statement's warnings or error (SHOW WARNINGS)
+
 	pinned        engine.Session // the engine connection of an open transaction, if any
+	lockHeld      bool           // pinned for a named lock (GET_LOCK) until the client disconnects
 	autocommitOff bool           // SET autocommit=0: every statement runs in a pinned transaction
 	isolation     string         // SET SESSION TRANSACTION ISOLATION LEVEL's level, "" for the engine's default
 
@@ -60,7 +69,7 @@ func (h *session) HandleQuery(sql string) (*mysql.Result, error) {
 	if !h.s.backend.Ready() {
 		return nil, errNotConfigured
 	}
-	return h.run(sql, nil, false)
+	return h.runAll(sql)
 }
 
 // HandleFieldList answers COM_FIELD_LIST (deprecated; the mariadb CLI's completion uses it)
@@ -69,59 +78,32 @@ func (h *session) HandleFieldList(string, string) ([]*mysql.Field, error) {
 	return []*mysql.Field{}, nil
 }
 
-// stmt is a prepared statement's state.
-type stmt struct{ sql string }
+// HandleStmtPrepare, HandleStmtExecute, HandleStmtClose and HandleOtherCommand complete
+// go-mysql's Handler; the session dispatches commands itself (commands.go) and never gets here.
+func (h *session) HandleStmtPrepare(string) (int, int, any, error) { return 0, 0, nil, errOwnDispatch }
 
-// HandleStmtPrepare handles COM_STMT_PREPARE. Columns are described when the statement runs.
-func (h *session) HandleStmtPrepare(sql string) (int, int, any, error) {
-	if !h.s.backend.Ready() {
-		return 0, 0, nil, errNotConfigured
-	}
-	if isSetStatement(sql) {
-		if err := h.checkSet(sql); err != nil {
-			return 0, 0, nil, err
-		}
-	}
-	return countParams(sql), 0, &stmt{sql: sql}, nil
+func (h *session) HandleStmtExecute(any, string, []any) (*mysql.Result, error) {
+	return nil, errOwnDispatch
 }
 
-// HandleStmtExecute handles COM_STMT_EXECUTE; results go out in the binary protocol.
-func (h *session) HandleStmtExecute(_ any, sql string, args []any) (*mysql.Result, error) {
-	if !h.s.backend.Ready() {
-		h.writeError(errNotConfigured)
-		return written(), nil
-	}
-	if isSetStatement(sql) {
-		if err := h.set(sql); err != nil { // only autocommit and isolation can change: others were refused at prepare
-			h.writeError(err)
-			return written(), nil
-		}
-		return &mysql.Result{}, nil
-	}
-	return h.run(sql, normalizeArgs(args), true)
-}
+func (h *session) HandleStmtClose(any) error { return errOwnDispatch }
 
-// HandleStmtClose has nothing to free: statements hold no engine state.
-func (h *session) HandleStmtClose(any) error { return nil }
+func (h *session) HandleOtherCommand(byte, []byte) error { return errOwnDispatch }
 
-// HandleOtherCommand accepts COM_SET_OPTION and COM_RESET_CONNECTION (which rolls back an
-// open transaction and turns autocommit back on, as MySQL does); others are unsupported.
-func (h *session) HandleOtherCommand(cmd byte, _ []byte) error {
-	switch cmd {
-	case mysql.COM_SET_OPTION:
-		return nil
-	case mysql.COM_RESET_CONNECTION:
-		h.unpin()
-		h.autocommitOff = false
-		h.isolation = ""
-		h.syncTx()
-		return nil
+var errOwnDispatch = errors.New("mysqlwire: command dispatched by go-mysql, not the session")
+
+// run sends sql to the backend and writes the answer (rows, OK or error) to the client:
+// text rows, or binary ones for a prepared statement's execution (bin).
+func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
+	var args []any
+	if bin != nil {
+		args = bin.args
 	}
-	return mysql.NewError(mysql.ER_UNKNOWN_COM_ERROR, "command "+strconv.Itoa(int(cmd))+" is not supported by queryflux")
-}
-
-// run sends sql to the backend and writes the answer (rows, OK or error) to the client.
-func (h *session) run(sql string, args []any, binary bool) (*mysql.Result, error) {
+	binary := bin != nil
+	h.warnings = 0
+	if usesTables(sql) {
+		h.diag = nil
+	}
 	req := h.request(sql, args)
 	ctx, cancel := context.WithCancel(h.ctx)
 	h.mu.Lock()
@@ -142,8 +124,8 @@ func (h *session) run(sql string, args []any, binary bool) (*mysql.Result, error
 		h.syncTx()
 		return &mysql.Result{}, nil
 	}
-	if !binary && h.pinned == nil {
-		if res, err, ok := h.relay(ctx, cancel, req); ok {
+	if h.pinned == nil {
+		if res, err, ok := h.relay(ctx, cancel, req, bin); ok {
 			h.syncTx()
 			return res, err
 		}
@@ -202,8 +184,8 @@ func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, er
 		}
 		return false, nil
 	}
-	explicit := beginsTransaction(req.SQL)
-	if !explicit && (!h.autocommitOff || isTxEnd(req.SQL)) {
+	explicit, lock := beginsTransaction(req.SQL), takesNamedLock(req.SQL)
+	if !explicit && !lock && (!h.autocommitOff || isTxEnd(req.SQL)) {
 		return false, nil
 	}
 	opener, ok := h.s.backend.(engine.SessionOpener)
@@ -214,7 +196,10 @@ func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, er
 	if err != nil {
 		return false, err
 	}
-	h.pinned = s
+	h.pinned, h.lockHeld = s, lock
+	if lock && !explicit && !h.autocommitOff {
+		return false, nil // no transaction: the connection is kept for its lock
+	}
 	if err := h.startPinned(ctx, explicit); err != nil {
 		h.unpin()
 		return false, err
@@ -256,10 +241,10 @@ func (h *session) execPinned(ctx context.Context, sql string) error {
 // syncTx unpins the session once the engine reports the transaction over, and keeps the
 // status flags of OK and EOF packets (autocommit, in transaction) in step.
 func (h *session) syncTx() {
-	if h.pinned != nil && h.pinned.TxStatus() == 'I' {
+	if h.pinned != nil && h.pinned.TxStatus() == 'I' && !h.lockHeld {
 		h.unpin()
 	}
-	h.conn.UnsetStatus(mysql.SERVER_STATUS_AUTOCOMMIT | mysql.SERVER_STATUS_IN_TRANS)
+	h.conn.UnsetStatus(mysql.SERVER_STATUS_AUTOCOMMIT | mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_MORE_RESULTS_EXISTS)
 	h.conn.SetStatus(h.status())
 }
 
@@ -269,7 +254,10 @@ func (h *session) status() uint16 {
 	if !h.autocommitOff {
 		s |= mysql.SERVER_STATUS_AUTOCOMMIT
 	}
-	if h.pinned != nil {
+	if h.more {
+		s |= mysql.SERVER_MORE_RESULTS_EXISTS
+	}
+	if h.pinned != nil && (!h.lockHeld || h.pinned.TxStatus() != 'I') {
 		s |= mysql.SERVER_STATUS_IN_TRANS
 	}
 	return s
@@ -278,8 +266,17 @@ func (h *session) status() uint16 {
 func (h *session) unpin() {
 	if h.pinned != nil {
 		_ = h.pinned.Close()
-		h.pinned = nil
+		h.pinned, h.lockHeld = nil, false
 	}
+}
+
+// namedLock finds GET_LOCK: a named lock belongs to the engine connection that took it, so
+// the session keeps that connection (pinned) until the client disconnects, and closing it
+// then releases the lock, as the client's own connection ending would.
+var namedLock = regexp.MustCompile(`(?i)\bget_lock\s*\(`)
+
+func takesNamedLock(sql string) bool {
+	return (strings.Contains(sql, "_lock") || strings.Contains(sql, "_LOCK") || strings.Contains(sql, "_Lock")) && namedLock.MatchString(sql)
 }
 
 func beginsTransaction(sql string) bool {
@@ -439,14 +436,16 @@ func markHandshakeAutocommit(p []byte) {
 }
 
 func (h *session) writeEOF() error {
-	status := h.status()
-	return h.conn.WritePacket([]byte{0, 0, 0, 0, mysql.EOF_HEADER, 0, 0, byte(status), byte(status >> 8)})
+	status, w := h.status(), h.warnings
+	return h.conn.WritePacket([]byte{0, 0, 0, 0, mysql.EOF_HEADER, byte(w), byte(w >> 8), byte(status), byte(status >> 8)})
 }
 
 // writeError writes err as an error packet (go-mysql would lose the code of errors returned
 // from COM_STMT_EXECUTE, so the session writes them itself).
 func (h *session) writeError(err error) {
-	if werr := h.writeErrorPacket(toMySQLError(err)); werr != nil {
+	me := toMySQLError(err)
+	h.noteError(me)
+	if werr := h.writeErrorPacket(me); werr != nil {
 		h.conn.Close()
 	}
 }
@@ -461,41 +460,6 @@ func (h *session) writeErrorPacket(me *mysql.MyError) error {
 	data = append(data, state...)
 	data = append(data, me.Message...)
 	return h.conn.WritePacket(data)
-}
-
-// normalizeArgs turns go-mysql's decoded parameters into plain Go values for engines.
-func normalizeArgs(args []any) []any {
-	out := make([]any, len(args))
-	for i, a := range args {
-		switch v := a.(type) {
-		case int8:
-			out[i] = int64(v)
-		case int16:
-			out[i] = int64(v)
-		case int32:
-			out[i] = int64(v)
-		case uint8:
-			out[i] = uint64(v)
-		case uint16:
-			out[i] = uint64(v)
-		case uint32:
-			out[i] = uint64(v)
-		case float32:
-			out[i] = float64(v)
-		case mysql.TypedBytes:
-			switch v.Type {
-			case mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
-				out[i] = append([]byte(nil), v.Bytes...)
-			default:
-				out[i] = string(v.Bytes)
-			}
-		case []byte:
-			out[i] = append([]byte(nil), v...)
-		default:
-			out[i] = v
-		}
-	}
-	return out
 }
 
 // countParams counts '?' placeholders outside quotes and comments.
@@ -573,6 +537,9 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 	if m := killStmt.FindStringSubmatch(sql); m != nil {
 		return nil, h.kill(m[2], strings.EqualFold(strings.TrimSpace(m[1]), "connection")), true
 	}
+	if r, ok := h.showDiagnostics(sql); ok {
+		return r, nil, true
+	}
 	if selectVarStmt.MatchString(sql) {
 		r, ok := h.selectVars(sql)
 		return r, nil, ok
@@ -605,6 +572,10 @@ func (h *session) variable(name string) (any, bool) {
 	n := strings.ToLower(strings.TrimPrefix(name, "@@"))
 	n = strings.TrimPrefix(strings.TrimPrefix(n, "session."), "global.")
 	switch n {
+	case "warning_count":
+		return int64(len(h.diag)), true
+	case "error_count":
+		return int64(len(h.diagnostics("errors"))), true
 	case "version_comment":
 		return "QueryFlux", true
 	case "version":

@@ -29,6 +29,7 @@ type column struct {
 	arrow  arrow.DataType
 	fsp    int // fractional seconds digits for temporal types
 	isNull bool
+	uuid   bool // 16 bytes sent as the UUID's text, as MariaDB sends its UUID type
 }
 
 // columnFor maps an Arrow field to a MySQL column definition.
@@ -100,13 +101,24 @@ func columnFor(f arrow.Field) column {
 	case *arrow.NullType:
 		setType(mysql.MYSQL_TYPE_NULL, 0)
 		col.isNull = true
-	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType, *arrow.FixedSizeBinaryType:
+	case *arrow.FixedSizeBinaryType:
+		setType(mysql.MYSQL_TYPE_BLOB, 1<<24-1)
+		if isUUID(f) { // MariaDB's UUID column definition
+			setType(mysql.MYSQL_TYPE_STRING, 36*4)
+			mf.Charset, mf.Flag = charsetUTF8MB4, mf.Flag|mysql.UNSIGNED_FLAG
+			col.uuid = true
+		}
+	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:
 		setType(mysql.MYSQL_TYPE_BLOB, 1<<24-1)
 	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
 		mf.Charset, mf.Flag = charsetUTF8MB4, mf.Flag&^mysql.BINARY_FLAG
-		if metaType(f) == "json" {
+		switch {
+		case metaType(f) == "json": // from MySQL, which has the type
 			setType(mysql.MYSQL_TYPE_JSON, 1<<32-1)
-		} else {
+		case isJSON(f): // MariaDB's JSON column definition: LONGTEXT
+			setType(mysql.MYSQL_TYPE_BLOB, 1<<32-1)
+			mf.Flag |= mysql.BLOB_FLAG | mysql.BINARY_FLAG
+		default:
 			setType(mysql.MYSQL_TYPE_VAR_STRING, (1<<24-1)*4)
 		}
 	default: // lists, structs, maps, ...: their Arrow text form
@@ -114,6 +126,30 @@ func columnFor(f arrow.Field) column {
 		setType(mysql.MYSQL_TYPE_VAR_STRING, (1<<24-1)*4)
 	}
 	return col
+}
+
+// isJSON reports a PostgreSQL json/jsonb or DuckDB JSON column.
+func isJSON(f arrow.Field) bool {
+	if d, ok := f.Metadata.GetValue(engine.MetaDuckDBType); ok {
+		return d == "JSON"
+	}
+	oid, _ := f.Metadata.GetValue(engine.MetaPGOID)
+	return oid == "114" || oid == "3802"
+}
+
+// isUUID reports 16 bytes that are a UUID: PostgreSQL's or DuckDB's, or the engines' UUIDType
+// without another source type.
+func isUUID(f arrow.Field) bool {
+	if t, ok := f.Type.(*arrow.FixedSizeBinaryType); !ok || t.ByteWidth != 16 {
+		return false
+	}
+	if d, ok := f.Metadata.GetValue(engine.MetaDuckDBType); ok {
+		return d == "UUID"
+	}
+	if oid, ok := f.Metadata.GetValue(engine.MetaPGOID); ok {
+		return oid == "2950"
+	}
+	return f.Metadata.FindKey(MetaMySQLType) < 0
 }
 
 func metaType(f arrow.Field) string {
@@ -246,6 +282,9 @@ func textValue(b []byte, col *column, a arrow.Array, i int) []byte {
 	case *array.BinaryView:
 		return append(b, a.Value(i)...)
 	case *array.FixedSizeBinary:
+		if col.uuid {
+			return appendUUID(b, a.Value(i))
+		}
 		return append(b, a.Value(i)...)
 	case *array.Date32, *array.Date64:
 		return timestampAt(a, i).AppendFormat(b, time.DateOnly)
@@ -353,6 +392,18 @@ func appendBinaryTime(b []byte, d time.Duration) []byte {
 	b = append(b, h, m, s)
 	if micro != 0 {
 		b = binary.LittleEndian.AppendUint32(b, micro)
+	}
+	return b
+}
+
+// appendUUID appends 16 bytes as a UUID's text, 8-4-4-4-12 lowercase hex digits.
+func appendUUID(b, u []byte) []byte {
+	const hexDigits = "0123456789abcdef"
+	for i, c := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hexDigits[c>>4], hexDigits[c&15])
 	}
 	return b
 }

@@ -70,11 +70,11 @@ func newConn(s *Server, nc net.Conn) *conn {
 func (c *conn) setStream(nc net.Conn) {
 	c.nc = nc
 	c.be = pgproto3.NewBackend(nc, nc)
-	c.be.SetMaxBodyLen(c.srv.opts.MessageBytesMax)
+	c.be.SetMaxBodyLen(c.srv.opts.Limits.PreAuthBytesMax) // raised once authenticated
 }
 
 func (c *conn) serve() error {
-	_ = c.nc.SetDeadline(time.Now().Add(c.srv.opts.HandshakeTimeout))
+	_ = c.nc.SetDeadline(time.Now().Add(c.srv.opts.Limits.HandshakeTimeout))
 	ok, err := c.startup_()
 	if err != nil || !ok {
 		return err
@@ -82,6 +82,7 @@ func (c *conn) serve() error {
 	if err := c.authenticate(); err != nil {
 		return err
 	}
+	c.be.SetMaxBodyLen(c.srv.opts.MessageBytesMax)
 	// Statement contexts derive from this connection's own: deriving them from the server's
 	// would take its one lock on every statement of every connection. Cancelled after
 	// unregister has closed the connection's portals and session.

@@ -19,6 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -38,8 +41,9 @@ type Options struct {
 	MessageBytesMax int
 	// Logger receives connection-level events (never passwords). Default slog.Default().
 	Logger *slog.Logger
-	// HandshakeTimeout bounds startup and authentication; default 30s.
-	HandshakeTimeout time.Duration
+	// Limits bound connections, the duration of startup and authentication, and messages
+	// before authentication (zero fields: netlimit's defaults).
+	Limits netlimit.Limits
 }
 
 // DefaultServerVersion is what clients see as server_version unless Options say otherwise.
@@ -75,9 +79,7 @@ func NewServer(backend query.Backend, opts Options) *Server {
 	if opts.MessageBytesMax <= 0 {
 		opts.MessageBytesMax = 64 << 20
 	}
-	if opts.HandshakeTimeout <= 0 {
-		opts.HandshakeTimeout = 30 * time.Second
-	}
+	opts.Limits = opts.Limits.WithDefaults()
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -105,6 +107,7 @@ func (s *Server) Serve(l net.Listener) error {
 		delete(s.listeners, l)
 		s.mu.Unlock()
 	}()
+	l = netlimit.Listener(l, s.opts.Limits.ConnectionsMax, refuseTooMany)
 	for {
 		nc, err := l.Accept()
 		if err != nil {
@@ -216,4 +219,14 @@ func (s *Server) cancel(pid uint32, secret []byte) {
 
 func isClosedErr(err error) bool {
 	return errors.Is(err, net.ErrClosed) || errors.Is(err, errTerminate)
+}
+
+// refuseTooMany answers a connection over Limits.ConnectionsMax as a full PostgreSQL does: a
+// FATAL 53300. Sent before the client's startup packet is read: libpq and pgx read it as the
+// answer to their SSLRequest or startup message alike.
+func refuseTooMany(nc net.Conn) {
+	msg, err := (&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "53300", Message: "sorry, too many clients already"}).Encode(nil)
+	if err == nil {
+		_, _ = nc.Write(msg)
+	}
 }

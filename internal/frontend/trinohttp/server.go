@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -65,9 +66,16 @@ type Options struct {
 	BodyBytesMax int64
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Limits bound connections and the time to a request's headers (zero fields: netlimit's
+	// defaults). A statement's body is read only once its client is authenticated.
+	Limits netlimit.Limits
 }
 
+// headerBytesMax bounds a request's headers (net/http's default is 1 MiB).
+const headerBytesMax = 256 << 10
+
 func (o *Options) defaults() {
+	o.Limits = o.Limits.WithDefaults()
 	if o.PageRows <= 0 {
 		o.PageRows = 1000
 	}
@@ -138,7 +146,7 @@ func (s *Server) routes() *http.ServeMux {
 
 // Serve serves HTTP on l until Close.
 func (s *Server) Serve(l net.Listener) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.Limits.HandshakeTimeout, MaxHeaderBytes: headerBytesMax}
 	s.httpMu.Lock()
 	if s.closed {
 		s.httpMu.Unlock()
@@ -147,7 +155,7 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.servers = append(s.servers, hs)
 	s.httpMu.Unlock()
-	err := hs.Serve(l)
+	err := hs.Serve(netlimit.Listener(l, s.opts.Limits.ConnectionsMax, netlimit.RefuseHTTP))
 	if errors.Is(err, http.ErrServerClosed) {
 		return net.ErrClosed
 	}

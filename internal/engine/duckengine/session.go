@@ -1,0 +1,148 @@
+package duckengine
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+var (
+	_ engine.SessionOpener = (*Engine)(nil)
+	_ engine.Describer     = (*session)(nil)
+)
+
+// OpenSession pins one connection for a client's transaction: nothing else runs on it until
+// the session is closed.
+func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
+	conn, err := e.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &session{e: e, conn: conn, status: 'I', clean: true}, nil
+}
+
+// session keeps PostgreSQL's transaction semantics on one DuckDB connection: it tracks the
+// status itself (DuckDB reports none), an error inside a transaction fails it until ROLLBACK
+// (DuckDB would go on after some errors), COMMIT of a failed transaction rolls back, BEGIN
+// inside a transaction and COMMIT/ROLLBACK outside one change nothing, and a READ ONLY
+// transaction refuses writes.
+type session struct {
+	e        *Engine
+	conn     *sql.Conn
+	status   byte // 'I', 'T' or 'E'
+	readOnly bool
+	clean    bool // only statements that leave no connection state ran (statement.clean)
+}
+
+var errAborted = &query.Error{Code: "25P02", Message: "current transaction is aborted, commands ignored until end of transaction block"}
+
+func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	st, err := s.e.statement(s.conn, q.SQL)
+	if err != nil {
+		s.fail()
+		return nil, err
+	}
+	if st.tx != txNone {
+		return s.transaction(ctx, st)
+	}
+	if s.status == 'E' {
+		return nil, errAborted
+	}
+	if s.readOnly && s.status == 'T' && !st.readsOnly() {
+		s.fail()
+		return nil, &query.Error{Code: "25006", Message: fmt.Sprintf("cannot execute %s in a read-only transaction", strings.ToUpper(st.words[0]))}
+	}
+	s.clean = s.clean && st.clean()
+	rows, err := run(ctx, s.conn, q, st.p, func() {})
+	if err != nil {
+		s.fail()
+		return nil, err
+	}
+	return &watchedRows{Rows: rows, onErr: s.fail}, nil
+}
+
+// fail marks an open transaction failed.
+func (s *session) fail() {
+	if s.status == 'T' {
+		s.status = 'E'
+	}
+}
+
+// transaction runs a transaction-control statement.
+func (s *session) transaction(ctx context.Context, st statement) (query.Rows, error) {
+	switch {
+	case s.status == 'E' && (st.tx == txBegin || st.tx == txSet):
+		return nil, errAborted
+	case st.tx == txBegin && s.status == 'T':
+		return engine.TagRows("BEGIN"), nil // PostgreSQL warns: already in a transaction
+	case st.tx == txBegin:
+		if err := s.exec(ctx, "BEGIN TRANSACTION"); err != nil {
+			return nil, err
+		}
+		s.status, s.readOnly = 'T', st.readOnly
+		return engine.TagRows("BEGIN"), nil
+	case st.tx == txSet:
+		s.readOnly = s.readOnly || st.readOnly && s.status == 'T'
+		return engine.TagRows("SET"), nil
+	case s.status == 'I': // COMMIT or ROLLBACK without a transaction: PostgreSQL warns
+		return outsideTransaction(st)
+	}
+	failed := s.status == 'E'
+	s.status, s.readOnly = 'I', false
+	if st.tx == txCommit && !failed {
+		if err := s.exec(ctx, "COMMIT"); err != nil {
+			_ = s.exec(context.Background(), "ROLLBACK") // DuckDB has rolled back; make sure
+			return nil, err
+		}
+		return engine.TagRows("COMMIT"), nil
+	}
+	if err := s.exec(ctx, "ROLLBACK"); err != nil {
+		s.clean = false // the connection's state is unknown: retire it
+		return nil, err
+	}
+	return engine.TagRows("ROLLBACK"), nil
+}
+
+func (s *session) exec(ctx context.Context, sqlText string) error {
+	_, err := s.conn.ExecContext(ctx, sqlText)
+	return wrapErr(err)
+}
+
+func (s *session) TxStatus() byte { return s.status }
+
+// Describe prepares q on the session's connection, which may see what the transaction made.
+func (s *session) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
+	return describe(s.conn, q)
+}
+
+// Close rolls back an open transaction and returns the connection to the pool, or closes it
+// when a statement may have left state on it.
+func (s *session) Close() error {
+	keep := s.clean
+	if s.status != 'I' {
+		keep = keep && s.exec(context.Background(), "ROLLBACK") == nil
+	}
+	release(s.conn, keep)
+	return nil
+}
+
+// watchedRows reports an error while reading rows (it fails the transaction).
+type watchedRows struct {
+	query.Rows
+	onErr func()
+}
+
+func (r *watchedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	rec, err := r.Rows.Next(ctx)
+	if err != nil && err != io.EOF {
+		r.onErr()
+	}
+	return rec, err
+}

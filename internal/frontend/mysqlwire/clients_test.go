@@ -1,0 +1,255 @@
+package mysqlwire
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/engine/duckengine"
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/mytest"
+)
+
+// nodeClients is the directory make test-deps installs the node client libraries into.
+func nodeClients(t *testing.T, module string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "frontendtest", "nodeclients")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", module)); err != nil {
+		t.Skipf("node module %s is not installed (make test-deps installs it; its install failed): %v", module, err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed (make test-deps installs it; its install failed)")
+	}
+	return dir
+}
+
+// runMySQL2 runs the mysql2 probe script against addr and returns each probe's JSON outcome.
+func runMySQL2(t *testing.T, addr, user, password, db, probes string) map[string]string {
+	t.Helper()
+	dir := nodeClients(t, "mysql2")
+	host, port, _ := net.SplitHostPort(addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "mysql2_probe.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MYSQL_HOST="+host, "MYSQL_PORT="+port, "MYSQL_USER="+user, "MYSQL_PASSWORD="+password, "MYSQL_DB="+db, "PROBES="+probes)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mysql2 probes against %s: %v\n%s\n%s", addr, err, out, stderr.String())
+	}
+	got := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Probe string          `json:"probe"`
+			OK    json.RawMessage `json:"ok"`
+			Error json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("mysql2 probe output %q: %v", sc.Text(), err)
+		}
+		if line.Error != nil {
+			got[line.Probe] = "error " + string(line.Error)
+		} else {
+			got[line.Probe] = string(line.OK)
+		}
+	}
+	return got
+}
+
+// TestMySQL2AsMariaDB: what node mysql2 sees through the proxy relaying to MariaDB — prepared
+// statements with dates, decimals, JSON, blobs, bits, unsigned and TIME parameters, zero
+// dates, column metadata, warnings and SHOW WARNINGS, stacked statements refused, errors —
+// is what it sees from MariaDB itself.
+func TestMySQL2AsMariaDB(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	proxied := runMySQL2(t, f.addr, testUser, "", f.dbName, "mariadb")
+	dsn, name := mytest.NewDatabase(t)
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := runMySQL2(t, cfg.Addr, cfg.User, cfg.Passwd, name, "mariadb")
+	if len(direct) < 10 {
+		t.Fatalf("direct run: %d probes", len(direct))
+	}
+	// The result's collation is the engine connection's (utf8mb4_general_ci), not the one the
+	// client asked for in its handshake (mysql2: utf8mb4_unicode_ci); both are utf8mb4.
+	sameCollation := strings.NewReplacer(`"charset":224`, `"charset":45`)
+	for probe, want := range direct {
+		if got := proxied[probe]; got != sameCollation.Replace(want) {
+			t.Errorf("%s:\n proxy  %s\n direct %s", probe, got, want)
+		}
+	}
+	for _, probe := range []string{"insert date param", "zero dates binary", "warnings", "warnings of rows", "warnings of prepared"} {
+		if strings.HasPrefix(direct[probe], "error") {
+			t.Errorf("%s failed on MariaDB itself: %s", probe, direct[probe])
+		}
+	}
+}
+
+// TestMySQL2OnDuckDB: node mysql2 against the embedded engine: binary parameters decoded
+// exactly, JSON and UUID columns as MariaDB describes them, stacked statements refused, and
+// DuckDB's errors as MySQL's numbers and states.
+func TestMySQL2OnDuckDB(t *testing.T) {
+	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	addr := startServer(t, frontendtest.NewBackend(eng), Options{})
+	got := runMySQL2(t, addr, testUser, "", "", "duckdb")
+	want := map[string]string{
+		"create":                     `"ok"`,
+		"insert date param":          `1`,
+		"insert typed params":        `1`,
+		"params decoded":             `[{"i":-5,"f":2.5,"s":"x","n":null}]`,
+		"stacked without flag":       `error {"errno":1064,"sqlState":"42000","code":"ER_PARSE_ERROR"}`,
+		"stacked probe table absent": `[{"n":"0"}]`,
+		"no such table":              `error {"errno":1146,"sqlState":"42S02","code":"ER_NO_SUCH_TABLE"}`,
+		"no such table prepared":     `error {"errno":1146,"sqlState":"42S02","code":"ER_NO_SUCH_TABLE"}`,
+		"syntax":                     `error {"errno":1064,"sqlState":"42000","code":"ER_PARSE_ERROR"}`,
+	}
+	for probe, w := range want {
+		if got[probe] != w {
+			t.Errorf("%s: %s, want %s", probe, got[probe], w)
+		}
+	}
+	for _, probe := range []string{"select binary", "select text"} {
+		for _, frag := range []string{
+			`"dt":"2024-01-02 03:04:05`, `"d":"12.34"`, `"u":"123e4567-e89b-12d3-a456-426614174000"`, `"b":{"buffer":"0001ff"}`,
+			`{"name":"j","type":252,"charset":45`, `{"name":"u","type":254,"charset":45`,
+		} {
+			if !strings.Contains(got[probe], frag) {
+				t.Errorf("%s: no %s in %s", probe, frag, got[probe])
+			}
+		}
+	}
+}
+
+// pythonWith is a python3 that imports module, or "" (after t.Skip).
+func pythonWith(t *testing.T, module string) string {
+	for _, p := range []string{"python3", "/usr/bin/python3"} { // pyenv's, Debian's packages
+		if exec.Command(p, "-c", "import "+module).Run() == nil {
+			return p
+		}
+	}
+	t.Skipf("python3 with %s is not installed (make test-deps installs it; its install failed)", module)
+	return ""
+}
+
+// runPython runs testdata/python_probe.py with lib against addr; one JSON line per probe.
+func runPython(t *testing.T, python, lib, addr, user, password, db string) map[string]string {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	out, err := exec.Command(python, "testdata/python_probe.py", lib, host, port, user, password, db).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s probes against %s: %v\n%s", lib, addr, err, out)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var p struct {
+			Probe string `json:"probe"`
+		}
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatalf("%s output %q: %v", lib, line, err)
+		}
+		got[p.Probe] = line
+	}
+	return got
+}
+
+// TestPythonClientsAsMariaDB: PyMySQL and mysqlclient see through the proxy what they see from
+// MariaDB: column type codes (JSON is 252), zero dates, unsigned values, warning counts and
+// SHOW WARNINGS, stacked statements (refused by PyMySQL's default, run by mysqlclient's),
+// errors.
+func TestPythonClientsAsMariaDB(t *testing.T) {
+	for _, c := range []struct{ lib, module string }{{"pymysql", "pymysql"}, {"mysqldb", "MySQLdb"}} {
+		t.Run(c.lib, func(t *testing.T) {
+			python := pythonWith(t, c.module)
+			f := coreServer(t, coreSetup{})
+			proxied := runPython(t, python, c.lib, f.addr, testUser, "", f.dbName)
+			dsn, name := mytest.NewDatabase(t)
+			cfg, err := gomysql.ParseDSN(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			direct := runPython(t, python, c.lib, cfg.Addr, cfg.User, cfg.Passwd, name)
+			if len(direct) != 6 || !strings.Contains(direct["select"], `["j", 252]`) {
+				t.Fatalf("direct run: %v", direct)
+			}
+			for probe, want := range direct {
+				if got := proxied[probe]; got != want {
+					t.Errorf("%s:\n proxy  %s\n direct %s", probe, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestNamedLockReleasedOnDisconnect: GET_LOCK through the proxy holds the lock for the client
+// that took it (another client cannot take it; the holder's later statements still hold it)
+// and the lock is released when that client disconnects.
+func TestNamedLockReleasedOnDisconnect(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	lock := "qf_lock_" + f.dbName
+	holder := openDB(t, f.addr, testUser, "", f.dbName, "")
+	holder.SetMaxIdleConns(0)
+	conn, err := holder.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	if err := conn.QueryRowContext(context.Background(), "SELECT GET_LOCK(?, 0)", lock).Scan(&got); err != nil || got != 1 {
+		t.Fatalf("GET_LOCK: %d, %v", got, err)
+	}
+	if err := conn.QueryRowContext(context.Background(), "SELECT 1").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	other := openDB(t, f.addr, testUser, "", f.dbName, "")
+	if err := other.QueryRow("SELECT GET_LOCK(?, 0)", lock).Scan(&got); err != nil || got != 0 {
+		t.Fatalf("another client's GET_LOCK: %d, %v (want 0: the lock is held)", got, err)
+	}
+	if err := conn.QueryRowContext(context.Background(), "SELECT IS_USED_LOCK(?) IS NOT NULL", lock).Scan(&got); err != nil || got != 1 {
+		t.Fatalf("the holder's lock: %d, %v", got, err)
+	}
+	conn.Raw(func(c any) error { return driverClose(c) }) // the client goes away without COM_QUIT's courtesy
+	conn.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := f.direct.QueryRow("SELECT IS_FREE_LOCK(?)", lock).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lock is still held 10s after its client disconnected")
+		}
+		time.Sleep(20 * time.Millisecond) // polling the engine for the release: no event to wait on
+	}
+}
+
+// driverClose closes a go-sql-driver connection's socket.
+func driverClose(c any) error {
+	if cl, ok := c.(interface{ Close() error }); ok {
+		return cl.Close()
+	}
+	return nil
+}

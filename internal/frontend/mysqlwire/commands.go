@@ -1,0 +1,126 @@
+package mysqlwire
+
+import (
+	"encoding/binary"
+	"strconv"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/server"
+)
+
+// The command phase is this frontend's own: go-mysql reads and frames packets and writes
+// results, but the commands are dispatched here, so prepared statements keep the parameters
+// exactly as the client encoded them (relayed to a MySQL engine as they came, decoded
+// for the others; see stmt.go), their types are remembered across executions (a client may
+// bind them once), long data is kept, and COM_SET_OPTION can turn multi-statements on and off.
+
+// noReply marks a command that has no response (COM_STMT_CLOSE, COM_STMT_SEND_LONG_DATA) or
+// whose response the session wrote itself.
+type noReply struct{}
+
+// serveCommands answers the client's commands until it quits or the connection fails.
+func (h *session) serveCommands() {
+	c := h.conn
+	for !c.Closed() {
+		data, err := c.ReadPacket()
+		if err != nil || len(data) == 0 {
+			return
+		}
+		v := h.dispatch(data[0], data[1:])
+		if _, none := v.(noReply); none {
+			c.ResetSequence()
+			continue
+		}
+		if err, ok := v.(error); ok {
+			me := toMySQLError(err)
+			h.noteError(me)
+			v = me
+		}
+		err = c.WriteValue(v)
+		c.ResetSequence()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// dispatch runs one command and returns what go-mysql writes back: a result, an error, a
+// prepared statement, a field list, or noReply.
+func (h *session) dispatch(cmd byte, data []byte) any {
+	switch cmd {
+	case mysql.COM_QUIT:
+		h.conn.Close()
+		return noReply{}
+	case mysql.COM_QUERY:
+		return reply(h.HandleQuery(string(data)))
+	case mysql.COM_PING:
+		return nil
+	case mysql.COM_INIT_DB:
+		if err := h.UseDB(string(data)); err != nil {
+			return err
+		}
+		return nil
+	case mysql.COM_FIELD_LIST:
+		return []*mysql.Field{}
+	case mysql.COM_STMT_PREPARE:
+		return h.prepare(string(data))
+	case mysql.COM_STMT_EXECUTE:
+		return reply(h.execute(data))
+	case mysql.COM_STMT_CLOSE:
+		if len(data) >= 4 {
+			delete(h.stmts, binary.LittleEndian.Uint32(data))
+		}
+		return noReply{}
+	case mysql.COM_STMT_SEND_LONG_DATA:
+		h.longData(data)
+		return noReply{}
+	case mysql.COM_STMT_RESET:
+		st, err := h.stmt(data, "stmt_reset")
+		if err != nil {
+			return err
+		}
+		st.long = nil
+		return nil
+	case mysql.COM_SET_OPTION:
+		return h.setOption(data)
+	case mysql.COM_RESET_CONNECTION:
+		h.unpin()
+		h.autocommitOff = false
+		h.isolation = ""
+		h.stmts = nil
+		h.diag = nil
+		h.multiStatements = h.conn.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
+		h.syncTx()
+		return nil
+	}
+	return mysql.NewError(mysql.ER_UNKNOWN_COM_ERROR, "command "+strconv.Itoa(int(cmd))+" is not supported by queryflux")
+}
+
+// reply is a handler's answer as dispatch returns it.
+func reply(r *mysql.Result, err error) any {
+	if err != nil {
+		return err
+	}
+	return r
+}
+
+// setOption handles COM_SET_OPTION: multi-statements on (0) or off (1); the answer is an EOF.
+func (h *session) setOption(data []byte) any {
+	if len(data) < 2 {
+		return mysql.ErrMalformPacket
+	}
+	switch binary.LittleEndian.Uint16(data) {
+	case 0:
+		h.multiStatements = true
+	case 1:
+		h.multiStatements = false
+	default:
+		return mysql.NewError(mysql.ER_UNKNOWN_COM_ERROR, "COM_SET_OPTION: unknown option")
+	}
+	if err := h.writeEOF(); err != nil {
+		h.conn.Close()
+	}
+	return noReply{}
+}
+
+var _ = server.Stmt{}

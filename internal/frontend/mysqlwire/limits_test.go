@@ -1,0 +1,157 @@
+package mysqlwire
+
+import (
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/netlimit"
+)
+
+// hostileHeader declares a packet of 16 MiB - 2 bytes and brings 100 of them.
+func hostileHeader(seq byte) []byte {
+	return append([]byte{0xfe, 0xff, 0xff, seq}, make([]byte, 100)...)
+}
+
+// readPacket reads one packet from a raw connection.
+func readPacket(t *testing.T, nc net.Conn) []byte {
+	t.Helper()
+	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // a safety net, not a measure
+	head := make([]byte, 4)
+	if _, err := io.ReadFull(nc, head); err != nil {
+		t.Fatalf("reading a packet: %v", err)
+	}
+	p := make([]byte, packetLen(head))
+	if _, err := io.ReadFull(nc, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestHostileHeaderBeforeLogin: a 4-byte header declaring 16 MiB in place of the handshake
+// response ends the connection at once with an error naming the limit; the server keeps
+// nothing of the declared size.
+func TestHostileHeaderBeforeLogin(t *testing.T) {
+	backend := frontendtest.NewBackend(nil)
+	addr := startServer(t, backend, Options{})
+	const conns = 20
+	before := heapInUse()
+	for range conns {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		readPacket(t, nc) // greeting
+		if _, err := nc.Write(hostileHeader(1)); err != nil {
+			t.Fatal(err)
+		}
+		if p := readPacket(t, nc); p[0] != 0xff || !strings.Contains(string(p), "larger than the limit of 65536 bytes") {
+			t.Fatalf("answer %q, want an error naming the limit", p)
+		}
+		if _, err := io.ReadFull(nc, make([]byte, 1)); err == nil {
+			t.Fatal("the connection stayed open")
+		}
+	}
+	if grew := int64(heapInUse()) - int64(before); grew > conns<<20 {
+		t.Fatalf("heap grew %d bytes for %d hostile headers", grew, conns)
+	}
+}
+
+// TestHostileHeaderAfterLogin: after login a 16 MiB packet is allowed, but a header that
+// declares one and holds costs the server only the bytes that arrived (it took 16.5 MB a
+// connection when the buffer was sized from the header).
+func TestHostileHeaderAfterLogin(t *testing.T) {
+	backend := frontendtest.NewBackend(nil)
+	addr := startServer(t, backend, Options{})
+	const conns = 8
+	before, started := heapInUse(), largePacketsStarted.Load()
+	for range conns {
+		c, err := client.Connect(addr, testUser, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Conn.Conn.Write(hostileHeader(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for largePacketsStarted.Load() < started+conns { // every header read by the server
+		runtime.Gosched()
+	}
+	if grew := int64(heapInUse()) - int64(before); grew > conns<<20 {
+		t.Fatalf("heap grew %d bytes for %d held 16 MiB headers", grew, conns)
+	}
+}
+
+// TestHandshakeDeadline: a client that connects and says nothing is disconnected at the
+// handshake deadline.
+func TestHandshakeDeadline(t *testing.T) {
+	addr := startServer(t, frontendtest.NewBackend(nil), Options{Limits: netlimit.Limits{HandshakeTimeout: 100 * time.Millisecond}})
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	readPacket(t, nc)
+	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_, err = io.ReadAll(nc) // whatever the server says, then its close
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the server kept a silent handshake open")
+	}
+}
+
+// TestConnectionsMax: with ConnectionsMax open, the next client gets MySQL's own "Too many
+// connections" (1040); once one closes, a client gets in again.
+func TestConnectionsMax(t *testing.T) {
+	addr := startServer(t, frontendtest.NewBackend(nil), Options{Limits: netlimit.Limits{ConnectionsMax: 3}})
+	var open []*client.Conn
+	for range 3 {
+		c, err := client.Connect(addr, testUser, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, c)
+	}
+	_, err := client.Connect(addr, testUser, "", "")
+	var me *gomysql.MyError
+	if !errors.As(err, &me) || me.Code != gomysql.ER_CON_COUNT_ERROR {
+		t.Fatalf("fourth connection: %v, want error 1040", err)
+	}
+	d := openDB(t, addr, testUser, "", "", "")
+	var de *mysql.MySQLError
+	if err := d.Ping(); !errors.As(err, &de) || de.Number != 1040 || de.Message != "Too many connections" {
+		t.Fatalf("go-sql-driver: %v, want error 1040", err)
+	}
+	open[0].Close()
+	for { // the server sees the close, then frees the slot
+		c, err := client.Connect(addr, testUser, "", "")
+		if err == nil {
+			c.Close()
+			break
+		}
+		if !errors.As(err, &me) || me.Code != gomysql.ER_CON_COUNT_ERROR {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range open[1:] {
+		c.Close()
+	}
+}

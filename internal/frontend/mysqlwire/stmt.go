@@ -1,0 +1,317 @@
+package mysqlwire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/server"
+
+	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
+)
+
+// Prepared statements. A COM_STMT_EXECUTE's parameters are read here as the binary protocol
+// encodes them: relayed to a MySQL-protocol engine as they came (re-framed only), decoded into
+// Go values for the other engines. Every type is decoded exactly: integers with their
+// signedness, DECIMAL as its text, DATE/DATETIME/TIMESTAMP as a time.Time when the calendar has
+// the value and as MySQL's own text otherwise ('0000-00-00', '2024-00-00'), TIME as its text
+// (it spans ±838 hours), BLOB/BIT/GEOMETRY as bytes, the rest as strings.
+
+// prepared is one client statement.
+type prepared struct {
+	sql    string
+	params int
+	types  []byte         // the parameter types last bound: a client may send them on its first execute only
+	long   map[int][]byte // COM_STMT_SEND_LONG_DATA per parameter, until the statement runs or is reset
+}
+
+// stmtsMax bounds a session's open statements (MySQL's max_prepared_stmt_count default).
+const stmtsMax = 16382
+
+// prepare handles COM_STMT_PREPARE. The statement is prepared on the engine when it runs: the
+// engine is chosen per statement. Its columns are described then, with its rows.
+func (h *session) prepare(sql string) any {
+	if !h.s.backend.Ready() {
+		return errNotConfigured
+	}
+	if isSetStatement(sql) {
+		if err := h.checkSet(sql); err != nil {
+			return err
+		}
+	}
+	if len(splitStatements(sql)) > 1 {
+		return syntaxError(sql)
+	}
+	if len(h.stmts) >= stmtsMax {
+		return mysql.NewError(mysql.ER_MAX_PREPARED_STMT_COUNT_REACHED, "Can't create more than max_prepared_stmt_count statements (current value: "+strconv.Itoa(stmtsMax)+")")
+	}
+	if h.stmts == nil {
+		h.stmts = map[uint32]*prepared{}
+	}
+	h.stmtID++
+	st := &prepared{sql: sql, params: countParams(sql)}
+	h.stmts[h.stmtID] = st
+	out := &server.Stmt{Query: sql}
+	out.ID, out.Params = h.stmtID, st.params
+	return out
+}
+
+// stmt finds the statement data's first four bytes name.
+func (h *session) stmt(data []byte, command string) (*prepared, error) {
+	if len(data) < 4 {
+		return nil, mysql.ErrMalformPacket
+	}
+	id := binary.LittleEndian.Uint32(data)
+	st := h.stmts[id]
+	if st == nil {
+		return nil, mysql.NewDefaultError(mysql.ER_UNKNOWN_STMT_HANDLER, 10, strconv.FormatUint(uint64(id), 10), command)
+	}
+	return st, nil
+}
+
+// longData keeps a COM_STMT_SEND_LONG_DATA chunk (statement id, parameter, bytes).
+func (h *session) longData(data []byte) {
+	st, err := h.stmt(data, "stmt_send_long_data")
+	if err != nil || len(data) < 6 {
+		return // the command has no response; MySQL reports the error at the next execute
+	}
+	i := int(binary.LittleEndian.Uint16(data[4:]))
+	if i >= st.params {
+		return
+	}
+	if st.long == nil {
+		st.long = map[int][]byte{}
+	}
+	st.long[i] = append(st.long[i], data[6:]...)
+}
+
+// execute handles COM_STMT_EXECUTE; results go out in the binary protocol.
+func (h *session) execute(data []byte) (*mysql.Result, error) {
+	st, err := h.stmt(data, "stmt_execute")
+	if err != nil {
+		return nil, err
+	}
+	if !h.s.backend.Ready() {
+		return nil, errNotConfigured
+	}
+	bin, err := st.bind(data[4:])
+	st.long = nil
+	if err != nil {
+		return nil, err
+	}
+	if isSetStatement(st.sql) {
+		return &mysql.Result{}, h.set(st.sql) // only autocommit and isolation can change: others were refused at prepare
+	}
+	return h.run(st.sql, bin)
+}
+
+// binParams are one execution's parameters: as the client encoded them (for a relay) and
+// decoded (for the Arrow path).
+type binParams struct {
+	raw  mysqlengine.StmtParams
+	args []any
+}
+
+// bind reads an execute packet after the statement id: flags, iteration count, NULL bitmap,
+// the new-types flag, types and values.
+func (st *prepared) bind(data []byte) (*binParams, error) {
+	if len(data) < 5 {
+		return nil, mysql.ErrMalformPacket
+	}
+	// data[0] is the cursor flag: a cursor is not opened, and the whole result is sent, as
+	// MySQL does for statements it cannot open one for. data[1:5] is the iteration count (1).
+	data = data[5:]
+	n := st.params
+	bin := &binParams{raw: mysqlengine.StmtParams{Count: n}}
+	if n == 0 {
+		return bin, nil
+	}
+	nb := (n + 7) / 8
+	if len(data) < nb+1 {
+		return nil, mysql.ErrMalformPacket
+	}
+	nulls, bound := data[:nb], data[nb]
+	data = data[nb+1:]
+	if bound == 1 {
+		if len(data) < 2*n {
+			return nil, mysql.ErrMalformPacket
+		}
+		st.types = append(st.types[:0], data[:2*n]...)
+		data = data[2*n:]
+	}
+	if st.types == nil {
+		return nil, mysql.NewError(mysql.ER_WRONG_ARGUMENTS, "Incorrect arguments to mysqld_stmt_execute: parameter types were never sent")
+	}
+	bin.raw.NullBitmap = append([]byte(nil), nulls...)
+	bin.raw.Types = st.types
+	bin.args = make([]any, n)
+	for i := range n {
+		typ, unsigned := st.types[2*i], st.types[2*i+1]&0x80 != 0
+		if nulls[i/8]&(1<<(i%8)) != 0 || typ == mysql.MYSQL_TYPE_NULL {
+			bin.raw.NullBitmap[i/8] |= 1 << (i % 8)
+			continue
+		}
+		var v []byte
+		if long, ok := st.long[i]; ok {
+			v = long
+		} else {
+			size, err := valueSize(typ, data)
+			if err != nil {
+				return nil, fmt.Errorf("parameter %d: %w", i+1, err)
+			}
+			v, data = data[:size], data[size:]
+		}
+		if fixedSize(typ) < 0 {
+			if _, ok := st.long[i]; !ok {
+				_, _, n := mysql.LengthEncodedInt(v)
+				v = v[n:]
+			}
+			bin.raw.Values = append(bin.raw.Values, mysql.PutLengthEncodedInt(uint64(len(v)))...)
+		}
+		bin.raw.Values = append(bin.raw.Values, v...)
+		arg, err := decodeParam(typ, unsigned, v)
+		if err != nil {
+			return nil, mysql.NewError(mysql.ER_WRONG_ARGUMENTS, fmt.Sprintf("Incorrect arguments to mysqld_stmt_execute: parameter %d: %v", i+1, err))
+		}
+		bin.args[i] = arg
+	}
+	return bin, nil
+}
+
+// fixedSize is the size of a fixed-width binary value, -1 for a length-encoded one.
+func fixedSize(typ byte) int {
+	switch typ {
+	case mysql.MYSQL_TYPE_TINY:
+		return 1
+	case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
+		return 2
+	case mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_FLOAT:
+		return 4
+	case mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_DOUBLE:
+		return 8
+	}
+	return -1
+}
+
+// valueSize is how many bytes at data the next value of type typ takes (length included).
+func valueSize(typ byte, data []byte) (int, error) {
+	if n := fixedSize(typ); n >= 0 {
+		if len(data) < n {
+			return 0, mysql.ErrMalformPacket
+		}
+		return n, nil
+	}
+	if !knownType(typ) {
+		return 0, fmt.Errorf("unknown type %d", typ)
+	}
+	l, isNull, n := mysql.LengthEncodedInt(data)
+	if n == 0 || isNull || uint64(len(data)-n) < l {
+		return 0, mysql.ErrMalformPacket
+	}
+	return n + int(l), nil
+}
+
+func knownType(typ byte) bool {
+	switch typ {
+	case mysql.MYSQL_TYPE_DECIMAL, mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_BIT,
+		mysql.MYSQL_TYPE_JSON, mysql.MYSQL_TYPE_ENUM, mysql.MYSQL_TYPE_SET, mysql.MYSQL_TYPE_TINY_BLOB,
+		mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_VAR_STRING,
+		mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_GEOMETRY, mysql.MYSQL_TYPE_VECTOR,
+		mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_NEWDATE, mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_DATETIME,
+		mysql.MYSQL_TYPE_TIME, mysql.MYSQL_TYPE_TIMESTAMP2, mysql.MYSQL_TYPE_DATETIME2, mysql.MYSQL_TYPE_TIME2:
+		return true
+	}
+	return false
+}
+
+// decodeParam turns one binary value (without its length) into the Go value engines take.
+func decodeParam(typ byte, unsigned bool, v []byte) (any, error) {
+	le := binary.LittleEndian
+	integer := func(u uint64, bits int) any {
+		if unsigned {
+			return u
+		}
+		return int64(u<<(64-bits)) >> (64 - bits) // sign-extended
+	}
+	switch typ {
+	case mysql.MYSQL_TYPE_TINY:
+		return integer(uint64(v[0]), 8), nil
+	case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
+		return integer(uint64(le.Uint16(v)), 16), nil
+	case mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG:
+		return integer(uint64(le.Uint32(v)), 32), nil
+	case mysql.MYSQL_TYPE_LONGLONG:
+		return integer(le.Uint64(v), 64), nil
+	case mysql.MYSQL_TYPE_FLOAT:
+		return float64(math.Float32frombits(le.Uint32(v))), nil
+	case mysql.MYSQL_TYPE_DOUBLE:
+		return math.Float64frombits(le.Uint64(v)), nil
+	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_NEWDATE:
+		return decodeDateTime(v, true)
+	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_DATETIME2, mysql.MYSQL_TYPE_TIMESTAMP2:
+		return decodeDateTime(v, false)
+	case mysql.MYSQL_TYPE_TIME, mysql.MYSQL_TYPE_TIME2:
+		return decodeTime(v)
+	case mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB,
+		mysql.MYSQL_TYPE_GEOMETRY, mysql.MYSQL_TYPE_BIT, mysql.MYSQL_TYPE_VECTOR:
+		return append([]byte(nil), v...), nil
+	}
+	return string(v), nil
+}
+
+// decodeDateTime reads a binary DATE/DATETIME (length 0, 4, 7 or 11). A value the calendar has
+// is a time.Time in UTC; a zero or partly zero one ('0000-00-00', '2024-00-00') is MySQL's text.
+func decodeDateTime(v []byte, dateOnly bool) (any, error) {
+	var y, mo, d, h, mi, s, us int
+	switch len(v) {
+	case 11:
+		us = int(binary.LittleEndian.Uint32(v[7:]))
+		fallthrough
+	case 7:
+		h, mi, s = int(v[4]), int(v[5]), int(v[6])
+		fallthrough
+	case 4:
+		y, mo, d = int(binary.LittleEndian.Uint16(v)), int(v[2]), int(v[3])
+	case 0:
+	default:
+		return nil, fmt.Errorf("a date of %d bytes", len(v))
+	}
+	if mo > 12 || d > 31 || h > 23 || mi > 59 || s > 59 || us > 999999 {
+		return nil, fmt.Errorf("%04d-%02d-%02d %02d:%02d:%02d.%06d is no date", y, mo, d, h, mi, s, us)
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, s, us*1000, time.UTC)
+	if y >= 1 && mo >= 1 && d >= 1 && t.Day() == d {
+		return t, nil
+	}
+	text := fmt.Sprintf("%04d-%02d-%02d", y, mo, d)
+	if !dateOnly {
+		text += fmt.Sprintf(" %02d:%02d:%02d", h, mi, s)
+		if us != 0 {
+			text += fmt.Sprintf(".%06d", us)
+		}
+	}
+	return text, nil
+}
+
+// decodeTime reads a binary TIME (length 0, 8 or 12) as MySQL's text, [-]HHH:MM:SS[.ffffff].
+func decodeTime(v []byte) (any, error) {
+	if len(v) == 0 {
+		return "00:00:00", nil
+	}
+	if len(v) != 8 && len(v) != 12 {
+		return nil, fmt.Errorf("a time of %d bytes", len(v))
+	}
+	sign := ""
+	if v[0] == 1 {
+		sign = "-"
+	}
+	hours := int64(binary.LittleEndian.Uint32(v[1:]))*24 + int64(v[5])
+	text := fmt.Sprintf("%s%02d:%02d:%02d", sign, hours, v[6], v[7])
+	if len(v) == 12 {
+		text += fmt.Sprintf(".%06d", binary.LittleEndian.Uint32(v[8:]))
+	}
+	return text, nil
+}

@@ -1,0 +1,58 @@
+# Drives PyMySQL or mysqlclient (MySQLdb) against a MySQL-protocol server and prints one JSON
+# line per probe: column descriptions, values, warnings, stacked statements, errors.
+# Usage: python3 python_probe.py pymysql|mysqldb host port user password db
+import json
+import sys
+
+lib, host, port, user, password, db = sys.argv[1:7]
+if lib == "pymysql":
+    import pymysql as driver
+    conn = driver.connect(host=host, port=int(port), user=user, password=password, database=db, autocommit=True)
+else:
+    import MySQLdb as driver
+    conn = driver.connect(host=host, port=int(port), user=user, passwd=password, db=db, autocommit=True)
+
+
+def show(v):
+    if isinstance(v, (bytes, bytearray)):
+        return {"bytes": v.hex()}
+    if v is None or isinstance(v, (int, float, str)):
+        return v
+    return str(v)
+
+
+def probe(name, fn):
+    cur = conn.cursor()
+    try:
+        out = {"probe": name, "ok": fn(cur)}
+    except driver.MySQLError as e:
+        out = {"probe": name, "error": e.args[0]}
+    finally:
+        cur.close()
+    print(json.dumps(out, sort_keys=True))
+
+
+def select(sql):
+    def run(cur):
+        cur.execute(sql)
+        desc = [[d[0], d[1]] for d in cur.description]
+        return [desc, [[show(v) for v in row] for row in cur.fetchall()]]
+    return run
+
+
+def warnings(sql):
+    def run(cur):
+        cur.execute(sql)
+        n = conn.warning_count() if lib == "mysqldb" else cur._result.warning_count
+        cur.execute("show warnings")
+        return [n, [list(r) for r in cur.fetchall()]]
+    return run
+
+
+probe("create", lambda cur: cur.execute("create table t (id int primary key, j json, d decimal(10,2), dt datetime, b blob, u bigint unsigned, s varchar(5))"))
+probe("insert", lambda cur: cur.execute("insert into t values (1, '{\"a\": 1}', 1.25, '0000-00-00 00:00:00', x'00ff', 18446744073709551615, 'abc')"))
+probe("select", select("select * from t"))
+probe("warnings", warnings("insert ignore into t (id, s) values (2, 'too long for five')"))
+probe("stacked", lambda cur: cur.execute("select 1; select 2"))
+probe("no such table", lambda cur: cur.execute("select * from no_such_table"))
+conn.close()

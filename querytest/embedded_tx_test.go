@@ -1,0 +1,254 @@
+package querytest
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// psqlSession is an interactive psql: statements go in one at a time and each one's output
+// comes back before the next is sent, so two sessions can interleave.
+type psqlSession struct {
+	t   *testing.T
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+const psqlMark = "--qf-done--"
+
+func startPsql(t *testing.T, port string) *psqlSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	cmd := exec.CommandContext(ctx, "psql", "-X", "-At", "-h", "127.0.0.1", "-p", port, "-U", "queryflux", "demo")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() {
+		in.Close()
+		_ = cmd.Wait()
+		cancel()
+		r.Close()
+	})
+	return &psqlSession{t: t, in: in, out: bufio.NewReader(r)}
+}
+
+// do sends one line to psql and returns what psql printed for it (errors included).
+func (p *psqlSession) do(line string) string {
+	p.t.Helper()
+	if _, err := io.WriteString(p.in, line+"\n\\echo "+psqlMark+"\n"); err != nil {
+		p.t.Fatalf("psql %q: %v", line, err)
+	}
+	var out []string
+	for {
+		s, err := p.out.ReadString('\n')
+		if err != nil {
+			p.t.Fatalf("psql %q: %v (so far %q)", line, err, out)
+		}
+		s = strings.TrimRight(s, "\n")
+		if s == psqlMark {
+			return strings.Join(out, "\n")
+		}
+		out = append(out, s)
+	}
+}
+
+// psqlRun runs psql with args against the embedded default and returns its output and whether
+// it succeeded (psql -v ON_ERROR_STOP=1 fails on the first error).
+func psqlRun(t *testing.T, port string, args ...string) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	all := append([]string{"-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", port, "-U", "queryflux", "demo"}, args...)
+	out, err := exec.CommandContext(ctx, "psql", all...).CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("psql %v hung: %s", args, out)
+	}
+	return string(out), err == nil
+}
+
+// TestEmbeddedDefaultTransactions: transactions work on the embedded default through the
+// proxy core, each client's stays its own on every protocol, and the embedded engine gives
+// clients no host files.
+func TestEmbeddedDefaultTransactions(t *testing.T) {
+	e := startEmbedded(t)
+	clients := newClients(t, e)
+
+	t.Run("beginSelectCommit", func(t *testing.T) {
+		out, ok := psqlRun(t, e.pgPort, "-c", "begin", "-c", "select 1", "-c", "commit")
+		if !ok || out != "BEGIN\n1\nCOMMIT\n" {
+			t.Fatalf("psql begin/select/commit: %q", out)
+		}
+	})
+	t.Run("rollback", func(t *testing.T) {
+		out, ok := psqlRun(t, e.pgPort, "-c", "begin", "-c", "create table rb_probe(x integer)",
+			"-c", "insert into rb_probe values (1)", "-c", "select count(*) from rb_probe", "-c", "rollback")
+		if !ok || out != "BEGIN\nCREATE TABLE\nINSERT 0 1\n1\nROLLBACK\n" {
+			t.Fatalf("psql begin/create/insert/rollback: %q", out)
+		}
+		if out, ok := psqlRun(t, e.pgPort, "-c", "select count(*) from rb_probe"); ok || !strings.Contains(out, "rb_probe") {
+			t.Fatalf("a rolled-back table exists: %q", out)
+		}
+	})
+	t.Run("twoSessionsIsolated", func(t *testing.T) {
+		a, b := startPsql(t, e.pgPort), startPsql(t, e.pgPort)
+		a.do("create table iso_probe(x integer);")
+		if got := a.do("begin;"); got != "BEGIN" {
+			t.Fatalf("a: begin: %q", got)
+		}
+		if got := b.do("begin;"); got != "BEGIN" {
+			t.Fatalf("b: begin: %q", got)
+		}
+		a.do("insert into iso_probe values (1);")
+		b.do("insert into iso_probe values (2), (3);")
+		if got := a.do("select count(*) from iso_probe;"); got != "1" {
+			t.Fatalf("a sees %s rows, want its own 1", got)
+		}
+		if got := b.do("select count(*) from iso_probe;"); got != "2" {
+			t.Fatalf("b sees %s rows, want its own 2", got)
+		}
+		if rows, err := clients["flightsql"]("select count(*) from iso_probe"); err != nil || rows[0][0] != "0" {
+			t.Fatalf("another client sees uncommitted rows: %v %v", rows, err)
+		}
+		if got := a.do("commit;"); got != "COMMIT" {
+			t.Fatalf("a: commit: %q", got)
+		}
+		if got := b.do("select * from no_such_table;"); !strings.Contains(got, "ERROR") {
+			t.Fatalf("b: an error: %q", got)
+		}
+		if got := b.do("select 1;"); !strings.Contains(got, "25P02") && !strings.Contains(got, "aborted") {
+			t.Fatalf("b: a statement in a failed transaction: %q", got)
+		}
+		if got := b.do("commit;"); got != "ROLLBACK" {
+			t.Fatalf("b: commit of a failed transaction: %q", got)
+		}
+		if rows, err := clients["trino"]("select count(*) from iso_probe"); err != nil || rows[0][0] != "1" {
+			t.Fatalf("after a's commit and b's rollback: %v %v", rows, err)
+		}
+	})
+	t.Run("psycopg2", func(t *testing.T) {
+		if err := exec.Command("/usr/bin/python3", "-c", "import psycopg2").Run(); err != nil {
+			t.Skip("python3-psycopg2 is not installed (make test-deps installs it): " + err.Error())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "/usr/bin/python3", "-c", psycopg2Script, "host=127.0.0.1 port="+e.pgPort+" user=queryflux dbname=demo").CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "ok" {
+			t.Fatalf("psycopg2: %v\n%s", err, out)
+		}
+	})
+	t.Run("beginWithoutSessionRefused", func(t *testing.T) {
+		// Flight SQL and Trino statements run in a transaction of their own: BEGIN is refused
+		// clearly, and nobody's later statements land in it.
+		for _, name := range []string{"flightsql", "trino"} {
+			if _, err := clients[name]("begin"); err == nil || !strings.Contains(err.Error(), "session") {
+				t.Fatalf("%s: BEGIN: %v, want a refusal naming the session", name, err)
+			}
+		}
+		for name, c := range clients {
+			if rows, err := c("select count(*) from orders"); err != nil || rows[0][0] != "500" {
+				t.Fatalf("%s after the refused BEGINs: %v %v", name, rows, err)
+			}
+		}
+	})
+	t.Run("hostFilesOutOfReach", func(t *testing.T) {
+		secret := filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(secret, []byte("s3cr3t"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		written := filepath.Join(t.TempDir(), "x.csv")
+		for _, sql := range []string{
+			"select length(content) from read_text('" + secret + "')",
+			"copy (select 1) to '" + written + "'",
+			"copy (select 1) to stdout",
+			"install httpfs",
+			"set enable_external_access = true",
+		} {
+			if out, ok := psqlRun(t, e.pgPort, "-c", sql); ok || !strings.Contains(out, "ERROR") {
+				t.Errorf("psql %s: allowed: %q", sql, out)
+			}
+			for _, name := range []string{"flightsql", "mysql"} {
+				if rows, err := clients[name](sql); err == nil {
+					t.Errorf("%s %s: allowed: %v", name, sql, rows)
+				}
+			}
+		}
+		if _, err := os.Stat(written); !os.IsNotExist(err) {
+			t.Fatalf("a client wrote %s", written)
+		}
+	})
+	t.Run("copyRefusedClearly", func(t *testing.T) {
+		out, ok := psqlRun(t, e.pgPort, "-c", `\copy orders to '`+filepath.Join(t.TempDir(), "o.csv")+`'`)
+		if ok || !strings.Contains(out, "not supported") {
+			t.Fatalf(`\copy to: %q`, out)
+		}
+		cmd := exec.Command("psql", "-X", "-At", "-h", "127.0.0.1", "-p", e.pgPort, "-U", "queryflux", "demo", "-c", `\copy orders from stdin`)
+		cmd.Stdin = strings.NewReader("1\t2\t3\n\\.\n")
+		done := make(chan []byte, 1)
+		go func() { b, _ := cmd.CombinedOutput(); done <- b }()
+		select {
+		case b := <-done:
+			if !strings.Contains(string(b), "not supported") {
+				t.Fatalf(`\copy from stdin: %q`, b)
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatal(`\copy from stdin hangs`)
+		}
+	})
+}
+
+// psycopg2Script drives two psycopg2 connections in their default mode (every statement in a
+// transaction until commit or rollback) and checks what each one sees.
+const psycopg2Script = `
+import sys, psycopg2, psycopg2.errors
+a, b = psycopg2.connect(sys.argv[1]), psycopg2.connect(sys.argv[1])
+ca, cb = a.cursor(), b.cursor()
+def count():
+    cb.execute("select count(*) from py_probe")
+    n = cb.fetchone()[0]
+    b.rollback()
+    return n
+ca.execute("create table py_probe(x integer)")
+a.commit()
+ca.execute("insert into py_probe values (%s)", (1,))
+assert count() == 0, "uncommitted row seen by another connection"
+a.commit()
+assert count() == 1, "committed row not seen"
+ca.execute("insert into py_probe values (2)")
+a.rollback()
+assert count() == 1, "rolled-back row seen"
+try:
+    ca.execute("select * from no_such_table")
+    raise SystemExit("a missing table did not fail")
+except psycopg2.Error as e:
+    assert e.pgcode == "42P01", e.pgcode
+try:
+    ca.execute("select 1")
+    raise SystemExit("a statement in a failed transaction ran")
+except psycopg2.errors.InFailedSqlTransaction:
+    pass
+a.rollback()
+ca.execute("select current_database()")
+assert ca.fetchone()[0] == "demo"
+a.rollback()
+a.autocommit = True
+ca.execute("select count(*) from py_probe")
+assert ca.fetchone()[0] == 1
+print("ok")
+`
