@@ -31,9 +31,9 @@ func TestPostgresConfigDelivery(t *testing.T) {
   role: controlPlane
   adminApi: {listen: %q, token: %q}
   workerApi: {enabled: true, secret: %q}
-  persistence: {databaseUrl: %q}
+  persistence: {databaseUrl: %q, configKey: %q}
   frontends: {postgres: {enabled: true, listen: %q}}
-`, api, adminToken, workerSecret, db, pgAddr))
+`, api, adminToken, workerSecret, db, configKey, pgAddr))
 		return path
 	}
 	api1, api2, cpPG := daemontest.FreeAddr(t), daemontest.FreeAddr(t), daemontest.FreeAddr(t)

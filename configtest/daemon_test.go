@@ -20,7 +20,9 @@ const (
 	workerSecret    = "cfgtest-worker-secret-5f1e2d3c4b"
 	adminToken      = "cfgtest-admin-token-9a8b7c6d5e"
 	clusterPassword = "cfgtest-cluster-pw-1029384756"
-	heartbeat       = 200 * time.Millisecond
+	// configKey seals the engine passwords a control plane stores in Postgres.
+	configKey = "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00"
+	heartbeat = 200 * time.Millisecond
 )
 
 // TestMain removes the built queryflux binary after the run.

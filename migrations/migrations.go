@@ -1,7 +1,8 @@
 // Package migrations holds the numbered SQL migrations of the control plane's database,
 // embedded in the binary, and applies them with goose.
 //
-// Numbering: 0001 init, 0002 worker registry, 0003 capacity leases, 0004 query history, 0005 config tables.
+// Numbering: 0001 init, 0002 worker registry, 0003 capacity leases, 0004 query history, 0005 config tables,
+// 0006 config revisions.
 // It touches the database it is given; it is outside the simulator.
 package migrations
 

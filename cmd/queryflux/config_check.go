@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -40,7 +41,7 @@ var workerConfigSyncs []func(d *Daemon, s *worker.ConfigSync)
 
 func init() {
 	cmd := config.NewConfigCommand()
-	cmd.AddCommand(newConfigImportCommand(), newConfigRevisionCommand())
+	cmd.AddCommand(newConfigImportCommand(), newConfigRevisionCommand(), newConfigHistoryCommand(), newConfigRollbackCommand())
 	rootCmd.AddCommand(cmd)
 	controlPlaneHooks = append(controlPlaneHooks, serveWorkerConfig)
 	workerHooks = append(workerHooks, syncWorkerConfig)
@@ -55,11 +56,15 @@ func serveWorkerConfig(ctx context.Context, d *Daemon, cp *controlplane.ControlP
 	creds := snapshot.CredentialsMode(q.WorkerAPI.Credentials)
 	var source controlplane.ConfigSource
 	if d.Pool != nil && len(d.Config.Clusters) == 0 && len(d.Config.ClusterGroups) == 0 {
-		pg := pgconfig.New(d.Pool)
+		pg, err := openStoredConfig(d, creds)
+		if err != nil {
+			return err
+		}
 		source = func(ctx context.Context) (*snapshot.WorkerSnapshotV1, error) {
 			return pg.Snapshot(ctx, q, snapshot.Options{Credentials: creds, ConfirmedAt: d.Env.Now()})
 		}
 		go listenForConfig(ctx, d, pg, wake.Notify)
+		srv.SetAdminOptions(storedConfigAdmin(pg))
 		srv.MountAdmin(cp, pg)
 		storedConfigReload(ctx, d, cp, wake.Notify)
 		// The control plane's own query node follows the stored config as workers do.
@@ -126,6 +131,7 @@ func syncWorkerConfig(ctx context.Context, d *Daemon, w *worker.Worker) error {
 	s := worker.NewConfigSync(w, worker.ConfigSyncOptions{
 		Local:       q,
 		Peers:       peers,
+		Store:       workerStateDir(d, w.Name()),
 		PollTimeout: secs(q.ControlPlane.PollTimeoutSecs),
 		Apply: func(ctx context.Context, cfg *config.Config, snap *snapshot.WorkerSnapshotV1) error {
 			for _, apply := range workerConfigApply {
@@ -160,7 +166,7 @@ func newConfigRevisionCommand() *cobra.Command {
 		Short: "Print the worker snapshot revision of a configuration file",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := config.Load(args[0])
+			cfg, err := loadResolved(args[0])
 			if err != nil {
 				return err
 			}
@@ -185,6 +191,7 @@ func newConfigRevisionCommand() *cobra.Command {
 // database pick the change up through LISTEN/NOTIFY.
 func newConfigImportCommand() *cobra.Command {
 	var databaseURL string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Replace the configuration stored in Postgres with a file's (clusters, groups, routers, settings)",
@@ -192,6 +199,11 @@ func newConfigImportCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := config.Load(args[0])
 			if err != nil {
+				return err
+			}
+			// Only the node-local section is resolved here: the shared sections are stored with
+			// their references as written, and the control plane resolves them.
+			if err := config.ResolveLocalSecrets(cfg, config.OSSecrets); err != nil {
 				return err
 			}
 			if databaseURL == "" {
@@ -205,12 +217,16 @@ func newConfigImportCommand() *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
-			src, err := pgconfig.Open(ctx, databaseURL)
+			key, err := configKey(cfg.QueryFlux)
+			if err != nil {
+				return err
+			}
+			src, err := pgconfig.Open(ctx, databaseURL, pgconfig.Options{Key: key})
 			if err != nil {
 				return err
 			}
 			defer src.Close()
-			if err := src.Import(ctx, cfg); err != nil {
+			if err := src.UpdateNoted(ctx, "import "+filepath.Base(args[0]), importEdit(cfg, force)); err != nil {
 				return err
 			}
 			snap, err := src.Snapshot(ctx, cfg.QueryFlux, snapshot.Options{})
@@ -222,5 +238,6 @@ func newConfigImportCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&databaseURL, "database-url", "", "postgres:// URL of the control plane's database (or QUERYFLUX_DATABASE_URL)")
+	cmd.Flags().BoolVar(&force, "force", false, "store it even if it removes every cluster or every user")
 	return cmd
 }

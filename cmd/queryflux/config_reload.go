@@ -111,7 +111,7 @@ func postReload(ctx context.Context, adminURL, token string) (*controlplane.Relo
 func reloadableFileConfig(ctx context.Context, d *Daemon, cp *controlplane.ControlPlane, srv *controlplane.ConfigServer, creds snapshot.CredentialsMode) (*controlplane.ConfigReloader, error) {
 	path := d.ConfigFile
 	r, err := controlplane.NewConfigReloader(d.Env, srv, d.Config, controlplane.ReloadOptions{
-		Load:       func() (*config.Config, error) { return config.Load(path) },
+		Load:       func() (*config.Config, error) { return loadChecked(path) },
 		Snapshot:   snapshot.Options{Credentials: creds},
 		Registerer: d.Metrics,
 		Apply: func(ctx context.Context, cfg *config.Config) error {

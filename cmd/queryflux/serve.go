@@ -102,7 +102,7 @@ func init() {
 func loadConfig(f *serveFlags) (*config.Config, error) {
 	cfg := &config.Config{}
 	if f.configFile != "" {
-		loaded, err := config.Load(f.configFile)
+		loaded, err := loadResolved(f.configFile)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.configFile, err)
 		}

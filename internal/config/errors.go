@@ -1,9 +1,14 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
+
+// ErrEditConflict is what an editable store returns when an edit kept losing to concurrent ones
+// (a serialization failure retried until its limit): nothing changed; the caller may retry.
+var ErrEditConflict = errors.New("config: a concurrent edit won; nothing was changed")
 
 // FieldError is one thing wrong with a configuration, at a path such as "clusters[2].endpoint".
 // Line is the YAML line it comes from when known (0 otherwise).
@@ -88,3 +93,6 @@ func isPlainKey(k string) bool {
 	}
 	return true
 }
+
+// ErrNoRevision is what a store keeping revisions returns (wrapped) for one it does not hold.
+var ErrNoRevision = errors.New("config: no such stored revision")

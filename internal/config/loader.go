@@ -54,6 +54,25 @@ func Parse(b []byte) (*Config, error) {
 	return cfg, nil
 }
 
+// IsEmptyDocument reports whether b holds no configuration at all: nothing, only comments, or a
+// null document. ("{}" is not empty: it is a configuration with nothing in it.)
+// Input over the limits (CheckInput) is not empty: Parse reports it.
+func IsEmptyDocument(b []byte) bool {
+	if CheckInput(b) != nil {
+		return false
+	}
+	file, err := parser.ParseBytes(b, 0)
+	if err != nil {
+		return false
+	}
+	for _, doc := range file.Docs {
+		if unwrap(doc.Body) != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // yamlError turns a go-yaml error into a FieldError with the line, and the path when a key on
 // that line is known.
 func yamlError(err error, lines map[string]int) FieldError {

@@ -56,6 +56,10 @@ type QueryFlux struct {
 	HeartbeatIntervalSecs int           `yaml:"heartbeatIntervalSecs" json:"heartbeatIntervalSecs"`
 	Registry              Registry      `yaml:"registry" json:"registry"`
 	Limits                Limits        `yaml:"limits" json:"limits"` // limits.go
+	// StateDir is where a worker keeps its last good configuration snapshot, to start from
+	// when the control plane is down or offers only a revision it refuses ("" means
+	// queryflux-state-<worker name> under the OS temporary directory).
+	StateDir string `yaml:"stateDir" json:"stateDir"`
 	// ClusterCredentials are a worker's own cluster credentials, keyed by cluster name, for a
 	// control plane that serves snapshots with credentials stripped
 	// (queryflux.workerApi.credentials: stripped). They stay in this node's memory: the
@@ -164,9 +168,13 @@ type HistoryUplink struct {
 	BufferRecords     int  `yaml:"bufferRecords" json:"bufferRecords"`
 }
 
-// Persistence is the control plane's database.
+// Persistence is the control plane's database. ConfigKey encrypts the engine passwords and
+// tokens the database holds (AES-256-GCM): 32 bytes written as 64 hex digits or base64,
+// usually a reference (${env:NAME} or ${file:PATH}); without it the control plane refuses to
+// store a literal engine password (a reference is stored as written).
 type Persistence struct {
 	DatabaseURL Secret `yaml:"databaseUrl" json:"databaseUrl"` // carries a password
+	ConfigKey   Secret `yaml:"configKey" json:"configKey"`
 }
 
 // Registry is the control plane's worker registry timing.

@@ -260,7 +260,7 @@ func checkHostPort(c Cluster) []FieldError {
 		return nil
 	}
 	if _, port, err := net.SplitHostPort(c.Endpoint); err != nil || port == "" {
-		return []FieldError{Errorf("endpoint", "%q is not host:port", c.Endpoint)}
+		return []FieldError{Errorf("endpoint", "%q is not host:port", RedactURL(c.Endpoint))}
 	}
 	return nil
 }

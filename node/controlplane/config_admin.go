@@ -4,7 +4,8 @@ package controlplane
 //
 //	GET  /admin/config        the served snapshot, credentials redacted
 //	POST /admin/config/check  a YAML body compiled: 200, or 422 with every error and its path
-//	PUT  /admin/config        a YAML body stored as the new configuration (when it is editable)
+//	PUT  /admin/config        a YAML body stored as the new configuration (when it is editable),
+//	                          under the rules of config_admin_guard.go (If-Match, ?force=true)
 
 import (
 	"context"
@@ -51,17 +52,21 @@ type adminFieldError struct {
 // the configuration then comes from a file and PUT answers 409.
 func (s *ConfigServer) MountAdmin(cp *ControlPlane, store ConfigStore) {
 	cp.HandleAdmin("GET "+PathAdminConfig, http.HandlerFunc(s.serveAdminConfig))
+	s.mountHistory(cp)
 	cp.HandleAdmin("POST "+PathAdminConfigCheck, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cfg, ok := readConfigBody(w, r)
 		if !ok {
 			return
 		}
-		snap, err := snapshot.Build(cfg, snapshot.Options{ConfirmedAt: s.env.Now()})
+		rev, err := s.revisionOf(cfg)
+		if err == nil {
+			err = s.checkEngines(r.Context(), cfg)
+		}
 		if err != nil {
 			writeConfigErrors(w, err)
 			return
 		}
-		transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: snap.Revision})
+		transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: rev})
 	}))
 	cp.HandleAdmin("PUT "+PathAdminConfig, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if store == nil {
@@ -72,40 +77,20 @@ func (s *ConfigServer) MountAdmin(cp *ControlPlane, store ConfigStore) {
 		if !ok {
 			return
 		}
-		err := store.Update(r.Context(), func(stored *config.Config) error {
-			local := stored.QueryFlux
-			*stored = *cfg
-			stored.QueryFlux = local
-			return nil
-		})
-		if err != nil {
-			writeConfigErrors(w, err)
-			return
-		}
-		snap, err := snapshot.Build(cfg, snapshot.Options{ConfirmedAt: s.env.Now()})
-		if err != nil {
-			writeConfigErrors(w, err)
-			return
-		}
-		transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: snap.Revision})
+		s.storeConfig(w, r, store, cfg)
 	}))
 }
 
-// serveAdminConfig answers the served snapshot with every password and token replaced.
+// serveAdminConfig answers the served snapshot with every secret hidden (redactedSnapshot);
+// its ETag is the revision, for the If-Match of the next PUT.
 func (s *ConfigServer) serveAdminConfig(w http.ResponseWriter, r *http.Request) {
 	cur := s.Current()
 	if cur == nil {
 		transport.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
 		return
 	}
-	redacted := *cur
-	redacted.Clusters = make([]snapshot.Cluster, len(cur.Clusters))
-	for i, c := range cur.Clusters {
-		c.Credentials.Password = config.Secret(c.Credentials.Password).String()
-		c.Credentials.Token = config.Secret(c.Credentials.Token).String()
-		redacted.Clusters[i] = c
-	}
-	transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: cur.Revision, Snapshot: &redacted})
+	w.Header().Set("ETag", snapshot.ETag(cur.Revision))
+	transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: cur.Revision, Snapshot: redactedSnapshot(cur)})
 }
 
 // readConfigBody parses a YAML configuration from the request body (its node-local section is
@@ -118,6 +103,10 @@ func readConfigBody(w http.ResponseWriter, r *http.Request) (*config.Config, boo
 	}
 	if len(body) > adminConfigBodyMax {
 		transport.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("configuration larger than the limit of %d bytes", adminConfigBodyMax), "")
+		return nil, false
+	}
+	if config.IsEmptyDocument(body) {
+		transport.WriteError(w, http.StatusBadRequest, "empty configuration: send the whole YAML document (an edit that removes every cluster or user also needs ?force=true)", "")
 		return nil, false
 	}
 	cfg, err := config.Parse(body)

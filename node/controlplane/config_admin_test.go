@@ -91,7 +91,11 @@ func TestAdminConfigPutIntoPostgres(t *testing.T) {
 	if err := migrations.Up(ctx, url); err != nil {
 		t.Fatal(err)
 	}
-	store, err := pgconfig.Open(ctx, url)
+	key, err := pgconfig.ParseKey(strings.Repeat("5a", pgconfig.KeyBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := pgconfig.Open(ctx, url, pgconfig.Options{Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}

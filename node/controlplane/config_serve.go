@@ -38,6 +38,7 @@ type ConfigServer struct {
 	current  *servedConfig // nil until the first Publish
 	waiting  int           // long-polls parked now
 	onChange []func(revision string)
+	admin    AdminOptions // the admin endpoints' hooks (config_admin_guard.go)
 }
 
 type servedConfig struct {

@@ -47,6 +47,10 @@ type ConfigSyncOptions struct {
 	// Peers, if set, are asked for a recent snapshot while the control plane does not answer
 	// and no configuration is active yet (see BootstrapFromPeers).
 	Peers *PeerOptions
+	// Store, if set, keeps every activated snapshot; with nothing active, the worker starts
+	// from it when the control plane does not answer or offers only a revision it refuses
+	// (config_cache.go).
+	Store SnapshotStore
 }
 
 // ConfigSync keeps a worker's configuration in step with the control plane's snapshot.
@@ -65,6 +69,7 @@ type ConfigSync struct {
 	cpAnswered  bool      // the control plane has answered a poll since this process started
 	rejected    string    // newest revision that failed to compile or apply
 	rejectedErr error
+	cacheTried  bool // the Store's snapshot was tried (once per process)
 	lastSyncAt  time.Time
 	lastAttempt time.Time
 	lastError   string
@@ -145,6 +150,7 @@ func (s *ConfigSync) Run(ctx context.Context) error {
 		}
 		delay := s.recordFailure(err)
 		s.e.Logger().Warn("config sync failed", "worker", s.w.Name(), "err", err, "retryIn", delay)
+		s.startFromCache(ctx, "the control plane did not answer")
 		if cfg, _ := s.Active(); cfg == nil && s.opts.Peers != nil {
 			if err := s.BootstrapFromPeers(ctx, *s.opts.Peers); err != nil {
 				s.e.Logger().Warn("no peer could lend a configuration", "worker", s.w.Name(), "err", err)
@@ -240,6 +246,7 @@ func (s *ConfigSync) receive(ctx context.Context, body []byte) error {
 		// The revision is bad, not the poll: waiting on lastSeen blocks until a newer one.
 		s.e.Logger().Error("config revision rejected; keeping the previous configuration",
 			"worker", s.w.Name(), "revision", snap.Revision, "err", err)
+		s.startFromCache(ctx, "the control plane offers only a revision this worker refuses")
 	}
 	return nil
 }
@@ -269,6 +276,7 @@ func (s *ConfigSync) install(ctx context.Context, snap *snapshot.WorkerSnapshotV
 		s.lastSeen = snap.Revision
 	}
 	s.mu.Unlock()
+	s.saveLastGood(snap, source)
 	s.applied.Notify()
 	s.w.HeartbeatNow()
 	s.e.Logger().Info("config revision active", "worker", s.w.Name(), "revision", snap.Revision, "source", source,

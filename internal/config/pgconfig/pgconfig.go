@@ -12,11 +12,8 @@ package pgconfig
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -36,18 +33,34 @@ const updateAttemptsMax = 5
 type Source struct {
 	pool *pgxpool.Pool
 	own  bool
+	opts Options
+}
+
+// Options are a Source's choices. The zero value stores references only (no key) and resolves
+// them from the process environment and files.
+type Options struct {
+	// Key seals engine passwords and tokens, passwords inside endpoints and credential options
+	// at rest (seal.go). Nil: a literal secret is refused; references are stored as written.
+	Key *Key
+	// Secrets resolves ${env:...} and ${file:...} references when a snapshot is built or an
+	// edit compiled (nil: config.OSSecrets). The control plane resolves them: its snapshots
+	// carry values, its database only references or sealed values.
+	Secrets config.SecretSource
+	// Credentials is the snapshot mode revisions are recorded under (as the control plane
+	// serves them), so History's revisions match the ETags of GET /admin/config.
+	Credentials snapshot.CredentialsMode
 }
 
 // New uses pool (which the caller closes).
-func New(pool *pgxpool.Pool) *Source { return &Source{pool: pool} }
+func New(pool *pgxpool.Pool, opts Options) *Source { return &Source{pool: pool, opts: opts} }
 
 // Open connects to url with a pool of its own, closed by Close.
-func Open(ctx context.Context, url string) (*Source, error) {
+func Open(ctx context.Context, url string, opts Options) (*Source, error) {
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("pgconfig: connect: %w", err)
 	}
-	return &Source{pool: pool, own: true}, nil
+	return &Source{pool: pool, own: true, opts: opts}, nil
 }
 
 // Close closes the pool if Open made it.
@@ -57,14 +70,22 @@ func (s *Source) Close() {
 	}
 }
 
+func (s *Source) secrets() config.SecretSource {
+	if s.opts.Secrets != nil {
+		return s.opts.Secrets
+	}
+	return config.OSSecrets
+}
+
 // Load reads the shared sections in one REPEATABLE READ, read-only transaction and returns them
-// as a configuration with local as its node-local section, defaults applied. It does not compile.
+// as a configuration with local as its node-local section, defaults applied, references
+// unresolved. It does not compile.
 func (s *Source) Load(ctx context.Context, local config.QueryFlux) (*config.Config, error) {
 	var cfg *config.Config
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(tx pgx.Tx) error {
 			var err error
-			cfg, err = read(ctx, tx)
+			cfg, err = s.read(ctx, tx)
 			return err
 		})
 	if err != nil {
@@ -75,13 +96,36 @@ func (s *Source) Load(ctx context.Context, local config.QueryFlux) (*config.Conf
 	return cfg, nil
 }
 
-// Snapshot loads the configuration and builds its worker snapshot (which compiles it first).
+// Snapshot loads the configuration, resolves its references and builds its worker snapshot
+// (which compiles it first).
 func (s *Source) Snapshot(ctx context.Context, local config.QueryFlux, opts snapshot.Options) (*snapshot.WorkerSnapshotV1, error) {
 	cfg, err := s.Load(ctx, local)
 	if err != nil {
 		return nil, err
 	}
+	if err := config.ResolveSharedSecrets(cfg, s.secrets()); err != nil {
+		return nil, err
+	}
 	return snapshot.Build(cfg, opts)
+}
+
+// Revision is the revision cfg (references unresolved, as stored) is served under in the
+// Source's credentials mode.
+func (s *Source) Revision(cfg *config.Config) (string, error) {
+	snap, err := s.build(cfg)
+	if err != nil {
+		return "", err
+	}
+	return snap.Revision, nil
+}
+
+// build resolves a copy of cfg and builds its snapshot in the Source's mode.
+func (s *Source) build(cfg *config.Config) (*snapshot.WorkerSnapshotV1, error) {
+	resolved := config.Clone(cfg)
+	if err := config.ResolveSharedSecrets(resolved, s.secrets()); err != nil {
+		return nil, err
+	}
+	return snapshot.Build(resolved, snapshot.Options{Credentials: s.opts.Credentials})
 }
 
 // Import replaces the whole stored configuration with cfg's shared sections, if cfg compiles.
@@ -94,16 +138,26 @@ func (s *Source) Import(ctx context.Context, cfg *config.Config) error {
 	})
 }
 
-// Update loads the stored configuration, lets edit change it, compiles the result and writes it
-// back, all in one SERIALIZABLE transaction (retried when it loses a race with another edit).
-// If edit returns an error or the result does not compile, nothing changes and that error
-// (config.Errors for a compile failure) is returned. The config edit sees has an empty node-local
-// section apart from defaults; changes to it are ignored.
+// Update loads the stored configuration, lets edit change it, compiles the result (references
+// resolved) and writes it back with a new row of config_revisions, all in one SERIALIZABLE
+// transaction. Edits take turns (a table lock taken before anything is read), and one that
+// still loses a serialization race is retried; after updateAttemptsMax it fails with
+// config.ErrEditConflict. If edit returns an error or the result does not compile, nothing
+// changes and that error (config.Errors for a compile failure) is returned. The config edit
+// sees has an empty node-local section apart from defaults; changes to it are ignored.
 func (s *Source) Update(ctx context.Context, edit func(*config.Config) error) error {
+	return s.update(ctx, "edit", edit)
+}
+
+func (s *Source) update(ctx context.Context, note string, edit func(*config.Config) error) error {
 	var err error
 	for range updateAttemptsMax {
 		err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.Serializable}, func(tx pgx.Tx) error {
-			cfg, err := read(ctx, tx)
+			// Before the first read, so the transaction's snapshot is taken after the lock.
+			if _, err := tx.Exec(ctx, "LOCK TABLE config_revisions IN SHARE ROW EXCLUSIVE MODE"); err != nil {
+				return fmt.Errorf("pgconfig: lock: %w", err)
+			}
+			cfg, err := s.read(ctx, tx)
 			if err != nil {
 				return err
 			}
@@ -113,16 +167,17 @@ func (s *Source) Update(ctx context.Context, edit func(*config.Config) error) er
 			}
 			cfg.QueryFlux = config.QueryFlux{}
 			config.ApplyDefaults(cfg)
-			if err := config.Compile(cfg); err != nil {
+			snap, err := s.build(cfg)
+			if err != nil {
 				return err
 			}
-			return write(ctx, tx, cfg)
+			return s.write(ctx, tx, cfg, snap.Revision, note)
 		})
 		if !isSerializationFailure(err) {
 			return err
 		}
 	}
-	return fmt.Errorf("pgconfig: update lost %d serialization races: %w", updateAttemptsMax, err)
+	return fmt.Errorf("pgconfig: update lost %d serialization races: %w (%v)", updateAttemptsMax, config.ErrEditConflict, err)
 }
 
 func isSerializationFailure(err error) bool {
@@ -156,209 +211,4 @@ func (s *Source) Listen(ctx context.Context, changed func()) error {
 	}
 }
 
-// ------------------------------------------------------------------------------------ storage
-
-// credRow is credentials as stored: plain strings (config.Secret redacts when marshaled).
-type credRow struct {
-	User     string `json:"user,omitempty"`
-	Password string `json:"password,omitempty"`
-	Token    string `json:"token,omitempty"`
-}
-
-// variantRow is config.ClusterOverrides as stored.
-type variantRow struct {
-	Endpoint          *string           `json:"endpoint,omitempty"`
-	Database          *string           `json:"database,omitempty"`
-	Credentials       *credRow          `json:"credentials,omitempty"`
-	MaxRunningQueries *int              `json:"maxRunningQueries,omitempty"`
-	Enabled           *bool             `json:"enabled,omitempty"`
-	Labels            map[string]string `json:"labels,omitempty"`
-	Options           map[string]string `json:"options,omitempty"`
-}
-
-func toCredRow(c config.Credentials) credRow {
-	return credRow{User: c.User, Password: c.Password.Reveal(), Token: c.Token.Reveal()}
-}
-
-func (c credRow) credentials() config.Credentials {
-	return config.Credentials{User: c.User, Password: config.Secret(c.Password), Token: config.Secret(c.Token)}
-}
-
-func read(ctx context.Context, tx pgx.Tx) (*config.Config, error) {
-	cfg := &config.Config{}
-	if err := readClusters(ctx, tx, cfg); err != nil {
-		return nil, err
-	}
-	if err := readGroups(ctx, tx, cfg); err != nil {
-		return nil, err
-	}
-	if err := readRouters(ctx, tx, cfg); err != nil {
-		return nil, err
-	}
-	if err := readSections(ctx, tx, cfg); err != nil {
-		return nil, err
-	}
-	return cfg, nil
-}
-
-func readClusters(ctx context.Context, tx pgx.Tx, cfg *config.Config) error {
-	rows, err := tx.Query(ctx, `SELECT name, engine, endpoint, database, cred_user, cred_password, cred_token,
-		max_running_queries, enabled, labels, options, variants FROM config_clusters ORDER BY position, name`)
-	if err != nil {
-		return fmt.Errorf("pgconfig: read clusters: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var c config.Cluster
-		var cred credRow
-		var enabled bool
-		var variants map[string]variantRow
-		if err := rows.Scan(&c.Name, &c.Engine, &c.Endpoint, &c.Database, &cred.User, &cred.Password, &cred.Token,
-			&c.MaxRunningQueries, &enabled, &c.Labels, &c.Options, &variants); err != nil {
-			return fmt.Errorf("pgconfig: read clusters: %w", err)
-		}
-		c.Credentials = cred.credentials()
-		c.Enabled = &enabled
-		for _, name := range sortedKeys(variants) {
-			v := variants[name]
-			o := config.ClusterOverrides{Endpoint: v.Endpoint, Database: v.Database, MaxRunningQueries: v.MaxRunningQueries,
-				Enabled: v.Enabled, Labels: v.Labels, Options: v.Options}
-			if v.Credentials != nil {
-				creds := v.Credentials.credentials()
-				o.Credentials = &creds
-			}
-			if c.Variants == nil {
-				c.Variants = map[string]config.ClusterOverrides{}
-			}
-			c.Variants[name] = o
-		}
-		cfg.Clusters = append(cfg.Clusters, c)
-	}
-	return rows.Err()
-}
-
-func readGroups(ctx context.Context, tx pgx.Tx, cfg *config.Config) error {
-	rows, err := tx.Query(ctx, `SELECT name, spec FROM config_cluster_groups ORDER BY position, name`)
-	if err != nil {
-		return fmt.Errorf("pgconfig: read groups: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		var g config.ClusterGroup
-		if err := rows.Scan(&name, &g); err != nil {
-			return fmt.Errorf("pgconfig: read groups: %w", err)
-		}
-		g.Name = name
-		cfg.ClusterGroups = append(cfg.ClusterGroups, g)
-	}
-	return rows.Err()
-}
-
-func readRouters(ctx context.Context, tx pgx.Tx, cfg *config.Config) error {
-	rows, err := tx.Query(ctx, `SELECT spec FROM config_routers ORDER BY position`)
-	if err != nil {
-		return fmt.Errorf("pgconfig: read routers: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r config.Router
-		if err := rows.Scan(&r); err != nil {
-			return fmt.Errorf("pgconfig: read routers: %w", err)
-		}
-		cfg.Routers = append(cfg.Routers, r)
-	}
-	return rows.Err()
-}
-
-// sections maps each config_sections row to the field it fills.
-func sections(cfg *config.Config) map[string]any {
-	return map[string]any{
-		"routingFallback": &cfg.RoutingFallback,
-		"translation":     &cfg.Translation,
-		"settings":        &cfg.Settings,
-		"historyPolicy":   &cfg.HistoryPolicy,
-	}
-}
-
-func readSections(ctx context.Context, tx pgx.Tx, cfg *config.Config) error {
-	rows, err := tx.Query(ctx, `SELECT section, value FROM config_sections ORDER BY section`)
-	if err != nil {
-		return fmt.Errorf("pgconfig: read sections: %w", err)
-	}
-	defer rows.Close()
-	fields := sections(cfg)
-	for rows.Next() {
-		var name string
-		var raw []byte
-		if err := rows.Scan(&name, &raw); err != nil {
-			return fmt.Errorf("pgconfig: read sections: %w", err)
-		}
-		field, ok := fields[name]
-		if !ok {
-			return fmt.Errorf("pgconfig: unknown section %q", name)
-		}
-		if err := json.Unmarshal(raw, field); err != nil {
-			return fmt.Errorf("pgconfig: section %s: %w", name, err)
-		}
-	}
-	return rows.Err()
-}
-
-func write(ctx context.Context, tx pgx.Tx, cfg *config.Config) error {
-	for _, table := range []string{"config_clusters", "config_cluster_groups", "config_routers", "config_sections"} {
-		if _, err := tx.Exec(ctx, "DELETE FROM "+table); err != nil {
-			return fmt.Errorf("pgconfig: clear %s: %w", table, err)
-		}
-	}
-	batch := &pgx.Batch{}
-	for i, c := range cfg.Clusters {
-		variants := map[string]variantRow{}
-		for _, name := range sortedKeys(c.Variants) {
-			o := c.Variants[name]
-			v := variantRow{Endpoint: o.Endpoint, Database: o.Database, MaxRunningQueries: o.MaxRunningQueries,
-				Enabled: o.Enabled, Labels: o.Labels, Options: o.Options}
-			if o.Credentials != nil {
-				cred := toCredRow(*o.Credentials)
-				v.Credentials = &cred
-			}
-			variants[name] = v
-		}
-		cred := toCredRow(c.Credentials)
-		batch.Queue(`INSERT INTO config_clusters (name, position, engine, endpoint, database, cred_user, cred_password,
-			cred_token, max_running_queries, enabled, labels, options, variants)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-			c.Name, i, c.Engine, c.Endpoint, c.Database, cred.User, cred.Password, cred.Token,
-			c.MaxRunningQueries, c.IsEnabled(), jsonMap(c.Labels), jsonMap(c.Options), variants)
-	}
-	for i, g := range cfg.ClusterGroups {
-		batch.Queue(`INSERT INTO config_cluster_groups (name, position, spec) VALUES ($1, $2, $3)`, g.Name, i, g)
-	}
-	for i, r := range cfg.Routers {
-		batch.Queue(`INSERT INTO config_routers (position, spec) VALUES ($1, $2)`, i, r)
-	}
-	fields := sections(cfg)
-	for _, name := range sortedKeys(fields) {
-		raw, err := json.Marshal(fields[name])
-		if err != nil {
-			return fmt.Errorf("pgconfig: section %s: %w", name, err)
-		}
-		batch.Queue(`INSERT INTO config_sections (section, value) VALUES ($1, $2)`, name, raw)
-	}
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return fmt.Errorf("pgconfig: write: %w", err)
-	}
-	return nil
-}
-
-// jsonMap stores a nil map as {} rather than null.
-func jsonMap(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
-}
+// The tables' rows, read and written in store.go; the revisions in history.go.

@@ -15,19 +15,36 @@ import (
 	"github.com/queryflux/queryflux/migrations"
 )
 
-func newSource(t *testing.T) (*Source, string) {
+// newDatabase is a fresh database with every migration applied.
+func newDatabase(t *testing.T) string {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
-	ctx := context.Background()
-	if err := migrations.Up(ctx, url); err != nil {
+	if err := migrations.Up(context.Background(), url); err != nil {
 		t.Fatal(err)
 	}
-	src, err := Open(ctx, url)
+	return url
+}
+
+func newSource(t *testing.T) (*Source, string) {
+	t.Helper()
+	url := newDatabase(t)
+	ctx := context.Background()
+	src, err := Open(ctx, url, Options{Key: testKey(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(src.Close)
 	return src, url
+}
+
+// testKey is a fixed config key (64 hex digits).
+func testKey(t testing.TB) *Key {
+	t.Helper()
+	k, err := ParseKey("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 func fullConfig(t *testing.T) *config.Config {

@@ -42,6 +42,8 @@ var (
 	codeUserCanceled    = trinoCode{3, "USER_CANCELED", "USER_ERROR"}
 	codePermission      = trinoCode{4, "PERMISSION_DENIED", "USER_ERROR"}
 	codeNotFound        = trinoCode{5, "NOT_FOUND", "USER_ERROR"}
+	codeNotSupported    = trinoCode{13, "NOT_SUPPORTED", "USER_ERROR"}
+	codeNotInTx         = trinoCode{21, "NOT_IN_TRANSACTION", "USER_ERROR"}
 	codeCatalogNotFound = trinoCode{44, "CATALOG_NOT_FOUND", "USER_ERROR"}
 	codeTableNotFound   = trinoCode{46, "TABLE_NOT_FOUND", "USER_ERROR"}
 	codeColumnNotFound  = trinoCode{47, "COLUMN_NOT_FOUND", "USER_ERROR"}
@@ -73,6 +75,10 @@ func codeFor(state string) trinoCode {
 		return codeTableNotFound
 	case "42S22", "42703":
 		return codeColumnNotFound
+	case "0A000":
+		return codeNotSupported
+	case "25P01":
+		return codeNotInTx
 	}
 	switch {
 	case strings.HasPrefix(state, "42"), strings.HasPrefix(state, "22"), strings.HasPrefix(state, "23"):
@@ -129,4 +135,30 @@ func remoteErrorName(msg string) (*trinoCode, string) {
 		return nil, msg
 	}
 	return &trinoCode{code: code, name: parts[0], kind: parts[2]}, msg[:i]
+}
+
+// Transactions: every statement runs on its own (autocommit), so START TRANSACTION is refused
+// with Trino's NOT_SUPPORTED, and COMMIT or ROLLBACK, with no transaction open, with
+// NOT_IN_TRANSACTION, as Trino answers them; trino-go-client's Begin then fails saying so.
+var (
+	errNoTransactions = &query.Error{Code: "0A000", Message: "Transactions are not supported through this queryflux endpoint: every statement commits on its own"}
+	errNotInTx        = &query.Error{Code: "25P01", Message: "No transaction in progress"}
+)
+
+// transactionStatement is the refusal for START TRANSACTION, COMMIT and ROLLBACK, nil for
+// other statements.
+func transactionStatement(sql string) error {
+	f := strings.Fields(strings.ToUpper(strings.TrimSpace(sql)))
+	if len(f) == 0 {
+		return nil
+	}
+	switch strings.TrimRight(f[0], ";") {
+	case "START":
+		if len(f) > 1 && strings.HasPrefix(f[1], "TRANSACTION") {
+			return errNoTransactions
+		}
+	case "COMMIT", "ROLLBACK":
+		return errNotInTx
+	}
+	return nil
 }

@@ -77,6 +77,10 @@ func (s *Server) start(req *query.Request) *runningQuery {
 func (s *Server) run(ctx context.Context, q *runningQuery, req *query.Request) {
 	defer s.wg.Done()
 	defer q.cancel()
+	if err := transactionStatement(req.SQL); err != nil {
+		q.fail(err)
+		return
+	}
 	rows, err := s.backend.Execute(ctx, req) // waits here while the backend queues the query
 	if err != nil {
 		q.fail(err)

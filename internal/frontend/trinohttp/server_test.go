@@ -428,3 +428,25 @@ func TestConcurrentRetriesOfAPollAgree(t *testing.T) {
 		t.Fatalf("after concurrent retries: %+v %v", page, data)
 	}
 }
+
+// TestTransactionsRefusedAsTrino: trino-go-client's Begin gets Trino's NOT_SUPPORTED, and a
+// COMMIT without a transaction NOT_IN_TRANSACTION, instead of a protocol error.
+func TestTransactionsRefusedAsTrino(t *testing.T) {
+	eng, _, dbName := frontendtest.MariaDB(t)
+	ts := startServer(t, frontendtest.NewBackend(eng), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr, Schema: dbName})
+	_, err := db.Begin()
+	var et *trino.ErrTrino
+	var qf *trino.ErrQueryFailed
+	if !errors.As(err, &qf) || !errors.As(qf.Reason, &et) || et.ErrorName != "NOT_SUPPORTED" || et.ErrorCode != 13 {
+		t.Fatalf("Begin: %v", err)
+	}
+	_, err = db.Exec("COMMIT")
+	if !errors.As(err, &qf) || !errors.As(qf.Reason, &et) || et.ErrorName != "NOT_IN_TRANSACTION" {
+		t.Fatalf("COMMIT: %v", err)
+	}
+	var n int
+	if err := db.QueryRow("SELECT 1").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("after the refusals: %d, %v", n, err)
+	}
+}

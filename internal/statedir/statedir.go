@@ -1,0 +1,73 @@
+// Package statedir is a node's state directory on disk: today a worker's last good
+// configuration snapshot (worker.SnapshotStore), written whole or not at all.
+//
+// It touches the one directory it is given (created private, 0700; files 0600: a snapshot can
+// carry engine credentials).
+//
+// determinism: outside the simulator (file I/O; the simulator uses worker.MemorySnapshotStore)
+package statedir
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// snapshotFile is the name of the last good snapshot in the state directory.
+const snapshotFile = "config-snapshot.json"
+
+// snapshotBytesMax bounds the file read back (as the worker bounds a snapshot body).
+const snapshotBytesMax = 64 << 20
+
+// SnapshotFile keeps a snapshot in Dir.
+type SnapshotFile struct {
+	Dir string
+}
+
+// Path is the snapshot's file.
+func (f SnapshotFile) Path() string { return filepath.Join(f.Dir, snapshotFile) }
+
+// Load reads the snapshot; nil, nil when there is none yet.
+func (f SnapshotFile) Load() ([]byte, error) {
+	st, err := os.Stat(f.Path())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > snapshotBytesMax {
+		return nil, fmt.Errorf("%s: larger than %d bytes", f.Path(), snapshotBytesMax)
+	}
+	return os.ReadFile(f.Path())
+}
+
+// Save replaces the snapshot atomically: a temporary file, synced, then renamed over it.
+func (f SnapshotFile) Save(encoded []byte) error {
+	if err := os.MkdirAll(f.Dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(f.Dir, snapshotFile+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename there is nothing left to remove
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(encoded); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), f.Path())
+}
