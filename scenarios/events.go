@@ -19,6 +19,7 @@ func init() {
 	RegisterEvent("release", linkEvent(false, func(w *World, from, to string) { w.Sim.Net().Release(from, to) }))
 	RegisterEvent("link", parseLinkModel)
 	RegisterEvent("drift", parseDrift)
+	RegisterEvent("clockStep", parseClockStep)
 	RegisterEvent("starve", parseStarve)
 }
 
@@ -145,6 +146,33 @@ func parseDrift(sc *Scenario, p Params) (Action, error) {
 	return func(w *World) error {
 		for _, name := range names {
 			if err := w.Node(name).SetClock(d.Offset, d.Rate); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+// clockStep: {node: cp-1, by: 1h}: the node's wall clock jumps by `by` (negative: back), as an
+// NTP step does; its monotonic clock, which durations inside the node use, does not move.
+func parseClockStep(sc *Scenario, p Params) (Action, error) {
+	var c struct {
+		Node string        `yaml:"node"`
+		By   time.Duration `yaml:"by"`
+	}
+	if err := p.Decode(&c); err != nil {
+		return nil, err
+	}
+	if c.By == 0 || c.By > sim.MaxOffset || c.By < -sim.MaxOffset {
+		return nil, p.Errorf("by: %v must be non-zero and within ±%v", c.By, sim.MaxOffset)
+	}
+	names, err := sc.Resolve(c.Node)
+	if err != nil {
+		return nil, p.Errorf("node: %v", err)
+	}
+	return func(w *World) error {
+		for _, name := range names {
+			if err := w.Node(name).StepWall(c.By); err != nil {
 				return err
 			}
 		}

@@ -26,6 +26,7 @@ type Node struct {
 	clockSince time.Duration
 	rate       float64
 	starve     time.Duration // extra delay on every timer of the node
+	wallStep   time.Duration // the wall reading's steps (StepWall), not the monotonic one's
 
 	name    string
 	factory Factory
@@ -222,8 +223,12 @@ func (n *Node) localElapsed() time.Duration {
 	return n.clockBase + time.Duration(float64(n.s.now-n.clockSince)*n.rate)
 }
 
-// now is the node's clock.
-func (n *Node) now() time.Time { return n.s.opts.Start.Add(n.localElapsed()) }
+// now is the node's clock: the wall reading (drift and steps) carrying the monotonic one
+// (drift only), as Go's time.Now does (clock.go).
+func (n *Node) now() time.Time {
+	mono := n.localElapsed()
+	return monoTime(n.s.opts.Start.Add(mono+n.wallStep), mono)
+}
 
 // globalAt converts a node-local duration from now into the global virtual instant its timer
 // fires at, including starvation.

@@ -558,3 +558,42 @@ func TestTraceHashCoversHeaders(t *testing.T) {
 		t.Error("a different response header left the trace hash unchanged")
 	}
 }
+
+// TestWallStepIsNotMonotonic: a wall step moves what Now reads and what leaves the process
+// (UTC, Round(0)), but not durations between two readings of the node; drift moves both.
+func TestWallStepIsNotMonotonic(t *testing.T) {
+	inTask(t, 1, time.Hour, func(s *sim.Sim, n *sim.Node) {
+		e := n.Env()
+		t0 := e.Now()
+		s.At(2*time.Second, func() {
+			if err := n.StepWall(time.Hour); err != nil {
+				t.Error(err)
+			}
+		})
+		_ = e.Sleep(context.Background(), 10*time.Second)
+		t1 := e.Now()
+		if d := t1.Sub(t0); d != 10*time.Second {
+			t.Errorf("duration across a wall step: %v, want 10s (monotonic)", d)
+		}
+		if d := t1.Round(0).Sub(t0.Round(0)); d != time.Hour+10*time.Second {
+			t.Errorf("wall readings differ by %v, want 1h10s", d)
+		}
+		if !t1.UTC().Equal(sim.DefaultStart.Add(time.Hour + 10*time.Second)) {
+			t.Errorf("wall reading %v, want start+1h10s", t1.UTC())
+		}
+		if !t0.Add(5 * time.Second).Before(t1) {
+			t.Error("a deadline set before the step should come before now")
+		}
+		if err := n.SetClock(0, 2); err != nil {
+			t.Error(err)
+		}
+		t2 := e.Now()
+		_ = e.Sleep(context.Background(), 10*time.Second) // 5s of global time at rate 2
+		if d := e.Now().Sub(t2); d != 10*time.Second {
+			t.Errorf("drifted duration %v, want 10s of the node's time", d)
+		}
+		if err := n.StepWall(24 * time.Hour); err == nil {
+			t.Error("a step beyond MaxOffset in all was accepted")
+		}
+	})
+}
