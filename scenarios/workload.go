@@ -266,11 +266,11 @@ func (wl *Workload) coordination() config.Coordination {
 		LeaseTTLSecs: int(c.LeaseTTL / time.Second), DriftMarginSecs: int(c.DriftMargin / time.Second)}
 }
 
-// runtimeSpec is the proxy runtime of one worker incarnation over its engines.
-func (wl *Workload) runtimeSpec(engines map[string]query.Engine) proxy.RuntimeSpec {
+// runtimeSpec is the proxy runtime of one worker incarnation over its engines, with caps.
+func (wl *Workload) runtimeSpec(engines map[string]query.Engine, caps map[string]int) proxy.RuntimeSpec {
 	var spec proxy.RuntimeSpec
 	for _, c := range wl.Clusters {
-		spec.Clusters = append(spec.Clusters, proxy.ClusterSpec{Name: c.Name, Enabled: true, MaxRunningQueries: c.Cap, Engine: engines[c.Name]})
+		spec.Clusters = append(spec.Clusters, proxy.ClusterSpec{Name: c.Name, Enabled: true, MaxRunningQueries: caps[c.Name], Engine: engines[c.Name]})
 	}
 	var targets []string
 	for _, g := range wl.Groups {

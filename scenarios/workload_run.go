@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -54,6 +55,12 @@ type WorkloadStats struct {
 	MaxLeases        map[string]int
 	MaxExecuting     map[string]int
 
+	// caps are the clusters' caps now (configSet edits them); limits what the engine oracle
+	// holds each cluster to: a raised cap at once, a lowered one once the cluster has drained
+	// under it (the queries admitted before run to their end).
+	caps, limits map[string]int
+	// activate re-activates a running worker's proxy runtime with the caps now.
+	activate map[string]func()
 	// engineWatchers see every change of a cluster's executing total (lease_checks.go).
 	engineWatchers []func(cluster string, total int)
 }
@@ -61,8 +68,13 @@ type WorkloadStats struct {
 // WorkloadOf is the run's workload statistics.
 func WorkloadOf(w *World) *WorkloadStats {
 	return w.Durable("workload/stats", func() any {
-		return &WorkloadStats{Workers: map[string]*WorkerLoad{}, CPRequests: map[string]int{},
-			MaxLeases: map[string]int{}, MaxExecuting: map[string]int{}}
+		st := &WorkloadStats{Workers: map[string]*WorkerLoad{}, CPRequests: map[string]int{},
+			MaxLeases: map[string]int{}, MaxExecuting: map[string]int{}, caps: map[string]int{}, limits: map[string]int{},
+			activate: map[string]func(){}}
+		for _, c := range w.Scenario.Workload.Clusters {
+			st.caps[c.Name], st.limits[c.Name] = c.Cap, c.Cap
+		}
+		return st
 	}).(*WorkloadStats)
 }
 
@@ -90,7 +102,10 @@ func (st *WorkloadStats) engineChanged(w *World, cluster string, total int) {
 	for _, watch := range st.engineWatchers {
 		watch(cluster, total)
 	}
-	if limit := w.Scenario.Workload.Cap(cluster); total > limit {
+	if total <= st.caps[cluster] {
+		st.limits[cluster] = st.caps[cluster] // under the cap now: a lowering's drain is over
+	}
+	if limit := st.limits[cluster]; total > limit {
 		st.EngineViolations++
 		st.violation(w, fmt.Sprintf("%d queries executing on cluster %s, cap %d", total, cluster, limit))
 	}
@@ -175,7 +190,7 @@ func (c *checkedLeases) Acquire(ctx context.Context, cluster, holder string, lim
 	held, _ := c.Memory.List(ctx, cluster)
 	st := WorkloadOf(c.w)
 	st.MaxLeases[cluster] = max(st.MaxLeases[cluster], len(held))
-	if limit := c.w.Scenario.Workload.Cap(cluster); len(held) > limit {
+	if limit := st.caps[cluster]; len(held) > limit {
 		st.LeaseViolations++
 		st.violation(c.w, fmt.Sprintf("%d leases held on cluster %s after granting %s to %s, cap %d", len(held), cluster, l.ID, holder, limit))
 	}
@@ -289,12 +304,21 @@ func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 				load.finished(r)
 			}
 		}})
-	rt, err := proxy.NewRuntime(wl.runtimeSpec(engines))
-	if err != nil {
-		w.Errorf("worker %s: runtime: %v", name, err)
-		return
+	activate := func() {
+		rt, err := proxy.NewRuntime(wl.runtimeSpec(engines, st.caps))
+		if err != nil {
+			w.Errorf("worker %s: runtime: %v", name, err)
+			return
+		}
+		core.Activate(rt)
 	}
-	core.Activate(rt)
+	activate()
+	inc := n.Incarnation()
+	st.activate[name] = func() {
+		if n.Up() && n.Incarnation() == inc {
+			activate()
+		}
+	}
 	submit := func(ctx context.Context, group string) {
 		if w.Sim.Elapsed() >= wl.Warmup {
 			load.Submitted++
@@ -505,4 +529,32 @@ func (s *WorkloadSummary) String() string {
 	return fmt.Sprintf("workers=%d submitted=%d admitted=%d denied=%d timedOut=%d queueFull=%d queue p50=%.0fms p99=%.0fms fairness=%.3f admitted/s=%.1f cp req/s=%.1f [%s]",
 		s.Workers, s.Submitted, s.Admitted, s.Denied, s.TimedOut, s.QueueFull, s.QueueP50Ms, s.QueueP99Ms, s.Fairness,
 		s.AdmittedPerSec, s.CPRequestsPerSec, strings.Join(cps, " "))
+}
+
+// workloadCapSet is configSet {cluster, cap} in a workload scenario: the cluster's cap in the
+// fleet's config changes. Every running worker activates a runtime with the new cap (what its
+// config sync does with the next snapshot), the control planes grant under it, and the engine
+// oracle holds the cluster to it once the queries admitted before have drained under it.
+func workloadCapSet(sc *Scenario, p Params, cluster string, c int) (Action, error) {
+	if sc.Workload == nil || sc.Workload.Cap(cluster) == 0 {
+		return nil, p.Errorf("cluster %q: configSet with a cluster edits a workload cluster's cap", cluster)
+	}
+	if c < 1 {
+		return nil, p.Errorf("cap %d: must be >= 1", c)
+	}
+	return func(w *World) error {
+		st := WorkloadOf(w)
+		st.caps[cluster] = c
+		if c > st.limits[cluster] {
+			st.limits[cluster] = c
+		}
+		if eng := EngineOf(w, cluster); eng != nil && eng.Executing() <= c {
+			st.limits[cluster] = c
+		}
+		w.Sim.Record("cap", fmt.Sprintf("%s=%d", cluster, c))
+		for _, name := range slices.Sorted(maps.Keys(st.activate)) {
+			st.activate[name]()
+		}
+		return nil
+	}, nil
 }
