@@ -253,6 +253,8 @@ var forbidden = map[string]map[string]string{
 		"NumGoroutine": "counts goroutines the simulator pools and reuses; count tasks yourself",
 		"SetFinalizer": "runs when the garbage collector decides; close explicitly",
 		"AddCleanup":   "runs when the garbage collector decides; close explicitly",
+		"NumCPU":       "differs per machine; size from config",
+		"GOMAXPROCS":   "differs per machine and run; size from config",
 	},
 	"sync": {"Pool": "keeps or drops objects when the garbage collector decides; allocate, or keep a free list"},
 	"net/http": {
@@ -267,9 +269,10 @@ var forbidden = map[string]map[string]string{
 
 // bannedImports are packages whose every use depends on the process or the garbage collector.
 var bannedImports = map[string]string{
-	"hash/maphash": "seeds are random per process; use a fixed hash (xxhash, fnv)",
-	"weak":         "weak pointers clear when the garbage collector decides",
-	"unique":       "handles live as long as the garbage collector decides",
+	"hash/maphash":               "seeds are random per process; use a fixed hash (xxhash, fnv)",
+	"weak":                       "weak pointers clear when the garbage collector decides",
+	"unique":                     "handles live as long as the garbage collector decides",
+	"golang.org/x/sync/errgroup": "starts goroutines; start tasks with env.Go",
 }
 
 // randConstructors build a seeded generator: deterministic when seeded from env.Rand.
@@ -433,6 +436,10 @@ func (c *fileCheck) ident(id *ast.Ident) {
 	path := pkg.Path()
 	if fn, ok := obj.(*types.Func); ok && path == "reflect" && (fn.Name() == "MapKeys" || fn.Name() == "MapRange") {
 		c.report(id, fmt.Sprintf("reflect.Value.%s: map order changes behaviour; sort the keys", fn.Name()))
+		return
+	}
+	if fn, ok := obj.(*types.Func); ok && path == "sync" && fn.Name() == "Range" {
+		c.report(id, "sync.Map.Range: map order changes behaviour; keep a sorted index")
 		return
 	}
 	if obj.Parent() != pkg.Scope() {
