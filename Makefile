@@ -5,23 +5,27 @@ FUZZTIME  ?= 5s
 SEEDS     ?= 1000
 PARALLEL  ?= 2
 
-.PHONY: run build test test-deps test-deps-wire tidy unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: run build test test-deps test-deps-wire test-deps-ops tidy unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
 
+# The version --version prints: the checkout's revision (or a tag), unless VERSION is given.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/queryflux ./cmd/queryflux
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/queryflux ./cmd/queryflux
 	$(GO) build -o $(BIN)/qfsim ./cmd/qfsim
 
 # The whole suite: unit, property and real-service tests, fuzz smoke, determinism across GOMAXPROCS.
 test: test-deps tidy unit fuzz determinism
 
 # Test clients that do not come with the database servers: PyMySQL (Debian's python3-pymysql, for
-# the MySQL wire's autocommit test), psycopg2 (python3-psycopg2, for transactions on the embedded
-# default). Without apt (or root) the test that needs it skips, saying so.
-test-deps: test-deps-wire
+# the MySQL wire's autocommit test), psycopg2 (python3-psycopg2) and pgjdbc with a JDK, for
+# transactions and metadata on the embedded default. Without apt (or root) the test that needs
+# it skips, saying so.
+test-deps: test-deps-wire test-deps-ops
 	@/usr/bin/python3 -c 'import pymysql' 2>/dev/null || { echo "installing python3-pymysql"; \
 		apt-get install -y python3-pymysql >/dev/null 2>&1 || \
 		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-pymysql >/dev/null 2>&1; } || \
@@ -30,6 +34,10 @@ test-deps: test-deps-wire
 		apt-get install -y python3-psycopg2 >/dev/null 2>&1 || \
 		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-psycopg2 >/dev/null 2>&1; } || \
 		echo "python3-psycopg2 could not be installed: the psycopg2 tests skip"; }
+	@test -f /usr/share/java/postgresql.jar -a -x "$$(command -v javac)" || { echo "installing libpostgresql-jdbc-java and a JDK"; \
+		apt-get install -y libpostgresql-jdbc-java default-jdk-headless >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null 2>&1 && apt-get install -y libpostgresql-jdbc-java default-jdk-headless >/dev/null 2>&1; } || \
+		echo "the PostgreSQL JDBC driver or a JDK could not be installed: the JDBC tests skip"; }
 
 # The wire frontends' client libraries: mysqlclient (python3-mysqldb) and, from the lock file,
 # node's mysql2 and trino-client. A test whose client could not be installed skips, saying so.
@@ -47,6 +55,13 @@ test-deps-wire:
 		{ echo "installing node clients (mysql2, trino-client)"; \
 		(cd $(NODE_CLIENTS) && npm ci --no-audit --no-fund >/dev/null 2>&1) || \
 		echo "npm ci in $(NODE_CLIENTS) failed: the mysql2 and trino-client tests skip"; }
+
+# promtool (Debian's prometheus package) checks the alert rules in deploy/observability.
+test-deps-ops:
+	@command -v promtool >/dev/null 2>&1 || { echo "installing prometheus (for promtool)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1; } || \
+		echo "prometheus could not be installed: TestPromtoolChecksRules skips"; }
 
 unit:
 	$(GO) vet ./...

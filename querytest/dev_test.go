@@ -2,10 +2,13 @@ package querytest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +33,9 @@ func devPorts(off int) []int {
 func TestDev(t *testing.T) {
 	off := -1
 	for range 100 {
-		if o := 1000 + rand.IntN(40000); daemontest.PortsFree(devPorts(o)...) {
+		// Every port stays below Linux's ephemeral range (32768+), where the machine's own
+		// outgoing connections could take one between the check and the bind.
+		if o := 1000 + rand.IntN(12000); daemontest.PortsFree(devPorts(o)...) {
 			off = o
 			break
 		}
@@ -68,6 +73,46 @@ func TestDev(t *testing.T) {
 		}
 		return nil
 	})
+
+	// A killed worker is reported, the rest keeps serving, the control plane evicts it, and
+	// `queryflux dev restart` brings it back.
+	pid := regexp.MustCompile(`dev: worker-1 started \(pid (\d+)\)`).FindStringSubmatch(dev.Stdout())
+	if pid == nil {
+		t.Fatalf("no pid printed for worker-1: %q", dev.Stdout())
+	}
+	if out, err := exec.Command("kill", "-9", pid[1]).CombinedOutput(); err != nil {
+		t.Fatalf("kill -9 worker-1: %v %s", err, out)
+	}
+	daemontest.Eventually(t, 10*time.Second, "dev reports worker-1 exited", func() bool {
+		return strings.Contains(dev.Stdout(), "dev: worker-1 exited")
+	})
+	if err := countOrders(fmt.Sprintf("postgres://queryflux@127.0.0.1:%d/demo?sslmode=disable", 15432+off+20)); err != nil {
+		t.Fatalf("worker-2 after worker-1 died: %v", err)
+	}
+	daemontest.Eventually(t, 40*time.Second, "worker-1 evicted", func() bool {
+		var list []struct{ Name, State string }
+		_ = json.Unmarshal([]byte(daemontest.Get(t, admin+"/admin/workers", token)), &list)
+		return slices.Contains(list, struct{ Name, State string }{"worker-1", "evicted"})
+	})
+	restart := exec.Command(daemontest.Binary(t), "dev", "restart", "worker-1", "--port-offset", fmt.Sprint(off))
+	if out, err := restart.CombinedOutput(); err != nil {
+		t.Fatalf("queryflux dev restart worker-1: %v %s", err, out)
+	}
+	daemontest.EventuallyNil(t, 30*time.Second, func() error {
+		return countOrders(fmt.Sprintf("postgres://queryflux@127.0.0.1:%d/demo?sslmode=disable", 15432+off+10))
+	})
+
+	// Stopping dev stops the workers before the control plane.
+	dev.Stop(t)
+	out := dev.Output()
+	stopLine := regexp.MustCompile(`(?m)^(\S+)\s+time=\S+ level=INFO msg=stopped`)
+	var order []string
+	for _, m := range stopLine.FindAllStringSubmatch(out, -1) {
+		order = append(order, m[1])
+	}
+	if len(order) < 3 || order[len(order)-1] != "control-plane" {
+		t.Fatalf("stop order %v: the control plane must stop last", order)
+	}
 }
 
 func countOrders(url string) error {

@@ -82,13 +82,66 @@ func psqlRun(t *testing.T, port string, args ...string) (string, bool) {
 	return string(out), err == nil
 }
 
-// TestEmbeddedDefaultTransactions: transactions work on the embedded default through the
-// proxy core, each client's stays its own on every protocol, and the embedded engine gives
-// clients no host files.
-func TestEmbeddedDefaultTransactions(t *testing.T) {
+// TestEmbeddedDefaultPostgresClients: transactions work on the embedded default through the
+// proxy core, each client's stays its own on every protocol, psql's meta-commands answer, and
+// the embedded engine gives clients no host files.
+func TestEmbeddedDefaultPostgresClients(t *testing.T) {
 	e := startEmbedded(t)
 	clients := newClients(t, e)
 
+	t.Run("psqlMetaCommands", func(t *testing.T) {
+		for _, c := range []struct{ cmd, want string }{
+			{`\dt`, "main|customers|table|queryflux\nmain|orders|table|queryflux\nmain|products|table|queryflux\n"},
+			{`\dt ord*`, "main|orders|table|queryflux\n"},
+			{`\dn`, "main|queryflux\n"},
+			{`\l`, "demo|queryflux|UTF8|C|C||libc|\n"},
+			{`\dv`, "Did not find any relations.\n"},
+			{`\df`, ""},
+			{"select current_database()", "demo\n"},
+		} {
+			if out, ok := psqlRun(t, e.pgPort, "-c", c.cmd); !ok || out != c.want {
+				t.Errorf("psql %s:\n%s\nwant:\n%s", c.cmd, out, c.want)
+			}
+		}
+		out, ok := psqlRun(t, e.pgPort, "-c", `\d orders`)
+		for _, col := range []string{"order_id|bigint", "customer_id|integer", "ordered_at|timestamp without time zone", "status|text"} {
+			if !ok || !strings.Contains(out, col) {
+				t.Errorf("psql \\d orders lacks %s:\n%s", col, out)
+			}
+		}
+		gdesc := exec.Command("psql", "-X", "-At", "-h", "127.0.0.1", "-p", e.pgPort, "-U", "queryflux", "demo")
+		gdesc.Stdin = strings.NewReader(`select order_id, price, quantity * price as total from orders join products using (product_id) \gdesc` + "\n")
+		if b, err := gdesc.CombinedOutput(); err != nil || string(b) != "order_id|bigint\nprice|numeric(10,2)\ntotal|numeric(18,2)\n" {
+			t.Errorf("psql \\gdesc: %v\n%s", err, b)
+		}
+		out, ok = psqlRun(t, e.pgPort, "-c", "create table dflt(a integer not null default 7)", "-c", `\d dflt`, "-c", "drop table dflt")
+		if !ok || !strings.Contains(out, "a|integer||not null|7") {
+			t.Errorf("psql \\d of a column with NOT NULL and a default:\n%s", out)
+		}
+		out, ok = psqlRun(t, e.pgPort, "-c", "create macro twice(x) as x * 2", "-c", "create view big_orders as select * from orders where quantity > 3",
+			"-c", `\df`, "-c", `\dv`, "-c", "drop view big_orders", "-c", "drop macro twice")
+		if !ok || !strings.Contains(out, "main|twice|") || !strings.Contains(out, "main|big_orders|view|") {
+			t.Errorf("psql \\df and \\dv after creating one of each:\n%s", out)
+		}
+	})
+	t.Run("jdbc", func(t *testing.T) {
+		const jar = "/usr/share/java/postgresql.jar"
+		if _, err := os.Stat(jar); err != nil {
+			t.Skip("the PostgreSQL JDBC driver is not installed (make test-deps installs libpostgresql-jdbc-java): " + err.Error())
+		}
+		if _, err := exec.LookPath("javac"); err != nil {
+			t.Skip("no JDK (make test-deps installs default-jdk-headless): " + err.Error())
+		}
+		dir := t.TempDir()
+		run(t, 120*time.Second, "javac", "-d", dir, "testdata/JDBCMeta.java")
+		out := run(t, 120*time.Second, "java", "-cp", dir+":"+jar, "JDBCMeta", "jdbc:postgresql://127.0.0.1:"+e.pgPort+"/demo")
+		want := "table main.customers\ntable main.orders\ntable main.products\n" +
+			"column 1 product_id int8 -5\ncolumn 2 name text 12\ncolumn 3 category text 12\ncolumn 4 price numeric 2\n" +
+			"after rollback 0\n"
+		if out != want {
+			t.Fatalf("JDBC:\n%s\nwant:\n%s", out, want)
+		}
+	})
 	t.Run("beginSelectCommit", func(t *testing.T) {
 		out, ok := psqlRun(t, e.pgPort, "-c", "begin", "-c", "select 1", "-c", "commit")
 		if !ok || out != "BEGIN\n1\nCOMMIT\n" {
@@ -150,6 +203,24 @@ func TestEmbeddedDefaultTransactions(t *testing.T) {
 		out, err := exec.CommandContext(ctx, "/usr/bin/python3", "-c", psycopg2Script, "host=127.0.0.1 port="+e.pgPort+" user=queryflux dbname=demo").CombinedOutput()
 		if err != nil || strings.TrimSpace(string(out)) != "ok" {
 			t.Fatalf("psycopg2: %v\n%s", err, out)
+		}
+	})
+	t.Run("startupOptions", func(t *testing.T) {
+		psqlWith := func(options, sql string) string {
+			cmd := exec.Command("psql", "-X", "-At", "-h", "127.0.0.1", "-p", e.pgPort, "-U", "queryflux", "demo", "-c", sql)
+			cmd.Env = append(os.Environ(), "PGOPTIONS="+options)
+			b, _ := cmd.CombinedOutput()
+			return string(b)
+		}
+		long := "select count(*) from range(1000000000) a, range(1000) b"
+		if out := psqlWith("-c statement_timeout=300", long); !strings.Contains(out, "statement timeout") {
+			t.Fatalf("PGOPTIONS statement_timeout: %q", out)
+		}
+		if out := psqlWith("-c statement_timeout=5s", "select 42"); out != "42\n" {
+			t.Fatalf("a short statement under statement_timeout: %q", out)
+		}
+		if out := psqlWith("-c search_path=elsewhere", "select 1"); !strings.Contains(out, "search_path") || !strings.Contains(out, "not supported") {
+			t.Fatalf("an option DuckDB cannot apply: %q", out)
 		}
 	})
 	t.Run("beginWithoutSessionRefused", func(t *testing.T) {

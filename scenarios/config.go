@@ -39,6 +39,7 @@ type ConfigSpec struct {
 	BuildTimeout time.Duration `yaml:"buildTimeout"` // the control plane's snapshot build (default 10s)
 	Peers        bool          `yaml:"peers"`        // bootstrap from the other workers while the control plane is down
 	MaxAge       time.Duration `yaml:"maxAge"`       // oldest peer copy accepted (default 60s)
+	LastGood     bool          `yaml:"lastGood"`     // workers keep their last good snapshot (a store surviving crashes)
 }
 
 func (c *ConfigSpec) validate() error {
@@ -141,6 +142,9 @@ func configWorker(w *World, n *sim.Node, wk *worker.Worker) {
 			}
 		}
 		opts.Peers = &worker.PeerOptions{Addresses: peers, MaxAge: spec.MaxAge, Secret: WorkerSecret, Client: n.Client(), RequestTimeout: time.Second}
+	}
+	if spec.LastGood {
+		opts.Store = w.Durable("lastgood/"+n.Name(), func() any { return &worker.MemorySnapshotStore{} }).(*worker.MemorySnapshotStore)
 	}
 	cs := worker.NewConfigSync(wk, opts)
 	wk.HandleOps("GET "+worker.PathPeerConfig, cs.PeerConfigHandler(WorkerSecret))

@@ -15,6 +15,7 @@ func TestConfigChecksCanFail(t *testing.T) {
 		"config-hang.yaml":           "  - {at: 10s, configHang: {for: 40s}}\n",
 		"config-peer-bootstrap.yaml": "  - {at: 10s, crash: cp-1}\n",
 		"config-bad.yaml":            "  - {at: 20s, configBad: {}}\n",
+		"config-last-good.yaml":      "lastGood: true, ",
 	} {
 		b, err := os.ReadFile(file)
 		if err != nil {

@@ -365,7 +365,7 @@ func (l *WorkerLoad) finished(r proxy.Record) {
 	case query.CodeQueueFull:
 		l.QueueFull++
 		return
-	case query.CodeCapacityTimeout:
+	case query.CodeCapacityTimeout, query.CodeQueryTimeout:
 		l.TimedOut++
 	}
 	l.QueueMs = append(l.QueueMs, r.QueueMs)

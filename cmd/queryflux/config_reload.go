@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/defaultconfig"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/node/controlplane"
@@ -55,7 +56,7 @@ func newConfigReloadCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if token == "" {
-				token = os.Getenv("QUERYFLUX_ADMIN_TOKEN")
+				token = defaultconfig.AdminToken(adminURL)
 			}
 			if token == "" {
 				return errors.New("no admin token: pass --admin-token or set QUERYFLUX_ADMIN_TOKEN")
@@ -74,8 +75,8 @@ func newConfigReloadCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&adminURL, "admin-url", envOr("QUERYFLUX_ADMIN_URL", "http://127.0.0.1:9000"), "the control plane's admin API (or QUERYFLUX_ADMIN_URL)")
-	cmd.Flags().StringVar(&token, "admin-token", "", "admin bearer token (or QUERYFLUX_ADMIN_TOKEN)")
+	cmd.Flags().StringVar(&adminURL, "admin-url", envOr("QUERYFLUX_ADMIN_URL", defaultconfig.AdminURL()), "the admin API (or QUERYFLUX_ADMIN_URL; default: the embedded default's, moved by QUERYFLUX_PORT_OFFSET)")
+	cmd.Flags().StringVar(&token, "admin-token", "", "admin bearer token (default: QUERYFLUX_ADMIN_TOKEN, else the token file the embedded default wrote)")
 	return cmd
 }
 

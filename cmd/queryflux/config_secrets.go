@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,11 +98,13 @@ func storedConfigAdmin(pg *pgconfig.Source) controlplane.AdminOptions {
 }
 
 // workerStateDir is where a worker keeps its last good snapshot: queryflux.stateDir, else
-// queryflux-state-<name> under the OS temporary directory.
+// queryflux-state-<name>-<control plane> under the OS temporary directory (the control plane's
+// URL hashed: a worker pointed at another fleet never starts from this one's configuration).
 func workerStateDir(d *Daemon, name string) statedir.SnapshotFile {
 	dir := d.Config.QueryFlux.StateDir
 	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "queryflux-state-"+name)
+		sum := sha256.Sum256([]byte(d.Config.QueryFlux.ControlPlane.URL))
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("queryflux-state-%s-%x", name, sum[:4]))
 	}
 	f := statedir.SnapshotFile{Dir: dir}
 	d.Logger.Info("config: the last good configuration is kept on disk", "file", f.Path())

@@ -10,13 +10,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -31,15 +35,29 @@ const devWorkers = 2
 
 func init() {
 	var offset int
+	var logs logFlags
+	var pause time.Duration
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a control plane and two workers on the embedded demo dataset (loopback only)",
-		Args:  cobra.NoArgs,
+		Long: `Run a control plane and two workers on the embedded demo dataset, on loopback.
+
+A node that dies (try kill -9 on a worker's pid) is reported and the rest of the fleet keeps
+running: watch the control plane mark it stale, then evicted (queryflux workers list). dev
+restarts it after --restart-after, or at once with: queryflux dev restart worker-1.
+Ctrl-C stops the workers first, then the control plane, so no query history is lost.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDev(cmd.Context(), cmd.OutOrStdout(), offset)
+			if _, err := logs.logger(io.Discard); err != nil {
+				return err // refused here, not by each node
+			}
+			return runDev(cmd.Context(), cmd.OutOrStdout(), offset, pause, logs)
 		},
 	}
+	logs.register(cmd)
 	cmd.Flags().IntVar(&offset, "port-offset", 10000, "added to the embedded default's ports (worker n adds 10*n more)")
+	cmd.Flags().DurationVar(&pause, "restart-after", devRestartPauseDefault, "how long a node that died stays down before dev restarts it")
+	cmd.AddCommand(newDevRestartCommand())
 	rootCmd.AddCommand(cmd)
 }
 
@@ -75,7 +93,9 @@ clusterGroups:
   - {name: demo, members: [demo], maxQueuedQueries: 100, capacityWaitTimeoutSecs: 30}
 routingFallback: demo
 `, adminAddr, token, secret, devFrontends(offset))
-	nodes := []devNode{{name: "control-plane", config: cp, args: []string{"--config", filepath.Join(dir, "control-plane.yaml")}}}
+	// Registry timing short enough to watch a killed worker go stale and be evicted.
+	nodes := []devNode{{name: "control-plane", config: cp, args: []string{"--config", filepath.Join(dir, "control-plane.yaml"),
+		"--allow-short-timeouts", "--heartbeat-interval", "2s", "--stale-after", "6s", "--evict-grace", "10s"}}}
 	for i := 1; i <= devWorkers; i++ {
 		name := fmt.Sprintf("worker-%d", i)
 		w := fmt.Sprintf(`queryflux:
@@ -91,7 +111,7 @@ routingFallback: demo
 	return nodes
 }
 
-func runDev(ctx context.Context, out io.Writer, offset int) error {
+func runDev(ctx context.Context, out io.Writer, offset int, pause time.Duration, logs logFlags) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -107,6 +127,9 @@ func runDev(ctx context.Context, out io.Writer, offset int) error {
 		return err
 	}
 	nodes := devFleet(dir, offset, secret, token)
+	for i := range nodes {
+		nodes[i].args = append(nodes[i].args, logs.args()...)
+	}
 	for _, n := range nodes {
 		if err := os.WriteFile(filepath.Join(dir, n.name+".yaml"), []byte(n.config), 0o600); err != nil {
 			return err
@@ -116,7 +139,7 @@ func runDev(ctx context.Context, out io.Writer, offset int) error {
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return superviseDev(ctx, exe, nodes)
+	return superviseDev(ctx, exe, nodes, pause, devSocket(offset), out)
 }
 
 func printDevBanner(out io.Writer, offset int, tokenFile string) {
@@ -132,62 +155,238 @@ func printDevBanner(out io.Writer, offset int, tokenFile string) {
 	}
 	fmt.Fprintf(out, "\n  psql -h 127.0.0.1 -p %d -U queryflux demo -c 'select count(*) from orders'\n", defaultconfig.PortPostgres+offset+10)
 	fmt.Fprintf(out, "  export QUERYFLUX_ADMIN_TOKEN=$(cat %s)\n", tokenFile)
-	fmt.Fprintf(out, "  queryflux workers list --admin-url http://%s\n\n", devPort(defaultconfig.PortAdmin, offset))
+	fmt.Fprintf(out, "  queryflux workers list --admin-url http://%s\n", devPort(defaultconfig.PortAdmin, offset))
+	fmt.Fprintf(out, "  queryflux dev restart worker-1 --port-offset %d\n\n", offset)
 }
 
-// superviseDev runs every node until ctx ends or one of them exits, then stops the others
-// with SIGTERM (SIGKILL after 20 s).
-func superviseDev(ctx context.Context, exe string, nodes []devNode) error {
-	var cmds []*exec.Cmd
-	exited := make(chan error, len(nodes))
-	var wg sync.WaitGroup
+// devRestartPauseDefault is how long a node that died stays down before dev restarts it: long
+// enough to watch a worker go stale and be evicted (the defaults: stale at 30 s, evicted 60 s later).
+const devRestartPauseDefault = 2 * time.Minute
+
+// devStopLimit is how long a node gets to exit after SIGTERM before SIGKILL.
+const devStopLimit = 20 * time.Second
+
+// devProc is one supervised child: its node, its running process (nil while down) and the
+// channel its exit is reported on.
+type devProc struct {
+	node devNode
+	cmd  *exec.Cmd
+	done chan struct{}
+	now  chan struct{} // restart without waiting out the pause (buffered, 1)
+}
+
+// devSupervisor keeps every node running: a node that exits is reported and restarted after a
+// pause (or at once on `queryflux dev restart NAME`); the others keep running.
+type devSupervisor struct {
+	exe   string
+	pause time.Duration
+	out   io.Writer
+	mu    sync.Mutex
+	procs []*devProc
+}
+
+func superviseDev(ctx context.Context, exe string, nodes []devNode, pause time.Duration, sock string, out io.Writer) error {
+	s := &devSupervisor{exe: exe, pause: pause, out: out}
 	for i, n := range nodes {
-		cmd := exec.Command(exe, append([]string{"serve"}, n.args...)...)
-		cmd.Env = append(os.Environ(), "QUERYFLUX_WORKER_NAME=")
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
+		p := &devProc{node: n, now: make(chan struct{}, 1)}
+		s.procs = append(s.procs, p)
+		if err := s.start(p); err != nil {
+			s.stopAll()
 			return err
 		}
-		cmd.Stdout = os.Stdout
-		if err := cmd.Start(); err != nil {
-			stopDev(cmds)
-			return fmt.Errorf("starting %s: %w", n.name, err)
-		}
-		cmds = append(cmds, cmd)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prefixLines(os.Stderr, stderr, n.name)
-			exited <- fmt.Errorf("%s exited: %v", n.name, cmd.Wait())
-		}()
 		if i == 0 {
 			// Workers register at once; give the control plane a moment to listen.
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-exited:
+	var wg sync.WaitGroup
+	for _, p := range s.procs {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.watch(ctx, p) }()
 	}
-	stopDev(cmds)
+	stopControl := s.serveControl(sock)
+	<-ctx.Done()
+	stopControl()
+	s.stopAll()
 	wg.Wait()
-	if errors.Is(ctx.Err(), context.Canceled) {
-		return nil
-	}
-	return err
+	return nil
 }
 
-func stopDev(cmds []*exec.Cmd) {
-	for _, c := range cmds {
-		_ = c.Process.Signal(syscall.SIGTERM)
+func (s *devSupervisor) start(p *devProc) error {
+	cmd := exec.Command(s.exe, append([]string{"serve"}, p.node.args...)...)
+	cmd.Env = append(os.Environ(), "QUERYFLUX_WORKER_NAME=")
+	// A process group of its own: a terminal's Ctrl-C reaches dev alone, which then stops the
+	// workers before the control plane. Pdeathsig: the node goes if dev is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
 	}
+	cmd.Stdout = os.Stdout
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", p.node.name, err)
+	}
+	done := make(chan struct{})
+	s.mu.Lock()
+	p.cmd, p.done = cmd, done
+	s.mu.Unlock()
+	fmt.Fprintf(s.out, "dev: %s started (pid %d)\n", p.node.name, cmd.Process.Pid)
 	go func() {
-		time.Sleep(20 * time.Second)
-		for _, c := range cmds {
-			_ = c.Process.Kill()
-		}
+		prefixLines(os.Stderr, stderr, p.node.name)
+		_ = cmd.Wait()
+		close(done)
 	}()
+	return nil
+}
+
+// watch restarts p whenever it exits, until ctx ends.
+func (s *devSupervisor) watch(ctx context.Context, p *devProc) {
+	for {
+		s.mu.Lock()
+		done, cmd := p.done, p.cmd
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		fmt.Fprintf(s.out, "dev: %s exited (%v); the rest of the fleet keeps running. Restarting it in %v, or now with: queryflux dev restart %s\n",
+			p.node.name, cmd.ProcessState, s.pause, p.node.name)
+		if !s.waitRestart(ctx, p) {
+			return
+		}
+		if err := s.start(p); err != nil {
+			fmt.Fprintf(s.out, "dev: %v\n", err)
+			return
+		}
+	}
+}
+
+// waitRestart waits out the pause or a restart request for p; false when ctx ended.
+func (s *devSupervisor) waitRestart(ctx context.Context, p *devProc) bool {
+	timer := time.NewTimer(s.pause)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+	case <-p.now:
+	}
+	return true
+}
+
+// restart kills a running node (its watcher then starts it again at once) or wakes a down one.
+func (s *devSupervisor) restart(name string) error {
+	s.mu.Lock()
+	var p *devProc
+	for _, q := range s.procs {
+		if q.node.name == name {
+			p = q
+		}
+	}
+	s.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("no node %q", name)
+	}
+	select {
+	case p.now <- struct{}{}:
+	default: // one is already pending
+	}
+	select {
+	case <-p.done: // down: its watcher is waiting and now starts it
+	default:
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	return nil
+}
+
+// serveControl answers `queryflux dev restart NAME` on a unix socket; the returned func stops it.
+func (s *devSupervisor) serveControl(sock string) func() {
+	_ = os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		fmt.Fprintf(s.out, "dev: no control socket (%v): `queryflux dev restart` will not reach this fleet\n", err)
+		return func() {}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /restart/{name}", func(w http.ResponseWriter, r *http.Request) {
+		if err := s.restart(r.PathValue("name")); err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		fmt.Fprintf(w, "restarting %s\n", r.PathValue("name"))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close(); _ = os.Remove(sock) }
+}
+
+// devSocket is where `queryflux dev --port-offset N` listens for restart requests.
+func devSocket(offset int) string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("queryflux-dev-%d.sock", offset))
+}
+
+func newDevRestartCommand() *cobra.Command {
+	var offset int
+	cmd := &cobra.Command{
+		Use:   "restart NODE",
+		Short: "Restart one node (control-plane, worker-1, ...) of a running `queryflux dev`",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "unix", devSocket(offset))
+			}}}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://dev/restart/"+url.PathEscape(args[0]), nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				return fmt.Errorf("no running `queryflux dev --port-offset %d`: %w", offset, err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s", strings.TrimSpace(string(body)))
+			}
+			_, err = cmd.OutOrStdout().Write(body)
+			return err
+		},
+	}
+	cmd.Flags().IntVar(&offset, "port-offset", 10000, "the port offset the running `queryflux dev` was started with")
+	return cmd
+}
+
+// stopAll stops the workers first, so their last history reaches the control plane, then the
+// control plane; each gets devStopLimit before SIGKILL.
+func (s *devSupervisor) stopAll() {
+	s.mu.Lock()
+	procs := slices.Clone(s.procs)
+	s.mu.Unlock()
+	workers, cps := procs, []*devProc(nil)
+	if len(procs) > 0 {
+		workers, cps = procs[1:], procs[:1]
+	}
+	for _, group := range [][]*devProc{workers, cps} {
+		for _, p := range group {
+			if p.cmd != nil {
+				_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			}
+		}
+		for _, p := range group {
+			if p.cmd == nil {
+				continue
+			}
+			select {
+			case <-p.done:
+			case <-time.After(devStopLimit):
+				_ = p.cmd.Process.Kill()
+				<-p.done
+			}
+		}
+	}
 }
 
 // prefixLines copies r to w line by line, each line prefixed with the node's name.

@@ -8,12 +8,45 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
 
-// version is the build's version; set with -ldflags "-X main.version=...".
-var version = "dev"
+// version is the build's version: -ldflags "-X main.version=..." when set, else (from main) what
+// the Go toolchain recorded: the module version, or the VCS revision and time of the checkout.
+var version string
+
+// buildVersion returns stamped when set, else the version from the binary's build info.
+func buildVersion(stamped string) string {
+	if stamped != "" {
+		return stamped
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, at, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+modified"
+			}
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	return fmt.Sprintf("devel-%.12s%s (%s)", rev, modified, at)
+}
 
 // rootCmd is the queryflux command. Other files of this package add their subcommands to it
 // from init: rootCmd.AddCommand(...).
@@ -26,6 +59,8 @@ var rootCmd = &cobra.Command{
 }
 
 func main() {
+	version = buildVersion(version)
+	rootCmd.Version = version
 	if err := rootCmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "queryflux:", err)
 		os.Exit(1)

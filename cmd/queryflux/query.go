@@ -10,15 +10,17 @@ package main
 // Finished queries go to historyUplink (history.go): the local store, or the control plane.
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/capacity/pgcapacity"
@@ -55,10 +57,20 @@ func startControlPlaneQuery(ctx context.Context, d *Daemon, cp *controlplane.Con
 		return err
 	}
 	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Limits: querynode.LimitsOf(d.Config.QueryFlux.Limits), Guard: guard, OnFinish: recordHistory})
+	var configured atomic.Bool
+	if anyFrontend(d.Config.QueryFlux.Frontends) {
+		nodeReadiness.add("config", func(context.Context) error {
+			if !configured.Load() {
+				return errors.New("no configuration with clusters applied yet")
+			}
+			return nil
+		})
+	}
 	if len(d.Config.Clusters) > 0 {
 		if err := n.Apply(d.Config); err != nil {
 			return err
 		}
+		configured.Store(true)
 	} else {
 		d.Logger.Warn("the configuration file defines no clusters: this node's frontends answer 'not configured'")
 	}
@@ -68,9 +80,17 @@ func startControlPlaneQuery(ctx context.Context, d *Daemon, cp *controlplane.Con
 		if len(cfg.Clusters) == 0 {
 			return nil // as at start: no clusters, nothing to build
 		}
-		return n.Apply(cfg)
+		if err := n.Apply(cfg); err != nil {
+			return err
+		}
+		configured.Store(true)
+		return nil
 	})
 	return runQueryNode(ctx, d, n)
+}
+
+func anyFrontend(f config.Frontends) bool {
+	return f.Postgres.Enabled || f.MySQL.Enabled || f.Trino.Enabled || f.FlightSQL.Enabled
 }
 
 // controlPlaneCapacity mounts the worker capacity API when workers may register and returns the
@@ -91,9 +111,16 @@ func controlPlaneCapacity(ctx context.Context, d *Daemon, cp *controlplane.Contr
 		store = capacity.NewMemory()
 	}
 	metrics := capacity.NewMetrics(d.Metrics)
+	auth := newLeaseAuthority(d.Config)
+	controlPlaneConfigApply = append(controlPlaneConfigApply, func(_ context.Context, _ *Daemon, cfg *config.Config) error {
+		auth.set(cfg)
+		return nil
+	})
 	sweeper := controlplane.MountCapacity(d.Env, cp, controlplane.CapacityConfig{
 		Store: store, Locks: store, Metrics: metrics, Owner: controlPlaneLeaseHolder,
 		Ordered: q.Coordination.Queue == config.QueueOrdered, Weights: q.Coordination.Weights,
+		Limits: auth.limits, Fence: auth.fence, FenceGrace: secs(cmp.Or(q.Coordination.FenceGraceSecs, q.Coordination.LeaseTTLSecs)),
+		SweepEvery: secs(q.Coordination.SweepEverySecs),
 	})
 	d.Env.Go(ctx, "capacity-sweeper", sweeper.Run)
 	if q.Coordination.Mode == config.CoordinationLocal {
@@ -136,6 +163,7 @@ func runQueryNode(ctx context.Context, d *Daemon, n *querynode.Node) error {
 		return err
 	}
 	d.Env.Go(ctx, "cluster-health", n.Run)
+	drainHooks = append(drainHooks, n.Drain)
 	shutdownHooks = append(shutdownHooks, func(ctx context.Context, d *Daemon) {
 		if err := n.Close(); err != nil {
 			d.Logger.Warn("closing frontends", "err", err)
@@ -194,7 +222,7 @@ func writeAdminToken(adminListen string, log *slog.Logger) (string, error) {
 	}
 	token := hex.EncodeToString(b[:])
 	_, port, _ := net.SplitHostPort(adminListen)
-	path := filepath.Join(os.TempDir(), "queryflux-admin-token-"+port)
+	path := defaultconfig.TokenFile(port)
 	_ = os.Remove(path) // a stale file of another user would keep its mode
 	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("writing the admin token file: %w", err)

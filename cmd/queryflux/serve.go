@@ -47,6 +47,9 @@ type Daemon struct {
 var (
 	controlPlaneHooks []func(ctx context.Context, d *Daemon, cp *controlplane.ControlPlane) error
 	workerHooks       []func(ctx context.Context, d *Daemon, w *worker.Worker) error
+	// drainHooks run on SIGTERM after the drain delay, before the role stops, within the drain
+	// timeout: the query frontends end their clients at transaction boundaries.
+	drainHooks []func(ctx context.Context) error
 	// shutdownHooks run in order once a role's servers have drained (close the frontends,
 	// flush the history uplink), together within 10 s.
 	shutdownHooks []func(ctx context.Context, d *Daemon)
@@ -68,7 +71,8 @@ type serveFlags struct {
 	heartbeat, staleAfter, grace, lagMax      time.Duration
 	reaper, probe                             time.Duration
 	allowShort                                bool
-	drainTimeout                              time.Duration
+	drainTimeout, drainDelay                  time.Duration
+	log                                       logFlags
 }
 
 func init() {
@@ -76,6 +80,19 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a QueryFlux node: standalone, controlPlane or worker",
+		Long: `Run a QueryFlux node: standalone, controlPlane or worker (queryflux.role, or --role).
+
+Without --config it runs the embedded default: a standalone node on 127.0.0.1 with a DuckDB
+demo dataset (PostgreSQL wire 15432, MySQL 13306, Trino HTTP 18080, Flight SQL 18815, admin API
+and /metrics 19000). QUERYFLUX_PORT_OFFSET=N moves every port by N; QUERYFLUX_ADMIN_TOKEN sets the
+admin token (else a random one is written to a file whose path is logged).
+
+With --config FILE it runs that YAML configuration (docs/configuration.md is the reference;
+check a file with: queryflux config check FILE). SIGHUP, or POST /admin/config/reload, re-reads
+the file; a bad file keeps the running configuration.
+
+SIGTERM: /readyz turns 503 at once, the node keeps serving for --drain-delay, then stops
+accepting and gives in-flight work --drain-timeout to finish, flushes its history and exits.`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return serve(cmd.Context(), f)
@@ -96,10 +113,12 @@ func init() {
 	fl.DurationVar(&f.lagMax, "health-lag-threshold", 250*time.Millisecond, "a worker's self-health: probe lateness that counts as a bad probe (3 in a row: unhealthy)")
 	fl.BoolVar(&f.allowShort, "allow-short-timeouts", false, "lift the production minimums on heartbeat and reaper timing (tests only)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests")
+	fl.DurationVar(&f.drainDelay, "drain-delay", 0, "after SIGTERM, how long /readyz answers 503 while everything still serves (lets a load balancer stop sending new clients first)")
+	f.log.register(cmd)
 	rootCmd.AddCommand(cmd)
 }
 
-func loadConfig(f *serveFlags) (*config.Config, error) {
+func loadConfig(f *serveFlags, log *slog.Logger) (*config.Config, error) {
 	cfg := &config.Config{}
 	if f.configFile != "" {
 		loaded, err := loadResolved(f.configFile)
@@ -108,7 +127,7 @@ func loadConfig(f *serveFlags) (*config.Config, error) {
 		}
 		cfg = loaded
 	} else if f.role == "" || f.role == string(config.RoleStandalone) {
-		def, err := embeddedDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+		def, err := embeddedDefault(log)
 		if err != nil {
 			return nil, err
 		}
@@ -134,11 +153,15 @@ func loadConfig(f *serveFlags) (*config.Config, error) {
 }
 
 func serve(ctx context.Context, f *serveFlags) error {
-	cfg, err := loadConfig(f)
+	base, err := f.log.logger(os.Stderr)
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("role", string(cfg.QueryFlux.Role))
+	cfg, err := loadConfig(f, base)
+	if err != nil {
+		return err
+	}
+	logger := base.With("role", string(cfg.QueryFlux.Role))
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d := &Daemon{Env: env.Real(logger), Config: cfg, Metrics: metrics, Logger: logger, ConfigFile: f.configFile}
@@ -183,6 +206,11 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	} else if q.Role == config.RoleControlPlane {
 		d.Logger.Warn("queryflux.workerApi.enabled is false: workers cannot register")
 	}
+	if cpCfg.AdminToken == "" {
+		d.Logger.Warn("queryflux.adminApi.token is empty: the admin API refuses every call (401); set it to use the admin API and CLI")
+	} else {
+		d.Logger.Info("admin API enabled (bearer token from queryflux.adminApi.token)")
+	}
 	cpCfg = cpCfg.WithDefaults()
 	if err := cpCfg.Validate(); err != nil {
 		return fmt.Errorf("control plane timing: %w", err)
@@ -193,6 +221,16 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	}))
 	cp.Handle("GET /metrics", promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{}))
+	cp.Handle("GET /readyz", nodeReadiness.handler())
+	if d.Pool != nil {
+		nodeReadiness.add("database", func(ctx context.Context) error {
+			if err := d.Pool.Ping(ctx); err != nil {
+				d.Logger.Warn("readiness: the database does not answer", "err", err)
+				return errors.New("the database does not answer")
+			}
+			return nil
+		})
+	}
 	for _, hook := range controlPlaneHooks {
 		if err := hook(ctx, d, cp); err != nil {
 			return err
@@ -212,7 +250,7 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	}
 	// On SIGTERM the role stops first: a draining control plane that workers cannot reach must
 	// not evict them, and long-polls bound to the role's context end instead of holding the drain.
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"api", listen, cp.Handler()})
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"api", listen, cp.Handler()})
 	runShutdownHooks(d)
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -281,6 +319,12 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	}
 	// Keep-alive connections for every concurrent lease acquire; never a Timeout (Env contexts).
 	w := worker.New(d.Env, wCfg, worker.NewControlPlaneClient())
+	w.AddReadinessCheck("draining", func() error {
+		if nodeReadiness.draining.Load() {
+			return errors.New("shutting down")
+		}
+		return nil
+	})
 	for _, hook := range workerHooks {
 		if err := hook(ctx, d, w); err != nil {
 			return err
@@ -289,7 +333,7 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	roleCtx, cancelRole := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRole()
 	w.Start(roleCtx)
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"ops", f.opsListen, w.OpsHandler()})
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"ops", f.opsListen, w.OpsHandler()})
 	runShutdownHooks(d)
 	return err
 }
@@ -329,10 +373,11 @@ type namedServer struct {
 	handler    http.Handler
 }
 
-// runServers serves until ctx ends (SIGTERM), then calls stopRole and drains: no new
-// connections, in-flight requests get drainTimeout to finish. Requests' contexts derive from
-// roleCtx, so handlers waiting on the role (long-polls) end when it stops.
-func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger, drainTimeout time.Duration, lim netlimit.Limits, servers ...namedServer) error {
+// runServers serves until ctx ends (SIGTERM); then readiness turns false for drainDelay while
+// everything still serves, then it calls stopRole and drains: no new connections, in-flight
+// requests get drainTimeout to finish. Requests' contexts derive from roleCtx, so handlers
+// waiting on the role (long-polls) end when it stops.
+func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger, drainDelay, drainTimeout time.Duration, lim netlimit.Limits, servers ...namedServer) error {
 	errs := make(chan error, len(servers))
 	var running []*http.Server
 	for _, s := range servers {
@@ -343,7 +388,7 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 		srv := &http.Server{Handler: http.MaxBytesHandler(s.handler, apiBodyBytesMax),
 			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax,
 			BaseContext: func(net.Listener) context.Context { return roleCtx }}
-		ln = netlimit.Listener(ln, lim.ConnectionsMax, netlimit.RefuseHTTP)
+		netlimit.HTTP(srv, lim.ConnectionsMax)
 		running = append(running, srv)
 		log.Info("listening", "server", s.name, "addr", ln.Addr().String())
 		go func() {
@@ -355,12 +400,26 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 	var err error
 	select {
 	case <-ctx.Done():
+		nodeReadiness.draining.Store(true)
+		log.Info("shutting down: not ready, still serving", "delay", drainDelay)
+		select {
+		case <-time.After(drainDelay):
+		case err = <-errs:
+		}
 		log.Info("shutting down: draining in-flight requests", "timeout", drainTimeout)
 	case err = <-errs:
 	}
-	stopRole()
+	nodeReadiness.draining.Store(true)
 	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
+	// Clients' open transactions end while the role still runs: their statements still need
+	// capacity leases, and the leases renewals.
+	for _, drain := range drainHooks {
+		if derr := drain(dctx); derr != nil {
+			log.Warn("drain cut short: clients still in a transaction are disconnected", "err", derr)
+		}
+	}
+	stopRole()
 	for _, srv := range running {
 		if serr := srv.Shutdown(dctx); serr != nil {
 			log.Warn("drain cut short", "err", serr)

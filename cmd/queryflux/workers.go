@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/defaultconfig"
 	"github.com/queryflux/queryflux/transport"
 	"github.com/spf13/cobra"
 )
@@ -24,18 +26,37 @@ type adminClient struct {
 }
 
 func (c *adminClient) get(ctx context.Context, path string, into any) error {
+	return c.do(ctx, http.MethodGet, path, nil, nil, into)
+}
+
+// do sends body (JSON; nil for none) to path with the query q, and decodes the JSON answer
+// into into.
+func (c *adminClient) do(ctx context.Context, method, path string, q url.Values, body, into any) error {
 	if c.token == "" {
 		return fmt.Errorf("no admin token: pass --admin-token or set QUERYFLUX_ADMIN_TOKEN")
 	}
-	u, err := url.JoinPath(c.baseURL, path)
+	u, err := url.Parse(c.baseURL)
 	if err != nil {
 		return fmt.Errorf("--admin-url: %w", err)
 	}
+	u = u.JoinPath(path)
+	u.RawQuery = q.Encode()
+	var payload io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		payload = bytes.NewReader(data)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), payload)
 	if err != nil {
 		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	transport.SetBearer(req, c.token)
 	resp, err := http.DefaultClient.Do(req)
@@ -49,22 +70,27 @@ func (c *adminClient) get(ctx context.Context, path string, into any) error {
 	return json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(into)
 }
 
-func init() {
+// adminCommand is a command group calling the control plane's admin API, with its flags.
+func adminCommand(use, short string) (*cobra.Command, *adminClient, *bool) {
 	client := &adminClient{}
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "workers",
-		Short: "Show the control plane's worker fleet",
+		Use:   use,
+		Short: short,
 		PersistentPreRun: func(cmd *cobra.Command, args []string) {
 			if client.token == "" {
-				client.token = os.Getenv("QUERYFLUX_ADMIN_TOKEN")
+				client.token = defaultconfig.AdminToken(client.baseURL)
 			}
 		},
 	}
-	cmd.PersistentFlags().StringVar(&client.baseURL, "admin-url", envOr("QUERYFLUX_ADMIN_URL", "http://127.0.0.1:9000"), "the control plane's admin API (or QUERYFLUX_ADMIN_URL)")
-	cmd.PersistentFlags().StringVar(&client.token, "admin-token", "", "admin bearer token (or QUERYFLUX_ADMIN_TOKEN)")
+	cmd.PersistentFlags().StringVar(&client.baseURL, "admin-url", envOr("QUERYFLUX_ADMIN_URL", defaultconfig.AdminURL()), "the admin API (or QUERYFLUX_ADMIN_URL; default: the embedded default's, moved by QUERYFLUX_PORT_OFFSET)")
+	cmd.PersistentFlags().StringVar(&client.token, "admin-token", "", "admin bearer token (default: QUERYFLUX_ADMIN_TOKEN, else the token file the embedded default wrote)")
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the API's JSON instead of a table")
+	return cmd, client, &asJSON
+}
 
+func init() {
+	cmd, client, asJSON := adminCommand("workers", "Show the control plane's worker fleet")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "One line per worker",
@@ -74,7 +100,7 @@ func init() {
 			if err := client.get(cmd.Context(), transport.PathAdminWorkers, &list); err != nil {
 				return err
 			}
-			if asJSON {
+			if *asJSON {
 				return printJSON(cmd.OutOrStdout(), list)
 			}
 			printWorkerTable(cmd.OutOrStdout(), list, time.Now())
@@ -90,7 +116,7 @@ func init() {
 			if err := client.get(cmd.Context(), transport.PathAdminWorkers+"/"+url.PathEscape(args[0]), &wi); err != nil {
 				return err
 			}
-			if asJSON {
+			if *asJSON {
 				return printJSON(cmd.OutOrStdout(), wi)
 			}
 			printWorkerDetail(cmd.OutOrStdout(), wi, time.Now())

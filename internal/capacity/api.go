@@ -26,7 +26,9 @@ const (
 const MediaJSON = "application/json"
 
 // AcquireRequest asks for a lease. Holder is only read by the unauthenticated handler (tests,
-// benchmarks); behind the control plane's auth the holder is the authenticated worker.
+// benchmarks); behind the control plane's auth the holder is the authenticated worker. Behind
+// an API with Limits (the control plane), Cap and TTLMillis can only lower the cluster's
+// configured cap and lease TTL, never raise them; 0 takes the configured ones.
 type AcquireRequest struct {
 	Cluster   string `json:"cluster"`
 	Cap       int    `json:"cap"`
@@ -95,6 +97,50 @@ type API struct {
 	metrics   *Metrics
 	queue     *orderedQueue // nil unless Ordered
 	contended contention
+	limits    Limits // nil: the requests' caps and TTLs are taken as they are (tests)
+}
+
+// Limits answers a cluster's cap and lease TTL from the control plane's own current
+// configuration; ok is false for a cluster it does not have.
+type Limits func(cluster string) (limit int, ttl time.Duration, ok bool)
+
+// Authority makes the API the authority on every lease: an acquire's cap and TTL, and a
+// renewal's TTL, come from limits (a request may only ask for less), and an acquire of a
+// cluster limits does not know is refused. Call it before serving.
+func (a *API) Authority(limits Limits) *API {
+	a.limits = limits
+	return a
+}
+
+// terms are the cap and TTL a lease of cluster is granted or renewed under: limits' when set,
+// lowered by what the request asked for.
+func (a *API) terms(cluster string, limit int, ttl time.Duration) (int, time.Duration, error) {
+	if a.limits == nil {
+		return limit, ttl, nil
+	}
+	capMax, ttlMax, ok := a.limits(cluster)
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: %w %q: the control plane's configuration has no such cluster", ErrInvalid, ErrUnknownCluster, cluster)
+	}
+	if limit <= 0 || limit > capMax {
+		limit = capMax
+	}
+	if ttl <= 0 || ttl > ttlMax {
+		ttl = ttlMax
+	}
+	return limit, ttl, nil
+}
+
+// claimed returns refs claimed by holder ("" leaves them unclaimed: the unauthenticated handler).
+func claimed(refs []LeaseRef, holder string) []LeaseRef {
+	if holder == "" {
+		return refs
+	}
+	out := make([]LeaseRef, len(refs))
+	for i, r := range refs {
+		out[i] = r.As(holder)
+	}
+	return out
 }
 
 // ContendedFor is how long after a worker's acquire was denied or had to wait the control plane
@@ -202,26 +248,33 @@ func NewAPIHandler(store CapacityStore, locks SweepCoordinator, e env.Env, metri
 
 func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string) {
 	var req AcquireRequest
-	if !decode(w, r, &req) {
+	if !DecodeRequest(w, r, &req) {
 		return
 	}
 	holder := pick(caller, req.Holder)
+	release := claimed(req.Release, caller)
+	limit, ttl, err := a.terms(req.Cluster, req.Cap, millis(req.TTLMillis))
+	if err != nil {
+		a.refuse(w, "acquire", holder, err)
+		return
+	}
 	var l Lease
-	var err error
 	if a.queue != nil {
 		// An ordered acquire may wait: free the carried leases first, or it would wait on them.
-		if !a.releaseCarried(w, r, req.Release) {
+		if !a.releaseCarried(w, r, holder, release) {
 			return
 		}
-		l, err = a.acquireOrdered(r.Context(), req.Cluster, holder, req.Cap, millis(req.TTLMillis), millis(req.WaitMillis))
+		l, err = a.acquireOrdered(r.Context(), req.Cluster, holder, limit, ttl, millis(req.WaitMillis))
 	} else {
 		// Decide first, then free: a worker must not win back the slot it is releasing ahead of
 		// workers polling for it (retry-mode fairness fell from 0.95 to 0.57 when it could).
-		l, err = a.store.Acquire(r.Context(), req.Cluster, holder, req.Cap, millis(req.TTLMillis), a.env.Now())
+		l, err = a.store.Acquire(r.Context(), req.Cluster, holder, limit, ttl, a.env.Now())
 		if err == nil || errors.Is(err, ErrAtCapacity) {
-			if _, rerr := a.store.ReleaseBatch(r.Context(), req.Release); rerr != nil {
+			if _, rerr := a.store.ReleaseBatch(r.Context(), release); errors.Is(rerr, ErrNotHolder) {
+				a.foreign("release", holder, rerr)
+			} else if rerr != nil {
 				// The worker takes them as landed; they expire and the sweeper frees them.
-				a.env.Logger().Warn("capacity: releases carried on an acquire failed; the sweep will reclaim them", "leases", len(req.Release), "err", rerr)
+				a.env.Logger().Warn("capacity: releases carried on an acquire failed; the sweep will reclaim them", "leases", len(release), "err", rerr)
 			}
 		}
 	}
@@ -241,11 +294,15 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 }
 
 // releaseCarried frees the leases carried on an acquire; false when it answered a failure.
-func (a *API) releaseCarried(w http.ResponseWriter, r *http.Request, refs []LeaseRef) bool {
+func (a *API) releaseCarried(w http.ResponseWriter, r *http.Request, holder string, refs []LeaseRef) bool {
 	if len(refs) == 0 {
 		return true
 	}
 	n, err := a.store.ReleaseBatch(r.Context(), refs)
+	if errors.Is(err, ErrNotHolder) {
+		a.refuse(w, "release", holder, err)
+		return false
+	}
 	if err != nil {
 		a.fail(w, "release", err)
 		return false
@@ -258,12 +315,17 @@ func (a *API) releaseCarried(w http.ResponseWriter, r *http.Request, refs []Leas
 
 func (a *API) serveRenew(w http.ResponseWriter, r *http.Request, caller string) {
 	var req RenewRequest
-	if !decode(w, r, &req) {
+	if !DecodeRequest(w, r, &req) {
 		return
 	}
-	l, err := a.store.Renew(r.Context(), req.Lease, millis(req.TTLMillis), a.env.Now())
+	_, ttl, err := a.terms(req.Lease.Cluster(), 0, millis(req.TTLMillis))
 	if err != nil {
-		a.fail(w, "renew", err)
+		a.refuse(w, "renew", caller, err)
+		return
+	}
+	l, err := a.store.Renew(r.Context(), req.Lease.As(caller), ttl, a.env.Now())
+	if err != nil {
+		a.refuse(w, "renew", caller, err)
 		return
 	}
 	transport.WriteJSON(w, http.StatusOK, MediaJSON, RenewResponse{Lease: l})
@@ -271,23 +333,42 @@ func (a *API) serveRenew(w http.ResponseWriter, r *http.Request, caller string) 
 
 func (a *API) serveReleaseBatch(w http.ResponseWriter, r *http.Request, caller string) {
 	var req ReleaseBatchRequest
-	if !decode(w, r, &req) {
+	if !DecodeRequest(w, r, &req) {
 		return
 	}
-	n, err := a.store.ReleaseBatch(r.Context(), req.Leases)
-	if err != nil {
-		a.fail(w, "release", err)
-		return
-	}
+	n, err := a.store.ReleaseBatch(r.Context(), claimed(req.Leases, caller))
 	if n > 0 && a.queue != nil {
 		a.queue.changed.Notify() // the heads of the queues may get a slot now
+	}
+	if err != nil {
+		a.refuse(w, "release", caller, err)
+		return
 	}
 	transport.WriteJSON(w, http.StatusOK, MediaJSON, ReleaseBatchResponse{Released: n})
 }
 
+// refuse answers err like fail, and first counts and logs a refusal of the caller: a renewal
+// or release of another worker's lease (403), or an unknown cluster.
+func (a *API) refuse(w http.ResponseWriter, op, caller string, err error) {
+	switch {
+	case errors.Is(err, ErrNotHolder):
+		a.foreign(op, caller, err)
+	case errors.Is(err, ErrUnknownCluster):
+		a.metrics.Refused.WithLabelValues(op, "unknown-cluster").Inc()
+		a.env.Logger().Warn("capacity: refused a lease request for an unknown cluster", "op", op, "worker", caller, "err", err)
+	}
+	a.fail(w, op, err)
+}
+
+// foreign counts and logs a request for leases the caller does not hold.
+func (a *API) foreign(op, caller string, err error) {
+	a.metrics.Refused.WithLabelValues(op, "not-holder").Inc()
+	a.env.Logger().Warn("capacity: refused a request for another worker's lease", "op", op, "worker", caller, "err", err)
+}
+
 func (a *API) serveSweepLockAcquire(w http.ResponseWriter, r *http.Request, caller string) {
 	var req SweepLockRequest
-	if !decode(w, r, &req) {
+	if !DecodeRequest(w, r, &req) {
 		return
 	}
 	l, err := a.locks.AcquireSweepLock(r.Context(), req.Name, pick(caller, req.Owner), millis(req.TTLMillis), a.env.Now())
@@ -303,7 +384,7 @@ func (a *API) serveSweepLockAcquire(w http.ResponseWriter, r *http.Request, call
 
 func (a *API) serveSweepLockRelease(w http.ResponseWriter, r *http.Request, caller string) {
 	var req SweepLockRequest
-	if !decode(w, r, &req) {
+	if !DecodeRequest(w, r, &req) {
 		return
 	}
 	if err := a.locks.ReleaseSweepLock(r.Context(), req.Name, pick(caller, req.Owner)); err != nil {
@@ -313,9 +394,12 @@ func (a *API) serveSweepLockRelease(w http.ResponseWriter, r *http.Request, call
 	transport.WriteJSON(w, http.StatusOK, MediaJSON, SweepLockResponse{})
 }
 
-// fail answers a store error: 409 for a stale lease, 400 for bad input, 503 otherwise.
+// fail answers a store error: 409 for a stale lease, 403 for another worker's, 400 for bad
+// input, 503 otherwise.
 func (a *API) fail(w http.ResponseWriter, op string, err error) {
 	switch {
+	case errors.Is(err, ErrNotHolder):
+		transport.WriteError(w, http.StatusForbidden, err.Error(), "lease")
 	case errors.Is(err, ErrStaleGeneration):
 		transport.WriteError(w, http.StatusConflict, err.Error(), "lease")
 	case errors.Is(err, ErrInvalid):
@@ -327,7 +411,9 @@ func (a *API) fail(w http.ResponseWriter, op string, err error) {
 	}
 }
 
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+// DecodeRequest reads a JSON request body into v strictly; on failure it answers 400 and
+// returns false.
+func DecodeRequest(w http.ResponseWriter, r *http.Request, v any) bool {
 	data, err := transport.ReadBody(r, MediaJSON)
 	if err == nil {
 		dec := json.NewDecoder(bytes.NewReader(data))

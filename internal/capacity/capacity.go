@@ -22,22 +22,42 @@ import (
 // Generation is the cluster's fencing token: every grant takes the next number, numbers are
 // never reused (not after a release, a sweep or an eviction), so a holder that lost its lease
 // can never renew or release somebody else's. ID is the lease's name: "<cluster>#<generation>".
+//
+// ExpiresAt is stamped by the store's clock (the database's for the Postgres store), which is
+// not the holder's: a holder counts TTLMillis, the lifetime it was granted, on its own clock
+// from when it sent the request. Revoked says the control plane is reclaiming the lease: it
+// can no longer be renewed, and its slot is freed once the engine fence confirms that its
+// work is stopped (or after the fence grace).
 type Lease struct {
 	ID         string    `json:"id"`
 	Cluster    string    `json:"cluster"`
 	Holder     string    `json:"holder"`
 	Generation int64     `json:"generation"`
 	ExpiresAt  time.Time `json:"expiresAt"`
+	TTLMillis  int64     `json:"ttlMillis,omitempty"`
+	Revoked    bool      `json:"revoked,omitempty"`
 }
 
-// Ref names the lease a renewal or release is for.
+// Ref names the lease a renewal or release is for, on behalf of its holder.
 func (l Lease) Ref() LeaseRef { return LeaseRef{ID: l.ID, Generation: l.Generation} }
 
+// TTL is the lifetime the lease was granted or renewed for (0 when the store did not say).
+func (l Lease) TTL() time.Duration { return time.Duration(l.TTLMillis) * time.Millisecond }
+
 // LeaseRef is what a holder sends back to renew or release a lease.
+//
+// Holder, when set, is whom the lease must be held by: the control plane sets it to the
+// authenticated worker, and a store refuses (ErrNotHolder) to renew or release a lease of
+// someone else. It never travels on the wire; empty means any holder (the control plane's own
+// reclaims and revocations).
 type LeaseRef struct {
 	ID         string `json:"id"`
 	Generation int64  `json:"generation"`
+	Holder     string `json:"-"`
 }
+
+// As returns the ref claimed by holder.
+func (r LeaseRef) As(holder string) LeaseRef { r.Holder = holder; return r }
 
 // Cluster returns the cluster part of the lease ID ("" when the ID is malformed).
 func (r LeaseRef) Cluster() string {
@@ -51,6 +71,18 @@ func (r LeaseRef) Cluster() string {
 // LeaseID is the ID of the lease of cluster with generation gen.
 func LeaseID(cluster string, gen int64) string {
 	return cluster + "#" + strconv.FormatInt(gen, 10)
+}
+
+// ParseLeaseID reads a lease ID, "<cluster>#<generation>", as the ref of that lease.
+func ParseLeaseID(id string) (LeaseRef, error) {
+	ref := LeaseRef{ID: id}
+	i := strings.LastIndexByte(id, '#')
+	gen, err := strconv.ParseInt(id[i+1:], 10, 64)
+	if i <= 0 || err != nil || gen < 1 || LeaseID(id[:i], gen) != id {
+		return LeaseRef{}, fmt.Errorf("%w: lease %q must be <cluster>#<generation>", ErrInvalid, id)
+	}
+	ref.Generation = gen
+	return ref, nil
 }
 
 // SweepLock is a named lock held by one owner until ExpiresAt, so that one control-plane
@@ -67,6 +99,11 @@ var (
 	// ErrStaleGeneration refuses a renewal or release for a lease that is no longer held under
 	// that generation: released, swept, evicted, expired, or never granted.
 	ErrStaleGeneration = errors.New("capacity: stale lease generation")
+	// ErrNotHolder refuses a renewal or release of a lease held by someone else.
+	ErrNotHolder = errors.New("capacity: lease held by another worker")
+	// ErrUnknownCluster refuses an acquire of a cluster the control plane's configuration does
+	// not have.
+	ErrUnknownCluster = errors.New("capacity: unknown cluster")
 	// ErrLockHeld refuses a sweep lock that another owner holds and that has not expired.
 	ErrLockHeld = errors.New("capacity: sweep lock held by another owner")
 	// ErrInvalid wraps every rejection of bad arguments.
@@ -75,9 +112,11 @@ var (
 	ErrUnavailable = errors.New("capacity: coordination unavailable")
 )
 
-// CapacityStore is the shared lease table. Time is always passed in by the caller (from its
-// env.Env), so every implementation is deterministic and the in-memory one means what the
-// Postgres one means (a rapid model test holds them to the same answers).
+// CapacityStore is the shared lease table. One clock stamps and sweeps the whole table, so no
+// replica's clock can shorten a lease: the Postgres store uses the database's clock and
+// ignores the callers' now; the in-memory store, which one process owns, uses now, the
+// caller's env.Env clock. A rapid model test holds the two to the same answers (the Postgres
+// store then reads the test's clock).
 //
 // Invariant of every implementation: for every cluster, the number of leases held (expired or
 // not, until they are swept or released) never exceeds the cap of the acquire that granted the
@@ -86,20 +125,35 @@ type CapacityStore interface {
 	// Acquire grants a lease of cluster to holder if fewer than limit leases are held,
 	// expiring at now+ttl; otherwise it returns ErrAtCapacity.
 	Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (Lease, error)
-	// Renew moves an unexpired lease's expiry to now+ttl, or returns ErrStaleGeneration.
+	// Renew moves an unexpired, unrevoked lease's expiry to now+ttl, or returns
+	// ErrStaleGeneration (ErrNotHolder when ref.Holder is set and holds it not).
 	Renew(ctx context.Context, ref LeaseRef, ttl time.Duration, now time.Time) (Lease, error)
-	// Release frees a lease (expired or not, until swept), or returns ErrStaleGeneration.
+	// Release frees a lease (expired, revoked or not), or returns ErrStaleGeneration
+	// (ErrNotHolder as Renew).
 	Release(ctx context.Context, ref LeaseRef) error
 	// ReleaseBatch frees every lease in refs still held under its generation and returns how
-	// many it freed; stale refs are skipped.
+	// many it freed; stale refs are skipped. Refs whose Holder holds not their lease are skipped
+	// too, and then the error wraps ErrNotHolder (the others are freed all the same).
 	ReleaseBatch(ctx context.Context, refs []LeaseRef) (int, error)
 	// List returns the leases of cluster ("" for every cluster), ordered by cluster and generation.
 	List(ctx context.Context, cluster string) ([]Lease, error)
-	// SweepStale frees every lease whose ExpiresAt is not after now and returns them, ordered.
-	SweepStale(ctx context.Context, now time.Time) ([]Lease, error)
-	// ReleaseHolder frees every lease of holder (an evicted worker) and returns how many.
-	ReleaseHolder(ctx context.Context, holder string) (int, error)
+	// Revoke marks the leases sel selects as revoked and returns them (whether they were
+	// revoked before or not), ordered.
+	// A revoked lease cannot be renewed; it keeps its slot until it is released (by the
+	// control plane's reclaimer, once the engine fence is done).
+	Revoke(ctx context.Context, sel Selection, now time.Time) ([]Lease, error)
 }
+
+// Selection picks leases to revoke: the union of those expired by now (Expired), those of
+// Holder, and those named by Refs (generation included).
+type Selection struct {
+	Expired bool
+	Holder  string
+	Refs    []LeaseRef
+}
+
+// Empty reports whether sel selects nothing.
+func (sel Selection) Empty() bool { return !sel.Expired && sel.Holder == "" && len(sel.Refs) == 0 }
 
 // SweepCoordinator hands out named locks with an owner and an expiry.
 type SweepCoordinator interface {

@@ -431,16 +431,23 @@ func (g *LeaseGuard) acquireLocal(cluster string, limit int) (Slot, error) {
 // addLocked makes a slot of lease l, acquired by a request sent at sent (under g.mu).
 func (g *LeaseGuard) addLocked(l Lease, sent time.Time) *leaseSlot {
 	g.nextID++
-	s := &leaseSlot{g: g, id: g.nextID, lease: l, fenceAt: g.fenceFrom(sent), renewAt: sent.Add(g.o.RenewEvery), grantedAt: sent}
+	fenceAt, renewAt := g.terms(sent, l)
+	s := &leaseSlot{g: g, id: g.nextID, lease: l, fenceAt: fenceAt, renewAt: renewAt, grantedAt: sent}
 	g.slots[s.id] = s
 	g.held[l.Cluster]++
 	return s
 }
 
-// fenceFrom is when a lease acquired or renewed by a request sent at sent stops counting: the
-// control plane stamped it no earlier than sent (by its clock) with LeaseTTL to live.
-func (g *LeaseGuard) fenceFrom(sent time.Time) time.Time {
-	return sent.Add(g.o.LeaseTTL - g.o.DriftMargin)
+// terms are when a lease l acquired or renewed by a request sent at sent stops counting, and
+// when it is to be renewed: the control plane stamped it no earlier than sent with the TTL it
+// granted (its own configuration's, when shorter than LeaseTTL) to live.
+func (g *LeaseGuard) terms(sent time.Time, l Lease) (fenceAt, renewAt time.Time) {
+	ttl, every := g.o.LeaseTTL, g.o.RenewEvery
+	if granted := l.TTL(); granted > 0 && granted < ttl {
+		every = max(every*granted/ttl, time.Millisecond)
+		ttl = granted
+	}
+	return sent.Add(ttl - min(g.o.DriftMargin, ttl/2)), sent.Add(every)
 }
 
 // Held is the number of leased slots this node holds on cluster (fenced ones until released,
@@ -657,8 +664,7 @@ func (g *LeaseGuard) renew(ctx context.Context, s *leaseSlot, fenceFirst time.Ti
 	switch {
 	case err == nil:
 		s.lease = l
-		s.fenceAt = g.fenceFrom(sent)
-		s.renewAt = sent.Add(g.o.RenewEvery)
+		s.fenceAt, s.renewAt = g.terms(sent, l)
 	case errors.Is(err, ErrStaleGeneration):
 		s.fenceAt = sent // the control plane no longer has it: fence at once
 	default:

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -59,6 +60,7 @@ func (m *Memory) Acquire(ctx context.Context, cluster, holder string, limit int,
 		Holder:     holder,
 		Generation: c.generation,
 		ExpiresAt:  Timestamp(now.Add(ttl)),
+		TTLMillis:  ttl.Milliseconds(),
 	}
 	c.leases[l.ID] = l
 	if len(c.leases) > limit {
@@ -67,17 +69,21 @@ func (m *Memory) Acquire(ctx context.Context, cluster, holder string, limit int,
 	return l, nil
 }
 
-// held returns the lease ref names if it is still held under ref's generation.
-func (m *Memory) held(ref LeaseRef) (*memCluster, Lease, bool) {
+// held returns the lease ref names if it is still held under ref's generation; err is
+// ErrStaleGeneration when it is not, ErrNotHolder when ref.Holder holds it not.
+func (m *Memory) held(ref LeaseRef) (*memCluster, Lease, error) {
 	c := m.clusters[ref.Cluster()]
 	if c == nil {
-		return nil, Lease{}, false
+		return nil, Lease{}, ErrStaleGeneration
 	}
 	l, ok := c.leases[ref.ID]
-	if !ok || l.Generation != ref.Generation {
-		return nil, Lease{}, false
+	switch {
+	case !ok || l.Generation != ref.Generation:
+		return nil, Lease{}, ErrStaleGeneration
+	case ref.Holder != "" && l.Holder != ref.Holder:
+		return nil, Lease{}, ErrNotHolder
 	}
-	return c, l, true
+	return c, l, nil
 }
 
 // Renew implements CapacityStore.
@@ -87,11 +93,14 @@ func (m *Memory) Renew(ctx context.Context, ref LeaseRef, ttl time.Duration, now
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c, l, ok := m.held(ref)
-	if !ok || !l.ExpiresAt.After(Timestamp(now)) {
+	c, l, err := m.held(ref)
+	if err != nil {
+		return Lease{}, err
+	}
+	if l.Revoked || !l.ExpiresAt.After(Timestamp(now)) {
 		return Lease{}, ErrStaleGeneration
 	}
-	l.ExpiresAt = Timestamp(now.Add(ttl))
+	l.ExpiresAt, l.TTLMillis = Timestamp(now.Add(ttl)), ttl.Milliseconds()
 	c.leases[l.ID] = l
 	return l, nil
 }
@@ -100,9 +109,9 @@ func (m *Memory) Renew(ctx context.Context, ref LeaseRef, ttl time.Duration, now
 func (m *Memory) Release(ctx context.Context, ref LeaseRef) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c, l, ok := m.held(ref)
-	if !ok {
-		return ErrStaleGeneration
+	c, l, err := m.held(ref)
+	if err != nil {
+		return err
 	}
 	delete(c.leases, l.ID)
 	return nil
@@ -115,14 +124,26 @@ func (m *Memory) ReleaseBatch(ctx context.Context, refs []LeaseRef) (int, error)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := 0
+	n, foreign := 0, 0
 	for _, ref := range refs {
-		if c, l, ok := m.held(ref); ok {
+		c, l, err := m.held(ref)
+		switch {
+		case err == nil:
 			delete(c.leases, l.ID)
 			n++
+		case errors.Is(err, ErrNotHolder):
+			foreign++
 		}
 	}
-	return n, nil
+	return n, foreignErr(foreign)
+}
+
+// foreignErr is ReleaseBatch's error for n refs of leases their claimed holder holds not.
+func foreignErr(n int) error {
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d of the leases to release", ErrNotHolder, n)
 }
 
 // List implements CapacityStore.
@@ -130,32 +151,34 @@ func (m *Memory) List(ctx context.Context, cluster string) ([]Lease, error) {
 	return m.collect(func(l Lease) bool { return cluster == "" || l.Cluster == cluster }, false), nil
 }
 
-// SweepStale implements CapacityStore.
-func (m *Memory) SweepStale(ctx context.Context, now time.Time) ([]Lease, error) {
-	now = Timestamp(now)
-	return m.collect(func(l Lease) bool { return !l.ExpiresAt.After(now) }, true), nil
-}
-
-// ReleaseHolder implements CapacityStore.
-func (m *Memory) ReleaseHolder(ctx context.Context, holder string) (int, error) {
-	if err := checkName("holder", holder); err != nil {
-		return 0, err
+// Revoke implements CapacityStore.
+func (m *Memory) Revoke(ctx context.Context, sel Selection, now time.Time) ([]Lease, error) {
+	if err := CheckRefs(sel.Refs); err != nil {
+		return nil, err
 	}
-	return len(m.collect(func(l Lease) bool { return l.Holder == holder }, true)), nil
+	now = Timestamp(now)
+	named := make(map[LeaseRef]bool, len(sel.Refs))
+	for _, r := range sel.Refs {
+		named[LeaseRef{ID: r.ID, Generation: r.Generation}] = true
+	}
+	return m.collect(func(l Lease) bool {
+		return (sel.Expired && !l.ExpiresAt.After(now)) || (sel.Holder != "" && l.Holder == sel.Holder) || named[l.Ref()]
+	}, true), nil
 }
 
-// collect returns the leases that match, ordered, deleting them if remove is set.
-func (m *Memory) collect(match func(Lease) bool, remove bool) []Lease {
+// collect returns the leases that match, ordered, marking them revoked if revoke is set.
+func (m *Memory) collect(match func(Lease) bool, revoke bool) []Lease {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := []Lease{}
 	for _, c := range m.clusters { //determinism:ok the result is sorted below; deletes are order-free
 		for id, l := range c.leases { //determinism:ok as above
 			if match(l) {
-				out = append(out, l)
-				if remove {
-					delete(c.leases, id)
+				if revoke {
+					l.Revoked = true
+					c.leases[id] = l
 				}
+				out = append(out, l)
 			}
 		}
 	}

@@ -22,6 +22,12 @@ type Metrics struct {
 	// LeaseReused counts acquires served by an idle lease of this node, without a round trip
 	// to the coordination service, by cluster.
 	LeaseReused *prometheus.CounterVec
+	// Refused counts lease requests the control plane refused, by operation and reason
+	// (not-holder: a renew or release of another worker's lease; unknown-cluster).
+	Refused *prometheus.CounterVec
+	// Reclaimed counts leases the control plane freed after revoking them, by cluster and how
+	// the engine fence ended (fenced: confirmed; grace: not confirmed, freed after the grace).
+	Reclaimed *prometheus.CounterVec
 }
 
 // NewMetrics creates the counters and registers them on reg (nil: kept but not registered).
@@ -48,6 +54,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "queryflux_capacity_lease_reused_total",
 			Help: "Capacity lease acquires served by an idle lease of this node, without asking the coordination service.",
 		}, []string{"cluster"}),
+		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_capacity_refused_total",
+			Help: "Capacity lease requests refused by the control plane (another worker's lease, unknown cluster).",
+		}, []string{"op", "reason"}),
+		Reclaimed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_capacity_reclaimed_total",
+			Help: "Revoked capacity leases freed by the control plane, by whether the engine fence confirmed their work stopped.",
+		}, []string{"cluster", "fence"}),
 	}
 	if reg != nil {
 		m.LeaseDenied = register(reg, m.LeaseDenied)
@@ -55,6 +69,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.Overrun = register(reg, m.Overrun)
 		m.LeasesLost = register(reg, m.LeasesLost)
 		m.LeaseReused = register(reg, m.LeaseReused)
+		m.Refused = register(reg, m.Refused)
+		m.Reclaimed = register(reg, m.Reclaimed)
 	}
 	return m
 }

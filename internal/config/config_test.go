@@ -361,3 +361,23 @@ clusters:
 		t.Fatalf("registered check did not run: %v", got)
 	}
 }
+
+// `config check` must refuse what `serve` refuses: registry timing below the control plane's
+// production minimums.
+func TestRegistryTimingBelowTheServeMinimumsIsAnError(t *testing.T) {
+	cfg := mustParse(t, "queryflux: {heartbeatIntervalSecs: 20, registry: {staleAfterSecs: 30, graceSecs: 5}}\n")
+	got := paths(Validate(cfg))
+	for _, p := range []string{"queryflux.registry.staleAfterSecs", "queryflux.registry.graceSecs"} {
+		if !slices.Contains(got, p) {
+			t.Errorf("missing error at %s; got %v", p, got)
+		}
+	}
+	cfg = mustParse(t, "queryflux: {registry: {staleAfterSecs: 20}}\n")
+	if got := paths(Validate(cfg)); !slices.Contains(got, "queryflux.registry.staleAfterSecs") {
+		t.Errorf("staleAfterSecs 20 accepted; got %v", got)
+	}
+	cfg = mustParse(t, "queryflux: {registry: {staleAfterSecs: 30, graceSecs: 10}}\n")
+	if got := paths(Validate(cfg)); slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, "registry") }) {
+		t.Errorf("the minimums themselves refused: %v", got)
+	}
+}

@@ -58,7 +58,7 @@ type QueryFlux struct {
 	Limits                Limits        `yaml:"limits" json:"limits"` // limits.go
 	// StateDir is where a worker keeps its last good configuration snapshot, to start from
 	// when the control plane is down or offers only a revision it refuses ("" means
-	// queryflux-state-<worker name> under the OS temporary directory).
+	// queryflux-state-<worker name>-<hash of controlPlane.url> under the OS temporary directory).
 	StateDir string `yaml:"stateDir" json:"stateDir"`
 	// ClusterCredentials are a worker's own cluster credentials, keyed by cluster name, for a
 	// control plane that serves snapshots with credentials stripped
@@ -151,6 +151,11 @@ type Coordination struct {
 	LeaseTTLSecs    int    `yaml:"leaseTtlSecs" json:"leaseTtlSecs"`
 	DriftMarginSecs int    `yaml:"driftMarginSecs" json:"driftMarginSecs"`
 	OnLeaseLost     string `yaml:"onLeaseLost" json:"onLeaseLost"` // cancel | overrun
+	// FenceGraceSecs (control plane) is how long a reclaimed lease whose engine could not
+	// confirm that its work stopped keeps its slot (0: leaseTtlSecs). SweepEverySecs is how
+	// often the control plane looks for leases whose renewals stopped (0: 5).
+	FenceGraceSecs int `yaml:"fenceGraceSecs,omitempty" json:"fenceGraceSecs,omitempty"`
+	SweepEverySecs int `yaml:"sweepEverySecs,omitempty" json:"sweepEverySecs,omitempty"`
 	// Weights (read by the control plane, queue: ordered only) maps a worker name to its weight,
 	// 1 to 100 (absent: 1): waiting workers are then granted in weighted fair order, each one's
 	// share of grants approaching its weight's share. Empty keeps arrival order. A worker's own

@@ -86,16 +86,33 @@ func (v *validator) queryflux(q QueryFlux) {
 	if q.Role == RoleWorker && q.Persistence.DatabaseURL.IsSet() {
 		v.add(p+".persistence.databaseUrl", "a worker never touches the database; remove it")
 	}
-	if u := q.Persistence.DatabaseURL.Reveal(); u != "" {
+	if u := q.Persistence.DatabaseURL.Reveal(); u != "" && !HasSecretRef(u) { // a reference is checked where it resolves
 		// The URL holds a password: name the problem, never the value.
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "postgres" && pu.Scheme != "postgresql") {
 			v.add(p+".persistence.databaseUrl", "must be a postgres:// URL")
 		}
 	}
 	v.positive(p+".heartbeatIntervalSecs", int64(q.HeartbeatIntervalSecs))
-	v.positive(p+".registry.staleAfterSecs", int64(q.Registry.StaleAfterSecs))
-	v.nonNegative(p+".registry.graceSecs", int64(q.Registry.GraceSecs))
+	v.registry(p+".registry", q.Registry, q.HeartbeatIntervalSecs)
 	v.limits(p+".limits", q.Limits)
+}
+
+// The registry's production minimums, as the control plane enforces them at start (serve
+// --allow-short-timeouts lifts them for tests, through flags, never through the file).
+const (
+	registryStaleAfterSecsMin = 30
+	registryGraceSecsMin      = 10
+)
+
+func (v *validator) registry(path string, r Registry, heartbeatSecs int) {
+	if r.StaleAfterSecs < registryStaleAfterSecsMin {
+		v.add(path+".staleAfterSecs", "must be at least %d, got %d", registryStaleAfterSecsMin, r.StaleAfterSecs)
+	} else if heartbeatSecs > 0 && r.StaleAfterSecs < 2*heartbeatSecs {
+		v.add(path+".staleAfterSecs", "must be at least two heartbeat intervals (%d), got %d", 2*heartbeatSecs, r.StaleAfterSecs)
+	}
+	if r.GraceSecs < registryGraceSecsMin {
+		v.add(path+".graceSecs", "must be at least %d, got %d", registryGraceSecsMin, r.GraceSecs)
+	}
 }
 
 func (v *validator) frontend(path string, f Frontend) {
@@ -152,6 +169,8 @@ func (v *validator) coordination(path string, q QueryFlux) {
 	v.oneOf(path+".onLeaseLost", c.OnLeaseLost, OnLeaseLostCancel, OnLeaseLostOverrun)
 	v.positive(path+".leaseTtlSecs", int64(c.LeaseTTLSecs))
 	v.nonNegative(path+".driftMarginSecs", int64(c.DriftMarginSecs))
+	v.nonNegative(path+".fenceGraceSecs", int64(c.FenceGraceSecs))
+	v.nonNegative(path+".sweepEverySecs", int64(c.SweepEverySecs))
 	if c.LeaseTTLSecs > 0 && c.DriftMarginSecs*2 >= c.LeaseTTLSecs {
 		v.add(path+".driftMarginSecs", "must be less than half of leaseTtlSecs (%d)", c.LeaseTTLSecs)
 	}
@@ -258,6 +277,10 @@ func checkPostgres(c Cluster) []FieldError {
 func checkHostPort(c Cluster) []FieldError {
 	if c.Endpoint == "" {
 		return nil
+	}
+	if strings.ContainsAny(c.Endpoint, "@/") {
+		// "user:password@host" would split as host "user" and port "password@host".
+		return []FieldError{Errorf("endpoint", "must be host:port only (credentials go under credentials:)")}
 	}
 	if _, port, err := net.SplitHostPort(c.Endpoint); err != nil || port == "" {
 		return []FieldError{Errorf("endpoint", "%q is not host:port", RedactURL(c.Endpoint))}

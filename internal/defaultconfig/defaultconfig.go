@@ -9,7 +9,11 @@ import (
 	_ "embed"
 	"fmt"
 	"net"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/queryflux/queryflux/internal/config"
 )
@@ -82,4 +86,34 @@ func shiftPort(addr string, offset int) (string, error) {
 		return "", fmt.Errorf("port offset %d moves %q out of 1..65535", offset, addr)
 	}
 	return net.JoinHostPort(host, strconv.Itoa(n+offset)), nil
+}
+
+// AdminURL is where the admin CLI commands look when given no --admin-url: the embedded
+// default's admin listener, moved by QUERYFLUX_PORT_OFFSET as `queryflux serve` moves it.
+func AdminURL() string {
+	offset, _ := strconv.Atoi(os.Getenv("QUERYFLUX_PORT_OFFSET"))
+	return fmt.Sprintf("http://127.0.0.1:%d", PortAdmin+offset)
+}
+
+// AdminToken is the token the admin CLI sends when given none: QUERYFLUX_ADMIN_TOKEN, else the
+// one the embedded default wrote for the admin listener of adminURL (TokenFile), else "".
+func AdminToken(adminURL string) string {
+	if t := os.Getenv("QUERYFLUX_ADMIN_TOKEN"); t != "" {
+		return t
+	}
+	u, err := url.Parse(adminURL)
+	if err != nil || u.Port() == "" {
+		return ""
+	}
+	b, err := os.ReadFile(TokenFile(u.Port()))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// TokenFile is where the embedded default keeps the random admin token of its admin listener
+// on port (readable by its user only).
+func TokenFile(port string) string {
+	return filepath.Join(os.TempDir(), "queryflux-admin-token-"+port)
 }

@@ -1,6 +1,7 @@
 package defaultconfig
 
 import (
+	"os"
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/config"
@@ -59,5 +60,30 @@ func TestPortOffsetShiftsEveryListener(t *testing.T) {
 	}
 	if _, err := Load(60000); err == nil {
 		t.Fatal("an offset beyond port 65535 should fail")
+	}
+}
+
+func TestAdminURLAndTokenFollowTheEmbeddedDefault(t *testing.T) {
+	t.Setenv("QUERYFLUX_PORT_OFFSET", "7")
+	t.Setenv("QUERYFLUX_ADMIN_TOKEN", "")
+	t.Setenv("TMPDIR", t.TempDir())
+	if got := AdminURL(); got != "http://127.0.0.1:19007" {
+		t.Fatalf("AdminURL() = %q", got)
+	}
+	if got := AdminToken(AdminURL()); got != "" {
+		t.Fatalf("no token file, no env: got %q", got)
+	}
+	if err := os.WriteFile(TokenFile("19007"), []byte("tok-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := AdminToken(AdminURL()); got != "tok-from-file" {
+		t.Fatalf("token file: got %q", got)
+	}
+	if got := AdminToken("http://127.0.0.1:19008"); got != "" {
+		t.Fatalf("another port's admin API got this port's token: %q", got)
+	}
+	t.Setenv("QUERYFLUX_ADMIN_TOKEN", "tok-from-env")
+	if got := AdminToken(AdminURL()); got != "tok-from-env" {
+		t.Fatalf("QUERYFLUX_ADMIN_TOKEN must win: got %q", got)
 	}
 }

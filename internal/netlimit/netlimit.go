@@ -9,7 +9,9 @@
 package netlimit
 
 import (
+	"crypto/tls"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -100,8 +102,45 @@ func (c *conn) Close() error {
 	return c.Conn.Close()
 }
 
-// RefuseHTTP answers 503 with Retry-After, for a plain-HTTP listener (under TLS, pass nil:
-// the refusal could not be read).
+// HTTP makes hs accept at most max open connections: beyond that a connection gets 503 with
+// Retry-After (closed at once under TLS, where a plain answer could not be read). It counts
+// through hs.ConnState, so the connections net/http sees keep their own type (a *tls.Conn
+// stays one). Call before hs serves.
+func HTTP(hs *http.Server, max int) {
+	if max <= 0 {
+		max = ConnectionsMaxDefault
+	}
+	var mu sync.Mutex
+	open := map[net.Conn]struct{}{}
+	next := hs.ConnState
+	hs.ConnState = func(c net.Conn, state http.ConnState) {
+		switch state {
+		case http.StateNew:
+			mu.Lock()
+			full := len(open) >= max
+			if !full {
+				open[c] = struct{}{}
+			}
+			mu.Unlock()
+			if full {
+				if _, isTLS := c.(*tls.Conn); !isTLS {
+					_ = c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
+					RefuseHTTP(c)
+				}
+				_ = c.Close()
+			}
+		case http.StateClosed, http.StateHijacked:
+			mu.Lock()
+			delete(open, c)
+			mu.Unlock()
+		}
+		if next != nil {
+			next(c, state)
+		}
+	}
+}
+
+// RefuseHTTP answers 503 with Retry-After, for a plain-HTTP connection.
 func RefuseHTTP(c net.Conn) {
 	const body = "too many connections\n"
 	_, _ = c.Write([]byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n" +

@@ -72,16 +72,26 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
 
-// SQLSTATE codes the proxy itself raises.
+// SQLSTATE codes the proxy itself raises, each mapped to every protocol's own form in
+// docs/errors.md: a client can tell "retry later" from "my statement is wrong" from "I
+// cancelled it" by the code alone.
 const (
-	CodeNotConfigured   = "57P03" // cannot_connect_now
-	CodeQueueFull       = "53300" // too_many_connections
-	CodeCapacityTimeout = "57014" // query_canceled
-	CodeAccessDenied    = "42501" // insufficient_privilege
-	CodeNoRoute         = "3D000" // invalid_catalog_name
-	CodeEngine          = "58000" // system_error
-	CodeSyntax          = "42601"
-	CodeLimitExceeded   = "54000" // program_limit_exceeded
+	CodeNotConfigured = "57P03" // cannot_connect_now: no configuration active yet
+	CodeQueueFull     = "53300" // too_many_connections: the group's queue is full
+	// CodeCapacityTimeout: no capacity within the group's wait timeout, or the query's
+	// capacity lease was lost. Never 57014, which clients take for their own cancel.
+	CodeCapacityTimeout = "53000" // insufficient_resources
+	CodeQueryTimeout    = "57014" // query_canceled: the group's query timeout, like statement_timeout
+	// CodeCoordinationUnavailable: the capacity coordinator (the control plane) cannot be
+	// reached; the query did not run.
+	CodeCoordinationUnavailable = "08006" // connection_failure
+	// CodeEngineUnavailable: the routed cluster's engine cannot be reached or refused our login.
+	CodeEngineUnavailable = "08001" // sqlclient_unable_to_establish_sqlconnection
+	CodeAccessDenied      = "42501" // insufficient_privilege
+	CodeNoRoute           = "3D000" // invalid_catalog_name
+	CodeEngine            = "58000" // system_error
+	CodeSyntax            = "42601"
+	CodeLimitExceeded     = "54000" // program_limit_exceeded
 )
 
 // ErrNotConfigured is returned before the first config is active.

@@ -16,16 +16,21 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-// OpenEngine opens the engine of cluster c (the production proxy.EngineFactory). A DuckDB
-// cluster with options.dataset: demo gets the demo dataset loaded after it opens.
-func OpenEngine(c config.Cluster) (query.Engine, error) {
-	spec := engine.Spec{
+// EngineSpec is how to reach cluster c's engine.
+func EngineSpec(c config.Cluster) engine.Spec {
+	return engine.Spec{
 		Name: c.Name, Kind: c.Engine, Endpoint: c.Endpoint, Database: c.Database,
 		User: c.Credentials.User, Password: c.Credentials.Password.Reveal(),
 		Options: maps.Clone(c.Options),
 		// Every query the cap lets run needs a connection of its own.
 		MaxConns: max(c.MaxRunningQueries, 0),
 	}
+}
+
+// OpenEngine opens the engine of cluster c (the production proxy.EngineFactory). A DuckDB
+// cluster with options.dataset: demo gets the demo dataset loaded after it opens.
+func OpenEngine(c config.Cluster) (query.Engine, error) {
+	spec := EngineSpec(c)
 	dataset := spec.Options[defaultconfig.OptionDataset]
 	delete(spec.Options, defaultconfig.OptionDataset)
 	if dataset != "" && (c.Engine != config.EngineDuckDB || dataset != defaultconfig.DatasetDemo) {

@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,6 +88,7 @@ type Node struct {
 	addrs     map[string]string // protocol -> bound address
 	wg        sync.WaitGroup
 	closed    bool
+	draining  atomic.Bool // Drain began: listeners closing is expected
 }
 
 // New returns a node whose core has no configuration yet.
@@ -177,7 +180,7 @@ func (n *Node) listen(name, addr string, make func() (frontend, error)) error {
 	n.log.Info("listening", "frontend", name, "addr", ln.Addr().String())
 	go func() {
 		defer n.wg.Done()
-		if err := srv.Serve(ln); err != nil && !n.isClosed() {
+		if err := srv.Serve(ln); err != nil && !n.isClosed() && !(n.draining.Load() && errors.Is(err, net.ErrClosed)) {
 			n.log.Error("frontend stopped", "frontend", name, "err", err)
 		}
 	}()
@@ -225,6 +228,30 @@ func (n *Node) isClosed() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.closed
+}
+
+// drainer is a frontend that can end at its clients' transaction boundaries.
+type drainer interface {
+	Drain(ctx context.Context) error
+}
+
+// Drain stops accepting on every frontend and waits, until ctx ends, for the clients of those
+// that can drain to finish their open transactions (idle clients are disconnected at once).
+// Frontends without transactions to wait for stop at Close. Call Close afterwards.
+func (n *Node) Drain(ctx context.Context) error {
+	n.draining.Store(true)
+	n.mu.Lock()
+	fes := slices.Clone(n.frontends)
+	n.mu.Unlock()
+	var errs []error
+	for _, fe := range fes {
+		if d, ok := fe.(drainer); ok {
+			if err := d.Drain(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Close stops every frontend (open connections end) and waits for their accept loops.

@@ -2,6 +2,9 @@ package controlplane
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
@@ -24,12 +27,36 @@ type CapacityConfig struct {
 	// worker not listed weighs 1): waiting workers are granted in weighted fair order instead of
 	// arrival order, each one's share approaching its weight's share. Nil keeps arrival order.
 	Weights map[string]int
+	// Limits makes the control plane the authority on every lease: each cluster's cap and lease
+	// TTL come from its own configuration, and an unknown cluster is refused. Nil takes the
+	// workers' word (tests that predate it).
+	Limits capacity.Limits
+	// Fence stops a revoked lease's work on its engine before its slot is freed; FenceGrace is
+	// how long a fence that cannot confirm holds the slot (capacity.Sweeper).
+	Fence      capacity.EngineFence
+	FenceGrace time.Duration
+}
+
+// Admin API paths of the capacity leases.
+const (
+	PathAdminLeases      = "/admin/leases"        // GET ?cluster=NAME
+	PathAdminLeaseRevoke = "/admin/leases/revoke" // POST RevokeRequest
+)
+
+// RevokeRequest names the lease an operator revokes: "<cluster>#<generation>".
+type RevokeRequest struct {
+	Lease string `json:"lease"`
+}
+
+// RevokeResponse is the lease revoked (to be fenced on its engine and freed).
+type RevokeResponse struct {
+	Lease capacity.Lease `json:"lease"`
 }
 
 // MountCapacity mounts the worker capacity API (capacity.Path*) behind worker authentication,
-// so a lease's holder is always the authenticated worker, and reclaims expired leases when the
-// reaper evicts a worker. It returns the stale-lease sweeper; run it with
-// e.Go(ctx, "capacity-sweeper", sweeper.Run).
+// so a lease's holder is always the authenticated worker, and the admin lease endpoints. An
+// evicted worker's leases are revoked at once: the sweeper fences their work on the engine and
+// then frees them. It returns the sweeper; run it with e.Go(ctx, "capacity-sweeper", sweeper.Run).
 func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sweeper {
 	api := capacity.NewAPI(cfg.Store, cfg.Locks, e, cfg.Metrics)
 	if cfg.Ordered {
@@ -38,23 +65,69 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 			api.Weighted(cfg.Weights)
 		}
 	}
+	if cfg.Limits != nil {
+		api.Authority(cfg.Limits)
+	}
 	for _, ep := range api.Endpoints() {
 		cp.HandleWorker("POST "+ep.Path, ep.Serve)
 	}
-	// An evicted worker can no longer renew (its token is revoked), so its leases expire within
-	// one TTL, before which the worker has fenced itself (TTL minus the drift margin). Freeing a
-	// lease that has not expired yet would let the engine run over its cap: a worker may be
-	// evicted moments after it was granted one (found by TestLeaseCapsUnderRapidFaults). So
-	// eviction reclaims at once only what has already expired; the sweeper takes the rest.
+	sw := &capacity.Sweeper{Env: e, Store: cfg.Store, Locks: cfg.Locks, Owner: cfg.Owner, Every: cfg.SweepEvery,
+		Fence: cfg.Fence, Grace: cfg.FenceGrace, Metrics: cfg.Metrics}
+	// An evicted worker can no longer renew (its token is revoked). Its leases stay counted
+	// until the sweeper has fenced their work on the engine, or, where the engine cannot be
+	// asked, until they expire and the grace is over: a worker may be evicted moments after it
+	// was granted one (found by TestLeaseCapsUnderRapidFaults).
 	cp.OnEvict(func(ctx context.Context, w transport.WorkerInfo) {
-		swept, err := cfg.Store.SweepStale(ctx, e.Now())
+		revoked, err := cfg.Store.Revoke(ctx, capacity.Selection{Holder: w.Name}, e.Now())
 		if err != nil {
-			e.Logger().Error("sweeping expired leases after an eviction failed", "worker", w.Name, "err", err)
+			e.Logger().Error("revoking an evicted worker's capacity leases failed; they expire and the sweep reclaims them", "worker", w.Name, "err", err)
 			return
 		}
-		if len(swept) > 0 {
-			e.Logger().Warn("reclaimed expired capacity leases after an eviction", "worker", w.Name, "leases", len(swept))
+		if len(revoked) > 0 {
+			e.Logger().Warn("revoked an evicted worker's capacity leases: to be fenced and freed", "worker", w.Name, "leases", len(revoked))
+			sw.Wake()
 		}
 	})
-	return &capacity.Sweeper{Env: e, Store: cfg.Store, Locks: cfg.Locks, Owner: cfg.Owner, Every: cfg.SweepEvery}
+	cp.HandleAdmin("GET "+PathAdminLeases, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ls, err := cfg.Store.List(r.Context(), r.URL.Query().Get("cluster"))
+		if err != nil {
+			e.Logger().Warn("listing capacity leases failed", "err", err)
+			transport.WriteError(w, http.StatusServiceUnavailable, "capacity store unavailable", "")
+			return
+		}
+		transport.WriteJSON(w, http.StatusOK, capacity.MediaJSON, ls)
+	}))
+	cp.HandleAdmin("POST "+PathAdminLeaseRevoke, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serveRevoke(w, r, e, cfg.Store, sw)
+	}))
+	return sw
+}
+
+// serveRevoke revokes one lease named by an operator and wakes the sweeper to fence and free it.
+func serveRevoke(w http.ResponseWriter, r *http.Request, e env.Env, store capacity.CapacityStore, sw *capacity.Sweeper) {
+	var req RevokeRequest
+	if !capacity.DecodeRequest(w, r, &req) {
+		return
+	}
+	ref, err := capacity.ParseLeaseID(req.Lease)
+	if err != nil {
+		transport.WriteBadRequest(w, err)
+		return
+	}
+	revoked, err := store.Revoke(r.Context(), capacity.Selection{Refs: []capacity.LeaseRef{ref}}, e.Now())
+	switch {
+	case errors.Is(err, capacity.ErrInvalid):
+		transport.WriteBadRequest(w, err)
+		return
+	case err != nil:
+		e.Logger().Warn("revoking a capacity lease failed", "lease", req.Lease, "err", err)
+		transport.WriteError(w, http.StatusServiceUnavailable, "capacity store unavailable", "")
+		return
+	case len(revoked) == 0:
+		transport.WriteError(w, http.StatusNotFound, fmt.Sprintf("lease %q is not held (released, reclaimed or never granted)", req.Lease), "lease")
+		return
+	}
+	e.Logger().Warn("capacity lease revoked by an operator: to be fenced and freed", "lease", req.Lease, "holder", revoked[0].Holder)
+	sw.Wake()
+	transport.WriteJSON(w, http.StatusOK, capacity.MediaJSON, RevokeResponse{Lease: revoked[0]})
 }

@@ -12,11 +12,11 @@ import (
 
 // TestCapacityAPIBehindWorkerAuth: the mounted capacity API names the authenticated worker as
 // the holder whatever the body claims, refuses unauthenticated calls, answers a stale renewal
-// with 409, and reclaims an evicted worker's expired leases at once.
+// with 409, and reclaims an evicted worker's expired leases in the sweeper's next round.
 func TestCapacityAPIBehindWorkerAuth(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	store := capacity.NewMemory()
-	MountCapacity(h.e, h.cp, CapacityConfig{Store: store, Locks: store, Owner: "cp1"})
+	sw := MountCapacity(h.e, h.cp, CapacityConfig{Store: store, Locks: store, Owner: "cp1"})
 	a, b := h.register("a"), h.register("b")
 
 	acquire := func(token string) (int, capacity.AcquireResponse) {
@@ -64,14 +64,17 @@ func TestCapacityAPIBehindWorkerAuth(t *testing.T) {
 			t.Fatalf("a's renew: %d %s", code, body)
 		}
 	}
+	if _, err := sw.SweepOnce(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	leases, _ = store.List(ctx, "c1")
 	if len(leases) != 1 || leases[0].Holder != "a" {
 		t.Fatalf("after b's eviction: %+v", leases)
 	}
 }
 
-// An eviction must not free a lease that has not expired: the evicted worker may still run the
-// query it covers until it fences itself (TTL minus the drift margin).
+// Without an engine fence, an eviction must not free a lease that has not expired: the evicted
+// worker may still run the query it covers until it fences itself (TTL minus the drift margin).
 func TestEvictionKeepsUnexpiredLeasesUntilTheyExpire(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	store := capacity.NewMemory()
@@ -91,8 +94,10 @@ func TestEvictionKeepsUnexpiredLeasesUntilTheyExpire(t *testing.T) {
 	if leases, _ := store.List(ctx, "c1"); len(leases) != 1 {
 		t.Fatalf("b's unexpired lease was freed at eviction: %+v", leases)
 	}
-	swept, _ := store.SweepStale(ctx, h.e.Advance(10*time.Minute))
-	if len(swept) != 1 {
-		t.Fatalf("the expired lease was not swept: %+v", swept)
+	sw := &capacity.Sweeper{Env: h.e, Store: store, Locks: store, Owner: "cp1"}
+	h.e.Advance(10 * time.Minute)
+	swept, err := sw.SweepOnce(ctx, time.Minute)
+	if err != nil || len(swept) != 1 {
+		t.Fatalf("the expired lease was not reclaimed: %+v %v", swept, err)
 	}
 }

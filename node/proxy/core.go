@@ -281,23 +281,58 @@ func (c *Core) Admit(ctx context.Context, req *query.Request) (*Admission, error
 	return c.admit(ctx, rt, req, id, dec, g, start)
 }
 
-// admit takes a slot in g for a routed, checked query.
+// admit takes a slot in g for a routed, checked query. While it waits, a newer runtime may
+// replace rt: the query then follows it (see placement.follow), so the Admission's Runtime and
+// Group may differ from rt and g.
 func (c *Core) admit(ctx context.Context, rt *Runtime, req *query.Request, id string, dec Decision, g *group, start time.Time) (*Admission, error) {
-	slot, cl, err := c.acquire(ctx, g, waiter{user: req.User, userMax: rt.limits.MaxQueuedPerUser}, start)
+	p := &placement{rt: rt, dec: dec, g: g}
+	slot, cl, err := c.acquire(ctx, p, req, start)
 	if err != nil {
 		// Waits that ended without a slot (timeout, cancel) count in the histogram too.
-		c.metrics.queueDuration.WithLabelValues(g.name, "").Observe(c.env.Now().Sub(start).Seconds())
-		return nil, c.refuse(rt, id, req, start, dec, err)
+		c.metrics.queueDuration.WithLabelValues(p.g.name, "").Observe(c.env.Now().Sub(start).Seconds())
+		return nil, c.refuse(p.rt, id, req, start, p.dec, err)
 	}
 	now := c.env.Now()
-	s := c.metrics.series(g.name, cl.name)
+	s := c.metrics.series(p.g.name, cl.name)
 	s.running.Inc()
 	s.queueDuration.Observe(now.Sub(start).Seconds())
 	return &Admission{
-		QueryID: id, Group: g.name, Cluster: cl.name, Engine: cl.engine, Trace: dec.Trace,
-		QueueWait: now.Sub(start), Runtime: rt,
+		QueryID: id, Group: p.g.name, Cluster: cl.name, Engine: cl.engine, Trace: p.dec.Trace,
+		QueueWait: now.Sub(start), Runtime: p.rt,
 		core: c, req: req, slot: slot, start: start, admitted: now, series: s,
 	}, nil
+}
+
+// placement is where a query waits for a slot: the runtime it pins, its routing decision and
+// the group it was routed to.
+type placement struct {
+	rt  *Runtime
+	dec Decision
+	g   *group
+}
+
+// follow moves a waiting query onto the active runtime if a newer one replaced p.rt: routed
+// and checked again under the new configuration (which may refuse it), pinning the new runtime
+// and unpinning the old. Otherwise a query queued on a retired runtime would keep waiting on
+// that configuration's groups and clusters, as they were when it arrived.
+func (c *Core) follow(p *placement, req *query.Request) error {
+	if c.active.Load() == p.rt {
+		return nil
+	}
+	rt, err := c.enter()
+	if err != nil {
+		return err
+	}
+	dec := rt.Route(req)
+	g, err := c.checkRouted(req, rt, dec)
+	old := p.rt
+	p.rt, p.dec = rt, dec
+	old.unpin()
+	if err != nil {
+		return err
+	}
+	p.g = g
+	return nil
 }
 
 // checkRouted returns the routed group, or the error that refuses the query: no route, the
@@ -318,30 +353,42 @@ func (c *Core) checkRouted(req *query.Request, rt *Runtime, dec Decision) (*grou
 	return g, nil
 }
 
-// acquire takes a slot on one of g's members. A query queues (FIFO per group, bounded by
-// maxQueuedQueries) when no member has a slot or others are already waiting, and gives up
-// after the group's capacityWaitTimeout or when ctx ends.
-func (c *Core) acquire(ctx context.Context, g *group, w waiter, start time.Time) (Slot, *cluster, error) {
-	if !g.usable() {
-		return nil, nil, noHealthy(g)
+// acquire takes a slot on one of the placement's group's members. A query queues (FIFO per
+// group, bounded by maxQueuedQueries) when no member has a slot or others are already waiting,
+// and gives up after the group's capacityWaitTimeout (from start) or when ctx ends. A query
+// that waits follows every runtime that replaces its own (follow), keeping its place in line
+// when its group keeps its name.
+func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, start time.Time) (Slot, *cluster, error) {
+	if !p.g.usable() {
+		return nil, nil, noHealthy(p.g)
 	}
-	if c.Queued(g.name) == 0 {
-		if slot, cl, err := c.tryMembers(ctx, g); slot != nil || err != nil {
+	if c.Queued(p.g.name) == 0 {
+		if slot, cl, err := c.tryMembers(ctx, p.g); slot != nil || err != nil {
 			return slot, cl, err
 		}
 	}
-	ticket, err := c.enqueue(g, w)
+	w := waiter{user: req.User, userMax: p.rt.limits.MaxQueuedPerUser}
+	ticket, err := c.enqueue(p.g, w)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer c.dequeue(g, w, ticket)
-	var deadline time.Time
-	if g.waitTimeout > 0 {
-		deadline = start.Add(g.waitTimeout)
-	}
+	queuedIn := p.g
+	defer func() { c.dequeue(queuedIn, w, ticket) }()
 	retry := min(guardRetryMin, c.poll)
 	for {
 		seen := c.changed.Seq()
+		if err := c.follow(p, req); err != nil {
+			return nil, nil, err
+		}
+		if p.g.name != queuedIn.name {
+			// Routed to another group by the new configuration: to the back of its line.
+			if ticket, err = c.requeue(queuedIn, p.g, w, ticket); err != nil {
+				queuedIn = nil
+				return nil, nil, err
+			}
+			queuedIn = p.g
+		}
+		g := p.g
 		wait := c.poll
 		if c.isHead(g.name, ticket) {
 			slot, cl, err := c.tryMembers(ctx, g)
@@ -354,8 +401,8 @@ func (c *Core) acquire(ctx context.Context, g *group, w waiter, start time.Time)
 			wait = min(env.Jitter(c.env.Rand(), retry, 0.2), c.poll)
 			retry = min(2*retry, c.poll)
 		}
-		if !deadline.IsZero() {
-			left := deadline.Sub(c.env.Now())
+		if g.waitTimeout > 0 {
+			left := start.Add(g.waitTimeout).Sub(c.env.Now())
 			if left <= 0 {
 				c.metrics.rejections.WithLabelValues(g.name, "timeout").Inc()
 				return nil, nil, &query.Error{Code: query.CodeCapacityTimeout, Retryable: true,
@@ -392,9 +439,10 @@ func (c *Core) tryMembers(ctx context.Context, g *group) (Slot, *cluster, error)
 			continue
 		case ctx.Err() != nil:
 			return nil, nil, ctx.Err()
-		default:
-			return nil, nil, &query.Error{Code: query.CodeEngine, Retryable: true,
-				Message: fmt.Sprintf("capacity guard for cluster %s: %v", m.cluster.name, err)}
+		default: // the guard's error names the control plane's URL: for the log only
+			h := query.CoordinationUnavailable(fmt.Errorf("capacity guard for cluster %s: %w", m.cluster.name, err))
+			c.env.Logger().Warn("capacity coordination unavailable; the client sees only its code", "cluster", m.cluster.name, "err", h)
+			return nil, nil, h
 		}
 	}
 	return nil, nil, nil
@@ -426,7 +474,16 @@ func (c *Core) enqueue(g *group, w waiter) (uint64, error) {
 	return c.tickets, nil
 }
 
+// requeue moves a waiter's ticket from the line of group from to the back of group to's.
+func (c *Core) requeue(from, to *group, w waiter, ticket uint64) (uint64, error) {
+	c.dequeue(from, w, ticket)
+	return c.enqueue(to, w)
+}
+
 func (c *Core) dequeue(g *group, w waiter, ticket uint64) {
+	if g == nil {
+		return // already out of every line
+	}
 	c.mu.Lock()
 	q := c.queues[g.name]
 	i := 0

@@ -458,7 +458,7 @@ func TestGroupQueryTimeout(t *testing.T) {
 	h.activate(spec)
 	_, err := h.run(t.Context(), sel("select 1"))
 	var qe *query.Error
-	if !errors.As(err, &qe) || qe.Code != query.CodeCapacityTimeout || !strings.Contains(qe.Message, "query timeout") {
+	if !errors.As(err, &qe) || qe.Code != query.CodeQueryTimeout || !strings.Contains(qe.Message, "query timeout") {
 		t.Fatalf("want a query-timeout error, got %v", err)
 	}
 	if r := h.recs.last(t); r.Status != StatusFailed || h.core.Running("a") != 0 {

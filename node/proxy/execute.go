@@ -2,9 +2,12 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -41,6 +44,11 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 	if err != nil {
 		return nil, err
 	}
+	if adm.Runtime != rt {
+		// A newer runtime took the query while it waited: its group's settings apply, and the
+		// result is not cached under the old configuration's key.
+		g, cacheable = adm.Runtime.groups[adm.Group], false
+	}
 	c.countPath(PathArrow)
 	// The engine's ctx lives as long as the stream: the engine cancels the query when it ends,
 	// on the group's query timeout, or when the guard reports the slot's lease lost.
@@ -51,10 +59,10 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 	}
 	adm.slot.OnLost(cancel)
 	run := runContext{parent: ctx, ctx: qctx, timeout: g.timeout}
-	rows, err := adm.Engine.Execute(qctx, req)
+	rows, err := adm.Engine.Execute(adm.Tagged(qctx), req)
 	if err != nil {
 		cancel()
-		err = adm.explain(run.explain(engineError(err)))
+		err = adm.explain(run.explain(adm.engineError(err)))
 		adm.Finish(0, 0, err)
 		return nil, err
 	}
@@ -91,13 +99,41 @@ func (c *Core) fromCache(rt *Runtime, key, id string, req *query.Request, dec De
 }
 
 // engineError gives an engine's error a SQLSTATE unless it already has one or is a
-// cancellation, which the frontend reports as such.
-func engineError(err error) error {
+// cancellation, which the frontend reports as such. A failure to reach the engine (whose
+// message names its address, user or database) reaches the client as CodeEngineUnavailable
+// only; its detail goes to the log.
+func (a *Admission) engineError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var h *query.Hidden
+	switch {
+	case errors.As(err, &h) && h.Public.Code == query.CodeEngineUnavailable:
+		h = query.EngineUnavailable(a.Cluster, h.Detail) // named by its cluster
+	case h == nil && unreachable(err):
+		h = query.EngineUnavailable(a.Cluster, err)
+	}
+	if h != nil {
+		a.core.env.Logger().Warn("query failed; the client sees only its code", "cluster", a.Cluster, "query", a.QueryID, "err", h)
+		return h
+	}
 	var qe *query.Error
-	if errors.As(err, &qe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.As(err, &qe) {
 		return err
 	}
 	return &query.Error{Code: query.CodeEngine, Message: err.Error()}
+}
+
+// unreachable reports whether err is a failure to reach a peer over the network: its message
+// carries the peer's address (and a URL's path), which clients must not see.
+func unreachable(err error) bool {
+	var (
+		ne  net.Error
+		ue  *url.Error
+		ce  *tls.CertificateVerificationError
+		rhe tls.RecordHeaderError
+	)
+	return errors.As(err, &ne) || errors.As(err, &ue) || errors.As(err, &ce) || errors.As(err, &rhe)
 }
 
 // runContext is the engine-side context of one query, to tell a query timeout from a client
@@ -110,7 +146,7 @@ type runContext struct {
 // explain turns the cancellation caused by the group's query timeout into an error saying so.
 func (r runContext) explain(err error) error {
 	if err != nil && r.timeout > 0 && r.parent.Err() == nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
-		return &query.Error{Code: query.CodeCapacityTimeout, Message: fmt.Sprintf("query exceeded the group's query timeout of %s", r.timeout)}
+		return &query.Error{Code: query.CodeQueryTimeout, Message: fmt.Sprintf("query exceeded the group's query timeout of %s", r.timeout)}
 	}
 	return err
 }
@@ -157,7 +193,7 @@ func (r *trackedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, io.EOF
 	}
 	if err != nil {
-		err = r.adm.explain(r.run.explain(engineError(err)))
+		err = r.adm.explain(r.run.explain(r.adm.engineError(err)))
 		if r.err == nil {
 			r.err = err
 		}

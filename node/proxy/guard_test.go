@@ -34,7 +34,7 @@ func (g *losingGuard) Acquire(ctx context.Context, cluster string, limit int) (c
 	down := g.unavailable
 	g.mu.Unlock()
 	if down {
-		return nil, fmt.Errorf("%w: control plane unreachable", capacity.ErrUnavailable)
+		return nil, fmt.Errorf("%w: Post \"http://control-plane.internal:9000/worker/capacity\": connection refused", capacity.ErrUnavailable)
 	}
 	s, err := g.inner.Acquire(ctx, cluster, limit)
 	if err != nil {
@@ -95,8 +95,11 @@ func TestGuardUnavailableFailsTheQuery(t *testing.T) {
 	h.activate(oneGroup(RoundRobin, 5, time.Minute, cl("a", 1, &fakeEngine{rows: 1})))
 	_, err := h.run(t.Context(), sel("select 1"))
 	var qe *query.Error
-	if !errors.As(err, &qe) || qe.Code != query.CodeEngine || !qe.Retryable || h.core.Queued("g") != 0 {
+	if !errors.As(err, &qe) || qe.Code != query.CodeCoordinationUnavailable || !qe.Retryable || h.core.Queued("g") != 0 {
 		t.Fatalf("got %v", err)
+	}
+	if strings.Contains(err.Error(), "control-plane.internal") {
+		t.Fatalf("the client's error names the control plane: %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -112,7 +113,14 @@ func (a *Admission) RunContext(ctx context.Context, cancel context.CancelFunc) (
 		a.run = runContext{parent: ctx, ctx: qctx, timeout: timeout}
 	}
 	a.slot.OnLost(cancel)
-	return qctx, cancel
+	return a.Tagged(qctx), cancel
+}
+
+// Tagged returns ctx carrying the engine tag of the admission's capacity lease, under which the
+// engine session runs the query, so that the control plane can stop that work on the engine
+// if it reclaims the lease from a dead or silent holder.
+func (a *Admission) Tagged(ctx context.Context) context.Context {
+	return query.WithEngineTag(ctx, capacity.SlotTag(a.slot))
 }
 
 // Explain turns an engine error of a relayed query into what the client should see: a
@@ -122,7 +130,7 @@ func (a *Admission) Explain(err error) error {
 		return nil
 	}
 	if a.run.ctx != nil {
-		err = a.run.explain(engineError(err))
+		err = a.run.explain(a.engineError(err))
 	}
 	return a.explain(err)
 }

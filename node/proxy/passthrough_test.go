@@ -89,7 +89,7 @@ func TestPassthroughTimeoutAndLease(t *testing.T) {
 	}
 	rctx, cancel := adm.RunContext(ctx, func() {})
 	eventually(t, "query timeout", func() bool { return rctx.Err() != nil })
-	if err := adm.Explain(rctx.Err()); !isCode(err, query.CodeCapacityTimeout) {
+	if err := adm.Explain(rctx.Err()); !isCode(err, query.CodeQueryTimeout) {
 		t.Fatalf("timeout explained as %v", err)
 	}
 	cancel()

@@ -49,10 +49,10 @@ func (c *Core) OpenSession(ctx context.Context, q *query.Request) (engine.Sessio
 		adm.finishQuiet()
 		return nil, errNoSessions(adm.Cluster)
 	}
-	s, err := opener.OpenSession(ctx, q)
+	s, err := opener.OpenSession(adm.Tagged(ctx), q)
 	if err != nil {
 		adm.finishQuiet()
-		return nil, engineError(err)
+		return nil, adm.engineError(err)
 	}
 	cs := &coreSession{adm: adm, inner: s}
 	adm.slot.OnLost(cs.lose)
@@ -72,9 +72,9 @@ func (c *Core) Describe(ctx context.Context, q *query.Request) (*engine.Descript
 	if !ok {
 		return &engine.Description{}, nil
 	}
-	desc, err := d.Describe(ctx, q)
+	desc, err := d.Describe(adm.Tagged(ctx), q)
 	if err != nil {
-		return nil, engineError(err)
+		return nil, adm.engineError(err)
 	}
 	return desc, nil
 }
@@ -150,7 +150,7 @@ func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows
 	rows, err := s.inner.Execute(qctx, q)
 	if err != nil {
 		s.endStatement(cancel)
-		return nil, s.report(id, q, start, trace, 0, 0, s.explain(engineError(err)))
+		return nil, s.report(id, q, start, trace, 0, 0, s.explain(s.adm.engineError(err)))
 	}
 	return &sessionRows{inner: rows, s: s, id: id, req: q, start: start, cancel: cancel, limits: a.Runtime.limits}, nil
 }
@@ -164,7 +164,7 @@ func (s *coreSession) Describe(ctx context.Context, q *query.Request) (*engine.D
 	}
 	desc, err := d.Describe(ctx, q)
 	if err != nil {
-		return nil, s.explain(engineError(err))
+		return nil, s.explain(s.adm.engineError(err))
 	}
 	return desc, nil
 }
@@ -262,7 +262,7 @@ func (r *sessionRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, err
 	}
 	if err != nil {
-		err = r.s.explain(engineError(err))
+		err = r.s.explain(r.s.adm.engineError(err))
 		if r.err == nil {
 			r.err = err
 		}
@@ -339,7 +339,7 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Sess
 		finished = true
 		s.endStatement(cancel)
 		if err != nil {
-			err = s.explain(engineError(err))
+			err = s.explain(s.adm.engineError(err))
 		}
 		return s.reportPath(PathPassthrough, id, q, start, nil, rows, bytes, err)
 	}

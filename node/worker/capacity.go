@@ -58,6 +58,11 @@ func NewCapacityGuard(e env.Env, w *Worker, c config.Coordination, metrics *capa
 	}
 	g.guard, g.lease = lg, lg
 	w.AddHeartbeatContributor(g.contribute)
+	if c.OnUnavailable != capacity.OnUnavailableLocalLimits {
+		// failClosed: without the control plane no query can take a lease, so the worker must not
+		// take traffic either.
+		w.AddReadinessCheck("coordination", w.controlPlaneAnswering)
+	}
 	return g, nil
 }
 

@@ -150,12 +150,13 @@ func (s *ConfigSync) Run(ctx context.Context) error {
 		}
 		delay := s.recordFailure(err)
 		s.e.Logger().Warn("config sync failed", "worker", s.w.Name(), "err", err, "retryIn", delay)
-		s.startFromCache(ctx, "the control plane did not answer")
 		if cfg, _ := s.Active(); cfg == nil && s.opts.Peers != nil {
 			if err := s.BootstrapFromPeers(ctx, *s.opts.Peers); err != nil {
 				s.e.Logger().Warn("no peer could lend a configuration", "worker", s.w.Name(), "err", err)
 			}
 		}
+		// A peer's recent configuration beats this worker's own older one.
+		s.startFromCache(ctx, "the control plane did not answer")
 		if err := s.e.Sleep(ctx, delay); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -105,6 +106,25 @@ func (w *Worker) AddReadinessCheck(name string, check func() error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.readiness = append(w.readiness, readinessCheck{name, check})
+}
+
+// silentAcksMax is how many heartbeat intervals may pass without an answer from the control
+// plane before the worker counts it as unreachable (for readiness).
+const silentAcksMax = 3
+
+// controlPlaneAnswering fails while the control plane has not answered a heartbeat within
+// silentAcksMax intervals (or ever).
+func (w *Worker) controlPlaneAnswering() error {
+	w.mu.Lock()
+	last, interval := w.lastAckAt, w.interval
+	w.mu.Unlock()
+	if last.IsZero() {
+		return errors.New("the control plane has not answered yet")
+	}
+	if silent := w.e.Now().Sub(last); silent > silentAcksMax*interval {
+		return fmt.Errorf("no answer from the control plane for %v", silent.Round(time.Second))
+	}
+	return nil
 }
 
 // HeartbeatNow asks for a heartbeat at once instead of at the next interval.

@@ -22,6 +22,8 @@ func outcome(err error) string {
 		return "at-capacity"
 	case errors.Is(err, capacity.ErrStaleGeneration):
 		return "stale"
+	case errors.Is(err, capacity.ErrNotHolder):
+		return "not-holder"
 	case errors.Is(err, capacity.ErrLockHeld):
 		return "lock-held"
 	case errors.Is(err, capacity.ErrInvalid):
@@ -31,11 +33,13 @@ func outcome(err error) string {
 }
 
 // TestModelMemoryMatchesPostgres runs random sequences of acquire, renew, release,
-// release-batch, release-holder, sweep, sweep locks and clock advances against the in-memory
+// release-batch (claimed by the right holder, the wrong one or none), revocations (expired,
+// by holder, by ref), sweep locks and clock advances against the in-memory
 // store and the Postgres store, requires the same answer from both at every step, and checks
 // that no cluster ever holds more leases than its cap.
 func TestModelMemoryMatchesPostgres(t *testing.T) {
 	pg, pool := newStore(t, 4)
+	pg.UseCallerClock()
 	ctx := context.Background()
 	clusters := []string{"a", "b", "c"}
 	holders := []string{"w1", "w2", "w3"}
@@ -59,6 +63,9 @@ func TestModelMemoryMatchesPostgres(t *testing.T) {
 			ref := rapid.SampledFrom(seen).Draw(rt, "ref").Ref()
 			if rapid.IntRange(0, 9).Draw(rt, "wrong-gen") == 0 {
 				ref.Generation++ // a stale holder's idea of the generation
+			}
+			if rapid.Bool().Draw(rt, "claimed") { // a worker's request: claimed by a holder, maybe the wrong one
+				ref.Holder = rapid.SampledFrom(holders).Draw(rt, "claimant")
 			}
 			return ref
 		}
@@ -99,15 +106,18 @@ func TestModelMemoryMatchesPostgres(t *testing.T) {
 				m, merr := mem.ReleaseBatch(ctx, refs)
 				p, perr := pg.ReleaseBatch(ctx, refs)
 				both("release-batch", m, p, merr, perr)
-			case 5:
-				m, merr := mem.SweepStale(ctx, now)
-				p, perr := pg.SweepStale(ctx, now)
-				both("sweep", m, p, merr, perr)
-			case 6:
-				h := rapid.SampledFrom(holders).Draw(rt, "evict")
-				m, merr := mem.ReleaseHolder(ctx, h)
-				p, perr := pg.ReleaseHolder(ctx, h)
-				both("release-holder "+h, m, p, merr, perr)
+			case 5, 6:
+				var sel capacity.Selection
+				sel.Expired = rapid.Bool().Draw(rt, "revoke-expired")
+				if rapid.Bool().Draw(rt, "revoke-holder") {
+					sel.Holder = rapid.SampledFrom(holders).Draw(rt, "evict")
+				}
+				for range rapid.IntRange(0, 2).Draw(rt, "revoke-refs") {
+					sel.Refs = append(sel.Refs, pickRef(rt))
+				}
+				m, merr := mem.Revoke(ctx, sel, now)
+				p, perr := pg.Revoke(ctx, sel, now)
+				both(fmt.Sprintf("revoke %+v", sel), m, p, merr, perr)
 			case 7:
 				owner := rapid.SampledFrom([]string{"cp1", "cp2"}).Draw(rt, "owner")
 				if rapid.Bool().Draw(rt, "lock-release") {

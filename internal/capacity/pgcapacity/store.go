@@ -15,6 +15,10 @@
 // independently, from two stores on one database). The sweep and eviction take the same locks
 // in the same order.
 //
+// One clock: every expiry is stamped and compared by the database's clock (capacity_now in
+// migrations/0007), never a control plane's, so a replica whose wall clock steps or is skewed
+// cannot shorten a lease. The callers' now arguments are ignored (a test may opt in to them).
+//
 // How it stays fast: concurrent acquires are batched into one capacity_apply call (one round
 // trip, one commit), and so are concurrent releases; an uncontended call is one round trip on
 // its own. Release batches commit asynchronously (see runBatch for why that is safe).
@@ -53,6 +57,17 @@ type Store struct {
 		sync.Mutex
 		Stats
 	}
+	// callerClock makes the store read the callers' now instead of the database's clock: the
+	// model test drives time itself (export_test.go).
+	callerClock bool
+}
+
+// clock is the now argument of the SQL functions: NULL for the database's clock.
+func (s *Store) clock(now time.Time) any {
+	if s.callerClock {
+		return capacity.Timestamp(now)
+	}
+	return nil
 }
 
 // Stats count the store's batches since New.
@@ -88,13 +103,17 @@ type op struct {
 	cluster string
 	holder  string
 	limit   int
-	expires time.Time
+	ttl     time.Duration
+	now     any // the store's clock argument
 }
 
-// opResult is a granted generation (0: denied) or whether a release freed its lease.
+// opResult is a granted generation (0: denied) and when it expires, or whether a release
+// freed its lease or was refused (another holder holds it).
 type opResult struct {
 	generation int64
+	expires    time.Time
 	released   bool
+	foreign    bool
 }
 
 // Acquire implements capacity.CapacityStore.
@@ -105,9 +124,8 @@ func (s *Store) Acquire(ctx context.Context, cluster, holder string, limit int, 
 	if err := ctx.Err(); err != nil {
 		return capacity.Lease{}, err
 	}
-	expires := capacity.Timestamp(now.Add(ttl))
 	b := s.acquires
-	c := b.submit(op{cluster: cluster, holder: holder, limit: limit, expires: expires})
+	c := b.submit(op{cluster: cluster, holder: holder, limit: limit, ttl: ttl, now: s.clock(now)})
 	res, err, abandoned := awaitCtx(ctx, b, c)
 	gen := res.generation
 	if abandoned {
@@ -126,7 +144,8 @@ func (s *Store) Acquire(ctx context.Context, cluster, holder string, limit int, 
 	if gen == 0 {
 		return capacity.Lease{}, capacity.ErrAtCapacity
 	}
-	return capacity.Lease{ID: capacity.LeaseID(cluster, gen), Cluster: cluster, Holder: holder, Generation: gen, ExpiresAt: expires}, nil
+	return capacity.Lease{ID: capacity.LeaseID(cluster, gen), Cluster: cluster, Holder: holder, Generation: gen,
+		ExpiresAt: res.expires, TTLMillis: ttl.Milliseconds()}, nil
 }
 
 // awaitCtx waits for c's result unless ctx ends first (abandoned).
@@ -150,27 +169,30 @@ func awaitCtx[Req, Res any](ctx context.Context, b *batcher[Req, Res], c *call[R
 // in order, so a durable grant also makes every release before it durable.
 func (s *Store) runBatch(ops []op, async bool) ([]opResult, error) {
 	lock := map[string]bool{}
-	var ids, clusters, holders []string
-	var gens []int64
+	var ids, relHolders, clusters, holders []string
+	var gens, ttls []int64
 	var limits []int32
-	var expires []time.Time
+	var now any
 	for _, o := range ops {
 		if o.release != nil {
 			ids, gens = append(ids, o.release.ID), append(gens, o.release.Generation)
+			relHolders = append(relHolders, o.release.Holder)
 			lock[o.release.Cluster()] = true
 			continue
 		}
 		clusters, holders = append(clusters, o.cluster), append(holders, o.holder)
-		limits, expires = append(limits, int32(o.limit)), append(expires, o.expires)
+		limits, ttls = append(limits, int32(o.limit)), append(ttls, o.ttl.Milliseconds())
 		lock[o.cluster] = true
+		now = o.now // the same for every op of one store
 	}
 	locked := make([]string, 0, len(lock))
 	for c := range lock {
 		locked = append(locked, c)
 	}
 	sort.Strings(locked) // for stable arguments only: the function sorts its locks itself
-	var released []string
-	var granted []int64
+	var namedIDs, namedHolders []string
+	var namedGens, granted []int64
+	var stamped time.Time
 	start := time.Now()
 	defer func() {
 		s.stats.Lock()
@@ -179,17 +201,19 @@ func (s *Store) runBatch(ops []op, async bool) ([]opResult, error) {
 		s.stats.BatchTotal += time.Since(start)
 		s.stats.Unlock()
 	}()
-	args := []any{locked, orEmpty(ids), orEmpty(gens), orEmpty(clusters), orEmpty(holders), orEmpty(limits), orEmpty(expires)}
-	const apply = "SELECT released, granted FROM capacity_apply($1, $2, $3, $4, $5, $6, $7)"
+	args := []any{locked, orEmpty(ids), orEmpty(gens), orEmpty(relHolders), orEmpty(clusters), orEmpty(holders),
+		orEmpty(limits), orEmpty(ttls), now}
+	const apply = "SELECT named_ids, named_gens, named_holders, granted, stamped FROM capacity_apply($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+	scan := func(row pgx.Row) error { return row.Scan(&namedIDs, &namedGens, &namedHolders, &granted, &stamped) }
 	err := s.retry(func(ctx context.Context) error {
 		if !async || len(holders) > 0 {
-			return s.pool.QueryRow(ctx, apply, args...).Scan(&released, &granted)
+			return scan(s.pool.QueryRow(ctx, apply, args...))
 		}
 		// One round trip: the four statements go out as one pipeline.
 		b := &pgx.Batch{}
 		b.Queue("BEGIN")
 		b.Queue("SET LOCAL synchronous_commit TO off")
-		b.Queue(apply, args...).QueryRow(func(row pgx.Row) error { return row.Scan(&released, &granted) })
+		b.Queue(apply, args...).QueryRow(scan)
 		b.Queue("COMMIT")
 		return s.pool.SendBatch(ctx, b).Close()
 	})
@@ -199,20 +223,30 @@ func (s *Store) runBatch(ops []op, async bool) ([]opResult, error) {
 	if len(granted) != len(holders) {
 		panic(fmt.Sprintf("pgcapacity: capacity_apply answered %d grants for %d acquires", len(granted), len(holders)))
 	}
-	// Each lease is freed at most once, by the first release in the batch that names it.
-	freed := make(map[string]bool, len(released))
-	for _, id := range released {
-		freed[id] = true
+	// Each lease is freed by the first release in the batch that may free it (no claim, or its
+	// holder's); a claim by another holder before that is refused, any release after it is stale.
+	holderOf := make(map[capacity.LeaseRef]string, len(namedIDs))
+	for i, id := range namedIDs {
+		holderOf[capacity.LeaseRef{ID: id, Generation: namedGens[i]}] = namedHolders[i]
 	}
 	out := make([]opResult, len(ops))
 	next := 0
 	for i, o := range ops {
 		if o.release != nil {
-			out[i].released = freed[o.release.ID]
-			delete(freed, o.release.ID)
+			key := capacity.LeaseRef{ID: o.release.ID, Generation: o.release.Generation}
+			holder, held := holderOf[key]
+			switch {
+			case !held:
+			case o.release.Holder != "" && o.release.Holder != holder:
+				out[i].foreign = true
+			default:
+				out[i].released = true
+				delete(holderOf, key)
+			}
 			continue
 		}
 		out[i].generation = granted[next]
+		out[i].expires = capacity.Timestamp(stamped.Add(o.ttl))
 		next++
 	}
 	return out, nil
@@ -247,13 +281,14 @@ func (s *Store) Renew(ctx context.Context, ref capacity.LeaseRef, ttl time.Durat
 	if err := capacity.CheckTTL(ttl); err != nil {
 		return capacity.Lease{}, err
 	}
-	l := capacity.Lease{ID: ref.ID, Generation: ref.Generation}
-	err := s.pool.QueryRow(ctx, `UPDATE capacity_leases SET expires_at = $3
-		WHERE id = $1 AND generation = $2 AND expires_at > $4
+	l := capacity.Lease{ID: ref.ID, Generation: ref.Generation, TTLMillis: ttl.Milliseconds()}
+	err := s.pool.QueryRow(ctx, `WITH n AS (SELECT capacity_now($5) AS t)
+		UPDATE capacity_leases SET expires_at = n.t + $3 * interval '1 millisecond', ttl_ms = $3 FROM n
+		WHERE id = $1 AND generation = $2 AND NOT revoked AND expires_at > n.t AND ($4 = '' OR holder = $4)
 		RETURNING cluster, holder, expires_at`,
-		ref.ID, ref.Generation, capacity.Timestamp(now.Add(ttl)), capacity.Timestamp(now)).Scan(&l.Cluster, &l.Holder, &l.ExpiresAt)
+		ref.ID, ref.Generation, ttl.Milliseconds(), ref.Holder, s.clock(now)).Scan(&l.Cluster, &l.Holder, &l.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return capacity.Lease{}, capacity.ErrStaleGeneration
+		return capacity.Lease{}, s.whyNot(ctx, ref)
 	}
 	if err != nil {
 		return capacity.Lease{}, fmt.Errorf("pgcapacity: renew: %w", err)
@@ -262,9 +297,31 @@ func (s *Store) Renew(ctx context.Context, ref capacity.LeaseRef, ttl time.Durat
 	return l, nil
 }
 
+// whyNot tells why ref could not be renewed: another holder holds it (ErrNotHolder), or it is
+// not held under that generation, expired or revoked (ErrStaleGeneration).
+func (s *Store) whyNot(ctx context.Context, ref capacity.LeaseRef) error {
+	if ref.Holder == "" {
+		return capacity.ErrStaleGeneration
+	}
+	var holder string
+	err := s.pool.QueryRow(ctx, `SELECT holder FROM capacity_leases WHERE id = $1 AND generation = $2`, ref.ID, ref.Generation).Scan(&holder)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return capacity.ErrStaleGeneration
+	case err != nil:
+		return fmt.Errorf("pgcapacity: renew: %w", err)
+	case holder != ref.Holder:
+		return capacity.ErrNotHolder
+	}
+	return capacity.ErrStaleGeneration
+}
+
 // Release implements capacity.CapacityStore.
 func (s *Store) Release(ctx context.Context, ref capacity.LeaseRef) error {
 	n, err := s.ReleaseBatch(ctx, []capacity.LeaseRef{ref})
+	if errors.Is(err, capacity.ErrNotHolder) {
+		return capacity.ErrNotHolder
+	}
 	if err != nil {
 		return err
 	}
@@ -292,7 +349,7 @@ func (s *Store) ReleaseBatch(ctx context.Context, refs []capacity.LeaseRef) (int
 		}
 		calls = append(calls, pending{s.releases, s.releases.submit(op{release: &r})})
 	}
-	n := 0
+	n, foreign := 0, 0
 	var firstErr error
 	for _, p := range calls { // always wait for all: every leader must lead
 		res, err := p.b.await(p.c)
@@ -302,13 +359,19 @@ func (s *Store) ReleaseBatch(ctx context.Context, refs []capacity.LeaseRef) (int
 		if res.released {
 			n++
 		}
+		if res.foreign {
+			foreign++
+		}
+	}
+	if firstErr == nil && foreign > 0 {
+		firstErr = fmt.Errorf("%w: %d of the leases to release", capacity.ErrNotHolder, foreign)
 	}
 	return n, firstErr
 }
 
 // List implements capacity.CapacityStore.
 func (s *Store) List(ctx context.Context, cluster string) ([]capacity.Lease, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, cluster, generation, holder, expires_at FROM capacity_leases
+	rows, err := s.pool.Query(ctx, `SELECT id, cluster, generation, holder, expires_at, revoked, ttl_ms FROM capacity_leases
 		WHERE $1 = '' OR cluster = $1`, cluster)
 	if err != nil {
 		return nil, fmt.Errorf("pgcapacity: list: %w", err)
@@ -316,25 +379,23 @@ func (s *Store) List(ctx context.Context, cluster string) ([]capacity.Lease, err
 	return collectLeases(rows)
 }
 
-// SweepStale implements capacity.CapacityStore.
-func (s *Store) SweepStale(ctx context.Context, now time.Time) ([]capacity.Lease, error) {
-	return s.releaseWhere(ctx, capacity.Timestamp(now), nil)
-}
-
-// ReleaseHolder implements capacity.CapacityStore.
-func (s *Store) ReleaseHolder(ctx context.Context, holder string) (int, error) {
-	if err := capacity.CheckName("holder", holder); err != nil {
-		return 0, err
+// Revoke implements capacity.CapacityStore.
+func (s *Store) Revoke(ctx context.Context, sel capacity.Selection, now time.Time) ([]capacity.Lease, error) {
+	if err := capacity.CheckRefs(sel.Refs); err != nil {
+		return nil, err
 	}
-	ls, err := s.releaseWhere(ctx, nil, &holder)
-	return len(ls), err
-}
-
-func (s *Store) releaseWhere(ctx context.Context, now any, holder *string) ([]capacity.Lease, error) {
+	ids, gens := make([]string, len(sel.Refs)), make([]int64, len(sel.Refs))
+	for i, r := range sel.Refs {
+		ids[i], gens[i] = r.ID, r.Generation
+	}
+	var holder any
+	if sel.Holder != "" {
+		holder = sel.Holder
+	}
 	var out []capacity.Lease
 	err := s.retry(func(context.Context) error {
-		rows, err := s.pool.Query(ctx, `SELECT id, cluster, generation, holder, expires_at
-			FROM capacity_release_where($1, $2)`, now, holder)
+		rows, err := s.pool.Query(ctx, `SELECT id, cluster, generation, holder, expires_at, revoked, ttl_ms
+			FROM capacity_revoke($1, $2, $3, $4, $5)`, s.clock(now), sel.Expired, holder, ids, gens)
 		if err != nil {
 			return err
 		}
@@ -342,7 +403,7 @@ func (s *Store) releaseWhere(ctx context.Context, now any, holder *string) ([]ca
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgcapacity: release leases: %w", err)
+		return nil, fmt.Errorf("pgcapacity: revoke leases: %w", err)
 	}
 	return out, nil
 }
@@ -350,7 +411,7 @@ func (s *Store) releaseWhere(ctx context.Context, now any, holder *string) ([]ca
 func collectLeases(rows pgx.Rows) ([]capacity.Lease, error) {
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (capacity.Lease, error) {
 		var l capacity.Lease
-		err := r.Scan(&l.ID, &l.Cluster, &l.Generation, &l.Holder, &l.ExpiresAt)
+		err := r.Scan(&l.ID, &l.Cluster, &l.Generation, &l.Holder, &l.ExpiresAt, &l.Revoked, &l.TTLMillis)
 		l.ExpiresAt = capacity.Timestamp(l.ExpiresAt)
 		return l, err
 	})
@@ -367,10 +428,11 @@ func (s *Store) AcquireSweepLock(ctx context.Context, name, owner string, ttl ti
 		return capacity.SweepLock{}, err
 	}
 	l := capacity.SweepLock{Name: name, Owner: owner}
-	err := s.pool.QueryRow(ctx, `INSERT INTO capacity_sweep_locks AS s (name, owner, expires_at) VALUES ($1, $2, $3)
+	err := s.pool.QueryRow(ctx, `WITH n AS (SELECT capacity_now($4) AS t)
+		INSERT INTO capacity_sweep_locks AS s (name, owner, expires_at) SELECT $1, $2, n.t + $3 * interval '1 millisecond' FROM n
 		ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-		WHERE s.owner = EXCLUDED.owner OR s.expires_at <= $4
-		RETURNING expires_at`, name, owner, capacity.Timestamp(now.Add(ttl)), capacity.Timestamp(now)).Scan(&l.ExpiresAt)
+		WHERE s.owner = EXCLUDED.owner OR s.expires_at <= capacity_now($4)
+		RETURNING expires_at`, name, owner, ttl.Milliseconds(), s.clock(now)).Scan(&l.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return capacity.SweepLock{}, capacity.ErrLockHeld
 	}

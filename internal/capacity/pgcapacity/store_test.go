@@ -48,6 +48,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestAcquireRenewReleaseBasics(t *testing.T) {
 	s, _ := newStore(t, 4)
+	s.UseCallerClock()
 	ctx := context.Background()
 	a, err := s.Acquire(ctx, "c1", "w1", 1, time.Second, t0)
 	if err != nil || a.Generation != 1 || a.ID != "c1#1" || !a.ExpiresAt.Equal(t0.Add(time.Second)) {
@@ -69,9 +70,18 @@ func TestAcquireRenewReleaseBasics(t *testing.T) {
 	if err != nil || b.Generation != 2 {
 		t.Fatalf("acquire after release: %+v %v (generation must grow)", b, err)
 	}
-	swept, err := s.SweepStale(ctx, t0.Add(time.Second))
-	if err != nil || len(swept) != 1 || swept[0].ID != b.ID {
+	if _, err := s.Renew(ctx, b.Ref().As("w1"), time.Second, t0); !errors.Is(err, capacity.ErrNotHolder) {
+		t.Fatalf("renew of w2's lease claimed by w1: %v, want ErrNotHolder", err)
+	}
+	if n, err := s.ReleaseBatch(ctx, []capacity.LeaseRef{b.Ref().As("w1")}); n != 0 || !errors.Is(err, capacity.ErrNotHolder) {
+		t.Fatalf("release of w2's lease claimed by w1: %d %v, want 0 and ErrNotHolder", n, err)
+	}
+	swept, err := s.Revoke(ctx, capacity.Selection{Expired: true}, t0.Add(time.Second))
+	if err != nil || len(swept) != 1 || swept[0].ID != b.ID || !swept[0].Revoked {
 		t.Fatalf("sweep: %+v %v", swept, err)
+	}
+	if _, err := s.Renew(ctx, b.Ref().As("w2"), time.Second, t0); !errors.Is(err, capacity.ErrStaleGeneration) {
+		t.Fatalf("renew of a revoked lease: %v, want ErrStaleGeneration", err)
 	}
 	if _, err := s.AcquireSweepLock(ctx, "sweep", "cp1", time.Second, t0); err != nil {
 		t.Fatal(err)
@@ -182,10 +192,14 @@ func TestConcurrentMixedOpsKeepCountersExact(t *testing.T) {
 				cluster := fmt.Sprintf("c%d", (w+i)%4)
 				switch {
 				case w == 0 && i%20 == 0:
-					_, err := s.SweepStale(ctx, now)
+					swept, err := s.Revoke(ctx, capacity.Selection{Expired: true}, now)
+					report(errs, err)
+					_, err = s.ReleaseBatch(ctx, refsOf(swept))
 					report(errs, err)
 				case w == 1 && i%50 == 0:
-					_, err := s.ReleaseHolder(ctx, fmt.Sprintf("w%d", (i/50)%16))
+					evicted, err := s.Revoke(ctx, capacity.Selection{Holder: fmt.Sprintf("w%d", (i/50)%16)}, now)
+					report(errs, err)
+					_, err = s.ReleaseBatch(ctx, refsOf(evicted))
 					report(errs, err)
 				case len(mine) > 0 && i%3 == 0:
 					_, err := s.ReleaseBatch(ctx, []capacity.LeaseRef{mine[0].Ref()})
@@ -228,6 +242,14 @@ func TestConcurrentMixedOpsKeepCountersExact(t *testing.T) {
 			t.Fatalf("cluster %s: counter %d, lease rows %d, cap 3", cluster, running, leases)
 		}
 	}
+}
+
+func refsOf(ls []capacity.Lease) []capacity.LeaseRef {
+	refs := make([]capacity.LeaseRef, len(ls))
+	for i, l := range ls {
+		refs[i] = l.Ref()
+	}
+	return refs
 }
 
 func report(errs chan<- error, err error) {

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/marcboeker/go-duckdb"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -49,6 +50,9 @@ type Engine struct {
 	// catalog is the name an in-memory database is attached under (the cluster's database,
 	// else its name), so current_database() says what the client connected to; "" for a file.
 	catalog string
+	// searchPath is every connection's: the database's main schema, then the pg_catalog
+	// schema holding the catalog compatibility objects (catalog.go).
+	searchPath string
 }
 
 var _ engine.Describer = (*Engine)(nil)
@@ -89,11 +93,9 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("duckengine %q: open %q: %w", spec.Name, spec.Endpoint, err)
 	}
-	if path == "" {
-		if err := e.attachMemory(connector, cmp.Or(spec.Database, spec.Name)); err != nil {
-			_ = connector.Close()
-			return nil, fmt.Errorf("duckengine %q: %w", spec.Name, err)
-		}
+	if err := e.setup(connector, cmp.Or(spec.Database, spec.Name), path == ""); err != nil {
+		_ = connector.Close()
+		return nil, fmt.Errorf("duckengine %q: %w", spec.Name, err)
 	}
 	e.db = sql.OpenDB(connector)
 	conns := spec.MaxConns
@@ -105,26 +107,74 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	return e, nil
 }
 
-// attachMemory attaches a new in-memory database named name: the one every connection uses.
-func (e *Engine) attachMemory(connector *duckdb.Connector, name string) error {
+// setup prepares the database before any client connects: an in-memory database is attached
+// under name (the one every connection uses), and the catalog compatibility objects are created
+// in it, or for a file database (never written to for this) in an in-memory catalog of their own.
+func (e *Engine) setup(connector *duckdb.Connector, name string, inMemory bool) error {
 	dc, err := connector.Connect(context.Background())
 	if err != nil {
 		return err
 	}
 	defer dc.Close()
-	if _, err := dc.(driver.ExecerContext).ExecContext(context.Background(), "ATTACH ':memory:' AS "+quoteIdent(name), nil); err != nil {
-		return fmt.Errorf("attach the in-memory database as %q: %w", name, err)
+	exec := func(sqlText string) error {
+		_, err := dc.(driver.ExecerContext).ExecContext(context.Background(), sqlText, nil)
+		return err
 	}
-	e.catalog = name
+	compat := "queryflux_pg_compat"
+	if inMemory {
+		compat = name
+	}
+	if err := exec("ATTACH ':memory:' AS " + quoteIdent(compat)); err != nil {
+		return fmt.Errorf("attach an in-memory database as %q: %w", compat, err)
+	}
+	// \l lists the databases a client can use: not DuckDB's own, nor this compatibility one.
+	hidden := "'memory'"
+	if !inMemory {
+		hidden = "'" + compat + "'"
+	}
+	for _, s := range append(compatSQL, typeSQL()...) {
+		s = strings.NewReplacer("{c}", quoteIdent(compat), "{hidden}", hidden).Replace(s)
+		if err := exec(s); err != nil {
+			return fmt.Errorf("catalog compatibility: %w", err)
+		}
+	}
+	home := compat
+	if !inMemory {
+		if home, err = currentDatabase(dc); err != nil {
+			return err
+		}
+	} else {
+		e.catalog = name
+	}
+	e.searchPath = quoteIdent(home) + ".main," + quoteIdent(compat) + ".pg_catalog"
 	return nil
 }
 
-// initConn prepares each new connection: the in-memory database as its default.
-func (e *Engine) initConn(ex driver.ExecerContext) error {
-	if e.catalog == "" {
-		return nil
+func currentDatabase(dc driver.Conn) (string, error) {
+	rows, err := dc.(driver.QueryerContext).QueryContext(context.Background(), "SELECT current_database()", nil)
+	if err != nil {
+		return "", err
 	}
-	_, err := ex.ExecContext(context.Background(), "USE "+quoteIdent(e.catalog), nil)
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		return "", err
+	}
+	name, _ := v[0].(string)
+	return name, nil
+}
+
+// initConn prepares each new connection: its default database and search path.
+func (e *Engine) initConn(ex driver.ExecerContext) error {
+	if e.catalog != "" {
+		if _, err := ex.ExecContext(context.Background(), "USE "+quoteIdent(e.catalog), nil); err != nil {
+			return err
+		}
+	}
+	if e.searchPath == "" {
+		return nil // the setup connection
+	}
+	_, err := ex.ExecContext(context.Background(), "SET search_path = '"+strings.ReplaceAll(e.searchPath, "'", "''")+"'", nil)
 	return err
 }
 
@@ -201,10 +251,11 @@ func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Descri
 		return nil, err
 	}
 	defer release(conn, true) // preparing leaves nothing on the connection
-	return describe(conn, q)
+	return describe(ctx, conn, q)
 }
 
-func describe(conn *sql.Conn, q *query.Request) (*engine.Description, error) {
+func describe(ctx context.Context, conn *sql.Conn, q *query.Request) (*engine.Description, error) {
+	q = compatRequest(q)
 	p, err := prepare(conn, q.SQL)
 	if err != nil {
 		return nil, wrapErr(err)
@@ -213,7 +264,33 @@ func describe(conn *sql.Conn, q *query.Request) (*engine.Description, error) {
 	for i, t := range p.params {
 		d.Params = append(d.Params, fieldFor(fmt.Sprintf("$%d", i+1), paramTypeName(t)))
 	}
+	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
+		d.Schema = resultSchema(ctx, conn, q.SQL, len(p.params))
+	}
 	return d, nil
+}
+
+// resultSchema asks DuckDB for a query's columns without running it (DESCRIBE binds and plans
+// it, with NULL parameters); nil when it cannot tell, and the columns come when it runs.
+func resultSchema(ctx context.Context, conn *sql.Conn, sqlText string, params int) *arrow.Schema {
+	rows, err := conn.QueryContext(ctx, "DESCRIBE "+sqlText, make([]any, params)...)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var fields []arrow.Field
+	for rows.Next() {
+		var name, typ string
+		var rest [4]any
+		if rows.Scan(&name, &typ, &rest[0], &rest[1], &rest[2], &rest[3]) != nil {
+			return nil
+		}
+		fields = append(fields, fieldFor(name, typ))
+	}
+	if rows.Err() != nil || len(fields) == 0 {
+		return nil
+	}
+	return arrow.NewSchema(fields, nil)
 }
 
 func paramTypeName(t duckdb.Type) string {
@@ -247,6 +324,7 @@ func paramTypeName(t duckdb.Type) string {
 // Execute runs q on a pooled connection, in a transaction of its own. Cancelling ctx
 // interrupts the query in DuckDB.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	q = compatRequest(q)
 	conn, err := e.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -260,8 +338,13 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		release(conn, true)
 		return outsideTransaction(st)
 	}
-	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()) })
-	return rows, err
+	ctx, cancel, explain, err := withTimeout(ctx, q)
+	if err != nil {
+		release(conn, true)
+		return nil, err
+	}
+	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()); cancel() })
+	return rows, explain(err)
 }
 
 // run executes q (prepared as p) on conn; done is called once conn is no longer needed by

@@ -44,6 +44,7 @@ type session struct {
 var errAborted = &query.Error{Code: "25P02", Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	q = compatRequest(q)
 	st, err := s.e.statement(s.conn, q.SQL)
 	if err != nil {
 		s.fail()
@@ -59,11 +60,16 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.fail()
 		return nil, &query.Error{Code: "25006", Message: fmt.Sprintf("cannot execute %s in a read-only transaction", strings.ToUpper(st.words[0]))}
 	}
-	s.clean = s.clean && st.clean()
-	rows, err := run(ctx, s.conn, q, st.p, func() {})
+	ctx, cancel, explain, err := withTimeout(ctx, q)
 	if err != nil {
 		s.fail()
 		return nil, err
+	}
+	s.clean = s.clean && st.clean()
+	rows, err := run(ctx, s.conn, q, st.p, cancel)
+	if err != nil {
+		s.fail()
+		return nil, explain(err)
 	}
 	return &watchedRows{Rows: rows, onErr: s.fail}, nil
 }
@@ -119,7 +125,7 @@ func (s *session) TxStatus() byte { return s.status }
 
 // Describe prepares q on the session's connection, which may see what the transaction made.
 func (s *session) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
-	return describe(s.conn, q)
+	return describe(ctx, s.conn, q)
 }
 
 // Close rolls back an open transaction and returns the connection to the pool, or closes it

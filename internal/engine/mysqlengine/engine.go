@@ -183,8 +183,8 @@ func (e *Engine) release(c *client.Conn, healthy bool) {
 func (e *Engine) dial(ctx context.Context) (*client.Conn, error) {
 	opts := append([]client.Option{e.tlsOption}, e.dialOptions...)
 	c, err := client.ConnectWithContext(ctx, e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, e.cfg.DialTimeout, opts...)
-	if err != nil {
-		return nil, e.wrap(err)
+	if err != nil { // names the address, user and database: for the log only
+		return nil, query.EngineUnavailable("", e.wrap(err))
 	}
 	// TIMESTAMP values then arrive in UTC, which is what their Arrow type says.
 	if _, err := c.Execute("SET time_zone = '+00:00'"); err != nil {

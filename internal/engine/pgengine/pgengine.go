@@ -57,6 +57,7 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgengine %q: %w", spec.Name, err)
 	}
+	tagSessions(cfg) // tag.go
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgengine %q: %w", spec.Name, err)
@@ -324,6 +325,10 @@ func (e *pgError) Unwrap() []error { return []error{e.q, e.pg} }
 func wrapErr(err error) error {
 	if err == nil {
 		return nil
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) { // names the engine's address, user and database: for the log only
+		return query.EngineUnavailable("", err)
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

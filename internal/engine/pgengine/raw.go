@@ -84,7 +84,7 @@ func (p *rawPool) get(ctx context.Context) (*rawConn, error) {
 	pc, err := pgconn.ConnectConfig(ctx, p.cfg)
 	if err != nil {
 		<-p.slots
-		return nil, err
+		return nil, wrapErr(err)
 	}
 	return &rawConn{pg: pc, buf: make([]byte, rawReadBufferBytes), txStatus: 'I', stmts: map[string]string{}}, nil
 }
@@ -133,6 +133,7 @@ type rawConn struct {
 	stmts    map[string]string
 	key      []byte
 	prepared int // statements named so far: names are never reused
+	rawTag       // the capacity lease tag (tag.go)
 }
 
 func (c *rawConn) close() {
@@ -200,6 +201,10 @@ func (c *rawConn) write() error {
 func (e *Engine) RelayPG(ctx context.Context, st engine.PGStatement) (engine.PGResult, error) {
 	c, err := e.raw.get(ctx)
 	if err != nil {
+		return nil, wrapErr(err)
+	}
+	if err := c.retag(ctx, e.raw); err != nil {
+		e.raw.put(c)
 		return nil, wrapErr(err)
 	}
 	res := &rawResult{pool: e.raw, c: c}

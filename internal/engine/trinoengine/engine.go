@@ -240,6 +240,9 @@ func (e *Engine) roundTrip(ctx context.Context, req *http.Request, body []byte) 
 			default:
 				msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 				drain(resp)
+				if resp.StatusCode == http.StatusUnauthorized { // the engine refused our login
+					return nil, query.EngineUnavailable("", fmt.Errorf("trino %q: %s: %s", e.cfg.Name, resp.Status, strings.TrimSpace(string(msg))))
+				}
 				return nil, &query.Error{Code: httpStatusCode(resp.StatusCode),
 					Message: fmt.Sprintf("trino %q: %s: %s", e.cfg.Name, resp.Status, strings.TrimSpace(string(msg)))}
 			}
@@ -289,14 +292,14 @@ func (e *Engine) networkError(err error) error {
 	if e.cfg.Password != "" {
 		msg = strings.ReplaceAll(msg, e.cfg.Password, "***")
 	}
-	return &query.Error{Code: query.CodeEngine, Message: fmt.Sprintf("trino %q: %s", e.cfg.Name, msg), Retryable: true}
+	return query.EngineUnavailable("", fmt.Errorf("trino %q: %s", e.cfg.Name, msg)) // its URL: for the log only
 }
 
 // toError turns Trino's error document into a *query.Error. The message keeps Trino's error
 // name, code and type in a "[trino NAME CODE TYPE]" suffix, which the Trino frontend reads back.
 func toError(te *trinoError) error {
 	if te.ErrorName == "USER_CANCELED" || te.ErrorName == "USER_CANCELLED" {
-		return &query.Error{Code: query.CodeCapacityTimeout, Message: te.Message}
+		return &query.Error{Code: query.CodeQueryTimeout, Message: te.Message}
 	}
 	code := te.SQLState
 	if len(code) != 5 {
@@ -321,7 +324,7 @@ func sqlstateOf(te *trinoError) string {
 	case "COLUMN_NOT_FOUND":
 		return "42S22"
 	case "EXCEEDED_TIME_LIMIT":
-		return query.CodeCapacityTimeout
+		return query.CodeQueryTimeout
 	case "DIVISION_BY_ZERO":
 		return "22012"
 	}

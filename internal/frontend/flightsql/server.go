@@ -323,7 +323,11 @@ func codeFor(state string) codes.Code {
 	case query.CodeQueueFull:
 		return codes.ResourceExhausted
 	case query.CodeCapacityTimeout:
+		return codes.ResourceExhausted // not DeadlineExceeded: the client's deadline did not pass
+	case query.CodeQueryTimeout:
 		return codes.DeadlineExceeded
+	case query.CodeEngineUnavailable, query.CodeCoordinationUnavailable:
+		return codes.Unavailable
 	case query.CodeAccessDenied:
 		return codes.PermissionDenied
 	case query.CodeNoRoute:

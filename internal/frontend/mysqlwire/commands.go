@@ -22,7 +22,12 @@ type noReply struct{}
 func (h *session) serveCommands() {
 	c := h.conn
 	for !c.Closed() {
+		if h.waitingForClient(true) {
+			_ = h.out.w.Flush() // the last answer (a COMMIT's OK) waits in the buffer for a read
+			return              // draining: the server is shutting down at this transaction boundary
+		}
 		data, err := c.ReadPacket()
+		h.waitingForClient(false)
 		if err != nil || len(data) == 0 {
 			return
 		}

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -86,6 +87,7 @@ type Server struct {
 	conns     map[net.Conn]struct{}
 	sessions  map[uint32]*session // by connection id, for KILL
 	closed    bool
+	draining  atomic.Bool // Drain: sessions idle outside a transaction end
 	wg        sync.WaitGroup
 }
 
@@ -150,7 +152,7 @@ func (s *Server) Serve(l net.Listener) error {
 	for {
 		nc, err := l.Accept()
 		if err != nil {
-			if s.isClosed() {
+			if s.isClosed() || s.draining.Load() {
 				return net.ErrClosed
 			}
 			var ne net.Error

@@ -43,6 +43,10 @@ type session struct {
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running statement, for KILL QUERY from another session
+
+	idleMu     sync.Mutex
+	idle       bool // waiting for the client's next command (Drain wakes idle sessions)
+	idlePinned bool // and holding a pinned engine connection (a transaction or a named lock)
 }
 
 // written is returned to go-mysql after the session wrote the whole response itself: a

@@ -59,6 +59,9 @@ type conn struct {
 	typeMap   *pgtype.Map // per connection: pgtype.Map is not safe for concurrent use
 
 	ctx context.Context // the connection's life, parent of its statements' contexts
+
+	idleMu sync.Mutex
+	idle   bool // waiting for the client's next message (Drain wakes idle connections)
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -198,7 +201,14 @@ func (c *conn) sendWelcome() {
 
 func (c *conn) loop() error {
 	for {
+		if c.waitingForClient(true) {
+			return c.shuttingDown()
+		}
 		msg, err := c.be.Receive()
+		if err != nil && c.drainInterrupted(err) {
+			continue // Drain woke an idle connection: end it, or keep reading inside a transaction
+		}
+		c.waitingForClient(false)
 		if err != nil {
 			return err
 		}

@@ -63,6 +63,7 @@ type Server struct {
 	conns     map[uint32]*conn // by process ID, for cancel requests
 	open      map[net.Conn]struct{}
 	closed    bool
+	draining  atomic.Bool // Drain: idle connections outside a transaction end
 	wg        sync.WaitGroup
 
 	panics atomic.Int64 // handler panics recovered (bugs; the fuzz target requires none)
@@ -114,7 +115,7 @@ func (s *Server) Serve(l net.Listener) error {
 			s.mu.Lock()
 			closed := s.closed
 			s.mu.Unlock()
-			if closed {
+			if closed || s.draining.Load() {
 				return nil
 			}
 			var ne net.Error

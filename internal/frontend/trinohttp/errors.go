@@ -49,6 +49,7 @@ var (
 	codeColumnNotFound  = trinoCode{47, "COLUMN_NOT_FOUND", "USER_ERROR"}
 	codeInternal        = trinoCode{65536, "GENERIC_INTERNAL_ERROR", "INTERNAL_ERROR"}
 	codeStartingUp      = trinoCode{65541, "SERVER_STARTING_UP", "INTERNAL_ERROR"}
+	codeInsufficient    = trinoCode{131072, "GENERIC_INSUFFICIENT_RESOURCES", "INSUFFICIENT_RESOURCES"}
 	codeQueueFull       = trinoCode{131074, "QUERY_QUEUE_FULL", "INSUFFICIENT_RESOURCES"}
 	codeTimeLimit       = trinoCode{131075, "EXCEEDED_TIME_LIMIT", "INSUFFICIENT_RESOURCES"}
 	codeExternal        = trinoCode{16777216, "GENERIC_EXTERNAL", "EXTERNAL"}
@@ -66,7 +67,13 @@ func codeFor(state string) trinoCode {
 	case query.CodeQueueFull:
 		return codeQueueFull
 	case query.CodeCapacityTimeout:
+		return codeInsufficient
+	case query.CodeQueryTimeout:
 		return codeTimeLimit
+	case query.CodeCoordinationUnavailable:
+		return codeInternal
+	case query.CodeEngineUnavailable:
+		return codeExternal
 	case query.CodeNotConfigured:
 		return codeStartingUp
 	case query.CodeEngine:

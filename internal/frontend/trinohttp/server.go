@@ -147,6 +147,7 @@ func (s *Server) routes() *http.ServeMux {
 // Serve serves HTTP on l until Close.
 func (s *Server) Serve(l net.Listener) error {
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.Limits.HandshakeTimeout, MaxHeaderBytes: headerBytesMax}
+	netlimit.HTTP(hs, s.opts.Limits.ConnectionsMax)
 	s.httpMu.Lock()
 	if s.closed {
 		s.httpMu.Unlock()
@@ -155,7 +156,7 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.servers = append(s.servers, hs)
 	s.httpMu.Unlock()
-	err := hs.Serve(netlimit.Listener(l, s.opts.Limits.ConnectionsMax, netlimit.RefuseHTTP))
+	err := hs.Serve(l)
 	if errors.Is(err, http.ErrServerClosed) {
 		return net.ErrClosed
 	}

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/defaultconfig"
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/transport"
 	"github.com/spf13/cobra"
@@ -46,8 +47,8 @@ When more records match, the last line gives the --before cursor of the next pag
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), cmd.OutOrStdout()) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.adminURL, "admin-url", envOr("QUERYFLUX_ADMIN_URL", "http://127.0.0.1:9000"), "the control plane's admin API (or QUERYFLUX_ADMIN_URL)")
-	f.StringVar(&o.adminToken, "admin-token", "", "admin bearer token (or QUERYFLUX_ADMIN_TOKEN)")
+	f.StringVar(&o.adminURL, "admin-url", envOr("QUERYFLUX_ADMIN_URL", defaultconfig.AdminURL()), "the admin API (or QUERYFLUX_ADMIN_URL; default: the embedded default's, moved by QUERYFLUX_PORT_OFFSET)")
+	f.StringVar(&o.adminToken, "admin-token", "", "admin bearer token (default: QUERYFLUX_ADMIN_TOKEN, else the token file the embedded default wrote)")
 	f.StringVar(&o.filter.Worker, "worker", "", "only queries run by this worker")
 	f.StringVar(&o.filter.User, "user", "", "only queries of this user")
 	f.StringVar(&o.filter.Group, "group", "", "only queries routed to this cluster group")
@@ -70,7 +71,7 @@ func envOr(name, def string) string {
 
 func (o *options) run(ctx context.Context, out io.Writer) error {
 	if o.adminToken == "" {
-		o.adminToken = os.Getenv("QUERYFLUX_ADMIN_TOKEN")
+		o.adminToken = defaultconfig.AdminToken(o.adminURL)
 	}
 	if o.adminToken == "" {
 		return fmt.Errorf("no admin token: pass --admin-token or set QUERYFLUX_ADMIN_TOKEN")

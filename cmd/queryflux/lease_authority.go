@@ -1,0 +1,45 @@
+package main
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/capacity/enginefence"
+	"github.com/queryflux/queryflux/internal/config"
+)
+
+// leaseAuthority is what makes a control plane the authority on every capacity lease: each
+// cluster's cap and the lease TTL from its own current configuration (not the worker's word),
+// and the engine fence that stops a reclaimed lease's work with the cluster's credentials.
+// Every configuration the control plane applies replaces them (controlPlaneConfigApply).
+type leaseAuthority struct {
+	terms atomic.Pointer[leaseTerms]
+	fence *enginefence.Fence
+}
+
+type leaseTerms struct {
+	caps map[string]int // by cluster, variants expanded
+	ttl  time.Duration
+}
+
+func newLeaseAuthority(cfg *config.Config) *leaseAuthority {
+	a := &leaseAuthority{fence: enginefence.New(cfg)}
+	a.set(cfg)
+	return a
+}
+
+func (a *leaseAuthority) set(cfg *config.Config) {
+	t := &leaseTerms{caps: map[string]int{}, ttl: secs(cfg.QueryFlux.Coordination.LeaseTTLSecs)}
+	for _, c := range cfg.ExpandClusters() {
+		t.caps[c.Name] = c.MaxRunningQueries
+	}
+	a.terms.Store(t)
+	a.fence.SetConfig(cfg)
+}
+
+// limits is the capacity.Limits of the control plane's API.
+func (a *leaseAuthority) limits(cluster string) (int, time.Duration, bool) {
+	t := a.terms.Load()
+	limit, ok := t.caps[cluster]
+	return limit, t.ttl, ok && limit > 0
+}

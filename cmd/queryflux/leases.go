@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/node/controlplane"
+)
+
+func init() {
+	cmd, client, asJSON := adminCommand("leases", "Show and revoke the control plane's capacity leases")
+	var cluster string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "One line per capacity lease (of one cluster with --cluster)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := url.Values{}
+			if cluster != "" {
+				q.Set("cluster", cluster)
+			}
+			var ls []capacity.Lease
+			if err := client.do(cmd.Context(), http.MethodGet, controlplane.PathAdminLeases, q, nil, &ls); err != nil {
+				return err
+			}
+			if *asJSON {
+				return printJSON(cmd.OutOrStdout(), ls)
+			}
+			printLeaseTable(cmd.OutOrStdout(), ls)
+			return nil
+		},
+	}
+	list.Flags().StringVar(&cluster, "cluster", "", "only this cluster's leases")
+	cmd.AddCommand(list)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "revoke LEASE",
+		Short: "Revoke a lease (<cluster>#<generation>): its work is stopped on the engine, then its slot freed",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := capacity.ParseLeaseID(args[0]); err != nil {
+				return err
+			}
+			var resp controlplane.RevokeResponse
+			err := client.do(cmd.Context(), http.MethodPost, controlplane.PathAdminLeaseRevoke, nil, controlplane.RevokeRequest{Lease: args[0]}, &resp)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return printJSON(cmd.OutOrStdout(), resp)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s (holder %s): its work is being stopped on the engine, then its slot is freed\n", resp.Lease.ID, resp.Lease.Holder)
+			return nil
+		},
+	})
+	rootCmd.AddCommand(cmd)
+}
+
+func printLeaseTable(out io.Writer, ls []capacity.Lease) {
+	if len(ls) == 0 {
+		fmt.Fprintln(out, "no leases held")
+		return
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LEASE\tCLUSTER\tHOLDER\tEXPIRES\tTTL\tREVOKED")
+	for _, l := range ls {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.Cluster, l.Holder, l.ExpiresAt.UTC().Format(time.RFC3339Nano),
+			l.TTL(), yesNo(l.Revoked))
+	}
+	_ = tw.Flush()
+}

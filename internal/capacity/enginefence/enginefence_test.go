@@ -1,0 +1,78 @@
+package enginefence_test
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/capacity/enginefence"
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/pgtest"
+)
+
+// TestFenceTerminatesTheLeasesBackends: a backend running under lease pg#7's tag is
+// terminated and the fence confirms; a backend of another lease keeps running; clusters the
+// fence cannot ask are not confirmed.
+func TestFenceTerminatesTheLeasesBackends(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{Clusters: config.NamedList[config.Cluster]{
+		{Name: "pg", Engine: config.EnginePostgres, Endpoint: u.Host, Database: strings.TrimPrefix(u.Path, "/"),
+			Credentials: config.Credentials{User: u.User.Username()}, MaxRunningQueries: 4},
+		{Name: "my", Engine: config.EngineMySQL, Endpoint: "127.0.0.1:3306", MaxRunningQueries: 4},
+	}}
+	f := enginefence.New(cfg)
+	ctx := context.Background()
+	fenced, spared := capacity.LeaseRef{ID: "pg#7", Generation: 7}, capacity.LeaseRef{ID: "pg#8", Generation: 8}
+	sleep := func(ref capacity.LeaseRef) chan error {
+		cc, err := pgx.ParseConfig(dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc.RuntimeParams["application_name"] = ref.Tag()
+		conn, err := pgx.ConnectConfig(ctx, cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close(context.Background()) })
+		done := make(chan error, 1)
+		go func() { _, err := conn.Exec(ctx, "select pg_sleep(60)"); done <- err }()
+		return done
+	}
+	victim, bystander := sleep(fenced), sleep(spared)
+	admin, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for n := 0; n != 2; {
+		if err := admin.QueryRow(ctx, "select count(*) from pg_stat_activity where state = 'active' and query like 'select pg_sleep%'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done, err := f.Fence(ctx, "pg", []capacity.LeaseRef{fenced})
+	if err != nil || !done {
+		t.Fatalf("fence of pg#7: done %v, %v", done, err)
+	}
+	if err := <-victim; err == nil {
+		t.Fatal("the fenced lease's query finished normally")
+	}
+	select {
+	case err := <-bystander:
+		t.Fatalf("another lease's query ended: %v", err)
+	default:
+	}
+	if done, err := f.Fence(ctx, "my", []capacity.LeaseRef{fenced}); done || err == nil {
+		t.Fatalf("fence on a MySQL cluster: done %v, %v; want not confirmed, with the reason", done, err)
+	}
+	if done, err := f.Fence(ctx, "nowhere", []capacity.LeaseRef{fenced}); done || err == nil {
+		t.Fatalf("fence on an unknown cluster: done %v, %v", done, err)
+	}
+}

@@ -1,0 +1,477 @@
+package duckengine
+
+import (
+	"cmp"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// PostgreSQL catalog compatibility: DuckDB emulates part of pg_catalog (pg_class, pg_attribute,
+// pg_namespace, pg_type, pg_proc, format_type, pg_table_is_visible, ...). What client tools ask
+// for beyond that (psql's \dt, \d, \l, \dn, \df; JDBC's getTables/getColumns) is made to work
+// in two steps:
+//   - the catalog functions and relations DuckDB lacks are created, once per database, in a
+//     pg_catalog schema of the engine's own in-memory catalog, which every connection searches
+//     (compatSQL);
+//   - PostgreSQL-only syntax in a statement that mentions pg_catalog or a reg* cast is rewritten
+//     into DuckDB's (pgCompat): OPERATOR(pg_catalog.~) becomes ~, COLLATE pg_catalog.default
+//     goes, ::pg_catalog.text becomes ::VARCHAR, 'name'::regclass looks the relation up,
+//     another ::regclass cast keeps the oid, pg_get_expr takes psql's third argument.
+
+// compatSQL creates the missing catalog objects in the catalog named {c}. The owner of
+// everything is the proxy's own name: DuckDB has no roles.
+var compatSQL = []string{
+	`CREATE MACRO {c}.pg_catalog.pg_get_userbyid(id) AS 'queryflux'`,
+	`CREATE MACRO {c}.pg_catalog.pg_encoding_to_char(enc) AS 'UTF8'`,
+	`CREATE MACRO {c}.pg_catalog.pg_relation_is_publishable(id) AS false`,
+	`CREATE MACRO {c}.pg_catalog.qf_pg_get_expr(expr, relid) AS expr::VARCHAR, (expr, relid, pretty) AS expr::VARCHAR`,
+	`CREATE MACRO {c}.pg_catalog.pg_get_function_result(id) AS
+		(SELECT any_value(f.return_type) FROM duckdb_functions() f WHERE f.function_oid = id)`,
+	`CREATE MACRO {c}.pg_catalog.pg_get_function_arguments(id) AS
+		(SELECT any_value(array_to_string(list_transform(list_zip(f.parameters, f.parameter_types), p -> p[1] || ' ' || p[2]), ', '))
+		 FROM duckdb_functions() f WHERE f.function_oid = id)`,
+	`CREATE MACRO {c}.pg_catalog.pg_get_function_identity_arguments(id) AS {c}.pg_catalog.pg_get_function_arguments(id)`,
+	`CREATE MACRO {c}.pg_catalog.qf_relname(id) AS
+		(SELECT any_value(relname) FROM pg_catalog.pg_class WHERE oid = id)`,
+	// The client's database, not every attached catalog's copy of DuckDB's own views and
+	// functions.
+	`CREATE MACRO {c}.pg_catalog.qf_own_schemas() AS TABLE
+		SELECT oid FROM duckdb_schemas() WHERE database_name = current_database()`,
+	`CREATE VIEW {c}.pg_catalog.qf_pg_class AS SELECT * REPLACE (NULL::VARCHAR[] AS reloptions, NULL::VARCHAR[] AS relacl),
+		false AS relforcerowsecurity FROM pg_catalog.pg_class
+		WHERE relnamespace IN (FROM {c}.pg_catalog.qf_own_schemas())
+		AND oid NOT IN (SELECT view_oid FROM duckdb_views() WHERE internal)`,
+	`CREATE VIEW {c}.pg_catalog.qf_pg_namespace AS
+		SELECT * FROM pg_catalog.pg_namespace WHERE oid IN (FROM {c}.pg_catalog.qf_own_schemas())`,
+	`CREATE VIEW {c}.pg_catalog.qf_pg_proc AS SELECT * FROM pg_catalog.pg_proc
+		WHERE oid IN (SELECT function_oid FROM duckdb_functions() WHERE NOT internal AND database_name = current_database())`,
+	`CREATE VIEW {c}.pg_catalog.qf_pg_database AS SELECT oid, datname, 0::BIGINT AS datdba, 6 AS encoding,
+		'c' AS datlocprovider, false AS datistemplate, true AS datallowconn, -1 AS datconnlimit, 'C' AS datcollate,
+		'C' AS datctype, NULL::VARCHAR AS daticulocale, NULL::VARCHAR AS datcollversion, NULL::VARCHAR[] AS datacl,
+		0::BIGINT AS dattablespace
+		FROM pg_catalog.pg_database WHERE datname NOT IN ('system', 'temp', {hidden})`,
+	`CREATE VIEW {c}.pg_catalog.pg_collation AS SELECT 100::BIGINT AS oid, 'default' AS collname,
+		0::BIGINT AS collnamespace, 0::BIGINT AS collowner, 'd' AS collprovider, true AS collisdeterministic,
+		-1 AS collencoding, NULL::VARCHAR AS collcollate, NULL::VARCHAR AS collctype, NULL::VARCHAR AS colliculocale`,
+	`CREATE MACRO {c}.pg_catalog.pg_get_statisticsobjdef_columns(id) AS NULL`,
+	`CREATE MACRO {c}.pg_catalog.pg_get_partkeydef(id) AS NULL`,
+	`CREATE MACRO {c}.pg_catalog.pg_get_triggerdef(id) AS NULL, (id, pretty) AS NULL`,
+	`CREATE MACRO {c}.pg_catalog.pg_get_ruledef(id) AS NULL, (id, pretty) AS NULL`,
+	`CREATE MACRO {c}.pg_catalog.pg_tablespace_location(id) AS ''`,
+	`CREATE MACRO {c}.pg_catalog.pg_total_relation_size(id) AS 0::BIGINT`,
+	`CREATE MACRO {c}.pg_catalog.pg_relation_size(id) AS 0::BIGINT`,
+	`CREATE MACRO {c}.pg_catalog.pg_table_size(id) AS 0::BIGINT`,
+	`CREATE MACRO {c}.pg_catalog.pg_database_size(id) AS 0::BIGINT`,
+	`CREATE MACRO {c}.pg_catalog.array_upper(arr, dim) AS len(arr)`,
+	`CREATE MACRO {c}.pg_catalog.array_lower(arr, dim) AS CASE WHEN len(arr) > 0 THEN 1 END`,
+	`CREATE VIEW {c}.pg_catalog.pg_auth_members AS SELECT 0::BIGINT AS roleid, 0::BIGINT AS member,
+		0::BIGINT AS grantor, false AS admin_option WHERE false`,
+	`CREATE VIEW {c}.pg_catalog.pg_roles AS SELECT 0::BIGINT AS oid, 'queryflux' AS rolname, true AS rolsuper,
+		true AS rolinherit, true AS rolcreaterole, true AS rolcreatedb, true AS rolcanlogin, false AS rolreplication,
+		-1 AS rolconnlimit, NULL::VARCHAR AS rolpassword, NULL::TIMESTAMPTZ AS rolvaliduntil, true AS rolbypassrls,
+		NULL::VARCHAR[] AS rolconfig`,
+	`CREATE VIEW {c}.pg_catalog.pg_inherits AS SELECT 0::BIGINT AS inhrelid, 0::BIGINT AS inhparent, 0 AS inhseqno,
+		false AS inhdetachpending WHERE false`,
+	`CREATE VIEW {c}.pg_catalog.pg_policy AS SELECT 0::BIGINT AS oid, '' AS polname, 0::BIGINT AS polrelid,
+		'' AS polcmd, true AS polpermissive, NULL::BIGINT[] AS polroles, NULL::VARCHAR AS polqual,
+		NULL::VARCHAR AS polwithcheck WHERE false`,
+	`CREATE VIEW {c}.pg_catalog.pg_statistic_ext AS SELECT 0::BIGINT AS oid, 0::BIGINT AS stxrelid, '' AS stxname,
+		0::BIGINT AS stxnamespace, 0::BIGINT AS stxowner, -1 AS stxstattarget, NULL::INTEGER[] AS stxkeys,
+		NULL::VARCHAR[] AS stxkind, NULL::VARCHAR AS stxexprs WHERE false`,
+	`CREATE VIEW {c}.pg_catalog.pg_trigger AS SELECT 0::BIGINT AS oid, 0::BIGINT AS tgrelid, 0::BIGINT AS tgparentid,
+		'' AS tgname, 0::BIGINT AS tgfoid, 0 AS tgtype, 'O' AS tgenabled, false AS tgisinternal,
+		0::BIGINT AS tgconstrrelid, 0::BIGINT AS tgconstrindid, 0::BIGINT AS tgconstraint WHERE false`,
+	`CREATE VIEW {c}.pg_catalog.pg_rewrite AS SELECT 0::BIGINT AS oid, '' AS rulename, 0::BIGINT AS ev_class,
+		'1' AS ev_type, 'O' AS ev_enabled, false AS is_instead WHERE false`,
+	`CREATE VIEW {c}.pg_catalog.pg_foreign_table AS SELECT 0::BIGINT AS ftrelid, 0::BIGINT AS ftserver,
+		NULL::VARCHAR[] AS ftoptions WHERE false`,
+	`CREATE VIEW {c}.pg_catalog.pg_partitioned_table AS SELECT 0::BIGINT AS partrelid, 'r' AS partstrat,
+		0 AS partnatts WHERE false`,
+}
+
+// extendedRelations are DuckDB's catalog relations that lack columns clients read, or list
+// every attached catalog's system objects: a query naming pg_catalog.X reads pg_catalog.qf_X,
+// X with those columns and only the client's database (compatSQL).
+var extendedRelations = map[string]bool{"pg_class": true, "pg_database": true, "pg_namespace": true, "pg_proc": true,
+	"pg_attribute": true, "pg_type": true}
+
+// Types: a client sees PostgreSQL's type oids in a result's columns (engine.PGTypeOf), so the
+// catalog speaks them too: pg_type lists the PostgreSQL types results use, pg_attribute gives
+// each column the oid and typmod its values are sent with, and format_type names them as
+// PostgreSQL does. (DuckDB's own pg_catalog uses DuckDB's type ids.)
+
+// pgType is a row of the compatibility pg_type.
+type pgType struct {
+	oid             uint32
+	name, formatted string
+	length          int
+	category        string
+	collatable      bool
+}
+
+var pgTypes = []pgType{
+	{16, "bool", "boolean", 1, "B", false}, {17, "bytea", "bytea", -1, "U", false},
+	{18, "char", `"char"`, 1, "S", true}, {19, "name", "name", 64, "S", true},
+	{20, "int8", "bigint", 8, "N", false}, {21, "int2", "smallint", 2, "N", false},
+	{23, "int4", "integer", 4, "N", false}, {25, "text", "text", -1, "S", true},
+	{26, "oid", "oid", 4, "N", false}, {114, "json", "json", -1, "U", false},
+	{700, "float4", "real", 4, "N", false}, {701, "float8", "double precision", 8, "N", false},
+	{1043, "varchar", "character varying", -1, "S", true}, {1082, "date", "date", 4, "D", false},
+	{1083, "time", "time without time zone", 8, "D", false},
+	{1114, "timestamp", "timestamp without time zone", 8, "D", false},
+	{1184, "timestamptz", "timestamp with time zone", 8, "D", false},
+	{1186, "interval", "interval", 16, "T", false}, {1266, "timetz", "time with time zone", 12, "D", false},
+	{1700, "numeric", "numeric", -1, "N", false}, {2950, "uuid", "uuid", 16, "U", false},
+	{3802, "jsonb", "jsonb", -1, "U", false},
+}
+
+// duckTypes are DuckDB's column type names as its catalog spells them, with the name the
+// driver reports for result columns where it differs.
+var duckTypes = [][2]string{
+	{"BOOLEAN", ""}, {"TINYINT", ""}, {"SMALLINT", ""}, {"INTEGER", ""}, {"BIGINT", ""}, {"HUGEINT", ""},
+	{"UTINYINT", ""}, {"USMALLINT", ""}, {"UINTEGER", ""}, {"UBIGINT", ""}, {"UHUGEINT", ""}, {"FLOAT", ""},
+	{"DOUBLE", ""}, {"VARCHAR", ""}, {"BLOB", ""}, {"DATE", ""}, {"TIME", ""}, {"TIMESTAMP", ""},
+	{"TIMESTAMP_S", ""}, {"TIMESTAMP_MS", ""}, {"TIMESTAMP_NS", ""}, {"TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ"},
+	{"UUID", ""}, {"JSON", ""}, {"INTERVAL", ""},
+}
+
+// typeSQL creates the type side of the compatibility catalog in {c}.
+func typeSQL() []string {
+	var rows, cases []string
+	for _, t := range pgTypes {
+		rows = append(rows, fmt.Sprintf("(%d, '%s', '%s', %d, '%s', %d)", t.oid, t.name, strings.ReplaceAll(t.formatted, "'", "''"),
+			t.length, t.category, map[bool]int{true: 100}[t.collatable]))
+	}
+	for _, d := range duckTypes {
+		oid, _ := engine.PGTypeOf(fieldFor("c", cmp.Or(d[1], d[0])))
+		cases = append(cases, fmt.Sprintf("WHEN '%s' THEN %d", d[0], oid))
+	}
+	return []string{
+		`CREATE MACRO {c}.pg_catalog.qf_type_oid(data_type) AS CASE WHEN data_type LIKE 'DECIMAL(%' THEN 1700 ELSE CASE data_type ` +
+			strings.Join(cases, " ") + ` ELSE 25 END END`,
+		`CREATE VIEW {c}.pg_catalog.qf_pg_type AS SELECT oid::BIGINT AS oid, typname, (SELECT any_value(oid) FROM duckdb_schemas()
+			WHERE database_name = current_database() AND schema_name = 'pg_catalog') AS typnamespace, 0::BIGINT AS typowner,
+			typlen, typlen BETWEEN 1 AND 8 AS typbyval, 'b' AS typtype, typcategory, false AS typispreferred,
+			true AS typisdefined, ',' AS typdelim, 0::BIGINT AS typrelid, 0::BIGINT AS typsubscript, 0::BIGINT AS typelem,
+			0::BIGINT AS typarray, typname || 'in' AS typinput, typname || 'out' AS typoutput, typname || 'recv' AS typreceive,
+			typname || 'send' AS typsend, 0::BIGINT AS typmodin, 0::BIGINT AS typmodout, 0::BIGINT AS typanalyze,
+			'i' AS typalign, 'p' AS typstorage, false AS typnotnull, 0::BIGINT AS typbasetype, -1 AS typtypmod,
+			0 AS typndims, typcollation::BIGINT AS typcollation, NULL::VARCHAR AS typdefaultbin, NULL::VARCHAR AS typdefault,
+			NULL::VARCHAR[] AS typacl, formatted AS qf_formatted
+			FROM (VALUES ` + strings.Join(rows, ", ") + `) t(oid, typname, formatted, typlen, typcategory, typcollation)`,
+		`CREATE MACRO {c}.pg_catalog.qf_format_type(type_oid, type_mod) AS CASE
+			WHEN type_oid = 1700 AND type_mod > 4 THEN 'numeric(' || ((type_mod - 4) >> 16) || ',' || ((type_mod - 4) & 65535) || ')'
+			ELSE coalesce((SELECT any_value(t.qf_formatted) FROM {c}.pg_catalog.qf_pg_type t WHERE t.oid = type_oid), '???') END`,
+		`CREATE VIEW {c}.pg_catalog.qf_pg_attribute AS SELECT table_oid AS attrelid, column_name AS attname,
+			{c}.pg_catalog.qf_type_oid(data_type) AS atttypid, -1 AS attstattarget, -1 AS attlen, column_index AS attnum,
+			0 AS attndims, -1 AS attcacheoff,
+			CASE WHEN data_type LIKE 'DECIMAL(%' THEN ((numeric_precision << 16) | numeric_scale) + 4 ELSE -1 END AS atttypmod,
+			false AS attbyval, 'p' AS attstorage, 'i' AS attalign, NOT is_nullable AS attnotnull,
+			column_default IS NOT NULL AS atthasdef, false AS atthasmissing, '' AS attidentity, '' AS attgenerated,
+			false AS attisdropped, true AS attislocal, 0 AS attinhcount,
+			CASE WHEN {c}.pg_catalog.qf_type_oid(data_type) IN (18, 19, 25, 1043) THEN 100 ELSE 0 END::BIGINT AS attcollation,
+			'' AS attcompression, NULL::VARCHAR[] AS attacl, NULL::VARCHAR[] AS attoptions, NULL::VARCHAR[] AS attfdwoptions,
+			NULL::VARCHAR AS attmissingval
+			FROM duckdb_columns()`,
+	}
+}
+
+// regTypes are PostgreSQL's object-identifier alias types, which DuckDB lacks.
+var regTypes = map[string]bool{
+	"regclass": true, "regtype": true, "regproc": true, "regprocedure": true, "regnamespace": true,
+	"regrole": true, "regoper": true, "regoperator": true, "regconfig": true, "regdictionary": true, "regcollation": true,
+}
+
+// castTypes renames PostgreSQL types DuckDB does not know in a cast.
+var castTypes = map[string]string{"text": "VARCHAR", "name": "VARCHAR", `"char"`: "VARCHAR", "char": "VARCHAR",
+	"int2vector": "VARCHAR", "oidvector": "VARCHAR", "xid": "BIGINT", "cid": "BIGINT", "tid": "VARCHAR"}
+
+// compatRequest is q with its SQL rewritten by pgCompat (q itself when nothing changed).
+func compatRequest(q *query.Request) *query.Request {
+	s := pgCompat(q.SQL)
+	if s == q.SQL {
+		return q
+	}
+	c := *q
+	c.SQL = s
+	return &c
+}
+
+// needsCompat reports cheaply whether sqlText may use PostgreSQL-only catalog syntax.
+func needsCompat(sqlText string) bool {
+	for i := 0; i+3 <= len(sqlText); i++ {
+		switch sqlText[i] | 0x20 {
+		case 'p':
+			if i+10 <= len(sqlText) && strings.EqualFold(sqlText[i:i+10], "pg_catalog") {
+				return true
+			}
+		case 'r':
+			if i+3 <= len(sqlText) && strings.EqualFold(sqlText[i:i+3], "reg") && i >= 2 && sqlText[i-1] == ':' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pgCompat rewrites PostgreSQL-only syntax of catalog queries into DuckDB's (see above);
+// other statements come back unchanged.
+func pgCompat(sqlText string) string {
+	if !needsCompat(sqlText) {
+		return sqlText
+	}
+	toks := sqltok.Tokenize(sqlText, sqltok.Postgres)
+	if readsPublications(toks) {
+		return noPublications
+	}
+	w := compatWriter{toks: toks}
+	for w.i < len(toks) {
+		w.step()
+	}
+	return w.out.String()
+}
+
+// noPublications answers a query on publications: DuckDB has none (and psql's own query for
+// them trips a DuckDB binder fault that invalidates the database).
+const noPublications = "SELECT NULL::VARCHAR AS pubname WHERE false"
+
+func readsPublications(toks []sqltok.Token) bool {
+	for _, t := range toks {
+		if t.Kind == sqltok.Word && strings.HasPrefix(strings.ToLower(t.Text), "pg_publication") {
+			return true
+		}
+	}
+	return false
+}
+
+// compatWriter copies tokens to out, rewriting as it goes.
+type compatWriter struct {
+	toks []sqltok.Token
+	i    int
+	out  strings.Builder
+	// lastLiteral is where in out the last significant token, when a string literal, starts.
+	lastLiteral int
+	lastText    string
+	// after holds text to write right after the token at an index.
+	after map[int]string
+	// regex is set after a regular-expression match operator (~, !~).
+	regex bool
+}
+
+// sig returns the index of the n'th significant token from i on (n=0: the first), or -1.
+func (w *compatWriter) sig(i, n int) int {
+	for ; i < len(w.toks); i++ {
+		if w.toks[i].Significant() {
+			if n == 0 {
+				return i
+			}
+			n--
+		}
+	}
+	return -1
+}
+
+func (w *compatWriter) word(i int) string {
+	if i < 0 {
+		return ""
+	}
+	t := w.toks[i]
+	if t.Kind == sqltok.Word {
+		return strings.ToLower(t.Text)
+	}
+	return t.Text
+}
+
+// qualified reads an optional "pg_catalog ." before the token at i: it returns the index of
+// the name itself.
+func (w *compatWriter) qualified(i int) int {
+	if w.word(i) == "pg_catalog" && w.word(w.sig(i+1, 0)) == "." {
+		return w.sig(i+1, 1)
+	}
+	return i
+}
+
+func (w *compatWriter) step() {
+	t := w.toks[w.i]
+	if !t.Significant() {
+		w.out.WriteString(t.Text)
+		w.i++
+		return
+	}
+	switch w.word(w.i) {
+	case "operator": // OPERATOR(pg_catalog.~) -> ~
+		open := w.sig(w.i+1, 0)
+		if w.word(open) == "(" {
+			op := w.qualified(w.sig(open+1, 0))
+			if op >= 0 && w.toks[op].Kind == sqltok.Operator && w.word(w.sig(op+1, 0)) == ")" {
+				w.emit(" " + w.toks[op].Text + " ")
+				w.regex = regexOps[w.toks[op].Text]
+				w.i = w.sig(op+1, 0) + 1
+				return
+			}
+		}
+	case "collate": // COLLATE pg_catalog.default / "default": the only collation there is
+		name := w.qualified(w.sig(w.i+1, 0))
+		if n := strings.Trim(w.word(name), `"`); n == "default" || n == "c" || n == "posix" {
+			w.i = name + 1
+			return
+		}
+	case "pg_catalog":
+		dot := w.sig(w.i+1, 0)
+		name := w.sig(dot+1, 0)
+		if w.word(dot) != "." || name < 0 {
+			break
+		}
+		if extendedRelations[w.word(name)] { // pg_catalog.pg_class: the extended view (compatSQL)
+			w.emit("pg_catalog.qf_" + w.word(name))
+			w.i = name + 1
+			return
+		}
+		if w.word(w.sig(name+1, 0)) == "(" && w.toks[name].Kind == sqltok.Word {
+			// pg_catalog.f(...): DuckDB keeps most of PostgreSQL's functions (array_to_string,
+			// generate_series, ...) in its main schema; unqualified, the search path finds them
+			// there, and pg_catalog's own after.
+			w.i = name
+			return
+		}
+	case "generate_series", "unnest":
+		w.aliasColumn()
+	case "pg_get_expr", "format_type": // DuckDB's take no third argument, and its own type oids
+		if w.word(w.sig(w.i+1, 0)) == "(" {
+			w.emit("qf_" + w.word(w.i))
+			w.i++
+			return
+		}
+	case "::":
+		typ := w.qualified(w.sig(w.i+1, 0))
+		if typ < 0 {
+			break
+		}
+		name := w.word(typ)
+		if regTypes[name] {
+			w.castReg(name)
+			w.i = typ + 1
+			return
+		}
+		if to, ok := castTypes[name]; ok {
+			w.emit("::" + to)
+			w.i = typ + 1
+			return
+		}
+		w.emit("::" + w.toks[typ].Text)
+		w.i = typ + 1
+		return
+	}
+	regex := w.regex
+	if regex && t.Kind == sqltok.String && strings.HasPrefix(t.Text, "'") {
+		w.emit(searchPattern(t.Text))
+	} else {
+		w.emit(t.Text)
+	}
+	w.regex = t.Kind == sqltok.Operator && regexOps[t.Text]
+	if ins, ok := w.after[w.i]; ok {
+		w.emit(ins)
+	}
+	if t.Kind == sqltok.String {
+		w.lastLiteral = w.out.Len() - len(t.Text)
+		w.lastText = t.Text
+	} else {
+		w.lastLiteral = -1
+	}
+	w.i++
+}
+
+// aliasColumn gives "FROM f(...) s" PostgreSQL's meaning for a function returning single
+// values: s names the column too (in DuckDB s alone would be the row).
+func (w *compatWriter) aliasColumn() {
+	open := w.sig(w.i+1, 0)
+	if w.word(open) != "(" {
+		return
+	}
+	depth, end := 0, -1
+	for j := open; j < len(w.toks) && end < 0; j++ {
+		switch w.word(j) {
+		case "(":
+			depth++
+		case ")":
+			depth--
+			if depth == 0 {
+				end = j
+			}
+		}
+	}
+	alias := w.sig(end+1, 0)
+	if end < 0 || alias < 0 {
+		return
+	}
+	if w.word(alias) == "as" {
+		alias = w.sig(alias+1, 0)
+	}
+	if alias < 0 || w.toks[alias].Kind != sqltok.Word || notAlias[w.word(alias)] || w.word(w.sig(alias+1, 0)) == "(" {
+		return
+	}
+	if w.after == nil {
+		w.after = map[int]string{}
+	}
+	w.after[alias] = "(" + w.toks[alias].Text + ")"
+}
+
+// regexOps are PostgreSQL's regular-expression match operators: they search, where DuckDB's
+// match the whole string.
+var regexOps = map[string]bool{"~": true, "!~": true}
+
+// searchPattern turns a PostgreSQL pattern literal into one DuckDB's whole-string match finds
+// anywhere, as PostgreSQL does.
+func searchPattern(lit string) string {
+	return "'(?s).*(?:" + lit[1:len(lit)-1] + ").*'"
+}
+
+// notAlias are the words that may follow a FROM item without being its alias.
+var notAlias = map[string]bool{"where": true, "join": true, "left": true, "right": true, "inner": true, "full": true,
+	"cross": true, "natural": true, "on": true, "using": true, "order": true, "group": true, "having": true, "limit": true,
+	"offset": true, "union": true, "intersect": true, "except": true, "window": true, "with": true, "lateral": true,
+	"returning": true, "fetch": true, "for": true}
+
+func (w *compatWriter) emit(s string) {
+	w.out.WriteString(s)
+	w.lastLiteral = -1
+}
+
+// castReg rewrites a cast to a reg* type: 'name'::regclass (or regtype) becomes the oid of
+// that relation (type); any other operand is already an oid and stays one.
+func (w *compatWriter) castReg(name string) {
+	if w.lastLiteral < 0 || (name != "regclass" && name != "regtype") {
+		return
+	}
+	lit := w.lastText
+	if !strings.HasPrefix(lit, "'") || len(lit) < 2 {
+		return
+	}
+	s := strings.ReplaceAll(lit[1:len(lit)-1], "''", "'")
+	if _, err := strconv.ParseUint(s, 10, 63); err == nil {
+		w.replaceLiteral(s) // an oid written as a string
+		return
+	}
+	if dot := strings.LastIndexByte(s, '.'); dot >= 0 {
+		s = s[dot+1:]
+	}
+	s = strings.ReplaceAll(strings.Trim(s, `"`), "'", "''")
+	look := "(SELECT any_value(oid) FROM pg_catalog.pg_class WHERE relname = '" + s + "')"
+	if name == "regtype" {
+		look = "(SELECT any_value(oid) FROM pg_catalog.pg_type WHERE typname = '" + s + "')"
+	}
+	w.replaceLiteral(look)
+}
+
+// replaceLiteral replaces the string literal just written with s.
+func (w *compatWriter) replaceLiteral(s string) {
+	str := w.out.String()[:w.lastLiteral]
+	w.out.Reset()
+	w.out.WriteString(str)
+	w.emit(s)
+}

@@ -1,0 +1,37 @@
+package duckengine
+
+import (
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+func TestPGCompatRewrites(t *testing.T) {
+	for in, want := range map[string]string{
+		`select c.relname from pg_catalog.pg_class c where c.relname OPERATOR(pg_catalog.~) '^(orders)$' COLLATE pg_catalog.default`: `select c.relname from pg_catalog.qf_pg_class c where c.relname  ~  '(?s).*(?:^(orders)$).*' `,
+		`select x::pg_catalog.text, y::pg_catalog.regclass::pg_catalog.text from t`:                                                  `select x::VARCHAR, y::VARCHAR from t`,
+		`select 'public.orders'::regclass, '42'::regclass, 'int4'::pg_catalog.regtype`:                                               `select (SELECT any_value(oid) FROM pg_catalog.pg_class WHERE relname = 'orders'), 42, (SELECT any_value(oid) FROM pg_catalog.pg_type WHERE typname = 'int4')`,
+		`select pg_catalog.array_to_string(a, ','), pg_catalog.pg_get_expr(d.adbin, d.adrelid, true) from pg_catalog.pg_attrdef d`:   `select array_to_string(a, ','), qf_pg_get_expr(d.adbin, d.adrelid, true) from pg_catalog.pg_attrdef d`,
+		`select s from pg_catalog.generate_series(1, 3) s where n.nspname !~ '^pg_'`:                                                 `select s from generate_series(1, 3) s(s) where n.nspname !~ '(?s).*(?:^pg_).*'`,
+		`select pubname from pg_catalog.pg_publication p`:                                                                            noPublications,
+	} {
+		if got := pgCompat(in); got != want {
+			t.Errorf("pgCompat(%q)\n got %q\nwant %q", in, got, want)
+		}
+	}
+}
+
+// TestPGCompatLeavesOtherStatements: a statement that names neither pg_catalog nor a reg*
+// cast is never rewritten.
+func TestPGCompatLeavesOtherStatements(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		sql := rapid.StringMatching(`[a-z0-9_ ,.:~()'"*=<>!-]{0,80}`).Draw(t, "sql")
+		if strings.Contains(strings.ToLower(sql), "pg_catalog") || strings.Contains(strings.ToLower(sql), "::reg") {
+			t.Skip("names the catalog")
+		}
+		if got := pgCompat(sql); got != sql {
+			t.Fatalf("pgCompat(%q) = %q", sql, got)
+		}
+	})
+}

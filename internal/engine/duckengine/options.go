@@ -1,0 +1,147 @@
+package duckengine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Startup options: a PostgreSQL client may send settings with its connection (libpq's
+// PGOPTIONS='-c statement_timeout=2000', JDBC's options=...); the frontend passes them on as the
+// request's "options" header. DuckDB has no such settings, so they are applied here or refused:
+// statement_timeout bounds each statement, the client-protocol settings the frontend answers
+// itself are accepted, and anything else fails the statement with an error naming it rather
+// than being ignored.
+
+// optionsHeader is the startup parameter holding the options.
+const optionsHeader = "options"
+
+// wireSettings describe the client's wire session, which the frontend owns: accepted as they are.
+var wireSettings = map[string]bool{
+	"extra_float_digits": true, "application_name": true, "client_encoding": true, "datestyle": true,
+	"intervalstyle": true, "client_min_messages": true, "standard_conforming_strings": true, "bytea_output": true,
+}
+
+// statementTimeout reads q's startup options: the statement_timeout to apply (0: none), or an
+// error naming an option this engine cannot apply.
+func statementTimeout(q *query.Request) (time.Duration, error) {
+	raw := q.Headers[optionsHeader]
+	if q.Protocol != query.ProtocolPostgres || raw == "" {
+		return 0, nil
+	}
+	opts, err := parseStartupOptions(raw)
+	if err != nil {
+		return 0, err
+	}
+	var timeout time.Duration
+	for _, kv := range opts {
+		name := strings.ToLower(strings.ReplaceAll(kv[0], "-", "_"))
+		switch {
+		case name == "statement_timeout":
+			if timeout, err = parseTimeout(kv[1]); err != nil {
+				return 0, &query.Error{Code: "22023", Message: fmt.Sprintf("startup option statement_timeout %q: %v", kv[1], err)}
+			}
+		case !wireSettings[name]:
+			return 0, &query.Error{Code: "0A000", Message: fmt.Sprintf(
+				"startup option %s is not supported on DuckDB (only statement_timeout is applied): remove it from the connection's options", kv[0])}
+		}
+	}
+	return timeout, nil
+}
+
+// parseStartupOptions splits PostgreSQL's options string ("-c a=1 --b=2", backslash escapes a
+// blank) into name/value pairs.
+func parseStartupOptions(s string) ([][2]string, error) {
+	var items []string
+	var b strings.Builder
+	escaped, open := false, false
+	for _, r := range s {
+		switch {
+		case escaped:
+			b.WriteRune(r)
+			escaped, open = false, true
+		case r == '\\':
+			escaped = true
+		case r == ' ' || r == '\t' || r == '\n':
+			if open {
+				items, open = append(items, b.String()), false
+				b.Reset()
+			}
+		default:
+			b.WriteRune(r)
+			open = true
+		}
+	}
+	if open {
+		items = append(items, b.String())
+	}
+	var out [][2]string
+	for i := 0; i < len(items); i++ {
+		item := items[i]
+		switch {
+		case item == "-c" && i+1 < len(items):
+			i++
+			item = items[i]
+		case strings.HasPrefix(item, "--"):
+			item = item[2:]
+		case strings.HasPrefix(item, "-c"):
+			item = item[2:]
+		default:
+			return nil, &query.Error{Code: "22023", Message: fmt.Sprintf("startup option %q: only -c name=value and --name=value are supported", item)}
+		}
+		name, value, ok := strings.Cut(item, "=")
+		if !ok || name == "" {
+			return nil, &query.Error{Code: "22023", Message: fmt.Sprintf("startup option %q is not name=value", item)}
+		}
+		out = append(out, [2]string{name, value})
+	}
+	return out, nil
+}
+
+// parseTimeout reads a statement_timeout as PostgreSQL does: milliseconds, or a number with a
+// unit (us, ms, s, min, h, d).
+func parseTimeout(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	i := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i < 0 {
+		i = len(v)
+	}
+	n, err := strconv.ParseFloat(strings.TrimSpace(v[:i]), 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("not a duration")
+	}
+	units := map[string]time.Duration{"": time.Millisecond, "us": time.Microsecond, "ms": time.Millisecond,
+		"s": time.Second, "min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
+	unit, ok := units[strings.TrimSpace(v[i:])]
+	if !ok {
+		return 0, fmt.Errorf("unknown unit %q (us, ms, s, min, h, d)", strings.TrimSpace(v[i:]))
+	}
+	return time.Duration(n * float64(unit)), nil
+}
+
+// errStatementTimeout is what a statement stopped by statement_timeout fails with, as in PostgreSQL.
+var errStatementTimeout = &query.Error{Code: "57014", Message: "canceling statement due to statement timeout"}
+
+// withTimeout bounds ctx by q's statement_timeout; cancel must be called once the statement is
+// over, and explain turns its error into the timeout's when the deadline stopped it.
+func withTimeout(ctx context.Context, q *query.Request) (_ context.Context, cancel context.CancelFunc, explain func(error) error, err error) {
+	timeout, err := statementTimeout(q)
+	if err != nil {
+		return ctx, func() {}, nil, err
+	}
+	if timeout <= 0 {
+		return ctx, func() {}, func(err error) error { return err }, nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	explain = func(err error) error {
+		if err != nil && ctx.Err() == nil && tctx.Err() == context.DeadlineExceeded {
+			return errStatementTimeout
+		}
+		return err
+	}
+	return tctx, cancel, explain, nil
+}

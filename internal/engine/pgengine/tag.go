@@ -1,0 +1,147 @@
+package pgengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Engine sessions are tagged with the capacity lease that admitted their query: the session's
+// application_name is the lease's tag (query.EngineTag of the statement's context), set when a
+// connection is taken for a statement whose tag differs from the connection's (one round trip,
+// only then). The control plane finds the backends of a lease it reclaims in pg_stat_activity
+// by that name and terminates them (internal/capacity/enginefence). A statement without a tag
+// puts the connection's own application_name back, so no untagged work runs under an old tag.
+//
+// Backstop: client_connection_check_interval (PostgreSQL 14 and later) makes a backend notice,
+// while its query runs, that the proxy's socket closed (a worker killed with -9) and end the
+// query without waiting for the control plane.
+
+// clientCheckInterval is the engine sessions' client_connection_check_interval.
+const clientCheckInterval = "1s"
+
+// tagKey is where a connection remembers its current tag (pgconn's CustomData).
+const tagKey = "queryflux.tag"
+
+// tagSessions makes the pool tag its connections and set the backstop (see above), unless the
+// cluster's options set client_connection_check_interval themselves.
+func tagSessions(cfg *pgxpool.Config) {
+	base := cfg.ConnConfig.RuntimeParams["application_name"]
+	if _, set := cfg.ConnConfig.RuntimeParams["client_connection_check_interval"]; !set {
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.PgConn().Exec(ctx, backstopSQL).ReadAll()
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == codeUndefinedObject {
+				return nil // before PostgreSQL 14
+			}
+			return err
+		}
+	}
+	cfg.PrepareConn = func(ctx context.Context, conn *pgx.Conn) (bool, error) {
+		return true, retag(ctx, conn.PgConn(), base)
+	}
+}
+
+const (
+	backstopSQL         = "SET client_connection_check_interval = '" + clientCheckInterval + "'"
+	codeUndefinedObject = "42704"
+)
+
+// retag gives pc the tag of ctx (base without one) unless it has it already.
+func retag(ctx context.Context, pc *pgconn.PgConn, base string) error {
+	want := query.EngineTag(ctx)
+	if want == "" {
+		want = base
+	}
+	if cur, _ := pc.CustomData()[tagKey].(string); cur == want {
+		return nil
+	}
+	if _, err := pc.Exec(ctx, setTagSQL(want)).ReadAll(); err != nil {
+		return fmt.Errorf("pgengine: tagging the session: %w", err)
+	}
+	pc.CustomData()[tagKey] = want
+	return nil
+}
+
+// setTagSQL sets application_name to tag, quoted as a literal.
+func setTagSQL(tag string) string {
+	return "SELECT set_config('application_name', '" + strings.ReplaceAll(tag, "'", "''") + "', false)"
+}
+
+// rawTag is a relay connection's tagging state.
+type rawTag struct {
+	tag    string
+	tagged bool // tag is set, and so is the backstop
+}
+
+// retag gives the relay connection the tag of ctx (see above), and the backstop when it is
+// new. The connection is idle: each statement is written and read through ReadyForQuery here.
+func (c *rawConn) retag(ctx context.Context, p *rawPool) error {
+	want := query.EngineTag(ctx)
+	if want == "" {
+		want = p.cfg.RuntimeParams["application_name"]
+	}
+	if c.tagged && c.tag == want {
+		return nil
+	}
+	if _, set := p.cfg.RuntimeParams["client_connection_check_interval"]; !c.tagged && !set {
+		var qe *query.Error
+		if err := c.simple(backstopSQL); err != nil && !(errors.As(err, &qe) && qe.Code == codeUndefinedObject) {
+			return err
+		}
+	}
+	if err := c.simple(setTagSQL(want)); err != nil {
+		return fmt.Errorf("pgengine: tagging the session: %w", err)
+	}
+	c.tag, c.tagged = want, true
+	return nil
+}
+
+// simple runs one simple-protocol statement on the idle relay connection and reads its answer
+// through ReadyForQuery; an ErrorResponse comes back as a *query.Error.
+func (c *rawConn) simple(sql string) error {
+	c.out, _ = (&pgproto3.Query{String: sql}).Encode(c.out[:0])
+	if err := c.write(); err != nil {
+		c.broken = true
+		return err
+	}
+	var failed error
+	for {
+		msg, err := c.next()
+		if err != nil {
+			c.broken = true
+			return err
+		}
+		switch msg[0] {
+		case 'E':
+			var e pgproto3.ErrorResponse
+			if derr := e.Decode(msg[5:]); derr != nil {
+				c.broken = true
+				return derr
+			}
+			failed = &query.Error{Code: e.Code, Message: e.Message}
+		case 'Z':
+			c.txStatus = msg[5]
+			return failed
+		}
+	}
+}
+
+// ConnConfig is the connection configuration of spec (the one its pool uses), for a client
+// of the cluster other than the pool: the control plane's engine fence.
+func ConnConfig(spec engine.Spec) (*pgx.ConnConfig, error) {
+	cfg, err := poolConfig(spec)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.ConnConfig, nil
+}

@@ -1,0 +1,66 @@
+package pgengine_test
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// firstString runs sql on e within ctx (pool path) and returns the first column of the first row.
+func firstString(t *testing.T, ctx context.Context, e query.Engine, sql string) string {
+	t.Helper()
+	rows, err := e.Execute(ctx, &query.Request{SQL: sql})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	b, err := rows.Next(ctx)
+	if err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	return b.Column(0).ValueStr(0)
+}
+
+// TestSessionsRunUnderTheirLeaseTag: a statement runs with application_name set to its
+// context's lease tag, on the pool path and on the relay path; a statement without a tag runs
+// under the connection's own name again, never under an old lease's; and every engine
+// connection has the client_connection_check_interval backstop.
+func TestSessionsRunUnderTheirLeaseTag(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	const sql = "select current_setting('application_name')"
+	for _, tag := range []string{"qf-lease:pg#1", "qf-lease:pg#2"} {
+		if got := firstString(t, query.WithEngineTag(ctx, tag), e, sql); got != tag {
+			t.Fatalf("pool path under %q: application_name %q", tag, got)
+		}
+	}
+	if got := firstString(t, ctx, e, sql); got != "" {
+		t.Fatalf("untagged statement ran under application_name %q, want the connection's own (empty)", got)
+	}
+	if got := firstString(t, ctx, e, "select current_setting('client_connection_check_interval')"); got != "1s" {
+		t.Fatalf("client_connection_check_interval = %q, want 1s", got)
+	}
+
+	relay := e.(engine.PGRelayer)
+	for _, tag := range []string{"qf-lease:pg#3", ""} {
+		res, err := relay.RelayPG(query.WithEngineTag(ctx, tag), engine.PGStatement{SQL: sql, Simple: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row, ok := res.NextRow()
+		if !ok {
+			t.Fatal("relay: no row")
+		}
+		// A DataRow: type, length, column count (2 bytes), value length (4 bytes), value.
+		got := string(row[11:])
+		if _, err := res.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got != tag {
+			t.Fatalf("relay path under %q: application_name %q", tag, got)
+		}
+	}
+}
