@@ -5,7 +5,7 @@ FUZZTIME  ?= 5s
 SEEDS     ?= 1000
 PARALLEL  ?= 2
 
-.PHONY: run build test test-deps test-deps-wire test-deps-ops tidy unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: check-config run build test test-deps test-deps-wire test-deps-ops test-deps-pgclients tidy unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -22,22 +22,12 @@ build:
 test: test-deps tidy unit fuzz determinism
 
 # Test clients that do not come with the database servers: PyMySQL (Debian's python3-pymysql, for
-# the MySQL wire's autocommit test), psycopg2 (python3-psycopg2) and pgjdbc with a JDK, for
-# transactions and metadata on the embedded default. Without apt (or root) the test that needs
-# it skips, saying so.
-test-deps: test-deps-wire test-deps-ops
+# the MySQL wire's autocommit test). Without apt (or root) the test that needs it skips, saying so.
+test-deps: test-deps-wire test-deps-ops test-deps-pgclients
 	@/usr/bin/python3 -c 'import pymysql' 2>/dev/null || { echo "installing python3-pymysql"; \
 		apt-get install -y python3-pymysql >/dev/null 2>&1 || \
 		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-pymysql >/dev/null 2>&1; } || \
 		echo "python3-pymysql could not be installed: TestPyMySQLDefaultAutocommitOff skips"; }
-	@/usr/bin/python3 -c 'import psycopg2' 2>/dev/null || { echo "installing python3-psycopg2"; \
-		apt-get install -y python3-psycopg2 >/dev/null 2>&1 || \
-		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-psycopg2 >/dev/null 2>&1; } || \
-		echo "python3-psycopg2 could not be installed: the psycopg2 tests skip"; }
-	@test -f /usr/share/java/postgresql.jar -a -x "$$(command -v javac)" || { echo "installing libpostgresql-jdbc-java and a JDK"; \
-		apt-get install -y libpostgresql-jdbc-java default-jdk-headless >/dev/null 2>&1 || \
-		{ apt-get update >/dev/null 2>&1 && apt-get install -y libpostgresql-jdbc-java default-jdk-headless >/dev/null 2>&1; } || \
-		echo "the PostgreSQL JDBC driver or a JDK could not be installed: the JDBC tests skip"; }
 
 # The wire frontends' client libraries: mysqlclient (python3-mysqldb) and, from the lock file,
 # node's mysql2 and trino-client. A test whose client could not be installed skips, saying so.
@@ -56,6 +46,26 @@ test-deps-wire:
 		(cd $(NODE_CLIENTS) && npm ci --no-audit --no-fund >/dev/null 2>&1) || \
 		echo "npm ci in $(NODE_CLIENTS) failed: the mysql2 and trino-client tests skip"; }
 
+# The PostgreSQL client libraries the pgwire client tests run (internal/frontend/pgwire/clients_test.go):
+# psycopg2 and psycopg 3, the JDBC driver and a JDK from Debian, node-postgres from npm (pinned by
+# package-lock.json). A client that cannot be installed is reported here, and its test fails naming it.
+PG_CLIENTS_DIR := internal/frontend/pgwire/testdata/clients
+test-deps-pgclients:
+	@missing=""; \
+	/usr/bin/python3 -c 'import psycopg2' 2>/dev/null || missing="$$missing python3-psycopg2"; \
+	/usr/bin/python3 -c 'import psycopg' 2>/dev/null || missing="$$missing python3-psycopg"; \
+	[ -f /usr/share/java/postgresql.jar ] || missing="$$missing libpostgresql-jdbc-java"; \
+	command -v javac >/dev/null 2>&1 || missing="$$missing default-jdk-headless"; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
+	if [ -n "$$missing" ]; then echo "installing$$missing"; \
+		apt-get install -y $$missing >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null 2>&1 && apt-get install -y $$missing >/dev/null 2>&1; } || \
+		echo "could not install$$missing: the pgwire client tests that need them fail, naming them"; fi
+	@[ -d $(PG_CLIENTS_DIR)/node_modules/pg ] || { echo "installing node-postgres (npm ci in $(PG_CLIENTS_DIR))"; \
+		(cd $(PG_CLIENTS_DIR) && npm ci --no-audit --no-fund >/dev/null 2>&1) || \
+		echo "npm ci failed in $(PG_CLIENTS_DIR): TestClientNodePostgres fails, naming it"; }
+
 # promtool (Debian's prometheus package) checks the alert rules in deploy/observability.
 test-deps-ops:
 	@command -v promtool >/dev/null 2>&1 || { echo "installing prometheus (for promtool)"; \
@@ -63,14 +73,22 @@ test-deps-ops:
 		{ apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1; } || \
 		echo "prometheus could not be installed: TestPromtoolChecksRules skips"; }
 
+# Every database the tests create carries this run's tag; the run fails if one is left behind.
+TEST_RUN ?= r$(shell date +%s)
+
 unit:
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 12m ./...
+	QUERYFLUX_TEST_RUN=$(TEST_RUN) $(GO) test -count=1 -timeout 12m ./...
+	QUERYFLUX_TEST_RUN=$(TEST_RUN) $(GO) run ./internal/pgtest/leftovers
 
 # Each fuzz target runs for $(FUZZTIME): long enough to catch shallow crashes, short enough for CI.
 FUZZ_TARGETS := \
 	./transport:FuzzDecodeHeartbeat \
 	./internal/frontend/pgwire:FuzzPGWireMessages \
+	./internal/frontend/pgwire:FuzzPGWireAuth \
+	./internal/frontend/mysqlwire:FuzzMySQLAuth \
+	./internal/frontend/trinohttp:FuzzTrinoAuth \
+	./internal/frontend/flightsql:FuzzFlightAuth \
 	./internal/sqltok:FuzzTokenize \
 	./internal/history:FuzzDecodeBatch \
 	./internal/frontend/mysqlwire:FuzzMySQLPackets \
@@ -137,3 +155,9 @@ bench-proxy: build
 # go.mod and go.sum must be exactly what `go mod tidy` writes.
 tidy:
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum differ from go mod tidy: run it and commit"; exit 1; }
+
+# A configuration's caps under many drawn fault timelines (CONFIG=path; the smoke is in make test).
+CONFIG ?= internal/defaultconfig/default.yaml
+CHECKS ?= 1000
+check-config: build
+	$(BIN)/qfsim check $(CONFIG) --checks $(CHECKS) --junit qfsim-check.xml

@@ -2,8 +2,6 @@ package chaos
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
@@ -11,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -162,9 +159,7 @@ func newDatabase(ctx context.Context) (*database, error) {
 		return nil, fmt.Errorf("chaos: PostgreSQL unreachable: %w", err)
 	}
 	defer admin.Close(context.Background())
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "qf_chaos_" + strings.ToLower(hex.EncodeToString(b[:]))
+	name := pgtest.NewName("qf_chaos_")
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		return nil, fmt.Errorf("chaos: create database: %w", err)
 	}
@@ -178,13 +173,9 @@ func newDatabase(ctx context.Context) (*database, error) {
 	return db, nil
 }
 
+// drop drops the database; a failure is reported, since the run's leftover check will find it.
 func (db *database) drop() {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, pgtest.ServerURL())
-	if err != nil {
-		return
+	if err := pgtest.Drop(db.name); err != nil {
+		fmt.Fprintf(os.Stderr, "chaos: %v\n", err)
 	}
-	defer admin.Close(context.Background())
-	_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+db.name+" WITH (FORCE)")
 }

@@ -108,7 +108,11 @@ func TestPostgresConfigDelivery(t *testing.T) {
 	// (d) Peer bootstrap: with the control plane down, w4 borrows w1's config.
 	cp1.Stop(t)
 	w4 := startWorker(t, ps, "w4", workerFile(t, api1, ws["w1"].ops))
-	daemontest.Eventually(t, 15*time.Second, "w4 ready from a peer's config", w4.ready)
+	// (A failClosed worker is not ready while its control plane is down: watch its config.)
+	daemontest.Eventually(t, 15*time.Second, "w4 running a peer's config", func() bool {
+		code, _, body := daemontest.Call("GET", "http://"+w4.ops+"/worker/status", "", "", nil)
+		return code == 200 && strings.Contains(body, put.Revision)
+	})
 	raw, st := w4.status(t)
 	if st.Config.Source != "peer" || !st.Config.Stale || st.Revision.Active != put.Revision {
 		t.Fatalf("w4 status while the control plane is down: %s", raw)

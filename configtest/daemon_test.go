@@ -231,5 +231,6 @@ func clusters(maxRunning int) string {
 clusterGroups:
   - {name: main, members: [pg]}
 routingFallback: main
+settings: {security: {trustLoopback: true}}
 `, clusterPassword, maxRunning)
 }

@@ -181,6 +181,7 @@ clusters:
 clusterGroups: [{name: ok, members: [ok]}, {name: down, members: [down]}]
 routers: [{type: queryRegex, regex: via_down, group: down}]
 routingFallback: ok
+settings: {security: {trustLoopback: true}}
 `, saAPI, saPG, dataName, scanUnreachPW))
 	sa := ps.startEnv(t, env, "sa-scan", append([]string{"serve", "--config", saFile}, logLevel...)...)
 	daemontest.Eventually(t, 20*time.Second, "the standalone serving", func() bool {

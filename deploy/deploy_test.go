@@ -1,9 +1,3 @@
-// Package deploy holds the deployment recipes (container image, Kubernetes manifests, systemd
-// units) and the tests that keep them honest: every manifest decodes strictly into the Kubernetes
-// API types, every embedded QueryFlux configuration passes `queryflux config check`, and the
-// probes, ports, secrets and drain timings agree with what the daemon does.
-//
-// The tests read files and run the freshly built binary; nothing else.
 package deploy
 
 import (

@@ -66,6 +66,7 @@ clusters:
 clusterGroups:
   - {name: main, members: [pg], maxQueuedQueries: 200, capacityWaitTimeoutSecs: 120}
 routingFallback: main
+settings: {security: {trustLoopback: true}}
 `, f.apiAddr, adminToken, workerSecret, db, coordination, engineURL.Host, ef.engineDB, engineURL.User.Username(), engineCap))
 	if out, err := exec.Command(daemontest.Binary(t), "migrate", "--database-url", db).CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)

@@ -15,9 +15,11 @@ import (
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/queryflux/queryflux/internal/daemontest"
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 )
 
@@ -37,7 +39,8 @@ func nonLoopbackIP() string {
 
 // TestPasswordsBeyondLoopback: a node listening on a non-loopback address lets clients in
 // only with a password of settings.security.users (SCRAM-SHA-256 or bcrypt for PostgreSQL
-// wire, bcrypt for Trino HTTP and Flight SQL).
+// wire, bcrypt for Trino HTTP and Flight SQL). Passwords that travel as they are (bcrypt
+// users on PostgreSQL wire, Basic) need TLS; SCRAM does not.
 func TestPasswordsBeyondLoopback(t *testing.T) {
 	ip := nonLoopbackIP()
 	if ip == "" {
@@ -54,6 +57,8 @@ func TestPasswordsBeyondLoopback(t *testing.T) {
 	ports := daemontest.FreeAddrs(t, 3)
 	addr := func(i int) string { _, p, _ := net.SplitHostPort(ports[i]); return net.JoinHostPort(ip, p) }
 	pg, trino, flight := addr(0), addr(1), addr(2)
+	ca := frontendtest.NewCA(t)
+	certFile, keyFile := ca.Issue(t, "node", ip)
 	cfg := daemontest.WriteFile(t, "auth.yaml", fmt.Sprintf(`queryflux:
   role: standalone
   frontends:
@@ -67,17 +72,18 @@ clusterGroups:
 routingFallback: demo
 settings:
   security:
+    tls: {certFile: %q, keyFile: %q}
     users:
       - {name: alice, passwordHash: "%s"}
       - {name: bob, passwordHash: "%s"}
-`, pg, trino, flight, scram, bc))
+`, pg, trino, flight, certFile, keyFile, scram, bc))
 	startDaemon(t, nil, []string{pg, trino, flight}, "--config", cfg, "--listen", daemontest.FreeAddrs(t, 1)[0])
 
 	t.Run("postgres", func(t *testing.T) {
 		_, port, _ := net.SplitHostPort(pg)
 		psql := func(user, password string) (string, error) {
 			cmd := exec.Command("psql", "-X", "-w", "-h", ip, "-p", port, "-U", user, "demo", "-At", "-c", "select 40+2")
-			cmd.Env = append(os.Environ(), "PGPASSWORD="+password)
+			cmd.Env = append(os.Environ(), "PGPASSWORD="+password, "PGSSLMODE=verify-full", "PGSSLROOTCERT="+ca.CertFile)
 			out, err := cmd.CombinedOutput()
 			return strings.TrimSpace(string(out)), err
 		}
@@ -92,21 +98,27 @@ settings:
 				t.Fatalf("%s with the right password: %v %s", user, err, out)
 			}
 		}
+		// Without TLS, SCRAM still logs in; bob's password would travel as it is: refused.
+		plain := func(user, password string) (string, error) {
+			cmd := exec.Command("psql", "-X", "-w", "-h", ip, "-p", port, "-U", user, "demo", "-At", "-c", "select 40+2")
+			cmd.Env = append(os.Environ(), "PGPASSWORD="+password, "PGSSLMODE=disable")
+			out, err := cmd.CombinedOutput()
+			return strings.TrimSpace(string(out)), err
+		}
+		if out, err := plain("alice", "alice-pw"); err != nil || out != "42" {
+			t.Fatalf("SCRAM without TLS: %v %s", err, out)
+		}
+		if out, err := plain("bob", "bob-pw"); err == nil || !strings.Contains(out, "unencrypted") {
+			t.Fatalf("a cleartext password without TLS: %v %s", err, out)
+		}
 	})
 	t.Run("trino", func(t *testing.T) {
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: ca.ClientTLS()}}
 		post := func(user, password string) int {
-			req, _ := http.NewRequest(http.MethodPost, "http://"+trino+"/v1/statement", strings.NewReader("select 40+2"))
-			req.Header.Set("X-Trino-User", user)
-			if password != "" {
-				req.SetBasicAuth(user, password)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return resp.StatusCode
+			return postTo(t, client, "https://"+trino, user, password)
+		}
+		if code := postTo(t, client, "http://"+trino, "bob", "bob-pw"); code != http.StatusForbidden {
+			t.Fatalf("Basic over plain http: HTTP %d, want 403", code)
 		}
 		if code := post("bob", ""); code != http.StatusUnauthorized {
 			t.Fatalf("no password from %s: HTTP %d, want 401", ip, code)
@@ -119,7 +131,7 @@ settings:
 		}
 	})
 	t.Run("flightsql", func(t *testing.T) {
-		c, err := fsql.NewClient(flight, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		c, err := fsql.NewClient(flight, nil, nil, grpc.WithTransportCredentials(credentials.NewTLS(ca.ClientTLS())))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,5 +151,31 @@ settings:
 		if _, err := c.Execute(authed, "select 40+2"); err != nil {
 			t.Fatalf("a query after logging in: %v", err)
 		}
+		plain, err := fsql.NewClient(flight, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer plain.Close()
+		if _, err := plain.Client.AuthenticateBasicToken(ctx, "bob", "bob-pw"); err == nil || !strings.Contains(err.Error(), "unencrypted") {
+			t.Fatalf("Basic over plain gRPC: %v", err)
+		}
 	})
+}
+
+// postTo submits select 40+2 to a Trino frontend at base as user (Basic when password is set)
+// and returns the HTTP status.
+func postTo(t *testing.T, client *http.Client, base, user, password string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/statement", strings.NewReader("select 40+2"))
+	req.Header.Set("X-Trino-User", user)
+	if password != "" {
+		req.SetBasicAuth(user, password)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -113,6 +113,7 @@ clusters:
 clusterGroups:
   - {name: g, members: [maria]}
 routingFallback: g
+settings: {security: {trustLoopback: true}}
 `, admin, adminToken, my, dbName))
 	d := daemontest.StartWith(t, daemontest.Options{Graceful: true, CleanExit: true, ExitLimit: 30 * time.Second},
 		"daemon", "serve", "--config", cfg, "--drain-timeout", "20s")

@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queryflux/queryflux/internal/daemontest"
 )
 
 // psqlSession is an interactive psql: statements go in one at a time and each one's output
@@ -137,7 +140,7 @@ func TestEmbeddedDefaultPostgresClients(t *testing.T) {
 		out := run(t, 120*time.Second, "java", "-cp", dir+":"+jar, "JDBCMeta", "jdbc:postgresql://127.0.0.1:"+e.pgPort+"/demo")
 		want := "table main.customers\ntable main.orders\ntable main.products\n" +
 			"column 1 product_id int8 -5\ncolumn 2 name text 12\ncolumn 3 category text 12\ncolumn 4 price numeric 2\n" +
-			"after rollback 0\n"
+			"after rollback 0\nfetched 31375\n"
 		if out != want {
 			t.Fatalf("JDBC:\n%s\nwant:\n%s", out, want)
 		}
@@ -221,6 +224,31 @@ func TestEmbeddedDefaultPostgresClients(t *testing.T) {
 		}
 		if out := psqlWith("-c search_path=elsewhere", "select 1"); !strings.Contains(out, "search_path") || !strings.Contains(out, "not supported") {
 			t.Fatalf("an option DuckDB cannot apply: %q", out)
+		}
+	})
+	t.Run("killedClientFreesItsSlot", func(t *testing.T) {
+		running := func() string {
+			body := daemontest.Get(t, "http://"+e.admin+"/metrics", "")
+			m := regexp.MustCompile(`(?m)^queryflux_running_queries\{cluster="demo"[^}]*\} (\S+)$`).FindStringSubmatch(body)
+			if m == nil {
+				return "0"
+			}
+			return m[1]
+		}
+		cmd := exec.Command("psql", "-X", "-At", "-h", "127.0.0.1", "-p", e.pgPort, "-U", "queryflux", "demo",
+			"-c", "select count(*) from range(1000000000) a, range(1000) b")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		daemontest.Eventually(t, 20*time.Second, "the long query holds a slot", func() bool { return running() == "1" })
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		killed := time.Now()
+		daemontest.Eventually(t, 20*time.Second, "the killed client's slot is free", func() bool { return running() == "0" })
+		d := time.Since(killed)
+		t.Logf("slot freed %v after the client was killed", d)
+		if d > 5*time.Second {
+			t.Fatalf("the slot was freed %v after the client was killed", d)
 		}
 	})
 	t.Run("beginWithoutSessionRefused", func(t *testing.T) {

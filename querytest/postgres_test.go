@@ -35,6 +35,7 @@ func pgCluster(t *testing.T, dbURL string, maxRunning int) string {
 clusterGroups:
   - {name: main, members: [pg], maxQueuedQueries: 200, capacityWaitTimeoutSecs: 30}
 routingFallback: main
+settings: {security: {trustLoopback: true}}
 `, u.Host, strings.TrimPrefix(u.Path, "/"), u.User.Username(), maxRunning)
 }
 

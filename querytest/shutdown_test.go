@@ -22,6 +22,7 @@ clusters:
 clusterGroups:
   - {name: demo, members: [demo]}
 routingFallback: demo
+settings: {security: {trustLoopback: true}}
 `, cpAdmin, adminToken, workerSecret))
 	startDaemon(t, nil, []string{cpAdmin}, "--config", cpCfg)
 	wPG, w := startWorker(t, cpAdmin, "w-shutdown", 3600)

@@ -124,7 +124,7 @@ func simCtxOf(ctx context.Context) *simCtx {
 	if c == nil || c.Done() != d {
 		panic(fmt.Sprintf("sim: context %v is cancellable but not made by Env.WithTimeout/WithCancel; "+
 			"stdlib context.WithCancel/WithTimeout/WithDeadline cancel on their own goroutines and break "+
-			"determinism (DESIGN.md section 2)", ctx))
+			"determinism (docs/architecture.md, \"The Env seam\")", ctx))
 	}
 	return c
 }

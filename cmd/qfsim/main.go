@@ -7,6 +7,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -22,6 +23,10 @@ import (
 
 func main() {
 	if err := rootCmd().Execute(); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
 		os.Exit(1)
 	}
 }
@@ -36,7 +41,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCmd(), kindsCmd(), chaosCmd(), planCmd())
+	root.AddCommand(runCmd(), kindsCmd(), chaosCmd(), planCmd(), checkCmd())
 	return root
 }
 

@@ -77,6 +77,7 @@ func serveWorkerConfig(ctx context.Context, d *Daemon, cp *controlplane.ControlP
 			return err
 		}
 		source, wake = r.Source, r.Wake()
+		srv.SetAdminOptions(fileConfigAdmin(creds))
 		srv.MountAdmin(cp, nil)
 		d.Logger.Info("config: serving workers the configuration file's clusters and groups")
 	}
@@ -123,9 +124,15 @@ func syncWorkerConfig(ctx context.Context, d *Daemon, w *worker.Worker) error {
 	q := d.Config.QueryFlux
 	var peers *worker.PeerOptions
 	if pb := q.ControlPlane.PeerBootstrap; len(pb.Address) > 0 {
+		tlsCfg, err := controlPlaneTLS(q)
+		if err != nil {
+			return err
+		}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = tlsCfg
 		peers = &worker.PeerOptions{
 			Addresses: pb.Address, MaxAge: secs(pb.MaxAgeSecs), Secret: q.ControlPlane.Secret.Reveal(),
-			Client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+			Client: &http.Client{Transport: t},
 		}
 	}
 	s := worker.NewConfigSync(w, worker.ConfigSyncOptions{

@@ -86,14 +86,35 @@ func openStoredConfig(d *Daemon, creds snapshot.CredentialsMode) (*pgconfig.Sour
 	return pgconfig.New(d.Pool, pgconfig.Options{Key: key, Credentials: creds}), nil
 }
 
+// fileConfigAdmin are the admin endpoints' hooks when the configuration comes from a file
+// (POST /admin/config/check resolves references and checks engines as a reload would).
+func fileConfigAdmin(creds snapshot.CredentialsMode) controlplane.AdminOptions {
+	return controlplane.AdminOptions{
+		Revision: func(cfg *config.Config) (string, error) {
+			resolved := config.Clone(cfg)
+			if err := config.ResolveSharedSecrets(resolved, config.OSSecrets); err != nil {
+				return "", err
+			}
+			snap, err := snapshot.Build(resolved, snapshot.Options{Credentials: creds})
+			if err != nil {
+				return "", err
+			}
+			return snap.Revision, nil
+		},
+		CheckEngines: checkEngines,
+	}
+}
+
+func checkEngines(ctx context.Context, cfg *config.Config) error {
+	return querynode.CheckEngines(ctx, cfg, config.OSSecrets)
+}
+
 // storedConfigAdmin are the admin endpoints' hooks for the configuration stored in Postgres.
 func storedConfigAdmin(pg *pgconfig.Source) controlplane.AdminOptions {
 	return controlplane.AdminOptions{
-		Revision: pg.Revision,
-		CheckEngines: func(ctx context.Context, cfg *config.Config) error {
-			return querynode.CheckEngines(ctx, cfg, config.OSSecrets)
-		},
-		History: pg,
+		Revision:     pg.Revision,
+		CheckEngines: checkEngines,
+		History:      pg,
 	}
 }
 

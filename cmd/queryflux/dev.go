@@ -92,6 +92,8 @@ func devFleet(dir string, offset int, secret, token string) []devNode {
 clusterGroups:
   - {name: demo, members: [demo], maxQueuedQueries: 100, capacityWaitTimeoutSecs: 30}
 routingFallback: demo
+settings:
+  security: {trustLoopback: true}
 `, adminAddr, token, secret, devFrontends(offset))
 	// Registry timing short enough to watch a killed worker go stale and be evicted.
 	nodes := []devNode{{name: "control-plane", config: cp, args: []string{"--config", filepath.Join(dir, "control-plane.yaml"),

@@ -52,7 +52,8 @@ func mountHistory(ctx context.Context, d *Daemon, cp *controlplane.ControlPlane)
 		history.RunRetention(ctx, d.Env, store, func() time.Duration { return time.Duration(days) * 24 * time.Hour }, history.RetentionIntervalDefault)
 	})
 	historyUplink = history.NewUplink(d.Env, history.UplinkConfig{
-		Worker: string(d.Config.QueryFlux.Role), Policy: redact.Policy(d.Config.HistoryPolicy.Redaction),
+		Worker: string(d.Config.QueryFlux.Role), Destination: "this node's history store",
+		Policy: redact.Policy(d.Config.HistoryPolicy.Redaction),
 		FlushInterval: time.Duration(d.Config.QueryFlux.HistoryUplink.FlushIntervalSecs) * time.Second,
 		BufferMax:     d.Config.QueryFlux.HistoryUplink.BufferRecords,
 	}, history.NewLocalSender(store))

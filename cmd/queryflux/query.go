@@ -56,7 +56,10 @@ func startControlPlaneQuery(ctx context.Context, d *Daemon, cp *controlplane.Con
 	if err != nil {
 		return err
 	}
-	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Limits: querynode.LimitsOf(d.Config.QueryFlux.Limits), Guard: guard, OnFinish: recordHistory})
+	n, err := newQueryNode(d, guard)
+	if err != nil {
+		return err
+	}
 	var configured atomic.Bool
 	if anyFrontend(d.Config.QueryFlux.Frontends) {
 		nodeReadiness.add("config", func(context.Context) error {
@@ -145,7 +148,10 @@ func startWorkerQuery(ctx context.Context, d *Daemon, w *worker.Worker) error {
 		return err
 	}
 	guard.Start(ctx)
-	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Limits: querynode.LimitsOf(d.Config.QueryFlux.Limits), Guard: guard.Guard(), OnFinish: recordHistory})
+	n, err := newQueryNode(d, guard.Guard())
+	if err != nil {
+		return err
+	}
 	workerConfigApply = append(workerConfigApply, func(ctx context.Context, d *Daemon, cfg *config.Config, snap *snapshot.WorkerSnapshotV1) error {
 		if err := n.Apply(cfg); err != nil {
 			return err
@@ -154,6 +160,17 @@ func startWorkerQuery(ctx context.Context, d *Daemon, w *worker.Worker) error {
 		return nil
 	})
 	return runQueryNode(ctx, d, n)
+}
+
+// newQueryNode is this node's query path, its frontends presenting queryflux.tls when set.
+func newQueryNode(d *Daemon, guard proxy.Guard) (*querynode.Node, error) {
+	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Limits: querynode.LimitsOf(d.Config.QueryFlux.Limits), Guard: guard, OnFinish: recordHistory})
+	if t := d.Config.QueryFlux.TLS; t.CertFile != "" {
+		if err := n.UseCertificate(t.CertFile, t.KeyFile); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
 }
 
 // runQueryNode opens the frontends and runs the health checks. Once the role's servers have

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/netlimit"
@@ -153,14 +155,16 @@ func loadConfig(f *serveFlags, log *slog.Logger) (*config.Config, error) {
 }
 
 func serve(ctx context.Context, f *serveFlags) error {
-	base, err := f.log.logger(os.Stderr)
+	base, err := f.log.logger(logScrub.to(os.Stderr))
 	if err != nil {
 		return err
 	}
+	slog.SetDefault(base) // libraries' own log lines keep the chosen level and format too
 	cfg, err := loadConfig(f, base)
 	if err != nil {
 		return err
 	}
+	logScrub.add(configSecrets(cfg)...)
 	logger := base.With("role", string(cfg.QueryFlux.Role))
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -248,9 +252,13 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	if listen == "" {
 		listen = "127.0.0.1:9000"
 	}
+	apiTLS, err := listenerTLS(q.TLS, d.Config.Settings.Security.TLS)
+	if err != nil {
+		return err
+	}
 	// On SIGTERM the role stops first: a draining control plane that workers cannot reach must
 	// not evict them, and long-polls bound to the role's context end instead of holding the drain.
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"api", listen, cp.Handler()})
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"api", listen, cp.Handler(), apiTLS})
 	runShutdownHooks(d)
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -317,8 +325,16 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	if err := wCfg.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	opsTLS, err := listenerTLS(q.TLS, config.TLS{})
+	if err != nil {
+		return err
+	}
+	clientTLS, err := controlPlaneTLS(q)
+	if err != nil {
+		return err
+	}
 	// Keep-alive connections for every concurrent lease acquire; never a Timeout (Env contexts).
-	w := worker.New(d.Env, wCfg, worker.NewControlPlaneClient())
+	w := worker.New(d.Env, wCfg, worker.NewControlPlaneClient(clientTLS))
 	w.AddReadinessCheck("draining", func() error {
 		if nodeReadiness.draining.Load() {
 			return errors.New("shutting down")
@@ -333,7 +349,7 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	roleCtx, cancelRole := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRole()
 	w.Start(roleCtx)
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"ops", f.opsListen, w.OpsHandler()})
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"ops", f.opsListen, w.OpsHandler(), opsTLS})
 	runShutdownHooks(d)
 	return err
 }
@@ -368,9 +384,42 @@ const (
 	apiHeaderBytesMax = 64 << 10
 )
 
+// namedServer is one HTTP listener; with tls set it serves https only.
 type namedServer struct {
 	name, addr string
 	handler    http.Handler
+	tls        *tls.Config
+}
+
+// controlPlaneTLS is how a worker verifies its control plane and its peers (and presents its
+// own client certificate): queryflux.controlPlane.tls.
+func controlPlaneTLS(q config.QueryFlux) (*tls.Config, error) {
+	ct := q.ControlPlane.TLS
+	cfg, err := certs.Client(ct.CAFile, ct.CertFile, ct.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("queryflux.controlPlane.tls: %w", err)
+	}
+	return cfg, nil
+}
+
+// listenerTLS is the admin / worker API or ops listener's TLS: the node's own certificate
+// (with its client CA for mutual TLS), else the frontends' one, else none (plain http).
+func listenerTLS(node config.NodeTLS, shared config.TLS) (*tls.Config, error) {
+	switch {
+	case node.CertFile != "":
+		cfg, err := certs.Server(node.CertFile, node.KeyFile, node.ClientCAFile, node.RequireClientCert)
+		if err != nil {
+			return nil, fmt.Errorf("queryflux.tls: %w", err)
+		}
+		return cfg, nil
+	case shared.CertFile != "":
+		cfg, err := certs.Server(shared.CertFile, shared.KeyFile, "", false)
+		if err != nil {
+			return nil, fmt.Errorf("settings.security.tls: %w", err)
+		}
+		return cfg, nil
+	}
+	return nil, nil
 }
 
 // runServers serves until ctx ends (SIGTERM); then readiness turns false for drainDelay while
@@ -386,13 +435,18 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 			return fmt.Errorf("%s listener: %w", s.name, err)
 		}
 		srv := &http.Server{Handler: http.MaxBytesHandler(s.handler, apiBodyBytesMax),
-			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax,
+			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax, IdleTimeout: netlimit.IdleTimeout,
 			BaseContext: func(net.Listener) context.Context { return roleCtx }}
 		netlimit.HTTP(srv, lim.ConnectionsMax)
 		running = append(running, srv)
-		log.Info("listening", "server", s.name, "addr", ln.Addr().String())
+		log.Info("listening", "server", s.name, "addr", ln.Addr().String(), "tls", s.tls != nil)
+		serve := srv.Serve
+		if s.tls != nil {
+			srv.TLSConfig = s.tls
+			serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+		}
 		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errs <- fmt.Errorf("%s server: %w", s.name, err)
 			}
 		}()

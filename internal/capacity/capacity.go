@@ -4,7 +4,7 @@
 // behind it, the control plane's HTTP API for workers and the worker's client for it.
 //
 // It touches time, tasks and randomness only through the env.Env it is given, and the network
-// only through the *http.Client it is given: it runs inside the simulator (DESIGN.md section 2).
+// only through the *http.Client it is given: it runs inside the simulator (docs/architecture.md).
 // The Postgres store lives in the subpackage pgcapacity, outside the simulator.
 package capacity
 

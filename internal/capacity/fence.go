@@ -38,11 +38,12 @@ func (r LeaseRef) Tag() string {
 }
 
 // isTagSafe reports whether s can be put in a tag as it is: printable ASCII without quotes,
-// backslashes or comment markers, so that every engine shows it unchanged.
+// backslashes, comment markers or commas (Trino's tag separator), so that every engine shows it
+// unchanged.
 func isTagSafe(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c < 0x20 || c > 0x7e || c == '\'' || c == '"' || c == '\\' || c == '*' || c == '/' || c == '`' {
+		if c < 0x20 || c > 0x7e || c == '\'' || c == '"' || c == '\\' || c == '*' || c == '/' || c == '`' || c == ',' {
 			return false
 		}
 	}

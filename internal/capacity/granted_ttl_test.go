@@ -67,3 +67,46 @@ func TestLeaseGuardKeepsTheGrantedTTL(t *testing.T) {
 		t.Fatal("5 s after renewals stopped the slot still counts on a lease granted for 6 s")
 	}
 }
+
+// lateGrants answers every acquire after delay (a worker frozen while its request was out).
+type lateGrants struct {
+	capacity.LeaseClient
+	sleep func(context.Context) error
+}
+
+func (c *lateGrants) Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (capacity.Lease, error) {
+	l, err := c.LeaseClient.Acquire(ctx, cluster, holder, limit, ttl, now)
+	if err == nil {
+		err = c.sleep(ctx)
+	}
+	return l, err
+}
+
+// TestLeaseGuardRefusesAGrantThatCameTooLate: a grant read back after the lease's fence time
+// is not counted on: the acquire is answered ErrAtCapacity and the lease given back, so no
+// query starts under a lease the control plane may already have reclaimed.
+func TestLeaseGuardRefusesAGrantThatCameTooLate(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 9})
+	n := s.AddNode("w", nil)
+	store := capacity.NewMemory()
+	client := &lateGrants{LeaseClient: store, sleep: func(ctx context.Context) error { return n.Env().Sleep(ctx, 5*time.Second) }}
+	var err error
+	s.Spawn(n, "test", func() {
+		g, gerr := capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: client, Holder: "w",
+			LeaseTTL: 6 * time.Second, DriftMargin: 2 * time.Second, AcquireTimeout: time.Minute})
+		if gerr != nil {
+			panic(gerr)
+		}
+		g.Start(n.Ctx())
+		_, err = g.Acquire(n.Ctx(), "c", 1)
+	})
+	if rerr := s.Run(10 * time.Second); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if !errors.Is(err, capacity.ErrAtCapacity) {
+		t.Fatalf("a grant read 5 s after sending, with 4 s to count on it: %v, want ErrAtCapacity", err)
+	}
+	if ls, _ := store.List(context.Background(), "c"); len(ls) != 0 {
+		t.Fatalf("the late lease was not given back: %+v", ls)
+	}
+}

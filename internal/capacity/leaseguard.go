@@ -269,7 +269,14 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	lease, err := g.request(actx, cluster, limit, sent, carry)
 	cancel()
 	if err == nil {
-		return g.unreserve(cluster, &lease, sent), nil
+		s := g.unreserve(cluster, &lease, sent)
+		if s.Lost() {
+			// The answer came back too late to count on (this node was frozen, or the round
+			// trip outlived the lease): give it back and let the caller ask again.
+			s.Release()
+			return nil, ErrAtCapacity
+		}
+		return s, nil
 	}
 	g.unreserve(cluster, nil, sent)
 	switch {
@@ -549,10 +556,15 @@ func (g *LeaseGuard) queueRelease(l Lease, fenceAt time.Time) {
 }
 
 // Lost implements Slot.
+//
+// A slot also counts as lost once its fence time has passed, before the keeper has fenced it:
+// a node that was frozen (SIGSTOP, a long pause) must not start work under a lease that the
+// control plane may have reclaimed meanwhile, whichever of its tasks runs first.
 func (s *leaseSlot) Lost() bool {
+	now := s.g.o.Env.Now()
 	s.g.mu.Lock()
 	defer s.g.mu.Unlock()
-	return s.lost
+	return s.lost || (!s.overrun && !now.Before(s.fenceAt))
 }
 
 // OnLost implements Slot.

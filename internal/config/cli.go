@@ -10,7 +10,8 @@ import (
 // NewConfigCommand returns the `config` command group of the queryflux CLI, with
 // `config check FILE`: it loads FILE strictly, compiles it (validation plus every registered
 // compiler linked into the binary), prints every error with its path and line, and exits
-// non-zero if there is any. The command reads only the file named.
+// non-zero if there is any. The command reads the file named and the environment variables and
+// files its secret references name.
 func NewConfigCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
@@ -40,9 +41,14 @@ func newCheckCommand() *cobra.Command {
 	}
 }
 
-// Check loads and compiles the file at path and returns every error found (nil when it is valid).
+// Check loads the file at path, resolves its secret references (from this process's environment
+// and files, as the node loading it would) and compiles it; it returns every error found (nil
+// when it is valid).
 func Check(path string) []FieldError {
 	cfg, err := Load(path)
+	if err == nil {
+		err = ResolveSecrets(cfg, OSSecrets)
+	}
 	if err == nil {
 		err = Compile(cfg)
 	}

@@ -381,3 +381,17 @@ func TestRegistryTimingBelowTheServeMinimumsIsAnError(t *testing.T) {
 		t.Errorf("the minimums themselves refused: %v", got)
 	}
 }
+
+func TestPoolModeMustBeKnown(t *testing.T) {
+	cfg := mustParse(t, `
+clusters: [{name: a, engine: sim, maxRunningQueries: 1}]
+clusterGroups:
+  - {name: g, members: [a], poolMode: session, resetQuery: "DISCARD ALL"}
+  - {name: h, members: [a], poolMode: statement}
+  - {name: i, members: [a], poolMode: transaction}
+routingFallback: g
+`)
+	if got := paths(Validate(cfg)); !slices.Equal(got, []string{"clusterGroups[1].poolMode"}) {
+		t.Fatalf("want an unknown pool mode at clusterGroups[1].poolMode, got %v", got)
+	}
+}

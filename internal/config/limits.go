@@ -9,9 +9,9 @@ package config
 //	    handshakeTimeoutSecs: 10      # connect to logged in (or to a request's headers)
 //	    maxPreAuthMessageBytes: 65536 # one client message before login
 type Limits struct {
-	MaxConnections         int `yaml:"maxConnections" json:"maxConnections"`
-	HandshakeTimeoutSecs   int `yaml:"handshakeTimeoutSecs" json:"handshakeTimeoutSecs"`
-	MaxPreAuthMessageBytes int `yaml:"maxPreAuthMessageBytes" json:"maxPreAuthMessageBytes"`
+	MaxConnections         int `yaml:"maxConnections" json:"maxConnections"`                 // open connections per listener, more are refused (0: 1000)
+	HandshakeTimeoutSecs   int `yaml:"handshakeTimeoutSecs" json:"handshakeTimeoutSecs"`     // connect to logged in, or to an HTTP request's headers (0: 10)
+	MaxPreAuthMessageBytes int `yaml:"maxPreAuthMessageBytes" json:"maxPreAuthMessageBytes"` // one client message before login (0: 65536)
 }
 
 // preAuthMessageBytesCeiling is the largest maxPreAuthMessageBytes accepted: MySQL's packet

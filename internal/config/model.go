@@ -45,8 +45,12 @@ type NamedList[T any] []T
 
 // QueryFlux is the node's own settings.
 type QueryFlux struct {
-	Role                  Role          `yaml:"role" json:"role"`
-	Frontends             Frontends     `yaml:"frontends" json:"frontends"`
+	Role      Role      `yaml:"role" json:"role"`
+	Frontends Frontends `yaml:"frontends" json:"frontends"`
+	// TLS is this node's own certificate: its admin / worker API listener, a worker's ops
+	// listener, and its frontends (in place of settings.security.tls, so every node of a fleet
+	// can present a certificate for its own host name).
+	TLS                   NodeTLS       `yaml:"tls" json:"tls"`
 	AdminAPI              AdminAPI      `yaml:"adminApi" json:"adminApi"`
 	WorkerAPI             WorkerAPI     `yaml:"workerApi" json:"workerApi"`
 	ControlPlane          ControlPlane  `yaml:"controlPlane" json:"controlPlane"`
@@ -87,10 +91,31 @@ type Frontends struct {
 	FlightSQL Frontend `yaml:"flightsql" json:"flightsql"`
 }
 
-// Frontend is one protocol listener.
+// Frontend is one protocol listener. RequireTLS refuses its clients that do not encrypt
+// (settings.security.requireTLS does so for every frontend of every node).
 type Frontend struct {
-	Enabled bool   `yaml:"enabled" json:"enabled"`
-	Listen  string `yaml:"listen" json:"listen"` // host:port
+	Enabled    bool   `yaml:"enabled" json:"enabled"`
+	Listen     string `yaml:"listen" json:"listen"` // host:port
+	RequireTLS bool   `yaml:"requireTLS" json:"requireTLS,omitempty"`
+}
+
+// NodeTLS is a node's server certificate (PEM files, reread when they change). ClientCAFile
+// makes the admin / worker API listener verify client certificates signed by that CA when a
+// client presents one; RequireClientCert refuses clients without one (mutual TLS).
+type NodeTLS struct {
+	CertFile          string `yaml:"certFile" json:"certFile"`
+	KeyFile           string `yaml:"keyFile" json:"keyFile"`
+	ClientCAFile      string `yaml:"clientCAFile" json:"clientCAFile"`
+	RequireClientCert bool   `yaml:"requireClientCert" json:"requireClientCert"`
+}
+
+// ClientTLS is how a worker verifies its control plane over https: CAFile is the CA bundle
+// that signed the control plane's certificate (default: the system's roots), CertFile and
+// KeyFile its own client certificate for a control plane that requires one.
+type ClientTLS struct {
+	CAFile   string `yaml:"caFile" json:"caFile"`
+	CertFile string `yaml:"certFile" json:"certFile"`
+	KeyFile  string `yaml:"keyFile" json:"keyFile"`
 }
 
 // AdminAPI is the admin HTTP listener. Token authenticates admin calls (Bearer).
@@ -120,6 +145,7 @@ type ControlPlane struct {
 	Secret          Secret        `yaml:"secret" json:"secret"`
 	PollTimeoutSecs int           `yaml:"pollTimeoutSecs" json:"pollTimeoutSecs"`
 	PeerBootstrap   PeerBootstrap `yaml:"peerBootstrap" json:"peerBootstrap"`
+	TLS             ClientTLS     `yaml:"tls" json:"tls"`
 }
 
 // PeerBootstrap lets a worker copy config from peers when the control plane is unreachable at start.
@@ -266,7 +292,20 @@ type ClusterGroup struct {
 	QueryTimeoutSecs        int            `yaml:"queryTimeoutSecs" json:"queryTimeoutSecs"`
 	ReadOnly                bool           `yaml:"readOnly" json:"readOnly"`
 	BlockedStatements       []string       `yaml:"blockedStatements" json:"blockedStatements"` // statement kinds, e.g. "drop", "delete"
+	// PoolMode is how PostgreSQL wire clients share engine connections (docs/pooling.md):
+	// "transaction" (default: a connection per transaction, reset before another client gets
+	// it) or "session" (a connection and a capacity slot for the client's whole connection).
+	PoolMode string `yaml:"poolMode" json:"poolMode,omitempty"`
+	// ResetQuery runs on an engine connection before it serves another client (PgBouncer's
+	// server_reset_query); default "DISCARD ALL".
+	ResetQuery string `yaml:"resetQuery" json:"resetQuery,omitempty"`
 }
+
+// Pool modes of a cluster group.
+const (
+	PoolModeTransaction = "transaction"
+	PoolModeSession     = "session"
+)
 
 // GroupCache is the group's result cache.
 type GroupCache struct {
@@ -405,21 +444,37 @@ type Guardrails struct {
 	MaxQueuedPerUser int   `yaml:"maxQueuedPerUser" json:"maxQueuedPerUser"`
 }
 
-// Security is frontend authentication.
+// Security is frontend authentication and encryption.
+//
+// With users configured, only they log in, each with their password. TrustLoopback lets any
+// user name in without a password from a loopback address; it is for the embedded default and
+// `queryflux dev` and cannot be combined with users. With neither, nobody logs in.
+//
+// RequireTLS refuses unencrypted clients on every frontend. AllowPlaintextPasswords lets a
+// password travel unencrypted (PostgreSQL cleartext password, HTTP Basic, Flight SQL Basic);
+// by default such logins need TLS. Challenge-response logins (SCRAM-SHA-256,
+// mysql_native_password, caching_sha2_password) never reveal the password and are allowed
+// without TLS unless RequireTLS (here, on the listener or on the user) says otherwise.
 type Security struct {
-	Users []User `yaml:"users" json:"users"`
-	TLS   TLS    `yaml:"tls" json:"tls"`
+	Users                   []User `yaml:"users" json:"users"`
+	TLS                     TLS    `yaml:"tls" json:"tls"`
+	TrustLoopback           bool   `yaml:"trustLoopback" json:"trustLoopback,omitempty"`
+	RequireTLS              bool   `yaml:"requireTLS" json:"requireTLS,omitempty"`
+	AllowPlaintextPasswords bool   `yaml:"allowPlaintextPasswords" json:"allowPlaintextPasswords,omitempty"`
 }
 
 // User is a frontend user. PasswordHash is "SCRAM-SHA-256$..." (PostgreSQL's format),
-// "*<40 hex>" (mysql_native_password) or "$2a$/$2b$/$2y$..." (bcrypt).
+// "*<40 hex>" (mysql_native_password) or "$2a$/$2b$/$2y$..." (bcrypt). RequireTLS refuses
+// this user's unencrypted logins.
 type User struct {
 	Name         string   `yaml:"name" json:"name"`
 	PasswordHash string   `yaml:"passwordHash" json:"passwordHash"`
 	Roles        []string `yaml:"roles" json:"roles"`
+	RequireTLS   bool     `yaml:"requireTLS" json:"requireTLS,omitempty"`
 }
 
-// TLS is the frontends' certificate.
+// TLS is the frontends' certificate (PEM files, reread when they change); a node's own
+// queryflux.tls replaces it on that node.
 type TLS struct {
 	CertFile string `yaml:"certFile" json:"certFile"`
 	KeyFile  string `yaml:"keyFile" json:"keyFile"`

@@ -1,8 +1,9 @@
 package config
 
-// Secret references: a value written as ${env:NAME} or ${file:PATH} (alone, or inside a longer
-// string such as an endpoint URL) is replaced at load time, on the node that loads it, by the
-// environment variable's value or the file's content (one trailing newline dropped). "$${"
+// Secret references: a value written as ${env:NAME} or ${file:PATH} (alone, or as the password
+// of an endpoint URL) is replaced at load time, on the node that loads it, by the environment
+// variable's value or the file's content (one trailing newline dropped). References are taken
+// only where a secret goes and is never shown, so one cannot be used to display a file. "$${"
 // writes a literal "${". Errors name the variable or the file and the path of the field, never
 // a value.
 
@@ -171,7 +172,7 @@ func ResolveSharedSecrets(cfg *Config, src SecretSource) error {
 		c := &cfg.Clusters[i]
 		p := index("clusters", i)
 		r.credentials(p+".credentials", &c.Credentials)
-		r.str(p+".endpoint", &c.Endpoint)
+		r.endpoint(p+".endpoint", &c.Endpoint)
 		r.options(p+".options", c.Options)
 		for _, name := range sortedKeys(c.Variants) {
 			v := c.Variants[name]
@@ -183,7 +184,7 @@ func ResolveSharedSecrets(cfg *Config, src SecretSource) error {
 			}
 			if v.Endpoint != nil {
 				ep := *v.Endpoint
-				r.str(vp+".endpoint", &ep)
+				r.endpoint(vp+".endpoint", &ep)
 				v.Endpoint = &ep
 			}
 			r.options(vp+".options", v.Options)
@@ -239,9 +240,25 @@ func (r *resolver) credentials(path string, c *Credentials) {
 	r.secret(path+".token", &c.Token)
 }
 
+// endpoint resolves references written as the password of an endpoint URL only
+// ("postgres://app:${env:PG_PASSWORD}@db/app"): endpoints are shown (with the password hidden),
+// so a reference anywhere else would show what it names.
+func (r *resolver) endpoint(path string, e *string) {
+	if HasSecretRef(RedactURL(*e)) {
+		r.errs = append(r.errs, FieldError{Path: path, Message: "a ${env:...} or ${file:...} reference is accepted only as the password of an endpoint URL (scheme://user:${env:NAME}@host/...)"})
+		return
+	}
+	r.str(path, e)
+}
+
+// options resolves references in credential options only (IsSecretOption), the ones never shown.
 func (r *resolver) options(path string, opts map[string]string) {
 	for _, k := range sortedKeys(opts) {
 		v := opts[k]
+		if !IsSecretOption(k) && HasSecretRef(v) {
+			r.errs = append(r.errs, FieldError{Path: key(path, k), Message: "a ${env:...} or ${file:...} reference is accepted only in a credential option (a name with password, secret, token, key, credential or auth)"})
+			continue
+		}
 		r.str(key(path, k), &v)
 		opts[k] = v
 	}

@@ -59,7 +59,7 @@ clusters:
     maxRunningQueries: 1
     credentials: {user: u, password: "${env:PG_PW}", token: "${file:/run/secrets/token}"}
     options: {sslpassword: "${env:PG_PW}"}
-    variants: {v: {endpoint: "postgres://v:${env:PG_PW}@h/d", credentials: {password: "${env:PG_PW}"}, options: {k: "${env:PG_PW}"}}}
+    variants: {v: {endpoint: "postgres://v:${env:PG_PW}@h/d", credentials: {password: "${env:PG_PW}"}, options: {apiKey: "${env:PG_PW}"}}}
 settings:
   security:
     users: [{name: a, passwordHash: "${env:PG_PW}"}]
@@ -70,13 +70,14 @@ settings:
 	if err := ResolveSecrets(cfg, refSource); err != nil {
 		t.Fatal(err)
 	}
+	var errs Errors
 	q, c := cfg.QueryFlux, cfg.Clusters[0]
 	v := c.Variants["v"]
 	for what, got := range map[string]string{
 		"adminApi.token": q.AdminAPI.Token.Reveal(), "workerApi.secret": q.WorkerAPI.Secret.Reveal(),
 		"persistence.configKey": q.Persistence.ConfigKey.Reveal(), "clusterCredentials.pg.password": q.ClusterCredentials["pg"].Password.Reveal(),
 		"clusterCredentials.pg.token": q.ClusterCredentials["pg"].Token.Reveal(), "credentials.password": c.Credentials.Password.Reveal(),
-		"options.sslpassword": c.Options["sslpassword"], "variant password": v.Credentials.Password.Reveal(), "variant option": v.Options["k"],
+		"options.sslpassword": c.Options["sslpassword"], "variant password": v.Credentials.Password.Reveal(), "variant option": v.Options["apiKey"],
 		"passwordHash": cfg.Settings.Security.Users[0].PasswordHash,
 	} {
 		if got != "env-secret" {
@@ -89,9 +90,15 @@ settings:
 		t.Errorf("resolved: %+v %+v", q, c)
 	}
 
+	// Where a value is shown, a reference would show what it names: refused.
+	cfg, _ = Parse([]byte("clusters: [{name: d, engine: duckdb, endpoint: '${file:/etc/hostname}', maxRunningQueries: 1, options: {path: '${env:PG_PW}'}}]\n"))
+	err = ResolveSecrets(cfg, refSource)
+	if !errors.As(err, &errs) || len(errs) != 2 || errs[0].Path != "clusters[0].endpoint" || errs[1].Path != "clusters[0].options.path" {
+		t.Fatalf("references where values are shown: %v", err)
+	}
+
 	cfg, _ = Parse([]byte("queryflux: {adminApi: {token: '${env:NOPE}'}}\nclusters: [{name: pg, engine: postgres, endpoint: 'h:1', maxRunningQueries: 1, credentials: {password: '${file:/missing}'}}]\n"))
 	err = ResolveSecrets(cfg, refSource)
-	var errs Errors
 	if !errors.As(err, &errs) || len(errs) != 2 || errs[0].Path != "queryflux.adminApi.token" || errs[1].Path != "clusters[0].credentials.password" ||
 		!strings.Contains(errs[0].Message, "NOPE") || !strings.Contains(errs[1].Message, "/missing") {
 		t.Fatalf("errors: %v", err)

@@ -60,10 +60,12 @@ func (v *validator) positive(path string, n int64) {
 func (v *validator) queryflux(q QueryFlux) {
 	const p = "queryflux"
 	v.oneOf(p+".role", string(q.Role), string(RoleStandalone), string(RoleControlPlane), string(RoleWorker))
-	v.frontend(p+".frontends.postgres", q.Frontends.Postgres)
-	v.frontend(p+".frontends.mysql", q.Frontends.MySQL)
-	v.frontend(p+".frontends.trino", q.Frontends.Trino)
-	v.frontend(p+".frontends.flightsql", q.Frontends.FlightSQL)
+	// A worker's certificate may come with its first snapshot; anything else names it here.
+	certKnown := q.Role == RoleWorker || q.TLS.CertFile != "" || v.cfg.Settings.Security.TLS.CertFile != ""
+	v.frontend(p+".frontends.postgres", q.Frontends.Postgres, certKnown)
+	v.frontend(p+".frontends.mysql", q.Frontends.MySQL, certKnown)
+	v.frontend(p+".frontends.trino", q.Frontends.Trino, certKnown)
+	v.frontend(p+".frontends.flightsql", q.Frontends.FlightSQL, certKnown)
 	if q.AdminAPI.Listen != "" {
 		v.hostPort(p+".adminApi.listen", q.AdminAPI.Listen)
 	}
@@ -76,6 +78,14 @@ func (v *validator) queryflux(q QueryFlux) {
 		}
 	}
 	v.oneOf(p+".workerApi.credentials", q.WorkerAPI.Credentials, CredentialsEmbedded, CredentialsStripped)
+	v.certPair(p+".tls", q.TLS.CertFile, q.TLS.KeyFile)
+	if q.TLS.RequireClientCert && q.TLS.ClientCAFile == "" {
+		v.add(p+".tls.requireClientCert", "needs clientCAFile (the CA client certificates are checked against)")
+	}
+	if q.TLS.ClientCAFile != "" && q.TLS.CertFile == "" {
+		v.add(p+".tls.clientCAFile", "needs certFile and keyFile (client certificates are asked for over TLS)")
+	}
+	v.certPair(p+".controlPlane.tls", q.ControlPlane.TLS.CertFile, q.ControlPlane.TLS.KeyFile)
 	v.controlPlane(p+".controlPlane", q)
 	v.coordination(p+".coordination", q)
 	v.positive(p+".historyUplink.flushIntervalSecs", int64(q.HistoryUplink.FlushIntervalSecs))
@@ -115,12 +125,22 @@ func (v *validator) registry(path string, r Registry, heartbeatSecs int) {
 	}
 }
 
-func (v *validator) frontend(path string, f Frontend) {
+func (v *validator) frontend(path string, f Frontend, certKnown bool) {
+	if f.RequireTLS && !certKnown {
+		v.add(path+".requireTLS", "needs a certificate: queryflux.tls or settings.security.tls")
+	}
 	if f.Enabled && f.Listen == "" {
 		v.add(path+".listen", "required when the frontend is enabled")
 	}
 	if f.Listen != "" {
 		v.hostPort(path+".listen", f.Listen)
+	}
+}
+
+// certPair: a certificate and its key are named together or not at all.
+func (v *validator) certPair(path, certFile, keyFile string) {
+	if (certFile == "") != (keyFile == "") {
+		v.add(path, "certFile and keyFile go together")
 	}
 }
 
@@ -142,6 +162,9 @@ func (v *validator) controlPlane(path string, q QueryFlux) {
 	}
 	if cp.URL != "" {
 		v.httpURL(path+".url", cp.URL)
+		if cp.TLS != (ClientTLS{}) && !strings.HasPrefix(cp.URL, "https://") {
+			v.add(path+".tls", "needs an https:// url")
+		}
 	}
 	v.positive(path+".pollTimeoutSecs", int64(cp.PollTimeoutSecs))
 	for i, addr := range cp.PeerBootstrap.Address {
@@ -343,6 +366,14 @@ func (v *validator) group(p string, g ClusterGroup) {
 	v.nonNegative(p+".cache.maxBytes", g.Cache.MaxBytes)
 	if g.Cache.Enabled && (g.Cache.TTLSecs == 0 || g.Cache.MaxBytes == 0) {
 		v.add(p+".cache", "an enabled cache needs ttlSecs and maxBytes")
+	}
+	switch g.PoolMode {
+	case "", PoolModeTransaction, PoolModeSession:
+	default:
+		v.add(p+".poolMode", "unknown pool mode %q (want transaction or session)", g.PoolMode)
+	}
+	if strings.Contains(g.ResetQuery, "\x00") {
+		v.add(p+".resetQuery", "contains a NUL byte")
 	}
 	for j, s := range g.BlockedStatements {
 		if !statementPattern.MatchString(s) {
@@ -590,8 +621,9 @@ func (v *validator) settings() {
 	v.nonNegative("settings.guardrails.maxResultBytes", s.Guardrails.MaxResultBytes)
 	v.nonNegative("settings.guardrails.maxQueuedPerUser", int64(s.Guardrails.MaxQueuedPerUser))
 	v.users(s.Security.Users)
-	if (s.Security.TLS.CertFile == "") != (s.Security.TLS.KeyFile == "") {
-		v.add("settings.security.tls", "certFile and keyFile go together")
+	v.certPair("settings.security.tls", s.Security.TLS.CertFile, s.Security.TLS.KeyFile)
+	if s.Security.TrustLoopback && len(s.Security.Users) > 0 {
+		v.add("settings.security.trustLoopback", "cannot be combined with users: with users configured only they log in")
 	}
 	v.oneOf("settings.catalog.provider", s.Catalog.Provider, CatalogNone, CatalogEngine)
 	v.nonNegative("settings.catalog.cacheTtlSecs", int64(s.Catalog.CacheTTLSecs))

@@ -1,10 +1,13 @@
 package daemontest
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -204,4 +207,24 @@ func (p *Proc) WaitListening(t testing.TB, limit time.Duration, addrs ...string)
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// RSSBytes is the process's resident memory now (Linux /proc), for tests that bound it.
+func (p *Proc) RSSBytes(t testing.TB) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS for %s", p.Name)
+	return 0
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,6 +15,16 @@ const (
 	MetaPGType     = "pg.type"     // PostgreSQL type name, e.g. "numeric"
 	MetaPGTypmod   = "pg.typmod"   // PostgreSQL type modifier, decimal; absent when -1
 	MetaDuckDBType = "duckdb.type" // DuckDB type name, e.g. "DECIMAL(18,3)", "JSON"
+)
+
+// PostgreSQL's infinite dates and timestamps ('infinity', '-infinity') have no Arrow value: they
+// are carried as the extreme values of the Arrow type (sentinels). The PostgreSQL frontend turns
+// them back into infinity; Trino and Flight SQL clients see the extreme instants.
+const (
+	TimestampInfinity    arrow.Timestamp = math.MaxInt64
+	TimestampNegInfinity arrow.Timestamp = math.MinInt64
+	DateInfinity         arrow.Date32    = math.MaxInt32
+	DateNegInfinity      arrow.Date32    = math.MinInt32
 )
 
 // Timestamp types engines use: microseconds, as PostgreSQL and DuckDB keep them.

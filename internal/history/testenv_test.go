@@ -105,7 +105,7 @@ func (e *testEnv) WithCancel(ctx context.Context) (context.Context, context.Canc
 	return c, func() { c.cancelled = true }
 }
 
-func (e *testEnv) NewSignal() env.Signal { return &testSignal{} }
+func (e *testEnv) NewSignal() env.Signal { return &testSignal{env: e} }
 func (e *testEnv) Rand() env.Rand        { return e.rnd }
 func (e *testEnv) Logger() *slog.Logger  { return slog.New(slog.DiscardHandler) }
 
@@ -140,20 +140,39 @@ func (c *testCtx) Err() error {
 	return nil
 }
 
-// testSignal: with one task at a time nobody can notify a waiter, so a wait that would block
-// is a bug in the test or the code.
-type testSignal struct{ seq uint64 }
+// testSignal: with one task at a time only a scheduled event can notify a waiter, so a wait
+// runs the events due before its deadline until one notifies; a wait with no deadline that
+// would block is a bug in the test or the code.
+type testSignal struct {
+	env *testEnv
+	seq uint64
+}
 
 func (s *testSignal) Notify()     { s.seq++ }
 func (s *testSignal) Seq() uint64 { return s.seq }
 func (s *testSignal) Wait(ctx context.Context, seen uint64) error {
-	if s.seq != seen {
-		return nil
+	e := s.env
+	for s.seq == seen {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		dl, ok := ctx.Deadline()
+		if !ok {
+			return errors.New("testenv: Signal.Wait would block forever")
+		}
+		if dl.After(e.horizon) {
+			dl = e.horizon
+		}
+		if len(e.events) > 0 && !e.events[0].at.After(dl) {
+			e.advance(e.events[0].at)
+			continue
+		}
+		e.advance(dl)
+		if !e.now.Before(e.horizon) {
+			return errHorizon
+		}
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return errors.New("testenv: Signal.Wait would block forever")
+	return nil
 }
 
 type testRand struct{ r *rand.Rand }

@@ -23,6 +23,7 @@ import (
 // UplinkConfig tunes a worker's history uplink. Zero fields take the defaults below.
 type UplinkConfig struct {
 	Worker            string        // the worker's name, put on every batch
+	Destination       string        // where batches go, for messages: default "the control plane"
 	Policy            redact.Policy // initial redaction policy; "" is maskLiterals
 	BufferMax         int           // records waiting to be sent; the oldest go first when full
 	BatchMax          int           // records per batch
@@ -73,6 +74,9 @@ func (c UplinkConfig) withDefaults() UplinkConfig {
 	if c.Policy == "" {
 		c.Policy = redact.MaskLiterals
 	}
+	if c.Destination == "" {
+		c.Destination = "the control plane"
+	}
 	return c
 }
 
@@ -96,6 +100,7 @@ type Uplink struct {
 	cfg  UplinkConfig
 	send SendFunc
 	idle env.Signal // notified whenever a send attempt ends
+	full env.Signal // notified when a whole batch is waiting: the flusher sends without waiting out its interval
 
 	mu       sync.Mutex
 	policy   redact.Policy
@@ -142,7 +147,7 @@ func NewUplink(e env.Env, cfg UplinkConfig, send SendFunc) *Uplink {
 	if _, err := redact.ParsePolicy(string(cfg.Policy)); err != nil {
 		panic(fmt.Sprintf("history: NewUplink: %v", err))
 	}
-	return &Uplink{e: e, cfg: cfg, send: send, idle: e.NewSignal(), policy: cfg.Policy, queue: newRing(cfg.BufferMax)}
+	return &Uplink{e: e, cfg: cfg, send: send, idle: e.NewSignal(), full: e.NewSignal(), policy: cfg.Policy, queue: newRing(cfg.BufferMax)}
 }
 
 // SetPolicy changes the redaction policy for records added from now on, and tightens (never
@@ -213,6 +218,9 @@ func (u *Uplink) Add(rec Record) {
 	}
 	if old, full := u.queue.push(entry{rec: rec, policy: u.policy}); full {
 		u.dropLocked(old.rec.QueryID)
+	}
+	if u.queue.len() == u.cfg.BatchMax {
+		u.full.Notify()
 	}
 }
 
@@ -384,11 +392,7 @@ func (u *Uplink) Start(ctx context.Context) {
 func (u *Uplink) run(ctx context.Context) {
 	failures, loggedDropped := 0, uint64(0)
 	for {
-		wait := u.cfg.FlushInterval
-		if failures > 0 {
-			wait = u.backoff(failures)
-		}
-		if err := u.e.Sleep(ctx, wait); err != nil {
+		if err := u.waitForWork(ctx, failures); err != nil {
 			return
 		}
 		if err := u.flush(ctx); err != nil {
@@ -400,11 +404,37 @@ func (u *Uplink) run(ctx context.Context) {
 	}
 }
 
+// waitForWork waits out the flush interval, or less when a whole batch is waiting, so a busy
+// node sends at its own pace instead of overflowing its buffer between intervals; after a
+// failed send it waits out the backoff whatever is waiting. An error means ctx ended.
+func (u *Uplink) waitForWork(ctx context.Context, failures int) error {
+	if failures > 0 {
+		return u.e.Sleep(ctx, u.backoff(failures))
+	}
+	seen := u.full.Seq()
+	u.mu.Lock()
+	batchWaiting := u.queue.len() >= u.cfg.BatchMax
+	u.mu.Unlock()
+	if batchWaiting {
+		return ctx.Err()
+	}
+	wctx, cancel := u.e.WithTimeout(ctx, u.cfg.FlushInterval)
+	defer cancel()
+	err := u.full.Wait(wctx, seen) // a full batch, or the interval's end
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil && wctx.Err() == nil {
+		return err // the env could not wait at all
+	}
+	return nil
+}
+
 // logDrops warns when records were dropped since the last warning (at most once per round).
 func (u *Uplink) logDrops(logged uint64) uint64 {
 	c := u.Counters()
 	if c.Dropped > logged {
-		u.e.Logger().Warn("history: dropped query records (control plane unreachable or refusing)",
+		u.e.Logger().Warn("history: dropped query records: the buffer was full ("+u.cfg.Destination+" unreachable, refusing or slower than the query rate; see historyUplink.bufferRecords)",
 			"droppedNow", c.Dropped-logged, "droppedTotal", c.Dropped, "pending", c.Pending)
 	}
 	return c.Dropped
@@ -499,11 +529,11 @@ func (u *Uplink) sendBatch(ctx context.Context, policy redact.Policy, batch []en
 func (u *Uplink) logTransition(wasFailing bool, err error, n int) {
 	switch {
 	case err != nil && rejected(err):
-		u.e.Logger().Error("history: control plane rejected a batch; dropped it", "records", n, "err", err)
+		u.e.Logger().Error("history: "+u.cfg.Destination+" rejected a batch; dropped it", "records", n, "err", err)
 	case err != nil && !wasFailing:
-		u.e.Logger().Warn("history: sending to the control plane failed; buffering", "records", n, "err", err)
+		u.e.Logger().Warn("history: sending to "+u.cfg.Destination+" failed; buffering", "records", n, "err", err)
 	case err == nil && wasFailing:
-		u.e.Logger().Info("history: sending to the control plane recovered")
+		u.e.Logger().Info("history: sending to " + u.cfg.Destination + " recovered")
 	}
 }
 

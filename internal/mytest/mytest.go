@@ -6,13 +6,13 @@
 package mytest
 
 import (
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"os"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
 // ServerDSN is the go-sql-driver DSN of the test server (no database).
@@ -41,16 +41,18 @@ func NewDatabase(t testing.TB) (dsn string, name string) {
 		t.Skipf("mytest: MariaDB at %s unreachable: %v", cfg.Addr, err)
 	}
 	defer db.Close()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name = "qf_test_" + hex.EncodeToString(b[:])
+	name = pgtest.NewName("qf_test_")
 	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
 		t.Fatalf("mytest: create database: %v", err)
 	}
 	t.Cleanup(func() {
-		if db, err := sql.Open("mysql", cfg.FormatDSN()); err == nil {
-			_, _ = db.Exec("DROP DATABASE IF EXISTS " + name)
+		db, err := sql.Open("mysql", cfg.FormatDSN())
+		if err == nil {
+			_, err = db.Exec("DROP DATABASE IF EXISTS " + name)
 			db.Close()
+		}
+		if err != nil {
+			t.Errorf("mytest: drop database %s: %v", name, err)
 		}
 	})
 	cfg.DBName = name

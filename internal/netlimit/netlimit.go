@@ -9,7 +9,8 @@
 package netlimit
 
 import (
-	"crypto/tls"
+	"context"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -22,12 +23,21 @@ const (
 	ConnectionsMaxDefault = 1000
 	// HandshakeTimeoutDefault bounds a connection's handshake and login.
 	HandshakeTimeoutDefault = 10 * time.Second
+	// IdleTimeout closes an HTTP keep-alive connection left without a request, so idle
+	// connections do not hold the connection cap.
+	IdleTimeout = 2 * time.Minute
 	// PreAuthBytesMaxDefault bounds one client message before login: a MySQL handshake
 	// response, a PostgreSQL startup or password message, an HTTP request body.
 	PreAuthBytesMaxDefault = 64 << 10
 	// refuseWriteTimeout bounds the write of a refusal; a fresh socket's send buffer takes it
 	// at once, so this only matters for a peer that never reads.
 	refuseWriteTimeout = time.Second
+	// A refused connection is read (and what it sent dropped) for up to lingerTimeout before it
+	// closes: closing with unread bytes would reset it, and the reset can overtake the refusal.
+	// At most lingerMax refusals linger at once per listener; more are closed at once.
+	lingerTimeout  = time.Second
+	lingerBytesMax = 64 << 10
+	lingerMax      = 64
 )
 
 // Limits are one listener's bounds. The zero value means the defaults.
@@ -58,13 +68,14 @@ func Listener(ln net.Listener, max int, refuse func(net.Conn)) net.Listener {
 	if max <= 0 {
 		max = ConnectionsMaxDefault
 	}
-	return &listener{Listener: ln, slots: make(chan struct{}, max), refuse: refuse}
+	return &listener{Listener: ln, slots: make(chan struct{}, max), refuse: refuse, lingering: make(chan struct{}, lingerMax)}
 }
 
 type listener struct {
 	net.Listener
-	slots  chan struct{}
-	refuse func(net.Conn)
+	slots     chan struct{}
+	refuse    func(net.Conn)
+	lingering chan struct{}
 }
 
 func (l *listener) Accept() (net.Conn, error) {
@@ -83,10 +94,31 @@ func (l *listener) Accept() (net.Conn, error) {
 }
 
 func (l *listener) turnAway(c net.Conn) {
-	if l.refuse != nil {
-		_ = c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
-		l.refuse(c)
+	if l.refuse == nil {
+		_ = c.Close()
+		return
 	}
+	_ = c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
+	l.refuse(c)
+	select {
+	case l.lingering <- struct{}{}:
+		go func() {
+			defer func() { <-l.lingering }()
+			lingerClose(c)
+		}()
+	default:
+		_ = c.Close()
+	}
+}
+
+// lingerClose ends c after its refusal was written: the refusal and a FIN go out first, then
+// what the client had sent is read and dropped, so the close does not reset the connection.
+func lingerClose(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.SetReadDeadline(time.Now().Add(lingerTimeout))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, lingerBytesMax))
 	_ = c.Close()
 }
 
@@ -102,31 +134,28 @@ func (c *conn) Close() error {
 	return c.Conn.Close()
 }
 
-// HTTP makes hs accept at most max open connections: beyond that a connection gets 503 with
-// Retry-After (closed at once under TLS, where a plain answer could not be read). It counts
-// through hs.ConnState, so the connections net/http sees keep their own type (a *tls.Conn
-// stays one). Call before hs serves.
+// HTTP makes hs serve at most max connections: a request on a connection beyond them is
+// answered 503 with Retry-After and the connection closed, and beyond twice max a connection
+// is closed as soon as it is accepted. It counts through hs.ConnState, so the connections
+// net/http sees keep their own type (a *tls.Conn stays one, and the 503 reaches TLS clients
+// too). Call once hs.Handler is set, before hs serves.
 func HTTP(hs *http.Server, max int) {
 	if max <= 0 {
 		max = ConnectionsMaxDefault
 	}
 	var mu sync.Mutex
-	open := map[net.Conn]struct{}{}
+	open := map[net.Conn]bool{} // true: over the limit, its requests are refused
 	next := hs.ConnState
 	hs.ConnState = func(c net.Conn, state http.ConnState) {
 		switch state {
 		case http.StateNew:
 			mu.Lock()
-			full := len(open) >= max
-			if !full {
-				open[c] = struct{}{}
+			n := len(open)
+			if n < 2*max {
+				open[c] = n >= max
 			}
 			mu.Unlock()
-			if full {
-				if _, isTLS := c.(*tls.Conn); !isTLS {
-					_ = c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
-					RefuseHTTP(c)
-				}
+			if n >= 2*max {
 				_ = c.Close()
 			}
 		case http.StateClosed, http.StateHijacked:
@@ -138,11 +167,31 @@ func HTTP(hs *http.Server, max int) {
 			next(c, state)
 		}
 	}
+	nextCtx := hs.ConnContext
+	hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if nextCtx != nil {
+			ctx = nextCtx(ctx, c)
+		}
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	h := hs.Handler
+	if h == nil {
+		h = http.DefaultServeMux
+	}
+	hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := r.Context().Value(connKey{}).(net.Conn)
+		mu.Lock()
+		over := open[c]
+		mu.Unlock()
+		if over {
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Connection", "close")
+			http.Error(w, "too many connections", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
-// RefuseHTTP answers 503 with Retry-After, for a plain-HTTP connection.
-func RefuseHTTP(c net.Conn) {
-	const body = "too many connections\n"
-	_, _ = c.Write([]byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n" +
-		"Retry-After: 1\r\nConnection: close\r\nContent-Length: 21\r\n\r\n" + body))
-}
+// connKey carries a request's connection in its context.
+type connKey struct{}

@@ -26,6 +26,10 @@ type Compiled struct {
 	translate   []script // empty unless translation.mode is scripts
 	strict      bool     // translation.errorOnUnsupported
 	groupEngine map[string]string
+
+	trustLoopback  bool // settings.security: see Admit
+	requireTLS     bool
+	allowPlaintext bool
 }
 
 // script is a compiled translation or guard script and the groups it applies to (all when empty).
@@ -54,6 +58,10 @@ func compile(cfg *config.Config) (*Compiled, []config.FieldError) {
 		rules:       cfg.Settings.AccessControl.Rules,
 		strict:      cfg.Translation.ErrorOnUnsupported,
 		groupEngine: groupEngines(cfg),
+
+		trustLoopback:  cfg.Settings.Security.TrustLoopback,
+		requireTLS:     cfg.Settings.Security.RequireTLS,
+		allowPlaintext: cfg.Settings.Security.AllowPlaintextPasswords,
 	}
 	for _, u := range cfg.Settings.Security.Users {
 		c.users[u.Name] = u

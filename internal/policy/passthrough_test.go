@@ -98,7 +98,7 @@ func TestMySQLCachingSHA2AgainstAnyHash(t *testing.T) {
 	s := startStack(t, e2eConfig(t))
 	tlsCfg := frontendtest.SelfSignedTLS(t)
 	srv, err := mysqlwire.NewServer(s.core, mysqlwire.Options{
-		AuthMethod: gomysqlconst.AUTH_CACHING_SHA2_PASSWORD, Users: s.pol.MySQL(), TLS: tlsCfg,
+		AuthMethod: gomysqlconst.AUTH_CACHING_SHA2_PASSWORD, Users: s.pol.MySQL(), TLS: frontendtest.Static(tlsCfg),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -144,15 +144,41 @@ func (p *Policy) cleartextOK(name, password string) bool {
 	return true
 }
 
-// trustLoopback: from a loopback address, a user who is not in settings.security.users may log
-// in without a password (the embedded default's "queryflux", the application in a worker's
-// pod). A configured user always needs their password.
-func (p *Policy) trustLoopback(name, addr string) bool {
-	if _, ok := p.user(name); ok || name == "" {
-		return false
+// Admit is the query.Gate of every frontend: it refuses logins that settings.security says
+// must be encrypted, trusts loopback clients when settings.security.trustLoopback is on (and
+// no user is configured), and otherwise leaves the decision to the password.
+func (p *Policy) Admit(l query.Login) (bool, error) {
+	c := p.active.Load()
+	if c == nil {
+		return false, query.ErrNotConfigured
 	}
-	return isLoopback(addr)
+	trusted, err := c.admit(l)
+	if err != nil {
+		p.failures.WithLabelValues(l.Protocol).Inc()
+	}
+	return trusted, err
 }
+
+func (c *Compiled) admit(l query.Login) (bool, error) {
+	if c.requireTLS && !l.TLS {
+		return false, Refusal("this server accepts only encrypted connections: connect with TLS")
+	}
+	u, known := c.users[l.User]
+	if known && u.RequireTLS && !l.TLS {
+		return false, Refusal("this user must connect with TLS")
+	}
+	if !known && c.trustLoopback && len(c.users) == 0 && l.User != "" && isLoopback(l.ClientAddr) {
+		return true, nil
+	}
+	if l.Cleartext && !l.TLS && !c.allowPlaintext {
+		return false, Refusal("a password is not accepted over an unencrypted connection: connect with TLS " +
+			"(or set settings.security.allowPlaintextPasswords)")
+	}
+	return false, nil
+}
+
+// Refusal is a login refused before any password was checked, with the client's message.
+func Refusal(msg string) error { return &query.Error{Code: query.CodeAuthRefused, Message: msg} }
 
 func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
@@ -166,8 +192,8 @@ func isLoopback(addr string) bool {
 var errAuth = errors.New("authentication failed")
 
 // Postgres is the PostgreSQL frontend's Authenticator: SCRAM-SHA-256 for users with a SCRAM
-// verifier, a cleartext password checked against any other hash form. Pass it with
-// TrustUsers ["*"]: loopback trust then covers only users the configuration does not name.
+// verifier, a cleartext password checked against any other hash form. Pass the Policy itself
+// as the frontend's Gate.
 func (p *Policy) Postgres() pgwire.Authenticator { return pgAuth{p} }
 
 type pgAuth struct{ p *Policy }
@@ -185,18 +211,12 @@ func (a pgAuth) CheckPassword(user, password string) bool {
 	return a.p.cleartextOK(user, password)
 }
 
-func (a pgAuth) TrustLoopback(user string) bool {
-	_, ok := a.p.user(user)
-	return !ok
-}
-
 func (a pgAuth) AuthFailed(string) { a.p.failures.WithLabelValues(query.ProtocolPostgres).Inc() }
 
 // MySQL is the MySQL frontend's Users. Under mysql_native_password (the default) users with a
 // "*<hex>" hash log in, the scramble checked against the hash; under caching_sha2_password
 // every configured user logs in by full authentication (password over TLS or RSA-encrypted),
-// checked against any hash form. From loopback, users the configuration does not name log in
-// without a password (it implements mysqlwire.LoopbackTruster, which overrides LoopbackUser).
+// checked against any hash form.
 func (p *Policy) MySQL() mysqlwire.Users { return myAuth{p} }
 
 type myAuth struct{ p *Policy }
@@ -206,12 +226,6 @@ func (a myAuth) Passwords(user string) ([]string, bool, error) {
 		return nil, false, nil
 	}
 	return nil, true, nil // hash-only: CheckNativeScramble or CheckCleartext decides
-}
-
-// TrustLoopback: as for every protocol, unconfigured users from loopback need no password.
-func (a myAuth) TrustLoopback(user string) bool {
-	_, ok := a.p.user(user)
-	return !ok
 }
 
 func (a myAuth) CheckCleartext(user, password string) bool { return a.p.cleartextOK(user, password) }
@@ -227,8 +241,7 @@ func (a myAuth) CheckNativeScramble(user string, salt, scramble []byte) bool {
 
 func (a myAuth) AuthFailed(string) { a.p.failures.WithLabelValues("mysql").Inc() }
 
-// Trino is the Trino frontend's Authenticator: HTTP Basic against any hash form; requests with
-// only X-Trino-User pass from loopback for users the configuration does not name. Bearer
+// Trino is the Trino frontend's Authenticator: HTTP Basic against any hash form. Bearer
 // tokens are refused (the configuration holds none).
 func (p *Policy) Trino() trinohttp.Authenticator { return trinoAuth{p} }
 
@@ -244,17 +257,8 @@ func (a trinoAuth) Authenticate(_ context.Context, c trinohttp.Credentials) (str
 	return c.User, nil
 }
 
-func (a trinoAuth) AuthenticateAnonymous(_ context.Context, c trinohttp.Credentials) (string, error) {
-	if !a.p.trustLoopback(c.User, c.ClientAddr) {
-		a.p.failures.WithLabelValues(query.ProtocolTrino).Inc()
-		return "", errAuth
-	}
-	return c.User, nil
-}
-
 // FlightSQL is the Flight SQL frontend's Authenticator: Basic against any hash form (the
-// server then issues its own bearer token); calls without credentials pass from loopback for
-// users the configuration does not name.
+// server then issues its own bearer token).
 func (p *Policy) FlightSQL() flightsql.Authenticator { return flightAuth{p} }
 
 type flightAuth struct{ p *Policy }
@@ -265,14 +269,6 @@ func (a flightAuth) Authenticate(_ context.Context, c flightsql.Credentials) (st
 		return "", errAuth
 	}
 	if !a.p.checkPassword("flightsql", c.User, c.Password) {
-		return "", errAuth
-	}
-	return c.User, nil
-}
-
-func (a flightAuth) AuthenticateAnonymous(_ context.Context, c flightsql.Credentials) (string, error) {
-	if !a.p.trustLoopback(c.User, c.ClientAddr) {
-		a.p.failures.WithLabelValues("flightsql").Inc()
 		return "", errAuth
 	}
 	return c.User, nil

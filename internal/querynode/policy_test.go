@@ -30,6 +30,8 @@ func TestPolicyFollowsApply(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.Settings.Security.Users = []config.User{{Name: "erin", PasswordHash: policy.NativeHash(pw)}}
+		cfg.Settings.Security.TrustLoopback = false
+		cfg.Settings.Security.AllowPlaintextPasswords = true // TLS has its own tests (tls_test.go)
 		cfg.Settings.GuardScripts = []config.Script{{Name: "g", Source: guard}}
 		return cfg
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/frontend/flightsql"
 	"github.com/queryflux/queryflux/internal/frontend/mysqlwire"
@@ -29,6 +30,7 @@ import (
 	"github.com/queryflux/queryflux/internal/frontend/trinohttp"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/policy"
+	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -39,7 +41,8 @@ const (
 	HealthTimeoutDefault = 5 * time.Second
 )
 
-// LoopbackUser is the user the embedded default lets in without a password from loopback.
+// LoopbackUser is the user the embedded default's banner suggests; with
+// settings.security.trustLoopback any name logs in from loopback.
 const LoopbackUser = "queryflux"
 
 // Options configure a Node. Env is required.
@@ -82,6 +85,8 @@ type Node struct {
 
 	applyMu sync.Mutex     // one configuration change at a time
 	policy  *policy.Policy // logins, access control, guard and translation scripts (internal/policy)
+	tls     certs.Switch   // the frontends' certificate: settings.security.tls, unless pinned
+	pinned  bool           // queryflux.tls named this node's own certificate (UseCertificate)
 
 	mu        sync.Mutex
 	frontends []frontend
@@ -122,6 +127,12 @@ func (n *Node) Apply(cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("compiling the policy: %w", err)
 	}
+	if !n.pinned {
+		t := cfg.Settings.Security.TLS
+		if err := n.tls.Set(t.CertFile, t.KeyFile); err != nil {
+			return fmt.Errorf("settings.security.tls: %w", err)
+		}
+	}
 	rt, err := proxy.Build(cfg, n.opts.OpenEngine, proxy.Reuse(n.core.Runtime()))
 	if err != nil {
 		return fmt.Errorf("building the query runtime: %w", err)
@@ -132,13 +143,25 @@ func (n *Node) Apply(cfg *config.Config) error {
 	return nil
 }
 
+// UseCertificate pins the frontends' certificate to this node's own (queryflux.tls):
+// settings.security.tls is then ignored. Call it before Apply.
+func (n *Node) UseCertificate(certFile, keyFile string) error {
+	n.applyMu.Lock()
+	defer n.applyMu.Unlock()
+	if err := n.tls.Set(certFile, keyFile); err != nil {
+		return fmt.Errorf("queryflux.tls: %w", err)
+	}
+	n.pinned = true
+	return nil
+}
+
 // Listen opens a listener for every enabled frontend of f and serves it in the background.
 // On error the listeners opened so far are closed.
 func (n *Node) Listen(f config.Frontends) error {
 	for _, fe := range []struct {
 		name string
 		cfg  config.Frontend
-		make func() (frontend, error)
+		make func(gate query.Gate) (frontend, error)
 	}{
 		{"postgres", f.Postgres, n.newPgwire},
 		{"mysql", f.MySQL, n.newMySQL},
@@ -148,7 +171,8 @@ func (n *Node) Listen(f config.Frontends) error {
 		if !fe.cfg.Enabled {
 			continue
 		}
-		if err := n.listen(fe.name, fe.cfg.Listen, fe.make); err != nil {
+		gate := listenerGate{Gate: n.policy, requireTLS: fe.cfg.RequireTLS}
+		if err := n.listen(fe.name, fe.cfg.Listen, func() (frontend, error) { return fe.make(gate) }); err != nil {
 			_ = n.Close()
 			return err
 		}
@@ -187,23 +211,37 @@ func (n *Node) listen(name, addr string, make func() (frontend, error)) error {
 	return nil
 }
 
-func (n *Node) newPgwire() (frontend, error) {
-	// Loopback clients (the application in a worker's pod, a developer on the embedded
-	// default) log in without a password as any user settings.security.users does not name;
-	// configured users always log in with their password (internal/policy).
-	return pgwire.NewServer(n.core, pgwire.Options{TrustUsers: []string{"*"}, Authenticator: n.policy.Postgres(), Logger: n.log, Limits: n.opts.Limits}), nil
+// The frontends ask the policy (through the listener's gate) whom to let in: users of
+// settings.security.users with their password, or with settings.security.trustLoopback any
+// loopback client; they offer TLS while a certificate is configured.
+
+func (n *Node) newPgwire(gate query.Gate) (frontend, error) {
+	return pgwire.NewServer(n.core, pgwire.Options{Gate: gate, Authenticator: n.policy.Postgres(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits}), nil
 }
 
-func (n *Node) newMySQL() (frontend, error) {
-	return mysqlwire.NewServer(n.core, mysqlwire.Options{LoopbackUser: LoopbackUser, Users: n.policy.MySQL(), Logger: n.log, Limits: n.opts.Limits})
+func (n *Node) newMySQL(gate query.Gate) (frontend, error) {
+	return mysqlwire.NewServer(n.core, mysqlwire.Options{Gate: gate, Users: n.policy.MySQL(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits})
 }
 
-func (n *Node) newTrino() (frontend, error) {
-	return trinohttp.NewServer(n.core, trinohttp.Options{Auth: n.policy.Trino(), Logger: n.log, Limits: n.opts.Limits})
+func (n *Node) newTrino(gate query.Gate) (frontend, error) {
+	return trinohttp.NewServer(n.core, trinohttp.Options{Gate: gate, Auth: n.policy.Trino(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits})
 }
 
-func (n *Node) newFlightSQL() (frontend, error) {
-	return flightsql.NewServer(n.core, flightsql.Options{Auth: n.policy.FlightSQL(), Logger: n.log, Limits: n.opts.Limits})
+func (n *Node) newFlightSQL(gate query.Gate) (frontend, error) {
+	return flightsql.NewServer(n.core, flightsql.Options{Gate: gate, Auth: n.policy.FlightSQL(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits})
+}
+
+// listenerGate adds a listener's own requireTLS to the policy's gate.
+type listenerGate struct {
+	query.Gate
+	requireTLS bool
+}
+
+func (g listenerGate) Admit(l query.Login) (bool, error) {
+	if g.requireTLS && !l.TLS {
+		return false, policy.Refusal("this listener accepts only encrypted connections: connect with TLS")
+	}
+	return g.Gate.Admit(l)
 }
 
 // Addrs returns the bound address of each listening frontend, by protocol.

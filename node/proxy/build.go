@@ -146,6 +146,8 @@ func groupSpec(g config.ClusterGroup) GroupSpec {
 		QueryTimeout:        time.Duration(g.QueryTimeoutSecs) * time.Second,
 		ReadOnly:            g.ReadOnly,
 		BlockedStatements:   g.BlockedStatements,
+		PoolMode:            g.PoolMode,
+		ResetQuery:          g.ResetQuery,
 		ConfigHash:          hashJSON(g),
 	}
 	if gs.MaxQueuedQueries == 0 {

@@ -58,6 +58,9 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 		qctx, cancel = c.env.WithTimeout(ctx, g.timeout)
 	}
 	adm.slot.OnLost(cancel)
+	if adm.slot.Lost() {
+		cancel() // the lease is gone already: nothing may start under it
+	}
 	run := runContext{parent: ctx, ctx: qctx, timeout: g.timeout}
 	rows, err := adm.Engine.Execute(adm.Tagged(qctx), req)
 	if err != nil {

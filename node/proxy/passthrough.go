@@ -8,7 +8,7 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-// Passthrough (issue 10): when the client's protocol and the engine's are the same and nothing
+// Passthrough: when the client's protocol and the engine's are the same and nothing
 // needs the values, a frontend relays the engine's own wire messages instead of decoding them
 // into Arrow and encoding them again. The core still routes, checks (Options.Check, readOnly,
 // blockedStatements), queues, takes the capacity slot, applies the group's query timeout and
@@ -113,6 +113,9 @@ func (a *Admission) RunContext(ctx context.Context, cancel context.CancelFunc) (
 		a.run = runContext{parent: ctx, ctx: qctx, timeout: timeout}
 	}
 	a.slot.OnLost(cancel)
+	if a.slot.Lost() {
+		cancel() // the lease is gone already: nothing may start under it
+	}
 	return a.Tagged(qctx), cancel
 }
 

@@ -57,6 +57,12 @@ type GroupSpec struct {
 	ReadOnly bool
 	// BlockedStatements refuses statements by leading words or kind ("drop", "ddl", "delete").
 	BlockedStatements []string
+	// PoolMode is "session" or "transaction" ("" means transaction): how PostgreSQL wire
+	// clients share engine connections (OpenWire).
+	PoolMode string
+	// ResetQuery runs on an engine connection before it serves another client; "" means the
+	// engine's default (DISCARD ALL).
+	ResetQuery string
 	// ConfigHash identifies the group's configuration (Build hashes the config entry).
 	ConfigHash uint64
 }
@@ -148,6 +154,8 @@ type group struct {
 	cache       CacheSpec
 	readOnly    bool
 	blocked     []string
+	poolMode    string
+	resetQuery  string
 	fingerprint uint64
 	cursor      atomic.Uint64
 }
@@ -237,7 +245,12 @@ func addGroup(rt *Runtime, g GroupSpec) error {
 	}
 	gr := &group{name: g.Name, strategy: strategy, maxQueued: g.MaxQueuedQueries,
 		waitTimeout: g.CapacityWaitTimeout, timeout: g.QueryTimeout, cache: g.Cache,
-		readOnly: g.ReadOnly, blocked: g.BlockedStatements}
+		readOnly: g.ReadOnly, blocked: g.BlockedStatements, poolMode: g.PoolMode, resetQuery: g.ResetQuery}
+	switch gr.poolMode {
+	case "", PoolModeTransaction, PoolModeSession:
+	default:
+		return fmt.Errorf("cluster group %q: unknown pool mode %q (want transaction or session)", g.Name, g.PoolMode)
+	}
 	if gr.cache.MaxEntryBytes == 0 {
 		gr.cache.MaxEntryBytes = gr.cache.MaxBytes
 	}
@@ -274,7 +287,14 @@ func writeUint(h *xxhash.Digest, v uint64) {
 func (rt *Runtime) Revision() string { return rt.revision }
 
 // Route decides the group for req and returns the trail. It never blocks.
+//
+// A PostgreSQL wire client's database names the cluster group its statements go to when a
+// group has that name (psql ... reporting): it decides before the routers.
 func (rt *Runtime) Route(req *query.Request) Decision {
+	if req.Protocol == query.ProtocolPostgres && req.Database != "" && rt.groups[req.Database] != nil {
+		return Decision{Group: req.Database, Trace: []TraceStep{{Router: "database", Matched: true, Group: req.Database,
+			Reason: "the client's database names the group"}}}
+	}
 	return routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, req)
 }
 

@@ -309,12 +309,14 @@ type SessionRelay struct {
 }
 
 // BeginRelay starts one statement of the session for a relay: it checks q against the
-// session's group and lease. ok is false when the statement must take the Arrow path
-// (settings.passthrough: false, or an engine session that cannot relay, such as DuckDB's);
-// a non-nil error refused it (and has been reported).
+// session's group and lease, and bounds it by the group's query timeout. ok is false when
+// the statement must take the Arrow path (settings.passthrough: false, or an engine session
+// that cannot relay, such as DuckDB's); a non-nil error refused it (and has been reported).
 func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *SessionRelay, ok bool, err error) {
 	c := s.adm.core
-	if _, relays := s.inner.(engine.PGRelayer); !relays || s.adm.Runtime.noRelay {
+	_, relays := s.inner.(engine.PGRelayer)
+	_, wire := s.inner.(engine.PGWire)
+	if !relays && !wire || s.adm.Runtime.noRelay {
 		return nil, false, nil
 	}
 	start := c.env.Now()
@@ -323,6 +325,12 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Sess
 		return nil, true, s.report(id, q, start, nil, 0, 0, err)
 	}
 	qctx, cancel := c.env.WithCancel(ctx)
+	var run runContext
+	if timeout := s.adm.Runtime.groups[s.adm.Group].timeout; timeout > 0 {
+		cancel()
+		qctx, cancel = c.env.WithTimeout(ctx, timeout)
+		run = runContext{parent: ctx, ctx: qctx, timeout: timeout}
+	}
 	s.mu.Lock()
 	if s.lost {
 		s.mu.Unlock()
@@ -337,6 +345,9 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Sess
 			panic(fmt.Sprintf("proxy: relayed statement %s finished twice", id))
 		}
 		finished = true
+		if err != nil && run.ctx != nil {
+			err = run.explain(s.adm.engineError(err))
+		}
 		s.endStatement(cancel)
 		if err != nil {
 			err = s.explain(s.adm.engineError(err))

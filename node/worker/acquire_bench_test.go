@@ -55,7 +55,7 @@ func BenchmarkLoopbackAcquire(b *testing.B) {
 		"default-transport": func() *http.Client {
 			return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 		},
-		"worker-client": worker.NewControlPlaneClient,
+		"worker-client": func() *http.Client { return worker.NewControlPlaneClient(nil) },
 	}
 	for _, name := range []string{"default-transport", "worker-client"} {
 		b.Run(name+"/serial", func(b *testing.B) {
@@ -101,7 +101,7 @@ func BenchmarkLoopbackRoundTrip(b *testing.B) {
 		_, _ = w.Write([]byte("{}"))
 	}))
 	defer srv.Close()
-	client := worker.NewControlPlaneClient()
+	client := worker.NewControlPlaneClient(nil)
 	body := []byte(`{"cluster":"c","cap":1048576,"ttlMillis":30000}`)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {

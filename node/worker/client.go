@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"crypto/tls"
 	"net/http"
 )
 
@@ -10,10 +11,14 @@ import (
 // handshake on the query's path, and a new connection for the control plane to accept).
 const idleConnsPerControlPlane = 256
 
-// NewControlPlaneClient returns the *http.Client a worker talks to its control plane with.
-// It never sets Client.Timeout: deadlines come from env.WithTimeout contexts.
-func NewControlPlaneClient() *http.Client {
+// NewControlPlaneClient returns the *http.Client a worker talks to its control plane with,
+// verifying an https control plane with tlsConfig (nil: the system's roots). It never sets
+// Client.Timeout: deadlines come from env.WithTimeout contexts.
+func NewControlPlaneClient(tlsConfig *tls.Config) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone() //determinism:ok the daemon's client; the simulator gives simnet's
+	if tlsConfig != nil {
+		t.TLSClientConfig = tlsConfig
+	}
 	t.MaxIdleConns = max(t.MaxIdleConns, idleConnsPerControlPlane)
 	t.MaxIdleConnsPerHost = idleConnsPerControlPlane
 	return &http.Client{Transport: t}

@@ -23,6 +23,18 @@ public class JDBCMeta {
           System.out.println("after rollback " + rs.getLong(1));
         }
         c.commit();
+        s.setFetchSize(100); // a portal read 100 rows at a time, with another statement in between
+        long sum = 0;
+        try (ResultSet rs = s.executeQuery("select range from range(1, 251)")) {
+          for (int n = 1; rs.next(); n++) {
+            sum += rs.getLong(1);
+            if (n == 150) {
+              try (Statement other = c.createStatement(); ResultSet r2 = other.executeQuery("select 1")) { r2.next(); }
+            }
+          }
+        }
+        System.out.println("fetched " + sum);
+        c.commit();
       }
     }
   }

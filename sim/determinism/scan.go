@@ -1,4 +1,4 @@
-// Package determinism enforces the determinism contract (DESIGN.md section 2) on role code: every
+// Package determinism enforces the determinism contract (docs/architecture.md) on role code: every
 // package under node/ (except node/env, the contract's production side) and every package under
 // internal/ whose package doc lacks the line
 //

@@ -155,7 +155,7 @@ func (s *Source) update(ctx context.Context, note string, edit func(*config.Conf
 		err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.Serializable}, func(tx pgx.Tx) error {
 			// Before the first read, so the transaction's snapshot is taken after the lock.
 			if _, err := tx.Exec(ctx, "LOCK TABLE config_revisions IN SHARE ROW EXCLUSIVE MODE"); err != nil {
-				return fmt.Errorf("pgconfig: lock: %w", err)
+				return fmt.Errorf("pgconfig: lock: %w (has `queryflux migrate` been run?)", err)
 			}
 			cfg, err := s.read(ctx, tx)
 			if err != nil {

@@ -18,10 +18,12 @@ import (
 //   - the catalog functions and relations DuckDB lacks are created, once per database, in a
 //     pg_catalog schema of the engine's own in-memory catalog, which every connection searches
 //     (compatSQL);
-//   - PostgreSQL-only syntax in a statement that mentions pg_catalog or a reg* cast is rewritten
-//     into DuckDB's (pgCompat): OPERATOR(pg_catalog.~) becomes ~, COLLATE pg_catalog.default
-//     goes, ::pg_catalog.text becomes ::VARCHAR, 'name'::regclass looks the relation up,
-//     another ::regclass cast keeps the oid, pg_get_expr takes psql's third argument.
+//   - PostgreSQL-only syntax in a statement that mentions pg_catalog, a reg* cast or a bytea
+//     cast is rewritten into DuckDB's (pgCompat): OPERATOR(pg_catalog.~) becomes ~, COLLATE
+//     pg_catalog.default goes, ::pg_catalog.text becomes ::VARCHAR, 'name'::regclass looks the
+//     relation up, another ::regclass cast keeps the oid, pg_get_expr takes psql's third
+//     argument, and '\x0100ff'::bytea (psycopg2's bytes) becomes unhex('0100ff') rather than
+//     DuckDB's reading of it (byte 0x01, then the text "00ff").
 
 // compatSQL creates the missing catalog objects in the catalog named {c}. The owner of
 // everything is the proxy's own name: DuckDB has no roles.
@@ -191,8 +193,10 @@ var regTypes = map[string]bool{
 var castTypes = map[string]string{"text": "VARCHAR", "name": "VARCHAR", `"char"`: "VARCHAR", "char": "VARCHAR",
 	"int2vector": "VARCHAR", "oidvector": "VARCHAR", "xid": "BIGINT", "cid": "BIGINT", "tid": "VARCHAR"}
 
-// compatRequest is q with its SQL rewritten by pgCompat (q itself when nothing changed).
+// compatRequest is q with its SQL rewritten by pgCompat and showTimeout (q itself when nothing
+// changed).
 func compatRequest(q *query.Request) *query.Request {
+	q = showTimeout(q)
 	s := pgCompat(q.SQL)
 	if s == q.SQL {
 		return q
@@ -212,6 +216,10 @@ func needsCompat(sqlText string) bool {
 			}
 		case 'r':
 			if i+3 <= len(sqlText) && strings.EqualFold(sqlText[i:i+3], "reg") && i >= 2 && sqlText[i-1] == ':' {
+				return true
+			}
+		case 'b':
+			if i+5 <= len(sqlText) && strings.EqualFold(sqlText[i:i+5], "bytea") && i >= 2 && sqlText[i-1] == ':' {
 				return true
 			}
 		}
@@ -358,6 +366,13 @@ func (w *compatWriter) step() {
 			w.i = typ + 1
 			return
 		}
+		if name == "bytea" && w.lastLiteral >= 0 {
+			if hex, ok := byteaHex(w.lastText); ok { // '\x0100ff'::bytea: DuckDB reads \x01 then "00ff"
+				w.replaceLiteral("unhex('" + hex + "')")
+				w.i = typ + 1
+				return
+			}
+		}
 		if to, ok := castTypes[name]; ok {
 			w.emit("::" + to)
 			w.i = typ + 1
@@ -466,6 +481,21 @@ func (w *compatWriter) castReg(name string) {
 		look = "(SELECT any_value(oid) FROM pg_catalog.pg_type WHERE typname = '" + s + "')"
 	}
 	w.replaceLiteral(look)
+}
+
+// byteaHex returns the digits of a bytea literal in PostgreSQL's hex format ('\x0100ff').
+func byteaHex(lit string) (string, bool) {
+	hex, ok := strings.CutPrefix(lit, `'\x`)
+	if !ok || !strings.HasSuffix(hex, "'") {
+		return "", false
+	}
+	hex = hex[:len(hex)-1]
+	for _, r := range hex {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return "", false
+		}
+	}
+	return hex, len(hex)%2 == 0
 }
 
 // replaceLiteral replaces the string literal just written with s.

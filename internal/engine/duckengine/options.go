@@ -145,3 +145,35 @@ func withTimeout(ctx context.Context, q *query.Request) (_ context.Context, canc
 	}
 	return tctx, cancel, explain, nil
 }
+
+// showTimeout answers SHOW statement_timeout with the client's own (DuckDB has no such
+// setting): q rewritten into a SELECT of the value as PostgreSQL prints it.
+func showTimeout(q *query.Request) *query.Request {
+	w := leadWords(q.SQL, 3)
+	if len(w) < 2 || w[0] != "show" || w[1] != "statement_timeout" || (len(w) == 3 && w[2] != ";") {
+		return q
+	}
+	timeout, err := statementTimeout(q)
+	if err != nil {
+		return q // the statement fails with the options' error
+	}
+	c := *q
+	c.SQL = "SELECT '" + pgDuration(timeout) + "' AS statement_timeout"
+	return &c
+}
+
+// pgDuration prints d as PostgreSQL prints a time setting: 0, 1234ms, 2s, 1min, 1h.
+func pgDuration(d time.Duration) string {
+	ms := d.Milliseconds()
+	switch {
+	case ms == 0:
+		return "0"
+	case ms%3600000 == 0:
+		return strconv.FormatInt(ms/3600000, 10) + "h"
+	case ms%60000 == 0:
+		return strconv.FormatInt(ms/60000, 10) + "min"
+	case ms%1000 == 0:
+		return strconv.FormatInt(ms/1000, 10) + "s"
+	}
+	return strconv.FormatInt(ms, 10) + "ms"
+}

@@ -94,6 +94,8 @@ func (s *session) transaction(ctx context.Context, st statement) (query.Rows, er
 		}
 		s.status, s.readOnly = 'T', st.readOnly
 		return engine.TagRows("BEGIN"), nil
+	case st.tx == txDeallocateAll:
+		return outsideTransaction(st)
 	case st.tx == txSet:
 		s.readOnly = s.readOnly || st.readOnly && s.status == 'T'
 		return engine.TagRows("SET"), nil

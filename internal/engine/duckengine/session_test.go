@@ -150,7 +150,9 @@ func TestDuckDBFailedTransaction(t *testing.T) {
 		t.Fatalf("insert in a READ ONLY transaction: code %q", c)
 	}
 	run(t, s, "rollback")
-	for sql, want := range map[string]string{"savepoint a": "0A000", "rollback to savepoint a": "0A000", "release a": "0A000", "commit prepared 'x'": "0A000"} {
+	for sql, want := range map[string]string{"savepoint a": "0A000", "rollback to savepoint a": "0A000", "release a": "0A000",
+		"commit prepared 'x'": "0A000", "declare c cursor for select 1": "0A000", "fetch 10 from c": "0A000",
+		"listen ch": "0A000", "notify ch": "0A000", "deallocate all": ""} {
 		if c := code(s, sql); c != want {
 			t.Errorf("%s: code %q, want %s", sql, c, want)
 		}

@@ -22,6 +22,9 @@ const (
 	txCommit          // COMMIT, END
 	txRollback        // ROLLBACK, ABORT
 	txSet             // SET TRANSACTION ...
+	// txDeallocateAll is DEALLOCATE ALL (psycopg 3 sends it), which DuckDB lacks: a session's
+	// prepared statements go with its connection, and a pooled one keeps none.
+	txDeallocateAll
 )
 
 // statement is a client statement as this engine sees it before it runs.
@@ -138,6 +141,14 @@ func (st *statement) readTransaction() error {
 		st.tx = txRollback
 	case "savepoint", "release":
 		return notSupported(strings.ToUpper(at(0)))
+	case "listen", "unlisten", "notify":
+		return notSupported(strings.ToUpper(at(0)))
+	case "declare", "fetch", "move":
+		return notSupported("server-side cursors (" + strings.ToUpper(at(0)) + ")")
+	case "deallocate":
+		if at(1) == "all" || at(1) == "prepare" && at(2) == "all" {
+			st.tx = txDeallocateAll
+		}
 	case "prepare":
 		if at(1) == "transaction" {
 			return notSupported("two-phase commit (PREPARE TRANSACTION)")
@@ -166,6 +177,8 @@ func outsideTransaction(st statement) (query.Rows, error) {
 		return engine.TagRows("COMMIT"), nil
 	case txRollback:
 		return engine.TagRows("ROLLBACK"), nil
+	case txDeallocateAll:
+		return engine.TagRows("DEALLOCATE ALL"), nil
 	}
 	return engine.TagRows("SET"), nil
 }

@@ -12,6 +12,7 @@ package mysqlengine
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -24,6 +25,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -33,22 +35,54 @@ func init() {
 	engine.Register("starrocks", openSpec)
 }
 
-// openSpec opens a registry Spec. Options: "tls" = "true" (verify the server certificate) or
-// "skip-verify" (encrypt without verifying).
+// openSpec opens a registry Spec. Option "tls": "verify-full" or "true" (verify the server's
+// certificate and that it names the endpoint's host), "verify-ca" (verify the certificate
+// only), "skip-verify" (encrypt without verifying), "false" or absent (no TLS). Option
+// "tlsCAFile" is the CA bundle to verify against (default: the system's roots).
 func openSpec(s engine.Spec) (query.Engine, error) {
 	cfg := Config{Name: s.Name, Addr: s.Endpoint, User: s.User, Password: s.Password, Database: s.Database, MaxConns: s.MaxConns}
 	switch mode := s.Options["tls"]; mode {
 	case "", "false":
-	case "true", "skip-verify":
+	case "true", "verify-full", "verify-ca", "skip-verify":
 		host, _, err := net.SplitHostPort(s.Endpoint)
 		if err != nil {
 			host = s.Endpoint
 		}
-		cfg.TLS = &tls.Config{ServerName: host, InsecureSkipVerify: mode == "skip-verify"}
+		if cfg.TLS, err = clientTLS(host, mode, s.Options["tlsCAFile"]); err != nil {
+			return nil, fmt.Errorf("mysqlengine %q: option tlsCAFile: %w", s.Name, err)
+		}
 	default:
-		return nil, fmt.Errorf("mysqlengine %q: option tls=%q: want true, skip-verify or false", s.Name, mode)
+		return nil, fmt.Errorf("mysqlengine %q: option tls=%q: want verify-full (or true), verify-ca, skip-verify or false", s.Name, mode)
 	}
 	return Open(cfg)
+}
+
+// clientTLS is the engine connections' TLS for a tls option mode.
+func clientTLS(host, mode, caFile string) (*tls.Config, error) {
+	cfg := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, InsecureSkipVerify: mode == "skip-verify"}
+	if caFile != "" {
+		pool, err := certs.Pool(caFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = pool
+	}
+	if mode == "verify-ca" {
+		// Go verifies chain and host name together: skip both, then verify the chain alone.
+		cfg.InsecureSkipVerify = true
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("the server sent no certificate")
+			}
+			inter := x509.NewCertPool()
+			for _, c := range cs.PeerCertificates[1:] {
+				inter.AddCert(c)
+			}
+			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: cfg.RootCAs, Intermediates: inter})
+			return err
+		}
+	}
+	return cfg, nil
 }
 
 // Config names one MySQL-protocol server.

@@ -13,7 +13,7 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-// Passthrough (issue 10): the MySQL frontend relays a COM_QUERY's result packets (column
+// Passthrough: the MySQL frontend relays a COM_QUERY's result packets (column
 // definitions and text-protocol rows) as the engine sent them, never decoding them into Arrow.
 // RawQuery reads those packets off the pooled connection for it (packets.go); the reading
 // happens on the caller's goroutine, so a relayed query costs no goroutine and no channel
@@ -57,7 +57,7 @@ func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, err
 	if err != nil {
 		return nil, err
 	}
-	r := &RawQuery{e: e, conn: c, sql: q.SQL, ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
+	r := &RawQuery{e: e, conn: c, sql: tagged(ctx, q.SQL), ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
 	id := c.GetConnectionID()
 	r.stopKill = context.AfterFunc(ctx, func() { e.kill(id) })
 	if err := r.start(r.queryPacket()); err != nil {

@@ -83,7 +83,7 @@ func (r *rows) produce(ctx context.Context) {
 	var result mysql.Result
 	var err error
 	if len(r.q.Args) == 0 {
-		err = r.conn.ExecuteSelectStreaming(r.q.SQL, &result, r.onRow(ctx), r.onResult(ctx))
+		err = r.conn.ExecuteSelectStreaming(tagged(ctx, r.q.SQL), &result, r.onRow(ctx), r.onResult(ctx))
 	} else {
 		err = r.executePrepared(ctx, &result)
 	}

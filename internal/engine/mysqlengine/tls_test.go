@@ -36,7 +36,7 @@ func TestTLSToServer(t *testing.T) {
 	}
 	srv, err := mysqlwire.NewServer(frontendtest.NewBackend(frontendtest.AllTypesEngine()), mysqlwire.Options{
 		AuthMethod: "caching_sha2_password", Users: mysqlwire.StaticUsers{"svc": "pw"},
-		TLS: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}})
+		TLS: frontendtest.Static(&tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,8 +72,32 @@ func decoderFor(f pgconn.FieldDescription, t arrow.DataType) (decoder, error) {
 		if tm, ok := v.(pgtype.Time); ok {
 			return engine.AppendValue(b, microsDuration(tm.Microseconds))
 		}
+		if inf, ok := v.(pgtype.InfinityModifier); ok {
+			return appendInfinity(b, inf)
+		}
 		return engine.AppendValue(b, v)
 	}), nil
+}
+
+// appendInfinity appends a date or timestamp infinity as its sentinel (engine.DateInfinity...).
+func appendInfinity(b array.Builder, inf pgtype.InfinityModifier) error {
+	switch bb := b.(type) {
+	case *array.TimestampBuilder:
+		v := engine.TimestampNegInfinity
+		if inf > 0 {
+			v = engine.TimestampInfinity
+		}
+		bb.Append(v)
+	case *array.Date32Builder:
+		v := engine.DateNegInfinity
+		if inf > 0 {
+			v = engine.DateInfinity
+		}
+		bb.Append(v)
+	default:
+		return fmt.Errorf("infinity in an Arrow %s column", b.Type())
+	}
+	return nil
 }
 
 func nullable(d decoder) decoder {
@@ -120,10 +144,14 @@ func binaryDecoder(oid uint32) decoder {
 				return fmt.Errorf("date: %d bytes, want 4", len(raw))
 			}
 			days := int32(binary.BigEndian.Uint32(raw))
-			if days == math.MaxInt32 || days == math.MinInt32 {
-				return fmt.Errorf("date infinity has no Arrow form")
+			switch days {
+			case math.MaxInt32:
+				b.(*array.Date32Builder).Append(engine.DateInfinity)
+			case math.MinInt32:
+				b.(*array.Date32Builder).Append(engine.DateNegInfinity)
+			default:
+				b.(*array.Date32Builder).Append(arrow.Date32(days + pgEpochDays))
 			}
-			b.(*array.Date32Builder).Append(arrow.Date32(days + pgEpochDays))
 			return nil
 		}
 	case pgtype.TimeOID:
@@ -136,10 +164,14 @@ func binaryDecoder(oid uint32) decoder {
 				return fmt.Errorf("timestamp: %d bytes, want 8", len(raw))
 			}
 			us := int64(binary.BigEndian.Uint64(raw))
-			if us == math.MaxInt64 || us == math.MinInt64 {
-				return fmt.Errorf("timestamp infinity has no Arrow form")
+			switch us {
+			case math.MaxInt64:
+				b.(*array.TimestampBuilder).Append(engine.TimestampInfinity)
+			case math.MinInt64:
+				b.(*array.TimestampBuilder).Append(engine.TimestampNegInfinity)
+			default:
+				b.(*array.TimestampBuilder).Append(arrow.Timestamp(us + pgEpochMicros))
 			}
-			b.(*array.TimestampBuilder).Append(arrow.Timestamp(us + pgEpochMicros))
 			return nil
 		}
 	}

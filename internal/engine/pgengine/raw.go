@@ -55,7 +55,9 @@ func newRawPool(cfg *pgconn.Config, maxConns int) *rawPool {
 	return &rawPool{cfg: cfg, slots: make(chan struct{}, maxConns)}
 }
 
-func (p *rawPool) get(ctx context.Context) (*rawConn, error) {
+// get takes an idle connection, preferring one that last served owner (it need not be reset),
+// or opens one.
+func (p *rawPool) get(ctx context.Context, owner uint64) (*rawConn, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -73,8 +75,15 @@ func (p *rawPool) get(ctx context.Context) (*rawConn, error) {
 			p.mu.Unlock()
 			break
 		}
-		c := p.idle[n-1]
-		p.idle = p.idle[:n-1]
+		i := n - 1
+		for j := i; j >= 0 && owner != 0; j-- {
+			if p.idle[j].owner == owner {
+				i = j
+				break
+			}
+		}
+		c := p.idle[i]
+		p.idle = append(p.idle[:i], p.idle[i+1:]...)
 		p.mu.Unlock()
 		if time.Since(c.idleSince) < rawCheckIdleAfter || c.quiet() {
 			return c, nil
@@ -91,7 +100,7 @@ func (p *rawPool) get(ctx context.Context) (*rawConn, error) {
 
 // put takes c back, or closes it when it cannot serve another statement.
 func (p *rawPool) put(c *rawConn) {
-	if c.broken || c.txStatus != 'I' {
+	if c.broken || c.txStatus != 'I' || c.awaitZ != 0 || c.unsynced {
 		c.close()
 		<-p.slots
 		return
@@ -133,10 +142,27 @@ type rawConn struct {
 	stmts    map[string]string
 	key      []byte
 	prepared int // statements named so far: names are never reused
-	rawTag       // the capacity lease tag (tag.go)
+	// owner is the client the connection served last (0: none yet): another client gets it
+	// only after a reset (wire.go).
+	owner uint64
+	used  bool // served a client since it was opened
+	// awaitZ counts Syncs and Queries sent whose ReadyForQuery is not read yet; unsynced says
+	// extended-protocol messages were sent since the last Sync. Either makes the connection
+	// unfit for another client.
+	awaitZ   int
+	unsynced bool
+	rawTag   // the capacity lease tag (tag.go)
 }
 
 func (c *rawConn) close() {
+	if c.awaitZ > 0 || c.unsynced {
+		// Mid-statement: closing the socket alone leaves the backend running until it next
+		// talks to us; a cancel request stops it now.
+		ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
+		_ = c.pg.CancelRequest(ctx)
+		cancel()
+		c.broken = true
+	}
 	if c.broken {
 		_ = c.pg.Conn().Close()
 		return
@@ -199,9 +225,13 @@ func (c *rawConn) write() error {
 // Cancelling ctx cancels the statement on the server (a cancel request); that connection is
 // then closed rather than reused, so a late cancel can never hit a later statement.
 func (e *Engine) RelayPG(ctx context.Context, st engine.PGStatement) (engine.PGResult, error) {
-	c, err := e.raw.get(ctx)
+	c, err := e.raw.get(ctx, st.Owner)
 	if err != nil {
 		return nil, wrapErr(err)
+	}
+	if err := c.serve(ctx, engine.PGWireOptions{Owner: st.Owner}); err != nil {
+		e.raw.put(c)
+		return nil, err
 	}
 	if err := c.retag(ctx, e.raw); err != nil {
 		e.raw.put(c)

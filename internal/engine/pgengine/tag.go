@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -95,45 +94,15 @@ func (c *rawConn) retag(ctx context.Context, p *rawPool) error {
 	}
 	if _, set := p.cfg.RuntimeParams["client_connection_check_interval"]; !c.tagged && !set {
 		var qe *query.Error
-		if err := c.simple(backstopSQL); err != nil && !(errors.As(err, &qe) && qe.Code == codeUndefinedObject) {
+		if err := c.simple(ctx, backstopSQL); err != nil && !(errors.As(err, &qe) && qe.Code == codeUndefinedObject) {
 			return err
 		}
 	}
-	if err := c.simple(setTagSQL(want)); err != nil {
+	if err := c.simple(ctx, setTagSQL(want)); err != nil {
 		return fmt.Errorf("pgengine: tagging the session: %w", err)
 	}
 	c.tag, c.tagged = want, true
 	return nil
-}
-
-// simple runs one simple-protocol statement on the idle relay connection and reads its answer
-// through ReadyForQuery; an ErrorResponse comes back as a *query.Error.
-func (c *rawConn) simple(sql string) error {
-	c.out, _ = (&pgproto3.Query{String: sql}).Encode(c.out[:0])
-	if err := c.write(); err != nil {
-		c.broken = true
-		return err
-	}
-	var failed error
-	for {
-		msg, err := c.next()
-		if err != nil {
-			c.broken = true
-			return err
-		}
-		switch msg[0] {
-		case 'E':
-			var e pgproto3.ErrorResponse
-			if derr := e.Decode(msg[5:]); derr != nil {
-				c.broken = true
-				return derr
-			}
-			failed = &query.Error{Code: e.Code, Message: e.Message}
-		case 'Z':
-			c.txStatus = msg[5]
-			return failed
-		}
-	}
 }
 
 // ConnConfig is the connection configuration of spec (the one its pool uses), for a client

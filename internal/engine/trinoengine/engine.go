@@ -16,18 +16,32 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
 func init() {
+	// Options: schema, source, impersonate ("true"), and tlsCAFile: the CA bundle an https
+	// coordinator's certificate is verified against (default: the system's roots; the
+	// certificate and its host name are always verified).
 	engine.Register("trino", func(s engine.Spec) (query.Engine, error) {
 		cfg := Config{Name: s.Name, URL: s.Endpoint, User: s.User, Password: s.Password, Catalog: s.Database,
 			Schema: s.Options["schema"], Source: s.Options["source"], Impersonate: s.Options["impersonate"] == "true"}
+		if ca := s.Options["tlsCAFile"]; ca != "" {
+			tc, err := certs.Client(ca, "", "")
+			if err != nil {
+				return nil, fmt.Errorf("trinoengine %q: option tlsCAFile: %w", s.Name, err)
+			}
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.TLSClientConfig = tc
+			cfg.Client = &http.Client{Transport: t}
+		}
 		return Open(cfg)
 	})
 }
@@ -179,8 +193,14 @@ func (e *Engine) authorize(req *http.Request, q *query.Request) {
 	if s := firstNonEmpty(q.Schema, e.cfg.Schema); s != "" {
 		req.Header.Set("X-Trino-Schema", s)
 	}
-	if len(q.Tags) > 0 {
-		req.Header.Set("X-Trino-Client-Tags", strings.Join(q.Tags, ","))
+	tags := q.Tags
+	if lease := query.EngineTag(req.Context()); lease != "" {
+		// The capacity lease that admitted the query: the control plane's engine fence finds
+		// the query by it (DELETE /v1/query/{id}) if it reclaims the lease.
+		tags = append(slices.Clip(tags), lease)
+	}
+	if len(tags) > 0 {
+		req.Header.Set("X-Trino-Client-Tags", strings.Join(tags, ","))
 	}
 }
 

@@ -3,12 +3,14 @@ package flightsql
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
@@ -77,7 +79,7 @@ func (s *Server) admit(ctx context.Context, method string, ss grpc.ServerStream)
 
 // identify returns the caller's user from its authorization metadata.
 func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
-	if s.opts.Auth == nil {
+	if s.opts.Auth == nil && s.opts.Gate == nil {
 		if u := first(md, "x-queryflux-user"); u != "" {
 			return u, nil
 		}
@@ -86,6 +88,7 @@ func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
 	scheme, cred, _ := strings.Cut(strings.TrimSpace(first(md, "authorization")), " ")
 	cred = strings.TrimSpace(cred)
 	c := Credentials{ClientAddr: clientAddr(ctx)}
+	basic := false
 	switch {
 	case strings.EqualFold(scheme, "Basic") && cred != "":
 		raw, err := base64.StdEncoding.DecodeString(cred)
@@ -96,7 +99,7 @@ func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
 		if err != nil || !ok {
 			return "", status.Error(codes.Unauthenticated, "malformed Basic credentials")
 		}
-		c.User, c.Password = u, p
+		c.User, c.Password, basic = u, p, true
 	case strings.EqualFold(scheme, "Bearer") && cred != "":
 		s.mu.Lock()
 		it, ok := s.tokens[cred]
@@ -106,25 +109,46 @@ func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
 		}
 		c.Token = cred // maybe a token the Authenticator knows (an API key)
 	default:
-		an, ok := s.opts.Auth.(AnonymousAuthenticator)
-		if !ok {
-			return "", status.Error(codes.Unauthenticated, "authentication required (Basic or Bearer)")
-		}
 		c.User = first(md, "x-queryflux-user")
 		if c.User == "" {
 			c.User = "anonymous"
 		}
-		user, err := an.AuthenticateAnonymous(ctx, c)
-		if err != nil || user == "" {
-			return "", status.Error(codes.Unauthenticated, "authentication required (Basic or Bearer)")
+	}
+	if s.opts.Gate != nil && c.Token == "" {
+		trusted, err := s.opts.Gate.Admit(query.Login{Protocol: query.ProtocolFlightSQL, User: c.User,
+			ClientAddr: c.ClientAddr, TLS: isTLS(ctx), Cleartext: c.Password != ""})
+		if err != nil {
+			var qe *query.Error
+			if errors.As(err, &qe) {
+				if qe.Code == query.CodeNotConfigured {
+					return "", status.Error(codes.Unavailable, qe.Message)
+				}
+				return "", status.Error(codes.Unauthenticated, qe.Message)
+			}
+			return "", status.Error(codes.Unauthenticated, "authentication failed")
 		}
-		return user, nil
+		if trusted && c.User != "" {
+			return c.User, nil
+		}
+	}
+	if s.opts.Auth == nil || (!basic && c.Token == "") {
+		return "", status.Error(codes.Unauthenticated, "authentication required (Basic or Bearer)")
 	}
 	user, err := s.opts.Auth.Authenticate(ctx, c)
 	if err != nil || user == "" {
 		return "", status.Error(codes.Unauthenticated, "authentication failed")
 	}
 	return user, nil
+}
+
+// isTLS: the call came over an encrypted connection.
+func isTLS(ctx context.Context) bool {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return false
+	}
+	_, secure := p.AuthInfo.(credentials.TLSInfo)
+	return secure
 }
 
 func first(md metadata.MD, key string) string {

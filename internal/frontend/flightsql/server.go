@@ -11,6 +11,7 @@ package flightsql
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -44,18 +46,17 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, c Credentials) (user string, err error)
 }
 
-// AnonymousAuthenticator is an optional extension of Authenticator for calls that carry no
-// credentials (the user is "x-queryflux-user" metadata, or "anonymous"), e.g. a loopback
-// client let in without a password; without it such calls are Unauthenticated.
-type AnonymousAuthenticator interface {
-	AuthenticateAnonymous(ctx context.Context, c Credentials) (user string, err error)
-}
-
 // Options configure a Server.
 type Options struct {
-	// Auth checks credentials; nil lets every client in, as the user named by the
-	// "x-queryflux-user" metadata (or "anonymous").
+	// Auth checks credentials; nil (with no Gate) lets every client in, as the user named by
+	// the "x-queryflux-user" metadata (or "anonymous").
 	Auth Authenticator
+	// TLS, when set, is asked at each new connection that begins a TLS handshake for the
+	// configuration to serve it with (TLS and plain gRPC then share the port).
+	TLS func() *tls.Config
+	// Gate, when set, decides every call before its password: a trusted client needs none
+	// (Basic with any password, or only x-queryflux-user), a refused one is Unauthenticated.
+	Gate query.Gate
 	// TokenTTL is how long a bearer token from the handshake stays valid; default 1h.
 	TokenTTL time.Duration
 	// ResultTTL is how long an executed statement (which holds its engine query, and any
@@ -145,9 +146,13 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	}
 	s.opts = opts
 	mw := s.authMiddleware()
-	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream),
+	gopts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream),
 		grpc.MaxRecvMsgSize(opts.MessageBytesMax), grpc.MaxHeaderListSize(headerBytesMax),
-		grpc.ConnectionTimeout(opts.Limits.HandshakeTimeout))
+		grpc.ConnectionTimeout(opts.Limits.HandshakeTimeout)}
+	if opts.TLS != nil {
+		gopts = append(gopts, grpc.Creds(certs.OptionalTLSCredentials(opts.TLS)))
+	}
+	s.grpc = grpc.NewServer(gopts...)
 	flight.RegisterFlightServiceServer(s.grpc, fsql.NewFlightServer(s))
 	return s, nil
 }

@@ -30,6 +30,7 @@ var byState = map[string]mysqlCode{
 	query.CodeEngineUnavailable:       {1429, "HY000"},                                  // ER_CONNECT_TO_FOREIGN_DATA_SOURCE
 	query.CodeCoordinationUnavailable: {3032, "HY000"},                                  // ER_SERVER_OFFLINE_MODE: retry later
 	query.CodeAccessDenied:            {mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, "42000"}, // 1227
+	query.CodeAuthRefused:             {mysql.ER_ACCESS_DENIED_ERROR, "28000"},          // 1045
 	query.CodeNoRoute:                 {mysql.ER_BAD_DB_ERROR, "42000"},                 // 1049; also invalid_catalog_name
 	query.CodeSyntax:                  {mysql.ER_PARSE_ERROR, "42000"},                  // 1064
 	query.CodeLimitExceeded:           {mysql.ER_TOO_BIG_SELECT, "42000"},               // 1104

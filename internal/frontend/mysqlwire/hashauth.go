@@ -4,12 +4,14 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha1"
+	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"reflect"
+	"slices"
 	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -19,7 +21,7 @@ import (
 // ScrambleChecker is an optional extension of Users for users stored only as a
 // mysql_native_password hash (SHA1(SHA1(pw))), never as a cleartext password. Passwords
 // returns found=true and no passwords for such a user; the mysql_native_password response is
-// then checked here against the connection's salt.
+// then checked with it against the connection's salt.
 type ScrambleChecker interface {
 	CheckNativeScramble(user string, salt, scramble []byte) bool
 }
@@ -31,52 +33,79 @@ type CleartextChecker interface {
 	CheckCleartext(user, password string) bool
 }
 
-// LoopbackTruster is an optional extension of Users: when present, it alone decides which
-// users log in without a password from a loopback address (Options.LoopbackUser is ignored).
-type LoopbackTruster interface {
-	TrustLoopback(user string) bool
-}
-
 // FailureObserver is an optional extension of Users told of every failed login (metrics).
 type FailureObserver interface {
 	AuthFailed(user string)
 }
 
-// scrambleProvider checks mysql_native_password responses with a ScrambleChecker first and
-// falls back to go-mysql's checks against cleartext passwords (the loopback user's "").
-type scrambleProvider struct {
-	server.DefaultAuthenticationProvider
-	check ScrambleChecker
-	key   *rsa.PrivateKey // caching_sha2 full authentication without TLS; nil: TLS only
+// authProvider checks every login: the Gate (or the LoopbackUser rule) first, then the
+// password, whichever plugin carried it. Every user name reaches it (see GetCredential), so an
+// unknown user is refused like a wrong password, and a trusted user may send any password.
+type authProvider struct {
+	server.DefaultAuthenticationProvider // Validate
+	s                                    *Server
+	key                                  *rsa.PrivateKey // caching_sha2 full authentication without TLS
 }
 
-func (p *scrambleProvider) Authenticate(c *server.Conn, plugin string, data []byte) error {
-	if plugin == mysql.AUTH_NATIVE_PASSWORD && len(data) > 1 {
-		if salt := connSalt(c); salt != nil && p.check.CheckNativeScramble(c.GetUser(), salt, data) {
+func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) error {
+	user := c.GetUser()
+	_, secure := c.Conn.Conn.(*tls.Conn)
+	trusted, err := p.s.admit(user, c.RemoteAddr(), secure)
+	if err != nil || trusted {
+		return err
+	}
+	users := p.s.opts.Users
+	if users == nil {
+		return server.ErrAccessDenied
+	}
+	passwords, found, err := users.Passwords(user)
+	if err != nil || !found {
+		return server.ErrAccessDenied
+	}
+	if isEmptyPassword(data) {
+		if slices.Contains(passwords, "") {
 			return nil
 		}
+		return server.ErrAccessDeniedNoPassword
 	}
-	if cc, ok := p.check.(CleartextChecker); ok && plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && len(data) > 1 && p.hashOnly(c.GetUser()) {
-		return p.fullAuth(c, cc)
+	switch plugin {
+	case mysql.AUTH_NATIVE_PASSWORD:
+		salt := connSalt(c)
+		if salt == nil {
+			return server.ErrAccessDenied
+		}
+		if sc, ok := users.(ScrambleChecker); ok && sc.CheckNativeScramble(user, salt, data) {
+			return nil
+		}
+		for _, pw := range passwords {
+			if pw != "" && subtle.ConstantTimeCompare(mysql.CalcNativePassword(salt, []byte(pw)), data) == 1 {
+				return nil
+			}
+		}
+	case mysql.AUTH_CACHING_SHA2_PASSWORD:
+		return p.fullAuth(c, func(password string) bool {
+			if cc, ok := users.(CleartextChecker); ok && cc.CheckCleartext(user, password) {
+				return true
+			}
+			for _, pw := range passwords {
+				if pw != "" && subtle.ConstantTimeCompare([]byte(pw), []byte(password)) == 1 {
+					return true
+				}
+			}
+			return false
+		})
 	}
-	return p.DefaultAuthenticationProvider.Authenticate(c, plugin, data)
+	return server.ErrAccessDenied
 }
 
-// hashOnly: Users knows the user without a cleartext password.
-func (p *scrambleProvider) hashOnly(user string) bool {
-	u, ok := p.check.(Users)
-	if !ok {
-		return false
-	}
-	pws, found, err := u.Passwords(user)
-	return err == nil && found && len(pws) == 0
-}
+// isEmptyPassword: clients send no password as no bytes or a single NUL.
+func isEmptyPassword(data []byte) bool { return len(data) == 0 || (len(data) == 1 && data[0] == 0) }
 
 // fullAuth runs caching_sha2_password's full authentication (there is no cache to do the fast
 // one against: only a hash is stored): "perform full authentication", then the password in
 // clear over TLS, or RSA-OAEP encrypted with the server's key (sent on request) and XORed
 // with the salt.
-func (p *scrambleProvider) fullAuth(c *server.Conn, cc CleartextChecker) error {
+func (p *authProvider) fullAuth(c *server.Conn, check func(password string) bool) error {
 	if err := c.WritePacket([]byte{0, 0, 0, 0, mysql.MORE_DATE_HEADER, mysql.CACHE_SHA2_FULL_AUTH}); err != nil {
 		return err
 	}
@@ -114,7 +143,7 @@ func (p *scrambleProvider) fullAuth(c *server.Conn, cc CleartextChecker) error {
 	if n := len(password); n > 0 && password[n-1] == 0 {
 		password = password[:n-1]
 	}
-	if !cc.CheckCleartext(c.GetUser(), string(password)) {
+	if !check(string(password)) {
 		return server.ErrAccessDenied
 	}
 	return nil
@@ -136,8 +165,8 @@ func connSalt(c *server.Conn) []byte {
 	return append([]byte(nil), salt...)
 }
 
-// unusablePassword stands in the credential of a hash-only user: go-mysql needs a non-empty
-// password list to reach the auth provider, and nobody can guess this one.
+// unusablePassword stands in every credential: go-mysql needs a non-empty password list to
+// reach the auth provider, which decides; nobody can guess this one.
 var unusablePassword = func() string {
 	var b [32]byte
 	_, _ = rand.Read(b[:])

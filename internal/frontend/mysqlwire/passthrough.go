@@ -11,7 +11,7 @@ import (
 	"github.com/queryflux/queryflux/node/proxy"
 )
 
-// Passthrough (issue 10): a COM_QUERY routed to a MySQL-protocol engine (MySQL, MariaDB,
+// Passthrough: a COM_QUERY routed to a MySQL-protocol engine (MySQL, MariaDB,
 // StarRocks) is answered with the engine's own packets: its column definitions and its
 // text-protocol rows go to the client as they are, never decoded into Arrow (written in runs,
 // as many rows as one read from the engine brought, only their sequence numbers changed;

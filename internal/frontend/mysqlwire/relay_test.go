@@ -39,14 +39,14 @@ func relayCore(t *testing.T, eng query.Engine, limits proxy.Limits, opts Options
 func TestRelayOverTLS(t *testing.T) {
 	eng, dsn, name := frontendtest.MariaDB(t)
 	frontendtest.Exec(t, eng, "CREATE TABLE n AS SELECT seq, CONCAT('row-', seq) AS s FROM seq_1_to_3000")
-	inner := startServer(t, frontendtest.NewBackend(eng), Options{TLS: frontendtest.SelfSignedTLS(t)})
+	inner := startServer(t, frontendtest.NewBackend(eng), Options{TLS: frontendtest.Static(frontendtest.SelfSignedTLS(t))})
 	tlsEng, err := mysqlengine.Open(mysqlengine.Config{Name: "tls", Addr: inner, User: "alice", Password: testPassword,
 		Database: name, TLS: &tls.Config{InsecureSkipVerify: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tlsEng.Close() })
-	addr, core := relayCore(t, tlsEng, proxy.Limits{}, Options{TLS: frontendtest.SelfSignedTLS(t)})
+	addr, core := relayCore(t, tlsEng, proxy.Limits{}, Options{TLS: frontendtest.Static(frontendtest.SelfSignedTLS(t))})
 	proxied := openDB(t, addr, "alice", testPassword, name, "tls=skip-verify")
 	direct, err := sql.Open("mysql", dsn)
 	if err != nil {

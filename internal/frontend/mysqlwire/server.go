@@ -61,10 +61,14 @@ type Options struct {
 	AuthMethod string
 	// Users checks passwords; nil allows only LoopbackUser.
 	Users Users
+	// Gate, when set, decides every login before its password (trust, TLS requirements);
+	// LoopbackUser is then ignored.
+	Gate query.Gate
 	// LoopbackUser, when set, may log in without a password from a loopback address.
 	LoopbackUser string
-	// TLS, when set, is offered to clients (and carries caching_sha2 full authentication).
-	TLS *tls.Config
+	// TLS is asked, for each connection, for the configuration to offer TLS with (it also
+	// carries caching_sha2 full authentication); nil, or a nil result, offers none.
+	TLS func() *tls.Config
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Limits bound connections, the handshake's duration and packets before login (zero
@@ -76,7 +80,8 @@ type Options struct {
 type Server struct {
 	backend query.Backend
 	opts    Options
-	srv     *server.Server
+	srv     *server.Server // without TLS
+	srvTLS  *server.Server // offering TLS, with the configuration opts.TLS gives at each handshake
 	log     *slog.Logger
 
 	ctx    context.Context // ends on Close; parent of every query's context
@@ -89,6 +94,8 @@ type Server struct {
 	closed    bool
 	draining  atomic.Bool // Drain: sessions idle outside a transaction end
 	wg        sync.WaitGroup
+
+	handshakePanics atomic.Int64 // recovered during handshake and login (bugs; FuzzMySQLAuth requires none)
 }
 
 // NewServer returns a server over backend.
@@ -122,7 +129,6 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	s := &Server{
 		backend:   backend,
 		opts:      opts,
-		srv:       newGoMySQLServer(opts, key),
 		log:       log,
 		ctx:       ctx,
 		cancel:    cancel,
@@ -130,15 +136,27 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 		conns:     map[net.Conn]struct{}{},
 		sessions:  map[uint32]*session{},
 	}
+	auth := &authProvider{s: s, key: key}
+	s.srv = server.NewServerWithAuth(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, nil, auth)
+	if opts.TLS != nil {
+		dynamic := &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			if cfg := opts.TLS(); cfg != nil {
+				return cfg, nil
+			}
+			return nil, errors.New("mysqlwire: no TLS certificate configured")
+		}}
+		s.srvTLS = server.NewServerWithAuth(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, dynamic, auth)
+	}
 	return s, nil
 }
 
-// newGoMySQLServer checks hash-only users (ScrambleChecker) before go-mysql's own checks.
-func newGoMySQLServer(opts Options, key *rsa.PrivateKey) *server.Server {
-	if sc, ok := opts.Users.(ScrambleChecker); ok {
-		return server.NewServerWithAuth(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, opts.TLS, &scrambleProvider{check: sc, key: key})
+// goMySQL is the go-mysql server for a new connection: the one offering TLS while a
+// certificate is configured.
+func (s *Server) goMySQL() *server.Server {
+	if s.srvTLS != nil && s.opts.TLS() != nil {
+		return s.srvTLS
 	}
-	return server.NewServer(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, opts.TLS)
+	return s.srv
 }
 
 // Serve accepts connections on l until l fails or the server closes.
@@ -225,8 +243,12 @@ func (s *Server) serveConn(nc net.Conn) {
 	defer s.wg.Done()
 	defer s.trackConn(nc, false)
 	defer nc.Close()
+	handshaking := true
 	defer func() {
 		if r := recover(); r != nil {
+			if handshaking {
+				s.handshakePanics.Add(1)
+			}
 			s.log.Warn("mysqlwire: connection ended by malformed input", "remote", nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
 		}
 	}()
@@ -236,7 +258,8 @@ func (s *Server) serveConn(nc net.Conn) {
 	buffered := newFlushOnReadConn(gate)
 	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc}
 	_ = buffered.SetDeadline(time.Now().Add(s.opts.Limits.HandshakeTimeout))
-	c, err := s.srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr(), gate: gate}, h)
+	c, err := s.goMySQL().NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr(), gate: gate}, h)
+	handshaking = false
 	if err != nil {
 		s.log.Debug("mysqlwire: handshake failed", "remote", h.remote, "err", err)
 		return
@@ -256,38 +279,27 @@ func (s *Server) serveConn(nc net.Conn) {
 	h.serveCommands()
 }
 
-// authenticator adapts Options.Users and the loopback rule to go-mysql's handler.
+// authenticator hands every user name to authProvider, which decides.
 type authenticator struct {
 	s      *Server
 	remote net.Addr
 	gate   *packetGate // lifts the pre-login packet limit on success
 }
 
-func (a *authenticator) GetCredential(user string) (server.Credential, bool, error) {
-	var passwords []string
-	if a.s.opts.Users != nil {
-		p, found, err := a.s.opts.Users.Passwords(user)
-		if err != nil {
-			return server.Credential{}, false, err
-		}
-		if found {
-			passwords = append(passwords, p...)
-			if _, ok := a.s.opts.Users.(ScrambleChecker); ok && len(p) == 0 {
-				passwords = append(passwords, unusablePassword) // hash-only: the provider checks
-			}
-		}
+func (a *authenticator) GetCredential(string) (server.Credential, bool, error) {
+	return server.Credential{Passwords: []string{unusablePassword}, AuthPluginName: a.s.opts.AuthMethod}, true, nil
+}
+
+// admit asks the Gate, else the LoopbackUser rule, whether user logs in without a password.
+func (s *Server) admit(user string, remote net.Addr, secure bool) (bool, error) {
+	if s.opts.Gate == nil {
+		return user != "" && user == s.opts.LoopbackUser && isLoopback(remote), nil
 	}
-	trusted := user != "" && user == a.s.opts.LoopbackUser
-	if t, ok := a.s.opts.Users.(LoopbackTruster); ok {
-		trusted = user != "" && t.TrustLoopback(user) // the policy decides, LoopbackUser aside
+	ok, err := s.opts.Gate.Admit(query.Login{Protocol: query.ProtocolMySQL, User: user, ClientAddr: remote.String(), TLS: secure})
+	if err != nil {
+		return false, toMySQLError(err)
 	}
-	if trusted && isLoopback(a.remote) {
-		passwords = append(passwords, "")
-	}
-	if len(passwords) == 0 {
-		return server.Credential{}, false, nil
-	}
-	return server.Credential{Passwords: passwords, AuthPluginName: a.s.opts.AuthMethod}, true, nil
+	return ok, nil
 }
 
 // OnAuthSuccess sets the session's first status flags, which the OK ending the handshake

@@ -258,14 +258,15 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestLoopbackUserNeedsLoopback(t *testing.T) {
-	a := &authenticator{s: &Server{opts: Options{LoopbackUser: "queryflux", AuthMethod: gomysql.AUTH_NATIVE_PASSWORD}},
-		remote: &net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 5}}
-	if _, found, _ := a.GetCredential("queryflux"); found {
-		t.Fatal("loopback user accepted from a non-loopback address")
+	s := &Server{opts: Options{LoopbackUser: "queryflux", AuthMethod: gomysql.AUTH_NATIVE_PASSWORD}}
+	if ok, _ := s.admit("queryflux", &net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 5}, false); ok {
+		t.Fatal("loopback user trusted from a non-loopback address")
 	}
-	a.remote = &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 5}
-	if c, found, _ := a.GetCredential("queryflux"); !found || len(c.Passwords) != 1 || c.Passwords[0] != "" {
-		t.Fatalf("loopback user from loopback: %v %v", c, found)
+	if ok, _ := s.admit("queryflux", &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 5}, false); !ok {
+		t.Fatal("loopback user not trusted from loopback")
+	}
+	if ok, _ := s.admit("QUERYFLUX", &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 5}, false); ok {
+		t.Fatal("another name trusted from loopback")
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
-// Session variables (issue 10). Statements run on whichever pooled engine connection is free,
+// Session variables. Statements run on whichever pooled engine connection is free,
 // and a transaction's pinned connection goes back to the pool at its end, so a SET cannot
 // reach "this client's session": on an engine connection it would change the connection for
 // other clients, and the client's next statement would not see it. So this frontend answers a

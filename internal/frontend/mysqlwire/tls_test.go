@@ -13,7 +13,7 @@ import (
 // the password inside TLS) and runs a query.
 func TestTLS(t *testing.T) {
 	backend, dbName := mariaBackend(t)
-	addr := startServer(t, backend, Options{AuthMethod: gomysql.AUTH_CACHING_SHA2_PASSWORD, TLS: frontendtest.SelfSignedTLS(t)})
+	addr := startServer(t, backend, Options{AuthMethod: gomysql.AUTH_CACHING_SHA2_PASSWORD, TLS: frontendtest.Static(frontendtest.SelfSignedTLS(t))})
 	d := openDB(t, addr, "alice", testPassword, dbName, "tls=skip-verify")
 	if got := queryStrings(t, d, "SELECT 6*7"); got[0][0] != "42" {
 		t.Fatal(got)

@@ -24,13 +24,6 @@ type Authenticator interface {
 	CheckPassword(user, password string) bool
 }
 
-// LoopbackTruster is an optional extension of Authenticator: a loopback client is trusted (per
-// Options.TrustUsers) only if TrustLoopback(user) is also true, so configured users always
-// need their password.
-type LoopbackTruster interface {
-	TrustLoopback(user string) bool
-}
-
 // FailureObserver is an optional extension of Authenticator told of every failed login.
 type FailureObserver interface {
 	AuthFailed(user string)

@@ -27,7 +27,7 @@ func tryConnect(url string) (*pgx.Conn, error) {
 func authServer(t *testing.T, scram bool, tlsConf *tls.Config) string {
 	e, _ := pgEngine(t)
 	users := pgwire.NewStaticUsers(map[string]string{"alice": "s3cret"}, scram)
-	return startServer(t, &oneEngine{e: e}, pgwire.Options{Authenticator: users, TLSConfig: tlsConf, TrustUsers: []string{"trusted"}})
+	return startServer(t, &oneEngine{e: e}, pgwire.Options{Authenticator: users, TLS: func() *tls.Config { return tlsConf }, TrustUsers: []string{"trusted"}})
 }
 
 func TestAuthSCRAM(t *testing.T) {

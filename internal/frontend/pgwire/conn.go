@@ -32,16 +32,21 @@ func (e *ioError) Unwrap() error { return e.err }
 type conn struct {
 	srv *Server
 	nc  net.Conn
+	cr  *clientReader // what be reads: nc, and what a watcher read ahead (watch.go)
 	be  *pgproto3.Backend
 
 	pid, secret uint32
 	user        string
 	database    string
 	startup     map[string]string
+	options     [][2]string       // the startup "options" (-c name=value), for engine sessions
 	headers     map[string]string // startup parameters as request headers, built on first use
 	clientAddr  string            // RemoteAddr, built on first use
 
 	session  engine.Session // pinned engine connection while a transaction is open, else nil
+	wire     *wireState     // the engine connection the client's messages are forwarded to (forward.go)
+	owner    uint64         // this client for the engine pool, once it used a wire
+	unwatch  func()         // stops the watcher of the client's socket while the engine works
 	txStatus byte           // what ReadyForQuery reports: 'I', 'T' or 'E'
 
 	stmts      map[string]*preparedStmt
@@ -72,7 +77,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 
 func (c *conn) setStream(nc net.Conn) {
 	c.nc = nc
-	c.be = pgproto3.NewBackend(nc, nc)
+	c.cr = &clientReader{nc: nc}
+	c.be = pgproto3.NewBackend(c.cr, nc)
 	c.be.SetMaxBodyLen(c.srv.opts.Limits.PreAuthBytesMax) // raised once authenticated
 }
 
@@ -113,6 +119,7 @@ func (c *conn) unregister() {
 		_ = c.session.Close() // rolls back an open transaction
 		c.session = nil
 	}
+	c.closeWire()
 }
 
 // startup_ reads startup packets until a StartupMessage; ok is false when the connection
@@ -148,6 +155,11 @@ func (c *conn) startup_() (ok bool, err error) {
 			if c.user == "" {
 				return false, c.fatal("28000", "no PostgreSQL user name specified in startup packet")
 			}
+			if o := m.Parameters["options"]; o != "" {
+				if c.options, err = parseOptions(o); err != nil {
+					return false, c.fatal("22023", err.Error())
+				}
+			}
 			return true, nil
 		default:
 			return false, fmt.Errorf("pgwire: unexpected startup message %T", msg)
@@ -158,7 +170,11 @@ func (c *conn) startup_() (ok bool, err error) {
 
 // answerSSL accepts TLS when configured (and upgrades the stream), refuses it cleanly otherwise.
 func (c *conn) answerSSL() error {
-	if _, isTLS := c.nc.(*tls.Conn); isTLS || c.srv.opts.TLSConfig == nil {
+	var cfg *tls.Config
+	if c.srv.opts.TLS != nil {
+		cfg = c.srv.opts.TLS()
+	}
+	if _, isTLS := c.nc.(*tls.Conn); isTLS || cfg == nil {
 		if _, err := c.nc.Write([]byte{'N'}); err != nil {
 			return &ioError{err}
 		}
@@ -167,7 +183,7 @@ func (c *conn) answerSSL() error {
 	if _, err := c.nc.Write([]byte{'S'}); err != nil {
 		return &ioError{err}
 	}
-	tc := tls.Server(c.nc, c.srv.opts.TLSConfig)
+	tc := tls.Server(c.nc, cfg)
 	if err := tc.Handshake(); err != nil {
 		return &ioError{err}
 	}
@@ -204,7 +220,7 @@ func (c *conn) loop() error {
 		if c.waitingForClient(true) {
 			return c.shuttingDown()
 		}
-		msg, err := c.be.Receive()
+		msg, err := c.receive()
 		if err != nil && c.drainInterrupted(err) {
 			continue // Drain woke an idle connection: end it, or keep reading inside a transaction
 		}
@@ -226,6 +242,14 @@ func (c *conn) loop() error {
 }
 
 func (c *conn) dispatch(msg pgproto3.FrontendMessage) error {
+	if sql, want := c.wantsWire(msg); want && c.wire == nil {
+		if _, err := c.openWire(sql); err != nil {
+			return c.refuseMessage(msg, err)
+		}
+	}
+	if c.wire != nil {
+		return c.forward(msg)
+	}
 	var err error
 	switch m := msg.(type) {
 	case *pgproto3.Query:
@@ -242,8 +266,8 @@ func (c *conn) dispatch(msg pgproto3.FrontendMessage) error {
 		err = c.close(m)
 	case *pgproto3.Sync:
 		c.skipToSync = false
-		for name := range c.portals {
-			c.closePortal(name) // portals end with the implicit transaction
+		if c.session == nil {
+			c.closePortals() // portals end with the implicit transaction; an explicit one's with it
 		}
 		c.syncTxStatus()
 		c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
@@ -265,6 +289,22 @@ func (c *conn) dispatch(msg pgproto3.FrontendMessage) error {
 		c.sendError(err)
 		c.skipToSync = true
 	}
+	return nil
+}
+
+// refuseMessage answers msg with err: a simple Query ends with ReadyForQuery, an
+// extended-protocol message skips the client's messages up to Sync.
+func (c *conn) refuseMessage(msg pgproto3.FrontendMessage, err error) error {
+	var ioe *ioError
+	if errors.As(err, &ioe) {
+		return err
+	}
+	c.sendError(err)
+	if _, isQuery := msg.(*pgproto3.Query); isQuery {
+		c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+		return c.flush()
+	}
+	c.skipToSync = true
 	return nil
 }
 
@@ -336,27 +376,45 @@ func isLoopback(addr net.Addr) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (c *conn) trusted() bool {
+// trusted asks the Gate, else TrustUsers, whether the client logs in without a password.
+// A refusal ends the connection with the Gate's message.
+func (c *conn) trusted(scram bool) (bool, error) {
+	_, secure := c.nc.(*tls.Conn)
+	if g := c.srv.opts.Gate; g != nil {
+		ok, err := g.Admit(query.Login{Protocol: query.ProtocolPostgres, User: c.user,
+			ClientAddr: c.nc.RemoteAddr().String(), TLS: secure, Cleartext: !scram})
+		if err != nil {
+			c.srv.log.Info("pgwire: login refused", "user", c.user, "remote", c.nc.RemoteAddr().String(), "err", err)
+			code, msg := "28000", err.Error()
+			if qe, isQE := err.(*query.Error); isQE {
+				code, msg = qe.Code, qe.Message
+			}
+			return false, c.fatal(code, msg)
+		}
+		return ok, nil
+	}
 	if !isLoopback(c.nc.RemoteAddr()) {
-		return false
+		return false, nil
 	}
-	if t, ok := c.srv.opts.Authenticator.(LoopbackTruster); ok && !t.TrustLoopback(c.user) {
-		return false
-	}
-	return slices.Contains(c.srv.opts.TrustUsers, c.user) || slices.Contains(c.srv.opts.TrustUsers, "*")
+	return slices.Contains(c.srv.opts.TrustUsers, c.user) || slices.Contains(c.srv.opts.TrustUsers, "*"), nil
 }
 
 // authenticate runs trust, SCRAM-SHA-256 or cleartext password authentication.
 func (c *conn) authenticate() error {
-	if c.trusted() {
-		return nil
-	}
 	a := c.srv.opts.Authenticator
+	var verifier string
+	scram := false
+	if a != nil {
+		verifier, scram = a.SCRAMVerifier(c.user)
+	}
+	if ok, err := c.trusted(scram); err != nil || ok {
+		return err
+	}
 	if a == nil {
 		return c.fatal("28000", fmt.Sprintf("no authentication method allows user %q", c.user))
 	}
-	if v, ok := a.SCRAMVerifier(c.user); ok {
-		return c.authSCRAM(v)
+	if scram {
+		return c.authSCRAM(verifier)
 	}
 	c.be.Send(&pgproto3.AuthenticationCleartextPassword{})
 	if err := c.flush(); err != nil {

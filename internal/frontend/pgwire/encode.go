@@ -149,7 +149,14 @@ func textEncoder(f arrow.Field, oid uint32) func(a arrow.Array, i int, dst []byt
 		}
 	case *arrow.Date32Type:
 		return func(a arrow.Array, i int, dst []byte) ([]byte, error) {
-			return appendDate(dst, a.(*array.Date32).Value(i).ToTime()), nil
+			switch v := a.(*array.Date32).Value(i); v {
+			case engine.DateInfinity:
+				return append(dst, "infinity"...), nil
+			case engine.DateNegInfinity:
+				return append(dst, "-infinity"...), nil
+			default:
+				return appendDate(dst, v.ToTime()), nil
+			}
 		}
 	case *arrow.Date64Type:
 		return func(a arrow.Array, i int, dst []byte) ([]byte, error) {
@@ -162,6 +169,12 @@ func textEncoder(f arrow.Field, oid uint32) func(a arrow.Array, i int, dst []byt
 	case *arrow.TimestampType:
 		tz := t.TimeZone != ""
 		return func(a arrow.Array, i int, dst []byte) ([]byte, error) {
+			switch a.(*array.Timestamp).Value(i) {
+			case engine.TimestampInfinity:
+				return append(dst, "infinity"...), nil
+			case engine.TimestampNegInfinity:
+				return append(dst, "-infinity"...), nil
+			}
 			ts := timestampAt(a, i)
 			if tz {
 				return ts.UTC().AppendFormat(dst, "2006-01-02 15:04:05.999999-07"), nil
@@ -309,7 +322,11 @@ func binaryEncoder(m *pgtype.Map, f arrow.Field, oid uint32, text func(arrow.Arr
 		switch f.Type.(type) {
 		case *arrow.Date32Type:
 			return func(a arrow.Array, i int, dst []byte) ([]byte, error) {
-				return binary.BigEndian.AppendUint32(dst, uint32(int32(a.(*array.Date32).Value(i))-pgEpochDays)), nil
+				v := a.(*array.Date32).Value(i)
+				if v == engine.DateInfinity || v == engine.DateNegInfinity {
+					return binary.BigEndian.AppendUint32(dst, uint32(v)), nil // PostgreSQL's infinities are these too
+				}
+				return binary.BigEndian.AppendUint32(dst, uint32(int32(v)-pgEpochDays)), nil
 			}, nil
 		}
 	case pgtype.TimeOID:
@@ -323,6 +340,9 @@ func binaryEncoder(m *pgtype.Map, f arrow.Field, oid uint32, text func(arrow.Arr
 		switch f.Type.(type) {
 		case *arrow.TimestampType:
 			return func(a arrow.Array, i int, dst []byte) ([]byte, error) {
+				if v := a.(*array.Timestamp).Value(i); v == engine.TimestampInfinity || v == engine.TimestampNegInfinity {
+					return binary.BigEndian.AppendUint64(dst, uint64(v)), nil // PostgreSQL's infinities are these too
+				}
 				return binary.BigEndian.AppendUint64(dst, uint64(timestampAt(a, i).UnixMicro()-pgEpochMicros)), nil
 			}, nil
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/queryflux/queryflux/node/proxy"
 )
 
-// Passthrough (issue 10): a statement routed to a PostgreSQL engine is relayed as the engine's
+// Passthrough: a statement routed to a PostgreSQL engine is relayed as the engine's
 // own wire messages (RowDescription, DataRow, CommandComplete), never decoded into Arrow. The
 // proxy core still routes, checks, queues, takes the slot and reports the query
 // (proxy.Core.AdmitPassthrough); it says when a query needs its values (result cache,

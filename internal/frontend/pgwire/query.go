@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
@@ -24,6 +25,7 @@ type preparedStmt struct {
 	named     bool     // prepared under a name (not the unnamed statement)
 	paramOIDs []uint32 // declared by the client; 0 = unspecified, refined by Describe
 	desc      *engine.Description
+	key       string // on engine connections: the SQL and declared types (stmtKey)
 }
 
 // portal is a bound statement (Bind), and once started, its open result stream.
@@ -113,7 +115,9 @@ func (c *conn) startPortal(p *portal) error {
 		execute = c.session.Execute
 	}
 	c.beginRun(p.cancel)
+	unwatch := c.watchSlow(p.cancel)
 	rows, err := execute(p.ctx, req)
+	unwatch()
 	c.endRun()
 	if err != nil {
 		return c.runError(err)
@@ -140,6 +144,7 @@ func (c *conn) executePortal(p *portal, rowsMax int64) error {
 	}
 	c.beginRun(p.cancel)
 	defer c.endRun()
+	defer c.watchSlow(p.cancel)()
 	var n int64
 	for p.rows.Schema() != nil {
 		if p.cur == nil || p.row >= int(p.cur.NumRows()) {
@@ -306,6 +311,12 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 	} else {
 		c.closePortal("")
 	}
+	if st.desc == nil && st.sql != "" && binaryUntyped(st, m) {
+		// node-postgres sends a Buffer as a binary value of no type: learn it from the engine.
+		if err := c.learnTypes(st); err != nil {
+			return err
+		}
+	}
 	args, err := decodeParams(c.typeMap, st.paramOIDs, m.ParameterFormatCodes, m.Parameters)
 	if err != nil {
 		return err
@@ -374,6 +385,21 @@ func (c *conn) describeStatement(st *preparedStmt) error {
 		c.be.Send(&pgproto3.NoData{})
 		return nil
 	}
+	if err := c.learnTypes(st); err != nil {
+		return err
+	}
+	c.be.Send(&pgproto3.ParameterDescription{ParameterOIDs: st.paramOIDs})
+	if st.desc.Schema == nil {
+		c.be.Send(&pgproto3.NoData{})
+		return nil
+	}
+	c.be.Send(c.rowDescription(st.desc.Schema, nil))
+	return nil
+}
+
+// learnTypes describes st once: its parameter types where the client left them unspecified
+// (0), and its columns.
+func (c *conn) learnTypes(st *preparedStmt) error {
 	if st.desc == nil {
 		if d, ok := c.describer(); ok {
 			if !c.srv.backend.Ready() {
@@ -406,13 +432,18 @@ func (c *conn) describeStatement(st *preparedStmt) error {
 			}
 		}
 	}
-	c.be.Send(&pgproto3.ParameterDescription{ParameterOIDs: st.paramOIDs})
-	if st.desc.Schema == nil {
-		c.be.Send(&pgproto3.NoData{})
-		return nil
-	}
-	c.be.Send(c.rowDescription(st.desc.Schema, nil))
 	return nil
+}
+
+// binaryUntyped reports whether m sends a binary parameter whose type neither the client nor
+// a description gave: it cannot be decoded before the statement is described.
+func binaryUntyped(st *preparedStmt, m *pgproto3.Bind) bool {
+	for i, v := range m.Parameters {
+		if v != nil && formatFor(m.ParameterFormatCodes, i) == pgtype.BinaryFormatCode && (i >= len(st.paramOIDs) || st.paramOIDs[i] == 0) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *conn) execute(m *pgproto3.Execute) error {

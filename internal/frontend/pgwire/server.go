@@ -28,8 +28,12 @@ import (
 // Options configure a Server. The zero value refuses TLS and every password login; add
 // TrustUsers or an Authenticator to let clients in.
 type Options struct {
-	// TLSConfig enables TLS when a client asks for it (SSLRequest). Nil answers 'N'.
-	TLSConfig *tls.Config
+	// TLS is asked, for each client that sends SSLRequest, for the configuration to
+	// encrypt with; nil (or a nil result: no certificate now) answers 'N'.
+	TLS func() *tls.Config
+	// Gate, when set, decides every login before its password (trust, TLS requirements);
+	// TrustUsers is then ignored.
+	Gate query.Gate
 	// TrustUsers may log in without a password from a loopback address. "*" trusts every user.
 	TrustUsers []string
 	// Authenticator checks everyone else (SCRAM-SHA-256 when it has a verifier for the user,

@@ -88,8 +88,15 @@ func (c *conn) syncTxStatus() {
 	}
 	c.txStatus = c.session.TxStatus()
 	if c.txStatus == 'I' {
+		c.closePortals() // the transaction's portals (JDBC's fetch-size cursors) end with it
 		_ = c.session.Close()
 		c.session = nil
+	}
+}
+
+func (c *conn) closePortals() {
+	for name := range c.portals {
+		c.closePortal(name)
 	}
 }
 

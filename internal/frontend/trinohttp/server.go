@@ -12,6 +12,7 @@ package trinohttp
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -41,17 +43,17 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, c Credentials) (user string, err error)
 }
 
-// AnonymousAuthenticator is an optional extension of Authenticator for requests that carry
-// no credentials, only X-Trino-User (e.g. a loopback user let in without a password); without
-// it such requests are refused with 401.
-type AnonymousAuthenticator interface {
-	AuthenticateAnonymous(ctx context.Context, c Credentials) (user string, err error)
-}
-
 // Options configure a Server.
 type Options struct {
 	// Auth checks credentials; nil trusts X-Trino-User (as Trino does without authentication).
 	Auth Authenticator
+	// TLS, when set, is asked at each new connection that begins a TLS handshake for the
+	// configuration to serve it with (https and http then share the port); nil answers
+	// only http.
+	TLS func() *tls.Config
+	// Gate, when set, decides every request before its password: a trusted client needs
+	// none (Basic with any password, or only X-Trino-User), a refused one gets 403.
+	Gate query.Gate
 	// PageRows caps the rows in one response; default 1000.
 	PageRows int
 	// BufferedRowsMax caps rows read ahead of the client; default 4 × PageRows.
@@ -146,7 +148,8 @@ func (s *Server) routes() *http.ServeMux {
 
 // Serve serves HTTP on l until Close.
 func (s *Server) Serve(l net.Listener) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.Limits.HandshakeTimeout, MaxHeaderBytes: headerBytesMax}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.Limits.HandshakeTimeout, MaxHeaderBytes: headerBytesMax,
+		IdleTimeout: netlimit.IdleTimeout}
 	netlimit.HTTP(hs, s.opts.Limits.ConnectionsMax)
 	s.httpMu.Lock()
 	if s.closed {
@@ -156,6 +159,9 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.servers = append(s.servers, hs)
 	s.httpMu.Unlock()
+	if s.opts.TLS != nil {
+		l = certs.OptionalTLS(l, s.opts.TLS)
+	}
 	err := hs.Serve(l)
 	if errors.Is(err, http.ErrServerClosed) {
 		return net.ErrClosed
@@ -236,37 +242,50 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 // authenticate returns the user a request runs as, or an HTTP status and error.
 func (s *Server) authenticate(r *http.Request) (string, int, error) {
 	headerUser := r.Header.Get("X-Trino-User")
-	if s.opts.Auth == nil {
-		if headerUser == "" {
-			if u, _, ok := r.BasicAuth(); ok && u != "" {
-				return u, 0, nil
+	basicUser, password, hasBasic := r.BasicAuth()
+	user := headerUser
+	if hasBasic && basicUser != "" {
+		user = basicUser
+	}
+	if headerUser != "" && user != headerUser {
+		return "", http.StatusForbidden, fmt.Errorf("user %q may not run queries as %q", user, headerUser)
+	}
+	if s.opts.Gate != nil {
+		trusted, err := s.opts.Gate.Admit(query.Login{Protocol: query.ProtocolTrino, User: user,
+			ClientAddr: r.RemoteAddr, TLS: r.TLS != nil, Cleartext: password != ""})
+		if err != nil {
+			var qe *query.Error
+			if errors.As(err, &qe) && qe.Code == query.CodeNotConfigured {
+				return "", http.StatusServiceUnavailable, err
 			}
+			return "", http.StatusForbidden, err
+		}
+		if trusted && user != "" {
+			return user, 0, nil
+		}
+	}
+	if s.opts.Auth == nil {
+		if user == "" {
 			return "", http.StatusBadRequest, errors.New("X-Trino-User header is required")
 		}
-		return headerUser, 0, nil
+		return user, 0, nil
 	}
-	c := Credentials{User: headerUser, ClientAddr: r.RemoteAddr}
-	if u, p, ok := r.BasicAuth(); ok {
-		c.User, c.Password = u, p
+	c := Credentials{User: user, ClientAddr: r.RemoteAddr}
+	if hasBasic {
+		c.Password = password
 	} else if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		c.Token = strings.TrimSpace(tok)
-	} else if an, ok := s.opts.Auth.(AnonymousAuthenticator); ok && headerUser != "" {
-		user, err := an.AuthenticateAnonymous(r.Context(), c)
-		if err != nil {
-			return "", http.StatusUnauthorized, errors.New("authentication required")
-		}
-		return user, 0, nil
 	} else {
 		return "", http.StatusUnauthorized, errors.New("authentication required")
 	}
-	user, err := s.opts.Auth.Authenticate(r.Context(), c)
+	authed, err := s.opts.Auth.Authenticate(r.Context(), c)
 	if err != nil {
 		return "", http.StatusUnauthorized, errors.New("authentication failed")
 	}
-	if headerUser != "" && headerUser != user {
-		return "", http.StatusForbidden, fmt.Errorf("user %q may not run queries as %q", user, headerUser)
+	if headerUser != "" && headerUser != authed {
+		return "", http.StatusForbidden, fmt.Errorf("user %q may not run queries as %q", authed, headerUser)
 	}
-	return user, 0, nil
+	return authed, 0, nil
 }
 
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) (string, error) {

@@ -1,0 +1,75 @@
+package fleetcheck
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/queryflux/queryflux/internal/config"
+)
+
+func mustConfig(t *testing.T, coordination string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(`queryflux:
+  role: worker
+  controlPlane: {url: "http://cp:9000", secret: "s"}
+  coordination: ` + coordination + `
+clusters:
+  - {name: pg, engine: postgres, endpoint: "db:5432", maxRunningQueries: 3}
+  - {name: off, engine: postgres, endpoint: "db:5432", maxRunningQueries: 3, enabled: false}
+clusterGroups:
+  - {name: g, members: [pg, off], maxQueuedQueries: 20, capacityWaitTimeoutSecs: 5}
+routingFallback: g
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// A drift margin too small for the drift asked for fails, with the reason and the margin that
+// would do in words.
+func TestDriftMarginTooSmallFailsInWords(t *testing.T) {
+	cfg := mustConfig(t, "{mode: controlPlane, leaseTtlSecs: 20, driftMarginSecs: 1}")
+	rep, err := Check(cfg, Options{Checks: 2, Seed: 1, Overlay: Overlay{MaxDriftRate: 0.05, Duration: 10e9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed() || len(rep.Findings) != 1 || !strings.Contains(rep.Findings[0], "driftMarginSecs 1 is too small") ||
+		!strings.Contains(rep.Findings[0], "must be at least 2") {
+		t.Fatalf("want a failing report naming the margin; got %+v", rep)
+	}
+	cfg = mustConfig(t, "{mode: controlPlane, leaseTtlSecs: 20, driftMarginSecs: 2}")
+	if f, _ := fromConfig(cfg); f.driftFinding(Overlay{MaxDriftRate: 0.05}.withDefaults()) != "" {
+		t.Fatal("a margin of 2 of 20 covers ±5% drift (1.111 >= 1.105) but was refused")
+	}
+}
+
+// The simulated fleet is the config's: enabled clusters with their caps, groups of them, the
+// coordination settings; oracles that cannot hold by design are skipped with the reason.
+func TestScenarioComesFromTheConfig(t *testing.T) {
+	cfg := mustConfig(t, "{mode: controlPlane, onLeaseLost: overrun, leaseTtlSecs: 25, driftMarginSecs: 3, queue: ordered}")
+	f, err := fromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks, skipped := f.oracles()
+	yaml := f.scenarioYAML(Overlay{}.withDefaults(), "", checks)
+	for _, want := range []string{`name: "pg", cap: 3`, "leaseTTL: 25s, driftMargin: 3s", "queue: ordered", "onLeaseLost: overrun", `members: ["pg"]`} {
+		if !strings.Contains(yaml, want) {
+			t.Errorf("scenario lacks %q:\n%s", want, yaml)
+		}
+	}
+	if strings.Contains(yaml, `"off"`) {
+		t.Errorf("a disabled cluster was simulated:\n%s", yaml)
+	}
+	if _, ok := skipped["engineWithinCap"]; !ok {
+		t.Errorf("onLeaseLost overrun must skip engineWithinCap with its reason; checks %v", checks)
+	}
+}
+
+func TestBadOverlayIsRefused(t *testing.T) {
+	cfg := mustConfig(t, "{mode: controlPlane}")
+	if _, err := Check(cfg, Options{Overlay: Overlay{MaxDriftRate: 0.7}}); err == nil || !strings.Contains(err.Error(), "maxDriftRate") {
+		t.Fatalf("want an error naming maxDriftRate, got %v", err)
+	}
+}

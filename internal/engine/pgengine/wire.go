@@ -1,0 +1,236 @@
+package pgengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// The wire (engine.PGWire): one relay connection handed to the PostgreSQL frontend, which
+// writes the client's messages to it and reads the server's answers itself. A connection goes
+// from client to client only through a reset: the reset query (DISCARD ALL by default: temp
+// tables, prepared statements, LISTEN, advisory locks, session settings, WITH HOLD cursors),
+// then DEALLOCATE ALL, so nothing one client left on it is seen by the next.
+
+var _ engine.PGWireOpener = (*Engine)(nil)
+
+// resetQueryDefault is what a connection runs before it serves another client.
+const resetQueryDefault = "DISCARD ALL"
+
+// OpenPGWire implements engine.PGWireOpener.
+func (e *Engine) OpenPGWire(ctx context.Context, o engine.PGWireOptions) (engine.PGWire, error) {
+	if o.Owner == 0 {
+		panic("pgengine: OpenPGWire without an owner")
+	}
+	c, err := e.raw.get(ctx, o.Owner)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	if err := c.serve(ctx, o); err != nil {
+		e.raw.put(c)
+		return nil, err
+	}
+	if err := c.retag(ctx, e.raw); err != nil {
+		e.raw.put(c)
+		return nil, wrapErr(err)
+	}
+	return &wireConn{pool: e.raw, c: c}, nil
+}
+
+// serve readies c for o.Owner: a connection that served another client is reset, and the
+// owner's setup runs when the connection starts serving it. A failed reset discards c.
+func (c *rawConn) serve(ctx context.Context, o engine.PGWireOptions) error {
+	if c.owner == o.Owner && c.used {
+		return nil
+	}
+	if c.used {
+		reset := o.ResetQuery
+		if reset == "" {
+			reset = resetQueryDefault
+		}
+		if err := c.simple(ctx, reset, "DEALLOCATE ALL"); err != nil {
+			c.broken = true
+			return fmt.Errorf("pgengine: the reset query failed on the engine: %w", err)
+		}
+		clear(c.stmts)
+		c.tagged = false // RESET ALL put application_name back
+	}
+	c.owner, c.used = o.Owner, true
+	if o.Setup == "" {
+		return nil
+	}
+	if err := c.simple(ctx, o.Setup); err != nil {
+		var qe *query.Error
+		if errors.As(err, &qe) {
+			return &query.Error{Code: qe.Code, Message: "startup parameter or option refused by the engine: " + qe.Message}
+		}
+		return err
+	}
+	return nil
+}
+
+// simple runs each of sqls as a simple Query (in one write) on the idle connection and reads
+// their answers through ReadyForQuery; the first error the server reports is returned as a
+// *query.Error. Everything else the server says is dropped.
+func (c *rawConn) simple(ctx context.Context, sqls ...string) error {
+	stop := context.AfterFunc(ctx, func() { _ = c.pg.Conn().SetDeadline(time.Now()) })
+	defer stop()
+	c.out = c.out[:0]
+	for _, sql := range sqls {
+		c.out, _ = (&pgproto3.Query{String: sql}).Encode(c.out)
+	}
+	err := c.write()
+	c.out = c.out[:0]
+	if err != nil {
+		c.broken = true
+		return err
+	}
+	var first error
+	for pending := len(sqls); pending > 0; {
+		msg, err := c.next()
+		if err != nil {
+			c.broken = true
+			return err
+		}
+		switch msg[0] {
+		case 'E':
+			var er pgproto3.ErrorResponse
+			if err := er.Decode(msg[5:]); err != nil {
+				c.broken = true
+				return err
+			}
+			if first == nil {
+				first = &query.Error{Code: er.Code, Message: er.Message}
+			}
+		case 'G', 'H', 'W':
+			c.broken = true // a COPY: nothing here can feed or drain it
+			return errRawProtocol
+		case 'Z':
+			c.txStatus = msg[len(msg)-1]
+			if c.txStatus != 'I' {
+				c.broken = true
+				return errors.New("pgengine: the query left a transaction open")
+			}
+			pending--
+		}
+	}
+	return first
+}
+
+// wireConn is engine.PGWire on a relay connection.
+type wireConn struct {
+	pool      *rawPool
+	c         *rawConn
+	cancelled atomic.Bool
+	closed    bool
+}
+
+func (w *wireConn) Send(msg []byte) {
+	c := w.c
+	c.out = append(c.out, msg...)
+	switch msg[0] {
+	case 'S':
+		c.awaitZ++
+		c.unsynced = false
+	case 'Q':
+		c.awaitZ++
+	case 'd', 'c', 'f', 'H': // COPY data (within a statement already counted), Flush
+	default:
+		c.unsynced = true
+	}
+}
+
+func (w *wireConn) Flush() error {
+	c := w.c
+	if len(c.out) == 0 {
+		return nil
+	}
+	err := c.write()
+	c.out = c.out[:0]
+	if err != nil {
+		c.broken = true
+	}
+	return err
+}
+
+func (w *wireConn) Next() ([]byte, error) {
+	c := w.c
+	msg, err := c.next()
+	if err != nil {
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() { // a deadline leaves the stream intact
+			c.broken = true
+		}
+		return nil, err
+	}
+	if msg[0] == 'Z' && len(msg) == 6 {
+		c.awaitZ--
+		c.txStatus = msg[5]
+	}
+	return msg, nil
+}
+
+func (w *wireConn) SetReadDeadline(t time.Time) error { return w.c.pg.Conn().SetReadDeadline(t) }
+
+// Cancel sends a cancel request; it may run on another goroutine than the connection's user.
+func (w *wireConn) Cancel() {
+	w.cancelled.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
+	defer cancel()
+	_ = w.c.pg.CancelRequest(ctx)
+}
+
+func (w *wireConn) Discard() { w.c.broken = true }
+
+func (w *wireConn) Statement(key string, create bool) (string, bool) {
+	c := w.c
+	if name, ok := c.stmts[key]; ok {
+		return name, true
+	}
+	if !create || len(c.stmts) >= rawStatementsMax {
+		return "", false
+	}
+	c.prepared++
+	name := "qf_" + strconv.Itoa(c.prepared)
+	c.stmts[key] = name
+	return name, false
+}
+
+func (w *wireConn) Forget(key string) { delete(w.c.stmts, key) }
+func (w *wireConn) ForgetAll()        { clear(w.c.stmts) }
+
+// Execute is not how a wire is used: the frontend writes the client's messages itself.
+func (w *wireConn) Execute(context.Context, *query.Request) (query.Rows, error) {
+	return nil, errors.New("pgengine: a wire connection runs the client's own messages")
+}
+
+func (w *wireConn) TxStatus() byte {
+	if w.c.broken {
+		return 'I'
+	}
+	return w.c.txStatus
+}
+
+// Close returns the connection when it is idle and synchronised; a connection in a
+// transaction, mid-statement, cancelled or broken is closed, which ends whatever its backend
+// was doing.
+func (w *wireConn) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.cancelled.Load() {
+		w.c.broken = true
+	}
+	w.pool.put(w.c)
+	return nil
+}

@@ -1,0 +1,159 @@
+// Package pgclienttest runs the PostgreSQL client programs and libraries people use (psql,
+// pgbench, psycopg2, psycopg 3, node-postgres, JDBC) against a proxy, for tests: Proxy serves
+// one engine through a real proxy core and the PostgreSQL wire frontend and returns its DSN;
+// Run runs a client's script of cases (testdata/clients) and returns what it printed, one
+// "case: result" line per case.
+//
+// A client that is not installed fails the test, naming what `make test-deps` should have
+// installed; none is skipped silently.
+//
+// determinism: outside the simulator (test helper: listeners, processes)
+package pgclienttest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queryflux/queryflux/internal/frontend/pgwire"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/node/proxy"
+)
+
+// DSN says where a test proxy listens.
+type DSN struct {
+	Host     string
+	Port     int
+	User     string
+	Database string
+}
+
+// URL is the DSN as a postgres:// URL (libpq, pgx, node-postgres).
+func (d DSN) URL() string {
+	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", d.User, d.Host, d.Port, d.Database)
+}
+
+// Keywords is the DSN as libpq key=value pairs (psycopg).
+func (d DSN) Keywords() string {
+	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", d.Host, d.Port, d.User, d.Database)
+}
+
+// JDBC is the DSN as a JDBC URL.
+func (d DSN) JDBC() string {
+	return fmt.Sprintf("jdbc:postgresql://%s:%d/%s?user=%s&sslmode=disable", d.Host, d.Port, d.Database, d.User)
+}
+
+// Proxy serves e (one cluster, one group in pool mode poolMode: proxy.PoolModeSession or
+// proxy.PoolModeTransaction) through a proxy core and pgwire on loopback, trusting every user,
+// until the test ends. database is the name clients connect to.
+func Proxy(t testing.TB, e query.Engine, poolMode, database string) DSN {
+	t.Helper()
+	return Start(t, Setup{Engine: e, PoolMode: poolMode, Database: database})
+}
+
+// Setup is a test proxy's configuration.
+type Setup struct {
+	Engine   query.Engine
+	PoolMode string
+	Database string
+	// MaxRunningQueries is the cluster's capacity; 0 means 16.
+	MaxRunningQueries int
+}
+
+// Start serves s.Engine as Proxy does, with the capacity of s.
+func Start(t testing.TB, s Setup) DSN {
+	t.Helper()
+	if s.MaxRunningQueries == 0 {
+		s.MaxRunningQueries = 16
+	}
+	core := proxy.New(proxy.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry()})
+	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
+		Clusters: []proxy.ClusterSpec{{Name: "engine", Enabled: true, MaxRunningQueries: s.MaxRunningQueries, Engine: s.Engine}},
+		Groups: []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: "engine"}},
+			MaxQueuedQueries: 100, CapacityWaitTimeout: 30 * time.Second, PoolMode: s.PoolMode}},
+		Fallback: "main",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core.Activate(rt)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := pgwire.NewServer(core, pgwire.Options{TrustUsers: []string{"*"}})
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	addr := l.Addr().(*net.TCPAddr)
+	return DSN{Host: "127.0.0.1", Port: addr.Port, User: "alice", Database: s.Database}
+}
+
+// Dir is the directory of the client scripts (testdata/clients next to this package).
+func Dir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "testdata", "clients")
+}
+
+// Command runs name with args in the scripts directory for at most timeout and returns its
+// standard output and error, combined. A missing program fails the test, naming the package.
+func Command(t testing.TB, timeout time.Duration, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Fatalf("%s is not installed (make test-deps installs it): %v", name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = Dir()
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%s timed out after %s: %w", name, timeout, err)
+	}
+	return string(out), err
+}
+
+// Results reads "case: result" lines; other lines (a client's own diagnostics) are ignored.
+func Results(out string) map[string]string {
+	res := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), ": ")
+		if ok && strings.HasPrefix(name, "case ") {
+			res[strings.TrimPrefix(name, "case ")] = value
+		}
+	}
+	return res
+}
+
+// Expect fails t for every case of want whose result differs (or is missing) in out.
+func Expect(t testing.TB, client, out string, want map[string]string) {
+	t.Helper()
+	got := Results(out)
+	bad := false
+	for name, w := range want {
+		if g, ok := got[name]; !ok || g != w {
+			t.Errorf("%s: case %s: got %q, want %q", client, name, g, w)
+			bad = true
+		}
+	}
+	if bad {
+		t.Logf("%s printed:\n%s", client, out)
+	}
+}
+
+// Port is d's port as a string, for command lines.
+func (d DSN) PortString() string { return strconv.Itoa(d.Port) }

@@ -1,0 +1,155 @@
+package pgwire
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
+	"github.com/queryflux/queryflux/node/proxy"
+)
+
+// The client's startup parameters and options (-c name=value) are applied on every engine
+// connection that starts serving the client (engine.PGWireOptions.Setup), as PostgreSQL
+// applies them to its session. A setting the engine refuses fails the client's statement with
+// the engine's error, naming it.
+
+// notApplied are startup parameters not applied on engine connections: those that are not
+// settings, and application_name, which on the engine names the capacity lease the session
+// runs under (the client's is answered by this frontend).
+var notApplied = map[string]bool{"user": true, "database": true, "options": true, "replication": true, "application_name": true}
+
+// parseOptions reads the startup "options" parameter: "-c name=value", "-cname=value" or
+// "--name=value" items separated by blanks (a backslash escapes the next character).
+func parseOptions(s string) ([][2]string, error) {
+	var items []string
+	var b strings.Builder
+	escaped, open := false, false
+	for _, r := range s {
+		switch {
+		case escaped:
+			b.WriteRune(r)
+			escaped, open = false, true
+		case r == '\\':
+			escaped = true
+		case r == ' ' || r == '\t' || r == '\n':
+			if open {
+				items = append(items, b.String())
+				b.Reset()
+				open = false
+			}
+		default:
+			b.WriteRune(r)
+			open = true
+		}
+	}
+	if open {
+		items = append(items, b.String())
+	}
+	var out [][2]string
+	for i := 0; i < len(items); i++ {
+		item := items[i]
+		switch {
+		case item == "-c" && i+1 < len(items):
+			i++
+			item = items[i]
+		case strings.HasPrefix(item, "--"):
+			item = item[2:]
+		case strings.HasPrefix(item, "-c"):
+			item = item[2:]
+		default:
+			return nil, fmt.Errorf("unsupported startup option %q (only -c name=value and --name=value are)", item)
+		}
+		name, value, ok := strings.Cut(item, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("startup option %q is not name=value", item)
+		}
+		out = append(out, [2]string{strings.ReplaceAll(name, "-", "_"), value})
+	}
+	return out, nil
+}
+
+// setupSQL is the client's startup settings as statements for an engine connection.
+func (c *conn) setupSQL() string {
+	keys := make([]string, 0, len(c.startup))
+	for k := range c.startup {
+		if !notApplied[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	set := func(name, value string) {
+		fmt.Fprintf(&b, "SELECT pg_catalog.set_config(%s, %s, false);", quoteLiteral(name), quoteLiteral(value))
+	}
+	for _, k := range keys {
+		set(k, c.startup[k])
+	}
+	for _, kv := range c.options {
+		set(kv[0], kv[1])
+	}
+	return b.String()
+}
+
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// refuseForMode refuses, in transaction pool mode, what would not outlive the transaction's
+// engine connection: LISTEN (notifications would go to whichever client gets the connection
+// next, and be lost in its reset), WITH HOLD cursors, and session-level SETs other than the
+// client-protocol settings.
+func (c *conn) refuseForMode(sql string) error {
+	if c.wire.w.PoolMode != proxy.PoolModeTransaction || !mayHoldSessionState(sql) {
+		return nil
+	}
+	for _, st := range SplitStatements(sql) {
+		if err := refuseInTransactionMode(st, c.txStatus != 'I', c.wire.w.Group); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mayHoldSessionState is a cheap first look: only statements with these words are parsed.
+func mayHoldSessionState(sql string) bool {
+	l := strings.ToLower(sql)
+	return strings.Contains(l, "set") || strings.Contains(l, "listen") || strings.Contains(l, "hold")
+}
+
+func refuseInTransactionMode(sql string, inTransaction bool, group string) error {
+	what := ""
+	switch w := strings.ToLower(firstWord(sql)); w {
+	case "listen":
+		what = "LISTEN"
+	case "declare":
+		if declaresWithHold(sql) {
+			what = "a WITH HOLD cursor"
+		}
+	case "set", "reset":
+		if err := CheckSessionState(sql, inTransaction); err != nil {
+			qe := err.(*query.Error)
+			return &query.Error{Code: qe.Code, Message: qe.Message + fmt.Sprintf(", or poolMode: session for cluster group %s", group)}
+		}
+	}
+	if what == "" {
+		return nil
+	}
+	return &query.Error{Code: "0A000", Message: fmt.Sprintf(
+		"%s is not supported in transaction pool mode: the engine connection goes to another client when the transaction ends "+
+			"(and is reset); set poolMode: session for cluster group %s", what, group)}
+}
+
+func declaresWithHold(sql string) bool {
+	toks := significantTokens(sql)
+	for i := 0; i+1 < len(toks); i++ {
+		if toks[i].Kind == sqltok.Word && strings.EqualFold(toks[i].Text, "with") && strings.EqualFold(toks[i+1].Text, "hold") {
+			return true
+		}
+		if strings.EqualFold(toks[i].Text, "for") {
+			return false
+		}
+	}
+	return false
+}

@@ -1,0 +1,154 @@
+// Cases for the PostgreSQL JDBC driver through the proxy: one "case NAME: RESULT" line each.
+// usage: java -cp postgresql.jar:. Cases JDBC_URL session|transaction TABLE
+import java.io.StringReader;
+import java.io.StringWriter;
+import java.sql.*;
+import java.util.Properties;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+import org.postgresql.copy.CopyManager;
+
+public class Cases {
+    interface Case { Object run() throws Exception; }
+
+    static String url, table;
+    static Connection conn;
+
+    public static void main(String[] args) throws Exception {
+        url = args[0];
+        table = args[2];
+        conn = DriverManager.getConnection(url);
+        try (Statement st = conn.createStatement()) {
+            st.execute("create table " + table + " (a int, b text)");
+        }
+        run("rollback", Cases::rollback);
+        run("copy_in", Cases::copyIn);
+        run("copy_out", Cases::copyOut);
+        run("notice", Cases::notice);
+        run("fetch_size", Cases::fetchSize);
+        run("bytea", Cases::bytea);
+        run("prepared", Cases::prepared);
+        run("notify", Cases::notifyCase);
+        run("options", Cases::options);
+        conn.close();
+    }
+
+    static void run(String name, Case c) {
+        Object result;
+        try {
+            result = c.run();
+        } catch (SQLException e) {
+            result = "error " + e.getSQLState();
+        } catch (Exception e) {
+            result = "error " + e;
+        }
+        try {
+            if (!conn.getAutoCommit()) conn.rollback();
+            conn.setAutoCommit(true);
+        } catch (SQLException e) {
+            result = result + " (reset: " + e.getSQLState() + ")";
+        }
+        System.out.println("case " + name + ": " + result);
+    }
+
+    static Object rollback() throws Exception {
+        conn.setAutoCommit(false);
+        try (Statement st = conn.createStatement()) {
+            st.execute("insert into " + table + " values (1, 'x')");
+            conn.rollback();
+            ResultSet rs = st.executeQuery("select count(*) from " + table);
+            rs.next();
+            return rs.getInt(1);
+        }
+    }
+
+    static Object copyIn() throws Exception {
+        CopyManager cm = conn.unwrap(PGConnection.class).getCopyAPI();
+        long n = cm.copyIn("copy " + table + " from stdin", new StringReader("1\ta\n2\tb\n3\t\\N\n"));
+        return n;
+    }
+
+    static Object copyOut() throws Exception {
+        CopyManager cm = conn.unwrap(PGConnection.class).getCopyAPI();
+        StringWriter w = new StringWriter();
+        cm.copyOut("copy (select a, b from " + table + " order by a) to stdout", w);
+        return w.toString().replace("\t", "|").replace("\n", ";");
+    }
+
+    static Object notice() throws Exception {
+        try (Statement st = conn.createStatement()) {
+            st.execute("do $$ begin raise notice 'hello %', 42; end $$");
+            SQLWarning w = st.getWarnings();
+            return w == null ? "none" : w.getMessage();
+        }
+    }
+
+    static Object fetchSize() throws Exception {
+        conn.setAutoCommit(false);
+        try (Statement st = conn.createStatement()) {
+            st.setFetchSize(100);
+            ResultSet rs = st.executeQuery("select generate_series(1, 250)");
+            long sum = 0;
+            int rows = 0;
+            while (rs.next()) {
+                sum += rs.getLong(1);
+                rows++;
+                if (rows == 150) { // another statement while the cursor is open
+                    try (Statement other = conn.createStatement()) {
+                        ResultSet r2 = other.executeQuery("select 1");
+                        r2.next();
+                    }
+                }
+            }
+            conn.commit();
+            return sum;
+        }
+    }
+
+    static Object bytea() throws Exception {
+        try (PreparedStatement ps = conn.prepareStatement("select ?::bytea")) {
+            ps.setBytes(1, new byte[] {1, 0, (byte) 255});
+            ResultSet rs = ps.executeQuery();
+            rs.next();
+            StringBuilder sb = new StringBuilder();
+            for (byte b : rs.getBytes(1)) sb.append(String.format("%02x", b));
+            return sb.toString();
+        }
+    }
+
+    static Object prepared() throws Exception {
+        long total = 0;
+        try (PreparedStatement ps = conn.prepareStatement("select ?::int + 1")) {
+            for (int i = 0; i < 8; i++) { // past prepareThreshold: a named server-side statement
+                ps.setInt(1, i);
+                ResultSet rs = ps.executeQuery();
+                rs.next();
+                total += rs.getInt(1);
+            }
+        }
+        return total;
+    }
+
+    static Object notifyCase() throws Exception {
+        try (Connection listener = DriverManager.getConnection(url)) {
+            try (Statement st = listener.createStatement()) {
+                st.execute("listen qf_channel");
+            }
+            try (Connection other = DriverManager.getConnection(url); Statement st = other.createStatement()) {
+                st.execute("notify qf_channel, 'ping'");
+            }
+            PGNotification[] ns = listener.unwrap(PGConnection.class).getNotifications(10000);
+            return ns == null || ns.length == 0 ? "none" : ns[0].getParameter();
+        }
+    }
+
+    static Object options() throws Exception {
+        Properties p = new Properties();
+        p.setProperty("options", "-c statement_timeout=1234");
+        try (Connection c = DriverManager.getConnection(url, p); Statement st = c.createStatement()) {
+            ResultSet rs = st.executeQuery("show statement_timeout");
+            rs.next();
+            return rs.getString(1);
+        }
+    }
+}

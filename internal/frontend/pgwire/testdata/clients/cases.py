@@ -1,0 +1,218 @@
+"""Cases for psycopg2 and psycopg 3 through the proxy: one "case NAME: RESULT" line each.
+
+usage: python3 cases.py psycopg2|psycopg3 DSN session|transaction TABLE
+"""
+import io
+import select
+import sys
+
+lib, dsn, mode, table = sys.argv[1:5]
+
+
+def case(name, fn):
+    try:
+        result = fn()
+    except Exception as e:  # the error's SQLSTATE is the result
+        result = "error %s" % (getattr(e, "pgcode", None) or getattr(getattr(e, "diag", None), "sqlstate", None) or repr(e))
+    print("case %s: %s" % (name, result), flush=True)
+
+
+def psycopg2_cases():
+    import psycopg2
+    import psycopg2.extensions
+
+    conn = psycopg2.connect(dsn)  # not autocommit: every statement runs in a transaction
+    cur = conn.cursor()
+    cur.execute("create table %s (a int, b text)" % table)
+    conn.commit()
+
+    def rollback():
+        cur.execute("insert into %s values (1, 'x')" % table)
+        conn.rollback()
+        cur.execute("select count(*) from %s" % table)
+        return cur.fetchone()[0]
+
+    def copy_in():
+        cur.copy_expert("copy %s from stdin" % table, io.StringIO("1\ta\n2\tb\n3\t\\N\n"))
+        conn.commit()
+        cur.execute("select count(*), count(b) from %s" % table)
+        return cur.fetchone()
+
+    def copy_out():
+        buf = io.StringIO()
+        cur.copy_expert("copy (select a, b from %s order by a) to stdout" % table, buf)
+        conn.commit()
+        return repr(buf.getvalue())
+
+    def notice():
+        cur.execute("do $$ begin raise notice 'hello %', 42; end $$")
+        conn.commit()
+        return conn.notices[-1].strip()
+
+    def bytea():
+        cur.execute("select %s::bytea", (psycopg2.Binary(b"\x01\x00\xff"),))
+        v = bytes(cur.fetchone()[0])
+        conn.commit()
+        return v.hex()
+
+    def named_cursor():
+        c = conn.cursor("fetcher")
+        c.itersize = 100
+        c.execute("select generate_series(1, 250)")
+        s = sum(r[0] for r in c)
+        c.close()
+        conn.commit()
+        return s
+
+    def with_hold():
+        c = conn.cursor("holder", withhold=True)
+        c.execute("select generate_series(1, 10)")
+        conn.commit()
+        s = sum(r[0] for r in c.fetchall())
+        c.close()
+        return s
+
+    def session_set():
+        conn.autocommit = True
+        try:
+            cur.execute("set search_path to pg_catalog, public")
+            cur.execute("show search_path")
+            return cur.fetchone()[0]
+        finally:
+            conn.autocommit = False
+
+    def notify():
+        listener = psycopg2.connect(dsn)
+        listener.autocommit = True
+        lc = listener.cursor()
+        try:
+            lc.execute("listen qf_channel")
+            other = psycopg2.connect(dsn)
+            other.autocommit = True
+            other.cursor().execute("notify qf_channel, 'ping'")
+            other.close()
+            for _ in range(50):
+                if listener.notifies:
+                    break
+                select.select([listener], [], [], 0.1)
+                listener.poll()
+            return listener.notifies[0].payload if listener.notifies else "none"
+        finally:
+            listener.close()
+
+    def options():
+        c = psycopg2.connect(dsn, options="-c statement_timeout=1234")
+        try:
+            k = c.cursor()
+            k.execute("show statement_timeout")
+            return k.fetchone()[0]
+        finally:
+            c.close()
+
+    def recover():
+        try:
+            cur.execute("select 1/0")
+        except psycopg2.Error:
+            conn.rollback()
+        cur.execute("select 7")
+        v = cur.fetchone()[0]
+        conn.commit()
+        return v
+
+    for name, fn in [("rollback", rollback), ("copy_in", copy_in), ("copy_out", copy_out), ("notice", notice),
+                     ("bytea", bytea), ("named_cursor", named_cursor), ("with_hold", with_hold),
+                     ("session_set", session_set), ("notify", notify), ("options", options), ("recover", recover)]:
+        case(name, fn)
+        if conn.status != psycopg2.extensions.STATUS_READY:
+            conn.rollback()
+
+
+def psycopg3_cases():
+    import psycopg
+
+    conn = psycopg.connect(dsn)
+    conn.execute("create table %s (a int, b text)" % table)
+    conn.commit()
+    notices = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary))
+
+    def rollback():
+        conn.execute("insert into %s values (1, 'x')" % table)
+        conn.rollback()
+        return conn.execute("select count(*) from %s" % table).fetchone()[0]
+
+    def copy_in():
+        with conn.cursor() as cur:
+            with cur.copy("copy %s (a, b) from stdin" % table) as cp:
+                for row in [(1, "a"), (2, "b"), (3, None)]:
+                    cp.write_row(row)
+        conn.commit()
+        return conn.execute("select count(*), count(b) from %s" % table).fetchone()
+
+    def copy_out():
+        rows = []
+        with conn.cursor() as cur:
+            with cur.copy("copy (select a, b from %s order by a) to stdout" % table) as cp:
+                for row in cp.rows():
+                    rows.append(row)
+        conn.commit()
+        return rows
+
+    def notice():
+        conn.execute("do $$ begin raise notice 'hello %', 42; end $$")
+        conn.commit()
+        return notices[-1]
+
+    def bytea():
+        v = conn.execute("select %b::bytea", (b"\x01\x00\xff",)).fetchone()[0]
+        conn.commit()
+        return bytes(v).hex()
+
+    def prepared():
+        total = 0
+        for i in range(6):
+            total += conn.execute("select %s::int + 1", (i,), prepare=True).fetchone()[0]
+        conn.commit()
+        return total
+
+    def pipeline():
+        with conn.pipeline():
+            c1 = conn.execute("select 1")
+            c2 = conn.execute("select %s::text", ("two",))
+            c3 = conn.execute("select count(*) from %s" % table)
+        out = [c1.fetchone()[0], c2.fetchone()[0], c3.fetchone()[0]]
+        conn.commit()
+        return out
+
+    def named_cursor():
+        with conn.cursor("fetcher") as c:
+            c.itersize = 100
+            c.execute("select generate_series(1, 250)")
+            s = sum(r[0] for r in c)
+        conn.commit()
+        return s
+
+    def notify():
+        listener = psycopg.connect(dsn, autocommit=True)
+        try:
+            listener.execute("listen qf_channel")
+            with psycopg.connect(dsn, autocommit=True) as other:
+                other.execute("notify qf_channel, 'ping'")
+            for n in listener.notifies():
+                return n.payload
+        finally:
+            listener.close()
+
+    def options():
+        with psycopg.connect(dsn, options="-c statement_timeout=1234") as c:
+            return c.execute("show statement_timeout").fetchone()[0]
+
+    for name, fn in [("rollback", rollback), ("copy_in", copy_in), ("copy_out", copy_out), ("notice", notice),
+                     ("bytea", bytea), ("prepared", prepared), ("pipeline", pipeline),
+                     ("named_cursor", named_cursor), ("notify", notify), ("options", options)]:
+        case(name, fn)
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.rollback()
+
+
+{"psycopg2": psycopg2_cases, "psycopg3": psycopg3_cases}[lib]()

@@ -1,0 +1,62 @@
+package repocheck
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// outsidePointer matches what a reader of the repository cannot follow: a document outside it,
+// or a tracker's issue number.
+var outsidePointer = regexp.MustCompile(`DESIGN\.md|\.\./shared/|(?i)\bissues? #?[0-9]+\b|\bissue-[0-9]+\b`)
+
+// TestNothingPointsOutsideTheRepository: the code, the docs and the repository's text files
+// explain themselves; they never send a reader to a document outside the repository or to an
+// issue tracker's numbers.
+func TestNothingPointsOutsideTheRepository(t *testing.T) {
+	var hits []string
+	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if name == ".git" || name == "node_modules" || name == "testdata" || name == "bin" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !textFile(name) || name == "pointers_test.go" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if outsidePointer.MatchString(line) {
+				hits = append(hits, fmt.Sprintf("%s:%d: %s", filepath.ToSlash(path)[len("../../"):], i+1, strings.TrimSpace(line)))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) > 0 {
+		t.Fatalf("lines that point outside the repository (a document it does not hold, or an issue number):\n%s", strings.Join(hits, "\n"))
+	}
+}
+
+func textFile(name string) bool {
+	for _, ext := range []string{".go", ".md", ".yaml", ".yml", ".sh", ".py", ".js", ".java", ".sql"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return name == "Makefile" || name == "Dockerfile"
+}

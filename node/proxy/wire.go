@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"context"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// Wire sessions: a frontend that speaks the engine's own protocol (pgwire to PostgreSQL) can
+// take one engine connection and forward the client's messages to it (PortalSuspended, COPY,
+// notices and notifications then work as on a direct connection). The core routes the first
+// statement, checks it, takes ONE capacity slot and opens the connection; every later
+// statement is checked and reported through the session's BeginRelay. The group's pool mode
+// says how long the frontend keeps it: for one transaction (PoolModeTransaction, reset before
+// another client gets the connection) or for the client's whole connection (PoolModeSession;
+// the slot is held as long: it stands for the engine connection).
+
+// Pool modes of a group (GroupSpec.PoolMode).
+const (
+	PoolModeTransaction = "transaction"
+	PoolModeSession     = "session"
+)
+
+// Wire is an open wire session.
+type Wire struct {
+	// Session holds the slot until Close; it is a sessionRelayer (BeginRelay per statement).
+	Session engine.Session
+	// Conn is the engine connection to forward to (the same object as the engine session).
+	Conn engine.PGWire
+	// PoolMode is the group's: PoolModeTransaction or PoolModeSession.
+	PoolMode string
+	// Group and Cluster name where it runs, for messages.
+	Group, Cluster string
+}
+
+// OpenWire routes q (the client's next statement), checks it and, when every member of the
+// routed group can hand out a wire connection and nothing needs the values (no result cache,
+// passthrough on), takes a slot and opens a connection for the client owner, with the client's
+// startup settings (setup, SQL). ok is false when the frontend must run the statement its own
+// way; a non-nil error refused it (and has been reported).
+func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, setup string) (w *Wire, ok bool, err error) {
+	start := c.env.Now()
+	rt, err := c.enter()
+	if err != nil {
+		return nil, false, err
+	}
+	if rt.noRelay {
+		rt.unpin()
+		return nil, false, nil
+	}
+	id := c.newID()
+	dec := rt.Route(q)
+	g, err := c.checkRouted(q, rt, dec)
+	if err != nil {
+		return nil, false, c.refuse(rt, id, q, start, dec, err)
+	}
+	if g.cache.TTL > 0 || !g.relayable(isWireOpener) {
+		rt.unpin()
+		return nil, false, nil
+	}
+	adm, err := c.admit(ctx, rt, q, id, dec, g, start)
+	if err != nil {
+		return nil, false, err
+	}
+	opener, ok := adm.Engine.(engine.PGWireOpener)
+	if !ok { // the group changed members between the check and the slot
+		adm.finishQuiet()
+		return nil, false, nil
+	}
+	pw, err := opener.OpenPGWire(adm.Tagged(ctx), engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup})
+	if err != nil {
+		adm.finishQuiet()
+		return nil, true, adm.engineError(err)
+	}
+	cs := &coreSession{adm: adm, inner: pw}
+	adm.slot.OnLost(cs.lose)
+	mode := g.poolMode
+	if mode == "" {
+		mode = PoolModeTransaction
+	}
+	return &Wire{Session: cs, Conn: pw, PoolMode: mode, Group: adm.Group, Cluster: adm.Cluster}, true, nil
+}
+
+func isWireOpener(e query.Engine) bool {
+	_, ok := e.(engine.PGWireOpener)
+	return ok
+}
