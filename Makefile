@@ -5,7 +5,7 @@ FUZZTIME  ?= 5s
 SEEDS     ?= 1000
 PARALLEL  ?= 2
 
-.PHONY: check-config run build test test-deps test-deps-wire test-deps-ops test-deps-pgclients tidy unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: check-config run build test test-deps test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio tidy unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -23,11 +23,18 @@ test: test-deps tidy unit fuzz determinism
 
 # Test clients that do not come with the database servers: PyMySQL (Debian's python3-pymysql, for
 # the MySQL wire's autocommit test). Without apt (or root) the test that needs it skips, saying so.
-test-deps: test-deps-wire test-deps-ops test-deps-pgclients
+test-deps: test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio
 	@/usr/bin/python3 -c 'import pymysql' 2>/dev/null || { echo "installing python3-pymysql"; \
 		apt-get install -y python3-pymysql >/dev/null 2>&1 || \
 		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-pymysql >/dev/null 2>&1; } || \
 		echo "python3-pymysql could not be installed: TestPyMySQLDefaultAutocommitOff skips"; }
+
+# Studio's browser tests drive Debian's chromium (internal/studio); without it they skip, saying so.
+test-deps-studio:
+	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium"; \
+		apt-get install -y chromium >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null 2>&1 && apt-get install -y chromium >/dev/null 2>&1; } || \
+		echo "chromium could not be installed: the Studio browser tests skip"; }
 
 # The wire frontends' client libraries: mysqlclient (python3-mysqldb) and, from the lock file,
 # node's mysql2 and trino-client. A test whose client could not be installed skips, saying so.

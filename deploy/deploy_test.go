@@ -287,6 +287,16 @@ func placeholder(name string) string {
 	return "placeholder-secret-for-config-check"
 }
 
+// The repository's other example configurations pass `queryflux config check` as well.
+func TestExampleConfigsPassConfigCheck(t *testing.T) {
+	bin := buildQueryflux(t)
+	for _, f := range []string{"../internal/config/testdata/full.yaml", "../internal/defaultconfig/default.yaml"} {
+		if out, err := exec.Command(bin, "config", "check", f).CombinedOutput(); err != nil {
+			t.Errorf("config check %s: %v\n%s", f, err, out)
+		}
+	}
+}
+
 func configMapMounts(objs []object) map[string][]corev1.Container {
 	out := map[string][]corev1.Container{}
 	for _, o := range objs {

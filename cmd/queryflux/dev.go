@@ -156,6 +156,7 @@ func printDevBanner(out io.Writer, offset int, tokenFile string) {
 		row(fmt.Sprintf("worker-%d", i), offset+10*i, "ops "+devPort(defaultconfig.PortAdmin+100+i, offset))
 	}
 	fmt.Fprintf(out, "\n  psql -h 127.0.0.1 -p %d -U queryflux demo -c 'select count(*) from orders'\n", defaultconfig.PortPostgres+offset+10)
+	fmt.Fprintf(out, "  studio: http://%s/studio/ (log in with the admin token in %s)\n", devPort(defaultconfig.PortAdmin, offset), tokenFile)
 	fmt.Fprintf(out, "  export QUERYFLUX_ADMIN_TOKEN=$(cat %s)\n", tokenFile)
 	fmt.Fprintf(out, "  queryflux workers list --admin-url http://%s\n", devPort(defaultconfig.PortAdmin, offset))
 	fmt.Fprintf(out, "  queryflux dev restart worker-1 --port-offset %d\n\n", offset)

@@ -114,8 +114,8 @@ var (
 
 // CapacityStore is the shared lease table. One clock stamps and sweeps the whole table, so no
 // replica's clock can shorten a lease: the Postgres store uses the database's clock and
-// ignores the callers' now; the in-memory store, which one process owns, uses now, the
-// caller's env.Env clock. A rapid model test holds the two to the same answers (the Postgres
+// ignores the callers' now; the in-memory store uses now, the caller's env.Env clock, unless
+// it was given a clock of its own (Memory.WithClock, for a store several control planes share). A rapid model test holds the two to the same answers (the Postgres
 // store then reads the test's clock).
 //
 // Invariant of every implementation: for every cluster, the number of leases held (expired or

@@ -16,6 +16,7 @@ type Memory struct {
 	mu       sync.Mutex
 	clusters map[string]*memCluster
 	locks    map[string]SweepLock
+	clock    func() time.Time // nil: the callers' now
 }
 
 type memCluster struct {
@@ -26,6 +27,23 @@ type memCluster struct {
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
 	return &Memory{clusters: map[string]*memCluster{}, locks: map[string]SweepLock{}}
+}
+
+// WithClock makes m stamp and compare every lease and lock time with clock instead of the
+// callers' now: one clock for the whole table, as the database's is for the Postgres store.
+// A simulator whose control planes share one store gives it the simulated database's clock.
+// Call it before use.
+func (m *Memory) WithClock(clock func() time.Time) *Memory {
+	m.clock = clock
+	return m
+}
+
+// now is the table's time: the store's clock if it has one, else the caller's.
+func (m *Memory) now(caller time.Time) time.Time {
+	if m.clock != nil {
+		return m.clock()
+	}
+	return caller
 }
 
 var (
@@ -44,6 +62,7 @@ func (m *Memory) cluster(name string) *memCluster {
 
 // Acquire implements CapacityStore.
 func (m *Memory) Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (Lease, error) {
+	now = m.now(now)
 	if err := CheckAcquire(cluster, holder, limit, ttl); err != nil {
 		return Lease{}, err
 	}
@@ -88,6 +107,7 @@ func (m *Memory) held(ref LeaseRef) (*memCluster, Lease, error) {
 
 // Renew implements CapacityStore.
 func (m *Memory) Renew(ctx context.Context, ref LeaseRef, ttl time.Duration, now time.Time) (Lease, error) {
+	now = m.now(now)
 	if err := CheckTTL(ttl); err != nil {
 		return Lease{}, err
 	}
@@ -156,7 +176,7 @@ func (m *Memory) Revoke(ctx context.Context, sel Selection, now time.Time) ([]Le
 	if err := CheckRefs(sel.Refs); err != nil {
 		return nil, err
 	}
-	now = Timestamp(now)
+	now = Timestamp(m.now(now))
 	named := make(map[LeaseRef]bool, len(sel.Refs))
 	for _, r := range sel.Refs {
 		named[LeaseRef{ID: r.ID, Generation: r.Generation}] = true
@@ -198,6 +218,7 @@ func SortLeases(ls []Lease) {
 
 // AcquireSweepLock implements SweepCoordinator.
 func (m *Memory) AcquireSweepLock(ctx context.Context, name, owner string, ttl time.Duration, now time.Time) (SweepLock, error) {
+	now = m.now(now)
 	if err := checkLockArgs(name, owner, ttl); err != nil {
 		return SweepLock{}, err
 	}

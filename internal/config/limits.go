@@ -10,8 +10,8 @@ package config
 //	    maxPreAuthMessageBytes: 65536 # one client message before login
 type Limits struct {
 	MaxConnections         int `yaml:"maxConnections" json:"maxConnections"`                 // open connections per listener, more are refused (0: 1000)
-	HandshakeTimeoutSecs   int `yaml:"handshakeTimeoutSecs" json:"handshakeTimeoutSecs"`     // connect to logged in, or to an HTTP request's headers (0: 10)
-	MaxPreAuthMessageBytes int `yaml:"maxPreAuthMessageBytes" json:"maxPreAuthMessageBytes"` // one client message before login (0: 65536)
+	HandshakeTimeoutSecs   int `yaml:"handshakeTimeoutSecs" json:"handshakeTimeoutSecs"`     // seconds from connect to logged in, or to an HTTP request's headers (0: 10)
+	MaxPreAuthMessageBytes int `yaml:"maxPreAuthMessageBytes" json:"maxPreAuthMessageBytes"` // bytes of one client message before login (0: 65536); at most [preAuthMessageBytesCeiling]
 }
 
 // preAuthMessageBytesCeiling is the largest maxPreAuthMessageBytes accepted: MySQL's packet

@@ -139,6 +139,9 @@ func (n *Node) Apply(cfg *config.Config) error {
 	}
 	n.policy.Activate(pol)
 	n.core.Activate(rt)
+	if sec := cfg.Settings.Security; len(sec.Users) == 0 && !sec.TrustLoopback && anyFrontend(cfg.QueryFlux.Frontends) {
+		n.log.Warn("settings.security has no users and trustLoopback is off: every frontend login is refused")
+	}
 	n.log.Info("query configuration active", "clusters", len(cfg.Clusters), "groups", len(cfg.ClusterGroups))
 	return nil
 }
@@ -229,6 +232,10 @@ func (n *Node) newTrino(gate query.Gate) (frontend, error) {
 
 func (n *Node) newFlightSQL(gate query.Gate) (frontend, error) {
 	return flightsql.NewServer(n.core, flightsql.Options{Gate: gate, Auth: n.policy.FlightSQL(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits})
+}
+
+func anyFrontend(f config.Frontends) bool {
+	return f.Postgres.Enabled || f.MySQL.Enabled || f.Trino.Enabled || f.FlightSQL.Enabled
 }
 
 // listenerGate adds a listener's own requireTLS to the policy's gate.

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +80,17 @@ func run(t *testing.T, env []string, name string, args ...string) (string, error
 	return strings.TrimSpace(string(out)), err
 }
 
+// runStdin is run with stdin from in (closed at its end).
+func runStdin(t *testing.T, in, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = strings.NewReader(in)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
 func psql(t *testing.T, addr, user, password, conninfo string) (string, error) {
 	t.Helper()
 	host, port, _ := net.SplitHostPort(addr)
@@ -142,6 +155,14 @@ func TestTLSOnEveryFrontendWithRealClients(t *testing.T) {
 	addrs := n.Addrs()
 	other := frontendtest.NewCA(t) // a CA that signed nothing here: verification must fail
 
+	// openssl s_client speaks each protocol's STARTTLS and verifies the chain it is shown.
+	for _, proto := range []string{"mysql", "postgres"} {
+		out, _ := runStdin(t, "", "openssl", "s_client", "-starttls", proto, "-connect", addrs[proto],
+			"-CAfile", ca.CertFile, "-verify_return_error", "-verify_ip", "127.0.0.1")
+		if !strings.Contains(out, "Verify return code: 0 (ok)") {
+			t.Fatalf("openssl s_client -starttls %s: %s", proto, out)
+		}
+	}
 	t.Run("postgres", func(t *testing.T) {
 		full := "sslmode=verify-full sslrootcert=" + ca.CertFile
 		if out, err := psql(t, addrs["postgres"], "alice", tlsAlicePW, full); err != nil || out != "42" {
@@ -338,3 +359,54 @@ func TestLoopbackTrustAcceptsAnyPassword(t *testing.T) {
 	}
 }
 
+
+// trinoClient runs select 40+2 through the npm trino-client (BasicAuth(user), with password
+// when set; caFile as the root for https) and returns its JSON outcome.
+func trinoClient(t *testing.T, server, user, password, caFile string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "frontend", "frontendtest", "nodeclients")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "trino-client")); err != nil {
+		t.Skipf("the npm trino-client is not installed (make test-deps installs it; its install failed): %v", err)
+	}
+	out, err := run(t, []string{"TRINO_SERVER=" + server, "TRINO_USER=" + user, "TRINO_PASSWORD=" + password, "TRINO_CA=" + caFile},
+		"node", filepath.Join(dir, "trino_auth_probe.js"))
+	if err != nil {
+		t.Fatalf("trino-client probe: %v %s", err, out)
+	}
+	return out
+}
+
+// The npm trino-client: BasicAuth(user) with no password in open mode (loopback trust), and
+// a user's password only over https, verified against the CA.
+func TestNpmTrinoClient(t *testing.T) {
+	open := New(Options{Env: env.Real(slog.New(slog.DiscardHandler))})
+	t.Cleanup(func() { _ = open.Close() })
+	if err := open.Listen(config.Frontends{Trino: config.Frontend{Enabled: true, Listen: "127.0.0.1:0"}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := defaultconfig.Load(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := open.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if out := trinoClient(t, "http://"+open.Addrs()["trino"], "queryflux", "", ""); out != `{"ok":[[42]]}` {
+		t.Fatalf("BasicAuth(user) in open mode: %s", out)
+	}
+
+	ca := frontendtest.NewCA(t)
+	certFile, keyFile := ca.Issue(t, "node")
+	users := tlsNode(t, config.Frontends{Trino: config.Frontend{Enabled: true, Listen: "127.0.0.1:0"}}, certFile, keyFile, nil)
+	addr := users.Addrs()["trino"]
+	if out := trinoClient(t, "https://"+addr, "alice", tlsAlicePW, ca.CertFile); out != `{"ok":[[42]]}` {
+		t.Fatalf("BasicAuth(alice, password) over https: %s", out)
+	}
+	if out := trinoClient(t, "http://"+addr, "alice", tlsAlicePW, ""); !strings.Contains(out, "403") {
+		t.Fatalf("BasicAuth(alice, password) over http: %s", out)
+	}
+	if out := trinoClient(t, "https://"+addr, "queryflux", "", ca.CertFile); !strings.Contains(out, "error") {
+		t.Fatalf("an unknown user with users configured: %s", out)
+	}
+}

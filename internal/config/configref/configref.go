@@ -1,8 +1,10 @@
 // Package configref writes the configuration reference (docs/configuration.md) from the config
 // model itself: every field's YAML path and type come from the Go types by reflection, its
 // default from config.ApplyDefaults, and its description from the field's comment in the
-// package's source. A test keeps the committed document equal to what this package writes, so
-// the reference cannot drift from the code.
+// package's source (a nested section's row also shows its type's comment). A doc link to a
+// constant of the package, such as [WeightMax], prints as the constant's value, so limits
+// quoted in comments follow the code. A test keeps the committed document equal to what this
+// package writes, so the reference cannot drift from the code.
 //
 // It reads the config package's source files and nothing else.
 package configref
@@ -11,11 +13,13 @@ import (
 	"bytes"
 	"fmt"
 	"go/ast"
+	"go/constant"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"sort"
 	"strings"
@@ -25,11 +29,14 @@ import (
 
 // Generate returns the reference document.
 func Generate() ([]byte, error) {
-	docs, err := fieldDocs(configSourceDir())
+	docs, consts, err := parseSource(configSourceDir())
 	if err != nil {
 		return nil, err
 	}
-	w := &writer{docs: docs, defaults: defaultsSample()}
+	for k, d := range docs {
+		docs[k] = substituteConsts(d, consts)
+	}
+	w := &writer{docs: docs, defaults: defaultsSample(), shown: map[string]bool{}}
 	var b bytes.Buffer
 	b.WriteString(header)
 	t := reflect.TypeOf(config.Config{})
@@ -39,14 +46,23 @@ func Generate() ([]byte, error) {
 		if name == "" {
 			continue
 		}
+		def := reflect.ValueOf(w.defaults).Elem().Field(i)
+		doc := docs[t.Name()+"."+f.Name]
 		fmt.Fprintf(&b, "\n## `%s`\n\n", name)
-		if d := docs[t.Name()+"."+f.Name]; d != "" {
-			b.WriteString(d + "\n\n")
-		} else if d := docs[typeKey(f.Type)]; d != "" {
-			b.WriteString(d + "\n\n")
+		if !isSection(f.Type) { // a top-level scalar is its own one-row table
+			b.WriteString(tableHead)
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", name, typeName(f.Type), defaultText(def), cell(doc))
+			continue
 		}
-		b.WriteString("| path | type | default | description |\n|---|---|---|---|\n")
-		w.rows(&b, name, f.Type, reflect.ValueOf(w.defaults).Elem().Field(i))
+		w.shown[typeKey(f.Type)] = true
+		if doc == "" {
+			doc = docs[typeKey(f.Type)]
+		}
+		if doc != "" {
+			b.WriteString(doc + "\n\n")
+		}
+		b.WriteString(tableHead)
+		w.rows(&b, name, f.Type, def)
 	}
 	return b.Bytes(), nil
 }
@@ -54,8 +70,8 @@ func Generate() ([]byte, error) {
 const header = `# Configuration reference
 
 This file is generated from the configuration model (` + "`internal/config`" + `) by
-` + "`go run ./internal/config/configref > docs/configuration.md`" + `; a test fails when it differs
-from the code. A configuration is one YAML file; check it with ` + "`queryflux config check FILE`" + `,
+` + "`QUERYFLUX_UPDATE_DOCS=1 go test ./internal/config/configref/`" + `; a test fails when it
+differs from the code. A configuration is one YAML file; check it with ` + "`queryflux config check FILE`" + `,
 which reports every error with its path and line. Unknown keys are errors.
 
 Lists of named items (` + "`clusters`, `clusterGroups`" + `) may be written as a list of items with a
@@ -67,9 +83,12 @@ A configuration using every section: ` + "`internal/config/testdata/full.yaml`" 
 examples: ` + "`deploy/kubernetes/`" + `.
 `
 
+const tableHead = "| path | type | default | description |\n|---|---|---|---|\n"
+
 type writer struct {
 	docs     map[string]string
 	defaults *config.Config
+	shown    map[string]bool // types whose comment a section row already showed
 }
 
 // rows writes one row per leaf field under path (struct fields are descended into).
@@ -114,11 +133,17 @@ func (w *writer) rows(b *bytes.Buffer, path string, t reflect.Type, def reflect.
 		if def.IsValid() {
 			fd = def.Field(i)
 		}
+		doc := w.docs[elem.Name()+"."+f.Name]
 		if isSection(f.Type) {
+			if k := typeKey(f.Type); !w.shown[k] {
+				w.shown[k] = true
+				doc = joinDocs(doc, w.docs[k])
+			}
+			fmt.Fprintf(b, "| `%s` | %s |  | %s |\n", p, typeName(f.Type), cell(doc))
 			w.rows(b, p, f.Type, fd)
 			continue
 		}
-		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", p, typeName(f.Type), defaultText(fd), cell(w.docs[elem.Name()+"."+f.Name]))
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", p, typeName(f.Type), defaultText(fd), cell(doc))
 	}
 }
 
@@ -161,12 +186,14 @@ func typeName(t reflect.Type) string {
 		return "boolean"
 	case reflect.Float64:
 		return "number"
+	case reflect.Struct:
+		return "object"
 	}
 	return "string"
 }
 
 func typeKey(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
 		t = t.Elem()
 	}
 	return t.Name()
@@ -197,9 +224,9 @@ func cell(s string) string {
 // defaultsSample is a configuration with one item in every list, after ApplyDefaults, so each
 // list item's defaults show too.
 func defaultsSample() *config.Config {
-	cfg := &config.Config{
-		Clusters:      config.NamedList[config.Cluster]{{Name: "c"}},
-		ClusterGroups: config.NamedList[config.ClusterGroup]{{Name: "g"}},
+	cfg := &config.Config{ // unnamed: a name has no default
+		Clusters:      config.NamedList[config.Cluster]{{}},
+		ClusterGroups: config.NamedList[config.ClusterGroup]{{}},
 	}
 	config.ApplyDefaults(cfg)
 	return cfg
@@ -210,13 +237,14 @@ func configSourceDir() string {
 	return filepath.Dir(filepath.Dir(file)) // internal/config/configref -> internal/config
 }
 
-// fieldDocs maps "Type.Field" (and "Type") to its comment, one line per paragraph joined by
-// spaces; indented example blocks are left out.
-func fieldDocs(dir string) (map[string]string, error) {
+// parseSource reads the config package's source: docs maps "Type.Field" (and "Type") to its
+// comment, one line per paragraph joined by spaces, indented example blocks left out; consts
+// maps each constant whose value is written in literals (and other such constants) to it.
+func parseSource(dir string) (docs map[string]string, consts map[string]constant.Value, err error) {
 	fset := token.NewFileSet()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var names []string
 	for _, e := range entries {
@@ -225,37 +253,131 @@ func fieldDocs(dir string) (map[string]string, error) {
 		}
 	}
 	sort.Strings(names)
-	out := map[string]string{}
+	docs = map[string]string{}
+	constExprs := map[string]ast.Expr{}
 	for _, n := range names {
 		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.ParseComments)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
-			if !ok || gd.Tok != token.TYPE {
+			if !ok {
 				continue
 			}
-			for _, spec := range gd.Specs {
-				ts := spec.(*ast.TypeSpec)
-				doc := ts.Doc
-				if doc == nil && len(gd.Specs) == 1 {
-					doc = gd.Doc
-				}
-				out[ts.Name.Name] = commentText(doc, nil)
-				st, ok := ts.Type.(*ast.StructType)
-				if !ok {
-					continue
-				}
-				for _, fld := range st.Fields.List {
-					for _, id := range fld.Names {
-						out[ts.Name.Name+"."+id.Name] = commentText(fld.Doc, fld.Comment)
+			switch gd.Tok {
+			case token.TYPE:
+				typeDocs(docs, gd)
+			case token.CONST:
+				for _, spec := range gd.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, id := range vs.Names {
+						if i < len(vs.Values) {
+							constExprs[id.Name] = vs.Values[i]
+						}
 					}
 				}
 			}
 		}
 	}
-	return out, nil
+	consts = map[string]constant.Value{}
+	for name, e := range constExprs {
+		if v := evalConst(e, constExprs, 0); v.Kind() != constant.Unknown {
+			consts[name] = v
+		}
+	}
+	return docs, consts, nil
+}
+
+func typeDocs(out map[string]string, gd *ast.GenDecl) {
+	for _, spec := range gd.Specs {
+		ts := spec.(*ast.TypeSpec)
+		doc := ts.Doc
+		if doc == nil && len(gd.Specs) == 1 {
+			doc = gd.Doc
+		}
+		out[ts.Name.Name] = commentText(doc, nil)
+		st, ok := ts.Type.(*ast.StructType)
+		if !ok {
+			continue
+		}
+		for _, fld := range st.Fields.List {
+			for _, id := range fld.Names {
+				out[ts.Name.Name+"."+id.Name] = commentText(fld.Doc, fld.Comment)
+			}
+		}
+	}
+}
+
+// evalConst computes a constant expression made of literals, operators and other constants;
+// anything else (iota, conversions, other packages) is unknown.
+func evalConst(e ast.Expr, exprs map[string]ast.Expr, depth int) constant.Value {
+	unknown := constant.MakeUnknown()
+	if depth > 20 {
+		return unknown
+	}
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		return constant.MakeFromLiteral(e.Value, e.Kind, 0)
+	case *ast.Ident:
+		if x, ok := exprs[e.Name]; ok {
+			return evalConst(x, exprs, depth+1)
+		}
+	case *ast.ParenExpr:
+		return evalConst(e.X, exprs, depth+1)
+	case *ast.UnaryExpr:
+		if x := evalConst(e.X, exprs, depth+1); x.Kind() != constant.Unknown {
+			return constant.UnaryOp(e.Op, x, 0)
+		}
+	case *ast.BinaryExpr:
+		x, y := evalConst(e.X, exprs, depth+1), evalConst(e.Y, exprs, depth+1)
+		if x.Kind() == constant.Unknown || y.Kind() == constant.Unknown {
+			return unknown
+		}
+		switch e.Op {
+		case token.SHL, token.SHR:
+			if s, ok := constant.Uint64Val(y); ok {
+				return constant.Shift(x, e.Op, uint(s))
+			}
+		case token.ADD, token.SUB, token.MUL, token.QUO, token.REM:
+			if e.Op == token.QUO && x.Kind() == constant.Int && y.Kind() == constant.Int {
+				return constant.BinaryOp(x, token.QUO_ASSIGN, y) // integer division
+			}
+			return constant.BinaryOp(x, e.Op, y)
+		}
+	}
+	return unknown
+}
+
+// docLink is a Go doc link to a plain identifier: [Name].
+var docLink = regexp.MustCompile(`\[([A-Za-z_][A-Za-z0-9_]*)\]`)
+
+// substituteConsts writes each doc link to a known constant as the constant's value.
+func substituteConsts(doc string, consts map[string]constant.Value) string {
+	return docLink.ReplaceAllStringFunc(doc, func(link string) string {
+		v, ok := consts[link[1:len(link)-1]]
+		if !ok {
+			return link
+		}
+		if v.Kind() == constant.String {
+			return constant.StringVal(v)
+		}
+		return v.ExactString()
+	})
+}
+
+// joinDocs joins a field's comment and its type's, each ending a sentence.
+func joinDocs(docs ...string) string {
+	var parts []string
+	for _, d := range docs {
+		if d = strings.TrimSpace(d); d != "" {
+			if !strings.HasSuffix(d, ".") {
+				d += "."
+			}
+			parts = append(parts, d)
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 func commentText(doc, line *ast.CommentGroup) string {

@@ -52,3 +52,49 @@ func TestEveryFieldHasARowWithTypeAndDefault(t *testing.T) {
 		}
 	}
 }
+
+// A doc link to a constant prints as its value, computed from the source (a shift, another
+// constant, a string); a link to anything else stays as written.
+func TestDocLinksToConstantsPrintTheirValue(t *testing.T) {
+	_, consts, err := parseSource(configSourceDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := substituteConsts("at most [preAuthMessageBytesCeiling], 1 to [WeightMax], [CredentialsEmbedded], [Config]", consts)
+	if want := "at most 16777216, 1 to 100, embedded, [Config]"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// A nested section has its own row, showing its type's comment.
+func TestSectionsShowTheirTypeComment(t *testing.T) {
+	got, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{
+		"| `queryflux.coordination` | object |  | Coordination is how a node admits queries",
+		"| `clusterGroups[].cache` | object |  |",
+		"| `routingFallback` | string |  |",
+		"| `clusters[].name` | string |  | Name is unique", // a name has no default
+	} {
+		if !strings.Contains(string(got), row) {
+			t.Errorf("no row starting %q", row)
+		}
+	}
+}
+
+// Every row has a description: a field added without a comment fails here, naming the field.
+func TestEveryRowHasADescription(t *testing.T) {
+	got, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(got), "\n") {
+		if strings.HasPrefix(line, "| `") && strings.HasSuffix(line, "|  |") {
+			path, _, _ := strings.Cut(strings.TrimPrefix(line, "| `"), "`")
+			t.Errorf("%s has no description: give its Go field a comment in internal/config "+
+				"(what it does, unit, allowed values, what 0 or empty means)", path)
+		}
+	}
+}

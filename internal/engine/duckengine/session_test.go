@@ -3,6 +3,7 @@ package duckengine_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -166,6 +167,9 @@ func TestDuckDBPooledStatementsLeaveNothing(t *testing.T) {
 	e := openConns(t, 1, nil)
 	if c := code(e, "BEGIN"); c != "0A000" {
 		t.Fatalf("BEGIN outside a session: code %q, want 0A000", c)
+	}
+	if c := code(e, "/* "+strings.Repeat("x", 5000)+" */ BEGIN"); c != "0A000" {
+		t.Fatalf("BEGIN after a long comment outside a session: code %q, want 0A000", c)
 	}
 	if c := code(e, "select 1"); c != "" {
 		t.Fatalf("after a refused BEGIN: %q", c)

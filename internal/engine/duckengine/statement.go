@@ -62,8 +62,12 @@ func (s statement) readsOnly() bool {
 	return false
 }
 
-// leadWords returns sqlText's first significant tokens (at most n), words in lower case.
+// leadWords returns sqlText's first significant tokens (at most n), words in lower case. Only
+// the statement's head is tokenized for a few words: a long INSERT is not read twice.
 func leadWords(sqlText string, n int) []string {
+	if n <= 16 && len(sqlText) > leadBytesMax {
+		sqlText = sqlText[:leadBytesMax]
+	}
 	var out []string
 	for _, t := range sqltok.Tokenize(sqlText, sqltok.Postgres) {
 		if !t.Significant() {
@@ -77,32 +81,52 @@ func leadWords(sqlText string, n int) []string {
 	return out
 }
 
+// leadBytesMax bounds the head of a statement leadWords reads for its first words.
+const leadBytesMax = 1024
+
 // statement reads sqlText: transaction control by its words (DuckDB's parser knows no
 // isolation levels), anything else prepared on conn. It refuses what this engine cannot do
 // (savepoints, two-phase commit) and, on a locked cluster, what would change the
 // connection's configuration or the database instance.
 func (e *Engine) statement(conn *sql.Conn, sqlText string) (statement, error) {
-	words := leadWords(sqlText, 16)
-	var st statement
-	if len(words) > 0 {
-		st.words = words
-		if err := st.readTransaction(); err != nil || st.tx != txNone {
-			return st, err
-		}
-		if words[0] == "copy" {
-			if all := leadWords(sqlText, len(sqlText)); slices.Contains(all, "stdin") || slices.Contains(all, "stdout") {
-				return st, errCopyStdio
-			}
-		}
+	st, err := readWords(sqlText, leadWords(sqlText, 16))
+	if err != nil || st.tx != txNone {
+		return st, err
 	}
 	p, err := prepare(conn, sqlText)
 	if err != nil {
 		return st, wrapErr(err)
 	}
+	switch p.kind {
+	case duckdb.STATEMENT_TYPE_TRANSACTION, duckdb.STATEMENT_TYPE_COPY, duckdb.STATEMENT_TYPE_SET:
+		if len(sqlText) > leadBytesMax { // its words may lie past a long comment: read them all
+			if st, err = readWords(sqlText, leadWords(sqlText, len(sqlText))); err != nil || st.tx != txNone {
+				return st, err
+			}
+		}
+	}
 	st.p = p
 	if e.locked {
 		if err := e.checkLocked(st); err != nil {
 			return st, err
+		}
+	}
+	return st, nil
+}
+
+// readWords recognises, from a statement's words, what this engine handles or refuses before
+// DuckDB sees it: transaction control and COPY to or from the client.
+func readWords(sqlText string, words []string) (statement, error) {
+	st := statement{words: words}
+	if len(words) == 0 {
+		return st, nil
+	}
+	if err := st.readTransaction(); err != nil || st.tx != txNone {
+		return st, err
+	}
+	if words[0] == "copy" {
+		if all := leadWords(sqlText, len(sqlText)); slices.Contains(all, "stdin") || slices.Contains(all, "stdout") {
+			return st, errCopyStdio
 		}
 	}
 	return st, nil

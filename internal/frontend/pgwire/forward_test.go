@@ -108,6 +108,13 @@ func TestSessionModeKeepsTheConnection(t *testing.T) {
 	if queryInt(t, a, "select pg_backend_pid()") == queryInt(t, b, "select pg_backend_pid()") {
 		t.Fatal("two session-mode clients share a backend")
 	}
+	// The server's ParameterStatus reaches the client.
+	if _, err := a.Exec(ctx, "set timezone = 'Asia/Tokyo'"); err != nil {
+		t.Fatal(err)
+	}
+	if tz := a.PgConn().ParameterStatus("TimeZone"); tz != "Asia/Tokyo" {
+		t.Fatalf("the client was told TimeZone %q", tz)
+	}
 }
 
 // rawClient is a client speaking the protocol by hand, so a test can hang up mid-anything.
@@ -284,5 +291,56 @@ func TestDeallocateAllForgetsClientStatements(t *testing.T) {
 		if err := c.Deallocate(ctx, "again"); err != nil && !strings.Contains(err.Error(), "does not exist") {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestFlushWithRowLimits: a client that reads a portal in chunks with Execute(max rows) and
+// Flush, without Sync (node's pg-cursor, asyncpg), gets each chunk and PortalSuspended, in
+// both modes.
+func TestFlushWithRowLimits(t *testing.T) {
+	for _, mode := range poolModes {
+		t.Run(mode, func(t *testing.T) {
+			_, fe := rawClient(t, pgProxy(t, mode))
+			fe.Send(&pgproto3.Parse{Query: "select generate_series(1, 5)"})
+			fe.Send(&pgproto3.Bind{DestinationPortal: "cur"})
+			fe.Send(&pgproto3.Execute{Portal: "cur", MaxRows: 2})
+			fe.Send(&pgproto3.Flush{})
+			_ = fe.Flush()
+			var got []string
+			read := func(until func(pgproto3.BackendMessage) bool) {
+				for {
+					msg, err := fe.Receive()
+					if err != nil {
+						t.Fatal(err)
+					}
+					switch m := msg.(type) {
+					case *pgproto3.DataRow:
+						got = append(got, string(m.Values[0]))
+					case *pgproto3.PortalSuspended:
+						got = append(got, "suspended")
+					case *pgproto3.CommandComplete:
+						got = append(got, string(m.CommandTag))
+					case *pgproto3.ErrorResponse:
+						t.Fatalf("error %s: %s", m.Code, m.Message)
+					}
+					if until(msg) {
+						return
+					}
+				}
+			}
+			isSuspended := func(m pgproto3.BackendMessage) bool { _, ok := m.(*pgproto3.PortalSuspended); return ok }
+			read(isSuspended)
+			fe.Send(&pgproto3.Execute{Portal: "cur", MaxRows: 2})
+			fe.Send(&pgproto3.Flush{})
+			_ = fe.Flush()
+			read(isSuspended)
+			fe.Send(&pgproto3.Execute{Portal: "cur", MaxRows: 2})
+			fe.Send(&pgproto3.Sync{})
+			_ = fe.Flush()
+			read(func(m pgproto3.BackendMessage) bool { _, ok := m.(*pgproto3.ReadyForQuery); return ok })
+			if want := "1 2 suspended 3 4 suspended 5 SELECT 1"; strings.Join(got, " ") != want {
+				t.Fatalf("got %q, want %q", strings.Join(got, " "), want)
+			}
+		})
 	}
 }

@@ -28,6 +28,7 @@ public class Cases {
         run("fetch_size", Cases::fetchSize);
         run("bytea", Cases::bytea);
         run("prepared", Cases::prepared);
+        run("batch", Cases::batch);
         run("notify", Cases::notifyCase);
         run("options", Cases::options);
         conn.close();
@@ -127,6 +128,24 @@ public class Cases {
             }
         }
         return total;
+    }
+
+    static Object batch() throws Exception {
+        conn.setAutoCommit(false);
+        try (PreparedStatement ps = conn.prepareStatement("insert into " + table + " values (?, ?)")) {
+            for (int i = 10; i < 13; i++) {
+                ps.setInt(1, i);
+                ps.setString(2, "batch");
+                ps.addBatch();
+            }
+            int[] counts = ps.executeBatch();
+            conn.commit();
+            try (Statement st = conn.createStatement()) {
+                ResultSet rs = st.executeQuery("select count(*) from " + table + " where b = 'batch'");
+                rs.next();
+                return counts.length + " " + rs.getInt(1);
+            }
+        }
     }
 
     static Object notifyCase() throws Exception {

@@ -64,7 +64,7 @@ async function main() {
         await other.connect();
         await other.query("notify qf_channel, 'ping'");
         await other.end();
-        return await Promise.race([got, new Promise((r) => setTimeout(() => r('none'), 10000))]);
+        return await Promise.race([got, new Promise((r) => setTimeout(() => r('none'), 10000).unref())]);
       } finally {
         await listener.end();
       }

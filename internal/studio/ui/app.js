@@ -1,0 +1,298 @@
+// QueryFlux Studio: one page, hash routes, every number read from the admin JSON APIs through
+// /studio/api (the session cookie is HttpOnly; the CSRF token lives only in this script's memory).
+'use strict';
+
+const state = { csrf: null, features: {}, timer: null, route: '' };
+const $ = (id) => document.getElementById(id);
+
+// el builds DOM nodes; text only ever goes through textContent, never HTML.
+function el(tag, attrs, ...children) {
+  const n = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') n.className = v;
+    else if (k.startsWith('on')) n.addEventListener(k.slice(2), v);
+    else n.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null) continue;
+    n.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return n;
+}
+
+function svg(tag, attrs, ...children) {
+  const n = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs || {})) n.setAttribute(k, String(v));
+  for (const c of children) n.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return n;
+}
+
+class APIError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+async function call(method, url, body, headers) {
+  const h = Object.assign({}, headers || {});
+  if (method !== 'GET') h['X-CSRF-Token'] = state.csrf || '';
+  if (body !== undefined) h['Content-Type'] = 'application/json';
+  const r = await fetch(url, { method, headers: h, credentials: 'same-origin',
+    body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await r.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+  if (r.status === 401 && url !== 'login') { showLogin('Your session ended: log in again.'); }
+  if (!r.ok) throw new APIError(r.status, (data && data.error) || (r.status + ' ' + r.statusText));
+  return { data, etag: r.headers.get('ETag') };
+}
+
+// api calls an admin endpoint (path starting /admin/) through Studio's authenticated proxy.
+async function api(method, path, body, headers) {
+  return (await call(method, 'api' + path, body, headers)).data;
+}
+
+function ago(ts) {
+  if (!ts) return '—';
+  const s = Math.round((Date.now() - Date.parse(ts)) / 1000);
+  if (s < 0) return 'in ' + (-s) + ' s';
+  if (s < 120) return s + ' s ago';
+  if (s < 7200) return Math.round(s / 60) + ' min ago';
+  return Math.round(s / 3600) + ' h ago';
+}
+
+const badge = (text, cls) => el('span', { class: 'badge ' + (cls || text) }, text);
+
+function table(headers, rows) {
+  return el('table', {}, el('thead', {}, el('tr', {}, headers.map((h) => el('th', {}, h)))),
+    el('tbody', {}, rows.length ? rows : [el('tr', {}, el('td', { colspan: headers.length, class: 'muted' }, 'none'))]));
+}
+
+// barChart draws one horizontal bar per item; cap (optional) is a red outline at the limit.
+function barChart(items, label) {
+  const rowH = 22, w = 520, left = 150, max = Math.max(1, ...items.map((i) => Math.max(i.value, i.cap || 0)));
+  const chart = svg('svg', { class: 'chart', width: w, height: items.length * rowH + 8, role: 'img', 'aria-label': label });
+  items.forEach((it, k) => {
+    const y = 4 + k * rowH, scale = (v) => ((w - left - 60) * v) / max;
+    chart.append(svg('text', { x: 6, y: y + 14 }, it.name));
+    chart.append(svg('rect', { class: 'track', x: left, y, width: w - left - 60, height: rowH - 6 }));
+    chart.append(svg('rect', { class: 'bar', x: left, y, width: scale(it.value), height: rowH - 6 }));
+    if (it.cap) chart.append(svg('rect', { class: 'cap', x: left, y, width: scale(it.cap), height: rowH - 6 }));
+    chart.append(svg('text', { x: w - 54, y: y + 14 }, it.cap ? it.value + ' / ' + it.cap : String(it.value)));
+  });
+  return chart;
+}
+
+function confirmAction(text) {
+  const d = $('confirm');
+  $('confirm-text').textContent = text;
+  return new Promise((resolve) => {
+    const done = (ok) => () => { d.close(); $('confirm-yes').onclick = $('confirm-no').onclick = null; resolve(ok); };
+    $('confirm-yes').onclick = done(true);
+    $('confirm-no').onclick = done(false);
+    d.showModal();
+  });
+}
+
+// ---- pages ----
+
+async function fleetPage(page) {
+  const workers = await api('GET', '/admin/workers');
+  const counts = { healthy: 0, stale: 0, evicted: 0 };
+  for (const w of workers) counts[w.state] = (counts[w.state] || 0) + 1;
+  const rows = workers.map((w) => {
+    const hb = w.heartbeat || {}, cfg = hb.config || {}, health = hb.health || {};
+    const flags = [];
+    if (cfg.stale) flags.push('config stale');
+    if (cfg.source && cfg.source !== 'controlPlane') flags.push('config from ' + cfg.source);
+    return el('tr', { 'data-worker': w.name },
+      el('td', {}, el('a', { class: 'row', href: '#/worker/' + encodeURIComponent(w.name) }, w.name)),
+      el('td', {}, badge(w.state), w.online ? '' : el('span', { class: 'muted' }, ' offline')),
+      el('td', {}, Object.keys(w.labels || {}).sort().map((k) => el('span', { class: 'label' }, k + '=' + w.labels[k]))),
+      el('td', {}, w.version || '—'),
+      el('td', {}, (w.revision || '—').slice(0, 12), ' ', badge(w.current ? 'current' : 'behind', w.current ? 'yes' : 'no')),
+      el('td', {}, flags.join(', ') || '—'),
+      el('td', {}, health.state || '—', health.loopLagSeconds ? ' (lag ' + (health.loopLagSeconds * 1000).toFixed(0) + ' ms)' : ''),
+      el('td', { title: w.lastHeartbeat || '' }, ago(w.lastHeartbeat)),
+      el('td', {}, (w.warnings || []).join('; ')));
+  });
+  page.replaceChildren(el('h1', {}, 'Fleet'),
+    el('p', { class: 'muted' }, workers.length + ' workers · refreshes every 2 s'),
+    barChart(Object.entries(counts).map(([name, value]) => ({ name, value })), 'workers by state'),
+    table(['Worker', 'State', 'Labels', 'Version', 'Config revision', 'Flags', 'Self-health', 'Last heartbeat', 'Warnings'], rows));
+}
+
+async function workerPage(page, name) {
+  const [w, hist] = await Promise.all([
+    api('GET', '/admin/workers/' + encodeURIComponent(name)),
+    api('GET', '/admin/queries?' + new URLSearchParams({ worker: name, limit: 20 })),
+  ]);
+  page.replaceChildren(el('h1', {}, 'Worker ', name), el('p', {}, badge(w.state), ' version ', w.version || '—',
+    ' · revision ', w.revision || '—', ' · registered ', ago(w.registeredAt), ' · frontends ', (w.frontends || []).join(', ') || '—'),
+  el('h2', {}, 'Warnings'), el('ul', {}, (w.warnings || []).length ? w.warnings.map((x) => el('li', {}, x)) : el('li', { class: 'muted' }, 'none')),
+  el('h2', {}, 'Recent queries'), queryTable(hist.records || []));
+}
+
+async function capacityPage(page) {
+  if (!state.features.leases) {
+    page.replaceChildren(el('h1', {}, 'Capacity'), el('p', { class: 'muted' }, 'This node does not coordinate capacity leases (no /admin/leases).'));
+    return;
+  }
+  const [leases, cfg] = await Promise.all([api('GET', '/admin/leases'), api('GET', '/admin/config').catch(() => null)]);
+  const caps = {};
+  for (const c of (cfg && cfg.snapshot && cfg.snapshot.clusters) || []) caps[c.name] = c.maxRunningQueries;
+  const held = {};
+  for (const c of Object.keys(caps)) held[c] = 0;
+  for (const l of leases) if (!l.revoked) held[l.cluster] = (held[l.cluster] || 0) + 1;
+  const rows = leases.map((l) => {
+    const id = l.id; // <cluster>#<generation>, what revoke takes
+    return el('tr', { 'data-lease': id }, el('td', {}, id), el('td', {}, l.cluster), el('td', {}, l.holder),
+      el('td', {}, l.ttlMillis ? ago(new Date(Date.parse(l.expiresAt) - l.ttlMillis).toISOString()) : '—'),
+      el('td', {}, ago(l.expiresAt)), el('td', {}, l.revoked ? badge('revoked', 'no') : badge('held', 'yes')),
+      el('td', {}, l.revoked ? '' : el('button', { type: 'button', class: 'revoke', onclick: () => revoke(id) }, 'Revoke')));
+  });
+  page.replaceChildren(el('h1', {}, 'Capacity'),
+    el('h2', {}, 'Leases held against each cluster\'s cap'),
+    barChart(Object.keys(held).sort().map((c) => ({ name: c, value: held[c], cap: caps[c] })), 'leases per cluster'),
+    el('h2', {}, 'Leases'),
+    table(['Lease', 'Cluster', 'Holder', 'Granted or renewed', 'Expires', 'State', ''], rows));
+}
+
+async function revoke(id) {
+  if (!(await confirmAction('Revoke lease ' + id + '? Its query is stopped on the engine and the slot freed.'))) return;
+  try {
+    await api('POST', '/admin/leases/revoke', { lease: id });
+    flash('Lease ' + id + ' revoked.');
+  } catch (e) { flash('Revoking ' + id + ': ' + e.message, true); }
+  render();
+}
+
+const queryFilters = ['worker', 'user', 'group', 'cluster', 'status'];
+
+function queryTable(records) {
+  return table(['Started', 'Worker', 'User', 'Group', 'Cluster', 'Status', 'Queue ms', 'Exec ms', 'Rows', 'SQL (redacted)'],
+    records.map((q) => el('tr', { 'data-query': q.queryId, title: (q.routingTrace || []).join(' → ') },
+      el('td', { title: q.startedAt }, ago(q.startedAt)), el('td', {}, q.worker), el('td', {}, q.user), el('td', {}, q.group),
+      el('td', {}, q.cluster), el('td', { title: q.error || '' }, badge(q.status)), el('td', {}, q.queueMs), el('td', {}, q.execMs),
+      el('td', {}, q.rows), el('td', { class: 'sql' }, q.sql || q.sqlDigest || ''))));
+}
+
+async function queriesPage(page, params) {
+  const q = new URLSearchParams(params);
+  if (!q.has('limit')) q.set('limit', '50');
+  const hist = await api('GET', '/admin/queries?' + q);
+  const form = el('form', { class: 'filters', id: 'query-filters' },
+    queryFilters.filter((f) => f !== 'status').map((f) => el('input', { name: f, placeholder: f, value: q.get(f) || '' })),
+    el('select', { name: 'status' }, ['', 'succeeded', 'failed', 'cancelled', 'rejected'].map((s) =>
+      el('option', { value: s, selected: q.get('status') === s }, s || 'any status'))),
+    el('button', { type: 'submit' }, 'Filter'));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const next = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (v) next.set(k, v);
+    location.hash = '#/queries?' + next;
+  });
+  const more = hist.next ? el('a', { class: 'row', href: '#/queries?' + new URLSearchParams(Object.assign(Object.fromEntries(q), { before: hist.next })) }, 'older →') : null;
+  page.replaceChildren(el('h1', {}, 'Queries'), form, queryTable(hist.records || []), more || '');
+}
+
+async function configPage(page) {
+  const [{ data: cur, etag }, workers] = await Promise.all([call('GET', 'api/admin/config'), api('GET', '/admin/workers')]);
+  const current = workers.filter((w) => w.current).length;
+  const parts = [el('h1', {}, 'Config'),
+    el('p', {}, 'Current revision ', el('code', { id: 'current-revision' }, cur.revision), ' · ',
+      (cur.snapshot.clusters || []).length + ' clusters, ' + (cur.snapshot.clusterGroups || []).length + ' groups'),
+    el('h2', {}, 'Rollout'),
+    barChart([{ name: 'on current', value: current, cap: workers.length }], 'workers on the current revision'),
+    table(['Worker', 'Revision', ''], workers.map((w) => el('tr', {}, el('td', {}, w.name), el('td', {}, (w.revision || '—').slice(0, 12)),
+      el('td', {}, badge(w.current ? 'current' : 'behind', w.current ? 'yes' : 'no')))))];
+  if (state.features.configHistory) {
+    const hist = await api('GET', '/admin/config/history?limit=20');
+    parts.push(el('h2', {}, 'Stored revisions'), table(['Id', 'Revision', 'Note', 'Clusters', 'Groups', 'Users', 'Stored', ''],
+      hist.revisions.map((r) => el('tr', { 'data-revision': r.id }, el('td', {}, r.id), el('td', {}, r.revision.slice(0, 12)),
+        el('td', {}, r.note), el('td', {}, r.clusters), el('td', {}, r.groups), el('td', {}, r.users), el('td', {}, ago(r.createdAt)),
+        el('td', {}, r.revision === cur.revision ? badge('current', 'yes')
+          : el('button', { type: 'button', class: 'rollback', onclick: () => rollback(r, etag) }, 'Roll back to this'))))));
+  } else {
+    parts.push(el('p', { class: 'muted' }, 'This node keeps no configuration history (its configuration comes from a file).'));
+  }
+  page.replaceChildren(...parts);
+}
+
+async function rollback(r, etag) {
+  if (!(await confirmAction('Roll the configuration back to revision ' + r.id + ' (' + r.revision.slice(0, 12) + ')?'))) return;
+  try {
+    await api('POST', '/admin/config/rollback?' + new URLSearchParams({ to: String(r.id) }), undefined, etag ? { 'If-Match': etag } : {});
+    flash('Rolled back to revision ' + r.id + '.');
+  } catch (e) { flash('Rollback: ' + e.message, true); }
+  render();
+}
+
+// ---- shell ----
+
+function flash(text, isError) {
+  const s = $('status');
+  s.className = isError ? 'error' : 'muted';
+  s.textContent = text;
+}
+
+function showLogin(message) {
+  state.csrf = null;
+  stopTimer();
+  $('page').hidden = true; $('nav').hidden = true; $('logout').hidden = true;
+  $('login').hidden = false;
+  $('login-error').textContent = message || '';
+  $('token').focus();
+}
+
+function stopTimer() { if (state.timer) { clearInterval(state.timer); state.timer = null; } }
+
+const routes = { fleet: fleetPage, capacity: capacityPage, queries: queriesPage, config: configPage, worker: workerPage };
+
+async function render() {
+  if (!state.csrf) return;
+  const [path, query] = (location.hash.replace(/^#\/?/, '') || 'fleet').split('?');
+  const [name, ...rest] = path.split('/');
+  const fn = routes[name] || fleetPage;
+  const arg = name === 'worker' ? decodeURIComponent(rest.join('/')) : new URLSearchParams(query || '');
+  const route = location.hash;
+  if (route !== state.route) { stopTimer(); state.route = route; $('status').textContent = ''; }
+  document.querySelectorAll('nav a').forEach((a) => a.classList.toggle('active', a.dataset.page === (routes[name] ? name : 'fleet')));
+  $('login').hidden = true; $('page').hidden = false; $('nav').hidden = false; $('logout').hidden = false;
+  const page = $('page');
+  try {
+    await fn(page, arg);
+    page.dataset.loaded = name;
+  } catch (e) {
+    if (!(e instanceof APIError && e.status === 401)) flash(e.message, true);
+  }
+  if ((fn === fleetPage || fn === capacityPage) && !state.timer) state.timer = setInterval(() => { if (!document.hidden) render(); }, 2000);
+}
+
+async function start() {
+  $('login-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    try {
+      const { data } = await call('POST', 'login', { token: $('token').value });
+      $('token').value = '';
+      await loggedIn(data);
+    } catch (e) {
+      $('login-error').textContent = e.message;
+    }
+  });
+  $('logout').addEventListener('click', async () => {
+    try { await call('POST', 'logout'); } catch (e) { /* the session is gone either way */ }
+    showLogin('Logged out.');
+  });
+  window.addEventListener('hashchange', render);
+  const { data } = await call('GET', 'session');
+  if (data.loggedIn) await loggedIn(data); else showLogin();
+}
+
+async function loggedIn(sess) {
+  state.csrf = sess.csrf;
+  state.features = sess.features || {};
+  state.route = '';
+  await render();
+}
+
+start();
