@@ -37,6 +37,9 @@ type Workload struct {
 	ControlPlane *Calibration `yaml:"controlPlane"`
 	// SweepEvery is how often the control plane sweeps stale leases (default 1s).
 	SweepEvery time.Duration `yaml:"sweepEvery"`
+	// EngineFence: the control plane stops a reclaimed lease's queries on the engine before it
+	// frees the slot (default true); false frees the slot when the lease has expired.
+	EngineFence *bool `yaml:"engineFence"`
 }
 
 // WorkloadCoordination is queryflux.coordination of every worker.

@@ -148,31 +148,12 @@ func (f engineFence) Fence(ctx context.Context, cluster string, refs []capacity.
 	}
 	tags := make([]string, len(refs))
 	for i, r := range refs {
-		tags[i] = r.ID
+		tags[i] = r.Tag()
 	}
 	n := eng.Fence(tags)
 	f.w.Sim.Record("fence", fmt.Sprintf("%s %v stopped %d", cluster, tags, n))
 	return true, nil
 }
-
-// leaseConn is one worker's connection to a cluster's engine. It tags each session with the
-// lease that admitted it: the guard's grant just before, in the same task (the proxy core
-// calls the engine right after the grant, with no wait in between).
-type leaseConn struct {
-	eng   *simengine.Engine
-	grant *string // the last grant's lease ID, taken by the next Execute
-}
-
-func (c leaseConn) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	tag := *c.grant
-	*c.grant = ""
-	return c.eng.ExecuteTagged(ctx, q, tag)
-}
-
-func (c leaseConn) Ping(ctx context.Context) error { return c.eng.Ping(ctx) }
-
-// Close does nothing: the engine outlives the worker's runtimes.
-func (c leaseConn) Close() error { return nil }
 
 // checkedLeases is the lease store every control plane of the scenario shares (it stands for
 // the one Postgres database, and survives restarts) with the control plane's-view oracle:
@@ -199,7 +180,11 @@ func (c *checkedLeases) Acquire(ctx context.Context, cluster, holder string, lim
 
 // LeasesOf is the scenario's lease store.
 func LeasesOf(w *World) *checkedLeases {
-	return w.Durable("leases", func() any { return &checkedLeases{Memory: capacity.NewMemory(), w: w} }).(*checkedLeases)
+	return w.Durable("leases", func() any {
+		// The database's clock (the simulator's, undrifted) stamps and sweeps the whole table,
+		// whatever the control planes' clocks say, as Postgres's does.
+		return &checkedLeases{Memory: capacity.NewMemory().WithClock(w.Sim.Now), w: w}
+	}).(*checkedLeases)
 }
 
 // countingHandler counts the control plane's requests by path and, with a calibration, makes
@@ -224,8 +209,13 @@ func (h countingHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 func workloadControlPlane(w *World, n *sim.Node, cp *controlplane.ControlPlane) http.Handler {
 	wl := w.Scenario.Workload
 	store := LeasesOf(w)
-	sw := controlplane.MountCapacity(n.Env(), cp, controlplane.CapacityConfig{Store: store, Locks: store, Owner: n.Name(),
-		SweepEvery: wl.SweepEvery, Ordered: wl.Coordination.Queue == config.QueueOrdered, Weights: wl.Coordination.Weights})
+	ccfg := controlplane.CapacityConfig{Store: store, Locks: store, Owner: n.Name(),
+		SweepEvery: wl.SweepEvery, Ordered: wl.Coordination.Queue == config.QueueOrdered, Weights: wl.Coordination.Weights,
+		Limits: wl.limits(WorkloadOf(w))}
+	if wl.EngineFence == nil || *wl.EngineFence {
+		ccfg.Fence = engineFence{w}
+	}
+	sw := controlplane.MountCapacity(n.Env(), cp, ccfg)
 	n.Env().Go(n.Ctx(), "capacity-sweeper", sw.Run)
 	if wl.History != nil {
 		cp.MountHistory(HistoryStoreOf(w, n.Name()))
@@ -242,15 +232,10 @@ type countingGuard struct {
 	inner proxy.Guard
 	load  *WorkerLoad
 	w     *World
-	grant *string // the granted slot's lease ID, for the engine session's tag (leaseConn)
 }
 
 func (g countingGuard) Acquire(ctx context.Context, cluster string, limit int) (capacity.Slot, error) {
 	slot, err := g.inner.Acquire(ctx, cluster, limit)
-	*g.grant = ""
-	if ls, ok := slot.(interface{ Lease() capacity.Lease }); ok && err == nil {
-		*g.grant = ls.Lease().ID
-	}
 	if g.w.Sim.Elapsed() >= g.w.Scenario.Workload.Warmup {
 		switch {
 		case err == nil:
@@ -268,10 +253,9 @@ func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 	e, name := n.Env(), n.Name()
 	st := WorkloadOf(w)
 	load := st.worker(name)
-	grant := new(string)
 	engines := map[string]query.Engine{}
 	for _, c := range wl.Clusters {
-		engines[c.Name] = leaseConn{eng: EngineOf(w, c.Name), grant: grant}
+		engines[c.Name] = EngineOf(w, c.Name) // one engine, shared: the runtime's Close leaves it alone
 	}
 	cg, err := worker.NewCapacityGuard(e, wk, wl.coordination(), nil)
 	if err != nil {
@@ -292,7 +276,7 @@ func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 		uplink.Start(n.Ctx())
 	}
 	start := w.Sim.Now().Add(-w.Sim.Elapsed())
-	core := proxy.New(proxy.Options{Env: e, Guard: countingGuard{inner: cg.Guard(), load: load, w: w, grant: grant},
+	core := proxy.New(proxy.Options{Env: e, Guard: countingGuard{inner: cg.Guard(), load: load, w: w},
 		OnFinish: func(r proxy.Record) {
 			if uplink != nil {
 				tracker.Finished = append(tracker.Finished, r.QueryID)
@@ -557,4 +541,16 @@ func workloadCapSet(sc *Scenario, p Params, cluster string, c int) (Action, erro
 		}
 		return nil
 	}, nil
+}
+
+// limits are the control planes' lease terms: each cluster's cap now and the fleet's lease TTL.
+func (wl *Workload) limits(st *WorkloadStats) capacity.Limits {
+	ttl := wl.Coordination.LeaseTTL
+	if ttl == 0 {
+		ttl = capacity.LeaseTTLDefault
+	}
+	return func(cluster string) (int, time.Duration, bool) {
+		c, ok := st.caps[cluster]
+		return c, ttl, ok
+	}
 }

@@ -195,9 +195,10 @@ type backend struct {
 	stop     context.CancelFunc
 }
 
-// Execute runs q untagged.
+// Execute runs q in a session tagged with ctx's engine tag (query.EngineTag: the lease that
+// admitted it), as the real engines do.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	return e.ExecuteTagged(ctx, q, "")
+	return e.ExecuteTagged(ctx, q, query.EngineTag(ctx))
 }
 
 // ExecuteTagged runs q in a session tagged with tag (the lease that admitted it, for Fence):
