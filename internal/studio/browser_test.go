@@ -278,6 +278,12 @@ func TestStudioInChromiumAgainstALiveNode(t *testing.T) {
 	b.show(t, "#/queries?user=studio-analyst")
 	b.waitText(t, "#page", "studio_probe")
 	b.screenshot(t, "queries")
+	b.run(t, "opening the query", chromedp.Click(chromedp.CSS(`tr[data-query] a`)))
+	b.waitText(t, "#page", "Routing trace")
+	if q := b.text(t, "#page"); !strings.Contains(q, "studio_probe") || !strings.Contains(q, "postgres") || strings.Contains(q, "studio-literal") {
+		t.Fatalf("query page: %q", q)
+	}
+	b.screenshot(t, "query")
 
 	b.show(t, "#/worker/worker-eu-1")
 	b.waitText(t, "#page h1", "worker-eu-1")

@@ -2,7 +2,7 @@
 // /studio/api (the session cookie is HttpOnly; the CSRF token lives only in this script's memory).
 'use strict';
 
-const state = { csrf: null, features: {}, timer: null, route: '' };
+const state = { csrf: null, features: {}, timer: null, route: '', records: {} };
 const $ = (id) => document.getElementById(id);
 
 // el builds DOM nodes; text only ever goes through textContent, never HTML.
@@ -168,10 +168,27 @@ async function revoke(id) {
 
 const queryFilters = ['worker', 'user', 'group', 'cluster', 'status'];
 
+// queryPage shows one query: every field of its history record, the routing trace in order.
+async function queryPage(page, id) {
+  let q = state.records[id];
+  if (!q) {
+    const hist = await api('GET', '/admin/queries?limit=500');
+    q = (hist.records || []).find((r) => r.queryId === id);
+  }
+  if (!q) { page.replaceChildren(el('h1', {}, 'Query'), el('p', { class: 'muted' }, 'No query ' + id + ' in the recent history.')); return; }
+  const fields = [['Query id', q.queryId], ['Status', badge(q.status)], ['Worker', q.worker], ['User', q.user], ['Protocol', q.protocol],
+    ['Cluster group', q.group], ['Cluster', q.cluster], ['Started', q.startedAt], ['Ended', q.endedAt], ['Queued', q.queueMs + ' ms'],
+    ['Executed', q.execMs + ' ms'], ['Rows', q.rows], ['Bytes', q.bytes], ['Cache hit', q.cacheHit ? 'yes' : 'no'],
+    ['Error', q.error ? (q.errorCode ? q.errorCode + ': ' : '') + q.error : '—'], ['SQL (redacted)', el('code', {}, q.sql || q.sqlDigest || '—')]];
+  page.replaceChildren(el('h1', {}, 'Query'), table(['Field', 'Value'], fields.map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', {}, v)))),
+    el('h2', {}, 'Routing trace'), el('ol', { id: 'routing-trace' }, (q.routingTrace || []).length ? q.routingTrace.map((s) => el('li', {}, s)) : el('li', { class: 'muted' }, 'none recorded')));
+}
+
 function queryTable(records) {
+  for (const q of records) state.records[q.queryId] = q;
   return table(['Started', 'Worker', 'User', 'Group', 'Cluster', 'Status', 'Queue ms', 'Exec ms', 'Rows', 'SQL (redacted)'],
     records.map((q) => el('tr', { 'data-query': q.queryId, title: (q.routingTrace || []).join(' → ') },
-      el('td', { title: q.startedAt }, ago(q.startedAt)), el('td', {}, q.worker), el('td', {}, q.user), el('td', {}, q.group),
+      el('td', { title: q.startedAt }, el('a', { class: 'row', href: '#/query/' + encodeURIComponent(q.queryId) }, ago(q.startedAt))), el('td', {}, q.worker), el('td', {}, q.user), el('td', {}, q.group),
       el('td', {}, q.cluster), el('td', { title: q.error || '' }, badge(q.status)), el('td', {}, q.queueMs), el('td', {}, q.execMs),
       el('td', {}, q.rows), el('td', { class: 'sql' }, q.sql || q.sqlDigest || ''))));
 }
@@ -246,17 +263,17 @@ function showLogin(message) {
 
 function stopTimer() { if (state.timer) { clearInterval(state.timer); state.timer = null; } }
 
-const routes = { fleet: fleetPage, capacity: capacityPage, queries: queriesPage, config: configPage, worker: workerPage };
+const routes = { fleet: fleetPage, capacity: capacityPage, queries: queriesPage, config: configPage, worker: workerPage, query: queryPage };
 
 async function render() {
   if (!state.csrf) return;
   const [path, query] = (location.hash.replace(/^#\/?/, '') || 'fleet').split('?');
   const [name, ...rest] = path.split('/');
   const fn = routes[name] || fleetPage;
-  const arg = name === 'worker' ? decodeURIComponent(rest.join('/')) : new URLSearchParams(query || '');
+  const arg = name === 'worker' || name === 'query' ? decodeURIComponent(rest.join('/')) : new URLSearchParams(query || '');
   const route = location.hash;
   if (route !== state.route) { stopTimer(); state.route = route; $('status').textContent = ''; }
-  document.querySelectorAll('nav a').forEach((a) => a.classList.toggle('active', a.dataset.page === (routes[name] ? name : 'fleet')));
+  document.querySelectorAll('nav a').forEach((a) => a.classList.toggle('active', a.dataset.page === ({ worker: 'fleet', query: 'queries' }[name] || (routes[name] ? name : 'fleet'))));
   $('login').hidden = true; $('page').hidden = false; $('nav').hidden = false; $('logout').hidden = false;
   const page = $('page');
   try {
