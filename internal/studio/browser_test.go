@@ -275,7 +275,7 @@ func TestStudioInChromiumAgainstALiveNode(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#query-filters button`)))
 	b.waitText(t, "#page td.muted", "none")
 	b.screenshot(t, "queries-filtered")
-	b.show(t, "#/queries?user=studio-analyst")
+	b.show(t, "#/queries?user=studio-analyst&window=1h")
 	b.waitText(t, "#page", "studio_probe")
 	b.screenshot(t, "queries")
 	b.run(t, "opening the query", chromedp.Click(chromedp.CSS(`tr[data-query] a`)))
@@ -287,6 +287,8 @@ func TestStudioInChromiumAgainstALiveNode(t *testing.T) {
 
 	b.show(t, "#/worker/worker-eu-1")
 	b.waitText(t, "#page h1", "worker-eu-1")
+	b.waitText(t, "#page", "controlPlane") // where its configuration came from
+	b.screenshot(t, "worker")
 	b.show(t, "#/capacity")
 	b.waitText(t, "#page h1", "Capacity")
 	b.run(t, "capacity loaded", chromedp.WaitVisible(chromedp.CSS(`#page[data-loaded="capacity"]`)))

@@ -67,6 +67,9 @@ function table(headers, rows) {
     el('tbody', {}, rows.length ? rows : [el('tr', {}, el('td', { colspan: headers.length, class: 'muted' }, 'none'))]));
 }
 
+// factTable is a two-column table of [name, value] pairs, without a header row.
+const factTable = (pairs) => el('table', {}, el('tbody', {}, pairs.map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', {}, v)))));
+
 // barChart draws one horizontal bar per item; cap (optional) is a red outline at the limit.
 function barChart(items, label) {
   const rowH = 22, w = 520, left = 150, max = Math.max(1, ...items.map((i) => Math.max(i.value, i.cap || 0)));
@@ -126,8 +129,15 @@ async function workerPage(page, name) {
     api('GET', '/admin/workers/' + encodeURIComponent(name)),
     api('GET', '/admin/queries?' + new URLSearchParams({ worker: name, limit: 20 })),
   ]);
-  page.replaceChildren(el('h1', {}, 'Worker ', name), el('p', {}, badge(w.state), ' version ', w.version || '—',
-    ' · revision ', w.revision || '—', ' · registered ', ago(w.registeredAt), ' · frontends ', (w.frontends || []).join(', ') || '—'),
+  const hb = w.heartbeat || {}, cfg = hb.config || {}, co = hb.coordination || {}, hi = hb.history || {}, health = hb.health || {};
+  const facts = [['State', badge(w.state)], ['Version', w.version || '—'], ['Config revision', (w.revision || '—') + (w.current ? ' (current)' : ' (behind)')],
+    ['Config source', (cfg.source || '—') + (cfg.stale ? ', stale for ' + Math.round(cfg.stalenessSecs) + ' s' : '')],
+    ['Last config sync error', cfg.lastSyncError || '—'], ['Capacity coordination', [co.policy, co.mode].filter(Boolean).join(', ') || '—'],
+    ['Self-health', (health.state || '—') + (health.loopLagSeconds ? ', loop lag ' + (health.loopLagSeconds * 1000).toFixed(0) + ' ms' : '')],
+    ['History uplink', 'sent ' + (hi.sent || 0) + ', pending ' + (hi.pending || 0) + ', dropped ' + (hi.dropped || 0)],
+    ['Frontends', (w.frontends || []).join(', ') || '—'], ['Registered', ago(w.registeredAt)], ['Last heartbeat', ago(w.lastHeartbeat)]];
+  page.replaceChildren(el('h1', {}, 'Worker ', name),
+  factTable(facts),
   el('h2', {}, 'Warnings'), el('ul', {}, (w.warnings || []).length ? w.warnings.map((x) => el('li', {}, x)) : el('li', { class: 'muted' }, 'none')),
   el('h2', {}, 'Recent queries'), queryTable(hist.records || []));
 }
@@ -167,6 +177,7 @@ async function revoke(id) {
 }
 
 const queryFilters = ['worker', 'user', 'group', 'cluster', 'status'];
+const windows = { '15m': 900, '1h': 3600, '1d': 86400 }; // seconds
 
 // queryPage shows one query: every field of its history record, the routing trace in order.
 async function queryPage(page, id) {
@@ -180,7 +191,7 @@ async function queryPage(page, id) {
     ['Cluster group', q.group], ['Cluster', q.cluster], ['Started', q.startedAt], ['Ended', q.endedAt], ['Queued', q.queueMs + ' ms'],
     ['Executed', q.execMs + ' ms'], ['Rows', q.rows], ['Bytes', q.bytes], ['Cache hit', q.cacheHit ? 'yes' : 'no'],
     ['Error', q.error ? (q.errorCode ? q.errorCode + ': ' : '') + q.error : '—'], ['SQL (redacted)', el('code', {}, q.sql || q.sqlDigest || '—')]];
-  page.replaceChildren(el('h1', {}, 'Query'), table(['Field', 'Value'], fields.map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', {}, v)))),
+  page.replaceChildren(el('h1', {}, 'Query'), factTable(fields),
     el('h2', {}, 'Routing trace'), el('ol', { id: 'routing-trace' }, (q.routingTrace || []).length ? q.routingTrace.map((s) => el('li', {}, s)) : el('li', { class: 'muted' }, 'none recorded')));
 }
 
@@ -196,11 +207,16 @@ function queryTable(records) {
 async function queriesPage(page, params) {
   const q = new URLSearchParams(params);
   if (!q.has('limit')) q.set('limit', '50');
+  const win = q.get('window');
+  q.delete('window'); // the page's own: the API takes an absolute since
+  if (windows[win]) q.set('since', new Date(Date.now() - windows[win] * 1000).toISOString());
   const hist = await api('GET', '/admin/queries?' + q);
   const form = el('form', { class: 'filters', id: 'query-filters' },
     queryFilters.filter((f) => f !== 'status').map((f) => el('input', { name: f, placeholder: f, value: q.get(f) || '' })),
     el('select', { name: 'status' }, ['', 'succeeded', 'failed', 'cancelled', 'rejected'].map((s) =>
       el('option', { value: s, selected: q.get('status') === s }, s || 'any status'))),
+    el('select', { name: 'window' }, [['', 'any time'], ['15m', 'last 15 min'], ['1h', 'last hour'], ['1d', 'last day']].map(([v, text]) =>
+      el('option', { value: v, selected: (win || '') === v }, text))),
     el('button', { type: 'submit' }, 'Filter'));
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
