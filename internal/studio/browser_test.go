@@ -407,6 +407,7 @@ func TestStudioRollsBackConfigAndRevokesALease(t *testing.T) {
 	row := fmt.Sprintf(`tr[data-lease=%q]`, leaseID)
 	b.waitText(t, row, "holder-1")
 	b.waitText(t, "#page svg", "1 / 5")
+	b.run(t, "two samples over time", chromedp.WaitVisible(chromedp.CSS(`#page svg polyline[points*=" "]`)))
 	b.screenshot(t, "capacity-held")
 	b.run(t, "revoking", chromedp.Click(chromedp.CSS(row+" button.revoke")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
 	b.waitText(t, "#confirm-text", leaseID)

@@ -2,7 +2,7 @@
 // /studio/api (the session cookie is HttpOnly; the CSRF token lives only in this script's memory).
 'use strict';
 
-const state = { csrf: null, features: {}, timer: null, route: '', records: {} };
+const state = { csrf: null, features: {}, timer: null, route: '', records: {}, samples: {} };
 const $ = (id) => document.getElementById(id);
 
 // el builds DOM nodes; text only ever goes through textContent, never HTML.
@@ -85,6 +85,21 @@ function barChart(items, label) {
   return chart;
 }
 
+// lineChart draws one cluster's samples ({t, v}) against its cap, over the last samplesMax polls.
+function lineChart(name, samples, cap) {
+  const w = 520, h = 70, pad = 4, max = Math.max(1, cap || 0, ...samples.map((p) => p.v));
+  const t0 = samples[0].t, span = Math.max(1, samples[samples.length - 1].t - t0);
+  const x = (t) => 150 + ((w - 150 - 60) * (t - t0)) / span, y = (v) => h - pad - ((h - 2 * pad) * v) / max;
+  const chart = svg('svg', { class: 'chart', width: w, height: h, role: 'img', 'aria-label': name + ' leases over time' });
+  chart.append(svg('text', { x: 6, y: 16 }, name), svg('text', { x: 6, y: 32 }, 'last ' + Math.round(span / 1000) + ' s'));
+  if (cap) chart.append(svg('line', { class: 'cap', x1: 150, x2: w - 60, y1: y(cap), y2: y(cap) }));
+  chart.append(svg('polyline', { class: 'line', points: samples.map((p) => x(p.t) + ',' + y(p.v)).join(' ') }));
+  chart.append(svg('text', { x: w - 54, y: 16 }, samples[samples.length - 1].v + (cap ? ' / ' + cap : '')));
+  return chart;
+}
+
+const samplesMax = 150; // 5 minutes of 2 s polls
+
 function confirmAction(text) {
   const d = $('confirm');
   $('confirm-text').textContent = text;
@@ -153,6 +168,12 @@ async function capacityPage(page) {
   const held = {};
   for (const c of Object.keys(caps)) held[c] = 0;
   for (const l of leases) if (!l.revoked) held[l.cluster] = (held[l.cluster] || 0) + 1;
+  const now = Date.now();
+  for (const c of Object.keys(held)) {
+    const series = (state.samples[c] = state.samples[c] || []);
+    series.push({ t: now, v: held[c] });
+    if (series.length > samplesMax) series.shift();
+  }
   const rows = leases.map((l) => {
     const id = l.id; // <cluster>#<generation>, what revoke takes
     return el('tr', { 'data-lease': id }, el('td', {}, id), el('td', {}, l.cluster), el('td', {}, l.holder),
@@ -163,6 +184,8 @@ async function capacityPage(page) {
   page.replaceChildren(el('h1', {}, 'Capacity'),
     el('h2', {}, 'Leases held against each cluster\'s cap'),
     barChart(Object.keys(held).sort().map((c) => ({ name: c, value: held[c], cap: caps[c] })), 'leases per cluster'),
+    el('h2', {}, 'Over time (while this page is open)'),
+    ...Object.keys(held).sort().map((c) => lineChart(c, state.samples[c], caps[c])),
     el('h2', {}, 'Leases'),
     table(['Lease', 'Cluster', 'Holder', 'Granted or renewed', 'Expires', 'State', ''], rows));
 }
