@@ -162,7 +162,7 @@ var optional = map[string]string{"leases": "/admin/leases", "configHistory": "/a
 func (s *Studio) features(r *http.Request) map[string]bool {
 	out := map[string]bool{}
 	mux, ok := s.cfg.Admin.(*http.ServeMux)
-	for name, path := range optional { //determinism:ok outside the simulator; fills a map
+	for name, path := range optional {
 		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, path, nil)
 		if ok && err == nil {
 			_, pattern := mux.Handler(req)
@@ -311,7 +311,7 @@ func (s *Studio) newSession() (string, session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	oldest := ""
-	for k, v := range s.byID { //determinism:ok outside the simulator; picks the minimum, order-free
+	for k, v := range s.byID { // order-free: finds the minimum
 		if !now.Before(v.expires) {
 			delete(s.byID, k)
 		} else if oldest == "" || v.expires.Before(s.byID[oldest].expires) {

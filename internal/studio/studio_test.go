@@ -208,3 +208,26 @@ func TestSecureCookieAndCrossOriginRefusal(t *testing.T) {
 		t.Fatalf("same-origin change: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// Logins beyond sessionsMax drop the session closest to expiry, not the newest.
+func TestSessionsAreBounded(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := New(Config{Logger: quiet, AdminToken: testToken, Admin: fakeAdmin(), Now: func() time.Time { return now }})
+	first := &client{t: t, h: s}
+	first.login(testToken)
+	var last *client
+	for range sessionsMax + 10 {
+		now = now.Add(time.Second)
+		last = &client{t: t, h: s}
+		last.login(testToken)
+	}
+	if n := len(s.byID); n > sessionsMax {
+		t.Fatalf("%d sessions held, want at most %d", n, sessionsMax)
+	}
+	if rec := first.do("GET", "/studio/api/admin/workers", "", nil); rec.Code != 401 {
+		t.Fatalf("the oldest session after %d newer logins: %d, want 401", sessionsMax+10, rec.Code)
+	}
+	if rec := last.do("GET", "/studio/api/admin/workers", "", nil); rec.Code != 200 {
+		t.Fatalf("the newest session: %d", rec.Code)
+	}
+}
