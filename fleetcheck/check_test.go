@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/defaultconfig"
 )
 
 func mustConfig(t *testing.T, coordination string) *config.Config {
@@ -71,5 +72,23 @@ func TestBadOverlayIsRefused(t *testing.T) {
 	cfg := mustConfig(t, "{mode: controlPlane}")
 	if _, err := Check(cfg, Options{Overlay: Overlay{MaxDriftRate: 0.7}}); err == nil || !strings.Contains(err.Error(), "maxDriftRate") {
 		t.Fatalf("want an error naming maxDriftRate, got %v", err)
+	}
+}
+
+// The embedded default's caps hold under drawn faults (make check-config runs it long).
+func TestDefaultConfigHolds(t *testing.T) {
+	cfg, err := config.Parse(defaultconfig.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check(cfg, Options{Checks: 20, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Passed() {
+		t.Fatalf("the embedded default fails:\n%+v\ncounterexample:\n%s", rep, rep.Counterexample)
+	}
+	if len(rep.Oracles) < 3 {
+		t.Fatalf("oracles %+v: want leases, engine and history checked", rep.Oracles)
 	}
 }

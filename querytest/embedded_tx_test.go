@@ -117,9 +117,12 @@ func TestEmbeddedDefaultPostgresClients(t *testing.T) {
 		if b, err := gdesc.CombinedOutput(); err != nil || string(b) != "order_id|bigint\nprice|numeric(10,2)\ntotal|numeric(18,2)\n" {
 			t.Errorf("psql \\gdesc: %v\n%s", err, b)
 		}
-		out, ok = psqlRun(t, e.pgPort, "-c", "create table dflt(a integer not null default 7)", "-c", `\d dflt`, "-c", "drop table dflt")
-		if !ok || !strings.Contains(out, "a|integer||not null|7") {
-			t.Errorf("psql \\d of a column with NOT NULL and a default:\n%s", out)
+		out, ok = psqlRun(t, e.pgPort, "-c", "create table dflt(id integer primary key, a integer not null default 7)",
+			"-c", "create index dflt_a on dflt(a)", "-c", `\d dflt`, "-c", `\di`, "-c", "drop table dflt")
+		for _, want := range []string{"id|integer||not null|", "a|integer||not null|7", "main|dflt_a|index|queryflux|dflt"} {
+			if !ok || !strings.Contains(out, want) {
+				t.Errorf("psql \\d and \\di of a table with a primary key, NOT NULL, a default and an index lack %q:\n%s", want, out)
+			}
 		}
 		out, ok = psqlRun(t, e.pgPort, "-c", "create macro twice(x) as x * 2", "-c", "create view big_orders as select * from orders where quantity > 3",
 			"-c", `\df`, "-c", `\dv`, "-c", "drop view big_orders", "-c", "drop macro twice")

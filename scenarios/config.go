@@ -162,10 +162,14 @@ func requireConfig(sc *Scenario, p Params) error {
 
 func parseConfigSet(sc *Scenario, p Params) (Action, error) {
 	var a struct {
-		Cap int `yaml:"cap"`
+		Cap     int    `yaml:"cap"`
+		Cluster string `yaml:"cluster"`
 	}
 	if err := p.Decode(&a); err != nil {
 		return nil, err
+	}
+	if a.Cluster != "" {
+		return workloadCapSet(sc, p, a.Cluster, a.Cap)
 	}
 	if err := requireConfig(sc, p); err != nil {
 		return nil, err

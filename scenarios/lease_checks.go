@@ -173,11 +173,7 @@ func parseLeasesHeld(sc *Scenario, p Params) (Check, error) {
 		what += " held by " + c.Holder
 	}
 	sample := func(w *World) (int, bool) {
-		store, ok := w.durable["leases/"+c.ControlPlane].(*checkedLeases)
-		if !ok {
-			return 0, true // the control plane never served: nothing granted
-		}
-		held, _ := store.Memory.List(context.Background(), c.Cluster)
+		held, _ := LeasesOf(w).Memory.List(context.Background(), c.Cluster)
 		n := 0
 		for _, l := range held {
 			if c.Holder == "" || l.Holder == c.Holder {

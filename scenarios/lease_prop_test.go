@@ -47,11 +47,14 @@ const (
 // TestLeaseCapsUnderRapidFaults draws faults over a control plane and four workers sharing two
 // small clusters through leases: crashes and restarts of any node, control-plane restarts,
 // partitions (one-way too, or every worker at once), lossy and slow links, a lossy network,
-// clock skew at the start and clock-rate drift within the drift margin's bound, starvation; and
-// the coordination policy (queue, onUnavailable, onLeaseLost). It holds:
-//   - always: leases granted <= cap after every grant, on the control plane's clock;
-//   - with self-fencing on and failClosed: queries executing on each cluster's engine <= cap
-//     at every change.
+// clock skew at the start and clock-rate drift within the drift margin's bound, wall-clock
+// steps of any node, starvation of a worker up to far beyond the drift margin; queries short and
+// long (tens of seconds, past the lease TTL); and the coordination policy (queue, onUnavailable,
+// onLeaseLost). It holds:
+//   - always: leases granted <= cap after every grant;
+//   - with failClosed: queries executing on each cluster's engine <= cap at every change, the
+//     queries of crashed and frozen workers included (self-fencing on or off: where the worker
+//     cannot fence itself in time, the control plane's engine fence must).
 //
 // make sim: QFSIM_RAPID_CHECKS=1000 go test ./scenarios -run TestLeaseCapsUnderRapidFaults -count=1
 func TestLeaseCapsUnderRapidFaults(t *testing.T) {
@@ -70,7 +73,7 @@ func TestLeaseCapsUnderRapidFaults(t *testing.T) {
 			at := time.Duration(rapid.IntRange(1, 34).Draw(rt, fmt.Sprint("at", i))) * time.Second
 			node := rapid.SampledFrom(nodes).Draw(rt, fmt.Sprint("node", i))
 			peer := rapid.SampledFrom(nodes).Draw(rt, fmt.Sprint("peer", i))
-			switch rapid.SampledFrom([]string{"crash", "restart", "cpRestart", "partition", "partitionAll", "heal", "drop", "drift", "starve"}).Draw(rt, fmt.Sprint("kind", i)) {
+			switch rapid.SampledFrom([]string{"crash", "restart", "cpRestart", "partition", "partitionAll", "heal", "drop", "drift", "starve", "clockStep"}).Draw(rt, fmt.Sprint("kind", i)) {
 			case "crash":
 				add(at, "crash: "+node)
 			case "restart":
@@ -94,8 +97,14 @@ func TestLeaseCapsUnderRapidFaults(t *testing.T) {
 				}
 			case "drift":
 				add(at, fmt.Sprintf("drift: {node: %s, rate: %.3f}", node, rapid.Float64Range(1-rateBound, 1+rateBound).Draw(rt, fmt.Sprint("rate", i))))
-			case "starve":
-				add(at, fmt.Sprintf("starve: {node: %s, delay: %dms, for: 8s}", rapid.SampledFrom(workers).Draw(rt, fmt.Sprint("starved", i)), rapid.IntRange(50, 2000).Draw(rt, fmt.Sprint("delay", i))))
+			case "starve": // up to far beyond the drift margin, and beyond the TTL: only the engine fence holds then
+				add(at, fmt.Sprintf("starve: {node: %s, delay: %dms, for: 8s}", rapid.SampledFrom(workers).Draw(rt, fmt.Sprint("starved", i)), rapid.IntRange(50, 15000).Draw(rt, fmt.Sprint("delay", i))))
+			case "clockStep": // a wall-clock step: harmless on a worker, a real fault on a control plane
+				by := time.Duration(rapid.IntRange(1, 7200).Draw(rt, fmt.Sprint("by", i))) * time.Second
+				if rapid.Bool().Draw(rt, fmt.Sprint("back", i)) {
+					by = -by
+				}
+				add(at, fmt.Sprintf("clockStep: {node: %s, by: %v}", node, by))
 			}
 		}
 		queue := rapid.SampledFrom([]string{"retry", "ordered"}).Draw(rt, "queue")
@@ -105,9 +114,14 @@ func TestLeaseCapsUnderRapidFaults(t *testing.T) {
 		// A short grace so evictions happen inside the run (eviction must never free a live lease).
 		evictGrace := "5s"
 		checks := "  - leasesWithinCap: {}\n"
-		if unavailable == "failClosed" && lost == "cancel" {
+		if unavailable == "failClosed" { // self-fencing or not: the engine fence holds the cap
 			checks += "  - engineWithinCap: {}\n"
 		}
+		// Short queries and long ones (tens of seconds, longer than the lease TTL).
+		durations := []string{"{dist: exponential, mean: 800ms, max: 20s}", "{dist: uniform, min: 10s, max: 40s}",
+			"{dist: lognormal, median: 300ms, sigma: 1.5, max: 20s}"}
+		d1 := rapid.SampledFrom(durations).Draw(rt, "c1duration")
+		d2 := rapid.SampledFrom(durations).Draw(rt, "c2duration")
 		yaml := fmt.Sprintf(`
 duration: 40s
 intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: %s, requestTimeout: 1s}
@@ -120,13 +134,13 @@ fleet:
 workload:
   coordination: {mode: controlPlane, onUnavailable: %s, queue: %s, onLeaseLost: %s, leaseTTL: %v, driftMargin: %v}
   clusters:
-    - {name: c1, cap: 2, duration: {dist: exponential, mean: 800ms, max: 20s}}
-    - {name: c2, cap: 3, duration: {dist: lognormal, median: 300ms, sigma: 1.5, max: 20s}}
+    - {name: c1, cap: 2, duration: %s}
+    - {name: c2, cap: 3, duration: %s}
   groups: [{name: g, members: [c1, c2], strategy: leastLoaded, maxQueued: 20, waitTimeout: 3s}]
   arrivals: [{group: g, rate: 3, skew: 1}]
 timeline:
 %schecks:
-%s`, evictGrace, drop, unavailable, queue, lost, leaseTTL, driftMargin, tl.String(), checks)
+%s`, evictGrace, drop, unavailable, queue, lost, leaseTTL, driftMargin, d1, d2, tl.String(), checks)
 		sc, err := scenarios.Parse("random-leases.yaml", []byte(yaml))
 		if err != nil {
 			rt.Fatalf("%v\n%s", err, yaml)

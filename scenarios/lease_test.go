@@ -165,3 +165,37 @@ func TestLocalLimitsNeverPastCapPerWorker(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineFenceHoldsTheCap: a crashed worker's long queries keep running on the engine. Without
+// the control plane's engine fence the cap breaks (lease-crash-nofence.yaml: up to 8 of 4);
+// with it (lease-crash.yaml) it holds, and it holds even when the worker's own self-fencing is
+// off (lease-fencing-off.yaml with the engine fence turned back on).
+func TestEngineFenceHoldsTheCap(t *testing.T) {
+	fenceOff := strings.NewReplacer("  engineFence: false\n", "")
+	for seed := uint64(1); seed <= 3; seed++ {
+		without := scenarios.Run(load(t, "lease-crash-nofence.yaml"), seed, scenarios.RunOpts{})
+		if without.Workload.EngineViolations == 0 || without.Workload.MaxExecuting["c1"] < 8 || !without.Pass() {
+			t.Fatalf("seed %d without the engine fence: %d violations, max %d, checks %+v", seed,
+				without.Workload.EngineViolations, without.Workload.MaxExecuting["c1"], without.Checks)
+		}
+		with := scenarios.Run(load(t, "lease-crash.yaml"), seed, scenarios.RunOpts{})
+		if with.Workload.EngineViolations != 0 || with.Workload.MaxExecuting["c1"] != 4 || !with.Pass() {
+			t.Fatalf("seed %d with the engine fence: %d violations, max %d, checks %+v", seed,
+				with.Workload.EngineViolations, with.Workload.MaxExecuting["c1"], with.Checks)
+		}
+		raw, err := os.ReadFile("lease-fencing-off.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := fenceOff.Replace(strings.Replace(string(raw), "checks:\n", "checks:\n  - engineWithinCap: {}\n", 1))
+		overrun, err := scenarios.Parse("lease-fencing-off+enginefence.yaml", []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := scenarios.Run(overrun, seed, scenarios.RunOpts{})
+		if res.Workload.EngineViolations != 0 {
+			t.Fatalf("seed %d: self-fencing off but the engine fence on: %d violations, max %d", seed,
+				res.Workload.EngineViolations, res.Workload.MaxExecuting["c1"])
+		}
+	}
+}

@@ -135,7 +135,7 @@ func TestReadmeExampleParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sc.Timeline) != 10 || len(sc.Checks) != 6 || len(sc.Nodes()) != 9 {
+	if len(sc.Timeline) != 11 || len(sc.Checks) != 6 || len(sc.Nodes()) != 9 {
 		t.Fatalf("timeline %d, checks %d, nodes %d", len(sc.Timeline), len(sc.Checks), len(sc.Nodes()))
 	}
 	if res := scenarios.Run(sc, 1, scenarios.RunOpts{}); !res.Checks[0].Pass {

@@ -236,6 +236,9 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	link, _ := sc.linkModel()
 	s.Net().SetDefault(link)
 	w.Observer = s.AddNode(ObserverName, nil)
+	if sc.Workload != nil {
+		startEngines(w)
+	}
 	for _, spec := range sc.Nodes() {
 		factory, err := roleKinds[spec.Role](w, spec)
 		if err != nil {

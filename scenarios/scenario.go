@@ -421,7 +421,7 @@ func (sc *Scenario) nodeSpecs() ([]NodeSpec, error) {
 	if err := add("nodes", sc.Fleet.Nodes, ""); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{ObserverName: true}
+	seen := map[string]bool{ObserverName: true, EnginesName: true}
 	for _, s := range out {
 		if seen[s.Name] {
 			return nil, fmt.Errorf("fleet: node %q named twice (or reserved)", s.Name)

@@ -37,6 +37,9 @@ type Workload struct {
 	ControlPlane *Calibration `yaml:"controlPlane"`
 	// SweepEvery is how often the control plane sweeps stale leases (default 1s).
 	SweepEvery time.Duration `yaml:"sweepEvery"`
+	// EngineFence: the control plane stops a reclaimed lease's queries on the engine before it
+	// frees the slot (default true); false frees the slot when the lease has expired.
+	EngineFence *bool `yaml:"engineFence"`
 }
 
 // WorkloadCoordination is queryflux.coordination of every worker.
@@ -58,6 +61,9 @@ type WorkloadCluster struct {
 	Cap         int      `yaml:"cap"`
 	Duration    Duration `yaml:"duration"`
 	FailureRate float64  `yaml:"failureRate"`
+	// OrphanTimeout stops a query that long after its worker went away (Trino's client
+	// timeout); zero runs it to its end, as PostgreSQL and MySQL do.
+	OrphanTimeout time.Duration `yaml:"orphanTimeout"`
 }
 
 // Duration is a query-duration distribution: constant (min), uniform (min..max), exponential
@@ -166,6 +172,9 @@ func (wl *Workload) validate(sc *Scenario) error {
 		if cl.FailureRate < 0 || cl.FailureRate > 1 {
 			return fmt.Errorf("workload.clusters[%d] (%s): failureRate %v outside [0, 1]", i, cl.Name, cl.FailureRate)
 		}
+		if cl.OrphanTimeout < 0 {
+			return fmt.Errorf("workload.clusters[%d] (%s): orphanTimeout %v must be >= 0", i, cl.Name, cl.OrphanTimeout)
+		}
 		if _, err := cl.Duration.distribution(); err != nil {
 			return fmt.Errorf("workload.clusters[%d] (%s).duration: %v", i, cl.Name, err)
 		}
@@ -260,11 +269,11 @@ func (wl *Workload) coordination() config.Coordination {
 		LeaseTTLSecs: int(c.LeaseTTL / time.Second), DriftMarginSecs: int(c.DriftMargin / time.Second)}
 }
 
-// runtimeSpec is the proxy runtime of one worker incarnation over its engines.
-func (wl *Workload) runtimeSpec(engines map[string]*simengine.Engine) proxy.RuntimeSpec {
+// runtimeSpec is the proxy runtime of one worker incarnation over its engines, with caps.
+func (wl *Workload) runtimeSpec(engines map[string]query.Engine, caps map[string]int) proxy.RuntimeSpec {
 	var spec proxy.RuntimeSpec
 	for _, c := range wl.Clusters {
-		spec.Clusters = append(spec.Clusters, proxy.ClusterSpec{Name: c.Name, Enabled: true, MaxRunningQueries: c.Cap, Engine: engines[c.Name]})
+		spec.Clusters = append(spec.Clusters, proxy.ClusterSpec{Name: c.Name, Enabled: true, MaxRunningQueries: caps[c.Name], Engine: engines[c.Name]})
 	}
 	var targets []string
 	for _, g := range wl.Groups {

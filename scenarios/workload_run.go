@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -42,12 +43,6 @@ type WorkerLoad struct {
 	QueueMs   []int64 // queue time of every finished query that was allowed to wait
 }
 
-// engineCount is what one worker incarnation's engine of a cluster runs now.
-type engineCount struct {
-	inc uint64
-	n   int
-}
-
 // WorkloadStats is the workload's record of a run: per-worker counts, control-plane requests,
 // and the oracles' findings. It lives in the World (w.Durable), so restarts keep it.
 type WorkloadStats struct {
@@ -60,7 +55,12 @@ type WorkloadStats struct {
 	MaxLeases        map[string]int
 	MaxExecuting     map[string]int
 
-	engines map[string]map[string]engineCount // cluster -> worker -> its running incarnation's count
+	// caps are the clusters' caps now (configSet edits them); limits what the engine oracle
+	// holds each cluster to: a raised cap at once, a lowered one once the cluster has drained
+	// under it (the queries admitted before run to their end).
+	caps, limits map[string]int
+	// activate re-activates a running worker's proxy runtime with the caps now.
+	activate map[string]func()
 	// engineWatchers see every change of a cluster's executing total (lease_checks.go).
 	engineWatchers []func(cluster string, total int)
 }
@@ -68,8 +68,13 @@ type WorkloadStats struct {
 // WorkloadOf is the run's workload statistics.
 func WorkloadOf(w *World) *WorkloadStats {
 	return w.Durable("workload/stats", func() any {
-		return &WorkloadStats{Workers: map[string]*WorkerLoad{}, CPRequests: map[string]int{},
-			MaxLeases: map[string]int{}, MaxExecuting: map[string]int{}, engines: map[string]map[string]engineCount{}}
+		st := &WorkloadStats{Workers: map[string]*WorkerLoad{}, CPRequests: map[string]int{},
+			MaxLeases: map[string]int{}, MaxExecuting: map[string]int{}, caps: map[string]int{}, limits: map[string]int{},
+			activate: map[string]func(){}}
+		for _, c := range w.Scenario.Workload.Clusters {
+			st.caps[c.Name], st.limits[c.Name] = c.Cap, c.Cap
+		}
+		return st
 	}).(*WorkloadStats)
 }
 
@@ -89,38 +94,70 @@ func (st *WorkloadStats) violation(w *World, msg string) {
 	w.Sim.Record("violation", msg)
 }
 
-// engineChanged is the engine's view: the sum over workers' running incarnations of the
-// queries executing on cluster must stay within its cap. A crashed incarnation's queries are
-// gone with its connections (the engine cancels a disconnected session's query).
-func (st *WorkloadStats) engineChanged(w *World, cluster, workerName string, inc uint64, n int) {
-	m := st.engines[cluster]
-	if m == nil {
-		m = map[string]engineCount{}
-		st.engines[cluster] = m
-	}
-	if old, ok := m[workerName]; ok && old.inc > inc {
-		return // a dead incarnation's query unwinding
-	}
-	m[workerName] = engineCount{inc: inc, n: n}
-	total := 0
-	for name, c := range m { // a sum: order does not matter
-		if node := w.Node(name); node != nil && node.Up() && node.Incarnation() == c.inc {
-			total += c.n
-		}
-	}
+// engineChanged is the engine's view: the queries executing on cluster's engine (every
+// worker's, those of crashed or frozen workers included until the engine stops them) must
+// stay within its cap.
+func (st *WorkloadStats) engineChanged(w *World, cluster string, total int) {
 	st.MaxExecuting[cluster] = max(st.MaxExecuting[cluster], total)
 	for _, watch := range st.engineWatchers {
 		watch(cluster, total)
 	}
-	if limit := w.Scenario.Workload.Cap(cluster); total > limit {
+	if total <= st.caps[cluster] {
+		st.limits[cluster] = st.caps[cluster] // under the cap now: a lowering's drain is over
+	}
+	if limit := st.limits[cluster]; total > limit {
 		st.EngineViolations++
 		st.violation(w, fmt.Sprintf("%d queries executing on cluster %s, cap %d", total, cluster, limit))
 	}
 }
 
-// checkedLeases is the control plane's lease store (it stands for Postgres and survives
-// restarts) with the control plane's-view oracle: after every grant, the cluster's leases
-// must not exceed its cap.
+// EnginesName is the node the clusters' simulated engines run on. No fault reaches it: a
+// worker's crash or starvation does not reach the queries it started there, as a real
+// engine's backends outlive their client.
+const EnginesName = "engines"
+
+// startEngines makes one simulated engine per cluster, shared by every worker.
+func startEngines(w *World) {
+	node := w.Sim.AddNode(EnginesName, nil)
+	st := WorkloadOf(w)
+	for _, c := range w.Scenario.Workload.Clusters {
+		dist, _ := c.Duration.distribution()
+		eng := simengine.New(node.Env(), c.Name, simengine.Params{Duration: dist, FailureRate: c.FailureRate, Rows: 1,
+			OrphanTimeout: c.OrphanTimeout})
+		eng.OnChange(func(cluster string, executing int) { st.engineChanged(w, cluster, executing) })
+		w.durable["engine/"+c.Name] = eng
+	}
+}
+
+// EngineOf is cluster's engine (nil if none).
+func EngineOf(w *World, cluster string) *simengine.Engine {
+	eng, _ := w.durable["engine/"+cluster].(*simengine.Engine)
+	return eng
+}
+
+// engineFence is the control plane's fence on the simulated engines: it stops the queries
+// tagged with the reclaimed leases, and the engine confirms at once.
+type engineFence struct{ w *World }
+
+var _ capacity.EngineFence = engineFence{}
+
+func (f engineFence) Fence(ctx context.Context, cluster string, refs []capacity.LeaseRef) (bool, error) {
+	eng := EngineOf(f.w, cluster)
+	if eng == nil {
+		return false, fmt.Errorf("no simulated engine for cluster %q", cluster)
+	}
+	tags := make([]string, len(refs))
+	for i, r := range refs {
+		tags[i] = r.Tag()
+	}
+	n := eng.Fence(tags)
+	f.w.Sim.Record("fence", fmt.Sprintf("%s %v stopped %d", cluster, tags, n))
+	return true, nil
+}
+
+// checkedLeases is the lease store every control plane of the scenario shares (it stands for
+// the one Postgres database, and survives restarts) with the control plane's-view oracle:
+// after every grant, the cluster's leases must not exceed its cap.
 type checkedLeases struct {
 	*capacity.Memory
 	w *World
@@ -134,14 +171,22 @@ func (c *checkedLeases) Acquire(ctx context.Context, cluster, holder string, lim
 	held, _ := c.Memory.List(ctx, cluster)
 	st := WorkloadOf(c.w)
 	st.MaxLeases[cluster] = max(st.MaxLeases[cluster], len(held))
-	if limit := c.w.Scenario.Workload.Cap(cluster); len(held) > limit {
+	if limit := st.caps[cluster]; len(held) > limit {
 		st.LeaseViolations++
 		st.violation(c.w, fmt.Sprintf("%d leases held on cluster %s after granting %s to %s, cap %d", len(held), cluster, l.ID, holder, limit))
 	}
 	return l, nil
 }
 
-// countingHandler counts the control plane's requests by path.
+// LeasesOf is the scenario's lease store.
+func LeasesOf(w *World) *checkedLeases {
+	return w.Durable("leases", func() any {
+		// The database's clock (the simulator's, undrifted) stamps and sweeps the whole table,
+		// whatever the control planes' clocks say, as Postgres's does.
+		return &checkedLeases{Memory: capacity.NewMemory().WithClock(w.Sim.Now), w: w}
+	}).(*checkedLeases)
+}
+
 // countingHandler counts the control plane's requests by path and, with a calibration, makes
 // each take its service time in the pool.
 type countingHandler struct {
@@ -163,9 +208,14 @@ func (h countingHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // returns its handler counting requests.
 func workloadControlPlane(w *World, n *sim.Node, cp *controlplane.ControlPlane) http.Handler {
 	wl := w.Scenario.Workload
-	store := w.Durable("leases/"+n.Name(), func() any { return &checkedLeases{Memory: capacity.NewMemory(), w: w} }).(*checkedLeases)
-	sw := controlplane.MountCapacity(n.Env(), cp, controlplane.CapacityConfig{Store: store, Locks: store, Owner: n.Name(),
-		SweepEvery: wl.SweepEvery, Ordered: wl.Coordination.Queue == config.QueueOrdered, Weights: wl.Coordination.Weights})
+	store := LeasesOf(w)
+	ccfg := controlplane.CapacityConfig{Store: store, Locks: store, Owner: n.Name(),
+		SweepEvery: wl.SweepEvery, Ordered: wl.Coordination.Queue == config.QueueOrdered, Weights: wl.Coordination.Weights,
+		Limits: wl.limits(WorkloadOf(w))}
+	if wl.EngineFence == nil || *wl.EngineFence {
+		ccfg.Fence = engineFence{w}
+	}
+	sw := controlplane.MountCapacity(n.Env(), cp, ccfg)
 	n.Env().Go(n.Ctx(), "capacity-sweeper", sw.Run)
 	if wl.History != nil {
 		cp.MountHistory(HistoryStoreOf(w, n.Name()))
@@ -200,15 +250,12 @@ func (g countingGuard) Acquire(ctx context.Context, cluster string, limit int) (
 // workloadWorker runs the workload on worker wk (called before wk.Start).
 func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 	wl := w.Scenario.Workload
-	e, name, inc := n.Env(), n.Name(), n.Incarnation()
+	e, name := n.Env(), n.Name()
 	st := WorkloadOf(w)
 	load := st.worker(name)
-	engines := map[string]*simengine.Engine{}
+	engines := map[string]query.Engine{}
 	for _, c := range wl.Clusters {
-		dist, _ := c.Duration.distribution()
-		eng := simengine.New(e, c.Name, simengine.Params{Duration: dist, FailureRate: c.FailureRate, Rows: 1})
-		eng.OnChange(func(cluster string, executing int) { st.engineChanged(w, cluster, name, inc, executing) })
-		engines[c.Name] = eng
+		engines[c.Name] = EngineOf(w, c.Name) // one engine, shared: the runtime's Close leaves it alone
 	}
 	cg, err := worker.NewCapacityGuard(e, wk, wl.coordination(), nil)
 	if err != nil {
@@ -241,12 +288,21 @@ func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 				load.finished(r)
 			}
 		}})
-	rt, err := proxy.NewRuntime(wl.runtimeSpec(engines))
-	if err != nil {
-		w.Errorf("worker %s: runtime: %v", name, err)
-		return
+	activate := func() {
+		rt, err := proxy.NewRuntime(wl.runtimeSpec(engines, st.caps))
+		if err != nil {
+			w.Errorf("worker %s: runtime: %v", name, err)
+			return
+		}
+		core.Activate(rt)
 	}
-	core.Activate(rt)
+	activate()
+	inc := n.Incarnation()
+	st.activate[name] = func() {
+		if n.Up() && n.Incarnation() == inc {
+			activate()
+		}
+	}
 	submit := func(ctx context.Context, group string) {
 		if w.Sim.Elapsed() >= wl.Warmup {
 			load.Submitted++
@@ -457,4 +513,44 @@ func (s *WorkloadSummary) String() string {
 	return fmt.Sprintf("workers=%d submitted=%d admitted=%d denied=%d timedOut=%d queueFull=%d queue p50=%.0fms p99=%.0fms fairness=%.3f admitted/s=%.1f cp req/s=%.1f [%s]",
 		s.Workers, s.Submitted, s.Admitted, s.Denied, s.TimedOut, s.QueueFull, s.QueueP50Ms, s.QueueP99Ms, s.Fairness,
 		s.AdmittedPerSec, s.CPRequestsPerSec, strings.Join(cps, " "))
+}
+
+// workloadCapSet is configSet {cluster, cap} in a workload scenario: the cluster's cap in the
+// fleet's config changes. Every running worker activates a runtime with the new cap (what its
+// config sync does with the next snapshot), the control planes grant under it, and the engine
+// oracle holds the cluster to it once the queries admitted before have drained under it.
+func workloadCapSet(sc *Scenario, p Params, cluster string, c int) (Action, error) {
+	if sc.Workload == nil || sc.Workload.Cap(cluster) == 0 {
+		return nil, p.Errorf("cluster %q: configSet with a cluster edits a workload cluster's cap", cluster)
+	}
+	if c < 1 {
+		return nil, p.Errorf("cap %d: must be >= 1", c)
+	}
+	return func(w *World) error {
+		st := WorkloadOf(w)
+		st.caps[cluster] = c
+		if c > st.limits[cluster] {
+			st.limits[cluster] = c
+		}
+		if eng := EngineOf(w, cluster); eng != nil && eng.Executing() <= c {
+			st.limits[cluster] = c
+		}
+		w.Sim.Record("cap", fmt.Sprintf("%s=%d", cluster, c))
+		for _, name := range slices.Sorted(maps.Keys(st.activate)) {
+			st.activate[name]()
+		}
+		return nil
+	}, nil
+}
+
+// limits are the control planes' lease terms: each cluster's cap now and the fleet's lease TTL.
+func (wl *Workload) limits(st *WorkloadStats) capacity.Limits {
+	ttl := wl.Coordination.LeaseTTL
+	if ttl == 0 {
+		ttl = capacity.LeaseTTLDefault
+	}
+	return func(cluster string) (int, time.Duration, bool) {
+		c, ok := st.caps[cluster]
+		return c, ttl, ok
+	}
 }

@@ -1,16 +1,27 @@
-// Package simengine is a query.Engine for the simulator: it does no real work. Each query sleeps
+// Package simengine is a query.Engine for the simulator: it does no real work. Each query runs
 // for a duration drawn from a distribution and fails with a set probability, both through the
 // injected env.Env (Sleep, Rand), so a seed decides every outcome. It counts the queries executing
 // on it right now, which is the engine's own view for the oracle "executing on engine <= cap".
+//
+// Like a real engine, a query runs on the engine's side (a backend task of the engine's own Env),
+// not in its client: a client that cancels stops it, but a client that dies (its task unwound by
+// a crash) stops nothing. The backend then runs until the query ends, as PostgreSQL's does (it
+// notices the dead socket only when it next writes to it) and MySQL's (the statement ends), or
+// until OrphanTimeout after the client went away (Trino's client timeout), or until Fence stops
+// the queries of a lease (the control plane's engine fence). A client that is merely frozen keeps
+// its query running until it cancels it.
 //
 // It touches nothing but the Env it is given.
 package simengine
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,6 +91,9 @@ type Params struct {
 	FailureRate float64
 	// Rows is how many rows the result has (one int64 column "n"); 0 means 1.
 	Rows int
+	// OrphanTimeout, when positive, stops a query that long after its client went away (Trino's
+	// query.client.timeout); zero runs it to its end (PostgreSQL, MySQL).
+	OrphanTimeout time.Duration
 }
 
 // Stats are an engine's counters.
@@ -90,6 +104,8 @@ type Stats struct {
 	Failed       int64 // simulated failures
 	Cancelled    int64 // queries whose ctx ended while running
 	Succeeded    int64 // results returned
+	Orphaned     int64 // queries whose client went away without cancelling them
+	Fenced       int64 // queries stopped by Fence
 }
 
 // Engine is a simulated cluster.
@@ -98,8 +114,10 @@ type Engine struct {
 	name   string
 	params Params
 
-	mu    sync.Mutex
-	stats Stats
+	mu       sync.Mutex
+	stats    Stats
+	nextID   uint64
+	backends map[uint64]*backend // running or holding a result, by id
 	// OnChange, when set, is called (without locks held) after the executing count changes,
 	// so an oracle can check it at every instant.
 	onChange func(name string, executing int)
@@ -113,7 +131,10 @@ func New(e env.Env, name string, p Params) *Engine {
 	if p.FailureRate < 0 || p.FailureRate > 1 {
 		panic(fmt.Sprintf("simengine: failure rate %v outside [0, 1]", p.FailureRate))
 	}
-	return &Engine{env: e, name: name, params: p}
+	if p.OrphanTimeout < 0 {
+		panic(fmt.Sprintf("simengine: negative orphan timeout %v", p.OrphanTimeout))
+	}
+	return &Engine{env: e, name: name, params: p, backends: map[uint64]*backend{}}
 }
 
 // OnChange registers fn to be told the executing count after every change.
@@ -159,33 +180,227 @@ func (e *Engine) adjust(delta int, outcome func(*Stats)) {
 	}
 }
 
-// Execute runs q: it sleeps for a drawn duration, then fails or returns a small result. The query
-// counts as executing until the returned Rows are closed (or until it fails).
+// backend is one query on the engine's side.
+type backend struct {
+	id       uint64
+	tag      string
+	d        time.Duration // the query's work
+	end      time.Time     // the engine's clock: when the query's work is done
+	fail     bool
+	ready    bool      // done, the result waits for the client
+	ended    bool      // no longer executing (counted out)
+	orphaned time.Time // when the client went away (zero while it is there)
+	cause    error     // why it ended early (cancelled, fenced)
+	changed  env.Signal
+	stop     context.CancelFunc
+}
+
+// Execute runs q in a session tagged with ctx's engine tag (query.EngineTag: the lease that
+// admitted it), as the real engines do.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	e.adjust(+1, func(s *Stats) { s.Started++ })
-	var d time.Duration
-	if e.params.Duration != nil {
-		d = e.params.Duration.Sample(e.env.Rand())
-	}
-	fail := e.params.FailureRate > 0 && e.env.Rand().Float64() < e.params.FailureRate
-	if d > 0 {
-		if err := e.env.Sleep(ctx, d); err != nil {
-			e.adjust(-1, func(s *Stats) { s.Cancelled++ })
+	return e.ExecuteTagged(ctx, q, query.EngineTag(ctx))
+}
+
+// ExecuteTagged runs q in a session tagged with tag (the lease that admitted it, for Fence):
+// the engine's backend runs for a drawn duration, then fails or returns a small result. The
+// query counts as executing until the returned Rows are closed (or until it fails or stops).
+// Cancelling ctx stops it; the caller's task unwinding without returning (its node crashed)
+// leaves it running on the engine.
+func (e *Engine) ExecuteTagged(ctx context.Context, q *query.Request, tag string) (query.Rows, error) {
+	b := e.begin(tag)
+	if !b.ready && !b.ended {
+		returned := false
+		defer func() {
+			if !returned {
+				e.orphan(b) // the client's task is unwinding: its process died, nobody cancels
+			}
+		}()
+		err := e.wait(ctx, b)
+		returned = true
+		if err != nil {
+			e.finish(b, context.Cause(ctx), func(s *Stats) { s.Cancelled++ }) // the client cancels it
 			return nil, err
 		}
-	} else if err := ctx.Err(); err != nil {
-		e.adjust(-1, func(s *Stats) { s.Cancelled++ })
-		return nil, err
 	}
-	if fail {
-		e.adjust(-1, func(s *Stats) { s.Failed++ })
+	e.mu.Lock()
+	ended, cause, fail := b.ended, b.cause, b.fail
+	e.mu.Unlock()
+	switch {
+	case ended:
+		return nil, &query.Error{Code: query.CodeEngine, Message: fmt.Sprintf("simulated engine %s stopped the query: %v", e.name, cause)}
+	case fail:
+		e.finish(b, nil, func(s *Stats) { s.Failed++ })
 		return nil, &query.Error{Code: query.CodeEngine, Message: "simulated engine failure on " + e.name}
 	}
 	n := e.params.Rows
 	if n <= 0 {
 		n = 1
 	}
-	return &rows{engine: e, batch: resultBatch(n)}, nil
+	return &rows{engine: e, b: b, batch: resultBatch(n)}, nil
+}
+
+// begin counts a new query in and starts its backend (none for an instant query).
+func (e *Engine) begin(tag string) *backend {
+	var d time.Duration
+	if e.params.Duration != nil {
+		d = e.params.Duration.Sample(e.env.Rand())
+	}
+	fail := e.params.FailureRate > 0 && e.env.Rand().Float64() < e.params.FailureRate
+	e.mu.Lock()
+	e.nextID++
+	b := &backend{id: e.nextID, tag: tag, d: d, end: e.env.Now().Add(d), fail: fail, ready: d <= 0, changed: e.env.NewSignal()}
+	e.backends[b.id] = b
+	e.mu.Unlock()
+	e.adjust(+1, func(s *Stats) { s.Started++ })
+	if d > 0 {
+		bctx, stop := e.env.WithCancel(context.Background())
+		b.stop = stop
+		e.env.Go(bctx, "engine-"+e.name, func(ctx context.Context) { e.run(ctx, b) })
+	}
+	return b
+}
+
+// run is the backend: it works until the query's end (or OrphanTimeout after its client went
+// away), unless it is stopped first.
+func (e *Engine) run(ctx context.Context, b *backend) {
+	defer b.stop()
+	if e.params.OrphanTimeout == 0 {
+		if e.env.Sleep(ctx, b.d) != nil {
+			return // stopped: whoever stopped it counted it out
+		}
+	} else if !e.runOrphanable(ctx, b) {
+		return
+	}
+	e.mu.Lock()
+	orphaned := !b.orphaned.IsZero()
+	b.ready = true
+	e.mu.Unlock()
+	if orphaned { // it ends when it writes to the dead client, or on the client timeout
+		e.finish(b, errOrphaned, nil)
+	}
+	b.changed.Notify()
+}
+
+// runOrphanable waits for b's end, or OrphanTimeout after its client went away; false when b
+// was stopped first.
+func (e *Engine) runOrphanable(ctx context.Context, b *backend) bool {
+	for {
+		seen := b.changed.Seq()
+		e.mu.Lock()
+		until, orphaned, ended := b.end, b.orphaned, b.ended
+		e.mu.Unlock()
+		if ended {
+			return false
+		}
+		if !orphaned.IsZero() {
+			until = minTime(until, orphaned.Add(e.params.OrphanTimeout))
+		}
+		left := until.Sub(e.env.Now())
+		if left <= 0 {
+			return true
+		}
+		wctx, cancel := e.env.WithTimeout(ctx, left)
+		_ = b.changed.Wait(wctx, seen) // the time is up, or something changed: look again
+		cancel()
+		if ctx.Err() != nil {
+			return false // stopped: whoever stopped it counted it out
+		}
+	}
+}
+
+var (
+	errOrphaned = errors.New("the client went away")
+	errFenced   = errors.New("fenced: its lease was reclaimed")
+)
+
+// wait blocks the client until b's result is ready or b ended, or ctx ends.
+func (e *Engine) wait(ctx context.Context, b *backend) error {
+	for {
+		seen := b.changed.Seq()
+		e.mu.Lock()
+		done := b.ready || b.ended
+		e.mu.Unlock()
+		if done {
+			return nil
+		}
+		if err := b.changed.Wait(ctx, seen); err != nil {
+			return err
+		}
+	}
+}
+
+// orphan records that b's client went away without a word.
+func (e *Engine) orphan(b *backend) {
+	e.mu.Lock()
+	gone := b.ended
+	if !gone && b.orphaned.IsZero() {
+		b.orphaned = e.env.Now()
+	}
+	e.mu.Unlock()
+	if !gone {
+		e.adjust(0, func(s *Stats) { s.Orphaned++ })
+	}
+	b.changed.Notify()
+}
+
+// finish counts b out once (outcome updates the counters) and stops its backend.
+func (e *Engine) finish(b *backend, cause error, outcome func(*Stats)) {
+	e.mu.Lock()
+	if b.ended {
+		e.mu.Unlock()
+		return
+	}
+	b.ended, b.cause = true, cause
+	delete(e.backends, b.id)
+	e.mu.Unlock()
+	e.adjust(-1, outcome)
+	if b.stop != nil {
+		b.stop()
+	}
+	b.changed.Notify()
+}
+
+// Fence stops every query whose session carries one of tags (the engine side of the control
+// plane's fence: pg_terminate_backend by application_name, KILL QUERY, DELETE /v1/query) and
+// returns how many it stopped. Nothing runs under those tags when it returns.
+func (e *Engine) Fence(tags []string) int {
+	want := map[string]bool{}
+	for _, t := range tags {
+		want[t] = true
+	}
+	e.mu.Lock()
+	var hit []*backend
+	for _, b := range e.backends { //determinism:ok sorted by id below
+		if b.tag != "" && want[b.tag] {
+			hit = append(hit, b)
+		}
+	}
+	e.mu.Unlock()
+	slices.SortFunc(hit, func(a, b *backend) int { return cmp.Compare(a.id, b.id) })
+	for _, b := range hit {
+		e.finish(b, errFenced, func(s *Stats) { s.Fenced++ })
+	}
+	return len(hit)
+}
+
+// Running returns how many queries execute under tag.
+func (e *Engine) Running(tag string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, b := range e.backends { //determinism:ok a count
+		if b.tag == tag {
+			n++
+		}
+	}
+	return n
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // Ping always succeeds.
@@ -210,6 +425,7 @@ func resultBatch(n int) arrow.RecordBatch {
 
 type rows struct {
 	engine *Engine
+	b      *backend
 	batch  arrow.RecordBatch
 	sent   bool
 	closed bool
@@ -224,6 +440,12 @@ func (r *rows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	r.engine.mu.Lock()
+	ended, cause := r.b.ended, r.b.cause
+	r.engine.mu.Unlock()
+	if ended {
+		return nil, &query.Error{Code: query.CodeEngine, Message: fmt.Sprintf("simulated engine %s stopped the query: %v", r.engine.name, cause)}
 	}
 	if r.sent {
 		r.tag = fmt.Sprintf("SELECT %d", r.batch.NumRows())
@@ -241,6 +463,6 @@ func (r *rows) Close() error {
 	}
 	r.closed = true
 	r.batch.Release()
-	r.engine.adjust(-1, func(s *Stats) { s.Succeeded++ })
+	r.engine.finish(r.b, nil, func(s *Stats) { s.Succeeded++ })
 	return nil
 }

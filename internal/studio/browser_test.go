@@ -275,12 +275,20 @@ func TestStudioInChromiumAgainstALiveNode(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#query-filters button`)))
 	b.waitText(t, "#page td.muted", "none")
 	b.screenshot(t, "queries-filtered")
-	b.show(t, "#/queries?user=studio-analyst")
+	b.show(t, "#/queries?user=studio-analyst&window=1h")
 	b.waitText(t, "#page", "studio_probe")
 	b.screenshot(t, "queries")
+	b.run(t, "opening the query", chromedp.Click(chromedp.CSS(`tr[data-query] a`)))
+	b.waitText(t, "#page", "Routing trace")
+	if q := b.text(t, "#page"); !strings.Contains(q, "studio_probe") || !strings.Contains(q, "postgres") || strings.Contains(q, "studio-literal") {
+		t.Fatalf("query page: %q", q)
+	}
+	b.screenshot(t, "query")
 
 	b.show(t, "#/worker/worker-eu-1")
 	b.waitText(t, "#page h1", "worker-eu-1")
+	b.waitText(t, "#page", "controlPlane") // where its configuration came from
+	b.screenshot(t, "worker")
 	b.show(t, "#/capacity")
 	b.waitText(t, "#page h1", "Capacity")
 	b.run(t, "capacity loaded", chromedp.WaitVisible(chromedp.CSS(`#page[data-loaded="capacity"]`)))
@@ -399,6 +407,7 @@ func TestStudioRollsBackConfigAndRevokesALease(t *testing.T) {
 	row := fmt.Sprintf(`tr[data-lease=%q]`, leaseID)
 	b.waitText(t, row, "holder-1")
 	b.waitText(t, "#page svg", "1 / 5")
+	b.run(t, "two samples over time", chromedp.WaitVisible(chromedp.CSS(`#page svg polyline[points*=" "]`)))
 	b.screenshot(t, "capacity-held")
 	b.run(t, "revoking", chromedp.Click(chromedp.CSS(row+" button.revoke")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
 	b.waitText(t, "#confirm-text", leaseID)

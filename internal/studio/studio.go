@@ -21,6 +21,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -96,6 +97,10 @@ func New(cfg Config) *Studio {
 
 func (s *Studio) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w)
+	if !safeMethod(r.Method) && !sameOrigin(r) {
+		transport.WriteError(w, http.StatusForbidden, "cross-origin request refused (Origin "+r.Header.Get("Origin")+")", "Origin")
+		return
+	}
 	switch p := r.URL.Path; {
 	case p == pathLogin:
 		s.serveLogin(w, r)
@@ -110,6 +115,20 @@ func (s *Studio) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		transport.WriteError(w, http.StatusMethodNotAllowed, r.Method+" "+p+": the page takes GET only", "")
 	}
+}
+
+func safeMethod(m string) bool { return m == http.MethodGet || m == http.MethodHead }
+
+// sameOrigin refuses a change whose browser says it comes from another site (a second line behind
+// the SameSite cookie and the CSRF token; it also covers the login). No Origin: not a browser's
+// cross-site request.
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host
 }
 
 // securityHeaders: no framing, no inline or foreign script or style, no caching of answers that
@@ -143,7 +162,7 @@ var optional = map[string]string{"leases": "/admin/leases", "configHistory": "/a
 func (s *Studio) features(r *http.Request) map[string]bool {
 	out := map[string]bool{}
 	mux, ok := s.cfg.Admin.(*http.ServeMux)
-	for name, path := range optional { //determinism:ok outside the simulator; fills a map
+	for name, path := range optional {
 		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, path, nil)
 		if ok && err == nil {
 			_, pattern := mux.Handler(req)
@@ -257,7 +276,7 @@ func (s *Studio) authorize(w http.ResponseWriter, r *http.Request) (string, bool
 		transport.WriteError(w, http.StatusUnauthorized, "not logged in (or the session expired): log in with the admin token", "")
 		return "", false
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead &&
+	if !safeMethod(r.Method) &&
 		subtle.ConstantTimeCompare([]byte(r.Header.Get(CSRFHeader)), []byte(sess.csrf)) != 1 {
 		transport.WriteError(w, http.StatusForbidden, "missing or wrong "+CSRFHeader+" header", CSRFHeader)
 		return "", false
@@ -292,7 +311,7 @@ func (s *Studio) newSession() (string, session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	oldest := ""
-	for k, v := range s.byID { //determinism:ok outside the simulator; picks the minimum, order-free
+	for k, v := range s.byID { // order-free: finds the minimum
 		if !now.Before(v.expires) {
 			delete(s.byID, k)
 		} else if oldest == "" || v.expires.Before(s.byID[oldest].expires) {

@@ -1,7 +1,9 @@
 package studio
 
 import (
+	"crypto/tls"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +14,8 @@ import (
 )
 
 const testToken = "admin-token-7f3c9d"
+
+var quiet = slog.New(slog.DiscardHandler)
 
 // fakeAdmin stands in for the admin API: it checks the bearer token like the real one and echoes
 // what reached it.
@@ -69,7 +73,7 @@ func csrfOf(t *testing.T, body string) string {
 
 func TestLoginSessionCSRFAndLogout(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := New(Config{AdminToken: testToken, Admin: fakeAdmin(), SessionTTL: time.Hour, Now: func() time.Time { return now }})
+	s := New(Config{Logger: quiet, AdminToken: testToken, Admin: fakeAdmin(), SessionTTL: time.Hour, Now: func() time.Time { return now }})
 	c := &client{t: t, h: s}
 
 	if rec := c.do("GET", "/studio/api/admin/workers", "", nil); rec.Code != 401 {
@@ -140,7 +144,7 @@ func TestLoginSessionCSRFAndLogout(t *testing.T) {
 }
 
 func TestNoTokenRefusesEveryLogin(t *testing.T) {
-	c := &client{t: t, h: New(Config{Admin: fakeAdmin()})}
+	c := &client{t: t, h: New(Config{Logger: quiet, Admin: fakeAdmin()})}
 	for _, tok := range []string{"", "anything"} {
 		if rec := c.login(tok); rec.Code != 401 || c.cookie != nil {
 			t.Fatalf("login %q without a configured token: %d", tok, rec.Code)
@@ -149,7 +153,7 @@ func TestNoTokenRefusesEveryLogin(t *testing.T) {
 }
 
 func TestPageIsServedWithAStrictPolicy(t *testing.T) {
-	c := &client{t: t, h: New(Config{AdminToken: testToken, Admin: fakeAdmin()})}
+	c := &client{t: t, h: New(Config{Logger: quiet, AdminToken: testToken, Admin: fakeAdmin()})}
 	for _, p := range []string{"/studio/", "/studio/app.js", "/studio/app.css"} {
 		rec := c.do("GET", p, "", nil)
 		if rec.Code != 200 || rec.Body.Len() == 0 {
@@ -170,9 +174,60 @@ func TestFeaturesFollowTheMountedEndpoints(t *testing.T) {
 		mux  *http.ServeMux
 		want string
 	}{{mux, `"features":{"configHistory":true,"leases":true}`}, {only, `"features":{"configHistory":false,"leases":false}`}} {
-		c := &client{t: t, h: New(Config{AdminToken: testToken, Admin: tc.mux})}
+		c := &client{t: t, h: New(Config{Logger: quiet, AdminToken: testToken, Admin: tc.mux})}
 		if rec := c.login(testToken); !strings.Contains(rec.Body.String(), tc.want) {
 			t.Fatalf("login answer %s, want %s", rec.Body, tc.want)
 		}
+	}
+}
+
+// Behind TLS the cookie is Secure; a change from another origin is refused, the login included.
+func TestSecureCookieAndCrossOriginRefusal(t *testing.T) {
+	s := New(Config{Logger: quiet, AdminToken: testToken, Admin: fakeAdmin()})
+	req := httptest.NewRequest("POST", "https://studio.example"+pathLogin, strings.NewReader(`{"token":"`+testToken+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.TLS = &tls.ConnectionState{}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	cookies := rec.Result().Cookies()
+	if rec.Code != 200 || len(cookies) != 1 || !cookies[0].Secure || !cookies[0].HttpOnly {
+		t.Fatalf("login over TLS: %d %+v", rec.Code, cookies)
+	}
+	c := &client{t: t, h: s}
+	if rec := c.do("POST", pathLogin, `{"token":"`+testToken+`"}`, map[string]string{"Content-Type": "application/json", "Origin": "https://evil.example"}); rec.Code != 403 {
+		t.Fatalf("cross-origin login: %d, want 403", rec.Code)
+	}
+	rec = c.login(testToken)
+	csrf := csrfOf(t, rec.Body.String())
+	hdr := map[string]string{CSRFHeader: csrf, "Origin": "http://evil.example"}
+	if rec := c.do("POST", "/studio/api/admin/leases/revoke", `{}`, hdr); rec.Code != 403 {
+		t.Fatalf("cross-origin change with a valid CSRF token: %d, want 403", rec.Code)
+	}
+	hdr["Origin"] = "http://example.com" // httptest's Host
+	if rec := c.do("POST", "/studio/api/admin/leases/revoke", `{}`, hdr); rec.Code != 200 {
+		t.Fatalf("same-origin change: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// Logins beyond sessionsMax drop the session closest to expiry, not the newest.
+func TestSessionsAreBounded(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := New(Config{Logger: quiet, AdminToken: testToken, Admin: fakeAdmin(), Now: func() time.Time { return now }})
+	first := &client{t: t, h: s}
+	first.login(testToken)
+	var last *client
+	for range sessionsMax + 10 {
+		now = now.Add(time.Second)
+		last = &client{t: t, h: s}
+		last.login(testToken)
+	}
+	if n := len(s.byID); n > sessionsMax {
+		t.Fatalf("%d sessions held, want at most %d", n, sessionsMax)
+	}
+	if rec := first.do("GET", "/studio/api/admin/workers", "", nil); rec.Code != 401 {
+		t.Fatalf("the oldest session after %d newer logins: %d, want 401", sessionsMax+10, rec.Code)
+	}
+	if rec := last.do("GET", "/studio/api/admin/workers", "", nil); rec.Code != 200 {
+		t.Fatalf("the newest session: %d", rec.Code)
 	}
 }

@@ -7,6 +7,8 @@
 // package writes, so the reference cannot drift from the code.
 //
 // It reads the config package's source files and nothing else.
+//
+// determinism: outside the simulator (a documentation generator: no role calls it)
 package configref
 
 import (

@@ -60,6 +60,10 @@ var compatSQL = []string{
 	`CREATE VIEW {c}.pg_catalog.pg_collation AS SELECT 100::BIGINT AS oid, 'default' AS collname,
 		0::BIGINT AS collnamespace, 0::BIGINT AS collowner, 'd' AS collprovider, true AS collisdeterministic,
 		-1 AS collencoding, NULL::VARCHAR AS collcollate, NULL::VARCHAR AS collctype, NULL::VARCHAR AS colliculocale`,
+	`CREATE MACRO {c}.pg_catalog.pg_get_indexdef(id) AS
+		(SELECT any_value(sql) FROM duckdb_indexes() WHERE index_oid = id),
+		(id, col, pretty) AS (SELECT any_value(sql) FROM duckdb_indexes() WHERE index_oid = id)`,
+	`CREATE VIEW {c}.pg_catalog.qf_pg_index AS SELECT *, false AS indnullsnotdistinct FROM pg_catalog.pg_index`,
 	`CREATE MACRO {c}.pg_catalog.pg_get_statisticsobjdef_columns(id) AS NULL`,
 	`CREATE MACRO {c}.pg_catalog.pg_get_partkeydef(id) AS NULL`,
 	`CREATE MACRO {c}.pg_catalog.pg_get_triggerdef(id) AS NULL, (id, pretty) AS NULL`,
@@ -100,7 +104,7 @@ var compatSQL = []string{
 // every attached catalog's system objects: a query naming pg_catalog.X reads pg_catalog.qf_X,
 // X with those columns and only the client's database (compatSQL).
 var extendedRelations = map[string]bool{"pg_class": true, "pg_database": true, "pg_namespace": true, "pg_proc": true,
-	"pg_attribute": true, "pg_type": true}
+	"pg_attribute": true, "pg_type": true, "pg_index": true}
 
 // Types: a client sees PostgreSQL's type oids in a result's columns (engine.PGTypeOf), so the
 // catalog speaks them too: pg_type lists the PostgreSQL types results use, pg_attribute gives

@@ -2,7 +2,7 @@
 // /studio/api (the session cookie is HttpOnly; the CSRF token lives only in this script's memory).
 'use strict';
 
-const state = { csrf: null, features: {}, timer: null, route: '' };
+const state = { csrf: null, features: {}, timer: null, route: '', records: {}, samples: {} };
 const $ = (id) => document.getElementById(id);
 
 // el builds DOM nodes; text only ever goes through textContent, never HTML.
@@ -67,6 +67,9 @@ function table(headers, rows) {
     el('tbody', {}, rows.length ? rows : [el('tr', {}, el('td', { colspan: headers.length, class: 'muted' }, 'none'))]));
 }
 
+// factTable is a two-column table of [name, value] pairs, without a header row.
+const factTable = (pairs) => el('table', {}, el('tbody', {}, pairs.map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', {}, v)))));
+
 // barChart draws one horizontal bar per item; cap (optional) is a red outline at the limit.
 function barChart(items, label) {
   const rowH = 22, w = 520, left = 150, max = Math.max(1, ...items.map((i) => Math.max(i.value, i.cap || 0)));
@@ -81,6 +84,21 @@ function barChart(items, label) {
   });
   return chart;
 }
+
+// lineChart draws one cluster's samples ({t, v}) against its cap, over the last samplesMax polls.
+function lineChart(name, samples, cap) {
+  const w = 520, h = 70, pad = 4, max = Math.max(1, cap || 0, ...samples.map((p) => p.v));
+  const t0 = samples[0].t, span = Math.max(1, samples[samples.length - 1].t - t0);
+  const x = (t) => 150 + ((w - 150 - 60) * (t - t0)) / span, y = (v) => h - pad - ((h - 2 * pad) * v) / max;
+  const chart = svg('svg', { class: 'chart', width: w, height: h, role: 'img', 'aria-label': name + ' leases over time' });
+  chart.append(svg('text', { x: 6, y: 16 }, name), svg('text', { x: 6, y: 32 }, 'last ' + Math.round(span / 1000) + ' s'));
+  if (cap) chart.append(svg('line', { class: 'cap', x1: 150, x2: w - 60, y1: y(cap), y2: y(cap) }));
+  chart.append(svg('polyline', { class: 'line', points: samples.map((p) => x(p.t) + ',' + y(p.v)).join(' ') }));
+  chart.append(svg('text', { x: w - 54, y: 16 }, samples[samples.length - 1].v + (cap ? ' / ' + cap : '')));
+  return chart;
+}
+
+const samplesMax = 150; // 5 minutes of 2 s polls
 
 function confirmAction(text) {
   const d = $('confirm');
@@ -126,8 +144,15 @@ async function workerPage(page, name) {
     api('GET', '/admin/workers/' + encodeURIComponent(name)),
     api('GET', '/admin/queries?' + new URLSearchParams({ worker: name, limit: 20 })),
   ]);
-  page.replaceChildren(el('h1', {}, 'Worker ', name), el('p', {}, badge(w.state), ' version ', w.version || '—',
-    ' · revision ', w.revision || '—', ' · registered ', ago(w.registeredAt), ' · frontends ', (w.frontends || []).join(', ') || '—'),
+  const hb = w.heartbeat || {}, cfg = hb.config || {}, co = hb.coordination || {}, hi = hb.history || {}, health = hb.health || {};
+  const facts = [['State', badge(w.state)], ['Version', w.version || '—'], ['Config revision', (w.revision || '—') + (w.current ? ' (current)' : ' (behind)')],
+    ['Config source', (cfg.source || '—') + (cfg.stale ? ', stale for ' + Math.round(cfg.stalenessSecs) + ' s' : '')],
+    ['Last config sync error', cfg.lastSyncError || '—'], ['Capacity coordination', [co.policy, co.mode].filter(Boolean).join(', ') || '—'],
+    ['Self-health', (health.state || '—') + (health.loopLagSeconds ? ', loop lag ' + (health.loopLagSeconds * 1000).toFixed(0) + ' ms' : '')],
+    ['History uplink', 'sent ' + (hi.sent || 0) + ', pending ' + (hi.pending || 0) + ', dropped ' + (hi.dropped || 0)],
+    ['Frontends', (w.frontends || []).join(', ') || '—'], ['Registered', ago(w.registeredAt)], ['Last heartbeat', ago(w.lastHeartbeat)]];
+  page.replaceChildren(el('h1', {}, 'Worker ', name),
+  factTable(facts),
   el('h2', {}, 'Warnings'), el('ul', {}, (w.warnings || []).length ? w.warnings.map((x) => el('li', {}, x)) : el('li', { class: 'muted' }, 'none')),
   el('h2', {}, 'Recent queries'), queryTable(hist.records || []));
 }
@@ -143,6 +168,12 @@ async function capacityPage(page) {
   const held = {};
   for (const c of Object.keys(caps)) held[c] = 0;
   for (const l of leases) if (!l.revoked) held[l.cluster] = (held[l.cluster] || 0) + 1;
+  const now = Date.now();
+  for (const c of Object.keys(held)) {
+    const series = (state.samples[c] = state.samples[c] || []);
+    series.push({ t: now, v: held[c] });
+    if (series.length > samplesMax) series.shift();
+  }
   const rows = leases.map((l) => {
     const id = l.id; // <cluster>#<generation>, what revoke takes
     return el('tr', { 'data-lease': id }, el('td', {}, id), el('td', {}, l.cluster), el('td', {}, l.holder),
@@ -153,6 +184,8 @@ async function capacityPage(page) {
   page.replaceChildren(el('h1', {}, 'Capacity'),
     el('h2', {}, 'Leases held against each cluster\'s cap'),
     barChart(Object.keys(held).sort().map((c) => ({ name: c, value: held[c], cap: caps[c] })), 'leases per cluster'),
+    el('h2', {}, 'Over time (while this page is open)'),
+    ...Object.keys(held).sort().map((c) => lineChart(c, state.samples[c], caps[c])),
     el('h2', {}, 'Leases'),
     table(['Lease', 'Cluster', 'Holder', 'Granted or renewed', 'Expires', 'State', ''], rows));
 }
@@ -167,11 +200,29 @@ async function revoke(id) {
 }
 
 const queryFilters = ['worker', 'user', 'group', 'cluster', 'status'];
+const windows = { '15m': 900, '1h': 3600, '1d': 86400 }; // seconds
+
+// queryPage shows one query: every field of its history record, the routing trace in order.
+async function queryPage(page, id) {
+  let q = state.records[id];
+  if (!q) {
+    const hist = await api('GET', '/admin/queries?limit=500');
+    q = (hist.records || []).find((r) => r.queryId === id);
+  }
+  if (!q) { page.replaceChildren(el('h1', {}, 'Query'), el('p', { class: 'muted' }, 'No query ' + id + ' in the recent history.')); return; }
+  const fields = [['Query id', q.queryId], ['Status', badge(q.status)], ['Worker', q.worker], ['User', q.user], ['Protocol', q.protocol],
+    ['Cluster group', q.group], ['Cluster', q.cluster], ['Started', q.startedAt], ['Ended', q.endedAt], ['Queued', q.queueMs + ' ms'],
+    ['Executed', q.execMs + ' ms'], ['Rows', q.rows], ['Bytes', q.bytes], ['Cache hit', q.cacheHit ? 'yes' : 'no'],
+    ['Error', q.error ? (q.errorCode ? q.errorCode + ': ' : '') + q.error : '—'], ['SQL (redacted)', el('code', {}, q.sql || q.sqlDigest || '—')]];
+  page.replaceChildren(el('h1', {}, 'Query'), factTable(fields),
+    el('h2', {}, 'Routing trace'), el('ol', { id: 'routing-trace' }, (q.routingTrace || []).length ? q.routingTrace.map((s) => el('li', {}, s)) : el('li', { class: 'muted' }, 'none recorded')));
+}
 
 function queryTable(records) {
+  for (const q of records) state.records[q.queryId] = q;
   return table(['Started', 'Worker', 'User', 'Group', 'Cluster', 'Status', 'Queue ms', 'Exec ms', 'Rows', 'SQL (redacted)'],
     records.map((q) => el('tr', { 'data-query': q.queryId, title: (q.routingTrace || []).join(' → ') },
-      el('td', { title: q.startedAt }, ago(q.startedAt)), el('td', {}, q.worker), el('td', {}, q.user), el('td', {}, q.group),
+      el('td', { title: q.startedAt }, el('a', { class: 'row', href: '#/query/' + encodeURIComponent(q.queryId) }, ago(q.startedAt))), el('td', {}, q.worker), el('td', {}, q.user), el('td', {}, q.group),
       el('td', {}, q.cluster), el('td', { title: q.error || '' }, badge(q.status)), el('td', {}, q.queueMs), el('td', {}, q.execMs),
       el('td', {}, q.rows), el('td', { class: 'sql' }, q.sql || q.sqlDigest || ''))));
 }
@@ -179,11 +230,16 @@ function queryTable(records) {
 async function queriesPage(page, params) {
   const q = new URLSearchParams(params);
   if (!q.has('limit')) q.set('limit', '50');
+  const win = q.get('window');
+  q.delete('window'); // the page's own: the API takes an absolute since
+  if (windows[win]) q.set('since', new Date(Date.now() - windows[win] * 1000).toISOString());
   const hist = await api('GET', '/admin/queries?' + q);
   const form = el('form', { class: 'filters', id: 'query-filters' },
     queryFilters.filter((f) => f !== 'status').map((f) => el('input', { name: f, placeholder: f, value: q.get(f) || '' })),
     el('select', { name: 'status' }, ['', 'succeeded', 'failed', 'cancelled', 'rejected'].map((s) =>
       el('option', { value: s, selected: q.get('status') === s }, s || 'any status'))),
+    el('select', { name: 'window' }, [['', 'any time'], ['15m', 'last 15 min'], ['1h', 'last hour'], ['1d', 'last day']].map(([v, text]) =>
+      el('option', { value: v, selected: (win || '') === v }, text))),
     el('button', { type: 'submit' }, 'Filter'));
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -246,17 +302,17 @@ function showLogin(message) {
 
 function stopTimer() { if (state.timer) { clearInterval(state.timer); state.timer = null; } }
 
-const routes = { fleet: fleetPage, capacity: capacityPage, queries: queriesPage, config: configPage, worker: workerPage };
+const routes = { fleet: fleetPage, capacity: capacityPage, queries: queriesPage, config: configPage, worker: workerPage, query: queryPage };
 
 async function render() {
   if (!state.csrf) return;
   const [path, query] = (location.hash.replace(/^#\/?/, '') || 'fleet').split('?');
   const [name, ...rest] = path.split('/');
   const fn = routes[name] || fleetPage;
-  const arg = name === 'worker' ? decodeURIComponent(rest.join('/')) : new URLSearchParams(query || '');
+  const arg = name === 'worker' || name === 'query' ? decodeURIComponent(rest.join('/')) : new URLSearchParams(query || '');
   const route = location.hash;
   if (route !== state.route) { stopTimer(); state.route = route; $('status').textContent = ''; }
-  document.querySelectorAll('nav a').forEach((a) => a.classList.toggle('active', a.dataset.page === (routes[name] ? name : 'fleet')));
+  document.querySelectorAll('nav a').forEach((a) => a.classList.toggle('active', a.dataset.page === ({ worker: 'fleet', query: 'queries' }[name] || (routes[name] ? name : 'fleet'))));
   $('login').hidden = true; $('page').hidden = false; $('nav').hidden = false; $('logout').hidden = false;
   const page = $('page');
   try {

@@ -1,0 +1,121 @@
+package simengine_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/simengine"
+	"github.com/queryflux/queryflux/sim"
+)
+
+// world is an engine on its own node and a client node "w" that starts one query per tag at
+// 1s (each on its own task, draining and closing its rows) and records each query's error.
+func world(t *testing.T, p simengine.Params, tags ...string) (*sim.Sim, *simengine.Engine, map[string]error) {
+	t.Helper()
+	s := sim.New(sim.Opts{Seed: 1})
+	eng := simengine.New(s.AddNode("engine", nil).Env(), "c", p)
+	w := s.AddNode("w", nil)
+	errs := map[string]error{}
+	for _, tag := range tags {
+		s.Spawn(w, "query "+tag, func() {
+			_ = w.Env().Sleep(w.Ctx(), time.Second)
+			rows, err := eng.ExecuteTagged(w.Ctx(), &query.Request{SQL: "select 1"}, tag)
+			for err == nil {
+				_, err = rows.Next(w.Ctx())
+			}
+			if rows != nil {
+				rows.Close()
+			}
+			errs[tag] = err
+		})
+	}
+	return s, eng, errs
+}
+
+// at runs the world to d and returns the engine's executing count then.
+func at(t *testing.T, s *sim.Sim, eng *simengine.Engine, d time.Duration) int {
+	t.Helper()
+	if err := s.Run(d); err != nil {
+		t.Fatal(err)
+	}
+	return eng.Executing()
+}
+
+// TestCrashedClientsQueryRunsToItsEnd: the engine keeps a dead client's query until it ends
+// (PostgreSQL notices the dead socket only when it writes the result).
+func TestCrashedClientsQueryRunsToItsEnd(t *testing.T) {
+	s, eng, _ := world(t, simengine.Params{Duration: simengine.Constant{D: 30 * time.Second}}, "c#1", "c#2")
+	s.At(5*time.Second, func() { s.Node("w").Crash() })
+	if n := at(t, s, eng, 20*time.Second); n != 2 {
+		t.Fatalf("executing 15s after the client crashed: %d, want 2", n)
+	}
+	if n := at(t, s, eng, 32*time.Second); n != 0 {
+		t.Fatalf("executing after the queries' end: %d, want 0", n)
+	}
+	if st := eng.Stats(); st.Orphaned != 2 || st.Succeeded != 0 || st.Cancelled != 0 {
+		t.Fatalf("stats %+v: want 2 orphaned, none succeeded or cancelled", st)
+	}
+}
+
+// TestOrphanTimeoutStopsADeadClientsQuery: with a client timeout (Trino's), the dead client's
+// query stops that long after the client went away.
+func TestOrphanTimeoutStopsADeadClientsQuery(t *testing.T) {
+	s, eng, _ := world(t, simengine.Params{Duration: simengine.Constant{D: 30 * time.Second}, OrphanTimeout: 5 * time.Second}, "c#1")
+	s.At(5*time.Second, func() { s.Node("w").Crash() })
+	if n := at(t, s, eng, 9*time.Second); n != 1 {
+		t.Fatalf("executing 4s after the crash: %d, want 1", n)
+	}
+	if n := at(t, s, eng, 11*time.Second); n != 0 {
+		t.Fatalf("executing 6s after the crash: %d, want 0 (client timeout 5s)", n)
+	}
+}
+
+// TestCancellingClientStopsItsQuery: a live client that cancels stops the query at once.
+func TestCancellingClientStopsItsQuery(t *testing.T) {
+	s, eng, errs := world(t, simengine.Params{Duration: simengine.Constant{D: 30 * time.Second}}, "c#1")
+	s.At(5*time.Second, func() { s.Node("w").Shutdown(time.Minute) }) // cancels its context
+	if n := at(t, s, eng, 5*time.Second+time.Millisecond); n != 0 {
+		t.Fatalf("executing after the client cancelled: %d, want 0", n)
+	}
+	if !errors.Is(errs["c#1"], context.Canceled) || eng.Stats().Cancelled != 1 {
+		t.Fatalf("client got %v, stats %+v: want cancelled", errs["c#1"], eng.Stats())
+	}
+}
+
+// TestFenceStopsOnlyTheTaggedQueries: Fence stops the queries of the named leases, whether
+// their client is alive or dead, and nothing else.
+func TestFenceStopsOnlyTheTaggedQueries(t *testing.T) {
+	s, eng, errs := world(t, simengine.Params{Duration: simengine.Constant{D: 30 * time.Second}}, "c#1", "c#2", "c#3")
+	s.At(3*time.Second, func() { s.Node("w").Crash() })
+	if n := at(t, s, eng, 2*time.Second); n != 3 {
+		t.Fatalf("executing: %d, want 3", n)
+	}
+	stopped := -1
+	s.At(5*time.Second, func() { stopped = eng.Fence([]string{"c#1", "c#3", "c#9"}) })
+	if n := at(t, s, eng, 5*time.Second); n != 1 || stopped != 2 {
+		t.Fatalf("after fencing c#1 and c#3: executing %d (want 1), stopped %d (want 2)", n, stopped)
+	}
+	if eng.Running("c#1") != 0 || eng.Running("c#2") != 1 {
+		t.Fatalf("running c#1 %d, c#2 %d: want 0 and 1", eng.Running("c#1"), eng.Running("c#2"))
+	}
+	if n := at(t, s, eng, 40*time.Second); n != 0 || len(errs) != 0 {
+		t.Fatalf("executing at the end %d, client errors %v: want 0 and none (the client died)", n, errs)
+	}
+	if st := eng.Stats(); st.Fenced != 2 {
+		t.Fatalf("stats %+v: want 2 fenced", st)
+	}
+}
+
+// TestFenceOfALiveClientsQueryFailsIt: the client of a fenced query gets an engine error.
+func TestFenceOfALiveClientsQueryFailsIt(t *testing.T) {
+	s, eng, errs := world(t, simengine.Params{Duration: simengine.Constant{D: 30 * time.Second}}, "c#1")
+	s.At(5*time.Second, func() { eng.Fence([]string{"c#1"}) })
+	at(t, s, eng, 6*time.Second)
+	var qe *query.Error
+	if !errors.As(errs["c#1"], &qe) || qe.Code != query.CodeEngine {
+		t.Fatalf("client got %v, want an engine error", errs["c#1"])
+	}
+}
