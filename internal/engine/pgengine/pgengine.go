@@ -225,7 +225,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 		args = append(args, e.argsFreeMode)
 	}
 	args = append(args, q.Args...)
-	rows, err := db.Query(ctx, q.SQL, args...)
+	rows, err := db.Query(ctx, numberedParams(q), args...)
 	if err != nil {
 		return nil, wrapErr(err)
 	}
