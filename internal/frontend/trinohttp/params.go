@@ -2,6 +2,7 @@ package trinohttp
 
 import (
 	"encoding/hex"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -192,4 +193,34 @@ func preparedStatements(headers []string) map[string]string {
 		}
 	}
 	return out
+}
+
+// sessionPrepare reads Trino's PREPARE name FROM statement and DEALLOCATE PREPARE name. The
+// proxy keeps no session: as on Trino, the client keeps its prepared statements and sends them
+// back in X-Trino-Prepared-Statement, told by the response headers X-Trino-Added-Prepare and
+// X-Trino-Deallocated-Prepare. ok is false for any other statement.
+func sessionPrepare(stmt string) (update string, header http.Header, ok bool) {
+	p := &literalParser{s: stmt}
+	switch {
+	case p.keyword("PREPARE"):
+		name := p.identifier()
+		if name == "" || !p.keyword("FROM") {
+			return "", nil, false
+		}
+		body := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(p.s[p.pos:]), ";"))
+		if body == "" {
+			return "", nil, false
+		}
+		return "PREPARE", http.Header{"X-Trino-Added-Prepare": {name + "=" + url.QueryEscape(body)}}, true
+	case p.keyword("DEALLOCATE"):
+		if !p.keyword("PREPARE") {
+			return "", nil, false
+		}
+		name := p.identifier()
+		if name == "" || !p.end() {
+			return "", nil, false
+		}
+		return "DEALLOCATE", http.Header{"X-Trino-Deallocated-Prepare": {name}}, true
+	}
+	return "", nil, false
 }

@@ -1,6 +1,7 @@
 package trinohttp
 
 import (
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -13,9 +14,7 @@ import (
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
-// trino-go-client's parameters (a prepared statement in X-Trino-Prepared-Statement run by
-// EXECUTE ... USING) reach PostgreSQL as $1, $2 parameters; a ? in a string stays a ?.
-func TestTrinoGoClientParametersOnPostgres(t *testing.T) {
+func postgresBackend(t *testing.T) *frontendtest.Backend {
 	u, err := url.Parse(pgtest.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +25,55 @@ func TestTrinoGoClientParametersOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	ts := startServer(t, frontendtest.NewBackend(eng), Options{})
+	return frontendtest.NewBackend(eng)
+}
+
+// runTrino posts sql with the given headers and follows nextUri to the end; it returns the
+// rows, the final error and the headers of every response.
+func runTrino(t *testing.T, addr, sql string, header http.Header) ([][]any, *QueryError, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/statement", strings.NewReader(sql))
+	if header != nil {
+		req.Header = header.Clone()
+	}
+	req.Header.Set("X-Trino-User", "carol")
+	resp, qr := do(t, req)
+	seen := resp.Header.Clone()
+	var data [][]any
+	for qr.NextURI != "" {
+		resp, qr = get(t, qr.NextURI)
+		for k, v := range resp.Header {
+			seen[k] = v
+		}
+		data = append(data, qr.Data...)
+	}
+	return data, qr.Error, seen
+}
+
+// PREPARE answers X-Trino-Added-Prepare, EXECUTE ... USING runs the statement the client sends
+// back in X-Trino-Prepared-Statement on PostgreSQL, DEALLOCATE PREPARE answers
+// X-Trino-Deallocated-Prepare: Trino's protocol, where the client keeps its statements.
+func TestPrepareExecuteDeallocateOnPostgres(t *testing.T) {
+	ts := startServer(t, postgresBackend(t), Options{})
+	_, qerr, h := runTrino(t, ts.addr, "PREPARE st FROM SELECT ? + 1, 'a?' WHERE ? > 0", nil)
+	added := h.Get("X-Trino-Added-Prepare")
+	if qerr != nil || added != "st="+url.QueryEscape("SELECT ? + 1, 'a?' WHERE ? > 0") {
+		t.Fatalf("PREPARE: err %v, X-Trino-Added-Prepare %q", qerr, added)
+	}
+	rows, qerr, _ := runTrino(t, ts.addr, "EXECUTE st USING 41, 7", http.Header{"X-Trino-Prepared-Statement": {added}})
+	if qerr != nil || len(rows) != 1 || rows[0][0] != float64(42) || rows[0][1] != "a?" {
+		t.Fatalf("EXECUTE: err %v, rows %#v", qerr, rows)
+	}
+	_, qerr, h = runTrino(t, ts.addr, "DEALLOCATE PREPARE st", nil)
+	if qerr != nil || h.Get("X-Trino-Deallocated-Prepare") != "st" {
+		t.Fatalf("DEALLOCATE: err %v, headers %v", qerr, h)
+	}
+}
+
+// trino-go-client's parameters (a prepared statement in X-Trino-Prepared-Statement run by
+// EXECUTE ... USING) reach PostgreSQL as $1, $2 parameters; a ? in a string stays a ?.
+func TestTrinoGoClientParametersOnPostgres(t *testing.T) {
+	ts := startServer(t, postgresBackend(t), Options{})
 	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr})
 	rows, err := db.Query("select ? + 1, ?, '?' as q, length(?)", 41, "it's", "abc")
 	if err != nil {

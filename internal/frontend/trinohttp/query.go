@@ -27,7 +27,8 @@ const (
 // pending; polls drain it page by page. Every change closes changed, waking waiters.
 type runningQuery struct {
 	id, slug string
-	user     string // who may kill it through /v1/query
+	user     string      // who may kill it through /v1/query
+	header   http.Header // set on every response of the query (PREPARE's X-Trino-Added-Prepare)
 	created  time.Time
 	cancel   context.CancelFunc
 
@@ -66,9 +67,17 @@ func (s *Server) start(req *query.Request) *runningQuery {
 	now := time.Now()
 	q := &runningQuery{id: id, slug: slug, user: req.User, created: now, cancel: cancel, changed: make(chan struct{}),
 		state: stateQueued, lastToken: -1, lastAccess: now}
+	update, header, prepare := sessionPrepare(req.SQL)
+	if prepare { // answered by the proxy: the client keeps its prepared statements
+		q.header, q.updateType, q.done, q.state = header, update, true, stateFinished
+		cancel()
+	}
 	s.mu.Lock()
 	s.queries[id] = q
 	s.mu.Unlock()
+	if prepare {
+		return q
+	}
 	s.wg.Add(1)
 	go s.run(ctx, q, req)
 	return q
@@ -306,6 +315,9 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery
 	}
 	if final {
 		s.forgetLater(q)
+	}
+	for k, v := range q.header {
+		w.Header()[k] = v
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(body)
