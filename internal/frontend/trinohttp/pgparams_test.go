@@ -84,3 +84,27 @@ func TestTrinoGoClientParametersOnPostgres(t *testing.T) {
 		t.Fatalf("got %#v", got)
 	}
 }
+
+// PostgreSQL's uuid, json and jsonb reach trino-go-client as Trino's uuid and json: the
+// canonical UUID text and the JSON document, with Trino's type names.
+func TestUUIDAndJSONFromPostgres(t *testing.T) {
+	ts := startServer(t, postgresBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr})
+	rows, err := db.Query(`select 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, '{"a": [1, 2]}'::json, '{"b": true}'::jsonb`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ct := range types {
+		names = append(names, ct.DatabaseTypeName())
+	}
+	got := scanAll(t, rows)
+	if strings.Join(names, " ") != "UUID JSON JSON" || len(got) != 1 ||
+		got[0][0] != "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11" || got[0][1] != `{"a": [1, 2]}` || got[0][2] != `{"b": true}` {
+		t.Fatalf("types %v, rows %#v", names, got)
+	}
+}

@@ -2,6 +2,7 @@ package trinohttp
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -54,6 +55,12 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 	if name := metaValue(f, MetaTrinoType); textTrinoTypes[name] && isString(f.Type) {
 		return simple(name) // a Trino engine's text-carried type goes back out as itself
 	}
+	if isUUID(f) {
+		return simple("uuid")
+	}
+	if isJSON(f) {
+		return simple("json")
+	}
 	switch t := f.Type.(type) {
 	case *arrow.BooleanType:
 		return simple("boolean")
@@ -78,9 +85,6 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 		}
 		return fmt.Sprintf("decimal(%d,%d)", p, s), TypeSignature{RawType: "decimal", Arguments: []TypeArgument{longArg(p), longArg(s)}}
 	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
-		if metaValue(f, metaMySQLType) == "json" {
-			return simple("json")
-		}
 		return varchar()
 	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType, *arrow.FixedSizeBinaryType:
 		return simple("varbinary")
@@ -107,6 +111,36 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 	default: // structs, maps, durations, ...: Arrow's text form
 		return varchar()
 	}
+}
+
+// isUUID says whether f holds UUIDs: 16 bytes an engine names uuid (PostgreSQL, DuckDB), or
+// Arrow's uuid extension type. Trino's uuid travels as its canonical text.
+func isUUID(f arrow.Field) bool {
+	if f.Type.ID() == arrow.EXTENSION {
+		return f.Type.(arrow.ExtensionType).ExtensionName() == "arrow.uuid"
+	}
+	ft, ok := f.Type.(*arrow.FixedSizeBinaryType)
+	return ok && ft.ByteWidth == 16 && (metaValue(f, engine.MetaPGType) == "uuid" || metaValue(f, engine.MetaDuckDBType) == "UUID")
+}
+
+// isJSON says whether f is text an engine names json (PostgreSQL json and jsonb, DuckDB JSON,
+// MySQL JSON).
+func isJSON(f arrow.Field) bool {
+	if !isString(f.Type) {
+		return false
+	}
+	switch {
+	case metaValue(f, metaMySQLType) == "json", metaValue(f, engine.MetaDuckDBType) == "JSON":
+		return true
+	}
+	t := metaValue(f, engine.MetaPGType)
+	return t == "json" || t == "jsonb"
+}
+
+// uuidText is the canonical 8-4-4-4-12 form of 16 bytes.
+func uuidText(b []byte) string {
+	h := hex.EncodeToString(b)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // textTrinoTypes are Trino scalar types whose JSON value is a string.
@@ -181,6 +215,12 @@ func rowsOf(b arrow.RecordBatch) [][]any {
 func jsonValue(f arrow.Field, a arrow.Array, i int) any {
 	if a.IsNull(i) || a.DataType().ID() == arrow.NULL {
 		return nil
+	}
+	if ext, ok := a.(array.ExtensionArray); ok {
+		a = ext.Storage()
+	}
+	if fb, ok := a.(*array.FixedSizeBinary); ok && isUUID(f) {
+		return uuidText(fb.Value(i))
 	}
 	switch a := a.(type) {
 	case *array.Boolean:
