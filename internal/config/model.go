@@ -107,8 +107,9 @@ type Frontend struct {
 	Listen     string `yaml:"listen" json:"listen"`                   // host:port to listen on; required when enabled
 	RequireTLS bool   `yaml:"requireTLS" json:"requireTLS,omitempty"` // refuse unencrypted clients; needs a certificate: queryflux.tls or settings.security.tls (a worker's may come with its snapshot)
 	// ClientTimeoutSecs (Trino only) cancels a query whose client has neither polled it nor
-	// deleted it for this long, freeing its engine query and capacity slot, as Trino's
-	// query.client.timeout does; 0 means 300 (Trino's default). A DELETE stops it at once.
+	// deleted it for this many seconds, freeing its engine query and capacity slot, as Trino's
+	// query.client.timeout does; 0 or more, 0 meaning 300 (Trino's default). A DELETE stops it
+	// at once.
 	ClientTimeoutSecs int `yaml:"clientTimeoutSecs" json:"clientTimeoutSecs,omitempty"`
 }
 
