@@ -30,6 +30,9 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req fsql.ActionCre
 			return res, toStatus(err)
 		}
 		res.DatasetSchema = desc.Schema // nil: not described (or no rows)
+		if desc.Schema != nil {
+			res.DatasetSchema = outSchema(desc.Schema)
+		}
 		res.ParameterSchema = arrow.NewSchema(paramFields(desc.Params), nil)
 	}
 	handle := newHandle()

@@ -387,6 +387,9 @@ func (s *Server) flightInfo(ctx context.Context, sql string, args []any, desc *f
 		}
 	}()
 	schema := rows.Schema()
+	if schema != nil {
+		schema = outSchema(schema)
+	}
 	if schema == nil { // a statement without rows, run through the query path: an empty result
 		if err := drain(ctx, rows); err != nil {
 			cancel()
@@ -445,14 +448,15 @@ func (s *Server) DoGetStatement(ctx context.Context, ticket fsql.StatementQueryT
 	if schema == nil {
 		schema = arrow.NewSchema(nil, nil)
 	}
+	schema = outSchema(schema)
 	ch := make(chan flight.StreamChunk)
-	go stream(ctx, res, ch)
+	go stream(ctx, res, schema, ch)
 	return schema, ch, nil
 }
 
 // stream sends every batch of res on ch, then closes both. The DoGet's end (the client's
 // deadline, cancel or hang-up) stops the engine query even while it is computing the next batch.
-func stream(ctx context.Context, res *pendingResult, ch chan<- flight.StreamChunk) {
+func stream(ctx context.Context, res *pendingResult, out *arrow.Schema, ch chan<- flight.StreamChunk) {
 	defer close(ch)
 	defer res.drop()
 	defer context.AfterFunc(ctx, res.cancel)()
@@ -464,11 +468,11 @@ func stream(ctx context.Context, res *pendingResult, ch chan<- flight.StreamChun
 		if err == io.EOF {
 			return
 		}
-		chunk := flight.StreamChunk{Data: batch}
+		var chunk flight.StreamChunk
 		if err != nil {
 			chunk = flight.StreamChunk{Err: toStatus(err)}
 		} else {
-			batch.Retain() // the flight writer releases it
+			chunk = flight.StreamChunk{Data: outBatch(out, batch)} // the flight writer releases it
 		}
 		select {
 		case ch <- chunk:

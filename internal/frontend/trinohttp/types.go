@@ -113,29 +113,8 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 	}
 }
 
-// isUUID says whether f holds UUIDs: 16 bytes an engine names uuid (PostgreSQL, DuckDB), or
-// Arrow's uuid extension type. Trino's uuid travels as its canonical text.
-func isUUID(f arrow.Field) bool {
-	if f.Type.ID() == arrow.EXTENSION {
-		return f.Type.(arrow.ExtensionType).ExtensionName() == "arrow.uuid"
-	}
-	ft, ok := f.Type.(*arrow.FixedSizeBinaryType)
-	return ok && ft.ByteWidth == 16 && (metaValue(f, engine.MetaPGType) == "uuid" || metaValue(f, engine.MetaDuckDBType) == "UUID")
-}
-
-// isJSON says whether f is text an engine names json (PostgreSQL json and jsonb, DuckDB JSON,
-// MySQL JSON).
-func isJSON(f arrow.Field) bool {
-	if !isString(f.Type) {
-		return false
-	}
-	switch {
-	case metaValue(f, metaMySQLType) == "json", metaValue(f, engine.MetaDuckDBType) == "JSON":
-		return true
-	}
-	t := metaValue(f, engine.MetaPGType)
-	return t == "json" || t == "jsonb"
-}
+func isUUID(f arrow.Field) bool { return engine.IsUUIDField(f) }
+func isJSON(f arrow.Field) bool { return engine.IsJSONField(f) }
 
 // uuidText is the canonical 8-4-4-4-12 form of 16 bytes.
 func uuidText(b []byte) string {
