@@ -395,3 +395,11 @@ routingFallback: g
 		t.Fatalf("want an unknown pool mode at clusterGroups[1].poolMode, got %v", got)
 	}
 }
+
+// A poll timeout the control plane cannot serve is refused by config check, not at start.
+func TestPollTimeoutAboveTheControlPlaneCapIsAnError(t *testing.T) {
+	cfg := mustParse(t, "queryflux: {role: worker, controlPlane: {url: 'http://cp:9000', secret: s, pollTimeoutSecs: 301}}\n")
+	if got := paths(Validate(cfg)); !slices.Contains(got, "queryflux.controlPlane.pollTimeoutSecs") {
+		t.Fatalf("pollTimeoutSecs 301 accepted; got %v", got)
+	}
+}

@@ -107,6 +107,9 @@ func (v *validator) queryflux(q QueryFlux) {
 	v.limits(p+".limits", q.Limits)
 }
 
+// pollTimeoutSecsMax is the longest long-poll a control plane serves (controlplane.ConfigPollTimeoutMax).
+const pollTimeoutSecsMax = 300
+
 // The registry's production minimums, as the control plane enforces them at start (serve
 // --allow-short-timeouts lifts them for tests, through flags, never through the file).
 const (
@@ -170,6 +173,9 @@ func (v *validator) controlPlane(path string, q QueryFlux) {
 		}
 	}
 	v.positive(path+".pollTimeoutSecs", int64(cp.PollTimeoutSecs))
+	if cp.PollTimeoutSecs > pollTimeoutSecsMax {
+		v.add(path+".pollTimeoutSecs", "must be at most %d (the control plane's long-poll cap), got %d", pollTimeoutSecsMax, cp.PollTimeoutSecs)
+	}
 	for i, addr := range cp.PeerBootstrap.Address {
 		if strings.Contains(addr, "://") {
 			v.httpURL(index(path+".peerBootstrap.address", i), addr)
