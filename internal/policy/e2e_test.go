@@ -431,6 +431,9 @@ func TestQueueAndReadOnlyGuardrailsPerProtocol(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "read-only") {
 				t.Fatalf("a write on a read-only group: %v", err)
 			}
+			// The previous protocol's blocker was cancelled on its client; its engine query may
+			// still be stopping: start from a free slot, or "running 1" below could be that one.
+			waitFor(t, "the previous blocker's slot to be free", func() bool { return s.core.Queued("demo") == 0 && s.running() == 0 })
 			// The blocker holds the cluster's only slot until cancelled.
 			ctx, cancel := context.WithCancel(context.Background())
 			blocker := make(chan error, 1)
