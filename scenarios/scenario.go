@@ -2,8 +2,8 @@
 // and runs them in the simulator (sim/), one seed at a time.
 //
 // Roles, timeline event kinds and check kinds are registries (RegisterRole, RegisterEvent,
-// RegisterCheck): later work adds lease, config or history events and checks from its own file
-// with an init function, without touching the loader or the runner.
+// RegisterCheck): the lease, config and history events and checks register from their own
+// files with an init function, without touching the loader or the runner.
 //
 // This package runs roles only inside the simulator; it reads scenario files and measures wall
 // time for reports (never fed into the trace hash).

@@ -22,9 +22,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/queryflux/queryflux/internal/defaultconfig"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/defaultconfig"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/worker"
 	"github.com/queryflux/queryflux/transport"

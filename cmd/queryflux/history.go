@@ -53,7 +53,7 @@ func mountHistory(ctx context.Context, d *Daemon, cp *controlplane.ControlPlane)
 	})
 	historyUplink = history.NewUplink(d.Env, history.UplinkConfig{
 		Worker: string(d.Config.QueryFlux.Role), Destination: "this node's history store",
-		Policy: redact.Policy(d.Config.HistoryPolicy.Redaction),
+		Policy:        redact.Policy(d.Config.HistoryPolicy.Redaction),
 		FlushInterval: time.Duration(d.Config.QueryFlux.HistoryUplink.FlushIntervalSecs) * time.Second,
 		BufferMax:     d.Config.QueryFlux.HistoryUplink.BufferRecords,
 	}, history.NewLocalSender(store))

@@ -95,7 +95,7 @@ the file; a bad file keeps the running configuration.
 
 SIGTERM: /readyz turns 503 at once, the node keeps serving for --drain-delay, then stops
 accepting and gives in-flight work --drain-timeout to finish, flushes its history and exits.`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return serve(cmd.Context(), f)
 		},

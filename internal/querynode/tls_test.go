@@ -359,7 +359,6 @@ func TestLoopbackTrustAcceptsAnyPassword(t *testing.T) {
 	}
 }
 
-
 // trinoClient runs select 40+2 through the npm trino-client (BasicAuth(user), with password
 // when set; caFile as the root for https) and returns its JSON outcome.
 func trinoClient(t *testing.T, server, user, password, caFile string) string {

@@ -96,8 +96,8 @@ func setRefusal(sql string) error {
 	return nil
 }
 
-// checkSet is the refusal of a SET statement this session would answer with, without
-// applying it (COM_STMT_PREPARE).
+// checkSet returns the refusal a SET statement gets in this session, without applying the
+// statement (COM_STMT_PREPARE checks it this way).
 func (h *session) checkSet(sql string) error {
 	if h.canPin() {
 		_, err := readSet(sql)

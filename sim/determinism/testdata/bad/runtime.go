@@ -26,6 +26,6 @@ func Runtime(b *buf) int {
 
 // Machine-dependent sizing and a concurrent map's random order.
 func Machine(m *sync.Map) int {
-	m.Range(func(k, v any) bool { return true }) // want "sync.Map.Range"
+	m.Range(func(k, v any) bool { return true })    // want "sync.Map.Range"
 	return runtime.NumCPU() + runtime.GOMAXPROCS(0) // want "runtime.NumCPU"
 }
