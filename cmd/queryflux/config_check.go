@@ -41,7 +41,8 @@ var workerConfigSyncs []func(d *Daemon, s *worker.ConfigSync)
 
 func init() {
 	cmd := config.NewConfigCommand()
-	cmd.AddCommand(newConfigImportCommand(), newConfigRevisionCommand(), newConfigHistoryCommand(), newConfigRollbackCommand())
+	cmd.AddCommand(newConfigImportCommand(), newConfigRevisionCommand(), newConfigHistoryCommand(), newConfigRollbackCommand(),
+		newConfigDiffCommand(), newConfigRejectionsCommand())
 	rootCmd.AddCommand(cmd)
 	controlPlaneHooks = append(controlPlaneHooks, serveWorkerConfig)
 	workerHooks = append(workerHooks, syncWorkerConfig)
