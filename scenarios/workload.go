@@ -27,6 +27,16 @@ type Workload struct {
 	Clusters     []WorkloadCluster    `yaml:"clusters"`
 	Groups       []WorkloadGroup      `yaml:"groups"`
 	Arrivals     []Arrival            `yaml:"arrivals"`
+	// Replay is a history export (queryflux history export; path relative to the scenario
+	// file) whose queries the workers submit besides the arrivals: each at its recorded arrival
+	// time divided by Scale, into its recorded group, running for its recorded execution time.
+	Replay string `yaml:"replay"`
+	// Scale compresses the replay's arrival times: 2 submits the recorded queries twice as fast
+	// (twice the rate; execution times unchanged). Default 1.
+	Scale float64 `yaml:"scale"`
+	// Workers, when > 0, sets the fleet's worker count (the first fleet.workers entry with a
+	// prefix and a count); the replay's recorded workers are spread over them.
+	Workers int `yaml:"workers"`
 	History      *WorkloadHistory     `yaml:"history"`
 	// Objective is the service level the planner checks each sweep point against.
 	Objective Objective `yaml:"objective"`
@@ -40,6 +50,8 @@ type Workload struct {
 	// EngineFence: the control plane stops a reclaimed lease's queries on the engine before it
 	// frees the slot (default true); false frees the slot when the lease has expired.
 	EngineFence *bool `yaml:"engineFence"`
+
+	replayed *replayed // the loaded Replay
 }
 
 // WorkloadCoordination is queryflux.coordination of every worker.
@@ -157,8 +169,8 @@ func (wl *Workload) validate(sc *Scenario) error {
 			return fmt.Errorf("workload.coordination.weights.%s: not a worker's name", name)
 		}
 	}
-	if len(wl.Clusters) == 0 || len(wl.Groups) == 0 || len(wl.Arrivals) == 0 {
-		return fmt.Errorf("workload: needs clusters, groups and arrivals")
+	if len(wl.Clusters) == 0 || len(wl.Groups) == 0 || (len(wl.Arrivals) == 0 && wl.Replay == "") {
+		return fmt.Errorf("workload: needs clusters, groups and arrivals (or a replay)")
 	}
 	clusters := map[string]bool{}
 	for i, cl := range wl.Clusters {
@@ -216,6 +228,11 @@ func (wl *Workload) validate(sc *Scenario) error {
 		}
 		if a.From > a.To {
 			return fmt.Errorf("workload.arrivals[%d]: from %v after to %v", i, a.From, a.To)
+		}
+	}
+	if wl.replayed == nil {
+		if err := wl.loadReplay(sc); err != nil {
+			return err
 		}
 	}
 	if c := wl.ControlPlane; c != nil && c.Pool < 1 {
