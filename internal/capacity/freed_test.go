@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/sim"
@@ -230,5 +232,48 @@ func TestRemoteAcquireReleasingOverHTTP(t *testing.T) {
 	ls, _ := store.List(ctx, "c")
 	if len(ls) != 1 || ls[0].ID != third.ID || ls[0].Generation != third.Generation {
 		t.Fatalf("leases held: %+v, want only %+v", ls, third)
+	}
+}
+
+// TestUndeliverableReleaseIsCountedWhenItsLeaseExpires: a release the control plane never
+// takes is kept while its lease could still be held there, then given up and counted
+// (queryflux_capacity_releases_dropped_total{reason="expired"}), not silently lost.
+func TestUndeliverableReleaseIsCountedWhenItsLeaseExpires(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 6})
+	n := s.AddNode("w", nil)
+	e := n.Env()
+	client := &slowReleases{LeaseClient: capacity.NewMemory(), env: e, delay: time.Millisecond, fail: true}
+	metrics := capacity.NewMetrics(nil)
+	dropped := func() float64 {
+		return testutil.ToFloat64(metrics.ReleasesDropped.WithLabelValues("c", "expired"))
+	}
+	var pendingEarly, droppedEarly, pendingLate int
+	var droppedLate float64
+	s.Spawn(n, "test", func() {
+		ctx := n.Ctx()
+		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: e, Client: client, Holder: "w",
+			LeaseTTL: 2 * time.Second, DriftMargin: 500 * time.Millisecond, Metrics: metrics})
+		if err != nil {
+			panic(err)
+		}
+		g.Start(ctx)
+		slot, err := g.Acquire(ctx, "c", 1)
+		if err != nil {
+			panic(err)
+		}
+		slot.Release()
+		_ = e.Sleep(ctx, time.Second)
+		pendingEarly, droppedEarly = g.PendingReleases(), int(dropped())
+		_ = e.Sleep(ctx, 20*time.Second)
+		pendingLate, droppedLate = g.PendingReleases(), dropped()
+	})
+	if err := s.Run(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if pendingEarly != 1 || droppedEarly != 0 {
+		t.Fatalf("within the lease's term: %d pending, %d dropped; want the release kept", pendingEarly, droppedEarly)
+	}
+	if pendingLate != 0 || droppedLate != 1 {
+		t.Fatalf("past the lease's term: %d pending, %v dropped; want it given up and counted once", pendingLate, droppedLate)
 	}
 }

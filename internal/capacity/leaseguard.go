@@ -146,12 +146,12 @@ type LeaseGuard struct {
 	fallback *LocalGuard
 	reuse    bool // idle reuse is on (see above)
 
-	mu      sync.Mutex
-	nextID  uint64
-	slots   map[uint64]*leaseSlot // live slots (leased), by id
-	held    map[string]int        // leased slots per cluster, live or fenced, until Release
-	queue   []queuedRelease
-	dropped uint64 // releases dropped because the queue was full or they outlived their lease
+	mu     sync.Mutex
+	nextID uint64
+	slots  map[uint64]*leaseSlot // live slots (leased), by id
+	held   map[string]int        // leased slots per cluster, live or fenced, until Release
+	queue  []queuedRelease
+	full   bool // the release queue hit its bound (logged once until it has room again)
 	// pending counts, per cluster, releases queued or in flight: the control plane still counts
 	// those leases, so an acquire that they would push over the cap is denied without asking.
 	pending map[string]int
@@ -553,9 +553,17 @@ func (s *leaseSlot) Release() {
 // queueRelease queues the release of lease l for the flusher or the next acquire (under g.mu).
 func (g *LeaseGuard) queueRelease(l Lease, fenceAt time.Time) {
 	if len(g.queue) >= releaseQueueMax {
-		g.dropped++
+		// The control plane has not taken a release for a long time; this one's lease ends at
+		// its term there. Counted and logged, so an operator sees leases held to their term.
+		g.o.Metrics.ReleasesDropped.WithLabelValues(l.Cluster, "queue-full").Inc()
+		if !g.full {
+			g.full = true
+			g.o.Env.Logger().Warn("capacity: release queue full: leases are held on the control plane until their term",
+				"cluster", l.Cluster, "queued", len(g.queue))
+		}
 		return
 	}
+	g.full = false
 	g.queue = append(g.queue, queuedRelease{ref: l.Ref(), cluster: l.Cluster, until: fenceAt.Add(2 * g.o.DriftMargin)})
 	g.pending[l.Cluster]++
 }
@@ -780,7 +788,7 @@ func (g *LeaseGuard) Flush(ctx context.Context) bool {
 		if now.Before(q.until) {
 			keep = append(keep, q)
 		} else {
-			g.dropped++
+			g.o.Metrics.ReleasesDropped.WithLabelValues(q.cluster, "expired").Inc()
 			g.unpend(q.cluster)
 		}
 	}

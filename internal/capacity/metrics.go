@@ -28,6 +28,10 @@ type Metrics struct {
 	// Reclaimed counts leases the control plane freed after revoking them, by cluster and how
 	// the engine fence ended (fenced: confirmed; grace: not confirmed, freed after the grace).
 	Reclaimed *prometheus.CounterVec
+	// ReleasesDropped counts lease releases this node gave up sending, by cluster and reason
+	// (queue-full: the release queue was at its bound; expired: the lease's term passed while
+	// the control plane did not answer, so it frees the lease itself).
+	ReleasesDropped *prometheus.CounterVec
 }
 
 // NewMetrics creates the counters and registers them on reg (nil: kept but not registered).
@@ -62,6 +66,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "queryflux_capacity_reclaimed_total",
 			Help: "Revoked capacity leases freed by the control plane, by whether the engine fence confirmed their work stopped.",
 		}, []string{"cluster", "fence"}),
+		ReleasesDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_capacity_releases_dropped_total",
+			Help: "Capacity lease releases never delivered to the control plane (queue-full: the release queue was at its bound; expired: the lease's term passed first).",
+		}, []string{"cluster", "reason"}),
 	}
 	if reg != nil {
 		m.LeaseDenied = register(reg, m.LeaseDenied)
@@ -71,6 +79,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.LeaseReused = register(reg, m.LeaseReused)
 		m.Refused = register(reg, m.Refused)
 		m.Reclaimed = register(reg, m.Reclaimed)
+		m.ReleasesDropped = register(reg, m.ReleasesDropped)
 	}
 	return m
 }
