@@ -27,6 +27,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/defaultconfig"
+	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/controlplane"
@@ -56,7 +57,7 @@ func startControlPlaneQuery(ctx context.Context, d *Daemon, cp *controlplane.Con
 	if err != nil {
 		return err
 	}
-	n, err := newQueryNode(d, guard)
+	n, err := newQueryNode(d, guard, nil)
 	if err != nil {
 		return err
 	}
@@ -148,7 +149,11 @@ func startWorkerQuery(ctx context.Context, d *Daemon, w *worker.Worker) error {
 		return err
 	}
 	guard.Start(ctx)
-	n, err := newQueryNode(d, guard.Guard())
+	fwd, err := newForwarder(d, w)
+	if err != nil {
+		return err
+	}
+	n, err := newQueryNode(d, guard.Guard(), fwd)
 	if err != nil {
 		return err
 	}
@@ -159,12 +164,16 @@ func startWorkerQuery(ctx context.Context, d *Daemon, w *worker.Worker) error {
 		applyHistoryPolicy(d, cfg)
 		return nil
 	})
-	return runQueryNode(ctx, d, n)
+	if err := runQueryNode(ctx, d, n); err != nil {
+		return err
+	}
+	return advertiseEndpoints(d, w, n.Addrs())
 }
 
 // newQueryNode is this node's query path, its frontends presenting queryflux.tls when set.
-func newQueryNode(d *Daemon, guard proxy.Guard) (*querynode.Node, error) {
-	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Limits: querynode.LimitsOf(d.Config.QueryFlux.Limits), Guard: guard, OnFinish: recordHistory})
+func newQueryNode(d *Daemon, guard proxy.Guard, fwd *forward.Forwarder) (*querynode.Node, error) {
+	n := querynode.New(querynode.Options{Env: d.Env, Registerer: d.Metrics, Limits: querynode.LimitsOf(d.Config.QueryFlux.Limits), Guard: guard, OnFinish: recordHistory,
+		Forward: fwd})
 	if t := d.Config.QueryFlux.TLS; t.CertFile != "" {
 		if err := n.UseCertificate(t.CertFile, t.KeyFile); err != nil {
 			return nil, err
