@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
-	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
 // forwardFleet is a control plane and two workers with Trino and Flight SQL frontends in front
@@ -38,30 +36,15 @@ type forwardFleet struct {
 }
 
 func newForwardFleet(t *testing.T) *forwardFleet {
-	if testing.Short() {
-		t.Skip("real-daemon test skipped in -short mode")
-	}
-	engineURL, err := url.Parse(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := pgtest.NewDatabase(t)
-	if out, err := exec.Command(daemontest.Binary(t), "migrate", "--database-url", db).CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
+	engineURL, db := engineDatabases(t)
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
-	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
-  role: controlPlane
-  adminApi: {listen: %q, token: %q}
-  workerApi: {enabled: true, secret: %q}
-  persistence: {databaseUrl: %q}
-clusters:
+	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", f.controlPlaneYAML(db, fmt.Sprintf(`clusters:
   - {name: pg, engine: postgres, endpoint: %q, database: %q, credentials: {user: %q}, maxRunningQueries: 1}
 clusterGroups:
   - {name: main, members: [pg], maxQueuedQueries: 10, capacityWaitTimeoutSecs: 20}
 routingFallback: main
 settings: {security: {trustLoopback: true}}
-`, f.apiAddr, adminToken, workerSecret, db, engineURL.Host, strings.TrimPrefix(engineURL.Path, "/"), engineURL.User.Username()))
+`, engineURL.Host, strings.TrimPrefix(engineURL.Path, "/"), engineURL.User.Username())))
 	f.startControlPlane()
 	ff := &forwardFleet{fleet: f, names: []string{"w1", "w2"}, trino: map[string]string{}, flight: map[string]string{},
 		ops: map[string]string{}, procs: map[string]*daemontest.Proc{}}
