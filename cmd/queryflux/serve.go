@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -107,7 +108,7 @@ accepting and gives in-flight work --drain-timeout to finish, flushes its histor
 	fl.StringVar(&f.role, "role", "", "standalone, controlPlane or worker (overrides queryflux.role)")
 	fl.StringVar(&f.configFile, "config", "", "configuration file (YAML)")
 	fl.StringVar(&f.name, "name", envOr("QUERYFLUX_WORKER_NAME", ""), "worker name (default: the host name; or QUERYFLUX_WORKER_NAME)")
-	fl.StringArrayVar(&f.labels, "label", nil, "worker label key=value (repeatable)")
+	fl.StringArrayVar(&f.labels, "label", nil, "worker label key=value, added over queryflux.labels (repeatable)")
 	fl.StringVar(&f.advertiseHost, "advertise-host", envOr("QUERYFLUX_ADVERTISE_HOST", ""), "host or IP at which peer workers reach this worker's Trino and Flight SQL frontends, to forward requests for queries it owns (default: the listener's host, or the host name when it listens on all addresses; or QUERYFLUX_ADVERTISE_HOST)")
 	fl.StringVar(&f.listen, "listen", "", "admin and worker API listener of a control plane (overrides queryflux.adminApi.listen; default 127.0.0.1:9000)")
 	fl.StringVar(&f.opsListen, "ops-listen", "127.0.0.1:9100", "a worker's ops listener (/health, /readyz, /metrics, /worker/status)")
@@ -310,7 +311,7 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 		}
 		name = host
 	}
-	labels, err := parseLabels(f.labels)
+	labels, err := workerLabels(q.Labels, f.labels)
 	if err != nil {
 		return err
 	}
@@ -358,14 +359,21 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	return err
 }
 
-func parseLabels(pairs []string) (map[string]string, error) {
-	labels := map[string]string{}
-	for _, p := range pairs {
-		k, v, ok := strings.Cut(p, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--label %q: want key=value", p)
+// workerLabels are queryflux.labels with each --label flag (key=value) added over them.
+func workerLabels(fromConfig map[string]string, flags []string) (map[string]string, error) {
+	labels := maps.Clone(fromConfig)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, p := range flags {
+		k, v, err := config.ParseLabel(p)
+		if err != nil {
+			return nil, fmt.Errorf("--label: %w", err)
 		}
 		labels[k] = v
+	}
+	if len(labels) > config.LabelsMax {
+		return nil, fmt.Errorf("--label: more than %d labels", config.LabelsMax)
 	}
 	return labels, nil
 }
