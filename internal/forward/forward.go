@@ -76,36 +76,38 @@ type Options struct {
 	Name      string // this worker's name
 	Secret    string // the shared worker secret: presented to owners, required from forwarders
 	Directory Directory
-	// TLS verifies owners' certificates (and presents this worker's) on https and grpc+tls
-	// endpoints; nil uses the system roots.
-	TLS *tls.Config
-	// DialTimeout bounds connecting to an owner (default 3 s): an owner that does not answer
-	// is treated as gone, and the client gets its unknown-query error rather than a hang.
-	DialTimeout time.Duration
-	Registerer  prometheus.Registerer
+	// Client carries requests to owners (NewClient); it must give up on an owner that does not
+	// accept a connection within seconds, so that the client gets its unknown-query error
+	// rather than a hang.
+	Client     *http.Client
+	Registerer prometheus.Registerer
 }
 
 // Forwarder carries requests to their owners. Its methods are safe for concurrent use.
 type Forwarder struct {
 	opts    Options
 	self    string
-	client  *http.Client
 	metrics *metrics
 }
 
 // New returns a Forwarder for the worker opts.Name.
 func New(opts Options) (*Forwarder, error) {
-	if opts.Name == "" || opts.Secret == "" || opts.Directory == nil {
-		return nil, errors.New("forward: a worker name, the shared worker secret and a directory are required")
+	if opts.Name == "" || opts.Secret == "" || opts.Directory == nil || opts.Client == nil {
+		return nil, errors.New("forward: a worker name, the shared worker secret, a directory and a client are required")
 	}
-	if opts.DialTimeout <= 0 {
-		opts.DialTimeout = 3 * time.Second
-	}
-	dialer := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
-	tr := &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: opts.TLS, MaxIdleConnsPerHost: 32,
-		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: opts.DialTimeout}
-	return &Forwarder{opts: opts, self: OwnerID(opts.Name), client: &http.Client{Transport: tr},
-		metrics: newMetrics(opts.Registerer)}, nil
+	return &Forwarder{opts: opts, self: OwnerID(opts.Name), metrics: newMetrics(opts.Registerer)}, nil
+}
+
+// DialTimeout bounds connecting to an owner through NewClient.
+const DialTimeout = 3 * time.Second
+
+// NewClient is the client between workers: tlsConfig verifies owners' certificates (and
+// presents this worker's) on https and grpc+tls endpoints (nil: the system roots), and an owner
+// that does not accept a connection within DialTimeout counts as gone.
+func NewClient(tlsConfig *tls.Config) *http.Client {
+	dialer := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: tlsConfig,
+		MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: DialTimeout}}
 }
 
 // Self is this worker's OwnerID.
@@ -115,7 +117,12 @@ func (f *Forwarder) Self() string { return f.self }
 func (f *Forwarder) Secret() string { return f.opts.Secret }
 
 // TLS is the client TLS configuration towards owners.
-func (f *Forwarder) TLS() *tls.Config { return f.opts.TLS }
+func (f *Forwarder) TLS() *tls.Config {
+	if t, ok := f.opts.Client.Transport.(*http.Transport); ok {
+		return t.TLSClientConfig
+	}
+	return nil
+}
 
 // ErrOwnerUnknown means no online worker has the owner id (it is gone, or was never there).
 var ErrOwnerUnknown = errors.New("forward: the owning worker is not in the registry")

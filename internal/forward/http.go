@@ -35,7 +35,7 @@ func (f *Forwarder) ProxyHTTP(w http.ResponseWriter, r *http.Request, protocol, 
 				pr.Out.Header.Set(k, v)
 			}
 		},
-		Transport:     f.client.Transport,
+		Transport:     f.opts.Client.Transport,
 		FlushInterval: -1,
 		ModifyResponse: func(*http.Response) error {
 			f.Observe(protocol, OutcomeOK, time.Since(start))

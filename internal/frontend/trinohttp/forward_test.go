@@ -19,7 +19,7 @@ func (noPeers) Peers() []transport.Peer            { return nil }
 func (noPeers) RefreshPeers(context.Context) error { return nil }
 
 func TestQueryIDNamesItsOwner(t *testing.T) {
-	fwd, err := forward.New(forward.Options{Name: "w1", Secret: "s3cret", Directory: noPeers{}})
+	fwd, err := forward.New(forward.Options{Name: "w1", Secret: "s3cret", Directory: noPeers{}, Client: forward.NewClient(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
