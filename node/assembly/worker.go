@@ -160,15 +160,10 @@ func (wk *Worker) apply(_ context.Context, cfg *config.Config, _ *snapshot.Worke
 // Handler serves the ops listener: /health, /readyz, /metrics, /worker/status, peer config.
 func (wk *Worker) Handler() http.Handler { return wk.W.OpsHandler() }
 
-// Start runs the role until ctx ends: the capacity guard, the history uplink, the config sync,
-// the frontends and health checks, the heartbeats and self-health probe (the frontends listen
-// first: the registration carries their endpoints).
+// Start runs the role until ctx ends: the frontends and health checks, the capacity guard, the
+// history uplink, the config sync, the heartbeats and self-health probe. The frontends listen
+// first: the registration (whichever task needs the control plane first) carries their endpoints.
 func (wk *Worker) Start(ctx context.Context) error {
-	wk.Guard.Start(ctx)
-	if wk.Query.Uplink != nil {
-		wk.Query.Uplink.Start(ctx)
-	}
-	wk.e.Go(ctx, "config-sync", func(ctx context.Context) { _ = wk.Sync.Run(ctx) })
 	if err := wk.Query.start(ctx, wk.e, wk.cfg.QueryFlux.Frontends); err != nil {
 		return err
 	}
@@ -181,6 +176,11 @@ func (wk *Worker) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	wk.Guard.Start(ctx)
+	if wk.Query.Uplink != nil {
+		wk.Query.Uplink.Start(ctx)
+	}
+	wk.e.Go(ctx, "config-sync", func(ctx context.Context) { _ = wk.Sync.Run(ctx) })
 	wk.W.Start(ctx)
 	return nil
 }
