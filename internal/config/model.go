@@ -33,6 +33,11 @@ type Config struct {
 	Settings        Settings                `yaml:"settings" json:"settings"`
 	HistoryPolicy   HistoryPolicy           `yaml:"historyPolicy" json:"historyPolicy"`
 
+	// WithheldGroups exist only in a worker's configuration built from its snapshot: the groups
+	// the control plane left out for this worker's labels. Routers, scripts and access rules may
+	// still name them; a query routed to one is refused.
+	WithheldGroups []WithheldGroup `yaml:"-" json:"-"`
+
 	lines map[string]int // YAML line of each path, when parsed from YAML (for error messages)
 }
 
@@ -90,6 +95,12 @@ type QueryFlux struct {
 	// sim) with no entry is refused (see snapshot.WorkerSnapshotV1.WorkerConfig). With an
 	// embedded snapshot these entries are ignored: the control plane's credentials win.
 	ClusterCredentials map[string]Credentials `yaml:"clusterCredentials" json:"clusterCredentials"`
+	// Labels are a worker's own labels (zone: eu-1), matched against the workerSelector of
+	// cluster groups and clusters: the control plane sends a worker only what its labels
+	// select. Keys and values are letters, digits, '.', '_', '/' or '-' (up to 63, starting
+	// and ending with a letter or digit; a value may be empty). `serve --label key=value`
+	// (repeatable) adds to them, replacing a key set here.
+	Labels map[string]string `yaml:"labels" json:"labels,omitempty"`
 }
 
 // Frontends are the client protocols this node listens on; each is off unless enabled.
@@ -310,6 +321,10 @@ type Cluster struct {
 	// Variants are more clusters made from this one, keyed by variant name (a name's
 	// characters): each is cluster "name::variant", with its own capacity.
 	Variants map[string]ClusterOverrides `yaml:"variants" json:"variants"`
+	// WorkerSelector limits the cluster to workers whose labels hold every key with exactly
+	// this value ({zone: eu-1}); other workers never receive the cluster or its credentials,
+	// and drop it from their groups. Empty: every worker. Variants take their base's.
+	WorkerSelector map[string]string `yaml:"workerSelector" json:"workerSelector,omitempty"`
 }
 
 // IsEnabled reports whether the cluster takes queries (default true).
@@ -384,6 +399,10 @@ type ClusterGroup struct {
 	// ResetQuery runs on an engine connection before it serves another client (PgBouncer's
 	// server_reset_query); default "DISCARD ALL".
 	ResetQuery string `yaml:"resetQuery" json:"resetQuery,omitempty"`
+	// WorkerSelector limits the group to workers whose labels hold every key with exactly this
+	// value ({zone: eu-1}); other workers never receive the group, and refuse queries routed
+	// to it (SQLSTATE 08004). Empty: every worker.
+	WorkerSelector map[string]string `yaml:"workerSelector" json:"workerSelector,omitempty"`
 }
 
 // Pool modes of a cluster group.

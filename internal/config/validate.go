@@ -102,6 +102,7 @@ func (v *validator) queryflux(q QueryFlux) {
 			v.add(p+".persistence.databaseUrl", "must be a postgres:// URL")
 		}
 	}
+	v.labels(p+".labels", q.Labels)
 	v.positive(p+".heartbeatIntervalSecs", int64(q.HeartbeatIntervalSecs))
 	v.registry(p+".registry", q.Registry, q.HeartbeatIntervalSecs)
 	v.limits(p+".limits", q.Limits)
@@ -274,6 +275,7 @@ func (v *validator) cluster(ec ExpandedCluster) {
 			v.add(p+".labels", "empty label name")
 		}
 	}
+	v.labels(p+".workerSelector", c.WorkerSelector)
 	if check != nil {
 		v.errs = append(v.errs, Prefix(p, check(c))...)
 	}
@@ -335,6 +337,9 @@ func (v *validator) groups() {
 		v.groupSet[g.Name] = true
 		v.group(p, g)
 	}
+	for _, g := range v.cfg.WithheldGroups {
+		v.groupSet[g.Name] = true
+	}
 }
 
 func (v *validator) group(p string, g ClusterGroup) {
@@ -353,6 +358,7 @@ func (v *validator) group(p string, g ClusterGroup) {
 		seen[m] = true
 	}
 	v.oneOf(p+".strategy", g.Strategy, strategies...)
+	v.labels(p+".workerSelector", g.WorkerSelector)
 	if g.Strategy == StrategyWeighted {
 		for _, m := range g.Members {
 			if _, ok := g.Weights[m]; !ok {

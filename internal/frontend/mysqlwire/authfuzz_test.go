@@ -141,7 +141,7 @@ func FuzzMySQLAuth(f *testing.F) {
 		}
 		login(t, s, first, rest)
 		if n := s.handshakePanics.Load(); n != 0 {
-			t.Fatalf("the login path panicked %d times (input %x %x)", n, first, rest)
+			t.Fatalf("the login path panicked %d times (this input, or one before it whose connection was still open: %x %x): %v", n, first, rest, s.lastPanic.Load())
 		}
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +97,7 @@ type Server struct {
 	wg        sync.WaitGroup
 
 	handshakePanics atomic.Int64 // recovered during handshake and login (bugs; FuzzMySQLAuth requires none)
+	lastPanic       atomic.Value // string: the last recovered panic with its stack, for the report
 }
 
 // NewServer returns a server over backend.
@@ -249,6 +251,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		if r := recover(); r != nil {
 			if handshaking {
 				s.handshakePanics.Add(1)
+				s.lastPanic.Store(fmt.Sprintf("%v\n%s", r, debug.Stack()))
 			}
 			s.log.Warn("mysqlwire: connection ended by malformed input", "remote", nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
 		}
