@@ -266,6 +266,14 @@ func (sc *Scenario) validate() error {
 	if _, err := sc.linkModel(); err != nil {
 		return err
 	}
+	if sc.Workload != nil {
+		if sc.Workload.Workers < 0 {
+			return fmt.Errorf("workload.workers %d: must be >= 0", sc.Workload.Workers)
+		}
+		if err := sc.resizeWorkers(sc.Workload.Workers); err != nil {
+			return fmt.Errorf("workload.workers: %w", err)
+		}
+	}
 	specs, err := sc.nodeSpecs()
 	if err != nil {
 		return err

@@ -27,6 +27,16 @@ type Workload struct {
 	Clusters     []WorkloadCluster    `yaml:"clusters"`
 	Groups       []WorkloadGroup      `yaml:"groups"`
 	Arrivals     []Arrival            `yaml:"arrivals"`
+	// Replay is a history export (queryflux history export; path relative to the scenario
+	// file) whose queries the workers submit besides the arrivals: each at its recorded arrival
+	// time divided by Scale, into its recorded group, running for its recorded execution time.
+	Replay string `yaml:"replay"`
+	// Scale compresses the replay's arrival times: 2 submits the recorded queries twice as fast
+	// (twice the rate; execution times unchanged). Default 1.
+	Scale float64 `yaml:"scale"`
+	// Workers, when > 0, sets the fleet's worker count (the first fleet.workers entry with a
+	// prefix and a count); the replay's recorded workers are spread over them.
+	Workers int `yaml:"workers"`
 	History      *WorkloadHistory     `yaml:"history"`
 	// Objective is the service level the planner checks each sweep point against.
 	Objective Objective `yaml:"objective"`
@@ -40,6 +50,8 @@ type Workload struct {
 	// EngineFence: the control plane stops a reclaimed lease's queries on the engine before it
 	// frees the slot (default true); false frees the slot when the lease has expired.
 	EngineFence *bool `yaml:"engineFence"`
+
+	replayed *replayed // the loaded Replay
 }
 
 // WorkloadCoordination is queryflux.coordination of every worker.
@@ -157,8 +169,8 @@ func (wl *Workload) validate(sc *Scenario) error {
 			return fmt.Errorf("workload.coordination.weights.%s: not a worker's name", name)
 		}
 	}
-	if len(wl.Clusters) == 0 || len(wl.Groups) == 0 || len(wl.Arrivals) == 0 {
-		return fmt.Errorf("workload: needs clusters, groups and arrivals")
+	if len(wl.Clusters) == 0 || len(wl.Groups) == 0 || (len(wl.Arrivals) == 0 && wl.Replay == "") {
+		return fmt.Errorf("workload: needs clusters, groups and arrivals (or a replay)")
 	}
 	clusters := map[string]bool{}
 	for i, cl := range wl.Clusters {
@@ -175,7 +187,7 @@ func (wl *Workload) validate(sc *Scenario) error {
 		if cl.OrphanTimeout < 0 {
 			return fmt.Errorf("workload.clusters[%d] (%s): orphanTimeout %v must be >= 0", i, cl.Name, cl.OrphanTimeout)
 		}
-		if _, err := cl.Duration.distribution(); err != nil {
+		if _, err := cl.Duration.Distribution(); err != nil {
 			return fmt.Errorf("workload.clusters[%d] (%s).duration: %v", i, cl.Name, err)
 		}
 	}
@@ -218,6 +230,11 @@ func (wl *Workload) validate(sc *Scenario) error {
 			return fmt.Errorf("workload.arrivals[%d]: from %v after to %v", i, a.From, a.To)
 		}
 	}
+	if wl.replayed == nil {
+		if err := wl.loadReplay(sc); err != nil {
+			return err
+		}
+	}
 	if c := wl.ControlPlane; c != nil && c.Pool < 1 {
 		return fmt.Errorf("workload.controlPlane.pool %d: must be >= 1", c.Pool)
 	}
@@ -230,7 +247,8 @@ func (wl *Workload) validate(sc *Scenario) error {
 	return nil
 }
 
-func (d Duration) distribution() (simengine.Distribution, error) {
+// Distribution is the duration model the simulated engine draws from (chaos draws real sleeps from it).
+func (d Duration) Distribution() (simengine.Distribution, error) {
 	switch d.Dist {
 	case "", "constant", "fixed":
 		return simengine.Constant{D: d.Min}, nil
@@ -313,8 +331,8 @@ func (r userRouter) Route(req *query.Request) (string, string, bool, error) {
 	return "", "not a workload group", false, nil
 }
 
-// workerWeights is each worker's share of an arrival's rate under skew (mean 1).
-func workerWeights(n int, skew float64) []float64 {
+// WorkerWeights is each worker's share of an arrival's rate under skew (mean 1).
+func WorkerWeights(n int, skew float64) []float64 {
 	ws := make([]float64, n)
 	sum := 0.0
 	for i := range ws {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -82,6 +83,24 @@ func (p *servicePool) serve(r *http.Request) bool {
 	return p.e.Sleep(ctx, d) == nil
 }
 
+// resizeWorkers sets the count of the first fleet.workers entry with a prefix (n > 0), on a
+// copy of the list.
+func (sc *Scenario) resizeWorkers(n int) error {
+	sc.Fleet.Workers = slices.Clone(sc.Fleet.Workers)
+	if n <= 0 {
+		return nil
+	}
+	i := 0
+	for i < len(sc.Fleet.Workers) && sc.Fleet.Workers[i].Count == 0 {
+		i++
+	}
+	if i == len(sc.Fleet.Workers) {
+		return fmt.Errorf("%s: fleet.workers has no {prefix, count} entry to resize", sc.Path)
+	}
+	sc.Fleet.Workers[i].Count = n
+	return nil
+}
+
 // Variant is a copy of sc with the fleet's workers and the clusters' caps changed:
 // workers > 0 sets the count of the first `workers:` entry with a prefix; caps maps a cluster
 // name ("" for every cluster) to its cap. The timeline and checks are kept.
@@ -90,18 +109,13 @@ func (sc *Scenario) Variant(workers int, caps map[string]int, cal *Calibration) 
 		return nil, fmt.Errorf("%s: no workload: section to plan", sc.Path)
 	}
 	v := *sc
-	v.Fleet.Workers = append([]NodeSpec(nil), sc.Fleet.Workers...)
-	if workers > 0 {
-		i := 0
-		for i < len(v.Fleet.Workers) && v.Fleet.Workers[i].Count == 0 {
-			i++
-		}
-		if i == len(v.Fleet.Workers) {
-			return nil, fmt.Errorf("%s: fleet.workers has no {prefix, count} entry to resize", sc.Path)
-		}
-		v.Fleet.Workers[i].Count = workers
+	if err := v.resizeWorkers(workers); err != nil {
+		return nil, err
 	}
 	wl := *sc.Workload
+	if workers > 0 {
+		wl.Workers = workers
+	}
 	wl.Clusters = append([]WorkloadCluster(nil), sc.Workload.Clusters...)
 	for name, c := range caps {
 		found := false

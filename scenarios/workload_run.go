@@ -43,10 +43,30 @@ type WorkerLoad struct {
 	QueueMs   []int64 // queue time of every finished query that was allowed to wait
 }
 
+// GroupLoad is one cluster group's share of the workload: what the planner compares with a
+// replayed recording.
+type GroupLoad struct {
+	Submitted int
+	Finished  int
+	ExecMs    []int64 // execution time of every finished query that got a slot
+	QueueMs   []int64
+}
+
+func (l *GroupLoad) finished(r proxy.Record) {
+	l.Finished++
+	if r.Cluster != "" {
+		l.ExecMs = append(l.ExecMs, r.ExecMs)
+	}
+	if r.ErrorCode != query.CodeQueueFull {
+		l.QueueMs = append(l.QueueMs, r.QueueMs)
+	}
+}
+
 // WorkloadStats is the workload's record of a run: per-worker counts, control-plane requests,
 // and the oracles' findings. It lives in the World (w.Durable), so restarts keep it.
 type WorkloadStats struct {
 	Workers    map[string]*WorkerLoad
+	Groups     map[string]*GroupLoad
 	CPRequests map[string]int // control-plane requests by path
 
 	LeaseViolations  int      // grants that left a cluster with more leases than its cap
@@ -68,7 +88,7 @@ type WorkloadStats struct {
 // WorkloadOf is the run's workload statistics.
 func WorkloadOf(w *World) *WorkloadStats {
 	return w.Durable("workload/stats", func() any {
-		st := &WorkloadStats{Workers: map[string]*WorkerLoad{}, CPRequests: map[string]int{},
+		st := &WorkloadStats{Workers: map[string]*WorkerLoad{}, Groups: map[string]*GroupLoad{}, CPRequests: map[string]int{},
 			MaxLeases: map[string]int{}, MaxExecuting: map[string]int{}, caps: map[string]int{}, limits: map[string]int{},
 			activate: map[string]func(){}}
 		for _, c := range w.Scenario.Workload.Clusters {
@@ -85,6 +105,15 @@ func (st *WorkloadStats) worker(name string) *WorkerLoad {
 		st.Workers[name] = wl
 	}
 	return wl
+}
+
+func (st *WorkloadStats) group(name string) *GroupLoad {
+	gl := st.Groups[name]
+	if gl == nil {
+		gl = &GroupLoad{}
+		st.Groups[name] = gl
+	}
+	return gl
 }
 
 func (st *WorkloadStats) violation(w *World, msg string) {
@@ -121,7 +150,7 @@ func startEngines(w *World) {
 	node := w.Sim.AddNode(EnginesName, nil)
 	st := WorkloadOf(w)
 	for _, c := range w.Scenario.Workload.Clusters {
-		dist, _ := c.Duration.distribution()
+		dist, _ := c.Duration.Distribution()
 		eng := simengine.New(node.Env(), c.Name, simengine.Params{Duration: dist, FailureRate: c.FailureRate, Rows: 1,
 			OrphanTimeout: c.OrphanTimeout})
 		eng.OnChange(func(cluster string, executing int) { st.engineChanged(w, cluster, executing) })
@@ -286,6 +315,7 @@ func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 			}
 			if r.Start.Sub(start) >= wl.Warmup {
 				load.finished(r)
+				st.group(r.Group).finished(r)
 			}
 		}})
 	activate := func() {
@@ -303,12 +333,13 @@ func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 			activate()
 		}
 	}
-	submit := func(ctx context.Context, group string) {
+	submit := func(ctx context.Context, group, sql string) {
 		if w.Sim.Elapsed() >= wl.Warmup {
 			load.Submitted++
+			st.group(group).Submitted++
 		}
 		e.Go(ctx, "query", func(ctx context.Context) {
-			rows, err := core.Execute(ctx, &query.Request{SQL: "select 1", User: group, Protocol: query.ProtocolPostgres})
+			rows, err := core.Execute(ctx, &query.Request{SQL: sql, User: group, Protocol: query.ProtocolPostgres})
 			if err != nil {
 				return
 			}
@@ -326,11 +357,19 @@ func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 		if idx < 0 {
 			continue
 		}
-		rate := a.Rate * workerWeights(len(members), a.Skew)[idx]
+		rate := a.Rate * WorkerWeights(len(members), a.Skew)[idx]
 		gen := generator{w: w, e: e, a: a, rate: rate, submit: submit}
 		e.Go(n.Ctx(), fmt.Sprintf("arrivals-%d", i), gen.poisson)
 		if a.Burst != nil {
 			e.Go(n.Ctx(), fmt.Sprintf("bursts-%d", i), gen.bursts)
+		}
+	}
+	if rp := wl.replayed; rp != nil {
+		members, _ := w.Scenario.Resolve("workers")
+		if idx := slices.Index(members, name); idx >= 0 {
+			gen := generator{w: w, e: e, submit: submit}
+			qs := replaySchedule(w, idx, len(members))
+			e.Go(n.Ctx(), "replay", func(ctx context.Context) { gen.replay(ctx, qs, rp.durations) })
 		}
 	}
 }
@@ -361,7 +400,7 @@ type generator struct {
 	e      env.Env
 	a      Arrival
 	rate   float64
-	submit func(ctx context.Context, group string)
+	submit func(ctx context.Context, group, sql string)
 }
 
 // waitActive sleeps until the arrival is active (inside [from, to) and an on phase); false
@@ -401,7 +440,7 @@ func (g generator) poisson(ctx context.Context) {
 			return
 		}
 		if g.w.Sim.Elapsed() < g.a.To {
-			g.submit(ctx, g.a.Group)
+			g.submit(ctx, g.a.Group, "select 1")
 		}
 	}
 }
@@ -409,7 +448,7 @@ func (g generator) poisson(ctx context.Context) {
 func (g generator) bursts(ctx context.Context) {
 	for g.waitActive(ctx) {
 		for range g.a.Burst.Size {
-			g.submit(ctx, g.a.Group)
+			g.submit(ctx, g.a.Group, "select 1")
 		}
 		if g.e.Sleep(ctx, g.a.Burst.Every) != nil {
 			return
@@ -440,6 +479,19 @@ type WorkloadSummary struct {
 	PerWorker        map[string][2]int  `json:"-"` // admitted, submitted
 	MaxExecuting     map[string]int     `json:"max_executing"`
 	Objective        map[string]float64 `json:"objective,omitempty"`
+	// Groups are the per-group numbers (submitted after warmup, execution-time quantiles).
+	Groups map[string]GroupSummary `json:"groups,omitempty"`
+}
+
+// GroupSummary is one cluster group's traffic in a run.
+type GroupSummary struct {
+	Submitted       int     `json:"submitted"`
+	SubmittedPerSec float64 `json:"submitted_per_sec"`
+	ExecP50Ms       float64 `json:"exec_p50_ms"`
+	ExecP90Ms       float64 `json:"exec_p90_ms"`
+	ExecP99Ms       float64 `json:"exec_p99_ms"`
+	QueueP50Ms      float64 `json:"queue_p50_ms"`
+	QueueP99Ms      float64 `json:"queue_p99_ms"`
 }
 
 // Summary computes the summary over measured seconds (the run's duration minus warmup).
@@ -468,6 +520,15 @@ func (st *WorkloadStats) Summary(sc *Scenario) *WorkloadSummary {
 	s.QueueP50Ms, s.QueueP99Ms = Percentile(queue, 0.50), Percentile(queue, 0.99)
 	s.Fairness = JainIndex(shares)
 	secs := (sc.Duration - sc.Workload.Warmup).Seconds()
+	s.Groups = map[string]GroupSummary{}
+	for name, g := range st.Groups { //determinism:ok a map built from a map
+		gs := GroupSummary{Submitted: g.Submitted, ExecP50Ms: Percentile(g.ExecMs, 0.5), ExecP90Ms: Percentile(g.ExecMs, 0.9),
+			ExecP99Ms: Percentile(g.ExecMs, 0.99), QueueP50Ms: Percentile(g.QueueMs, 0.5), QueueP99Ms: Percentile(g.QueueMs, 0.99)}
+		if secs > 0 {
+			gs.SubmittedPerSec = float64(g.Submitted) / secs
+		}
+		s.Groups[name] = gs
+	}
 	total := 0
 	for _, c := range st.CPRequests {
 		total += c

@@ -22,6 +22,8 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -207,7 +209,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 // Cancelling ctx stops it; the caller's task unwinding without returning (its node crashed)
 // leaves it running on the engine.
 func (e *Engine) ExecuteTagged(ctx context.Context, q *query.Request, tag string) (query.Rows, error) {
-	b := e.begin(tag)
+	b := e.begin(tag, q)
 	if !b.ready && !b.ended {
 		returned := false
 		defer func() {
@@ -240,9 +242,9 @@ func (e *Engine) ExecuteTagged(ctx context.Context, q *query.Request, tag string
 }
 
 // begin counts a new query in and starts its backend (none for an instant query).
-func (e *Engine) begin(tag string) *backend {
-	var d time.Duration
-	if e.params.Duration != nil {
+func (e *Engine) begin(tag string, q *query.Request) *backend {
+	d, slept := SleepOf(q.SQL)
+	if !slept && e.params.Duration != nil {
 		d = e.params.Duration.Sample(e.env.Rand())
 	}
 	fail := e.params.FailureRate > 0 && e.env.Rand().Float64() < e.params.FailureRate
@@ -258,6 +260,21 @@ func (e *Engine) begin(tag string) *backend {
 		e.env.Go(bctx, "engine-"+e.name, func(ctx context.Context) { e.run(ctx, b) })
 	}
 	return b
+}
+
+// SleepOf is the duration of a `select pg_sleep(S)` statement (S seconds, as PostgreSQL sleeps),
+// which the engine runs for that long whatever its distribution; false for any other statement.
+// A replayed history runs each query for its recorded time this way.
+func SleepOf(sql string) (time.Duration, bool) {
+	const prefix = "select pg_sleep("
+	if len(sql) <= len(prefix) || !strings.EqualFold(sql[:len(prefix)], prefix) || !strings.HasSuffix(sql, ")") {
+		return 0, false
+	}
+	secs, err := strconv.ParseFloat(sql[len(prefix):len(sql)-1], 64)
+	if err != nil || secs < 0 || math.IsInf(secs, 0) || math.IsNaN(secs) {
+		return 0, false
+	}
+	return time.Duration(secs * float64(time.Second)).Round(time.Microsecond), true
 }
 
 // run is the backend: it works until the query's end (or OrphanTimeout after its client went

@@ -46,7 +46,7 @@ When more records match, the last line gives the --before cursor of the next pag
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), cmd.OutOrStdout()) },
 	}
-	f := cmd.Flags()
+	f := cmd.PersistentFlags()
 	f.StringVar(&o.adminURL, "admin-url", envOr("QUERYFLUX_ADMIN_URL", defaultconfig.AdminURL()), "the admin API (or QUERYFLUX_ADMIN_URL; default: the embedded default's, moved by QUERYFLUX_PORT_OFFSET)")
 	f.StringVar(&o.adminToken, "admin-token", "", "admin bearer token (default: QUERYFLUX_ADMIN_TOKEN, else the token file the embedded default wrote)")
 	f.StringVar(&o.filter.Worker, "worker", "", "only queries run by this worker")
@@ -56,9 +56,11 @@ When more records match, the last line gives the --before cursor of the next pag
 	f.StringVar(&o.status, "status", "", "succeeded, failed, cancelled or rejected")
 	f.StringVar(&o.since, "since", "", "started at or after (RFC 3339, or a duration ago: 30m)")
 	f.StringVar(&o.until, "until", "", "started before (RFC 3339, or a duration ago)")
+	f = cmd.Flags()
 	f.IntVar(&o.filter.Limit, "limit", 50, fmt.Sprintf("records per page (1..%d)", history.QueryLimitMax))
 	f.StringVar(&o.filter.Before, "before", "", "the cursor printed at the end of the previous page")
 	f.BoolVar(&o.asJSON, "json", false, "print the API's JSON page instead of a table")
+	cmd.AddCommand(newExportCommand(o))
 	return cmd
 }
 
@@ -70,13 +72,7 @@ func envOr(name, def string) string {
 }
 
 func (o *options) run(ctx context.Context, out io.Writer) error {
-	if o.adminToken == "" {
-		o.adminToken = defaultconfig.AdminToken(o.adminURL)
-	}
-	if o.adminToken == "" {
-		return fmt.Errorf("no admin token: pass --admin-token or set QUERYFLUX_ADMIN_TOKEN")
-	}
-	if err := o.buildFilter(); err != nil {
+	if err := o.prepare(); err != nil {
 		return err
 	}
 	page, err := o.fetch(ctx)
@@ -90,6 +86,17 @@ func (o *options) run(ctx context.Context, out io.Writer) error {
 	}
 	printTable(out, page)
 	return nil
+}
+
+// prepare finds the admin token and builds the filter from the flags.
+func (o *options) prepare() error {
+	if o.adminToken == "" {
+		o.adminToken = defaultconfig.AdminToken(o.adminURL)
+	}
+	if o.adminToken == "" {
+		return fmt.Errorf("no admin token: pass --admin-token or set QUERYFLUX_ADMIN_TOKEN")
+	}
+	return o.buildFilter()
 }
 
 func (o *options) buildFilter() error {

@@ -13,9 +13,12 @@ import (
 )
 
 // server is a control plane's admin API in miniature: the real Admin handler behind a token.
-func server(t *testing.T) *httptest.Server {
-	m := history.NewMemory(100)
-	historytest.Seed(t, m, 30)
+func server(t *testing.T) *httptest.Server { return serverWith(t, 30) }
+
+// serverWith seeds n records (and one more sharing a start time).
+func serverWith(t *testing.T, n int) *httptest.Server {
+	m := history.NewMemory(n + 1)
+	historytest.Seed(t, m, n)
 	admin := history.NewAdmin(m)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tok, _ := transport.BearerToken(r); tok != "adm" {
