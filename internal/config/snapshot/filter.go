@@ -81,7 +81,7 @@ func withheld(g config.ClusterGroup, selectors map[string]map[string]string) con
 		need = map[string]string{}
 	}
 	if len(g.Members) > 0 {
-		for k, v := range selectors[g.Members[0]] {
+		for k, v := range selectors[g.Members[0]] { //determinism:ok fills a map; no key is set twice
 			if _, set := need[k]; !set {
 				need[k] = v
 			}
