@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/transport"
 )
@@ -20,7 +19,7 @@ import (
 // usCap is the us cluster's cap, so an edit can touch the us group alone.
 func zonedSnapshot(t *testing.T, usCap int) *snapshot.WorkerSnapshotV1 {
 	t.Helper()
-	cfg, err := config.Parse(fmt.Appendf(nil, `
+	return snapshotOf(t, fmt.Appendf(nil, `
 clusters:
   - {name: c-eu, engine: sim, maxRunningQueries: 1, workerSelector: {zone: eu-1}}
   - {name: c-us, engine: sim, maxRunningQueries: %d, workerSelector: {zone: us-1}}
@@ -31,14 +30,6 @@ clusterGroups:
   - {name: all, members: [c-all]}
 routingFallback: all
 `, usCap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := snapshot.Build(cfg, snapshot.Options{ConfirmedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snap
 }
 
 func (h *csHarness) register(name, zone string) string {
