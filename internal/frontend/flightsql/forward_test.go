@@ -11,19 +11,10 @@ import (
 
 	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
-	"github.com/queryflux/queryflux/transport"
 )
 
-type noPeers struct{}
-
-func (noPeers) Peers() []transport.Peer            { return nil }
-func (noPeers) RefreshPeers(context.Context) error { return nil }
-
 func TestTicketNamesItsOwnerAndForgedHopsAreRefused(t *testing.T) {
-	fwd, err := forward.New(forward.Options{Name: "w1", Secret: "s3cret", Directory: noPeers{}, Client: forward.NewClient(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fwd := frontendtest.Forwarder(t, "w1", "s3cret")
 	eng, _, _ := frontendtest.MariaDB(t)
 	c := startServer(t, frontendtest.NewBackend(eng), Options{Forward: fwd})
 	ctx := context.Background()
