@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,23 +37,11 @@ type engineFleet struct {
 }
 
 func newEngineFleet(t *testing.T) *engineFleet {
-	if testing.Short() {
-		t.Skip("real-daemon test skipped in -short mode")
-	}
-	engineURL, err := url.Parse(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := pgtest.NewDatabase(t)
+	engineURL, db := engineDatabases(t)
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
 	ef := &engineFleet{fleet: f, engineDB: strings.TrimPrefix(engineURL.Path, "/"), workers: map[string]string{}, procs: map[string]*daemontest.Proc{}}
 	coordination := fmt.Sprintf("coordination: {mode: controlPlane, leaseTtlSecs: %d, driftMarginSecs: 1, sweepEverySecs: 1}", leaseTTLSecs)
-	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
-  role: controlPlane
-  adminApi: {listen: %q, token: %q}
-  workerApi: {enabled: true, secret: %q}
-  persistence: {databaseUrl: %q}
-  %s
+	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", f.controlPlaneYAML(db, fmt.Sprintf(`  %s
 clusters:
   - name: pg
     engine: postgres
@@ -67,10 +53,7 @@ clusterGroups:
   - {name: main, members: [pg], maxQueuedQueries: 200, capacityWaitTimeoutSecs: 120}
 routingFallback: main
 settings: {security: {trustLoopback: true}}
-`, f.apiAddr, adminToken, workerSecret, db, coordination, engineURL.Host, ef.engineDB, engineURL.User.Username(), engineCap))
-	if out, err := exec.Command(daemontest.Binary(t), "migrate", "--database-url", db).CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
+`, coordination, engineURL.Host, ef.engineDB, engineURL.User.Username(), engineCap)))
 	f.startControlPlane()
 	for _, name := range []string{"w1", "w2", "w3"} {
 		addrs := daemontest.FreeAddrs(t, 2)
