@@ -108,8 +108,11 @@ workload:
 }
 
 func TestCalibrationFileLoads(t *testing.T) {
-	c, err := scenarios.LoadCalibration("testdata/calibration.yaml")
+	c, err := scenarios.LoadCalibration("calibration.yaml")
 	if err != nil || c.Pool != 10 || c.ServiceTimes["/worker/capacity/acquire"] <= 0 {
 		t.Fatalf("%+v %v", c, err)
+	}
+	if b := BuiltinCalibration(); b.Pool != c.Pool || b.ServiceTimes["/worker/capacity/acquire"] != c.ServiceTimes["/worker/capacity/acquire"] {
+		t.Fatalf("built-in calibration %+v differs from the file's %+v", b, c)
 	}
 }
