@@ -262,3 +262,29 @@ func TestLinkFaultsAndSniffer(t *testing.T) {
 		t.Errorf("after heal the sniffer saw %q, want qfw_four", l.log.last(time.Hour))
 	}
 }
+
+// The smoke of a lease scenario on real daemons and a real PostgreSQL engine (about 30 s): a
+// worker killed while its queries run; the engine, sampled from pg_stat_activity, never runs
+// more than the cap, and the real run's numbers agree with the simulator's.
+func TestLeaseKillSmokeRealEngineWithinCap(t *testing.T) {
+	t.Parallel()
+	rep := runRealFile(t, "testdata/lease-kill-smoke.yaml")
+	// Queue times are not compared here: a wait that times out takes the client's connection
+	// time on top, which a loaded machine stretches.
+	seen := 0
+	for _, m := range rep.Metrics {
+		switch m.Name {
+		case peakMetric("c1"), mAdmittedRate:
+			seen++
+			if !m.Agree {
+				t.Errorf("%s: sim %.2f, real %.2f: disagree", m.Name, m.Sim, m.Real)
+			}
+		}
+		if m.Name == peakMetric("c1") && m.Real != 2 {
+			t.Errorf("peak executing on PostgreSQL %v, want exactly the cap 2", m.Real)
+		}
+	}
+	if seen != 2 {
+		t.Errorf("metrics %v: want the engine's peak and admitted/s", rep.Metrics)
+	}
+}

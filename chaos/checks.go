@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/scenarios"
 	"github.com/queryflux/queryflux/transport"
 )
@@ -16,6 +17,8 @@ type snapshot struct {
 	cpUp     map[string]bool
 	registry map[string]map[string]transport.WorkerInfo // control plane -> worker -> info
 	health   map[string]string                          // worker -> its own health state
+	leases   map[string][]capacity.Lease                // cluster -> leases (workload; nil: no control plane answered)
+	admitted map[string]int                             // worker -> guard grants so far (workload)
 }
 
 // realCheck is a check read from the daemons.
@@ -32,6 +35,11 @@ type stateParams struct {
 
 // planCheck maps a check to a real one, or says why chaos cannot read it.
 func planCheck(sc *scenarios.Scenario, c *scenarios.CheckSpec) (realCheck, bool, string) {
+	if sc.Workload != nil {
+		if ch, why, ok := planWorkloadCheck(sc, c); ok {
+			return ch, false, why
+		}
+	}
 	switch c.Kind {
 	case "registryState", "reportedHealth", "selfHealth":
 		var sp stateParams

@@ -150,10 +150,11 @@ func (p *proc) unexpectedExits() []string {
 	return append([]string(nil), p.died...)
 }
 
-// database is a fresh PostgreSQL database, migrated, dropped by drop.
+// database is a fresh PostgreSQL database (migrated for a control plane, empty for an engine),
+// dropped by drop.
 type database struct{ name, url string }
 
-func newDatabase(ctx context.Context) (*database, error) {
+func newDatabase(ctx context.Context, migrate bool) (*database, error) {
 	admin, err := pgx.Connect(ctx, pgtest.ServerURL())
 	if err != nil {
 		return nil, fmt.Errorf("chaos: PostgreSQL unreachable: %w", err)
@@ -166,6 +167,9 @@ func newDatabase(ctx context.Context) (*database, error) {
 	u, _ := url.Parse(pgtest.ServerURL())
 	u.Path = "/" + name
 	db := &database{name: name, url: u.String()}
+	if !migrate {
+		return db, nil
+	}
 	if err := migrations.Up(ctx, db.url); err != nil {
 		db.drop()
 		return nil, fmt.Errorf("chaos: migrate: %w", err)

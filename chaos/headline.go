@@ -17,11 +17,12 @@ import (
 // run: each worker's registry state changes, and every heartbeat the control plane received
 // (a new lastHeartbeat), all in scenario time.
 type observer struct {
-	states map[string][]stateAt
-	health map[string][]stateAt // the self-health the control plane last heard, "health:<state>"
-	beats  map[string][]time.Duration
-	lastHB map[string]time.Time
-	tokens map[string][]time.Duration // when each new session token was first accepted/seen
+	states  map[string][]stateAt
+	health  map[string][]stateAt // the self-health the control plane last heard, "health:<state>"
+	beats   map[string][]time.Duration
+	lastHB  map[string]time.Time
+	tokens  map[string][]time.Duration // when each new session token was first accepted/seen
+	history *[2]int                    // records stored and dropped (simulated run with an uplink)
 }
 
 type stateAt struct {
@@ -247,10 +248,7 @@ func compare(sc *scenarios.Scenario, sim, real map[string]float64) []Metric {
 	for _, n := range names {
 		s, sok := sim[n]
 		r, rok := real[n]
-		m := Metric{Name: n, Unit: "s", Sim: s, Real: r, Rule: fmt.Sprintf("within %.0f%%", Tolerance*100)}
-		if n == "evictions" || n == "heartbeats received (all workers)" {
-			m.Unit = "count"
-		}
+		m := Metric{Name: n, Unit: metricUnit(n), Sim: s, Real: r, Rule: fmt.Sprintf("within %.0f%%", Tolerance*100)}
 		bound := phaseBound(sc).Seconds()
 		phased := strings.Contains(n, "new session after")
 		if phased {
@@ -328,6 +326,7 @@ func (h *simHeadline) Result(w *scenarios.World) (bool, string) {
 			h.o.tokens[s.Name] = append([]time.Duration(nil), log.At...)
 		}
 	}
+	h.o.history = simHistory(w)
 	return true, "headline observations"
 }
 

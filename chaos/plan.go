@@ -41,6 +41,9 @@ func planEvent(sc *scenarios.Scenario, ev *scenarios.Event) (step, string) {
 			for _, n := range names {
 				p := r.procs[n]
 				p.kill()
+				if r.wl != nil {
+					r.wl.crashed(n)
+				}
 				if !crash {
 					if err := p.start(); err != nil {
 						return err
@@ -93,6 +96,8 @@ func planEvent(sc *scenarios.Scenario, ev *scenarios.Event) (step, string) {
 		}
 	case "partition", "heal", "link":
 		return planLink(sc, ev, st)
+	case "configSet":
+		return planCapSet(sc, ev, st)
 	default:
 		return st, fmt.Sprintf("event kind %q is not supported in chaos", ev.Kind)
 	}

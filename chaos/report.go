@@ -2,8 +2,12 @@ package chaos
 
 import (
 	"fmt"
+	"github.com/queryflux/queryflux/scenarios"
 	"io"
+	"maps"
 	"math"
+	"slices"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -17,7 +21,16 @@ func (r *Report) Print(w io.Writer) {
 		}
 		return
 	}
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(w, "scenario %s (%s): run without what real processes cannot do (--skip-unsupported):\n", r.Scenario, r.Path)
+		for _, u := range r.Skipped {
+			fmt.Fprintln(w, "    skipped", u)
+		}
+	}
 	fmt.Fprintf(w, "scenario %s (%s), chaos at time scale %g, sim seeds %d..%d\n", r.Scenario, r.Path, r.TimeScale, r.Seed, r.Seed+uint64(max(r.SimSeeds, 1))-1)
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "  note:", n)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tWALL s\tCHECKS\tRESULT")
 	if s := r.Sim; s != nil {
@@ -48,6 +61,14 @@ func (r *Report) Print(w io.Writer) {
 	for _, c := range r.Checks {
 		if c.Verdict != "PASS" {
 			fmt.Fprintf(w, "  %s %s: %s\n", c.Verdict, c.Name, c.Detail)
+		}
+	}
+	for _, wl := range []struct {
+		run string
+		s   *scenarios.WorkloadSummary
+	}{{"sim seed " + fmt.Sprint(r.Seed), r.simWorkload()}, {"real", r.Workload}} {
+		if wl.s != nil {
+			fmt.Fprintf(w, "  %s: %s; admitted/submitted by worker: %s\n", wl.run, wl.s, perWorker(wl.s))
 		}
 	}
 	if len(r.Metrics) > 0 {
@@ -88,4 +109,62 @@ func fmtPct(v float64) string {
 		return "inf"
 	}
 	return fmt.Sprintf("%+.1f", v)
+}
+
+func (r *Report) simWorkload() *scenarios.WorkloadSummary {
+	if r.Sim == nil {
+		return nil
+	}
+	return r.Sim.Workload
+}
+
+func perWorker(s *scenarios.WorkloadSummary) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(s.PerWorker)) {
+		aw := s.PerWorker[name]
+		parts = append(parts, fmt.Sprintf("%s %d/%d", name, aw[0], aw[1]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// PrintCompare writes every report's headline metrics, simulated and real, as one Markdown
+// table (a file that did not run gets one row saying why).
+func PrintCompare(w io.Writer, reps []*Report) {
+	fmt.Fprintln(w, "| scenario | checks sim / real | metric | sim | real | diff | agrees (±20 %) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for _, r := range reps {
+		if !r.Supported() {
+			fmt.Fprintf(w, "| %s | not run | %s | | | | |\n", r.Scenario, strings.Join(r.Unsupported, "; "))
+			continue
+		}
+		checks := "-"
+		if r.Sim != nil {
+			pass, real := 0, 0
+			for _, c := range r.Sim.Checks {
+				if c.Pass {
+					pass++
+				}
+			}
+			for _, c := range r.Checks {
+				if c.Verdict == "PASS" {
+					real++
+				}
+			}
+			checks = fmt.Sprintf("%d/%d / %d/%d", pass, len(r.Sim.Checks), real, len(r.Checks))
+		}
+		name := r.Scenario
+		if len(r.Skipped) > 0 {
+			name += fmt.Sprintf(" (%d skipped)", len(r.Skipped))
+		}
+		for i, m := range r.Metrics {
+			if i > 0 {
+				name, checks = "", ""
+			}
+			diff, agree := fmtPct(m.DiffPct)+" %", map[bool]string{true: "yes", false: "**no**"}[m.Agree]
+			if m.Missing != "" {
+				diff, agree = "-", m.Missing
+			}
+			fmt.Fprintf(w, "| %s | %s | %s [%s] | %s | %s | %s | %s |\n", name, checks, m.Name, m.Unit, fmtNum(m.Sim), fmtNum(m.Real), diff, agree)
+		}
+	}
 }

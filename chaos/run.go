@@ -42,6 +42,9 @@ type Options struct {
 	// MaxProcesses is the largest fleet run as real processes (default 50); a bigger one is
 	// UNSUPPORTED.
 	MaxProcesses int
+	// SkipUnsupported runs a file without the timeline events and checks real processes
+	// cannot do (listed in the report's Skipped); without it such a file is UNSUPPORTED.
+	SkipUnsupported bool
 }
 
 // Verdict is one check's outcome in the real run.
@@ -59,13 +62,19 @@ type Report struct {
 	Seed      uint64  `json:"seed"`
 	// Unsupported lists why the scenario as a whole cannot run in chaos (its events or roles);
 	// then nothing ran.
-	Unsupported []string          `json:"unsupported,omitempty"`
+	Unsupported []string `json:"unsupported,omitempty"`
+	// Notes say where the real run departs from the file (a time scale not applied...).
+	Notes       []string          `json:"notes,omitempty"`
 	Checks      []Verdict         `json:"checks"`
 	WallSeconds float64           `json:"wall_seconds"`
 	LogDir      string            `json:"log_dir,omitempty"`
 	Sim         *scenarios.Result `json:"sim"` // the first seed's run (or the first failing seed's)
 	SimSeeds    int               `json:"sim_seeds"`
 	Metrics     []Metric          `json:"metrics"`
+	// Workload is the real run's workload in the simulator's numbers (nil without one).
+	Workload *scenarios.WorkloadSummary `json:"workload,omitempty"`
+	// Skipped lists what --skip-unsupported left out of the run (events, checks).
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // Supported reports whether the scenario ran.
@@ -106,6 +115,9 @@ type runner struct {
 	links map[string]*link  // worker -> its link to its control plane
 	dbs   []*database
 	http  *http.Client
+	wl    *fleetWorkload // nil without a workload section
+
+	history historyTotals
 
 	mu      sync.Mutex
 	errs    []string
@@ -139,6 +151,14 @@ func (r *runner) after(d time.Duration, fn func()) {
 // Plan reports why a scenario cannot run in chaos (nil: it can), and which checks it cannot read.
 // maxProcs bounds the fleet (0: 50).
 func Plan(sc *scenarios.Scenario, maxProcs int) (unsupported []string, uncheckable map[string]string) {
+	blocking, skippable, uncheckable := PlanParts(sc, maxProcs)
+	return append(blocking, skippable...), uncheckable
+}
+
+// PlanParts is Plan split: what stops the file from running on real processes at all
+// (blocking), and the timeline events a run can leave out (skippable, with --skip-unsupported).
+func PlanParts(sc *scenarios.Scenario, maxProcs int) (blocking, skippable []string, uncheckable map[string]string) {
+	unsupported := []string{}
 	if maxProcs <= 0 {
 		maxProcs = 50
 	}
@@ -146,7 +166,7 @@ func Plan(sc *scenarios.Scenario, maxProcs int) (unsupported []string, uncheckab
 		unsupported = append(unsupported, fmt.Sprintf("fleet: %d nodes, more real processes than the limit of %d", n, maxProcs))
 	}
 	if sc.Workload != nil {
-		unsupported = append(unsupported, "workload: the query workload is not driven in chaos")
+		unsupported = append(unsupported, planWorkload(sc)...)
 	}
 	if sc.Config != nil {
 		unsupported = append(unsupported, "config: config snapshots are not served in chaos")
@@ -158,7 +178,7 @@ func Plan(sc *scenarios.Scenario, maxProcs int) (unsupported []string, uncheckab
 	}
 	for _, ev := range sc.Timeline {
 		if _, why := planEvent(sc, ev); why != "" {
-			unsupported = append(unsupported, fmt.Sprintf("timeline %s@%v: %s", ev.Kind, ev.At, why))
+			skippable = append(skippable, fmt.Sprintf("timeline %s@%v: %s", ev.Kind, ev.At, why))
 		}
 	}
 	uncheckable = map[string]string{}
@@ -167,7 +187,7 @@ func Plan(sc *scenarios.Scenario, maxProcs int) (unsupported []string, uncheckab
 			uncheckable[c.Name] = why
 		}
 	}
-	return unsupported, uncheckable
+	return unsupported, skippable, uncheckable
 }
 
 // Run runs the scenario against real processes and in the simulator, and compares them.
@@ -178,8 +198,25 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 	if opts.BootTimeout == 0 {
 		opts.BootTimeout = 30 * time.Second
 	}
-	rep := &Report{Scenario: sc.Name, Path: sc.Path, TimeScale: opts.TimeScale, Seed: opts.Seed}
-	rep.Unsupported, _ = Plan(sc, opts.MaxProcesses)
+	var notes []string
+	if sc.Workload != nil && opts.TimeScale != 1 {
+		notes = append(notes, fmt.Sprintf("time scale %g not applied: a workload runs in real time (the binary's lease, wait and flush settings are whole seconds)", opts.TimeScale))
+		opts.TimeScale = 1
+	}
+	rep := &Report{Scenario: sc.Name, Path: sc.Path, TimeScale: opts.TimeScale, Seed: opts.Seed, Notes: notes}
+	blocking, skippable, uncheckable := PlanParts(sc, opts.MaxProcesses)
+	rep.Unsupported = blocking
+	if opts.SkipUnsupported {
+		rep.Skipped = skippable
+		for _, name := range slices.Sorted(maps.Keys(uncheckable)) {
+			rep.Skipped = append(rep.Skipped, fmt.Sprintf("check %q: %s", name, uncheckable[name]))
+		}
+	} else {
+		rep.Unsupported = append(rep.Unsupported, skippable...)
+		for _, name := range slices.Sorted(maps.Keys(uncheckable)) {
+			rep.Unsupported = append(rep.Unsupported, fmt.Sprintf("check %q: %s", name, uncheckable[name]))
+		}
+	}
 	if !rep.Supported() {
 		return rep, nil
 	}
@@ -199,13 +236,18 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 		if i == 0 || (!res.Pass() && rep.Sim.Pass()) {
 			rep.Sim = res // the first seed, or the first failing one
 		}
-		simMetrics = append(simMetrics, headline(sc, obs))
+		m := headline(sc, obs)
+		maps.Copy(m, workloadHeadline(sc, res.Workload, obs.history))
+		simMetrics = append(simMetrics, m)
 	}
 	rep.SimSeeds = opts.SimSeeds
 
 	wall := time.Now()
 	r := &runner{sc: sc, opts: opts, procs: map[string]*proc{}, api: map[string]string{}, ops: map[string]string{},
 		links: map[string]*link{}, http: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	if sc.Workload != nil {
+		r.wl = newFleetWorkload(r)
+	}
 	r.dir = opts.LogDir
 	if r.dir == "" {
 		d, err := os.MkdirTemp("", "qfsim-chaos-")
@@ -223,7 +265,12 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 		rep.LogDir = r.dir
 		return rep, err
 	}
-	rep.Metrics = compare(sc, mean(simMetrics), headline(sc, realObs))
+	realMetrics := headline(sc, realObs)
+	if r.wl != nil {
+		rep.Workload = r.summary()
+		maps.Copy(realMetrics, workloadHeadline(sc, rep.Workload, r.history.sums()))
+	}
+	rep.Metrics = compare(sc, mean(simMetrics), realMetrics)
 	if !rep.Pass() || opts.LogDir != "" {
 		rep.LogDir = r.dir
 	} else {
@@ -264,8 +311,9 @@ func (r *runner) run(ctx context.Context, rep *Report) (*observer, error) {
 	}
 	var steps []step
 	for _, ev := range sc.Timeline {
-		st, _ := planEvent(sc, ev)
-		steps = append(steps, st)
+		if st, why := planEvent(sc, ev); why == "" {
+			steps = append(steps, st)
+		}
 	}
 	for _, c := range checks {
 		if tr, ok := c.check.(*tokenRevokedCheck); ok {
@@ -276,6 +324,11 @@ func (r *runner) run(ctx context.Context, rep *Report) (*observer, error) {
 
 	obs := newObserver()
 	r.t0 = time.Now()
+	var reals []realCheck
+	for _, c := range checks {
+		reals = append(reals, c.check)
+	}
+	stopWorkload := r.startWorkload(ctx, reals)
 	stopPoll := make(chan struct{})
 	polled := make(chan struct{})
 	go func() {
@@ -300,6 +353,7 @@ func (r *runner) run(ctx context.Context, rep *Report) (*observer, error) {
 	close(stopPoll)
 	<-polled
 	r.pending.Wait()
+	stopWorkload()
 	for name, l := range r.links {
 		obs.tokens[name] = l.log.times()
 	}
@@ -383,15 +437,19 @@ func (r *runner) intervals() intervals {
 func (r *runner) boot(ctx context.Context) error {
 	iv := r.intervals()
 	timing := []string{"--allow-short-timeouts", "--heartbeat-interval", iv.heartbeat.String()}
+	if r.wl != nil {
+		if err := r.wl.createEngines(ctx); err != nil {
+			return err
+		}
+	}
 	for _, s := range r.sc.Nodes() {
 		if s.Role != "controlplane" {
 			continue
 		}
-		db, err := newDatabase(ctx)
+		db, err := r.controlPlaneDatabase(ctx)
 		if err != nil {
 			return err
 		}
-		r.dbs = append(r.dbs, db)
 		addr, err := freeAddr()
 		if err != nil {
 			return err
@@ -399,6 +457,9 @@ func (r *runner) boot(ctx context.Context) error {
 		r.api[s.Name] = addr
 		cfg := fmt.Sprintf("queryflux:\n  role: controlPlane\n  adminApi: {listen: %q, token: %q}\n  workerApi: {enabled: true, secret: %q}\n  persistence: {databaseUrl: %q}\n",
 			addr, adminToken, workerSecret, db.url)
+		if r.wl != nil {
+			cfg = r.wl.controlPlaneConfig(addr, db.url)
+		}
 		path, err := r.writeFile(s.Name+".yaml", cfg)
 		if err != nil {
 			return err
@@ -436,6 +497,12 @@ func (r *runner) boot(ctx context.Context) error {
 		}
 		r.ops[s.Name] = ops
 		cfg := fmt.Sprintf("queryflux:\n  role: worker\n  controlPlane: {url: %q, secret: %q}\n", "http://"+l.addr(), workerSecret)
+		if r.wl != nil {
+			if r.wl.pg[s.Name], err = freeAddr(); err != nil {
+				return err
+			}
+			cfg = r.wl.workerConfig("http://"+l.addr(), r.wl.pg[s.Name])
+		}
 		path, err := r.writeFile(s.Name+".yaml", cfg)
 		if err != nil {
 			return err
@@ -462,6 +529,9 @@ func (r *runner) boot(ctx context.Context) error {
 				all = all && ok && info.State == transport.StateHealthy && info.Heartbeat != nil
 			}
 		}
+		if all && r.wl != nil {
+			all = r.wl.serving(ctx)
+		}
 		if all {
 			return nil
 		}
@@ -470,6 +540,23 @@ func (r *runner) boot(ctx context.Context) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// controlPlaneDatabase is a fresh migrated database per control plane, or, with a workload,
+// one that every control plane shares (replicas share one lease table, as in production).
+func (r *runner) controlPlaneDatabase(ctx context.Context) (*database, error) {
+	if r.wl != nil && r.wl.cpDB != nil {
+		return r.wl.cpDB, nil
+	}
+	db, err := newDatabase(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	r.dbs = append(r.dbs, db)
+	if r.wl != nil {
+		r.wl.cpDB = db
+	}
+	return db, nil
 }
 
 var (
@@ -564,6 +651,9 @@ func (r *runner) snapshot(health bool) *snapshot {
 		}
 	}
 	wg.Wait()
+	if r.wl != nil {
+		r.wl.look(s)
+	}
 	return s
 }
 
@@ -583,6 +673,41 @@ func (r *runner) get(url, token string, limit time.Duration, into any) error {
 		return fmt.Errorf("%s: %d", url, resp.StatusCode)
 	}
 	return json.NewDecoder(resp.Body).Decode(into)
+}
+
+// post sends an empty POST with token and wants 200.
+func (r *runner) post(url, token string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	transport.SetBearer(req, token)
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("%s: %d %s", url, resp.StatusCode, body)
+	}
+	return nil
+}
+
+// getText is a GET of a plain-text page (a worker's /metrics).
+func (r *runner) getText(url string, limit time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return "", fmt.Errorf("%s: %d", url, resp.StatusCode)
+	}
+	return string(b), err
 }
 
 func (r *runner) adminWorkers(addr string) (map[string]transport.WorkerInfo, error) {

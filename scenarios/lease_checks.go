@@ -47,7 +47,8 @@ func (b Bounds) validate(p Params) error {
 	return nil
 }
 
-func (b Bounds) holds(n int) bool {
+// Holds reports whether n is inside the bounds.
+func (b Bounds) Holds(n int) bool {
 	return (b.AtLeast == nil || n >= *b.AtLeast) && (b.AtMost == nil || n <= *b.AtMost)
 }
 
@@ -85,7 +86,7 @@ func (c *countCheck) Start(w *World) {
 		}
 		c.looks++
 		c.last, c.peak = n, max(c.peak, n)
-		if c.bounds.holds(n) {
+		if c.bounds.Holds(n) {
 			c.hits++
 			if c.firstHit < 0 {
 				c.firstHit = w.Sim.Elapsed()
@@ -104,7 +105,7 @@ func (c *countCheck) Result(w *World) (bool, string) {
 	case "never":
 		pass = c.hits == 0
 	case "end":
-		pass = c.looks > 0 && c.bounds.holds(c.last)
+		pass = c.looks > 0 && c.bounds.Holds(c.last)
 	}
 	detail := fmt.Sprintf("%s %s %s in [%v, %v]: %d/%d looks held; min %d, max %d, last %d", c.what, c.win.Mode, c.bounds,
 		c.win.From, c.win.To, c.hits, c.looks, c.min, c.peak, c.last)
@@ -267,7 +268,7 @@ func (c *engineMax) Start(w *World) {
 
 func (c *engineMax) Result(w *World) (bool, string) {
 	peak := c.peak
-	pass := c.bounds.holds(peak)
+	pass := c.bounds.Holds(peak)
 	return pass, fmt.Sprintf("peak of queries executing on %s in [%v, %v] is %d (at %v), want %s (cap %d)",
 		c.cluster, c.win.From, c.win.To, peak, c.when, c.bounds, w.Scenario.Workload.Cap(c.cluster))
 }

@@ -187,7 +187,7 @@ func (wl *Workload) validate(sc *Scenario) error {
 		if cl.OrphanTimeout < 0 {
 			return fmt.Errorf("workload.clusters[%d] (%s): orphanTimeout %v must be >= 0", i, cl.Name, cl.OrphanTimeout)
 		}
-		if _, err := cl.Duration.distribution(); err != nil {
+		if _, err := cl.Duration.Distribution(); err != nil {
 			return fmt.Errorf("workload.clusters[%d] (%s).duration: %v", i, cl.Name, err)
 		}
 	}
@@ -247,7 +247,8 @@ func (wl *Workload) validate(sc *Scenario) error {
 	return nil
 }
 
-func (d Duration) distribution() (simengine.Distribution, error) {
+// Distribution is the duration model the simulated engine draws from (chaos draws real sleeps from it).
+func (d Duration) Distribution() (simengine.Distribution, error) {
 	switch d.Dist {
 	case "", "constant", "fixed":
 		return simengine.Constant{D: d.Min}, nil
@@ -330,8 +331,8 @@ func (r userRouter) Route(req *query.Request) (string, string, bool, error) {
 	return "", "not a workload group", false, nil
 }
 
-// workerWeights is each worker's share of an arrival's rate under skew (mean 1).
-func workerWeights(n int, skew float64) []float64 {
+// WorkerWeights is each worker's share of an arrival's rate under skew (mean 1).
+func WorkerWeights(n int, skew float64) []float64 {
 	ws := make([]float64, n)
 	sum := 0.0
 	for i := range ws {

@@ -150,7 +150,7 @@ func startEngines(w *World) {
 	node := w.Sim.AddNode(EnginesName, nil)
 	st := WorkloadOf(w)
 	for _, c := range w.Scenario.Workload.Clusters {
-		dist, _ := c.Duration.distribution()
+		dist, _ := c.Duration.Distribution()
 		eng := simengine.New(node.Env(), c.Name, simengine.Params{Duration: dist, FailureRate: c.FailureRate, Rows: 1,
 			OrphanTimeout: c.OrphanTimeout})
 		eng.OnChange(func(cluster string, executing int) { st.engineChanged(w, cluster, executing) })
@@ -357,7 +357,7 @@ func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
 		if idx < 0 {
 			continue
 		}
-		rate := a.Rate * workerWeights(len(members), a.Skew)[idx]
+		rate := a.Rate * WorkerWeights(len(members), a.Skew)[idx]
 		gen := generator{w: w, e: e, a: a, rate: rate, submit: submit}
 		e.Go(n.Ctx(), fmt.Sprintf("arrivals-%d", i), gen.poisson)
 		if a.Burst != nil {

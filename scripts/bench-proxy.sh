@@ -3,7 +3,7 @@
 # (127.0.0.1:5432, user postgres, trust) and MariaDB (127.0.0.1:3306, root).
 #
 # Starts (all on free loopback ports, all stopped on exit): PgBouncer (transaction pooling),
-# a Go byte relay (scripts/benchrelay: the floor of a Go proxy hop),
+# a Go byte relay (scripts/benchrelay: goroutines, io.Copy) and the same on an event loop (-loop),
 # a standalone queryflux (passthrough), a standalone queryflux with settings.passthrough: false
 # (Arrow path), and a control plane + worker (capacity leases from the control plane). Then
 # prints one table: single-client SELECT 1 latency (pgbench -c1 -M extended, per-transaction
@@ -13,7 +13,7 @@
 # The machine is shared and its timings drift, so the targets are measured in ROUNDS interleaved
 # rounds (every target once per round) and each figure is the median over the rounds.
 #
-# Environment: ROUNDS (3), LAT_SECS (3), TPS_SECS (6), CLIENTS (8), KEEP_TMP=1 keeps the temp dir,
+# Environment: ROOT (the checkout to build; default: this script's), ROUNDS (3), LAT_SECS (3), TPS_SECS (6), CLIENTS (8), KEEP_TMP=1 keeps the temp dir,
 # PROFILE=1 builds the daemon with -tags benchpprof and writes a 5 s CPU profile of the
 # passthrough daemon under the pgbench -S load to $PROFILE_OUT (default /tmp/bench-proxy-cpu.prof)
 # (go tool pprof -top bin/queryflux /tmp/bench-proxy-cpu.prof).
@@ -23,7 +23,10 @@ ROUNDS=${ROUNDS:-3}
 LAT_SECS=${LAT_SECS:-3}
 TPS_SECS=${TPS_SECS:-6}
 CLIENTS=${CLIENTS:-8}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
+# No target offers TLS but PostgreSQL itself (and the go-relay, which passes its bytes): every
+# client connects in plain text, so no row pays for encryption the others do not.
+export PGSSLMODE=disable
 TMP=$(mktemp -d /tmp/bench-proxy.XXXXXX)
 chmod 755 "$TMP"
 PIDS=()
@@ -49,7 +52,9 @@ waitport() { # port, name
 # --- tools -------------------------------------------------------------------------------
 if ! command -v pgbouncer >/dev/null; then
 	log "pgbouncer missing: apt-get install -y pgbouncer"
-	apt-get install -y pgbouncer >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y pgbouncer >/dev/null; }
+	# Another apt-get (a test's dependencies) may hold dpkg's lock: wait for it rather than fail.
+	APT=(apt-get -o DPkg::Lock::Timeout=600)
+	"${APT[@]}" install -y pgbouncer >/dev/null 2>&1 || { "${APT[@]}" update >/dev/null && "${APT[@]}" install -y pgbouncer >/dev/null; }
 fi
 log "building bin/queryflux and the MySQL client"
 TAGS=(); [ "${PROFILE:-0}" = 1 ] && TAGS=(-tags benchpprof)
@@ -84,13 +89,20 @@ touch "$TMP/pgbouncer.log" && chmod 666 "$TMP/pgbouncer.log"
 USER_FLAG=(); [ "$(id -u)" = 0 ] && USER_FLAG=(-u postgres)
 pgbouncer "${USER_FLAG[@]}" "$TMP/pgbouncer.ini" >"$TMP/pgbouncer.out" 2>&1 &
 PIDS+=($!)
+declare -A PROC=([pgbouncer]=$!)
 waitport "$BOUNCER" pgbouncer
 
 # --- the floor: a Go byte relay (scripts/benchrelay) ----------------------------------------
 RELAY=$(freeport)
 "$TMP/benchrelay" -listen "127.0.0.1:$RELAY" -upstream 127.0.0.1:5432 >"$TMP/relay.log" 2>&1 &
 PIDS+=($!)
+PROC[go-relay]=$!
+LOOP_RELAY=$(freeport)
+"$TMP/benchrelay" -loop -listen "127.0.0.1:$LOOP_RELAY" -upstream 127.0.0.1:5432 >"$TMP/loop-relay.log" 2>&1 &
+PIDS+=($!)
+PROC[loop-relay]=$!
 waitport "$RELAY" relay
+waitport "$LOOP_RELAY" loop-relay
 
 # --- queryflux daemons -------------------------------------------------------------------
 clusters() {
@@ -113,6 +125,7 @@ start_qf() { # name, args...
 	local pprof=""; [ "$name" = passthrough ] && pprof=127.0.0.1:$PPROF
 	QUERYFLUX_PPROF=$pprof "$QF" serve "$@" >"$TMP/$name.log" 2>&1 &
 	PIDS+=($!)
+	PROC[$name]=$!
 }
 
 standalone() { # name, passthrough(true|false) -> sets PG_<name>, MY_<name>
@@ -126,7 +139,7 @@ queryflux:
   frontends:
     postgres: {enabled: true, listen: "127.0.0.1:$pg"}
     mysql: {enabled: true, listen: "127.0.0.1:$my"}
-settings: {passthrough: $pt}
+settings: {passthrough: $pt, security: {trustLoopback: true}}
 YAML
 		clusters
 	} >"$TMP/$name.yaml"
@@ -149,6 +162,9 @@ queryflux:
   coordination: {mode: controlPlane}
   frontends:
     postgres: {enabled: true, listen: "127.0.0.1:$CPPG"}
+# Workers take their settings from here. Every daemon trusts loopback clients, so that they
+# log in without a password in plain text, like every other target.
+settings: {security: {trustLoopback: true}}
 YAML
 	clusters
 } >"$TMP/cp.yaml"
@@ -165,6 +181,7 @@ queryflux:
 YAML
 start_qf worker --config "$TMP/worker.yaml" --name bench-worker --ops-listen "127.0.0.1:$OPS"
 waitport "$PG_worker" worker
+PROC[worker]="${PROC[worker]} ${PROC[cp]}"
 # The worker answers "not configured" until its first config arrives from the control plane.
 for _ in $(seq 1 100); do
 	if psql -qAt -h 127.0.0.1 -p "$PG_worker" -U postgres -d "$DB" -c "select 1" >/dev/null 2>&1; then break; fi
@@ -179,18 +196,35 @@ latency() { # port -> "p50 p99" in microseconds of SELECT 1, one client, extende
 		-h 127.0.0.1 -p "$1" -U postgres "$DB" >"$dir/out" 2>&1) || { cat "$dir/out" >&2; echo "- -"; return; }
 	cat "$dir"/lat* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {printf "%d %d\n", a[int(NR*0.5)+1], a[int(NR*0.99)+1]}'
 }
-tps() { # port -> pgbench -S -c N TPS
-	local out
-	out=$(pgbench -n -S -c "$CLIENTS" -j 2 -T "$TPS_SECS" -h 127.0.0.1 -p "$1" -U postgres "$DB" 2>&1) || { echo "$out" >&2; echo -; return; }
-	echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1 | awk '{printf "%d\n", $1}'
+# CPU time (user + system) of processes, in clock ticks, from /proc/PID/stat.
+HZ=$(getconf CLK_TCK)
+ticks() { # pids... -> their utime + stime summed
+	local sum=0 t
+	for pid in "$@"; do
+		t=$(awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$pid/stat" 2>/dev/null || echo 0)
+		sum=$((sum + t))
+	done
+	echo "$sum"
+}
+cpu_per_query() { # ticks before, ticks after, queries -> CPU microseconds per query ("-" without pids)
+	if [ -z "$4" ] || ! [[ $3 =~ ^[0-9]+$ ]] || [ "$3" = 0 ]; then echo -; return; fi
+	awk -v b="$1" -v a="$2" -v n="$3" -v hz="$HZ" 'BEGIN{printf "%d\n", (a - b) * 1e6 / hz / n}'
+}
+tps() { # port, pids... -> "TPS cpu_us_per_query" of pgbench -S -c N (the pids' CPU per transaction)
+	local out port=$1 t0 t1 n; shift
+	t0=$(ticks "$@")
+	out=$(pgbench -n -S -c "$CLIENTS" -j 2 -T "$TPS_SECS" -h 127.0.0.1 -p "$port" -U postgres "$DB" 2>&1) || { echo "$out" >&2; echo "- -"; return; }
+	t1=$(ticks "$@")
+	n=$(echo "$out" | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' | head -1)
+	echo "$(echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1 | awk '{printf "%d", $1}') $(cpu_per_query "$t0" "$t1" "$n" "$*")"
 }
 
 # median of numbers (or "-" when none is a number)
-median() { printf '%s\n' "$@" | grep -E '^[0-9]+$' | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
+median() { printf '%s\n' "$@" | { grep -E '^[0-9]+$' || true; } | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
 
-declare -A LAT TPS P50S P99S TPSS
-TARGETS=(direct pgbouncer go-relay passthrough arrow worker)
-declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [go-relay]=$RELAY [passthrough]=$PG_passthrough [arrow]=$PG_arrow [worker]=$PG_worker)
+declare -A LAT TPS CPU P50S P99S TPSS CPUS
+TARGETS=(direct pgbouncer go-relay loop-relay passthrough arrow worker)
+declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [go-relay]=$RELAY [loop-relay]=$LOOP_RELAY [passthrough]=$PG_passthrough [arrow]=$PG_arrow [worker]=$PG_worker)
 for round in $(seq 1 "$ROUNDS"); do
 	for t in "${TARGETS[@]}"; do
 		log "postgres round $round/$ROUNDS: $t (port ${PORT[$t]})"
@@ -199,15 +233,17 @@ for round in $(seq 1 "$ROUNDS"); do
 		if [ "${PROFILE:-0}" = 1 ] && [ "$t" = passthrough ] && [ "$round" = 1 ]; then
 			(sleep 1; curl -s -o "${PROFILE_OUT:-/tmp/bench-proxy-cpu.prof}" "http://127.0.0.1:$PPROF/debug/pprof/profile?seconds=4") &
 		fi
-		TPSS[$t]+="$(tps "${PORT[$t]}") "
+		# shellcheck disable=SC2086 # the target's pids, one word each
+		read -r q cpu <<<"$(tps "${PORT[$t]}" ${PROC[$t]:-})"
+		TPSS[$t]+="$q "; CPUS[$t]+="$cpu "
 	done
 done
 for t in "${TARGETS[@]}"; do
 	# shellcheck disable=SC2086 # word splitting of the per-round lists is wanted
-	LAT[$t]="$(median ${P50S[$t]}) $(median ${P99S[$t]})"; TPS[$t]=$(median ${TPSS[$t]})
+	LAT[$t]="$(median ${P50S[$t]}) $(median ${P99S[$t]})"; TPS[$t]=$(median ${TPSS[$t]}); CPU[$t]=$(median ${CPUS[$t]})
 done
 
-declare -A MLAT MTPS MP50S MP99S MQPSS
+declare -A MLAT MTPS MCPU MP50S MP99S MQPSS MCPUS
 MY_TARGETS=()
 if [ "$MYSQL_OK" = 1 ]; then
 	MY_TARGETS=(direct passthrough arrow worker)
@@ -221,13 +257,17 @@ if [ "$MYSQL_OK" = 1 ]; then
 		for t in "${MY_TARGETS[@]}"; do
 			log "mysql round $round/$ROUNDS: $t"
 			read -r p50 p99 _ < <("$TMP/benchclient" -dsn "${MYDSN[$t]}" -c 1 -d "${LAT_SECS}s" || echo "- - -")
+			# shellcheck disable=SC2086
+			t0=$(ticks ${PROC[$t]:-})
 			read -r _ _ q < <("$TMP/benchclient" -dsn "${MYDSN[$t]}" -c "$CLIENTS" -d "${TPS_SECS}s" || echo "- - -")
-			MP50S[$t]+="$p50 "; MP99S[$t]+="$p99 "; MQPSS[$t]+="$q "
+			# shellcheck disable=SC2086
+			t1=$(ticks ${PROC[$t]:-}); n=$(awk -v q="$q" -v s="$TPS_SECS" 'BEGIN{if (q ~ /^[0-9]+$/) printf "%d", q * s}')
+			MP50S[$t]+="$p50 "; MP99S[$t]+="$p99 "; MQPSS[$t]+="$q "; MCPUS[$t]+="$(cpu_per_query "$t0" "$t1" "$n" "${PROC[$t]:-}") "
 		done
 	done
 	for t in "${MY_TARGETS[@]}"; do
 		# shellcheck disable=SC2086
-		MLAT[$t]="$(median ${MP50S[$t]}) $(median ${MP99S[$t]})"; MTPS[$t]=$(median ${MQPSS[$t]})
+		MLAT[$t]="$(median ${MP50S[$t]}) $(median ${MP99S[$t]})"; MTPS[$t]=$(median ${MQPSS[$t]}); MCPU[$t]=$(median ${MCPUS[$t]})
 	done
 else
 	log "MariaDB not reachable on 127.0.0.1:3306: MySQL rows skipped"
@@ -241,27 +281,39 @@ added() { # p50 of target minus direct's
 ratio() { if [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ && $1 -gt 0 ]]; then awk -v a="$2" -v b="$1" 'BEGIN{printf "%.2f", a/b}'; else echo -; fi; }
 
 echo
-printf "%-8s %-12s %10s %10s %12s %10s %9s\n" proto target "p50_us" "p99_us" "added_p50" "tps_c$CLIENTS" "vs_direct"
+ROW="%-8s %-12s %10s %10s %12s %10s %9s %9s\n"
+# shellcheck disable=SC2059 # ROW is the table's format
+printf "$ROW" proto target "p50_us" "p99_us" "added_p50" "tps_c$CLIENTS" "vs_direct" "cpu_us/q"
 for t in "${TARGETS[@]}"; do
 	read -r p50 p99 <<<"${LAT[$t]}"
-	printf "%-8s %-12s %10s %10s %12s %10s %9s\n" postgres "$t" "$p50" "$p99" "$(added "${LAT[direct]}" "${LAT[$t]}")" "${TPS[$t]}" "$(ratio "${TPS[direct]}" "${TPS[$t]}")"
+	# shellcheck disable=SC2059
+	printf "$ROW" postgres "$t" "$p50" "$p99" "$(added "${LAT[direct]}" "${LAT[$t]}")" "${TPS[$t]}" "$(ratio "${TPS[direct]}" "${TPS[$t]}")" "${CPU[$t]}"
 done
 for t in "${MY_TARGETS[@]}"; do
 	read -r p50 p99 <<<"${MLAT[$t]}"
-	printf "%-8s %-12s %10s %10s %12s %10s %9s\n" mysql "$t" "$p50" "$p99" "$(added "${MLAT[direct]}" "${MLAT[$t]}")" "${MTPS[$t]}" "$(ratio "${MTPS[direct]}" "${MTPS[$t]}")"
+	# shellcheck disable=SC2059
+	printf "$ROW" mysql "$t" "$p50" "$p99" "$(added "${MLAT[direct]}" "${MLAT[$t]}")" "${MTPS[$t]}" "$(ratio "${MTPS[direct]}" "${MTPS[$t]}")" "${MCPU[$t]}"
 done
 echo
 echo "medians of $ROUNDS interleaved rounds; latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
 RTT=$("$TMP/benchrelay" -rtt 3s)
-verdict() { if awk "BEGIN{exit !($1)}"; then echo met; else echo "not met"; fi; }
-pt=$(added "${LAT[direct]}" "${LAT[passthrough]}"); pb=$(added "${LAT[direct]}" "${LAT[pgbouncer]}"); wk=$(added "${LAT[direct]}" "${LAT[worker]}")
-echo "goal checks (this run): loopback round trip p50 (scripts/benchrelay -rtt) ${RTT} us"
+echo "cpu_us/q: user + system CPU of the target's processes (/proc/PID/stat) over the tps run, per query; the worker's counts its control plane"
+echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (goroutines and io.Copy, one hop)"
+echo "loop-relay: scripts/benchrelay -loop, the same on an event loop (internal/relayloop: one thread in epoll, the server's messages framed, ReadyForQuery watched)"
+echo "loopback round trip p50 (scripts/benchrelay -rtt): ${RTT} us"
 num() { [[ $1 =~ ^-?[0-9]+$ ]]; }
-if num "$pt" && num "$pb"; then echo "  passthrough added p50 ${pt} us <= 2 x pgbouncer's ${pb} us: $(verdict "$pt <= 2 * $pb")"; fi
-if num "${TPS[passthrough]}" && num "${TPS[direct]}"; then
-	echo "  passthrough tps ${TPS[passthrough]} >= 0.85 x direct ${TPS[direct]}: $(verdict "${TPS[passthrough]} >= 0.85 * ${TPS[direct]}")"
-fi
-if num "$wk" && num "$pt" && num "$RTT"; then echo "  worker added p50 ${wk} us - passthrough's ${pt} us <= ${RTT} us: $(verdict "$wk - $pt <= $RTT")"; fi
-echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (the floor of any Go proxy hop on this machine)"
-echo "goals: passthrough added_p50 <= 2x pgbouncer's; passthrough tps >= 0.85 of direct; worker added_p50 - passthrough's <= one loopback round trip"
+goal() { # description, awk condition over numbers, the numbers it needs...
+	local what=$1 cond=$2; shift 2
+	for n in "$@"; do num "$n" || { echo "  $what: not met (no figure)"; return; }; done
+	if awk "BEGIN{exit !($cond)}"; then echo "  $what: met"; else echo "  $what: not met"; fi
+}
+pt=$(added "${LAT[direct]}" "${LAT[passthrough]}"); pb=$(added "${LAT[direct]}" "${LAT[pgbouncer]}"); wk=$(added "${LAT[direct]}" "${LAT[worker]}")
+echo "goal checks (this run):"
+goal "postgres passthrough tps ${TPS[passthrough]} >= pgbouncer's ${TPS[pgbouncer]}" "${TPS[passthrough]} >= ${TPS[pgbouncer]}" "${TPS[passthrough]}" "${TPS[pgbouncer]}"
+goal "postgres passthrough added p50 ${pt} us <= 2 x pgbouncer's ${pb} us + 10" "$pt <= 2 * $pb + 10" "$pt" "$pb"
+goal "worker added p50 ${wk} us <= passthrough's ${pt} us + 5" "$wk <= $pt + 5" "$wk" "$pt"
+goal "worker tps ${TPS[worker]} >= 0.95 x passthrough's ${TPS[passthrough]}" "${TPS[worker]} >= 0.95 * ${TPS[passthrough]}" "${TPS[worker]}" "${TPS[passthrough]}"
+mpt=$(added "${MLAT[direct]:-}" "${MLAT[passthrough]:-}")
+goal "mysql passthrough qps ${MTPS[passthrough]:-} >= 0.6 x direct ${MTPS[direct]:-}" "${MTPS[passthrough]:-0} >= 0.6 * ${MTPS[direct]:-0}" "${MTPS[passthrough]:-}" "${MTPS[direct]:-}"
+goal "mysql passthrough added p50 ${mpt} us <= 40 us" "$mpt <= 40" "$mpt"

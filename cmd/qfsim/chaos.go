@@ -22,11 +22,14 @@ type chaosFlags struct {
 	bin       string
 	logDir    string
 	maxProcs  int
+	skip      bool
+	compare   bool
 }
 
-// chaosCmd: `qfsim chaos FILE... --time-scale S [--seed N] [--json]` runs scenario files against
-// real processes and compares them with the simulation. A file chaos cannot run is reported
-// UNSUPPORTED and does not fail the command; a failing check does.
+// chaosCmd: `qfsim chaos FILE... --time-scale S [--seed N] [--json] [--compare] [--skip-unsupported]`
+// runs scenario files against real processes and compares them with the simulation. A file
+// with parts real processes cannot do is reported UNSUPPORTED and fails the command, unless
+// --skip-unsupported runs it without those parts (listed as skipped); a failing check fails it.
 func chaosCmd() *cobra.Command {
 	var f chaosFlags
 	cmd := &cobra.Command{
@@ -47,6 +50,8 @@ func chaosCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.bin, "bin", "", "the queryflux binary (default: go build ./cmd/queryflux once)")
 	cmd.Flags().StringVar(&f.logDir, "log-dir", "", "keep the daemons' logs here (default: a temporary directory, kept on failure)")
 	cmd.Flags().IntVar(&f.maxProcs, "max-procs", 50, "largest fleet run as real processes (bigger files are UNSUPPORTED)")
+	cmd.Flags().BoolVar(&f.skip, "skip-unsupported", false, "run files without the events and checks real processes cannot do (listed as skipped); files that cannot run at all do not fail the command")
+	cmd.Flags().BoolVar(&f.compare, "compare", false, "after the reports, print every file's headline metrics, simulated and real, as one Markdown table")
 	return cmd
 }
 
@@ -57,6 +62,12 @@ func runChaos(ctx context.Context, out io.Writer, paths []string, f chaosFlags) 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	failed := false
+	var reports []*chaos.Report
+	defer func() {
+		if f.compare {
+			chaos.PrintCompare(out, reports)
+		}
+	}()
 	for _, path := range paths {
 		sc, err := scenarios.Load(path)
 		if err != nil {
@@ -64,7 +75,7 @@ func runChaos(ctx context.Context, out io.Writer, paths []string, f chaosFlags) 
 			failed = true
 			continue
 		}
-		opts := chaos.Options{TimeScale: f.timeScale, Seed: f.seed, Bin: f.bin, MaxProcesses: f.maxProcs}
+		opts := chaos.Options{TimeScale: f.timeScale, Seed: f.seed, Bin: f.bin, MaxProcesses: f.maxProcs, SkipUnsupported: f.skip}
 		if f.logDir != "" {
 			opts.LogDir = f.logDir + "/" + sc.Name
 		}
@@ -77,7 +88,8 @@ func runChaos(ctx context.Context, out io.Writer, paths []string, f chaosFlags) 
 			}
 			continue
 		}
-		failed = failed || !rep.Pass()
+		reports = append(reports, rep)
+		failed = failed || !rep.Pass() || (!rep.Supported() && !f.skip)
 		if f.json {
 			for i := range rep.Metrics {
 				if math.IsInf(rep.Metrics[i].DiffPct, 0) {

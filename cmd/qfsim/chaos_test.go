@@ -8,13 +8,18 @@ import (
 	"testing"
 )
 
-// A file chaos cannot run is reported UNSUPPORTED (JSON names why) and does not fail the
-// command; a file that does not load does, and the others still run.
+// A file chaos cannot run is reported UNSUPPORTED (JSON names why) and fails the command,
+// unless --skip-unsupported is given; a file that does not load fails it, and the others still run.
 func TestChaosUnsupportedIsAVerdict(t *testing.T) {
 	var out bytes.Buffer
 	err := runChaos(context.Background(), &out, []string{"../../scenarios/pingpong.yaml"}, chaosFlags{timeScale: 0.1, json: true, bin: "/nonexistent"})
+	if err != errChecksFailed {
+		t.Fatalf("unsupported file: %v, want the command to fail\n%s", err, out.String())
+	}
+	out.Reset()
+	err = runChaos(context.Background(), &out, []string{"../../scenarios/pingpong.yaml"}, chaosFlags{timeScale: 0.1, json: true, bin: "/nonexistent", skip: true})
 	if err != nil {
-		t.Fatalf("unsupported file failed the command: %v\n%s", err, out.String())
+		t.Fatalf("unsupported file with --skip-unsupported failed the command: %v\n%s", err, out.String())
 	}
 	var rep struct {
 		Scenario    string   `json:"scenario"`

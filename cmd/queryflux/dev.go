@@ -33,7 +33,7 @@ import (
 // devWorkers is how many workers `queryflux dev` starts.
 const devWorkers = 2
 
-func init() {
+func newDevCommand() *cobra.Command {
 	var offset int
 	var logs logFlags
 	var pause time.Duration
@@ -58,7 +58,7 @@ Ctrl-C stops the workers first, then the control plane, so no query history is l
 	cmd.Flags().IntVar(&offset, "port-offset", 10000, "added to the embedded default's ports (worker n adds 10*n more)")
 	cmd.Flags().DurationVar(&pause, "restart-after", devRestartPauseDefault, "how long a node that died stays down before dev restarts it")
 	cmd.AddCommand(newDevRestartCommand())
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // devNode is one child process: its name, its serve arguments, its config file's text.

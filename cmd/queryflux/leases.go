@@ -14,7 +14,7 @@ import (
 	"github.com/queryflux/queryflux/node/controlplane"
 )
 
-func init() {
+func newLeasesCommand() *cobra.Command {
 	cmd, client, asJSON := adminCommand("leases", "Show and revoke the control plane's capacity leases")
 	var cluster string
 	list := &cobra.Command{
@@ -59,7 +59,7 @@ func init() {
 			return nil
 		},
 	})
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 func printLeaseTable(out io.Writer, ls []capacity.Lease) {

@@ -7,7 +7,6 @@ package main
 // already prints as [redacted]; this catches the copies that are plain strings.
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"maps"
@@ -17,7 +16,6 @@ import (
 	"sync"
 
 	"github.com/queryflux/queryflux/internal/config"
-	"github.com/queryflux/queryflux/internal/config/snapshot"
 )
 
 // scrubLenMin is the shortest value scrubbed: shorter ones would mangle ordinary words.
@@ -26,16 +24,8 @@ const scrubLenMin = 6
 // logScrub is the daemon's scrubbing log writer (serve wraps stderr with it).
 var logScrub = &scrubWriter{}
 
-func init() {
-	workerConfigApply = append(workerConfigApply, func(_ context.Context, _ *Daemon, cfg *config.Config, _ *snapshot.WorkerSnapshotV1) error {
-		logScrub.add(configSecrets(cfg)...)
-		return nil
-	})
-	controlPlaneConfigApply = append(controlPlaneConfigApply, func(_ context.Context, _ *Daemon, cfg *config.Config) error {
-		logScrub.add(configSecrets(cfg)...)
-		return nil
-	})
-}
+// scrubSecrets makes the log scrubber replace cfg's secrets: every configuration a role applies.
+func scrubSecrets(cfg *config.Config) { logScrub.add(configSecrets(cfg)...) }
 
 // scrubWriter writes through to w with every known secret replaced.
 type scrubWriter struct {

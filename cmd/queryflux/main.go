@@ -1,6 +1,6 @@
 // Command queryflux is the QueryFlux daemon and its admin CLI: serve (standalone, control plane
-// or worker), migrate, workers list|show, and the commands other files of this package add to
-// rootCmd from their init functions (config check, history, ...).
+// or worker, each built by node/assembly), dev, migrate, config, workers, leases, history and
+// passwd; newRootCommand lists them all.
 //
 // determinism: outside the simulator (the daemon's wiring: listeners, signals, real clock)
 package main
@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 
+	"github.com/queryflux/queryflux/internal/history/historycli"
 	"github.com/spf13/cobra"
 )
 
@@ -48,20 +49,26 @@ func buildVersion(stamped string) string {
 	return fmt.Sprintf("devel-%.12s%s (%s)", rev, modified, at)
 }
 
-// rootCmd is the queryflux command. Other files of this package add their subcommands to it
-// from init: rootCmd.AddCommand(...).
-var rootCmd = &cobra.Command{
-	Use:           "queryflux",
-	Short:         "QueryFlux: a fleet of multi-engine SQL query proxies",
-	SilenceUsage:  true,
-	SilenceErrors: true,
-	Version:       version,
+// newRootCommand is the queryflux command with every subcommand.
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "queryflux",
+		Short:         "QueryFlux: a fleet of multi-engine SQL query proxies",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.AddCommand(newServeCommand(), newDevCommand(), newMigrateCommand(), newConfigCommand(),
+		newWorkersCommand(), newLeasesCommand(), historycli.NewCommand(), newPasswdCommand())
+	return root
 }
 
 func main() {
 	version = buildVersion(version)
-	rootCmd.Version = version
-	if err := rootCmd.Execute(); err != nil {
+	startProfiling()
+	root := newRootCommand()
+	root.Version = version
+	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "queryflux:", err)
 		os.Exit(1)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
+func newMigrateCommand() *cobra.Command {
 	var databaseURL string
 	cmd := &cobra.Command{
 		Use:   "migrate",
@@ -33,5 +33,5 @@ func init() {
 		},
 	}
 	cmd.Flags().StringVar(&databaseURL, "database-url", "", "postgres:// URL of the control plane's database (or QUERYFLUX_DATABASE_URL)")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

@@ -17,8 +17,6 @@ import (
 	"github.com/queryflux/queryflux/internal/policy"
 )
 
-func init() { rootCmd.AddCommand(newPasswdCommand()) }
-
 func newPasswdCommand() *cobra.Command {
 	var form string
 	var iterations int

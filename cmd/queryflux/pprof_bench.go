@@ -11,7 +11,8 @@ import (
 	"os"
 )
 
-func init() {
+// startProfiling serves pprof when QUERYFLUX_PPROF names an address.
+func startProfiling() {
 	if addr := os.Getenv("QUERYFLUX_PPROF"); addr != "" {
 		go func() { _ = http.ListenAndServe(addr, nil) }()
 	}

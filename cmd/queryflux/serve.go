@@ -19,21 +19,24 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/capacity/pgcapacity"
 	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/history/pghistory"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/internal/registry/pgregistry"
+	"github.com/queryflux/queryflux/node/assembly"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/worker"
 	"github.com/spf13/cobra"
 )
 
-// Daemon is what serve hands to the hooks that other files of this package register.
+// Daemon is what serve builds a role from.
 type Daemon struct {
 	Env     env.Env
 	Config  *config.Config
@@ -45,24 +48,21 @@ type Daemon struct {
 	ConfigFile string
 }
 
-// Hooks run after a role is built and before it starts. Other files of this package append to
-// them from init (history ingest, config snapshots, capacity API, ...). An error stops serve.
-var (
-	controlPlaneHooks []func(ctx context.Context, d *Daemon, cp *controlplane.ControlPlane) error
-	workerHooks       []func(ctx context.Context, d *Daemon, w *worker.Worker) error
-	// drainHooks run on SIGTERM after the drain delay, before the role stops, within the drain
-	// timeout: the query frontends end their clients at transaction boundaries.
-	drainHooks []func(ctx context.Context) error
-	// shutdownHooks run in order once a role's servers have drained (close the frontends,
-	// flush the history uplink), together within 10 s.
-	shutdownHooks []func(ctx context.Context, d *Daemon)
-)
+// role is a built role (assembly.ControlPlane or assembly.Worker) as serve runs it.
+type role interface {
+	Start(ctx context.Context) error
+	SetDraining()
+	Drain(ctx context.Context) error
+	Shutdown(ctx context.Context) error
+}
 
-func runShutdownHooks(d *Daemon) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+// shutdownRole runs once the role's servers have drained: close the frontends, flush the
+// history uplink (and a control plane's registry), within 20 s.
+func shutdownRole(d *Daemon, r role) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for _, hook := range shutdownHooks {
-		hook(ctx, d)
+	if err := r.Shutdown(ctx); err != nil {
+		d.Logger.Error("final flush failed", "err", err)
 	}
 }
 
@@ -78,7 +78,7 @@ type serveFlags struct {
 	log                                       logFlags
 }
 
-func init() {
+func newServeCommand() *cobra.Command {
 	f := &serveFlags{}
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -118,7 +118,7 @@ accepting and gives in-flight work --drain-timeout to finish, flushes its histor
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests")
 	fl.DurationVar(&f.drainDelay, "drain-delay", 0, "after SIGTERM, how long /readyz answers 503 while everything still serves (lets a load balancer stop sending new clients first)")
 	f.log.register(cmd)
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 func loadConfig(f *serveFlags, log *slog.Logger) (*config.Config, error) {
@@ -220,30 +220,34 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	if err := cpCfg.Validate(); err != nil {
 		return fmt.Errorf("control plane timing: %w", err)
 	}
-	cp := controlplane.New(d.Env, cpCfg, store)
-	cp.Handle("GET /health", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
-	}))
-	cp.Handle("GET /metrics", promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{}))
-	cp.Handle("GET /readyz", nodeReadiness.handler())
-	if d.Pool != nil {
-		nodeReadiness.add("database", func(ctx context.Context) error {
-			if err := d.Pool.Ping(ctx); err != nil {
-				d.Logger.Warn("readiness: the database does not answer", "err", err)
-				return errors.New("the database does not answer")
-			}
-			return nil
-		})
+	cfgDeps, stored, err := controlPlaneConfig(d)
+	if err != nil {
+		return err
 	}
-	for _, hook := range controlPlaneHooks {
-		if err := hook(ctx, d, cp); err != nil {
-			return err
+	c, err := assembly.BuildControlPlane(d.Env, d.Config, cpCfg, assembly.ControlPlaneDeps{
+		Metrics: d.Metrics, Registry: store, Leases: leaseStore(d), History: historyStore(d),
+		Config: cfgDeps, Ready: databaseReady(d), OnApply: scrubSecrets,
+	})
+	if err != nil {
+		return err
+	}
+	if stored != nil {
+		go listenForConfig(ctx, d, stored, c.ConfigChanged)
+	}
+	onHangup(ctx, d, func() {
+		switch {
+		case stored != nil:
+			d.Logger.Info("SIGHUP: re-reading the configuration stored in Postgres")
+		case d.ConfigFile == "":
+			d.Logger.Warn("SIGHUP: no configuration file to reload (embedded default)")
+		default:
+			d.Logger.Info("SIGHUP: reloading the configuration file", "file", d.ConfigFile)
 		}
-	}
+		c.ReloadConfig(ctx)
+	})
 	roleCtx, cancelRole := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRole()
-	if err := cp.Start(roleCtx); err != nil {
+	if err := c.Start(roleCtx); err != nil {
 		return err
 	}
 	listen := f.listen
@@ -259,14 +263,45 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	}
 	// On SIGTERM the role stops first: a draining control plane that workers cannot reach must
 	// not evict them, and long-polls bound to the role's context end instead of holding the drain.
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"api", listen, cp.Handler(), apiTLS})
-	runShutdownHooks(d)
-	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if ferr := cp.Flush(fctx); ferr != nil {
-		d.Logger.Error("final registry flush failed", "err", ferr)
-	}
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), c, namedServer{"api", listen, c.Handler(), apiTLS})
+	shutdownRole(d, c)
 	return err
+}
+
+// leaseStore is the capacity lease table workers' leases live in: Postgres when configured,
+// else memory (nil when workers may not register).
+func leaseStore(d *Daemon) assembly.LeaseStore {
+	if !d.Config.QueryFlux.WorkerAPI.Enabled {
+		return nil
+	}
+	if d.Pool != nil {
+		return pgcapacity.New(d.Pool)
+	}
+	d.Logger.Info("no database configured: capacity leases live in memory")
+	return capacity.NewMemory()
+}
+
+// historyStore is the fleet's query history: Postgres when configured, else memory.
+func historyStore(d *Daemon) assembly.HistoryStore {
+	if d.Pool != nil {
+		return pghistory.New(d.Pool)
+	}
+	d.Logger.Info("no database configured: query history lives in memory", "records", assembly.HistoryMemoryRecordsMax)
+	return history.NewMemory(assembly.HistoryMemoryRecordsMax)
+}
+
+// databaseReady is the /readyz check of the control plane's database, if it has one.
+func databaseReady(d *Daemon) []assembly.ReadyCheck {
+	if d.Pool == nil {
+		return nil
+	}
+	return []assembly.ReadyCheck{{Name: "database", Check: func(ctx context.Context) error {
+		if err := d.Pool.Ping(ctx); err != nil {
+			d.Logger.Warn("readiness: the database does not answer", "err", err)
+			return errors.New("the database does not answer")
+		}
+		return nil
+	}}}
 }
 
 // openRegistry picks the worker registry: Postgres when a database URL is configured, else memory.
@@ -334,24 +369,33 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	// Keep-alive connections for every concurrent lease acquire; never a Timeout (Env contexts).
-	w := worker.New(d.Env, wCfg, worker.NewControlPlaneClient(clientTLS))
-	w.AddReadinessCheck("draining", func() error {
-		if nodeReadiness.draining.Load() {
-			return errors.New("shutting down")
-		}
-		return nil
-	})
-	for _, hook := range workerHooks {
-		if err := hook(ctx, d, w); err != nil {
-			return err
-		}
+	deps := assembly.WorkerDeps{
+		Metrics: d.Metrics,
+		// Keep-alive connections for every concurrent lease acquire; never a Timeout (Env contexts).
+		Client:    worker.NewControlPlaneClient(clientTLS),
+		Snapshots: workerStateDir(d, name),
+		OnApply:   scrubSecrets,
 	}
+	if len(q.ControlPlane.PeerBootstrap.Address) > 0 {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = clientTLS
+		deps.PeerClient = &http.Client{Transport: t}
+	}
+	w, err := assembly.BuildWorker(d.Env, d.Config, wCfg, deps)
+	if err != nil {
+		return err
+	}
+	// SIGHUP would end the process (its default action).
+	onHangup(ctx, d, func() {
+		d.Logger.Info("SIGHUP ignored: a worker's configuration comes from the control plane")
+	})
 	roleCtx, cancelRole := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRole()
-	w.Start(roleCtx)
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), namedServer{"ops", f.opsListen, w.OpsHandler(), opsTLS})
-	runShutdownHooks(d)
+	if err := w.Start(roleCtx); err != nil {
+		return err
+	}
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), w, namedServer{"ops", f.opsListen, w.Handler(), opsTLS})
+	shutdownRole(d, w)
 	return err
 }
 
@@ -434,7 +478,7 @@ func listenerTLS(node config.NodeTLS, shared config.TLS) (*tls.Config, error) {
 // everything still serves, then it calls stopRole and drains: no new connections, in-flight
 // requests get drainTimeout to finish. Requests' contexts derive from roleCtx, so handlers
 // waiting on the role (long-polls) end when it stops.
-func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger, drainDelay, drainTimeout time.Duration, lim netlimit.Limits, servers ...namedServer) error {
+func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger, drainDelay, drainTimeout time.Duration, lim netlimit.Limits, r role, servers ...namedServer) error {
 	errs := make(chan error, len(servers))
 	var running []*http.Server
 	for _, s := range servers {
@@ -462,7 +506,7 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 	var err error
 	select {
 	case <-ctx.Done():
-		nodeReadiness.draining.Store(true)
+		r.SetDraining()
 		log.Info("shutting down: not ready, still serving", "delay", drainDelay)
 		select {
 		case <-time.After(drainDelay):
@@ -471,15 +515,13 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 		log.Info("shutting down: draining in-flight requests", "timeout", drainTimeout)
 	case err = <-errs:
 	}
-	nodeReadiness.draining.Store(true)
+	r.SetDraining()
 	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	// Clients' open transactions end while the role still runs: their statements still need
 	// capacity leases, and the leases renewals.
-	for _, drain := range drainHooks {
-		if derr := drain(dctx); derr != nil {
-			log.Warn("drain cut short: clients still in a transaction are disconnected", "err", derr)
-		}
+	if derr := r.Drain(dctx); derr != nil {
+		log.Warn("drain cut short: clients still in a transaction are disconnected", "err", derr)
 	}
 	stopRole()
 	for _, srv := range running {

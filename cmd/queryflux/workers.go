@@ -89,7 +89,7 @@ func adminCommand(use, short string) (*cobra.Command, *adminClient, *bool) {
 	return cmd, client, &asJSON
 }
 
-func init() {
+func newWorkersCommand() *cobra.Command {
 	cmd, client, asJSON := adminCommand("workers", "Show the control plane's worker fleet")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
@@ -123,7 +123,7 @@ func init() {
 			return nil
 		},
 	})
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 func envOr(name, def string) string {

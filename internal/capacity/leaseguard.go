@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -179,6 +180,7 @@ type idleLease struct {
 	renewAt   time.Time
 	grantedAt time.Time // when the acquire that granted it was sent: its reuse window starts here
 	until     time.Time // released the normal way from here on
+	affinity  uint64    // who released it (query.Affinity of its acquire): taken by them first
 }
 
 type queuedRelease struct {
@@ -195,6 +197,7 @@ type leaseSlot struct {
 	renewAt time.Time // local clock: next renewal due
 	// grantedAt is when the acquire that granted the lease was sent (kept across reuses).
 	grantedAt time.Time
+	affinity  uint64 // query.Affinity of the acquire's context
 
 	// under g.mu
 	released bool
@@ -245,7 +248,8 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if s := g.takeIdle(cluster, limit); s != nil {
+	affinity := query.Affinity(ctx)
+	if s := g.takeIdle(cluster, limit, affinity); s != nil {
 		g.o.Metrics.LeaseReused.WithLabelValues(cluster).Inc()
 		return s, nil
 	}
@@ -276,6 +280,7 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 			s.Release()
 			return nil, ErrAtCapacity
 		}
+		s.affinity = affinity // read by Release only, which its holder calls after this
 		return s, nil
 	}
 	g.unreserve(cluster, nil, sent)
@@ -531,7 +536,7 @@ func (s *leaseSlot) Release() {
 	}
 	if !s.lost && !s.overrun && g.reusable(s.lease.Cluster, s.grantedAt, s.fenceAt, now) {
 		first := g.keepIdle(idleLease{lease: s.lease, fenceAt: s.fenceAt, renewAt: s.renewAt, grantedAt: s.grantedAt,
-			until: minTime(now.Add(idleLeaseHold), s.grantedAt.Add(leaseReuseWindow))})
+			until: minTime(now.Add(idleLeaseHold), s.grantedAt.Add(leaseReuseWindow)), affinity: s.affinity})
 		g.mu.Unlock()
 		if first {
 			g.idled.Notify()
@@ -833,10 +838,11 @@ func (g *LeaseGuard) keepIdle(il idleLease) bool {
 	return g.reaperAt.IsZero()
 }
 
-// takeIdle turns the most recently idled lease of cluster into a slot, if one is still
-// reusable and this node's running slots leave room under limit (a lowered cap). Idle leases
-// of the cluster that are no longer reusable go to the release queue.
-func (g *LeaseGuard) takeIdle(cluster string, limit int) *leaseSlot {
+// takeIdle turns the idle lease of cluster that affinity released last (else the most recently
+// idled one) into a slot, if one is still reusable and this node's running slots leave room
+// under limit (a lowered cap). Idle leases of the cluster that are no longer reusable go to
+// the release queue.
+func (g *LeaseGuard) takeIdle(cluster string, limit int, affinity uint64) *leaseSlot {
 	if !g.reuse {
 		return nil
 	}
@@ -847,6 +853,7 @@ func (g *LeaseGuard) takeIdle(cluster string, limit int) *leaseSlot {
 		g.mu.Unlock()
 		return nil
 	}
+	preferLast(list, affinity)
 	var s *leaseSlot
 	expired := false
 	for len(list) > 0 && s == nil {
@@ -859,7 +866,7 @@ func (g *LeaseGuard) takeIdle(cluster string, limit int) *leaseSlot {
 			continue
 		}
 		g.nextID++
-		s = &leaseSlot{g: g, id: g.nextID, lease: il.lease, fenceAt: il.fenceAt, renewAt: il.renewAt, grantedAt: il.grantedAt}
+		s = &leaseSlot{g: g, id: g.nextID, lease: il.lease, fenceAt: il.fenceAt, renewAt: il.renewAt, grantedAt: il.grantedAt, affinity: affinity}
 		g.slots[s.id] = s
 		g.held[cluster]++
 	}
@@ -869,6 +876,22 @@ func (g *LeaseGuard) takeIdle(cluster string, limit int) *leaseSlot {
 		g.released.Notify()
 	}
 	return s
+}
+
+// preferLast moves the last idle lease affinity released to the end of list, keeping the
+// others' order.
+func preferLast(list []idleLease, affinity uint64) {
+	if affinity == 0 {
+		return
+	}
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].affinity == affinity {
+			il := list[i]
+			copy(list[i:], list[i+1:])
+			list[len(list)-1] = il
+			return
+		}
+	}
 }
 
 // setIdle stores cluster's idle list (under g.mu).

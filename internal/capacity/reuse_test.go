@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/sim"
 )
@@ -124,6 +125,30 @@ func TestIdleLeaseIsReused(t *testing.T) {
 			g.Idle("c") == 0 && g.PendingReleases() == 0 && client.leases() == 0 && client.batches == 1)
 		_, err = g.Acquire(ctx, "c", 1)
 		check("the next acquire asks again", err == nil && client.acquires == 2)
+	})
+}
+
+// TestIdleLeaseGoesBackToWhoReleasedIt: an acquire with an affinity takes the idle lease that
+// affinity released (its engine connection still carries that lease's tag), not the most
+// recent one; without one, or with an affinity that released none, it takes the most recent.
+func TestIdleLeaseGoesBackToWhoReleasedIt(t *testing.T) {
+	client := &contentionClient{Memory: capacity.NewMemory()}
+	reuseWorld(t, client, capacity.GuardOptions{}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
+		id := func(s capacity.Slot) string { return s.(interface{ Lease() capacity.Lease }).Lease().ID }
+		one, err1 := g.Acquire(query.WithAffinity(ctx, 1), "c", 3)
+		two, err2 := g.Acquire(query.WithAffinity(ctx, 2), "c", 3)
+		three, err3 := g.Acquire(ctx, "c", 3)
+		check("three leases granted", err1 == nil && err2 == nil && err3 == nil && client.acquires == 3)
+		one.Release()
+		two.Release()
+		three.Release()
+		again, err := g.Acquire(query.WithAffinity(ctx, 1), "c", 3)
+		check("affinity 1 gets the lease it released, not the most recent", err == nil && id(again) == id(one))
+		other, err := g.Acquire(query.WithAffinity(ctx, 9), "c", 3)
+		check("an affinity that released none gets the most recent", err == nil && id(other) == id(three))
+		again.Release() // still affinity 1's: taken by it next time too
+		last, err := g.Acquire(query.WithAffinity(ctx, 1), "c", 3)
+		check("affinity 1 again", err == nil && id(last) == id(one) && client.acquires == 3)
 	})
 }
 

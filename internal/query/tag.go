@@ -4,6 +4,25 @@ import "context"
 
 type engineTagKey struct{}
 
+type affinityKey struct{}
+
+// WithAffinity returns ctx carrying key: who asks for a capacity slot (a client connection of a
+// wire frontend). A worker that keeps idle leases hands a client back the lease it released
+// last, whose tag its engine connection still carries, rather than another client's, which
+// would cost a round trip to retag that connection.
+func WithAffinity(ctx context.Context, key uint64) context.Context {
+	if key == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, affinityKey{}, key)
+}
+
+// Affinity is the key ctx carries (0 for none).
+func Affinity(ctx context.Context) uint64 {
+	key, _ := ctx.Value(affinityKey{}).(uint64)
+	return key
+}
+
 // WithEngineTag returns ctx carrying tag: the name under which an engine session runs the
 // query (PostgreSQL application_name, a MySQL statement comment, Trino client tags), so that
 // the control plane can find and stop the work a capacity lease admitted.

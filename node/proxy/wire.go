@@ -59,7 +59,9 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 		rt.unpin()
 		return nil, false, nil
 	}
-	adm, err := c.admit(ctx, rt, q, id, dec, g, start)
+	// The owner's engine connection carries the tag of the lease it ran under last: a worker
+	// hands the owner that lease again when it is idle, sparing a round trip to retag.
+	adm, err := c.admit(query.WithAffinity(ctx, owner), rt, q, id, dec, g, start)
 	if err != nil {
 		return nil, false, err
 	}

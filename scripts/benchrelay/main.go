@@ -2,6 +2,8 @@
 // between each client and the upstream with two goroutines (io.Copy each way) and looks at
 // nothing: no protocol, no routing, no pooling. Whatever QueryFlux adds beyond this row is
 // its own work; what this row adds over direct is the cost of a Go relay hop on the machine.
+// With -loop it relays on an event loop instead (internal/relayloop: one OS thread in epoll,
+// framing the server's messages and watching ReadyForQuery), the floor of an event-loop relay.
 // With -rtt it instead prints the p50 of a loopback TCP round trip (one byte each way, one
 // connection, Go on both ends): the yardstick of the worker-path goal.
 //
@@ -16,11 +18,16 @@ import (
 	"os"
 	"sort"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/queryflux/queryflux/internal/relayloop"
 )
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	upstream := flag.String("upstream", "127.0.0.1:5432", "address to relay to")
+	loop := flag.Bool("loop", false, "relay on an event loop (internal/relayloop) instead of goroutines")
 	rtt := flag.Duration("rtt", 0, "measure loopback round trips for this long instead, print the p50 in µs")
 	flag.Parse()
 	if *rtt > 0 {
@@ -37,13 +44,56 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchrelay:", err)
 		os.Exit(1)
 	}
+	var ev *relayloop.Loop
+	if *loop {
+		if ev, err = relayloop.New(0); err != nil {
+			fmt.Fprintln(os.Stderr, "benchrelay:", err)
+			os.Exit(1)
+		}
+	}
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "benchrelay:", err)
 			os.Exit(1)
 		}
+		if ev != nil {
+			go relayOnLoop(ev, c, *upstream)
+			continue
+		}
 		go relay(c, *upstream)
+	}
+}
+
+// relayOnLoop hands the client and its upstream connection to the event loop.
+func relayOnLoop(ev *relayloop.Loop, client net.Conn, upstream string) {
+	server, err := net.Dial("tcp", upstream)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchrelay:", err)
+		_ = client.Close()
+		return
+	}
+	a, err := relayloop.Detach(client.(*net.TCPConn))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchrelay:", err)
+		return
+	}
+	b, err := relayloop.Detach(server.(*net.TCPConn))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchrelay:", err)
+		_ = unix.Close(a)
+		return
+	}
+	var txStatus byte
+	_, err = ev.Add(relayloop.Pair{A: a, B: b,
+		Framing: [2]relayloop.Framer{nil, relayloop.PGWatching('Z')},
+		Watch: func(_ relayloop.Direction, msg []byte) relayloop.Verdict {
+			txStatus = msg[len(msg)-1]
+			return relayloop.Relay
+		},
+		Done: func(relayloop.Result) { _ = unix.Close(a); _ = unix.Close(b); _ = txStatus }})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchrelay:", err)
 	}
 }
 

@@ -359,6 +359,11 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 		done()
 		return nil, err
 	}
+	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
+		if rows, ok, err := streamSelect(ctx, conn, q.SQL, args, p.kind, done); ok {
+			return rows, err
+		}
+	}
 	rows, err := conn.QueryContext(ctx, q.SQL, args...)
 	if err != nil {
 		done()
@@ -400,7 +405,11 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 		}
 		return engine.TagRows(tagFromSQL(q.SQL)), nil
 	}
-	return newStream(rows, cols, p.kind, closeAll), nil
+	described := make([]column, len(cols))
+	for i, c := range cols {
+		described[i] = column{name: c.Name(), dbType: c.DatabaseTypeName()}
+	}
+	return newStream(rows, described, p.kind, closeAll), nil
 }
 
 func returnsRows(k duckdb.StmtType) bool {

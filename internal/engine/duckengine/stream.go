@@ -2,7 +2,6 @@ package duckengine
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -199,8 +198,15 @@ func plural(n int64, unit string) string {
 	return fmt.Sprintf("%d %ss", n, unit)
 }
 
+// rowSource is what newStream reads: *sql.Rows of a materialized result, or a streaming one.
+type rowSource interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
 // newStream reads rows into Arrow batches of at most engine.BatchRowsMax rows.
-func newStream(rows *sql.Rows, cols []*sql.ColumnType, kind duckdb.StmtType, closeAll func() error) *engine.Stream {
+func newStream(rows rowSource, cols []column, kind duckdb.StmtType, closeAll func() error) *engine.Stream {
 	vals := make([]any, len(cols))
 	ptrs := make([]any, len(cols))
 	for i := range vals {
@@ -215,11 +221,11 @@ func newStream(rows *sql.Rows, cols []*sql.ColumnType, kind duckdb.StmtType, clo
 	fields := make([]arrow.Field, len(cols))
 	isJSON := make([]bool, len(cols))
 	for i, c := range cols {
-		name := c.DatabaseTypeName()
+		name := c.dbType
 		if _, text := vals[i].(string); name == "VARCHAR" && vals[i] != nil && !text {
 			name, isJSON[i] = "JSON", true
 		}
-		fields[i] = fieldFor(c.Name(), name)
+		fields[i] = fieldFor(c.name, name)
 	}
 	schema := arrow.NewSchema(fields, nil)
 	var count int64

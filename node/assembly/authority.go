@@ -1,20 +1,23 @@
-package main
+package assembly
 
 import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/capacity/enginefence"
 	"github.com/queryflux/queryflux/internal/config"
 )
 
 // leaseAuthority is what makes a control plane the authority on every capacity lease: each
 // cluster's cap and the lease TTL from its own current configuration (not the worker's word),
-// and the engine fence that stops a reclaimed lease's work with the cluster's credentials.
-// Every configuration the control plane applies replaces them (controlPlaneConfigApply).
+// and the engine fence that stops a reclaimed lease's work. Every configuration the control
+// plane applies replaces them.
 type leaseAuthority struct {
 	terms atomic.Pointer[leaseTerms]
-	fence *enginefence.Fence
+	fence capacity.EngineFence
+	// follow is the fence when it must learn each configuration's clusters (the engine fence).
+	follow *enginefence.Fence
 }
 
 type leaseTerms struct {
@@ -22,8 +25,13 @@ type leaseTerms struct {
 	ttl  time.Duration
 }
 
-func newLeaseAuthority(cfg *config.Config) *leaseAuthority {
-	a := &leaseAuthority{fence: enginefence.New(cfg)}
+// newLeaseAuthority holds cfg's terms; fence nil means the engine fence on cfg's clusters.
+func newLeaseAuthority(cfg *config.Config, fence capacity.EngineFence) *leaseAuthority {
+	a := &leaseAuthority{fence: fence}
+	if fence == nil {
+		a.follow = enginefence.New(cfg)
+		a.fence = a.follow
+	}
 	a.set(cfg)
 	return a
 }
@@ -34,7 +42,9 @@ func (a *leaseAuthority) set(cfg *config.Config) {
 		t.caps[c.Name] = c.MaxRunningQueries
 	}
 	a.terms.Store(t)
-	a.fence.SetConfig(cfg)
+	if a.follow != nil {
+		a.follow.SetConfig(cfg)
+	}
 }
 
 // limits is the capacity.Limits of the control plane's API.

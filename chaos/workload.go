@@ -1,0 +1,812 @@
+package chaos
+
+// The workload of a scenario on real processes: the control planes share one migrated database
+// (as replicas do in production) and grant leases on clusters whose engines are real PostgreSQL
+// databases; each worker serves the PostgreSQL wire; arrivals are pgx clients connecting to the
+// workers; a query is a call of qf_chaos, a PL/pgSQL function created in every engine database
+// that sleeps for the duration drawn for that cluster (and fails when drawn to). What the
+// engine runs is sampled from pg_stat_activity.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/scenarios"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// engineSampleEvery is how often pg_stat_activity is read: shorter than any query the lease
+// scenarios run, so a peak lasting one query is seen.
+const engineSampleEvery = 20 * time.Millisecond
+
+// endGrace is how long queries running when the scenario ends may take to finish before
+// they are cancelled.
+const endGrace = 3 * time.Second
+
+// fleetWorkload is the real side of a `workload:` section.
+type fleetWorkload struct {
+	r       *runner
+	wl      *scenarios.Workload
+	engines map[string]string // cluster -> its engine database
+	pg      map[string]string // worker -> its PostgreSQL wire address
+	cpDB    *database         // the control planes' one database
+
+	mu        sync.Mutex
+	load      map[string]*scenarios.WorkerLoad // Submitted and QueueMs by the clients
+	admits    map[string]*counter              // guard grants, from each worker's /metrics
+	executing map[string]int
+	caps      map[string]int // in force (configSet edits them)
+	limits    map[string]int // what the engine is held to (a lowered cap once drained under it)
+	peak      map[string]int
+	peakLease map[string]int
+	seenLease map[string]bool
+	leaseViol []string
+	engViol   []string
+	engWatch  []func(t time.Duration, cluster string, n int)
+	finished  map[string]int // queries that ended (any outcome but a refusal before the guard)
+	base      map[string]int // guard grants when counting starts (time 0, or the end of the warmup)
+	warm      bool           // base was taken at the end of the warmup
+	hist      map[string]*histSeen
+	crashes   map[string]int
+	clients   sync.WaitGroup
+	queries   context.Context // the queries' context: cancelled a grace after the end
+	stop      chan struct{}
+}
+
+// counter sums a per-process counter across restarts of the process.
+type counter struct{ base, last int }
+
+func (c *counter) see(v int) {
+	if v < c.last {
+		c.base += c.last
+	}
+	c.last = v
+}
+
+func (c *counter) total() int { return c.base + c.last }
+
+func newFleetWorkload(r *runner) *fleetWorkload {
+	f := &fleetWorkload{r: r, wl: r.sc.Workload, engines: map[string]string{}, pg: map[string]string{},
+		load: map[string]*scenarios.WorkerLoad{}, admits: map[string]*counter{}, executing: map[string]int{},
+		caps: map[string]int{}, limits: map[string]int{}, peak: map[string]int{}, peakLease: map[string]int{},
+		seenLease: map[string]bool{}, finished: map[string]int{}, hist: map[string]*histSeen{}, crashes: map[string]int{},
+		stop: make(chan struct{})}
+	for _, c := range f.wl.Clusters {
+		f.caps[c.Name], f.limits[c.Name] = c.Cap, c.Cap
+	}
+	return f
+}
+
+// planWorkload says what of a workload section real processes cannot do.
+func planWorkload(sc *scenarios.Scenario) []string {
+	wl := sc.Workload
+	var out []string
+	whole := func(what string, d time.Duration) {
+		if d%time.Second != 0 {
+			out = append(out, fmt.Sprintf("workload: %s %v is not whole seconds (the binary's setting is in seconds)", what, d))
+		}
+	}
+	for _, c := range wl.Clusters {
+		if c.OrphanTimeout > 0 {
+			out = append(out, fmt.Sprintf("workload.clusters %s: orphanTimeout (a Trino client timeout) has no PostgreSQL equivalent", c.Name))
+		}
+	}
+	for _, g := range wl.Groups {
+		whole("group "+g.Name+" waitTimeout", g.WaitTimeout)
+		if g.WaitTimeout == 0 {
+			out = append(out, fmt.Sprintf("workload.groups %s: an unbounded wait has no setting in the binary (0 means 30 s)", g.Name))
+		}
+	}
+	if wl.EngineFence != nil && !*wl.EngineFence {
+		out = append(out, "workload.engineFence: false (the binary always fences reclaimed leases on the engine)")
+	}
+	if wl.ControlPlane != nil {
+		out = append(out, "workload.controlPlane: a service-time model of the control plane (the real one takes its real time)")
+	}
+	whole("sweepEvery", wl.SweepEvery)
+	if h := wl.History; h != nil {
+		whole("history.flushInterval", h.FlushInterval)
+		if h.Batch != 0 || h.SendTimeout != 0 {
+			out = append(out, "workload.history: batch and sendTimeout have no setting in the binary")
+		}
+	}
+	return out
+}
+
+// ---- configuration ----
+
+func (f *fleetWorkload) coordinationYAML(controlPlane bool) string {
+	c := f.wl.Coordination
+	if c.Mode == "local" {
+		return "coordination: {mode: local}"
+	}
+	s := fmt.Sprintf("coordination: {mode: controlPlane, onUnavailable: %s, queue: %s, onLeaseLost: %s", c.OnUnavailable, c.Queue, c.OnLeaseLost)
+	if c.LeaseTTL > 0 {
+		s += fmt.Sprintf(", leaseTtlSecs: %d", int(c.LeaseTTL/time.Second))
+	}
+	if c.DriftMargin > 0 {
+		s += fmt.Sprintf(", driftMarginSecs: %d", int(c.DriftMargin/time.Second))
+	}
+	if controlPlane {
+		s += fmt.Sprintf(", sweepEverySecs: %d", max(1, int(f.wl.SweepEvery/time.Second)))
+		if len(c.Weights) > 0 {
+			var ws []string
+			for _, k := range slices.Sorted(maps.Keys(c.Weights)) {
+				ws = append(ws, fmt.Sprintf("%s: %d", k, c.Weights[k]))
+			}
+			s += ", weights: {" + strings.Join(ws, ", ") + "}"
+		}
+	}
+	return s + "}"
+}
+
+// sharedSections are the clusters, groups and routing every control plane serves: a query
+// goes to the group named by its user, as the simulator routes an arrival's queries.
+func (f *fleetWorkload) sharedSections() string {
+	u, _ := url.Parse(pgtest.ServerURL())
+	var b strings.Builder
+	b.WriteString("clusters:\n")
+	for _, c := range f.wl.Clusters {
+		fmt.Fprintf(&b, "  - {name: %s, engine: postgres, endpoint: %q, database: %s, credentials: {user: %q}, maxRunningQueries: %d}\n",
+			c.Name, u.Host, f.engines[c.Name], u.User.Username(), f.caps[c.Name])
+	}
+	b.WriteString("clusterGroups:\n")
+	for _, g := range f.wl.Groups {
+		strategy := g.Strategy
+		if strategy == "" {
+			strategy = "roundRobin"
+		}
+		fmt.Fprintf(&b, "  - {name: %s, members: [%s], strategy: %s, maxQueuedQueries: %d, capacityWaitTimeoutSecs: %d}\n",
+			g.Name, strings.Join(g.Members, ", "), strategy, g.MaxQueued, int(g.WaitTimeout/time.Second))
+	}
+	b.WriteString("routers:\n")
+	for _, g := range f.wl.Groups {
+		fmt.Fprintf(&b, "  - {type: compound, group: %s, conditions: [{type: user, user: %s}]}\n", g.Name, g.Name)
+	}
+	fmt.Fprintf(&b, "routingFallback: %s\nsettings: {security: {trustLoopback: true}}\n", f.wl.Groups[0].Name)
+	return b.String()
+}
+
+func (f *fleetWorkload) controlPlaneConfig(api, dbURL string) string {
+	return fmt.Sprintf("queryflux:\n  role: controlPlane\n  adminApi: {listen: %q, token: %q}\n  workerApi: {enabled: true, secret: %q}\n  persistence: {databaseUrl: %q}\n  %s\n%s",
+		api, adminToken, workerSecret, dbURL, f.coordinationYAML(true), f.sharedSections())
+}
+
+func (f *fleetWorkload) workerConfig(cpURL, pgAddr string) string {
+	s := fmt.Sprintf("queryflux:\n  role: worker\n  controlPlane: {url: %q, secret: %q}\n  %s\n  frontends:\n    postgres: {enabled: true, listen: %q}\n",
+		cpURL, workerSecret, f.coordinationYAML(false), pgAddr)
+	if h := f.wl.History; h != nil {
+		s += fmt.Sprintf("  historyUplink: {enabled: true, flushIntervalSecs: %d, bufferRecords: %d}\n", max(1, int(h.FlushInterval/time.Second)), h.Buffer)
+	}
+	return s
+}
+
+// createEngines makes one engine database per cluster, with the query function.
+func (f *fleetWorkload) createEngines(ctx context.Context) error {
+	for i, c := range f.wl.Clusters {
+		db, err := newDatabase(ctx, false)
+		if err != nil {
+			return err
+		}
+		f.r.dbs = append(f.r.dbs, db)
+		f.engines[c.Name] = db.name
+		conn, err := pgx.Connect(ctx, db.url)
+		if err != nil {
+			return fmt.Errorf("chaos: engine database of %s: %w", c.Name, err)
+		}
+		// Index i+1 picks this cluster's drawn duration and outcome out of every cluster's.
+		_, err = conn.Exec(ctx, fmt.Sprintf(`CREATE FUNCTION qf_chaos(d float8[], fail bool[]) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_sleep(d[%d]);
+	IF fail[%d] THEN RAISE EXCEPTION 'drawn engine failure'; END IF;
+	RETURN 1;
+END $$`, i+1, i+1))
+		conn.Close(context.Background())
+		if err != nil {
+			return fmt.Errorf("chaos: engine function of %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+// ---- arrivals ----
+
+// start runs every arrival's clients until the scenario ends.
+func (f *fleetWorkload) start(ctx context.Context) {
+	for i, a := range f.wl.Arrivals {
+		members, _ := f.r.sc.Resolve(a.Workers)
+		weights := scenarios.WorkerWeights(len(members), a.Skew)
+		for j, name := range members {
+			rng := &lockedRand{r: rand.New(rand.NewPCG(f.r.opts.Seed, uint64(i)<<32|uint64(j)))}
+			gen := &arrivals{f: f, a: a, worker: name, rate: a.Rate * weights[j], rng: rng}
+			f.clients.Add(1)
+			go func() { defer f.clients.Done(); gen.poisson(ctx) }()
+			if a.Burst != nil {
+				f.clients.Add(1)
+				go func() { defer f.clients.Done(); gen.bursts(ctx) }()
+			}
+		}
+	}
+}
+
+type arrivals struct {
+	f      *fleetWorkload
+	a      scenarios.Arrival
+	worker string
+	rate   float64
+	rng    *lockedRand
+}
+
+// lockedRand is an env.Rand for the clients (an arrival's bursts and Poisson stream share one).
+type lockedRand struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+func (l *lockedRand) Float64() float64 { l.mu.Lock(); defer l.mu.Unlock(); return l.r.Float64() }
+func (l *lockedRand) Uint64() uint64   { l.mu.Lock(); defer l.mu.Unlock(); return l.r.Uint64() }
+func (l *lockedRand) Int64N(n int64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Int64N(n)
+}
+func (l *lockedRand) Read(p []byte) {
+	for i := range p {
+		p[i] = byte(l.Uint64())
+	}
+}
+
+// waitActive sleeps until the arrival is active (inside [from, to), in an on phase).
+func (g *arrivals) waitActive(ctx context.Context) bool {
+	r := g.f.r
+	for {
+		now := r.now()
+		switch {
+		case now >= g.a.To:
+			return false
+		case now < g.a.From:
+			if !r.sleepUntil(ctx, g.a.From) {
+				return false
+			}
+			continue
+		}
+		if o := g.a.OnOff; o != nil && o.Off > 0 {
+			phase := (now - g.a.From) % (o.On + o.Off)
+			if phase >= o.On {
+				if !r.sleepUntil(ctx, now+o.On+o.Off-phase) {
+					return false
+				}
+				continue
+			}
+		}
+		return true
+	}
+}
+
+func (g *arrivals) poisson(ctx context.Context) {
+	if g.rate <= 0 {
+		return
+	}
+	r := g.f.r
+	for g.waitActive(ctx) {
+		gap := time.Duration(-math.Log(1-g.rng.Float64()) / g.rate * float64(time.Second))
+		if !r.sleepUntil(ctx, r.now()+gap) {
+			return
+		}
+		if r.now() < g.a.To {
+			g.f.submit(ctx, g.worker, g.a.Group, g.draw())
+		}
+	}
+}
+
+func (g *arrivals) bursts(ctx context.Context) {
+	r := g.f.r
+	for g.waitActive(ctx) {
+		for range g.a.Burst.Size {
+			g.f.submit(ctx, g.worker, g.a.Group, g.draw())
+		}
+		if !r.sleepUntil(ctx, r.now()+g.a.Burst.Every) {
+			return
+		}
+	}
+}
+
+// draw is one query's duration and outcome on every cluster (the engine it lands on picks its own).
+func (g *arrivals) draw() []drawn {
+	out := make([]drawn, len(g.f.wl.Clusters))
+	for i, c := range g.f.wl.Clusters {
+		dist, _ := c.Duration.Distribution() // validated when the file loaded
+		out[i] = drawn{d: g.f.r.scale(dist.Sample(g.rng)), fail: g.rng.Float64() < c.FailureRate}
+	}
+	return out
+}
+
+type drawn struct {
+	d    time.Duration
+	fail bool
+}
+
+// submit runs one query on worker through its PostgreSQL wire, as the arrival's group's user.
+func (f *fleetWorkload) submit(ctx context.Context, worker, group string, draws []drawn) {
+	counted := f.r.now() >= f.wl.Warmup
+	if counted {
+		f.mu.Lock()
+		f.loadOf(worker).Submitted++
+		f.mu.Unlock()
+	}
+	f.clients.Add(1)
+	go func() {
+		defer f.clients.Done()
+		sent := time.Now()
+		outcome, ran := f.run(f.queries, worker, group, draws)
+		f.finish(worker, counted, outcome, time.Since(sent), ran)
+	}()
+}
+
+// Outcomes of one query as its client sees them.
+const (
+	outSucceeded = "succeeded"
+	outFailed    = "failed"     // admitted, then the engine or the lease failed it
+	outTimedOut  = "timed out"  // no slot within the group's wait
+	outQueueFull = "queue full" // refused: the queue was full
+	outRefused   = "refused"    // no connection, or refused before it could wait
+	outCancelled = "cancelled"  // the run ended while it waited or ran
+)
+
+// run sends the query; ran is how long the engine was asked to run it (to subtract from the
+// client's time for the queue wait).
+func (f *fleetWorkload) run(ctx context.Context, worker, group string, draws []drawn) (string, time.Duration) {
+	ds, fails := make([]string, len(draws)), make([]string, len(draws))
+	for i, d := range draws {
+		ds[i], fails[i] = fmt.Sprintf("%.3f", d.d.Seconds()), fmt.Sprint(d.fail)
+	}
+	sql := fmt.Sprintf("SELECT qf_chaos(ARRAY[%s]::float8[], ARRAY[%s])", strings.Join(ds, ","), strings.Join(fails, ","))
+	connURL := fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable&connect_timeout=5", group, f.pg[worker], group)
+	conn, err := pgx.Connect(ctx, connURL)
+	if err != nil {
+		return outRefused, 0
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql, pgx.QueryExecModeSimpleProtocol)
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		return outSucceeded, maxDraw(draws)
+	case errors.As(err, &pe) && pe.Code == query.CodeCapacityTimeout:
+		return outTimedOut, 0
+	case errors.As(err, &pe) && pe.Code == query.CodeQueueFull:
+		return outQueueFull, 0
+	case errors.As(err, &pe) && strings.Contains(pe.Message, "drawn engine failure"):
+		return outFailed, maxDraw(draws)
+	case errors.As(err, &pe):
+		return outFailed, 0
+	case ctx.Err() != nil:
+		return outCancelled, 0
+	}
+	return outRefused, 0
+}
+
+// maxDraw bounds what the engine ran: one cluster's draw (with one cluster, exactly it).
+func maxDraw(ds []drawn) time.Duration {
+	var m time.Duration
+	for _, d := range ds {
+		m = max(m, d.d)
+	}
+	return m
+}
+
+func (f *fleetWorkload) loadOf(worker string) *scenarios.WorkerLoad {
+	l := f.load[worker]
+	if l == nil {
+		l = &scenarios.WorkerLoad{}
+		f.load[worker] = l
+	}
+	return l
+}
+
+func (f *fleetWorkload) finish(worker string, counted bool, outcome string, took, ran time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if outcome != outRefused {
+		f.finished[worker]++
+	}
+	if !counted {
+		return
+	}
+	l := f.loadOf(worker)
+	switch outcome {
+	case outRefused:
+		return
+	case outQueueFull:
+		l.QueueFull++
+		return
+	case outTimedOut:
+		l.TimedOut++
+	case outCancelled:
+		return
+	}
+	queue := max(took-ran, 0)
+	l.QueueMs = append(l.QueueMs, int64(float64(queue.Milliseconds())/f.r.opts.TimeScale))
+}
+
+// ---- the engine's view ----
+
+// sampleEngines reads, every engineSampleEvery, how many qf_chaos calls each engine database
+// runs: the queries of crashed and frozen workers included, as long as PostgreSQL runs them.
+func (f *fleetWorkload) sampleEngines(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, pgtest.ServerURL())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	dbs := make([]string, 0, len(f.engines))
+	byDB := map[string]string{}
+	for cl, db := range f.engines {
+		dbs = append(dbs, db)
+		byDB[db] = cl
+	}
+	tick := time.NewTicker(engineSampleEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-f.stop:
+			return nil
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		rows, err := conn.Query(ctx, `SELECT datname, count(*) FROM pg_stat_activity
+			WHERE datname = ANY($1) AND state = 'active' AND query LIKE 'SELECT qf_chaos(%' GROUP BY datname`, dbs)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		counts := map[string]int{}
+		for rows.Next() {
+			var db string
+			var n int
+			if err := rows.Scan(&db, &n); err == nil {
+				counts[byDB[db]] = n
+			}
+		}
+		rows.Close()
+		t := f.r.now()
+		if t > f.r.sc.Duration {
+			continue
+		}
+		for _, c := range f.wl.Clusters {
+			f.engineChanged(t, c.Name, counts[c.Name])
+		}
+	}
+}
+
+// engineChanged applies the simulator's engine oracle to one sample.
+func (f *fleetWorkload) engineChanged(t time.Duration, cluster string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.executing[cluster] = n
+	f.peak[cluster] = max(f.peak[cluster], n)
+	for _, w := range f.engWatch {
+		w(t, cluster, n)
+	}
+	if n <= f.caps[cluster] {
+		f.limits[cluster] = f.caps[cluster]
+	}
+	if limit := f.limits[cluster]; n > limit && len(f.engViol) < 5 {
+		f.engViol = append(f.engViol, fmt.Sprintf("at %v: %d queries executing on cluster %s, cap %d", t.Round(time.Millisecond), n, cluster, limit))
+	}
+}
+
+// leasesSeen applies the control plane's lease oracle to one look at the lease table: a lease
+// first seen while its cluster holds more than its cap was granted over the cap.
+func (f *fleetWorkload) leasesSeen(t time.Duration, leases map[string][]capacity.Lease) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for cluster, ls := range leases {
+		f.peakLease[cluster] = max(f.peakLease[cluster], len(ls))
+		for _, l := range ls {
+			if f.seenLease[l.ID] {
+				continue
+			}
+			f.seenLease[l.ID] = true
+			if len(ls) > f.caps[cluster] && len(f.leaseViol) < 5 {
+				f.leaseViol = append(f.leaseViol, fmt.Sprintf("at %v: %d leases held on cluster %s (new: %s to %s), cap %d",
+					t.Round(time.Millisecond), len(ls), cluster, l.ID, l.Holder, f.caps[cluster]))
+			}
+		}
+	}
+}
+
+// admitted reads each worker's guard grants off its /metrics (queue waits that ended with a
+// cluster: the core observes one per admission).
+func (f *fleetWorkload) admitted(worker string, metrics string) {
+	n := 0
+	for line := range strings.Lines(metrics) {
+		if !strings.HasPrefix(line, "queryflux_queue_duration_seconds_count{") || strings.Contains(line, `cluster=""`) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+			n += int(v)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.admits[worker]
+	if c == nil {
+		c = &counter{}
+		f.admits[worker] = c
+	}
+	c.see(n)
+}
+
+// stats are the run's numbers in the simulator's terms (its Summary computes the same figures).
+func (f *fleetWorkload) stats(base map[string]int) *scenarios.WorkloadStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := &scenarios.WorkloadStats{Workers: map[string]*scenarios.WorkerLoad{}, CPRequests: map[string]int{},
+		MaxExecuting: f.peak, MaxLeases: f.peakLease, LeaseViolations: len(f.leaseViol), EngineViolations: len(f.engViol)}
+	for name, l := range f.load {
+		cp := *l
+		if c := f.admits[name]; c != nil {
+			cp.Admitted = c.total() - base[name]
+		}
+		st.Workers[name] = &cp
+	}
+	return st
+}
+
+func (f *fleetWorkload) admittedTotals() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for name, c := range f.admits {
+		out[name] = c.total()
+	}
+	return out
+}
+
+// serving reports whether every worker answers a query through its PostgreSQL wire (its
+// config arrived, its frontend listens, a lease can be had). That query counts as finished.
+func (f *fleetWorkload) serving(ctx context.Context) bool {
+	for _, name := range slices.Sorted(maps.Keys(f.pg)) {
+		if f.finished[name] > 0 {
+			continue
+		}
+		g := f.wl.Groups[0].Name
+		c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable&connect_timeout=2", g, f.pg[name], g))
+		if err != nil {
+			return false
+		}
+		err = c.QueryRow(ctx, "SELECT 1").Scan(new(int))
+		c.Close(context.Background())
+		if err != nil {
+			return false
+		}
+		f.finished[name]++
+	}
+	return true
+}
+
+// histSeen is a worker's history uplink counters as last read, summed across its restarts.
+type histSeen struct {
+	dropped counter
+	pending int
+}
+
+// historyTotals is what the control planes stored and the workers dropped, per worker.
+type historyTotals struct {
+	stored, dropped, pending map[string]int
+	err                      error
+}
+
+// look adds the workload's view to a snapshot: the lease table (from the first control plane
+// that answers), each worker's guard grants and history counters.
+func (f *fleetWorkload) look(s *snapshot) {
+	r := f.r
+	for _, cp := range slices.Sorted(maps.Keys(r.api)) {
+		if !s.cpUp[cp] {
+			continue
+		}
+		leases := map[string][]capacity.Lease{}
+		ok := true
+		for _, c := range f.wl.Clusters {
+			var ls []capacity.Lease
+			if err := r.get("http://"+r.api[cp]+controlplane.PathAdminLeases+"?cluster="+c.Name, adminToken, 500*time.Millisecond, &ls); err != nil {
+				ok = false
+				break
+			}
+			leases[c.Name] = ls
+		}
+		if ok {
+			s.leases = leases
+			f.leasesSeen(s.t, leases)
+			break
+		}
+	}
+	var wg sync.WaitGroup
+	for w, addr := range r.ops {
+		wg.Go(func() {
+			if text, err := r.getText("http://"+addr+"/metrics", 500*time.Millisecond); err == nil {
+				f.admitted(w, text)
+			}
+			if f.wl.History == nil {
+				return
+			}
+			var st struct {
+				History transport.HistoryCounters `json:"history"`
+			}
+			if r.get("http://"+addr+transport.PathWorkerStatus, "", 500*time.Millisecond, &st) == nil {
+				f.mu.Lock()
+				h := f.hist[w]
+				if h == nil {
+					h = &histSeen{}
+					f.hist[w] = h
+				}
+				h.dropped.see(int(st.History.Dropped))
+				h.pending = int(st.History.Pending)
+				f.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	s.admitted = f.admittedTotals()
+	f.mu.Lock()
+	if !f.warm && f.wl.Warmup > 0 && s.t >= f.wl.Warmup {
+		f.base, f.warm = s.admitted, true
+	}
+	f.mu.Unlock()
+}
+
+// crashed notes that worker was killed: what its uplink still held is lost with it.
+func (f *fleetWorkload) crashed(worker string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.crashes[worker]++
+}
+
+// readHistory counts what the control planes stored, per worker.
+func (f *fleetWorkload) readHistory(ctx context.Context) historyTotals {
+	h := historyTotals{stored: map[string]int{}, dropped: map[string]int{}, pending: map[string]int{}}
+	conn, err := pgx.Connect(ctx, f.cpDB.url)
+	if err != nil {
+		h.err = err
+		return h
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, "SELECT worker, count(*) FROM query_records GROUP BY worker")
+	if err != nil {
+		h.err = err
+		return h
+	}
+	for rows.Next() {
+		var w string
+		var n int
+		if h.err = rows.Scan(&w, &n); h.err != nil {
+			break
+		}
+		h.stored[w] = n
+	}
+	rows.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for w, hs := range f.hist {
+		h.dropped[w], h.pending[w] = hs.dropped.total(), hs.pending
+	}
+	return h
+}
+
+// summary is the real run's workload in the simulator's numbers.
+func (r *runner) summary() *scenarios.WorkloadSummary {
+	r.wl.mu.Lock()
+	base := r.wl.base
+	r.wl.mu.Unlock()
+	return r.wl.stats(base).Summary(r.sc)
+}
+
+// startWorkload starts the engine sampler and the clients at scenario time 0; the function it
+// returns stops them (the clients' queries still running are cancelled, as the simulation
+// ends with them unfinished) and reads the history the control planes stored.
+func (r *runner) startWorkload(ctx context.Context, checks []realCheck) func() {
+	f := r.wl
+	if f == nil {
+		return func() {}
+	}
+	for _, c := range checks {
+		if em, ok := c.(*engineMaxCheck); ok {
+			f.engWatch = append(f.engWatch, em.watch)
+		}
+	}
+	f.base = r.snapshot(false).admitted
+	for _, w := range workerNames(r.sc) {
+		if _, ok := f.base[w]; !ok {
+			r.errorf("no /metrics from %s at time 0: its admissions cannot be counted", w)
+		}
+	}
+	sampled := make(chan error, 1)
+	go func() { sampled <- f.sampleEngines(ctx) }()
+	qctx, cancelQueries := context.WithCancel(ctx)
+	f.queries = qctx
+	gctx, stopArrivals := context.WithCancel(ctx)
+	f.start(gctx)
+	return func() {
+		stopArrivals()
+		// Queries still running get a short grace to end on their own, then are cancelled
+		// (the worker records them as cancelled).
+		done := make(chan struct{})
+		go func() { f.clients.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(endGrace):
+		}
+		cancelQueries()
+		<-done
+		close(f.stop)
+		if err := <-sampled; err != nil {
+			r.errorf("sampling pg_stat_activity: %v", err)
+		}
+		if f.wl.History != nil {
+			// What was pending when the clients stopped gets one more flush to arrive.
+			time.Sleep(r.scale(f.wl.History.FlushInterval) + time.Second)
+			r.snapshot(false)
+			r.history = f.readHistory(ctx)
+		}
+	}
+}
+
+// planCapSet maps configSet {cluster, cap} of a workload scenario onto the control planes:
+// their configuration file gets the new cap and each reloads it (POST /admin/config/reload),
+// which publishes it to the workers as an operator's edit would.
+func planCapSet(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, string) {
+	var args struct {
+		Cluster string `yaml:"cluster"`
+		Cap     int    `yaml:"cap"`
+	}
+	if err := ev.Params.Decode(&args); err != nil {
+		return st, err.Error()
+	}
+	if sc.Workload == nil || args.Cluster == "" {
+		return st, "configSet of the config: section's cluster is not supported in chaos"
+	}
+	st.do = func(r *runner) error { return r.wl.setCap(args.Cluster, args.Cap) }
+	return st, ""
+}
+
+func (f *fleetWorkload) setCap(cluster string, c int) error {
+	f.mu.Lock()
+	f.caps[cluster] = c
+	if c > f.limits[cluster] || f.executing[cluster] <= c {
+		f.limits[cluster] = c
+	}
+	f.mu.Unlock()
+	r := f.r
+	for _, cp := range slices.Sorted(maps.Keys(r.api)) {
+		if _, err := r.writeFile(cp+".yaml", f.controlPlaneConfig(r.api[cp], f.cpDB.url)); err != nil {
+			return err
+		}
+		if !r.procs[cp].running() {
+			continue // it reads the file when it starts again
+		}
+		if err := r.post("http://"+r.api[cp]+controlplane.PathAdminConfigReload, adminToken); err != nil {
+			return fmt.Errorf("reload on %s: %w", cp, err)
+		}
+	}
+	return nil
+}

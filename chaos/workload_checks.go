@@ -1,0 +1,311 @@
+package chaos
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/queryflux/queryflux/scenarios"
+)
+
+// planWorkloadCheck maps a workload check kind onto the real fleet ("" kind: not one).
+func planWorkloadCheck(sc *scenarios.Scenario, c *scenarios.CheckSpec) (realCheck, string, bool) {
+	switch c.Kind {
+	case "leasesWithinCap", "engineWithinCap":
+		return &capCheck{engine: c.Kind == "engineWithinCap"}, "", true
+	case "served":
+		var a struct {
+			MinAdmitted  int           `yaml:"minAdmitted"`
+			MinPerWorker int           `yaml:"minPerWorker"`
+			MaxQueueP99  time.Duration `yaml:"maxQueueP99"`
+		}
+		if err := c.Params.Decode(&a); err != nil {
+			return nil, err.Error(), true
+		}
+		return &servedCheck{minAdmitted: a.MinAdmitted, minPerWorker: a.MinPerWorker, maxP99: a.MaxQueueP99}, "", true
+	case "fairness":
+		var a struct {
+			Min float64 `yaml:"min"`
+		}
+		if err := c.Params.Decode(&a); err != nil {
+			return nil, err.Error(), true
+		}
+		return &fairnessCheck{min: a.Min}, "", true
+	case "expectViolation":
+		var a struct {
+			Oracle string `yaml:"oracle"`
+		}
+		if err := c.Params.Decode(&a); err != nil {
+			return nil, err.Error(), true
+		}
+		return &expectViolationCheck{engine: a.Oracle == "engineWithinCap"}, "", true
+	case "leasesHeld":
+		var a struct {
+			scenarios.CountWindow `yaml:",inline"`
+			ControlPlane          string `yaml:"controlPlane"`
+			Cluster               string `yaml:"cluster"`
+			Holder                string `yaml:"holder"`
+		}
+		if err := c.Params.Decode(&a); err != nil {
+			return nil, err.Error(), true
+		}
+		what := "leases"
+		if a.Cluster != "" {
+			what += " of cluster " + a.Cluster
+		}
+		if a.Holder != "" {
+			what += " held by " + a.Holder
+		}
+		return newCount(sc, what, a.CountWindow, func(s *snapshot) (int, bool) {
+			if s.leases == nil {
+				return 0, false
+			}
+			n := 0
+			for cl, ls := range s.leases {
+				for _, l := range ls {
+					if (a.Cluster == "" || cl == a.Cluster) && (a.Holder == "" || l.Holder == a.Holder) {
+						n++
+					}
+				}
+			}
+			return n, true
+		}), "", true
+	case "admitted":
+		var a struct {
+			scenarios.CountWindow `yaml:",inline"`
+			Workers               string `yaml:"workers"`
+		}
+		if err := c.Params.Decode(&a); err != nil {
+			return nil, err.Error(), true
+		}
+		if a.Workers == "" {
+			a.Workers = "workers"
+		}
+		names, err := sc.Resolve(a.Workers)
+		if err != nil {
+			return nil, err.Error(), true
+		}
+		base := -1
+		return newCount(sc, "admitted on "+a.Workers+" since the window opened", a.CountWindow, func(s *snapshot) (int, bool) {
+			n := 0
+			for _, name := range names {
+				n += s.admitted[name]
+			}
+			if base < 0 {
+				base = n
+			}
+			return n - base, true
+		}), "", true
+	case "engineMax":
+		var a struct {
+			scenarios.CountWindow `yaml:",inline"`
+			Cluster               string `yaml:"cluster"`
+		}
+		if err := c.Params.Decode(&a); err != nil {
+			return nil, err.Error(), true
+		}
+		if a.To == 0 {
+			a.To = sc.Duration
+		}
+		return &engineMaxCheck{cluster: a.Cluster, win: a.CountWindow, bounds: scenarios.Bounds{AtLeast: a.AtLeast, AtMost: a.AtMost}}, "", true
+	case "historyConserved":
+		var a struct {
+			MaxDropped *int `yaml:"maxDropped"`
+			MinStored  int  `yaml:"minStored"`
+		}
+		if err := c.Params.Decode(&a); err != nil {
+			return nil, err.Error(), true
+		}
+		return &historyCheck{maxDropped: a.MaxDropped, minStored: a.MinStored}, "", true
+	}
+	return nil, "", false
+}
+
+// countCheck mirrors the simulator's polled count checks (leasesHeld, admitted) over snapshots.
+type countCheck struct {
+	what   string
+	bounds scenarios.Bounds
+	win    scenarios.Window
+	sample func(*snapshot) (int, bool)
+
+	looks, hits, last, lo, hi int
+}
+
+func newCount(sc *scenarios.Scenario, what string, cw scenarios.CountWindow, sample func(*snapshot) (int, bool)) *countCheck {
+	win := scenarios.Window{From: cw.From, To: cw.To, Mode: cw.Mode}
+	if win.Mode == "" {
+		win.Mode = "always"
+	}
+	if win.To == 0 {
+		win.To = sc.Duration
+	}
+	return &countCheck{what: what, bounds: scenarios.Bounds{AtLeast: cw.AtLeast, AtMost: cw.AtMost}, win: win, sample: sample}
+}
+
+func (c *countCheck) look(_ *scenarios.Scenario, s *snapshot) {
+	if s.t < c.win.From || s.t > c.win.To {
+		return
+	}
+	n, ok := c.sample(s)
+	if !ok {
+		return
+	}
+	if c.looks == 0 {
+		c.lo = n
+	}
+	c.looks++
+	c.last, c.lo, c.hi = n, min(c.lo, n), max(c.hi, n)
+	if c.bounds.Holds(n) {
+		c.hits++
+	}
+}
+
+func (c *countCheck) result(*runner) (bool, string) {
+	pass := scenarios.WindowPass(c.win.Mode, c.hits, c.looks, c.bounds.Holds(c.last))
+	return pass, fmt.Sprintf("%s %s %s in [%v, %v]: %d/%d looks held; min %d, max %d, last %d", c.what, c.win.Mode, c.bounds,
+		c.win.From, c.win.To, c.hits, c.looks, c.lo, c.hi, c.last)
+}
+
+// capCheck: leases granted (control plane's table) or queries executing (pg_stat_activity)
+// never above the cap in force.
+type capCheck struct{ engine bool }
+
+func (c *capCheck) look(*scenarios.Scenario, *snapshot) {}
+
+func (c *capCheck) result(r *runner) (bool, string) {
+	f := r.wl
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	viol, peaks, what := f.leaseViol, f.peakLease, "leases held (control plane's table, every look)"
+	if c.engine {
+		viol, peaks, what = f.engViol, f.peak, "queries executing (pg_stat_activity every 20ms)"
+	}
+	var parts []string
+	for _, cl := range r.sc.Workload.Clusters {
+		parts = append(parts, fmt.Sprintf("%s max %d/%d", cl.Name, peaks[cl.Name], cl.Cap))
+	}
+	detail := fmt.Sprintf("%s within cap: %s", what, strings.Join(parts, ", "))
+	if len(viol) > 0 {
+		return false, detail + "; first: " + strings.Join(viol, " | ")
+	}
+	return true, detail
+}
+
+type expectViolationCheck struct{ engine bool }
+
+func (c *expectViolationCheck) look(*scenarios.Scenario, *snapshot) {}
+
+func (c *expectViolationCheck) result(r *runner) (bool, string) {
+	pass, detail := (&capCheck{engine: c.engine}).result(r)
+	return !pass, "expected a violation: " + detail
+}
+
+type servedCheck struct {
+	minAdmitted, minPerWorker int
+	maxP99                    time.Duration
+}
+
+func (c *servedCheck) look(*scenarios.Scenario, *snapshot) {}
+
+func (c *servedCheck) result(r *runner) (bool, string) {
+	s := r.summary()
+	pass := s.Admitted >= c.minAdmitted && (c.maxP99 == 0 || s.QueueP99Ms <= float64(c.maxP99.Milliseconds()))
+	var starved []string
+	for name, aw := range s.PerWorker {
+		if aw[0] < c.minPerWorker {
+			starved = append(starved, name)
+		}
+	}
+	sort.Strings(starved)
+	detail := s.String()
+	if len(starved) > 0 {
+		pass = false
+		detail += fmt.Sprintf("; admitted < %d on %s", c.minPerWorker, strings.Join(starved, " "))
+	}
+	return pass, detail
+}
+
+type fairnessCheck struct{ min float64 }
+
+func (c *fairnessCheck) look(*scenarios.Scenario, *snapshot) {}
+
+func (c *fairnessCheck) result(r *runner) (bool, string) {
+	s := r.summary()
+	return s.Fairness >= c.min, fmt.Sprintf("Jain's index %.3f (want >= %.2f) over %d workers; admitted %d of %d submitted",
+		s.Fairness, c.min, s.Workers, s.Admitted, s.Submitted)
+}
+
+// engineMaxCheck: the peak of queries executing on a cluster's engine inside the window.
+type engineMaxCheck struct {
+	cluster string
+	win     scenarios.CountWindow
+	bounds  scenarios.Bounds
+	peak    int
+	when    time.Duration
+	added   bool
+}
+
+func (c *engineMaxCheck) look(*scenarios.Scenario, *snapshot) {}
+
+func (c *engineMaxCheck) watch(t time.Duration, cluster string, n int) {
+	if cluster == c.cluster && t >= c.win.From && t <= c.win.To && n > c.peak {
+		c.peak, c.when = n, t
+	}
+}
+
+func (c *engineMaxCheck) result(r *runner) (bool, string) {
+	return c.bounds.Holds(c.peak), fmt.Sprintf("peak of queries executing on %s (pg_stat_activity) in [%v, %v] is %d (at %v), want %s (cap %d)",
+		c.cluster, c.win.From, c.win.To, c.peak, c.when.Round(time.Millisecond), c.bounds, r.sc.Workload.Cap(c.cluster))
+}
+
+// historyCheck: every query a worker finished is stored in the control planes' database, or
+// counted dropped by that worker's uplink, or still pending in it; only a worker that was
+// killed may have lost records (its buffer). Query ids are the table's primary key, so none is
+// stored twice. From outside, a worker's ids are not visible, so this is per-worker counts.
+type historyCheck struct {
+	maxDropped *int
+	minStored  int
+}
+
+func (c *historyCheck) look(*scenarios.Scenario, *snapshot) {}
+
+func (c *historyCheck) result(r *runner) (bool, string) {
+	h := r.history
+	if h.err != nil {
+		return false, "reading history: " + h.err.Error()
+	}
+	var problems, parts []string
+	stored, dropped, lost := 0, 0, 0
+	for _, w := range workerNames(r.sc) {
+		fin := r.wl.finished[w]
+		missing := fin - h.stored[w] - h.dropped[w] - h.pending[w]
+		stored, dropped = stored+h.stored[w], dropped+h.dropped[w]
+		parts = append(parts, fmt.Sprintf("%s %d/%d/%d/%d", w, fin, h.stored[w], h.dropped[w], h.pending[w]))
+		switch {
+		case missing > 0 && r.wl.crashes[w] == 0:
+			problems = append(problems, fmt.Sprintf("%s: %d finished queries neither stored, dropped nor pending, and it never crashed", w, missing))
+		case missing > 0:
+			lost += missing
+		case missing < 0:
+			problems = append(problems, fmt.Sprintf("%s: %d more stored, dropped or pending than its clients saw finish", w, -missing))
+		}
+	}
+	if stored < c.minStored {
+		problems = append(problems, fmt.Sprintf("stored %d < %d", stored, c.minStored))
+	}
+	if c.maxDropped != nil && dropped > *c.maxDropped {
+		problems = append(problems, fmt.Sprintf("dropped %d > %d", dropped, *c.maxDropped))
+	}
+	detail := fmt.Sprintf("stored %d, dropped %d, lost in killed workers' buffers %d (finished/stored/dropped/pending: %s)",
+		stored, dropped, lost, strings.Join(parts, ", "))
+	if len(problems) > 0 {
+		return false, detail + ": " + strings.Join(problems, "; ")
+	}
+	return true, detail
+}
+
+func workerNames(sc *scenarios.Scenario) []string {
+	names, _ := sc.Resolve("workers")
+	return names
+}

@@ -1,0 +1,360 @@
+package duckengine
+
+// A SELECT runs as a DuckDB streaming result: DuckDB produces the rows chunk by chunk as the
+// client reads them, so the first row leaves before the last is computed and memory holds a few
+// chunks whatever the result's size. go-duckdb only runs statements to a materialized result
+// (all of it in memory before the first row is read), so this file starts the statement that
+// go-duckdb prepared and bound through DuckDB's C API, and reads each chunk with go-duckdb's own
+// value conversion: rows come out exactly as on the materialized path.
+//
+// go-duckdb keeps what this needs unexported: the C handles (the connection first in Conn, the
+// prepared statement second in Stmt; handlesLayoutOK checks the layout by reflection, and nothing
+// streams if it differs) and the chunk reader (linked by name below: a go-duckdb without it fails
+// to build, it cannot misbehave). The DuckDB functions are declared weak: go-duckdb links the
+// library, whose C API is one object, and streamingAvailable checks that each one resolved.
+
+/*
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef uint64_t idx_t;
+typedef void *duckdb_connection;
+typedef void *duckdb_prepared_statement;
+typedef void *duckdb_pending_result;
+typedef void *duckdb_data_chunk;
+typedef void *duckdb_logical_type;
+typedef struct {
+	idx_t deprecated_column_count;
+	idx_t deprecated_row_count;
+	idx_t deprecated_rows_changed;
+	void *deprecated_columns;
+	char *deprecated_error_message;
+	void *internal_data;
+} duckdb_result;
+
+extern int duckdb_pending_prepared_streaming(duckdb_prepared_statement, duckdb_pending_result *) __attribute__((weak));
+extern int duckdb_execute_pending(duckdb_pending_result, duckdb_result *) __attribute__((weak));
+extern const char *duckdb_pending_error(duckdb_pending_result) __attribute__((weak));
+extern void duckdb_destroy_pending(duckdb_pending_result *) __attribute__((weak));
+extern const char *duckdb_result_error(duckdb_result *) __attribute__((weak));
+extern void duckdb_destroy_result(duckdb_result *) __attribute__((weak));
+extern bool duckdb_result_is_streaming(duckdb_result) __attribute__((weak));
+extern idx_t duckdb_column_count(duckdb_result *) __attribute__((weak));
+extern const char *duckdb_column_name(duckdb_result *, idx_t) __attribute__((weak));
+extern duckdb_logical_type duckdb_column_logical_type(duckdb_result *, idx_t) __attribute__((weak));
+extern void duckdb_destroy_logical_type(duckdb_logical_type *) __attribute__((weak));
+extern duckdb_data_chunk duckdb_fetch_chunk(duckdb_result) __attribute__((weak));
+extern void duckdb_interrupt(duckdb_connection) __attribute__((weak));
+
+static bool qf_available(void) {
+	return duckdb_pending_prepared_streaming && duckdb_execute_pending && duckdb_pending_error &&
+		duckdb_destroy_pending && duckdb_result_error && duckdb_destroy_result && duckdb_result_is_streaming &&
+		duckdb_column_count && duckdb_column_name && duckdb_column_logical_type &&
+		duckdb_destroy_logical_type && duckdb_fetch_chunk && duckdb_interrupt;
+}
+
+// qf_execute starts stmt as a streaming result; on failure it returns NULL and the error text
+// (to free) in *err.
+static duckdb_result *qf_execute(duckdb_prepared_statement stmt, char **err) {
+	duckdb_pending_result pending = NULL;
+	if (duckdb_pending_prepared_streaming(stmt, &pending) != 0) {
+		const char *msg = duckdb_pending_error(pending);
+		*err = strdup(msg ? msg : "DuckDB could not start the query");
+		duckdb_destroy_pending(&pending);
+		return NULL;
+	}
+	duckdb_result *res = calloc(1, sizeof(duckdb_result));
+	int state = duckdb_execute_pending(pending, res);
+	duckdb_destroy_pending(&pending);
+	if (state != 0 || !duckdb_result_is_streaming(*res)) {
+		const char *msg = duckdb_result_error(res);
+		*err = strdup(msg ? msg : "DuckDB did not stream the result");
+		duckdb_destroy_result(res);
+		free(res);
+		return NULL;
+	}
+	return res;
+}
+
+// qf_fetch returns the next chunk (to destroy), or NULL at the end or on an error (its text,
+// to free, in *err).
+static duckdb_data_chunk qf_fetch(duckdb_result *res, char **err) {
+	duckdb_data_chunk chunk = duckdb_fetch_chunk(*res);
+	if (!chunk) {
+		const char *msg = duckdb_result_error(res);
+		if (msg) *err = strdup(msg);
+	}
+	return chunk;
+}
+
+static idx_t qf_columns(duckdb_result *res) { return duckdb_column_count(res); }
+static const char *qf_column_name(duckdb_result *res, idx_t i) { return duckdb_column_name(res, i); }
+static duckdb_logical_type qf_column_type(duckdb_result *res, idx_t i) { return duckdb_column_logical_type(res, i); }
+static void qf_free_type(duckdb_logical_type t) { duckdb_destroy_logical_type(&t); }
+
+static void qf_close(duckdb_result *res) {
+	duckdb_destroy_result(res);
+	free(res);
+}
+
+static void qf_interrupt(duckdb_connection c) { duckdb_interrupt(c); }
+*/
+import "C"
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"math/big"
+	"reflect"
+	"strings"
+	"unsafe"
+
+	"github.com/marcboeker/go-duckdb"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+//go:linkname chunkInit github.com/marcboeker/go-duckdb.(*DataChunk).initFromDuckDataChunk
+func chunkInit(chunk *duckdb.DataChunk, data unsafe.Pointer, writable bool) error
+
+//go:linkname chunkClose github.com/marcboeker/go-duckdb.(*DataChunk).close
+func chunkClose(chunk *duckdb.DataChunk)
+
+//go:linkname logicalTypeName github.com/marcboeker/go-duckdb.logicalTypeName
+func logicalTypeName(t unsafe.Pointer) string
+
+type (
+	connLayout struct{ con C.duckdb_connection }
+	stmtLayout struct {
+		conn unsafe.Pointer
+		stmt *C.duckdb_prepared_statement
+	}
+)
+
+var streamingAvailable = bool(C.qf_available()) && handlesLayoutOK()
+
+func handlesLayoutOK() bool {
+	ct, st := reflect.TypeOf(duckdb.Conn{}), reflect.TypeOf(duckdb.Stmt{})
+	return ct.NumField() > 0 && ct.Field(0).Name == "duckdbCon" && ct.Field(0).Offset == 0 &&
+		ct.Field(0).Type.Size() == unsafe.Sizeof(connLayout{}) &&
+		st.NumField() > 1 && st.Field(0).Name == "c" && st.Field(1).Name == "stmt" &&
+		st.Field(1).Offset == unsafe.Offsetof(stmtLayout{}.stmt) && st.Field(1).Type.Kind() == reflect.Pointer
+}
+
+// column is what a result says of one of its columns.
+type column struct {
+	name   string
+	dbType string // as go-duckdb names it: INTEGER, DECIMAL(18,3), VARCHAR[], ...
+}
+
+// streamSelect runs a SELECT as a streaming result. ok is false, with nothing run, when
+// streaming is unavailable or the statement does not prepare or bind here; the caller then runs
+// it the materialized way (which reports any error). done is called once conn is free again:
+// by the rows' Close when ok and err is nil.
+func streamSelect(ctx context.Context, conn *sql.Conn, sqlText string, args []any, kind duckdb.StmtType, done func()) (query.Rows, bool, error) {
+	if !streamingAvailable {
+		return nil, false, nil
+	}
+	var (
+		src *chunkSource
+		ok  bool
+		err error
+	)
+	if rawErr := conn.Raw(func(dc any) error {
+		if c, isDuck := dc.(*duckdb.Conn); isDuck {
+			src, ok, err = startStream(ctx, c, sqlText, args)
+		}
+		return nil
+	}); rawErr != nil || !ok {
+		return nil, false, nil
+	}
+	if err != nil {
+		done()
+		return nil, true, err
+	}
+	closeAll := func() error {
+		err := src.close()
+		done()
+		return err
+	}
+	return newStream(src, src.columns(), kind, closeAll), true, nil
+}
+
+// startStream prepares and binds sqlText on c and starts it as a streaming result.
+func startStream(ctx context.Context, c *duckdb.Conn, sqlText string, args []any) (*chunkSource, bool, error) {
+	named, err := namedArgs(args)
+	if err != nil {
+		return nil, false, nil
+	}
+	ds, err := c.PrepareContext(ctx, sqlText)
+	if err != nil {
+		return nil, false, nil
+	}
+	st := ds.(*duckdb.Stmt)
+	if err := st.Bind(named); err != nil {
+		_ = st.Close()
+		return nil, false, nil
+	}
+	s := &chunkSource{ctx: ctx, stmt: st, con: (*connLayout)(unsafe.Pointer(c)).con, interrupted: make(chan struct{})}
+	s.stopInterrupt = context.AfterFunc(ctx, func() {
+		C.qf_interrupt(s.con)
+		close(s.interrupted)
+	})
+	var cerr *C.char
+	s.res = C.qf_execute(*(*stmtLayout)(unsafe.Pointer(st)).stmt, &cerr)
+	if s.res == nil {
+		err := s.cError(cerr)
+		s.stopInterrupts()
+		_ = st.Close()
+		return nil, true, err
+	}
+	return s, true, nil
+}
+
+// namedArgs converts args as database/sql does before handing them to go-duckdb.
+func namedArgs(args []any) ([]driver.NamedValue, error) {
+	out := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		v := a
+		switch a.(type) {
+		case *big.Int, duckdb.Interval: // go-duckdb binds these itself
+		default:
+			var err error
+			if v, err = driver.DefaultParameterConverter.ConvertValue(a); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return out, nil
+}
+
+// chunkSource reads a streaming result row by row (newStream's rowSource), a chunk at a time.
+type chunkSource struct {
+	ctx  context.Context
+	stmt *duckdb.Stmt
+	con  C.duckdb_connection
+	res  *C.duckdb_result
+
+	stopInterrupt func() bool
+	interrupted   chan struct{}
+
+	chunk  duckdb.DataChunk
+	loaded bool // chunk holds a DuckDB chunk (to close)
+	size   int
+	row    int // the row Scan reads; -1 before the chunk's first Next
+	err    error
+	ended  bool
+	closed bool
+}
+
+func (s *chunkSource) columns() []column {
+	cols := make([]column, int(C.qf_columns(s.res)))
+	for i := range cols {
+		t := C.qf_column_type(s.res, C.idx_t(i))
+		cols[i] = column{name: C.GoString(C.qf_column_name(s.res, C.idx_t(i))), dbType: logicalTypeName(unsafe.Pointer(t))}
+		C.qf_free_type(t)
+	}
+	return cols
+}
+
+func (s *chunkSource) Next() bool {
+	if s.loaded && s.row+1 < s.size {
+		s.row++
+		return true
+	}
+	for !s.ended && s.err == nil {
+		s.unload()
+		if s.err = s.ctx.Err(); s.err != nil {
+			return false
+		}
+		var cerr *C.char
+		data := C.qf_fetch(s.res, &cerr)
+		if data == nil {
+			if cerr != nil {
+				s.err = s.cError(cerr)
+			}
+			s.ended = true
+			return false
+		}
+		s.loaded = true
+		if s.err = chunkInit(&s.chunk, unsafe.Pointer(data), false); s.err != nil {
+			return false
+		}
+		if s.size = s.chunk.GetSize(); s.size > 0 {
+			s.row = 0
+			return true
+		}
+	}
+	return false
+}
+
+func (s *chunkSource) Scan(dest ...any) error {
+	for i, d := range dest {
+		v, err := s.chunk.GetValue(i, s.row)
+		if err != nil {
+			return err
+		}
+		*d.(*any) = v
+	}
+	return nil
+}
+
+func (s *chunkSource) Err() error { return s.err }
+
+func (s *chunkSource) unload() {
+	if s.loaded {
+		chunkClose(&s.chunk)
+		s.loaded = false
+	}
+}
+
+func (s *chunkSource) close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.unload()
+	C.qf_close(s.res)
+	s.stopInterrupts()
+	return s.stmt.Close()
+}
+
+// stopInterrupts makes sure no interrupt reaches the connection once the result is over: the
+// statement interrupted would be the next one on the connection.
+func (s *chunkSource) stopInterrupts() {
+	if !s.stopInterrupt() {
+		<-s.interrupted
+	}
+}
+
+// cError turns DuckDB's error text (freed here) into the error the materialized path gives.
+func (s *chunkSource) cError(cerr *C.char) error {
+	msg := C.GoString(cerr)
+	C.free(unsafe.Pointer(cerr))
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	prefix, _, _ := strings.Cut(msg, ": ")
+	t, ok := errorClasses[prefix]
+	if !ok {
+		t = duckdb.ErrorTypeInvalid
+	}
+	return &query.Error{Code: sqlstate(t), Message: msg}
+}
+
+// errorClasses are the message prefixes of the DuckDB error classes sqlstate maps, as go-duckdb
+// reads them.
+var errorClasses = map[string]duckdb.ErrorType{
+	"Parser Error": duckdb.ErrorTypeParser, "Syntax Error": duckdb.ErrorTypeSyntax,
+	"Catalog Error": duckdb.ErrorTypeCatalog, "Binder Error": duckdb.ErrorTypeBinder,
+	"Constraint Error": duckdb.ErrorTypeConstraint, "Divide by Zero Error": duckdb.ErrorTypeDivideByZero,
+	"Out of Range Error": duckdb.ErrorTypeOutOfRange, "Conversion Error": duckdb.ErrorTypeConversion,
+	"Mismatch Type Error": duckdb.ErrorTypeMismatchType, "Invalid Input Error": duckdb.ErrorTypeInvalidInput,
+	"INTERRUPT Error": duckdb.ErrorTypeInterrupt, "TransactionContext Error": duckdb.ErrorTypeTransaction,
+	"Permission Error": duckdb.ErrorTypePermission, "Not implemented Error": duckdb.ErrorTypeNotImplemented,
+	"Out of Memory Error": duckdb.ErrorTypeOutOfMemory,
+}

@@ -1,0 +1,124 @@
+package duckengine_test
+
+import (
+	"context"
+	"database/sql/driver"
+	"io"
+	"sync/atomic"
+	"testing"
+
+	"github.com/marcboeker/go-duckdb"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/engine/duckengine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// countCalls is a scalar function counting how many rows DuckDB has computed.
+type countCalls struct{ n *atomic.Int64 }
+
+func (c countCalls) Config() duckdb.ScalarFuncConfig {
+	big, _ := duckdb.NewTypeInfo(duckdb.TYPE_BIGINT)
+	return duckdb.ScalarFuncConfig{InputTypeInfos: []duckdb.TypeInfo{big}, ResultTypeInfo: big}
+}
+
+func (c countCalls) Executor() duckdb.ScalarFuncExecutor {
+	return duckdb.ScalarFuncExecutor{RowExecutor: func(v []driver.Value) (any, error) {
+		c.n.Add(1)
+		return v[0], nil
+	}}
+}
+
+// A large SELECT reaches its reader while DuckDB has computed only a part of it: the first batch
+// arrives with most rows not yet produced, and reading on produces them all. A materialized
+// result computes every row before the first is read.
+func TestSelectStreamsWhileDuckDBProduces(t *testing.T) {
+	e := open(t)
+	var calls atomic.Int64
+	conn, err := e.(*duckengine.Engine).DB().Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := duckdb.RegisterScalarUDF(conn, "qf_counted", countCalls{&calls}); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	const total = 5_000_000
+	rows, err := e.Execute(context.Background(), &query.Request{SQL: "SELECT qf_counted(i) AS i, 'row ' || i AS s FROM range(5000000) t(i)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	b, err := rows.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Column(0).ValueStr(0); got != "0" {
+		t.Fatalf("first row %s, want 0", got)
+	}
+	if n := calls.Load(); n >= total/2 {
+		t.Fatalf("DuckDB had computed %d of %d rows before the first batch was read: the result is materialized", n, total)
+	}
+	read := b.NumRows()
+	for {
+		b, err := rows.Next(context.Background())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.NumRows() > engine.BatchRowsMax {
+			t.Fatalf("batch of %d rows exceeds %d", b.NumRows(), engine.BatchRowsMax)
+		}
+		read += b.NumRows()
+	}
+	if read != total || calls.Load() != total || rows.Tag() != "SELECT 5000000" {
+		t.Fatalf("read %d rows, DuckDB computed %d, tag %q; want %d", read, calls.Load(), rows.Tag(), total)
+	}
+}
+
+// Closing a streaming result half read frees its connection: the pool of one serves the next query.
+func TestStreamClosedEarlyFreesConnection(t *testing.T) {
+	e, err := engine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:", MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for range 3 {
+		rows, err := e.Execute(context.Background(), &query.Request{SQL: "SELECT i FROM range(10000000) t(i)"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rows.Next(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Cancelling the context interrupts a streaming query in DuckDB.
+func TestStreamCancelled(t *testing.T) {
+	e := open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	rows, err := e.Execute(ctx, &query.Request{SQL: "SELECT i FROM range(100000000) t(i)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	if _, err := rows.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	for {
+		_, err := rows.Next(ctx)
+		if err == io.EOF {
+			t.Fatal("a cancelled query read to its end")
+		}
+		if err != nil {
+			break
+		}
+	}
+}

@@ -1,0 +1,110 @@
+//go:build linux
+
+package relayloop
+
+import (
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkPingPong: clients send a Query-sized message through a relay to an echo server
+// and wait for the answer, one op per round trip per client, through the event loop or
+// through a goroutine per direction (io.Copy). cpu-us/op is the whole process's CPU
+// (getrusage), relay, clients and echo server alike: only the difference between the two
+// relays is the relay's.
+//
+//	go test -run '^$' -bench PingPong -benchtime 20000x ./internal/relayloop/
+func BenchmarkPingPong(b *testing.B) {
+	for _, clients := range []int{1, 8} {
+		b.Run("loop/c"+strconv.Itoa(clients), func(b *testing.B) {
+			l := newLoop(b, 0)
+			pingPong(b, clients, func(client, server *net.TCPConn) {
+				fa, err := Detach(client)
+				if err != nil {
+					b.Fatal(err)
+				}
+				fb, err := Detach(server)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, err = l.Add(Pair{A: fa, B: fb, Framing: [2]Framer{nil, PGWatching('Z')},
+					Watch: func(Direction, []byte) Verdict { return Relay },
+					Done:  func(Result) { _ = unix.Close(fa); _ = unix.Close(fb) }})
+				if err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+		b.Run("goroutines/c"+strconv.Itoa(clients), func(b *testing.B) {
+			pingPong(b, clients, func(client, server *net.TCPConn) {
+				go func() { _, _ = io.Copy(server, client); _ = server.Close() }()
+				go func() { _, _ = io.Copy(client, server); _ = client.Close() }()
+			})
+		})
+	}
+}
+
+// pingPong connects clients through relay (given the relay's two sockets of each client) to
+// an echo server that answers each 10-byte message with a 6-byte ReadyForQuery.
+func pingPong(b *testing.B, clients int, relay func(client, server *net.TCPConn)) {
+	conns := make([]*net.TCPConn, clients)
+	for i := range conns {
+		c, rc := tcpPair(b)
+		rs, s := tcpPair(b)
+		relay(rc, rs)
+		conns[i] = c
+		go func() {
+			defer s.Close()
+			in := make([]byte, 10)
+			out := pgMsg('Z', []byte{'I'})
+			for {
+				if _, err := io.ReadFull(s, in); err != nil {
+					return
+				}
+				if _, err := s.Write(out); err != nil {
+					return
+				}
+			}
+		}()
+		b.Cleanup(func() { c.Close() })
+	}
+	msg := pgMsg('Q', []byte("select"))
+	var wg sync.WaitGroup
+	per := b.N / clients
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ans := make([]byte, 6)
+			for range per {
+				if _, err := c.Write(msg); err != nil {
+					b.Error(err)
+					return
+				}
+				if _, err := io.ReadFull(c, ans); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	if n := per * clients; n > 0 {
+		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(n), "cpu-us/op")
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

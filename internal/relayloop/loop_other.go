@@ -1,0 +1,29 @@
+//go:build !linux
+
+package relayloop
+
+import (
+	"errors"
+	"syscall"
+)
+
+// ErrStopped is a Result's Err when the pair was stopped from outside (Handle.Stop, Close).
+var ErrStopped = errors.New("relayloop: stopped")
+
+var errUnsupported = errors.New("relayloop: needs Linux (epoll)")
+
+// Loop is an event loop; only Linux has one.
+type Loop struct{}
+
+// Handle is a pair running on a loop.
+type Handle struct{}
+
+// New fails outside Linux: callers relay with goroutines instead.
+func New(int) (*Loop, error) { return nil, errUnsupported }
+
+func (l *Loop) Add(Pair) (*Handle, error) { return nil, errUnsupported }
+func (l *Loop) Close()                    {}
+func (h *Handle) Stop()                   {}
+
+// Detach fails outside Linux.
+func Detach(syscall.Conn) (int, error) { return -1, errUnsupported }

@@ -1,0 +1,235 @@
+//go:build linux
+
+package relayloop
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// end is one socket of a pair, as the loop finds it from an event.
+type end struct {
+	p    *pair
+	side Direction // the socket that AToB reads (A) or BToA reads (B)
+}
+
+// pair is a Pair's state on the loop's thread.
+type pair struct {
+	p          Pair
+	st         [2]stream // st[d] reads socket d and writes the other
+	cur        [2]uint32 // the epoll interest of each socket
+	registered bool
+	done       bool
+}
+
+// stream is one direction: buf[w:s] is framed and waits to be written to the peer, buf[s:r]
+// is read but not framed yet (an incomplete header or watched message).
+type stream struct {
+	buf     []byte
+	w, s, r int
+	skip    int  // bytes of an unwatched message still to come after buf[s:]
+	blocked bool // the peer's socket would block: waiting until it is writable
+	// pending ends the pair once buf[w:s] is written (a Watch's Pause or End, or the
+	// source closed its end).
+	pending *Result
+}
+
+func newPair(p Pair, bufBytes int) *pair {
+	pr := &pair{p: p}
+	for d := range pr.st {
+		pr.st[d].buf = make([]byte, bufBytes)
+	}
+	return pr
+}
+
+func (p *pair) fd(side Direction) int {
+	if side == AToB {
+		return p.p.A
+	}
+	return p.p.B
+}
+
+// interest is what epoll must report for socket side: readable while its stream may read,
+// writable while the other stream waits to write to it.
+func (p *pair) interest(side Direction) uint32 {
+	var ev uint32
+	if st := &p.st[side]; !st.blocked && st.pending == nil {
+		ev |= unix.EPOLLIN | unix.EPOLLRDHUP
+	}
+	if p.st[1-side].blocked {
+		ev |= unix.EPOLLOUT
+	}
+	return ev
+}
+
+func (p *pair) update(l *Loop) {
+	for s := range 2 {
+		if !p.done {
+			l.setInterest(p, Direction(s))
+		}
+	}
+}
+
+// event handles what epoll reported for socket side.
+func (p *pair) event(l *Loop, side Direction, ev uint32) {
+	other := 1 - side
+	if ev&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 && p.st[other].blocked {
+		p.flush(l, other)
+	}
+	if p.done || ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
+		return
+	}
+	if st := &p.st[side]; !st.blocked && st.pending == nil {
+		p.pump(l, side)
+		return
+	}
+	if ev&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+		// The socket failed while its bytes cannot go anywhere: epoll would report it again
+		// and again.
+		p.stop(l, Result{Err: ErrClosed, Side: side})
+	}
+}
+
+// pump reads socket d once, frames what came and writes it to the peer.
+func (p *pair) pump(l *Loop, d Direction) {
+	st := &p.st[d]
+	if st.s > 0 { // buf[w:s] is written (pump runs unblocked): keep the rest at the front
+		st.r = copy(st.buf, st.buf[st.s:st.r])
+		st.w, st.s = 0, 0
+	}
+	if st.r == len(st.buf) {
+		p.stop(l, Result{Err: ErrMessageTooLarge, Side: d})
+		return
+	}
+	n, e := read(p.fd(d), st.buf[st.r:])
+	switch {
+	case e == unix.EAGAIN || e == unix.EINTR:
+		return
+	case e != 0:
+		p.stop(l, Result{Err: fmt.Errorf("relayloop: read: %w", e), Side: d})
+		return
+	case n == 0:
+		st.r = st.s // an incomplete message at the end is dropped
+		st.pending = &Result{Err: ErrClosed, Side: d}
+	default:
+		st.r += n
+		if !p.scan(l, d) {
+			return
+		}
+	}
+	p.flush(l, d)
+	if !p.done && st.pending != nil {
+		p.update(l) // stop reading this side until what is framed is written
+	}
+}
+
+// scan frames buf[s:r], asking the Watch about watched messages; false when it stopped the
+// pair.
+func (p *pair) scan(l *Loop, d Direction) bool {
+	st := &p.st[d]
+	f := p.p.Framing[d]
+	if f == nil {
+		st.s = st.r
+		return true
+	}
+	hl := f.HeaderLen()
+	for st.s < st.r {
+		if st.skip > 0 {
+			n := min(st.skip, st.r-st.s)
+			st.s += n
+			st.skip -= n
+			continue
+		}
+		if st.r-st.s < hl {
+			return true
+		}
+		total, watch := f.Frame(st.buf[st.s : st.s+hl])
+		switch {
+		case total < hl:
+			p.stop(l, Result{Err: ErrMalformed, Side: d})
+			return false
+		case !watch:
+			n := min(total, st.r-st.s)
+			st.s += n
+			st.skip = total - n
+			continue
+		case total > len(st.buf):
+			st.pending = &Result{Paused: true, Err: ErrMessageTooLarge, Side: d}
+			return true
+		case st.r-st.s < total:
+			return true
+		}
+		switch p.p.Watch(d, st.buf[st.s:st.s+total]) {
+		case Relay:
+			st.s += total
+		case Drop:
+			st.r = st.s + copy(st.buf[st.s:], st.buf[st.s+total:st.r])
+		case Pause:
+			st.pending = &Result{Paused: true}
+			return true
+		case End:
+			st.s += total
+			st.pending = &Result{}
+			return true
+		}
+	}
+	return true
+}
+
+// flush writes buf[w:s] of stream d to its peer, as much as the peer's socket takes.
+func (p *pair) flush(l *Loop, d Direction) {
+	st := &p.st[d]
+	for st.w < st.s {
+		n, e := write(p.fd(1-d), st.buf[st.w:st.s])
+		switch {
+		case e == unix.EAGAIN:
+			if !st.blocked {
+				st.blocked = true
+				p.update(l)
+			}
+			return
+		case e == unix.EINTR:
+			continue
+		case e != 0:
+			p.stop(l, Result{Err: fmt.Errorf("relayloop: write: %w", e), Side: d})
+			return
+		}
+		st.w += n
+	}
+	if st.blocked {
+		st.blocked = false
+		p.update(l)
+	}
+	if st.pending != nil && !p.done {
+		p.stop(l, *st.pending)
+	}
+}
+
+// stop ends the pair once: its sockets leave the loop, then Done says how it ended.
+func (p *pair) stop(l *Loop, res Result) {
+	if p.done {
+		return
+	}
+	p.done = true
+	l.forget(p)
+	for d := range p.st {
+		st := &p.st[d]
+		if st.r > st.w {
+			res.Leftover[d] = append([]byte(nil), st.buf[st.w:st.r]...)
+		}
+		res.Scanned[d] = st.s - st.w
+		res.Remaining[d] = st.skip
+	}
+	if p.p.Done != nil {
+		p.p.Done(res)
+	}
+}
+
+// finish reports a pair that never started (its loop was closed).
+func (p *pair) finish(res Result) {
+	p.done = true
+	if p.p.Done != nil {
+		p.p.Done(res)
+	}
+}

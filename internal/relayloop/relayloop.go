@@ -1,0 +1,120 @@
+// Package relayloop relays bytes between pairs of sockets on an event loop: one OS thread
+// waits in epoll on non-blocking sockets, reads the one that is ready and writes the bytes
+// straight to its peer, as PgBouncer does. A goroutine per direction instead costs a
+// scheduler park and wake for every message on each side, which on a busy machine is most of
+// a proxy hop's CPU.
+//
+// The loop still sees the messages a proxy must see: a Framer tells it where each message of
+// a direction ends and which ones a Watch callback gets whole (PostgreSQL's ReadyForQuery,
+// ErrorResponse, Terminate); every other message streams through whatever its size. A Watch
+// may end the pair, or pause it to hand both sockets back to their owner with the bytes read
+// but not relayed yet.
+//
+// It touches only the sockets handed to it, its epoll instance and an eventfd (Linux).
+//
+// determinism: outside the simulator (network I/O on an OS thread of its own)
+package relayloop
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// Framer finds the message boundaries of one direction.
+type Framer interface {
+	// HeaderLen is how many leading bytes of a message Frame needs.
+	HeaderLen() int
+	// Frame returns a message's total length from its header, and whether the Watch gets it
+	// whole before it is relayed (one that does not fit in the loop's buffer pauses the pair).
+	Frame(header []byte) (total int, watch bool)
+}
+
+// Verdict is what a Watch decides about a message it saw.
+type Verdict int
+
+const (
+	// Relay passes the message on and goes on.
+	Relay Verdict = iota
+	// Drop swallows the message and goes on.
+	Drop
+	// Pause relays what came before the message, then stops the pair: the message and what
+	// follows are handed back (Done's Leftover), the message first.
+	Pause
+	// End relays the message and what came before it, then ends the pair.
+	End
+)
+
+// Direction names one way of a pair: A to B, or B to A.
+type Direction int
+
+const (
+	AToB Direction = iota
+	BToA
+)
+
+func (d Direction) String() string {
+	if d == AToB {
+		return "a->b"
+	}
+	return "b->a"
+}
+
+// Pair is two connected sockets to relay between. The loop owns the file descriptors while
+// the pair runs; Done says when it no longer does (it never closes them itself).
+type Pair struct {
+	A, B int // file descriptors of connected stream sockets
+	// Framing of each direction: AToB (what A sends) and BToA; nil relays bytes unseen.
+	Framing [2]Framer
+	// Watch gets each message a Framer marks as watched, on the loop's thread: it must not
+	// block.
+	Watch func(d Direction, msg []byte) Verdict
+	// Done is called once, on the loop's thread, when the pair stops.
+	Done func(Result)
+}
+
+// Result is how a pair stopped.
+type Result struct {
+	// Err is nil when a Watch ended or paused the pair, ErrClosed when a side closed its
+	// end, ErrStopped when it was stopped from outside, else what failed.
+	Err  error
+	Side Direction // with Err: the direction whose read or write failed
+	// Paused: the Watch said Pause. Leftover holds each direction's bytes read but not yet
+	// written to the peer, in order ([AToB] came from A): the paused direction's start with
+	// the message its Watch paused at. Of the other direction's, the first Scanned[d] bytes
+	// were already framed (their watched messages seen), and when Remaining[d] > 0 the
+	// Leftover starts inside a message whose first bytes were relayed, Remaining[d] of it
+	// being still to come.
+	Paused    bool
+	Leftover  [2][]byte
+	Scanned   [2]int
+	Remaining [2]int
+}
+
+// ErrClosed is a Result's Err when a side closed its end of the connection.
+var ErrClosed = errors.New("relayloop: the peer closed the connection")
+
+// ErrMalformed is a Result's Err when a Framer found a message shorter than its header.
+var ErrMalformed = errors.New("relayloop: a message is shorter than its header")
+
+// ErrMessageTooLarge is a Result's Err when a watched message does not fit in the buffer:
+// the pair is paused before it (Paused, Leftover), as if its Watch had said Pause.
+var ErrMessageTooLarge = errors.New("relayloop: a watched message is larger than the relay buffer")
+
+// PG frames PostgreSQL protocol messages after startup: a type byte and a 4-byte length that
+// counts itself. Watched lists the message types a Watch sees whole.
+type PG struct{ Watched [256]bool }
+
+// PGWatching is a PG framer that watches the given message types.
+func PGWatching(types ...byte) *PG {
+	f := &PG{}
+	for _, t := range types {
+		f.Watched[t] = true
+	}
+	return f
+}
+
+func (f *PG) HeaderLen() int { return 5 }
+
+func (f *PG) Frame(h []byte) (int, bool) {
+	return 1 + int(binary.BigEndian.Uint32(h[1:5])), f.Watched[h[0]]
+}

@@ -1,0 +1,171 @@
+package assembly
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/redact"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/node/proxy"
+	"github.com/queryflux/queryflux/node/worker"
+)
+
+// WorkerDeps are what a worker is built on besides its configuration.
+type WorkerDeps struct {
+	// Metrics receives every metric of the role and is what the ops /metrics serves. Required.
+	Metrics *prometheus.Registry
+	// Client carries every call to the control plane (no Timeout: deadlines come from the Env).
+	Client *http.Client
+	// PeerClient carries the requests to peers' ops listeners when
+	// queryflux.controlPlane.peerBootstrap names any (nil: Client).
+	PeerClient *http.Client
+	// Snapshots keeps the last good configuration across restarts (nil: none).
+	Snapshots worker.SnapshotStore
+	// OpenEngine opens a cluster's engine (nil: querynode.OpenEngine).
+	OpenEngine proxy.EngineFactory
+	// OnApply sees every configuration the worker is about to swap in, before anything else.
+	OnApply func(*config.Config)
+	// Timing adjusts what the configuration does not say.
+	Timing  WorkerTiming
+	Observe Observers
+}
+
+// WorkerTiming is a worker's timing beyond the configuration; zero fields are the defaults.
+type WorkerTiming struct {
+	// ConfigBackoffMin and ConfigBackoffMax bound the config sync's backoff after a failed poll.
+	ConfigBackoffMin, ConfigBackoffMax time.Duration
+	// PeerRequestTimeout bounds one request to a peer.
+	PeerRequestTimeout time.Duration
+	// History are the uplink's settings beyond queryflux.historyUplink (batch size, send
+	// timeout, retries, a drop observer); FlushInterval and BufferMax, when set, replace the
+	// configuration's.
+	History history.UplinkConfig
+}
+
+// Worker is a built worker.
+type Worker struct {
+	W      *worker.Worker
+	Sync   *worker.ConfigSync
+	Guard  *worker.CapacityGuard
+	Query  *Query
+	e      env.Env
+	cfg    *config.Config
+	deps   WorkerDeps
+	ending atomic.Bool
+}
+
+// BuildWorker builds a worker: its link to the control plane, the config sync that follows
+// the control plane's snapshot (and lends it to peers), the history uplink when
+// queryflux.historyUplink.enabled, the capacity guard and the query node. wCfg is its identity
+// and timing (the daemon's flags). Nothing runs until Start.
+func BuildWorker(e env.Env, cfg *config.Config, wCfg worker.Config, deps WorkerDeps) (*Worker, error) {
+	if deps.Metrics == nil || deps.Client == nil {
+		return nil, errors.New("assembly: a worker needs Metrics and Client")
+	}
+	q := cfg.QueryFlux
+	wCfg.Metrics = deps.Metrics
+	wk := &Worker{e: e, cfg: cfg, deps: deps, W: worker.New(e, wCfg, deps.Client)}
+	wk.W.AddReadinessCheck("draining", func() error {
+		if wk.ending.Load() {
+			return errDraining
+		}
+		return nil
+	})
+	wk.Sync = worker.NewConfigSync(wk.W, worker.ConfigSyncOptions{
+		Local: q, Peers: wk.peers(), Store: deps.Snapshots, PollTimeout: secs(q.ControlPlane.PollTimeoutSecs),
+		BackoffMin: deps.Timing.ConfigBackoffMin, BackoffMax: deps.Timing.ConfigBackoffMax,
+		Apply: wk.apply,
+	})
+	// Ready workers lend their config to peers that start while the control plane is down.
+	wk.W.HandleOps("GET "+worker.PathPeerConfig, wk.Sync.PeerConfigHandler(q.ControlPlane.Secret.Reveal()))
+	uplink, err := wk.uplink()
+	if err != nil {
+		return nil, err
+	}
+	wk.Guard, err = worker.NewCapacityGuard(e, wk.W, q.Coordination, capacity.NewMetrics(deps.Metrics))
+	if err != nil {
+		return nil, err
+	}
+	wk.Query, err = newQuery(queryOptions{env: e, cfg: cfg, metrics: deps.Metrics, guard: wk.Guard.Guard(), open: deps.OpenEngine, uplink: uplink, observe: deps.Observe})
+	if err != nil {
+		return nil, err
+	}
+	return wk, nil
+}
+
+func (wk *Worker) peers() *worker.PeerOptions {
+	q := wk.cfg.QueryFlux
+	pb := q.ControlPlane.PeerBootstrap
+	if len(pb.Address) == 0 {
+		return nil
+	}
+	return &worker.PeerOptions{
+		Addresses: pb.Address, MaxAge: secs(pb.MaxAgeSecs), Secret: q.ControlPlane.Secret.Reveal(),
+		Client: cmp.Or(wk.deps.PeerClient, wk.deps.Client), RequestTimeout: wk.deps.Timing.PeerRequestTimeout,
+	}
+}
+
+// uplink is the worker's history uplink to the control plane (nil when disabled).
+func (wk *Worker) uplink() (*history.Uplink, error) {
+	up := wk.cfg.QueryFlux.HistoryUplink
+	if !up.Enabled {
+		wk.e.Logger().Info("queryflux.historyUplink.enabled is false: query history stays on this worker's metrics only")
+		return nil, nil
+	}
+	hc := wk.deps.Timing.History
+	hc.Policy = redact.Policy(wk.cfg.HistoryPolicy.Redaction)
+	hc.FlushInterval = cmp.Or(hc.FlushInterval, secs(up.FlushIntervalSecs))
+	hc.BufferMax = cmp.Or(hc.BufferMax, up.BufferRecords)
+	return wk.W.NewHistoryUplink(wk.e, hc)
+}
+
+// apply swaps a configuration the config sync accepted into the query node; an error rejects
+// that revision and keeps the previous one.
+func (wk *Worker) apply(_ context.Context, cfg *config.Config, _ *snapshot.WorkerSnapshotV1) error {
+	if wk.deps.OnApply != nil {
+		wk.deps.OnApply(cfg)
+	}
+	if err := wk.Query.Node.Apply(cfg); err != nil {
+		return err
+	}
+	wk.Query.applyHistoryPolicy(cfg)
+	return nil
+}
+
+// Handler serves the ops listener: /health, /readyz, /metrics, /worker/status, peer config.
+func (wk *Worker) Handler() http.Handler { return wk.W.OpsHandler() }
+
+// Start runs the role until ctx ends: the capacity guard, the history uplink, the config sync,
+// the heartbeats and self-health probe, the frontends and health checks.
+func (wk *Worker) Start(ctx context.Context) error {
+	wk.Guard.Start(ctx)
+	if wk.Query.Uplink != nil {
+		wk.Query.Uplink.Start(ctx)
+	}
+	wk.e.Go(ctx, "config-sync", func(ctx context.Context) { _ = wk.Sync.Run(ctx) })
+	wk.W.Start(ctx)
+	return wk.Query.start(ctx, wk.e, wk.cfg.QueryFlux.Frontends)
+}
+
+// SetDraining turns /readyz 503 for good.
+func (wk *Worker) SetDraining() { wk.ending.Store(true) }
+
+// Drain ends the frontends' clients at transaction boundaries, until ctx ends.
+func (wk *Worker) Drain(ctx context.Context) error { return wk.Query.Drain(ctx) }
+
+// Shutdown, once the role's servers have drained and the role stopped, closes the frontends and
+// sends the history still buffered.
+func (wk *Worker) Shutdown(ctx context.Context) error {
+	wk.Query.shutdown(ctx)
+	return nil
+}
