@@ -50,27 +50,7 @@ func newEngineFleet(t *testing.T) *engineFleet {
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
 	ef := &engineFleet{fleet: f, engineDB: strings.TrimPrefix(engineURL.Path, "/"), workers: map[string]string{}, procs: map[string]*daemontest.Proc{}}
 	coordination := fmt.Sprintf("coordination: {mode: controlPlane, leaseTtlSecs: %d, driftMarginSecs: 1, sweepEverySecs: 1}", leaseTTLSecs)
-	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
-  role: controlPlane
-  adminApi: {listen: %q, token: %q}
-  workerApi: {enabled: true, secret: %q}
-  persistence: {databaseUrl: %q}
-  %s
-clusters:
-  - name: pg
-    engine: postgres
-    endpoint: %q
-    database: %q
-    credentials: {user: %q}
-    maxRunningQueries: %d
-clusterGroups:
-  - {name: main, members: [pg], maxQueuedQueries: 200, capacityWaitTimeoutSecs: 120}
-routingFallback: main
-settings: {security: {trustLoopback: true}}
-`, f.apiAddr, adminToken, workerSecret, db, coordination, engineURL.Host, ef.engineDB, engineURL.User.Username(), engineCap))
-	if out, err := exec.Command(daemontest.Binary(t), "migrate", "--database-url", db).CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
+	f.cpConfig = engineControlPlane(t, f, engineURL, db, coordination, engineCap, 120, "")
 	f.startControlPlane()
 	for _, name := range []string{"w1", "w2", "w3"} {
 		addrs := daemontest.FreeAddrs(t, 2)
@@ -97,6 +77,34 @@ settings: {security: {trustLoopback: true}}
 		})
 	}
 	return ef
+}
+
+// engineControlPlane writes the config of a control plane on database db in front of the
+// PostgreSQL cluster pg at engineURL (group main, up to 200 queued, waitSecs of capacity wait),
+// plus the extra clusters' YAML list items, and migrates db.
+func engineControlPlane(t *testing.T, f *fleet, engineURL *url.URL, db, coordination string, cap, waitSecs int, extra string) string {
+	path := daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
+  role: controlPlane
+  adminApi: {listen: %q, token: %q}
+  workerApi: {enabled: true, secret: %q}
+  persistence: {databaseUrl: %q}
+  %s
+clusters:
+  - name: pg
+    engine: postgres
+    endpoint: %q
+    database: %q
+    credentials: {user: %q}
+    maxRunningQueries: %d
+%sclusterGroups:
+  - {name: main, members: [pg], maxQueuedQueries: 200, capacityWaitTimeoutSecs: %d}
+routingFallback: main
+settings: {security: {trustLoopback: true}}
+`, f.apiAddr, adminToken, workerSecret, db, coordination, engineURL.Host, strings.TrimPrefix(engineURL.Path, "/"), engineURL.User.Username(), cap, extra, waitSecs))
+	if out, err := exec.Command(daemontest.Binary(t), "migrate", "--database-url", db).CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	return path
 }
 
 // leases lists the control plane's leases of the cluster, by holder.

@@ -3,6 +3,7 @@ package fleettest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queryflux/queryflux/fleetcheck"
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/internal/history/histfile"
@@ -26,6 +28,7 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/plan"
 	"github.com/queryflux/queryflux/scenarios"
+	"github.com/queryflux/queryflux/transport"
 )
 
 // The recorded fleet of the replay validation: one PostgreSQL cluster with cap 4 behind a
@@ -70,7 +73,9 @@ func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	}
 	secs := replaySecs(t)
 	cpConfig, apiAddr, workers := startReplayFleet(t)
+	probe := startProbe(t, apiAddr)
 	runPgbench(t, workers, secs)
+	cal := probe.stop()
 	file := filepath.Join(t.TempDir(), "history.csv")
 	exportHistory(t, apiAddr, file)
 	if keep := os.Getenv("REPLAY_KEEP"); keep != "" {
@@ -88,7 +93,7 @@ func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Workload.ControlPlane = plan.BuiltinCalibration()
+	sc.Workload.ControlPlane = cal
 	var sims []replayMetrics
 	for seed := uint64(1); seed <= 3; seed++ {
 		r := scenarios.Run(sc, seed, scenarios.RunOpts{})
@@ -100,7 +105,8 @@ func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	}
 	sim := meanMetrics(sims)
 	var table strings.Builder
-	fmt.Fprintf(&table, "recording %d s, %d queries (%d workers, cap %d); simulator: mean of seeds 1-3\n", secs, real.queries, replayWorkers, replayCap)
+	fmt.Fprintf(&table, "recording %d s, %d queries (%d workers, cap %d); simulator: mean of seeds 1-3; control plane measured: acquire %v, release %v\n",
+		secs, real.queries, replayWorkers, replayCap, sc.Workload.ControlPlane.ServiceTimes[capacity.PathAcquire], sc.Workload.ControlPlane.ServiceTimes[capacity.PathReleaseBatch])
 	fmt.Fprintf(&table, "| metric | real | sim | difference |\n|---|---|---|---|\n")
 	fail := false
 	for _, m := range []struct {
@@ -129,6 +135,77 @@ func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	}
 }
 
+// probe measures the control plane while the recorded load runs: a worker registered for the
+// purpose takes and releases a slot of cluster probe (in no group: the recorded traffic never
+// sees it) every 100 ms through the real control plane (HTTP, its lease table on PostgreSQL).
+// Each request's mean round trip, less the simulated network's two ways, becomes its service
+// time in the simulator's calibration. On a loaded shared machine a lease takes milliseconds to
+// tens of milliseconds, not the built-in quiet-machine fraction of one, and every query that
+// finds a free slot waits exactly that long.
+type probe struct {
+	t                *testing.T
+	done             chan struct{}
+	wg               sync.WaitGroup
+	acquire, release time.Duration
+	rounds           int
+	err              error
+}
+
+func startProbe(t *testing.T, apiAddr string) *probe {
+	f := &fleet{t: t, apiAddr: apiAddr}
+	code, eb, body := f.post(transport.PathRegister, workerSecret, transport.MediaWorkerRegister, `{"name":"calibration-probe","version":"1"}`)
+	var reg transport.RegisterResponse
+	if code != 200 || json.Unmarshal(body, &reg) != nil {
+		t.Fatalf("probe registration: %d %+v", code, eb)
+	}
+	p := &probe{t: t, done: make(chan struct{})}
+	post := func(path, body string) (int, []byte) {
+		code, _, answer := daemontest.Call("POST", "http://"+apiAddr+path, reg.Token, body, map[string]string{"Content-Type": capacity.MediaJSON})
+		return code, []byte(answer)
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			t0 := time.Now()
+			code, body := post(capacity.PathAcquire, `{"cluster":"probe","cap":1000,"ttlMillis":10000}`)
+			t1 := time.Now()
+			var acq capacity.AcquireResponse
+			if code != 200 || json.Unmarshal(body, &acq) != nil || !acq.Granted {
+				p.err = fmt.Errorf("probe acquire: %d %s", code, body)
+				return
+			}
+			if code, body := post(capacity.PathReleaseBatch, fmt.Sprintf(`{"leases":[{"id":%q,"generation":%d}]}`, acq.Lease.ID, acq.Lease.Generation)); code != 200 {
+				p.err = fmt.Errorf("probe release: %d %s", code, body)
+				return
+			}
+			p.acquire, p.release, p.rounds = p.acquire+t1.Sub(t0), p.release+time.Since(t1), p.rounds+1
+		}
+	}()
+	return p
+}
+
+// stop ends the probe and returns the calibration it measured.
+func (p *probe) stop() *scenarios.Calibration {
+	close(p.done)
+	p.wg.Wait()
+	if p.err != nil || p.rounds == 0 {
+		p.t.Fatalf("control-plane probe: %v after %d rounds", p.err, p.rounds)
+	}
+	service := func(total time.Duration) time.Duration {
+		return max(total/time.Duration(p.rounds)-2*loopbackLatency, 0).Round(time.Microsecond)
+	}
+	cal := plan.BuiltinCalibration()
+	cal.ServiceTimes = map[string]time.Duration{capacity.PathAcquire: service(p.acquire), capacity.PathReleaseBatch: service(p.release),
+		capacity.PathRenew: service(p.release)}
+	return cal
+}
+
 // startReplayFleet starts the control plane and the workers with their history uplink on;
 // it returns the control plane's config file, its admin address and the workers' postgres
 // frontends.
@@ -140,27 +217,8 @@ func startReplayFleet(t *testing.T) (string, string, []string) {
 	db := pgtest.NewDatabase(t)
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
 	coordination := "coordination: {mode: controlPlane, queue: ordered, leaseTtlSecs: 10, driftMarginSecs: 2}"
-	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
-  role: controlPlane
-  adminApi: {listen: %q, token: %q}
-  workerApi: {enabled: true, secret: %q}
-  persistence: {databaseUrl: %q}
-  %s
-clusters:
-  - name: pg
-    engine: postgres
-    endpoint: %q
-    database: %q
-    credentials: {user: %q}
-    maxRunningQueries: %d
-clusterGroups:
-  - {name: main, members: [pg], maxQueuedQueries: 200, capacityWaitTimeoutSecs: 60}
-routingFallback: main
-settings: {security: {trustLoopback: true}}
-`, f.apiAddr, adminToken, workerSecret, db, coordination, engineURL.Host, strings.TrimPrefix(engineURL.Path, "/"), engineURL.User.Username(), replayCap))
-	if out, err := exec.Command(daemontest.Binary(t), "migrate", "--database-url", db).CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
+	probe := fmt.Sprintf("  - {name: probe, engine: postgres, endpoint: %q, maxRunningQueries: 1000}\n", engineURL.Host)
+	f.cpConfig = engineControlPlane(t, f, engineURL, db, coordination, replayCap, 60, probe)
 	f.startControlPlane()
 	var addrs []string
 	for i := range replayWorkers {
@@ -258,12 +316,7 @@ type replayMetrics struct {
 // quantiles over the queries allowed to wait, admitted = queries that got a slot, per second of
 // the recording's span.
 func recordedMetrics(t *testing.T, path string) replayMetrics {
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	f, err := histfile.Read(fh)
+	f, err := histfile.Read(bytes.NewReader(must(os.ReadFile(path))))
 	if err != nil {
 		t.Fatal(err)
 	}
