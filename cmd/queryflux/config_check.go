@@ -28,7 +28,8 @@ import (
 // newConfigCommand is `queryflux config`: check, revision, import, history, rollback, reload.
 func newConfigCommand() *cobra.Command {
 	cmd := config.NewConfigCommand()
-	cmd.AddCommand(newConfigImportCommand(), newConfigRevisionCommand(), newConfigHistoryCommand(), newConfigRollbackCommand(), newConfigReloadCommand())
+	cmd.AddCommand(newConfigImportCommand(), newConfigRevisionCommand(), newConfigHistoryCommand(), newConfigRollbackCommand(), newConfigReloadCommand(),
+		newConfigDiffCommand(), newConfigRejectionsCommand())
 	return cmd
 }
 

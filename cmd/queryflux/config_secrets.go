@@ -115,6 +115,7 @@ func storedConfigAdmin(pg *pgconfig.Source) controlplane.AdminOptions {
 		Revision:     pg.Revision,
 		CheckEngines: checkEngines,
 		History:      pg,
+		Rejections:   pg,
 	}
 }
 

@@ -14,3 +14,12 @@ type StoredRevision struct {
 	Users     int       `json:"users"`
 	CreatedAt time.Time `json:"createdAt"`
 }
+
+// Rejection is one configuration edit the control plane refused: Source says which request
+// (PUT, rollback), Reason what was wrong, as the API answered it (never the document itself).
+type Rejection struct {
+	ID        int64     `json:"id"`
+	Source    string    `json:"source"`
+	Reason    string    `json:"reason"`
+	CreatedAt time.Time `json:"createdAt"`
+}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,6 +31,45 @@ type Compiled struct {
 	trustLoopback  bool // settings.security: see Admit
 	requireTLS     bool
 	allowPlaintext bool
+
+	unknown unknownUsers
+}
+
+// unknownUsers is how a name no user has is refused: with the same steps, and the same
+// cost, as a wrong password of a typical configured user, so that neither the answer nor its
+// timing tells a client which names exist.
+type unknownUsers struct {
+	decoy      string // a configured user's hash, of the most common kind: checked, then refused
+	scram      bool   // that kind is SCRAM: PostgreSQL clients get a mock exchange
+	secret     []byte // of mock verifiers: a digest of every user's hash, secret like them
+	saltLen    int    // of the decoy's verifier, so a mock one looks the same
+	iterations int
+}
+
+func compileUnknown(users []config.User) unknownUsers {
+	if len(users) == 0 {
+		return unknownUsers{}
+	}
+	sorted := slices.Clone(users)
+	slices.SortFunc(sorted, func(a, b config.User) int { return strings.Compare(a.Name, b.Name) })
+	counts := map[string]int{}
+	h := sha256.New()
+	h.Write([]byte("queryflux unknown users\x00"))
+	for _, u := range sorted {
+		counts[HashKind(u.PasswordHash)]++
+		h.Write([]byte(u.Name + "\x00" + u.PasswordHash + "\x00"))
+	}
+	var decoy string
+	for _, u := range sorted {
+		if d := HashKind(decoy); decoy == "" || counts[HashKind(u.PasswordHash)] > counts[d] {
+			decoy = u.PasswordHash
+		}
+	}
+	out := unknownUsers{decoy: decoy, secret: h.Sum(nil)}
+	if v, err := parseSCRAM(decoy); err == nil {
+		out.scram, out.saltLen, out.iterations = true, len(v.salt), v.iterations
+	}
+	return out
 }
 
 // script is a compiled translation or guard script and the groups it applies to (all when empty).
@@ -66,6 +106,7 @@ func compile(cfg *config.Config) (*Compiled, []config.FieldError) {
 	for _, u := range cfg.Settings.Security.Users {
 		c.users[u.Name] = u
 	}
+	c.unknown = compileUnknown(cfg.Settings.Security.Users)
 	var errs []config.FieldError
 	// Translation scripts compile even while mode is off, so switching the mode on later cannot
 	// activate a broken script.

@@ -115,6 +115,7 @@ func (p *Policy) cleartextOK(name, password string) bool {
 	}
 	u, ok := c.users[name]
 	if !ok {
+		CheckPassword(c.unknown.decoy, password) // the cost of a wrong password, not less
 		return false
 	}
 	h := sha256.New()
@@ -204,6 +205,21 @@ func (a pgAuth) SCRAMVerifier(user string) (string, bool) {
 		return "", false
 	}
 	return u.PasswordHash, true
+}
+
+// MockSCRAMVerifier takes an unknown user through the SCRAM exchange a configured one gets,
+// when most configured users have SCRAM verifiers (else through a cleartext password checked
+// against a decoy hash, see cleartextOK).
+func (a pgAuth) MockSCRAMVerifier(user string) (string, bool) {
+	c := a.p.active.Load()
+	if c == nil || !c.unknown.scram {
+		return "", false
+	}
+	if _, known := c.users[user]; known {
+		return "", false
+	}
+	u := c.unknown
+	return pgwire.MockVerifier(u.secret, user, u.saltLen, u.iterations), true
 }
 
 func (a pgAuth) CheckPassword(user, password string) bool {

@@ -68,7 +68,8 @@ type Pair struct {
 	// Watch gets each message a Framer marks as watched, on the loop's thread: it must not
 	// block.
 	Watch func(d Direction, msg []byte) Verdict
-	// Done is called once, on the loop's thread, when the pair stops.
+	// Done is called once when the pair stops: on the loop's thread, or on Add's caller when
+	// the loop was already closed.
 	Done func(Result)
 }
 

@@ -375,13 +375,28 @@ func TestStudioRollsBackConfigAndRevokesALease(t *testing.T) {
 	api := startControlPlane(t)
 	put := func(body string) string {
 		code, _, answer := daemontest.Call("PUT", "http://"+api+"/admin/config", adminToken, body, nil)
-		if code != 200 {
+		var stored struct {
+			Revision string `json:"revision"`
+		}
+		if code != 200 || json.Unmarshal([]byte(answer), &stored) != nil {
 			t.Fatalf("PUT /admin/config: %d %s", code, answer)
 		}
-		return adminRevision(t, api)
+		// A PUT sent while the control plane still publishes its first configuration may be
+		// answered as that one appears; wait for this edit's own revision.
+		deadline := time.Now().Add(30 * time.Second)
+		for adminRevision(t, api) != stored.Revision {
+			if time.Now().After(deadline) {
+				t.Fatalf("revision %s never served", stored.Revision)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return stored.Revision
 	}
 	first := put(duckConfig(2))
 	second := put(duckConfig(5))
+	if code, _, answer := daemontest.Call("PUT", "http://"+api+"/admin/config", adminToken, duckConfig(-1), nil); code != 422 {
+		t.Fatalf("PUT of a negative cap: %d %s", code, answer)
+	}
 
 	b := newBrowser(t)
 	b.run(t, "logging in", chromedp.Navigate("http://"+api+"/studio/"), chromedp.WaitVisible(chromedp.CSS("#login-form")),
@@ -423,6 +438,10 @@ func TestStudioRollsBackConfigAndRevokesALease(t *testing.T) {
 
 	b.show(t, "#/config")
 	b.waitText(t, "#current-revision", second)
+	b.waitText(t, "#page tr[data-rejection]", "maxRunningQueries") // the refused edit and its reason
+	b.run(t, "diffing", chromedp.Click(chromedp.CSS("#page button.diff")))
+	b.waitText(t, "#config-diff pre.diff", `-      "maxRunningQueries": 2`)
+	b.waitText(t, "#config-diff pre.diff", `+      "maxRunningQueries": 5`)
 	b.screenshot(t, "config-history")
 	older := "#page button.rollback" // the newest stored revision before the current one
 	b.run(t, "rolling back", chromedp.Click(chromedp.CSS(older)), chromedp.WaitVisible(chromedp.CSS("#confirm")))

@@ -157,7 +157,8 @@ type sessionAnswer struct {
 
 // optional are the admin endpoints a node may lack (no capacity coordination, no stored
 // configuration history), by the feature name the page knows them by.
-var optional = map[string]string{"leases": "/admin/leases", "configHistory": "/admin/config/history"}
+var optional = map[string]string{"leases": "/admin/leases", "configHistory": "/admin/config/history",
+	"configRejections": "/admin/config/rejections"}
 
 func (s *Studio) features(r *http.Request) map[string]bool {
 	out := map[string]bool{}

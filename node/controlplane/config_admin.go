@@ -53,8 +53,9 @@ type adminFieldError struct {
 func (s *ConfigServer) MountAdmin(cp *ControlPlane, store ConfigStore) {
 	cp.HandleAdmin("GET "+PathAdminConfig, http.HandlerFunc(s.serveAdminConfig))
 	s.mountHistory(cp)
+	s.mountReview(cp)
 	cp.HandleAdmin("POST "+PathAdminConfigCheck, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cfg, ok := readConfigBody(w, r)
+		cfg, ok := s.readConfigBody(w, r, "")
 		if !ok {
 			return
 		}
@@ -73,11 +74,11 @@ func (s *ConfigServer) MountAdmin(cp *ControlPlane, store ConfigStore) {
 			transport.WriteError(w, http.StatusConflict, "the configuration comes from a file; edit the file", "")
 			return
 		}
-		cfg, ok := readConfigBody(w, r)
+		cfg, ok := s.readConfigBody(w, r, sourcePut)
 		if !ok {
 			return
 		}
-		s.storeConfig(w, r, store, cfg)
+		s.storeWith(w, r, sourcePut, store.Update, cfg)
 	}))
 }
 
@@ -94,8 +95,9 @@ func (s *ConfigServer) serveAdminConfig(w http.ResponseWriter, r *http.Request) 
 }
 
 // readConfigBody parses a YAML configuration from the request body (its node-local section is
-// ignored: it belongs to each node's own file).
-func readConfigBody(w http.ResponseWriter, r *http.Request) (*config.Config, bool) {
+// ignored: it belongs to each node's own file). An invalid document sent by an edit (source
+// not empty) is recorded as refused.
+func (s *ConfigServer) readConfigBody(w http.ResponseWriter, r *http.Request, source string) (*config.Config, bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, adminConfigBodyMax+1))
 	if err != nil {
 		transport.WriteError(w, http.StatusBadRequest, "reading the body: "+err.Error(), "")
@@ -111,7 +113,7 @@ func readConfigBody(w http.ResponseWriter, r *http.Request) (*config.Config, boo
 	}
 	cfg, err := config.Parse(body)
 	if err != nil {
-		writeConfigErrors(w, err)
+		s.refuse(w, r, source, err)
 		return nil, false
 	}
 	cfg.QueryFlux = config.QueryFlux{}

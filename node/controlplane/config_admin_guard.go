@@ -35,6 +35,9 @@ type AdminOptions struct {
 	// History keeps stored revisions for GET /admin/config/history and
 	// POST /admin/config/rollback (nil: those answer 404).
 	History ConfigHistory
+	// Rejections records refused edits for GET /admin/config/rejections (nil: they are only
+	// answered, and that endpoint answers 404).
+	Rejections RejectionLog
 }
 
 // SetAdminOptions sets the admin endpoints' hooks; call it before MountAdmin.
@@ -73,21 +76,18 @@ func (s *ConfigServer) checkEngines(ctx context.Context, cfg *config.Config) err
 	return nil
 }
 
-// storeConfig answers PUT /admin/config once its body parsed: it checks the engines, then stores
-// cfg under the If-Match and force rules, and waits (bounded) until the new revision is served.
-func (s *ConfigServer) storeConfig(w http.ResponseWriter, r *http.Request, store ConfigStore, cfg *config.Config) {
-	s.storeWith(w, r, store.Update, cfg)
-}
-
-// storeWith is storeConfig through update (a store's Update, or a noted one for a rollback).
-func (s *ConfigServer) storeWith(w http.ResponseWriter, r *http.Request, update func(context.Context, func(*config.Config) error) error, cfg *config.Config) {
+// storeWith answers an edit (source: PUT /admin/config, or a rollback) once its configuration
+// parsed: it checks the engines, then stores cfg through update (a store's Update, or a noted
+// one for a rollback) under the If-Match and force rules, and waits (bounded) until the new
+// revision is served.
+func (s *ConfigServer) storeWith(w http.ResponseWriter, r *http.Request, source string, update func(context.Context, func(*config.Config) error) error, cfg *config.Config) {
 	force, err := forceParam(r)
 	if err != nil {
 		transport.WriteError(w, http.StatusBadRequest, err.Error(), "force")
 		return
 	}
 	if err := s.checkEngines(r.Context(), cfg); err != nil {
-		writeConfigErrors(w, err)
+		s.refuse(w, r, source, err)
 		return
 	}
 	ifMatch := r.Header.Get("If-Match")
@@ -107,12 +107,12 @@ func (s *ConfigServer) storeWith(w http.ResponseWriter, r *http.Request, update 
 		return nil
 	})
 	if err != nil {
-		s.writeStoreError(w, err)
+		s.writeStoreError(w, r, source, err)
 		return
 	}
 	rev, err := s.revisionOf(cfg)
 	if err != nil {
-		writeConfigErrors(w, err)
+		s.refuse(w, r, source, err)
 		return
 	}
 	s.waitServed(r.Context(), before, rev)
@@ -121,9 +121,9 @@ func (s *ConfigServer) storeWith(w http.ResponseWriter, r *http.Request, update 
 }
 
 // writeStoreError answers a refused edit: 412 for a stale If-Match, 409 for a write race the
-// store could not win by retrying, 422 for an invalid configuration, and 500 (logged, with no
-// detail in the answer) for anything else.
-func (s *ConfigServer) writeStoreError(w http.ResponseWriter, err error) {
+// store could not win by retrying, 422 for an invalid configuration (recorded as refused when
+// source names an edit), and 500 (logged, with no detail in the answer) for anything else.
+func (s *ConfigServer) writeStoreError(w http.ResponseWriter, r *http.Request, source string, err error) {
 	var errs config.Errors
 	switch {
 	case errors.Is(err, errPreconditionFailed):
@@ -131,7 +131,7 @@ func (s *ConfigServer) writeStoreError(w http.ResponseWriter, err error) {
 	case errors.Is(err, config.ErrEditConflict):
 		transport.WriteError(w, http.StatusConflict, "another edit of the configuration ran at the same time; GET it again and retry", "")
 	case errors.As(err, &errs):
-		writeConfigErrors(w, err)
+		s.refuse(w, r, source, err)
 	default:
 		s.env.Logger().Error("storing the configuration failed", "err", err)
 		transport.WriteError(w, http.StatusInternalServerError, "storing the configuration failed (see the control plane's log)", "")

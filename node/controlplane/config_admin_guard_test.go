@@ -60,7 +60,7 @@ func newStoredHarness(t *testing.T) (*csHarness, *pgconfig.Source) {
 	}
 	t.Cleanup(store.Close)
 	h := newCSHarness(t, time.Second)
-	h.srv.SetAdminOptions(AdminOptions{Revision: store.Revision, History: store,
+	h.srv.SetAdminOptions(AdminOptions{Revision: store.Revision, History: store, Rejections: store,
 		CheckEngines: func(context.Context, *config.Config) error { return nil }})
 	h.srv.MountAdmin(h.cp, store)
 	wake := h.e.NewSignal()

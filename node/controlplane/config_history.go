@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/transport"
@@ -49,18 +48,13 @@ func (s *ConfigServer) mountHistory(cp *ControlPlane) {
 		return
 	}
 	cp.HandleAdmin("GET "+PathAdminConfigHistory, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		limit := historyLimitDefault
-		if v := r.URL.Query().Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				transport.WriteError(w, http.StatusBadRequest, fmt.Sprintf("limit=%q: want a positive integer", v), "limit")
-				return
-			}
-			limit = n
+		limit, ok := limitParam(w, r)
+		if !ok {
+			return
 		}
 		revs, err := h.History(r.Context(), limit)
 		if err != nil {
-			s.writeStoreError(w, err)
+			s.writeStoreError(w, r, "", err)
 			return
 		}
 		transport.WriteJSON(w, http.StatusOK, "application/json", configHistoryAnswer{Revisions: revs})
@@ -77,11 +71,11 @@ func (s *ConfigServer) mountHistory(cp *ControlPlane) {
 			return
 		}
 		if err != nil {
-			s.writeStoreError(w, err)
+			s.writeStoreError(w, r, "", err)
 			return
 		}
 		note := fmt.Sprintf("rollback to %d", rev.ID)
-		s.storeWith(w, r, func(ctx context.Context, edit func(*config.Config) error) error {
+		s.storeWith(w, r, note, func(ctx context.Context, edit func(*config.Config) error) error {
 			return h.UpdateNoted(ctx, note, edit)
 		}, cfg)
 	}))

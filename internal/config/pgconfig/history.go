@@ -66,3 +66,35 @@ func (s *Source) Stored(ctx context.Context, ref string) (*config.Config, config
 func (s *Source) UpdateNoted(ctx context.Context, note string, edit func(*config.Config) error) error {
 	return s.update(ctx, note, edit)
 }
+
+// rejectionsKept is how many refused edits the table keeps; older ones are deleted as new
+// ones arrive, so a client hammering the API with bad documents cannot grow it.
+const rejectionsKept = 1000
+
+// Reject records a refused edit: source names the request, reason what was wrong.
+func (s *Source) Reject(ctx context.Context, source, reason string) error {
+	_, err := s.pool.Exec(ctx, `WITH added AS (
+			INSERT INTO config_rejections (source, reason) VALUES ($1, $2) RETURNING id)
+		DELETE FROM config_rejections WHERE id <= (SELECT id FROM added) - $3`, source, reason, rejectionsKept)
+	if err != nil {
+		return fmt.Errorf("pgconfig: recording a rejected edit: %w", err)
+	}
+	return nil
+}
+
+// Rejections returns the newest limit refused edits, newest first.
+func (s *Source) Rejections(ctx context.Context, limit int) ([]config.Rejection, error) {
+	if limit <= 0 || limit > rejectionsKept {
+		limit = rejectionsKept
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, source, reason, created_at
+		FROM config_rejections ORDER BY id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgconfig: rejections: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[config.Rejection])
+	if err != nil {
+		return nil, fmt.Errorf("pgconfig: rejections: %w", err)
+	}
+	return out, nil
+}

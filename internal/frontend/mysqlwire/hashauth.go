@@ -5,7 +5,6 @@ import (
 	"crypto/rsa"
 	"crypto/sha1"
 	"crypto/subtle"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
@@ -49,7 +48,7 @@ type authProvider struct {
 
 func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) error {
 	user := c.GetUser()
-	_, secure := c.Conn.Conn.(*tls.Conn)
+	secure := isSecure(c)
 	trusted, err := p.s.admit(user, c.RemoteAddr(), secure)
 	if err != nil || trusted {
 		return err
@@ -58,9 +57,14 @@ func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) 
 	if users == nil {
 		return server.ErrAccessDenied
 	}
+	// An unknown name goes on with no password at all, through the same steps and answers as
+	// a wrong password (the checkers refuse it), so a client cannot tell which names exist.
 	passwords, found, err := users.Passwords(user)
-	if err != nil || !found {
+	if err != nil {
 		return server.ErrAccessDenied
+	}
+	if !found {
+		passwords = nil
 	}
 	if isEmptyPassword(data) {
 		if slices.Contains(passwords, "") {
@@ -98,6 +102,12 @@ func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) 
 	return server.ErrAccessDenied
 }
 
+// isSecure reports whether c runs over TLS (which its packet gate runs).
+func isSecure(c *server.Conn) bool {
+	s, ok := c.Conn.Conn.(secureConn)
+	return ok && s.isSecure()
+}
+
 // isEmptyPassword: clients send no password as no bytes or a single NUL.
 func isEmptyPassword(data []byte) bool { return len(data) == 0 || (len(data) == 1 && data[0] == 0) }
 
@@ -114,7 +124,7 @@ func (p *authProvider) fullAuth(c *server.Conn, check func(password string) bool
 		return err
 	}
 	var password []byte
-	if _, isTLS := c.Conn.Conn.(*tls.Conn); isTLS {
+	if isSecure(c) {
 		password = data
 	} else {
 		if p.key == nil {

@@ -3,6 +3,7 @@ package mysqlwire
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -13,19 +14,30 @@ import (
 // 4-byte header before reading the body: a header declaring 16 MiB would cost 16 MiB for 4 bytes
 // sent. The gate hands a packet's header on only once its body has arrived (small packets, which
 // fit its read buffer, stream through), and before login it refuses any packet larger than
-// preAuthMax. After an SSLRequest it steps aside: what follows is TLS.
+// preAuthMax.
+//
+// TLS ends here, not in go-mysql, so that the gate sees the packets inside it too: with a TLS
+// configuration the gate answers the client's SSLRequest itself, runs the TLS handshake and
+// reads and writes through it from then on. go-mysql never sees the SSLRequest, so during login
+// the client's packet sequence numbers are one ahead of go-mysql's; the gate shifts them both
+// ways until the client's first command (sequence 0).
 type packetGate struct {
-	net.Conn
-	r          *bufio.Reader
+	net.Conn               // the socket (deadlines, Close)
+	r          *bufio.Reader // the socket, or TLS once the client asked for it
+	w          io.Writer
+	tlsConfig  *tls.Config // nil: no TLS here (an SSLRequest goes on to go-mysql, which refuses it)
 	preAuthMax int
 	authed     bool // set once login succeeded: packets up to 16 MiB from then on
-	open       bool // TLS follows: bytes pass untouched
+	secure     bool // TLS runs
+	shift      bool // sequence numbers are shifted (see above)
+	wframe     framer
+	wbuf       []byte
 
-	left  int           // bytes of the current packet (header included) not yet handed on
-	big   []byte        // a large packet, whole, being handed on
-	acc   *bytes.Buffer // a large packet being received
-	want  int           // its size, header included
-	sslIn bool          // the current packet is an SSLRequest
+	hdr  [4]byte       // the current packet's header, as handed on
+	left int           // bytes of the current packet (header included) not yet handed on
+	big  []byte        // a large packet's body, whole, being handed on
+	acc  *bytes.Buffer // a large packet's body being received
+	want int           // its size
 }
 
 // largePacketsStarted counts large packets whose receipt began, for tests to wait on.
@@ -37,8 +49,8 @@ const gateBufferBytes = 16 << 10
 // sslRequestBytes is the payload of an SSLRequest (capabilities, max packet, charset, filler).
 const sslRequestBytes = 32
 
-func newPacketGate(c net.Conn, preAuthMax int) *packetGate {
-	return &packetGate{Conn: c, r: bufio.NewReaderSize(c, gateBufferBytes), preAuthMax: preAuthMax}
+func newPacketGate(c net.Conn, preAuthMax int, tlsConfig *tls.Config) *packetGate {
+	return &packetGate{Conn: c, r: bufio.NewReaderSize(c, gateBufferBytes), w: c, preAuthMax: preAuthMax, tlsConfig: tlsConfig}
 }
 
 // errPacketTooLarge ends a connection that announced a packet over its limit.
@@ -49,26 +61,34 @@ func (e errPacketTooLarge) Error() string {
 }
 
 func (g *packetGate) Read(p []byte) (int, error) {
-	if g.open {
-		return g.r.Read(p)
-	}
 	if g.left == 0 {
 		if err := g.next(); err != nil {
 			return 0, err
 		}
 	}
-	if g.big != nil {
-		n := copy(p, g.big[len(g.big)-g.left:])
-		g.done(n)
-		return n, nil
+	var n int
+	var err error
+	body := g.bodyLen()
+	switch {
+	case g.left > body: // the header first
+		n = copy(p, g.hdr[len(g.hdr)-(g.left-body):])
+	case g.big != nil:
+		n = copy(p, g.big[body-g.left:])
+	default:
+		if len(p) > g.left {
+			p = p[:g.left]
+		}
+		n, err = g.r.Read(p)
 	}
-	if len(p) > g.left {
-		p = p[:g.left]
+	g.left -= n
+	if g.left == 0 {
+		g.big = nil
 	}
-	n, err := g.r.Read(p)
-	g.done(n)
 	return n, err
 }
+
+// bodyLen is the current packet's body size.
+func (g *packetGate) bodyLen() int { return packetLen(g.hdr[:]) }
 
 // next reads the next packet's header and, for a packet too large to stream, its whole body.
 // A read error (a watch's deadline) leaves a partly received packet to be resumed.
@@ -78,17 +98,35 @@ func (g *packetGate) next() error {
 		if err != nil {
 			return err
 		}
-		size := int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16
+		size := packetLen(hdr)
 		if !g.authed && size > g.preAuthMax {
 			return errPacketTooLarge{size, g.preAuthMax}
 		}
-		g.sslIn = !g.authed && hdr[3] == 1 && size == sslRequestBytes
-		if 4+size <= gateBufferBytes {
+		if g.tlsConfig != nil && !g.secure && !g.authed && hdr[3] == 1 && size == sslRequestBytes {
+			if _, err := g.r.Peek(4 + size); err != nil {
+				return err
+			}
+			_, _ = g.r.Discard(4 + size)
+			if err := g.startTLS(); err != nil {
+				return err
+			}
+			return g.next()
+		}
+		copy(g.hdr[:], hdr)
+		_, _ = g.r.Discard(4)
+		if g.shift {
+			if g.hdr[3] == 0 { // the client's first command: login is over
+				g.shift = false
+			} else {
+				g.hdr[3]--
+			}
+		}
+		if size <= gateBufferBytes {
 			g.left = 4 + size
 			return nil
 		}
 		// bytes.Buffer grows with what arrives, never to the announced size ahead of it.
-		g.acc, g.want = &bytes.Buffer{}, 4+size
+		g.acc, g.want = &bytes.Buffer{}, size
 		largePacketsStarted.Add(1)
 	}
 	if _, err := g.acc.ReadFrom(io.LimitReader(g.r, int64(g.want-g.acc.Len()))); err != nil {
@@ -97,22 +135,71 @@ func (g *packetGate) next() error {
 	if g.acc.Len() < g.want {
 		return io.ErrUnexpectedEOF
 	}
-	g.big, g.left, g.acc = g.acc.Bytes(), g.want, nil
+	g.big, g.left, g.acc = g.acc.Bytes(), 4+g.want, nil
 	return nil
 }
 
-// done accounts for n bytes handed on; at a packet's end the gate drops a large packet and,
-// after an SSLRequest with the client asking for TLS, opens.
-func (g *packetGate) done(n int) {
-	g.left -= n
-	if g.left > 0 {
-		return
+// startTLS runs the server side of the TLS handshake the client asked for, on the bytes the
+// gate already holds and the socket.
+func (g *packetGate) startTLS() error {
+	tc := tls.Server(&bufferedConn{Conn: g.Conn, r: g.r}, g.tlsConfig)
+	if err := tc.Handshake(); err != nil {
+		return err
 	}
-	g.big = nil
-	if g.sslIn {
-		g.open = true
+	g.r, g.w, g.secure, g.shift = bufio.NewReaderSize(tc, gateBufferBytes), tc, true, true
+	return nil
+}
+
+func (g *packetGate) Write(p []byte) (int, error) {
+	if !g.shift {
+		return g.w.Write(p)
+	}
+	g.wbuf = append(g.wbuf[:0], p...)
+	g.wframe.shiftSeq(g.wbuf)
+	n, err := g.w.Write(g.wbuf)
+	return min(n, len(p)), err
+}
+
+// framer follows packet boundaries in a byte stream written in any pieces.
+type framer struct {
+	hdr  [4]byte
+	hn   int // header bytes seen of the current packet
+	body int // body bytes of the current packet still to come
+}
+
+// shiftSeq adds one to the sequence number of every packet header in b.
+func (f *framer) shiftSeq(b []byte) {
+	for i := 0; i < len(b); {
+		if f.body > 0 {
+			n := min(f.body, len(b)-i)
+			f.body -= n
+			i += n
+			continue
+		}
+		if f.hn == 3 {
+			b[i]++
+		}
+		f.hdr[f.hn] = b[i]
+		f.hn++
+		i++
+		if f.hn == 4 {
+			f.hn, f.body = 0, packetLen(f.hdr[:])
+		}
 	}
 }
+
+// bufferedConn reads what the gate's reader holds before the socket.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// secureConn is implemented by the connections go-mysql reads from: whether TLS runs below.
+type secureConn interface{ isSecure() bool }
+
+func (g *packetGate) isSecure() bool { return g.secure }
 
 // refuseTooMany writes MySQL's own refusal (ER_CON_COUNT_ERROR, what a full mysqld sends in
 // place of its greeting).

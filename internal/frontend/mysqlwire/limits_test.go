@@ -1,6 +1,8 @@
 package mysqlwire
 
 import (
+	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -97,6 +99,92 @@ func TestHostileHeaderAfterLogin(t *testing.T) {
 	}
 	grew := int64(heapInUse()) - int64(before)
 	t.Logf("heap +%d KB for %d logged-in connections each holding a 16 MiB header", grew>>10, conns)
+	if grew > conns<<20 {
+		t.Fatalf("heap grew %d bytes for %d held 16 MiB headers", grew, conns)
+	}
+}
+
+// tlsSession greets addr, asks for TLS with an SSLRequest as a client does, and returns the
+// TLS connection the handshake response would go on.
+func tlsSession(t *testing.T, addr string) *tls.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	readPacket(t, nc) // greeting
+	ssl := make([]byte, 4+sslRequestBytes)
+	ssl[0], ssl[3] = sslRequestBytes, 1
+	binary.LittleEndian.PutUint32(ssl[4:], gomysql.CLIENT_PROTOCOL_41|gomysql.CLIENT_SSL|gomysql.CLIENT_SECURE_CONNECTION|gomysql.CLIENT_PLUGIN_AUTH)
+	binary.LittleEndian.PutUint32(ssl[8:], 1<<24)
+	ssl[12] = 33
+	if _, err := nc.Write(ssl); err != nil {
+		t.Fatal(err)
+	}
+	tc := tls.Client(nc, &tls.Config{InsecureSkipVerify: true})
+	_ = tc.SetDeadline(time.Now().Add(30 * time.Second)) // a safety net, not a measure
+	if err := tc.Handshake(); err != nil {
+		t.Fatalf("TLS handshake: %v", err)
+	}
+	return tc
+}
+
+// TestHostileHeaderInsideTLS: inside TLS the pre-login limit holds as on a plain connection
+// (go-mysql, when it ran TLS itself, sized its buffer from this header: 16 MiB a connection).
+func TestHostileHeaderInsideTLS(t *testing.T) {
+	backend := frontendtest.NewBackend(nil)
+	addr := startServer(t, backend, Options{TLS: frontendtest.Static(frontendtest.SelfSignedTLS(t))})
+	const conns = 20
+	before := heapInUse()
+	for range conns {
+		tc := tlsSession(t, addr)
+		if _, err := tc.Write(hostileHeader(2)); err != nil {
+			t.Fatal(err)
+		}
+		if p := readPacket(t, tc); p[0] != 0xff || !strings.Contains(string(p), "larger than the limit of 65536 bytes") {
+			t.Fatalf("answer %q, want an error naming the limit", p)
+		}
+		if _, err := io.ReadFull(tc, make([]byte, 1)); err == nil {
+			t.Fatal("the connection stayed open")
+		}
+	}
+	if grew := int64(heapInUse()) - int64(before); grew > conns<<20 {
+		t.Fatalf("heap grew %d bytes for %d hostile headers inside TLS", grew, conns)
+	}
+}
+
+// TestHostileHeaderInsideTLSAfterLogin: logged in over TLS, a header declaring 16 MiB costs
+// only the bytes that arrived, as on a plain connection.
+func TestHostileHeaderInsideTLSAfterLogin(t *testing.T) {
+	backend := frontendtest.NewBackend(nil)
+	addr := startServer(t, backend, Options{TLS: frontendtest.Static(frontendtest.SelfSignedTLS(t))})
+	const conns = 8
+	before, started := heapInUse(), largePacketsStarted.Load()
+	for range conns {
+		c, err := client.Connect(addr, "alice", testPassword, "", func(c *client.Conn) error {
+			c.UseSSL(true)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, ok := c.Conn.Conn.(*tls.Conn); !ok {
+			t.Fatalf("the client is not on TLS: %T", c.Conn.Conn)
+		}
+		if _, err := c.Conn.Conn.Write(hostileHeader(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every header read by the server's gate (without it inside TLS, none ever is).
+	for deadline := time.Now().Add(time.Minute); largePacketsStarted.Load() < started+conns; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the packet gate saw %d of %d large headers inside TLS", largePacketsStarted.Load()-started, conns)
+		}
+	}
+	grew := int64(heapInUse()) - int64(before)
+	t.Logf("heap +%d KB for %d connections on TLS each holding a 16 MiB header", grew>>10, conns)
 	if grew > conns<<20 {
 		t.Fatalf("heap grew %d bytes for %d held 16 MiB headers", grew, conns)
 	}

@@ -141,24 +141,25 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	auth := &authProvider{s: s, key: key}
 	s.srv = server.NewServerWithAuth(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, nil, auth)
 	if opts.TLS != nil {
-		dynamic := &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			if cfg := opts.TLS(); cfg != nil {
-				return cfg, nil
-			}
-			return nil, errors.New("mysqlwire: no TLS certificate configured")
+		// Only for go-mysql to announce TLS in its greeting: the packet gate runs the handshake.
+		announce := &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return nil, errors.New("mysqlwire: TLS runs in the packet gate")
 		}}
-		s.srvTLS = server.NewServerWithAuth(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, dynamic, auth)
+		s.srvTLS = server.NewServerWithAuth(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, announce, auth)
 	}
 	return s, nil
 }
 
-// goMySQL is the go-mysql server for a new connection: the one offering TLS while a
-// certificate is configured.
-func (s *Server) goMySQL() *server.Server {
-	if s.srvTLS != nil && s.opts.TLS() != nil {
-		return s.srvTLS
+// goMySQL is the go-mysql server for a new connection, and the TLS configuration its packet
+// gate answers SSLRequests with: while a certificate is configured, the server that announces
+// TLS (go-mysql itself never runs it, see packetGate).
+func (s *Server) goMySQL() (*server.Server, *tls.Config) {
+	if s.srvTLS != nil {
+		if cfg := s.opts.TLS(); cfg != nil {
+			return s.srvTLS, cfg
+		}
 	}
-	return s.srv
+	return s.srv, nil
 }
 
 // Serve accepts connections on l until l fails or the server closes.
@@ -257,17 +258,18 @@ func (s *Server) serveConn(nc net.Conn) {
 	}()
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	gate := newPacketGate(nc, s.opts.Limits.PreAuthBytesMax)
+	srv, tlsConfig := s.goMySQL()
+	gate := newPacketGate(nc, s.opts.Limits.PreAuthBytesMax, tlsConfig)
 	buffered := newFlushOnReadConn(gate)
 	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc}
 	_ = buffered.SetDeadline(time.Now().Add(s.opts.Limits.HandshakeTimeout))
-	c, err := s.goMySQL().NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr(), gate: gate}, h)
+	c, err := srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr(), gate: gate}, h)
 	handshaking = false
 	if err != nil {
 		s.log.Debug("mysqlwire: handshake failed", "remote", h.remote, "err", err)
 		return
 	}
-	_ = c.SetDeadline(time.Time{}) // c's own conn: TLS, when the client asked for it
+	_ = c.SetDeadline(time.Time{})
 	h.conn = c
 	h.multiStatements = c.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 	s.mu.Lock()
@@ -353,6 +355,11 @@ type flushOnReadConn struct {
 
 func newFlushOnReadConn(c net.Conn) *flushOnReadConn {
 	return &flushOnReadConn{Conn: c, w: bufio.NewWriterSize(c, 32<<10)}
+}
+
+func (c *flushOnReadConn) isSecure() bool {
+	s, ok := c.Conn.(secureConn)
+	return ok && s.isSecure()
 }
 
 func (c *flushOnReadConn) Write(p []byte) (int, error) {

@@ -24,6 +24,35 @@ type Authenticator interface {
 	CheckPassword(user, password string) bool
 }
 
+// UnknownUsers is an optional extension of Authenticator for users that do not exist. When
+// MockSCRAMVerifier answers ok, such a user is taken through a SCRAM-SHA-256 exchange against
+// that verifier, which always fails with the same message as a wrong password, so a client
+// cannot tell unknown names from known ones. The verifier must be the same on every call for
+// one user (a salt that changed between attempts would give the mock away): MockVerifier
+// derives one from a server secret.
+type UnknownUsers interface {
+	MockSCRAMVerifier(user string) (verifier string, ok bool)
+}
+
+// MockVerifier is a SCRAM-SHA-256 verifier for an unknown user, a pure function of secret and
+// user: its salt (saltLen bytes) and keys look like a real verifier's, and no password
+// matches it (its StoredKey is an HMAC output, not the hash of a client key).
+func MockVerifier(secret []byte, user string, saltLen, iterations int) string {
+	derive := func(label string) []byte {
+		m := hmac.New(sha256.New, secret)
+		m.Write([]byte(label))
+		m.Write([]byte{0})
+		m.Write([]byte(user))
+		return m.Sum(nil)
+	}
+	salt := derive("salt")
+	for len(salt) < saltLen {
+		salt = append(salt, derive("salt"+strconv.Itoa(len(salt)))...)
+	}
+	b64 := base64.StdEncoding.EncodeToString
+	return fmt.Sprintf("SCRAM-SHA-256$%d:%s$%s:%s", iterations, b64(salt[:saltLen]), b64(derive("stored")), b64(derive("server")))
+}
+
 // FailureObserver is an optional extension of Authenticator told of every failed login.
 type FailureObserver interface {
 	AuthFailed(user string)
@@ -33,12 +62,17 @@ type FailureObserver interface {
 type StaticUsers struct {
 	passwords map[string]string
 	verifiers map[string]string
+	secret    []byte // of unknown users' mock verifiers (with scram)
 }
 
 // NewStaticUsers returns an Authenticator for passwords. With scram true every user logs in
 // with SCRAM-SHA-256 (verifiers are computed now); otherwise with a cleartext password.
 func NewStaticUsers(passwords map[string]string, scram bool) *StaticUsers {
 	s := &StaticUsers{passwords: map[string]string{}, verifiers: map[string]string{}}
+	if scram {
+		s.secret = make([]byte, 32)
+		_, _ = rand.Read(s.secret)
+	}
 	for user, pw := range passwords {
 		s.passwords[user] = pw
 		if scram {
@@ -57,6 +91,13 @@ func NewStaticUsers(passwords map[string]string, scram bool) *StaticUsers {
 func (s *StaticUsers) SCRAMVerifier(user string) (string, bool) {
 	v, ok := s.verifiers[user]
 	return v, ok
+}
+
+func (s *StaticUsers) MockSCRAMVerifier(user string) (string, bool) {
+	if s.secret == nil {
+		return "", false
+	}
+	return MockVerifier(s.secret, user, 16, 4096), true
 }
 
 func (s *StaticUsers) CheckPassword(user, password string) bool {

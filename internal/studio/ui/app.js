@@ -267,11 +267,30 @@ async function configPage(page) {
       hist.revisions.map((r) => el('tr', { 'data-revision': r.id }, el('td', {}, r.id), el('td', {}, r.revision.slice(0, 12)),
         el('td', {}, r.note), el('td', {}, r.clusters), el('td', {}, r.groups), el('td', {}, r.users), el('td', {}, ago(r.createdAt)),
         el('td', {}, r.revision === cur.revision ? badge('current', 'yes')
-          : el('button', { type: 'button', class: 'rollback', onclick: () => rollback(r, etag) }, 'Roll back to this'))))));
+          : [el('button', { type: 'button', class: 'diff', onclick: () => showDiff(r.id) }, 'Diff with current'), ' ',
+            el('button', { type: 'button', class: 'rollback', onclick: () => rollback(r, etag) }, 'Roll back to this')])))),
+      el('div', { id: 'config-diff' }));
   } else {
     parts.push(el('p', { class: 'muted' }, 'This node keeps no configuration history (its configuration comes from a file).'));
   }
+  if (state.features.configRejections) {
+    const rej = await api('GET', '/admin/config/rejections?limit=20');
+    parts.push(el('h2', {}, 'Refused edits'), rej.rejections.length === 0 ? el('p', { class: 'muted' }, 'No edit has been refused.')
+      : table(['Id', 'Refused', 'Source', 'Reason'], rej.rejections.map((r) => el('tr', { 'data-rejection': r.id },
+        el('td', {}, r.id), el('td', {}, ago(r.createdAt)), el('td', {}, r.source), el('td', {}, el('pre', { class: 'reason' }, r.reason))))));
+  }
   page.replaceChildren(...parts);
+}
+
+// showDiff lists what changed from stored revision id to the served one, secrets hidden.
+async function showDiff(id) {
+  const box = $('config-diff');
+  try {
+    const d = await api('GET', '/admin/config/diff?' + new URLSearchParams({ from: String(id) }));
+    const lines = d.lines.map((l) => el('span', { class: { '-': 'del', '+': 'add', '@': 'hunk' }[l[0]] || 'ctx' }, l + '\n'));
+    box.replaceChildren(el('h2', {}, 'Changes from ' + d.from.id + ' to ' + d.to.id + ' (current)'),
+      d.changed ? el('pre', { class: 'diff' }, ...lines) : el('p', { class: 'muted' }, 'No change.'));
+  } catch (e) { flash('Diff: ' + e.message, true); }
 }
 
 async function rollback(r, etag) {
