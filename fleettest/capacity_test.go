@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,14 +38,7 @@ type engineFleet struct {
 }
 
 func newEngineFleet(t *testing.T) *engineFleet {
-	if testing.Short() {
-		t.Skip("real-daemon test skipped in -short mode")
-	}
-	engineURL, err := url.Parse(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := pgtest.NewDatabase(t)
+	engineURL, db := engineDatabases(t)
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
 	ef := &engineFleet{fleet: f, engineDB: strings.TrimPrefix(engineURL.Path, "/"), workers: map[string]string{}, procs: map[string]*daemontest.Proc{}}
 	coordination := fmt.Sprintf("coordination: {mode: controlPlane, leaseTtlSecs: %d, driftMarginSecs: 1, sweepEverySecs: 1}", leaseTTLSecs)
@@ -81,14 +73,9 @@ func newEngineFleet(t *testing.T) *engineFleet {
 
 // engineControlPlane writes the config of a control plane on database db in front of the
 // PostgreSQL cluster pg at engineURL (group main, up to 200 queued, waitSecs of capacity wait),
-// plus the extra clusters' YAML list items, and migrates db.
+// plus the extra clusters' YAML list items.
 func engineControlPlane(t *testing.T, f *fleet, engineURL *url.URL, db, coordination string, cap, waitSecs int, extra string) string {
-	path := daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
-  role: controlPlane
-  adminApi: {listen: %q, token: %q}
-  workerApi: {enabled: true, secret: %q}
-  persistence: {databaseUrl: %q}
-  %s
+	return daemontest.WriteFile(t, "cp.yaml", f.controlPlaneYAML(db, fmt.Sprintf(`  %s
 clusters:
   - name: pg
     engine: postgres
@@ -100,11 +87,7 @@ clusters:
   - {name: main, members: [pg], maxQueuedQueries: 200, capacityWaitTimeoutSecs: %d}
 routingFallback: main
 settings: {security: {trustLoopback: true}}
-`, f.apiAddr, adminToken, workerSecret, db, coordination, engineURL.Host, strings.TrimPrefix(engineURL.Path, "/"), engineURL.User.Username(), cap, extra, waitSecs))
-	if out, err := exec.Command(daemontest.Binary(t), "migrate", "--database-url", db).CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
-	return path
+`, coordination, engineURL.Host, strings.TrimPrefix(engineURL.Path, "/"), engineURL.User.Username(), cap, extra, waitSecs)))
 }
 
 // leases lists the control plane's leases of the cluster, by holder.

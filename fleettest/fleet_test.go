@@ -3,6 +3,7 @@ package fleettest
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -82,24 +83,48 @@ func newFleet(t *testing.T) *fleet {
 	if testing.Short() {
 		t.Skip("real-daemon test skipped in -short mode")
 	}
-	db := pgtest.NewDatabase(t)
-	mig := exec.Command(daemontest.Binary(t), "migrate", "--database-url", db)
-	if out, err := mig.CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
+	db := migratedDatabase(t)
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
-	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", fmt.Sprintf(`queryflux:
-  role: controlPlane
-  adminApi: {listen: %q, token: %q}
-  workerApi: {enabled: true, secret: %q}
-  persistence: {databaseUrl: %q}
-`, f.apiAddr, adminToken, workerSecret, db))
+	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", f.controlPlaneYAML(db, ""))
 	f.wConfig = daemontest.WriteFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
   role: worker
   controlPlane: {url: %q, secret: %q}
 `, "http://"+f.apiAddr, workerSecret))
 	f.startControlPlane()
 	return f
+}
+
+// controlPlaneYAML is the control plane's configuration on database db: the admin and worker
+// APIs on f.apiAddr, then more (YAML at the top level; its queryflux: lines indented by two).
+func (f *fleet) controlPlaneYAML(db, more string) string {
+	return fmt.Sprintf(`queryflux:
+  role: controlPlane
+  adminApi: {listen: %q, token: %q}
+  workerApi: {enabled: true, secret: %q}
+  persistence: {databaseUrl: %q}
+`, f.apiAddr, adminToken, workerSecret, db) + more
+}
+
+// migratedDatabase is a fresh control-plane database with every migration applied.
+func migratedDatabase(t *testing.T) string {
+	db := pgtest.NewDatabase(t)
+	if out, err := exec.Command(daemontest.Binary(t), "migrate", "--database-url", db).CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	return db
+}
+
+// engineDatabases are a PostgreSQL database for a cluster to serve and a migrated one for the
+// control plane; real-daemon tests skip in -short mode.
+func engineDatabases(t *testing.T) (engine *url.URL, controlPlane string) {
+	if testing.Short() {
+		t.Skip("real-daemon test skipped in -short mode")
+	}
+	engine, err := url.Parse(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine, migratedDatabase(t)
 }
 
 func getBody(t *testing.T, url string) (int, string) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +23,6 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/internal/history/histfile"
-	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/plan"
 	"github.com/queryflux/queryflux/scenarios"
@@ -233,11 +231,7 @@ func (p *probe) stop() *scenarios.Calibration {
 // it returns the control plane's config file, its admin address and the workers' postgres
 // frontends.
 func startReplayFleet(t *testing.T) (string, string, []string) {
-	engineURL, err := url.Parse(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := pgtest.NewDatabase(t)
+	engineURL, db := engineDatabases(t)
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
 	coordination := "coordination: {mode: controlPlane, queue: ordered, leaseTtlSecs: 10, driftMarginSecs: 2}"
 	probe := fmt.Sprintf("  - {name: probe, engine: postgres, endpoint: %q, maxRunningQueries: 1000}\n", engineURL.Host)

@@ -12,17 +12,14 @@ package scenarios
 // and configs that drive the workload's proxy runtime (configs here carry the cap only).
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
-	"github.com/queryflux/queryflux/node/controlplane"
-	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/node/assembly"
 	"github.com/queryflux/queryflux/node/worker"
-	"github.com/queryflux/queryflux/sim"
 )
 
 func init() {
@@ -65,27 +62,19 @@ func (c *ConfigSpec) validate() error {
 type configState struct {
 	cap       int           // -1: a config no worker can compile
 	hangUntil time.Duration // builds before this virtual time hang
-	wake      env.Signal    // the running control plane's refresh wake-up
 }
 
 func configStateOf(w *World) *configState {
 	return w.Durable("config/state", func() any { return &configState{cap: w.Scenario.Config.Cap} }).(*configState)
 }
 
-type syncEntry struct {
-	inc uint64
-	cs  *worker.ConfigSync
-	wk  *worker.Worker
-}
-
 // configSyncOf is the running incarnation's ConfigSync of worker name (nil while down).
 func configSyncOf(w *World, name string) (*worker.ConfigSync, *worker.Worker) {
-	e, _ := w.Durable("configsync/"+name, func() any { return &syncEntry{} }).(*syncEntry)
-	n := w.Node(name)
-	if e.cs == nil || n == nil || !n.Up() || n.Incarnation() != e.inc {
+	wk, _ := Assembled(w, name).(*assembly.Worker)
+	if wk == nil {
 		return nil, nil
 	}
-	return e.cs, e.wk
+	return wk.Sync, wk.W
 }
 
 // configSnapshot builds the snapshot of cap c; a negative cap gives a snapshot whose fallback
@@ -108,49 +97,6 @@ func configSnapshot(c int, at time.Time) (*snapshot.WorkerSnapshotV1, error) {
 	s.RoutingFallback = "nowhere"
 	s.Revision, err = snapshot.Revision(s)
 	return s, err
-}
-
-// configControlPlane serves config snapshots on cp.
-func configControlPlane(w *World, n *sim.Node, cp *controlplane.ControlPlane) {
-	spec, e := w.Scenario.Config, n.Env()
-	st := configStateOf(w)
-	srv := controlplane.NewConfigServer(e, spec.PollTimeout)
-	srv.Mount(cp)
-	st.wake = e.NewSignal()
-	src := func(ctx context.Context) (*snapshot.WorkerSnapshotV1, error) {
-		if hang := st.hangUntil - w.Sim.Elapsed(); hang > 0 {
-			if err := e.Sleep(ctx, hang); err != nil {
-				return nil, fmt.Errorf("snapshot build hung: %w", err)
-			}
-		}
-		return configSnapshot(st.cap, e.Now())
-	}
-	wake := st.wake
-	e.Go(n.Ctx(), "config-refresh", func(ctx context.Context) { _ = srv.RunConfigRefresh(ctx, src, wake, spec.BuildTimeout) })
-}
-
-// configWorker makes wk follow the control plane's config (called before wk.Start).
-func configWorker(w *World, n *sim.Node, wk *worker.Worker) {
-	spec := w.Scenario.Config
-	opts := worker.ConfigSyncOptions{PollTimeout: spec.PollTimeout, BackoffMin: 500 * time.Millisecond, BackoffMax: 5 * time.Second}
-	if spec.Peers {
-		var peers []string
-		names, _ := w.Scenario.Resolve("workers")
-		for _, p := range names {
-			if p != n.Name() {
-				peers = append(peers, "http://"+p)
-			}
-		}
-		opts.Peers = &worker.PeerOptions{Addresses: peers, MaxAge: spec.MaxAge, Secret: WorkerSecret, Client: n.Client(), RequestTimeout: time.Second}
-	}
-	if spec.LastGood {
-		opts.Store = w.Durable("lastgood/"+n.Name(), func() any { return &worker.MemorySnapshotStore{} }).(*worker.MemorySnapshotStore)
-	}
-	cs := worker.NewConfigSync(wk, opts)
-	wk.HandleOps("GET "+worker.PathPeerConfig, cs.PeerConfigHandler(WorkerSecret))
-	entry := w.Durable("configsync/"+n.Name(), func() any { return &syncEntry{} }).(*syncEntry)
-	*entry = syncEntry{inc: n.Incarnation(), cs: cs, wk: wk}
-	n.Env().Go(n.Ctx(), "config-sync", func(ctx context.Context) { _ = cs.Run(ctx) })
 }
 
 func requireConfig(sc *Scenario, p Params) error {
@@ -190,9 +136,7 @@ func parseConfigBad(sc *Scenario, p Params) (Action, error) {
 func setDesired(w *World, c int) {
 	st := configStateOf(w)
 	st.cap = c
-	if st.wake != nil {
-		st.wake.Notify() // a stopped incarnation's wake wakes nobody
-	}
+	configChanged(w)
 }
 
 func parseConfigHang(sc *Scenario, p Params) (Action, error) {

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/queryflux/queryflux/internal/registry"
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/node/assembly"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/worker"
 	"github.com/queryflux/queryflux/sim"
@@ -31,31 +32,32 @@ func init() {
 	RegisterCheck("reregistered", parseReregistered)
 }
 
-// controlPlaneRole boots a control plane whose registry (a registry.Memory) survives restarts.
+// controlPlaneRole boots the shipped control plane (node/assembly) on the fleet's stores, whose
+// registry (a registry.Memory) survives restarts.
 func controlPlaneRole(w *World, spec NodeSpec) (sim.Factory, error) {
 	iv := w.Scenario.Intervals
 	cfg := controlplane.Config{
-		WorkerSecret: WorkerSecret, AdminToken: "sim-admin-token",
+		WorkerSecret: WorkerSecret, AdminToken: AdminToken,
 		HeartbeatInterval: iv.Heartbeat, StaleAfter: iv.StaleAfter, EvictGrace: iv.EvictGrace,
 		ReaperInterval: iv.Reaper, AllowShortTimeouts: true,
 	}
 	if err := cfg.WithDefaults().Validate(); err != nil {
 		return nil, fmt.Errorf("intervals: %v", err)
 	}
-	store := w.Durable("registry/"+spec.Name, func() any { return registry.NewMemory() }).(*registry.Memory)
+	cfg = cfg.WithDefaults()
+	local, err := compiled(fleetQueryFlux(w, config.RoleControlPlane))
+	if err != nil {
+		return nil, err
+	}
 	return func(n *sim.Node) http.Handler {
-		cp := controlplane.New(n.Env(), cfg, store)
-		if err := cp.Start(n.Ctx()); err != nil {
-			w.Errorf("control plane %s did not start: %v", n.Name(), err)
-		}
-		w.SetRole(n.Name(), cp)
-		if w.Scenario.Config != nil {
-			configControlPlane(w, n, cp)
+		c, err := assembly.BuildControlPlane(n.Env(), local, cfg, controlPlaneDeps(w, n))
+		if !boot(w, n, "control plane", c, err, func() any { return c.CP }) {
+			return http.NotFoundHandler()
 		}
 		if w.Scenario.Workload != nil {
-			return workloadControlPlane(w, n, cp)
+			return workloadControlPlane(w, n, c)
 		}
-		return cp.Handler()
+		return c.Handler()
 	}, nil
 }
 
@@ -97,6 +99,7 @@ func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	return resp, err
 }
 
+// workerRole boots the shipped worker (node/assembly) following its control plane.
 func workerRole(w *World, spec NodeSpec) (sim.Factory, error) {
 	iv := w.Scenario.Intervals
 	cpName := w.Scenario.ControlPlaneOf(spec.Name)
@@ -111,19 +114,36 @@ func workerRole(w *World, spec NodeSpec) (sim.Factory, error) {
 	if err := cfg.WithDefaults().Validate(); err != nil {
 		return nil, fmt.Errorf("intervals: %v", err)
 	}
+	q := fleetQueryFlux(w, config.RoleWorker)
+	q.ControlPlane.URL = cfg.ControlPlaneURL
+	if c := w.Scenario.Config; c != nil && c.Peers {
+		names, _ := w.Scenario.Resolve("workers")
+		for _, p := range names {
+			if p != spec.Name {
+				q.ControlPlane.PeerBootstrap.Address = append(q.ControlPlane.PeerBootstrap.Address, "http://"+p)
+			}
+		}
+		q.ControlPlane.PeerBootstrap.MaxAgeSecs = wholeSecs(c.MaxAge)
+	}
+	local, err := compiled(q)
+	if err != nil {
+		return nil, err
+	}
 	log := w.Durable("tokens/"+spec.Name, func() any { return &TokenLog{} }).(*TokenLog)
 	return func(n *sim.Node) http.Handler {
 		client := &http.Client{Transport: &recordingTransport{inner: n.Transport(), log: log, s: w.Sim}}
-		wk := worker.New(n.Env(), cfg, client)
+		deps := workerDeps(w, n, client)
+		if w.Scenario.Workload != nil {
+			observeWorkload(w, n, &deps)
+		}
+		wk, err := assembly.BuildWorker(n.Env(), local, cfg, deps)
+		if !boot(w, n, "worker", wk, err, func() any { return wk.W }) {
+			return http.NotFoundHandler()
+		}
 		if w.Scenario.Workload != nil {
 			workloadWorker(w, n, wk)
 		}
-		if w.Scenario.Config != nil {
-			configWorker(w, n, wk)
-		}
-		wk.Start(n.Ctx())
-		w.SetRole(n.Name(), wk)
-		return wk.OpsHandler()
+		return wk.Handler()
 	}, nil
 }
 

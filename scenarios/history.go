@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/node/assembly"
 )
 
 func init() {
@@ -38,16 +39,47 @@ type countedStore struct {
 	*history.Memory
 	delivered map[string]int
 	dupes     int // records the store took although it held them already
+	// lossEvery, for tests only: every Nth fresh record is acknowledged but never stored nor
+	// counted (a planted bug historyConserved must catch).
+	lossEvery, fresh int
 }
 
 // HistoryStoreOf is control plane cp's history store.
 func HistoryStoreOf(w *World, cp string) *countedStore {
 	return w.Durable("historystore/"+cp, func() any {
-		return &countedStore{Memory: history.NewMemory(w.Scenario.Workload.History.StoreMax), delivered: map[string]int{}}
+		size := assembly.HistoryMemoryRecordsMax
+		if wl := w.Scenario.Workload; wl != nil && wl.History != nil {
+			size = wl.History.StoreMax
+		}
+		return &countedStore{Memory: history.NewMemory(size), delivered: map[string]int{}, lossEvery: w.opts.PlantHistoryLoss}
 	}).(*countedStore)
 }
 
 func (s *countedStore) Insert(ctx context.Context, recs []history.Record) (int, error) {
+	recs, lost := s.plantLoss(recs)
+	n, err := s.insert(ctx, recs)
+	return n + lost, err
+}
+
+// plantLoss takes every lossEvery-th fresh record out of recs, unseen.
+func (s *countedStore) plantLoss(recs []history.Record) ([]history.Record, int) {
+	if s.lossEvery == 0 {
+		return recs, 0
+	}
+	kept := recs[:0:0]
+	for _, r := range recs {
+		if s.delivered[r.QueryID] == 0 {
+			s.fresh++
+			if s.fresh%s.lossEvery == 0 {
+				continue
+			}
+		}
+		kept = append(kept, r)
+	}
+	return kept, len(recs) - len(kept)
+}
+
+func (s *countedStore) insert(ctx context.Context, recs []history.Record) (int, error) {
 	fresh := 0
 	for _, r := range recs {
 		s.delivered[r.QueryID]++

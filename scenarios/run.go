@@ -174,8 +174,9 @@ type RunOpts struct {
 	// StallTimeout is the wall time without a task switch after which the process dies naming
 	// the seed (a task blocked outside the Env). Default 60s; negative disables.
 	StallTimeout time.Duration
-	// PlantHistoryLoss, for tests only: every Nth finished query's record never reaches its
-	// worker's uplink, lost without a word (a planted bug historyConserved must catch).
+	// PlantHistoryLoss, for tests only: every Nth query record reaching the control plane's
+	// history store is acknowledged and lost without a word (a planted bug historyConserved
+	// must catch).
 	PlantHistoryLoss int
 }
 
@@ -236,9 +237,7 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	link, _ := sc.linkModel()
 	s.Net().SetDefault(link)
 	w.Observer = s.AddNode(ObserverName, nil)
-	if sc.Workload != nil {
-		startEngines(w)
-	}
+	startEngines(w)
 	for _, spec := range sc.Nodes() {
 		factory, err := roleKinds[spec.Role](w, spec)
 		if err != nil {

@@ -16,9 +16,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/config"
-	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/simengine"
-	"github.com/queryflux/queryflux/node/proxy"
 )
 
 // Workload is the `workload:` section of a scenario.
@@ -36,8 +34,8 @@ type Workload struct {
 	Scale float64 `yaml:"scale"`
 	// Workers, when > 0, sets the fleet's worker count (the first fleet.workers entry with a
 	// prefix and a count); the replay's recorded workers are spread over them.
-	Workers int `yaml:"workers"`
-	History      *WorkloadHistory     `yaml:"history"`
+	Workers int              `yaml:"workers"`
+	History *WorkloadHistory `yaml:"history"`
 	// Objective is the service level the planner checks each sweep point against.
 	Objective Objective `yaml:"objective"`
 	// Warmup: queries submitted before it are not counted in the statistics (they still run).
@@ -287,48 +285,24 @@ func (wl *Workload) coordination() config.Coordination {
 		LeaseTTLSecs: int(c.LeaseTTL / time.Second), DriftMarginSecs: int(c.DriftMargin / time.Second)}
 }
 
-// runtimeSpec is the proxy runtime of one worker incarnation over its engines, with caps.
-func (wl *Workload) runtimeSpec(engines map[string]query.Engine, caps map[string]int) proxy.RuntimeSpec {
-	var spec proxy.RuntimeSpec
+// config is the fleet's shared configuration for the workload with caps: its clusters (on
+// simulated engines) and groups, and a tags router sending each query to the group its arrival
+// tags it with.
+func (wl *Workload) config(caps map[string]int) *config.Config {
+	cfg := &config.Config{}
 	for _, c := range wl.Clusters {
-		spec.Clusters = append(spec.Clusters, proxy.ClusterSpec{Name: c.Name, Enabled: true, MaxRunningQueries: caps[c.Name], Engine: engines[c.Name]})
+		cfg.Clusters = append(cfg.Clusters, config.Cluster{Name: c.Name, Engine: config.EngineSim, MaxRunningQueries: caps[c.Name]})
 	}
-	var targets []string
+	route := config.Router{Type: "tags", TagToGroup: map[string]string{}}
 	for _, g := range wl.Groups {
-		gs := proxy.GroupSpec{Name: g.Name, Strategy: strategyName(g.Strategy), MaxQueuedQueries: g.MaxQueued, CapacityWaitTimeout: g.WaitTimeout}
-		for _, m := range g.Members {
-			gs.Members = append(gs.Members, proxy.MemberSpec{Cluster: m})
-		}
-		spec.Groups = append(spec.Groups, gs)
-		targets = append(targets, g.Name)
+		cfg.ClusterGroups = append(cfg.ClusterGroups, config.ClusterGroup{Name: g.Name, Members: g.Members, Strategy: g.Strategy,
+			MaxQueuedQueries: g.MaxQueued, CapacityWaitTimeoutSecs: wholeSecs(g.WaitTimeout)})
+		route.TagToGroup[g.Name] = g.Name
 	}
-	spec.Routers = []proxy.Router{userRouter(targets)}
-	spec.Revision = "workload"
-	return spec
-}
-
-func strategyName(s string) string {
-	switch s {
-	case "leastLoaded":
-		return proxy.LeastLoaded
-	case "failover":
-		return proxy.Failover
-	case "weighted":
-		return proxy.Weighted
-	}
-	return proxy.RoundRobin
-}
-
-// userRouter routes a workload query to the group named by its user (the arrival's group).
-type userRouter []string
-
-func (r userRouter) Kind() string      { return "workload" }
-func (r userRouter) Targets() []string { return r }
-func (r userRouter) Route(req *query.Request) (string, string, bool, error) {
-	if slices.Contains(r, req.User) {
-		return req.User, "the arrival's group", true, nil
-	}
-	return "", "not a workload group", false, nil
+	cfg.Routers = []config.Router{route}
+	cfg.RoutingFallback = wl.Groups[0].Name
+	config.ApplyDefaults(cfg)
+	return cfg
 }
 
 // WorkerWeights is each worker's share of an arrival's rate under skew (mean 1).

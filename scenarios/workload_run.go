@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -18,14 +17,12 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
-	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/simengine"
-	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/assembly"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
-	"github.com/queryflux/queryflux/node/worker"
 	"github.com/queryflux/queryflux/sim"
 )
 
@@ -79,8 +76,6 @@ type WorkloadStats struct {
 	// holds each cluster to: a raised cap at once, a lowered one once the cluster has drained
 	// under it (the queries admitted before run to their end).
 	caps, limits map[string]int
-	// activate re-activates a running worker's proxy runtime with the caps now.
-	activate map[string]func()
 	// engineWatchers see every change of a cluster's executing total (lease_checks.go).
 	engineWatchers []func(cluster string, total int)
 }
@@ -89,8 +84,7 @@ type WorkloadStats struct {
 func WorkloadOf(w *World) *WorkloadStats {
 	return w.Durable("workload/stats", func() any {
 		st := &WorkloadStats{Workers: map[string]*WorkerLoad{}, Groups: map[string]*GroupLoad{}, CPRequests: map[string]int{},
-			MaxLeases: map[string]int{}, MaxExecuting: map[string]int{}, caps: map[string]int{}, limits: map[string]int{},
-			activate: map[string]func(){}}
+			MaxLeases: map[string]int{}, MaxExecuting: map[string]int{}, caps: map[string]int{}, limits: map[string]int{}}
 		for _, c := range w.Scenario.Workload.Clusters {
 			st.caps[c.Name], st.limits[c.Name] = c.Cap, c.Cap
 		}
@@ -148,6 +142,9 @@ const EnginesName = "engines"
 // startEngines makes one simulated engine per cluster, shared by every worker.
 func startEngines(w *World) {
 	node := w.Sim.AddNode(EnginesName, nil)
+	if w.Scenario.Workload == nil {
+		return
+	}
 	st := WorkloadOf(w)
 	for _, c := range w.Scenario.Workload.Clusters {
 		dist, _ := c.Duration.Distribution()
@@ -233,113 +230,70 @@ func (h countingHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	h.inner.ServeHTTP(rw, r)
 }
 
-// workloadControlPlane mounts the capacity API and, if asked, the history ingest on cp, and
-// returns its handler counting requests.
-func workloadControlPlane(w *World, n *sim.Node, cp *controlplane.ControlPlane) http.Handler {
-	wl := w.Scenario.Workload
-	store := LeasesOf(w)
-	ccfg := controlplane.CapacityConfig{Store: store, Locks: store, Owner: n.Name(),
-		SweepEvery: wl.SweepEvery, Ordered: wl.Coordination.Queue == config.QueueOrdered, Weights: wl.Coordination.Weights,
-		Limits: wl.limits(WorkloadOf(w))}
-	if wl.EngineFence == nil || *wl.EngineFence {
-		ccfg.Fence = engineFence{w}
-	}
-	sw := controlplane.MountCapacity(n.Env(), cp, ccfg)
-	n.Env().Go(n.Ctx(), "capacity-sweeper", sw.Run)
-	if wl.History != nil {
-		cp.MountHistory(HistoryStoreOf(w, n.Name()))
-	}
-	h := countingHandler{inner: cp.Handler(), st: WorkloadOf(w)}
-	if wl.ControlPlane != nil {
-		h.pool = &servicePool{e: n.Env(), cal: wl.ControlPlane, freed: n.Env().NewSignal()}
+// workloadControlPlane is control plane c's handler counting requests (and, with a
+// calibration, taking each one's service time).
+func workloadControlPlane(w *World, n *sim.Node, c *assembly.ControlPlane) http.Handler {
+	h := countingHandler{inner: c.Handler(), st: WorkloadOf(w)}
+	if cal := w.Scenario.Workload.ControlPlane; cal != nil {
+		h.pool = &servicePool{e: n.Env(), cal: cal, freed: n.Env().NewSignal()}
 	}
 	return h
 }
 
-// countingGuard counts the guard's answers for the worker's statistics.
-type countingGuard struct {
-	inner proxy.Guard
-	load  *WorkerLoad
-	w     *World
-}
-
-func (g countingGuard) Acquire(ctx context.Context, cluster string, limit int) (capacity.Slot, error) {
-	slot, err := g.inner.Acquire(ctx, cluster, limit)
-	if g.w.Sim.Elapsed() >= g.w.Scenario.Workload.Warmup {
-		switch {
-		case err == nil:
-			g.load.Admitted++
-		case errors.Is(err, capacity.ErrAtCapacity), errors.Is(err, capacity.ErrUnavailable):
-			g.load.Denied++
-		}
-	}
-	return slot, err
-}
-
-// workloadWorker runs the workload on worker wk (called before wk.Start).
-func workloadWorker(w *World, n *sim.Node, wk *worker.Worker) {
-	wl := w.Scenario.Workload
-	e, name := n.Env(), n.Name()
+// observeWorkload makes the worker's statistics follow its admissions and finished queries, and
+// sets its uplink to the workload's history settings (before the worker is built).
+func observeWorkload(w *World, n *sim.Node, deps *assembly.WorkerDeps) {
+	wl, name := w.Scenario.Workload, n.Name()
 	st := WorkloadOf(w)
 	load := st.worker(name)
-	engines := map[string]query.Engine{}
-	for _, c := range wl.Clusters {
-		engines[c.Name] = EngineOf(w, c.Name) // one engine, shared: the runtime's Close leaves it alone
-	}
-	cg, err := worker.NewCapacityGuard(e, wk, wl.coordination(), nil)
-	if err != nil {
-		w.Errorf("worker %s: capacity guard: %v", name, err)
-		return
-	}
-	cg.Start(n.Ctx())
-	var uplink *history.Uplink
 	tracker := HistoryTrackerOf(w, name)
 	if h := wl.History; h != nil {
-		uplink, err = wk.NewHistoryUplink(e, history.UplinkConfig{BufferMax: h.Buffer, BatchMax: h.Batch,
-			FlushInterval: h.FlushInterval, SendTimeout: h.SendTimeout, OnDrop: func(id string) { tracker.Dropped[id]++ }})
-		if err != nil {
-			w.Errorf("worker %s: history uplink: %v", name, err)
-			return
-		}
-		tracker.Uplinks = append(tracker.Uplinks, uplink)
-		uplink.Start(n.Ctx())
+		deps.Timing.History = history.UplinkConfig{BufferMax: h.Buffer, BatchMax: h.Batch,
+			FlushInterval: h.FlushInterval, SendTimeout: h.SendTimeout, OnDrop: func(id string) { tracker.Dropped[id]++ }}
 	}
 	start := w.Sim.Now().Add(-w.Sim.Elapsed())
-	core := proxy.New(proxy.Options{Env: e, Guard: countingGuard{inner: cg.Guard(), load: load, w: w},
-		OnFinish: func(r proxy.Record) {
-			if uplink != nil {
+	deps.Observe = assembly.Observers{
+		Acquired: func(_ string, err error) {
+			if w.Sim.Elapsed() < wl.Warmup {
+				return
+			}
+			switch {
+			case err == nil:
+				load.Admitted++
+			case errors.Is(err, capacity.ErrAtCapacity), errors.Is(err, capacity.ErrUnavailable):
+				load.Denied++
+			}
+		},
+		Finished: func(r proxy.Record) {
+			if wl.History != nil {
 				tracker.Finished = append(tracker.Finished, r.QueryID)
-				if every := w.opts.PlantHistoryLoss; every == 0 || len(tracker.Finished)%every != 0 {
-					uplink.Add(worker.HistoryRecord(r))
-				}
 			}
 			if r.Start.Sub(start) >= wl.Warmup {
 				load.finished(r)
 				st.group(r.Group).finished(r)
 			}
-		}})
-	activate := func() {
-		rt, err := proxy.NewRuntime(wl.runtimeSpec(engines, st.caps))
-		if err != nil {
-			w.Errorf("worker %s: runtime: %v", name, err)
-			return
-		}
-		core.Activate(rt)
+		},
 	}
-	activate()
-	inc := n.Incarnation()
-	st.activate[name] = func() {
-		if n.Up() && n.Incarnation() == inc {
-			activate()
-		}
+}
+
+// workloadWorker runs the workload's arrivals on worker wk.
+func workloadWorker(w *World, n *sim.Node, wk *assembly.Worker) {
+	wl := w.Scenario.Workload
+	e, name := n.Env(), n.Name()
+	st := WorkloadOf(w)
+	load := st.worker(name)
+	if u := wk.Query.Uplink; u != nil {
+		tracker := HistoryTrackerOf(w, name)
+		tracker.Uplinks = append(tracker.Uplinks, u)
 	}
+	core := wk.Query.Node.Core()
 	submit := func(ctx context.Context, group, sql string) {
 		if w.Sim.Elapsed() >= wl.Warmup {
 			load.Submitted++
 			st.group(group).Submitted++
 		}
 		e.Go(ctx, "query", func(ctx context.Context) {
-			rows, err := core.Execute(ctx, &query.Request{SQL: sql, User: group, Protocol: query.ProtocolPostgres})
+			rows, err := core.Execute(ctx, &query.Request{SQL: sql, User: group, Tags: []string{group}, Protocol: query.ProtocolPostgres})
 			if err != nil {
 				return
 			}
@@ -597,21 +551,7 @@ func workloadCapSet(sc *Scenario, p Params, cluster string, c int) (Action, erro
 			st.limits[cluster] = c
 		}
 		w.Sim.Record("cap", fmt.Sprintf("%s=%d", cluster, c))
-		for _, name := range slices.Sorted(maps.Keys(st.activate)) {
-			st.activate[name]()
-		}
+		configChanged(w)
 		return nil
 	}, nil
-}
-
-// limits are the control planes' lease terms: each cluster's cap now and the fleet's lease TTL.
-func (wl *Workload) limits(st *WorkloadStats) capacity.Limits {
-	ttl := wl.Coordination.LeaseTTL
-	if ttl == 0 {
-		ttl = capacity.LeaseTTLDefault
-	}
-	return func(cluster string) (int, time.Duration, bool) {
-		c, ok := st.caps[cluster]
-		return c, ttl, ok
-	}
 }

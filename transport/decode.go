@@ -9,6 +9,7 @@ import (
 	"math"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -264,7 +265,10 @@ func (r *RegisterRequest) Validate() error {
 	if err := validateLabels("labels", r.Labels); err != nil {
 		return err
 	}
-	return validateFrontends("frontends", r.Frontends)
+	if err := validateFrontends("frontends", r.Frontends); err != nil {
+		return err
+	}
+	return validateEndpoints("endpoints", r.Endpoints)
 }
 
 // Validate checks a heartbeat body.
@@ -361,6 +365,30 @@ func validateFrontends(field string, frontends []string) error {
 	for i, f := range frontends {
 		if f == "" || len(f) > NameLengthMax || !isName(f) {
 			return fieldErr(fmt.Sprintf("%s[%d]", field, i), "must be a frontend name such as postgres or mysql")
+		}
+	}
+	return nil
+}
+
+// endpointSchemes are the URL schemes a worker may advertise for peers to forward to.
+var endpointSchemes = []string{"http://", "https://", "grpc+tcp://", "grpc+tls://"}
+
+func validateEndpoints(field string, endpoints map[string]string) error {
+	if len(endpoints) > FrontendsMax {
+		return fieldErr(field, "more than %d endpoints", FrontendsMax)
+	}
+	keys := make([]string, 0, len(endpoints))
+	for k := range endpoints {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if len(k) > NameLengthMax || !isName(k) {
+			return fieldErr(field+"."+k, "must be keyed by a frontend name such as trino or flightsql")
+		}
+		v := endpoints[k]
+		if len(v) > EndpointLengthMax || !slices.ContainsFunc(endpointSchemes, func(p string) bool { return strings.HasPrefix(v, p) && len(v) > len(p) }) {
+			return fieldErr(field+"."+k, "must be an http, https, grpc+tcp or grpc+tls URL of at most %d bytes", EndpointLengthMax)
 		}
 	}
 	return nil

@@ -9,6 +9,9 @@ type RegisterRequest struct {
 	Version   string            `json:"version"` // required; the worker's build version
 	Labels    map[string]string `json:"labels,omitempty"`
 	Frontends []string          `json:"frontends,omitempty"` // enabled protocols: postgres, mysql, ...
+	// Endpoints are where peer workers reach this worker's frontends, by protocol (trino:
+	// an http(s) URL; flightsql: a grpc+tcp or grpc+tls URI), for requests it owns.
+	Endpoints map[string]string `json:"endpoints,omitempty"`
 }
 
 // RegisterResponse carries the per-worker session token the worker uses from then on.
@@ -94,6 +97,14 @@ type WorkerInfo struct {
 	Health        string            `json:"health,omitempty"`
 	Heartbeat     *Heartbeat        `json:"heartbeat,omitempty"` // the last one received
 	Warnings      []string          `json:"warnings"`
+}
+
+// Peer is one online worker as GET /worker/peers lists it to other workers: where its frontends
+// take forwarded requests.
+type Peer struct {
+	Name      string            `json:"name"`
+	Endpoints map[string]string `json:"endpoints"`
+	Healthy   bool              `json:"healthy"` // registry state healthy and self-health not unhealthy
 }
 
 // ErrorBody is every error answer of the worker and admin APIs.

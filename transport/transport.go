@@ -16,6 +16,7 @@ const (
 	MediaWorkerList       = "application/vnd.queryflux.worker-list.v1+json"
 	MediaWorkerInfo       = "application/vnd.queryflux.worker-info.v1+json"
 	MediaWorkerStatus     = "application/vnd.queryflux.worker-status.v1+json"
+	MediaWorkerPeers      = "application/vnd.queryflux.worker-peers.v1+json"
 	MediaError            = "application/json"
 )
 
@@ -25,6 +26,7 @@ const (
 	PathHeartbeat    = "/worker/heartbeat"
 	PathAdminWorkers = "/admin/workers"
 	PathWorkerStatus = "/worker/status"
+	PathWorkerPeers  = "/worker/peers"
 )
 
 // Limits on what a peer may send. Named so that tests and docs can quote them.
@@ -35,6 +37,7 @@ const (
 	LabelKeyLengthMax  = 63
 	LabelValueLenMax   = 256
 	FrontendsMax       = 16
+	EndpointLengthMax  = 256
 	RevisionLengthMax  = 128
 	ShortTextLengthMax = 1024
 )

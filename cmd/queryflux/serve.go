@@ -23,6 +23,7 @@ import (
 	"github.com/queryflux/queryflux/internal/capacity/pgcapacity"
 	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/history/pghistory"
 	"github.com/queryflux/queryflux/internal/netlimit"
@@ -46,6 +47,8 @@ type Daemon struct {
 	Pool *pgxpool.Pool
 	// ConfigFile is the --config path ("" when running the embedded default); reloads read it.
 	ConfigFile string
+	// AdvertiseHost is the host peers reach a worker's frontends at (--advertise-host).
+	AdvertiseHost string
 }
 
 // role is a built role (assembly.ControlPlane or assembly.Worker) as serve runs it.
@@ -70,6 +73,7 @@ func shutdownRole(d *Daemon, r role) {
 // worker's identity, its ops listener) and sub-second timing for tests.
 type serveFlags struct {
 	role, configFile, name, listen, opsListen string
+	advertiseHost                             string
 	labels                                    []string
 	heartbeat, staleAfter, grace, lagMax      time.Duration
 	reaper, probe                             time.Duration
@@ -106,6 +110,7 @@ accepting and gives in-flight work --drain-timeout to finish, flushes its histor
 	fl.StringVar(&f.configFile, "config", "", "configuration file (YAML)")
 	fl.StringVar(&f.name, "name", envOr("QUERYFLUX_WORKER_NAME", ""), "worker name (default: the host name; or QUERYFLUX_WORKER_NAME)")
 	fl.StringArrayVar(&f.labels, "label", nil, "worker label key=value, added over queryflux.labels (repeatable)")
+	fl.StringVar(&f.advertiseHost, "advertise-host", envOr("QUERYFLUX_ADVERTISE_HOST", ""), "host or IP at which peer workers reach this worker's Trino and Flight SQL frontends, to forward requests for queries it owns (default: the listener's host, or the host name when it listens on all addresses; or QUERYFLUX_ADVERTISE_HOST)")
 	fl.StringVar(&f.listen, "listen", "", "admin and worker API listener of a control plane (overrides queryflux.adminApi.listen; default 127.0.0.1:9000)")
 	fl.StringVar(&f.opsListen, "ops-listen", "127.0.0.1:9100", "a worker's ops listener (/health, /readyz, /metrics, /worker/status)")
 	fl.DurationVar(&f.heartbeat, "heartbeat-interval", 0, "overrides queryflux.heartbeatIntervalSecs (sub-second values need --allow-short-timeouts)")
@@ -169,7 +174,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 	logger := base.With("role", string(cfg.QueryFlux.Role))
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d := &Daemon{Env: env.Real(logger), Config: cfg, Metrics: metrics, Logger: logger, ConfigFile: f.configFile}
+	d := &Daemon{Env: env.Real(logger), Config: cfg, Metrics: metrics, Logger: logger, ConfigFile: f.configFile, AdvertiseHost: f.advertiseHost}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -375,6 +380,9 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 		Client:    worker.NewControlPlaneClient(clientTLS),
 		Snapshots: workerStateDir(d, name),
 		OnApply:   scrubSecrets,
+		// Peers are verified as the control plane is: queryflux.controlPlane.tls.
+		ForwardClient: forward.NewClient(clientTLS),
+		Endpoints:     workerEndpoints(d),
 	}
 	if len(q.ControlPlane.PeerBootstrap.Address) > 0 {
 		t := http.DefaultTransport.(*http.Transport).Clone()

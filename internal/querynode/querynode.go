@@ -24,6 +24,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/frontend/flightsql"
 	"github.com/queryflux/queryflux/internal/frontend/mysqlwire"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
@@ -60,6 +61,9 @@ type Options struct {
 	HealthEvery, HealthTimeout time.Duration
 	// Limits bound each frontend listener before clients are trusted (zero fields: defaults).
 	Limits netlimit.Limits
+	// Forward, on a worker, sends requests for queries other workers own to them (Trino
+	// follow-ups, Flight SQL tickets); nil on other roles.
+	Forward *forward.Forwarder
 }
 
 // LimitsOf turns queryflux.limits into listener limits.
@@ -228,7 +232,7 @@ func (n *Node) newMySQL(gate query.Gate) (frontend, error) {
 
 func (n *Node) newTrino(gate query.Gate, f config.Frontend) (frontend, error) {
 	return trinohttp.NewServer(n.core, trinohttp.Options{Gate: gate, Auth: n.policy.Trino(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits,
-		AbandonAfter: time.Duration(f.ClientTimeoutSecs) * time.Second})
+		AbandonAfter: time.Duration(f.ClientTimeoutSecs) * time.Second, Forward: n.opts.Forward})
 }
 
 func (n *Node) newFlightSQL(gate query.Gate) (frontend, error) {

@@ -26,7 +26,8 @@ type Record struct {
 	Version      string
 	Labels       map[string]string
 	Frontends    []string
-	TokenHash    string // hex SHA-256 of the session token; "" once revoked
+	Endpoints    map[string]string // where peers forward to its frontends, by protocol
+	TokenHash    string            // hex SHA-256 of the session token; "" once revoked
 	RegisteredAt time.Time
 	State        string    // transport.StateHealthy, StateStale or StateEvicted
 	StateSince   time.Time // when State was entered
@@ -62,6 +63,11 @@ func Normalize(r Record) Record {
 		r.Labels = nil
 	} else {
 		r.Labels = maps.Clone(r.Labels)
+	}
+	if len(r.Endpoints) == 0 {
+		r.Endpoints = nil
+	} else {
+		r.Endpoints = maps.Clone(r.Endpoints)
 	}
 	if len(r.Frontends) == 0 {
 		r.Frontends = nil

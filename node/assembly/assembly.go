@@ -22,6 +22,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/internal/redact"
@@ -56,6 +57,7 @@ type queryOptions struct {
 	open    proxy.EngineFactory
 	uplink  *history.Uplink
 	observe Observers
+	forward *forward.Forwarder // nil: requests for other workers' queries are not forwarded
 }
 
 func newQuery(o queryOptions) (*Query, error) {
@@ -73,7 +75,7 @@ func newQuery(o queryOptions) (*Query, error) {
 			if finished != nil {
 				finished(r)
 			}
-		}})
+		}, Forward: o.forward})
 	if t := o.cfg.QueryFlux.TLS; t.CertFile != "" {
 		if err := q.Node.UseCertificate(t.CertFile, t.KeyFile); err != nil {
 			return nil, err

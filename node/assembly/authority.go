@@ -53,3 +53,11 @@ func (a *leaseAuthority) limits(cluster string) (int, time.Duration, bool) {
 	limit, ok := t.caps[cluster]
 	return limit, t.ttl, ok && limit > 0
 }
+
+// capacityFence is the fence the capacity API runs (nil for NoFence: none at all).
+func (a *leaseAuthority) capacityFence() capacity.EngineFence {
+	if a.fence == NoFence {
+		return nil
+	}
+	return a.fence
+}

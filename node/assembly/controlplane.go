@@ -42,6 +42,14 @@ type HistoryStore interface {
 	history.Pruner
 }
 
+// NoFence is a Fence that stops nothing: a reclaimed lease's slot is freed once the lease has
+// expired, whatever its work still does on the engine.
+var NoFence capacity.EngineFence = noFence{}
+
+type noFence struct{}
+
+func (noFence) Fence(context.Context, string, []capacity.LeaseRef) (bool, error) { return true, nil }
+
 // ControlPlaneDeps are what a control plane is built on besides its configuration.
 type ControlPlaneDeps struct {
 	// Metrics receives every metric of the role and is what /metrics serves. Required.
@@ -56,7 +64,7 @@ type ControlPlaneDeps struct {
 	// OpenEngine opens a cluster's engine for the role's own query node (nil: querynode.OpenEngine).
 	OpenEngine proxy.EngineFactory
 	// Fence stops a reclaimed lease's work on its engine (nil: the engine fence on the
-	// configuration's clusters, following every configuration applied).
+	// configuration's clusters, following every configuration applied; NoFence: none).
 	Fence capacity.EngineFence
 	// Ready are more /readyz conditions (the database answers).
 	Ready []ReadyCheck
@@ -205,11 +213,15 @@ func (c *ControlPlane) capacity() (proxy.Guard, error) {
 	}
 	metrics := capacity.NewMetrics(c.deps.Metrics)
 	c.authority = newLeaseAuthority(c.cfg, c.deps.Fence)
+	fence, grace := c.authority.capacityFence(), secs(cmp.Or(q.Coordination.FenceGraceSecs, q.Coordination.LeaseTTLSecs))
+	if fence == nil {
+		grace = 0 // nothing to wait for: the slot is free once the lease has expired
+	}
 	c.Sweeper = controlplane.MountCapacity(c.e, c.CP, controlplane.CapacityConfig{
+		Fence: fence, FenceGrace: grace,
 		Store: c.deps.Leases, Locks: c.deps.Leases, Metrics: metrics, Owner: ControlPlaneLeaseHolder,
 		Ordered: q.Coordination.Queue == config.QueueOrdered, Weights: q.Coordination.Weights,
-		Limits: c.authority.limits, Fence: c.authority.fence, FenceGrace: secs(cmp.Or(q.Coordination.FenceGraceSecs, q.Coordination.LeaseTTLSecs)),
-		SweepEvery: secs(q.Coordination.SweepEverySecs),
+		Limits: c.authority.limits, SweepEvery: secs(q.Coordination.SweepEverySecs),
 	})
 	if q.Coordination.Mode == config.CoordinationLocal {
 		return nil, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
@@ -35,6 +36,12 @@ type WorkerDeps struct {
 	OpenEngine proxy.EngineFactory
 	// OnApply sees every configuration the worker is about to swap in, before anything else.
 	OnApply func(*config.Config)
+	// ForwardClient carries requests for queries other workers own to them (forward.NewClient);
+	// nil: such requests get the unknown-query answer.
+	ForwardClient *http.Client
+	// Endpoints turns the frontends' bound addresses (by protocol) into the endpoints peers
+	// forward to, registered with the control plane; nil registers none.
+	Endpoints func(addrs map[string]string) (map[string]string, error)
 	// Timing adjusts what the configuration does not say.
 	Timing  WorkerTiming
 	Observe Observers
@@ -96,7 +103,15 @@ func BuildWorker(e env.Env, cfg *config.Config, wCfg worker.Config, deps WorkerD
 	if err != nil {
 		return nil, err
 	}
-	wk.Query, err = newQuery(queryOptions{env: e, cfg: cfg, metrics: deps.Metrics, guard: wk.Guard.Guard(), open: deps.OpenEngine, uplink: uplink, observe: deps.Observe})
+	qo := queryOptions{env: e, cfg: cfg, metrics: deps.Metrics, guard: wk.Guard.Guard(), open: deps.OpenEngine, uplink: uplink, observe: deps.Observe}
+	if deps.ForwardClient != nil {
+		qo.forward, err = forward.New(forward.Options{Name: wCfg.Name, Secret: q.ControlPlane.Secret.Reveal(), Directory: wk.W,
+			Client: deps.ForwardClient, Registerer: deps.Metrics})
+		if err != nil {
+			return nil, err
+		}
+	}
+	wk.Query, err = newQuery(qo)
 	if err != nil {
 		return nil, err
 	}
@@ -145,16 +160,29 @@ func (wk *Worker) apply(_ context.Context, cfg *config.Config, _ *snapshot.Worke
 // Handler serves the ops listener: /health, /readyz, /metrics, /worker/status, peer config.
 func (wk *Worker) Handler() http.Handler { return wk.W.OpsHandler() }
 
-// Start runs the role until ctx ends: the capacity guard, the history uplink, the config sync,
-// the heartbeats and self-health probe, the frontends and health checks.
+// Start runs the role until ctx ends: the frontends and health checks, the capacity guard, the
+// history uplink, the config sync, the heartbeats and self-health probe. The frontends listen
+// first: the registration (whichever task needs the control plane first) carries their endpoints.
 func (wk *Worker) Start(ctx context.Context) error {
+	if err := wk.Query.start(ctx, wk.e, wk.cfg.QueryFlux.Frontends); err != nil {
+		return err
+	}
+	if wk.deps.Endpoints != nil {
+		endpoints, err := wk.deps.Endpoints(wk.Query.Node.Addrs())
+		if err == nil && len(endpoints) > 0 {
+			err = wk.W.SetEndpoints(endpoints)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	wk.Guard.Start(ctx)
 	if wk.Query.Uplink != nil {
 		wk.Query.Uplink.Start(ctx)
 	}
 	wk.e.Go(ctx, "config-sync", func(ctx context.Context) { _ = wk.Sync.Run(ctx) })
 	wk.W.Start(ctx)
-	return wk.Query.start(ctx, wk.e, wk.cfg.QueryFlux.Frontends)
+	return nil
 }
 
 // SetDraining turns /readyz 503 for good.

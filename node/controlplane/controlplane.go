@@ -80,6 +80,7 @@ func New(e env.Env, cfg Config, reg registry.Store) *ControlPlane {
 	cp.mux.HandleFunc("POST "+transport.PathHeartbeat, cp.handleHeartbeat)
 	cp.mux.HandleFunc("GET "+transport.PathAdminWorkers, cp.handleAdminList)
 	cp.mux.HandleFunc("GET "+transport.PathAdminWorkers+"/{name}", cp.handleAdminShow)
+	cp.HandleWorker("GET "+transport.PathWorkerPeers, cp.handlePeers)
 	return cp
 }
 
@@ -218,7 +219,7 @@ func (cp *ControlPlane) register(req transport.RegisterRequest, token string, no
 	cp.workers[req.Name] = &entry{
 		rec: registry.Record{
 			Name: req.Name, Version: req.Version, Labels: maps.Clone(req.Labels),
-			Frontends: slices.Clone(req.Frontends), TokenHash: hash, RegisteredAt: now,
+			Frontends: slices.Clone(req.Frontends), Endpoints: maps.Clone(req.Endpoints), TokenHash: hash, RegisteredAt: now,
 		},
 		life: NewLifecycle(now),
 	}

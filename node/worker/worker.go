@@ -45,6 +45,9 @@ type Worker struct {
 	ackHooks      []func(transport.HeartbeatAck)
 	readiness     []readinessCheck
 	opsRoutes     []opsRoute
+	endpoints     map[string]string // where peers reach this worker's frontends
+	peers         []transport.Peer  // the last peer list from the control plane
+	peersAt       time.Time         // when it was last asked for
 }
 
 type opsRoute struct {
@@ -84,6 +87,9 @@ func New(e env.Env, cfg Config, client *http.Client) *Worker {
 func (w *Worker) Start(ctx context.Context) {
 	w.e.Go(ctx, "worker-heartbeat", w.runHeartbeats)
 	w.e.Go(ctx, "worker-health-probe", w.runHealthProbe)
+	if len(w.advertised()) > 0 {
+		w.e.Go(ctx, "worker-peers", w.runPeers)
+	}
 }
 
 // AddHeartbeatContributor adds fn, called (without locks held) on every heartbeat before it is
@@ -235,7 +241,7 @@ func (w *Worker) session(ctx context.Context, stale string) (string, error) {
 // register presents the shared secret and returns a fresh session token.
 func (w *Worker) register(ctx context.Context) (string, error) {
 	body, _ := json.Marshal(transport.RegisterRequest{Name: w.cfg.Name, Version: w.cfg.Version,
-		Labels: w.cfg.Labels, Frontends: w.cfg.Frontends})
+		Labels: w.cfg.Labels, Frontends: w.cfg.Frontends, Endpoints: w.advertised()})
 	rctx, cancel := w.e.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, w.URL(transport.PathRegister), bytes.NewReader(body))

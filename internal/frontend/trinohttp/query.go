@@ -244,7 +244,7 @@ type Stats struct {
 func (s *Server) handlePoll(w http.ResponseWriter, r *http.Request) {
 	q, ok := s.lookup(r)
 	if !ok {
-		http.Error(w, "query not found", http.StatusGone)
+		s.elsewhere(w, r, func() { queryNotFound(w) })
 		return
 	}
 	token, err := strconv.ParseInt(r.PathValue("token"), 10, 64)
@@ -259,11 +259,26 @@ func (s *Server) handlePoll(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	q, ok := s.lookup(r)
 	if !ok {
-		w.WriteHeader(http.StatusNoContent)
+		s.elsewhere(w, r, func() { w.WriteHeader(http.StatusNoContent) })
 		return
 	}
 	s.stop(q)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// handlePartialCancel answers DELETE partialCancelUri. A proxied query has no stages of its own
+// to cancel, so the owner accepts it and changes nothing; another worker forwards it there.
+func (s *Server) handlePartialCancel(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.lookup(r); !ok {
+		s.elsewhere(w, r, func() { w.WriteHeader(http.StatusNoContent) })
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// queryNotFound is Trino's answer for a query id it does not know.
+func queryNotFound(w http.ResponseWriter) {
+	http.Error(w, "Query not found", http.StatusNotFound)
 }
 
 // handleKill answers DELETE /v1/query/{id}, Trino's kill of a query by id (what
@@ -283,7 +298,7 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	switch {
 	case !ok:
-		http.Error(w, "query not found", http.StatusNotFound)
+		s.elsewhere(w, r, func() { queryNotFound(w) })
 	case q.user != user:
 		http.Error(w, fmt.Sprintf("Access Denied: user %s cannot kill query %s", user, q.id), http.StatusForbidden)
 	default:
@@ -308,7 +323,12 @@ func (s *Server) stop(q *runningQuery) {
 
 // respond writes the page for token, waiting up to wait for rows or the end.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery, token int64, wait time.Duration) {
-	body, status, final := s.page(r.Context(), q, token, wait, s.baseURL(r))
+	c, err := s.client(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	body, status, final := s.page(r.Context(), q, token, wait, s.baseURL(r, c.tls))
 	if status != http.StatusOK {
 		http.Error(w, string(body), status)
 		return
@@ -392,12 +412,14 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	return body, http.StatusOK, final
 }
 
-func (s *Server) baseURL(r *http.Request) string {
+// baseURL is where the client reaches this server: ExternalURL, else the request's Host with the
+// scheme the client used (clientTLS, which for a forwarded request is the first worker's view).
+func (s *Server) baseURL(r *http.Request, clientTLS bool) string {
 	if s.opts.ExternalURL != "" {
 		return strings.TrimRight(s.opts.ExternalURL, "/")
 	}
 	scheme := "http"
-	if r.TLS != nil {
+	if clientTLS {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/certs"
+	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -72,6 +73,9 @@ type Options struct {
 	// Limits bound connections and the time to a request's headers (zero fields: netlimit's
 	// defaults). A statement's body is read only once its client is authenticated.
 	Limits netlimit.Limits
+	// Forward, on a worker, names this worker in every query id and sends follow-ups for
+	// queries of other workers (nextUri, DELETE, partialCancelUri, kill) to their owner.
+	Forward *forward.Forwarder
 }
 
 // headerBytesMax bounds a request's headers (net/http's default is 1 MiB).
@@ -143,6 +147,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("POST /v1/statement", s.handleSubmit)
 	mux.HandleFunc("GET /v1/statement/{phase}/{id}/{slug}/{token}", s.handlePoll)
 	mux.HandleFunc("DELETE /v1/statement/{phase}/{id}/{slug}/{token}", s.handleCancel)
+	mux.HandleFunc("DELETE /v1/statement/executing/partialCancel/{id}/{stage}/{slug}/{token}", s.handlePartialCancel)
 	mux.HandleFunc("DELETE /v1/query/{id}", s.handleKill)
 	mux.HandleFunc("GET /v1/info", s.handleInfo)
 	return mux
@@ -243,6 +248,10 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 
 // authenticate returns the user a request runs as, or an HTTP status and error.
 func (s *Server) authenticate(r *http.Request) (string, int, error) {
+	client, err := s.client(r)
+	if err != nil {
+		return "", http.StatusForbidden, err
+	}
 	headerUser := r.Header.Get("X-Trino-User")
 	basicUser, password, hasBasic := r.BasicAuth()
 	user := headerUser
@@ -254,7 +263,7 @@ func (s *Server) authenticate(r *http.Request) (string, int, error) {
 	}
 	if s.opts.Gate != nil {
 		trusted, err := s.opts.Gate.Admit(query.Login{Protocol: query.ProtocolTrino, User: user,
-			ClientAddr: r.RemoteAddr, TLS: r.TLS != nil, Cleartext: password != ""})
+			ClientAddr: client.addr, TLS: client.tls, Cleartext: password != ""})
 		if err != nil {
 			var qe *query.Error
 			if errors.As(err, &qe) && qe.Code == query.CodeNotConfigured {
@@ -272,7 +281,7 @@ func (s *Server) authenticate(r *http.Request) (string, int, error) {
 		}
 		return user, 0, nil
 	}
-	c := Credentials{User: user, ClientAddr: r.RemoteAddr}
+	c := Credentials{User: user, ClientAddr: client.addr}
 	if hasBasic {
 		c.Password = password
 	} else if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
@@ -329,7 +338,28 @@ func buildRequest(r *http.Request, user, sql string) *query.Request {
 	return req
 }
 
-// newID makes a Trino-style query id: date_time_sequence_random.
+// client is who sent a request: its own peer, or for a request forwarded by another worker the
+// client that worker served.
+type client struct {
+	addr string
+	tls  bool
+}
+
+// client reads r's forwarding headers; a request claiming to be forwarded without the shared
+// worker secret is an error.
+func (s *Server) client(r *http.Request) (client, error) {
+	hop, err := s.opts.Forward.Inbound(r.Header.Get)
+	switch {
+	case err != nil:
+		return client{}, err
+	case hop.Forwarded:
+		return client{addr: hop.ClientAddr, tls: hop.ClientTLS}, nil
+	}
+	return client{addr: r.RemoteAddr, tls: r.TLS != nil}, nil
+}
+
+// newID makes a Trino-style query id: date_time_sequence_random, and on a worker _owner
+// (forward.OwnerID), which tells any worker of the fleet where the query runs.
 func (s *Server) newID() (id, slug string) {
 	var b [10]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -337,6 +367,9 @@ func (s *Server) newID() (id, slug string) {
 	}
 	n := s.seq.Add(1)
 	id = fmt.Sprintf("%s_%05d_%s", time.Now().UTC().Format("20060102_150405"), n%100000, hex.EncodeToString(b[:3]))
+	if s.opts.Forward != nil {
+		id += "_" + s.opts.Forward.Self()
+	}
 	return id, "y" + hex.EncodeToString(b[3:])
 }
 
@@ -393,6 +426,32 @@ func (s *Server) lookup(r *http.Request) (*runningQuery, bool) {
 		return nil, false
 	}
 	return q, true
+}
+
+// ownerOf returns the owner a query id names (newID), if any.
+func ownerOf(id string) (string, bool) {
+	parts := strings.Split(id, "_")
+	if len(parts) != 5 || !forward.IsOwnerID(parts[4]) {
+		return "", false
+	}
+	return parts[4], true
+}
+
+// elsewhere serves a follow-up for a query this worker does not hold: it forwards it to the
+// worker its id names, or calls unknown when the query is nobody's here, the request was
+// already forwarded once, or the owner is gone.
+func (s *Server) elsewhere(w http.ResponseWriter, r *http.Request, unknown func()) {
+	id := r.PathValue("id")
+	owner, ok := ownerOf(id)
+	fwd := s.opts.Forward
+	if !ok || fwd == nil || owner == fwd.Self() || r.Header.Get(forward.HeaderHop) != "" {
+		unknown()
+		return
+	}
+	if err := fwd.ProxyHTTP(w, r, forward.Trino, owner); err != nil {
+		s.log.Info("trinohttp: a follow-up's owning worker is gone", "query", id, "err", err)
+		unknown()
+	}
 }
 
 func (s *Server) forget(q *runningQuery) {

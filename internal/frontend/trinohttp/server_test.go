@@ -246,7 +246,7 @@ func TestDeleteCancelsQuery(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: %d", resp.StatusCode)
 	}
-	if resp, _ := get(t, qr.NextURI); resp.StatusCode != http.StatusGone {
+	if resp, _ := get(t, qr.NextURI); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("GET after DELETE: %d", resp.StatusCode)
 	}
 	// The engine query was killed: the server's queries drain quickly.
@@ -380,7 +380,7 @@ func TestAbandonedQueryIsCancelled(t *testing.T) {
 	ts := startServer(t, backend, Options{AbandonAfter: 300 * time.Millisecond, PollWait: 50 * time.Millisecond})
 	_, qr := post(t, ts.addr, "SELECT SLEEP(30)")
 	waitNoQueries(t, ts, "abandoned query still registered")
-	if resp, _ := get(t, qr.NextURI); resp.StatusCode != http.StatusGone {
+	if resp, _ := get(t, qr.NextURI); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("poll after abandon: %d", resp.StatusCode)
 	}
 }

@@ -45,17 +45,17 @@ func (s *Store) Close() { s.pool.Close() }
 
 const upsertSQL = `
 INSERT INTO worker_registry (name, version, labels, frontends, token_hash, registered_at, state,
-                             state_since, last_seen, last_heartbeat, heartbeat, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now())
+                             state_since, last_seen, last_heartbeat, heartbeat, endpoints, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now())
 ON CONFLICT (name) DO UPDATE SET
     version = EXCLUDED.version, labels = EXCLUDED.labels, frontends = EXCLUDED.frontends,
     token_hash = EXCLUDED.token_hash, registered_at = EXCLUDED.registered_at, state = EXCLUDED.state,
     state_since = EXCLUDED.state_since, last_seen = EXCLUDED.last_seen,
-    last_heartbeat = EXCLUDED.last_heartbeat, heartbeat = EXCLUDED.heartbeat,
+    last_heartbeat = EXCLUDED.last_heartbeat, heartbeat = EXCLUDED.heartbeat, endpoints = EXCLUDED.endpoints,
     updated_at = now()`
 
 const selectSQL = `SELECT name, version, labels, frontends, token_hash, registered_at, state, state_since,
-       last_seen, last_heartbeat, heartbeat FROM worker_registry`
+       last_seen, last_heartbeat, heartbeat, endpoints FROM worker_registry`
 
 // Put implements registry.Store: every record in one transaction, sent as one batch.
 func (s *Store) Put(ctx context.Context, records []registry.Record) error {
@@ -120,6 +120,10 @@ func rowArgs(r registry.Record) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	endpoints, err := json.Marshal(orEmptyMap(r.Endpoints))
+	if err != nil {
+		return nil, err
+	}
 	var hb []byte
 	if r.Heartbeat != nil {
 		if hb, err = json.Marshal(r.Heartbeat); err != nil {
@@ -127,7 +131,7 @@ func rowArgs(r registry.Record) ([]any, error) {
 		}
 	}
 	return []any{r.Name, r.Version, labels, frontends, r.TokenHash, nullTime(r.RegisteredAt), r.State,
-		nullTime(r.StateSince), nullTime(r.LastSeen), nullTime(r.LastHeartbeat), hb}, nil
+		nullTime(r.StateSince), nullTime(r.LastSeen), nullTime(r.LastHeartbeat), hb, endpoints}, nil
 }
 
 func collect(rows pgx.Rows) ([]registry.Record, error) {
@@ -136,15 +140,18 @@ func collect(rows pgx.Rows) ([]registry.Record, error) {
 	for rows.Next() {
 		var (
 			r                         registry.Record
-			labels, fronts, hb        []byte
+			labels, fronts, hb, ends  []byte
 			registered, since, ls, lh *time.Time
 		)
 		if err := rows.Scan(&r.Name, &r.Version, &labels, &fronts, &r.TokenHash, &registered, &r.State,
-			&since, &ls, &lh, &hb); err != nil {
+			&since, &ls, &lh, &hb, &ends); err != nil {
 			return nil, fmt.Errorf("pgregistry: scan: %w", err)
 		}
 		if err := json.Unmarshal(labels, &r.Labels); err != nil {
 			return nil, fmt.Errorf("pgregistry: %s labels: %w", r.Name, err)
+		}
+		if err := json.Unmarshal(ends, &r.Endpoints); err != nil {
+			return nil, fmt.Errorf("pgregistry: %s endpoints: %w", r.Name, err)
 		}
 		if err := json.Unmarshal(fronts, &r.Frontends); err != nil {
 			return nil, fmt.Errorf("pgregistry: %s frontends: %w", r.Name, err)

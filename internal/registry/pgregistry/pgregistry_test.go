@@ -35,7 +35,7 @@ func TestPutGetRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 3, 4, 5, 6, 7, 891234567, time.UTC)
 	rec := registry.Record{Name: "w1", Version: "1.2", Labels: map[string]string{"zone": "eu"}, Frontends: []string{"postgres"},
-		TokenHash: transport.TokenHash("t"), RegisteredAt: at, State: transport.StateStale, StateSince: at, LastSeen: at,
+		Endpoints: map[string]string{"trino": "https://w1:8443"}, TokenHash: transport.TokenHash("t"), RegisteredAt: at, State: transport.StateStale, StateSince: at, LastSeen: at,
 		LastHeartbeat: at.Add(time.Second),
 		Heartbeat: &transport.Heartbeat{Seq: 4, SentAt: at, History: transport.HistoryCounters{Sent: 9},
 			Health: transport.HealthStatus{State: transport.HealthHealthy}}}
@@ -72,6 +72,9 @@ func TestMatchesMemoryModel(t *testing.T) {
 		}
 		if rapid.Bool().Draw(t, "labels") {
 			r.Labels = map[string]string{"zone": rapid.StringMatching(`[a-z]{0,3}`).Draw(t, "zone")}
+		}
+		if rapid.Bool().Draw(t, "endpoints") {
+			r.Endpoints = map[string]string{"trino": "http://" + rapid.StringMatching(`[a-z]{1,3}`).Draw(t, "host")}
 		}
 		if rapid.Bool().Draw(t, "hb") {
 			r.Heartbeat = &transport.Heartbeat{Seq: rapid.Uint64Range(1, 99).Draw(t, "seq"), SentAt: r.LastSeen,

@@ -1,0 +1,207 @@
+// Package forward sends a request that reached a worker other than the one owning its query
+// (a Trino follow-up, a Flight SQL ticket) to the owner, and picks a preferred worker for a
+// cache key. Owners are named by OwnerID, a short hash of the worker name that query ids and
+// tickets carry; the registry (the control plane's peer list) resolves it to the owner's
+// endpoints.
+//
+// A forwarded request carries HeaderHop: its receiver serves it or answers "unknown", and never
+// forwards it again, so a request crosses at most one hop and loops cannot form. It also carries
+// the shared worker secret (checked by Inbound) and the original client's address and TLS
+// state, which the owner uses in place of the forwarder's.
+//
+// determinism: outside the simulator (real HTTP clients between workers)
+package forward
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queryflux/queryflux/transport"
+)
+
+// Headers of a forwarded request (HTTP headers, or gRPC metadata in lower case).
+const (
+	HeaderHop        = "X-Queryflux-Hop"         // "1"
+	HeaderSecret     = "X-Queryflux-Peer-Secret" // the shared worker secret
+	HeaderClientAddr = "X-Queryflux-Client-Addr" // the client's address as the first worker saw it
+	HeaderClientTLS  = "X-Queryflux-Client-Tls"  // "true" when the client used TLS
+)
+
+// Protocols, as endpoints are keyed.
+const (
+	Trino     = "trino"
+	FlightSQL = "flightsql"
+)
+
+// OwnerIDLength is the length of an OwnerID.
+const OwnerIDLength = 8
+
+// OwnerID is the stable id of the worker named name: 8 lower-case hex digits.
+func OwnerID(name string) string {
+	return fmt.Sprintf("%08x", uint32(xxhash.Sum64String(name)>>32))
+}
+
+// IsOwnerID reports whether s has the shape of an OwnerID.
+func IsOwnerID(s string) bool {
+	if len(s) != OwnerIDLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Directory is the fleet as a worker knows it from the control plane.
+type Directory interface {
+	// Peers is the last known list of online workers with endpoints (this one included).
+	Peers() []transport.Peer
+	// RefreshPeers asks the control plane again (rate-limited by the implementation).
+	RefreshPeers(ctx context.Context) error
+}
+
+// Options configure a Forwarder.
+type Options struct {
+	Name      string // this worker's name
+	Secret    string // the shared worker secret: presented to owners, required from forwarders
+	Directory Directory
+	// Client carries requests to owners (NewClient); it must give up on an owner that does not
+	// accept a connection within seconds, so that the client gets its unknown-query error
+	// rather than a hang.
+	Client     *http.Client
+	Registerer prometheus.Registerer
+}
+
+// Forwarder carries requests to their owners. Its methods are safe for concurrent use.
+type Forwarder struct {
+	opts    Options
+	self    string
+	metrics *metrics
+}
+
+// New returns a Forwarder for the worker opts.Name.
+func New(opts Options) (*Forwarder, error) {
+	if opts.Name == "" || opts.Secret == "" || opts.Directory == nil || opts.Client == nil {
+		return nil, errors.New("forward: a worker name, the shared worker secret, a directory and a client are required")
+	}
+	return &Forwarder{opts: opts, self: OwnerID(opts.Name), metrics: newMetrics(opts.Registerer)}, nil
+}
+
+// DialTimeout bounds connecting to an owner through NewClient.
+const DialTimeout = 3 * time.Second
+
+// NewClient is the client between workers: tlsConfig verifies owners' certificates (and
+// presents this worker's) on https and grpc+tls endpoints (nil: the system roots), and an owner
+// that does not accept a connection within DialTimeout counts as gone.
+func NewClient(tlsConfig *tls.Config) *http.Client {
+	dialer := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: tlsConfig,
+		MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: DialTimeout}}
+}
+
+// Self is this worker's OwnerID.
+func (f *Forwarder) Self() string { return f.self }
+
+// Secret is the shared worker secret, for protocols that carry it themselves (gRPC metadata).
+func (f *Forwarder) Secret() string { return f.opts.Secret }
+
+// TLS is the client TLS configuration towards owners.
+func (f *Forwarder) TLS() *tls.Config {
+	if t, ok := f.opts.Client.Transport.(*http.Transport); ok {
+		return t.TLSClientConfig
+	}
+	return nil
+}
+
+// ErrOwnerUnknown means no online worker has the owner id (it is gone, or was never there).
+var ErrOwnerUnknown = errors.New("forward: the owning worker is not in the registry")
+
+// Endpoint resolves owner to its endpoint for protocol, asking the control plane again when the
+// last peer list does not have it.
+func (f *Forwarder) Endpoint(ctx context.Context, owner, protocol string) (string, error) {
+	if ep, ok := f.lookup(owner, protocol); ok {
+		return ep, nil
+	}
+	if err := f.opts.Directory.RefreshPeers(ctx); err != nil {
+		return "", fmt.Errorf("%w (peer list: %v)", ErrOwnerUnknown, err)
+	}
+	if ep, ok := f.lookup(owner, protocol); ok {
+		return ep, nil
+	}
+	return "", ErrOwnerUnknown
+}
+
+func (f *Forwarder) lookup(owner, protocol string) (string, bool) {
+	found := ""
+	for _, p := range f.opts.Directory.Peers() {
+		if OwnerID(p.Name) != owner {
+			continue
+		}
+		if found != "" { // two names with one id: neither can be told apart
+			return "", false
+		}
+		found = p.Endpoints[protocol]
+	}
+	return found, found != ""
+}
+
+// Hop is what a request says about having been forwarded.
+type Hop struct {
+	Forwarded  bool
+	ClientAddr string // the original client's address (only when Forwarded)
+	ClientTLS  bool
+}
+
+// ErrBadHop is a request that claims to be forwarded without the shared worker secret.
+var ErrBadHop = errors.New("a forwarded request needs the shared worker secret")
+
+// Inbound reads the forwarding headers of a request (get returns one header's value): a
+// forwarded request must carry the shared worker secret, or it is refused with ErrBadHop.
+func (f *Forwarder) Inbound(get func(name string) string) (Hop, error) {
+	if get(HeaderHop) == "" {
+		return Hop{}, nil
+	}
+	if f == nil {
+		return Hop{}, ErrBadHop // no worker secret here: nothing may claim to be a peer
+	}
+	if !transport.TokenEqual(get(HeaderSecret), f.opts.Secret) {
+		f.metrics.received.WithLabelValues("refused").Inc()
+		return Hop{}, ErrBadHop
+	}
+	f.metrics.received.WithLabelValues("ok").Inc()
+	tlsOn, _ := strconv.ParseBool(get(HeaderClientTLS))
+	return Hop{Forwarded: true, ClientAddr: get(HeaderClientAddr), ClientTLS: tlsOn}, nil
+}
+
+// Outbound returns the headers a forwarded request carries.
+func (f *Forwarder) Outbound(clientAddr string, clientTLS bool) map[string]string {
+	return map[string]string{HeaderHop: "1", HeaderSecret: f.opts.Secret, HeaderClientAddr: clientAddr,
+		HeaderClientTLS: strconv.FormatBool(clientTLS)}
+}
+
+// Observe counts one forward of protocol with its outcome and how long
+// the owner took to start answering.
+func (f *Forwarder) Observe(protocol, outcome string, took time.Duration) {
+	f.metrics.forwards.WithLabelValues(protocol, outcome).Inc()
+	if outcome == OutcomeOK {
+		f.metrics.latency.WithLabelValues(protocol).Observe(took.Seconds())
+	}
+}
+
+// Outcomes of a forward.
+const (
+	OutcomeOK          = "ok"
+	OutcomeUnknown     = "owner_unknown"     // no online worker has the owner id
+	OutcomeUnreachable = "owner_unreachable" // the owner did not answer
+)

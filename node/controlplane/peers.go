@@ -1,0 +1,31 @@
+package controlplane
+
+import (
+	"maps"
+	"net/http"
+
+	"github.com/queryflux/queryflux/transport"
+)
+
+// handlePeers lists the online workers that advertise endpoints, so that a worker can send a
+// request it does not own to the worker that does (and pick a preferred worker among them).
+func (cp *ControlPlane) handlePeers(w http.ResponseWriter, _ *http.Request, _ string) {
+	transport.WriteJSON(w, http.StatusOK, transport.MediaWorkerPeers, cp.Peers())
+}
+
+// Peers returns the online workers with endpoints, sorted by name.
+func (cp *ControlPlane) Peers() []transport.Peer {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	out := []transport.Peer{}
+	for _, name := range cp.sortedNames() {
+		en := cp.workers[name]
+		if !en.life.Online() || len(en.rec.Endpoints) == 0 {
+			continue
+		}
+		healthy := en.life.State == transport.StateHealthy &&
+			(en.rec.Heartbeat == nil || en.rec.Heartbeat.Health.State != transport.HealthUnhealthy)
+		out = append(out, transport.Peer{Name: name, Endpoints: maps.Clone(en.rec.Endpoints), Healthy: healthy})
+	}
+	return out
+}

@@ -1,0 +1,109 @@
+package worker
+
+// Peers: a worker that advertises endpoints (where its frontends take requests forwarded by
+// other workers) registers them with the control plane and keeps a list of its online peers,
+// refreshed every heartbeat interval and on demand, from GET /worker/peers.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/queryflux/queryflux/transport"
+)
+
+// peerRefreshMin is the shortest time between two on-demand refreshes of the peer list: a
+// burst of requests for an unknown owner asks the control plane once.
+const peerRefreshMin = time.Second
+
+// SetEndpoints sets where peers reach this worker's frontends, by protocol (transport.Peer).
+// Call it before Start: the endpoints go out with the registration, and a worker that has
+// endpoints keeps its peer list fresh.
+func (w *Worker) SetEndpoints(endpoints map[string]string) error {
+	req := transport.RegisterRequest{Name: w.cfg.Name, Version: w.cfg.Version, Endpoints: endpoints}
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("worker endpoints: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.endpoints = maps.Clone(endpoints)
+	return nil
+}
+
+func (w *Worker) advertised() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.endpoints
+}
+
+// Peers returns the last peer list the control plane gave (this worker included), sorted by name.
+func (w *Worker) Peers() []transport.Peer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.peers)
+}
+
+// RefreshPeers asks the control plane for the peer list now, unless it did so less than
+// peerRefreshMin ago.
+func (w *Worker) RefreshPeers(ctx context.Context) error {
+	now := w.e.Now()
+	w.mu.Lock()
+	recent := !w.peersAt.IsZero() && now.Sub(w.peersAt) < peerRefreshMin
+	if !recent {
+		w.peersAt = now
+	}
+	w.mu.Unlock()
+	if recent {
+		return nil
+	}
+	peers, err := w.fetchPeers(ctx)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.peers = peers
+	w.mu.Unlock()
+	return nil
+}
+
+func (w *Worker) fetchPeers(ctx context.Context) ([]transport.Peer, error) {
+	rctx, cancel := w.e.WithTimeout(ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, transport.PathWorkerPeers, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := w.Do(rctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
+	}
+	var peers []transport.Peer
+	if err := json.NewDecoder(io.LimitReader(resp.Body, transport.BodyBytesMax)).Decode(&peers); err != nil {
+		return nil, fmt.Errorf("worker: unreadable peer list: %w", err)
+	}
+	return peers, nil
+}
+
+// runPeers refreshes the peer list every heartbeat interval.
+func (w *Worker) runPeers(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := w.RefreshPeers(ctx); err != nil && ctx.Err() == nil {
+			w.e.Logger().Debug("peer list not refreshed", "worker", w.cfg.Name, "err", err)
+		}
+		w.mu.Lock()
+		wait := w.interval
+		w.mu.Unlock()
+		if w.e.Sleep(ctx, wait) != nil {
+			return
+		}
+	}
+}
