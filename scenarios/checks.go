@@ -11,30 +11,6 @@ import (
 	"github.com/queryflux/queryflux/sim/workload"
 )
 
-// The built-in role "pingpong" (the simulator's own test workload) and check "pings".
-func init() {
-	RegisterRole("pingpong", func(w *World, spec NodeSpec) (sim.Factory, error) {
-		peers := spec.Peers
-		if len(peers) == 0 {
-			for _, s := range w.Scenario.Nodes() {
-				if s.Role == "pingpong" && s.Name != spec.Name {
-					peers = append(peers, s.Name)
-				}
-			}
-		}
-		if len(peers) == 0 {
-			return nil, fmt.Errorf("pingpong node %s has no peers", spec.Name)
-		}
-		st := w.Durable("pingpong/"+spec.Name, func() any { return &workload.PingStats{} }).(*workload.PingStats)
-		ping := workload.PingNode(peers, st)
-		return func(n *sim.Node) http.Handler {
-			w.SetRole(n.Name(), st)
-			return ping(n)
-		}, nil
-	})
-	RegisterCheck("pings", parsePings)
-}
-
 type pingsCheck struct {
 	nodes []string
 	minOK int
@@ -174,4 +150,25 @@ func (c *StateCheck) Result(w *World) (bool, string) {
 		parts = append(parts, desc)
 	}
 	return pass, fmt.Sprintf("%s %s %q in [%v, %v]: %s", c.what, c.win.Mode, c.want, c.win.From, c.win.To, strings.Join(parts, "; "))
+}
+
+// pingpongRole is a node that pings its peers (the simulator's own smoke test).
+func pingpongRole(w *World, spec NodeSpec) (sim.Factory, error) {
+	peers := spec.Peers
+	if len(peers) == 0 {
+		for _, s := range w.Scenario.Nodes() {
+			if s.Role == "pingpong" && s.Name != spec.Name {
+				peers = append(peers, s.Name)
+			}
+		}
+	}
+	if len(peers) == 0 {
+		return nil, fmt.Errorf("pingpong node %s has no peers", spec.Name)
+	}
+	st := w.Durable("pingpong/"+spec.Name, func() any { return &workload.PingStats{} }).(*workload.PingStats)
+	ping := workload.PingNode(peers, st)
+	return func(n *sim.Node) http.Handler {
+		w.SetRole(n.Name(), st)
+		return ping(n)
+	}, nil
 }

@@ -22,13 +22,6 @@ import (
 	"github.com/queryflux/queryflux/node/worker"
 )
 
-func init() {
-	RegisterEvent("configSet", parseConfigSet)
-	RegisterEvent("configBad", parseConfigBad)
-	RegisterEvent("configHang", parseConfigHang)
-	RegisterCheck("configStatus", parseConfigStatus)
-}
-
 // ConfigSpec is the `config:` section.
 type ConfigSpec struct {
 	Cap          int           `yaml:"cap"`          // the initial cap of cluster c (default 1)

@@ -7,22 +7,6 @@ import (
 	"github.com/queryflux/queryflux/sim"
 )
 
-// The built-in timeline events: crash, restart, stop (graceful), partition, heal, hold, release, link, drift,
-// starve.
-func init() {
-	RegisterEvent("crash", nodesEvent(func(n *sim.Node) { n.Crash() }))
-	RegisterEvent("restart", nodesEvent(func(n *sim.Node) { n.Restart() }))
-	RegisterEvent("stop", parseStop)
-	RegisterEvent("partition", linkEvent(false, func(w *World, from, to string) { w.Sim.Net().Partition(from, to) }))
-	RegisterEvent("heal", linkEvent(true, func(w *World, from, to string) { w.Sim.Net().Heal(from, to) }))
-	RegisterEvent("hold", linkEvent(false, func(w *World, from, to string) { w.Sim.Net().Hold(from, to) }))
-	RegisterEvent("release", linkEvent(false, func(w *World, from, to string) { w.Sim.Net().Release(from, to) }))
-	RegisterEvent("link", parseLinkModel)
-	RegisterEvent("drift", parseDrift)
-	RegisterEvent("clockStep", parseClockStep)
-	RegisterEvent("starve", parseStarve)
-}
-
 // nodesEvent is an event whose params name a node or group: `crash: w-1`.
 func nodesEvent(do func(n *sim.Node)) EventKind {
 	return func(sc *Scenario, p Params) (Action, error) {

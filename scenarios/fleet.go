@@ -20,18 +20,6 @@ import (
 // WorkerSecret is the shared worker secret every simulated fleet uses.
 const WorkerSecret = "sim-worker-secret"
 
-// The fleet roles (controlplane, worker) and the registry checks: registryState, reportedHealth,
-// selfHealth, tokenRevoked, reregistered.
-func init() {
-	RegisterRole("controlplane", controlPlaneRole)
-	RegisterRole("worker", workerRole)
-	RegisterCheck("registryState", parseRegistryState)
-	RegisterCheck("reportedHealth", parseReportedHealth)
-	RegisterCheck("selfHealth", parseSelfHealth)
-	RegisterCheck("tokenRevoked", parseTokenRevoked)
-	RegisterCheck("reregistered", parseReregistered)
-}
-
 // controlPlaneRole boots the shipped control plane (node/assembly) on the fleet's stores, whose
 // registry (a registry.Memory) survives restarts.
 func controlPlaneRole(w *World, spec NodeSpec) (sim.Factory, error) {

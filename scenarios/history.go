@@ -17,10 +17,6 @@ import (
 	"github.com/queryflux/queryflux/node/assembly"
 )
 
-func init() {
-	RegisterCheck("historyConserved", parseHistoryConserved)
-}
-
 // HistoryTracker is what a worker finished and the uplink of each of its incarnations.
 type HistoryTracker struct {
 	Finished []string          // query ids in finishing order

@@ -22,15 +22,6 @@ import (
 	"time"
 )
 
-func init() {
-	RegisterCheck("leasesHeld", parseLeasesHeld)
-	RegisterCheck("admitted", parseAdmitted)
-	RegisterCheck("engineMax", parseEngineMax)
-	RegisterCheck("expectViolation", parseExpectViolation)
-	RegisterCheck("fairness", parseFairness)
-	RegisterCheck("admittedRatio", parseAdmittedRatio)
-}
-
 // Bounds is an inclusive range of counts; a nil end is open.
 type Bounds struct {
 	AtLeast *int `yaml:"atLeast"`

@@ -239,7 +239,7 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	w.Observer = s.AddNode(ObserverName, nil)
 	startEngines(w)
 	for _, spec := range sc.Nodes() {
-		factory, err := roleKinds[spec.Role](w, spec)
+		factory, err := roleKind(spec.Role)(w, spec)
 		if err != nil {
 			return fail("setup", fmt.Sprintf("node %s: %v", spec.Name, err))
 		}
@@ -259,7 +259,7 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	}
 	var checks []started
 	for _, c := range sc.Checks {
-		ch, err := checkKinds[c.Kind](sc, c.Params)
+		ch, err := checkKind(c.Kind)(sc, c.Params)
 		if err != nil {
 			return fail(c.Name, err.Error())
 		}

@@ -2,8 +2,8 @@
 // and runs them in the simulator (sim/), one seed at a time.
 //
 // Roles, timeline event kinds and check kinds are registries (RegisterRole, RegisterEvent,
-// RegisterCheck): the lease, config and history events and checks register from their own
-// files with an init function, without touching the loader or the runner.
+// RegisterCheck): registerBuiltins lists this package's own; another package may add checks
+// (chaos's observer). The fleet's roles are the shipped ones, built by node/assembly.
 //
 // This package runs roles only inside the simulator; it reads scenario files and measures wall
 // time for reports (never fed into the trace hash).
@@ -174,14 +174,74 @@ var (
 	roleKinds  = map[string]RoleKind{}
 )
 
-// RegisterEvent adds a timeline event kind. Call it from an init function.
-func RegisterEvent(name string, k EventKind) { register(eventKinds, "event", name, k) }
+var builtinsOnce sync.Once
 
-// RegisterCheck adds a check kind. Call it from an init function.
-func RegisterCheck(name string, k CheckKind) { register(checkKinds, "check", name, k) }
+// builtins makes sure this package's own kinds are registered.
+func builtins() { builtinsOnce.Do(registerBuiltins) }
 
-// RegisterRole adds a node role. Call it from an init function.
-func RegisterRole(name string, k RoleKind) { register(roleKinds, "role", name, k) }
+// RegisterEvent adds a timeline event kind.
+func RegisterEvent(name string, k EventKind) { builtins(); register(eventKinds, "event", name, k) }
+
+// RegisterCheck adds a check kind (another package's: chaos's headline observer).
+func RegisterCheck(name string, k CheckKind) { builtins(); register(checkKinds, "check", name, k) }
+
+// RegisterRole adds a node role.
+func RegisterRole(name string, k RoleKind) { builtins(); register(roleKinds, "role", name, k) }
+
+// registerBuiltins registers the roles, events and checks this package defines. Every use of the
+// registries calls builtins first, so they are complete before any lookup and another package's
+// RegisterCheck (chaos's) cannot come first.
+func registerBuiltins() {
+	// The fleet roles (controlplane, worker) and the registry checks: registryState, reportedHealth,
+	// selfHealth, tokenRevoked, reregistered.
+	register(roleKinds, "role", "controlplane", controlPlaneRole)
+	register(roleKinds, "role", "worker", workerRole)
+	register(checkKinds, "check", "registryState", parseRegistryState)
+	register(checkKinds, "check", "reportedHealth", parseReportedHealth)
+	register(checkKinds, "check", "selfHealth", parseSelfHealth)
+	register(checkKinds, "check", "tokenRevoked", parseTokenRevoked)
+	register(checkKinds, "check", "reregistered", parseReregistered)
+
+	register(checkKinds, "check", "leasesHeld", parseLeasesHeld)
+	register(checkKinds, "check", "admitted", parseAdmitted)
+	register(checkKinds, "check", "engineMax", parseEngineMax)
+	register(checkKinds, "check", "expectViolation", parseExpectViolation)
+	register(checkKinds, "check", "fairness", parseFairness)
+	register(checkKinds, "check", "admittedRatio", parseAdmittedRatio)
+
+	// The built-in role "pingpong" (the simulator's own test workload) and check "pings".
+	register(roleKinds, "role", "pingpong", pingpongRole)
+	register(checkKinds, "check", "pings", parsePings)
+
+	register(checkKinds, "check", "historyConserved", parseHistoryConserved)
+
+	register(checkKinds, "check", "leasesWithinCap", parseCapOracle(func(st *WorkloadStats) (int, map[string]int) {
+		return st.LeaseViolations, st.MaxLeases
+	}, "leases held"))
+	register(checkKinds, "check", "engineWithinCap", parseCapOracle(func(st *WorkloadStats) (int, map[string]int) {
+		return st.EngineViolations, st.MaxExecuting
+	}, "queries executing"))
+	register(checkKinds, "check", "served", parseServed)
+
+	// The built-in timeline events: crash, restart, stop (graceful), partition, heal, hold, release, link, drift,
+	// starve.
+	register(eventKinds, "event", "crash", nodesEvent(func(n *sim.Node) { n.Crash() }))
+	register(eventKinds, "event", "restart", nodesEvent(func(n *sim.Node) { n.Restart() }))
+	register(eventKinds, "event", "stop", parseStop)
+	register(eventKinds, "event", "partition", linkEvent(false, func(w *World, from, to string) { w.Sim.Net().Partition(from, to) }))
+	register(eventKinds, "event", "heal", linkEvent(true, func(w *World, from, to string) { w.Sim.Net().Heal(from, to) }))
+	register(eventKinds, "event", "hold", linkEvent(false, func(w *World, from, to string) { w.Sim.Net().Hold(from, to) }))
+	register(eventKinds, "event", "release", linkEvent(false, func(w *World, from, to string) { w.Sim.Net().Release(from, to) }))
+	register(eventKinds, "event", "link", parseLinkModel)
+	register(eventKinds, "event", "drift", parseDrift)
+	register(eventKinds, "event", "clockStep", parseClockStep)
+	register(eventKinds, "event", "starve", parseStarve)
+
+	register(eventKinds, "event", "configSet", parseConfigSet)
+	register(eventKinds, "event", "configBad", parseConfigBad)
+	register(eventKinds, "event", "configHang", parseConfigHang)
+	register(checkKinds, "check", "configStatus", parseConfigStatus)
+}
 
 func register[K any](m map[string]K, what, name string, k K) {
 	if _, dup := m[name]; dup {
@@ -191,9 +251,13 @@ func register[K any](m map[string]K, what, name string, k K) {
 }
 
 // EventKinds, CheckKinds and RoleKinds list the registered names, sorted.
-func EventKinds() []string { return sortedKeys(eventKinds) }
-func CheckKinds() []string { return sortedKeys(checkKinds) }
-func RoleKinds() []string  { return sortedKeys(roleKinds) }
+func EventKinds() []string { builtins(); return sortedKeys(eventKinds) }
+func CheckKinds() []string { builtins(); return sortedKeys(checkKinds) }
+func RoleKinds() []string  { builtins(); return sortedKeys(roleKinds) }
+
+func eventKind(name string) EventKind { builtins(); return eventKinds[name] }
+func checkKind(name string) CheckKind { builtins(); return checkKinds[name] }
+func roleKind(name string) RoleKind   { builtins(); return roleKinds[name] }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -236,14 +300,14 @@ func Parse(path string, data []byte) (*Scenario, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for _, ev := range sc.Timeline {
-		a, err := eventKinds[ev.Kind](sc, ev.Params)
+		a, err := eventKind(ev.Kind)(sc, ev.Params)
 		if err != nil {
 			return nil, err
 		}
 		ev.action = a
 	}
 	for _, c := range sc.Checks {
-		if _, err := checkKinds[c.Kind](sc, c.Params); err != nil {
+		if _, err := checkKind(c.Kind)(sc, c.Params); err != nil {
 			return nil, err
 		}
 	}
@@ -337,7 +401,7 @@ func (ev *Event) UnmarshalYAML(node ast.Node) error {
 				return err
 			}
 			ev.At, haveAt = d, true
-		case eventKinds[key] != nil:
+		case eventKind(key) != nil:
 			if ev.Kind != "" {
 				return vp.errorf("one event per timeline entry: both %q and %q", ev.Kind, key)
 			}
@@ -370,7 +434,7 @@ func (c *CheckSpec) UnmarshalYAML(node ast.Node) error {
 			if err := vp.Decode(&c.Name); err != nil {
 				return err
 			}
-		case checkKinds[key] != nil:
+		case checkKind(key) != nil:
 			if c.Kind != "" {
 				return vp.errorf("one kind per check: both %q and %q", c.Kind, key)
 			}
@@ -399,7 +463,7 @@ func (sc *Scenario) nodeSpecs() ([]NodeSpec, error) {
 				}
 				s.Role = role
 			}
-			if roleKinds[s.Role] == nil {
+			if roleKind(s.Role) == nil {
 				return fmt.Errorf("fleet.%s[%d]: unknown role %q (roles: %s)", where, i, s.Role, strings.Join(RoleKinds(), ", "))
 			}
 			switch {

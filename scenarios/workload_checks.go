@@ -11,16 +11,6 @@ import (
 	"time"
 )
 
-func init() {
-	RegisterCheck("leasesWithinCap", parseCapOracle(func(st *WorkloadStats) (int, map[string]int) {
-		return st.LeaseViolations, st.MaxLeases
-	}, "leases held"))
-	RegisterCheck("engineWithinCap", parseCapOracle(func(st *WorkloadStats) (int, map[string]int) {
-		return st.EngineViolations, st.MaxExecuting
-	}, "queries executing"))
-	RegisterCheck("served", parseServed)
-}
-
 type capOracle struct {
 	what string
 	get  func(*WorkloadStats) (int, map[string]int)

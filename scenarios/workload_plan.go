@@ -143,7 +143,7 @@ func (sc *Scenario) Variant(workers int, caps map[string]int, cal *Calibration) 
 	// Events resolve their targets (groups like workers) against the variant's fleet.
 	v.Timeline = make([]*Event, len(sc.Timeline))
 	for i, ev := range sc.Timeline {
-		a, err := eventKinds[ev.Kind](&v, ev.Params)
+		a, err := eventKind(ev.Kind)(&v, ev.Params)
 		if err != nil {
 			return nil, fmt.Errorf("with %d workers: %w", workers, err)
 		}

@@ -298,10 +298,15 @@ echo
 echo "medians of $ROUNDS interleaved rounds; latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
 RTT=$("$TMP/benchrelay" -rtt 3s)
+# The worker's capacity path over the whole run: queries that took an idle lease (no round trip
+# to the control plane) out of all it relayed.
+metric() { curl -s --max-time 5 "http://127.0.0.1:$OPS/metrics" | awk -v m="$1" '$1 ~ "^"m {s += $2} END {printf "%d", s}'; }
+REUSED=$(metric queryflux_capacity_lease_reused_total); RELAYED=$(metric 'queryflux_query_path_total[{]path="passthrough"')
 echo "cpu_us/q: user + system CPU of the target's processes (/proc/PID/stat) over the tps run, per query; the worker's counts its control plane"
 echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (goroutines and io.Copy, one hop)"
 echo "loop-relay: scripts/benchrelay -loop, the same on an event loop (internal/relayloop: one thread in epoll, the server's messages framed, ReadyForQuery watched)"
 echo "loopback round trip p50 (scripts/benchrelay -rtt): ${RTT} us"
+echo "worker: $REUSED of its $RELAYED passthrough queries (both wires, whole run) took an idle lease (no control-plane round trip)"
 num() { [[ $1 =~ ^-?[0-9]+$ ]]; }
 goal() { # description, awk condition over numbers, the numbers it needs...
 	local what=$1 cond=$2; shift 2

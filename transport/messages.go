@@ -93,6 +93,7 @@ type WorkerInfo struct {
 	Version       string            `json:"version"`
 	Revision      string            `json:"revision"`
 	Current       bool              `json:"current"`
+	Groups        []string          `json:"groups"` // the cluster groups its snapshot holds (its labels select)
 	Frontends     []string          `json:"frontends"`
 	Health        string            `json:"health,omitempty"`
 	Heartbeat     *Heartbeat        `json:"heartbeat,omitempty"` // the last one received

@@ -145,10 +145,10 @@ func printWorkerTable(out io.Writer, list []transport.WorkerInfo, now time.Time)
 		return
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tONLINE\tLAST HEARTBEAT\tREVISION\tCURRENT\tLABELS\tWARNINGS")
+	fmt.Fprintln(tw, "NAME\tSTATE\tONLINE\tLAST HEARTBEAT\tREVISION\tCURRENT\tLABELS\tGROUPS\tWARNINGS")
 	for _, wi := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", wi.Name, wi.State, yesNo(wi.Online), ago(wi.LastHeartbeat, now),
-			dash(wi.Revision), yesNo(wi.Current), labelString(wi.Labels), len(wi.Warnings))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", wi.Name, wi.State, yesNo(wi.Online), ago(wi.LastHeartbeat, now),
+			dash(wi.Revision), yesNo(wi.Current), labelString(wi.Labels), dash(strings.Join(wi.Groups, ",")), len(wi.Warnings))
 	}
 	_ = tw.Flush()
 }
@@ -164,6 +164,7 @@ func printWorkerDetail(out io.Writer, wi transport.WorkerInfo, now time.Time) {
 	row("Last heartbeat", stamp(wi.LastHeartbeat, now))
 	row("Revision", dash(wi.Revision)+" (current: "+yesNo(wi.Current)+")")
 	row("Labels", labelString(wi.Labels))
+	row("Groups", dash(strings.Join(wi.Groups, ",")))
 	row("Frontends", dash(strings.Join(wi.Frontends, ", ")))
 	if hb := wi.Heartbeat; hb != nil {
 		row("Self-health", fmt.Sprintf("%s (loop lag %.3fs)", hb.Health.State, hb.Health.LoopLagSeconds))

@@ -34,7 +34,12 @@ func TestWorkersListAndShow(t *testing.T) {
 	if err := cp.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cp.SetCurrentRevision("rev-2")
+	cp.SetServedView(func(labels map[string]string) (string, []string) {
+		if labels["zone"] == "eu" {
+			return "rev-2", []string{"bi", "eu"}
+		}
+		return "rev-other", nil
+	})
 	srv := httptest.NewServer(cp.Handler())
 	defer srv.Close()
 
@@ -64,7 +69,7 @@ func TestWorkersListAndShow(t *testing.T) {
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAME") {
 		t.Fatalf("table:\n%s", out)
 	}
-	for _, want := range []string{"edge-1", "healthy", "yes", "rev-1", "no", "tier=a,zone=eu", "ago"} {
+	for _, want := range []string{"edge-1", "healthy", "yes", "rev-1", "no", "tier=a,zone=eu", "bi,eu", "ago"} {
 		if !strings.Contains(lines[1], want) {
 			t.Errorf("row lacks %q: %s", want, lines[1])
 		}
@@ -74,7 +79,7 @@ func TestWorkersListAndShow(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"Name:", "edge-1", "Version:", "1.4", "rev-1 (current: no)", "dropped 3", "Warnings:", `the control plane's current revision is "rev-2"`} {
+	for _, want := range []string{"Name:", "edge-1", "Version:", "1.4", "rev-1 (current: no)", "bi,eu", "dropped 3", "Warnings:", `the control plane's current revision for it is "rev-2"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}

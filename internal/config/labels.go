@@ -46,7 +46,7 @@ func ParseLabel(s string) (key, value string, err error) {
 // Selects reports whether a worker labelled labels may serve what selector guards: every key of
 // selector is among labels with exactly that value. An empty selector selects every worker.
 func Selects(selector, labels map[string]string) bool {
-	for k, want := range selector {
+	for k, want := range selector { //determinism:ok an all-keys test answers the same in any order
 		if got, ok := labels[k]; !ok || got != want {
 			return false
 		}

@@ -92,6 +92,9 @@ const (
 	CodeEngine            = "58000" // system_error
 	CodeSyntax            = "42601"
 	CodeLimitExceeded     = "54000" // program_limit_exceeded
+	// CodeNotEligible: the query was routed to a cluster group this worker's labels do not
+	// satisfy (its workerSelector), so the worker does not hold that group's clusters.
+	CodeNotEligible = "08004" // sqlserver_rejected_establishment_of_sqlconnection
 )
 
 // ErrNotConfigured is returned before the first config is active.

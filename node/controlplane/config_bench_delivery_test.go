@@ -296,7 +296,7 @@ func BenchmarkServeConfigResponse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		rec := httptest.NewRecorder()
-		srv.ServeConfig(rec, req)
+		srv.ServeConfig(rec, req, nil)
 		if rec.Code != 200 {
 			b.Fatal(rec.Code)
 		}

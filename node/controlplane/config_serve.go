@@ -35,8 +35,9 @@ type ConfigServer struct {
 	pollTimeout time.Duration
 
 	mu       sync.Mutex
-	current  *servedConfig // nil until the first Publish
-	waiting  int           // long-polls parked now
+	current  *servedConfig            // nil until the first Publish
+	filtered map[string]*servedConfig // current filtered per worker, by snapshot.VerdictKey
+	waiting  int                      // long-polls parked now
 	onChange []func(revision string)
 	admin    AdminOptions // the admin endpoints' hooks (config_admin_guard.go)
 }
@@ -55,15 +56,21 @@ func NewConfigServer(e env.Env, pollTimeout time.Duration) *ConfigServer {
 	return &ConfigServer{env: e, changed: e.NewSignal(), pollTimeout: pollTimeout}
 }
 
-// Mount serves the config endpoints on cp's worker API (session token required) and keeps
-// cp's current revision (for /admin/workers) in step with what is published.
+// Mount serves the config endpoints on cp's worker API (session token required), each worker
+// the snapshot filtered for the labels it registered with, and keeps cp's view of what each
+// worker should run (for /admin/workers) in step with what is published.
 func (s *ConfigServer) Mount(cp *ControlPlane) {
-	cp.HandleWorker("GET "+snapshot.PathConfig, func(w http.ResponseWriter, r *http.Request, _ string) {
-		s.ServeConfig(w, r)
+	labelsOf := func(worker string) map[string]string {
+		labels, _ := cp.Labels(worker)
+		return labels
+	}
+	cp.HandleWorker("GET "+snapshot.PathConfig, func(w http.ResponseWriter, r *http.Request, worker string) {
+		s.ServeConfig(w, r, labelsOf(worker))
 	})
-	cp.HandleWorker("GET "+snapshot.PathConfigWait, func(w http.ResponseWriter, r *http.Request, _ string) {
-		s.ServeWait(w, r)
+	cp.HandleWorker("GET "+snapshot.PathConfigWait, func(w http.ResponseWriter, r *http.Request, worker string) {
+		s.ServeWait(w, r, func() map[string]string { return labelsOf(worker) })
 	})
+	cp.SetServedView(s.ServedFor)
 	s.OnChange(cp.SetCurrentRevision)
 	if cur := s.Current(); cur != nil {
 		cp.SetCurrentRevision(cur.Revision)
@@ -90,6 +97,9 @@ func (s *ConfigServer) Publish(snap *snapshot.WorkerSnapshotV1) error {
 		prev = s.current.snap
 	}
 	changed := prev == nil || prev.Revision != snap.Revision
+	if changed {
+		s.filtered = nil
+	}
 	s.current = &servedConfig{snap: snap, body: body}
 	hooks := append([]func(string){}, s.onChange...)
 	s.mu.Unlock()
@@ -101,6 +111,47 @@ func (s *ConfigServer) Publish(snap *snapshot.WorkerSnapshotV1) error {
 		}
 	}
 	return nil
+}
+
+// filteredFor is the current snapshot filtered for a worker labelled labels (snapshot.For), built once
+// per distinct set of selector verdicts; nil before the first Publish.
+func (s *ConfigServer) filteredFor(labels map[string]string) (*servedConfig, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current == nil {
+		return nil, nil
+	}
+	key := snapshot.VerdictKey(s.current.snap.Verdicts(labels))
+	if cur := s.filtered[key]; cur != nil {
+		return cur, nil
+	}
+	snap, err := s.current.snap.For(labels)
+	if err != nil {
+		return nil, err
+	}
+	body, err := snapshot.Encode(snap)
+	if err != nil {
+		return nil, err
+	}
+	if s.filtered == nil {
+		s.filtered = map[string]*servedConfig{}
+	}
+	s.filtered[key] = &servedConfig{snap: snap, body: body}
+	return s.filtered[key], nil
+}
+
+// ServedFor is the revision a worker labelled labels should run and the groups its snapshot
+// holds ("" and nil before the first Publish).
+func (s *ConfigServer) ServedFor(labels map[string]string) (string, []string) {
+	cur, err := s.filteredFor(labels)
+	if err != nil || cur == nil {
+		return "", nil
+	}
+	groups := make([]string, 0, len(cur.snap.ClusterGroups))
+	for _, g := range cur.snap.ClusterGroups {
+		groups = append(groups, g.Name)
+	}
+	return cur.snap.Revision, groups
 }
 
 // Current is the served snapshot, or nil before the first Publish.
@@ -124,10 +175,14 @@ func (s *ConfigServer) Waiting() int {
 	return s.waiting
 }
 
-// ServeConfig answers GET /worker/config: 200 with the snapshot, 304 when If-None-Match names
-// the current revision, 503 before anything is published.
-func (s *ConfigServer) ServeConfig(w http.ResponseWriter, r *http.Request) {
-	cur := s.load()
+// ServeConfig answers GET /worker/config: 200 with the snapshot filtered for labels, 304 when
+// If-None-Match names its revision, 503 before anything is published.
+func (s *ConfigServer) ServeConfig(w http.ResponseWriter, r *http.Request, labels map[string]string) {
+	cur, err := s.filteredFor(labels)
+	if err != nil {
+		transport.WriteError(w, http.StatusInternalServerError, err.Error(), "")
+		return
+	}
 	if cur == nil {
 		transport.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
 		return
@@ -139,9 +194,11 @@ func (s *ConfigServer) ServeConfig(w http.ResponseWriter, r *http.Request) {
 	writeSnapshot(w, cur)
 }
 
-// ServeWait answers GET /worker/config/wait?revision=R[&timeoutSecs=N]: the snapshot as soon as
-// the current revision is not R, or 304 once the timeout passes with R still current.
-func (s *ConfigServer) ServeWait(w http.ResponseWriter, r *http.Request) {
+// ServeWait answers GET /worker/config/wait?revision=R[&timeoutSecs=N]: the snapshot filtered
+// for the worker's labels (asked again at every change, as a re-registration may change them)
+// as soon as its revision is not R, or 304 once the timeout passes with R still its revision.
+// A publish that leaves this worker's filtered snapshot as it was sends it nothing.
+func (s *ConfigServer) ServeWait(w http.ResponseWriter, r *http.Request, labels func() map[string]string) {
 	have := r.URL.Query().Get("revision")
 	timeout := s.pollTimeout
 	if v := r.URL.Query().Get("timeoutSecs"); v != "" {
@@ -158,7 +215,12 @@ func (s *ConfigServer) ServeWait(w http.ResponseWriter, r *http.Request) {
 	defer s.setWaiting(-1)
 	for {
 		seen := s.changed.Seq()
-		if cur := s.load(); cur != nil && cur.snap.Revision != have {
+		cur, err := s.filteredFor(labels())
+		if err != nil {
+			transport.WriteError(w, http.StatusInternalServerError, err.Error(), "")
+			return
+		}
+		if cur != nil && cur.snap.Revision != have {
 			writeSnapshot(w, cur)
 			return
 		}

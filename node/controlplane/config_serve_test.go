@@ -28,11 +28,17 @@ const (
 // csSnapshot builds a snapshot of a one-cluster config whose cap is maxRunning.
 func csSnapshot(t *testing.T, maxRunning int) *snapshot.WorkerSnapshotV1 {
 	t.Helper()
-	cfg, err := config.Parse(fmt.Appendf(nil, `
+	return snapshotOf(t, fmt.Appendf(nil, `
 clusters: [{name: c, engine: sim, maxRunningQueries: %d}]
 clusterGroups: [{name: g, members: [c]}]
 routingFallback: g
 `, maxRunning))
+}
+
+// snapshotOf builds the snapshot of a YAML configuration.
+func snapshotOf(t *testing.T, src []byte) *snapshot.WorkerSnapshotV1 {
+	t.Helper()
+	cfg, err := config.Parse(src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,7 @@ type ControlPlane struct {
 	flushing        bool              // a Flush is writing
 	supersedes      map[string]supersedeCount
 	currentRevision string
+	served          ServedView // nil: every worker is compared with currentRevision
 	onEvict         []func(ctx context.Context, w transport.WorkerInfo)
 }
 
@@ -132,6 +133,49 @@ func (cp *ControlPlane) SetCurrentRevision(rev string) {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	cp.currentRevision = rev
+}
+
+// ServedView answers what the control plane serves a worker with the given labels: the
+// revision of its filtered snapshot and the cluster groups in it (nil before any snapshot).
+type ServedView func(labels map[string]string) (revision string, groups []string)
+
+// SetServedView makes /admin/workers and the registration and heartbeat answers compare each
+// worker with its own snapshot's revision, and list the groups it serves.
+func (cp *ControlPlane) SetServedView(v ServedView) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	cp.served = v
+}
+
+// servedFor is what the worker labelled labels should run; callers hold mu.
+func (cp *ControlPlane) servedFor(labels map[string]string) (string, []string) {
+	if cp.served == nil {
+		return cp.currentRevision, nil
+	}
+	return cp.served(labels)
+}
+
+// revisionOf is the revision the named worker should run.
+func (cp *ControlPlane) revisionOf(name string) string {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	var labels map[string]string
+	if en := cp.workers[name]; en != nil {
+		labels = en.rec.Labels
+	}
+	rev, _ := cp.servedFor(labels)
+	return rev
+}
+
+// Labels are the labels the named worker registered with (false for an unknown worker).
+func (cp *ControlPlane) Labels(name string) (map[string]string, bool) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	en := cp.workers[name]
+	if en == nil {
+		return nil, false
+	}
+	return en.rec.Labels, true
 }
 
 // CurrentRevision is the revision last given to SetCurrentRevision.

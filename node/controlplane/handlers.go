@@ -50,7 +50,7 @@ func (cp *ControlPlane) acceptRegistration(w http.ResponseWriter, req transport.
 	}
 	transport.WriteJSON(w, http.StatusOK, transport.MediaWorkerRegistered, transport.RegisterResponse{
 		Name: req.Name, Token: token, HeartbeatIntervalSecs: cp.cfg.HeartbeatInterval.Seconds(),
-		CurrentRevision: cp.CurrentRevision(),
+		CurrentRevision: cp.revisionOf(req.Name),
 	})
 }
 
@@ -82,7 +82,7 @@ func (cp *ControlPlane) handleHeartbeat(w http.ResponseWriter, r *http.Request) 
 		cp.e.Logger().Info("worker recovered", "worker", name, "from", tr.From, "to", tr.To)
 	}
 	transport.WriteJSON(w, http.StatusOK, transport.MediaHeartbeatAck, transport.HeartbeatAck{
-		State: tr.To, CurrentRevision: cp.CurrentRevision(), HeartbeatIntervalSecs: cp.cfg.HeartbeatInterval.Seconds(),
+		State: tr.To, CurrentRevision: cp.revisionOf(name), HeartbeatIntervalSecs: cp.cfg.HeartbeatInterval.Seconds(),
 	})
 }
 
@@ -138,13 +138,15 @@ func (cp *ControlPlane) info(en *entry, now time.Time) transport.WorkerInfo {
 		wi.Revision = hb.Revision.Active
 		wi.Health = hb.Health.State
 	}
-	wi.Current = wi.Revision == cp.currentRevision
-	wi.Warnings = cp.warnings(en, wi, now)
+	want, groups := cp.servedFor(rec.Labels)
+	wi.Groups = append([]string{}, groups...)
+	wi.Current = wi.Revision == want
+	wi.Warnings = cp.warnings(en, wi, want, now)
 	return wi
 }
 
 // warnings say in words what an operator should look at.
-func (cp *ControlPlane) warnings(en *entry, wi transport.WorkerInfo, now time.Time) []string {
+func (cp *ControlPlane) warnings(en *entry, wi transport.WorkerInfo, want string, now time.Time) []string {
 	rec := &en.rec
 	out := []string{}
 	silent := now.Sub(en.life.LastSeen).Round(time.Second)
@@ -170,7 +172,7 @@ func (cp *ControlPlane) warnings(en *entry, wi transport.WorkerInfo, now time.Ti
 		out = append(out, fmt.Sprintf("worker reports itself unhealthy (loop lag %.3fs)", hb.Health.LoopLagSeconds))
 	}
 	if !wi.Current {
-		out = append(out, fmt.Sprintf("runs revision %q, the control plane's current revision is %q", wi.Revision, cp.currentRevision))
+		out = append(out, fmt.Sprintf("runs revision %q, the control plane's current revision for it is %q", wi.Revision, want))
 	}
 	if n := hb.Config.ConsecutiveSyncFailures; n > 0 {
 		out = append(out, fmt.Sprintf("config sync failing: %d failures in a row", n))

@@ -89,6 +89,12 @@ func Build(cfg *config.Config, engines EngineFactory, opts ...BuildOption) (*Run
 	for _, g := range cfg.ClusterGroups {
 		spec.Groups = append(spec.Groups, groupSpec(g))
 	}
+	for _, g := range cfg.WithheldGroups {
+		if spec.Withheld == nil {
+			spec.Withheld = map[string]string{}
+		}
+		spec.Withheld[g.Name] = config.FormatLabels(g.WorkerSelector)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -186,8 +192,11 @@ func hashJSON(v any) uint64 {
 }
 
 func groupNames(cfg *config.Config) []string {
-	out := make([]string, 0, len(cfg.ClusterGroups))
+	out := make([]string, 0, len(cfg.ClusterGroups)+len(cfg.WithheldGroups))
 	for _, g := range cfg.ClusterGroups {
+		out = append(out, g.Name)
+	}
+	for _, g := range cfg.WithheldGroups {
 		out = append(out, g.Name)
 	}
 	return out

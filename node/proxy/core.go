@@ -339,6 +339,9 @@ func (c *Core) follow(p *placement, req *query.Request) error {
 // group's readOnly / blockedStatements, or the Check hook's verdict.
 func (c *Core) checkRouted(req *query.Request, rt *Runtime, dec Decision) (*group, error) {
 	g := rt.groups[dec.Group]
+	if _, withheld := rt.withheld[dec.Group]; g == nil && withheld {
+		return nil, rt.notEligible(dec.Group)
+	}
 	if g == nil {
 		return nil, &query.Error{Code: query.CodeNoRoute, Message: "no routing rule matched and no routingFallback is set"}
 	}

@@ -107,6 +107,10 @@ type RuntimeSpec struct {
 	OwnsEngines bool
 	// NoPassthrough forces every query through the Arrow path (settings.passthrough: false).
 	NoPassthrough bool
+	// Withheld are groups this node may not serve, by name, with the selector (as written
+	// for people) a node's labels would need: routers may name them, queries routed there
+	// are refused with CodeNotEligible.
+	Withheld map[string]string
 }
 
 // Runtime is one activated configuration, compiled: immutable except for health and the
@@ -122,6 +126,7 @@ type Runtime struct {
 	clusters map[string]*cluster
 	names    []string // cluster names, sorted
 	groups   map[string]*group
+	withheld map[string]string // group -> the selector it needs (RuntimeSpec.Withheld)
 
 	mu       sync.Mutex
 	inflight int
@@ -172,6 +177,7 @@ func NewRuntime(spec RuntimeSpec) (*Runtime, error) {
 		noRelay:  spec.NoPassthrough,
 		clusters: map[string]*cluster{},
 		groups:   map[string]*group{},
+		withheld: spec.Withheld,
 	}
 	for _, c := range spec.Clusters {
 		if err := addCluster(rt, c); err != nil {
@@ -183,14 +189,19 @@ func NewRuntime(spec RuntimeSpec) (*Runtime, error) {
 			return nil, err
 		}
 	}
+	for _, name := range sortedKeys(spec.Withheld) {
+		if rt.groups[name] != nil {
+			return nil, fmt.Errorf("cluster group %q is both served and withheld", name)
+		}
+	}
 	for i, r := range spec.Routers {
 		for _, t := range r.Targets() {
-			if rt.groups[t] == nil {
+			if !rt.knownGroup(t) {
 				return nil, fmt.Errorf("router %s#%d names unknown group %q", r.Kind(), i, t)
 			}
 		}
 	}
-	if spec.Fallback != "" && rt.groups[spec.Fallback] == nil {
+	if spec.Fallback != "" && !rt.knownGroup(spec.Fallback) {
 		return nil, fmt.Errorf("routingFallback names unknown group %q", spec.Fallback)
 	}
 	return rt, nil
@@ -291,15 +302,24 @@ func (rt *Runtime) Revision() string { return rt.revision }
 // A PostgreSQL wire client's database names the cluster group its statements go to when a
 // group has that name (psql ... reporting): it decides before the routers.
 func (rt *Runtime) Route(req *query.Request) Decision {
-	if req.Protocol == query.ProtocolPostgres && req.Database != "" && rt.groups[req.Database] != nil {
+	if req.Protocol == query.ProtocolPostgres && req.Database != "" && rt.knownGroup(req.Database) {
 		return Decision{Group: req.Database, Trace: []TraceStep{{Router: "database", Matched: true, Group: req.Database,
 			Reason: "the client's database names the group"}}}
 	}
 	return routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, req)
 }
 
+// knownGroup reports whether g is a group of the configuration, served here or withheld.
 func (rt *Runtime) knownGroup(g string) bool {
-	return rt.groups[g] != nil
+	_, withheld := rt.withheld[g]
+	return rt.groups[g] != nil || withheld
+}
+
+// notEligible is the error of a query routed to a group this node does not serve.
+func (rt *Runtime) notEligible(g string) error {
+	return &query.Error{Code: query.CodeNotEligible, Message: fmt.Sprintf(
+		"cluster group %q is served only by workers labelled %s (its workerSelector); this worker's labels do not satisfy it",
+		g, rt.withheld[g])}
 }
 
 // SetHealthy marks a cluster up or down; down clusters are skipped by selection. Unknown names

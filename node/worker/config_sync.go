@@ -257,7 +257,15 @@ func (s *ConfigSync) receive(ctx context.Context, body []byte) error {
 func (s *ConfigSync) install(ctx context.Context, snap *snapshot.WorkerSnapshotV1, source string, confirmedAt time.Time) error {
 	// A stripped snapshot takes credentials from the worker's own queryflux.clusterCredentials;
 	// one that leaves a cluster without any is refused like any bad revision.
-	cfg, err := snap.WorkerConfig(s.opts.Local)
+	// A peer's copy or one saved before a restart may have been filtered for other labels: it
+	// could hold groups this worker must not serve, or lack groups it should.
+	var cfg *config.Config
+	err := snap.CheckFor(s.w.cfg.Labels)
+	if err != nil {
+		err = fmt.Errorf("not this worker's snapshot: %w", err)
+	} else {
+		cfg, err = snap.WorkerConfig(s.opts.Local)
+	}
 	if err == nil {
 		err = config.Compile(cfg)
 	}

@@ -62,7 +62,7 @@ func (w *Worker) sendHistory(ctx context.Context, b *history.QueryRecordBatchV1)
 
 // rejectedCodes are the SQLSTATEs of queries the proxy refused before they ran.
 var rejectedCodes = map[string]bool{
-	query.CodeQueueFull: true, query.CodeAccessDenied: true, query.CodeNoRoute: true,
+	query.CodeQueueFull: true, query.CodeAccessDenied: true, query.CodeNoRoute: true, query.CodeNotEligible: true,
 	query.CodeNotConfigured: true, query.CodeLimitExceeded: true,
 }
 

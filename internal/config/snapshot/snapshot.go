@@ -58,6 +58,11 @@ type WorkerSnapshotV1 struct {
 	TranslationFailurePolicy string                `json:"translationFailurePolicy"`
 	Settings                 config.Settings       `json:"settings"`
 	HistoryPolicy            config.HistoryPolicy  `json:"historyPolicy"`
+	// WithheldGroups and Eligibility are set in a snapshot filtered for one worker's labels
+	// (For): the groups left out, and the verdict on every distinct workerSelector of the whole
+	// configuration, which is what the filtering depended on.
+	WithheldGroups []config.WithheldGroup `json:"withheldGroups,omitempty"`
+	Eligibility    []SelectorVerdict      `json:"eligibility,omitempty"`
 }
 
 // Cluster is an expanded cluster with its engine configuration and credentials as plain strings
@@ -72,6 +77,7 @@ type Cluster struct {
 	Enabled           bool              `json:"enabled"`
 	Labels            map[string]string `json:"labels"`
 	Options           map[string]string `json:"options"`
+	WorkerSelector    map[string]string `json:"workerSelector,omitempty"`
 }
 
 // Credentials on the wire. Password and Token are empty in a Stripped snapshot.
@@ -151,7 +157,7 @@ func clusters(cfg *config.Config, mode CredentialsMode) []Cluster {
 			Name: c.Name, Engine: c.Engine, Endpoint: c.Endpoint, Database: c.Database,
 			Credentials:       Credentials{User: c.Credentials.User},
 			MaxRunningQueries: c.MaxRunningQueries, Enabled: c.IsEnabled(),
-			Labels: c.Labels, Options: c.Options,
+			Labels: c.Labels, Options: c.Options, WorkerSelector: c.WorkerSelector,
 		}
 		if mode == Embedded {
 			sc.Credentials.Password = c.Credentials.Password.Reveal()
@@ -215,10 +221,11 @@ func (s *WorkerSnapshotV1) Config(local config.QueryFlux) *config.Config {
 			ErrorOnUnsupported: s.TranslationFailurePolicy == FailureReject,
 			Scripts:            slices.Clone(s.Translation.Scripts),
 		},
-		Settings:      s.Settings,
-		HistoryPolicy: s.HistoryPolicy,
-		ClusterGroups: slices.Clone(s.ClusterGroups),
-		Routers:       slices.Clone(s.Routers),
+		Settings:       s.Settings,
+		HistoryPolicy:  s.HistoryPolicy,
+		ClusterGroups:  slices.Clone(s.ClusterGroups),
+		Routers:        slices.Clone(s.Routers),
+		WithheldGroups: slices.Clone(s.WithheldGroups),
 	}
 	for _, c := range s.Clusters {
 		enabled := c.Enabled
@@ -237,7 +244,7 @@ func (s *WorkerSnapshotV1) Config(local config.QueryFlux) *config.Config {
 			Name: c.Name, Engine: c.Engine, Endpoint: c.Endpoint, Database: c.Database,
 			Credentials:       creds,
 			MaxRunningQueries: c.MaxRunningQueries, Enabled: &enabled,
-			Labels: c.Labels, Options: c.Options,
+			Labels: c.Labels, Options: c.Options, WorkerSelector: c.WorkerSelector,
 		})
 	}
 	config.ApplyDefaults(cfg)

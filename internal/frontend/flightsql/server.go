@@ -338,6 +338,8 @@ func codeFor(state string) codes.Code {
 		return codes.PermissionDenied
 	case query.CodeNoRoute:
 		return codes.NotFound
+	case query.CodeNotEligible:
+		return codes.FailedPrecondition
 	case query.CodeLimitExceeded:
 		return codes.ResourceExhausted
 	case query.CodeEngine:

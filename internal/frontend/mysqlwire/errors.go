@@ -32,6 +32,7 @@ var byState = map[string]mysqlCode{
 	query.CodeAccessDenied:            {mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, "42000"}, // 1227
 	query.CodeAuthRefused:             {mysql.ER_ACCESS_DENIED_ERROR, "28000"},          // 1045
 	query.CodeNoRoute:                 {mysql.ER_BAD_DB_ERROR, "42000"},                 // 1049; also invalid_catalog_name
+	query.CodeNotEligible:             {mysql.ER_DBACCESS_DENIED_ERROR, "42000"},        // 1044: not served by this worker
 	query.CodeSyntax:                  {mysql.ER_PARSE_ERROR, "42000"},                  // 1064
 	query.CodeLimitExceeded:           {mysql.ER_TOO_BIG_SELECT, "42000"},               // 1104
 	query.CodeEngine:                  {mysql.ER_UNKNOWN_ERROR, "HY000"},                // 1105

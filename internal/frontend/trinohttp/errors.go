@@ -64,6 +64,8 @@ func codeFor(state string) trinoCode {
 		return codePermission
 	case query.CodeNoRoute:
 		return codeCatalogNotFound
+	case query.CodeNotEligible:
+		return codeNotSupported
 	case query.CodeQueueFull:
 		return codeQueueFull
 	case query.CodeCapacityTimeout:
