@@ -3,9 +3,10 @@ GO        ?= go
 BIN       := bin
 FUZZTIME  ?= 5s
 SEEDS     ?= 1000
+REPLAY_SECS ?= 120
 PARALLEL  ?= 2
 
-.PHONY: check-config run build test test-deps test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio tidy unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: replay-validate check-config run build test test-deps test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio tidy unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -143,6 +144,10 @@ sim: build
 # Every scenario file against real processes next to the simulator; files chaos cannot run
 # (workload, config sections) are listed as unsupported, not failed.
 TIME_SCALE ?= 0.2
+# A recorded real workload replayed in the simulator (long form of the smoke in make test).
+replay-validate:
+	scripts/replay-validate.sh $(REPLAY_SECS)
+
 chaos: build
 	$(BIN)/qfsim chaos scenarios/*.yaml chaos/testdata/*.yaml --time-scale $(TIME_SCALE) --bin $(BIN)/queryflux
 

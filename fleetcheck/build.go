@@ -29,6 +29,10 @@ type Overlay struct {
 	MaxDriftRate  float64       `yaml:"maxDriftRate"`  // clock rates drawn in [1-d, 1+d]; default 0.01 (NTP-disciplined clocks stay far inside it)
 	MaxClockStep  time.Duration `yaml:"maxClockStep"`  // wall-clock steps drawn up to this; default 1h
 	MaxStarvation time.Duration `yaml:"maxStarvation"` // a worker's timers late by up to this; default 2s
+
+	replay  string        // a history export the workload replays instead of drawing arrivals
+	scale   float64       // the replay's time compression
+	latency time.Duration // fixed one-way network latency (0: fault checks' jittered default)
 }
 
 func (o Overlay) withDefaults() Overlay {
@@ -159,9 +163,13 @@ func (f fleet) workloadYAML(o Overlay) string {
 		fmt.Fprintf(&b, "    - {name: %q, members: [%s], strategy: %s, maxQueued: %d, waitTimeout: %v}\n",
 			g.name, quoteAll(g.members), g.strategy, max(g.maxQueued, 1), wait)
 	}
-	b.WriteString("  arrivals:\n")
-	for _, g := range f.groups {
-		fmt.Fprintf(&b, "    - {group: %q, rate: %.3f, skew: 1}\n", g.name, f.rate(g, o))
+	if o.replay != "" {
+		fmt.Fprintf(&b, "  replay: %q\n  scale: %g\n", o.replay, o.scale)
+	} else {
+		b.WriteString("  arrivals:\n")
+		for _, g := range f.groups {
+			fmt.Fprintf(&b, "    - {group: %q, rate: %.3f, skew: 1}\n", g.name, f.rate(g, o))
+		}
 	}
 	if f.historyOn {
 		b.WriteString("  history: {flushInterval: 1s, buffer: 2000}\n")

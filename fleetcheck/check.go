@@ -132,7 +132,11 @@ func (f fleet) scenarioYAML(o Overlay, timeline string, checks []string) string 
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: fleetcheck\nduration: %v\n", o.Duration)
 	fmt.Fprintf(&b, "intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: 5s, requestTimeout: 1s}\n")
-	b.WriteString("network:\n  latency: {dist: exponential, min: 1ms, mean: 3ms}\n")
+	if o.latency > 0 {
+		fmt.Fprintf(&b, "network:\n  latency: {dist: fixed, min: %v}\n", o.latency)
+	} else {
+		b.WriteString("network:\n  latency: {dist: exponential, min: 1ms, mean: 3ms}\n")
+	}
 	fmt.Fprintf(&b, "fleet:\n  controlPlanes: [{name: cp-1}]\n  workers: [{prefix: w-, count: %d}]\n", o.Workers)
 	b.WriteString(f.workloadYAML(o))
 	b.WriteString("timeline:\n")

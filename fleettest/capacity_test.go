@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,19 +42,7 @@ func newEngineFleet(t *testing.T) *engineFleet {
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
 	ef := &engineFleet{fleet: f, engineDB: strings.TrimPrefix(engineURL.Path, "/"), workers: map[string]string{}, procs: map[string]*daemontest.Proc{}}
 	coordination := fmt.Sprintf("coordination: {mode: controlPlane, leaseTtlSecs: %d, driftMarginSecs: 1, sweepEverySecs: 1}", leaseTTLSecs)
-	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", f.controlPlaneYAML(db, fmt.Sprintf(`  %s
-clusters:
-  - name: pg
-    engine: postgres
-    endpoint: %q
-    database: %q
-    credentials: {user: %q}
-    maxRunningQueries: %d
-clusterGroups:
-  - {name: main, members: [pg], maxQueuedQueries: 200, capacityWaitTimeoutSecs: 120}
-routingFallback: main
-settings: {security: {trustLoopback: true}}
-`, coordination, engineURL.Host, ef.engineDB, engineURL.User.Username(), engineCap)))
+	f.cpConfig = engineControlPlane(t, f, engineURL, db, coordination, engineCap, 120, "")
 	f.startControlPlane()
 	for _, name := range []string{"w1", "w2", "w3"} {
 		addrs := daemontest.FreeAddrs(t, 2)
@@ -80,6 +69,25 @@ settings: {security: {trustLoopback: true}}
 		})
 	}
 	return ef
+}
+
+// engineControlPlane writes the config of a control plane on database db in front of the
+// PostgreSQL cluster pg at engineURL (group main, up to 200 queued, waitSecs of capacity wait),
+// plus the extra clusters' YAML list items.
+func engineControlPlane(t *testing.T, f *fleet, engineURL *url.URL, db, coordination string, cap, waitSecs int, extra string) string {
+	return daemontest.WriteFile(t, "cp.yaml", f.controlPlaneYAML(db, fmt.Sprintf(`  %s
+clusters:
+  - name: pg
+    engine: postgres
+    endpoint: %q
+    database: %q
+    credentials: {user: %q}
+    maxRunningQueries: %d
+%sclusterGroups:
+  - {name: main, members: [pg], maxQueuedQueries: 200, capacityWaitTimeoutSecs: %d}
+routingFallback: main
+settings: {security: {trustLoopback: true}}
+`, coordination, engineURL.Host, strings.TrimPrefix(engineURL.Path, "/"), engineURL.User.Username(), cap, extra, waitSecs)))
 }
 
 // leases lists the control plane's leases of the cluster, by holder.

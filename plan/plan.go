@@ -10,6 +10,7 @@ package plan
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,11 +74,11 @@ func ParseSweep(s string) (Axis, error) {
 // Options tune a plan.
 type Options struct {
 	Seed        uint64 // first seed (default 1)
-	Seeds       int    // seeds per point (default 1)
+	Seeds       int    // seeds per point (default 3)
 	Parallel    int    // runs at once (default 1)
 	Calibration *scenarios.Calibration
-	// Progress, if set, is told about each finished point.
-	Progress func(p Point)
+	// Progress, if set, is told after each run: runs done, of all.
+	Progress func(done, total int)
 }
 
 // Point is one sweep point's results, averaged over its seeds.
@@ -96,6 +97,20 @@ type Point struct {
 	ChecksFailed     int            `json:"checks_failed"`
 	MeetsObjective   bool           `json:"meets_objective"`
 	WallSeconds      float64        `json:"wall_seconds"`
+	// Spread is each metric's [min, max] over the point's seeds, by the JSON name of its mean.
+	Spread map[string][2]float64 `json:"spread"`
+	// QueueP99Censored: in some seed the p99 was a wait timeout (queries gave up at that
+	// wait), so the true p99 is at least the value shown.
+	QueueP99Censored bool `json:"queue_p99_censored"`
+}
+
+// spreadOf widens a [min, max] range by v.
+func spreadOf(sp map[string][2]float64, key string, v float64) {
+	r, ok := sp[key]
+	if !ok {
+		r = [2]float64{v, v}
+	}
+	sp[key] = [2]float64{math.Min(r[0], v), math.Max(r[1], v)}
 }
 
 // Plan is a finished sweep.
@@ -107,6 +122,8 @@ type Plan struct {
 	Knees     []Knee                 `json:"knees"`
 	Warnings  []string               `json:"warnings,omitempty"`
 	Cal       *scenarios.Calibration `json:"calibration,omitempty"`
+	// Traffic compares a replayed recording's traffic with the recording, per group.
+	Traffic []TrafficRow `json:"traffic,omitempty"`
 }
 
 // Knee is the sweep's answer for one value of the other axis (or the only answer).
@@ -128,6 +145,9 @@ func Run(sc *scenarios.Scenario, axes []Axis, o Options) (*Plan, error) {
 	if o.Seed == 0 {
 		o.Seed = 1
 	}
+	if o.Seeds == 0 {
+		o.Seeds = 3
+	}
 	o.Seeds, o.Parallel = max(o.Seeds, 1), max(o.Parallel, 1)
 	grid := combos(axes)
 	variants := make([]*scenarios.Scenario, len(grid))
@@ -147,6 +167,7 @@ func Run(sc *scenarios.Scenario, axes []Axis, o Options) (*Plan, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	remaining := make([]int, len(grid))
+	done, total := 0, len(grid)*o.Seeds
 	points := make([]Point, len(grid))
 	for i := range remaining {
 		remaining[i] = o.Seeds
@@ -162,9 +183,10 @@ func Run(sc *scenarios.Scenario, axes []Axis, o Options) (*Plan, error) {
 				remaining[j.point]--
 				if remaining[j.point] == 0 {
 					points[j.point] = summarize(grid[j.point], variants[j.point], results[j.point])
-					if o.Progress != nil {
-						o.Progress(points[j.point])
-					}
+				}
+				done++
+				if o.Progress != nil {
+					o.Progress(done, total)
 				}
 				mu.Unlock()
 			}
@@ -177,7 +199,8 @@ func Run(sc *scenarios.Scenario, axes []Axis, o Options) (*Plan, error) {
 	}
 	close(jobs)
 	wg.Wait()
-	pl := &Plan{Scenario: sc.Name, Axes: axes, Objective: sc.Workload.Objective, Points: points, Cal: o.Calibration}
+	pl := &Plan{Scenario: sc.Name, Axes: axes, Objective: sc.Workload.Objective, Points: points, Cal: o.Calibration,
+		Traffic: traffic(sc, results)}
 	if pl.Objective.QueueP99 == 0 && pl.Objective.QueueP50 == 0 {
 		pl.Warnings = append(pl.Warnings, "the scenario states no workload.objective (queueP99/queueP50): no knee")
 	} else {
@@ -227,11 +250,19 @@ func combos(axes []Axis) []map[string]int {
 }
 
 func summarize(params map[string]int, sc *scenarios.Scenario, rs []*scenarios.Result) Point {
-	p := Point{Params: params}
+	p := Point{Params: params, Spread: map[string][2]float64{}}
 	n := float64(len(rs))
 	secs := (sc.Duration - sc.Workload.Warmup).Seconds()
+	timeout := shortestWait(sc)
 	for _, r := range rs {
 		w := r.Workload
+		for k, v := range map[string]float64{"queue_p50_ms": w.QueueP50Ms, "queue_p99_ms": w.QueueP99Ms, "fairness": w.Fairness,
+			"admitted_per_sec": w.AdmittedPerSec, "cp_requests_per_sec": w.CPRequestsPerSec, "denied_per_sec": float64(w.Denied) / max(secs, 1e-9)} {
+			spreadOf(p.Spread, k, v)
+		}
+		if w.TimedOut > 0 && timeout > 0 && w.QueueP99Ms >= 0.99*timeout {
+			p.QueueP99Censored = true
+		}
 		p.Workers = w.Workers
 		p.QueueP50Ms += w.QueueP50Ms / n
 		p.QueueP99Ms += w.QueueP99Ms / n
@@ -254,6 +285,18 @@ func summarize(params map[string]int, sc *scenarios.Scenario, rs []*scenarios.Re
 		(obj.QueueP50 == 0 || p.QueueP50Ms <= float64(obj.QueueP50)/float64(time.Millisecond)) &&
 		p.Violations == 0
 	return p
+}
+
+// shortestWait is the smallest group waitTimeout in milliseconds (0: none is bounded): a p99
+// at it is the timeout, not a measured wait.
+func shortestWait(sc *scenarios.Scenario) float64 {
+	w := 0.0
+	for _, g := range sc.Workload.Groups {
+		if ms := float64(g.WaitTimeout) / float64(time.Millisecond); ms > 0 && (w == 0 || ms < w) {
+			w = ms
+		}
+	}
+	return w
 }
 
 // knees: along the last axis, the smallest cap (cap axes) or the largest fleet (workers)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,11 +106,54 @@ workload:
 	if !strings.Contains(string(svg), "<polyline") || !strings.Contains(string(page), `src="plan.svg"`) || !strings.Contains(string(page), "knee: cap = 8") {
 		t.Fatalf("plot or page incomplete:\n%s", page)
 	}
+	if !strings.Contains(string(svg), "knee: cap=8") || !strings.Contains(string(svg), "<polygon") || !strings.Contains(string(svg), "cap (running queries per cluster)") {
+		t.Fatalf("the plot lacks the knee, the seeds' band or the axis unit:\n%s", svg)
+	}
+	for _, p := range pl.Points {
+		if r := p.Spread["queue_p99_ms"]; !(r[0] <= p.QueueP99Ms && p.QueueP99Ms <= r[1]) {
+			t.Fatalf("cap %d: p99 mean %v outside its seeds' range %v", p.Params["cap"], p.QueueP99Ms, r)
+		}
+	}
+}
+
+// TestCensoredP99AndRoundAxes: a p99 at the wait timeout (queries gave up) is marked censored
+// and drawn as such; ticks are round; Jain's index keeps its [0, 1] axis.
+func TestCensoredP99AndRoundAxes(t *testing.T) {
+	sc := &scenarios.Scenario{Duration: 10e9, Workload: &scenarios.Workload{Groups: []scenarios.WorkloadGroup{{Name: "g", WaitTimeout: 5e9}}}}
+	res := func(p99 float64, timedOut int) *scenarios.Result {
+		return &scenarios.Result{Workload: &scenarios.WorkloadSummary{QueueP99Ms: p99, TimedOut: timedOut, Fairness: 0.5}}
+	}
+	p := summarize(map[string]int{"cap": 3}, sc, []*scenarios.Result{res(1200, 0), res(5003, 4), res(2100, 0)})
+	if !p.QueueP99Censored || p.Spread["queue_p99_ms"] != [2]float64{1200, 5003} {
+		t.Fatalf("point %+v: want censored, p99 range [1200, 5003]", p)
+	}
+	if q := summarize(map[string]int{"cap": 3}, sc, []*scenarios.Result{res(1200, 0)}); q.QueueP99Censored {
+		t.Fatal("a p99 under the timeout counted as censored")
+	}
+	for _, c := range [][2]float64{{0, 5003}, {1, 6}, {250, 1000}, {0, 0.93}, {100, 1000}, {0, 37.2}} {
+		step, from, to := niceTicks(c[0], c[1])
+		mant := step / math.Pow(10, math.Floor(math.Log10(step)))
+		n := math.Round((to - from) / step)
+		if !slices.Contains([]float64{1, 2, 2.5, 5}, math.Round(mant*10)/10) || from > c[0] || to < c[1] || n < 3 || n > 8 {
+			t.Errorf("ticks for %v: step %v from %v to %v: want a round step, 3 to 8 ticks covering the range", c, step, from, to)
+		}
+	}
+	pl := &Plan{Axes: []Axis{{Name: "cap", Values: []int{3}}}, Points: []Point{p}}
+	svg := pl.SVG()
+	if !strings.Contains(svg, "p99 at the wait timeout") || !strings.Contains(svg, `l5,9 l-10,0 z" fill="white"`) {
+		t.Fatal("the censored p99 is not drawn as censored")
+	}
+	if !strings.Contains(svg, `>1</text>`) || strings.Contains(svg, `>1.2</text>`) {
+		t.Fatal("the fairness axis does not stop at 1")
+	}
 }
 
 func TestCalibrationFileLoads(t *testing.T) {
-	c, err := scenarios.LoadCalibration("testdata/calibration.yaml")
+	c, err := scenarios.LoadCalibration("calibration.yaml")
 	if err != nil || c.Pool != 10 || c.ServiceTimes["/worker/capacity/acquire"] <= 0 {
 		t.Fatalf("%+v %v", c, err)
+	}
+	if b := BuiltinCalibration(); b.Pool != c.Pool || b.ServiceTimes["/worker/capacity/acquire"] != c.ServiceTimes["/worker/capacity/acquire"] {
+		t.Fatalf("built-in calibration %+v differs from the file's %+v", b, c)
 	}
 }

@@ -35,6 +35,11 @@ func LoadCalibration(path string) (*Calibration, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseCalibration(path, data)
+}
+
+// ParseCalibration decodes a calibration (YAML or JSON); path names it in errors.
+func ParseCalibration(path string, data []byte) (*Calibration, error) {
 	var c Calibration
 	if err := yaml.UnmarshalWithOptions(data, &c, yaml.DisallowUnknownField()); err != nil {
 		return nil, fmt.Errorf("%s: %s", path, yaml.FormatError(err, false, false))

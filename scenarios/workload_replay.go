@@ -164,3 +164,66 @@ func sleepSQL(ms int64, pool []int64, r env.Rand) string {
 	}
 	return fmt.Sprintf("select pg_sleep(%d.%03d)", ms/1000, ms%1000)
 }
+
+// ReplayTraffic is the recorded traffic of a replaying workload, per group, as the simulator
+// should reproduce it: queries per second (the recording's, times the scale) and the
+// recorded execution-time quantiles.
+type ReplayTraffic struct {
+	Window time.Duration                 // the replay's span in virtual time
+	Groups map[string]ReplayGroupTraffic // by group
+}
+
+// ReplayGroupTraffic is one group's recorded traffic.
+type ReplayGroupTraffic struct {
+	Queries   int     `json:"queries"`
+	PerSec    float64 `json:"per_sec"`
+	ExecP50Ms float64 `json:"exec_p50_ms"`
+	ExecP90Ms float64 `json:"exec_p90_ms"`
+	ExecP99Ms float64 `json:"exec_p99_ms"`
+}
+
+// Traffic is the recording's traffic inside the run (nil without a replay).
+func (wl *Workload) Traffic(runFor time.Duration) *ReplayTraffic {
+	rp := wl.replayed
+	if rp == nil {
+		return nil
+	}
+	t := &ReplayTraffic{Groups: map[string]ReplayGroupTraffic{}}
+	counts := map[string]int{}
+	for _, e := range rp.file.Entries {
+		at := wl.replayAt(e)
+		if e.Group == "" || at >= runFor || at < wl.Warmup {
+			continue
+		}
+		counts[e.Group]++
+		t.Window = max(t.Window, at)
+	}
+	secs := (t.Window - wl.Warmup).Seconds()
+	for _, g := range slices.Sorted(maps.Keys(counts)) {
+		d := rp.durations[g]
+		gt := ReplayGroupTraffic{Queries: counts[g], ExecP50Ms: Percentile(d, 0.5), ExecP90Ms: Percentile(d, 0.9), ExecP99Ms: Percentile(d, 0.99)}
+		if secs > 0 {
+			gt.PerSec = float64(counts[g]) / secs
+		}
+		t.Groups[g] = gt
+	}
+	return t
+}
+
+// UseReplay makes the workload replay the export at path instead of its arrivals.
+func (sc *Scenario) UseReplay(path string, scale float64) error {
+	if sc.Workload == nil {
+		return fmt.Errorf("%s: no workload: section to replay history into", sc.Path)
+	}
+	wl := *sc.Workload
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	wl.Replay, wl.Scale, wl.Arrivals, wl.replayed = abs, scale, nil, nil
+	if err := wl.loadReplay(sc); err != nil {
+		return err
+	}
+	sc.Workload = &wl
+	return nil
+}

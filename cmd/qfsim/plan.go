@@ -6,9 +6,12 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/queryflux/queryflux/fleetcheck"
+	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/plan"
 	"github.com/queryflux/queryflux/scenarios"
 )
@@ -21,22 +24,37 @@ type planFlags struct {
 	out         string
 	calibration string
 	json        bool
+	history     string
+	config      string
+	scale       float64
+	objective   time.Duration
+	progress    bool
 }
 
 // planCmd is `qfsim plan FILE --sweep workers=10..500[:step] [--sweep cap=...]`.
 func planCmd() *cobra.Command {
 	var f planFlags
 	cmd := &cobra.Command{
-		Use:   "plan FILE --sweep workers=FROM..TO[:STEP] [--sweep cap=V1,V2,...]",
+		Use:   "plan [SCENARIO] [--from-history FILE [--config CONFIG]] --sweep workers=FROM..TO[:STEP] [--sweep cap=V1,V2,...]",
 		Short: "Sweep a workload scenario's fleet size and caps: queue times, denials, fairness, throughput, knee",
 		Long: `plan runs the scenario's workload for every point of one or two sweeps (workers, cap, or
 cap.CLUSTER) and prints queue-time p50/p99, lease denials, Jain's fairness index of the
 per-worker admitted share, admitted throughput and control-plane request rate per point, and the
-knee against workload.objective: the smallest cap, or the largest fleet, meeting it. It writes
-plan.svg, plan.html and plan.txt into --out.`,
-		Args: cobra.ExactArgs(1),
+knee against workload.objective: the smallest cap, or the largest fleet, meeting it. Each point
+runs --seeds seeds (default 3) and shows their spread. It writes plan.svg, plan.html and
+plan.txt into --out.
+
+--from-history FILE replays a history export (queryflux history export) instead of the
+scenario's arrivals; with --config CONFIG instead of a scenario, the fleet is the queryflux
+config's (clusters, caps, groups, coordination). The report then compares the replayed
+traffic with the recording: rates per group and execution-time quantiles.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
+			path := ""
+			if len(args) == 1 {
+				path = args[0]
+			}
+			err := runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), path, f)
 			if err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "qfsim:", err)
 			}
@@ -45,19 +63,66 @@ plan.svg, plan.html and plan.txt into --out.`,
 	}
 	cmd.Flags().StringArrayVar(&f.sweeps, "sweep", nil, "NAME=FROM..TO[:STEP] or NAME=V1,V2 (NAME: workers, cap, cap.CLUSTER); once or twice")
 	cmd.Flags().Uint64Var(&f.seed, "seed", 1, "first seed of every point")
-	cmd.Flags().IntVar(&f.seeds, "seeds", 1, "seeds per point (results are averaged)")
+	cmd.Flags().IntVar(&f.seeds, "seeds", 3, "seeds per point (the mean is drawn with the seeds' spread)")
 	cmd.Flags().IntVar(&f.parallel, "parallel", 1, "runs at once")
 	cmd.Flags().StringVar(&f.out, "out", "plan-out", "directory for plan.svg, plan.html, plan.txt")
-	cmd.Flags().StringVar(&f.calibration, "calibration", "", "control-plane service times (YAML: pool, default, serviceTimes)")
+	cmd.Flags().StringVar(&f.calibration, "calibration", "", "control-plane service times (YAML: pool, default, serviceTimes); default: the scenario's workload.controlPlane, else the built-in one (plan/calibration.yaml); none: requests take no time")
+	cmd.Flags().StringVar(&f.history, "from-history", "", "replay this history export instead of the scenario's arrivals")
+	cmd.Flags().StringVar(&f.config, "config", "", "with --from-history and no SCENARIO: the queryflux config whose fleet replays it")
+	cmd.Flags().Float64Var(&f.scale, "scale", 1, "with --from-history: replay the recording this many times as fast")
+	cmd.Flags().DurationVar(&f.objective, "objective-p99", 0, "queue p99 objective for the knee (overrides workload.objective.queueP99)")
+	cmd.Flags().BoolVar(&f.progress, "progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the plan as JSON instead of a table")
 	return cmd
+}
+
+// planScenario is the scenario to sweep: the file, or the config's fleet, replaying the
+// history export when asked.
+func planScenario(path string, f planFlags) (*scenarios.Scenario, error) {
+	var sc *scenarios.Scenario
+	var err error
+	switch {
+	case path != "" && f.config != "":
+		return nil, fmt.Errorf("give a SCENARIO or --config, not both")
+	case path == "" && (f.config == "" || f.history == ""):
+		return nil, fmt.Errorf("give a SCENARIO file, or --from-history FILE with --config CONFIG")
+	case path != "":
+		if sc, err = scenarios.Load(path); err == nil && f.history != "" {
+			err = sc.UseReplay(f.history, f.scale)
+		}
+	default:
+		var cfg *config.Config
+		if cfg, err = config.Load(f.config); err == nil {
+			sc, err = fleetcheck.Replay(cfg, f.history, fleetcheck.ReplayOptions{Scale: f.scale})
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sc.Workload == nil {
+		return nil, fmt.Errorf("%s has no workload: section to plan", sc.Path)
+	}
+	if f.objective > 0 {
+		sc.Workload.Objective.QueueP99 = f.objective
+	}
+	return sc, nil
+}
+
+// isTerminal reports whether w is a terminal (a progress bar would only clutter a file).
+func isTerminal(w io.Writer) bool {
+	fh, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := fh.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func runPlan(out, errOut io.Writer, path string, f planFlags) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
-	sc, err := scenarios.Load(path)
+	sc, err := planScenario(path, f)
 	if err != nil {
 		return err
 	}
@@ -69,14 +134,18 @@ func runPlan(out, errOut io.Writer, path string, f planFlags) error {
 		}
 		axes = append(axes, a)
 	}
-	o := plan.Options{Seed: f.seed, Seeds: f.seeds, Parallel: f.parallel,
-		Progress: func(p plan.Point) {
-			fmt.Fprintf(errOut, "point %v: queue p99 %.0f ms, admitted/s %.1f (%.1f s wall)\n", p.Params, p.QueueP99Ms, p.AdmittedPerSec, p.WallSeconds)
-		}}
-	if f.calibration != "" {
+	o := plan.Options{Seed: f.seed, Seeds: f.seeds, Parallel: f.parallel}
+	if f.progress || isTerminal(errOut) {
+		o.Progress = plan.NewProgressBar(errOut, time.Now).Update
+	}
+	switch {
+	case f.calibration == "none":
+	case f.calibration != "":
 		if o.Calibration, err = scenarios.LoadCalibration(f.calibration); err != nil {
 			return err
 		}
+	case sc.Workload.ControlPlane == nil:
+		o.Calibration = plan.BuiltinCalibration()
 	}
 	pl, err := plan.Run(sc, axes, o)
 	if err != nil {

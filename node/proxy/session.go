@@ -113,6 +113,23 @@ type coreSession struct {
 	lost    bool
 	running context.CancelFunc // the statement running now, cancelled when the lease is lost
 	closed  bool
+	// reported: a statement has carried the session's admission (its capacity wait); only the
+	// first does, so the history shows every wait once, as for a query outside a session.
+	reported bool
+}
+
+// admission is the capacity wait the next reported statement carries: the first statement
+// starts when the session asked for its slot, waited QueueWait and ran from the grant;
+// later ones start when they are sent and wait nothing.
+func (s *coreSession) admission(start time.Time) (from time.Time, queued time.Duration, ran time.Time) {
+	s.mu.Lock()
+	first := !s.reported
+	s.reported = true
+	s.mu.Unlock()
+	if first {
+		return s.adm.start, s.adm.QueueWait, s.adm.admitted
+	}
+	return start, 0, start
 }
 
 func (s *coreSession) lose() {
@@ -206,9 +223,11 @@ func (s *coreSession) report(id string, q *query.Request, start time.Time, trace
 func (s *coreSession) reportPath(path, id string, q *query.Request, start time.Time, trace []TraceStep, rows, bytes int64, err error) error {
 	c, a := s.adm.core, s.adm
 	end := c.env.Now()
+	start, queued, ran := s.admission(start)
 	rec := baseRecord(id, q, start, end, trace)
 	rec.Group, rec.Cluster = a.Group, a.Cluster
-	rec.ExecMs = millis(end.Sub(start))
+	rec.QueueMs = millis(queued)
+	rec.ExecMs = millis(end.Sub(ran))
 	rec.Rows, rec.Bytes = rows, bytes
 	rec.Status = statusOf(err)
 	fillError(&rec, err)

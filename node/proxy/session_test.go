@@ -250,3 +250,56 @@ func TestSessionRelayOnlyFromARelayingEngine(t *testing.T) {
 		t.Fatal("a statement sent to the Arrow path was reported")
 	}
 }
+
+// TestSessionsFirstStatementCarriesItsWait: a session that waited for its slot reports the wait
+// on its first statement (started when the session asked, queue time = the wait, execution from
+// the grant), as a query outside a session would; later statements wait nothing. Without it a
+// forwarded client's capacity wait would be missing from the history.
+func TestSessionsFirstStatementCarriesItsWait(t *testing.T) {
+	h := newHarness(t)
+	e := &sessionEngine{fakeEngine: &fakeEngine{name: "c1", rows: 1}}
+	h.activate(oneGroup(RoundRobin, 5, time.Minute, cl("c1", 1, e)))
+	ctx := context.Background()
+	first, err := h.core.OpenSession(ctx, sel("begin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := h.env.Now()
+	opened := make(chan engine.Session, 1)
+	go func() {
+		s, err := h.core.OpenSession(ctx, sel("begin"))
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- s
+	}()
+	for h.core.Queued("g") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	h.env.advance(2 * time.Second)
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := <-opened
+	before := len(h.recs.all())
+	for _, sql := range []string{"select 1", "select 2"} {
+		rows, err := second.Execute(ctx, sel(sql))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := drain(t, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = second.Close()
+	recs := h.recs.all()[before:]
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
+	}
+	if recs[0].QueueMs < 2000 || recs[0].Start.After(asked.Add(time.Second)) || recs[0].ExecMs >= 2000 {
+		t.Fatalf("first statement: start %v (session asked at %v), queue %d ms, exec %d ms: want the 2 s wait as queue time", recs[0].Start, asked, recs[0].QueueMs, recs[0].ExecMs)
+	}
+	if recs[1].QueueMs != 0 || recs[1].Start.Before(recs[0].End) {
+		t.Fatalf("second statement: start %v, queue %d ms: want no wait, started after the first", recs[1].Start, recs[1].QueueMs)
+	}
+}

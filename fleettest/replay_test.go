@@ -1,0 +1,381 @@
+package fleettest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queryflux/queryflux/fleetcheck"
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/daemontest"
+	"github.com/queryflux/queryflux/internal/history/histfile"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/plan"
+	"github.com/queryflux/queryflux/scenarios"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// The recorded fleet of the replay validation: one PostgreSQL cluster with cap 4 behind a
+// control plane and three workers (queue: ordered); pgbench on every worker sends pg_sleep
+// queries of 0.5-2.5 s at a Poisson rate (pgbench -R) that keeps the cluster about 96 % busy, so most queries wait.
+// Queries last seconds so that the shared test machine's scheduling delays (tens to hundreds
+// of milliseconds under load) stay small beside the queue times compared.
+const (
+	replayCap     = 4
+	replayWorkers = 3
+	replayRate    = "0.85" // queries per second per worker
+	replayClients = 8
+)
+
+// replaySecs is the recording's length: 20 s in make test, REPLAY_SECS for the long form
+// (REPLAY_KEEP=FILE keeps the export).
+func replaySecs(t *testing.T) int {
+	if s := os.Getenv("REPLAY_SECS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 5 {
+			t.Fatalf("REPLAY_SECS %q: want an integer >= 5", s)
+		}
+		return n
+	}
+	return 20
+}
+
+// loopbackLatency is one way on loopback between Go HTTP peers, as the simulator's network.
+const loopbackLatency = 100 * time.Microsecond
+
+// TestReplayedHistoryAgreesWithTheRecording records a pgbench workload through a real fleet
+// (control plane on PostgreSQL, real workers, the PostgreSQL engine), exports its history with
+// `queryflux history export`, replays the file in the simulator with the same config (built by
+// fleetcheck.Replay from the control plane's config file, calibrated by a probe of the control
+// plane during the recording), and holds admitted/s of the two within 20 %, and queue p99 too
+// in the long form (REPLAY_HOLD_QUEUE, set by scripts/replay-validate.sh): a 20 s recording of
+// 50 queries on the shared machine is at the mercy of whatever else runs there (its p99 moved
+// 30 % between runs), 120 s of 300 is not. Queue p50 is printed, not held: every slot
+// hand-off in the real fleet (release, grant, wake-up; each a process switch) costs tens of
+// milliseconds the simulator does not charge, so at 96 % load the real p50 runs 15-30 % above
+// the simulated one (RESULTS.md, Replay of a recorded workload).
+func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-daemon test skipped in -short mode")
+	}
+	if _, err := exec.LookPath("pgbench"); err != nil {
+		t.Fatal("pgbench is not installed (Debian: postgresql-client)")
+	}
+	secs := replaySecs(t)
+	cpConfig, apiAddr, workers := startReplayFleet(t)
+	probe := startProbe(t, apiAddr)
+	runPgbench(t, workers, secs)
+	cal := probe.stop()
+	file := filepath.Join(t.TempDir(), "history.csv")
+	exportHistory(t, apiAddr, file)
+	if keep := os.Getenv("REPLAY_KEEP"); keep != "" {
+		if err := os.WriteFile(keep, must(os.ReadFile(file)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real := recordedMetrics(t, file)
+
+	cfg, err := config.Load(cpConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := fleetcheck.Replay(cfg, file, fleetcheck.ReplayOptions{Latency: loopbackLatency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Workload.ControlPlane = cal
+	var sims []replayMetrics
+	for seed := uint64(1); seed <= 3; seed++ {
+		r := scenarios.Run(sc, seed, scenarios.RunOpts{})
+		if !r.Pass() {
+			t.Fatalf("simulated replay seed %d failed: %+v", seed, r.Checks)
+		}
+		sims = append(sims, replayMetrics{queueP50: r.Workload.QueueP50Ms, queueP99: r.Workload.QueueP99Ms,
+			admittedPerSec: float64(r.Workload.Admitted) / real.span.Seconds(), queries: r.Workload.Submitted})
+	}
+	sim := meanMetrics(sims)
+	var table strings.Builder
+	fmt.Fprintf(&table, "recording %d s, %d queries (%d workers, cap %d); simulator: mean of seeds 1-3; control plane measured: acquire %v, release %v\n",
+		secs, real.queries, replayWorkers, replayCap, sc.Workload.ControlPlane.ServiceTimes[capacity.PathAcquire], sc.Workload.ControlPlane.ServiceTimes[capacity.PathReleaseBatch])
+	fmt.Fprintf(&table, "| metric | real | sim | difference |\n|---|---|---|---|\n")
+	fail := false
+	for _, m := range []struct {
+		name      string
+		real, sim float64
+		held      bool // asserted; queue p50 is reported only (see below)
+	}{
+		{"queue p50 (ms)", real.queueP50, sim.queueP50, false},
+		{"queue p99 (ms)", real.queueP99, sim.queueP99, os.Getenv("REPLAY_HOLD_QUEUE") != ""},
+		{"admitted/s", real.admittedPerSec, sim.admittedPerSec, true},
+	} {
+		diff := relDiff(m.real, m.sim)
+		fail = fail || (m.held && diff > 0.20)
+		fmt.Fprintf(&table, "| %s | %.1f | %.1f | %+.1f %% |\n", m.name, m.real, m.sim, 100*diff*sign(m.sim-m.real))
+	}
+	t.Log("\n" + table.String())
+	if sim.queries != real.queries {
+		t.Errorf("the simulator submitted %d queries, the recording has %d", sim.queries, real.queries)
+	}
+	if real.queueP99 < 100 {
+		t.Errorf("queue p99 %.0f ms: the recorded workload did not queue, so agreement says nothing", real.queueP99)
+	}
+	if fail {
+		t.Errorf("the simulator and the real fleet disagree by more than 20 %%")
+	}
+}
+
+// probe measures the control plane while the recorded load runs: a worker registered for the
+// purpose takes and releases a slot of cluster probe (in no group: the recorded traffic never
+// sees it) every 100 ms through the real control plane (HTTP, its lease table on PostgreSQL).
+// Each request's mean round trip, less the simulated network's two ways, becomes its service
+// time in the simulator's calibration. On a loaded shared machine a lease takes milliseconds to
+// tens of milliseconds, not the built-in quiet-machine fraction of one, and every query that
+// finds a free slot waits exactly that long.
+type probe struct {
+	t                *testing.T
+	done             chan struct{}
+	wg               sync.WaitGroup
+	acquire, release time.Duration
+	rounds           int
+	err              error
+}
+
+func startProbe(t *testing.T, apiAddr string) *probe {
+	var token string
+	register := func() error {
+		code, _, body := daemontest.Call("POST", "http://"+apiAddr+transport.PathRegister, workerSecret, `{"name":"calibration-probe","version":"1"}`,
+			map[string]string{"Content-Type": transport.MediaWorkerRegister})
+		var reg transport.RegisterResponse
+		if code != 200 || json.Unmarshal([]byte(body), &reg) != nil {
+			return fmt.Errorf("probe registration: %d %s", code, body)
+		}
+		token = reg.Token
+		return nil
+	}
+	if err := register(); err != nil {
+		t.Fatal(err)
+	}
+	p := &probe{t: t, done: make(chan struct{})}
+	// The probe sends no heartbeats, so the registry evicts it within a second or two: it
+	// registers again (that round is not measured).
+	post := func(path, body string) (int, []byte) {
+		code, _, answer := daemontest.Call("POST", "http://"+apiAddr+path, token, body, map[string]string{"Content-Type": capacity.MediaJSON})
+		if code == 401 {
+			if err := register(); err != nil {
+				return 0, []byte(err.Error())
+			}
+		}
+		return code, []byte(answer)
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			t0 := time.Now()
+			code, body := post(capacity.PathAcquire, `{"cluster":"probe","cap":1000,"ttlMillis":10000}`)
+			t1 := time.Now()
+			if code == 401 {
+				continue
+			}
+			var acq capacity.AcquireResponse
+			if code != 200 || json.Unmarshal(body, &acq) != nil || !acq.Granted {
+				p.err = fmt.Errorf("probe acquire: %d %s", code, body)
+				return
+			}
+			if code, body := post(capacity.PathReleaseBatch, fmt.Sprintf(`{"leases":[{"id":%q,"generation":%d}]}`, acq.Lease.ID, acq.Lease.Generation)); code == 401 {
+				continue // evicted in between: the control plane reclaims its lease
+			} else if code != 200 {
+				p.err = fmt.Errorf("probe release: %d %s", code, body)
+				return
+			}
+			p.acquire, p.release, p.rounds = p.acquire+t1.Sub(t0), p.release+time.Since(t1), p.rounds+1
+		}
+	}()
+	return p
+}
+
+// stop ends the probe and returns the calibration it measured.
+func (p *probe) stop() *scenarios.Calibration {
+	close(p.done)
+	p.wg.Wait()
+	if p.err != nil || p.rounds == 0 {
+		p.t.Fatalf("control-plane probe: %v after %d rounds", p.err, p.rounds)
+	}
+	service := func(total time.Duration) time.Duration {
+		return max(total/time.Duration(p.rounds)-2*loopbackLatency, 0).Round(time.Microsecond)
+	}
+	cal := plan.BuiltinCalibration()
+	cal.ServiceTimes = map[string]time.Duration{capacity.PathAcquire: service(p.acquire), capacity.PathReleaseBatch: service(p.release),
+		capacity.PathRenew: service(p.release)}
+	return cal
+}
+
+// startReplayFleet starts the control plane and the workers with their history uplink on;
+// it returns the control plane's config file, its admin address and the workers' postgres
+// frontends.
+func startReplayFleet(t *testing.T) (string, string, []string) {
+	engineURL, db := engineDatabases(t)
+	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
+	coordination := "coordination: {mode: controlPlane, queue: ordered, leaseTtlSecs: 10, driftMarginSecs: 2}"
+	probe := fmt.Sprintf("  - {name: probe, engine: postgres, endpoint: %q, maxRunningQueries: 1000}\n", engineURL.Host)
+	f.cpConfig = engineControlPlane(t, f, engineURL, db, coordination, replayCap, 60, probe)
+	f.startControlPlane()
+	var addrs []string
+	for i := range replayWorkers {
+		name := fmt.Sprintf("w%d", i+1)
+		a := daemontest.FreeAddrs(t, 2)
+		cfg := daemontest.WriteFile(t, name+".yaml", fmt.Sprintf(`queryflux:
+  role: worker
+  controlPlane: {url: "http://%s", secret: %q}
+  %s
+  historyUplink: {enabled: true, flushIntervalSecs: 1}
+  frontends:
+    postgres: {enabled: true, listen: %q}
+`, f.apiAddr, workerSecret, coordination, a[0]))
+		daemontest.Start(t, name, "serve", "--config", cfg, "--name", name, "--ops-listen", a[1],
+			"--heartbeat-interval", heartbeat.String(), "--allow-short-timeouts")
+		addrs = append(addrs, a[0])
+	}
+	ctx := context.Background()
+	for _, addr := range addrs {
+		daemontest.EventuallyNil(t, 30*time.Second, func() error {
+			c, err := pgx.Connect(ctx, "postgres://queryflux@"+addr+"/pg?sslmode=disable&connect_timeout=5")
+			if err != nil {
+				return err
+			}
+			defer c.Close(ctx)
+			return c.QueryRow(ctx, "SELECT 1").Scan(new(int))
+		})
+	}
+	return f.cpConfig, f.apiAddr, addrs
+}
+
+// runPgbench runs pgbench against every worker at once for secs seconds.
+func runPgbench(t *testing.T, workers []string, secs int) {
+	script := daemontest.WriteFile(t, "sleep.sql", "\\set ms random(500, 2500)\nSELECT pg_sleep(:ms / 1000.0);\n")
+	var wg sync.WaitGroup
+	errs := make([]error, len(workers))
+	outs := make([][]byte, len(workers))
+	for i, addr := range workers {
+		host, port, _ := net.SplitHostPort(addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command("pgbench", "-n", "-h", host, "-p", port, "-U", "queryflux", "-f", script,
+				"-c", strconv.Itoa(replayClients), "-j", "2", "-R", replayRate, "-T", strconv.Itoa(secs), "pg")
+			cmd.Env = append(os.Environ(), "PGSSLMODE=disable", "PGCONNECT_TIMEOUT=10")
+			outs[i], errs[i] = cmd.CombinedOutput()
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil || !bytes.Contains(outs[i], []byte("number of failed transactions: 0")) {
+			t.Fatalf("pgbench on %s: %v\n%s", workers[i], err, outs[i])
+		}
+		t.Logf("pgbench on %s:\n%s", workers[i], outs[i])
+	}
+}
+
+// exportHistory waits until the history has stopped growing (the uplinks flushed), then
+// exports it with the real CLI.
+func exportHistory(t *testing.T, apiAddr, file string) {
+	last, stable := -1, 0
+	daemontest.Eventually(t, 60*time.Second, "the history stops growing", func() bool {
+		out, err := exec.Command(daemontest.Binary(t), "history", "export", "--admin-url", "http://"+apiAddr,
+			"--admin-token", adminToken, "-o", file).CombinedOutput()
+		if err != nil {
+			t.Logf("export: %v %s", err, out)
+			return false
+		}
+		n := bytes.Count(must(os.ReadFile(file)), []byte("\n"))
+		if n == last {
+			stable++
+		} else {
+			last, stable = n, 0
+		}
+		time.Sleep(time.Second)
+		return stable >= 2
+	})
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// replayMetrics are the compared numbers.
+type replayMetrics struct {
+	queueP50, queueP99, admittedPerSec float64
+	queries                            int
+	span                               time.Duration
+}
+
+// recordedMetrics computes them from the export as the simulator does from a run: queue
+// quantiles over the queries allowed to wait, admitted = queries that got a slot, per second of
+// the recording's span.
+func recordedMetrics(t *testing.T, path string) replayMetrics {
+	f, err := histfile.Read(bytes.NewReader(must(os.ReadFile(path))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queue []int64
+	admitted := 0
+	for _, e := range f.Entries {
+		if e.Cluster != "" {
+			admitted++
+		}
+		if e.ErrorCode != query.CodeQueueFull {
+			queue = append(queue, e.QueueMs)
+		}
+	}
+	span := f.Span()
+	return replayMetrics{queueP50: scenarios.Percentile(queue, 0.5), queueP99: scenarios.Percentile(queue, 0.99),
+		admittedPerSec: float64(admitted) / span.Seconds(), queries: len(f.Entries), span: span}
+}
+
+func meanMetrics(ms []replayMetrics) replayMetrics {
+	var out replayMetrics
+	n := float64(len(ms))
+	for _, m := range ms {
+		out.queueP50 += m.queueP50 / n
+		out.queueP99 += m.queueP99 / n
+		out.admittedPerSec += m.admittedPerSec / n
+		out.queries = m.queries
+	}
+	return out
+}
+
+func relDiff(real, sim float64) float64 {
+	if real == 0 {
+		return math.Abs(sim)
+	}
+	return math.Abs(sim-real) / real
+}
+
+func sign(x float64) float64 {
+	if x < 0 {
+		return -1
+	}
+	return 1
+}
