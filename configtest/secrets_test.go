@@ -207,7 +207,7 @@ settings: {security: {trustLoopback: true}}
 		{"standalone", saPG, "queryflux", "", "select 1 as plain", true},
 		{"standalone", saPG, "queryflux", "", "select 1 as via_down", false},
 	} {
-		err := pgQuery(q.addr, q.user, q.pw, q.sql)
+		err := pgQuery(q.addr, q.user, q.pw, dataName, q.sql)
 		if (err == nil) != q.ok {
 			t.Errorf("%s %q as %s: %v (want ok=%v)", q.node, q.sql, q.user, err, q.ok)
 		}
@@ -296,12 +296,12 @@ func logLevelArgs(t *testing.T) []string {
 	return nil
 }
 
-func pgQuery(addr, user, password, sql string) error {
+func pgQuery(addr, user, password, db, sql string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	dsn := fmt.Sprintf("postgres://%s:%s@%s/x?sslmode=disable", user, password, addr)
+	dsn := fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable", user, password, addr, db)
 	if password == "" {
-		dsn = fmt.Sprintf("postgres://%s@%s/x?sslmode=disable", user, addr)
+		dsn = fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", user, addr, db)
 	}
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {

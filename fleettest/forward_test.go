@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -16,7 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/trinodb/trino-go-client/trino"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/internal/forward"
@@ -95,13 +100,73 @@ func (ff *forwardFleet) forwards(name, protocol, outcome string) int {
 
 const manyRows = "SELECT i, 'row ' || i AS s FROM generate_series(0, 4999) i ORDER BY i"
 
-// TestTrinoFollowUpsReachTheOwningWorker runs one fleet through three stories: pages through
+// TestFollowUpsReachTheOwningWorker runs one fleet through three stories: pages through
 // a front that alternates workers, a cancel sent to the wrong worker, and the owner killed.
-func TestTrinoFollowUpsReachTheOwningWorker(t *testing.T) {
+func TestFollowUpsReachTheOwningWorker(t *testing.T) {
 	ff := newForwardFleet(t)
 	t.Run("pages", ff.trinoPages)
 	t.Run("cancel", ff.trinoCancel)
+	t.Run("flightTicket", ff.flightTicket)
 	t.Run("ownerKilled", ff.trinoOwnerKilled)
+}
+
+// roundRobinTCP is a TCP front that sends each connection to the next of backends.
+func roundRobinTCP(t *testing.T, backends ...string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for n := 0; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp", backends[n%len(backends)])
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { _, _ = io.Copy(b, c); b.Close() }()
+			go func() { _, _ = io.Copy(c, b); c.Close() }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// flightTicket executes on one connection through the front and fetches the ticket on a second
+// one, which the front gives the other worker.
+func (ff *forwardFleet) flightTicket(t *testing.T) {
+	front := roundRobinTCP(t, ff.flight["w1"], ff.flight["w2"])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c1, c2 := frontendtest.DialFlight(t, front), frontendtest.DialFlight(t, front)
+	info, err := c1.Execute(ctx, manyRows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c2.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatalf("DoGet through the other worker: %v", err)
+	}
+	defer r.Release()
+	n := 0
+	for r.Next() {
+		b := r.RecordBatch()
+		for i := 0; i < int(b.NumRows()); i++ {
+			if got, want := b.Column(1).ValueStr(i), "row "+strconv.Itoa(n); got != want {
+				t.Fatalf("row %d: %q, want %q", n, got, want)
+			}
+			n++
+		}
+	}
+	if err := r.Err(); err != nil || n != 5000 {
+		t.Fatalf("%d rows, err %v", n, err)
+	}
+	if ff.forwards("w1", "flightsql", "ok")+ff.forwards("w2", "flightsql", "ok") != 1 {
+		t.Fatal("the DoGet was not forwarded")
+	}
 }
 
 func (ff *forwardFleet) trinoPages(t *testing.T) {
@@ -213,6 +278,21 @@ func (ff *forwardFleet) trinoCancel(t *testing.T) {
 func (ff *forwardFleet) trinoOwnerKilled(t *testing.T) {
 	st := ff.startBlocked(t)
 	ff.procs["w1"].Kill(t)
+	// A Flight SQL ticket naming the dead worker (the only slot is taken, so none is issued):
+	// NotFound, not a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ticket, err := fsql.CreateStatementQueryTicket([]byte("0123abcd." + forward.OwnerID("w1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := frontendtest.DialFlight(t, ff.flight["w2"]).DoGet(ctx, &flight.Ticket{Ticket: ticket})
+	if err == nil {
+		r.Release()
+	}
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("DoGet of a dead owner's ticket: %v", err)
+	}
 	// No hang: the owner does not answer, and the client hears "Query not found" at once.
 	done := make(chan struct{})
 	go func() {

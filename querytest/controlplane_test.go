@@ -35,7 +35,7 @@ func TestControlPlaneRoleOnPostgres(t *testing.T) {
 	defer cancel()
 	var db string
 	daemontest.EventuallyNil(t, 20*time.Second, func() error {
-		c, err := pgx.Connect(ctx, "postgres://queryflux@"+wPG+"/x?sslmode=disable")
+		c, err := pgx.Connect(ctx, "postgres://queryflux@"+wPG+"/main?sslmode=disable")
 		if err != nil {
 			return err
 		}

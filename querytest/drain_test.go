@@ -37,7 +37,7 @@ func TestSigtermLetsAnOpenTransactionCommit(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	proxyURL := fmt.Sprintf("postgres://queryflux@%s/bench?sslmode=disable", pg)
+	proxyURL := fmt.Sprintf("postgres://queryflux@%s/main?sslmode=disable", pg)
 	inTx, idle := connect(ctx, t, proxyURL), connect(ctx, t, proxyURL)
 	exec := func(c *pgx.Conn, sql string) error { _, err := c.Exec(ctx, sql); return err }
 	if err := exec(inTx, "create table drained (n int)"); err != nil {

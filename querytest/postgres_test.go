@@ -59,7 +59,7 @@ func pgbenchSelect(t *testing.T, addr, mode string, clients, secs int) {
 	t.Helper()
 	h, p := hostPort(t, addr)
 	out := run(t, time.Duration(secs+30)*time.Second, "pgbench", "-n", "-S", "-M", mode, "-c", strconv.Itoa(clients),
-		"-T", strconv.Itoa(secs), "-h", h, "-p", p, "-U", "queryflux", "bench")
+		"-T", strconv.Itoa(secs), "-h", h, "-p", p, "-U", "queryflux", "main")
 	m := txnsRe.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("pgbench -M %s: no transaction count:\n%s", mode, out)
@@ -82,7 +82,7 @@ func pgbenchSelect(t *testing.T, addr, mode string, clients, secs int) {
 func pgbenchInit(t *testing.T, addr string) {
 	t.Helper()
 	h, p := hostPort(t, addr)
-	run(t, 60*time.Second, "pgbench", "-i", "-q", "-I", "dtGvp", "-s", "1", "-h", h, "-p", p, "-U", "queryflux", "bench")
+	run(t, 60*time.Second, "pgbench", "-i", "-q", "-I", "dtGvp", "-s", "1", "-h", h, "-p", p, "-U", "queryflux", "main")
 }
 
 // TestStandalonePostgres runs a standalone node on a fresh PostgreSQL database: psql, then
@@ -100,7 +100,7 @@ func TestStandalonePostgres(t *testing.T) {
 	startDaemon(t, nil, []string{pg, admin}, "--config", cfg)
 
 	h, p := hostPort(t, pg)
-	out := run(t, 20*time.Second, "psql", "-X", "-h", h, "-p", p, "-U", "queryflux", "bench", "-At", "-c", "select current_database()")
+	out := run(t, 20*time.Second, "psql", "-X", "-h", h, "-p", p, "-U", "queryflux", "main", "-At", "-c", "select current_database()")
 	if got, want := strings.TrimSpace(out), strings.TrimPrefix(mustURL(t, dbURL).Path, "/"); got != want {
 		t.Fatalf("psql through the proxy reached database %q, want %q", got, want)
 	}
@@ -142,7 +142,7 @@ func TestControlPlaneAndWorker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	daemontest.EventuallyNil(t, 20*time.Second, func() error {
-		c, err := pgx.Connect(ctx, "postgres://queryflux@"+wPG+"/bench?sslmode=disable")
+		c, err := pgx.Connect(ctx, "postgres://queryflux@"+wPG+"/main?sslmode=disable")
 		if err != nil {
 			return err
 		}
@@ -175,12 +175,12 @@ func TestControlPlaneAndWorker(t *testing.T) {
 // and measures how long a query on the worker waits for it.
 func fleetWideCap(t *testing.T, ctx context.Context, cpPG, wPG string) {
 	const hold = 2 * time.Second
-	cp, err := pgx.Connect(ctx, "postgres://queryflux@"+cpPG+"/bench?sslmode=disable")
+	cp, err := pgx.Connect(ctx, "postgres://queryflux@"+cpPG+"/main?sslmode=disable")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cp.Close(ctx)
-	w, err := pgx.Connect(ctx, "postgres://queryflux@"+wPG+"/bench?sslmode=disable")
+	w, err := pgx.Connect(ctx, "postgres://queryflux@"+wPG+"/main?sslmode=disable")
 	if err != nil {
 		t.Fatal(err)
 	}

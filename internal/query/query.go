@@ -63,6 +63,13 @@ type Backend interface {
 	Execute(ctx context.Context, q *Request) (Rows, error)
 }
 
+// DatabaseChecker is an optional extension of Backend: whether the database a client names
+// at login means anything, checked once the client is authenticated (so that unauthenticated
+// clients learn nothing). A refusal is an *Error with its code.
+type DatabaseChecker interface {
+	CheckDatabase(protocol, database string) error
+}
+
 // Error is an error a frontend can show in its protocol's own form. Code is a SQLSTATE.
 type Error struct {
 	Code      string

@@ -77,7 +77,7 @@ func clientErrors(t *testing.T, addrs map[string]string, stmt string) map[string
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	errs := map[string]error{}
-	if c, err := pgx.Connect(ctx, "postgres://queryflux@"+addrs["postgres"]+"/x?sslmode=disable"); err != nil {
+	if c, err := pgx.Connect(ctx, "postgres://queryflux@"+addrs["postgres"]+"/g?sslmode=disable"); err != nil {
 		t.Fatal(err)
 	} else {
 		_, errs["postgres"] = c.Exec(ctx, stmt)
@@ -175,7 +175,7 @@ clusterGroups: [{name: g, members: [pg], capacityWaitTimeoutSecs: 1, maxQueuedQu
 routingFallback: g
 `, u.Host, strings.TrimPrefix(u.Path, "/")))
 	ctx := context.Background()
-	holder, err := pgx.Connect(ctx, "postgres://queryflux@"+addrs["postgres"]+"/x?sslmode=disable")
+	holder, err := pgx.Connect(ctx, "postgres://queryflux@"+addrs["postgres"]+"/g?sslmode=disable")
 	if err != nil {
 		t.Fatal(err)
 	}

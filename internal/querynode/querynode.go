@@ -236,7 +236,8 @@ func (n *Node) newTrino(gate query.Gate, f config.Frontend) (frontend, error) {
 }
 
 func (n *Node) newFlightSQL(gate query.Gate) (frontend, error) {
-	return flightsql.NewServer(n.core, flightsql.Options{Gate: gate, Auth: n.policy.FlightSQL(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits})
+	return flightsql.NewServer(n.core, flightsql.Options{Gate: gate, Auth: n.policy.FlightSQL(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits,
+		Forward: n.opts.Forward})
 }
 
 func anyFrontend(f config.Frontends) bool {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -79,7 +81,9 @@ func Build(cfg *config.Config, engines EngineFactory, opts ...BuildOption) (*Run
 		spec.Routers = append(spec.Routers, router)
 	}
 	clusterHash := map[string]uint64{}
+	spec.Databases = []string{}
 	for _, ec := range cfg.ExpandClusters() {
+		spec.Databases = append(spec.Databases, clusterDatabases(ec.Name, ec.Cluster)...)
 		h := hashCluster(ec.Cluster)
 		clusterHash[ec.Name] = h
 		spec.Clusters = append(spec.Clusters, ClusterSpec{
@@ -107,6 +111,29 @@ func Build(cfg *config.Config, engines EngineFactory, opts ...BuildOption) (*Run
 		return nil, err
 	}
 	return rt, nil
+}
+
+// clusterDatabases are the database names that mean cluster name: its own name and its engine
+// database (clusters[].database, or the path of a postgres:// endpoint; on a PostgreSQL engine
+// with neither, the engine user's name, which is PostgreSQL's default database).
+func clusterDatabases(name string, c config.Cluster) []string {
+	out := []string{name}
+	db, user := c.Database, c.Credentials.User
+	if u, err := url.Parse(c.Endpoint); err == nil && u.Scheme != "" {
+		if db == "" {
+			db = strings.Trim(u.Path, "/")
+		}
+		if user == "" && u.User != nil {
+			user = u.User.Username()
+		}
+	}
+	if db == "" && c.Engine == config.EnginePostgres {
+		db = user
+	}
+	if db != "" {
+		out = append(out, db)
+	}
+	return out
 }
 
 // openEngines fills in each enabled cluster's engine (reused from prev when unchanged), closing

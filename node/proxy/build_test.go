@@ -251,3 +251,41 @@ func TestBuildReusesUnchangedEngines(t *testing.T) {
 	}
 	rt5.Discard()
 }
+
+// A PostgreSQL client's database must name a group, a cluster or a cluster's engine database,
+// unless a script router reads the database (testConfig has one, which routes "lab").
+func TestCheckDatabase(t *testing.T) {
+	cfg := testConfig()
+	cfg.Clusters = append(cfg.Clusters,
+		config.Cluster{Name: "url", Engine: config.EnginePostgres, Endpoint: "postgres://app@db:5432/sales", MaxRunningQueries: 1},
+		config.Cluster{Name: "named", Engine: config.EnginePostgres, Endpoint: "db:5432", Database: "ledger", MaxRunningQueries: 1},
+		config.Cluster{Name: "plain", Engine: config.EnginePostgres, Endpoint: "db:5432", Credentials: config.Credentials{User: "etl_user"}, MaxRunningQueries: 1},
+	)
+	check := func(cfg *config.Config, name string) error {
+		t.Helper()
+		var o opened
+		rt, err := Build(cfg, o.factory)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Discard()
+		return rt.CheckDatabase(name)
+	}
+	for _, name := range []string{"main", "etl", "pg1", "pg1::etl", "off", "sales", "ledger", "etl_user", "anything"} {
+		if err := check(cfg, name); err != nil {
+			t.Errorf("%q with a script reading the database: %v", name, err)
+		}
+	}
+	cfg.Routers = cfg.Routers[:len(cfg.Routers)-1] // no script
+	for _, name := range []string{"main", "pg1::etl", "sales", "ledger", "etl_user"} {
+		if err := check(cfg, name); err != nil {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	for _, name := range []string{"anything", "app", "lab", "postgres", ""} {
+		var qe *query.Error
+		if err := check(cfg, name); !errors.As(err, &qe) || qe.Code != "3D000" || qe.Message != `database "`+name+`" does not exist` {
+			t.Errorf("%q: want 3D000 database does not exist, got %v", name, err)
+		}
+	}
+}

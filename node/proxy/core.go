@@ -141,6 +141,16 @@ func (c *Core) Activate(rt *Runtime) {
 // Ready reports whether a runtime has been activated.
 func (c *Core) Ready() bool { return c.active.Load() != nil }
 
+// CheckDatabase is query.DatabaseChecker over the active runtime (see Runtime.CheckDatabase);
+// before the first activation every name passes (queries then fail as not configured).
+func (c *Core) CheckDatabase(protocol, name string) error {
+	rt := c.active.Load()
+	if rt == nil || protocol != query.ProtocolPostgres {
+		return nil
+	}
+	return rt.CheckDatabase(name)
+}
+
 // Runtime is the active runtime, or nil before the first activation.
 func (c *Core) Runtime() *Runtime { return c.active.Load() }
 

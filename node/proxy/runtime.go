@@ -107,6 +107,9 @@ type RuntimeSpec struct {
 	OwnsEngines bool
 	// NoPassthrough forces every query through the Arrow path (settings.passthrough: false).
 	NoPassthrough bool
+	// Databases are the names, besides the groups', a PostgreSQL wire client may give as its
+	// database: clusters and their engine databases. Nil: any name (see CheckDatabase).
+	Databases []string
 	// Withheld are groups this node may not serve, by name, with the selector (as written
 	// for people) a node's labels would need: routers may name them, queries routed there
 	// are refused with CodeNotEligible.
@@ -126,6 +129,7 @@ type Runtime struct {
 	clusters map[string]*cluster
 	names    []string // cluster names, sorted
 	groups   map[string]*group
+	dbs      map[string]bool   // RuntimeSpec.Databases; nil: any name
 	withheld map[string]string // group -> the selector it needs (RuntimeSpec.Withheld)
 
 	mu       sync.Mutex
@@ -178,6 +182,12 @@ func NewRuntime(spec RuntimeSpec) (*Runtime, error) {
 		clusters: map[string]*cluster{},
 		groups:   map[string]*group{},
 		withheld: spec.Withheld,
+	}
+	if spec.Databases != nil {
+		rt.dbs = map[string]bool{}
+		for _, d := range spec.Databases {
+			rt.dbs[d] = true
+		}
 	}
 	for _, c := range spec.Clusters {
 		if err := addCluster(rt, c); err != nil {
@@ -307,6 +317,26 @@ func (rt *Runtime) Route(req *query.Request) Decision {
 			Reason: "the client's database names the group"}}}
 	}
 	return routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, req)
+}
+
+// CheckDatabase refuses, as PostgreSQL does (3D000), a PostgreSQL wire client's database that
+// names nothing here: no group, no cluster, no cluster's engine database, and no script router
+// that reads the database. Such a name would otherwise be routed like any other and its queries
+// run in some cluster's own database, silently.
+func (rt *Runtime) CheckDatabase(name string) error {
+	if rt.dbs == nil || rt.dbs[name] || rt.knownGroup(name) || rt.scriptReadsDatabase() {
+		return nil
+	}
+	return &query.Error{Code: query.CodeNoRoute, Message: fmt.Sprintf("database %q does not exist", name)}
+}
+
+func (rt *Runtime) scriptReadsDatabase() bool {
+	for _, r := range rt.routers {
+		if sr, ok := r.(*ScriptRouter); ok && sr.readsDatabase {
+			return true
+		}
+	}
+	return false
 }
 
 // knownGroup reports whether g is a group of the configuration, served here or withheld.

@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"go.starlark.net/starlark"
 
@@ -24,6 +25,9 @@ type ScriptRouter struct {
 	prog     *starhost.Program
 	ctx      *starlark.Dict
 	groups   []string
+	// readsDatabase: the source mentions the query's database, so any database name a client
+	// gives may route (Runtime.CheckDatabase).
+	readsDatabase bool
 }
 
 // CompileScript parses and runs src once (at build time) and keeps its route function. groups
@@ -38,7 +42,8 @@ func CompileScript(name, src string, groups []string) (*ScriptRouter, error) {
 	ctx := starlark.NewDict(1)
 	_ = ctx.SetKey(starlark.String("groups"), starhost.Strings(sorted))
 	ctx.Freeze()
-	return &ScriptRouter{Name: name, StepsMax: ScriptStepsMax, prog: prog, ctx: ctx, groups: sorted}, nil
+	return &ScriptRouter{Name: name, StepsMax: ScriptStepsMax, prog: prog, ctx: ctx, groups: sorted,
+		readsDatabase: strings.Contains(src, "database")}, nil
 }
 
 func (r *ScriptRouter) Kind() string { return "script" }

@@ -18,7 +18,8 @@ import (
 )
 
 // peerRefreshMin is the shortest time between two on-demand refreshes of the peer list: a
-// burst of requests for an unknown owner asks the control plane once.
+// burst of requests for an unknown owner asks the control plane once. The periodic refresh does
+// not count: a peer that registered since must be found at once.
 const peerRefreshMin = time.Second
 
 // SetEndpoints sets where peers reach this worker's frontends, by protocol (transport.Peer).
@@ -48,8 +49,8 @@ func (w *Worker) Peers() []transport.Peer {
 	return slices.Clone(w.peers)
 }
 
-// RefreshPeers asks the control plane for the peer list now, unless it did so less than
-// peerRefreshMin ago.
+// RefreshPeers asks the control plane for the peer list now, unless it was asked on demand less
+// than peerRefreshMin ago.
 func (w *Worker) RefreshPeers(ctx context.Context) error {
 	now := w.e.Now()
 	w.mu.Lock()
@@ -61,6 +62,11 @@ func (w *Worker) RefreshPeers(ctx context.Context) error {
 	if recent {
 		return nil
 	}
+	return w.loadPeers(ctx)
+}
+
+// loadPeers fetches the peer list and keeps it.
+func (w *Worker) loadPeers(ctx context.Context) error {
 	peers, err := w.fetchPeers(ctx)
 	if err != nil {
 		return err
@@ -96,7 +102,7 @@ func (w *Worker) fetchPeers(ctx context.Context) ([]transport.Peer, error) {
 // runPeers refreshes the peer list every heartbeat interval.
 func (w *Worker) runPeers(ctx context.Context) {
 	for ctx.Err() == nil {
-		if err := w.RefreshPeers(ctx); err != nil && ctx.Err() == nil {
+		if err := w.loadPeers(ctx); err != nil && ctx.Err() == nil {
 			w.e.Logger().Debug("peer list not refreshed", "worker", w.cfg.Name, "err", err)
 		}
 		w.mu.Lock()

@@ -47,7 +47,7 @@ type Worker struct {
 	opsRoutes     []opsRoute
 	endpoints     map[string]string // where peers reach this worker's frontends
 	peers         []transport.Peer  // the last peer list from the control plane
-	peersAt       time.Time         // when it was last asked for
+	peersAt       time.Time         // when it was last asked for on demand
 }
 
 type opsRoute struct {

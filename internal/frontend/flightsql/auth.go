@@ -79,6 +79,9 @@ func (s *Server) admit(ctx context.Context, method string, ss grpc.ServerStream)
 
 // identify returns the caller's user from its authorization metadata.
 func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
+	if user, forwarded, err := s.forwardedUser(md); forwarded || err != nil {
+		return user, err
+	}
 	if s.opts.Auth == nil && s.opts.Gate == nil {
 		if u := first(md, "x-queryflux-user"); u != "" {
 			return u, nil

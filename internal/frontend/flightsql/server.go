@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/queryflux/queryflux/internal/certs"
+	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -69,6 +70,9 @@ type Options struct {
 	// MessageBytesMax bounds one gRPC message from a client; default 4 MiB. Calls are
 	// authenticated one by one, so it applies before authentication too.
 	MessageBytesMax int
+	// Forward, on a worker, names this worker in every ticket and fetches tickets of other
+	// workers from them.
+	Forward *forward.Forwarder
 }
 
 // headerBytesMax bounds a call's metadata (gRPC's own default is 16 MiB).
@@ -400,7 +404,7 @@ func (s *Server) flightInfo(ctx context.Context, sql string, args []any, desc *f
 		}
 		schema = arrow.NewSchema(nil, nil)
 	}
-	handle := newHandle()
+	handle := s.resultHandle()
 	ticket, err := fsql.CreateStatementQueryTicket([]byte(handle))
 	if err != nil {
 		cancel()
@@ -444,7 +448,7 @@ func (s *Server) DoGetStatement(ctx context.Context, ticket fsql.StatementQueryT
 	delete(s.results, handle)
 	s.mu.Unlock()
 	if !ok {
-		return nil, nil, status.Error(codes.NotFound, "unknown or already fetched ticket")
+		return s.doGetElsewhere(ctx, handle)
 	}
 	schema := res.rows.Schema()
 	if schema == nil {

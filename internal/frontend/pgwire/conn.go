@@ -91,6 +91,15 @@ func (c *conn) serve() error {
 	if err := c.authenticate(); err != nil {
 		return err
 	}
+	if dc, ok := c.srv.backend.(query.DatabaseChecker); ok {
+		if err := dc.CheckDatabase(query.ProtocolPostgres, c.database); err != nil {
+			code, msg := "3D000", err.Error()
+			if qe, isQE := err.(*query.Error); isQE {
+				code, msg = qe.Code, qe.Message
+			}
+			return c.fatal(code, msg)
+		}
+	}
 	c.be.SetMaxBodyLen(c.srv.opts.MessageBytesMax)
 	// Statement contexts derive from this connection's own: deriving them from the server's
 	// would take its one lock on every statement of every connection. Cancelled after

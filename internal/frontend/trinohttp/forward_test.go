@@ -1,7 +1,6 @@
 package trinohttp
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,20 +8,10 @@ import (
 
 	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
-	"github.com/queryflux/queryflux/transport"
 )
 
-// noPeers is a fleet whose control plane lists no other worker.
-type noPeers struct{}
-
-func (noPeers) Peers() []transport.Peer            { return nil }
-func (noPeers) RefreshPeers(context.Context) error { return nil }
-
 func TestQueryIDNamesItsOwner(t *testing.T) {
-	fwd, err := forward.New(forward.Options{Name: "w1", Secret: "s3cret", Directory: noPeers{}, Client: forward.NewClient(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fwd := frontendtest.Forwarder(t, "w1", "s3cret")
 	eng, _, _ := frontendtest.MariaDB(t)
 	ts := startServer(t, frontendtest.NewBackend(eng), Options{PollWait: 50 * time.Millisecond, Forward: fwd})
 	_, qr := post(t, ts.addr, "SELECT 1")

@@ -1,0 +1,26 @@
+package frontendtest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/queryflux/queryflux/internal/forward"
+	"github.com/queryflux/queryflux/transport"
+)
+
+// noPeers is a fleet whose control plane lists no worker.
+type noPeers struct{}
+
+func (noPeers) Peers() []transport.Peer            { return nil }
+func (noPeers) RefreshPeers(context.Context) error { return nil }
+
+// Forwarder is the forwarder of a worker named name, with the shared worker secret secret, in a
+// fleet that lists no other worker.
+func Forwarder(t testing.TB, name, secret string) *forward.Forwarder {
+	t.Helper()
+	fwd, err := forward.New(forward.Options{Name: name, Secret: secret, Directory: noPeers{}, Client: forward.NewClient(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fwd
+}
