@@ -614,9 +614,46 @@ func TestTransactionsArePinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	time.Sleep(200 * time.Millisecond)
-	if count() != 1 {
-		t.Fatalf("after disconnecting inside a transaction: %d rows", count())
+	waitNoOpenTransaction(t, direct, dbName)
+	// The row lock the insert took is free: a leaked transaction would hold it, and this
+	// insert would time out after 1s instead of succeeding.
+	ctx := context.Background()
+	probe, err := direct.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	if _, err := probe.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := probe.ExecContext(ctx, "INSERT INTO acct VALUES (4)"); err != nil {
+		t.Fatalf("row 4 is still locked after the client disconnected inside a transaction: %v", err)
+	}
+	if count() != 2 {
+		t.Fatalf("after disconnecting inside a transaction and inserting 4 directly: %d rows", count())
+	}
+}
+
+// waitNoOpenTransaction waits until no connection to database db has an InnoDB transaction
+// open, within 10s: the proxy must roll back (or close) the engine connection of a client
+// that hung up inside a transaction, not keep it idle with the transaction still open.
+func waitNoOpenTransaction(t *testing.T, direct *sql.DB, db string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		err := direct.QueryRow(`SELECT COUNT(*) FROM information_schema.innodb_trx t
+			JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id WHERE p.db = ?`, db).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d transactions on %s still open after the client disconnected", n, db)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
