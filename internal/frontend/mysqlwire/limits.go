@@ -22,7 +22,7 @@ import (
 // the client's packet sequence numbers are one ahead of go-mysql's; the gate shifts them both
 // ways until the client's first command (sequence 0).
 type packetGate struct {
-	net.Conn               // the socket (deadlines, Close)
+	net.Conn                 // the socket (deadlines, Close)
 	r          *bufio.Reader // the socket, or TLS once the client asked for it
 	w          io.Writer
 	tlsConfig  *tls.Config // nil: no TLS here (an SSLRequest goes on to go-mysql, which refuses it)
