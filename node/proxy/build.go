@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -130,10 +131,24 @@ func clusterDatabases(name string, c config.Cluster) []string {
 	if db == "" && c.Engine == config.EnginePostgres {
 		db = user
 	}
+	if db == "" && c.Engine == config.EngineDuckDB {
+		db = duckCatalog(c.Endpoint)
+	}
 	if db != "" {
 		out = append(out, db)
 	}
 	return out
+}
+
+// duckCatalog is the name DuckDB gives the database at endpoint (what current_database()
+// answers): "memory" in memory, else the file's name without its extension.
+func duckCatalog(endpoint string) string {
+	file, _, _ := strings.Cut(endpoint, "?")
+	if file == "" || file == ":memory:" {
+		return "memory"
+	}
+	base := path.Base(file)
+	return strings.TrimSuffix(base, path.Ext(base))
 }
 
 // openEngines fills in each enabled cluster's engine (reused from prev when unchanged), closing

@@ -260,6 +260,8 @@ func TestCheckDatabase(t *testing.T) {
 		config.Cluster{Name: "url", Engine: config.EnginePostgres, Endpoint: "postgres://app@db:5432/sales", MaxRunningQueries: 1},
 		config.Cluster{Name: "named", Engine: config.EnginePostgres, Endpoint: "db:5432", Database: "ledger", MaxRunningQueries: 1},
 		config.Cluster{Name: "plain", Engine: config.EnginePostgres, Endpoint: "db:5432", Credentials: config.Credentials{User: "etl_user"}, MaxRunningQueries: 1},
+		config.Cluster{Name: "inmem", Engine: config.EngineDuckDB, Endpoint: ":memory:", MaxRunningQueries: 1},
+		config.Cluster{Name: "onfile", Engine: config.EngineDuckDB, Endpoint: "/var/lib/qf/warehouse.duckdb", MaxRunningQueries: 1},
 	)
 	check := func(cfg *config.Config, name string) error {
 		t.Helper()
@@ -277,7 +279,7 @@ func TestCheckDatabase(t *testing.T) {
 		}
 	}
 	cfg.Routers = cfg.Routers[:len(cfg.Routers)-1] // no script
-	for _, name := range []string{"main", "pg1::etl", "sales", "ledger", "etl_user"} {
+	for _, name := range []string{"main", "pg1::etl", "sales", "ledger", "etl_user", "memory", "warehouse"} {
 		if err := check(cfg, name); err != nil {
 			t.Errorf("%q: %v", name, err)
 		}
