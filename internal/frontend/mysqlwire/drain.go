@@ -41,7 +41,7 @@ func (s *Server) Drain(ctx context.Context) error {
 }
 
 // waitingForClient marks the session idle (or busy) for Drain, with whether it holds a pinned
-// engine connection; it reports whether a drain ends this session at this boundary.
+// engine connection; it reports whether a drain ends the client connection at this boundary.
 func (h *session) waitingForClient(idle bool) (endNow bool) {
 	h.idleMu.Lock()
 	defer h.idleMu.Unlock()

@@ -96,7 +96,7 @@ func setRefusal(sql string) error {
 	return nil
 }
 
-// checkSet returns the refusal a SET statement gets in this session, without applying the
+// checkSet returns the refusal a SET statement gets on this client connection, without applying the
 // statement (COM_STMT_PREPARE checks it this way).
 func (h *session) checkSet(sql string) error {
 	if h.canPin() {
