@@ -2,14 +2,17 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/scenarios"
 )
 
@@ -141,7 +144,8 @@ func TestOneWayCutAndLatencyRealAgreesWithSim(t *testing.T) {
 // Scenarios that need what real processes cannot do are reported, not run.
 func TestUnsupportedScenariosAreReportedNotRun(t *testing.T) {
 	for file, want := range map[string]string{
-		"pingpong.yaml": `role "pingpong" is not supported in chaos`,
+		"pingpong.yaml":   `role "pingpong" (p-1, p-2, p-3, p-4) is not supported in chaos: the simulator's own test workload`,
+		"plan-fleet.yaml": "fleet: 1001 nodes, more real processes than the limit of 50",
 	} {
 		sc := load(t, file)
 		rep, err := Run(context.Background(), sc, Options{TimeScale: 0.1, Bin: "/nonexistent"})
@@ -171,6 +175,66 @@ func TestPlanNamesUncheckableKinds(t *testing.T) {
 	}
 }
 
+// What a config section cannot do comes out in the same order every time (the report and the
+// compare table are diffed across runs).
+func TestPlanConfigOrderIsStable(t *testing.T) {
+	sc, err := scenarios.Parse("cfg.yaml", []byte(`name: cfg
+duration: 10s
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{prefix: w-, count: 1}]
+config: {cap: 1, pollTimeout: 1500ms, maxAge: 2500ms, retryMax: 500ms}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"config.pollTimeout 1.5s", "config.maxAge 2.5s", "config.retryMax 500ms"}
+	for range 20 {
+		got := planConfig(sc)
+		if len(got) != len(want) {
+			t.Fatalf("got %q, want one reason for each of %q", got, want)
+		}
+		for i := range want {
+			if !strings.HasPrefix(got[i], want[i]) {
+				t.Fatalf("reason %d: %q, want it to start %q (order pollTimeout, maxAge, retryMax)", i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// admittedRatio on real daemons counts each side's guard grants between the first and the last
+// look inside the window, as the simulator counts them between its from and to.
+func TestAdmittedRatioReadsGrantsInsideTheWindow(t *testing.T) {
+	sc := load(t, "lease-weighted.yaml")
+	var spec *scenarios.CheckSpec
+	for _, c := range sc.Checks {
+		if c.Kind == "admittedRatio" {
+			spec = c
+		}
+	}
+	ch, _, why := planCheck(sc, spec)
+	if why != "" {
+		t.Fatal(why)
+	}
+	// want w-2 over w-1 in [2.6, 3.9] from 10s to 60s
+	for _, s := range []struct {
+		t      time.Duration
+		w1, w2 int
+	}{{5 * time.Second, 50, 0}, {10 * time.Second, 100, 10}, {35 * time.Second, 110, 40}, {60 * time.Second, 120, 70}, {61 * time.Second, 500, 71}} {
+		ch.look(sc, &snapshot{t: s.t, admitted: map[string]int{"w-1": s.w1, "w-2": s.w2}})
+	}
+	pass, detail := ch.result(nil)
+	if !pass || !strings.Contains(detail, "60 / 20 = 3.00") {
+		t.Fatalf("%v %s: want 60 / 20 = 3.00 inside the window, passing", pass, detail)
+	}
+	ch, _, _ = planCheck(sc, spec)
+	ch.look(sc, &snapshot{t: 10 * time.Second, admitted: map[string]int{"w-1": 0, "w-2": 0}})
+	ch.look(sc, &snapshot{t: 60 * time.Second, admitted: map[string]int{"w-1": 10, "w-2": 10}})
+	if pass, detail := ch.result(nil); pass {
+		t.Fatalf("an even split passed: %s", detail)
+	}
+}
+
 func TestCompareRules(t *testing.T) {
 	sc := load(t, "registry-partition.yaml") // heartbeat 2s, requestTimeout 1s: phase bound 3.2s
 	got := map[string]Metric{}
@@ -197,7 +261,7 @@ func TestCompareRules(t *testing.T) {
 	}
 }
 
-// The link proxy: the sniffer sees heartbeat tokens, a two-way partition refuses connections,
+// The link proxy: the sniffer sees heartbeat tokens, a two-way partition stalls requests,
 // a one-way cut stalls requests, heal restores.
 func TestLinkFaultsAndSniffer(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
@@ -233,8 +297,8 @@ func TestLinkFaultsAndSniffer(t *testing.T) {
 	if err := l.apply(); err != nil {
 		t.Fatal(err)
 	}
-	if err := beat("qfw_three", 2*time.Second); err == nil || !strings.Contains(err.Error(), "refused") {
-		t.Fatalf("partitioned link answered: %v", err)
+	if err := beat("qfw_three", 300*time.Millisecond); err == nil || !strings.Contains(err.Error(), "deadline") {
+		t.Fatalf("partitioned link: %v, want a timeout", err)
 	}
 	l.cutDown = false // one way: worker→control plane stalls
 	if err := l.apply(); err != nil {
@@ -287,4 +351,263 @@ func TestLeaseKillSmokeRealEngineWithinCap(t *testing.T) {
 	if seen != 2 {
 		t.Errorf("metrics %v: want the engine's peak and admitted/s", rep.Metrics)
 	}
+}
+
+// Without the engine fence (the binary's test hook, for workload.engineFence: false) the same
+// kill lets PostgreSQL run the killed worker's orphans and the survivor's queries together:
+// the real engine exceeds the cap, as the simulator says, by as much.
+func TestEngineFenceOffRealExceedsCap(t *testing.T) {
+	t.Parallel()
+	rep := runRealFile(t, "testdata/fence-off-smoke.yaml")
+	found := false
+	for _, m := range rep.Metrics {
+		if m.Name != peakMetric("c1") {
+			continue
+		}
+		found = true
+		if m.Real < 3 || !m.Agree {
+			t.Errorf("peak executing on PostgreSQL: real %v, sim %.2f; want above the cap 2, agreeing", m.Real, m.Sim)
+		}
+	}
+	if !found {
+		t.Errorf("no engine peak in %v", rep.Metrics)
+	}
+}
+
+// Hold and drop on the link proxy: a held direction lets nothing pass until released, then
+// everything in order (a request whose client gave up still arrives); a drop of 1 loses every
+// request going up, or every answer coming down after the server got the request.
+func TestLinkHoldReleaseAndDrop(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		w.WriteHeader(200)
+	}))
+	defer srv.Close()
+	l, err := newLink("test-"+t.Name(), strings.TrimPrefix(srv.URL, "http://"), func() time.Duration { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	send := func(limit time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+l.addr()+"/worker/heartbeat", strings.NewReader("{}"))
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	waitServed := func(want int64) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); served.Load() != want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("server saw %d requests, want %d", served.Load(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	l.up.setHeld(true)
+	if err := send(300 * time.Millisecond); err == nil {
+		t.Fatal("a request passed a held link")
+	}
+	if served.Load() != 0 {
+		t.Fatal("the server got a held request before the release")
+	}
+	l.up.setHeld(false)
+	waitServed(1) // delivered late, though its client gave up
+	if err := send(2 * time.Second); err != nil {
+		t.Fatalf("released link: %v", err)
+	}
+	waitServed(2)
+
+	l.down.setHeld(true)
+	answered := make(chan error, 1)
+	go func() { answered <- send(5 * time.Second) }()
+	waitServed(3)
+	select {
+	case err := <-answered:
+		t.Fatalf("an answer passed a held link: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	l.down.setHeld(false)
+	if err := <-answered; err != nil {
+		t.Fatalf("the held answer after the release: %v", err)
+	}
+
+	l.up.setDrop(1)
+	if err := send(300 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "deadline") {
+		t.Fatalf("drop 1 going up: %v, want a timeout", err)
+	}
+	if served.Load() != 3 {
+		t.Fatalf("the server got a dropped request")
+	}
+	l.up.setDrop(0)
+	l.down.setDrop(1)
+	if err := send(300 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "deadline") {
+		t.Fatalf("drop 1 coming down: %v, want a timeout", err)
+	}
+	waitServed(4)
+	l.down.setDrop(0)
+	if err := send(2 * time.Second); err != nil {
+		t.Fatalf("drop 0: %v", err)
+	}
+}
+
+// hold, release and a link's drop are planned onto the right direction of the worker's link.
+func TestPlanHoldReleaseDrop(t *testing.T) {
+	sc, err := scenarios.Parse("hold.yaml", []byte(`name: hold
+duration: 30s
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{prefix: w-, count: 1}]
+timeline:
+  - {at: 1s, hold: {from: w-1, to: cp-1, oneWay: true}}
+  - {at: 2s, link: {from: cp-1, to: w-1, oneWay: true, drop: 0.25}}
+  - {at: 3s, release: {from: w-1, to: cp-1, oneWay: true}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := newLink("test-"+t.Name(), "127.0.0.1:1", func() time.Duration { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	r := &runner{sc: sc, opts: Options{TimeScale: 1}, links: map[string]*link{"w-1": l}}
+	state := func() string {
+		uh, ud, _ := l.up.state()
+		dh, dd, _ := l.down.state()
+		return fmt.Sprintf("up held=%v drop=%v, down held=%v drop=%v", uh, ud, dh, dd)
+	}
+	want := []string{
+		"up held=true drop=0, down held=false drop=0",
+		"up held=true drop=0, down held=false drop=0.25",
+		"up held=false drop=0, down held=false drop=0.25",
+	}
+	for i, ev := range sc.Timeline {
+		st, why := planEvent(sc, ev)
+		if why != "" {
+			t.Fatalf("%s: %s", ev.Kind, why)
+		}
+		if err := st.do(r); err != nil {
+			t.Fatal(err)
+		}
+		if got := state(); got != want[i] {
+			t.Errorf("after %s: %s, want %s", ev.Kind, got, want[i])
+		}
+	}
+}
+
+// A config edit on real daemons goes through the admin API and reaches every worker: the
+// check reads each worker's active revision, so an edit that was not applied fails it.
+func TestConfigEditRealReachesWorkers(t *testing.T) {
+	t.Parallel()
+	rep := runRealFile(t, "testdata/config-edit-smoke.yaml")
+	assertEditToActiveWithin2s(t, rep, func(name string) bool { return strings.HasPrefix(name, mConfigActive) })
+}
+
+// assertEditToActiveWithin2s requires at least one edit-to-active metric that match picks, and
+// every one it picks real within (0, 2s].
+func assertEditToActiveWithin2s(t *testing.T, rep *Report, match func(name string) bool) {
+	t.Helper()
+	found := false
+	for _, m := range rep.Metrics {
+		if match(m.Name) {
+			found = true
+			if m.Real <= 0 || m.Real > 2 {
+				t.Errorf("%s: real %.2fs, want within (0, 2s]", m.Name, m.Real)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no edit-to-active metric in %v", rep.Metrics)
+	}
+}
+
+// configBad on real daemons: the control plane accepts and serves an edit every worker refuses
+// (the check reads the refusal off each worker's /metrics), the old config keeps serving, and
+// the good edit after it reaches every worker. The real edit-to-active time includes the admin
+// PUT (compile, store, NOTIFY, rebuild: a few hundred ms the simulated store does not charge),
+// so it is bounded, not compared.
+func TestConfigBadRealIsRefusedByEveryWorker(t *testing.T) {
+	t.Parallel()
+	rep := runRealFile(t, "testdata/config-bad-smoke.yaml")
+	assertEditToActiveWithin2s(t, rep, func(name string) bool { return name == mConfigActive+" (configSet@9s)" })
+}
+
+// configHang on real daemons: while the store the control plane builds from is locked, the
+// workers keep the old config from the control plane; the edit lands once the lock goes, about
+// when the simulator's hung builds end.
+func TestConfigHangRealKeepsTheLastGood(t *testing.T) {
+	t.Parallel()
+	rep := runRealFile(t, "testdata/config-hang-smoke.yaml")
+	assertAgree(t, rep, mConfigActive+" (configSet@3s)")
+}
+
+// drift and clockStep reach the real daemons' clocks: after a drift of +1h on the worker, the
+// heartbeats it sends carry its clock an hour ahead; after a wall step of +2h on the control
+// plane, it stamps their arrival two hours ahead.
+func TestClockFaultsReachRealDaemons(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-process run skipped in -short mode")
+	}
+	t.Parallel()
+	sc, err := scenarios.Parse("clock.yaml", []byte(`name: clock
+duration: 30s
+intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: 30s, requestTimeout: 1s}
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{prefix: w-, count: 1}]
+timeline:
+  - {at: 1s, drift: {node: w-1, offset: 1h}}
+  - {at: 1s, clockStep: {node: cp-1, by: 2h}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{sc: sc, opts: Options{TimeScale: 1, Bin: bin, BootTimeout: time.Minute}, dir: t.TempDir(),
+		procs: map[string]*proc{}, api: map[string]string{}, ops: map[string]string{}, links: map[string]*link{},
+		http: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, clock: &clocks{faults: map[string]env.ClockFault{}}}
+	defer r.teardown()
+	if err := r.boot(context.Background()); err != nil {
+		if strings.Contains(err.Error(), "PostgreSQL unreachable") && os.Getenv("CI") != "true" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	for _, ev := range sc.Timeline {
+		st, why := planEvent(sc, ev)
+		if why != "" {
+			t.Fatalf("%s: %s", ev.Kind, why)
+		}
+		if err := st.do(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ahead := func(ts time.Time) time.Duration { return ts.Sub(time.Now()).Round(time.Minute) }
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ws, err := r.adminWorkers(r.api["cp-1"])
+		if err != nil {
+			continue
+		}
+		w, ok := ws["w-1"]
+		if !ok || w.Heartbeat == nil {
+			continue
+		}
+		sent, stamped := ahead(w.Heartbeat.SentAt), ahead(w.LastHeartbeat)
+		last = fmt.Sprintf("heartbeat sent %v ahead, stamped %v ahead", sent, stamped)
+		if sent == time.Hour && stamped == 2*time.Hour {
+			return
+		}
+	}
+	t.Fatalf("%s; want the worker's clock 1h ahead and the control plane's 2h", last)
 }

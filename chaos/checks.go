@@ -17,6 +17,7 @@ type snapshot struct {
 	cpUp     map[string]bool
 	registry map[string]map[string]transport.WorkerInfo // control plane -> worker -> info
 	health   map[string]string                          // worker -> its own health state
+	config   map[string]workerConfigState               // worker -> its active config (config section)
 	leases   map[string][]capacity.Lease                // cluster -> leases (workload; nil: no control plane answered)
 	admitted map[string]int                             // worker -> guard grants so far (workload)
 }
@@ -56,8 +57,13 @@ func planCheck(sc *scenarios.Scenario, c *scenarios.CheckSpec) (realCheck, bool,
 		if err != nil {
 			return nil, false, err.Error()
 		}
-		return &stateCheck{kind: c.Kind, names: names, want: sp.State, win: sp.Window,
-			hits: map[string]int{}, looks: map[string]int{}, first: map[string]time.Duration{}, last: map[string]string{}}, c.Kind == "selfHealth", ""
+		return newStateCheck(c.Kind, names, sp.State, sp.Window), c.Kind == "selfHealth", ""
+	case "configStatus":
+		if sc.Config == nil {
+			return nil, false, "configStatus without a config: section"
+		}
+		ch, why := planConfigStatus(sc, c)
+		return ch, true, why
 	case "tokenRevoked":
 		var a struct {
 			Worker string        `yaml:"worker"`
@@ -93,9 +99,19 @@ type stateCheck struct {
 	hits, looks map[string]int
 	first       map[string]time.Duration
 	last        map[string]string
+
+	probeFn func(s *snapshot, name string) (string, bool) // a kind of its own (configStatus)
+}
+
+func newStateCheck(kind string, names []string, want string, win scenarios.Window) *stateCheck {
+	return &stateCheck{kind: kind, names: names, want: want, win: win,
+		hits: map[string]int{}, looks: map[string]int{}, first: map[string]time.Duration{}, last: map[string]string{}}
 }
 
 func (c *stateCheck) probe(sc *scenarios.Scenario, s *snapshot, name string) (string, bool) {
+	if c.probeFn != nil {
+		return c.probeFn(s, name)
+	}
 	cp := sc.ControlPlaneOf(name)
 	switch c.kind {
 	case "selfHealth":
@@ -152,7 +168,7 @@ func (c *stateCheck) result(r *runner) (bool, string) {
 		desc += ", last " + c.last[name]
 		parts = append(parts, desc)
 	}
-	what := map[string]string{"registryState": "registry state", "reportedHealth": "reported health", "selfHealth": "self health"}[c.kind]
+	what := map[string]string{"registryState": "registry state", "reportedHealth": "reported health", "selfHealth": "self health", "configStatus": "config"}[c.kind]
 	return pass, fmt.Sprintf("%s %s %q in [%v, %v]: %s", what, c.win.Mode, c.want, c.win.From, c.win.To, strings.Join(parts, "; "))
 }
 

@@ -11,13 +11,23 @@
 // makes the whole file UNSUPPORTED, an unsupported check is one UNSUPPORTED verdict):
 //
 //	crash            SIGKILL                         restart   SIGKILL if running, start again
-//	stop {grace}     SIGTERM, SIGKILL after grace    partition two-way: proxy closed (refused)
+//	stop {grace}     SIGTERM, SIGKILL after grace    partition two-way: both directions stalled
 //	partition oneWay timeout toxic on that direction heal      faults removed, proxy reopened
-//	link {latency}   latency toxic (fixed or uniform as latency ± jitter; drop unsupported)
+//	link {latency, drop}  latency toxic (fixed or uniform as latency ± jitter); drop: an HTTP
+//	                 message lost with that probability, its connection silent from then on
+//	hold, release    that direction stops passing bytes; on release they pass, in order
 //	starve {delay, for}  SIGSTOP for delay, SIGCONT for delay/4, repeated for `for` (approximate)
-//	hold, release, drift: unsupported
+//	drift, clockStep the node's clock file, which its Real Env follows (clock.go, node/env)
+//	configSet        GET + PUT /admin/config with If-Match (config.go), beside the timeline
+//	configBad        the same edit adding a cluster no worker has credentials for (snapshots are
+//	                 served stripped in such a file): the control plane serves it, workers refuse it
+//	configHang {for} a transaction locks the table snapshot builds read first, SIGHUP makes the
+//	                 control plane build; the lock goes after `for` (an edit's PUT waits on it too)
+//	engineFence: false  the control planes run with the binary's test hook that turns the fence off
 //	registryState, reportedHealth  GET /admin/workers on the control plane (direct, not proxied)
 //	selfHealth       GET /worker/status on the worker's ops listener
+//	configStatus     /worker/status (revision, source, staleness) and /metrics (rejected: the
+//	                 worker_activate failures of this incarnation)
 //	tokenRevoked     a heartbeat with the last token the worker's link carried, sent at `at`
 //	reregistered     a new token seen on the worker's link inside the window
 //

@@ -5,9 +5,9 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/queryflux/queryflux/node/assembly"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/scenarios"
 	"github.com/queryflux/queryflux/transport"
@@ -22,17 +22,42 @@ type observer struct {
 	beats   map[string][]time.Duration
 	lastHB  map[string]time.Time
 	tokens  map[string][]time.Duration // when each new session token was first accepted/seen
+	caps    map[string][]capAt         // each worker's active config cap (config section)
 	history *[2]int                    // records stored and dropped (simulated run with an uplink)
 }
 
 type stateAt struct {
 	t     time.Duration
 	state string
+	beat  time.Duration // the last heartbeat the registry had when it entered state
+	beats bool          // beat is known
+}
+
+type capAt struct {
+	t   time.Duration
+	cap int // 0: no config this run published
+}
+
+// lookConfig records a worker's active cap.
+func (o *observer) lookConfig(t time.Duration, name string, c int) {
+	if s := o.caps[name]; len(s) == 0 || s[len(s)-1].cap != c {
+		o.caps[name] = append(s, capAt{t, c})
+	}
+}
+
+// capActive is when worker first ran cap c at or after `after`.
+func (o *observer) capActive(name string, c int, after time.Duration) (time.Duration, bool) {
+	for i, s := range o.caps[name] {
+		if s.cap == c && (s.t >= after || i+1 == len(o.caps[name]) || o.caps[name][i+1].t > after) {
+			return max(s.t, after), true
+		}
+	}
+	return 0, false
 }
 
 func newObserver() *observer {
 	return &observer{states: map[string][]stateAt{}, health: map[string][]stateAt{}, beats: map[string][]time.Duration{},
-		lastHB: map[string]time.Time{}, tokens: map[string][]time.Duration{}}
+		lastHB: map[string]time.Time{}, tokens: map[string][]time.Duration{}, caps: map[string][]capAt{}}
 }
 
 // look records one view of a worker; since maps a control plane timestamp to scenario time.
@@ -42,12 +67,21 @@ func (o *observer) look(t time.Duration, name string, info transport.WorkerInfo,
 		state = info.State
 	}
 	if s := o.states[name]; len(s) == 0 || s[len(s)-1].state != state {
-		o.states[name] = append(s, stateAt{t, state})
+		// The registry says when it entered the state and which heartbeat it had last: a
+		// look that comes late, or a beat that lands just after a fault starts, changes neither.
+		at := stateAt{t: t, state: state}
+		if known && !info.StateSince.IsZero() {
+			at.t = since(info.StateSince)
+		}
+		if known && !info.LastHeartbeat.IsZero() {
+			at.beat, at.beats = since(info.LastHeartbeat), true
+		}
+		o.states[name] = append(s, at)
 	}
 	if known && info.Heartbeat != nil {
 		h := "health:" + info.Heartbeat.Health.State
 		if s := o.health[name]; len(s) == 0 || s[len(s)-1].state != h {
-			o.health[name] = append(s, stateAt{t, h})
+			o.health[name] = append(s, stateAt{t: t, state: h})
 		}
 	}
 	if known && !info.LastHeartbeat.IsZero() && !info.LastHeartbeat.Equal(o.lastHB[name]) {
@@ -56,13 +90,13 @@ func (o *observer) look(t time.Duration, name string, info transport.WorkerInfo,
 	}
 }
 
-func (o *observer) firstState(name, state string, after time.Duration) (time.Duration, bool) {
+func (o *observer) firstState(name, state string, after time.Duration) (stateAt, bool) {
 	for _, s := range o.states[name] {
 		if s.t >= after && s.state == state {
-			return s.t, true
+			return s, true
 		}
 	}
-	return 0, false
+	return stateAt{}, false
 }
 
 func (o *observer) firstHealth(name, state string, after time.Duration) (time.Duration, bool) {
@@ -117,13 +151,12 @@ func headline(sc *scenarios.Scenario, o *observer) map[string]float64 {
 			}
 			switch ev.Kind {
 			case "crash", "stop", "partition":
-				last, ok := o.lastBeat(w, ev.At)
-				if !ok {
+				if _, ok := o.lastBeat(w, ev.At); !ok {
 					continue
 				}
 				for _, st := range []string{transport.StateStale, transport.StateEvicted} {
-					if t, ok := o.firstState(w, st, ev.At); ok {
-						m[fmt.Sprintf("%s %s after last heartbeat (%s@%v)", w, st, ev.Kind, ev.At)] = (t - last).Seconds()
+					if s, ok := o.firstState(w, st, ev.At); ok && s.beats {
+						m[fmt.Sprintf("%s %s after last heartbeat (%s@%v)", w, st, ev.Kind, ev.At)] = (s.t - s.beat).Seconds()
 					}
 				}
 			case "starve":
@@ -149,6 +182,7 @@ func headline(sc *scenarios.Scenario, o *observer) map[string]float64 {
 			}
 		}
 	}
+	configHeadline(sc, o, m)
 	beats, evictions := 0, 0
 	for _, b := range o.beats {
 		beats += len(b)
@@ -270,29 +304,18 @@ func compare(sc *scenarios.Scenario, sim, real map[string]float64) []Metric {
 		if phased && sok && rok {
 			m.Agree = m.Agree || (s <= bound && r <= bound)
 		}
+		// Both runs see a config change only when they look (every checkEvery, or the
+		// real run's 20 ms floor): a difference of one look is no disagreement.
+		if look := max(sc.CheckEvery, 20*time.Millisecond).Seconds(); strings.HasPrefix(n, mConfigActive) {
+			m.Rule = fmt.Sprintf("within %.0f%%, or within one look (%gs)", Tolerance*100, look)
+			m.Agree = m.Agree || (sok && rok && math.Abs(r-s) <= look+1e-9)
+		}
 		out = append(out, m)
 	}
 	return out
 }
 
-// ---- the simulated side: a hidden check kind that feeds an observer ----
-
-const headlineKind = "chaosHeadline"
-
-var (
-	simObsMu sync.Mutex
-	simObs   = map[*scenarios.Scenario]*observer{}
-)
-
-func init() {
-	scenarios.RegisterCheck(headlineKind, func(sc *scenarios.Scenario, p scenarios.Params) (scenarios.Check, error) {
-		o := newObserver()
-		simObsMu.Lock()
-		simObs[sc] = o
-		simObsMu.Unlock()
-		return &simHeadline{o: o}, nil
-	})
-}
+// ---- the simulated side: an observer run beside the file's checks ----
 
 type simHeadline struct{ o *observer }
 
@@ -316,6 +339,17 @@ func (h *simHeadline) Start(w *scenarios.World) {
 			info, known := cp.Worker(name)
 			h.o.look(now, name, info, known, since)
 		}
+		if sc.Config != nil {
+			for _, name := range workers {
+				if wk, _ := scenarios.Assembled(w, name).(*assembly.Worker); wk != nil && wk.Sync != nil {
+					c := 0
+					if cfg, _ := wk.Sync.Active(); cfg != nil && len(cfg.Clusters) > 0 {
+						c = cfg.Clusters[0].MaxRunningQueries
+					}
+					h.o.lookConfig(now, name, c)
+				}
+			}
+		}
 	})
 }
 
@@ -330,19 +364,41 @@ func (h *simHeadline) Result(w *scenarios.World) (bool, string) {
 	return true, "headline observations"
 }
 
-// runSim runs the scenario in the simulator with the headline observer attached; the observer's
-// check is removed from the result.
+// runSim runs the scenario in the simulator with the headline observer beside its checks.
 func runSim(sc *scenarios.Scenario, seed uint64) (*scenarios.Result, *observer) {
-	cp := *sc
-	cp.Checks = append(slices.Clone(sc.Checks), &scenarios.CheckSpec{Name: headlineKind, Kind: headlineKind})
-	res := scenarios.Run(&cp, seed, scenarios.RunOpts{})
-	simObsMu.Lock()
-	o := simObs[&cp]
-	delete(simObs, &cp)
-	simObsMu.Unlock()
-	res.Checks = slices.DeleteFunc(res.Checks, func(c scenarios.CheckResult) bool { return c.Name == headlineKind })
-	if o == nil {
-		o = newObserver()
-	}
+	o := newObserver()
+	res := scenarios.Run(sc, seed, scenarios.RunOpts{Observe: []scenarios.Check{&simHeadline{o: o}}})
 	return res, o
+}
+
+// configHeadline: after each configSet of the config section, how long until every worker ran
+// the new cap (the edit-to-active time of the fleet; absent when some worker never did).
+func configHeadline(sc *scenarios.Scenario, o *observer, m map[string]float64) {
+	if sc.Config == nil {
+		return
+	}
+	for _, ev := range sc.Timeline {
+		if ev.Kind != "configSet" || hasCluster(ev) {
+			continue
+		}
+		var a struct {
+			Cap int `yaml:"cap"`
+		}
+		if ev.Params.Decode(&a) != nil {
+			continue
+		}
+		var last time.Duration
+		all := true
+		for _, s := range sc.Nodes() {
+			if s.Role != "worker" {
+				continue
+			}
+			t, ok := o.capActive(s.Name, a.Cap, ev.At)
+			all = all && ok
+			last = max(last, t)
+		}
+		if all {
+			m[fmt.Sprintf("%s (configSet@%v)", mConfigActive, ev.At)] = (last - ev.At).Seconds()
+		}
+	}
 }

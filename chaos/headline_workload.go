@@ -17,6 +17,7 @@ const (
 	mFairness     = "Jain's index of admitted share"
 	mStored       = "history stored"
 	mDropped      = "history dropped"
+	mConfigActive = "config edit-to-active, every worker"
 )
 
 func peakMetric(cluster string) string { return "peak executing on the engine " + cluster }

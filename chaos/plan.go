@@ -10,12 +10,8 @@ import (
 )
 
 // Event kinds with a real implementation, and why the others have none.
-var unsupportedEvents = map[string]string{
-	"hold":    "hold/release (queue messages until released) has no TCP-proxy equivalent",
-	"release": "hold/release (queue messages until released) has no TCP-proxy equivalent",
-	"drift":   "clock drift cannot be applied to a real process",
-	// starve is approximated: SIGSTOP for the delay, SIGCONT for a quarter of it, repeated.
-}
+// starve is approximated: SIGSTOP for the delay, SIGCONT for a quarter of it, repeated.
+var unsupportedEvents = map[string]string{}
 
 // step is one timeline entry mapped to real processes and proxies.
 type step struct {
@@ -43,6 +39,13 @@ func planEvent(sc *scenarios.Scenario, ev *scenarios.Event) (step, string) {
 				p.kill()
 				if r.wl != nil {
 					r.wl.crashed(n)
+				}
+				if !crash && r.cfg != nil {
+					if s, _ := r.sc.Spec(n); s.Role == "worker" {
+						if err := r.cfg.restarting(n); err != nil {
+							return err
+						}
+					}
 				}
 				if !crash {
 					if err := p.start(); err != nil {
@@ -94,9 +97,14 @@ func planEvent(sc *scenarios.Scenario, ev *scenarios.Event) (step, string) {
 			}
 			return nil
 		}
-	case "partition", "heal", "link":
+	case "drift", "clockStep":
+		return planClock(sc, ev, st)
+	case "partition", "heal", "link", "hold", "release":
 		return planLink(sc, ev, st)
-	case "configSet":
+	case "configSet", "configBad", "configHang":
+		if sc.Config != nil && (ev.Kind != "configSet" || !hasCluster(ev)) {
+			return planConfigEvent(sc, ev, st)
+		}
 		return planCapSet(sc, ev, st)
 	default:
 		return st, fmt.Sprintf("event kind %q is not supported in chaos", ev.Kind)
@@ -122,8 +130,9 @@ type direction struct {
 	up     bool
 }
 
-// planLink maps partition, heal and link events onto the proxies: only a worker's link to its
-// own control plane is proxied.
+// planLink maps partition, heal, link, hold and release events onto the proxies: only a
+// worker's link to its own control plane is proxied. Hold and release set the direction's
+// qffault toxic (netfault.go), as does a link's drop.
 func planLink(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, string) {
 	var lp struct {
 		scenarios.LinkParams `yaml:",inline"`
@@ -136,8 +145,8 @@ func planLink(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, strin
 	if ev.Kind != "link" && (lp.Latency != nil || lp.Drop != 0) {
 		return st, "latency/drop only on link events"
 	}
-	if ev.Kind == "link" && lp.Drop > 0 {
-		return st, "link drop (random message loss) is not supported in chaos (a TCP proxy cannot lose single messages)"
+	if lp.Drop < 0 || lp.Drop > 1 {
+		return st, fmt.Sprintf("drop %v: must be in [0, 1]", lp.Drop)
 	}
 	var dirs []direction
 	if ev.Kind == "heal" && lp.From == "" && lp.To == "" {
@@ -207,6 +216,9 @@ func planLink(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, strin
 				} else {
 					l.latDown, l.jitDown = r.scale(lat), r.scale(jit)
 				}
+				l.fault(d.up).setDrop(lp.Drop)
+			case "hold", "release":
+				l.fault(d.up).setHeld(kind == "hold")
 			}
 			l.mu.Unlock()
 			touched[d.worker] = true
@@ -230,4 +242,12 @@ func proxied(sc *scenarios.Scenario, from, to string) (direction, bool) {
 		return direction{to, false}, true
 	}
 	return direction{}, false
+}
+
+// hasCluster reports whether a configSet names a workload cluster.
+func hasCluster(ev *scenarios.Event) bool {
+	var a struct {
+		Cluster string `yaml:"cluster"`
+	}
+	return ev.Params.Decode(&a) == nil && a.Cluster != ""
 }

@@ -18,7 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/queryflux/queryflux/node/assembly"
 	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/worker"
 	"github.com/queryflux/queryflux/scenarios"
 	"github.com/queryflux/queryflux/transport"
@@ -116,6 +118,8 @@ type runner struct {
 	dbs   []*database
 	http  *http.Client
 	wl    *fleetWorkload // nil without a workload section
+	cfg   *fleetConfig   // nil without a config section
+	clock *clocks        // nil without drift or clockStep events
 
 	history historyTotals
 
@@ -163,18 +167,33 @@ func PlanParts(sc *scenarios.Scenario, maxProcs int) (blocking, skippable []stri
 		maxProcs = 50
 	}
 	if n := len(sc.Nodes()); n > maxProcs {
-		unsupported = append(unsupported, fmt.Sprintf("fleet: %d nodes, more real processes than the limit of %d", n, maxProcs))
+		unsupported = append(unsupported, fmt.Sprintf("fleet: %d nodes, more real processes than the limit of %d (--max-procs)", n, maxProcs))
 	}
 	if sc.Workload != nil {
 		unsupported = append(unsupported, planWorkload(sc)...)
 	}
 	if sc.Config != nil {
-		unsupported = append(unsupported, "config: config snapshots are not served in chaos")
+		unsupported = append(unsupported, planConfig(sc)...)
+		if sc.Workload != nil {
+			unsupported = append(unsupported, "config: and workload: together are not supported in chaos")
+		}
 	}
+	var roles []string
+	byRole := map[string][]string{}
 	for _, s := range sc.Nodes() {
 		if s.Role != "worker" && s.Role != "controlplane" {
-			unsupported = append(unsupported, fmt.Sprintf("node %s: role %q is not supported in chaos (only controlplane and worker)", s.Name, s.Role))
+			if byRole[s.Role] == nil {
+				roles = append(roles, s.Role)
+			}
+			byRole[s.Role] = append(byRole[s.Role], s.Name)
 		}
+	}
+	for _, role := range roles {
+		why := "only controlplane and worker run as real processes"
+		if role == "pingpong" {
+			why = "the simulator's own test workload: no QueryFlux process runs it, so there is nothing real to start"
+		}
+		unsupported = append(unsupported, fmt.Sprintf("role %q (%s) is not supported in chaos: %s", role, strings.Join(byRole[role], ", "), why))
 	}
 	for _, ev := range sc.Timeline {
 		if _, why := planEvent(sc, ev); why != "" {
@@ -202,6 +221,14 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 	if sc.Workload != nil && opts.TimeScale != 1 {
 		notes = append(notes, fmt.Sprintf("time scale %g not applied: a workload runs in real time (the binary's lease, wait and flush settings are whole seconds)", opts.TimeScale))
 		opts.TimeScale = 1
+	}
+	if sc.Config != nil && opts.TimeScale != 1 {
+		notes = append(notes, fmt.Sprintf("time scale %g not applied: a config section runs in real time (the binary's poll timeout and peer max age are whole seconds)", opts.TimeScale))
+		opts.TimeScale = 1
+	}
+	if hasEvent(sc, "configHang") && sc.Config.BuildTimeout != controlplane.ConfigBuildTimeoutDefault {
+		notes = append(notes, fmt.Sprintf("config.buildTimeout %v not applied: the binary's snapshot build timeout is %v (no setting)",
+			sc.Config.BuildTimeout, controlplane.ConfigBuildTimeoutDefault))
 	}
 	rep := &Report{Scenario: sc.Name, Path: sc.Path, TimeScale: opts.TimeScale, Seed: opts.Seed, Notes: notes}
 	blocking, skippable, uncheckable := PlanParts(sc, opts.MaxProcesses)
@@ -248,6 +275,12 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 	if sc.Workload != nil {
 		r.wl = newFleetWorkload(r)
 	}
+	if sc.Config != nil {
+		r.cfg = newFleetConfig(r)
+	}
+	if hasClockEvents(sc) {
+		r.clock = &clocks{faults: map[string]env.ClockFault{}}
+	}
 	r.dir = opts.LogDir
 	if r.dir == "" {
 		d, err := os.MkdirTemp("", "qfsim-chaos-")
@@ -280,6 +313,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 }
 
 func (r *runner) teardown() {
+	if r.cfg != nil {
+		r.cfg.releaseAll()
+	}
 	for _, p := range r.procs {
 		p.kill()
 	}
@@ -306,7 +342,7 @@ func (r *runner) run(ctx context.Context, rep *Report) (*observer, error) {
 	needHealth := false
 	for _, c := range sc.Checks {
 		ch, health, why := planCheck(sc, c)
-		needHealth = needHealth || health
+		needHealth = needHealth || health || r.cfg != nil
 		checks = append(checks, planned{c.Name, ch, why})
 	}
 	var steps []step
@@ -460,6 +496,10 @@ func (r *runner) boot(ctx context.Context) error {
 		if r.wl != nil {
 			cfg = r.wl.controlPlaneConfig(addr, db.url)
 		}
+		if r.cfg != nil {
+			r.cfg.db[s.Name] = db.url
+			cfg = r.cfg.controlPlaneConfig(addr, db.url)
+		}
 		path, err := r.writeFile(s.Name+".yaml", cfg)
 		if err != nil {
 			return err
@@ -468,7 +508,8 @@ func (r *runner) boot(ctx context.Context) error {
 		if hasFlag(r.opts.Bin, "--reaper-interval") {
 			args = append(args, "--reaper-interval", iv.reaper.String())
 		}
-		r.procs[s.Name] = &proc{name: s.Name, bin: r.opts.Bin, logPath: filepath.Join(r.dir, s.Name+".log"), args: args}
+		r.procs[s.Name] = &proc{name: s.Name, bin: r.opts.Bin, logPath: filepath.Join(r.dir, s.Name+".log"), args: args,
+			env: append(r.clockEnv(s.Name), r.fenceEnv()...)}
 		if err := r.procs[s.Name].start(); err != nil {
 			return err
 		}
@@ -481,6 +522,18 @@ func (r *runner) boot(ctx context.Context) error {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+		if r.cfg != nil {
+			if err := r.cfg.set(cp, r.cfg.spec.Cap, false); err != nil {
+				return fmt.Errorf("the first configuration on %s: %w", cp, err)
+			}
+		}
+	}
+	for _, name := range workerNames(r.sc) {
+		ops, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		r.ops[name] = ops
 	}
 	for _, s := range r.sc.Nodes() {
 		if s.Role != "worker" {
@@ -491,17 +544,16 @@ func (r *runner) boot(ctx context.Context) error {
 			return err
 		}
 		r.links[s.Name] = l
-		ops, err := freeAddr()
-		if err != nil {
-			return err
-		}
-		r.ops[s.Name] = ops
+		ops := r.ops[s.Name]
 		cfg := fmt.Sprintf("queryflux:\n  role: worker\n  controlPlane: {url: %q, secret: %q}\n", "http://"+l.addr(), workerSecret)
 		if r.wl != nil {
 			if r.wl.pg[s.Name], err = freeAddr(); err != nil {
 				return err
 			}
 			cfg = r.wl.workerConfig("http://"+l.addr(), r.wl.pg[s.Name])
+		}
+		if r.cfg != nil {
+			cfg = r.cfg.workerConfig(s.Name, "http://"+l.addr())
 		}
 		path, err := r.writeFile(s.Name+".yaml", cfg)
 		if err != nil {
@@ -515,7 +567,7 @@ func (r *runner) boot(ctx context.Context) error {
 		if hasFlag(r.opts.Bin, "--health-probe-interval") {
 			args = append(args, "--health-probe-interval", iv.healthProbe.String(), "--health-lag-threshold", iv.lagThreshold.String())
 		}
-		r.procs[s.Name] = &proc{name: s.Name, bin: r.opts.Bin, logPath: filepath.Join(r.dir, s.Name+".log"), args: args}
+		r.procs[s.Name] = &proc{name: s.Name, bin: r.opts.Bin, logPath: filepath.Join(r.dir, s.Name+".log"), args: args, env: r.clockEnv(s.Name)}
 		if err := r.procs[s.Name].start(); err != nil {
 			return err
 		}
@@ -532,6 +584,12 @@ func (r *runner) boot(ctx context.Context) error {
 		if all && r.wl != nil {
 			all = r.wl.serving(ctx)
 		}
+		if all && r.cfg != nil {
+			s := r.snapshot(true)
+			for _, n := range workerNames(r.sc) {
+				all = all && s.config[n].cap == r.cfg.spec.Cap
+			}
+		}
 		if all {
 			return nil
 		}
@@ -540,6 +598,15 @@ func (r *runner) boot(ctx context.Context) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// fenceEnv is what a control plane's environment adds for workload.engineFence: false: the
+// binary's test hook that runs it without the engine fence.
+func (r *runner) fenceEnv() []string {
+	if wl := r.sc.Workload; wl != nil && wl.EngineFence != nil && !*wl.EngineFence {
+		return []string{assembly.TestNoEngineFenceEnv + "=1"}
+	}
+	return nil
 }
 
 // controlPlaneDatabase is a fresh migrated database per control plane, or, with a workload,
@@ -618,13 +685,17 @@ func (r *runner) poll(stop chan struct{}, needHealth bool, obs *observer, look f
 				info, known := s.registry[cp][n.Name]
 				obs.look(s.t, n.Name, info, known, since)
 			}
+			if st, ok := s.config[n.Name]; ok {
+				obs.lookConfig(s.t, n.Name, st.cap)
+			}
 		}
 	}
 }
 
 // snapshot reads every control plane's /admin/workers and, if asked, every worker's status.
 func (r *runner) snapshot(health bool) *snapshot {
-	s := &snapshot{t: r.now(), cpUp: map[string]bool{}, registry: map[string]map[string]transport.WorkerInfo{}, health: map[string]string{}}
+	s := &snapshot{t: r.now(), cpUp: map[string]bool{}, registry: map[string]map[string]transport.WorkerInfo{}, health: map[string]string{},
+		config: map[string]workerConfigState{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for cp, addr := range r.api {
@@ -641,11 +712,18 @@ func (r *runner) snapshot(health bool) *snapshot {
 	if health {
 		for w, addr := range r.ops {
 			wg.Go(func() {
-				st, err := r.workerHealth(addr)
+				st, err := r.workerStatus(addr)
+				metrics := ""
+				if err == nil && r.cfg != nil {
+					metrics, err = r.getText("http://"+addr+"/metrics", 200*time.Millisecond)
+				}
 				mu.Lock()
 				defer mu.Unlock()
 				if err == nil {
-					s.health[w] = st
+					s.health[w] = st.Health.State
+					if r.cfg != nil {
+						s.config[w] = r.cfg.stateOf(st, metrics)
+					}
 				}
 			})
 		}
@@ -722,14 +800,19 @@ func (r *runner) adminWorkers(addr string) (map[string]transport.WorkerInfo, err
 	return out, nil
 }
 
-func (r *runner) workerHealth(addr string) (string, error) {
-	var st struct {
-		Health transport.HealthStatus `json:"health"`
-	}
+// workerStatus is what the run reads of a worker's /worker/status.
+type workerStatus struct {
+	Health   transport.HealthStatus   `json:"health"`
+	Revision transport.RevisionStatus `json:"revision"`
+	Config   transport.ConfigStatus   `json:"config"`
+}
+
+func (r *runner) workerStatus(addr string) (*workerStatus, error) {
+	var st workerStatus
 	if err := r.get("http://"+addr+transport.PathWorkerStatus, "", 200*time.Millisecond, &st); err != nil {
-		return "", err
+		return nil, err
 	}
-	return st.Health.State, nil
+	return &st, nil
 }
 
 // heartbeatWith sends one heartbeat with token straight to the control plane (not through the

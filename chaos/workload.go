@@ -112,19 +112,10 @@ func planWorkload(sc *scenarios.Scenario) []string {
 			out = append(out, fmt.Sprintf("workload.groups %s: an unbounded wait has no setting in the binary (0 means 30 s)", g.Name))
 		}
 	}
-	if wl.EngineFence != nil && !*wl.EngineFence {
-		out = append(out, "workload.engineFence: false (the binary always fences reclaimed leases on the engine)")
-	}
 	if wl.ControlPlane != nil {
 		out = append(out, "workload.controlPlane: a service-time model of the control plane (the real one takes its real time)")
 	}
 	whole("sweepEvery", wl.SweepEvery)
-	if h := wl.History; h != nil {
-		whole("history.flushInterval", h.FlushInterval)
-		if h.Batch != 0 || h.SendTimeout != 0 {
-			out = append(out, "workload.history: batch and sendTimeout have no setting in the binary")
-		}
-	}
 	return out
 }
 
@@ -191,7 +182,7 @@ func (f *fleetWorkload) workerConfig(cpURL, pgAddr string) string {
 	s := fmt.Sprintf("queryflux:\n  role: worker\n  controlPlane: {url: %q, secret: %q}\n  %s\n  frontends:\n    postgres: {enabled: true, listen: %q}\n",
 		cpURL, workerSecret, f.coordinationYAML(false), pgAddr)
 	if h := f.wl.History; h != nil {
-		s += fmt.Sprintf("  historyUplink: {enabled: true, flushIntervalSecs: %d, bufferRecords: %d}\n", max(1, int(h.FlushInterval/time.Second)), h.Buffer)
+		s += "  " + h.ConfigYAML() + "\n"
 	}
 	return s
 }
@@ -234,6 +225,10 @@ func (f *fleetWorkload) start(ctx context.Context) {
 		for j, name := range members {
 			rng := &lockedRand{r: rand.New(rand.NewPCG(f.r.opts.Seed, uint64(i)<<32|uint64(j)))}
 			gen := &arrivals{f: f, a: a, worker: name, rate: a.Rate * weights[j], rng: rng}
+			for range a.Clients {
+				f.clients.Add(1)
+				go func() { defer f.clients.Done(); gen.closedLoop(ctx) }()
+			}
 			f.clients.Add(1)
 			go func() { defer f.clients.Done(); gen.poisson(ctx) }()
 			if a.Burst != nil {
@@ -314,6 +309,19 @@ func (g *arrivals) poisson(ctx context.Context) {
 	}
 }
 
+// closedLoop is one closed-loop client: its next query as soon as the last one ended (a
+// failed one at least scenarios.ClientRefusedPause after it started, as in the simulator).
+func (g *arrivals) closedLoop(ctx context.Context) {
+	r := g.f.r
+	for ctx.Err() == nil && g.waitActive(ctx) {
+		sent := r.now()
+		if g.f.submitWait(g.worker, g.a.Group, g.draw()) != outSucceeded &&
+			!r.sleepUntil(ctx, sent+scenarios.ClientRefusedPause) {
+			return
+		}
+	}
+}
+
 func (g *arrivals) bursts(ctx context.Context) {
 	r := g.f.r
 	for g.waitActive(ctx) {
@@ -352,10 +360,26 @@ func (f *fleetWorkload) submit(ctx context.Context, worker, group string, draws 
 	f.clients.Add(1)
 	go func() {
 		defer f.clients.Done()
-		sent := time.Now()
-		outcome, ran := f.run(f.queries, worker, group, draws)
-		f.finish(worker, counted, outcome, time.Since(sent), ran)
+		f.runCounted(worker, group, draws, counted)
 	}()
+}
+
+// submitWait runs one query on worker as submit does, returning when it ended.
+func (f *fleetWorkload) submitWait(worker, group string, draws []drawn) string {
+	counted := f.r.now() >= f.wl.Warmup
+	if counted {
+		f.mu.Lock()
+		f.loadOf(worker).Submitted++
+		f.mu.Unlock()
+	}
+	return f.runCounted(worker, group, draws, counted)
+}
+
+func (f *fleetWorkload) runCounted(worker, group string, draws []drawn, counted bool) string {
+	sent := time.Now()
+	outcome, ran := f.run(f.queries, worker, group, draws)
+	f.finish(worker, counted, outcome, time.Since(sent), ran)
+	return outcome
 }
 
 // Outcomes of one query as its client sees them.
@@ -590,20 +614,29 @@ func (f *fleetWorkload) serving(ctx context.Context) bool {
 		if f.finished[name] > 0 {
 			continue
 		}
-		g := f.wl.Groups[0].Name
-		c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable&connect_timeout=2", g, f.pg[name], g))
-		if err != nil {
-			return false
-		}
-		err = c.QueryRow(ctx, "SELECT 1").Scan(new(int))
-		c.Close(context.Background())
-		if err != nil {
+		if !f.answers(ctx, name) {
 			return false
 		}
 		f.finished[name]++
 	}
 	return true
 }
+
+// answers reports whether worker name answers one query within servingProbeTimeout: a probe
+// that hangs (once seen: admitted, never answered) is asked again rather than waited on forever.
+func (f *fleetWorkload) answers(ctx context.Context, name string) bool {
+	ctx, cancel := context.WithTimeout(ctx, servingProbeTimeout)
+	defer cancel()
+	g := f.wl.Groups[0].Name
+	c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", g, f.pg[name], g))
+	if err != nil {
+		return false
+	}
+	defer c.Close(context.Background())
+	return c.QueryRow(ctx, "SELECT 1").Scan(new(int)) == nil
+}
+
+const servingProbeTimeout = 10 * time.Second
 
 // histSeen is a worker's history uplink counters as last read, summed across its restarts.
 type histSeen struct {

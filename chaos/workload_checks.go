@@ -1,11 +1,13 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/scenarios"
 )
 
@@ -64,7 +66,7 @@ func planWorkloadCheck(sc *scenarios.Scenario, c *scenarios.CheckSpec) (realChec
 			n := 0
 			for cl, ls := range s.leases {
 				for _, l := range ls {
-					if (a.Cluster == "" || cl == a.Cluster) && (a.Holder == "" || l.Holder == a.Holder) {
+					if (a.Cluster == "" || cl == a.Cluster) && (a.Holder == "" || capacity.HolderWorker(l.Holder) == a.Holder) {
 						n++
 					}
 				}
@@ -97,6 +99,28 @@ func planWorkloadCheck(sc *scenarios.Scenario, c *scenarios.CheckSpec) (realChec
 			}
 			return n - base, true
 		}), "", true
+	case "admittedRatio":
+		var a struct {
+			Workers string        `yaml:"workers"`
+			Over    string        `yaml:"over"`
+			Min     float64       `yaml:"min"`
+			Max     float64       `yaml:"max"`
+			From    time.Duration `yaml:"from"`
+			To      time.Duration `yaml:"to"`
+		}
+		if err := c.Params.Decode(&a); err != nil {
+			return nil, err.Error(), true
+		}
+		var ch ratioCheck
+		var err error
+		if ch.workers, err = sc.Resolve(a.Workers); err != nil {
+			return nil, err.Error(), true
+		}
+		if ch.over, err = sc.Resolve(a.Over); err != nil {
+			return nil, err.Error(), true
+		}
+		ch.what, ch.min, ch.max, ch.from, ch.to = a.Workers+" over "+a.Over, a.Min, a.Max, a.From, cmp.Or(a.To, sc.Duration)
+		return &ch, "", true
 	case "engineMax":
 		var a struct {
 			scenarios.CountWindow `yaml:",inline"`
@@ -165,6 +189,45 @@ func (c *countCheck) result(*runner) (bool, string) {
 	pass := scenarios.WindowPass(c.win.Mode, c.hits, c.looks, c.bounds.Holds(c.last))
 	return pass, fmt.Sprintf("%s %s %s in [%v, %v]: %d/%d looks held; min %d, max %d, last %d", c.what, c.win.Mode, c.bounds,
 		c.win.From, c.win.To, c.hits, c.looks, c.lo, c.hi, c.last)
+}
+
+// ratioCheck mirrors admittedRatio: guard grants to workers over grants to over, counted from
+// the first look at or after `from` to the last at or before `to`.
+type ratioCheck struct {
+	workers, over []string
+	what          string
+	min, max      float64
+	from, to      time.Duration
+
+	base, end [2]int
+	looks     int
+}
+
+func (c *ratioCheck) look(_ *scenarios.Scenario, s *snapshot) {
+	if s.t < c.from || s.t > c.to {
+		return
+	}
+	var n [2]int
+	for i, names := range [][]string{c.workers, c.over} {
+		for _, name := range names {
+			n[i] += s.admitted[name]
+		}
+	}
+	if c.looks == 0 {
+		c.base = n
+	}
+	c.end = n
+	c.looks++
+}
+
+func (c *ratioCheck) result(*runner) (bool, string) {
+	a, b := c.end[0]-c.base[0], c.end[1]-c.base[1]
+	if b == 0 {
+		return false, fmt.Sprintf("admitted %s in [%v, %v]: %d over 0 (%d looks)", c.what, c.from, c.to, a, c.looks)
+	}
+	r := float64(a) / float64(b)
+	pass := r >= c.min && (c.max == 0 || r <= c.max)
+	return pass, fmt.Sprintf("admitted %s in [%v, %v]: %d / %d = %.2f (want min %.2f, max %.2f)", c.what, c.from, c.to, a, b, r, c.min, c.max)
 }
 
 // capCheck: leases granted (control plane's table) or queries executing (pg_stat_activity)

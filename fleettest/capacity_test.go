@@ -99,7 +99,7 @@ func (ef *engineFleet) leases() map[string]int {
 	}
 	out := map[string]int{}
 	for _, l := range ls {
-		out[l.Holder]++
+		out[capacity.HolderWorker(l.Holder)]++
 	}
 	return out
 }
@@ -172,7 +172,8 @@ func (s *sampler) run(ctx context.Context, t *testing.T, db string) {
 // and is killed with SIGKILL; w2 takes the freed slots and is frozen with SIGSTOP; w3 takes them
 // after the control plane fenced w2's work on the engine. pg_stat_activity, sampled every 50 ms,
 // never shows more than 4 queries running. A registered rogue worker then cannot renew or
-// release another worker's lease (403), nor acquire past the cap or on an unknown cluster.
+// release another worker's lease (403), nor acquire past the cap or on an unknown cluster; nor
+// can a registration under w3's live name touch the leases of w3's session.
 func TestEngineCapHoldsWhenWorkersDieOrFreeze(t *testing.T) {
 	ef := newEngineFleet(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -250,9 +251,27 @@ func rogueWorker(t *testing.T, ef *engineFleet) {
 	if code, eb, _ := ef.post(capacity.PathAcquire, reg.Token, capacity.MediaJSON, `{"cluster":"elsewhere","cap":1}`); code != 400 || !strings.Contains(eb.Error, "unknown cluster") {
 		t.Errorf("rogue acquiring an unknown cluster: %d %+v, want 400", code, eb)
 	}
-	if now := ef.leases(); now[victim.Holder] != engineCap || now["rogue"] != 0 {
+	if now := ef.leases(); now[capacity.HolderWorker(victim.Holder)] != engineCap || now["rogue"] != 0 {
 		t.Errorf("leases after the rogue's attempts: %v", now)
 	}
+	// Registering under the victim's live name starts a new session, which cannot touch the
+	// old session's leases either: they are fenced on the engine before they are freed.
+	name := capacity.HolderWorker(victim.Holder)
+	code, eb, body = ef.post(transport.PathRegister, workerSecret, transport.MediaWorkerRegister, `{"name":"`+name+`","version":"1"}`)
+	var impostor transport.RegisterResponse
+	if code != 200 || json.Unmarshal(body, &impostor) != nil {
+		t.Fatalf("registration under %s's name: %d %+v", name, code, eb)
+	}
+	// 403; or 401 once the real worker, its token revoked, has registered again in turn.
+	if code, eb, _ := ef.post(capacity.PathRenew, impostor.Token, capacity.MediaJSON, `{"lease":`+ref+`,"ttlMillis":30000}`); code != 403 && code != 401 {
+		t.Errorf("a new session of %s renewing the old session's lease: %d %+v, want 403", name, code, eb)
+	}
+	if code, eb, _ := ef.post(capacity.PathReleaseBatch, impostor.Token, capacity.MediaJSON, `{"leases":[`+ref+`]}`); code != 403 && code != 401 {
+		t.Errorf("a new session of %s releasing the old session's lease: %d %+v, want 403", name, code, eb)
+	}
+	daemontest.Eventually(t, 60*time.Second, name+" registers again and holds the cap with its new session", func() bool {
+		return ef.leases()[name] == engineCap
+	})
 	if out := ef.cp.Output(); !strings.Contains(out, "refused a request for another worker's lease") {
 		t.Errorf("the refusals were not logged")
 	}

@@ -3,14 +3,16 @@ package fleettest
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"regexp"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -29,45 +31,17 @@ import (
 )
 
 // forwardFleet is a control plane and two workers with Trino and Flight SQL frontends in front
-// of one PostgreSQL cluster that admits one query at a time, and a front that sends each request
-// (HTTP) or connection (Flight) to the next worker in turn, as a Service would.
-type forwardFleet struct {
-	*fleet
-	names  []string
-	trino  map[string]string // worker -> Trino frontend address
-	flight map[string]string
-	ops    map[string]string
-	procs  map[string]*daemontest.Proc
-}
+// of one PostgreSQL cluster that admits one query at a time; the tests put a front before them
+// that sends each request (HTTP) or connection (Flight) to the next worker in turn, as a
+// Service would.
+type forwardFleet struct{ *peerFleet }
 
 func newForwardFleet(t *testing.T) *forwardFleet {
-	engineURL, db := engineDatabases(t)
-	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
-	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", f.controlPlaneYAML(db, fmt.Sprintf(`clusters:
-  - {name: pg, engine: postgres, endpoint: %q, database: %q, credentials: {user: %q}, maxRunningQueries: 1}
-clusterGroups:
+	ff := &forwardFleet{newPeerFleet(t, peerFleetOptions{cap: 1, workers: withFrontends(2, "trino", "flightsql"), groups: `clusterGroups:
   - {name: main, members: [pg], maxQueuedQueries: 10, capacityWaitTimeoutSecs: 20}
-routingFallback: main
-settings: {security: {trustLoopback: true}}
-`, engineURL.Host, strings.TrimPrefix(engineURL.Path, "/"), engineURL.User.Username())))
-	f.startControlPlane()
-	ff := &forwardFleet{fleet: f, names: []string{"w1", "w2"}, trino: map[string]string{}, flight: map[string]string{},
-		ops: map[string]string{}, procs: map[string]*daemontest.Proc{}}
+routingFallback: main`})}
 	for _, name := range ff.names {
-		addrs := daemontest.FreeAddrs(t, 3)
-		cfg := daemontest.WriteFile(t, name+".yaml", fmt.Sprintf(`queryflux:
-  role: worker
-  controlPlane: {url: "http://%s", secret: %q}
-  frontends:
-    trino: {enabled: true, listen: %q}
-    flightsql: {enabled: true, listen: %q}
-`, f.apiAddr, workerSecret, addrs[0], addrs[1]))
-		ff.trino[name], ff.flight[name], ff.ops[name] = addrs[0], addrs[1], addrs[2]
-		ff.procs[name] = daemontest.Start(t, name, "serve", "--config", cfg, "--name", name, "--ops-listen", addrs[2],
-			"--heartbeat-interval", heartbeat.String(), "--allow-short-timeouts")
-	}
-	for _, name := range ff.names {
-		db := frontendtest.OpenTrino(t, trino.Config{ServerURI: "http://queryflux@" + ff.trino[name]})
+		db := frontendtest.OpenTrino(t, trino.Config{ServerURI: "http://queryflux@" + ff.addr[name]["trino"]})
 		daemontest.EventuallyNil(t, 30*time.Second, func() error { return db.QueryRow("SELECT 1").Scan(new(int)) })
 	}
 	return ff
@@ -86,18 +60,6 @@ func roundRobin(t *testing.T, backends ...string) string {
 	return strings.TrimPrefix(srv.URL, "http://")
 }
 
-// forwards reads a worker's queryflux_forwards_total for protocol and outcome.
-func (ff *forwardFleet) forwards(name, protocol, outcome string) int {
-	_, body := getBody(ff.t, "http://"+ff.ops[name]+"/metrics")
-	re := regexp.MustCompile(`queryflux_forwards_total\{outcome="` + outcome + `",protocol="` + protocol + `"\} (\d+)`)
-	m := re.FindStringSubmatch(body)
-	if m == nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(m[1])
-	return n
-}
-
 const manyRows = "SELECT i, 'row ' || i AS s FROM generate_series(0, 4999) i ORDER BY i"
 
 // TestFollowUpsReachTheOwningWorker runs one fleet through three stories: pages through
@@ -105,6 +67,7 @@ const manyRows = "SELECT i, 'row ' || i AS s FROM generate_series(0, 4999) i ORD
 func TestFollowUpsReachTheOwningWorker(t *testing.T) {
 	ff := newForwardFleet(t)
 	t.Run("pages", ff.trinoPages)
+	t.Run("npmTrinoClientPages", ff.npmTrinoPages)
 	t.Run("cancel", ff.trinoCancel)
 	t.Run("flightTicket", ff.flightTicket)
 	t.Run("ownerKilled", ff.trinoOwnerKilled)
@@ -138,7 +101,7 @@ func roundRobinTCP(t *testing.T, backends ...string) string {
 // flightTicket executes on one connection through the front and fetches the ticket on a second
 // one, which the front gives the other worker.
 func (ff *forwardFleet) flightTicket(t *testing.T) {
-	front := roundRobinTCP(t, ff.flight["w1"], ff.flight["w2"])
+	front := roundRobinTCP(t, ff.addr["w1"]["flightsql"], ff.addr["w2"]["flightsql"])
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c1, c2 := frontendtest.DialFlight(t, front), frontendtest.DialFlight(t, front)
@@ -170,7 +133,7 @@ func (ff *forwardFleet) flightTicket(t *testing.T) {
 }
 
 func (ff *forwardFleet) trinoPages(t *testing.T) {
-	front := roundRobin(t, ff.trino["w1"], ff.trino["w2"])
+	front := roundRobin(t, ff.addr["w1"]["trino"], ff.addr["w2"]["trino"])
 	db := frontendtest.OpenTrino(t, trino.Config{ServerURI: "http://queryflux@" + front})
 	for round := range 4 { // each statement starts on the next worker; its pages alternate
 		rows, err := db.Query(manyRows)
@@ -198,6 +161,47 @@ func (ff *forwardFleet) trinoPages(t *testing.T) {
 	}
 	if n := ff.forwards("w1", "trino", "ok") + ff.forwards("w2", "trino", "ok"); n < 4 {
 		t.Fatalf("%d follow-ups forwarded; pages that reached the wrong worker were not forwarded", n)
+	}
+}
+
+// npmTrinoPages reads a many-page result through the npm trino-client with the front
+// alternating workers: the pages that reach the worker not holding the query are forwarded to
+// its owner, and the client reads every row in order.
+func (ff *forwardFleet) npmTrinoPages(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "internal", "frontend", "frontendtest", "nodeclients")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "trino-client")); err != nil {
+		t.Skipf("the npm trino-client is not installed (make test-deps installs it; its install failed): %v", err)
+	}
+	front := roundRobin(t, ff.addr["w1"]["trino"], ff.addr["w2"]["trino"])
+	before := ff.forwards("w1", "trino", "ok") + ff.forwards("w2", "trino", "ok")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "trino_auth_probe.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TRINO_SERVER=http://"+front, "TRINO_USER=queryflux", "TRINO_QUERY="+manyRows)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("trino-client: %v %s", err, out)
+	}
+	var got struct {
+		OK    [][]any
+		Types []string
+		Error string
+	}
+	if err := json.Unmarshal(out, &got); err != nil || got.Error != "" {
+		t.Fatalf("trino-client output %.300s: %v", out, err)
+	}
+	if len(got.OK) != 5000 {
+		t.Fatalf("trino-client read %d rows, want 5000", len(got.OK))
+	}
+	for i, r := range got.OK {
+		if len(r) != 2 || r[0] != float64(i) || r[1] != "row "+strconv.Itoa(i) {
+			t.Fatalf("row %d: %v", i, r)
+		}
+	}
+	if after := ff.forwards("w1", "trino", "ok") + ff.forwards("w2", "trino", "ok"); after == before {
+		t.Fatal("no follow-up of the trino-client was forwarded: every page reached the owner?")
 	}
 }
 
@@ -237,7 +241,7 @@ func at(uri, addr string) string {
 // startBlocked starts a large query on w1 and polls it until rows flow: it then holds the
 // cluster's only slot while its client does not read on.
 func (ff *forwardFleet) startBlocked(t *testing.T) statement {
-	_, st, raw := trinoCall(t, "POST", "http://"+ff.trino["w1"]+"/v1/statement", "SELECT i FROM generate_series(1, 3000000) i")
+	_, st, raw := trinoCall(t, "POST", "http://"+ff.addr["w1"]["trino"]+"/v1/statement", "SELECT i FROM generate_series(1, 3000000) i")
 	for st.Data == nil {
 		if st.NextURI == "" {
 			t.Fatalf("the query ended before returning rows: %s", raw)
@@ -256,14 +260,14 @@ func (ff *forwardFleet) startBlocked(t *testing.T) statement {
 func (ff *forwardFleet) trinoCancel(t *testing.T) {
 	st := ff.startBlocked(t)
 	// w2 does not hold the query: its DELETE goes to w1, which stops it and frees the slot.
-	if code, _, raw := trinoCall(t, "DELETE", at(st.NextURI, ff.trino["w2"]), ""); code != http.StatusNoContent {
+	if code, _, raw := trinoCall(t, "DELETE", at(st.NextURI, ff.addr["w2"]["trino"]), ""); code != http.StatusNoContent {
 		t.Fatalf("DELETE through w2: %d %s", code, raw)
 	}
-	if code, _, raw := trinoCall(t, "GET", at(st.NextURI, ff.trino["w2"]), ""); code != http.StatusNotFound {
+	if code, _, raw := trinoCall(t, "GET", at(st.NextURI, ff.addr["w2"]["trino"]), ""); code != http.StatusNotFound {
 		t.Fatalf("poll of the cancelled query through w2: %d %s", code, raw)
 	}
 	// The only slot is free again: a query through w2 runs instead of waiting for it.
-	db := frontendtest.OpenTrino(t, trino.Config{ServerURI: "http://queryflux@" + ff.trino["w2"]})
+	db := frontendtest.OpenTrino(t, trino.Config{ServerURI: "http://queryflux@" + ff.addr["w2"]["trino"]})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var n int
@@ -277,7 +281,7 @@ func (ff *forwardFleet) trinoCancel(t *testing.T) {
 
 func (ff *forwardFleet) trinoOwnerKilled(t *testing.T) {
 	st := ff.startBlocked(t)
-	ff.procs["w1"].Kill(t)
+	ff.kill("w1")
 	// A Flight SQL ticket naming the dead worker (the only slot is taken, so none is issued):
 	// NotFound, not a hang.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -286,7 +290,7 @@ func (ff *forwardFleet) trinoOwnerKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := frontendtest.DialFlight(t, ff.flight["w2"]).DoGet(ctx, &flight.Ticket{Ticket: ticket})
+	r, err := frontendtest.DialFlight(t, ff.addr["w2"]["flightsql"]).DoGet(ctx, &flight.Ticket{Ticket: ticket})
 	if err == nil {
 		r.Release()
 	}
@@ -297,7 +301,7 @@ func (ff *forwardFleet) trinoOwnerKilled(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		code, _, raw := trinoCall(t, "GET", at(st.NextURI, ff.trino["w2"]), "")
+		code, _, raw := trinoCall(t, "GET", at(st.NextURI, ff.addr["w2"]["trino"]), "")
 		if code != http.StatusNotFound || !strings.Contains(raw, "Query not found") {
 			t.Errorf("poll of a dead owner's query: %d %s", code, raw)
 		}

@@ -64,6 +64,8 @@ func boot(w *World, n *sim.Node, what string, role interface{ Start(context.Cont
 
 func wholeSecs(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
 
+func wholeMs(d time.Duration) int { return int((d + time.Millisecond - 1) / time.Millisecond) }
+
 // fleetQueryFlux is the node-local section every simulated node shares.
 func fleetQueryFlux(w *World, role config.Role) config.QueryFlux {
 	q := config.QueryFlux{Role: role}
@@ -77,12 +79,15 @@ func fleetQueryFlux(w *World, role config.Role) config.QueryFlux {
 	}
 	if c := w.Scenario.Config; c != nil {
 		q.ControlPlane.PollTimeoutSecs = wholeSecs(c.PollTimeout)
+		q.ControlPlane.RetryMaxSecs = wholeSecs(c.RetryMax)
 	}
 	if wl := w.Scenario.Workload; wl != nil {
 		q.Coordination = wl.coordination()
 		q.Coordination.Weights = wl.Coordination.Weights
 		q.Coordination.SweepEverySecs = wholeSecs(wl.SweepEvery)
-		q.HistoryUplink.Enabled = wl.History != nil
+		if h := wl.History; h != nil {
+			q.HistoryUplink = h.uplink()
+		}
 	}
 	return q
 }
@@ -140,7 +145,7 @@ func fleetSnapshot(w *World, e env.Env) controlplane.ConfigSource {
 					return nil, fmt.Errorf("snapshot build hung: %w", err)
 				}
 			}
-			return configSnapshot(st.cap, e.Now())
+			return configSnapshot(st.cap, e.Now(), w.Scenario.Config.Zones)
 		case w.Scenario.Workload != nil:
 			return snapshot.Build(w.Scenario.Workload.config(WorkloadOf(w).caps), snapshot.Options{ConfirmedAt: e.Now()})
 		}
@@ -172,6 +177,29 @@ func simEngines(w *World) proxy.EngineFactory {
 	}
 }
 
+// sharedDecoder decodes each distinct snapshot body once per run: a fleet's workers fetch the
+// same bytes, decoding is a pure function of them (strict JSON plus the revision check, most of
+// a worker's boot), and the workers only read the snapshot.
+type sharedDecoder struct {
+	decoded map[string]decodedSnapshot
+}
+
+type decodedSnapshot struct {
+	snap *snapshot.WorkerSnapshotV1
+	err  error
+}
+
+func newSharedDecoder() any { return &sharedDecoder{decoded: map[string]decodedSnapshot{}} }
+
+func (d *sharedDecoder) decode(body []byte) (*snapshot.WorkerSnapshotV1, error) {
+	if r, ok := d.decoded[string(body)]; ok {
+		return r.snap, r.err
+	}
+	snap, err := snapshot.Decode(body)
+	d.decoded[string(body)] = decodedSnapshot{snap, err}
+	return snap, err
+}
+
 type sharedEngine struct{ *simengine.Engine }
 
 func (sharedEngine) Close() error { return nil }
@@ -180,7 +208,7 @@ func (sharedEngine) Close() error { return nil }
 func workerDeps(w *World, n *sim.Node, client *http.Client) assembly.WorkerDeps {
 	d := assembly.WorkerDeps{
 		Metrics: prometheus.NewRegistry(), Client: client, PeerClient: n.Client(), OpenEngine: simEngines(w),
-		Timing: assembly.WorkerTiming{ConfigBackoffMin: 500 * time.Millisecond, ConfigBackoffMax: 5 * time.Second, PeerRequestTimeout: time.Second},
+		DecodeSnapshot: w.Durable("snapshot-decoder", newSharedDecoder).(*sharedDecoder).decode,
 	}
 	if c := w.Scenario.Config; c != nil && c.LastGood {
 		d.Snapshots = w.Durable("lastgood/"+n.Name(), func() any { return &worker.MemorySnapshotStore{} }).(*worker.MemorySnapshotStore)

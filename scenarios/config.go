@@ -29,7 +29,9 @@ type ConfigSpec struct {
 	BuildTimeout time.Duration `yaml:"buildTimeout"` // the control plane's snapshot build (default 10s)
 	Peers        bool          `yaml:"peers"`        // bootstrap from the other workers while the control plane is down
 	MaxAge       time.Duration `yaml:"maxAge"`       // oldest peer copy accepted (default 60s)
+	RetryMax     time.Duration `yaml:"retryMax"`     // workers' longest wait between failed polls (queryflux.controlPlane.retryMaxSecs; default the binary's)
 	LastGood     bool          `yaml:"lastGood"`     // workers keep their last good snapshot (a store surviving crashes)
+	Zones        bool          `yaml:"zones"`        // groups g, eu and us, selected by zone labels; cap edits go to the us cluster (labels.go)
 }
 
 func (c *ConfigSpec) validate() error {
@@ -44,6 +46,9 @@ func (c *ConfigSpec) validate() error {
 	}
 	if c.MaxAge == 0 {
 		c.MaxAge = 60 * time.Second
+	}
+	if c.RetryMax < 0 {
+		return fmt.Errorf("config.retryMax %v: must not be negative", c.RetryMax)
 	}
 	if c.Cap < 1 {
 		return fmt.Errorf("config.cap %d: must be >= 1", c.Cap)
@@ -72,7 +77,10 @@ func configSyncOf(w *World, name string) (*worker.ConfigSync, *worker.Worker) {
 
 // configSnapshot builds the snapshot of cap c; a negative cap gives a snapshot whose fallback
 // names no group (it passes the control plane, as a buggy compiler's would, and fails on workers).
-func configSnapshot(c int, at time.Time) (*snapshot.WorkerSnapshotV1, error) {
+func configSnapshot(c int, at time.Time, zones bool) (*snapshot.WorkerSnapshotV1, error) {
+	if zones && c > 0 {
+		return snapshot.Build(zonedConfig(c), snapshot.Options{ConfirmedAt: at})
+	}
 	capacity, fallback := c, "g"
 	if c < 0 {
 		capacity = 1

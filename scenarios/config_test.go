@@ -1,6 +1,7 @@
 package scenarios_test
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -35,6 +36,40 @@ func TestConfigChecksCanFail(t *testing.T) {
 				if !c.Pass {
 					t.Logf("%s without the fault: %s: %s", file, c.Name, c.Detail)
 				}
+			}
+		}
+	}
+}
+
+// The workers' retry after a failed poll is the binary's queryflux.controlPlane.retryMaxSecs,
+// read from the configuration the simulator builds as serve does: with retryMax 2s a worker
+// takes an edit made at its control plane's return after a long outage within seconds; with the
+// binary's default (30 s) its backoff has grown past the return, and it does not.
+func TestConfigRetryMaxIsTheBinarysSetting(t *testing.T) {
+	const file = `duration: 60s
+intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: 120s, requestTimeout: 1s}
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{prefix: w-, count: 2}]
+config: {cap: 2, pollTimeout: 5s%s}
+timeline:
+  - {at: 5s, crash: cp-1}
+  - {at: 40s, restart: cp-1}
+  - {at: 40s, configSet: {cap: 3}}
+checks:
+  - configStatus: {worker: workers, cap: 3, from: 46s, to: 50s, mode: always}
+`
+	for _, tc := range []struct {
+		retryMax string
+		pass     bool
+	}{{", retryMax: 2s", true}, {"", false}} {
+		sc, err := scenarios.Parse("retry.yaml", []byte(fmt.Sprintf(file, tc.retryMax)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seed := uint64(1); seed <= 3; seed++ {
+			if res := scenarios.Run(sc, seed, scenarios.RunOpts{}); res.Pass() != tc.pass {
+				t.Errorf("config {%s} seed %d: pass %v, want %v: %+v", strings.TrimPrefix(tc.retryMax, ", "), seed, res.Pass(), tc.pass, res.Checks)
 			}
 		}
 	}

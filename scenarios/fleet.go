@@ -119,6 +119,8 @@ func workerRole(w *World, spec NodeSpec) (sim.Factory, error) {
 	}
 	log := w.Durable("tokens/"+spec.Name, func() any { return &TokenLog{} }).(*TokenLog)
 	return func(n *sim.Node) http.Handler {
+		cfg := cfg
+		cfg.Labels = labelsNow(w, spec) // a relabel takes effect at the next boot
 		client := &http.Client{Transport: &recordingTransport{inner: n.Transport(), log: log, s: w.Sim}}
 		deps := workerDeps(w, n, client)
 		if w.Scenario.Workload != nil {

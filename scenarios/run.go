@@ -178,6 +178,10 @@ type RunOpts struct {
 	// history store is acknowledged and lost without a word (a planted bug historyConserved
 	// must catch).
 	PlantHistoryLoss int
+	// Observe are checks run beside the file's own and left out of the result (another
+	// package's observers: chaos reads the headline metrics through one). Result is called on
+	// each after the run, whatever happened.
+	Observe []Check
 }
 
 // CheckResult is one check's verdict.
@@ -266,7 +270,13 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 		ch.Start(w)
 		checks = append(checks, started{c.Name, ch})
 	}
+	for _, o := range opts.Observe {
+		o.Start(w)
+	}
 	runErr := s.Run(sc.Duration)
+	for _, o := range opts.Observe {
+		o.Result(w)
+	}
 	res.VirtualSeconds = s.Elapsed().Seconds()
 	run := CheckResult{Name: "run", Pass: runErr == nil && len(w.errs) == 0, Detail: "no task failed"}
 	if runErr != nil {

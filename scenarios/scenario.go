@@ -2,8 +2,8 @@
 // and runs them in the simulator (sim/), one seed at a time.
 //
 // Roles, timeline event kinds and check kinds are registries (RegisterRole, RegisterEvent,
-// RegisterCheck): registerBuiltins lists this package's own; another package may add checks
-// (chaos's observer). The fleet's roles are the shipped ones, built by node/assembly.
+// RegisterCheck): registerBuiltins lists this package's own; a test may add kinds. Another
+// package observes a run through RunOpts.Observe (chaos's headline metrics). The fleet's roles are the shipped ones, built by node/assembly.
 //
 // This package runs roles only inside the simulator; it reads scenario files and measures wall
 // time for reports (never fed into the trace hash).
@@ -182,7 +182,7 @@ func builtins() { builtinsOnce.Do(registerBuiltins) }
 // RegisterEvent adds a timeline event kind.
 func RegisterEvent(name string, k EventKind) { builtins(); register(eventKinds, "event", name, k) }
 
-// RegisterCheck adds a check kind (another package's: chaos's headline observer).
+// RegisterCheck adds a check kind (a test's).
 func RegisterCheck(name string, k CheckKind) { builtins(); register(checkKinds, "check", name, k) }
 
 // RegisterRole adds a node role.
@@ -190,7 +190,7 @@ func RegisterRole(name string, k RoleKind) { builtins(); register(roleKinds, "ro
 
 // registerBuiltins registers the roles, events and checks this package defines. Every use of the
 // registries calls builtins first, so they are complete before any lookup and another package's
-// RegisterCheck (chaos's) cannot come first.
+// RegisterCheck (a test's) cannot come first.
 func registerBuiltins() {
 	// The fleet roles (controlplane, worker) and the registry checks: registryState, reportedHealth,
 	// selfHealth, tokenRevoked, reregistered.
@@ -222,6 +222,7 @@ func registerBuiltins() {
 		return st.EngineViolations, st.MaxExecuting
 	}, "queries executing"))
 	register(checkKinds, "check", "served", parseServed)
+	register(checkKinds, "check", "cacheHitRate", parseCacheHitRate)
 
 	// The built-in timeline events: crash, restart, stop (graceful), partition, heal, hold, release, link, drift,
 	// starve.
@@ -241,6 +242,12 @@ func registerBuiltins() {
 	register(eventKinds, "event", "configBad", parseConfigBad)
 	register(eventKinds, "event", "configHang", parseConfigHang)
 	register(checkKinds, "check", "configStatus", parseConfigStatus)
+
+	register(eventKinds, "event", "relabel", parseRelabel)
+	register(checkKinds, "check", "groupsServed", parseGroupsServed)
+	register(checkKinds, "check", "revisionConverged", parseRevisionConverged)
+	register(checkKinds, "check", "revisionChange", parseRevisionChange)
+	register(checkKinds, "check", "selectorUnmatched", parseSelectorUnmatched)
 }
 
 func register[K any](m map[string]K, what, name string, k K) {

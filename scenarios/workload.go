@@ -13,6 +13,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/queryflux/queryflux/internal/config"
@@ -94,18 +95,27 @@ type WorkloadGroup struct {
 	Strategy    string        `yaml:"strategy"`    // roundRobin (default), leastLoaded, failover, weighted
 	MaxQueued   int           `yaml:"maxQueued"`   // queries that may wait for a slot on one worker
 	WaitTimeout time.Duration `yaml:"waitTimeout"` // one query's wait for a slot (0: unbounded)
+	// Cache turns on the group's result cache (locality.go); nil: none.
+	Cache *WorkloadCache `yaml:"cache"`
 }
 
 // Arrival is a stream of queries into a group from a set of workers.
 type Arrival struct {
-	Workers string        `yaml:"workers"` // a node or group (default: workers)
-	Group   string        `yaml:"group"`
-	Rate    float64       `yaml:"rate"` // mean queries per second per worker (Poisson)
+	Workers string  `yaml:"workers"` // a node or group (default: workers)
+	Group   string  `yaml:"group"`
+	Rate    float64 `yaml:"rate"` // mean queries per second per worker (Poisson)
+	// Clients > 0 makes the arrival a closed loop instead: each worker runs that many clients,
+	// each sending its next query as soon as the last one ended (as pgbench does). A worker's
+	// demand is then its client count, so the fairness share is admitted per client.
+	Clients int           `yaml:"clients"`
 	Skew    float64       `yaml:"skew"` // worker i gets weight 1/i^skew (total rate unchanged)
 	Burst   *Burst        `yaml:"burst"`
 	OnOff   *OnOff        `yaml:"onOff"`
 	From    time.Duration `yaml:"from"`
 	To      time.Duration `yaml:"to"` // default: the scenario's end
+	// Keys > 0: each query is one of that many distinct cacheable statements, drawn uniformly
+	// (a repeated mix); 0: every query is "select 1".
+	Keys int `yaml:"keys"`
 }
 
 // Burst submits Size queries at once every Every (on top of the Poisson rate).
@@ -120,13 +130,37 @@ type OnOff struct {
 	Off time.Duration `yaml:"off"`
 }
 
-// WorkloadHistory turns on the history uplink of every worker.
+// WorkloadHistory turns on the history uplink of every worker. Its settings are the binary's
+// queryflux.historyUplink (flushIntervalMs, bufferRecords, batchRecords, sendTimeoutMs; one
+// left out is the binary's default), so real daemons run the same uplink (chaos).
 type WorkloadHistory struct {
 	FlushInterval time.Duration `yaml:"flushInterval"`
 	Buffer        int           `yaml:"buffer"`
 	Batch         int           `yaml:"batch"`
 	SendTimeout   time.Duration `yaml:"sendTimeout"`
 	StoreMax      int           `yaml:"storeMax"` // the control plane's in-memory store (default 1,000,000)
+}
+
+// uplink is the queryflux.historyUplink section of h (durations rounded up to milliseconds).
+func (h *WorkloadHistory) uplink() config.HistoryUplink {
+	return config.HistoryUplink{Enabled: true, FlushIntervalMs: wholeMs(h.FlushInterval), BufferRecords: h.Buffer,
+		BatchRecords: h.Batch, SendTimeoutMs: wholeMs(h.SendTimeout)}
+}
+
+// ConfigYAML is h as a worker's queryflux.historyUplink line, what chaos gives real workers
+// (a setting left out stays out: the binary's default).
+func (h *WorkloadHistory) ConfigYAML() string {
+	u := h.uplink()
+	fields := []string{"enabled: true"}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"flushIntervalMs", u.FlushIntervalMs}, {"bufferRecords", u.BufferRecords}, {"batchRecords", u.BatchRecords}, {"sendTimeoutMs", u.SendTimeoutMs}} {
+		if f.v != 0 {
+			fields = append(fields, fmt.Sprintf("%s: %d", f.name, f.v))
+		}
+	}
+	return "historyUplink: {" + strings.Join(fields, ", ") + "}"
 }
 
 // Objective is the queue-time objective the planner's knee is measured against.
@@ -195,6 +229,11 @@ func (wl *Workload) validate(sc *Scenario) error {
 			return fmt.Errorf("workload.groups[%d]: name %q empty or repeated, or no members", i, g.Name)
 		}
 		groups[g.Name] = true
+		if g.Cache != nil {
+			if err := g.Cache.validate(fmt.Sprintf("workload.groups[%d].cache", i)); err != nil {
+				return err
+			}
+		}
 		for _, m := range g.Members {
 			if !clusters[m] {
 				return fmt.Errorf("workload.groups[%d] (%s): no cluster named %q", i, g.Name, m)
@@ -212,8 +251,17 @@ func (wl *Workload) validate(sc *Scenario) error {
 		if !groups[a.Group] {
 			return fmt.Errorf("workload.arrivals[%d]: no group named %q", i, a.Group)
 		}
-		if a.Rate < 0 || (a.Rate == 0 && a.Burst == nil) {
-			return fmt.Errorf("workload.arrivals[%d]: rate must be > 0 (or give a burst)", i)
+		if a.Keys < 0 {
+			return fmt.Errorf("workload.arrivals[%d]: keys %d must be >= 0", i, a.Keys)
+		}
+		if a.Clients < 0 {
+			return fmt.Errorf("workload.arrivals[%d]: clients %d must be >= 0", i, a.Clients)
+		}
+		if a.Clients > 0 && (a.Rate != 0 || a.Burst != nil || a.Skew != 0) {
+			return fmt.Errorf("workload.arrivals[%d]: clients (a closed loop) cannot be combined with rate, skew or burst", i)
+		}
+		if a.Clients == 0 && (a.Rate < 0 || (a.Rate == 0 && a.Burst == nil)) {
+			return fmt.Errorf("workload.arrivals[%d]: rate must be > 0 (or give a burst, or clients)", i)
 		}
 		if a.Burst != nil && (a.Burst.Every <= 0 || a.Burst.Size <= 0) {
 			return fmt.Errorf("workload.arrivals[%d].burst: every and size must be > 0", i)
@@ -227,6 +275,9 @@ func (wl *Workload) validate(sc *Scenario) error {
 		if a.From > a.To {
 			return fmt.Errorf("workload.arrivals[%d]: from %v after to %v", i, a.From, a.To)
 		}
+	}
+	if n := closedLoop(wl.Arrivals); n > 0 && (n < len(wl.Arrivals) || wl.Replay != "") {
+		return fmt.Errorf("workload.arrivals: closed-loop (clients) and open (rate, replay) arrivals cannot be mixed: fairness compares admitted per client in one and per submitted query in the other")
 	}
 	if wl.replayed == nil {
 		if err := wl.loadReplay(sc); err != nil {
@@ -247,6 +298,9 @@ func (wl *Workload) validate(sc *Scenario) error {
 
 // Distribution is the duration model the simulated engine draws from (chaos draws real sleeps from it).
 func (d Duration) Distribution() (simengine.Distribution, error) {
+	if err := d.unreadFields(); err != nil {
+		return nil, err
+	}
 	switch d.Dist {
 	case "", "constant", "fixed":
 		return simengine.Constant{D: d.Min}, nil
@@ -267,6 +321,20 @@ func (d Duration) Distribution() (simengine.Distribution, error) {
 		return simengine.LogNormal{Median: d.Median, Sigma: d.Sigma, Max: d.Max}, nil
 	}
 	return nil, fmt.Errorf("dist %q: constant, uniform, exponential or lognormal", d.Dist)
+}
+
+// unreadFields refuses a field the distribution does not read: `{dist: constant, mean: 2s}`
+// would otherwise run queries that take no time at all.
+func (d Duration) unreadFields() error {
+	reads := map[string][]string{"": {"min"}, "constant": {"min"}, "fixed": {"min"}, "uniform": {"min", "max"},
+		"exponential": {"mean", "max"}, "lognormal": {"median", "sigma", "max"}}[d.Dist]
+	given := map[string]bool{"min": d.Min != 0, "max": d.Max != 0, "mean": d.Mean != 0, "median": d.Median != 0, "sigma": d.Sigma != 0}
+	for _, f := range []string{"min", "max", "mean", "median", "sigma"} {
+		if given[f] && reads != nil && !slices.Contains(reads, f) {
+			return fmt.Errorf("dist %q does not read %s (it reads %s)", d.Dist, f, strings.Join(reads, ", "))
+		}
+	}
+	return nil
 }
 
 // Cap is the cap of cluster name (0 if unknown).
@@ -296,13 +364,44 @@ func (wl *Workload) config(caps map[string]int) *config.Config {
 	route := config.Router{Type: "tags", TagToGroup: map[string]string{}}
 	for _, g := range wl.Groups {
 		cfg.ClusterGroups = append(cfg.ClusterGroups, config.ClusterGroup{Name: g.Name, Members: g.Members, Strategy: g.Strategy,
-			MaxQueuedQueries: g.MaxQueued, CapacityWaitTimeoutSecs: wholeSecs(g.WaitTimeout)})
+			MaxQueuedQueries: g.MaxQueued, CapacityWaitTimeoutSecs: wholeSecs(g.WaitTimeout), Cache: g.Cache.config()})
 		route.TagToGroup[g.Name] = g.Name
 	}
 	cfg.Routers = []config.Router{route}
 	cfg.RoutingFallback = wl.Groups[0].Name
 	config.ApplyDefaults(cfg)
 	return cfg
+}
+
+// closedLoop counts the arrivals that are closed loops (clients > 0).
+func closedLoop(as []Arrival) int {
+	n := 0
+	for _, a := range as {
+		if a.Clients > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// clientsPerWorker is how many closed-loop clients each worker runs (absent: its arrivals are
+// open), resolved once for the whole fleet.
+func (sc *Scenario) clientsPerWorker() map[string]int {
+	n := map[string]int{}
+	for _, a := range sc.Workload.Arrivals {
+		if a.Clients == 0 {
+			continue
+		}
+		members, _ := sc.Resolve(a.Workers)
+		counted := map[string]bool{} // a worker named twice in a group runs the arrival's clients once
+		for _, m := range members {
+			if !counted[m] {
+				counted[m] = true
+				n[m] += a.Clients
+			}
+		}
+	}
+	return n
 }
 
 // WorkerWeights is each worker's share of an arrival's rate under skew (mean 1).

@@ -131,13 +131,22 @@ func (rp *replayed) schedules(wl *Workload, n int, end time.Duration) [][]replay
 	return out
 }
 
-// replaySchedule is worker idx's share of the replay in this run (computed once per run).
-func replaySchedule(w *World, idx, n int) []replayQuery {
+// replaySchedule is the named worker's share of the replay in this run, and whether it has
+// one (it is not a worker of the fleet). The fleet is resolved and the recording split once
+// per run: every worker of a fleet of thousands looks its own share up at boot.
+func replaySchedule(w *World, name string) ([]replayQuery, bool) {
 	wl := w.Scenario.Workload
-	all := w.Durable("workload/replay", func() any {
-		return wl.replayed.schedules(wl, n, w.Scenario.Duration)
-	}).([][]replayQuery)
-	return all[idx]
+	byName := w.Durable("workload/replay", func() any {
+		members, _ := w.Scenario.Resolve("workers")
+		all := wl.replayed.schedules(wl, len(members), w.Scenario.Duration)
+		byName := make(map[string][]replayQuery, len(members))
+		for i, m := range members {
+			byName[m] = all[i]
+		}
+		return byName
+	}).(map[string][]replayQuery)
+	qs, ok := byName[name]
+	return qs, ok
 }
 
 // replay submits the worker's queries at their times (after a restart, from where it is now).

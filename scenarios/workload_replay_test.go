@@ -148,3 +148,18 @@ func TestReplayBadInputIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReplayBoot: a fleet of 1,000 simulated workers sharing a recording boots and runs
+// one virtual second; each worker looks up its share of the replay at boot.
+func BenchmarkReplayBoot(b *testing.B) {
+	dir := b.TempDir()
+	recording(&testing.T{}, dir, 20)
+	sc, err := replayScenario(&testing.T{}, dir, "replay: history.csv\n  workers: 1000")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sc.Duration = time.Second
+	for b.Loop() {
+		scenarios.Run(sc, 1, scenarios.RunOpts{})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -17,7 +18,6 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
-	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/simengine"
 	"github.com/queryflux/queryflux/node/assembly"
@@ -45,12 +45,19 @@ type WorkerLoad struct {
 type GroupLoad struct {
 	Submitted int
 	Finished  int
-	ExecMs    []int64 // execution time of every finished query that got a slot
-	QueueMs   []int64
+	CacheHits int // finished queries answered from a result cache
+	// ClientErrors are the submitted queries whose clients got an error (a finished query's
+	// failure, or an owner that stopped answering a forwarded one).
+	ClientErrors int
+	ExecMs       []int64 // execution time of every finished query that got a slot
+	QueueMs      []int64
 }
 
 func (l *GroupLoad) finished(r proxy.Record) {
 	l.Finished++
+	if r.CacheHit {
+		l.CacheHits++
+	}
 	if r.Cluster != "" {
 		l.ExecMs = append(l.ExecMs, r.ExecMs)
 	}
@@ -190,18 +197,67 @@ type checkedLeases struct {
 }
 
 func (c *checkedLeases) Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (capacity.Lease, error) {
+	if !storeServed(ctx, capacity.PathAcquire) {
+		return capacity.Lease{}, ctx.Err()
+	}
 	l, err := c.Memory.Acquire(ctx, cluster, holder, limit, ttl, now)
 	if err != nil {
 		return l, err
 	}
-	held, _ := c.Memory.List(ctx, cluster)
+	held := c.Memory.Count(cluster)
 	st := WorkloadOf(c.w)
-	st.MaxLeases[cluster] = max(st.MaxLeases[cluster], len(held))
-	if limit := st.caps[cluster]; len(held) > limit {
+	st.MaxLeases[cluster] = max(st.MaxLeases[cluster], held)
+	if limit := st.caps[cluster]; held > limit {
 		st.LeaseViolations++
-		st.violation(c.w, fmt.Sprintf("%d leases held on cluster %s after granting %s to %s, cap %d", len(held), cluster, l.ID, holder, limit))
+		st.violation(c.w, fmt.Sprintf("%d leases held on cluster %s after granting %s to %s, cap %d", held, cluster, l.ID, holder, limit))
 	}
 	return l, nil
+}
+
+// Renew, Release and ReleaseBatch take their service time (storeServed) as Acquire does.
+func (c *checkedLeases) Renew(ctx context.Context, ref capacity.LeaseRef, ttl time.Duration, now time.Time) (capacity.Lease, error) {
+	if !storeServed(ctx, capacity.PathRenew) {
+		return capacity.Lease{}, ctx.Err()
+	}
+	return c.Memory.Renew(ctx, ref, ttl, now)
+}
+
+func (c *checkedLeases) Release(ctx context.Context, ref capacity.LeaseRef) error {
+	if !storeServed(ctx, capacity.PathReleaseBatch) {
+		return ctx.Err()
+	}
+	return c.Memory.Release(ctx, ref)
+}
+
+func (c *checkedLeases) ReleaseBatch(ctx context.Context, refs []capacity.LeaseRef) (int, error) {
+	if len(refs) > 0 && !storeServed(ctx, capacity.PathReleaseBatch) {
+		return 0, ctx.Err()
+	}
+	return c.Memory.ReleaseBatch(ctx, refs)
+}
+
+// Contention, MarkDenied and MarkGranted, the waiting record's calls, take the service time
+// the calibration names for them (capacity.StoreContention, ...), each one a statement on the
+// real store: an ordered grant reads the record and marks the wait over before it answers.
+func (c *checkedLeases) Contention(ctx context.Context, cluster string, now time.Time) (capacity.Contention, error) {
+	if !storeServed(ctx, capacity.StoreContention) {
+		return capacity.Contention{}, ctx.Err()
+	}
+	return c.Memory.Contention(ctx, cluster, now)
+}
+
+func (c *checkedLeases) MarkDenied(ctx context.Context, cluster, holder string, now time.Time) error {
+	if !storeServed(ctx, capacity.StoreMarkDenied) {
+		return ctx.Err()
+	}
+	return c.Memory.MarkDenied(ctx, cluster, holder, now)
+}
+
+func (c *checkedLeases) MarkGranted(ctx context.Context, cluster, holder string) error {
+	if !storeServed(ctx, capacity.StoreMarkGranted) {
+		return ctx.Err()
+	}
+	return c.Memory.MarkGranted(ctx, cluster, holder)
 }
 
 // LeasesOf is the scenario's lease store.
@@ -223,9 +279,13 @@ type countingHandler struct {
 
 func (h countingHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	h.st.CPRequests[r.URL.Path]++
-	if h.pool != nil && !h.pool.serve(r) {
-		http.Error(rw, "request went away while queued", http.StatusServiceUnavailable)
-		return
+	if h.pool != nil {
+		if storeCharged[r.URL.Path] {
+			r = r.WithContext(withServicePool(r.Context(), h.pool))
+		} else if !h.pool.serve(r.Context(), r.URL.Path) {
+			http.Error(rw, "request went away while queued", http.StatusServiceUnavailable)
+			return
+		}
 	}
 	h.inner.ServeHTTP(rw, r)
 }
@@ -247,12 +307,10 @@ func observeWorkload(w *World, n *sim.Node, deps *assembly.WorkerDeps) {
 	st := WorkloadOf(w)
 	load := st.worker(name)
 	tracker := HistoryTrackerOf(w, name)
-	if h := wl.History; h != nil {
-		deps.Timing.History = history.UplinkConfig{BufferMax: h.Buffer, BatchMax: h.Batch,
-			FlushInterval: h.FlushInterval, SendTimeout: h.SendTimeout, OnDrop: func(id string) { tracker.Dropped[id]++ }}
-	}
 	start := w.Sim.Now().Add(-w.Sim.Elapsed())
+	forwardPeers(w, n, deps)
 	deps.Observe = assembly.Observers{
+		HistoryDropped: func(id string) { tracker.Dropped[id]++ },
 		Acquired: func(_ string, err error) {
 			if w.Sim.Elapsed() < wl.Warmup {
 				return
@@ -287,45 +345,84 @@ func workloadWorker(w *World, n *sim.Node, wk *assembly.Worker) {
 		tracker.Uplinks = append(tracker.Uplinks, u)
 	}
 	core := wk.Query.Node.Core()
-	submit := func(ctx context.Context, group, sql string) {
-		if w.Sim.Elapsed() >= wl.Warmup {
-			load.Submitted++
-			st.group(group).Submitted++
+	counted := func(group string) bool {
+		if w.Sim.Elapsed() < wl.Warmup {
+			return false
 		}
-		e.Go(ctx, "query", func(ctx context.Context) {
-			rows, err := core.Execute(ctx, &query.Request{SQL: sql, User: group, Tags: []string{group}, Protocol: query.ProtocolPostgres})
-			if err != nil {
-				return
-			}
-			defer rows.Close()
-			for {
-				if _, err := rows.Next(ctx); err != nil {
-					return
-				}
-			}
-		})
+		load.Submitted++
+		st.group(group).Submitted++
+		return true
 	}
+	// run executes one query to its end and reports whether it succeeded; a counted query's
+	// failure counts against its group.
+	run := func(ctx context.Context, group, sql string, counted bool) bool {
+		ok := drain(ctx, core, &query.Request{SQL: sql, User: group, Tags: []string{group}, Protocol: query.ProtocolPostgres})
+		if !ok && counted && ctx.Err() == nil {
+			st.group(group).ClientErrors++
+		}
+		return ok
+	}
+	submit := func(ctx context.Context, group, sql string) {
+		c := counted(group)
+		e.Go(ctx, "query", func(ctx context.Context) { run(ctx, group, sql, c) })
+	}
+	rates := arrivalRates(w)
 	for i, a := range wl.Arrivals {
-		members, _ := w.Scenario.Resolve(a.Workers)
-		idx := slices.Index(members, name)
-		if idx < 0 {
+		rate, ok := rates[i][name]
+		if !ok {
 			continue
 		}
-		rate := a.Rate * WorkerWeights(len(members), a.Skew)[idx]
 		gen := generator{w: w, e: e, a: a, rate: rate, submit: submit}
+		for c := range a.Clients {
+			e.Go(n.Ctx(), fmt.Sprintf("client-%d-%d", i, c), func(ctx context.Context) {
+				gen.closedLoop(ctx, func(ctx context.Context) bool { return run(ctx, a.Group, gen.sql(), counted(a.Group)) })
+			})
+		}
 		e.Go(n.Ctx(), fmt.Sprintf("arrivals-%d", i), gen.poisson)
 		if a.Burst != nil {
 			e.Go(n.Ctx(), fmt.Sprintf("bursts-%d", i), gen.bursts)
 		}
 	}
 	if rp := wl.replayed; rp != nil {
-		members, _ := w.Scenario.Resolve("workers")
-		if idx := slices.Index(members, name); idx >= 0 {
+		if qs, ok := replaySchedule(w, name); ok {
 			gen := generator{w: w, e: e, submit: submit}
-			qs := replaySchedule(w, idx, len(members))
 			e.Go(n.Ctx(), "replay", func(ctx context.Context) { gen.replay(ctx, qs, rp.durations) })
 		}
 	}
+}
+
+// drain executes req on core to its end and reports whether it succeeded.
+func drain(ctx context.Context, core *proxy.Core, req *query.Request) bool {
+	rows, err := core.Execute(ctx, req)
+	if err != nil {
+		return false
+	}
+	defer rows.Close()
+	for {
+		if _, err := rows.Next(ctx); err != nil {
+			return errors.Is(err, io.EOF)
+		}
+	}
+}
+
+// arrivalRates is, for each arrival, the rate of each worker it reaches. It is computed once per
+// run: every worker of a fleet of thousands looks its own up at boot.
+func arrivalRates(w *World) []map[string]float64 {
+	return w.Durable("workload/rates", func() any {
+		arrivals := w.Scenario.Workload.Arrivals
+		rates := make([]map[string]float64, len(arrivals))
+		for i, a := range arrivals {
+			members, _ := w.Scenario.Resolve(a.Workers)
+			weights := WorkerWeights(len(members), a.Skew)
+			rates[i] = make(map[string]float64, len(members))
+			for j, m := range members {
+				if _, dup := rates[i][m]; !dup { // a worker named twice takes its first share
+					rates[i][m] = a.Rate * weights[j]
+				}
+			}
+		}
+		return rates
+	}).([]map[string]float64)
 }
 
 func (l *WorkerLoad) finished(r proxy.Record) {
@@ -394,7 +491,31 @@ func (g generator) poisson(ctx context.Context) {
 			return
 		}
 		if g.w.Sim.Elapsed() < g.a.To {
-			g.submit(ctx, g.a.Group, "select 1")
+			g.submit(ctx, g.a.Group, g.sql())
+		}
+	}
+}
+
+// sql is the arrival's next statement: one of its mix, or "select 1".
+func (g generator) sql() string {
+	if g.a.Keys <= 0 {
+		return "select 1"
+	}
+	return mixSQL(g.e.Rand().Int64N(int64(g.a.Keys)))
+}
+
+// ClientRefusedPause is the least time between the start of a closed-loop client's failed
+// query and its next one: a client refused at once (queue full, no route) does not spin.
+const ClientRefusedPause = 100 * time.Millisecond
+
+// closedLoop runs one closed-loop client: the next query as soon as the last one ended.
+func (g generator) closedLoop(ctx context.Context, query func(ctx context.Context) bool) {
+	for ctx.Err() == nil && g.waitActive(ctx) {
+		sent := g.e.Now()
+		if !query(ctx) {
+			if rest := ClientRefusedPause - g.e.Now().Sub(sent); rest > 0 && g.e.Sleep(ctx, rest) != nil {
+				return
+			}
 		}
 	}
 }
@@ -402,7 +523,7 @@ func (g generator) poisson(ctx context.Context) {
 func (g generator) bursts(ctx context.Context) {
 	for g.waitActive(ctx) {
 		for range g.a.Burst.Size {
-			g.submit(ctx, g.a.Group, "select 1")
+			g.submit(ctx, g.a.Group, g.sql())
 		}
 		if g.e.Sleep(ctx, g.a.Burst.Every) != nil {
 			return
@@ -424,13 +545,14 @@ type WorkloadSummary struct {
 	QueueFull        int                `json:"queue_full"`
 	QueueP50Ms       float64            `json:"queue_p50_ms"`
 	QueueP99Ms       float64            `json:"queue_p99_ms"`
-	Fairness         float64            `json:"fairness"` // Jain's index of per-worker admitted share
+	Fairness         float64            `json:"fairness"` // Jain's index of per-worker admitted share (per submitted query, or per closed-loop client)
 	AdmittedPerSec   float64            `json:"admitted_per_sec"`
 	CPRequestsPerSec float64            `json:"cp_requests_per_sec"`
 	CPRequests       map[string]int     `json:"cp_requests"`
 	LeaseViolations  int                `json:"lease_violations"`
 	EngineViolations int                `json:"engine_violations"`
 	PerWorker        map[string][2]int  `json:"-"` // admitted, submitted
+	Shares           map[string]float64 `json:"-"` // what Fairness is the index of, by worker
 	MaxExecuting     map[string]int     `json:"max_executing"`
 	Objective        map[string]float64 `json:"objective,omitempty"`
 	// Groups are the per-group numbers (submitted after warmup, execution-time quantiles).
@@ -446,15 +568,19 @@ type GroupSummary struct {
 	ExecP99Ms       float64 `json:"exec_p99_ms"`
 	QueueP50Ms      float64 `json:"queue_p50_ms"`
 	QueueP99Ms      float64 `json:"queue_p99_ms"`
+	// CacheHitRate is the share of finished queries answered from a result cache.
+	CacheHitRate float64 `json:"cache_hit_rate"`
+	ClientErrors int     `json:"client_errors"`
 }
 
 // Summary computes the summary over measured seconds (the run's duration minus warmup).
 func (st *WorkloadStats) Summary(sc *Scenario) *WorkloadSummary {
-	s := &WorkloadSummary{CPRequests: st.CPRequests, MaxExecuting: st.MaxExecuting, PerWorker: map[string][2]int{},
+	s := &WorkloadSummary{CPRequests: st.CPRequests, MaxExecuting: st.MaxExecuting, PerWorker: map[string][2]int{}, Shares: map[string]float64{},
 		LeaseViolations: st.LeaseViolations, EngineViolations: st.EngineViolations}
 	var queue []int64
 	var shares []float64
 	names, _ := sc.Resolve("workers")
+	clients := sc.clientsPerWorker()
 	for _, name := range names {
 		l := st.worker(name)
 		s.Workers++
@@ -467,9 +593,15 @@ func (st *WorkloadStats) Summary(sc *Scenario) *WorkloadSummary {
 		s.QueueFull += l.QueueFull
 		queue = append(queue, l.QueueMs...)
 		s.PerWorker[name] = [2]int{l.Admitted, l.Submitted}
-		if l.Submitted > 0 {
-			shares = append(shares, float64(l.Admitted)/float64(l.Submitted))
+		switch clients := clients[name]; {
+		case clients > 0: // a closed loop's demand is its clients: the share is admitted per client
+			s.Shares[name] = float64(l.Admitted) / float64(clients)
+		case l.Submitted > 0:
+			s.Shares[name] = float64(l.Admitted) / float64(l.Submitted)
+		default:
+			continue
 		}
+		shares = append(shares, s.Shares[name])
 	}
 	s.QueueP50Ms, s.QueueP99Ms = Percentile(queue, 0.50), Percentile(queue, 0.99)
 	s.Fairness = JainIndex(shares)
@@ -477,7 +609,8 @@ func (st *WorkloadStats) Summary(sc *Scenario) *WorkloadSummary {
 	s.Groups = map[string]GroupSummary{}
 	for name, g := range st.Groups { //determinism:ok a map built from a map
 		gs := GroupSummary{Submitted: g.Submitted, ExecP50Ms: Percentile(g.ExecMs, 0.5), ExecP90Ms: Percentile(g.ExecMs, 0.9),
-			ExecP99Ms: Percentile(g.ExecMs, 0.99), QueueP50Ms: Percentile(g.QueueMs, 0.5), QueueP99Ms: Percentile(g.QueueMs, 0.99)}
+			ExecP99Ms: Percentile(g.ExecMs, 0.99), QueueP50Ms: Percentile(g.QueueMs, 0.5), QueueP99Ms: Percentile(g.QueueMs, 0.99),
+			CacheHitRate: g.hitRate(), ClientErrors: g.ClientErrors}
 		if secs > 0 {
 			gs.SubmittedPerSec = float64(g.Submitted) / secs
 		}

@@ -4,8 +4,10 @@
 #
 # Starts (all on free loopback ports, all stopped on exit): PgBouncer (transaction pooling),
 # a Go byte relay (scripts/benchrelay: goroutines, io.Copy) and the same on an event loop (-loop),
-# a standalone queryflux (passthrough), a standalone queryflux with settings.passthrough: false
-# (Arrow path), and a control plane + worker (capacity leases from the control plane). Then
+# a standalone queryflux (passthrough, its group in transaction pool mode like PgBouncer), the
+# same with its group in session pool mode (pass-session), a standalone queryflux with
+# settings.passthrough: false (Arrow path), and a control plane + worker (capacity leases from
+# the control plane). Then
 # prints one table: single-client SELECT 1 latency (pgbench -c1 -M extended, per-transaction
 # --log) and pgbench -S -c 8 TPS; and the same for the MySQL wire against MariaDB when the
 # daemon serves it. Bounded: about 5-6 minutes.
@@ -14,6 +16,9 @@
 # rounds (every target once per round) and each figure is the median over the rounds.
 #
 # Environment: ROOT (the checkout to build; default: this script's), ROUNDS (3), LAT_SECS (3), TPS_SECS (6), CLIENTS (8), KEEP_TMP=1 keeps the temp dir,
+# BASE_QF (another queryflux binary, such as main's before a change: its standalone passthrough
+# daemon is measured too, as the rows "base-pass" and "base-session" (session pool mode), in the
+# same interleaved rounds),
 # PROFILE=1 builds the daemon with -tags benchpprof and writes a 5 s CPU profile of the
 # passthrough daemon under the pgbench -S load to $PROFILE_OUT (default /tmp/bench-proxy-cpu.prof)
 # (go tool pprof -top bin/queryflux /tmp/bench-proxy-cpu.prof).
@@ -105,13 +110,13 @@ waitport "$RELAY" relay
 waitport "$LOOP_RELAY" loop-relay
 
 # --- queryflux daemons -------------------------------------------------------------------
-clusters() {
+clusters() { # [poolMode of the pg group] (default: transaction)
 	cat <<YAML
 clusters:
   - {name: pg, engine: postgres, endpoint: "127.0.0.1:5432", database: $DB, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable}}
   - {name: maria, engine: mysql, endpoint: "127.0.0.1:3306", database: mysql, credentials: {user: root}, maxRunningQueries: 16}
 clusterGroups:
-  - {name: pg, members: [pg], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30}
+  - {name: pg, members: [pg], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30, poolMode: ${1:-transaction}}
   - {name: maria, members: [maria], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30}
 routers:
   - {type: protocolBased, postgres: pg, mysql: maria}
@@ -121,15 +126,16 @@ YAML
 
 PPROF=$(freeport)
 start_qf() { # name, args...
-	local name=$1; shift
+	local name=$1 bin=$QF; shift
 	local pprof=""; [ "$name" = passthrough ] && pprof=127.0.0.1:$PPROF
-	QUERYFLUX_PPROF=$pprof "$QF" serve "$@" >"$TMP/$name.log" 2>&1 &
+	case $name in base-*) bin=$BASE_QF ;; esac
+	QUERYFLUX_PPROF=$pprof "$bin" serve "$@" >"$TMP/$name.log" 2>&1 &
 	PIDS+=($!)
 	PROC[$name]=$!
 }
 
-standalone() { # name, passthrough(true|false) -> sets PG_<name>, MY_<name>
-	local name=$1 pt=$2 pg my admin
+standalone() { # name, passthrough(true|false), [poolMode] -> sets PG_<name>, MY_<name>
+	local name=$1 pt=$2 mode=${3:-transaction} pg my admin
 	pg=$(freeport); my=$(freeport); admin=$(freeport)
 	{
 		cat <<YAML
@@ -141,15 +147,20 @@ queryflux:
     mysql: {enabled: true, listen: "127.0.0.1:$my"}
 settings: {passthrough: $pt, security: {trustLoopback: true}}
 YAML
-		clusters
+		clusters "$mode"
 	} >"$TMP/$name.yaml"
 	start_qf "$name" --config "$TMP/$name.yaml"
 	waitport "$pg" "$name"
-	printf -v "PG_$name" %s "$pg"; printf -v "MY_$name" %s "$my"
+	printf -v "PG_${name//-/_}" %s "$pg"; printf -v "MY_${name//-/_}" %s "$my"
 }
 
 standalone passthrough true
+standalone pass-session true session
 standalone arrow false
+if [ -n "${BASE_QF:-}" ]; then
+	standalone base-pass true
+	standalone base-session true session
+fi
 
 SECRET=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 CPADMIN=$(freeport); CPPG=$(freeport)
@@ -223,8 +234,13 @@ tps() { # port, pids... -> "TPS cpu_us_per_query" of pgbench -S -c N (the pids' 
 median() { printf '%s\n' "$@" | { grep -E '^[0-9]+$' || true; } | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
 
 declare -A LAT TPS CPU P50S P99S TPSS CPUS
-TARGETS=(direct pgbouncer go-relay loop-relay passthrough arrow worker)
-declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [go-relay]=$RELAY [loop-relay]=$LOOP_RELAY [passthrough]=$PG_passthrough [arrow]=$PG_arrow [worker]=$PG_worker)
+TARGETS=(direct pgbouncer go-relay loop-relay passthrough pass-session arrow worker)
+declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [go-relay]=$RELAY [loop-relay]=$LOOP_RELAY [passthrough]=$PG_passthrough
+	[pass-session]=$PG_pass_session [arrow]=$PG_arrow [worker]=$PG_worker)
+if [ -n "${BASE_QF:-}" ]; then
+	TARGETS+=(base-pass base-session)
+	PORT[base-pass]=$PG_base_pass PORT[base-session]=$PG_base_session
+fi
 for round in $(seq 1 "$ROUNDS"); do
 	for t in "${TARGETS[@]}"; do
 		log "postgres round $round/$ROUNDS: $t (port ${PORT[$t]})"
@@ -305,6 +321,9 @@ REUSED=$(metric queryflux_capacity_lease_reused_total); RELAYED=$(metric 'queryf
 echo "cpu_us/q: user + system CPU of the target's processes (/proc/PID/stat) over the tps run, per query; the worker's counts its control plane"
 echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (goroutines and io.Copy, one hop)"
 echo "loop-relay: scripts/benchrelay -loop, the same on an event loop (internal/relayloop: one thread in epoll, the server's messages framed, ReadyForQuery watched)"
+echo "passthrough: the pg group in transaction pool mode (PgBouncer's mode here); pass-session: the same daemon configuration with poolMode: session"
+echo "  (the daemon's event loop, internal/frontend/pgwire/loop.go, relays both; in transaction mode it admits each transaction on its thread when that needs no waiting)"
+[ -n "${BASE_QF:-}" ] && echo "base-pass, base-session: the same two standalone daemons run from BASE_QF ($BASE_QF)"
 echo "loopback round trip p50 (scripts/benchrelay -rtt): ${RTT} us"
 echo "worker: $REUSED of its $RELAYED passthrough queries (both wires, whole run) took an idle lease (no control-plane round trip)"
 num() { [[ $1 =~ ^-?[0-9]+$ ]]; }

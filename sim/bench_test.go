@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,4 +100,74 @@ checks:
 			}
 		})
 	}
+}
+
+// BenchmarkPlanFleet runs scenarios/plan-fleet.yaml (20 virtual seconds: one control plane, the
+// real worker roles, leases on four clusters, each worker a Poisson stream into two groups) with
+// its fleet resized to N workers, so the load grows with the fleet as plan-fleet's rates are per
+// worker. It reports virtual seconds per wall second and per CPU second of the process (the
+// runner is single-threaded; the garbage collector is not), and the process's peak RSS per
+// worker. Goals: 10,000 workers at >= 1x real time in <= 150 KB per worker; 1,000 at >= 50x.
+func BenchmarkPlanFleet(b *testing.B) {
+	sc, err := scenarios.Load("../scenarios/plan-fleet.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, g := range []struct {
+		workers int
+		speed   float64 // virtual seconds per wall second
+		kb      float64 // peak RSS per worker
+	}{{1000, 50, 0}, {10000, 1, 150}} {
+		b.Run(fmt.Sprintf("workers=%d", g.workers), func(b *testing.B) {
+			v, err := sc.Variant(g.workers, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			simGC(b)
+			for range b.N {
+				cpu0 := cpuTime()
+				res := scenarios.Run(v, 1, scenarios.RunOpts{})
+				cpu := cpuTime() - cpu0
+				if !res.Pass() {
+					b.Fatalf("%+v", res.Checks)
+				}
+				speed := res.VirtualSeconds / res.WallSeconds
+				kb := float64(peakRSS()) / 1024 / float64(g.workers)
+				b.ReportMetric(speed, "virtual-s/wall-s")
+				b.ReportMetric(res.VirtualSeconds/cpu.Seconds(), "virtual-s/cpu-s")
+				b.ReportMetric(cpu.Seconds(), "cpu-s")
+				b.ReportMetric(kb, "peak-KB/worker")
+				goal := fmt.Sprintf("goal %d workers >= %gx real time", g.workers, g.speed)
+				met := speed >= g.speed
+				if g.kb > 0 {
+					goal += fmt.Sprintf(" and <= %g KB per worker", g.kb)
+					met = met && kb <= g.kb
+				}
+				verdict := "NOT MET"
+				if met {
+					verdict = "met"
+				}
+				b.Logf("%s: %s (%.1fx wall, %.1fx per CPU second, %.0f KB per worker)", goal, verdict, speed, res.VirtualSeconds/cpu.Seconds(), kb)
+			}
+		})
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// peakRSS is the process's peak resident set in bytes (it covers the runs before this one: run
+// the larger fleet last).
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024 // kilobytes on Linux
 }

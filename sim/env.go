@@ -1,11 +1,15 @@
 package sim
 
 import (
+	"bytes"
 	"context"
+	"encoding"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +34,7 @@ func newNodeEnv(n *Node) *nodeEnv {
 	if n.s.opts.Verbose {
 		level = slog.LevelDebug
 	}
-	inner := slog.NewTextHandler(n.s.logs.sink(n.s), &slog.HandlerOptions{Level: level, ReplaceAttr: dropTime})
+	inner := slog.NewTextHandler(&n.s.logs.sink, &slog.HandlerOptions{Level: level, ReplaceAttr: dropTime})
 	e.logger = slog.New(&logHandler{n: n, inner: inner.WithAttrs([]slog.Attr{slog.String("node", n.name)})})
 	return e
 }
@@ -161,10 +165,11 @@ func (r *nodeRand) Read(p []byte) {
 
 // ---- Logger ----
 
-// logHandler stamps each record with the node's virtual time and the sim's step.
+// logHandler stamps each record with the node's virtual time and the sim's step, and keeps it in
+// the sim's log ring.
 type logHandler struct {
 	n     *Node
-	inner slog.Handler
+	inner slog.Handler // formats into the ring's sink
 }
 
 func (h *logHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.inner.Enabled(ctx, l) }
@@ -173,8 +178,12 @@ func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
 	s := h.n.s
 	r2 := slog.NewRecord(h.n.now(), r.Level, r.Message, r.PC)
 	r2.AddAttrs(slog.Uint64("step", s.steps), slog.Duration("vt", s.now))
-	r.Attrs(func(a slog.Attr) bool { r2.AddAttrs(a); return true })
-	return h.inner.Handle(ctx, r2)
+	r.Attrs(func(a slog.Attr) bool { r2.AddAttrs(frozen(a)); return true })
+	s.logs.add(h.inner, r2)
+	if s.opts.Verbose {
+		fmt.Fprintln(s.opts.LogOut, s.logs.format(h.inner, r2))
+	}
+	return nil
 }
 
 func (h *logHandler) WithAttrs(as []slog.Attr) slog.Handler {
@@ -192,17 +201,52 @@ func dropTime(groups []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// logRing keeps the most recent log lines.
-type logRing struct {
-	buf  []string
-	next int
-	full bool
+// frozen is a with what the text handler prints for an Any value taken now (a line is formatted
+// when it is read, and the value may have changed by then). Other kinds are values already,
+// but a LogValuer is resolved when the line is read: it must not change.
+func frozen(a slog.Attr) slog.Attr {
+	switch a.Value.Kind() {
+	case slog.KindAny:
+		x := a.Value.Any()
+		if tm, ok := x.(encoding.TextMarshaler); ok {
+			if b, err := tm.MarshalText(); err == nil {
+				a.Value = slog.StringValue(string(b))
+			}
+			return a
+		}
+		if t := reflect.TypeOf(x); t != nil && t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+			a.Value = slog.AnyValue(bytes.Clone(reflect.ValueOf(x).Bytes())) // printed quoted
+			return a
+		}
+		a.Value = slog.StringValue(fmt.Sprintf("%+v", x))
+	case slog.KindGroup:
+		g := slices.Clone(a.Value.Group())
+		for i := range g {
+			g[i] = frozen(g[i])
+		}
+		a.Value = slog.GroupValue(g...)
+	}
+	return a
 }
 
-func newLogRing(n int) *logRing { return &logRing{buf: make([]string, n)} }
+// logRing keeps the most recent log records, formatted only when read: a large run logs far
+// more lines than it keeps, and formatting every one cost more than many roles' own work.
+type logRing struct {
+	buf  []logRecord
+	next int
+	full bool
+	sink lineSink
+}
 
-func (l *logRing) add(line string) {
-	l.buf[l.next] = line
+type logRecord struct {
+	h slog.Handler
+	r slog.Record
+}
+
+func newLogRing(n int) *logRing { return &logRing{buf: make([]logRecord, n)} }
+
+func (l *logRing) add(h slog.Handler, r slog.Record) {
+	l.buf[l.next] = logRecord{h, r}
 	l.next++
 	if l.next == len(l.buf) {
 		l.next = 0
@@ -211,25 +255,30 @@ func (l *logRing) add(line string) {
 }
 
 func (l *logRing) lines() []string {
-	if !l.full {
-		return append([]string(nil), l.buf[:l.next]...)
+	recs := l.buf[:l.next]
+	if l.full {
+		recs = append(slices.Clone(l.buf[l.next:]), l.buf[:l.next]...)
 	}
-	out := append([]string(nil), l.buf[l.next:]...)
-	return append(out, l.buf[:l.next]...)
+	out := make([]string, 0, len(recs))
+	for _, rec := range recs {
+		out = append(out, l.format(rec.h, rec.r))
+	}
+	return out
 }
 
-type ringSink struct {
-	s *Sim
-	l *logRing
+// format is one record as a line, by h (a text handler writing to l.sink).
+func (l *logRing) format(h slog.Handler, r slog.Record) string {
+	l.sink.line = ""
+	if err := h.Handle(context.Background(), r); err != nil {
+		return fmt.Sprintf("%s (log line not formatted: %v)", r.Message, err)
+	}
+	return l.sink.line
 }
 
-func (l *logRing) sink(s *Sim) *ringSink { return &ringSink{s: s, l: l} }
+// lineSink receives the one line a text handler writes per record.
+type lineSink struct{ line string }
 
-func (w *ringSink) Write(p []byte) (int, error) {
-	line := strings.TrimRight(string(p), "\n")
-	w.l.add(line)
-	if w.s.opts.Verbose {
-		fmt.Fprintln(w.s.opts.LogOut, line)
-	}
+func (w *lineSink) Write(p []byte) (int, error) {
+	w.line = strings.TrimRight(string(p), "\n")
 	return len(p), nil
 }

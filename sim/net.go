@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -436,7 +437,7 @@ func (nt *Net) reply(ex *exchange, resp *http.Response, err error) {
 		if br, ok := resp.Body.(*bodyReader); ok {
 			bodyHash = xxhash.Sum64(br.b)
 		}
-		hdrHash = headerHash(resp.Header)
+		hdrHash = headerHash(resp.Header) ^ headerHash(resp.Trailer)
 	}
 	nt.s.mix(evReply, ex.id, uint64(status), bodyHash, hdrHash)
 	if err != nil {
@@ -524,8 +525,10 @@ func (w *bufWriter) response(req *http.Request) *http.Response {
 	if len(b) > 0 && h.Get("Content-Type") == "" {
 		h.Set("Content-Type", http.DetectContentType(b))
 	}
+	trailer := trailers(h)
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	return &http.Response{
+		Trailer:       trailer,
 		Status:        statusLine(code),
 		StatusCode:    code,
 		Proto:         "HTTP/1.1",
@@ -536,6 +539,27 @@ func (w *bufWriter) response(req *http.Request) *http.Response {
 		ContentLength: int64(len(b)),
 		Request:       req,
 	}
+}
+
+// trailers moves the trailers a handler declared in a "Trailer" header out of h, as net/http
+// sends them after the body. Nil when none.
+func trailers(h http.Header) http.Header {
+	decls := h["Trailer"]
+	if len(decls) == 0 {
+		return nil
+	}
+	t := http.Header{}
+	for _, decl := range decls {
+		for name := range strings.SplitSeq(decl, ",") {
+			key := http.CanonicalHeaderKey(strings.TrimSpace(name))
+			if v, ok := h[key]; ok {
+				t[key] = v
+				delete(h, key)
+			}
+		}
+	}
+	delete(h, "Trailer")
+	return t
 }
 
 var status200 = "200 " + http.StatusText(http.StatusOK)

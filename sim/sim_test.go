@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"syscall"
@@ -410,6 +411,37 @@ func TestLogsCarryStepTimeAndNode(t *testing.T) {
 	}
 }
 
+// countingValuer counts how often a line is formatted with it.
+type countingValuer struct{ n *int }
+
+func (v countingValuer) LogValue() slog.Value { *v.n++; return slog.StringValue("resolved") }
+
+// Lines are formatted when read, yet show values as they were when logged (a role may change a
+// map or slice it logged); a LogValuer is worked out only for lines read.
+func TestLogsShowValuesAsLoggedAndFormatOnRead(t *testing.T) {
+	resolved := 0
+	s := inTask(t, 11, time.Minute, func(s *sim.Sim, n *sim.Node) {
+		labels := map[string]string{"zone": "a"}
+		raw := []byte("x y")
+		n.Env().Logger().Info("m", "labels", labels, "raw", raw, "lazy", countingValuer{&resolved},
+			slog.Group("g", "list", []string{"p"}))
+		labels["zone"] = "b"
+		raw[0] = 'z'
+	})
+	if resolved != 0 {
+		t.Fatalf("the LogValuer was resolved %d times before the lines were read", resolved)
+	}
+	logs := strings.Join(s.Logs(), "\n")
+	for _, want := range []string{"labels=map[zone:a]", `raw="x y"`, "lazy=resolved", "g.list=[p]"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log %q lacks %q", logs, want)
+		}
+	}
+	if resolved != 1 {
+		t.Errorf("the LogValuer was resolved %d times for one read, want 1", resolved)
+	}
+}
+
 func TestRunnerCallbackPanicFailsRun(t *testing.T) {
 	s := sim.New(sim.Opts{Seed: 12})
 	n := s.AddNode("a", nil)
@@ -596,4 +628,35 @@ func TestWallStepIsNotMonotonic(t *testing.T) {
 			t.Error("a step beyond MaxOffset in all was accepted")
 		}
 	})
+}
+
+// TestTrailersTravelAsTrailers: what a handler declared in a Trailer header and set after
+// writing arrives in the response's Trailer, not its Header, as over net/http.
+func TestTrailersTravelAsTrailers(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 5})
+	s.AddNode("srv", func(*sim.Node) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Trailer", "X-Outcome, X-Unset")
+			w.Header().Set("X-Before", "b")
+			_, _ = io.WriteString(w, "body")
+			w.Header().Set("X-Outcome", "done")
+		})
+	})
+	c := s.AddNode("cli", nil)
+	var resp *http.Response
+	s.Spawn(c, "call", func() {
+		_ = c.Env().Sleep(context.Background(), time.Second)
+		req, _ := http.NewRequestWithContext(c.Ctx(), "GET", "http://srv/", nil)
+		var err error
+		if resp, err = c.Client().Do(req); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if resp == nil || resp.Trailer.Get("X-Outcome") != "done" || resp.Header.Get("X-Outcome") != "" ||
+		resp.Header.Get("Trailer") != "" || resp.Header.Get("X-Before") != "b" {
+		t.Fatalf("header %v trailer %v", resp.Header, resp.Trailer)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -47,14 +48,6 @@ func DecodeRegister(data []byte) (RegisterRequest, error) {
 
 // DecodeHeartbeat strictly decodes and validates a heartbeat body.
 func DecodeHeartbeat(data []byte) (Heartbeat, error) {
-	if len(data) <= BodyBytesMax {
-		if hb, ok := decodeHeartbeatFast(data); ok {
-			if err := hb.Validate(); err != nil {
-				return Heartbeat{}, err
-			}
-			return hb, nil
-		}
-	}
 	var hb Heartbeat
 	if err := decodeStrict(data, &hb); err != nil {
 		return Heartbeat{}, err
@@ -91,45 +84,113 @@ func decodeStrict(data []byte, v any) error {
 		return fieldErr("", "trailing data after the JSON object")
 	}
 	// encoding/json matches keys case-insensitively; the wire format does not.
-	t := reflect.TypeOf(v).Elem()
-	if keysExact(data, exactTagSet(t)) {
-		return nil
-	}
-	if path := inexactKey(data, t, ""); path != "" {
+	if path := inexactKey(data, reflect.TypeOf(v).Elem()); path != "" {
 		return fieldErr(path, "unknown field (keys are case-sensitive)")
 	}
 	return nil
 }
 
-// inexactKey returns the path of the first object key (in key order) that names a struct field
-// of t only case-insensitively, or "".
-func inexactKey(data []byte, t reflect.Type, prefix string) string {
-	var obj map[string]json.RawMessage
-	if t.Kind() != reflect.Struct || t == reflect.TypeOf(time.Time{}) || json.Unmarshal(data, &obj) != nil {
-		return ""
+// inexactKey returns the path of the first object key that names a struct field of t only
+// case-insensitively, or "". data is one JSON value that encoding/json decoded into t with
+// unknown fields refused, so every key names a field in some case.
+func inexactKey(data []byte, t reflect.Type) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	path, _ := walkKeys(dec, t, "")
+	return path
+}
+
+// walkKeys reads one value from dec, descending along t, and returns the path of the first key
+// that is not, letter for letter, the JSON name of a field of t.
+func walkKeys(dec *json.Decoder, t reflect.Type, prefix string) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
 	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		path := k
-		if prefix != "" {
-			path = prefix + "." + k
+	switch tok {
+	case json.Delim('['):
+		for dec.More() {
+			if p, err := walkKeys(dec, elemType(t), prefix); p != "" || err != nil {
+				return p, err
+			}
 		}
-		f, ok := fieldByJSONName(t, k)
-		if !ok {
-			continue
+	case json.Delim('{'):
+		fields := fieldsByTag(t)
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return "", err
+			}
+			key, _ := k.(string)
+			path := key
+			if prefix != "" {
+				path = prefix + "." + key
+			}
+			ft := elemType(t) // a map's values, or nothing to check (interface)
+			if fields != nil {
+				var ok bool
+				if ft, ok = fields[key]; !ok {
+					return path, nil
+				}
+			}
+			if p, err := walkKeys(dec, ft, path); p != "" || err != nil {
+				return p, err
+			}
 		}
-		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag != k {
-			return path
-		}
-		if p := inexactKey(obj[k], f.Type, path); p != "" {
-			return p
+	default:
+		return "", nil
+	}
+	_, err = dec.Token() // the closing delimiter
+	return "", err
+}
+
+var anyType = reflect.TypeFor[any]()
+
+// elemType is the type of t's elements (slice, array, map), or any when t has none to check.
+func elemType(t reflect.Type) reflect.Type {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return t.Elem()
+	}
+	return anyType
+}
+
+var tagMaps sync.Map // reflect.Type -> map[string]reflect.Type (nil for a type decoded without fields)
+
+// fieldsByTag maps each JSON name of struct t's fields to the field's type; nil when t is not a
+// struct whose keys are its fields (a map, time.Time, any).
+func fieldsByTag(t reflect.Type) map[string]reflect.Type {
+	if m, ok := tagMaps.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	var m map[string]reflect.Type
+	if t.Kind() == reflect.Struct && t != reflect.TypeFor[time.Time]() {
+		m = map[string]reflect.Type{}
+		addFields(t, m)
+	}
+	tagMaps.Store(t, m)
+	return m
+}
+
+// addFields adds the JSON names of t's fields as encoding/json names them (tag, else the Go
+// name; an untagged embedded struct's fields are promoted).
+func addFields(t reflect.Type, m map[string]reflect.Type) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" && f.Tag.Get("json") == "-":
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			addFields(f.Type, m)
+		case !f.IsExported():
+		case name == "":
+			m[f.Name] = f.Type
+		default:
+			m[name] = f.Type
 		}
 	}
-	return ""
 }
 
 // jsonFieldError turns an encoding/json error into a *FieldError naming the field.

@@ -63,6 +63,17 @@ func ReadBody(r *http.Request, mediaType string) ([]byte, error) {
 	return data, nil
 }
 
+// ReadJSON reads a request body of mediaType (ReadBody) and decodes it strictly into v: one
+// JSON object, no unknown or case-mismatched keys, no wrong types, nothing after it. The error
+// names what was wrong (a *FieldError, or a *MediaTypeError); WriteBadRequest answers it.
+func ReadJSON(r *http.Request, mediaType string, v any) error {
+	data, err := ReadBody(r, mediaType)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(data, v)
+}
+
 // MediaTypeError is a Content-Type the endpoint does not take (HTTP 415).
 type MediaTypeError struct{ Got, Want string }
 
@@ -81,13 +92,7 @@ func CheckMediaType(contentType, want string) error {
 
 // WriteJSON writes v as a JSON body of the given media type.
 func WriteJSON(w http.ResponseWriter, status int, mediaType string, v any) {
-	var data []byte
-	var err error
-	if ack, ok := v.(HeartbeatAck); ok {
-		data, err = appendAck(make([]byte, 0, 128), &ack) // one per heartbeat: no reflection
-	} else {
-		data, err = json.Marshal(v)
-	}
+	data, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("transport: encoding %T: %v", v, err)) // our own types always encode
 	}

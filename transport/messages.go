@@ -86,7 +86,8 @@ type HeartbeatAck struct {
 type WorkerInfo struct {
 	Name          string            `json:"name"`
 	Online        bool              `json:"online"`
-	State         string            `json:"state"` // healthy, stale or evicted
+	State         string            `json:"state"`               // healthy, stale or evicted
+	StateSince    time.Time         `json:"stateSince,omitzero"` // when the registry entered State (its clock)
 	LastHeartbeat time.Time         `json:"lastHeartbeat,omitzero"`
 	RegisteredAt  time.Time         `json:"registeredAt,omitzero"`
 	Labels        map[string]string `json:"labels"`
@@ -105,7 +106,8 @@ type WorkerInfo struct {
 type Peer struct {
 	Name      string            `json:"name"`
 	Endpoints map[string]string `json:"endpoints"`
-	Healthy   bool              `json:"healthy"` // registry state healthy and self-health not unhealthy
+	Healthy   bool              `json:"healthy"`          // registry state healthy and self-health not unhealthy
+	Labels    map[string]string `json:"labels,omitempty"` // what its workerSelectors match (preferred worker among the eligible)
 }
 
 // ErrorBody is every error answer of the worker and admin APIs.

@@ -27,9 +27,10 @@ import (
 
 // newConfigCommand is `queryflux config`: check, revision, import, history, rollback, reload.
 func newConfigCommand() *cobra.Command {
-	cmd := config.NewConfigCommand()
+	cmd := config.NewConfigCommand(checkEngines)
 	cmd.AddCommand(newConfigImportCommand(), newConfigRevisionCommand(), newConfigHistoryCommand(), newConfigRollbackCommand(), newConfigReloadCommand(),
 		newConfigDiffCommand(), newConfigRejectionsCommand())
+	withFleetCheck(cmd)
 	return cmd
 }
 

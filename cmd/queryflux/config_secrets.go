@@ -105,8 +105,15 @@ func fileConfigAdmin(creds snapshot.CredentialsMode) controlplane.AdminOptions {
 	}
 }
 
+// checkEngines is the admin API's engine check (a check, an edit, a rollback): local problems
+// (DuckDB files, references), then every network engine dialled and logged in to, so an edit
+// naming an engine that is down or refuses the login is refused unless forced. A reloaded file
+// gets the local check only (loadChecked): a control plane must start while an engine is down.
 func checkEngines(ctx context.Context, cfg *config.Config) error {
-	return querynode.CheckEngines(ctx, cfg, config.OSSecrets)
+	if err := querynode.CheckEngines(ctx, cfg, config.OSSecrets); err != nil {
+		return err
+	}
+	return querynode.DialEngines(ctx, cfg, config.OSSecrets, 0)
 }
 
 // storedConfigAdmin are the admin endpoints' hooks for the configuration stored in Postgres.
@@ -272,6 +279,6 @@ func newConfigRollbackCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().BoolVar(&force, "force", false, "roll back even to a configuration without clusters or users")
+	cmd.Flags().BoolVar(&force, "force", false, "roll back even to a configuration without clusters or users, or with engines that cannot be opened")
 	return cmd
 }

@@ -7,19 +7,27 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"os"
 
 	"github.com/queryflux/queryflux/internal/forward"
 )
 
-// workerEndpoints turns the frontends' bound addresses into the endpoints a worker registers:
+// workerEndpoints turns the frontends' bound addresses, and the ops listener's address opsAddr
+// (which takes whole queries from peers), into the endpoints a worker registers:
 // --advertise-host (else the listener's host, else the host name) with each bound port, over
-// TLS when the worker has its own certificate (queryflux.tls).
-func workerEndpoints(d *Daemon) func(addrs map[string]string) (map[string]string, error) {
+// TLS when the worker has its own certificate (queryflux.tls). An ops listener on port 0 has no
+// known port yet and is not registered.
+func workerEndpoints(d *Daemon, opsAddr string) func(addrs map[string]string) (map[string]string, error) {
 	secure := d.Config.QueryFlux.TLS.CertFile != ""
-	return func(addrs map[string]string) (map[string]string, error) {
-		schemes := map[string][2]string{forward.Trino: {"http", "https"}, forward.FlightSQL: {"grpc+tcp", "grpc+tls"}}
+	return func(frontends map[string]string) (map[string]string, error) {
+		addrs := map[string]string{}
+		maps.Copy(addrs, frontends)
+		if _, port, err := net.SplitHostPort(opsAddr); err == nil && port != "0" {
+			addrs[forward.Query] = opsAddr
+		}
+		schemes := map[string][2]string{forward.Trino: {"http", "https"}, forward.FlightSQL: {"grpc+tcp", "grpc+tls"}, forward.Query: {"http", "https"}}
 		endpoints := map[string]string{}
 		for protocol, scheme := range schemes { //determinism:ok each key written once, order irrelevant
 			addr, ok := addrs[protocol]

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -88,38 +87,5 @@ func (s *scrubWriter) add(values ...string) {
 	s.replacer = strings.NewReplacer(pairs...)
 }
 
-// configSecrets lists every secret value cfg holds.
-func configSecrets(cfg *config.Config) []string {
-	q := cfg.QueryFlux
-	out := []string{q.AdminAPI.Token.Reveal(), q.WorkerAPI.Secret.Reveal(), q.ControlPlane.Secret.Reveal(),
-		q.Persistence.ConfigKey.Reveal(), q.Persistence.DatabaseURL.Reveal(), urlPassword(q.Persistence.DatabaseURL.Reveal())}
-	creds := func(c config.Credentials) { out = append(out, c.Password.Reveal(), c.Token.Reveal()) }
-	for _, c := range q.ClusterCredentials { // order does not matter: every value is listed
-		creds(c)
-	}
-	for _, ec := range cfg.ExpandClusters() {
-		creds(ec.Credentials)
-		out = append(out, urlPassword(ec.Endpoint))
-		for k, v := range ec.Options {
-			if config.IsSecretOption(k) {
-				out = append(out, v)
-			} else {
-				out = append(out, urlPassword(v))
-			}
-		}
-	}
-	for _, u := range cfg.Settings.Security.Users {
-		out = append(out, u.PasswordHash)
-	}
-	return out
-}
-
-// urlPassword is the password of a URL ("" when it has none or is not a URL).
-func urlPassword(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return ""
-	}
-	pw, _ := u.User.Password()
-	return pw
-}
+// configSecrets lists every secret value cfg holds, with the escaped forms a URL carries them in.
+func configSecrets(cfg *config.Config) []string { return config.ScrubForms(cfg.SecretValues()) }

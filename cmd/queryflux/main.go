@@ -69,7 +69,8 @@ func main() {
 	root := newRootCommand()
 	root.Version = version
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "queryflux:", err)
+		// Through the log scrubber: an error can quote a secret of the configuration it loaded.
+		fmt.Fprintln(logScrub.to(os.Stderr), "queryflux:", err)
 		os.Exit(1)
 	}
 }

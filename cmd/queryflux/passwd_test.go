@@ -41,7 +41,7 @@ func TestConfigCheckNamesABrokenScript(t *testing.T) {
 	if err := os.WriteFile(file, []byte(badScriptYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := config.NewConfigCommand()
+	cmd := config.NewConfigCommand(nil)
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)

@@ -5,7 +5,9 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -61,10 +63,28 @@ func writeAdminToken(adminListen string, log *slog.Logger) (string, error) {
 	token := hex.EncodeToString(b[:])
 	_, port, _ := net.SplitHostPort(adminListen)
 	path := defaultconfig.TokenFile(port)
-	_ = os.Remove(path) // a stale file of another user would keep its mode
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("writing the admin token file: %w", err)
+	if err := writeNewPrivateFile(path, token+"\n"); err != nil {
+		return "", fmt.Errorf("writing the admin token file (or set %s): %w", envAdminToken, err)
 	}
 	log.Info("admin API token written to a file; export QUERYFLUX_ADMIN_TOKEN=$(cat FILE)", "file", path)
 	return token, nil
+}
+
+// writeNewPrivateFile writes content to a file at path that it creates itself, readable by this
+// user only. A file already there is removed first; one that cannot be (another user's, in the
+// shared temporary directory) or a link put there is refused instead of written through: its
+// owner could read the token.
+func writeNewPrivateFile(path, content string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"sort"
@@ -30,6 +31,7 @@ import (
 	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/internal/registry/pgregistry"
+	"github.com/queryflux/queryflux/internal/studio/planning"
 	"github.com/queryflux/queryflux/node/assembly"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/env"
@@ -231,7 +233,8 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	}
 	c, err := assembly.BuildControlPlane(d.Env, d.Config, cpCfg, assembly.ControlPlaneDeps{
 		Metrics: d.Metrics, Registry: store, Leases: leaseStore(d), History: historyStore(d),
-		Config: cfgDeps, Ready: databaseReady(d), OnApply: scrubSecrets,
+		Config: cfgDeps, Ready: databaseReady(d), OnApply: scrubSecrets, CapacityStatsEvery: capacityStatsEvery,
+		StudioPlanning: planning.New(time.Now), Fence: testEngineFence(d),
 	})
 	if err != nil {
 		return err
@@ -275,12 +278,22 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 
 // leaseStore is the capacity lease table workers' leases live in: Postgres when configured,
 // else memory (nil when workers may not register).
+// testEngineFence is nil (the engine fence on the configuration's clusters) unless the test
+// hook turns the fence off (assembly.TestNoEngineFenceEnv), which is logged loudly.
+func testEngineFence(d *Daemon) capacity.EngineFence {
+	if os.Getenv(assembly.TestNoEngineFenceEnv) != "1" {
+		return nil
+	}
+	d.Logger.Warn("the engine fence is off: reclaimed leases' queries keep running; never set this outside tests", "env", assembly.TestNoEngineFenceEnv)
+	return assembly.NoFence
+}
+
 func leaseStore(d *Daemon) assembly.LeaseStore {
 	if !d.Config.QueryFlux.WorkerAPI.Enabled {
 		return nil
 	}
 	if d.Pool != nil {
-		return pgcapacity.New(d.Pool)
+		return pgcapacity.New(d.Pool).WithMetrics(d.Metrics)
 	}
 	d.Logger.Info("no database configured: capacity leases live in memory")
 	return capacity.NewMemory()
@@ -366,6 +379,10 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	if err := wCfg.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	if u, err := url.Parse(q.ControlPlane.URL); err == nil && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+		d.Logger.Warn("the control plane is reached over plain http: the worker secret, session tokens and engine passwords "+
+			"travel in clear (use an https:// url, with queryflux.controlPlane.tls)", "url", u.Redacted())
+	}
 	opsTLS, err := listenerTLS(q.TLS, config.TLS{})
 	if err != nil {
 		return err
@@ -382,7 +399,7 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 		OnApply:   scrubSecrets,
 		// Peers are verified as the control plane is: queryflux.controlPlane.tls.
 		ForwardClient: forward.NewClient(clientTLS),
-		Endpoints:     workerEndpoints(d),
+		Endpoints:     workerEndpoints(d, f.opsListen),
 	}
 	if len(q.ControlPlane.PeerBootstrap.Address) > 0 {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -436,6 +453,10 @@ func enabledFrontends(f config.Frontends) []string {
 	sort.Strings(out)
 	return out
 }
+
+// capacityStatsEvery is the capacity stats' sampling period: their ring of 720 samples then
+// spans an hour.
+const capacityStatsEvery = 5 * time.Second
 
 // Bounds on the admin, worker API and ops listeners' requests: the largest body any handler
 // takes is a history batch (each handler also caps its own).
@@ -495,11 +516,15 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 			return fmt.Errorf("%s listener: %w", s.name, err)
 		}
 		srv := &http.Server{Handler: http.MaxBytesHandler(s.handler, apiBodyBytesMax),
-			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax, IdleTimeout: netlimit.IdleTimeout,
+			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax, IdleTimeout: lim.IdleTimeout,
 			BaseContext: func(net.Listener) context.Context { return roleCtx }}
 		netlimit.HTTP(srv, lim.ConnectionsMax)
 		running = append(running, srv)
 		log.Info("listening", "server", s.name, "addr", ln.Addr().String(), "tls", s.tls != nil)
+		if s.tls == nil && !isLoopbackAddr(ln.Addr()) {
+			log.Warn("plain http beyond this host: "+plainHTTPCarries[s.name]+" travel in clear (set queryflux.tls)",
+				"server", s.name, "addr", ln.Addr().String())
+		}
 		serve := srv.Serve
 		if s.tls != nil {
 			srv.TLSConfig = s.tls
@@ -539,4 +564,25 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 	}
 	log.Info("stopped")
 	return err
+}
+
+// plainHTTPCarries says, per listener, which secrets its plain http would carry in clear.
+var plainHTTPCarries = map[string]string{
+	"api": "the admin token, the worker secret, session tokens and the engine passwords of worker snapshots",
+	"ops": "the worker secret and the snapshot peers copy from this worker (engine passwords)",
+}
+
+// isLoopbackAddr reports whether a listener's address is on this host only.
+func isLoopbackAddr(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// isLoopbackHost reports whether a URL's host name is this host.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -1,12 +1,10 @@
 package capacity
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/queryflux/queryflux/node/env"
@@ -16,7 +14,8 @@ import (
 // Worker API paths (POST, JSON bodies).
 const (
 	PathAcquire          = "/worker/capacity/acquire"
-	PathRenew            = "/worker/capacity/renew"
+	PathRenew            = "/worker/capacity/renew"       // one lease (workers before renew-batch)
+	PathRenewBatch       = "/worker/capacity/renew-batch" // up to RenewBatchMax leases
 	PathReleaseBatch     = "/worker/capacity/release-batch"
 	PathSweepLockAcquire = "/worker/sweep-lock/acquire"
 	PathSweepLockRelease = "/worker/sweep-lock/release"
@@ -65,6 +64,29 @@ type RenewResponse struct {
 	Lease Lease `json:"lease"`
 }
 
+// RenewBatchMax bounds the leases of one RenewBatchRequest.
+const RenewBatchMax = 500
+
+// RenewBatchRequest extends up to RenewBatchMax leases, each as a RenewRequest would.
+type RenewBatchRequest struct {
+	Leases    []LeaseRef `json:"leases"`
+	TTLMillis int64      `json:"ttlMillis"`
+}
+
+// RenewBatchResponse answers each lease of a RenewBatchRequest, in request order.
+type RenewBatchResponse struct {
+	Results []RenewResult `json:"results"`
+}
+
+// RenewResult is one lease's answer: the renewed lease, or the status and error a RenewRequest
+// for it alone would have been answered (409 stale, 403 not held by the caller, 400, 503).
+type RenewResult struct {
+	ID     string `json:"id"`
+	Lease  *Lease `json:"lease,omitempty"`
+	Status int    `json:"status,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
 // ReleaseBatchRequest frees leases; stale ones are skipped.
 type ReleaseBatchRequest struct {
 	Leases []LeaseRef `json:"leases"`
@@ -91,13 +113,12 @@ type SweepLockResponse struct {
 // API serves the capacity endpoints of the worker API from a CapacityStore, a SweepCoordinator
 // and the control plane's clock.
 type API struct {
-	store     CapacityStore
-	locks     SweepCoordinator
-	env       env.Env
-	metrics   *Metrics
-	queue     *orderedQueue // nil unless Ordered
-	contended contention
-	limits    Limits // nil: the requests' caps and TTLs are taken as they are (tests)
+	store   CapacityStore
+	locks   SweepCoordinator
+	env     env.Env
+	metrics *Metrics
+	queue   *orderedQueue // nil unless Ordered
+	limits  Limits        // nil: the requests' caps and TTLs are taken as they are (tests)
 }
 
 // Limits answers a cluster's cap and lease TTL from the control plane's own current
@@ -143,53 +164,6 @@ func claimed(refs []LeaseRef, holder string) []LeaseRef {
 	return out
 }
 
-// ContendedFor is how long after a worker's acquire was denied or had to wait the control plane
-// still calls the cluster contended in its answers to other workers: a second covers the proxy
-// core's longest retry back-off (500 ms) twice, so a worker that keeps retrying keeps it set.
-const ContendedFor = time.Second
-
-// contention remembers, per cluster and holder, the last acquire that was denied or had to wait
-// on this replica (each replica knows its own; a worker asks one at a time).
-type contention struct {
-	mu   sync.Mutex
-	last map[string]map[string]time.Time // cluster -> holder -> when
-}
-
-func (c *contention) mark(cluster, holder string, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.last == nil {
-		c.last = map[string]map[string]time.Time{}
-	}
-	byHolder := c.last[cluster]
-	if byHolder == nil {
-		byHolder = map[string]time.Time{}
-		c.last[cluster] = byHolder
-	}
-	byHolder[holder] = now
-}
-
-// byOthers reports whether a holder other than holder contended for cluster within ContendedFor
-// of now, forgetting older entries.
-func (c *contention) byOthers(cluster, holder string, now time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	byHolder := c.last[cluster]
-	found := false
-	for h, at := range byHolder { //determinism:ok the answer and the deletions do not depend on order
-		switch {
-		case now.Sub(at) >= ContendedFor:
-			delete(byHolder, h)
-		case h != holder:
-			found = true
-		}
-	}
-	if len(byHolder) == 0 {
-		delete(c.last, cluster)
-	}
-	return found
-}
-
 // Ordered turns on coordination.queue: ordered: acquires that may wait (WaitMillis) are granted
 // in arrival order on this replica, and acquires that may not are denied while others wait.
 // Call it before serving.
@@ -228,6 +202,7 @@ func (a *API) Endpoints() []Endpoint {
 	return []Endpoint{
 		{PathAcquire, a.serveAcquire},
 		{PathRenew, a.serveRenew},
+		{PathRenewBatch, a.serveRenewBatch},
 		{PathReleaseBatch, a.serveReleaseBatch},
 		{PathSweepLockAcquire, a.serveSweepLockAcquire},
 		{PathSweepLockRelease, a.serveSweepLockRelease},
@@ -252,6 +227,12 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 		return
 	}
 	holder := pick(caller, req.Holder)
+	// A malformed carried release refuses the whole call: deciding the acquire first would
+	// grant a lease to a request that is then only half served.
+	if err := CheckRefs(req.Release); err != nil {
+		a.fail(w, "acquire", err)
+		return
+	}
 	release := claimed(req.Release, caller)
 	limit, ttl, err := a.terms(req.Cluster, req.Cap, millis(req.TTLMillis))
 	if err != nil {
@@ -259,37 +240,74 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 		return
 	}
 	var l Lease
+	var c Contention
+	var known bool
 	if a.queue != nil {
 		// An ordered acquire may wait: free the carried leases first, or it would wait on them.
 		if !a.releaseCarried(w, r, holder, release) {
 			return
 		}
 		l, err = a.acquireOrdered(r.Context(), req.Cluster, holder, limit, ttl, millis(req.WaitMillis))
+		c, known = a.contention(r.Context(), req.Cluster)
 	} else {
-		// Decide first, then free: a worker must not win back the slot it is releasing ahead of
-		// workers polling for it (retry-mode fairness fell from 0.95 to 0.57 when it could).
-		l, err = a.store.Acquire(r.Context(), req.Cluster, holder, limit, ttl, a.env.Now())
-		if err == nil || errors.Is(err, ErrAtCapacity) {
-			if _, rerr := a.store.ReleaseBatch(r.Context(), release); errors.Is(rerr, ErrNotHolder) {
-				a.foreign("release", holder, rerr)
-			} else if rerr != nil {
-				// The worker takes them as landed; they expire and the sweeper frees them.
-				a.env.Logger().Warn("capacity: releases carried on an acquire failed; the sweep will reclaim them", "leases", len(release), "err", rerr)
-			}
-		}
+		c, known = a.contention(r.Context(), req.Cluster)
+		l, err = a.acquireRetry(r.Context(), c, req.Cluster, holder, limit, ttl, release)
 	}
-	now := a.env.Now()
+	contended := !known || c.ByOthers(holder)
 	switch {
 	case err == nil:
-		contended := a.contended.byOthers(req.Cluster, holder, now)
+		a.markGranted(r.Context(), c, req.Cluster, holder)
 		transport.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{Granted: true, Lease: &l, Contended: &contended})
 	case errors.Is(err, ErrAtCapacity):
 		a.metrics.LeaseDenied.WithLabelValues(req.Cluster).Inc()
-		a.contended.mark(req.Cluster, holder, now)
-		contended := a.contended.byOthers(req.Cluster, holder, now)
+		a.markDenied(r.Context(), req.Cluster, holder)
 		transport.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{Contended: &contended})
 	default:
 		a.fail(w, "acquire", err)
+	}
+}
+
+// acquireRetry decides a retry-mode acquire on c, the cluster's waiting record read before it,
+// then frees the leases it carries. Decide first, then free: a worker must not win back the
+// slot it is releasing ahead of workers polling for it (fairness fell from 0.95 to 0.57 when
+// it could); and a free slot stays free for the waiting workers ranked ahead (Contention.Yields).
+func (a *API) acquireRetry(ctx context.Context, c Contention, cluster, holder string, limit int, ttl time.Duration, release []LeaseRef) (Lease, error) {
+	var l Lease
+	var err error
+	switch {
+	case c.Leases >= limit:
+		// Full when read a moment ago: deny without a second round trip to the store (a slot
+		// freed since then is asked for again within RetryAskEvery).
+		err = ErrAtCapacity
+	case c.Yields(holder, limit):
+		a.metrics.LeaseYielded.WithLabelValues(cluster).Inc()
+		err = ErrAtCapacity
+	default:
+		l, err = a.store.Acquire(ctx, cluster, holder, limit, ttl, a.env.Now())
+	}
+	if err != nil && !errors.Is(err, ErrAtCapacity) {
+		return l, err
+	}
+	_, rerr := a.store.ReleaseBatch(ctx, release)
+	switch {
+	case errors.Is(rerr, ErrNotHolder):
+		// The call named leases the caller does not hold: refuse it whole, the grant too.
+		a.foreign("release", holder, rerr)
+		if err == nil {
+			a.undoGrant(ctx, l)
+		}
+		return Lease{}, rerr
+	case rerr != nil:
+		// The worker takes them as landed; they expire and the sweeper frees them.
+		a.env.Logger().Warn("capacity: releases carried on an acquire failed; the sweep will reclaim them", "leases", len(release), "err", rerr)
+	}
+	return l, err
+}
+
+// undoGrant frees a lease granted to a call that is then refused.
+func (a *API) undoGrant(ctx context.Context, l Lease) {
+	if _, err := a.store.ReleaseBatch(ctx, []LeaseRef{l.Ref()}); err != nil {
+		a.env.Logger().Warn("capacity: freeing a lease granted to a refused acquire failed; the sweep will reclaim it", "lease", l.ID, "err", err)
 	}
 }
 
@@ -318,22 +336,61 @@ func (a *API) serveRenew(w http.ResponseWriter, r *http.Request, caller string) 
 	if !DecodeRequest(w, r, &req) {
 		return
 	}
-	_, ttl, err := a.terms(req.Lease.Cluster(), 0, millis(req.TTLMillis))
+	l, err := a.renew(r.Context(), caller, req.Lease, millis(req.TTLMillis))
 	if err != nil {
-		a.refuse(w, "renew", caller, err)
-		return
-	}
-	l, err := a.store.Renew(r.Context(), req.Lease.As(caller), ttl, a.env.Now())
-	if err != nil {
-		a.refuse(w, "renew", caller, err)
+		a.fail(w, "renew", err)
 		return
 	}
 	transport.WriteJSON(w, http.StatusOK, MediaJSON, RenewResponse{Lease: l})
 }
 
+func (a *API) serveRenewBatch(w http.ResponseWriter, r *http.Request, caller string) {
+	var req RenewBatchRequest
+	if !DecodeRequest(w, r, &req) {
+		return
+	}
+	if len(req.Leases) > RenewBatchMax {
+		a.fail(w, "renew", fmt.Errorf("%w: %d leases in one renewal batch, at most %d", ErrInvalid, len(req.Leases), RenewBatchMax))
+		return
+	}
+	out := RenewBatchResponse{Results: make([]RenewResult, len(req.Leases))}
+	for i, ref := range req.Leases {
+		res := RenewResult{ID: ref.ID}
+		l, err := a.renew(r.Context(), caller, ref, millis(req.TTLMillis))
+		if err == nil {
+			res.Lease = &l
+		} else {
+			res.Status, res.Error = a.status("renew", err)
+		}
+		out.Results[i] = res
+	}
+	transport.WriteJSON(w, http.StatusOK, MediaJSON, out)
+}
+
+// renew extends ref's lease for caller (its holder), with the TTL the control plane allows;
+// a refusal is counted and logged.
+func (a *API) renew(ctx context.Context, caller string, ref LeaseRef, ttl time.Duration) (Lease, error) {
+	if err := CheckRefs([]LeaseRef{ref}); err != nil {
+		return Lease{}, err
+	}
+	_, ttl, err := a.terms(ref.Cluster(), 0, ttl)
+	if err == nil {
+		var l Lease
+		if l, err = a.store.Renew(ctx, ref.As(caller), ttl, a.env.Now()); err == nil {
+			return l, nil
+		}
+	}
+	a.noteRefusal("renew", caller, err)
+	return Lease{}, err
+}
+
 func (a *API) serveReleaseBatch(w http.ResponseWriter, r *http.Request, caller string) {
 	var req ReleaseBatchRequest
 	if !DecodeRequest(w, r, &req) {
+		return
+	}
+	if err := CheckRefs(req.Leases); err != nil {
+		a.fail(w, "release", err)
 		return
 	}
 	n, err := a.store.ReleaseBatch(r.Context(), claimed(req.Leases, caller))
@@ -347,9 +404,15 @@ func (a *API) serveReleaseBatch(w http.ResponseWriter, r *http.Request, caller s
 	transport.WriteJSON(w, http.StatusOK, MediaJSON, ReleaseBatchResponse{Released: n})
 }
 
-// refuse answers err like fail, and first counts and logs a refusal of the caller: a renewal
-// or release of another worker's lease (403), or an unknown cluster.
+// refuse answers err like fail, and first counts and logs a refusal of the caller.
 func (a *API) refuse(w http.ResponseWriter, op, caller string, err error) {
+	a.noteRefusal(op, caller, err)
+	a.fail(w, op, err)
+}
+
+// noteRefusal counts and logs err if it refuses the caller: a renewal or release of a lease it
+// does not hold (403), or an unknown cluster.
+func (a *API) noteRefusal(op, caller string, err error) {
 	switch {
 	case errors.Is(err, ErrNotHolder):
 		a.foreign(op, caller, err)
@@ -357,7 +420,6 @@ func (a *API) refuse(w http.ResponseWriter, op, caller string, err error) {
 		a.metrics.Refused.WithLabelValues(op, "unknown-cluster").Inc()
 		a.env.Logger().Warn("capacity: refused a lease request for an unknown cluster", "op", op, "worker", caller, "err", err)
 	}
-	a.fail(w, op, err)
 }
 
 // foreign counts and logs a request for leases the caller does not hold.
@@ -397,32 +459,35 @@ func (a *API) serveSweepLockRelease(w http.ResponseWriter, r *http.Request, call
 // fail answers a store error: 409 for a stale lease, 403 for another worker's, 400 for bad
 // input, 503 otherwise.
 func (a *API) fail(w http.ResponseWriter, op string, err error) {
-	switch {
-	case errors.Is(err, ErrNotHolder):
-		transport.WriteError(w, http.StatusForbidden, err.Error(), "lease")
-	case errors.Is(err, ErrStaleGeneration):
-		transport.WriteError(w, http.StatusConflict, err.Error(), "lease")
-	case errors.Is(err, ErrInvalid):
-		transport.WriteError(w, http.StatusBadRequest, err.Error(), "")
-	default:
-		a.metrics.CoordinationFailures.WithLabelValues("store-" + op).Inc()
-		a.env.Logger().Warn("capacity store failed", "op", op, "err", err)
-		transport.WriteError(w, http.StatusServiceUnavailable, "capacity store unavailable", "")
+	status, msg := a.status(op, err)
+	field := ""
+	if status == http.StatusForbidden || status == http.StatusConflict {
+		field = "lease"
 	}
+	transport.WriteError(w, status, msg, field)
 }
 
-// DecodeRequest reads a JSON request body into v strictly; on failure it answers 400 and
-// returns false.
-func DecodeRequest(w http.ResponseWriter, r *http.Request, v any) bool {
-	data, err := transport.ReadBody(r, MediaJSON)
-	if err == nil {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err = dec.Decode(v); err != nil {
-			err = fmt.Errorf("decoding %T: %w", v, err)
-		}
+// status is the HTTP status and message that answer err (fail); a store failure is counted
+// and logged, and its details stay in the log.
+func (a *API) status(op string, err error) (int, string) {
+	switch {
+	case errors.Is(err, ErrNotHolder):
+		return http.StatusForbidden, err.Error()
+	case errors.Is(err, ErrStaleGeneration):
+		return http.StatusConflict, err.Error()
+	case errors.Is(err, ErrInvalid):
+		return http.StatusBadRequest, err.Error()
 	}
-	if err != nil {
+	a.metrics.CoordinationFailures.WithLabelValues("store-" + op).Inc()
+	a.env.Logger().Warn("capacity store failed", "op", op, "err", err)
+	return http.StatusServiceUnavailable, "capacity store unavailable"
+}
+
+// DecodeRequest reads a JSON request body into v strictly (transport.ReadJSON: trailing data,
+// unknown fields and wrong types are refused); on failure it answers 400 (415 for another
+// media type) naming the problem and returns false.
+func DecodeRequest(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := transport.ReadJSON(r, MediaJSON, v); err != nil {
 		transport.WriteBadRequest(w, err)
 		return false
 	}

@@ -38,6 +38,20 @@ type Lease struct {
 	Revoked    bool      `json:"revoked,omitempty"`
 }
 
+// SessionHolder is the holder of the leases that one registration session of a worker takes
+// through the control plane: "<worker>/<session>". Leases are held by the session, not the
+// worker's name: a later registration under the same name (a restarted process, or anyone
+// else holding the worker secret) can neither renew nor release them (ErrNotHolder). Worker
+// names cannot contain '/', so the worker is always the part before it (HolderWorker).
+func SessionHolder(worker, session string) string { return worker + "/" + session }
+
+// HolderWorker is the worker a holder names: the part of a SessionHolder before '/', or the
+// whole holder for one without a session (the control plane's own, tests).
+func HolderWorker(holder string) string {
+	worker, _, _ := strings.Cut(holder, "/")
+	return worker
+}
+
 // Ref names the lease a renewal or release is for, on behalf of its holder.
 func (l Lease) Ref() LeaseRef { return LeaseRef{ID: l.ID, Generation: l.Generation} }
 
@@ -99,8 +113,11 @@ var (
 	// ErrStaleGeneration refuses a renewal or release for a lease that is no longer held under
 	// that generation: released, swept, evicted, expired, or never granted.
 	ErrStaleGeneration = errors.New("capacity: stale lease generation")
-	// ErrNotHolder refuses a renewal or release of a lease held by someone else.
-	ErrNotHolder = errors.New("capacity: lease held by another worker")
+	// ErrNotHolder refuses a renewal or release, on behalf of a holder, of a lease held by
+	// someone else (another worker, or another session of the same worker) or never granted
+	// (a made-up generation). A lease once granted and no longer held is stale instead: the
+	// table keeps no record of its past holders.
+	ErrNotHolder = errors.New("capacity: lease held by another worker, or never granted")
 	// ErrUnknownCluster refuses an acquire of a cluster the control plane's configuration does
 	// not have.
 	ErrUnknownCluster = errors.New("capacity: unknown cluster")
@@ -142,7 +159,22 @@ type CapacityStore interface {
 	// A revoked lease cannot be renewed; it keeps its slot until it is released (by the
 	// control plane's reclaimer, once the engine fence is done).
 	Revoke(ctx context.Context, sel Selection, now time.Time) ([]Lease, error)
+	// The record of workers denied a cluster lately lives with the leases, where every
+	// replica sees it.
+	WaitRecord
 }
+
+// The lease store's calls, as the Postgres store's latency histogram
+// (queryflux_capacity_store_seconds) labels them and a simulator calibration names the service
+// times of the waiting record's calls (scenarios.Calibration).
+const (
+	StoreAcquire     = "acquire"
+	StoreRenew       = "renew"
+	StoreRelease     = "release"
+	StoreContention  = "contention"
+	StoreMarkDenied  = "mark-denied"
+	StoreMarkGranted = "mark-granted"
+)
 
 // Selection picks leases to revoke: the union of those expired by now (Expired), those of
 // Holder, and those named by Refs (generation included).
@@ -170,6 +202,37 @@ type LeaseClient interface {
 	Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (Lease, error)
 	Renew(ctx context.Context, ref LeaseRef, ttl time.Duration, now time.Time) (Lease, error)
 	ReleaseBatch(ctx context.Context, refs []LeaseRef) (int, error)
+}
+
+// BatchRenewer is a LeaseClient that renews many leases in one round trip (Remote:
+// PathRenewBatch). RenewAll renews through it when the client is one.
+type BatchRenewer interface {
+	// RenewBatch answers each ref, in order, unless the whole call failed (err).
+	RenewBatch(ctx context.Context, refs []LeaseRef, ttl time.Duration, now time.Time) ([]Renewed, error)
+}
+
+// Renewed is the outcome of one lease's renewal: the renewed lease, or the error Renew would
+// have returned for it alone.
+type Renewed struct {
+	Lease Lease
+	Err   error
+}
+
+// RenewAll renews refs through c: in one round trip when c is a BatchRenewer, else one by one.
+func RenewAll(ctx context.Context, c LeaseClient, refs []LeaseRef, ttl time.Duration, now time.Time) ([]Renewed, error) {
+	if b, ok := c.(BatchRenewer); ok {
+		return b.RenewBatch(ctx, refs, ttl, now)
+	}
+	return renewEach(ctx, c, refs, ttl, now), nil
+}
+
+// renewEach renews refs one round trip each.
+func renewEach(ctx context.Context, c LeaseClient, refs []LeaseRef, ttl time.Duration, now time.Time) []Renewed {
+	out := make([]Renewed, len(refs))
+	for i, ref := range refs {
+		out[i].Lease, out[i].Err = c.Renew(ctx, ref, ttl, now)
+	}
+	return out
 }
 
 // ReleasingAcquirer is a LeaseClient that releases leases and acquires one in a single round
@@ -209,12 +272,30 @@ func CheckTTL(ttl time.Duration) error {
 	return nil
 }
 
-// CheckRefs validates a release batch.
+// CheckRefs validates a batch of lease refs: at most releaseRefsMax, each one's ID
+// "<cluster>#<generation>" with its own generation.
 func CheckRefs(refs []LeaseRef) error {
 	if len(refs) > releaseRefsMax {
 		return fmt.Errorf("%w: %d refs in one batch, at most %d", ErrInvalid, len(refs), releaseRefsMax)
 	}
+	for i, r := range refs {
+		if parsed, err := ParseLeaseID(r.ID); err != nil || parsed.Generation != r.Generation {
+			return fmt.Errorf("%w: lease ref %d {id %q, generation %d}: the id must be <cluster>#<generation> of that generation",
+				ErrInvalid, i, r.ID, r.Generation)
+		}
+	}
 	return nil
+}
+
+// NeverGranted reports whether ref is claimed by a holder and names a generation beyond
+// current, the last its cluster granted (0: the cluster never granted one), and if so returns
+// the error that refuses it (wrapping ErrNotHolder). Every store calls it for a claimed ref
+// whose lease it does not hold: a made-up ref is refused like a foreign one.
+func NeverGranted(ref LeaseRef, current int64) error {
+	if ref.Holder == "" || ref.Generation <= current {
+		return nil
+	}
+	return fmt.Errorf("%w: lease %s was never granted", ErrNotHolder, ref.ID)
 }
 
 func checkName(what, s string) error {

@@ -53,10 +53,7 @@ func isTagSafe(s string) bool {
 // SlotTag is the engine tag of a slot's lease, "" for a slot without one (a local slot).
 func SlotTag(s Slot) string {
 	if ls, ok := s.(*leaseSlot); ok {
-		ls.g.mu.Lock()
-		ref := ls.lease.Ref()
-		ls.g.mu.Unlock()
-		return ref.Tag()
+		return ls.Lease().Ref().Tag()
 	}
 	return ""
 }

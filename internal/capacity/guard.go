@@ -16,6 +16,12 @@ type Guard interface {
 	Acquire(ctx context.Context, cluster string, limit int) (Slot, error)
 }
 
+// AtOnce is a Guard that can say whether its Acquire answers without a network round trip
+// (a caller on an event loop's thread must not block).
+type AtOnce interface {
+	AtOnce() bool
+}
+
 // Slot is one running query's claim on a cluster.
 type Slot interface {
 	// Release gives the slot back. Call it exactly once. It never blocks on the network: a
@@ -50,6 +56,9 @@ func (g *LocalGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	}
 	return &localSlot{g: g, cluster: cluster}, nil
 }
+
+// AtOnce implements AtOnce: the local guard only counts.
+func (g *LocalGuard) AtOnce() bool { return true }
 
 func (g *LocalGuard) take(cluster string, limit int) bool {
 	g.mu.Lock()

@@ -107,6 +107,59 @@ func TestLeaseGuardRenewsAndBatchesReleases(t *testing.T) {
 	}
 }
 
+// batchingClient is a countingClient that renews in batches, as Remote does.
+type batchingClient struct {
+	countingClient
+	renewBatches int
+}
+
+func (c *batchingClient) RenewBatch(ctx context.Context, refs []capacity.LeaseRef, ttl time.Duration, now time.Time) ([]capacity.Renewed, error) {
+	c.renewBatches++
+	out := make([]capacity.Renewed, len(refs))
+	for i, ref := range refs {
+		out[i].Lease, out[i].Err = c.Renew(ctx, ref, ttl, now)
+	}
+	return out, nil
+}
+
+// TestLeaseGuardBatchesRenewals: five leases held together for ten TTLs are renewed in one
+// round trip per renewal round, not one per lease, and stay valid.
+func TestLeaseGuardBatchesRenewals(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 3})
+	n := s.AddNode("cp", nil)
+	store := capacity.NewMemory()
+	client := &batchingClient{countingClient: countingClient{LeaseClient: store}}
+	var slots []capacity.Slot
+	s.Spawn(n, "test", func() {
+		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: client, Holder: "cp",
+			LeaseTTL: 3 * time.Second, DriftMargin: 500 * time.Millisecond})
+		if err != nil {
+			panic(err)
+		}
+		g.Start(n.Ctx())
+		for range 5 {
+			slot, err := g.Acquire(n.Ctx(), "c", 5)
+			if err != nil {
+				panic(err)
+			}
+			slots = append(slots, slot)
+		}
+	})
+	s.At(30*time.Second, func() {
+		for _, sl := range slots {
+			if sl.Lost() {
+				t.Error("a renewed lease was fenced")
+			}
+		}
+	})
+	if err := s.Run(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if client.renews < 5*9 || client.renewBatches*5 != client.renews {
+		t.Fatalf("%d renewals in %d round trips, want at least 45 in batches of 5", client.renews, client.renewBatches)
+	}
+}
+
 func errString(err error) string {
 	if err == nil {
 		return "nil"
@@ -129,8 +182,11 @@ func TestAPIAnswers(t *testing.T) {
 	if _, err := r.Acquire(ctx, "c", "w2", 1, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrAtCapacity) {
 		t.Fatalf("denial: %v", err)
 	}
-	if _, err := r.Renew(ctx, capacity.LeaseRef{ID: l.ID, Generation: 9}, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrStaleGeneration) {
+	if _, err := r.Renew(ctx, capacity.LeaseRef{ID: "c#9", Generation: 9}, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrStaleGeneration) {
 		t.Fatalf("stale renew: %v", err)
+	}
+	if _, err := r.Renew(ctx, capacity.LeaseRef{ID: l.ID, Generation: 9}, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrInvalid) || !strings.Contains(err.Error(), "of that generation") {
+		t.Fatalf("renew of a ref whose id and generation disagree: %v", err)
 	}
 	if _, err := r.Acquire(ctx, "", "w1", 1, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrInvalid) || !strings.Contains(err.Error(), "cluster is empty") {
 		t.Fatalf("empty cluster: %v", err)
@@ -138,6 +194,17 @@ func TestAPIAnswers(t *testing.T) {
 	if n, err := r.ReleaseBatch(ctx, []capacity.LeaseRef{l.Ref(), l.Ref()}); err != nil || n != 1 {
 		t.Fatalf("release batch: %d %v", n, err)
 	}
+	l2, err := r.Acquire(ctx, "c", "w2", 1, time.Minute, time.Time{}) // w2 waits, ranked ahead of w1
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRenewals(t, r, l2)
+	// A control plane that predates renew-batch: Remote renews one by one.
+	old := http.NewServeMux()
+	old.Handle("POST "+capacity.PathRenew, capacity.NewAPIHandler(store, store, e, nil))
+	oldSrv := httptest.NewServer(old)
+	defer oldSrv.Close()
+	checkRenewals(t, capacity.NewRemote(oldSrv.URL, oldSrv.Client(), nil), l2)
 	if _, err := r.AcquireSweepLock(ctx, "s", "cp1", time.Minute, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +224,19 @@ func TestAPIAnswers(t *testing.T) {
 	down := capacity.NewRemote("http://127.0.0.1:1", srv.Client(), nil)
 	if _, err := down.Acquire(ctx, "c", "w1", 1, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrUnavailable) {
 		t.Fatalf("unreachable: %v", err)
+	}
+}
+
+// checkRenewals renews, in one batch through r, l (held), a stale lease and a ref whose id and
+// generation disagree, and fails the test unless each gets its own answer.
+func checkRenewals(t *testing.T, r *capacity.Remote, l capacity.Lease) {
+	t.Helper()
+	got, err := r.RenewBatch(context.Background(), []capacity.LeaseRef{l.Ref(), {ID: "c#1", Generation: 1}, {ID: "c#1", Generation: 2}}, time.Minute, time.Time{})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("renew batch: %+v %v", got, err)
+	}
+	if got[0].Err != nil || got[0].Lease.ID != l.ID || !errors.Is(got[1].Err, capacity.ErrStaleGeneration) || !errors.Is(got[2].Err, capacity.ErrInvalid) {
+		t.Fatalf("renew batch answers: %+v", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,8 +21,9 @@ type Memory struct {
 }
 
 type memCluster struct {
-	generation int64            // last generation granted; only grows
-	leases     map[string]Lease // by ID
+	generation int64              // last generation granted; only grows
+	leases     map[string]Lease   // by ID
+	waits      map[string]memWait // the waiting record, by holder
 }
 
 // NewMemory returns an empty in-memory store.
@@ -54,7 +56,7 @@ var (
 func (m *Memory) cluster(name string) *memCluster {
 	c := m.clusters[name]
 	if c == nil {
-		c = &memCluster{leases: map[string]Lease{}}
+		c = &memCluster{leases: map[string]Lease{}, waits: map[string]memWait{}}
 		m.clusters[name] = c
 	}
 	return c
@@ -93,12 +95,12 @@ func (m *Memory) Acquire(ctx context.Context, cluster, holder string, limit int,
 func (m *Memory) held(ref LeaseRef) (*memCluster, Lease, error) {
 	c := m.clusters[ref.Cluster()]
 	if c == nil {
-		return nil, Lease{}, ErrStaleGeneration
+		return nil, Lease{}, cmp.Or(NeverGranted(ref, 0), ErrStaleGeneration)
 	}
 	l, ok := c.leases[ref.ID]
 	switch {
 	case !ok || l.Generation != ref.Generation:
-		return nil, Lease{}, ErrStaleGeneration
+		return nil, Lease{}, cmp.Or(NeverGranted(ref, c.generation), ErrStaleGeneration)
 	case ref.Holder != "" && l.Holder != ref.Holder:
 		return nil, Lease{}, ErrNotHolder
 	}
@@ -109,6 +111,9 @@ func (m *Memory) held(ref LeaseRef) (*memCluster, Lease, error) {
 func (m *Memory) Renew(ctx context.Context, ref LeaseRef, ttl time.Duration, now time.Time) (Lease, error) {
 	now = m.now(now)
 	if err := CheckTTL(ttl); err != nil {
+		return Lease{}, err
+	}
+	if err := CheckRefs([]LeaseRef{ref}); err != nil {
 		return Lease{}, err
 	}
 	m.mu.Lock()
@@ -127,6 +132,9 @@ func (m *Memory) Renew(ctx context.Context, ref LeaseRef, ttl time.Duration, now
 
 // Release implements CapacityStore.
 func (m *Memory) Release(ctx context.Context, ref LeaseRef) error {
+	if err := CheckRefs([]LeaseRef{ref}); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, l, err := m.held(ref)
@@ -169,6 +177,17 @@ func foreignErr(n int) error {
 // List implements CapacityStore.
 func (m *Memory) List(ctx context.Context, cluster string) ([]Lease, error) {
 	return m.collect(func(l Lease) bool { return cluster == "" || l.Cluster == cluster }, false), nil
+}
+
+// Count is how many leases cluster holds (revoked ones until released or swept), without
+// listing them.
+func (m *Memory) Count(cluster string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.clusters[cluster]; c != nil {
+		return len(c.leases)
+	}
+	return 0
 }
 
 // Revoke implements CapacityStore.
@@ -256,4 +275,78 @@ func checkLockArgs(name, owner string, ttl time.Duration) error {
 // CheckLockArgs validates AcquireSweepLock's arguments.
 func CheckLockArgs(name, owner string, ttl time.Duration) error {
 	return checkLockArgs(name, owner, ttl)
+}
+
+// memWait is one holder's entry in a cluster's waiting record.
+type memWait struct {
+	deniedAt, since time.Time
+	waiting         bool
+}
+
+// Contention implements WaitRecord.
+func (m *Memory) Contention(ctx context.Context, cluster string, now time.Time) (Contention, error) {
+	now = Timestamp(m.now(now))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := Contention{Held: map[string]int{}}
+	c := m.clusters[cluster]
+	if c == nil {
+		return out, nil
+	}
+	for _, l := range c.leases { //determinism:ok counts do not depend on order
+		out.Held[l.Holder]++
+		out.Leases++
+	}
+	for h, w := range c.waits { //determinism:ok sorted below
+		if now.Sub(w.deniedAt) < ContendedFor {
+			out.Denied = append(out.Denied, Waiter{Holder: h, Since: w.since, Waiting: w.waitingAt(now)})
+		}
+	}
+	sort.Slice(out.Denied, func(i, j int) bool { return out.Denied[i].Holder < out.Denied[j].Holder })
+	return out, nil
+}
+
+// waitingAt reports whether w is a wait still going on at now.
+func (w memWait) waitingAt(now time.Time) bool { return w.waiting && now.Sub(w.deniedAt) < FairWindow }
+
+// MarkDenied implements WaitRecord.
+func (m *Memory) MarkDenied(ctx context.Context, cluster, holder string, now time.Time) error {
+	if err := checkName("cluster", cluster); err != nil {
+		return err
+	}
+	if err := checkName("holder", holder); err != nil {
+		return err
+	}
+	now = Timestamp(m.now(now))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cluster(cluster)
+	for h, w := range c.waits { //determinism:ok deletions do not depend on order
+		if now.Sub(w.deniedAt) >= ContendedFor {
+			delete(c.waits, h)
+		}
+	}
+	w, ok := c.waits[holder]
+	if !ok && len(c.waits) >= WaitersMax {
+		return nil
+	}
+	if !w.waitingAt(now) {
+		w.since, w.waiting = now, true
+	}
+	w.deniedAt = now
+	c.waits[holder] = w
+	return nil
+}
+
+// MarkGranted implements WaitRecord.
+func (m *Memory) MarkGranted(ctx context.Context, cluster, holder string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.clusters[cluster]; c != nil {
+		if w, ok := c.waits[holder]; ok {
+			w.waiting = false
+			c.waits[holder] = w
+		}
+	}
+	return nil
 }

@@ -1,9 +1,9 @@
 package capacity
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queryflux/queryflux/internal/promreg"
 )
 
 // Metrics are the capacity counters of one node. Create one per node and hand it to both the
@@ -11,6 +11,9 @@ import (
 type Metrics struct {
 	// LeaseDenied counts acquires answered "at capacity", by cluster.
 	LeaseDenied *prometheus.CounterVec
+	// LeaseYielded counts retry-mode acquires denied although a slot was free: it was kept for
+	// a worker that holds fewer leases of the cluster and is waiting for one, by cluster.
+	LeaseYielded *prometheus.CounterVec
 	// CoordinationFailures counts calls to the coordination service that failed (network,
 	// timeout, 5xx, store error), by operation.
 	CoordinationFailures *prometheus.CounterVec
@@ -42,6 +45,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "queryflux_capacity_lease_denied_total",
 			Help: "Capacity lease acquires denied because the cluster was at its cap.",
 		}, []string{"cluster"}),
+		LeaseYielded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_capacity_lease_yielded_total",
+			Help: "Capacity lease acquires denied with a slot free, kept for a waiting worker that holds fewer leases (retry-mode fairness).",
+		}, []string{"cluster"}),
 		CoordinationFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_coordination_failures_total",
 			Help: "Calls to the capacity coordination service that failed.",
@@ -71,31 +78,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Capacity lease releases never delivered to the control plane (queue-full: the release queue was at its bound; expired: the lease's term passed first).",
 		}, []string{"cluster", "reason"}),
 	}
-	if reg != nil {
-		m.LeaseDenied = register(reg, m.LeaseDenied)
-		m.CoordinationFailures = register(reg, m.CoordinationFailures)
-		m.Overrun = register(reg, m.Overrun)
-		m.LeasesLost = register(reg, m.LeasesLost)
-		m.LeaseReused = register(reg, m.LeaseReused)
-		m.Refused = register(reg, m.Refused)
-		m.Reclaimed = register(reg, m.Reclaimed)
-		m.ReleasesDropped = register(reg, m.ReleasesDropped)
-	}
+	m.LeaseDenied = promreg.Register(reg, m.LeaseDenied)
+	m.LeaseYielded = promreg.Register(reg, m.LeaseYielded)
+	m.CoordinationFailures = promreg.Register(reg, m.CoordinationFailures)
+	m.Overrun = promreg.Register(reg, m.Overrun)
+	m.LeasesLost = promreg.Register(reg, m.LeasesLost)
+	m.LeaseReused = promreg.Register(reg, m.LeaseReused)
+	m.Refused = promreg.Register(reg, m.Refused)
+	m.Reclaimed = promreg.Register(reg, m.Reclaimed)
+	m.ReleasesDropped = promreg.Register(reg, m.ReleasesDropped)
 	return m
-}
-
-func register(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.CounterVec {
-	err := reg.Register(c)
-	var already prometheus.AlreadyRegisteredError
-	if errors.As(err, &already) {
-		if existing, ok := already.ExistingCollector.(*prometheus.CounterVec); ok {
-			return existing
-		}
-	}
-	if err != nil {
-		panic("capacity: registering metrics: " + err.Error())
-	}
-	return c
 }
 
 // metricsOrNew returns m, or unregistered metrics when m is nil.

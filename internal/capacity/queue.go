@@ -39,7 +39,7 @@ type orderedQueue struct {
 	mu      sync.Mutex
 	next    uint64
 	waiting map[string][]waiter // cluster -> waiters, in arrival order
-	weights map[string]int      // holder -> weight (absent: 1); nil: arrival order
+	weights map[string]int      // worker (HolderWorker) -> weight (absent: 1); nil: arrival order
 	// Weighted only: per cluster, the virtual clock, each worker's last finish, and the head
 	// (0: work it out again; waiters joined, left or were granted since).
 	clock map[string]uint64
@@ -77,7 +77,7 @@ func (q *orderedQueue) weighted(weights map[string]int) {
 }
 
 func (q *orderedQueue) weightOf(holder string) int {
-	if w, ok := q.weights[holder]; ok {
+	if w, ok := q.weights[HolderWorker(holder)]; ok {
 		return w
 	}
 	return 1
@@ -239,6 +239,7 @@ func (a *API) acquireOrdered(ctx context.Context, cluster, holder string, limit 
 		return Lease{}, ErrAtCapacity
 	}
 	defer q.leave(cluster, ticket)
+	var marked time.Time // when this acquire last recorded that it waits
 	for {
 		seen := q.changed.Seq()
 		if q.isHead(cluster, ticket) {
@@ -250,7 +251,12 @@ func (a *API) acquireOrdered(ctx context.Context, cluster, holder string, limit 
 				return l, err
 			}
 		}
-		a.contended.mark(cluster, holder, a.env.Now()) // this acquire waits: others should not skip it
+		if now := a.env.Now(); marked.IsZero() || now.Sub(marked) >= ContendedFor/4 {
+			// This acquire waits: others should not skip it. Ordered mode reads only the
+			// record's contention window, so one write per quarter of it is enough.
+			a.markDenied(ctx, cluster, holder)
+			marked = now
+		}
 		left := deadline.Sub(a.env.Now())
 		if left <= 0 {
 			return Lease{}, ErrAtCapacity

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/queryflux/queryflux/transport"
@@ -22,6 +23,8 @@ type Remote struct {
 	base        string
 	do          func(ctx context.Context, req *http.Request) (*http.Response, error)
 	acquireWait time.Duration
+	// renewOneByOne: the control plane predates PathRenewBatch (it answered 404 or 405).
+	renewOneByOne atomic.Bool
 }
 
 // WithAcquireWait makes every acquire long-poll up to d in the control plane's arrival-order
@@ -52,6 +55,7 @@ func NewRemoteDo(do func(ctx context.Context, req *http.Request) (*http.Response
 
 var (
 	_ LeaseClient        = (*Remote)(nil)
+	_ BatchRenewer       = (*Remote)(nil)
 	_ ReleasingAcquirer  = (*Remote)(nil)
 	_ ContentionAcquirer = (*Remote)(nil)
 )
@@ -96,6 +100,44 @@ func (c *Remote) Renew(ctx context.Context, ref LeaseRef, ttl time.Duration, now
 	return resp.Lease, nil
 }
 
+// RenewBatch implements BatchRenewer: one round trip per RenewBatchMax refs, or one per ref
+// to a control plane that predates PathRenewBatch.
+func (c *Remote) RenewBatch(ctx context.Context, refs []LeaseRef, ttl time.Duration, now time.Time) ([]Renewed, error) {
+	out := make([]Renewed, 0, len(refs))
+	for len(refs) > 0 && !c.renewOneByOne.Load() {
+		chunk := refs[:min(len(refs), RenewBatchMax)]
+		var resp RenewBatchResponse
+		err := c.post(ctx, PathRenewBatch, RenewBatchRequest{Leases: chunk, TTLMillis: ttl.Milliseconds()}, &resp)
+		var se *transport.StatusError
+		if errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed) {
+			c.renewOneByOne.Store(true)
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(resp.Results) != len(chunk) {
+			return nil, fmt.Errorf("%w: %s: %d answers for %d leases", ErrUnavailable, PathRenewBatch, len(resp.Results), len(chunk))
+		}
+		for i, r := range resp.Results {
+			out = append(out, renewedFrom(chunk[i], r))
+		}
+		refs = refs[len(chunk):]
+	}
+	return append(out, renewEach(ctx, c, refs, ttl, now)...), nil
+}
+
+// renewedFrom reads one answer of a renewal batch for ref.
+func renewedFrom(ref LeaseRef, r RenewResult) Renewed {
+	switch {
+	case r.Lease != nil && r.ID == ref.ID && r.Lease.ID == ref.ID:
+		return Renewed{Lease: *r.Lease}
+	case r.Status == 0:
+		return Renewed{Err: fmt.Errorf("%w: %s: answer %+v for lease %s", ErrUnavailable, PathRenewBatch, r, ref.ID)}
+	}
+	return Renewed{Err: statusErr(PathRenewBatch, r.Status, &transport.StatusError{Status: r.Status, Body: transport.ErrorBody{Error: r.Error}})}
+}
+
 // ReleaseBatch implements LeaseClient.
 func (c *Remote) ReleaseBatch(ctx context.Context, refs []LeaseRef) (int, error) {
 	var resp ReleaseBatchResponse
@@ -124,7 +166,7 @@ func (c *Remote) ReleaseSweepLock(ctx context.Context, name, owner string) error
 }
 
 // post sends body and decodes a 200 answer into out. Errors: ErrStaleGeneration for 409,
-// ErrInvalid for other 4xx, ErrUnavailable for everything else (network, 5xx, bad answers),
+// ErrNotHolder for 403, ErrInvalid for other 4xx, ErrUnavailable for everything else (network, 5xx, bad answers),
 // or the context's error when ctx ended.
 func (c *Remote) post(ctx context.Context, path string, body, out any) error {
 	data, err := json.Marshal(body)
@@ -145,15 +187,7 @@ func (c *Remote) post(ctx context.Context, path string, body, out any) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		se := &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
-		switch {
-		case resp.StatusCode == http.StatusConflict:
-			return fmt.Errorf("%w: %s: %v", ErrStaleGeneration, path, se)
-		case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusUnauthorized &&
-			resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout:
-			return fmt.Errorf("%w: %s: %v", ErrInvalid, path, se)
-		}
-		return fmt.Errorf("%w: %s: %v", ErrUnavailable, path, se)
+		return statusErr(path, resp.StatusCode, &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)})
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, transport.BodyBytesMax))
 	if err == nil {
@@ -166,6 +200,20 @@ func (c *Remote) post(ctx context.Context, path string, body, out any) error {
 		return fmt.Errorf("%w: %s: reading answer: %v", ErrUnavailable, path, err)
 	}
 	return nil
+}
+
+// statusErr is the error of an answer of path with status (not 200), wrapping se.
+func statusErr(path string, status int, se *transport.StatusError) error {
+	switch {
+	case status == http.StatusConflict:
+		return fmt.Errorf("%w: %s: %w", ErrStaleGeneration, path, se)
+	case status == http.StatusForbidden:
+		return fmt.Errorf("%w: %s: %w", ErrNotHolder, path, se)
+	case status >= 400 && status < 500 && status != http.StatusUnauthorized &&
+		status != http.StatusTooManyRequests && status != http.StatusRequestTimeout:
+		return fmt.Errorf("%w: %s: %w", ErrInvalid, path, se)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, path, se)
 }
 
 // IsUnavailable reports whether err means the coordination service could not be reached.

@@ -10,7 +10,7 @@ import (
 
 func runCheck(t *testing.T, file string) (stdout, stderr string, err error) {
 	t.Helper()
-	cmd := NewConfigCommand()
+	cmd := NewConfigCommand(nil)
 	var out, errOut bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)

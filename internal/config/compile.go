@@ -3,16 +3,14 @@ package config
 import (
 	"fmt"
 	"sync"
+
+	"github.com/queryflux/queryflux/internal/policy/starhost"
 )
 
 // EngineCheck checks the engine-specific parts of one cluster (endpoint form, options, credentials).
 // Paths in the errors it returns are relative to the cluster ("options.threads", "endpoint").
 // It is called for every expanded cluster, variants included, after the generic checks.
 type EngineCheck func(Cluster) []FieldError
-
-// Compiler is a strict check another package adds to Compile (routers compiling regexes and
-// scripts, engines building clients). Paths in its errors are absolute ("routers[1].source").
-type Compiler func(*Config) []FieldError
 
 type engineEntry struct {
 	check   EngineCheck
@@ -21,8 +19,7 @@ type engineEntry struct {
 
 var registry = struct {
 	sync.Mutex
-	engines   map[string]engineEntry
-	compilers map[string]Compiler
+	engines map[string]engineEntry
 }{
 	engines: map[string]engineEntry{
 		EngineTrino:     {checkTrino, true},
@@ -32,7 +29,6 @@ var registry = struct {
 		EngineDuckDB:    {nil, true},
 		EngineSim:       {nil, true},
 	},
-	compilers: map[string]Compiler{},
 }
 
 // RegisterEngine declares an engine kind and its cluster check (check may be nil). Engine
@@ -64,42 +60,63 @@ func engineCheck(kind string) (EngineCheck, bool) {
 	return e.check, ok
 }
 
-// RegisterCompiler adds a named strict check to Compile. Packages call it from init; a name
-// registered twice panics. Compilers run in name order.
-func RegisterCompiler(name string, fn Compiler) {
-	if name == "" || fn == nil {
-		panic("config: RegisterCompiler needs a name and a function")
-	}
-	registry.Lock()
-	defer registry.Unlock()
-	if _, ok := registry.compilers[name]; ok {
-		panic(fmt.Sprintf("config: compiler %q registered twice", name))
-	}
-	registry.compilers[name] = fn
-}
-
-func compilers() []Compiler {
-	registry.Lock()
-	defer registry.Unlock()
-	out := make([]Compiler, 0, len(registry.compilers))
-	for _, name := range sortedKeys(registry.compilers) {
-		out = append(out, registry.compilers[name])
-	}
-	return out
-}
-
-// Compile runs Validate and then every registered compiler, and rejects the configuration as a
-// whole if anything is wrong: the error is Errors listing every problem found. A nil error
-// means the configuration may be served and swapped in. Compile does not modify cfg.
+// Compile runs Validate, compiles every script (script routers, which node/proxy runs, and the
+// translation and guard scripts, which internal/policy runs, each compiled by the same
+// function here and there), and rejects the configuration as a whole if anything is wrong: the
+// error is Errors listing every problem found. A nil error means the configuration may be
+// served and swapped in. Compile does not modify cfg.
 func Compile(cfg *Config) error {
 	errs := Validate(cfg)
-	for _, compile := range compilers() {
-		errs = append(errs, cfg.withLines(compile(cfg))...)
-	}
+	errs = append(errs, cfg.withLines(compileScriptRouters(cfg))...)
+	_, translation := CompileTranslationScripts(cfg)
+	_, guards := CompileGuardScripts(cfg)
+	errs = append(errs, cfg.withLines(append(translation, guards...))...)
 	if len(errs) > 0 {
 		return Errors(errs)
 	}
 	return nil
+}
+
+// compileScriptRouters compiles each script router's source (an empty one is Validate's error).
+func compileScriptRouters(cfg *Config) []FieldError {
+	var errs []FieldError
+	for i, r := range cfg.Routers {
+		if r.Type != RouterScript || r.Source == "" {
+			continue
+		}
+		if _, err := starhost.CompileRoute(r.ScriptName(), r.Source); err != nil {
+			errs = append(errs, Errorf(index("routers", i)+".source", "%s", err.Error()))
+		}
+	}
+	return errs
+}
+
+// CompileTranslationScripts compiles translation.scripts: each defines transform(sql, src, dst)
+// (one to three parameters). The programs are in the scripts' order, nil where one failed;
+// each error names its script's source ("translation.scripts[1].source").
+func CompileTranslationScripts(cfg *Config) ([]*starhost.Program, []FieldError) {
+	return compileScripts("translation.scripts", cfg.Translation.Scripts, "transform", 3)
+}
+
+// CompileGuardScripts compiles settings.guardScripts: each defines guard(query[, ctx]), as
+// CompileTranslationScripts does.
+func CompileGuardScripts(cfg *Config) ([]*starhost.Program, []FieldError) {
+	return compileScripts("settings.guardScripts", cfg.Settings.GuardScripts, "guard", 2)
+}
+
+func compileScripts(path string, scripts []Script, fn string, maxParams int) ([]*starhost.Program, []FieldError) {
+	progs := make([]*starhost.Program, len(scripts))
+	var errs []FieldError
+	for i, s := range scripts {
+		p := index(path, i)
+		prog, err := starhost.Compile(fmt.Sprintf("%s (%s)", p, s.Name), s.Source, fn, 1, maxParams)
+		if err != nil {
+			errs = append(errs, FieldError{Path: p + ".source", Message: err.Error()})
+			continue
+		}
+		progs[i] = prog
+	}
+	return progs, errs
 }
 
 // withLines fills in the YAML line of each error whose path (or a parent of it) was seen in the file.

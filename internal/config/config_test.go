@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func mustParse(t *testing.T, src string) *Config {
@@ -277,18 +278,38 @@ routingFallback: g
 	}
 }
 
-func TestRegisteredEngineCheckAndCompiler(t *testing.T) {
+// Compile compiles script routers itself (no package has to register it), naming the router,
+// its line, and what went wrong; node/proxy builds routers with the same function.
+func TestCompileRejectsScriptRoutersThatDoNotCompile(t *testing.T) {
+	cfg := mustParse(t, `
+clusters: [{name: a, engine: sim, maxRunningQueries: 1}]
+clusterGroups: [{name: g, members: [a]}]
+routers:
+  - {type: script, name: ok, source: "def route(q):\n    return 'g'\n"}
+  - {type: script, name: spin, source: "def route(q, c):\n    while True:\n        pass\nroute(1, 2)\n"}
+  - {type: script, source: "x = 1"}
+routingFallback: g
+`)
+	err := Compile(cfg)
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("want Errors, got %v", err)
+	}
+	if got := paths(errs); !slices.Equal(got, []string{"routers[1].source", "routers[2].source"}) {
+		t.Fatalf("got %v", errs)
+	}
+	if !strings.Contains(errs[0].Message, "script router spin") || !strings.Contains(errs[0].Message, "too many steps") {
+		t.Errorf("step limit: %v", errs[0])
+	}
+	if !strings.Contains(errs[1].Message, "no function route") || errs[1].Line != 7 {
+		t.Errorf("no route: %v (line %d)", errs[1], errs[1].Line)
+	}
+}
+
+func TestRegisteredEngineCheck(t *testing.T) {
 	RegisterEngine("testengine", func(c Cluster) []FieldError {
 		if c.Options["mode"] != "fast" {
 			return []FieldError{Errorf("options.mode", "must be fast")}
-		}
-		return nil
-	})
-	RegisterCompiler("test-no-g2", func(cfg *Config) []FieldError {
-		for i, g := range cfg.ClusterGroups {
-			if g.Name == "g2" {
-				return []FieldError{Errorf(index("clusterGroups", i)+".name", "g2 is banned")}
-			}
 		}
 		return nil
 	})
@@ -303,14 +324,40 @@ routingFallback: g2
 	if !errors.As(err, &errs) {
 		t.Fatalf("want Errors, got %v", err)
 	}
-	if got := paths(errs); !slices.Equal(got, []string{"clusters[0].options.mode", "clusterGroups[0].name"}) {
+	if got := paths(errs); !slices.Equal(got, []string{"clusters[0].options.mode"}) {
 		t.Fatalf("got %v", errs)
-	}
-	if errs[1].Line != 4 {
-		t.Errorf("compiler error line %d, want 4", errs[1].Line)
 	}
 	if !slices.Contains(EngineKinds(), "testengine") {
 		t.Fatal("registered engine not listed")
+	}
+}
+
+// The policy's scripts are compiled by Compile itself: this package does not import
+// internal/policy, so nothing registered them.
+func TestCompileChecksPolicyScripts(t *testing.T) {
+	cfg := mustParse(t, `
+translation:
+  scripts:
+    - {name: ok, source: "def transform(sql, src, dst):\n  return sql\n"}
+    - {name: two, source: "def transform(a, b, c, d):\n  return a\n"}
+settings:
+  guardScripts:
+    - {name: g, source: "def check(q):\n  return None\n"}
+`)
+	err := Compile(cfg)
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("want Errors, got %v", err)
+	}
+	if got := paths(errs); !slices.Equal(got, []string{"translation.scripts[1].source", "settings.guardScripts[0].source"}) {
+		t.Fatalf("got %v", errs)
+	}
+	if !strings.Contains(errs[1].Message, "no function guard") || errs[1].Line != 8 {
+		t.Errorf("guard error %+v, want no function guard at line 8", errs[1])
+	}
+	progs, _ := CompileTranslationScripts(cfg)
+	if len(progs) != 2 || progs[0] == nil || progs[1] != nil {
+		t.Errorf("programs %v: want the first compiled, the second nil", progs)
 	}
 }
 
@@ -401,5 +448,27 @@ func TestPollTimeoutAboveTheControlPlaneCapIsAnError(t *testing.T) {
 	cfg := mustParse(t, "queryflux: {role: worker, controlPlane: {url: 'http://cp:9000', secret: s, pollTimeoutSecs: 301}}\n")
 	if got := paths(Validate(cfg)); !slices.Contains(got, "queryflux.controlPlane.pollTimeoutSecs") {
 		t.Fatalf("pollTimeoutSecs 301 accepted; got %v", got)
+	}
+}
+
+// The uplink's and the config sync's timing are settings: bad values are named, a
+// millisecond flush interval replaces the seconds one, and left out they take the defaults
+// the uplink and the config sync had built in.
+func TestUplinkAndRetrySettings(t *testing.T) {
+	cfg := mustParse(t, "queryflux: {historyUplink: {flushIntervalMs: -1, batchRecords: -2, sendTimeoutMs: -3}, controlPlane: {retryMaxSecs: -4}}\n")
+	got := paths(Validate(cfg))
+	want := []string{"queryflux.controlPlane.retryMaxSecs", "queryflux.historyUplink.batchRecords",
+		"queryflux.historyUplink.sendTimeoutMs", "queryflux.historyUplink.flushIntervalMs"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	def := mustParse(t, "{}")
+	up := def.QueryFlux.HistoryUplink
+	if up.BatchRecords != 500 || up.SendTimeoutMs != 10000 || up.FlushInterval() != 5*time.Second || def.QueryFlux.ControlPlane.RetryMaxSecs != 30 {
+		t.Fatalf("defaults %+v, retry %d", up, def.QueryFlux.ControlPlane.RetryMaxSecs)
+	}
+	ms := mustParse(t, "queryflux: {historyUplink: {flushIntervalMs: 250}}\n")
+	if d := ms.QueryFlux.HistoryUplink.FlushInterval(); d != 250*time.Millisecond {
+		t.Fatalf("flushIntervalMs 250: %v", d)
 	}
 }

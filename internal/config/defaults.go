@@ -9,11 +9,14 @@ import (
 // Defaults for fields left out of a configuration.
 const (
 	DefaultPollTimeoutSecs       = 30
+	DefaultConfigRetryMaxSecs    = 30
 	DefaultPeerMaxAgeSecs        = 300
 	DefaultLeaseTTLSecs          = 30
 	DefaultDriftMarginSecs       = 2
 	DefaultFlushIntervalSecs     = 5
 	DefaultBufferRecords         = 10000
+	DefaultBatchRecords          = 500
+	DefaultSendTimeoutMs         = 10000
 	DefaultHeartbeatIntervalSecs = 10
 	DefaultStaleAfterSecs        = 30
 	DefaultGraceSecs             = 60
@@ -36,9 +39,12 @@ func ApplyDefaults(cfg *Config) {
 	setDefault(&q.Coordination.DriftMarginSecs, DefaultDriftMarginSecs)
 	setDefault(&q.Coordination.OnLeaseLost, OnLeaseLostCancel)
 	setDefault(&q.ControlPlane.PollTimeoutSecs, DefaultPollTimeoutSecs)
+	setDefault(&q.ControlPlane.RetryMaxSecs, DefaultConfigRetryMaxSecs)
 	setDefault(&q.ControlPlane.PeerBootstrap.MaxAgeSecs, DefaultPeerMaxAgeSecs)
 	setDefault(&q.HistoryUplink.FlushIntervalSecs, DefaultFlushIntervalSecs)
 	setDefault(&q.HistoryUplink.BufferRecords, DefaultBufferRecords)
+	setDefault(&q.HistoryUplink.BatchRecords, DefaultBatchRecords)
+	setDefault(&q.HistoryUplink.SendTimeoutMs, DefaultSendTimeoutMs)
 	setDefault(&q.HeartbeatIntervalSecs, DefaultHeartbeatIntervalSecs)
 	setDefault(&q.Registry.StaleAfterSecs, DefaultStaleAfterSecs)
 	setDefault(&q.Registry.GraceSecs, DefaultGraceSecs)

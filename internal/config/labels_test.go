@@ -95,3 +95,25 @@ func TestSelectsIsSubsetInclusion(t *testing.T) {
 		}
 	})
 }
+
+func TestPreferredWorkerIsValidated(t *testing.T) {
+	cfg := mustParse(t, `
+clusters:
+  - {name: a, engine: sim, maxRunningQueries: 1}
+clusterGroups:
+  - {name: off, members: [a], cache: {preferredWorker: true}}
+  - {name: slow, members: [a], cache: {enabled: true, ttlSecs: 60, maxBytes: 1000, preferredWorker: true, preferredWorkerTimeoutMs: 60001}}
+  - {name: neg, members: [a], cache: {enabled: true, ttlSecs: 60, maxBytes: 1000, preferredWorkerTimeoutMs: -1}}
+  - {name: ok, members: [a], cache: {enabled: true, ttlSecs: 60, maxBytes: 1000, preferredWorker: true, preferredWorkerTimeoutMs: 250}}
+routingFallback: ok
+`)
+	errs := Validate(cfg)
+	got := paths(errs)
+	want := []string{"clusterGroups[0].cache.preferredWorker", "clusterGroups[1].cache.preferredWorkerTimeoutMs", "clusterGroups[2].cache.preferredWorkerTimeoutMs"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("errors at %v, want %v (%v)", got, want, errs)
+	}
+	if !strings.Contains(errs[0].Error(), "needs cache.enabled") {
+		t.Fatalf("the error does not say what is missing: %v", errs[0])
+	}
+}

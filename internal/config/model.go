@@ -11,6 +11,8 @@
 // Subpackages: snapshot (WorkerSnapshotV1 and its revision) and pgconfig (the Postgres source).
 package config
 
+import "time"
+
 // Role is what a process does in the fleet (docs/architecture.md, "Roles").
 type Role string
 
@@ -172,9 +174,14 @@ type ControlPlane struct {
 	// PollTimeoutSecs is how long, in seconds, one long-poll for a newer configuration waits;
 	// must be positive. A worker asks for its own value (a control plane caps it at 300); a
 	// control plane uses its own for polls that do not say, and does not start above 300.
-	PollTimeoutSecs int           `yaml:"pollTimeoutSecs" json:"pollTimeoutSecs"`
-	PeerBootstrap   PeerBootstrap `yaml:"peerBootstrap" json:"peerBootstrap"`
-	TLS             ClientTLS     `yaml:"tls" json:"tls"` // only with an https:// url
+	PollTimeoutSecs int `yaml:"pollTimeoutSecs" json:"pollTimeoutSecs"`
+	// RetryMaxSecs is the longest, in seconds, a worker waits before asking for its
+	// configuration again after a failed poll (the wait starts at half a second and doubles,
+	// with a fifth of jitter); must be positive. A worker whose control plane was down takes
+	// up to this long to notice it is back.
+	RetryMaxSecs  int           `yaml:"retryMaxSecs" json:"retryMaxSecs"`
+	PeerBootstrap PeerBootstrap `yaml:"peerBootstrap" json:"peerBootstrap"`
+	TLS           ClientTLS     `yaml:"tls" json:"tls"` // only with an https:// url
 }
 
 // PeerBootstrap lets a worker copy config from peers when the control plane is unreachable at start.
@@ -249,9 +256,27 @@ type HistoryUplink struct {
 	Enabled bool `yaml:"enabled" json:"enabled"`
 	// FlushIntervalSecs is how often, in seconds, pending records are sent; must be positive.
 	FlushIntervalSecs int `yaml:"flushIntervalSecs" json:"flushIntervalSecs"`
+	// FlushIntervalMs, when set, replaces flushIntervalSecs with an interval in milliseconds
+	// (under a second, say); must not be negative.
+	FlushIntervalMs int `yaml:"flushIntervalMs" json:"flushIntervalMs,omitempty"`
 	// BufferRecords is how many records may wait to be sent; when full the oldest are dropped.
 	// Must be positive.
 	BufferRecords int `yaml:"bufferRecords" json:"bufferRecords"`
+	// BatchRecords is the most records one send carries (a flush sends as many batches as it
+	// has records for); must be positive.
+	BatchRecords int `yaml:"batchRecords" json:"batchRecords"`
+	// SendTimeoutMs is how long, in milliseconds, one send may take before it counts as failed
+	// (its records stay buffered and are sent again after a backoff); must be positive.
+	SendTimeoutMs int `yaml:"sendTimeoutMs" json:"sendTimeoutMs"`
+}
+
+// FlushInterval is how often pending records are sent: flushIntervalMs if set, else
+// flushIntervalSecs.
+func (h HistoryUplink) FlushInterval() time.Duration {
+	if h.FlushIntervalMs > 0 {
+		return time.Duration(h.FlushIntervalMs) * time.Millisecond
+	}
+	return time.Duration(h.FlushIntervalSecs) * time.Second
 }
 
 // Persistence is the database of a controlPlane node (required) or a standalone one (optional:
@@ -416,7 +441,19 @@ type GroupCache struct {
 	Enabled  bool  `yaml:"enabled" json:"enabled"`   // cache the group's results; needs ttlSecs and maxBytes
 	TTLSecs  int   `yaml:"ttlSecs" json:"ttlSecs"`   // how long, in seconds, a cached result is served
 	MaxBytes int64 `yaml:"maxBytes" json:"maxBytes"` // bound on the group's cached results, in bytes; the least recently used go first
+	// PreferredWorker sends a cacheable query this worker has no result for to the worker that
+	// owns its cache key (rendezvous hashing over the online, healthy workers eligible for the
+	// group that registered a Trino or ops endpoint), so a fleet shares one warm cache instead of one
+	// cold cache per worker. A hint, not a pin: the query runs here when this worker owns the
+	// key, or the owner is gone, ineligible or slow to answer. Needs enabled.
+	PreferredWorker bool `yaml:"preferredWorker" json:"preferredWorker,omitempty"`
+	// PreferredWorkerTimeoutMs bounds the wait for the owner's first answer, in milliseconds;
+	// past it the query runs here. 0 means 1000.
+	PreferredWorkerTimeoutMs int `yaml:"preferredWorkerTimeoutMs" json:"preferredWorkerTimeoutMs,omitempty"`
 }
+
+// PreferredWorkerTimeoutMsDefault is cache.preferredWorkerTimeoutMs when 0.
+const PreferredWorkerTimeoutMsDefault = 1000
 
 // ---------------------------------------------------------------------------------------------
 // routers
@@ -465,6 +502,14 @@ type Router struct {
 
 	Name   string `yaml:"name" json:"name,omitempty"`     // script: names the script in errors (a name's characters); default "script"
 	Source string `yaml:"source" json:"source,omitempty"` // script: Starlark defining route(query, ctx) or route(query); required
+}
+
+// ScriptName is the name a script router goes by in errors and traces: Name, or "script".
+func (r Router) ScriptName() string {
+	if r.Name == "" {
+		return "script"
+	}
+	return r.Name
 }
 
 // RegexRule sends queries matching Regex (RE2 syntax) to Group.

@@ -90,6 +90,11 @@ func (v *validator) queryflux(q QueryFlux) {
 	v.coordination(p+".coordination", q)
 	v.positive(p+".historyUplink.flushIntervalSecs", int64(q.HistoryUplink.FlushIntervalSecs))
 	v.positive(p+".historyUplink.bufferRecords", int64(q.HistoryUplink.BufferRecords))
+	v.positive(p+".historyUplink.batchRecords", int64(q.HistoryUplink.BatchRecords))
+	v.positive(p+".historyUplink.sendTimeoutMs", int64(q.HistoryUplink.SendTimeoutMs))
+	if q.HistoryUplink.FlushIntervalMs < 0 {
+		v.add(p+".historyUplink.flushIntervalMs", "must not be negative, got %d", q.HistoryUplink.FlushIntervalMs)
+	}
 	if q.Role == RoleControlPlane && !q.Persistence.DatabaseURL.IsSet() {
 		v.add(p+".persistence.databaseUrl", "required for role controlPlane")
 	}
@@ -177,6 +182,7 @@ func (v *validator) controlPlane(path string, q QueryFlux) {
 	if cp.PollTimeoutSecs > pollTimeoutSecsMax {
 		v.add(path+".pollTimeoutSecs", "must be at most %d (the control plane's long-poll cap), got %d", pollTimeoutSecsMax, cp.PollTimeoutSecs)
 	}
+	v.positive(path+".retryMaxSecs", int64(cp.RetryMaxSecs))
 	for i, addr := range cp.PeerBootstrap.Address {
 		if strings.Contains(addr, "://") {
 			v.httpURL(index(path+".peerBootstrap.address", i), addr)
@@ -381,6 +387,13 @@ func (v *validator) group(p string, g ClusterGroup) {
 	v.nonNegative(p+".cache.maxBytes", g.Cache.MaxBytes)
 	if g.Cache.Enabled && (g.Cache.TTLSecs == 0 || g.Cache.MaxBytes == 0) {
 		v.add(p+".cache", "an enabled cache needs ttlSecs and maxBytes")
+	}
+	v.nonNegative(p+".cache.preferredWorkerTimeoutMs", int64(g.Cache.PreferredWorkerTimeoutMs))
+	if g.Cache.PreferredWorkerTimeoutMs > 60000 {
+		v.add(p+".cache.preferredWorkerTimeoutMs", "at most 60000 (a minute): past it the query runs on the worker it reached")
+	}
+	if g.Cache.PreferredWorker && !g.Cache.Enabled {
+		v.add(p+".cache.preferredWorker", "needs cache.enabled: only cacheable queries go to the worker owning their cache key")
 	}
 	switch g.PoolMode {
 	case "", PoolModeTransaction, PoolModeSession:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -185,6 +186,10 @@ func AppendValue(bld array.Builder, v any) error {
 		bb.Append(arrow.Timestamp(t.UnixMicro()))
 	case *array.Decimal128Builder:
 		dt := bb.Type().(*arrow.Decimal128Type)
+		if b, ok := v.(*big.Int); ok && dt.Scale == 0 && b.BitLen() < 128 {
+			bb.Append(decimal128.FromBigInt(b)) // a HUGEINT: every value fits in 128 bits
+			return nil
+		}
 		n, err := decimal128.FromString(toText(v), dt.Precision, dt.Scale)
 		if err != nil {
 			return fmt.Errorf("engine: decimal(%d,%d) value %q: %w", dt.Precision, dt.Scale, toText(v), err)

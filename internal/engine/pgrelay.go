@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -61,7 +62,15 @@ type PGWireOptions struct {
 	// Setup is run (simple Query) when a connection starts serving this owner: the client's
 	// startup settings as SET statements. "" runs nothing.
 	Setup string
+	// NoWait takes only an idle connection that needs no round trip first (one that last
+	// served Owner, tagged as the statement's lease wants): anything else answers
+	// ErrWouldWait at once, for a caller that must not block (an event loop's thread).
+	NoWait bool
 }
+
+// ErrWouldWait is the answer of an operation told not to wait (PGWireOptions.NoWait, the
+// proxy core's NoWait) when it would have: nothing was done, ask again where waiting is fine.
+var ErrWouldWait = errors.New("engine: this would wait")
 
 // PGWire is one engine connection driven at the wire level. Messages are whole (type byte and
 // length included). Close (engine.Session) returns the connection to its pool when it is idle
@@ -89,4 +98,23 @@ type PGWire interface {
 	// DEALLOCATE ALL or DISCARD ALL).
 	Forget(key string)
 	ForgetAll()
+}
+
+// PGWireSocket is a PGWire whose socket an event loop may relay on byte for byte (pgengine's
+// plain TCP connections): the frontend's loop then writes the client's messages and reads the
+// server's answers itself, and tells the connection what passed, so that it knows its state
+// when it is closed or driven message by message again.
+type PGWireSocket interface {
+	// LendSocket takes the socket out of Go's poller for the loop and returns it; ok is false
+	// when the connection cannot be relayed byte for byte (TLS, bytes already read and kept,
+	// unwritten messages). The socket stays the connection's: the loop lets go of it before
+	// Close, and the connection's own reads and writes take it back.
+	LendSocket() (fd int, ok bool)
+	// Relayed accounts for one frontend message the loop wrote (by its type).
+	Relayed(kind byte)
+	// Ready accounts for a ReadyForQuery the loop relayed (its transaction status).
+	Ready(txStatus byte)
+	// Unread gives back bytes the loop read from the socket but did not relay: the
+	// connection's next reads return them first.
+	Unread(b []byte)
 }

@@ -32,6 +32,9 @@ var (
 	TimestampType   = &arrow.TimestampType{Unit: arrow.Microsecond}
 	TimestampTZType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 	UUIDType        = &arrow.FixedSizeBinaryType{ByteWidth: 16}
+	// HugeintType carries DuckDB's HUGEINT as DuckDB's own Arrow export does: its 128 bits in a
+	// decimal128 of 38 digits (the type's extreme values have 39: they travel all the same).
+	HugeintType = &arrow.Decimal128Type{Precision: 38, Scale: 0}
 )
 
 var pgTypeNames = pgtype.NewMap()
@@ -137,6 +140,9 @@ func pgTypeForArrow(f arrow.Field) (uint32, int32) {
 	case *arrow.Float64Type:
 		return pgtype.Float8OID, -1
 	case *arrow.Decimal128Type:
+		if d, _ := f.Metadata.GetValue(MetaDuckDBType); d == "HUGEINT" {
+			return pgtype.NumericOID, -1
+		}
 		return pgtype.NumericOID, (t.Precision<<16 | t.Scale) + 4
 	case *arrow.Decimal256Type:
 		return pgtype.NumericOID, -1
@@ -146,6 +152,12 @@ func pgTypeForArrow(f arrow.Field) (uint32, int32) {
 			return pgtype.JSONOID, -1
 		case "HUGEINT", "UHUGEINT", "VARINT":
 			return pgtype.NumericOID, -1
+		case "INTERVAL": // DuckDB's intervals are written as PostgreSQL's
+			return pgtype.IntervalOID, -1
+		case "TIME WITH TIME ZONE", "TIMETZ":
+			return pgtype.TimetzOID, -1
+		case "BIT", "BITSTRING":
+			return pgtype.VarbitOID, -1
 		}
 		return pgtype.TextOID, -1
 	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:

@@ -34,3 +34,15 @@ func meta(f arrow.Field, key string) string {
 	v, _ := f.Metadata.GetValue(key)
 	return v
 }
+
+// IsTimeTZField says whether f is a time of day with a zone offset (PostgreSQL's timetz,
+// DuckDB's TIME WITH TIME ZONE), which engines hand over as text.
+func IsTimeTZField(f arrow.Field) bool {
+	switch meta(f, MetaDuckDBType) {
+	case "TIME WITH TIME ZONE", "TIMETZ":
+		return true
+	}
+	return meta(f, MetaPGOID) == pgTimetzOID // pgx names no timetz type
+}
+
+const pgTimetzOID = "1266"

@@ -9,7 +9,9 @@
 // the shared worker secret (checked by Inbound) and the original client's address and TLS
 // state, which the owner uses in place of the forwarder's.
 //
-// determinism: outside the simulator (real HTTP clients between workers)
+// It touches time and tasks only through the Env it is given and the network only through the
+// HTTP client it is given, so the simulator runs the preferred-worker path (Locality and
+// QueryHandler) over its simulated network; NewClient is the production client.
 package forward
 
 import (
@@ -25,6 +27,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/transport"
 )
 
@@ -40,6 +43,9 @@ const (
 const (
 	Trino     = "trino"
 	FlightSQL = "flightsql"
+	// Query keys the worker API listener's endpoint, where a worker takes whole queries from
+	// peers (PathQuery) when it has no Trino listener.
+	Query = "query"
 )
 
 // OwnerIDLength is the length of an OwnerID.
@@ -73,6 +79,7 @@ type Directory interface {
 
 // Options configure a Forwarder.
 type Options struct {
+	Env       env.Env
 	Name      string // this worker's name
 	Secret    string // the shared worker secret: presented to owners, required from forwarders
 	Directory Directory
@@ -92,8 +99,8 @@ type Forwarder struct {
 
 // New returns a Forwarder for the worker opts.Name.
 func New(opts Options) (*Forwarder, error) {
-	if opts.Name == "" || opts.Secret == "" || opts.Directory == nil || opts.Client == nil {
-		return nil, errors.New("forward: a worker name, the shared worker secret, a directory and a client are required")
+	if opts.Env == nil || opts.Name == "" || opts.Secret == "" || opts.Directory == nil || opts.Client == nil {
+		return nil, errors.New("forward: an Env, a worker name, the shared worker secret, a directory and a client are required")
 	}
 	return &Forwarder{opts: opts, self: OwnerID(opts.Name), metrics: newMetrics(opts.Registerer)}, nil
 }
@@ -106,7 +113,10 @@ const DialTimeout = 3 * time.Second
 // that does not accept a connection within DialTimeout counts as gone.
 func NewClient(tlsConfig *tls.Config) *http.Client {
 	dialer := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}
-	return &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: tlsConfig,
+	// A copy: an HTTP/2 transport sharing tlsConfig (the control plane's client) adds "h2" to
+	// its ALPN protocols on first use, and this HTTP/1.1 transport would then speak HTTP/1.1 on
+	// connections the owner negotiated as HTTP/2.
+	return &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: tlsConfig.Clone(),
 		MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: DialTimeout}}
 }
 

@@ -2,12 +2,16 @@ package forward
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 
 	"pgregory.net/rapid"
 
+	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/transport"
 )
+
+var testEnv = env.Real(slog.New(slog.DiscardHandler))
 
 type peers []transport.Peer
 
@@ -29,7 +33,7 @@ func TestOwnerIDIsStableAndShaped(t *testing.T) {
 
 func TestEndpointResolvesOwnersThroughThePeerList(t *testing.T) {
 	list := peers{{Name: "w1", Endpoints: map[string]string{Trino: "http://w1:8080"}}, {Name: "w2", Endpoints: map[string]string{}}}
-	f, err := New(Options{Name: "w2", Secret: "s", Directory: list, Client: NewClient(nil)})
+	f, err := New(Options{Env: testEnv, Name: "w2", Secret: "s", Directory: list, Client: NewClient(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +49,7 @@ func TestEndpointResolvesOwnersThroughThePeerList(t *testing.T) {
 }
 
 func TestInboundNeedsTheWorkerSecret(t *testing.T) {
-	f, _ := New(Options{Name: "w1", Secret: "s3cret", Directory: peers{}, Client: NewClient(nil)})
+	f, _ := New(Options{Env: testEnv, Name: "w1", Secret: "s3cret", Directory: peers{}, Client: NewClient(nil)})
 	h := map[string]string{HeaderHop: "1", HeaderSecret: "nope", HeaderClientAddr: "10.1.2.3:4", HeaderClientTLS: "true"}
 	get := func(k string) string { return h[k] }
 	if _, err := f.Inbound(get); err != ErrBadHop {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"time"
 )
 
 // ProxyHTTP sends r to the owner's endpoint for protocol and streams the owner's answer back
@@ -15,7 +14,7 @@ import (
 // owner is unknown or does not answer, ProxyHTTP writes nothing and returns the error: the
 // caller answers as for an unknown query.
 func (f *Forwarder) ProxyHTTP(w http.ResponseWriter, r *http.Request, protocol, owner string) error {
-	start := time.Now()
+	start := f.opts.Env.Now()
 	base, err := f.Endpoint(r.Context(), owner, protocol)
 	if err != nil {
 		f.Observe(protocol, OutcomeUnknown, 0)
@@ -31,14 +30,14 @@ func (f *Forwarder) ProxyHTTP(w http.ResponseWriter, r *http.Request, protocol, 
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
-			for k, v := range f.Outbound(r.RemoteAddr, r.TLS != nil) {
+			for k, v := range f.Outbound(r.RemoteAddr, r.TLS != nil) { //determinism:ok sets headers
 				pr.Out.Header.Set(k, v)
 			}
 		},
 		Transport:     f.opts.Client.Transport,
 		FlushInterval: -1,
 		ModifyResponse: func(*http.Response) error {
-			f.Observe(protocol, OutcomeOK, time.Since(start))
+			f.Observe(protocol, OutcomeOK, f.opts.Env.Now().Sub(start))
 			return nil
 		},
 		ErrorHandler: func(_ http.ResponseWriter, _ *http.Request, err error) { failed = err },

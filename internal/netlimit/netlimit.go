@@ -1,9 +1,11 @@
 // Package netlimit bounds what a listener lets in before anyone is authenticated: how many
 // connections are open at once (each further one is refused with the protocol's own error and
 // closed at once, so refused clients hold nothing), how long a handshake may take, and how large
-// a message may be before login. The frontends and the admin / worker API listeners share it.
+// a message may be before login. The frontends and the admin / worker API listeners share it,
+// and the frontends count there what they refuse at their own bounds after login.
 //
-// It touches the connections it is given (a refusal writes a few bytes and closes).
+// It touches the connections it is given (a refusal writes a few bytes and closes) and the
+// metrics registry it is given.
 //
 // determinism: outside the simulator (network listeners)
 package netlimit
@@ -23,9 +25,9 @@ const (
 	ConnectionsMaxDefault = 1000
 	// HandshakeTimeoutDefault bounds a connection's handshake and login.
 	HandshakeTimeoutDefault = 10 * time.Second
-	// IdleTimeout closes an HTTP keep-alive connection left without a request, so idle
-	// connections do not hold the connection cap.
-	IdleTimeout = 2 * time.Minute
+	// IdleTimeoutDefault closes an HTTP keep-alive connection left without a request, or a
+	// gRPC connection without a call, so idle connections do not hold the connection cap.
+	IdleTimeoutDefault = 2 * time.Minute
 	// PreAuthBytesMaxDefault bounds one client message before login: a MySQL handshake
 	// response, a PostgreSQL startup or password message, an HTTP request body.
 	PreAuthBytesMaxDefault = 64 << 10
@@ -45,6 +47,7 @@ type Limits struct {
 	ConnectionsMax   int
 	HandshakeTimeout time.Duration
 	PreAuthBytesMax  int
+	IdleTimeout      time.Duration
 }
 
 // WithDefaults fills zero fields with the defaults.
@@ -57,6 +60,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.PreAuthBytesMax <= 0 {
 		l.PreAuthBytesMax = PreAuthBytesMaxDefault
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = IdleTimeoutDefault
 	}
 	return l
 }
@@ -134,6 +140,9 @@ func (c *conn) Close() error {
 	return c.Conn.Close()
 }
 
+// NetConn is the connection accepted (as tls.Conn's NetConn).
+func (c *conn) NetConn() net.Conn { return c.Conn }
+
 // HTTP makes hs serve at most max connections: a request on a connection beyond them is
 // answered 503 with Retry-After and the connection closed, and beyond twice max a connection
 // is closed as soon as it is accepted. It counts through hs.ConnState, so the connections
@@ -189,9 +198,28 @@ func HTTP(hs *http.Server, max int) {
 			http.Error(w, "too many connections", http.StatusServiceUnavailable)
 			return
 		}
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(&closeOnUnauthorized{ResponseWriter: w}, r)
 	})
 }
+
+// closeOnUnauthorized closes the connection after a 401: a client that failed to authenticate
+// then holds no connection slot past its request (a keep-alive connection would otherwise
+// stay open for the idle timeout, and enough of them would fill the listener).
+type closeOnUnauthorized struct {
+	http.ResponseWriter
+}
+
+func (w *closeOnUnauthorized) WriteHeader(status int) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("Connection", "close")
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+// Flush and Unwrap keep streaming answers (and http.ResponseController) working through it.
+func (w *closeOnUnauthorized) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+
+func (w *closeOnUnauthorized) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // connKey carries a request's connection in its context.
 type connKey struct{}

@@ -10,11 +10,12 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/policy/starhost"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // CodeTranslation is the SQLSTATE of a query a translation script could not translate while
 // translation.errorOnUnsupported is on (feature_not_supported).
-const CodeTranslation = "0A000"
+const CodeTranslation = sqlstate.FeatureNotSupported
 
 // Check is the proxy core's Options.Check: after routing and before cache and queue it decides
 // access (settings.accessControl), runs the guard scripts, and rewrites req.SQL with the

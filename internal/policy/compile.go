@@ -6,18 +6,11 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/policy/starhost"
 )
-
-func init() {
-	// config.Compile (and so `queryflux config check`, the control plane's PUT and every
-	// worker's activation) rejects a configuration whose scripts do not compile, naming each.
-	config.RegisterCompiler("policy.scripts", func(cfg *config.Config) []config.FieldError {
-		_, errs := compile(cfg)
-		return errs
-	})
-}
 
 // Compiled is one configuration's policy: users, access rules and scripts. Immutable.
 type Compiled struct {
@@ -37,9 +30,9 @@ type Compiled struct {
 
 // unknownUsers is how a name no user has is refused: with the same steps, and the same
 // cost, as a wrong password of a typical configured user, so that neither the answer nor its
-// timing tells a client which names exist.
+// timing tells a client which names exist, nor which form most users' hashes have.
 type unknownUsers struct {
-	decoy      string // a configured user's hash, of the most common kind: checked, then refused
+	decoy      string // a configured user's hash of the most common kind and cost: checked, then refused
 	scram      bool   // that kind is SCRAM: PostgreSQL clients get a mock exchange
 	secret     []byte // of mock verifiers: a digest of every user's hash, secret like them
 	saltLen    int    // of the decoy's verifier, so a mock one looks the same
@@ -52,16 +45,21 @@ func compileUnknown(users []config.User) unknownUsers {
 	}
 	sorted := slices.Clone(users)
 	slices.SortFunc(sorted, func(a, b config.User) int { return strings.Compare(a.Name, b.Name) })
-	counts := map[string]int{}
+	kinds, shapes := map[string]int{}, map[string]int{}
 	h := sha256.New()
 	h.Write([]byte("queryflux unknown users\x00"))
 	for _, u := range sorted {
-		counts[HashKind(u.PasswordHash)]++
+		kinds[HashKind(u.PasswordHash)]++
+		shapes[hashShape(u.PasswordHash)]++
 		h.Write([]byte(u.Name + "\x00" + u.PasswordHash + "\x00"))
 	}
+	// The kind decides the exchange a client sees (SCRAM or a cleartext password), the shape
+	// its salt, iteration count and cost: the most common kind, then within it the most
+	// common shape (ties to the first name).
 	var decoy string
 	for _, u := range sorted {
-		if d := HashKind(decoy); decoy == "" || counts[HashKind(u.PasswordHash)] > counts[d] {
+		k, d := HashKind(u.PasswordHash), HashKind(decoy)
+		if decoy == "" || kinds[k] > kinds[d] || (k == d && shapes[hashShape(u.PasswordHash)] > shapes[hashShape(decoy)]) {
 			decoy = u.PasswordHash
 		}
 	}
@@ -70,6 +68,22 @@ func compileUnknown(users []config.User) unknownUsers {
 		out.scram, out.saltLen, out.iterations = true, len(v.salt), v.iterations
 	}
 	return out
+}
+
+// hashShape is what a hash shows of itself through a login besides its kind: a SCRAM
+// verifier's salt length and iteration count, a bcrypt hash's cost.
+func hashShape(hash string) string {
+	switch HashKind(hash) {
+	case HashSCRAM:
+		if v, err := parseSCRAM(hash); err == nil {
+			return fmt.Sprintf("scram/%d/%d", v.iterations, len(v.salt))
+		}
+	case HashBcrypt:
+		if cost, err := bcrypt.Cost([]byte(hash)); err == nil {
+			return fmt.Sprintf("bcrypt/%d", cost)
+		}
+	}
+	return HashKind(hash)
 }
 
 // script is a compiled translation or guard script and the groups it applies to (all when empty).
@@ -110,29 +124,28 @@ func compile(cfg *config.Config) (*Compiled, []config.FieldError) {
 	var errs []config.FieldError
 	// Translation scripts compile even while mode is off, so switching the mode on later cannot
 	// activate a broken script.
-	tr, e := compileScripts("translation.scripts", cfg.Translation.Scripts, "transform", 3)
+	progs, e := config.CompileTranslationScripts(cfg)
+	tr := scriptsOf(progs, cfg.Translation.Scripts)
 	errs = append(errs, e...)
 	if cfg.Translation.Mode == config.TranslationScripts {
 		c.translate = tr
 	}
-	c.guards, e = compileScripts("settings.guardScripts", cfg.Settings.GuardScripts, "guard", 2)
+	progs, e = config.CompileGuardScripts(cfg)
+	c.guards = scriptsOf(progs, cfg.Settings.GuardScripts)
 	errs = append(errs, e...)
 	return c, errs
 }
 
-func compileScripts(path string, scripts []config.Script, fn string, params int) ([]script, []config.FieldError) {
+// scriptsOf pairs each compiled program with its script's groups (a script that failed to
+// compile is left out: a configuration with one is refused as a whole).
+func scriptsOf(progs []*starhost.Program, scripts []config.Script) []script {
 	var out []script
-	var errs []config.FieldError
-	for i, s := range scripts {
-		p := fmt.Sprintf("%s[%d]", path, i)
-		prog, err := starhost.Compile(fmt.Sprintf("%s (%s)", p, s.Name), s.Source, fn, 1, params)
-		if err != nil {
-			errs = append(errs, config.FieldError{Path: p + ".source", Message: err.Error()})
-			continue
+	for i, prog := range progs {
+		if prog != nil {
+			out = append(out, script{prog: prog, groups: scripts[i].Groups})
 		}
-		out = append(out, script{prog: prog, groups: s.Groups})
 	}
-	return out, errs
+	return out
 }
 
 // groupEngines maps each group to the engine kind of its first member: the dialect

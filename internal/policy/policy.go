@@ -164,10 +164,7 @@ func (c *Compiled) admit(l query.Login) (bool, error) {
 	if c.requireTLS && !l.TLS {
 		return false, Refusal("this server accepts only encrypted connections: connect with TLS")
 	}
-	u, known := c.users[l.User]
-	if known && u.RequireTLS && !l.TLS {
-		return false, Refusal("this user must connect with TLS")
-	}
+	_, known := c.users[l.User]
 	if !known && c.trustLoopback && len(c.users) == 0 && l.User != "" && isLoopback(l.ClientAddr) {
 		return true, nil
 	}
@@ -176,6 +173,23 @@ func (c *Compiled) admit(l query.Login) (bool, error) {
 			"(or set settings.security.allowPlaintextPasswords)")
 	}
 	return false, nil
+}
+
+// Verified refuses a user with requireTLS whose password was right but whose connection is
+// not encrypted. It runs after the password so that the refusal, which names a configured
+// user, only reaches a client that knows that user's password; the others get the answer of
+// a wrong password or an unknown name. A cleartext password has then crossed the network, but
+// only where settings.security.allowPlaintextPasswords lets it (Admit refuses it otherwise).
+func (p *Policy) Verified(l query.Login) error {
+	c := p.active.Load()
+	if c == nil {
+		return query.ErrNotConfigured
+	}
+	if u, known := c.users[l.User]; known && u.RequireTLS && !l.TLS {
+		p.failures.WithLabelValues(l.Protocol).Inc()
+		return Refusal("this user must connect with TLS")
+	}
+	return nil
 }
 
 // Refusal is a login refused before any password was checked, with the client's message.

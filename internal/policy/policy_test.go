@@ -262,7 +262,7 @@ func TestBadScriptsRejectTheConfiguration(t *testing.T) {
 	if errs[1].Path != "settings.guardScripts[0].source" || !strings.Contains(errs[1].Message, "no function guard") {
 		t.Errorf("second error: %+v", errs[1])
 	}
-	// The registered compiler makes config.Compile say the same.
+	// config.Compile compiles the same scripts with the same functions, and says the same.
 	cerr := config.Compile(cfg)
 	if cerr == nil || !strings.Contains(cerr.Error(), "translation.scripts[1].source") {
 		t.Fatalf("config.Compile: %v", cerr)

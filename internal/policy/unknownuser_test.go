@@ -3,7 +3,9 @@ package policy_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/policy"
@@ -134,4 +137,136 @@ func TestMySQLUnknownUserLooksLikeAWrongPassword(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A user with requireTLS logging in unencrypted is refused only once the password is right:
+// a wrong password gets the answer an unknown name gets, so the TLS refusal tells only a
+// client that knows the password that the user exists. On every protocol, with users of
+// every hash form (SCRAM and bcrypt on PostgreSQL wire, native on MySQL wire).
+func TestUserRequireTLSDoesNotTellWhoExists(t *testing.T) {
+	cfg := e2eConfig(t)
+	for i := range cfg.Settings.Security.Users {
+		cfg.Settings.Security.Users[i].RequireTLS = true
+	}
+	s := startStack(t, cfg)
+	const wrongPW = "not-the-password"
+	pgAnswer := func(user, pw string) string {
+		_, err := runPostgres(t, s, user, pw, "select 1")
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) {
+			t.Fatalf("postgres %s: want a server error, got %v", user, err)
+		}
+		return pe.Code + " " + pe.Message
+	}
+	myAnswer := func(user, pw string) string {
+		_, err := runMySQL(t, s, user, pw, "select 1")
+		if err == nil {
+			t.Fatalf("mysql %s logged in", user)
+		}
+		return clientPort.ReplaceAllString(err.Error(), "")
+	}
+	flightAnswer := func(user, pw string) string {
+		_, err := runFlight(t, s, user, pw, "select 1")
+		if err == nil {
+			t.Fatalf("flight %s logged in", user)
+		}
+		return err.Error()
+	}
+	trinoAnswer := func(user, pw string) string { // plain http: the listener takes both
+		req, err := http.NewRequest("POST", "http://"+s.trino+"/v1/statement", strings.NewReader("select 1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(user, pw)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%d %s", resp.StatusCode, body)
+	}
+	for _, tc := range []struct {
+		protocol, user, pw string
+		answer             func(user, pw string) string
+	}{
+		{"postgres", "alice", alicePW, pgAnswer}, // SCRAM
+		{"postgres", "bob", bobPW, pgAnswer},     // bcrypt: a cleartext password
+		{"mysql", "carol", carolPW, myAnswer},
+		{"flightsql", "carol", carolPW, flightAnswer},
+		{"trino", "alice", alicePW, trinoAnswer},
+	} {
+		right := tc.answer(tc.user, tc.pw)
+		if !strings.Contains(right, "this user must connect with TLS") {
+			t.Errorf("%s %s, right password: %q, want the TLS refusal", tc.protocol, tc.user, right)
+		}
+		wrong, unknown := tc.answer(tc.user, wrongPW), tc.answer("mallory", wrongPW)
+		if strings.Contains(wrong, "TLS") || strings.ReplaceAll(wrong, tc.user, "mallory") != unknown {
+			t.Errorf("%s %s, wrong password: %q; unknown name: %q", tc.protocol, tc.user, wrong, unknown)
+		}
+	}
+}
+
+// With users of mixed hash forms, an unknown name on PostgreSQL wire gets the exchange of the
+// most common form, and a SCRAM exchange the iteration count most SCRAM users have, even when
+// a user with a rare one sorts first.
+func TestPostgresUnknownUserLooksLikeTheCommonForm(t *testing.T) {
+	cfg := scramOnly(t) // alice and erin: SCRAM, 4096 iterations
+	aaron, err := policy.SCRAMHash("aaron-Pw7", []byte("aaron-salt-16byt"), 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, err := bcrypt.GenerateFromPassword([]byte(bobPW), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Settings.Security.Users = append(cfg.Settings.Security.Users,
+		config.User{Name: "aaron", PasswordHash: aaron}, config.User{Name: "bob", PasswordHash: string(bc)})
+	cfg.Settings.Security.AllowPlaintextPasswords = true // so bob is asked for his password
+	s := startStack(t, cfg)
+	if got := firstAuth(t, s.pg, "bob"); got != "cleartext" {
+		t.Fatalf("bob (bcrypt): %s", got)
+	}
+	if got := firstAuth(t, s.pg, "mallory"); got != "SCRAM-SHA-256" {
+		t.Fatalf("unknown name among mostly SCRAM users: %s", got)
+	}
+	if m, a := serverFirst(t, s.pg, "mallory"), serverFirst(t, s.pg, "alice"); m.iterations != a.iterations || m.iterations != "4096" {
+		t.Errorf("unknown name: %s iterations; most users have %s (aaron 10000)", m.iterations, a.iterations)
+	}
+
+	// Mostly mysql_native_password users (carol, dave), which PostgreSQL wire asks for a
+	// cleartext password: so is an unknown name.
+	s = startStack(t, e2eConfig(t))
+	for _, user := range []string{"carol", "mallory"} {
+		if got := firstAuth(t, s.pg, user); got != "cleartext" {
+			t.Errorf("%s among mostly native users: %s", user, got)
+		}
+	}
+}
+
+// firstAuth starts a login as user and names the authentication the server asks for.
+func firstAuth(t *testing.T, addr, user string) string {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
+	fe := pgproto3.NewFrontend(nc, nc)
+	fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{"user": user, "database": "demo"}})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := fe.Receive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch m := msg.(type) {
+	case *pgproto3.AuthenticationSASL:
+		return strings.Join(m.AuthMechanisms, ",")
+	case *pgproto3.AuthenticationCleartextPassword:
+		return "cleartext"
+	}
+	return fmt.Sprintf("%T", msg)
 }

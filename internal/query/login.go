@@ -1,5 +1,7 @@
 package query
 
+import "github.com/queryflux/queryflux/internal/sqlstate"
+
 // Login is what a frontend knows about a login before it checks any password: who asks, from
 // where, over what, and whether the password would travel as it is (PostgreSQL's cleartext
 // password message, HTTP or Flight SQL Basic) rather than as a challenge response.
@@ -12,12 +14,16 @@ type Login struct {
 }
 
 // Gate decides a login before its password: trusted lets the client in without checking any
-// password (loopback trust); otherwise the frontend goes on to check one. A refusal is a
-// *Error with code CodeAuthRefused whose message the client sees (it never names a secret).
+// password (loopback trust); otherwise the frontend goes on to check one, and once the
+// password is found right asks Verified, which decides by the user's own rules (a user's
+// requireTLS): refused before the password, such a login would tell any client that the user
+// exists. A refusal is a *Error with code CodeAuthRefused whose message the client sees (it
+// never names a secret).
 type Gate interface {
 	Admit(l Login) (trusted bool, err error)
+	Verified(l Login) error
 }
 
-// CodeAuthRefused is the SQLSTATE of a login refused before its password was checked
+// CodeAuthRefused is the SQLSTATE of a login the Gate refused
 // (invalid_authorization_specification).
-const CodeAuthRefused = "28000"
+const CodeAuthRefused = sqlstate.InvalidAuthorizationSpecification

@@ -10,6 +10,9 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/queryflux/queryflux/internal/sqlstate"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // Protocols a frontend can speak.
@@ -31,6 +34,21 @@ type Request struct {
 	Headers    map[string]string // protocol headers (Trino's X-Trino-*, ...), for routing
 	Tags       []string          // client tags, for routing
 	ClientAddr string
+
+	analysis *sqltok.Analysis // SQL as Analysis read it; see Analysis
+}
+
+// Analysis is the request's SQL read once with its protocol's lexical rules (tokens,
+// statements, their kinds, parameters, fingerprint). The core's checks, its cache key and the
+// engines read this one value; it is read again only if SQL or Protocol changed since. A
+// request is handled by one task at a time, so the memo needs no lock.
+func (r *Request) Analysis() *sqltok.Analysis {
+	d := sqltok.DialectForProtocol(r.Protocol)
+	if a := r.analysis; a != nil && a.SQL == r.SQL && a.Dialect == d {
+		return a
+	}
+	r.analysis = sqltok.Analyze(r.SQL, d)
+	return r.analysis
 }
 
 // Rows is a streamed result. The caller must call Close, even after an error.
@@ -83,25 +101,25 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message)
 // docs/errors.md: a client can tell "retry later" from "my statement is wrong" from "I
 // cancelled it" by the code alone.
 const (
-	CodeNotConfigured = "57P03" // cannot_connect_now: no configuration active yet
-	CodeQueueFull     = "53300" // too_many_connections: the group's queue is full
+	CodeNotConfigured = sqlstate.CannotConnectNow   // no configuration active yet
+	CodeQueueFull     = sqlstate.TooManyConnections // the group's queue is full
 	// CodeCapacityTimeout: no capacity within the group's wait timeout, or the query's
 	// capacity lease was lost. Never 57014, which clients take for their own cancel.
-	CodeCapacityTimeout = "53000" // insufficient_resources
-	CodeQueryTimeout    = "57014" // query_canceled: the group's query timeout, like statement_timeout
+	CodeCapacityTimeout = sqlstate.InsufficientResources
+	CodeQueryTimeout    = sqlstate.QueryCanceled // the group's query timeout, like statement_timeout
 	// CodeCoordinationUnavailable: the capacity coordinator (the control plane) cannot be
 	// reached; the query did not run.
-	CodeCoordinationUnavailable = "08006" // connection_failure
+	CodeCoordinationUnavailable = sqlstate.ConnectionFailure
 	// CodeEngineUnavailable: the routed cluster's engine cannot be reached or refused our login.
-	CodeEngineUnavailable = "08001" // sqlclient_unable_to_establish_sqlconnection
-	CodeAccessDenied      = "42501" // insufficient_privilege
-	CodeNoRoute           = "3D000" // invalid_catalog_name
-	CodeEngine            = "58000" // system_error
-	CodeSyntax            = "42601"
-	CodeLimitExceeded     = "54000" // program_limit_exceeded
+	CodeEngineUnavailable = sqlstate.SQLClientUnableToEstablishSQLConnection
+	CodeAccessDenied      = sqlstate.InsufficientPrivilege
+	CodeNoRoute           = sqlstate.InvalidCatalogName
+	CodeEngine            = sqlstate.SystemError
+	CodeSyntax            = sqlstate.SyntaxError
+	CodeLimitExceeded     = sqlstate.ProgramLimitExceeded
 	// CodeNotEligible: the query was routed to a cluster group this worker's labels do not
 	// satisfy (its workerSelector), so the worker does not hold that group's clusters.
-	CodeNotEligible = "08004" // sqlserver_rejected_establishment_of_sqlconnection
+	CodeNotEligible = sqlstate.SQLServerRejectedEstablishmentOfSQLConnection
 )
 
 // ErrNotConfigured is returned before the first config is active.

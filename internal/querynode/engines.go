@@ -9,7 +9,7 @@ import (
 	"github.com/queryflux/queryflux/internal/defaultconfig"
 	"github.com/queryflux/queryflux/internal/demo"
 	"github.com/queryflux/queryflux/internal/engine"
-	_ "github.com/queryflux/queryflux/internal/engine/duckengine" // engine kinds, registered for engine.Open
+	"github.com/queryflux/queryflux/internal/engine/duckengine" // engine kinds, registered for engine.Open
 	_ "github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	_ "github.com/queryflux/queryflux/internal/engine/pgengine"
 	_ "github.com/queryflux/queryflux/internal/engine/trinoengine"
@@ -38,13 +38,24 @@ func OpenEngine(c config.Cluster) (query.Engine, error) {
 	}
 	e, err := engine.Open(spec)
 	if err != nil {
-		return nil, err
+		// A driver's message may quote its connection string, options and all.
+		return nil, &scrubbedError{err: err, msg: scrubSecrets(err.Error(), c)}
 	}
 	if dataset == defaultconfig.DatasetDemo {
-		if err := demo.Load(context.Background(), e); err != nil {
+		// Loaded again if a fatal error makes the engine reopen its in-memory database.
+		if err := e.(*duckengine.Engine).OnOpen(context.Background(), demo.Load); err != nil {
 			_ = e.Close()
 			return nil, err
 		}
 	}
 	return e, nil
 }
+
+// scrubbedError is an engine's error with the cluster's secrets hidden from its text.
+type scrubbedError struct {
+	err error
+	msg string
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }

@@ -115,7 +115,11 @@ func New(opts Options) *Node {
 		opts.HealthTimeout = HealthTimeoutDefault
 	}
 	pol := policy.New(opts.Registerer)
-	core := proxy.New(proxy.Options{Env: opts.Env, Guard: opts.Guard, Registerer: opts.Registerer, OnFinish: opts.OnFinish, Check: pol.Check})
+	po := proxy.Options{Env: opts.Env, Guard: opts.Guard, Registerer: opts.Registerer, OnFinish: opts.OnFinish, Check: pol.Check}
+	if opts.Forward != nil {
+		po.Locality = opts.Forward.Locality()
+	}
+	core := proxy.New(po)
 	return &Node{opts: opts, core: core, policy: pol, log: opts.Env.Logger(), addrs: map[string]string{}}
 }
 
@@ -223,7 +227,8 @@ func (n *Node) listen(name, addr string, make func() (frontend, error)) error {
 // loopback client; they offer TLS while a certificate is configured.
 
 func (n *Node) newPgwire(gate query.Gate) (frontend, error) {
-	return pgwire.NewServer(n.core, pgwire.Options{Gate: gate, Authenticator: n.policy.Postgres(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits}), nil
+	return pgwire.NewServer(n.core, pgwire.Options{Gate: gate, Authenticator: n.policy.Postgres(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits,
+		Registerer: n.opts.Registerer}), nil
 }
 
 func (n *Node) newMySQL(gate query.Gate) (frontend, error) {
@@ -232,7 +237,7 @@ func (n *Node) newMySQL(gate query.Gate) (frontend, error) {
 
 func (n *Node) newTrino(gate query.Gate, f config.Frontend) (frontend, error) {
 	return trinohttp.NewServer(n.core, trinohttp.Options{Gate: gate, Auth: n.policy.Trino(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits,
-		AbandonAfter: time.Duration(f.ClientTimeoutSecs) * time.Second, Forward: n.opts.Forward})
+		AbandonAfter: time.Duration(f.ClientTimeoutSecs) * time.Second, Forward: n.opts.Forward, Registerer: n.opts.Registerer})
 }
 
 func (n *Node) newFlightSQL(gate query.Gate) (frontend, error) {

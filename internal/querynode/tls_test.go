@@ -37,7 +37,13 @@ const (
 // and the frontends' certificate from settings.security.tls; change adjusts the configuration.
 func tlsNode(t *testing.T, frontends config.Frontends, certFile, keyFile string, change func(*config.Config)) *Node {
 	t.Helper()
-	n := New(Options{Env: env.Real(slog.New(slog.DiscardHandler))})
+	return tlsNodeWith(t, Options{Env: env.Real(slog.New(slog.DiscardHandler))}, frontends, certFile, keyFile, change)
+}
+
+// tlsNodeWith is tlsNode with the node's options given.
+func tlsNodeWith(t *testing.T, opts Options, frontends config.Frontends, certFile, keyFile string, change func(*config.Config)) *Node {
+	t.Helper()
+	n := New(opts)
 	t.Cleanup(func() { _ = n.Close() })
 	if err := n.Listen(frontends); err != nil {
 		t.Fatal(err)
@@ -407,5 +413,40 @@ func TestNpmTrinoClient(t *testing.T) {
 	}
 	if out := trinoClient(t, "https://"+addr, "queryflux", "", ca.CertFile); !strings.Contains(out, "error") {
 		t.Fatalf("an unknown user with users configured: %s", out)
+	}
+}
+
+// The npm trino-client reads composite values as Trino sends them: arrays as JSON arrays, rows
+// as positional arrays, maps as objects, each column with Trino's type name.
+func TestNpmTrinoClientCompositeTypes(t *testing.T) {
+	n := New(Options{Env: env.Real(slog.New(slog.DiscardHandler))})
+	t.Cleanup(func() { _ = n.Close() })
+	if err := n.Listen(config.Frontends{Trino: config.Frontend{Enabled: true, Listen: "127.0.0.1:0"}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := defaultconfig.Load(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TRINO_QUERY", `select [1, 2, null] a, {'x': 1, 'y': 'b'} r, map {'k': [1.5]} m, [{'z': [7]}] nested`)
+	out := trinoClient(t, "http://"+n.Addrs()["trino"], "queryflux", "", "")
+	want := `{"ok":[[[1,2,null],[1,"b"],{"k":["1.5"]},[[[7]]]]],` + // decimals are JSON strings, as Trino sends them
+		`"types":["array(integer)","row(x integer, y varchar)","map(varchar, array(decimal(2,1)))","array(row(z array(integer)))"]}`
+	if out != want {
+		t.Fatalf("npm trino-client on composite types:\n got %s\nwant %s", out, want)
+	}
+	// DuckDB's types Trino writes otherwise: a time with a zone keeps its offset, the numbers no
+	// decimal(38) holds are Trino's number, a union (no Trino type) is its member's text.
+	t.Setenv("TRINO_QUERY", `select '12:34:56.5+02'::timetz t, '340282366920938463463374607431768211455'::uhugeint u,
+		'-123456789012345678901234567890123456789012'::varint v, -170141183460469231731687303715884105727::hugeint h,
+		union_value(n := 2)::union(n integer, s varchar) un`)
+	out = trinoClient(t, "http://"+n.Addrs()["trino"], "queryflux", "", "")
+	want = `{"ok":[["12:34:56.500000+02:00","340282366920938463463374607431768211455","-123456789012345678901234567890123456789012","-170141183460469231731687303715884105727","2"]],` +
+		`"types":["time(6) with time zone","number","number","decimal(38,0)","varchar"]}`
+	if out != want {
+		t.Fatalf("npm trino-client on times with a zone and wide numbers:\n got %s\nwant %s", out, want)
 	}
 }

@@ -70,16 +70,65 @@ type Handle struct {
 // Add starts relaying p. Its sockets are made non-blocking. The pair's Done runs once it
 // stops, also when the loop is closed first.
 func (l *Loop) Add(p Pair) (*Handle, error) {
+	h := l.NewHandle()
+	return h, h.Start(p)
+}
+
+// NewHandle is a handle for a pair not started yet (Start), for a Watch that needs its own
+// handle from the first message on.
+func (l *Loop) NewHandle() *Handle { return &Handle{l: l} }
+
+// Start starts relaying p on h's loop, as Add does; once per handle.
+func (h *Handle) Start(p Pair) error {
+	l := h.l
 	for _, fd := range []int{p.A, p.B} {
+		if fd < 0 && fd == p.B {
+			continue
+		}
 		if err := unix.SetNonblock(fd, true); err != nil {
-			return nil, fmt.Errorf("relayloop: socket %d: %w", fd, err)
+			return fmt.Errorf("relayloop: socket %d: %w", fd, err)
 		}
 	}
+	if len(p.Ahead) > l.bufBytes {
+		return ErrMessageTooLarge
+	}
 	pr := newPair(p, l.bufBytes)
+	h.p = pr
 	if !l.do(func() { l.start(pr) }) {
 		pr.finish(Result{Err: ErrStopped})
 	}
-	return &Handle{l: l, p: pr}, nil
+	return nil
+}
+
+// Resume plugs b in as the pair's B when it has none (b < 0: plug nothing in), and frames
+// again the message A's Watch held, if any. It does not wait; b is made non-blocking and
+// belongs to the pair from now on, until Unplugged or Done.
+func (h *Handle) Resume(b int) {
+	if b >= 0 {
+		_ = unix.SetNonblock(b, true)
+	}
+	h.l.do(func() { h.p.resume(h.l, b) })
+}
+
+// Plug plugs b in as the pair's B at once, on the loop's thread: only from the pair's Watch,
+// looking at a message of A's while no B is plugged in. The message the Watch then lets
+// through (Relay) goes to b. b is made non-blocking and belongs to the pair from now on,
+// until Unplugged or Done. It fails, plugging nothing in, when b cannot be watched.
+func (h *Handle) Plug(b int) error {
+	if err := unix.SetNonblock(b, true); err != nil {
+		return fmt.Errorf("relayloop: socket %d: %w", b, err)
+	}
+	return h.p.plug(h.l, b)
+}
+
+// StopIf ends the pair as Stop does when cond, run on the loop's thread, says so. It does not
+// wait.
+func (h *Handle) StopIf(cond func() bool) {
+	h.l.do(func() {
+		if !h.p.done && cond() {
+			h.p.stop(h.l, Result{Err: ErrStopped})
+		}
+	})
 }
 
 // Stop ends the pair (Done gets ErrStopped) unless it has already stopped. It does not wait.
@@ -185,6 +234,9 @@ func (l *Loop) shutdown() {
 func (l *Loop) start(p *pair) {
 	for s := range 2 {
 		fd := p.fd(Direction(s))
+		if fd < 0 {
+			continue
+		}
 		l.ends[fd] = &end{p: p, side: Direction(s)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: p.interest(Direction(s)), Fd: int32(fd)}); err != nil {
 			p.stop(l, Result{Err: fmt.Errorf("relayloop: epoll_ctl add %d: %w", fd, err), Side: Direction(s)})
@@ -192,12 +244,20 @@ func (l *Loop) start(p *pair) {
 		}
 	}
 	p.registered = true
+	if st := &p.st[AToB]; st.r > 0 && !p.done { // Ahead
+		if p.scan(l, AToB) {
+			p.flush(l, AToB)
+		}
+		if !p.done {
+			p.update(l)
+		}
+	}
 }
 
 // setInterest updates what epoll reports for a socket of p.
 func (l *Loop) setInterest(p *pair, side Direction) {
 	ev := p.interest(side)
-	if ev == p.cur[side] {
+	if ev == p.cur[side] || p.fd(side) < 0 {
 		return
 	}
 	p.cur[side] = ev
@@ -208,17 +268,14 @@ func (l *Loop) setInterest(p *pair, side Direction) {
 }
 
 func (l *Loop) forget(p *pair) {
-	if !p.registered {
-		for s := range 2 {
-			if e := l.ends[p.fd(Direction(s))]; e != nil && e.p == p {
-				delete(l.ends, p.fd(Direction(s)))
-			}
-		}
-		return
-	}
 	for s := range 2 {
 		fd := p.fd(Direction(s))
-		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+		if e := l.ends[fd]; fd < 0 || e == nil || e.p != p {
+			continue
+		}
+		if p.registered {
+			_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+		}
 		delete(l.ends, fd)
 	}
 }
@@ -254,4 +311,13 @@ func read(fd int, b []byte) (int, unix.Errno) {
 func write(fd int, b []byte) (int, unix.Errno) {
 	r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	return int(r), e
+}
+
+func closeFD(fd int) error { return unix.Close(fd) }
+
+// peek reports whether fd has bytes to read or an end (EOF, an error) without taking them.
+func peek(fd int) bool {
+	var b [1]byte
+	_, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	return err != unix.EAGAIN
 }

@@ -24,6 +24,14 @@ func New(int) (*Loop, error) { return nil, errUnsupported }
 func (l *Loop) Add(Pair) (*Handle, error) { return nil, errUnsupported }
 func (l *Loop) Close()                    {}
 func (h *Handle) Stop()                   {}
+func (l *Loop) NewHandle() *Handle        { return &Handle{} }
+func (h *Handle) Start(Pair) error        { return errUnsupported }
+func (h *Handle) Resume(int)              {}
+func (h *Handle) StopIf(func() bool)      {}
+func (h *Handle) Plug(int) error          { return errUnsupported }
 
 // Detach fails outside Linux.
 func Detach(syscall.Conn) (int, error) { return -1, errUnsupported }
+
+func closeFD(int) error { return errUnsupported }
+func peek(int) bool     { return false }

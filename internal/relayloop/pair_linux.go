@@ -3,6 +3,7 @@
 package relayloop
 
 import (
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -30,6 +31,8 @@ type stream struct {
 	w, s, r int
 	skip    int  // bytes of an unwatched message still to come after buf[s:]
 	blocked bool // the peer's socket would block: waiting until it is writable
+	held    bool // a Watch said Hold at buf[s:]: not read until Resume
+	unplug  bool // a Watch said Unplug: B leaves once buf[w:s] is written
 	// pending ends the pair once buf[w:s] is written (a Watch's Pause or End, or the
 	// source closed its end).
 	pending *Result
@@ -40,6 +43,7 @@ func newPair(p Pair, bufBytes int) *pair {
 	for d := range pr.st {
 		pr.st[d].buf = make([]byte, bufBytes)
 	}
+	pr.st[AToB].r = copy(pr.st[AToB].buf, p.Ahead)
 	return pr
 }
 
@@ -54,7 +58,10 @@ func (p *pair) fd(side Direction) int {
 // writable while the other stream waits to write to it.
 func (p *pair) interest(side Direction) uint32 {
 	var ev uint32
-	if st := &p.st[side]; !st.blocked && st.pending == nil {
+	if p.fd(side) < 0 {
+		return 0
+	}
+	if st := &p.st[side]; !st.blocked && st.pending == nil && !st.held && !st.unplug {
 		ev |= unix.EPOLLIN | unix.EPOLLRDHUP
 	}
 	if p.st[1-side].blocked {
@@ -65,7 +72,7 @@ func (p *pair) interest(side Direction) uint32 {
 
 func (p *pair) update(l *Loop) {
 	for s := range 2 {
-		if !p.done {
+		if !p.done && p.fd(Direction(s)) >= 0 {
 			l.setInterest(p, Direction(s))
 		}
 	}
@@ -80,7 +87,7 @@ func (p *pair) event(l *Loop, side Direction, ev uint32) {
 	if p.done || ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
 		return
 	}
-	if st := &p.st[side]; !st.blocked && st.pending == nil {
+	if st := &p.st[side]; !st.blocked && st.pending == nil && !st.held && !st.unplug {
 		p.pump(l, side)
 		return
 	}
@@ -119,7 +126,7 @@ func (p *pair) pump(l *Loop, d Direction) {
 		}
 	}
 	p.flush(l, d)
-	if !p.done && st.pending != nil {
+	if !p.done && (st.pending != nil || st.held) {
 		p.update(l) // stop reading this side until what is framed is written
 	}
 }
@@ -135,6 +142,7 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 	}
 	hl := f.HeaderLen()
 	for st.s < st.r {
+		alone := p.fd(1-d) < 0 // no peer: every message is the Watch's, which must hold it (or Plug one in)
 		if st.skip > 0 {
 			n := min(st.skip, st.r-st.s)
 			st.s += n
@@ -145,6 +153,7 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 			return true
 		}
 		total, watch := f.Frame(st.buf[st.s : st.s+hl])
+		watch = watch || alone
 		switch {
 		case total < hl:
 			p.stop(l, Result{Err: ErrMalformed, Side: d})
@@ -160,7 +169,11 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 		case st.r-st.s < total:
 			return true
 		}
-		switch p.p.Watch(d, st.buf[st.s:st.s+total]) {
+		v := p.p.Watch(d, st.buf[st.s:st.s+total])
+		if p.fd(1-d) < 0 && (v == Relay || v == End || v == Unplug) {
+			v = Hold
+		}
+		switch v {
 		case Relay:
 			st.s += total
 		case Drop:
@@ -171,6 +184,17 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 		case End:
 			st.s += total
 			st.pending = &Result{}
+			return true
+		case Hold:
+			st.held = true
+			return true
+		case Unplug:
+			st.s += total
+			if d == BToA {
+				st.unplug = true
+			} else {
+				st.pending = &Result{}
+			}
 			return true
 		}
 	}
@@ -203,16 +227,90 @@ func (p *pair) flush(l *Loop, d Direction) {
 	}
 	if st.pending != nil && !p.done {
 		p.stop(l, *st.pending)
+		return
+	}
+	if st.unplug && !p.done {
+		p.unplug(l)
 	}
 }
 
+// unplug takes B out of the pair once what it sent up to the unplugging message is written.
+func (p *pair) unplug(l *Loop) {
+	if a := &p.st[AToB]; a.w < a.s || a.skip > 0 {
+		p.stop(l, Result{Err: ErrUnplugBusy, Side: BToA})
+		return
+	}
+	fd := p.p.B
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	delete(l.ends, fd)
+	st := &p.st[BToA]
+	var rest []byte
+	if st.r > st.s {
+		rest = append([]byte(nil), st.buf[st.s:st.r]...)
+	}
+	*st = stream{buf: st.buf}
+	a := &p.st[AToB]
+	a.blocked = false
+	p.p.B = -1
+	p.cur[BToA] = 0
+	if p.p.Unplugged != nil {
+		p.p.Unplugged(fd, rest)
+	}
+	if !p.done {
+		p.update(l)
+	}
+}
+
+// resume plugs b in when the pair has no B (b >= 0), and frames again what A's Watch held.
+func (p *pair) resume(l *Loop, b int) {
+	if p.done {
+		return
+	}
+	if b >= 0 && p.p.B < 0 {
+		if err := p.plug(l, b); err != nil {
+			p.stop(l, Result{Err: err, Side: BToA})
+			return
+		}
+	}
+	st := &p.st[AToB]
+	if !st.held {
+		p.update(l)
+		return
+	}
+	st.held = false
+	if !p.scan(l, AToB) {
+		return
+	}
+	p.flush(l, AToB)
+	if !p.done {
+		p.update(l)
+	}
+}
+
+// plug makes b the pair's B and watches it; on failure nothing is plugged in.
+func (p *pair) plug(l *Loop, b int) error {
+	if p.done || p.p.B >= 0 {
+		return errors.New("relayloop: plug into a pair that is done or has a B")
+	}
+	p.p.B = b
+	p.cur[BToA] = p.interest(BToA)
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, b, &unix.EpollEvent{Events: p.cur[BToA], Fd: int32(b)}); err != nil {
+		p.p.B, p.cur[BToA] = -1, 0
+		return fmt.Errorf("relayloop: epoll_ctl add %d: %w", b, err)
+	}
+	l.ends[b] = &end{p: p, side: BToA}
+	return nil
+}
+
 // stop ends the pair once: its sockets leave the loop, then Done says how it ended.
+// (Leftover[BToA] is empty when no B is plugged in.)
 func (p *pair) stop(l *Loop, res Result) {
 	if p.done {
 		return
 	}
 	p.done = true
 	l.forget(p)
+	res.B = p.p.B
 	for d := range p.st {
 		st := &p.st[d]
 		if st.r > st.w {
@@ -229,6 +327,7 @@ func (p *pair) stop(l *Loop, res Result) {
 // finish reports a pair that never started (its loop was closed).
 func (p *pair) finish(res Result) {
 	p.done = true
+	res.B = p.p.B
 	if p.p.Done != nil {
 		p.p.Done(res)
 	}

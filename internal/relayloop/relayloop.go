@@ -10,7 +10,13 @@
 // may end the pair, or pause it to hand both sockets back to their owner with the bytes read
 // but not relayed yet.
 //
-// It touches only the sockets handed to it, its epoll instance and an eventfd (Linux).
+// A pair may run with one socket: B is plugged in (Handle.Resume) and out (Unplug) while A
+// stays, as a client stays on a proxy while engine connections come and go between its
+// transactions. Without B every message of A's is watched, and the Watch holds it (Hold)
+// until a B is plugged in.
+//
+// It touches only the sockets handed to it (a Conn's, lent), its epoll instance and an eventfd
+// (Linux).
 //
 // determinism: outside the simulator (network I/O on an OS thread of its own)
 package relayloop
@@ -42,6 +48,12 @@ const (
 	Pause
 	// End relays the message and what came before it, then ends the pair.
 	End
+	// Hold stops reading the direction at the message: it and what follows wait until
+	// Handle.Resume, which frames them again (the Watch sees the message again).
+	Hold
+	// Unplug (BToA only) relays the message and what came before it, then takes B out of the
+	// pair (Pair.Unplugged); the pair goes on with A alone.
+	Unplug
 )
 
 // Direction names one way of a pair: A to B, or B to A.
@@ -62,7 +74,7 @@ func (d Direction) String() string {
 // Pair is two connected sockets to relay between. The loop owns the file descriptors while
 // the pair runs; Done says when it no longer does (it never closes them itself).
 type Pair struct {
-	A, B int // file descriptors of connected stream sockets
+	A, B int // file descriptors of connected stream sockets; B is -1 when none is plugged in
 	// Framing of each direction: AToB (what A sends) and BToA; nil relays bytes unseen.
 	Framing [2]Framer
 	// Watch gets each message a Framer marks as watched, on the loop's thread: it must not
@@ -71,6 +83,12 @@ type Pair struct {
 	// Done is called once when the pair stops: on the loop's thread, or on Add's caller when
 	// the loop was already closed.
 	Done func(Result)
+	// Ahead is what was read from A before the pair started: framed and relayed first. It
+	// must fit in the loop's buffer.
+	Ahead []byte
+	// Unplugged is called on the loop's thread when a Watch's Unplug took B out: fd is B,
+	// rest what B sent after the unplugging message (nil unless its peer spoke out of turn).
+	Unplugged func(fd int, rest []byte)
 }
 
 // Result is how a pair stopped.
@@ -85,7 +103,9 @@ type Result struct {
 	// were already framed (their watched messages seen), and when Remaining[d] > 0 the
 	// Leftover starts inside a message whose first bytes were relayed, Remaining[d] of it
 	// being still to come.
-	Paused    bool
+	Paused bool
+	// B is the socket plugged in as B when the pair stopped, -1 when none was.
+	B         int
 	Leftover  [2][]byte
 	Scanned   [2]int
 	Remaining [2]int
@@ -93,6 +113,10 @@ type Result struct {
 
 // ErrClosed is a Result's Err when a side closed its end of the connection.
 var ErrClosed = errors.New("relayloop: the peer closed the connection")
+
+// ErrUnplugBusy is a Result's Err when B was to be unplugged while bytes framed from A still
+// waited to be written to it.
+var ErrUnplugBusy = errors.New("relayloop: unplug while the other direction still writes to B")
 
 // ErrMalformed is a Result's Err when a Framer found a message shorter than its header.
 var ErrMalformed = errors.New("relayloop: a message is shorter than its header")
@@ -102,8 +126,14 @@ var ErrMalformed = errors.New("relayloop: a message is shorter than its header")
 var ErrMessageTooLarge = errors.New("relayloop: a watched message is larger than the relay buffer")
 
 // PG frames PostgreSQL protocol messages after startup: a type byte and a 4-byte length that
-// counts itself. Watched lists the message types a Watch sees whole.
-type PG struct{ Watched [256]bool }
+// counts itself. Watched lists the message types a Watch sees whole; the messages of the
+// Counted types that are not watched are counted (Count, and their length in Bytes) as they
+// pass, for a proxy that reports rows without looking at them. A counting PG serves one
+// direction of one pair, and its counts are read on the loop's thread (in a Watch).
+type PG struct {
+	Watched, Counted [256]bool
+	Count, Bytes     int64
+}
 
 // PGWatching is a PG framer that watches the given message types.
 func PGWatching(types ...byte) *PG {
@@ -117,5 +147,13 @@ func PGWatching(types ...byte) *PG {
 func (f *PG) HeaderLen() int { return 5 }
 
 func (f *PG) Frame(h []byte) (int, bool) {
-	return 1 + int(binary.BigEndian.Uint32(h[1:5])), f.Watched[h[0]]
+	total := 1 + int(binary.BigEndian.Uint32(h[1:5]))
+	if f.Watched[h[0]] {
+		return total, true
+	}
+	if f.Counted[h[0]] { // framed once: an unwatched message is never framed again
+		f.Count++
+		f.Bytes += int64(total)
+	}
+	return total, false
 }

@@ -1,5 +1,5 @@
-// Package sqltok is a SQL tokenizer for the dialects QueryFlux fronts (PostgreSQL, MySQL, Trino)
-// and what is built on it: statement splitting, statement kinds for guardrails, detection of
+// Package sqltok is QueryFlux's one SQL lexer, for the dialects it fronts (PostgreSQL, MySQL,
+// Trino), and what is built on it: statement splitting, first keywords, parameter counts, statement kinds for guardrails, detection of
 // non-deterministic functions for the result cache, and normalization/digests for history.
 //
 // It is pure computation on strings: it touches nothing. Tokenize never fails: input it cannot
@@ -22,7 +22,7 @@ const (
 	// Postgres: '' escapes, E'..' backslash strings, $$ dollar quoting $$, nested /* */, $1 params.
 	Postgres
 	// MySQL: backslash escapes in '..' and "..", "..." is a string, `..` identifiers, # comments,
-	// no nested comments, ? params.
+	// -- comments only with a blank after the dashes, no nested comments, ? params.
 	MySQL
 	// Trino: ANSI rules, ? params, no dollar quoting, no nested comments.
 	Trino
@@ -60,7 +60,7 @@ const (
 	Whitespace  TokenKind = iota
 	Comment               // -- line, /* block */, # line (MySQL)
 	Word                  // keyword or unquoted identifier
-	QuotedIdent           // "ident" (not MySQL) or `ident`
+	QuotedIdent           // "ident" (not MySQL) or `ident` (MySQL, Generic)
 	String                // '..', E'..', X'..', B'..', N'..', U&'..', $tag$..$tag$, MySQL "..."
 	Number                // 42, 4.2, .5, 1e10, 0x1F, 1_000
 	Param                 // $1, ?, :name
@@ -94,17 +94,27 @@ func (t Token) IsLiteral() bool { return t.Kind == String || t.Kind == Number }
 // Significant reports whether t is neither whitespace nor a comment.
 func (t Token) Significant() bool { return t.Kind != Whitespace && t.Kind != Comment }
 
+// onTokenize, when set, is called by every Tokenize; nil outside tests and benchmarks, so the hot
+// path pays one nil check.
+var onTokenize func()
+
+// CountTokenize adds 1 to *count at every Tokenize call until the returned stop runs: tests and
+// benchmarks count with it how many passes over a query's SQL a path makes. Not for production,
+// and not safe while Tokenize runs on other goroutines.
+func CountTokenize(count *int64) (stop func()) {
+	onTokenize = func() { *count++ }
+	return func() { onTokenize = nil }
+}
+
 // Tokenize splits sql into tokens. It never fails, and the token texts concatenate to sql.
 func Tokenize(sql string, d Dialect) []Token {
-	lx := lexer{src: sql, d: d}
+	if onTokenize != nil {
+		onTokenize()
+	}
+	s := NewScanner(sql, d)
 	toks := make([]Token, 0, len(sql)/4+1)
-	for lx.pos < len(sql) {
-		start := lx.pos
-		kind, unterminated := lx.next()
-		if lx.pos <= start {
-			panic("sqltok: lexer made no progress at byte " + itoa(start))
-		}
-		toks = append(toks, Token{Kind: kind, Text: sql[start:lx.pos], Pos: start, Unterminated: unterminated})
+	for t, ok := s.Next(); ok; t, ok = s.Next() {
+		toks = append(toks, t)
 	}
 	return toks
 }
@@ -131,7 +141,9 @@ func (l *lexer) next() (TokenKind, bool) {
 			l.pos++
 		}
 		return Whitespace, false
-	case c == '-' && l.peek(1) == '-':
+	case c == '-' && l.peek(1) == '-' && (l.d != MySQL || l.peek(2) <= ' '):
+		// MySQL wants a blank or control character after "--" (1--1 is 1 - -1); the end
+		// of the input (peek's 0) counts as one.
 		l.lineComment()
 		return Comment, false
 	case c == '#' && l.d == MySQL:
@@ -146,7 +158,7 @@ func (l *lexer) next() (TokenKind, bool) {
 			return String, !l.quoted('"', true)
 		}
 		return QuotedIdent, !l.quoted('"', false)
-	case c == '`' && l.d != Trino:
+	case c == '`' && (l.d == Generic || l.d == MySQL):
 		return QuotedIdent, !l.quoted('`', false)
 	case c >= '0' && c <= '9', c == '.' && isDigit(l.peek(1)):
 		l.number()
@@ -201,10 +213,9 @@ func (l *lexer) blockComment() bool {
 	depth := 0
 	for l.pos < len(l.src) {
 		switch {
-		case l.src[l.pos] == '/' && l.peek(1) == '*':
-			if depth == 0 || nested {
-				depth++
-			}
+		case l.src[l.pos] == '/' && l.peek(1) == '*' && (depth == 0 || nested):
+			// Without nesting an inner /* is text, and its * may close the comment: /*/*/.
+			depth++
 			l.pos += 2
 		case l.src[l.pos] == '*' && l.peek(1) == '/':
 			depth--
@@ -329,7 +340,7 @@ func (l *lexer) dollarTag() (int, bool) {
 		if c == '$' {
 			return i + 1, true
 		}
-		if !(c == '_' || isAlpha(c) || (i > l.pos+1 && isDigit(c))) {
+		if !(c == '_' || isAlpha(c) || c >= utf8.RuneSelf || (i > l.pos+1 && isDigit(c))) {
 			return 0, false
 		}
 		i++
@@ -359,7 +370,7 @@ func (l *lexer) identRest() {
 func (l *lexer) operator() {
 	start := l.pos
 	for l.pos < len(l.src) && isOpChar(l.src[l.pos], l.d) {
-		if l.pos > start && ((l.src[l.pos] == '-' && l.peek(1) == '-') || (l.src[l.pos] == '/' && l.peek(1) == '*')) {
+		if l.pos > start && ((l.src[l.pos] == '-' && l.peek(1) == '-' && (l.d != MySQL || l.peek(2) <= ' ')) || (l.src[l.pos] == '/' && l.peek(1) == '*')) {
 			return
 		}
 		if l.pos > start && l.src[l.pos] == '#' && l.d == MySQL {
@@ -391,7 +402,7 @@ func isOpChar(c byte, d Dialect) bool {
 	case '?':
 		return true // only reached in Postgres, where ? is a JSON operator
 	case '`':
-		return d == Trino
+		return d == Trino || d == Postgres // an operator character in PostgreSQL, never a quote
 	}
 	return false
 }

@@ -29,14 +29,24 @@ type SnapshotFile struct {
 // Path is the snapshot's file.
 func (f SnapshotFile) Path() string { return filepath.Join(f.Dir, snapshotFile) }
 
-// Load reads the snapshot; nil, nil when there is none yet.
+// Load reads the snapshot; nil, nil when there is none yet. It refuses a directory that is not
+// private: a snapshot planted there by another user would become this worker's configuration.
 func (f SnapshotFile) Load() ([]byte, error) {
-	st, err := os.Stat(f.Path())
+	if err := checkPrivate(f.Dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	st, err := os.Lstat(f.Path())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", f.Path())
 	}
 	if st.Size() > snapshotBytesMax {
 		return nil, fmt.Errorf("%s: larger than %d bytes", f.Path(), snapshotBytesMax)
@@ -47,6 +57,9 @@ func (f SnapshotFile) Load() ([]byte, error) {
 // Save replaces the snapshot atomically: a temporary file, synced, then renamed over it.
 func (f SnapshotFile) Save(encoded []byte) error {
 	if err := os.MkdirAll(f.Dir, 0o700); err != nil {
+		return err
+	}
+	if err := checkPrivate(f.Dir); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(f.Dir, snapshotFile+".*")
@@ -70,4 +83,24 @@ func (f SnapshotFile) Save(encoded []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), f.Path())
+}
+
+// checkPrivate refuses dir unless it is a directory (not a link to one) of this user that no
+// other user can write to: the default lives under the shared temporary directory, where another user may
+// have created it first, to read what is written there or to plant a snapshot.
+func checkPrivate(dir string) error {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("state directory %s is not a directory (a link?): remove it or set queryflux.stateDir", dir)
+	}
+	if owner, ok := ownerOf(st); ok && owner != os.Getuid() {
+		return fmt.Errorf("state directory %s belongs to another user (uid %d): remove it or set queryflux.stateDir", dir, owner)
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("state directory %s is writable by other users (mode %04o): chmod 700 it, or set queryflux.stateDir", dir, st.Mode().Perm())
+	}
+	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -59,6 +61,8 @@ clusters:
   - {name: duck, engine: duckdb, endpoint: ":memory:", maxRunningQueries: 3}
 clusterGroups:
   - {name: g, members: [duck]}
+  - {name: eu-only, members: [duck], workerSelector: {zone: eu}}
+  - {name: us-only, members: [duck], workerSelector: {zone: us}}
 routingFallback: g
 settings: {security: {trustLoopback: true}}
 `, n.admin, adminToken, workerSecret, n.pg))
@@ -239,7 +243,13 @@ func TestStudioInChromiumAgainstALiveNode(t *testing.T) {
 			t.Fatalf("fleet row %q lacks %q", row, want)
 		}
 	}
-	b.waitText(t, `tr[data-worker="worker-eu-1"] td:nth-child(8)`, "s ago")
+	b.waitText(t, `tr[data-worker="worker-eu-1"] td:nth-child(9)`, "s ago")
+	// The groups its labels select, and not the one they do not.
+	groups := do(t, b, "reading groups", chromedp.Evaluate[string](
+		`[...document.querySelectorAll('tr[data-worker="worker-eu-1"] td.groups .group')].map(n => n.textContent).join(",")`))
+	if groups != "eu-only,g" {
+		t.Fatalf("groups served by worker-eu-1: %q, want eu-only,g (not us-only)", groups)
+	}
 	// Workers check their own labels; one that registers markup anyway (it holds the worker
 	// secret) either is refused or has it shown as text.
 	labels, _ := json.Marshal(map[string]string{"note": hostileLabel})
@@ -298,6 +308,9 @@ func TestStudioInChromiumAgainstALiveNode(t *testing.T) {
 	b.show(t, "#/worker/worker-eu-1")
 	b.waitText(t, "#page h1", "worker-eu-1")
 	b.waitText(t, "#page", "controlPlane") // where its configuration came from
+	if facts := b.text(t, "#page table"); !strings.Contains(facts, "zone=eu") || !strings.Contains(facts, "eu-only") || strings.Contains(facts, "us-only") {
+		t.Fatalf("worker page facts lack its labels and groups: %q", facts)
+	}
 	b.screenshot(t, "worker")
 	b.show(t, "#/capacity")
 	b.waitText(t, "#page h1", "Capacity")
@@ -307,6 +320,33 @@ func TestStudioInChromiumAgainstALiveNode(t *testing.T) {
 	b.waitText(t, "#page", "Current revision")
 	b.run(t, "config loaded", chromedp.WaitVisible(chromedp.CSS(`#page[data-loaded="config"]`)))
 	b.screenshot(t, "config")
+
+	// Planning: an upload without a workload and a sweep too big are refused with the reason; a
+	// small sweep of a built-in scenario runs on the node, its progress followed to the plot and
+	// the knee.
+	b.show(t, "#/planning")
+	b.run(t, "planning loaded", chromedp.WaitVisible(chromedp.CSS(`#page[data-loaded="planning"] #plan-form`)))
+	b.run(t, "uploading a scenario without a workload", chromedp.SetValue(chromedp.CSS("#plan-scenario"), ""),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("plan-scenario").dispatchEvent(new Event("change"))`),
+		chromedp.SetValue(chromedp.CSS("#plan-yaml"), "duration: 5s\n"), chromedp.Click(chromedp.CSS("#plan-form button")))
+	b.waitText(t, "#status", "no workload")
+	b.run(t, "a sweep too big", chromedp.SetValue(chromedp.CSS("#plan-scenario"), "plan-leases"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("plan-scenario").dispatchEvent(new Event("change"))`),
+		chromedp.SetValue(chromedp.CSS("#plan-sweep"), "workers=10..200"), chromedp.Click(chromedp.CSS("#plan-form button")))
+	b.waitText(t, "#status", "too big")
+	b.run(t, "a small sweep", chromedp.SetValue(chromedp.CSS("#plan-sweep"), "cap=1,6"), chromedp.Click(chromedp.CSS("#plan-form button")))
+	b.waitText(t, "#plan-job h2", "plan-leases")
+	do(t, b, "waiting for the job", chromedp.Poll[bool](`(() => { const n = document.getElementById("plan-state"); return !!n && !n.textContent.startsWith("running"); })()`,
+		chromedp.WithPollingTimeout(5*time.Minute)))
+	b.waitText(t, "#plan-state", "done · 2 of 2 runs")
+	reason := do(t, b, "the job's knee", chromedp.Evaluate[string](`fetch("api/plan/jobs").then(r => r.json()).then(j => j.plan.knees[0].reason)`, chromedp.EvalAwaitPromise))
+	b.waitText(t, "#plan-knees", reason)
+	do(t, b, "the plot drawn", chromedp.Poll[bool](`(() => { const i = document.getElementById("plan-plot"); return !!i && i.complete && i.naturalWidth > 0; })()`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	if v := do(t, b, "progress", chromedp.Evaluate[float64](`document.getElementById("plan-progress").position`)); v != 1 {
+		t.Fatalf("progress bar at %v after the job, want 1", v)
+	}
+	b.screenshot(t, "planning")
 
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Fatalf("console errors: %q", errs)
@@ -350,6 +390,7 @@ func startControlPlane(t *testing.T) (api string) {
   adminApi: {listen: %q, token: %q}
   workerApi: {enabled: true, secret: %q}
   persistence: {databaseUrl: %q}
+  coordination: {queue: ordered, weights: {holder-1: 2}}
 `, api, adminToken, workerSecret, db))
 	wcfg := daemontest.WriteFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
   role: worker
@@ -413,18 +454,12 @@ func TestStudioRollsBackConfigAndRevokesALease(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#token"), adminToken), chromedp.Click(chromedp.CSS("#login-form button")))
 	b.waitText(t, `tr[data-worker="worker-1"]`, "healthy")
 
-	// A worker of our own holds a lease on duck (taken late: it lives for the cluster's lease TTL).
-	code, _, body := daemontest.Call("POST", "http://"+api+transport.PathRegister, workerSecret, `{"name":"holder-1","version":"1"}`,
-		map[string]string{"Content-Type": transport.MediaWorkerRegister})
-	var reg transport.RegisterResponse
-	if code != 200 || json.Unmarshal([]byte(body), &reg) != nil {
-		t.Fatalf("register: %d %s", code, body)
-	}
-	code, _, body = daemontest.Call("POST", "http://"+api+capacity.PathAcquire, reg.Token, `{"cluster":"duck","cap":5,"ttlMillis":600000}`,
-		map[string]string{"Content-Type": capacity.MediaJSON})
-	var acq capacity.AcquireResponse
-	if code != 200 || json.Unmarshal([]byte(body), &acq) != nil || !acq.Granted {
-		t.Fatalf("acquire: %d %s", code, body)
+	// Workers of our own (taken late: a lease lives for the cluster's lease TTL): holder-1 holds
+	// a lease on duck; holder-2, asking for a cap of 1, waits in the ordered queue and is denied.
+	holder1, holder2 := registerWorker(t, api, "holder-1"), registerWorker(t, api, "holder-2")
+	acq := acquire(t, api, holder1, `{"cluster":"duck","cap":5,"ttlMillis":600000}`)
+	if !acq.Granted {
+		t.Fatalf("holder-1's acquire denied: %+v", acq)
 	}
 	leaseID := acq.Lease.ID
 
@@ -432,7 +467,28 @@ func TestStudioRollsBackConfigAndRevokesALease(t *testing.T) {
 	row := fmt.Sprintf(`tr[data-lease=%q]`, leaseID)
 	b.waitText(t, row, "holder-1")
 	b.waitText(t, "#page svg", "1 / 5")
-	b.run(t, "two samples over time", chromedp.WaitVisible(chromedp.CSS(`#page svg polyline[points*=" "]`)))
+	waited := make(chan capacity.AcquireResponse, 1)
+	go func() {
+		waited <- acquire(t, api, holder2, `{"cluster":"duck","cap":1,"ttlMillis":600000,"waitMillis":6000}`)
+	}()
+	b.waitText(t, `tr[data-cluster="duck"] td:nth-child(4)`, "1") // waiting, as the control plane samples it
+	if got := <-waited; got.Granted {
+		t.Fatalf("holder-2's acquire at cap 1 granted: %+v", got)
+	}
+	b.waitText(t, `tr[data-cluster="duck"] td:nth-child(7)`, "1") // denied
+	waitP99 := b.text(t, `tr[data-cluster="duck"] td:nth-child(5)`)
+	if ms, err := strconv.ParseFloat(strings.TrimSuffix(waitP99, " ms"), 64); err != nil || ms < 6000 {
+		t.Fatalf("p99 wait %q, want >= 6000 ms (holder-2 waited 6 s)", waitP99)
+	}
+	// holder-1 (weight 2) got its one grant, holder-2 none: Jain's index (2/2+0)²/(2·1) = 0.5.
+	b.waitText(t, `tr[data-cluster="duck"] td:nth-child(10)`, "0.50")
+	if share := b.text(t, `tr[data-share="duck/holder-2"]`); !regexp.MustCompile(`^holder-2\s+1\s+0\s+0\s+1$`).MatchString(share) {
+		t.Fatalf("holder-2's share row: %q, want weight 1, none held, none granted, 1 denied", share)
+	}
+	if share := b.text(t, `tr[data-share="duck/holder-1"]`); !regexp.MustCompile(`^holder-1\s+2\s+1\s+1\s+0$`).MatchString(share) {
+		t.Fatalf("holder-1's share row: %q, want weight 2, 1 held, 1 granted, 0 denied", share)
+	}
+	b.run(t, "two samples over time", chromedp.WaitVisible(chromedp.CSS(`#page section[data-cluster="duck"] svg polyline[points*=" "]`)))
 	b.screenshot(t, "capacity-held")
 	b.run(t, "revoking", chromedp.Click(chromedp.CSS(row+" button.revoke")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
 	b.waitText(t, "#confirm-text", leaseID)
@@ -445,6 +501,10 @@ func TestStudioRollsBackConfigAndRevokesALease(t *testing.T) {
 			t.Fatalf("lease %s still held after the revoke: %+v", leaseID, l)
 		}
 	}
+	// The sweeper fences the revoked lease on DuckDB (nothing runs under it) and frees it.
+	b.waitText(t, `tr[data-cluster="duck"] td:nth-child(8)`, "1")
+	b.waitText(t, `tr[data-cluster="duck"] td:nth-child(2)`, "0 / 5")
+	b.screenshot(t, "capacity-fenced")
 
 	b.show(t, "#/config")
 	b.waitText(t, "#current-revision", second)
@@ -470,4 +530,27 @@ func TestStudioRollsBackConfigAndRevokesALease(t *testing.T) {
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Fatalf("console errors: %q", errs)
 	}
+}
+
+// registerWorker registers a worker through the worker API and returns its session token.
+func registerWorker(t *testing.T, api, name string) string {
+	code, _, body := daemontest.Call("POST", "http://"+api+transport.PathRegister, workerSecret, `{"name":"`+name+`","version":"1"}`,
+		map[string]string{"Content-Type": transport.MediaWorkerRegister})
+	var reg transport.RegisterResponse
+	if code != 200 || json.Unmarshal([]byte(body), &reg) != nil {
+		t.Errorf("register %s: %d %s", name, code, body)
+	}
+	return reg.Token
+}
+
+// acquire asks the control plane for a lease as the worker whose token it is (errors through
+// t.Errorf: it also runs outside the test's goroutine).
+func acquire(t *testing.T, api, token, req string) capacity.AcquireResponse {
+	code, _, body := daemontest.Call("POST", "http://"+api+capacity.PathAcquire, token, req,
+		map[string]string{"Content-Type": capacity.MediaJSON})
+	var acq capacity.AcquireResponse
+	if code != 200 || json.Unmarshal([]byte(body), &acq) != nil {
+		t.Errorf("acquire %s: %d %s", req, code, body)
+	}
+	return acq
 }

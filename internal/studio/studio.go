@@ -8,6 +8,9 @@
 // token added. So the page has no second source of truth, and the admin token never reaches the
 // browser: the browser holds only a random session id in an HttpOnly, SameSite=Strict cookie.
 //
+// Planning is Studio's own (Config.Planning, package planning): it runs simulations, not admin
+// calls.
+//
 // determinism: outside the simulator (serves browsers on the real admin listener)
 package studio
 
@@ -36,6 +39,7 @@ const (
 	pathLogout = Prefix + "logout"
 	pathSess   = Prefix + "session"
 	apiPrefix  = Prefix + "api"
+	pathPlan   = apiPrefix + "/plan"
 	// CookieName is the session cookie; CSRFHeader carries the session's CSRF token on every
 	// state-changing request.
 	CookieName = "qf_studio"
@@ -59,6 +63,9 @@ type Config struct {
 	// Admin serves the admin API (/admin/...); usually the control plane's whole handler.
 	Admin  http.Handler
 	Logger *slog.Logger
+	// Planning serves the Planning page's calls under /studio/api/plan (planning.New); nil: no
+	// Planning page.
+	Planning http.Handler
 	// SessionTTL is how long a login lasts (default 8 h); Now is the clock (default time.Now).
 	SessionTTL time.Duration
 	Now        func() time.Time
@@ -108,6 +115,8 @@ func (s *Studio) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveLogout(w, r)
 	case p == pathSess:
 		s.serveSession(w, r)
+	case strings.HasPrefix(p, pathPlan+"/"):
+		s.servePlanning(w, r)
 	case strings.HasPrefix(p, apiPrefix+"/"):
 		s.serveAPI(w, r)
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
@@ -176,7 +185,22 @@ func (s *Studio) features(r *http.Request) map[string]bool {
 }
 
 func (s *Studio) answer(r *http.Request, sess session) sessionAnswer {
-	return sessionAnswer{LoggedIn: true, CSRF: sess.csrf, ExpiresAt: sess.expires, Features: s.features(r)}
+	f := s.features(r)
+	f["planning"] = s.cfg.Planning != nil
+	return sessionAnswer{LoggedIn: true, CSRF: sess.csrf, ExpiresAt: sess.expires, Features: f}
+}
+
+// servePlanning hands /studio/api/plan/X to the planning handler as /X, behind the session and
+// (on a change) the CSRF check.
+func (s *Studio) servePlanning(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.authorize(w, r); !ok {
+		return
+	}
+	if s.cfg.Planning == nil {
+		transport.WriteError(w, http.StatusNotFound, "this node does not run planning jobs", "")
+		return
+	}
+	http.StripPrefix(pathPlan, s.cfg.Planning).ServeHTTP(w, r)
 }
 
 // serveLogin takes {"token": ...} as JSON only: a cross-site form cannot send that content type,

@@ -173,8 +173,8 @@ func TestFeaturesFollowTheMountedEndpoints(t *testing.T) {
 	for _, tc := range []struct {
 		mux  *http.ServeMux
 		want string
-	}{{mux, `"features":{"configHistory":true,"configRejections":true,"leases":true}`},
-		{only, `"features":{"configHistory":false,"configRejections":false,"leases":false}`}} {
+	}{{mux, `"features":{"configHistory":true,"configRejections":true,"leases":true,"planning":false}`},
+		{only, `"features":{"configHistory":false,"configRejections":false,"leases":false,"planning":false}`}} {
 		c := &client{t: t, h: New(Config{Logger: quiet, AdminToken: testToken, Admin: tc.mux})}
 		if rec := c.login(testToken); !strings.Contains(rec.Body.String(), tc.want) {
 			t.Fatalf("login answer %s, want %s", rec.Body, tc.want)

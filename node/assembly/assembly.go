@@ -39,6 +39,21 @@ type Observers struct {
 	Finished func(proxy.Record)
 	// Acquired sees the outcome of every capacity slot request of the role's query node.
 	Acquired func(cluster string, err error)
+	// HistoryDropped is told the query id of every record the history uplink drops (it runs
+	// under the uplink's lock: it must not block; history.UplinkConfig.OnDrop).
+	HistoryDropped func(queryID string)
+}
+
+// uplinkConfig is the history uplink queryflux.historyUplink describes (with cfg's redaction).
+func uplinkConfig(cfg *config.Config) history.UplinkConfig {
+	up := cfg.QueryFlux.HistoryUplink
+	return history.UplinkConfig{
+		Policy:        redact.Policy(cfg.HistoryPolicy.Redaction),
+		FlushInterval: up.FlushInterval(),
+		BufferMax:     up.BufferRecords,
+		BatchMax:      up.BatchRecords,
+		SendTimeout:   time.Duration(up.SendTimeoutMs) * time.Millisecond,
+	}
 }
 
 // Query is the part every role shares: the query node and the history uplink it feeds.
@@ -130,6 +145,21 @@ func (g observedGuard) Acquire(ctx context.Context, cluster string, limit int) (
 	slot, err := g.inner.Acquire(ctx, cluster, limit)
 	g.seen(cluster, err)
 	return slot, err
+}
+
+// OnFreed and RetryMax pass on what the inner guard tells the core: without them an observed
+// (simulated) worker would not wake when its releases land, nor ask as often, as a shipped one does.
+func (g observedGuard) OnFreed(fn func()) {
+	if n, ok := g.inner.(proxy.FreedNotifier); ok {
+		n.OnFreed(fn)
+	}
+}
+
+func (g observedGuard) RetryMax() time.Duration {
+	if rc, ok := g.inner.(proxy.RetryCapper); ok {
+		return rc.RetryMax()
+	}
+	return 0
 }
 
 func anyFrontend(f config.Frontends) bool {

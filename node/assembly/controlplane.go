@@ -16,7 +16,6 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/history"
-	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/internal/studio"
 	"github.com/queryflux/queryflux/node/controlplane"
@@ -48,6 +47,11 @@ var NoFence capacity.EngineFence = noFence{}
 
 type noFence struct{}
 
+// TestNoEngineFenceEnv, set to 1 in a control plane's environment, makes `queryflux serve` run
+// with NoFence: the chaos harness shows on real daemons what a fleet without the engine fence
+// does (scenarios' workload.engineFence: false). Never set it outside tests.
+const TestNoEngineFenceEnv = "QUERYFLUX_TEST_NO_ENGINE_FENCE"
+
 func (noFence) Fence(context.Context, string, []capacity.LeaseRef) (bool, error) { return true, nil }
 
 // ControlPlaneDeps are what a control plane is built on besides its configuration.
@@ -71,6 +75,11 @@ type ControlPlaneDeps struct {
 	// OnApply sees every configuration the role applies, before anything else does.
 	OnApply func(*config.Config)
 	Observe Observers
+	// StudioPlanning serves Studio's Planning page (planning.New); nil: no Planning page.
+	StudioPlanning http.Handler
+	// CapacityStatsEvery is how often the capacity stats (GET /admin/capacity/stats) sample the
+	// leases; 0: on each call only.
+	CapacityStatsEvery time.Duration
 }
 
 // ConfigDeps say where a control plane's configuration comes from: its own file (reloaded on
@@ -138,12 +147,9 @@ func BuildControlPlane(e env.Env, cfg *config.Config, cpCfg controlplane.Config,
 		return nil, err
 	}
 	c.CP.MountHistory(deps.History)
-	uplink := history.NewUplink(e, history.UplinkConfig{
-		Worker: string(q.Role), Destination: "this node's history store",
-		Policy:        redact.Policy(cfg.HistoryPolicy.Redaction),
-		FlushInterval: secs(q.HistoryUplink.FlushIntervalSecs),
-		BufferMax:     q.HistoryUplink.BufferRecords,
-	}, history.NewLocalSender(deps.History))
+	hc := uplinkConfig(cfg)
+	hc.Worker, hc.Destination, hc.OnDrop = string(q.Role), "this node's history store", deps.Observe.HistoryDropped
+	uplink := history.NewUplink(e, hc, history.NewLocalSender(deps.History))
 	if err := uplink.Register(deps.Metrics); err != nil {
 		return nil, err
 	}
@@ -158,7 +164,8 @@ func BuildControlPlane(e env.Env, cfg *config.Config, cpCfg controlplane.Config,
 	if err := c.applyInitial(); err != nil {
 		return nil, err
 	}
-	c.CP.Handle(studio.Prefix, studio.New(studio.Config{AdminToken: q.AdminAPI.Token.Reveal(), Admin: c.CP.Handler(), Logger: e.Logger(), Now: e.Now}))
+	c.CP.Handle(studio.Prefix, studio.New(studio.Config{AdminToken: q.AdminAPI.Token.Reveal(), Admin: c.CP.Handler(), Logger: e.Logger(), Now: e.Now,
+		Planning: deps.StudioPlanning}))
 	return c, nil
 }
 
@@ -222,6 +229,7 @@ func (c *ControlPlane) capacity() (proxy.Guard, error) {
 		Store: c.deps.Leases, Locks: c.deps.Leases, Metrics: metrics, Owner: ControlPlaneLeaseHolder,
 		Ordered: q.Coordination.Queue == config.QueueOrdered, Weights: q.Coordination.Weights,
 		Limits: c.authority.limits, SweepEvery: secs(q.Coordination.SweepEverySecs),
+		StatsEvery: c.deps.CapacityStatsEvery,
 	})
 	if q.Coordination.Mode == config.CoordinationLocal {
 		return nil, nil
@@ -316,6 +324,7 @@ func (c *ControlPlane) Start(ctx context.Context) error {
 	c.Query.Uplink.Start(ctx)
 	if c.Sweeper != nil {
 		c.e.Go(ctx, "capacity-sweeper", c.Sweeper.Run)
+		c.CP.StartCapacityStats(ctx)
 	}
 	if c.Leases != nil {
 		c.Leases.Start(ctx)

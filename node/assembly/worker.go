@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/history"
-	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
 	"github.com/queryflux/queryflux/node/worker"
@@ -40,23 +38,14 @@ type WorkerDeps struct {
 	// nil: such requests get the unknown-query answer.
 	ForwardClient *http.Client
 	// Endpoints turns the frontends' bound addresses (by protocol) into the endpoints peers
-	// forward to, registered with the control plane; nil registers none.
+	// forward to, registered with the control plane; nil registers none. The ops listener
+	// (Handler) takes whole queries from peers (forward.PathQuery): its endpoint is keyed
+	// forward.Query.
 	Endpoints func(addrs map[string]string) (map[string]string, error)
-	// Timing adjusts what the configuration does not say.
-	Timing  WorkerTiming
-	Observe Observers
-}
-
-// WorkerTiming is a worker's timing beyond the configuration; zero fields are the defaults.
-type WorkerTiming struct {
-	// ConfigBackoffMin and ConfigBackoffMax bound the config sync's backoff after a failed poll.
-	ConfigBackoffMin, ConfigBackoffMax time.Duration
-	// PeerRequestTimeout bounds one request to a peer.
-	PeerRequestTimeout time.Duration
-	// History are the uplink's settings beyond queryflux.historyUplink (batch size, send
-	// timeout, retries, a drop observer); FlushInterval and BufferMax, when set, replace the
-	// configuration's.
-	History history.UplinkConfig
+	// DecodeSnapshot reads the control plane's snapshot bodies (nil: snapshot.Decode); see
+	// worker.ConfigSyncOptions.Decode.
+	DecodeSnapshot func(body []byte) (*snapshot.WorkerSnapshotV1, error)
+	Observe        Observers
 }
 
 // Worker is a built worker.
@@ -90,8 +79,8 @@ func BuildWorker(e env.Env, cfg *config.Config, wCfg worker.Config, deps WorkerD
 	})
 	wk.Sync = worker.NewConfigSync(wk.W, worker.ConfigSyncOptions{
 		Local: q, Peers: wk.peers(), Store: deps.Snapshots, PollTimeout: secs(q.ControlPlane.PollTimeoutSecs),
-		BackoffMin: deps.Timing.ConfigBackoffMin, BackoffMax: deps.Timing.ConfigBackoffMax,
-		Apply: wk.apply,
+		BackoffMax: secs(q.ControlPlane.RetryMaxSecs),
+		Apply:      wk.apply, Decode: deps.DecodeSnapshot,
 	})
 	// Ready workers lend their config to peers that start while the control plane is down.
 	wk.W.HandleOps("GET "+worker.PathPeerConfig, wk.Sync.PeerConfigHandler(q.ControlPlane.Secret.Reveal()))
@@ -105,7 +94,7 @@ func BuildWorker(e env.Env, cfg *config.Config, wCfg worker.Config, deps WorkerD
 	}
 	qo := queryOptions{env: e, cfg: cfg, metrics: deps.Metrics, guard: wk.Guard.Guard(), open: deps.OpenEngine, uplink: uplink, observe: deps.Observe}
 	if deps.ForwardClient != nil {
-		qo.forward, err = forward.New(forward.Options{Name: wCfg.Name, Secret: q.ControlPlane.Secret.Reveal(), Directory: wk.W,
+		qo.forward, err = forward.New(forward.Options{Env: e, Name: wCfg.Name, Secret: q.ControlPlane.Secret.Reveal(), Directory: wk.W,
 			Client: deps.ForwardClient, Registerer: deps.Metrics})
 		if err != nil {
 			return nil, err
@@ -114,6 +103,11 @@ func BuildWorker(e env.Env, cfg *config.Config, wCfg worker.Config, deps WorkerD
 	wk.Query, err = newQuery(qo)
 	if err != nil {
 		return nil, err
+	}
+	if qo.forward != nil {
+		// Peers send this worker the queries whose cache keys it owns here too, so a worker
+		// without a Trino listener (a PostgreSQL-only sidecar) can own keys.
+		wk.W.HandleOps("POST "+forward.PathQuery, qo.forward.QueryHandler(wk.Query.Node.Core()))
 	}
 	return wk, nil
 }
@@ -126,7 +120,7 @@ func (wk *Worker) peers() *worker.PeerOptions {
 	}
 	return &worker.PeerOptions{
 		Addresses: pb.Address, MaxAge: secs(pb.MaxAgeSecs), Secret: q.ControlPlane.Secret.Reveal(),
-		Client: cmp.Or(wk.deps.PeerClient, wk.deps.Client), RequestTimeout: wk.deps.Timing.PeerRequestTimeout,
+		Client: cmp.Or(wk.deps.PeerClient, wk.deps.Client),
 	}
 }
 
@@ -137,10 +131,8 @@ func (wk *Worker) uplink() (*history.Uplink, error) {
 		wk.e.Logger().Info("queryflux.historyUplink.enabled is false: query history stays on this worker's metrics only")
 		return nil, nil
 	}
-	hc := wk.deps.Timing.History
-	hc.Policy = redact.Policy(wk.cfg.HistoryPolicy.Redaction)
-	hc.FlushInterval = cmp.Or(hc.FlushInterval, secs(up.FlushIntervalSecs))
-	hc.BufferMax = cmp.Or(hc.BufferMax, up.BufferRecords)
+	hc := uplinkConfig(wk.cfg)
+	hc.OnDrop = wk.deps.Observe.HistoryDropped
 	return wk.W.NewHistoryUplink(wk.e, hc)
 }
 

@@ -35,6 +35,9 @@ type CapacityConfig struct {
 	// how long a fence that cannot confirm holds the slot (capacity.Sweeper).
 	Fence      capacity.EngineFence
 	FenceGrace time.Duration
+	// StatsEvery is how often GET PathAdminCapacityStats's samples are taken (by
+	// ControlPlane.StartCapacityStats); 0: one is taken on each call instead.
+	StatsEvery time.Duration
 }
 
 // Admin API paths of the capacity leases.
@@ -54,10 +57,20 @@ type RevokeResponse struct {
 }
 
 // MountCapacity mounts the worker capacity API (capacity.Path*) behind worker authentication,
-// so a lease's holder is always the authenticated worker, and the admin lease endpoints. An
-// evicted worker's leases are revoked at once: the sweeper fences their work on the engine and
-// then frees them. It returns the sweeper; run it with e.Go(ctx, "capacity-sweeper", sweeper.Run).
+// so a lease's holder is always the authenticated worker's session
+// (capacity.SessionHolder), and the admin lease endpoints. When a session ends, its leases are
+// revoked at once: the sweeper fences their work on the engine and then frees them. A session
+// ends when its worker is evicted, or when a registration under its name supersedes it: a
+// restarted process re-registering (its old queries may still run on the engine: they are
+// fenced), or anyone else holding the worker secret (who gets a new session and can neither
+// renew nor release the old one's leases; the old process, its token revoked, fences its own
+// queries and registers again). Registration is never refused for a name in use: a restarted
+// pod must get back in before its old session times out. It returns the sweeper; run it with
+// e.Go(ctx, "capacity-sweeper", sweeper.Run).
 func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sweeper {
+	if cfg.Metrics == nil {
+		cfg.Metrics = capacity.NewMetrics(nil) // the stats read the sweeper's counters back
+	}
 	api := capacity.NewAPI(cfg.Store, cfg.Locks, e, cfg.Metrics)
 	if cfg.Ordered {
 		api.Ordered()
@@ -68,23 +81,34 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 	if cfg.Limits != nil {
 		api.Authority(cfg.Limits)
 	}
+	stats := newCapacityStats(e, cfg)
+	cp.capStats = stats
 	for _, ep := range api.Endpoints() {
-		cp.HandleWorker("POST "+ep.Path, ep.Serve)
+		serve := ep.Serve
+		if ep.Path == capacity.PathAcquire {
+			serve = stats.acquire(serve)
+		}
+		cp.HandleSession("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request, s Session) {
+			serve(w, r, capacity.SessionHolder(s.Worker, s.ID))
+		})
 	}
+	cp.HandleAdmin("GET "+PathAdminCapacityStats, http.HandlerFunc(stats.serve))
 	sw := &capacity.Sweeper{Env: e, Store: cfg.Store, Locks: cfg.Locks, Owner: cfg.Owner, Every: cfg.SweepEvery,
 		Fence: cfg.Fence, Grace: cfg.FenceGrace, Metrics: cfg.Metrics}
-	// An evicted worker can no longer renew (its token is revoked). Its leases stay counted
+	// A session that ended can no longer renew (its token is revoked). Its leases stay counted
 	// until the sweeper has fenced their work on the engine, or, where the engine cannot be
 	// asked, until they expire and the grace is over: a worker may be evicted moments after it
 	// was granted one (found by TestLeaseCapsUnderRapidFaults).
-	cp.OnEvict(func(ctx context.Context, w transport.WorkerInfo) {
-		revoked, err := cfg.Store.Revoke(ctx, capacity.Selection{Holder: w.Name}, e.Now())
+	cp.OnSessionEnd(func(ctx context.Context, s Session, why string) {
+		revoked, err := cfg.Store.Revoke(ctx, capacity.Selection{Holder: capacity.SessionHolder(s.Worker, s.ID)}, e.Now())
 		if err != nil {
-			e.Logger().Error("revoking an evicted worker's capacity leases failed; they expire and the sweep reclaims them", "worker", w.Name, "err", err)
+			e.Logger().Error("revoking the capacity leases of a worker session that ended failed; they expire and the sweep reclaims them",
+				"worker", s.Worker, "session", s.ID, "why", why, "err", err)
 			return
 		}
 		if len(revoked) > 0 {
-			e.Logger().Warn("revoked an evicted worker's capacity leases: to be fenced and freed", "worker", w.Name, "leases", len(revoked))
+			e.Logger().Warn("revoked the capacity leases of a worker session that ended: to be fenced and freed",
+				"worker", s.Worker, "session", s.ID, "why", why, "leases", len(revoked))
 			sw.Wake()
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestCapacityAPIBehindWorkerAuth(t *testing.T) {
 		t.Fatalf("unauthenticated acquire: %d, want 401", code)
 	}
 	code, got := acquire(b)
-	if code != 200 || !got.Granted || got.Lease.Holder != "b" {
+	if code != 200 || !got.Granted || capacity.HolderWorker(got.Lease.Holder) != "b" {
 		t.Fatalf("acquire as b: %d %+v", code, got)
 	}
 	if _, got := acquire(a); !got.Granted {
@@ -43,16 +44,16 @@ func TestCapacityAPIBehindWorkerAuth(t *testing.T) {
 	if _, got := acquire(a); got.Granted {
 		t.Fatal("third acquire at cap 2 granted")
 	}
-	stale := fmt.Sprintf(`{"lease":{"id":%q,"generation":%d},"ttlMillis":30000}`, got.Lease.ID, got.Lease.Generation+5)
-	if code, body := h.do("POST", capacity.PathRenew, a, capacity.MediaJSON, stale); code != 409 {
-		t.Fatalf("stale renew: %d %s, want 409", code, body)
+	madeUp := `{"lease":{"id":"c1#7","generation":7},"ttlMillis":30000}`
+	if code, body := h.do("POST", capacity.PathRenew, a, capacity.MediaJSON, madeUp); code != 403 || !strings.Contains(string(body), "never granted") {
+		t.Fatalf("renew of a lease never granted: %d %s, want 403", code, body)
 	}
 	// b goes silent; a keeps beating and renewing. Once b is evicted its (expired) lease is gone.
 	ctx := context.Background()
 	var aLease *capacity.Lease
 	leases, _ := store.List(ctx, "c1")
 	for _, l := range leases {
-		if l.Holder == "a" {
+		if capacity.HolderWorker(l.Holder) == "a" {
 			aLease = &l
 		}
 	}
@@ -68,7 +69,7 @@ func TestCapacityAPIBehindWorkerAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	leases, _ = store.List(ctx, "c1")
-	if len(leases) != 1 || leases[0].Holder != "a" {
+	if len(leases) != 1 || capacity.HolderWorker(leases[0].Holder) != "a" {
 		t.Fatalf("after b's eviction: %+v", leases)
 	}
 }

@@ -36,9 +36,11 @@ type ConfigStore interface {
 
 // adminConfigAnswer is the body of the admin config endpoints.
 type adminConfigAnswer struct {
-	OK       bool                       `json:"ok"`
-	Revision string                     `json:"revision,omitempty"`
-	Errors   []adminFieldError          `json:"errors,omitempty"`
+	OK       bool              `json:"ok"`
+	Revision string            `json:"revision,omitempty"`
+	Errors   []adminFieldError `json:"errors,omitempty"`
+	// Warnings are the engine check's problems when an edit was stored by force.
+	Warnings []adminFieldError          `json:"warnings,omitempty"`
 	Snapshot *snapshot.WorkerSnapshotV1 `json:"snapshot,omitempty"`
 }
 
@@ -128,9 +130,5 @@ func writeConfigErrors(w http.ResponseWriter, err error) {
 		transport.WriteError(w, http.StatusInternalServerError, err.Error(), "")
 		return
 	}
-	answer := adminConfigAnswer{}
-	for _, e := range errs {
-		answer.Errors = append(answer.Errors, adminFieldError{Path: e.Path, Message: e.Message, Line: e.Line})
-	}
-	transport.WriteJSON(w, http.StatusUnprocessableEntity, "application/json", answer)
+	transport.WriteJSON(w, http.StatusUnprocessableEntity, "application/json", adminConfigAnswer{Errors: fieldErrors(errs)})
 }

@@ -3,7 +3,8 @@ package controlplane
 // The safety rails of PUT /admin/config (the CONFIG engineer's part): an edit names the revision
 // it was made against (If-Match, the ETag of GET /admin/config: 412 when another edit came
 // first), an edit that removes every cluster or every user needs ?force=true, a configuration
-// whose engines cannot be opened is refused with the clusters named, a lost write race answers
+// whose engines cannot be opened is refused with the clusters named (with ?force=true it is
+// stored, and the problems come back as warnings), a lost write race answers
 // 409 (never 500), and what GET shows has every password, hash and credential option hidden.
 
 import (
@@ -29,8 +30,9 @@ type AdminOptions struct {
 	// Revision is the revision a stored configuration is served under (what GET's ETag names);
 	// nil means snapshot.Build's with default options.
 	Revision func(cfg *config.Config) (string, error)
-	// CheckEngines reports, as config.Errors, every cluster no node could open (a DuckDB file
-	// in a missing directory, an endpoint that does not parse). Nil checks nothing.
+	// CheckEngines reports, as config.Errors, every cluster that cannot be opened (a DuckDB
+	// file in a missing directory, an engine that cannot be reached or refuses the login). It
+	// runs on POST /admin/config/check and before an edit is stored. Nil checks nothing.
 	CheckEngines func(ctx context.Context, cfg *config.Config) error
 	// History keeps stored revisions for GET /admin/config/history and
 	// POST /admin/config/rollback (nil: those answer 404).
@@ -86,9 +88,16 @@ func (s *ConfigServer) storeWith(w http.ResponseWriter, r *http.Request, source 
 		transport.WriteError(w, http.StatusBadRequest, err.Error(), "force")
 		return
 	}
+	var warnings []adminFieldError
 	if err := s.checkEngines(r.Context(), cfg); err != nil {
-		s.refuse(w, r, source, err)
-		return
+		var errs config.Errors
+		if !force || !errors.As(err, &errs) {
+			s.refuse(w, r, source, err)
+			return
+		}
+		// Forced: the engines may come up later, or the workers reach what this host cannot.
+		warnings = fieldErrors(errs)
+		s.env.Logger().Warn("configuration stored by force although some engines cannot be opened", "problems", rejectionReason(err))
 	}
 	ifMatch := r.Header.Get("If-Match")
 	before := s.servedRevision()
@@ -117,7 +126,7 @@ func (s *ConfigServer) storeWith(w http.ResponseWriter, r *http.Request, source 
 	}
 	s.waitServed(r.Context(), before, rev)
 	w.Header().Set("ETag", snapshot.ETag(rev))
-	transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: rev})
+	transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: rev, Warnings: warnings})
 }
 
 // writeStoreError answers a refused edit: 412 for a stale If-Match, 409 for a write race the

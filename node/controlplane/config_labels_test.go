@@ -11,7 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/registry"
+	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/transport"
 )
 
@@ -109,4 +114,44 @@ func TestConfigPerWorkerSnapshotsAndWakes(t *testing.T) {
 			t.Fatalf("%s as listed: %+v", name, info)
 		}
 	}
+}
+
+// queryflux_selector_unmatched says which selector-bound groups no online worker serves, and
+// follows registrations and evictions.
+func TestSelectorUnmatchedMetric(t *testing.T) {
+	e := env.Real(nil)
+	reg := prometheus.NewPedanticRegistry()
+	cp := New(e, Config{WorkerSecret: csSecret, AdminToken: csAdminToken, AllowShortTimeouts: true, Metrics: reg}, registry.NewMemory())
+	srv := NewConfigServer(e, time.Minute)
+	srv.Mount(cp)
+	h := &csHarness{t: t, e: e, cp: cp, srv: srv}
+	if err := srv.Publish(zonedSnapshot(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	want := func(eu, us int) {
+		t.Helper()
+		expected := fmt.Sprintf(`
+# HELP queryflux_selector_unmatched %s
+# TYPE queryflux_selector_unmatched gauge
+queryflux_selector_unmatched{group="eu"} %d
+queryflux_selector_unmatched{group="us"} %d
+`, "1 when no online worker's labels satisfy the cluster group's workerSelector (its own or its members'), so no worker serves it; 0 when one does. Only groups with a selector appear.", eu, us)
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), "queryflux_selector_unmatched"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want(1, 1)
+	h.register("w-eu", "eu-1")
+	want(0, 1)
+	if got := srv.UnmatchedSelectors(cp); len(got) != 1 || got[0].Name != "us" || got[0].WorkerSelector["zone"] != "us-1" {
+		t.Fatalf("unmatched with one eu worker: %+v", got)
+	}
+	h.register("w-us", "us-1")
+	want(0, 0)
+	later := e.Now()
+	for range 3 { // healthy -> stale -> evicted
+		later = later.Add(time.Hour)
+		cp.Tick(context.Background(), later)
+	}
+	want(1, 1)
 }

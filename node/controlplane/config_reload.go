@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/promreg"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/transport"
 )
@@ -112,16 +113,9 @@ func (r *ConfigReloader) registerMetrics(reg prometheus.Registerer) {
 		Name: "queryflux_config_reloads_total",
 		Help: "Config file reloads accepted (changed or not).",
 	})
-	if reg != nil {
-		// A second reloader on the same registry (tests) reuses the first one's series.
-		if err := reg.Register(failures); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				failures = are.ExistingCollector.(*prometheus.CounterVec)
-			}
-		}
-		_ = reg.Register(reloads)
-	}
+	// A second reloader on the same registry (tests) reuses the first one's series.
+	failures = promreg.Register(reg, failures)
+	reloads = promreg.Register(reg, reloads)
 	// Both stages appear at 0 from the start, so a dashboard can rate() them.
 	failures.WithLabelValues(ReloadStageFile)
 	failures.WithLabelValues(ReloadStageApply)

@@ -71,6 +71,9 @@ func (s *ConfigServer) Mount(cp *ControlPlane) {
 		s.ServeWait(w, r, func() map[string]string { return labelsOf(worker) })
 	})
 	cp.SetServedView(s.ServedFor)
+	if cp.cfg.Metrics != nil {
+		cp.cfg.Metrics.MustRegister(selectorCollector{cp: cp, srv: s})
+	}
 	s.OnChange(cp.SetCurrentRevision)
 	if cur := s.Current(); cur != nil {
 		cp.SetCurrentRevision(cur.Revision)

@@ -2,7 +2,9 @@ package controlplane
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -43,6 +45,8 @@ type ControlPlane struct {
 	currentRevision string
 	served          ServedView // nil: every worker is compared with currentRevision
 	onEvict         []func(ctx context.Context, w transport.WorkerInfo)
+	onSessionEnd    []func(ctx context.Context, s Session, why string)
+	capStats        *capacityStats // nil without MountCapacity
 }
 
 // supersedeCount remembers how often a name was registered while its previous registration was
@@ -100,14 +104,38 @@ func (cp *ControlPlane) Handle(pattern string, h http.Handler) { cp.mux.Handle(p
 // HandleWorker mounts a worker endpoint: the request must carry a valid session token, and h is
 // told which worker sent it. Otherwise the answer is 401 with a JSON error body.
 func (cp *ControlPlane) HandleWorker(pattern string, h func(w http.ResponseWriter, r *http.Request, worker string)) {
+	cp.HandleSession(pattern, func(w http.ResponseWriter, r *http.Request, s Session) { h(w, r, s.Worker) })
+}
+
+// HandleSession is HandleWorker for endpoints that must tell one registration of a worker
+// from the next (capacity leases): h is told the session that sent the request.
+func (cp *ControlPlane) HandleSession(pattern string, h func(w http.ResponseWriter, r *http.Request, s Session)) {
 	cp.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		name, err := cp.AuthWorker(r)
+		name, hash, err := cp.authWorker(r)
 		if err != nil {
 			transport.WriteError(w, http.StatusUnauthorized, err.Error(), "Authorization")
 			return
 		}
-		h(w, r, name)
+		h(w, r, Session{Worker: name, ID: sessionID(hash)})
 	})
+}
+
+// Session is one registration of a worker: it begins when the worker registers and ends when
+// it is evicted or another registration under its name supersedes it (a restarted process, or
+// anyone else holding the worker secret). Whatever a session holds (capacity leases) is its
+// own: a later session of the same name cannot touch it.
+type Session struct {
+	Worker string
+	// ID names the session: a digest of its token's hash, so it can be logged and stored
+	// without revealing anything of the token. It survives control-plane restarts (the token's
+	// hash is in the registry).
+	ID string
+}
+
+// sessionID is the ID of the session whose token hashes to tokenHash.
+func sessionID(tokenHash string) string {
+	h := sha256.Sum256([]byte("queryflux worker session\x00" + tokenHash))
+	return hex.EncodeToString(h[:6])
 }
 
 // HandleAdmin mounts an admin endpoint guarded by the admin token.
@@ -125,6 +153,28 @@ func (cp *ControlPlane) OnEvict(fn func(ctx context.Context, w transport.WorkerI
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	cp.onEvict = append(cp.onEvict, fn)
+}
+
+// OnSessionEnd adds a hook called (outside any lock) when a worker's session ends: why is
+// "evicted" (from the reaper task) or "superseded" (a registration under its name, from the
+// registration's handler before it answers).
+func (cp *ControlPlane) OnSessionEnd(fn func(ctx context.Context, s Session, why string)) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	cp.onSessionEnd = append(cp.onSessionEnd, fn)
+}
+
+// endSession runs the OnSessionEnd hooks for the session of tokenHash ("" when there is none).
+func (cp *ControlPlane) endSession(ctx context.Context, worker, tokenHash, why string) {
+	if tokenHash == "" {
+		return
+	}
+	cp.mu.Lock()
+	hooks := slices.Clone(cp.onSessionEnd)
+	cp.mu.Unlock()
+	for _, hook := range hooks {
+		hook(ctx, Session{Worker: worker, ID: sessionID(tokenHash)}, why)
+	}
 }
 
 // SetCurrentRevision tells the control plane which config revision is current; /admin/workers

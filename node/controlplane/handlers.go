@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -26,7 +27,7 @@ func (cp *ControlPlane) handleRegister(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var req transport.RegisterRequest
 		if req, err = transport.DecodeRegister(body); err == nil {
-			cp.acceptRegistration(w, req)
+			cp.acceptRegistration(r.Context(), w, req)
 			return
 		}
 	}
@@ -34,7 +35,7 @@ func (cp *ControlPlane) handleRegister(w http.ResponseWriter, r *http.Request) {
 	transport.WriteBadRequest(w, err)
 }
 
-func (cp *ControlPlane) acceptRegistration(w http.ResponseWriter, req transport.RegisterRequest) {
+func (cp *ControlPlane) acceptRegistration(ctx context.Context, w http.ResponseWriter, req transport.RegisterRequest) {
 	token := cp.newToken()
 	now := cp.e.Now()
 	prev := cp.register(req, token, now)
@@ -44,6 +45,8 @@ func (cp *ControlPlane) acceptRegistration(w http.ResponseWriter, req transport.
 		cp.metrics.registrations.WithLabelValues("superseded").Inc()
 		log.Warn("worker registered again under the same name: the newer registration wins, the older token is revoked",
 			"worker", req.Name, "previousRegisteredAt", prev.RegisteredAt, "previousVersion", prev.Version, "version", req.Version)
+		// Before the answer: the new session must find the old one's leases revoked.
+		cp.endSession(ctx, req.Name, prev.TokenHash, "superseded")
 	} else {
 		cp.metrics.registrations.WithLabelValues("ok").Inc()
 		log.Info("worker registered", "worker", req.Name, "version", req.Version, "labels", req.Labels)
@@ -123,7 +126,7 @@ func (cp *ControlPlane) handleAdminShow(w http.ResponseWriter, r *http.Request) 
 func (cp *ControlPlane) info(en *entry, now time.Time) transport.WorkerInfo {
 	rec := en.snapshot()
 	wi := transport.WorkerInfo{
-		Name: rec.Name, Online: en.life.Online(), State: en.life.State, RegisteredAt: rec.RegisteredAt,
+		Name: rec.Name, Online: en.life.Online(), State: en.life.State, StateSince: en.life.StateSince, RegisteredAt: rec.RegisteredAt,
 		Labels: rec.Labels, Version: rec.Version, Frontends: rec.Frontends, Heartbeat: rec.Heartbeat,
 		Warnings: []string{},
 	}

@@ -25,7 +25,8 @@ func (cp *ControlPlane) Peers() []transport.Peer {
 		}
 		healthy := en.life.State == transport.StateHealthy &&
 			(en.rec.Heartbeat == nil || en.rec.Heartbeat.Health.State != transport.HealthUnhealthy)
-		out = append(out, transport.Peer{Name: name, Endpoints: maps.Clone(en.rec.Endpoints), Healthy: healthy})
+		out = append(out, transport.Peer{Name: name, Endpoints: maps.Clone(en.rec.Endpoints), Healthy: healthy,
+			Labels: maps.Clone(en.rec.Labels)})
 	}
 	return out
 }

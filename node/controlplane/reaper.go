@@ -47,8 +47,9 @@ func (cp *ControlPlane) finalFlush(ctx context.Context) {
 
 // evicted is an eviction to report once the lock is released.
 type evicted struct {
-	info transport.WorkerInfo
-	tr   Transition
+	info      transport.WorkerInfo
+	tr        Transition
+	tokenHash string // of the session that ended
 }
 
 // Tick advances every worker's lifecycle to now, revokes the tokens of the evicted and calls the
@@ -75,9 +76,9 @@ func (cp *ControlPlane) Tick(ctx context.Context, now time.Time) {
 		cp.dirty[name] = true
 		cp.moveCount(tr.From, tr.To)
 		if en.life.State == transport.StateEvicted {
+			gone = append(gone, evicted{cp.info(en, now), tr, en.rec.TokenHash})
 			delete(cp.byToken, en.rec.TokenHash)
 			en.rec.TokenHash = ""
-			gone = append(gone, evicted{cp.info(en, now), tr})
 		}
 	}
 	hooks := slices.Clone(cp.onEvict)
@@ -91,6 +92,7 @@ func (cp *ControlPlane) Tick(ctx context.Context, now time.Time) {
 		for _, hook := range hooks {
 			hook(ctx, g.info)
 		}
+		cp.endSession(ctx, g.info.Name, g.tokenHash, "evicted")
 	}
 }
 

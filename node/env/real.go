@@ -18,19 +18,33 @@ func Real(logger *slog.Logger) Env {
 	}
 	var seed [32]byte
 	_, _ = crand.Read(seed[:])
-	return &realEnv{log: logger, rnd: &realRand{r: rand.New(rand.NewChaCha8(seed))}}
+	e := &realEnv{log: logger, rnd: &realRand{r: rand.New(rand.NewChaCha8(seed))}}
+	if path := os.Getenv(TestClockFileEnv); path != "" {
+		logger.Warn("the clock follows a test fault file: never set this outside tests", "env", TestClockFileEnv, "file", path)
+		e.clock = newTestClock(path)
+	}
+	return e
 }
 
 type realEnv struct {
-	log *slog.Logger
-	rnd *realRand
+	log   *slog.Logger
+	rnd   *realRand
+	clock *testClock // nil unless the test clock hook is set (testclock.go)
 }
 
-func (e *realEnv) Now() time.Time { return time.Now() }
+func (e *realEnv) Now() time.Time {
+	if e.clock != nil {
+		return e.clock.now()
+	}
+	return time.Now()
+}
 
 func (e *realEnv) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
+	}
+	if e.clock != nil {
+		d = e.clock.scale(d)
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -47,6 +61,9 @@ func (e *realEnv) Go(ctx context.Context, name string, fn func(ctx context.Conte
 }
 
 func (e *realEnv) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if e.clock != nil {
+		d = e.clock.scale(d)
+	}
 	return context.WithTimeout(ctx, d)
 }
 

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,20 +29,6 @@ const (
 // EngineFactory opens the engine of one (expanded) cluster; typically a closure over
 // engine.Open, or the simulator's table of SimEngines.
 type EngineFactory func(c config.Cluster) (query.Engine, error)
-
-func init() {
-	// config.Compile then rejects a config whose routers would not compile here.
-	config.RegisterCompiler("proxy.routers", func(cfg *config.Config) []config.FieldError {
-		var errs []config.FieldError
-		groups := groupNames(cfg)
-		for i, r := range cfg.Routers {
-			if _, err := compileRouter(r, groups); err != nil {
-				errs = append(errs, config.FieldError{Path: fmt.Sprintf("routers[%d]", i), Message: err.Error()})
-			}
-		}
-		return errs
-	})
-}
 
 // BuildOption adjusts Build.
 type BuildOption func(*buildOptions)
@@ -91,8 +78,16 @@ func Build(cfg *config.Config, engines EngineFactory, opts ...BuildOption) (*Run
 			Name: ec.Name, Enabled: ec.IsEnabled(), MaxRunningQueries: ec.MaxRunningQueries, ConfigHash: h,
 		})
 	}
+	selectors := map[string]map[string]string{}
+	for _, ec := range cfg.ExpandClusters() {
+		selectors[ec.Name] = ec.WorkerSelector
+	}
 	for _, g := range cfg.ClusterGroups {
-		spec.Groups = append(spec.Groups, groupSpec(g))
+		gs := groupSpec(g)
+		if gs.Cache.PreferredWait > 0 {
+			gs.Cache.Eligible = eligible(g, selectors)
+		}
+		spec.Groups = append(spec.Groups, gs)
 	}
 	for _, g := range cfg.WithheldGroups {
 		if spec.Withheld == nil {
@@ -209,11 +204,30 @@ func groupSpec(g config.ClusterGroup) GroupSpec {
 		if gs.Cache.TTL == 0 {
 			gs.Cache.TTL = DefaultCacheTTL
 		}
+		if g.Cache.PreferredWorker {
+			gs.Cache.PreferredWait = time.Duration(cmp.Or(g.Cache.PreferredWorkerTimeoutMs, config.PreferredWorkerTimeoutMsDefault)) * time.Millisecond
+		}
 	}
 	for _, m := range g.Members {
 		gs.Members = append(gs.Members, MemberSpec{Cluster: m, Weight: g.Weights[m]})
 	}
 	return gs
+}
+
+// eligible says whether a worker labelled labels serves g: its labels satisfy the group's
+// workerSelector and at least one member's (as this worker knows the members).
+func eligible(g config.ClusterGroup, selectors map[string]map[string]string) func(labels map[string]string) bool {
+	return func(labels map[string]string) bool {
+		if !config.Selects(g.WorkerSelector, labels) {
+			return false
+		}
+		for _, m := range g.Members {
+			if config.Selects(selectors[m], labels) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // hashCluster identifies a cluster's whole configuration, secrets included (their JSON form is
@@ -279,11 +293,7 @@ func compileRouter(r config.Router, groups []string) (Router, error) {
 	case config.RouterCompound:
 		return compileCompound(r)
 	case config.RouterScript:
-		name := r.Name
-		if name == "" {
-			name = "script"
-		}
-		return CompileScript(name, r.Source, groups)
+		return CompileScript(r.ScriptName(), r.Source, groups)
 	default:
 		return nil, fmt.Errorf("unknown router type %q", r.Type)
 	}

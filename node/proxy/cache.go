@@ -108,7 +108,7 @@ func (c *resultCache) size() (int, int64) {
 // cacheKey returns the key for req in group, or ok=false if its result must not be cached.
 func cacheKey(req *query.Request, group string, fingerprint uint64) (string, bool) {
 	sql := NormalizeSQL(req.SQL)
-	if !Cacheable(req.SQL, req.Protocol) {
+	if !cacheableRequest(req) {
 		return "", false
 	}
 	var b strings.Builder
@@ -149,26 +149,23 @@ func NormalizeSQL(sql string) string {
 }
 
 var (
-	readOnlyStart = regexp.MustCompile(`^(?i)\(?\s*(select|with|values|table)\b`)
 	// What sqltok's non-deterministic list leaves out: values that depend on the session's user
 	// (the cache key has no user), and words that mean the statement writes or locks.
 	// Conservative: a match anywhere (even inside a literal) skips the cache.
 	uncacheableWord = regexp.MustCompile(`(?i)\b(current_user|session_user|current_role|user|row_count|found_rows|insert|update|delete|merge|into|for\s+update|for\s+share|for\s+no\s+key\s+update|for\s+key\s+share|lock)\b`)
 )
 
-// Cacheable reports whether sql (in the dialect of protocol) is a single read whose result
-// depends only on the data: one SELECT / WITH ... SELECT / VALUES / TABLE statement, calling no
-// non-deterministic function (sqltok's list), and none of the words above. The word check is
-// deliberately blunt: a false "no" costs a cache miss, a false "yes" serves a wrong answer.
-func Cacheable(sql, protocol string) bool {
-	d := sqltok.DialectForProtocol(protocol)
-	stmts := sqltok.SplitDialect(sql, d)
-	if len(stmts) != 1 || sqltok.StatementKindDialect(stmts[0], d) != sqltok.KindSelect ||
-		sqltok.IsNonDeterministicDialect(stmts[0], d) {
+// cacheableRequest reports whether req is a single read whose result depends only on the
+// data: one SELECT / WITH ... SELECT / VALUES / TABLE statement (a leading
+// comment allowed), calling no non-deterministic function (sqltok's list), and none of the
+// words above. The word check is deliberately blunt: a false "no" costs a cache miss, a false
+// "yes" serves a wrong answer.
+func cacheableRequest(req *query.Request) bool {
+	stmts := req.Analysis().Statements
+	if len(stmts) != 1 || stmts[0].Kind != sqltok.KindSelect || stmts[0].NonDeterministic {
 		return false
 	}
-	n := NormalizeSQL(stmts[0])
-	return readOnlyStart.MatchString(n) && !uncacheableWord.MatchString(n)
+	return !uncacheableWord.MatchString(NormalizeSQL(stmts[0].Text))
 }
 
 // cacheFill tees a streamed result into an IPC buffer, giving up once it passes the entry limit.

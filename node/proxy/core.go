@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
 )
@@ -28,6 +29,13 @@ const guardRetryMin = 2 * time.Millisecond
 // registers its wake-up so queued queries ask again at once.
 type FreedNotifier interface {
 	OnFreed(fn func())
+}
+
+// RetryCapper is a Guard whose denials must be asked again within RetryMax (a lease guard in
+// retry mode: the control plane keeps a freed slot for a waiting worker only while it keeps
+// asking), so a queued head's back-off stops growing there instead of at the poll interval.
+type RetryCapper interface {
+	RetryMax() time.Duration
 }
 
 // Options configure a Core. Env is required; the rest have defaults.
@@ -51,6 +59,9 @@ type Options struct {
 	// CacheMaxBytes bounds the result cache over all groups; 0 means CacheMaxBytesDefault,
 	// negative means no bound beyond each group's own.
 	CacheMaxBytes int64
+	// Locality, when set, sends cacheable queries of groups with cache.preferredWorker to the
+	// worker owning their cache key; nil runs every query here.
+	Locality Locality
 }
 
 // CacheMaxBytesDefault bounds a core's result cache when Options leave it unset.
@@ -63,9 +74,11 @@ type Core struct {
 	onFinish func(Record)
 	check    func(req *query.Request, group string) error
 	poll     time.Duration
+	retryMax time.Duration // a queued head's longest back-off: poll, or less (RetryCapper)
 	newID    func() string
 	metrics  *metrics
 	cache    *resultCache
+	locality Locality
 	paths    pathCounters
 	active   atomic.Pointer[Runtime]
 	// changed is notified whenever a slot is released or a queue's head leaves, so queued
@@ -95,6 +108,7 @@ func New(opts Options) *Core {
 		newID:      opts.NewQueryID,
 		metrics:    newMetrics(opts.Registerer),
 		cache:      newResultCache(cacheBound(opts.CacheMaxBytes)),
+		locality:   opts.Locality,
 		changed:    opts.Env.NewSignal(),
 		running:    map[string]int{},
 		queues:     map[string][]uint64{},
@@ -108,6 +122,10 @@ func New(opts Options) *Core {
 	}
 	if c.poll <= 0 {
 		c.poll = GuardPollDefault
+	}
+	c.retryMax = c.poll
+	if rc, ok := c.guard.(RetryCapper); ok && rc.RetryMax() > 0 {
+		c.retryMax = min(c.poll, rc.RetryMax())
 	}
 	if c.newID == nil {
 		c.newID = func() string { return fmt.Sprintf("%016x", c.env.Rand().Uint64()) }
@@ -297,6 +315,10 @@ func (c *Core) Admit(ctx context.Context, req *query.Request) (*Admission, error
 func (c *Core) admit(ctx context.Context, rt *Runtime, req *query.Request, id string, dec Decision, g *group, start time.Time) (*Admission, error) {
 	p := &placement{rt: rt, dec: dec, g: g}
 	slot, cl, err := c.acquire(ctx, p, req, start)
+	if errors.Is(err, engine.ErrWouldWait) {
+		p.rt.unpin() // nothing happened: the caller asks again where it may wait
+		return nil, err
+	}
 	if err != nil {
 		// Waits that ended without a slot (timeout, cancel) count in the histogram too.
 		c.metrics.queueDuration.WithLabelValues(p.g.name, "").Observe(c.env.Now().Sub(start).Seconds())
@@ -375,10 +397,13 @@ func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, st
 	if !p.g.usable() {
 		return nil, nil, noHealthy(p.g)
 	}
-	if c.Queued(p.g.name) == 0 {
+	if c.Queued(p.g.name) == 0 && (!mustNotWait(ctx) || c.AdmitsAtOnce()) {
 		if slot, cl, err := c.tryMembers(ctx, p.g); slot != nil || err != nil {
 			return slot, cl, err
 		}
+	}
+	if mustNotWait(ctx) {
+		return nil, nil, engine.ErrWouldWait
 	}
 	w := waiter{user: req.User, userMax: p.rt.limits.MaxQueuedPerUser}
 	ticket, err := c.enqueue(p.g, w)
@@ -387,7 +412,7 @@ func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, st
 	}
 	queuedIn := p.g
 	defer func() { c.dequeue(queuedIn, w, ticket) }()
-	retry := min(guardRetryMin, c.poll)
+	retry := min(guardRetryMin, c.retryMax)
 	for {
 		seen := c.changed.Seq()
 		if err := c.follow(p, req); err != nil {
@@ -411,8 +436,8 @@ func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, st
 			if !g.usable() {
 				return nil, nil, noHealthy(g)
 			}
-			wait = min(env.Jitter(c.env.Rand(), retry, 0.2), c.poll)
-			retry = min(2*retry, c.poll)
+			wait = min(env.Jitter(c.env.Rand(), retry, 0.2), c.retryMax)
+			retry = min(2*retry, c.retryMax)
 		}
 		if g.waitTimeout > 0 {
 			left := start.Add(g.waitTimeout).Sub(c.env.Now())

@@ -39,6 +39,9 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 			return rows, nil
 		}
 		c.metrics.cacheMisses.WithLabelValues(dec.Group).Inc()
+		if rows, err, forwarded := c.remote(ctx, rt, g, req, key); forwarded {
+			return rows, err
+		}
 	}
 	adm, err := c.admit(ctx, rt, req, id, dec, g, start)
 	if err != nil {

@@ -18,6 +18,7 @@ type metrics struct {
 	cacheHits     *prometheus.CounterVec   // group
 	cacheMisses   *prometheus.CounterVec   // group
 	cacheWrites   *prometheus.CounterVec   // group
+	forwarded     *prometheus.CounterVec   // group
 	paths         *prometheus.CounterVec   // path: passthrough, arrow, cache
 	// the paths series, resolved once: counted on every query
 	pathPassthrough, pathArrow, pathCache prometheus.Counter
@@ -103,6 +104,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		cacheWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_cache_writes_total", Help: "Results stored in the result cache.",
 		}, []string{"group"}),
+		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_cache_forwarded_total", Help: "Cacheable queries this node missed and sent to the worker owning their cache key (cache.preferredWorker); the owner counts its hit or miss.",
+		}, []string{"group"}),
 		paths: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_query_path_total", Help: "Queries by how their results went through the proxy: passthrough (engine wire messages relayed), arrow (decoded and encoded), cache.",
 		}, []string{"path"}),
@@ -113,7 +117,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.pathCache = m.paths.WithLabelValues(PathCache)
 	if reg != nil {
 		reg.MustRegister(m.queries, m.duration, m.running, m.queued, m.rejections, m.queueDuration,
-			m.cacheHits, m.cacheMisses, m.cacheWrites, m.paths)
+			m.cacheHits, m.cacheMisses, m.cacheWrites, m.forwarded, m.paths)
 	}
 	return m
 }

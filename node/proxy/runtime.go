@@ -72,6 +72,11 @@ type CacheSpec struct {
 	TTL           time.Duration
 	MaxBytes      int64 // bound on the group's cached bytes; 0 leaves only the core's bound
 	MaxEntryBytes int64 // a larger result is not cached; 0 means MaxBytes
+	// PreferredWait, when set, sends a query this node has no result for to the worker owning
+	// its key (Options.Locality), waiting this long for the owner's answer; 0 runs it here.
+	PreferredWait time.Duration
+	// Eligible says whether a worker with these labels serves the group (its selectors).
+	Eligible func(labels map[string]string) bool
 }
 
 // Limits bound every query; 0 means unlimited.

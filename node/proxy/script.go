@@ -33,9 +33,9 @@ type ScriptRouter struct {
 // CompileScript parses and runs src once (at build time) and keeps its route function. groups
 // are the configured group names, passed to the script as ctx["groups"].
 func CompileScript(name, src string, groups []string) (*ScriptRouter, error) {
-	prog, err := starhost.Compile(name, src, "route", 1, 2)
+	prog, err := starhost.CompileRoute(name, src)
 	if err != nil {
-		return nil, fmt.Errorf("script router %s: %w (want def route(query, ctx) or route(query))", name, err)
+		return nil, err
 	}
 	sorted := append([]string(nil), groups...)
 	sort.Strings(sorted)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // Pinned sessions and Describe: the core forwards engine.SessionOpener and engine.Describer to
@@ -33,7 +34,7 @@ var (
 
 // errNoSessions refuses a transaction on an engine that cannot pin a connection.
 func errNoSessions(cluster string) error {
-	return &query.Error{Code: "0A000", Message: fmt.Sprintf("cluster %s cannot pin a connection for a transaction", cluster)}
+	return &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf("cluster %s cannot pin a connection for a transaction", cluster)}
 }
 
 // OpenSession routes q (the statement that starts the transaction), checks it, takes a slot

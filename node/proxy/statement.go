@@ -18,22 +18,18 @@ type statement struct {
 	head []string // leading keywords, lower-cased
 }
 
-// statementsOf splits sql with the lexical rules of the request's protocol and classifies each
-// statement.
+// statementsOf classifies each statement of req, from its one analysis.
 func statementsOf(req *query.Request) []statement {
-	d := sqltok.DialectForProtocol(req.Protocol)
-	var out []statement
-	for _, s := range sqltok.SplitDialect(req.SQL, d) {
-		st := statement{kind: sqltok.StatementKindDialect(s, d)}
-		for _, t := range sqltok.Tokenize(s, d) {
-			if len(st.head) == headWordsMax || (t.Significant() && t.Kind != sqltok.Word) {
+	stmts := req.Analysis().Statements
+	out := make([]statement, len(stmts))
+	for i, s := range stmts {
+		out[i].kind = s.Kind
+		for _, t := range s.Significant {
+			if len(out[i].head) == headWordsMax || t.Kind != sqltok.Word {
 				break
 			}
-			if t.Kind == sqltok.Word {
-				st.head = append(st.head, strings.ToLower(t.Text))
-			}
+			out[i].head = append(out[i].head, strings.ToLower(t.Text))
 		}
-		out = append(out, st)
 	}
 	return out
 }

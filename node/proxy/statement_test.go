@@ -73,9 +73,12 @@ func TestCacheableUsesTheTokenizer(t *testing.T) {
 		{"select * into t2 from t", false},
 		{"show tables", false},
 		{"explain select 1", false},
+		{"/* app=report */ select * from t", true}, // a tagged select is still a select
+		{"/* app=report */ select now()", false},
+		{"(select 1) union (select 2)", true},
 	}
 	for _, tc := range cases {
-		if got := Cacheable(tc.sql, query.ProtocolPostgres); got != tc.want {
+		if got := cacheableRequest(&query.Request{SQL: tc.sql, Protocol: query.ProtocolPostgres}); got != tc.want {
 			t.Errorf("Cacheable(%q) = %v, want %v", tc.sql, got, tc.want)
 		}
 	}

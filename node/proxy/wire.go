@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"context"
+	"errors"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -38,7 +40,10 @@ type Wire struct {
 // routed group can hand out a wire connection and nothing needs the values (no result cache,
 // passthrough on), takes a slot and opens a connection for the client owner, with the client's
 // startup settings (setup, SQL). ok is false when the frontend must run the statement its own
-// way; a non-nil error refused it (and has been reported).
+// way; a non-nil error refused it (and has been reported). Under NoWait(ctx) it answers
+// engine.ErrWouldWait, reporting nothing, where it would wait: for a slot (others queued, none
+// free, a guard that asks over the network) or for an engine connection (none idle of the
+// owner's, or one to reset or retag).
 func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, setup string) (w *Wire, ok bool, err error) {
 	start := c.env.Now()
 	rt, err := c.enter()
@@ -70,7 +75,11 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 		adm.finishQuiet()
 		return nil, false, nil
 	}
-	pw, err := opener.OpenPGWire(adm.Tagged(ctx), engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup})
+	pw, err := opener.OpenPGWire(adm.Tagged(ctx), engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup, NoWait: mustNotWait(ctx)})
+	if errors.Is(err, engine.ErrWouldWait) {
+		adm.finishQuiet()
+		return nil, false, err
+	}
 	if err != nil {
 		adm.finishQuiet()
 		return nil, true, adm.engineError(err)
@@ -87,4 +96,19 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 func isWireOpener(e query.Engine) bool {
 	_, ok := e.(engine.PGWireOpener)
 	return ok
+}
+
+type noWaitKey struct{}
+
+// NoWait marks ctx for an OpenWire that must not block (an event loop's thread): it answers
+// engine.ErrWouldWait instead of waiting.
+func NoWait(ctx context.Context) context.Context { return context.WithValue(ctx, noWaitKey{}, true) }
+
+func mustNotWait(ctx context.Context) bool { return ctx.Value(noWaitKey{}) != nil }
+
+// AdmitsAtOnce reports whether the core's guard answers without a network round trip, so that
+// an OpenWire under NoWait can admit a statement (capacity.AtOnce).
+func (c *Core) AdmitsAtOnce() bool {
+	g, ok := c.guard.(capacity.AtOnce)
+	return ok && g.AtOnce()
 }

@@ -1,6 +1,10 @@
 package worker
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queryflux/queryflux/internal/promreg"
+)
 
 // configMetrics are the config sync's series on the worker's /metrics.
 type configMetrics struct {
@@ -22,12 +26,8 @@ func (s *ConfigSync) registerMetrics(reg prometheus.Registerer) {
 		return 0
 	})
 	// A worker has one config sync; a second one (tests build several) reuses the first's series.
-	if err := reg.Register(failures); err != nil {
-		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
-			failures = are.ExistingCollector.(*prometheus.CounterVec)
-		}
-	}
-	_ = reg.Register(stale)
+	failures = promreg.Register(reg, failures)
+	promreg.Register(reg, stale)
 	s.metrics = configMetrics{activateFailures: failures.WithLabelValues("worker_activate")}
 }
 

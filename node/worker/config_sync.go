@@ -25,7 +25,7 @@ import (
 const (
 	ConfigPollTimeoutDefault = 30 * time.Second
 	ConfigBackoffMinDefault  = 500 * time.Millisecond
-	ConfigBackoffMaxDefault  = 30 * time.Second
+	ConfigBackoffMaxDefault  = config.DefaultConfigRetryMaxSecs * time.Second // queryflux.controlPlane.retryMaxSecs
 	// configPollMargin is how much longer than the server's poll timeout the client waits.
 	configPollMargin = 10 * time.Second
 	// configBodyBytesMax bounds a snapshot body.
@@ -51,6 +51,9 @@ type ConfigSyncOptions struct {
 	// from it when the control plane does not answer or offers only a revision it refuses
 	// (config_cache.go).
 	Store SnapshotStore
+	// Decode reads the control plane's snapshot bodies (nil: snapshot.Decode). The snapshot it
+	// returns is only read, so a simulated fleet shares one decoded copy of a body.
+	Decode func(body []byte) (*snapshot.WorkerSnapshotV1, error)
 }
 
 // ConfigSync keeps a worker's configuration in step with the control plane's snapshot.
@@ -89,6 +92,9 @@ func NewConfigSync(w *Worker, opts ConfigSyncOptions) *ConfigSync {
 	}
 	if opts.BackoffMax < opts.BackoffMin {
 		opts.BackoffMax = max(ConfigBackoffMaxDefault, opts.BackoffMin)
+	}
+	if opts.Decode == nil {
+		opts.Decode = snapshot.Decode
 	}
 	s := &ConfigSync{w: w, e: w.e, opts: opts, applied: w.e.NewSignal()}
 	s.registerMetrics(w.Metrics())
@@ -225,7 +231,7 @@ func (s *ConfigSync) pollOnce(ctx context.Context) error {
 
 // receive decodes a snapshot body and installs it unless it is active or was rejected already.
 func (s *ConfigSync) receive(ctx context.Context, body []byte) error {
-	snap, err := snapshot.Decode(body)
+	snap, err := s.opts.Decode(body)
 	if err != nil {
 		return err // a broken or foreign body: the poll failed, back off
 	}
@@ -289,7 +295,7 @@ func (s *ConfigSync) install(ctx context.Context, snap *snapshot.WorkerSnapshotV
 	s.applied.Notify()
 	s.w.HeartbeatNow()
 	s.e.Logger().Info("config revision active", "worker", s.w.Name(), "revision", snap.Revision, "source", source,
-		"changes", snapshot.Diff(prev, snap))
+		"changes", snapshot.Changes{Prev: prev, Next: snap})
 	return nil
 }
 

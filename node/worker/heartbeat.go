@@ -3,7 +3,9 @@ package worker
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"time"
@@ -100,7 +102,7 @@ func (w *Worker) SendHeartbeat(ctx context.Context) error {
 }
 
 func (w *Worker) postHeartbeat(ctx context.Context, hb transport.Heartbeat) error {
-	body, err := transport.EncodeHeartbeat(&hb) // json.Marshal's bytes, without reflection
+	body, err := json.Marshal(&hb)
 	if err != nil {
 		panic(fmt.Sprintf("worker: encoding a heartbeat: %v", err))
 	}
@@ -119,8 +121,8 @@ func (w *Worker) postHeartbeat(ctx context.Context, hb transport.Heartbeat) erro
 	if resp.StatusCode != http.StatusOK {
 		return &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
 	}
-	ack, err := transport.DecodeHeartbeatAck(resp.Body, resp.ContentLength)
-	if err != nil {
+	var ack transport.HeartbeatAck
+	if err := json.NewDecoder(io.LimitReader(resp.Body, transport.BodyBytesMax)).Decode(&ack); err != nil {
 		return fmt.Errorf("worker: unreadable heartbeat answer: %w", err)
 	}
 	w.adoptInterval(ack.HeartbeatIntervalSecs)

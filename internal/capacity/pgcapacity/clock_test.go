@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
-	"github.com/queryflux/queryflux/internal/pgtest"
-	"github.com/queryflux/queryflux/migrations"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -26,12 +24,7 @@ func (e skewedEnv) Now() time.Time { return e.Env.Now().Add(e.skew) }
 // the database's now plus its TTL, and the sweep lock of the slow replica holds against the
 // fast one.
 func TestSkewedReplicasCannotShortenALease(t *testing.T) {
-	url := pgtest.NewDatabase(t)
-	if err := migrations.Up(context.Background(), url); err != nil {
-		t.Fatal(err)
-	}
-	slow, pool := openStore(t, url, 4)
-	fast, _ := openStore(t, url, 4)
+	slow, fast, pool := twoReplicas(t)
 	ctx := context.Background()
 	slowEnv := skewedEnv{env.Real(nil), -time.Hour}
 	fastEnv := skewedEnv{env.Real(nil), time.Hour}

@@ -34,7 +34,7 @@ func outcome(err error) string {
 
 // TestModelMemoryMatchesPostgres runs random sequences of acquire, renew, release,
 // release-batch (claimed by the right holder, the wrong one or none), revocations (expired,
-// by holder, by ref), sweep locks and clock advances against the in-memory
+// by holder, by ref), sweep locks, the waiting record (denials, grants) and clock advances against the in-memory
 // store and the Postgres store, requires the same answer from both at every step, and checks
 // that no cluster ever holds more leases than its cap.
 func TestModelMemoryMatchesPostgres(t *testing.T) {
@@ -44,7 +44,7 @@ func TestModelMemoryMatchesPostgres(t *testing.T) {
 	clusters := []string{"a", "b", "c"}
 	holders := []string{"w1", "w2", "w3"}
 	rapid.Check(t, func(rt *rapid.T) {
-		if _, err := pool.Exec(ctx, "TRUNCATE capacity_leases, capacity_clusters, capacity_sweep_locks"); err != nil {
+		if _, err := pool.Exec(ctx, "TRUNCATE capacity_leases, capacity_clusters, capacity_sweep_locks, capacity_waiters"); err != nil {
 			rt.Fatal(err)
 		}
 		mem := capacity.NewMemory()
@@ -79,7 +79,7 @@ func TestModelMemoryMatchesPostgres(t *testing.T) {
 		}
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for step := range steps {
-			switch op := rapid.IntRange(0, 8).Draw(rt, "op"); op {
+			switch op := rapid.IntRange(0, 10).Draw(rt, "op"); op {
 			case 0, 1: // acquire, twice as often
 				c := rapid.SampledFrom(clusters).Draw(rt, "cluster")
 				h := rapid.SampledFrom(holders).Draw(rt, "holder")
@@ -130,6 +130,19 @@ func TestModelMemoryMatchesPostgres(t *testing.T) {
 				both("lock", m, p, merr, perr)
 			case 8: // time passes, to the microsecond and below
 				now = now.Add(time.Duration(rapid.Int64Range(0, 1_500_000_000).Draw(rt, "advance-ns")))
+			case 9, 10: // the waiting record: a denial, or a grant ending a wait
+				c := rapid.SampledFrom(clusters).Draw(rt, "wait-cluster")
+				h := rapid.SampledFrom(holders).Draw(rt, "wait-holder")
+				if op == 9 {
+					both("mark denied", nil, nil, mem.MarkDenied(ctx, c, h, now), pg.MarkDenied(ctx, c, h, now))
+				} else {
+					both("mark granted", nil, nil, mem.MarkGranted(ctx, c, h), pg.MarkGranted(ctx, c, h))
+				}
+			}
+			for _, c := range clusters {
+				m, merr := mem.Contention(ctx, c, now)
+				p, perr := pg.Contention(ctx, c, now)
+				both(fmt.Sprintf("contention %s after step %d", c, step), m, p, merr, perr)
 			}
 			for _, c := range clusters {
 				m, _ := mem.List(ctx, c)

@@ -1,5 +1,6 @@
 // Package pgcapacity is the Postgres CapacityStore and SweepCoordinator of the control plane
-// (tables and functions of migrations/0003_capacity.sql).
+// (tables and functions of migrations/0003_capacity.sql, 0007 and 0010), and the retry-mode
+// waiting record that every control-plane replica shares (capacity_waiters, 0010).
 //
 // determinism: outside the simulator (talks to Postgres through pgx; batches calls with goroutines)
 //
@@ -25,6 +26,7 @@
 package pgcapacity
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,8 +37,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // Limits.
@@ -57,6 +61,8 @@ type Store struct {
 		sync.Mutex
 		Stats
 	}
+	// seconds is each call's time by operation (WithMetrics; nil: not measured).
+	seconds *prometheus.HistogramVec
 	// callerClock makes the store read the callers' now instead of the database's clock: the
 	// model test drives time itself (export_test.go).
 	callerClock bool
@@ -92,6 +98,36 @@ func New(pool *pgxpool.Pool) *Store {
 	return s
 }
 
+// WithMetrics makes the store measure each call, from the caller's side (an acquire's or a
+// release's wait for the batch in flight included), in queryflux_capacity_store_seconds on
+// reg, by operation (capacity.StoreAcquire, ...). These are the lease table's share of a slot's
+// hand-off from one worker to the next, and the service times a replay gives the simulator.
+func (s *Store) WithMetrics(reg prometheus.Registerer) *Store {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "queryflux_capacity_store_seconds",
+		Help:    "Time of the control plane's capacity lease store calls (PostgreSQL), by operation.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+	}, []string{"op"})
+	if err := reg.Register(h); err != nil {
+		already, ok := err.(prometheus.AlreadyRegisteredError)
+		if !ok {
+			panic(err)
+		}
+		h = already.ExistingCollector.(*prometheus.HistogramVec)
+	}
+	s.seconds = h
+	return s
+}
+
+// timed starts measuring one call of op; the returned function ends it.
+func (s *Store) timed(op string) func() {
+	if s.seconds == nil {
+		return func() {}
+	}
+	start := time.Now()
+	return func() { s.seconds.WithLabelValues(op).Observe(time.Since(start).Seconds()) }
+}
+
 var (
 	_ capacity.CapacityStore    = (*Store)(nil)
 	_ capacity.SweepCoordinator = (*Store)(nil)
@@ -124,6 +160,7 @@ func (s *Store) Acquire(ctx context.Context, cluster, holder string, limit int, 
 	if err := ctx.Err(); err != nil {
 		return capacity.Lease{}, err
 	}
+	defer s.timed(capacity.StoreAcquire)()
 	b := s.acquires
 	c := b.submit(op{cluster: cluster, holder: holder, limit: limit, ttl: ttl, now: s.clock(now)})
 	res, err, abandoned := awaitCtx(ctx, b, c)
@@ -269,7 +306,7 @@ func (s *Store) retry(fn func(ctx context.Context) error) error {
 		err = fn(ctx)
 		cancel()
 		var pgErr *pgconn.PgError
-		if err == nil || !errors.As(err, &pgErr) || (pgErr.Code != "40P01" && pgErr.Code != "40001") {
+		if err == nil || !errors.As(err, &pgErr) || (pgErr.Code != sqlstate.DeadlockDetected && pgErr.Code != sqlstate.SerializationFailure) {
 			return err
 		}
 	}
@@ -281,7 +318,11 @@ func (s *Store) Renew(ctx context.Context, ref capacity.LeaseRef, ttl time.Durat
 	if err := capacity.CheckTTL(ttl); err != nil {
 		return capacity.Lease{}, err
 	}
+	if err := capacity.CheckRefs([]capacity.LeaseRef{ref}); err != nil {
+		return capacity.Lease{}, err
+	}
 	l := capacity.Lease{ID: ref.ID, Generation: ref.Generation, TTLMillis: ttl.Milliseconds()}
+	defer s.timed(capacity.StoreRenew)()
 	err := s.pool.QueryRow(ctx, `WITH n AS (SELECT capacity_now($5) AS t)
 		UPDATE capacity_leases SET expires_at = n.t + $3 * interval '1 millisecond', ttl_ms = $3 FROM n
 		WHERE id = $1 AND generation = $2 AND NOT revoked AND expires_at > n.t AND ($4 = '' OR holder = $4)
@@ -297,23 +338,55 @@ func (s *Store) Renew(ctx context.Context, ref capacity.LeaseRef, ttl time.Durat
 	return l, nil
 }
 
-// whyNot tells why ref could not be renewed: another holder holds it (ErrNotHolder), or it is
-// not held under that generation, expired or revoked (ErrStaleGeneration).
+// whyNot tells why ref could not be renewed: another holder holds it or it was never granted
+// (ErrNotHolder), or it is not held under that generation any more, expired or revoked
+// (ErrStaleGeneration).
 func (s *Store) whyNot(ctx context.Context, ref capacity.LeaseRef) error {
 	if ref.Holder == "" {
 		return capacity.ErrStaleGeneration
 	}
-	var holder string
-	err := s.pool.QueryRow(ctx, `SELECT holder FROM capacity_leases WHERE id = $1 AND generation = $2`, ref.ID, ref.Generation).Scan(&holder)
+	var holder *string
+	var current int64
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT holder FROM capacity_leases WHERE id = $1 AND generation = $2),
+		coalesce((SELECT generation FROM capacity_clusters WHERE cluster = $3), 0)`,
+		ref.ID, ref.Generation, ref.Cluster()).Scan(&holder, &current)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return capacity.ErrStaleGeneration
 	case err != nil:
 		return fmt.Errorf("pgcapacity: renew: %w", err)
-	case holder != ref.Holder:
+	case holder == nil:
+		return cmp.Or(capacity.NeverGranted(ref, current), capacity.ErrStaleGeneration)
+	case *holder != ref.Holder:
 		return capacity.ErrNotHolder
 	}
 	return capacity.ErrStaleGeneration
+}
+
+// neverGranted counts the claimed refs that ReleaseBatch found not held and whose generation
+// their cluster has not reached. Generations only grow, so a generation beyond the one read
+// after the batch was beyond it during the batch too.
+func (s *Store) neverGranted(ctx context.Context, refs []capacity.LeaseRef) (int, error) {
+	clusters := make([]string, len(refs))
+	for i, r := range refs {
+		clusters[i] = r.Cluster()
+	}
+	rows, err := s.pool.Query(ctx, `SELECT cluster, generation FROM capacity_clusters WHERE cluster = ANY ($1)`, clusters)
+	if err != nil {
+		return 0, fmt.Errorf("pgcapacity: release: %w", err)
+	}
+	current := map[string]int64{}
+	var cluster string
+	var gen int64
+	_, err = pgx.ForEachRow(rows, []any{&cluster, &gen}, func() error { current[cluster] = gen; return nil })
+	if err != nil {
+		return 0, fmt.Errorf("pgcapacity: release: %w", err)
+	}
+	n := 0
+	for _, r := range refs {
+		if capacity.NeverGranted(r, current[r.Cluster()]) != nil {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Release implements capacity.CapacityStore.
@@ -337,31 +410,37 @@ func (s *Store) ReleaseBatch(ctx context.Context, refs []capacity.LeaseRef) (int
 	if err := capacity.CheckRefs(refs); err != nil {
 		return 0, err
 	}
+	defer s.timed(capacity.StoreRelease)()
 	type pending struct {
 		b *batcher[op, opResult]
 		c *call[op, opResult]
 	}
 	calls := make([]pending, 0, len(refs))
 	for _, r := range refs {
-		cluster := r.Cluster()
-		if cluster == "" {
-			continue // no such lease can exist
-		}
 		calls = append(calls, pending{s.releases, s.releases.submit(op{release: &r})})
 	}
 	n, foreign := 0, 0
 	var firstErr error
-	for _, p := range calls { // always wait for all: every leader must lead
+	var unheld []capacity.LeaseRef // claimed refs of no lease: stale, or made up
+	// Always wait for all: every leader must lead.
+	for i, p := range calls {
 		res, err := p.b.await(p.c)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
-		if res.released {
+		switch {
+		case res.released:
 			n++
-		}
-		if res.foreign {
+		case res.foreign:
 			foreign++
+		case err == nil && refs[i].Holder != "":
+			unheld = append(unheld, refs[i])
 		}
+	}
+	if firstErr == nil && len(unheld) > 0 {
+		made, err := s.neverGranted(ctx, unheld)
+		foreign += made
+		firstErr = err
 	}
 	if firstErr == nil && foreign > 0 {
 		firstErr = fmt.Errorf("%w: %d of the leases to release", capacity.ErrNotHolder, foreign)
@@ -447,6 +526,68 @@ func (s *Store) AcquireSweepLock(ctx context.Context, name, owner string, ttl ti
 func (s *Store) ReleaseSweepLock(ctx context.Context, name, owner string) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM capacity_sweep_locks WHERE name = $1 AND owner = $2`, name, owner); err != nil {
 		return fmt.Errorf("pgcapacity: release sweep lock: %w", err)
+	}
+	return nil
+}
+
+// Contention implements capacity.WaitRecord: one query over capacity_leases and
+// capacity_waiters (migrations/0010).
+func (s *Store) Contention(ctx context.Context, cluster string, now time.Time) (capacity.Contention, error) {
+	defer s.timed(capacity.StoreContention)()
+	rows, err := s.pool.Query(ctx, `SELECT holder, held, since, waiting, denied FROM capacity_contention($1, $2, $3, $4)`,
+		cluster, s.clock(now), capacity.FairWindow.Milliseconds(), capacity.ContendedFor.Milliseconds())
+	if err != nil {
+		return capacity.Contention{}, fmt.Errorf("pgcapacity: contention: %w", err)
+	}
+	defer rows.Close()
+	out := capacity.Contention{Held: map[string]int{}}
+	for rows.Next() {
+		var w capacity.Waiter
+		var held int
+		var since *time.Time
+		var denied bool
+		if err := rows.Scan(&w.Holder, &held, &since, &w.Waiting, &denied); err != nil {
+			return capacity.Contention{}, fmt.Errorf("pgcapacity: contention: %w", err)
+		}
+		if held > 0 {
+			out.Held[w.Holder] = held
+			out.Leases += held
+		}
+		if denied {
+			w.Since = capacity.Timestamp(*since)
+			out.Denied = append(out.Denied, w)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return capacity.Contention{}, fmt.Errorf("pgcapacity: contention: %w", err)
+	}
+	sort.Slice(out.Denied, func(i, j int) bool { return out.Denied[i].Holder < out.Denied[j].Holder })
+	return out, nil
+}
+
+// MarkDenied implements capacity.WaitRecord.
+func (s *Store) MarkDenied(ctx context.Context, cluster, holder string, now time.Time) error {
+	if err := capacity.CheckName("cluster", cluster); err != nil {
+		return err
+	}
+	if err := capacity.CheckName("holder", holder); err != nil {
+		return err
+	}
+	defer s.timed(capacity.StoreMarkDenied)()
+	_, err := s.pool.Exec(ctx, `SELECT capacity_wait_denied($1, $2, $3, $4, $5, $6)`, cluster, holder, s.clock(now),
+		capacity.FairWindow.Milliseconds(), capacity.ContendedFor.Milliseconds(), capacity.WaitersMax)
+	if err != nil {
+		return fmt.Errorf("pgcapacity: mark denied: %w", err)
+	}
+	return nil
+}
+
+// MarkGranted implements capacity.WaitRecord.
+func (s *Store) MarkGranted(ctx context.Context, cluster, holder string) error {
+	defer s.timed(capacity.StoreMarkGranted)()
+	_, err := s.pool.Exec(ctx, `UPDATE capacity_waiters SET waiting = false WHERE cluster = $1 AND holder = $2 AND waiting`, cluster, holder)
+	if err != nil {
+		return fmt.Errorf("pgcapacity: mark granted: %w", err)
 	}
 	return nil
 }

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/internal/capacity/pgcapacity"
 	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/migrations"
@@ -20,11 +23,27 @@ import (
 // newStore returns a Postgres store on a fresh, migrated database.
 func newStore(t testing.TB, maxConns int32) (*pgcapacity.Store, *pgxpool.Pool) {
 	t.Helper()
+	return openStore(t, migratedDB(t), maxConns)
+}
+
+// migratedDB returns the URL of a fresh, migrated database.
+func migratedDB(t testing.TB) string {
+	t.Helper()
 	url := pgtest.NewDatabase(t)
 	if err := migrations.Up(context.Background(), url); err != nil {
 		t.Fatal(err)
 	}
-	return openStore(t, url, maxConns)
+	return url
+}
+
+// twoReplicas returns two stores (two control-plane replicas) on one fresh, migrated database,
+// and the first one's pool.
+func twoReplicas(t testing.TB) (a, b *pgcapacity.Store, pool *pgxpool.Pool) {
+	t.Helper()
+	url := migratedDB(t)
+	a, pool = openStore(t, url, 4)
+	b, _ = openStore(t, url, 4)
+	return a, b, pool
 }
 
 // openStore opens another store (another control-plane replica) on the database at url.
@@ -57,7 +76,7 @@ func TestAcquireRenewReleaseBasics(t *testing.T) {
 	if _, err := s.Acquire(ctx, "c1", "w2", 1, time.Second, t0); !errors.Is(err, capacity.ErrAtCapacity) {
 		t.Fatalf("second acquire at cap 1: %v, want ErrAtCapacity", err)
 	}
-	if _, err := s.Renew(ctx, capacity.LeaseRef{ID: a.ID, Generation: 7}, time.Second, t0); !errors.Is(err, capacity.ErrStaleGeneration) {
+	if _, err := s.Renew(ctx, capacity.LeaseRef{ID: "c1#7", Generation: 7}, time.Second, t0); !errors.Is(err, capacity.ErrStaleGeneration) {
 		t.Fatalf("renew with wrong generation: %v", err)
 	}
 	if err := s.Release(ctx, a.Ref()); err != nil {
@@ -171,12 +190,7 @@ func TestConcurrentAcquiresNeverExceedCap(t *testing.T) {
 // race on four clusters from two stores; no call fails (deadlocks would surface here) and at
 // the end every counter row equals its cluster's lease rows.
 func TestConcurrentMixedOpsKeepCountersExact(t *testing.T) {
-	url := pgtest.NewDatabase(t)
-	if err := migrations.Up(context.Background(), url); err != nil {
-		t.Fatal(err)
-	}
-	a, pool := openStore(t, url, 4)
-	b, _ := openStore(t, url, 4)
+	a, b, pool := twoReplicas(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -258,5 +272,66 @@ func report(errs chan<- error, err error) {
 		case errs <- err:
 		default:
 		}
+	}
+}
+
+// TestWaitingRecordIsSharedByReplicas: two stores on one database (two control-plane replicas)
+// share the retry-mode waiting record, so a worker waiting at one replica gets the slot freed
+// by a worker asking the other.
+func TestWaitingRecordIsSharedByReplicas(t *testing.T) {
+	a, b, _ := twoReplicas(t)
+	capacitytest.FreedSlotGoesToWaiterAcrossReplicas(t, a.UseCallerClock(), b.UseCallerClock())
+}
+
+func TestWaitingRecordIsBounded(t *testing.T) {
+	s, _ := newStore(t, 4)
+	capacitytest.WaitingRecordIsBounded(t, s.UseCallerClock())
+}
+
+// TestStoreMeasuresEachCall: with WithMetrics every call is counted once in
+// queryflux_capacity_store_seconds under its operation, with the time it took (a replay
+// calibrates the simulator's lease store from these).
+func TestStoreMeasuresEachCall(t *testing.T) {
+	s, _ := newStore(t, 4)
+	reg := prometheus.NewRegistry()
+	s.WithMetrics(reg)
+	ctx, now := context.Background(), time.Now()
+	l, err := s.Acquire(ctx, "c1", "w1", 1, time.Minute, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, "c1", "w2", 1, time.Minute, now); !errors.Is(err, capacity.ErrAtCapacity) {
+		t.Fatalf("second acquire of cap 1: %v, want at capacity", err)
+	}
+	if _, err := s.Renew(ctx, l.Ref(), time.Minute, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkDenied(ctx, "c1", "w2", now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Contention(ctx, "c1", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkGranted(ctx, "c1", "w2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReleaseBatch(ctx, []capacity.LeaseRef{l.Ref()}); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil || len(families) != 1 || families[0].GetName() != "queryflux_capacity_store_seconds" {
+		t.Fatalf("gathered %v, %v: want queryflux_capacity_store_seconds alone", families, err)
+	}
+	got := map[string]uint64{}
+	for _, m := range families[0].GetMetric() {
+		if m.GetHistogram().GetSampleSum() <= 0 {
+			t.Errorf("%v: no time measured", m.GetLabel())
+		}
+		got[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
+	}
+	want := map[string]uint64{capacity.StoreAcquire: 2, capacity.StoreRenew: 1, capacity.StoreMarkDenied: 1,
+		capacity.StoreContention: 1, capacity.StoreMarkGranted: 1, capacity.StoreRelease: 1}
+	if !maps.Equal(got, want) {
+		t.Fatalf("calls counted %v, want %v", got, want)
 	}
 }

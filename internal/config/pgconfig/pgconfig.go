@@ -21,6 +21,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // Channel is the LISTEN/NOTIFY channel every config edit notifies.
@@ -182,7 +183,7 @@ func (s *Source) update(ctx context.Context, note string, edit func(*config.Conf
 
 func isSerializationFailure(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+	return errors.As(err, &pgErr) && (pgErr.Code == sqlstate.SerializationFailure || pgErr.Code == sqlstate.DeadlockDetected)
 }
 
 // Listen LISTENs on Channel with a connection of its own and calls changed once when listening

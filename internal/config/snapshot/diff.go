@@ -3,6 +3,7 @@ package snapshot
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 
@@ -40,6 +41,13 @@ func Diff(prev, next *WorkerSnapshotV1) []string {
 	}
 	return out
 }
+
+// Changes logs Diff(Prev, Next), worked out only when a log line is written (a simulated fleet
+// keeps few of the lines its workers log).
+type Changes struct{ Prev, Next *WorkerSnapshotV1 }
+
+// LogValue implements slog.LogValuer.
+func (c Changes) LogValue() slog.Value { return slog.AnyValue(Diff(c.Prev, c.Next)) }
 
 func diffNamed[T any](kind string, prev, next []T, name func(T) string) []string {
 	index := func(items []T) map[string]T {

@@ -159,3 +159,57 @@ func satisfies(b bool) string {
 	}
 	return "does not satisfy"
 }
+
+// Unserved lists the groups of s that hold a workerSelector (their own or a member cluster's)
+// and that no worker labelled as in workers would be sent (For keeps none of them), with what a
+// worker needs to serve them. Queries routed to them fail on every worker. s must be unfiltered.
+func (s *WorkerSnapshotV1) Unserved(workers []map[string]string) []config.WithheldGroup {
+	selectors := map[string]map[string]string{}
+	for _, c := range s.Clusters {
+		selectors[c.Name] = c.WorkerSelector
+	}
+	var out []config.WithheldGroup
+	for _, g := range s.ClusterGroups {
+		if !hasSelector(g, selectors) {
+			continue
+		}
+		served := false
+		for _, labels := range workers {
+			if _, ok := groupFor(g, selectors, labels); ok {
+				served = true
+				break
+			}
+		}
+		if !served {
+			out = append(out, withheld(g, selectors))
+		}
+	}
+	return out
+}
+
+// SelectorGroups names the groups of s that hold a workerSelector, their own or a member's.
+func (s *WorkerSnapshotV1) SelectorGroups() []string {
+	selectors := map[string]map[string]string{}
+	for _, c := range s.Clusters {
+		selectors[c.Name] = c.WorkerSelector
+	}
+	var out []string
+	for _, g := range s.ClusterGroups {
+		if hasSelector(g, selectors) {
+			out = append(out, g.Name)
+		}
+	}
+	return out
+}
+
+func hasSelector(g config.ClusterGroup, selectors map[string]map[string]string) bool {
+	if len(g.WorkerSelector) > 0 {
+		return true
+	}
+	for _, m := range g.Members {
+		if len(selectors[m]) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -44,10 +44,23 @@ var compatSQL = []string{
 	// functions.
 	`CREATE MACRO {c}.pg_catalog.qf_own_schemas() AS TABLE
 		SELECT oid FROM duckdb_schemas() WHERE database_name = current_database()`,
+	// DuckDB keeps a primary key or unique constraint's index out of its pg_index and pg_class:
+	// they list it as PostgreSQL does (JDBC's getPrimaryKeys, psql's \d), under an oid of its
+	// own (qf_constraint_index_oid).
+	`CREATE MACRO {c}.pg_catalog.qf_constraint_index_oid(table_oid, constraint_index) AS
+		(1::BIGINT << 40) + table_oid * 1000 + constraint_index`,
+	`CREATE MACRO {c}.pg_catalog.qf_key_constraints() AS TABLE
+		SELECT * FROM duckdb_constraints() WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE')
+		AND database_name = current_database()`,
 	`CREATE VIEW {c}.pg_catalog.qf_pg_class AS SELECT * REPLACE (NULL::VARCHAR[] AS reloptions, NULL::VARCHAR[] AS relacl),
 		false AS relforcerowsecurity FROM pg_catalog.pg_class
 		WHERE relnamespace IN (FROM {c}.pg_catalog.qf_own_schemas())
-		AND oid NOT IN (SELECT view_oid FROM duckdb_views() WHERE internal)`,
+		AND oid NOT IN (SELECT view_oid FROM duckdb_views() WHERE internal)
+		UNION ALL BY NAME
+		SELECT {c}.pg_catalog.qf_constraint_index_oid(table_oid, constraint_index) AS oid, constraint_name AS relname,
+			schema_oid AS relnamespace, 'i' AS relkind, 'p' AS relpersistence, len(constraint_column_indexes)::BIGINT AS relnatts,
+			false AS relhasindex, false AS relisshared, false AS relforcerowsecurity
+		FROM {c}.pg_catalog.qf_key_constraints()`,
 	`CREATE VIEW {c}.pg_catalog.qf_pg_namespace AS
 		SELECT * FROM pg_catalog.pg_namespace WHERE oid IN (FROM {c}.pg_catalog.qf_own_schemas())`,
 	`CREATE VIEW {c}.pg_catalog.qf_pg_proc AS SELECT * FROM pg_catalog.pg_proc
@@ -63,7 +76,19 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.pg_catalog.pg_get_indexdef(id) AS
 		(SELECT any_value(sql) FROM duckdb_indexes() WHERE index_oid = id),
 		(id, col, pretty) AS (SELECT any_value(sql) FROM duckdb_indexes() WHERE index_oid = id)`,
-	`CREATE VIEW {c}.pg_catalog.qf_pg_index AS SELECT *, false AS indnullsnotdistinct FROM pg_catalog.pg_index`,
+	`CREATE VIEW {c}.pg_catalog.qf_pg_index AS SELECT *, false AS indnullsnotdistinct FROM pg_catalog.pg_index
+		UNION ALL BY NAME
+		SELECT {c}.pg_catalog.qf_constraint_index_oid(table_oid, constraint_index) AS indexrelid, table_oid AS indrelid,
+			len(constraint_column_indexes)::INTEGER AS indnatts, len(constraint_column_indexes)::INTEGER AS indnkeyatts,
+			true AS indisunique, constraint_type = 'PRIMARY KEY' AS indisprimary, false AS indisexclusion,
+			true AS indimmediate, false AS indisclustered, true AS indisvalid, false AS indcheckxmin, true AS indisready,
+			true AS indislive, false AS indisreplident,
+			list_transform(constraint_column_indexes, i -> (i + 1)::INTEGER) AS indkey, false AS indnullsnotdistinct
+		FROM {c}.pg_catalog.qf_key_constraints()`,
+	// information_schema._pg_expandarray(a): one (x, n) row per element of a, n counting from
+	// 1 (JDBC's getPrimaryKeys reads index keys with it).
+	`CREATE MACRO {c}.pg_catalog.qf_pg_expandarray(arr) AS
+		unnest(list_transform(generate_series(1, len(arr)), i -> {'x': arr[i], 'n': i}))`,
 	`CREATE MACRO {c}.pg_catalog.pg_get_statisticsobjdef_columns(id) AS NULL`,
 	`CREATE MACRO {c}.pg_catalog.pg_get_partkeydef(id) AS NULL`,
 	`CREATE MACRO {c}.pg_catalog.pg_get_triggerdef(id) AS NULL, (id, pretty) AS NULL`,
@@ -349,6 +374,13 @@ func (w *compatWriter) step() {
 			// generate_series, ...) in its main schema; unqualified, the search path finds them
 			// there, and pg_catalog's own after.
 			w.i = name
+			return
+		}
+	case "information_schema": // information_schema._pg_expandarray: the compatibility macro
+		dot := w.sig(w.i+1, 0)
+		if name := w.sig(dot+1, 0); w.word(dot) == "." && w.word(name) == "_pg_expandarray" {
+			w.emit("pg_catalog.qf_pg_expandarray")
+			w.i = name + 1
 			return
 		}
 	case "generate_series", "unnest":

@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // Kind is the registry key of this engine.
@@ -49,8 +51,13 @@ func init() { engine.Register(Kind, Open) }
 // ATTACH, DETACH) are refused.
 type Engine struct {
 	name   string
-	db     *sql.DB
-	locked bool // client configuration statements refused (lock_configuration)
+	db     atomic.Pointer[sql.DB] // the open database; replaced when a fatal error invalidates it (reopen.go)
+	locked bool                   // client configuration statements refused (lock_configuration)
+	reopen reopener
+}
+
+// connSetup is what each new connection of one opened database runs first.
+type connSetup struct {
 	// catalog is the name an in-memory database is attached under (the cluster's database,
 	// else its name), so current_database() says what the client connected to; "" for a file.
 	catalog string
@@ -75,7 +82,12 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	if path == ":memory:" {
 		path = ""
 	}
-	settings := map[string]string{settingExternalAccess: "false", settingLockConfig: "true"}
+	settings := map[string]string{settingExternalAccess: "false", settingLockConfig: "true",
+		// Belt and braces, should an operator open external access: extensions still come
+		// from nowhere on their own, none from the community repository, and no secret is
+		// written to the home directory. Each can be turned on in the cluster's options.
+		"autoinstall_known_extensions": "false", "autoload_known_extensions": "false",
+		"allow_community_extensions": "false", "allow_persistent_secrets": "false"}
 	for k, v := range spec.Options {
 		settings[k] = v
 	}
@@ -92,29 +104,42 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	for _, k := range keys {
 		q.Set(k, settings[k])
 	}
-	e := &Engine{name: spec.Name, locked: locked}
-	connector, err := duckdb.NewConnector(path+"?"+q.Encode(), e.initConn)
-	if err != nil {
-		return nil, fmt.Errorf("duckengine %q: open %q: %w", spec.Name, spec.Endpoint, err)
-	}
-	if err := e.setup(connector, cmp.Or(spec.Database, spec.Name), path == ""); err != nil {
-		_ = connector.Close()
-		return nil, fmt.Errorf("duckengine %q: %w", spec.Name, err)
-	}
-	e.db = sql.OpenDB(connector)
 	conns := spec.MaxConns
 	if conns <= 0 {
 		conns = 4
 	}
-	e.db.SetMaxOpenConns(conns)
-	e.db.SetMaxIdleConns(conns)
+	e := &Engine{name: spec.Name, locked: locked, reopen: reopener{
+		dsn: path + "?" + q.Encode(), endpoint: spec.Endpoint, database: cmp.Or(spec.Database, spec.Name),
+		inMemory: path == "", conns: conns}}
+	db, err := e.openDB()
+	if err != nil {
+		return nil, err
+	}
+	e.db.Store(db)
 	return e, nil
+}
+
+// openDB opens the database afresh: the connector, the catalog setup, the pool.
+func (e *Engine) openDB() (*sql.DB, error) {
+	cs := &connSetup{}
+	connector, err := duckdb.NewConnector(e.reopen.dsn, cs.init)
+	if err != nil {
+		return nil, fmt.Errorf("duckengine %q: open %q: %w", e.name, e.reopen.endpoint, err)
+	}
+	if err := cs.setup(connector, e.reopen.database, e.reopen.inMemory); err != nil {
+		_ = connector.Close()
+		return nil, fmt.Errorf("duckengine %q: %w", e.name, err)
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(e.reopen.conns)
+	db.SetMaxIdleConns(e.reopen.conns)
+	return db, nil
 }
 
 // setup prepares the database before any client connects: an in-memory database is attached
 // under name (the one every connection uses), and the catalog compatibility objects are created
 // in it, or for a file database (never written to for this) in an in-memory catalog of their own.
-func (e *Engine) setup(connector *duckdb.Connector, name string, inMemory bool) error {
+func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bool) error {
 	dc, err := connector.Connect(context.Background())
 	if err != nil {
 		return err
@@ -148,9 +173,9 @@ func (e *Engine) setup(connector *duckdb.Connector, name string, inMemory bool) 
 			return err
 		}
 	} else {
-		e.catalog = name
+		cs.catalog = name
 	}
-	e.searchPath = quoteIdent(home) + ".main," + quoteIdent(compat) + ".pg_catalog"
+	cs.searchPath = quoteIdent(home) + ".main," + quoteIdent(compat) + ".pg_catalog"
 	return nil
 }
 
@@ -168,32 +193,42 @@ func currentDatabase(dc driver.Conn) (string, error) {
 	return name, nil
 }
 
-// initConn prepares each new connection: its default database and search path.
-func (e *Engine) initConn(ex driver.ExecerContext) error {
-	if e.catalog != "" {
-		if _, err := ex.ExecContext(context.Background(), "USE "+quoteIdent(e.catalog), nil); err != nil {
+// init prepares each new connection: its default database and search path.
+func (cs *connSetup) init(ex driver.ExecerContext) error {
+	if cs.catalog != "" {
+		if _, err := ex.ExecContext(context.Background(), "USE "+quoteIdent(cs.catalog), nil); err != nil {
 			return err
 		}
 	}
-	if e.searchPath == "" {
+	if cs.searchPath == "" {
 		return nil // the setup connection
 	}
-	_, err := ex.ExecContext(context.Background(), "SET search_path = '"+strings.ReplaceAll(e.searchPath, "'", "''")+"'", nil)
+	_, err := ex.ExecContext(context.Background(), "SET search_path = '"+strings.ReplaceAll(cs.searchPath, "'", "''")+"'", nil)
 	return err
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // DB exposes the database, for loading data (demo) and tests.
-func (e *Engine) DB() *sql.DB { return e.db }
+func (e *Engine) DB() *sql.DB { return e.db.Load() }
 
-func (e *Engine) Ping(ctx context.Context) error { return e.db.PingContext(ctx) }
+func (e *Engine) Ping(ctx context.Context) error {
+	db, err := e.current(ctx)
+	if err != nil {
+		return err
+	}
+	return db.PingContext(ctx)
+}
 
-func (e *Engine) Close() error { return e.db.Close() }
+func (e *Engine) Close() error { return e.db.Load().Close() }
 
-// conn takes a pooled connection.
+// conn takes a pooled connection of the current database (reopened first if it was invalidated).
 func (e *Engine) conn(ctx context.Context) (*sql.Conn, error) {
-	conn, err := e.db.Conn(ctx)
+	db, err := e.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := db.Conn(ctx)
 	return conn, wrapErr(err)
 }
 
@@ -255,7 +290,9 @@ func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Descri
 		return nil, err
 	}
 	defer release(conn, true) // preparing leaves nothing on the connection
-	return describe(ctx, conn, q)
+	d, err := describe(ctx, conn, q)
+	e.noteFatal(err)
+	return d, err
 }
 
 func describe(ctx context.Context, conn *sql.Conn, q *query.Request) (*engine.Description, error) {
@@ -336,6 +373,9 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	st, err := e.statement(conn, q.SQL)
 	if err != nil {
 		release(conn, true)
+		if e.noteFatal(err) && isInvalidated(err) && !retried(ctx) {
+			return e.Execute(retrying(ctx), q) // nothing ran: the database was already gone
+		}
 		return nil, err
 	}
 	if st.tx != txNone {
@@ -348,7 +388,11 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		return nil, err
 	}
 	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()); cancel() })
-	return rows, explain(err)
+	if err != nil {
+		e.noteFatal(err)
+		return nil, explain(err)
+	}
+	return &watchedRows{Rows: rows, onErr: func(err error) { e.noteFatal(err) }}, nil
 }
 
 // run executes q (prepared as p) on conn; done is called once conn is no longer needed by
@@ -482,38 +526,46 @@ func wrapErr(err error) error {
 	}
 	var de *duckdb.Error
 	if errors.As(err, &de) {
-		return &query.Error{Code: sqlstate(de.Type), Message: de.Msg}
+		return duckError(de.Type, de.Msg)
 	}
 	return err
 }
 
-// sqlstate maps DuckDB's error classes to the nearest SQLSTATE.
-func sqlstate(t duckdb.ErrorType) string {
+// duckError is a DuckDB error of class t as clients get it.
+func duckError(t duckdb.ErrorType, msg string) *query.Error {
+	if t == duckdb.ErrorTypeFatal {
+		return &query.Error{Code: codeFatal, Message: msg + " (queryflux reopens the database)"}
+	}
+	return &query.Error{Code: stateOf(t), Message: msg}
+}
+
+// stateOf maps DuckDB's error classes to the nearest SQLSTATE.
+func stateOf(t duckdb.ErrorType) string {
 	switch t {
 	case duckdb.ErrorTypeParser, duckdb.ErrorTypeSyntax:
 		return query.CodeSyntax
 	case duckdb.ErrorTypeCatalog:
-		return "42P01"
+		return sqlstate.UndefinedTable
 	case duckdb.ErrorTypeBinder:
-		return "42703"
+		return sqlstate.UndefinedColumn
 	case duckdb.ErrorTypeConstraint:
-		return "23000"
+		return sqlstate.IntegrityConstraintViolation
 	case duckdb.ErrorTypeDivideByZero:
-		return "22012"
+		return sqlstate.DivisionByZero
 	case duckdb.ErrorTypeOutOfRange:
-		return "22003"
+		return sqlstate.NumericValueOutOfRange
 	case duckdb.ErrorTypeConversion, duckdb.ErrorTypeMismatchType, duckdb.ErrorTypeInvalidInput:
-		return "22P02"
+		return sqlstate.InvalidTextRepresentation
 	case duckdb.ErrorTypeInterrupt:
-		return "57014"
+		return sqlstate.QueryCanceled
 	case duckdb.ErrorTypeTransaction:
-		return "25000"
+		return sqlstate.InvalidTransactionState
 	case duckdb.ErrorTypePermission:
 		return query.CodeAccessDenied
 	case duckdb.ErrorTypeNotImplemented:
-		return "0A000"
+		return sqlstate.FeatureNotSupported
 	case duckdb.ErrorTypeOutOfMemory:
-		return "53200"
+		return sqlstate.OutOfMemory
 	}
 	return query.CodeEngine
 }
@@ -533,7 +585,7 @@ func coerceArgs(types []duckdb.Type, args []any) ([]any, error) {
 		}
 		v, err := parseAs(types[i], s)
 		if err != nil {
-			return nil, &query.Error{Code: "22P02", Message: fmt.Sprintf("parameter $%d: %v", i+1, err)}
+			return nil, &query.Error{Code: sqlstate.InvalidTextRepresentation, Message: fmt.Sprintf("parameter $%d: %v", i+1, err)}
 		}
 		out[i] = v
 	}

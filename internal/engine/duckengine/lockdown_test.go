@@ -71,3 +71,23 @@ func TestDuckDBExternalAccessByOperator(t *testing.T) {
 		}
 	}
 }
+
+// TestDuckDBExtensionsStayOffWithExternalAccess: an operator who opens external access still
+// gets no extension installed or loaded on its own, none from the community repository, and no
+// persistent secret written to disk, unless the options say so too.
+func TestDuckDBExtensionsStayOffWithExternalAccess(t *testing.T) {
+	e := openConns(t, 2, map[string]string{"enable_external_access": "true"})
+	for name, want := range map[string]string{"autoinstall_known_extensions": "false", "autoload_known_extensions": "false",
+		"allow_community_extensions": "false", "allow_persistent_secrets": "false"} {
+		if got := count(t, e, "select current_setting('"+name+"')::varchar"); got != want {
+			t.Errorf("%s = %s, want %s", name, got, want)
+		}
+	}
+	if c := code(e, "create persistent secret s (type s3, key_id 'a', secret 'b')"); c == "" {
+		t.Error("a persistent secret was written")
+	}
+	opened := openConns(t, 2, map[string]string{"enable_external_access": "true", "autoload_known_extensions": "true"})
+	if got := count(t, opened, "select current_setting('autoload_known_extensions')::varchar"); got != "true" {
+		t.Errorf("the cluster's option did not win: autoload_known_extensions = %s", got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // Startup options: a PostgreSQL client may send settings with its connection (libpq's
@@ -43,10 +44,10 @@ func statementTimeout(q *query.Request) (time.Duration, error) {
 		switch {
 		case name == "statement_timeout":
 			if timeout, err = parseTimeout(kv[1]); err != nil {
-				return 0, &query.Error{Code: "22023", Message: fmt.Sprintf("startup option statement_timeout %q: %v", kv[1], err)}
+				return 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option statement_timeout %q: %v", kv[1], err)}
 			}
 		case !wireSettings[name]:
-			return 0, &query.Error{Code: "0A000", Message: fmt.Sprintf(
+			return 0, &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(
 				"startup option %s is not supported on DuckDB (only statement_timeout is applied): remove it from the connection's options", kv[0])}
 		}
 	}
@@ -91,11 +92,11 @@ func parseStartupOptions(s string) ([][2]string, error) {
 		case strings.HasPrefix(item, "-c"):
 			item = item[2:]
 		default:
-			return nil, &query.Error{Code: "22023", Message: fmt.Sprintf("startup option %q: only -c name=value and --name=value are supported", item)}
+			return nil, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option %q: only -c name=value and --name=value are supported", item)}
 		}
 		name, value, ok := strings.Cut(item, "=")
 		if !ok || name == "" {
-			return nil, &query.Error{Code: "22023", Message: fmt.Sprintf("startup option %q is not name=value", item)}
+			return nil, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option %q is not name=value", item)}
 		}
 		out = append(out, [2]string{name, value})
 	}
@@ -124,7 +125,7 @@ func parseTimeout(v string) (time.Duration, error) {
 }
 
 // errStatementTimeout is what a statement stopped by statement_timeout fails with, as in PostgreSQL.
-var errStatementTimeout = &query.Error{Code: "57014", Message: "canceling statement due to statement timeout"}
+var errStatementTimeout = &query.Error{Code: sqlstate.QueryCanceled, Message: "canceling statement due to statement timeout"}
 
 // withTimeout bounds ctx by q's statement_timeout; cancel must be called once the statement is
 // over, and explain turns its error into the timeout's when the deadline stopped it.

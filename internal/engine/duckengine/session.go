@@ -11,6 +11,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 var (
@@ -23,6 +24,7 @@ var (
 func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
 	conn, err := e.conn(ctx)
 	if err != nil {
+		e.noteFatal(err)
 		return nil, err
 	}
 	return &session{e: e, conn: conn, status: 'I', clean: true}, nil
@@ -41,12 +43,13 @@ type session struct {
 	clean    bool // only statements that leave no connection state ran (statement.clean)
 }
 
-var errAborted = &query.Error{Code: "25P02", Message: "current transaction is aborted, commands ignored until end of transaction block"}
+var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
 	q = compatRequest(q)
 	st, err := s.e.statement(s.conn, q.SQL)
 	if err != nil {
+		s.e.noteFatal(err)
 		s.fail()
 		return nil, err
 	}
@@ -58,7 +61,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	}
 	if s.readOnly && s.status == 'T' && !st.readsOnly() {
 		s.fail()
-		return nil, &query.Error{Code: "25006", Message: fmt.Sprintf("cannot execute %s in a read-only transaction", strings.ToUpper(st.words[0]))}
+		return nil, &query.Error{Code: sqlstate.ReadOnlySQLTransaction, Message: fmt.Sprintf("cannot execute %s in a read-only transaction", strings.ToUpper(st.words[0]))}
 	}
 	ctx, cancel, explain, err := withTimeout(ctx, q)
 	if err != nil {
@@ -68,10 +71,11 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	s.clean = s.clean && st.clean()
 	rows, err := run(ctx, s.conn, q, st.p, cancel)
 	if err != nil {
+		s.e.noteFatal(err)
 		s.fail()
 		return nil, explain(err)
 	}
-	return &watchedRows{Rows: rows, onErr: s.fail}, nil
+	return &watchedRows{Rows: rows, onErr: func(err error) { s.e.noteFatal(err); s.fail() }}, nil
 }
 
 // fail marks an open transaction failed.
@@ -120,7 +124,9 @@ func (s *session) transaction(ctx context.Context, st statement) (query.Rows, er
 
 func (s *session) exec(ctx context.Context, sqlText string) error {
 	_, err := s.conn.ExecContext(ctx, sqlText)
-	return wrapErr(err)
+	err = wrapErr(err)
+	s.e.noteFatal(err)
+	return err
 }
 
 func (s *session) TxStatus() byte { return s.status }
@@ -141,16 +147,17 @@ func (s *session) Close() error {
 	return nil
 }
 
-// watchedRows reports an error while reading rows (it fails the transaction).
+// watchedRows reports an error while reading rows (a fatal one invalidates the database; in a
+// session any fails the transaction).
 type watchedRows struct {
 	query.Rows
-	onErr func()
+	onErr func(error)
 }
 
 func (r *watchedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	rec, err := r.Rows.Next(ctx)
 	if err != nil && err != io.EOF {
-		r.onErr()
+		r.onErr(err)
 	}
 	return rec, err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
@@ -142,7 +143,7 @@ func (st *statement) readTransaction() error {
 		return ""
 	}
 	notSupported := func(what string) error {
-		return &query.Error{Code: "0A000", Message: what + " is not supported on DuckDB"}
+		return &query.Error{Code: sqlstate.FeatureNotSupported, Message: what + " is not supported on DuckDB"}
 	}
 	switch at(0) {
 	case "begin", "start":
@@ -209,10 +210,10 @@ func outsideTransaction(st statement) (query.Rows, error) {
 
 // errCopyStdio refuses COPY FROM STDIN / TO STDOUT: DuckDB would read the daemon's standard
 // input or write rows into its log, not the client's connection.
-var errCopyStdio = &query.Error{Code: "0A000", Message: "COPY FROM STDIN and COPY TO STDOUT (psql's \\copy) are not supported on DuckDB: " +
+var errCopyStdio = &query.Error{Code: sqlstate.FeatureNotSupported, Message: "COPY FROM STDIN and COPY TO STDOUT (psql's \\copy) are not supported on DuckDB: " +
 	"use INSERT for data in, and SELECT for data out"}
 
-var errNoSession = &query.Error{Code: "0A000", Message: "transactions on DuckDB need a session pinned to one connection, " +
+var errNoSession = &query.Error{Code: sqlstate.FeatureNotSupported, Message: "transactions on DuckDB need a session pinned to one connection, " +
 	"which this client's protocol does not open here: each statement runs in a transaction of its own"}
 
 // checkLocked refuses, on a locked cluster, statements that change the connection's

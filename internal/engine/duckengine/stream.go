@@ -2,6 +2,7 @@ package duckengine
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -18,73 +19,19 @@ import (
 
 // fieldFor maps a DuckDB type name to an Arrow field carrying the name as duckdb.type.
 func fieldFor(name, dbType string) arrow.Field {
-	return arrow.Field{Name: name, Type: arrowType(dbType), Nullable: true,
-		Metadata: arrow.NewMetadata([]string{engine.MetaDuckDBType}, []string{dbType})}
+	return engine.DuckDBField(name, dbType, arrowType(dbType))
 }
 
+// arrowType is the Arrow type of a DuckDB column: engine.DuckDBType's, else its text form
+// (INTERVAL, ENUM, LIST, STRUCT, MAP, ARRAY, TIMETZ...).
 func arrowType(dbType string) arrow.DataType {
-	switch dbType {
-	case "BOOLEAN":
-		return arrow.FixedWidthTypes.Boolean
-	case "TINYINT":
-		return arrow.PrimitiveTypes.Int8
-	case "SMALLINT":
-		return arrow.PrimitiveTypes.Int16
-	case "INTEGER":
-		return arrow.PrimitiveTypes.Int32
-	case "BIGINT":
-		return arrow.PrimitiveTypes.Int64
-	case "UTINYINT":
-		return arrow.PrimitiveTypes.Uint8
-	case "USMALLINT":
-		return arrow.PrimitiveTypes.Uint16
-	case "UINTEGER":
-		return arrow.PrimitiveTypes.Uint32
-	case "UBIGINT":
-		return arrow.PrimitiveTypes.Uint64
-	case "FLOAT":
-		return arrow.PrimitiveTypes.Float32
-	case "DOUBLE":
-		return arrow.PrimitiveTypes.Float64
-	case "VARCHAR", "JSON":
-		return arrow.BinaryTypes.String
-	case "BLOB":
-		return arrow.BinaryTypes.Binary
-	case "DATE":
-		return arrow.FixedWidthTypes.Date32
-	case "TIME":
-		return arrow.FixedWidthTypes.Time64us
-	case "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS":
-		return engine.TimestampType
-	case "TIMESTAMPTZ":
-		return engine.TimestampTZType
-	case "UUID":
-		return engine.UUIDType
-	case "SQLNULL":
+	if dbType == "SQLNULL" {
 		return arrow.Null
 	}
-	if p, s, ok := parseDecimal(dbType); ok {
-		return &arrow.Decimal128Type{Precision: p, Scale: s}
+	if t, ok := engine.DuckDBType(dbType); ok {
+		return t
 	}
-	// HUGEINT (39 digits), INTERVAL, ENUM, LIST, STRUCT, MAP, ARRAY, TIMETZ...: their text form.
 	return arrow.BinaryTypes.String
-}
-
-func parseDecimal(t string) (int32, int32, bool) {
-	inner, ok := strings.CutPrefix(t, "DECIMAL(")
-	if !ok {
-		return 0, 0, false
-	}
-	ps, s, ok := strings.Cut(strings.TrimSuffix(inner, ")"), ",")
-	if !ok {
-		return 0, 0, false
-	}
-	p, e1 := strconv.Atoi(strings.TrimSpace(ps))
-	sc, e2 := strconv.Atoi(strings.TrimSpace(s))
-	if e1 != nil || e2 != nil || p > 38 {
-		return 0, 0, false
-	}
-	return int32(p), int32(sc), true
 }
 
 // toArrowValue converts what go-duckdb returns into what engine.AppendValue accepts for t.
@@ -95,6 +42,9 @@ func toArrowValue(v any, t arrow.DataType) any {
 	case duckdb.Decimal:
 		return x.String()
 	case *big.Int:
+		if _, isDecimal := t.(*arrow.Decimal128Type); isDecimal {
+			return x
+		}
 		return x.String()
 	case duckdb.UUID:
 		return x[:]
@@ -123,14 +73,16 @@ func textOf(v any) string {
 	return compositeText(v, false)
 }
 
-// compositeText writes lists, structs and maps the way DuckDB prints them: [1, 2], {'a': 1}.
+// compositeText writes lists, structs and maps the way DuckDB prints them ([1, 2], {'a': 1},
+// {'k'=1}), with every string in single quotes (a quote doubled) so the text reads back unambiguously
+// (internal/frontend/structured gives Trino and Flight SQL clients the structure back).
 func compositeText(v any, quoted bool) string {
 	switch x := v.(type) {
 	case nil:
 		return "NULL"
 	case string:
 		if quoted {
-			return "'" + strings.ReplaceAll(x, "'", "''") + "'"
+			return quote(x)
 		}
 		return x
 	case []any:
@@ -147,7 +99,7 @@ func compositeText(v any, quoted bool) string {
 		sort.Strings(keys)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = "'" + k + "': " + compositeText(x[k], true)
+			parts[i] = quote(k) + ": " + compositeText(x[k], true)
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	case duckdb.Map:
@@ -157,8 +109,46 @@ func compositeText(v any, quoted bool) string {
 		}
 		sort.Strings(parts)
 		return "{" + strings.Join(parts, ", ") + "}"
+	case time.Time:
+		return elementTime(x)
+	case duckdb.UUID:
+		return uuidText(x[:])
+	case *duckdb.UUID:
+		return uuidText(x[:])
+	case duckdb.Interval:
+		return intervalText(x)
+	case duckdb.Decimal:
+		return x.String()
+	case *big.Int:
+		return x.String()
+	case []byte:
+		return quote(`\x` + hex.EncodeToString(x))
+	case float32:
+		return strconv.FormatFloat(float64(x), 'g', -1, 32)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
 	}
 	return fmt.Sprint(v)
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func uuidText(b []byte) string {
+	h := hex.EncodeToString(b)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// elementTime writes a DATE, TIME or TIMESTAMP inside a composite value as DuckDB does: a time
+// of day alone on 0001-01-01 (how go-duckdb hands over TIME), a date alone at midnight.
+func elementTime(t time.Time) string {
+	t = t.UTC()
+	switch {
+	case t.Year() == 1 && t.YearDay() == 1:
+		return t.Format("15:04:05.999999")
+	case t.Hour() == 0 && t.Minute() == 0 && t.Second() == 0 && t.Nanosecond() == 0:
+		return t.Format(time.DateOnly)
+	}
+	return t.Format("2006-01-02 15:04:05.999999")
 }
 
 // intervalText writes an interval the way PostgreSQL prints one ("1 mon 2 days 03:04:05").

@@ -47,6 +47,18 @@ extern duckdb_logical_type duckdb_column_logical_type(duckdb_result *, idx_t) __
 extern void duckdb_destroy_logical_type(duckdb_logical_type *) __attribute__((weak));
 extern duckdb_data_chunk duckdb_fetch_chunk(duckdb_result) __attribute__((weak));
 extern void duckdb_interrupt(duckdb_connection) __attribute__((weak));
+extern idx_t duckdb_union_type_member_count(duckdb_logical_type) __attribute__((weak));
+extern char *duckdb_union_type_member_name(duckdb_logical_type, idx_t) __attribute__((weak));
+extern duckdb_logical_type duckdb_union_type_member_type(duckdb_logical_type, idx_t) __attribute__((weak));
+extern void duckdb_free(void *) __attribute__((weak));
+
+static bool qf_unions_available(void) {
+	return duckdb_union_type_member_count && duckdb_union_type_member_name && duckdb_union_type_member_type && duckdb_free;
+}
+static idx_t qf_union_members(duckdb_logical_type t) { return duckdb_union_type_member_count(t); }
+static char *qf_union_member_name(duckdb_logical_type t, idx_t i) { return duckdb_union_type_member_name(t, i); }
+static duckdb_logical_type qf_union_member_type(duckdb_logical_type t, idx_t i) { return duckdb_union_type_member_type(t, i); }
+static void qf_free(void *p) { duckdb_free(p); }
 
 static bool qf_available(void) {
 	return duckdb_pending_prepared_streaming && duckdb_execute_pending && duckdb_pending_error &&
@@ -104,11 +116,13 @@ static void qf_interrupt(duckdb_connection c) { duckdb_interrupt(c); }
 import "C"
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"math/big"
 	"reflect"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -175,12 +189,25 @@ func streamSelect(ctx context.Context, conn *sql.Conn, sqlText string, args []an
 		done()
 		return nil, true, err
 	}
+	cols := src.columns()
+	if wrapped := asText(sqlText, cols); wrapped != "" {
+		// Run again with those columns as text: nothing was read yet, and a SELECT changes nothing.
+		_ = src.close()
+		_ = conn.Raw(func(dc any) error {
+			src, ok, err = startStream(ctx, dc.(*duckdb.Conn), wrapped, args)
+			return nil
+		})
+		if !ok || err != nil {
+			done()
+			return nil, true, cmp.Or(err, error(&query.Error{Code: query.CodeEngine, Message: "duckengine: the query could not run with its columns read as text"}))
+		}
+	}
 	closeAll := func() error {
 		err := src.close()
 		done()
 		return err
 	}
-	return newStream(src, src.columns(), kind, closeAll), true, nil
+	return newStream(src, cols, kind, closeAll), true, nil
 }
 
 // startStream prepares and binds sqlText on c and starts it as a streaming result.
@@ -255,7 +282,7 @@ func (s *chunkSource) columns() []column {
 	cols := make([]column, int(C.qf_columns(s.res)))
 	for i := range cols {
 		t := C.qf_column_type(s.res, C.idx_t(i))
-		cols[i] = column{name: C.GoString(C.qf_column_name(s.res, C.idx_t(i))), dbType: logicalTypeName(unsafe.Pointer(t))}
+		cols[i] = column{name: C.GoString(C.qf_column_name(s.res, C.idx_t(i))), dbType: typeName(t)}
 		C.qf_free_type(t)
 	}
 	return cols
@@ -343,10 +370,10 @@ func (s *chunkSource) cError(cerr *C.char) error {
 	if !ok {
 		t = duckdb.ErrorTypeInvalid
 	}
-	return &query.Error{Code: sqlstate(t), Message: msg}
+	return duckError(t, msg)
 }
 
-// errorClasses are the message prefixes of the DuckDB error classes sqlstate maps, as go-duckdb
+// errorClasses are the message prefixes of the DuckDB error classes stateOf maps, as go-duckdb
 // reads them.
 var errorClasses = map[string]duckdb.ErrorType{
 	"Parser Error": duckdb.ErrorTypeParser, "Syntax Error": duckdb.ErrorTypeSyntax,
@@ -356,5 +383,65 @@ var errorClasses = map[string]duckdb.ErrorType{
 	"Mismatch Type Error": duckdb.ErrorTypeMismatchType, "Invalid Input Error": duckdb.ErrorTypeInvalidInput,
 	"INTERRUPT Error": duckdb.ErrorTypeInterrupt, "TransactionContext Error": duckdb.ErrorTypeTransaction,
 	"Permission Error": duckdb.ErrorTypePermission, "Not implemented Error": duckdb.ErrorTypeNotImplemented,
-	"Out of Memory Error": duckdb.ErrorTypeOutOfMemory,
+	"Out of Memory Error": duckdb.ErrorTypeOutOfMemory, "FATAL Error": duckdb.ErrorTypeFatal,
+}
+
+var unionsAvailable = bool(C.qf_unions_available())
+
+// typeName is t's name as go-duckdb gives it, except a UNION: go-duckdb names it UNION alone,
+// here it is named in full, UNION("n" INTEGER, "s" VARCHAR), so frontends know its members
+// (internal/frontend/structured gives them to Flight SQL clients as an Arrow union).
+func typeName(t C.duckdb_logical_type) string {
+	name := logicalTypeName(unsafe.Pointer(t))
+	if name != "UNION" || !unionsAvailable {
+		return name
+	}
+	members := make([]string, int(C.qf_union_members(t)))
+	for i := range members {
+		tag := C.qf_union_member_name(t, C.idx_t(i))
+		mt := C.qf_union_member_type(t, C.idx_t(i))
+		members[i] = quoteIdent(C.GoString(tag)) + " " + typeName(mt)
+		C.qf_free(unsafe.Pointer(tag))
+		C.qf_free_type(mt)
+	}
+	return "UNION(" + strings.Join(members, ", ") + ")"
+}
+
+// readsAsText reports a DuckDB type go-duckdb cannot read (UNION, UHUGEINT, BIT, VARINT,
+// anywhere inside the type) or reads losing part of it (TIME WITH TIME ZONE comes back in UTC,
+// without its offset). Such a column is read as DuckDB's own text of it; its field keeps the
+// type's name (duckdb.type), so frontends still know what it is.
+func readsAsText(dbType string) bool {
+	t := strings.ToUpper(dbType)
+	if strings.Contains(t, "TIME WITH TIME ZONE") {
+		return true
+	}
+	for _, w := range strings.FieldsFunc(t, func(r rune) bool { return !('A' <= r && r <= 'Z' || r == '_') }) {
+		switch w { // as go-duckdb names them; DESCRIBE writes UNION(...) and TIME WITH TIME ZONE
+		case "UNION", "UHUGEINT", "BIT", "BITSTRING", "VARINT", "TIMETZ":
+			return true
+		}
+	}
+	return false
+}
+
+// asText is sqlText with the columns readsAsText names cast to VARCHAR (the rest as they are,
+// every column under its own name), or "" when none needs it.
+func asText(sqlText string, cols []column) string {
+	var sel, names []string
+	cast := false
+	for i, c := range cols {
+		ref := "q." + quoteIdent("c"+strconv.Itoa(i))
+		names = append(names, quoteIdent("c"+strconv.Itoa(i)))
+		if readsAsText(c.dbType) {
+			ref, cast = "CAST("+ref+" AS VARCHAR)", true
+		}
+		sel = append(sel, ref+" AS "+quoteIdent(c.name))
+	}
+	if !cast {
+		return ""
+	}
+	// The newline ends a trailing line comment before the subquery's parenthesis closes.
+	body := strings.TrimRight(strings.TrimSpace(sqlText), ";")
+	return "SELECT " + strings.Join(sel, ", ") + " FROM (" + body + "\n) AS q(" + strings.Join(names, ", ") + ")"
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 func init() {
@@ -216,8 +217,13 @@ func (e *Engine) release(c *client.Conn, healthy bool) {
 
 func (e *Engine) dial(ctx context.Context) (*client.Conn, error) {
 	opts := append([]client.Option{e.tlsOption}, e.dialOptions...)
-	c, err := client.ConnectWithContext(ctx, e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, e.cfg.DialTimeout, opts...)
+	c, err := client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, e.handshakeDialer, opts...)
 	if err != nil { // names the address, user and database: for the log only
+		return nil, query.EngineUnavailable("", e.wrap(err))
+	}
+	// The handshake's deadline must not outlive it: queries may run longer.
+	if err := c.SetDeadline(time.Time{}); err != nil {
+		_ = c.Close()
 		return nil, query.EngineUnavailable("", e.wrap(err))
 	}
 	// TIMESTAMP values then arrive in UTC, which is what their Arrow type says.
@@ -226,6 +232,26 @@ func (e *Engine) dial(ctx context.Context) (*client.Conn, error) {
 		return nil, e.wrap(err)
 	}
 	return c, nil
+}
+
+// handshakeDialer connects within DialTimeout and gives the connection a deadline (ctx's, or
+// DialTimeout from now): go-mysql's handshake has none of its own, so a server that accepts and
+// never answers would hold the dial, and a pool slot, forever.
+func (e *Engine) handshakeDialer(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: e.cfg.DialTimeout}
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(e.cfg.DialTimeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	if err := conn.SetDeadline(deadline); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 func (e *Engine) tlsOption(c *client.Conn) error {
@@ -239,7 +265,7 @@ func (e *Engine) tlsOption(c *client.Conn) error {
 func (e *Engine) kill(id uint32) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := client.ConnectWithContext(ctx, e.cfg.Addr, e.cfg.User, e.cfg.Password, "", e.cfg.DialTimeout, e.tlsOption)
+	c, err := client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, "", e.handshakeDialer, e.tlsOption)
 	if err != nil {
 		return
 	}
@@ -347,14 +373,8 @@ func commandTag(sql string, affected uint64) string {
 	}
 }
 
-func firstWord(sql string) string {
-	s := strings.TrimLeft(sql, " \t\r\n(")
-	end := strings.IndexAny(s, " \t\r\n;(")
-	if end < 0 {
-		return s
-	}
-	return s[:end]
-}
+// firstWord is sql's first keyword after blanks and comments.
+func firstWord(sql string) string { return sqltok.FirstKeyword(sql, sqltok.MySQL) }
 
 // changesSession reports statements that leave state on their connection (session variables,
 // table locks, named locks, temporary tables, prepared statements by name): that connection is

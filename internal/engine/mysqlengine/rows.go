@@ -14,6 +14,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // errStopped ends the producer when the consumer closed the rows early.
@@ -150,7 +151,7 @@ func (r *rows) onRow(ctx context.Context) client.SelectPerRowCallback {
 	return func(row []mysql.FieldValue) error {
 		for i := range row {
 			if err := appendValue(r.builder.Field(i), r.fields[i], &row[i]); err != nil {
-				return &query.Error{Code: "22000", Message: err.Error()}
+				return &query.Error{Code: sqlstate.DataException, Message: err.Error()}
 			}
 		}
 		r.pending++

@@ -9,6 +9,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 var _ engine.SessionOpener = (*Engine)(nil)
@@ -44,7 +45,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return nil, fmt.Errorf("mysqlengine: session closed")
 	case s.broken:
 		s.mu.Unlock()
-		return nil, &query.Error{Code: "25P02", Message: "the transaction's connection failed; roll back and start again"}
+		return nil, &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "the transaction's connection failed; roll back and start again"}
 	case s.running:
 		s.mu.Unlock()
 		return nil, fmt.Errorf("mysqlengine: session is still running a statement")

@@ -8,6 +8,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // Prepared statements relayed: a client's COM_STMT_EXECUTE runs as a COM_STMT_EXECUTE on a
@@ -43,7 +44,7 @@ func (e *Engine) ExecuteRaw(ctx context.Context, q *query.Request, p StmtParams)
 	}
 	st, err := e.prepared(c, q.SQL)
 	if err == nil && st.ParamNum() != p.Count {
-		err = &query.Error{Code: "HY000", Message: fmt.Sprintf("the statement takes %d parameters, the client sent %d (MySQL error %d)", st.ParamNum(), p.Count, mysql.ER_WRONG_ARGUMENTS)}
+		err = &query.Error{Code: sqlstate.MySQLGeneralError, Message: fmt.Sprintf("the statement takes %d parameters, the client sent %d (MySQL error %d)", st.ParamNum(), p.Count, mysql.ER_WRONG_ARGUMENTS)}
 	}
 	if err != nil {
 		e.release(c, true)

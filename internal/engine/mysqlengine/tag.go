@@ -27,7 +27,7 @@ func tagged(ctx context.Context, sql string) string {
 // KillTagged kills (KILL QUERY) every statement running under one of tags, found in
 // SHOW FULL PROCESSLIST by its leading comment, and returns how many it found.
 func (e *Engine) KillTagged(ctx context.Context, tags []string) (int, error) {
-	c, err := client.ConnectWithContext(ctx, e.cfg.Addr, e.cfg.User, e.cfg.Password, "", e.cfg.DialTimeout, e.tlsOption)
+	c, err := client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, "", e.handshakeDialer, e.tlsOption)
 	if err != nil {
 		return 0, e.wrap(err)
 	}

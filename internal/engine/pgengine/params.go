@@ -17,13 +17,13 @@ func numberedParams(q *query.Request) string {
 	if len(q.Args) == 0 {
 		return q.SQL
 	}
-	d := sqltok.DialectForProtocol(q.Protocol)
-	if d != sqltok.Trino && d != sqltok.MySQL {
+	a := q.Analysis()
+	if a.Dialect != sqltok.Trino && a.Dialect != sqltok.MySQL {
 		return q.SQL
 	}
 	var b strings.Builder
 	n := 0
-	for _, t := range sqltok.Tokenize(q.SQL, d) {
+	for _, t := range a.Tokens {
 		if t.Kind == sqltok.Param && t.Text == "?" {
 			n++
 			b.WriteString("$" + strconv.Itoa(n))

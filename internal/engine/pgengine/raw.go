@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/relayloop"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // The relay (passthrough): engine.PGRelayer on connections of this engine's own, kept apart
@@ -51,6 +54,15 @@ type rawPool struct {
 func newRawPool(cfg *pgconn.Config, maxConns int) *rawPool {
 	if maxConns <= 0 {
 		maxConns = rawConnsDefault
+	}
+	// A plain TCP connection can be lent to a frontend's event loop (engine.PGWireSocket).
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if tc, ok := nc.(*net.TCPConn); ok && err == nil {
+			return relayloop.NewConn(tc), nil
+		}
+		return nc, err
 	}
 	return &rawPool{cfg: cfg, slots: make(chan struct{}, maxConns)}
 }
@@ -96,6 +108,33 @@ func (p *rawPool) get(ctx context.Context, owner uint64) (*rawConn, error) {
 		return nil, wrapErr(err)
 	}
 	return &rawConn{pg: pc, buf: make([]byte, rawReadBufferBytes), txStatus: 'I', stmts: map[string]string{}}, nil
+}
+
+// getReady takes, without waiting, an idle connection that can serve owner at once: it last
+// served owner (no reset, no setup), carries tag (no retag) and is known quiet. nil when there
+// is none, or no connection may be taken now.
+func (p *rawPool) getReady(owner uint64, tag string) *rawConn {
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		return nil
+	}
+	p.mu.Lock()
+	for j := len(p.idle) - 1; j >= 0 && !p.shut; j-- {
+		c := p.idle[j]
+		if c.owner != owner || !c.used || !c.tagged || c.tag != tag {
+			continue
+		}
+		if time.Since(c.idleSince) >= rawCheckIdleAfter && !c.quiet() {
+			break // the goroutine's get closes it and opens another
+		}
+		p.idle = append(p.idle[:j], p.idle[j+1:]...)
+		p.mu.Unlock()
+		return c
+	}
+	p.mu.Unlock()
+	<-p.slots
+	return nil
 }
 
 // put takes c back, or closes it when it cannot serve another statement.
@@ -337,7 +376,7 @@ func (r *rawResult) start() {
 		case 'n': // NoData: the CommandComplete follows
 		case 'G', 'H', 'W': // CopyInResponse, CopyOutResponse, CopyBothResponse
 			r.c.broken = true // mid-COPY: only closing it ends the COPY
-			r.fail(&query.Error{Code: "0A000", Message: "COPY to or from the client is not supported through the proxy"})
+			r.fail(&query.Error{Code: sqlstate.FeatureNotSupported, Message: "COPY to or from the client is not supported through the proxy"})
 		default:
 			r.c.broken = true
 			r.fail(errRawProtocol)
@@ -402,7 +441,7 @@ func (r *rawResult) forget(err error) {
 		delete(r.c.stmts, r.parsedKey)
 	}
 	var pe *pgconn.PgError
-	if r.cached != "" && errors.As(err, &pe) && (pe.Code == "26000" || pe.Code == "0A000") {
+	if r.cached != "" && errors.As(err, &pe) && (pe.Code == sqlstate.InvalidSQLStatementName || pe.Code == sqlstate.FeatureNotSupported) {
 		r.c.broken = true
 	}
 }

@@ -173,11 +173,23 @@ func TestRelayRecoversWhenStatementsVanish(t *testing.T) {
 }
 
 func TestRelayCancelStopsTheStatementOnTheServer(t *testing.T) {
-	r := openOneConn(t)
+	dsn := pgtest.NewDatabase(t)
+	e, err := engine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: dsn, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	r := e.(engine.PGRelayer)
+	// The connection is opened and tagged first, so the cancel below can only meet the statement.
+	if _, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select 1"}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const sleep = "select pg_sleep(30)"
+	go cancelWhenRunning(t, dsn, sleep, cancel) // PostgreSQL may describe the result only once it runs
 	start := time.Now()
-	time.AfterFunc(200*time.Millisecond, cancel) // PostgreSQL may describe the result only once it runs
-	res, err := r.RelayPG(ctx, engine.PGStatement{Simple: true, SQL: "select pg_sleep(30)"})
+	res, err := r.RelayPG(ctx, engine.PGStatement{Simple: true, SQL: sleep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,6 +206,25 @@ func TestRelayCancelStopsTheStatementOnTheServer(t *testing.T) {
 	if rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select 1"}); err != nil || rows[0] != "1" {
 		t.Fatalf("after cancel: %v %v", rows, err)
 	}
+}
+
+// cancelWhenRunning calls cancel once the server shows statement running, whatever the load.
+func cancelWhenRunning(t *testing.T, dsn, statement string, cancel func()) {
+	defer cancel()
+	conn, err := pgconn.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer conn.Close(context.Background())
+	running := "select count(*) from pg_stat_activity where state = 'active' and query = '" + statement + "'"
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		res := conn.ExecParams(context.Background(), running, nil, nil, nil, nil).Read()
+		if res.Err == nil && len(res.Rows) == 1 && string(res.Rows[0][0]) == "1" {
+			return
+		}
+	}
+	t.Error("the statement never showed as running in pg_stat_activity")
 }
 
 // TestRelayOverTLS: the relay's connections keep the TLS that pgconn negotiated.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // Engine sessions are tagged with the capacity lease that admitted their query: the session's
@@ -52,7 +53,7 @@ func tagSessions(cfg *pgxpool.Config) {
 
 const (
 	backstopSQL         = "SET client_connection_check_interval = '" + clientCheckInterval + "'"
-	codeUndefinedObject = "42704"
+	codeUndefinedObject = sqlstate.UndefinedObject
 )
 
 // retag gives pc the tag of ctx (base without one) unless it has it already.
@@ -85,10 +86,7 @@ type rawTag struct {
 // retag gives the relay connection the tag of ctx (see above), and the backstop when it is
 // new. The connection is idle: each statement is written and read through ReadyForQuery here.
 func (c *rawConn) retag(ctx context.Context, p *rawPool) error {
-	want := query.EngineTag(ctx)
-	if want == "" {
-		want = p.cfg.RuntimeParams["application_name"]
-	}
+	want := p.wantTag(ctx)
 	if c.tagged && c.tag == want {
 		return nil
 	}
@@ -103,6 +101,15 @@ func (c *rawConn) retag(ctx context.Context, p *rawPool) error {
 	}
 	c.tag, c.tagged = want, true
 	return nil
+}
+
+// wantTag is the tag a connection must carry for a statement under ctx: its lease's, else the
+// pool's application_name.
+func (p *rawPool) wantTag(ctx context.Context) string {
+	if want := query.EngineTag(ctx); want != "" {
+		return want
+	}
+	return p.cfg.RuntimeParams["application_name"]
 }
 
 // ConnConfig is the connection configuration of spec (the one its pool uses), for a client

@@ -13,6 +13,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/relayloop"
 )
 
 // The wire (engine.PGWire): one relay connection handed to the PostgreSQL frontend, which
@@ -21,7 +22,10 @@ import (
 // tables, prepared statements, LISTEN, advisory locks, session settings, WITH HOLD cursors),
 // then DEALLOCATE ALL, so nothing one client left on it is seen by the next.
 
-var _ engine.PGWireOpener = (*Engine)(nil)
+var (
+	_ engine.PGWireOpener = (*Engine)(nil)
+	_ engine.PGWireSocket = (*wireConn)(nil)
+)
 
 // resetQueryDefault is what a connection runs before it serves another client.
 const resetQueryDefault = "DISCARD ALL"
@@ -30,6 +34,13 @@ const resetQueryDefault = "DISCARD ALL"
 func (e *Engine) OpenPGWire(ctx context.Context, o engine.PGWireOptions) (engine.PGWire, error) {
 	if o.Owner == 0 {
 		panic("pgengine: OpenPGWire without an owner")
+	}
+	if o.NoWait {
+		c := e.raw.getReady(o.Owner, e.raw.wantTag(ctx))
+		if c == nil {
+			return nil, engine.ErrWouldWait
+		}
+		return &wireConn{pool: e.raw, c: c}, nil // serve and retag have nothing to do
 	}
 	c, err := e.raw.get(ctx, o.Owner)
 	if err != nil {
@@ -135,9 +146,14 @@ type wireConn struct {
 }
 
 func (w *wireConn) Send(msg []byte) {
+	w.c.out = append(w.c.out, msg...)
+	w.Relayed(msg[0])
+}
+
+// Relayed implements engine.PGWireSocket: the bookkeeping of a frontend message sent.
+func (w *wireConn) Relayed(kind byte) {
 	c := w.c
-	c.out = append(c.out, msg...)
-	switch msg[0] {
+	switch kind {
 	case 'S':
 		c.awaitZ++
 		c.unsynced = false
@@ -173,10 +189,40 @@ func (w *wireConn) Next() ([]byte, error) {
 		return nil, err
 	}
 	if msg[0] == 'Z' && len(msg) == 6 {
-		c.awaitZ--
-		c.txStatus = msg[5]
+		w.Ready(msg[5])
 	}
 	return msg, nil
+}
+
+// Ready implements engine.PGWireSocket.
+func (w *wireConn) Ready(txStatus byte) {
+	w.c.awaitZ--
+	w.c.txStatus = txStatus
+}
+
+// LendSocket implements engine.PGWireSocket: only a plain TCP connection with nothing read
+// ahead or left to write is relayed byte for byte.
+func (w *wireConn) LendSocket() (int, bool) {
+	c := w.c
+	lc, ok := c.pg.Conn().(*relayloop.Conn)
+	if !ok || c.r != c.w || len(c.out) != 0 || c.broken {
+		return -1, false
+	}
+	fd, err := lc.Lend()
+	return fd, err == nil
+}
+
+// Unread implements engine.PGWireSocket.
+func (w *wireConn) Unread(b []byte) {
+	c := w.c
+	if len(b) == 0 {
+		return
+	}
+	kept := c.buf[c.r:c.w]
+	buf := make([]byte, max(len(c.buf), len(b)+len(kept)))
+	n := copy(buf, b)
+	n += copy(buf[n:], kept)
+	c.buf, c.r, c.w = buf, 0, n
 }
 
 func (w *wireConn) SetReadDeadline(t time.Time) error { return w.c.pg.Conn().SetReadDeadline(t) }

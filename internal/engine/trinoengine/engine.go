@@ -24,6 +24,7 @@ import (
 	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 func init() {
@@ -126,7 +127,7 @@ func (e *Engine) Ping(ctx context.Context) error {
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
 	sql, err := statementWithArgs(q)
 	if err != nil {
-		return nil, &query.Error{Code: "22023", Message: err.Error()}
+		return nil, &query.Error{Code: sqlstate.InvalidParameterValue, Message: err.Error()}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.base.JoinPath("/v1/statement").String(), strings.NewReader(sql))
 	if err != nil {
@@ -338,21 +339,21 @@ func sqlstateOf(te *trinoError) string {
 	case "CATALOG_NOT_FOUND":
 		return query.CodeNoRoute
 	case "SCHEMA_NOT_FOUND":
-		return "3F000"
+		return sqlstate.InvalidSchemaName
 	case "TABLE_NOT_FOUND":
-		return "42S02"
+		return sqlstate.MySQLNoSuchTable
 	case "COLUMN_NOT_FOUND":
-		return "42S22"
+		return sqlstate.MySQLNoSuchColumn
 	case "EXCEEDED_TIME_LIMIT":
 		return query.CodeQueryTimeout
 	case "DIVISION_BY_ZERO":
-		return "22012"
+		return sqlstate.DivisionByZero
 	}
 	switch te.ErrorType {
 	case "USER_ERROR":
-		return "42000"
+		return sqlstate.SyntaxErrorOrAccessRuleViolation
 	case "INSUFFICIENT_RESOURCES":
-		return "53000"
+		return sqlstate.InsufficientResources
 	}
 	return query.CodeEngine
 }

@@ -117,18 +117,11 @@ func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
 			c.User = "anonymous"
 		}
 	}
+	login := query.Login{Protocol: query.ProtocolFlightSQL, User: c.User, ClientAddr: c.ClientAddr, TLS: isTLS(ctx), Cleartext: c.Password != ""}
 	if s.opts.Gate != nil && c.Token == "" {
-		trusted, err := s.opts.Gate.Admit(query.Login{Protocol: query.ProtocolFlightSQL, User: c.User,
-			ClientAddr: c.ClientAddr, TLS: isTLS(ctx), Cleartext: c.Password != ""})
+		trusted, err := s.opts.Gate.Admit(login)
 		if err != nil {
-			var qe *query.Error
-			if errors.As(err, &qe) {
-				if qe.Code == query.CodeNotConfigured {
-					return "", status.Error(codes.Unavailable, qe.Message)
-				}
-				return "", status.Error(codes.Unauthenticated, qe.Message)
-			}
-			return "", status.Error(codes.Unauthenticated, "authentication failed")
+			return "", gateStatus(err)
 		}
 		if trusted && c.User != "" {
 			return c.User, nil
@@ -141,7 +134,25 @@ func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
 	if err != nil || user == "" {
 		return "", status.Error(codes.Unauthenticated, "authentication failed")
 	}
+	if s.opts.Gate != nil {
+		login.User = user
+		if err := s.opts.Gate.Verified(login); err != nil {
+			return "", gateStatus(err)
+		}
+	}
 	return user, nil
+}
+
+// gateStatus is the gRPC status of a Gate's refusal.
+func gateStatus(err error) error {
+	var qe *query.Error
+	if errors.As(err, &qe) {
+		if qe.Code == query.CodeNotConfigured {
+			return status.Error(codes.Unavailable, qe.Message)
+		}
+		return status.Error(codes.Unauthenticated, qe.Message)
+	}
+	return status.Error(codes.Unauthenticated, "authentication failed")
 }
 
 // isTLS: the call came over an encrypted connection.

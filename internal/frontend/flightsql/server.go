@@ -28,6 +28,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	"github.com/queryflux/queryflux/internal/certs"
@@ -77,6 +78,10 @@ type Options struct {
 
 // headerBytesMax bounds a call's metadata (gRPC's own default is 16 MiB).
 const headerBytesMax = 256 << 10
+
+// streamsMax bounds the calls open at once on one connection (gRPC's own default is
+// unlimited, so one connection could hold any number of goroutines and buffers).
+const streamsMax = 256
 
 // closeGraceMax bounds how long Close waits for running calls.
 const closeGraceMax = 5 * time.Second
@@ -153,7 +158,11 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	mw := s.authMiddleware()
 	gopts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream),
 		grpc.MaxRecvMsgSize(opts.MessageBytesMax), grpc.MaxHeaderListSize(headerBytesMax),
-		grpc.ConnectionTimeout(opts.Limits.HandshakeTimeout), grpc.StatsHandler(&connEnds{ended: s.dropConn})}
+		grpc.ConnectionTimeout(opts.Limits.HandshakeTimeout), grpc.StatsHandler(&connEnds{ended: s.dropConn}),
+		// A connection that started HTTP/2 and then makes no call (or only calls that fail
+		// authentication at once) would hold a connection slot forever: close it once idle.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: opts.Limits.IdleTimeout}),
+		grpc.MaxConcurrentStreams(streamsMax)}
 	if opts.TLS != nil {
 		gopts = append(gopts, grpc.Creds(certs.OptionalTLSCredentials(opts.TLS)))
 	}
@@ -456,29 +465,34 @@ func (s *Server) DoGetStatement(ctx context.Context, ticket fsql.StatementQueryT
 	}
 	schema = outSchema(schema)
 	ch := make(chan flight.StreamChunk)
-	go stream(ctx, res, schema, ch)
+	go stream(ctx, res, ch)
 	return schema, ch, nil
 }
 
 // stream sends every batch of res on ch, then closes both. The DoGet's end (the client's
 // deadline, cancel or hang-up) stops the engine query even while it is computing the next batch.
-func stream(ctx context.Context, res *pendingResult, out *arrow.Schema, ch chan<- flight.StreamChunk) {
+func stream(ctx context.Context, res *pendingResult, ch chan<- flight.StreamChunk) {
 	defer close(ch)
 	defer res.drop()
 	defer context.AfterFunc(ctx, res.cancel)()
 	if res.rows.Schema() == nil {
 		return
 	}
+	conv := newBatchConverter(res.rows.Schema())
 	for {
 		batch, err := res.rows.Next(ctx)
 		if err == io.EOF {
 			return
 		}
 		var chunk flight.StreamChunk
+		if err == nil {
+			var data arrow.RecordBatch
+			if data, err = conv.convert(batch); err == nil {
+				chunk = flight.StreamChunk{Data: data} // the flight writer releases it
+			}
+		}
 		if err != nil {
 			chunk = flight.StreamChunk{Err: toStatus(err)}
-		} else {
-			chunk = flight.StreamChunk{Data: outBatch(out, batch)} // the flight writer releases it
 		}
 		select {
 		case ch <- chunk:

@@ -2,9 +2,11 @@ package frontendtest
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/forward"
+	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/transport"
 )
 
@@ -18,7 +20,7 @@ func (noPeers) RefreshPeers(context.Context) error { return nil }
 // fleet that lists no other worker.
 func Forwarder(t testing.TB, name, secret string) *forward.Forwarder {
 	t.Helper()
-	fwd, err := forward.New(forward.Options{Name: name, Secret: secret, Directory: noPeers{}, Client: forward.NewClient(nil)})
+	fwd, err := forward.New(forward.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Name: name, Secret: secret, Directory: noPeers{}, Client: forward.NewClient(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // Backend adapts one engine to query.Backend.
@@ -109,7 +110,7 @@ func (b *Backend) OpenSession(ctx context.Context, q *query.Request) (engine.Ses
 	}
 	opener, ok := b.Engine.(engine.SessionOpener)
 	if !ok {
-		return nil, &query.Error{Code: "0A000", Message: "engine cannot pin a connection"}
+		return nil, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "engine cannot pin a connection"}
 	}
 	s, err := opener.OpenSession(ctx, q)
 	if err != nil {

@@ -52,6 +52,13 @@ func runMySQL2(t *testing.T, addr, user, password, db, probes string) map[string
 	if err != nil {
 		t.Fatalf("mysql2 probes against %s: %v\n%s\n%s", addr, err, out, stderr.String())
 	}
+	return readProbes(t, out)
+}
+
+// readProbes reads a probe script's JSON lines, {"probe": name, "ok": value} or {"probe":
+// name, "error": value}, into each probe's value ("error " and the error's when it failed).
+func readProbes(t *testing.T, out []byte) map[string]string {
+	t.Helper()
 	got := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<20)
@@ -62,7 +69,7 @@ func runMySQL2(t *testing.T, addr, user, password, db, probes string) map[string
 			Error json.RawMessage `json:"error"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("mysql2 probe output %q: %v", sc.Text(), err)
+			t.Fatalf("probe output %q: %v", sc.Text(), err)
 		}
 		if line.Error != nil {
 			got[line.Probe] = "error " + string(line.Error)
@@ -252,4 +259,31 @@ func driverClose(c any) error {
 		return cl.Close()
 	}
 	return nil
+}
+
+// TestMysqlslapOnDuckDB: mysqlslap's load (its own schema created, used and dropped, concurrent
+// clients) runs on the embedded engine behind a real core.
+func TestMysqlslapOnDuckDB(t *testing.T) {
+	slap, err := exec.LookPath("mysqlslap")
+	if err != nil {
+		if slap, err = exec.LookPath("mariadb-slap"); err != nil {
+			t.Skip("mysqlslap not installed")
+		}
+	}
+	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	f := serveCore(t, "duck", eng, coreSetup{})
+	host, port, _ := net.SplitHostPort(f.addr)
+	out, err := exec.Command(slap, "-h", host, "-P", port, "--protocol=tcp", "--skip-ssl", "-u", testUser,
+		"--create-schema=slap", "--query=select 40+2", "--concurrency=4", "--iterations=2",
+		"--number-of-queries=40").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Average number of seconds to run all queries") {
+		t.Fatalf("mysqlslap: %v\n%s", err, out)
+	}
+	if n := len(f.hist.Find("select 40+2")); n < 80 {
+		t.Fatalf("the core ran %d of mysqlslap's queries, want at least 80 (40 queries, 2 iterations)", n)
+	}
 }

@@ -73,7 +73,11 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 		return reply(h.execute(data))
 	case mysql.COM_STMT_CLOSE:
 		if len(data) >= 4 {
-			delete(h.stmts, binary.LittleEndian.Uint32(data))
+			id := binary.LittleEndian.Uint32(data)
+			if st := h.stmts[id]; st != nil {
+				h.forgetLong(st)
+			}
+			delete(h.stmts, id)
 		}
 		return noReply{}
 	case mysql.COM_STMT_SEND_LONG_DATA:
@@ -84,7 +88,8 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 		if err != nil {
 			return err
 		}
-		st.long = nil
+		h.forgetLong(st)
+		st.longRefused = false
 		return nil
 	case mysql.COM_SET_OPTION:
 		return h.setOption(data)
@@ -92,7 +97,7 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 		h.unpin()
 		h.autocommitOff = false
 		h.isolation = ""
-		h.stmts = nil
+		h.stmts, h.longHeld = nil, 0
 		h.diag = nil
 		h.multiStatements = h.conn.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 		h.syncTx()

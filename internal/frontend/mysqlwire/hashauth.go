@@ -53,6 +53,14 @@ func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) 
 	if err != nil || trusted {
 		return err
 	}
+	if err := p.checkPassword(c, user, plugin, data); err != nil {
+		return err
+	}
+	return p.s.verified(user, c.RemoteAddr(), secure)
+}
+
+// checkPassword checks the password data carries under plugin; nil when it is right.
+func (p *authProvider) checkPassword(c *server.Conn, user, plugin string, data []byte) error {
 	users := p.s.opts.Users
 	if users == nil {
 		return server.ErrAccessDenied

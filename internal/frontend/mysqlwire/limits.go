@@ -8,6 +8,10 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // packetGate sits between the socket and go-mysql, which sizes its buffer from a packet's
@@ -28,6 +32,9 @@ type packetGate struct {
 	tlsConfig  *tls.Config // nil: no TLS here (an SSLRequest goes on to go-mysql, which refuses it)
 	preAuthMax int
 	authed     bool // set once login succeeded: packets up to 16 MiB from then on
+	checked    bool // the handshake response was checked (checkHandshakeResponse)
+	clientSeq  byte // the current packet's sequence number as the client sent it
+	refused    bool // a refusal was written: the connection ends, nothing more goes out
 	secure     bool // TLS runs
 	shift      bool // sequence numbers are shifted (see above)
 	wframe     framer
@@ -100,7 +107,7 @@ func (g *packetGate) next() error {
 		}
 		size := packetLen(hdr)
 		if !g.authed && size > g.preAuthMax {
-			return errPacketTooLarge{size, g.preAuthMax}
+			return g.refuse(hdr[3], mysql.ER_NET_PACKET_TOO_LARGE, errPacketTooLarge{size, g.preAuthMax})
 		}
 		if g.tlsConfig != nil && !g.secure && !g.authed && hdr[3] == 1 && size == sslRequestBytes {
 			if _, err := g.r.Peek(4 + size); err != nil {
@@ -113,6 +120,7 @@ func (g *packetGate) next() error {
 			return g.next()
 		}
 		copy(g.hdr[:], hdr)
+		g.clientSeq = hdr[3]
 		_, _ = g.r.Discard(4)
 		if g.shift {
 			if g.hdr[3] == 0 { // the client's first command: login is over
@@ -121,13 +129,16 @@ func (g *packetGate) next() error {
 				g.hdr[3]--
 			}
 		}
-		if size <= gateBufferBytes {
+		checking := !g.authed && !g.checked // the handshake response is held whole, to be checked
+		if size <= gateBufferBytes && !checking {
 			g.left = 4 + size
 			return nil
 		}
 		// bytes.Buffer grows with what arrives, never to the announced size ahead of it.
 		g.acc, g.want = &bytes.Buffer{}, size
-		largePacketsStarted.Add(1)
+		if size > gateBufferBytes {
+			largePacketsStarted.Add(1)
+		}
 	}
 	if _, err := g.acc.ReadFrom(io.LimitReader(g.r, int64(g.want-g.acc.Len()))); err != nil {
 		return err
@@ -136,6 +147,12 @@ func (g *packetGate) next() error {
 		return io.ErrUnexpectedEOF
 	}
 	g.big, g.left, g.acc = g.acc.Bytes(), 4+g.want, nil
+	if !g.authed && !g.checked {
+		g.checked = true
+		if err := checkHandshakeResponse(g.big); err != nil {
+			return g.refuse(g.clientSeq, mysql.ER_HANDSHAKE_ERROR, err)
+		}
+	}
 	return nil
 }
 
@@ -150,7 +167,21 @@ func (g *packetGate) startTLS() error {
 	return nil
 }
 
+// refuse answers a packet refused before login with MySQL's own error for it (errno, SQLSTATE
+// 08S01) and the reason, as the next packet of the client's sequence, and drops what go-mysql
+// writes after it (its generic wrap of the same error).
+func (g *packetGate) refuse(seq byte, errno uint16, err error) error {
+	payload := append([]byte{0xff, byte(errno), byte(errno >> 8), '#'}, sqlstate.MySQLCommunicationLink+err.Error()...)
+	pkt := append([]byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), seq + 1}, payload...)
+	_, _ = g.w.Write(pkt)
+	g.refused = true
+	return err
+}
+
 func (g *packetGate) Write(p []byte) (int, error) {
+	if g.refused {
+		return len(p), nil
+	}
 	if !g.shift {
 		return g.w.Write(p)
 	}
@@ -205,7 +236,8 @@ func (g *packetGate) isSecure() bool { return g.secure }
 // place of its greeting).
 func refuseTooMany(c net.Conn) {
 	msg := "Too many connections"
-	payload := append([]byte{0xff, 0x10, 0x04, '#'}, "08004"+msg...) // 1040, SQLSTATE 08004
+	errno := mysql.ER_CON_COUNT_ERROR
+	payload := append([]byte{0xff, byte(errno), byte(errno >> 8), '#'}, sqlstate.SQLServerRejectedEstablishmentOfSQLConnection+msg...)
 	pkt := append([]byte{byte(len(payload)), byte(len(payload) >> 8), 0, 0}, payload...)
 	_, _ = c.Write(pkt)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
@@ -74,6 +75,6 @@ func syntaxError(sql string) *mysql.MyError {
 	if len(near) > 80 {
 		near = near[:80]
 	}
-	return &mysql.MyError{Code: mysql.ER_PARSE_ERROR, State: "42000", Message: fmt.Sprintf(
+	return &mysql.MyError{Code: mysql.ER_PARSE_ERROR, State: sqlstate.SyntaxErrorOrAccessRuleViolation, Message: fmt.Sprintf(
 		"You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near '%s' at line 1 (several statements need the client's multi-statements option)", near)}
 }

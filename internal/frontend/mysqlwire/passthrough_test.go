@@ -39,21 +39,7 @@ type coreFixture struct {
 func coreServer(t testing.TB, s coreSetup) *coreFixture {
 	t.Helper()
 	eng, dsn, name := frontendtest.MariaDB(t)
-	h := &frontendtest.Records{}
-	core := proxy.New(proxy.Options{
-		Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry(),
-		OnFinish: h.Add, Check: s.check,
-	})
-	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
-		Clusters:      []proxy.ClusterSpec{{Name: "maria", Enabled: true, MaxRunningQueries: 8, Engine: eng}},
-		Groups:        []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: "maria"}}, MaxQueuedQueries: 100, Cache: proxy.CacheSpec{TTL: s.cacheTTL}}},
-		Fallback:      "main",
-		NoPassthrough: s.noPassthrough,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	core.Activate(rt)
+	f := serveCore(t, "maria", eng, s)
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -64,8 +50,30 @@ func coreServer(t testing.TB, s coreSetup) *coreFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { direct.Close() })
-	addr := startServer(t, core, Options{})
-	return &coreFixture{addr: addr, dbName: name, direct: direct, core: core, hist: h}
+	f.dbName, f.direct = name, direct
+	return f
+}
+
+// serveCore serves a real proxy core over eng (its only cluster, named cluster) through this
+// frontend.
+func serveCore(t testing.TB, cluster string, eng query.Engine, s coreSetup) *coreFixture {
+	t.Helper()
+	h := &frontendtest.Records{}
+	core := proxy.New(proxy.Options{
+		Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry(),
+		OnFinish: h.Add, Check: s.check,
+	})
+	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
+		Clusters:      []proxy.ClusterSpec{{Name: cluster, Enabled: true, MaxRunningQueries: 8, Engine: eng}},
+		Groups:        []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: cluster}}, MaxQueuedQueries: 100, Cache: proxy.CacheSpec{TTL: s.cacheTTL}}},
+		Fallback:      "main",
+		NoPassthrough: s.noPassthrough,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core.Activate(rt)
+	return &coreFixture{addr: startServer(t, core, Options{}), core: core, hist: h}
 }
 
 // answer is everything a text-protocol client sees of a statement.

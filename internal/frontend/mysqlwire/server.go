@@ -307,6 +307,17 @@ func (s *Server) admit(user string, remote net.Addr, secure bool) (bool, error) 
 	return ok, nil
 }
 
+// verified asks the Gate about user once the password was found right.
+func (s *Server) verified(user string, remote net.Addr, secure bool) error {
+	if s.opts.Gate == nil {
+		return nil
+	}
+	if err := s.opts.Gate.Verified(query.Login{Protocol: query.ProtocolMySQL, User: user, ClientAddr: remote.String(), TLS: secure}); err != nil {
+		return toMySQLError(err)
+	}
+	return nil
+}
+
 // OnAuthSuccess sets the session's first status flags, which the OK ending the handshake
 // carries: autocommit on (go-mysql starts a connection with no flags; the handshake's own
 // are set by flushOnReadConn).

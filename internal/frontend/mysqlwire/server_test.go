@@ -632,6 +632,29 @@ func TestTransactionsArePinned(t *testing.T) {
 	if count() != 2 {
 		t.Fatalf("after disconnecting inside a transaction and inserting 4 directly: %d rows", count())
 	}
+	// A BEGIN behind a driver's comment pins the connection as BEGIN does.
+	c, err = client.Connect(addr, testUser, "", dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, stmt := range []string{"/* app=billing */ BEGIN", "# app=billing\nSTART TRANSACTION"} {
+		if _, err := c.Execute(stmt); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Execute("INSERT INTO acct VALUES (5)"); err != nil {
+			t.Fatal(err)
+		}
+		if count() != 2 || !c.IsInTransaction() {
+			t.Fatalf("after %q and an insert: %d rows visible elsewhere (want 2), in transaction %v", stmt, count(), c.IsInTransaction())
+		}
+		if _, err := c.Execute("/* app=billing */ ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+		if count() != 2 {
+			t.Fatalf("after rollback: %d rows", count())
+		}
+	}
 }
 
 // waitNoOpenTransaction waits until no connection to database db has an InnoDB transaction

@@ -17,6 +17,8 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // session is one client connection's state; go-mysql calls it for each command.
@@ -31,6 +33,7 @@ type session struct {
 
 	stmts           map[uint32]*prepared // the client's prepared statements, by id
 	stmtID          uint32               // the last statement id given out
+	longHeld        int                  // COM_STMT_SEND_LONG_DATA bytes held across stmts (at most maxAllowedPacket)
 	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
 	more            bool                 // more results follow this statement's (multi-statements)
 	warnings        uint16               // the running statement's warning count, for its EOF
@@ -283,28 +286,14 @@ func takesNamedLock(sql string) bool {
 	return (strings.Contains(sql, "_lock") || strings.Contains(sql, "_LOCK") || strings.Contains(sql, "_Lock")) && namedLock.MatchString(sql)
 }
 
+// beginsTransaction and isTxEnd read sql's first keyword after blanks and comments, so a
+// driver's /* tag */ BEGIN pins a connection as BEGIN does.
 func beginsTransaction(sql string) bool {
-	switch firstWord(sql) {
-	case "BEGIN", "START":
-		return true
-	}
-	return false
+	return sqltok.FirstKeywordIs(sql, sqltok.MySQL, "begin", "start")
 }
 
 func isTxEnd(sql string) bool {
-	switch firstWord(sql) {
-	case "ROLLBACK", "COMMIT":
-		return true
-	}
-	return false
-}
-
-func firstWord(sql string) string {
-	f := strings.Fields(sql)
-	if len(f) == 0 {
-		return ""
-	}
-	return strings.ToUpper(strings.TrimRight(f[0], ";"))
+	return sqltok.FirstKeywordIs(sql, sqltok.MySQL, "rollback", "commit")
 }
 
 // attributes passes the client's connection attributes (program_name, _client_name, ...)
@@ -459,64 +448,11 @@ func (h *session) writeErrorPacket(me *mysql.MyError) error {
 	data = append(data, mysql.ERR_HEADER, byte(me.Code), byte(me.Code>>8), '#')
 	state := me.State
 	if len(state) != 5 {
-		state = "HY000"
+		state = sqlstate.MySQLGeneralError
 	}
 	data = append(data, state...)
 	data = append(data, me.Message...)
 	return h.conn.WritePacket(data)
-}
-
-// countParams counts '?' placeholders outside quotes and comments.
-func countParams(sql string) int {
-	n := 0
-	for i := 0; i < len(sql); i++ {
-		switch c := sql[i]; c {
-		case '?':
-			n++
-		case '\'', '"', '`':
-			i = skipQuoted(sql, i, c)
-		case '#':
-			i = skipLine(sql, i)
-		case '-':
-			if strings.HasPrefix(sql[i:], "-- ") || sql[i:] == "--" {
-				i = skipLine(sql, i)
-			}
-		case '/':
-			if strings.HasPrefix(sql[i:], "/*") {
-				if end := strings.Index(sql[i+2:], "*/"); end >= 0 {
-					i += end + 3
-				} else {
-					i = len(sql)
-				}
-			}
-		}
-	}
-	return n
-}
-
-func skipQuoted(sql string, i int, q byte) int {
-	for j := i + 1; j < len(sql); j++ {
-		switch sql[j] {
-		case '\\':
-			if q != '`' {
-				j++
-			}
-		case q:
-			if j+1 < len(sql) && sql[j+1] == q {
-				j++
-				continue
-			}
-			return j
-		}
-	}
-	return len(sql)
-}
-
-func skipLine(sql string, i int) int {
-	if end := strings.IndexByte(sql[i:], '\n'); end >= 0 {
-		return i + end
-	}
-	return len(sql)
 }
 
 // Session statements answered by the proxy itself: outside a transaction it keeps no engine
@@ -585,7 +521,7 @@ func (h *session) variable(name string) (any, bool) {
 	case "version":
 		return h.s.opts.ServerVersion, true
 	case "max_allowed_packet":
-		return int64(64 << 20), true
+		return int64(maxAllowedPacket), true
 	case "autocommit":
 		if h.autocommitOff {
 			return int64(0), true

@@ -143,29 +143,16 @@ func (h *session) canPin() bool {
 func isOff(v string) bool { return v == "0" || v == "off" || v == "false" }
 
 // isSetStatement: sql's first word, after blanks and comments, is SET, but not MariaDB's SET
-// STATEMENT ... FOR, which lasts one statement and goes to the engine. Statements that start
-// with neither S nor a comment are not tokenized: this runs on every statement.
+// STATEMENT ... FOR, which lasts one statement and goes to the engine. It reads two tokens at
+// most and allocates nothing: this runs on every statement.
 func isSetStatement(sql string) bool {
-	sql = strings.TrimLeft(sql, " \t\r\n")
-	if sql == "" {
+	s := sqltok.NewScanner(sql, sqltok.MySQL)
+	first, ok := s.NextSignificant()
+	if !ok || first.Kind != sqltok.Word || !strings.EqualFold(first.Text, "set") {
 		return false
 	}
-	switch sql[0] {
-	case 's', 'S':
-		if len(sql) < 4 || !strings.EqualFold(sql[:3], "set") || isIdentByte(sql[3]) {
-			return false
-		}
-	case '/', '#', '-':
-	default:
-		return false
-	}
-	toks := significantMySQL(sql)
-	return len(toks) > 0 && strings.EqualFold(toks[0].Text, "set") &&
-		(len(toks) < 2 || !strings.EqualFold(toks[1].Text, "statement"))
-}
-
-func isIdentByte(b byte) bool {
-	return b == '_' || b == '$' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b >= 0x80
+	second, ok := s.NextSignificant()
+	return !ok || !strings.EqualFold(second.Text, "statement")
 }
 
 func refuseSet(name string) error {
@@ -182,11 +169,12 @@ func refuseSet(name string) error {
 		"so a session setting would not carry to your next statement and would change the connection for other clients; "+instead)
 }
 
+// significantMySQL is sql's tokens without blanks, comments and semicolons.
 func significantMySQL(sql string) []sqltok.Token {
-	all := sqltok.Tokenize(sql, sqltok.MySQL)
+	all := sqltok.SignificantTokens(sql, sqltok.MySQL)
 	toks := all[:0]
 	for _, t := range all {
-		if t.Significant() && t.Text != ";" {
+		if t.Text != ";" {
 			toks = append(toks, t)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/server"
 
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // Prepared statements. A COM_STMT_EXECUTE's parameters are read here as the binary protocol
@@ -26,7 +27,18 @@ type prepared struct {
 	params int
 	types  []byte         // the parameter types last bound: a client may send them on its first execute only
 	long   map[int][]byte // COM_STMT_SEND_LONG_DATA per parameter, until the statement runs or is reset
+	// longRefused: a chunk went past the session's long-data budget; the next execute fails
+	// (as MySQL reports a parameter longer than max_allowed_packet) and the data is dropped.
+	longRefused bool
 }
+
+// maxAllowedPacket is what @@max_allowed_packet answers, and the most long data a session
+// holds across all its statements: MySQL bounds each parameter by it, and one budget per
+// session also bounds a client that spreads its chunks over many statements or parameters.
+const maxAllowedPacket = 64 << 20
+
+var errLongDataTooLong = mysql.NewError(mysql.ER_UNKNOWN_ERROR,
+	"Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_allowed_packet' bytes")
 
 // stmtsMax bounds a session's open statements (MySQL's max_prepared_stmt_count default).
 const stmtsMax = 16382
@@ -52,7 +64,7 @@ func (h *session) prepare(sql string) any {
 		h.stmts = map[uint32]*prepared{}
 	}
 	h.stmtID++
-	st := &prepared{sql: sql, params: countParams(sql)}
+	st := &prepared{sql: sql, params: sqltok.CountParams(sql, sqltok.MySQL)}
 	h.stmts[h.stmtID] = st
 	out := &server.Stmt{Query: sql}
 	out.ID, out.Params = h.stmtID, st.params
@@ -82,10 +94,28 @@ func (h *session) longData(data []byte) {
 	if i >= st.params {
 		return
 	}
+	chunk := data[6:]
+	if st.longRefused || h.longHeld+len(chunk) > maxAllowedPacket {
+		h.forgetLong(st)
+		st.longRefused = true
+		return
+	}
 	if st.long == nil {
 		st.long = map[int][]byte{}
 	}
-	st.long[i] = append(st.long[i], data[6:]...)
+	st.long[i] = append(st.long[i], chunk...)
+	h.longHeld += len(chunk)
+}
+
+// forgetLong drops a statement's long data (it ran, was reset or closed) from the budget.
+func (h *session) forgetLong(st *prepared) {
+	for _, b := range st.long {
+		h.longHeld -= len(b)
+	}
+	st.long = nil
+	if h.longHeld < 0 {
+		panic("mysqlwire: long data budget went negative")
+	}
 }
 
 // execute handles COM_STMT_EXECUTE; results go out in the binary protocol.
@@ -97,8 +127,13 @@ func (h *session) execute(data []byte) (*mysql.Result, error) {
 	if !h.s.backend.Ready() {
 		return nil, errNotConfigured
 	}
+	if st.longRefused {
+		h.forgetLong(st)
+		st.longRefused = false
+		return nil, errLongDataTooLong
+	}
 	bin, err := st.bind(data[4:])
-	st.long = nil
+	h.forgetLong(st)
 	if err != nil {
 		return nil, err
 	}

@@ -118,6 +118,9 @@ func columnFor(f arrow.Field) column {
 		case isJSON(f): // MariaDB's JSON column definition: LONGTEXT
 			setType(mysql.MYSQL_TYPE_BLOB, 1<<32-1)
 			mf.Flag |= mysql.BLOB_FLAG | mysql.BINARY_FLAG
+		case isNumericText(f): // a decimal of any precision, as text (what DECIMAL is on the wire)
+			setType(mysql.MYSQL_TYPE_NEWDECIMAL, 65+2)
+			mf.Charset, mf.Decimal = charsetBinary, 30
 		default:
 			setType(mysql.MYSQL_TYPE_VAR_STRING, (1<<24-1)*4)
 		}
@@ -135,6 +138,16 @@ func isJSON(f arrow.Field) bool {
 	}
 	oid, _ := f.Metadata.GetValue(engine.MetaPGOID)
 	return oid == "114" || oid == "3802"
+}
+
+// isNumericText reports a number carried as text: PostgreSQL's numeric without a precision,
+// DuckDB's UHUGEINT and VARINT.
+func isNumericText(f arrow.Field) bool {
+	if d, ok := f.Metadata.GetValue(engine.MetaDuckDBType); ok {
+		return d == "UHUGEINT" || d == "VARINT"
+	}
+	oid, _ := f.Metadata.GetValue(engine.MetaPGOID)
+	return oid == "1700"
 }
 
 // isUUID reports 16 bytes that are a UUID: PostgreSQL's or DuckDB's, or the engines' UUIDType

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"sync"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/relayloop"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // errTerminate ends a connection the client closed politely.
@@ -32,7 +35,8 @@ func (e *ioError) Unwrap() error { return e.err }
 type conn struct {
 	srv *Server
 	nc  net.Conn
-	cr  *clientReader // what be reads: nc, and what a watcher read ahead (watch.go)
+	lc  *relayloop.Conn // nc's plain TCP socket, which the event loop may relay (loop.go)
+	cr  *clientReader   // what be reads: nc, and what a watcher read ahead (watch.go)
 	be  *pgproto3.Backend
 
 	pid, secret uint32
@@ -66,7 +70,13 @@ type conn struct {
 	ctx context.Context // the connection's life, parent of its statements' contexts
 
 	idleMu sync.Mutex
-	idle   bool // waiting for the client's next message (Drain wakes idle connections)
+	idle   bool     // waiting for the client's next message (Drain wakes idle connections)
+	onloop *loopRun // while the event loop relays the client (loop.go)
+
+	// For the event loop: was the last message a simple Query, and how often did the client
+	// leave the loop with a message the loop does not relay.
+	lastWasQuery bool
+	loopMisses   int
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -77,6 +87,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 
 func (c *conn) setStream(nc net.Conn) {
 	c.nc = nc
+	c.lc = loopConnOf(nc)
 	c.cr = &clientReader{nc: nc}
 	c.be = pgproto3.NewBackend(c.cr, nc)
 	c.be.SetMaxBodyLen(c.srv.opts.Limits.PreAuthBytesMax) // raised once authenticated
@@ -93,7 +104,7 @@ func (c *conn) serve() error {
 	}
 	if dc, ok := c.srv.backend.(query.DatabaseChecker); ok {
 		if err := dc.CheckDatabase(query.ProtocolPostgres, c.database); err != nil {
-			code, msg := "3D000", err.Error()
+			code, msg := sqlstate.InvalidCatalogName, err.Error()
 			if qe, isQE := err.(*query.Error); isQE {
 				code, msg = qe.Code, qe.Message
 			}
@@ -108,7 +119,7 @@ func (c *conn) serve() error {
 	c.ctx, cancel = context.WithCancel(c.srv.baseCtx)
 	defer cancel()
 	if !c.srv.register(c) {
-		return c.fatal("57P01", "the server is shutting down")
+		return c.fatal(sqlstate.AdminShutdown, "the server is shutting down")
 	}
 	defer c.unregister()
 	_ = c.nc.SetDeadline(time.Time{})
@@ -137,6 +148,9 @@ func (c *conn) startup_() (ok bool, err error) {
 	for range 3 { // SSLRequest, then GSSEncRequest at most, then the startup message
 		msg, err := c.be.ReceiveStartupMessage()
 		if err != nil {
+			if malformedStartup(err) { // an oversized or unknown startup packet: say so, as PostgreSQL does
+				return false, c.fatal(sqlstate.ProtocolViolation, err.Error())
+			}
 			return false, err
 		}
 		switch m := msg.(type) {
@@ -152,6 +166,7 @@ func (c *conn) startup_() (ok bool, err error) {
 			c.srv.cancel(m.ProcessID, m.SecretKey)
 			return false, nil
 		case *pgproto3.StartupMessage:
+			c.cr.typed = true
 			c.startup = map[string]string{}
 			for k, v := range m.Parameters {
 				c.startup[k] = v
@@ -162,11 +177,11 @@ func (c *conn) startup_() (ok bool, err error) {
 				c.database = c.user
 			}
 			if c.user == "" {
-				return false, c.fatal("28000", "no PostgreSQL user name specified in startup packet")
+				return false, c.fatal(sqlstate.InvalidAuthorizationSpecification, "no PostgreSQL user name specified in startup packet")
 			}
 			if o := m.Parameters["options"]; o != "" {
 				if c.options, err = parseOptions(o); err != nil {
-					return false, c.fatal("22023", err.Error())
+					return false, c.fatal(sqlstate.InvalidParameterValue, err.Error())
 				}
 			}
 			return true, nil
@@ -175,6 +190,13 @@ func (c *conn) startup_() (ok bool, err error) {
 		}
 	}
 	return false, errors.New("pgwire: too many startup packets")
+}
+
+// malformedStartup reports whether reading a startup packet failed on what the client sent
+// (a length out of bounds, an unknown protocol version) rather than on the connection.
+func malformedStartup(err error) bool {
+	var ne net.Error
+	return !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.As(err, &ne) && !errors.Is(err, net.ErrClosed)
 }
 
 // answerSSL accepts TLS when configured (and upgrades the stream), refuses it cleanly otherwise.
@@ -229,6 +251,15 @@ func (c *conn) loop() error {
 		if c.waitingForClient(true) {
 			return c.shuttingDown()
 		}
+		if c.loopable() {
+			entered, err := c.onLoop()
+			if err != nil {
+				return err
+			}
+			if entered {
+				continue
+			}
+		}
 		msg, err := c.receive()
 		if err != nil && c.drainInterrupted(err) {
 			continue // Drain woke an idle connection: end it, or keep reading inside a transaction
@@ -244,6 +275,7 @@ func (c *conn) loop() error {
 				}
 			}
 		}
+		_, c.lastWasQuery = msg.(*pgproto3.Query)
 		if err := c.dispatch(msg); err != nil {
 			return err
 		}
@@ -288,7 +320,7 @@ func (c *conn) dispatch(msg pgproto3.FrontendMessage) error {
 	case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
 		return nil // not in COPY mode: PostgreSQL ignores these too
 	default:
-		err = &query.Error{Code: "0A000", Message: fmt.Sprintf("pgwire: %T is not supported", msg)}
+		err = &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf("pgwire: %T is not supported", msg)}
 	}
 	if err != nil {
 		var ioe *ioError
@@ -385,20 +417,30 @@ func isLoopback(addr net.Addr) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// login is what the Gate is told about this client's login.
+func (c *conn) login(scram bool) query.Login {
+	_, secure := c.nc.(*tls.Conn)
+	return query.Login{Protocol: query.ProtocolPostgres, User: c.user,
+		ClientAddr: c.nc.RemoteAddr().String(), TLS: secure, Cleartext: !scram}
+}
+
+// refused ends the connection with the Gate's refusal.
+func (c *conn) refused(err error) error {
+	c.srv.log.Info("pgwire: login refused", "user", c.user, "remote", c.nc.RemoteAddr().String(), "err", err)
+	code, msg := query.CodeAuthRefused, err.Error()
+	if qe, isQE := err.(*query.Error); isQE {
+		code, msg = qe.Code, qe.Message
+	}
+	return c.fatal(code, msg)
+}
+
 // trusted asks the Gate, else TrustUsers, whether the client logs in without a password.
 // A refusal ends the connection with the Gate's message.
 func (c *conn) trusted(scram bool) (bool, error) {
-	_, secure := c.nc.(*tls.Conn)
 	if g := c.srv.opts.Gate; g != nil {
-		ok, err := g.Admit(query.Login{Protocol: query.ProtocolPostgres, User: c.user,
-			ClientAddr: c.nc.RemoteAddr().String(), TLS: secure, Cleartext: !scram})
+		ok, err := g.Admit(c.login(scram))
 		if err != nil {
-			c.srv.log.Info("pgwire: login refused", "user", c.user, "remote", c.nc.RemoteAddr().String(), "err", err)
-			code, msg := "28000", err.Error()
-			if qe, isQE := err.(*query.Error); isQE {
-				code, msg = qe.Code, qe.Message
-			}
-			return false, c.fatal(code, msg)
+			return false, c.refused(err)
 		}
 		return ok, nil
 	}
@@ -424,11 +466,24 @@ func (c *conn) authenticate() error {
 		return err
 	}
 	if a == nil {
-		return c.fatal("28000", fmt.Sprintf("no authentication method allows user %q", c.user))
+		return c.fatal(sqlstate.InvalidAuthorizationSpecification, fmt.Sprintf("no authentication method allows user %q", c.user))
 	}
 	if scram {
-		return c.authSCRAM(verifier, mock)
+		if err := c.authSCRAM(verifier, mock); err != nil {
+			return err
+		}
+	} else if err := c.authCleartext(a); err != nil {
+		return err
 	}
+	if g := c.srv.opts.Gate; g != nil {
+		if err := g.Verified(c.login(scram)); err != nil {
+			return c.refused(err)
+		}
+	}
+	return nil
+}
+
+func (c *conn) authCleartext(a Authenticator) error {
 	c.be.Send(&pgproto3.AuthenticationCleartextPassword{})
 	if err := c.flush(); err != nil {
 		return err
@@ -450,7 +505,7 @@ func (c *conn) authFailed() error {
 	if fo, ok := c.srv.opts.Authenticator.(FailureObserver); ok {
 		fo.AuthFailed(c.user)
 	}
-	return c.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", c.user))
+	return c.fatal(sqlstate.InvalidPassword, fmt.Sprintf("password authentication failed for user %q", c.user))
 }
 
 // authSCRAM runs the exchange against verifier; a mock one (an unknown user's) goes through
@@ -472,12 +527,12 @@ func (c *conn) authSCRAM(verifier string, mock bool) error {
 	}
 	initial, ok := msg.(*pgproto3.SASLInitialResponse)
 	if !ok || initial.AuthMechanism != "SCRAM-SHA-256" {
-		return c.fatal("28000", "expected a SCRAM-SHA-256 SASL initial response")
+		return c.fatal(sqlstate.InvalidAuthorizationSpecification, "expected a SCRAM-SHA-256 SASL initial response")
 	}
 	sc := &scramServer{v: v}
 	serverFirst, err := sc.first(string(initial.Data))
 	if err != nil {
-		return c.fatal("08P01", err.Error())
+		return c.fatal(sqlstate.ProtocolViolation, err.Error())
 	}
 	c.be.Send(&pgproto3.AuthenticationSASLContinue{Data: []byte(serverFirst)})
 	if err := c.flush(); err != nil {
@@ -490,7 +545,7 @@ func (c *conn) authSCRAM(verifier string, mock bool) error {
 	}
 	resp, ok := msg.(*pgproto3.SASLResponse)
 	if !ok {
-		return c.fatal("08P01", "expected a SASL response")
+		return c.fatal(sqlstate.ProtocolViolation, "expected a SASL response")
 	}
 	serverFinal, err := sc.final(string(resp.Data))
 	if err != nil || mock {

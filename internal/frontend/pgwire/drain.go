@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // Drain ends the server at transaction boundaries, for a rolling restart: it stops accepting,
@@ -52,6 +54,9 @@ func (c *conn) wakeIfIdle() {
 	if c.idle && c.txStatus == 'I' {
 		_ = c.nc.SetReadDeadline(time.Now())
 	}
+	if lr := c.onloop; lr != nil {
+		lr.h.StopIf(lr.idle)
+	}
 }
 
 // waitingForClient marks the connection idle (or not) for Drain; it returns whether a drain
@@ -79,5 +84,5 @@ func (c *conn) drainInterrupted(err error) (retry bool) {
 
 // shuttingDown is the client's last message of a drained connection.
 func (c *conn) shuttingDown() error {
-	return c.fatal("57P01", "terminating connection: the server is shutting down")
+	return c.fatal(sqlstate.AdminShutdown, "terminating connection: the server is shutting down")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // sendError reports err to the client as an ERROR (the session goes on). A PostgreSQL
@@ -35,9 +36,9 @@ func errorResponse(err error) *pgproto3.ErrorResponse {
 	case errors.As(err, &qe):
 		resp.Code, resp.Message = qe.Code, qe.Message
 	case errors.Is(err, context.DeadlineExceeded):
-		resp.Code, resp.Message = "57014", "canceling statement due to statement timeout"
+		resp.Code, resp.Message = sqlstate.QueryCanceled, "canceling statement due to statement timeout"
 	case errors.Is(err, context.Canceled):
-		resp.Code, resp.Message = "57014", "canceling statement"
+		resp.Code, resp.Message = sqlstate.QueryCanceled, "canceling statement"
 	default:
 		resp.Code, resp.Message = query.CodeEngine, err.Error()
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -115,7 +116,11 @@ func stmtSQL(st *preparedStmt) string {
 
 // openWire opens a wire session for sql's route; ok is false when the statement takes the
 // frontend's own path.
-func (c *conn) openWire(sql string) (ok bool, err error) {
+func (c *conn) openWire(sql string) (ok bool, err error) { return c.openWireWith(sql, false) }
+
+// openWireWith is openWire; with noWait it answers engine.ErrWouldWait, having done nothing,
+// where admission would wait (proxy.NoWait).
+func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 	if !c.srv.backend.Ready() {
 		return false, nil
 	}
@@ -124,10 +129,16 @@ func (c *conn) openWire(sql string) (ok bool, err error) {
 	}
 	wb := c.srv.backend.(wireBackend)
 	ctx, cancel := context.WithCancel(c.ctx)
+	if noWait {
+		ctx = proxy.NoWait(ctx)
+	}
 	c.beginRun(cancel)
 	w, ok, err := wb.OpenWire(ctx, c.request(sql, nil), c.owner, c.setupSQL())
 	c.endRun()
 	cancel()
+	if errors.Is(err, engine.ErrWouldWait) {
+		return false, err
+	}
 	if err != nil || !ok {
 		return ok, c.runError(err)
 	}
@@ -187,8 +198,13 @@ func (c *conn) forward(msg pgproto3.FrontendMessage) error {
 	case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
 		return nil // not in COPY mode: PostgreSQL ignores these too
 	default:
-		err = &query.Error{Code: "08P01", Message: fmt.Sprintf("pgwire: unexpected %T", msg)}
+		err = &query.Error{Code: sqlstate.ProtocolViolation, Message: fmt.Sprintf("pgwire: unexpected %T", msg)}
 	}
+	return c.forwardFailed(ws, msg, err)
+}
+
+// forwardFailed answers an error of forwarding msg (nil: none) on the wire ws.
+func (c *conn) forwardFailed(ws *wireState, msg pgproto3.FrontendMessage, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -198,7 +214,7 @@ func (c *conn) forward(msg pgproto3.FrontendMessage) error {
 	}
 	var we *wireError
 	if errors.As(err, &we) {
-		return c.fatal("08006", fmt.Sprintf("lost the connection to the engine of cluster %s: %v", ws.w.Cluster, we.err))
+		return c.fatal(sqlstate.ConnectionFailure, fmt.Sprintf("lost the connection to the engine of cluster %s: %v", ws.w.Cluster, we.err))
 	}
 	// An error of this frontend's own, in the pipeline's order: the server's answers to what
 	// came before go first, then the client's messages up to Sync are skipped.
@@ -281,10 +297,8 @@ func (c *conn) forwardQuery(sql string) error {
 
 func (c *conn) forwardParse(m *pgproto3.Parse) error {
 	ws := c.wire
-	if m.Name != "" {
-		if _, exists := c.stmts[m.Name]; exists {
-			return &query.Error{Code: "42P05", Message: fmt.Sprintf("prepared statement %q already exists", m.Name)}
-		}
+	if err := c.checkNewStatement(m.Name); err != nil {
+		return err
 	}
 	if err := c.refuseForMode(m.Query); err != nil {
 		return err
@@ -387,7 +401,12 @@ func (c *conn) ensure(st *preparedStmt) string {
 func (c *conn) forwardBind(m *pgproto3.Bind) error {
 	st, ok := c.stmts[m.PreparedStatement]
 	if !ok {
-		return &query.Error{Code: "26000", Message: fmt.Sprintf("prepared statement %q does not exist", m.PreparedStatement)}
+		return &query.Error{Code: sqlstate.InvalidSQLStatementName, Message: fmt.Sprintf("prepared statement %q does not exist", m.PreparedStatement)}
+	}
+	if _, open := c.wire.portals[m.DestinationPortal]; !open {
+		if err := c.checkNewPortal(m.DestinationPortal, len(c.wire.portals)); err != nil {
+			return err
+		}
 	}
 	client := m.PreparedStatement
 	m.PreparedStatement = c.ensure(st)
@@ -404,7 +423,7 @@ func (c *conn) forwardDescribe(m *pgproto3.Describe) error {
 	}
 	st, ok := c.stmts[m.Name]
 	if !ok {
-		return &query.Error{Code: "26000", Message: fmt.Sprintf("prepared statement %q does not exist", m.Name)}
+		return &query.Error{Code: sqlstate.InvalidSQLStatementName, Message: fmt.Sprintf("prepared statement %q does not exist", m.Name)}
 	}
 	c.send(&pgproto3.Describe{ObjectType: 'S', Name: c.ensure(st)}, expect{kind: 'D'})
 	return nil
@@ -434,7 +453,7 @@ func (c *conn) forwardClose(m *pgproto3.Close) error {
 		delete(c.wire.portals, m.Name)
 		c.send(m, expect{kind: 'C'})
 	default:
-		return &query.Error{Code: "08P01", Message: fmt.Sprintf("invalid Close object type %q", m.ObjectType)}
+		return &query.Error{Code: sqlstate.ProtocolViolation, Message: fmt.Sprintf("invalid Close object type %q", m.ObjectType)}
 	}
 	return nil
 }

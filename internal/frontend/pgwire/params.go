@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // decodeParams turns Bind's parameter values into query.Request.Args: NULL is nil, a text
@@ -16,7 +17,7 @@ import (
 // natural Go value for its type (int16/32/64, float32/64, bool, []byte, time.Time, string).
 func decodeParams(m *pgtype.Map, oids []uint32, formats []int16, values [][]byte) ([]any, error) {
 	if len(formats) > 1 && len(formats) != len(values) {
-		return nil, &query.Error{Code: "08P01", Message: fmt.Sprintf("bind message has %d parameter formats but %d parameters", len(formats), len(values))}
+		return nil, &query.Error{Code: sqlstate.ProtocolViolation, Message: fmt.Sprintf("bind message has %d parameter formats but %d parameters", len(formats), len(values))}
 	}
 	if len(values) == 0 {
 		return nil, nil
@@ -36,11 +37,11 @@ func decodeParams(m *pgtype.Map, oids []uint32, formats []int16, values [][]byte
 		case pgtype.BinaryFormatCode:
 			v, err := decodeBinaryParam(m, oid, raw)
 			if err != nil {
-				return nil, &query.Error{Code: "22P03", Message: fmt.Sprintf("parameter $%d: %v", i+1, err)}
+				return nil, &query.Error{Code: sqlstate.InvalidBinaryRepresentation, Message: fmt.Sprintf("parameter $%d: %v", i+1, err)}
 			}
 			args[i] = v
 		default:
-			return nil, &query.Error{Code: "08P01", Message: fmt.Sprintf("parameter $%d: unsupported format code %d", i+1, formatFor(formats, i))}
+			return nil, &query.Error{Code: sqlstate.ProtocolViolation, Message: fmt.Sprintf("parameter $%d: unsupported format code %d", i+1, formatFor(formats, i))}
 		}
 	}
 	return args, nil

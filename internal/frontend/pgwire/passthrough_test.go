@@ -12,12 +12,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
-	"pgregory.net/rapid"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 	"github.com/queryflux/queryflux/internal/query"
-	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -27,6 +25,7 @@ type coreSetup struct {
 	cacheTTL      time.Duration
 	queryTimeout  time.Duration
 	check         func(req *query.Request, group string) error
+	frontend      pgwire.Options // TrustUsers is set to everyone
 }
 
 // coreServer serves a real proxy core over a fresh PostgreSQL database through pgwire.
@@ -48,7 +47,9 @@ func coreServer(t testing.TB, s coreSetup) (addr, directURL string, core *proxy.
 		t.Fatal(err)
 	}
 	core.Activate(rt)
-	addr = startServer(t, core, pgwire.Options{TrustUsers: []string{"*"}})
+	opts := s.frontend
+	opts.TrustUsers = []string{"*"}
+	addr = startServer(t, core, opts)
 	return addr, url, core, h
 }
 
@@ -277,22 +278,6 @@ func TestPgbenchThroughCore(t *testing.T) {
 	if p := core.Paths(); p.Passthrough < 300 {
 		t.Fatalf("paths %+v: want the select-only runs on the passthrough path", p)
 	}
-}
-
-// TestSplitFastPathMatchesTokenizer: SplitStatements' fast path answers exactly as the
-// tokenizer does, on strings built from SQL's special characters.
-func TestSplitFastPathMatchesTokenizer(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		parts := rapid.SliceOf(rapid.SampledFrom([]string{
-			"select 1", " ", "\t", "\n", "\r", "\f", "\v", "\u00a0", "'", "\"", "$$", "$1", "x", "E'\\''", "--", "/*", "*/", ";", "-", "/",
-		})).Draw(t, "parts")
-		sql := strings.Join(parts, "")
-		got := pgwire.SplitStatements(sql)
-		want := sqltok.SplitDialect(sql, sqltok.Postgres)
-		if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
-			t.Fatalf("SplitStatements(%q) = %q, tokenizer says %q", sql, got, want)
-		}
-	})
 }
 
 // TestPassthroughQueryTimeout: the group's query timeout cancels a relayed statement on the

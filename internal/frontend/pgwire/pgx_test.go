@@ -312,6 +312,26 @@ func TestTransactionsArePinned(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A BEGIN behind a driver's comment pins the connection as BEGIN does: the insert stays
+	// invisible elsewhere until the rollback undoes it.
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheStatement} {
+		if _, err := c.Exec(ctx, "/* app=billing */ BEGIN", mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, "insert into acct values (5)", mode); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(direct); n != 0 || c.PgConn().TxStatus() != 'T' {
+			t.Fatalf("after /* app=billing */ BEGIN (%v): %d rows visible elsewhere, status %q", mode, n, c.PgConn().TxStatus())
+		}
+		if _, err := c.Exec(ctx, "rollback", mode); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(direct); n != 0 {
+			t.Fatalf("after rollback (%v): %d rows", mode, n)
+		}
+	}
+
 	// Commit in one simple-protocol message.
 	if _, err := c.Exec(ctx, "begin; insert into acct values (7); commit", pgx.QueryExecModeSimpleProtocol); err != nil {
 		t.Fatal(err)

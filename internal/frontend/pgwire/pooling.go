@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -136,7 +137,7 @@ func refuseInTransactionMode(sql string, inTransaction bool, group string) error
 	if what == "" {
 		return nil
 	}
-	return &query.Error{Code: "0A000", Message: fmt.Sprintf(
+	return &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(
 		"%s is not supported in transaction pool mode: the engine connection goes to another client when the transaction ends "+
 			"(and is reset); set poolMode: session for cluster group %s", what, group)}
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // flushBytesMax is how many bytes of rows are buffered before they are written to the client.
@@ -207,7 +209,7 @@ func (c *conn) sendRow(rec arrow.RecordBatch, row int, encs []columnEncoder) err
 		var err error
 		c.scratch, err = enc.fn(col, row, c.scratch)
 		if err != nil {
-			return &query.Error{Code: "22000", Message: fmt.Sprintf("column %q: %v", rec.ColumnName(i), err)}
+			return &query.Error{Code: sqlstate.DataException, Message: fmt.Sprintf("column %q: %v", rec.ColumnName(i), err)}
 		}
 		ends = append(ends, len(c.scratch))
 	}
@@ -245,14 +247,14 @@ func encFormat(encs []columnEncoder, i int) int16 {
 // runError turns a cancelled context into PostgreSQL's query_canceled.
 func (c *conn) runError(err error) error {
 	if c.cancelRequested.Load() && (errors.Is(err, context.Canceled) || isPGCancel(err)) {
-		return &query.Error{Code: "57014", Message: "canceling statement due to user request"}
+		return &query.Error{Code: sqlstate.QueryCanceled, Message: "canceling statement due to user request"}
 	}
 	return err
 }
 
 func isPGCancel(err error) bool {
 	var qe *query.Error
-	return errors.As(err, &qe) && qe.Code == "57014"
+	return errors.As(err, &qe) && qe.Code == sqlstate.QueryCanceled
 }
 
 // finishPortal ends p. Its context is cancelled first, so a result abandoned half-way is
@@ -281,14 +283,12 @@ func (c *conn) closePortal(name string) {
 // Extended protocol.
 
 func (c *conn) parse(m *pgproto3.Parse) error {
-	if m.Name != "" {
-		if _, exists := c.stmts[m.Name]; exists {
-			return &query.Error{Code: "42P05", Message: fmt.Sprintf("prepared statement %q already exists", m.Name)}
-		}
+	if err := c.checkNewStatement(m.Name); err != nil {
+		return err
 	}
 	stmts := SplitStatements(m.Query)
 	if len(stmts) > 1 {
-		return &query.Error{Code: "42601", Message: "cannot insert multiple commands into a prepared statement"}
+		return &query.Error{Code: sqlstate.SyntaxError, Message: "cannot insert multiple commands into a prepared statement"}
 	}
 	sql := ""
 	if len(stmts) == 1 {
@@ -302,11 +302,14 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 func (c *conn) bind(m *pgproto3.Bind) error {
 	st, ok := c.stmts[m.PreparedStatement]
 	if !ok {
-		return &query.Error{Code: "26000", Message: fmt.Sprintf("prepared statement %q does not exist", m.PreparedStatement)}
+		return &query.Error{Code: sqlstate.InvalidSQLStatementName, Message: fmt.Sprintf("prepared statement %q does not exist", m.PreparedStatement)}
 	}
 	if m.DestinationPortal != "" {
 		if _, exists := c.portals[m.DestinationPortal]; exists {
-			return &query.Error{Code: "42P03", Message: fmt.Sprintf("portal %q already exists", m.DestinationPortal)}
+			return &query.Error{Code: sqlstate.DuplicateCursor, Message: fmt.Sprintf("portal %q already exists", m.DestinationPortal)}
+		}
+		if err := c.checkNewPortal(m.DestinationPortal, len(c.portals)); err != nil {
+			return err
 		}
 	} else {
 		c.closePortal("")
@@ -331,13 +334,13 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 	case 'S':
 		st, ok := c.stmts[m.Name]
 		if !ok {
-			return &query.Error{Code: "26000", Message: fmt.Sprintf("prepared statement %q does not exist", m.Name)}
+			return &query.Error{Code: sqlstate.InvalidSQLStatementName, Message: fmt.Sprintf("prepared statement %q does not exist", m.Name)}
 		}
 		return c.describeStatement(st)
 	case 'P':
 		p, ok := c.portals[m.Name]
 		if !ok {
-			return &query.Error{Code: "34000", Message: fmt.Sprintf("portal %q does not exist", m.Name)}
+			return &query.Error{Code: sqlstate.InvalidCursorName, Message: fmt.Sprintf("portal %q does not exist", m.Name)}
 		}
 		// The columns of a portal are known once it runs: start it now, Execute streams it.
 		if p.stmt.sql == "" {
@@ -362,7 +365,7 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 		c.be.Send(c.rowDescription(p.rows.Schema(), p.encs))
 		return nil
 	}
-	return &query.Error{Code: "08P01", Message: fmt.Sprintf("invalid Describe object type %q", m.ObjectType)}
+	return &query.Error{Code: sqlstate.ProtocolViolation, Message: fmt.Sprintf("invalid Describe object type %q", m.ObjectType)}
 }
 
 // describer is what describes a statement: inside a transaction its pinned session (the
@@ -418,7 +421,7 @@ func (c *conn) learnTypes(st *preparedStmt) error {
 			// Unknown types stay 0 ("unspecified"): clients then send text, which the engine
 			// parses against the types it infers.
 			st.desc = &engine.Description{}
-			for len(st.paramOIDs) < CountParams(st.sql) {
+			for len(st.paramOIDs) < sqltok.CountParams(st.sql, sqltok.Postgres) {
 				st.paramOIDs = append(st.paramOIDs, 0)
 			}
 		}
@@ -449,7 +452,7 @@ func binaryUntyped(st *preparedStmt, m *pgproto3.Bind) bool {
 func (c *conn) execute(m *pgproto3.Execute) error {
 	p, ok := c.portals[m.Portal]
 	if !ok {
-		return &query.Error{Code: "34000", Message: fmt.Sprintf("portal %q does not exist", m.Portal)}
+		return &query.Error{Code: sqlstate.InvalidCursorName, Message: fmt.Sprintf("portal %q does not exist", m.Portal)}
 	}
 	if p.stmt.sql == "" {
 		c.be.Send(&pgproto3.EmptyQueryResponse{})
@@ -468,7 +471,7 @@ func (c *conn) close(m *pgproto3.Close) error {
 	case 'P':
 		c.closePortal(m.Name)
 	default:
-		return &query.Error{Code: "08P01", Message: fmt.Sprintf("invalid Close object type %q", m.ObjectType)}
+		return &query.Error{Code: sqlstate.ProtocolViolation, Message: fmt.Sprintf("invalid Close object type %q", m.ObjectType)}
 	}
 	c.be.Send(&pgproto3.CloseComplete{})
 	return nil

@@ -20,9 +20,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/relayloop"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // Options configure a Server. The zero value refuses TLS and every password login; add
@@ -48,6 +51,16 @@ type Options struct {
 	// Limits bound connections, the duration of startup and authentication, and messages
 	// before authentication (zero fields: netlimit's defaults).
 	Limits netlimit.Limits
+	// StatementsMax bounds the prepared statements one connection holds (the unnamed one
+	// included), PortalsMax its open portals; defaults StatementsMaxDefault and
+	// PortalsMaxDefault. A Parse or Bind past a bound fails with program_limit_exceeded
+	// naming it; the connection goes on.
+	StatementsMax, PortalsMax int
+	// Registerer receives queryflux_frontend_bound_refusals_total; nil keeps it unregistered.
+	Registerer prometheus.Registerer
+	// NoEventLoop relays every forwarded connection with its goroutine (loop.go), as where
+	// there is no event loop (outside Linux).
+	NoEventLoop bool
 }
 
 // DefaultServerVersion is what clients see as server_version unless Options say otherwise.
@@ -71,6 +84,14 @@ type Server struct {
 	wg        sync.WaitGroup
 
 	panics atomic.Int64 // handler panics recovered (bugs; the fuzz target requires none)
+
+	refusals *prometheus.CounterVec // requests refused at StatementsMax or PortalsMax
+
+	loopOnce sync.Once
+	loop     *relayloop.Loop // the event loop (loop.go), started on first use
+	// loopStatements counts the statements the loop relayed; loopAdmissions the transactions
+	// it admitted on its own thread (without handing them to the connection's goroutine).
+	loopStatements, loopAdmissions atomic.Int64
 }
 
 // NewServer returns a server that runs queries on backend.
@@ -84,6 +105,12 @@ func NewServer(backend query.Backend, opts Options) *Server {
 	if opts.MessageBytesMax <= 0 {
 		opts.MessageBytesMax = 64 << 20
 	}
+	if opts.StatementsMax <= 0 {
+		opts.StatementsMax = StatementsMaxDefault
+	}
+	if opts.PortalsMax <= 0 {
+		opts.PortalsMax = PortalsMaxDefault
+	}
 	opts.Limits = opts.Limits.WithDefaults()
 	log := opts.Logger
 	if log == nil {
@@ -92,7 +119,7 @@ func NewServer(backend query.Backend, opts Options) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
 		backend: backend, opts: opts, log: log.With("frontend", "pgwire"),
-		baseCtx: ctx, cancelBase: cancel,
+		baseCtx: ctx, cancelBase: cancel, refusals: netlimit.BoundRefusals(opts.Registerer),
 		listeners: map[net.Listener]struct{}{}, conns: map[uint32]*conn{}, open: map[net.Conn]struct{}{},
 	}
 }
@@ -112,6 +139,9 @@ func (s *Server) Serve(l net.Listener) error {
 		delete(s.listeners, l)
 		s.mu.Unlock()
 	}()
+	if s.eventLoop() != nil {
+		l = loopListener{l} // its sockets may go on the event loop (loop.go)
+	}
 	l = netlimit.Listener(l, s.opts.Limits.ConnectionsMax, refuseTooMany)
 	for {
 		nc, err := l.Accept()
@@ -164,6 +194,10 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.cancelBase()
 	s.wg.Wait()
+	s.loopOnce.Do(func() {})
+	if s.loop != nil {
+		s.loop.Close()
+	}
 	return nil
 }
 
@@ -230,7 +264,7 @@ func isClosedErr(err error) bool {
 // FATAL 53300. Sent before the client's startup packet is read: libpq and pgx read it as the
 // answer to their SSLRequest or startup message alike.
 func refuseTooMany(nc net.Conn) {
-	msg, err := (&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "53300", Message: "sorry, too many clients already"}).Encode(nil)
+	msg, err := (&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: sqlstate.TooManyConnections, Message: "sorry, too many clients already"}).Encode(nil)
 	if err == nil {
 		_, _ = nc.Write(msg)
 	}

@@ -3,12 +3,12 @@ package pgwire
 import (
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
@@ -42,16 +42,16 @@ func (c *conn) answerSetting(name, value string) (query.Rows, bool, error) {
 	switch name {
 	case "client_encoding":
 		if v := strings.ToUpper(strings.ReplaceAll(value, "-", "")); v != "UTF8" && v != "UNICODE" {
-			return nil, true, &query.Error{Code: "0A000", Message: "only UTF8 client_encoding is supported"}
+			return nil, true, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "only UTF8 client_encoding is supported"}
 		}
 		c.be.Send(&pgproto3.ParameterStatus{Name: "client_encoding", Value: "UTF8"})
 	case "bytea_output":
 		if !strings.EqualFold(value, "hex") {
-			return nil, true, &query.Error{Code: "0A000", Message: "only hex bytea_output is supported"}
+			return nil, true, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "only hex bytea_output is supported"}
 		}
 	case "standard_conforming_strings":
 		if !strings.EqualFold(value, "on") {
-			return nil, true, &query.Error{Code: "0A000", Message: "standard_conforming_strings is always on"}
+			return nil, true, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "standard_conforming_strings is always on"}
 		}
 	case "application_name":
 		c.startup["application_name"] = value
@@ -100,54 +100,28 @@ func (c *conn) closePortals() {
 	}
 }
 
+// beginsTransaction: sql opens a transaction (BEGIN, START TRANSACTION), whatever comments
+// come first.
 func beginsTransaction(sql string) bool {
-	// The first whitespace-separated word without trailing semicolons, found without
-	// allocating: this runs on every statement.
-	sql = strings.TrimLeftFunc(sql, unicode.IsSpace)
-	if end := strings.IndexFunc(sql, unicode.IsSpace); end >= 0 {
-		sql = sql[:end]
-	}
-	word := strings.TrimRight(sql, ";")
-	return strings.EqualFold(word, "BEGIN") || strings.EqualFold(word, "START")
+	return sqltok.FirstKeywordIs(sql, sqltok.Postgres, "begin", "start")
 }
 
 // startsWithSetOrReset reports whether sql's first word, after blanks and comments, is SET or
-// RESET (any case), cheaply: this runs on every statement.
+// RESET (any case).
 func startsWithSetOrReset(sql string) bool {
-	w := firstWord(sql)
-	return strings.EqualFold(w, "set") || strings.EqualFold(w, "reset")
+	return sqltok.FirstKeywordIs(sql, sqltok.Postgres, "set", "reset")
 }
 
-// firstWord is sql's first run of ASCII letters after blanks, -- comments and (nested) /* */
-// comments; "" when sql starts with anything else. It does not allocate.
-func firstWord(sql string) string {
-	i := skipBlanksAndComments(sql)
-	j := i
-	for j < len(sql) && ((sql[j]|0x20) >= 'a' && (sql[j]|0x20) <= 'z') {
-		j++
-	}
-	return sql[i:j]
-}
+// firstWord, SplitStatements and significantTokens are internal/sqltok's PostgreSQL rules,
+// named for this package's many callers.
+func firstWord(sql string) string { return sqltok.FirstKeyword(sql, sqltok.Postgres) }
 
-func skipBlanksAndComments(sql string) int {
-	i := 0
-	for i < len(sql) {
-		switch {
-		case sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n' || sql[i] == '\r' || sql[i] == '\f' || sql[i] == '\v':
-			i++
-		case strings.HasPrefix(sql[i:], "--"):
-			end := strings.IndexByte(sql[i:], '\n')
-			if end < 0 {
-				return len(sql)
-			}
-			i += end + 1
-		case strings.HasPrefix(sql[i:], "/*"):
-			i = skipBlockComment(sql, i) // split.go: nested, as in PostgreSQL
-		default:
-			return i
-		}
-	}
-	return i
+// SplitStatements splits a simple-protocol query string at top-level semicolons; empty
+// statements (only blanks and comments) are dropped and each statement is trimmed.
+func SplitStatements(sql string) []string { return sqltok.SplitDialect(sql, sqltok.Postgres) }
+
+func significantTokens(sql string) []sqltok.Token {
+	return sqltok.SignificantTokens(sql, sqltok.Postgres)
 }
 
 // setScope is how long what a SET or RESET statement changes lasts.
@@ -290,17 +264,6 @@ func (p *setParser) rest(i int) string {
 	return strings.Trim(b.String(), `"`)
 }
 
-func significantTokens(sql string) []sqltok.Token {
-	all := sqltok.Tokenize(sql, sqltok.Postgres)
-	toks := all[:0]
-	for _, t := range all {
-		if t.Significant() {
-			toks = append(toks, t)
-		}
-	}
-	return toks
-}
-
 // refusal is the error a session-level SET is answered with, or nil when st may run on the
 // engine. inTransaction: a pinned engine session is open (BEGIN ... COMMIT).
 func (st setStmt) refusal(inTransaction bool) error {
@@ -326,7 +289,7 @@ func (st setStmt) refusal(inTransaction bool) error {
 	case "session authorization", "role":
 		instead = local + ", or connect as that user"
 	}
-	return &query.Error{Code: "0A000", Message: fmt.Sprintf("SET %s is not supported: %s; use %s", name, why, instead)}
+	return &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf("SET %s is not supported: %s; use %s", name, why, instead)}
 }
 
 // CheckSessionState returns the error this frontend answers sql with because it would change

@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
 	"sync"
@@ -26,13 +27,43 @@ import (
 const engineQuietAfter = 500 * time.Millisecond
 
 // clientReader is the client's stream as pgproto3 reads it; a watcher may have read ahead.
+// It hands pgproto3 no more than the rest of the client's current message per read, so that
+// pgproto3's own buffer never holds the client's next message: what the client sent ahead
+// stays here (ahead), where the event loop can take it (loop.go).
 type clientReader struct {
 	nc    net.Conn
 	ahead []byte
 	err   error
+	typed bool // after the startup packet: messages have a type byte before their length
+	left  int  // bytes of the current message not yet handed on
 }
 
 func (r *clientReader) Read(p []byte) (int, error) {
+	if r.left == 0 {
+		hl := 4
+		if r.typed {
+			hl = 5
+		}
+		for len(r.ahead) < hl && r.err == nil {
+			var buf [4096]byte
+			n, err := r.nc.Read(buf[:])
+			r.ahead = append(r.ahead, buf[:n]...)
+			r.err = err
+		}
+		if len(r.ahead) >= hl {
+			// pgproto3 refuses a length shorter than its header itself.
+			r.left = max(hl-4+int(binary.BigEndian.Uint32(r.ahead[hl-4:hl])), hl)
+		}
+	}
+	if r.left > 0 && len(p) > r.left {
+		p = p[:r.left]
+	}
+	n, err := r.read(p)
+	r.left = max(r.left-n, 0)
+	return n, err
+}
+
+func (r *clientReader) read(p []byte) (int, error) {
 	if len(r.ahead) > 0 {
 		n := copy(p, r.ahead)
 		r.ahead = r.ahead[n:]

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // QueryError is Trino's error document (QueryResults.error).
@@ -58,7 +59,7 @@ var (
 // codeFor picks the Trino error for a SQLSTATE.
 func codeFor(state string) trinoCode {
 	switch state {
-	case query.CodeSyntax, "42000":
+	case query.CodeSyntax, sqlstate.SyntaxErrorOrAccessRuleViolation:
 		return codeSyntax
 	case query.CodeAccessDenied:
 		return codePermission
@@ -80,13 +81,13 @@ func codeFor(state string) trinoCode {
 		return codeStartingUp
 	case query.CodeEngine:
 		return codeExternal
-	case "42S02", "42P01":
+	case sqlstate.MySQLNoSuchTable, sqlstate.UndefinedTable:
 		return codeTableNotFound
-	case "42S22", "42703":
+	case sqlstate.MySQLNoSuchColumn, sqlstate.UndefinedColumn:
 		return codeColumnNotFound
-	case "0A000":
+	case sqlstate.FeatureNotSupported:
 		return codeNotSupported
-	case "25P01":
+	case sqlstate.NoActiveSQLTransaction:
 		return codeNotInTx
 	}
 	switch {
@@ -150,8 +151,8 @@ func remoteErrorName(msg string) (*trinoCode, string) {
 // with Trino's NOT_SUPPORTED, and COMMIT or ROLLBACK, with no transaction open, with
 // NOT_IN_TRANSACTION, as Trino answers them; trino-go-client's Begin then fails saying so.
 var (
-	errNoTransactions = &query.Error{Code: "0A000", Message: "Transactions are not supported through this queryflux endpoint: every statement commits on its own"}
-	errNotInTx        = &query.Error{Code: "25P01", Message: "No transaction in progress"}
+	errNoTransactions = &query.Error{Code: sqlstate.FeatureNotSupported, Message: "Transactions are not supported through this queryflux endpoint: every statement commits on its own"}
+	errNotInTx        = &query.Error{Code: sqlstate.NoActiveSQLTransaction, Message: "No transaction in progress"}
 )
 
 // transactionStatement is the refusal for START TRANSACTION, COMMIT and ROLLBACK, nil for

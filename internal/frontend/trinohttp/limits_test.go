@@ -2,12 +2,18 @@ package trinohttp
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/trinodb/trino-go-client/trino"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/netlimit"
@@ -112,4 +118,44 @@ func TestBodyReadOnlyAfterAuth(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("authenticated, over BodyBytesMax: %d", resp.StatusCode)
 	}
+}
+
+// TestQueriesMax: with QueriesMax queries held (queued behind the backend), the trino-go-client
+// gets QUERY_QUEUE_FULL naming the bound at once and a refusal is counted; once the held
+// queries' clients read their last page, statements run again.
+func TestQueriesMax(t *testing.T) {
+	backend := frontendtest.NewBackend(frontendtest.AllTypesEngine())
+	waiting, release := backend.Hold()
+	defer release()
+	reg := prometheus.NewRegistry()
+	ts := startServer(t, backend, Options{QueriesMax: 2, Registerer: reg})
+	var held []QueryResults
+	for range 2 {
+		_, qr := post(t, ts.addr, "SELECT 1")
+		held = append(held, qr)
+	}
+	<-waiting
+	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net: unbounded, the query waits for ever
+	defer cancel()
+	_, err := db.QueryContext(ctx, "SELECT 1")
+	var qf *trino.ErrQueryFailed
+	var et *trino.ErrTrino
+	if !errors.As(err, &qf) || !errors.As(qf.Reason, &et) || et.ErrorName != "QUERY_QUEUE_FULL" || !strings.Contains(et.Message, "holds 2 queries") {
+		t.Fatalf("third query: %v, want QUERY_QUEUE_FULL naming the bound", err)
+	}
+	if got := testutil.ToFloat64(netlimit.BoundRefusals(reg).WithLabelValues("trinohttp", "queries")); got != 1 {
+		t.Fatalf("refusals counted %v, want 1", got)
+	}
+	release()
+	for _, qr := range held {
+		for qr.NextURI != "" {
+			_, qr = get(t, qr.NextURI)
+		}
+	}
+	rows, err := db.Query("SELECT 1")
+	if err != nil {
+		t.Fatalf("after the held queries ended: %v", err)
+	}
+	scanAll(t, rows)
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/frontend/structured"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -47,6 +48,7 @@ type runningQuery struct {
 	lastPage    []byte
 	lastFinal   bool // lastPage ended the query
 	lastAccess  time.Time
+	unheld      bool // refused at QueriesMax: never held, so its first answer is its last
 }
 
 func (q *runningQuery) notifyLocked() {
@@ -73,14 +75,45 @@ func (s *Server) start(req *query.Request) *runningQuery {
 		cancel()
 	}
 	s.mu.Lock()
-	s.queries[id] = q
+	held := s.holdLocked(q)
 	s.mu.Unlock()
+	if !held {
+		cancel()
+		s.refusals.WithLabelValues("trinohttp", "queries").Inc()
+		q.unheld = true
+		q.fail(&query.Error{Code: query.CodeQueueFull, Retryable: true, Message: fmt.Sprintf(
+			"this server holds %d queries, the most queryflux allows; retry when some have finished", s.opts.QueriesMax)})
+		return q
+	}
 	if prepare {
 		return q
 	}
 	s.wg.Add(1)
 	go s.run(ctx, q, req)
 	return q
+}
+
+// holdLocked adds q to the held queries unless QueriesMax are held. At the bound it first
+// forgets the finished queries whose last page was served (kept only for a client's retry).
+func (s *Server) holdLocked(q *runningQuery) bool {
+	if len(s.queries) >= s.opts.QueriesMax {
+		for id, held := range s.queries {
+			if held.answeredLast() {
+				delete(s.queries, id)
+			}
+		}
+	}
+	if len(s.queries) >= s.opts.QueriesMax {
+		return false
+	}
+	s.queries[q.id] = q
+	return true
+}
+
+func (q *runningQuery) answeredLast() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.lastFinal
 }
 
 // run executes the query and feeds its rows to pending, waiting while the client lags.
@@ -98,10 +131,12 @@ func (s *Server) run(ctx context.Context, q *runningQuery, req *query.Request) {
 	}
 	defer rows.Close()
 	schema := rows.Schema()
+	var conv *structured.Converter
 	q.mu.Lock()
 	q.state = stateRunning
 	if schema != nil {
-		q.columns = columnsFor(schema)
+		conv = structured.NewConverter(schema)
+		q.columns = columnsFor(conv.Schema())
 	}
 	q.notifyLocked()
 	q.mu.Unlock()
@@ -114,7 +149,19 @@ func (s *Server) run(ctx context.Context, q *runningQuery, req *query.Request) {
 			q.fail(err)
 			return
 		}
-		if err := q.push(ctx, rowsOf(batch), s.opts.BufferedRowsMax); err != nil {
+		out, err := batch, error(nil)
+		if conv != nil {
+			out, err = conv.Convert(batch)
+		} else {
+			out.Retain()
+		}
+		if err != nil {
+			q.fail(err)
+			return
+		}
+		data := rowsOf(out)
+		out.Release()
+		if err := q.push(ctx, data, s.opts.BufferedRowsMax); err != nil {
 			q.fail(err)
 			return
 		}
@@ -391,7 +438,7 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 		q.pending = q.pending[take:]
 		q.notifyLocked() // room for the producer
 	}
-	final := q.done && len(q.pending) == 0 && token > 0
+	final := q.done && len(q.pending) == 0 && (token > 0 || q.unheld)
 	state := q.state
 	if !final && state != stateQueued {
 		state = stateRunning

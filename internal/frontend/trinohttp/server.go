@@ -25,6 +25,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/netlimit"
@@ -73,10 +75,19 @@ type Options struct {
 	// Limits bound connections and the time to a request's headers (zero fields: netlimit's
 	// defaults). A statement's body is read only once its client is authenticated.
 	Limits netlimit.Limits
+	// QueriesMax bounds the queries the server holds (running, queued, or finished and kept
+	// for a client's retry of the last page); default QueriesMaxDefault. Past it a statement
+	// fails at once with QUERY_QUEUE_FULL.
+	QueriesMax int
+	// Registerer receives queryflux_frontend_bound_refusals_total; nil keeps it unregistered.
+	Registerer prometheus.Registerer
 	// Forward, on a worker, names this worker in every query id and sends follow-ups for
 	// queries of other workers (nextUri, DELETE, partialCancelUri, kill) to their owner.
 	Forward *forward.Forwarder
 }
+
+// QueriesMaxDefault is Trino's own default bound of queued queries (query.max-queued-queries).
+const QueriesMaxDefault = 5000
 
 // headerBytesMax bounds a request's headers (net/http's default is 1 MiB).
 const headerBytesMax = 256 << 10
@@ -94,6 +105,9 @@ func (o *Options) defaults() {
 	}
 	if o.AbandonAfter <= 0 {
 		o.AbandonAfter = 5 * time.Minute
+	}
+	if o.QueriesMax <= 0 {
+		o.QueriesMax = QueriesMaxDefault
 	}
 	if o.BodyBytesMax <= 0 {
 		o.BodyBytesMax = 16 << 20
@@ -117,6 +131,8 @@ type Server struct {
 	queries map[string]*runningQuery
 	seq     atomic.Uint64
 
+	refusals *prometheus.CounterVec // statements refused at QueriesMax
+
 	httpMu  sync.Mutex
 	servers []*http.Server
 	closed  bool
@@ -131,7 +147,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	opts.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{backend: backend, opts: opts, log: opts.Logger, started: time.Now(), ctx: ctx, cancel: cancel,
-		queries: map[string]*runningQuery{}}
+		queries: map[string]*runningQuery{}, refusals: netlimit.BoundRefusals(opts.Registerer)}
 	s.wg.Add(1)
 	go s.reap()
 	return s, nil
@@ -150,13 +166,16 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("DELETE /v1/statement/executing/partialCancel/{id}/{stage}/{slug}/{token}", s.handlePartialCancel)
 	mux.HandleFunc("DELETE /v1/query/{id}", s.handleKill)
 	mux.HandleFunc("GET /v1/info", s.handleInfo)
+	if s.opts.Forward != nil { // whole queries from peers, for the worker owning their cache key
+		mux.Handle("POST "+forward.PathQuery, s.opts.Forward.QueryHandler(s.backend))
+	}
 	return mux
 }
 
 // Serve serves HTTP on l until Close.
 func (s *Server) Serve(l net.Listener) error {
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.Limits.HandshakeTimeout, MaxHeaderBytes: headerBytesMax,
-		IdleTimeout: netlimit.IdleTimeout}
+		IdleTimeout: s.opts.Limits.IdleTimeout}
 	netlimit.HTTP(hs, s.opts.Limits.ConnectionsMax)
 	s.httpMu.Lock()
 	if s.closed {
@@ -261,15 +280,11 @@ func (s *Server) authenticate(r *http.Request) (string, int, error) {
 	if headerUser != "" && user != headerUser {
 		return "", http.StatusForbidden, fmt.Errorf("user %q may not run queries as %q", user, headerUser)
 	}
+	login := query.Login{Protocol: query.ProtocolTrino, User: user, ClientAddr: client.addr, TLS: client.tls, Cleartext: password != ""}
 	if s.opts.Gate != nil {
-		trusted, err := s.opts.Gate.Admit(query.Login{Protocol: query.ProtocolTrino, User: user,
-			ClientAddr: client.addr, TLS: client.tls, Cleartext: password != ""})
+		trusted, err := s.opts.Gate.Admit(login)
 		if err != nil {
-			var qe *query.Error
-			if errors.As(err, &qe) && qe.Code == query.CodeNotConfigured {
-				return "", http.StatusServiceUnavailable, err
-			}
-			return "", http.StatusForbidden, err
+			return "", gateStatus(err), err
 		}
 		if trusted && user != "" {
 			return user, 0, nil
@@ -293,10 +308,25 @@ func (s *Server) authenticate(r *http.Request) (string, int, error) {
 	if err != nil {
 		return "", http.StatusUnauthorized, errors.New("authentication failed")
 	}
+	if s.opts.Gate != nil {
+		login.User = authed
+		if err := s.opts.Gate.Verified(login); err != nil {
+			return "", gateStatus(err), err
+		}
+	}
 	if headerUser != "" && headerUser != authed {
 		return "", http.StatusForbidden, fmt.Errorf("user %q may not run queries as %q", authed, headerUser)
 	}
 	return authed, 0, nil
+}
+
+// gateStatus is the HTTP status of a Gate's refusal.
+func gateStatus(err error) int {
+	var qe *query.Error
+	if errors.As(err, &qe) && qe.Code == query.CodeNotConfigured {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusForbidden
 }
 
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) (string, error) {

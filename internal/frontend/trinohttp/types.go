@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/frontend/structured"
 )
 
 // MetaTrinoType is field metadata an engine may set to name the exact Trino type of a column
@@ -61,6 +63,13 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 	if isJSON(f) {
 		return simple("json")
 	}
+	if isString(f.Type) && engine.IsTimeTZField(f) {
+		p := int64(timeTZPrecision(f))
+		return fmt.Sprintf("time(%d) with time zone", p), TypeSignature{RawType: "time with time zone", Arguments: []TypeArgument{longArg(p)}}
+	}
+	if isString(f.Type) && unboundedNumber(f) {
+		return simple("number")
+	}
 	switch t := f.Type.(type) {
 	case *arrow.BooleanType:
 		return simple("boolean")
@@ -80,8 +89,8 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 		return simple("double")
 	case arrow.DecimalType:
 		p, s := int64(t.GetPrecision()), int64(t.GetScale())
-		if p > 38 { // Trino's decimal stops at 38 digits
-			return varchar()
+		if p > 38 { // Trino's decimal stops at 38 digits; its number has no limit
+			return simple("number")
 		}
 		return fmt.Sprintf("decimal(%d,%d)", p, s), TypeSignature{RawType: "decimal", Arguments: []TypeArgument{longArg(p), longArg(s)}}
 	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
@@ -106,11 +115,121 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 	case *arrow.NullType:
 		return simple("unknown")
 	case *arrow.ListType:
-		name, sig := trinoType(t.ElemField())
-		return "array(" + name + ")", TypeSignature{RawType: "array", Arguments: []TypeArgument{{Kind: "TYPE", Value: sig}}}
-	default: // structs, maps, durations, ...: Arrow's text form
+		return arrayOf(t.ElemField())
+	case *arrow.FixedSizeListType:
+		return arrayOf(t.ElemField())
+	case *arrow.MapType:
+		kn, ks := trinoType(t.KeyField())
+		vn, vs := trinoType(t.ItemField())
+		return "map(" + kn + ", " + vn + ")", TypeSignature{RawType: "map", Arguments: []TypeArgument{{Kind: "TYPE", Value: ks}, {Kind: "TYPE", Value: vs}}}
+	case *arrow.StructType:
+		names := make([]string, t.NumFields())
+		args := make([]TypeArgument, t.NumFields())
+		for i, sf := range t.Fields() {
+			n, sig := trinoType(sf)
+			names[i] = sf.Name + " " + n
+			args[i] = TypeArgument{Kind: "NAMED_TYPE", Value: namedType{FieldName: fieldName{Name: sf.Name}, TypeSignature: sig}}
+		}
+		return "row(" + strings.Join(names, ", ") + ")", TypeSignature{RawType: "row", Arguments: args}
+	case *arrow.MonthDayNanoIntervalType:
+		if yearToMonth(f) {
+			return simple("interval year to month")
+		}
+		return simple("interval day to second")
+	default: // durations, unions, ...: Arrow's text form
 		return varchar()
 	}
+}
+
+func arrayOf(elem arrow.Field) (string, TypeSignature) {
+	name, sig := trinoType(elem)
+	return "array(" + name + ")", TypeSignature{RawType: "array", Arguments: []TypeArgument{{Kind: "TYPE", Value: sig}}}
+}
+
+// namedType is a row field in a type signature (Trino's NAMED_TYPE argument).
+type namedType struct {
+	FieldName     fieldName     `json:"fieldName"`
+	TypeSignature TypeSignature `json:"typeSignature"`
+}
+
+type fieldName struct {
+	Name string `json:"name"`
+}
+
+// yearToMonth says whether an interval column holds only years and months: a PostgreSQL
+// interval declared YEAR, MONTH or YEAR TO MONTH. Every other interval is Trino's interval day to
+// second, a month counting 30 days (as PostgreSQL and DuckDB compare intervals).
+func yearToMonth(f arrow.Field) bool {
+	if metaValue(f, engine.MetaPGType) != "interval" {
+		return false
+	}
+	typmod, err := strconv.ParseInt(metaValue(f, engine.MetaPGTypmod), 10, 32)
+	if err != nil || typmod < 0 {
+		return false
+	}
+	switch (typmod >> 16) & 0x7fff { // PostgreSQL's interval range bits: YEAR 1<<2, MONTH 1<<1
+	case 1 << 2, 1 << 1, 1<<2 | 1<<1:
+		return true
+	}
+	return false
+}
+
+// intervalText is v as Trino writes an interval: "Y-M" for year to month, "D HH:MM:SS.mmm" for
+// day to second (milliseconds, Trino's precision), with a leading minus when negative.
+func intervalText(v arrow.MonthDayNanoInterval, yearMonth bool) string {
+	if yearMonth {
+		m, sign := int64(v.Months), ""
+		if m < 0 {
+			m, sign = -m, "-"
+		}
+		return fmt.Sprintf("%s%d-%d", sign, m/12, m%12)
+	}
+	ms := (int64(v.Months)*30+int64(v.Days))*86_400_000 + v.Nanoseconds/1_000_000
+	sign := ""
+	if ms < 0 {
+		ms, sign = -ms, "-"
+	}
+	return fmt.Sprintf("%s%d %02d:%02d:%02d.%03d", sign, ms/86_400_000, ms/3_600_000%24, ms/60_000%60, ms/1000%60, ms%1000)
+}
+
+// unboundedNumber says whether f is text an engine names a number without a fixed width:
+// PostgreSQL's numeric (unbounded, or wider than a decimal128; NaN and infinities included),
+// DuckDB's VARINT. Trino's number holds them all.
+func unboundedNumber(f arrow.Field) bool {
+	return metaValue(f, engine.MetaDuckDBType) == "VARINT" || metaValue(f, engine.MetaPGType) == "numeric"
+}
+
+// timeTZPrecision is the digits of a second a time with a zone keeps: PostgreSQL's declared
+// timetz(p), else microseconds (DuckDB's, and PostgreSQL's default).
+func timeTZPrecision(f arrow.Field) int {
+	if p, err := strconv.Atoi(metaValue(f, engine.MetaPGTypmod)); err == nil && p >= 0 && p < 6 {
+		return p
+	}
+	return 6
+}
+
+// timeTZText is an engine's time with a zone (PostgreSQL's and DuckDB's 12:34:56.5+02,
+// 01:02:03-05:30) as Trino writes it: 12:34:56.500000+02:00, digits digits of a second, the
+// offset in hours and minutes (seconds of an offset, which Trino has not, dropped).
+func timeTZText(text string, digits int) (string, error) {
+	i := strings.LastIndexAny(text, "+-")
+	if i <= 0 {
+		return "", fmt.Errorf("time with time zone %q: no offset", text)
+	}
+	clock, err := structured.ParseClock(text[:i])
+	if err != nil {
+		return "", fmt.Errorf("time with time zone %q: %w", text, err)
+	}
+	parts := strings.Split(text[i+1:], ":")
+	hh, err1 := strconv.Atoi(parts[0])
+	mm, err2 := 0, error(nil)
+	if len(parts) > 1 {
+		mm, err2 = strconv.Atoi(parts[1])
+	}
+	if err1 != nil || err2 != nil || len(parts) > 3 {
+		return "", fmt.Errorf("time with time zone %q: bad offset", text)
+	}
+	return fmt.Sprintf("%s%c%02d:%02d", timeOfDay(clock, digits), text[i], hh, mm), nil
 }
 
 func isUUID(f arrow.Field) bool { return engine.IsUUIDField(f) }
@@ -227,6 +346,11 @@ func jsonValue(f arrow.Field, a arrow.Array, i int) any {
 	case *array.Float64:
 		return floatJSON(a.Value(i), 64)
 	case *array.String:
+		if engine.IsTimeTZField(f) {
+			if v, err := timeTZText(a.Value(i), timeTZPrecision(f)); err == nil {
+				return v
+			}
+		}
 		return a.Value(i)
 	case *array.LargeString:
 		return a.Value(i)
@@ -260,19 +384,49 @@ func jsonValue(f arrow.Field, a arrow.Array, i int) any {
 		return timeOfDay(time.Duration(a.Value(i))*unit.Multiplier(), precisionOf(unit))
 	case *array.List:
 		start, end := a.ValueOffsets(i)
-		elems := a.ListValues()
-		ef := a.DataType().(*arrow.ListType).ElemField()
-		out := make([]any, 0, end-start)
-		for j := start; j < end; j++ {
-			out = append(out, jsonValue(ef, elems, int(j)))
+		return listJSON(a.DataType().(*arrow.ListType).ElemField(), a.ListValues(), start, end)
+	case *array.FixedSizeList:
+		start, end := a.ValueOffsets(i)
+		return listJSON(a.DataType().(*arrow.FixedSizeListType).ElemField(), a.ListValues(), start, end)
+	case *array.Map: // a JSON object: Trino writes every key as a string
+		start, end := a.ValueOffsets(i)
+		mt := a.DataType().(*arrow.MapType)
+		keys, items := a.Keys(), a.Items()
+		out := make(map[string]any, end-start)
+		for j := int(start); j < int(end); j++ {
+			out[keyText(jsonValue(mt.KeyField(), keys, j))] = jsonValue(mt.ItemField(), items, j)
 		}
 		return out
+	case *array.Struct: // a JSON array of the field values, in field order
+		st := a.DataType().(*arrow.StructType)
+		out := make([]any, a.NumField())
+		for k := range out {
+			out[k] = jsonValue(st.Field(k), a.Field(k), i)
+		}
+		return out
+	case *array.MonthDayNanoInterval:
+		return intervalText(a.Value(i), yearToMonth(f))
 	default: // decimals (Trino sends them as strings), nested types
 		if d, ok := engine.DecimalText(a, i); ok {
 			return d
 		}
 		return a.ValueStr(i)
 	}
+}
+
+func listJSON(ef arrow.Field, elems arrow.Array, start, end int64) []any {
+	out := make([]any, 0, end-start)
+	for j := start; j < end; j++ {
+		out = append(out, jsonValue(ef, elems, int(j)))
+	}
+	return out
+}
+
+func keyText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return fmt.Sprint(v)
 }
 
 func floatJSON(v float64, bits int) any {

@@ -53,6 +53,17 @@ func Compile(name, src, fn string, minParams, maxParams int) (*Program, error) {
 	return &Program{Name: name, Func: fn, StepsMax: StepsMax, fn: f}, nil
 }
 
+// CompileRoute compiles a router script: its entry is route(query) or route(query, ctx). The
+// error says which form is wanted. config.Compile checks script routers with it, and node/proxy
+// builds them with it, so what the one accepts the other can run.
+func CompileRoute(name, src string) (*Program, error) {
+	prog, err := Compile(name, src, "route", 1, 2)
+	if err != nil {
+		return nil, fmt.Errorf("script router %s: %w (want def route(query, ctx) or route(query))", name, err)
+	}
+	return prog, nil
+}
+
 func arity(lo, hi int) string {
 	if lo == hi {
 		return fmt.Sprint(lo)

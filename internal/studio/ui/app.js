@@ -2,7 +2,7 @@
 // /studio/api (the session cookie is HttpOnly; the CSRF token lives only in this script's memory).
 'use strict';
 
-const state = { csrf: null, features: {}, timer: null, route: '', records: {}, samples: {} };
+const state = { csrf: null, features: {}, timer: null, route: '', records: {} };
 const $ = (id) => document.getElementById(id);
 
 // el builds DOM nodes; text only ever goes through textContent, never HTML.
@@ -85,21 +85,6 @@ function barChart(items, label) {
   return chart;
 }
 
-// lineChart draws one cluster's samples ({t, v}) against its cap, over the last samplesMax polls.
-function lineChart(name, samples, cap) {
-  const w = 520, h = 70, pad = 4, max = Math.max(1, cap || 0, ...samples.map((p) => p.v));
-  const t0 = samples[0].t, span = Math.max(1, samples[samples.length - 1].t - t0);
-  const x = (t) => 150 + ((w - 150 - 60) * (t - t0)) / span, y = (v) => h - pad - ((h - 2 * pad) * v) / max;
-  const chart = svg('svg', { class: 'chart', width: w, height: h, role: 'img', 'aria-label': name + ' leases over time' });
-  chart.append(svg('text', { x: 6, y: 16 }, name), svg('text', { x: 6, y: 32 }, 'last ' + Math.round(span / 1000) + ' s'));
-  if (cap) chart.append(svg('line', { class: 'cap', x1: 150, x2: w - 60, y1: y(cap), y2: y(cap) }));
-  chart.append(svg('polyline', { class: 'line', points: samples.map((p) => x(p.t) + ',' + y(p.v)).join(' ') }));
-  chart.append(svg('text', { x: w - 54, y: 16 }, samples[samples.length - 1].v + (cap ? ' / ' + cap : '')));
-  return chart;
-}
-
-const samplesMax = 150; // 5 minutes of 2 s polls
-
 function confirmAction(text) {
   const d = $('confirm');
   $('confirm-text').textContent = text;
@@ -125,7 +110,8 @@ async function fleetPage(page) {
     return el('tr', { 'data-worker': w.name },
       el('td', {}, el('a', { class: 'row', href: '#/worker/' + encodeURIComponent(w.name) }, w.name)),
       el('td', {}, badge(w.state), w.online ? '' : el('span', { class: 'muted' }, ' offline')),
-      el('td', {}, Object.keys(w.labels || {}).sort().map((k) => el('span', { class: 'label' }, k + '=' + w.labels[k]))),
+      el('td', {}, labelList(w.labels)),
+      el('td', { class: 'groups' }, groupList(w.groups)),
       el('td', {}, w.version || '—'),
       el('td', {}, (w.revision || '—').slice(0, 12), ' ', badge(w.current ? 'current' : 'behind', w.current ? 'yes' : 'no')),
       el('td', {}, flags.join(', ') || '—'),
@@ -136,8 +122,17 @@ async function fleetPage(page) {
   page.replaceChildren(el('h1', {}, 'Fleet'),
     el('p', { class: 'muted' }, workers.length + ' workers · refreshes every 2 s'),
     barChart(Object.entries(counts).map(([name, value]) => ({ name, value })), 'workers by state'),
-    table(['Worker', 'State', 'Labels', 'Version', 'Config revision', 'Flags', 'Self-health', 'Last heartbeat', 'Warnings'], rows));
+    table(['Worker', 'State', 'Labels', 'Groups served', 'Version', 'Config revision', 'Flags', 'Self-health', 'Last heartbeat', 'Warnings'], rows));
 }
+
+const labelList = (labels) => {
+  const keys = Object.keys(labels || {}).sort();
+  return keys.length ? keys.map((k) => el('span', { class: 'label' }, k + '=' + labels[k])) : el('span', { class: 'muted' }, 'none');
+};
+
+// groupList: the cluster groups in the worker's snapshot (what its labels select); none means it
+// can route nothing.
+const groupList = (groups) => (groups || []).length ? [...groups].sort().map((g) => el('span', { class: 'group' }, g)) : el('span', { class: 'muted' }, 'none');
 
 async function workerPage(page, name) {
   const [w, hist] = await Promise.all([
@@ -145,7 +140,7 @@ async function workerPage(page, name) {
     api('GET', '/admin/queries?' + new URLSearchParams({ worker: name, limit: 20 })),
   ]);
   const hb = w.heartbeat || {}, cfg = hb.config || {}, co = hb.coordination || {}, hi = hb.history || {}, health = hb.health || {};
-  const facts = [['State', badge(w.state)], ['Version', w.version || '—'], ['Config revision', (w.revision || '—') + (w.current ? ' (current)' : ' (behind)')],
+  const facts = [['State', badge(w.state)], ['Labels', labelList(w.labels)], ['Groups served', groupList(w.groups)], ['Version', w.version || '—'], ['Config revision', (w.revision || '—') + (w.current ? ' (current)' : ' (behind)')],
     ['Config source', (cfg.source || '—') + (cfg.stale ? ', stale for ' + Math.round(cfg.stalenessSecs) + ' s' : '')],
     ['Last config sync error', cfg.lastSyncError || '—'], ['Capacity coordination', [co.policy, co.mode].filter(Boolean).join(', ') || '—'],
     ['Self-health', (health.state || '—') + (health.loopLagSeconds ? ', loop lag ' + (health.loopLagSeconds * 1000).toFixed(0) + ' ms' : '')],
@@ -157,37 +152,110 @@ async function workerPage(page, name) {
   el('h2', {}, 'Recent queries'), queryTable(hist.records || []));
 }
 
+// ageOf is how long ago ts was, as a duration ("42 s", "3 min").
+function ageOf(ts) {
+  if (!ts) return '—';
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(ts)) / 1000));
+  return s < 120 ? s + ' s' : s < 7200 ? Math.round(s / 60) + ' min' : Math.round(s / 3600) + ' h';
+}
+
+// perInterval turns a counter sampled over time into its increase per sample (0 across a restart).
+const perInterval = (samples, key) => samples.slice(1).map((p, k) => ({ t: Date.parse(p.at), v: Math.max(0, p[key] - samples[k][key]) }));
+const overTime = (samples, key) => samples.filter((p) => p[key] !== undefined && p[key] !== null).map((p) => ({ t: Date.parse(p.at), v: p[key] }));
+
+// timeChart draws series ({name, cls, points: [{t, v}]}) over the sampled time; cap (optional)
+// is a dashed red line; max (optional) fixes the top of the scale.
+function timeChart(title, series, opts) {
+  const o = opts || {}, w = 380, h = 140, left = 46, right = 10, top = 38, bottom = 18;
+  const all = series.flatMap((s) => s.points);
+  const chart = svg('svg', { class: 'chart small', width: w, height: h, role: 'img', 'aria-label': title });
+  chart.append(svg('text', { x: 6, y: 14, class: 'title' }, title));
+  if (!all.length) { chart.append(svg('text', { x: left, y: h / 2 }, 'no samples yet')); return chart; }
+  const t0 = Math.min(...all.map((p) => p.t)), t1 = Math.max(...all.map((p) => p.t)), span = Math.max(1, t1 - t0);
+  const max = o.max || niceCeil(Math.max(1, o.cap || 0, ...all.map((p) => p.v)));
+  const x = (t) => left + ((w - left - right) * (t - t0)) / span, y = (v) => h - bottom - ((h - top - bottom) * v) / max;
+  chart.append(svg('line', { class: 'axis', x1: left, x2: w - right, y1: h - bottom, y2: h - bottom }),
+    svg('text', { x: left - 4, y: h - bottom, 'text-anchor': 'end' }, '0'),
+    svg('text', { x: left - 4, y: top + 8, 'text-anchor': 'end' }, fmtNum(max)),
+    svg('text', { x: left, y: h - 4 }, '−' + Math.round(span / 1000) + ' s'),
+    svg('text', { x: w - right, y: h - 4, 'text-anchor': 'end' }, 'now'));
+  if (o.cap) chart.append(svg('line', { class: 'cap', x1: left, x2: w - right, y1: y(o.cap), y2: y(o.cap) }));
+  let lx = w - right;
+  series.slice().reverse().forEach((s) => {
+    if (!s.points.length) return;
+    chart.append(svg('polyline', { class: 'line ' + s.cls, points: s.points.map((p) => x(p.t).toFixed(1) + ',' + y(p.v).toFixed(1)).join(' ') }));
+    const last = s.points[s.points.length - 1];
+    chart.append(svg('circle', { class: 'dot ' + s.cls, cx: x(last.t), cy: y(last.v), r: 2.5 }));
+    const label = s.name + ' ' + fmtNum(last.v) + (s.unit || '');
+    chart.append(svg('text', { x: lx, y: 29, 'text-anchor': 'end', class: 'legend ' + s.cls }, label));
+    lx -= 7 * label.length + 10;
+  });
+  return chart;
+}
+
+// niceCeil is the smallest of 1, 2, 2.5, 5 times a power of ten that is at least v.
+function niceCeil(v) {
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  return [1, 2, 2.5, 5, 10].map((m) => m * p).find((x) => x >= v);
+}
+
+const fmtNum = (v) => (v >= 100 || Number.isInteger(v) ? String(Math.round(v)) : v.toFixed(v >= 10 ? 1 : 2));
+
 async function capacityPage(page) {
   if (!state.features.leases) {
     page.replaceChildren(el('h1', {}, 'Capacity'), el('p', { class: 'muted' }, 'This node does not coordinate capacity leases (no /admin/leases).'));
     return;
   }
-  const [leases, cfg] = await Promise.all([api('GET', '/admin/leases'), api('GET', '/admin/config').catch(() => null)]);
-  const caps = {};
-  for (const c of (cfg && cfg.snapshot && cfg.snapshot.clusters) || []) caps[c.name] = c.maxRunningQueries;
-  const held = {};
-  for (const c of Object.keys(caps)) held[c] = 0;
-  for (const l of leases) if (!l.revoked) held[l.cluster] = (held[l.cluster] || 0) + 1;
-  const now = Date.now();
-  for (const c of Object.keys(held)) {
-    const series = (state.samples[c] = state.samples[c] || []);
-    series.push({ t: now, v: held[c] });
-    if (series.length > samplesMax) series.shift();
+  const [stats, cfg] = await Promise.all([api('GET', '/admin/capacity/stats'), api('GET', '/admin/config').catch(() => null)]);
+  const byName = {};
+  for (const c of stats.clusters) byName[c.cluster] = c;
+  for (const c of (cfg && cfg.snapshot && cfg.snapshot.clusters) || []) {
+    if (!byName[c.name]) byName[c.name] = { cluster: c.name, cap: c.maxRunningQueries, now: { held: 0, revoked: 0, waiting: 0, granted: 0, denied: 0, fenced: 0, freedAfterGrace: 0 }, samples: [], workers: [], leases: [] };
+    if (!byName[c.name].cap) byName[c.name].cap = c.maxRunningQueries;
   }
+  const clusters = Object.keys(byName).sort().map((n) => byName[n]);
+  const ms = (v) => (v === undefined || v === null ? '—' : fmtNum(v) + ' ms');
+  const summary = clusters.map((c) => el('tr', { 'data-cluster': c.cluster }, el('td', {}, c.cluster),
+    el('td', {}, c.now.held + (c.cap ? ' / ' + c.cap : '')), el('td', {}, c.now.revoked), el('td', {}, c.now.waiting),
+    el('td', {}, ms(c.now.waitP99Millis)), el('td', {}, c.now.granted), el('td', {}, c.now.denied),
+    el('td', {}, c.now.fenced), el('td', {}, c.now.freedAfterGrace),
+    el('td', {}, c.now.fairness === undefined ? '—' : c.now.fairness.toFixed(2))));
+  const every = stats.everyMillis ? 'sampled every ' + stats.everyMillis / 1000 + ' s by the control plane' : 'sampled on each refresh';
+  const sections = clusters.map((c) => {
+    const last = c.samples[c.samples.length - 1];
+    const s = c.now.at && (!last || Date.parse(c.now.at) > Date.parse(last.at)) ? c.samples.concat([c.now]) : c.samples; // up to now
+    if (!s.length) {
+      return el('section', { class: 'cluster', 'data-cluster': c.cluster }, el('h2', {}, c.cluster),
+        el('p', { class: 'muted' }, 'No lease asked for or held since the control plane started.'));
+    }
+    return el('section', { class: 'cluster', 'data-cluster': c.cluster }, el('h2', {}, c.cluster),
+      el('div', { class: 'charts' },
+        timeChart('Leases held' + (c.cap ? ' (cap ' + c.cap + ')' : ''), [{ name: 'held', cls: 's0', points: overTime(s, 'held') },
+          { name: 'revoked', cls: 's2', points: overTime(s, 'revoked') }], { cap: c.cap }),
+        timeChart('Acquires waiting (queue depth)', [{ name: 'waiting', cls: 's0', points: overTime(s, 'waiting') }]),
+        timeChart('p99 wait for a lease, last minute (ms)', [{ name: 'p99', unit: ' ms', cls: 's1', points: overTime(s, 'waitP99Millis') }]),
+        timeChart('Denials and fencing, per sample', [{ name: 'denied', cls: 's2', points: perInterval(s, 'denied') },
+          { name: 'fenced', cls: 's1', points: perInterval(s, 'fenced') }, { name: 'after grace', cls: 's3', points: perInterval(s, 'freedAfterGrace') }]),
+        timeChart("Fairness (Jain's index)", [{ name: 'index', cls: 's0', points: overTime(s, 'fairness') }], { max: 1 })),
+      table(['Worker', 'Weight', 'Leases held', 'Granted (last minute)', 'Denied (last minute)'],
+        c.workers.map((w) => el('tr', { 'data-share': c.cluster + '/' + w.worker }, el('td', {}, w.worker), el('td', {}, w.weight),
+          el('td', {}, w.held), el('td', {}, w.granted), el('td', {}, w.denied)))));
+  });
+  const leases = clusters.flatMap((c) => c.leases);
   const rows = leases.map((l) => {
     const id = l.id; // <cluster>#<generation>, what revoke takes
     return el('tr', { 'data-lease': id }, el('td', {}, id), el('td', {}, l.cluster), el('td', {}, l.holder),
-      el('td', {}, l.ttlMillis ? ago(new Date(Date.parse(l.expiresAt) - l.ttlMillis).toISOString()) : '—'),
-      el('td', {}, ago(l.expiresAt)), el('td', {}, l.revoked ? badge('revoked', 'no') : badge('held', 'yes')),
+      el('td', { title: l.since }, ageOf(l.since)), el('td', { title: l.expiresAt }, ago(l.expiresAt)),
+      el('td', {}, l.revoked ? badge('revoked', 'no') : badge('held', 'yes')),
       el('td', {}, l.revoked ? '' : el('button', { type: 'button', class: 'revoke', onclick: () => revoke(id) }, 'Revoke')));
   });
   page.replaceChildren(el('h1', {}, 'Capacity'),
-    el('h2', {}, 'Leases held against each cluster\'s cap'),
-    barChart(Object.keys(held).sort().map((c) => ({ name: c, value: held[c], cap: caps[c] })), 'leases per cluster'),
-    el('h2', {}, 'Over time (while this page is open)'),
-    ...Object.keys(held).sort().map((c) => lineChart(c, state.samples[c], caps[c])),
-    el('h2', {}, 'Leases'),
-    table(['Lease', 'Cluster', 'Holder', 'Granted or renewed', 'Expires', 'State', ''], rows));
+    el('p', { class: 'muted' }, every + ' · refreshes every 2 s · grants, waits and fairness are this control plane\'s answers; leases held are every replica\'s'),
+    barChart(clusters.map((c) => ({ name: c.cluster, value: c.now.held, cap: c.cap })), 'leases per cluster'),
+    table(['Cluster', 'Held / cap', 'Revoked', 'Waiting', 'Wait p99', 'Granted', 'Denied', 'Fenced', 'Freed after grace', 'Fairness'], summary),
+    el('h2', {}, 'Held leases'),
+    table(['Lease', 'Cluster', 'Holder', 'Age', 'Expires', 'State', ''], rows),
+    ...sections);
 }
 
 async function revoke(id) {
@@ -302,6 +370,84 @@ async function rollback(r, etag) {
   render();
 }
 
+// planningPage picks or uploads a scenario, starts a small sweep on the server (one job at a
+// time) and follows it: a progress bar while it runs, then the plot and the knee.
+async function planningPage(page) {
+  if (!state.features.planning) {
+    page.replaceChildren(el('h1', {}, 'Planning'), el('p', { class: 'muted' }, 'This node does not run planning jobs.'));
+    return;
+  }
+  const [builtins, last] = await Promise.all([call('GET', 'api/plan/scenarios'), call('GET', 'api/plan/jobs')]);
+  const list = builtins.data || [];
+  const about = el('p', { class: 'muted', id: 'plan-about' });
+  const pick = el('select', { name: 'scenario', id: 'plan-scenario' }, el('option', { value: '' }, 'upload a scenario…'),
+    list.map((sc, k) => el('option', { value: sc.name, selected: k === 0 }, sc.name + ' (' + sc.workers + ' workers, ' + sc.duration + ')')));
+  const upload = el('div', { id: 'plan-upload', hidden: true },
+    el('input', { type: 'file', accept: '.yaml,.yml', id: 'plan-file', onchange: (ev) => {
+      const f = ev.target.files[0];
+      if (f) f.text().then((text) => { $('plan-yaml').value = text; });
+    } }),
+    el('textarea', { id: 'plan-yaml', rows: 10, cols: 90, placeholder: 'scenario YAML (with a workload: section)', spellcheck: 'false' }));
+  const showAbout = () => {
+    const sc = list.find((x) => x.name === pick.value);
+    upload.hidden = !!sc;
+    about.textContent = sc ? sc.about + (sc.objective ? ' Objective: ' + sc.objective + '.' : '') + ' Clusters: ' + sc.clusters.join(', ') + '.' : 'Paste or choose a scenario file; it may not replay a file.';
+  };
+  pick.addEventListener('change', showAbout);
+  const form = el('form', { id: 'plan-form', class: 'filters' }, pick,
+    el('input', { name: 'sweep', id: 'plan-sweep', value: 'cap=1,2,4', size: 24, title: 'workers=FROM..TO[:STEP], cap=V1,V2,... or cap.CLUSTER=...' }),
+    el('input', { name: 'sweep2', id: 'plan-sweep2', placeholder: 'second sweep (optional)', size: 24 }),
+    el('select', { name: 'seeds', id: 'plan-seeds' }, [1, 2, 3].map((n) => el('option', { value: n }, n + (n === 1 ? ' seed' : ' seeds')))),
+    el('button', { type: 'submit' }, 'Run sweep'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const req = { sweep: [$('plan-sweep').value, $('plan-sweep2').value].map((x) => x.trim()).filter(Boolean), seeds: Number($('plan-seeds').value) };
+    if (pick.value) req.scenario = pick.value; else req.yaml = $('plan-yaml').value;
+    try {
+      const { data } = await call('POST', 'api/plan/jobs', req);
+      flash('');
+      followJob(data.id);
+    } catch (e) { flash('Planning: ' + e.message, true); }
+  });
+  page.replaceChildren(el('h1', {}, 'Planning'),
+    el('p', { class: 'muted' }, 'Runs a small qfsim plan sweep here, one job at a time (at most 12 runs; larger sweeps: qfsim plan).'),
+    form, about, upload, el('div', { id: 'plan-job' }));
+  showAbout();
+  if (last.data) { showJob(last.data); if (last.data.state === 'running') followJob(last.data.id); }
+}
+
+function followJob(id) {
+  stopTimer();
+  const poll = async () => {
+    try {
+      const { data } = await call('GET', 'api/plan/jobs/' + encodeURIComponent(id));
+      if (!$('plan-job')) { stopTimer(); return; }
+      showJob(data);
+      if (data.state !== 'running') stopTimer();
+    } catch (e) { stopTimer(); flash('Planning: ' + e.message, true); }
+  };
+  state.timer = setInterval(poll, 700);
+  poll();
+}
+
+function showJob(job) {
+  const box = $('plan-job');
+  if (!box) return;
+  const parts = [el('h2', {}, 'Job: ' + job.scenario),
+    el('p', {}, el('progress', { id: 'plan-progress', max: job.total || 1, value: job.done }), ' ',
+      el('span', { id: 'plan-state' }, job.state + ' · ' + job.done + ' of ' + job.total + ' runs' + (job.ended ? ' · took ' + Math.round((Date.parse(job.ended) - Date.parse(job.started)) / 1000) + ' s' : '')))];
+  if (job.error) parts.push(el('pre', { class: 'reason error', id: 'plan-error' }, job.error));
+  if (job.state === 'done' && job.plan) {
+    const knees = job.plan.knees || [];
+    parts.push(el('h2', {}, 'Knee'), el('ul', { id: 'plan-knees' }, knees.length ? knees.map((k) => el('li', {},
+      Object.entries(k.fixed || {}).map(([a, v]) => a + '=' + v + ': ').join(''), k.value ? el('strong', {}, k.axis + ' = ' + k.value) : 'none', ' — ' + k.reason))
+      : el('li', { class: 'muted' }, 'no knee'), (job.plan.warnings || []).map((w) => el('li', { class: 'error' }, w))),
+    el('img', { id: 'plan-plot', src: 'api/plan/jobs/' + encodeURIComponent(job.id) + '/plot.svg', alt: 'plan plot' }),
+    el('pre', { class: 'plan-table' }, job.table || ''));
+  }
+  box.replaceChildren(...parts);
+}
+
 // ---- shell ----
 
 function flash(text, isError) {
@@ -321,7 +467,7 @@ function showLogin(message) {
 
 function stopTimer() { if (state.timer) { clearInterval(state.timer); state.timer = null; } }
 
-const routes = { fleet: fleetPage, capacity: capacityPage, queries: queriesPage, config: configPage, worker: workerPage, query: queryPage };
+const routes = { fleet: fleetPage, capacity: capacityPage, queries: queriesPage, config: configPage, worker: workerPage, query: queryPage, planning: planningPage };
 
 async function render() {
   if (!state.csrf) return;
@@ -366,6 +512,7 @@ async function start() {
 async function loggedIn(sess) {
   state.csrf = sess.csrf;
   state.features = sess.features || {};
+  $('nav-planning').hidden = !state.features.planning;
   state.route = '';
   await render();
 }

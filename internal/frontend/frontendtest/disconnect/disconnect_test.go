@@ -154,9 +154,10 @@ func duckdbTarget(t *testing.T) target {
 		name: "duckdb", db: "memory",
 		cluster: `clusters:
   - {name: c, engine: duckdb, endpoint: ":memory:", maxRunningQueries: 1}`,
+		// A scan, not a join: DuckDB looks at an interrupt only between the chunks an operator
+		// emits, and a cross join's probe of one input chunk can run for minutes.
 		long: func(m string) string {
-			return "select sum(a.range * b.range) as " + strings.ReplaceAll(m, "-", "_") +
-				" from range(100000000) a, range(100000000) b"
+			return "select sum(a.range) as " + strings.ReplaceAll(m, "-", "_") + " from range(1000000000000) a"
 		},
 		running: func(t *testing.T, n *querynode.Node, _ string) bool {
 			if n.Core().Running("c") > 0 {

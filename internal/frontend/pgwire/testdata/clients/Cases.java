@@ -88,7 +88,7 @@ public class Cases {
         conn.setAutoCommit(false);
         try (Statement st = conn.createStatement()) {
             st.setFetchSize(100);
-            ResultSet rs = st.executeQuery("select generate_series(1, 250)");
+            ResultSet rs = st.executeQuery("select x from generate_series(1, 250) as g(x)");
             long sum = 0;
             int rows = 0;
             while (rs.next()) {

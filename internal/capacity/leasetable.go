@@ -1,0 +1,658 @@
+package capacity
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+)
+
+// leaseTable is everything a LeaseGuard knows and decides, as plain data: which leases this
+// node holds, keeps idle, is asking for, renewing or releasing, and when each stops counting.
+// It starts no task, does no I/O and reads no clock: every event carries its now, and every
+// event returns what the driver must do about it (effects: callbacks to run, tasks to wake,
+// counts to record; renewals and release batches to send). The LeaseGuard is its driver: it
+// holds the lock, makes the round trips through its LeaseClient and feeds their outcomes back.
+// Transcript tests (testdata/leasetable) drive it event by event.
+type leaseTable struct {
+	c      tableConfig
+	nextID uint64
+	slots  map[uint64]*slotState // live slots (leased, not yet released), by id
+	held   map[string]int        // leased slots per cluster, live or fenced, until released
+	local  map[string]int        // slots granted without a lease (onUnavailable: localLimits)
+	queue  []queuedRelease
+	full   bool // the release queue hit its bound (reported once until it has room again)
+	// pending counts, per cluster, releases queued or in flight: the control plane still counts
+	// those leases, so an acquire that they would push over the cap is denied without asking.
+	pending map[string]int
+	// asking counts, per cluster, acquires in flight to the control plane: each may come back
+	// with a lease, so they count against the cap like held ones. Otherwise acquires racing one
+	// another (or a local fallback admission) could together take this node past it.
+	asking       map[string]int
+	flushFailing bool // the last batch failed: pending releases may never land, ask anyway
+	// unreachableUntil: the control plane did not answer an acquire; until then, don't ask.
+	unreachableUntil time.Time
+	// idle holds released leases kept for the next acquire of their cluster (counted as held),
+	// idleN how many in all. uncontended is set for a cluster while the control plane's last
+	// answer for it said no other worker contends for it; absent means keep nothing idle.
+	idle        map[string][]idleLease
+	idleN       int
+	reaperAt    time.Time // when the idle reaper wakes next (zero: when told)
+	uncontended map[string]bool
+	stopped     bool // the driver's tasks ended: keep nothing idle
+}
+
+// tableConfig is what a leaseTable's decisions depend on besides its events.
+type tableConfig struct {
+	LeaseTTL, DriftMargin, RenewEvery time.Duration
+	OnLeaseLost                       string
+	OnUnavailable                     string
+	// Reuse: released leases may be kept idle for the next acquire (see LeaseGuard).
+	Reuse bool
+	// AcquireWaits: acquires wait at the control plane, so this node's pending releases do not
+	// deny them here (GuardOptions.AcquireWaits).
+	AcquireWaits bool
+}
+
+// heldLease is one lease as this node holds it, shared by the slots and idle entries that carry
+// it in turn, so that the table can tell its state at every step.
+type heldLease struct {
+	lease     Lease
+	releasing bool // queued for release (or dropped): never renewed or reused again
+}
+
+// slotState is one leased slot: a running query's claim, live until its query releases it.
+type slotState struct {
+	id      uint64
+	hl      *heldLease
+	fenceAt time.Time // stop counting on the lease from here on
+	renewAt time.Time // next renewal due
+	// grantedAt is when the acquire that granted the lease was sent (kept across reuses).
+	grantedAt time.Time
+	affinity  uint64 // query.Affinity of the acquire's context
+
+	released bool
+	lost     bool // fenced, query told to stop (cancel)
+	overrun  bool // fenced, query kept (overrun)
+	onLost   []func()
+}
+
+// idleLease is a released slot's lease kept for the next acquire of its cluster.
+type idleLease struct {
+	hl        *heldLease
+	fenceAt   time.Time
+	renewAt   time.Time
+	grantedAt time.Time // when the acquire that granted it was sent: its reuse window starts here
+	until     time.Time // released the normal way from here on
+	affinity  uint64    // who released it (query.Affinity of its acquire): taken by them first
+}
+
+type queuedRelease struct {
+	ref     LeaseRef
+	cluster string
+	until   time.Time // after this the control plane has reclaimed the lease anyway
+}
+
+// effects is what the driver does after an event, in this order: count, wake the idle reaper,
+// run OnFreed's callbacks, wake the release flusher, run fenced queries' cancel functions.
+type effects struct {
+	lost        []lostLease
+	dropped     []droppedRelease
+	queueFull   *queueFull
+	wakeReaper  bool // a lease went idle while the reaper had no deadline
+	wakeFreed   bool // a slot may be free for a denied caller
+	wakeFlusher bool // a release was queued
+	cancel      []func()
+}
+
+// lostLease is a lease fenced under policy (OnLeaseLostCancel or OnLeaseLostOverrun).
+type lostLease struct{ cluster, policy string }
+
+// droppedRelease is a release given up (reason "queue-full" or "expired").
+type droppedRelease struct{ cluster, reason string }
+
+// queueFull reports that the release queue started refusing releases.
+type queueFull struct {
+	cluster string
+	queued  int
+}
+
+func (e *effects) add(o effects) {
+	e.lost = append(e.lost, o.lost...)
+	e.dropped = append(e.dropped, o.dropped...)
+	e.queueFull = cmpOr(e.queueFull, o.queueFull)
+	e.wakeReaper = e.wakeReaper || o.wakeReaper
+	e.wakeFreed = e.wakeFreed || o.wakeFreed
+	e.wakeFlusher = e.wakeFlusher || o.wakeFlusher
+	e.cancel = append(e.cancel, o.cancel...)
+}
+
+func cmpOr[T any](a, b *T) *T {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func newLeaseTable(c tableConfig) *leaseTable {
+	return &leaseTable{
+		c:           c,
+		slots:       map[uint64]*slotState{},
+		held:        map[string]int{},
+		local:       map[string]int{},
+		pending:     map[string]int{},
+		asking:      map[string]int{},
+		idle:        map[string][]idleLease{},
+		uncontended: map[string]bool{},
+	}
+}
+
+// --------------------------------------------------------------------------------- acquires
+
+// reserve counts an acquire about to ask the control plane, unless limit is below 1 or this
+// node's leases (held, idle, releasing, being asked for) and local slots already fill it.
+func (t *leaseTable) reserve(cluster string, limit int) bool {
+	if limit < 1 || t.occupied(cluster)+t.local[cluster] >= limit {
+		return false
+	}
+	t.asking[cluster]++
+	if t.occupied(cluster)+t.local[cluster] > limit {
+		violated("%q occupied %d (local %d) over its cap %d after an admission", cluster, t.occupied(cluster), t.local[cluster], limit)
+	}
+	return true
+}
+
+// occupied is the number of slots of cluster the control plane counts for this node as far as
+// it knows: leases held (idle ones too) and asked for, and releases not yet landed unless the
+// flusher is failing (then the control plane may be unreachable and the acquire must go on to
+// its onUnavailable policy) or acquires wait at the control plane anyway.
+func (t *leaseTable) occupied(cluster string) int {
+	n := t.held[cluster] + len(t.idle[cluster]) + t.asking[cluster]
+	if !t.flushFailing && !t.c.AcquireWaits {
+		n += t.pending[cluster]
+	}
+	return n
+}
+
+// denied ends a reserved acquire that brought no lease (denied, failed or cancelled).
+func (t *leaseTable) denied(cluster string) {
+	t.asking[cluster] = nonNegative(t.asking[cluster]-1, "acquires in flight", cluster)
+	if t.asking[cluster] == 0 {
+		delete(t.asking, cluster)
+	}
+}
+
+// granted ends a reserved acquire, sent at sent, with the lease l it was granted: a slot (in
+// the same step, so the count never drops in between). When the grant came back too late to
+// count on at now (this node was frozen, or the round trip outlived the lease), the slot is
+// released at once and late is true: the caller is told to ask again.
+func (t *leaseTable) granted(cluster string, l Lease, sent time.Time, affinity uint64, now time.Time) (s *slotState, late bool, e effects) {
+	t.denied(cluster)
+	fenceAt, renewAt := t.terms(sent, l)
+	s = t.addSlot(&heldLease{lease: l}, fenceAt, renewAt, sent, affinity)
+	if t.lostAt(s, now) {
+		return nil, true, t.release(s, now)
+	}
+	return s, false, effects{}
+}
+
+func (t *leaseTable) addSlot(hl *heldLease, fenceAt, renewAt, grantedAt time.Time, affinity uint64) *slotState {
+	t.nextID++
+	s := &slotState{id: t.nextID, hl: hl, fenceAt: fenceAt, renewAt: renewAt, grantedAt: grantedAt, affinity: affinity}
+	t.slots[s.id] = s
+	t.held[hl.lease.Cluster]++
+	return s
+}
+
+// terms are when a lease l acquired or renewed by a request sent at sent stops counting, and
+// when it is to be renewed: the control plane stamped it no earlier than sent with the TTL it
+// granted (its own configuration's, when shorter than LeaseTTL) to live.
+func (t *leaseTable) terms(sent time.Time, l Lease) (fenceAt, renewAt time.Time) {
+	ttl, every := t.c.LeaseTTL, t.c.RenewEvery
+	if granted := l.TTL(); granted > 0 && granted < ttl {
+		// Scaled in floating point: every*granted in integer nanoseconds overflows int64 from
+		// about 3 s² on (10 s x 6 s came out as a renewal every 155 ms).
+		every = max(time.Duration(float64(every)*float64(granted)/float64(ttl)), time.Millisecond)
+		ttl = granted
+	}
+	return sent.Add(ttl - min(t.c.DriftMargin, ttl/2)), sent.Add(every)
+}
+
+// failed records that the control plane did not answer an acquire at now: for unreachableHold,
+// acquires apply the onUnavailable policy at once.
+func (t *leaseTable) failed(now time.Time) { t.unreachableUntil = now.Add(unreachableHold) }
+
+// unreachable reports whether the control plane failed an acquire less than unreachableHold
+// before now.
+func (t *leaseTable) unreachable(now time.Time) bool { return now.Before(t.unreachableUntil) }
+
+// unavailableAnswer is what becomes of an acquire the control plane cannot answer.
+type unavailableAnswer int
+
+const (
+	failClosed unavailableAnswer = iota // onUnavailable failClosed: the query fails
+	admitLocal                          // localLimits: a local slot, counted against the cap here
+	localFull                           // localLimits, and this node's slots fill the cap
+)
+
+// unavailable applies the onUnavailable policy to an acquire of cluster that the control plane
+// cannot answer.
+func (t *leaseTable) unavailable(cluster string, limit int) unavailableAnswer {
+	switch {
+	case t.c.OnUnavailable != OnUnavailableLocalLimits:
+		return failClosed
+	case t.admitLocal(cluster, limit):
+		return admitLocal
+	}
+	return localFull
+}
+
+// admitLocal grants a slot counted by this node only (onUnavailable: localLimits), leased
+// slots included.
+func (t *leaseTable) admitLocal(cluster string, limit int) bool {
+	leased := t.held[cluster] + len(t.idle[cluster]) + t.asking[cluster]
+	if t.local[cluster] >= limit-leased {
+		return false
+	}
+	t.local[cluster]++
+	if leased+t.local[cluster] > limit {
+		violated("%q holds %d leased and %d local slots over its cap %d", cluster, leased, t.local[cluster], limit)
+	}
+	return true
+}
+
+// releaseLocal gives back a slot admitLocal granted.
+func (t *leaseTable) releaseLocal(cluster string) {
+	t.local[cluster] = nonNegative(t.local[cluster]-1, "local running count", cluster)
+}
+
+// contention records what the control plane said about cluster. Once it says contended, the
+// cluster's idle leases are released at once and none are kept until an answer says otherwise.
+func (t *leaseTable) contention(cluster string, contended bool) effects {
+	if !contended {
+		t.uncontended[cluster] = true
+		return effects{}
+	}
+	delete(t.uncontended, cluster)
+	return t.releaseIdle(cluster)
+}
+
+// ----------------------------------------------------------------------------------- slots
+
+// release ends slot s at now: its lease is kept idle for the next acquire of its cluster when
+// idle reuse allows (then a waiter may take it at once), or queued for release.
+func (t *leaseTable) release(s *slotState, now time.Time) effects {
+	if s.released {
+		panic(fmt.Sprintf("capacity: slot of lease %s released twice", s.hl.lease.ID))
+	}
+	s.released = true
+	c := s.hl.lease.Cluster
+	delete(t.slots, s.id)
+	t.held[c] = nonNegative(t.held[c]-1, "held count", c)
+	if t.held[c] == 0 {
+		delete(t.held, c)
+	}
+	if !s.lost && !s.overrun && t.reusable(c, s.grantedAt, s.fenceAt, now) {
+		t.idle[c] = append(t.idle[c], idleLease{hl: s.hl, fenceAt: s.fenceAt, renewAt: s.renewAt, grantedAt: s.grantedAt,
+			until: minTime(now.Add(idleLeaseHold), s.grantedAt.Add(leaseReuseWindow)), affinity: s.affinity})
+		t.idleN++
+		// The reaper need not be told while it sleeps until an earlier hold's end: by then this
+		// lease is at most idleLeaseHold past its own, and an acquire never takes a lease past
+		// its hold anyway. Telling it only then saves a wake-up per query on a busy slot.
+		return effects{wakeReaper: t.reaperAt.IsZero(), wakeFreed: true}
+	}
+	// Even a fenced lease is released: the control plane may still hold it (one-way partition).
+	return t.queueRelease(s.hl, s.fenceAt)
+}
+
+// queueRelease queues the release of lease hl for the flusher or the next acquire.
+func (t *leaseTable) queueRelease(hl *heldLease, fenceAt time.Time) effects {
+	if hl.releasing {
+		violated("lease %s released twice", hl.lease.ID)
+	}
+	hl.releasing = true
+	l := hl.lease
+	if len(t.queue) >= releaseQueueMax {
+		// The control plane has not taken a release for a long time; this one's lease ends at
+		// its term there. Counted and reported, so an operator sees leases held to their term.
+		e := effects{dropped: []droppedRelease{{l.Cluster, "queue-full"}}}
+		if !t.full {
+			t.full = true
+			e.queueFull = &queueFull{cluster: l.Cluster, queued: len(t.queue)}
+		}
+		return e
+	}
+	t.full = false
+	t.queue = append(t.queue, queuedRelease{ref: l.Ref(), cluster: l.Cluster, until: fenceAt.Add(2 * t.c.DriftMargin)})
+	t.pending[l.Cluster]++
+	return effects{wakeFlusher: true}
+}
+
+// lostAt reports whether slot s is lost at now. A slot also counts as lost once its fence time
+// has passed, before the keeper has fenced it: a node that was frozen (SIGSTOP, a long pause)
+// must not start work under a lease that the control plane may have reclaimed meanwhile,
+// whichever of its tasks runs first.
+func (t *leaseTable) lostAt(s *slotState, now time.Time) bool {
+	return s.lost || (!s.overrun && !now.Before(s.fenceAt))
+}
+
+// onLost registers fn to run when s is fenced, and reports whether it must run at once instead
+// (s is fenced already).
+func (t *leaseTable) onLost(s *slotState, fn func()) (now bool) {
+	if s.lost {
+		return true
+	}
+	s.onLost = append(s.onLost, fn)
+	return false
+}
+
+// ------------------------------------------------------------------------------ idle reuse
+
+// reusable reports whether a lease of cluster granted at grantedAt, fenced at fenceAt, may be
+// kept idle or taken from idle at now: the fence at least one renewal interval away, so the
+// keeper has a whole round to renew it for the query that takes it.
+func (t *leaseTable) reusable(cluster string, grantedAt, fenceAt, now time.Time) bool {
+	return t.c.Reuse && !t.stopped && t.uncontended[cluster] &&
+		now.Before(grantedAt.Add(leaseReuseWindow)) && now.Add(t.c.RenewEvery).Before(fenceAt)
+}
+
+// takeIdle turns the idle lease of cluster that affinity released last (else the most recently
+// idled one) into a slot, if one is still reusable at now and this node's running slots leave
+// room under limit (a lowered cap). Idle leases of the cluster that are no longer reusable go
+// to the release queue.
+func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now time.Time) (*slotState, effects) {
+	list := t.idle[cluster]
+	if len(list) == 0 || t.held[cluster]+t.local[cluster] >= limit {
+		return nil, effects{}
+	}
+	preferLast(list, affinity)
+	var s *slotState
+	var e effects
+	for len(list) > 0 && s == nil {
+		il := list[len(list)-1]
+		list = list[:len(list)-1]
+		t.idleN--
+		if !now.Before(il.until) || !t.reusable(cluster, il.grantedAt, il.fenceAt, now) {
+			e.add(t.queueRelease(il.hl, il.fenceAt))
+			continue
+		}
+		if il.hl.releasing {
+			violated("idle lease %s taken after its release", il.hl.lease.ID)
+		}
+		s = t.addSlot(il.hl, il.fenceAt, il.renewAt, il.grantedAt, affinity)
+		if t.held[cluster]+t.local[cluster] > limit {
+			violated("%q runs %d leased and %d local slots over its cap %d", cluster, t.held[cluster], t.local[cluster], limit)
+		}
+	}
+	t.idle[cluster] = list // kept even when empty: the next release appends without allocating
+	return s, e
+}
+
+// preferLast moves the last idle lease affinity released to the end of list, keeping the
+// others' order.
+func preferLast(list []idleLease, affinity uint64) {
+	if affinity == 0 {
+		return
+	}
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].affinity == affinity {
+			il := list[i]
+			copy(list[i:], list[i+1:])
+			list[len(list)-1] = il
+			return
+		}
+	}
+}
+
+// releaseIdle queues the releases of all idle leases of cluster.
+func (t *leaseTable) releaseIdle(cluster string) effects {
+	var e effects
+	list := t.idle[cluster]
+	for _, il := range list {
+		e.add(t.queueRelease(il.hl, il.fenceAt))
+	}
+	t.idleN -= len(list)
+	delete(t.idle, cluster)
+	return e
+}
+
+// expireIdle queues the releases of idle leases whose hold has run out at now and returns when
+// the next one runs out (zero when none is left): the idle reaper's next wake-up.
+func (t *leaseTable) expireIdle(now time.Time) (time.Time, effects) {
+	var next time.Time
+	var e effects
+	for _, c := range slices.Sorted(maps.Keys(t.idle)) {
+		var keep []idleLease
+		for _, il := range t.idle[c] {
+			if now.Before(il.until) {
+				keep = append(keep, il)
+				if next.IsZero() || il.until.Before(next) {
+					next = il.until
+				}
+				continue
+			}
+			e.add(t.queueRelease(il.hl, il.fenceAt))
+			t.idleN--
+		}
+		if len(keep) == 0 {
+			delete(t.idle, c)
+		} else {
+			t.idle[c] = keep
+		}
+	}
+	t.reaperAt = next
+	return next, e
+}
+
+// stop keeps nothing idle from now on and releases the idle leases.
+func (t *leaseTable) stop() effects {
+	t.stopped = true
+	var e effects
+	for _, c := range slices.Sorted(maps.Keys(t.idle)) {
+		e.add(t.releaseIdle(c))
+	}
+	return e
+}
+
+// ---------------------------------------------------------------------------------- keeper
+
+// fence drops every live lease whose fence time has come at now: under onLeaseLost cancel its
+// query is told to stop (its OnLost callbacks), under overrun it is let finish and counted.
+func (t *leaseTable) fence(now time.Time) effects {
+	var e effects
+	for _, id := range t.sortedIDs() {
+		s := t.slots[id]
+		if s.lost || s.overrun || now.Before(s.fenceAt) {
+			continue
+		}
+		c := s.hl.lease.Cluster
+		if t.c.OnLeaseLost == OnLeaseLostOverrun {
+			s.overrun = true
+			e.lost = append(e.lost, lostLease{c, OnLeaseLostOverrun})
+			continue
+		}
+		s.lost = true
+		e.cancel = append(e.cancel, s.onLost...)
+		s.onLost = nil
+		e.lost = append(e.lost, lostLease{c, OnLeaseLostCancel})
+	}
+	return e
+}
+
+// dueRenewals is the batch of live slots whose renewal is due at now, most overdue first (ties
+// by slot id), at most keeperActionsMax. The driver renews them in that order, asking
+// beginRenew before each.
+func (t *leaseTable) dueRenewals(now time.Time) []*slotState {
+	var due []*slotState
+	for _, id := range t.sortedIDs() {
+		s := t.slots[id]
+		if !s.lost && !s.overrun && !now.Before(s.renewAt) {
+			due = append(due, s)
+		}
+	}
+	sort.SliceStable(due, func(i, j int) bool { return due[i].renewAt.Before(due[j].renewAt) })
+	return due[:min(len(due), keeperActionsMax)]
+}
+
+// beginRenew starts the renewal of s at now, if it is still live and unfenced: the ref to send
+// and the earliest fence time of all live slots (the round trip must not outlast it).
+func (t *leaseTable) beginRenew(s *slotState, now time.Time) (ref LeaseRef, fenceFirst time.Time, ok bool) {
+	live, refs, fenceFirst := t.beginRenewals([]*slotState{s}, now)
+	if len(live) == 0 {
+		return LeaseRef{}, time.Time{}, false
+	}
+	return refs[0], fenceFirst, true
+}
+
+// beginRenewals starts, at now, the renewals of those of slots still live, unfenced and due,
+// to be sent in one batch: those slots, their refs, and the earliest fence time of all live
+// slots (the round trip must not outlast it).
+func (t *leaseTable) beginRenewals(slots []*slotState, now time.Time) (live []*slotState, refs []LeaseRef, fenceFirst time.Time) {
+	for _, s := range slots {
+		if s.released || s.lost || s.overrun || now.Before(s.renewAt) {
+			continue
+		}
+		if s.hl.releasing {
+			violated("lease %s renewed after its release", s.hl.lease.ID)
+		}
+		live, refs = append(live, s), append(refs, s.hl.lease.Ref())
+	}
+	if len(live) == 0 {
+		return nil, nil, time.Time{}
+	}
+	for _, id := range t.sortedIDs() {
+		o := t.slots[id]
+		if !o.lost && !o.overrun && (fenceFirst.IsZero() || o.fenceAt.Before(fenceFirst)) {
+			fenceFirst = o.fenceAt
+		}
+	}
+	return live, refs, fenceFirst
+}
+
+// renewed records the renewal of s, sent at sent, that came back with l. A slot released
+// while its renewal was in flight keeps the terms it was released with.
+func (t *leaseTable) renewed(s *slotState, sent time.Time, l Lease) {
+	if s.released {
+		return
+	}
+	s.hl.lease = l
+	s.fenceAt, s.renewAt = t.terms(sent, l)
+}
+
+// renewRefused records that the control plane no longer has the lease of s (a renewal sent at
+// sent was refused): it is fenced at once.
+func (t *leaseTable) renewRefused(s *slotState, sent time.Time) { s.fenceAt = sent }
+
+// renewFailed records a renewal of s that got no answer by now: retried soon, leaving room for
+// the other leases' renewals.
+func (t *leaseTable) renewFailed(s *slotState, now time.Time) {
+	s.renewAt = now.Add(max(t.c.RenewEvery/10, time.Millisecond))
+}
+
+// nextWork is the earliest renewal or fence time of the live slots (now + RenewEvery when none).
+func (t *leaseTable) nextWork(now time.Time) time.Time {
+	var next time.Time
+	for _, id := range t.sortedIDs() {
+		s := t.slots[id]
+		if s.lost || s.overrun {
+			continue
+		}
+		for _, at := range [2]time.Time{s.renewAt, s.fenceAt} {
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+		}
+	}
+	if next.IsZero() {
+		next = now.Add(t.c.RenewEvery)
+	}
+	return next
+}
+
+// sortedIDs lists live slot ids in order, so that no decision depends on map iteration.
+func (t *leaseTable) sortedIDs() []uint64 {
+	return slices.Sorted(maps.Keys(t.slots))
+}
+
+// -------------------------------------------------------------------------------- releases
+
+// takeBatch takes the next batch of queued releases (at most releaseBatchMax) to send, on its
+// own or carried by an acquire. They stay pending until landed, failed or put back.
+func (t *leaseTable) takeBatch() []queuedRelease {
+	n := min(len(t.queue), releaseBatchMax)
+	if n == 0 {
+		return nil
+	}
+	batch := append([]queuedRelease(nil), t.queue[:n]...)
+	t.queue = t.queue[n:]
+	return batch
+}
+
+// putBack returns a batch that was not sent to the front of the queue.
+func (t *leaseTable) putBack(batch []queuedRelease) effects {
+	if len(batch) == 0 {
+		return effects{}
+	}
+	t.queue = append(batch, t.queue...)
+	return effects{wakeFlusher: true}
+}
+
+// landed records a batch that reached the control plane.
+func (t *leaseTable) landed(batch []queuedRelease) effects {
+	t.flushFailing = false
+	for _, q := range batch {
+		t.unpend(q.cluster)
+	}
+	return effects{wakeFreed: true}
+}
+
+// flushFailed records a batch that did not reach the control plane by now: it goes back to the
+// queue, minus the releases whose leases have expired there anyway.
+func (t *leaseTable) flushFailed(batch []queuedRelease, now time.Time) effects {
+	e := effects{wakeFreed: true}
+	t.flushFailing = true
+	var keep []queuedRelease
+	for _, q := range batch {
+		if now.Before(q.until) {
+			keep = append(keep, q)
+		} else {
+			e.dropped = append(e.dropped, droppedRelease{q.cluster, "expired"})
+			t.unpend(q.cluster)
+		}
+	}
+	t.queue = append(keep, t.queue...)
+	return e
+}
+
+// unpend counts one release of cluster as no longer pending.
+func (t *leaseTable) unpend(cluster string) {
+	t.pending[cluster] = nonNegative(t.pending[cluster]-1, "pending release count", cluster)
+	if t.pending[cluster] == 0 {
+		delete(t.pending, cluster)
+	}
+}
+
+// -------------------------------------------------------------------------------- helpers
+
+// violated panics: an invariant of the table does not hold. Every check before a call is a
+// comparison of counts or flags the table has at hand, cheap enough to stay on in production,
+// where a broken count would otherwise break the cap silently.
+func violated(format string, args ...any) {
+	panic("capacity: invariant violated: " + fmt.Sprintf(format, args...))
+}
+
+// nonNegative returns n, and panics naming what went negative if it did.
+func nonNegative(n int, what, cluster string) int {
+	if n < 0 {
+		panic(fmt.Sprintf("capacity: %s of %q went negative", what, cluster))
+	}
+	return n
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

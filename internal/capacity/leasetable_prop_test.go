@@ -1,0 +1,247 @@
+package capacity
+
+import (
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// TestLeaseTableKeepsItsCountsUnderAnyEvents drives a leaseTable with random events in any
+// order a driver could feed them (acquires answered late or never, releases, renewals that
+// land, fail or are refused, batches that land, fail or are put back, contention answers,
+// idle expiry, an unreachable control plane, stop) and checks after every event that the
+// table's counts agree with the leases it holds, and that no lease is both held and released.
+// The table's own invariant checks (occupied <= cap at every admission, no lease renewed or
+// reused after its release) panic if they break.
+func TestLeaseTableKeepsItsCountsUnderAnyEvents(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		m := &tableModel{t: newLeaseTable(tableConfig{
+			LeaseTTL: 3 * time.Second, DriftMargin: 500 * time.Millisecond, RenewEvery: time.Second,
+			OnLeaseLost:   rapid.SampledFrom([]string{OnLeaseLostCancel, OnLeaseLostOverrun}).Draw(rt, "lost"),
+			OnUnavailable: rapid.SampledFrom([]string{OnUnavailableFailClosed, OnUnavailableLocalLimits}).Draw(rt, "unavailable"),
+			Reuse:         rapid.Bool().Draw(rt, "reuse"),
+			AcquireWaits:  rapid.Bool().Draw(rt, "waits"),
+		}), now: t0}
+		rt.Repeat(map[string]func(*rapid.T){
+			"acquire":    m.acquire,
+			"answer":     m.answer,
+			"release":    m.release,
+			"keep":       m.keep,
+			"flush":      m.flush,
+			"settle":     m.settle,
+			"contention": m.contention,
+			"expire":     func(*rapid.T) { m.t.expireIdle(m.now) },
+			"advance":    func(rt *rapid.T) { m.now = m.now.Add(rapid.SampledFrom(steps).Draw(rt, "step")) },
+			"stop": func(rt *rapid.T) { // rarely: it ends idle reuse for good
+				if rapid.IntRange(0, 19).Draw(rt, "stop") == 0 {
+					m.t.stop()
+				}
+			},
+			"": m.check,
+		})
+	})
+}
+
+// steps are the time steps the model draws: within an idle hold, a reuse window, a renewal
+// interval and a lease; mostly short ones, so that idle reuse happens.
+var steps = []time.Duration{time.Millisecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
+	300 * time.Millisecond, 1200 * time.Millisecond, 4 * time.Second}
+
+var modelClusters = []string{"a", "b"}
+
+// tableModel is what a driver knows besides the table: acquires in flight, batches in flight,
+// the slots it handed out, local slots.
+type tableModel struct {
+	t       *leaseTable
+	now     time.Time
+	gen     int64
+	asking  []askingAcquire
+	slots   []*slotState
+	locals  []string
+	batches [][]queuedRelease
+}
+
+type askingAcquire struct {
+	cluster string
+	sent    time.Time
+}
+
+func (m *tableModel) acquire(rt *rapid.T) {
+	c := rapid.SampledFrom(modelClusters).Draw(rt, "cluster")
+	limit := rapid.IntRange(0, 4).Draw(rt, "limit")
+	if m.t.c.Reuse {
+		if s, _ := m.t.takeIdle(c, limit, uint64(rapid.IntRange(0, 2).Draw(rt, "affinity")), m.now); s != nil {
+			m.slots = append(m.slots, s)
+			return
+		}
+	}
+	if m.t.unreachable(m.now) || !m.t.reserve(c, limit) {
+		if m.t.unavailable(c, limit) == admitLocal {
+			m.locals = append(m.locals, c)
+		}
+		return
+	}
+	m.asking = append(m.asking, askingAcquire{c, m.now})
+}
+
+// answer answers an acquire in flight: granted, denied, or no answer (the control plane is
+// unreachable for a while).
+func (m *tableModel) answer(rt *rapid.T) {
+	if len(m.asking) == 0 {
+		rt.Skip("no acquire in flight")
+	}
+	i := rapid.IntRange(0, len(m.asking)-1).Draw(rt, "acquire")
+	a := m.asking[i]
+	m.asking = append(m.asking[:i], m.asking[i+1:]...)
+	switch rapid.IntRange(0, 2).Draw(rt, "answer") {
+	case 0:
+		m.gen++
+		l := Lease{ID: LeaseID(a.cluster, m.gen), Cluster: a.cluster, Generation: m.gen,
+			TTLMillis: rapid.SampledFrom([]int64{0, 2000, 3000}).Draw(rt, "ttl")}
+		if s, late, _ := m.t.granted(a.cluster, l, a.sent, 0, m.now); !late {
+			m.slots = append(m.slots, s)
+		}
+	case 1:
+		m.t.denied(a.cluster)
+	default:
+		m.t.denied(a.cluster)
+		m.t.failed(m.now)
+	}
+}
+
+func (m *tableModel) release(rt *rapid.T) {
+	if len(m.slots)+len(m.locals) == 0 {
+		rt.Skip("nothing to release")
+	}
+	i := rapid.IntRange(0, len(m.slots)+len(m.locals)-1).Draw(rt, "slot")
+	if i < len(m.slots) {
+		s := m.slots[i]
+		m.slots = append(m.slots[:i], m.slots[i+1:]...)
+		m.t.release(s, m.now)
+		return
+	}
+	i -= len(m.slots)
+	m.t.releaseLocal(m.locals[i])
+	m.locals = append(m.locals[:i], m.locals[i+1:]...)
+}
+
+// keep is a keeper round: fence, then renew the due batch, each renewal answered at once.
+func (m *tableModel) keep(rt *rapid.T) {
+	m.t.fence(m.now)
+	for _, s := range m.t.dueRenewals(m.now) {
+		ref, _, ok := m.t.beginRenew(s, m.now)
+		if !ok {
+			continue
+		}
+		switch rapid.IntRange(0, 2).Draw(rt, "renewal") {
+		case 0:
+			l := s.hl.lease
+			if l.Ref() != ref {
+				rt.Fatalf("renewal of %+v sent for slot of %+v", ref, l)
+			}
+			m.t.renewed(s, m.now, l)
+		case 1:
+			m.t.renewRefused(s, m.now)
+		default:
+			m.t.renewFailed(s, m.now)
+		}
+	}
+}
+
+func (m *tableModel) flush(*rapid.T) {
+	if b := m.t.takeBatch(); len(b) > 0 {
+		m.batches = append(m.batches, b)
+	}
+}
+
+// settle answers a batch in flight: landed, failed, or put back (an acquire that carried it
+// got no answer).
+func (m *tableModel) settle(rt *rapid.T) {
+	if len(m.batches) == 0 {
+		rt.Skip("no batch in flight")
+	}
+	i := rapid.IntRange(0, len(m.batches)-1).Draw(rt, "batch")
+	b := m.batches[i]
+	m.batches = append(m.batches[:i], m.batches[i+1:]...)
+	switch rapid.IntRange(0, 2).Draw(rt, "outcome") {
+	case 0:
+		m.t.landed(b)
+	case 1:
+		m.t.flushFailed(b, m.now)
+	default:
+		m.t.putBack(b)
+	}
+}
+
+func (m *tableModel) contention(rt *rapid.T) {
+	m.t.contention(rapid.SampledFrom(modelClusters).Draw(rt, "cluster"), rapid.Bool().Draw(rt, "contended"))
+}
+
+// check compares the table's counts with what it holds.
+func (m *tableModel) check(rt *rapid.T) {
+	t := m.t
+	held, idle, pending, asking, local := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+	state := map[string]string{} // lease ID -> where it is
+	put := func(id, where string) {
+		if was, ok := state[id]; ok {
+			rt.Fatalf("lease %s is %s and %s at once", id, was, where)
+		}
+		state[id] = where
+	}
+	for _, s := range m.slots {
+		held[s.hl.lease.Cluster]++
+		put(s.hl.lease.ID, "running")
+		if s.hl.releasing {
+			rt.Fatalf("running lease %s is marked released", s.hl.lease.ID)
+		}
+		if t.slots[s.id] != s {
+			rt.Fatalf("slot %d of lease %s is not live in the table", s.id, s.hl.lease.ID)
+		}
+	}
+	idleN := 0
+	for c, list := range t.idle {
+		for _, il := range list {
+			idle[c]++
+			idleN++
+			put(il.hl.lease.ID, "idle")
+			if il.hl.releasing {
+				rt.Fatalf("idle lease %s is marked released", il.hl.lease.ID)
+			}
+		}
+	}
+	queued := append([]queuedRelease(nil), t.queue...)
+	for _, b := range m.batches {
+		queued = append(queued, b...)
+	}
+	for _, q := range queued {
+		pending[q.cluster]++
+		put(q.ref.ID, "releasing")
+	}
+	for _, a := range m.asking {
+		asking[a.cluster]++
+	}
+	for _, c := range m.locals {
+		local[c]++
+	}
+	for _, c := range modelClusters {
+		for _, n := range []struct {
+			what      string
+			table, is int
+		}{
+			{"held", t.held[c], held[c]}, {"idle", len(t.idle[c]), idle[c]}, {"asking", t.asking[c], asking[c]},
+			{"local", t.local[c], local[c]},
+		} {
+			if n.table != n.is {
+				rt.Fatalf("%s: the table counts %d %s, it has %d", c, n.table, n.what, n.is)
+			}
+		}
+		// Releases dropped as expired leave pending; no other way out.
+		if t.pending[c] != pending[c] {
+			rt.Fatalf("%s: the table counts %d pending releases, %d are queued or in flight", c, t.pending[c], pending[c])
+		}
+	}
+	if len(t.slots) != len(m.slots) || t.idleN != idleN {
+		rt.Fatalf("the table has %d live slots and idleN %d; the driver holds %d slots, %d idle", len(t.slots), t.idleN, len(m.slots), idleN)
+	}
+}

@@ -1,0 +1,78 @@
+package flightsql
+
+import (
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/queryflux/queryflux/internal/netlimit"
+)
+
+// TestSilentHTTP2ConnectionClosed: a client that completes the HTTP/2 handshake and then makes
+// no call (an attacker holding connection slots without ever authenticating) is disconnected
+// once idle, as an HTTP keep-alive connection is.
+func TestSilentHTTP2ConnectionClosed(t *testing.T) {
+	addr := serveOn(t, Options{Auth: passwords{"alice": "pw"}, Limits: netlimit.Limits{IdleTimeout: 200 * time.Millisecond}})
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := io.WriteString(nc, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(nc, nc)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // a safety net, not a measure
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatal("the server kept a silent HTTP/2 connection open")
+			}
+			return // closed
+		}
+		if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
+			if err := fr.WriteSettingsAck(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// TestStreamsPerConnectionBounded: the server announces a bound on concurrent calls per
+// connection, so one connection cannot open unlimited streams.
+func TestStreamsPerConnectionBounded(t *testing.T) {
+	addr := serveOn(t, Options{Auth: passwords{"alice": "pw"}})
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := io.WriteString(nc, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(nc, nc)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
+			v, ok := s.Value(http2.SettingMaxConcurrentStreams)
+			if !ok || v > streamsMax {
+				t.Fatalf("SETTINGS_MAX_CONCURRENT_STREAMS: %d (announced: %v), want at most %d", v, ok, streamsMax)
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,18 @@
+package netlimit
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queryflux/queryflux/internal/promreg"
+)
+
+// BoundRefusals is the counter of requests the frontends refused at their own bounds once a
+// client is in (prepared statements and portals of a PostgreSQL connection, queries a Trino
+// frontend holds), by frontend and bound. Every frontend on reg shares it; nil reg keeps it
+// unregistered.
+func BoundRefusals(reg prometheus.Registerer) *prometheus.CounterVec {
+	return promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "queryflux_frontend_bound_refusals_total",
+		Help: "Requests a frontend refused because the connection or server held as many prepared statements, portals or queries as it may.",
+	}, []string{"frontend", "bound"}))
+}

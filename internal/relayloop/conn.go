@@ -1,0 +1,184 @@
+package relayloop
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Conn is a TCP connection whose socket can be lent to a loop and come back. While the socket
+// is Go's (a *net.TCPConn inside), Conn is that connection. Lend takes it out of Go's poller
+// (Detach): a socket watched by both the runtime's poller and a loop would wake the runtime
+// for every message the loop relays. The next Read, Write or SyscallConn brings it back,
+// with the deadlines set meanwhile. Between Lend and that use the loop owns the socket: its
+// owner must have taken it off the loop first.
+type Conn struct {
+	mu       sync.Mutex
+	tc       *net.TCPConn // nil while lent
+	fd       int          // the socket while lent
+	closed   bool
+	local    net.Addr
+	remote   net.Addr
+	rd, wd   time.Time // deadlines set while lent
+	rdd, wdd bool
+}
+
+// NewConn wraps tc.
+func NewConn(tc *net.TCPConn) *Conn {
+	return &Conn{tc: tc, fd: -1, local: tc.LocalAddr(), remote: tc.RemoteAddr()}
+}
+
+// Lend takes the socket out of Go's poller and returns its file descriptor, which stays
+// Conn's (the loop must not close it). It fails on a closed connection.
+func (c *Conn) Lend() (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return -1, net.ErrClosed
+	}
+	if c.tc == nil {
+		return c.fd, nil
+	}
+	fd, err := Detach(c.tc)
+	if err != nil {
+		return -1, err
+	}
+	c.tc, c.fd = nil, fd
+	c.rdd, c.wdd = false, false
+	return fd, nil
+}
+
+// Lent reports whether the socket is lent (out of Go's poller).
+func (c *Conn) Lent() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tc == nil && !c.closed
+}
+
+// FD is the lent socket's file descriptor, -1 when it is not lent.
+func (c *Conn) FD() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tc != nil || c.closed {
+		return -1
+	}
+	return c.fd
+}
+
+// get returns the Go connection, bringing a lent socket back.
+func (c *Conn) get() (*net.TCPConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, net.ErrClosed
+	}
+	if c.tc != nil {
+		return c.tc, nil
+	}
+	f := os.NewFile(uintptr(c.fd), "relayloop")
+	nc, err := net.FileConn(f) // a duplicate, in Go's poller
+	_ = f.Close()
+	if err != nil {
+		c.closed = true
+		return nil, err
+	}
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		_ = nc.Close()
+		c.closed = true
+		return nil, errors.New("relayloop: a lent socket came back as no TCP connection")
+	}
+	c.tc, c.fd = tc, -1
+	if c.rdd {
+		_ = tc.SetReadDeadline(c.rd)
+	}
+	if c.wdd {
+		_ = tc.SetWriteDeadline(c.wd)
+	}
+	return tc, nil
+}
+
+func (c *Conn) Read(b []byte) (int, error) {
+	tc, err := c.get()
+	if err != nil {
+		return 0, err
+	}
+	return tc.Read(b)
+}
+
+func (c *Conn) Write(b []byte) (int, error) {
+	tc, err := c.get()
+	if err != nil {
+		return 0, err
+	}
+	return tc.Write(b)
+}
+
+// Close closes the connection, lent or not.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return net.ErrClosed
+	}
+	c.closed = true
+	if c.tc != nil {
+		return c.tc.Close()
+	}
+	return closeFD(c.fd)
+}
+
+func (c *Conn) LocalAddr() net.Addr  { return c.local }
+func (c *Conn) RemoteAddr() net.Addr { return c.remote }
+
+func (c *Conn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+// SetReadDeadline applies to the Go connection; while lent it is kept for when it comes back
+// (nothing reads a lent socket but its loop).
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tc != nil {
+		return c.tc.SetReadDeadline(t)
+	}
+	c.rd, c.rdd = t, true
+	return nil
+}
+
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tc != nil {
+		return c.tc.SetWriteDeadline(t)
+	}
+	c.wd, c.wdd = t, true
+	return nil
+}
+
+// SyscallConn brings a lent socket back (its users poll it through Go).
+func (c *Conn) SyscallConn() (syscall.RawConn, error) {
+	tc, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	return tc.SyscallConn()
+}
+
+// Pending reports whether a lent socket has bytes to read or was closed by its peer (one
+// non-blocking peek); false for a socket that is not lent.
+func (c *Conn) Pending() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tc != nil || c.closed {
+		return false
+	}
+	return peek(c.fd)
+}

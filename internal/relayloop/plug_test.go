@@ -1,0 +1,179 @@
+//go:build linux
+
+package relayloop
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A pair started without B holds A's first message until B is plugged in, relays it then,
+// unplugs B at the message its Watch says Unplug at (B's socket handed back, the rest of its
+// bytes with it), and holds A's next message until the next B: a client kept across engine
+// connections. The counting framer counts the unwatched rows that passed.
+func TestPlugAndUnplug(t *testing.T) {
+	l := newLoop(t, 0)
+	client, a := tcpPair(t)
+	t.Cleanup(func() { client.Close() })
+	fa, err := Detach(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	plugged := false
+	unplugged := make(chan []byte, 1)
+	held := make(chan []byte, 4)
+	rows := &PG{Watched: [256]bool{'Z': true}, Counted: [256]bool{'D': true}}
+	var counted []int64
+	done := make(chan Result, 1)
+	h, err := l.Add(Pair{A: fa, B: -1,
+		Framing: [2]Framer{PGWatching('Q'), rows},
+		Watch: func(d Direction, msg []byte) Verdict {
+			mu.Lock()
+			defer mu.Unlock()
+			if d == BToA {
+				counted = append(counted, rows.Count, rows.Bytes)
+				return Unplug
+			}
+			if !plugged {
+				held <- append([]byte(nil), msg...)
+				return Hold
+			}
+			return Relay
+		},
+		Unplugged: func(fd int, rest []byte) {
+			mu.Lock()
+			plugged = false
+			mu.Unlock()
+			unplugged <- rest
+			_ = unix.Close(fd)
+		},
+		Done: func(r Result) { _ = unix.Close(fa); done <- r },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		q := pgMsg('Q', []byte{'s', byte(round)})
+		if _, err := client.Write(q); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-held:
+			if !bytes.Equal(m, q) {
+				t.Fatalf("held %q, want %q", m, q)
+			}
+		case <-time.After(wait):
+			t.Fatal("the first message was not held")
+		}
+		b, server := tcpPair(t)
+		fb, err := Detach(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		plugged = true
+		mu.Unlock()
+		h.Resume(fb)
+		if got := readN(t, server, len(q)); !bytes.Equal(got, q) {
+			t.Fatalf("B got %q, want %q", got, q)
+		}
+		answer := bytes.Join([][]byte{pgMsg('D', []byte("row1")), pgMsg('D', []byte("r2")), pgMsg('Z', []byte{'I'})}, nil)
+		late := pgMsg('N', []byte("late"))
+		if _, err := server.Write(append(append([]byte(nil), answer...), late...)); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, client, len(answer)); !bytes.Equal(got, answer) {
+			t.Fatalf("A got %q, want %q", got, answer)
+		}
+		select {
+		case rest := <-unplugged:
+			// The late message came in the same read, or stays in B's socket.
+			if len(rest) != 0 && !bytes.Equal(rest, late) {
+				t.Fatalf("rest %q", rest)
+			}
+		case <-time.After(wait):
+			t.Fatal("B was not unplugged")
+		}
+		server.Close()
+	}
+	mu.Lock()
+	want := []int64{2, 9 + 7, 4, 2 * (9 + 7)}
+	for i := range want {
+		if counted[i] != want[i] {
+			mu.Unlock()
+			t.Fatalf("counts %v, want %v", counted, want)
+		}
+	}
+	mu.Unlock()
+	client.Close()
+	select {
+	case r := <-done:
+		if r.B != -1 {
+			t.Fatalf("stopped with B %d plugged in", r.B)
+		}
+	case <-time.After(wait):
+		t.Fatal("the pair did not stop when A closed")
+	}
+}
+
+// A lent Conn is out of Go's poller (the loop relays it) and comes back on its next use, with
+// a deadline set while it was lent.
+func TestConnLendAndReturn(t *testing.T) {
+	x, y := tcpPair(t)
+	t.Cleanup(func() { y.Close() })
+	c := NewConn(x)
+	fd, err := c.Lend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Lent() || c.FD() != fd || c.Pending() {
+		t.Fatal("a lent socket with nothing to read")
+	}
+	if _, err := y.Write([]byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(wait); !c.Pending(); {
+		if time.Now().After(deadline) {
+			t.Fatal("bytes sent to a lent socket are not seen pending")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var b [2]byte
+	if n, _ := unix.Read(fd, b[:]); n != 2 || string(b[:]) != "hi" {
+		t.Fatalf("read %q from the lent socket", b[:n])
+	}
+	if err := c.SetReadDeadline(time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(b[:]); !isTimeout(err) {
+		t.Fatalf("a deadline set while lent: read gave %v", err)
+	}
+	if c.Lent() {
+		t.Fatal("still lent after a read")
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	if _, err := c.Write([]byte("ok")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readN(t, y, 2); string(got) != "ok" {
+		t.Fatalf("got %q", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(y); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}

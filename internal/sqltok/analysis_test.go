@@ -1,0 +1,54 @@
+package sqltok
+
+import (
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// TestAnalyzeMatchesTheStringFunctions: reading a request once gives what each function that
+// reads it again would: the split, each statement's kind and non-determinism, the parameter
+// count and the digest.
+func TestAnalyzeMatchesTheStringFunctions(t *testing.T) {
+	words := append([]string{"select now()", "delete from t", "with x as (select 1) delete from t", "explain analyze drop table t",
+		"insert into t values (1)", "random()", "t.now", "current_date", "begin"}, sqlPieces...)
+	rapid.Check(t, func(t *rapid.T) {
+		sql := ""
+		for _, p := range rapid.SliceOf(rapid.SampledFrom(words)).Draw(t, "pieces") {
+			sql += p
+		}
+		for _, d := range allDialects {
+			a := Analyze(sql, d)
+			if got, want := fmt.Sprintf("%q", a.Texts()), fmt.Sprintf("%q", SplitDialect(sql, d)); got != want {
+				t.Fatalf("%v: Analyze(%q) statements %s, SplitDialect %s", d, sql, got, want)
+			}
+			for _, st := range a.Statements {
+				if k := StatementKindDialect(st.Text, d); st.Kind != k {
+					t.Fatalf("%v: statement %q of %q: kind %v, StatementKindDialect %v", d, st.Text, sql, st.Kind, k)
+				}
+				if n := IsNonDeterministicDialect(st.Text, d); st.NonDeterministic != n {
+					t.Fatalf("%v: statement %q of %q: non-deterministic %v, IsNonDeterministicDialect %v", d, st.Text, sql, st.NonDeterministic, n)
+				}
+			}
+			if a.Params != CountParams(sql, d) || a.Fingerprint() != DigestDialect(sql, d) || a.Normalized() != NormalizeDialect(sql, d) {
+				t.Fatalf("%v: Analyze(%q): params %d, fingerprint %s, normalized %q", d, sql, a.Params, a.Fingerprint(), a.Normalized())
+			}
+		}
+	})
+}
+
+func TestAnalyzeTokenizesOnce(t *testing.T) {
+	var n int64
+	stop := CountTokenize(&n)
+	a := Analyze("select now(); /* c */ delete from t where id = $1", Postgres)
+	_, _ = a.Fingerprint(), a.Texts()
+	stop()
+	if n != 1 {
+		t.Fatalf("Analyze and its methods tokenized %d times, want 1", n)
+	}
+	if len(a.Statements) != 2 || a.Statements[0].Kind != KindSelect || !a.Statements[0].NonDeterministic ||
+		a.Statements[1].Kind != KindDelete || a.Statements[1].NonDeterministic || a.Params != 1 {
+		t.Fatalf("Analyze: %+v", a)
+	}
+}

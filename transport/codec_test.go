@@ -1,0 +1,239 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// anyText draws plain ASCII and text that needs escapes.
+func anyText(t *rapid.T, label string) string {
+	return rapid.OneOf(
+		rapid.SampledFrom([]string{"", "a", "rev-1", "controlPlane", "<b>&", "é", "\x00\n\"\\", "\u2028"}),
+		rapid.StringMatching(`[a-z0-9._-]{0,12}`),
+		rapid.String(),
+	).Draw(t, label)
+}
+
+func anyFloat(t *rapid.T, label string) float64 {
+	return rapid.OneOf(
+		rapid.SampledFrom([]float64{0, math.Copysign(0, -1), 1e-7, 1e-6, 0.3, 1, 1e20, 1e21, 123456789.125, 5e-324, math.MaxFloat64}),
+		rapid.Float64(),
+	).Draw(t, label)
+}
+
+func anyTime(t *rapid.T, label string) time.Time {
+	switch rapid.IntRange(0, 3).Draw(t, label+"Kind") {
+	case 0:
+		return time.Time{}
+	case 1:
+		return time.Unix(rapid.Int64Range(-1e11, 1e11).Draw(t, label+"Sec"), rapid.Int64Range(0, 999_999_999).Draw(t, label+"Ns")).UTC()
+	case 2:
+		off := rapid.IntRange(-86399, 86399).Draw(t, label+"Off")
+		return time.Unix(rapid.Int64Range(0, 4e9).Draw(t, label+"Sec"), 0).In(time.FixedZone("z", off))
+	default:
+		return time.Unix(rapid.Int64Range(-1e12, 1e12).Draw(t, label+"Sec"), 0) // years json cannot carry
+	}
+}
+
+func anyHeartbeat(t *rapid.T) Heartbeat {
+	hb := Heartbeat{
+		Seq: rapid.Uint64().Draw(t, "seq"), SentAt: anyTime(t, "sentAt"),
+		Revision: RevisionStatus{Active: anyText(t, "active"), LastSeen: anyText(t, "lastSeen")},
+		Config: ConfigStatus{
+			Source: anyText(t, "source"), Stale: rapid.Bool().Draw(t, "stale"), StalenessSecs: anyFloat(t, "staleness"),
+			LastSyncAt: anyTime(t, "lastSyncAt"), LastSyncAttemptAt: anyTime(t, "lastSyncAttemptAt"),
+			LastSyncError: anyText(t, "lastSyncError"), SyncFailures: rapid.Uint64().Draw(t, "syncFailures"),
+			ConsecutiveSyncFailures: rapid.Uint64().Draw(t, "consecutive"),
+		},
+		Coordination: CoordinationStatus{Policy: anyText(t, "policy"), Mode: anyText(t, "mode")},
+		History:      HistoryCounters{Sent: rapid.Uint64().Draw(t, "sent"), Dropped: rapid.Uint64().Draw(t, "dropped"), Pending: rapid.Uint64().Draw(t, "pending")},
+		Health:       HealthStatus{State: anyText(t, "state"), LoopLagSeconds: anyFloat(t, "lag"), Since: anyTime(t, "since")},
+	}
+	if rapid.Bool().Draw(t, "hasFrontends") {
+		hb.Frontends = rapid.SliceOfN(rapid.Custom(func(t *rapid.T) string { return anyText(t, "frontend") }), 0, 3).Draw(t, "frontends")
+	}
+	return hb
+}
+
+// A heartbeat travels as json.Marshal writes it: whatever Validate accepts decodes to a heartbeat
+// that encodes to the same bytes; whatever it refuses is refused with a *FieldError.
+func TestHeartbeatRoundTripsThroughTheCodec(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		hb := anyHeartbeat(t)
+		if rapid.Bool().Draw(t, "sanitized") {
+			hb.Sanitize()
+		}
+		body, err := json.Marshal(hb)
+		if err != nil {
+			t.Skip("not encodable (a time json cannot carry, a non-finite number)")
+		}
+		got, err := DecodeHeartbeat(body)
+		if verr := hb.Validate(); verr != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("an invalid heartbeat (%v) decoded: %v", verr, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("a valid heartbeat was refused: %v\n%s", err, body)
+		}
+		again, _ := json.Marshal(got)
+		if !bytes.Equal(again, body) {
+			t.Fatalf("round trip changed the heartbeat:\n%s\n%s", body, again)
+		}
+	})
+}
+
+// DecodeHeartbeat is encoding/json made strict: it takes exactly the bodies that are one JSON
+// object which encoding/json decodes with unknown fields refused, whose every key is a field's
+// name letter for letter, and that Validate accepts; and it decodes them as encoding/json does.
+func TestDecodeHeartbeatIsStrictEncodingJSON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		hb := anyHeartbeat(t)
+		hb.Sanitize()
+		if hb.Validate() != nil && rapid.Bool().Draw(t, "makeValid") { // mostly valid bodies: edits must meet the key check
+			hb.Seq = max(hb.Seq, 1)
+			if hb.SentAt.IsZero() {
+				hb.SentAt = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+			}
+			hb.Health.State = rapid.SampledFrom([]string{HealthHealthy, HealthUnhealthy}).Draw(t, "validState")
+			hb.Frontends = rapid.SliceOfN(rapid.SampledFrom([]string{"postgres", "mysql", "trino"}), 0, 3).Draw(t, "validFrontends")
+		}
+		body, err := json.Marshal(hb)
+		if err != nil {
+			t.Skip("not encodable")
+		}
+		checkStrict(t, mutate(t, body))
+	})
+}
+
+// checkStrict holds DecodeHeartbeat(data) to the oracle of TestDecodeHeartbeatIsStrictEncodingJSON.
+func checkStrict(t interface{ Fatalf(string, ...any) }, data []byte) {
+	got, err := DecodeHeartbeat(data)
+	want, ok := strictOracle(data)
+	if err != nil {
+		var fe *FieldError
+		if !errors.As(err, &fe) {
+			t.Fatalf("rejection is %T, not *FieldError: %v", err, err)
+		}
+		if ok {
+			t.Fatalf("refused (%v) a body the oracle takes:\n%s", err, data)
+		}
+		return
+	}
+	if !ok {
+		t.Fatalf("took a body the oracle refuses:\n%s", data)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded\n%#v\nencoding/json decodes\n%#v", got, want)
+	}
+}
+
+// strictOracle decides a heartbeat body the slow, obvious way: encoding/json with unknown fields
+// refused, nothing after the object, every key checked against the tags on a generic decode.
+func strictOracle(data []byte) (Heartbeat, bool) {
+	if len(data) > BodyBytesMax {
+		return Heartbeat{}, false
+	}
+	var hb Heartbeat
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&hb) != nil {
+		return Heartbeat{}, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Heartbeat{}, false
+	}
+	var generic any
+	if json.Unmarshal(data, &generic) != nil || !exactKeys(generic, reflect.TypeFor[Heartbeat]()) {
+		return Heartbeat{}, false
+	}
+	return hb, hb.Validate() == nil
+}
+
+// exactKeys reports whether every key of the generic JSON value v is a json tag of the struct
+// it decodes into. Only struct-typed objects are checked (a heartbeat has no maps).
+func exactKeys(v any, t reflect.Type) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		if t.Kind() != reflect.Struct || t == reflect.TypeFor[time.Time]() {
+			return true
+		}
+		for k, val := range v {
+			f, ok := fieldTagged(t, k)
+			if !ok || !exactKeys(val, f.Type) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if t.Kind() == reflect.Slice && !exactKeys(e, t.Elem()) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func fieldTagged(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == key {
+			return t.Field(i), true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// BenchmarkHeartbeatCodec is what one heartbeat costs both ends: encode, then strict decode.
+func BenchmarkHeartbeatCodec(b *testing.B) {
+	hb := Heartbeat{Seq: 7, SentAt: time.Date(2026, 1, 1, 0, 0, 10, 5, time.UTC), Frontends: []string{"postgres"},
+		Revision: RevisionStatus{Active: "r-1", LastSeen: "r-1"}, Config: ConfigStatus{Source: "controlPlane"},
+		Coordination: CoordinationStatus{Policy: "remote", Mode: "controlPlane"},
+		Health:       HealthStatus{State: HealthHealthy, LoopLagSeconds: 0}}
+	b.ReportAllocs()
+	for range b.N {
+		body, err := json.Marshal(&hb)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := DecodeHeartbeat(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// mutate makes small edits to a body (whitespace, case, duplicates, nulls, numbers, escapes) so the
+// decoder meets bodies it must turn down as well as ones it must take.
+func mutate(t *rapid.T, body []byte) []byte {
+	edits := []string{" ", "\n", "null", `"`, `\u0041`, "1e3", "-0", "0.5", "01", ",", "}", "{", `"Seq"`, `"seq":2,`, "é", "[]", "true"}
+	for n := rapid.IntRange(0, 3).Draw(t, "edits"); n > 0; n-- {
+		i := rapid.IntRange(0, len(body)).Draw(t, "at")
+		if i < len(body) && rapid.Bool().Draw(t, "flipCase") {
+			body[i] ^= 0x20 // a letter in the other case (a key, often), or another byte
+			continue
+		}
+		cut := rapid.IntRange(0, min(4, len(body)-i)).Draw(t, "cut")
+		ins := rapid.SampledFrom(edits).Draw(t, "insert")
+		body = append(body[:i:i], append([]byte(ins), body[i+cut:]...)...)
+	}
+	return body
+}
+
+func TestIsNameMatchesPattern(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.OneOf(rapid.String(), rapid.StringMatching(`[A-Za-z0-9._\-\n/ ]{0,8}`)).Draw(t, "s")
+		if got, want := isName(s), namePattern.MatchString(s); got != want {
+			t.Fatalf("isName(%q) = %v, namePattern says %v", s, got, want)
+		}
+	})
+}
