@@ -26,7 +26,7 @@ clusterGroups:
   - {name: g, members: [duck]}
 routingFallback: g
 `, admin, adminToken, pg))
-	p := daemontest.StartWith(t, daemontest.Options{Graceful: true, CleanExit: true}, "standalone",
+	p := daemontest.StartWith(t, daemontest.Options{Graceful: true, CleanExit: true, ExitLimit: 40 * time.Second}, "standalone",
 		"serve", "--config", cfg, "--drain-delay", "10s")
 	readyz := func() (int, string) {
 		code, _, body := daemontest.Call("GET", "http://"+admin+"/readyz", "", "", nil)
