@@ -8,11 +8,15 @@ package config
 //	    maxConnections: 1000          # open connections per listener; more are refused
 //	    handshakeTimeoutSecs: 10      # connect to logged in (or to a request's headers)
 //	    maxPreAuthMessageBytes: 65536 # one client message before login
+//	    maxMessageBytes: 67108864     # one client message after login
+//	    messageTimeoutSecs: 30        # a message begun must arrive whole within this
 //	    loginThrottle: {failures: 10, windowSecs: 60, backoffSecs: 300}
 type Limits struct {
 	MaxConnections         int `yaml:"maxConnections" json:"maxConnections"`                 // open connections per listener, more are refused (0: 1000)
 	HandshakeTimeoutSecs   int `yaml:"handshakeTimeoutSecs" json:"handshakeTimeoutSecs"`     // seconds from connect to logged in, or to an HTTP request's headers (0: 10)
 	MaxPreAuthMessageBytes int `yaml:"maxPreAuthMessageBytes" json:"maxPreAuthMessageBytes"` // bytes of one client message before login (0: 65536); at most [preAuthMessageBytesCeiling]
+	MaxMessageBytes        int `yaml:"maxMessageBytes" json:"maxMessageBytes"`               // bytes of one client message after login: a PostgreSQL message, a MySQL command (0: 67108864)
+	MessageTimeoutSecs     int `yaml:"messageTimeoutSecs" json:"messageTimeoutSecs"`         // seconds a client message (an HTTP request body included) may take to arrive whole once begun; more ends the connection (0: 30)
 	// LoginThrottle refuses, on all four frontends of this node, the logins of a source address
 	// that failed too many recently.
 	LoginThrottle LoginThrottle `yaml:"loginThrottle" json:"loginThrottle"`
@@ -34,10 +38,18 @@ type LoginThrottle struct {
 // size, past which the limit would mean nothing.
 const preAuthMessageBytesCeiling = 16 << 20
 
+// messageBytesCeiling is the largest maxMessageBytes accepted: PostgreSQL's own limit.
+const messageBytesCeiling = 1 << 30
+
 func (v *validator) limits(p string, l Limits) {
 	v.nonNegative(p+".maxConnections", int64(l.MaxConnections))
 	v.nonNegative(p+".handshakeTimeoutSecs", int64(l.HandshakeTimeoutSecs))
 	v.nonNegative(p+".maxPreAuthMessageBytes", int64(l.MaxPreAuthMessageBytes))
+	v.nonNegative(p+".maxMessageBytes", int64(l.MaxMessageBytes))
+	if l.MaxMessageBytes > messageBytesCeiling {
+		v.add(p+".maxMessageBytes", "at most %d", messageBytesCeiling)
+	}
+	v.nonNegative(p+".messageTimeoutSecs", int64(l.MessageTimeoutSecs))
 	t := l.LoginThrottle
 	v.nonNegative(p+".loginThrottle.failures", int64(t.Failures))
 	v.nonNegative(p+".loginThrottle.windowSecs", int64(t.WindowSecs))

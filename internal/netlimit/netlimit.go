@@ -1,7 +1,9 @@
 // Package netlimit bounds what a listener lets in before anyone is authenticated: how many
 // connections are open at once (each further one is refused with the protocol's own error and
 // closed at once, so refused clients hold nothing), how long a handshake may take, and how large
-// a message may be before login. The frontends and the admin / worker API listeners share it,
+// a message may be before login; and, once a client is in, how large one message may be and how
+// long it may take to arrive once begun (so a client dribbling a message, or leaving half of one,
+// holds no memory or connection for long). The frontends and the admin / worker API listeners share it,
 // and the frontends count there what they refuse at their own bounds after login.
 //
 // It touches the connections it is given (a refusal writes a few bytes and closes) and the
@@ -31,6 +33,12 @@ const (
 	// PreAuthBytesMaxDefault bounds one client message before login: a MySQL handshake
 	// response, a PostgreSQL startup or password message, an HTTP request body.
 	PreAuthBytesMaxDefault = 64 << 10
+	// MessageBytesMaxDefault bounds one client message after login: a PostgreSQL message, a
+	// MySQL command (all its packets together).
+	MessageBytesMaxDefault = 64 << 20
+	// MessageTimeoutDefault bounds how long a client message (an HTTP request body) may take to
+	// arrive whole once its first bytes have.
+	MessageTimeoutDefault = 30 * time.Second
 	// refuseWriteTimeout bounds the write of a refusal; a fresh socket's send buffer takes it
 	// at once, so this only matters for a peer that never reads.
 	refuseWriteTimeout = time.Second
@@ -48,6 +56,8 @@ type Limits struct {
 	HandshakeTimeout time.Duration
 	PreAuthBytesMax  int
 	IdleTimeout      time.Duration
+	MessageBytesMax  int
+	MessageTimeout   time.Duration
 }
 
 // WithDefaults fills zero fields with the defaults.
@@ -63,6 +73,12 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.IdleTimeout <= 0 {
 		l.IdleTimeout = IdleTimeoutDefault
+	}
+	if l.MessageBytesMax <= 0 {
+		l.MessageBytesMax = MessageBytesMaxDefault
+	}
+	if l.MessageTimeout <= 0 {
+		l.MessageTimeout = MessageTimeoutDefault
 	}
 	return l
 }

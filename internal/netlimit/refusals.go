@@ -13,6 +13,6 @@ import (
 func BoundRefusals(reg prometheus.Registerer) *prometheus.CounterVec {
 	return promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "queryflux_frontend_bound_refusals_total",
-		Help: "Requests a frontend refused because the connection or server held as many prepared statements, portals or queries as it may.",
+		Help: "Requests a frontend refused at its own bounds once a client is in: prepared statements, portals or queries held (prepared_statements, portals, queries), a message too large (message_bytes) or not arrived whole in time (message_timeout).",
 	}, []string{"frontend", "bound"}))
 }

@@ -75,6 +75,8 @@ func LimitsOf(l config.Limits) netlimit.Limits {
 		ConnectionsMax:   l.MaxConnections,
 		HandshakeTimeout: time.Duration(l.HandshakeTimeoutSecs) * time.Second,
 		PreAuthBytesMax:  l.MaxPreAuthMessageBytes,
+		MessageBytesMax:  l.MaxMessageBytes,
+		MessageTimeout:   time.Duration(l.MessageTimeoutSecs) * time.Second,
 	}.WithDefaults()
 }
 

@@ -112,6 +112,8 @@ func (c *conn) serve() error {
 		}
 	}
 	c.be.SetMaxBodyLen(c.srv.opts.MessageBytesMax)
+	c.cr.loggedIn(c.srv.opts.MessageBytesMax, c.srv.opts.Limits.MessageTimeout)
+	defer c.cr.msg.Stop()
 	// Statement contexts derive from this connection's own: deriving them from the server's
 	// would take its one lock on every statement of every connection. Cancelled after
 	// unregister has closed the connection's portals and session.
@@ -266,7 +268,7 @@ func (c *conn) loop() error {
 		}
 		c.waitingForClient(false)
 		if err != nil {
-			return err
+			return c.receiveFailed(err)
 		}
 		if c.skipToSync {
 			if _, isSync := msg.(*pgproto3.Sync); !isSync {

@@ -44,12 +44,13 @@ type Options struct {
 	Authenticator Authenticator
 	// ServerVersion is reported as server_version; default DefaultServerVersion.
 	ServerVersion string
-	// MessageBytesMax bounds one client message; default 64 MiB.
+	// MessageBytesMax bounds one client message after login; default Limits.MessageBytesMax.
 	MessageBytesMax int
 	// Logger receives connection-level events (never passwords). Default slog.Default().
 	Logger *slog.Logger
-	// Limits bound connections, the duration of startup and authentication, and messages
-	// before authentication (zero fields: netlimit's defaults).
+	// Limits bound connections, the duration of startup and authentication, messages before
+	// authentication, and how long a message begun after it may take to arrive whole (zero
+	// fields: netlimit's defaults).
 	Limits netlimit.Limits
 	// StatementsMax bounds the prepared statements one connection holds (the unnamed one
 	// included), PortalsMax its open portals; defaults StatementsMaxDefault and
@@ -102,9 +103,6 @@ func NewServer(backend query.Backend, opts Options) *Server {
 	if opts.ServerVersion == "" {
 		opts.ServerVersion = DefaultServerVersion
 	}
-	if opts.MessageBytesMax <= 0 {
-		opts.MessageBytesMax = 64 << 20
-	}
 	if opts.StatementsMax <= 0 {
 		opts.StatementsMax = StatementsMaxDefault
 	}
@@ -112,6 +110,9 @@ func NewServer(backend query.Backend, opts Options) *Server {
 		opts.PortalsMax = PortalsMaxDefault
 	}
 	opts.Limits = opts.Limits.WithDefaults()
+	if opts.MessageBytesMax <= 0 {
+		opts.MessageBytesMax = opts.Limits.MessageBytesMax
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()

@@ -5,12 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/node/proxy"
 )
 
@@ -36,7 +38,20 @@ type clientReader struct {
 	err   error
 	typed bool // after the startup packet: messages have a type byte before their length
 	left  int  // bytes of the current message not yet handed on
+
+	// After login (loggedIn): a message larger than wholeAbove arrives whole here before
+	// pgproto3 sees its header (pgproto3 sizes its buffer from the header, so 5 bytes would
+	// cost the declared size), up to bodyMax; and a message begun must be whole within msg's
+	// timeout.
+	msg     *netlimit.MessageTimer
+	bodyMax int
 }
+
+// wholeAbove is the message size past which a message is held until it arrived whole.
+const wholeAbove = 16 << 10
+
+// messagesHeldWhole counts messages held until whole, for tests to wait on.
+var messagesHeldWhole atomic.Int64
 
 func (r *clientReader) Read(p []byte) (int, error) {
 	if r.left == 0 {
@@ -44,15 +59,14 @@ func (r *clientReader) Read(p []byte) (int, error) {
 		if r.typed {
 			hl = 5
 		}
-		for len(r.ahead) < hl && r.err == nil {
-			var buf [4096]byte
-			n, err := r.nc.Read(buf[:])
-			r.ahead = append(r.ahead, buf[:n]...)
-			r.err = err
-		}
+		r.fill(hl)
 		if len(r.ahead) >= hl {
 			// pgproto3 refuses a length shorter than its header itself.
 			r.left = max(hl-4+int(binary.BigEndian.Uint32(r.ahead[hl-4:hl])), hl)
+			if r.msg != nil && r.left > wholeAbove && r.left-hl <= r.bodyMax {
+				messagesHeldWhole.Add(1)
+				r.fill(r.left)
+			}
 		}
 	}
 	if r.left > 0 && len(p) > r.left {
@@ -60,6 +74,43 @@ func (r *clientReader) Read(p []byte) (int, error) {
 	}
 	n, err := r.read(p)
 	r.left = max(r.left-n, 0)
+	if r.msg != nil && r.left == 0 && n > 0 {
+		r.msg.End()
+	}
+	return n, err
+}
+
+// loggedIn bounds the messages of a logged-in client (see clientReader.msg).
+func (r *clientReader) loggedIn(bodyMax int, timeout time.Duration) {
+	r.bodyMax = bodyMax
+	r.msg = netlimit.NewMessageTimer(r.nc, timeout)
+}
+
+// fill reads until n bytes are ahead (or an error), growing with what arrives.
+func (r *clientReader) fill(n int) {
+	for len(r.ahead) < n && r.err == nil {
+		if free := cap(r.ahead) - len(r.ahead); free < 4096 {
+			r.ahead = slices.Grow(r.ahead, min(max(n-len(r.ahead), 4096), 1<<20))
+		}
+		m, err := r.socketRead(r.ahead[len(r.ahead):cap(r.ahead)])
+		r.ahead = r.ahead[:len(r.ahead)+m]
+		r.err = err
+	}
+}
+
+// socketRead reads the socket; once logged in, a read waiting for more of a message begun
+// runs against the message timeout.
+func (r *clientReader) socketRead(p []byte) (int, error) {
+	if r.msg == nil {
+		return r.nc.Read(p)
+	}
+	if r.left > 0 || len(r.ahead) > 0 {
+		r.msg.Begin()
+	}
+	n, err := r.nc.Read(p)
+	if err != nil && r.msg.Expired() {
+		err = netlimit.MessageTimeoutError(r.msg.Timeout())
+	}
 	return n, err
 }
 
@@ -74,7 +125,7 @@ func (r *clientReader) read(p []byte) (int, error) {
 		r.err = nil
 		return 0, err
 	}
-	return r.nc.Read(p)
+	return r.socketRead(p)
 }
 
 // watchClient reads the client's socket until stop; a client that hung up has onGone called.

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -174,7 +175,7 @@ func (s *Server) routes() *http.ServeMux {
 
 // Serve serves HTTP on l until Close.
 func (s *Server) Serve(l net.Listener) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.Limits.HandshakeTimeout, MaxHeaderBytes: headerBytesMax,
+	hs := &http.Server{Handler: netlimit.BodyTimeout(s.Handler(), s.opts.Limits.MessageTimeout), ReadHeaderTimeout: s.opts.Limits.HandshakeTimeout, MaxHeaderBytes: headerBytesMax,
 		IdleTimeout: s.opts.Limits.IdleTimeout}
 	netlimit.HTTP(hs, s.opts.Limits.ConnectionsMax)
 	s.httpMu.Lock()
@@ -252,7 +253,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := readBody(w, r, s.opts.BodyBytesMax)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		s.bodyRefused(w, err)
 		return
 	}
 	sql := strings.TrimSpace(body)
@@ -330,6 +331,26 @@ func gateStatus(err error) int {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusForbidden
+}
+
+// bodyRefused answers a statement body that could not be read: too large (413), not arrived
+// whole within the message timeout (408), or cut off (400). The connection closes.
+func (s *Server) bodyRefused(w http.ResponseWriter, err error) {
+	var tooLarge *http.MaxBytesError
+	status, bound := http.StatusBadRequest, ""
+	switch {
+	case errors.As(err, &tooLarge):
+		status, bound = http.StatusRequestEntityTooLarge, "message_bytes"
+		err = fmt.Errorf("the statement is larger than the limit of %d bytes", tooLarge.Limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		status, bound = http.StatusRequestTimeout, "message_timeout"
+		err = fmt.Errorf("the statement body was not received whole within %s", s.opts.Limits.MessageTimeout)
+	}
+	if bound != "" {
+		s.refusals.WithLabelValues("trinohttp", bound).Inc()
+	}
+	w.Header().Set("Connection", "close")
+	http.Error(w, err.Error(), status)
 }
 
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) (string, error) {

@@ -1,0 +1,4 @@
+package pgwire
+
+// MessagesHeldWhole is how many large messages the server began to hold until whole.
+func MessagesHeldWhole() int64 { return messagesHeldWhole.Load() }
