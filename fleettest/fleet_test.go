@@ -221,7 +221,7 @@ func TestFleetSurvivesWorkerKillAndControlPlaneRestart(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	daemontest.Eventually(t, 5*time.Second, "w1 healthy with fresh heartbeats after the restart", func() bool {
+	daemontest.Eventually(t, 30*time.Second, "w1 healthy with fresh heartbeats after the restart", func() bool {
 		w := f.workers()["w1"]
 		return w.State == "healthy" && time.Since(w.LastHeartbeat) < 2*time.Second
 	})
