@@ -296,11 +296,16 @@ func (s *Server) admit(user string, remote net.Addr, secure bool) (bool, error) 
 	if s.opts.Gate == nil {
 		return user != "" && user == s.opts.LoopbackUser && isLoopback(remote), nil
 	}
-	ok, err := s.opts.Gate.Admit(query.Login{Protocol: query.ProtocolMySQL, User: user, ClientAddr: remote.String(), TLS: secure})
+	ok, err := s.opts.Gate.Admit(s.login(user, remote, secure))
 	if err != nil {
 		return false, toMySQLError(err)
 	}
 	return ok, nil
+}
+
+// login is what the Gate is told about a login.
+func (s *Server) login(user string, remote net.Addr, secure bool) query.Login {
+	return query.Login{Protocol: query.ProtocolMySQL, User: user, ClientAddr: remote.String(), TLS: secure}
 }
 
 // verified asks the Gate about user once the password was found right.
@@ -308,7 +313,7 @@ func (s *Server) verified(user string, remote net.Addr, secure bool) error {
 	if s.opts.Gate == nil {
 		return nil
 	}
-	if err := s.opts.Gate.Verified(query.Login{Protocol: query.ProtocolMySQL, User: user, ClientAddr: remote.String(), TLS: secure}); err != nil {
+	if err := s.opts.Gate.Verified(s.login(user, remote, secure)); err != nil {
 		return toMySQLError(err)
 	}
 	return nil
