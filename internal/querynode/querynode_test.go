@@ -88,7 +88,7 @@ func TestReapplyKeepsUnchangedEngine(t *testing.T) {
 	opened := 0
 	n := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OpenEngine: func(c config.Cluster) (query.Engine, error) {
 		opened++
-		return OpenEngine(c)
+		return EngineFactory(Engines())(c)
 	}})
 	t.Cleanup(func() { _ = n.Close() })
 	for range 2 {
