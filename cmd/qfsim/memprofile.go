@@ -36,17 +36,22 @@ func (p *peakHeapProfile) watch() {
 	for {
 		select {
 		case <-p.stop:
+			p.sample(sample) // a run shorter than a tick has a profile too
 			return
 		case <-tick.C:
 		}
-		metrics.Read(sample)
-		p.stacks = max(p.stacks, sample[1].Value.Uint64())
-		p.gs = max(p.gs, sample[2].Value.Uint64())
-		if live := sample[0].Value.Uint64(); live > p.peak {
-			p.peak = live
-			p.prof.Reset()
-			_ = pprof.Lookup("heap").WriteTo(&p.prof, 0) // a failed write leaves the last peak's
-		}
+		p.sample(sample)
+	}
+}
+
+func (p *peakHeapProfile) sample(sample []metrics.Sample) {
+	metrics.Read(sample)
+	p.stacks = max(p.stacks, sample[1].Value.Uint64())
+	p.gs = max(p.gs, sample[2].Value.Uint64())
+	if live := sample[0].Value.Uint64(); live > p.peak || p.prof.Len() == 0 {
+		p.peak = live
+		p.prof.Reset()
+		_ = pprof.Lookup("heap").WriteTo(&p.prof, 0) // a failed write leaves the last peak's
 	}
 }
 
