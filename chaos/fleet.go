@@ -3,8 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -51,35 +49,6 @@ func Binary() (string, error) {
 	}
 	builtBin = bin
 	return bin, nil
-}
-
-var (
-	addrMu    sync.Mutex
-	addrGiven = map[int]bool{}
-)
-
-// freeAddr picks a loopback port for a daemon to listen on. It is free now but taken only when
-// the daemon starts, so it comes from below the kernel's ephemeral range (32768-60999 here):
-// an outgoing connection of this or any other test process cannot land on it in between, as it
-// could on a port from "127.0.0.1:0" (CI saw a worker's bind fail that way). Ports are never
-// handed out twice by one process.
-func freeAddr() (string, error) {
-	addrMu.Lock()
-	defer addrMu.Unlock()
-	for range 1000 {
-		port := 20000 + rand.IntN(12000)
-		if addrGiven[port] {
-			continue
-		}
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		addrGiven[port] = true
-		return ln.Addr().String(), nil
-	}
-	return "", fmt.Errorf("no free loopback port in 20000-31999")
 }
 
 // proc is one daemon process that can be killed and started again with the same arguments.

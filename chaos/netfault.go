@@ -12,6 +12,8 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/toxics"
 	"github.com/rs/zerolog"
+
+	"github.com/queryflux/queryflux/internal/freeport"
 )
 
 // tokenLog is what the sniffer saw on one worker's link: each new session token a heartbeat
@@ -123,7 +125,7 @@ func newLink(name, upstream string, clock func() time.Duration) (*link, error) {
 	proxyServerOnce.Do(func() {
 		proxyServer = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	})
-	addr, err := freeAddr()
+	addr, err := freeport.Loopback()
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/freeport"
 	"github.com/queryflux/queryflux/node/assembly"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/env"
@@ -486,7 +487,7 @@ func (r *runner) boot(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		addr, err := freeAddr()
+		addr, err := freeport.Loopback()
 		if err != nil {
 			return err
 		}
@@ -529,7 +530,7 @@ func (r *runner) boot(ctx context.Context) error {
 		}
 	}
 	for _, name := range workerNames(r.sc) {
-		ops, err := freeAddr()
+		ops, err := freeport.Loopback()
 		if err != nil {
 			return err
 		}
@@ -547,7 +548,7 @@ func (r *runner) boot(ctx context.Context) error {
 		ops := r.ops[s.Name]
 		cfg := fmt.Sprintf("queryflux:\n  role: worker\n  controlPlane: {url: %q, secret: %q}\n", "http://"+l.addr(), workerSecret)
 		if r.wl != nil {
-			if r.wl.pg[s.Name], err = freeAddr(); err != nil {
+			if r.wl.pg[s.Name], err = freeport.Loopback(); err != nil {
 				return err
 			}
 			cfg = r.wl.workerConfig("http://"+l.addr(), r.wl.pg[s.Name])

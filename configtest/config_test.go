@@ -90,7 +90,7 @@ func TestPostgresConfigDelivery(t *testing.T) {
 		t.Fatalf("POST reload on a Postgres-configured control plane: %d %s", code, body)
 	}
 	cp1.Signal(syscall.SIGHUP)
-	daemontest.Eventually(t, 5*time.Second, "SIGHUP logged", func() bool {
+	daemontest.Eventually(t, 30*time.Second, "SIGHUP logged", func() bool {
 		return strings.Contains(cp1.Output(), "SIGHUP: re-reading the configuration stored in Postgres")
 	})
 	if cp1.Exited() || cp1.revision(t) != put.Revision {

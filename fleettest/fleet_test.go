@@ -182,12 +182,14 @@ func TestFleetSurvivesWorkerKillAndControlPlaneRestart(t *testing.T) {
 		return !ws["w2"].Online
 	})
 	took := time.Since(killedAt)
-	if w := f.workers()["w2"]; w.State != "evicted" || len(w.Warnings) == 0 {
+	w := f.workers()["w2"]
+	if w.State != "evicted" || len(w.Warnings) == 0 {
 		t.Fatalf("w2 after the kill: %+v", w)
 	}
-	// Its last beat was at most one interval before the kill.
-	if min := staleAfter + evictGrace - heartbeat; took < min {
-		t.Fatalf("w2 went offline %v after the kill, before timeout+grace (%v)", took, min)
+	// Never evicted before timeout+grace after the last beat the registry had (both its own
+	// clock's readings: on a loaded machine that beat can be well before the kill).
+	if gap := w.StateSince.Sub(w.LastHeartbeat); gap < staleAfter+evictGrace {
+		t.Fatalf("w2 evicted %v after its last heartbeat, before timeout+grace (%v): %+v", gap, staleAfter+evictGrace, w)
 	}
 	t.Logf("w2 offline %v after SIGKILL (stale %v + grace %v)", took.Round(time.Millisecond), staleAfter, evictGrace)
 
@@ -219,7 +221,7 @@ func TestFleetSurvivesWorkerKillAndControlPlaneRestart(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	daemontest.Eventually(t, 5*time.Second, "w1 healthy with fresh heartbeats after the restart", func() bool {
+	daemontest.Eventually(t, 30*time.Second, "w1 healthy with fresh heartbeats after the restart", func() bool {
 		w := f.workers()["w1"]
 		return w.State == "healthy" && time.Since(w.LastHeartbeat) < 2*time.Second
 	})

@@ -26,15 +26,15 @@ clusterGroups:
   - {name: g, members: [duck]}
 routingFallback: g
 `, admin, adminToken, pg))
-	p := daemontest.StartWith(t, daemontest.Options{Graceful: true, CleanExit: true}, "standalone",
-		"serve", "--config", cfg, "--drain-delay", "3s")
+	p := daemontest.StartWith(t, daemontest.Options{Graceful: true, CleanExit: true, ExitLimit: 40 * time.Second}, "standalone",
+		"serve", "--config", cfg, "--drain-delay", "10s")
 	readyz := func() (int, string) {
 		code, _, body := daemontest.Call("GET", "http://"+admin+"/readyz", "", "", nil)
 		return code, body
 	}
 	daemontest.Eventually(t, 20*time.Second, "/readyz 200", func() bool { c, _ := readyz(); return c == 200 })
 	p.Signal(syscall.SIGTERM)
-	daemontest.Eventually(t, 3*time.Second, "/readyz 503 draining", func() bool {
+	daemontest.Eventually(t, 5*time.Second, "/readyz 503 draining", func() bool {
 		c, body := readyz()
 		return c == 503 && strings.Contains(body, "draining")
 	})

@@ -29,7 +29,7 @@ func TestControlPlaneRoleOnPostgres(t *testing.T) {
   persistence: {databaseUrl: "%s"}
 `, cpAdmin, adminToken, workerSecret, stateURL)+pgCluster(t, dataURL, 4))
 	startDaemon(t, nil, []string{cpAdmin}, "--config", cpCfg)
-	wPG, _ := startWorker(t, cpAdmin, "w-pg", 1)
+	wPG, _, _ := startWorker(t, cpAdmin, "w-pg", 1)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -30,11 +30,11 @@ const workerSecret = "querytest-worker-secret"
 
 // startWorker runs a worker named name of the control plane whose admin/worker API is at
 // cpAdmin, with a PostgreSQL frontend and a history uplink flushing every flushSecs. It returns
-// the frontend's address once the worker listens there and on its ops listener.
-func startWorker(t *testing.T, cpAdmin, name string, flushSecs int) (pg string, w *daemontest.Proc) {
+// the frontend's and the ops listener's (/metrics) addresses once the worker listens on both.
+func startWorker(t *testing.T, cpAdmin, name string, flushSecs int) (pg, ops string, w *daemontest.Proc) {
 	t.Helper()
 	addrs := daemontest.FreeAddrs(t, 2)
-	pg, ops := addrs[0], addrs[1]
+	pg, ops = addrs[0], addrs[1]
 	cfg := daemontest.WriteFile(t, "worker.yaml", fmt.Sprintf(`queryflux:
   role: worker
   controlPlane: {url: "http://%s", secret: "%s"}
@@ -42,7 +42,7 @@ func startWorker(t *testing.T, cpAdmin, name string, flushSecs int) (pg string, 
   frontends:
     postgres: {enabled: true, listen: "%s"}
 `, cpAdmin, workerSecret, flushSecs, pg))
-	return pg, startDaemon(t, nil, []string{pg, ops}, "--config", cfg, "--name", name, "--ops-listen", ops)
+	return pg, ops, startDaemon(t, nil, []string{pg, ops}, "--config", cfg, "--name", name, "--ops-listen", ops)
 }
 
 // defaultPorts are the embedded default's ports.

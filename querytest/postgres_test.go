@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -136,7 +135,7 @@ func TestControlPlaneAndWorker(t *testing.T) {
     postgres: {enabled: true, listen: "%s"}
 `, cpAdmin, adminToken, workerSecret, cpPG)+pgCluster(t, dbURL, 1))
 	startDaemon(t, nil, []string{cpPG, cpAdmin}, "--config", cpCfg)
-	wPG, _ := startWorker(t, cpAdmin, "w1", 1)
+	wPG, wOps, _ := startWorker(t, cpAdmin, "w1", 1)
 
 	// The worker answers once its config sync activated the control plane's snapshot.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -155,7 +154,7 @@ func TestControlPlaneAndWorker(t *testing.T) {
 		t.Fatalf("/admin/workers does not list w1 with controlPlane coordination: %.1000s", body)
 	}
 
-	t.Run("fleetWideCap", func(t *testing.T) { fleetWideCap(t, ctx, cpPG, wPG) })
+	t.Run("fleetWideCap", func(t *testing.T) { fleetWideCap(t, ctx, dbURL, cpPG, wPG, wOps) })
 	t.Run("pgbench", func(t *testing.T) {
 		pgbenchInit(t, wPG)
 		pgbenchSelect(t, wPG, "extended", 4, 3)
@@ -171,10 +170,19 @@ func TestControlPlaneAndWorker(t *testing.T) {
 	})
 }
 
-// fleetWideCap holds the cluster's only lease with pg_sleep on the control plane's frontend
-// and measures how long a query on the worker waits for it.
-func fleetWideCap(t *testing.T, ctx context.Context, cpPG, wPG string) {
-	const hold = 2 * time.Second
+// fleetWideCap holds the cluster's only lease on the control plane's frontend with a query
+// that waits on the engine for an advisory lock the test holds: a query on the worker must
+// queue until the test lets the holder finish.
+func fleetWideCap(t *testing.T, ctx context.Context, dbURL, cpPG, wPG, wOps string) {
+	engine, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer engine.Close(ctx)
+	const lock = "select pg_advisory_xact_lock(4242)"
+	if _, err := engine.Exec(ctx, "select pg_advisory_lock(4242)"); err != nil {
+		t.Fatal(err)
+	}
 	cp, err := pgx.Connect(ctx, "postgres://queryflux@"+cpPG+"/main?sslmode=disable")
 	if err != nil {
 		t.Fatal(err)
@@ -186,24 +194,33 @@ func fleetWideCap(t *testing.T, ctx context.Context, cpPG, wPG string) {
 	}
 	defer w.Close(ctx)
 
-	var wg sync.WaitGroup
-	wg.Add(1)
-	holding := time.Now()
-	go func() {
-		defer wg.Done()
-		if _, err := cp.Exec(ctx, fmt.Sprintf("select pg_sleep(%g)", hold.Seconds())); err != nil {
-			t.Errorf("holding query: %v", err)
+	held := make(chan error, 1)
+	go func() { _, err := cp.Exec(ctx, lock); held <- err }()
+	daemontest.Eventually(t, 30*time.Second, "the control plane's query waiting on PostgreSQL", func() bool {
+		var n int
+		if err := engine.QueryRow(ctx, `select count(*) from pg_stat_activity where datname = current_database()
+			and query like '%'||$1||'%' and pid <> pg_backend_pid()`, lock).Scan(&n); err != nil {
+			t.Fatal(err)
 		}
-	}()
-	time.Sleep(300 * time.Millisecond) // let the holder take the lease
-	var n int
-	if err := w.QueryRow(ctx, "select 1").Scan(&n); err != nil {
+		return n > 0
+	})
+	ran := make(chan error, 1)
+	go func() { var n int; ran <- w.QueryRow(ctx, "select 1").Scan(&n) }()
+	daemontest.Eventually(t, 30*time.Second, "the worker's query queued for the lease", func() bool {
+		select {
+		case err := <-ran:
+			t.Fatalf("the worker's query ran (%v) while the control plane's held the only lease: the cap is not fleet-wide", err)
+		default:
+		}
+		return strings.Contains(daemontest.Get(t, "http://"+wOps+"/metrics", ""), `queryflux_queued_queries{group="main"} 1`)
+	})
+	if _, err := engine.Exec(ctx, "select pg_advisory_unlock(4242)"); err != nil {
 		t.Fatal(err)
 	}
-	waited := time.Since(holding)
-	wg.Wait()
-	if waited < hold-200*time.Millisecond {
-		t.Fatalf("the worker's query finished %v after the control plane's took the only lease (held %v): the cap is not fleet-wide", waited, hold)
+	if err := <-held; err != nil {
+		t.Fatalf("holding query: %v", err)
 	}
-	t.Logf("the worker's query waited for the control plane's lease: done %v after it was taken (held %v)", waited.Round(time.Millisecond), hold)
+	if err := <-ran; err != nil {
+		t.Fatalf("the worker's query after the lease was free: %v", err)
+	}
 }

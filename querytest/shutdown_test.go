@@ -25,7 +25,7 @@ routingFallback: demo
 settings: {security: {trustLoopback: true}}
 `, cpAdmin, adminToken, workerSecret))
 	startDaemon(t, nil, []string{cpAdmin}, "--config", cpCfg)
-	wPG, w := startWorker(t, cpAdmin, "w-shutdown", 3600)
+	wPG, _, w := startWorker(t, cpAdmin, "w-shutdown", 3600)
 
 	url := "postgres://queryflux@" + wPG + "/demo?sslmode=disable"
 	daemontest.EventuallyNil(t, 20*time.Second, func() error { return countOrders(url) })

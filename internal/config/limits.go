@@ -8,10 +8,26 @@ package config
 //	    maxConnections: 1000          # open connections per listener; more are refused
 //	    handshakeTimeoutSecs: 10      # connect to logged in (or to a request's headers)
 //	    maxPreAuthMessageBytes: 65536 # one client message before login
+//	    loginThrottle: {failures: 10, windowSecs: 60, backoffSecs: 300}
 type Limits struct {
 	MaxConnections         int `yaml:"maxConnections" json:"maxConnections"`                 // open connections per listener, more are refused (0: 1000)
 	HandshakeTimeoutSecs   int `yaml:"handshakeTimeoutSecs" json:"handshakeTimeoutSecs"`     // seconds from connect to logged in, or to an HTTP request's headers (0: 10)
 	MaxPreAuthMessageBytes int `yaml:"maxPreAuthMessageBytes" json:"maxPreAuthMessageBytes"` // bytes of one client message before login (0: 65536); at most [preAuthMessageBytesCeiling]
+	// LoginThrottle refuses, on all four frontends of this node, the logins of a source address
+	// that failed too many recently.
+	LoginThrottle LoginThrottle `yaml:"loginThrottle" json:"loginThrottle"`
+}
+
+// LoginThrottle slows password guessing: after failures failed logins from one source (an
+// IPv4 address, an IPv6 /64, or this host for any loopback address) within windowSecs, its
+// logins are refused for backoffSecs with the protocol's login error. Counted per node.
+type LoginThrottle struct {
+	Disabled     bool `yaml:"disabled" json:"disabled"`         // no throttle (only where something else limits guessing)
+	Failures     int  `yaml:"failures" json:"failures"`         // failed logins from one source within the window before it is refused (0: 10)
+	WindowSecs   int  `yaml:"windowSecs" json:"windowSecs"`     // seconds failures are counted over (0: 60)
+	BackoffSecs  int  `yaml:"backoffSecs" json:"backoffSecs"`   // seconds a source is refused (0: 300)
+	UserFailures int  `yaml:"userFailures" json:"userFailures"` // failed logins as one user name from all sources within the window after which each source failing against it is refused at once (0: 100)
+	MaxEntries   int  `yaml:"maxEntries" json:"maxEntries"`     // sources and user names remembered, the least recently seen forgotten first (0: 10000)
 }
 
 // preAuthMessageBytesCeiling is the largest maxPreAuthMessageBytes accepted: MySQL's packet
@@ -22,6 +38,12 @@ func (v *validator) limits(p string, l Limits) {
 	v.nonNegative(p+".maxConnections", int64(l.MaxConnections))
 	v.nonNegative(p+".handshakeTimeoutSecs", int64(l.HandshakeTimeoutSecs))
 	v.nonNegative(p+".maxPreAuthMessageBytes", int64(l.MaxPreAuthMessageBytes))
+	t := l.LoginThrottle
+	v.nonNegative(p+".loginThrottle.failures", int64(t.Failures))
+	v.nonNegative(p+".loginThrottle.windowSecs", int64(t.WindowSecs))
+	v.nonNegative(p+".loginThrottle.backoffSecs", int64(t.BackoffSecs))
+	v.nonNegative(p+".loginThrottle.userFailures", int64(t.UserFailures))
+	v.nonNegative(p+".loginThrottle.maxEntries", int64(t.MaxEntries))
 	if l.MaxPreAuthMessageBytes > preAuthMessageBytesCeiling {
 		v.add(p+".maxPreAuthMessageBytes", "at most %d", preAuthMessageBytesCeiling)
 	}

@@ -16,6 +16,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/queryflux/queryflux/internal/freeport"
 )
 
 var (
@@ -76,22 +78,17 @@ func FreeAddr(t testing.TB) string {
 	return FreeAddrs(t, 1)[0]
 }
 
-// FreeAddrs returns n distinct loopback addresses free right now (all are held open until all
-// are found, so no two are the same port).
+// FreeAddrs returns n distinct loopback addresses free right now, below the kernel's ephemeral
+// range (see freeport), so a daemon started on one later still finds it free.
 func FreeAddrs(t testing.TB, n int) []string {
 	t.Helper()
-	var ls []net.Listener
 	var out []string
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		addr, err := freeport.Loopback()
 		if err != nil {
 			t.Fatal(err)
 		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().String())
-	}
-	for _, l := range ls {
-		l.Close()
+		out = append(out, addr)
 	}
 	return out
 }

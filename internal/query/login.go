@@ -27,3 +27,16 @@ type Gate interface {
 // CodeAuthRefused is the SQLSTATE of a login the Gate refused
 // (invalid_authorization_specification).
 const CodeAuthRefused = sqlstate.InvalidAuthorizationSpecification
+
+// FailureGate is an optional extension of Gate told of every login whose password (or token)
+// was found wrong, with what Admit was told: a throttle counts them by source.
+type FailureGate interface {
+	Failed(l Login)
+}
+
+// LoginFailed tells g, if it wants to know, that l's password was wrong.
+func LoginFailed(g Gate, l Login) {
+	if f, ok := g.(FailureGate); ok {
+		f.Failed(l)
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/queryflux/queryflux/internal/frontend/mysqlwire"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 	"github.com/queryflux/queryflux/internal/frontend/trinohttp"
+	"github.com/queryflux/queryflux/internal/loginlimit"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/policy"
 	"github.com/queryflux/queryflux/internal/query"
@@ -61,6 +62,8 @@ type Options struct {
 	HealthEvery, HealthTimeout time.Duration
 	// Limits bound each frontend listener before clients are trusted (zero fields: defaults).
 	Limits netlimit.Limits
+	// LoginThrottle bounds failed logins per source on every frontend (zero fields: defaults).
+	LoginThrottle loginlimit.Config
 	// Forward, on a worker, sends requests for queries other workers own to them (Trino
 	// follow-ups, Flight SQL tickets); nil on other roles.
 	Forward *forward.Forwarder
@@ -72,6 +75,21 @@ func LimitsOf(l config.Limits) netlimit.Limits {
 		ConnectionsMax:   l.MaxConnections,
 		HandshakeTimeout: time.Duration(l.HandshakeTimeoutSecs) * time.Second,
 		PreAuthBytesMax:  l.MaxPreAuthMessageBytes,
+	}.WithDefaults()
+}
+
+// ThrottleOf turns queryflux.limits.loginThrottle into the throttle's bounds. A login that
+// never reports back stops counting as under way after the handshake timeout.
+func ThrottleOf(l config.Limits) loginlimit.Config {
+	t := l.LoginThrottle
+	return loginlimit.Config{
+		Disabled:        t.Disabled,
+		Failures:        t.Failures,
+		Window:          time.Duration(t.WindowSecs) * time.Second,
+		Backoff:         time.Duration(t.BackoffSecs) * time.Second,
+		UserFailures:    t.UserFailures,
+		EntriesMax:      t.MaxEntries,
+		InFlightTimeout: LimitsOf(l).HandshakeTimeout,
 	}.WithDefaults()
 }
 
@@ -87,10 +105,11 @@ type Node struct {
 	core *proxy.Core
 	log  *slog.Logger
 
-	applyMu sync.Mutex     // one configuration change at a time
-	policy  *policy.Policy // logins, access control, guard and translation scripts (internal/policy)
-	tls     certs.Switch   // the frontends' certificate: settings.security.tls, unless pinned
-	pinned  bool           // queryflux.tls named this node's own certificate (UseCertificate)
+	applyMu sync.Mutex           // one configuration change at a time
+	policy  *policy.Policy       // logins, access control, guard and translation scripts (internal/policy)
+	logins  *loginlimit.Throttle // failed logins by source, shared by every frontend
+	tls     certs.Switch         // the frontends' certificate: settings.security.tls, unless pinned
+	pinned  bool                 // queryflux.tls named this node's own certificate (UseCertificate)
 
 	mu        sync.Mutex
 	frontends []frontend
@@ -120,7 +139,8 @@ func New(opts Options) *Node {
 		po.Locality = opts.Forward.Locality()
 	}
 	core := proxy.New(po)
-	return &Node{opts: opts, core: core, policy: pol, log: opts.Env.Logger(), addrs: map[string]string{}}
+	logins := loginlimit.New(opts.LoginThrottle, opts.Env.Now, opts.Env.Logger(), opts.Registerer)
+	return &Node{opts: opts, core: core, policy: pol, logins: logins, log: opts.Env.Logger(), addrs: map[string]string{}}
 }
 
 // Core is the node's proxy core (a query.Backend).
@@ -182,7 +202,7 @@ func (n *Node) Listen(f config.Frontends) error {
 		if !fe.cfg.Enabled {
 			continue
 		}
-		gate := listenerGate{Gate: n.policy, requireTLS: fe.cfg.RequireTLS}
+		gate := loginlimit.Gate{Gate: listenerGate{Gate: n.policy, requireTLS: fe.cfg.RequireTLS}, Throttle: n.logins}
 		if err := n.listen(fe.name, fe.cfg.Listen, func() (frontend, error) { return fe.make(gate) }); err != nil {
 			_ = n.Close()
 			return err

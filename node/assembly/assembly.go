@@ -82,7 +82,8 @@ func newQuery(o queryOptions) (*Query, error) {
 		guard = observedGuard{inner: guard, seen: o.observe.Acquired}
 	}
 	finished := o.observe.Finished
-	q.Node = querynode.New(querynode.Options{Env: o.env, Registerer: o.metrics, Limits: querynode.LimitsOf(o.cfg.QueryFlux.Limits),
+	lim := o.cfg.QueryFlux.Limits
+	q.Node = querynode.New(querynode.Options{Env: o.env, Registerer: o.metrics, Limits: querynode.LimitsOf(lim), LoginThrottle: querynode.ThrottleOf(lim),
 		Guard: guard, OpenEngine: o.open, OnFinish: func(r proxy.Record) {
 			if q.Uplink != nil {
 				q.Uplink.Add(worker.HistoryRecord(r))

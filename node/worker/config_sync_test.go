@@ -213,12 +213,13 @@ func TestConfigSyncRejectsABadRevision(t *testing.T) {
 func TestConfigSyncBacksOff(t *testing.T) {
 	f := newCSFleet(t, time.Minute)
 	sync := NewConfigSync(f.worker, ConfigSyncOptions{BackoffMin: 10 * time.Millisecond, BackoffMax: 80 * time.Millisecond})
+	start := time.Now()
 	f.start(sync)
-	time.Sleep(500 * time.Millisecond)
-	polls := f.counter.polls.Load()
-	// Without backoff this would be thousands; with 10ms..80ms it is about 10.
-	if polls < 3 || polls > 25 {
-		t.Fatalf("%d polls in 500ms", polls)
+	f.waitFor(func() bool { return f.counter.polls.Load() >= 6 })
+	// Six polls wait at least 10+20+40+80+80 ms between them, less the jitter (0.8 of each):
+	// without a growing backoff they would come within a few milliseconds.
+	if took := time.Since(start); took < 184*time.Millisecond {
+		t.Fatalf("six polls within %v: the backoff does not grow from 10ms to 80ms", took)
 	}
 	var hb transport.Heartbeat
 	sync.contribute(&hb)

@@ -132,6 +132,9 @@ func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
 	}
 	user, err := s.opts.Auth.Authenticate(ctx, c)
 	if err != nil || user == "" {
+		if s.opts.Gate != nil && basic {
+			query.LoginFailed(s.opts.Gate, login)
+		}
 		return "", status.Error(codes.Unauthenticated, "authentication failed")
 	}
 	if s.opts.Gate != nil {

@@ -20,17 +20,8 @@ import (
 
 func serveOn(t *testing.T, opts Options) string {
 	t.Helper()
-	s, err := NewServer(frontendtest.NewBackend(frontendtest.AllTypesEngine()), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(l)
-	t.Cleanup(func() { s.Close() })
-	return l.Addr().String()
+	_, addr := serve(t, frontendtest.NewBackend(frontendtest.AllTypesEngine()), opts)
+	return addr
 }
 
 func dialFlight(t *testing.T, addr string) *fsql.Client {

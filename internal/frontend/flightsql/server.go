@@ -449,7 +449,10 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd fsql.StatementQ
 	return s.flightInfo(ctx, cmd.GetQuery(), nil, desc)
 }
 
-// DoGetStatement streams a result GetFlightInfo stored. Each ticket is good once.
+// DoGetStatement streams a result GetFlightInfo stored. Each ticket is good once. A DoGet its
+// client cancels before this runs may never show its ticket here (gRPC hands the request of a
+// reset call to no handler), so its result waits for CancelFlightInfo, the end of the client's
+// connection, or ResultTTL.
 func (s *Server) DoGetStatement(ctx context.Context, ticket fsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	handle := string(ticket.GetStatementHandle())
 	s.mu.Lock()

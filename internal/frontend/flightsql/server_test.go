@@ -37,7 +37,8 @@ func (p passwords) Authenticate(_ context.Context, c Credentials) (string, error
 	return "", errors.New("bad credentials")
 }
 
-func startServer(t testing.TB, backend query.Backend, opts Options) *fsql.Client {
+// serve starts a server over backend on a loopback port, closed when t ends.
+func serve(t testing.TB, backend query.Backend, opts Options) (*Server, string) {
 	t.Helper()
 	s, err := NewServer(backend, opts)
 	if err != nil {
@@ -49,12 +50,25 @@ func startServer(t testing.TB, backend query.Backend, opts Options) *fsql.Client
 	}
 	go s.Serve(l)
 	t.Cleanup(func() { s.Close() })
-	c, err := fsql.NewClient(l.Addr().String(), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	return s, l.Addr().String()
+}
+
+func startServer(t testing.TB, backend query.Backend, opts Options) *fsql.Client {
+	t.Helper()
+	_, addr := serve(t, backend, opts)
+	c, err := fsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// pending is how many executed results wait for their DoGet.
+func (s *Server) pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.results)
 }
 
 func login(t testing.TB, c *fsql.Client, user, password string) context.Context {
@@ -271,13 +285,18 @@ func TestArrowTypesPassThrough(t *testing.T) {
 // engine query.
 func TestUnfetchedResultsExpire(t *testing.T) {
 	eng, _, _ := frontendtest.MariaDB(t)
-	c := startServer(t, frontendtest.NewBackend(eng), Options{ResultTTL: 200 * time.Millisecond})
+	s, addr := serve(t, frontendtest.NewBackend(eng), Options{ResultTTL: 200 * time.Millisecond})
+	c := dialFlight(t, addr)
 	ctx := context.Background()
 	info, err := c.Execute(ctx, "SELECT 1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(600 * time.Millisecond)
+	for deadline := time.Now().Add(time.Minute); s.pending() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) { // a hang guard, far beyond ResultTTL
+			t.Fatal("the unfetched result was not dropped")
+		}
+	}
 	r, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
 	if err == nil {
 		r.Next()
@@ -305,5 +324,32 @@ func TestServeAfterCloseReturns(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Serve after Close did not return")
+	}
+}
+
+// TestDoGetCancelledBeforeItsTicket: a DoGet whose client cancels it before the server reads
+// its ticket takes nothing (gRPC hands a reset call's request to no handler, so the server
+// cannot know which result it named): the ticket still fetches the whole result. Such a result
+// is freed by CancelFlightInfo, the end of the client's connection, or ResultTTL.
+func TestDoGetCancelledBeforeItsTicket(t *testing.T) {
+	conn, err := grpc.NewClient(serveOn(t, Options{}), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := &fsql.Client{Client: flight.NewClientFromConn(conn, nil)}
+	ctx := context.Background()
+	info, err := c.Execute(ctx, "types")
+	if err != nil {
+		t.Fatal(err)
+	}
+	callCtx, cancel := context.WithCancel(ctx)
+	// The call's headers go out; its ticket never does.
+	if _, err := conn.NewStream(callCtx, &grpc.StreamDesc{ServerStreams: true}, "/arrow.flight.protocol.FlightService/DoGet"); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if _, rows := fetch(t, ctx, c, info); len(rows) != 2 {
+		t.Fatalf("rows after a cancelled DoGet: %v", rows)
 	}
 }

@@ -3,11 +3,8 @@ package mysqlwire
 import (
 	"bytes"
 	"encoding/binary"
-	"io"
 	"log/slog"
-	"net"
 	"testing"
-	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -71,49 +68,31 @@ func loginPacket(user string, auth []byte, plugin string, caps uint32) []byte {
 	return b.Bytes()
 }
 
-// authServers are the fuzz target's two servers: mysql_native_password without TLS, and
-// caching_sha2_password offering TLS.
-func authServers(t testing.TB) [2]*Server {
-	var out [2]*Server
+// authServers are the fuzz target's two servers, listening on loopback:
+// mysql_native_password without TLS, and caching_sha2_password offering TLS.
+func authServers(t testing.TB) [2]*listening {
+	var out [2]*listening
 	for i, opts := range []Options{
 		{Gate: fuzzGate{}, Users: fuzzUsers{}},
 		{Gate: fuzzGate{}, Users: fuzzUsers{}, AuthMethod: mysql.AUTH_CACHING_SHA2_PASSWORD, TLS: frontendtest.Static(frontendtest.SelfSignedTLS(t))},
 	} {
 		opts.Logger = slog.New(slog.DiscardHandler)
-		s, err := NewServer(frontendtest.NewBackend(frontendtest.AllTypesEngine()), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = s
+		addr := startServer(t, frontendtest.NewBackend(frontendtest.AllTypesEngine()), opts)
+		out[i] = &listening{serverOf(t, addr), addr}
 	}
 	return out
 }
 
+// listening is a server and the loopback address it serves.
+type listening struct {
+	*Server
+	addr string
+}
+
 // login runs one connection on s: the client sends first as its handshake response, then
-// rest, and closes; it returns what the server wrote.
-func login(t testing.TB, s *Server, first, rest []byte) []byte {
-	client, server := net.Pipe()
-	done := make(chan struct{})
-	s.wg.Add(1)
-	go func() {
-		defer close(done)
-		s.serveConn(&loopConn{server})
-	}()
-	var out bytes.Buffer
-	copied := make(chan struct{})
-	go func() { io.Copy(&out, client); close(copied) }()
-	client.SetDeadline(time.Now().Add(5 * time.Second))
-	client.Write(packet(1, first))
-	client.Write(rest)
-	time.Sleep(time.Millisecond)
-	client.Close()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("server connection still running after the client left (input %x %x)", first, rest)
-	}
-	<-copied
-	return out.Bytes()
+// rest, and hangs up; it returns what the server wrote.
+func login(t testing.TB, s *listening, first, rest []byte) []byte {
+	return converse(t, s.addr, append(packet(1, first), rest...))
 }
 
 // FuzzMySQLAuth sends arbitrary bytes as the handshake response and what follows it (auth
@@ -140,7 +119,7 @@ func FuzzMySQLAuth(f *testing.F) {
 			s = servers[1]
 		}
 		login(t, s, first, rest)
-		if n := s.handshakePanics.Load(); n != 0 {
+		if n := s.panics.Load(); n != 0 {
 			t.Fatalf("the login path panicked %d times (this input, or one before it whose connection was still open: %x %x): %v", n, first, rest, s.lastPanic.Load())
 		}
 	})
@@ -170,7 +149,7 @@ func TestTrustedUserSendingAPasswordLogsIn(t *testing.T) {
 				t.Fatalf("%s, unknown user with auth %x: %x; known user: %x", plugin, auth, out, known)
 			}
 		}
-		if n := s.handshakePanics.Load(); n != 0 {
+		if n := s.panics.Load(); n != 0 {
 			t.Fatalf("%s: %d panics while logging in", plugin, n)
 		}
 	}

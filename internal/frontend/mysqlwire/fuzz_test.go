@@ -3,8 +3,10 @@ package mysqlwire
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -38,10 +40,12 @@ func handshakeResponse(user string) []byte {
 	return b.Bytes()
 }
 
-// FuzzMySQLPackets logs in, then sends arbitrary bytes as the client's packet stream. The
-// connection may end, but the server must neither crash nor hang, and must still serve a
-// fresh connection afterwards.
+// FuzzMySQLPackets logs in, then sends arbitrary bytes as the client's packet stream and hangs
+// up. Every command in the stream is served (the client reads the answers until the server
+// closes), and the server must neither panic (a recovered panic ends only the connection, but
+// is a bug all the same) nor hang.
 func FuzzMySQLPackets(f *testing.F) {
+	prepare := packet(0, []byte{mysql.COM_STMT_PREPARE, 's', 'e', 'l', 'e', 'c', 't', ' ', '?'})
 	f.Add([]byte{})
 	f.Add(packet(0, []byte{mysql.COM_QUERY, 's', 'e', 'l', 'e', 'c', 't', ' ', '1'}))
 	f.Add(packet(0, []byte{}))                                   // empty command packet
@@ -52,62 +56,72 @@ func FuzzMySQLPackets(f *testing.F) {
 	f.Add(packet(0, []byte{mysql.COM_INIT_DB, 'x'}))
 	f.Add(packet(0, []byte{mysql.COM_FIELD_LIST}))
 	f.Add(packet(0, []byte{0xee, 1, 2, 3}))
-	s, err := NewServer(frontendtest.NewBackend(frontendtest.AllTypesEngine()), Options{LoopbackUser: "queryflux"})
-	if err != nil {
-		f.Fatal(err)
+	// Every command the session dispatches, on a prepared statement where it takes one.
+	for _, cmd := range [][]byte{
+		{mysql.COM_STMT_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, mysql.MYSQL_TYPE_LONGLONG, 0, 1, 0, 0, 0, 0, 0, 0, 0},
+		{mysql.COM_STMT_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1, mysql.MYSQL_TYPE_NULL, 0},
+		{mysql.COM_STMT_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, mysql.MYSQL_TYPE_DATETIME, 0, 7, 0xe8, 7, 2, 29, 1, 2, 3},
+		{mysql.COM_STMT_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, mysql.MYSQL_TYPE_TIME, 0, 8, 1, 1, 0, 0, 0, 2, 3, 4},
+		{mysql.COM_STMT_SEND_LONG_DATA, 1, 0, 0, 0, 0, 0, 'a', 'b'},
+		{mysql.COM_STMT_RESET, 1, 0, 0, 0},
+		{mysql.COM_STMT_CLOSE, 1, 0, 0, 0},
+		{mysql.COM_SET_OPTION, 0, 0},
+		{mysql.COM_RESET_CONNECTION},
+		{mysql.COM_PING},
+		{mysql.COM_CHANGE_USER, 'q', 0, 0, 0},
+	} {
+		f.Add(append(append([]byte{}, prepare...), packet(0, cmd)...))
 	}
-	defer s.Close()
+	f.Add(append(packet(0, []byte{mysql.COM_SET_OPTION, 0, 0}), packet(0, append([]byte{mysql.COM_QUERY}, "select 1; select 2"...))...))
+	addr := startServer(f, frontendtest.NewBackend(frontendtest.AllTypesEngine()), Options{})
+	s := serverOf(f, addr)
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		client, server := net.Pipe()
-		done := make(chan struct{})
-		s.wg.Add(1)
-		go func() {
-			defer close(done)
-			s.serveConn(&loopConn{server})
-		}()
-		go io.Copy(io.Discard, client) // the server's answers
-		client.SetDeadline(time.Now().Add(5 * time.Second))
-		client.Write(packet(1, handshakeResponse("queryflux")))
-		client.Write(stream)
-		client.Close()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("server connection still running after the client left (input %x)", stream)
+		converse(t, addr, append(packet(1, handshakeResponse(testUser)), stream...))
+		if n := s.panics.Load(); n != 0 {
+			t.Fatalf("a connection panicked %d times (this input, or one before it: %x): %v", n, stream, s.lastPanic.Load())
 		}
 	})
 }
 
-// loopConn reports a loopback peer, so the no-password login applies over a pipe.
-type loopConn struct{ net.Conn }
-
-func (loopConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
-
-// TestFuzzHarnessLogsIn checks the fuzz harness gets past the handshake, so fuzzing reaches
-// command decoding, and that an empty command packet ends only its own connection.
-func TestFuzzHarnessLogsIn(t *testing.T) {
-	backend := frontendtest.NewBackend(frontendtest.AllTypesEngine())
-	s, err := NewServer(backend, Options{LoopbackUser: "queryflux"})
+// converse sends sent to the server at addr and hangs up its sending side, as a client that
+// sent those bytes and closed would: the server reads them all, then EOF. It returns what the
+// server wrote until it closed the connection, and fails t if the server did not close.
+func converse(t testing.TB, addr string, sent []byte) []byte {
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second)) // only to report a hang, never reached otherwise
+	got := make(chan []byte)
+	var readErr error
+	go func() {
+		b, err := io.ReadAll(c)
+		readErr = err
+		got <- b
+	}()
+	c.Write(sent) // fails if the server closed first, which it may
+	c.(*net.TCPConn).CloseWrite()
+	out := <-got
+	if errors.Is(readErr, os.ErrDeadlineExceeded) {
+		t.Fatalf("the server still holds the connection 10 s after the client hung up (sent %x)", sent)
+	}
+	return out
+}
+
+// TestFuzzHarnessLogsIn checks the fuzz harness gets past the handshake, so fuzzing reaches
+// command decoding, serves the commands after the first, and that an empty command packet ends
+// only its own connection.
+func TestFuzzHarnessLogsIn(t *testing.T) {
+	backend := frontendtest.NewBackend(frontendtest.AllTypesEngine())
+	addr := startServer(t, backend, Options{})
 	for _, stream := range [][]byte{
 		packet(0, []byte{}), // go-mysql indexes data[0]: the connection must end, not the process
-		packet(0, []byte{mysql.COM_QUERY, 'x'}),
+		append(packet(0, []byte{mysql.COM_PING}), packet(0, []byte{mysql.COM_QUERY, 'x'})...),
 	} {
-		client, server := net.Pipe()
-		s.wg.Add(1)
-		done := make(chan struct{})
-		go func() { defer close(done); s.serveConn(&loopConn{server}) }()
-		go io.Copy(io.Discard, client)
-		client.Write(packet(1, handshakeResponse("queryflux")))
-		client.Write(stream)
-		time.Sleep(50 * time.Millisecond)
-		client.Close()
-		<-done
+		converse(t, addr, append(packet(1, handshakeResponse(testUser)), stream...))
 	}
-	if rs := backend.Requests(); len(rs) != 1 || rs[0].SQL != "x" || rs[0].User != "queryflux" {
+	if rs := backend.Requests(); len(rs) != 1 || rs[0].SQL != "x" || rs[0].User != testUser {
 		t.Fatalf("requests %+v", rs)
 	}
 }

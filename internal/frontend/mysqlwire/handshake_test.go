@@ -69,7 +69,7 @@ func TestMalformedHandshakeResponseIsBadHandshake(t *testing.T) {
 				t.Errorf("%s: the refusal has sequence %d, want 2", c.name, seq)
 			}
 		}
-		if n := s.handshakePanics.Load(); n != 0 {
+		if n := s.panics.Load(); n != 0 {
 			t.Fatalf("%d panics while logging in: %v", n, s.lastPanic.Load())
 		}
 	}

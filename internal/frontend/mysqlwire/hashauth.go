@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
+
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 // ScrambleChecker is an optional extension of Users for users stored only as a
@@ -54,6 +56,9 @@ func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) 
 		return err
 	}
 	if err := p.checkPassword(c, user, plugin, data); err != nil {
+		if errors.Is(err, server.ErrAccessDenied) && p.s.opts.Gate != nil {
+			query.LoginFailed(p.s.opts.Gate, p.s.login(user, c.RemoteAddr(), secure))
+		}
 		return err
 	}
 	return p.s.verified(user, c.RemoteAddr(), secure)

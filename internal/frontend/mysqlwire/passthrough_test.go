@@ -286,21 +286,30 @@ func TestPassthroughHistoryAndChecks(t *testing.T) {
 	}
 }
 
-// runningSession finds the proxy connection id of the session running a statement.
+// runningSession waits for a session of the server at addr to run a statement and returns its
+// proxy connection id.
 func runningSession(t *testing.T, addr string) uint32 {
 	t.Helper()
 	s := serverOf(t, addr)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for cid, h := range s.sessions {
-		h.mu.Lock()
-		running := h.cancel != nil
-		h.mu.Unlock()
-		if running {
+	running := func() uint32 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for cid, h := range s.sessions {
+			h.mu.Lock()
+			busy := h.cancel != nil
+			h.mu.Unlock()
+			if busy {
+				return cid
+			}
+		}
+		return 0
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cid := running(); cid != 0 {
 			return cid
 		}
 	}
-	t.Fatal("no running session found")
+	t.Fatal("no session runs a statement")
 	return 0
 }
 
@@ -332,16 +341,14 @@ func TestPassthroughKillQuery(t *testing.T) {
 	proxied.SetMaxOpenConns(2)
 	q := "SELECT SLEEP(30) AS kill_me"
 	done := make(chan error, 1)
-	start := time.Now()
 	go func() {
 		_, err := proxied.Exec(q)
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
 	if _, err := proxied.Exec(fmt.Sprintf("KILL QUERY %d", runningSession(t, f.addr))); err != nil {
 		t.Fatal(err)
 	}
-	waitKilled(t, done, start)
+	waitKilled(t, done)
 	waitEngineIdle(t, f.direct, "kill_me")
 	if p := f.core.Paths(); p.Passthrough < 1 || p.Arrow != 0 {
 		t.Fatalf("paths %+v", p)

@@ -96,8 +96,8 @@ type Server struct {
 	draining  atomic.Bool // Drain: sessions idle outside a transaction end
 	wg        sync.WaitGroup
 
-	handshakePanics atomic.Int64 // recovered during handshake and login (bugs; FuzzMySQLAuth requires none)
-	lastPanic       atomic.Value // string: the last recovered panic with its stack, for the report
+	panics    atomic.Int64 // recovered in connections, during login or after (bugs: the fuzz targets require none)
+	lastPanic atomic.Value // string: the last recovered panic with its stack, for the report
 }
 
 // NewServer returns a server over backend.
@@ -246,13 +246,10 @@ func (s *Server) serveConn(nc net.Conn) {
 	defer s.wg.Done()
 	defer s.trackConn(nc, false)
 	defer nc.Close()
-	handshaking := true
 	defer func() {
 		if r := recover(); r != nil {
-			if handshaking {
-				s.handshakePanics.Add(1)
-				s.lastPanic.Store(fmt.Sprintf("%v\n%s", r, debug.Stack()))
-			}
+			s.panics.Add(1)
+			s.lastPanic.Store(fmt.Sprintf("%v\n%s", r, debug.Stack()))
 			s.log.Warn("mysqlwire: connection ended by malformed input", "remote", nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
 		}
 	}()
@@ -264,7 +261,6 @@ func (s *Server) serveConn(nc net.Conn) {
 	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc}
 	_ = buffered.SetDeadline(time.Now().Add(s.opts.Limits.HandshakeTimeout))
 	c, err := srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr(), gate: gate}, h)
-	handshaking = false
 	if err != nil {
 		s.log.Debug("mysqlwire: handshake failed", "remote", h.remote, "err", err)
 		return
@@ -300,11 +296,16 @@ func (s *Server) admit(user string, remote net.Addr, secure bool) (bool, error) 
 	if s.opts.Gate == nil {
 		return user != "" && user == s.opts.LoopbackUser && isLoopback(remote), nil
 	}
-	ok, err := s.opts.Gate.Admit(query.Login{Protocol: query.ProtocolMySQL, User: user, ClientAddr: remote.String(), TLS: secure})
+	ok, err := s.opts.Gate.Admit(s.login(user, remote, secure))
 	if err != nil {
 		return false, toMySQLError(err)
 	}
 	return ok, nil
+}
+
+// login is what the Gate is told about a login.
+func (s *Server) login(user string, remote net.Addr, secure bool) query.Login {
+	return query.Login{Protocol: query.ProtocolMySQL, User: user, ClientAddr: remote.String(), TLS: secure}
 }
 
 // verified asks the Gate about user once the password was found right.
@@ -312,7 +313,7 @@ func (s *Server) verified(user string, remote net.Addr, secure bool) error {
 	if s.opts.Gate == nil {
 		return nil
 	}
-	if err := s.opts.Gate.Verified(query.Login{Protocol: query.ProtocolMySQL, User: user, ClientAddr: remote.String(), TLS: secure}); err != nil {
+	if err := s.opts.Gate.Verified(s.login(user, remote, secure)); err != nil {
 		return toMySQLError(err)
 	}
 	return nil

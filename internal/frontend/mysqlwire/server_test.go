@@ -381,30 +381,14 @@ func TestKillQueryCancelsStatement(t *testing.T) {
 	// The proxy's connection id (from its handshake) is not MariaDB's CONNECTION_ID(), and
 	// go-sql-driver does not expose it: find the running session through the server.
 	done := make(chan error, 1)
-	start := time.Now()
 	go func() {
 		_, err := conn.ExecContext(context.Background(), "SELECT SLEEP(30)")
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
-	var sessionID uint32
-	s := serverOf(t, addr)
-	s.mu.Lock()
-	for cid, h := range s.sessions {
-		h.mu.Lock()
-		if h.cancel != nil {
-			sessionID = cid
-		}
-		h.mu.Unlock()
-	}
-	s.mu.Unlock()
-	if sessionID == 0 {
-		t.Fatal("no running session found")
-	}
-	if _, err := d.Exec(fmt.Sprintf("KILL QUERY %d", sessionID)); err != nil {
+	if _, err := d.Exec(fmt.Sprintf("KILL QUERY %d", runningSession(t, addr))); err != nil {
 		t.Fatal(err)
 	}
-	waitKilled(t, done, start)
+	waitKilled(t, done)
 	var me *mysql.MySQLError
 	if _, err := d.Exec("KILL QUERY 999999"); !errors.As(err, &me) || me.Number != 1094 {
 		t.Fatalf("unknown id: %v", err)
@@ -680,9 +664,9 @@ func waitNoOpenTransaction(t *testing.T, direct *sql.DB, db string) {
 	}
 }
 
-// waitKilled waits for the statement whose error done carries to end as killed (1317), within
-// 15s of start.
-func waitKilled(t *testing.T, done <-chan error, start time.Time) {
+// waitKilled waits for the statement whose error done carries (a SLEEP(30)) to end as killed,
+// 1317: had the kill not stopped it, it would end without an error.
+func waitKilled(t *testing.T, done <-chan error) {
 	t.Helper()
 	select {
 	case err := <-done:
@@ -690,10 +674,7 @@ func waitKilled(t *testing.T, done <-chan error, start time.Time) {
 		if !errors.As(err, &me) || me.Number != 1317 {
 			t.Fatalf("killed statement: %v", err)
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("KILL QUERY did not stop the statement")
-	}
-	if time.Since(start) > 15*time.Second {
-		t.Fatal("too slow")
+	case <-time.After(time.Minute): // a hang guard, past the statement's own 30 s
+		t.Fatal("the killed statement never ended")
 	}
 }

@@ -2,6 +2,7 @@ package mysqlwire
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -191,11 +192,14 @@ func (st *prepared) bind(data []byte) (*binParams, error) {
 		}
 		var v []byte
 		if long, ok := st.long[i]; ok {
+			if err := checkLongData(typ, long); err != nil {
+				return nil, paramError(i, err)
+			}
 			v = long
 		} else {
 			size, err := valueSize(typ, data)
 			if err != nil {
-				return nil, fmt.Errorf("parameter %d: %w", i+1, err)
+				return nil, paramError(i, err)
 			}
 			v, data = data[:size], data[size:]
 		}
@@ -209,11 +213,28 @@ func (st *prepared) bind(data []byte) (*binParams, error) {
 		bin.raw.Values = append(bin.raw.Values, v...)
 		arg, err := decodeParam(typ, unsigned, v)
 		if err != nil {
-			return nil, mysql.NewError(mysql.ER_WRONG_ARGUMENTS, fmt.Sprintf("Incorrect arguments to mysqld_stmt_execute: parameter %d: %v", i+1, err))
+			return nil, paramError(i, err)
 		}
 		bin.args[i] = arg
 	}
 	return bin, nil
+}
+
+// paramError is MySQL's answer to an execute whose parameter i (from 0) is malformed.
+func paramError(i int, err error) error {
+	return mysql.NewError(mysql.ER_WRONG_ARGUMENTS, fmt.Sprintf("Incorrect arguments to mysqld_stmt_execute: parameter %d: %v", i+1, err))
+}
+
+// checkLongData refuses long data the type cannot hold: a fixed-width value is decoded (and
+// relayed) at its width, so long data of another size would be read past its end.
+func checkLongData(typ byte, long []byte) error {
+	switch n := fixedSize(typ); {
+	case n < 0 && !knownType(typ):
+		return fmt.Errorf("unknown type %d", typ)
+	case n >= 0 && len(long) != n:
+		return fmt.Errorf("%d bytes of long data for a type of %d bytes", len(long), n)
+	}
+	return nil
 }
 
 // fixedSize is the size of a fixed-width binary value, -1 for a length-encoded one.
@@ -235,16 +256,26 @@ func fixedSize(typ byte) int {
 func valueSize(typ byte, data []byte) (int, error) {
 	if n := fixedSize(typ); n >= 0 {
 		if len(data) < n {
-			return 0, mysql.ErrMalformPacket
+			return 0, fmt.Errorf("its %d-byte value runs past the end of the packet (%d bytes left)", n, len(data))
 		}
 		return n, nil
 	}
 	if !knownType(typ) {
 		return 0, fmt.Errorf("unknown type %d", typ)
 	}
-	l, isNull, n := mysql.LengthEncodedInt(data)
-	if n == 0 || isNull || uint64(len(data)-n) < l {
-		return 0, mysql.ErrMalformPacket
+	// mysql.LengthEncodedInt would index past a length cut short: lenencInt checks.
+	l, isNull, n, err := lenencInt(data)
+	switch {
+	case len(data) == 0:
+		return 0, errors.New("its value is missing: the packet ends before it")
+	case err == errLenencCut:
+		return 0, errors.New("its length is cut short")
+	case err != nil:
+		return 0, errors.New("its length starts with 0xff, which is not a length-encoded integer")
+	case isNull:
+		return 0, errors.New("its length is NULL (0xfb); a NULL value goes in the NULL bitmap")
+	case l > uint64(len(data)-n):
+		return 0, fmt.Errorf("its length of %d bytes runs past the end of the packet (%d bytes left)", l, len(data)-n)
 	}
 	return n + int(l), nil
 }

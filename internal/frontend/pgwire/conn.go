@@ -505,6 +505,9 @@ func (c *conn) authFailed() error {
 	if fo, ok := c.srv.opts.Authenticator.(FailureObserver); ok {
 		fo.AuthFailed(c.user)
 	}
+	if g := c.srv.opts.Gate; g != nil {
+		query.LoginFailed(g, c.login(false))
+	}
 	return c.fatal(sqlstate.InvalidPassword, fmt.Sprintf("password authentication failed for user %q", c.user))
 }
 

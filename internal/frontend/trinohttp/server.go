@@ -306,6 +306,9 @@ func (s *Server) authenticate(r *http.Request) (string, int, error) {
 	}
 	authed, err := s.opts.Auth.Authenticate(r.Context(), c)
 	if err != nil {
+		if s.opts.Gate != nil {
+			query.LoginFailed(s.opts.Gate, login)
+		}
 		return "", http.StatusUnauthorized, errors.New("authentication failed")
 	}
 	if s.opts.Gate != nil {

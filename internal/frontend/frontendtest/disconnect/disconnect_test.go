@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/trinodb/trino-go-client/trino"
@@ -47,7 +48,8 @@ type target struct {
 	// long returns a statement that runs for tens of seconds, carrying marker.
 	long func(marker string) string
 	// firstFast, when set, returns a statement whose first rows come at once (more than the
-	// engine buffers before it sends) and whose last takes tens of seconds, carrying marker.
+	// engine buffers before it sends, and more than one record batch of engine.BatchRowsMax)
+	// and whose last takes tens of seconds, carrying marker.
 	firstFast func(marker string) string
 	// running reports whether the engine still runs the statement carrying marker.
 	running func(t *testing.T, n *querynode.Node, marker string) bool
@@ -101,7 +103,7 @@ func postgresTarget(t *testing.T) target {
 			u.Host, strings.TrimPrefix(u.Path, "/"), u.User.Username()),
 		long: func(m string) string { return "select pg_sleep(60) /* " + m + " */" },
 		firstFast: func(m string) string {
-			return "select g, repeat('x', 100), pg_sleep(case when g < 1000 then 0 else 60 end) from generate_series(1, 1000) g /* " + m + " */"
+			return "select g, repeat('x', 100), pg_sleep(case when g < 3000 then 0 else 60 end) from generate_series(1, 3000) g /* " + m + " */"
 		},
 		running: func(t *testing.T, _ *querynode.Node, m string) bool {
 			var n int
@@ -133,7 +135,7 @@ func mariadbTarget(t *testing.T) target {
 			cfg.Addr, name, cfg.User),
 		long: func(m string) string { return "select sleep(60) /* " + m + " */" },
 		firstFast: func(m string) string {
-			return "select seq, repeat('x', 100), sleep(if(seq < 1000, 0, 60)) from seq_1_to_1000 /* " + m + " */"
+			return "select seq, repeat('x', 100), sleep(if(seq < 3000, 0, 60)) from seq_1_to_3000 /* " + m + " */"
 		},
 		running: func(t *testing.T, _ *querynode.Node, m string) bool {
 			var n int
@@ -412,14 +414,10 @@ func TestFlightResultOfGoneClient(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fetch {
-				// The raw call returns once the request is on its way (nothing to read yet: the
-				// first batch is never complete), so the server takes the ticket before cancel.
-				if _, err := c.Client.DoGet(ctx, info.Endpoint[0].Ticket); err != nil {
-					t.Fatal(err)
-				}
-			}
 			started(t, n, tg, m)
+			if fetch {
+				firstBatch(t, ctx, c, info)
+			}
 			if fetch {
 				cancel()
 			} else {
@@ -430,6 +428,21 @@ func TestFlightResultOfGoneClient(t *testing.T) {
 			c.Close()
 		}
 	})
+}
+
+// firstBatch starts the DoGet of info and reads its first batch: the server has then taken
+// the ticket. (A DoGet cancelled before that may never show its ticket to the server: gRPC
+// drops the request of a call reset before its handler reads it.)
+func firstBatch(t *testing.T, ctx context.Context, c *fsql.Client, info *flight.FlightInfo) {
+	t.Helper()
+	r, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Release)
+	if !r.Next() {
+		t.Fatalf("DoGet: no first batch: %v", r.Err())
+	}
 }
 
 // Flight SQL: CancelFlightInfo stops an executed statement nobody fetched.

@@ -1,0 +1,48 @@
+#!/bin/sh
+# fuzz-smoke.sh FUZZTIME PKG:TARGET...: runs each fuzz target for FUZZTIME and fails only for a
+# real crasher, an input that fails again when run on its own.
+#
+# The fuzzing engine fails without being handed a real crasher in two ways: it stops its workers
+# with "context deadline exceeded" and writes nothing, or, on a loaded machine, an input runs
+# past the worker's 10 s limit (or a target's own hang check) and is written as a crasher though
+# it passes when run again. Both are run again, up to three attempts in all; the second kind's
+# input is printed and removed, not kept as a seed. A failing seed corpus entry fails every time.
+set -u
+fuzztime=$1
+shift
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+for t in "$@"; do
+	pkg=${t%%:*}
+	name=${t##*:}
+	attempt=1
+	while :; do
+		echo "fuzz $name ($pkg, $fuzztime)"
+		if "${GO:-go}" test -run='^$' -fuzz="^$name\$" -fuzztime="$fuzztime" -fuzzminimizetime=10x "$pkg" >"$log" 2>&1; then
+			tail -n 2 "$log"
+			break
+		fi
+		cat "$log"
+		if grep -q '^failure while testing seed corpus entry' "$log"; then
+			echo "fuzz $name: a seed corpus entry fails"
+			exit 1
+		fi
+		input=$(sed -n 's/^[[:space:]]*Failing input written to //p' "$log" | tail -n 1)
+		if [ -n "$input" ]; then
+			if ! "${GO:-go}" test -count=1 -run="^$name\$/^$(basename "$input")\$" "$pkg" >"$log" 2>&1; then
+				cat "$log"
+				echo "fuzz $name: $pkg/$input fails when run again: a crasher (kept as a seed)"
+				exit 1
+			fi
+			echo "fuzz $name: $pkg/$input passes when run again (a timeout on a loaded machine), so it is not kept:"
+			cat "$pkg/$input"
+			rm -f "$pkg/$input"
+		fi
+		if [ "$attempt" -ge 3 ]; then
+			echo "fuzz $name: failed $attempt times without a crasher that fails again"
+			exit 1
+		fi
+		attempt=$((attempt + 1))
+		echo "fuzz $name: no crasher that fails again; running it once more"
+	done
+done
