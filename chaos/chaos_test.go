@@ -144,8 +144,9 @@ func TestOneWayCutAndLatencyRealAgreesWithSim(t *testing.T) {
 // Scenarios that need what real processes cannot do are reported, not run.
 func TestUnsupportedScenariosAreReportedNotRun(t *testing.T) {
 	for file, want := range map[string]string{
-		"pingpong.yaml":   `role "pingpong" (p-1, p-2, p-3, p-4) is not supported in chaos: the simulator's own test workload`,
-		"plan-fleet.yaml": "fleet: 1001 nodes, more real processes than the limit of 50",
+		"pingpong.yaml":                  `role "pingpong" (p-1, p-2, p-3, p-4) is not supported in chaos: the simulator's own test workload`,
+		"plan-fleet.yaml":                "fleet: 1001 nodes, more real processes than the limit of 50",
+		"lease-crash-nofence-mysql.yaml": "workload.clusters c1: engine mysql: the engines here are PostgreSQL databases",
 	} {
 		sc := load(t, file)
 		rep, err := Run(context.Background(), sc, Options{TimeScale: 0.1, Bin: "/nonexistent"})
@@ -371,6 +372,35 @@ func TestEngineFenceOffRealExceedsCap(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no engine peak in %v", rep.Metrics)
+	}
+}
+
+// A worker killed -9 without the engine fence, on PostgreSQL: the engine sessions'
+// client_connection_check_interval ends its queries within a second, before its leases expire,
+// so the real engine (pg_stat_activity) is empty at 6.5s and never runs more than the cap, as
+// the simulator's PostgreSQL model says. Were the orphans left running (the MySQL model), the
+// freed slots would put 4 on the engine.
+func TestCrashWithoutFenceRealPostgresEndsOrphansAsSim(t *testing.T) {
+	t.Parallel()
+	rep := runRealFile(t, "testdata/crash-nofence-smoke.yaml")
+	assertAgree(t, rep, peakMetric("c1"), mAdmittedRate)
+	for _, m := range rep.Metrics {
+		if m.Name == peakMetric("c1") && (m.Real != 2 || m.Sim != 2) {
+			t.Errorf("peak executing on c1: real %v, sim %.2f; want the cap 2 on both", m.Real, m.Sim)
+		}
+	}
+	const ended = "PostgreSQL ends the killed worker's queries at its next look at the socket"
+	found := false
+	for _, c := range rep.Checks {
+		if c.Name == ended {
+			found = true
+			if c.Verdict != "PASS" {
+				t.Errorf("real: %s: %s %s", ended, c.Verdict, c.Detail)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no check %q in %v", ended, rep.Checks)
 	}
 }
 
@@ -610,4 +640,25 @@ timeline:
 		}
 	}
 	t.Fatalf("%s; want the worker's clock 1h ahead and the control plane's 2h", last)
+}
+
+// engineMax on real daemons starts from the value in force when its window opens, as the
+// simulator's does: an instant between two samples sees the earlier one.
+func TestEngineMaxSeesTheValueInForceAtItsStart(t *testing.T) {
+	zero := 0
+	c := &engineMaxCheck{cluster: "c1", win: scenarios.CountWindow{From: 6500 * time.Millisecond, To: 6500 * time.Millisecond},
+		bounds: scenarios.Bounds{AtMost: &zero}}
+	for _, s := range []struct {
+		at time.Duration
+		n  int
+	}{{6480 * time.Millisecond, 2}, {6490 * time.Millisecond, 1}, {6490 * time.Millisecond, 7}, {6510 * time.Millisecond, 0}, {6530 * time.Millisecond, 5}} {
+		cluster := "c1"
+		if s.n == 7 {
+			cluster = "c2" // another cluster's sample
+		}
+		c.watch(s.at, cluster, s.n)
+	}
+	if c.peak != 1 {
+		t.Fatalf("peak %d, want 1 (the c1 sample in force at 6.5s)", c.peak)
+	}
 }

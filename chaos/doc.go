@@ -24,6 +24,9 @@
 //	configHang {for} a transaction locks the table snapshot builds read first, SIGHUP makes the
 //	                 control plane build; the lock goes after `for` (an edit's PUT waits on it too)
 //	engineFence: false  the control planes run with the binary's test hook that turns the fence off
+//	clusters         PostgreSQL databases (engine: postgres); the engine sessions'
+//	                 client_connection_check_interval is the binary's 1 s times the time scale;
+//	                 other engine kinds are not supported
 //	registryState, reportedHealth  GET /admin/workers on the control plane (direct, not proxied)
 //	selfHealth       GET /worker/status on the worker's ops listener
 //	configStatus     /worker/status (revision, source, staleness) and /metrics (rejected: the

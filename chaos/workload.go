@@ -23,6 +23,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/engine/pgengine"
 	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/controlplane"
@@ -102,8 +104,12 @@ func planWorkload(sc *scenarios.Scenario) []string {
 		}
 	}
 	for _, c := range wl.Clusters {
-		if c.OrphanTimeout > 0 {
-			out = append(out, fmt.Sprintf("workload.clusters %s: orphanTimeout (a Trino client timeout) has no PostgreSQL equivalent", c.Name))
+		switch c.Engine {
+		case config.EnginePostgres:
+		case config.EngineMySQL:
+			out = append(out, fmt.Sprintf("workload.clusters %s: engine mysql: the engines here are PostgreSQL databases, and a MariaDB statement that waits without looking at its killed client (SLEEP looks every 5 s) would burn a core for its whole duration", c.Name))
+		default:
+			out = append(out, fmt.Sprintf("workload.clusters %s: engine %s: the engines here are PostgreSQL databases", c.Name, c.Engine))
 		}
 	}
 	for _, g := range wl.Groups {
@@ -147,14 +153,17 @@ func (f *fleetWorkload) coordinationYAML(controlPlane bool) string {
 }
 
 // sharedSections are the clusters, groups and routing every control plane serves: a query
-// goes to the group named by its user, as the simulator routes an arrival's queries.
+// goes to the group named by its user, as the simulator routes an arrival's queries. The
+// engine sessions' client_connection_check_interval is the binary's, scaled as every other
+// duration is: a killed worker's queries end as soon in scenario time as the simulator says.
 func (f *fleetWorkload) sharedSections() string {
 	u, _ := url.Parse(pgtest.ServerURL())
+	check := max(f.r.scale(pgengine.ClientCheckInterval), time.Millisecond)
 	var b strings.Builder
 	b.WriteString("clusters:\n")
 	for _, c := range f.wl.Clusters {
-		fmt.Fprintf(&b, "  - {name: %s, engine: postgres, endpoint: %q, database: %s, credentials: {user: %q}, maxRunningQueries: %d}\n",
-			c.Name, u.Host, f.engines[c.Name], u.User.Username(), f.caps[c.Name])
+		fmt.Fprintf(&b, "  - {name: %s, engine: postgres, endpoint: %q, database: %s, credentials: {user: %q}, maxRunningQueries: %d, options: {client_connection_check_interval: %dms}}\n",
+			c.Name, u.Host, f.engines[c.Name], u.User.Username(), f.caps[c.Name], check.Milliseconds())
 	}
 	b.WriteString("clusterGroups:\n")
 	for _, g := range f.wl.Groups {

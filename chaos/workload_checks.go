@@ -299,20 +299,33 @@ func (c *fairnessCheck) result(r *runner) (bool, string) {
 		s.Fairness, c.min, s.Workers, s.Admitted, s.Submitted)
 }
 
-// engineMaxCheck: the peak of queries executing on a cluster's engine inside the window.
+// engineMaxCheck: the peak of queries executing on a cluster's engine inside the window,
+// starting from the value in force when it opens (the last sample at or before its start), as
+// the simulator's engineMax does: a window shorter than the sampling interval still sees one.
 type engineMaxCheck struct {
 	cluster string
 	win     scenarios.CountWindow
 	bounds  scenarios.Bounds
 	peak    int
 	when    time.Duration
+	cur     int  // the last sample before the window opened
+	open    bool // a sample at or after its start was seen
 	added   bool
 }
 
 func (c *engineMaxCheck) look(*scenarios.Scenario, *snapshot) {}
 
 func (c *engineMaxCheck) watch(t time.Duration, cluster string, n int) {
-	if cluster == c.cluster && t >= c.win.From && t <= c.win.To && n > c.peak {
+	if cluster != c.cluster {
+		return
+	}
+	if t <= c.win.From {
+		c.cur = n
+	}
+	if t >= c.win.From && !c.open {
+		c.open, c.peak, c.when = true, c.cur, c.win.From
+	}
+	if c.open && t <= c.win.To && n > c.peak {
 		c.peak, c.when = n, t
 	}
 }

@@ -150,10 +150,12 @@ func TestFleetSurvivesWorkerKillAndControlPlaneRestart(t *testing.T) {
 		t.Fatalf("w1 as listed: %+v", ws["w1"])
 	}
 
-	// The ops listener: health, readiness, metrics, status, and never a credential.
-	if code, _ := getBody(t, "http://"+ops1+"/readyz"); code != 200 {
-		t.Fatalf("w1 /readyz: %d", code)
-	}
+	// The ops listener: health, readiness, metrics, status, and never a credential. Healthy in
+	// the registry (heartbeats) comes before ready (its configuration revision active).
+	daemontest.Eventually(t, 30*time.Second, "w1 /readyz 200", func() bool {
+		code, _ := getBody(t, "http://"+ops1+"/readyz")
+		return code == 200
+	})
 	var opsOut strings.Builder
 	for _, p := range []string{"/health", "/readyz", "/metrics", "/worker/status"} {
 		code, body := getBody(t, "http://"+ops1+p)

@@ -122,7 +122,23 @@ settings: {security: {trustLoopback: true}}
 			return code == 200
 		})
 	}
-	time.Sleep(4 * heartbeat) // peer lists refresh with heartbeats
+	// Peer lists refresh with heartbeats: the owners workers compute agree once each knows all.
+	for _, name := range pf.names {
+		daemontest.Eventually(t, 60*time.Second, name+" knows every peer, healthy", func() bool {
+			var st struct{ Peers []transport.Peer }
+			code, body := pf.get(pf.opsURL(name) + "/worker/status")
+			if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
+				return false
+			}
+			healthy := 0
+			for _, p := range st.Peers {
+				if slices.Contains(pf.names, p.Name) && p.Healthy {
+					healthy++
+				}
+			}
+			return healthy == len(pf.names)
+		})
+	}
 	return pf
 }
 

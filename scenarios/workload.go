@@ -9,6 +9,7 @@ package scenarios
 // restarts; the oracles (leasesWithinCap, engineWithinCap, historyConserved) read it.
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/engine/pgengine"
 	"github.com/queryflux/queryflux/internal/simengine"
 )
 
@@ -72,9 +74,33 @@ type WorkloadCluster struct {
 	Cap         int      `yaml:"cap"`
 	Duration    Duration `yaml:"duration"`
 	FailureRate float64  `yaml:"failureRate"`
-	// OrphanTimeout stops a query that long after its worker went away (Trino's client
-	// timeout); zero runs it to its end, as PostgreSQL and MySQL do.
+	// Engine is the engine kind the cluster stands for, which decides what happens to a query
+	// whose worker died (its process killed, its sockets closed); a frozen worker keeps its
+	// sockets, so its queries run on. postgres (the default): the backend looks at its client's
+	// socket every client_connection_check_interval (pgengine.ClientCheckInterval, which the
+	// binary sets) and ends the query at the first look after the death. mysql: the statement
+	// runs to its end. duckdb: embedded in the worker, the query ends with it. trino: the
+	// coordinator ends it OrphanTimeout after its client stopped polling.
+	Engine string `yaml:"engine"`
+	// OrphanTimeout is a trino cluster's query.client.timeout (default 5m).
 	OrphanTimeout time.Duration `yaml:"orphanTimeout"`
+}
+
+// trinoClientTimeout is Trino's default query.client.timeout.
+const trinoClientTimeout = 5 * time.Minute
+
+// clientLoss is the simulated engine's rule for the queries of a dead worker (see Engine).
+func (c WorkloadCluster) clientLoss() simengine.ClientLoss {
+	switch c.Engine {
+	case config.EngineMySQL:
+		return simengine.ClientLoss{}
+	case config.EngineDuckDB:
+		return simengine.ClientLoss{Embedded: true}
+	case config.EngineTrino:
+		return simengine.ClientLoss{Timeout: cmp.Or(c.OrphanTimeout, trinoClientTimeout)}
+	default:
+		return simengine.ClientLoss{CheckEvery: pgengine.ClientCheckInterval}
+	}
 }
 
 // Duration is a query-duration distribution: constant (min), uniform (min..max), exponential
@@ -215,6 +241,16 @@ func (wl *Workload) validate(sc *Scenario) error {
 		}
 		if cl.FailureRate < 0 || cl.FailureRate > 1 {
 			return fmt.Errorf("workload.clusters[%d] (%s): failureRate %v outside [0, 1]", i, cl.Name, cl.FailureRate)
+		}
+		switch cl.Engine {
+		case "":
+			wl.Clusters[i].Engine = config.EnginePostgres
+		case config.EnginePostgres, config.EngineMySQL, config.EngineDuckDB, config.EngineTrino:
+		default:
+			return fmt.Errorf("workload.clusters[%d] (%s): engine %q: postgres, mysql, duckdb or trino", i, cl.Name, cl.Engine)
+		}
+		if cl.OrphanTimeout != 0 && cl.Engine != config.EngineTrino {
+			return fmt.Errorf("workload.clusters[%d] (%s): orphanTimeout is a trino cluster's client timeout (engine: trino)", i, cl.Name)
 		}
 		if cl.OrphanTimeout < 0 {
 			return fmt.Errorf("workload.clusters[%d] (%s): orphanTimeout %v must be >= 0", i, cl.Name, cl.OrphanTimeout)

@@ -141,9 +141,9 @@ func (st *WorkloadStats) engineChanged(w *World, cluster string, total int) {
 	}
 }
 
-// EnginesName is the node the clusters' simulated engines run on. No fault reaches it: a
-// worker's crash or starvation does not reach the queries it started there, as a real
-// engine's backends outlive their client.
+// EnginesName is the node the clusters' simulated engines run on. No fault reaches it: what a
+// worker's crash does to the queries it started there is the engine kind's rule
+// (WorkloadCluster.Engine), as a real engine's backends are not the worker's.
 const EnginesName = "engines"
 
 // startEngines makes one simulated engine per cluster, shared by every worker.
@@ -156,7 +156,7 @@ func startEngines(w *World) {
 	for _, c := range w.Scenario.Workload.Clusters {
 		dist, _ := c.Duration.Distribution()
 		eng := simengine.New(node.Env(), c.Name, simengine.Params{Duration: dist, FailureRate: c.FailureRate, Rows: 1,
-			OrphanTimeout: c.OrphanTimeout})
+			ClientLoss: c.clientLoss()})
 		eng.OnChange(func(cluster string, executing int) { st.engineChanged(w, cluster, executing) })
 		w.durable["engine/"+c.Name] = eng
 	}

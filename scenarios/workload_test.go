@@ -259,3 +259,28 @@ func TestDurationRefusesFieldsItDoesNotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A cluster's engine kind is one of the modelled ones, and orphanTimeout belongs to trino.
+func TestClusterEngineKindIsValidated(t *testing.T) {
+	for cluster, want := range map[string]string{
+		"{name: c1, cap: 2, engine: oracle}":                   `engine "oracle": postgres, mysql, duckdb or trino`,
+		"{name: c1, cap: 2, orphanTimeout: 1m}":                "orphanTimeout is a trino cluster's client timeout",
+		"{name: c1, cap: 2, engine: mysql, orphanTimeout: 1m}": "orphanTimeout is a trino cluster's client timeout",
+		"{name: c1, cap: 2, engine: trino, orphanTimeout: 1m}": "",
+		"{name: c1, cap: 2, engine: duckdb}":                   "",
+	} {
+		_, err := scenarios.Parse("kinds.yaml", []byte(`
+duration: 10s
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{prefix: w-, count: 1}]
+workload:
+  clusters: [`+cluster+`]
+  groups: [{name: g, members: [c1], maxQueued: 10, waitTimeout: 5s}]
+  arrivals: [{group: g, rate: 1}]
+`))
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: err %v, want %q", cluster, err, want)
+		}
+	}
+}

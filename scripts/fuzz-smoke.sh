@@ -6,12 +6,16 @@
 # with "context deadline exceeded" and writes nothing, or, on a loaded machine, an input runs
 # past the worker's 10 s limit (or a target's own hang check) and is written as a crasher though
 # it passes when run again. Both are run again, up to three attempts in all; the second kind's
-# input is printed and removed, not kept as a seed. A failing seed corpus entry fails every time.
+# input is printed and removed, not kept as a seed. An input that failed some other way (a panic,
+# a wrong answer) fails the run even if it passes alone: a target whose inputs depend on each
+# other hides crashers. A failing seed corpus entry fails every time.
 set -u
 fuzztime=$1
 shift
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$log.first"' EXIT
+# What a hang looks like: the engine's worker limit, or a target's own hang guard.
+hang='hung or terminated unexpectedly|deadline exceeded|still holds the connection|still running after|timed out'
 for t in "$@"; do
 	pkg=${t%%:*}
 	name=${t##*:}
@@ -28,13 +32,19 @@ for t in "$@"; do
 			exit 1
 		fi
 		input=$(sed -n 's/^[[:space:]]*Failing input written to //p' "$log" | tail -n 1)
+		cp "$log" "$log.first"
 		if [ -n "$input" ]; then
 			if ! "${GO:-go}" test -count=1 -run="^$name\$/^$(basename "$input")\$" "$pkg" >"$log" 2>&1; then
 				cat "$log"
 				echo "fuzz $name: $pkg/$input fails when run again: a crasher (kept as a seed)"
 				exit 1
 			fi
-			echo "fuzz $name: $pkg/$input passes when run again (a timeout on a loaded machine), so it is not kept:"
+			if ! grep -Eq "$hang" "$log.first"; then
+				echo "fuzz $name: $pkg/$input failed, not by a hang, yet passes when run again:" \
+					"the target's inputs are not independent (kept as a seed)"
+				exit 1
+			fi
+			echo "fuzz $name: $pkg/$input hung on a loaded machine and passes when run again, so it is not kept:"
 			cat "$pkg/$input"
 			rm -f "$pkg/$input"
 		fi

@@ -17,11 +17,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/scenarios"
 	"github.com/spf13/cobra"
 )
 
 func main() {
+	invariants.Enable() // a simulator run checks what must always hold, as tests do
 	if err := rootCmd().Execute(); err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) {

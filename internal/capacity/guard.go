@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/queryflux/queryflux/internal/invariants"
 )
 
 // Guard hands out capacity slots per cluster so that at most cap queries run on it at once.
@@ -89,19 +91,13 @@ func (g *LocalGuard) Running(cluster string) int {
 type localSlot struct {
 	g        *LocalGuard
 	cluster  string
-	mu       sync.Mutex
-	released bool
+	released invariants.Once
 }
 
 func (s *localSlot) Release() {
-	s.mu.Lock()
-	if s.released {
-		s.mu.Unlock()
-		panic(fmt.Sprintf("capacity: slot on %q released twice", s.cluster))
+	if s.released.Close("capacity slot on", s.cluster) {
+		s.g.give(s.cluster)
 	}
-	s.released = true
-	s.mu.Unlock()
-	s.g.give(s.cluster)
 }
 
 func (s *localSlot) Lost() bool       { return false }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/sim"
 )
@@ -31,12 +32,13 @@ func TestLocalGuardCapsPerCluster(t *testing.T) {
 	if _, err := g.Acquire(ctx, "z", 0); !errors.Is(err, capacity.ErrAtCapacity) {
 		t.Fatalf("cap 0: %v", err)
 	}
-	defer func() {
-		if recover() == nil {
-			t.Fatal("double release did not panic")
-		}
-	}()
-	a1.Release()
+	v := invariants.Catch(a1.Release)
+	if v == nil || v.Message != `capacity slot on a closed twice` {
+		t.Fatalf("double release: Catch = %v, want a violation naming cluster a", v)
+	}
+	if g.Running("a") != 2 {
+		t.Fatalf("the second release gave the slot back again: running %d", g.Running("a"))
+	}
 }
 
 // countingClient counts the calls a LeaseGuard makes.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
 )
@@ -162,7 +163,7 @@ type leaseSlot struct {
 type fallbackSlot struct {
 	g        *LeaseGuard
 	cluster  string
-	released bool // under g.mu
+	released invariants.Once
 }
 
 var _ Guard = (*LeaseGuard)(nil)
@@ -503,12 +504,11 @@ func (s *leaseSlot) Lease() Lease {
 
 // Release implements Slot.
 func (s *fallbackSlot) Release() {
+	if !s.released.Close("capacity slot on", s.cluster) {
+		return
+	}
 	s.g.mu.Lock()
 	defer s.g.mu.Unlock()
-	if s.released {
-		panic(fmt.Sprintf("capacity: slot on %q released twice", s.cluster))
-	}
-	s.released = true
 	s.g.t.releaseLocal(s.cluster)
 }
 

@@ -44,8 +44,8 @@ func at(t *testing.T, s *sim.Sim, eng *simengine.Engine, d time.Duration) int {
 	return eng.Executing()
 }
 
-// TestCrashedClientsQueryRunsToItsEnd: the engine keeps a dead client's query until it ends
-// (PostgreSQL notices the dead socket only when it writes the result).
+// TestCrashedClientsQueryRunsToItsEnd: without a client-loss rule (MySQL, MariaDB) the engine
+// keeps a dead client's query until it ends.
 func TestCrashedClientsQueryRunsToItsEnd(t *testing.T) {
 	s, eng, _ := world(t, simengine.Params{Duration: simengine.Constant{D: 30 * time.Second}}, "c#1", "c#2")
 	s.At(5*time.Second, func() { s.Node("w").Crash() })
@@ -60,16 +60,63 @@ func TestCrashedClientsQueryRunsToItsEnd(t *testing.T) {
 	}
 }
 
-// TestOrphanTimeoutStopsADeadClientsQuery: with a client timeout (Trino's), the dead client's
+// TestClientTimeoutStopsADeadClientsQuery: with a client timeout (Trino's), the dead client's
 // query stops that long after the client went away.
-func TestOrphanTimeoutStopsADeadClientsQuery(t *testing.T) {
-	s, eng, _ := world(t, simengine.Params{Duration: simengine.Constant{D: 30 * time.Second}, OrphanTimeout: 5 * time.Second}, "c#1")
+func TestClientTimeoutStopsADeadClientsQuery(t *testing.T) {
+	p := simengine.Params{Duration: simengine.Constant{D: 30 * time.Second}, ClientLoss: simengine.ClientLoss{Timeout: 5 * time.Second}}
+	s, eng, _ := world(t, p, "c#1")
 	s.At(5*time.Second, func() { s.Node("w").Crash() })
 	if n := at(t, s, eng, 9*time.Second); n != 1 {
 		t.Fatalf("executing 4s after the crash: %d, want 1", n)
 	}
 	if n := at(t, s, eng, 11*time.Second); n != 0 {
 		t.Fatalf("executing 6s after the crash: %d, want 0 (client timeout 5s)", n)
+	}
+}
+
+// TestClientCheckEndsADeadClientsQueryAtTheNextLook: PostgreSQL with
+// client_connection_check_interval looks at the socket every interval from the query's start,
+// so a query started at 1s whose client dies at 5.3s ends at the look at 6s, not before.
+func TestClientCheckEndsADeadClientsQueryAtTheNextLook(t *testing.T) {
+	p := simengine.Params{Duration: simengine.Constant{D: 30 * time.Second}, ClientLoss: simengine.ClientLoss{CheckEvery: time.Second}}
+	s, eng, _ := world(t, p, "c#1")
+	s.At(5300*time.Millisecond, func() { s.Node("w").Crash() })
+	if n := at(t, s, eng, 5999*time.Millisecond); n != 1 {
+		t.Fatalf("executing before the next look: %d, want 1", n)
+	}
+	if n := at(t, s, eng, 6*time.Second); n != 0 {
+		t.Fatalf("executing at the look after the crash: %d, want 0", n)
+	}
+	if st := eng.Stats(); st.Orphaned != 1 || st.Succeeded != 0 {
+		t.Fatalf("stats %+v: want 1 orphaned, none succeeded", st)
+	}
+}
+
+// TestClientCheckKeepsAFrozenClientsQuery: a frozen client keeps its socket open, so the
+// engine's looks find it there and the query runs to its end.
+func TestClientCheckKeepsAFrozenClientsQuery(t *testing.T) {
+	p := simengine.Params{Duration: simengine.Constant{D: 10 * time.Second}, ClientLoss: simengine.ClientLoss{CheckEvery: time.Second}}
+	s, eng, _ := world(t, p, "c#1")
+	s.At(2*time.Second, func() { s.Node("w").SetStarve(time.Minute) })
+	if n := at(t, s, eng, 10*time.Second); n != 1 {
+		t.Fatalf("executing 8s into the client's freeze: %d, want 1", n)
+	}
+	if st := eng.Stats(); st.Orphaned != 0 {
+		t.Fatalf("stats %+v: a frozen client is not gone", st)
+	}
+}
+
+// TestEmbeddedEngineQueryEndsWithItsClient: an embedded engine (DuckDB) dies with the process
+// it runs in.
+func TestEmbeddedEngineQueryEndsWithItsClient(t *testing.T) {
+	p := simengine.Params{Duration: simengine.Constant{D: 30 * time.Second}, ClientLoss: simengine.ClientLoss{Embedded: true}}
+	s, eng, _ := world(t, p, "c#1", "c#2")
+	s.At(5*time.Second, func() { s.Node("w").Crash() })
+	if n := at(t, s, eng, 4999*time.Millisecond); n != 2 {
+		t.Fatalf("executing before the crash: %d, want 2", n)
+	}
+	if n := at(t, s, eng, 5*time.Second); n != 0 {
+		t.Fatalf("executing at the crash: %d, want 0", n)
 	}
 }
 

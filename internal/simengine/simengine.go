@@ -4,12 +4,13 @@
 // on it right now, which is the engine's own view for the oracle "executing on engine <= cap".
 //
 // Like a real engine, a query runs on the engine's side (a backend task of the engine's own Env),
-// not in its client: a client that cancels stops it, but a client that dies (its task unwound by
-// a crash) stops nothing. The backend then runs until the query ends, as PostgreSQL's does (it
-// notices the dead socket only when it next writes to it) and MySQL's (the statement ends), or
-// until OrphanTimeout after the client went away (Trino's client timeout), or until Fence stops
-// the queries of a lease (the control plane's engine fence). A client that is merely frozen keeps
-// its query running until it cancels it.
+// not in its client: a client that cancels stops it, and a client that dies (its task unwound by
+// a crash: its process and its sockets are gone) leaves it to the engine's ClientLoss rule: run
+// to its end (MySQL), end at the next look at the client's socket (PostgreSQL's
+// client_connection_check_interval), end a timeout later (Trino's client timeout) or end with
+// the client (DuckDB, embedded in it). Fence stops the queries of a lease at any time (the
+// control plane's engine fence). A client that is merely frozen keeps its socket, so its query
+// runs on until the client cancels it.
 //
 // It touches nothing but the Env it is given.
 package simengine
@@ -93,9 +94,48 @@ type Params struct {
 	FailureRate float64
 	// Rows is how many rows the result has (one int64 column "n"); 0 means 1.
 	Rows int
-	// OrphanTimeout, when positive, stops a query that long after its client went away (Trino's
-	// query.client.timeout); zero runs it to its end (PostgreSQL, MySQL).
-	OrphanTimeout time.Duration
+	// ClientLoss is what the engine does with a running query whose client died.
+	ClientLoss ClientLoss
+}
+
+// ClientLoss is what an engine does with a running query whose client went away without a word
+// (its process died, so its socket closed). The zero value runs the query to its end, as MySQL
+// and MariaDB run a statement whose client was killed.
+type ClientLoss struct {
+	// CheckEvery > 0: the engine looks at the client's socket every CheckEvery from the query's
+	// start and ends the query at the first look after the client went away (PostgreSQL's
+	// client_connection_check_interval).
+	CheckEvery time.Duration
+	// Timeout > 0: the query ends that long after its client went away (Trino's
+	// query.client.timeout).
+	Timeout time.Duration
+	// Embedded: the engine runs inside the client's process, so the query ends with it (DuckDB).
+	Embedded bool
+}
+
+// lost reports whether l ends queries of dead clients at all.
+func (l ClientLoss) lost() bool { return l.CheckEvery > 0 || l.Timeout > 0 || l.Embedded }
+
+// endAfter is when a query started at start ends if its client went away at gone (the zero time
+// when l runs it to its end).
+func (l ClientLoss) endAfter(start, gone time.Time) time.Time {
+	var end time.Time
+	earliest := func(t time.Time) {
+		if end.IsZero() || t.Before(end) {
+			end = t
+		}
+	}
+	if l.Embedded {
+		earliest(gone)
+	}
+	if l.Timeout > 0 {
+		earliest(gone.Add(l.Timeout))
+	}
+	if l.CheckEvery > 0 {
+		looks := (gone.Sub(start) + l.CheckEvery - 1) / l.CheckEvery
+		earliest(start.Add(looks * l.CheckEvery))
+	}
+	return end
 }
 
 // Stats are an engine's counters.
@@ -133,8 +173,8 @@ func New(e env.Env, name string, p Params) *Engine {
 	if p.FailureRate < 0 || p.FailureRate > 1 {
 		panic(fmt.Sprintf("simengine: failure rate %v outside [0, 1]", p.FailureRate))
 	}
-	if p.OrphanTimeout < 0 {
-		panic(fmt.Sprintf("simengine: negative orphan timeout %v", p.OrphanTimeout))
+	if l := p.ClientLoss; l.CheckEvery < 0 || l.Timeout < 0 {
+		panic(fmt.Sprintf("simengine: negative client-loss interval %+v", l))
 	}
 	return &Engine{env: e, name: name, params: p, backends: map[uint64]*backend{}}
 }
@@ -187,7 +227,8 @@ type backend struct {
 	id       uint64
 	tag      string
 	d        time.Duration // the query's work
-	end      time.Time     // the engine's clock: when the query's work is done
+	start    time.Time     // the engine's clock: when the query started
+	end      time.Time     // when the query's work is done
 	fail     bool
 	ready    bool      // done, the result waits for the client
 	ended    bool      // no longer executing (counted out)
@@ -250,7 +291,8 @@ func (e *Engine) begin(tag string, q *query.Request) *backend {
 	fail := e.params.FailureRate > 0 && e.env.Rand().Float64() < e.params.FailureRate
 	e.mu.Lock()
 	e.nextID++
-	b := &backend{id: e.nextID, tag: tag, d: d, end: e.env.Now().Add(d), fail: fail, ready: d <= 0, changed: e.env.NewSignal()}
+	now := e.env.Now()
+	b := &backend{id: e.nextID, tag: tag, d: d, start: now, end: now.Add(d), fail: fail, ready: d <= 0, changed: e.env.NewSignal()}
 	e.backends[b.id] = b
 	e.mu.Unlock()
 	e.adjust(+1, func(s *Stats) { s.Started++ })
@@ -277,11 +319,11 @@ func SleepOf(sql string) (time.Duration, bool) {
 	return time.Duration(secs * float64(time.Second)).Round(time.Microsecond), true
 }
 
-// run is the backend: it works until the query's end (or OrphanTimeout after its client went
-// away), unless it is stopped first.
+// run is the backend: it works until the query's end (or until the ClientLoss rule ends it once
+// its client went away), unless it is stopped first.
 func (e *Engine) run(ctx context.Context, b *backend) {
 	defer b.stop()
-	if e.params.OrphanTimeout == 0 {
+	if !e.params.ClientLoss.lost() {
 		if e.env.Sleep(ctx, b.d) != nil {
 			return // stopped: whoever stopped it counted it out
 		}
@@ -292,14 +334,14 @@ func (e *Engine) run(ctx context.Context, b *backend) {
 	orphaned := !b.orphaned.IsZero()
 	b.ready = true
 	e.mu.Unlock()
-	if orphaned { // it ends when it writes to the dead client, or on the client timeout
+	if orphaned { // it ends when it writes to the dead client, or when the engine saw it gone
 		e.finish(b, errOrphaned, nil)
 	}
 	b.changed.Notify()
 }
 
-// runOrphanable waits for b's end, or OrphanTimeout after its client went away; false when b
-// was stopped first.
+// runOrphanable waits for b's end, or for the end the ClientLoss rule gives it once its client
+// went away; false when b was stopped first.
 func (e *Engine) runOrphanable(ctx context.Context, b *backend) bool {
 	for {
 		seen := b.changed.Seq()
@@ -309,8 +351,8 @@ func (e *Engine) runOrphanable(ctx context.Context, b *backend) bool {
 		if ended {
 			return false
 		}
-		if !orphaned.IsZero() {
-			until = minTime(until, orphaned.Add(e.params.OrphanTimeout))
+		if end := e.params.ClientLoss.endAfter(b.start, orphaned); !orphaned.IsZero() && !end.IsZero() {
+			until = minTime(until, end)
 		}
 		left := until.Sub(e.env.Now())
 		if left <= 0 {

@@ -144,7 +144,7 @@ func TestConfigWaitAnswersAtOnceForAnOldRevision(t *testing.T) {
 	if code != 200 || !strings.Contains(body, s1.Revision) {
 		t.Fatalf("wait with an old revision: %d %s", code, body)
 	}
-	if time.Since(start) > 5*time.Second {
+	if time.Since(start) > 30*time.Second { // half the poll timeout: a margin for a loaded machine
 		t.Fatal("wait with an old revision blocked")
 	}
 }
@@ -188,7 +188,7 @@ func TestConfigWaitWakesOnPublish(t *testing.T) {
 	if code != 200 || !strings.Contains(body, s2.Revision) {
 		t.Fatalf("woken poll: %d %s", code, body)
 	}
-	if time.Since(start) > 5*time.Second {
+	if time.Since(start) > 30*time.Second { // half the poll timeout: a margin for a loaded machine
 		t.Fatal("the poll was not woken by Publish")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
@@ -215,8 +216,9 @@ func (f *cacheFill) finish() []byte {
 type cachedRows struct {
 	rdr    *ipc.Reader
 	tag    string
+	id     string // the query's
 	done   bool
-	closed bool
+	closed invariants.Once
 	onDone func(rows, bytes int64, err error)
 	limits Limits
 	err    error
@@ -224,19 +226,19 @@ type cachedRows struct {
 	bytes  int64
 }
 
-func openCached(e *cacheEntry, limits Limits, onDone func(rows, bytes int64, err error)) (*cachedRows, error) {
+func openCached(e *cacheEntry, limits Limits, id string, onDone func(rows, bytes int64, err error)) (*cachedRows, error) {
 	rdr, err := ipc.NewReader(bytes.NewReader(e.data))
 	if err != nil {
 		return nil, fmt.Errorf("proxy: reading cached result: %w", err)
 	}
-	return &cachedRows{rdr: rdr, tag: e.tag, limits: limits, onDone: onDone}, nil
+	return &cachedRows{rdr: rdr, tag: e.tag, id: id, limits: limits, onDone: onDone}, nil
 }
 
 func (r *cachedRows) Schema() *arrow.Schema { return r.rdr.Schema() }
 
 func (r *cachedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	if r.closed {
-		return nil, fmt.Errorf("proxy: Next on closed rows")
+	if r.closed.Closed() {
+		return nil, fmt.Errorf("proxy: Next on closed rows of query %s", r.id)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -266,10 +268,9 @@ func (r *cachedRows) Tag() string {
 }
 
 func (r *cachedRows) Close() error {
-	if r.closed {
+	if !r.closed.Close("rows", r.id) {
 		return nil
 	}
-	r.closed = true
 	r.rdr.Release()
 	err := r.err
 	if err == nil && !r.done {

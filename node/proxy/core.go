@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
 )
@@ -84,6 +85,8 @@ type Core struct {
 	// changed is notified whenever a slot is released or a queue's head leaves, so queued
 	// queries look again.
 	changed env.Signal
+	// open lists the admissions and result streams not finished yet (with invariants on).
+	open invariants.Ledger
 
 	mu         sync.Mutex
 	running    map[string]int      // cluster -> slots this node holds
@@ -169,6 +172,11 @@ func (c *Core) CheckDatabase(protocol, name string) error {
 	return rt.CheckDatabase(name)
 }
 
+// Unclosed describes this core's admissions and result streams that are not finished yet, while
+// invariants are on (tests, simulator runs); empty once every query is over. A Rows never closed
+// shows here: it would hold its slot forever.
+func (c *Core) Unclosed() []string { return c.open.Unclosed() }
+
 // Runtime is the active runtime, or nil before the first activation.
 func (c *Core) Runtime() *Runtime { return c.active.Load() }
 
@@ -219,7 +227,7 @@ type Admission struct {
 	slot     Slot
 	start    time.Time
 	admitted time.Time
-	finished atomic.Bool
+	done     invariants.Once
 	run      runContext // set by RunContext (passthrough)
 	series   *boundSeries
 }
@@ -230,25 +238,9 @@ func (a *Admission) Slot() Slot { return a.slot }
 // Finish releases the slot and reports the query: rows and bytes streamed, and err (nil for
 // success, context.Canceled when the client went away).
 func (a *Admission) Finish(rows, bytes int64, err error) {
-	if a.finished.Swap(true) {
-		panic(fmt.Sprintf("proxy: query %s finished twice", a.QueryID))
-	}
-	c := a.core
-	end := c.env.Now()
-	a.slot.Release()
-	c.mu.Lock()
-	c.running[a.Cluster]--
-	if c.running[a.Cluster] < 0 {
-		c.mu.Unlock()
-		panic(fmt.Sprintf("proxy: running count on %s went negative", a.Cluster))
-	}
-	// Only queued queries wait for changed. One that enqueues after this check tries the
-	// members after it (so after the release above) and sees the freed slot itself.
-	waiting := len(c.queues) > 0
-	c.mu.Unlock()
-	a.series.running.Dec()
-	if waiting {
-		c.changed.Notify()
+	end := a.core.env.Now()
+	if !a.release() {
+		return
 	}
 	rec := baseRecord(a.QueryID, a.req, a.start, end, a.Trace)
 	rec.Group, rec.Cluster = a.Group, a.Cluster
@@ -257,7 +249,40 @@ func (a *Admission) Finish(rows, bytes int64, err error) {
 	rec.Rows, rec.Bytes = rows, bytes
 	rec.Status = statusOf(err)
 	fillError(&rec, err)
-	c.reportBound(a.Runtime, a.series, rec)
+	a.core.reportBound(a.Runtime, a.series, rec)
+}
+
+// finishQuiet releases the slot and unpins the runtime without reporting a query: for
+// admissions that stand for a session or a Describe, whose statements report themselves.
+func (a *Admission) finishQuiet() {
+	if a.release() {
+		a.Runtime.unpin()
+	}
+}
+
+// release gives the slot back and wakes the queued queries. It reports false, doing nothing,
+// when the admission was already finished (a violation with invariants on).
+func (a *Admission) release() bool {
+	if !a.done.Close("admission", a.QueryID) {
+		return false
+	}
+	c := a.core
+	a.slot.Release()
+	c.mu.Lock()
+	c.running[a.Cluster]--
+	running := c.running[a.Cluster]
+	// Only queued queries wait for changed. One that enqueues after this check tries the
+	// members after it (so after the release above) and sees the freed slot itself.
+	waiting := len(c.queues) > 0
+	c.mu.Unlock()
+	if running < 0 {
+		panic(fmt.Sprintf("proxy: running count on %s went negative", a.Cluster))
+	}
+	a.series.running.Dec()
+	if waiting {
+		c.changed.Notify()
+	}
+	return true
 }
 
 func baseRecord(id string, req *query.Request, start, end time.Time, trace []TraceStep) Record {
@@ -328,11 +353,13 @@ func (c *Core) admit(ctx context.Context, rt *Runtime, req *query.Request, id st
 	s := c.metrics.series(p.g.name, cl.name)
 	s.running.Inc()
 	s.queueDuration.Observe(now.Sub(start).Seconds())
-	return &Admission{
+	adm := &Admission{
 		QueryID: id, Group: p.g.name, Cluster: cl.name, Engine: cl.engine, Trace: p.dec.Trace,
 		QueueWait: now.Sub(start), Runtime: p.rt,
 		core: c, req: req, slot: slot, start: start, admitted: now, series: s,
-	}, nil
+	}
+	c.open.Open(&adm.done, "admission", id, req.SQL)
+	return adm, nil
 }
 
 // placement is where a query waits for a slot: the runtime it pins, its routing decision and
@@ -471,7 +498,11 @@ func (c *Core) tryMembers(ctx context.Context, g *group) (Slot, *cluster, error)
 		case err == nil:
 			c.mu.Lock()
 			c.running[m.cluster.name]++
+			running := c.running[m.cluster.name]
 			c.mu.Unlock()
+			if invariants.Enabled() && running > m.cluster.cap {
+				invariants.Fail("proxy: %d queries running on cluster %s, over its cap %d: the guard granted past its limit", running, m.cluster.name, m.cluster.cap)
+			}
 			return slot, m.cluster, nil
 		case errors.Is(err, ErrNoSlot):
 			continue

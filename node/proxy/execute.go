@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -73,6 +74,7 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 		return nil, err
 	}
 	tr := &trackedRows{inner: rows, adm: adm, cancel: cancel, run: run}
+	c.open.Open(&tr.closed, "rows", id, req.SQL)
 	if cacheable && rows.Schema() != nil {
 		tr.fill = newCacheFill(rows.Schema(), g.cache.MaxEntryBytes)
 		tr.cacheKey, tr.cacheSpec = key, g.cache
@@ -86,7 +88,7 @@ func (c *Core) fromCache(rt *Runtime, key, id string, req *query.Request, dec De
 	if !ok {
 		return nil, false
 	}
-	rows, err := openCached(e, rt.limits, func(n, bytes int64, err error) {
+	rows, err := openCached(e, rt.limits, id, func(n, bytes int64, err error) {
 		rec := baseRecord(id, req, start, c.env.Now(), dec.Trace)
 		rec.Group, rec.CacheHit = dec.Group, true
 		rec.ExecMs = millis(rec.End.Sub(start))
@@ -99,6 +101,7 @@ func (c *Core) fromCache(rt *Runtime, key, id string, req *query.Request, dec De
 		c.env.Logger().Error("dropping unreadable cache entry", "group", dec.Group, "err", err)
 		return nil, false
 	}
+	c.open.Open(&rows.closed, "rows", id, req.SQL)
 	c.metrics.cacheHits.WithLabelValues(dec.Group).Inc()
 	c.countPath(PathCache)
 	return rows, true
@@ -180,14 +183,14 @@ type trackedRows struct {
 	bytes     int64
 	drained   bool
 	err       error
-	closed    bool
+	closed    invariants.Once
 }
 
 func (r *trackedRows) Schema() *arrow.Schema { return r.inner.Schema() }
 func (r *trackedRows) Tag() string           { return r.inner.Tag() }
 
 func (r *trackedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	if r.closed {
+	if r.closed.Closed() {
 		return nil, fmt.Errorf("proxy: Next on closed rows of query %s", r.adm.QueryID)
 	}
 	if r.drained {
@@ -220,10 +223,9 @@ func (r *trackedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 }
 
 func (r *trackedRows) Close() error {
-	if r.closed {
+	if !r.closed.Close("rows", r.adm.QueryID) {
 		return nil
 	}
-	r.closed = true
 	cerr := r.inner.Close()
 	r.cancel()
 	outcome := r.err

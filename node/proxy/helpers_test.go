@@ -176,7 +176,17 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, env: newTestEnv(), reg: prometheus.NewRegistry(), recs: &recorder{}}
 	h.core = New(Options{Env: h.env, Registerer: h.reg, OnFinish: h.recs.add, GuardPoll: 20 * time.Millisecond})
+	// Registered first, so it runs last: after the test's own cleanups closed what they hold.
+	t.Cleanup(func() { checkNoLeaks(t, h.core) })
 	return h
+}
+
+// checkNoLeaks fails t when core still has admissions or result streams open.
+func checkNoLeaks(t *testing.T, core *Core) {
+	t.Helper()
+	if open := core.Unclosed(); len(open) > 0 {
+		t.Errorf("the test left %d unfinished: %q", len(open), open)
+	}
 }
 
 func (h *harness) activate(spec RuntimeSpec) *Runtime {

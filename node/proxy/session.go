@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
@@ -80,31 +82,6 @@ func (c *Core) Describe(ctx context.Context, q *query.Request) (*engine.Descript
 	return desc, nil
 }
 
-// finishQuiet releases the slot and unpins the runtime without reporting a query: for
-// admissions that stand for a session or a Describe, whose statements report themselves.
-func (a *Admission) finishQuiet() {
-	if a.finished.Swap(true) {
-		panic(fmt.Sprintf("proxy: admission %s finished twice", a.QueryID))
-	}
-	c := a.core
-	a.slot.Release()
-	c.mu.Lock()
-	c.running[a.Cluster]--
-	if c.running[a.Cluster] < 0 {
-		c.mu.Unlock()
-		panic(fmt.Sprintf("proxy: running count on %s went negative", a.Cluster))
-	}
-	// Only queued queries wait for changed. One that enqueues after this check tries the
-	// members after it (so after the release above) and sees the freed slot itself.
-	waiting := len(c.queues) > 0
-	c.mu.Unlock()
-	a.series.running.Dec()
-	if waiting {
-		c.changed.Notify()
-	}
-	a.Runtime.unpin()
-}
-
 // coreSession is a pinned engine session holding its admission's slot.
 type coreSession struct {
 	adm   *Admission
@@ -113,7 +90,7 @@ type coreSession struct {
 	mu      sync.Mutex
 	lost    bool
 	running context.CancelFunc // the statement running now, cancelled when the lease is lost
-	closed  bool
+	closed  atomic.Bool        // Close is idempotent (engine.Session)
 	// reported: a statement has carried the session's admission (its capacity wait); only the
 	// first does, so the history shows every wait once, as for a query outside a session.
 	reported bool
@@ -170,7 +147,9 @@ func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows
 		s.endStatement(cancel)
 		return nil, s.report(id, q, start, trace, 0, 0, s.explain(s.adm.engineError(err)))
 	}
-	return &sessionRows{inner: rows, s: s, id: id, req: q, start: start, cancel: cancel, limits: a.Runtime.limits}, nil
+	r := &sessionRows{inner: rows, s: s, id: id, req: q, start: start, cancel: cancel, limits: a.Runtime.limits}
+	c.open.Open(&r.closed, "rows", id, q.SQL)
+	return r, nil
 }
 
 // Describe describes a statement on the pinned connection (as Core.Describe does on a member):
@@ -244,13 +223,9 @@ func (s *coreSession) TxStatus() byte { return s.inner.TxStatus() }
 
 // Close rolls back whatever is open (the engine session does) and frees the slot.
 func (s *coreSession) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if s.closed.Swap(true) {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
 	err := s.inner.Close()
 	s.adm.finishQuiet()
 	return err
@@ -269,7 +244,7 @@ type sessionRows struct {
 	bytes   int64
 	drained bool
 	err     error
-	closed  bool
+	closed  invariants.Once
 }
 
 func (r *sessionRows) Schema() *arrow.Schema { return r.inner.Schema() }
@@ -300,10 +275,9 @@ func (r *sessionRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 }
 
 func (r *sessionRows) Close() error {
-	if r.closed {
+	if !r.closed.Close("rows", r.id) {
 		return nil
 	}
-	r.closed = true
 	cerr := r.inner.Close()
 	r.s.endStatement(r.cancel)
 	outcome := r.err
@@ -359,12 +333,11 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Sess
 	}
 	s.running = cancel
 	s.mu.Unlock()
-	finished := false
+	var finished invariants.Once
 	finish := func(rows, bytes int64, err error) error {
-		if finished {
-			panic(fmt.Sprintf("proxy: relayed statement %s finished twice", id))
+		if !finished.Close("relayed statement", id) {
+			return err
 		}
-		finished = true
 		if err != nil && run.ctx != nil {
 			err = run.explain(s.adm.engineError(err))
 		}

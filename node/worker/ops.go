@@ -33,6 +33,8 @@ type Status struct {
 	Health                transport.HealthStatus `json:"health"`
 	Ready                 bool                   `json:"ready"`
 	NotReady              []string               `json:"notReady,omitempty"`
+	// Peers is the last peer list from the control plane: what the worker routes and forwards by.
+	Peers []transport.Peer `json:"peers"`
 	// The sections other subsystems contribute to heartbeats, as the next heartbeat would carry them.
 	Revision     transport.RevisionStatus     `json:"revision"`
 	Config       transport.ConfigStatus       `json:"config"`
@@ -56,7 +58,7 @@ func (w *Worker) Status() Status {
 		LastHeartbeatSentAt: w.lastSentAt, LastHeartbeatAckAt: w.lastAckAt,
 		RegistryState: w.lastAck.State, CurrentRevision: w.lastAck.CurrentRevision,
 		ConsecutiveFailures: w.failures, LastError: w.lastError, Health: w.health.Status(),
-		Ready: len(notReady) == 0, NotReady: notReady,
+		Ready: len(notReady) == 0, NotReady: notReady, Peers: append([]transport.Peer{}, w.peers...),
 	}
 }
 

@@ -135,6 +135,20 @@ func TestRegistersAndHeartbeatsWithContributedFields(t *testing.T) {
 	}
 }
 
+// TestStatusShowsPeers: /worker/status shows the peer list the worker routes and forwards by.
+func TestStatusShowsPeers(t *testing.T) {
+	f := newFleet(t)
+	w := f.worker("w1", nil, nil)
+	if err := w.SetEndpoints(map[string]string{"trino": "http://127.0.0.1:18080"}); err != nil {
+		t.Fatal(err)
+	}
+	w.Start(f.ctx)
+	f.eventually("w1 a healthy peer in its own status", func() bool {
+		peers := w.Status().Peers
+		return len(peers) == 1 && peers[0].Name == "w1" && peers[0].Healthy && peers[0].Endpoints["trino"] == "http://127.0.0.1:18080"
+	})
+}
+
 func TestDoRegistersAgainOn401(t *testing.T) {
 	f := newFleet(t)
 	f.cp.HandleWorker("POST /worker/echo", func(rw http.ResponseWriter, r *http.Request, worker string) {

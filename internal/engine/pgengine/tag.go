@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -26,8 +27,9 @@ import (
 // while its query runs, that the proxy's socket closed (a worker killed with -9) and end the
 // query without waiting for the control plane.
 
-// clientCheckInterval is the engine sessions' client_connection_check_interval.
-const clientCheckInterval = "1s"
+// ClientCheckInterval is the engine sessions' client_connection_check_interval (the simulator's
+// PostgreSQL engine model looks at a dead client's socket as often).
+const ClientCheckInterval = time.Second
 
 // tagKey is where a connection remembers its current tag (pgconn's CustomData).
 const tagKey = "queryflux.tag"
@@ -52,9 +54,10 @@ func tagSessions(cfg *pgxpool.Config) {
 }
 
 const (
-	backstopSQL         = "SET client_connection_check_interval = '" + clientCheckInterval + "'"
 	codeUndefinedObject = sqlstate.UndefinedObject
 )
+
+var backstopSQL = fmt.Sprintf("SET client_connection_check_interval = '%dms'", ClientCheckInterval.Milliseconds())
 
 // retag gives pc the tag of ctx (base without one) unless it has it already.
 func retag(ctx context.Context, pc *pgconn.PgConn, base string) error {

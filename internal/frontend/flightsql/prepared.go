@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
@@ -149,6 +150,11 @@ func readAllParams(r flight.MessageReader) ([][]any, error) {
 	var out [][]any
 	for r.Next() {
 		batch := r.RecordBatch()
+		for c, col := range batch.Columns() {
+			if err := checkColumn(col, int(batch.NumRows())); err != nil {
+				return nil, status.Errorf(codes.InvalidArgument, "parameter %d: %v", c+1, err)
+			}
+		}
 		for i := 0; i < int(batch.NumRows()); i++ {
 			row := make([]any, batch.NumCols())
 			for c := range row {
@@ -216,4 +222,60 @@ func goValue(a arrow.Array, i int) (any, error) {
 		return a.ValueStr(i), nil
 	}
 	return nil, fmt.Errorf("unsupported type %s", a.DataType())
+}
+
+// checkColumn checks what goValue reads of a parameter column of rows rows, as the client sent
+// it: arrow-go's IPC reader leaves a validity bitmap or boolean values shorter than the rows,
+// and union type codes or offsets naming no value, to panic when read.
+func checkColumn(a arrow.Array, rows int) error {
+	d := a.Data()
+	if d.Len() < rows {
+		return fmt.Errorf("the column has %d rows, the batch %d", d.Len(), rows)
+	}
+	need := bitutil.BytesForBits(int64(d.Offset() + d.Len()))
+	buffers := d.Buffers()
+	if len(buffers) > 0 && buffers[0] != nil && buffers[0].Len() > 0 && int64(buffers[0].Len()) < need {
+		return fmt.Errorf("its validity bitmap has %d bytes, %d rows need %d", buffers[0].Len(), d.Len(), need)
+	}
+	switch a := a.(type) {
+	case *array.Boolean:
+		if len(buffers) < 2 || buffers[1] == nil || int64(buffers[1].Len()) < need {
+			return fmt.Errorf("its boolean values are shorter than its %d rows", d.Len())
+		}
+	case array.Union:
+		return checkUnion(a)
+	case interface{ ValidateFull() error }: // strings, binaries, lists: offsets within the data
+		return a.ValidateFull()
+	}
+	return nil
+}
+
+// checkUnion checks that every row of a union names one of its children, and a value there.
+func checkUnion(u array.Union) error {
+	for c := 0; c < u.NumFields(); c++ {
+		if err := checkColumn(u.Field(c), 0); err != nil {
+			return fmt.Errorf("union child %d: %w", c, err)
+		}
+	}
+	if len(u.RawTypeCodes()) < u.Len() {
+		return fmt.Errorf("the union has %d type codes for %d rows", len(u.RawTypeCodes()), u.Len())
+	}
+	dense, _ := u.(*array.DenseUnion)
+	if dense != nil && len(dense.RawValueOffsets()) < u.Len() {
+		return fmt.Errorf("the union has %d value offsets for %d rows", len(dense.RawValueOffsets()), u.Len())
+	}
+	for i := 0; i < u.Len(); i++ {
+		id := u.ChildID(i)
+		if id < 0 || id >= u.NumFields() {
+			return fmt.Errorf("row %d: type code %d names no member of the union", i+1, u.TypeCode(i))
+		}
+		at, n := i, u.Field(id).Len()
+		if dense != nil {
+			at = int(dense.ValueOffset(i))
+		}
+		if at < 0 || at >= n {
+			return fmt.Errorf("row %d: value %d of a union member with %d values", i+1, at, n)
+		}
+	}
+	return nil
 }

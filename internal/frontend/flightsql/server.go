@@ -20,6 +20,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -102,6 +103,8 @@ type Server struct {
 	prepared map[string]*preparedStatement
 	tokens   map[string]issuedToken
 	serving  bool
+
+	panics atomic.Int64 // recovered in call handlers (bugs: tests require none)
 }
 
 type pendingResult struct {
@@ -156,7 +159,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	}
 	s.opts = opts
 	mw := s.authMiddleware()
-	gopts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream),
+	gopts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(s.recoverUnary, mw.Unary), grpc.ChainStreamInterceptor(s.recoverStream, mw.Stream),
 		grpc.MaxRecvMsgSize(opts.MessageBytesMax), grpc.MaxHeaderListSize(headerBytesMax),
 		grpc.ConnectionTimeout(opts.Limits.HandshakeTimeout), grpc.StatsHandler(&connEnds{ended: s.dropConn}),
 		// A connection that started HTTP/2 and then makes no call (or only calls that fail

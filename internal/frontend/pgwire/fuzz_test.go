@@ -113,17 +113,53 @@ func FuzzPGWireMessages(f *testing.F) {
 		&pgproto3.Query{String: "xbad"},
 		&pgproto3.Parse{Query: "insert 1"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Close{ObjectType: 'S', Name: "s1"}, &pgproto3.Sync{},
 	)...))
+	// A binary parameter of every type decodeBinaryParam reads itself or hands to pgx's codecs
+	// (numeric, interval, arrays), then the extended-protocol messages around it.
+	for _, p := range []struct {
+		oid   uint32
+		value []byte
+	}{
+		{16, []byte{1}}, {21, []byte{0, 7}}, {20, []byte{0, 0, 0, 0, 0, 0, 0, 7}}, {700, []byte{0x3f, 0x80, 0, 0}},
+		{701, []byte{0x3f, 0xf0, 0, 0, 0, 0, 0, 0}}, {17, []byte{0xde, 0xad}}, {25, []byte("text")}, {2950, make([]byte, 16)},
+		{1082, []byte{0, 0, 0, 1}}, {1114, []byte{0, 0, 0, 0, 0, 0, 0, 1}}, {1184, []byte{0, 0, 0, 0, 0, 0, 0, 1}},
+		{1700, []byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 42}},                                                                        // numeric 42
+		{1186, []byte{0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3}},                                                       // interval
+		{1007, []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 23, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 9}},                  // int4[] {9}
+		{1009, []byte{0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 25, 0, 0, 0, 2, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 'a'}}, // text[] {NULL,a}
+		{114, []byte(`{"a":1}`)}, {3802, []byte{1, '{', '}'}}, {0, []byte{1, 2}},
+	} {
+		f.Add(append(startup(), encodeAll(
+			&pgproto3.Parse{Name: "p", Query: "select $1, $2", ParameterOIDs: []uint32{p.oid, 25}},
+			&pgproto3.Bind{PreparedStatement: "p", DestinationPortal: "c", ParameterFormatCodes: []int16{1, 0}, Parameters: [][]byte{p.value, nil}, ResultFormatCodes: []int16{1, 0}},
+			&pgproto3.Describe{ObjectType: 'P', Name: "c"},
+			&pgproto3.Execute{Portal: "c", MaxRows: 1},
+			&pgproto3.Close{ObjectType: 'P', Name: "c"},
+			&pgproto3.Sync{},
+		)...))
+	}
+	// Messages out of place, unknown or unsupported, and a simple query after them.
+	f.Add(append(startup(), encodeAll(
+		&pgproto3.CopyData{Data: []byte("1\n")}, &pgproto3.CopyDone{}, &pgproto3.CopyFail{Message: "no"},
+		&pgproto3.FunctionCall{Function: 1, Arguments: [][]byte{{1}}, ResultFormatCode: 1},
+		&pgproto3.Describe{ObjectType: 'X'}, &pgproto3.Close{ObjectType: 'P', Name: "none"}, &pgproto3.Execute{Portal: "none"},
+		&pgproto3.Bind{PreparedStatement: "none"}, &pgproto3.Flush{}, &pgproto3.Sync{},
+		&pgproto3.Query{String: ""}, &pgproto3.Query{String: "begin; insert 1; commit"}, &pgproto3.Terminate{},
+	)...))
+	f.Add(append(encodeAll(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{
+		"user": "u", "database": "d", "options": "-c search_path=x", "replication": "database", "application_name": "fuzz"}}), encodeAll(&pgproto3.Query{String: "select 1"})...))
+	f.Add(encodeAll(&pgproto3.GSSEncRequest{}))
 	f.Add(encodeAll(&pgproto3.SSLRequest{}))
 	f.Add(encodeAll(&pgproto3.CancelRequest{ProcessID: 1, SecretKey: []byte{1, 2, 3, 4}}))
 	f.Add([]byte{0, 0, 0, 8, 4, 210, 22, 47})
 	s := NewServer(stubBackend{}, Options{TrustUsers: []string{"*"}, MessageBytesMax: 1 << 20})
 	defer s.Close()
 	f.Fuzz(func(t *testing.T, script []byte) {
+		before := s.panics.Load()
 		runScript(t, s, script) // must return (input ends), never panic past handle, never hang
 		s.mu.Lock()
 		n := len(s.conns)
 		s.mu.Unlock()
-		if p := s.panics.Load(); p != 0 {
+		if p := s.panics.Load() - before; p != 0 {
 			t.Fatalf("connection handler panicked %d times", p)
 		}
 		if n != 0 {
