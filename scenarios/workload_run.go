@@ -239,11 +239,11 @@ func (c *checkedLeases) ReleaseBatch(ctx context.Context, refs []capacity.LeaseR
 // Contention, MarkDenied and MarkGranted, the waiting record's calls, take the service time
 // the calibration names for them (capacity.StoreContention, ...), each one a statement on the
 // real store: an ordered grant reads the record and marks the wait over before it answers.
-func (c *checkedLeases) Contention(ctx context.Context, cluster string, now time.Time) (capacity.Contention, error) {
+func (c *checkedLeases) Contention(ctx context.Context, cluster, holder string, now time.Time) (capacity.Contention, error) {
 	if !storeServed(ctx, capacity.StoreContention) {
 		return capacity.Contention{}, ctx.Err()
 	}
-	return c.Memory.Contention(ctx, cluster, now)
+	return c.Memory.Contention(ctx, cluster, holder, now)
 }
 
 func (c *checkedLeases) MarkDenied(ctx context.Context, cluster, holder string, now time.Time) error {

@@ -54,6 +54,7 @@ type runFlags struct {
 	json       bool
 	verbose    bool
 	cpuProfile string
+	memProfile string
 	noShrink   bool
 }
 
@@ -77,6 +78,7 @@ func runCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&f.json, "json", false, "one JSON object per seed per line")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "stream the simulation's log lines to stderr")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
+	cmd.Flags().StringVar(&f.memProfile, "memprofile", "", "write a heap profile of the runs, taken when their live heap was largest, to this file")
 	cmd.Flags().BoolVar(&f.noShrink, "no-shrink", false, "do not shrink the first failing seed's timeline")
 	return cmd
 }
@@ -108,6 +110,14 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if f.memProfile != "" {
+		p := startPeakHeapProfile()
+		defer func() {
+			if err := p.finish(f.memProfile, errOut); err != nil {
+				fmt.Fprintln(errOut, "qfsim: memprofile:", err)
+			}
+		}()
 	}
 	failed := 0
 	var firstFailed *scenarios.Result

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +101,29 @@ func TestParallelSeedsPrintInOrderWithTheSameHashes(t *testing.T) {
 	}
 	if a, b := strip(seq.String()), strip(par.String()); a != b {
 		t.Fatalf("sequential %s, parallel %s", a, b)
+	}
+}
+
+// --memprofile writes a heap profile (pprof's gzipped protocol buffer), and says the peaks of
+// the live heap and the goroutine stacks.
+func TestRunWritesAHeapProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heap.pprof")
+	var out, errOut bytes.Buffer
+	if err := run(&out, &errOut, "../../scenarios/registry-crash.yaml", runFlags{seed: 7, seeds: 1, memProfile: path}); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("the heap profile is not gzipped: %v", err)
+	}
+	if raw, err := io.ReadAll(zr); err != nil || len(raw) < 100 {
+		t.Fatalf("the heap profile holds %d bytes (%v)", len(raw), err)
+	}
+	if !strings.Contains(errOut.String(), "peak live heap") || !strings.Contains(errOut.String(), "goroutine stacks") {
+		t.Fatalf("stderr %q does not say the peaks", errOut.String())
 	}
 }

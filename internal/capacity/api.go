@@ -248,12 +248,12 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 			return
 		}
 		l, err = a.acquireOrdered(r.Context(), req.Cluster, holder, limit, ttl, millis(req.WaitMillis))
-		c, known = a.contention(r.Context(), req.Cluster)
+		c, known = a.contention(r.Context(), req.Cluster, holder)
 	} else {
-		c, known = a.contention(r.Context(), req.Cluster)
+		c, known = a.contention(r.Context(), req.Cluster, holder)
 		l, err = a.acquireRetry(r.Context(), c, req.Cluster, holder, limit, ttl, release)
 	}
-	contended := !known || c.ByOthers(holder)
+	contended := !known || c.Others
 	switch {
 	case err == nil:
 		a.markGranted(r.Context(), c, req.Cluster, holder)
@@ -279,7 +279,7 @@ func (a *API) acquireRetry(ctx context.Context, c Contention, cluster, holder st
 		// Full when read a moment ago: deny without a second round trip to the store (a slot
 		// freed since then is asked for again within RetryAskEvery).
 		err = ErrAtCapacity
-	case c.Yields(holder, limit):
+	case c.Yields(limit):
 		a.metrics.LeaseYielded.WithLabelValues(cluster).Inc()
 		err = ErrAtCapacity
 	default:

@@ -38,9 +38,10 @@ const WaitersMax = 1024
 // the cluster, longest waiting first: an acquire is denied (yields) while there are no more free
 // slots than waiting workers ranked ahead of it (Contention.Yields).
 type WaitRecord interface {
-	// Contention reads cluster's leases per holder and the holders denied it within
-	// ContendedFor of now, in one go.
-	Contention(ctx context.Context, cluster string, now time.Time) (Contention, error)
+	// Contention reads cluster's leases and waiting record as holder sees them at now, in one
+	// go: the leases held, holder's own wait, whether others were denied within ContendedFor,
+	// and how many waiting holders rank ahead of it.
+	Contention(ctx context.Context, cluster, holder string, now time.Time) (Contention, error)
 	// MarkDenied records that holder's acquire of cluster was denied (or had to wait) at now.
 	// It starts a wait unless one is going on (denied since its last grant, the last time
 	// within FairWindow), forgets denials older than ContendedFor, and records nothing new
@@ -50,11 +51,20 @@ type WaitRecord interface {
 	MarkGranted(ctx context.Context, cluster, holder string) error
 }
 
-// Contention is one read of a cluster's leases and waiting record.
+// Contention is one read of a cluster's leases and waiting record, as one holder sees it.
 type Contention struct {
-	Held   map[string]int // leases held per holder (revoked ones too, until freed)
-	Leases int            // leases held in all
-	Denied []Waiter       // holders denied within ContendedFor, by holder
+	Leases int // leases held in all (revoked ones too, until freed)
+	Held   int // leases the holder holds
+	// Others: a holder other than this one was denied the cluster within ContendedFor.
+	Others bool
+	// Wait is the holder's entry when Waiting: denied since its last grant, the last time
+	// within FairWindow.
+	Wait    Waiter
+	Waiting bool
+	// Ahead counts the other waiting holders that rank before this one: fewer leases held,
+	// then waiting longer, then by name. A holder not waiting ranks after every waiting one
+	// that holds as many leases or fewer.
+	Ahead int
 }
 
 // Waiter is one holder of the waiting record.
@@ -64,67 +74,59 @@ type Waiter struct {
 	Waiting bool      // denied since its last grant, the last time within FairWindow
 }
 
-// ByOthers reports whether a holder other than holder was denied the cluster within
-// ContendedFor.
-func (c Contention) ByOthers(holder string) bool {
-	for _, w := range c.Denied {
-		if w.Holder != holder {
-			return true
-		}
+// ContentionOf works out holder's Contention from the whole record: leases held per holder
+// and the holders denied within ContendedFor (any order). It is the ranking's definition; a
+// store that keeps an index must answer as it does.
+func ContentionOf(holder string, held map[string]int, denied []Waiter) Contention {
+	c := Contention{Held: held[holder]}
+	for _, n := range held { //determinism:ok a sum does not depend on order
+		c.Leases += n
 	}
-	return false
-}
-
-// Waiting returns holder's entry if it is waiting.
-func (c Contention) Waiting(holder string) (Waiter, bool) {
-	for _, w := range c.Denied {
-		if w.Holder == holder && w.Waiting {
-			return w, true
-		}
-	}
-	return Waiter{}, false
-}
-
-// Ahead counts the other waiting holders that rank before holder: fewer leases held, then
-// waiting longer, then by name. A holder not waiting ranks after every waiting one that holds
-// as many leases or fewer.
-func (c Contention) Ahead(holder string) int {
-	me, waiting := c.Waiting(holder)
-	before := func(w Waiter) bool {
+	for _, w := range denied {
 		switch {
-		case c.Held[w.Holder] != c.Held[holder]:
-			return c.Held[w.Holder] < c.Held[holder]
-		case !waiting:
-			return true
-		case !w.Since.Equal(me.Since):
-			return w.Since.Before(me.Since)
-		}
-		return w.Holder < holder
-	}
-	n := 0
-	for _, w := range c.Denied {
-		if w.Holder != holder && w.Waiting && before(w) {
-			n++
+		case w.Holder != holder:
+			c.Others = true
+		case w.Waiting:
+			c.Wait, c.Waiting = w, true
 		}
 	}
-	return n
+	for _, w := range denied {
+		if w.Holder != holder && w.Waiting && ranksBefore(held[w.Holder], w, c.Held, c.Wait, c.Waiting) {
+			c.Ahead++
+		}
+	}
+	return c
 }
 
-// Yields reports whether a retry-mode acquire by holder is to be denied although a slot may be
-// free: the free slots under limit are no more than the waiting holders ranked ahead of it,
-// who will ask again within RetryAskEvery.
-func (c Contention) Yields(holder string, limit int) bool {
+// ranksBefore reports whether waiting w, holding held leases, ranks before me, holding mine
+// (and waiting if waiting).
+func ranksBefore(held int, w Waiter, mine int, me Waiter, waiting bool) bool {
+	switch {
+	case held != mine:
+		return held < mine
+	case !waiting:
+		return true
+	case !w.Since.Equal(me.Since):
+		return w.Since.Before(me.Since)
+	}
+	return w.Holder < me.Holder
+}
+
+// Yields reports whether a retry-mode acquire by the holder is to be denied although a slot
+// may be free: the free slots under limit are no more than the waiting holders ranked ahead
+// of it, who will ask again within RetryAskEvery.
+func (c Contention) Yields(limit int) bool {
 	free := limit - c.Leases
 	if free <= 0 {
 		return false // the store denies it anyway
 	}
-	return c.Ahead(holder) >= free
+	return c.Ahead >= free
 }
 
 // contention reads the waiting record of cluster; ok is false when the read failed (then
 // nobody yields, and the answer says contended).
-func (a *API) contention(ctx context.Context, cluster string) (c Contention, ok bool) {
-	c, err := a.store.Contention(ctx, cluster, a.env.Now())
+func (a *API) contention(ctx context.Context, cluster, holder string) (c Contention, ok bool) {
+	c, err := a.store.Contention(ctx, cluster, holder, a.env.Now())
 	if err != nil {
 		a.recordFailed("read", err)
 		return Contention{}, false
@@ -141,7 +143,7 @@ func (a *API) markDenied(ctx context.Context, cluster, holder string) {
 
 // markGranted ends holder's wait if c says it was waiting.
 func (a *API) markGranted(ctx context.Context, c Contention, cluster, holder string) {
-	if _, waiting := c.Waiting(holder); !waiting {
+	if !c.Waiting {
 		return
 	}
 	if err := a.store.MarkGranted(ctx, cluster, holder); err != nil {

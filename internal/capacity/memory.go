@@ -21,9 +21,10 @@ type Memory struct {
 }
 
 type memCluster struct {
-	generation int64              // last generation granted; only grows
-	leases     map[string]Lease   // by ID
-	waits      map[string]memWait // the waiting record, by holder
+	generation int64            // last generation granted; only grows
+	leases     map[string]Lease // by ID
+	held       map[string]int   // leases per holder
+	waits      waitRecord
 }
 
 // NewMemory returns an empty in-memory store.
@@ -56,7 +57,7 @@ var (
 func (m *Memory) cluster(name string) *memCluster {
 	c := m.clusters[name]
 	if c == nil {
-		c = &memCluster{leases: map[string]Lease{}, waits: map[string]memWait{}}
+		c = &memCluster{leases: map[string]Lease{}, held: map[string]int{}, waits: newWaitRecord()}
 		m.clusters[name] = c
 	}
 	return c
@@ -84,10 +85,27 @@ func (m *Memory) Acquire(ctx context.Context, cluster, holder string, limit int,
 		TTLMillis:  ttl.Milliseconds(),
 	}
 	c.leases[l.ID] = l
+	c.setHeld(holder, c.held[holder]+1)
 	if len(c.leases) > limit {
 		panic(fmt.Sprintf("capacity: memory store granted %d leases of %q over cap %d", len(c.leases), cluster, limit))
 	}
 	return l, nil
+}
+
+// drop frees lease l.
+func (c *memCluster) drop(l Lease) {
+	delete(c.leases, l.ID)
+	c.setHeld(l.Holder, c.held[l.Holder]-1)
+}
+
+// setHeld records that holder holds n leases.
+func (c *memCluster) setHeld(holder string, n int) {
+	if n == 0 {
+		delete(c.held, holder)
+	} else {
+		c.held[holder] = n
+	}
+	c.waits.setHeld(holder, n)
 }
 
 // held returns the lease ref names if it is still held under ref's generation; err is
@@ -141,7 +159,7 @@ func (m *Memory) Release(ctx context.Context, ref LeaseRef) error {
 	if err != nil {
 		return err
 	}
-	delete(c.leases, l.ID)
+	c.drop(l)
 	return nil
 }
 
@@ -157,7 +175,7 @@ func (m *Memory) ReleaseBatch(ctx context.Context, refs []LeaseRef) (int, error)
 		c, l, err := m.held(ref)
 		switch {
 		case err == nil:
-			delete(c.leases, l.ID)
+			c.drop(l)
 			n++
 		case errors.Is(err, ErrNotHolder):
 			foreign++
@@ -277,37 +295,19 @@ func CheckLockArgs(name, owner string, ttl time.Duration) error {
 	return checkLockArgs(name, owner, ttl)
 }
 
-// memWait is one holder's entry in a cluster's waiting record.
-type memWait struct {
-	deniedAt, since time.Time
-	waiting         bool
-}
-
 // Contention implements WaitRecord.
-func (m *Memory) Contention(ctx context.Context, cluster string, now time.Time) (Contention, error) {
+func (m *Memory) Contention(ctx context.Context, cluster, holder string, now time.Time) (Contention, error) {
 	now = Timestamp(m.now(now))
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := Contention{Held: map[string]int{}}
 	c := m.clusters[cluster]
 	if c == nil {
-		return out, nil
+		return Contention{}, nil
 	}
-	for _, l := range c.leases { //determinism:ok counts do not depend on order
-		out.Held[l.Holder]++
-		out.Leases++
-	}
-	for h, w := range c.waits { //determinism:ok sorted below
-		if now.Sub(w.deniedAt) < ContendedFor {
-			out.Denied = append(out.Denied, Waiter{Holder: h, Since: w.since, Waiting: w.waitingAt(now)})
-		}
-	}
-	sort.Slice(out.Denied, func(i, j int) bool { return out.Denied[i].Holder < out.Denied[j].Holder })
+	out := Contention{Leases: len(c.leases), Held: c.held[holder]}
+	c.waits.read(&out, holder, now)
 	return out, nil
 }
-
-// waitingAt reports whether w is a wait still going on at now.
-func (w memWait) waitingAt(now time.Time) bool { return w.waiting && now.Sub(w.deniedAt) < FairWindow }
 
 // MarkDenied implements WaitRecord.
 func (m *Memory) MarkDenied(ctx context.Context, cluster, holder string, now time.Time) error {
@@ -321,20 +321,7 @@ func (m *Memory) MarkDenied(ctx context.Context, cluster, holder string, now tim
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.cluster(cluster)
-	for h, w := range c.waits { //determinism:ok deletions do not depend on order
-		if now.Sub(w.deniedAt) >= ContendedFor {
-			delete(c.waits, h)
-		}
-	}
-	w, ok := c.waits[holder]
-	if !ok && len(c.waits) >= WaitersMax {
-		return nil
-	}
-	if !w.waitingAt(now) {
-		w.since, w.waiting = now, true
-	}
-	w.deniedAt = now
-	c.waits[holder] = w
+	c.waits.denied(holder, c.held[holder], now)
 	return nil
 }
 
@@ -343,10 +330,7 @@ func (m *Memory) MarkGranted(ctx context.Context, cluster, holder string) error 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c := m.clusters[cluster]; c != nil {
-		if w, ok := c.waits[holder]; ok {
-			w.waiting = false
-			c.waits[holder] = w
-		}
+		c.waits.granted(holder)
 	}
 	return nil
 }

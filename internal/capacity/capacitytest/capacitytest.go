@@ -109,7 +109,7 @@ func FreedSlotGoesToWaiterAcrossReplicas(t *testing.T, a, b capacity.CapacitySto
 
 // WaitingRecordIsBounded checks that store's waiting record keeps at most WaitersMax holders
 // of a cluster (a holder already recorded is still updated when it is full) and forgets a
-// denial ContendedFor old. The store must read the callers' clock.
+// denial ContendedFor old, making room. The store must read the callers' clock.
 func WaitingRecordIsBounded(t *testing.T, store capacity.CapacityStore) {
 	t.Helper()
 	ctx := context.Background()
@@ -120,28 +120,41 @@ func WaitingRecordIsBounded(t *testing.T, store capacity.CapacityStore) {
 			t.Fatal(err)
 		}
 	}
-	read := func(at time.Time) capacity.Contention {
+	read := func(holder string, at time.Time) capacity.Contention {
 		t.Helper()
-		c, err := store.Contention(ctx, "c", at)
+		c, err := store.Contention(ctx, "c", holder, at)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
+	// A holder that does not wait ranks after every waiting one: Ahead counts the waiters.
+	waiters := func(at time.Time) int { return read("nobody", at).Ahead }
 	for i := range capacity.WaitersMax + 5 {
 		denied(fmt.Sprintf("w%04d", i), t0)
 	}
-	if c := read(t0); len(c.Denied) != capacity.WaitersMax || c.Denied[len(c.Denied)-1].Holder != fmt.Sprintf("w%04d", capacity.WaitersMax-1) {
-		t.Fatalf("after %d denials the record holds %d holders (last %+v), want the first %d", capacity.WaitersMax+5, len(c.Denied), c.Denied[len(c.Denied)-1], capacity.WaitersMax)
+	last, first := fmt.Sprintf("w%04d", capacity.WaitersMax-1), fmt.Sprintf("w%04d", capacity.WaitersMax)
+	if n := waiters(t0); n != capacity.WaitersMax || !read(last, t0).Waiting || read(first, t0).Waiting {
+		t.Fatalf("after %d denials the record holds %d waiters (%s waiting %v, %s waiting %v), want the first %d", capacity.WaitersMax+5,
+			n, last, read(last, t0).Waiting, first, read(first, t0).Waiting, capacity.WaitersMax)
 	}
 	later := t0.Add(capacity.FairWindow)
 	denied("w0000", later)
-	if w, ok := read(later).Waiting("w0000"); !ok || !w.Since.Equal(later) {
-		t.Errorf("a recorded holder denied again in a full record after its wait lapsed: %+v (waiting %v), want a wait since %v", w, ok, later)
+	if c := read("w0000", later); !c.Waiting || !c.Wait.Since.Equal(later) {
+		t.Errorf("a recorded holder denied again in a full record after its wait lapsed: %+v, want a wait since %v", c, later)
 	}
 	forgotten := t0.Add(capacity.ContendedFor)
 	denied("late", forgotten)
-	if c := read(forgotten); len(c.Denied) != 2 || c.Denied[0].Holder != "late" || c.Denied[1].Holder != "w0000" {
-		t.Errorf("a denial %v later: the record holds %d holders (%+v...), want late and w0000 only", capacity.ContendedFor, len(c.Denied), c.Denied[:min(2, len(c.Denied))])
+	if n, late, w0 := waiters(forgotten), read("late", forgotten), read("w0000", forgotten); n != 1 || !late.Waiting || !late.Others || w0.Waiting || !w0.Others {
+		t.Errorf("a denial %v later: %d waiters, late %+v, w0000 %+v; want late waiting alone, w0000 recorded (denied by others for both)", capacity.ContendedFor, n, late, w0)
+	}
+	// The record holds late and w0000: room for WaitersMax-2 more.
+	for i := range capacity.WaitersMax - 1 {
+		denied(fmt.Sprintf("n%04d", i), forgotten)
+	}
+	last, first = fmt.Sprintf("n%04d", capacity.WaitersMax-3), fmt.Sprintf("n%04d", capacity.WaitersMax-2)
+	if n := waiters(forgotten); n != capacity.WaitersMax-1 || !read(last, forgotten).Waiting || read(first, forgotten).Waiting {
+		t.Errorf("after the old denials were forgotten the record holds %d waiters (%s waiting %v, %s waiting %v), want late and %d new ones",
+			n, last, read(last, forgotten).Waiting, first, read(first, forgotten).Waiting, capacity.WaitersMax-2)
 	}
 }

@@ -140,9 +140,11 @@ func TestModelMemoryMatchesPostgres(t *testing.T) {
 				}
 			}
 			for _, c := range clusters {
-				m, merr := mem.Contention(ctx, c, now)
-				p, perr := pg.Contention(ctx, c, now)
-				both(fmt.Sprintf("contention %s after step %d", c, step), m, p, merr, perr)
+				for _, h := range holders {
+					m, merr := mem.Contention(ctx, c, h, now)
+					p, perr := pg.Contention(ctx, c, h, now)
+					both(fmt.Sprintf("contention %s for %s after step %d", c, h, step), m, p, merr, perr)
+				}
 			}
 			for _, c := range clusters {
 				m, _ := mem.List(ctx, c)

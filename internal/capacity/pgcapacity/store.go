@@ -531,8 +531,8 @@ func (s *Store) ReleaseSweepLock(ctx context.Context, name, owner string) error 
 }
 
 // Contention implements capacity.WaitRecord: one query over capacity_leases and
-// capacity_waiters (migrations/0010).
-func (s *Store) Contention(ctx context.Context, cluster string, now time.Time) (capacity.Contention, error) {
+// capacity_waiters (migrations/0010), ranked by capacity.ContentionOf.
+func (s *Store) Contention(ctx context.Context, cluster, holder string, now time.Time) (capacity.Contention, error) {
 	defer s.timed(capacity.StoreContention)()
 	rows, err := s.pool.Query(ctx, `SELECT holder, held, since, waiting, denied FROM capacity_contention($1, $2, $3, $4)`,
 		cluster, s.clock(now), capacity.FairWindow.Milliseconds(), capacity.ContendedFor.Milliseconds())
@@ -540,29 +540,28 @@ func (s *Store) Contention(ctx context.Context, cluster string, now time.Time) (
 		return capacity.Contention{}, fmt.Errorf("pgcapacity: contention: %w", err)
 	}
 	defer rows.Close()
-	out := capacity.Contention{Held: map[string]int{}}
+	held := map[string]int{}
+	var waiters []capacity.Waiter
 	for rows.Next() {
 		var w capacity.Waiter
-		var held int
+		var n int
 		var since *time.Time
 		var denied bool
-		if err := rows.Scan(&w.Holder, &held, &since, &w.Waiting, &denied); err != nil {
+		if err := rows.Scan(&w.Holder, &n, &since, &w.Waiting, &denied); err != nil {
 			return capacity.Contention{}, fmt.Errorf("pgcapacity: contention: %w", err)
 		}
-		if held > 0 {
-			out.Held[w.Holder] = held
-			out.Leases += held
+		if n > 0 {
+			held[w.Holder] = n
 		}
 		if denied {
 			w.Since = capacity.Timestamp(*since)
-			out.Denied = append(out.Denied, w)
+			waiters = append(waiters, w)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return capacity.Contention{}, fmt.Errorf("pgcapacity: contention: %w", err)
 	}
-	sort.Slice(out.Denied, func(i, j int) bool { return out.Denied[i].Holder < out.Denied[j].Holder })
-	return out, nil
+	return capacity.ContentionOf(holder, held, waiters), nil
 }
 
 // MarkDenied implements capacity.WaitRecord.

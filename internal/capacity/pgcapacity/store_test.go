@@ -309,7 +309,7 @@ func TestStoreMeasuresEachCall(t *testing.T) {
 	if err := s.MarkDenied(ctx, "c1", "w2", now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Contention(ctx, "c1", now); err != nil {
+	if _, err := s.Contention(ctx, "c1", "w2", now); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.MarkGranted(ctx, "c1", "w2"); err != nil {
