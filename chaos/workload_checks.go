@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -100,27 +99,11 @@ func planWorkloadCheck(sc *scenarios.Scenario, c *scenarios.CheckSpec) (realChec
 			return n - base, true
 		}), "", true
 	case "admittedRatio":
-		var a struct {
-			Workers string        `yaml:"workers"`
-			Over    string        `yaml:"over"`
-			Min     float64       `yaml:"min"`
-			Max     float64       `yaml:"max"`
-			From    time.Duration `yaml:"from"`
-			To      time.Duration `yaml:"to"`
-		}
-		if err := c.Params.Decode(&a); err != nil {
+		a, err := scenarios.ParseAdmittedRatio(sc, c.Params)
+		if err != nil {
 			return nil, err.Error(), true
 		}
-		var ch ratioCheck
-		var err error
-		if ch.workers, err = sc.Resolve(a.Workers); err != nil {
-			return nil, err.Error(), true
-		}
-		if ch.over, err = sc.Resolve(a.Over); err != nil {
-			return nil, err.Error(), true
-		}
-		ch.what, ch.min, ch.max, ch.from, ch.to = a.Workers+" over "+a.Over, a.Min, a.Max, a.From, cmp.Or(a.To, sc.Duration)
-		return &ch, "", true
+		return &ratioCheck{AdmittedRatio: a}, "", true
 	case "engineMax":
 		var a struct {
 			scenarios.CountWindow `yaml:",inline"`
@@ -194,21 +177,18 @@ func (c *countCheck) result(*runner) (bool, string) {
 // ratioCheck mirrors admittedRatio: guard grants to workers over grants to over, counted from
 // the first look at or after `from` to the last at or before `to`.
 type ratioCheck struct {
-	workers, over []string
-	what          string
-	min, max      float64
-	from, to      time.Duration
+	scenarios.AdmittedRatio
 
 	base, end [2]int
 	looks     int
 }
 
 func (c *ratioCheck) look(_ *scenarios.Scenario, s *snapshot) {
-	if s.t < c.from || s.t > c.to {
+	if s.t < c.Win.From || s.t > c.Win.To {
 		return
 	}
 	var n [2]int
-	for i, names := range [][]string{c.workers, c.over} {
+	for i, names := range [][]string{c.Workers, c.Over} {
 		for _, name := range names {
 			n[i] += s.admitted[name]
 		}
@@ -223,11 +203,11 @@ func (c *ratioCheck) look(_ *scenarios.Scenario, s *snapshot) {
 func (c *ratioCheck) result(*runner) (bool, string) {
 	a, b := c.end[0]-c.base[0], c.end[1]-c.base[1]
 	if b == 0 {
-		return false, fmt.Sprintf("admitted %s in [%v, %v]: %d over 0 (%d looks)", c.what, c.from, c.to, a, c.looks)
+		return false, fmt.Sprintf("admitted %s in [%v, %v]: %d over 0 (%d looks)", c.What, c.Win.From, c.Win.To, a, c.looks)
 	}
 	r := float64(a) / float64(b)
-	pass := r >= c.min && (c.max == 0 || r <= c.max)
-	return pass, fmt.Sprintf("admitted %s in [%v, %v]: %d / %d = %.2f (want min %.2f, max %.2f)", c.what, c.from, c.to, a, b, r, c.min, c.max)
+	pass := r >= c.Min && (c.Max == 0 || r <= c.Max)
+	return pass, fmt.Sprintf("admitted %s in [%v, %v]: %d / %d = %.2f (want min %.2f, max %.2f)", c.What, c.Win.From, c.Win.To, a, b, r, c.Min, c.Max)
 }
 
 // capCheck: leases granted (control plane's table) or queries executing (pg_stat_activity)

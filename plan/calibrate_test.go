@@ -11,8 +11,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/capacity/pgcapacity"
-	"github.com/queryflux/queryflux/internal/pgtest"
-	"github.com/queryflux/queryflux/migrations"
+	"github.com/queryflux/queryflux/migrations/migratedtest"
 	"github.com/queryflux/queryflux/scenarios"
 )
 
@@ -22,11 +21,8 @@ import (
 //
 //	PLAN_CALIBRATION_OUT=cal.yaml go test ./plan -run '^$' -bench Calibration -benchtime 300x
 func BenchmarkCalibration(b *testing.B) {
-	url := pgtest.NewDatabase(b)
+	url := migratedtest.NewDatabase(b)
 	ctx := context.Background()
-	if err := migrations.Up(ctx, url); err != nil {
-		b.Fatal(err)
-	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		b.Fatal(err)

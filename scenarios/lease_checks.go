@@ -351,16 +351,31 @@ func (c *fairness) Result(w *World) (bool, string) {
 // admittedRatio: {workers: w-2, over: w-1, min: 2.5, max: 3.5, from: 10s, to: 60s}: guard
 // grants to workers over grants to over, counted from `from` to `to`.
 type admittedRatio struct {
-	workers, over []string
-	what          string
-	min, max      float64
-	win           Window
+	AdmittedRatio
 
 	base, end [2]int
 	seen      bool
 }
 
+// AdmittedRatio is an admittedRatio check's parameters, resolved and checked; the chaos harness
+// reads them too (ParseAdmittedRatio), to count the same ratio on real daemons.
+type AdmittedRatio struct {
+	Workers, Over []string
+	What          string // "w-2 over w-1", for messages
+	Min, Max      float64
+	Win           Window
+}
+
 func parseAdmittedRatio(sc *Scenario, p Params) (Check, error) {
+	a, err := ParseAdmittedRatio(sc, p)
+	if err != nil {
+		return nil, err
+	}
+	return &admittedRatio{AdmittedRatio: a}, nil
+}
+
+// ParseAdmittedRatio reads the parameters of an admittedRatio check of sc.
+func ParseAdmittedRatio(sc *Scenario, p Params) (AdmittedRatio, error) {
 	var c struct {
 		Workers string        `yaml:"workers"`
 		Over    string        `yaml:"over"`
@@ -370,45 +385,44 @@ func parseAdmittedRatio(sc *Scenario, p Params) (Check, error) {
 		To      time.Duration `yaml:"to"`
 	}
 	if err := p.Decode(&c); err != nil {
-		return nil, err
+		return AdmittedRatio{}, err
 	}
 	if sc.Workload == nil {
-		return nil, p.Errorf("admittedRatio needs a workload: section")
+		return AdmittedRatio{}, p.Errorf("admittedRatio needs a workload: section")
 	}
 	if c.Min < 0 || (c.Max > 0 && c.Max < c.Min) || (c.Min == 0 && c.Max == 0) {
-		return nil, p.Errorf("give min >= 0 and/or max >= min (got %v, %v)", c.Min, c.Max)
+		return AdmittedRatio{}, p.Errorf("give min >= 0 and/or max >= min (got %v, %v)", c.Min, c.Max)
 	}
 	workers, err := sc.Resolve(c.Workers)
 	if err != nil {
-		return nil, p.Errorf("workers: %v", err)
+		return AdmittedRatio{}, p.Errorf("workers: %v", err)
 	}
 	over, err := sc.Resolve(c.Over)
 	if err != nil {
-		return nil, p.Errorf("over: %v", err)
+		return AdmittedRatio{}, p.Errorf("over: %v", err)
 	}
 	win := Window{From: c.From, To: c.To, Mode: "end"}
 	if err := win.validate(sc, p); err != nil {
-		return nil, err
+		return AdmittedRatio{}, err
 	}
-	return &admittedRatio{workers: workers, over: over, what: c.Workers + " over " + c.Over,
-		min: c.Min, max: c.Max, win: win}, nil
+	return AdmittedRatio{Workers: workers, Over: over, What: c.Workers + " over " + c.Over, Min: c.Min, Max: c.Max, Win: win}, nil
 }
 
 func (c *admittedRatio) count(w *World) [2]int {
 	st := WorkloadOf(w)
 	var n [2]int
-	for _, name := range c.workers {
+	for _, name := range c.Workers {
 		n[0] += st.worker(name).Admitted
 	}
-	for _, name := range c.over {
+	for _, name := range c.Over {
 		n[1] += st.worker(name).Admitted
 	}
 	return n
 }
 
 func (c *admittedRatio) Start(w *World) {
-	w.Sim.At(c.win.From, func() { c.base = c.count(w) })
-	w.Sim.At(c.win.To, func() { c.end, c.seen = c.count(w), true })
+	w.Sim.At(c.Win.From, func() { c.base = c.count(w) })
+	w.Sim.At(c.Win.To, func() { c.end, c.seen = c.count(w), true })
 }
 
 func (c *admittedRatio) Result(w *World) (bool, string) {
@@ -417,9 +431,9 @@ func (c *admittedRatio) Result(w *World) (bool, string) {
 	}
 	a, b := c.end[0]-c.base[0], c.end[1]-c.base[1]
 	if b == 0 {
-		return false, fmt.Sprintf("admitted %s in [%v, %v]: %d over 0", c.what, c.win.From, c.win.To, a)
+		return false, fmt.Sprintf("admitted %s in [%v, %v]: %d over 0", c.What, c.Win.From, c.Win.To, a)
 	}
 	r := float64(a) / float64(b)
-	pass := r >= c.min && (c.max == 0 || r <= c.max)
-	return pass, fmt.Sprintf("admitted %s in [%v, %v]: %d / %d = %.2f (want min %.2f, max %.2f)", c.what, c.win.From, c.win.To, a, b, r, c.min, c.max)
+	pass := r >= c.Min && (c.Max == 0 || r <= c.Max)
+	return pass, fmt.Sprintf("admitted %s in [%v, %v]: %d / %d = %.2f (want min %.2f, max %.2f)", c.What, c.Win.From, c.Win.To, a, b, r, c.Min, c.Max)
 }

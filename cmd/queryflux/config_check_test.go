@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/queryflux/queryflux/internal/freeport"
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
@@ -22,12 +22,7 @@ func TestConfigCheckDial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := l.Addr().String()
-	l.Close()
+	down := freeport.Closed
 	const password = "check-Dial-pw-0417"
 	write := func(clusters ...string) string {
 		var b strings.Builder

@@ -58,6 +58,25 @@ func (c *countingClient) ReleaseBatch(ctx context.Context, refs []capacity.Lease
 	return c.LeaseClient.ReleaseBatch(ctx, refs)
 }
 
+// holdFive starts a lease guard on n (leases of 3 s) and takes five slots of cluster c, its cap.
+func holdFive(n *sim.Node, client capacity.LeaseClient) (*capacity.LeaseGuard, []capacity.Slot) {
+	g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: client, Holder: "cp",
+		LeaseTTL: 3 * time.Second, DriftMargin: 500 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	g.Start(n.Ctx())
+	var slots []capacity.Slot
+	for range 5 {
+		slot, err := g.Acquire(n.Ctx(), "c", 5)
+		if err != nil {
+			panic(err)
+		}
+		slots = append(slots, slot)
+	}
+	return g, slots
+}
+
 // TestLeaseGuardRenewsAndBatchesReleases: leases held for ten TTLs stay valid (renewed on
 // time, never fenced), and five slots released together go out as one release batch.
 func TestLeaseGuardRenewsAndBatchesReleases(t *testing.T) {
@@ -68,20 +87,7 @@ func TestLeaseGuardRenewsAndBatchesReleases(t *testing.T) {
 	var g *capacity.LeaseGuard
 	var slots []capacity.Slot
 	s.Spawn(n, "test", func() {
-		var err error
-		g, err = capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: client, Holder: "cp",
-			LeaseTTL: 3 * time.Second, DriftMargin: 500 * time.Millisecond})
-		if err != nil {
-			panic(err)
-		}
-		g.Start(n.Ctx())
-		for range 5 {
-			slot, err := g.Acquire(n.Ctx(), "c", 5)
-			if err != nil {
-				panic(err)
-			}
-			slots = append(slots, slot)
-		}
+		g, slots = holdFive(n, client)
 		if _, err := g.Acquire(n.Ctx(), "c", 5); !errors.Is(err, capacity.ErrAtCapacity) {
 			panic("sixth acquire at cap 5: " + errString(err))
 		}
@@ -132,21 +138,7 @@ func TestLeaseGuardBatchesRenewals(t *testing.T) {
 	store := capacity.NewMemory()
 	client := &batchingClient{countingClient: countingClient{LeaseClient: store}}
 	var slots []capacity.Slot
-	s.Spawn(n, "test", func() {
-		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: client, Holder: "cp",
-			LeaseTTL: 3 * time.Second, DriftMargin: 500 * time.Millisecond})
-		if err != nil {
-			panic(err)
-		}
-		g.Start(n.Ctx())
-		for range 5 {
-			slot, err := g.Acquire(n.Ctx(), "c", 5)
-			if err != nil {
-				panic(err)
-			}
-			slots = append(slots, slot)
-		}
-	})
+	s.Spawn(n, "test", func() { _, slots = holdFive(n, client) })
 	s.At(30*time.Second, func() {
 		for _, sl := range slots {
 			if sl.Lost() {

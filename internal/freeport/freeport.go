@@ -14,6 +14,11 @@ import (
 	"sync"
 )
 
+// Closed is a loopback address nothing listens on, for a test of an engine that is down: port 1
+// (tcpmux), which no daemon here binds and no "127.0.0.1:0" listener is handed, so a dial there
+// is refused at once (a port closed after "127.0.0.1:0" may be handed to another listener).
+const Closed = "127.0.0.1:1"
+
 // low and high bound the ports handed out: [low, high).
 const low, high = 20000, 32000
 

@@ -3,6 +3,7 @@ package freeport
 import (
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -28,5 +29,17 @@ func TestLoopbackBelowEphemeralAndNeverTwice(t *testing.T) {
 			t.Fatalf("%s is not free: %v", addr, err)
 		}
 		l.Close()
+	}
+}
+
+// TestClosedRefuses: a dial to Closed is refused.
+func TestClosedRefuses(t *testing.T) {
+	c, err := net.Dial("tcp", Closed)
+	if err == nil {
+		c.Close()
+		t.Fatalf("%s accepted a connection", Closed)
+	}
+	if !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("dial %s: %v, want connection refused", Closed, err)
 	}
 }

@@ -12,23 +12,12 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/freeport"
 	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
 const dialTestPassword = "dial-check-Sekrit-7731"
-
-// closedPort is an address on which nothing listens.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
 
 // silentServer accepts connections and never answers, as a black-holed engine would.
 func silentServer(t *testing.T) string {
@@ -81,7 +70,7 @@ func TestDialEngines(t *testing.T) {
 		{Name: "pg-good", Engine: config.EnginePostgres, Endpoint: pgURL.Host, Database: pgDB, Credentials: config.Credentials{User: pgURL.User.Username()}},
 		{Name: "my-good", Engine: config.EngineMySQL, Endpoint: my.Addr, Database: myDB, Credentials: pw(my.Passwd)},
 		{Name: "duck", Engine: config.EngineDuckDB},
-		{Name: "pg-down", Engine: config.EnginePostgres, Endpoint: closedPort(t), Credentials: config.Credentials{User: "postgres", Password: dialTestPassword}},
+		{Name: "pg-down", Engine: config.EnginePostgres, Endpoint: freeport.Closed, Credentials: config.Credentials{User: "postgres", Password: dialTestPassword}},
 		{Name: "pg-nodb", Engine: config.EnginePostgres, Endpoint: pgURL.Host, Database: pgDB + "_missing", Credentials: config.Credentials{User: pgURL.User.Username()}},
 		{Name: "my-badpw", Engine: config.EngineMySQL, Endpoint: my.Addr, Credentials: pw(dialTestPassword),
 			Variants: map[string]config.ClusterOverrides{"same": {MaxRunningQueries: ptr(3)}}},

@@ -12,8 +12,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/capacity/pgcapacity"
-	"github.com/queryflux/queryflux/internal/pgtest"
-	"github.com/queryflux/queryflux/migrations"
+	"github.com/queryflux/queryflux/migrations/migratedtest"
 	"github.com/queryflux/queryflux/transport"
 )
 
@@ -33,16 +32,7 @@ type pgAuthority struct {
 
 func newPGAuthority(t *testing.T, ordered bool, fence capacity.EngineFence) *pgAuthority {
 	t.Helper()
-	url := pgtest.NewDatabase(t)
-	ctx := context.Background()
-	if err := migrations.Up(ctx, url); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, _ := migratedtest.NewPool(t)
 	store := pgcapacity.New(pool)
 	h := newHarness(t, nil, nil)
 	metrics := capacity.NewMetrics(nil)

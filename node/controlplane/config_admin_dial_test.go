@@ -3,7 +3,6 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/freeport"
 	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/internal/querynode"
@@ -38,12 +38,7 @@ func TestAdminConfigDialCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := l.Addr().String()
-	l.Close()
+	down := freeport.Closed
 
 	const wrongPassword = "wrong-Dial-pw-5521"
 	// Each cluster: its name, then the rest of its YAML flow mapping.

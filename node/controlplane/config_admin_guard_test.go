@@ -13,8 +13,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/pgconfig"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
-	"github.com/queryflux/queryflux/internal/pgtest"
-	"github.com/queryflux/queryflux/migrations"
+	"github.com/queryflux/queryflux/migrations/migratedtest"
 )
 
 // A bcrypt hash (of "pw") and a mysql_native_password hash, both of which GET must hide.
@@ -44,12 +43,9 @@ settings:
 // test key) with the admin endpoints and their history, the refresh loop woken by NOTIFY.
 func newStoredHarness(t *testing.T) (*csHarness, *pgconfig.Source) {
 	t.Helper()
-	url := pgtest.NewDatabase(t)
+	url := migratedtest.NewDatabase(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := migrations.Up(ctx, url); err != nil {
-		t.Fatal(err)
-	}
 	key, err := pgconfig.ParseKey(strings.Repeat("5a", pgconfig.KeyBytes))
 	if err != nil {
 		t.Fatal(err)

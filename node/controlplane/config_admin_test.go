@@ -11,8 +11,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/pgconfig"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
-	"github.com/queryflux/queryflux/internal/pgtest"
-	"github.com/queryflux/queryflux/migrations"
+	"github.com/queryflux/queryflux/migrations/migratedtest"
 )
 
 const csYAML = `
@@ -85,12 +84,9 @@ func TestAdminConfigGetRedactsCredentials(t *testing.T) {
 // TestAdminConfigPutIntoPostgres: PUT stores the configuration in Postgres, the refresh loop
 // (woken by NOTIFY) serves it to workers, and an invalid PUT changes nothing.
 func TestAdminConfigPutIntoPostgres(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := migratedtest.NewDatabase(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := migrations.Up(ctx, url); err != nil {
-		t.Fatal(err)
-	}
 	key, err := pgconfig.ParseKey(strings.Repeat("5a", pgconfig.KeyBytes))
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
-	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
@@ -212,46 +211,30 @@ func (f *cacheFill) finish() []byte {
 	return f.buf.Bytes()
 }
 
-// cachedRows streams a cache entry. It holds no engine and no capacity slot.
+// cachedRows reads a cache entry back as Rows (a stream counts and reports it). It holds no
+// engine and no capacity slot.
 type cachedRows struct {
-	rdr    *ipc.Reader
-	tag    string
-	id     string // the query's
-	done   bool
-	closed invariants.Once
-	onDone func(rows, bytes int64, err error)
-	limits Limits
-	err    error
-	rows   int64
-	bytes  int64
+	rdr  *ipc.Reader
+	tag  string
+	done bool
 }
 
-func openCached(e *cacheEntry, limits Limits, id string, onDone func(rows, bytes int64, err error)) (*cachedRows, error) {
+func openCached(e *cacheEntry) (*cachedRows, error) {
 	rdr, err := ipc.NewReader(bytes.NewReader(e.data))
 	if err != nil {
 		return nil, fmt.Errorf("proxy: reading cached result: %w", err)
 	}
-	return &cachedRows{rdr: rdr, tag: e.tag, id: id, limits: limits, onDone: onDone}, nil
+	return &cachedRows{rdr: rdr, tag: e.tag}, nil
 }
 
 func (r *cachedRows) Schema() *arrow.Schema { return r.rdr.Schema() }
 
 func (r *cachedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	if r.closed.Closed() {
-		return nil, fmt.Errorf("proxy: Next on closed rows of query %s", r.id)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if r.rdr.Next() {
-		rec := r.rdr.RecordBatch()
-		r.rows += rec.NumRows()
-		r.bytes += recordBytes(rec)
-		if err := r.limits.check(r.rows, r.bytes); err != nil {
-			r.err = err
-			return nil, err
-		}
-		return rec, nil
+		return r.rdr.RecordBatch(), nil
 	}
 	if err := r.rdr.Err(); err != nil && err != io.EOF {
 		return nil, err
@@ -268,14 +251,6 @@ func (r *cachedRows) Tag() string {
 }
 
 func (r *cachedRows) Close() error {
-	if !r.closed.Close("rows", r.id) {
-		return nil
-	}
 	r.rdr.Release()
-	err := r.err
-	if err == nil && !r.done {
-		err = errClosedEarly
-	}
-	r.onDone(r.rows, r.bytes, err)
 	return nil
 }

@@ -320,10 +320,34 @@ func (c *Core) refuse(rt *Runtime, id string, req *query.Request, start time.Tim
 // Admit routes req, picks a member cluster and takes a capacity slot, queueing if none is free.
 // It does not run the query. On error the query has already been reported as finished.
 func (c *Core) Admit(ctx context.Context, req *query.Request) (*Admission, error) {
+	r, err := c.route(req, false)
+	if err != nil {
+		return nil, err
+	}
+	return c.admit(ctx, req, r)
+}
+
+// routed is a query routed and checked, pinning its runtime until it is admitted, refused or
+// let go (letGo).
+type routed struct {
+	placement
+	id    string
+	start time.Time
+}
+
+// route pins the active runtime, gives the query its id, routes it and checks it (readOnly,
+// blockedStatements, Options.Check). A refused query has been reported. Every way into the
+// core starts here. relay is set by the relay paths: on a runtime with passthrough off, route
+// then answers (nil, nil) before anything else, and the caller takes the Arrow path.
+func (c *Core) route(req *query.Request, relay bool) (*routed, error) {
 	start := c.env.Now()
 	rt, err := c.enter()
 	if err != nil {
 		return nil, err
+	}
+	if relay && rt.noRelay {
+		rt.unpin()
+		return nil, nil
 	}
 	id := c.newID()
 	dec := rt.Route(req)
@@ -331,14 +355,17 @@ func (c *Core) Admit(ctx context.Context, req *query.Request) (*Admission, error
 	if err != nil {
 		return nil, c.refuse(rt, id, req, start, dec, err)
 	}
-	return c.admit(ctx, rt, req, id, dec, g, start)
+	return &routed{placement: placement{rt: rt, dec: dec, g: g}, id: id, start: start}, nil
 }
 
-// admit takes a slot in g for a routed, checked query. While it waits, a newer runtime may
-// replace rt: the query then follows it (see placement.follow), so the Admission's Runtime and
-// Group may differ from rt and g.
-func (c *Core) admit(ctx context.Context, rt *Runtime, req *query.Request, id string, dec Decision, g *group, start time.Time) (*Admission, error) {
-	p := &placement{rt: rt, dec: dec, g: g}
+// letGo unpins the runtime of a query that takes another way in (it is routed again there).
+func (r *routed) letGo() { r.rt.unpin() }
+
+// admit takes a slot in r's group for a routed, checked query. While it waits, a newer runtime
+// may replace r's: the query then follows it (see follow), so the Admission's Runtime and Group
+// may differ from those it was routed with.
+func (c *Core) admit(ctx context.Context, req *query.Request, r *routed) (*Admission, error) {
+	p, id, start := &r.placement, r.id, r.start
 	slot, cl, err := c.acquire(ctx, p, req, start)
 	if errors.Is(err, engine.ErrWouldWait) {
 		p.rt.unpin() // nothing happened: the caller asks again where it may wait

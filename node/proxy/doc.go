@@ -7,7 +7,12 @@
 // logs), the query.Engine values of its Runtime, a Guard, and a prometheus.Registerer. It starts
 // no goroutines; a query waits for a slot on an env.Signal, so the simulator drives it as it is.
 //
-// The layers, so a later passthrough path can reuse the first two without the third:
+// A statement's way through the core is one pipeline, whichever way out it takes:
 //
-//	route (Runtime.Route)  ->  admit: pick cluster + slot (Core.Admit)  ->  run and stream (Core.Execute)
+//	route (Core.route: pin the runtime, route, check)  ->  admit (pick a member, take a slot)
+//	  ->  run: Arrow batches (a stream, Core.Execute) or the engine's own wire relayed (a Relay)
+//	  ->  end, once: stream.Close or Relay.Finish release what it holds and report its Record
+//
+// A cache hit is a stream without an admission. A pinned session (OpenSession, OpenWire) holds
+// one admission for its life, and each of its statements is a stream or a Relay of its own.
 package proxy

@@ -5,14 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
-	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -20,31 +16,25 @@ import (
 // queue) and runs it on the chosen cluster's engine. The returned Rows release the slot and
 // report the query when closed; the caller must Close them.
 func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, error) {
-	start := c.env.Now()
-	rt, err := c.enter()
+	r, err := c.route(req, false)
 	if err != nil {
 		return nil, err
 	}
-	id := c.newID()
-	dec := rt.Route(req)
-	g, err := c.checkRouted(req, rt, dec)
-	if err != nil {
-		return nil, c.refuse(rt, id, req, start, dec, err)
-	}
+	rt, id, g := r.rt, r.id, r.g
 	key, cacheable := "", false
 	if g.cache.TTL > 0 {
 		key, cacheable = cacheKey(req, g.name, g.fingerprint)
 	}
 	if cacheable {
-		if rows, ok := c.fromCache(rt, key, id, req, dec, start); ok {
+		if rows, ok := c.fromCache(key, req, r); ok {
 			return rows, nil
 		}
-		c.metrics.cacheMisses.WithLabelValues(dec.Group).Inc()
+		c.metrics.cacheMisses.WithLabelValues(g.name).Inc()
 		if rows, err, forwarded := c.remote(ctx, rt, g, req, key); forwarded {
 			return rows, err
 		}
 	}
-	adm, err := c.admit(ctx, rt, req, id, dec, g, start)
+	adm, err := c.admit(ctx, req, r)
 	if err != nil {
 		return nil, err
 	}
@@ -73,22 +63,47 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 		adm.Finish(0, 0, err)
 		return nil, err
 	}
-	tr := &trackedRows{inner: rows, adm: adm, cancel: cancel, run: run}
-	c.open.Open(&tr.closed, "rows", id, req.SQL)
+	s := &stream{inner: rows, id: id, limits: adm.Runtime.limits,
+		explain: func(err error) error { return adm.explain(run.explain(adm.engineError(err))) }}
+	var fill *cacheFill
 	if cacheable && rows.Schema() != nil {
-		tr.fill = newCacheFill(rows.Schema(), g.cache.MaxEntryBytes)
-		tr.cacheKey, tr.cacheSpec = key, g.cache
+		fill = newCacheFill(rows.Schema(), g.cache.MaxEntryBytes)
+		s.tee = fill.write
 	}
-	return tr, nil
+	s.end = func(n, bytes int64, outcome error) {
+		cancel()
+		if fill != nil {
+			c.keep(fill, key, g.cache, adm.Group, rows.Tag(), outcome)
+		}
+		adm.Finish(n, bytes, outcome)
+	}
+	c.open.Open(&s.closed, "rows", id, req.SQL)
+	return s, nil
+}
+
+// keep stores a result the engine completed in the cache (fill holds its batches).
+func (c *Core) keep(fill *cacheFill, key string, spec CacheSpec, group, tag string, outcome error) {
+	data := fill.finish()
+	if outcome != nil || data == nil {
+		return
+	}
+	c.cache.put(&cacheEntry{key: key, group: group, data: data, tag: tag, expires: c.env.Now().Add(spec.TTL)}, spec.MaxBytes)
+	c.metrics.cacheWrites.WithLabelValues(group).Inc()
 }
 
 // fromCache serves a hit without a slot or an engine.
-func (c *Core) fromCache(rt *Runtime, key, id string, req *query.Request, dec Decision, start time.Time) (query.Rows, bool) {
+func (c *Core) fromCache(key string, req *query.Request, r *routed) (query.Rows, bool) {
+	rt, id, dec, start := r.rt, r.id, r.dec, r.start
 	e, ok := c.cache.get(key, start)
 	if !ok {
 		return nil, false
 	}
-	rows, err := openCached(e, rt.limits, id, func(n, bytes int64, err error) {
+	cached, err := openCached(e)
+	if err != nil {
+		c.env.Logger().Error("dropping unreadable cache entry", "group", dec.Group, "err", err)
+		return nil, false
+	}
+	rows := &stream{inner: cached, id: id, limits: rt.limits, end: func(n, bytes int64, err error) {
 		rec := baseRecord(id, req, start, c.env.Now(), dec.Trace)
 		rec.Group, rec.CacheHit = dec.Group, true
 		rec.ExecMs = millis(rec.End.Sub(start))
@@ -96,11 +111,7 @@ func (c *Core) fromCache(rt *Runtime, key, id string, req *query.Request, dec De
 		rec.Status = statusOf(err)
 		fillError(&rec, err)
 		c.report(rt, rec)
-	})
-	if err != nil {
-		c.env.Logger().Error("dropping unreadable cache entry", "group", dec.Group, "err", err)
-		return nil, false
-	}
+	}}
 	c.open.Open(&rows.closed, "rows", id, req.SQL)
 	c.metrics.cacheHits.WithLabelValues(dec.Group).Inc()
 	c.countPath(PathCache)
@@ -167,83 +178,4 @@ func (a *Admission) explain(err error) error {
 			Message: fmt.Sprintf("query cancelled: its capacity lease on cluster %s was lost", a.Cluster)}
 	}
 	return err
-}
-
-// trackedRows wraps an engine's stream: it counts rows and bytes, tees batches into the cache,
-// and on Close releases the slot and reports the query.
-type trackedRows struct {
-	inner     query.Rows
-	adm       *Admission
-	cancel    context.CancelFunc // ends the engine ctx (query timeout)
-	run       runContext
-	fill      *cacheFill
-	cacheKey  string
-	cacheSpec CacheSpec
-	rows      int64
-	bytes     int64
-	drained   bool
-	err       error
-	closed    invariants.Once
-}
-
-func (r *trackedRows) Schema() *arrow.Schema { return r.inner.Schema() }
-func (r *trackedRows) Tag() string           { return r.inner.Tag() }
-
-func (r *trackedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	if r.closed.Closed() {
-		return nil, fmt.Errorf("proxy: Next on closed rows of query %s", r.adm.QueryID)
-	}
-	if r.drained {
-		return nil, io.EOF
-	}
-	rec, err := r.inner.Next(ctx)
-	if err == io.EOF {
-		r.drained = true
-		return nil, io.EOF
-	}
-	if err != nil {
-		err = r.adm.explain(r.run.explain(r.adm.engineError(err)))
-		if r.err == nil {
-			r.err = err
-		}
-		return nil, err
-	}
-	r.rows += rec.NumRows()
-	r.bytes += recordBytes(rec)
-	if err := r.adm.Runtime.limits.check(r.rows, r.bytes); err != nil {
-		if r.err == nil {
-			r.err = err
-		}
-		return nil, err
-	}
-	if r.fill != nil {
-		r.fill.write(rec)
-	}
-	return rec, nil
-}
-
-func (r *trackedRows) Close() error {
-	if !r.closed.Close("rows", r.adm.QueryID) {
-		return nil
-	}
-	cerr := r.inner.Close()
-	r.cancel()
-	outcome := r.err
-	// A statement without a result set (INSERT, SET) is complete once Execute returned; a
-	// result set closed before its end was abandoned by the client.
-	if outcome == nil && !r.drained && r.inner.Schema() != nil {
-		outcome = errClosedEarly
-	}
-	if r.fill != nil {
-		if data := r.fill.finish(); outcome == nil && data != nil {
-			c := r.adm.core
-			c.cache.put(&cacheEntry{
-				key: r.cacheKey, group: r.adm.Group, data: data, tag: r.inner.Tag(),
-				expires: c.env.Now().Add(r.cacheSpec.TTL),
-			}, r.cacheSpec.MaxBytes)
-			c.metrics.cacheWrites.WithLabelValues(r.adm.Group).Inc()
-		}
-	}
-	r.adm.Finish(r.rows, r.bytes, outcome)
-	return cerr
 }

@@ -94,8 +94,10 @@ func TestCachedRowsClosedTwiceIsCaught(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := rows.(*cachedRows); !ok {
-		t.Fatalf("the second run was not a cache hit: %T", rows)
+	if s, ok := rows.(*stream); !ok {
+		t.Fatalf("a cache hit is %T, not a stream", rows)
+	} else if _, hit := s.inner.(*cachedRows); !hit {
+		t.Fatalf("the second run was not a cache hit: %T", s.inner)
 	}
 	_ = rows.Close()
 	wantViolation(t, "closed twice", func() { _ = rows.Close() })

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -65,26 +66,15 @@ func (c *Core) Paths() PathStats {
 // ok is false with a nil error when the query must take the Arrow path (call Execute); a
 // non-nil error refused the query and has been reported.
 func (c *Core) AdmitPassthrough(ctx context.Context, req *query.Request, canRelay func(query.Engine) bool) (adm *Admission, ok bool, err error) {
-	start := c.env.Now()
-	rt, err := c.enter()
-	if err != nil {
+	r, err := c.route(req, true)
+	if r == nil {
 		return nil, false, err
 	}
-	if rt.noRelay {
-		rt.unpin()
+	if r.g.cache.TTL > 0 || !r.g.relayable(canRelay) {
+		r.letGo()
 		return nil, false, nil
 	}
-	id := c.newID()
-	dec := rt.Route(req)
-	g, err := c.checkRouted(req, rt, dec)
-	if err != nil {
-		return nil, false, c.refuse(rt, id, req, start, dec, err)
-	}
-	if g.cache.TTL > 0 || !g.relayable(canRelay) {
-		rt.unpin()
-		return nil, false, nil
-	}
-	adm, err = c.admit(ctx, rt, req, id, dec, g, start)
+	adm, err = c.admit(ctx, req, r)
 	if err != nil {
 		return nil, false, err
 	}
@@ -100,6 +90,48 @@ func (g *group) relayable(canRelay func(query.Engine) bool) bool {
 		}
 	}
 	return true
+}
+
+// Relay is one statement a frontend runs by relaying the engine's own wire messages: a query
+// admitted on a member (Admission.Relay) or a statement of a pinned session (BeginRelay). Both
+// end the same way, in one place: Finish.
+type Relay struct {
+	// Engine is where to run it: the member's query.Engine or the pinned engine.Session. The
+	// frontend asserts the relaying interface it speaks (engine.PGRelayer, engine.PGWire).
+	Engine any
+	// Ctx is the statement's engine context: it ends with the caller's, on the group's query
+	// timeout and when the capacity lease is lost.
+	Ctx context.Context
+	// CheckLimits fails a result past the guardrails (rows, relayed wire bytes).
+	CheckLimits func(rows, bytes int64) error
+
+	id       string
+	finish   func(rows, bytes int64, err error) error
+	finished invariants.Once
+}
+
+// Finish ends the statement with what was relayed and its outcome. It names err as the client
+// should see it (an engine error's SQLSTATE, the group's query timeout, a lost lease) while Ctx
+// can still tell, then ends Ctx, reports the statement and returns that error. Call it exactly
+// once.
+func (r *Relay) Finish(rows, bytes int64, err error) error {
+	if !r.finished.Close("relayed statement", r.id) {
+		return err
+	}
+	return r.finish(rows, bytes, err)
+}
+
+// Relay hands the admitted query to a frontend that relays it; ctx and cancel are the
+// frontend's own per-statement context and its cancel (see RunContext).
+func (a *Admission) Relay(ctx context.Context, cancel context.CancelFunc) *Relay {
+	rctx, rcancel := a.RunContext(ctx, cancel)
+	return &Relay{Engine: a.Engine, Ctx: rctx, CheckLimits: a.CheckLimits, id: a.QueryID,
+		finish: func(rows, bytes int64, err error) error {
+			err = a.Explain(err)
+			rcancel()
+			a.Finish(rows, bytes, err)
+			return err
+		}}
 }
 
 // RunContext is the engine-side context for a relayed query, made from the frontend's own

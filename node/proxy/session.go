@@ -3,15 +3,11 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/queryflux/queryflux/internal/engine"
-	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
@@ -147,7 +143,12 @@ func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows
 		s.endStatement(cancel)
 		return nil, s.report(id, q, start, trace, 0, 0, s.explain(s.adm.engineError(err)))
 	}
-	r := &sessionRows{inner: rows, s: s, id: id, req: q, start: start, cancel: cancel, limits: a.Runtime.limits}
+	r := &stream{inner: rows, id: id, limits: a.Runtime.limits,
+		explain: func(err error) error { return s.explain(a.engineError(err)) },
+		end: func(n, bytes int64, outcome error) {
+			s.endStatement(cancel)
+			_ = s.report(id, q, start, nil, n, bytes, outcome)
+		}}
 	c.open.Open(&r.closed, "rows", id, q.SQL)
 	return r, nil
 }
@@ -231,82 +232,11 @@ func (s *coreSession) Close() error {
 	return err
 }
 
-// sessionRows counts one session statement's result and reports it on Close.
-type sessionRows struct {
-	inner   query.Rows
-	s       *coreSession
-	id      string
-	req     *query.Request
-	start   time.Time
-	cancel  context.CancelFunc
-	limits  Limits
-	rows    int64
-	bytes   int64
-	drained bool
-	err     error
-	closed  invariants.Once
-}
-
-func (r *sessionRows) Schema() *arrow.Schema { return r.inner.Schema() }
-func (r *sessionRows) Tag() string           { return r.inner.Tag() }
-
-func (r *sessionRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	rec, err := r.inner.Next(ctx)
-	if err == io.EOF {
-		r.drained = true
-		return nil, err
-	}
-	if err != nil {
-		err = r.s.explain(r.s.adm.engineError(err))
-		if r.err == nil {
-			r.err = err
-		}
-		return nil, err
-	}
-	r.rows += rec.NumRows()
-	r.bytes += recordBytes(rec)
-	if err := r.limits.check(r.rows, r.bytes); err != nil {
-		if r.err == nil {
-			r.err = err
-		}
-		return nil, err
-	}
-	return rec, nil
-}
-
-func (r *sessionRows) Close() error {
-	if !r.closed.Close("rows", r.id) {
-		return nil
-	}
-	cerr := r.inner.Close()
-	r.s.endStatement(r.cancel)
-	outcome := r.err
-	if outcome == nil && !r.drained && r.inner.Schema() != nil {
-		outcome = errClosedEarly
-	}
-	_ = r.s.report(r.id, r.req, r.start, nil, r.rows, r.bytes, outcome)
-	return cerr
-}
-
-// SessionRelay is one statement of a pinned session run by a frontend that relays the
-// engine's own wire messages (passthrough inside a transaction).
-type SessionRelay struct {
-	// Session is the pinned engine session to run the statement on.
-	Session engine.Session
-	// Ctx is the statement's context: it ends with the caller's and when the lease is lost.
-	Ctx context.Context
-	// CheckLimits fails a result past the guardrails (rows, relayed wire bytes).
-	CheckLimits func(rows, bytes int64) error
-	// Finish must be called exactly once with what was relayed and the outcome; it reports the
-	// statement and returns the error the client should see.
-	Finish func(rows, bytes int64, err error) error
-}
-
 // BeginRelay starts one statement of the session for a relay: it checks q against the
 // session's group and lease, and bounds it by the group's query timeout. ok is false when
 // the statement must take the Arrow path (settings.passthrough: false, or an engine session
 // that cannot relay, such as DuckDB's); a non-nil error refused it (and has been reported).
-func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *SessionRelay, ok bool, err error) {
+func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Relay, ok bool, err error) {
 	c := s.adm.core
 	_, relays := s.inner.(engine.PGRelayer)
 	_, wire := s.inner.(engine.PGWire)
@@ -333,11 +263,7 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Sess
 	}
 	s.running = cancel
 	s.mu.Unlock()
-	var finished invariants.Once
 	finish := func(rows, bytes int64, err error) error {
-		if !finished.Close("relayed statement", id) {
-			return err
-		}
 		if err != nil && run.ctx != nil {
 			err = run.explain(s.adm.engineError(err))
 		}
@@ -347,5 +273,5 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Sess
 		}
 		return s.reportPath(PathPassthrough, id, q, start, nil, rows, bytes, err)
 	}
-	return &SessionRelay{Session: s.inner, Ctx: qctx, CheckLimits: s.adm.CheckLimits, Finish: finish}, true, nil
+	return &Relay{Engine: s.inner, Ctx: qctx, CheckLimits: s.adm.CheckLimits, id: id, finish: finish}, true, nil
 }

@@ -45,28 +45,18 @@ type Wire struct {
 // free, a guard that asks over the network) or for an engine connection (none idle of the
 // owner's, or one to reset or retag).
 func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, setup string) (w *Wire, ok bool, err error) {
-	start := c.env.Now()
-	rt, err := c.enter()
-	if err != nil {
+	r, err := c.route(q, true)
+	if r == nil {
 		return nil, false, err
 	}
-	if rt.noRelay {
-		rt.unpin()
-		return nil, false, nil
-	}
-	id := c.newID()
-	dec := rt.Route(q)
-	g, err := c.checkRouted(q, rt, dec)
-	if err != nil {
-		return nil, false, c.refuse(rt, id, q, start, dec, err)
-	}
+	g := r.g
 	if g.cache.TTL > 0 || !g.relayable(isWireOpener) {
-		rt.unpin()
+		r.letGo()
 		return nil, false, nil
 	}
 	// The owner's engine connection carries the tag of the lease it ran under last: a worker
 	// hands the owner that lease again when it is idle, sparing a round trip to retag.
-	adm, err := c.admit(query.WithAffinity(ctx, owner), rt, q, id, dec, g, start)
+	adm, err := c.admit(query.WithAffinity(ctx, owner), q, r)
 	if err != nil {
 		return nil, false, err
 	}

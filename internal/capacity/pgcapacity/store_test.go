@@ -16,31 +16,20 @@ import (
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/internal/capacity/pgcapacity"
-	"github.com/queryflux/queryflux/internal/pgtest"
-	"github.com/queryflux/queryflux/migrations"
+	"github.com/queryflux/queryflux/migrations/migratedtest"
 )
 
 // newStore returns a Postgres store on a fresh, migrated database.
 func newStore(t testing.TB, maxConns int32) (*pgcapacity.Store, *pgxpool.Pool) {
 	t.Helper()
-	return openStore(t, migratedDB(t), maxConns)
-}
-
-// migratedDB returns the URL of a fresh, migrated database.
-func migratedDB(t testing.TB) string {
-	t.Helper()
-	url := pgtest.NewDatabase(t)
-	if err := migrations.Up(context.Background(), url); err != nil {
-		t.Fatal(err)
-	}
-	return url
+	return openStore(t, migratedtest.NewDatabase(t), maxConns)
 }
 
 // twoReplicas returns two stores (two control-plane replicas) on one fresh, migrated database,
 // and the first one's pool.
 func twoReplicas(t testing.TB) (a, b *pgcapacity.Store, pool *pgxpool.Pool) {
 	t.Helper()
-	url := migratedDB(t)
+	url := migratedtest.NewDatabase(t)
 	a, pool = openStore(t, url, 4)
 	b, _ = openStore(t, url, 4)
 	return a, b, pool
@@ -115,10 +104,7 @@ func TestAcquireRenewReleaseBasics(t *testing.T) {
 // the store's own count agrees at the end.
 func TestConcurrentAcquiresNeverExceedCap(t *testing.T) {
 	const workers, limit, grantsEach = 64, 10, 50
-	url := pgtest.NewDatabase(t)
-	if err := migrations.Up(context.Background(), url); err != nil {
-		t.Fatal(err)
-	}
+	url := migratedtest.NewDatabase(t)
 	// Two stores on one database: two control-plane replicas, each batching on its own.
 	replicas := [2]*pgcapacity.Store{}
 	var pool *pgxpool.Pool

@@ -11,23 +11,12 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
-	"github.com/queryflux/queryflux/internal/pgtest"
-	"github.com/queryflux/queryflux/migrations"
+	"github.com/queryflux/queryflux/migrations/migratedtest"
 )
-
-// newDatabase is a fresh database with every migration applied.
-func newDatabase(t *testing.T) string {
-	t.Helper()
-	url := pgtest.NewDatabase(t)
-	if err := migrations.Up(context.Background(), url); err != nil {
-		t.Fatal(err)
-	}
-	return url
-}
 
 func newSource(t *testing.T) (*Source, string) {
 	t.Helper()
-	url := newDatabase(t)
+	url := migratedtest.NewDatabase(t)
 	ctx := context.Background()
 	src, err := Open(ctx, url, Options{Key: testKey(t)})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/migrations/migratedtest"
 )
 
 const sealYAML = `
@@ -56,7 +57,7 @@ func rawStored(t *testing.T, url string) string {
 // credential option are stored encrypted (in the tables and the revisions), a reference as
 // written; reading back with the key gives them all, and the snapshot has the reference resolved.
 func TestSecretsSealedAtRest(t *testing.T) {
-	url := newDatabase(t)
+	url := migratedtest.NewDatabase(t)
 	env := config.MapSecrets{Env: map[string]string{"QF_TEST_PG_PASSWORD": "resolved-from-env"}}
 	src, err := Open(context.Background(), url, Options{Key: testKey(t), Secrets: env})
 	if err != nil {
@@ -104,7 +105,7 @@ func TestSecretsSealedAtRest(t *testing.T) {
 		}
 	}
 	// Without a key a literal secret is refused, naming where it is; a reference is fine.
-	s3, _ := Open(context.Background(), newDatabase(t), Options{Secrets: env})
+	s3, _ := Open(context.Background(), migratedtest.NewDatabase(t), Options{Secrets: env})
 	defer s3.Close()
 	err = s3.Update(context.Background(), func(c *config.Config) error { *c = *config.Clone(cfg); return nil })
 	var errs config.Errors

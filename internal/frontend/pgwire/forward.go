@@ -73,7 +73,7 @@ type expect struct {
 
 // wireRun is one checked and reported statement (an Execute or a Query).
 type wireRun struct {
-	r         *proxy.SessionRelay
+	r         *proxy.Relay
 	stop      func() bool
 	rows      int64
 	bytes     int64

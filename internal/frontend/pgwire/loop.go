@@ -26,7 +26,7 @@ import (
 // back), ErrorResponse, ParameterStatus and COPY. Rows are counted as they pass. A goroutine
 // per connection instead pays a scheduler park and wake on each side of every message.
 //
-// The statement's check and report (proxy.SessionRelay) run on the loop's thread: neither
+// The statement's check and report (proxy.Relay) run on the loop's thread: neither
 // waits. In transaction pool mode the client stays on the loop between transactions: at a
 // transaction's end the loop unplugs the engine connection and gives it and the slot back
 // (neither waits), and a transaction's first statement is admitted on the loop's thread

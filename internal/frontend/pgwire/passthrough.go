@@ -20,7 +20,7 @@ import (
 // (proxy.Core.AdmitPassthrough); it says when a query needs its values (result cache,
 // settings.passthrough: false, an engine of another protocol) and the statement then takes
 // the Arrow path. So do BEGIN (it pins the session on the Arrow path; the transaction's later
-// statements are relayed on the pinned connection, proxy.SessionRelay) and statements this
+// statements are relayed on the pinned connection, proxy.Relay) and statements this
 // frontend answers itself (client-protocol SETs).
 //
 // Session state: like the Arrow path, a statement outside a transaction runs on whichever
@@ -65,22 +65,18 @@ type passthroughBackend interface {
 
 // sessionRelayer is a pinned session of the core that can relay (proxy's coreSession).
 type sessionRelayer interface {
-	BeginRelay(ctx context.Context, q *query.Request) (*proxy.SessionRelay, bool, error)
+	BeginRelay(ctx context.Context, q *query.Request) (*proxy.Relay, bool, error)
 }
 
 // relay is the engine side of a relayed portal.
 type relay struct {
-	// explain, limits and finish are the core's: of an Admission, or of a pinned session's
-	// statement. finish returns the error the client should see.
-	explain func(error) error
-	limits  func(rows, bytes int64) error
-	finish  func(rows, bytes int64, err error) error
-	res     engine.PGResult
-	cancel  context.CancelFunc
-	rows    int64
-	bytes   int64
-	err     error
-	done    bool
+	run    *proxy.Relay // the core's side: limits, and the one Finish
+	res    engine.PGResult
+	cancel context.CancelFunc // the portal's: stops the engine early
+	rows   int64
+	bytes  int64
+	err    error
+	done   bool
 	// suspended is set once an Execute stopped at its row limit (PortalSuspended).
 	suspended bool
 }
@@ -123,76 +119,62 @@ func (c *conn) relayable(p *portal) bool {
 	return k <= 1 || k == n
 }
 
-// startRelay admits p for a relay and starts it on the engine. started is false when the
+// startRelay asks the core to relay p and starts it on the engine. started is false when the
 // statement must take the Arrow path.
 func (c *conn) startRelay(p *portal) (started bool, err error) {
 	if !c.relayable(p) {
 		return false, nil
 	}
+	p.ctx, p.cancel = context.WithCancel(c.ctx)
+	req := c.request(p.stmt.sql, nil)
+	c.beginRun(p.cancel)
+	defer c.endRun()
+	run, ok, err := c.beginRelay(p, req)
+	if err != nil {
+		return true, c.runError(err)
+	}
+	if !ok {
+		p.cancel()
+		p.ctx, p.cancel = nil, nil
+		return false, nil
+	}
+	raw, ok := run.Engine.(engine.PGRelayer)
+	if !ok {
+		return true, run.Finish(0, 0, fmt.Errorf("pgwire: %T admitted for passthrough cannot relay", run.Engine))
+	}
+	// req.SQL, not p.stmt.sql: the core's Check may have translated it (translation scripts).
+	return true, c.runRelay(p, raw, req.SQL, &relay{run: run, cancel: p.cancel})
+}
+
+// beginRelay asks the core for a relay of req: a statement of the pinned transaction on its
+// engine connection, or else a query of its own. ok is false when it must take the Arrow path.
+func (c *conn) beginRelay(p *portal, req *query.Request) (run *proxy.Relay, ok bool, err error) {
 	if c.session != nil {
-		return c.startSessionRelay(p)
+		sr, ok := c.session.(sessionRelayer)
+		if !ok {
+			return nil, false, nil
+		}
+		return sr.BeginRelay(p.ctx, req)
 	}
 	pb, ok := c.srv.backend.(passthroughBackend)
 	if !ok {
-		return false, nil
+		return nil, false, nil
 	}
-	p.ctx, p.cancel = context.WithCancel(c.ctx)
-	req := c.request(p.stmt.sql, nil)
-	c.beginRun(p.cancel)
-	defer c.endRun()
 	adm, ok, err := pb.AdmitPassthrough(p.ctx, req, canRelay)
-	if err != nil {
-		return true, c.runError(err)
+	if err != nil || !ok {
+		return nil, ok, err
 	}
-	if !ok {
-		return false, nil
-	}
-	raw, ok := adm.Engine.(engine.PGRelayer)
-	if !ok {
-		err := fmt.Errorf("pgwire: cluster %s admitted for passthrough cannot relay", adm.Cluster)
-		adm.Finish(0, 0, err)
-		return true, err
-	}
-	rctx, cancel := adm.RunContext(p.ctx, p.cancel)
-	finish := func(rows, bytes int64, err error) error { adm.Finish(rows, bytes, err); return err }
-	// req.SQL, not p.stmt.sql: the core's Check may have translated it (translation scripts).
-	return true, c.runRelay(p, raw, req.SQL, rctx, cancel, &relay{explain: adm.Explain, limits: adm.CheckLimits, finish: finish})
-}
-
-// startSessionRelay relays a statement of the pinned transaction on its engine connection.
-func (c *conn) startSessionRelay(p *portal) (started bool, err error) {
-	sr, ok := c.session.(sessionRelayer)
-	if !ok {
-		return false, nil
-	}
-	p.ctx, p.cancel = context.WithCancel(c.ctx)
-	c.beginRun(p.cancel)
-	defer c.endRun()
-	req := c.request(p.stmt.sql, nil)
-	r, ok, err := sr.BeginRelay(p.ctx, req)
-	if err != nil {
-		return true, c.runError(err)
-	}
-	if !ok {
-		return false, nil
-	}
-	raw, ok := r.Session.(engine.PGRelayer)
-	if !ok {
-		return true, r.Finish(0, 0, fmt.Errorf("pgwire: the pinned engine session cannot relay"))
-	}
-	identity := func(err error) error { return err }
-	return true, c.runRelay(p, raw, req.SQL, r.Ctx, p.cancel, &relay{explain: identity, limits: r.CheckLimits, finish: r.Finish})
+	return adm.Relay(p.ctx, p.cancel), true, nil
 }
 
 // runRelay starts sql (p's statement) on raw and, when it returns no rows, concludes it.
-func (c *conn) runRelay(p *portal, raw engine.PGRelayer, sql string, rctx context.Context, cancel context.CancelFunc, r *relay) error {
+func (c *conn) runRelay(p *portal, raw engine.PGRelayer, sql string, r *relay) error {
 	st := engine.PGStatement{SQL: sql, Simple: p.simple, Prepared: p.stmt.named, Params: p.raw.values, ParamOIDs: paramOIDsFor(p), ParamFormats: p.raw.formats, ResultFormats: p.formats}
-	res, err := raw.RelayPG(rctx, st)
+	res, err := raw.RelayPG(r.run.Ctx, st)
 	if err != nil {
-		cancel()
-		return c.runError(r.finish(0, 0, r.explain(err)))
+		return c.runError(r.run.Finish(0, 0, err))
 	}
-	r.res, r.cancel = res, cancel
+	r.res = res
 	p.relay = r
 	if res.Description() == nil {
 		// No result set (or an error before one): finish now, the tag or error is final.
@@ -226,16 +208,15 @@ func (c *conn) concludeRelay(p *portal) {
 	r.done = true
 	tag, err := r.res.Close()
 	if err != nil && r.err == nil {
-		if cerr := p.ctx.Err(); cerr != nil {
-			err = cerr // the client's cancel, the query timeout or a lost lease: Explain says which
+		if cerr := r.run.Ctx.Err(); cerr != nil {
+			err = cerr // the client's cancel, the query timeout or a lost lease: Finish says which
 		}
-		r.err = r.explain(err)
+		r.err = err
 	}
-	r.cancel() // only now: it ends p.ctx, which must not be mistaken for a cancel above
 	if r.err == nil {
 		p.tag = tag
 	}
-	r.err = r.finish(r.rows, r.bytes, r.err)
+	r.err = r.run.Finish(r.rows, r.bytes, r.err)
 }
 
 // relayDescription is the engine's RowDescription as it is, or nil when there are no rows.
@@ -271,7 +252,7 @@ func (c *conn) executeRelay(p *portal, rowsMax int64) error {
 		r.rows++
 		r.bytes += int64(size)
 		n++
-		if err := r.limits(r.rows, r.bytes); err != nil {
+		if err := r.run.CheckLimits(r.rows, r.bytes); err != nil {
 			r.err = err
 			r.cancel() // stop the engine rather than read the rest of the result
 			c.concludeRelay(p)

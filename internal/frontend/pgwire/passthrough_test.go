@@ -299,3 +299,23 @@ func TestPassthroughQueryTimeout(t *testing.T) {
 		t.Fatalf("after the timeout: %v", err)
 	}
 }
+
+// TestPassthroughQueryTimeoutInATransaction: inside a transaction the statement is relayed on
+// the pinned connection, and the group's query timeout is named as such there too, not as a
+// cancel the client never asked for.
+func TestPassthroughQueryTimeoutInATransaction(t *testing.T) {
+	addr, url, _, _ := coreServer(t, coreSetup{queryTimeout: 300 * time.Millisecond})
+	c := connect(t, proxyURL(addr, "alice"))
+	admin := connect(t, url)
+	tx, err := c.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	_, err = tx.Exec(context.Background(), "select pg_sleep(30) /* qf-cancel-test */")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || !strings.Contains(pe.Message, "query timeout") {
+		t.Fatalf("got %v, want the group's query timeout", err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return countSleeping(t, admin) == 0 })
+}

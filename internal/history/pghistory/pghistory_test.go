@@ -13,22 +13,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/history/historytest"
-	"github.com/queryflux/queryflux/internal/pgtest"
-	"github.com/queryflux/queryflux/migrations"
+	"github.com/queryflux/queryflux/migrations/migratedtest"
 )
 
 func newStore(t testing.TB) (*Store, *pgxpool.Pool) {
 	t.Helper()
-	url := pgtest.NewDatabase(t)
-	ctx := context.Background()
-	if err := migrations.Up(ctx, url); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, _ := migratedtest.NewPool(t)
 	return New(pool), pool
 }
 

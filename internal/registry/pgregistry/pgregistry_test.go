@@ -8,20 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/internal/registry"
-	"github.com/queryflux/queryflux/migrations"
+	"github.com/queryflux/queryflux/migrations/migratedtest"
 	"github.com/queryflux/queryflux/transport"
 	"pgregory.net/rapid"
 )
 
 func openStore(t *testing.T) *Store {
 	t.Helper()
-	url := pgtest.NewDatabase(t)
+	url := migratedtest.NewDatabase(t)
 	ctx := context.Background()
-	if err := migrations.Up(ctx, url); err != nil {
-		t.Fatal(err)
-	}
 	s, err := Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -126,11 +122,8 @@ func same(t *rapid.T, what string, a, b error) {
 
 // BenchmarkPut1000 measures one reaper batch of 1000 heartbeat records to Postgres.
 func BenchmarkPut1000(b *testing.B) {
-	url := pgtest.NewDatabase(b)
+	url := migratedtest.NewDatabase(b)
 	ctx := context.Background()
-	if err := migrations.Up(ctx, url); err != nil {
-		b.Fatal(err)
-	}
 	s, err := Open(ctx, url)
 	if err != nil {
 		b.Fatal(err)
