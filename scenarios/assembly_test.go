@@ -18,6 +18,7 @@ import (
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/assembly"
 	"github.com/queryflux/queryflux/node/controlplane"
@@ -96,6 +97,7 @@ func reference(t *testing.T) map[string][]string {
 	config.ApplyDefaults(cpCfg)
 	cp, err := assembly.BuildControlPlane(e, cpCfg, controlplane.Config{}.WithDefaults(), assembly.ControlPlaneDeps{
 		Metrics: prometheus.NewRegistry(), Registry: registry.NewMemory(), History: history.NewMemory(10), Leases: capacity.NewMemory(),
+		OpenEngine: querynode.EngineFactory(querynode.Engines()),
 		// As the simulator's control planes (and a daemon on Postgres): the configuration is stored.
 		Config: assembly.ConfigDeps{Stored: &assembly.StoredConfig{}},
 	})
@@ -107,7 +109,7 @@ func reference(t *testing.T) map[string][]string {
 	wCfg := &config.Config{QueryFlux: wq}
 	config.ApplyDefaults(wCfg)
 	wk, err := assembly.BuildWorker(e, wCfg, worker.Config{ControlPlaneURL: "http://cp-1", Secret: scenarios.WorkerSecret, Name: "ref"},
-		assembly.WorkerDeps{Metrics: prometheus.NewRegistry(), Client: &http.Client{}})
+		assembly.WorkerDeps{Metrics: prometheus.NewRegistry(), Client: &http.Client{}, OpenEngine: querynode.EngineFactory(querynode.Engines())})
 	if err != nil {
 		t.Fatal(err)
 	}

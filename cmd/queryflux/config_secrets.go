@@ -113,7 +113,7 @@ func checkEngines(ctx context.Context, cfg *config.Config) error {
 	if err := querynode.CheckEngines(ctx, cfg, config.OSSecrets); err != nil {
 		return err
 	}
-	return querynode.DialEngines(ctx, cfg, config.OSSecrets, 0)
+	return querynode.DialEngines(ctx, querynode.Engines(), cfg, config.OSSecrets, 0)
 }
 
 // storedConfigAdmin are the admin endpoints' hooks for the configuration stored in Postgres.

@@ -234,7 +234,7 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	c, err := assembly.BuildControlPlane(d.Env, d.Config, cpCfg, assembly.ControlPlaneDeps{
 		Metrics: d.Metrics, Registry: store, Leases: leaseStore(d), History: historyStore(d),
 		Config: cfgDeps, Ready: databaseReady(d), OnApply: scrubSecrets, CapacityStatsEvery: capacityStatsEvery,
-		StudioPlanning: planning.New(time.Now), Fence: testEngineFence(d),
+		StudioPlanning: planning.New(time.Now), Fence: testEngineFence(d), OpenEngine: querynode.EngineFactory(querynode.Engines()),
 	})
 	if err != nil {
 		return err
@@ -400,6 +400,7 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 		// Peers are verified as the control plane is: queryflux.controlPlane.tls.
 		ForwardClient: forward.NewClient(clientTLS),
 		Endpoints:     workerEndpoints(d, f.opsListen),
+		OpenEngine:    querynode.EngineFactory(querynode.Engines()),
 	}
 	if len(q.ControlPlane.PeerBootstrap.Address) > 0 {
 		t := http.DefaultTransport.(*http.Transport).Clone()

@@ -49,7 +49,7 @@ var schemaSQL = []string{
 
 // Open returns an in-memory DuckDB engine holding the demo dataset.
 func Open() (query.Engine, error) {
-	e, err := engine.Open(engine.Spec{Name: "demo", Kind: duckengine.Kind, Endpoint: ":memory:"})
+	e, err := duckengine.Open(engine.Spec{Name: "demo", Kind: duckengine.Kind, Endpoint: ":memory:"})
 	if err != nil {
 		return nil, err
 	}

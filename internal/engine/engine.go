@@ -1,15 +1,17 @@
 // Package engine holds what every engine adapter shares: the Spec that names one engine
-// instance, the registry that opens a Spec by its Kind, the optional Describer interface, and the
-// Arrow helpers that turn engine rows into record batches in bounded chunks.
+// instance, the Openers table that opens a Spec by its Kind (the daemon builds its table of the
+// kinds it ships and hands it to the roles it builds; nothing registers itself), the optional
+// Describer interface, and the Arrow helpers that turn engine rows into record batches in
+// bounded chunks.
 //
-// determinism: outside the simulator (real engine adapters register here and touch the network)
+// determinism: outside the simulator (real engine adapters touch the network)
 package engine
 
 import (
 	"context"
 	"fmt"
-	"sort"
-	"sync"
+	"maps"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -19,7 +21,7 @@ import (
 // Spec names one engine instance (one cluster) and how to reach it.
 type Spec struct {
 	Name     string            // cluster name, for errors and logs
-	Kind     string            // "postgres", "duckdb", ...: the registry key
+	Kind     string            // "postgres", "duckdb", ...: the Openers key
 	Endpoint string            // host:port, a URL, or for DuckDB a file path or ":memory:"
 	Database string            // database to use (Postgres), ignored where meaningless
 	User     string            //
@@ -36,44 +38,17 @@ func (s Spec) String() string {
 // Opener builds an engine from a spec.
 type Opener func(Spec) (query.Engine, error)
 
-var (
-	registryMu sync.Mutex
-	registry   = map[string]Opener{}
-)
+// Openers are the engine kinds a program can open, each with its opener.
+type Openers map[string]Opener
 
-// Register makes open the opener for kind. Registering a kind twice is a programming error.
-func Register(kind string, open Opener) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if kind == "" || open == nil {
-		panic("engine: Register with empty kind or nil opener")
-	}
-	if _, dup := registry[kind]; dup {
-		panic("engine: kind registered twice: " + kind)
-	}
-	registry[kind] = open
-}
+// Kinds lists the kinds, sorted.
+func (o Openers) Kinds() []string { return slices.Sorted(maps.Keys(o)) }
 
-// Kinds lists the registered kinds, sorted.
-func Kinds() []string {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	kinds := make([]string, 0, len(registry))
-	for k := range registry {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	return kinds
-}
-
-// Open opens spec with the opener registered for spec.Kind. The engine package of that kind
-// must be linked in (import it for its side effect, e.g. _ ".../engine/pgengine").
-func Open(spec Spec) (query.Engine, error) {
-	registryMu.Lock()
-	open, ok := registry[spec.Kind]
-	registryMu.Unlock()
+// Open opens spec with the opener of spec.Kind.
+func (o Openers) Open(spec Spec) (query.Engine, error) {
+	open, ok := o[spec.Kind]
 	if !ok {
-		return nil, fmt.Errorf("engine %q: unknown kind %q (registered: %v)", spec.Name, spec.Kind, Kinds())
+		return nil, fmt.Errorf("engine %q: unknown kind %q (known: %v)", spec.Name, spec.Kind, o.Kinds())
 	}
 	return open(spec)
 }

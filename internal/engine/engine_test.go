@@ -15,15 +15,20 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-func TestRegisterTwicePanics(t *testing.T) {
-	open := func(engine.Spec) (query.Engine, error) { return nil, nil }
-	engine.Register("test-kind", open)
-	defer func() {
-		if recover() == nil {
-			t.Fatal("second Register of the same kind did not panic")
-		}
-	}()
-	engine.Register("test-kind", open)
+// Openers open a spec with its kind's opener, and name the known kinds for any other.
+func TestOpenersOpenByKind(t *testing.T) {
+	var opened []string
+	open := func(name string) engine.Opener {
+		return func(s engine.Spec) (query.Engine, error) { opened = append(opened, name+":"+s.Name); return nil, nil }
+	}
+	kinds := engine.Openers{"b": open("b"), "a": open("a")}
+	if _, err := kinds.Open(engine.Spec{Name: "x", Kind: "a"}); err != nil || len(opened) != 1 || opened[0] != "a:x" {
+		t.Fatalf("opened %v, err %v: want a:x", opened, err)
+	}
+	_, err := kinds.Open(engine.Spec{Name: "y", Kind: "c"})
+	if err == nil || !contains(err.Error(), `engine "y": unknown kind "c" (known: [a b])`) || len(opened) != 1 {
+		t.Fatalf("unknown kind: %v, opened %v", err, opened)
+	}
 }
 
 func TestSpecStringHidesPassword(t *testing.T) {

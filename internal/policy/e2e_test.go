@@ -114,7 +114,7 @@ func startStack(t *testing.T, cfg *config.Config) *stack {
 	reg := prometheus.NewRegistry()
 	pol := policy.New(reg)
 	core := proxy.New(proxy.Options{Env: env.Real(log), Check: pol.Check, Registerer: reg})
-	rt, err := proxy.Build(cfg, querynode.OpenEngine)
+	rt, err := proxy.Build(cfg, querynode.EngineFactory(querynode.Engines()))
 	if err != nil {
 		t.Fatal(err)
 	}

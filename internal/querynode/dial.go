@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -26,14 +27,14 @@ const (
 	dialParallel = 16
 )
 
-// DialEngines opens every network engine of cfg (variants expanded, references resolved from
+// DialEngines opens, with the openers of kinds, every network engine of cfg (variants expanded, references resolved from
 // src: PostgreSQL, MySQL, StarRocks and Trino clusters), logs in and pings it, and reports, as
 // config.Errors with each cluster's path, every one that could not be reached or refused the
 // login. DuckDB and simulated clusters are not opened (CheckEngines checks DuckDB's file):
 // opening a DuckDB file would create and lock it. Clusters reached the same way are dialled
 // once; dials run concurrently, each bounded by timeout (DialTimeout when 0). Messages name
 // the cluster and its endpoint (without credentials), never a password or token.
-func DialEngines(ctx context.Context, cfg *config.Config, src config.SecretSource, timeout time.Duration) error {
+func DialEngines(ctx context.Context, kinds engine.Openers, cfg *config.Config, src config.SecretSource, timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = DialTimeout
 	}
@@ -68,7 +69,7 @@ func DialEngines(ctx context.Context, cfg *config.Config, src config.SecretSourc
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			problems[i] = dialOne(ctx, ec.Cluster, timeout)
+			problems[i] = dialOne(ctx, kinds, ec.Cluster, timeout)
 		}()
 	}
 	wg.Wait()
@@ -114,9 +115,9 @@ func sortedOptionKeys(m map[string]string) []string {
 
 // dialOne opens c's engine with one connection, pings it and closes it; it returns "" when that
 // worked, else why not (with c's secrets scrubbed).
-func dialOne(ctx context.Context, c config.Cluster, timeout time.Duration) string {
+func dialOne(ctx context.Context, kinds engine.Openers, c config.Cluster, timeout time.Duration) string {
 	c.MaxRunningQueries = 1
-	e, err := OpenEngine(c)
+	e, err := openEngine(kinds, c)
 	if err == nil {
 		pctx, cancel := context.WithTimeout(ctx, timeout)
 		err = e.Ping(pctx)

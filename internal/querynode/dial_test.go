@@ -77,7 +77,7 @@ func TestDialEngines(t *testing.T) {
 		{Name: "my-silent", Engine: config.EngineMySQL, Endpoint: silent, Credentials: pw(dialTestPassword)},
 		{Name: "pg-silent", Engine: config.EnginePostgres, Endpoint: "postgres://u:" + dialTestPassword + "@" + silent + "/db"},
 	}}
-	err = DialEngines(context.Background(), cfg, config.MapSecrets{}, 2*time.Second)
+	err = DialEngines(context.Background(), Engines(), cfg, config.MapSecrets{}, 2*time.Second)
 	var errs config.Errors
 	if !errors.As(err, &errs) {
 		t.Fatalf("DialEngines: %v", err)
@@ -110,12 +110,12 @@ func TestDialEngines(t *testing.T) {
 	}
 
 	cfg = &config.Config{Clusters: cfg.Clusters[:3]}
-	if err := DialEngines(context.Background(), cfg, config.MapSecrets{}, 0); err != nil {
+	if err := DialEngines(context.Background(), Engines(), cfg, config.MapSecrets{}, 0); err != nil {
 		t.Fatalf("good clusters refused: %v", err)
 	}
 	cfg = &config.Config{Clusters: []config.Cluster{{Name: "ref", Engine: config.EnginePostgres, Endpoint: pgURL.Host,
 		Credentials: config.Credentials{Password: "${env:QF_DIAL_MISSING}"}}}}
-	if err := DialEngines(context.Background(), cfg, config.MapSecrets{}, 0); err == nil || !strings.Contains(err.Error(), "QF_DIAL_MISSING") {
+	if err := DialEngines(context.Background(), Engines(), cfg, config.MapSecrets{}, 0); err == nil || !strings.Contains(err.Error(), "QF_DIAL_MISSING") {
 		t.Fatalf("unresolvable reference: %v", err)
 	}
 }

@@ -52,7 +52,7 @@ func (s *syncBuffer) String() string {
 func startNode(t *testing.T, yaml string) (map[string]string, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
-	n := New(Options{Env: env.Real(slog.New(slog.NewTextHandler(logs, nil)))})
+	n := New(Options{OpenEngine: EngineFactory(Engines()), Env: env.Real(slog.New(slog.NewTextHandler(logs, nil)))})
 	t.Cleanup(func() { _ = n.Close() })
 	cfg, err := config.Parse([]byte(yaml))
 	if err != nil {

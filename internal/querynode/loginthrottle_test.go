@@ -38,7 +38,7 @@ func throttleNode(t *testing.T, listen string) (*Node, *shiftedEnv, *prometheus.
 	logs := &syncBuffer{}
 	e := &shiftedEnv{Env: env.Real(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}
 	reg := prometheus.NewRegistry()
-	n := New(Options{Env: e, Registerer: reg, LoginThrottle: loginlimit.Config{Failures: 3, Backoff: 10 * time.Minute}})
+	n := New(Options{OpenEngine: EngineFactory(Engines()), Env: e, Registerer: reg, LoginThrottle: loginlimit.Config{Failures: 3, Backoff: 10 * time.Minute}})
 	t.Cleanup(func() { _ = n.Close() })
 	fe := config.Frontend{Enabled: true, Listen: listen}
 	if err := n.Listen(config.Frontends{Postgres: fe, MySQL: fe, Trino: fe, FlightSQL: fe}); err != nil {

@@ -19,7 +19,7 @@ import (
 // The node's policy (logins, access, guard scripts) follows every Apply without a restart, and
 // a configuration whose script does not compile is refused whole while the old one serves on.
 func TestPolicyFollowsApply(t *testing.T) {
-	n := New(Options{Env: env.Real(slog.New(slog.DiscardHandler))})
+	n := New(Options{OpenEngine: EngineFactory(Engines()), Env: env.Real(slog.New(slog.DiscardHandler))})
 	t.Cleanup(func() { _ = n.Close() })
 	if err := n.Listen(config.Frontends{Postgres: config.Frontend{Enabled: true, Listen: "127.0.0.1:0"}}); err != nil {
 		t.Fatal(err)

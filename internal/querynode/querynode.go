@@ -56,7 +56,7 @@ type Options struct {
 	Guard proxy.Guard
 	// OnFinish receives every finished query (history); it must not block.
 	OnFinish func(proxy.Record)
-	// OpenEngine opens a cluster's engine; nil means OpenEngine.
+	// OpenEngine opens a cluster's engine (required: EngineFactory(Engines()) in the daemon).
 	OpenEngine proxy.EngineFactory
 	// HealthEvery and HealthTimeout pace the cluster health checks of Run.
 	HealthEvery, HealthTimeout time.Duration
@@ -125,7 +125,7 @@ func New(opts Options) *Node {
 		panic("querynode.New: Options.Env is required")
 	}
 	if opts.OpenEngine == nil {
-		opts.OpenEngine = OpenEngine
+		panic("querynode.New: Options.OpenEngine is required")
 	}
 	if opts.HealthEvery <= 0 {
 		opts.HealthEvery = HealthEveryDefault

@@ -29,7 +29,7 @@ func loopbackFrontends() config.Frontends {
 // demo dataset once the embedded default is applied; every query reaches OnFinish.
 func TestNotConfiguredThenDemo(t *testing.T) {
 	finished := make(chan proxy.Record, 16)
-	n := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(r proxy.Record) { finished <- r }})
+	n := New(Options{OpenEngine: EngineFactory(Engines()), Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(r proxy.Record) { finished <- r }})
 	t.Cleanup(func() { _ = n.Close() })
 	if err := n.Listen(loopbackFrontends()); err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestReapplyKeepsUnchangedEngine(t *testing.T) {
 	opened := 0
 	n := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OpenEngine: func(c config.Cluster) (query.Engine, error) {
 		opened++
-		return OpenEngine(c)
+		return EngineFactory(Engines())(c)
 	}})
 	t.Cleanup(func() { _ = n.Close() })
 	for range 2 {

@@ -43,6 +43,9 @@ func tlsNode(t *testing.T, frontends config.Frontends, certFile, keyFile string,
 // tlsNodeWith is tlsNode with the node's options given.
 func tlsNodeWith(t *testing.T, opts Options, frontends config.Frontends, certFile, keyFile string, change func(*config.Config)) *Node {
 	t.Helper()
+	if opts.OpenEngine == nil {
+		opts.OpenEngine = EngineFactory(Engines())
+	}
 	n := New(opts)
 	t.Cleanup(func() { _ = n.Close() })
 	if err := n.Listen(frontends); err != nil {
@@ -315,7 +318,7 @@ func TestRequireTLS(t *testing.T) {
 // Without it and without users nobody logs in.
 func TestLoopbackTrustAcceptsAnyPassword(t *testing.T) {
 	open := func(trust bool) map[string]string {
-		n := New(Options{Env: env.Real(slog.New(slog.DiscardHandler))})
+		n := New(Options{OpenEngine: EngineFactory(Engines()), Env: env.Real(slog.New(slog.DiscardHandler))})
 		t.Cleanup(func() { _ = n.Close() })
 		if err := n.Listen(loopbackFrontends()); err != nil {
 			t.Fatal(err)
@@ -385,7 +388,7 @@ func trinoClient(t *testing.T, server, user, password, caFile string) string {
 // The npm trino-client: BasicAuth(user) with no password in open mode (loopback trust), and
 // a user's password only over https, verified against the CA.
 func TestNpmTrinoClient(t *testing.T) {
-	open := New(Options{Env: env.Real(slog.New(slog.DiscardHandler))})
+	open := New(Options{OpenEngine: EngineFactory(Engines()), Env: env.Real(slog.New(slog.DiscardHandler))})
 	t.Cleanup(func() { _ = open.Close() })
 	if err := open.Listen(config.Frontends{Trino: config.Frontend{Enabled: true, Listen: "127.0.0.1:0"}}); err != nil {
 		t.Fatal(err)
@@ -419,7 +422,7 @@ func TestNpmTrinoClient(t *testing.T) {
 // The npm trino-client reads composite values as Trino sends them: arrays as JSON arrays, rows
 // as positional arrays, maps as objects, each column with Trino's type name.
 func TestNpmTrinoClientCompositeTypes(t *testing.T) {
-	n := New(Options{Env: env.Real(slog.New(slog.DiscardHandler))})
+	n := New(Options{OpenEngine: EngineFactory(Engines()), Env: env.Real(slog.New(slog.DiscardHandler))})
 	t.Cleanup(func() { _ = n.Close() })
 	if err := n.Listen(config.Frontends{Trino: config.Frontend{Enabled: true, Listen: "127.0.0.1:0"}}); err != nil {
 		t.Fatal(err)

@@ -2,15 +2,19 @@ package assembly
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/controlplane"
@@ -24,7 +28,7 @@ func standalone(t *testing.T) *ControlPlane {
 	cfg.QueryFlux.Role = config.RoleStandalone
 	config.ApplyDefaults(cfg)
 	c, err := BuildControlPlane(env.Real(slog.New(slog.DiscardHandler)), cfg, controlplane.Config{}.WithDefaults(), ControlPlaneDeps{
-		Metrics: prometheus.NewRegistry(), Registry: registry.NewMemory(), History: history.NewMemory(10),
+		Metrics: prometheus.NewRegistry(), Registry: registry.NewMemory(), History: history.NewMemory(10), OpenEngine: noEngines,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -64,13 +68,27 @@ func TestBuildRefusesMissingDeps(t *testing.T) {
 	}
 	cfg.QueryFlux.WorkerAPI.Enabled = true
 	if _, err := BuildControlPlane(e, cfg, controlplane.Config{}.WithDefaults(), ControlPlaneDeps{
-		Metrics: prometheus.NewRegistry(), Registry: registry.NewMemory(), History: history.NewMemory(10),
+		Metrics: prometheus.NewRegistry(), Registry: registry.NewMemory(), History: history.NewMemory(10), OpenEngine: noEngines,
 	}); err == nil {
 		t.Fatal("a control plane with the worker API but no lease store was built")
+	}
+	if _, err := BuildControlPlane(e, cfg, controlplane.Config{}.WithDefaults(), ControlPlaneDeps{
+		Metrics: prometheus.NewRegistry(), Registry: registry.NewMemory(), History: history.NewMemory(10), Leases: capacity.NewMemory(),
+	}); err == nil || !strings.Contains(err.Error(), "OpenEngine") {
+		t.Fatalf("a control plane without engines: %v, want a refusal naming OpenEngine", err)
 	}
 	if _, err := BuildWorker(e, cfg, workerConfig(), WorkerDeps{}); err == nil {
 		t.Fatal("a worker without a client was built")
 	}
+	if _, err := BuildWorker(e, cfg, workerConfig(), WorkerDeps{Metrics: prometheus.NewRegistry(), Client: &http.Client{}}); err == nil ||
+		!strings.Contains(err.Error(), "OpenEngine") {
+		t.Fatalf("a worker without engines: %v, want a refusal naming OpenEngine", err)
+	}
+}
+
+// noEngines opens no engine: the tests here configure no cluster.
+func noEngines(c config.Cluster) (query.Engine, error) {
+	return nil, fmt.Errorf("cluster %s: no engines in this test", c.Name)
 }
 
 func workerConfig() worker.Config {
@@ -86,7 +104,7 @@ func TestWorkerServesPeerConfigAndUplink(t *testing.T) {
 		cfg.QueryFlux.Role = config.RoleWorker
 		cfg.QueryFlux.HistoryUplink.Enabled = enabled
 		config.ApplyDefaults(cfg)
-		wk, err := BuildWorker(e, cfg, workerConfig(), WorkerDeps{Metrics: prometheus.NewRegistry(), Client: &http.Client{}})
+		wk, err := BuildWorker(e, cfg, workerConfig(), WorkerDeps{Metrics: prometheus.NewRegistry(), Client: &http.Client{}, OpenEngine: noEngines})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,7 +65,8 @@ type ControlPlaneDeps struct {
 	History  HistoryStore
 	// Config is where the configuration served to workers comes from.
 	Config ConfigDeps
-	// OpenEngine opens a cluster's engine for the role's own query node (nil: querynode.OpenEngine).
+	// OpenEngine opens a cluster's engine for the role's own query node (required; the daemon's
+	// is querynode.EngineFactory(querynode.Engines()), the simulator's opens simulated engines).
 	OpenEngine proxy.EngineFactory
 	// Fence stops a reclaimed lease's work on its engine (nil: the engine fence on the
 	// configuration's clusters, following every configuration applied; NoFence: none).
@@ -131,8 +132,8 @@ type ControlPlane struct {
 // query node, the studio. cpCfg is its timing (the daemon's flags over the file's); cfg must
 // be compiled. Nothing runs until Start.
 func BuildControlPlane(e env.Env, cfg *config.Config, cpCfg controlplane.Config, deps ControlPlaneDeps) (*ControlPlane, error) {
-	if deps.Metrics == nil || deps.Registry == nil || deps.History == nil {
-		return nil, errors.New("assembly: a control plane needs Metrics, Registry and History")
+	if deps.Metrics == nil || deps.Registry == nil || deps.History == nil || deps.OpenEngine == nil {
+		return nil, errors.New("assembly: a control plane needs Metrics, Registry, History and OpenEngine")
 	}
 	q := cfg.QueryFlux
 	cpCfg.Metrics = deps.Metrics

@@ -30,7 +30,8 @@ type WorkerDeps struct {
 	PeerClient *http.Client
 	// Snapshots keeps the last good configuration across restarts (nil: none).
 	Snapshots worker.SnapshotStore
-	// OpenEngine opens a cluster's engine (nil: querynode.OpenEngine).
+	// OpenEngine opens a cluster's engine (required; the daemon's is
+	// querynode.EngineFactory(querynode.Engines()), the simulator's opens simulated engines).
 	OpenEngine proxy.EngineFactory
 	// OnApply sees every configuration the worker is about to swap in, before anything else.
 	OnApply func(*config.Config)
@@ -65,8 +66,8 @@ type Worker struct {
 // queryflux.historyUplink.enabled, the capacity guard and the query node. wCfg is its identity
 // and timing (the daemon's flags). Nothing runs until Start.
 func BuildWorker(e env.Env, cfg *config.Config, wCfg worker.Config, deps WorkerDeps) (*Worker, error) {
-	if deps.Metrics == nil || deps.Client == nil {
-		return nil, errors.New("assembly: a worker needs Metrics and Client")
+	if deps.Metrics == nil || deps.Client == nil || deps.OpenEngine == nil {
+		return nil, errors.New("assembly: a worker needs Metrics, Client and OpenEngine")
 	}
 	q := cfg.QueryFlux
 	wCfg.Metrics = deps.Metrics

@@ -27,7 +27,7 @@ func TestAdminConfigDialCheck(t *testing.T) {
 	h, store := newStoredHarness(t)
 	h.srv.SetAdminOptions(AdminOptions{Revision: store.Revision, History: store, Rejections: store,
 		CheckEngines: func(ctx context.Context, cfg *config.Config) error {
-			return querynode.DialEngines(ctx, cfg, config.MapSecrets{}, 3*time.Second)
+			return querynode.DialEngines(ctx, querynode.Engines(), cfg, config.MapSecrets{}, 3*time.Second)
 		}})
 	pgURL, err := url.Parse(pgtest.NewDatabase(t))
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // Wiring a core: parse config, Build a runtime with an engine factory, Activate, Execute.
-// In production the factory calls engine.Open(engine.Spec{...}) from the config.Cluster; on a
+// In production the factory calls querynode.EngineFactory(querynode.Engines()) from the config.Cluster; on a
 // config change, Build(cfg, factory, proxy.Reuse(core.Runtime())) then Activate.
 func Example() {
 	cfg, err := config.Parse([]byte(`

@@ -35,7 +35,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/config"
-	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"github.com/queryflux/queryflux/internal/engine/pgengine"
 	"github.com/queryflux/queryflux/internal/querynode"
 )
@@ -146,7 +146,7 @@ type tagKiller interface {
 
 // fenceMySQL kills the statements tagged with tags until the processlist shows none.
 func fenceMySQL(ctx context.Context, c config.Cluster, tags []string) (bool, error) {
-	e, err := engine.Open(querynode.EngineSpec(c))
+	e, err := mysqlengine.OpenSpec(querynode.EngineSpec(c))
 	if err != nil {
 		return false, fmt.Errorf("enginefence: cluster %q: %w", c.Name, err)
 	}

@@ -3,6 +3,7 @@ package enginefence_test
 import (
 	"context"
 	"database/sql"
+	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"testing"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/capacity/enginefence"
 	"github.com/queryflux/queryflux/internal/config"
-	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/querynode"
@@ -27,7 +27,7 @@ func TestFenceKillsTheLeasesMySQLStatements(t *testing.T) {
 	}
 	cluster := config.Cluster{Name: "my", Engine: config.EngineMySQL, Endpoint: my.Addr, Database: name,
 		Credentials: config.Credentials{User: my.User}, MaxRunningQueries: 4}
-	e, err := engine.Open(querynode.EngineSpec(cluster))
+	e, err := mysqlengine.OpenSpec(querynode.EngineSpec(cluster))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,10 +31,8 @@ import (
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
-// Kind is the registry key of this engine.
+// Kind is this engine's kind (config clusters' engine).
 const Kind = "duckdb"
-
-func init() { engine.Register(Kind, Open) }
 
 // Engine is one DuckDB database shared by a pool of connections.
 //

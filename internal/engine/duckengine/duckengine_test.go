@@ -17,7 +17,7 @@ import (
 
 func open(t *testing.T) query.Engine {
 	t.Helper()
-	e, err := engine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:"})
+	e, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func mustRun(t *testing.T, ctx context.Context, ex interface {
 // embedded default's demo dataset): the next statement works, not every later one fails.
 func TestInMemoryDatabaseReopensAfterAFatalError(t *testing.T) {
 	ctx := context.Background()
-	e, err := engine.Open(engine.Spec{Name: "reopen", Kind: duckengine.Kind, Endpoint: ":memory:",
+	e, err := duckengine.Open(engine.Spec{Name: "reopen", Kind: duckengine.Kind, Endpoint: ":memory:",
 		Options: map[string]string{"enable_external_access": "true", "lock_configuration": "false"}})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestInMemoryDatabaseReopensAfterAFatalError(t *testing.T) {
 func TestFileDatabaseReopensAfterAFatalError(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	e, err := engine.Open(engine.Spec{Name: "reopen", Kind: duckengine.Kind, Endpoint: filepath.Join(dir, "main.db"),
+	e, err := duckengine.Open(engine.Spec{Name: "reopen", Kind: duckengine.Kind, Endpoint: filepath.Join(dir, "main.db"),
 		Options: map[string]string{"enable_external_access": "true", "lock_configuration": "false"}})
 	if err != nil {
 		t.Fatal(err)

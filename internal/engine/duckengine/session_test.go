@@ -15,7 +15,7 @@ import (
 // statement reuse the same connection, so anything left on it would show).
 func openConns(t *testing.T, conns int, options map[string]string) query.Engine {
 	t.Helper()
-	e, err := engine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:", MaxConns: conns, Options: options})
+	e, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:", MaxConns: conns, Options: options})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestDuckDBPooledStatementsLeaveNothing(t *testing.T) {
 }
 
 func TestDuckDBCurrentDatabaseIsTheConfiguredName(t *testing.T) {
-	e, err := engine.Open(engine.Spec{Name: "demo", Kind: duckengine.Kind, Endpoint: ":memory:"})
+	e, err := duckengine.Open(engine.Spec{Name: "demo", Kind: duckengine.Kind, Endpoint: ":memory:"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func TestSelectStreamsWhileDuckDBProduces(t *testing.T) {
 
 // Closing a streaming result half read frees its connection: the pool of one serves the next query.
 func TestStreamClosedEarlyFreesConnection(t *testing.T) {
-	e, err := engine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:", MaxConns: 1})
+	e, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:", MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,16 +31,11 @@ import (
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
-func init() {
-	engine.Register("mysql", openSpec)
-	engine.Register("starrocks", openSpec)
-}
-
-// openSpec opens a registry Spec. Option "tls": "verify-full" or "true" (verify the server's
+// OpenSpec opens a Spec of kind mysql or starrocks. Option "tls": "verify-full" or "true" (verify the server's
 // certificate and that it names the endpoint's host), "verify-ca" (verify the certificate
 // only), "skip-verify" (encrypt without verifying), "false" or absent (no TLS). Option
 // "tlsCAFile" is the CA bundle to verify against (default: the system's roots).
-func openSpec(s engine.Spec) (query.Engine, error) {
+func OpenSpec(s engine.Spec) (query.Engine, error) {
 	cfg := Config{Name: s.Name, Addr: s.Endpoint, User: s.User, Password: s.Password, Database: s.Database, MaxConns: s.MaxConns}
 	switch mode := s.Options["tls"]; mode {
 	case "", "false":

@@ -44,7 +44,7 @@ func TestTLSToServer(t *testing.T) {
 	go srv.Serve(l)
 	defer srv.Close()
 
-	eng, err := engine.Open(engine.Spec{Name: "tls", Kind: "mysql", Endpoint: l.Addr().String(), User: "svc", Password: "pw",
+	eng, err := mysqlengine.OpenSpec(engine.Spec{Name: "tls", Kind: "mysql", Endpoint: l.Addr().String(), User: "svc", Password: "pw",
 		Options: map[string]string{"tls": "skip-verify"}})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestTLSToServer(t *testing.T) {
 	if err := strict.Ping(context.Background()); err == nil {
 		t.Fatal("an unverifiable certificate was accepted")
 	}
-	if _, err := engine.Open(engine.Spec{Name: "bad", Kind: "mysql", Endpoint: "x:1", User: "u", Options: map[string]string{"tls": "maybe"}}); err == nil {
+	if _, err := mysqlengine.OpenSpec(engine.Spec{Name: "bad", Kind: "mysql", Endpoint: "x:1", User: "u", Options: map[string]string{"tls": "maybe"}}); err == nil {
 		t.Fatal("bad tls option accepted")
 	}
 }

@@ -2,6 +2,7 @@ package mysqlengine_test
 
 import (
 	"context"
+	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"net"
 	"testing"
 
@@ -37,7 +38,7 @@ func TestTLSVerificationModes(t *testing.T) {
 		return l.Addr().String()
 	}
 	ping := func(addr, mode, caFile string) error {
-		e, err := engine.Open(engine.Spec{Name: "m", Kind: "mysql", Endpoint: addr, User: "svc", Password: "pw",
+		e, err := mysqlengine.OpenSpec(engine.Spec{Name: "m", Kind: "mysql", Endpoint: addr, User: "svc", Password: "pw",
 			Options: map[string]string{"tls": mode, "tlsCAFile": caFile}})
 		if err != nil {
 			return err

@@ -31,10 +31,8 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-// Kind is the registry key of this engine.
+// Kind is this engine's kind (config clusters' engine).
 const Kind = "postgres"
-
-func init() { engine.Register(Kind, Open) }
 
 // Engine is a PostgreSQL cluster reached through a pgx pool.
 type Engine struct {

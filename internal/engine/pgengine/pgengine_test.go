@@ -18,7 +18,7 @@ import (
 
 func open(t *testing.T) query.Engine {
 	t.Helper()
-	e, err := engine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: pgtest.NewDatabase(t)})
+	e, err := pgengine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: pgtest.NewDatabase(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,19 +124,19 @@ func TestStatementsAndErrors(t *testing.T) {
 }
 
 func TestSpecErrors(t *testing.T) {
-	_, err := engine.Open(engine.Spec{Name: "bad", Kind: pgengine.Kind, Endpoint: "no-port-here"})
+	_, err := pgengine.Open(engine.Spec{Name: "bad", Kind: pgengine.Kind, Endpoint: "no-port-here"})
 	if err == nil {
 		t.Fatal("bad endpoint accepted")
 	}
-	_, err = engine.Open(engine.Spec{Name: "bad", Kind: "nosuch"})
-	if err == nil {
-		t.Fatal("unknown kind accepted")
+	_, err = engine.Openers{pgengine.Kind: pgengine.Open}.Open(engine.Spec{Name: "bad", Kind: "nosuch"})
+	if err == nil || !strings.Contains(err.Error(), `unknown kind "nosuch" (known: [postgres])`) {
+		t.Fatalf("unknown kind: %v", err)
 	}
-	_, err = engine.Open(engine.Spec{Name: "p", Kind: pgengine.Kind, Endpoint: "127.0.0.1:1", Password: "hunter2", Options: map[string]string{"exec_mode": "nope"}})
+	_, err = pgengine.Open(engine.Spec{Name: "p", Kind: pgengine.Kind, Endpoint: "127.0.0.1:1", Password: "hunter2", Options: map[string]string{"exec_mode": "nope"}})
 	if err == nil {
 		t.Fatal("unknown exec_mode accepted")
 	}
-	e, err := engine.Open(engine.Spec{Name: "p", Kind: pgengine.Kind, Endpoint: "127.0.0.1:1", User: "u", Password: "hunter2", Options: map[string]string{"connect_timeout": "2"}})
+	e, err := pgengine.Open(engine.Spec{Name: "p", Kind: pgengine.Kind, Endpoint: "127.0.0.1:1", User: "u", Password: "hunter2", Options: map[string]string{"connect_timeout": "2"}})
 	if err != nil {
 		t.Fatal(err)
 	}

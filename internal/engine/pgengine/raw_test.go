@@ -24,7 +24,7 @@ func openOneConn(t *testing.T, options ...string) engine.PGRelayer {
 	for i := 0; i+1 < len(options); i += 2 {
 		opts[options[i]] = options[i+1]
 	}
-	e, err := engine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: pgtest.NewDatabase(t), MaxConns: 1, Options: opts})
+	e, err := pgengine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: pgtest.NewDatabase(t), MaxConns: 1, Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestRelayRecoversWhenStatementsVanish(t *testing.T) {
 
 func TestRelayCancelStopsTheStatementOnTheServer(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	e, err := engine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: dsn, MaxConns: 1})
+	e, err := pgengine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: dsn, MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

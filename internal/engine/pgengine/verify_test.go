@@ -3,6 +3,7 @@ package pgengine_test
 import (
 	"context"
 	"errors"
+	"github.com/queryflux/queryflux/internal/engine/pgengine"
 	"net"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestSSLModeVerification(t *testing.T) {
 		if c.root != "" {
 			opts["sslrootcert"] = c.root
 		}
-		e, err := engine.Open(engine.Spec{Name: "pg", Kind: "postgres", Endpoint: l.Addr().String(), User: "svc", Database: "d", Options: opts})
+		e, err := pgengine.Open(engine.Spec{Name: "pg", Kind: "postgres", Endpoint: l.Addr().String(), User: "svc", Database: "d", Options: opts})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,24 +27,22 @@ import (
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
-func init() {
-	// Options: schema, source, impersonate ("true"), and tlsCAFile: the CA bundle an https
-	// coordinator's certificate is verified against (default: the system's roots; the
-	// certificate and its host name are always verified).
-	engine.Register("trino", func(s engine.Spec) (query.Engine, error) {
-		cfg := Config{Name: s.Name, URL: s.Endpoint, User: s.User, Password: s.Password, Catalog: s.Database,
-			Schema: s.Options["schema"], Source: s.Options["source"], Impersonate: s.Options["impersonate"] == "true"}
-		if ca := s.Options["tlsCAFile"]; ca != "" {
-			tc, err := certs.Client(ca, "", "")
-			if err != nil {
-				return nil, fmt.Errorf("trinoengine %q: option tlsCAFile: %w", s.Name, err)
-			}
-			t := http.DefaultTransport.(*http.Transport).Clone()
-			t.TLSClientConfig = tc
-			cfg.Client = &http.Client{Transport: t}
+// OpenSpec opens a Spec of kind trino. Options: schema, source, impersonate ("true"), and
+// tlsCAFile: the CA bundle an https coordinator's certificate is verified against (default: the
+// system's roots; the certificate and its host name are always verified).
+func OpenSpec(s engine.Spec) (query.Engine, error) {
+	cfg := Config{Name: s.Name, URL: s.Endpoint, User: s.User, Password: s.Password, Catalog: s.Database,
+		Schema: s.Options["schema"], Source: s.Options["source"], Impersonate: s.Options["impersonate"] == "true"}
+	if ca := s.Options["tlsCAFile"]; ca != "" {
+		tc, err := certs.Client(ca, "", "")
+		if err != nil {
+			return nil, fmt.Errorf("trinoengine %q: option tlsCAFile: %w", s.Name, err)
 		}
-		return Open(cfg)
-	})
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = tc
+		cfg.Client = &http.Client{Transport: t}
+	}
+	return Open(cfg)
 }
 
 // Config names one Trino cluster.

@@ -214,12 +214,12 @@ func TestRecordedExchange(t *testing.T) {
 }
 
 func TestRegistered(t *testing.T) {
-	e, err := engine.Open(engine.Spec{Name: "t", Kind: "trino", Endpoint: "http://127.0.0.1:1", User: "u"})
+	e, err := OpenSpec(engine.Spec{Name: "t", Kind: "trino", Endpoint: "http://127.0.0.1:1", User: "u"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Close()
-	if _, err := engine.Open(engine.Spec{Name: "t", Kind: "trino", Endpoint: "not a url", User: "u"}); err == nil {
+	if _, err := OpenSpec(engine.Spec{Name: "t", Kind: "trino", Endpoint: "not a url", User: "u"}); err == nil {
 		t.Fatal("bad endpoint accepted")
 	}
 }

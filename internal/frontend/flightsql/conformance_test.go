@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/engine"
-	_ "github.com/queryflux/queryflux/internal/engine/duckengine"
-	_ "github.com/queryflux/queryflux/internal/engine/pgengine"
+	"github.com/queryflux/queryflux/internal/engine/duckengine"
+	"github.com/queryflux/queryflux/internal/engine/pgengine"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/internal/query"
@@ -27,7 +27,7 @@ import (
 // engineCore is a proxy core over one engine, opened from spec.
 func engineCore(t *testing.T, spec engine.Spec) *proxy.Core {
 	t.Helper()
-	eng, err := engine.Open(spec)
+	eng, err := engine.Openers{pgengine.Kind: pgengine.Open, duckengine.Kind: duckengine.Open}.Open(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

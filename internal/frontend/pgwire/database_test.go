@@ -45,7 +45,7 @@ routingFallback: reporting
 		t.Fatal(err)
 	}
 	core := proxy.New(proxy.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry()})
-	rt, err := proxy.Build(cfg, querynode.OpenEngine)
+	rt, err := proxy.Build(cfg, querynode.EngineFactory(querynode.Engines()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 func oneConnProxy(t *testing.T, mode string, maxRunning int) (pgclienttest.DSN, *pgx.Conn) {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
-	e, err := engine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: url, MaxConns: 1})
+	e, err := pgengine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: url, MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func startServer(t testing.TB, backend query.Backend, opts pgwire.Options) strin
 func pgEngine(t testing.TB) (*pgengine.Engine, string) {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
-	e, err := engine.Open(engine.Spec{Name: "pgtest", Kind: pgengine.Kind, Endpoint: url, MaxConns: 8})
+	e, err := pgengine.Open(engine.Spec{Name: "pgtest", Kind: pgengine.Kind, Endpoint: url, MaxConns: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 // it, the next one sees.
 func oneConnServer(t *testing.T, noPassthrough bool) string {
 	t.Helper()
-	e, err := engine.Open(engine.Spec{Name: "pgtest", Kind: pgengine.Kind, Endpoint: pgtest.NewDatabase(t), MaxConns: 1})
+	e, err := pgengine.Open(engine.Spec{Name: "pgtest", Kind: pgengine.Kind, Endpoint: pgtest.NewDatabase(t), MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
