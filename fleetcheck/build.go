@@ -30,6 +30,7 @@ type Overlay struct {
 	MaxClockStep  time.Duration `yaml:"maxClockStep"`  // wall-clock steps drawn up to this; default 1h
 	MaxStarvation time.Duration `yaml:"maxStarvation"` // a worker's timers late by up to this; default 2s
 
+	settle  time.Duration // after Duration: faults healed, no arrivals, until every node must run the latest revision
 	replay  string        // a history export the workload replays instead of drawing arrivals
 	scale   float64       // the replay's time compression
 	latency time.Duration // fixed one-way network latency (0: fault checks' jittered default)
@@ -76,6 +77,8 @@ func (o Overlay) Validate() error {
 // fleet is what the simulator runs, taken from the config: the parts a scenario's workload names.
 type fleet struct {
 	coordination config.Coordination
+	pollTimeout  time.Duration // the workers' config long-poll
+	retryMax     time.Duration // their longest wait between failed polls
 	clusters     []cluster
 	groups       []group
 	historyOn    bool
@@ -99,7 +102,9 @@ type group struct {
 // cap, and the groups made of them. A variant "base::v" is its own cluster with its own cap.
 func fromConfig(cfg *config.Config) (fleet, error) {
 	config.ApplyDefaults(cfg)
-	f := fleet{coordination: cfg.QueryFlux.Coordination, historyOn: true}
+	cp := cfg.QueryFlux.ControlPlane
+	f := fleet{coordination: cfg.QueryFlux.Coordination, historyOn: true,
+		pollTimeout: time.Duration(cp.PollTimeoutSecs) * time.Second, retryMax: time.Duration(cp.RetryMaxSecs) * time.Second}
 	if f.coordination.Mode == config.CoordinationLocal {
 		// A standalone node's own setting: its workers would take leases from it (a worker's
 		// mode defaults to controlPlane), which is the fleet checked here.
@@ -168,7 +173,11 @@ func (f fleet) workloadYAML(o Overlay) string {
 	} else {
 		b.WriteString("  arrivals:\n")
 		for _, g := range f.groups {
-			fmt.Fprintf(&b, "    - {group: %q, rate: %.3f, skew: 1}\n", g.name, f.rate(g, o))
+			to := ""
+			if o.settle > 0 {
+				to = fmt.Sprintf(", to: %v", o.Duration)
+			}
+			fmt.Fprintf(&b, "    - {group: %q, rate: %.3f, skew: 1%s}\n", g.name, f.rate(g, o), to)
 		}
 	}
 	if f.historyOn {
@@ -218,8 +227,19 @@ func (f fleet) oracles() (checks []string, skipped map[string]string) {
 	if f.historyOn {
 		checks = append(checks, "historyConserved")
 	}
+	checks = append(checks, "configNeverHalfApplied")
 	sort.Strings(checks)
 	return checks, skipped
+}
+
+// convergenceBound is how long after the faults heal every worker runs the latest revision at
+// the latest: a long-poll lost in a partition is given up after the poll timeout plus the
+// worker's margin (10 s), then the worker waits out its backoff (at most retryMax, +20 %
+// jitter), all on a clock that may run slow by the drift; plus 10 s for a restarted control
+// plane to register workers and a starved worker's timers to catch up.
+func (f fleet) convergenceBound(o Overlay) time.Duration {
+	worst := f.pollTimeout + 10*time.Second + f.retryMax*6/5
+	return time.Duration(float64(worst)*(1+o.MaxDriftRate)).Round(time.Second) + 10*time.Second
 }
 
 // driftFinding says in words why the lease timing cannot hold under the drift it is asked to

@@ -68,6 +68,6 @@ func Replay(cfg *config.Config, path string, ro ReplayOptions) (*scenarios.Scena
 		Duration: time.Duration(float64(hist.Span())/scale) + time.Duration(longest)*time.Millisecond + wait + 5*time.Second}.withDefaults()
 	f.historyOn = false
 	checks, _ := f.oracles()
-	body := f.scenarioYAML(o, "", slices.DeleteFunc(checks, func(c string) bool { return c == "historyConserved" }))
+	body := f.scenarioYAML(o, "", slices.DeleteFunc(checks, func(c string) bool { return c == "historyConserved" || c == "configNeverHalfApplied" }))
 	return scenarios.Parse("replay.yaml", []byte(body))
 }

@@ -60,12 +60,15 @@ const loopbackLatency = 100 * time.Microsecond
 // `queryflux history export`, replays the file in the simulator with the same config (built by
 // fleetcheck.Replay from the control plane's config file; each lease store call costs what the
 // real control plane measured for it during the recording, storeCalibration), and holds
-// admitted/s of the two within 20 %, and queue p50 and p99 too in the long form
-// (REPLAY_HOLD_QUEUE, set by scripts/replay-validate.sh): a 20 s recording of 50 queries on the
-// shared machine is at the mercy of whatever else runs there (its p99 moved 30 % between runs),
-// 120 s of 300 is not. At 96 % of the cap busy the median wait hangs on the tens of
-// milliseconds each slot hand-off costs (the release, the granting transaction, the waiting
-// record's read and write before the grant is answered): RESULTS.md, Replay of a recorded workload.
+// admitted/s of the two within 20 %, and queue p50 and p99 within queueTolerance: 20 % in the
+// long form (REPLAY_HOLD_QUEUE, set by scripts/replay-validate.sh), 50 % in the 20 s smoke. A
+// 20 s recording of about 50 queries on the shared machine is at the mercy of whatever else
+// runs there: over ten smoke runs (RESULTS.md, Replay of a recorded workload) p50 differed by
+// -44.9 % to +24.3 % and p99 by -31.9 % to +40.1 %, while admitted/s stayed within 2.4 %; 50 %
+// passes that spread and still fails a simulator off by a factor of two. At 96 % of the cap
+// busy the median wait hangs on the tens of milliseconds each slot hand-off costs (the
+// release, the granting transaction, the waiting record's read and write before the grant is
+// answered).
 func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-daemon test skipped in -short mode")
@@ -111,18 +114,23 @@ func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 		secs, real.queries, replayWorkers, replayCap, st[capacity.PathAcquire], st[capacity.PathReleaseBatch],
 		st[capacity.StoreContention], st[capacity.StoreMarkDenied], st[capacity.StoreMarkGranted])
 	fmt.Fprintf(&table, "| metric | real | sim | difference |\n|---|---|---|---|\n")
-	fail := false
+	queueTolerance := 0.50
+	if os.Getenv("REPLAY_HOLD_QUEUE") != "" {
+		queueTolerance = 0.20
+	}
 	for _, m := range []struct {
 		name      string
 		real, sim float64
-		held      bool // asserted (the queue only in the long form)
+		tolerance float64
 	}{
-		{"queue p50 (ms)", real.queueP50, sim.queueP50, os.Getenv("REPLAY_HOLD_QUEUE") != ""},
-		{"queue p99 (ms)", real.queueP99, sim.queueP99, os.Getenv("REPLAY_HOLD_QUEUE") != ""},
-		{"admitted/s", real.admittedPerSec, sim.admittedPerSec, true},
+		{"queue p50 (ms)", real.queueP50, sim.queueP50, queueTolerance},
+		{"queue p99 (ms)", real.queueP99, sim.queueP99, queueTolerance},
+		{"admitted/s", real.admittedPerSec, sim.admittedPerSec, 0.20},
 	} {
 		diff := relDiff(m.real, m.sim)
-		fail = fail || (m.held && diff > 0.20)
+		if diff > m.tolerance {
+			t.Errorf("%s: real %.1f, simulated %.1f: %.1f %% apart, more than %.0f %%", m.name, m.real, m.sim, 100*diff, 100*m.tolerance)
+		}
 		fmt.Fprintf(&table, "| %s | %.1f | %.1f | %+.1f %% |\n", m.name, m.real, m.sim, 100*diff*sign(m.sim-m.real))
 	}
 	t.Log("\n" + table.String())
@@ -131,9 +139,6 @@ func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	}
 	if real.queueP99 < 100 {
 		t.Errorf("queue p99 %.0f ms: the recorded workload did not queue, so agreement says nothing", real.queueP99)
-	}
-	if fail {
-		t.Errorf("the simulator and the real fleet disagree by more than 20 %%")
 	}
 }
 

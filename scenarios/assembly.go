@@ -77,6 +77,8 @@ func fleetQueryFlux(w *World, role config.Role) config.QueryFlux {
 	} else {
 		q.ControlPlane.Secret = WorkerSecret
 	}
+	iv := w.Scenario.Intervals
+	q.ControlPlane.PollTimeoutSecs, q.ControlPlane.RetryMaxSecs = wholeSecs(iv.ConfigPoll), wholeSecs(iv.ConfigRetryMax)
 	if c := w.Scenario.Config; c != nil {
 		q.ControlPlane.PollTimeoutSecs = wholeSecs(c.PollTimeout)
 		q.ControlPlane.RetryMaxSecs = wholeSecs(c.RetryMax)
@@ -147,7 +149,7 @@ func fleetSnapshot(w *World, e env.Env) controlplane.ConfigSource {
 			}
 			return configSnapshot(st.cap, e.Now(), w.Scenario.Config.Zones)
 		case w.Scenario.Workload != nil:
-			return snapshot.Build(w.Scenario.Workload.config(WorkloadOf(w).caps), snapshot.Options{ConfirmedAt: e.Now()})
+			return workloadSnapshot(w, e.Now())
 		}
 		cfg := &config.Config{}
 		config.ApplyDefaults(cfg)

@@ -126,6 +126,9 @@ func workerRole(w *World, spec NodeSpec) (sim.Factory, error) {
 		if w.Scenario.Workload != nil {
 			observeWorkload(w, n, &deps)
 		}
+		if w.opts.PlantHalfApply {
+			deps.OnApply = plantedRoutingSkip()
+		}
 		wk, err := assembly.BuildWorker(n.Env(), local, cfg, deps)
 		if !boot(w, n, "worker", wk, err, func() any { return wk.W }) {
 			return http.NotFoundHandler()

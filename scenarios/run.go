@@ -178,6 +178,10 @@ type RunOpts struct {
 	// history store is acknowledged and lost without a word (a planted bug historyConserved
 	// must catch).
 	PlantHistoryLoss int
+	// PlantHalfApply, for tests only: every worker applies a revision's clusters and groups,
+	// then fails to apply its routing and carries on with the routing it had (a planted bug
+	// configNeverHalfApplied must catch).
+	PlantHalfApply bool
 	// Observe are checks run beside the file's own and left out of the result (another
 	// package's observers: chaos reads the headline metrics through one). Result is called on
 	// each after the run, whatever happened.

@@ -70,6 +70,11 @@ type Intervals struct {
 	HealthProbe    time.Duration `yaml:"healthProbe"`
 	LagThreshold   time.Duration `yaml:"lagThreshold"`
 	HealthFlips    int           `yaml:"healthFlips"`
+	// ConfigPoll and ConfigRetryMax are the workers' config long-poll and their longest wait
+	// between failed polls (queryflux.controlPlane.pollTimeoutSecs, retryMaxSecs); a config:
+	// section's pollTimeout and retryMax win.
+	ConfigPoll     time.Duration `yaml:"configPoll"`
+	ConfigRetryMax time.Duration `yaml:"configRetryMax"`
 }
 
 // Fleet names the nodes. controlPlanes and workers are shorthands for nodes of role
@@ -242,6 +247,8 @@ func registerBuiltins() {
 	register(eventKinds, "event", "configBad", parseConfigBad)
 	register(eventKinds, "event", "configHang", parseConfigHang)
 	register(checkKinds, "check", "configStatus", parseConfigStatus)
+	register(eventKinds, "event", "configEdit", parseConfigEdit)
+	register(checkKinds, "check", "configNeverHalfApplied", parseConfigNeverHalfApplied)
 
 	register(eventKinds, "event", "relabel", parseRelabel)
 	register(checkKinds, "check", "groupsServed", parseGroupsServed)

@@ -675,16 +675,22 @@ func workloadCapSet(sc *Scenario, p Params, cluster string, c int) (Action, erro
 		return nil, p.Errorf("cap %d: must be >= 1", c)
 	}
 	return func(w *World) error {
-		st := WorkloadOf(w)
-		st.caps[cluster] = c
-		if c > st.limits[cluster] {
-			st.limits[cluster] = c
-		}
-		if eng := EngineOf(w, cluster); eng != nil && eng.Executing() <= c {
-			st.limits[cluster] = c
-		}
-		w.Sim.Record("cap", fmt.Sprintf("%s=%d", cluster, c))
+		fleetConfigOf(w).bad = nil
+		setCap(w, cluster, c)
 		configChanged(w)
 		return nil
 	}, nil
+}
+
+// setCap makes c the cluster's cap in the desired config and the oracles' view.
+func setCap(w *World, cluster string, c int) {
+	st := WorkloadOf(w)
+	st.caps[cluster] = c
+	if c > st.limits[cluster] {
+		st.limits[cluster] = c
+	}
+	if eng := EngineOf(w, cluster); eng != nil && eng.Executing() <= c {
+		st.limits[cluster] = c
+	}
+	w.Sim.Record("cap", fmt.Sprintf("%s=%d", cluster, c))
 }

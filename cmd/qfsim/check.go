@@ -34,6 +34,7 @@ type checkFlags struct {
 	workers        int
 	checks         int
 	seed           uint64
+	shrinkTime     time.Duration
 	maxDrift       float64
 	json           bool
 	junit          string
@@ -49,8 +50,10 @@ func checkCmd() *cobra.Command {
 coordination settings: lease TTL, drift margin, queue, onUnavailable, onLeaseLost), draw fault
 timelines (crashes, control-plane restarts, partitions, lossy links, clock drift and steps,
 starvation, queries that outlive their worker) and check the safety oracles on every run:
-leases within cap, the engine within cap, history conserved. A failing run is shrunk and written
-as a scenario file that qfsim run replays. Exit status: 0 every oracle held, 1 one failed (or the
+leases within cap, the engine within cap, history conserved, config never half-applied (config
+edits are drawn too: caps, group members, routing, revisions no worker can compile; every node
+must run one whole revision at every instant and the latest once the faults heal). A failing
+run is shrunk and written as a scenario file that qfsim run replays. Exit status: 0 every oracle held, 1 one failed (or the
 lease timing cannot hold the drift asked for), 2 bad input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,6 +70,7 @@ lease timing cannot hold the drift asked for), 2 bad input.`,
 	fl.IntVar(&f.workers, "workers", 0, "simulated workers (overrides the overlay; default 4)")
 	fl.IntVar(&f.checks, "checks", 100, "fault timelines to draw")
 	fl.Uint64Var(&f.seed, "seed", 1, "rapid's seed (0: a random one); the same seed draws the same timelines")
+	fl.DurationVar(&f.shrinkTime, "shrink-time", 30*time.Second, "the longest wall time spent shrinking a failing timeline")
 	fl.Float64Var(&f.maxDrift, "max-drift", 0, "clock rates drawn within ±this (overrides the overlay; default 0.01)")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fl.StringVar(&f.junit, "junit", "", "also write the verdicts as JUnit XML to this file")
@@ -96,7 +100,7 @@ func runCheck(out io.Writer, path string, f checkFlags) error {
 		ov.MaxDriftRate = f.maxDrift
 	}
 	start := time.Now()
-	rep, err := fleetcheck.Check(cfg, fleetcheck.Options{Overlay: ov, Checks: f.checks, Seed: f.seed})
+	rep, err := fleetcheck.Check(cfg, fleetcheck.Options{Overlay: ov, Checks: f.checks, Seed: f.seed, ShrinkTime: f.shrinkTime})
 	if err != nil {
 		return &exitError{exitBadInput, err}
 	}

@@ -269,28 +269,29 @@ func (c *ControlPlane) applyInitial() error {
 	return nil
 }
 
-// apply swaps a configuration (a reloaded file, a stored revision) into the node: lease terms,
-// history policy, query node. An error keeps the running one.
+// apply swaps a configuration (a reloaded file, a stored revision) into the node: query node,
+// lease terms, history policy. An error keeps the running one whole: the query node goes first
+// because it is the part that can refuse, and a refused configuration's caps must not become
+// the lease terms.
 func (c *ControlPlane) apply(_ context.Context, cfg *config.Config) error {
 	if c.deps.OnApply != nil {
 		c.deps.OnApply(cfg)
+	}
+	if len(cfg.Clusters) > 0 { // as at start: no clusters, nothing to build
+		if err := c.Query.Node.Apply(cfg); err != nil {
+			return err
+		}
+		c.configured.Store(true)
 	}
 	if c.authority != nil {
 		c.authority.set(cfg)
 	}
 	c.Query.applyHistoryPolicy(cfg)
-	if len(cfg.Clusters) == 0 {
-		return nil // as at start: no clusters, nothing to build
-	}
-	if err := c.Query.Node.Apply(cfg); err != nil {
-		return err
-	}
-	c.configured.Store(true)
 	return nil
 }
 
-// applyStored hands the snapshot just published to the node; a refusal is logged and the node
-// keeps its previous configuration.
+// applyStored hands the snapshot just published to the node, compiled as strictly as a worker
+// compiles it; a refusal is logged and the node keeps its previous configuration.
 func (c *ControlPlane) applyStored() {
 	snap := c.Config.Current()
 	if snap == nil {
@@ -300,11 +301,24 @@ func (c *ControlPlane) applyStored() {
 	// queryflux.clusterCredentials, as a worker does, and refuses a cluster left without any.
 	cfg, err := snap.WorkerConfig(c.cfg.QueryFlux)
 	if err == nil {
+		err = config.Compile(cfg)
+	}
+	if err == nil {
 		err = c.apply(context.Background(), cfg)
 	}
 	if err != nil {
 		c.e.Logger().Error("config: the control plane's query node refused the stored config", "revision", snap.Revision, "err", err)
 	}
+}
+
+// LeaseCap is the cap this control plane grants leases of cluster under (false: none, it
+// grants none).
+func (c *ControlPlane) LeaseCap(cluster string) (int, bool) {
+	if c.authority == nil {
+		return 0, false
+	}
+	limit, _, ok := c.authority.limits(cluster)
+	return limit, ok
 }
 
 // Handler serves the admin and worker API.
