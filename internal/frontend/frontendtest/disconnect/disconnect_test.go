@@ -71,7 +71,7 @@ settings:
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := querynode.New(querynode.Options{Env: env.Real(slog.New(slog.DiscardHandler))})
+	n := querynode.New(querynode.Options{Env: env.Real(slog.New(slog.DiscardHandler)), OpenEngine: querynode.EngineFactory(querynode.Engines())})
 	t.Cleanup(func() { _ = n.Close() })
 	if err := n.Apply(cfg); err != nil {
 		t.Fatal(err)
