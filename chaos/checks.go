@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/queryflux/queryflux/scenarios"
-	"github.com/queryflux/queryflux/transport"
 )
 
 // snapshot is one look at the real fleet: each control plane's worker list (absent while it is
@@ -15,7 +15,7 @@ import (
 type snapshot struct {
 	t        time.Duration // scenario time
 	cpUp     map[string]bool
-	registry map[string]map[string]transport.WorkerInfo // control plane -> worker -> info
+	registry map[string]map[string]workerapi.WorkerInfo // control plane -> worker -> info
 	health   map[string]string                          // worker -> its own health state
 	config   map[string]workerConfigState               // worker -> its active config (config section)
 	leases   map[string][]capacity.Lease                // cluster -> leases (workload; nil: no control plane answered)

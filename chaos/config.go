@@ -29,8 +29,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/queryflux/queryflux/scenarios"
-	"github.com/queryflux/queryflux/transport"
 )
 
 // planConfig says what of a config section real processes cannot do.
@@ -234,7 +234,7 @@ func (f *fleetConfig) call(method, url, ifMatch string, body []byte, into any) (
 	ctx, cancel := context.WithTimeout(context.Background(), editTimeout)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
-	transport.SetBearer(req, adminToken)
+	workerapi.SetBearer(req, adminToken)
 	if ifMatch != "" {
 		req.Header.Set("If-Match", ifMatch)
 	}

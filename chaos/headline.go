@@ -9,8 +9,8 @@ import (
 
 	"github.com/queryflux/queryflux/node/assembly"
 	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/queryflux/queryflux/scenarios"
-	"github.com/queryflux/queryflux/transport"
 )
 
 // observer records what the headline metrics need, the same way for the simulated and the real
@@ -61,7 +61,7 @@ func newObserver() *observer {
 }
 
 // look records one view of a worker; since maps a control plane timestamp to scenario time.
-func (o *observer) look(t time.Duration, name string, info transport.WorkerInfo, known bool, since func(time.Time) time.Duration) {
+func (o *observer) look(t time.Duration, name string, info workerapi.WorkerInfo, known bool, since func(time.Time) time.Duration) {
 	state := "unknown"
 	if known {
 		state = info.State
@@ -154,7 +154,7 @@ func headline(sc *scenarios.Scenario, o *observer) map[string]float64 {
 				if _, ok := o.lastBeat(w, ev.At); !ok {
 					continue
 				}
-				for _, st := range []string{transport.StateStale, transport.StateEvicted} {
+				for _, st := range []string{workerapi.StateStale, workerapi.StateEvicted} {
 					if s, ok := o.firstState(w, st, ev.At); ok && s.beats {
 						m[fmt.Sprintf("%s %s after last heartbeat (%s@%v)", w, st, ev.Kind, ev.At)] = (s.t - s.beat).Seconds()
 					}
@@ -189,7 +189,7 @@ func headline(sc *scenarios.Scenario, o *observer) map[string]float64 {
 	}
 	for _, s := range o.states {
 		for _, st := range s {
-			if st.state == transport.StateEvicted {
+			if st.state == workerapi.StateEvicted {
 				evictions++
 			}
 		}

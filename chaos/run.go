@@ -23,8 +23,8 @@ import (
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/worker"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/queryflux/queryflux/scenarios"
-	"github.com/queryflux/queryflux/transport"
 )
 
 // Options tune a chaos run.
@@ -579,7 +579,7 @@ func (r *runner) boot(ctx context.Context) error {
 		for _, n := range r.sc.Nodes() {
 			if n.Role == "worker" {
 				info, ok := s.registry[r.sc.ControlPlaneOf(n.Name)][n.Name]
-				all = all && ok && info.State == transport.StateHealthy && info.Heartbeat != nil
+				all = all && ok && info.State == workerapi.StateHealthy && info.Heartbeat != nil
 			}
 		}
 		if all && r.wl != nil {
@@ -695,7 +695,7 @@ func (r *runner) poll(stop chan struct{}, needHealth bool, obs *observer, look f
 
 // snapshot reads every control plane's /admin/workers and, if asked, every worker's status.
 func (r *runner) snapshot(health bool) *snapshot {
-	s := &snapshot{t: r.now(), cpUp: map[string]bool{}, registry: map[string]map[string]transport.WorkerInfo{}, health: map[string]string{},
+	s := &snapshot{t: r.now(), cpUp: map[string]bool{}, registry: map[string]map[string]workerapi.WorkerInfo{}, health: map[string]string{},
 		config: map[string]workerConfigState{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -741,7 +741,7 @@ func (r *runner) get(url, token string, limit time.Duration, into any) error {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if token != "" {
-		transport.SetBearer(req, token)
+		workerapi.SetBearer(req, token)
 	}
 	resp, err := r.http.Do(req)
 	if err != nil {
@@ -759,7 +759,7 @@ func (r *runner) post(url, token string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
-	transport.SetBearer(req, token)
+	workerapi.SetBearer(req, token)
 	resp, err := r.http.Do(req)
 	if err != nil {
 		return err
@@ -789,12 +789,12 @@ func (r *runner) getText(url string, limit time.Duration) (string, error) {
 	return string(b), err
 }
 
-func (r *runner) adminWorkers(addr string) (map[string]transport.WorkerInfo, error) {
-	var list []transport.WorkerInfo
-	if err := r.get("http://"+addr+transport.PathAdminWorkers, adminToken, 500*time.Millisecond, &list); err != nil {
+func (r *runner) adminWorkers(addr string) (map[string]workerapi.WorkerInfo, error) {
+	var list []workerapi.WorkerInfo
+	if err := r.get("http://"+addr+workerapi.PathAdminWorkers, adminToken, 500*time.Millisecond, &list); err != nil {
 		return nil, err
 	}
-	out := map[string]transport.WorkerInfo{}
+	out := map[string]workerapi.WorkerInfo{}
 	for _, w := range list {
 		out[w.Name] = w
 	}
@@ -803,14 +803,14 @@ func (r *runner) adminWorkers(addr string) (map[string]transport.WorkerInfo, err
 
 // workerStatus is what the run reads of a worker's /worker/status.
 type workerStatus struct {
-	Health   transport.HealthStatus   `json:"health"`
-	Revision transport.RevisionStatus `json:"revision"`
-	Config   transport.ConfigStatus   `json:"config"`
+	Health   workerapi.HealthStatus   `json:"health"`
+	Revision workerapi.RevisionStatus `json:"revision"`
+	Config   workerapi.ConfigStatus   `json:"config"`
 }
 
 func (r *runner) workerStatus(addr string) (*workerStatus, error) {
 	var st workerStatus
-	if err := r.get("http://"+addr+transport.PathWorkerStatus, "", 200*time.Millisecond, &st); err != nil {
+	if err := r.get("http://"+addr+workerapi.PathWorkerStatus, "", 200*time.Millisecond, &st); err != nil {
 		return nil, err
 	}
 	return &st, nil
@@ -819,13 +819,13 @@ func (r *runner) workerStatus(addr string) (*workerStatus, error) {
 // heartbeatWith sends one heartbeat with token straight to the control plane (not through the
 // worker's proxy) and returns the status.
 func (r *runner) heartbeatWith(cp, token string) (int, error) {
-	hb := transport.Heartbeat{Seq: 1 << 40, SentAt: time.Now(), Health: transport.HealthStatus{State: transport.HealthHealthy}}
+	hb := workerapi.Heartbeat{Seq: 1 << 40, SentAt: time.Now(), Health: workerapi.HealthStatus{State: workerapi.HealthHealthy}}
 	body, _ := json.Marshal(hb)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.api[cp]+transport.PathHeartbeat, bytes.NewReader(body))
-	req.Header.Set("Content-Type", transport.MediaHeartbeat)
-	transport.SetBearer(req, token)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.api[cp]+workerapi.PathHeartbeat, bytes.NewReader(body))
+	req.Header.Set("Content-Type", workerapi.MediaHeartbeat)
+	workerapi.SetBearer(req, token)
 	resp, err := r.http.Do(req)
 	if err != nil {
 		return 0, err

@@ -28,8 +28,8 @@ import (
 	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/queryflux/queryflux/scenarios"
-	"github.com/queryflux/queryflux/transport"
 )
 
 // engineSampleEvery is how often pg_stat_activity is read: shorter than any query the lease
@@ -693,9 +693,9 @@ func (f *fleetWorkload) look(s *snapshot) {
 				return
 			}
 			var st struct {
-				History transport.HistoryCounters `json:"history"`
+				History workerapi.HistoryCounters `json:"history"`
 			}
-			if r.get("http://"+addr+transport.PathWorkerStatus, "", 500*time.Millisecond, &st) == nil {
+			if r.get("http://"+addr+workerapi.PathWorkerStatus, "", 500*time.Millisecond, &st) == nil {
 				f.mu.Lock()
 				h := f.hist[w]
 				if h == nil {

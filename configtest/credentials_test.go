@@ -11,7 +11,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/daemontest"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // workerPassword is the Postgres password only the worker's own YAML carries.
@@ -104,9 +104,9 @@ func TestStrippedCredentials(t *testing.T) {
 // workerConfigBody registers a probe worker with cp and returns GET /worker/config's body.
 func workerConfigBody(t *testing.T, cp *controlPlane, probe string) string {
 	t.Helper()
-	code, _, body := daemontest.Call("POST", "http://"+cp.api+transport.PathRegister, workerSecret,
-		fmt.Sprintf(`{"name":%q,"version":"test"}`, probe), map[string]string{"Content-Type": transport.MediaWorkerRegister})
-	var reg transport.RegisterResponse
+	code, _, body := daemontest.Call("POST", "http://"+cp.api+workerapi.PathRegister, workerSecret,
+		fmt.Sprintf(`{"name":%q,"version":"test"}`, probe), map[string]string{"Content-Type": workerapi.MediaWorkerRegister})
+	var reg workerapi.RegisterResponse
 	if code != 200 || json.Unmarshal([]byte(body), &reg) != nil {
 		t.Fatalf("%s register %s: %d %s", cp.Name, probe, code, body)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/daemontest"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // The credentials every test configures; none may appear in a log or a status answer.
@@ -109,14 +109,14 @@ func (cp *controlPlane) revision(t *testing.T) string {
 }
 
 // workers lists the control plane's registry (GET /admin/workers).
-func (cp *controlPlane) workers(t *testing.T) map[string]transport.WorkerInfo {
+func (cp *controlPlane) workers(t *testing.T) map[string]workerapi.WorkerInfo {
 	t.Helper()
-	code, _, body := daemontest.Call("GET", "http://"+cp.api+transport.PathAdminWorkers, adminToken, "", nil)
-	var list []transport.WorkerInfo
+	code, _, body := daemontest.Call("GET", "http://"+cp.api+workerapi.PathAdminWorkers, adminToken, "", nil)
+	var list []workerapi.WorkerInfo
 	if code != 200 || json.Unmarshal([]byte(body), &list) != nil {
 		return nil
 	}
-	out := map[string]transport.WorkerInfo{}
+	out := map[string]workerapi.WorkerInfo{}
 	for _, w := range list {
 		out[w.Name] = w
 	}
@@ -142,9 +142,9 @@ func (cp *controlPlane) waitAllCurrent(t *testing.T, revision string, names ...s
 // workerConfigETag registers a probe worker with cp and returns the ETag of GET /worker/config.
 func (cp *controlPlane) workerConfigETag(t *testing.T, probe string) string {
 	t.Helper()
-	code, _, body := daemontest.Call("POST", "http://"+cp.api+transport.PathRegister, workerSecret,
-		fmt.Sprintf(`{"name":%q,"version":"test"}`, probe), map[string]string{"Content-Type": transport.MediaWorkerRegister})
-	var reg transport.RegisterResponse
+	code, _, body := daemontest.Call("POST", "http://"+cp.api+workerapi.PathRegister, workerSecret,
+		fmt.Sprintf(`{"name":%q,"version":"test"}`, probe), map[string]string{"Content-Type": workerapi.MediaWorkerRegister})
+	var reg workerapi.RegisterResponse
 	if code != 200 || json.Unmarshal([]byte(body), &reg) != nil {
 		t.Fatalf("%s register %s: %d %s", cp.Name, probe, code, body)
 	}
@@ -177,7 +177,7 @@ func (w *worker) ready() bool {
 // status is the worker's /worker/status, raw and decoded.
 func (w *worker) status(t *testing.T) (string, workerStatus) {
 	t.Helper()
-	code, _, body := daemontest.Call("GET", "http://"+w.ops+transport.PathWorkerStatus, "", "", nil)
+	code, _, body := daemontest.Call("GET", "http://"+w.ops+workerapi.PathWorkerStatus, "", "", nil)
 	var st workerStatus
 	if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
 		t.Fatalf("%s /worker/status: %d %s", w.Name, code, body)
@@ -187,8 +187,8 @@ func (w *worker) status(t *testing.T) (string, workerStatus) {
 
 type workerStatus struct {
 	Ready    bool                     `json:"ready"`
-	Revision transport.RevisionStatus `json:"revision"`
-	Config   transport.ConfigStatus   `json:"config"`
+	Revision workerapi.RevisionStatus `json:"revision"`
+	Config   workerapi.ConfigStatus   `json:"config"`
 }
 
 // metric returns the value of the first /metrics line starting with series (or "").

@@ -18,7 +18,7 @@ import (
 	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/node/controlplane"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // The engine fleet of the capacity tests: one PostgreSQL cluster, cap 4, leases of 3 s swept
@@ -225,8 +225,8 @@ func TestEngineCapHoldsWhenWorkersDieOrFreeze(t *testing.T) {
 
 // rogueWorker registers with the bootstrap secret and attacks the leases w3 holds.
 func rogueWorker(t *testing.T, ef *engineFleet) {
-	code, eb, body := ef.post(transport.PathRegister, workerSecret, transport.MediaWorkerRegister, `{"name":"rogue","version":"1"}`)
-	var reg transport.RegisterResponse
+	code, eb, body := ef.post(workerapi.PathRegister, workerSecret, workerapi.MediaWorkerRegister, `{"name":"rogue","version":"1"}`)
+	var reg workerapi.RegisterResponse
 	if code != 200 || json.Unmarshal(body, &reg) != nil {
 		t.Fatalf("rogue registration: %d %+v", code, eb)
 	}
@@ -257,8 +257,8 @@ func rogueWorker(t *testing.T, ef *engineFleet) {
 	// Registering under the victim's live name starts a new session, which cannot touch the
 	// old session's leases either: they are fenced on the engine before they are freed.
 	name := capacity.HolderWorker(victim.Holder)
-	code, eb, body = ef.post(transport.PathRegister, workerSecret, transport.MediaWorkerRegister, `{"name":"`+name+`","version":"1"}`)
-	var impostor transport.RegisterResponse
+	code, eb, body = ef.post(workerapi.PathRegister, workerSecret, workerapi.MediaWorkerRegister, `{"name":"`+name+`","version":"1"}`)
+	var impostor workerapi.RegisterResponse
 	if code != 200 || json.Unmarshal(body, &impostor) != nil {
 		t.Fatalf("registration under %s's name: %d %+v", name, code, eb)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/internal/pgtest"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 const (
@@ -51,30 +51,30 @@ func (f *fleet) startWorker(name, opsAddr string) *daemontest.Proc {
 		"--ops-listen", opsAddr, "--heartbeat-interval", heartbeat.String(), "--allow-short-timeouts")
 }
 
-func (f *fleet) workers() map[string]transport.WorkerInfo {
+func (f *fleet) workers() map[string]workerapi.WorkerInfo {
 	f.t.Helper()
-	code, _, body := daemontest.Call("GET", "http://"+f.apiAddr+transport.PathAdminWorkers, adminToken, "", nil)
+	code, _, body := daemontest.Call("GET", "http://"+f.apiAddr+workerapi.PathAdminWorkers, adminToken, "", nil)
 	if code == 0 {
 		return nil
 	}
-	var list []transport.WorkerInfo
+	var list []workerapi.WorkerInfo
 	if code != 200 || json.Unmarshal([]byte(body), &list) != nil {
 		f.t.Fatalf("/admin/workers: %d", code)
 	}
-	out := map[string]transport.WorkerInfo{}
+	out := map[string]workerapi.WorkerInfo{}
 	for _, w := range list {
 		out[w.Name] = w
 	}
 	return out
 }
 
-func (f *fleet) post(path, token, mediaType, body string) (int, transport.ErrorBody, []byte) {
+func (f *fleet) post(path, token, mediaType, body string) (int, workerapi.ErrorBody, []byte) {
 	f.t.Helper()
 	code, _, answer := daemontest.Call("POST", "http://"+f.apiAddr+path, token, body, map[string]string{"Content-Type": mediaType})
 	if code == 0 {
 		f.t.Fatal(answer)
 	}
-	var eb transport.ErrorBody
+	var eb workerapi.ErrorBody
 	_ = json.Unmarshal([]byte(answer), &eb)
 	return code, eb, []byte(answer)
 }
@@ -240,16 +240,16 @@ func TestFleetSurvivesWorkerKillAndControlPlaneRestart(t *testing.T) {
 func TestBadInputAndTokens(t *testing.T) {
 	f := newFleet(t)
 	register := func(name string) string {
-		code, eb, body := f.post(transport.PathRegister, workerSecret, transport.MediaWorkerRegister,
+		code, eb, body := f.post(workerapi.PathRegister, workerSecret, workerapi.MediaWorkerRegister,
 			fmt.Sprintf(`{"name":%q,"version":"test"}`, name))
-		var ans transport.RegisterResponse
+		var ans workerapi.RegisterResponse
 		if code != 200 || json.Unmarshal(body, &ans) != nil || ans.Token == "" {
 			t.Fatalf("register %s: %d %+v", name, code, eb)
 		}
 		return ans.Token
 	}
-	beat := func(token string, seq int) (int, transport.ErrorBody) {
-		code, eb, _ := f.post(transport.PathHeartbeat, token, transport.MediaHeartbeat,
+	beat := func(token string, seq int) (int, workerapi.ErrorBody) {
+		code, eb, _ := f.post(workerapi.PathHeartbeat, token, workerapi.MediaHeartbeat,
 			fmt.Sprintf(`{"seq":%d,"sentAt":%q,"health":{"state":"healthy"}}`, seq, time.Now().UTC().Format(time.RFC3339Nano)))
 		return code, eb
 	}
@@ -258,20 +258,20 @@ func TestBadInputAndTokens(t *testing.T) {
 	cases := []struct {
 		path, token, body, field string
 	}{
-		{transport.PathRegister, workerSecret, `{"version":"1"}`, "name"},
-		{transport.PathRegister, workerSecret, `{"name":"ok","version":"1","labels":{"zone":7}}`, "labels"},
-		{transport.PathRegister, workerSecret, `{"name":"ok","version":"1","sneaky":true}`, "sneaky"},
+		{workerapi.PathRegister, workerSecret, `{"version":"1"}`, "name"},
+		{workerapi.PathRegister, workerSecret, `{"name":"ok","version":"1","labels":{"zone":7}}`, "labels"},
+		{workerapi.PathRegister, workerSecret, `{"name":"ok","version":"1","sneaky":true}`, "sneaky"},
 	}
 	tok := register("probe")
 	cases = append(cases,
-		struct{ path, token, body, field string }{transport.PathHeartbeat, tok, `{"sentAt":"2026-01-01T00:00:00Z","health":{"state":"healthy"}}`, "seq"},
-		struct{ path, token, body, field string }{transport.PathHeartbeat, tok, `{"seq":1,"sentAt":"noon","health":{"state":"healthy"}}`, "sentAt"},
-		struct{ path, token, body, field string }{transport.PathHeartbeat, tok, `{"seq":1,"sentAt":"2026-01-01T00:00:00Z","health":{"state":"healthy","extra":1}}`, "extra"},
+		struct{ path, token, body, field string }{workerapi.PathHeartbeat, tok, `{"sentAt":"2026-01-01T00:00:00Z","health":{"state":"healthy"}}`, "seq"},
+		struct{ path, token, body, field string }{workerapi.PathHeartbeat, tok, `{"seq":1,"sentAt":"noon","health":{"state":"healthy"}}`, "sentAt"},
+		struct{ path, token, body, field string }{workerapi.PathHeartbeat, tok, `{"seq":1,"sentAt":"2026-01-01T00:00:00Z","health":{"state":"healthy","extra":1}}`, "extra"},
 	)
 	for _, c := range cases {
-		media := transport.MediaWorkerRegister
-		if c.path == transport.PathHeartbeat {
-			media = transport.MediaHeartbeat
+		media := workerapi.MediaWorkerRegister
+		if c.path == workerapi.PathHeartbeat {
+			media = workerapi.MediaHeartbeat
 		}
 		code, eb, body := f.post(c.path, c.token, media, c.body)
 		if code != 400 || eb.Field != c.field {
@@ -280,7 +280,7 @@ func TestBadInputAndTokens(t *testing.T) {
 	}
 
 	// Wrong secret, wrong token, superseded token, revoked token: 401.
-	if code, _, _ := f.post(transport.PathRegister, "not-the-secret", transport.MediaWorkerRegister, `{"name":"x","version":"1"}`); code != 401 {
+	if code, _, _ := f.post(workerapi.PathRegister, "not-the-secret", workerapi.MediaWorkerRegister, `{"name":"x","version":"1"}`); code != 401 {
 		t.Errorf("wrong worker secret: %d", code)
 	}
 	if code, _ := beat("qfw_wrong", 1); code != 401 {
@@ -305,7 +305,7 @@ func TestBadInputAndTokens(t *testing.T) {
 		t.Errorf("revoked token: %d", code)
 	}
 	// The admin API takes only the admin token.
-	code, _, body := daemontest.Call("GET", "http://"+f.apiAddr+transport.PathAdminWorkers, workerSecret, "", nil)
+	code, _, body := daemontest.Call("GET", "http://"+f.apiAddr+workerapi.PathAdminWorkers, workerSecret, "", nil)
 	if code == 0 {
 		t.Fatal(body)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/daemontest"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // The real control plane, on PostgreSQL, sends each worker only the clusters its labels select:
@@ -36,10 +36,10 @@ routingFallback: eu
 
 	raw := map[string]string{}
 	for _, zone := range []string{"eu", "us"} {
-		code, _, body := daemontest.Call("POST", "http://"+f.apiAddr+transport.PathRegister, workerSecret,
+		code, _, body := daemontest.Call("POST", "http://"+f.apiAddr+workerapi.PathRegister, workerSecret,
 			fmt.Sprintf(`{"name":"probe-%s","version":"1","labels":{"zone":%q},"frontends":[]}`, zone, zone),
-			map[string]string{"Content-Type": transport.MediaWorkerRegister})
-		var reg transport.RegisterResponse
+			map[string]string{"Content-Type": workerapi.MediaWorkerRegister})
+		var reg workerapi.RegisterResponse
 		if code != 200 || json.Unmarshal([]byte(body), &reg) != nil {
 			t.Fatalf("register %s: %d %s", zone, code, body)
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // peerFleet is a control plane and workers in front of one PostgreSQL cluster named pg, each
@@ -103,14 +103,14 @@ settings: {security: {trustLoopback: true}}
 	}
 	// Every worker must know every peer before the owners they compute agree.
 	daemontest.Eventually(t, 60*time.Second, "every worker registered and healthy", func() bool {
-		var list []transport.WorkerInfo
-		code, body := pf.get(scheme + "://" + f.apiAddr + transport.PathAdminWorkers)
+		var list []workerapi.WorkerInfo
+		code, body := pf.get(scheme + "://" + f.apiAddr + workerapi.PathAdminWorkers)
 		if code != 200 || json.Unmarshal([]byte(body), &list) != nil {
 			return false
 		}
 		registered := 0
 		for _, w := range list {
-			if slices.Contains(pf.names, w.Name) && w.Online && w.State == transport.StateHealthy {
+			if slices.Contains(pf.names, w.Name) && w.Online && w.State == workerapi.StateHealthy {
 				registered++
 			}
 		}
@@ -125,7 +125,7 @@ settings: {security: {trustLoopback: true}}
 	// Peer lists refresh with heartbeats: the owners workers compute agree once each knows all.
 	for _, name := range pf.names {
 		daemontest.Eventually(t, 60*time.Second, name+" knows every peer, healthy", func() bool {
-			var st struct{ Peers []transport.Peer }
+			var st struct{ Peers []workerapi.Peer }
 			code, body := pf.get(pf.opsURL(name) + "/worker/status")
 			if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
 				return false

@@ -13,8 +13,8 @@ import (
 	"github.com/queryflux/queryflux/node/assembly"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/worker"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/queryflux/queryflux/sim"
-	"github.com/queryflux/queryflux/transport"
 )
 
 // WorkerSecret is the shared worker secret every simulated fleet uses.
@@ -76,8 +76,8 @@ type recordingTransport struct {
 
 func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := rt.inner.RoundTrip(req)
-	if err == nil && resp.StatusCode == http.StatusOK && req.URL.Path == transport.PathHeartbeat {
-		if tok, ok := transport.BearerToken(req); ok {
+	if err == nil && resp.StatusCode == http.StatusOK && req.URL.Path == workerapi.PathHeartbeat {
+		if tok, ok := workerapi.BearerToken(req); ok {
 			if n := len(rt.log.Tokens); n == 0 || rt.log.Tokens[n-1] != tok {
 				rt.log.Tokens = append(rt.log.Tokens, tok)
 				rt.log.At = append(rt.log.At, rt.s.Elapsed())
@@ -170,10 +170,10 @@ func parseStateParams(sc *Scenario, p Params, states ...string) (stateParams, []
 }
 
 // cpInfo is the control plane's view of a worker; ok false while the control plane is down.
-func cpInfo(w *World, name string) (transport.WorkerInfo, bool, bool) {
+func cpInfo(w *World, name string) (workerapi.WorkerInfo, bool, bool) {
 	cp, _ := w.Role(w.Scenario.ControlPlaneOf(name)).(*controlplane.ControlPlane)
 	if cp == nil {
-		return transport.WorkerInfo{}, false, false
+		return workerapi.WorkerInfo{}, false, false
 	}
 	info, known := cp.Worker(name)
 	return info, known, true
@@ -182,7 +182,7 @@ func cpInfo(w *World, name string) (transport.WorkerInfo, bool, bool) {
 // registryState: the control plane's registry state of a worker (healthy, stale, evicted, or
 // unknown when it has no record).
 func parseRegistryState(sc *Scenario, p Params) (Check, error) {
-	sp, names, err := parseStateParams(sc, p, transport.StateHealthy, transport.StateStale, transport.StateEvicted, "unknown")
+	sp, names, err := parseStateParams(sc, p, workerapi.StateHealthy, workerapi.StateStale, workerapi.StateEvicted, "unknown")
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func parseRegistryState(sc *Scenario, p Params) (Check, error) {
 
 // reportedHealth: the self-health the control plane last heard from a worker.
 func parseReportedHealth(sc *Scenario, p Params) (Check, error) {
-	sp, names, err := parseStateParams(sc, p, transport.HealthHealthy, transport.HealthUnhealthy)
+	sp, names, err := parseStateParams(sc, p, workerapi.HealthHealthy, workerapi.HealthUnhealthy)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func parseReportedHealth(sc *Scenario, p Params) (Check, error) {
 
 // selfHealth: the worker's own health state (its /worker/status).
 func parseSelfHealth(sc *Scenario, p Params) (Check, error) {
-	sp, names, err := parseStateParams(sc, p, transport.HealthHealthy, transport.HealthUnhealthy)
+	sp, names, err := parseStateParams(sc, p, workerapi.HealthHealthy, workerapi.HealthUnhealthy)
 	if err != nil {
 		return nil, err
 	}
@@ -287,16 +287,16 @@ func (c *tokenRevoked) Result(w *World) (bool, string) {
 // probeHeartbeat sends one heartbeat with token from node and returns the status.
 func probeHeartbeat(from *sim.Node, cp, token string) (int, error) {
 	e := from.Env()
-	hb := transport.Heartbeat{Seq: 1 << 40, SentAt: e.Now(), Health: transport.HealthStatus{State: transport.HealthHealthy}}
+	hb := workerapi.Heartbeat{Seq: 1 << 40, SentAt: e.Now(), Health: workerapi.HealthStatus{State: workerapi.HealthHealthy}}
 	body, _ := json.Marshal(hb)
 	ctx, cancel := e.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+cp+transport.PathHeartbeat, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+cp+workerapi.PathHeartbeat, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("Content-Type", transport.MediaHeartbeat)
-	transport.SetBearer(req, token)
+	req.Header.Set("Content-Type", workerapi.MediaHeartbeat)
+	workerapi.SetBearer(req, token)
 	resp, err := from.Client().Do(req)
 	if err != nil {
 		return 0, err

@@ -11,7 +11,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/defaultconfig"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // withFleetCheck makes `config check FILE` also hold the file's workerSelectors against the
@@ -61,8 +61,8 @@ func fleetCheck(ctx context.Context, out io.Writer, path string, client *adminCl
 	if err != nil || len(snap.SelectorGroups()) == 0 {
 		return
 	}
-	var workers []transport.WorkerInfo
-	if err := client.get(ctx, transport.PathAdminWorkers, &workers); err != nil {
+	var workers []workerapi.WorkerInfo
+	if err := client.get(ctx, workerapi.PathAdminWorkers, &workers); err != nil {
 		fmt.Fprintf(out, "%s: note: workerSelectors not checked against the live fleet at %s: %v\n", path, client.baseURL, err)
 		return
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 const zonedYAML = `
@@ -36,10 +36,10 @@ func TestConfigCheckWarnsAboutSelectorsNoOnlineWorkerMatches(t *testing.T) {
 	}
 	srv := httptest.NewServer(cp.Handler())
 	defer srv.Close()
-	req, _ := http.NewRequest("POST", srv.URL+transport.PathRegister,
+	req, _ := http.NewRequest("POST", srv.URL+workerapi.PathRegister,
 		strings.NewReader(`{"name":"edge-1","version":"1","labels":{"zone":"eu-1"}}`))
-	req.Header.Set("Content-Type", transport.MediaWorkerRegister)
-	transport.SetBearer(req, "sec")
+	req.Header.Set("Content-Type", workerapi.MediaWorkerRegister)
+	workerapi.SetBearer(req, "sec")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("register: %v %v", err, resp)
 	}

@@ -24,7 +24,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/defaultconfig"
 	"github.com/queryflux/queryflux/node/controlplane"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/spf13/cobra"
 )
 
@@ -73,14 +73,14 @@ func postReload(ctx context.Context, adminURL, token string) (*controlplane.Relo
 	if err != nil {
 		return nil, err
 	}
-	transport.SetBearer(req, token)
+	workerapi.SetBearer(req, token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusUnprocessableEntity {
-		return nil, &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
+		return nil, &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)}
 	}
 	var res controlplane.ReloadResult
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&res); err != nil {

@@ -26,10 +26,10 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/pgconfig"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
-	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/internal/statedir"
 	"github.com/queryflux/queryflux/node/controlplane"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/querynode"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/spf13/cobra"
 )
 
@@ -187,7 +187,7 @@ func (f *adminFlags) call(ctx context.Context, method, path string, query url.Va
 	if err != nil {
 		return err
 	}
-	transport.SetBearer(req, token)
+	workerapi.SetBearer(req, token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

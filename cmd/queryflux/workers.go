@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/defaultconfig"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/spf13/cobra"
 )
 
@@ -58,14 +58,14 @@ func (c *adminClient) do(ctx context.Context, method, path string, q url.Values,
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	transport.SetBearer(req, c.token)
+	workerapi.SetBearer(req, c.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
+		return &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)}
 	}
 	return json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(into)
 }
@@ -96,8 +96,8 @@ func newWorkersCommand() *cobra.Command {
 		Short: "One line per worker",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var list []transport.WorkerInfo
-			if err := client.get(cmd.Context(), transport.PathAdminWorkers, &list); err != nil {
+			var list []workerapi.WorkerInfo
+			if err := client.get(cmd.Context(), workerapi.PathAdminWorkers, &list); err != nil {
 				return err
 			}
 			if *asJSON {
@@ -112,8 +112,8 @@ func newWorkersCommand() *cobra.Command {
 		Short: "Everything the control plane knows about one worker",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var wi transport.WorkerInfo
-			if err := client.get(cmd.Context(), transport.PathAdminWorkers+"/"+url.PathEscape(args[0]), &wi); err != nil {
+			var wi workerapi.WorkerInfo
+			if err := client.get(cmd.Context(), workerapi.PathAdminWorkers+"/"+url.PathEscape(args[0]), &wi); err != nil {
 				return err
 			}
 			if *asJSON {
@@ -139,7 +139,7 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func printWorkerTable(out io.Writer, list []transport.WorkerInfo, now time.Time) {
+func printWorkerTable(out io.Writer, list []workerapi.WorkerInfo, now time.Time) {
 	if len(list) == 0 {
 		fmt.Fprintln(out, "no workers registered")
 		return
@@ -153,7 +153,7 @@ func printWorkerTable(out io.Writer, list []transport.WorkerInfo, now time.Time)
 	_ = tw.Flush()
 }
 
-func printWorkerDetail(out io.Writer, wi transport.WorkerInfo, now time.Time) {
+func printWorkerDetail(out io.Writer, wi workerapi.WorkerInfo, now time.Time) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("Name", wi.Name)

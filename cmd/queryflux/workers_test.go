@@ -13,7 +13,7 @@ import (
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 func runCLI(t *testing.T, args ...string) (string, error) {
@@ -43,20 +43,20 @@ func TestWorkersListAndShow(t *testing.T) {
 	srv := httptest.NewServer(cp.Handler())
 	defer srv.Close()
 
-	req, _ := http.NewRequest("POST", srv.URL+transport.PathRegister,
+	req, _ := http.NewRequest("POST", srv.URL+workerapi.PathRegister,
 		strings.NewReader(`{"name":"edge-1","version":"1.4","labels":{"zone":"eu","tier":"a"}}`))
-	req.Header.Set("Content-Type", transport.MediaWorkerRegister)
-	transport.SetBearer(req, "sec")
+	req.Header.Set("Content-Type", workerapi.MediaWorkerRegister)
+	workerapi.SetBearer(req, "sec")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("register: %v %v", err, resp)
 	}
 	var ans struct{ Token string }
 	_ = jsonDecode(resp, &ans)
-	hb, _ := http.NewRequest("POST", srv.URL+transport.PathHeartbeat, strings.NewReader(
+	hb, _ := http.NewRequest("POST", srv.URL+workerapi.PathHeartbeat, strings.NewReader(
 		`{"seq":1,"sentAt":"`+time.Now().UTC().Format(time.RFC3339Nano)+`","revision":{"active":"rev-1"},"history":{"dropped":3},"health":{"state":"healthy"}}`))
-	hb.Header.Set("Content-Type", transport.MediaHeartbeat)
-	transport.SetBearer(hb, ans.Token)
+	hb.Header.Set("Content-Type", workerapi.MediaHeartbeat)
+	workerapi.SetBearer(hb, ans.Token)
 	if resp, err := http.DefaultClient.Do(hb); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("heartbeat: %v %v", err, resp)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Worker API paths (POST, JSON bodies).
@@ -257,11 +257,11 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 	switch {
 	case err == nil:
 		a.markGranted(r.Context(), c, req.Cluster, holder)
-		transport.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{Granted: true, Lease: &l, Contended: &contended})
+		workerapi.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{Granted: true, Lease: &l, Contended: &contended})
 	case errors.Is(err, ErrAtCapacity):
 		a.metrics.LeaseDenied.WithLabelValues(req.Cluster).Inc()
 		a.markDenied(r.Context(), req.Cluster, holder)
-		transport.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{Contended: &contended})
+		workerapi.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{Contended: &contended})
 	default:
 		a.fail(w, "acquire", err)
 	}
@@ -341,7 +341,7 @@ func (a *API) serveRenew(w http.ResponseWriter, r *http.Request, caller string) 
 		a.fail(w, "renew", err)
 		return
 	}
-	transport.WriteJSON(w, http.StatusOK, MediaJSON, RenewResponse{Lease: l})
+	workerapi.WriteJSON(w, http.StatusOK, MediaJSON, RenewResponse{Lease: l})
 }
 
 func (a *API) serveRenewBatch(w http.ResponseWriter, r *http.Request, caller string) {
@@ -364,7 +364,7 @@ func (a *API) serveRenewBatch(w http.ResponseWriter, r *http.Request, caller str
 		}
 		out.Results[i] = res
 	}
-	transport.WriteJSON(w, http.StatusOK, MediaJSON, out)
+	workerapi.WriteJSON(w, http.StatusOK, MediaJSON, out)
 }
 
 // renew extends ref's lease for caller (its holder), with the TTL the control plane allows;
@@ -401,7 +401,7 @@ func (a *API) serveReleaseBatch(w http.ResponseWriter, r *http.Request, caller s
 		a.refuse(w, "release", caller, err)
 		return
 	}
-	transport.WriteJSON(w, http.StatusOK, MediaJSON, ReleaseBatchResponse{Released: n})
+	workerapi.WriteJSON(w, http.StatusOK, MediaJSON, ReleaseBatchResponse{Released: n})
 }
 
 // refuse answers err like fail, and first counts and logs a refusal of the caller.
@@ -436,9 +436,9 @@ func (a *API) serveSweepLockAcquire(w http.ResponseWriter, r *http.Request, call
 	l, err := a.locks.AcquireSweepLock(r.Context(), req.Name, pick(caller, req.Owner), millis(req.TTLMillis), a.env.Now())
 	switch {
 	case err == nil:
-		transport.WriteJSON(w, http.StatusOK, MediaJSON, SweepLockResponse{Granted: true, Lock: &l})
+		workerapi.WriteJSON(w, http.StatusOK, MediaJSON, SweepLockResponse{Granted: true, Lock: &l})
 	case errors.Is(err, ErrLockHeld):
-		transport.WriteJSON(w, http.StatusOK, MediaJSON, SweepLockResponse{})
+		workerapi.WriteJSON(w, http.StatusOK, MediaJSON, SweepLockResponse{})
 	default:
 		a.fail(w, "sweep-lock", err)
 	}
@@ -453,7 +453,7 @@ func (a *API) serveSweepLockRelease(w http.ResponseWriter, r *http.Request, call
 		a.fail(w, "sweep-lock", err)
 		return
 	}
-	transport.WriteJSON(w, http.StatusOK, MediaJSON, SweepLockResponse{})
+	workerapi.WriteJSON(w, http.StatusOK, MediaJSON, SweepLockResponse{})
 }
 
 // fail answers a store error: 409 for a stale lease, 403 for another worker's, 400 for bad
@@ -464,7 +464,7 @@ func (a *API) fail(w http.ResponseWriter, op string, err error) {
 	if status == http.StatusForbidden || status == http.StatusConflict {
 		field = "lease"
 	}
-	transport.WriteError(w, status, msg, field)
+	workerapi.WriteError(w, status, msg, field)
 }
 
 // status is the HTTP status and message that answer err (fail); a store failure is counted
@@ -483,12 +483,12 @@ func (a *API) status(op string, err error) (int, string) {
 	return http.StatusServiceUnavailable, "capacity store unavailable"
 }
 
-// DecodeRequest reads a JSON request body into v strictly (transport.ReadJSON: trailing data,
+// DecodeRequest reads a JSON request body into v strictly (workerapi.ReadJSON: trailing data,
 // unknown fields and wrong types are refused); on failure it answers 400 (415 for another
 // media type) naming the problem and returns false.
 func DecodeRequest(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := transport.ReadJSON(r, MediaJSON, v); err != nil {
-		transport.WriteBadRequest(w, err)
+	if err := workerapi.ReadJSON(r, MediaJSON, v); err != nil {
+		workerapi.WriteBadRequest(w, err)
 		return false
 	}
 	return true

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Remote is a worker's LeaseClient and SweepCoordinator client of the control plane's capacity
@@ -36,7 +36,7 @@ func (c *Remote) WithAcquireWait(d time.Duration) *Remote {
 }
 
 // NewRemote returns a client of the control plane at baseURL (e.g. "http://cp:8080").
-// authorize adds credentials to every request (e.g. transport.SetBearer); it may be nil.
+// authorize adds credentials to every request (e.g. workerapi.SetBearer); it may be nil.
 func NewRemote(baseURL string, client *http.Client, authorize func(*http.Request)) *Remote {
 	return &Remote{base: strings.TrimRight(baseURL, "/"), do: func(ctx context.Context, req *http.Request) (*http.Response, error) {
 		if authorize != nil {
@@ -108,7 +108,7 @@ func (c *Remote) RenewBatch(ctx context.Context, refs []LeaseRef, ttl time.Durat
 		chunk := refs[:min(len(refs), RenewBatchMax)]
 		var resp RenewBatchResponse
 		err := c.post(ctx, PathRenewBatch, RenewBatchRequest{Leases: chunk, TTLMillis: ttl.Milliseconds()}, &resp)
-		var se *transport.StatusError
+		var se *workerapi.StatusError
 		if errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed) {
 			c.renewOneByOne.Store(true)
 			break
@@ -135,7 +135,7 @@ func renewedFrom(ref LeaseRef, r RenewResult) Renewed {
 	case r.Status == 0:
 		return Renewed{Err: fmt.Errorf("%w: %s: answer %+v for lease %s", ErrUnavailable, PathRenewBatch, r, ref.ID)}
 	}
-	return Renewed{Err: statusErr(PathRenewBatch, r.Status, &transport.StatusError{Status: r.Status, Body: transport.ErrorBody{Error: r.Error}})}
+	return Renewed{Err: statusErr(PathRenewBatch, r.Status, &workerapi.StatusError{Status: r.Status, Body: workerapi.ErrorBody{Error: r.Error}})}
 }
 
 // ReleaseBatch implements LeaseClient.
@@ -187,9 +187,9 @@ func (c *Remote) post(ctx context.Context, path string, body, out any) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return statusErr(path, resp.StatusCode, &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)})
+		return statusErr(path, resp.StatusCode, &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)})
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, transport.BodyBytesMax))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, workerapi.BodyBytesMax))
 	if err == nil {
 		err = json.Unmarshal(raw, out)
 	}
@@ -203,7 +203,7 @@ func (c *Remote) post(ctx context.Context, path string, body, out any) error {
 }
 
 // statusErr is the error of an answer of path with status (not 200), wrapping se.
-func statusErr(path string, status int, se *transport.StatusError) error {
+func statusErr(path string, status int, se *workerapi.StatusError) error {
 	switch {
 	case status == http.StatusConflict:
 		return fmt.Errorf("%w: %s: %w", ErrStaleGeneration, path, se)

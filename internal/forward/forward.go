@@ -28,7 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Headers of a forwarded request (HTTP headers, or gRPC metadata in lower case).
@@ -72,7 +72,7 @@ func IsOwnerID(s string) bool {
 // Directory is the fleet as a worker knows it from the control plane.
 type Directory interface {
 	// Peers is the last known list of online workers with endpoints (this one included).
-	Peers() []transport.Peer
+	Peers() []workerapi.Peer
 	// RefreshPeers asks the control plane again (rate-limited by the implementation).
 	RefreshPeers(ctx context.Context) error
 }
@@ -185,7 +185,7 @@ func (f *Forwarder) Inbound(get func(name string) string) (Hop, error) {
 	if f == nil {
 		return Hop{}, ErrBadHop // no worker secret here: nothing may claim to be a peer
 	}
-	if !transport.TokenEqual(get(HeaderSecret), f.opts.Secret) {
+	if !workerapi.TokenEqual(get(HeaderSecret), f.opts.Secret) {
 		f.metrics.received.WithLabelValues("refused").Inc()
 		return Hop{}, ErrBadHop
 	}

@@ -8,14 +8,14 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 var testEnv = env.Real(slog.New(slog.DiscardHandler))
 
-type peers []transport.Peer
+type peers []workerapi.Peer
 
-func (p peers) Peers() []transport.Peer          { return p }
+func (p peers) Peers() []workerapi.Peer          { return p }
 func (peers) RefreshPeers(context.Context) error { return nil }
 
 func TestOwnerIDIsStableAndShaped(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // PathQuery is where a worker takes a whole query from a peer: on its Trino listener and on its
@@ -334,12 +334,12 @@ func (f *Forwarder) QueryHandler(backend query.Backend) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		hop, err := f.Inbound(r.Header.Get)
 		if err != nil || !hop.Forwarded {
-			transport.WriteError(w, http.StatusForbidden, ErrBadHop.Error(), HeaderSecret)
+			workerapi.WriteError(w, http.StatusForbidden, ErrBadHop.Error(), HeaderSecret)
 			return
 		}
 		var pq peerQuery
-		if err := json.NewDecoder(io.LimitReader(r.Body, transport.BodyBytesMax)).Decode(&pq); err != nil {
-			transport.WriteError(w, http.StatusBadRequest, "unreadable query: "+err.Error(), "")
+		if err := json.NewDecoder(io.LimitReader(r.Body, workerapi.BodyBytesMax)).Decode(&pq); err != nil {
+			workerapi.WriteError(w, http.StatusBadRequest, "unreadable query: "+err.Error(), "")
 			return
 		}
 		req := &query.Request{SQL: pq.SQL, User: pq.User, Protocol: pq.Protocol, Database: pq.Database, Schema: pq.Schema,

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // WorkerResolver names the worker behind a request from its session token (401 when it fails).
@@ -45,22 +45,22 @@ func NewIngest(store Store, resolve WorkerResolver, log *slog.Logger) *Ingest {
 func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		transport.WriteError(w, http.StatusMethodNotAllowed, "use POST", "")
+		workerapi.WriteError(w, http.StatusMethodNotAllowed, "use POST", "")
 		return
 	}
 	worker, err := h.resolve(r)
 	if err != nil || worker == "" {
-		transport.WriteError(w, http.StatusUnauthorized, "unknown or expired worker session; register again", "Authorization")
+		workerapi.WriteError(w, http.StatusUnauthorized, "unknown or expired worker session; register again", "Authorization")
 		return
 	}
 	data, err := readBody(r, MediaQueryRecords, BatchBytesMax)
 	if err != nil {
-		transport.WriteBadRequest(w, err)
+		workerapi.WriteBadRequest(w, err)
 		return
 	}
 	batch, err := DecodeBatch(data)
 	if err != nil {
-		transport.WriteBadRequest(w, err)
+		workerapi.WriteBadRequest(w, err)
 		return
 	}
 	for i := range batch.Records {
@@ -70,17 +70,17 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.log.Warn("history: storing a batch failed", "worker", worker, "batch", batch.BatchID, "records", len(batch.Records), "err", err)
 		w.Header().Set("Retry-After", "1")
-		transport.WriteError(w, http.StatusServiceUnavailable, "history store unavailable; retry", "")
+		workerapi.WriteError(w, http.StatusServiceUnavailable, "history store unavailable; retry", "")
 		return
 	}
-	transport.WriteJSON(w, http.StatusOK, MediaIngestAck, IngestAck{
+	workerapi.WriteJSON(w, http.StatusOK, MediaIngestAck, IngestAck{
 		BatchID: batch.BatchID, Accepted: len(batch.Records), Inserted: inserted, Duplicates: len(batch.Records) - inserted,
 	})
 }
 
 // readBody checks the media type and reads at most limit bytes.
 func readBody(r *http.Request, mediaType string, limit int64) ([]byte, error) {
-	if err := transport.CheckMediaType(r.Header.Get("Content-Type"), mediaType); err != nil {
+	if err := workerapi.CheckMediaType(r.Header.Get("Content-Type"), mediaType); err != nil {
 		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
@@ -109,20 +109,20 @@ func NewAdmin(store Store) *Admin {
 func (h *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		transport.WriteError(w, http.StatusMethodNotAllowed, "use GET", "")
+		workerapi.WriteError(w, http.StatusMethodNotAllowed, "use GET", "")
 		return
 	}
 	f, err := FilterFromQuery(r.URL.Query())
 	if err != nil {
-		transport.WriteBadRequest(w, err)
+		workerapi.WriteBadRequest(w, err)
 		return
 	}
 	page, err := h.store.Query(r.Context(), f)
 	if err != nil {
-		transport.WriteError(w, http.StatusServiceUnavailable, "history store unavailable; retry", "")
+		workerapi.WriteError(w, http.StatusServiceUnavailable, "history store unavailable; retry", "")
 		return
 	}
-	transport.WriteJSON(w, http.StatusOK, MediaQueryPage, page)
+	workerapi.WriteJSON(w, http.StatusOK, MediaQueryPage, page)
 }
 
 var filterParams = []string{"before", "cluster", "group", "limit", "since", "status", "until", "user", "worker"}
@@ -209,7 +209,7 @@ func (f Filter) Values() url.Values {
 
 // NewHTTPSender returns a SendFunc that POSTs batches to baseURL+PathWorkerHistory through
 // client, with the bearer token token() returns at each call. A non-2xx answer is a
-// *transport.StatusError (the worker wraps this to re-register on 401). client must not have
+// *workerapi.StatusError (the worker wraps this to re-register on 401). client must not have
 // a Timeout: deadlines come from the ctx the uplink gives.
 func NewHTTPSender(client *http.Client, baseURL string, token func() string) SendFunc {
 	endpoint := strings.TrimSuffix(baseURL, "/") + PathWorkerHistory
@@ -219,14 +219,14 @@ func NewHTTPSender(client *http.Client, baseURL string, token func() string) Sen
 			return fmt.Errorf("history: building request: %w", err)
 		}
 		req.Header.Set("Content-Type", MediaQueryRecords)
-		transport.SetBearer(req, token())
+		workerapi.SetBearer(req, token())
 		resp, err := client.Do(req)
 		if err != nil {
 			return fmt.Errorf("history: sending batch: %w", err)
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode/100 != 2 {
-			return &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
+			return &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)}
 		}
 		var ack IngestAck
 		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&ack); err != nil {

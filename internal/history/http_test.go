@@ -14,7 +14,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/history/historytest"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 func validBatchJSON(ids ...string) string {
@@ -29,7 +29,7 @@ func post(h http.Handler, body, contentType, token string) *httptest.ResponseRec
 	req := httptest.NewRequest(http.MethodPost, history.PathWorkerHistory, strings.NewReader(body))
 	req.Header.Set("Content-Type", contentType)
 	if token != "" {
-		transport.SetBearer(req, token)
+		workerapi.SetBearer(req, token)
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -37,7 +37,7 @@ func post(h http.Handler, body, contentType, token string) *httptest.ResponseRec
 }
 
 func resolver(r *http.Request) (string, error) {
-	if tok, _ := transport.BearerToken(r); tok == "tok-a" {
+	if tok, _ := workerapi.BearerToken(r); tok == "tok-a" {
 		return "worker-a", nil
 	}
 	return "", errors.New("unknown session")
@@ -88,7 +88,7 @@ func TestIngestRejections(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rec := post(h, c.body, c.ctype, c.token)
-			var body transport.ErrorBody
+			var body workerapi.ErrorBody
 			_ = json.Unmarshal(rec.Body.Bytes(), &body)
 			if rec.Code != c.code || body.Field != c.field {
 				t.Fatalf("got %d field %q (%s), want %d field %q", rec.Code, body.Field, body.Error, c.code, c.field)
@@ -142,7 +142,7 @@ func TestAdminHandler(t *testing.T) {
 	}
 	for q, field := range map[string]string{"limit=0": "limit", "limit=x": "limit", "since=yesterday": "since", "status=meh": "status", "colour=red": "colour", "before=@@": "before", "user=a&user=b": "user"} {
 		rec, _ := get(q)
-		var body transport.ErrorBody
+		var body workerapi.ErrorBody
 		_ = json.Unmarshal(rec.Body.Bytes(), &body)
 		if rec.Code != 400 || body.Field != field {
 			t.Errorf("%s: got %d field %q, want 400 %q", q, rec.Code, body.Field, field)

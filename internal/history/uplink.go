@@ -17,7 +17,7 @@ import (
 	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // UplinkConfig tunes a worker's history uplink. Zero fields take the defaults below.
@@ -81,7 +81,7 @@ func (c UplinkConfig) withDefaults() UplinkConfig {
 }
 
 // SendFunc delivers one batch upstream. The worker supplies it (re-registering on 401). An error
-// that is a *transport.StatusError with a 4xx status other than 401, 408 and 429 means the
+// that is a *workerapi.StatusError with a 4xx status other than 401, 408 and 429 means the
 // control plane will never take this batch: the uplink drops it (counted) instead of retrying.
 type SendFunc func(ctx context.Context, b *QueryRecordBatchV1) error
 
@@ -345,28 +345,28 @@ func truncate(s string, n int) string {
 }
 
 // Counters are the uplink's totals, for heartbeats and /worker/status.
-func (u *Uplink) Counters() transport.HistoryCounters {
+func (u *Uplink) Counters() workerapi.HistoryCounters {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return transport.HistoryCounters{Sent: u.sent, Dropped: u.dropped, Pending: uint64(u.queue.len() + len(u.inflight))}
+	return workerapi.HistoryCounters{Sent: u.sent, Dropped: u.dropped, Pending: uint64(u.queue.len() + len(u.inflight))}
 }
 
 // Register adds the uplink's metrics to reg: queryflux_history_dropped_total,
 // queryflux_history_sent_total and queryflux_history_pending.
 func (u *Uplink) Register(reg prometheus.Registerer) error {
-	counter := func(get func(transport.HistoryCounters) uint64) func() float64 {
+	counter := func(get func(workerapi.HistoryCounters) uint64) func() float64 {
 		return func() float64 { return float64(get(u.Counters())) }
 	}
 	for _, c := range []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queryflux_history_dropped_total",
 			Help: "Query records the worker dropped: buffer full while the control plane was unreachable, rejected batches, or left at shutdown."},
-			counter(func(c transport.HistoryCounters) uint64 { return c.Dropped })),
+			counter(func(c workerapi.HistoryCounters) uint64 { return c.Dropped })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queryflux_history_sent_total",
 			Help: "Query records the control plane acknowledged."},
-			counter(func(c transport.HistoryCounters) uint64 { return c.Sent })),
+			counter(func(c workerapi.HistoryCounters) uint64 { return c.Sent })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "queryflux_history_pending",
 			Help: "Query records waiting to be sent."},
-			counter(func(c transport.HistoryCounters) uint64 { return c.Pending })),
+			counter(func(c workerapi.HistoryCounters) uint64 { return c.Pending })),
 	} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("history: registering uplink metrics: %w", err)
@@ -539,7 +539,7 @@ func (u *Uplink) logTransition(wasFailing bool, err error, n int) {
 
 // rejected reports whether err says the control plane will never take the batch.
 func rejected(err error) bool {
-	var se *transport.StatusError
+	var se *workerapi.StatusError
 	if !errors.As(err, &se) {
 		return false
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/queryflux/queryflux/internal/redact"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"pgregory.net/rapid"
 )
 
@@ -42,7 +42,7 @@ func (p *endpoint) send(ctx context.Context, b *QueryRecordBatchV1) error {
 	case p.down:
 		return errors.New("dial tcp: connection refused")
 	case p.status != 0:
-		return &transport.StatusError{Status: p.status}
+		return &workerapi.StatusError{Status: p.status}
 	}
 	if _, err := p.store.Insert(ctx, b.Records); err != nil {
 		return err
@@ -67,7 +67,7 @@ func mkRec(e *testEnv, i int) Record {
 func checkConservation(t interface {
 	Helper()
 	Fatalf(string, ...any)
-}, u *Uplink, p *endpoint, added int) transport.HistoryCounters {
+}, u *Uplink, p *endpoint, added int) workerapi.HistoryCounters {
 	t.Helper()
 	c := u.Counters()
 	if c.Sent+c.Dropped+c.Pending != uint64(added) {
@@ -326,7 +326,7 @@ func TestUplinkThroughIngestHandler(t *testing.T) {
 	e := newTestEnv(t, 8, time.Hour)
 	store := NewMemory(1000)
 	ingest := NewIngest(store, func(r *http.Request) (string, error) {
-		if tok, _ := transport.BearerToken(r); tok == "s3cret" {
+		if tok, _ := workerapi.BearerToken(r); tok == "s3cret" {
 			return "worker-a", nil
 		}
 		return "", errors.New("bad token")
@@ -348,7 +348,7 @@ func TestUplinkThroughIngestHandler(t *testing.T) {
 	token = "wrong"
 	sender := NewHTTPSender(client, "http://cp", func() string { return token })
 	err := sender(context.Background(), &QueryRecordBatchV1{BatchID: "b", Records: []Record{mkRec(e, 9)}})
-	var se *transport.StatusError
+	var se *workerapi.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusUnauthorized || rejected(err) {
 		t.Fatalf("bad token: %v", err)
 	}
@@ -453,7 +453,7 @@ func TestUplinkKeepsBatchesUnderTheByteLimit(t *testing.T) {
 	send := func(ctx context.Context, b *QueryRecordBatchV1) error {
 		sizes = append(sizes, len(EncodeBatch(b)))
 		if _, err := DecodeBatch(EncodeBatch(b)); err != nil {
-			return &transport.StatusError{Status: http.StatusBadRequest}
+			return &workerapi.StatusError{Status: http.StatusBadRequest}
 		}
 		return p.send(ctx, b)
 	}

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Wire format of POST /worker/history and GET /admin/queries.
@@ -41,8 +41,8 @@ type IngestAck struct {
 	Duplicates int    `json:"duplicates"` // records it already had (a retried batch)
 }
 
-func fieldError(field, format string, args ...any) *transport.FieldError {
-	return &transport.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+func fieldError(field, format string, args ...any) *workerapi.FieldError {
+	return &workerapi.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // rawBatch decodes the envelope first, so each record's errors can carry its index.
@@ -53,7 +53,7 @@ type rawBatch struct {
 }
 
 // DecodeBatch strictly decodes and validates a batch: unknown fields, wrong types, trailing
-// data and invalid records are a *transport.FieldError naming the field ("records[3].status").
+// data and invalid records are a *workerapi.FieldError naming the field ("records[3].status").
 func DecodeBatch(data []byte) (*QueryRecordBatchV1, error) {
 	if len(data) > BatchBytesMax {
 		return nil, fieldError("", "body larger than %d bytes", BatchBytesMax)
@@ -104,7 +104,7 @@ func (b *QueryRecordBatchV1) validate() error {
 	}
 	for i := range b.Records {
 		if err := b.Records[i].Validate(); err != nil {
-			var fe *transport.FieldError
+			var fe *workerapi.FieldError
 			if errors.As(err, &fe) {
 				fe.Field = fmt.Sprintf("records[%d].%s", i, fe.Field)
 			}

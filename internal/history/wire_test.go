@@ -5,11 +5,11 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // FuzzDecodeBatch: DecodeBatch never panics; what it accepts is valid and survives a round trip;
-// what it refuses is a *transport.FieldError.
+// what it refuses is a *workerapi.FieldError.
 func FuzzDecodeBatch(f *testing.F) {
 	f.Add([]byte(`{"batchId":"b","worker":"w","records":[{"queryId":"q","status":"failed","startedAt":"2026-01-01T00:00:00Z","endedAt":"2026-01-01T00:00:01Z","routingTrace":["x"]}]}`))
 	f.Add([]byte(`{"batchId":"b","records":[{"queryId":"q","status":"meh"}]}`))
@@ -18,7 +18,7 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := DecodeBatch(data)
 		if err != nil {
-			var fe *transport.FieldError
+			var fe *workerapi.FieldError
 			if !errors.As(err, &fe) {
 				t.Fatalf("error %T %v is not a FieldError", err, err)
 			}

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Record is one worker as the registry keeps it.
@@ -29,12 +29,12 @@ type Record struct {
 	Endpoints    map[string]string // where peers forward to its frontends, by protocol
 	TokenHash    string            // hex SHA-256 of the session token; "" once revoked
 	RegisteredAt time.Time
-	State        string    // transport.StateHealthy, StateStale or StateEvicted
+	State        string    // workerapi.StateHealthy, StateStale or StateEvicted
 	StateSince   time.Time // when State was entered
 	LastSeen     time.Time // liveness reference: last heartbeat, registration or fresh window
 	// LastHeartbeat is when Heartbeat arrived, on the control plane's clock.
 	LastHeartbeat time.Time
-	Heartbeat     *transport.Heartbeat
+	Heartbeat     *workerapi.Heartbeat
 }
 
 // ErrNotFound is returned by Get for an unknown worker.

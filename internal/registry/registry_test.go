@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 func TestMemoryPutGetListDelete(t *testing.T) {
@@ -14,8 +14,8 @@ func TestMemoryPutGetListDelete(t *testing.T) {
 	m := NewMemory()
 	at := time.Date(2026, 1, 1, 0, 0, 0, 123456789, time.FixedZone("x", 3600))
 	labels := map[string]string{"zone": "eu"}
-	if err := m.Put(ctx, []Record{{Name: "b", State: transport.StateHealthy, Labels: labels, LastSeen: at},
-		{Name: "a", State: transport.StateStale}}); err != nil {
+	if err := m.Put(ctx, []Record{{Name: "b", State: workerapi.StateHealthy, Labels: labels, LastSeen: at},
+		{Name: "a", State: workerapi.StateStale}}); err != nil {
 		t.Fatal(err)
 	}
 	labels["zone"] = "changed after Put"

@@ -25,7 +25,7 @@ import (
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/internal/pgtest"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 func TestMain(m *testing.M) { daemontest.Main(m) }
@@ -253,8 +253,8 @@ func TestStudioInChromiumAgainstALiveNode(t *testing.T) {
 	// Workers check their own labels; one that registers markup anyway (it holds the worker
 	// secret) either is refused or has it shown as text.
 	labels, _ := json.Marshal(map[string]string{"note": hostileLabel})
-	code, _, body := daemontest.Call("POST", "http://"+n.admin+transport.PathRegister, workerSecret,
-		`{"name":"hostile-1","version":"1","labels":`+string(labels)+`}`, map[string]string{"Content-Type": transport.MediaWorkerRegister})
+	code, _, body := daemontest.Call("POST", "http://"+n.admin+workerapi.PathRegister, workerSecret,
+		`{"name":"hostile-1","version":"1","labels":`+string(labels)+`}`, map[string]string{"Content-Type": workerapi.MediaWorkerRegister})
 	if code == 200 {
 		b.waitText(t, `tr[data-worker="hostile-1"]`, "note="+hostileLabel)
 	} else if code != 400 && code != 422 {
@@ -534,9 +534,9 @@ func TestStudioRollsBackConfigAndRevokesALease(t *testing.T) {
 
 // registerWorker registers a worker through the worker API and returns its session token.
 func registerWorker(t *testing.T, api, name string) string {
-	code, _, body := daemontest.Call("POST", "http://"+api+transport.PathRegister, workerSecret, `{"name":"`+name+`","version":"1"}`,
-		map[string]string{"Content-Type": transport.MediaWorkerRegister})
-	var reg transport.RegisterResponse
+	code, _, body := daemontest.Call("POST", "http://"+api+workerapi.PathRegister, workerSecret, `{"name":"`+name+`","version":"1"}`,
+		map[string]string{"Content-Type": workerapi.MediaWorkerRegister})
+	var reg workerapi.RegisterResponse
 	if code != 200 || json.Unmarshal([]byte(body), &reg) != nil {
 		t.Errorf("register %s: %d %s", name, code, body)
 	}

@@ -29,7 +29,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Paths under which Studio is mounted.
@@ -105,7 +105,7 @@ func New(cfg Config) *Studio {
 func (s *Studio) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w)
 	if !safeMethod(r.Method) && !sameOrigin(r) {
-		transport.WriteError(w, http.StatusForbidden, "cross-origin request refused (Origin "+r.Header.Get("Origin")+")", "Origin")
+		workerapi.WriteError(w, http.StatusForbidden, "cross-origin request refused (Origin "+r.Header.Get("Origin")+")", "Origin")
 		return
 	}
 	switch p := r.URL.Path; {
@@ -122,7 +122,7 @@ func (s *Studio) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		s.static.ServeHTTP(w, r)
 	default:
-		transport.WriteError(w, http.StatusMethodNotAllowed, r.Method+" "+p+": the page takes GET only", "")
+		workerapi.WriteError(w, http.StatusMethodNotAllowed, r.Method+" "+p+": the page takes GET only", "")
 	}
 }
 
@@ -197,7 +197,7 @@ func (s *Studio) servePlanning(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.cfg.Planning == nil {
-		transport.WriteError(w, http.StatusNotFound, "this node does not run planning jobs", "")
+		workerapi.WriteError(w, http.StatusNotFound, "this node does not run planning jobs", "")
 		return
 	}
 	http.StripPrefix(pathPlan, s.cfg.Planning).ServeHTTP(w, r)
@@ -207,11 +207,11 @@ func (s *Studio) servePlanning(w http.ResponseWriter, r *http.Request) {
 // so no other site can log a browser in.
 func (s *Studio) serveLogin(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		transport.WriteError(w, http.StatusMethodNotAllowed, "login is POST {\"token\": ADMIN_TOKEN}", "")
+		workerapi.WriteError(w, http.StatusMethodNotAllowed, "login is POST {\"token\": ADMIN_TOKEN}", "")
 		return
 	}
 	if mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); strings.TrimSpace(mt) != "application/json" {
-		transport.WriteError(w, http.StatusUnsupportedMediaType, "login takes Content-Type: application/json", "Content-Type")
+		workerapi.WriteError(w, http.StatusUnsupportedMediaType, "login takes Content-Type: application/json", "Content-Type")
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, loginBodyMax+1))
@@ -220,42 +220,42 @@ func (s *Studio) serveLogin(w http.ResponseWriter, r *http.Request) {
 		err = json.Unmarshal(body, &req)
 	}
 	if err != nil || len(body) > loginBodyMax {
-		transport.WriteError(w, http.StatusBadRequest, "login body: want {\"token\": ADMIN_TOKEN}", "token")
+		workerapi.WriteError(w, http.StatusBadRequest, "login body: want {\"token\": ADMIN_TOKEN}", "token")
 		return
 	}
 	if s.cfg.AdminToken == "" {
-		transport.WriteError(w, http.StatusUnauthorized, "Studio is disabled: no admin token is configured (queryflux.adminApi.token)", "token")
+		workerapi.WriteError(w, http.StatusUnauthorized, "Studio is disabled: no admin token is configured (queryflux.adminApi.token)", "token")
 		return
 	}
-	if !transport.TokenEqual(req.Token, s.cfg.AdminToken) {
+	if !workerapi.TokenEqual(req.Token, s.cfg.AdminToken) {
 		s.cfg.Logger.Warn("studio: login refused (wrong admin token)", "remote", r.RemoteAddr)
-		transport.WriteError(w, http.StatusUnauthorized, "wrong admin token", "token")
+		workerapi.WriteError(w, http.StatusUnauthorized, "wrong admin token", "token")
 		return
 	}
 	id, sess := s.newSession()
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: Prefix, HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteStrictMode, Expires: sess.expires})
 	s.cfg.Logger.Info("studio: logged in", "remote", r.RemoteAddr)
-	transport.WriteJSON(w, http.StatusOK, "application/json", s.answer(r, sess))
+	workerapi.WriteJSON(w, http.StatusOK, "application/json", s.answer(r, sess))
 }
 
 // serveSession tells a reloaded page whether it is logged in, and its CSRF token.
 func (s *Studio) serveSession(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
-		transport.WriteError(w, http.StatusMethodNotAllowed, "session is GET", "")
+		workerapi.WriteError(w, http.StatusMethodNotAllowed, "session is GET", "")
 		return
 	}
 	sess, ok := s.session(r)
 	if !ok {
-		transport.WriteJSON(w, http.StatusOK, "application/json", sessionAnswer{})
+		workerapi.WriteJSON(w, http.StatusOK, "application/json", sessionAnswer{})
 		return
 	}
-	transport.WriteJSON(w, http.StatusOK, "application/json", s.answer(r, sess))
+	workerapi.WriteJSON(w, http.StatusOK, "application/json", s.answer(r, sess))
 }
 
 func (s *Studio) serveLogout(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		transport.WriteError(w, http.StatusMethodNotAllowed, "logout is POST", "")
+		workerapi.WriteError(w, http.StatusMethodNotAllowed, "logout is POST", "")
 		return
 	}
 	id, ok := s.authorize(w, r)
@@ -277,7 +277,7 @@ func (s *Studio) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	path := strings.TrimPrefix(r.URL.Path, apiPrefix)
 	if !strings.HasPrefix(path, "/admin/") || strings.Contains(path, "..") {
-		transport.WriteError(w, http.StatusNotFound, "Studio proxies /studio/api/admin/... only", "")
+		workerapi.WriteError(w, http.StatusNotFound, "Studio proxies /studio/api/admin/... only", "")
 		return
 	}
 	req := r.Clone(r.Context())
@@ -298,12 +298,12 @@ func (s *Studio) authorize(w http.ResponseWriter, r *http.Request) (string, bool
 		sess, ok = s.lookup(c.Value)
 	}
 	if !ok {
-		transport.WriteError(w, http.StatusUnauthorized, "not logged in (or the session expired): log in with the admin token", "")
+		workerapi.WriteError(w, http.StatusUnauthorized, "not logged in (or the session expired): log in with the admin token", "")
 		return "", false
 	}
 	if !safeMethod(r.Method) &&
 		subtle.ConstantTimeCompare([]byte(r.Header.Get(CSRFHeader)), []byte(sess.csrf)) != 1 {
-		transport.WriteError(w, http.StatusForbidden, "missing or wrong "+CSRFHeader+" header", CSRFHeader)
+		workerapi.WriteError(w, http.StatusForbidden, "missing or wrong "+CSRFHeader+" header", CSRFHeader)
 		return "", false
 	}
 	return c.Value, true

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 const testToken = "admin-token-7f3c9d"
@@ -22,9 +22,9 @@ var quiet = slog.New(slog.DiscardHandler)
 func fakeAdmin() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
-		tok, _ := transport.BearerToken(r)
+		tok, _ := workerapi.BearerToken(r)
 		if tok != testToken {
-			transport.WriteError(w, http.StatusUnauthorized, "bad token", "")
+			workerapi.WriteError(w, http.StatusUnauthorized, "bad token", "")
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain")

@@ -24,12 +24,12 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/history"
-	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
+	"github.com/queryflux/queryflux/node/querynode"
 	"github.com/queryflux/queryflux/node/worker"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Observers see what a role does without changing it (the simulator's statistics). Nil fields
@@ -225,10 +225,10 @@ func (r *Readiness) Reasons(ctx context.Context) []string {
 func (r *Readiness) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if reasons := r.Reasons(req.Context()); len(reasons) > 0 {
-			transport.WriteJSON(w, http.StatusServiceUnavailable, "application/json", map[string]any{"ready": false, "reasons": reasons})
+			workerapi.WriteJSON(w, http.StatusServiceUnavailable, "application/json", map[string]any{"ready": false, "reasons": reasons})
 			return
 		}
-		transport.WriteJSON(w, http.StatusOK, "application/json", map[string]any{"ready": true})
+		workerapi.WriteJSON(w, http.StatusOK, "application/json", map[string]any{"ready": true})
 	})
 }
 

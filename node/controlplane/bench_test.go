@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // BenchmarkHeartbeat measures one heartbeat through the control plane's handler (auth, strict
@@ -25,9 +25,9 @@ func BenchmarkHeartbeat(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		req := httptest.NewRequest("POST", transport.PathHeartbeat, strings.NewReader(fmt.Sprintf(body, i+1)))
-		req.Header.Set("Content-Type", transport.MediaHeartbeat)
-		transport.SetBearer(req, tokens[i%len(tokens)])
+		req := httptest.NewRequest("POST", workerapi.PathHeartbeat, strings.NewReader(fmt.Sprintf(body, i+1)))
+		req.Header.Set("Content-Type", workerapi.MediaHeartbeat)
+		workerapi.SetBearer(req, tokens[i%len(tokens)])
 		rec := httptest.NewRecorder()
 		h.cp.Handler().ServeHTTP(rec, req)
 		if rec.Code != 200 {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // CapacityConfig wires capacity leases into a control plane.
@@ -116,10 +116,10 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 		ls, err := cfg.Store.List(r.Context(), r.URL.Query().Get("cluster"))
 		if err != nil {
 			e.Logger().Warn("listing capacity leases failed", "err", err)
-			transport.WriteError(w, http.StatusServiceUnavailable, "capacity store unavailable", "")
+			workerapi.WriteError(w, http.StatusServiceUnavailable, "capacity store unavailable", "")
 			return
 		}
-		transport.WriteJSON(w, http.StatusOK, capacity.MediaJSON, ls)
+		workerapi.WriteJSON(w, http.StatusOK, capacity.MediaJSON, ls)
 	}))
 	cp.HandleAdmin("POST "+PathAdminLeaseRevoke, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		serveRevoke(w, r, e, cfg.Store, sw)
@@ -135,23 +135,23 @@ func serveRevoke(w http.ResponseWriter, r *http.Request, e env.Env, store capaci
 	}
 	ref, err := capacity.ParseLeaseID(req.Lease)
 	if err != nil {
-		transport.WriteBadRequest(w, err)
+		workerapi.WriteBadRequest(w, err)
 		return
 	}
 	revoked, err := store.Revoke(r.Context(), capacity.Selection{Refs: []capacity.LeaseRef{ref}}, e.Now())
 	switch {
 	case errors.Is(err, capacity.ErrInvalid):
-		transport.WriteBadRequest(w, err)
+		workerapi.WriteBadRequest(w, err)
 		return
 	case err != nil:
 		e.Logger().Warn("revoking a capacity lease failed", "lease", req.Lease, "err", err)
-		transport.WriteError(w, http.StatusServiceUnavailable, "capacity store unavailable", "")
+		workerapi.WriteError(w, http.StatusServiceUnavailable, "capacity store unavailable", "")
 		return
 	case len(revoked) == 0:
-		transport.WriteError(w, http.StatusNotFound, fmt.Sprintf("lease %q is not held (released, reclaimed or never granted)", req.Lease), "lease")
+		workerapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("lease %q is not held (released, reclaimed or never granted)", req.Lease), "lease")
 		return
 	}
 	e.Logger().Warn("capacity lease revoked by an operator: to be fenced and freed", "lease", req.Lease, "holder", revoked[0].Holder)
 	sw.Wake()
-	transport.WriteJSON(w, http.StatusOK, capacity.MediaJSON, RevokeResponse{Lease: revoked[0]})
+	workerapi.WriteJSON(w, http.StatusOK, capacity.MediaJSON, RevokeResponse{Lease: revoked[0]})
 }

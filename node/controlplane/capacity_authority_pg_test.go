@@ -13,7 +13,7 @@ import (
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/capacity/pgcapacity"
 	"github.com/queryflux/queryflux/migrations/migratedtest"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // The attacks below run against the control plane's real handlers on the production lease
@@ -289,7 +289,7 @@ func TestPGMalformedLeaseRequestsFreeNothing(t *testing.T) {
 		{capacity.PathReleaseBatch, capacity.MediaJSON, `{"leases":[` + ref + `],"all":true}`, "unknown field", 400},
 		{capacity.PathReleaseBatch, capacity.MediaJSON, `{"leases":[{"id":"pg#1","generation":"1"}]}`, "generation", 400},
 		{capacity.PathReleaseBatch, capacity.MediaJSON, `{"leases":[` + many(10001) + `]}`, "at most 10000", 400},
-		{capacity.PathReleaseBatch, capacity.MediaJSON, `{"leases":[` + many(transport.BodyBytesMax/len(ref)+1) + `]}`, "body larger than", 400},
+		{capacity.PathReleaseBatch, capacity.MediaJSON, `{"leases":[` + many(workerapi.BodyBytesMax/len(ref)+1) + `]}`, "body larger than", 400},
 		{capacity.PathReleaseBatch, "text/plain", `{"leases":[` + ref + `]}`, "Content-Type", 415},
 		{capacity.PathRenew, capacity.MediaJSON, `{"lease":` + ref + `,"ttlMillis":30000,"holder":"w"}`, "unknown field", 400},
 		{capacity.PathRenew, capacity.MediaJSON, `[` + ref + `]`, "body must be a JSON object", 400},

@@ -16,7 +16,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // PathAdminCapacityStats is GET ?cluster=NAME: CapacityStats, what Studio's Capacity page and
@@ -439,13 +439,13 @@ func (st *capacityStats) serve(w http.ResponseWriter, r *http.Request) {
 	out, err := st.sample(r.Context(), st.every <= 0)
 	if err != nil {
 		st.e.Logger().Warn("capacity stats: listing the leases failed", "err", err)
-		transport.WriteError(w, http.StatusServiceUnavailable, "capacity store unavailable", "")
+		workerapi.WriteError(w, http.StatusServiceUnavailable, "capacity store unavailable", "")
 		return
 	}
 	if name := r.URL.Query().Get("cluster"); name != "" {
 		out.Clusters = slices.DeleteFunc(out.Clusters, func(c ClusterStats) bool { return c.Cluster != name })
 	}
-	transport.WriteJSON(w, http.StatusOK, capacity.MediaJSON, out)
+	workerapi.WriteJSON(w, http.StatusOK, capacity.MediaJSON, out)
 }
 
 // StartCapacityStats samples the capacity leases every CapacityConfig.StatsEvery until ctx ends

@@ -16,7 +16,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Admin config endpoints.
@@ -69,11 +69,11 @@ func (s *ConfigServer) MountAdmin(cp *ControlPlane, store ConfigStore) {
 			writeConfigErrors(w, err)
 			return
 		}
-		transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: rev})
+		workerapi.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: rev})
 	}))
 	cp.HandleAdmin("PUT "+PathAdminConfig, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if store == nil {
-			transport.WriteError(w, http.StatusConflict, "the configuration comes from a file; edit the file", "")
+			workerapi.WriteError(w, http.StatusConflict, "the configuration comes from a file; edit the file", "")
 			return
 		}
 		cfg, ok := s.readConfigBody(w, r, sourcePut)
@@ -89,11 +89,11 @@ func (s *ConfigServer) MountAdmin(cp *ControlPlane, store ConfigStore) {
 func (s *ConfigServer) serveAdminConfig(w http.ResponseWriter, r *http.Request) {
 	cur := s.Current()
 	if cur == nil {
-		transport.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
+		workerapi.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
 		return
 	}
 	w.Header().Set("ETag", snapshot.ETag(cur.Revision))
-	transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: cur.Revision, Snapshot: redactedSnapshot(cur)})
+	workerapi.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: cur.Revision, Snapshot: redactedSnapshot(cur)})
 }
 
 // readConfigBody parses a YAML configuration from the request body (its node-local section is
@@ -102,15 +102,15 @@ func (s *ConfigServer) serveAdminConfig(w http.ResponseWriter, r *http.Request) 
 func (s *ConfigServer) readConfigBody(w http.ResponseWriter, r *http.Request, source string) (*config.Config, bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, adminConfigBodyMax+1))
 	if err != nil {
-		transport.WriteError(w, http.StatusBadRequest, "reading the body: "+err.Error(), "")
+		workerapi.WriteError(w, http.StatusBadRequest, "reading the body: "+err.Error(), "")
 		return nil, false
 	}
 	if len(body) > adminConfigBodyMax {
-		transport.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("configuration larger than the limit of %d bytes", adminConfigBodyMax), "")
+		workerapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("configuration larger than the limit of %d bytes", adminConfigBodyMax), "")
 		return nil, false
 	}
 	if config.IsEmptyDocument(body) {
-		transport.WriteError(w, http.StatusBadRequest, "empty configuration: send the whole YAML document (an edit that removes every cluster or user also needs ?force=true)", "")
+		workerapi.WriteError(w, http.StatusBadRequest, "empty configuration: send the whole YAML document (an edit that removes every cluster or user also needs ?force=true)", "")
 		return nil, false
 	}
 	cfg, err := config.Parse(body)
@@ -127,8 +127,8 @@ func (s *ConfigServer) readConfigBody(w http.ResponseWriter, r *http.Request, so
 func writeConfigErrors(w http.ResponseWriter, err error) {
 	var errs config.Errors
 	if !errors.As(err, &errs) {
-		transport.WriteError(w, http.StatusInternalServerError, err.Error(), "")
+		workerapi.WriteError(w, http.StatusInternalServerError, err.Error(), "")
 		return
 	}
-	transport.WriteJSON(w, http.StatusUnprocessableEntity, "application/json", adminConfigAnswer{Errors: fieldErrors(errs)})
+	workerapi.WriteJSON(w, http.StatusUnprocessableEntity, "application/json", adminConfigAnswer{Errors: fieldErrors(errs)})
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // adminPublishTimeout bounds how long a PUT waits to see its revision served, so that a GET
@@ -85,7 +85,7 @@ func (s *ConfigServer) checkEngines(ctx context.Context, cfg *config.Config) err
 func (s *ConfigServer) storeWith(w http.ResponseWriter, r *http.Request, source string, update func(context.Context, func(*config.Config) error) error, cfg *config.Config) {
 	force, err := forceParam(r)
 	if err != nil {
-		transport.WriteError(w, http.StatusBadRequest, err.Error(), "force")
+		workerapi.WriteError(w, http.StatusBadRequest, err.Error(), "force")
 		return
 	}
 	var warnings []adminFieldError
@@ -126,7 +126,7 @@ func (s *ConfigServer) storeWith(w http.ResponseWriter, r *http.Request, source 
 	}
 	s.waitServed(r.Context(), before, rev)
 	w.Header().Set("ETag", snapshot.ETag(rev))
-	transport.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: rev, Warnings: warnings})
+	workerapi.WriteJSON(w, http.StatusOK, "application/json", adminConfigAnswer{OK: true, Revision: rev, Warnings: warnings})
 }
 
 // writeStoreError answers a refused edit: 412 for a stale If-Match, 409 for a write race the
@@ -136,14 +136,14 @@ func (s *ConfigServer) writeStoreError(w http.ResponseWriter, r *http.Request, s
 	var errs config.Errors
 	switch {
 	case errors.Is(err, errPreconditionFailed):
-		transport.WriteError(w, http.StatusPreconditionFailed, err.Error(), "If-Match")
+		workerapi.WriteError(w, http.StatusPreconditionFailed, err.Error(), "If-Match")
 	case errors.Is(err, config.ErrEditConflict):
-		transport.WriteError(w, http.StatusConflict, "another edit of the configuration ran at the same time; GET it again and retry", "")
+		workerapi.WriteError(w, http.StatusConflict, "another edit of the configuration ran at the same time; GET it again and retry", "")
 	case errors.As(err, &errs):
 		s.refuse(w, r, source, err)
 	default:
 		s.env.Logger().Error("storing the configuration failed", "err", err)
-		transport.WriteError(w, http.StatusInternalServerError, "storing the configuration failed (see the control plane's log)", "")
+		workerapi.WriteError(w, http.StatusInternalServerError, "storing the configuration failed (see the control plane's log)", "")
 	}
 }
 

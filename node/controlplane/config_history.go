@@ -14,7 +14,7 @@ import (
 	"net/http"
 
 	"github.com/queryflux/queryflux/internal/config"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Admin config history endpoints.
@@ -57,17 +57,17 @@ func (s *ConfigServer) mountHistory(cp *ControlPlane) {
 			s.writeStoreError(w, r, "", err)
 			return
 		}
-		transport.WriteJSON(w, http.StatusOK, "application/json", configHistoryAnswer{Revisions: revs})
+		workerapi.WriteJSON(w, http.StatusOK, "application/json", configHistoryAnswer{Revisions: revs})
 	}))
 	cp.HandleAdmin("POST "+PathAdminConfigRollback, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ref := r.URL.Query().Get("to")
 		if ref == "" {
-			transport.WriteError(w, http.StatusBadRequest, "to: the revision to roll back to (an id or a revision from GET "+PathAdminConfigHistory+")", "to")
+			workerapi.WriteError(w, http.StatusBadRequest, "to: the revision to roll back to (an id or a revision from GET "+PathAdminConfigHistory+")", "to")
 			return
 		}
 		cfg, rev, err := h.Stored(r.Context(), ref)
 		if errors.Is(err, config.ErrNoRevision) {
-			transport.WriteError(w, http.StatusNotFound, fmt.Sprintf("no stored revision %q", ref), "to")
+			workerapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("no stored revision %q", ref), "to")
 			return
 		}
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // zonedSnapshot has a group per zone, each over a cluster only that zone's workers may use;
@@ -39,9 +39,9 @@ routingFallback: all
 
 func (h *csHarness) register(name, zone string) string {
 	h.t.Helper()
-	code, body := h.get(transport.PathRegister, csSecret, nil, "POST",
+	code, body := h.get(workerapi.PathRegister, csSecret, nil, "POST",
 		fmt.Sprintf(`{"name":%q,"version":"1","labels":{"zone":%q},"frontends":[]}`, name, zone))
-	var resp transport.RegisterResponse
+	var resp workerapi.RegisterResponse
 	if code != 200 || json.Unmarshal([]byte(body), &resp) != nil {
 		h.t.Fatalf("register %s: %d %s", name, code, body)
 	}

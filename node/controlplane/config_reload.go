@@ -23,7 +23,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/promreg"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // PathAdminConfigReload re-reads the configuration file (admin token required).
@@ -280,7 +280,7 @@ func (r *ConfigReloader) release() {
 func MountReload(cp *ControlPlane, r *ConfigReloader, why string) {
 	cp.HandleAdmin("POST "+PathAdminConfigReload, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if r == nil {
-			transport.WriteError(w, http.StatusConflict, why, "")
+			workerapi.WriteError(w, http.StatusConflict, why, "")
 			return
 		}
 		res := r.Reload(req.Context())
@@ -288,7 +288,7 @@ func MountReload(cp *ControlPlane, r *ConfigReloader, why string) {
 		if !res.OK {
 			code = http.StatusUnprocessableEntity
 		}
-		transport.WriteJSON(w, code, "application/json", res)
+		workerapi.WriteJSON(w, code, "application/json", res)
 	}))
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 const reloadYAML = `queryflux:
@@ -249,7 +249,7 @@ func TestReloadNeedsTheAdminTokenAndAFile(t *testing.T) {
 	other := newCSHarness(t, time.Second)
 	MountReload(other.cp, nil, "the configuration comes from Postgres")
 	code, body := other.get(PathAdminConfigReload, csAdminToken, nil, "POST", "")
-	var eb transport.ErrorBody
+	var eb workerapi.ErrorBody
 	_ = json.Unmarshal([]byte(body), &eb)
 	if code != http.StatusConflict || !strings.Contains(eb.Error, "Postgres") {
 		t.Fatalf("no file: %d %s", code, body)

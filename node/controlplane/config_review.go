@@ -18,7 +18,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/linediff"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Admin config review endpoints.
@@ -91,7 +91,7 @@ func (s *ConfigServer) mountReview(cp *ControlPlane) {
 				s.writeStoreError(w, r, "", err)
 				return
 			}
-			transport.WriteJSON(w, http.StatusOK, "application/json", configRejectionsAnswer{Rejections: list})
+			workerapi.WriteJSON(w, http.StatusOK, "application/json", configRejectionsAnswer{Rejections: list})
 		}))
 	}
 	if h := opts.History; h != nil {
@@ -109,7 +109,7 @@ func limitParam(w http.ResponseWriter, r *http.Request) (int, bool) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n <= 0 {
-		transport.WriteError(w, http.StatusBadRequest, fmt.Sprintf("limit=%q: want a positive integer", v), "limit")
+		workerapi.WriteError(w, http.StatusBadRequest, fmt.Sprintf("limit=%q: want a positive integer", v), "limit")
 		return 0, false
 	}
 	return n, true
@@ -119,7 +119,7 @@ func (s *ConfigServer) serveDiff(w http.ResponseWriter, r *http.Request, h Confi
 	q := r.URL.Query()
 	from := q.Get("from")
 	if from == "" {
-		transport.WriteError(w, http.StatusBadRequest, "from: the stored revision to compare (an id or a revision from GET "+PathAdminConfigHistory+")", "from")
+		workerapi.WriteError(w, http.StatusBadRequest, "from: the stored revision to compare (an id or a revision from GET "+PathAdminConfigHistory+")", "from")
 		return
 	}
 	to := q.Get("to")
@@ -131,7 +131,7 @@ func (s *ConfigServer) serveDiff(w http.ResponseWriter, r *http.Request, h Confi
 	for i, ref := range []string{from, to} {
 		cfg, rev, err := h.Stored(r.Context(), ref)
 		if errors.Is(err, config.ErrNoRevision) {
-			transport.WriteError(w, http.StatusNotFound, fmt.Sprintf("no stored revision %q", ref), []string{"from", "to"}[i])
+			workerapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("no stored revision %q", ref), []string{"from", "to"}[i])
 			return
 		}
 		if err != nil {
@@ -151,7 +151,7 @@ func (s *ConfigServer) serveDiff(w http.ResponseWriter, r *http.Request, h Confi
 		}
 	}
 	ans.Lines, ans.Changed = linediff.Unified(texts[0], texts[1], 3)
-	transport.WriteJSON(w, http.StatusOK, "application/json", ans)
+	workerapi.WriteJSON(w, http.StatusOK, "application/json", ans)
 }
 
 // redactedText is cfg's snapshot as GET /admin/config shows it, one JSON line per field, so a

@@ -13,7 +13,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Config serving limits.
@@ -183,11 +183,11 @@ func (s *ConfigServer) Waiting() int {
 func (s *ConfigServer) ServeConfig(w http.ResponseWriter, r *http.Request, labels map[string]string) {
 	cur, err := s.filteredFor(labels)
 	if err != nil {
-		transport.WriteError(w, http.StatusInternalServerError, err.Error(), "")
+		workerapi.WriteError(w, http.StatusInternalServerError, err.Error(), "")
 		return
 	}
 	if cur == nil {
-		transport.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
+		workerapi.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
 		return
 	}
 	if r.Header.Get("If-None-Match") == snapshot.ETag(cur.snap.Revision) {
@@ -207,7 +207,7 @@ func (s *ConfigServer) ServeWait(w http.ResponseWriter, r *http.Request, labels 
 	if v := r.URL.Query().Get("timeoutSecs"); v != "" {
 		secs, err := strconv.Atoi(v)
 		if err != nil || secs <= 0 {
-			transport.WriteError(w, http.StatusBadRequest, "timeoutSecs must be a positive integer", "timeoutSecs")
+			workerapi.WriteError(w, http.StatusBadRequest, "timeoutSecs must be a positive integer", "timeoutSecs")
 			return
 		}
 		timeout = min(time.Duration(secs)*time.Second, ConfigPollTimeoutMax)
@@ -220,7 +220,7 @@ func (s *ConfigServer) ServeWait(w http.ResponseWriter, r *http.Request, labels 
 		seen := s.changed.Seq()
 		cur, err := s.filteredFor(labels())
 		if err != nil {
-			transport.WriteError(w, http.StatusInternalServerError, err.Error(), "")
+			workerapi.WriteError(w, http.StatusInternalServerError, err.Error(), "")
 			return
 		}
 		if cur != nil && cur.snap.Revision != have {
@@ -232,7 +232,7 @@ func (s *ConfigServer) ServeWait(w http.ResponseWriter, r *http.Request, labels 
 				return // the worker went away; nobody reads an answer
 			}
 			if cur := s.load(); cur == nil {
-				transport.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
+				workerapi.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
 			} else {
 				s.writeNotModified(w, have)
 			}

@@ -17,7 +17,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 const (
@@ -64,12 +64,12 @@ func newCSHarness(t *testing.T, poll time.Duration) *csHarness {
 	srv := NewConfigServer(e, poll)
 	srv.Mount(cp)
 	h := &csHarness{t: t, e: e, cp: cp, srv: srv}
-	code, body := h.get(transport.PathRegister, csSecret, nil, "POST",
+	code, body := h.get(workerapi.PathRegister, csSecret, nil, "POST",
 		`{"name":"w1","version":"1","labels":{},"frontends":[]}`)
 	if code != 200 {
 		t.Fatalf("register: %d %s", code, body)
 	}
-	var resp transport.RegisterResponse
+	var resp workerapi.RegisterResponse
 	if err := json.Unmarshal([]byte(body), &resp); err != nil {
 		t.Fatal(err)
 	}
@@ -89,13 +89,13 @@ func (h *csHarness) do(path, token string, header http.Header, method, body stri
 	}
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	if method == "POST" {
-		req.Header.Set("Content-Type", transport.MediaWorkerRegister)
+		req.Header.Set("Content-Type", workerapi.MediaWorkerRegister)
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
 	if token != "" {
-		transport.SetBearer(req, token)
+		workerapi.SetBearer(req, token)
 	}
 	rec := httptest.NewRecorder()
 	h.cp.Handler().ServeHTTP(rec, req)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // ErrUnauthorized is returned by AuthWorker for a missing, unknown, revoked or superseded token.
@@ -44,7 +44,7 @@ type ControlPlane struct {
 	supersedes      map[string]supersedeCount
 	currentRevision string
 	served          ServedView // nil: every worker is compared with currentRevision
-	onEvict         []func(ctx context.Context, w transport.WorkerInfo)
+	onEvict         []func(ctx context.Context, w workerapi.WorkerInfo)
 	onSessionEnd    []func(ctx context.Context, s Session, why string)
 	capStats        *capacityStats // nil without MountCapacity
 }
@@ -81,11 +81,11 @@ func New(e env.Env, cfg Config, reg registry.Store) *ControlPlane {
 		dirty:      map[string]bool{},
 		forgotten:  map[string]bool{},
 	}
-	cp.mux.HandleFunc("POST "+transport.PathRegister, cp.handleRegister)
-	cp.mux.HandleFunc("POST "+transport.PathHeartbeat, cp.handleHeartbeat)
-	cp.mux.HandleFunc("GET "+transport.PathAdminWorkers, cp.handleAdminList)
-	cp.mux.HandleFunc("GET "+transport.PathAdminWorkers+"/{name}", cp.handleAdminShow)
-	cp.HandleWorker("GET "+transport.PathWorkerPeers, cp.handlePeers)
+	cp.mux.HandleFunc("POST "+workerapi.PathRegister, cp.handleRegister)
+	cp.mux.HandleFunc("POST "+workerapi.PathHeartbeat, cp.handleHeartbeat)
+	cp.mux.HandleFunc("GET "+workerapi.PathAdminWorkers, cp.handleAdminList)
+	cp.mux.HandleFunc("GET "+workerapi.PathAdminWorkers+"/{name}", cp.handleAdminShow)
+	cp.HandleWorker("GET "+workerapi.PathWorkerPeers, cp.handlePeers)
 	return cp
 }
 
@@ -113,7 +113,7 @@ func (cp *ControlPlane) HandleSession(pattern string, h func(w http.ResponseWrit
 	cp.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		name, hash, err := cp.authWorker(r)
 		if err != nil {
-			transport.WriteError(w, http.StatusUnauthorized, err.Error(), "Authorization")
+			workerapi.WriteError(w, http.StatusUnauthorized, err.Error(), "Authorization")
 			return
 		}
 		h(w, r, Session{Worker: name, ID: sessionID(hash)})
@@ -149,7 +149,7 @@ func (cp *ControlPlane) HandleAdmin(pattern string, h http.Handler) {
 }
 
 // OnEvict adds a hook called (outside any lock, from the reaper task) for every evicted worker.
-func (cp *ControlPlane) OnEvict(fn func(ctx context.Context, w transport.WorkerInfo)) {
+func (cp *ControlPlane) OnEvict(fn func(ctx context.Context, w workerapi.WorkerInfo)) {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	cp.onEvict = append(cp.onEvict, fn)
@@ -243,11 +243,11 @@ func (cp *ControlPlane) AuthWorker(r *http.Request) (string, error) {
 
 // authWorker is AuthWorker that also returns the token's hash, so a handler need not hash again.
 func (cp *ControlPlane) authWorker(r *http.Request) (name, hash string, err error) {
-	token, ok := transport.BearerToken(r)
+	token, ok := workerapi.BearerToken(r)
 	if !ok {
 		return "", "", ErrUnauthorized
 	}
-	hash = transport.TokenHash(token)
+	hash = workerapi.TokenHash(token)
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	name, ok = cp.byToken[hash]
@@ -295,8 +295,8 @@ func (cp *ControlPlane) newToken() string {
 
 // register records a registration at now and returns the session token. A registration under
 // a name already known replaces it: the older token stops working at once.
-func (cp *ControlPlane) register(req transport.RegisterRequest, token string, now time.Time) (superseded *registry.Record) {
-	hash := transport.TokenHash(token)
+func (cp *ControlPlane) register(req workerapi.RegisterRequest, token string, now time.Time) (superseded *registry.Record) {
+	hash := workerapi.TokenHash(token)
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	if old := cp.workers[req.Name]; old != nil {
@@ -320,12 +320,12 @@ func (cp *ControlPlane) register(req transport.RegisterRequest, token string, no
 	cp.byToken[hash] = req.Name
 	cp.dirty[req.Name] = true
 	delete(cp.forgotten, req.Name)
-	cp.moveCount("", transport.StateHealthy)
+	cp.moveCount("", workerapi.StateHealthy)
 	return superseded
 }
 
 // heartbeat records hb from worker name at now; ok=false if the worker is no longer online.
-func (cp *ControlPlane) heartbeat(name, tokenHash string, hb transport.Heartbeat, now time.Time) (Transition, bool) {
+func (cp *ControlPlane) heartbeat(name, tokenHash string, hb workerapi.Heartbeat, now time.Time) (Transition, bool) {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	en := cp.workers[name]
@@ -368,11 +368,11 @@ func (en *entry) snapshot() registry.Record {
 }
 
 // Workers returns every known worker as /admin/workers shows it, sorted by name.
-func (cp *ControlPlane) Workers() []transport.WorkerInfo {
+func (cp *ControlPlane) Workers() []workerapi.WorkerInfo {
 	now := cp.e.Now()
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	out := make([]transport.WorkerInfo, 0, len(cp.workers))
+	out := make([]workerapi.WorkerInfo, 0, len(cp.workers))
 	for _, name := range cp.sortedNames() {
 		out = append(out, cp.info(cp.workers[name], now))
 	}
@@ -380,13 +380,13 @@ func (cp *ControlPlane) Workers() []transport.WorkerInfo {
 }
 
 // Worker returns one worker as /admin/workers/{name} shows it.
-func (cp *ControlPlane) Worker(name string) (transport.WorkerInfo, bool) {
+func (cp *ControlPlane) Worker(name string) (workerapi.WorkerInfo, bool) {
 	now := cp.e.Now()
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	en := cp.workers[name]
 	if en == nil {
-		return transport.WorkerInfo{}, false
+		return workerapi.WorkerInfo{}, false
 	}
 	return cp.info(en, now), true
 }

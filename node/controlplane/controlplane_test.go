@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/queryflux/queryflux/internal/registry"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 const (
@@ -53,7 +53,7 @@ func (h *harness) do(method, path, token, mediaType, body string) (int, []byte) 
 	h.t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	if token != "" {
-		transport.SetBearer(req, token)
+		workerapi.SetBearer(req, token)
 	}
 	if mediaType != "" {
 		req.Header.Set("Content-Type", mediaType)
@@ -66,12 +66,12 @@ func (h *harness) do(method, path, token, mediaType, body string) (int, []byte) 
 
 func (h *harness) register(name string) string {
 	h.t.Helper()
-	code, body := h.do("POST", transport.PathRegister, secret, transport.MediaWorkerRegister,
+	code, body := h.do("POST", workerapi.PathRegister, secret, workerapi.MediaWorkerRegister,
 		fmt.Sprintf(`{"name":%q,"version":"1.0","labels":{"zone":"eu"},"frontends":["postgres"]}`, name))
 	if code != 200 {
 		h.t.Fatalf("register %s: %d %s", name, code, body)
 	}
-	var resp transport.RegisterResponse
+	var resp workerapi.RegisterResponse
 	if err := json.Unmarshal(body, &resp); err != nil || resp.Token == "" || resp.Name != name {
 		h.t.Fatalf("register answer %s: %v", body, err)
 	}
@@ -82,11 +82,11 @@ func (h *harness) beat(token string, seq int) int {
 	h.t.Helper()
 	body := fmt.Sprintf(`{"seq":%d,"sentAt":%q,"revision":{"active":"rev-a"},"health":{"state":"healthy"}}`,
 		seq, h.e.Now().Format(time.RFC3339Nano))
-	code, _ := h.do("POST", transport.PathHeartbeat, token, transport.MediaHeartbeat, body)
+	code, _ := h.do("POST", workerapi.PathHeartbeat, token, workerapi.MediaHeartbeat, body)
 	return code
 }
 
-func (h *harness) state(name string) transport.WorkerInfo {
+func (h *harness) state(name string) workerapi.WorkerInfo {
 	h.t.Helper()
 	wi, ok := h.cp.Worker(name)
 	if !ok {
@@ -105,7 +105,7 @@ func TestRegisterAndHeartbeat(t *testing.T) {
 		t.Fatalf("heartbeat: %d", code)
 	}
 	wi := h.state("w1")
-	if !wi.Online || wi.State != transport.StateHealthy || wi.Revision != "rev-a" || wi.Labels["zone"] != "eu" {
+	if !wi.Online || wi.State != workerapi.StateHealthy || wi.Revision != "rev-a" || wi.Labels["zone"] != "eu" {
 		t.Fatalf("%+v", wi)
 	}
 	if code := h.beat(secret, 2); code != 401 {
@@ -121,19 +121,19 @@ func TestBadInputNamesTheField(t *testing.T) {
 		code                     int
 		field                    string
 	}{
-		{transport.PathRegister, "wrong", transport.MediaWorkerRegister, `{"name":"a","version":"1"}`, 401, "Authorization"},
-		{transport.PathRegister, "", transport.MediaWorkerRegister, `{"name":"a","version":"1"}`, 401, "Authorization"},
-		{transport.PathRegister, secret, transport.MediaWorkerRegister, `{"version":"1"}`, 400, "name"},
-		{transport.PathRegister, secret, transport.MediaWorkerRegister, `{"name":"a","version":"1","extra":1}`, 400, "extra"},
-		{transport.PathRegister, secret, "application/json", `{"name":"a","version":"1"}`, 415, "Content-Type"},
-		{transport.PathHeartbeat, tok, transport.MediaHeartbeat, `{"sentAt":"2026-01-01T00:00:00Z","health":{"state":"healthy"}}`, 400, "seq"},
-		{transport.PathHeartbeat, tok, transport.MediaHeartbeat, `{"seq":1,"sentAt":"2026-01-01T00:00:00Z","health":{"state":"fine"}}`, 400, "health.state"},
-		{transport.PathHeartbeat, tok, transport.MediaHeartbeat, `{"seq":1,"sentAt":"2026-01-01T00:00:00Z","health":{"state":"healthy"},"x":{}}`, 400, "x"},
-		{transport.PathHeartbeat, "qfw_forged", transport.MediaHeartbeat, `{}`, 401, "Authorization"},
+		{workerapi.PathRegister, "wrong", workerapi.MediaWorkerRegister, `{"name":"a","version":"1"}`, 401, "Authorization"},
+		{workerapi.PathRegister, "", workerapi.MediaWorkerRegister, `{"name":"a","version":"1"}`, 401, "Authorization"},
+		{workerapi.PathRegister, secret, workerapi.MediaWorkerRegister, `{"version":"1"}`, 400, "name"},
+		{workerapi.PathRegister, secret, workerapi.MediaWorkerRegister, `{"name":"a","version":"1","extra":1}`, 400, "extra"},
+		{workerapi.PathRegister, secret, "application/json", `{"name":"a","version":"1"}`, 415, "Content-Type"},
+		{workerapi.PathHeartbeat, tok, workerapi.MediaHeartbeat, `{"sentAt":"2026-01-01T00:00:00Z","health":{"state":"healthy"}}`, 400, "seq"},
+		{workerapi.PathHeartbeat, tok, workerapi.MediaHeartbeat, `{"seq":1,"sentAt":"2026-01-01T00:00:00Z","health":{"state":"fine"}}`, 400, "health.state"},
+		{workerapi.PathHeartbeat, tok, workerapi.MediaHeartbeat, `{"seq":1,"sentAt":"2026-01-01T00:00:00Z","health":{"state":"healthy"},"x":{}}`, 400, "x"},
+		{workerapi.PathHeartbeat, "qfw_forged", workerapi.MediaHeartbeat, `{}`, 401, "Authorization"},
 	}
 	for _, c := range cases {
 		code, body := h.do("POST", c.path, c.token, c.media, c.body)
-		var eb transport.ErrorBody
+		var eb workerapi.ErrorBody
 		if err := json.Unmarshal(body, &eb); err != nil || code != c.code || eb.Field != c.field || eb.Error == "" {
 			t.Errorf("%s %s: %d %s, want %d field %q", c.path, c.body, code, body, c.code, c.field)
 		}
@@ -166,19 +166,19 @@ func TestReaperStaleEvictRecover(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	ctx := context.Background()
 	var evictedNames []string
-	h.cp.OnEvict(func(ctx context.Context, w transport.WorkerInfo) { evictedNames = append(evictedNames, w.Name) })
+	h.cp.OnEvict(func(ctx context.Context, w workerapi.WorkerInfo) { evictedNames = append(evictedNames, w.Name) })
 	a, b := h.register("a"), h.register("b")
 
 	h.cp.Tick(ctx, h.e.Advance(29*time.Second))
-	if h.state("a").State != transport.StateHealthy {
+	if h.state("a").State != workerapi.StateHealthy {
 		t.Fatal("stale before the timeout")
 	}
 	h.beat(b, 1)
 	h.cp.Tick(ctx, h.e.Advance(time.Second))
-	if s := h.state("a"); s.State != transport.StateStale || !s.Online || len(s.Warnings) == 0 {
+	if s := h.state("a"); s.State != workerapi.StateStale || !s.Online || len(s.Warnings) == 0 {
 		t.Fatalf("a after 30s of silence: %+v", s)
 	}
-	if code := h.beat(a, 1); code != 200 || h.state("a").State != transport.StateHealthy {
+	if code := h.beat(a, 1); code != 200 || h.state("a").State != workerapi.StateHealthy {
 		t.Fatalf("heartbeat inside the grace did not recover a: %d %s", code, h.state("a").State)
 	}
 	// Now b goes silent for good: stale at +30s after its beat, evicted a grace later.
@@ -187,10 +187,10 @@ func TestReaperStaleEvictRecover(t *testing.T) {
 		h.beat(a, 2+i)
 	}
 	sb := h.state("b")
-	if sb.Online || sb.State != transport.StateEvicted {
+	if sb.Online || sb.State != workerapi.StateEvicted {
 		t.Fatalf("b after 100s of silence: %+v", sb)
 	}
-	if h.state("a").State != transport.StateHealthy {
+	if h.state("a").State != workerapi.StateHealthy {
 		t.Fatal("a, beating, was not kept healthy")
 	}
 	if len(evictedNames) != 1 || evictedNames[0] != "b" {
@@ -200,7 +200,7 @@ func TestReaperStaleEvictRecover(t *testing.T) {
 		t.Fatalf("evicted token: %d, want 401", code)
 	}
 	nb := h.register("b")
-	if code := h.beat(nb, 1); code != 200 || h.state("b").State != transport.StateHealthy {
+	if code := h.beat(nb, 1); code != 200 || h.state("b").State != workerapi.StateHealthy {
 		t.Fatal("re-registration after eviction")
 	}
 }
@@ -222,7 +222,7 @@ func TestRestartGivesEveryoneAFreshWindow(t *testing.T) {
 	second := newHarness(t, store, e)
 	for _, name := range []string{"a", "b"} {
 		second.cp.Tick(ctx, second.e.Now())
-		if s := second.state(name); !s.Online || s.State != transport.StateHealthy {
+		if s := second.state(name); !s.Online || s.State != workerapi.StateHealthy {
 			t.Fatalf("%s right after restart: %+v", name, s)
 		}
 	}
@@ -230,7 +230,7 @@ func TestRestartGivesEveryoneAFreshWindow(t *testing.T) {
 		t.Fatalf("a's token after restart: %d (the token hash is durable)", code)
 	}
 	second.cp.Tick(ctx, second.e.Advance(30*time.Second))
-	if second.state("b").State != transport.StateStale || second.state("a").State != transport.StateStale {
+	if second.state("b").State != workerapi.StateStale || second.state("a").State != workerapi.StateStale {
 		t.Fatal("the fresh window did not end after StaleAfter")
 	}
 }
@@ -272,14 +272,14 @@ func TestAdminWorkers(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	tok := h.register("w1")
 	h.beat(tok, 1)
-	if code, _ := h.do("GET", transport.PathAdminWorkers, secret, "", ""); code != 401 {
+	if code, _ := h.do("GET", workerapi.PathAdminWorkers, secret, "", ""); code != 401 {
 		t.Fatalf("admin with the worker secret: %d", code)
 	}
-	if code, _ := h.do("GET", transport.PathAdminWorkers, tok, "", ""); code != 401 {
+	if code, _ := h.do("GET", workerapi.PathAdminWorkers, tok, "", ""); code != 401 {
 		t.Fatalf("admin with a session token: %d", code)
 	}
 	h.cp.SetCurrentRevision("rev-b")
-	code, body := h.do("GET", transport.PathAdminWorkers, adminToken, "", "")
+	code, body := h.do("GET", workerapi.PathAdminWorkers, adminToken, "", "")
 	var list []map[string]any
 	if err := json.Unmarshal(body, &list); err != nil || code != 200 || len(list) != 1 {
 		t.Fatalf("%d %s", code, body)
@@ -300,10 +300,10 @@ func TestAdminWorkers(t *testing.T) {
 	if bytes.Contains(body, []byte(tok)) || bytes.Contains(body, []byte(secret)) {
 		t.Fatal("credential in the admin answer")
 	}
-	if code, _ := h.do("GET", transport.PathAdminWorkers+"/nobody", adminToken, "", ""); code != 404 {
+	if code, _ := h.do("GET", workerapi.PathAdminWorkers+"/nobody", adminToken, "", ""); code != 404 {
 		t.Fatalf("show unknown: %d", code)
 	}
-	if code, body := h.do("GET", transport.PathAdminWorkers+"/w1", adminToken, "", ""); code != 200 || !bytes.Contains(body, []byte(`"name":"w1"`)) {
+	if code, body := h.do("GET", workerapi.PathAdminWorkers+"/w1", adminToken, "", ""); code != 200 || !bytes.Contains(body, []byte(`"name":"w1"`)) {
 		t.Fatalf("show w1: %d %s", code, body)
 	}
 }
@@ -386,17 +386,17 @@ func TestStateGauges(t *testing.T) {
 	h.register("b")
 	h.register("b") // replaced, not added
 	gauge := func(state string) float64 { return testutil.ToFloat64(h.cp.metrics.workers.WithLabelValues(state)) }
-	if gauge(transport.StateHealthy) != 2 || gauge(transport.StateStale) != 0 {
-		t.Fatalf("healthy %v stale %v", gauge(transport.StateHealthy), gauge(transport.StateStale))
+	if gauge(workerapi.StateHealthy) != 2 || gauge(workerapi.StateStale) != 0 {
+		t.Fatalf("healthy %v stale %v", gauge(workerapi.StateHealthy), gauge(workerapi.StateStale))
 	}
 	h.cp.Tick(ctx, h.e.Advance(30*time.Second))
 	h.cp.Tick(ctx, h.e.Advance(60*time.Second))
-	if gauge(transport.StateHealthy) != 0 || gauge(transport.StateEvicted) != 2 {
-		t.Fatalf("healthy %v evicted %v", gauge(transport.StateHealthy), gauge(transport.StateEvicted))
+	if gauge(workerapi.StateHealthy) != 0 || gauge(workerapi.StateEvicted) != 2 {
+		t.Fatalf("healthy %v evicted %v", gauge(workerapi.StateHealthy), gauge(workerapi.StateEvicted))
 	}
 	h.register("a")
-	if gauge(transport.StateHealthy) != 1 || gauge(transport.StateEvicted) != 1 {
-		t.Fatalf("after re-registering a: healthy %v evicted %v", gauge(transport.StateHealthy), gauge(transport.StateEvicted))
+	if gauge(workerapi.StateHealthy) != 1 || gauge(workerapi.StateEvicted) != 1 {
+		t.Fatalf("after re-registering a: healthy %v evicted %v", gauge(workerapi.StateHealthy), gauge(workerapi.StateEvicted))
 	}
 }
 
@@ -409,7 +409,7 @@ func TestEvictedWorkersAreForgottenAfterRetention(t *testing.T) {
 	if err := h.cp.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if rec, err := h.store.Get(ctx, "gone"); err != nil || rec.State != transport.StateEvicted || rec.TokenHash != "" {
+	if rec, err := h.store.Get(ctx, "gone"); err != nil || rec.State != workerapi.StateEvicted || rec.TokenHash != "" {
 		t.Fatalf("stored after eviction: %+v %v", rec, err)
 	}
 	h.cp.Tick(ctx, h.e.Advance(h.cp.Config().EvictedRetention-time.Second))

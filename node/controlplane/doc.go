@@ -9,7 +9,7 @@
 //	cp.HandleWorker("GET /worker/x", func(w http.ResponseWriter, r *http.Request, worker string) {...})
 //	cp.HandleAdmin("GET /admin/x", h)            // admin bearer token checked
 //	cp.Handle("GET /health", h)                  // no auth
-//	cp.OnEvict(func(ctx context.Context, w transport.WorkerInfo) {...})
+//	cp.OnEvict(func(ctx context.Context, w workerapi.WorkerInfo) {...})
 //	err := cp.Start(ctx)                         // loads the registry, starts the reaper task
 //	serve cp.Handler()
 //

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // clockSkewWarn is the difference between a worker's and the control plane's clocks worth a warning.
@@ -17,25 +17,25 @@ const clockSkewWarn = 5 * time.Second
 const supersedeWarnWindow = 10 * time.Minute
 
 func (cp *ControlPlane) handleRegister(w http.ResponseWriter, r *http.Request) {
-	secret, _ := transport.BearerToken(r)
-	if !transport.TokenEqual(secret, cp.cfg.WorkerSecret) {
+	secret, _ := workerapi.BearerToken(r)
+	if !workerapi.TokenEqual(secret, cp.cfg.WorkerSecret) {
 		cp.metrics.registrations.WithLabelValues("unauthorized").Inc()
-		transport.WriteError(w, http.StatusUnauthorized, "registration needs the shared worker secret as a bearer token", "Authorization")
+		workerapi.WriteError(w, http.StatusUnauthorized, "registration needs the shared worker secret as a bearer token", "Authorization")
 		return
 	}
-	body, err := transport.ReadBody(r, transport.MediaWorkerRegister)
+	body, err := workerapi.ReadBody(r, workerapi.MediaWorkerRegister)
 	if err == nil {
-		var req transport.RegisterRequest
-		if req, err = transport.DecodeRegister(body); err == nil {
+		var req workerapi.RegisterRequest
+		if req, err = workerapi.DecodeRegister(body); err == nil {
 			cp.acceptRegistration(r.Context(), w, req)
 			return
 		}
 	}
 	cp.metrics.registrations.WithLabelValues("bad_request").Inc()
-	transport.WriteBadRequest(w, err)
+	workerapi.WriteBadRequest(w, err)
 }
 
-func (cp *ControlPlane) acceptRegistration(ctx context.Context, w http.ResponseWriter, req transport.RegisterRequest) {
+func (cp *ControlPlane) acceptRegistration(ctx context.Context, w http.ResponseWriter, req workerapi.RegisterRequest) {
 	token := cp.newToken()
 	now := cp.e.Now()
 	prev := cp.register(req, token, now)
@@ -51,7 +51,7 @@ func (cp *ControlPlane) acceptRegistration(ctx context.Context, w http.ResponseW
 		cp.metrics.registrations.WithLabelValues("ok").Inc()
 		log.Info("worker registered", "worker", req.Name, "version", req.Version, "labels", req.Labels)
 	}
-	transport.WriteJSON(w, http.StatusOK, transport.MediaWorkerRegistered, transport.RegisterResponse{
+	workerapi.WriteJSON(w, http.StatusOK, workerapi.MediaWorkerRegistered, workerapi.RegisterResponse{
 		Name: req.Name, Token: token, HeartbeatIntervalSecs: cp.cfg.HeartbeatInterval.Seconds(),
 		CurrentRevision: cp.revisionOf(req.Name),
 	})
@@ -61,43 +61,43 @@ func (cp *ControlPlane) handleHeartbeat(w http.ResponseWriter, r *http.Request) 
 	name, hash, err := cp.authWorker(r)
 	if err != nil {
 		cp.metrics.heartbeats.WithLabelValues("unauthorized").Inc()
-		transport.WriteError(w, http.StatusUnauthorized, err.Error(), "Authorization")
+		workerapi.WriteError(w, http.StatusUnauthorized, err.Error(), "Authorization")
 		return
 	}
-	body, err := transport.ReadBody(r, transport.MediaHeartbeat)
-	var hb transport.Heartbeat
+	body, err := workerapi.ReadBody(r, workerapi.MediaHeartbeat)
+	var hb workerapi.Heartbeat
 	if err == nil {
-		hb, err = transport.DecodeHeartbeat(body)
+		hb, err = workerapi.DecodeHeartbeat(body)
 	}
 	if err != nil {
 		cp.metrics.heartbeats.WithLabelValues("bad_request").Inc()
-		transport.WriteBadRequest(w, err)
+		workerapi.WriteBadRequest(w, err)
 		return
 	}
 	tr, ok := cp.heartbeat(name, hash, hb, cp.e.Now())
 	if !ok {
 		cp.metrics.heartbeats.WithLabelValues("unauthorized").Inc()
-		transport.WriteError(w, http.StatusUnauthorized, ErrUnauthorized.Error(), "Authorization")
+		workerapi.WriteError(w, http.StatusUnauthorized, ErrUnauthorized.Error(), "Authorization")
 		return
 	}
 	cp.metrics.heartbeats.WithLabelValues("ok").Inc()
 	if tr.Changed() {
 		cp.e.Logger().Info("worker recovered", "worker", name, "from", tr.From, "to", tr.To)
 	}
-	transport.WriteJSON(w, http.StatusOK, transport.MediaHeartbeatAck, transport.HeartbeatAck{
+	workerapi.WriteJSON(w, http.StatusOK, workerapi.MediaHeartbeatAck, workerapi.HeartbeatAck{
 		State: tr.To, CurrentRevision: cp.revisionOf(name), HeartbeatIntervalSecs: cp.cfg.HeartbeatInterval.Seconds(),
 	})
 }
 
 // authAdmin checks the admin token and answers 401 itself when it is wrong.
 func (cp *ControlPlane) authAdmin(w http.ResponseWriter, r *http.Request) bool {
-	token, _ := transport.BearerToken(r)
+	token, _ := workerapi.BearerToken(r)
 	if cp.cfg.AdminToken == "" {
-		transport.WriteError(w, http.StatusUnauthorized, "admin API disabled: no admin token configured", "Authorization")
+		workerapi.WriteError(w, http.StatusUnauthorized, "admin API disabled: no admin token configured", "Authorization")
 		return false
 	}
-	if !transport.TokenEqual(token, cp.cfg.AdminToken) {
-		transport.WriteError(w, http.StatusUnauthorized, "admin API needs the admin token as a bearer token", "Authorization")
+	if !workerapi.TokenEqual(token, cp.cfg.AdminToken) {
+		workerapi.WriteError(w, http.StatusUnauthorized, "admin API needs the admin token as a bearer token", "Authorization")
 		return false
 	}
 	return true
@@ -107,7 +107,7 @@ func (cp *ControlPlane) handleAdminList(w http.ResponseWriter, r *http.Request) 
 	if !cp.authAdmin(w, r) {
 		return
 	}
-	transport.WriteJSON(w, http.StatusOK, transport.MediaWorkerList, cp.Workers())
+	workerapi.WriteJSON(w, http.StatusOK, workerapi.MediaWorkerList, cp.Workers())
 }
 
 func (cp *ControlPlane) handleAdminShow(w http.ResponseWriter, r *http.Request) {
@@ -116,16 +116,16 @@ func (cp *ControlPlane) handleAdminShow(w http.ResponseWriter, r *http.Request) 
 	}
 	info, ok := cp.Worker(r.PathValue("name"))
 	if !ok {
-		transport.WriteError(w, http.StatusNotFound, "no worker named "+r.PathValue("name"), "name")
+		workerapi.WriteError(w, http.StatusNotFound, "no worker named "+r.PathValue("name"), "name")
 		return
 	}
-	transport.WriteJSON(w, http.StatusOK, transport.MediaWorkerInfo, info)
+	workerapi.WriteJSON(w, http.StatusOK, workerapi.MediaWorkerInfo, info)
 }
 
 // info renders en for the admin API; callers hold mu.
-func (cp *ControlPlane) info(en *entry, now time.Time) transport.WorkerInfo {
+func (cp *ControlPlane) info(en *entry, now time.Time) workerapi.WorkerInfo {
 	rec := en.snapshot()
-	wi := transport.WorkerInfo{
+	wi := workerapi.WorkerInfo{
 		Name: rec.Name, Online: en.life.Online(), State: en.life.State, StateSince: en.life.StateSince, RegisteredAt: rec.RegisteredAt,
 		Labels: rec.Labels, Version: rec.Version, Frontends: rec.Frontends, Heartbeat: rec.Heartbeat,
 		Warnings: []string{},
@@ -149,15 +149,15 @@ func (cp *ControlPlane) info(en *entry, now time.Time) transport.WorkerInfo {
 }
 
 // warnings say in words what an operator should look at.
-func (cp *ControlPlane) warnings(en *entry, wi transport.WorkerInfo, want string, now time.Time) []string {
+func (cp *ControlPlane) warnings(en *entry, wi workerapi.WorkerInfo, want string, now time.Time) []string {
 	rec := &en.rec
 	out := []string{}
 	silent := now.Sub(en.life.LastSeen).Round(time.Second)
 	switch en.life.State {
-	case transport.StateStale:
+	case workerapi.StateStale:
 		left := (cp.cfg.EvictGrace - now.Sub(en.life.StateSince)).Round(time.Second)
 		out = append(out, fmt.Sprintf("no heartbeat for %v: stale, evicted in %v unless it beats", silent, max(left, 0)))
-	case transport.StateEvicted:
+	case workerapi.StateEvicted:
 		out = append(out, fmt.Sprintf("evicted at %s after %v without a heartbeat", en.life.StateSince.UTC().Format(time.RFC3339), en.life.StateSince.Sub(en.life.LastSeen).Round(time.Second)))
 	}
 	if sc := cp.supersedes[wi.Name]; sc.count > 1 && now.Sub(sc.last) < supersedeWarnWindow {
@@ -171,7 +171,7 @@ func (cp *ControlPlane) warnings(en *entry, wi transport.WorkerInfo, want string
 		}
 		return out
 	}
-	if hb.Health.State == transport.HealthUnhealthy {
+	if hb.Health.State == workerapi.HealthUnhealthy {
 		out = append(out, fmt.Sprintf("worker reports itself unhealthy (loop lag %.3fs)", hb.Health.LoopLagSeconds))
 	}
 	if !wi.Current {

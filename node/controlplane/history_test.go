@@ -9,7 +9,7 @@ import (
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // TestHistoryEndpointsNeedTheirTokens: ingest wants a worker session, the admin read the admin
@@ -21,7 +21,7 @@ func TestHistoryEndpointsNeedTheirTokens(t *testing.T) {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		req.Header.Set("Content-Type", history.MediaQueryRecords)
 		if token != "" {
-			transport.SetBearer(req, token)
+			workerapi.SetBearer(req, token)
 		}
 		rec := httptest.NewRecorder()
 		cp.Handler().ServeHTTP(rec, req)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Lifecycle is one worker's registry state as plain data: healthy -> stale (no heartbeat for
@@ -12,7 +12,7 @@ import (
 // evicted is final for this registration (its token is revoked; the worker must register again).
 // Every method takes the time explicitly, so tests drive it without clocks.
 type Lifecycle struct {
-	State      string    // transport.StateHealthy, StateStale or StateEvicted
+	State      string    // workerapi.StateHealthy, StateStale or StateEvicted
 	StateSince time.Time // when State was entered
 	LastSeen   time.Time // last heartbeat, registration, or fresh window granted at start
 }
@@ -33,7 +33,7 @@ func (t Transition) Changed() bool { return t.From != t.To }
 
 // NewLifecycle starts a registration at now.
 func NewLifecycle(now time.Time) Lifecycle {
-	return Lifecycle{State: transport.StateHealthy, StateSince: now, LastSeen: now}
+	return Lifecycle{State: workerapi.StateHealthy, StateSince: now, LastSeen: now}
 }
 
 // Heartbeat records a heartbeat at now. It returns ok=false for an evicted worker, whose
@@ -41,14 +41,14 @@ func NewLifecycle(now time.Time) Lifecycle {
 func (l *Lifecycle) Heartbeat(now time.Time) (Transition, bool) {
 	l.assertValid()
 	from := l.State
-	if l.State == transport.StateEvicted {
+	if l.State == workerapi.StateEvicted {
 		return Transition{from, from}, false
 	}
 	if now.After(l.LastSeen) {
 		l.LastSeen = now
 	}
-	if l.State != transport.StateHealthy {
-		l.enter(transport.StateHealthy, now)
+	if l.State != workerapi.StateHealthy {
+		l.enter(workerapi.StateHealthy, now)
 	}
 	return Transition{from, l.State}, true
 }
@@ -60,13 +60,13 @@ func (l *Lifecycle) Tick(now time.Time, t Timeouts) Transition {
 	l.assertValid()
 	from := l.State
 	switch l.State {
-	case transport.StateHealthy:
+	case workerapi.StateHealthy:
 		if now.Sub(l.LastSeen) >= t.StaleAfter {
-			l.enter(transport.StateStale, now)
+			l.enter(workerapi.StateStale, now)
 		}
-	case transport.StateStale:
+	case workerapi.StateStale:
 		if now.Sub(l.StateSince) >= t.Grace {
-			l.enter(transport.StateEvicted, now)
+			l.enter(workerapi.StateEvicted, now)
 		}
 	}
 	return Transition{from, l.State}
@@ -76,15 +76,15 @@ func (l *Lifecycle) Tick(now time.Time, t Timeouts) Transition {
 // silence before the start is not held against anyone, so a restart never evicts the fleet.
 func (l *Lifecycle) FreshWindow(now time.Time) {
 	l.assertValid()
-	if l.State == transport.StateEvicted {
+	if l.State == workerapi.StateEvicted {
 		return
 	}
 	l.LastSeen = now
-	l.enter(transport.StateHealthy, now)
+	l.enter(workerapi.StateHealthy, now)
 }
 
 // Online is true until the worker is evicted.
-func (l *Lifecycle) Online() bool { return l.State != transport.StateEvicted }
+func (l *Lifecycle) Online() bool { return l.State != workerapi.StateEvicted }
 
 func (l *Lifecycle) enter(state string, now time.Time) {
 	l.State = state
@@ -93,7 +93,7 @@ func (l *Lifecycle) enter(state string, now time.Time) {
 
 func (l *Lifecycle) assertValid() {
 	switch l.State {
-	case transport.StateHealthy, transport.StateStale, transport.StateEvicted:
+	case workerapi.StateHealthy, workerapi.StateStale, workerapi.StateEvicted:
 	default:
 		panic(fmt.Sprintf("controlplane: lifecycle in unknown state %+v", *l))
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"pgregory.net/rapid"
 )
 
@@ -31,12 +31,12 @@ func TestLifecycleProperties(t *testing.T) {
 			switch rapid.IntRange(0, 2).Draw(rt, "op") {
 			case 0:
 				tr, ok := l.Heartbeat(now)
-				if ok != (before.State != transport.StateEvicted) {
+				if ok != (before.State != workerapi.StateEvicted) {
 					rt.Fatalf("heartbeat on %s accepted=%v", before.State, ok)
 				}
 				if ok {
 					lastAlive = now
-					if l.State != transport.StateHealthy || tr.To != transport.StateHealthy {
+					if l.State != workerapi.StateHealthy || tr.To != workerapi.StateHealthy {
 						rt.Fatalf("heartbeat left %s", l.State)
 					}
 				}
@@ -48,17 +48,17 @@ func TestLifecycleProperties(t *testing.T) {
 					lastAlive = now
 				}
 			}
-			if before.State == transport.StateEvicted && l.State != transport.StateEvicted {
+			if before.State == workerapi.StateEvicted && l.State != workerapi.StateEvicted {
 				rt.Fatalf("eviction undone: %+v -> %+v", before, l)
 			}
-			if l.State != transport.StateHealthy && before.State == transport.StateHealthy && now.Sub(lastAlive) < limits.StaleAfter {
+			if l.State != workerapi.StateHealthy && before.State == workerapi.StateHealthy && now.Sub(lastAlive) < limits.StaleAfter {
 				rt.Fatalf("%s after only %v of silence", l.State, now.Sub(lastAlive))
 			}
-			if l.State == transport.StateStale && before.State != transport.StateStale {
+			if l.State == workerapi.StateStale && before.State != workerapi.StateStale {
 				staleSeen = now
 			}
-			if l.State == transport.StateEvicted && before.State != transport.StateEvicted {
-				if before.State != transport.StateStale || now.Sub(staleSeen) < limits.Grace {
+			if l.State == workerapi.StateEvicted && before.State != workerapi.StateEvicted {
+				if before.State != workerapi.StateStale || now.Sub(staleSeen) < limits.Grace {
 					rt.Fatalf("evicted from %s after %v stale (grace %v)", before.State, now.Sub(staleSeen), limits.Grace)
 				}
 			}

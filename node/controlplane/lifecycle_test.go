@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 const (
-	healthy  = transport.StateHealthy
-	stale    = transport.StateStale
-	evictedS = transport.StateEvicted
+	healthy  = workerapi.StateHealthy
+	stale    = workerapi.StateStale
+	evictedS = workerapi.StateEvicted
 )
 
 func TestLifecycleTable(t *testing.T) {

@@ -2,7 +2,7 @@ package controlplane
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 type metrics struct {
@@ -41,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Worker records written to the registry store.",
 		}),
 	}
-	for _, state := range []string{transport.StateHealthy, transport.StateStale, transport.StateEvicted} {
+	for _, state := range []string{workerapi.StateHealthy, workerapi.StateStale, workerapi.StateEvicted} {
 		m.workers.WithLabelValues(state).Set(0) // every state shows, even when empty
 	}
 	if reg != nil {

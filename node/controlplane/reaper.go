@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/registry"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // flushTimeout bounds one registry batch write.
@@ -47,7 +47,7 @@ func (cp *ControlPlane) finalFlush(ctx context.Context) {
 
 // evicted is an eviction to report once the lock is released.
 type evicted struct {
-	info      transport.WorkerInfo
+	info      workerapi.WorkerInfo
 	tr        Transition
 	tokenHash string // of the session that ended
 }
@@ -75,7 +75,7 @@ func (cp *ControlPlane) Tick(ctx context.Context, now time.Time) {
 		changes = append(changes, change{name, tr})
 		cp.dirty[name] = true
 		cp.moveCount(tr.From, tr.To)
-		if en.life.State == transport.StateEvicted {
+		if en.life.State == workerapi.StateEvicted {
 			gone = append(gone, evicted{cp.info(en, now), tr, en.rec.TokenHash})
 			delete(cp.byToken, en.rec.TokenHash)
 			en.rec.TokenHash = ""

@@ -9,7 +9,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // CapacityGuard is the worker's capacity guard for the proxy core: leases from the control
@@ -79,7 +79,7 @@ func (g *CapacityGuard) Guard() proxy.Guard { return ProxyGuard(g.guard) }
 // Leases is the lease guard (nil in mode local), for status and tests.
 func (g *CapacityGuard) Leases() *capacity.LeaseGuard { return g.lease }
 
-func (g *CapacityGuard) contribute(hb *transport.Heartbeat) {
+func (g *CapacityGuard) contribute(hb *workerapi.Heartbeat) {
 	hb.Coordination.Mode = g.mode
 	hb.Coordination.Policy = g.c.OnUnavailable
 }

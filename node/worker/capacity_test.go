@@ -16,8 +16,8 @@ import (
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/proxy"
 	"github.com/queryflux/queryflux/node/worker"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/queryflux/queryflux/sim"
-	"github.com/queryflux/queryflux/transport"
 )
 
 // TestSimCapacityAcrossWorkers: two workers share cluster c (cap 2) through the control plane.
@@ -239,18 +239,18 @@ func TestSimRogueReregistrationFencesTheOldSession(t *testing.T) {
 // registerAs registers name with the worker secret through client and returns the token.
 func registerAs(ctx context.Context, client *http.Client, name string) (string, error) {
 	body := fmt.Sprintf(`{"name":%q,"version":"rogue"}`, name)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://cp"+transport.PathRegister, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://cp"+workerapi.PathRegister, strings.NewReader(body))
 	if err != nil {
 		return "", err
 	}
-	req.Header.Set("Content-Type", transport.MediaWorkerRegister)
+	req.Header.Set("Content-Type", workerapi.MediaWorkerRegister)
 	req.Header.Set("Authorization", "Bearer s3cret")
 	resp, err := client.Do(req)
 	if err != nil {
 		return "", err
 	}
 	defer resp.Body.Close()
-	var ans transport.RegisterResponse
+	var ans workerapi.RegisterResponse
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&ans) != nil {
 		return "", fmt.Errorf("register: HTTP %d", resp.StatusCode)
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/config/snapshot"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // storeWith is a snapshot store holding snap, as a worker that ran it before its restart has.
@@ -61,7 +61,7 @@ func TestConfigSyncStartsFromTheLastGoodSnapshot(t *testing.T) {
 			if got := f.waitActive(s, ""); got.Revision != good.Revision {
 				t.Fatalf("active %s, want the kept %s", got.Revision, good.Revision)
 			}
-			var hb transport.Heartbeat
+			var hb workerapi.Heartbeat
 			s.contribute(&hb)
 			if hb.Config.Source != SnapshotSourceCache || !hb.Config.Stale {
 				t.Fatalf("heartbeat config %+v, want source cache and stale", hb.Config)

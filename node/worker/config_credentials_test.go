@@ -8,7 +8,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // strippedSnap is a snapshot served with credentials stripped: a Postgres cluster that logs in,
@@ -54,7 +54,7 @@ func TestConfigSyncFillsStrippedCredentialsFromLocal(t *testing.T) {
 	if pg.Name != "pg" || pg.Credentials.User != "app" || pg.Credentials.Password.Reveal() != "worker-pg-pw" {
 		t.Fatalf("pg credentials: user %q password %q", pg.Credentials.User, pg.Credentials.Password.Reveal())
 	}
-	var hb transport.Heartbeat
+	var hb workerapi.Heartbeat
 	cs.contribute(&hb)
 	if strings.Contains(fmt.Sprintf("%+v", hb), "worker-pg-pw") {
 		t.Fatal("the heartbeat shows the local password")
@@ -88,7 +88,7 @@ func TestConfigSyncRefusesStrippedWithoutLocalCredentials(t *testing.T) {
 	if cfg, _ := cs.Active(); cfg != nil {
 		t.Fatal("a stripped snapshot without credentials became active")
 	}
-	var hb transport.Heartbeat
+	var hb workerapi.Heartbeat
 	cs.contribute(&hb)
 	if hb.Revision.Active != "" || hb.Revision.LastSeen != snap.Revision {
 		t.Fatalf("heartbeat revisions %+v", hb.Revision)

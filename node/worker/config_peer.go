@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/config/snapshot"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // PathPeerConfig is where a worker's ops listener serves its active snapshot to peers.
@@ -46,15 +46,15 @@ type PeerOptions struct {
 // the shared worker secret (the snapshot can carry cluster credentials). 503 when there is none.
 func (s *ConfigSync) PeerConfigHandler(secret string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := transport.BearerToken(r)
-		if !ok || !transport.TokenEqual(token, secret) {
-			transport.WriteError(w, http.StatusUnauthorized, "the shared worker secret is required", "Authorization")
+		token, ok := workerapi.BearerToken(r)
+		if !ok || !workerapi.TokenEqual(token, secret) {
+			workerapi.WriteError(w, http.StatusUnauthorized, "the shared worker secret is required", "Authorization")
 			return
 		}
 		_, snap := s.Active()
 		confirmed := s.ConfirmedAt()
 		if snap == nil || confirmed.IsZero() {
-			transport.WriteError(w, http.StatusServiceUnavailable, "no confirmed configuration", "")
+			workerapi.WriteError(w, http.StatusServiceUnavailable, "no confirmed configuration", "")
 			return
 		}
 		body, err := snapshot.Encode(snap)
@@ -111,14 +111,14 @@ func (s *ConfigSync) fetchPeer(ctx context.Context, p PeerOptions, addr string) 
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	transport.SetBearer(req, p.Secret)
+	workerapi.SetBearer(req, p.Secret)
 	resp, err := p.Client.Do(req)
 	if err != nil {
 		return nil, time.Time{}, errors.New(s.w.redact(err.Error()))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, time.Time{}, fmt.Errorf("%d %s", resp.StatusCode, transport.ReadError(resp).Error)
+		return nil, time.Time{}, fmt.Errorf("%d %s", resp.StatusCode, workerapi.ReadError(resp).Error)
 	}
 	confirmed, err := time.Parse(time.RFC3339Nano, resp.Header.Get(snapshot.HeaderConfirmedAt))
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // TestPeerBootstrap: a worker whose control plane is down copies a recent snapshot from a peer,
@@ -79,7 +79,7 @@ func TestPeerBootstrap(t *testing.T) {
 	if cfg.Clusters[0].MaxRunningQueries != 3 {
 		t.Fatal("borrowed configuration differs")
 	}
-	var hb transport.Heartbeat
+	var hb workerapi.Heartbeat
 	borrower.contribute(&hb)
 	if hb.Config.Source != "peer" || !hb.Config.Stale {
 		t.Fatalf("source %q stale %v, want a stale peer copy", hb.Config.Source, hb.Config.Stale)
@@ -112,7 +112,7 @@ func TestPeerCopyIsConfirmedByTheControlPlane(t *testing.T) {
 	if cs.Stale() {
 		t.Fatal("still stale after the control plane confirmed the revision")
 	}
-	var hb transport.Heartbeat
+	var hb workerapi.Heartbeat
 	cs.contribute(&hb)
 	if hb.Config.Source != "controlPlane" || hb.Config.Stale || hb.Config.StalenessSecs > 60 || applied != 1 {
 		t.Fatalf("after confirmation: %+v, applied %d times", hb.Config, applied)

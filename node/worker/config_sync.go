@@ -18,7 +18,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Config sync defaults and limits.
@@ -225,7 +225,7 @@ func (s *ConfigSync) pollOnce(ctx context.Context) error {
 		}
 		return s.receive(ctx, body)
 	default:
-		return fmt.Errorf("GET %s: %d %s", snapshot.PathConfig, resp.StatusCode, transport.ReadError(resp).Error)
+		return fmt.Errorf("GET %s: %d %s", snapshot.PathConfig, resp.StatusCode, workerapi.ReadError(resp).Error)
 	}
 }
 
@@ -337,7 +337,7 @@ func (s *ConfigSync) recordFailure(err error) time.Duration {
 	return env.Jitter(s.e.Rand(), min(d, s.opts.BackoffMax), configBackoffJitter)
 }
 
-func (s *ConfigSync) contribute(hb *transport.Heartbeat) {
+func (s *ConfigSync) contribute(hb *workerapi.Heartbeat) {
 	now := s.e.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -345,7 +345,7 @@ func (s *ConfigSync) contribute(hb *transport.Heartbeat) {
 		hb.Revision.Active = s.active.Revision
 	}
 	hb.Revision.LastSeen = s.lastSeen
-	hb.Config = transport.ConfigStatus{
+	hb.Config = workerapi.ConfigStatus{
 		Source: s.source, LastSyncAt: s.lastSyncAt, LastSyncAttemptAt: s.lastAttempt,
 		LastSyncError: s.lastError, SyncFailures: s.failures, ConsecutiveSyncFailures: s.consecutive,
 		Stale: s.source != "" && s.source != "controlPlane",

@@ -17,7 +17,7 @@ import (
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 const csSecret = "config-sync-secret-321"
@@ -155,7 +155,7 @@ func TestConfigSyncFollowsTheControlPlane(t *testing.T) {
 	if fmt.Sprint(applied) != "[1 2]" {
 		t.Fatalf("applied %v", applied)
 	}
-	var hb transport.Heartbeat
+	var hb workerapi.Heartbeat
 	sync.contribute(&hb)
 	if hb.Revision.Active != s2.Revision || hb.Revision.LastSeen != s2.Revision || hb.Config.Source != "controlPlane" {
 		t.Fatalf("heartbeat fields %+v", hb)
@@ -221,7 +221,7 @@ func TestConfigSyncBacksOff(t *testing.T) {
 	if took := time.Since(start); took < 184*time.Millisecond {
 		t.Fatalf("six polls within %v: the backoff does not grow from 10ms to 80ms", took)
 	}
-	var hb transport.Heartbeat
+	var hb workerapi.Heartbeat
 	sync.contribute(&hb)
 	if hb.Config.ConsecutiveSyncFailures < 3 || !strings.Contains(hb.Config.LastSyncError, "503") {
 		t.Fatalf("heartbeat config status %+v", hb.Config)

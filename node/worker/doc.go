@@ -6,8 +6,8 @@
 // Wiring:
 //
 //	w := worker.New(e, cfg, client)              // client: no Timeout; deadlines via Env contexts
-//	w.AddHeartbeatContributor(func(hb *transport.Heartbeat) { hb.History = ... })
-//	w.OnHeartbeatAck(func(ack transport.HeartbeatAck) {...})
+//	w.AddHeartbeatContributor(func(hb *workerapi.Heartbeat) { hb.History = ... })
+//	w.OnHeartbeatAck(func(ack workerapi.HeartbeatAck) {...})
 //	w.AddReadinessCheck("config", func() error {...})
 //	resp, err := w.Do(ctx, req)                  // relative URL; token added; re-registers on 401
 //	w.Start(ctx)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // HealthMonitor is the self-health state machine as plain data: Flips consecutive probes whose
@@ -13,7 +13,7 @@ import (
 type HealthMonitor struct {
 	Threshold time.Duration
 	Flips     int
-	State     string // transport.HealthHealthy or HealthUnhealthy
+	State     string // workerapi.HealthHealthy or HealthUnhealthy
 	Since     time.Time
 	LastLag   time.Duration
 	bad, good int // consecutive probes over / under the threshold
@@ -24,7 +24,7 @@ func NewHealthMonitor(threshold time.Duration, flips int, now time.Time) HealthM
 	if threshold <= 0 || flips <= 0 {
 		panic(fmt.Sprintf("worker: health monitor needs threshold > 0 and flips > 0, got %v and %d", threshold, flips))
 	}
-	return HealthMonitor{Threshold: threshold, Flips: flips, State: transport.HealthHealthy, Since: now}
+	return HealthMonitor{Threshold: threshold, Flips: flips, State: workerapi.HealthHealthy, Since: now}
 }
 
 // Observe records one probe's lag at now and reports whether the state changed.
@@ -36,17 +36,17 @@ func (h *HealthMonitor) Observe(now time.Time, lag time.Duration) bool {
 		h.bad, h.good = 0, h.good+1
 	}
 	switch {
-	case h.State == transport.HealthHealthy && h.bad >= h.Flips:
-		h.State, h.Since = transport.HealthUnhealthy, now
+	case h.State == workerapi.HealthHealthy && h.bad >= h.Flips:
+		h.State, h.Since = workerapi.HealthUnhealthy, now
 		return true
-	case h.State == transport.HealthUnhealthy && h.good >= h.Flips:
-		h.State, h.Since = transport.HealthHealthy, now
+	case h.State == workerapi.HealthUnhealthy && h.good >= h.Flips:
+		h.State, h.Since = workerapi.HealthHealthy, now
 		return true
 	}
 	return false
 }
 
 // Status is the monitor as the heartbeat carries it.
-func (h *HealthMonitor) Status() transport.HealthStatus {
-	return transport.HealthStatus{State: h.State, LoopLagSeconds: h.LastLag.Seconds(), Since: h.Since}
+func (h *HealthMonitor) Status() workerapi.HealthStatus {
+	return workerapi.HealthStatus{State: h.State, LoopLagSeconds: h.LastLag.Seconds(), Since: h.Since}
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 func TestHealthMonitorTable(t *testing.T) {
@@ -31,7 +31,7 @@ func TestHealthMonitorTable(t *testing.T) {
 				if changed && h.Since != t0.Add(time.Duration(i)*time.Second) {
 					t.Fatal("Since not moved on a change")
 				}
-				got.WriteByte(map[string]byte{transport.HealthHealthy: 'h', transport.HealthUnhealthy: 'u'}[h.State])
+				got.WriteByte(map[string]byte{workerapi.HealthHealthy: 'h', workerapi.HealthUnhealthy: 'u'}[h.State])
 			}
 			if got.String() != c.states {
 				t.Fatalf("states %s, want %s", got.String(), c.states)

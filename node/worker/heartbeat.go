@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // heartbeatJitter spreads a fleet's heartbeats so they do not arrive in waves.
@@ -62,11 +62,11 @@ func (w *Worker) recovering() bool {
 }
 
 // buildHeartbeat assembles the next heartbeat: the worker's own fields, then every contributor's.
-func (w *Worker) buildHeartbeat() transport.Heartbeat {
+func (w *Worker) buildHeartbeat() workerapi.Heartbeat {
 	now := w.e.Now()
 	w.mu.Lock()
 	w.seq++
-	hb := transport.Heartbeat{
+	hb := workerapi.Heartbeat{
 		Seq: w.seq, SentAt: now, Frontends: slices.Clone(w.cfg.Frontends), Health: w.health.Status(),
 	}
 	w.mu.Unlock()
@@ -101,28 +101,28 @@ func (w *Worker) SendHeartbeat(ctx context.Context) error {
 	return err
 }
 
-func (w *Worker) postHeartbeat(ctx context.Context, hb transport.Heartbeat) error {
+func (w *Worker) postHeartbeat(ctx context.Context, hb workerapi.Heartbeat) error {
 	body, err := json.Marshal(&hb)
 	if err != nil {
 		panic(fmt.Sprintf("worker: encoding a heartbeat: %v", err))
 	}
 	rctx, cancel := w.e.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, transport.PathHeartbeat, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, workerapi.PathHeartbeat, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", transport.MediaHeartbeat)
+	req.Header.Set("Content-Type", workerapi.MediaHeartbeat)
 	resp, err := w.Do(rctx, req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
+		return &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)}
 	}
-	var ack transport.HeartbeatAck
-	if err := json.NewDecoder(io.LimitReader(resp.Body, transport.BodyBytesMax)).Decode(&ack); err != nil {
+	var ack workerapi.HeartbeatAck
+	if err := json.NewDecoder(io.LimitReader(resp.Body, workerapi.BodyBytesMax)).Decode(&ack); err != nil {
 		return fmt.Errorf("worker: unreadable heartbeat answer: %w", err)
 	}
 	w.adoptInterval(ack.HeartbeatIntervalSecs)
@@ -179,7 +179,7 @@ func (w *Worker) redactLocked(s string) string {
 }
 
 // contribute lets every contributor fill its sections of hb. It must run without w.mu held.
-func (w *Worker) contribute(hb *transport.Heartbeat) {
+func (w *Worker) contribute(hb *workerapi.Heartbeat) {
 	w.mu.Lock()
 	contributors := slices.Clone(w.contributors)
 	w.mu.Unlock()
@@ -189,8 +189,8 @@ func (w *Worker) contribute(hb *transport.Heartbeat) {
 }
 
 // contributed is what the contributors would put in the next heartbeat, for /worker/status.
-func (w *Worker) contributed() transport.Heartbeat {
-	var hb transport.Heartbeat
+func (w *Worker) contributed() workerapi.Heartbeat {
+	var hb workerapi.Heartbeat
 	w.contribute(&hb)
 	hb.Sanitize()
 	return hb

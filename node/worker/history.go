@@ -18,7 +18,7 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // NewHistoryUplink returns an uplink that sends this worker's query records to the control
@@ -30,11 +30,11 @@ func (w *Worker) NewHistoryUplink(e env.Env, cfg history.UplinkConfig) (*history
 	if err := u.Register(w.Metrics()); err != nil {
 		return nil, err
 	}
-	w.AddHeartbeatContributor(func(hb *transport.Heartbeat) { hb.History = u.Counters() })
+	w.AddHeartbeatContributor(func(hb *workerapi.Heartbeat) { hb.History = u.Counters() })
 	return u, nil
 }
 
-// sendHistory posts one batch through Do. A non-2xx answer is a *transport.StatusError, so the
+// sendHistory posts one batch through Do. A non-2xx answer is a *workerapi.StatusError, so the
 // uplink drops a batch the control plane refuses (400) and retries one it could not take (503).
 func (w *Worker) sendHistory(ctx context.Context, b *history.QueryRecordBatchV1) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, history.PathWorkerHistory, bytes.NewReader(history.EncodeBatch(b)))
@@ -48,7 +48,7 @@ func (w *Worker) sendHistory(ctx context.Context, b *history.QueryRecordBatchV1)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
+		return &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)}
 	}
 	var ack history.IngestAck
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&ack); err != nil {

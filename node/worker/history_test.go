@@ -16,7 +16,7 @@ import (
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 const (
@@ -74,7 +74,7 @@ func TestHistoryUplinkToControlPlane(t *testing.T) {
 		}
 	}
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+history.PathAdminQueries+"?status=rejected", nil)
-	transport.SetBearer(req, historyAdmin)
+	workerapi.SetBearer(req, historyAdmin)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestHistoryUplinkToControlPlane(t *testing.T) {
 	if err := w.SendHeartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if wi, _ := cp2.Worker("w-hist"); wi.Heartbeat == nil || wi.Heartbeat.History != (transport.HistoryCounters{Sent: 11}) {
+	if wi, _ := cp2.Worker("w-hist"); wi.Heartbeat == nil || wi.Heartbeat.History != (workerapi.HistoryCounters{Sent: 11}) {
 		t.Fatalf("heartbeat did not carry the history counters: %+v", wi.Heartbeat)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Status is what /worker/status shows. It never carries a credential.
@@ -30,16 +30,16 @@ type Status struct {
 	CurrentRevision       string                 `json:"currentRevision,omitempty"`
 	ConsecutiveFailures   int                    `json:"consecutiveFailures"`
 	LastError             string                 `json:"lastError,omitempty"`
-	Health                transport.HealthStatus `json:"health"`
+	Health                workerapi.HealthStatus `json:"health"`
 	Ready                 bool                   `json:"ready"`
 	NotReady              []string               `json:"notReady,omitempty"`
 	// Peers is the last peer list from the control plane: what the worker routes and forwards by.
-	Peers []transport.Peer `json:"peers"`
+	Peers []workerapi.Peer `json:"peers"`
 	// The sections other subsystems contribute to heartbeats, as the next heartbeat would carry them.
-	Revision     transport.RevisionStatus     `json:"revision"`
-	Config       transport.ConfigStatus       `json:"config"`
-	Coordination transport.CoordinationStatus `json:"coordination"`
-	History      transport.HistoryCounters    `json:"history"`
+	Revision     workerapi.RevisionStatus     `json:"revision"`
+	Config       workerapi.ConfigStatus       `json:"config"`
+	Coordination workerapi.CoordinationStatus `json:"coordination"`
+	History      workerapi.HistoryCounters    `json:"history"`
 }
 
 // Status returns the worker's view of itself.
@@ -58,7 +58,7 @@ func (w *Worker) Status() Status {
 		LastHeartbeatSentAt: w.lastSentAt, LastHeartbeatAckAt: w.lastAckAt,
 		RegistryState: w.lastAck.State, CurrentRevision: w.lastAck.CurrentRevision,
 		ConsecutiveFailures: w.failures, LastError: w.lastError, Health: w.health.Status(),
-		Ready: len(notReady) == 0, NotReady: notReady, Peers: append([]transport.Peer{}, w.peers...),
+		Ready: len(notReady) == 0, NotReady: notReady, Peers: append([]workerapi.Peer{}, w.peers...),
 	}
 }
 
@@ -66,7 +66,7 @@ func (w *Worker) Status() Status {
 // readiness check that fails.
 func (w *Worker) notReady() []string {
 	w.mu.Lock()
-	healthy := w.health.State == transport.HealthHealthy
+	healthy := w.health.State == workerapi.HealthHealthy
 	lag := w.health.LastLag
 	checks := slices.Clone(w.readiness)
 	w.mu.Unlock()
@@ -87,18 +87,18 @@ func (w *Worker) notReady() []string {
 func (w *Worker) OpsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(rw http.ResponseWriter, r *http.Request) {
-		transport.WriteJSON(rw, http.StatusOK, "application/json", map[string]string{"status": "ok"})
+		workerapi.WriteJSON(rw, http.StatusOK, "application/json", map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", func(rw http.ResponseWriter, r *http.Request) {
 		if reasons := w.notReady(); len(reasons) > 0 {
-			transport.WriteJSON(rw, http.StatusServiceUnavailable, "application/json", map[string]any{"ready": false, "reasons": reasons})
+			workerapi.WriteJSON(rw, http.StatusServiceUnavailable, "application/json", map[string]any{"ready": false, "reasons": reasons})
 			return
 		}
-		transport.WriteJSON(rw, http.StatusOK, "application/json", map[string]any{"ready": true})
+		workerapi.WriteJSON(rw, http.StatusOK, "application/json", map[string]any{"ready": true})
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(w.cfg.Metrics, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET "+transport.PathWorkerStatus, func(rw http.ResponseWriter, r *http.Request) {
-		transport.WriteJSON(rw, http.StatusOK, transport.MediaWorkerStatus, w.Status())
+	mux.HandleFunc("GET "+workerapi.PathWorkerStatus, func(rw http.ResponseWriter, r *http.Request) {
+		workerapi.WriteJSON(rw, http.StatusOK, workerapi.MediaWorkerStatus, w.Status())
 	})
 	w.mu.Lock()
 	routes := slices.Clone(w.opsRoutes)

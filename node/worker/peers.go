@@ -14,7 +14,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // peerRefreshMin is the shortest time between two on-demand refreshes of the peer list: a
@@ -22,11 +22,11 @@ import (
 // not count: a peer that registered since must be found at once.
 const peerRefreshMin = time.Second
 
-// SetEndpoints sets where peers reach this worker's frontends, by protocol (transport.Peer).
+// SetEndpoints sets where peers reach this worker's frontends, by protocol (workerapi.Peer).
 // Call it before Start: the endpoints go out with the registration, and a worker that has
 // endpoints keeps its peer list fresh.
 func (w *Worker) SetEndpoints(endpoints map[string]string) error {
-	req := transport.RegisterRequest{Name: w.cfg.Name, Version: w.cfg.Version, Endpoints: endpoints}
+	req := workerapi.RegisterRequest{Name: w.cfg.Name, Version: w.cfg.Version, Endpoints: endpoints}
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("worker endpoints: %w", err)
 	}
@@ -43,7 +43,7 @@ func (w *Worker) advertised() map[string]string {
 }
 
 // Peers returns the last peer list the control plane gave (this worker included), sorted by name.
-func (w *Worker) Peers() []transport.Peer {
+func (w *Worker) Peers() []workerapi.Peer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.peers)
@@ -77,10 +77,10 @@ func (w *Worker) loadPeers(ctx context.Context) error {
 	return nil
 }
 
-func (w *Worker) fetchPeers(ctx context.Context) ([]transport.Peer, error) {
+func (w *Worker) fetchPeers(ctx context.Context) ([]workerapi.Peer, error) {
 	rctx, cancel := w.e.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, transport.PathWorkerPeers, nil)
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, workerapi.PathWorkerPeers, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -90,10 +90,10 @@ func (w *Worker) fetchPeers(ctx context.Context) ([]transport.Peer, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
+		return nil, &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)}
 	}
-	var peers []transport.Peer
-	if err := json.NewDecoder(io.LimitReader(resp.Body, transport.BodyBytesMax)).Decode(&peers); err != nil {
+	var peers []workerapi.Peer
+	if err := json.NewDecoder(io.LimitReader(resp.Body, workerapi.BodyBytesMax)).Decode(&peers); err != nil {
 		return nil, fmt.Errorf("worker: unreadable peer list: %w", err)
 	}
 	return peers, nil

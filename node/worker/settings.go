@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Config is what a worker needs to join a fleet.
@@ -67,10 +67,10 @@ func (c Config) Validate() error {
 	if c.Secret == "" {
 		return fmt.Errorf("secret: required")
 	}
-	if err := transport.ValidateName("name", c.Name); err != nil {
+	if err := workerapi.ValidateName("name", c.Name); err != nil {
 		return err
 	}
-	req := transport.RegisterRequest{Name: c.Name, Version: c.Version, Labels: c.Labels, Frontends: c.Frontends}
+	req := workerapi.RegisterRequest{Name: c.Name, Version: c.Version, Labels: c.Labels, Frontends: c.Frontends}
 	if err := req.Validate(); err != nil {
 		return err
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/worker"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/queryflux/queryflux/sim"
-	"github.com/queryflux/queryflux/transport"
 )
 
 // simFleet is a control plane and workers in the deterministic simulator, with the registry
@@ -64,19 +64,19 @@ func TestSimWorkerCrashAndControlPlaneRestart(t *testing.T) {
 			}
 		})
 	}
-	check(30*time.Second, "w1", transport.StateHealthy)
-	check(30*time.Second, "w2", transport.StateHealthy)
+	check(30*time.Second, "w1", workerapi.StateHealthy)
+	check(30*time.Second, "w2", workerapi.StateHealthy)
 	f.s.At(60*time.Second, func() { f.s.Node("w2").Crash() })
-	check(85*time.Second, "w2", transport.StateHealthy) // silent < 30s
-	check(110*time.Second, "w2", transport.StateStale)  // silent > 30s + a reaper tick
-	check(165*time.Second, "w2", transport.StateEvicted)
-	check(165*time.Second, "w1", transport.StateHealthy)
+	check(85*time.Second, "w2", workerapi.StateHealthy) // silent < 30s
+	check(110*time.Second, "w2", workerapi.StateStale)  // silent > 30s + a reaper tick
+	check(165*time.Second, "w2", workerapi.StateEvicted)
+	check(165*time.Second, "w1", workerapi.StateHealthy)
 	// The control plane is down for five minutes, far past timeout + grace.
 	f.s.At(200*time.Second, func() { f.s.Node("cp").Crash() })
 	f.s.At(500*time.Second, func() { f.s.Node("cp").Restart() })
 	for at := 505 * time.Second; at < 700*time.Second; at += 5 * time.Second {
-		check(at, "w1", transport.StateHealthy)
-		check(at, "w2", transport.StateEvicted)
+		check(at, "w1", workerapi.StateHealthy)
+		check(at, "w2", workerapi.StateEvicted)
 	}
 	if err := f.s.Run(700 * time.Second); err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestSimStarvedWorkerReportsUnhealthy(t *testing.T) {
 	var sawUnhealthy bool
 	f.s.At(75*time.Second, func() {
 		wi, _ := f.cp.Worker("w1")
-		sawUnhealthy = wi.Health == transport.HealthUnhealthy
+		sawUnhealthy = wi.Health == workerapi.HealthUnhealthy
 	})
 	f.s.At(80*time.Second, func() { f.s.Node("w1").SetStarve(0) })
 	if err := f.s.Run(120 * time.Second); err != nil {
@@ -104,7 +104,7 @@ func TestSimStarvedWorkerReportsUnhealthy(t *testing.T) {
 	if !sawUnhealthy {
 		t.Fatal("the control plane did not hear that the starved worker was unhealthy")
 	}
-	if wi, _ := f.cp.Worker("w1"); wi.Health != transport.HealthHealthy {
+	if wi, _ := f.cp.Worker("w1"); wi.Health != workerapi.HealthHealthy {
 		t.Fatalf("not recovered: %+v", wi)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Worker is one worker's link to the control plane.
@@ -37,16 +37,16 @@ type Worker struct {
 	health        HealthMonitor
 	lastSentAt    time.Time
 	lastAckAt     time.Time
-	lastAck       transport.HeartbeatAck
+	lastAck       workerapi.HeartbeatAck
 	failures      int    // consecutive heartbeat failures
 	failedBefore  bool   // a heartbeat failed since the last success was logged
 	lastError     string // redacted
-	contributors  []func(*transport.Heartbeat)
-	ackHooks      []func(transport.HeartbeatAck)
+	contributors  []func(*workerapi.Heartbeat)
+	ackHooks      []func(workerapi.HeartbeatAck)
 	readiness     []readinessCheck
 	opsRoutes     []opsRoute
 	endpoints     map[string]string // where peers reach this worker's frontends
-	peers         []transport.Peer  // the last peer list from the control plane
+	peers         []workerapi.Peer  // the last peer list from the control plane
 	peersAt       time.Time         // when it was last asked for on demand
 }
 
@@ -94,14 +94,14 @@ func (w *Worker) Start(ctx context.Context) {
 
 // AddHeartbeatContributor adds fn, called (without locks held) on every heartbeat before it is
 // sent, to fill the fields its subsystem owns: Revision, Config, Coordination, History.
-func (w *Worker) AddHeartbeatContributor(fn func(hb *transport.Heartbeat)) {
+func (w *Worker) AddHeartbeatContributor(fn func(hb *workerapi.Heartbeat)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.contributors = append(w.contributors, fn)
 }
 
 // OnHeartbeatAck adds fn, called with every heartbeat answer (current revision, registry state).
-func (w *Worker) OnHeartbeatAck(fn func(ack transport.HeartbeatAck)) {
+func (w *Worker) OnHeartbeatAck(fn func(ack workerapi.HeartbeatAck)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.ackHooks = append(w.ackHooks, fn)
@@ -172,7 +172,7 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
 		}
-		transport.SetBearer(r, token)
+		workerapi.SetBearer(r, token)
 		resp, err := w.client.Do(r)
 		if err != nil {
 			return nil, w.redactErr(err)
@@ -240,16 +240,16 @@ func (w *Worker) session(ctx context.Context, stale string) (string, error) {
 
 // register presents the shared secret and returns a fresh session token.
 func (w *Worker) register(ctx context.Context) (string, error) {
-	body, _ := json.Marshal(transport.RegisterRequest{Name: w.cfg.Name, Version: w.cfg.Version,
+	body, _ := json.Marshal(workerapi.RegisterRequest{Name: w.cfg.Name, Version: w.cfg.Version,
 		Labels: w.cfg.Labels, Frontends: w.cfg.Frontends, Endpoints: w.advertised()})
 	rctx, cancel := w.e.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, w.URL(transport.PathRegister), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, w.URL(workerapi.PathRegister), bytes.NewReader(body))
 	if err != nil {
 		return "", err
 	}
-	req.Header.Set("Content-Type", transport.MediaWorkerRegister)
-	transport.SetBearer(req, w.cfg.Secret)
+	req.Header.Set("Content-Type", workerapi.MediaWorkerRegister)
+	workerapi.SetBearer(req, w.cfg.Secret)
 	resp, err := w.client.Do(req)
 	if err != nil {
 		w.metrics.registrations.WithLabelValues("error").Inc()
@@ -258,10 +258,10 @@ func (w *Worker) register(ctx context.Context) (string, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		w.metrics.registrations.WithLabelValues("refused").Inc()
-		return "", fmt.Errorf("worker: register: %w", &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)})
+		return "", fmt.Errorf("worker: register: %w", &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)})
 	}
-	var ans transport.RegisterResponse
-	if err := json.NewDecoder(io.LimitReader(resp.Body, transport.BodyBytesMax)).Decode(&ans); err != nil || ans.Token == "" {
+	var ans workerapi.RegisterResponse
+	if err := json.NewDecoder(io.LimitReader(resp.Body, workerapi.BodyBytesMax)).Decode(&ans); err != nil || ans.Token == "" {
 		w.metrics.registrations.WithLabelValues("error").Inc()
 		return "", fmt.Errorf("worker: register: unreadable answer (%v)", err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 const (
@@ -104,7 +104,7 @@ func (f *fleet) eventually(what string, cond func() bool) {
 	f.t.Fatalf("timed out waiting for %s", what)
 }
 
-func (f *fleet) info(name string) transport.WorkerInfo {
+func (f *fleet) info(name string) workerapi.WorkerInfo {
 	wi, _ := f.cp.Worker(name)
 	return wi
 }
@@ -112,14 +112,14 @@ func (f *fleet) info(name string) transport.WorkerInfo {
 func TestRegistersAndHeartbeatsWithContributedFields(t *testing.T) {
 	f := newFleet(t)
 	w := f.worker("w1", nil, nil)
-	w.AddHeartbeatContributor(func(hb *transport.Heartbeat) {
-		hb.Revision = transport.RevisionStatus{Active: "rev-7", LastSeen: "rev-8"}
-		hb.History = transport.HistoryCounters{Sent: 5, Dropped: 1, Pending: 2}
+	w.AddHeartbeatContributor(func(hb *workerapi.Heartbeat) {
+		hb.Revision = workerapi.RevisionStatus{Active: "rev-7", LastSeen: "rev-8"}
+		hb.History = workerapi.HistoryCounters{Sent: 5, Dropped: 1, Pending: 2}
 		hb.Coordination.Policy = "remote"
 	})
 	var acks atomic.Int32
-	w.OnHeartbeatAck(func(ack transport.HeartbeatAck) {
-		if ack.State == transport.StateHealthy {
+	w.OnHeartbeatAck(func(ack workerapi.HeartbeatAck) {
+		if ack.State == workerapi.StateHealthy {
 			acks.Add(1)
 		}
 	})
@@ -173,9 +173,9 @@ func TestDoRegistersAgainOn401(t *testing.T) {
 		t.Fatalf("first call: %q", got)
 	}
 	// Someone registers under the same name: our token is superseded.
-	req, _ := http.NewRequest("POST", f.srv.URL+transport.PathRegister, strings.NewReader(`{"name":"w1","version":"2"}`))
-	req.Header.Set("Content-Type", transport.MediaWorkerRegister)
-	transport.SetBearer(req, secret)
+	req, _ := http.NewRequest("POST", f.srv.URL+workerapi.PathRegister, strings.NewReader(`{"name":"w1","version":"2"}`))
+	req.Header.Set("Content-Type", workerapi.MediaWorkerRegister)
+	workerapi.SetBearer(req, secret)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("steal: %v %v", err, resp)
@@ -217,7 +217,7 @@ func TestSelfHealthGoesUnhealthyAndRecovers(t *testing.T) {
 	ops := httptest.NewServer(w.OpsHandler())
 	defer ops.Close()
 	w.Start(f.ctx)
-	f.eventually("registered and healthy", func() bool { return f.info("w1").Health == transport.HealthHealthy })
+	f.eventually("registered and healthy", func() bool { return f.info("w1").Health == workerapi.HealthHealthy })
 	readyz := func() int {
 		resp, err := http.Get(ops.URL + "/readyz")
 		if err != nil {
@@ -232,8 +232,8 @@ func TestSelfHealthGoesUnhealthyAndRecovers(t *testing.T) {
 	le.lag.Store(int64(300 * time.Millisecond))
 	// The control plane's interval is 50ms here, so cap the wait below what a routine beat
 	// would need to matter: the unhealthy beat must be pushed at once.
-	f.eventually("worker unhealthy", func() bool { return w.Status().Health.State == transport.HealthUnhealthy })
-	f.eventually("control plane told", func() bool { return f.info("w1").Health == transport.HealthUnhealthy })
+	f.eventually("worker unhealthy", func() bool { return w.Status().Health.State == workerapi.HealthUnhealthy })
+	f.eventually("control plane told", func() bool { return f.info("w1").Health == workerapi.HealthUnhealthy })
 	if code := readyz(); code != 503 {
 		t.Fatalf("readyz while unhealthy: %d", code)
 	}
@@ -241,7 +241,7 @@ func TestSelfHealthGoesUnhealthyAndRecovers(t *testing.T) {
 		t.Fatalf("admin warnings %v", ws)
 	}
 	le.lag.Store(0)
-	f.eventually("worker recovered", func() bool { return w.Status().Health.State == transport.HealthHealthy })
+	f.eventually("worker recovered", func() bool { return w.Status().Health.State == workerapi.HealthHealthy })
 	f.eventually("readyz 200", func() bool { return readyz() == 200 })
 	resp, err := http.Get(ops.URL + "/metrics")
 	if err != nil {
@@ -269,7 +269,7 @@ func TestUnhealthyHeartbeatIsSentAtOnce(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		w.ObserveLag(f.e.Now(), time.Second)
 	}
-	f.eventually("an immediate beat", func() bool { return f.info("w1").Health == transport.HealthUnhealthy })
+	f.eventually("an immediate beat", func() bool { return f.info("w1").Health == workerapi.HealthUnhealthy })
 	if w.Status().HeartbeatSeq <= before {
 		t.Fatal("no new heartbeat")
 	}
@@ -333,14 +333,14 @@ func TestDoSendsTheTokenOnlyToTheControlPlane(t *testing.T) {
 func TestOversizedContributionsAreTrimmedNotRefused(t *testing.T) {
 	f := newFleet(t)
 	w := f.worker("w1", nil, nil)
-	w.AddHeartbeatContributor(func(hb *transport.Heartbeat) {
+	w.AddHeartbeatContributor(func(hb *workerapi.Heartbeat) {
 		hb.Config.LastSyncError = strings.Repeat("x", 10000)
 		hb.Config.StalenessSecs = -3 // a control plane clock ahead of ours
 	})
 	if err := w.SendHeartbeat(f.ctx); err != nil {
 		t.Fatalf("heartbeat refused: %v", err)
 	}
-	if hb := f.info("w1").Heartbeat; hb == nil || len(hb.Config.LastSyncError) > transport.ShortTextLengthMax {
+	if hb := f.info("w1").Heartbeat; hb == nil || len(hb.Config.LastSyncError) > workerapi.ShortTextLengthMax {
 		t.Fatalf("stored heartbeat %+v", hb)
 	}
 }

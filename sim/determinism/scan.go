@@ -1,6 +1,7 @@
 // Package determinism enforces the determinism contract (docs/architecture.md) on role code: every
-// package under node/ (except node/env, the contract's production side) and every package under
-// internal/ whose package doc lacks the line
+// package under node/ (except node/env, the contract's production side, and node/querynode when
+// it opts out: it opens the real listeners and engines) and every package under internal/ whose
+// package doc lacks the line
 //
 //	// determinism: outside the simulator (<reason>)
 //
@@ -12,7 +13,7 @@
 // printing (%p), or the real network's defaults (http.DefaultClient, http.Get..., an
 // http.Client with Timeout). A finding can be excused on its line (or the
 // line above) with `//determinism:ok <reason>`; map ranges whose order is provably irrelevant are
-// what that is for. node/... packages may not opt out.
+// what that is for. Other node/... packages may not opt out.
 //
 // The scanner runs `go list` (and, for type information, `go list -export` over the scanned
 // packages' dependencies); it reads files and runs the go tool, nothing else.
@@ -58,7 +59,8 @@ type Rule func(module, importPath string) (scan, mayOptOut bool)
 // edited (the real-database test helpers).
 var fixedOutside = []string{"/internal/pgtest", "/internal/mytest"}
 
-// RepoRule is the project's rule: node/... (but node/env) always, internal/... unless opted out.
+// RepoRule is the project's rule: node/... (but node/env) always, node/querynode and internal/...
+// unless opted out.
 func RepoRule(module, p string) (bool, bool) {
 	for _, f := range fixedOutside {
 		if p == module+f {
@@ -68,6 +70,8 @@ func RepoRule(module, p string) (bool, bool) {
 	switch {
 	case p == module+"/node/env" || strings.HasPrefix(p, module+"/node/env/"):
 		return false, false
+	case p == module+"/node/querynode":
+		return true, true
 	case strings.HasPrefix(p, module+"/node/"):
 		return true, false
 	case strings.HasPrefix(p, module+"/internal/"):

@@ -7,13 +7,13 @@ import (
 
 	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // noPeers is a fleet whose control plane lists no worker.
 type noPeers struct{}
 
-func (noPeers) Peers() []transport.Peer            { return nil }
+func (noPeers) Peers() []workerapi.Peer            { return nil }
 func (noPeers) RefreshPeers(context.Context) error { return nil }
 
 // Forwarder is the forwarder of a worker named name, with the shared worker secret secret, in a

@@ -17,7 +17,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/defaultconfig"
 	"github.com/queryflux/queryflux/internal/history"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/spf13/cobra"
 )
 
@@ -139,14 +139,14 @@ func (o *options) fetch(ctx context.Context) (history.Page, error) {
 	if err != nil {
 		return history.Page{}, fmt.Errorf("--admin-url: %w", err)
 	}
-	transport.SetBearer(req, o.adminToken)
+	workerapi.SetBearer(req, o.adminToken)
 	resp, err := o.client.Do(req)
 	if err != nil {
 		return history.Page{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return history.Page{}, &transport.StatusError{Status: resp.StatusCode, Body: transport.ReadError(resp)}
+		return history.Page{}, &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)}
 	}
 	var page history.Page
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(&page); err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/history/historytest"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // server is a control plane's admin API in miniature: the real Admin handler behind a token.
@@ -21,8 +21,8 @@ func serverWith(t *testing.T, n int) *httptest.Server {
 	historytest.Seed(t, m, n)
 	admin := history.NewAdmin(m)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if tok, _ := transport.BearerToken(r); tok != "adm" {
-			transport.WriteError(w, http.StatusUnauthorized, "bad admin token", "Authorization")
+		if tok, _ := workerapi.BearerToken(r); tok != "adm" {
+			workerapi.WriteError(w, http.StatusUnauthorized, "bad admin token", "Authorization")
 			return
 		}
 		admin.ServeHTTP(w, r)

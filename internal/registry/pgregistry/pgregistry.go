@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queryflux/queryflux/internal/registry"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 )
 
 // Store is a registry.Store on a pgx pool.
@@ -157,7 +157,7 @@ func collect(rows pgx.Rows) ([]registry.Record, error) {
 			return nil, fmt.Errorf("pgregistry: %s frontends: %w", r.Name, err)
 		}
 		if hb != nil {
-			r.Heartbeat = &transport.Heartbeat{}
+			r.Heartbeat = &workerapi.Heartbeat{}
 			if err := json.Unmarshal(hb, r.Heartbeat); err != nil {
 				return nil, fmt.Errorf("pgregistry: %s heartbeat: %w", r.Name, err)
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/migrations/migratedtest"
-	"github.com/queryflux/queryflux/transport"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"pgregory.net/rapid"
 )
 
@@ -31,10 +31,10 @@ func TestPutGetRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 3, 4, 5, 6, 7, 891234567, time.UTC)
 	rec := registry.Record{Name: "w1", Version: "1.2", Labels: map[string]string{"zone": "eu"}, Frontends: []string{"postgres"},
-		Endpoints: map[string]string{"trino": "https://w1:8443"}, TokenHash: transport.TokenHash("t"), RegisteredAt: at, State: transport.StateStale, StateSince: at, LastSeen: at,
+		Endpoints: map[string]string{"trino": "https://w1:8443"}, TokenHash: workerapi.TokenHash("t"), RegisteredAt: at, State: workerapi.StateStale, StateSince: at, LastSeen: at,
 		LastHeartbeat: at.Add(time.Second),
-		Heartbeat: &transport.Heartbeat{Seq: 4, SentAt: at, History: transport.HistoryCounters{Sent: 9},
-			Health: transport.HealthStatus{State: transport.HealthHealthy}}}
+		Heartbeat: &workerapi.Heartbeat{Seq: 4, SentAt: at, History: workerapi.HistoryCounters{Sent: 9},
+			Health: workerapi.HealthStatus{State: workerapi.HealthHealthy}}}
 	if err := s.Put(ctx, []registry.Record{rec}); err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +61,8 @@ func TestMatchesMemoryModel(t *testing.T) {
 		r := registry.Record{
 			Name:       rapid.SampledFrom(names).Draw(t, "name"),
 			Version:    rapid.StringMatching(`[0-9.]{0,5}`).Draw(t, "version"),
-			State:      rapid.SampledFrom([]string{transport.StateHealthy, transport.StateStale, transport.StateEvicted}).Draw(t, "state"),
-			TokenHash:  rapid.SampledFrom([]string{"", transport.TokenHash("x")}).Draw(t, "token"),
+			State:      rapid.SampledFrom([]string{workerapi.StateHealthy, workerapi.StateStale, workerapi.StateEvicted}).Draw(t, "state"),
+			TokenHash:  rapid.SampledFrom([]string{"", workerapi.TokenHash("x")}).Draw(t, "token"),
 			LastSeen:   base.Add(time.Duration(rapid.Int64Range(0, 1e12).Draw(t, "seen"))),
 			StateSince: base.Add(time.Duration(rapid.Int64Range(-1, 1e12).Draw(t, "since"))),
 		}
@@ -73,8 +73,8 @@ func TestMatchesMemoryModel(t *testing.T) {
 			r.Endpoints = map[string]string{"trino": "http://" + rapid.StringMatching(`[a-z]{1,3}`).Draw(t, "host")}
 		}
 		if rapid.Bool().Draw(t, "hb") {
-			r.Heartbeat = &transport.Heartbeat{Seq: rapid.Uint64Range(1, 99).Draw(t, "seq"), SentAt: r.LastSeen,
-				Health: transport.HealthStatus{State: transport.HealthHealthy}}
+			r.Heartbeat = &workerapi.Heartbeat{Seq: rapid.Uint64Range(1, 99).Draw(t, "seq"), SentAt: r.LastSeen,
+				Health: workerapi.HealthStatus{State: workerapi.HealthHealthy}}
 		}
 		return r
 	})
@@ -132,9 +132,9 @@ func BenchmarkPut1000(b *testing.B) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	batch := make([]registry.Record, 1000)
 	for i := range batch {
-		batch[i] = registry.Record{Name: fmt.Sprintf("w%04d", i), State: transport.StateHealthy, LastSeen: at,
-			Labels: map[string]string{"zone": "eu"}, Heartbeat: &transport.Heartbeat{Seq: 1, SentAt: at,
-				Health: transport.HealthStatus{State: transport.HealthHealthy}}}
+		batch[i] = registry.Record{Name: fmt.Sprintf("w%04d", i), State: workerapi.StateHealthy, LastSeen: at,
+			Labels: map[string]string{"zone": "eu"}, Heartbeat: &workerapi.Heartbeat{Seq: 1, SentAt: at,
+				Health: workerapi.HealthStatus{State: workerapi.HealthHealthy}}}
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -18,9 +18,9 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/queryflux/queryflux/plan"
 	"github.com/queryflux/queryflux/scenarios"
-	"github.com/queryflux/queryflux/transport"
 )
 
 // Paths, under wherever the handler is mounted (Studio: /studio/api/plan).
@@ -141,7 +141,7 @@ func (p *planner) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case path == PathScenarios && r.Method == http.MethodGet:
 		list, _ := p.builtins()
-		transport.WriteJSON(w, http.StatusOK, "application/json", list)
+		workerapi.WriteJSON(w, http.StatusOK, "application/json", list)
 	case path == PathJobs && r.Method == http.MethodPost:
 		p.start(w, r)
 	case path == PathJobs && r.Method == http.MethodGet: // the last job, or null
@@ -152,12 +152,12 @@ func (p *planner) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			job = &j
 		}
 		p.mu.Unlock()
-		transport.WriteJSON(w, http.StatusOK, "application/json", job)
+		workerapi.WriteJSON(w, http.StatusOK, "application/json", job)
 	case strings.HasPrefix(path, PathJobs+"/") && r.Method == http.MethodGet:
 		id, plot := strings.CutSuffix(strings.TrimPrefix(path, PathJobs+"/"), "/plot.svg")
 		p.show(w, id, plot)
 	default:
-		transport.WriteError(w, http.StatusNotFound, r.Method+" "+path+": no such planning endpoint", "")
+		workerapi.WriteError(w, http.StatusNotFound, r.Method+" "+path+": no such planning endpoint", "")
 	}
 }
 
@@ -169,12 +169,12 @@ func (p *planner) start(w http.ResponseWriter, r *http.Request) {
 		err = json.Unmarshal(body, &req)
 	}
 	if err != nil {
-		transport.WriteError(w, http.StatusBadRequest, "plan request: want JSON {scenario or yaml, sweep: [...], seeds}", "")
+		workerapi.WriteError(w, http.StatusBadRequest, "plan request: want JSON {scenario or yaml, sweep: [...], seeds}", "")
 		return
 	}
 	sc, axes, seeds, field, err := p.check(req)
 	if err != nil {
-		transport.WriteError(w, http.StatusBadRequest, err.Error(), field)
+		workerapi.WriteError(w, http.StatusBadRequest, err.Error(), field)
 		return
 	}
 	runs := seeds
@@ -186,14 +186,14 @@ func (p *planner) start(w http.ResponseWriter, r *http.Request) {
 	if p.job != nil && p.job.State == "running" {
 		running := p.job.Scenario
 		p.mu.Unlock()
-		transport.WriteError(w, http.StatusConflict, "a planning job runs already ("+running+"): one at a time, wait for it to end", "")
+		workerapi.WriteError(w, http.StatusConflict, "a planning job runs already ("+running+"): one at a time, wait for it to end", "")
 		return
 	}
 	p.job, p.svg = job, ""
 	answer := *job
 	p.mu.Unlock()
 	go p.run(job.ID, sc, axes, seeds)
-	transport.WriteJSON(w, http.StatusAccepted, "application/json", answer)
+	workerapi.WriteJSON(w, http.StatusAccepted, "application/json", answer)
 }
 
 // check parses the scenario and the sweep and refuses what is not small.
@@ -325,11 +325,11 @@ func (p *planner) show(w http.ResponseWriter, id string, plot bool) {
 	p.mu.Unlock()
 	switch {
 	case !found:
-		transport.WriteError(w, http.StatusNotFound, "no planning job "+id+" (only the last one is kept)", "")
+		workerapi.WriteError(w, http.StatusNotFound, "no planning job "+id+" (only the last one is kept)", "")
 	case !plot:
-		transport.WriteJSON(w, http.StatusOK, "application/json", job)
+		workerapi.WriteJSON(w, http.StatusOK, "application/json", job)
 	case svg == "":
-		transport.WriteError(w, http.StatusNotFound, "job "+id+" has no plot ("+job.State+")", "")
+		workerapi.WriteError(w, http.StatusNotFound, "job "+id+" has no plot ("+job.State+")", "")
 	default:
 		w.Header().Set("Content-Type", "image/svg+xml")
 		_, _ = io.WriteString(w, svg)

@@ -1,4 +1,4 @@
-package transport
+package workerapi
 
 import "time"
 

@@ -1,4 +1,4 @@
-package transport
+package workerapi
 
 import (
 	"crypto/sha256"
@@ -94,7 +94,7 @@ func CheckMediaType(contentType, want string) error {
 func WriteJSON(w http.ResponseWriter, status int, mediaType string, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("transport: encoding %T: %v", v, err)) // our own types always encode
+		panic(fmt.Sprintf("workerapi: encoding %T: %v", v, err)) // our own types always encode
 	}
 	w.Header().Set("Content-Type", mediaType)
 	w.WriteHeader(status)

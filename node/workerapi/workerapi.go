@@ -1,10 +1,10 @@
-// Package transport holds the wire format of the worker API: the versioned media types, the
+// Package workerapi holds the wire format of the worker API: the versioned media types, the
 // request and response bodies of registration, heartbeats and the admin worker list, strict
 // decoding that names the offending field, JSON error bodies, and bearer-token helpers.
 //
 // It is plain data and encoding: it touches no clock, no network and no randomness, so roles
 // in node/... and the simulator use it unchanged.
-package transport
+package workerapi
 
 // Versioned media types. A body is accepted only under its own type; a v2 will get a new type
 // and live beside v1 for as long as old workers exist.
