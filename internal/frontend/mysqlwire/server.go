@@ -72,8 +72,9 @@ type Options struct {
 	TLS func() *tls.Config
 	// Logger; nil discards.
 	Logger *slog.Logger
-	// Limits bound connections, the handshake's duration and packets before login (zero
-	// fields: netlimit's defaults).
+	// Limits bound connections, the handshake's duration, packets before login and, after
+	// it, a message's size (MessageBytesMax is max_allowed_packet) and the time it may take to
+	// arrive (zero fields: netlimit's defaults).
 	Limits netlimit.Limits
 }
 
@@ -256,7 +257,8 @@ func (s *Server) serveConn(nc net.Conn) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	srv, tlsConfig := s.goMySQL()
-	gate := newPacketGate(nc, s.opts.Limits.PreAuthBytesMax, tlsConfig)
+	gate := newPacketGate(nc, s.opts.Limits, tlsConfig, s.log)
+	defer gate.stop()
 	buffered := newFlushOnReadConn(gate)
 	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc}
 	_ = buffered.SetDeadline(time.Now().Add(s.opts.Limits.HandshakeTimeout))
@@ -284,7 +286,7 @@ func (s *Server) serveConn(nc net.Conn) {
 type authenticator struct {
 	s      *Server
 	remote net.Addr
-	gate   *packetGate // lifts the pre-login packet limit on success
+	gate   *packetGate // switches to the logged-in client's bounds on success
 }
 
 func (a *authenticator) GetCredential(string) (server.Credential, bool, error) {
@@ -323,7 +325,7 @@ func (s *Server) verified(user string, remote net.Addr, secure bool) error {
 // carries: autocommit on (go-mysql starts a connection with no flags; the handshake's own
 // are set by flushOnReadConn).
 func (a *authenticator) OnAuthSuccess(c *server.Conn) error {
-	a.gate.authed = true
+	a.gate.loggedIn()
 	c.SetStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
 	return nil
 }

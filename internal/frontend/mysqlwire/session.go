@@ -33,7 +33,7 @@ type session struct {
 
 	stmts           map[uint32]*prepared // the client's prepared statements, by id
 	stmtID          uint32               // the last statement id given out
-	longHeld        int                  // COM_STMT_SEND_LONG_DATA bytes held across stmts (at most maxAllowedPacket)
+	longHeld        int                  // COM_STMT_SEND_LONG_DATA bytes held across stmts (at most maxAllowedPacket())
 	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
 	more            bool                 // more results follow this statement's (multi-statements)
 	warnings        uint16               // the running statement's warning count, for its EOF
@@ -521,7 +521,7 @@ func (h *session) variable(name string) (any, bool) {
 	case "version":
 		return h.s.opts.ServerVersion, true
 	case "max_allowed_packet":
-		return int64(maxAllowedPacket), true
+		return int64(h.maxAllowedPacket()), true
 	case "autocommit":
 		if h.autocommitOff {
 			return int64(0), true
