@@ -268,6 +268,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
+	buffered.login = nil
 	h.conn = c
 	h.multiStatements = c.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 	s.mu.Lock()
@@ -322,8 +323,8 @@ func (s *Server) verified(user string, remote net.Addr, secure bool) error {
 }
 
 // OnAuthSuccess sets the session's first status flags, which the OK ending the handshake
-// carries: autocommit on (go-mysql starts a connection with no flags; the handshake's own
-// are set by flushOnReadConn).
+// carries: autocommit on (go-mysql starts a connection with no flags; the greeting's own are
+// set as it goes out, see login.go).
 func (a *authenticator) OnAuthSuccess(c *server.Conn) error {
 	a.gate.loggedIn()
 	c.SetStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
@@ -352,8 +353,8 @@ func isLoopback(a net.Addr) bool {
 // is held back when the server turns to wait for the client.
 type flushOnReadConn struct {
 	net.Conn
-	w       *bufio.Writer
-	greeted bool // the first packet (go-mysql's handshake) went out, its status flags set
+	w     *bufio.Writer
+	login *loginView // go-mysql's login packets, read as they go out (login.go); nil once logged in
 
 	mu      sync.Mutex
 	pending []byte // read by a watch before the session asked
@@ -368,7 +369,7 @@ type flushOnReadConn struct {
 }
 
 func newFlushOnReadConn(c net.Conn) *flushOnReadConn {
-	return &flushOnReadConn{Conn: c, w: bufio.NewWriterSize(c, 32<<10)}
+	return &flushOnReadConn{Conn: c, w: bufio.NewWriterSize(c, 32<<10), login: &loginView{}}
 }
 
 func (c *flushOnReadConn) isSecure() bool {
@@ -377,9 +378,11 @@ func (c *flushOnReadConn) isSecure() bool {
 }
 
 func (c *flushOnReadConn) Write(p []byte) (int, error) {
-	if !c.greeted {
-		c.greeted = true
-		markHandshakeAutocommit(p)
+	if c.login != nil {
+		if _, err := c.w.Write(c.login.serverPacket(p)); err != nil {
+			return 0, err
+		}
+		return len(p), nil
 	}
 	return c.w.Write(p)
 }

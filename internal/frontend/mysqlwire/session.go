@@ -1,7 +1,6 @@
 package mysqlwire
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -408,24 +407,6 @@ func appendBinaryRow(row []byte, cols []column, batch arrow.RecordBatch, i int) 
 		row = appendBinary(row, &cols[c], a, i)
 	}
 	return row
-}
-
-// markHandshakeAutocommit sets SERVER_STATUS_AUTOCOMMIT in the initial handshake packet
-// (framed), which go-mysql writes with no status flags. PyMySQL decides from it whether to
-// send SET autocommit=0: finding autocommit off already, it would send nothing and take a
-// ROLLBACK for undoing what autocommit had committed. The layout is HandshakeV10's: header,
-// protocol 10, version NUL, connection id (4), salt (8), filler, capabilities (2), charset,
-// status (2). Any other packet is left alone.
-func markHandshakeAutocommit(p []byte) {
-	if len(p) < 5 || p[4] != 10 {
-		return
-	}
-	nul := bytes.IndexByte(p[5:], 0)
-	at := 5 + nul + 1 + 4 + 8 + 1 + 2 + 1
-	if nul < 0 || at+2 > len(p) {
-		return
-	}
-	p[at] |= byte(mysql.SERVER_STATUS_AUTOCOMMIT)
 }
 
 func (h *session) writeEOF() error {
