@@ -91,13 +91,15 @@ unit:
 
 # Each fuzz target runs for $(FUZZTIME): long enough to catch shallow crashes, short enough for CI.
 FUZZ_TARGETS := \
-	./transport:FuzzDecodeHeartbeat \
+	./node/workerapi:FuzzDecodeHeartbeat \
+	./internal/config:FuzzParse \
 	./internal/frontend/pgwire:FuzzPGWireMessages \
 	./internal/frontend/pgwire:FuzzPGWireAuth \
 	./internal/frontend/mysqlwire:FuzzMySQLAuth \
 	./internal/frontend/trinohttp:FuzzTrinoAuth \
 	./internal/frontend/flightsql:FuzzFlightAuth \
 	./internal/sqltok:FuzzTokenize \
+	./internal/sqltok:FuzzSplitAndCount \
 	./internal/history:FuzzDecodeBatch \
 	./internal/frontend/mysqlwire:FuzzMySQLPackets \
 	./internal/frontend/trinohttp:FuzzTrinoRequest

@@ -53,9 +53,16 @@ func splitTokens(sql string, d Dialect) []string {
 	var out []string
 	start, code := 0, false // code: a significant token since start
 	add := func(end int) {
-		if code {
-			out = append(out, strings.TrimSpace(sql[start:end]))
+		if !code {
+			return
 		}
+		stmt := strings.TrimSpace(sql[start:end])
+		if d == MySQL && end < len(sql) && strings.HasSuffix(stmt, "--") {
+			// MySQL reads "--" before ';' as two minus signs, but at the end of a statement
+			// as a comment: keep the ';' so the statement means alone what it meant here.
+			stmt = strings.TrimSpace(sql[start : end+1])
+		}
+		out = append(out, stmt)
 	}
 	sc := NewScanner(sql, d)
 	for t, ok := sc.Next(); ok; t, ok = sc.Next() {

@@ -260,6 +260,7 @@ func TestSplitMySQL(t *testing.T) {
 		"select 1 # c; d\n; select 2":   {"select 1 # c; d", "select 2"},
 		"select 'a\\';b'; select `c;d`": {"select 'a\\';b'", "select `c;d`"},
 		"select 1--1; select 2":         {"select 1--1", "select 2"},
+		"select 1--; select 2":          {"select 1--;", "select 2"}, // "--" alone at the end would be a comment
 		"/*/*/ select 1; /* ; */":       {"/*/*/ select 1"},
 		"# only a comment;":             nil,
 	} {
