@@ -52,7 +52,8 @@ type ConfigSyncOptions struct {
 	// (config_cache.go).
 	Store SnapshotStore
 	// Decode reads the control plane's snapshot bodies (nil: snapshot.Decode). The snapshot it
-	// returns is only read, so a simulated fleet shares one decoded copy of a body.
+	// returns is only read (the config compiled from it is a copy, see snapshot.Config), so a
+	// simulated fleet shares one decoded copy of a body.
 	Decode func(body []byte) (*snapshot.WorkerSnapshotV1, error)
 }
 
