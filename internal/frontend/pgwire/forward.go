@@ -141,14 +141,21 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 		c.owner = ownerSeq.Add(1)
 	}
 	wb := c.srv.backend.(wireBackend)
-	ctx, cancel := context.WithCancel(c.ctx)
+	var w *proxy.Wire
 	if noWait {
-		ctx = proxy.NoWait(ctx)
+		// Nothing waits: there is nothing for a CancelRequest to cancel.
+		if c.noWaitCtx == nil {
+			c.noWaitCtx = proxy.NoWait(c.ctx)
+		}
+		c.cancelRequested.Store(false)
+		w, ok, err = wb.OpenWire(c.noWaitCtx, c.request(sql, nil), c.owner, c.setupSQL())
+	} else {
+		ctx, cancel := context.WithCancel(c.ctx)
+		c.beginRun(cancel)
+		w, ok, err = wb.OpenWire(ctx, c.request(sql, nil), c.owner, c.setupSQL())
+		c.endRun()
+		cancel()
 	}
-	c.beginRun(cancel)
-	w, ok, err := wb.OpenWire(ctx, c.request(sql, nil), c.owner, c.setupSQL())
-	c.endRun()
-	cancel()
 	if errors.Is(err, engine.ErrWouldWait) {
 		return false, err
 	}
@@ -796,8 +803,7 @@ func (c *conn) noteParameter(msg []byte) {
 		return
 	}
 	if c.startup[ps.Name] != ps.Value {
-		c.startup[ps.Name] = ps.Value
-		c.headers = nil
+		c.setStartup(ps.Name, ps.Value)
 	}
 }
 
