@@ -250,8 +250,10 @@ func TestFileConfigReload(t *testing.T) {
 	for _, p := range ps.all[1:] {
 		p.Signal(syscall.SIGHUP)
 	}
-	time.Sleep(300 * time.Millisecond)
 	for _, p := range ps.all[1:] {
+		daemontest.Eventually(t, 10*time.Second, p.Name+" logged the SIGHUP it ignored", func() bool {
+			return strings.Contains(p.Output(), "SIGHUP ignored") || p.Exited()
+		})
 		if p.Exited() {
 			t.Fatalf("%s exited on SIGHUP", p.Name)
 		}

@@ -65,7 +65,8 @@ const loopbackLatency = 100 * time.Microsecond
 // 20 s recording of about 50 queries on the shared machine is at the mercy of whatever else
 // runs there: over ten smoke runs (RESULTS.md, Replay of a recorded workload) p50 differed by
 // -44.9 % to +24.3 % and p99 by -31.9 % to +40.1 %, while admitted/s stayed within 2.4 %; 50 %
-// passes that spread and still fails a simulator off by a factor of two. At 96 % of the cap
+// passes that spread and still fails a simulator that charges queries 10 % more than they took
+// (a lease store twice as slow it does not see: RESULTS.md, planted errors). At 96 % of the cap
 // busy the median wait hangs on the tens of milliseconds each slot hand-off costs (the
 // release, the granting transaction, the waiting record's read and write before the grant is
 // answered).

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -27,6 +28,8 @@ type Loop struct {
 	// Only the loop's thread touches these.
 	ends   map[int]*end
 	events []unix.EpollEvent
+	// begun holds the pairs whose A has a message half sent, under a MessageTimeout.
+	begun map[*pair]struct{}
 }
 
 // ErrStopped is a Result's Err when the pair was stopped from outside (Handle.Stop, Close).
@@ -56,7 +59,7 @@ func New(bufBytes int) (*Loop, error) {
 		return nil, fmt.Errorf("relayloop: epoll: %w", err)
 	}
 	l := &Loop{epfd: epfd, evfd: evfd, bufBytes: bufBytes, exited: make(chan struct{}),
-		ends: map[int]*end{}, events: make([]unix.EpollEvent, 128)}
+		ends: map[int]*end{}, events: make([]unix.EpollEvent, 128), begun: map[*pair]struct{}{}}
 	go l.run()
 	return l, nil
 }
@@ -192,7 +195,33 @@ func (l *Loop) run() {
 				e.p.event(l, e.side, ev.Events)
 			}
 		}
+		if len(l.begun) > 0 {
+			l.expire(time.Now())
+		}
 	}
+}
+
+// expire stops the pairs whose A left a message half sent for longer than their timeout.
+func (l *Loop) expire(now time.Time) {
+	for p := range l.begun {
+		if now.Sub(p.begun) >= p.p.MessageTimeout {
+			p.stop(l, Result{Err: ErrMessageTimeout, Side: AToB})
+		}
+	}
+}
+
+// waitMillis is how long epoll may wait: until the first message timeout, else for ever.
+func (l *Loop) waitMillis() int {
+	if len(l.begun) == 0 {
+		return -1
+	}
+	now := time.Now()
+	soonest := time.Duration(1<<63 - 1)
+	for p := range l.begun {
+		soonest = min(soonest, p.p.MessageTimeout-now.Sub(p.begun))
+	}
+	// Rounded up: waking a millisecond late is fine, waking early only loops again.
+	return max(int((soonest+time.Millisecond-1)/time.Millisecond), 0)
 }
 
 // wait polls without blocking first (no hand-off of the thread's processor when events are
@@ -202,7 +231,7 @@ func (l *Loop) wait() (int, error) {
 	if e == 0 && r > 0 {
 		return int(r), nil
 	}
-	return unix.EpollWait(l.epfd, l.events, -1)
+	return unix.EpollWait(l.epfd, l.events, l.waitMillis())
 }
 
 // commands runs what other goroutines asked for; true when the loop must end.
@@ -278,6 +307,7 @@ func (l *Loop) forget(p *pair) {
 		}
 		delete(l.ends, fd)
 	}
+	delete(l.begun, p)
 }
 
 // Detach takes c's socket for a loop: it returns a duplicate of its file descriptor (the

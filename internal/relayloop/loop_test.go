@@ -56,7 +56,7 @@ type relayed struct {
 
 // startPair relays between two loopback connections: the test's client end is relayed to its
 // server end through the loop.
-func startPair(t testing.TB, l *Loop, framing [2]Framer, watch func(Direction, []byte) Verdict) *relayed {
+func startPair(t testing.TB, l *Loop, framing [2]Framer, watch func(Direction, []byte) Verdict, opts ...func(*Pair)) *relayed {
 	t.Helper()
 	client, a := tcpPair(t)
 	b, server := tcpPair(t)
@@ -70,11 +70,15 @@ func startPair(t testing.TB, l *Loop, framing [2]Framer, watch func(Direction, [
 	}
 	r := &relayed{client: client, server: server, done: make(chan Result, 1)}
 	t.Cleanup(func() { client.Close(); server.Close() })
-	r.handle, err = l.Add(Pair{A: fa, B: fb, Framing: framing, Watch: watch, Done: func(res Result) {
+	p := Pair{A: fa, B: fb, Framing: framing, Watch: watch, Done: func(res Result) {
 		_ = unix.Close(fa)
 		_ = unix.Close(fb)
 		r.done <- res
-	}})
+	}}
+	for _, opt := range opts {
+		opt(&p)
+	}
+	r.handle, err = l.Add(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package relayloop
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,6 +23,10 @@ type pair struct {
 	cur        [2]uint32 // the epoll interest of each socket
 	registered bool
 	done       bool
+	// begun is when A's current message began, while it is half read (MessageTimeout);
+	// begunAfter is A's whole count then.
+	begun      time.Time
+	begunAfter int
 }
 
 // stream is one direction: buf[w:s] is framed and waits to be written to the peer, buf[s:r]
@@ -30,6 +35,7 @@ type stream struct {
 	buf     []byte
 	w, s, r int
 	skip    int  // bytes of an unwatched message still to come after buf[s:]
+	whole   int  // messages framed whole so far (a count that only tells whether one was)
 	blocked bool // the peer's socket would block: waiting until it is writable
 	held    bool // a Watch said Hold at buf[s:]: not read until Resume
 	unplug  bool // a Watch said Unplug: B leaves once buf[w:s] is written
@@ -147,6 +153,9 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 			n := min(st.skip, st.r-st.s)
 			st.s += n
 			st.skip -= n
+			if st.skip == 0 {
+				st.whole++
+			}
 			continue
 		}
 		if st.r-st.s < hl {
@@ -162,6 +171,9 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 			n := min(total, st.r-st.s)
 			st.s += n
 			st.skip = total - n
+			if st.skip == 0 {
+				st.whole++
+			}
 			continue
 		case total > len(st.buf):
 			st.pending = &Result{Paused: true, Err: ErrMessageTooLarge, Side: d}
@@ -172,6 +184,9 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 		v := p.p.Watch(d, st.buf[st.s:st.s+total])
 		if p.fd(1-d) < 0 && (v == Relay || v == End || v == Unplug) {
 			v = Hold
+		}
+		if v != Pause && v != Hold {
+			st.whole++
 		}
 		switch v {
 		case Relay:
@@ -212,6 +227,9 @@ func (p *pair) flush(l *Loop, d Direction) {
 				st.blocked = true
 				p.update(l)
 			}
+			if d == AToB {
+				p.timeMessage(l)
+			}
 			return
 		case e == unix.EINTR:
 			continue
@@ -231,6 +249,27 @@ func (p *pair) flush(l *Loop, d Direction) {
 	}
 	if st.unplug && !p.done {
 		p.unplug(l)
+	}
+	if d == AToB {
+		p.timeMessage(l)
+	}
+}
+
+// timeMessage starts A's message clock when what A sent ends inside a message, and stops it
+// when it does not, or when A is not read for now (held, or its peer does not take more).
+func (p *pair) timeMessage(l *Loop) {
+	if p.p.MessageTimeout <= 0 || p.done {
+		return
+	}
+	st := &p.st[AToB]
+	begun := (st.r > st.s || st.skip > 0) && !st.held && !st.blocked && st.pending == nil
+	switch {
+	case begun && (p.begun.IsZero() || p.begunAfter != st.whole):
+		p.begun, p.begunAfter = time.Now(), st.whole
+		l.begun[p] = struct{}{}
+	case !begun && !p.begun.IsZero():
+		p.begun = time.Time{}
+		delete(l.begun, p)
 	}
 }
 

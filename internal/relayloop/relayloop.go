@@ -15,8 +15,8 @@
 // transactions. Without B every message of A's is watched, and the Watch holds it (Hold)
 // until a B is plugged in.
 //
-// It touches only the sockets handed to it (a Conn's, lent), its epoll instance and an eventfd
-// (Linux).
+// It touches only the sockets handed to it (a Conn's, lent), its epoll instance, an eventfd
+// (Linux) and the wall clock (a pair's MessageTimeout).
 //
 // determinism: outside the simulator (network I/O on an OS thread of its own)
 package relayloop
@@ -24,6 +24,7 @@ package relayloop
 import (
 	"encoding/binary"
 	"errors"
+	"time"
 )
 
 // Framer finds the message boundaries of one direction.
@@ -89,6 +90,10 @@ type Pair struct {
 	// Unplugged is called on the loop's thread when a Watch's Unplug took B out: fd is B,
 	// rest what B sent after the unplugging message (nil unless its peer spoke out of turn).
 	Unplugged func(fd int, rest []byte)
+	// MessageTimeout, when set, bounds how long A may leave a message half sent: a pair whose
+	// A began a message and did not finish it within MessageTimeout stops with
+	// ErrMessageTimeout. Time between messages, and while A's direction is held, never counts.
+	MessageTimeout time.Duration
 }
 
 // Result is how a pair stopped.
@@ -117,6 +122,10 @@ var ErrClosed = errors.New("relayloop: the peer closed the connection")
 // ErrUnplugBusy is a Result's Err when B was to be unplugged while bytes framed from A still
 // waited to be written to it.
 var ErrUnplugBusy = errors.New("relayloop: unplug while the other direction still writes to B")
+
+// ErrMessageTimeout is a Result's Err (Side AToB) when A left a message half sent for longer
+// than the pair's MessageTimeout.
+var ErrMessageTimeout = errors.New("relayloop: a message was not received whole in time")
 
 // ErrMalformed is a Result's Err when a Framer found a message shorter than its header.
 var ErrMalformed = errors.New("relayloop: a message is shorter than its header")

@@ -118,7 +118,11 @@ func TestAdminConfigPutIntoPostgres(t *testing.T) {
 	if code != http.StatusUnprocessableEntity {
 		t.Fatalf("invalid PUT: %d", code)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// The refusal is answered after the store was (not) written: what it holds now is final.
+	stored, err := store.Snapshot(ctx, config.QueryFlux{}, snapshot.Options{})
+	if err != nil || stored.Revision != a.Revision {
+		t.Fatalf("after an invalid PUT the store holds %v (%v), want revision %s", stored, err, a.Revision)
+	}
 	if h.srv.Current().Revision != a.Revision {
 		t.Fatal("an invalid PUT changed the served configuration")
 	}

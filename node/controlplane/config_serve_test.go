@@ -177,10 +177,12 @@ func TestConfigWaitWakesOnPublish(t *testing.T) {
 		code, body = h.get(snapshot.PathConfigWait+"?revision="+s1.Revision, h.token, nil, "", "")
 	})
 	h.waitFor(func() bool { return h.srv.Waiting() == 1 })
-	_ = h.srv.Publish(s1) // same revision: must not answer the poll
-	time.Sleep(50 * time.Millisecond)
-	if h.srv.Waiting() != 1 {
-		t.Fatal("republishing the current revision woke a long-poll")
+	changes := 0
+	h.srv.OnChange(func(string) { changes++ })
+	seq := h.srv.changed.Seq()
+	_ = h.srv.Publish(s1) // same revision: must not wake the poll (Publish notifies before it returns)
+	if h.srv.changed.Seq() != seq || changes != 0 {
+		t.Fatal("republishing the current revision woke the long-polls")
 	}
 	start := time.Now()
 	_ = h.srv.Publish(s2)
@@ -205,11 +207,21 @@ func (h *csHarness) waitFor(cond func() bool) {
 // TestRunConfigRefresh: builds at start and on each wake; a failing build keeps the old snapshot.
 func TestRunConfigRefresh(t *testing.T) {
 	h := newCSHarness(t, time.Minute)
+	rev := func() string {
+		if c := h.srv.Current(); c != nil {
+			return c.Revision
+		}
+		return ""
+	}
 	var mu sync.Mutex
 	next, fail := 1, false
+	var builds int
+	var servedAtBuild []string // the revision served when each build starts
 	src := func(ctx context.Context) (*snapshot.WorkerSnapshotV1, error) {
 		mu.Lock()
 		defer mu.Unlock()
+		builds++
+		servedAtBuild = append(servedAtBuild, rev())
 		if fail {
 			return nil, errors.New("store down")
 		}
@@ -225,12 +237,6 @@ func TestRunConfigRefresh(t *testing.T) {
 			t.Errorf("RunConfigRefresh returned %v", err)
 		}
 	})
-	rev := func() string {
-		if c := h.srv.Current(); c != nil {
-			return c.Revision
-		}
-		return ""
-	}
 	h.waitFor(func() bool { return rev() == csSnapshot(t, 1).Revision })
 	mu.Lock()
 	next = 2
@@ -239,11 +245,21 @@ func TestRunConfigRefresh(t *testing.T) {
 	h.waitFor(func() bool { return rev() == csSnapshot(t, 2).Revision })
 	mu.Lock()
 	fail, next = true, 3
+	failed := builds + 1
 	mu.Unlock()
 	wake.Notify()
-	time.Sleep(50 * time.Millisecond)
-	if rev() != csSnapshot(t, 2).Revision {
-		t.Fatal("a failed build replaced the served snapshot")
+	h.waitFor(func() bool { mu.Lock(); defer mu.Unlock(); return builds >= failed })
+	mu.Lock()
+	fail, next = false, 4
+	mu.Unlock()
+	wake.Notify()
+	h.waitFor(func() bool { return rev() == csSnapshot(t, 4).Revision })
+	// The loop builds one at a time: the build after the failed one saw what the failure left.
+	mu.Lock()
+	after := servedAtBuild[failed]
+	mu.Unlock()
+	if after != csSnapshot(t, 2).Revision {
+		t.Fatalf("after a failed build %q was served, want the previous snapshot", after)
 	}
 	cancel()
 	wg.Wait()

@@ -1,6 +1,6 @@
 package worker
 
-// This file is the worker's config sync (the CONFIG engineer's part of the worker): it follows
+// This file is the worker's config sync: it follows
 // the control plane's snapshot by long-poll, compiles each new revision strictly, swaps it in
 // atomically, and remembers a rejected revision so it is neither retried nor half-applied.
 
@@ -52,7 +52,8 @@ type ConfigSyncOptions struct {
 	// (config_cache.go).
 	Store SnapshotStore
 	// Decode reads the control plane's snapshot bodies (nil: snapshot.Decode). The snapshot it
-	// returns is only read, so a simulated fleet shares one decoded copy of a body.
+	// returns is only read (the config compiled from it is a copy, see snapshot.Config), so a
+	// simulated fleet shares one decoded copy of a body.
 	Decode func(body []byte) (*snapshot.WorkerSnapshotV1, error)
 }
 

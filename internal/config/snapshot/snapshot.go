@@ -219,13 +219,13 @@ func (s *WorkerSnapshotV1) Config(local config.QueryFlux) *config.Config {
 		Translation: config.Translation{
 			Mode:               s.Translation.Mode,
 			ErrorOnUnsupported: s.TranslationFailurePolicy == FailureReject,
-			Scripts:            slices.Clone(s.Translation.Scripts),
+			Scripts:            s.Translation.Scripts,
 		},
 		Settings:       s.Settings,
 		HistoryPolicy:  s.HistoryPolicy,
-		ClusterGroups:  slices.Clone(s.ClusterGroups),
-		Routers:        slices.Clone(s.Routers),
-		WithheldGroups: slices.Clone(s.WithheldGroups),
+		ClusterGroups:  s.ClusterGroups,
+		Routers:        s.Routers,
+		WithheldGroups: s.WithheldGroups,
 	}
 	for _, c := range s.Clusters {
 		enabled := c.Enabled
@@ -247,6 +247,10 @@ func (s *WorkerSnapshotV1) Config(local config.QueryFlux) *config.Config {
 			Labels: c.Labels, Options: c.Options, WorkerSelector: c.WorkerSelector,
 		})
 	}
+	// The worker compiles and keeps what this returns while it keeps the snapshot too (to lend
+	// to peers, to diff the next one against), and a simulated fleet shares one decoded
+	// snapshot: nothing written into the config may reach the snapshot.
+	cfg = config.Clone(cfg)
 	config.ApplyDefaults(cfg)
 	return cfg
 }

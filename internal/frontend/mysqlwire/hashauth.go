@@ -9,9 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
-	"reflect"
 	"slices"
-	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
@@ -172,20 +170,15 @@ func (p *authProvider) fullAuth(c *server.Conn, check func(password string) bool
 	return nil
 }
 
-// connSalt reads the connection's current scramble salt, which go-mysql v1.16 keeps in the
-// unexported field Conn.salt (refreshed on an auth switch). nil if the field is not there
-// (a go-mysql upgrade): hash-only users then fail to log in, they are never let in.
-// policy.TestPolicyEndToEndPerProtocol/mysql and TestMariaDBClientLogsInAgainstTheHash guard this.
+// connSalt is the connection's current scramble salt, as the greeting or the latest auth
+// switch sent it (login.go); nil if it could not be read, and hash-only users then fail to
+// log in, they are never let in.
 func connSalt(c *server.Conn) []byte {
-	f := reflect.ValueOf(c).Elem().FieldByName("salt")
-	if !f.IsValid() || f.Type() != reflect.TypeFor[[]byte]() {
+	fc, ok := c.Conn.Conn.(*flushOnReadConn)
+	if !ok || fc.login == nil || len(fc.login.salt) != 20 {
 		return nil
 	}
-	salt := *(*[]byte)(unsafe.Pointer(f.UnsafeAddr()))
-	if len(salt) != 20 {
-		return nil
-	}
-	return append([]byte(nil), salt...)
+	return fc.login.salt
 }
 
 // unusablePassword stands in every credential: go-mysql needs a non-empty password list to

@@ -4,21 +4,28 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync/atomic"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // packetGate sits between the socket and go-mysql, which sizes its buffer from a packet's
 // 4-byte header before reading the body: a header declaring 16 MiB would cost 16 MiB for 4 bytes
 // sent. The gate hands a packet's header on only once its body has arrived (small packets, which
-// fit its read buffer, stream through), and before login it refuses any packet larger than
-// preAuthMax.
+// fit its read buffer, stream through). It bounds a client's message as MariaDB does: go-mysql
+// joins a packet of 16 MiB - 1 bytes with the packets that continue it, so the gate adds up the
+// sizes their headers declare and refuses a message past the limit (PreAuthBytesMax before login,
+// MessageBytesMax, the max_allowed_packet it advertises, after) at the header that crosses it, before its body is read. Once the
+// client is logged in, a message begun must also arrive whole within the message timeout; time
+// between messages (an idle client) does not count.
 //
 // TLS ends here, not in go-mysql, so that the gate sees the packets inside it too: with a TLS
 // configuration the gate answers the client's SSLRequest itself, runs the TLS handshake and
@@ -26,25 +33,28 @@ import (
 // the client's packet sequence numbers are one ahead of go-mysql's; the gate shifts them both
 // ways until the client's first command (sequence 0).
 type packetGate struct {
-	net.Conn                 // the socket (deadlines, Close)
-	r          *bufio.Reader // the socket, or TLS once the client asked for it
-	w          io.Writer
-	tlsConfig  *tls.Config // nil: no TLS here (an SSLRequest goes on to go-mysql, which refuses it)
-	preAuthMax int
-	authed     bool // set once login succeeded: packets up to 16 MiB from then on
-	checked    bool // the handshake response was checked (checkHandshakeResponse)
-	clientSeq  byte // the current packet's sequence number as the client sent it
-	refused    bool // a refusal was written: the connection ends, nothing more goes out
-	secure     bool // TLS runs
-	shift      bool // sequence numbers are shifted (see above)
-	wframe     framer
-	wbuf       []byte
+	net.Conn                // the socket (deadlines, Close)
+	r         *bufio.Reader // the socket, or TLS once the client asked for it
+	w         io.Writer
+	tlsConfig *tls.Config // nil: no TLS here (an SSLRequest goes on to go-mysql, which refuses it)
+	limits    netlimit.Limits
+	log       *slog.Logger           // told about refusals
+	msg       *netlimit.MessageTimer // set once login succeeded (loggedIn)
+	checked   bool                   // the handshake response was checked (checkHandshakeResponse)
+	clientSeq byte                   // the current packet's sequence number as the client sent it
+	refused   atomic.Bool            // a refusal was written: the connection ends, nothing more goes out
+	secure    bool                   // TLS runs
+	shift     bool                   // sequence numbers are shifted (see above)
+	wframe    framer
+	wbuf      []byte
 
-	hdr  [4]byte       // the current packet's header, as handed on
-	left int           // bytes of the current packet (header included) not yet handed on
-	big  []byte        // a large packet's body, whole, being handed on
-	acc  *bytes.Buffer // a large packet's body being received
-	want int           // its size
+	hdr       [4]byte       // the current packet's header, as handed on
+	left      int           // bytes of the current packet (header included) not yet handed on
+	big       []byte        // a large packet's body, whole, being handed on
+	acc       *bytes.Buffer // a large packet's body being received
+	want      int           // its size
+	msgBytes  int           // payload bytes of the current message's packets before this one
+	msgEnding bool          // the current packet is its message's last
 }
 
 // largePacketsStarted counts large packets whose receipt began, for tests to wait on.
@@ -56,18 +66,53 @@ const gateBufferBytes = 16 << 10
 // sslRequestBytes is the payload of an SSLRequest (capabilities, max packet, charset, filler).
 const sslRequestBytes = 32
 
-func newPacketGate(c net.Conn, preAuthMax int, tlsConfig *tls.Config) *packetGate {
-	return &packetGate{Conn: c, r: bufio.NewReaderSize(c, gateBufferBytes), w: c, preAuthMax: preAuthMax, tlsConfig: tlsConfig}
+// newPacketGate gates c with limits (their defaults filled in).
+func newPacketGate(c net.Conn, limits netlimit.Limits, tlsConfig *tls.Config, log *slog.Logger) *packetGate {
+	return &packetGate{Conn: c, r: bufio.NewReaderSize(c, gateBufferBytes), w: c, limits: limits, tlsConfig: tlsConfig, log: log}
 }
 
-// errPacketTooLarge ends a connection that announced a packet over its limit.
-type errPacketTooLarge struct{ size, max int }
+// loggedIn switches to the logged-in client's bounds: max_allowed_packet and the message timeout.
+func (g *packetGate) loggedIn() {
+	g.msg = netlimit.NewMessageTimer(g.Conn, g.limits.MessageTimeout)
+}
 
+// stop releases the message timer when the connection ends.
+func (g *packetGate) stop() {
+	if g.msg != nil {
+		g.msg.Stop()
+	}
+}
+
+// errPacketTooLarge ends a connection that announced a message over its limit.
+type errPacketTooLarge struct {
+	size, max int
+	loggedIn  bool
+}
+
+// Error is MariaDB's own message after login (the client can ask @@max_allowed_packet for the
+// limit); before login it names both sizes.
 func (e errPacketTooLarge) Error() string {
+	if e.loggedIn {
+		return "Got a packet bigger than 'max_allowed_packet' bytes"
+	}
 	return fmt.Sprintf("a packet of %d bytes before login is larger than the limit of %d bytes", e.size, e.max)
 }
 
+// errMessageTimeout is MariaDB's message for a packet that stopped arriving (net_read_timeout).
+var errMessageTimeout = errors.New("Got timeout reading communication packets")
+
+// Read hands go-mysql the client's packets. A read that failed because the message timeout
+// expired ends the connection with MariaDB's ER_NET_READ_INTERRUPTED.
 func (g *packetGate) Read(p []byte) (int, error) {
+	n, err := g.read(p)
+	if err != nil && g.msg != nil && g.msg.Expired() {
+		g.log.Info("mysqlwire: client message refused", "remote", g.RemoteAddr().String(), "reason", "not whole within "+g.msg.Timeout().String())
+		err = g.refuse(g.clientSeq, mysql.ER_NET_READ_INTERRUPTED, errMessageTimeout)
+	}
+	return n, err
+}
+
+func (g *packetGate) read(p []byte) (int, error) {
 	if g.left == 0 {
 		if err := g.next(); err != nil {
 			return 0, err
@@ -90,6 +135,9 @@ func (g *packetGate) Read(p []byte) (int, error) {
 	g.left -= n
 	if g.left == 0 {
 		g.big = nil
+		if g.msgEnding && g.msg != nil {
+			g.msg.End()
+		}
 	}
 	return n, err
 }
@@ -101,15 +149,22 @@ func (g *packetGate) bodyLen() int { return packetLen(g.hdr[:]) }
 // A read error (a watch's deadline) leaves a partly received packet to be resumed.
 func (g *packetGate) next() error {
 	if g.acc == nil {
+		if g.msg != nil && g.msgBytes == 0 { // a new message: its first byte starts the clock
+			if _, err := g.r.Peek(1); err != nil {
+				return err
+			}
+			g.msg.Begin()
+			g.clientSeq = 0 // a command's first packet, whether or not its header is whole
+		}
 		hdr, err := g.r.Peek(4)
 		if err != nil {
 			return err
 		}
 		size := packetLen(hdr)
-		if !g.authed && size > g.preAuthMax {
-			return g.refuse(hdr[3], mysql.ER_NET_PACKET_TOO_LARGE, errPacketTooLarge{size, g.preAuthMax})
+		if err := g.admit(hdr[3], size); err != nil {
+			return err
 		}
-		if g.tlsConfig != nil && !g.secure && !g.authed && hdr[3] == 1 && size == sslRequestBytes {
+		if g.tlsConfig != nil && !g.secure && g.msg == nil && hdr[3] == 1 && size == sslRequestBytes {
 			if _, err := g.r.Peek(4 + size); err != nil {
 				return err
 			}
@@ -129,7 +184,7 @@ func (g *packetGate) next() error {
 				g.hdr[3]--
 			}
 		}
-		checking := !g.authed && !g.checked // the handshake response is held whole, to be checked
+		checking := g.msg == nil && !g.checked // the handshake response is held whole, to be checked
 		if size <= gateBufferBytes && !checking {
 			g.left = 4 + size
 			return nil
@@ -147,11 +202,31 @@ func (g *packetGate) next() error {
 		return io.ErrUnexpectedEOF
 	}
 	g.big, g.left, g.acc = g.acc.Bytes(), 4+g.want, nil
-	if !g.authed && !g.checked {
+	if g.msg == nil && !g.checked {
 		g.checked = true
 		if err := checkHandshakeResponse(g.big); err != nil {
 			return g.refuse(g.clientSeq, mysql.ER_HANDSHAKE_ERROR, err)
 		}
+	}
+	return nil
+}
+
+// admit counts a packet of size bytes into its message and refuses the message once it is over
+// the limit, as MariaDB does, before the packet's body is read.
+func (g *packetGate) admit(seq byte, size int) error {
+	limit := g.limits.PreAuthBytesMax
+	if g.msg != nil {
+		limit = g.limits.MessageBytesMax
+	}
+	total := g.msgBytes + size
+	if total > limit {
+		g.log.Info("mysqlwire: client message refused", "remote", g.RemoteAddr().String(), "declared_bytes", total, "limit_bytes", limit)
+		return g.refuse(seq, mysql.ER_NET_PACKET_TOO_LARGE, errPacketTooLarge{total, limit, g.msg != nil})
+	}
+	g.msgEnding = size < maxPayload
+	g.msgBytes = total
+	if g.msgEnding {
+		g.msgBytes = 0
 	}
 	return nil
 }
@@ -167,19 +242,21 @@ func (g *packetGate) startTLS() error {
 	return nil
 }
 
-// refuse answers a packet refused before login with MySQL's own error for it (errno, SQLSTATE
-// 08S01) and the reason, as the next packet of the client's sequence, and drops what go-mysql
-// writes after it (its generic wrap of the same error).
+// refuse answers a refused packet with MySQL's own error for it (errno, SQLSTATE 08S01) and
+// the reason, as the next packet of the client's sequence, and drops what go-mysql writes after
+// it (its generic wrap of the same error). It writes once; err is returned each time.
 func (g *packetGate) refuse(seq byte, errno uint16, err error) error {
+	if g.refused.Swap(true) {
+		return err
+	}
 	payload := append([]byte{0xff, byte(errno), byte(errno >> 8), '#'}, sqlstate.MySQLCommunicationLink+err.Error()...)
 	pkt := append([]byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), seq + 1}, payload...)
 	_, _ = g.w.Write(pkt)
-	g.refused = true
 	return err
 }
 
 func (g *packetGate) Write(p []byte) (int, error) {
-	if g.refused {
+	if g.refused.Load() {
 		return len(p), nil
 	}
 	if !g.shift {

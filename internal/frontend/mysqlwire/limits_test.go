@@ -1,6 +1,7 @@
 package mysqlwire
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/netlimit"
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 // hostileHeader declares a packet of 16 MiB - 2 bytes and brings 100 of them.
@@ -244,4 +247,141 @@ func TestConnectionsMax(t *testing.T) {
 	for _, c := range open[1:] {
 		c.Close()
 	}
+}
+
+// okEngine answers every statement with an OK and records how long its SQL was.
+func okEngine(sqlBytes *atomic.Int64) frontendtest.FuncEngine {
+	return func(ctx context.Context, q *query.Request) (query.Rows, error) {
+		sqlBytes.Store(int64(len(q.SQL)))
+		return frontendtest.NewRecordRows(nil, "DO 0"), nil
+	}
+}
+
+// loggedInRaw logs in with go-mysql's client and returns it with its socket, for raw packets.
+func loggedInRaw(t *testing.T, addr string) (*client.Conn, net.Conn) {
+	t.Helper()
+	c, err := client.Connect(addr, testUser, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, c.Conn.Conn
+}
+
+// wantRefusal reads the server's last packet and its close: an error packet with seq, errno,
+// SQLSTATE 08S01 and MariaDB's message.
+func wantRefusal(t *testing.T, nc net.Conn, seq byte, errno uint16, msg string) {
+	t.Helper()
+	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // a safety net, not a measure
+	head := make([]byte, 4)
+	if _, err := io.ReadFull(nc, head); err != nil {
+		t.Fatalf("no answer, want error %d: %v", errno, err)
+	}
+	p := make([]byte, packetLen(head))
+	if _, err := io.ReadFull(nc, p); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]byte{0xff, byte(errno), byte(errno >> 8)}, "#08S01"+msg...)
+	if head[3] != seq || string(p) != string(want) {
+		t.Fatalf("answer seq %d %q, want seq %d %q", head[3], p, seq, want)
+	}
+	if _, err := io.ReadFull(nc, make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after the refusal: %v, want the connection closed", err)
+	}
+}
+
+// fullPacket is a packet of maxPayload bytes (continued by the next), a COM_QUERY's start when
+// seq is 0.
+func fullPacket(seq byte) []byte {
+	p := make([]byte, 4+maxPayload)
+	p[0], p[1], p[2], p[3] = 0xff, 0xff, 0xff, seq
+	p[4] = gomysql.COM_QUERY
+	copy(p[5:], "SELECT 1 -- ")
+	for i := 5 + len("SELECT 1 -- "); i < len(p); i++ {
+		p[i] = 'x'
+	}
+	return p
+}
+
+// A logged-in client's message is bounded by max_allowed_packet (MessageBytesMax), which
+// @@max_allowed_packet reports, counted over the packets go-mysql joins: the header that
+// crosses it is answered with MariaDB's own refusal (1153, 08S01, its message and sequence,
+// as 10.11 answers the same bytes) before its body is sent, and the connection ends. A
+// message within the limit that spans packets still runs.
+func TestMessageOverMaxAllowedPacket(t *testing.T) {
+	var sqlBytes atomic.Int64
+	addr := startServer(t, frontendtest.NewBackend(okEngine(&sqlBytes)), Options{Limits: netlimit.Limits{MessageBytesMax: 20 << 20}})
+	const tooLarge = "Got a packet bigger than 'max_allowed_packet' bytes"
+	t.Run("advertised", func(t *testing.T) {
+		var got int64
+		if err := openDB(t, addr, testUser, "", "", "").QueryRow("select @@max_allowed_packet").Scan(&got); err != nil || got != 20<<20 {
+			t.Fatalf("@@max_allowed_packet %d, %v; want %d", got, err, 20<<20)
+		}
+	})
+	t.Run("within, over two packets", func(t *testing.T) {
+		c, _ := loggedInRaw(t, addr)
+		sql := "SELECT 1 -- " + strings.Repeat("x", 17<<20)
+		if _, err := c.Execute(sql); err != nil {
+			t.Fatal(err)
+		}
+		if sqlBytes.Load() != int64(len(sql)) {
+			t.Fatalf("the engine got %d bytes of SQL, want %d", sqlBytes.Load(), len(sql))
+		}
+	})
+	t.Run("one header over", func(t *testing.T) {
+		small := startServer(t, frontendtest.NewBackend(okEngine(&sqlBytes)), Options{Limits: netlimit.Limits{MessageBytesMax: 1 << 20}})
+		_, nc := loggedInRaw(t, small)
+		if _, err := nc.Write([]byte{0, 0, 0x40, 0, gomysql.COM_QUERY}); err != nil { // declares 4 MiB, sends 1 byte
+			t.Fatal(err)
+		}
+		wantRefusal(t, nc, 1, gomysql.ER_NET_PACKET_TOO_LARGE, tooLarge)
+	})
+	t.Run("the continuation over", func(t *testing.T) {
+		_, nc := loggedInRaw(t, addr)
+		if _, err := nc.Write(fullPacket(0)); err != nil {
+			t.Fatal(err)
+		}
+		// 16 MiB sent, and a header declaring 8 MiB more (24 MiB in all), of which no byte.
+		if _, err := nc.Write([]byte{0, 0, 0x80, 1}); err != nil {
+			t.Fatal(err)
+		}
+		wantRefusal(t, nc, 2, gomysql.ER_NET_PACKET_TOO_LARGE, tooLarge)
+	})
+}
+
+// A logged-in client that begins a message and leaves it unfinished is ended after the
+// message timeout with MariaDB's ER_NET_READ_INTERRUPTED (1159, 08S01); the clock runs from a
+// message's first byte over all its packets. A client idle between messages is not ended.
+func TestMessageTimeout(t *testing.T) {
+	var sqlBytes atomic.Int64
+	addr := startServer(t, frontendtest.NewBackend(okEngine(&sqlBytes)), Options{Limits: netlimit.Limits{MessageTimeout: 300 * time.Millisecond}})
+	const timedOut = "Got timeout reading communication packets"
+	_, idle := loggedInRaw(t, addr)
+	cases := []struct {
+		name string
+		sent []byte
+		seq  byte
+	}{
+		{"half a header", []byte{100, 0}, 1},
+		{"half a packet", append([]byte{100, 0, 0, 0, gomysql.COM_QUERY}, "SELECT"...), 1},
+		{"a packet continued by none", fullPacket(0), 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, nc := loggedInRaw(t, addr)
+			if _, err := nc.Write(tc.sent); err != nil {
+				t.Fatal(err)
+			}
+			wantRefusal(t, nc, tc.seq, gomysql.ER_NET_READ_INTERRUPTED, timedOut)
+		})
+	}
+	t.Run("idle between messages", func(t *testing.T) {
+		// idle logged in before the cases above, each of which waited out the timeout.
+		if _, err := idle.Write([]byte{1, 0, 0, 0, gomysql.COM_PING}); err != nil {
+			t.Fatal(err)
+		}
+		if p := readPacket(t, idle); p[0] != gomysql.OK_HEADER {
+			t.Fatalf("an idle client's ping: %q, want OK", p)
+		}
+	})
 }

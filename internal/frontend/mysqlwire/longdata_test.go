@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/queryflux/queryflux/internal/netlimit"
 )
 
 // A client streams parameters with COM_STMT_SEND_LONG_DATA (go-sql-driver does for any value
@@ -28,7 +30,7 @@ func TestLongDataIsBoundedAndFreed(t *testing.T) {
 			t.Fatalf("10 MiB long data, round %d: %q, %v", i, n, err)
 		}
 	}
-	_, err := length(bytes.Repeat([]byte{'y'}, maxAllowedPacket+1))
+	_, err := length(bytes.Repeat([]byte{'y'}, netlimit.MessageBytesMaxDefault+1))
 	if err == nil || !strings.Contains(err.Error(), "mysql_send_long_data") {
 		t.Fatalf("long data past max_allowed_packet: %v, want the max_allowed_packet error", err)
 	}

@@ -15,11 +15,11 @@ import (
 // StarRocks) is answered with the engine's own packets: its column definitions and its
 // text-protocol rows go to the client as they are, never decoded into Arrow (written in runs,
 // as many rows as one read from the engine brought, only their sequence numbers changed;
-// mysqlengine's packets.go reads them). The proxy core
-// still routes, checks, queues, takes the slot and reports the query (rows and relayed bytes)
-// through proxy.Core.AdmitPassthrough, which also says when a query needs its values (result
-// cache, settings.passthrough: false, an engine this frontend cannot relay from); the query
-// then takes the Arrow path. A prepared statement's execution is relayed the same way: it runs
+// mysqlengine's packets.go reads them). The proxy core still routes, checks, queues, takes the
+// slot and reports the query (rows and relayed bytes): proxy.Core.AdmitPassthrough admits it,
+// or says when it needs its values (result cache, settings.passthrough: false, an engine this
+// frontend cannot relay from) and so takes the Arrow path; the admission's proxy.Relay runs it
+// and is finished in one place (runRelay). A prepared statement's execution is relayed the same way: it runs
 // as a prepared statement on the engine connection, with the client's parameters as they came,
 // and its binary rows go back as the engine sent them (stmt.go). The statements of a pinned
 // transaction take the Arrow path (BEGIN … COMMIT run on the pinned engine session), and the
@@ -68,67 +68,64 @@ func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *que
 	if !ok {
 		return nil, nil, false
 	}
-	raw, isRaw := adm.Engine.(RawEngine)
+	res, err = h.runRelay(adm.Relay(ctx, cancel), req, bin)
+	return res, err, true
+}
+
+// runRelay runs an admitted statement on its engine and answers the client; run is finished
+// here, once, whatever happens. res, err are go-mysql's.
+func (h *session) runRelay(run *proxy.Relay, req *query.Request, bin *binParams) (*mysql.Result, error) {
+	raw, isRaw := run.Engine.(RawEngine)
 	if !isRaw {
-		err := fmt.Errorf("mysqlwire: cluster %s admitted for passthrough cannot relay", adm.Cluster)
-		adm.Finish(0, 0, err)
-		h.writeError(err)
-		return relayed, nil, true
+		h.writeError(run.Finish(0, 0, fmt.Errorf("mysqlwire: %T admitted for passthrough cannot relay", run.Engine)))
+		return relayed, nil
 	}
-	rctx, rcancel := adm.RunContext(ctx, cancel)
 	// req.SQL as the core left it: its Check may have translated the statement.
 	var q *mysqlengine.RawQuery
+	var err error
 	if bin != nil {
-		q, err = raw.ExecuteRaw(rctx, req, bin.raw)
+		q, err = raw.ExecuteRaw(run.Ctx, req, bin.raw)
 	} else {
-		q, err = raw.QueryRaw(rctx, req)
+		q, err = raw.QueryRaw(run.Ctx, req)
 	}
 	if err != nil {
-		err = adm.Explain(contextOr(rctx, err))
-		rcancel()
-		adm.Finish(0, 0, err)
-		h.writeError(err)
-		return relayed, nil, true
+		h.writeError(run.Finish(0, 0, contextOr(run.Ctx, err)))
+		return relayed, nil
 	}
 	if q.Columns() == nil {
 		r := *q.Result()
 		err := q.Close()
 		h.noteWarnings(q.Warnings())
 		if err == nil {
-			err = rctx.Err() // cancelled while it ran: the statement may not have finished
+			err = run.Ctx.Err() // cancelled while it ran: the statement may not have finished
 		}
-		err = adm.Explain(err)
-		rcancel()
-		adm.Finish(0, 0, err)
-		if err != nil {
+		if err := run.Finish(0, 0, err); err != nil {
 			h.writeError(err)
-			return relayed, nil, true
+			return relayed, nil
 		}
-		return &mysql.Result{AffectedRows: r.AffectedRows, InsertId: r.InsertId, Warnings: r.Warnings}, nil, true
+		return &mysql.Result{AffectedRows: r.AffectedRows, InsertId: r.InsertId, Warnings: r.Warnings}, nil
 	}
-	rows, bytes, werr, err := h.relayRows(rctx, adm, q)
+	rows, bytes, werr, err := h.relayRows(run, q)
 	h.warnings = q.Result().Warnings
 	h.noteWarnings(q.Warnings())
-	err = adm.Explain(err)
-	rcancel()
-	adm.Finish(rows, bytes, err)
+	err = run.Finish(rows, bytes, err)
 	if werr != nil {
-		return nil, werr, true // the client connection is broken; go-mysql closes it
+		return nil, werr // the client connection is broken; go-mysql closes it
 	}
 	if err != nil {
 		if werr := h.writeErrorPacket(toMySQLError(err)); werr != nil {
-			return nil, werr, true
+			return nil, werr
 		}
-		return relayed, nil, true
+		return relayed, nil
 	}
-	return relayed, h.writeEOF(), true
+	return relayed, h.writeEOF()
 }
 
 // relayRows writes the engine's column count and definitions, an EOF and the engine's rows,
 // and closes q. err is the statement's (the engine's, a cancel, a guardrail); werr a failed
 // write to the client. The engine's packets are written on as they came, whole runs of them at
 // once, only their sequence numbers changed to the client's.
-func (h *session) relayRows(ctx context.Context, adm *proxy.Admission, q *mysqlengine.RawQuery) (rows, bytes int64, werr, err error) {
+func (h *session) relayRows(run *proxy.Relay, q *mysqlengine.RawQuery) (rows, bytes int64, werr, err error) {
 	head := q.Head()
 	if werr = h.writeRelayed(head, renumber(head, h.conn.Sequence)); werr != nil {
 		return 0, 0, werr, q.Close()
@@ -141,7 +138,7 @@ func (h *session) relayRows(ctx context.Context, adm *proxy.Admission, q *mysqle
 		if !more {
 			break
 		}
-		if werr, err = h.relayChunk(ctx, adm, chunk, &rows, &bytes); werr != nil || err != nil {
+		if werr, err = h.relayChunk(run, chunk, &rows, &bytes); werr != nil || err != nil {
 			cerr := q.Close() // stops reading: the connection is closed rather than drained
 			if werr != nil {
 				err = cerr
@@ -151,14 +148,14 @@ func (h *session) relayRows(ctx context.Context, adm *proxy.Admission, q *mysqle
 	}
 	err = q.Close()
 	if err == nil {
-		err = ctx.Err() // a KILL QUERY the engine answered with a normal end (SLEEP returns 1)
+		err = run.Ctx.Err() // a KILL QUERY the engine answered with a normal end (SLEEP returns 1)
 	}
 	return rows, bytes, nil, err
 }
 
 // relayChunk counts, checks and writes a run of row packets. A row that fails a check (a
 // guardrail's limit; every cancelCheckRows rows, ctx) is the last one written.
-func (h *session) relayChunk(ctx context.Context, adm *proxy.Admission, chunk []byte, rows, bytes *int64) (werr, err error) {
+func (h *session) relayChunk(run *proxy.Relay, chunk []byte, rows, bytes *int64) (werr, err error) {
 	seq := h.conn.Sequence
 	at := 0
 	for at < len(chunk) {
@@ -171,8 +168,8 @@ func (h *session) relayChunk(ctx context.Context, adm *proxy.Admission, chunk []
 			continue // the row goes on in the next packet
 		}
 		*rows++
-		if err = adm.CheckLimits(*rows, *bytes); err == nil && *rows%cancelCheckRows == 0 {
-			err = ctx.Err()
+		if err = run.CheckLimits(*rows, *bytes); err == nil && *rows%cancelCheckRows == 0 {
+			err = run.Ctx.Err()
 		}
 		if err != nil {
 			break

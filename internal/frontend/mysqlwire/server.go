@@ -72,8 +72,9 @@ type Options struct {
 	TLS func() *tls.Config
 	// Logger; nil discards.
 	Logger *slog.Logger
-	// Limits bound connections, the handshake's duration and packets before login (zero
-	// fields: netlimit's defaults).
+	// Limits bound connections, the handshake's duration, packets before login and, after
+	// it, a message's size (MessageBytesMax is max_allowed_packet) and the time it may take to
+	// arrive (zero fields: netlimit's defaults).
 	Limits netlimit.Limits
 }
 
@@ -256,7 +257,8 @@ func (s *Server) serveConn(nc net.Conn) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	srv, tlsConfig := s.goMySQL()
-	gate := newPacketGate(nc, s.opts.Limits.PreAuthBytesMax, tlsConfig)
+	gate := newPacketGate(nc, s.opts.Limits, tlsConfig, s.log)
+	defer gate.stop()
 	buffered := newFlushOnReadConn(gate)
 	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc}
 	_ = buffered.SetDeadline(time.Now().Add(s.opts.Limits.HandshakeTimeout))
@@ -266,6 +268,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
+	buffered.login = nil
 	h.conn = c
 	h.multiStatements = c.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 	s.mu.Lock()
@@ -284,7 +287,7 @@ func (s *Server) serveConn(nc net.Conn) {
 type authenticator struct {
 	s      *Server
 	remote net.Addr
-	gate   *packetGate // lifts the pre-login packet limit on success
+	gate   *packetGate // switches to the logged-in client's bounds on success
 }
 
 func (a *authenticator) GetCredential(string) (server.Credential, bool, error) {
@@ -320,10 +323,10 @@ func (s *Server) verified(user string, remote net.Addr, secure bool) error {
 }
 
 // OnAuthSuccess sets the session's first status flags, which the OK ending the handshake
-// carries: autocommit on (go-mysql starts a connection with no flags; the handshake's own
-// are set by flushOnReadConn).
+// carries: autocommit on (go-mysql starts a connection with no flags; the greeting's own are
+// set as it goes out, see login.go).
 func (a *authenticator) OnAuthSuccess(c *server.Conn) error {
-	a.gate.authed = true
+	a.gate.loggedIn()
 	c.SetStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
 	return nil
 }
@@ -350,8 +353,8 @@ func isLoopback(a net.Addr) bool {
 // is held back when the server turns to wait for the client.
 type flushOnReadConn struct {
 	net.Conn
-	w       *bufio.Writer
-	greeted bool // the first packet (go-mysql's handshake) went out, its status flags set
+	w     *bufio.Writer
+	login *loginView // go-mysql's login packets, read as they go out (login.go); nil once logged in
 
 	mu      sync.Mutex
 	pending []byte // read by a watch before the session asked
@@ -366,7 +369,7 @@ type flushOnReadConn struct {
 }
 
 func newFlushOnReadConn(c net.Conn) *flushOnReadConn {
-	return &flushOnReadConn{Conn: c, w: bufio.NewWriterSize(c, 32<<10)}
+	return &flushOnReadConn{Conn: c, w: bufio.NewWriterSize(c, 32<<10), login: &loginView{}}
 }
 
 func (c *flushOnReadConn) isSecure() bool {
@@ -375,9 +378,11 @@ func (c *flushOnReadConn) isSecure() bool {
 }
 
 func (c *flushOnReadConn) Write(p []byte) (int, error) {
-	if !c.greeted {
-		c.greeted = true
-		markHandshakeAutocommit(p)
+	if c.login != nil {
+		if _, err := c.w.Write(c.login.serverPacket(p)); err != nil {
+			return 0, err
+		}
+		return len(p), nil
 	}
 	return c.w.Write(p)
 }

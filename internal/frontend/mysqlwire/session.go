@@ -1,7 +1,6 @@
 package mysqlwire
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -33,7 +32,7 @@ type session struct {
 
 	stmts           map[uint32]*prepared // the client's prepared statements, by id
 	stmtID          uint32               // the last statement id given out
-	longHeld        int                  // COM_STMT_SEND_LONG_DATA bytes held across stmts (at most maxAllowedPacket)
+	longHeld        int                  // COM_STMT_SEND_LONG_DATA bytes held across stmts (at most maxAllowedPacket())
 	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
 	more            bool                 // more results follow this statement's (multi-statements)
 	warnings        uint16               // the running statement's warning count, for its EOF
@@ -410,24 +409,6 @@ func appendBinaryRow(row []byte, cols []column, batch arrow.RecordBatch, i int) 
 	return row
 }
 
-// markHandshakeAutocommit sets SERVER_STATUS_AUTOCOMMIT in the initial handshake packet
-// (framed), which go-mysql writes with no status flags. PyMySQL decides from it whether to
-// send SET autocommit=0: finding autocommit off already, it would send nothing and take a
-// ROLLBACK for undoing what autocommit had committed. The layout is HandshakeV10's: header,
-// protocol 10, version NUL, connection id (4), salt (8), filler, capabilities (2), charset,
-// status (2). Any other packet is left alone.
-func markHandshakeAutocommit(p []byte) {
-	if len(p) < 5 || p[4] != 10 {
-		return
-	}
-	nul := bytes.IndexByte(p[5:], 0)
-	at := 5 + nul + 1 + 4 + 8 + 1 + 2 + 1
-	if nul < 0 || at+2 > len(p) {
-		return
-	}
-	p[at] |= byte(mysql.SERVER_STATUS_AUTOCOMMIT)
-}
-
 func (h *session) writeEOF() error {
 	status, w := h.status(), h.warnings
 	return h.conn.WritePacket([]byte{0, 0, 0, 0, mysql.EOF_HEADER, byte(w), byte(w >> 8), byte(status), byte(status >> 8)})
@@ -521,7 +502,7 @@ func (h *session) variable(name string) (any, bool) {
 	case "version":
 		return h.s.opts.ServerVersion, true
 	case "max_allowed_packet":
-		return int64(maxAllowedPacket), true
+		return int64(h.maxAllowedPacket()), true
 	case "autocommit":
 		if h.autocommitOff {
 			return int64(0), true

@@ -33,11 +33,6 @@ type prepared struct {
 	longRefused bool
 }
 
-// maxAllowedPacket is what @@max_allowed_packet answers, and the most long data a session
-// holds across all its statements: MySQL bounds each parameter by it, and one budget per
-// session also bounds a client that spreads its chunks over many statements or parameters.
-const maxAllowedPacket = 64 << 20
-
 var errLongDataTooLong = mysql.NewError(mysql.ER_UNKNOWN_ERROR,
 	"Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_allowed_packet' bytes")
 
@@ -85,6 +80,12 @@ func (h *session) stmt(data []byte, command string) (*prepared, error) {
 	return st, nil
 }
 
+// maxAllowedPacket is what @@max_allowed_packet answers (the largest message the packet gate
+// lets in), and the most long data a session holds across all its statements: MySQL bounds
+// each parameter by it, and one budget per session also bounds a client that spreads its
+// chunks over many statements or parameters.
+func (h *session) maxAllowedPacket() int { return h.s.opts.Limits.MessageBytesMax }
+
 // longData keeps a COM_STMT_SEND_LONG_DATA chunk (statement id, parameter, bytes).
 func (h *session) longData(data []byte) {
 	st, err := h.stmt(data, "stmt_send_long_data")
@@ -96,7 +97,7 @@ func (h *session) longData(data []byte) {
 		return
 	}
 	chunk := data[6:]
-	if st.longRefused || h.longHeld+len(chunk) > maxAllowedPacket {
+	if st.longRefused || h.longHeld+len(chunk) > h.maxAllowedPacket() {
 		h.forgetLong(st)
 		st.longRefused = true
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/node/proxy"
@@ -184,10 +185,11 @@ func (c *conn) onLoop() (ok bool, err error) {
 	c.cr.ahead = nil
 	lr.h = l.NewHandle()
 	err = lr.h.Start(relayloop.Pair{A: fd, B: engineFD, Ahead: ahead,
-		Framing:   [2]relayloop.Framer{allFromClient, lr.rows},
-		Watch:     lr.watch,
-		Unplugged: lr.unplugged,
-		Done:      func(res relayloop.Result) { lr.events <- loopEvent{done: &res} },
+		Framing:        [2]relayloop.Framer{allFromClient, lr.rows},
+		Watch:          lr.watch,
+		Unplugged:      lr.unplugged,
+		Done:           func(res relayloop.Result) { lr.events <- loopEvent{done: &res} },
+		MessageTimeout: c.srv.opts.Limits.MessageTimeout, // as the goroutine's clientReader
 	})
 	if err != nil {
 		c.cr.ahead = ahead
@@ -441,6 +443,9 @@ func (c *conn) offLoop(lr *loopRun, res relayloop.Result) error {
 		c.be.Send(rawMessage(toClient[:n]))
 		toClient = toClient[n:]
 	}
+	if errors.Is(res.Err, relayloop.ErrMessageTimeout) {
+		return c.loopMessageTimeout(lr, res)
+	}
 	if res.Scanned[relayloop.AToB] > 0 || res.Remaining[relayloop.BToA] > 0 {
 		// Stopped half-way through a message (never at a Pause): nothing can pick it up.
 		if c.wire != nil {
@@ -500,6 +505,22 @@ func (c *conn) offLoop(lr *loopRun, res relayloop.Result) error {
 	err := c.forwardFailed(ws, &pgproto3.Query{}, c.pump())
 	c.releaseIfIdle(ws)
 	return err
+}
+
+// loopMessageTimeout ends a client that left a message half sent on the loop, as
+// receiveFailed does on the goroutine; a statement still running is cancelled with its engine
+// connection.
+func (c *conn) loopMessageTimeout(lr *loopRun, res relayloop.Result) error {
+	err := netlimit.MessageTimeoutError(c.srv.opts.Limits.MessageTimeout)
+	if c.wire != nil && lr.busy {
+		c.wire.conn.Discard()
+		lr.count()
+		c.finishRun(lr.run, err)
+	}
+	if res.Remaining[relayloop.BToA] > 0 {
+		return &ioError{err} // the client is in the middle of an engine's message: no FATAL fits
+	}
+	return c.receiveFailed(err)
 }
 
 // idle reports, on the loop's thread, whether the client sits between statements outside a

@@ -14,10 +14,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -25,6 +28,12 @@ import (
 // loopServer serves a fresh PostgreSQL database through a proxy core in pool mode mode, with
 // maxRunning slots, and returns the server (for its loop count), its URL and the history.
 func loopServer(t *testing.T, mode string, maxRunning int) (*pgwire.Server, string, *frontendtest.Records) {
+	t.Helper()
+	return loopServerWith(t, mode, maxRunning, pgwire.Options{TrustUsers: []string{"*"}})
+}
+
+// loopServerWith is loopServer with the server's options.
+func loopServerWith(t *testing.T, mode string, maxRunning int, opts pgwire.Options) (*pgwire.Server, string, *frontendtest.Records) {
 	t.Helper()
 	e, _ := pgEngine(t)
 	h := &frontendtest.Records{}
@@ -43,7 +52,7 @@ func loopServer(t *testing.T, mode string, maxRunning int) (*pgwire.Server, stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := pgwire.NewServer(core, pgwire.Options{TrustUsers: []string{"*"}})
+	srv := pgwire.NewServer(core, opts)
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return srv, fmt.Sprintf("postgres://alice@%s/bench?sslmode=disable&default_query_exec_mode=simple_protocol", l.Addr()), h
@@ -153,4 +162,57 @@ func errorsAs(err error, pe **pgconn.PgError) bool {
 		return true
 	}
 	return false
+}
+
+// A client on the event loop that begins a message and leaves it half sent is ended with
+// 08P01 naming the message timeout, as on the goroutine (TestMessageBegunMustArriveWithinTheTimeout),
+// and counted; its session-mode engine connection is not kept waiting with it.
+func TestEventLoopMessageTimeout(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	srv, url, _ := loopServerWith(t, proxy.PoolModeSession, 2, pgwire.Options{TrustUsers: []string{"*"},
+		Limits: netlimit.Limits{MessageTimeout: 300 * time.Millisecond}, Registerer: reg})
+	addr := strings.TrimPrefix(strings.Split(url, "/")[2], "alice@")
+	for i, half := range [][]byte{
+		append([]byte{'Q', 0, 0, 3, 236}, "select"...), // declares 1000 bytes
+		{'Q', 0},
+	} {
+		nc, fe := loggedInConn(t, addr)
+		before := srv.LoopStatements()
+		for _, sql := range []string{"select 1", "select 2"} { // the first opens the engine connection
+			fe.Send(&pgproto3.Query{String: sql})
+			if err := fe.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			readyForQuery(t, fe)
+		}
+		if srv.LoopStatements() == before {
+			t.Fatal("the client is not on the event loop")
+		}
+		if _, err := nc.Write(half); err != nil {
+			t.Fatal(err)
+		}
+		if e := fatalOf(t, nc, fe); e.Code != "08P01" || !strings.Contains(e.Message, "not received whole within 300ms") {
+			t.Fatalf("got %s %s, want 08P01 naming the message timeout", e.Code, e.Message)
+		}
+		if got := testutil.ToFloat64(netlimit.BoundRefusals(reg).WithLabelValues("pgwire", "message_timeout")); got != float64(i+1) {
+			t.Fatalf("message_timeout refusals %v, want %d", got, i+1)
+		}
+	}
+}
+
+// readyForQuery reads up to ReadyForQuery, failing on an error.
+func readyForQuery(t *testing.T, fe *pgproto3.Frontend) {
+	t.Helper()
+	for {
+		msg, err := fe.Receive()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.ErrorResponse:
+			t.Fatalf("%s %s", m.Code, m.Message)
+		case *pgproto3.ReadyForQuery:
+			return
+		}
+	}
 }
