@@ -98,6 +98,7 @@ FUZZ_TARGETS := \
 	./internal/frontend/mysqlwire:FuzzMySQLAuth \
 	./internal/frontend/trinohttp:FuzzTrinoAuth \
 	./internal/frontend/flightsql:FuzzFlightAuth \
+	./internal/frontend/flightsql:FuzzFlightCommands \
 	./internal/sqltok:FuzzTokenize \
 	./internal/sqltok:FuzzSplitAndCount \
 	./internal/history:FuzzDecodeBatch \
