@@ -442,13 +442,7 @@ type drawn struct {
 
 // submit runs one query on worker through its PostgreSQL wire, as the arrival's group's user.
 func (f *fleetWorkload) submit(ctx context.Context, worker, group string, q pick) {
-	counted := f.r.now() >= f.wl.Warmup
-	if counted {
-		f.mu.Lock()
-		f.loadOf(worker).Submitted++
-		f.groupSubmitted[group]++
-		f.mu.Unlock()
-	}
+	counted := f.count(worker, group)
 	f.clients.Add(1)
 	go func() {
 		defer f.clients.Done()
@@ -458,21 +452,35 @@ func (f *fleetWorkload) submit(ctx context.Context, worker, group string, q pick
 
 // submitWait runs one query on worker as submit does, returning when it ended.
 func (f *fleetWorkload) submitWait(worker, group string, q pick) string {
-	counted := f.r.now() >= f.wl.Warmup
-	if counted {
-		f.mu.Lock()
-		f.loadOf(worker).Submitted++
-		f.groupSubmitted[group]++
-		f.mu.Unlock()
+	return f.runCounted(worker, group, q, f.count(worker, group))
+}
+
+// count counts a query about to be sent to worker, and says whether its end counts: after
+// the warmup, and only while the worker runs. The simulator's arrivals run inside the worker,
+// so a killed worker receives none, and the queries it was running end unseen with it.
+func (f *fleetWorkload) count(worker, group string) bool {
+	if f.r.now() < f.wl.Warmup || !f.r.procs[worker].running() {
+		return false
 	}
-	return f.runCounted(worker, group, q, counted)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.loadOf(worker).Submitted++
+	f.groupSubmitted[group]++
+	return true
 }
 
 func (f *fleetWorkload) runCounted(worker, group string, q pick, counted bool) string {
 	sent := time.Now()
+	crashes := f.crashCount(worker)
 	outcome, ran := f.run(f.queries, worker, group, q)
-	f.finish(worker, group, counted, outcome, time.Since(sent), ran)
+	f.finish(worker, group, counted && f.crashCount(worker) == crashes, outcome, time.Since(sent), ran)
 	return outcome
+}
+
+func (f *fleetWorkload) crashCount(worker string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.crashes[worker]
 }
 
 // Outcomes of one query as its client sees them.
@@ -519,7 +527,7 @@ func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (
 	case ctx.Err() != nil:
 		return outCancelled, 0
 	}
-	return outRefused, 0
+	return outFailed, 0 // the connection broke while the query ran
 }
 
 // maxDraw bounds what the engine ran: one cluster's draw (with one cluster, exactly it).
@@ -547,6 +555,13 @@ func (f *fleetWorkload) finish(worker, group string, counted bool, outcome strin
 		f.finished[worker]++
 	}
 	if !counted {
+		return
+	}
+	if outcome == outRefused {
+		// No connection: the query never reached the worker (starting, or just killed), as
+		// no simulated arrival reaches a worker that is not serving.
+		f.loadOf(worker).Submitted--
+		f.groupSubmitted[group]--
 		return
 	}
 	if outcome != outSucceeded && outcome != outCancelled {
