@@ -122,7 +122,7 @@ type Uplink struct {
 	memoSkip atomic.Int64 // records to redact without the memo: it missed almost always
 }
 
-// sqlMemoKey is what the SQL part of redact.Apply depends on.
+// sqlMemoKey is what the SQL part of redact.Apply depends on (but for the policy None's text).
 type sqlMemoKey struct {
 	policy  redact.Policy
 	dialect sqltok.Dialect
@@ -179,7 +179,9 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 		u.memoSkip.Add(-1)
 		return redact.Apply(p, d, redact.Query{SQL: sql})
 	}
-	k := sqlMemoKey{p, d, sql}
+	// Keyed by shape, so that statements differing only in numbers (pgbench's, most
+	// generated SQL) share one normalization; the policy None keeps the text as it was.
+	k := sqlMemoKey{p, d, sqltok.NumberShape(sql)}
 	u.memoMu.Lock()
 	red, ok := u.memo[k]
 	if ok {
@@ -187,6 +189,9 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 	}
 	u.memoMu.Unlock()
 	if ok {
+		if p == redact.None {
+			red.SQL = sql
+		}
 		return red
 	}
 	red = redact.Apply(p, d, redact.Query{SQL: sql})

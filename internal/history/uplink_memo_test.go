@@ -31,8 +31,12 @@ func TestUplinkRedactionMemoSameAsApply(t *testing.T) {
 			check(p, "select * from t where name = 'alice' and id = 7")
 		}
 	}
-	for i := range 3 * sqlMemoMax {
+	for i := range 3 {
+		check(redact.None, fmt.Sprintf("select abalance from pgbench_accounts where aid = %d", i))
 		check(redact.MaskLiterals, fmt.Sprintf("select abalance from pgbench_accounts where aid = %d", i))
+	}
+	for i := range 3 * sqlMemoMax {
+		check(redact.MaskLiterals, fmt.Sprintf("select abalance from pgbench_accounts_%d where aid = 1", i))
 	}
 	if u.memoSkip.Load() == 0 {
 		t.Fatal("a memo that only missed is still consulted")

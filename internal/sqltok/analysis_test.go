@@ -2,6 +2,7 @@ package sqltok
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -50,5 +51,36 @@ func TestAnalyzeTokenizesOnce(t *testing.T) {
 	if len(a.Statements) != 2 || a.Statements[0].Kind != KindSelect || !a.Statements[0].NonDeterministic ||
 		a.Statements[1].Kind != KindDelete || a.Statements[1].NonDeterministic || a.Params != 1 {
 		t.Fatalf("Analyze: %+v", a)
+	}
+}
+
+// numberPieces add numbers in every position the lexers care about to sqlPieces.
+var numberPieces = append([]string{"12", "7", "0", "1.5", ".5", "1e5", "1E-3", "0x1F", "0b1", "1_000", "t1", "a$1",
+	"-", "+", "in (", ", ", ")", "aid = ", "..", "é1"}, sqlPieces...)
+
+// TestNumberShapeNormalizesAlike: a statement and its NumberShape normalize alike in every
+// dialect, so statements of one shape share one memoized normalization.
+func TestNumberShapeNormalizesAlike(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		sql := strings.Join(rapid.SliceOf(rapid.SampledFrom(numberPieces)).Draw(t, "pieces"), "")
+		shape := NumberShape(sql)
+		for _, d := range allDialects {
+			if got, want := NormalizeDialect(shape, d), NormalizeDialect(sql, d); got != want {
+				t.Fatalf("%v: %q normalizes to %q, its shape %q to %q", d, sql, want, shape, got)
+			}
+		}
+	})
+}
+
+func TestNumberShape(t *testing.T) {
+	for sql, want := range map[string]string{
+		"SELECT abalance FROM pgbench_accounts WHERE aid = 12345;": "SELECT abalance FROM pgbench_accounts WHERE aid = 0;",
+		"select t1.a from t1 where x in (1, 22) and y = 1.5":       "select t1.a from t1 where x in (0, 0) and y = 0.0",
+		"select $1, 1e5, 1_000, 0x1F":                              "select $1, 1e5, 1_000, 0x1F",
+		`select "c 1" from t where a = 2`:                          `select "c 1" from t where a = 2`,
+	} {
+		if got := NumberShape(sql); got != want {
+			t.Errorf("NumberShape(%q) = %q, want %q", sql, got, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package sqltok
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -420,4 +421,44 @@ func DigestDialect(sql string, d Dialect) string { return DigestNormalized(Norma
 func DigestNormalized(normalized string) string {
 	s := strconv.FormatUint(xxhash.Sum64String(normalized), 16)
 	return strings.Repeat("0", 16-len(s)) + s
+}
+
+// NumberShape is sql with every number that stands alone (not glued to a word, such as t1 or
+// 1e5) written as 0, for memoizing Normalize: statements of one shape differ only in such
+// numbers, so they normalize alike in every dialect. A statement with a quoted identifier
+// ("...", `...`: kept as written by Normalize, digits and all) is its own shape.
+func NumberShape(sql string) string {
+	if strings.ContainsAny(sql, "\"`") {
+		return sql
+	}
+	var b []byte
+	last := 0 // sql[:last] is in b (once b is started)
+	for i := 0; i < len(sql); {
+		if !isDigit(sql[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(sql) && isDigit(sql[j]) {
+			j++
+		}
+		if (i == 0 || !gluesNumber(sql[i-1])) && (j == len(sql) || !gluesNumber(sql[j])) && sql[i:j] != "0" {
+			if b == nil {
+				b = make([]byte, 0, len(sql))
+			}
+			b = append(append(b, sql[last:i]...), '0')
+			last = j
+		}
+		i = j
+	}
+	if b == nil {
+		return sql
+	}
+	return string(append(b, sql[last:]...))
+}
+
+// gluesNumber reports whether a digit run next to c is part of a word, a parameter ($1), or a
+// number with an exponent or digit separators (1e5, 1_000), whose digits NumberShape keeps.
+func gluesNumber(c byte) bool {
+	return isAlpha(c) || isDigit(c) || c == '_' || c == '$' || c >= utf8.RuneSelf
 }

@@ -131,9 +131,20 @@ func New(opts Options) *Core {
 		c.retryMax = min(c.poll, rc.RetryMax())
 	}
 	if c.newID == nil {
-		c.newID = func() string { return fmt.Sprintf("%016x", c.env.Rand().Uint64()) }
+		c.newID = func() string { return hex16(c.env.Rand().Uint64()) }
 	}
 	return c
+}
+
+// hex16 is fmt.Sprintf("%016x", v) without fmt's cost: two ids per relayed statement.
+func hex16(v uint64) string {
+	const digits = "0123456789abcdef"
+	var b [16]byte
+	for i := 15; i >= 0; i-- {
+		b[i] = digits[v&0xf]
+		v >>= 4
+	}
+	return string(b[:])
 }
 
 func cacheBound(n int64) int64 {

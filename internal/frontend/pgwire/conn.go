@@ -45,6 +45,7 @@ type conn struct {
 	startup     map[string]string
 	options     [][2]string       // the startup "options" (-c name=value), for engine sessions
 	headers     map[string]string // startup parameters as request headers, built on first use
+	setup       *string           // setupSQL's answer, built on first use
 	clientAddr  string            // RemoteAddr, built on first use
 
 	session  engine.Session // pinned engine connection while a transaction is open, else nil
@@ -67,7 +68,8 @@ type conn struct {
 	ends      []int
 	typeMap   *pgtype.Map // per connection: pgtype.Map is not safe for concurrent use
 
-	ctx context.Context // the connection's life, parent of its statements' contexts
+	ctx       context.Context // the connection's life, parent of its statements' contexts
+	noWaitCtx context.Context // ctx under proxy.NoWait, built on first use
 
 	idleMu sync.Mutex
 	idle   bool     // waiting for the client's next message (Drain wakes idle connections)

@@ -36,6 +36,19 @@ import (
 // in the next one on another connection (the Parse is sent again, its ParseComplete dropped).
 // Portals are the engine's, under the client's names.
 
+// rawMessage is a backend message already encoded (the engine's own), sent as it is.
+type rawMessage []byte
+
+func (m rawMessage) Decode([]byte) error               { return errors.New("pgwire: rawMessage is send-only") }
+func (m rawMessage) Encode(dst []byte) ([]byte, error) { return append(dst, m...), nil }
+func (m rawMessage) Backend()                          {}
+
+// sessionRelayer is a wire session of the core that checks and reports each statement
+// (proxy's coreSession).
+type sessionRelayer interface {
+	BeginRelay(ctx context.Context, q *query.Request) (*proxy.Relay, bool, error)
+}
+
 // ownerSeq numbers client connections for the engine pool (a reset happens between owners).
 var ownerSeq atomic.Uint64
 
@@ -128,14 +141,21 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 		c.owner = ownerSeq.Add(1)
 	}
 	wb := c.srv.backend.(wireBackend)
-	ctx, cancel := context.WithCancel(c.ctx)
+	var w *proxy.Wire
 	if noWait {
-		ctx = proxy.NoWait(ctx)
+		// Nothing waits: there is nothing for a CancelRequest to cancel.
+		if c.noWaitCtx == nil {
+			c.noWaitCtx = proxy.NoWait(c.ctx)
+		}
+		c.cancelRequested.Store(false)
+		w, ok, err = wb.OpenWire(c.noWaitCtx, c.request(sql, nil), c.owner, c.setupSQL())
+	} else {
+		ctx, cancel := context.WithCancel(c.ctx)
+		c.beginRun(cancel)
+		w, ok, err = wb.OpenWire(ctx, c.request(sql, nil), c.owner, c.setupSQL())
+		c.endRun()
+		cancel()
 	}
-	c.beginRun(cancel)
-	w, ok, err := wb.OpenWire(ctx, c.request(sql, nil), c.owner, c.setupSQL())
-	c.endRun()
-	cancel()
 	if errors.Is(err, engine.ErrWouldWait) {
 		return false, err
 	}
@@ -783,8 +803,7 @@ func (c *conn) noteParameter(msg []byte) {
 		return
 	}
 	if c.startup[ps.Name] != ps.Value {
-		c.startup[ps.Name] = ps.Value
-		c.headers = nil
+		c.setStartup(ps.Name, ps.Value)
 	}
 }
 

@@ -71,8 +71,24 @@ func parseOptions(s string) ([][2]string, error) {
 	return out, nil
 }
 
-// setupSQL is the client's startup settings as statements for an engine connection.
+// setupSQL is the client's startup settings as statements for an engine connection, built
+// once until they change (setStartup): every transaction opens a wire with them.
 func (c *conn) setupSQL() string {
+	if c.setup == nil {
+		s := c.buildSetupSQL()
+		c.setup = &s
+	}
+	return *c.setup
+}
+
+// setStartup changes a startup setting the client's next engine connections get.
+func (c *conn) setStartup(name, value string) {
+	c.startup[name] = value
+	c.headers = nil // requests already made keep their own copy
+	c.setup = nil
+}
+
+func (c *conn) buildSetupSQL() string {
 	keys := make([]string, 0, len(c.startup))
 	for k := range c.startup {
 		if !notApplied[k] {

@@ -54,8 +54,7 @@ func (c *conn) answerSetting(name, value string) (query.Rows, bool, error) {
 			return nil, true, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "standard_conforming_strings is always on"}
 		}
 	case "application_name":
-		c.startup["application_name"] = value
-		c.headers = nil // requests already made keep their own copy
+		c.setStartup("application_name", value)
 		c.be.Send(&pgproto3.ParameterStatus{Name: "application_name", Value: value})
 	}
 	return engine.TagRows("SET"), true, nil

@@ -156,6 +156,17 @@ func TestSetLocalAndClientSettingsStillWork(t *testing.T) {
 				if v := a.PgConn().ParameterStatus("application_name"); v != "report-tool" {
 					t.Fatalf("application_name reported as %q", v)
 				}
+				if noPassthrough {
+					return
+				}
+				// A client-protocol setting the engine reports back is carried to the client's
+				// next engine connection: b takes the one there is (reset for it), then a's
+				// is set up again with the changed setting.
+				mustExec(t, a, "set intervalstyle = 'iso_8601'", mode)
+				show(t, b, "work_mem", mode)
+				if v := show(t, a, "intervalstyle", mode); v != "iso_8601" {
+					t.Fatalf("a's next engine connection has intervalstyle %q", v)
+				}
 			})
 		}
 	}
