@@ -551,7 +551,12 @@ func (r *runner) boot(ctx context.Context) error {
 			if r.wl.pg[s.Name], err = freeport.Loopback(); err != nil {
 				return err
 			}
-			cfg = r.wl.workerConfig("http://"+l.addr(), r.wl.pg[s.Name])
+			if r.wl.usesMySQL() {
+				if r.wl.my[s.Name], err = freeport.Loopback(); err != nil {
+					return err
+				}
+			}
+			cfg = r.wl.workerConfig("http://"+l.addr(), r.wl.pg[s.Name], r.wl.my[s.Name])
 		}
 		if r.cfg != nil {
 			cfg = r.cfg.workerConfig(s.Name, "http://"+l.addr())
