@@ -36,10 +36,10 @@ func planEvent(sc *scenarios.Scenario, ev *scenarios.Event) (step, string) {
 		st.do = func(r *runner) error {
 			for _, n := range names {
 				p := r.procs[n]
-				p.kill()
 				if r.wl != nil {
-					r.wl.crashed(n)
+					r.wl.crashed(n) // first: its clients see the kill at once
 				}
+				p.kill()
 				if !crash && r.cfg != nil {
 					if s, _ := r.sc.Spec(n); s.Role == "worker" {
 						if err := r.cfg.restarting(n); err != nil {
