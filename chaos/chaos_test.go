@@ -144,9 +144,8 @@ func TestOneWayCutAndLatencyRealAgreesWithSim(t *testing.T) {
 // Scenarios that need what real processes cannot do are reported, not run.
 func TestUnsupportedScenariosAreReportedNotRun(t *testing.T) {
 	for file, want := range map[string]string{
-		"pingpong.yaml":                  `role "pingpong" (p-1, p-2, p-3, p-4) is not supported in chaos: the simulator's own test workload`,
-		"plan-fleet.yaml":                "fleet: 1001 nodes, more real processes than the limit of 50",
-		"lease-crash-nofence-mysql.yaml": "workload.clusters c1: engine mysql: the engines here are PostgreSQL databases",
+		"pingpong.yaml":   `role "pingpong" (p-1, p-2, p-3, p-4) is not supported in chaos: the simulator's own test workload`,
+		"plan-fleet.yaml": "fleet: 1001 nodes, more real processes than the limit of 50",
 	} {
 		sc := load(t, file)
 		rep, err := Run(context.Background(), sc, Options{TimeScale: 0.1, Bin: "/nonexistent"})
@@ -401,6 +400,43 @@ func TestCrashWithoutFenceRealPostgresEndsOrphansAsSim(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no check %q in %v", ended, rep.Checks)
+	}
+}
+
+// The same kill on a MariaDB engine (a fresh database, dropped after): MariaDB runs the killed
+// worker's statements to their end, so without the fence the real engine (processlist) runs
+// them and w-2's together, twice the cap, as the simulator's mysql model says. A statement that
+// stopped with its client (one long SLEEP looks at the connection every 5 s) would leave 2.
+func TestCrashWithoutFenceRealMariaDBRunsOrphansAsSim(t *testing.T) {
+	t.Parallel()
+	rep := runRealFile(t, "testdata/crash-nofence-mysql-smoke.yaml")
+	found := false
+	for _, m := range rep.Metrics {
+		if m.Name == peakMetric("c1") {
+			found = true
+			if m.Real != 4 || m.Sim != 4 {
+				t.Errorf("peak executing on MariaDB: real %v, sim %.2f; want 4 (twice the cap) on both", m.Real, m.Sim)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no engine peak in %v", rep.Metrics)
+	}
+}
+
+// A worker relabelled (its --label flags changed) and restarted, as an operator would: the real
+// control plane serves it the snapshot filtered for its new labels (groups g and us, the
+// revision w-2 runs), read from /admin/workers; before the restart it served the eu groups.
+func TestRelabelRestartRealServesTheNewZone(t *testing.T) {
+	t.Parallel()
+	rep := runReal(t, "labels-restart.yaml")
+	for _, c := range rep.Checks {
+		if c.Verdict != "PASS" {
+			t.Errorf("%s: %s %s", c.Name, c.Verdict, c.Detail)
+		}
+	}
+	if len(rep.Checks) != 5 {
+		t.Errorf("checks %v: want the run and the file's 4", rep.Checks)
 	}
 }
 

@@ -23,10 +23,20 @@
 //	                 served stripped in such a file): the control plane serves it, workers refuse it
 //	configHang {for} a transaction locks the table snapshot builds read first, SIGHUP makes the
 //	                 control plane build; the lock goes after `for` (an edit's PUT waits on it too)
+//	relabel          the worker's --label flags for its next start (an operator's unit file edit)
+//	groupsServed, revisionConverged, revisionChange  GET /admin/workers: the revision a worker
+//	                 last reported running, whether it is the one served for the labels it
+//	                 registered with (current), and that revision's groups
+//	selectorUnmatched  the control plane's /metrics (queryflux_selector_unmatched)
+//	config: {zones: true}  the zones layout of scenarios/labels.go, edited through the admin API
 //	engineFence: false  the control planes run with the binary's test hook that turns the fence off
-//	clusters         PostgreSQL databases (engine: postgres); the engine sessions'
-//	                 client_connection_check_interval is the binary's 1 s times the time scale;
-//	                 other engine kinds are not supported
+//	clusters         engine: postgres, a PostgreSQL database; the engine sessions'
+//	                 client_connection_check_interval is the binary's 1 s times the time scale.
+//	                 engine: mysql, a MariaDB database; its groups' clients speak MySQL to the
+//	                 workers, and a query is SLEEPs under 5 s each, which MariaDB runs to their
+//	                 end after the client died, as the simulator's mysql engine does (one long
+//	                 SLEEP would stop at its 5 s look at the connection). Other kinds are not
+//	                 supported, nor a group whose members mix kinds
 //	registryState, reportedHealth  GET /admin/workers on the control plane (direct, not proxied)
 //	selfHealth       GET /worker/status on the worker's ops listener
 //	configStatus     /worker/status (revision, source, staleness) and /metrics (rejected: the
@@ -37,8 +47,8 @@
 // Session tokens are read off the worker's link by a sniffing toxic (qfsniff, after the fault
 // toxics in the chain); they stay in memory and are never printed.
 //
-// It may touch: processes it starts, loopback sockets, the local PostgreSQL (databases it
-// creates and drops), temporary files.
+// It may touch: processes it starts, loopback sockets, the local PostgreSQL and MariaDB
+// (databases it creates and drops), temporary files.
 //
 // determinism: outside the simulator (real processes, sockets, signals and clocks)
 package chaos

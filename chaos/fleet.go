@@ -144,9 +144,12 @@ func (p *proc) unexpectedExits() []string {
 	return append([]string(nil), p.died...)
 }
 
-// database is a fresh PostgreSQL database (migrated for a control plane, empty for an engine),
-// dropped by drop.
-type database struct{ name, url string }
+// database is a fresh PostgreSQL database (migrated for a control plane, empty for an engine)
+// or MariaDB database (an engine), dropped by drop.
+type database struct {
+	name, url string
+	mysql     bool
+}
 
 func newDatabase(ctx context.Context, migrate bool) (*database, error) {
 	admin, err := pgx.Connect(ctx, pgtest.ServerURL())
@@ -173,6 +176,10 @@ func newDatabase(ctx context.Context, migrate bool) (*database, error) {
 
 // drop drops the database; a failure is reported, since the run's leftover check will find it.
 func (db *database) drop() {
+	if db.mysql {
+		dropMySQLDatabase(db.name)
+		return
+	}
 	if err := pgtest.Drop(db.name); err != nil {
 		fmt.Fprintf(os.Stderr, "chaos: %v\n", err)
 	}

@@ -5,7 +5,8 @@ package chaos
 // databases; each worker serves the PostgreSQL wire; arrivals are pgx clients connecting to the
 // workers; a query is a call of qf_chaos, a PL/pgSQL function created in every engine database
 // that sleeps for the duration drawn for that cluster (and fails when drawn to). What the
-// engine runs is sampled from pg_stat_activity.
+// engine runs is sampled from pg_stat_activity. A cluster with `engine: mysql` is a MariaDB
+// database instead (engine_mysql.go).
 
 import (
 	"context"
@@ -32,7 +33,7 @@ import (
 	"github.com/queryflux/queryflux/scenarios"
 )
 
-// engineSampleEvery is how often pg_stat_activity is read: shorter than any query the lease
+// engineSampleEvery is how often the engines' process lists are read: shorter than any query the lease
 // scenarios run, so a peak lasting one query is seen.
 const engineSampleEvery = 20 * time.Millisecond
 
@@ -46,6 +47,8 @@ type fleetWorkload struct {
 	wl      *scenarios.Workload
 	engines map[string]string // cluster -> its engine database
 	pg      map[string]string // worker -> its PostgreSQL wire address
+	my      map[string]string // worker -> its MySQL wire address (with MariaDB engines)
+	mysqlGr map[string]bool   // groups whose members are MariaDB engines: their clients speak MySQL
 	cpDB    *database         // the control planes' one database
 
 	mu        sync.Mutex
@@ -83,11 +86,11 @@ func (c *counter) see(v int) {
 func (c *counter) total() int { return c.base + c.last }
 
 func newFleetWorkload(r *runner) *fleetWorkload {
-	f := &fleetWorkload{r: r, wl: r.sc.Workload, engines: map[string]string{}, pg: map[string]string{},
+	f := &fleetWorkload{r: r, wl: r.sc.Workload, engines: map[string]string{}, pg: map[string]string{}, my: map[string]string{},
 		load: map[string]*scenarios.WorkerLoad{}, admits: map[string]*counter{}, executing: map[string]int{},
 		caps: map[string]int{}, limits: map[string]int{}, peak: map[string]int{}, peakLease: map[string]int{},
 		seenLease: map[string]bool{}, finished: map[string]int{}, hist: map[string]*histSeen{}, crashes: map[string]int{},
-		stop: make(chan struct{})}
+		stop: make(chan struct{}), mysqlGr: mysqlGroups(r.sc.Workload)}
 	for _, c := range f.wl.Clusters {
 		f.caps[c.Name], f.limits[c.Name] = c.Cap, c.Cap
 	}
@@ -103,16 +106,22 @@ func planWorkload(sc *scenarios.Scenario) []string {
 			out = append(out, fmt.Sprintf("workload: %s %v is not whole seconds (the binary's setting is in seconds)", what, d))
 		}
 	}
+	engine := map[string]string{}
 	for _, c := range wl.Clusters {
+		engine[c.Name] = c.Engine
 		switch c.Engine {
-		case config.EnginePostgres:
-		case config.EngineMySQL:
-			out = append(out, fmt.Sprintf("workload.clusters %s: engine mysql: the engines here are PostgreSQL databases, and a MariaDB statement that waits without looking at its killed client (SLEEP looks every 5 s) would burn a core for its whole duration", c.Name))
+		case config.EnginePostgres, config.EngineMySQL:
 		default:
-			out = append(out, fmt.Sprintf("workload.clusters %s: engine %s: the engines here are PostgreSQL databases", c.Name, c.Engine))
+			out = append(out, fmt.Sprintf("workload.clusters %s: engine %s: the engines here are PostgreSQL and MariaDB databases", c.Name, c.Engine))
 		}
 	}
 	for _, g := range wl.Groups {
+		for _, m := range g.Members[1:] {
+			if engine[m] != engine[g.Members[0]] {
+				out = append(out, fmt.Sprintf("workload.groups %s: members of engines %s and %s: its clients speak one wire protocol", g.Name, engine[g.Members[0]], engine[m]))
+				break
+			}
+		}
 		whole("group "+g.Name+" waitTimeout", g.WaitTimeout)
 		if g.WaitTimeout == 0 {
 			out = append(out, fmt.Sprintf("workload.groups %s: an unbounded wait has no setting in the binary (0 means 30 s)", g.Name))
@@ -162,6 +171,14 @@ func (f *fleetWorkload) sharedSections() string {
 	var b strings.Builder
 	b.WriteString("clusters:\n")
 	for _, c := range f.wl.Clusters {
+		if c.Engine == config.EngineMySQL {
+			line, err := mysqlClusterYAML(c.Name, f.engines[c.Name], f.caps[c.Name])
+			if err != nil {
+				f.r.errorf("%v", err)
+			}
+			b.WriteString(line)
+			continue
+		}
 		fmt.Fprintf(&b, "  - {name: %s, engine: postgres, endpoint: %q, database: %s, credentials: {user: %q}, maxRunningQueries: %d, options: {client_connection_check_interval: %dms}}\n",
 			c.Name, u.Host, f.engines[c.Name], u.User.Username(), f.caps[c.Name], check.Milliseconds())
 	}
@@ -187,18 +204,53 @@ func (f *fleetWorkload) controlPlaneConfig(api, dbURL string) string {
 		api, adminToken, workerSecret, dbURL, f.coordinationYAML(true), f.sharedSections())
 }
 
-func (f *fleetWorkload) workerConfig(cpURL, pgAddr string) string {
+func (f *fleetWorkload) workerConfig(cpURL, pgAddr, myAddr string) string {
 	s := fmt.Sprintf("queryflux:\n  role: worker\n  controlPlane: {url: %q, secret: %q}\n  %s\n  frontends:\n    postgres: {enabled: true, listen: %q}\n",
 		cpURL, workerSecret, f.coordinationYAML(false), pgAddr)
+	if myAddr != "" {
+		s += fmt.Sprintf("    mysql: {enabled: true, listen: %q}\n", myAddr)
+	}
 	if h := f.wl.History; h != nil {
 		s += "  " + h.ConfigYAML() + "\n"
 	}
 	return s
 }
 
-// createEngines makes one engine database per cluster, with the query function.
+// mysqlGroups are the groups whose members are MariaDB engines.
+func mysqlGroups(wl *scenarios.Workload) map[string]bool {
+	mysqlEngine := map[string]bool{}
+	for _, c := range wl.Clusters {
+		mysqlEngine[c.Name] = c.Engine == config.EngineMySQL
+	}
+	out := map[string]bool{}
+	for _, g := range wl.Groups {
+		out[g.Name] = len(g.Members) > 0 && mysqlEngine[g.Members[0]]
+	}
+	return out
+}
+
+// usesMySQL reports whether any cluster is a MariaDB engine (the workers then serve MySQL too).
+func (f *fleetWorkload) usesMySQL() bool {
+	for _, my := range f.mysqlGr {
+		if my {
+			return true
+		}
+	}
+	return false
+}
+
+// createEngines makes one engine database per cluster, with the query function on PostgreSQL.
 func (f *fleetWorkload) createEngines(ctx context.Context) error {
 	for i, c := range f.wl.Clusters {
+		if c.Engine == config.EngineMySQL {
+			db, err := newMySQLDatabase(ctx)
+			if err != nil {
+				return err
+			}
+			f.r.dbs = append(f.r.dbs, db)
+			f.engines[c.Name] = db.name
+			continue
+		}
 		db, err := newDatabase(ctx, false)
 		if err != nil {
 			return err
@@ -404,6 +456,9 @@ const (
 // run sends the query; ran is how long the engine was asked to run it (to subtract from the
 // client's time for the queue wait).
 func (f *fleetWorkload) run(ctx context.Context, worker, group string, draws []drawn) (string, time.Duration) {
+	if f.mysqlGr[group] {
+		return f.runMySQL(ctx, worker, group, f.mysqlStatement(draws), draws)
+	}
 	ds, fails := make([]string, len(draws)), make([]string, len(draws))
 	for i, d := range draws {
 		ds[i], fails[i] = fmt.Sprintf("%.3f", d.d.Seconds()), fmt.Sprint(d.fail)
@@ -479,19 +534,31 @@ func (f *fleetWorkload) finish(worker string, counted bool, outcome string, took
 
 // ---- the engine's view ----
 
-// sampleEngines reads, every engineSampleEvery, how many qf_chaos calls each engine database
-// runs: the queries of crashed and frozen workers included, as long as PostgreSQL runs them.
+// sampleEngines reads, every engineSampleEvery, how many workload statements each engine
+// database runs (pg_stat_activity, information_schema.processlist): the queries of crashed and
+// frozen workers included, as long as the engine runs them.
 func (f *fleetWorkload) sampleEngines(ctx context.Context) error {
 	conn, err := pgx.Connect(ctx, pgtest.ServerURL())
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
-	dbs := make([]string, 0, len(f.engines))
+	var pgDBs, myClusters []string
 	byDB := map[string]string{}
-	for cl, db := range f.engines {
-		dbs = append(dbs, db)
-		byDB[db] = cl
+	for _, c := range f.wl.Clusters {
+		if c.Engine == config.EngineMySQL {
+			myClusters = append(myClusters, c.Name)
+			continue
+		}
+		pgDBs = append(pgDBs, f.engines[c.Name])
+		byDB[f.engines[c.Name]] = c.Name
+	}
+	var my *mysqlSampler
+	if len(myClusters) > 0 {
+		if my, err = newMySQLSampler(f.engines, myClusters); err != nil {
+			return err
+		}
+		defer my.close()
 	}
 	tick := time.NewTicker(engineSampleEvery)
 	defer tick.Stop()
@@ -503,23 +570,17 @@ func (f *fleetWorkload) sampleEngines(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 		}
-		rows, err := conn.Query(ctx, `SELECT datname, count(*) FROM pg_stat_activity
-			WHERE datname = ANY($1) AND state = 'active' AND query LIKE 'SELECT qf_chaos(%' GROUP BY datname`, dbs)
+		counts := map[string]int{}
+		err := samplePostgres(ctx, conn, pgDBs, byDB, counts)
+		if err == nil && my != nil {
+			err = my.sample(ctx, counts)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		counts := map[string]int{}
-		for rows.Next() {
-			var db string
-			var n int
-			if err := rows.Scan(&db, &n); err == nil {
-				counts[byDB[db]] = n
-			}
-		}
-		rows.Close()
 		t := f.r.now()
 		if t > f.r.sc.Duration {
 			continue
@@ -528,6 +589,27 @@ func (f *fleetWorkload) sampleEngines(ctx context.Context) error {
 			f.engineChanged(t, c.Name, counts[c.Name])
 		}
 	}
+}
+
+func samplePostgres(ctx context.Context, conn *pgx.Conn, dbs []string, byDB map[string]string, counts map[string]int) error {
+	if len(dbs) == 0 {
+		return nil
+	}
+	rows, err := conn.Query(ctx, `SELECT datname, count(*) FROM pg_stat_activity
+		WHERE datname = ANY($1) AND state = 'active' AND query LIKE 'SELECT qf_chaos(%' GROUP BY datname`, dbs)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var db string
+		var n int
+		if err := rows.Scan(&db, &n); err != nil {
+			return err
+		}
+		counts[byDB[db]] = n
+	}
+	return rows.Err()
 }
 
 // engineChanged applies the simulator's engine oracle to one sample.
@@ -637,6 +719,9 @@ func (f *fleetWorkload) answers(ctx context.Context, name string) bool {
 	ctx, cancel := context.WithTimeout(ctx, servingProbeTimeout)
 	defer cancel()
 	g := f.wl.Groups[0].Name
+	if f.mysqlGr[g] {
+		return probeMySQL(ctx, f.my[name], g)
+	}
 	c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", g, f.pg[name], g))
 	if err != nil {
 		return false
@@ -802,7 +887,7 @@ func (r *runner) startWorkload(ctx context.Context, checks []realCheck) func() {
 		<-done
 		close(f.stop)
 		if err := <-sampled; err != nil {
-			r.errorf("sampling pg_stat_activity: %v", err)
+			r.errorf("sampling the engines' process lists: %v", err)
 		}
 		if f.wl.History != nil {
 			// What was pending when the clients stopped gets one more flush to arrive.

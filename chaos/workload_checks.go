@@ -210,7 +210,7 @@ func (c *ratioCheck) result(*runner) (bool, string) {
 	return pass, fmt.Sprintf("admitted %s in [%v, %v]: %d / %d = %.2f (want min %.2f, max %.2f)", c.What, c.Win.From, c.Win.To, a, b, r, c.Min, c.Max)
 }
 
-// capCheck: leases granted (control plane's table) or queries executing (pg_stat_activity)
+// capCheck: leases granted (control plane's table) or queries executing (the engines' process lists)
 // never above the cap in force.
 type capCheck struct{ engine bool }
 
@@ -222,7 +222,7 @@ func (c *capCheck) result(r *runner) (bool, string) {
 	defer f.mu.Unlock()
 	viol, peaks, what := f.leaseViol, f.peakLease, "leases held (control plane's table, every look)"
 	if c.engine {
-		viol, peaks, what = f.engViol, f.peak, "queries executing (pg_stat_activity every 20ms)"
+		viol, peaks, what = f.engViol, f.peak, "queries executing (the engines' process lists every 20ms)"
 	}
 	var parts []string
 	for _, cl := range r.sc.Workload.Clusters {
@@ -311,7 +311,7 @@ func (c *engineMaxCheck) watch(t time.Duration, cluster string, n int) {
 }
 
 func (c *engineMaxCheck) result(r *runner) (bool, string) {
-	return c.bounds.Holds(c.peak), fmt.Sprintf("peak of queries executing on %s (pg_stat_activity) in [%v, %v] is %d (at %v), want %s (cap %d)",
+	return c.bounds.Holds(c.peak), fmt.Sprintf("peak of queries executing on %s (its process list) in [%v, %v] is %d (at %v), want %s (cap %d)",
 		c.cluster, c.win.From, c.win.To, c.peak, c.when.Round(time.Millisecond), c.bounds, r.sc.Workload.Cap(c.cluster))
 }
 

@@ -31,9 +31,11 @@ var OSSecrets SecretSource = osSecrets{}
 
 type osSecrets struct{}
 
+//determinism:ok OSSecrets is production's SecretSource; the simulator gives MapSecrets
 func (osSecrets) LookupEnv(name string) (string, bool) { return os.LookupEnv(name) }
 
 func (osSecrets) ReadFile(path string) ([]byte, error) {
+	//determinism:ok OSSecrets is production's SecretSource; the simulator gives MapSecrets
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -91,6 +91,7 @@ func shiftPort(addr string, offset int) (string, error) {
 // AdminURL is where the admin CLI commands look when given no --admin-url: the embedded
 // default's admin listener, moved by QUERYFLUX_PORT_OFFSET as `queryflux serve` moves it.
 func AdminURL() string {
+	//determinism:ok the admin CLI's default address; no role calls it
 	offset, _ := strconv.Atoi(os.Getenv("QUERYFLUX_PORT_OFFSET"))
 	return fmt.Sprintf("http://127.0.0.1:%d", PortAdmin+offset)
 }
@@ -98,6 +99,7 @@ func AdminURL() string {
 // AdminToken is the token the admin CLI sends when given none: QUERYFLUX_ADMIN_TOKEN, else the
 // one the embedded default wrote for the admin listener of adminURL (TokenFile), else "".
 func AdminToken(adminURL string) string {
+	//determinism:ok the admin CLI's default token; no role calls it
 	if t := os.Getenv("QUERYFLUX_ADMIN_TOKEN"); t != "" {
 		return t
 	}
@@ -105,6 +107,7 @@ func AdminToken(adminURL string) string {
 	if err != nil || u.Port() == "" {
 		return ""
 	}
+	//determinism:ok the admin CLI's default token; no role calls it
 	b, err := os.ReadFile(TokenFile(u.Port()))
 	if err != nil {
 		return ""
@@ -115,5 +118,6 @@ func AdminToken(adminURL string) string {
 // TokenFile is where the embedded default keeps the random admin token of its admin listener
 // on port (readable by its user only).
 func TokenFile(port string) string {
+	//determinism:ok the admin CLI's token file; no role calls it
 	return filepath.Join(os.TempDir(), "queryflux-admin-token-"+port)
 }

@@ -62,16 +62,17 @@ const (
 
 // Classes 53 to 58 and XX: resources, limits, operator intervention, system errors.
 const (
-	InsufficientResources = "53000"
-	OutOfMemory           = "53200"
-	TooManyConnections    = "53300"
-	ProgramLimitExceeded  = "54000"
-	LockNotAvailable      = "55P03"
-	QueryCanceled         = "57014"
-	AdminShutdown         = "57P01"
-	CannotConnectNow      = "57P03"
-	SystemError           = "58000"
-	InternalError         = "XX000"
+	InsufficientResources        = "53000"
+	OutOfMemory                  = "53200"
+	TooManyConnections           = "53300"
+	ProgramLimitExceeded         = "54000"
+	ObjectNotInPrerequisiteState = "55000"
+	LockNotAvailable             = "55P03"
+	QueryCanceled                = "57014"
+	AdminShutdown                = "57P01"
+	CannotConnectNow             = "57P03"
+	SystemError                  = "58000"
+	InternalError                = "XX000"
 )
 
 // The ODBC-style states MySQL and MariaDB answer with, where PostgreSQL has its own.

@@ -83,6 +83,7 @@ func newQuery(o queryOptions) (*Query, error) {
 	}
 	finished := o.observe.Finished
 	lim := o.cfg.QueryFlux.Limits
+	//determinism:ok the query node is built here for both: its listeners, TLS files and frontends run only once start opens them
 	q.Node = querynode.New(querynode.Options{Env: o.env, Registerer: o.metrics, Limits: querynode.LimitsOf(lim), LoginThrottle: querynode.ThrottleOf(lim),
 		Guard: guard, OpenEngine: o.open, OnFinish: func(r proxy.Record) {
 			if q.Uplink != nil {
@@ -93,6 +94,7 @@ func newQuery(o queryOptions) (*Query, error) {
 			}
 		}, Forward: o.forward})
 	if t := o.cfg.QueryFlux.TLS; t.CertFile != "" {
+		//determinism:ok reads the TLS files the configuration names (the daemon's)
 		if err := q.Node.UseCertificate(t.CertFile, t.KeyFile); err != nil {
 			return nil, err
 		}
@@ -102,6 +104,7 @@ func newQuery(o queryOptions) (*Query, error) {
 
 // start opens the enabled frontends and runs the clusters' health checks.
 func (q *Query) start(ctx context.Context, e env.Env, f config.Frontends) error {
+	//determinism:ok the daemon's frontends: real listeners
 	if err := q.Node.Listen(f); err != nil {
 		return err
 	}
@@ -126,6 +129,7 @@ func (q *Query) Drain(ctx context.Context) error { return q.Node.Drain(ctx) }
 
 // shutdown closes the frontends and sends what the history uplink still holds.
 func (q *Query) shutdown(ctx context.Context) {
+	//determinism:ok closes the daemon's listeners
 	if err := q.Node.Close(); err != nil {
 		q.log.Warn("closing frontends", "err", err)
 	}

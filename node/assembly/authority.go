@@ -29,6 +29,7 @@ type leaseTerms struct {
 func newLeaseAuthority(cfg *config.Config, fence capacity.EngineFence) *leaseAuthority {
 	a := &leaseAuthority{fence: fence}
 	if fence == nil {
+		//determinism:ok the production fence (the engines' own sessions), used when the caller gives none; the simulator gives one
 		a.follow = enginefence.New(cfg)
 		a.fence = a.follow
 	}

@@ -165,6 +165,7 @@ func BuildControlPlane(e env.Env, cfg *config.Config, cpCfg controlplane.Config,
 	if err := c.applyInitial(); err != nil {
 		return nil, err
 	}
+	//determinism:ok Studio serves browsers on the admin listener; its clock is the role's, its session tokens come from crypto/rand
 	c.CP.Handle(studio.Prefix, studio.New(studio.Config{AdminToken: q.AdminAPI.Token.Reveal(), Admin: c.CP.Handler(), Logger: e.Logger(), Now: e.Now,
 		Planning: deps.StudioPlanning}))
 	return c, nil
@@ -262,6 +263,7 @@ func (c *ControlPlane) applyInitial() error {
 		c.e.Logger().Warn("the configuration file defines no clusters: this node's frontends answer 'not configured'")
 		return nil
 	}
+	//determinism:ok Apply reads the TLS files the configuration names (the daemon's)
 	if err := c.Query.Node.Apply(c.cfg); err != nil {
 		return err
 	}
@@ -278,6 +280,7 @@ func (c *ControlPlane) apply(_ context.Context, cfg *config.Config) error {
 		c.deps.OnApply(cfg)
 	}
 	if len(cfg.Clusters) > 0 { // as at start: no clusters, nothing to build
+		//determinism:ok Apply reads the TLS files the configuration names (the daemon's)
 		if err := c.Query.Node.Apply(cfg); err != nil {
 			return err
 		}

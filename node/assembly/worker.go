@@ -143,6 +143,7 @@ func (wk *Worker) apply(_ context.Context, cfg *config.Config, _ *snapshot.Worke
 	if wk.deps.OnApply != nil {
 		wk.deps.OnApply(cfg)
 	}
+	//determinism:ok Apply reads the TLS files the configuration names (the daemon's)
 	if err := wk.Query.Node.Apply(cfg); err != nil {
 		return err
 	}

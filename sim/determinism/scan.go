@@ -5,15 +5,28 @@
 //
 //	// determinism: outside the simulator (<reason>)
 //
-// must not use the wall clock, goroutines, select, channel receives, stdlib cancellable contexts,
-// top-level math/rand, crypto/rand, the process id, or range over maps in any form (maps.Keys and
-// friends unsorted, a type parameter that may be a map, reflect's MapKeys/MapRange); nor what the
-// garbage collector or the Go scheduler decides (sync.Pool, finalizers and cleanups, weak,
-// unique, runtime.Gosched, runtime.NumGoroutine), per-process hash seeds (hash/maphash), pointer
-// printing (%p), or the real network's defaults (http.DefaultClient, http.Get..., an
-// http.Client with Timeout). A finding can be excused on its line (or the
-// line above) with `//determinism:ok <reason>`; map ranges whose order is provably irrelevant are
-// what that is for. Other node/... packages may not opt out.
+// must not use the wall clock or the machine's time zone, goroutines (go statements,
+// WaitGroup.Go), select, channel receives, blocking on goroutines (WaitGroup.Wait, Cond.Wait),
+// stdlib cancellable contexts, top-level math/rand, crypto/rand and what reads it, the process
+// (pid, environment, arguments, files, os/exec, syscall, signals), the real network (dial,
+// listen, resolve, http.DefaultClient, http.Get..., an http.Client with Timeout, servers), or
+// range over maps in any form (maps.Keys and friends unsorted, a type parameter that may be a
+// map, a map behind an alias or another package's named type, reflect's MapKeys/MapRange/Seq2);
+// nor what the garbage collector or the Go scheduler decides (sync.Pool, finalizers and
+// cleanups, weak, unique, runtime's state), per-process hash seeds (hash/maphash), addresses
+// (%p, unsafe.Pointer to an integer, reflect's Pointer), gob's map order, or code the scanner
+// cannot read (//go:linkname, cgo, assembly). How a name is reached does not matter: renamed and
+// dot imports, function and method values count as uses.
+//
+// Code outside the simulator (an opted-out package, node/env, any module package that is not
+// role code) counts by what it reaches: a role's use of one of its functions, methods, variables
+// or (where a value is made) types is a finding when that code, or what it uses in turn, does
+// anything above. Third-party packages must be on the reviewed list (rules.go); interface
+// methods, fields, constants and types named in signatures run nothing.
+//
+// A finding can be excused on its line (or the line above) with `//determinism:ok <reason>`;
+// map ranges whose order is provably irrelevant are what that is for. Other node/... packages
+// may not opt out.
 //
 // The scanner runs `go list` (and, for type information, `go list -export` over the scanned
 // packages' dependencies); it reads files and runs the go tool, nothing else.
@@ -84,6 +97,12 @@ type listedPackage struct {
 	ImportPath string
 	Dir        string
 	GoFiles    []string
+	CgoFiles   []string
+	CFiles     []string
+	CXXFiles   []string
+	SFiles     []string
+	SysoFiles  []string
+	SwigFiles  []string
 	Export     string
 	Module     *struct{ Path string }
 	DepOnly    bool
@@ -106,7 +125,8 @@ func Scan(dir string, rule Rule, patterns ...string) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{}
-	fset := token.NewFileSet()
+	w := &world{fset: token.NewFileSet(), rule: rule, listed: map[string]*listedPackage{}, role: map[string]bool{},
+		loaded: map[string]*sourcePkg{}, memo: map[string]*Finding{}, visiting: map[string]bool{}}
 	type target struct {
 		pkg   *listedPackage
 		files []*ast.File
@@ -121,17 +141,21 @@ func Scan(dir string, rule Rule, patterns ...string) (*Report, error) {
 		if !scan || len(p.GoFiles) == 0 {
 			continue
 		}
-		files, err := parseFiles(fset, p)
+		w.module = module
+		files, err := parseFiles(w.fset, p)
 		if err != nil {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v", p.ImportPath, err))
 			continue
 		}
-		if opted, pos := optsOut(fset, files); opted {
+		if opted, pos := optsOut(w.fset, files); opted {
 			if mayOptOut {
+				w.role[p.ImportPath] = false
 				continue
 			}
 			rep.Findings = append(rep.Findings, Finding{Pos: pos, What: "node/... packages may not opt out of the simulator"})
 		}
+		w.role[p.ImportPath] = true
+		rep.Findings = append(rep.Findings, unreadFiles(p)...)
 		targets = append(targets, target{p, files})
 	}
 	exports := map[string]string{}
@@ -145,12 +169,13 @@ func Scan(dir string, rule Rule, patterns ...string) (*Report, error) {
 			rep.Notes = append(rep.Notes, "no export data, syntax-only checks: "+err.Error())
 		}
 		for _, d := range deps {
+			w.listed[d.ImportPath] = d
 			if d.Export != "" {
 				exports[d.ImportPath] = d.Export
 			}
 		}
 	}
-	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+	w.imp = importer.ForCompiler(w.fset, "gc", func(path string) (io.ReadCloser, error) {
 		f, ok := exports[path]
 		if !ok {
 			return nil, fmt.Errorf("no export data for %s", path)
@@ -161,15 +186,16 @@ func Scan(dir string, rule Rule, patterns ...string) (*Report, error) {
 		rep.Scanned = append(rep.Scanned, t.pkg.ImportPath)
 		info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Uses: map[*ast.Ident]types.Object{}}
 		var typeErrs []string
-		conf := types.Config{Importer: imp, Error: func(err error) { typeErrs = append(typeErrs, err.Error()) }}
-		_, _ = conf.Check(t.pkg.ImportPath, fset, t.files, info)
+		conf := types.Config{Importer: w.imp, Error: func(err error) { typeErrs = append(typeErrs, err.Error()) }}
+		_, _ = conf.Check(t.pkg.ImportPath, w.fset, t.files, info)
 		if len(typeErrs) > 0 {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d type errors (first: %s); unresolved ranges not checked", t.pkg.ImportPath, len(typeErrs), typeErrs[0]))
 		}
 		for _, f := range t.files {
-			rep.Findings = append(rep.Findings, checkFile(fset, f, info)...)
+			rep.Findings = append(rep.Findings, checkFile(w, f, info)...)
 		}
 	}
+	rep.Notes = append(rep.Notes, w.notes...)
 	slices.SortFunc(rep.Findings, func(a, b Finding) int {
 		if c := strings.Compare(a.Pos.Filename, b.Pos.Filename); c != 0 {
 			return c
@@ -179,8 +205,21 @@ func Scan(dir string, rule Rule, patterns ...string) (*Report, error) {
 	return rep, nil
 }
 
+// unreadFiles reports a role package's files that are not Go: cgo, assembly, C and object
+// files run code the scanner cannot read (the clock's counter, map internals).
+func unreadFiles(p *listedPackage) []Finding {
+	var out []Finding
+	for _, names := range [][]string{p.CgoFiles, p.CFiles, p.CXXFiles, p.SFiles, p.SysoFiles, p.SwigFiles} {
+		for _, name := range names {
+			out = append(out, Finding{Pos: token.Position{Filename: filepath.Join(p.Dir, name), Line: 1},
+				What: "a cgo, assembly, C or object file runs code the scanner cannot read; keep it outside the simulator"})
+		}
+	}
+	return out
+}
+
 func goList(dir string, export bool, patterns []string) ([]*listedPackage, error) {
-	args := []string{"list", "-e", "-json=ImportPath,Dir,GoFiles,Export,Module,DepOnly,Error"}
+	args := []string{"list", "-e", "-json=ImportPath,Dir,GoFiles,CgoFiles,CFiles,CXXFiles,SFiles,SysoFiles,SwigFiles,Export,Module,DepOnly,Error"}
 	if export {
 		args = append(args, "-export", "-deps")
 	}
@@ -231,62 +270,12 @@ func optsOut(fset *token.FileSet, files []*ast.File) (bool, token.Position) {
 	return false, token.Position{}
 }
 
-// forbidden lists package-level names that role code must not touch, by import path.
-// A nil set means every name of the package.
-var forbidden = map[string]map[string]string{
-	"time": {
-		"Now": "use env.Now", "Since": "use env.Now().Sub", "Until": "use t.Sub(env.Now())",
-		"Sleep": "use env.Sleep", "After": "use env.Sleep", "Tick": "use env.Every",
-		"NewTimer": "use env.Sleep", "NewTicker": "use env.Every", "AfterFunc": "use env.Go + env.Sleep",
-	},
-	"context": {
-		"WithTimeout": "use env.WithTimeout", "WithDeadline": "use env.WithTimeout",
-		"WithCancel": "use env.WithCancel", "WithCancelCause": "use env.WithCancel",
-		"WithTimeoutCause": "use env.WithTimeout", "WithDeadlineCause": "use env.WithTimeout",
-		"AfterFunc": "starts a goroutine; use env.Go",
-	},
-	"crypto/rand":  nil,
-	"math/rand":    nil,
-	"math/rand/v2": nil,
-	"os": {
-		"Getpid":  "differs per process (a seed from it differs per run); use env.Rand",
-		"Getppid": "differs per process; use env.Rand",
-	},
-	"runtime": {
-		"Gosched":      "yields to the Go scheduler, which the simulator does not control; wait with Signal.Wait",
-		"NumGoroutine": "counts goroutines the simulator pools and reuses; count tasks yourself",
-		"SetFinalizer": "runs when the garbage collector decides; close explicitly",
-		"AddCleanup":   "runs when the garbage collector decides; close explicitly",
-		"NumCPU":       "differs per machine; size from config",
-		"GOMAXPROCS":   "differs per machine and run; size from config",
-	},
-	"sync": {"Pool": "keeps or drops objects when the garbage collector decides; allocate, or keep a free list"},
-	"net/http": {
-		"DefaultClient":    "real network and timers; use the http.Client you were given",
-		"DefaultTransport": "real network and timers; use the RoundTripper you were given",
-		"Get":              "uses http.DefaultClient; use the http.Client you were given",
-		"Head":             "uses http.DefaultClient; use the http.Client you were given",
-		"Post":             "uses http.DefaultClient; use the http.Client you were given",
-		"PostForm":         "uses http.DefaultClient; use the http.Client you were given",
-	},
-}
-
-// bannedImports are packages whose every use depends on the process or the garbage collector.
-var bannedImports = map[string]string{
-	"hash/maphash":               "seeds are random per process; use a fixed hash (xxhash, fnv)",
-	"weak":                       "weak pointers clear when the garbage collector decides",
-	"unique":                     "handles live as long as the garbage collector decides",
-	"golang.org/x/sync/errgroup": "starts goroutines; start tasks with env.Go",
-}
-
-// randConstructors build a seeded generator: deterministic when seeded from env.Rand.
-var randConstructors = map[string]bool{"New": true, "NewSource": true, "NewPCG": true, "NewChaCha8": true, "NewZipf": true}
-
 // mapSeqs are the maps package's iterators: random order, like ranging the map.
 var mapSeqs = map[string]bool{"Keys": true, "Values": true, "All": true}
 
 // fileCheck scans one file.
 type fileCheck struct {
+	w       *world
 	fset    *token.FileSet
 	info    *types.Info
 	excused map[int]bool
@@ -295,14 +284,18 @@ type fileCheck struct {
 	sorted  map[*ast.RangeStmt]bool
 	stack   []ast.Node
 	out     []Finding
+	// reaching is set while walking code outside the simulator that role code uses: what it
+	// reaches is reported as found, not as a use of something outside.
+	reaching bool
 }
 
-func checkFile(fset *token.FileSet, f *ast.File, info *types.Info) []Finding {
-	c := &fileCheck{fset: fset, info: info, excused: map[int]bool{}, imports: map[string]string{}, sorted: collectThenSort(f)}
+// newFileCheck reads f's imports and excuses; walk then checks a node of f.
+func newFileCheck(w *world, f *ast.File, info *types.Info) *fileCheck {
+	c := &fileCheck{w: w, fset: w.fset, info: info, excused: map[int]bool{}, imports: map[string]string{}, sorted: collectThenSort(f)}
 	for _, cg := range f.Comments {
 		for _, cm := range cg.List {
 			if strings.HasPrefix(cm.Text, EscapeComment) && len(strings.TrimSpace(strings.TrimPrefix(cm.Text, EscapeComment))) > 0 {
-				line := fset.Position(cm.Pos()).Line
+				line := c.fset.Position(cm.Pos()).Line
 				c.excused[line] = true
 				c.excused[line+1] = true
 			}
@@ -310,9 +303,6 @@ func checkFile(fset *token.FileSet, f *ast.File, info *types.Info) []Finding {
 	}
 	for _, is := range f.Imports {
 		path, _ := strconv.Unquote(is.Path.Value)
-		if why, bad := bannedImports[path]; bad {
-			c.report(is, fmt.Sprintf("import %q: %s", path, why))
-		}
 		name := path[strings.LastIndex(path, "/")+1:]
 		if path == "math/rand/v2" {
 			name = "rand"
@@ -326,7 +316,38 @@ func checkFile(fset *token.FileSet, f *ast.File, info *types.Info) []Finding {
 		}
 		c.imports[name] = path
 	}
-	ast.Inspect(f, func(n ast.Node) bool {
+	return c
+}
+
+// checkFile checks all of f: its imports, its directives and every node.
+func checkFile(w *world, f *ast.File, info *types.Info) []Finding {
+	c := newFileCheck(w, f, info)
+	for _, is := range f.Imports {
+		path, _ := strconv.Unquote(is.Path.Value)
+		if why, bad := bannedImports[path]; bad {
+			c.report(is, fmt.Sprintf("import %q: %s", path, why))
+		} else if !w.inModule(path) && !isStdlib(path) && reviewedModules[path] == "" {
+			c.report(is, fmt.Sprintf("import %q: a third-party package not reviewed for the simulator; review it (and list it in reviewedModules) or reach it through what the role is given", path))
+		}
+	}
+	for _, cg := range f.Comments {
+		for _, cm := range cg.List {
+			if strings.HasPrefix(cm.Text, "//go:linkname") {
+				c.report(cm, "//go:linkname reaches runtime internals (the clock, map iteration) past every check")
+			}
+		}
+	}
+	found := c.out
+	return append(found, c.walk(f)...)
+}
+
+// walk checks n and everything under it and returns what it found.
+// It may be entered again while it runs (code that reaches other code of its file).
+func (c *fileCheck) walk(n ast.Node) []Finding {
+	out, stack := c.out, c.stack
+	defer func() { c.out, c.stack = out, stack }()
+	c.out, c.stack = nil, nil
+	ast.Inspect(n, func(n ast.Node) bool {
 		if n == nil {
 			c.stack = c.stack[:len(c.stack)-1]
 			return true
@@ -336,6 +357,12 @@ func checkFile(fset *token.FileSet, f *ast.File, info *types.Info) []Finding {
 		return true
 	})
 	return c.out
+}
+
+// isStdlib reports whether path is a standard library package (its first element has no dot).
+func isStdlib(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
 }
 
 func (c *fileCheck) report(n ast.Node, what string) {
@@ -371,6 +398,9 @@ func (c *fileCheck) node(n ast.Node) {
 			}
 		}
 	case *ast.CallExpr:
+		if c.addressToInteger(n) {
+			c.report(n, "converting an unsafe.Pointer to an integer: an address, which differs per run; use an id")
+		}
 		for _, a := range n.Args {
 			if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING && hasPointerVerb(lit.Value) {
 				c.report(lit, "%p prints a pointer, which differs per run; print an id")
@@ -396,6 +426,7 @@ func (c *fileCheck) rangeStmt(n *ast.RangeStmt) {
 // isMap reports whether ranging t ranges a map: a map type, or a type parameter whose
 // constraint allows one.
 func isMap(t types.Type) bool {
+	t = types.Unalias(t)
 	if tp, ok := t.(*types.TypeParam); ok {
 		return constraintHasMap(tp.Constraint())
 	}
@@ -425,8 +456,9 @@ func constraintHasMap(t types.Type) bool {
 	return false
 }
 
-// ident checks a use of a name: a forbidden package-level name (however it was imported), a
-// reflect map iteration, or a maps iterator whose order nothing fixes.
+// ident checks a use of a name: a forbidden package-level name or method (however it was
+// imported or taken), a maps iterator whose order nothing fixes, or something of a package
+// outside the simulator that reaches a forbidden use.
 func (c *fileCheck) ident(id *ast.Ident) {
 	obj := c.info.Uses[id]
 	if obj == nil {
@@ -438,16 +470,28 @@ func (c *fileCheck) ident(id *ast.Ident) {
 		return
 	}
 	path := pkg.Path()
-	if fn, ok := obj.(*types.Func); ok && path == "reflect" && (fn.Name() == "MapKeys" || fn.Name() == "MapRange") {
-		c.report(id, fmt.Sprintf("reflect.Value.%s: map order changes behaviour; sort the keys", fn.Name()))
+	if c.w.inModule(path) {
+		c.outsideUse(id, obj)
 		return
 	}
-	if fn, ok := obj.(*types.Func); ok && path == "sync" && fn.Name() == "Range" {
-		c.report(id, "sync.Map.Range: map order changes behaviour; keep a sorted index")
+	if c.reaching {
+		if why, bad := bannedImports[path]; bad {
+			c.report(id, fmt.Sprintf("%s.%s: %s", path, obj.Name(), why))
+			return
+		}
+		if !isStdlib(path) && reviewedModules[path] == "" {
+			c.report(id, fmt.Sprintf("%s.%s: a third-party package not reviewed for the simulator", path, obj.Name()))
+			return
+		}
+	}
+	if fn, ok := obj.(*types.Func); ok && fn.Signature().Recv() != nil {
+		if why, bad := forbiddenMethods[objKey(fn)]; bad {
+			c.report(id, fmt.Sprintf("%s: %s", objKey(fn), why))
+		}
 		return
 	}
 	if obj.Parent() != pkg.Scope() {
-		return // a method, field or local
+		return // a field or local
 	}
 	if path == "maps" && mapSeqs[obj.Name()] {
 		if !c.mapSeqOrdered() {
@@ -455,8 +499,7 @@ func (c *fileCheck) ident(id *ast.Ident) {
 		}
 		return
 	}
-	_, isType := obj.(*types.TypeName)
-	c.forbiddenName(id, path, obj.Name(), isType)
+	c.forbiddenName(id, path, obj.Name())
 }
 
 // identBySyntax is the fallback where type information is missing: a selector on an imported
@@ -471,42 +514,23 @@ func (c *fileCheck) identBySyntax(id *ast.Ident) {
 			return
 		}
 		if path, ok := c.imports[x.Name]; ok {
-			c.forbiddenName(id, path, id.Name, isTypeName(path, id.Name))
+			c.forbiddenName(id, path, id.Name)
 		}
 		return
 	}
 	for _, path := range c.dots {
-		c.forbiddenName(id, path, id.Name, isTypeName(path, id.Name))
+		c.forbiddenName(id, path, id.Name)
 	}
 }
 
-func (c *fileCheck) forbiddenName(id *ast.Ident, path, name string, isType bool) {
-	names, ok := forbidden[path]
-	if !ok {
+func (c *fileCheck) forbiddenName(id *ast.Ident, path, name string) {
+	if why, bad := forbidden[path][name]; bad {
+		c.report(id, fmt.Sprintf("%s.%s: %s", path, name, why))
 		return
 	}
-	if names == nil {
-		if (path == "math/rand" || path == "math/rand/v2") && (randConstructors[name] || isType) {
-			return
-		}
-		c.report(id, fmt.Sprintf("%s.%s: use env.Rand", path, name))
-		return
-	}
-	if why, bad := names[name]; bad {
+	if why, whole := wholePackages[path]; whole && !allowed[path][name] {
 		c.report(id, fmt.Sprintf("%s.%s: %s", path, name, why))
 	}
-}
-
-// isTypeName reports whether a math/rand name is a type (using the type is harmless).
-func isTypeName(path, name string) bool {
-	if path != "math/rand" && path != "math/rand/v2" {
-		return false
-	}
-	switch name {
-	case "Rand", "Source", "PCG", "ChaCha8", "Zipf":
-		return true
-	}
-	return false
 }
 
 // mapSeqOrdered reports whether the maps iterator being called (the ident on top of the stack's
@@ -593,6 +617,17 @@ func (c *fileCheck) funcName(call *ast.CallExpr) string {
 	return ""
 }
 
+// addressToInteger reports whether call converts an unsafe.Pointer to an integer type.
+func (c *fileCheck) addressToInteger(call *ast.CallExpr) bool {
+	fn, ok := c.info.Types[call.Fun]
+	if !ok || !fn.IsType() || len(call.Args) != 1 {
+		return false
+	}
+	to, isBasic := fn.Type.Underlying().(*types.Basic)
+	from, fromBasic := types.Unalias(c.info.TypeOf(call.Args[0])).(*types.Basic)
+	return isBasic && to.Info()&types.IsInteger != 0 && fromBasic && from.Kind() == types.UnsafePointer
+}
+
 // isHTTPClient reports whether t is net/http.Client or a pointer to one.
 func isHTTPClient(t types.Type) bool {
 	if t == nil {
@@ -659,6 +694,10 @@ func collectThenSort(f *ast.File) map[*ast.RangeStmt]bool {
 			if !isRange {
 				continue
 			}
+			if copiesOnly(rs) {
+				ok[rs] = true
+				continue
+			}
 			slice := appendsOnly(rs)
 			if slice == "" {
 				continue
@@ -673,6 +712,30 @@ func collectThenSort(f *ast.File) map[*ast.RangeStmt]bool {
 		return true
 	})
 	return ok
+}
+
+// copiesOnly reports whether rs's body is exactly `dst[k] = v` with k and v its key and value:
+// a copy into a map, which comes out the same in any order.
+func copiesOnly(rs *ast.RangeStmt) bool {
+	if len(rs.Body.List) != 1 {
+		return false
+	}
+	as, isAssign := rs.Body.List[0].(*ast.AssignStmt)
+	if !isAssign || as.Tok != token.ASSIGN || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+		return false
+	}
+	ix, isIndex := as.Lhs[0].(*ast.IndexExpr)
+	if !isIndex {
+		return false
+	}
+	_, dstIsIdent := ix.X.(*ast.Ident)
+	return dstIsIdent && sameIdent(ix.Index, rs.Key) && sameIdent(as.Rhs[0], rs.Value)
+}
+
+func sameIdent(a, b ast.Expr) bool {
+	x, okA := a.(*ast.Ident)
+	y, okB := b.(*ast.Ident)
+	return okA && okB && x.Name == y.Name && x.Name != "_"
 }
 
 // appendsOnly returns x when rs's body is exactly `x = append(x, k)` with k its key or value.

@@ -53,6 +53,8 @@ func fixtureRule(module, p string) (bool, bool) {
 func wants(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	asm, _ := filepath.Glob(filepath.Join(dir, "*.s"))
+	files = append(files, asm...)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures in %s: %v", dir, err)
 	}

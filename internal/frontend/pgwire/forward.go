@@ -36,6 +36,19 @@ import (
 // in the next one on another connection (the Parse is sent again, its ParseComplete dropped).
 // Portals are the engine's, under the client's names.
 
+// rawMessage is a backend message already encoded (the engine's own), sent as it is.
+type rawMessage []byte
+
+func (m rawMessage) Decode([]byte) error               { return errors.New("pgwire: rawMessage is send-only") }
+func (m rawMessage) Encode(dst []byte) ([]byte, error) { return append(dst, m...), nil }
+func (m rawMessage) Backend()                          {}
+
+// sessionRelayer is a wire session of the core that checks and reports each statement
+// (proxy's coreSession).
+type sessionRelayer interface {
+	BeginRelay(ctx context.Context, q *query.Request) (*proxy.Relay, bool, error)
+}
+
 // ownerSeq numbers client connections for the engine pool (a reset happens between owners).
 var ownerSeq atomic.Uint64
 

@@ -196,7 +196,8 @@ func TestHandlerSurvivesGarbageAfterStartup(t *testing.T) {
 }
 
 // TestPortalSuspension: Execute with a row limit sends that many rows and PortalSuspended;
-// the next Execute resumes where it stopped, in the binary format Bind asked for.
+// the next Execute resumes where it stopped, in the binary format Bind asked for, and its tag
+// counts its own rows, as PostgreSQL's does.
 func TestPortalSuspension(t *testing.T) {
 	s := NewServer(stubBackend{}, Options{TrustUsers: []string{"*"}})
 	defer s.Close()
@@ -226,7 +227,7 @@ func TestPortalSuspension(t *testing.T) {
 			t.Fatalf("error: %s", m.Message)
 		}
 	}
-	want := []string{`row 0000000000000001 "a"`, `row 0000000000000002 ""`, "suspended", `row 0000000000000003 "c"`, "complete SELECT 3"}
+	want := []string{`row 0000000000000001 "a"`, `row 0000000000000002 ""`, "suspended", `row 0000000000000003 "c"`, "complete SELECT 1"}
 	if fmt.Sprint(trace) != fmt.Sprint(want) {
 		t.Fatalf("got  %q\nwant %q", trace, want)
 	}

@@ -140,3 +140,58 @@ func TestPassthroughWireSameAsDirect(t *testing.T) {
 		t.Fatalf("paths %+v: want passthrough only", p)
 	}
 }
+
+// An Execute whose row limit is exactly the rows left ends with PortalSuspended, as
+// PostgreSQL does (it does not look ahead), the next Execute completes the portal with the
+// rows it sent, and an Execute of a completed portal completes a query again with none and
+// refuses another statement (55000): the same messages directly, forwarded to PostgreSQL, and
+// on the frontend's own (Arrow) path from PostgreSQL and from the embedded DuckDB.
+func TestRowLimitUsingUpTheResult(t *testing.T) {
+	forwardAddr, direct, _, _ := coreServer(t, coreSetup{})
+	arrowAddr, _, _, _ := coreServer(t, coreSetup{noPassthrough: true})
+	duckAddr := demoServer(t)
+	u, _ := url.Parse(direct)
+	db := strings.TrimPrefix(u.Path, "/")
+	values := "select g from (values (1), (2), (3)) v(g)"
+	cases := map[string][]pgproto3.FrontendMessage{
+		"exact-then-execute": {
+			&pgproto3.Parse{Query: values},
+			&pgproto3.Bind{},
+			&pgproto3.Execute{MaxRows: 3},
+			&pgproto3.Execute{},
+			&pgproto3.Sync{},
+		},
+		"exact-twice": {
+			&pgproto3.Parse{Query: values},
+			&pgproto3.Bind{},
+			&pgproto3.Execute{MaxRows: 1},
+			&pgproto3.Execute{MaxRows: 2},
+			&pgproto3.Execute{MaxRows: 2},
+			&pgproto3.Sync{},
+		},
+		"no-rows-again": {
+			&pgproto3.Parse{Query: "create temp table if not exists rt(x int)"},
+			&pgproto3.Bind{},
+			&pgproto3.Execute{},
+			&pgproto3.Execute{},
+			&pgproto3.Sync{},
+		},
+		"past-the-end": {
+			&pgproto3.Parse{Query: values},
+			&pgproto3.Bind{},
+			&pgproto3.Execute{MaxRows: 4},
+			&pgproto3.Execute{MaxRows: 1},
+			&pgproto3.Sync{},
+		},
+	}
+	for name, msgs := range cases {
+		t.Run(name, func(t *testing.T) {
+			want := wireTrace(t, u.Host, u.User.Username(), db, msgs...)
+			for path, addr := range map[string]string{"forwarded": forwardAddr, "arrow": arrowAddr, "duckdb": duckAddr} {
+				if got := wireTrace(t, addr, "alice", db, msgs...); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("%s:\n  %q\ndirect:\n  %q", path, got, want)
+				}
+			}
+		})
+	}
+}

@@ -18,6 +18,15 @@ import (
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
+// The frontend's own path: statements that are not forwarded to a PostgreSQL engine
+// connection (forward.go) run through the proxy core's Execute, and their rows come back as
+// Arrow batches encoded here. That is every statement for engines of other kinds (DuckDB,
+// Trino, MySQL), and for a group whose results the core needs (a result cache,
+// settings.passthrough: false). A statement outside a transaction runs on whichever pooled
+// engine connection is free, and BEGIN pins one for the transaction (conn.session); so a
+// session-level SET that would stay behind on a pooled connection is refused
+// (CheckSessionState), and client-protocol settings are answered here (session.go).
+
 // flushBytesMax is how many bytes of rows are buffered before they are written to the client.
 const flushBytesMax = 64 << 10
 
@@ -43,13 +52,9 @@ type portal struct {
 	cur     arrow.RecordBatch
 	row     int
 	sent    int64
-	done    bool
 	started bool
-
-	raw    rawParams // the Bind's parameters as sent, for a relay
-	simple bool      // from a simple-protocol Query: relayed as a Query too
-	relay  *relay    // set when the statement is relayed (passthrough)
-	tag    string    // the relayed command tag
+	// suspended: an Execute stopped at its row limit; done: one completed the portal.
+	suspended, done bool
 }
 
 func (c *conn) simpleQuery(sql string) error {
@@ -58,7 +63,7 @@ func (c *conn) simpleQuery(sql string) error {
 		c.be.Send(&pgproto3.EmptyQueryResponse{})
 	}
 	for _, s := range stmts {
-		p := &portal{stmt: &preparedStmt{sql: s}, simple: true}
+		p := &portal{stmt: &preparedStmt{sql: s}}
 		err := c.runSimple(p)
 		c.finishPortal(p)
 		if err != nil {
@@ -79,12 +84,6 @@ func (c *conn) runSimple(p *portal) error {
 	if err := c.startPortal(p); err != nil {
 		return err
 	}
-	if p.relay != nil {
-		if rd := relayDescription(p.relay); rd != nil {
-			c.be.Send(rd)
-		}
-		return c.executeRelay(p, 0)
-	}
 	if p.rows.Schema() != nil {
 		c.be.Send(c.rowDescription(p.rows.Schema(), p.encs))
 	}
@@ -103,9 +102,6 @@ func (c *conn) startPortal(p *portal) error {
 	}
 	if !c.srv.backend.Ready() {
 		return query.ErrNotConfigured
-	}
-	if relayed, err := c.startRelay(p); relayed {
-		return err
 	}
 	p.ctx, p.cancel = context.WithCancel(c.ctx)
 	req := c.request(p.stmt.sql, p.args)
@@ -135,12 +131,11 @@ func (c *conn) startPortal(p *portal) error {
 	return nil
 }
 
-// executePortal sends up to rowsMax rows (0 = all) of a started portal, then CommandComplete,
-// or PortalSuspended when rows remain.
+// executePortal sends up to rowsMax rows (0 = all) of a started portal, then PortalSuspended
+// when it stopped at rowsMax, else CommandComplete. Like PostgreSQL it does not look ahead: a
+// limit that uses up the rows suspends the portal, and the next Execute completes it with
+// none.
 func (c *conn) executePortal(p *portal, rowsMax int64) error {
-	if p.relay != nil {
-		return c.executeRelay(p, rowsMax)
-	}
 	if p.rows == nil || p.done {
 		return nil
 	}
@@ -149,6 +144,11 @@ func (c *conn) executePortal(p *portal, rowsMax int64) error {
 	defer c.watchSlow(p.cancel)()
 	var n int64
 	for p.rows.Schema() != nil {
+		if rowsMax > 0 && n == rowsMax {
+			p.suspended = true
+			c.be.Send(&pgproto3.PortalSuspended{})
+			return nil
+		}
 		if p.cur == nil || p.row >= int(p.cur.NumRows()) {
 			p.cur, p.row = nil, 0
 			batch, err := p.rows.Next(p.ctx)
@@ -160,10 +160,6 @@ func (c *conn) executePortal(p *portal, rowsMax int64) error {
 			}
 			p.cur = batch
 			continue
-		}
-		if rowsMax > 0 && n == rowsMax {
-			c.be.Send(&pgproto3.PortalSuspended{})
-			return nil
 		}
 		if err := c.sendRow(p.cur, p.row, p.encs); err != nil {
 			return err
@@ -178,17 +174,32 @@ func (c *conn) executePortal(p *portal, rowsMax int64) error {
 		}
 	}
 	p.done = true
-	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(commandTag(p))})
+	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(commandTag(p, n))})
 	return nil
 }
 
-// commandTag is the engine's tag, or one derived from what was sent.
-func commandTag(p *portal) string {
-	if t := p.rows.Tag(); t != "" {
-		return t
+// executeDone answers an Execute of the completed portal name as PostgreSQL does: a query
+// completes again with no rows; another statement cannot run twice.
+func (c *conn) executeDone(name string, p *portal) error {
+	if p.rows == nil || p.rows.Schema() == nil {
+		return &query.Error{Code: sqlstate.ObjectNotInPrerequisiteState, Message: fmt.Sprintf("portal %q cannot be run", name)}
 	}
-	if p.rows.Schema() != nil {
-		return "SELECT " + strconv.FormatInt(p.sent, 10)
+	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte("SELECT 0")})
+	return nil
+}
+
+// commandTag is the engine's tag, or one derived from what was sent. A query's portal that
+// was suspended completes with the rows of its last Execute (n), as in PostgreSQL.
+func commandTag(p *portal, n int64) string {
+	tag := p.rows.Tag()
+	if tag == "" && p.rows.Schema() != nil {
+		tag = "SELECT " + strconv.FormatInt(p.sent, 10)
+	}
+	if p.suspended && strings.HasPrefix(tag, "SELECT ") {
+		return "SELECT " + strconv.FormatInt(n, 10)
+	}
+	if tag != "" {
+		return tag
 	}
 	fields := strings.Fields(p.stmt.sql)
 	if len(fields) == 0 {
@@ -260,9 +271,6 @@ func isPGCancel(err error) bool {
 // finishPortal ends p. Its context is cancelled first, so a result abandoned half-way is
 // cancelled on the engine rather than read to its end by Close.
 func (c *conn) finishPortal(p *portal) {
-	if p.relay != nil {
-		c.abandonRelay(p)
-	}
 	if p.cancel != nil {
 		p.cancel()
 	}
@@ -324,7 +332,7 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 	if err != nil {
 		return err
 	}
-	c.portals[m.DestinationPortal] = &portal{stmt: st, args: args, formats: append([]int16(nil), m.ResultFormatCodes...), raw: copyRawParams(m)}
+	c.portals[m.DestinationPortal] = &portal{stmt: st, args: args, formats: append([]int16(nil), m.ResultFormatCodes...)}
 	c.be.Send(&pgproto3.BindComplete{})
 	return nil
 }
@@ -349,14 +357,6 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 		}
 		if err := c.startPortal(p); err != nil {
 			return err
-		}
-		if p.relay != nil {
-			if rd := relayDescription(p.relay); rd != nil {
-				c.be.Send(rd)
-			} else {
-				c.be.Send(&pgproto3.NoData{})
-			}
-			return nil
 		}
 		if p.rows.Schema() == nil {
 			c.be.Send(&pgproto3.NoData{})
@@ -457,6 +457,9 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 	if p.stmt.sql == "" {
 		c.be.Send(&pgproto3.EmptyQueryResponse{})
 		return nil
+	}
+	if p.done {
+		return c.executeDone(m.Portal, p)
 	}
 	if err := c.startPortal(p); err != nil {
 		return err

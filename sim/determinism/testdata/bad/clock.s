@@ -1,0 +1,2 @@
+// want "assembly"
+#include "textflag.h"
