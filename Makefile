@@ -98,11 +98,13 @@ FUZZ_TARGETS := \
 	./internal/frontend/mysqlwire:FuzzMySQLAuth \
 	./internal/frontend/trinohttp:FuzzTrinoAuth \
 	./internal/frontend/flightsql:FuzzFlightAuth \
+	./internal/frontend/flightsql:FuzzFlightCommands \
 	./internal/sqltok:FuzzTokenize \
 	./internal/sqltok:FuzzSplitAndCount \
 	./internal/history:FuzzDecodeBatch \
 	./internal/frontend/mysqlwire:FuzzMySQLPackets \
-	./internal/frontend/trinohttp:FuzzTrinoRequest
+	./internal/frontend/trinohttp:FuzzTrinoRequest \
+	./internal/frontend/trinohttp:FuzzTrinoHeaders
 
 # A failure counts only for an input that fails again when run on its own: the engine's own
 # hiccups (see scripts/fuzz-smoke.sh) are run again.

@@ -86,7 +86,12 @@ type coreSession struct {
 	mu      sync.Mutex
 	lost    bool
 	running context.CancelFunc // the statement running now, cancelled when the lease is lost
-	closed  atomic.Bool        // Close is idempotent (engine.Session)
+	// txLost: a statement the core cancelled (query timeout, the client's cancel, a lost
+	// lease) took the engine connection, and the client's transaction with it. The session then
+	// answers as PostgreSQL does for an aborted transaction until the client ends it, instead
+	// of letting its next statements run outside any transaction.
+	txLost bool
+	closed atomic.Bool // Close is idempotent (engine.Session)
 	// reported: a statement has carried the session's admission (its capacity wait); only the
 	// first does, so the history shows every wait once, as for a query outside a session.
 	reported bool
@@ -129,7 +134,10 @@ func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows
 	if err := s.check(q); err != nil {
 		return nil, s.report(id, q, start, trace, 0, 0, err)
 	}
-	qctx, cancel := c.env.WithCancel(ctx)
+	if s.transactionLost() {
+		return s.answerLostTransaction(id, q, start)
+	}
+	qctx, cancel, run := s.statementContext(ctx)
 	s.mu.Lock()
 	if s.lost {
 		s.mu.Unlock()
@@ -138,19 +146,75 @@ func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows
 	}
 	s.running = cancel
 	s.mu.Unlock()
+	inTx := s.inner.TxStatus() != 'I'
+	explain := func(err error) error { return s.explain(run.explain(a.engineError(err))) }
 	rows, err := s.inner.Execute(qctx, q)
 	if err != nil {
+		s.noteLostTransaction(inTx, qctx)
 		s.endStatement(cancel)
-		return nil, s.report(id, q, start, trace, 0, 0, s.explain(s.adm.engineError(err)))
+		return nil, s.report(id, q, start, trace, 0, 0, explain(err))
 	}
 	r := &stream{inner: rows, id: id, limits: a.Runtime.limits,
-		explain: func(err error) error { return s.explain(a.engineError(err)) },
+		explain: explain,
 		end: func(n, bytes int64, outcome error) {
+			if outcome != nil {
+				s.noteLostTransaction(inTx, qctx)
+			}
 			s.endStatement(cancel)
 			_ = s.report(id, q, start, nil, n, bytes, outcome)
 		}}
 	c.open.Open(&r.closed, "rows", id, q.SQL)
 	return r, nil
+}
+
+// errTransactionLost answers the statements of a transaction whose engine connection is gone.
+var errTransactionLost = &query.Error{Code: sqlstate.InFailedSQLTransaction,
+	Message: "current transaction is aborted, commands ignored until end of transaction block (a cancelled statement ended its engine connection)"}
+
+// noteLostTransaction records a transaction lost with its engine connection: the statement
+// that just failed started inside one, the core had cancelled it, and the engine now reports
+// no transaction (a statement failing inside a transaction leaves it aborted, not ended).
+func (s *coreSession) noteLostTransaction(inTx bool, qctx context.Context) {
+	if inTx && qctx.Err() != nil && s.inner.TxStatus() == 'I' {
+		s.mu.Lock()
+		s.txLost = true
+		s.mu.Unlock()
+	}
+}
+
+func (s *coreSession) transactionLost() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.txLost
+}
+
+// answerLostTransaction answers q in a lost transaction as PostgreSQL answers it in an aborted
+// one: ROLLBACK, COMMIT, END and ABORT end it (tag ROLLBACK), anything else fails with 25P02.
+func (s *coreSession) answerLostTransaction(id string, q *query.Request, start time.Time) (query.Rows, error) {
+	if st := statementsOf(q); len(st) == 1 && len(st[0].head) > 0 {
+		switch st[0].head[0] {
+		case "rollback", "commit", "end", "abort":
+			s.mu.Lock()
+			s.txLost = false
+			s.mu.Unlock()
+			_ = s.report(id, q, start, nil, 0, 0, nil)
+			return engine.TagRows("ROLLBACK"), nil
+		}
+	}
+	return nil, s.report(id, q, start, nil, 0, 0, errTransactionLost)
+}
+
+// statementContext is the engine-side context of one statement of the session: it ends with
+// ctx and on the group's query timeout, which run names when it ended the statement.
+func (s *coreSession) statementContext(ctx context.Context) (context.Context, context.CancelFunc, runContext) {
+	e := s.adm.core.env
+	timeout := s.adm.Runtime.groups[s.adm.Group].timeout
+	if timeout <= 0 {
+		qctx, cancel := e.WithCancel(ctx)
+		return qctx, cancel, runContext{}
+	}
+	qctx, cancel := e.WithTimeout(ctx, timeout)
+	return qctx, cancel, runContext{parent: ctx, ctx: qctx, timeout: timeout}
 }
 
 // Describe describes a statement on the pinned connection (as Core.Describe does on a member):
@@ -220,7 +284,14 @@ func (s *coreSession) reportPath(path, id string, q *query.Request, start time.T
 	return err
 }
 
-func (s *coreSession) TxStatus() byte { return s.inner.TxStatus() }
+// TxStatus is the engine's transaction status, or 'E' while a lost transaction waits for the
+// client to end it.
+func (s *coreSession) TxStatus() byte {
+	if s.transactionLost() {
+		return 'E'
+	}
+	return s.inner.TxStatus()
+}
 
 // Close rolls back whatever is open (the engine session does) and frees the slot.
 func (s *coreSession) Close() error {
@@ -240,21 +311,15 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Rela
 	c := s.adm.core
 	_, relays := s.inner.(engine.PGRelayer)
 	_, wire := s.inner.(engine.PGWire)
-	if !relays && !wire || s.adm.Runtime.noRelay {
-		return nil, false, nil
+	if !relays && !wire || s.adm.Runtime.noRelay || s.transactionLost() {
+		return nil, false, nil // a lost transaction's statements are answered by Execute
 	}
 	start := c.env.Now()
 	id := c.newID()
 	if err := s.check(q); err != nil {
 		return nil, true, s.report(id, q, start, nil, 0, 0, err)
 	}
-	qctx, cancel := c.env.WithCancel(ctx)
-	var run runContext
-	if timeout := s.adm.Runtime.groups[s.adm.Group].timeout; timeout > 0 {
-		cancel()
-		qctx, cancel = c.env.WithTimeout(ctx, timeout)
-		run = runContext{parent: ctx, ctx: qctx, timeout: timeout}
-	}
+	qctx, cancel, run := s.statementContext(ctx)
 	s.mu.Lock()
 	if s.lost {
 		s.mu.Unlock()
