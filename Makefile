@@ -98,11 +98,13 @@ FUZZ_TARGETS := \
 	./internal/frontend/mysqlwire:FuzzMySQLAuth \
 	./internal/frontend/trinohttp:FuzzTrinoAuth \
 	./internal/frontend/flightsql:FuzzFlightAuth \
+	./internal/frontend/flightsql:FuzzFlightCommands \
 	./internal/sqltok:FuzzTokenize \
 	./internal/sqltok:FuzzSplitAndCount \
 	./internal/history:FuzzDecodeBatch \
 	./internal/frontend/mysqlwire:FuzzMySQLPackets \
-	./internal/frontend/trinohttp:FuzzTrinoRequest
+	./internal/frontend/trinohttp:FuzzTrinoRequest \
+	./internal/frontend/trinohttp:FuzzTrinoHeaders
 
 # A failure counts only for an input that fails again when run on its own: the engine's own
 # hiccups (see scripts/fuzz-smoke.sh) are run again.
@@ -144,7 +146,9 @@ chaos: build
 
 # Simulator speed: task switches per second, virtual seconds per wall second of 100 and 1,000
 # workers heartbeating for one virtual hour (stand-in loop and the real roles), and plan-fleet's
-# load at 1,000 and 10,000 workers with a met/not-met line for each goal.
+# load at 1,000 workers and at 10,000 (caps grown with the fleet) with a met/not-met line for each
+# goal, and at 3,000 workers over capacity. Each is one command, e.g.
+#   qfsim run scenarios/plan-fleet.yaml --workers 10000 --cap 400
 bench:
 	$(GO) test -run='^$$' -bench=TaskSwitch ./sim/
 	$(GO) test -run='^$$' -bench='HeartbeatHour|FleetHour' -benchtime=1x ./sim/

@@ -424,6 +424,22 @@ func TestCrashWithoutFenceRealMariaDBRunsOrphansAsSim(t *testing.T) {
 	}
 }
 
+// A worker relabelled (its --label flags changed) and restarted, as an operator would: the real
+// control plane serves it the snapshot filtered for its new labels (groups g and us, the
+// revision w-2 runs), read from /admin/workers; before the restart it served the eu groups.
+func TestRelabelRestartRealServesTheNewZone(t *testing.T) {
+	t.Parallel()
+	rep := runReal(t, "labels-restart.yaml")
+	for _, c := range rep.Checks {
+		if c.Verdict != "PASS" {
+			t.Errorf("%s: %s %s", c.Name, c.Verdict, c.Detail)
+		}
+	}
+	if len(rep.Checks) != 5 {
+		t.Errorf("checks %v: want the run and the file's 4", rep.Checks)
+	}
+}
+
 // Hold and drop on the link proxy: a held direction lets nothing pass until released, then
 // everything in order (a request whose client gave up still arrives); a drop of 1 loses every
 // request going up, or every answer coming down after the server got the request.

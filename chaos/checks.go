@@ -20,6 +20,9 @@ type snapshot struct {
 	config   map[string]workerConfigState               // worker -> its active config (config section)
 	leases   map[string][]capacity.Lease                // cluster -> leases (workload; nil: no control plane answered)
 	admitted map[string]int                             // worker -> guard grants so far (workload)
+	running  map[string]bool                            // worker -> its process runs
+	// cpMetrics is each answering control plane's /metrics, when a check reads it.
+	cpMetrics map[string]string
 }
 
 // realCheck is a check read from the daemons.
@@ -64,6 +67,12 @@ func planCheck(sc *scenarios.Scenario, c *scenarios.CheckSpec) (realCheck, bool,
 		}
 		ch, why := planConfigStatus(sc, c)
 		return ch, true, why
+	case "groupsServed", "revisionConverged", "revisionChange", "selectorUnmatched":
+		if sc.Config == nil || !sc.Config.Zones {
+			return nil, false, c.Kind + " without config: {zones: true}"
+		}
+		ch, why := planLabelCheck(sc, c)
+		return ch, false, why
 	case "tokenRevoked":
 		var a struct {
 			Worker string        `yaml:"worker"`

@@ -76,6 +76,16 @@ const badCluster = "c-new"
 // cluster (and a group of it) no worker has credentials for.
 func (f *fleetConfig) document(c int, bad bool) string {
 	u, _ := url.Parse(pgtest.ServerURL())
+	if f.spec.Zones {
+		return zonesDocument(func(name string, cap int, zone string) string {
+			selector := ""
+			if zone != "" {
+				selector = fmt.Sprintf(", workerSelector: {zone: %s}", zone)
+			}
+			return fmt.Sprintf("  - {name: %s, engine: postgres, endpoint: %q, database: postgres, credentials: {user: %q}, maxRunningQueries: %d%s}\n",
+				name, u.Host, u.User.Username(), cap, selector)
+		}, c)
+	}
 	cluster := func(name string) string {
 		return fmt.Sprintf("  - {name: %s, engine: postgres, endpoint: %q, database: postgres, credentials: {user: %q}, maxRunningQueries: %d}\n",
 			name, u.Host, u.User.Username(), c)
@@ -249,6 +259,16 @@ func (f *fleetConfig) call(method, url, ifMatch string, body []byte, into any) (
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	_ = json.Unmarshal(b, into)
 	return resp.StatusCode, resp.Header, nil
+}
+
+// booted reports whether worker runs the first configuration: its cap, or with zones (each
+// worker's revision filtered for its labels) the revision the control plane serves it.
+func (f *fleetConfig) booted(s *snapshot, worker string) bool {
+	if !f.spec.Zones {
+		return s.config[worker].cap == f.spec.Cap
+	}
+	info := s.registry[f.r.sc.ControlPlaneOf(worker)][worker]
+	return s.config[worker].active && info.Current && info.Revision != ""
 }
 
 // capOf is the cap published under revision (false: a revision this run did not publish).

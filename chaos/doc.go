@@ -23,6 +23,12 @@
 //	                 served stripped in such a file): the control plane serves it, workers refuse it
 //	configHang {for} a transaction locks the table snapshot builds read first, SIGHUP makes the
 //	                 control plane build; the lock goes after `for` (an edit's PUT waits on it too)
+//	relabel          the worker's --label flags for its next start (an operator's unit file edit)
+//	groupsServed, revisionConverged, revisionChange  GET /admin/workers: the revision a worker
+//	                 last reported running, whether it is the one served for the labels it
+//	                 registered with (current), and that revision's groups
+//	selectorUnmatched  the control plane's /metrics (queryflux_selector_unmatched)
+//	config: {zones: true}  the zones layout of scenarios/labels.go, edited through the admin API
 //	engineFence: false  the control planes run with the binary's test hook that turns the fence off
 //	clusters         engine: postgres, a PostgreSQL database; the engine sessions'
 //	                 client_connection_check_interval is the binary's 1 s times the time scale.

@@ -97,6 +97,8 @@ func planEvent(sc *scenarios.Scenario, ev *scenarios.Event) (step, string) {
 			}
 			return nil
 		}
+	case "relabel":
+		return planRelabel(sc, ev, st)
 	case "drift", "clockStep":
 		return planClock(sc, ev, st)
 	case "partition", "heal", "link", "hold", "release":

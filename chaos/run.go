@@ -121,6 +121,8 @@ type runner struct {
 	wl    *fleetWorkload // nil without a workload section
 	cfg   *fleetConfig   // nil without a config section
 	clock *clocks        // nil without drift or clockStep events
+	// readCPMetrics: every look reads the control planes' /metrics (a check needs them).
+	readCPMetrics bool
 
 	history historyTotals
 
@@ -282,6 +284,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 	if hasClockEvents(sc) {
 		r.clock = &clocks{faults: map[string]env.ClockFault{}}
 	}
+	r.readCPMetrics = slices.ContainsFunc(sc.Checks, func(c *scenarios.CheckSpec) bool { return c.Kind == "selectorUnmatched" })
 	r.dir = opts.LogDir
 	if r.dir == "" {
 		d, err := os.MkdirTemp("", "qfsim-chaos-")
@@ -566,13 +569,11 @@ func (r *runner) boot(ctx context.Context) error {
 			return err
 		}
 		args := []string{"serve", "--config", path, "--name", s.Name, "--ops-listen", ops}
-		for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
-			args = append(args, "--label", k+"="+s.Labels[k])
-		}
 		args = append(args, timing...)
 		if hasFlag(r.opts.Bin, "--health-probe-interval") {
 			args = append(args, "--health-probe-interval", iv.healthProbe.String(), "--health-lag-threshold", iv.lagThreshold.String())
 		}
+		args = append(args, labelArgs(s.Labels)...) // last: relabel replaces them
 		r.procs[s.Name] = &proc{name: s.Name, bin: r.opts.Bin, logPath: filepath.Join(r.dir, s.Name+".log"), args: args, env: r.clockEnv(s.Name)}
 		if err := r.procs[s.Name].start(); err != nil {
 			return err
@@ -593,7 +594,7 @@ func (r *runner) boot(ctx context.Context) error {
 		if all && r.cfg != nil {
 			s := r.snapshot(true)
 			for _, n := range workerNames(r.sc) {
-				all = all && s.config[n].cap == r.cfg.spec.Cap
+				all = all && r.cfg.booted(s, n)
 			}
 		}
 		if all {
@@ -701,17 +702,25 @@ func (r *runner) poll(stop chan struct{}, needHealth bool, obs *observer, look f
 // snapshot reads every control plane's /admin/workers and, if asked, every worker's status.
 func (r *runner) snapshot(health bool) *snapshot {
 	s := &snapshot{t: r.now(), cpUp: map[string]bool{}, registry: map[string]map[string]workerapi.WorkerInfo{}, health: map[string]string{},
-		config: map[string]workerConfigState{}}
+		config: map[string]workerConfigState{}, running: map[string]bool{}, cpMetrics: map[string]string{}}
+	for _, w := range workerNames(r.sc) {
+		s.running[w] = r.procs[w] != nil && r.procs[w].running()
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for cp, addr := range r.api {
 		wg.Go(func() {
 			list, err := r.adminWorkers(addr)
+			metrics := ""
+			if err == nil && r.readCPMetrics {
+				metrics, err = r.getText("http://"+addr+"/metrics", 500*time.Millisecond)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {
 				s.cpUp[cp] = true
 				s.registry[cp] = list
+				s.cpMetrics[cp] = metrics
 			}
 		})
 	}

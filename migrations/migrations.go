@@ -4,7 +4,8 @@
 // Numbering: 0001 init, 0002 worker registry, 0003 capacity leases, 0004 query history, 0005 config tables,
 // 0006 config revisions, 0007 capacity authority
 // (revocation, one clock, holders), 0008 refused configuration edits, 0009 worker endpoints
-// (where peers forward requests), 0010 capacity waiters (retry-mode fairness, shared by replicas).
+// (where peers forward requests), 0010 capacity waiters (retry-mode fairness, shared by replicas),
+// 0011 a cluster's workerSelector.
 // It touches the database it is given; it is outside the simulator.
 package migrations
 

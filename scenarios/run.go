@@ -109,6 +109,8 @@ type World struct {
 	durable map[string]any
 	errs    []string
 	opts    RunOpts
+	// stopLoad stops the workload's clients, node by node, for the end-of-run oracle.
+	stopLoad []func()
 }
 
 // Node is the simulated node named name (nil if none).
@@ -178,6 +180,9 @@ type RunOpts struct {
 	// history store is acknowledged and lost without a word (a planted bug historyConserved
 	// must catch).
 	PlantHistoryLoss int
+	// PlantLeak, for tests only: every Nth query of the workload is read to its end and its
+	// result stream never closed (a planted leak the end-of-run oracle must catch).
+	PlantLeak int
 	// PlantHalfApply, for tests only: every worker applies a revision's clusters and groups,
 	// then fails to apply its routing and carries on with the routing it had (a planted bug
 	// configNeverHalfApplied must catch).
@@ -306,6 +311,11 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	}
 	if sc.Workload != nil {
 		res.Workload = WorkloadOf(w).Summary(sc)
+	}
+	if runErr == nil {
+		leak := nothingLeftOpen(w)
+		s.Record("check", fmt.Sprintf("%s=%v", leak.Name, leak.Pass))
+		res.Checks = append(res.Checks, leak)
 	}
 	res.TraceHash = s.TraceHash()
 	res.Events = s.Events()

@@ -193,3 +193,13 @@ func (sc *Scenario) Variant(workers int, caps map[string]int, cal *Calibration) 
 	}
 	return &v, nil
 }
+
+// WithDuration is a copy of sc that runs d of virtual time.
+func (sc *Scenario) WithDuration(d time.Duration) (*Scenario, error) {
+	v := *sc
+	v.Duration = d
+	if err := v.validate(); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}

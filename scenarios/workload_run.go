@@ -345,6 +345,9 @@ func workloadWorker(w *World, n *sim.Node, wk *assembly.Worker) {
 		tracker.Uplinks = append(tracker.Uplinks, u)
 	}
 	core := wk.Query.Node.Core()
+	clients, stop := e.WithCancel(n.Ctx())
+	w.stopLoadWith(stop)
+	leak := plantedLeak(w)
 	counted := func(group string) bool {
 		if w.Sim.Elapsed() < wl.Warmup {
 			return false
@@ -356,7 +359,7 @@ func workloadWorker(w *World, n *sim.Node, wk *assembly.Worker) {
 	// run executes one query to its end and reports whether it succeeded; a counted query's
 	// failure counts against its group.
 	run := func(ctx context.Context, group, sql string, counted bool) bool {
-		ok := drain(ctx, core, &query.Request{SQL: sql, User: group, Tags: []string{group}, Protocol: query.ProtocolPostgres})
+		ok := drain(ctx, core, &query.Request{SQL: sql, User: group, Tags: []string{group}, Protocol: query.ProtocolPostgres}, leak())
 		if !ok && counted && ctx.Err() == nil {
 			st.group(group).ClientErrors++
 		}
@@ -374,34 +377,50 @@ func workloadWorker(w *World, n *sim.Node, wk *assembly.Worker) {
 		}
 		gen := generator{w: w, e: e, a: a, rate: rate, submit: submit}
 		for c := range a.Clients {
-			e.Go(n.Ctx(), fmt.Sprintf("client-%d-%d", i, c), func(ctx context.Context) {
+			e.Go(clients, fmt.Sprintf("client-%d-%d", i, c), func(ctx context.Context) {
 				gen.closedLoop(ctx, func(ctx context.Context) bool { return run(ctx, a.Group, gen.sql(), counted(a.Group)) })
 			})
 		}
-		e.Go(n.Ctx(), fmt.Sprintf("arrivals-%d", i), gen.poisson)
+		e.Go(clients, fmt.Sprintf("arrivals-%d", i), gen.poisson)
 		if a.Burst != nil {
-			e.Go(n.Ctx(), fmt.Sprintf("bursts-%d", i), gen.bursts)
+			e.Go(clients, fmt.Sprintf("bursts-%d", i), gen.bursts)
 		}
 	}
 	if rp := wl.replayed; rp != nil {
 		if qs, ok := replaySchedule(w, name); ok {
 			gen := generator{w: w, e: e, submit: submit}
-			e.Go(n.Ctx(), "replay", func(ctx context.Context) { gen.replay(ctx, qs, rp.durations) })
+			e.Go(clients, "replay", func(ctx context.Context) { gen.replay(ctx, qs, rp.durations) })
 		}
 	}
 }
 
-// drain executes req on core to its end and reports whether it succeeded.
-func drain(ctx context.Context, core *proxy.Core, req *query.Request) bool {
+// drain executes req on core to its end and reports whether it succeeded. A leaking drain (a
+// planted bug) never closes the result stream.
+func drain(ctx context.Context, core *proxy.Core, req *query.Request, leak bool) bool {
 	rows, err := core.Execute(ctx, req)
 	if err != nil {
 		return false
 	}
-	defer rows.Close()
+	if !leak {
+		defer rows.Close()
+	}
 	for {
 		if _, err := rows.Next(ctx); err != nil {
 			return errors.Is(err, io.EOF)
 		}
+	}
+}
+
+// plantedLeak says, query by query, whether to leak it (RunOpts.PlantLeak: every Nth of the run).
+func plantedLeak(w *World) func() bool {
+	every := w.opts.PlantLeak
+	return func() bool {
+		if every <= 0 {
+			return false
+		}
+		n := w.Durable("planted-leak", func() any { return new(int) }).(*int)
+		*n++
+		return *n%every == 0
 	}
 }
 

@@ -1,6 +1,7 @@
 package scenarios_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -53,25 +54,14 @@ func TestVariantResizesFleetAndCaps(t *testing.T) {
 // TestShrinkKeepsTheCause: of five faults only w-1's crash gets it evicted; shrinking a run
 // failing "w-1 never evicted" keeps exactly that event and shortens the run.
 func TestShrinkKeepsTheCause(t *testing.T) {
-	sc, err := scenarios.Parse("shrink.yaml", []byte(`
-duration: 80s
-intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: 5s, requestTimeout: 1s}
-fleet:
-  controlPlanes: [{name: cp-1}]
-  workers: [{prefix: w-, count: 3}]
+	sc := mustParse(t, "shrink.yaml", fleetHead("80s", 3)+evictionIntervals+`
 timeline:
   - {at: 2s, crash: w-2}
   - {at: 3s, partition: {from: w-3, to: cp-1}}
   - {at: 4s, heal: {}}
   - {at: 10s, crash: w-1}
   - {at: 12s, restart: w-2}
-checks:
-  - name: w-1 never evicted
-    registryState: {worker: w-1, state: evicted, mode: never}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`+neverEvicted(""))
 	res := scenarios.Run(sc, 1, scenarios.RunOpts{})
 	if res.Pass() {
 		t.Fatal("the check should fail")
@@ -87,22 +77,11 @@ checks:
 // scenario that does not validate; that is not "still failing". The shrunk run keeps the
 // window, the cause (w-1's crash) and the same kind of failure.
 func TestShrinkNeverCountsAnInvalidVariant(t *testing.T) {
-	sc, err := scenarios.Parse("shrink-window.yaml", []byte(`
-duration: 80s
-intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: 5s, requestTimeout: 1s}
-fleet:
-  controlPlanes: [{name: cp-1}]
-  workers: [{prefix: w-, count: 2}]
+	sc := mustParse(t, "shrink-window.yaml", fleetHead("80s", 2)+evictionIntervals+`
 timeline:
   - {at: 2s, crash: w-2}
   - {at: 10s, crash: w-1}
-checks:
-  - name: w-1 never evicted
-    registryState: {worker: w-1, state: evicted, mode: never, from: 5s, to: 75s}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`+neverEvicted(", from: 5s, to: 75s"))
 	res := scenarios.Run(sc, 1, scenarios.RunOpts{})
 	s := scenarios.Shrink(sc, 1, res, 0)
 	t.Log(s.Report())
@@ -116,21 +95,10 @@ checks:
 
 // TestShrinkSaysWhyItCannot: when nothing can go, the report says so and why.
 func TestShrinkSaysWhyItCannot(t *testing.T) {
-	sc, err := scenarios.Parse("shrink-none.yaml", []byte(`
-duration: 80s
-intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: 5s, requestTimeout: 1s}
-fleet:
-  controlPlanes: [{name: cp-1}]
-  workers: [{prefix: w-, count: 2}]
+	sc := mustParse(t, "shrink-none.yaml", fleetHead("80s", 2)+evictionIntervals+`
 timeline:
   - {at: 10s, crash: w-1}
-checks:
-  - name: w-1 never evicted
-    registryState: {worker: w-1, state: evicted, mode: never, from: 5s, to: 75s}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`+neverEvicted(", from: 5s, to: 75s"))
 	res := scenarios.Run(sc, 1, scenarios.RunOpts{})
 	s := scenarios.Shrink(sc, 1, res, 0)
 	rep := s.Report()
@@ -146,20 +114,13 @@ checks:
 // in flight, so on a cluster with room for all of them each client runs its queries back to
 // back (8 s after the warmup, 1 s queries: 8 each), and the fairness share is admitted per client.
 func TestClosedLoopClientsWaitForTheirQuery(t *testing.T) {
-	sc, err := scenarios.Parse("closed.yaml", []byte(`
-duration: 10s
-fleet:
-  controlPlanes: [{name: cp-1}]
-  workers: [{prefix: w-, count: 2}]
+	sc := mustParse(t, "closed.yaml", fleetHead("10s", 2)+`
 workload:
   warmup: 2s
   clusters: [{name: c1, cap: 8, duration: {dist: constant, min: 1s}}]
   groups: [{name: g, members: [c1], maxQueued: 10, waitTimeout: 5s}]
   arrivals: [{group: g, clients: 3}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	w := scenarios.Run(sc, 1, scenarios.RunOpts{}).Workload
 	for _, name := range []string{"w-1", "w-2"} {
 		if got := w.PerWorker[name]; got[0] < 24 || got[0] > 25 || got[1] != got[0] {
@@ -177,11 +138,7 @@ workload:
 		"arrivals: [{group: g, clients: -1}]":                     "clients -1",
 		"arrivals: [{group: g, clients: 2}, {group: g, rate: 1}]": "cannot be mixed",
 	} {
-		_, err := scenarios.Parse("closed.yaml", []byte(`
-duration: 10s
-fleet:
-  controlPlanes: [{name: cp-1}]
-  workers: [{prefix: w-, count: 2}]
+		_, err := scenarios.Parse("closed.yaml", []byte(fleetHead("10s", 2)+`
 workload:
   clusters: [{name: c1, cap: 8, duration: {dist: constant, min: 1s}}]
   groups: [{name: g, members: [c1], maxQueued: 10, waitTimeout: 5s}]
@@ -209,12 +166,8 @@ func TestWaitingAcquirePaysForItsGrant(t *testing.T) {
 		"/worker/capacity/acquire: 50ms",
 		"/worker/capacity/acquire: 1ms, contention: 50ms",
 	} {
-		sc, err := scenarios.Parse("handoff.yaml", []byte(`
-duration: 22s
+		sc, err := scenarios.Parse("handoff.yaml", []byte(fleetHead("22s", 8)+`
 intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: 5s, requestTimeout: 2s}
-fleet:
-  controlPlanes: [{name: cp-1}]
-  workers: [{prefix: w-, count: 8}]
 workload:
   warmup: 2s
   coordination: {mode: controlPlane, queue: ordered, leaseTTL: 10s, driftMargin: 2s}
@@ -269,11 +222,7 @@ func TestClusterEngineKindIsValidated(t *testing.T) {
 		"{name: c1, cap: 2, engine: trino, orphanTimeout: 1m}": "",
 		"{name: c1, cap: 2, engine: duckdb}":                   "",
 	} {
-		_, err := scenarios.Parse("kinds.yaml", []byte(`
-duration: 10s
-fleet:
-  controlPlanes: [{name: cp-1}]
-  workers: [{prefix: w-, count: 1}]
+		_, err := scenarios.Parse("kinds.yaml", []byte(fleetHead("10s", 1)+`
 workload:
   clusters: [`+cluster+`]
   groups: [{name: g, members: [c1], maxQueued: 10, waitTimeout: 5s}]
@@ -283,4 +232,27 @@ workload:
 			t.Errorf("%s: err %v, want %q", cluster, err, want)
 		}
 	}
+}
+
+// mustParse parses a scenario written in a test.
+func mustParse(t *testing.T, name, yaml string) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Parse(name, []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// fleetHead starts a test scenario: its duration, one control plane cp-1 and workers w-1..w-N.
+func fleetHead(duration string, workers int) string {
+	return fmt.Sprintf("duration: %s\nfleet:\n  controlPlanes: [{name: cp-1}]\n  workers: [{prefix: w-, count: %d}]\n", duration, workers)
+}
+
+// evictionIntervals evict a silent worker within seconds.
+const evictionIntervals = "intervals: {heartbeat: 1s, staleAfter: 3s, evictGrace: 5s, requestTimeout: 1s}\n"
+
+// neverEvicted is the check "w-1 never evicted"; window adds registryState fields (", from: 5s").
+func neverEvicted(window string) string {
+	return "checks:\n  - name: w-1 never evicted\n    registryState: {worker: w-1, state: evicted, mode: never" + window + "}\n"
 }

@@ -7,57 +7,18 @@ package sim
 // Truncate) keeps the wall reading only. Drift (SetClock) moves both readings; StepWall moves the
 // wall reading alone.
 //
-// time.Time has no constructor for a chosen monotonic reading, so monoTime writes the fields
-// itself (checked against the time package's own behaviour once, at start).
+// time.Time has no constructor for a chosen monotonic reading: internal/monotime builds them.
 
 import (
 	"fmt"
 	"time"
-	"unsafe"
+
+	"github.com/queryflux/queryflux/internal/monotime"
 )
-
-// timeLayout mirrors time.Time: with the hasMonotonic bit set, wall holds 33 bits of seconds
-// since 1885-01-01 and 30 bits of nanoseconds, and ext the monotonic reading in nanoseconds.
-type timeLayout struct {
-	wall uint64
-	ext  int64
-	loc  *time.Location
-}
-
-const (
-	hasMonotonic = 1 << 63
-	nsecShift    = 30
-)
-
-var epoch1885 = time.Date(1885, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
-
-// monoTime returns wall carrying the monotonic reading mono (wall's own location kept).
-func monoTime(wall time.Time, mono time.Duration) time.Time {
-	sec := wall.Unix() - epoch1885
-	if sec < 0 || sec >= 1<<33 {
-		return wall // outside what a monotonic-carrying Time can hold: the wall reading only
-	}
-	t := wall
-	l := (*timeLayout)(unsafe.Pointer(&t))
-	l.wall = hasMonotonic | uint64(sec)<<nsecShift | uint64(wall.Nanosecond())
-	l.ext = int64(mono)
-	return t
-}
 
 func init() {
-	if unsafe.Sizeof(time.Time{}) != unsafe.Sizeof(timeLayout{}) {
-		panic("sim: time.Time changed layout; update sim/clock.go")
-	}
-	base := time.Date(2026, 1, 1, 0, 0, 0, 7, time.UTC)
-	a := monoTime(base, time.Second)
-	b := monoTime(base.Add(time.Hour), 3*time.Second) // the wall jumped an hour, 2s passed
-	switch {
-	case !a.Equal(monoTime(base.Add(time.Minute), time.Second)),
-		b.Sub(a) != 2*time.Second,
-		b.Round(0).Sub(a.Round(0)) != time.Hour+0,
-		a.UnixNano() != base.UnixNano(),
-		a.Location() != time.UTC:
-		panic(fmt.Sprintf("sim: time.Time's monotonic reading does not work as expected (%v, %v); update sim/clock.go", a, b))
+	if err := monotime.Check(); err != nil {
+		panic(fmt.Sprintf("sim: %v; the node clocks cannot carry a monotonic reading", err))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/monotime"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -227,7 +228,7 @@ func (n *Node) localElapsed() time.Duration {
 // (drift only), as Go's time.Now does (clock.go).
 func (n *Node) now() time.Time {
 	mono := n.localElapsed()
-	return monoTime(n.s.opts.Start.Add(mono+n.wallStep), mono)
+	return monotime.New(n.s.opts.Start.Add(mono+n.wallStep), mono)
 }
 
 // globalAt converts a node-local duration from now into the global virtual instant its timer

@@ -16,6 +16,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/scenarios"
@@ -56,6 +57,9 @@ type runFlags struct {
 	cpuProfile string
 	memProfile string
 	noShrink   bool
+	workers    int
+	cap        int
+	duration   time.Duration
 }
 
 func runCmd() *cobra.Command {
@@ -80,6 +84,9 @@ func runCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
 	cmd.Flags().StringVar(&f.memProfile, "memprofile", "", "write a heap profile of the runs, taken when their live heap was largest, to this file")
 	cmd.Flags().BoolVar(&f.noShrink, "no-shrink", false, "do not shrink the first failing seed's timeline")
+	cmd.Flags().IntVar(&f.workers, "workers", 0, "resize the fleet to this many workers (a scenario with a workload: section; its per-worker rates scale the load)")
+	cmd.Flags().IntVar(&f.cap, "cap", 0, "set every workload cluster's cap to this (a scenario with a workload: section)")
+	cmd.Flags().DurationVar(&f.duration, "duration", 0, "run this much virtual time instead of the file's duration")
 	return cmd
 }
 
@@ -96,7 +103,7 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400) // the simulator allocates a lot of short-lived garbage
 	}
-	sc, err := scenarios.Load(path)
+	sc, err := resized(path, f.workers, f.cap, f.duration)
 	if err != nil {
 		return err
 	}
@@ -159,6 +166,38 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 		return errChecksFailed
 	}
 	return nil
+}
+
+// resized loads a scenario file with its fleet resized to workers, every workload cluster's
+// cap set to capacity and its virtual duration set to duration (each when > 0).
+func resized(path string, workers, capacity int, duration time.Duration) (*scenarios.Scenario, error) {
+	sc, err := scenarios.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case workers < 0:
+		return nil, fmt.Errorf("--workers %d: must be >= 1", workers)
+	case capacity < 0:
+		return nil, fmt.Errorf("--cap %d: must be >= 1", capacity)
+	case duration < 0:
+		return nil, fmt.Errorf("--duration %v: must be positive", duration)
+	}
+	if workers > 0 || capacity > 0 {
+		var caps map[string]int
+		if capacity > 0 {
+			caps = map[string]int{"": capacity}
+		}
+		if sc, err = sc.Variant(workers, caps, nil); err != nil {
+			return nil, fmt.Errorf("--workers/--cap: %w", err)
+		}
+	}
+	if duration > 0 {
+		if sc, err = sc.WithDuration(duration); err != nil {
+			return nil, fmt.Errorf("--duration: %w", err)
+		}
+	}
+	return sc, nil
 }
 
 // runSeeds yields the results of seeds f.seed.. in order, running up to f.parallel at once.

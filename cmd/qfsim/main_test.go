@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRunJSONOneLinePerSeed(t *testing.T) {
@@ -125,5 +126,50 @@ func TestRunWritesAHeapProfile(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "peak live heap") || !strings.Contains(errOut.String(), "goroutine stacks") {
 		t.Fatalf("stderr %q does not say the peaks", errOut.String())
+	}
+}
+
+// --workers, --cap and --duration run a resized copy of the file: the fleet, every cluster's cap
+// and the virtual time the run covers are the flags', and bad values are named.
+func TestRunResizesTheFleet(t *testing.T) {
+	var out, errOut bytes.Buffer
+	f := runFlags{seed: 1, seeds: 1, json: true, workers: 30, cap: 3, duration: 4 * time.Second}
+	if err := run(&out, &errOut, "../../scenarios/plan-fleet.yaml", f); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	var r struct {
+		VirtualSeconds float64 `json:"virtual_seconds"`
+		Checks         []struct {
+			Detail string `json:"detail"`
+		} `json:"checks"`
+		Workload struct {
+			Workers int `json:"workers"`
+		} `json:"workload"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.VirtualSeconds != 4 || r.Workload.Workers != 30 {
+		t.Errorf("ran %v virtual s with %d workers, want 4 s and 30", r.VirtualSeconds, r.Workload.Workers)
+	}
+	if !strings.Contains(out.String(), "/3") || strings.Contains(out.String(), "/40") {
+		t.Errorf("the caps are not 3: %s", out.String())
+	}
+	for _, bad := range []struct {
+		f    runFlags
+		want string
+	}{
+		{runFlags{seeds: 1, workers: -1}, "--workers -1"},
+		{runFlags{seeds: 1, cap: -2}, "--cap -2"},
+		{runFlags{seeds: 1, duration: -time.Second}, "--duration -1s"},
+	} {
+		err := run(io.Discard, io.Discard, "../../scenarios/plan-fleet.yaml", bad.f)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: error %v, want one naming %q", bad.f, err, bad.want)
+		}
+	}
+	err := run(io.Discard, io.Discard, "../../scenarios/registry-crash.yaml", runFlags{seeds: 1, workers: 3})
+	if err == nil || !strings.Contains(err.Error(), "no workload") {
+		t.Errorf("--workers on a file without a workload: %v", err)
 	}
 }

@@ -1,6 +1,6 @@
 package main
 
-// The configuration's part of the daemon (the CONFIG engineer's file):
+// The configuration's part of the daemon:
 //   - `queryflux config check FILE`, `config revision FILE` and `config import FILE` (into Postgres);
 //   - on a control plane (node/assembly mounts the endpoints), the worker snapshot
 //     (GET /worker/config, /worker/config/wait) fed from the YAML file (re-read on SIGHUP and POST /admin/config/reload: config_reload.go),

@@ -1,6 +1,6 @@
 package main
 
-// Config reload in the daemon (the CONFIG DELIVERY engineer's file): a control plane or
+// Config reload in the daemon: a control plane or
 // standalone whose configuration comes from its YAML file re-reads it on SIGHUP and on
 // POST /admin/config/reload (admin token). A bad file keeps the running configuration (log,
 // HTTP answer with every error and its path, queryflux_config_reload_failures_total{stage});

@@ -1,6 +1,6 @@
 package main
 
-// Secrets and stored revisions in the daemon (the CONFIG engineer's file):
+// Secrets and stored revisions in the daemon:
 //   - configuration files are read with their ${env:NAME} / ${file:PATH} references resolved
 //     (loadResolved), and a control plane checks a reloaded file's engines before it accepts it;
 //   - the Postgres-stored configuration is opened with the config key

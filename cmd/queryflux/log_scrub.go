@@ -1,6 +1,6 @@
 package main
 
-// The last line of defence for secrets in logs (the CONFIG engineer's file): every value the
+// The last line of defence for secrets in logs: every value the
 // configuration holds as a secret (tokens, passwords, passwords inside URLs, credential
 // options, password hashes) is replaced by [redacted] in every log line before it is written,
 // whatever carried it there (an engine's error text, a library's message). config.Secret

@@ -1,6 +1,6 @@
 package main
 
-// `queryflux passwd` (the POLICY engineer's file): prints the passwordHash forms of a password
+// `queryflux passwd`: prints the passwordHash forms of a password
 // for settings.security.users, so no cleartext password ever goes into a configuration.
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -275,5 +276,57 @@ func TestUndeliverableReleaseIsCountedWhenItsLeaseExpires(t *testing.T) {
 	}
 	if pendingLate != 0 || droppedLate != 1 {
 		t.Fatalf("past the lease's term: %d pending, %v dropped; want it given up and counted once", pendingLate, droppedLate)
+	}
+}
+
+// TestFullReleaseQueueDropsCountedAndLogged: while the control plane takes no release, at most
+// ReleaseQueueMax wait for it; each release past that is dropped (its lease held there until
+// its term), counted as queryflux_capacity_releases_dropped_total{reason="queue-full"}, and the
+// queue's filling is logged once.
+func TestFullReleaseQueueDropsCountedAndLogged(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 7})
+	n := s.AddNode("w", nil)
+	e := n.Env()
+	client := &slowReleases{LeaseClient: capacity.NewMemory(), env: e, delay: time.Second, fail: true}
+	metrics := capacity.NewMetrics(nil)
+	var pending int
+	s.Spawn(n, "test", func() {
+		ctx := n.Ctx()
+		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: e, Client: client, Holder: "w",
+			ReleaseQueueMax: 2, Metrics: metrics})
+		if err != nil {
+			panic(err)
+		}
+		g.Start(ctx)
+		var slots []capacity.Slot
+		for range 5 {
+			slot, err := g.Acquire(ctx, "c", 5)
+			if err != nil {
+				panic(err)
+			}
+			slots = append(slots, slot)
+		}
+		for _, slot := range slots {
+			slot.Release()
+		}
+		pending = g.PendingReleases()
+	})
+	if err := s.Run(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(metrics.ReleasesDropped.WithLabelValues("c", "queue-full")); pending != 2 || got != 3 {
+		t.Fatalf("5 releases with room for 2: %d pending, %v dropped as queue-full; want 2 and 3", pending, got)
+	}
+	logs := strings.Join(s.Logs(), "\n")
+	if n := strings.Count(logs, "release queue full"); n != 1 {
+		t.Fatalf("the full queue logged %d times, want once:\n%s", n, logs)
+	}
+}
+
+// A release queue bound below zero is refused by name.
+func TestNegativeReleaseQueueMaxRefused(t *testing.T) {
+	_, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: env.Real(nil), Client: capacity.NewMemory(), Holder: "w", ReleaseQueueMax: -1})
+	if !errors.Is(err, capacity.ErrInvalid) || !strings.Contains(err.Error(), "release queue bound") {
+		t.Fatalf("ReleaseQueueMax -1: %v", err)
 	}
 }

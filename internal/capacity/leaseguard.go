@@ -37,9 +37,10 @@ const (
 	releaseBatchMax = 500
 	// releaseLinger is how long queued releases wait for an acquire to carry them (a
 	// ReleasingAcquirer client) before the flusher sends them on their own.
-	releaseLinger    = 2 * time.Millisecond
-	releaseQueueMax  = 100000
-	keeperActionsMax = 10000 // renewals per keeper round
+	releaseLinger = 2 * time.Millisecond
+	// ReleaseQueueMaxDefault bounds the releases waiting for the control plane (GuardOptions).
+	ReleaseQueueMaxDefault = 100000
+	keeperActionsMax       = 10000 // renewals per keeper round
 
 	// leaseReuseWindow is how long after the control plane granted a lease this node may hand
 	// it from one finished query to the next without asking again (idle reuse). One acquire
@@ -77,7 +78,11 @@ type GuardOptions struct {
 	// releases of the cluster are in flight, since the control plane grants it as they land.
 	// Otherwise such an acquire is denied here, and OnFreed's callbacks say when to ask again.
 	AcquireWaits bool
-	Metrics      *Metrics
+	// ReleaseQueueMax bounds the releases waiting for the control plane (default
+	// ReleaseQueueMaxDefault). Past it a release is dropped: its lease is held there until its
+	// term, counted in queryflux_capacity_releases_dropped_total{reason="queue-full"} and logged.
+	ReleaseQueueMax int
+	Metrics         *Metrics
 }
 
 func (o GuardOptions) withDefaults() GuardOptions {
@@ -99,6 +104,9 @@ func (o GuardOptions) withDefaults() GuardOptions {
 	if o.AcquireTimeout == 0 {
 		o.AcquireTimeout = AcquireTimeoutDefault
 	}
+	if o.ReleaseQueueMax == 0 {
+		o.ReleaseQueueMax = ReleaseQueueMaxDefault
+	}
 	o.Metrics = metricsOrNew(o.Metrics)
 	return o
 }
@@ -119,6 +127,8 @@ func (o GuardOptions) validate() error {
 		return fmt.Errorf("%w: renew interval %v must be positive and below leaseTTL - driftMargin", ErrInvalid, o.RenewEvery)
 	case o.AcquireTimeout <= 0:
 		return fmt.Errorf("%w: acquire timeout %v must be positive", ErrInvalid, o.AcquireTimeout)
+	case o.ReleaseQueueMax < 0:
+		return fmt.Errorf("%w: release queue bound %d must be positive", ErrInvalid, o.ReleaseQueueMax)
 	}
 	if err := CheckTTL(o.LeaseTTL); err != nil {
 		return err
@@ -183,7 +193,7 @@ func NewLeaseGuard(o GuardOptions) (*LeaseGuard, error) {
 		carries:  carries,
 		t: newLeaseTable(tableConfig{
 			LeaseTTL: o.LeaseTTL, DriftMargin: o.DriftMargin, RenewEvery: o.RenewEvery,
-			OnLeaseLost: o.OnLeaseLost, OnUnavailable: o.OnUnavailable,
+			OnLeaseLost: o.OnLeaseLost, OnUnavailable: o.OnUnavailable, ReleaseQueueMax: o.ReleaseQueueMax,
 			// Ordered mode promises arrival order at the control plane: an idle lease taken here
 			// would jump acquires already queued there until the next grant said so, so no reuse.
 			Reuse:        reports && !o.AcquireWaits,

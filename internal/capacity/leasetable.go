@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -53,6 +54,8 @@ type tableConfig struct {
 	// AcquireWaits: acquires wait at the control plane, so this node's pending releases do not
 	// deny them here (GuardOptions.AcquireWaits).
 	AcquireWaits bool
+	// ReleaseQueueMax bounds the queued releases (0: ReleaseQueueMaxDefault).
+	ReleaseQueueMax int
 }
 
 // heldLease is one lease as this node holds it, shared by the slots and idle entries that carry
@@ -313,7 +316,7 @@ func (t *leaseTable) queueRelease(hl *heldLease, fenceAt time.Time) effects {
 	}
 	hl.releasing = true
 	l := hl.lease
-	if len(t.queue) >= releaseQueueMax {
+	if len(t.queue) >= cmp.Or(t.c.ReleaseQueueMax, ReleaseQueueMaxDefault) {
 		// The control plane has not taken a release for a long time; this one's lease ends at
 		// its term there. Counted and reported, so an operator sees leases held to their term.
 		e := effects{dropped: []droppedRelease{{l.Cluster, "queue-full"}}}

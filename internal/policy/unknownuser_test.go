@@ -81,21 +81,7 @@ type scramFirst struct{ salt, iterations string }
 // server-first-message (pgproto3 as the client: pgx hides the exchange).
 func serverFirst(t *testing.T, addr, user string) scramFirst {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
-	fe := pgproto3.NewFrontend(nc, nc)
-	fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{"user": user, "database": "demo"}})
-	if err := fe.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	msg, err := fe.Receive()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fe, msg := startLogin(t, addr, user)
 	if sasl, ok := msg.(*pgproto3.AuthenticationSASL); !ok || len(sasl.AuthMechanisms) != 1 || sasl.AuthMechanisms[0] != "SCRAM-SHA-256" {
 		t.Fatalf("%s: want SCRAM-SHA-256, the server asked %#v", user, msg)
 	}
@@ -103,7 +89,7 @@ func serverFirst(t *testing.T, addr, user string) scramFirst {
 	if err := fe.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	msg, err = fe.Receive()
+	msg, err := fe.Receive()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,14 +230,15 @@ func TestPostgresUnknownUserLooksLikeTheCommonForm(t *testing.T) {
 	}
 }
 
-// firstAuth starts a login as user and names the authentication the server asks for.
-func firstAuth(t *testing.T, addr, user string) string {
+// startLogin sends addr a StartupMessage for user on database demo and returns the client
+// (its connection closes when the test ends) and the server's first answer.
+func startLogin(t *testing.T, addr, user string) (*pgproto3.Frontend, pgproto3.BackendMessage) {
 	t.Helper()
 	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(func() { nc.Close() })
 	_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
 	fe := pgproto3.NewFrontend(nc, nc)
 	fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{"user": user, "database": "demo"}})
@@ -262,6 +249,13 @@ func firstAuth(t *testing.T, addr, user string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fe, msg
+}
+
+// firstAuth starts a login as user and names the authentication the server asks for.
+func firstAuth(t *testing.T, addr, user string) string {
+	t.Helper()
+	_, msg := startLogin(t, addr, user)
 	switch m := msg.(type) {
 	case *pgproto3.AuthenticationSASL:
 		return strings.Join(m.AuthMechanisms, ",")

@@ -1,6 +1,6 @@
 package controlplane
 
-// The admin side of configuration (the CONFIG engineer's part of the control plane):
+// The admin side of configuration:
 //
 //	GET  /admin/config        the served snapshot, credentials redacted
 //	POST /admin/config/check  a YAML body compiled: 200, or 422 with every error and its path

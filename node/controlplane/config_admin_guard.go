@@ -1,6 +1,6 @@
 package controlplane
 
-// The safety rails of PUT /admin/config (the CONFIG engineer's part): an edit names the revision
+// The safety rails of PUT /admin/config: an edit names the revision
 // it was made against (If-Match, the ETag of GET /admin/config: 412 when another edit came
 // first), an edit that removes every cluster or every user needs ?force=true, a configuration
 // whose engines cannot be opened is refused with the clusters named (with ?force=true it is

@@ -1,6 +1,6 @@
 package controlplane
 
-// Stored configuration revisions on the admin API (the CONFIG engineer's part):
+// Stored configuration revisions on the admin API:
 //
 //	GET  /admin/config/history?limit=N     the newest stored revisions, newest first
 //	POST /admin/config/rollback?to=REF     store revision REF (a row id or a snapshot revision)

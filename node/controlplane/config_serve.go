@@ -1,6 +1,6 @@
 package controlplane
 
-// This file serves worker config snapshots (the CONFIG engineer's part of the control plane):
+// This file serves worker config snapshots:
 // GET /worker/config and the long-poll GET /worker/config/wait?revision=R, plus the loop that
 // rebuilds the snapshot from the config source whenever that source says it changed.
 

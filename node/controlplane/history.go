@@ -1,6 +1,6 @@
 package controlplane
 
-// This file mounts the query history (the HISTORY engineer's part of the control plane):
+// This file mounts the query history:
 // POST /worker/history takes a worker's QueryRecordBatchV1 into the history store, stamped with
 // the worker its session token belongs to; GET /admin/queries reads it back behind the admin
 // token. Neither touches the control plane's own metrics.

@@ -20,7 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
+
+	"github.com/queryflux/queryflux/internal/monotime"
 )
 
 // TestClockFileEnv is the environment variable of the test clock hook.
@@ -80,8 +81,8 @@ type testClock struct {
 }
 
 func newTestClock(path string) *testClock {
-	if err := checkMonoLayout(); err != nil {
-		panic(err)
+	if err := monotime.Check(); err != nil {
+		panic(fmt.Sprintf("env: %v; the test clock hook cannot step the wall clock", err))
 	}
 	c := &testClock{fault: ClockFault{Rate: 1}}
 	c.read(path)
@@ -134,51 +135,11 @@ func (c *testClock) scale(d time.Duration) time.Duration {
 	return time.Duration(float64(d) / rate)
 }
 
-// timeLayout mirrors time.Time: with the hasMonotonic bit set, wall holds 33 bits of seconds
-// since 1885-01-01 and 30 bits of nanoseconds, and ext the monotonic reading.
-type timeLayout struct {
-	wall uint64
-	ext  int64
-	loc  *time.Location
-}
-
-const (
-	hasMonotonic = 1 << 63
-	nsecShift    = 30
-)
-
-var epoch1885 = time.Date(1885, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
-
-// wallStepped is t with its wall reading moved by d and its monotonic reading kept (time.Time
-// has no constructor for that: the fields are written as the time package lays them out).
+// wallStepped is t with its wall reading moved by d and its monotonic reading kept.
 func wallStepped(t time.Time, d time.Duration) time.Time {
-	l := (*timeLayout)(unsafe.Pointer(&t))
-	if l.wall&hasMonotonic == 0 {
+	mono, ok := monotime.Of(t)
+	if !ok {
 		return t.Add(d)
 	}
-	mono := l.ext
-	w := t.Round(0).Add(d)
-	sec := w.Unix() - epoch1885
-	if sec < 0 || sec >= 1<<33 {
-		return w
-	}
-	out := w
-	o := (*timeLayout)(unsafe.Pointer(&out))
-	o.wall = hasMonotonic | uint64(sec)<<nsecShift | uint64(w.Nanosecond())
-	o.ext = mono
-	return out
-}
-
-// checkMonoLayout proves wallStepped against the time package once: the wall moves, durations
-// between readings do not.
-func checkMonoLayout() error {
-	if unsafe.Sizeof(time.Time{}) != unsafe.Sizeof(timeLayout{}) {
-		return fmt.Errorf("env: time.Time changed layout; the test clock hook cannot step the wall clock")
-	}
-	a := time.Now()
-	b := wallStepped(a, time.Hour)
-	if b.Sub(a) != 0 || b.Round(0).Sub(a.Round(0)) != time.Hour || !b.After(a.Add(-1)) || b.Location() != a.Location() {
-		return fmt.Errorf("env: time.Time's monotonic reading does not work as expected (%v, %v); the test clock hook cannot step the wall clock", a, b)
-	}
-	return nil
+	return monotime.New(t.Round(0).Add(d), mono)
 }

@@ -129,7 +129,7 @@ func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows
 	if err := s.check(q); err != nil {
 		return nil, s.report(id, q, start, trace, 0, 0, err)
 	}
-	qctx, cancel := c.env.WithCancel(ctx)
+	qctx, cancel, run := s.statementContext(ctx)
 	s.mu.Lock()
 	if s.lost {
 		s.mu.Unlock()
@@ -138,19 +138,33 @@ func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows
 	}
 	s.running = cancel
 	s.mu.Unlock()
+	explain := func(err error) error { return s.explain(run.explain(a.engineError(err))) }
 	rows, err := s.inner.Execute(qctx, q)
 	if err != nil {
 		s.endStatement(cancel)
-		return nil, s.report(id, q, start, trace, 0, 0, s.explain(s.adm.engineError(err)))
+		return nil, s.report(id, q, start, trace, 0, 0, explain(err))
 	}
 	r := &stream{inner: rows, id: id, limits: a.Runtime.limits,
-		explain: func(err error) error { return s.explain(a.engineError(err)) },
+		explain: explain,
 		end: func(n, bytes int64, outcome error) {
 			s.endStatement(cancel)
 			_ = s.report(id, q, start, nil, n, bytes, outcome)
 		}}
 	c.open.Open(&r.closed, "rows", id, q.SQL)
 	return r, nil
+}
+
+// statementContext is the engine-side context of one statement of the session: it ends with
+// ctx and on the group's query timeout, which run names when it ended the statement.
+func (s *coreSession) statementContext(ctx context.Context) (context.Context, context.CancelFunc, runContext) {
+	e := s.adm.core.env
+	timeout := s.adm.Runtime.groups[s.adm.Group].timeout
+	if timeout <= 0 {
+		qctx, cancel := e.WithCancel(ctx)
+		return qctx, cancel, runContext{}
+	}
+	qctx, cancel := e.WithTimeout(ctx, timeout)
+	return qctx, cancel, runContext{parent: ctx, ctx: qctx, timeout: timeout}
 }
 
 // Describe describes a statement on the pinned connection (as Core.Describe does on a member):
@@ -246,13 +260,7 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Rela
 	if err := s.check(q); err != nil {
 		return nil, true, s.report(id, q, start, nil, 0, 0, err)
 	}
-	qctx, cancel := c.env.WithCancel(ctx)
-	var run runContext
-	if timeout := s.adm.Runtime.groups[s.adm.Group].timeout; timeout > 0 {
-		cancel()
-		qctx, cancel = c.env.WithTimeout(ctx, timeout)
-		run = runContext{parent: ctx, ctx: qctx, timeout: timeout}
-	}
+	qctx, cancel, run := s.statementContext(ctx)
 	s.mu.Lock()
 	if s.lost {
 		s.mu.Unlock()

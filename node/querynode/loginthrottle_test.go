@@ -10,15 +10,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/queryflux/queryflux/internal/config"
-	"github.com/queryflux/queryflux/internal/defaultconfig"
 	"github.com/queryflux/queryflux/internal/loginlimit"
-	"github.com/queryflux/queryflux/internal/policy"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -38,30 +35,10 @@ func throttleNode(t *testing.T, listen string) (*Node, *shiftedEnv, *prometheus.
 	logs := &syncBuffer{}
 	e := &shiftedEnv{Env: env.Real(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}
 	reg := prometheus.NewRegistry()
-	n := New(Options{OpenEngine: EngineFactory(Engines()), Env: e, Registerer: reg, LoginThrottle: loginlimit.Config{Failures: 3, Backoff: 10 * time.Minute}})
-	t.Cleanup(func() { _ = n.Close() })
 	fe := config.Frontend{Enabled: true, Listen: listen}
-	if err := n.Listen(config.Frontends{Postgres: fe, MySQL: fe, Trino: fe, FlightSQL: fe}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := defaultconfig.Load(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bc, err := bcrypt.GenerateFromPassword([]byte(tlsAlicePW), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Settings.Security = config.Security{
-		Users: []config.User{
-			{Name: "alice", PasswordHash: string(bc)},
-			{Name: "carol", PasswordHash: policy.NativeHash(tlsCarolPW)},
-		},
-		AllowPlaintextPasswords: true,
-	}
-	if err := n.Apply(cfg); err != nil {
-		t.Fatal(err)
-	}
+	n := tlsNodeWith(t, Options{Env: e, Registerer: reg, LoginThrottle: loginlimit.Config{Failures: 3, Backoff: 10 * time.Minute}},
+		config.Frontends{Postgres: fe, MySQL: fe, Trino: fe, FlightSQL: fe}, "", "",
+		func(cfg *config.Config) { cfg.Settings.Security.AllowPlaintextPasswords = true })
 	return n, e, reg, logs
 }
 

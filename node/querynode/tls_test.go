@@ -40,7 +40,7 @@ func tlsNode(t *testing.T, frontends config.Frontends, certFile, keyFile string,
 	return tlsNodeWith(t, Options{Env: env.Real(slog.New(slog.DiscardHandler))}, frontends, certFile, keyFile, change)
 }
 
-// tlsNodeWith is tlsNode with the node's options given.
+// tlsNodeWith is tlsNode with the node's options given (certFile "": no certificate).
 func tlsNodeWith(t *testing.T, opts Options, frontends config.Frontends, certFile, keyFile string, change func(*config.Config)) *Node {
 	t.Helper()
 	if opts.OpenEngine == nil {

@@ -1,6 +1,6 @@
 package worker
 
-// The worker's last good configuration (the CONFIG engineer's part): every snapshot the worker
+// The worker's last good configuration: every snapshot the worker
 // activates is kept in a SnapshotStore, and a worker that has nothing active starts from it
 // when the control plane does not answer or offers only a revision the worker refuses. The
 // store is injected: a file in the worker's state directory in production (internal/statedir),

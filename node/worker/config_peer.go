@@ -1,6 +1,6 @@
 package worker
 
-// Peer bootstrap (the CONFIG engineer's part of the worker): a worker that starts while the
+// Peer bootstrap: a worker that starts while the
 // control plane is unreachable may copy the active snapshot of a peer worker, if the control plane
 // confirmed that snapshot no longer ago than queryflux.controlPlane.peerBootstrap.maxAgeSecs.
 // The copy goes through the same strict compile as a polled snapshot, and the worker keeps

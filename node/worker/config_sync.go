@@ -1,6 +1,6 @@
 package worker
 
-// This file is the worker's config sync (the CONFIG engineer's part of the worker): it follows
+// This file is the worker's config sync: it follows
 // the control plane's snapshot by long-poll, compiles each new revision strictly, swaps it in
 // atomically, and remembers a rejected revision so it is neither retried nor half-applied.
 

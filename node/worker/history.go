@@ -1,6 +1,6 @@
 package worker
 
-// This file joins the worker to the query history (the HISTORY engineer's part of the worker):
+// This file joins the worker to the query history:
 // an uplink whose batches go to the control plane through Worker.Do (so a 401 re-registers and
 // retries), whose counters ride on every heartbeat, and whose metrics land in the worker's
 // registry; plus the conversion of the proxy core's finished-query record.

@@ -94,6 +94,9 @@ func decodeStrict(data []byte, v any) error {
 // case-insensitively, or "". data is one JSON value that encoding/json decoded into t with
 // unknown fields refused, so every key names a field in some case.
 func inexactKey(data []byte, t reflect.Type) string {
+	if keysNameFields(data, t) {
+		return ""
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	path, _ := walkKeys(dec, t, "")
 	return path
@@ -144,6 +147,77 @@ func walkKeys(dec *json.Decoder, t reflect.Type, prefix string) (string, error) 
 	}
 	_, err = dec.Token() // the closing delimiter
 	return "", err
+}
+
+// keysNameFields reports whether every object key in data is, letter for letter, the JSON name of
+// a field somewhere in t's type tree, where no two such names differ only in case. Then each key
+// is exact: encoding/json matched it to a field f of the struct it is in, the key equals some name
+// g, g and f differ only in case, so g is f. It is the quick answer for well-formed bodies; a key
+// that is not such a name (a map's key, an escaped or miscased key) leaves the answer to walkKeys.
+func keysNameFields(data []byte, t reflect.Type) bool {
+	names := fieldNamesOf(t)
+	if names == nil {
+		return false
+	}
+	for i := 0; i < len(data); i++ {
+		if data[i] != '"' {
+			continue
+		}
+		start, escaped := i+1, false
+		for i++; i < len(data) && data[i] != '"'; i++ {
+			if data[i] == '\\' {
+				escaped = true
+				i++
+			}
+		}
+		key := data[start:min(i, len(data))]
+		j := i + 1
+		for j < len(data) && (data[j] == ' ' || data[j] == '\t' || data[j] == '\n' || data[j] == '\r') {
+			j++
+		}
+		if j < len(data) && data[j] == ':' && (escaped || !names[string(key)]) {
+			return false
+		}
+	}
+	return true
+}
+
+var fieldNameSets sync.Map // reflect.Type -> map[string]bool (nil: some two names differ only in case)
+
+// fieldNamesOf is the set of JSON names of the struct fields in t's type tree (through pointers,
+// slices, arrays and map values), or nil when two of them differ only in case.
+func fieldNamesOf(t reflect.Type) map[string]bool {
+	if m, ok := fieldNameSets.Load(t); ok {
+		return m.(map[string]bool)
+	}
+	names := map[string]bool{}
+	addNames(t, names, map[reflect.Type]bool{})
+	folded := map[string]bool{}
+	for name := range names { //determinism:ok a set; order does not matter
+		folded[strings.ToLower(name)] = true
+	}
+	if len(folded) != len(names) {
+		names = nil
+	}
+	fieldNameSets.Store(t, names)
+	return names
+}
+
+func addNames(t reflect.Type, names map[string]bool, seen map[reflect.Type]bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if seen[t] {
+		return
+	}
+	seen[t] = true
+	if et := elemType(t); et != anyType {
+		addNames(et, names, seen)
+	}
+	for name, ft := range fieldsByTag(t) { //determinism:ok a set; order does not matter
+		names[name] = true
+		addNames(ft, names, seen)
+	}
 }
 
 var anyType = reflect.TypeFor[any]()

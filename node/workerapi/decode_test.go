@@ -133,3 +133,42 @@ func TestHeartbeatRoundTrip(t *testing.T) {
 		t.Fatalf("%+v %v", got, err)
 	}
 }
+
+// The quick key check answers "exact" only where the key walk would; where it cannot tell (a map's
+// keys, two names that differ only in case) it leaves the answer to the walk.
+func TestQuickKeyCheckAgreesWithTheWalk(t *testing.T) {
+	type inner struct {
+		State string `json:"state"`
+	}
+	type collides struct {
+		Health inner  `json:"health"`
+		Other  string `json:"State"`
+	}
+	type mapped struct {
+		Labels map[string]string `json:"labels"`
+		Name   string            `json:"name"`
+	}
+	for _, c := range []struct {
+		body string
+		v    any
+		want string
+	}{
+		{`{"health":{"state":"x"},"State":"y"}`, &collides{}, ""},
+		{`{"health":{"State":"x"}}`, &collides{}, "health.State"},
+		{`{"labels":{"Name":"x"},"name":"y"}`, &mapped{}, ""},
+		{`{"labels":{"name":"x"},"Name":"y"}`, &mapped{}, "Name"},
+		{`{"labels":{},"n\u0061me":"y"}`, &mapped{}, ""},
+		{`{"labels":{},"N\u0061me":"y"}`, &mapped{}, "Name"},
+	} {
+		err := decodeStrict([]byte(c.body), c.v)
+		got := ""
+		if fe, ok := err.(*FieldError); ok {
+			got = fe.Field
+		} else if err != nil {
+			t.Fatalf("%s: %v", c.body, err)
+		}
+		if got != c.want {
+			t.Errorf("%s: bad field %q, want %q", c.body, got, c.want)
+		}
+	}
+}

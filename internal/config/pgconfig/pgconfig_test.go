@@ -174,3 +174,54 @@ func TestListenWakesOnEveryEdit(t *testing.T) {
 		t.Fatalf("Listen returned %v after cancel", err)
 	}
 }
+
+// A cluster's workerSelector survives the store: read back, the snapshot filtered for a worker
+// the selector excludes holds neither the cluster nor, emptied, its group, as from the YAML.
+func TestClusterWorkerSelectorSurvivesTheStore(t *testing.T) {
+	src, _ := newSource(t)
+	ctx := context.Background()
+	cfg, err := config.Parse([]byte(`
+clusters:
+  - {name: c, engine: postgres, endpoint: "127.0.0.1:5432", maxRunningQueries: 1}
+  - {name: c-us, engine: postgres, endpoint: "127.0.0.1:5432", maxRunningQueries: 1, workerSelector: {zone: us}}
+clusterGroups:
+  - {name: g, members: [c]}
+  - {name: us, members: [c-us]}
+routingFallback: g
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Import(ctx, cfg); err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	loaded, err := src.Load(ctx, config.QueryFlux{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := loaded.Clusters[1].WorkerSelector; got["zone"] != "us" || len(got) != 1 {
+		t.Fatalf("c-us workerSelector read back %v, want {zone: us}", got)
+	}
+	if loaded.Clusters[0].WorkerSelector != nil {
+		t.Errorf("c workerSelector read back %v, want none", loaded.Clusters[0].WorkerSelector)
+	}
+	want, err := snapshot.Build(cfg, snapshot.Options{ConfirmedAt: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := src.Snapshot(ctx, config.QueryFlux{}, snapshot.Options{ConfirmedAt: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eu, err := got.For(map[string]string{"zone": "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEU, err := want.For(map[string]string{"zone": "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eu.Revision != wantEU.Revision || len(eu.ClusterGroups) != 1 || eu.ClusterGroups[0].Name != "g" {
+		t.Errorf("an eu worker's snapshot from Postgres: revision %s, groups %v; from YAML %s", eu.Revision, eu.ClusterGroups, wantEU.Revision)
+	}
+}

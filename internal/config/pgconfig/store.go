@@ -34,6 +34,7 @@ type clusterRow struct {
 	Labels            map[string]string     `json:"labels"`
 	Options           map[string]string     `json:"options"`
 	Variants          map[string]variantRow `json:"variants"`
+	WorkerSelector    map[string]string     `json:"workerSelector,omitempty"`
 }
 
 // credRow is credentials as stored: plain strings, sealed or references.
@@ -122,7 +123,7 @@ func toStored(cfg *config.Config, key *Key) (*stored, error) {
 			Credentials:       z.creds(p+".credentials", credRow{User: c.Credentials.User, Password: c.Credentials.Password.Reveal(), Token: c.Credentials.Token.Reveal()}),
 			MaxRunningQueries: c.MaxRunningQueries, Enabled: c.IsEnabled(),
 			Labels: jsonMap(c.Labels), Options: jsonMap(z.options(p+".options", c.Options)),
-			Variants: map[string]variantRow{},
+			Variants: map[string]variantRow{}, WorkerSelector: jsonMap(c.WorkerSelector),
 		}
 		for _, name := range slices.Sorted(maps.Keys(c.Variants)) {
 			o := c.Variants[name]
@@ -165,6 +166,9 @@ func (st *stored) config(key *Key) (*config.Config, error) {
 			Credentials:       config.Credentials{User: cred.User, Password: config.Secret(cred.Password), Token: config.Secret(cred.Token)},
 			MaxRunningQueries: row.MaxRunningQueries, Enabled: &enabled,
 			Labels: row.Labels, Options: z.options(p+".options", row.Options),
+		}
+		if len(row.WorkerSelector) > 0 {
+			c.WorkerSelector = row.WorkerSelector
 		}
 		for _, name := range slices.Sorted(maps.Keys(row.Variants)) {
 			v := row.Variants[name]
@@ -224,14 +228,14 @@ func (s *Source) read(ctx context.Context, tx pgx.Tx) (*config.Config, error) {
 func readStored(ctx context.Context, tx pgx.Tx) (*stored, error) {
 	st := &stored{Sections: map[string]json.RawMessage{}}
 	rows, err := tx.Query(ctx, `SELECT name, engine, endpoint, database, cred_user, cred_password, cred_token,
-		max_running_queries, enabled, labels, options, variants FROM config_clusters ORDER BY position, name`)
+		max_running_queries, enabled, labels, options, variants, worker_selector FROM config_clusters ORDER BY position, name`)
 	if err != nil {
 		return nil, fmt.Errorf("pgconfig: read clusters: %w", err)
 	}
 	for rows.Next() {
 		var c clusterRow
 		if err := rows.Scan(&c.Name, &c.Engine, &c.Endpoint, &c.Database, &c.Credentials.User, &c.Credentials.Password,
-			&c.Credentials.Token, &c.MaxRunningQueries, &c.Enabled, &c.Labels, &c.Options, &c.Variants); err != nil {
+			&c.Credentials.Token, &c.MaxRunningQueries, &c.Enabled, &c.Labels, &c.Options, &c.Variants, &c.WorkerSelector); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("pgconfig: read clusters: %w", err)
 		}
@@ -302,10 +306,10 @@ func (s *Source) write(ctx context.Context, tx pgx.Tx, cfg *config.Config, rev, 
 	batch := &pgx.Batch{}
 	for i, c := range st.Clusters {
 		batch.Queue(`INSERT INTO config_clusters (name, position, engine, endpoint, database, cred_user, cred_password,
-			cred_token, max_running_queries, enabled, labels, options, variants)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			cred_token, max_running_queries, enabled, labels, options, variants, worker_selector)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 			c.Name, i, c.Engine, c.Endpoint, c.Database, c.Credentials.User, c.Credentials.Password, c.Credentials.Token,
-			c.MaxRunningQueries, c.Enabled, c.Labels, c.Options, c.Variants)
+			c.MaxRunningQueries, c.Enabled, c.Labels, c.Options, c.Variants, c.WorkerSelector)
 	}
 	for i, g := range st.Groups {
 		batch.Queue(`INSERT INTO config_cluster_groups (name, position, spec) VALUES ($1, $2, $3)`, g.Name, i, g)

@@ -37,8 +37,8 @@ func (s *Server) metaInfo(desc *flight.FlightDescriptor, schema *arrow.Schema) *
 	}
 }
 
-// strings reads every row of sql as text columns.
-func (s *Server) stringRows(ctx context.Context, sql string) ([][]string, error) {
+// stringRows reads the first cols columns of every row of sql as text.
+func (s *Server) stringRows(ctx context.Context, sql string, cols int) ([][]string, error) {
 	rows, err := s.backend.Execute(ctx, s.request(ctx, sql, nil))
 	if err != nil {
 		return nil, toStatus(err)
@@ -53,8 +53,11 @@ func (s *Server) stringRows(ctx context.Context, sql string) ([][]string, error)
 		if err != nil {
 			return nil, toStatus(err)
 		}
+		if int(b.NumCols()) < cols {
+			return nil, status.Errorf(codes.Internal, "the engine answered %q with %d columns, not %d", sql, b.NumCols(), cols)
+		}
 		for i := 0; i < int(b.NumRows()); i++ {
-			row := make([]string, b.NumCols())
+			row := make([]string, cols)
 			for c := range row {
 				row[c] = text(b.Column(c), i)
 			}
@@ -101,7 +104,7 @@ func (s *Server) GetFlightInfoCatalogs(_ context.Context, desc *flight.FlightDes
 }
 
 func (s *Server) DoGetCatalogs(ctx context.Context) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	rows, err := s.stringRows(ctx, schemataSQL)
+	rows, err := s.stringRows(ctx, schemataSQL, 2)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -122,7 +125,7 @@ func (s *Server) GetFlightInfoSchemas(_ context.Context, _ fsql.GetDBSchemas, de
 }
 
 func (s *Server) DoGetDBSchemas(ctx context.Context, cmd fsql.GetDBSchemas) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	rows, err := s.stringRows(ctx, schemataSQL)
+	rows, err := s.stringRows(ctx, schemataSQL, 2)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -148,7 +151,7 @@ func (s *Server) DoGetTables(ctx context.Context, cmd fsql.GetTables) (*arrow.Sc
 	if cmd.GetIncludeSchema() {
 		return nil, nil, status.Error(codes.Unimplemented, "GetTables with include_schema is not supported")
 	}
-	rows, err := s.stringRows(ctx, tablesSQL)
+	rows, err := s.stringRows(ctx, tablesSQL, 4)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -175,7 +178,7 @@ func (s *Server) GetFlightInfoTableTypes(_ context.Context, desc *flight.FlightD
 
 // DoGetTableTypes lists the table types the engine's information_schema.tables uses.
 func (s *Server) DoGetTableTypes(ctx context.Context) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	rows, err := s.stringRows(ctx, "SELECT DISTINCT table_type FROM information_schema.tables")
+	rows, err := s.stringRows(ctx, "SELECT DISTINCT table_type FROM information_schema.tables", 1)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -194,7 +197,9 @@ func likeMatcher(pattern *string) func(string) bool {
 	}
 	var re strings.Builder
 	re.WriteString("(?s)^")
-	p := *pattern
+	// By runes: a byte of a multi-byte character quoted alone is invalid UTF-8, which the
+	// regexp compiler refuses.
+	p := []rune(*pattern)
 	for i := 0; i < len(p); i++ {
 		switch c := p[i]; c {
 		case '%':
@@ -204,10 +209,10 @@ func likeMatcher(pattern *string) func(string) bool {
 		case '\\':
 			if i+1 < len(p) {
 				i++
-				re.WriteString(regexp.QuoteMeta(p[i : i+1]))
+				re.WriteString(regexp.QuoteMeta(string(p[i])))
 			}
 		default:
-			re.WriteString(regexp.QuoteMeta(p[i : i+1]))
+			re.WriteString(regexp.QuoteMeta(string(c)))
 		}
 	}
 	re.WriteString("$")

@@ -81,7 +81,7 @@ func (s *Server) doGetElsewhere(ctx context.Context, handle string) (*arrow.Sche
 	}
 	fwd.Observe(forward.FlightSQL, forward.OutcomeOK, time.Since(start))
 	ch := make(chan flight.StreamChunk)
-	go relay(ctx, reader, conn, ch)
+	go s.relay(ctx, reader, conn, ch)
 	return reader.Schema(), ch, nil
 }
 
@@ -134,6 +134,12 @@ func (s *Server) doGetAt(ctx context.Context, fwd *forward.Forwarder, conn *grpc
 	var reader *flight.Reader
 	go func() {
 		defer close(ready)
+		defer func() {
+			if r := recover(); r != nil {
+				s.panicked("DoGet (relayed)", r)
+				err = errInternal
+			}
+		}()
 		reader, err = flight.NewRecordReader(stream)
 	}()
 	select {
@@ -145,10 +151,11 @@ func (s *Server) doGetAt(ctx context.Context, fwd *forward.Forwarder, conn *grpc
 }
 
 // relay sends the owner's batches on ch until the stream ends, then closes ch and the connection.
-func relay(ctx context.Context, reader *flight.Reader, conn *grpc.ClientConn, ch chan<- flight.StreamChunk) {
+func (s *Server) relay(ctx context.Context, reader *flight.Reader, conn *grpc.ClientConn, ch chan<- flight.StreamChunk) {
 	defer conn.Close()
 	defer close(ch)
 	defer reader.Release()
+	defer s.recoveredChunk(ctx, "DoGet (relayed)", ch)
 	for reader.Next() {
 		rec := reader.RecordBatch()
 		rec.Retain()

@@ -16,19 +16,7 @@ import (
 // once idle, as an HTTP keep-alive connection is.
 func TestSilentHTTP2ConnectionClosed(t *testing.T) {
 	addr := serveOn(t, Options{Auth: passwords{"alice": "pw"}, Limits: netlimit.Limits{IdleTimeout: 200 * time.Millisecond}})
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if _, err := io.WriteString(nc, http2.ClientPreface); err != nil {
-		t.Fatal(err)
-	}
-	fr := http2.NewFramer(nc, nc)
-	if err := fr.WriteSettings(); err != nil {
-		t.Fatal(err)
-	}
-	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // a safety net, not a measure
+	fr := h2Dial(t, addr)
 	for {
 		f, err := fr.ReadFrame()
 		if err != nil {
@@ -49,19 +37,7 @@ func TestSilentHTTP2ConnectionClosed(t *testing.T) {
 // connection, so one connection cannot open unlimited streams.
 func TestStreamsPerConnectionBounded(t *testing.T) {
 	addr := serveOn(t, Options{Auth: passwords{"alice": "pw"}})
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if _, err := io.WriteString(nc, http2.ClientPreface); err != nil {
-		t.Fatal(err)
-	}
-	fr := http2.NewFramer(nc, nc)
-	if err := fr.WriteSettings(); err != nil {
-		t.Fatal(err)
-	}
-	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	fr := h2Dial(t, addr)
 	for {
 		f, err := fr.ReadFrame()
 		if err != nil {
@@ -75,4 +51,25 @@ func TestStreamsPerConnectionBounded(t *testing.T) {
 			return
 		}
 	}
+}
+
+// h2Dial opens an HTTP/2 connection to addr as a client does (preface, then SETTINGS) and
+// returns a framer over it; reads fail after 30 s, a safety net, not a measure. The
+// connection closes when the test ends.
+func h2Dial(t *testing.T, addr string) *http2.Framer {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	if _, err := io.WriteString(nc, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(nc, nc)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	return fr
 }

@@ -31,8 +31,13 @@ func (c *capture) Send(d *flight.FlightData) error {
 // parameterMessages encodes rec as the FlightData a client sends to bind the parameters of
 // the prepared statement handle.
 func parameterMessages(t *testing.T, handle []byte, rec arrow.RecordBatch) []*flight.FlightData {
+	return parameterMessagesWith(t, handle, rec)
+}
+
+// parameterMessagesWith is parameterMessages written with opts.
+func parameterMessagesWith(t *testing.T, handle []byte, rec arrow.RecordBatch, opts ...ipc.Option) []*flight.FlightData {
 	var c capture
-	w := flight.NewRecordWriter(&c, ipc.WithSchema(rec.Schema()))
+	w := flight.NewRecordWriter(&c, append([]ipc.Option{ipc.WithSchema(rec.Schema())}, opts...)...)
 	cmd, err := anypb.New(&pb.CommandPreparedStatementQuery{PreparedStatementHandle: handle})
 	if err != nil {
 		t.Fatal(err)

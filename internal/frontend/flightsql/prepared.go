@@ -16,6 +16,9 @@ import (
 	"github.com/queryflux/queryflux/internal/engine"
 )
 
+// paramValuesMax bounds the parameter values (rows times columns) one DoPut binds.
+const paramValuesMax = 1 << 20
+
 // preparedMax bounds the prepared statements held at once across all clients.
 const preparedMax = 10000
 
@@ -148,8 +151,18 @@ func readAllParams(r flight.MessageReader) ([][]any, error) {
 		return nil, nil
 	}
 	var out [][]any
+	values := 0
 	for r.Next() {
 		batch := r.RecordBatch()
+		// A batch declares its rows; columns of the null type hold none, so the declared count
+		// alone could make this loop run for ever.
+		rows := batch.NumRows()
+		if rows < 0 || rows > paramValuesMax {
+			return nil, status.Errorf(codes.InvalidArgument, "more than %d parameter values in one call", paramValuesMax)
+		}
+		if values += int(rows) * max(int(batch.NumCols()), 1); values > paramValuesMax {
+			return nil, status.Errorf(codes.InvalidArgument, "more than %d parameter values in one call", paramValuesMax)
+		}
 		for c, col := range batch.Columns() {
 			if err := checkColumn(col, int(batch.NumRows())); err != nil {
 				return nil, status.Errorf(codes.InvalidArgument, "parameter %d: %v", c+1, err)

@@ -471,16 +471,17 @@ func (s *Server) DoGetStatement(ctx context.Context, ticket fsql.StatementQueryT
 	}
 	schema = outSchema(schema)
 	ch := make(chan flight.StreamChunk)
-	go stream(ctx, res, ch)
+	go s.stream(ctx, res, ch)
 	return schema, ch, nil
 }
 
 // stream sends every batch of res on ch, then closes both. The DoGet's end (the client's
 // deadline, cancel or hang-up) stops the engine query even while it is computing the next batch.
-func stream(ctx context.Context, res *pendingResult, ch chan<- flight.StreamChunk) {
+func (s *Server) stream(ctx context.Context, res *pendingResult, ch chan<- flight.StreamChunk) {
 	defer close(ch)
 	defer res.drop()
 	defer context.AfterFunc(ctx, res.cancel)()
+	defer s.recoveredChunk(ctx, "DoGet", ch)
 	if res.rows.Schema() == nil {
 		return
 	}

@@ -300,22 +300,53 @@ func TestPassthroughQueryTimeout(t *testing.T) {
 	}
 }
 
-// TestPassthroughQueryTimeoutInATransaction: inside a transaction the statement is relayed on
-// the pinned connection, and the group's query timeout is named as such there too, not as a
-// cancel the client never asked for.
+// TestPassthroughQueryTimeoutInATransaction: inside a transaction the statement runs on the
+// pinned connection, relayed or (settings.passthrough: false) through the Arrow path, and the
+// group's query timeout bounds it there too and is named as such, not as a cancel the client
+// never asked for. A relayed one ran inside the engine's transaction: that transaction is
+// aborted after it, as PostgreSQL's own statement_timeout leaves it.
 func TestPassthroughQueryTimeoutInATransaction(t *testing.T) {
-	addr, url, _, _ := coreServer(t, coreSetup{queryTimeout: 300 * time.Millisecond})
-	c := connect(t, proxyURL(addr, "alice"))
-	admin := connect(t, url)
-	tx, err := c.Begin(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	for _, arrowPath := range []bool{false, true} {
+		t.Run(map[bool]string{false: "relayed", true: "arrow"}[arrowPath], func(t *testing.T) {
+			addr, url, core, _ := coreServer(t, coreSetup{queryTimeout: 300 * time.Millisecond, noPassthrough: arrowPath})
+			c := connect(t, proxyURL(addr, "alice"))
+			admin := connect(t, url)
+			ctx := context.Background()
+			tx, err := c.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			before := core.Paths()
+			_, err = tx.Exec(ctx, "select pg_sleep(30) /* qf-cancel-test */")
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "57014" || !strings.Contains(pe.Message, "query timeout") {
+				t.Fatalf("got %v, want the group's query timeout", err)
+			}
+			want := before
+			if arrowPath {
+				want.Arrow++
+			} else {
+				want.Passthrough++
+			}
+			if p := core.Paths(); p != want {
+				t.Fatalf("paths %+v, want %+v", p, want)
+			}
+			waitFor(t, 10*time.Second, func() bool { return countSleeping(t, admin) == 0 })
+			if arrowPath {
+				return
+			}
+			_, err = tx.Exec(ctx, "select 1")
+			if !errors.As(err, &pe) || pe.Code != "25P02" {
+				t.Fatalf("the next statement of the transaction: %v, want 25P02 (the timed-out statement ran inside it)", err)
+			}
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := c.QueryRow(ctx, "select 1").Scan(&n); err != nil || n != 1 {
+				t.Fatalf("after the rollback: %v", err)
+			}
+		})
 	}
-	defer tx.Rollback(context.Background())
-	_, err = tx.Exec(context.Background(), "select pg_sleep(30) /* qf-cancel-test */")
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || !strings.Contains(pe.Message, "query timeout") {
-		t.Fatalf("got %v, want the group's query timeout", err)
-	}
-	waitFor(t, 10*time.Second, func() bool { return countSleeping(t, admin) == 0 })
 }

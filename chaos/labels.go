@@ -1,0 +1,179 @@
+package chaos
+
+// Worker labels on real daemons (`config: {zones: true}`): the configuration the control plane
+// serves has the groups g (every worker), eu and us (workerSelector zone=eu / zone=us, on their
+// own clusters), and the control plane filters each worker's snapshot for the labels it
+// registered with. A worker's labels are its `serve --label` flags: relabel changes the flags it
+// is started with next, as an operator edits a unit file, so they apply from its next boot on.
+// The checks read the control plane: /admin/workers says, per worker, the revision it last
+// reported running, whether that is the one served for its labels (current) and the groups that
+// revision holds; /metrics carries queryflux_selector_unmatched per group.
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/scenarios"
+)
+
+// zonesDocument is the zones layout with the us cluster's cap at usCap (scenarios' zonedConfig).
+func zonesDocument(cluster func(name string, cap int, selector string) string, usCap int) string {
+	return "clusters:\n" + cluster("c", 1, "") + cluster("c-eu", 1, "eu") + cluster("c-us", usCap, "us") +
+		"clusterGroups:\n  - {name: g, members: [c]}\n  - {name: eu, members: [c-eu]}\n  - {name: us, members: [c-us]}\n" +
+		"routingFallback: g\n"
+}
+
+// labelArgs are the serve flags of a worker's labels, in key order.
+func labelArgs(labels map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		out = append(out, "--label", k+"="+labels[k])
+	}
+	return out
+}
+
+// setLabels replaces the --label flags the process starts with next.
+func (p *proc) setLabels(labels map[string]string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var args []string
+	for i := 0; i < len(p.args); i++ {
+		if p.args[i] == "--label" {
+			i++
+			continue
+		}
+		args = append(args, p.args[i])
+	}
+	p.args = append(args, labelArgs(labels)...)
+}
+
+func planRelabel(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, string) {
+	var a struct {
+		Worker string            `yaml:"worker"`
+		Labels map[string]string `yaml:"labels"`
+	}
+	if err := ev.Params.Decode(&a); err != nil {
+		return st, err.Error()
+	}
+	names, err := sc.Resolve(a.Worker)
+	if err != nil {
+		return st, err.Error()
+	}
+	for k, v := range a.Labels {
+		if err := config.CheckLabel(k, v); err != nil {
+			return st, err.Error()
+		}
+	}
+	st.do = func(r *runner) error {
+		for _, n := range names {
+			r.procs[n].setLabels(a.Labels)
+		}
+		return nil
+	}
+	return st, ""
+}
+
+// planLabelCheck maps groupsServed, revisionConverged, revisionChange and selectorUnmatched.
+func planLabelCheck(sc *scenarios.Scenario, c *scenarios.CheckSpec) (realCheck, string) {
+	var p struct {
+		Worker           string   `yaml:"worker"`
+		Groups           []string `yaml:"groups"`
+		Want             string   `yaml:"want"`
+		Group            string   `yaml:"group"`
+		Unmatched        bool     `yaml:"unmatched"`
+		ControlPlane     string   `yaml:"controlPlane"`
+		scenarios.Window `yaml:",inline"`
+	}
+	if err := c.Params.Decode(&p); err != nil {
+		return nil, err.Error()
+	}
+	if p.Mode == "" {
+		p.Mode = "sometime"
+	}
+	if p.To == 0 {
+		p.To = sc.Duration
+	}
+	if c.Kind == "selectorUnmatched" {
+		cp := p.ControlPlane
+		if cp == "" {
+			cp = controlPlanes(sc)[0]
+		}
+		ch := newStateCheck(c.Kind, []string{cp}, fmt.Sprintf("unmatched=%v", p.Unmatched), p.Window)
+		ch.probeFn = func(s *snapshot, cp string) (string, bool) {
+			m, up := s.cpMetrics[cp]
+			if !up {
+				return "", false
+			}
+			return fmt.Sprintf("unmatched=%v", metricValue(m, fmt.Sprintf("queryflux_selector_unmatched{group=%q}", p.Group)) == 1), true
+		}
+		return ch, ""
+	}
+	names, err := sc.Resolve(p.Worker)
+	if err != nil {
+		return nil, err.Error()
+	}
+	reported := func(s *snapshot, name string) (info reportedRevision, ok bool) {
+		cp := sc.ControlPlaneOf(name)
+		wi, known := s.registry[cp][name]
+		if !s.cpUp[cp] || !known || !wi.Online || !s.running[name] {
+			return info, false
+		}
+		return reportedRevision{wi.Revision, wi.Current, wi.Groups}, true
+	}
+	switch c.Kind {
+	case "groupsServed":
+		ch := newStateCheck(c.Kind, names, strings.Join(slices.Sorted(slices.Values(p.Groups)), ","), p.Window)
+		ch.probeFn = func(s *snapshot, name string) (string, bool) {
+			rev, ok := reported(s, name)
+			if !ok || rev.revision == "" {
+				return "none", ok
+			}
+			if !rev.current {
+				return fmt.Sprintf("runs %.8s, not the revision served for its labels", rev.revision), true
+			}
+			return strings.Join(slices.Sorted(slices.Values(rev.groups)), ","), true
+		}
+		return ch, ""
+	case "revisionConverged":
+		ch := newStateCheck(c.Kind, names, "converged", p.Window)
+		ch.probeFn = func(s *snapshot, name string) (string, bool) {
+			rev, ok := reported(s, name)
+			if rev.current && rev.revision != "" {
+				return "converged", ok
+			}
+			return fmt.Sprintf("runs %.8s, not the revision served for its labels", rev.revision), ok
+		}
+		return ch, ""
+	case "revisionChange":
+		if p.Want != "kept" && p.Want != "changed" {
+			return nil, fmt.Sprintf("want %q: kept or changed", p.Want)
+		}
+		first := map[string]string{}
+		ch := newStateCheck(c.Kind, names, p.Want, p.Window)
+		ch.probeFn = func(s *snapshot, name string) (string, bool) {
+			rev, ok := reported(s, name)
+			if !ok {
+				return "", false
+			}
+			if _, seen := first[name]; !seen {
+				first[name] = rev.revision
+			}
+			if rev.revision == first[name] {
+				return "kept", true
+			}
+			return "changed", true
+		}
+		return ch, ""
+	}
+	return nil, fmt.Sprintf("check kind %q is not supported in chaos", c.Kind)
+}
+
+// reportedRevision is what the control plane says of a worker's configuration.
+type reportedRevision struct {
+	revision string   // the revision its last heartbeat reported running
+	current  bool     // that is the revision served for the labels it registered with
+	groups   []string // the groups of the revision served for its labels
+}
