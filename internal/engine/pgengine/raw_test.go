@@ -248,6 +248,18 @@ func TestRelayAndPoolShareOneBudget(t *testing.T) {
 		}
 		return n
 	}
+	// A closed connection's backend leaves pg_stat_activity a moment after its socket closes:
+	// the count must come down to the budget (one over it stays over).
+	atBudget := func(when string) {
+		t.Helper()
+		n := open()
+		for deadline := time.Now().Add(10 * time.Second); n > budget && time.Now().Before(deadline); n = open() {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n != budget {
+			t.Fatalf("%d connections %s, want %d", n, when, budget)
+		}
+	}
 	ctx := context.Background()
 	var wires []engine.PGWire
 	for range budget {
@@ -255,9 +267,7 @@ func TestRelayAndPoolShareOneBudget(t *testing.T) {
 		pidOn(t, w)
 		wires = append(wires, w)
 	}
-	if n := open(); n != budget {
-		t.Fatalf("%d connections with the budget's worth of wires open, want %d", n, budget)
-	}
+	atBudget("with the budget's worth of wires open")
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	rows, err := e.Execute(short, &query.Request{SQL: "select 1"})
 	cancel()
@@ -265,9 +275,7 @@ func TestRelayAndPoolShareOneBudget(t *testing.T) {
 		_ = rows.Close()
 		t.Fatalf("a pgx-path query ran past the budget (%d connections)", open())
 	}
-	if n := open(); n != budget {
-		t.Fatalf("%d connections after the refused query, want %d", n, budget)
-	}
+	atBudget("after the refused query")
 	waited := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a bound on a wait that must end, not a speed check
@@ -282,16 +290,12 @@ func TestRelayAndPoolShareOneBudget(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Fatalf("the waiting query: %v", err)
 	}
-	if n := open(); n != budget {
-		t.Fatalf("%d connections after the waiting query ran, want %d", n, budget)
-	}
+	atBudget("after the waiting query ran")
 	// The pgx connection is idle now: a wire takes its place.
 	w := openWire(t, ctx, e)
 	defer w.Close()
 	pidOn(t, w)
-	if n := open(); n != budget {
-		t.Fatalf("%d connections with a wire in the idle pgx connection's place, want %d", n, budget)
-	}
+	atBudget("with a wire in the idle pgx connection's place")
 	for _, w := range wires[1:] {
 		_ = w.Close()
 	}
