@@ -19,9 +19,10 @@
 # BASE_QF (another queryflux binary, such as main's before a change: its standalone passthrough
 # daemon is measured too, as the rows "base-pass" and "base-session" (session pool mode), in the
 # same interleaved rounds),
-# PROFILE=1 builds the daemon with -tags benchpprof and writes a 5 s CPU profile of the
+# PROFILE=1 builds the daemon with -tags benchpprof and writes a 4 s CPU profile of the
 # passthrough daemon under the pgbench -S load to $PROFILE_OUT (default /tmp/bench-proxy-cpu.prof)
-# (go tool pprof -top bin/queryflux /tmp/bench-proxy-cpu.prof).
+# (go tool pprof -top bin/queryflux /tmp/bench-proxy-cpu.prof), and one under the MySQL qps
+# load to $PROFILE_OUT_MYSQL (default /tmp/bench-proxy-mysql-cpu.prof).
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -262,23 +263,44 @@ done
 declare -A MLAT MTPS MCPU MP50S MP99S MQPSS MCPUS
 MY_TARGETS=()
 if [ "$MYSQL_OK" = 1 ]; then
-	MY_TARGETS=(direct passthrough arrow worker)
+	# The MySQL wire's floors: the same Go byte relay and event-loop relay (framing nothing) to MariaDB.
+	MY_RELAY=$(freeport); MY_LOOP_RELAY=$(freeport)
+	"$TMP/benchrelay" -listen "127.0.0.1:$MY_RELAY" -upstream 127.0.0.1:3306 >"$TMP/my-relay.log" 2>&1 &
+	PIDS+=($!)
+	declare -A MYPROC=([go-relay]=$!)
+	"$TMP/benchrelay" -loop -raw -listen "127.0.0.1:$MY_LOOP_RELAY" -upstream 127.0.0.1:3306 >"$TMP/my-loop-relay.log" 2>&1 &
+	PIDS+=($!)
+	MYPROC[loop-relay]=$!
+	waitport "$MY_RELAY" my-relay
+	waitport "$MY_LOOP_RELAY" my-loop-relay
+	MY_TARGETS=(direct go-relay loop-relay passthrough arrow worker)
 	declare -A MYDSN=(
 		[direct]="root@tcp(127.0.0.1:3306)/mysql"
+		[go-relay]="root@tcp(127.0.0.1:$MY_RELAY)/mysql"
+		[loop-relay]="root@tcp(127.0.0.1:$MY_LOOP_RELAY)/mysql"
 		[passthrough]="queryflux@tcp(127.0.0.1:$MY_passthrough)/mysql"
 		[arrow]="queryflux@tcp(127.0.0.1:$MY_arrow)/mysql"
 		[worker]="queryflux@tcp(127.0.0.1:$MY_worker)/mysql"
 	)
+	for t in passthrough arrow worker; do MYPROC[$t]=${PROC[$t]}; done
+	if [ -n "${BASE_QF:-}" ]; then
+		MY_TARGETS+=(base-pass)
+		MYDSN[base-pass]="queryflux@tcp(127.0.0.1:$MY_base_pass)/mysql"
+		MYPROC[base-pass]=${PROC[base-pass]}
+	fi
 	for round in $(seq 1 "$ROUNDS"); do
 		for t in "${MY_TARGETS[@]}"; do
 			log "mysql round $round/$ROUNDS: $t"
 			read -r p50 p99 _ < <("$TMP/benchclient" -dsn "${MYDSN[$t]}" -c 1 -d "${LAT_SECS}s" || echo "- - -")
+			if [ "${PROFILE:-0}" = 1 ] && [ "$t" = passthrough ] && [ "$round" = 1 ]; then
+				(sleep 1; curl -s -o "${PROFILE_OUT_MYSQL:-/tmp/bench-proxy-mysql-cpu.prof}" "http://127.0.0.1:$PPROF/debug/pprof/profile?seconds=4") &
+			fi
 			# shellcheck disable=SC2086
-			t0=$(ticks ${PROC[$t]:-})
+			t0=$(ticks ${MYPROC[$t]:-})
 			read -r _ _ q < <("$TMP/benchclient" -dsn "${MYDSN[$t]}" -c "$CLIENTS" -d "${TPS_SECS}s" || echo "- - -")
 			# shellcheck disable=SC2086
-			t1=$(ticks ${PROC[$t]:-}); n=$(awk -v q="$q" -v s="$TPS_SECS" 'BEGIN{if (q ~ /^[0-9]+$/) printf "%d", q * s}')
-			MP50S[$t]+="$p50 "; MP99S[$t]+="$p99 "; MQPSS[$t]+="$q "; MCPUS[$t]+="$(cpu_per_query "$t0" "$t1" "$n" "${PROC[$t]:-}") "
+			t1=$(ticks ${MYPROC[$t]:-}); n=$(awk -v q="$q" -v s="$TPS_SECS" 'BEGIN{if (q ~ /^[0-9]+$/) printf "%d", q * s}')
+			MP50S[$t]+="$p50 "; MP99S[$t]+="$p99 "; MQPSS[$t]+="$q "; MCPUS[$t]+="$(cpu_per_query "$t0" "$t1" "$n" "${MYPROC[$t]:-}") "
 		done
 	done
 	for t in "${MY_TARGETS[@]}"; do
@@ -313,6 +335,7 @@ done
 echo
 echo "medians of $ROUNDS interleaved rounds; latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
+echo "  mysql go-relay / loop-relay: scripts/benchrelay to MariaDB, goroutines / the event loop framing nothing (-loop -raw)"
 RTT=$("$TMP/benchrelay" -rtt 3s)
 # The worker's capacity path over the whole run: queries that took an idle lease (no round trip
 # to the control plane) out of all it relayed.

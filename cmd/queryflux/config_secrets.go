@@ -135,7 +135,7 @@ func workerStateDir(d *Daemon, name string) statedir.SnapshotFile {
 		sum := sha256.Sum256([]byte(d.Config.QueryFlux.ControlPlane.URL))
 		dir = filepath.Join(os.TempDir(), fmt.Sprintf("queryflux-state-%s-%x", name, sum[:4]))
 	}
-	f := statedir.SnapshotFile{Dir: dir}
+	f := statedir.SnapshotFile{Dir: dir, Secret: d.Config.QueryFlux.ControlPlane.Secret.Reveal()}
 	d.Logger.Info("config: the last good configuration is kept on disk", "file", f.Path())
 	return f
 }

@@ -20,33 +20,16 @@ var outsidePointer = regexp.MustCompile(`DESIGN\.md|\.\./shared/|(?i)\bissues? #
 // issue tracker's numbers, nor speak of the process that made them.
 func TestNothingPointsOutsideTheRepository(t *testing.T) {
 	var hits []string
-	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if name == ".git" || name == "node_modules" || name == "testdata" || name == "bin" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !textFile(name) || name == "pointers_test.go" {
-			return nil
-		}
+	for _, path := range repoFiles(t, func(name string) bool { return textFile(name) && name != "pointers_test.go" }) {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		for i, line := range strings.Split(string(b), "\n") {
 			if outsidePointer.MatchString(line) {
 				hits = append(hits, fmt.Sprintf("%s:%d: %s", filepath.ToSlash(path)[len("../../"):], i+1, strings.TrimSpace(line)))
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if len(hits) > 0 {
 		t.Fatalf("lines that point outside the repository (a document it does not hold, an issue number, process talk):\n%s", strings.Join(hits, "\n"))
@@ -60,4 +43,31 @@ func textFile(name string) bool {
 		}
 	}
 	return name == "Makefile" || name == "Dockerfile"
+}
+
+// repoFiles lists the repository's files whose names keep takes, outside .git, node_modules,
+// testdata and bin.
+func repoFiles(t *testing.T, keep func(name string) bool) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if name == ".git" || name == "node_modules" || name == "testdata" || name == "bin" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if keep(name) {
+			out = append(out, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -22,7 +22,7 @@ func TestStateDirMustBePrivate(t *testing.T) {
 	if err := os.Chmod(open, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	f := SnapshotFile{Dir: open}
+	f := SnapshotFile{Dir: open, Secret: "s"}
 	if b, err := f.Load(); err == nil || !strings.Contains(err.Error(), "writable by other users") {
 		t.Fatalf("Load from a world-writable directory: %q %v", b, err)
 	}
@@ -31,17 +31,17 @@ func TestStateDirMustBePrivate(t *testing.T) {
 	}
 
 	private := filepath.Join(t.TempDir(), "private")
-	if err := (SnapshotFile{Dir: private}).Save([]byte(`{"a":1}`)); err != nil {
+	if err := (SnapshotFile{Dir: private, Secret: "s"}).Save([]byte(`{"a":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	link := filepath.Join(t.TempDir(), "link")
 	if err := os.Symlink(private, link); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := (SnapshotFile{Dir: link}).Load(); err == nil {
+	if b, err := (SnapshotFile{Dir: link, Secret: "s"}).Load(); err == nil {
 		t.Fatalf("Load through a link: %q", b)
 	}
-	if err := (SnapshotFile{Dir: link}).Save([]byte(`{}`)); err == nil {
+	if err := (SnapshotFile{Dir: link, Secret: "s"}).Save([]byte(`{}`)); err == nil {
 		t.Fatal("Save through a link")
 	}
 }

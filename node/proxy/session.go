@@ -86,7 +86,12 @@ type coreSession struct {
 	mu      sync.Mutex
 	lost    bool
 	running context.CancelFunc // the statement running now, cancelled when the lease is lost
-	closed  atomic.Bool        // Close is idempotent (engine.Session)
+	// txLost: a statement the core cancelled (query timeout, the client's cancel, a lost
+	// lease) took the engine connection, and the client's transaction with it. The session then
+	// answers as PostgreSQL does for an aborted transaction until the client ends it, instead
+	// of letting its next statements run outside any transaction.
+	txLost bool
+	closed atomic.Bool // Close is idempotent (engine.Session)
 	// reported: a statement has carried the session's admission (its capacity wait); only the
 	// first does, so the history shows every wait once, as for a query outside a session.
 	reported bool
@@ -129,6 +134,9 @@ func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows
 	if err := s.check(q); err != nil {
 		return nil, s.report(id, q, start, trace, 0, 0, err)
 	}
+	if s.transactionLost() {
+		return s.answerLostTransaction(id, q, start)
+	}
 	qctx, cancel, run := s.statementContext(ctx)
 	s.mu.Lock()
 	if s.lost {
@@ -138,20 +146,62 @@ func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows
 	}
 	s.running = cancel
 	s.mu.Unlock()
+	inTx := s.inner.TxStatus() != 'I'
 	explain := func(err error) error { return s.explain(run.explain(a.engineError(err))) }
 	rows, err := s.inner.Execute(qctx, q)
 	if err != nil {
+		s.noteLostTransaction(inTx, qctx)
 		s.endStatement(cancel)
 		return nil, s.report(id, q, start, trace, 0, 0, explain(err))
 	}
 	r := &stream{inner: rows, id: id, limits: a.Runtime.limits,
 		explain: explain,
 		end: func(n, bytes int64, outcome error) {
+			if outcome != nil {
+				s.noteLostTransaction(inTx, qctx)
+			}
 			s.endStatement(cancel)
 			_ = s.report(id, q, start, nil, n, bytes, outcome)
 		}}
 	c.open.Open(&r.closed, "rows", id, q.SQL)
 	return r, nil
+}
+
+// errTransactionLost answers the statements of a transaction whose engine connection is gone.
+var errTransactionLost = &query.Error{Code: sqlstate.InFailedSQLTransaction,
+	Message: "current transaction is aborted, commands ignored until end of transaction block (a cancelled statement ended its engine connection)"}
+
+// noteLostTransaction records a transaction lost with its engine connection: the statement
+// that just failed started inside one, the core had cancelled it, and the engine now reports
+// no transaction (a statement failing inside a transaction leaves it aborted, not ended).
+func (s *coreSession) noteLostTransaction(inTx bool, qctx context.Context) {
+	if inTx && qctx.Err() != nil && s.inner.TxStatus() == 'I' {
+		s.mu.Lock()
+		s.txLost = true
+		s.mu.Unlock()
+	}
+}
+
+func (s *coreSession) transactionLost() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.txLost
+}
+
+// answerLostTransaction answers q in a lost transaction as PostgreSQL answers it in an aborted
+// one: ROLLBACK, COMMIT, END and ABORT end it (tag ROLLBACK), anything else fails with 25P02.
+func (s *coreSession) answerLostTransaction(id string, q *query.Request, start time.Time) (query.Rows, error) {
+	if st := statementsOf(q); len(st) == 1 && len(st[0].head) > 0 {
+		switch st[0].head[0] {
+		case "rollback", "commit", "end", "abort":
+			s.mu.Lock()
+			s.txLost = false
+			s.mu.Unlock()
+			_ = s.report(id, q, start, nil, 0, 0, nil)
+			return engine.TagRows("ROLLBACK"), nil
+		}
+	}
+	return nil, s.report(id, q, start, nil, 0, 0, errTransactionLost)
 }
 
 // statementContext is the engine-side context of one statement of the session: it ends with
@@ -234,7 +284,14 @@ func (s *coreSession) reportPath(path, id string, q *query.Request, start time.T
 	return err
 }
 
-func (s *coreSession) TxStatus() byte { return s.inner.TxStatus() }
+// TxStatus is the engine's transaction status, or 'E' while a lost transaction waits for the
+// client to end it.
+func (s *coreSession) TxStatus() byte {
+	if s.transactionLost() {
+		return 'E'
+	}
+	return s.inner.TxStatus()
+}
 
 // Close rolls back whatever is open (the engine session does) and frees the slot.
 func (s *coreSession) Close() error {
@@ -252,8 +309,8 @@ func (s *coreSession) Close() error {
 // that is no wire, such as DuckDB's); a non-nil error refused it (and has been reported).
 func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Relay, ok bool, err error) {
 	c := s.adm.core
-	if _, wire := s.inner.(engine.PGWire); !wire || s.adm.Runtime.noRelay {
-		return nil, false, nil
+	if _, wire := s.inner.(engine.PGWire); !wire || s.adm.Runtime.noRelay || s.transactionLost() {
+		return nil, false, nil // a lost transaction's statements are answered by Execute
 	}
 	start := c.env.Now()
 	id := c.newID()

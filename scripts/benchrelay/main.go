@@ -3,7 +3,8 @@
 // nothing: no protocol, no routing, no pooling. Whatever QueryFlux adds beyond this row is
 // its own work; what this row adds over direct is the cost of a Go relay hop on the machine.
 // With -loop it relays on an event loop instead (internal/relayloop: one OS thread in epoll,
-// framing the server's messages and watching ReadyForQuery), the floor of an event-loop relay.
+// framing the server's messages and watching ReadyForQuery), the floor of an event-loop relay;
+// -loop -raw frames nothing (bytes unseen, any protocol: the MySQL wire's floor).
 // With -rtt it instead prints the p50 of a loopback TCP round trip (one byte each way, one
 // connection, Go on both ends): the yardstick of the worker-path goal.
 //
@@ -28,6 +29,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	upstream := flag.String("upstream", "127.0.0.1:5432", "address to relay to")
 	loop := flag.Bool("loop", false, "relay on an event loop (internal/relayloop) instead of goroutines")
+	raw := flag.Bool("raw", false, "with -loop: frame nothing (any protocol) instead of PostgreSQL's messages")
 	rtt := flag.Duration("rtt", 0, "measure loopback round trips for this long instead, print the p50 in µs")
 	flag.Parse()
 	if *rtt > 0 {
@@ -58,15 +60,16 @@ func main() {
 			os.Exit(1)
 		}
 		if ev != nil {
-			go relayOnLoop(ev, c, *upstream)
+			go relayOnLoop(ev, c, *upstream, *raw)
 			continue
 		}
 		go relay(c, *upstream)
 	}
 }
 
-// relayOnLoop hands the client and its upstream connection to the event loop.
-func relayOnLoop(ev *relayloop.Loop, client net.Conn, upstream string) {
+// relayOnLoop hands the client and its upstream connection to the event loop; raw frames
+// neither direction.
+func relayOnLoop(ev *relayloop.Loop, client net.Conn, upstream string, raw bool) {
 	server, err := net.Dial("tcp", upstream)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrelay:", err)
@@ -85,8 +88,12 @@ func relayOnLoop(ev *relayloop.Loop, client net.Conn, upstream string) {
 		return
 	}
 	var txStatus byte
+	framing := [2]relayloop.Framer{nil, relayloop.PGWatching('Z')}
+	if raw {
+		framing[1] = nil
+	}
 	_, err = ev.Add(relayloop.Pair{A: a, B: b,
-		Framing: [2]relayloop.Framer{nil, relayloop.PGWatching('Z')},
+		Framing: framing,
 		Watch: func(_ relayloop.Direction, msg []byte) relayloop.Verdict {
 			txStatus = msg[len(msg)-1]
 			return relayloop.Relay

@@ -26,6 +26,7 @@ type RawQuery struct {
 	e        *Engine
 	conn     *client.Conn
 	sql      string
+	tag      string // the engine tag of the query's capacity lease, written before sql ("": none)
 	ctx      context.Context
 	stopKill func() bool // unregisters the cancel hook; false once it has fired
 	buf      *relayBuffers
@@ -57,7 +58,7 @@ func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, err
 	if err != nil {
 		return nil, err
 	}
-	r := &RawQuery{e: e, conn: c, sql: tagged(ctx, q.SQL), ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
+	r := &RawQuery{e: e, conn: c, sql: q.SQL, tag: query.EngineTag(ctx), ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
 	id := c.GetConnectionID()
 	r.stopKill = context.AfterFunc(ctx, func() { e.kill(id) })
 	if err := r.start(r.queryPacket()); err != nil {
@@ -69,11 +70,15 @@ func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, err
 	return r, nil
 }
 
-// queryPacket frames r's COM_QUERY (the payload after a 4-byte header).
+// queryPacket frames r's COM_QUERY (the payload after a 4-byte header): its SQL after the
+// engine tag's comment, as tagged writes it.
 func (r *RawQuery) queryPacket() []byte {
 	out := append(r.buf.out[:0], 0, 0, 0, 0, mysql.COM_QUERY)
 	if r.e.negotiated(r.conn)&capsQueryAttributes != 0 {
 		out = append(out, 0, 1) // no query attributes, one parameter set (MySQL 8.0.23+)
+	}
+	if r.tag != "" {
+		out = append(append(append(out, "/* "...), r.tag...), " */ "...)
 	}
 	return append(out, r.sql...)
 }

@@ -173,3 +173,21 @@ func TestQueryRawOneResultSet(t *testing.T) {
 	}
 	q.Close()
 }
+
+// TestQueryRawCarriesTheEngineTag: a relayed statement runs under its lease's engine tag, a
+// leading comment the engine shows in its process list (KillTagged finds it there).
+func TestQueryRawCarriesTheEngineTag(t *testing.T) {
+	e, name := openTestEngine(t)
+	ctx := query.WithEngineTag(context.Background(), "qf-lease-test-7")
+	q, err := e.QueryRaw(ctx, &query.Request{SQL: "SELECT INFO FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()", Database: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rawRows(t, q)
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0][0], "/* qf-lease-test-7 */ SELECT INFO") {
+		t.Fatalf("the engine ran %q, want the statement after its tag", got)
+	}
+}

@@ -55,6 +55,8 @@ type packetGate struct {
 	want      int           // its size
 	msgBytes  int           // payload bytes of the current message's packets before this one
 	msgEnding bool          // the current packet is its message's last
+	inMessage bool          // a message's first byte arrived and its last has not been handed on
+	timed     bool          // and a read waited for more of it: msg runs
 }
 
 // largePacketsStarted counts large packets whose receipt began, for tests to wait on.
@@ -68,7 +70,22 @@ const sslRequestBytes = 32
 
 // newPacketGate gates c with limits (their defaults filled in).
 func newPacketGate(c net.Conn, limits netlimit.Limits, tlsConfig *tls.Config, log *slog.Logger) *packetGate {
-	return &packetGate{Conn: c, r: bufio.NewReaderSize(c, gateBufferBytes), w: c, limits: limits, tlsConfig: tlsConfig, log: log}
+	g := &packetGate{Conn: c, w: c, limits: limits, tlsConfig: tlsConfig, log: log}
+	g.r = bufio.NewReaderSize(timedSocket{g}, gateBufferBytes)
+	return g
+}
+
+// timedSocket is the socket as the gate reads it (under TLS too): a read that waits for more
+// of a message begun starts the message timer. A message that arrived whole with its first
+// bytes, as most commands do, never starts it.
+type timedSocket struct{ g *packetGate }
+
+func (s timedSocket) Read(p []byte) (int, error) {
+	if g := s.g; g.inMessage && g.msg != nil && !g.timed {
+		g.timed = true
+		g.msg.Begin()
+	}
+	return s.g.Conn.Read(p)
 }
 
 // loggedIn switches to the logged-in client's bounds: max_allowed_packet and the message timeout.
@@ -135,8 +152,8 @@ func (g *packetGate) read(p []byte) (int, error) {
 	g.left -= n
 	if g.left == 0 {
 		g.big = nil
-		if g.msgEnding && g.msg != nil {
-			g.msg.End()
+		if g.msgEnding {
+			g.endMessage()
 		}
 	}
 	return n, err
@@ -149,11 +166,11 @@ func (g *packetGate) bodyLen() int { return packetLen(g.hdr[:]) }
 // A read error (a watch's deadline) leaves a partly received packet to be resumed.
 func (g *packetGate) next() error {
 	if g.acc == nil {
-		if g.msg != nil && g.msgBytes == 0 { // a new message: its first byte starts the clock
+		if g.msg != nil && !g.inMessage { // idle until a new message's first byte
 			if _, err := g.r.Peek(1); err != nil {
 				return err
 			}
-			g.msg.Begin()
+			g.inMessage = true
 			g.clientSeq = 0 // a command's first packet, whether or not its header is whole
 		}
 		hdr, err := g.r.Peek(4)
@@ -229,6 +246,15 @@ func (g *packetGate) admit(seq byte, size int) error {
 		g.msgBytes = 0
 	}
 	return nil
+}
+
+// endMessage stops the message's clock once its last packet was handed on.
+func (g *packetGate) endMessage() {
+	g.inMessage = false
+	if g.timed {
+		g.timed = false
+		g.msg.End()
+	}
 }
 
 // startTLS runs the server side of the TLS handshake the client asked for, on the bytes the

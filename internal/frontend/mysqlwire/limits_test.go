@@ -1,8 +1,10 @@
 package mysqlwire
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -18,6 +20,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -384,4 +387,64 @@ func TestMessageTimeout(t *testing.T) {
 			t.Fatalf("an idle client's ping: %q, want OK", p)
 		}
 	})
+}
+
+// A message one byte over max_allowed_packet, spread over packets as a client sends one, is
+// answered by this server with the very bytes MariaDB answers it with (an error packet, then
+// the close), both configured with MariaDB's own max_allowed_packet.
+func TestOversizeMessageAnsweredAsMariaDB(t *testing.T) {
+	dsn, _ := mytest.NewDatabase(t)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var limit int
+	if err := db.QueryRow("select @@max_allowed_packet").Scan(&limit); err != nil {
+		t.Fatal(err)
+	}
+	if limit > 64<<20 {
+		t.Skipf("MariaDB's max_allowed_packet is %d bytes: too much to send in a test", limit)
+	}
+	addr := startServer(t, frontendtest.NewBackend(nil), Options{Limits: netlimit.Limits{MessageBytesMax: limit}})
+	ours := oversizeAnswer(t, addr, testUser, "", limit)
+	theirs := oversizeAnswer(t, cfg.Addr, cfg.User, cfg.Passwd, limit)
+	if !bytes.Equal(ours, theirs) {
+		t.Fatalf("answer %q, MariaDB's %q", ours, theirs)
+	}
+	if !bytes.Contains(ours, []byte("#08S01Got a packet bigger than 'max_allowed_packet' bytes")) {
+		t.Fatalf("answer %q, want MariaDB's 1153", ours)
+	}
+}
+
+// oversizeAnswer logs in to addr, sends full packets up to limit and then a header taking the
+// message one byte past it (no body), and returns all the server sends before it closes.
+func oversizeAnswer(t *testing.T, addr, user, password string, limit int) []byte {
+	t.Helper()
+	c, err := client.Connect(addr, user, password, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	nc := c.Conn.Conn
+	full := limit / maxPayload
+	for seq := range full {
+		if _, err := nc.Write(fullPacket(byte(seq))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rest := limit - full*maxPayload + 1
+	if _, err := nc.Write([]byte{byte(rest), byte(rest >> 8), byte(rest >> 16), byte(full)}); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // a safety net, not a measure
+	answer, err := io.ReadAll(nc)
+	if err != nil {
+		t.Fatalf("%s: %v after %q, want the connection closed", addr, err, answer)
+	}
+	return answer
 }

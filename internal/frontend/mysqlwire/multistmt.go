@@ -17,11 +17,15 @@ import (
 // MySQL does. Without the flag they are a syntax error (1064), whatever the engine would do
 // with them.
 
-// runAll answers a COM_QUERY of one statement or several.
+// runAll answers a COM_QUERY of one statement or several; the proxy's own statements
+// (local) were answered before it.
 func (h *session) runAll(sql string) (*mysql.Result, error) {
+	if !strings.Contains(sql, ";") {
+		return h.run(sql, nil) // one statement, nothing to split (most queries: no allocation)
+	}
 	stmts := splitStatements(sql)
 	if len(stmts) <= 1 {
-		return h.runOne(sql)
+		return h.run(sql, nil)
 	}
 	if !h.multiStatements {
 		return nil, syntaxError(sql)
@@ -60,7 +64,7 @@ var compoundStmt = regexp.MustCompile(`(?is)^\s*(create\s+(or\s+replace\s+)?(def
 
 // splitStatements returns sql's statements (one for a stored program's definition).
 func splitStatements(sql string) []string {
-	if compoundStmt.MatchString(sql) || !strings.Contains(sql, ";") {
+	if !strings.Contains(sql, ";") || compoundStmt.MatchString(sql) {
 		return []string{sql}
 	}
 	return sqltok.SplitDialect(sql, sqltok.MySQL)

@@ -270,6 +270,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	_ = c.SetDeadline(time.Time{})
 	buffered.login = nil
 	h.conn = c
+	h.headers = h.attributes()
 	h.multiStatements = c.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 	s.mu.Lock()
 	s.sessions[c.ConnectionID()] = h

@@ -30,12 +30,14 @@ type session struct {
 	out    *flushOnReadConn // flushed after each batch, so slow results still stream
 	raw    net.Conn         // the client connection, for KILL CONNECTION
 
+	headers         map[string]string    // the client's connection attributes, for routing (read only)
 	stmts           map[uint32]*prepared // the client's prepared statements, by id
 	stmtID          uint32               // the last statement id given out
 	longHeld        int                  // COM_STMT_SEND_LONG_DATA bytes held across stmts (at most maxAllowedPacket())
 	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
 	more            bool                 // more results follow this statement's (multi-statements)
 	warnings        uint16               // the running statement's warning count, for its EOF
+	eof             [9]byte              // writeEOF's packet (go-mysql copies it out)
 	diag            []diagnostic         // the last statement's warnings or error (SHOW WARNINGS)
 
 	pinned        engine.Session // the engine connection of an open transaction, if any
@@ -160,7 +162,7 @@ func (h *session) request(sql string, args []any) *query.Request {
 		Protocol:   query.ProtocolMySQL,
 		Database:   h.db,
 		ClientAddr: h.remote,
-		Headers:    h.attributes(),
+		Headers:    h.headers,
 	}
 }
 
@@ -295,8 +297,8 @@ func isTxEnd(sql string) bool {
 	return sqltok.FirstKeywordIs(sql, sqltok.MySQL, "rollback", "commit")
 }
 
-// attributes passes the client's connection attributes (program_name, _client_name, ...)
-// to routing.
+// attributes are the client's connection attributes (program_name, _client_name, ...), which
+// routing reads: copied once at login, shared by the session's requests.
 func (h *session) attributes() map[string]string {
 	attrs := h.conn.Attributes()
 	if len(attrs) == 0 {
@@ -411,7 +413,8 @@ func appendBinaryRow(row []byte, cols []column, batch arrow.RecordBatch, i int) 
 
 func (h *session) writeEOF() error {
 	status, w := h.status(), h.warnings
-	return h.conn.WritePacket([]byte{0, 0, 0, 0, mysql.EOF_HEADER, byte(w), byte(w >> 8), byte(status), byte(status >> 8)})
+	h.eof = [9]byte{4: mysql.EOF_HEADER, 5: byte(w), 6: byte(w >> 8), 7: byte(status), 8: byte(status >> 8)}
+	return h.conn.WritePacket(h.eof[:])
 }
 
 // writeError writes err as an error packet (go-mysql would lose the code of errors returned
@@ -448,6 +451,9 @@ var (
 
 func (h *session) local(sql string) (*mysql.Result, error, bool) {
 	sql = strings.TrimSpace(sql)
+	if !mayBeLocal(sql) {
+		return nil, nil, false
+	}
 	if m := useStmt.FindStringSubmatch(sql); m != nil {
 		h.db = m[1]
 		return nil, nil, true
@@ -466,6 +472,21 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 		return r, nil, ok
 	}
 	return nil, nil, false
+}
+
+// mayBeLocal is false for a statement local never answers: one that starts with none of their
+// keywords (or a SELECT without @@), so that most statements skip its patterns.
+func mayBeLocal(sql string) bool {
+	if len(sql) < 3 {
+		return false
+	}
+	switch sql[0] | 0x20 {
+	case 'u', 'k', '/', '#', '-':
+		return true // USE, KILL, or a comment before the keyword (SET's check reads past it)
+	case 's':
+		return sql[1]|0x20 != 'e' || sql[2]|0x20 != 'l' || strings.Contains(sql, "@@") // SET, SHOW, SELECT @@
+	}
+	return false
 }
 
 func (h *session) selectVars(sql string) (*mysql.Result, bool) {

@@ -300,53 +300,85 @@ func TestPassthroughQueryTimeout(t *testing.T) {
 	}
 }
 
-// TestPassthroughQueryTimeoutInATransaction: inside a transaction the statement runs on the
-// pinned connection, relayed or (settings.passthrough: false) through the Arrow path, and the
-// group's query timeout bounds it there too and is named as such, not as a cancel the client
-// never asked for. A relayed one ran inside the engine's transaction: that transaction is
-// aborted after it, as PostgreSQL's own statement_timeout leaves it.
-func TestPassthroughQueryTimeoutInATransaction(t *testing.T) {
+// TestStatementStoppedInATransactionAbortsIt: inside a transaction the statement runs on the
+// pinned connection, relayed or (settings.passthrough: false) through the Arrow path. Stopped
+// there by the group's query timeout (named as such, not as a cancel the client never asked
+// for) or by the client's own cancel request, it leaves the transaction aborted, as PostgreSQL
+// does: the next statement fails with 25P02 and changes nothing, even where stopping it cost
+// the engine connection (the Arrow path's), and ROLLBACK ends it.
+func TestStatementStoppedInATransactionAbortsIt(t *testing.T) {
 	for _, arrowPath := range []bool{false, true} {
-		t.Run(map[bool]string{false: "relayed", true: "arrow"}[arrowPath], func(t *testing.T) {
-			addr, url, core, _ := coreServer(t, coreSetup{queryTimeout: 300 * time.Millisecond, noPassthrough: arrowPath})
-			c := connect(t, proxyURL(addr, "alice"))
-			admin := connect(t, url)
-			ctx := context.Background()
-			tx, err := c.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
+		for _, byClient := range []bool{false, true} {
+			name := map[bool]string{false: "relayed", true: "arrow"}[arrowPath] + "/" + map[bool]string{false: "timeout", true: "cancel"}[byClient]
+			t.Run(name, func(t *testing.T) { stopInATransaction(t, arrowPath, byClient) })
+		}
+	}
+}
+
+func stopInATransaction(t *testing.T, arrowPath, byClient bool) {
+	setup := coreSetup{noPassthrough: arrowPath}
+	if !byClient {
+		setup.queryTimeout = 300 * time.Millisecond
+	}
+	addr, url, core, _ := coreServer(t, setup)
+	c := connect(t, proxyURL(addr, "alice"))
+	admin := connect(t, url)
+	ctx := context.Background()
+	if _, err := admin.Exec(ctx, "create table after_stop (i int)"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	cancelled := make(chan error, 1)
+	if byClient {
+		go func() { // the client's cancel request, once the statement runs on the engine
+			for {
+				var n int
+				err := admin.QueryRow(ctx, `select count(*) from pg_stat_activity where query like '%qf-cancel-test%' and state = 'active' and pid <> pg_backend_pid()`).Scan(&n)
+				if err != nil || n > 0 {
+					if err == nil {
+						err = c.PgConn().CancelRequest(ctx)
+					}
+					cancelled <- err
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
-			defer tx.Rollback(ctx)
-			before := core.Paths()
-			_, err = tx.Exec(ctx, "select pg_sleep(30) /* qf-cancel-test */")
-			var pe *pgconn.PgError
-			if !errors.As(err, &pe) || pe.Code != "57014" || !strings.Contains(pe.Message, "query timeout") {
-				t.Fatalf("got %v, want the group's query timeout", err)
-			}
-			want := before
-			if arrowPath {
-				want.Arrow++
-			} else {
-				want.Passthrough++
-			}
-			if p := core.Paths(); p != want {
-				t.Fatalf("paths %+v, want %+v", p, want)
-			}
-			waitFor(t, 10*time.Second, func() bool { return countSleeping(t, admin) == 0 })
-			if arrowPath {
-				return
-			}
-			_, err = tx.Exec(ctx, "select 1")
-			if !errors.As(err, &pe) || pe.Code != "25P02" {
-				t.Fatalf("the next statement of the transaction: %v, want 25P02 (the timed-out statement ran inside it)", err)
-			}
-			if err := tx.Rollback(ctx); err != nil {
-				t.Fatal(err)
-			}
-			var n int
-			if err := c.QueryRow(ctx, "select 1").Scan(&n); err != nil || n != 1 {
-				t.Fatalf("after the rollback: %v", err)
-			}
-		})
+		}()
+	} else {
+		cancelled <- nil
+	}
+	before := core.Paths()
+	_, err = tx.Exec(ctx, "select pg_sleep(30) /* qf-cancel-test */")
+	if err := <-cancelled; err != nil {
+		t.Fatal(err)
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57014" || !byClient && !strings.Contains(pe.Message, "query timeout") {
+		t.Fatalf("got %v, want 57014 (naming the group's query timeout when it stopped the statement)", err)
+	}
+	want := before
+	if arrowPath {
+		want.Arrow++
+	} else {
+		want.Passthrough++
+	}
+	if p := core.Paths(); p != want {
+		t.Fatalf("paths %+v, want %+v", p, want)
+	}
+	waitFor(t, 10*time.Second, func() bool { return countSleeping(t, admin) == 0 })
+	_, err = tx.Exec(ctx, "insert into after_stop values (1)")
+	if !errors.As(err, &pe) || pe.Code != "25P02" {
+		t.Fatalf("the next statement of the transaction: %v, want 25P02", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := c.QueryRow(ctx, "select count(*) from after_stop").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("after the rollback: %d rows (%v), want none", n, err)
 	}
 }
