@@ -24,6 +24,12 @@ type AtOnce interface {
 	AtOnce() bool
 }
 
+// IdleTaker is a Guard that keeps released slots idle for a while and can hand one out
+// without a round trip: TakeIdle answers nil, at once, when it has none for cluster.
+type IdleTaker interface {
+	TakeIdle(ctx context.Context, cluster string, limit int) Slot
+}
+
 // Slot is one running query's claim on a cluster.
 type Slot interface {
 	// Release gives the slot back. Call it exactly once. It never blocks on the network: a

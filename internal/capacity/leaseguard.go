@@ -261,11 +261,10 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	affinity := query.Affinity(ctx)
-	if s := g.takeIdle(cluster, limit, affinity); s != nil {
-		g.o.Metrics.LeaseReused.WithLabelValues(cluster).Inc()
+	if s := g.TakeIdle(ctx, cluster, limit); s != nil {
 		return s, nil
 	}
+	affinity := query.Affinity(ctx)
 	// Carried releases still count: the control plane decides a retry-mode acquire before it
 	// frees them, so a worker never wins back its own slot ahead of others.
 	carry := g.takeCarry()
@@ -379,19 +378,21 @@ func (g *LeaseGuard) unavailable(cluster string, limit int, err error) (Slot, er
 	return nil, fmt.Errorf("%w: acquire on %s: %v", ErrUnavailable, cluster, err)
 }
 
-// takeIdle takes an idle lease of cluster as a slot, if the table has one to give.
-func (g *LeaseGuard) takeIdle(cluster string, limit int, affinity uint64) Slot {
+// TakeIdle implements IdleTaker: an idle lease of cluster as a slot (the one last used by
+// ctx's query.Affinity when it is idle), or nil, without a round trip.
+func (g *LeaseGuard) TakeIdle(ctx context.Context, cluster string, limit int) Slot {
 	if !g.t.c.Reuse {
 		return nil
 	}
 	now := g.o.Env.Now()
 	g.mu.Lock()
-	st, e := g.t.takeIdle(cluster, limit, affinity, now)
+	st, e := g.t.takeIdle(cluster, limit, query.Affinity(ctx), now)
 	g.mu.Unlock()
 	g.apply(e)
 	if st == nil {
 		return nil
 	}
+	g.o.Metrics.LeaseReused.WithLabelValues(cluster).Inc()
 	return &leaseSlot{g: g, st: st}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
@@ -72,6 +73,7 @@ const CacheMaxBytesDefault = 256 << 20
 type Core struct {
 	env      env.Env
 	guard    Guard
+	takeIdle func(context.Context, string, int) (Slot, error) // under NoWait, for a guard that is not AtOnce
 	onFinish func(Record)
 	check    func(req *query.Request, group string) error
 	poll     time.Duration
@@ -120,6 +122,7 @@ func New(opts Options) *Core {
 	if c.guard == nil {
 		c.guard = NewLocalGuard()
 	}
+	c.takeIdle = c.idleTaker()
 	if n, ok := c.guard.(FreedNotifier); ok {
 		n.OnFreed(c.changed.Notify)
 	}
@@ -462,9 +465,15 @@ func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, st
 	if !p.g.usable() {
 		return nil, nil, noHealthy(p.g)
 	}
-	if c.Queued(p.g.name) == 0 && (!mustNotWait(ctx) || c.AdmitsAtOnce()) {
-		if slot, cl, err := c.tryMembers(ctx, p.g); slot != nil || err != nil {
-			return slot, cl, err
+	if c.Queued(p.g.name) == 0 {
+		take := c.guard.Acquire
+		if mustNotWait(ctx) && !c.AdmitsAtOnce() {
+			take = c.takeIdle // nil when the guard keeps nothing idle
+		}
+		if take != nil {
+			if slot, cl, err := c.tryMembers(ctx, p.g, take); slot != nil || err != nil {
+				return slot, cl, err
+			}
 		}
 	}
 	if mustNotWait(ctx) {
@@ -494,7 +503,7 @@ func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, st
 		g := p.g
 		wait := c.poll
 		if c.isHead(g.name, ticket) {
-			slot, cl, err := c.tryMembers(ctx, g)
+			slot, cl, err := c.tryMembers(ctx, g, c.guard.Acquire)
 			if slot != nil || err != nil {
 				return slot, cl, err
 			}
@@ -527,11 +536,11 @@ func noHealthy(g *group) error {
 		Message: fmt.Sprintf("cluster group %s has no enabled, healthy cluster", g.name)}
 }
 
-// tryMembers asks the guard for a slot on each candidate in the strategy's order. It returns
-// (nil, nil, nil) when every candidate is full.
-func (c *Core) tryMembers(ctx context.Context, g *group) (Slot, *cluster, error) {
+// tryMembers asks for a slot (take: the guard's Acquire or takeIdle) on each candidate in the
+// strategy's order. It returns (nil, nil, nil) when every candidate is full.
+func (c *Core) tryMembers(ctx context.Context, g *group, take func(context.Context, string, int) (Slot, error)) (Slot, *cluster, error) {
 	for _, m := range g.candidates(c.Running, c.env.Rand()) {
-		slot, err := c.guard.Acquire(ctx, m.cluster.name, m.cluster.cap)
+		slot, err := take(ctx, m.cluster.name, m.cluster.cap)
 		switch {
 		case err == nil:
 			c.mu.Lock()
@@ -553,6 +562,21 @@ func (c *Core) tryMembers(ctx context.Context, g *group) (Slot, *cluster, error)
 		}
 	}
 	return nil, nil, nil
+}
+
+// idleTaker is the guard's TakeIdle (capacity.IdleTaker) as an acquire that answers ErrNoSlot
+// where Acquire would make a round trip; nil when the guard keeps no idle slots.
+func (c *Core) idleTaker() func(context.Context, string, int) (Slot, error) {
+	it, ok := c.guard.(capacity.IdleTaker)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, cluster string, limit int) (Slot, error) {
+		if s := it.TakeIdle(ctx, cluster, limit); s != nil {
+			return s, nil
+		}
+		return nil, ErrNoSlot
+	}
 }
 
 // waiter is who is about to queue, for the per-user bound (settings.guardrails.maxQueuedPerUser).

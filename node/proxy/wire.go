@@ -42,7 +42,7 @@ type Wire struct {
 // startup settings (setup, SQL). ok is false when the frontend must run the statement its own
 // way; a non-nil error refused it (and has been reported). Under NoWait(ctx) it answers
 // engine.ErrWouldWait, reporting nothing, where it would wait: for a slot (others queued, none
-// free, a guard that asks over the network) or for an engine connection (none idle of the
+// free, a guard that asks over the network and has no idle slot to give) or for an engine connection (none idle of the
 // owner's, or one to reset or retag).
 func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, setup string) (w *Wire, ok bool, err error) {
 	r, err := c.route(q, true)
@@ -102,3 +102,8 @@ func (c *Core) AdmitsAtOnce() bool {
 	g, ok := c.guard.(capacity.AtOnce)
 	return ok && g.AtOnce()
 }
+
+// MayAdmitAtOnce reports whether an OpenWire under NoWait can admit a statement at all: the
+// guard answers without a round trip, or it keeps released slots idle (capacity.IdleTaker: a
+// worker's leases), which it then hands out at once.
+func (c *Core) MayAdmitAtOnce() bool { return c.AdmitsAtOnce() || c.takeIdle != nil }

@@ -75,10 +75,12 @@ type conn struct {
 	idle   bool     // waiting for the client's next message (Drain wakes idle connections)
 	onloop *loopRun // while the event loop relays the client (loop.go)
 
-	// For the event loop: was the last message a simple Query, and how often did the client
-	// leave the loop with a message the loop does not relay.
+	// For the event loop: was the last message a simple Query, how often did the client leave
+	// the loop with a message the loop does not relay.
 	lastWasQuery bool
 	loopMisses   int
+	loopHandOffs int // transactions in a row the loop handed to the goroutine to admit (loop.go)
+	loopBackoff  int // messages to relay on the goroutine before the loop is tried again
 }
 
 func newConn(s *Server, nc net.Conn) *conn {

@@ -32,7 +32,8 @@ import (
 // transaction's end the loop unplugs the engine connection and gives it and the slot back
 // (neither waits), and a transaction's first statement is admitted on the loop's thread
 // (proxy.Core.OpenWire under proxy.NoWait: routing, a free slot of a guard that answers at
-// once, the client's own idle engine connection) and its engine connection plugged in at once.
+// once or a worker's lease kept idle, the client's own idle engine connection) and its engine
+// connection plugged in at once.
 // What may wait, or needs more than the loop does, is the goroutine's: the loop holds the
 // client's message and wakes it. An admission that would wait (others queued, no free slot,
 // a lease to ask for, an engine connection to open, reset or retag): the goroutine admits it
@@ -144,17 +145,36 @@ func (c *conn) loopable() bool {
 		if _, ok := ws.conn.(engine.PGWireSocket); !ok {
 			return false
 		}
-	} else if !c.admitsAtOnce() {
+	} else if !c.mayAdmitAtOnce() {
 		// Transaction pool mode: every transaction's admission would be a hand-off from the
 		// loop to the goroutine and back, which costs more than the goroutine relay saves
 		// (RESULTS.md).
+		return false
+	} else if c.loopBackoff > 0 {
+		c.loopBackoff--
 		return false
 	}
 	return c.srv.eventLoop() != nil
 }
 
-// admitsAtOnce reports whether the backend admits a statement without a network round trip
-// (proxy.Core.AdmitsAtOnce), so that the loop's thread can admit a transaction's first one.
+// A worker admits on the loop's thread only with an idle lease (and the client's engine
+// connection tagged for it): when the loop hands loopHandOffsMax transactions in a row to the
+// goroutine for admission (the control plane to ask: at start, or while other workers contend),
+// each hand-off costs more than the loop saves, and the client leaves the loop for the next
+// loopBackoff messages.
+const (
+	loopHandOffsMax = 4
+	loopBackoff     = 64
+)
+
+// mayAdmitAtOnce reports whether the backend can admit a statement without a network round
+// trip (proxy.Core.MayAdmitAtOnce), so that the loop's thread can admit a transaction's first
+// one; admitsAtOnce, whether it always can (a guard that only counts).
+func (c *conn) mayAdmitAtOnce() bool {
+	b, ok := c.srv.backend.(interface{ MayAdmitAtOnce() bool })
+	return ok && b.MayAdmitAtOnce()
+}
+
 func (c *conn) admitsAtOnce() bool {
 	b, ok := c.srv.backend.(interface{ AdmitsAtOnce() bool })
 	return ok && b.AdmitsAtOnce()
@@ -254,13 +274,21 @@ func (lr *loopRun) admit(sql string) {
 		lr.h.Stop()
 		return
 	}
+	if !c.admitsAtOnce() {
+		c.loopHandOffs++
+	}
+	if c.loopHandOffs >= loopHandOffsMax {
+		c.loopHandOffs, c.loopBackoff = 0, loopBackoff
+		lr.h.Stop() // the goroutine forwards it on the wire it has now
+		return
+	}
 	sock, isSock := c.wire.conn.(engine.PGWireSocket)
 	fd := -1
 	if isSock {
 		fd, isSock = sock.LendSocket()
 	}
 	if !isSock {
-		lr.miss = true
+		lr.miss = true // the goroutine forwards it on the wire it has now
 		lr.h.Stop()
 		return
 	}
@@ -296,6 +324,7 @@ func (lr *loopRun) admitNow(sql string) (v relayloop.Verdict, admitted bool) {
 	lr.sock = sock
 	c.setEngineCancel()
 	c.srv.loopAdmissions.Add(1)
+	c.loopHandOffs = 0
 	return relayloop.Relay, true
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 	"github.com/queryflux/queryflux/internal/netlimit"
@@ -35,9 +37,15 @@ func loopServer(t *testing.T, mode string, maxRunning int) (*pgwire.Server, stri
 // loopServerWith is loopServer with the server's options.
 func loopServerWith(t *testing.T, mode string, maxRunning int, opts pgwire.Options) (*pgwire.Server, string, *frontendtest.Records) {
 	t.Helper()
+	return loopServerGuarded(t, mode, maxRunning, opts, nil)
+}
+
+// loopServerGuarded is loopServerWith with the core's capacity guard (nil: a local one).
+func loopServerGuarded(t *testing.T, mode string, maxRunning int, opts pgwire.Options, guard proxy.Guard) (*pgwire.Server, string, *frontendtest.Records) {
+	t.Helper()
 	e, _ := pgEngine(t)
 	h := &frontendtest.Records{}
-	core := proxy.New(proxy.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry(), OnFinish: h.Add})
+	core := proxy.New(proxy.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry(), OnFinish: h.Add, Guard: guard})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
 		Clusters: []proxy.ClusterSpec{{Name: "pg", Enabled: true, MaxRunningQueries: maxRunning, Engine: e}},
 		Groups: []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: "pg"}},
@@ -153,6 +161,60 @@ func TestEventLoopRelaysSimpleQueries(t *testing.T) {
 				t.Fatalf("history of the series: %+v", recs)
 			}
 		})
+	}
+}
+
+// leaseGuard is a worker's capacity guard (leases from a control plane) over client, started.
+func leaseGuard(t *testing.T, client capacity.LeaseClient) *capacity.LeaseGuard {
+	t.Helper()
+	g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: env.Real(slog.New(slog.DiscardHandler)), Client: client, Holder: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Start(t.Context())
+	return g
+}
+
+// A worker's transactions are admitted on the loop's thread when its released lease is still
+// idle (no round trip to the control plane, here a real capacity API over HTTP); where the
+// lease must be asked for, the goroutine admits the transaction.
+func TestEventLoopAdmitsOnIdleLeases(t *testing.T) {
+	store := capacity.NewMemory()
+	cp := httptest.NewServer(capacity.NewAPIHandler(store, store, env.Real(slog.New(slog.DiscardHandler)), nil))
+	t.Cleanup(cp.Close)
+	srv, url, _ := loopServerGuarded(t, proxy.PoolModeTransaction, 4, pgwire.Options{TrustUsers: []string{"*"}},
+		leaseGuard(t, capacity.NewRemote(cp.URL, cp.Client(), nil)))
+	c := connect(t, url)
+	// An idle lease is kept a few milliseconds only: a client slowed down by a busy machine may
+	// miss it many times before its next statement comes in time.
+	for i := 0; srv.LoopAdmissions() == 0; i++ {
+		if i == 5000 {
+			t.Fatal("no transaction of 5000 was admitted on the event loop's thread")
+		}
+		if got := queryInt(t, c, fmt.Sprintf("select %d + 1", i)); got != i+1 {
+			t.Fatalf("select %d + 1 = %d", i, got)
+		}
+	}
+}
+
+// Where every transaction needs a round trip for its lease (a control plane that does not say
+// whether others contend, so no lease is kept idle), the client leaves the loop after a few
+// hand-offs instead of paying one per transaction.
+func TestEventLoopLeftWhenEveryAdmissionWaits(t *testing.T) {
+	srv, url, _ := loopServerGuarded(t, proxy.PoolModeTransaction, 4, pgwire.Options{TrustUsers: []string{"*"}},
+		leaseGuard(t, capacity.NewMemory()))
+	c := connect(t, url)
+	const n = 200
+	for i := range n {
+		if got := queryInt(t, c, fmt.Sprintf("select %d + 1", i)); got != i+1 {
+			t.Fatalf("select %d + 1 = %d", i, got)
+		}
+	}
+	if got := srv.LoopAdmissions(); got != 0 {
+		t.Fatalf("%d transactions admitted on the loop's thread without an idle lease", got)
+	}
+	if got := srv.LoopStatements(); got > n/10 {
+		t.Fatalf("the loop relayed %d of %d statements, each after a hand-off for its admission", got, n)
 	}
 }
 
