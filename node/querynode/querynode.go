@@ -254,7 +254,8 @@ func (n *Node) newPgwire(gate query.Gate) (frontend, error) {
 }
 
 func (n *Node) newMySQL(gate query.Gate) (frontend, error) {
-	return mysqlwire.NewServer(n.core, mysqlwire.Options{Gate: gate, Users: n.policy.MySQL(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits})
+	return mysqlwire.NewServer(n.core, mysqlwire.Options{Gate: gate, Users: n.policy.MySQL(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits,
+		Registerer: n.opts.Registerer})
 }
 
 func (n *Node) newTrino(gate query.Gate, f config.Frontend) (frontend, error) {

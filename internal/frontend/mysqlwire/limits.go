@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/sqlstate"
@@ -39,6 +40,7 @@ type packetGate struct {
 	tlsConfig *tls.Config // nil: no TLS here (an SSLRequest goes on to go-mysql, which refuses it)
 	limits    netlimit.Limits
 	log       *slog.Logger           // told about refusals
+	refusals  *prometheus.CounterVec // counts a logged-in client's refused messages (nil: none)
 	msg       *netlimit.MessageTimer // set once login succeeded (loggedIn)
 	checked   bool                   // the handshake response was checked (checkHandshakeResponse)
 	clientSeq byte                   // the current packet's sequence number as the client sent it
@@ -124,6 +126,7 @@ func (g *packetGate) Read(p []byte) (int, error) {
 	n, err := g.read(p)
 	if err != nil && g.msg != nil && g.msg.Expired() {
 		g.log.Info("mysqlwire: client message refused", "remote", g.RemoteAddr().String(), "reason", "not whole within "+g.msg.Timeout().String())
+		g.count("message_timeout")
 		err = g.refuse(g.clientSeq, mysql.ER_NET_READ_INTERRUPTED, errMessageTimeout)
 	}
 	return n, err
@@ -238,6 +241,7 @@ func (g *packetGate) admit(seq byte, size int) error {
 	total := g.msgBytes + size
 	if total > limit {
 		g.log.Info("mysqlwire: client message refused", "remote", g.RemoteAddr().String(), "declared_bytes", total, "limit_bytes", limit)
+		g.count("message_bytes")
 		return g.refuse(seq, mysql.ER_NET_PACKET_TOO_LARGE, errPacketTooLarge{total, limit, g.msg != nil})
 	}
 	g.msgEnding = size < maxPayload
@@ -246,6 +250,13 @@ func (g *packetGate) admit(seq byte, size int) error {
 		g.msgBytes = 0
 	}
 	return nil
+}
+
+// count counts a logged-in client's message refused at bound.
+func (g *packetGate) count(bound string) {
+	if g.msg != nil && g.refusals != nil && !g.refused.Load() {
+		g.refusals.WithLabelValues("mysqlwire", bound).Inc()
+	}
 }
 
 // endMessage stops the message's clock once its last packet was handed on.

@@ -18,6 +18,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/mytest"
@@ -313,7 +315,8 @@ func fullPacket(seq byte) []byte {
 // message within the limit that spans packets still runs.
 func TestMessageOverMaxAllowedPacket(t *testing.T) {
 	var sqlBytes atomic.Int64
-	addr := startServer(t, frontendtest.NewBackend(okEngine(&sqlBytes)), Options{Limits: netlimit.Limits{MessageBytesMax: 20 << 20}})
+	reg := prometheus.NewRegistry()
+	addr := startServer(t, frontendtest.NewBackend(okEngine(&sqlBytes)), Options{Limits: netlimit.Limits{MessageBytesMax: 20 << 20}, Registerer: reg})
 	const tooLarge = "Got a packet bigger than 'max_allowed_packet' bytes"
 	t.Run("advertised", func(t *testing.T) {
 		var got int64
@@ -349,6 +352,9 @@ func TestMessageOverMaxAllowedPacket(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantRefusal(t, nc, 2, gomysql.ER_NET_PACKET_TOO_LARGE, tooLarge)
+		if got := testutil.ToFloat64(netlimit.BoundRefusals(reg).WithLabelValues("mysqlwire", "message_bytes")); got != 1 {
+			t.Errorf("message_bytes refusals %v, want 1", got)
+		}
 	})
 }
 
@@ -357,7 +363,8 @@ func TestMessageOverMaxAllowedPacket(t *testing.T) {
 // message's first byte over all its packets. A client idle between messages is not ended.
 func TestMessageTimeout(t *testing.T) {
 	var sqlBytes atomic.Int64
-	addr := startServer(t, frontendtest.NewBackend(okEngine(&sqlBytes)), Options{Limits: netlimit.Limits{MessageTimeout: 300 * time.Millisecond}})
+	reg := prometheus.NewRegistry()
+	addr := startServer(t, frontendtest.NewBackend(okEngine(&sqlBytes)), Options{Limits: netlimit.Limits{MessageTimeout: 300 * time.Millisecond}, Registerer: reg})
 	const timedOut = "Got timeout reading communication packets"
 	_, idle := loggedInRaw(t, addr)
 	cases := []struct {
@@ -377,6 +384,9 @@ func TestMessageTimeout(t *testing.T) {
 			}
 			wantRefusal(t, nc, tc.seq, gomysql.ER_NET_READ_INTERRUPTED, timedOut)
 		})
+	}
+	if got := testutil.ToFloat64(netlimit.BoundRefusals(reg).WithLabelValues("mysqlwire", "message_timeout")); got != float64(len(cases)) {
+		t.Errorf("message_timeout refusals %v, want %d", got, len(cases))
 	}
 	t.Run("idle between messages", func(t *testing.T) {
 		// idle logged in before the cases above, each of which waited out the timeout.

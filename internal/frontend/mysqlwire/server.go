@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
@@ -76,6 +77,8 @@ type Options struct {
 	// it, a message's size (MessageBytesMax is max_allowed_packet) and the time it may take to
 	// arrive (zero fields: netlimit's defaults).
 	Limits netlimit.Limits
+	// Registerer receives queryflux_frontend_bound_refusals_total; nil keeps it unregistered.
+	Registerer prometheus.Registerer
 }
 
 // Server serves MySQL clients on listeners. Safe for concurrent use.
@@ -85,6 +88,8 @@ type Server struct {
 	srv     *server.Server // without TLS
 	srvTLS  *server.Server // offering TLS, with the configuration opts.TLS gives at each handshake
 	log     *slog.Logger
+	// refusals counts logged-in clients' messages refused at a bound (too large, too slow).
+	refusals *prometheus.CounterVec
 
 	ctx    context.Context // ends on Close; parent of every query's context
 	cancel context.CancelFunc
@@ -138,6 +143,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[net.Conn]struct{}{},
 		sessions:  map[uint32]*session{},
+		refusals:  netlimit.BoundRefusals(opts.Registerer),
 	}
 	auth := &authProvider{s: s, key: key}
 	s.srv = server.NewServerWithAuth(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, nil, auth)
@@ -258,6 +264,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	defer cancel()
 	srv, tlsConfig := s.goMySQL()
 	gate := newPacketGate(nc, s.opts.Limits, tlsConfig, s.log)
+	gate.refusals = s.refusals
 	defer gate.stop()
 	buffered := newFlushOnReadConn(gate)
 	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc}
