@@ -13,6 +13,10 @@
 //	crash            SIGKILL                         restart   SIGKILL if running, start again
 //	stop {grace}     SIGTERM, SIGKILL after grace    partition two-way: both directions stalled
 //	partition oneWay timeout toxic on that direction heal      faults removed, proxy reopened
+//	partition, heal between two workers: each worker advertises (--advertise-host) a loopback
+//	                 address of its own where a peer proxy fronts its ops listener; the proxy
+//	                 tells the dialing worker by the process owning the socket (/proc) and
+//	                 stalls the cut directions of exactly that pair's connections (peerlink.go)
 //	link {latency, drop}  latency toxic (fixed or uniform as latency ± jitter); drop: an HTTP
 //	                 message lost with that probability, its connection silent from then on
 //	hold, release    that direction stops passing bytes; on release they pass, in order
@@ -28,6 +32,10 @@
 //	                 last reported running, whether it is the one served for the labels it
 //	                 registered with (current), and that revision's groups
 //	selectorUnmatched  the control plane's /metrics (queryflux_selector_unmatched)
+//	group cache, keys  clusterGroups[].cache (preferredWorker included); an arrival's keys are
+//	                 fixed statements, each key's duration drawn once (the cache keys on the text)
+//	cacheHitRate     the workers' /metrics: cache hits over finished queries of the group after
+//	                 the warmup, summed over restarts; client errors as the arrival clients saw them
 //	config: {zones: true}  the zones layout of scenarios/labels.go, edited through the admin API
 //	engineFence: false  the control planes run with the binary's test hook that turns the fence off
 //	clusters         engine: postgres, a PostgreSQL database; the engine sessions'

@@ -161,7 +161,7 @@ func (f *fleetWorkload) runMySQL(ctx context.Context, worker, group, stmt string
 	case ctx.Err() != nil:
 		return outCancelled, 0
 	}
-	return outRefused, 0
+	return outFailed, 0 // the connection broke while the query ran
 }
 
 // sampleMySQL counts the workload statements each MariaDB engine database runs, the queries of

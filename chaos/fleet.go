@@ -108,6 +108,16 @@ func closed(ch chan struct{}) bool {
 	}
 }
 
+// pid is the running process's id (0 while it is down).
+func (p *proc) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || closed(p.done) {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 func (p *proc) running() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -22,6 +22,8 @@ const (
 
 func peakMetric(cluster string) string { return "peak executing on the engine " + cluster }
 
+func cacheMetric(group string) string { return "cache hit rate, group " + group }
+
 var metricUnits = map[string]string{
 	"evictions": "count", "heartbeats received (all workers)": "count",
 	mAdmittedRate: "1/s", mFairness: "index", mStored: "records", mDropped: "records",
@@ -33,6 +35,9 @@ func metricUnit(name string) string {
 	}
 	if strings.HasPrefix(name, peakMetric("")) {
 		return "queries"
+	}
+	if strings.HasPrefix(name, cacheMetric("")) {
+		return "share"
 	}
 	return "s"
 }
@@ -55,6 +60,11 @@ func workloadHeadline(sc *scenarios.Scenario, s *scenarios.WorkloadSummary, hist
 	}
 	if hist != nil {
 		m[mStored], m[mDropped] = float64(hist[0]), float64(hist[1])
+	}
+	for _, g := range sc.Workload.Groups {
+		if gs, ok := s.Groups[g.Name]; ok && g.Cache != nil {
+			m[cacheMetric(g.Name)] = gs.CacheHitRate
+		}
 	}
 	return m
 }

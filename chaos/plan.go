@@ -36,10 +36,10 @@ func planEvent(sc *scenarios.Scenario, ev *scenarios.Event) (step, string) {
 		st.do = func(r *runner) error {
 			for _, n := range names {
 				p := r.procs[n]
-				p.kill()
 				if r.wl != nil {
-					r.wl.crashed(n)
+					r.wl.crashed(n) // first: its clients see the kill at once
 				}
+				p.kill()
 				if !crash && r.cfg != nil {
 					if s, _ := r.sc.Spec(n); s.Role == "worker" {
 						if err := r.cfg.restarting(n); err != nil {
@@ -103,6 +103,8 @@ func planEvent(sc *scenarios.Scenario, ev *scenarios.Event) (step, string) {
 		return planClock(sc, ev, st)
 	case "partition", "heal", "link", "hold", "release":
 		return planLink(sc, ev, st)
+	case "configEdit":
+		return planConfigEdit(sc, ev, st)
 	case "configSet", "configBad", "configHang":
 		if sc.Config != nil && (ev.Kind != "configSet" || !hasCluster(ev)) {
 			return planConfigEvent(sc, ev, st)
@@ -151,7 +153,9 @@ func planLink(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, strin
 		return st, fmt.Sprintf("drop %v: must be in [0, 1]", lp.Drop)
 	}
 	var dirs []direction
-	if ev.Kind == "heal" && lp.From == "" && lp.To == "" {
+	var peerDirs [][2]string // worker → worker directions (peerlink.go)
+	healAll := ev.Kind == "heal" && lp.From == "" && lp.To == ""
+	if healAll {
 		for _, s := range sc.Nodes() {
 			if s.Role == "worker" {
 				dirs = append(dirs, direction{s.Name, true}, direction{s.Name, false})
@@ -176,9 +180,16 @@ func planLink(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, strin
 					pairs = append(pairs, [2]string{b, a})
 				}
 				for _, pr := range pairs {
+					if isWorker(sc, pr[0]) && isWorker(sc, pr[1]) {
+						if ev.Kind != "partition" && ev.Kind != "heal" {
+							return st, fmt.Sprintf("link %s→%s: between workers chaos cuts and heals (partition, heal), no %s", pr[0], pr[1], ev.Kind)
+						}
+						peerDirs = append(peerDirs, pr)
+						continue
+					}
 					d, ok := proxied(sc, pr[0], pr[1])
 					if !ok {
-						return st, fmt.Sprintf("link %s→%s is not proxied in chaos (only a worker's link to its control plane is)", pr[0], pr[1])
+						return st, fmt.Sprintf("link %s→%s is not proxied in chaos (only a worker's links to its control plane and to other workers are)", pr[0], pr[1])
 					}
 					if !slices.Contains(dirs, d) {
 						dirs = append(dirs, d)
@@ -200,6 +211,12 @@ func planLink(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, strin
 	}
 	kind := ev.Kind
 	st.do = func(r *runner) error {
+		if healAll && r.peers != nil {
+			r.peers.healAll()
+		}
+		for _, pr := range peerDirs {
+			r.peers.set(pr[0], pr[1], kind == "partition")
+		}
 		touched := map[string]bool{}
 		for _, d := range dirs {
 			l := r.links[d.worker]
@@ -233,6 +250,34 @@ func planLink(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, strin
 		return nil
 	}
 	return st, ""
+}
+
+func isWorker(sc *scenarios.Scenario, name string) bool {
+	s, _ := sc.Spec(name)
+	return s.Role == "worker"
+}
+
+// hasPeerFaults reports whether the timeline cuts a link between two workers.
+func hasPeerFaults(sc *scenarios.Scenario) bool {
+	for _, ev := range sc.Timeline {
+		if ev.Kind != "partition" {
+			continue
+		}
+		var lp scenarios.LinkParams
+		if ev.Params.Decode(&lp) != nil {
+			continue
+		}
+		from, _ := sc.Resolve(lp.From)
+		to, _ := sc.Resolve(lp.To)
+		for _, a := range from {
+			for _, b := range to {
+				if a != b && isWorker(sc, a) && isWorker(sc, b) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func proxied(sc *scenarios.Scenario, from, to string) (direction, bool) {

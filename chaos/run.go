@@ -121,6 +121,7 @@ type runner struct {
 	wl    *fleetWorkload // nil without a workload section
 	cfg   *fleetConfig   // nil without a config section
 	clock *clocks        // nil without drift or clockStep events
+	peers *peerNet       // nil without faults between workers
 	// readCPMetrics: every look reads the control planes' /metrics (a check needs them).
 	readCPMetrics bool
 
@@ -284,6 +285,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 	if hasClockEvents(sc) {
 		r.clock = &clocks{faults: map[string]env.ClockFault{}}
 	}
+	if hasPeerFaults(sc) {
+		r.peers = newPeerNet(r.workerPids)
+	}
 	r.readCPMetrics = slices.ContainsFunc(sc.Checks, func(c *scenarios.CheckSpec) bool { return c.Kind == "selectorUnmatched" })
 	r.dir = opts.LogDir
 	if r.dir == "" {
@@ -316,6 +320,19 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 	return rep, nil
 }
 
+// workerPids maps each running worker's process id to its name.
+func (r *runner) workerPids() map[int]string {
+	out := map[int]string{}
+	for _, w := range workerNames(r.sc) {
+		if p := r.procs[w]; p != nil {
+			if pid := p.pid(); pid != 0 {
+				out[pid] = w
+			}
+		}
+	}
+	return out
+}
+
 func (r *runner) teardown() {
 	if r.cfg != nil {
 		r.cfg.releaseAll()
@@ -325,6 +342,9 @@ func (r *runner) teardown() {
 	}
 	for _, l := range r.links {
 		l.close()
+	}
+	if r.peers != nil {
+		r.peers.close()
 	}
 	for _, db := range r.dbs {
 		db.drop()
@@ -532,12 +552,17 @@ func (r *runner) boot(ctx context.Context) error {
 			}
 		}
 	}
-	for _, name := range workerNames(r.sc) {
+	for i, name := range workerNames(r.sc) {
 		ops, err := freeport.Loopback()
 		if err != nil {
 			return err
 		}
 		r.ops[name] = ops
+		if r.peers != nil {
+			if err := r.peers.listen(name, peerIP(i), ops); err != nil {
+				return err
+			}
+		}
 	}
 	for _, s := range r.sc.Nodes() {
 		if s.Role != "worker" {
@@ -572,6 +597,9 @@ func (r *runner) boot(ctx context.Context) error {
 		args = append(args, timing...)
 		if hasFlag(r.opts.Bin, "--health-probe-interval") {
 			args = append(args, "--health-probe-interval", iv.healthProbe.String(), "--health-lag-threshold", iv.lagThreshold.String())
+		}
+		if r.peers != nil {
+			args = append(args, "--advertise-host", peerIP(slices.Index(workerNames(r.sc), s.Name)))
 		}
 		args = append(args, labelArgs(s.Labels)...) // last: relabel replaces them
 		r.procs[s.Name] = &proc{name: s.Name, bin: r.opts.Bin, logPath: filepath.Join(r.dir, s.Name+".log"), args: args, env: r.clockEnv(s.Name)}

@@ -55,8 +55,10 @@ type fleetWorkload struct {
 	load      map[string]*scenarios.WorkerLoad // Submitted and QueueMs by the clients
 	admits    map[string]*counter              // guard grants, from each worker's /metrics
 	executing map[string]int
-	caps      map[string]int // in force (configSet edits them)
-	limits    map[string]int // what the engine is held to (a lowered cap once drained under it)
+	caps      map[string]int      // in force (configSet edits them)
+	members   map[string][]string // group -> members, as configEdit changed them
+	routes    map[string]string   // an arrival's group (its user) -> the group its queries go to, as configEdit changed them
+	limits    map[string]int      // what the engine is held to (a lowered cap once drained under it)
 	peak      map[string]int
 	peakLease map[string]int
 	seenLease map[string]bool
@@ -68,9 +70,15 @@ type fleetWorkload struct {
 	warm      bool           // base was taken at the end of the warmup
 	hist      map[string]*histSeen
 	crashes   map[string]int
-	clients   sync.WaitGroup
-	queries   context.Context // the queries' context: cancelled a grace after the end
-	stop      chan struct{}
+	keys      map[int][][]drawn // arrival index -> its keys' draws
+
+	groupSeen      map[string]*groupCounters // worker -> its cache hits and finished queries by group
+	groupSubmitted map[string]int            // counted queries sent, by group
+	groupErrors    map[string]int            // counted queries whose clients got an error, by group
+	groupBase      [2]map[string]int         // cache hits and finished by group when counting starts
+	clients        sync.WaitGroup
+	queries        context.Context // the queries' context: cancelled a grace after the end
+	stop           chan struct{}
 }
 
 // counter sums a per-process counter across restarts of the process.
@@ -90,7 +98,9 @@ func newFleetWorkload(r *runner) *fleetWorkload {
 		load: map[string]*scenarios.WorkerLoad{}, admits: map[string]*counter{}, executing: map[string]int{},
 		caps: map[string]int{}, limits: map[string]int{}, peak: map[string]int{}, peakLease: map[string]int{},
 		seenLease: map[string]bool{}, finished: map[string]int{}, hist: map[string]*histSeen{}, crashes: map[string]int{},
-		stop: make(chan struct{}), mysqlGr: mysqlGroups(r.sc.Workload)}
+		stop: make(chan struct{}), mysqlGr: mysqlGroups(r.sc.Workload),
+		members: map[string][]string{}, routes: map[string]string{},
+		groupSeen: map[string]*groupCounters{}, groupSubmitted: map[string]int{}, groupErrors: map[string]int{}}
 	for _, c := range f.wl.Clusters {
 		f.caps[c.Name], f.limits[c.Name] = c.Cap, c.Cap
 	}
@@ -184,16 +194,24 @@ func (f *fleetWorkload) sharedSections() string {
 	}
 	b.WriteString("clusterGroups:\n")
 	for _, g := range f.wl.Groups {
+		members := g.Members
+		if m, ok := f.members[g.Name]; ok {
+			members = m
+		}
 		strategy := g.Strategy
 		if strategy == "" {
 			strategy = "roundRobin"
 		}
-		fmt.Fprintf(&b, "  - {name: %s, members: [%s], strategy: %s, maxQueuedQueries: %d, capacityWaitTimeoutSecs: %d}\n",
-			g.Name, strings.Join(g.Members, ", "), strategy, g.MaxQueued, int(g.WaitTimeout/time.Second))
+		fmt.Fprintf(&b, "  - {name: %s, members: [%s], strategy: %s, maxQueuedQueries: %d, capacityWaitTimeoutSecs: %d%s}\n",
+			g.Name, strings.Join(members, ", "), strategy, g.MaxQueued, int(g.WaitTimeout/time.Second), cacheYAML(g.Cache))
 	}
 	b.WriteString("routers:\n")
 	for _, g := range f.wl.Groups {
-		fmt.Fprintf(&b, "  - {type: compound, group: %s, conditions: [{type: user, user: %s}]}\n", g.Name, g.Name)
+		target := g.Name
+		if t, ok := f.routes[g.Name]; ok {
+			target = t
+		}
+		fmt.Fprintf(&b, "  - {type: compound, group: %s, conditions: [{type: user, user: %s}]}\n", target, g.Name)
 	}
 	fmt.Fprintf(&b, "routingFallback: %s\nsettings: {security: {trustLoopback: true}}\n", f.wl.Groups[0].Name)
 	return b.String()
@@ -280,12 +298,18 @@ END $$`, i+1, i+1))
 
 // start runs every arrival's clients until the scenario ends.
 func (f *fleetWorkload) start(ctx context.Context) {
+	f.keys = map[int][][]drawn{}
+	for i, a := range f.wl.Arrivals {
+		if a.Keys > 0 {
+			f.keys[i] = f.keyDraws(i, a)
+		}
+	}
 	for i, a := range f.wl.Arrivals {
 		members, _ := f.r.sc.Resolve(a.Workers)
 		weights := scenarios.WorkerWeights(len(members), a.Skew)
 		for j, name := range members {
 			rng := &lockedRand{r: rand.New(rand.NewPCG(f.r.opts.Seed, uint64(i)<<32|uint64(j)))}
-			gen := &arrivals{f: f, a: a, worker: name, rate: a.Rate * weights[j], rng: rng}
+			gen := &arrivals{f: f, index: i, a: a, worker: name, rate: a.Rate * weights[j], rng: rng}
 			for range a.Clients {
 				f.clients.Add(1)
 				go func() { defer f.clients.Done(); gen.closedLoop(ctx) }()
@@ -302,6 +326,7 @@ func (f *fleetWorkload) start(ctx context.Context) {
 
 type arrivals struct {
 	f      *fleetWorkload
+	index  int // the arrival's index in the file (its keys)
 	a      scenarios.Arrival
 	worker string
 	rate   float64
@@ -365,7 +390,7 @@ func (g *arrivals) poisson(ctx context.Context) {
 			return
 		}
 		if r.now() < g.a.To {
-			g.f.submit(ctx, g.worker, g.a.Group, g.draw())
+			g.f.submit(ctx, g.worker, g.a.Group, g.next())
 		}
 	}
 }
@@ -376,7 +401,7 @@ func (g *arrivals) closedLoop(ctx context.Context) {
 	r := g.f.r
 	for ctx.Err() == nil && g.waitActive(ctx) {
 		sent := r.now()
-		if g.f.submitWait(g.worker, g.a.Group, g.draw()) != outSucceeded &&
+		if g.f.submitWait(g.worker, g.a.Group, g.next()) != outSucceeded &&
 			!r.sleepUntil(ctx, sent+scenarios.ClientRefusedPause) {
 			return
 		}
@@ -387,12 +412,28 @@ func (g *arrivals) bursts(ctx context.Context) {
 	r := g.f.r
 	for g.waitActive(ctx) {
 		for range g.a.Burst.Size {
-			g.f.submit(ctx, g.worker, g.a.Group, g.draw())
+			g.f.submit(ctx, g.worker, g.a.Group, g.next())
 		}
 		if !r.sleepUntil(ctx, r.now()+g.a.Burst.Every) {
 			return
 		}
 	}
+}
+
+// next is the arrival's next query: one of its keys, or a fresh draw.
+func (g *arrivals) next() pick {
+	if g.a.Keys <= 0 {
+		return pick{draws: g.draw()}
+	}
+	k := g.rng.Int64N(int64(g.a.Keys))
+	return pick{draws: g.f.keys[g.index][k], alias: fmt.Sprintf(" AS q%d", k)}
+}
+
+// pick is one query: its durations and outcomes, and for a key the alias that makes its
+// statement text that key's own.
+type pick struct {
+	draws []drawn
+	alias string
 }
 
 // draw is one query's duration and outcome on every cluster (the engine it lands on picks its own).
@@ -411,36 +452,46 @@ type drawn struct {
 }
 
 // submit runs one query on worker through its PostgreSQL wire, as the arrival's group's user.
-func (f *fleetWorkload) submit(ctx context.Context, worker, group string, draws []drawn) {
-	counted := f.r.now() >= f.wl.Warmup
-	if counted {
-		f.mu.Lock()
-		f.loadOf(worker).Submitted++
-		f.mu.Unlock()
-	}
+func (f *fleetWorkload) submit(ctx context.Context, worker, group string, q pick) {
+	counted := f.count(worker, group)
 	f.clients.Add(1)
 	go func() {
 		defer f.clients.Done()
-		f.runCounted(worker, group, draws, counted)
+		f.runCounted(worker, group, q, counted)
 	}()
 }
 
 // submitWait runs one query on worker as submit does, returning when it ended.
-func (f *fleetWorkload) submitWait(worker, group string, draws []drawn) string {
-	counted := f.r.now() >= f.wl.Warmup
-	if counted {
-		f.mu.Lock()
-		f.loadOf(worker).Submitted++
-		f.mu.Unlock()
-	}
-	return f.runCounted(worker, group, draws, counted)
+func (f *fleetWorkload) submitWait(worker, group string, q pick) string {
+	return f.runCounted(worker, group, q, f.count(worker, group))
 }
 
-func (f *fleetWorkload) runCounted(worker, group string, draws []drawn, counted bool) string {
+// count counts a query about to be sent to worker, and says whether its end counts: after
+// the warmup, and only while the worker runs. The simulator's arrivals run inside the worker,
+// so a killed worker receives none, and the queries it was running end unseen with it.
+func (f *fleetWorkload) count(worker, group string) bool {
+	if f.r.now() < f.wl.Warmup || !f.r.procs[worker].running() {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.loadOf(worker).Submitted++
+	f.groupSubmitted[group]++
+	return true
+}
+
+func (f *fleetWorkload) runCounted(worker, group string, q pick, counted bool) string {
 	sent := time.Now()
-	outcome, ran := f.run(f.queries, worker, group, draws)
-	f.finish(worker, counted, outcome, time.Since(sent), ran)
+	crashes := f.crashCount(worker)
+	outcome, ran := f.run(f.queries, worker, group, q)
+	f.finish(worker, group, counted && f.crashCount(worker) == crashes, outcome, time.Since(sent), ran)
 	return outcome
+}
+
+func (f *fleetWorkload) crashCount(worker string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.crashes[worker]
 }
 
 // Outcomes of one query as its client sees them.
@@ -455,15 +506,16 @@ const (
 
 // run sends the query; ran is how long the engine was asked to run it (to subtract from the
 // client's time for the queue wait).
-func (f *fleetWorkload) run(ctx context.Context, worker, group string, draws []drawn) (string, time.Duration) {
+func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (string, time.Duration) {
+	draws := q.draws
 	if f.mysqlGr[group] {
-		return f.runMySQL(ctx, worker, group, f.mysqlStatement(draws), draws)
+		return f.runMySQL(ctx, worker, group, f.mysqlStatement(draws)+q.alias, draws)
 	}
 	ds, fails := make([]string, len(draws)), make([]string, len(draws))
 	for i, d := range draws {
 		ds[i], fails[i] = fmt.Sprintf("%.3f", d.d.Seconds()), fmt.Sprint(d.fail)
 	}
-	sql := fmt.Sprintf("SELECT qf_chaos(ARRAY[%s]::float8[], ARRAY[%s])", strings.Join(ds, ","), strings.Join(fails, ","))
+	sql := fmt.Sprintf("SELECT qf_chaos(ARRAY[%s]::float8[], ARRAY[%s])%s", strings.Join(ds, ","), strings.Join(fails, ","), q.alias)
 	connURL := fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable&connect_timeout=5", group, f.pg[worker], group)
 	conn, err := pgx.Connect(ctx, connURL)
 	if err != nil {
@@ -486,7 +538,7 @@ func (f *fleetWorkload) run(ctx context.Context, worker, group string, draws []d
 	case ctx.Err() != nil:
 		return outCancelled, 0
 	}
-	return outRefused, 0
+	return outFailed, 0 // the connection broke while the query ran
 }
 
 // maxDraw bounds what the engine ran: one cluster's draw (with one cluster, exactly it).
@@ -507,7 +559,7 @@ func (f *fleetWorkload) loadOf(worker string) *scenarios.WorkerLoad {
 	return l
 }
 
-func (f *fleetWorkload) finish(worker string, counted bool, outcome string, took, ran time.Duration) {
+func (f *fleetWorkload) finish(worker, group string, counted bool, outcome string, took, ran time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if outcome != outRefused {
@@ -515,6 +567,16 @@ func (f *fleetWorkload) finish(worker string, counted bool, outcome string, took
 	}
 	if !counted {
 		return
+	}
+	if outcome == outRefused {
+		// No connection: the query never reached the worker (starting, or just killed), as
+		// no simulated arrival reaches a worker that is not serving.
+		f.loadOf(worker).Submitted--
+		f.groupSubmitted[group]--
+		return
+	}
+	if outcome != outSucceeded && outcome != outCancelled {
+		f.groupErrors[group]++
 	}
 	l := f.loadOf(worker)
 	switch outcome {
@@ -664,6 +726,12 @@ func (f *fleetWorkload) admitted(worker string, metrics string) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	g := f.groupSeen[worker]
+	if g == nil {
+		g = &groupCounters{hits: map[string]*counter{}, finished: map[string]*counter{}}
+		f.groupSeen[worker] = g
+	}
+	g.see(metrics)
 	c := f.admits[worker]
 	if c == nil {
 		c = &counter{}
@@ -674,9 +742,10 @@ func (f *fleetWorkload) admitted(worker string, metrics string) {
 
 // stats are the run's numbers in the simulator's terms (its Summary computes the same figures).
 func (f *fleetWorkload) stats(base map[string]int) *scenarios.WorkloadStats {
+	groups := f.groupLoads()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := &scenarios.WorkloadStats{Workers: map[string]*scenarios.WorkerLoad{}, CPRequests: map[string]int{},
+	st := &scenarios.WorkloadStats{Workers: map[string]*scenarios.WorkerLoad{}, Groups: groups, CPRequests: map[string]int{},
 		MaxExecuting: f.peak, MaxLeases: f.peakLease, LeaseViolations: len(f.leaseViol), EngineViolations: len(f.engViol)}
 	for name, l := range f.load {
 		cp := *l
@@ -795,7 +864,11 @@ func (f *fleetWorkload) look(s *snapshot) {
 	}
 	wg.Wait()
 	s.admitted = f.admittedTotals()
+	hits, finished := f.groupTotals()
 	f.mu.Lock()
+	if f.groupBase[0] == nil || (!f.warm && f.wl.Warmup > 0 && s.t >= f.wl.Warmup) {
+		f.groupBase = [2]map[string]int{hits, finished}
+	}
 	if !f.warm && f.wl.Warmup > 0 && s.t >= f.wl.Warmup {
 		f.base, f.warm = s.admitted, true
 	}
@@ -923,17 +996,68 @@ func (f *fleetWorkload) setCap(cluster string, c int) error {
 		f.limits[cluster] = c
 	}
 	f.mu.Unlock()
+	return f.reload("")
+}
+
+// reload writes every control plane's file and has each reload it (POST
+// /admin/config/reload), as an operator's edit would. fallback, if not "", replaces the
+// routingFallback: a bad edit, which each control plane must refuse; then the good file is
+// written back.
+func (f *fleetWorkload) reload(fallback string) error {
 	r := f.r
 	for _, cp := range slices.Sorted(maps.Keys(r.api)) {
-		if _, err := r.writeFile(cp+".yaml", f.controlPlaneConfig(r.api[cp], f.cpDB.url)); err != nil {
+		doc := f.controlPlaneConfig(r.api[cp], f.cpDB.url)
+		if fallback != "" {
+			doc = strings.Replace(doc, "routingFallback: "+f.wl.Groups[0].Name+"\n", "routingFallback: "+fallback+"\n", 1)
+		}
+		if _, err := r.writeFile(cp+".yaml", doc); err != nil {
 			return err
 		}
 		if !r.procs[cp].running() {
 			continue // it reads the file when it starts again
 		}
-		if err := r.post("http://"+r.api[cp]+controlplane.PathAdminConfigReload, adminToken); err != nil {
+		err := r.post("http://"+r.api[cp]+controlplane.PathAdminConfigReload, adminToken)
+		switch {
+		case fallback == "" && err != nil:
 			return fmt.Errorf("reload on %s: %w", cp, err)
+		case fallback != "" && err == nil:
+			return fmt.Errorf("reload on %s: a configuration whose routingFallback names no group was accepted", cp)
 		}
 	}
+	if fallback != "" {
+		return f.reload("")
+	}
 	return nil
+}
+
+// planConfigEdit maps configEdit onto the control planes' files: caps, members and routes
+// edited and reloaded; bad: a file whose routingFallback names no group, which every control
+// plane must refuse (so no worker ever sees it), then the good one again.
+func planConfigEdit(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, string) {
+	var e scenarios.ConfigEdit
+	if err := ev.Params.Decode(&e); err != nil {
+		return st, err.Error()
+	}
+	if sc.Workload == nil {
+		return st, "configEdit without a workload: section"
+	}
+	st.do = func(r *runner) error { return r.wl.edit(e) }
+	return st, ""
+}
+
+func (f *fleetWorkload) edit(e scenarios.ConfigEdit) error {
+	if e.Bad {
+		return f.reload("qf-no-such-group")
+	}
+	f.mu.Lock()
+	for c, v := range e.Caps {
+		f.caps[c] = v
+		if v > f.limits[c] || f.executing[c] <= v {
+			f.limits[c] = v
+		}
+	}
+	maps.Copy(f.members, e.Members)
+	maps.Copy(f.routes, e.Routes)
+	f.mu.Unlock()
+	return f.reload("")
 }

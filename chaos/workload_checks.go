@@ -33,6 +33,12 @@ func planWorkloadCheck(sc *scenarios.Scenario, c *scenarios.CheckSpec) (realChec
 			return nil, err.Error(), true
 		}
 		return &fairnessCheck{min: a.Min}, "", true
+	case "configNeverHalfApplied":
+		ch, why := planConfigWhole(c)
+		return ch, why, true
+	case "cacheHitRate":
+		ch, why := planCacheHitRate(c)
+		return ch, why, true
 	case "expectViolation":
 		var a struct {
 			Oracle string `yaml:"oracle"`

@@ -180,6 +180,9 @@ type RunOpts struct {
 	// history store is acknowledged and lost without a word (a planted bug historyConserved
 	// must catch).
 	PlantHistoryLoss int
+	// Noise perturbs the Go scheduler at every task switch (sim.Opts.Noise): the trace must not
+	// change.
+	Noise bool
 	// PlantLeak, for tests only: every Nth query of the workload is read to its end and its
 	// result stream never closed (a planted leak the end-of-run oracle must catch).
 	PlantLeak int
@@ -236,7 +239,7 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	if opts.StallTimeout == 0 {
 		opts.StallTimeout = time.Minute
 	}
-	s := sim.New(sim.Opts{Seed: seed, Verbose: opts.Verbose, LogOut: opts.LogOut, StallTimeout: max(opts.StallTimeout, 0)})
+	s := sim.New(sim.Opts{Seed: seed, Verbose: opts.Verbose, LogOut: opts.LogOut, StallTimeout: max(opts.StallTimeout, 0), Noise: opts.Noise})
 	defer s.Close()
 	w := &World{Sim: s, Scenario: sc, Seed: seed, roles: map[string]roleEntry{}, durable: map[string]any{}, opts: opts}
 	res := &Result{Scenario: sc.Name, Seed: seed}

@@ -18,7 +18,14 @@ import (
 // pingWorld runs the built-in ping-pong workload with a crash, a restart, a partition and lossy
 // links for a minute of virtual time and returns the trace hash.
 func pingWorld(t testing.TB, seed uint64) (string, map[string]*workload.PingStats) {
-	s := sim.New(sim.Opts{Seed: seed})
+	h, st, _ := noisyPingWorld(t, seed, false)
+	return h, st
+}
+
+// noisyPingWorld is pingWorld, with the Go scheduler yielded at random at task switches when
+// noise is set; it also returns how often it was.
+func noisyPingWorld(t testing.TB, seed uint64, noise bool) (string, map[string]*workload.PingStats, uint64) {
+	s := sim.New(sim.Opts{Seed: seed, Noise: noise})
 	s.Net().SetDefault(sim.Link{Latency: sim.Exponential(time.Millisecond, 2*time.Millisecond), Drop: 0.01})
 	stats := workload.PingPong(s, []string{"a", "b", "c", "d"})
 	s.At(10*time.Second, func() { s.Node("b").Crash() })
@@ -29,7 +36,20 @@ func pingWorld(t testing.TB, seed uint64) (string, map[string]*workload.PingStat
 	if err := s.Run(time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	return s.TraceHash(), stats
+	return s.TraceHash(), stats, s.NoiseYields()
+}
+
+// TestNoiseKeepsTheTrace: scheduler noise yields the Go scheduler at task switches, and a
+// deterministic world's trace does not notice.
+func TestNoiseKeepsTheTrace(t *testing.T) {
+	quiet, _, none := noisyPingWorld(t, 3, false)
+	noisy, _, yields := noisyPingWorld(t, 3, true)
+	if quiet != noisy {
+		t.Fatalf("seed 3: %s without noise, %s with", quiet, noisy)
+	}
+	if none != 0 || yields < 1000 {
+		t.Fatalf("yields: %d without noise, %d with (want none, then many)", none, yields)
+	}
 }
 
 func TestSameSeedSameHash(t *testing.T) {

@@ -54,12 +54,19 @@ type Opts struct {
 	// I/O), the process dies with the seed, the running task and every goroutine's stack, instead
 	// of hanging. The watchdog never touches the world or the trace.
 	StallTimeout time.Duration
+	// Noise yields the Go scheduler a random number of times (0-3, drawn from the wall clock) at
+	// every task switch. A deterministic run's trace does not change; code that escaped the
+	// simulator (a goroutine, a real timer) gets other moments to run, so comparing a run with
+	// noise to one without surfaces nondeterminism the scanner missed.
+	Noise bool
 }
 
 // Sim is one simulated world. It is not safe for concurrent use: drive it from one goroutine.
 type Sim struct {
 	opts    Opts
 	rng     *rand.Rand
+	noise   *rand.Rand    // nil without Opts.Noise; never touches the world
+	yields  uint64        // Go scheduler yields the noise made
 	now     time.Duration // virtual time elapsed since opts.Start
 	steps   uint64
 	events  uint64
@@ -106,10 +113,16 @@ func New(opts Opts) *Sim {
 		hash:   xxhash.New(),
 		logs:   newLogRing(opts.LogLines),
 	}
+	if opts.Noise {
+		s.noise = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+	}
 	s.net = newNet(s)
 	s.mix(evSeed, opts.Seed)
 	return s
 }
+
+// NoiseYields is how often Opts.Noise yielded the Go scheduler so far.
+func (s *Sim) NoiseYields() uint64 { return s.yields }
 
 // Seed is the seed the world was built with.
 func (s *Sim) Seed() uint64 { return s.opts.Seed }
@@ -221,6 +234,12 @@ func (s *Sim) step(limit time.Duration) bool {
 		return false
 	}
 	s.mix(evRun, t.id)
+	if s.noise != nil {
+		for range s.noise.IntN(4) {
+			runtime.Gosched()
+			s.yields++
+		}
+	}
 	s.resume(t)
 	return s.failure == nil
 }

@@ -57,6 +57,7 @@ type runFlags struct {
 	cpuProfile string
 	memProfile string
 	noShrink   bool
+	noise      bool
 	workers    int
 	cap        int
 	duration   time.Duration
@@ -84,6 +85,7 @@ func runCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
 	cmd.Flags().StringVar(&f.memProfile, "memprofile", "", "write a heap profile of the runs, taken when their live heap was largest, to this file")
 	cmd.Flags().BoolVar(&f.noShrink, "no-shrink", false, "do not shrink the first failing seed's timeline")
+	cmd.Flags().BoolVar(&f.noise, "noise", false, "yield the Go scheduler at random at every task switch: the trace hashes must not change (make determinism compares)")
 	cmd.Flags().IntVar(&f.workers, "workers", 0, "resize the fleet to this many workers (a scenario with a workload: section; its per-worker rates scale the load)")
 	cmd.Flags().IntVar(&f.cap, "cap", 0, "set every workload cluster's cap to this (a scenario with a workload: section)")
 	cmd.Flags().DurationVar(&f.duration, "duration", 0, "run this much virtual time instead of the file's duration")
@@ -219,7 +221,7 @@ func runSeeds(sc *scenarios.Scenario, f runFlags, errOut io.Writer) iter.Seq2[in
 				}
 				go func() {
 					defer func() { <-slots }()
-					results[i] <- scenarios.Run(sc, f.seed+uint64(i), scenarios.RunOpts{Verbose: f.verbose, LogOut: errOut})
+					results[i] <- scenarios.Run(sc, f.seed+uint64(i), scenarios.RunOpts{Verbose: f.verbose, LogOut: errOut, Noise: f.noise})
 				}()
 			}
 		}()

@@ -124,7 +124,7 @@ func (c *Core) fromCache(key string, req *query.Request, r *routed) (query.Rows,
 // only; its detail goes to the log.
 func (a *Admission) engineError(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
+		return a.bareCancellation(err)
 	}
 	var h *query.Hidden
 	switch {
@@ -142,6 +142,20 @@ func (a *Admission) engineError(err error) error {
 		return err
 	}
 	return &query.Error{Code: query.CodeEngine, Message: err.Error()}
+}
+
+// bareCancellation is a cancellation without the text an engine may have wrapped around it
+// (a driver's message can name the engine's address), which frontends would relay; the
+// text goes to the log.
+func (a *Admission) bareCancellation(err error) error {
+	bare := context.Canceled
+	if errors.Is(err, context.DeadlineExceeded) {
+		bare = context.DeadlineExceeded
+	}
+	if err != bare {
+		a.core.env.Logger().Info("query cancelled; the client sees only the cancellation", "cluster", a.Cluster, "query", a.QueryID, "err", err)
+	}
+	return bare
 }
 
 // unreachable reports whether err is a failure to reach a peer over the network: its message

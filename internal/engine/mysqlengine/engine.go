@@ -293,7 +293,13 @@ func (e *Engine) wrap(err error) error {
 	if e.cfg.Password != "" {
 		msg = strings.ReplaceAll(msg, e.cfg.Password, "***")
 	}
-	return &query.Error{Code: query.CodeEngine, Message: fmt.Sprintf("mysql engine %q: %s", e.cfg.Name, msg), Retryable: true}
+	detail := fmt.Errorf("mysql engine %q: %s", e.cfg.Name, msg)
+	var ne net.Error
+	if errors.Is(err, mysql.ErrBadConn) || errors.As(err, &ne) {
+		// A broken connection's message names the engine's address: for the log only.
+		return query.EngineUnavailable("", detail)
+	}
+	return &query.Error{Code: query.CodeEngine, Message: detail.Error(), Retryable: true}
 }
 
 // asMyError unwraps pingcap/errors' stack wrappers, which predate errors.Unwrap in older paths.
