@@ -135,16 +135,20 @@ sim: build
 	done
 	QFSIM_RAPID_CHECKS=1000 $(GO) test -count=1 -run '^TestLeaseCapsUnderRapidFaults$$' ./scenarios/
 
-# Every scenario file against real processes next to the simulator (about 30 minutes): the
-# parts real processes cannot do are skipped and listed, and the headline metrics of every
-# file, simulated and real, end the output as one Markdown table (RESULTS.md carries it).
+# Every scenario file against real processes next to the simulator (about 45 minutes): the
+# headline metrics of every file, simulated and real, end the output as one Markdown table
+# (RESULTS.md carries it).
 TIME_SCALE ?= 0.2
 # A recorded real workload replayed in the simulator (long form of the smoke in make test).
 replay-validate:
 	scripts/replay-validate.sh $(REPLAY_SECS)
 
+# Every file but pingpong.yaml (the simulator's own test role: no QueryFlux process runs it) and
+# plan-fleet.yaml (1,001 nodes: a planning fleet, not a real one); a part real processes cannot
+# do fails the run.
+CHAOS_FILES := $(filter-out scenarios/pingpong.yaml scenarios/plan-fleet.yaml,$(wildcard scenarios/*.yaml)) $(wildcard chaos/testdata/*.yaml)
 chaos: build
-	$(BIN)/qfsim chaos scenarios/*.yaml chaos/testdata/*.yaml --time-scale $(TIME_SCALE) --bin $(BIN)/queryflux --skip-unsupported --compare
+	$(BIN)/qfsim chaos $(CHAOS_FILES) --time-scale $(TIME_SCALE) --bin $(BIN)/queryflux --compare
 
 # Simulator speed: task switches per second, virtual seconds per wall second of 100 and 1,000
 # workers heartbeating for one virtual hour (stand-in loop and the real roles), and plan-fleet's

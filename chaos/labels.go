@@ -14,6 +14,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/scenarios"
@@ -176,4 +177,61 @@ type reportedRevision struct {
 	revision string   // the revision its last heartbeat reported running
 	current  bool     // that is the revision served for the labels it registered with
 	groups   []string // the groups of the revision served for its labels
+}
+
+// configWholeCheck is configNeverHalfApplied as the daemons show it: a worker's runtime is not
+// visible from outside, so it holds every running worker to running only revisions the control
+// plane served as current (never one it refused or never published: /admin/workers' revision
+// and current), and, from convergedFrom on, to the current one at every look.
+type configWholeCheck struct {
+	convergedFrom time.Duration
+	served        map[string]bool     // revisions the control plane named current
+	ran           map[string][]string // worker -> revisions it reported, in order
+	lagging       []string            // after convergedFrom, a worker not on the current revision
+}
+
+func planConfigWhole(c *scenarios.CheckSpec) (realCheck, string) {
+	var a struct {
+		ConvergedFrom time.Duration `yaml:"convergedFrom"`
+	}
+	if err := c.Params.Decode(&a); err != nil {
+		return nil, err.Error()
+	}
+	return &configWholeCheck{convergedFrom: a.ConvergedFrom, served: map[string]bool{}, ran: map[string][]string{}}, ""
+}
+
+func (c *configWholeCheck) look(sc *scenarios.Scenario, s *snapshot) {
+	for _, name := range workerNames(sc) {
+		cp := sc.ControlPlaneOf(name)
+		wi, known := s.registry[cp][name]
+		if !s.cpUp[cp] || !known || !wi.Online || !s.running[name] || wi.Revision == "" {
+			continue
+		}
+		if wi.Current {
+			c.served[wi.Revision] = true
+		}
+		if r := c.ran[name]; len(r) == 0 || r[len(r)-1] != wi.Revision {
+			c.ran[name] = append(r, wi.Revision)
+		}
+		if c.convergedFrom > 0 && s.t >= c.convergedFrom && !wi.Current && len(c.lagging) < 5 {
+			c.lagging = append(c.lagging, fmt.Sprintf("at %v %s runs %.8s, not the current revision", s.t.Round(time.Millisecond), name, wi.Revision))
+		}
+	}
+}
+
+func (c *configWholeCheck) result(*runner) (bool, string) {
+	var unserved []string
+	for _, name := range slices.Sorted(maps.Keys(c.ran)) {
+		for _, rev := range c.ran[name] {
+			if !c.served[rev] {
+				unserved = append(unserved, fmt.Sprintf("%s ran %.8s, never the current revision", name, rev))
+			}
+		}
+	}
+	problems := append(unserved, c.lagging...)
+	if len(problems) > 0 {
+		return false, strings.Join(problems, "; ")
+	}
+	return true, fmt.Sprintf("every worker ran only revisions the control plane served as current (%d revisions); from %v on, the current one at every look (read from /admin/workers; a worker's runtime is not visible from outside)",
+		len(c.served), c.convergedFrom)
 }

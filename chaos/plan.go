@@ -103,6 +103,8 @@ func planEvent(sc *scenarios.Scenario, ev *scenarios.Event) (step, string) {
 		return planClock(sc, ev, st)
 	case "partition", "heal", "link", "hold", "release":
 		return planLink(sc, ev, st)
+	case "configEdit":
+		return planConfigEdit(sc, ev, st)
 	case "configSet", "configBad", "configHang":
 		if sc.Config != nil && (ev.Kind != "configSet" || !hasCluster(ev)) {
 			return planConfigEvent(sc, ev, st)
@@ -187,7 +189,7 @@ func planLink(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, strin
 					}
 					d, ok := proxied(sc, pr[0], pr[1])
 					if !ok {
-						return st, fmt.Sprintf("link %s→%s is not proxied in chaos (only a worker's link to its control plane is)", pr[0], pr[1])
+						return st, fmt.Sprintf("link %s→%s is not proxied in chaos (only a worker's links to its control plane and to other workers are)", pr[0], pr[1])
 					}
 					if !slices.Contains(dirs, d) {
 						dirs = append(dirs, d)

@@ -55,8 +55,10 @@ type fleetWorkload struct {
 	load      map[string]*scenarios.WorkerLoad // Submitted and QueueMs by the clients
 	admits    map[string]*counter              // guard grants, from each worker's /metrics
 	executing map[string]int
-	caps      map[string]int // in force (configSet edits them)
-	limits    map[string]int // what the engine is held to (a lowered cap once drained under it)
+	caps      map[string]int      // in force (configSet edits them)
+	members   map[string][]string // group -> members, as configEdit changed them
+	routes    map[string]string   // an arrival's group (its user) -> the group its queries go to, as configEdit changed them
+	limits    map[string]int      // what the engine is held to (a lowered cap once drained under it)
 	peak      map[string]int
 	peakLease map[string]int
 	seenLease map[string]bool
@@ -97,6 +99,7 @@ func newFleetWorkload(r *runner) *fleetWorkload {
 		caps: map[string]int{}, limits: map[string]int{}, peak: map[string]int{}, peakLease: map[string]int{},
 		seenLease: map[string]bool{}, finished: map[string]int{}, hist: map[string]*histSeen{}, crashes: map[string]int{},
 		stop: make(chan struct{}), mysqlGr: mysqlGroups(r.sc.Workload),
+		members: map[string][]string{}, routes: map[string]string{},
 		groupSeen: map[string]*groupCounters{}, groupSubmitted: map[string]int{}, groupErrors: map[string]int{}}
 	for _, c := range f.wl.Clusters {
 		f.caps[c.Name], f.limits[c.Name] = c.Cap, c.Cap
@@ -191,16 +194,24 @@ func (f *fleetWorkload) sharedSections() string {
 	}
 	b.WriteString("clusterGroups:\n")
 	for _, g := range f.wl.Groups {
+		members := g.Members
+		if m, ok := f.members[g.Name]; ok {
+			members = m
+		}
 		strategy := g.Strategy
 		if strategy == "" {
 			strategy = "roundRobin"
 		}
 		fmt.Fprintf(&b, "  - {name: %s, members: [%s], strategy: %s, maxQueuedQueries: %d, capacityWaitTimeoutSecs: %d%s}\n",
-			g.Name, strings.Join(g.Members, ", "), strategy, g.MaxQueued, int(g.WaitTimeout/time.Second), cacheYAML(g.Cache))
+			g.Name, strings.Join(members, ", "), strategy, g.MaxQueued, int(g.WaitTimeout/time.Second), cacheYAML(g.Cache))
 	}
 	b.WriteString("routers:\n")
 	for _, g := range f.wl.Groups {
-		fmt.Fprintf(&b, "  - {type: compound, group: %s, conditions: [{type: user, user: %s}]}\n", g.Name, g.Name)
+		target := g.Name
+		if t, ok := f.routes[g.Name]; ok {
+			target = t
+		}
+		fmt.Fprintf(&b, "  - {type: compound, group: %s, conditions: [{type: user, user: %s}]}\n", target, g.Name)
 	}
 	fmt.Fprintf(&b, "routingFallback: %s\nsettings: {security: {trustLoopback: true}}\n", f.wl.Groups[0].Name)
 	return b.String()
@@ -985,17 +996,68 @@ func (f *fleetWorkload) setCap(cluster string, c int) error {
 		f.limits[cluster] = c
 	}
 	f.mu.Unlock()
+	return f.reload("")
+}
+
+// reload writes every control plane's file and has each reload it (POST
+// /admin/config/reload), as an operator's edit would. fallback, if not "", replaces the
+// routingFallback: a bad edit, which each control plane must refuse; then the good file is
+// written back.
+func (f *fleetWorkload) reload(fallback string) error {
 	r := f.r
 	for _, cp := range slices.Sorted(maps.Keys(r.api)) {
-		if _, err := r.writeFile(cp+".yaml", f.controlPlaneConfig(r.api[cp], f.cpDB.url)); err != nil {
+		doc := f.controlPlaneConfig(r.api[cp], f.cpDB.url)
+		if fallback != "" {
+			doc = strings.Replace(doc, "routingFallback: "+f.wl.Groups[0].Name+"\n", "routingFallback: "+fallback+"\n", 1)
+		}
+		if _, err := r.writeFile(cp+".yaml", doc); err != nil {
 			return err
 		}
 		if !r.procs[cp].running() {
 			continue // it reads the file when it starts again
 		}
-		if err := r.post("http://"+r.api[cp]+controlplane.PathAdminConfigReload, adminToken); err != nil {
+		err := r.post("http://"+r.api[cp]+controlplane.PathAdminConfigReload, adminToken)
+		switch {
+		case fallback == "" && err != nil:
 			return fmt.Errorf("reload on %s: %w", cp, err)
+		case fallback != "" && err == nil:
+			return fmt.Errorf("reload on %s: a configuration whose routingFallback names no group was accepted", cp)
 		}
 	}
+	if fallback != "" {
+		return f.reload("")
+	}
 	return nil
+}
+
+// planConfigEdit maps configEdit onto the control planes' files: caps, members and routes
+// edited and reloaded; bad: a file whose routingFallback names no group, which every control
+// plane must refuse (so no worker ever sees it), then the good one again.
+func planConfigEdit(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, string) {
+	var e scenarios.ConfigEdit
+	if err := ev.Params.Decode(&e); err != nil {
+		return st, err.Error()
+	}
+	if sc.Workload == nil {
+		return st, "configEdit without a workload: section"
+	}
+	st.do = func(r *runner) error { return r.wl.edit(e) }
+	return st, ""
+}
+
+func (f *fleetWorkload) edit(e scenarios.ConfigEdit) error {
+	if e.Bad {
+		return f.reload("qf-no-such-group")
+	}
+	f.mu.Lock()
+	for c, v := range e.Caps {
+		f.caps[c] = v
+		if v > f.limits[c] || f.executing[c] <= v {
+			f.limits[c] = v
+		}
+	}
+	maps.Copy(f.members, e.Members)
+	maps.Copy(f.routes, e.Routes)
+	f.mu.Unlock()
+	return f.reload("")
 }

@@ -33,6 +33,9 @@ func planWorkloadCheck(sc *scenarios.Scenario, c *scenarios.CheckSpec) (realChec
 			return nil, err.Error(), true
 		}
 		return &fairnessCheck{min: a.Min}, "", true
+	case "configNeverHalfApplied":
+		ch, why := planConfigWhole(c)
+		return ch, why, true
 	case "cacheHitRate":
 		ch, why := planCacheHitRate(c)
 		return ch, why, true

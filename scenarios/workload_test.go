@@ -73,6 +73,38 @@ timeline:
 	}
 }
 
+// TestShrinkKeepsTheKindOfViolation: "no worker evicted" fails for w-1 and w-2, each evicted
+// after its own crash. Dropping one crash still fails the check, but for one worker only: a
+// different violation, so both crashes stay; only the partition and its heal go.
+func TestShrinkKeepsTheKindOfViolation(t *testing.T) {
+	sc := mustParse(t, "shrink-kind.yaml", fleetHead("80s", 3)+evictionIntervals+`
+timeline:
+  - {at: 3s, partition: {from: w-3, to: cp-1}}
+  - {at: 4s, heal: {}}
+  - {at: 10s, crash: w-1}
+  - {at: 20s, crash: w-2}
+checks:
+  - name: no worker evicted
+    registryState: {worker: workers, state: evicted, mode: never}
+`)
+	res := scenarios.Run(sc, 1, scenarios.RunOpts{})
+	if res.Pass() {
+		t.Fatal("the check should fail")
+	}
+	s := scenarios.Shrink(sc, 1, res, 0)
+	t.Log(s.Report())
+	var kept []string
+	for _, ev := range s.Timeline {
+		kept = append(kept, ev.String())
+	}
+	if got := strings.Join(kept, " "); got != "{at: 10s, crash: w-1} {at: 20s, crash: w-2}" {
+		t.Fatalf("shrunk to %s: want both crashes (dropping either changes who is evicted)", got)
+	}
+	if !strings.Contains(s.Report(), "broken for w-1, w-2") {
+		t.Fatalf("the shrunk failure is not the original one:\n%s", s.Report())
+	}
+}
+
 // TestShrinkNeverCountsAnInvalidVariant: halving the duration below the check's window makes a
 // scenario that does not validate; that is not "still failing". The shrunk run keeps the
 // window, the cause (w-1's crash) and the same kind of failure.
