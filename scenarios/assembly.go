@@ -206,10 +206,13 @@ type sharedEngine struct{ *simengine.Engine }
 
 func (sharedEngine) Close() error { return nil }
 
-// workerDeps are a simulated worker's client, stores and engines.
+// workerDeps are a simulated worker's client, stores and engines. The fleet's workers share one
+// metrics registry, whose series are the fleet's sums (as a Prometheus summing over the fleet
+// shows them): nothing in a run reads one worker's series, and a registry of its own per worker
+// was about a third of a simulated worker's memory.
 func workerDeps(w *World, n *sim.Node, client *http.Client) assembly.WorkerDeps {
 	d := assembly.WorkerDeps{
-		Metrics: prometheus.NewRegistry(), Client: client, PeerClient: n.Client(), OpenEngine: simEngines(w),
+		Metrics: w.Durable("worker-metrics", func() any { return prometheus.NewRegistry() }).(*prometheus.Registry), Client: client, PeerClient: n.Client(), OpenEngine: simEngines(w),
 		DecodeSnapshot: w.Durable("snapshot-decoder", newSharedDecoder).(*sharedDecoder).decode,
 	}
 	if c := w.Scenario.Config; c != nil && c.LastGood {

@@ -1,6 +1,9 @@
 package forward
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/queryflux/queryflux/internal/promreg"
+)
 
 type metrics struct {
 	forwards *prometheus.CounterVec
@@ -24,8 +27,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"protocol"}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.forwards, m.received, m.latency)
-	}
+	m.forwards = promreg.Register(reg, m.forwards)
+	m.received = promreg.Register(reg, m.received)
+	m.latency = promreg.Register(reg, m.latency)
 	return m
 }

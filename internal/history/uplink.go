@@ -373,7 +373,8 @@ func (u *Uplink) Register(reg prometheus.Registerer) error {
 			Help: "Query records waiting to be sent."},
 			counter(func(c workerapi.HistoryCounters) uint64 { return c.Pending })),
 	} {
-		if err := reg.Register(c); err != nil {
+		// A registry shared by several nodes (the simulator's fleet) keeps the first one's.
+		if err := reg.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 			return fmt.Errorf("history: registering uplink metrics: %w", err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/queryflux/queryflux/internal/promreg"
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/frontend/flightsql"
@@ -49,11 +50,9 @@ func New(reg prometheus.Registerer) *Policy {
 		Name: "queryflux_auth_failures_total",
 		Help: "Failed frontend logins, by protocol.",
 	}, []string{"protocol"})}
+	p.failures = promreg.Register(reg, p.failures)
 	for _, proto := range []string{query.ProtocolPostgres, "mysql", query.ProtocolTrino, "flightsql"} {
 		p.failures.WithLabelValues(proto)
-	}
-	if reg != nil {
-		reg.MustRegister(p.failures)
 	}
 	return p
 }

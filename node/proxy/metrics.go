@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/queryflux/queryflux/internal/promreg"
 )
 
 // metrics are the core's Prometheus series. Labels: group and cluster ("" while a query has no
@@ -111,13 +112,20 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "queryflux_query_path_total", Help: "Queries by how their results went through the proxy: passthrough (engine wire messages relayed), arrow (decoded and encoded), cache.",
 		}, []string{"path"}),
 	}
+	m.queries = promreg.Register(reg, m.queries)
+	m.duration = promreg.Register(reg, m.duration)
+	m.running = promreg.Register(reg, m.running)
+	m.queued = promreg.Register(reg, m.queued)
+	m.rejections = promreg.Register(reg, m.rejections)
+	m.queueDuration = promreg.Register(reg, m.queueDuration)
+	m.cacheHits = promreg.Register(reg, m.cacheHits)
+	m.cacheMisses = promreg.Register(reg, m.cacheMisses)
+	m.cacheWrites = promreg.Register(reg, m.cacheWrites)
+	m.forwarded = promreg.Register(reg, m.forwarded)
+	m.paths = promreg.Register(reg, m.paths)
 	m.bound = map[seriesKey]*boundSeries{}
 	m.pathPassthrough = m.paths.WithLabelValues(PathPassthrough)
 	m.pathArrow = m.paths.WithLabelValues(PathArrow)
 	m.pathCache = m.paths.WithLabelValues(PathCache)
-	if reg != nil {
-		reg.MustRegister(m.queries, m.duration, m.running, m.queued, m.rejections, m.queueDuration,
-			m.cacheHits, m.cacheMisses, m.cacheWrites, m.forwarded, m.paths)
-	}
 	return m
 }

@@ -97,7 +97,7 @@ func (g *group) relayable(canRelay func(query.Engine) bool) bool {
 // end the same way, in one place: Finish.
 type Relay struct {
 	// Engine is where to run it: the member's query.Engine or the pinned engine.Session. The
-	// frontend asserts the relaying interface it speaks (engine.PGRelayer, engine.PGWire).
+	// frontend asserts the relaying interface it speaks (engine.PGWire, mysqlwire.RawEngine).
 	Engine any
 	// Ctx is the statement's engine context: it ends with the caller's, on the group's query
 	// timeout and when the capacity lease is lost.

@@ -306,12 +306,10 @@ func (s *coreSession) Close() error {
 // BeginRelay starts one statement of the session for a relay: it checks q against the
 // session's group and lease, and bounds it by the group's query timeout. ok is false when
 // the statement must take the Arrow path (settings.passthrough: false, or an engine session
-// that cannot relay, such as DuckDB's); a non-nil error refused it (and has been reported).
+// that is no wire, such as DuckDB's); a non-nil error refused it (and has been reported).
 func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Relay, ok bool, err error) {
 	c := s.adm.core
-	_, relays := s.inner.(engine.PGRelayer)
-	_, wire := s.inner.(engine.PGWire)
-	if !relays && !wire || s.adm.Runtime.noRelay || s.transactionLost() {
+	if _, wire := s.inner.(engine.PGWire); !wire || s.adm.Runtime.noRelay || s.transactionLost() {
 		return nil, false, nil // a lost transaction's statements are answered by Execute
 	}
 	start := c.env.Now()

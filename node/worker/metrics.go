@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/queryflux/queryflux/internal/promreg"
 )
 
 type metrics struct {
@@ -32,7 +33,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Registration attempts with the control plane, by result.",
 		}, []string{"result"}),
 	}
-	reg.MustRegister(m.healthTransitions, m.loopLag, m.heartbeats, m.registrations)
+	m.healthTransitions = promreg.Register(reg, m.healthTransitions)
+	m.loopLag = promreg.Register(reg, m.loopLag)
+	m.heartbeats = promreg.Register(reg, m.heartbeats)
+	m.registrations = promreg.Register(reg, m.registrations)
 	return m
 }
 

@@ -25,8 +25,10 @@
 // methods, fields, constants and types named in signatures run nothing.
 //
 // A finding can be excused on its line (or the line above) with `//determinism:ok <reason>`;
-// map ranges whose order is provably irrelevant are what that is for. Other node/... packages
-// may not opt out.
+// map ranges whose order is provably irrelevant are what that is for. A declaration whose doc
+// comment says `//determinism:production <reason>` is the production side of a seam kept in a
+// role package (reading the config file, the real client between workers): nothing in it is a
+// finding, and any use of it from role code is. Other node/... packages may not opt out.
 //
 // The scanner runs `go list` (and, for type information, `go list -export` over the scanned
 // packages' dependencies); it reads files and runs the go tool, nothing else.
@@ -126,7 +128,7 @@ func Scan(dir string, rule Rule, patterns ...string) (*Report, error) {
 	}
 	rep := &Report{}
 	w := &world{fset: token.NewFileSet(), rule: rule, listed: map[string]*listedPackage{}, role: map[string]bool{},
-		loaded: map[string]*sourcePkg{}, memo: map[string]*Finding{}, visiting: map[string]bool{}}
+		loaded: map[string]*sourcePkg{}, memo: map[string]*Finding{}, visiting: map[string]bool{}, production: map[string]bool{}}
 	type target struct {
 		pkg   *listedPackage
 		files []*ast.File
@@ -172,6 +174,15 @@ func Scan(dir string, rule Rule, patterns ...string) (*Report, error) {
 			w.listed[d.ImportPath] = d
 			if d.Export != "" {
 				exports[d.ImportPath] = d.Export
+			}
+		}
+	}
+	for _, t := range targets {
+		for _, f := range t.files {
+			for _, d := range productionDecls(w.fset, t.pkg.ImportPath, f) {
+				for _, k := range d.keys {
+					w.production[k] = true
+				}
 			}
 		}
 	}
@@ -301,6 +312,11 @@ func newFileCheck(w *world, f *ast.File, info *types.Info) *fileCheck {
 			}
 		}
 	}
+	for _, d := range productionDecls(c.fset, "", f) {
+		for line := d.from; line <= d.to; line++ {
+			c.excused[line] = true
+		}
+	}
 	for _, is := range f.Imports {
 		path, _ := strconv.Unquote(is.Path.Value)
 		name := path[strings.LastIndex(path, "/")+1:]
@@ -400,6 +416,13 @@ func (c *fileCheck) node(n ast.Node) {
 	case *ast.CallExpr:
 		if c.addressToInteger(n) {
 			c.report(n, "converting an unsafe.Pointer to an integer: an address, which differs per run; use an id")
+		}
+		if name := c.funcName(n); printFuncs[name] {
+			for _, a := range n.Args {
+				if t := c.info.TypeOf(a); printsAddress(t) {
+					c.report(a, fmt.Sprintf("%s prints a %s as its address, which differs per run; print an id", name, t))
+				}
+			}
 		}
 		for _, a := range n.Args {
 			if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING && hasPointerVerb(lit.Value) {
@@ -626,6 +649,45 @@ func (c *fileCheck) addressToInteger(call *ast.CallExpr) bool {
 	to, isBasic := fn.Type.Underlying().(*types.Basic)
 	from, fromBasic := types.Unalias(c.info.TypeOf(call.Args[0])).(*types.Basic)
 	return isBasic && to.Info()&types.IsInteger != 0 && fromBasic && from.Kind() == types.UnsafePointer
+}
+
+// printFuncs are fmt's printing functions.
+var printFuncs = map[string]bool{
+	"fmt.Print": true, "fmt.Printf": true, "fmt.Println": true, "fmt.Sprint": true, "fmt.Sprintf": true,
+	"fmt.Sprintln": true, "fmt.Fprint": true, "fmt.Fprintf": true, "fmt.Fprintln": true, "fmt.Errorf": true,
+	"fmt.Append": true, "fmt.Appendf": true, "fmt.Appendln": true,
+}
+
+// printsAddress reports whether fmt prints a value of type t as an address: a channel, a
+// function, an unsafe.Pointer, or a pointer to anything but a struct, array, slice or map
+// (which fmt prints as &{...}), unless the type formats itself.
+func printsAddress(t types.Type) bool {
+	if t == nil || formatsItself(t) {
+		return false
+	}
+	switch u := t.Underlying().(type) {
+	case *types.Chan, *types.Signature:
+		return true
+	case *types.Basic:
+		return u.Kind() == types.UnsafePointer
+	case *types.Pointer:
+		switch u.Elem().Underlying().(type) {
+		case *types.Struct, *types.Array, *types.Slice, *types.Map:
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+func formatsItself(t types.Type) bool {
+	ms := types.NewMethodSet(t)
+	for _, name := range []string{"String", "Error", "Format", "GoString"} {
+		if ms.Lookup(nil, name) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // isHTTPClient reports whether t is net/http.Client or a pointer to one.

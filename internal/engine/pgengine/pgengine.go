@@ -5,9 +5,10 @@
 // Every statement runs on whichever pooled connection is free: session state (SET, BEGIN...)
 // does not carry from one statement to the next.
 //
-// The passthrough relay (raw.go, engine.PGRelayer) has connections of its own, up to MaxConns
-// beside the pgx pool's: opened by pgconn, then written and read as wire messages, so a
-// cluster may hold twice MaxConns connections to PostgreSQL.
+// The relay (wire.go, raw.go: engine.PGWire, for clients the PostgreSQL frontend forwards) has
+// connections of its own: opened by pgconn and taken over (Hijack), then written and read as
+// wire messages. The pgx pool and the relay share one budget of MaxConns connections
+// (budget.go): that is how many PostgreSQL sees.
 //
 // determinism: outside the simulator (real engine adapter: talks to PostgreSQL over the network)
 package pgengine
@@ -44,6 +45,9 @@ type Engine struct {
 	raw          *rawPool // the relay's connections (raw.go)
 }
 
+// connsDefault is an engine's connection budget when its spec sets none.
+const connsDefault = 16
+
 var _ engine.Describer = (*Engine)(nil)
 
 // Open builds the pool for spec. spec.Endpoint is "host:port" or a postgres:// URL; Database,
@@ -55,6 +59,13 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgengine %q: %w", spec.Name, err)
 	}
+	size := spec.MaxConns
+	if size <= 0 {
+		size = connsDefault
+	}
+	conns := newBudget(size)
+	cfg.MaxConns = int32(size)
+	cfg.ConnConfig.AfterNetConnect = conns.afterNetConnect
 	tagSessions(cfg) // tag.go
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
@@ -64,7 +75,8 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	if _, set := spec.Options["exec_mode"]; set {
 		argsFree = cfg.ConnConfig.DefaultQueryExecMode
 	}
-	raw := newRawPool(cfg.ConnConfig.Config.Copy(), spec.MaxConns)
+	raw := newRawPool(cfg.ConnConfig.Config.Copy())
+	conns.reclaim = func() bool { return raw.closeIdle() || closeIdlePgx(pool) }
 	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, raw: raw}, nil
 }
 
@@ -123,9 +135,6 @@ func poolConfig(spec engine.Spec) (*pgxpool.Config, error) {
 	// The password is set on the parsed config, never through a string that could be logged.
 	cfg.ConnConfig.Password = password
 	cfg.ConnConfig.DefaultQueryExecMode = mode
-	if spec.MaxConns > 0 {
-		cfg.MaxConns = int32(spec.MaxConns)
-	}
 	return cfg, nil
 }
 

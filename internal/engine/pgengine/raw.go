@@ -2,27 +2,25 @@ package pgengine
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgproto3"
 
-	"github.com/queryflux/queryflux/internal/engine"
-	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/relayloop"
-	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
-// The relay (passthrough): engine.PGRelayer on connections of this engine's own, kept apart
-// from the pgx pool. pgconn opens them (TLS, authentication) and then leaves them alone: a
-// statement is written as wire messages and the answer is read message by message, the
-// RowDescription and DataRows handed to the frontend whole, never decoded.
+// The relay's connections (engine.PGWire, wire.go): pgconn opens them (TLS, authentication)
+// and hands them over with Hijack, after which the socket is the relay's alone: statements are
+// written as wire messages and the answers read message by message, never decoded. Idle
+// connections wait in rawPool; how many are open, here and in the pgx pool together, is the
+// engine's budget (budget.go).
 
 const (
 	rawReadBufferBytes = 32 << 10
@@ -33,8 +31,7 @@ const (
 	rawCheckIdleAfter = time.Second
 	// rawCancelGrace is how long a cancelled statement may take to answer before its
 	// connection is abandoned.
-	rawCancelGrace  = 10 * time.Second
-	rawConnsDefault = 16
+	rawCancelGrace = 10 * time.Second
 	// rawStatementsMax bounds the statements one connection keeps prepared for clients'
 	// named statements; past it, executions run unnamed (parsed each time).
 	rawStatementsMax = 256
@@ -42,19 +39,15 @@ const (
 
 var errRawProtocol = errors.New("pgengine: relay: unexpected message from the server")
 
-// rawPool keeps the relay's idle connections (last in, first out) and bounds how many are open.
+// rawPool keeps the relay's idle connections, last in first out.
 type rawPool struct {
-	cfg   *pgconn.Config
-	slots chan struct{} // one token per open or opening connection
-	mu    sync.Mutex
-	idle  []*rawConn
-	shut  bool
+	cfg  *pgconn.Config
+	mu   sync.Mutex
+	idle []*rawConn
+	shut bool
 }
 
-func newRawPool(cfg *pgconn.Config, maxConns int) *rawPool {
-	if maxConns <= 0 {
-		maxConns = rawConnsDefault
-	}
+func newRawPool(cfg *pgconn.Config) *rawPool {
 	// A plain TCP connection can be lent to a frontend's event loop (engine.PGWireSocket).
 	dial := cfg.DialFunc
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -64,22 +57,16 @@ func newRawPool(cfg *pgconn.Config, maxConns int) *rawPool {
 		}
 		return nc, err
 	}
-	return &rawPool{cfg: cfg, slots: make(chan struct{}, maxConns)}
+	return &rawPool{cfg: cfg}
 }
 
 // get takes an idle connection, preferring one that last served owner (it need not be reset),
 // or opens one.
 func (p *rawPool) get(ctx context.Context, owner uint64) (*rawConn, error) {
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 	for {
 		p.mu.Lock()
 		if p.shut {
 			p.mu.Unlock()
-			<-p.slots
 			return nil, errors.New("pgengine: the engine is closed")
 		}
 		n := len(p.idle)
@@ -102,38 +89,47 @@ func (p *rawPool) get(ctx context.Context, owner uint64) (*rawConn, error) {
 		}
 		c.close()
 	}
+	return p.open(ctx)
+}
+
+// open connects with pgconn and takes the connection over.
+func (p *rawPool) open(ctx context.Context) (*rawConn, error) {
 	pc, err := pgconn.ConnectConfig(ctx, p.cfg)
 	if err != nil {
-		<-p.slots
-		return nil, wrapErr(err)
+		return nil, err
 	}
-	return &rawConn{pg: pc, buf: make([]byte, rawReadBufferBytes), txStatus: 'I', stmts: map[string]string{}}, nil
+	if err := pc.SyncConn(ctx); err != nil { // nothing of the server's left in pgconn's buffer
+		_ = pc.Close(ctx)
+		return nil, err
+	}
+	hc, err := pc.Hijack()
+	if err != nil {
+		_ = pc.Close(ctx)
+		return nil, err
+	}
+	c := &rawConn{nc: hc.Conn, buf: make([]byte, rawReadBufferBytes), txStatus: hc.TxStatus, stmts: map[string]string{},
+		cancel: newCanceller(hc)}
+	c.sock, _ = withoutBudget(hc.Conn).(*relayloop.Conn)
+	return c, nil
 }
 
 // getReady takes, without waiting, an idle connection that can serve owner at once: it last
 // served owner (no reset, no setup), carries tag (no retag) and is known quiet. nil when there
-// is none, or no connection may be taken now.
+// is none.
 func (p *rawPool) getReady(owner uint64, tag string) *rawConn {
-	select {
-	case p.slots <- struct{}{}:
-	default:
-		return nil
-	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	for j := len(p.idle) - 1; j >= 0 && !p.shut; j-- {
 		c := p.idle[j]
 		if c.owner != owner || !c.used || !c.tagged || c.tag != tag {
 			continue
 		}
 		if time.Since(c.idleSince) >= rawCheckIdleAfter && !c.quiet() {
-			break // the goroutine's get closes it and opens another
+			return nil // the goroutine's get closes it and opens another
 		}
 		p.idle = append(p.idle[:j], p.idle[j+1:]...)
-		p.mu.Unlock()
 		return c
 	}
-	p.mu.Unlock()
-	<-p.slots
 	return nil
 }
 
@@ -141,7 +137,6 @@ func (p *rawPool) getReady(owner uint64, tag string) *rawConn {
 func (p *rawPool) put(c *rawConn) {
 	if c.broken || c.txStatus != 'I' || c.awaitZ != 0 || c.unsynced {
 		c.close()
-		<-p.slots
 		return
 	}
 	c.idleSince = time.Now()
@@ -149,12 +144,24 @@ func (p *rawPool) put(c *rawConn) {
 	if p.shut {
 		p.mu.Unlock()
 		c.close()
-		<-p.slots
 		return
 	}
 	p.idle = append(p.idle, c)
 	p.mu.Unlock()
-	<-p.slots
+}
+
+// closeIdle closes the connection idle longest, for the budget; false when none is idle.
+func (p *rawPool) closeIdle() bool {
+	p.mu.Lock()
+	if len(p.idle) == 0 {
+		p.mu.Unlock()
+		return false
+	}
+	c := p.idle[0]
+	p.idle = p.idle[1:]
+	p.mu.Unlock()
+	c.close()
+	return true
 }
 
 func (p *rawPool) close() {
@@ -167,19 +174,20 @@ func (p *rawPool) close() {
 	}
 }
 
-// rawConn is one relay connection: pgconn's, read and written directly while idle for pgconn.
+// rawConn is one relay connection: a socket pgconn opened and let go of.
 type rawConn struct {
-	pg        *pgconn.PgConn
+	nc        net.Conn
+	sock      *relayloop.Conn // nc's plain TCP socket, which an event loop may relay; nil for TLS
+	cancel    *canceller
 	buf       []byte // buf[r:w] is read and not yet consumed
 	r, w      int
 	out       []byte
 	txStatus  byte
 	broken    bool
 	idleSince time.Time
-	// stmts maps a client statement (its SQL and declared parameter types, built in key) to
-	// the name it is prepared under on this connection.
+	// stmts maps a client statement (its SQL and declared parameter types) to the name it is
+	// prepared under on this connection.
 	stmts    map[string]string
-	key      []byte
 	prepared int // statements named so far: names are never reused
 	// owner is the client the connection served last (0: none yet): another client gets it
 	// only after a reset (wire.go).
@@ -193,22 +201,23 @@ type rawConn struct {
 	rawTag   // the capacity lease tag (tag.go)
 }
 
+// terminate is PostgreSQL's Terminate message.
+var terminate = []byte{'X', 0, 0, 0, 4}
+
 func (c *rawConn) close() {
 	if c.awaitZ > 0 || c.unsynced {
 		// Mid-statement: closing the socket alone leaves the backend running until it next
 		// talks to us; a cancel request stops it now.
 		ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
-		_ = c.pg.CancelRequest(ctx)
+		_ = c.cancel.send(ctx)
 		cancel()
 		c.broken = true
 	}
-	if c.broken {
-		_ = c.pg.Conn().Close()
-		return
+	if !c.broken {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = c.nc.Write(terminate)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = c.pg.Close(ctx) // sends Terminate
+	_ = c.nc.Close()
 }
 
 // next returns the server's next message, whole; it is valid until the next call.
@@ -247,7 +256,7 @@ func (c *rawConn) fill(need int) error {
 		}
 		c.r = 0
 	}
-	n, err := c.pg.Conn().Read(c.buf[c.w:])
+	n, err := c.nc.Read(c.buf[c.w:])
 	c.w += n
 	if err != nil && n == 0 {
 		return err
@@ -256,262 +265,78 @@ func (c *rawConn) fill(need int) error {
 }
 
 func (c *rawConn) write() error {
-	_, err := c.pg.Conn().Write(c.out)
+	_, err := c.nc.Write(c.out)
 	return err
 }
 
-// RelayPG implements engine.PGRelayer: st runs on a relay connection in one round trip.
-// Cancelling ctx cancels the statement on the server (a cancel request); that connection is
-// then closed rather than reused, so a late cancel can never hit a later statement.
-func (e *Engine) RelayPG(ctx context.Context, st engine.PGStatement) (engine.PGResult, error) {
-	c, err := e.raw.get(ctx, st.Owner)
+// canceller sends cancel requests for a connection pgconn let go of (its CancelRequest is
+// pgconn's no more), as pgconn does: to the address the connection reached, encrypted like
+// it.
+type canceller struct {
+	dial             pgconn.DialFunc
+	network, address string
+	tls              *tls.Config // nil: plaintext
+	directTLS        bool
+	pid              uint32
+	key              []byte
+}
+
+func newCanceller(hc *pgconn.HijackedConn) *canceller {
+	k := &canceller{dial: hc.Config.DialFunc, tls: hc.TLSConfig, directTLS: hc.Config.SSLNegotiation == "direct", pid: hc.PID, key: hc.SecretKey}
+	if addr := hc.Conn.RemoteAddr(); addr.Network() != "unix" {
+		k.network, k.address = addr.Network(), addr.String()
+	} else { // the name the server bound, relative: the configured one is dialled instead
+		k.network, k.address = pgconn.NetworkAddress(hc.Config.Host, hc.Config.Port)
+	}
+	return k
+}
+
+// sslRequest asks the server to start TLS.
+var sslRequest = []byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}
+
+// send sends one cancel request and waits for the server to close it.
+func (k *canceller) send(ctx context.Context) error {
+	nc, err := k.dial(ctx, k.network, k.address)
 	if err != nil {
-		return nil, wrapErr(err)
+		return err
 	}
-	if err := c.serve(ctx, engine.PGWireOptions{Owner: st.Owner}); err != nil {
-		e.raw.put(c)
-		return nil, err
-	}
-	if err := c.retag(ctx, e.raw); err != nil {
-		e.raw.put(c)
-		return nil, wrapErr(err)
-	}
-	res := &rawResult{pool: e.raw, c: c}
-	res.encode(st)
-	if err := c.write(); err != nil {
-		c.broken = true
-		e.raw.put(c)
-		return nil, err
-	}
-	res.stop = context.AfterFunc(ctx, func() { res.cancelOnServer() })
-	res.start()
-	return res, nil
-}
-
-// rawResult reads one statement's answer on its connection.
-type rawResult struct {
-	pool *rawPool
-	c    *rawConn
-	stop func() bool
-	desc []byte
-	tag  string
-	err  error
-	// parsedKey is the statement this execution prepares (forgotten if it fails); cached is
-	// the name of the one it reuses.
-	parsedKey, cached string
-	parseComplete     bool
-	// rows: DataRows may follow; ended: the rows (or the error) are over, ReadyForQuery is not
-	// read yet; closed: the connection is back.
-	rows, ended, closed bool
-}
-
-func (r *rawResult) encode(st engine.PGStatement) {
-	c := r.c
-	out := c.out[:0]
-	if st.Simple {
-		out, _ = (&pgproto3.Query{String: st.SQL}).Encode(out)
-		c.out = out
-		return
-	}
-	name, parsed := "", false
-	if st.Prepared {
-		name, parsed = r.statement(st)
-	}
-	if !parsed {
-		out, _ = (&pgproto3.Parse{Name: name, Query: st.SQL, ParameterOIDs: st.ParamOIDs}).Encode(out)
-	}
-	out, _ = (&pgproto3.Bind{PreparedStatement: name, ParameterFormatCodes: st.ParamFormats, Parameters: st.Params, ResultFormatCodes: st.ResultFormats}).Encode(out)
-	out, _ = (&pgproto3.Describe{ObjectType: 'P'}).Encode(out)
-	out, _ = (&pgproto3.Execute{}).Encode(out)
-	out, _ = (&pgproto3.Sync{}).Encode(out)
-	c.out = out
-}
-
-// statement is the name st is prepared under on this connection, and whether it already is.
-// A statement not prepared yet gets a name (its Parse goes with this execution) unless the
-// connection keeps rawStatementsMax already: then it runs unnamed.
-func (r *rawResult) statement(st engine.PGStatement) (name string, parsed bool) {
-	c := r.c
-	c.key = append(c.key[:0], st.SQL...)
-	for _, oid := range st.ParamOIDs {
-		c.key = binary.BigEndian.AppendUint32(append(c.key, 0), oid)
-	}
-	if name, ok := c.stmts[string(c.key)]; ok {
-		r.cached = name
-		return name, true
-	}
-	if len(c.stmts) >= rawStatementsMax {
-		return "", false
-	}
-	c.prepared++
-	name = "qf_" + strconv.Itoa(c.prepared)
-	r.parsedKey = string(c.key)
-	c.stmts[r.parsedKey] = name
-	return name, false
-}
-
-// cancelOnServer runs when the statement's context ends while it runs.
-func (r *rawResult) cancelOnServer() {
-	ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
-	defer cancel()
-	_ = r.c.pg.CancelRequest(ctx)
-	_ = r.c.pg.Conn().SetReadDeadline(time.Now().Add(rawCancelGrace))
-}
-
-// start reads up to the RowDescription, or to the end of a statement without rows.
-func (r *rawResult) start() {
-	for !r.ended {
-		msg, ok := r.message()
-		if !ok {
-			return
+	defer func() { _ = nc.Close() }()
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
+	defer stop()
+	if k.tls != nil {
+		if !k.directTLS {
+			var answer [1]byte
+			if _, err := nc.Write(sslRequest); err != nil {
+				return err
+			}
+			if _, err := io.ReadFull(nc, answer[:]); err != nil {
+				return err
+			}
+			if answer[0] != 'S' {
+				return errors.New("pgengine: the server refused TLS for a cancel request")
+			}
 		}
-		switch msg[0] {
-		case '1':
-			r.parseComplete = true
-		case '2': // BindComplete
-		case 'T':
-			r.desc = append([]byte(nil), msg...)
-			r.rows = true
-			return
-		case 'n': // NoData: the CommandComplete follows
-		case 'G', 'H', 'W': // CopyInResponse, CopyOutResponse, CopyBothResponse
-			r.c.broken = true // mid-COPY: only closing it ends the COPY
-			r.fail(&query.Error{Code: sqlstate.FeatureNotSupported, Message: "COPY to or from the client is not supported through the proxy"})
-		default:
-			r.c.broken = true
-			r.fail(errRawProtocol)
-		}
+		nc = tls.Client(nc, k.tls)
 	}
+	req := make([]byte, 12+len(k.key))
+	binary.BigEndian.PutUint32(req[0:4], uint32(len(req)))
+	binary.BigEndian.PutUint32(req[4:8], 80877102) // the cancel request code
+	binary.BigEndian.PutUint32(req[8:12], k.pid)
+	copy(req[12:], k.key)
+	if _, err := nc.Write(req); err != nil {
+		return err
+	}
+	_, _ = nc.Read(req) // the server closes the connection once it has the request
+	return nil
 }
 
-// message reads the next message, handling what ends the rows (CommandComplete,
-// EmptyQueryResponse, ErrorResponse) and what may come at any time (notices, parameter
-// status, notifications). ok is false when the caller gets nothing more.
-func (r *rawResult) message() ([]byte, bool) {
+// unwrapped is the socket under nc's wrappers (the budget's, TLS's).
+func unwrapped(nc net.Conn) net.Conn {
 	for {
-		msg, err := r.c.next()
-		if err != nil {
-			r.c.broken = true
-			r.fail(err)
-			return nil, false
+		w, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nc
 		}
-		switch msg[0] {
-		case 'N', 'S', 'A':
-			continue
-		case 'C':
-			r.tag = string(commandTagOf(msg))
-			r.ended = true
-			return nil, false
-		case 'I':
-			r.ended = true
-			return nil, false
-		case 'E':
-			var er pgproto3.ErrorResponse
-			if err := er.Decode(msg[5:]); err != nil {
-				r.c.broken = true
-				r.fail(err)
-				return nil, false
-			}
-			r.fail(pgconn.ErrorResponseToPgError(&er))
-			return nil, false
-		case 'Z':
-			r.c.broken = true // ReadyForQuery before the statement ended
-			r.fail(errRawProtocol)
-			return nil, false
-		}
-		return msg, true
+		nc = w.NetConn()
 	}
-}
-
-func (r *rawResult) fail(err error) {
-	if r.err == nil {
-		r.err = err
-		r.forget(err)
-	}
-	r.ended = true
-}
-
-// forget undoes what an execution that failed may have left wrong in the statement map: a
-// Parse that failed never prepared its statement (one that succeeded stays, even when the
-// execution failed later); a statement that vanished (DEALLOCATE) or
-// whose result type changed (DDL) makes the connection's other statements suspect too, so the
-// connection is dropped.
-func (r *rawResult) forget(err error) {
-	if r.parsedKey != "" && !r.parseComplete {
-		delete(r.c.stmts, r.parsedKey)
-	}
-	var pe *pgconn.PgError
-	if r.cached != "" && errors.As(err, &pe) && (pe.Code == sqlstate.InvalidSQLStatementName || pe.Code == sqlstate.FeatureNotSupported) {
-		r.c.broken = true
-	}
-}
-
-func commandTagOf(msg []byte) []byte {
-	body := msg[5:]
-	if n := len(body); n > 0 && body[n-1] == 0 {
-		body = body[:n-1]
-	}
-	return body
-}
-
-// Description implements engine.PGResult.
-func (r *rawResult) Description() []byte { return r.desc }
-
-// NextRow implements engine.PGResult.
-func (r *rawResult) NextRow() ([]byte, bool) {
-	if !r.rows || r.ended {
-		return nil, false
-	}
-	msg, ok := r.message()
-	if !ok {
-		return nil, false
-	}
-	if msg[0] != 'D' {
-		r.c.broken = true
-		r.fail(errRawProtocol)
-		return nil, false
-	}
-	return msg, true
-}
-
-// Close implements engine.PGResult: the rest is read to ReadyForQuery (the caller cancels the
-// statement's context first to cut a long result short).
-func (r *rawResult) Close() (string, error) {
-	if r.closed {
-		return r.tag, wrapErr(r.err)
-	}
-	r.closed = true
-	for !r.ended {
-		r.message() // rows the client did not want
-	}
-	for !r.c.broken {
-		msg, err := r.c.next()
-		if err != nil {
-			r.c.broken = true
-			r.fail(err)
-			break
-		}
-		if msg[0] == 'Z' {
-			if len(msg) == 6 {
-				r.c.txStatus = msg[5]
-			}
-			break
-		}
-		if msg[0] == 'G' || msg[0] == 'H' || msg[0] == 'W' {
-			r.c.broken = true // a COPY after the statement: it waits for data that never comes
-			break
-		}
-		if msg[0] == 'E' && r.err == nil { // an error after the rows (at Sync)
-			var er pgproto3.ErrorResponse
-			if er.Decode(msg[5:]) == nil {
-				r.err = pgconn.ErrorResponseToPgError(&er)
-				r.forget(r.err)
-			}
-		}
-	}
-	if !r.stop() {
-		r.c.broken = true // a cancel request was sent or is being sent: never reuse
-	}
-	r.pool.put(r.c)
-	return r.tag, wrapErr(r.err)
 }

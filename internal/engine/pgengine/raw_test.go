@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/pgengine"
@@ -16,43 +19,79 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-// openOneConn opens an engine whose relay has a single connection, so consecutive statements
-// are known to share it. options are connection parameters (sslmode, ...).
-func openOneConn(t *testing.T, options ...string) engine.PGRelayer {
+// openConns opens an engine of maxConns connections on a fresh database and returns it with
+// the database's URL. options are connection parameters (sslmode, ...).
+func openConns(t *testing.T, maxConns int, options ...string) (*pgengine.Engine, string) {
 	t.Helper()
 	opts := map[string]string{}
 	for i := 0; i+1 < len(options); i += 2 {
 		opts[options[i]] = options[i+1]
 	}
-	e, err := pgengine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: pgtest.NewDatabase(t), MaxConns: 1, Options: opts})
+	dsn := pgtest.NewDatabase(t)
+	e, err := pgengine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: dsn, MaxConns: maxConns, Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Close() })
-	return e.(engine.PGRelayer)
+	return e.(*pgengine.Engine), dsn
 }
 
-// relayText runs st and returns its rows' text values (one string per row, columns joined by
-// "|"), its tag and its error.
-func relayText(t *testing.T, r engine.PGRelayer, st engine.PGStatement) ([]string, string, error) {
+var owners atomic.Uint64
+
+// openWire opens a wire of e for a new owner.
+func openWire(t *testing.T, ctx context.Context, e *pgengine.Engine) engine.PGWire {
 	t.Helper()
-	res, err := r.RelayPG(context.Background(), st)
+	w, err := e.OpenPGWire(ctx, engine.PGWireOptions{Owner: owners.Add(1)})
 	if err != nil {
-		return nil, "", err
+		t.Fatal(err)
+	}
+	return w
+}
+
+// simpleOn runs sql as a simple Query on w and returns its rows' text values (one string per
+// row, columns joined by "|"), its tag and its error.
+func simpleOn(t *testing.T, w engine.PGWire, sql string) ([]string, string, error) {
+	t.Helper()
+	msg, _ := (&pgproto3.Query{String: sql}).Encode(nil)
+	w.Send(msg)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
 	}
 	var rows []string
+	var tag string
+	var qerr error
 	for {
-		msg, ok := res.NextRow()
-		if !ok {
-			break
+		msg, err := w.Next()
+		if err != nil {
+			t.Fatal(err)
 		}
-		if msg[0] != 'D' {
-			t.Fatalf("row message type %q", msg[0])
+		switch msg[0] {
+		case 'D':
+			rows = append(rows, dataRowText(msg))
+		case 'C':
+			tag = string(msg[5 : len(msg)-1])
+		case 'E':
+			var er pgproto3.ErrorResponse
+			if err := er.Decode(msg[5:]); err != nil {
+				t.Fatal(err)
+			}
+			qerr = &pgconn.PgError{Code: er.Code, Message: er.Message}
+		case 'Z':
+			return rows, tag, qerr
 		}
-		rows = append(rows, dataRowText(msg))
 	}
-	tag, err := res.Close()
-	return rows, tag, err
+}
+
+// simpleOnce runs sql on a wire of its own, closed afterwards.
+func simpleOnce(t *testing.T, e *pgengine.Engine, sql string) []string {
+	t.Helper()
+	w := openWire(t, context.Background(), e)
+	defer w.Close()
+	rows, _, err := simpleOn(t, w, sql)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return rows
 }
 
 func dataRowText(msg []byte) string {
@@ -73,139 +112,62 @@ func dataRowText(msg []byte) string {
 	return strings.Join(cols, "|")
 }
 
-func preparedNames(t *testing.T, r engine.PGRelayer) []string {
-	t.Helper()
-	rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select name from pg_prepared_statements order by name"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
-func TestRelayRowsTagsAndErrors(t *testing.T) {
-	r := openOneConn(t)
-	rows, tag, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select g, null::text from generate_series(1,3) g"})
+func TestWireRowsTagsAndErrors(t *testing.T) {
+	e, _ := openConns(t, 1)
+	w := openWire(t, context.Background(), e)
+	defer w.Close()
+	rows, tag, err := simpleOn(t, w, "select g, null::text from generate_series(1,3) g")
 	if err != nil || tag != "SELECT 3" || strings.Join(rows, ",") != "1|NULL,2|NULL,3|NULL" {
-		t.Fatalf("simple: rows %v tag %q err %v", rows, tag, err)
+		t.Fatalf("rows %v tag %q err %v", rows, tag, err)
 	}
-	rows, tag, err = relayText(t, r, engine.PGStatement{SQL: "select $1::int + 1", Params: [][]byte{[]byte("41")}})
-	if err != nil || tag != "SELECT 1" || strings.Join(rows, ",") != "42" {
-		t.Fatalf("extended: rows %v tag %q err %v", rows, tag, err)
-	}
-	_, _, err = relayText(t, r, engine.PGStatement{Simple: true, SQL: "select 1/0"})
+	_, _, err = simpleOn(t, w, "select 1/0")
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "22012" {
 		t.Fatalf("division by zero: %v", err)
 	}
 	// The connection answered the error to its end: the next statement works on it.
-	if rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select 'after'"}); err != nil || rows[0] != "after" {
+	if rows, _, err := simpleOn(t, w, "select 'after'"); err != nil || rows[0] != "after" {
 		t.Fatalf("after an error: %v %v", rows, err)
 	}
 }
 
-func TestRelayRefusesCopyClearly(t *testing.T) {
-	r := openOneConn(t)
-	if _, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "create table copy_t(a int)"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, sql := range []string{"copy (select 1) to stdout", "copy copy_t from stdin"} {
-		_, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: sql})
-		var qe *query.Error
-		if !errors.As(err, &qe) || qe.Code != "0A000" || !strings.Contains(qe.Message, "COPY") {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
-	if rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select 'still serving'"}); err != nil || rows[0] != "still serving" {
-		t.Fatalf("after COPY: %v %v", rows, err)
-	}
-}
-
-func TestRelayKeepsNamedStatementsPreparedPerConnection(t *testing.T) {
-	r := openOneConn(t)
-	st := engine.PGStatement{SQL: "select $1::int * 2", Prepared: true, Params: [][]byte{[]byte("4")}}
-	for i := range 3 {
-		rows, _, err := relayText(t, r, st)
-		if err != nil || rows[0] != "8" {
-			t.Fatalf("execution %d: %v %v", i, rows, err)
-		}
-	}
-	if got := preparedNames(t, r); strings.Join(got, ",") != "qf_1" {
-		t.Fatalf("prepared on the engine connection after 3 executions: %v, want one (qf_1)", got)
-	}
-	// An unnamed (client) statement is never kept.
-	if _, _, err := relayText(t, r, engine.PGStatement{SQL: "select 1"}); err != nil {
-		t.Fatal(err)
-	}
-	// A statement whose Parse fails is not remembered: the next try parses again and reports
-	// the same error, not "prepared statement does not exist".
-	bad := engine.PGStatement{SQL: "select nosuchcolumn", Prepared: true}
-	for range 2 {
-		_, _, err := relayText(t, r, bad)
-		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || pe.Code != "42703" {
-			t.Fatalf("bad statement: %v", err)
-		}
-	}
-	if got := preparedNames(t, r); strings.Join(got, ",") != "qf_1" {
-		t.Fatalf("prepared after failed parses: %v", got)
+// A wire's Cancel stops its statement on the server, also over TLS (the cancel request is sent
+// the way pgconn would have sent it before the connection was taken over), and the cancelled
+// connection is not used again.
+func TestWireCancelStopsTheStatementOnTheServer(t *testing.T) {
+	for _, sslmode := range []string{"disable", "require"} {
+		t.Run(sslmode, func(t *testing.T) {
+			e, dsn := openConns(t, 2, "sslmode", sslmode)
+			const sleep = "select pg_sleep(30)"
+			w := openWire(t, context.Background(), e)
+			first := pidOn(t, w)
+			go cancelWhenRunning(t, dsn, sleep, w.Cancel)
+			start := time.Now()
+			_, _, err := simpleOn(t, w, sleep)
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "57014" {
+				t.Fatalf("cancelled statement: %v", err)
+			}
+			if time.Since(start) > 20*time.Second {
+				t.Fatal("the statement ran to its end")
+			}
+			_ = w.Close()
+			w = openWire(t, context.Background(), e)
+			defer w.Close()
+			if next := pidOn(t, w); next == first {
+				t.Fatalf("the cancelled connection (pid %s) was used again", first)
+			}
+		})
 	}
 }
 
-func TestRelayRecoversWhenStatementsVanish(t *testing.T) {
-	r := openOneConn(t)
-	st := engine.PGStatement{SQL: "select 7", Prepared: true}
-	if _, _, err := relayText(t, r, st); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "deallocate all"}); err != nil {
-		t.Fatal(err)
-	}
-	// The connection's statement is gone: that execution fails (26000) and its connection is
-	// dropped, so the next one prepares again on a fresh connection.
-	_, _, err := relayText(t, r, st)
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != "26000" {
-		t.Fatalf("after deallocate: %v", err)
-	}
-	if rows, _, err := relayText(t, r, st); err != nil || rows[0] != "7" {
-		t.Fatalf("next execution: %v %v", rows, err)
-	}
-}
-
-func TestRelayCancelStopsTheStatementOnTheServer(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	e, err := pgengine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: dsn, MaxConns: 1})
+func pidOn(t *testing.T, w engine.PGWire) string {
+	t.Helper()
+	rows, _, err := simpleOn(t, w, "select pg_backend_pid()")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.Close() })
-	r := e.(engine.PGRelayer)
-	// The connection is opened and tagged first, so the cancel below can only meet the statement.
-	if _, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select 1"}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	const sleep = "select pg_sleep(30)"
-	go cancelWhenRunning(t, dsn, sleep, cancel) // PostgreSQL may describe the result only once it runs
-	start := time.Now()
-	res, err := r.RelayPG(ctx, engine.PGStatement{Simple: true, SQL: sleep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = res.NextRow()
-	_, err = res.Close()
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != "57014" {
-		t.Fatalf("cancelled statement: %v", err)
-	}
-	if time.Since(start) > 20*time.Second {
-		t.Fatal("the statement ran to its end")
-	}
-	// The cancelled connection is not reused, and the relay goes on on a new one.
-	if rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select 1"}); err != nil || rows[0] != "1" {
-		t.Fatalf("after cancel: %v %v", rows, err)
-	}
+	return rows[0]
 }
 
 // cancelWhenRunning calls cancel once the server shows statement running, whatever the load.
@@ -227,40 +189,114 @@ func cancelWhenRunning(t *testing.T, dsn, statement string, cancel func()) {
 	t.Error("the statement never showed as running in pg_stat_activity")
 }
 
-// TestRelayOverTLS: the relay's connections keep the TLS that pgconn negotiated.
-func TestRelayOverTLS(t *testing.T) {
-	r := openOneConn(t, "sslmode", "require")
-	rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select ssl from pg_stat_ssl where pid = pg_backend_pid()"})
-	if err != nil {
-		t.Skipf("the server does not take TLS here: %v", err)
-	}
-	if strings.Join(rows, ",") != "t" {
+// TestWireOverTLS: the relay's connections keep the TLS that pgconn negotiated.
+func TestWireOverTLS(t *testing.T) {
+	e, _ := openConns(t, 1, "sslmode", "require")
+	if rows := simpleOnce(t, e, "select ssl from pg_stat_ssl where pid = pg_backend_pid()"); strings.Join(rows, ",") != "t" {
 		t.Fatalf("relay connection TLS: %v", rows)
 	}
 }
 
-// TestRelayDropsAConnectionTheServerClosedWhileIdle: a connection the server ended while it sat
+// TestWireDropsAConnectionTheServerClosedWhileIdle: a connection the server ended while it sat
 // idle (here pg_terminate_backend) is noticed before use, and the statement runs on a new one.
-func TestRelayDropsAConnectionTheServerClosedWhileIdle(t *testing.T) {
+func TestWireDropsAConnectionTheServerClosedWhileIdle(t *testing.T) {
 	for _, sslmode := range []string{"disable", "require"} {
 		t.Run(sslmode, func(t *testing.T) {
-			r := openOneConn(t, "sslmode", sslmode)
-			pid := func() string {
-				rows, _, err := relayText(t, r, engine.PGStatement{Simple: true, SQL: "select pg_backend_pid()"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return rows[0]
+			e, dsn := openConns(t, 1, "sslmode", sslmode)
+			first := simpleOnce(t, e, "select pg_backend_pid()")[0]
+			admin, err := pgconn.Connect(context.Background(), dsn)
+			if err != nil {
+				t.Fatal(err)
 			}
-			first := pid()
-			other := openOneConn(t)
-			if _, _, err := relayText(t, other, engine.PGStatement{Simple: true, SQL: "select pg_terminate_backend(" + first + ")"}); err != nil {
+			defer admin.Close(context.Background())
+			if err := admin.Exec(context.Background(), "select pg_terminate_backend("+first+")").Close(); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(1100 * time.Millisecond) // past rawCheckIdleAfter: the idle connection is checked
-			if second := pid(); second == first {
+			if second := simpleOnce(t, e, "select pg_backend_pid()")[0]; second == first {
 				t.Fatalf("the terminated connection (pid %s) was used again", first)
 			}
 		})
+	}
+}
+
+// The relay and the pgx pool share one budget of MaxConns connections, counted on the real
+// PostgreSQL (pg_stat_activity rows of the test's database): with the budget's worth of wires
+// open, a pgx-path query waits rather than opening one more, and is refused when its context
+// ends first; once a wire is given back, its idle connection is closed to make room for the
+// waiting query. The other way round, an idle pgx connection makes room for a wire.
+func TestRelayAndPoolShareOneBudget(t *testing.T) {
+	const budget = 3
+	e, dsn := openConns(t, budget)
+	admin, err := pgconn.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	u, _ := url.Parse(dsn)
+	db := strings.TrimPrefix(u.Path, "/")
+	open := func() int {
+		t.Helper()
+		res := admin.ExecParams(context.Background(), "select count(*) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()",
+			[][]byte{[]byte(db)}, nil, nil, nil).Read()
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		var n int
+		for _, c := range res.Rows[0][0] {
+			n = 10*n + int(c-'0')
+		}
+		return n
+	}
+	// A closed connection's backend leaves pg_stat_activity a moment after its socket closes:
+	// the count must come down to the budget (one over it stays over).
+	atBudget := func(when string) {
+		t.Helper()
+		n := open()
+		for deadline := time.Now().Add(10 * time.Second); n > budget && time.Now().Before(deadline); n = open() {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n != budget {
+			t.Fatalf("%d connections %s, want %d", n, when, budget)
+		}
+	}
+	ctx := context.Background()
+	var wires []engine.PGWire
+	for range budget {
+		w := openWire(t, ctx, e)
+		pidOn(t, w)
+		wires = append(wires, w)
+	}
+	atBudget("with the budget's worth of wires open")
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	rows, err := e.Execute(short, &query.Request{SQL: "select 1"})
+	cancel()
+	if err == nil {
+		_ = rows.Close()
+		t.Fatalf("a pgx-path query ran past the budget (%d connections)", open())
+	}
+	atBudget("after the refused query")
+	waited := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a bound on a wait that must end, not a speed check
+		defer cancel()
+		rows, err := e.Execute(ctx, &query.Request{SQL: "select 1"})
+		if err == nil {
+			err = rows.Close()
+		}
+		waited <- err
+	}()
+	_ = wires[0].Close() // idle in the relay pool: closed for the waiting query
+	if err := <-waited; err != nil {
+		t.Fatalf("the waiting query: %v", err)
+	}
+	atBudget("after the waiting query ran")
+	// The pgx connection is idle now: a wire takes its place.
+	w := openWire(t, ctx, e)
+	defer w.Close()
+	pidOn(t, w)
+	atBudget("with a wire in the idle pgx connection's place")
+	for _, w := range wires[1:] {
+		_ = w.Close()
 	}
 }

@@ -3,23 +3,16 @@
 package pgengine
 
 import (
-	"net"
 	"syscall"
-
-	"github.com/queryflux/queryflux/internal/relayloop"
 )
 
 // quiet reports whether the idle connection has nothing to read: a server that shut the
 // connection (or said why, FATAL) while it was idle has. One non-blocking peek, no round trip.
 func (c *rawConn) quiet() bool {
-	nc := c.pg.Conn()
-	if lc, ok := nc.(*relayloop.Conn); ok && lc.Lent() {
-		return !lc.Pending() // peeked where a loop left it, without taking it back
+	if c.sock != nil && c.sock.Lent() {
+		return !c.sock.Pending() // peeked where a loop left it, without taking it back
 	}
-	if t, ok := nc.(interface{ NetConn() net.Conn }); ok {
-		nc = t.NetConn() // TLS: any pending bytes count, encrypted or not
-	}
-	sc, ok := nc.(syscall.Conn)
+	sc, ok := unwrapped(c.nc).(syscall.Conn) // TLS: any pending bytes count, encrypted or not
 	if !ok {
 		return true
 	}

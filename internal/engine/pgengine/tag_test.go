@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/engine/pgengine"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -44,23 +45,16 @@ func TestSessionsRunUnderTheirLeaseTag(t *testing.T) {
 		t.Fatalf("client_connection_check_interval = %q, want 1s", got)
 	}
 
-	relay := e.(engine.PGRelayer)
-	for _, tag := range []string{"qf-lease:pg#3", ""} {
-		res, err := relay.RelayPG(query.WithEngineTag(ctx, tag), engine.PGStatement{SQL: sql, Simple: true})
+	pe := e.(*pgengine.Engine)
+	for i, tag := range []string{"qf-lease:pg#3", ""} {
+		w, err := pe.OpenPGWire(query.WithEngineTag(ctx, tag), engine.PGWireOptions{Owner: uint64(i + 1)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		row, ok := res.NextRow()
-		if !ok {
-			t.Fatal("relay: no row")
-		}
-		// A DataRow: type, length, column count (2 bytes), value length (4 bytes), value.
-		got := string(row[11:])
-		if _, err := res.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if got != tag {
-			t.Fatalf("relay path under %q: application_name %q", tag, got)
+		rows, _, err := simpleOn(t, w, sql)
+		_ = w.Close()
+		if err != nil || len(rows) != 1 || rows[0] != tag {
+			t.Fatalf("relay path under %q: application_name %v, %v", tag, rows, err)
 		}
 	}
 }

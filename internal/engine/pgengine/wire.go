@@ -13,7 +13,6 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
-	"github.com/queryflux/queryflux/internal/relayloop"
 )
 
 // The wire (engine.PGWire): one relay connection handed to the PostgreSQL frontend, which
@@ -93,7 +92,7 @@ func (c *rawConn) serve(ctx context.Context, o engine.PGWireOptions) error {
 // their answers through ReadyForQuery; the first error the server reports is returned as a
 // *query.Error. Everything else the server says is dropped.
 func (c *rawConn) simple(ctx context.Context, sqls ...string) error {
-	stop := context.AfterFunc(ctx, func() { _ = c.pg.Conn().SetDeadline(time.Now()) })
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Now()) })
 	defer stop()
 	c.out = c.out[:0]
 	for _, sql := range sqls {
@@ -204,11 +203,10 @@ func (w *wireConn) Ready(txStatus byte) {
 // ahead or left to write is relayed byte for byte.
 func (w *wireConn) LendSocket() (int, bool) {
 	c := w.c
-	lc, ok := c.pg.Conn().(*relayloop.Conn)
-	if !ok || c.r != c.w || len(c.out) != 0 || c.broken {
+	if c.sock == nil || c.r != c.w || len(c.out) != 0 || c.broken {
 		return -1, false
 	}
-	fd, err := lc.Lend()
+	fd, err := c.sock.Lend()
 	return fd, err == nil
 }
 
@@ -225,14 +223,14 @@ func (w *wireConn) Unread(b []byte) {
 	c.buf, c.r, c.w = buf, 0, n
 }
 
-func (w *wireConn) SetReadDeadline(t time.Time) error { return w.c.pg.Conn().SetReadDeadline(t) }
+func (w *wireConn) SetReadDeadline(t time.Time) error { return w.c.nc.SetReadDeadline(t) }
 
 // Cancel sends a cancel request; it may run on another goroutine than the connection's user.
 func (w *wireConn) Cancel() {
 	w.cancelled.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
 	defer cancel()
-	_ = w.c.pg.CancelRequest(ctx)
+	_ = w.c.cancel.send(ctx)
 }
 
 func (w *wireConn) Discard() { w.c.broken = true }
