@@ -19,6 +19,8 @@ type EngineOpenCheck func(ctx context.Context, cfg *Config) error
 // path and line, and exits non-zero if there is any. The command reads the file named and the
 // environment variables and files its secret references name; --dial also connects to the
 // engines. A nil dial leaves the flag out.
+//
+//determinism:production the CLI's `config check`
 func NewConfigCommand(dial EngineOpenCheck) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
@@ -28,6 +30,7 @@ func NewConfigCommand(dial EngineOpenCheck) *cobra.Command {
 	return cmd
 }
 
+//determinism:production the CLI's `config check`
 func newCheckCommand(dial EngineOpenCheck) *cobra.Command {
 	var dialing bool
 	cmd := &cobra.Command{
@@ -60,12 +63,16 @@ func newCheckCommand(dial EngineOpenCheck) *cobra.Command {
 // Check loads the file at path, resolves its secret references (from this process's environment
 // and files, as the node loading it would) and compiles it; it returns every error found (nil
 // when it is valid).
+//
+//determinism:production the CLI's check of a file
 func Check(path string) []FieldError {
 	return CheckWith(context.Background(), path, nil)
 }
 
 // CheckWith is Check followed, when the file compiles and open is not nil, by open's check of
 // its engines.
+//
+//determinism:production the CLI's check of a file
 func CheckWith(ctx context.Context, path string, open EngineOpenCheck) []FieldError {
 	cfg, err := Load(path)
 	if err == nil {

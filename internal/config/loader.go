@@ -14,8 +14,9 @@ import (
 )
 
 // Load reads and parses the YAML file at path (see Parse). It does not validate: call Compile.
+//
+//determinism:production the daemon's and the CLI's way in; roles are given parsed configurations
 func Load(path string) (*Config, error) {
-	//determinism:ok Load is the daemon's and the CLI's way in; roles are given parsed configurations
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)

@@ -27,15 +27,18 @@ type SecretSource interface {
 }
 
 // OSSecrets looks references up in the process environment and the file system.
+//
+//determinism:production production's SecretSource; the simulator and tests give MapSecrets
 var OSSecrets SecretSource = osSecrets{}
 
+//determinism:production production's SecretSource
 type osSecrets struct{}
 
-//determinism:ok OSSecrets is production's SecretSource; the simulator gives MapSecrets
+//determinism:production the process environment
 func (osSecrets) LookupEnv(name string) (string, bool) { return os.LookupEnv(name) }
 
+//determinism:production the file system
 func (osSecrets) ReadFile(path string) ([]byte, error) {
-	//determinism:ok OSSecrets is production's SecretSource; the simulator gives MapSecrets
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

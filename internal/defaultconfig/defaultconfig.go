@@ -90,16 +90,18 @@ func shiftPort(addr string, offset int) (string, error) {
 
 // AdminURL is where the admin CLI commands look when given no --admin-url: the embedded
 // default's admin listener, moved by QUERYFLUX_PORT_OFFSET as `queryflux serve` moves it.
+//
+//determinism:production the admin CLI's default; no role calls it
 func AdminURL() string {
-	//determinism:ok the admin CLI's default address; no role calls it
 	offset, _ := strconv.Atoi(os.Getenv("QUERYFLUX_PORT_OFFSET"))
 	return fmt.Sprintf("http://127.0.0.1:%d", PortAdmin+offset)
 }
 
 // AdminToken is the token the admin CLI sends when given none: QUERYFLUX_ADMIN_TOKEN, else the
 // one the embedded default wrote for the admin listener of adminURL (TokenFile), else "".
+//
+//determinism:production the admin CLI's default; no role calls it
 func AdminToken(adminURL string) string {
-	//determinism:ok the admin CLI's default token; no role calls it
 	if t := os.Getenv("QUERYFLUX_ADMIN_TOKEN"); t != "" {
 		return t
 	}
@@ -107,7 +109,6 @@ func AdminToken(adminURL string) string {
 	if err != nil || u.Port() == "" {
 		return ""
 	}
-	//determinism:ok the admin CLI's default token; no role calls it
 	b, err := os.ReadFile(TokenFile(u.Port()))
 	if err != nil {
 		return ""
@@ -117,7 +118,8 @@ func AdminToken(adminURL string) string {
 
 // TokenFile is where the embedded default keeps the random admin token of its admin listener
 // on port (readable by its user only).
+//
+//determinism:production the embedded default's token file
 func TokenFile(port string) string {
-	//determinism:ok the admin CLI's token file; no role calls it
 	return filepath.Join(os.TempDir(), "queryflux-admin-token-"+port)
 }

@@ -111,12 +111,13 @@ const DialTimeout = 3 * time.Second
 // NewClient is the client between workers: tlsConfig verifies owners' certificates (and
 // presents this worker's) on https and grpc+tls endpoints (nil: the system roots), and an owner
 // that does not accept a connection within DialTimeout counts as gone.
+//
+//determinism:production production's client between workers; roles are given theirs
 func NewClient(tlsConfig *tls.Config) *http.Client {
 	dialer := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}
 	// A copy: an HTTP/2 transport sharing tlsConfig (the control plane's client) adds "h2" to
 	// its ALPN protocols on first use, and this HTTP/1.1 transport would then speak HTTP/1.1 on
 	// connections the owner negotiated as HTTP/2.
-	//determinism:ok NewClient is production's client between workers; roles are given theirs
 	return &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: tlsConfig.Clone(),
 		MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: DialTimeout}}
 }

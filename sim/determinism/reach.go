@@ -22,8 +22,10 @@ type world struct {
 	loaded   map[string]*sourcePkg // outside packages read so far (nil: could not be read)
 	memo     map[string]*Finding   // object key -> the first forbidden use it reaches (nil: none)
 	visiting map[string]bool
-	cuts     int // cycles cut short: a clean answer found under a cut is not remembered
-	notes    []string
+	// production are the declarations of role packages marked ProductionComment, by object key.
+	production map[string]bool
+	cuts       int // cycles cut short: a clean answer found under a cut is not remembered
+	notes      []string
 }
 
 // sourcePkg is an outside package read from source: its declarations by object key.
@@ -65,6 +67,9 @@ func (w *world) isRole(path string) bool {
 // constants run nothing of their package.
 func (c *fileCheck) outsideUse(id *ast.Ident, obj types.Object) {
 	if c.w.isRole(obj.Pkg().Path()) {
+		if key := objKey(obj); c.w.production[key] {
+			c.report(id, strings.TrimPrefix(key, c.w.module+"/")+" is production-only ("+ProductionComment+"): roles are given what it makes")
+		}
 		return
 	}
 	switch o := obj.(type) {

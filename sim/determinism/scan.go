@@ -25,8 +25,10 @@
 // methods, fields, constants and types named in signatures run nothing.
 //
 // A finding can be excused on its line (or the line above) with `//determinism:ok <reason>`;
-// map ranges whose order is provably irrelevant are what that is for. Other node/... packages
-// may not opt out.
+// map ranges whose order is provably irrelevant are what that is for. A declaration whose doc
+// comment says `//determinism:production <reason>` is the production side of a seam kept in a
+// role package (reading the config file, the real client between workers): nothing in it is a
+// finding, and any use of it from role code is. Other node/... packages may not opt out.
 //
 // The scanner runs `go list` (and, for type information, `go list -export` over the scanned
 // packages' dependencies); it reads files and runs the go tool, nothing else.
@@ -126,7 +128,7 @@ func Scan(dir string, rule Rule, patterns ...string) (*Report, error) {
 	}
 	rep := &Report{}
 	w := &world{fset: token.NewFileSet(), rule: rule, listed: map[string]*listedPackage{}, role: map[string]bool{},
-		loaded: map[string]*sourcePkg{}, memo: map[string]*Finding{}, visiting: map[string]bool{}}
+		loaded: map[string]*sourcePkg{}, memo: map[string]*Finding{}, visiting: map[string]bool{}, production: map[string]bool{}}
 	type target struct {
 		pkg   *listedPackage
 		files []*ast.File
@@ -172,6 +174,15 @@ func Scan(dir string, rule Rule, patterns ...string) (*Report, error) {
 			w.listed[d.ImportPath] = d
 			if d.Export != "" {
 				exports[d.ImportPath] = d.Export
+			}
+		}
+	}
+	for _, t := range targets {
+		for _, f := range t.files {
+			for _, d := range productionDecls(w.fset, t.pkg.ImportPath, f) {
+				for _, k := range d.keys {
+					w.production[k] = true
+				}
 			}
 		}
 	}
@@ -299,6 +310,11 @@ func newFileCheck(w *world, f *ast.File, info *types.Info) *fileCheck {
 				c.excused[line] = true
 				c.excused[line+1] = true
 			}
+		}
+	}
+	for _, d := range productionDecls(c.fset, "", f) {
+		for line := d.from; line <= d.to; line++ {
+			c.excused[line] = true
 		}
 	}
 	for _, is := range f.Imports {

@@ -305,7 +305,7 @@ func TestPassthroughQueryTimeout(t *testing.T) {
 // there by the group's query timeout (named as such, not as a cancel the client never asked
 // for) or by the client's own cancel request, it leaves the transaction aborted, as PostgreSQL
 // does: the next statement fails with 25P02 and changes nothing, even where stopping it cost
-// the engine connection (the Arrow path's), and ROLLBACK ends it.
+// the engine connection (the Arrow path's), and ROLLBACK or COMMIT ends it.
 func TestStatementStoppedInATransactionAbortsIt(t *testing.T) {
 	for _, arrowPath := range []bool{false, true} {
 		for _, byClient := range []bool{false, true} {
@@ -374,7 +374,11 @@ func stopInATransaction(t *testing.T, arrowPath, byClient bool) {
 	if !errors.As(err, &pe) || pe.Code != "25P02" {
 		t.Fatalf("the next statement of the transaction: %v, want 25P02", err)
 	}
-	if err := tx.Rollback(ctx); err != nil {
+	if byClient { // COMMIT ends an aborted transaction as ROLLBACK does, and says so
+		if err := tx.Commit(ctx); !errors.Is(err, pgx.ErrTxCommitRollback) {
+			t.Fatalf("COMMIT of the aborted transaction: %v, want it rolled back", err)
+		}
+	} else if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var n int
