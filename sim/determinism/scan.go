@@ -417,6 +417,13 @@ func (c *fileCheck) node(n ast.Node) {
 		if c.addressToInteger(n) {
 			c.report(n, "converting an unsafe.Pointer to an integer: an address, which differs per run; use an id")
 		}
+		if name := c.funcName(n); printFuncs[name] {
+			for _, a := range n.Args {
+				if t := c.info.TypeOf(a); printsAddress(t) {
+					c.report(a, fmt.Sprintf("%s prints a %s as its address, which differs per run; print an id", name, t))
+				}
+			}
+		}
 		for _, a := range n.Args {
 			if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING && hasPointerVerb(lit.Value) {
 				c.report(lit, "%p prints a pointer, which differs per run; print an id")
@@ -642,6 +649,45 @@ func (c *fileCheck) addressToInteger(call *ast.CallExpr) bool {
 	to, isBasic := fn.Type.Underlying().(*types.Basic)
 	from, fromBasic := types.Unalias(c.info.TypeOf(call.Args[0])).(*types.Basic)
 	return isBasic && to.Info()&types.IsInteger != 0 && fromBasic && from.Kind() == types.UnsafePointer
+}
+
+// printFuncs are fmt's printing functions.
+var printFuncs = map[string]bool{
+	"fmt.Print": true, "fmt.Printf": true, "fmt.Println": true, "fmt.Sprint": true, "fmt.Sprintf": true,
+	"fmt.Sprintln": true, "fmt.Fprint": true, "fmt.Fprintf": true, "fmt.Fprintln": true, "fmt.Errorf": true,
+	"fmt.Append": true, "fmt.Appendf": true, "fmt.Appendln": true,
+}
+
+// printsAddress reports whether fmt prints a value of type t as an address: a channel, a
+// function, an unsafe.Pointer, or a pointer to anything but a struct, array, slice or map
+// (which fmt prints as &{...}), unless the type formats itself.
+func printsAddress(t types.Type) bool {
+	if t == nil || formatsItself(t) {
+		return false
+	}
+	switch u := t.Underlying().(type) {
+	case *types.Chan, *types.Signature:
+		return true
+	case *types.Basic:
+		return u.Kind() == types.UnsafePointer
+	case *types.Pointer:
+		switch u.Elem().Underlying().(type) {
+		case *types.Struct, *types.Array, *types.Slice, *types.Map:
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+func formatsItself(t types.Type) bool {
+	ms := types.NewMethodSet(t)
+	for _, name := range []string{"String", "Error", "Format", "GoString"} {
+		if ms.Lookup(nil, name) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // isHTTPClient reports whether t is net/http.Client or a pointer to one.
