@@ -17,8 +17,8 @@
 #
 # Environment: ROOT (the checkout to build; default: this script's), ROUNDS (3), LAT_SECS (3), TPS_SECS (6), CLIENTS (8), KEEP_TMP=1 keeps the temp dir,
 # BASE_QF (another queryflux binary, such as main's before a change: its standalone passthrough
-# daemon is measured too, as the rows "base-pass" and "base-session" (session pool mode), in the
-# same interleaved rounds),
+# daemon and its control plane + worker are measured too, as the rows "base-pass", "base-session"
+# (session pool mode) and "base-worker", in the same interleaved rounds),
 # PROFILE=1 builds the daemon with -tags benchpprof and writes a 4 s CPU profile of the
 # passthrough daemon under the pgbench -S load to $PROFILE_OUT (default /tmp/bench-proxy-cpu.prof)
 # (go tool pprof -top bin/queryflux /tmp/bench-proxy-cpu.prof), and one under the MySQL qps
@@ -163,42 +163,49 @@ if [ -n "${BASE_QF:-}" ]; then
 	standalone base-session true session
 fi
 
-SECRET=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-CPADMIN=$(freeport); CPPG=$(freeport)
-{
-	cat <<YAML
+worker_pair() { # name, ops port: a control plane and a worker (name) of its leases -> sets PG_<name>, MY_<name>
+	local name=$1 ops=$2 secret cpadmin cppg pg my
+	secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	cpadmin=$(freeport); cppg=$(freeport); pg=$(freeport); my=$(freeport)
+	{
+		cat <<YAML
 queryflux:
   role: standalone
-  adminApi: {listen: "127.0.0.1:$CPADMIN"}
-  workerApi: {enabled: true, secret: "$SECRET"}
+  adminApi: {listen: "127.0.0.1:$cpadmin"}
+  workerApi: {enabled: true, secret: "$secret"}
   coordination: {mode: controlPlane}
   frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$CPPG"}
+    postgres: {enabled: true, listen: "127.0.0.1:$cppg"}
 # Workers take their settings from here. Every daemon trusts loopback clients, so that they
 # log in without a password in plain text, like every other target.
 settings: {security: {trustLoopback: true}}
 YAML
-	clusters
-} >"$TMP/cp.yaml"
-start_qf cp --config "$TMP/cp.yaml"
-waitport "$CPADMIN" cp
-PG_worker=$(freeport); MY_worker=$(freeport); OPS=$(freeport)
-cat >"$TMP/worker.yaml" <<YAML
+		clusters
+	} >"$TMP/$name-cp.yaml"
+	start_qf "$name-cp" --config "$TMP/$name-cp.yaml"
+	waitport "$cpadmin" "$name-cp"
+	cat >"$TMP/$name.yaml" <<YAML
 queryflux:
   role: worker
-  controlPlane: {url: "http://127.0.0.1:$CPADMIN", secret: "$SECRET"}
+  controlPlane: {url: "http://127.0.0.1:$cpadmin", secret: "$secret"}
   frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$PG_worker"}
-    mysql: {enabled: true, listen: "127.0.0.1:$MY_worker"}
+    postgres: {enabled: true, listen: "127.0.0.1:$pg"}
+    mysql: {enabled: true, listen: "127.0.0.1:$my"}
 YAML
-start_qf worker --config "$TMP/worker.yaml" --name bench-worker --ops-listen "127.0.0.1:$OPS"
-waitport "$PG_worker" worker
-PROC[worker]="${PROC[worker]} ${PROC[cp]}"
-# The worker answers "not configured" until its first config arrives from the control plane.
-for _ in $(seq 1 100); do
-	if psql -qAt -h 127.0.0.1 -p "$PG_worker" -U postgres -d "$DB" -c "select 1" >/dev/null 2>&1; then break; fi
-	sleep 0.1
-done
+	start_qf "$name" --config "$TMP/$name.yaml" --name "bench-$name" --ops-listen "127.0.0.1:$ops"
+	waitport "$pg" "$name"
+	PROC[$name]="${PROC[$name]} ${PROC[$name-cp]}"
+	# The worker answers "not configured" until its first config arrives from the control plane.
+	for _ in $(seq 1 100); do
+		if psql -qAt -h 127.0.0.1 -p "$pg" -U postgres -d "$DB" -c "select 1" >/dev/null 2>&1; then break; fi
+		sleep 0.1
+	done
+	printf -v "PG_${name//-/_}" %s "$pg"; printf -v "MY_${name//-/_}" %s "$my"
+}
+
+OPS=$(freeport)
+worker_pair worker "$OPS"
+[ -n "${BASE_QF:-}" ] && worker_pair base-worker "$(freeport)"
 
 # --- measurements ------------------------------------------------------------------------
 latency() { # port -> "p50 p99" in microseconds of SELECT 1, one client, extended protocol
@@ -239,8 +246,8 @@ TARGETS=(direct pgbouncer go-relay loop-relay passthrough pass-session arrow wor
 declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [go-relay]=$RELAY [loop-relay]=$LOOP_RELAY [passthrough]=$PG_passthrough
 	[pass-session]=$PG_pass_session [arrow]=$PG_arrow [worker]=$PG_worker)
 if [ -n "${BASE_QF:-}" ]; then
-	TARGETS+=(base-pass base-session)
-	PORT[base-pass]=$PG_base_pass PORT[base-session]=$PG_base_session
+	TARGETS+=(base-pass base-session base-worker)
+	PORT[base-pass]=$PG_base_pass PORT[base-session]=$PG_base_session PORT[base-worker]=$PG_base_worker
 fi
 for round in $(seq 1 "$ROUNDS"); do
 	for t in "${TARGETS[@]}"; do
@@ -284,9 +291,10 @@ if [ "$MYSQL_OK" = 1 ]; then
 	)
 	for t in passthrough arrow worker; do MYPROC[$t]=${PROC[$t]}; done
 	if [ -n "${BASE_QF:-}" ]; then
-		MY_TARGETS+=(base-pass)
+		MY_TARGETS+=(base-pass base-worker)
 		MYDSN[base-pass]="queryflux@tcp(127.0.0.1:$MY_base_pass)/mysql"
-		MYPROC[base-pass]=${PROC[base-pass]}
+		MYDSN[base-worker]="queryflux@tcp(127.0.0.1:$MY_base_worker)/mysql"
+		MYPROC[base-pass]=${PROC[base-pass]} MYPROC[base-worker]=${PROC[base-worker]}
 	fi
 	for round in $(seq 1 "$ROUNDS"); do
 		for t in "${MY_TARGETS[@]}"; do
@@ -346,7 +354,7 @@ echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (gorou
 echo "loop-relay: scripts/benchrelay -loop, the same on an event loop (internal/relayloop: one thread in epoll, the server's messages framed, ReadyForQuery watched)"
 echo "passthrough: the pg group in transaction pool mode (PgBouncer's mode here); pass-session: the same daemon configuration with poolMode: session"
 echo "  (the daemon's event loop, internal/frontend/pgwire/loop.go, relays both; in transaction mode it admits each transaction on its thread when that needs no waiting)"
-[ -n "${BASE_QF:-}" ] && echo "base-pass, base-session: the same two standalone daemons run from BASE_QF ($BASE_QF)"
+[ -n "${BASE_QF:-}" ] && echo "base-pass, base-session, base-worker: the same standalone daemons and control plane + worker run from BASE_QF ($BASE_QF)"
 echo "loopback round trip p50 (scripts/benchrelay -rtt): ${RTT} us"
 echo "worker: $REUSED of its $RELAYED passthrough queries (both wires, whole run) took an idle lease (no control-plane round trip)"
 num() { [[ $1 =~ ^-?[0-9]+$ ]]; }

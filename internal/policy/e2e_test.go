@@ -435,6 +435,13 @@ func TestQueueAndReadOnlyGuardrailsPerProtocol(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "read-only") {
 				t.Fatalf("a write on a read-only group: %v", err)
 			}
+			// Writes dressed as reads or hidden in a comment MySQL would run.
+			for _, write := range []string{"/*! create table t (a int) */", "select 1 /*!, 2 */", "select 1 into t2",
+				"with d as (delete from pg_class returning 1) select * from d"} {
+				if _, err := p.run(t, s, p.user, p.pw, write); err == nil || !strings.Contains(err.Error(), "not allowed") {
+					t.Fatalf("%q on a read-only group: %v, want refused", write, err)
+				}
+			}
 			// The previous protocol's blocker was cancelled on its client; its engine query may
 			// still be stopping: start from a free slot, or "running 1" below could be that one.
 			waitFor(t, "the previous blocker's slot to be free", func() bool { return s.core.Queued("demo") == 0 && s.running() == 0 })

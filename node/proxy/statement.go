@@ -16,6 +16,9 @@ const headWordsMax = 3
 type statement struct {
 	kind sqltok.Kind
 	head []string // leading keywords, lower-cased
+	// selectWrites names what makes a SELECT write: a data-modifying WITH (DELETE ...), SELECT
+	// INTO a table or file, FOR UPDATE; "" for a plain read.
+	selectWrites string
 }
 
 // statementsOf classifies each statement of req, from its one analysis.
@@ -30,8 +33,36 @@ func statementsOf(req *query.Request) []statement {
 			}
 			out[i].head = append(out[i].head, strings.ToLower(t.Text))
 		}
+		if s.Kind == sqltok.KindSelect {
+			out[i].selectWrites = selectWrites(s.Significant)
+		}
 	}
 	return out
+}
+
+// selectWrites returns the word that makes a SELECT write, or "". Only "INTO @variable" (MySQL)
+// is a read.
+func selectWrites(toks []sqltok.Token) string {
+	for i, t := range toks {
+		if t.Kind != sqltok.Word {
+			continue
+		}
+		switch w := strings.ToLower(t.Text); w {
+		case "insert", "update", "delete", "merge":
+			return w
+		case "into":
+			if i+1 == len(toks) || !strings.HasPrefix(toks[i+1].Text, "@") {
+				return w
+			}
+		}
+	}
+	return ""
+}
+
+// executableComment reports whether sql holds a MySQL executable comment (/*! ... */, /*M! ... */):
+// MySQL and MariaDB run its text, which every other reader (the tokenizer included) skips.
+func executableComment(sql string) bool {
+	return strings.Contains(sql, "/*!") || strings.Contains(sql, "/*M!")
 }
 
 // readOnlyAllows reports whether a read-only group may run st: reads, session settings and
@@ -39,7 +70,9 @@ func statementsOf(req *query.Request) []statement {
 // Anything unclassified (CALL, COPY, DO...) is refused.
 func readOnlyAllows(st statement) bool {
 	switch st.kind {
-	case sqltok.KindSelect, sqltok.KindShow, sqltok.KindSet, sqltok.KindTransaction:
+	case sqltok.KindSelect:
+		return st.selectWrites == ""
+	case sqltok.KindShow, sqltok.KindSet, sqltok.KindTransaction:
 		return true
 	case sqltok.KindExplain:
 		return len(st.head) < 2 || st.head[1] != "analyze"
@@ -80,7 +113,15 @@ func checkStatements(g *group, req *query.Request) error {
 	if !g.readOnly && len(g.blocked) == 0 {
 		return nil
 	}
+	if executableComment(req.SQL) { // whatever the frontend's dialect: the engine may be MySQL
+		return &query.Error{Code: query.CodeAccessDenied,
+			Message: fmt.Sprintf("cluster group %s checks statements: MySQL executable comments (/*! ... */) are not allowed", g.name)}
+	}
 	for _, st := range statementsOf(req) {
+		if g.readOnly && st.selectWrites != "" {
+			return &query.Error{Code: query.CodeAccessDenied,
+				Message: fmt.Sprintf("cluster group %s is read-only: SELECT with %s is not allowed", g.name, strings.ToUpper(st.selectWrites))}
+		}
 		if g.readOnly && !readOnlyAllows(st) {
 			return &query.Error{Code: query.CodeAccessDenied,
 				Message: fmt.Sprintf("cluster group %s is read-only: %s statements are not allowed", g.name, st.kind)}
