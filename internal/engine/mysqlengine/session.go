@@ -21,7 +21,7 @@ func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Sess
 	if err != nil {
 		return nil, err
 	}
-	return &session{e: e, conn: c}, nil
+	return &session{e: e, conn: c, inTx: c.IsInTransaction()}, nil
 }
 
 // session is one pinned connection.
@@ -33,6 +33,10 @@ type session struct {
 	running bool         // a statement's rows are open
 	broken  bool         // a statement ended with the connection in an unknown state
 	dirty   bool         // a statement left session state (SET, LOCK, ...)
+	// inTx is the connection's transaction state as its last statement left it. The
+	// connection's own status is written by the goroutine running a statement (produce), so it
+	// is read there, when the statement ends, and TxStatus reads this copy.
+	inTx bool
 }
 
 // Execute runs q on the pinned connection. A session runs one statement at a time: the
@@ -63,11 +67,15 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	return r, nil
 }
 
+// finished is called by the goroutine that ran the statement, with the connection still its.
 func (s *session) finished(healthy bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.running = false
 	s.broken = s.broken || !healthy
+	if s.conn != nil {
+		s.inTx = s.conn.IsInTransaction()
+	}
 }
 
 // TxStatus reports 'T' inside a transaction, 'E' when the connection failed inside one, 'I'
@@ -81,7 +89,7 @@ func (s *session) TxStatus() byte {
 		return 'I'
 	case s.broken:
 		return 'E'
-	case s.conn.IsInTransaction():
+	case s.inTx:
 		return 'T'
 	}
 	return 'I'
