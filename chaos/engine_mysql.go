@@ -151,7 +151,7 @@ func (f *fleetWorkload) runMySQL(ctx context.Context, worker, group, stmt string
 	case err == nil:
 		return outSucceeded, maxDraw(draws)
 	case errors.As(err, &me) && leaseLost(me.Number == erTooManyConcurrentTx, me.Message):
-		return outFailed, 0
+		return outLost, 0
 	case errors.As(err, &me) && me.Number == erTooManyConcurrentTx:
 		return outTimedOut, 0
 	case errors.As(err, &me) && me.Number == erConCount:
@@ -163,7 +163,7 @@ func (f *fleetWorkload) runMySQL(ctx context.Context, worker, group, stmt string
 	case ctx.Err() != nil:
 		return outCancelled, 0
 	}
-	return outFailed, 0 // the connection broke while the query ran
+	return outLost, 0 // the connection broke while the query ran
 }
 
 // sampleMySQL counts the workload statements each MariaDB engine database runs, the queries of

@@ -502,6 +502,7 @@ const (
 	outQueueFull = "queue full" // refused: the queue was full
 	outRefused   = "refused"    // no connection, or refused before it could wait
 	outCancelled = "cancelled"  // the run ended while it waited or ran
+	outLost      = "lost"       // admitted, then failed after a run time the client cannot know (lease lost, connection broken)
 )
 
 // run sends the query; ran is how long the engine was asked to run it (to subtract from the
@@ -528,7 +529,7 @@ func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (
 	case err == nil:
 		return outSucceeded, maxDraw(draws)
 	case errors.As(err, &pe) && leaseLost(pe.Code == query.CodeCapacityTimeout, pe.Message):
-		return outFailed, 0
+		return outLost, 0
 	case errors.As(err, &pe) && pe.Code == query.CodeCapacityTimeout:
 		return outTimedOut, 0
 	case errors.As(err, &pe) && pe.Code == query.CodeQueueFull:
@@ -540,7 +541,7 @@ func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (
 	case ctx.Err() != nil:
 		return outCancelled, 0
 	}
-	return outFailed, 0 // the connection broke while the query ran
+	return outLost, 0 // the connection broke while the query ran
 }
 
 // leaseLost tells, of an error with the capacity-timeout code, an admitted query whose lease was
@@ -598,10 +599,9 @@ func (f *fleetWorkload) finish(worker, group string, counted bool, outcome strin
 	case outCancelled:
 		return
 	}
-	if outcome == outFailed && ran == 0 {
-		// Admitted, then failed (lease lost, cancelled, connection broken) after a run time the
-		// client cannot know: its wait is not took. The simulator reads the true wait off the
-		// proxy's record; here the query gives no queue sample.
+	if outcome == outLost {
+		// Its wait is not took, and the client cannot tell its run time: the simulator reads
+		// the true wait off the proxy's record; here the query gives no queue sample.
 		return
 	}
 	queue := max(took-ran, 0)
