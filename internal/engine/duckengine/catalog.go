@@ -226,7 +226,7 @@ var castTypes = map[string]string{"text": "VARCHAR", "name": "VARCHAR", `"char"`
 // changed).
 func compatRequest(q *query.Request) *query.Request {
 	q = showTimeout(q)
-	s := pgCompat(q.SQL)
+	s := pgCompat(q)
 	if s == q.SQL {
 		return q
 	}
@@ -258,11 +258,11 @@ func needsCompat(sqlText string) bool {
 
 // pgCompat rewrites PostgreSQL-only syntax of catalog queries into DuckDB's (see above);
 // other statements come back unchanged.
-func pgCompat(sqlText string) string {
-	if !needsCompat(sqlText) {
-		return sqlText
+func pgCompat(q *query.Request) string {
+	if !needsCompat(q.SQL) {
+		return q.SQL
 	}
-	toks := sqltok.Tokenize(sqlText, sqltok.Postgres)
+	toks := pgTokens(q)
 	if readsPublications(toks) {
 		return noPublications
 	}
@@ -271,6 +271,15 @@ func pgCompat(sqlText string) string {
 		w.step()
 	}
 	return w.out.String()
+}
+
+// pgTokens are q's tokens by PostgreSQL's rules: the analysis that travels with the request
+// when its client spoke PostgreSQL (catalog queries come from PostgreSQL clients).
+func pgTokens(q *query.Request) []sqltok.Token {
+	if a := q.Analysis(); a.Dialect == sqltok.Postgres {
+		return a.Tokens
+	}
+	return sqltok.Tokenize(q.SQL, sqltok.Postgres)
 }
 
 // noPublications answers a query on publications: DuckDB has none (and psql's own query for

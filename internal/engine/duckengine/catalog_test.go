@@ -5,7 +5,13 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/queryflux/queryflux/internal/query"
 )
+
+func pgRequest(sql string) *query.Request {
+	return &query.Request{SQL: sql, Protocol: query.ProtocolPostgres}
+}
 
 func TestPGCompatRewrites(t *testing.T) {
 	for in, want := range map[string]string{
@@ -16,7 +22,7 @@ func TestPGCompatRewrites(t *testing.T) {
 		`select s from pg_catalog.generate_series(1, 3) s where n.nspname !~ '^pg_'`:                                                 `select s from generate_series(1, 3) s(s) where n.nspname !~ '(?s).*(?:^pg_).*'`,
 		`select pubname from pg_catalog.pg_publication p`:                                                                            noPublications,
 	} {
-		if got := pgCompat(in); got != want {
+		if got := pgCompat(pgRequest(in)); got != want {
 			t.Errorf("pgCompat(%q)\n got %q\nwant %q", in, got, want)
 		}
 	}
@@ -30,7 +36,7 @@ func TestPGCompatLeavesOtherStatements(t *testing.T) {
 		if strings.Contains(strings.ToLower(sql), "pg_catalog") || strings.Contains(strings.ToLower(sql), "::reg") {
 			t.Skip("names the catalog")
 		}
-		if got := pgCompat(sql); got != sql {
+		if got := pgCompat(pgRequest(sql)); got != sql {
 			t.Fatalf("pgCompat(%q) = %q", sql, got)
 		}
 	})

@@ -363,16 +363,17 @@ func paramTypeName(t duckdb.Type) string {
 // Execute runs q on a pooled connection, in a transaction of its own. Cancelling ctx
 // interrupts the query in DuckDB.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	client := q
 	q = compatRequest(q)
 	conn, err := e.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.statement(conn, q.SQL)
+	st, err := e.statement(conn, client, q.SQL)
 	if err != nil {
 		release(conn, true)
 		if e.noteFatal(err) && isInvalidated(err) && !retried(ctx) {
-			return e.Execute(retrying(ctx), q) // nothing ran: the database was already gone
+			return e.Execute(retrying(ctx), client) // nothing ran: the database was already gone
 		}
 		return nil, err
 	}

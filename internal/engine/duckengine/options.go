@@ -150,7 +150,7 @@ func withTimeout(ctx context.Context, q *query.Request) (_ context.Context, canc
 // showTimeout answers SHOW statement_timeout with the client's own (DuckDB has no such
 // setting): q rewritten into a SELECT of the value as PostgreSQL prints it.
 func showTimeout(q *query.Request) *query.Request {
-	w := leadWords(q.SQL, 3)
+	w := leadWords(q, 3)
 	if len(w) < 2 || w[0] != "show" || w[1] != "statement_timeout" || (len(w) == 3 && w[2] != ";") {
 		return q
 	}

@@ -46,8 +46,9 @@ type session struct {
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	client := q
 	q = compatRequest(q)
-	st, err := s.e.statement(s.conn, q.SQL)
+	st, err := s.e.statement(s.conn, client, q.SQL)
 	if err != nil {
 		s.e.noteFatal(err)
 		s.fail()

@@ -11,7 +11,6 @@ import (
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
-	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // txVerb is what a transaction-control statement asks for.
@@ -63,14 +62,11 @@ func (s statement) readsOnly() bool {
 	return false
 }
 
-// leadWords returns sqlText's first significant tokens (at most n), words in lower case. Only
-// the statement's head is tokenized for a few words: a long INSERT is not read twice.
-func leadWords(sqlText string, n int) []string {
-	if n <= 16 && len(sqlText) > leadBytesMax {
-		sqlText = sqlText[:leadBytesMax]
-	}
+// leadWords returns q's first significant tokens (at most n), words in lower case. They come
+// from the analysis that travels with the request: the core's, so nothing is tokenized again.
+func leadWords(q *query.Request, n int) []string {
 	var out []string
-	for _, t := range sqltok.Tokenize(sqlText, sqltok.Postgres) {
+	for _, t := range q.Analysis().Tokens {
 		if !t.Significant() {
 			continue
 		}
@@ -82,29 +78,19 @@ func leadWords(sqlText string, n int) []string {
 	return out
 }
 
-// leadBytesMax bounds the head of a statement leadWords reads for its first words.
-const leadBytesMax = 1024
-
-// statement reads sqlText: transaction control by its words (DuckDB's parser knows no
-// isolation levels), anything else prepared on conn. It refuses what this engine cannot do
-// (savepoints, two-phase commit) and, on a locked cluster, what would change the
+// statement reads the client's statement q: transaction control by its words (DuckDB's parser
+// knows no isolation levels), anything else prepared on conn as sqlText (q's SQL, or q's
+// rewritten for DuckDB: compatRequest rewrites only queries). It refuses what this engine
+// cannot do (savepoints, two-phase commit) and, on a locked cluster, what would change the
 // connection's configuration or the database instance.
-func (e *Engine) statement(conn *sql.Conn, sqlText string) (statement, error) {
-	st, err := readWords(sqlText, leadWords(sqlText, 16))
+func (e *Engine) statement(conn *sql.Conn, q *query.Request, sqlText string) (statement, error) {
+	st, err := readWords(q)
 	if err != nil || st.tx != txNone {
 		return st, err
 	}
 	p, err := prepare(conn, sqlText)
 	if err != nil {
 		return st, wrapErr(err)
-	}
-	switch p.kind {
-	case duckdb.STATEMENT_TYPE_TRANSACTION, duckdb.STATEMENT_TYPE_COPY, duckdb.STATEMENT_TYPE_SET:
-		if len(sqlText) > leadBytesMax { // its words may lie past a long comment: read them all
-			if st, err = readWords(sqlText, leadWords(sqlText, len(sqlText))); err != nil || st.tx != txNone {
-				return st, err
-			}
-		}
 	}
 	st.p = p
 	if e.locked {
@@ -117,7 +103,8 @@ func (e *Engine) statement(conn *sql.Conn, sqlText string) (statement, error) {
 
 // readWords recognises, from a statement's words, what this engine handles or refuses before
 // DuckDB sees it: transaction control and COPY to or from the client.
-func readWords(sqlText string, words []string) (statement, error) {
+func readWords(q *query.Request) (statement, error) {
+	words := leadWords(q, 16)
 	st := statement{words: words}
 	if len(words) == 0 {
 		return st, nil
@@ -126,7 +113,7 @@ func readWords(sqlText string, words []string) (statement, error) {
 		return st, err
 	}
 	if words[0] == "copy" {
-		if all := leadWords(sqlText, len(sqlText)); slices.Contains(all, "stdin") || slices.Contains(all, "stdout") {
+		if all := leadWords(q, len(q.SQL)); slices.Contains(all, "stdin") || slices.Contains(all, "stdout") {
 			return st, errCopyStdio
 		}
 	}
