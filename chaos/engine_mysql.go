@@ -150,6 +150,8 @@ func (f *fleetWorkload) runMySQL(ctx context.Context, worker, group, stmt string
 	switch {
 	case err == nil:
 		return outSucceeded, maxDraw(draws)
+	case errors.As(err, &me) && leaseLost(me.Number == erTooManyConcurrentTx, me.Message):
+		return outFailed, 0
 	case errors.As(err, &me) && me.Number == erTooManyConcurrentTx:
 		return outTimedOut, 0
 	case errors.As(err, &me) && me.Number == erConCount:

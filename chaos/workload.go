@@ -527,6 +527,8 @@ func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (
 	switch {
 	case err == nil:
 		return outSucceeded, maxDraw(draws)
+	case errors.As(err, &pe) && leaseLost(pe.Code == query.CodeCapacityTimeout, pe.Message):
+		return outFailed, 0
 	case errors.As(err, &pe) && pe.Code == query.CodeCapacityTimeout:
 		return outTimedOut, 0
 	case errors.As(err, &pe) && pe.Code == query.CodeQueueFull:
@@ -539,6 +541,12 @@ func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (
 		return outCancelled, 0
 	}
 	return outFailed, 0 // the connection broke while the query ran
+}
+
+// leaseLost tells, of an error with the capacity-timeout code, an admitted query whose lease was
+// lost (the code is shared with a wait that found no slot; the message tells them apart).
+func leaseLost(capacityCode bool, message string) bool {
+	return capacityCode && strings.Contains(message, "capacity lease on cluster") && strings.Contains(message, "was lost")
 }
 
 // maxDraw bounds what the engine ran: one cluster's draw (with one cluster, exactly it).
@@ -588,6 +596,12 @@ func (f *fleetWorkload) finish(worker, group string, counted bool, outcome strin
 	case outTimedOut:
 		l.TimedOut++
 	case outCancelled:
+		return
+	}
+	if outcome == outFailed && ran == 0 {
+		// Admitted, then failed (lease lost, cancelled, connection broken) after a run time the
+		// client cannot know: its wait is not took. The simulator reads the true wait off the
+		// proxy's record; here the query gives no queue sample.
 		return
 	}
 	queue := max(took-ran, 0)
