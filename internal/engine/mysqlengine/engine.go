@@ -214,12 +214,12 @@ func (e *Engine) dial(ctx context.Context) (*client.Conn, error) {
 	opts := append([]client.Option{e.tlsOption}, e.dialOptions...)
 	c, err := client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, e.handshakeDialer, opts...)
 	if err != nil { // names the address, user and database: for the log only
-		return nil, query.EngineUnavailable("", e.wrap(err))
+		return nil, e.unreachable(err)
 	}
 	// The handshake's deadline must not outlive it: queries may run longer.
 	if err := c.SetDeadline(time.Time{}); err != nil {
 		_ = c.Close()
-		return nil, query.EngineUnavailable("", e.wrap(err))
+		return nil, e.unreachable(err)
 	}
 	// TIMESTAMP values then arrive in UTC, which is what their Arrow type says.
 	if _, err := c.Execute("SET time_zone = '+00:00'"); err != nil {
@@ -300,6 +300,17 @@ func (e *Engine) wrap(err error) error {
 		return query.EngineUnavailable("", detail)
 	}
 	return &query.Error{Code: query.CodeEngine, Message: detail.Error(), Retryable: true}
+}
+
+// unreachable is a failure to reach the engine or log in to it: the client sees only that,
+// the detail (which names the address, user and database) goes to the log.
+func (e *Engine) unreachable(err error) error {
+	w := e.wrap(err)
+	var h *query.Hidden
+	if errors.As(w, &h) { // a broken connection is hidden already: once is enough
+		return w
+	}
+	return query.EngineUnavailable("", w)
 }
 
 // asMyError unwraps pingcap/errors' stack wrappers, which predate errors.Unwrap in older paths.
