@@ -359,19 +359,21 @@ func TestLeaseKillSmokeRealEngineWithinCap(t *testing.T) {
 func TestEngineFenceOffRealExceedsCap(t *testing.T) {
 	t.Parallel()
 	rep := runRealFile(t, "testdata/fence-off-smoke.yaml")
-	found := false
+	if m := enginePeak(t, rep); m.Real < 3 || !m.Agree {
+		t.Errorf("peak executing on PostgreSQL: real %v, sim %.2f; want above the cap 2, agreeing", m.Real, m.Sim)
+	}
+}
+
+// enginePeak is the report's peak executing on cluster c1's engine.
+func enginePeak(t *testing.T, rep *Report) Metric {
+	t.Helper()
 	for _, m := range rep.Metrics {
-		if m.Name != peakMetric("c1") {
-			continue
-		}
-		found = true
-		if m.Real < 3 || !m.Agree {
-			t.Errorf("peak executing on PostgreSQL: real %v, sim %.2f; want above the cap 2, agreeing", m.Real, m.Sim)
+		if m.Name == peakMetric("c1") {
+			return m
 		}
 	}
-	if !found {
-		t.Errorf("no engine peak in %v", rep.Metrics)
-	}
+	t.Fatalf("no engine peak in %v", rep.Metrics)
+	return Metric{}
 }
 
 // A worker killed -9 without the engine fence, on PostgreSQL: the engine sessions'
@@ -383,10 +385,8 @@ func TestCrashWithoutFenceRealPostgresEndsOrphansAsSim(t *testing.T) {
 	t.Parallel()
 	rep := runRealFile(t, "testdata/crash-nofence-smoke.yaml")
 	assertAgree(t, rep, peakMetric("c1"), mAdmittedRate)
-	for _, m := range rep.Metrics {
-		if m.Name == peakMetric("c1") && (m.Real != 2 || m.Sim != 2) {
-			t.Errorf("peak executing on c1: real %v, sim %.2f; want the cap 2 on both", m.Real, m.Sim)
-		}
+	if m := enginePeak(t, rep); m.Real != 2 || m.Sim != 2 {
+		t.Errorf("peak executing on c1: real %v, sim %.2f; want the cap 2 on both", m.Real, m.Sim)
 	}
 	const ended = "PostgreSQL ends the killed worker's queries at its next look at the socket"
 	found := false
@@ -410,17 +410,8 @@ func TestCrashWithoutFenceRealPostgresEndsOrphansAsSim(t *testing.T) {
 func TestCrashWithoutFenceRealMariaDBRunsOrphansAsSim(t *testing.T) {
 	t.Parallel()
 	rep := runRealFile(t, "testdata/crash-nofence-mysql-smoke.yaml")
-	found := false
-	for _, m := range rep.Metrics {
-		if m.Name == peakMetric("c1") {
-			found = true
-			if m.Real != 4 || m.Sim != 4 {
-				t.Errorf("peak executing on MariaDB: real %v, sim %.2f; want 4 (twice the cap) on both", m.Real, m.Sim)
-			}
-		}
-	}
-	if !found {
-		t.Errorf("no engine peak in %v", rep.Metrics)
+	if m := enginePeak(t, rep); m.Real != 4 || m.Sim != 4 {
+		t.Errorf("peak executing on MariaDB: real %v, sim %.2f; want 4 (twice the cap) on both", m.Real, m.Sim)
 	}
 }
 
