@@ -55,7 +55,8 @@ type fleetWorkload struct {
 	load      map[string]*scenarios.WorkerLoad // Submitted and QueueMs by the clients
 	admits    map[string]*counter              // guard grants, from each worker's /metrics
 	executing map[string]int
-	caps      map[string]int      // in force (configSet edits them)
+	caps      map[string]int      // what the control planes' files say (configSet and configEdit edit them)
+	granted   map[string]int      // the cap leases are held to: a lowered cap counts once the reload has applied it
 	members   map[string][]string // group -> members, as configEdit changed them
 	routes    map[string]string   // an arrival's group (its user) -> the group its queries go to, as configEdit changed them
 	limits    map[string]int      // what the engine is held to (a lowered cap once drained under it)
@@ -96,13 +97,13 @@ func (c *counter) total() int { return c.base + c.last }
 func newFleetWorkload(r *runner) *fleetWorkload {
 	f := &fleetWorkload{r: r, wl: r.sc.Workload, engines: map[string]string{}, pg: map[string]string{}, my: map[string]string{},
 		load: map[string]*scenarios.WorkerLoad{}, admits: map[string]*counter{}, executing: map[string]int{},
-		caps: map[string]int{}, limits: map[string]int{}, peak: map[string]int{}, peakLease: map[string]int{},
+		caps: map[string]int{}, granted: map[string]int{}, limits: map[string]int{}, peak: map[string]int{}, peakLease: map[string]int{},
 		seenLease: map[string]bool{}, finished: map[string]int{}, hist: map[string]*histSeen{}, crashes: map[string]int{},
 		stop: make(chan struct{}), mysqlGr: mysqlGroups(r.sc.Workload),
 		members: map[string][]string{}, routes: map[string]string{},
 		groupSeen: map[string]*groupCounters{}, groupSubmitted: map[string]int{}, groupErrors: map[string]int{}}
 	for _, c := range f.wl.Clusters {
-		f.caps[c.Name], f.limits[c.Name] = c.Cap, c.Cap
+		f.caps[c.Name], f.granted[c.Name], f.limits[c.Name] = c.Cap, c.Cap, c.Cap
 	}
 	return f
 }
@@ -697,8 +698,8 @@ func (f *fleetWorkload) engineChanged(t time.Duration, cluster string, n int) {
 	for _, w := range f.engWatch {
 		w(t, cluster, n)
 	}
-	if n <= f.caps[cluster] {
-		f.limits[cluster] = f.caps[cluster]
+	if n <= f.granted[cluster] {
+		f.limits[cluster] = f.granted[cluster]
 	}
 	if limit := f.limits[cluster]; n > limit && len(f.engViol) < 5 {
 		f.engViol = append(f.engViol, fmt.Sprintf("at %v: %d queries executing on cluster %s, cap %d", t.Round(time.Millisecond), n, cluster, limit))
@@ -717,9 +718,9 @@ func (f *fleetWorkload) leasesSeen(t time.Duration, leases map[string][]capacity
 				continue
 			}
 			f.seenLease[l.ID] = true
-			if len(ls) > f.caps[cluster] && len(f.leaseViol) < 5 {
+			if len(ls) > f.granted[cluster] && len(f.leaseViol) < 5 {
 				f.leaseViol = append(f.leaseViol, fmt.Sprintf("at %v: %d leases held on cluster %s (new: %s to %s), cap %d",
-					t.Round(time.Millisecond), len(ls), cluster, l.ID, l.Holder, f.caps[cluster]))
+					t.Round(time.Millisecond), len(ls), cluster, l.ID, l.Holder, f.granted[cluster]))
 			}
 		}
 	}
@@ -1004,13 +1005,38 @@ func planCapSet(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, str
 }
 
 func (f *fleetWorkload) setCap(cluster string, c int) error {
+	return f.editCaps(map[string]int{cluster: c}, nil)
+}
+
+// editCaps writes new caps into the control planes' files and reloads them. The oracle moves
+// the safe way round: a raised cap counts from before the reload (the control plane may grant
+// under it as soon as it applies it), a lowered one from when the reload has returned (until
+// the control plane applies it, grants under the old cap are legitimate). also runs with the
+// lock held, for the rest of an edit.
+func (f *fleetWorkload) editCaps(caps map[string]int, also func()) error {
 	f.mu.Lock()
-	f.caps[cluster] = c
-	if c > f.limits[cluster] || f.executing[cluster] <= c {
-		f.limits[cluster] = c
+	for c, v := range caps {
+		f.caps[c] = v
+		if v > f.granted[c] {
+			f.granted[c], f.limits[c] = v, max(v, f.limits[c])
+		}
+	}
+	if also != nil {
+		also()
 	}
 	f.mu.Unlock()
-	return f.reload("")
+	if err := f.reload(""); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c, v := range caps {
+		f.granted[c] = v
+		if v > f.limits[c] || f.executing[c] <= v {
+			f.limits[c] = v
+		}
+	}
+	return nil
 }
 
 // reload writes every control plane's file and has each reload it (POST
@@ -1063,15 +1089,8 @@ func (f *fleetWorkload) edit(e scenarios.ConfigEdit) error {
 	if e.Bad {
 		return f.reload("qf-no-such-group")
 	}
-	f.mu.Lock()
-	for c, v := range e.Caps {
-		f.caps[c] = v
-		if v > f.limits[c] || f.executing[c] <= v {
-			f.limits[c] = v
-		}
-	}
-	maps.Copy(f.members, e.Members)
-	maps.Copy(f.routes, e.Routes)
-	f.mu.Unlock()
-	return f.reload("")
+	return f.editCaps(e.Caps, func() {
+		maps.Copy(f.members, e.Members)
+		maps.Copy(f.routes, e.Routes)
+	})
 }
