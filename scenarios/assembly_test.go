@@ -18,11 +18,11 @@ import (
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/assembly"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/node/querynode"
 	"github.com/queryflux/queryflux/node/worker"
 	"github.com/queryflux/queryflux/scenarios"
 )

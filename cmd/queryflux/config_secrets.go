@@ -26,9 +26,9 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/pgconfig"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/internal/statedir"
 	"github.com/queryflux/queryflux/node/controlplane"
-	"github.com/queryflux/queryflux/node/querynode"
 	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/spf13/cobra"
 )

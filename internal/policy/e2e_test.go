@@ -30,9 +30,9 @@ import (
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 	"github.com/queryflux/queryflux/internal/frontend/trinohttp"
 	"github.com/queryflux/queryflux/internal/policy"
+	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
-	"github.com/queryflux/queryflux/node/querynode"
 )
 
 // Users of the end-to-end configuration: one per hash form, and one without a role.
@@ -63,7 +63,7 @@ func e2eConfig(t *testing.T) *config.Config {
 		{Name: "dave", PasswordHash: policy.NativeHash(davePW)},
 	}
 	// Users instead of the embedded default's loopback trust; passwords over plain connections
-	// (the frontends' TLS rules have their own tests, node/querynode's tls_test.go).
+	// (the frontends' TLS rules have their own tests, internal/querynode's tls_test.go).
 	cfg.Settings.Security.TrustLoopback = false
 	cfg.Settings.Security.AllowPlaintextPasswords = true
 	cfg.Settings.AccessControl.Rules = []config.AccessRule{

@@ -24,10 +24,10 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
-	"github.com/queryflux/queryflux/node/querynode"
 	"github.com/queryflux/queryflux/node/worker"
 	"github.com/queryflux/queryflux/node/workerapi"
 )

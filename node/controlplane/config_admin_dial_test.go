@@ -15,7 +15,7 @@ import (
 	"github.com/queryflux/queryflux/internal/freeport"
 	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/pgtest"
-	"github.com/queryflux/queryflux/node/querynode"
+	"github.com/queryflux/queryflux/internal/querynode"
 )
 
 // TestAdminConfigDialCheck runs the daemon's engine dial against real PostgreSQL and MariaDB:

@@ -1,7 +1,6 @@
 // Package determinism enforces the determinism contract (docs/architecture.md) on role code: every
-// package under node/ (except node/env, the contract's production side, and node/querynode when
-// it opts out: it opens the real listeners and engines) and every package under internal/ whose
-// package doc lacks the line
+// package under node/ (except node/env, the contract's production side) and every package under
+// internal/ whose package doc lacks the line
 //
 //	// determinism: outside the simulator (<reason>)
 //
@@ -74,8 +73,7 @@ type Rule func(module, importPath string) (scan, mayOptOut bool)
 // edited (the real-database test helpers).
 var fixedOutside = []string{"/internal/pgtest", "/internal/mytest"}
 
-// RepoRule is the project's rule: node/... (but node/env) always, node/querynode and internal/...
-// unless opted out.
+// RepoRule is the project's rule: node/... (but node/env) always, internal/... unless opted out.
 func RepoRule(module, p string) (bool, bool) {
 	for _, f := range fixedOutside {
 		if p == module+f {
@@ -85,8 +83,6 @@ func RepoRule(module, p string) (bool, bool) {
 	switch {
 	case p == module+"/node/env" || strings.HasPrefix(p, module+"/node/env/"):
 		return false, false
-	case p == module+"/node/querynode":
-		return true, true
 	case strings.HasPrefix(p, module+"/node/"):
 		return true, false
 	case strings.HasPrefix(p, module+"/internal/"):

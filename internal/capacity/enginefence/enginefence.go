@@ -37,7 +37,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"github.com/queryflux/queryflux/internal/engine/pgengine"
-	"github.com/queryflux/queryflux/node/querynode"
+	"github.com/queryflux/queryflux/internal/querynode"
 )
 
 // Limits.

@@ -14,7 +14,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/query"
-	"github.com/queryflux/queryflux/node/querynode"
+	"github.com/queryflux/queryflux/internal/querynode"
 )
 
 // TestFenceKillsTheLeasesMySQLStatements: on MariaDB, a statement the engine ran under lease

@@ -17,9 +17,9 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
-	"github.com/queryflux/queryflux/node/querynode"
 )
 
 // A client's database must name something: a group, a cluster or a cluster's engine database.

@@ -24,8 +24,8 @@ import (
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/node/env"
-	"github.com/queryflux/queryflux/node/querynode"
 )
 
 // stopBound is how long a gone client's query may keep running on the engine, and its slot
