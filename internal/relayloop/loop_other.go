@@ -36,5 +36,5 @@ func Detach(syscall.Conn) (int, error) { return -1, errUnsupported }
 func closeFD(int) error { return errUnsupported }
 
 // Release does nothing outside Linux: no loop keeps a socket.
-func Release(int) {}
-func peek(int) bool     { return false }
+func Release(int)   {}
+func peek(int) bool { return false }
