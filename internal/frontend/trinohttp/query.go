@@ -29,6 +29,7 @@ const (
 type runningQuery struct {
 	id, slug string
 	user     string      // who may kill it through /v1/query
+	sql      string      // what the engine runs, which its error positions count in
 	header   http.Header // set on every response of the query (PREPARE's X-Trino-Added-Prepare)
 	created  time.Time
 	cancel   context.CancelFunc
@@ -68,7 +69,7 @@ func (s *Server) start(req *query.Request) *runningQuery {
 	id, slug := s.newID()
 	ctx, cancel := context.WithCancel(s.ctx)
 	now := time.Now()
-	q := &runningQuery{id: id, slug: slug, user: req.User, created: now, cancel: cancel, changed: make(chan struct{}),
+	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now, cancel: cancel, changed: make(chan struct{}),
 		state: stateQueued, lastToken: -1, lastAccess: now}
 	update, header, prepare := sessionStatement(req.SQL)
 	if prepare { // answered by the proxy: the client keeps its session
@@ -203,6 +204,7 @@ func (q *runningQuery) fail(err error) {
 		return
 	}
 	q.done, q.state, q.err, q.pending = true, stateFailed, toQueryError(err), nil
+	q.err.ErrorLocation = errorLocation(err, q.sql)
 	q.notifyLocked()
 }
 
