@@ -194,16 +194,13 @@ var (
 // transactionStatement is the refusal for START TRANSACTION, COMMIT and ROLLBACK, nil for
 // other statements.
 func transactionStatement(sql string) error {
-	f := strings.Fields(strings.ToUpper(strings.TrimSpace(sql)))
-	if len(f) == 0 {
-		return nil
-	}
-	switch strings.TrimRight(f[0], ";") {
-	case "START":
-		if len(f) > 1 && strings.HasPrefix(f[1], "TRANSACTION") {
+	p := &literalParser{s: sql}
+	switch {
+	case p.keyword("START"):
+		if p.keyword("TRANSACTION") {
 			return errNoTransactions
 		}
-	case "COMMIT", "ROLLBACK":
+	case p.keyword("COMMIT"), p.keyword("ROLLBACK"):
 		return errNotInTx
 	}
 	return nil

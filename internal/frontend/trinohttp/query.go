@@ -404,8 +404,7 @@ func (s *Server) forgetLater(q *runningQuery) {
 }
 
 func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait time.Duration, base string) ([]byte, int, bool) {
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
+	var deadline <-chan time.Time // made once there is something to wait for
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.lastAccess = time.Now()
@@ -418,9 +417,14 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	for waiting := token > 0; waiting && len(q.pending) == 0 && !q.done; {
 		changed := q.changed
 		q.mu.Unlock()
+		if deadline == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			deadline = t.C
+		}
 		select {
 		case <-changed:
-		case <-deadline.C:
+		case <-deadline:
 			waiting = false
 		case <-ctx.Done():
 			waiting = false
@@ -454,7 +458,7 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	if final {
 		res.Error, res.UpdateType, res.UpdateCount = q.err, q.updateType, q.updateCount
 	} else {
-		res.NextURI = fmt.Sprintf("%s/v1/statement/executing/%s/%s/%d", base, q.id, q.slug, token+1)
+		res.NextURI = base + "/v1/statement/executing/" + q.id + "/" + q.slug + "/" + strconv.FormatInt(token+1, 10)
 	}
 	body, err := appendResults(make([]byte, 0, 512+len(q.columnsJSON)), &res, q.columnsJSON)
 	if err != nil {
