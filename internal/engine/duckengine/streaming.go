@@ -124,6 +124,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/marcboeker/go-duckdb"
@@ -226,12 +227,15 @@ func startStream(ctx context.Context, c *duckdb.Conn, sqlText string, args []any
 		return nil, false, nil
 	}
 	s := &chunkSource{ctx: ctx, stmt: st, con: (*connLayout)(unsafe.Pointer(c)).con, interrupted: make(chan struct{})}
+	executed := make(chan struct{})
 	s.stopInterrupt = context.AfterFunc(ctx, func() {
-		C.qf_interrupt(s.con)
+		interruptUntil(s.con, executed)
 		close(s.interrupted)
 	})
+	startingHook()
 	var cerr *C.char
 	s.res = C.qf_execute(*(*stmtLayout)(unsafe.Pointer(st)).stmt, &cerr)
+	close(executed)
 	if s.res == nil {
 		err := s.cError(cerr)
 		s.stopInterrupts()
@@ -239,6 +243,30 @@ func startStream(ctx context.Context, c *duckdb.Conn, sqlText string, args []any
 		return nil, true, err
 	}
 	return s, true, nil
+}
+
+// startingHook runs right before a streaming statement starts; tests widen the window there.
+var startingHook = func() {}
+
+// interruptRepeat is how often an interrupt is sent again while the statement is starting.
+const interruptRepeat = 5 * time.Millisecond
+
+// interruptUntil interrupts con, again and again until executed is closed. DuckDB clears a
+// connection's interrupt when a query starts, so one that lands while qf_execute is starting
+// the statement is lost, and the statement would run to its end with its slot already given up.
+// Once qf_execute has returned, the reads check the context before each chunk.
+func interruptUntil(con C.duckdb_connection, executed <-chan struct{}) {
+	C.qf_interrupt(con)
+	t := time.NewTicker(interruptRepeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-executed:
+			return
+		case <-t.C:
+			C.qf_interrupt(con)
+		}
+	}
 }
 
 // namedArgs converts args as database/sql does before handing them to go-duckdb.

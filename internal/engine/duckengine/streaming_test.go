@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/marcboeker/go-duckdb"
 
@@ -120,5 +121,37 @@ func TestStreamCancelled(t *testing.T) {
 		if err != nil {
 			break
 		}
+	}
+}
+
+// A cancel that lands while DuckDB is starting the statement still stops it. DuckDB clears a
+// connection's interrupt when a query starts (ClientContext::InitialCleanup), so a single
+// interrupt sent just before was lost and the statement ran to its end (here: for hours) after
+// its caller had given up its slot. The hook cancels and lets the interrupt land right there.
+func TestCancelWhileTheStatementStarts(t *testing.T) {
+	e := open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer duckengine.SetStartingHook(func() {
+		cancel()
+		time.Sleep(50 * time.Millisecond) // the interrupt is sent before the statement starts
+	})()
+	ended := make(chan error, 1)
+	go func() {
+		rows, err := e.Execute(ctx, &query.Request{SQL: "select sum(a.range) from range(1000000000000) a"})
+		if err == nil {
+			_, err = rows.Next(ctx)
+			rows.Close()
+		}
+		ended <- err
+	}()
+	const bound = time.Minute // the statement needs hours; an interrupt that works, milliseconds
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("a cancelled statement succeeded")
+		}
+	case <-time.After(bound):
+		t.Fatalf("the statement still ran %v after its cancel", bound)
 	}
 }
