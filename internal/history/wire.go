@@ -58,8 +58,11 @@ func DecodeBatch(data []byte) (*QueryRecordBatchV1, error) {
 	if len(data) > BatchBytesMax {
 		return nil, fieldError("", "body larger than %d bytes", BatchBytesMax)
 	}
-	b := &QueryRecordBatchV1{}
-	if decodeStrict(data, b, "") != nil {
+	b, ok := decodeBatchFast(data)
+	if !ok {
+		b = &QueryRecordBatchV1{}
+	}
+	if !ok && decodeStrict(data, b, "") != nil {
 		// Slow path, only for bad bodies: decode record by record to name the field.
 		var err error
 		if b, err = decodeBatchLocating(data); err != nil {
