@@ -1,6 +1,8 @@
 package history
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -161,4 +163,19 @@ func hex16(v uint64) string {
 		b[15-i] = digits[v>>(4*i)&0xf]
 	}
 	return string(b[:])
+}
+
+// EncodeBatch writes exactly what json.Marshal writes.
+func TestEncodeBatchIsJSONMarshal(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := &QueryRecordBatchV1{BatchID: genText().Draw(t, "batchId"), Worker: genText().Draw(t, "worker"),
+			Records: rapid.SliceOfN(rapid.Custom(genRecord), -1, 4).Draw(t, "records")}
+		want, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := EncodeBatch(b); !bytes.Equal(got, want) {
+			t.Fatalf("EncodeBatch wrote\n%s\njson.Marshal writes\n%s", got, want)
+		}
+	})
 }
