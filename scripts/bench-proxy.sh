@@ -12,6 +12,12 @@
 # --log) and pgbench -S -c 8 TPS; and the same for the MySQL wire against MariaDB when the
 # daemon serves it. Bounded: about 5-6 minutes.
 #
+# Trino HTTP rows: "trino" is single-client SELECT 1 through the Trino HTTP port of a standalone
+# daemon to the PostgreSQL engine, "trino-pg" the same query straight to PostgreSQL, both timed by
+# one program (scripts/benchtrino) with one persistent connection each (kept-alive HTTP/1.1, as
+# trino-go-client keeps; one pgx connection); the trino row's added p50 is its p50 minus
+# trino-pg's, and its goal is added p50 <= 100 us.
+#
 # The machine is shared and its timings drift, so the targets are measured in ROUNDS interleaved
 # rounds (every target once per round) and each figure is the median over the rounds.
 #
@@ -319,6 +325,54 @@ else
 	log "MariaDB not reachable on 127.0.0.1:3306: MySQL rows skipped"
 fi
 
+# --- Trino HTTP (its own daemons, measured after the other wires) ------------------------
+# trino: SELECT 1 from one client through the Trino HTTP port of a standalone daemon (only that
+# frontend enabled) to the PostgreSQL engine, over one kept-alive HTTP connection, each query a
+# POST /v1/statement and GETs of nextUri until the document without one (scripts/benchtrino,
+# which follows the protocol as trino-go-client does). trino-pg: the same client program's SELECT 1
+# straight to PostgreSQL over one pgx connection (extended protocol). Its "added p50" is trino's
+# p50 minus trino-pg's, medians over the same interleaved rounds; base-trino is BASE_QF's daemon.
+(cd "$ROOT" && go build -o "$TMP/benchtrino" ./scripts/benchtrino)
+trino_standalone() { # name -> sets TR_<name>
+	local name=$1 tr admin
+	tr=$(freeport); admin=$(freeport)
+	{
+		cat <<YAML
+queryflux:
+  role: standalone
+  adminApi: {listen: "127.0.0.1:$admin"}
+  frontends:
+    trino: {enabled: true, listen: "127.0.0.1:$tr"}
+settings: {security: {trustLoopback: true}}
+YAML
+		clusters
+	} >"$TMP/$name.yaml"
+	start_qf "$name" --config "$TMP/$name.yaml"
+	waitport "$tr" "$name"
+	printf -v "TR_${name//-/_}" %s "$tr"
+}
+trino_standalone trino
+TR_TARGETS=(trino-pg trino)
+declare -A TRARGS=([trino-pg]="-pg postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable" [trino]="-trino http://127.0.0.1:$TR_trino")
+if [ -n "${BASE_QF:-}" ]; then
+	trino_standalone base-trino
+	TR_TARGETS+=(base-trino)
+	TRARGS[base-trino]="-trino http://127.0.0.1:$TR_base_trino"
+fi
+declare -A TLAT TP50S TP99S
+for round in $(seq 1 "$ROUNDS"); do
+	for t in "${TR_TARGETS[@]}"; do
+		log "trino round $round/$ROUNDS: $t"
+		# shellcheck disable=SC2086 # TRARGS holds a flag and its value
+		read -r p50 p99 _ < <("$TMP/benchtrino" ${TRARGS[$t]} -user postgres -d "${LAT_SECS}s" || echo "- - -")
+		TP50S[$t]+="$p50 "; TP99S[$t]+="$p99 "
+	done
+done
+for t in "${TR_TARGETS[@]}"; do
+	# shellcheck disable=SC2086
+	TLAT[$t]="$(median ${TP50S[$t]}) $(median ${TP99S[$t]})"
+done
+
 # --- table -------------------------------------------------------------------------------
 added() { # p50 of target minus direct's
 	local d=${1%% *} x=${2%% *}
@@ -340,10 +394,16 @@ for t in "${MY_TARGETS[@]}"; do
 	# shellcheck disable=SC2059
 	printf "$ROW" mysql "$t" "$p50" "$p99" "$(added "${MLAT[direct]}" "${MLAT[$t]}")" "${MTPS[$t]}" "$(ratio "${MTPS[direct]}" "${MTPS[$t]}")" "${MCPU[$t]}"
 done
+for t in "${TR_TARGETS[@]}"; do
+	read -r p50 p99 <<<"${TLAT[$t]}"
+	# shellcheck disable=SC2059
+	printf "$ROW" trino "$t" "$p50" "$p99" "$(added "${TLAT[trino-pg]}" "${TLAT[$t]}")" - - -
+done
 echo
 echo "medians of $ROUNDS interleaved rounds; latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
 echo "  mysql go-relay / loop-relay: scripts/benchrelay to MariaDB, goroutines / the event loop framing nothing (-loop -raw)"
+echo "trino: scripts/benchtrino (SELECT 1, 1 client ${LAT_SECS}s, one kept-alive HTTP connection: POST, then GET nextUri until none) through a standalone daemon's Trino port to PostgreSQL; trino-pg: the same program over one pgx connection to PostgreSQL"
 RTT=$("$TMP/benchrelay" -rtt 3s)
 # The worker's capacity path over the whole run: queries that took an idle lease (no round trip
 # to the control plane) out of all it relayed.
@@ -372,3 +432,5 @@ goal "worker tps ${TPS[worker]} >= 0.95 x passthrough's ${TPS[passthrough]}" "${
 mpt=$(added "${MLAT[direct]:-}" "${MLAT[passthrough]:-}")
 goal "mysql passthrough qps ${MTPS[passthrough]:-} >= 0.6 x direct ${MTPS[direct]:-}" "${MTPS[passthrough]:-0} >= 0.6 * ${MTPS[direct]:-0}" "${MTPS[passthrough]:-}" "${MTPS[direct]:-}"
 goal "mysql passthrough added p50 ${mpt} us <= 40 us" "$mpt <= 40" "$mpt"
+tr=$(added "${TLAT[trino-pg]}" "${TLAT[trino]}")
+goal "trino added p50 ${tr} us <= 100 us (SELECT 1, scripts/benchtrino, over trino-pg)" "$tr <= 100" "$tr"

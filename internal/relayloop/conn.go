@@ -14,7 +14,8 @@ import (
 // (Detach): a socket watched by both the runtime's poller and a loop would wake the runtime
 // for every message the loop relays. The next Read, Write or SyscallConn brings it back,
 // with the deadlines set meanwhile. Between Lend and that use the loop owns the socket: its
-// owner must have taken it off the loop first.
+// owner must have taken it off the loop first (a loop may still keep it idle, Pair.KeepB:
+// Conn releases it before it reads, writes or closes it).
 type Conn struct {
 	mu       sync.Mutex
 	tc       *net.TCPConn // nil while lent
@@ -78,6 +79,7 @@ func (c *Conn) get() (*net.TCPConn, error) {
 	if c.tc != nil {
 		return c.tc, nil
 	}
+	Release(c.fd)
 	f := os.NewFile(uintptr(c.fd), "relayloop")
 	nc, err := net.FileConn(f) // a duplicate, in Go's poller
 	_ = f.Close()
@@ -128,6 +130,7 @@ func (c *Conn) Close() error {
 	if c.tc != nil {
 		return c.tc.Close()
 	}
+	Release(c.fd)
 	return closeFD(c.fd)
 }
 

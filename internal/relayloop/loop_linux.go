@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -30,6 +31,42 @@ type Loop struct {
 	events []unix.EpollEvent
 	// begun holds the pairs whose A has a message half sent, under a MessageTimeout.
 	begun map[*pair]struct{}
+
+	ctls atomic.Int64 // epoll_ctl calls on the loop's set (tests)
+}
+
+// idleInterest is the epoll interest of a B kept in the set between pairs (Pair.KeepB): what a
+// freshly plugged B wants, so that plugging it in changes nothing.
+const idleInterest = unix.EPOLLIN | unix.EPOLLRDHUP
+
+// kept maps the sockets kept idle in a loop's epoll set (Pair.KeepB) to that loop. A file
+// descriptor names one socket in the whole process while it is open, so one map serves every
+// loop; it is shared with the sockets' owners (Release), hence the lock.
+var kept = struct {
+	sync.Mutex
+	m map[int]*Loop
+}{m: map[int]*Loop{}}
+
+// Release takes fd out of the loop whose epoll set kept it idle after an Unplug (Pair.KeepB),
+// if any. Its owner calls it before closing fd or reading it elsewhere: a socket closed while
+// a duplicate of it lives on would stay in the set, its events reported under a number that
+// may name another socket by then.
+func Release(fd int) {
+	kept.Lock()
+	if l := kept.m[fd]; l != nil {
+		delete(kept.m, fd)
+		l.ctl(unix.EPOLL_CTL_DEL, fd, 0)
+	}
+	kept.Unlock()
+}
+
+// ctl changes the loop's epoll set.
+func (l *Loop) ctl(op, fd int, events uint32) error {
+	l.ctls.Add(1)
+	if op == unix.EPOLL_CTL_DEL {
+		return unix.EpollCtl(l.epfd, op, fd, nil)
+	}
+	return unix.EpollCtl(l.epfd, op, fd, &unix.EpollEvent{Events: events, Fd: int32(fd)})
 }
 
 // ErrStopped is a Result's Err when the pair was stopped from outside (Handle.Stop, Close).
@@ -108,7 +145,7 @@ func (h *Handle) Start(p Pair) error {
 // belongs to the pair from now on, until Unplugged or Done.
 func (h *Handle) Resume(b int) {
 	if b >= 0 {
-		_ = unix.SetNonblock(b, true)
+		_ = h.l.setNonblock(b)
 	}
 	h.l.do(func() { h.p.resume(h.l, b) })
 }
@@ -118,10 +155,25 @@ func (h *Handle) Resume(b int) {
 // through (Relay) goes to b. b is made non-blocking and belongs to the pair from now on,
 // until Unplugged or Done. It fails, plugging nothing in, when b cannot be watched.
 func (h *Handle) Plug(b int) error {
-	if err := unix.SetNonblock(b, true); err != nil {
-		return fmt.Errorf("relayloop: socket %d: %w", b, err)
+	if err := h.l.setNonblock(b); err != nil {
+		return err
 	}
 	return h.p.plug(h.l, b)
+}
+
+// setNonblock makes fd non-blocking unless the loop keeps it idle, already non-blocking (two
+// fcntl calls spared on every transaction).
+func (l *Loop) setNonblock(fd int) error {
+	kept.Lock()
+	mine := kept.m[fd] == l
+	kept.Unlock()
+	if mine {
+		return nil
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return fmt.Errorf("relayloop: socket %d: %w", fd, err)
+	}
+	return nil
 }
 
 // StopIf ends the pair as Stop does when cond, run on the loop's thread, says so. It does not
@@ -193,6 +245,8 @@ func (l *Loop) run() {
 			}
 			if e := l.ends[int(ev.Fd)]; e != nil {
 				e.p.event(l, e.side, ev.Events)
+			} else {
+				l.wokeIdle(int(ev.Fd))
 			}
 		}
 		if len(l.begun) > 0 {
@@ -248,6 +302,18 @@ func (l *Loop) commands() bool {
 	return closed
 }
 
+// wokeIdle handles an event of a socket kept idle (Pair.KeepB): its peer spoke or hung up
+// between pairs. It leaves the set, or epoll would report it again and again; whoever plugs
+// it in next reads what there is.
+func (l *Loop) wokeIdle(fd int) {
+	kept.Lock()
+	if kept.m[fd] == l {
+		delete(kept.m, fd)
+		_ = l.ctl(unix.EPOLL_CTL_DEL, fd, 0)
+	}
+	kept.Unlock()
+}
+
 func (l *Loop) shutdown() {
 	stopped := map[*pair]bool{}
 	for _, e := range l.ends {
@@ -256,6 +322,13 @@ func (l *Loop) shutdown() {
 			e.p.stop(l, Result{Err: ErrStopped})
 		}
 	}
+	kept.Lock()
+	for fd, kl := range kept.m {
+		if kl == l {
+			delete(kept.m, fd)
+		}
+	}
+	kept.Unlock()
 	_ = unix.Close(l.epfd)
 	_ = unix.Close(l.evfd)
 }
@@ -267,7 +340,7 @@ func (l *Loop) start(p *pair) {
 			continue
 		}
 		l.ends[fd] = &end{p: p, side: Direction(s)}
-		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: p.interest(Direction(s)), Fd: int32(fd)}); err != nil {
+		if err := l.add(fd, p.interest(Direction(s))); err != nil {
 			p.stop(l, Result{Err: fmt.Errorf("relayloop: epoll_ctl add %d: %w", fd, err), Side: Direction(s)})
 			return
 		}
@@ -291,9 +364,30 @@ func (l *Loop) setInterest(p *pair, side Direction) {
 	}
 	p.cur[side] = ev
 	fd := p.fd(side)
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Events: ev, Fd: int32(fd)}); err != nil {
+	if err := l.ctl(unix.EPOLL_CTL_MOD, fd, ev); err != nil {
 		p.stop(l, Result{Err: fmt.Errorf("relayloop: epoll_ctl mod %d: %w", fd, err), Side: side})
 	}
+}
+
+// add puts fd in the loop's set with events, or changes its events when the set kept it idle
+// (Pair.KeepB). A socket kept idle by another loop leaves that loop's set.
+func (l *Loop) add(fd int, events uint32) error {
+	kept.Lock()
+	kl := kept.m[fd]
+	if kl != nil {
+		delete(kept.m, fd)
+		if kl != l {
+			_ = kl.ctl(unix.EPOLL_CTL_DEL, fd, 0)
+		}
+	}
+	kept.Unlock()
+	switch {
+	case kl != l:
+		return l.ctl(unix.EPOLL_CTL_ADD, fd, events)
+	case events != idleInterest:
+		return l.ctl(unix.EPOLL_CTL_MOD, fd, events)
+	}
+	return nil
 }
 
 func (l *Loop) forget(p *pair) {
@@ -303,7 +397,7 @@ func (l *Loop) forget(p *pair) {
 			continue
 		}
 		if p.registered {
-			_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+			_ = l.ctl(unix.EPOLL_CTL_DEL, fd, 0)
 		}
 		delete(l.ends, fd)
 	}

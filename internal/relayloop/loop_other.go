@@ -34,4 +34,7 @@ func (h *Handle) Plug(int) error          { return errUnsupported }
 func Detach(syscall.Conn) (int, error) { return -1, errUnsupported }
 
 func closeFD(int) error { return errUnsupported }
-func peek(int) bool     { return false }
+
+// Release does nothing outside Linux: no loop keeps a socket.
+func Release(int)   {}
+func peek(int) bool { return false }

@@ -280,7 +280,13 @@ func (p *pair) unplug(l *Loop) {
 		return
 	}
 	fd := p.p.B
-	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	if p.p.KeepB && p.cur[BToA] == idleInterest {
+		kept.Lock()
+		kept.m[fd] = l
+		kept.Unlock()
+	} else {
+		_ = l.ctl(unix.EPOLL_CTL_DEL, fd, 0)
+	}
 	delete(l.ends, fd)
 	st := &p.st[BToA]
 	var rest []byte
@@ -333,7 +339,7 @@ func (p *pair) plug(l *Loop, b int) error {
 	}
 	p.p.B = b
 	p.cur[BToA] = p.interest(BToA)
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, b, &unix.EpollEvent{Events: p.cur[BToA], Fd: int32(b)}); err != nil {
+	if err := l.add(b, p.cur[BToA]); err != nil {
 		p.p.B, p.cur[BToA] = -1, 0
 		return fmt.Errorf("relayloop: epoll_ctl add %d: %w", b, err)
 	}

@@ -4,6 +4,7 @@ package relayloop
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -176,4 +177,130 @@ func TestConnLendAndReturn(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
+}
+
+// isKept reports whether fd sits idle in l's epoll set (Pair.KeepB).
+func isKept(l *Loop, fd int) bool {
+	kept.Lock()
+	defer kept.Unlock()
+	return kept.m[fd] == l
+}
+
+// A B unplugged from a KeepB pair stays in the loop's epoll set, so that each later
+// transaction plugs it in and out without an epoll_ctl; it leaves the set when its owner
+// takes it back (Conn's next write releases it) and when its peer speaks between
+// transactions, whose bytes the next transaction then relays.
+func TestKeptBPlugsInWithoutEpollCtl(t *testing.T) {
+	l := newLoop(t, 0)
+	client, a := tcpPair(t)
+	t.Cleanup(func() { client.Close() })
+	fa, err := Detach(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, server := tcpPair(t)
+	t.Cleanup(func() { server.Close() })
+	bc := NewConn(b)
+	t.Cleanup(func() { _ = bc.Close() })
+	var mu sync.Mutex
+	var fb int
+	h := l.NewHandle()
+	unplugged := make(chan int, 1)
+	done := make(chan Result, 1)
+	err = h.Start(Pair{A: fa, B: -1, KeepB: true,
+		Framing: [2]Framer{PGWatching('Q'), PGWatching('Z')},
+		Watch: func(d Direction, msg []byte) Verdict {
+			if d == BToA {
+				return Unplug
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err := h.Plug(fb); err != nil {
+				t.Error(err)
+				return Hold
+			}
+			return Relay
+		},
+		Unplugged: func(fd int, _ []byte) { unplugged <- fd },
+		Done:      func(r Result) { _ = unix.Close(fa); done <- r },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lend := func() int {
+		t.Helper()
+		fd, err := bc.Lend()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		fb = fd
+		mu.Unlock()
+		return fd
+	}
+	z := pgMsg('Z', []byte{'I'})
+	transaction := func(extra []byte) int64 {
+		t.Helper()
+		before := l.ctls.Load()
+		q := pgMsg('Q', []byte("select 1\x00"))
+		if _, err := client.Write(q); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, server, len(q)); !bytes.Equal(got, q) {
+			t.Fatalf("B got %q, want %q", got, q)
+		}
+		if _, err := server.Write(z); err != nil {
+			t.Fatal(err)
+		}
+		want := append(append([]byte(nil), extra...), z...)
+		if got := readN(t, client, len(want)); !bytes.Equal(got, want) {
+			t.Fatalf("A got %q, want %q", got, want)
+		}
+		select {
+		case <-unplugged:
+		case <-time.After(wait):
+			t.Fatal("B was not unplugged")
+		}
+		return l.ctls.Load() - before
+	}
+	fd := lend()
+	transaction(nil) // B enters the set
+	if !isKept(l, fd) {
+		t.Fatal("B left the set at Unplug")
+	}
+	for i := range 3 {
+		if n := transaction(nil); n != 0 {
+			t.Fatalf("transaction %d on a kept B: %d epoll_ctl calls, want 0", i, n)
+		}
+	}
+	// Its owner takes it back: out of the set before Go's poller gets the socket.
+	if _, err := bc.Write([]byte{}); err != nil {
+		t.Fatal(err)
+	}
+	if isKept(l, fd) {
+		t.Fatal("B still in the loop's set once its owner took it back")
+	}
+	fd = lend()
+	transaction(nil)
+	// Its peer speaks between transactions: B leaves the set (level-triggered epoll would
+	// report it for ever), and the next transaction relays the notice first.
+	notice := pgMsg('N', []byte("idle"))
+	if _, err := server.Write(notice); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(wait); isKept(l, fd); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a kept B whose peer spoke stayed in the set")
+		}
+	}
+	transaction(notice)
+	client.Close()
+	select {
+	case r := <-done:
+		if !errors.Is(r.Err, ErrClosed) {
+			t.Fatalf("stopped with %v", r.Err)
+		}
+	case <-time.After(wait):
+		t.Fatal("the pair did not stop when A closed")
+	}
 }

@@ -90,6 +90,11 @@ type Pair struct {
 	// Unplugged is called on the loop's thread when a Watch's Unplug took B out: fd is B,
 	// rest what B sent after the unplugging message (nil unless its peer spoke out of turn).
 	Unplugged func(fd int, rest []byte)
+	// KeepB leaves an unplugged B in the loop's epoll set, idle, so that plugging it in again
+	// (into any pair of this loop) costs no system call: a pooled engine connection goes from
+	// transaction to transaction without two epoll_ctl each. The socket's owner must call
+	// Release before it closes the socket or reads it elsewhere (Conn does).
+	KeepB bool
 	// MessageTimeout, when set, bounds how long A may leave a message half sent: a pair whose
 	// A began a message and did not finish it within MessageTimeout stops with
 	// ErrMessageTimeout. Time between messages, and while A's direction is held, never counts.

@@ -208,6 +208,7 @@ func (c *conn) onLoop() (ok bool, err error) {
 		Framing:        [2]relayloop.Framer{allFromClient, lr.rows},
 		Watch:          lr.watch,
 		Unplugged:      lr.unplugged,
+		KeepB:          true, // engine sockets are relayloop.Conns, which release themselves
 		Done:           func(res relayloop.Result) { lr.events <- loopEvent{done: &res} },
 		MessageTimeout: c.srv.opts.Limits.MessageTimeout, // as the goroutine's clientReader
 	})

@@ -2,6 +2,7 @@ package trinohttp
 
 import (
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -195,11 +196,16 @@ func preparedStatements(headers []string) map[string]string {
 	return out
 }
 
-// sessionPrepare reads Trino's PREPARE name FROM statement and DEALLOCATE PREPARE name. The
-// proxy keeps no session: as on Trino, the client keeps its prepared statements and sends them
-// back in X-Trino-Prepared-Statement, told by the response headers X-Trino-Added-Prepare and
-// X-Trino-Deallocated-Prepare. ok is false for any other statement.
-func sessionPrepare(stmt string) (update string, header http.Header, ok bool) {
+// sessionStatement reads the statements that change only a client's session, which the proxy
+// answers itself: it keeps no session, so, as Trino's protocol has it, the client keeps its
+// state and sends it back with every request, told by response headers.
+//   - PREPARE name FROM statement: X-Trino-Added-Prepare; the client sends the statement back in
+//     X-Trino-Prepared-Statement. DEALLOCATE PREPARE name: X-Trino-Deallocated-Prepare.
+//   - SET SESSION [catalog.]name = literal: X-Trino-Set-Session; the client sends X-Trino-Session,
+//     which routing rules see like any X-Trino- header. RESET SESSION name: X-Trino-Clear-Session.
+//
+// ok is false for any other statement, and for a SET SESSION whose value is not a literal.
+func sessionStatement(stmt string) (update string, header http.Header, ok bool) {
 	p := &literalParser{s: stmt}
 	switch {
 	case p.keyword("PREPARE"):
@@ -221,6 +227,56 @@ func sessionPrepare(stmt string) (update string, header http.Header, ok bool) {
 			return "", nil, false
 		}
 		return "DEALLOCATE", http.Header{"X-Trino-Deallocated-Prepare": {name}}, true
+	case p.keyword("SET"):
+		if !p.keyword("SESSION") {
+			return "", nil, false
+		}
+		name := p.propertyName()
+		if name == "" || !p.take('=') {
+			return "", nil, false
+		}
+		v, ok := p.literal()
+		if !ok || !p.end() {
+			return "", nil, false
+		}
+		return "SET SESSION", http.Header{"X-Trino-Set-Session": {name + "=" + url.QueryEscape(literalText(v))}}, true
+	case p.keyword("RESET"):
+		if !p.keyword("SESSION") {
+			return "", nil, false
+		}
+		name := p.propertyName()
+		if name == "" || !p.end() {
+			return "", nil, false
+		}
+		return "RESET SESSION", http.Header{"X-Trino-Clear-Session": {name}}, true
 	}
 	return "", nil, false
+}
+
+// propertyName reads a session property's name: name, or catalog.name.
+func (p *literalParser) propertyName() string {
+	name := p.identifier()
+	if name == "" || p.pos >= len(p.s) || p.s[p.pos] != '.' {
+		return name
+	}
+	p.pos++
+	rest := p.identifier()
+	if rest == "" {
+		return ""
+	}
+	return name + "." + rest
+}
+
+// literalText is a SET SESSION value as Trino passes it on: the text of the literal's value.
+func literalText(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case []byte:
+		return hex.EncodeToString(v)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	default:
+		return fmt.Sprint(v)
+	}
 }

@@ -1,6 +1,7 @@
 package trinohttp
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,7 +16,12 @@ import (
 )
 
 func postgresBackend(t *testing.T) *frontendtest.Backend {
-	u, err := url.Parse(pgtest.NewDatabase(t))
+	return postgresBackendAt(t, pgtest.NewDatabase(t))
+}
+
+// postgresBackendAt is a backend over the PostgreSQL database at dbURL.
+func postgresBackendAt(t *testing.T, dbURL string) *frontendtest.Backend {
+	u, err := url.Parse(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,5 +112,46 @@ func TestUUIDAndJSONFromPostgres(t *testing.T) {
 	if strings.Join(names, " ") != "UUID JSON JSON" || len(got) != 1 ||
 		got[0][0] != "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11" || got[0][1] != `{"a": [1, 2]}` || got[0][2] != `{"b": true}` {
 		t.Fatalf("types %v, rows %#v", names, got)
+	}
+}
+
+// SET SESSION and RESET SESSION through trino-go-client: the proxy answers them, the client keeps
+// the property and sends it in X-Trino-Session with its later statements, until it is reset.
+func TestTrinoGoClientSessionProperties(t *testing.T) {
+	backend := postgresBackend(t)
+	ts := startServer(t, backend, Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr})
+	ctx := context.Background()
+	conn, err := db.Conn(ctx) // the session is the client connection's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	sessionOf := func(sql string) string {
+		t.Helper()
+		var n int64
+		if err := conn.QueryRowContext(ctx, sql).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return backend.LastRequest(t).Headers["X-Trino-Session"]
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION query_max_run_time = '10m'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION pg.batch_size = 500"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sessionOf("select 1"); !strings.Contains(got, "query_max_run_time=10m") || !strings.Contains(got, "pg.batch_size=500") {
+		t.Fatalf("X-Trino-Session after SET SESSION: %q", got)
+	}
+	if _, err := conn.ExecContext(ctx, "RESET SESSION query_max_run_time"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sessionOf("select 2"); strings.Contains(got, "query_max_run_time") || !strings.Contains(got, "pg.batch_size=500") {
+		t.Fatalf("X-Trino-Session after RESET SESSION: %q", got)
+	}
+	// A value that is not a literal is not the proxy's to evaluate: the engine answers it.
+	if _, err := conn.ExecContext(ctx, "SET SESSION query_max_run_time = concat('1', '0m')"); err == nil {
+		t.Fatal("SET SESSION of an expression succeeded")
 	}
 }

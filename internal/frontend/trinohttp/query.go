@@ -37,6 +37,7 @@ type runningQuery struct {
 	changed     chan struct{}
 	state       string
 	columns     []Column
+	columnsJSON []byte // columns encoded once, for every page
 	pending     [][]any
 	processed   int64
 	done        bool // the producer has finished (state is FINISHED or FAILED)
@@ -69,8 +70,8 @@ func (s *Server) start(req *query.Request) *runningQuery {
 	now := time.Now()
 	q := &runningQuery{id: id, slug: slug, user: req.User, created: now, cancel: cancel, changed: make(chan struct{}),
 		state: stateQueued, lastToken: -1, lastAccess: now}
-	update, header, prepare := sessionPrepare(req.SQL)
-	if prepare { // answered by the proxy: the client keeps its prepared statements
+	update, header, prepare := sessionStatement(req.SQL)
+	if prepare { // answered by the proxy: the client keeps its session
 		q.header, q.updateType, q.done, q.state = header, update, true, stateFinished
 		cancel()
 	}
@@ -137,6 +138,7 @@ func (s *Server) run(ctx context.Context, q *runningQuery, req *query.Request) {
 	if schema != nil {
 		conv = structured.NewConverter(schema)
 		q.columns = columnsFor(conv.Schema())
+		q.columnsJSON = encodeColumns(q.columns)
 	}
 	q.notifyLocked()
 	q.mu.Unlock()
@@ -217,6 +219,7 @@ func (q *runningQuery) finish(tag string, noRows bool) {
 		if q.updateCount != nil { // Trino answers DML with one "rows" column
 			name, sig := simple("bigint")
 			q.columns = []Column{{Name: "rows", Type: name, TypeSignature: sig}}
+			q.columnsJSON = encodeColumns(q.columns)
 			q.pending = append(q.pending, []any{*q.updateCount})
 		}
 	}
@@ -451,9 +454,9 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	} else {
 		res.NextURI = fmt.Sprintf("%s/v1/statement/executing/%s/%s/%d", base, q.id, q.slug, token+1)
 	}
-	body, err := marshal(res)
+	body, err := appendResults(make([]byte, 0, 512+len(q.columnsJSON)), &res, q.columnsJSON)
 	if err != nil {
-		panic(fmt.Sprintf("trinohttp: marshal page of %s: %v", q.id, err))
+		panic(fmt.Sprintf("trinohttp: encode page of %s: %v", q.id, err))
 	}
 	q.lastToken, q.lastPage, q.lastFinal, q.nextToken = token, body, final, token+1
 	return body, http.StatusOK, final

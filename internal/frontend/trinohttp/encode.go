@@ -1,0 +1,225 @@
+package trinohttp
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// appendResults appends res as encoding/json writes it with SetEscapeHTML(false) (marshal),
+// byte for byte, without reflection for what every page carries: the hot path of a poll.
+// columns is res.Columns already encoded (encodeColumns), nil when res has none.
+func appendResults(b []byte, res *QueryResults, columns []byte) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = appendString(b, res.ID)
+	b = append(b, `,"infoUri":`...)
+	b = appendString(b, res.InfoURI)
+	if res.NextURI != "" {
+		b = append(b, `,"nextUri":`...)
+		b = appendString(b, res.NextURI)
+	}
+	if len(res.Columns) > 0 {
+		b = append(b, `,"columns":`...)
+		b = append(b, columns...)
+	}
+	if len(res.Data) > 0 {
+		b = append(b, `,"data":[`...)
+		for i, row := range res.Data {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendValue(b, row); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	b = appendStats(append(b, `,"stats":`...), &res.Stats)
+	if res.Error != nil {
+		raw, err := marshal(res.Error)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"error":`...), bytes.TrimSuffix(raw, []byte{'\n'})...)
+	}
+	if len(res.Warnings) > 0 { // the proxy raises none; encoding/json writes any it is given
+		raw, err := marshal(res.Warnings)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"warnings":`...), bytes.TrimSuffix(raw, []byte{'\n'})...)
+	} else if res.Warnings == nil {
+		b = append(b, `,"warnings":null`...)
+	} else {
+		b = append(b, `,"warnings":[]`...)
+	}
+	if res.UpdateType != "" {
+		b = append(b, `,"updateType":`...)
+		b = appendString(b, res.UpdateType)
+	}
+	if res.UpdateCount != nil {
+		b = append(b, `,"updateCount":`...)
+		b = strconv.AppendInt(b, *res.UpdateCount, 10)
+	}
+	return append(b, "}\n"...), nil
+}
+
+// encodeColumns is the JSON of a query's columns, written once per query.
+func encodeColumns(cols []Column) []byte {
+	if len(cols) == 0 {
+		return nil
+	}
+	raw, err := marshal(cols)
+	if err != nil {
+		panic("trinohttp: columns do not encode: " + err.Error())
+	}
+	return bytes.TrimSuffix(raw, []byte{'\n'})
+}
+
+func appendStats(b []byte, s *Stats) []byte {
+	b = append(b, `{"state":`...)
+	b = appendString(b, s.State)
+	b = append(b, `,"queued":`...)
+	b = strconv.AppendBool(b, s.Queued)
+	b = append(b, `,"scheduled":`...)
+	b = strconv.AppendBool(b, s.Scheduled)
+	for _, f := range [...]struct {
+		name string
+		v    int64
+	}{
+		{`,"nodes":`, int64(s.Nodes)}, {`,"totalSplits":`, int64(s.TotalSplits)}, {`,"queuedSplits":`, int64(s.QueuedSplits)},
+		{`,"runningSplits":`, int64(s.RunningSplits)}, {`,"completedSplits":`, int64(s.CompletedSplits)},
+		{`,"cpuTimeMillis":`, s.CPUTimeMillis}, {`,"wallTimeMillis":`, s.WallTimeMillis},
+		{`,"queuedTimeMillis":`, s.QueuedTimeMillis}, {`,"elapsedTimeMillis":`, s.ElapsedTimeMillis},
+		{`,"processedRows":`, s.ProcessedRows}, {`,"processedBytes":`, s.ProcessedBytes},
+		{`,"peakMemoryBytes":`, s.PeakMemoryBytes},
+	} {
+		b = strconv.AppendInt(append(b, f.name...), f.v, 10)
+	}
+	return append(b, '}')
+}
+
+// appendValue appends one value of a row as rowsOf makes them; a type rowsOf never makes goes
+// through encoding/json.
+func appendValue(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case string:
+		return appendString(b, v), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case int32:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int16:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int8:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case uint32:
+		return strconv.AppendUint(b, uint64(v), 10), nil
+	case uint16:
+		return strconv.AppendUint(b, uint64(v), 10), nil
+	case uint8:
+		return strconv.AppendUint(b, uint64(v), 10), nil
+	case json.Number: // floatJSON's, always a valid number
+		if v == "" {
+			return append(b, '0'), nil
+		}
+		return append(b, v...), nil
+	case []any:
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendValue(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	case map[string]any: // encoding/json writes a map's keys sorted
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(appendString(b, k), ':')
+			var err error
+			if b, err = appendValue(b, v[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, '}'), nil
+	}
+	raw, err := marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, bytes.TrimSuffix(raw, []byte{'\n'})...), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s quoted as encoding/json quotes it without HTML escaping: ", \ and
+// control characters escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(append(b, s[start:]...), '"')
+}

@@ -1,0 +1,173 @@
+package trinohttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queryflux/queryflux/internal/pgtest"
+)
+
+// npmStep is one statement the npm trino-client probe runs (nodeclients/trino_probe.js).
+type npmStep struct {
+	Name   string `json:"name"`
+	SQL    string `json:"sql"`
+	Cancel bool   `json:"cancel,omitempty"`
+}
+
+// npmOutcome is what the probe printed for a step.
+type npmOutcome struct {
+	Probe string `json:"probe"`
+	OK    *struct {
+		Rows      [][]any  `json:"rows"`
+		Types     []string `json:"types"`
+		Pages     int      `json:"pages"`
+		Cancelled string   `json:"cancelled"`
+	} `json:"ok"`
+	Error *QueryError `json:"error"`
+}
+
+// runNPM runs steps in order through one npm trino-client (the library make test-deps installs)
+// against addr as user, and returns each step's outcome by name.
+func runNPM(t *testing.T, addr, user string, steps ...npmStep) map[string]npmOutcome {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "frontendtest", "nodeclients")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "trino-client")); err != nil {
+		t.Skipf("node module trino-client is not installed (make test-deps installs it; its install failed): %v", err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed (make test-deps installs it; its install failed)")
+	}
+	spec, err := json.Marshal(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "trino_probe.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TRINO_SERVER=http://"+addr, "TRINO_USER="+user, "TRINO_STEPS="+string(spec))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("npm trino-client against %s: %v\n%s\n%s", addr, err, out, stderr.String())
+	}
+	got := map[string]npmOutcome{}
+	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var o npmOutcome
+		if err := json.Unmarshal(line, &o); err != nil {
+			t.Fatalf("probe printed %q: %v", line, err)
+		}
+		got[o.Probe] = o
+	}
+	for _, s := range steps {
+		if _, ok := got[s.Name]; !ok {
+			t.Fatalf("probe printed nothing for %s:\n%s\n%s", s.Name, out, stderr.String())
+		}
+	}
+	return got
+}
+
+// The npm trino-client against PostgreSQL, statement after statement on one client as an
+// application runs them: Trino's types and values, errors by name, a prepared statement and a
+// session property the client keeps and sends back, and a result paged without being held.
+func TestNPMTrinoClientOnPostgres(t *testing.T) {
+	backend := postgresBackend(t)
+	ts := startServer(t, backend, Options{PageRows: 100, BufferedRowsMax: 200})
+	got := runNPM(t, ts.addr, "alice",
+		npmStep{Name: "types", SQL: `select 1.25::numeric(8,2) d, date '2024-01-02' dt, time '03:04:05.123' tm,
+			timestamp '2024-01-02 03:04:05.678' ts, timestamptz '2024-01-02 03:04:05.678+02' tz, '\x0102ff'::bytea b,
+			array[1, null, 3]::int4[] a, null::int4 n, 'x'::text s, true bo, 2.5::float8 f`},
+		npmStep{Name: "syntax", SQL: "selec 1"},
+		npmStep{Name: "missing", SQL: "select * from no_such_table"},
+		npmStep{Name: "prepare", SQL: "PREPARE p1 FROM SELECT ? + 1, ?"},
+		npmStep{Name: "execute", SQL: "EXECUTE p1 USING 41, 'it''s'"},
+		npmStep{Name: "set", SQL: "SET SESSION query_max_run_time = '10m'"},
+		npmStep{Name: "after-set", SQL: "select 2"},
+		npmStep{Name: "paging", SQL: "select g from generate_series(1, 5000) g"},
+	)
+
+	types := got["types"]
+	wantTypes := `["decimal(8,2)","date","time(6)","timestamp(6)","timestamp(6) with time zone","varbinary","array(integer)","integer","varchar","boolean","double"]`
+	wantRow := `[["1.25","2024-01-02","03:04:05.123000","2024-01-02 03:04:05.678000","2024-01-02 01:04:05.678000 UTC","AQL/",[1,null,3],null,"x",true,2.5]]`
+	if types.OK == nil || jsonText(t, types.OK.Types) != wantTypes || jsonText(t, types.OK.Rows) != wantRow {
+		t.Errorf("types: %+v\nwant types %s\nwant rows  %s", types, wantTypes, wantRow)
+	}
+	for name, want := range map[string]string{"syntax": "SYNTAX_ERROR", "missing": "TABLE_NOT_FOUND"} {
+		e := got[name].Error
+		if e == nil || e.ErrorName != want || e.ErrorType != "USER_ERROR" || e.Message == "" {
+			t.Errorf("%s: error %+v, want %s (USER_ERROR)", name, e, want)
+		}
+	}
+	if o := got["execute"]; o.OK == nil || jsonText(t, o.OK.Rows) != `[[42,"it's"]]` {
+		t.Errorf("EXECUTE of the statement the client kept: %+v %+v", o.OK, o.Error)
+	}
+	if o := got["set"]; o.Error != nil {
+		t.Errorf("SET SESSION: %+v", o.Error)
+	}
+	var session string
+	for _, r := range backend.Requests() {
+		if r.SQL == "select 2" {
+			session = r.Headers["X-Trino-Session"]
+		}
+	}
+	if session != "query_max_run_time=10m" {
+		t.Errorf("the statement after SET SESSION carried X-Trino-Session %q", session)
+	}
+	if o := got["paging"]; o.OK == nil || len(o.OK.Rows) != 5000 || o.OK.Rows[4999][0] != float64(5000) || o.OK.Pages < 50 {
+		t.Errorf("paging: %d rows in %d pages, error %+v", len(o.OK.Rows), o.OK.Pages, o.Error)
+	}
+}
+
+// The npm trino-client's cancel (a DELETE of /v1/query/{id}) in the middle of a result stops the
+// query on PostgreSQL and frees the server's hold on it.
+func TestNPMTrinoClientCancelStopsTheEngine(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	backend := postgresBackendAt(t, dbURL)
+	ts := startServer(t, backend, Options{PageRows: 10, BufferedRowsMax: 20})
+	got := runNPM(t, ts.addr, "alice",
+		npmStep{Name: "cancel", SQL: "select g, pg_sleep(0.001) /* qf-npm-cancel */ from generate_series(1, 1000000) g", Cancel: true})
+	if o := got["cancel"]; o.OK == nil || o.OK.Cancelled == "" {
+		t.Fatalf("cancel: %+v %+v", o.OK, o.Error)
+	}
+	waitNoQueries(t, ts, "the cancelled query is still held")
+	admin, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := admin.QueryRow(context.Background(), `select count(*) from pg_stat_activity
+			where query like '%qf-npm-cancel%' and state = 'active' and pid <> pg_backend_pid()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled query still runs on PostgreSQL (%d)", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
