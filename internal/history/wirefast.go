@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -260,7 +261,8 @@ func (s *scanner) records(ok bool) ([]Record, bool) {
 	if !ok || !s.consume('[') {
 		return nil, false
 	}
-	out := []Record{}
+	// Every record of EncodeBatch's starts so ('{"' cannot occur inside a JSON string).
+	out := make([]Record, 0, min(bytes.Count(s.data[s.i:], []byte(`{"queryId":`)), BatchRecordsMax+1))
 	if s.consume(']') {
 		return out, true
 	}
