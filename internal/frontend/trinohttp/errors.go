@@ -6,19 +6,55 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // QueryError is Trino's error document (QueryResults.error).
 type QueryError struct {
-	Message     string       `json:"message"`
-	SQLState    string       `json:"sqlState,omitempty"`
-	ErrorCode   int          `json:"errorCode"`
-	ErrorName   string       `json:"errorName"`
-	ErrorType   string       `json:"errorType"`
-	Retryable   bool         `json:"retriable,omitempty"`
-	FailureInfo *FailureInfo `json:"failureInfo,omitempty"`
+	Message   string `json:"message"`
+	SQLState  string `json:"sqlState,omitempty"`
+	ErrorCode int    `json:"errorCode"`
+	ErrorName string `json:"errorName"`
+	ErrorType string `json:"errorType"`
+	Retryable bool   `json:"retriable,omitempty"`
+	// ErrorLocation is where in the statement the engine found the error, when it says.
+	ErrorLocation *ErrorLocation `json:"errorLocation,omitempty"`
+	FailureInfo   *FailureInfo   `json:"failureInfo,omitempty"`
+}
+
+// ErrorLocation is a position in a statement as Trino gives it: line and column from 1.
+type ErrorLocation struct {
+	LineNumber   int `json:"lineNumber"`
+	ColumnNumber int `json:"columnNumber"`
+}
+
+// errorLocation is where PostgreSQL placed err in sql (its Position counts characters from 1),
+// nil when the engine gave no position or it falls outside sql.
+func errorLocation(err error, sql string) *ErrorLocation {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Position <= 0 {
+		return nil
+	}
+	loc := ErrorLocation{LineNumber: 1, ColumnNumber: 1}
+	n := int(pe.Position) - 1
+	for _, r := range sql {
+		if n == 0 {
+			return &loc
+		}
+		n--
+		if r == '\n' {
+			loc.LineNumber, loc.ColumnNumber = loc.LineNumber+1, 1
+		} else {
+			loc.ColumnNumber++
+		}
+	}
+	if n == 0 { // just past the end: an unfinished statement
+		return &loc
+	}
+	return nil
 }
 
 // FailureInfo is the part of Trino's failure tree clients print.
@@ -158,16 +194,13 @@ var (
 // transactionStatement is the refusal for START TRANSACTION, COMMIT and ROLLBACK, nil for
 // other statements.
 func transactionStatement(sql string) error {
-	f := strings.Fields(strings.ToUpper(strings.TrimSpace(sql)))
-	if len(f) == 0 {
-		return nil
-	}
-	switch strings.TrimRight(f[0], ";") {
-	case "START":
-		if len(f) > 1 && strings.HasPrefix(f[1], "TRANSACTION") {
+	p := &literalParser{s: sql}
+	switch {
+	case p.keyword("START"):
+		if p.keyword("TRANSACTION") {
 			return errNoTransactions
 		}
-	case "COMMIT", "ROLLBACK":
+	case p.keyword("COMMIT"), p.keyword("ROLLBACK"):
 		return errNotInTx
 	}
 	return nil

@@ -1,7 +1,9 @@
 package trinohttp
 
 import (
+	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +49,22 @@ func TestQueryIDWithoutForwardingHasNoOwner(t *testing.T) {
 	_, qr := post(t, ts.addr, "SELECT 1")
 	if owner, ok := ownerOf(qr.ID); ok {
 		t.Fatalf("standalone query id %q names owner %q", qr.ID, owner)
+	}
+}
+
+// Query ids have Trino's form, date_time_sequence_random, the sequence in five digits.
+func TestQueryIDForm(t *testing.T) {
+	s, err := NewServer(frontendtest.NewBackend(frontendtest.AllTypesEngine()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	form := regexp.MustCompile(`^[0-9]{8}_[0-9]{6}_([0-9]{5})_[0-9a-f]{6}$`)
+	for i := 1; i <= 100002; i++ {
+		id, slug := s.newID()
+		m := form.FindStringSubmatch(id)
+		if m == nil || m[1] != fmt.Sprintf("%05d", i%100000) || !strings.HasPrefix(slug, "y") {
+			t.Fatalf("query %d: id %q slug %q", i, id, slug)
+		}
 	}
 }

@@ -89,7 +89,7 @@ func TestNPMTrinoClientOnPostgres(t *testing.T) {
 			timestamp '2024-01-02 03:04:05.678' ts, timestamptz '2024-01-02 03:04:05.678+02' tz, '\x0102ff'::bytea b,
 			array[1, null, 3]::int4[] a, null::int4 n, 'x'::text s, true bo, 2.5::float8 f`},
 		npmStep{Name: "syntax", SQL: "selec 1"},
-		npmStep{Name: "missing", SQL: "select * from no_such_table"},
+		npmStep{Name: "missing", SQL: "select *\n  from no_such_table"},
 		npmStep{Name: "prepare", SQL: "PREPARE p1 FROM SELECT ? + 1, ?"},
 		npmStep{Name: "execute", SQL: "EXECUTE p1 USING 41, 'it''s'"},
 		npmStep{Name: "set", SQL: "SET SESSION query_max_run_time = '10m'"},
@@ -103,10 +103,13 @@ func TestNPMTrinoClientOnPostgres(t *testing.T) {
 	if types.OK == nil || jsonText(t, types.OK.Types) != wantTypes || jsonText(t, types.OK.Rows) != wantRow {
 		t.Errorf("types: %+v\nwant types %s\nwant rows  %s", types, wantTypes, wantRow)
 	}
-	for name, want := range map[string]string{"syntax": "SYNTAX_ERROR", "missing": "TABLE_NOT_FOUND"} {
+	for name, want := range map[string]struct {
+		name string
+		at   ErrorLocation
+	}{"syntax": {"SYNTAX_ERROR", ErrorLocation{1, 1}}, "missing": {"TABLE_NOT_FOUND", ErrorLocation{2, 8}}} {
 		e := got[name].Error
-		if e == nil || e.ErrorName != want || e.ErrorType != "USER_ERROR" || e.Message == "" {
-			t.Errorf("%s: error %+v, want %s (USER_ERROR)", name, e, want)
+		if e == nil || e.ErrorName != want.name || e.ErrorType != "USER_ERROR" || e.Message == "" || e.ErrorLocation == nil || *e.ErrorLocation != want.at {
+			t.Errorf("%s: error %+v, want %s (USER_ERROR) at %+v", name, e, want.name, want.at)
 		}
 	}
 	if o := got["execute"]; o.OK == nil || jsonText(t, o.OK.Rows) != `[[42,"it's"]]` {

@@ -2,6 +2,7 @@ package trinohttp
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -153,5 +154,32 @@ func TestTrinoGoClientSessionProperties(t *testing.T) {
 	// A value that is not a literal is not the proxy's to evaluate: the engine answers it.
 	if _, err := conn.ExecContext(ctx, "SET SESSION query_max_run_time = concat('1', '0m')"); err == nil {
 		t.Fatal("SET SESSION of an expression succeeded")
+	}
+}
+
+// PostgreSQL's errors reach trino-go-client by Trino's name and type, with the line and column
+// of the statement PostgreSQL pointed at.
+func TestTrinoGoClientErrorLocations(t *testing.T) {
+	ts := startServer(t, postgresBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr})
+	for _, c := range []struct {
+		sql, name    string
+		line, column int
+	}{
+		{"selec 1", "SYNTAX_ERROR", 1, 1},
+		{"select 1,\n  2 +* 3", "GENERIC_USER_ERROR", 2, 5}, // no operator +*
+		{"select 'é', x\nfrom  no_such_table", "TABLE_NOT_FOUND", 2, 7},
+		{"select 1 +", "SYNTAX_ERROR", 1, 11},
+	} {
+		_, err := db.Query(c.sql)
+		var failed *trino.ErrQueryFailed
+		var te *trino.ErrTrino
+		if !errors.As(err, &failed) || !errors.As(failed.Reason, &te) {
+			t.Fatalf("%q: error %v (%T)", c.sql, err, err)
+		}
+		if te.ErrorName != c.name || te.ErrorType != "USER_ERROR" || te.ErrorLocation.LineNumber != c.line || te.ErrorLocation.ColumnNumber != c.column {
+			t.Errorf("%q: %s %s at %d:%d, want %s at %d:%d", c.sql, te.ErrorName, te.ErrorType,
+				te.ErrorLocation.LineNumber, te.ErrorLocation.ColumnNumber, c.name, c.line, c.column)
+		}
 	}
 }

@@ -29,6 +29,7 @@ const (
 type runningQuery struct {
 	id, slug string
 	user     string      // who may kill it through /v1/query
+	sql      string      // what the engine runs, which its error positions count in
 	header   http.Header // set on every response of the query (PREPARE's X-Trino-Added-Prepare)
 	created  time.Time
 	cancel   context.CancelFunc
@@ -68,7 +69,7 @@ func (s *Server) start(req *query.Request) *runningQuery {
 	id, slug := s.newID()
 	ctx, cancel := context.WithCancel(s.ctx)
 	now := time.Now()
-	q := &runningQuery{id: id, slug: slug, user: req.User, created: now, cancel: cancel, changed: make(chan struct{}),
+	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now, cancel: cancel, changed: make(chan struct{}),
 		state: stateQueued, lastToken: -1, lastAccess: now}
 	update, header, prepare := sessionStatement(req.SQL)
 	if prepare { // answered by the proxy: the client keeps its session
@@ -203,6 +204,7 @@ func (q *runningQuery) fail(err error) {
 		return
 	}
 	q.done, q.state, q.err, q.pending = true, stateFailed, toQueryError(err), nil
+	q.err.ErrorLocation = errorLocation(err, q.sql)
 	q.notifyLocked()
 }
 
@@ -402,8 +404,7 @@ func (s *Server) forgetLater(q *runningQuery) {
 }
 
 func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait time.Duration, base string) ([]byte, int, bool) {
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
+	var deadline <-chan time.Time // made once there is something to wait for
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.lastAccess = time.Now()
@@ -416,9 +417,14 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	for waiting := token > 0; waiting && len(q.pending) == 0 && !q.done; {
 		changed := q.changed
 		q.mu.Unlock()
+		if deadline == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			deadline = t.C
+		}
 		select {
 		case <-changed:
-		case <-deadline.C:
+		case <-deadline:
 			waiting = false
 		case <-ctx.Done():
 			waiting = false
@@ -452,7 +458,7 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	if final {
 		res.Error, res.UpdateType, res.UpdateCount = q.err, q.updateType, q.updateCount
 	} else {
-		res.NextURI = fmt.Sprintf("%s/v1/statement/executing/%s/%s/%d", base, q.id, q.slug, token+1)
+		res.NextURI = base + "/v1/statement/executing/" + q.id + "/" + q.slug + "/" + strconv.FormatInt(token+1, 10)
 	}
 	body, err := appendResults(make([]byte, 0, 512+len(q.columnsJSON)), &res, q.columnsJSON)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -419,12 +420,14 @@ func (s *Server) newID() (id, slug string) {
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("trinohttp: crypto/rand: " + err.Error())
 	}
-	n := s.seq.Add(1)
-	id = fmt.Sprintf("%s_%05d_%s", time.Now().UTC().Format("20060102_150405"), n%100000, hex.EncodeToString(b[:3]))
+	buf := time.Now().UTC().AppendFormat(make([]byte, 0, 64), "20060102_150405_")
+	buf = strconv.AppendUint(buf, 100000+s.seq.Add(1)%100000, 10)
+	buf = append(buf[:len(buf)-6], buf[len(buf)-5:]...) // the sequence in five digits, zero-padded
+	buf = hex.AppendEncode(append(buf, '_'), b[:3])
 	if s.opts.Forward != nil {
-		id += "_" + s.opts.Forward.Self()
+		buf = append(append(buf, '_'), s.opts.Forward.Self()...)
 	}
-	return id, "y" + hex.EncodeToString(b[3:])
+	return string(buf), "y" + hex.EncodeToString(b[3:])
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
