@@ -10,8 +10,7 @@ import (
 )
 
 // decodeBatchFast decodes the common batch, the one EncodeBatch writes, without reflection:
-// encoding/json spent about 5 µs per record of the control plane's CPU, as much as the worker
-// spends relaying the query. It answers ok false for anything it does not read exactly as
+// encoding/json spent about 5 µs of the control plane's CPU per record (RESULTS.md). It answers ok false for anything it does not read exactly as
 // encoding/json would (a null, a key in another case or twice, a number with a fraction, an
 // unknown field, bad JSON), and DecodeBatch then decodes the body with encoding/json, whose
 // verdict and errors stand. So it only ever takes a shortcut, never a decision.
