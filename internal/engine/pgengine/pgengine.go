@@ -249,12 +249,14 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 		args = append(args, e.argsFreeMode)
 	}
 	args = append(args, q.Args...)
-	// stop cancels the statement on the server when the rows are closed before their end.
+	// stop cancels the statement on the server when the rows are closed before their end;
+	// errors are judged by the caller's ctx, which stop leaves alone.
+	caller := ctx
 	ctx, stop := context.WithCancel(ctx)
 	rows, err := db.Query(ctx, numberedParams(q), args...)
 	if err != nil {
 		stop()
-		return nil, cancelledOr(ctx, err)
+		return nil, cancelledOr(caller, err)
 	}
 	fields := rows.FieldDescriptions()
 	if len(fields) == 0 {
@@ -263,7 +265,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 		rows.Close()
 		stop()
 		if err := rows.Err(); err != nil {
-			return nil, cancelledOr(ctx, err)
+			return nil, cancelledOr(caller, err)
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}
@@ -276,7 +278,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 	fill := func(_ context.Context, b *engine.BatchBuilder) (bool, error) {
 		for !b.Full() {
 			if !rows.Next() {
-				return false, cancelledOr(ctx, rows.Err())
+				return false, cancelledOr(caller, rows.Err())
 			}
 			raw := rows.RawValues()
 			for i, dec := range decoders {
