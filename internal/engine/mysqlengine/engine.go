@@ -113,10 +113,12 @@ type Engine struct {
 	// dialOptions are extra go-mysql client options for new connections (tests).
 	dialOptions []client.Option
 
-	mu     sync.Mutex
-	idle   []*client.Conn
-	stmts  map[*client.Conn]stmtCache // statements prepared on each open connection
-	closed bool
+	mu       sync.Mutex
+	idle     []*client.Conn
+	loopIdle []*LoopConn                // idle loop connections (loopconn.go)
+	stmts    map[*client.Conn]stmtCache // statements prepared on each open connection
+	closed   bool
+	noLoop   atomic.Bool // the server's connections cannot go on an event loop (loopconn.go)
 }
 
 // Open checks cfg and returns an engine; it connects lazily.
@@ -153,13 +155,14 @@ func (e *Engine) Ping(ctx context.Context) error {
 // Close closes idle connections; running queries keep theirs until they finish.
 func (e *Engine) Close() error {
 	e.mu.Lock()
-	idle := e.idle
-	e.idle, e.closed = nil, true
+	idle, loopIdle := e.idle, e.loopIdle
+	e.idle, e.loopIdle, e.closed = nil, nil, true
 	e.mu.Unlock()
 	for _, c := range idle {
 		e.forget(c)
 		_ = c.Close()
 	}
+	e.closeLoopIdle(loopIdle)
 	return nil
 }
 
@@ -211,8 +214,13 @@ func (e *Engine) release(c *client.Conn, healthy bool) {
 }
 
 func (e *Engine) dial(ctx context.Context) (*client.Conn, error) {
-	opts := append([]client.Option{e.tlsOption}, e.dialOptions...)
-	c, err := client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, e.handshakeDialer, opts...)
+	return e.dialWith(ctx, e.handshakeDialer)
+}
+
+// dialWith connects through dialer, with extra client options.
+func (e *Engine) dialWith(ctx context.Context, dialer client.Dialer, extra ...client.Option) (*client.Conn, error) {
+	opts := append(append([]client.Option{e.tlsOption}, e.dialOptions...), extra...)
+	c, err := client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, dialer, opts...)
 	if err != nil { // names the address, user and database: for the log only
 		return nil, e.unreachable(err)
 	}

@@ -40,6 +40,9 @@ type RawQuery struct {
 	engineErr error // the engine's ERR packet: the command ended cleanly
 	healthy   bool  // the connection is fit for the pool once done
 	warnings  []Warning
+	// classicEOF: the connection was opened without CLIENT_DEPRECATE_EOF (a loop
+	// connection, loopconn.go), so result sets end with EOF packets whatever the server offers.
+	classicEOF bool
 }
 
 // Warning is one row of SHOW WARNINGS.
@@ -136,7 +139,7 @@ func (r *RawQuery) readColumns(p []byte) error {
 		at = end
 	}
 	b.cols = r.columns
-	if !r.e.deprecatesEOF(r.conn) {
+	if !r.deprecatesEOF() {
 		p, err := r.packet()
 		if err != nil {
 			return err
@@ -208,6 +211,8 @@ func (e *Engine) negotiated(c *client.Conn) int32 {
 func (e *Engine) deprecatesEOF(c *client.Conn) bool {
 	return e.negotiated(c)&capsDeprecateEOF != 0
 }
+
+func (r *RawQuery) deprecatesEOF() bool { return !r.classicEOF && r.e.deprecatesEOF(r.conn) }
 
 // Columns are the result set's column definition packets, each with its 4-byte header (the
 // engine's; a caller writing them on renumbers it). Nil for a statement without rows.
@@ -319,7 +324,7 @@ func (r *RawQuery) errorPacket(data []byte) error {
 // finishEOF reads the status of the packet ending the rows: an EOF, or (CLIENT_DEPRECATE_EOF)
 // an OK with the EOF header.
 func (r *RawQuery) finishEOF(data []byte) {
-	if r.e.deprecatesEOF(r.conn) {
+	if r.deprecatesEOF() {
 		r.finishOK(data)
 		return
 	}

@@ -26,11 +26,22 @@ func (h *session) serveCommands() {
 			_ = h.out.w.Flush() // the last answer (a COMMIT's OK) waits in the buffer for a read
 			return              // draining: the server is shutting down at this transaction boundary
 		}
+		if h.loopable() {
+			ran, err := h.onLoop()
+			c.ResetSequence()
+			if err != nil {
+				return
+			}
+			if ran {
+				continue
+			}
+		}
 		data, err := c.ReadPacket()
 		h.waitingForClient(false)
 		if err != nil || len(data) == 0 {
 			return
 		}
+		h.lastWasQuery = data[0] == mysql.COM_QUERY
 		v := h.dispatch(data[0], data[1:])
 		if _, none := v.(noReply); none {
 			c.ResetSequence()

@@ -55,6 +55,10 @@ func (h *session) waitingForClient(idle bool) (endNow bool) {
 func (h *session) wakeIfIdle() {
 	h.idleMu.Lock()
 	defer h.idleMu.Unlock()
+	if lr := h.onloop; lr != nil {
+		lr.hd.StopIf(lr.idle)
+		return
+	}
 	if h.idle && !h.idlePinned && h.raw != nil {
 		_ = h.raw.Close()
 	}

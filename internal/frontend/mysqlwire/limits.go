@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/netlimit"
+	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
@@ -49,6 +50,7 @@ type packetGate struct {
 	shift     bool                   // sequence numbers are shifted (see above)
 	wframe    framer
 	wbuf      []byte
+	ahead     []byte // read from the socket by the event loop and handed back: read first
 
 	hdr       [4]byte       // the current packet's header, as handed on
 	left      int           // bytes of the current packet (header included) not yet handed on
@@ -83,11 +85,31 @@ func newPacketGate(c net.Conn, limits netlimit.Limits, tlsConfig *tls.Config, lo
 type timedSocket struct{ g *packetGate }
 
 func (s timedSocket) Read(p []byte) (int, error) {
+	if g := s.g; len(g.ahead) > 0 { // what the event loop read and handed back (loop.go)
+		n := copy(p, g.ahead)
+		g.ahead = g.ahead[n:]
+		return n, nil
+	}
 	if g := s.g; g.inMessage && g.msg != nil && !g.timed {
 		g.timed = true
 		g.msg.Begin()
 	}
 	return s.g.Conn.Read(p)
+}
+
+// idle reports whether the gate stands between packets outside TLS, holding nothing read:
+// the socket can be lent to the event loop, whose own bounds then apply (loop.go).
+func (g *packetGate) idle() bool {
+	return g.msg != nil && !g.secure && !g.shift && g.left == 0 && g.acc == nil && !g.inMessage &&
+		g.r.Buffered() == 0 && !g.refused.Load() && len(g.ahead) <= relayloop.BufferBytesDefault
+}
+
+// timedOut ends a client that left a message half sent on the event loop, as Read does on
+// the goroutine.
+func (g *packetGate) timedOut() error {
+	g.log.Info("mysqlwire: client message refused", "remote", g.RemoteAddr().String(), "reason", "not whole within "+g.msg.Timeout().String())
+	g.count("message_timeout")
+	return g.refuse(0, mysql.ER_NET_READ_INTERRUPTED, errMessageTimeout)
 }
 
 // loggedIn switches to the logged-in client's bounds: max_allowed_packet and the message timeout.

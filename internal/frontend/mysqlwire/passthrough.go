@@ -60,7 +60,16 @@ func (h *session) relay(ctx context.Context, cancel context.CancelFunc, req *que
 	if !isCore {
 		return nil, nil, false
 	}
-	adm, ok, err := pb.AdmitPassthrough(ctx, req, canRelay)
+	var adm *proxy.Admission
+	switch {
+	case h.refused != nil: // by the core, on the event loop (loop.go)
+		err, h.refused = h.refused, nil
+	case h.admitted != nil: // admitted on the event loop, for this goroutine to run
+		adm, req, ok = h.admitted, h.admittedReq, true
+		h.admitted, h.admittedReq = nil, nil
+	default:
+		adm, ok, err = pb.AdmitPassthrough(ctx, req, canRelay)
+	}
 	if err != nil {
 		h.writeError(err)
 		return relayed, nil, true

@@ -32,6 +32,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/relayloop"
 )
 
 // Users is the auth hook: it tells which passwords a user may log in with. MySQL's
@@ -79,6 +80,9 @@ type Options struct {
 	Limits netlimit.Limits
 	// Registerer receives queryflux_frontend_bound_refusals_total; nil keeps it unregistered.
 	Registerer prometheus.Registerer
+	// NoEventLoop relays every statement with its session's goroutine (loop.go), as where
+	// there is no event loop.
+	NoEventLoop bool
 }
 
 // Server serves MySQL clients on listeners. Safe for concurrent use.
@@ -101,6 +105,10 @@ type Server struct {
 	closed    bool
 	draining  atomic.Bool // Drain: sessions idle outside a transaction end
 	wg        sync.WaitGroup
+
+	loopOnce       sync.Once
+	loop           *relayloop.Loop // nil until first used, or where there is none
+	loopStatements atomic.Int64
 
 	panics    atomic.Int64 // recovered in connections, during login or after (bugs: the fuzz targets require none)
 	lastPanic atomic.Value // string: the last recovered panic with its stack, for the report
@@ -176,6 +184,9 @@ func (s *Server) Serve(l net.Listener) error {
 		return net.ErrClosed
 	}
 	defer s.track(l, false)
+	if s.eventLoop() != nil {
+		l = relayloop.Listener(l) // its sockets may go on the event loop (loop.go)
+	}
 	l = netlimit.Listener(l, s.opts.Limits.ConnectionsMax, refuseTooMany)
 	for {
 		nc, err := l.Accept()
@@ -211,6 +222,10 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	s.loopOnce.Do(func() {})
+	if s.loop != nil {
+		s.loop.Close()
+	}
 	return nil
 }
 
@@ -267,7 +282,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	gate.refusals = s.refusals
 	defer gate.stop()
 	buffered := newFlushOnReadConn(gate)
-	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc}
+	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc, gate: gate, lc: relayloop.ConnOf(nc)}
 	_ = buffered.SetDeadline(time.Now().Add(s.opts.Limits.HandshakeTimeout))
 	c, err := srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr(), gate: gate}, h)
 	if err != nil {
@@ -288,6 +303,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		s.mu.Unlock()
 	}()
 	defer h.unpin() // a connection that ends inside a transaction (or holding a lock) rolls it back
+	defer h.dropAdmitted()
 	h.serveCommands()
 }
 
@@ -499,4 +515,12 @@ func (c *flushOnReadConn) SetDeadline(t time.Time) error {
 func (c *flushOnReadConn) SetWriteDeadline(t time.Time) error {
 	c.w.Flush()
 	return c.Conn.SetWriteDeadline(t)
+}
+
+// idle reports whether nothing of the client's is kept here (read by a watch) and no watch
+// runs: the socket can be lent to the event loop.
+func (c *flushOnReadConn) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) == 0 && c.readErr == nil && c.stopWatching == nil
 }

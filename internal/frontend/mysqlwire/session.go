@@ -16,8 +16,10 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
+	"github.com/queryflux/queryflux/node/proxy"
 )
 
 // session is one client connection's state; go-mysql calls it for each command.
@@ -49,8 +51,22 @@ type session struct {
 	cancel context.CancelFunc // of the running statement, for KILL QUERY from another session
 
 	idleMu     sync.Mutex
-	idle       bool // waiting for the client's next command (Drain wakes idle sessions)
-	idlePinned bool // and holding a pinned engine connection (a transaction or a named lock)
+	idle       bool     // waiting for the client's next command (Drain wakes idle sessions)
+	idlePinned bool     // and holding a pinned engine connection (a transaction or a named lock)
+	onloop     *loopRun // while the event loop relays the session (loop.go)
+	killed     bool     // KILL CONNECTION from another session
+
+	// The event loop (loop.go): the client's socket (nil unless plain TCP), the gate reading
+	// it, whether the last command was a COM_QUERY, hand-overs counted, and a statement the
+	// loop handed over admitted (with its request) or refused.
+	lc                       *relayloop.Conn
+	gate                     *packetGate
+	lastWasQuery             bool
+	loopMisses, loopHandOffs int
+	loopBackoff              int
+	admitted                 *proxy.Admission
+	admittedReq              *query.Request
+	refused                  error
 }
 
 // written is returned to go-mysql after the session wrote the whole response itself: a
@@ -572,7 +588,26 @@ func (h *session) kill(idText string, connection bool) error {
 	}
 	target.mu.Unlock()
 	if connection && target != h {
-		target.raw.Close()
+		target.closeConn()
 	}
 	return nil
+}
+
+// closeConn ends the session's connection from another goroutine: a socket the event loop
+// holds is taken off it first, and the session then ends.
+func (h *session) closeConn() {
+	h.idleMu.Lock()
+	defer h.idleMu.Unlock()
+	h.killed = true
+	if lr := h.onloop; lr != nil {
+		lr.hd.Stop()
+		return
+	}
+	_ = h.raw.Close()
+}
+
+func (h *session) isKilled() bool {
+	h.idleMu.Lock()
+	defer h.idleMu.Unlock()
+	return h.killed
 }

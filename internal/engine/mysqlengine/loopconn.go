@@ -1,0 +1,214 @@
+package mysqlengine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/relayloop"
+)
+
+// Loop connections: the MySQL frontend's event loop (internal/relayloop) writes a client's
+// COM_QUERY to an engine connection's socket itself and relays the engine's packets straight
+// back, byte for byte. The client must then get the packets it expects from the frontend,
+// which never offers CLIENT_DEPRECATE_EOF (go-mysql's server cannot) and takes no query
+// attributes: so a loop connection is opened without CLIENT_DEPRECATE_EOF (its result sets
+// end with EOF packets), and only to a server without query attributes. go-mysql's client
+// decodes results by what the server offered rather than by what was agreed, so it must never
+// read a result on one: loop connections are pooled apart from the others (they share
+// MaxConns), and only this file and the frontend's loop speak on them. Only plain TCP
+// connections qualify: the loop reads and writes the socket.
+
+// ErrNoLoop is OpenLoopConn's answer for an engine whose connections cannot go on an event
+// loop (TLS, compression, a server that takes query attributes).
+var ErrNoLoop = errors.New("mysqlengine: this engine's connections cannot be relayed by an event loop")
+
+// LoopConn is a loop connection taken from the pool for one statement: Begin before the
+// statement is written, then Release. Kill may come from any goroutine.
+type LoopConn struct {
+	e     *Engine
+	c     *client.Conn
+	sock  *relayloop.Conn
+	state atomic.Int32 // loopIdle, loopRunning or loopKilled
+}
+
+const (
+	loopIdle int32 = iota
+	loopRunning
+	loopKilled // a KILL QUERY was sent: the connection is not reused
+)
+
+// Loopable reports whether the engine's connections may go on an event loop, as far as
+// is known (OpenLoopConn finds out for sure).
+func (e *Engine) Loopable() bool { return e.cfg.TLS == nil && !e.noLoop.Load() }
+
+// TakeLoopConn takes an idle loop connection in q's database, without waiting: nil when
+// there is none (or no connection slot free). Release gives it back.
+func (e *Engine) TakeLoopConn(q *query.Request) *LoopConn {
+	select {
+	case e.slots <- struct{}{}:
+	default:
+		return nil
+	}
+	db := requestDatabase(q)
+	e.mu.Lock()
+	for i := len(e.loopIdle) - 1; i >= 0 && !e.closed; i-- {
+		if lc := e.loopIdle[i]; db == "" || db == lc.c.GetDB() {
+			e.loopIdle = append(e.loopIdle[:i], e.loopIdle[i+1:]...)
+			e.mu.Unlock()
+			return lc
+		}
+	}
+	e.mu.Unlock()
+	<-e.slots
+	return nil
+}
+
+// OpenLoopConn takes a loop connection in q's database, waiting for a connection slot and
+// opening one when none is idle. It answers ErrNoLoop for an engine that has none.
+func (e *Engine) OpenLoopConn(ctx context.Context, q *query.Request) (*LoopConn, error) {
+	if !e.Loopable() {
+		return nil, ErrNoLoop
+	}
+	select {
+	case e.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	db := requestDatabase(q)
+	e.mu.Lock()
+	var lc *LoopConn
+	if n := len(e.loopIdle); n > 0 && !e.closed {
+		lc = e.loopIdle[n-1]
+		e.loopIdle = e.loopIdle[:n-1]
+	}
+	e.mu.Unlock()
+	if lc == nil {
+		var err error
+		if lc, err = e.dialLoop(ctx); err != nil {
+			<-e.slots
+			return nil, err
+		}
+	}
+	if db != "" && db != lc.c.GetDB() {
+		if err := lc.c.UseDB(db); err != nil {
+			lc.Release(false)
+			return nil, e.wrap(err)
+		}
+	}
+	return lc, nil
+}
+
+// dialLoop opens a loop connection.
+func (e *Engine) dialLoop(ctx context.Context) (*LoopConn, error) {
+	var sock *relayloop.Conn
+	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := e.handshakeDialer(ctx, network, addr)
+		if tc, ok := nc.(*net.TCPConn); ok && err == nil {
+			sock = relayloop.NewConn(tc)
+			return sock, nil
+		}
+		return nc, err
+	}
+	c, err := e.dialWith(ctx, dialer, func(c *client.Conn) error {
+		c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if sock == nil || c.Compression != mysql.MYSQL_COMPRESS_NONE || strings.Contains("|"+c.CapabilityString()+"|", "|CLIENT_QUERY_ATTRIBUTES|") {
+		e.noLoop.Store(true)
+		_ = c.Close()
+		return nil, ErrNoLoop
+	}
+	return &LoopConn{e: e, c: c, sock: sock}, nil
+}
+
+// Lend takes the socket out of Go's poller for the loop (relayloop.Conn.Lend); ok is false
+// when it cannot be.
+func (lc *LoopConn) Lend() (fd int, ok bool) {
+	fd, err := lc.sock.Lend()
+	return fd, err == nil
+}
+
+// Begin marks a statement running: from now until Release, Kill stops it on the server.
+func (lc *LoopConn) Begin() { lc.state.Store(loopRunning) }
+
+// Kill asks the server to stop the statement running on the connection (KILL QUERY from
+// another connection), once, and only while one runs; the connection is then not reused.
+func (lc *LoopConn) Kill() {
+	if lc.state.CompareAndSwap(loopRunning, loopKilled) {
+		go lc.e.kill(lc.c.GetConnectionID())
+	}
+}
+
+// Release gives the connection back after its statement (healthy: its answer was read to the
+// end and it left no session state behind), or closes it; it never waits.
+func (lc *LoopConn) Release(healthy bool) {
+	e := lc.e
+	killed := lc.state.Swap(loopIdle) == loopKilled // a KILL QUERY may still be on its way
+	e.mu.Lock()
+	if healthy && !killed && !e.closed && len(e.loopIdle) < idleConnsMax {
+		e.loopIdle = append(e.loopIdle, lc)
+		e.mu.Unlock()
+		<-e.slots
+		return
+	}
+	e.mu.Unlock()
+	<-e.slots
+	go lc.c.Close()
+}
+
+// Error is the error an engine's ERR packet (its payload) stands for, wrapped as Execute
+// wraps the engine's errors.
+func (lc *LoopConn) Error(payload []byte) error {
+	return lc.e.wrap(lc.c.HandleErrorPacket(bytes.Clone(payload)))
+}
+
+// Warnings reads the warnings of the statement that just ran (SHOW WARNINGS), off the loop:
+// it waits for the server. ok is false when the connection failed doing so (Release it
+// unhealthy).
+func (lc *LoopConn) Warnings() (ws []Warning, ok bool) {
+	r := &RawQuery{e: lc.e, conn: lc.c, sql: "SHOW WARNINGS", buf: getRelayBuffers(), classicEOF: true}
+	defer putRelayBuffers(r.buf)
+	if err := r.start(r.queryPacket()); err != nil || r.engineErr != nil || r.columns == nil {
+		return nil, false
+	}
+	row := make([]byte, 4, 256)
+	for {
+		p, more := r.NextRow(row[:4])
+		if !more {
+			break
+		}
+		row = p
+		var f [3][]byte
+		rest := p[4:]
+		for i := range f {
+			v, isNull, n, err := mysql.LengthEncodedString(rest)
+			if err != nil || isNull {
+				return nil, false
+			}
+			f[i], rest = v, rest[n:]
+		}
+		code, _ := strconv.ParseUint(string(f[1]), 10, 16)
+		ws = append(ws, Warning{Level: string(f[0]), Code: uint16(code), Message: string(f[2])})
+	}
+	lc.c.Sequence = r.seq
+	return ws, r.done && r.err == nil && r.engineErr == nil && !r.buf.buffered()
+}
+
+// closeLoopIdle closes the idle loop connections (Engine.Close).
+func (e *Engine) closeLoopIdle(idle []*LoopConn) {
+	for _, lc := range idle {
+		_ = lc.c.Close()
+	}
+}

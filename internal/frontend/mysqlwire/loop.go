@@ -1,0 +1,623 @@
+package mysqlwire
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/relayloop"
+	"github.com/queryflux/queryflux/internal/sqltok"
+	"github.com/queryflux/queryflux/node/proxy"
+)
+
+// The event loop (internal/relayloop): a client in plain TCP, outside a transaction, whose
+// last command was a COM_QUERY, is relayed in its steady state by the server's event loop
+// instead of its goroutine, as PostgreSQL clients are (pgwire's loop.go). The loop's thread
+// reads the client's COM_QUERY, admits it (proxy.Core.AdmitPassthrough under proxy.NoWait:
+// routing, checks, a slot that needs no waiting), takes an idle loop connection of the engine
+// (mysqlengine.LoopConn: its result sets are framed as this frontend's clients expect), writes
+// the packet to it and relays the engine's answer straight back, watching only the short
+// packets (the result's head, its EOFs, an ERR, small rows) to find the statement's end; rows
+// are counted as they pass. The statement is reported (proxy.Relay.Finish) on the loop's
+// thread and the engine connection goes back to its pool at once.
+//
+// What may wait, or needs more than the loop does, is the goroutine's. An engine connection
+// to open: the loop holds the client's packet and the goroutine opens one and plugs it in.
+// Everything else is handed back with the bytes read but not relayed, and the goroutine goes
+// on as passthrough.go does: a command other than COM_QUERY, a statement the session answers
+// or that may change session state (loopStatement), an admission that would wait, a refusal
+// (the core has reported it; the goroutine writes it), guardrails on rows or bytes, a
+// statement the core rewrote, a capacity lease whose tag goes with the statement. A statement
+// whose end needs the goroutine stops the loop at its last packet, which the goroutine then
+// answers: one with warnings (read from its engine connection for SHOW WARNINGS) or one that
+// was cancelled (KILL QUERY, the group's query timeout, a lost lease), whose error the core
+// names. A statement that stops half-way (the client or the engine went) ends the client's
+// connection: nothing can pick it up.
+
+// loopMissesMax is how many commands other than COM_QUERY a client may send on the loop before
+// it is no longer put on it: prepared statements would pay for a hand-over each.
+const loopMissesMax = 4
+
+// engineWatchMax is the longest engine packet the loop's Watch sees whole: every ERR, EOF,
+// OK and column definition is shorter; longer rows stream through, counted.
+const engineWatchMax = 4 << 10
+
+// Hand-offs in a row (admissions that would wait) after which a client leaves the loop for
+// loopBackoff commands: each costs more than the loop saves.
+const (
+	loopHandOffsMax = 4
+	loopBackoff     = 64
+)
+
+// Where a statement's answer stands, as the loop's Watch follows it.
+const (
+	phaseHead    = iota // the first packet: OK, ERR, LOCAL INFILE or a column count
+	phaseColumns        // column definitions, up to their EOF
+	phaseRows           // rows, up to the EOF or ERR that ends them
+)
+
+// loopEngine is an engine with loop connections (mysqlengine.Engine).
+type loopEngine interface {
+	Loopable() bool
+	TakeLoopConn(q *query.Request) *mysqlengine.LoopConn
+	OpenLoopConn(ctx context.Context, q *query.Request) (*mysqlengine.LoopConn, error)
+}
+
+// loopRun is the session's state on the loop while the pair runs; only the loop's thread
+// touches it then, but for what mu guards (the goroutine waits for its events).
+type loopRun struct {
+	h       *session
+	hd      *relayloop.Handle
+	events  chan loopEvent
+	noWait  context.Context // the session's, for admissions that must not wait
+	fromCli relayloop.MySQL // every client packet watched
+	rows    relayloop.MySQL // the engine's: short packets watched, rows counted
+
+	// The statement in flight (busy) on conn: its report run, where its answer stands, the
+	// rows and bytes counted by the Watch and by the framer (from count0, bytes0 on).
+	busy                bool
+	phase               int
+	run                 *proxy.Relay
+	conn                *mysqlengine.LoopConn
+	healthy             bool // the statement left no transaction open on conn
+	stopAfter           func() bool
+	seen, seenBytes     int64
+	count0, bytes0      int64
+	final               bool // stopped at the statement's last packet, for the goroutine
+	waiting, unplugging bool // a client packet is held until the statement's conn is out
+
+	// An admitted statement whose engine connection the goroutine opens (held meanwhile).
+	adm    *proxy.Admission
+	req    *query.Request
+	opened *mysqlengine.LoopConn
+
+	miss bool // handed back at a command that is not a COM_QUERY
+
+	mu        sync.Mutex
+	running   *mysqlengine.LoopConn // what cancel kills
+	cancelled bool
+	cancel    func()
+}
+
+type loopEvent struct {
+	open bool // open an engine connection for adm and plug it in
+	done *relayloop.Result
+}
+
+// eventLoop is the server's loop, started on first use; nil where there is none.
+func (s *Server) eventLoop() *relayloop.Loop {
+	s.loopOnce.Do(func() {
+		if s.opts.NoEventLoop {
+			return
+		}
+		l, err := relayloop.New(0)
+		if err != nil {
+			s.log.Info("mysqlwire: no event loop; connections are relayed by goroutines", "err", err)
+			return
+		}
+		s.loop = l
+	})
+	return s.loop
+}
+
+// LoopStatements is how many statements the event loop has relayed.
+func (s *Server) LoopStatements() int64 { return s.loopStatements.Load() }
+
+// loopable reports whether the session can go on the loop now: plain TCP, outside a
+// transaction, nothing half-read, and its last command a COM_QUERY.
+func (h *session) loopable() bool {
+	if h.lc == nil || h.pinned != nil || h.autocommitOff || h.more || !h.lastWasQuery ||
+		h.loopMisses >= loopMissesMax || h.admitted != nil || h.refused != nil || h.s.draining.Load() {
+		return false
+	}
+	if h.ctx.Err() != nil {
+		return false
+	}
+	if h.loopBackoff > 0 {
+		h.loopBackoff--
+		return false
+	}
+	if !h.gate.idle() || !h.out.idle() {
+		return false
+	}
+	if _, ok := h.s.backend.(passthroughBackend); !ok {
+		return false
+	}
+	return h.s.eventLoop() != nil
+}
+
+// onLoop relays the session on the event loop until the loop hands it back; then the session
+// goes on as before. ok is false when it could not start.
+func (h *session) onLoop() (ok bool, err error) {
+	if err := h.out.w.Flush(); err != nil {
+		return true, err
+	}
+	fd, err := h.lc.Lend()
+	if err != nil {
+		return false, nil
+	}
+	lr := &loopRun{h: h, events: make(chan loopEvent, 2)}
+	lr.fromCli.WatchMax = math.MaxInt
+	lr.rows.WatchMax = engineWatchMax
+	lr.cancel = lr.cancelStatement
+	lr.noWait = proxy.NoWait(h.ctx)
+	ahead := h.gate.ahead
+	h.gate.ahead = nil
+	lr.hd = h.s.eventLoop().NewHandle()
+	err = lr.hd.Start(relayloop.Pair{A: fd, B: -1, Ahead: ahead,
+		Framing:        [2]relayloop.Framer{&lr.fromCli, &lr.rows},
+		Watch:          lr.watch,
+		Unplugged:      lr.unplugged,
+		Done:           func(res relayloop.Result) { lr.events <- loopEvent{done: &res} },
+		MessageTimeout: h.s.opts.Limits.MessageTimeout, // as the packet gate's
+	})
+	if err != nil {
+		h.gate.ahead = ahead
+		return false, nil
+	}
+	h.idleMu.Lock()
+	h.onloop = lr
+	switch { // KILL CONNECTION or Drain came meanwhile
+	case h.killed:
+		lr.hd.Stop()
+	case h.s.draining.Load():
+		lr.hd.StopIf(lr.idle)
+	}
+	h.idleMu.Unlock()
+	res := lr.wait()
+	h.idleMu.Lock()
+	h.onloop = nil
+	h.idleMu.Unlock()
+	return true, h.offLoop(lr, res)
+}
+
+// setCancel is the session's running statement's cancel, for KILL QUERY (nil: none runs).
+func (h *session) setCancel(cancel context.CancelFunc) {
+	h.mu.Lock()
+	h.cancel = cancel
+	h.mu.Unlock()
+}
+
+// wait opens engine connections for what the loop holds until the pair stops, and returns how
+// it stopped.
+func (lr *loopRun) wait() relayloop.Result {
+	for {
+		var ev loopEvent
+		select {
+		case ev = <-lr.events:
+		case <-lr.h.ctx.Done():
+			lr.hd.Stop()
+			for ev = <-lr.events; ev.done == nil; ev = <-lr.events {
+			}
+		}
+		if ev.done != nil {
+			return *ev.done
+		}
+		lr.open()
+	}
+}
+
+// open opens a loop connection for the held statement and plugs it in; when it cannot, the
+// loop hands the session back and the goroutine runs the statement under its admission.
+func (lr *loopRun) open() {
+	lc, err := lr.adm.Engine.(loopEngine).OpenLoopConn(lr.h.ctx, lr.req)
+	if err != nil {
+		lr.hd.Stop()
+		return
+	}
+	fd, ok := lc.Lend()
+	if !ok {
+		lc.Release(false)
+		lr.hd.Stop()
+		return
+	}
+	lr.opened = lc // read by the loop's thread after Resume
+	lr.hd.Resume(fd)
+}
+
+// cancelStatement is the session's cancel while it is on the loop (KILL QUERY from another
+// session, the group's query timeout, a lost lease): the running statement is killed on the
+// engine, and its end is answered with the cancel's error.
+func (lr *loopRun) cancelStatement() {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if lr.running != nil {
+		lr.cancelled = true
+		lr.running.Kill()
+	}
+}
+
+func (lr *loopRun) wasCancelled() bool {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return lr.cancelled
+}
+
+// watch is the pair's Watch, on the loop's thread.
+func (lr *loopRun) watch(d relayloop.Direction, msg []byte) relayloop.Verdict {
+	if d == relayloop.AToB {
+		return lr.fromClient(msg)
+	}
+	return lr.fromEngine(msg)
+}
+
+func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
+	h := lr.h
+	if lr.busy || lr.unplugging {
+		lr.waiting = true // framed again once the statement is over
+		return relayloop.Hold
+	}
+	if lr.adm != nil { // held until the goroutine plugged an engine connection in
+		if lr.opened == nil {
+			return relayloop.Hold
+		}
+		lr.conn, lr.opened = lr.opened, nil
+		return lr.begin(msg)
+	}
+	if len(msg) < 5 || msg[4] != mysql.COM_QUERY {
+		lr.miss = true
+		return relayloop.Pause
+	}
+	sql := string(msg[5:])
+	if !loopStatement(sql) {
+		return relayloop.Pause
+	}
+	req := h.request(sql, nil)
+	adm, ok, err := h.s.backend.(passthroughBackend).AdmitPassthrough(lr.noWait, req, canRelay)
+	switch {
+	case errors.Is(err, engine.ErrWouldWait):
+		h.handedOff()
+		return relayloop.Pause
+	case err != nil:
+		h.refused = err // reported by the core; the goroutine answers it
+		return relayloop.Pause
+	case !ok:
+		return relayloop.Pause // the Arrow path
+	}
+	le, isLoop := adm.Engine.(loopEngine)
+	if !isLoop || !le.Loopable() || req.SQL != sql || capacity.SlotTag(adm.Slot()) != "" ||
+		adm.CheckLimits(math.MaxInt64/2, math.MaxInt64/2) != nil {
+		// Rewritten by the core, tagged for a lease, or guardrails that need each row.
+		h.admitted, h.admittedReq = adm, req
+		return relayloop.Pause
+	}
+	lr.adm, lr.req = adm, req
+	lc := le.TakeLoopConn(req)
+	if lc == nil {
+		lr.events <- loopEvent{open: true}
+		return relayloop.Hold
+	}
+	fd, ok := lc.Lend()
+	if !ok || lr.hd.Plug(fd) != nil {
+		lc.Release(false)
+		lr.adm, lr.req = nil, nil
+		h.admitted, h.admittedReq = adm, req
+		return relayloop.Pause
+	}
+	lr.conn = lc
+	h.loopHandOffs = 0
+	return lr.begin(msg)
+}
+
+// begin starts the admitted statement of msg on lr.conn (plugged in) and relays msg.
+func (lr *loopRun) begin(msg []byte) relayloop.Verdict {
+	h := lr.h
+	adm, sql := lr.adm, lr.req.SQL
+	lr.adm, lr.req = nil, nil
+	lr.conn.Begin()
+	lr.mu.Lock()
+	lr.running, lr.cancelled = lr.conn, false
+	lr.mu.Unlock()
+	h.setCancel(lr.cancel)
+	run := adm.Relay(h.ctx, lr.cancel)
+	if run.Ctx != h.ctx { // the group's query timeout
+		lr.stopAfter = context.AfterFunc(run.Ctx, lr.cancel)
+	}
+	lr.busy, lr.phase, lr.run, lr.healthy, lr.final = true, phaseHead, run, true, false
+	lr.seen, lr.seenBytes, lr.count0, lr.bytes0 = 0, 0, lr.rows.Count, lr.rows.Bytes
+	h.warnings = 0
+	if usesTables(sql) {
+		h.diag = nil
+	}
+	h.s.loopStatements.Add(1)
+	return relayloop.Relay
+}
+
+func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
+	if !lr.busy || len(msg) < 5 {
+		return relayloop.Pause // out of turn: the goroutine ends the session
+	}
+	p := msg[4:]
+	isEOF := p[0] == mysql.EOF_HEADER && len(p) < 9
+	switch {
+	case p[0] == mysql.ERR_HEADER: // never a column definition's or a row's first byte
+		return lr.failed(p)
+	case lr.phase == phaseHead && p[0] == mysql.OK_HEADER:
+		return lr.ended(okStatus(p))
+	case lr.phase == phaseHead && p[0] == mysql.LocalInFile_HEADER:
+		lr.final = true
+		return relayloop.Pause // the goroutine refuses it
+	case lr.phase == phaseHead:
+		lr.phase = phaseColumns
+	case lr.phase == phaseColumns && isEOF:
+		lr.phase = phaseRows
+	case lr.phase == phaseRows && isEOF:
+		return lr.ended(eofStatus(p))
+	case lr.phase == phaseRows:
+		lr.seen++
+		lr.seenBytes += int64(len(p))
+	}
+	return relayloop.Relay
+}
+
+// okStatus and eofStatus read the status flags and warning count of an OK or EOF payload.
+func okStatus(p []byte) (status, warnings uint16) {
+	_, _, n := mysql.LengthEncodedInt(p[1:])
+	_, _, m := mysql.LengthEncodedInt(p[min(1+n, len(p)):])
+	at := 1 + n + m
+	if n == 0 || m == 0 || at+4 > len(p) {
+		return 0, 0
+	}
+	return binary.LittleEndian.Uint16(p[at:]), binary.LittleEndian.Uint16(p[at+2:])
+}
+
+func eofStatus(p []byte) (status, warnings uint16) {
+	if len(p) < 5 {
+		return 0, 0
+	}
+	return binary.LittleEndian.Uint16(p[3:]), binary.LittleEndian.Uint16(p[1:])
+}
+
+// ended is the packet ending a result: the statement's end unless more results follow.
+func (lr *loopRun) ended(status, warnings uint16) relayloop.Verdict {
+	if status&mysql.SERVER_MORE_RESULTS_EXISTS != 0 {
+		lr.phase = phaseHead
+		return relayloop.Relay
+	}
+	lr.healthy = status&mysql.SERVER_STATUS_IN_TRANS == 0
+	if warnings > 0 || lr.wasCancelled() || lr.run.Ctx.Err() != nil {
+		lr.final = true // the goroutine reads the warnings, or names the cancel
+		return relayloop.Pause
+	}
+	lr.finish(nil)
+	return relayloop.Unplug
+}
+
+// failed is the engine's ERR ending the statement: relayed as it is, unless a cancel caused
+// it (the goroutine names that).
+func (lr *loopRun) failed(p []byte) relayloop.Verdict {
+	if lr.wasCancelled() || lr.run.Ctx.Err() != nil {
+		lr.final = true
+		return relayloop.Pause
+	}
+	if me, ok := lr.conn.Error(p).(*query.Error); ok {
+		lr.h.noteError(toMySQLError(me))
+		lr.finish(me)
+	} else {
+		lr.finish(errors.New("mysqlwire: an engine error that could not be read"))
+	}
+	return relayloop.Unplug
+}
+
+// finish reports the statement (its engine connection leaves at Unplug).
+func (lr *loopRun) finish(err error) {
+	lr.stopRunning()
+	rows, bytes := lr.counted()
+	_ = lr.run.Finish(rows, bytes, err)
+	lr.run, lr.busy, lr.unplugging = nil, false, true
+}
+
+// counted is the statement's rows and row bytes so far: the Watch's and the framer's.
+func (lr *loopRun) counted() (rows, bytes int64) {
+	return lr.seen + lr.rows.Count - lr.count0, lr.seenBytes + lr.rows.Bytes - lr.bytes0
+}
+
+// stopRunning ends what a cancel may kill.
+func (lr *loopRun) stopRunning() {
+	lr.h.setCancel(nil)
+	lr.mu.Lock()
+	lr.running = nil
+	lr.mu.Unlock()
+	if lr.stopAfter != nil {
+		lr.stopAfter()
+		lr.stopAfter = nil
+	}
+}
+
+// unplugged gives the statement's engine connection back, on the loop's thread.
+func (lr *loopRun) unplugged(_ int, rest []byte) {
+	lr.conn.Release(lr.healthy && len(rest) == 0) // the server spoke after the end, unasked
+	lr.conn, lr.unplugging = nil, false
+	if lr.waiting {
+		lr.waiting = false
+		lr.hd.Resume(-1)
+	}
+}
+
+// idle reports, on the loop's thread, whether the session waits between statements (Drain
+// ends it then).
+func (lr *loopRun) idle() bool { return !lr.busy && !lr.unplugging && lr.adm == nil && !lr.waiting }
+
+// errLoopStopped ends a session the loop stopped in the middle of something.
+var errLoopStopped = errors.New("mysqlwire: the event loop stopped in the middle of a statement")
+
+// offLoop takes the session back from the loop, with what was read but not relayed, and
+// carries on with what the loop left half-done. An error ends the session.
+func (h *session) offLoop(lr *loopRun, res relayloop.Result) error {
+	h.lastWasQuery = false // the goroutine takes the next command, whatever it is
+	if lr.miss {
+		h.loopMisses++
+	}
+	toClient := res.Leftover[relayloop.BToA]
+	if n := res.Scanned[relayloop.BToA]; n > 0 { // relayed as far as the loop is concerned
+		if _, err := h.out.Write(toClient[:n]); err != nil {
+			lr.abort(err, false)
+			return err
+		}
+		toClient = toClient[n:]
+	}
+	if lr.opened != nil { // opened for a statement the loop did not get to
+		lr.opened.Release(true)
+		lr.opened = nil
+	}
+	if lr.adm != nil { // the goroutine runs it, its packet held in what the client sent
+		h.admitted, h.admittedReq = lr.adm, lr.req
+		lr.adm, lr.req = nil, nil
+	}
+	switch {
+	case errors.Is(res.Err, relayloop.ErrMessageTimeout):
+		lr.abort(res.Err, false)
+		return h.gate.timedOut()
+	case res.Scanned[relayloop.AToB] > 0 || res.Remaining[relayloop.BToA] > 0:
+		lr.abort(errLoopStopped, false) // in the middle of a packet: nothing can pick it up
+		return errLoopStopped
+	case lr.busy && lr.final && res.Paused && len(toClient) >= 5:
+		h.gate.ahead = append(res.Leftover[relayloop.AToB], h.gate.ahead...)
+		h.lastWasQuery = true // the loop may take the next one
+		return h.finishOffLoop(lr, toClient)
+	case lr.busy:
+		// The client or the engine went, or the server stops.
+		lr.abort(res.Err, res.Side == relayloop.BToA && errors.Is(res.Err, relayloop.ErrClosed))
+		if res.Err == nil {
+			return errLoopStopped
+		}
+		return res.Err
+	case lr.conn != nil: // stopped while the engine connection was leaving
+		lr.conn.Release(false)
+		lr.conn = nil
+	}
+	h.gate.ahead = append(res.Leftover[relayloop.AToB], h.gate.ahead...)
+	if h.isKilled() {
+		return errKilled
+	}
+	if res.Err != nil && !res.Paused && !errors.Is(res.Err, relayloop.ErrStopped) {
+		return res.Err // the client's end
+	}
+	return h.out.w.Flush()
+}
+
+var errKilled = errors.New("mysqlwire: connection killed")
+
+// finishOffLoop answers the statement the loop stopped at its last packet (at the start of
+// toClient), on the goroutine: the engine's answer with the warnings read for SHOW WARNINGS,
+// or the cancel's error.
+func (h *session) finishOffLoop(lr *loopRun, toClient []byte) error {
+	n := 4 + packetLen(toClient)
+	last, seq := toClient[4:n], toClient[3]
+	healthy := lr.healthy && len(toClient) == n
+	lc := lr.conn
+	lr.conn = nil
+	lr.stopRunning()
+	rows, bytes := lr.counted()
+	run := lr.run
+	lr.run, lr.busy = nil, false
+	var err error
+	switch {
+	case lr.wasCancelled():
+		err = run.Finish(rows, bytes, context.Canceled)
+	case run.Ctx.Err() != nil:
+		err = run.Finish(rows, bytes, run.Ctx.Err())
+	case last[0] == mysql.LocalInFile_HEADER:
+		err = run.Finish(rows, bytes, errors.New("LOAD DATA LOCAL INFILE is not supported through queryflux"))
+	}
+	if err != nil {
+		lc.Kill()
+		lc.Release(false)
+		h.conn.Sequence = seq
+		me := toMySQLError(err)
+		h.noteError(me)
+		if werr := h.writeErrorPacket(me); werr != nil {
+			return werr
+		}
+		return h.out.w.Flush()
+	}
+	ws, ok := lc.Warnings()
+	lc.Release(healthy && ok)
+	h.noteWarnings(ws)
+	_ = run.Finish(rows, bytes, nil)
+	if err := h.writeRelayed(toClient[:n], seq+1); err != nil {
+		return err
+	}
+	return h.out.w.Flush()
+}
+
+// abort ends a statement the loop stopped half-way: killed on the engine, its connection
+// closed, reported with err when the engine's connection ended (engineGone), else as
+// cancelled.
+func (lr *loopRun) abort(err error, engineGone bool) {
+	if !lr.busy {
+		return
+	}
+	lr.stopRunning()
+	lr.conn.Kill()
+	lr.conn.Release(false)
+	lr.conn = nil
+	rows, bytes := lr.counted()
+	if !engineGone {
+		err = context.Canceled // the client went, or the server stops
+	}
+	_ = lr.run.Finish(rows, bytes, err)
+	lr.run, lr.busy = nil, false
+}
+
+// loopStatement reports whether sql may run on the loop: one statement that reads or writes
+// rows and leaves no session state (those the session answers itself, transactions, locks,
+// SET, LOAD DATA, CALL and multi-statements are the goroutine's).
+func loopStatement(sql string) bool {
+	if len(sql) < 6 || sql[0]|0x20 < 'a' || sql[0]|0x20 > 'z' || strings.IndexByte(sql, ';') >= 0 {
+		return false
+	}
+	switch strings.ToLower(sqltok.FirstKeyword(sql, sqltok.MySQL)) {
+	case "select":
+		return !strings.Contains(sql, "@@") && !takesNamedLock(sql)
+	case "insert", "update", "delete", "replace", "with":
+		return !takesNamedLock(sql)
+	}
+	return false
+}
+
+// handedOff counts an admission the loop handed to the goroutine to wait for; too many in a
+// row keep the session off the loop for a while.
+func (h *session) handedOff() {
+	if h.loopHandOffs++; h.loopHandOffs >= loopHandOffsMax {
+		h.loopHandOffs, h.loopBackoff = 0, loopBackoff
+	}
+}
+
+// dropAdmitted reports an admission the loop handed over that no command took (the client
+// went first).
+func (h *session) dropAdmitted() {
+	if adm := h.admitted; adm != nil {
+		h.admitted, h.admittedReq = nil, nil
+		adm.Finish(0, 0, context.Canceled)
+	}
+}

@@ -1,0 +1,299 @@
+package mysqlwire
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/queryflux/queryflux/node/proxy"
+)
+
+// loopConn is one client connection of d, warmed up: its first COM_QUERY ran on the session's
+// goroutine, so the next ones go on the event loop.
+func loopConn(t *testing.T, d *sql.DB) *sql.Conn {
+	t.Helper()
+	conn, err := d.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	var one int
+	if err := conn.QueryRowContext(context.Background(), "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("warm-up: %d, %v", one, err)
+	}
+	return conn
+}
+
+// connAnswer is textAnswer on one connection.
+func connAnswer(t *testing.T, c *sql.Conn, q string) answer {
+	t.Helper()
+	var a answer
+	rows, err := c.QueryContext(context.Background(), q)
+	if err != nil {
+		return errAnswer(t, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	for rows.Next() {
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		row := make([]string, len(vals))
+		for i, v := range vals {
+			row[i] = fmt.Sprintf("%q", v)
+			if v == nil {
+				row[i] = "NULL"
+			}
+		}
+		a.rows = append(a.rows, row)
+	}
+	if err := rows.Err(); err != nil {
+		var me *mysql.MySQLError
+		if errors.As(err, &me) {
+			a.errNum, a.errState, a.errMsg = me.Number, string(me.SQLState[:]), me.Message
+		} else {
+			a.errMsg = err.Error()
+		}
+	}
+	return a
+}
+
+// onLoop runs fn and requires the server at addr to have relayed want statements on its event
+// loop meanwhile.
+func onLoop(t *testing.T, addr string, want int64, fn func()) {
+	t.Helper()
+	s := serverOf(t, addr)
+	before := s.LoopStatements()
+	fn()
+	if got := s.LoopStatements() - before; got != want {
+		t.Fatalf("the event loop relayed %d statements, want %d", got, want)
+	}
+}
+
+// TestLoopRelaysAsDirect: statements of a warmed-up connection are relayed on the event loop
+// (the counter proves it) and answer as MariaDB does: rows, NULLs, no rows, writes, an error at
+// once and an error after rows were sent, thousands of rows, and a row over 16 MiB (split
+// across packets); history gets each one's rows and row bytes.
+func TestLoopRelaysAsDirect(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
+	conn := loopConn(t, proxied)
+	if _, err := f.direct.Exec("CREATE TABLE n (i INT PRIMARY KEY, s VARCHAR(40))"); err != nil {
+		t.Fatal(err)
+	}
+	reads := []string{
+		"SELECT 1, -1.5e300, 'x', NULL, CAST(2.5 AS DECIMAL(4,2)), DATE '2020-01-02'",
+		"SELECT * FROM n",
+		"SELECT seq, CONCAT('row-', seq) FROM seq_1_to_20000",
+		"SELECT * FROM no_such_table",
+		// The engine streams rows, then fails at row 15000: an ERR in place of the EOF.
+		"SELECT seq FROM seq_1_to_30000 WHERE IF(seq = 15000, (SELECT 1 UNION SELECT 2), 1)",
+		"SELECT REPEAT('z', 70000) AS big",
+	}
+	onLoop(t, f.addr, int64(len(reads)), func() {
+		for _, q := range reads {
+			got, want := connAnswer(t, conn, q), connAnswer(t, nil2(t, f.direct), q)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%q differs\n got %.300v\nwant %.300v", q, got, want)
+			}
+		}
+	})
+	if a := connAnswer(t, conn, reads[4]); len(a.rows) < 1000 || a.errNum != 1242 {
+		t.Fatalf("error after rows: %d rows, error %d %q (want rows, then 1242)", len(a.rows), a.errNum, a.errMsg)
+	}
+	onLoop(t, f.addr, 3, func() {
+		res, err := conn.ExecContext(context.Background(), "INSERT INTO n VALUES (1, 'a'), (2, 'b')")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := res.RowsAffected(); n != 2 {
+			t.Fatalf("insert: %d rows affected", n)
+		}
+		if _, err := conn.ExecContext(context.Background(), "INSERT INTO n VALUES (1, 'dup')"); err == nil || !strings.Contains(err.Error(), "1062") {
+			t.Fatalf("duplicate key: %v", err)
+		}
+		var a, b string
+		if err := conn.QueryRowContext(context.Background(), "SELECT REPEAT('a', 9000000), REPEAT('b', 9000000)").Scan(&a, &b); err != nil {
+			t.Fatal(err)
+		}
+		if a != strings.Repeat("a", 9_000_000) || b != strings.Repeat("b", 9_000_000) {
+			t.Fatalf("big row: %d and %d bytes", len(a), len(b))
+		}
+	})
+	recs := f.hist.Find(reads[2])
+	if len(recs) != 1 || recs[0].Rows != 20000 || recs[0].Status != proxy.StatusSucceeded {
+		t.Fatalf("history of %q: %+v", reads[2], recs)
+	}
+	var wantBytes int64
+	for i := 1; i <= 20000; i++ {
+		v := fmt.Sprint(i)
+		wantBytes += int64(1 + len(v) + 1 + len("row-"+v))
+	}
+	if recs[0].Bytes != wantBytes {
+		t.Fatalf("history bytes %d, want %d", recs[0].Bytes, wantBytes)
+	}
+	if recs := f.hist.Find(reads[3]); len(recs) != 1 || recs[0].Status == proxy.StatusSucceeded {
+		t.Fatalf("history of a failed statement: %+v", recs)
+	}
+	if recs := f.hist.Find("SELECT REPEAT('a', 9000000), REPEAT('b', 9000000)"); len(recs) != 1 || recs[0].Rows != 1 || recs[0].Bytes < 18_000_000 {
+		t.Fatalf("history of the big row: %+v", recs)
+	}
+}
+
+// nil2 is one connection of d (for connAnswer on the direct side).
+func nil2(t *testing.T, d *sql.DB) *sql.Conn {
+	t.Helper()
+	c, err := d.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestLoopHandsBack: what the loop does not relay goes to the session's goroutine and comes
+// back right — prepared statements, SET and SHOW WARNINGS answered by the session, a
+// transaction, a statement with warnings (read for SHOW WARNINGS) — and plain statements
+// between them are relayed on the loop again.
+func TestLoopHandsBack(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
+	conn := loopConn(t, proxied)
+	ctx := context.Background()
+	if _, err := f.direct.Exec("CREATE TABLE t (i INT)"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	onLoop(t, f.addr, 1, func() {
+		// The prepared statement is handed back; the session's goroutine then takes the next
+		// command (a COM_QUERY), and the loop the one after it.
+		if err := conn.QueryRowContext(ctx, "SELECT ? + 1", 41).Scan(&n); err != nil || n != 42 {
+			t.Fatalf("prepared: %d, %v", n, err)
+		}
+		for _, q := range []string{"SELECT 2", "SELECT 2"} {
+			if err := conn.QueryRowContext(ctx, q).Scan(&n); err != nil || n != 2 {
+				t.Fatalf("select: %d, %v", n, err)
+			}
+		}
+	})
+	onLoop(t, f.addr, 2, func() { // SELECT 1/0 warns: the goroutine reads the warning
+		if got := connAnswer(t, conn, "SELECT 1/0"); fmt.Sprint(got.rows) != "[[NULL]]" {
+			t.Fatalf("1/0: %+v", got)
+		}
+		if got := connAnswer(t, conn, "SHOW WARNINGS"); !strings.Contains(fmt.Sprint(got.rows), "1365") {
+			t.Fatalf("SHOW WARNINGS after 1/0: %+v", got)
+		}
+		if err := conn.QueryRowContext(ctx, "SELECT 3").Scan(&n); err != nil || n != 3 {
+			t.Fatalf("select: %d, %v", n, err)
+		}
+	})
+	onLoop(t, f.addr, 2, func() { // the transaction's statements run on its pinned connection, the two after it on the loop
+		for _, q := range []string{"BEGIN", "INSERT INTO t VALUES (1)", "ROLLBACK", "SELECT 4"} {
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM t").Scan(&n); err != nil || n != 0 {
+			t.Fatalf("rolled back: %d rows, %v", n, err)
+		}
+	})
+}
+
+// TestLoopKillQuery: KILL QUERY from another client stops a statement relayed on the loop:
+// the client gets 1317, the engine stops, history has it cancelled, and the connection serves
+// on.
+func TestLoopKillQuery(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
+	conn := loopConn(t, proxied)
+	q := "SELECT SLEEP(30) AS kill_me_on_loop"
+	done := make(chan error, 1)
+	onLoop(t, f.addr, 2, func() {
+		go func() {
+			_, err := conn.ExecContext(context.Background(), q)
+			done <- err
+		}()
+		if _, err := proxied.Exec(fmt.Sprintf("KILL QUERY %d", runningSession(t, f.addr))); err != nil {
+			t.Fatal(err)
+		}
+		waitKilled(t, done)
+		waitEngineIdle(t, f.direct, "kill_me_on_loop")
+		var n int
+		if err := conn.QueryRowContext(context.Background(), "SELECT 7").Scan(&n); err != nil || n != 7 {
+			t.Fatalf("after the kill: %d, %v", n, err)
+		}
+	})
+	if recs := f.hist.Find(q); len(recs) != 1 || recs[0].Status != proxy.StatusCancelled {
+		t.Fatalf("history %+v", recs)
+	}
+}
+
+// TestLoopClientGoneMidResult: a client that disconnects while the loop relays its result
+// stops the statement on the engine; history has it cancelled; other clients go on.
+func TestLoopClientGoneMidResult(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
+	conn := loopConn(t, proxied)
+	q := "SELECT seq, REPEAT('x', 1000) AS gone_mid_result FROM seq_1_to_5000000"
+	rows, err := conn.QueryContext(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10 && rows.Next(); i++ {
+	}
+	conn.Raw(func(c any) error { return driverClose(c) })
+	rows.Close()
+	waitEngineIdle(t, f.direct, "gone_mid_result")
+	deadline := time.Now().Add(10 * time.Second)
+	for len(f.hist.Find(q)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // the session reports it as it ends: no event to wait on
+	}
+	if recs := f.hist.Find(q); len(recs) != 1 || recs[0].Status != proxy.StatusCancelled || recs[0].Rows < 10 {
+		t.Fatalf("history %+v", recs)
+	}
+	other := loopConn(t, proxied)
+	onLoop(t, f.addr, 1, func() {
+		var n int
+		if err := other.QueryRowContext(context.Background(), "SELECT 8").Scan(&n); err != nil || n != 8 {
+			t.Fatalf("another client: %d, %v", n, err)
+		}
+	})
+}
+
+// TestLoopMariaDBClient: the mariadb command-line client's statements (each a COM_QUERY) are
+// relayed on the loop, with what MariaDB itself prints.
+func TestLoopMariaDBClient(t *testing.T) {
+	cli, err := exec.LookPath("mariadb")
+	if err != nil {
+		t.Skip("mariadb client not installed")
+	}
+	f := coreServer(t, coreSetup{})
+	script := "SELECT 1 AS a; SELECT seq FROM seq_1_to_3; SELECT 'x' AS y, NULL AS z; SELECT * FROM nope;"
+	run := func(addr, user, db string) string {
+		host, port, _ := strings.Cut(addr, ":")
+		out, _ := exec.Command(cli, "-h", host, "-P", port, "--protocol=tcp", "--skip-ssl", "-u", user, "-B", db, "-e", script).CombinedOutput()
+		return string(out)
+	}
+	s := serverOf(t, f.addr)
+	before := s.LoopStatements()
+	got := run(f.addr, testUser, f.dbName)
+	want := strings.ReplaceAll(run("127.0.0.1:3306", "root", f.dbName), "mysql.nope", f.dbName+".nope")
+	if got != want || !strings.Contains(got, "x\tNULL") || !strings.Contains(got, "1146") {
+		t.Fatalf("mariadb printed through the proxy:\n%s\nand from MariaDB:\n%s", got, want)
+	}
+	if n := s.LoopStatements() - before; n < 3 {
+		t.Fatalf("the loop relayed %d of the client's statements", n)
+	}
+}

@@ -1,0 +1,68 @@
+package relayloop
+
+import (
+	"crypto/tls"
+	"net"
+)
+
+// MySQLMaxPayload is the largest payload of one MySQL packet: a packet this long is continued
+// by the next one.
+const MySQLMaxPayload = 1<<24 - 1
+
+// MySQL frames MySQL protocol packets after the handshake: a 3-byte little-endian payload
+// length, then a sequence number. A packet that continues a longer one is never watched.
+// Every other packet whose payload is at most WatchMax bytes goes to the Watch whole: an
+// engine's OK, EOF and ERR packets are all short, and a proxy tells a result's end only by
+// looking at them. Longer packets stream through, counted as they pass (Count: the packets
+// that begin a message, Bytes: their payload bytes, continuations included), for a proxy that
+// reports rows without looking at each. A MySQL framer serves one direction of one pair; its
+// counts are read on the loop's thread (in a Watch).
+type MySQL struct {
+	WatchMax     int
+	Count, Bytes int64
+	continued    bool // the last packet framed was MySQLMaxPayload long
+}
+
+func (f *MySQL) HeaderLen() int { return 4 }
+
+func (f *MySQL) Frame(h []byte) (int, bool) {
+	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+	if !f.continued && n <= f.WatchMax {
+		return 4 + n, true // framed again until whole: nothing counted here
+	}
+	if !f.continued { // framed once: an unwatched packet is never framed again
+		f.Count++
+	}
+	f.Bytes += int64(n)
+	f.continued = n == MySQLMaxPayload
+	return 4 + n, false
+}
+
+// Listener accepts TCP connections as Conns, whose sockets may then be lent to a loop.
+func Listener(l net.Listener) net.Listener { return listener{l} }
+
+type listener struct{ net.Listener }
+
+func (l listener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if tc, ok := nc.(*net.TCPConn); ok && err == nil {
+		return NewConn(tc), nil
+	}
+	return nc, err
+}
+
+// ConnOf is nc's socket as a Conn, found under wrappers that expose it (NetConn, as
+// netlimit's does); nil when there is none or TLS runs on it.
+func ConnOf(nc net.Conn) *Conn {
+	for range 4 {
+		if c, ok := nc.(*Conn); ok {
+			return c
+		}
+		w, ok := nc.(interface{ NetConn() net.Conn })
+		if _, isTLS := nc.(*tls.Conn); !ok || isTLS {
+			return nil
+		}
+		nc = w.NetConn()
+	}
+	return nil
+}
