@@ -182,7 +182,7 @@ func waitEngineIdle(t *testing.T, dbURL, marker string) {
 // the server's hold on it.
 func TestNPMTrinoClientGoneMidResult(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
-	ts := startServer(t, postgresBackendAt(t, dbURL), Options{PageRows: 10, BufferedRowsMax: 20, AbandonAfter: time.Second})
+	ts := startServer(t, postgresBackendAt(t, dbURL), Options{PageRows: 10, BufferedRowsMax: 20, AbandonAfter: 5 * time.Second})
 	got := runNPM(t, ts.addr, "alice",
 		npmStep{Name: "exit", SQL: "select g, pg_sleep(0.001) /* qf-npm-gone */ from generate_series(1, 1000000) g", Exit: true})
 	if o := got["exit"]; o.OK == nil || o.OK.Read == 0 {
