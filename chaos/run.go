@@ -144,6 +144,11 @@ func (r *runner) now() time.Duration {
 	return time.Duration(float64(time.Since(r.t0)) / r.opts.TimeScale)
 }
 
+// sinceStart is the scenario time of the instant t.
+func (r *runner) sinceStart(t time.Time) time.Duration {
+	return time.Duration(float64(t.Sub(r.t0)) / r.opts.TimeScale)
+}
+
 func (r *runner) errorf(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -699,7 +704,6 @@ func (r *runner) pollEvery() time.Duration { return max(r.scale(r.sc.CheckEvery)
 func (r *runner) poll(stop chan struct{}, needHealth bool, obs *observer, look func(*snapshot)) {
 	tick := time.NewTicker(r.pollEvery())
 	defer tick.Stop()
-	since := func(t time.Time) time.Duration { return time.Duration(float64(t.Sub(r.t0)) / r.opts.TimeScale) }
 	for {
 		select {
 		case <-stop:
@@ -718,7 +722,7 @@ func (r *runner) poll(stop chan struct{}, needHealth bool, obs *observer, look f
 			cp := r.sc.ControlPlaneOf(n.Name)
 			if s.cpUp[cp] {
 				info, known := s.registry[cp][n.Name]
-				obs.look(s.t, n.Name, info, known, since)
+				obs.look(s.t, n.Name, info, known, r.sinceStart)
 			}
 			if st, ok := s.config[n.Name]; ok {
 				obs.lookConfig(s.t, n.Name, st.cap)

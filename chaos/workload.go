@@ -62,7 +62,9 @@ type fleetWorkload struct {
 	limits    map[string]int      // what the engine is held to (a lowered cap once drained under it)
 	peak      map[string]int
 	peakLease map[string]int
-	seenLease map[string]bool
+	capLog    map[string][]capFrom     // cluster -> the cap leases are held to, from when
+	grantAt   map[string]time.Duration // lease id -> when it was granted (scenario time)
+	leaseLook time.Duration            // the last look at the lease table
 	leaseViol []string
 	engViol   []string
 	engWatch  []func(t time.Duration, cluster string, n int)
@@ -98,14 +100,39 @@ func newFleetWorkload(r *runner) *fleetWorkload {
 	f := &fleetWorkload{r: r, wl: r.sc.Workload, engines: map[string]string{}, pg: map[string]string{}, my: map[string]string{},
 		load: map[string]*scenarios.WorkerLoad{}, admits: map[string]*counter{}, executing: map[string]int{},
 		caps: map[string]int{}, granted: map[string]int{}, limits: map[string]int{}, peak: map[string]int{}, peakLease: map[string]int{},
-		seenLease: map[string]bool{}, finished: map[string]int{}, hist: map[string]*histSeen{}, crashes: map[string]int{},
+		capLog: map[string][]capFrom{}, grantAt: map[string]time.Duration{}, finished: map[string]int{}, hist: map[string]*histSeen{}, crashes: map[string]int{},
 		stop: make(chan struct{}), mysqlGr: mysqlGroups(r.sc.Workload),
 		members: map[string][]string{}, routes: map[string]string{},
 		groupSeen: map[string]*groupCounters{}, groupSubmitted: map[string]int{}, groupErrors: map[string]int{}}
 	for _, c := range f.wl.Clusters {
 		f.caps[c.Name], f.granted[c.Name], f.limits[c.Name] = c.Cap, c.Cap, c.Cap
+		f.capLog[c.Name] = []capFrom{{cap: c.Cap}}
 	}
 	return f
+}
+
+// capFrom is the cap leases are held to from time at on.
+type capFrom struct {
+	at  time.Duration
+	cap int
+}
+
+// grantCap sets the cap leases are held to from now on; f.mu is held.
+func (f *fleetWorkload) grantCap(cluster string, c int) {
+	f.granted[cluster] = c
+	f.capLog[cluster] = append(f.capLog[cluster], capFrom{at: f.r.now(), cap: c})
+}
+
+// capWhen is the cap leases were held to at t.
+func (f *fleetWorkload) capWhen(cluster string, t time.Duration) int {
+	log := f.capLog[cluster]
+	c := log[0].cap
+	for _, e := range log {
+		if e.at <= t {
+			c = e.cap
+		}
+	}
+	return c
 }
 
 // planWorkload says what of a workload section real processes cannot do.
@@ -707,20 +734,36 @@ func (f *fleetWorkload) engineChanged(t time.Duration, cluster string, n int) {
 }
 
 // leasesSeen applies the control plane's lease oracle to one look at the lease table: a lease
-// first seen while its cluster holds more than its cap was granted over the cap.
+// is judged at its grant (the control plane's clock: its expiry less its TTL, within the looks
+// that did not and did see it), against the cap of that moment and the leases of this look
+// granted no later, which the control plane held then. Judged at the look instead, a lease
+// granted under a cap that was lowered before the look would count against the lower one.
 func (f *fleetWorkload) leasesSeen(t time.Duration, leases map[string][]capacity.Lease) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	prev := f.leaseLook
+	f.leaseLook = t
 	for cluster, ls := range leases {
 		f.peakLease[cluster] = max(f.peakLease[cluster], len(ls))
+		var fresh []capacity.Lease
 		for _, l := range ls {
-			if f.seenLease[l.ID] {
-				continue
+			if _, seen := f.grantAt[l.ID]; !seen {
+				granted := f.r.sinceStart(l.ExpiresAt.Add(-time.Duration(l.TTLMillis) * time.Millisecond))
+				f.grantAt[l.ID] = min(max(granted, prev), t)
+				fresh = append(fresh, l)
 			}
-			f.seenLease[l.ID] = true
-			if len(ls) > f.granted[cluster] && len(f.leaseViol) < 5 {
-				f.leaseViol = append(f.leaseViol, fmt.Sprintf("at %v: %d leases held on cluster %s (new: %s to %s), cap %d",
-					t.Round(time.Millisecond), len(ls), cluster, l.ID, l.Holder, f.granted[cluster]))
+		}
+		for _, l := range fresh {
+			g := f.grantAt[l.ID]
+			held := 0
+			for _, o := range ls {
+				if f.grantAt[o.ID] <= g {
+					held++
+				}
+			}
+			if limit := f.capWhen(cluster, g); held > limit && len(f.leaseViol) < 5 {
+				f.leaseViol = append(f.leaseViol, fmt.Sprintf("at %v: lease %s to %s granted on cluster %s while %d were held, cap %d (seen at %v)",
+					g.Round(time.Millisecond), l.ID, l.Holder, cluster, held, limit, t.Round(time.Millisecond)))
 			}
 		}
 	}
@@ -890,6 +933,21 @@ func (f *fleetWorkload) look(s *snapshot) {
 	f.mu.Unlock()
 }
 
+// historySettleMax bounds the wait for the workers' uplinks to send what they hold at the end.
+const historySettleMax = 15 * time.Second
+
+// nonePending reports whether no worker's uplink held a record at the last look.
+func (f *fleetWorkload) nonePending() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, h := range f.hist {
+		if h.pending > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // crashed notes that worker was killed: what its uplink still held is lost with it.
 func (f *fleetWorkload) crashed(worker string) {
 	f.mu.Lock()
@@ -978,9 +1036,17 @@ func (r *runner) startWorkload(ctx context.Context, checks []realCheck) func() {
 			r.errorf("sampling the engines' process lists: %v", err)
 		}
 		if f.wl.History != nil {
-			// What was pending when the clients stopped gets one more flush to arrive.
-			time.Sleep(r.scale(f.wl.History.FlushInterval) + time.Second)
-			r.snapshot(false)
+			// What was pending when the clients stopped gets flushes to arrive. The store is
+			// read once no worker holds a pending record (a record counted pending at the
+			// last look and stored by the read would count twice), or after historySettleMax.
+			settled := time.Now().Add(historySettleMax)
+			for {
+				time.Sleep(r.scale(f.wl.History.FlushInterval) + time.Second)
+				r.snapshot(false)
+				if f.nonePending() || time.Now().After(settled) {
+					break
+				}
+			}
 			r.history = f.readHistory(ctx)
 		}
 	}
@@ -1018,7 +1084,8 @@ func (f *fleetWorkload) editCaps(caps map[string]int, also func()) error {
 	for c, v := range caps {
 		f.caps[c] = v
 		if v > f.granted[c] {
-			f.granted[c], f.limits[c] = v, max(v, f.limits[c])
+			f.grantCap(c, v)
+			f.limits[c] = max(v, f.limits[c])
 		}
 	}
 	if also != nil {
@@ -1031,7 +1098,9 @@ func (f *fleetWorkload) editCaps(caps map[string]int, also func()) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for c, v := range caps {
-		f.granted[c] = v
+		if v != f.granted[c] {
+			f.grantCap(c, v)
+		}
 		if v > f.limits[c] || f.executing[c] <= v {
 			f.limits[c] = v
 		}

@@ -154,6 +154,9 @@ func (c *historyConserved) evaluate(w *World) (detail string, problems []string)
 	if phantom > 0 {
 		problems = append(problems, fmt.Sprintf("%d stored records no worker finished", phantom))
 	}
+	if n := len(a.storedDropped); n > 0 {
+		problems = append(problems, fmt.Sprintf("%d stored records also counted dropped by their uplink; first %s", n, a.storedDropped[0]))
+	}
 	if a.missing > 0 {
 		problems = append(problems, fmt.Sprintf("%d finished queries neither stored nor dropped, lost or pending by id; first %s",
 			a.missing, strings.Join(a.missingIDs, " ")))
@@ -174,7 +177,11 @@ func (c *historyConserved) evaluate(w *World) (detail string, problems []string)
 type historyAccount struct {
 	finished, stored, dropped, lost, pending, missing int
 	missingIDs                                        []string
-	problems                                          []string
+	// storedDropped are stored records their uplink also counted dropped: the counts
+	// (stored + dropped = finished, what an operator and the real-daemon oracle see) then
+	// say one record more than there was.
+	storedDropped []string
+	problems      []string
 }
 
 func (a *historyAccount) worker(t *HistoryTracker, running bool, delivered map[string]int, finished map[string]bool) {
@@ -206,6 +213,9 @@ func (a *historyAccount) worker(t *HistoryTracker, running bool, delivered map[s
 		switch {
 		case delivered[id] > 0:
 			a.stored++
+			if t.Dropped[id] > 0 {
+				a.storedDropped = append(a.storedDropped, id)
+			}
 		case t.Dropped[id] > 0:
 			a.dropped++
 		case lost[id]:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -94,7 +95,11 @@ type SendFunc func(ctx context.Context, b *QueryRecordBatchV1) error
 // a record. A flusher task (Start) sends every FlushInterval and backs off with jitter while
 // the endpoint is down; when the buffer is full the oldest records are
 // dropped and counted. Every record is either sent once (acknowledged), dropped (counted) or
-// still pending: Sent + Dropped + Pending = records added.
+// still pending: Sent + Dropped + Pending = records added. A batch whose send failed without an
+// answer may be stored already (the control plane took it and its answer was lost), so it is
+// held apart, sent again before anything else and never dropped to make room: the control
+// plane keeps one copy of a record sent twice, and a stored record is never also counted
+// dropped. The buffer holds BufferMax records plus that one batch.
 type Uplink struct {
 	e    env.Env
 	cfg  UplinkConfig
@@ -102,16 +107,18 @@ type Uplink struct {
 	idle env.Signal // notified whenever a send attempt ends
 	full env.Signal // notified when a whole batch is waiting: the flusher sends without waiting out its interval
 
-	mu       sync.Mutex
-	policy   redact.Policy
-	queue    ring     // records as Add took them: raw, each with the policy active then
-	inflight []string // query ids of the records the send in progress took out
-	sending  bool     // one sender at a time: the flusher or the final flush
-	closed   bool     // after Shutdown: Add counts records as dropped
-	stop     context.CancelFunc
-	sent     uint64
-	dropped  uint64
-	failing  bool // for logging the first failure and the recovery only
+	mu        sync.Mutex
+	policy    redact.Policy
+	queue     ring     // records as Add took them: raw, each with the policy active then
+	unsure    []entry  // a batch sent without an answer: the control plane may hold it
+	resending bool     // the send in progress is unsure's, which stays unsure until acknowledged
+	inflight  []string // query ids of the records the send in progress took out
+	sending   bool     // one sender at a time: the flusher or the final flush
+	closed    bool     // after Shutdown: Add counts records as dropped
+	stop      context.CancelFunc
+	sent      uint64
+	dropped   uint64
+	failing   bool // for logging the first failure and the recovery only
 
 	// memo keeps the redacted SQL and digest of recent statements: most traffic repeats a few
 	// statement texts (prepared statements, pgbench), whose normalization is most of the
@@ -353,7 +360,7 @@ func truncate(s string, n int) string {
 func (u *Uplink) Counters() workerapi.HistoryCounters {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return workerapi.HistoryCounters{Sent: u.sent, Dropped: u.dropped, Pending: uint64(u.queue.len() + len(u.inflight))}
+	return workerapi.HistoryCounters{Sent: u.sent, Dropped: u.dropped, Pending: uint64(u.queue.len() + len(u.unsure) + len(u.inflight))}
 }
 
 // Register adds the uplink's metrics to reg: queryflux_history_dropped_total,
@@ -473,14 +480,19 @@ func (u *Uplink) flush(ctx context.Context) error {
 	return nil
 }
 
-// take claims the sender role and the oldest BatchMax records, with the active policy.
+// take claims the sender role and the batch sent without an answer, else the oldest BatchMax
+// records, with the active policy.
 func (u *Uplink) take() ([]entry, redact.Policy, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.sending {
 		return nil, "", errBusy
 	}
-	batch := u.queue.popFrontBudget(u.cfg.BatchMax, batchBytesBudget)
+	batch := u.unsure
+	u.unsure, u.resending = nil, len(batch) > 0
+	if len(batch) == 0 {
+		batch = u.queue.popFrontBudget(u.cfg.BatchMax, batchBytesBudget)
+	}
 	if len(batch) > 0 {
 		u.sending = true
 		u.inflight = idsOf(batch)
@@ -519,6 +531,9 @@ func (u *Uplink) sendBatch(ctx context.Context, policy redact.Policy, batch []en
 		u.failing = false
 	case rejected(err), u.closed:
 		u.dropLocked(idsOf(batch)...)
+	case u.resending || mayBeStored(err):
+		u.unsure = batch
+		u.failing = true
 	default:
 		u.dropLocked(idsOf(u.queue.pushFront(batch))...)
 		u.failing = true
@@ -541,6 +556,15 @@ func (u *Uplink) logTransition(wasFailing bool, err error, n int) {
 	case err == nil && wasFailing:
 		u.e.Logger().Info("history: sending to " + u.cfg.Destination + " recovered")
 	}
+}
+
+// mayBeStored reports whether a failed send may have reached the control plane's store: it
+// did not answer (a timeout, a reset after the request went out). An answer (the batch refused
+// or not taken) or a connection never made says it was not stored.
+func mayBeStored(err error) bool {
+	var se *workerapi.StatusError
+	var oe *net.OpError
+	return !errors.As(err, &se) && !(errors.As(err, &oe) && oe.Op == "dial")
 }
 
 // rejected reports whether err says the control plane will never take the batch.
@@ -604,13 +628,16 @@ func (u *Uplink) waitIdle(ctx context.Context) error {
 	}
 }
 
-// close ends the uplink: what is still queued is dropped and counted.
+// close ends the uplink: what is still queued is dropped and counted (a batch sent without an
+// answer too, although the control plane may hold it: that cannot be known any more).
 func (u *Uplink) close() error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.closed = true
-	left := u.queue.len()
-	u.dropLocked(idsOf(u.queue.popFront(left))...)
+	left := u.queue.len() + len(u.unsure)
+	u.dropLocked(idsOf(u.unsure)...)
+	u.dropLocked(idsOf(u.queue.popFront(u.queue.len()))...)
+	u.unsure = nil
 	if n := len(u.inflight); left+n > 0 {
 		return fmt.Errorf("history: final flush left %d records unsent (%d dropped, %d still in flight)", left+n, left, n)
 	}
@@ -633,6 +660,7 @@ func (u *Uplink) PendingIDs() []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	ids := slices.Clone(u.inflight)
+	ids = append(ids, idsOf(u.unsure)...)
 	for i := range u.queue.len() {
 		ids = append(ids, u.queue.buf[(u.queue.head+i)%len(u.queue.buf)].rec.QueryID)
 	}

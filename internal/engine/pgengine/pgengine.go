@@ -21,10 +21,12 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -48,6 +50,10 @@ type Engine struct {
 // connsDefault is an engine's connection budget when its spec sets none.
 const connsDefault = 16
 
+// cancelWaitMax bounds how long a cancelled statement may take to end on the server before its
+// connection is closed instead (a frozen or unreachable server).
+const cancelWaitMax = 5 * time.Second
+
 var _ engine.Describer = (*Engine)(nil)
 
 // Open builds the pool for spec. spec.Endpoint is "host:port" or a postgres:// URL; Database,
@@ -66,6 +72,7 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	conns := newBudget(size)
 	cfg.MaxConns = int32(size)
 	cfg.ConnConfig.AfterNetConnect = conns.afterNetConnect
+	cfg.ConnConfig.BuildContextWatcherHandler = cancelOnServer
 	tagSessions(cfg) // tag.go
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
@@ -78,6 +85,15 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	raw := newRawPool(cfg.ConnConfig.Config.Copy())
 	conns.reclaim = func() bool { return raw.closeIdle() || closeIdlePgx(pool) }
 	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, raw: raw}, nil
+}
+
+// cancelOnServer is what a pooled connection does when the context of its statement ends: it
+// sends PostgreSQL a cancel request and waits, up to cancelWaitMax, for the statement to end
+// (its error and ReadyForQuery), which leaves the connection fit for the next statement.
+// pgx's default closes the socket at once, and PostgreSQL does not notice a closed socket
+// while it sleeps or scans: the statement would run on after its capacity slot was freed.
+func cancelOnServer(pc *pgconn.PgConn) ctxwatch.Handler {
+	return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: cancelWaitMax}
 }
 
 func poolConfig(spec engine.Spec) (*pgxpool.Config, error) {
@@ -184,7 +200,8 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// Execute runs q. Cancelling ctx cancels the query on the server (pgx sends a cancel request).
+// Execute runs q. Cancelling ctx cancels the statement on the server (cancelOnServer): once
+// Execute, Next or Close returns, it no longer runs there.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
 	return e.execute(ctx, e.pool, q)
 }
@@ -232,29 +249,34 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 		args = append(args, e.argsFreeMode)
 	}
 	args = append(args, q.Args...)
+	// stop cancels the statement on the server when the rows are closed before their end.
+	ctx, stop := context.WithCancel(ctx)
 	rows, err := db.Query(ctx, numberedParams(q), args...)
 	if err != nil {
-		return nil, wrapErr(err)
+		stop()
+		return nil, cancelledOr(ctx, err)
 	}
 	fields := rows.FieldDescriptions()
 	if len(fields) == 0 {
 		for rows.Next() {
 		}
 		rows.Close()
+		stop()
 		if err := rows.Err(); err != nil {
-			return nil, wrapErr(err)
+			return nil, cancelledOr(ctx, err)
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}
 	schema, decoders, err := schemaFor(fields)
 	if err != nil {
+		stop()
 		rows.Close()
 		return nil, err
 	}
-	fill := func(ctx context.Context, b *engine.BatchBuilder) (bool, error) {
+	fill := func(_ context.Context, b *engine.BatchBuilder) (bool, error) {
 		for !b.Full() {
 			if !rows.Next() {
-				return false, wrapErr(rows.Err())
+				return false, cancelledOr(ctx, rows.Err())
 			}
 			raw := rows.RawValues()
 			for i, dec := range decoders {
@@ -267,8 +289,17 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 		return true, nil
 	}
 	tag := func() string { return rows.CommandTag().String() }
-	closeRows := func() error { rows.Close(); return nil }
+	closeRows := func() error { stop(); rows.Close(); return nil }
 	return engine.NewStream(schema, fill, tag, closeRows), nil
+}
+
+// cancelledOr is err as the caller sees it: the cancellation itself when ctx ended (the
+// server's "canceling statement due to user request" answered our cancel request), else err.
+func cancelledOr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return wrapErr(err)
 }
 
 // Describe prepares q's SQL (unnamed statement) and reports its parameter and column types.

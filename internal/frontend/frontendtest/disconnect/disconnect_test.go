@@ -53,6 +53,9 @@ type target struct {
 	firstFast func(marker string) string
 	// running reports whether the engine still runs the statement carrying marker.
 	running func(t *testing.T, n *querynode.Node, marker string) bool
+	// listsQueries: running reads the engine's own list of what it runs (a server's process
+	// list), so it shows the moment the slot frees whether the query still runs there.
+	listsQueries bool
 }
 
 // node starts a query node with every frontend on loopback and one cluster "c" (one slot).
@@ -105,6 +108,7 @@ func postgresTarget(t *testing.T) target {
 		firstFast: func(m string) string {
 			return "select g, repeat('x', 100), pg_sleep(case when g < 3000 then 0 else 60 end) from generate_series(1, 3000) g /* " + m + " */"
 		},
+		listsQueries: true,
 		running: func(t *testing.T, _ *querynode.Node, m string) bool {
 			var n int
 			err := admin.QueryRow(context.Background(), `select count(*) from pg_stat_activity
@@ -137,6 +141,7 @@ func mariadbTarget(t *testing.T) target {
 		firstFast: func(m string) string {
 			return "select seq, repeat('x', 100), sleep(if(seq < 3000, 0, 60)) from seq_1_to_3000 /* " + m + " */"
 		},
+		listsQueries: true,
 		running: func(t *testing.T, _ *querynode.Node, m string) bool {
 			var n int
 			err := admin.QueryRow(`select count(*) from information_schema.processlist
@@ -203,11 +208,16 @@ func started(t *testing.T, n *querynode.Node, tg target, marker string) {
 	}
 }
 
-// stopped requires the engine to stop the query and the slot to be free within bound.
+// stopped requires the engine to stop the query and the slot to be free within bound, and the
+// query to be gone from the engine by the time its slot is free: a slot freed earlier lets the
+// next query in while the engine still runs this one, over the cluster's cap.
 func stopped(t *testing.T, n *querynode.Node, tg target, marker string, bound time.Duration) {
 	t.Helper()
 	start := time.Now()
 	waitUntil(t, bound, "the slot freed", func() bool { return n.Core().Running("c") == 0 })
+	if tg.listsQueries && tg.running(t, n, marker) {
+		t.Fatalf("%s: the slot was freed while the engine still ran the query", tg.name)
+	}
 	waitUntil(t, bound, "the query stopped on the engine", func() bool { return !tg.running(t, n, marker) })
 	t.Logf("%s: stopped %v after the client left", tg.name, time.Since(start).Round(time.Millisecond))
 }

@@ -1,0 +1,198 @@
+package pgengine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/engine/pgengine"
+	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// startBound is how long a statement may take to show up as running on a loaded machine.
+const startBound = 30 * time.Second
+
+// cancelled is one engine with a single connection, and an admin connection that looks at
+// what the server runs.
+type cancelled struct {
+	e     query.Engine
+	mu    sync.Mutex // admin serves one goroutine at a time
+	admin *pgx.Conn
+}
+
+func openCancelled(t *testing.T) *cancelled {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	e, err := pgengine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: url, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	admin, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(context.Background()) })
+	return &cancelled{e: e, admin: admin}
+}
+
+// active counts the backends running a statement that carries marker (-1 after an error, which
+// it reports; it may run on another goroutine than the test's).
+func (c *cancelled) active(t *testing.T, marker string) int {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int
+	err := c.admin.QueryRow(context.Background(), `select count(*) from pg_stat_activity
+		where query like '%'||$1||'%' and state = 'active' and pid <> pg_backend_pid()`, marker).Scan(&n)
+	if err != nil {
+		t.Error(err)
+		return -1
+	}
+	return n
+}
+
+// whenRunning calls fn once the statement carrying marker runs on the server.
+func (c *cancelled) whenRunning(t *testing.T, marker string, fn func()) {
+	t.Helper()
+	deadline := time.Now().Add(startBound)
+	for c.active(t, marker) == 0 {
+		if time.Now().After(deadline) {
+			t.Errorf("the statement %s did not start within %v", marker, startBound)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fn()
+}
+
+// backendPID is the server process behind the engine's one connection.
+func (c *cancelled) backendPID(t *testing.T) int64 {
+	t.Helper()
+	rows, err := c.e.Execute(context.Background(), &query.Request{SQL: "select pg_backend_pid()::int8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	b, err := rows.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int64
+	if _, err := fmt.Sscan(b.Column(0).ValueStr(0), &pid); err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// drain reads rows to their end and closes them; it returns the error that ended them (nil
+// for the end).
+func drain(rows query.Rows, err error) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for {
+		if _, err := rows.Next(context.Background()); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+var cancelMarkers atomic.Int64
+
+func cancelMarker() string {
+	return fmt.Sprintf("qf_cancel_%d_%d", time.Now().UnixNano()%1e6, cancelMarkers.Add(1))
+}
+
+// firstFast returns its first batches at once and then sleeps a long time before its last row.
+func firstFast(marker string) string {
+	return "select g, pg_sleep(case when g < 3000 then 0 else 120 end) from generate_series(1, 3000) g /* " + marker + " */"
+}
+
+// A statement whose context ends, while it runs or while its rows stream, or whose rows are
+// closed before their end, no longer runs on PostgreSQL once the call that saw it returns (so
+// the capacity slot freed after it is free on the engine too), and the connection it ran on
+// serves the next statement.
+func TestCancelEndsTheStatementOnTheServer(t *testing.T) {
+	c := openCancelled(t)
+	pid := c.backendPID(t)
+	cases := []struct {
+		name string
+		run  func(t *testing.T, m string) error // returns the error the caller saw
+	}{
+		{"cancel while it runs", func(t *testing.T, m string) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go c.whenRunning(t, m, cancel)
+			return drain(c.e.Execute(ctx, &query.Request{SQL: "select pg_sleep(600) /* " + m + " */"}))
+		}},
+		{"deadline while it runs", func(t *testing.T, m string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			return drain(c.e.Execute(ctx, &query.Request{SQL: "select pg_sleep(600) /* " + m + " */"}))
+		}},
+		{"cancel while it streams", func(t *testing.T, m string) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			rows, err := c.e.Execute(ctx, &query.Request{SQL: firstFast(m)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			if _, err := rows.Next(ctx); err != nil {
+				t.Fatal(err)
+			}
+			go c.whenRunning(t, m, cancel)
+			for err == nil {
+				_, err = rows.Next(ctx)
+			}
+			return err
+		}},
+		{"closed before its end", func(t *testing.T, m string) error {
+			rows, err := c.e.Execute(context.Background(), &query.Request{SQL: firstFast(m)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rows.Next(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			c.whenRunning(t, m, func() {})
+			closed := make(chan struct{})
+			go func() { _ = rows.Close(); close(closed) }()
+			select {
+			case <-closed:
+			case <-time.After(startBound):
+				t.Fatal("Close waits for the rest of the result instead of cancelling it")
+			}
+			return context.Canceled
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := cancelMarker()
+			err := tc.run(t, m)
+			if n := c.active(t, m); n != 0 {
+				t.Fatalf("%d backends still run the statement after the call returned", n)
+			}
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("the caller saw %v, want the cancellation", err)
+			}
+			if got := c.backendPID(t); got != pid {
+				t.Fatalf("the next statement ran on backend %d, not on the cancelled one's %d: its connection was closed", got, pid)
+			}
+		})
+	}
+}
