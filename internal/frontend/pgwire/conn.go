@@ -75,9 +75,9 @@ type conn struct {
 	idle   bool     // waiting for the client's next message (Drain wakes idle connections)
 	onloop *loopRun // while the event loop relays the client (loop.go)
 
-	// For the event loop: was the last message a simple Query, how often did the client leave
-	// the loop with a message the loop does not relay.
-	lastWasQuery bool
+	// For the event loop: did the last message end a batch (a simple Query or a Sync), how
+	// often did the client leave the loop with a message the loop does not relay.
+	batchEnded   bool
 	loopMisses   int
 	loopHandOffs int // transactions in a row the loop handed to the goroutine to admit (loop.go)
 	loopBackoff  int // messages to relay on the goroutine before the loop is tried again
@@ -281,7 +281,12 @@ func (c *conn) loop() error {
 				}
 			}
 		}
-		_, c.lastWasQuery = msg.(*pgproto3.Query)
+		switch msg.(type) {
+		case *pgproto3.Query, *pgproto3.Sync:
+			c.batchEnded = true
+		default:
+			c.batchEnded = false
+		}
 		if err := c.dispatch(msg); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"bytes"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -21,11 +22,15 @@ import (
 // The event loop (internal/relayloop): a client whose statements are forwarded to PostgreSQL
 // engine connections (forward.go), both in plain TCP, is relayed in its steady state by the
 // server's event loop instead of its goroutine. The loop's thread reads the client's simple
-// Query, writes it to the engine connection and writes the engine's answer straight back,
+// Query, or its extended-protocol batch on the unnamed statement (Parse, Bind, Describe,
+// Execute, Close of a portal, Flush, Sync: what forward.go would send unchanged), writes it
+// to the engine connection and writes the engine's answer straight back, keeping the same
+// books as forward.go (wireState.queue: which client message each answer completes) and
 // seeing only the messages the proxy must see: ReadyForQuery (the statement's end and its
 // report; the transaction's end, when transaction pool mode gives the engine connection
-// back), ErrorResponse, ParameterStatus and COPY. Rows are counted as they pass. A goroutine
-// per connection instead pays a scheduler park and wake on each side of every message.
+// back), the answers that complete a message, ErrorResponse, ParameterStatus and COPY. Rows
+// are counted as they pass. A goroutine per connection instead pays a scheduler park and wake
+// on each side of every message.
 //
 // The statement's check and report (proxy.Relay) run on the loop's thread: neither
 // waits. In transaction pool mode the client stays on the loop between transactions: at a
@@ -37,15 +42,17 @@ import (
 // What may wait, or needs more than the loop does, is the goroutine's: the loop holds the
 // client's message and wakes it. An admission that would wait (others queued, no free slot,
 // a lease to ask for, an engine connection to open, reset or retag): the goroutine admits it
-// and plugs the engine connection into the pair. Everything else (the extended protocol, statements
-// that may change session state, guardrails on rows or bytes, a statement the core rewrote,
-// COPY, an error to explain, a message while a statement runs): the goroutine takes the client
-// and the engine connection back, with the bytes read but not relayed, and carries on as
-// forward.go does.
+// and plugs the engine connection into the pair. Everything else (named statements, which
+// forward.go renames on the engine connection, statements that may change session state,
+// guardrails on rows or bytes, a statement the core rewrote, COPY from the client, an error
+// to explain): the goroutine takes the client and the engine connection back, with the bytes
+// read but not relayed and the queue of what the engine has yet to answer, and carries on as
+// forward.go does. A client message that comes while a Query or Sync awaits its
+// ReadyForQuery waits for it.
 
 // loopMissesMax is how many times a client may leave the loop at once (its next message was
-// not a simple Query) before it is no longer put on it: the extended protocol would pay for
-// the hand-over on every statement.
+// one the loop does not relay) before it is no longer put on it: a client of named
+// statements would pay for the hand-over on every statement.
 const loopMissesMax = 4
 
 // loopEvent is what the loop tells the connection's goroutine.
@@ -60,22 +67,25 @@ type loopRun struct {
 	c      *conn
 	h      *relayloop.Handle
 	events chan loopEvent
-	rows   *relayloop.PG // the engine's direction: rows counted, ReadyForQuery watched
+	rows   *relayloop.PG // the engine's direction: rows counted, the answers watched
 	sock   engine.PGWireSocket
-	// busy: a statement was relayed and its ReadyForQuery has not come back; run is its
-	// report (nil for none) and rows0, bytes0 the counts before it.
-	busy          bool
-	run           *wireRun
+	// rows0, bytes0: the counts when the engine's last watched message passed; the rows
+	// counted since belong to the statement the engine answers now (the queue's head).
 	rows0, bytes0 int64
+	// busy: a Query or Sync was relayed and its ReadyForQuery has not come back.
+	busy bool
 	// unplugging: the transaction's engine connection leaves once its ReadyForQuery is
 	// written; waiting: a client message is held until the statement or that ends.
 	unplugging, waiting bool
 	// Why the loop handed the client back, for the goroutine: miss (a message the loop does
-	// not relay), refused (the core refused the held Query), resend (the held Query is to be
-	// sent as this SQL by forward.go, with run).
+	// not relay), refused (the core refused the held message), resend (the held Query is to
+	// be sent as this SQL by forward.go, with run), run alone (the held Execute is to be sent
+	// by forward.go with its report begun). kind is the held message's type.
 	miss    bool
 	refused error
 	resend  string
+	run     *wireRun
+	kind    byte
 }
 
 // eventLoop is the server's loop, started on first use; nil where there is none.
@@ -124,6 +134,14 @@ func loopConnOf(nc net.Conn) *relayloop.Conn {
 // LoopStatements is how many statements the event loop has relayed.
 func (s *Server) LoopStatements() int64 { return s.loopStatements.Load() }
 
+// LoopExecutes is how many extended-protocol Executes the event loop has relayed (counted in
+// LoopStatements too).
+func (s *Server) LoopExecutes() int64 { return s.loopExecutes.Load() }
+
+// LoopPauses is how many times the event loop handed a client back to its goroutine at a
+// message it does not relay.
+func (s *Server) LoopPauses() int64 { return s.loopPauses.Load() }
+
 // LoopAdmissions is how many transactions the event loop admitted on its own thread.
 func (s *Server) LoopAdmissions() int64 { return s.loopAdmissions.Load() }
 
@@ -132,7 +150,7 @@ func (s *Server) LoopAdmissions() int64 { return s.loopAdmissions.Load() }
 func (c *conn) loopable() bool {
 	lc := c.lc
 	if lc == nil || c.owner == 0 || c.session != nil || c.skipToSync || c.unwatch != nil ||
-		c.loopMisses >= loopMissesMax || !c.lastWasQuery || c.srv.draining.Load() {
+		c.loopMisses >= loopMissesMax || !c.batchEnded || c.srv.draining.Load() {
 		return false
 	}
 	if len(c.cr.ahead) > relayloop.BufferBytesDefault || c.cr.err != nil || c.cr.left != 0 {
@@ -235,7 +253,9 @@ var (
 		return f
 	}()
 	watchedFromEngine = func() (w [256]bool) {
-		for _, t := range []byte{'Z', 'E', 'S', 'G', 'W'} {
+		// ReadyForQuery, ErrorResponse, ParameterStatus, COPY in and both ways, and what
+		// completes a client message (forward.go's relay).
+		for _, t := range []byte{'Z', 'E', 'S', 'G', 'W', '1', '2', '3', 'C', 'I', 's', 'n', 't', 'T'} {
 			w[t] = true
 		}
 		return w
@@ -264,8 +284,8 @@ func (lr *loopRun) wait() relayloop.Result {
 	}
 }
 
-// admit opens a wire for the held Query sql and plugs its engine connection in; when it
-// cannot, the loop hands the client back (the Query is then answered as dispatch would).
+// admit opens a wire for the held message's sql and plugs its engine connection in; when it
+// cannot, the loop hands the client back (the message is then answered as dispatch would).
 func (lr *loopRun) admit(sql string) {
 	c := lr.c
 	ok, err := c.openWire(sql)
@@ -298,10 +318,10 @@ func (lr *loopRun) admit(sql string) {
 	lr.h.Resume(fd)
 }
 
-// admitNow admits the held Query sql on the loop's thread when that needs no waiting, and
-// plugs its engine connection in. Otherwise admitted is false and v says what the loop does
-// with sql: Hold it for the goroutine's admit (an admission that would wait), or Pause
-// (refused, or the frontend's own path).
+// admitNow admits the held message (a Query or a Parse) of sql on the loop's thread when that
+// needs no waiting, and plugs its engine connection in. Otherwise admitted is false and v says
+// what the loop does with the message: Hold it for the goroutine's admit (an admission that
+// would wait), or Pause (refused, or the frontend's own path).
 func (lr *loopRun) admitNow(sql string) (v relayloop.Verdict, admitted bool) {
 	c := lr.c
 	ok, err := c.openWireWith(sql, true)
@@ -351,7 +371,26 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 		lr.waiting = true // framed again when the statement ends (pipelining)
 		return relayloop.Hold
 	}
-	if msg[0] != 'Q' || len(msg) < 6 {
+	lr.kind = msg[0]
+	if c.skipToSync && msg[0] != 'S' && msg[0] != 'X' {
+		return relayloop.Drop // up to Sync after an error, as the engine does (and conn.loop)
+	}
+	switch msg[0] {
+	case 'Q':
+		return lr.query(msg)
+	case 'P', 'B', 'D', 'E', 'C', 'H', 'S':
+		return lr.extended(msg)
+	case 'X':
+		return relayloop.Pause // Terminate: the goroutine ends the connection
+	}
+	lr.miss = true
+	return relayloop.Pause
+}
+
+// query relays a simple Query forward.go would send unchanged.
+func (lr *loopRun) query(msg []byte) relayloop.Verdict {
+	c := lr.c
+	if len(msg) < 6 || len(c.wire.queueOrNil()) != 0 {
 		lr.miss = true
 		return relayloop.Pause
 	}
@@ -378,32 +417,229 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 		return relayloop.Pause
 	}
 	c.wire.unnamed = ""
-	c.srv.loopStatements.Add(1)
-	lr.sock.Relayed('Q')
-	lr.busy, lr.run = true, run
-	lr.rows0, lr.bytes0 = lr.rows.Count, lr.rows.Bytes
+	lr.relayed(expect{kind: 'Q', run: run})
+	lr.busy = true
 	return relayloop.Relay
 }
 
+// queueOrNil is ws's queue; nil for no wire.
+func (ws *wireState) queueOrNil() []expect {
+	if ws == nil {
+		return nil
+	}
+	return ws.queue
+}
+
+// relayed books a client message the loop relays: the engine connection's accounting, and
+// what its answer completes (kind 0: nothing).
+func (lr *loopRun) relayed(e expect) {
+	ws := lr.c.wire
+	lr.sock.Relayed(lr.kind)
+	if e.kind != 0 {
+		ws.queue = append(ws.queue, e)
+	}
+	if e.kind == 'Q' || e.kind == 'E' {
+		lr.c.srv.loopStatements.Add(1)
+	}
+}
+
+// extended relays an extended-protocol message forward.go would send unchanged: on the
+// unnamed statement (named ones are renamed on the engine connection), to a portal this
+// client bound, of a statement this engine connection has parsed.
+func (lr *loopRun) extended(msg []byte) relayloop.Verdict {
+	c := lr.c
+	body := msg[5:]
+	if c.wire == nil {
+		// A transaction's first message routes it: only a Parse carries its SQL.
+		name, sql, _, ok := parseMessage(body)
+		if msg[0] != 'P' || !ok || len(name) != 0 {
+			lr.miss = true
+			return relayloop.Pause
+		}
+		var s string
+		if st := c.stmts[""]; st != nil && st.sql == string(sql) {
+			s = st.sql // the client's last unnamed statement again: no copy
+		} else {
+			s = string(sql)
+		}
+		if pausesParse(s) {
+			return relayloop.Pause
+		}
+		if v, admitted := lr.admitNow(s); !admitted {
+			return v
+		}
+	}
+	ws := c.wire
+	switch msg[0] {
+	case 'P':
+		return lr.parse(ws, body)
+	case 'B':
+		portal, rest, ok := cstring(body)
+		stmt, _, ok2 := cstring(rest)
+		st := c.stmts[""]
+		if !ok || !ok2 || len(stmt) != 0 || st == nil || ws.unnamed != stmtKey(st) {
+			lr.miss = true // a named statement, or one forward.go parses again first
+			return relayloop.Pause
+		}
+		if _, open := ws.portals[string(portal)]; !open && len(portal) > 0 && len(ws.portals) >= c.srv.opts.PortalsMax {
+			return relayloop.Pause // forward.go refuses it
+		}
+		ws.portals[string(portal)] = st.sql
+		lr.relayed(expect{kind: 'B'})
+	case 'D':
+		if len(body) < 2 {
+			lr.miss = true
+			return relayloop.Pause
+		}
+		if body[0] == 'S' {
+			name, _, ok := cstring(body[1:])
+			st := c.stmts[""]
+			if !ok || len(name) != 0 || st == nil || ws.unnamed != stmtKey(st) {
+				lr.miss = true
+				return relayloop.Pause
+			}
+		}
+		lr.relayed(expect{kind: 'D'})
+	case 'E':
+		portal, _, ok := cstring(body)
+		sql, known := ws.portals[string(portal)]
+		if !ok || !known {
+			lr.miss = true
+			return relayloop.Pause
+		}
+		run, _, err := c.beginRun_(sql)
+		switch {
+		case err != nil:
+			lr.refused = err
+			return relayloop.Pause
+		case run != nil && run.r.CheckLimits(math.MaxInt64/2, math.MaxInt64/2) != nil:
+			lr.run = run // guardrails that need each row: forward.go sends it
+			return relayloop.Pause
+		}
+		c.srv.loopExecutes.Add(1)
+		lr.relayed(expect{kind: 'E', run: run})
+	case 'C':
+		if len(body) < 2 || body[0] != 'P' {
+			lr.miss = true // a statement's Close is answered by forward.go
+			return relayloop.Pause
+		}
+		name, _, ok := cstring(body[1:])
+		if !ok {
+			lr.miss = true
+			return relayloop.Pause
+		}
+		delete(ws.portals, string(name))
+		lr.relayed(expect{kind: 'C'})
+	case 'H':
+		lr.relayed(expect{})
+	case 'S':
+		c.skipToSync = false
+		lr.relayed(expect{kind: 'S'})
+		lr.busy = true
+	}
+	return relayloop.Relay
+}
+
+// parse relays a Parse of the unnamed statement, as forwardParse sends it.
+func (lr *loopRun) parse(ws *wireState, body []byte) relayloop.Verdict {
+	c := lr.c
+	name, sql, oids, ok := parseMessage(body)
+	if !ok || len(name) != 0 {
+		lr.miss = true
+		return relayloop.Pause
+	}
+	st := c.stmts[""]
+	if st == nil || st.sql != string(sql) || !sameOIDs(st.paramOIDs, oids) {
+		if pausesParse(string(sql)) {
+			return relayloop.Pause
+		}
+		st = &preparedStmt{sql: string(sql), paramOIDs: make([]uint32, len(oids)/4)}
+		for i := range st.paramOIDs {
+			st.paramOIDs[i] = binary.BigEndian.Uint32(oids[4*i:])
+		}
+		c.stmts[""] = st
+	}
+	key := stmtKey(st)
+	ws.unnamed = key
+	lr.relayed(expect{kind: 'P', key: key})
+	return relayloop.Relay
+}
+
+// pausesParse reports whether a Parse of sql is forward.go's: one that may change session
+// state (refused in transaction pool mode), or that deallocates the engine connection's
+// statements.
+func pausesParse(sql string) bool {
+	w := firstWord(sql)
+	return mayHoldSessionState(sql) || strings.EqualFold(w, "deallocate") || strings.EqualFold(w, "discard")
+}
+
+// parseMessage reads a Parse message's body: the statement's name, its SQL and the declared
+// parameter types (4 bytes each); ok is false when the body is malformed (forward.go answers
+// it).
+func parseMessage(body []byte) (name, sql, oids []byte, ok bool) {
+	name, rest, ok := cstring(body)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	sql, rest, ok = cstring(rest)
+	if !ok || len(rest) < 2 || len(rest) != 2+4*int(binary.BigEndian.Uint16(rest)) {
+		return nil, nil, nil, false
+	}
+	return name, sql, rest[2:], true
+}
+
+// sameOIDs reports whether the parameter types declared in oids (a Parse's) are have.
+func sameOIDs(have []uint32, oids []byte) bool {
+	if len(oids) != 4*len(have) {
+		return false
+	}
+	for i, oid := range have {
+		if binary.BigEndian.Uint32(oids[4*i:]) != oid {
+			return false
+		}
+	}
+	return true
+}
+
+// cstring splits b at its first NUL: the string before it and what follows.
+func cstring(b []byte) (s, rest []byte, ok bool) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return nil, nil, false
+	}
+	return b[:i], b[i+1:], true
+}
+
+// fromEngine books an answer of the engine's, as forward.go's relay does.
 func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
 	c := lr.c
+	ws := c.wire
+	if msg[0] == 'S' {
+		c.noteParameter(msg)
+		return relayloop.Relay
+	}
+	if ws == nil || len(ws.queue) == 0 {
+		return relayloop.Pause // out of turn: forward.go reports it
+	}
+	head := &ws.queue[0]
+	run := head.run
+	lr.count(run)
 	switch msg[0] {
 	case 'Z':
-		if !lr.busy || len(msg) != 6 {
-			return relayloop.Pause // out of turn: forward.go reports it
+		if head.kind != 'S' && head.kind != 'Q' || len(msg) != 6 {
+			return relayloop.Pause // forward.go reports it
 		}
+		ws.queue = ws.queue[1:]
 		lr.busy = false
-		lr.count()
 		c.txStatus = msg[5]
 		lr.sock.Ready(msg[5])
-		c.finishRun(lr.run, nil)
-		lr.run = nil
+		c.finishRun(run, nil)
 		if c.txStatus == 'I' {
-			clear(c.wire.portals)
+			clear(ws.portals)
 			if c.srv.draining.Load() {
 				return relayloop.End
 			}
-			if c.wire.w.PoolMode == proxy.PoolModeTransaction {
+			if ws.w.PoolMode == proxy.PoolModeTransaction && len(ws.queue) == 0 {
 				lr.unplugging = true
 				return relayloop.Unplug
 			}
@@ -411,27 +647,57 @@ func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
 		lr.resumeHeld()
 		return relayloop.Relay
 	case 'E':
-		if run := lr.run; lr.busy && run != nil {
-			if run.r.Ctx.Err() != nil && !run.closed {
-				return relayloop.Pause // the core's cancel: forward.go explains it
-			}
-			if run.err == nil {
+		if run != nil && run.r.Ctx.Err() != nil && !run.closed {
+			return relayloop.Pause // the core's cancel: forward.go explains it
+		}
+		if head.kind == 'Q' {
+			if run != nil && run.err == nil {
 				run.err = errorOf(msg)
 			}
+			return relayloop.Relay
 		}
+		if head.kind == 'P' && head.key != "" {
+			ws.conn.Forget(head.key)
+		}
+		if head.kind == 'P' && head.key == "" || head.swallow {
+			ws.unnamed = ""
+		}
+		c.finishRun(run, errorOf(msg))
+		c.skipAfterError()
 		return relayloop.Relay
-	case 'S':
-		c.noteParameter(msg)
+	case 'G', 'W':
+		return relayloop.Pause // COPY from the client, CopyBoth: forward.go's
+	}
+	if head.kind == 'Q' {
 		return relayloop.Relay
 	}
-	return relayloop.Pause // COPY from the client, CopyBoth: forward.go's
+	switch {
+	case msg[0] == '1' && head.kind == 'P':
+		swallow := head.swallow
+		ws.queue = ws.queue[1:]
+		if swallow {
+			return relayloop.Drop
+		}
+	case msg[0] == '2' && head.kind == 'B', msg[0] == '3' && head.kind == 'C',
+		(msg[0] == 'T' || msg[0] == 'n') && head.kind == 'D':
+		ws.queue = ws.queue[1:]
+	case (msg[0] == 'C' || msg[0] == 'I' || msg[0] == 's') && head.kind == 'E':
+		ws.queue = ws.queue[1:]
+		c.finishRun(run, nil)
+	case msg[0] == 't' && head.kind == 'D':
+	default:
+		return relayloop.Pause // forward.go reports it
+	}
+	return relayloop.Relay
 }
 
-// count moves the rows counted since the statement began into its report.
-func (lr *loopRun) count() {
-	if run := lr.run; run != nil {
-		rows := lr.rows.Count - lr.rows0
-		run.rows, run.bytes = rows, lr.rows.Bytes-lr.bytes0-7*rows
+// count moves the rows counted since the engine's last watched message into run's report.
+func (lr *loopRun) count(run *wireRun) {
+	rows, bytes := lr.rows.Count-lr.rows0, lr.rows.Bytes-lr.bytes0
+	lr.rows0, lr.bytes0 = lr.rows.Count, lr.rows.Bytes
+	if run != nil {
+		run.rows += rows
+		run.bytes += bytes - 7*rows
 	}
 }
 
@@ -463,89 +729,115 @@ func (lr *loopRun) resumeHeld() {
 // offLoop takes the client back from the loop, and the engine connection if one is plugged
 // in, with what was read but not relayed, and carries on with what the loop left half-done.
 func (c *conn) offLoop(lr *loopRun, res relayloop.Result) error {
-	c.lastWasQuery = false // the goroutine takes the next message, whatever it is
-	c.endRun()             // the engine's cancel: set again by whatever runs next
+	c.batchEnded = false // the goroutine takes the next message, whatever it is
+	c.endRun()           // the engine's cancel: set again by whatever runs next
 	if lr.miss {
 		c.loopMisses++
+	}
+	if res.Paused {
+		c.srv.loopPauses.Add(1)
 	}
 	toClient := res.Leftover[relayloop.BToA]
 	if n := res.Scanned[relayloop.BToA]; n > 0 { // relayed as far as the loop is concerned
 		c.be.Send(rawMessage(toClient[:n]))
 		toClient = toClient[n:]
 	}
+	ws := c.wire
+	if ws != nil && len(ws.queue) > 0 {
+		lr.count(ws.queue[0].run) // rows that passed since the engine's last watched message
+	}
 	if errors.Is(res.Err, relayloop.ErrMessageTimeout) {
 		return c.loopMessageTimeout(lr, res)
 	}
 	if res.Scanned[relayloop.AToB] > 0 || res.Remaining[relayloop.BToA] > 0 {
 		// Stopped half-way through a message (never at a Pause): nothing can pick it up.
-		if c.wire != nil {
-			c.wire.conn.Discard()
+		if ws != nil {
+			ws.conn.Discard()
 		}
 		return &ioError{errors.New("the event loop stopped in the middle of a message")}
 	}
 	c.cr.ahead = append(res.Leftover[relayloop.AToB], c.cr.ahead...)
-	if c.wire != nil && lr.sock != nil {
+	if ws != nil && lr.sock != nil {
 		lr.sock.Unread(toClient)
 	}
 	switch {
 	case res.Err != nil && res.Side == relayloop.BToA && !res.Paused && !errors.Is(res.Err, relayloop.ErrStopped):
 		// The engine connection ended or failed: as forward.go's wireError.
-		if c.wire == nil {
+		if ws == nil {
 			return nil
 		}
-		c.wire.conn.Discard()
-		c.wire.broken = true
-		if !lr.busy {
+		ws.conn.Discard()
+		ws.broken = true
+		if len(ws.queue) == 0 {
 			return nil
 		}
-		lr.count()
-		c.finishRun(lr.run, res.Err)
-		return c.fatal(sqlstate.ConnectionFailure, fmt.Sprintf("lost the connection to the engine of cluster %s: %v", c.wire.w.Cluster, res.Err))
+		c.finishQueue(res.Err)
+		return c.fatal(sqlstate.ConnectionFailure, fmt.Sprintf("lost the connection to the engine of cluster %s: %v", ws.w.Cluster, res.Err))
 	case res.Err != nil && !res.Paused && !errors.Is(res.Err, relayloop.ErrStopped):
 		return &ioError{res.Err} // the client's end
 	}
-	ws := c.wire
 	if lr.busy {
-		// A statement still runs: forward.go relays the rest of its answer.
-		lr.count()
-		ws.queue = append(ws.queue, expect{kind: 'Q', run: lr.run})
-		err := c.forwardFailed(ws, &pgproto3.Query{}, c.pump())
+		// A Query or Sync still awaits its ReadyForQuery: forward.go relays the rest of the
+		// answers.
+		var last pgproto3.FrontendMessage = &pgproto3.Sync{}
+		if ws.queue[len(ws.queue)-1].kind == 'Q' {
+			last = &pgproto3.Query{}
+		}
+		err := c.forwardFailed(ws, last, c.pump())
 		c.releaseIfIdle(ws)
 		return err
 	}
-	if lr.refused == nil && lr.resend == "" {
+	if lr.refused == nil && lr.resend == "" && lr.run == nil {
 		return c.flush()
 	}
-	// The held Query is answered here: take it off what the client sent.
-	q := c.cr.ahead
-	if len(q) < 5 || q[0] != 'Q' {
-		return fmt.Errorf("pgwire: the loop handed back no Query (%d bytes)", len(q))
+	// The held message is answered here: take it off what the client sent.
+	m := c.cr.ahead
+	if len(m) < 5 || m[0] != lr.kind {
+		return fmt.Errorf("pgwire: the loop handed back no %q message (%d bytes)", lr.kind, len(m))
 	}
-	c.cr.ahead = q[1+int(binary.BigEndian.Uint32(q[1:5])):]
-	if lr.refused != nil {
-		err := c.refuseMessage(&pgproto3.Query{}, c.runError(lr.refused))
-		if ws != nil {
-			c.releaseIfIdle(ws)
-		}
+	n := 1 + int(binary.BigEndian.Uint32(m[1:5]))
+	c.cr.ahead = m[n:]
+	var msg pgproto3.FrontendMessage = &pgproto3.Query{}
+	if lr.kind != 'Q' {
+		msg = &pgproto3.Execute{}
+	}
+	switch {
+	case lr.refused != nil && ws == nil:
+		return c.refuseMessage(msg, c.runError(lr.refused))
+	case lr.refused != nil:
+		err := c.forwardFailed(ws, msg, c.runError(lr.refused))
+		c.releaseIfIdle(ws)
 		return err
+	case lr.kind == 'E':
+		ws.conn.Send(m[:n])
+		ws.queue = append(ws.queue, expect{kind: 'E', run: lr.run})
+		return nil
 	}
 	ws.unnamed = ""
 	c.forgetOnDiscard(lr.resend)
 	c.send(&pgproto3.Query{String: lr.resend}, expect{kind: 'Q', run: lr.run})
-	err := c.forwardFailed(ws, &pgproto3.Query{}, c.pump())
+	err := c.forwardFailed(ws, msg, c.pump())
 	c.releaseIfIdle(ws)
 	return err
 }
 
+// finishQueue reports every statement the engine has yet to answer, as ended by err.
+func (c *conn) finishQueue(err error) {
+	ws := c.wire
+	for _, e := range ws.queue {
+		c.finishRun(e.run, err)
+	}
+	ws.queue = nil
+}
+
 // loopMessageTimeout ends a client that left a message half sent on the loop, as
-// receiveFailed does on the goroutine; a statement still running is cancelled with its engine
-// connection.
+// receiveFailed does on the goroutine; what the engine has yet to answer is cancelled with its
+// engine connection.
 func (c *conn) loopMessageTimeout(lr *loopRun, res relayloop.Result) error {
 	err := netlimit.MessageTimeoutError(c.srv.opts.Limits.MessageTimeout)
-	if c.wire != nil && lr.busy {
-		c.wire.conn.Discard()
-		lr.count()
-		c.finishRun(lr.run, err)
+	if ws := c.wire; ws != nil && len(ws.queue) > 0 {
+		ws.conn.Discard()
+		c.finishQueue(err)
 	}
 	if res.Remaining[relayloop.BToA] > 0 {
 		return &ioError{err} // the client is in the middle of an engine's message: no FATAL fits
@@ -556,5 +848,5 @@ func (c *conn) loopMessageTimeout(lr *loopRun, res relayloop.Result) error {
 // idle reports, on the loop's thread, whether the client sits between statements outside a
 // transaction (Drain ends it then).
 func (lr *loopRun) idle() bool {
-	return !lr.busy && !lr.unplugging && lr.c.txStatus == 'I'
+	return len(lr.c.wire.queueOrNil()) == 0 && !lr.unplugging && lr.c.txStatus == 'I'
 }

@@ -43,8 +43,15 @@ func loopServerWith(t *testing.T, mode string, maxRunning int, opts pgwire.Optio
 // loopServerGuarded is loopServerWith with the core's capacity guard (nil: a local one).
 func loopServerGuarded(t *testing.T, mode string, maxRunning int, opts pgwire.Options, guard proxy.Guard) (*pgwire.Server, string, *frontendtest.Records) {
 	t.Helper()
-	e, _ := pgEngine(t)
-	h := &frontendtest.Records{}
+	srv, url, _, h := loopServerDirect(t, mode, maxRunning, opts, guard)
+	return srv, url, h
+}
+
+// loopServerDirect is loopServerGuarded, also returning the database's own URL.
+func loopServerDirect(t *testing.T, mode string, maxRunning int, opts pgwire.Options, guard proxy.Guard) (srv *pgwire.Server, url, direct string, h *frontendtest.Records) {
+	t.Helper()
+	e, direct := pgEngine(t)
+	h = &frontendtest.Records{}
 	core := proxy.New(proxy.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry(), OnFinish: h.Add, Guard: guard})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
 		Clusters: []proxy.ClusterSpec{{Name: "pg", Enabled: true, MaxRunningQueries: maxRunning, Engine: e}},
@@ -60,10 +67,10 @@ func loopServerGuarded(t *testing.T, mode string, maxRunning int, opts pgwire.Op
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := pgwire.NewServer(core, opts)
+	srv = pgwire.NewServer(core, opts)
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	return srv, fmt.Sprintf("postgres://alice@%s/bench?sslmode=disable&default_query_exec_mode=simple_protocol", l.Addr()), h
+	return srv, fmt.Sprintf("postgres://alice@%s/bench?sslmode=disable&default_query_exec_mode=simple_protocol", l.Addr()), direct, h
 }
 
 // Simple-protocol clients run on the event loop in both pool modes: results, errors, a

@@ -15,11 +15,17 @@ import (
 // returns what the server answered up to ReadyForQuery, one line per message.
 func wireTrace(t *testing.T, addr, user, database string, msgs ...pgproto3.FrontendMessage) []string {
 	t.Helper()
+	return traceOn(t, wireConnect(t, addr, user, database), msgs...)
+}
+
+// wireConnect logs in to addr as user/database, up to the server's first ReadyForQuery.
+func wireConnect(t *testing.T, addr, user, database string) *pgproto3.Frontend {
+	t.Helper()
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(func() { nc.Close() })
 	_ = nc.SetDeadline(time.Now().Add(20 * time.Second))
 	fe := pgproto3.NewFrontend(nc, nc)
 	fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{"user": user, "database": database}})
@@ -38,7 +44,19 @@ func wireTrace(t *testing.T, addr, user, database string, msgs ...pgproto3.Front
 			t.Fatalf("startup: %s", e.Message)
 		}
 	}
+	return fe
+}
+
+// traceOn sends msgs (ending with Sync) on fe and returns what the server answered up to
+// the ReadyForQuery of each Sync and Query, one line per message.
+func traceOn(t *testing.T, fe *pgproto3.Frontend, msgs ...pgproto3.FrontendMessage) []string {
+	t.Helper()
+	batches := 0
 	for _, m := range msgs {
+		switch m.(type) {
+		case *pgproto3.Sync, *pgproto3.Query:
+			batches++
+		}
 		fe.Send(m)
 	}
 	if err := fe.Flush(); err != nil {
@@ -52,7 +70,10 @@ func wireTrace(t *testing.T, addr, user, database string, msgs ...pgproto3.Front
 		}
 		switch m := msg.(type) {
 		case *pgproto3.ReadyForQuery:
-			return append(trace, fmt.Sprintf("ready %c", m.TxStatus))
+			trace = append(trace, fmt.Sprintf("ready %c", m.TxStatus))
+			if batches--; batches <= 0 {
+				return trace
+			}
 		case *pgproto3.RowDescription:
 			var cols []string
 			for _, f := range m.Fields {

@@ -90,9 +90,11 @@ type Server struct {
 
 	loopOnce sync.Once
 	loop     *relayloop.Loop // the event loop (loop.go), started on first use
-	// loopStatements counts the statements the loop relayed; loopAdmissions the transactions
-	// it admitted on its own thread (without handing them to the connection's goroutine).
-	loopStatements, loopAdmissions atomic.Int64
+	// loopStatements counts the statements the loop relayed (loopExecutes the extended
+	// protocol's among them); loopAdmissions the transactions it admitted on its own thread
+	// (without handing them to the connection's goroutine); loopPauses its hand-backs at a
+	// message it does not relay.
+	loopStatements, loopExecutes, loopAdmissions, loopPauses atomic.Int64
 }
 
 // NewServer returns a server that runs queries on backend.
