@@ -249,23 +249,23 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 		args = append(args, e.argsFreeMode)
 	}
 	args = append(args, q.Args...)
-	// stop cancels the statement on the server when the rows are closed before their end;
-	// errors are judged by the caller's ctx, which stop leaves alone.
-	caller := ctx
+	// stop cancels the statement on the server when the rows are closed before their end.
 	ctx, stop := context.WithCancel(ctx)
 	rows, err := db.Query(ctx, numberedParams(q), args...)
 	if err != nil {
+		err = cancelledOr(ctx, err) // before stop, which would make every error a cancellation
 		stop()
-		return nil, cancelledOr(caller, err)
+		return nil, err
 	}
 	fields := rows.FieldDescriptions()
 	if len(fields) == 0 {
 		for rows.Next() {
 		}
 		rows.Close()
+		err := cancelledOr(ctx, rows.Err())
 		stop()
-		if err := rows.Err(); err != nil {
-			return nil, cancelledOr(caller, err)
+		if err != nil {
+			return nil, err
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}
@@ -278,7 +278,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 	fill := func(_ context.Context, b *engine.BatchBuilder) (bool, error) {
 		for !b.Full() {
 			if !rows.Next() {
-				return false, cancelledOr(caller, rows.Err())
+				return false, cancelledOr(ctx, rows.Err())
 			}
 			raw := rows.RawValues()
 			for i, dec := range decoders {
