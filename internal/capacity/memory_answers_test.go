@@ -115,6 +115,9 @@ func TestMemoryStoreRefusesBadArguments(t *testing.T) {
 	if _, err := m.ReleaseBatch(ctx, make([]capacity.LeaseRef, 10001)); !errors.Is(err, capacity.ErrInvalid) {
 		t.Errorf("a release batch of 10001 refs: %v, want ErrInvalid", err)
 	}
+	if err := m.Release(ctx, capacity.LeaseRef{ID: "never#1", Generation: 1}); !errors.Is(err, capacity.ErrStaleGeneration) {
+		t.Errorf("release in a cluster never seen: %v, want ErrStaleGeneration", err)
+	}
 	made := capacity.LeaseRef{ID: "c#99", Generation: 99, Holder: "w"}
 	if err := m.Release(ctx, made); !errors.Is(err, capacity.ErrNotHolder) {
 		t.Errorf("release of a generation never granted: %v, want ErrNotHolder", err)
