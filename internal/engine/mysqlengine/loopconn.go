@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -34,11 +35,17 @@ var ErrNoLoop = errors.New("mysqlengine: this engine's connections cannot be rel
 // LoopConn is a loop connection taken from the pool for one statement: Begin before the
 // statement is written, then Release. Kill may come from any goroutine.
 type LoopConn struct {
-	e     *Engine
-	c     *client.Conn
-	sock  *relayloop.Conn
-	state atomic.Int32 // loopIdle, loopRunning or loopKilled
+	e         *Engine
+	c         *client.Conn
+	sock      *relayloop.Conn
+	state     atomic.Int32 // loopIdle, loopRunning or loopKilled
+	idleSince time.Time    // when it went back to the pool
 }
+
+// loopCheckIdleAfter is how long a loop connection may sit idle before it is checked (one
+// peek) for an end or a message the server sent meanwhile, before it serves a statement: a
+// connection the server closed would otherwise fail the statement half-way.
+const loopCheckIdleAfter = time.Second
 
 const (
 	loopIdle int32 = iota
@@ -61,11 +68,16 @@ func (e *Engine) TakeLoopConn(q *query.Request) *LoopConn {
 	db := requestDatabase(q)
 	e.mu.Lock()
 	for i := len(e.loopIdle) - 1; i >= 0 && !e.closed; i-- {
-		if lc := e.loopIdle[i]; db == "" || db == lc.c.GetDB() {
-			e.loopIdle = append(e.loopIdle[:i], e.loopIdle[i+1:]...)
+		lc := e.loopIdle[i]
+		if db != "" && db != lc.c.GetDB() {
+			continue
+		}
+		e.loopIdle = append(e.loopIdle[:i], e.loopIdle[i+1:]...)
+		if time.Since(lc.idleSince) < loopCheckIdleAfter || !lc.sock.Pending() {
 			e.mu.Unlock()
 			return lc
 		}
+		go lc.c.Close() // closed by the server, or it spoke unasked
 	}
 	e.mu.Unlock()
 	<-e.slots
@@ -158,6 +170,7 @@ func (lc *LoopConn) Release(healthy bool) {
 	killed := lc.state.Swap(loopIdle) == loopKilled // a KILL QUERY may still be on its way
 	e.mu.Lock()
 	if healthy && !killed && !e.closed && len(e.loopIdle) < idleConnsMax {
+		lc.idleSince = time.Now()
 		e.loopIdle = append(e.loopIdle, lc)
 		e.mu.Unlock()
 		<-e.slots

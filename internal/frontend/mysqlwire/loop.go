@@ -177,6 +177,7 @@ func (h *session) onLoop() (ok bool, err error) {
 		Framing:        [2]relayloop.Framer{&lr.fromCli, &lr.rows},
 		Watch:          lr.watch,
 		Unplugged:      lr.unplugged,
+		KeepB:          true, // the engine's loop connections come back statement after statement
 		Done:           func(res relayloop.Result) { lr.events <- loopEvent{done: &res} },
 		MessageTimeout: h.s.opts.Limits.MessageTimeout, // as the packet gate's
 	})
