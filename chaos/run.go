@@ -126,6 +126,8 @@ type runner struct {
 	readCPMetrics bool
 
 	history historyTotals
+	// storeTimes is what the control planes' lease store calls took, read at the workload's end.
+	storeTimes string
 
 	mu      sync.Mutex
 	errs    []string
@@ -315,6 +317,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 	if r.wl != nil {
 		rep.Workload = r.summary()
 		maps.Copy(realMetrics, workloadHeadline(sc, rep.Workload, r.history.sums()))
+		if r.storeTimes != "" {
+			rep.Notes = append(rep.Notes, r.storeTimes)
+		}
 	}
 	rep.Metrics = compare(sc, mean(simMetrics), realMetrics)
 	if !rep.Pass() || opts.LogDir != "" {

@@ -17,6 +17,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -164,9 +165,6 @@ func planWorkload(sc *scenarios.Scenario) []string {
 		if g.WaitTimeout == 0 {
 			out = append(out, fmt.Sprintf("workload.groups %s: an unbounded wait has no setting in the binary (0 means 30 s)", g.Name))
 		}
-	}
-	if wl.ControlPlane != nil {
-		out = append(out, "workload.controlPlane: a service-time model of the control plane (the real one takes its real time)")
 	}
 	whole("sweepEvery", wl.SweepEvery)
 	return out
@@ -933,6 +931,46 @@ func (f *fleetWorkload) look(s *snapshot) {
 	f.mu.Unlock()
 }
 
+// storeTimes reads the control planes' queryflux_capacity_store_seconds (each call of the lease
+// table in PostgreSQL, from the control plane's side) and says the mean per operation over the
+// run: the service time a simulated control plane takes for it (workload.controlPlane).
+func (f *fleetWorkload) storeTimes() string {
+	sum, count := map[string]float64{}, map[string]float64{}
+	for _, cp := range slices.Sorted(maps.Keys(f.r.api)) {
+		text, err := f.r.getText("http://"+f.r.api[cp]+"/metrics", time.Second)
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(text) {
+			name, rest, ok := strings.Cut(line, `{op="`)
+			if !ok || !strings.HasPrefix(name, "queryflux_capacity_store_seconds_") {
+				continue
+			}
+			op, value, _ := strings.Cut(rest, `"} `)
+			v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+			if err != nil {
+				continue
+			}
+			switch name {
+			case "queryflux_capacity_store_seconds_sum":
+				sum[op] += v
+			case "queryflux_capacity_store_seconds_count":
+				count[op] += v
+			}
+		}
+	}
+	var parts []string
+	for _, op := range slices.Sorted(maps.Keys(count)) {
+		if count[op] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.2f ms over %.0f", op, 1000*sum[op]/count[op], count[op]))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "control planes' lease store, mean per call (queryflux_capacity_store_seconds): " + strings.Join(parts, ", ")
+}
+
 // historySettleMax bounds the wait for the workers' uplinks to send what they hold at the end.
 const historySettleMax = 15 * time.Second
 
@@ -1031,6 +1069,7 @@ func (r *runner) startWorkload(ctx context.Context, checks []realCheck) func() {
 		}
 		cancelQueries()
 		<-done
+		r.storeTimes = f.storeTimes()
 		close(f.stop)
 		if err := <-sampled; err != nil {
 			r.errorf("sampling the engines' process lists: %v", err)

@@ -58,8 +58,11 @@ func DecodeBatch(data []byte) (*QueryRecordBatchV1, error) {
 	if len(data) > BatchBytesMax {
 		return nil, fieldError("", "body larger than %d bytes", BatchBytesMax)
 	}
-	b := &QueryRecordBatchV1{}
-	if decodeStrict(data, b, "") != nil {
+	b, ok := decodeBatchFast(data)
+	if !ok {
+		b = &QueryRecordBatchV1{}
+	}
+	if !ok && decodeStrict(data, b, "") != nil {
 		// Slow path, only for bad bodies: decode record by record to name the field.
 		var err error
 		if b, err = decodeBatchLocating(data); err != nil {
@@ -176,11 +179,7 @@ func badTimeField(data []byte) string {
 	return ""
 }
 
-// EncodeBatch is the body the uplink sends.
+// EncodeBatch is the body the uplink sends: what json.Marshal writes for b (appendBatch).
 func EncodeBatch(b *QueryRecordBatchV1) []byte {
-	data, err := json.Marshal(b)
-	if err != nil {
-		panic(fmt.Sprintf("history: encoding a batch: %v", err)) // our own types always encode
-	}
-	return data
+	return appendBatch(make([]byte, 0, 64+len(b.Records)*400), b)
 }

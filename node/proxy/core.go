@@ -124,7 +124,7 @@ func New(opts Options) *Core {
 	}
 	c.takeIdle = c.idleTaker()
 	if n, ok := c.guard.(FreedNotifier); ok {
-		n.OnFreed(c.changed.Notify)
+		n.OnFreed(c.wakeQueued)
 	}
 	if c.poll <= 0 {
 		c.poll = GuardPollDefault
@@ -137,6 +137,18 @@ func New(opts Options) *Core {
 		c.newID = func() string { return hex16(c.env.Rand().Uint64()) }
 	}
 	return c
+}
+
+// wakeQueued wakes the queued queries, if there are any: a lease guard frees slots (OnFreed) at
+// every finished query, and a wake-up nobody waits for still costs. A query that enqueues after
+// the check tries the members after the slot was freed, and sees it itself.
+func (c *Core) wakeQueued() {
+	c.mu.Lock()
+	waiting := len(c.queues) > 0
+	c.mu.Unlock()
+	if waiting {
+		c.changed.Notify()
+	}
 }
 
 // hex16 is fmt.Sprintf("%016x", v) without fmt's cost: two ids per relayed statement.
