@@ -253,17 +253,19 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 	ctx, stop := context.WithCancel(ctx)
 	rows, err := db.Query(ctx, numberedParams(q), args...)
 	if err != nil {
+		err = cancelledOr(ctx, err) // before stop, which would make every error a cancellation
 		stop()
-		return nil, cancelledOr(ctx, err)
+		return nil, err
 	}
 	fields := rows.FieldDescriptions()
 	if len(fields) == 0 {
 		for rows.Next() {
 		}
 		rows.Close()
+		err := cancelledOr(ctx, rows.Err())
 		stop()
-		if err := rows.Err(); err != nil {
-			return nil, cancelledOr(ctx, err)
+		if err != nil {
+			return nil, err
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trinodb/trino-go-client/trino"
 
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
@@ -21,6 +22,7 @@ type npmStep struct {
 	Name   string `json:"name"`
 	SQL    string `json:"sql"`
 	Cancel bool   `json:"cancel,omitempty"`
+	Exit   bool   `json:"exit,omitempty"`
 }
 
 // npmOutcome is what the probe printed for a step.
@@ -31,6 +33,7 @@ type npmOutcome struct {
 		Types     []string `json:"types"`
 		Pages     int      `json:"pages"`
 		Cancelled string   `json:"cancelled"`
+		Read      int      `json:"read"`
 	} `json:"ok"`
 	Error *QueryError `json:"error"`
 }
@@ -144,6 +147,13 @@ func TestNPMTrinoClientCancelStopsTheEngine(t *testing.T) {
 		t.Fatalf("cancel: %+v %+v", o.OK, o.Error)
 	}
 	waitNoQueries(t, ts, "the cancelled query is still held")
+	waitEngineIdle(t, dbURL, "qf-npm-cancel")
+}
+
+// waitEngineIdle waits up to 10s until no statement containing marker runs on the PostgreSQL
+// database at dbURL, failing t otherwise.
+func waitEngineIdle(t *testing.T, dbURL, marker string) {
+	t.Helper()
 	admin, err := pgx.Connect(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -153,17 +163,52 @@ func TestNPMTrinoClientCancelStopsTheEngine(t *testing.T) {
 	for {
 		var n int
 		if err := admin.QueryRow(context.Background(), `select count(*) from pg_stat_activity
-			where query like '%qf-npm-cancel%' and state = 'active' and pid <> pg_backend_pid()`).Scan(&n); err != nil {
+			where query like '%' || $1 || '%' and state = 'active' and pid <> pg_backend_pid()`, marker).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the cancelled query still runs on PostgreSQL (%d)", n)
+			t.Fatalf("the query marked %s still runs on PostgreSQL (%d)", marker, n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A client that goes away in the middle of a result: the npm trino-client's process exits after
+// its first rows, without a word to the server. The query is abandoned once it has not been
+// polled for AbandonAfter (Trino's query.client.timeout), which stops it on PostgreSQL and frees
+// the server's hold on it.
+func TestNPMTrinoClientGoneMidResult(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	ts := startServer(t, postgresBackendAt(t, dbURL), Options{PageRows: 10, BufferedRowsMax: 20, AbandonAfter: 5 * time.Second})
+	got := runNPM(t, ts.addr, "alice",
+		npmStep{Name: "exit", SQL: "select g, pg_sleep(0.001) /* qf-npm-gone */ from generate_series(1, 1000000) g", Exit: true})
+	if o := got["exit"]; o.OK == nil || o.OK.Read == 0 {
+		t.Fatalf("exit: %+v %+v", o.OK, o.Error)
+	}
+	waitNoQueries(t, ts, "the abandoned query is still held")
+	waitEngineIdle(t, dbURL, "qf-npm-gone")
+}
+
+// trino-go-client's rows.Close before the end of a result (a DELETE of /v1/query/{id}) stops the
+// query on PostgreSQL at once.
+func TestTrinoGoClientCloseMidResult(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	ts := startServer(t, postgresBackendAt(t, dbURL), Options{PageRows: 10, BufferedRowsMax: 20})
+	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr})
+	rows, err := db.Query("select g, pg_sleep(0.001) /* qf-go-close */ from generate_series(1, 1000000) g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 15 && rows.Next(); i++ {
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitNoQueries(t, ts, "the closed query is still held")
+	waitEngineIdle(t, dbURL, "qf-go-close")
 }
 
 func jsonText(t *testing.T, v any) string {

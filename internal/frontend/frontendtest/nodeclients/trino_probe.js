@@ -4,7 +4,9 @@
 // Prints one JSON line per step: {"probe": name, "ok": {"rows", "types", "pages"}} or
 // {"probe": name, "error": {"message", "errorName", "errorType", "errorCode", "errorLocation"}}.
 // A step with "cancel": true cancels its query (Trino.cancel, a DELETE of /v1/query/{id}) as
-// soon as its first rows arrive, and prints {"ok": {"cancelled": id, "read": rows read}}.
+// soon as its first rows arrive, and prints {"ok": {"cancelled": id, "read": rows read}}. A step
+// with "exit": true prints {"ok": {"read": rows read}} then and ends the process, telling the
+// server nothing: a client that goes away.
 const { Trino, BasicAuth } = require('trino-client');
 
 async function step(trino, s) {
@@ -23,6 +25,10 @@ async function step(trino, s) {
     if (s.cancel && rows.length > 0) {
       await trino.cancel(r.id);
       return { ok: { cancelled: r.id, read: rows.length } };
+    }
+    if (s.exit && rows.length > 0) {
+      console.log(JSON.stringify({ probe: s.name, ok: { read: rows.length } }));
+      process.exit(0);
     }
   }
   return { ok: { rows, types, pages } };
