@@ -1,0 +1,45 @@
+#!/bin/bash
+# Mutation testing by mutant schemata: every mutant of the named files is compiled into one test
+# binary and switched on alone by QFMUT=<id>, so a package costs one build, not one per mutant.
+#
+#   scripts/mutants/run.sh NAME PKG RUNREGEX FILE[:from-to]...
+#
+# runs PKG's tests (-run RUNREGEX) once per mutant of FILE (lines from-to); PKG may be another
+# package than the files' (its tests then judge them). Writes OUT/NAME/results.tsv (OUT: $MUTANTS_OUT,
+# default /tmp/mutants): id, file:line, operator, what changed, KILLED / KILLED(timeout) / SURVIVED.
+# With IN=results.tsv it runs only the mutants that file lists as SURVIVED (after new tests),
+# writing recheck.tsv. Operators: < <= > >= == != && || flipped, if conditions negated, if
+# bodies, calls, defers, assignments and ++/-- dropped, error results replaced by nil, bool
+# results negated. The timeout is 8x the unmutated run (at least 30 s, or $T).
+set -u
+name=$1; pkg=$2; re=$3; shift 3
+root=$(git rev-parse --show-toplevel)
+out=${MUTANTS_OUT:-/tmp/mutants}/$name; mkdir -p $out/logs
+cd $root
+go build -o $out/schema scripts/mutants/schema.go || exit 1
+pkgdir=$(go list -f '{{.Dir}}' $pkg)
+skip=$(cat $out/skip 2>/dev/null)
+for try in 1 2 3 4 5 6 7 8; do
+  $out/schema -out $out/s -skip "$skip" "$@" > $out/list.tsv
+  if nice go test -c -o $out/pkg.test -overlay $out/s/overlay.json $pkg > $out/build.log 2>&1; then break; fi
+  # leave out the mutants on the lines the compiler refused (a mismatched named type, say)
+  bad=$(grep -oE '^[^ ]*/s/[a-z_0-9]+\.go:[0-9]+' $out/build.log | while IFS=: read f l; do sed -n "$((l-2)),$((l+1))p" $f | grep -oE 'qfMut__\([0-9]+\)' | grep -oE '[0-9]+'; done | sort -u | paste -sd, -)
+  [ -z "$bad" ] && { head -20 $out/build.log; exit 1; }
+  skip="$skip,$bad"
+done
+echo "$skip" > $out/skip
+cd $pkgdir
+start=$(date +%s)
+QFMUT=0 nice $out/pkg.test -test.run "$re" -test.count=1 > $out/base.log 2>&1 || { echo "the unmutated tests fail"; tail -20 $out/base.log; exit 1; }
+b=$(( $(date +%s) - start )); T=${T:-$(( b*8 > 30 ? b*8 : 30 ))}
+if [ -n "${IN:-}" ]; then list=$(grep -P '\tSURVIVED$' $IN | cut -f1-4); res=$out/recheck.tsv; else list=$(cat $out/list.tsv); res=$out/results.tsv; fi
+echo "unmutated: ${b}s, timeout ${T}s, $(printf '%s\n' "$list" | grep -c .) mutants"
+: > $res
+printf '%s\n' "$list" | while IFS=$'\t' read -r id loc op what; do
+  [ -z "$id" ] && continue
+  ( exec env QFMUT=$id timeout $T nice $out/pkg.test -test.run "$re" -test.failfast -test.count=1 ) > $out/logs/$id 2>&1
+  rc=$?
+  if [ $rc = 124 ]; then v='KILLED(timeout)'; elif [ $rc = 0 ]; then v=SURVIVED; else v=KILLED; fi
+  printf '%s\t%s\t%s\t%s\t%s\n' "$id" "$loc" "$op" "$what" "$v" >> $res
+done
+awk -F'\t' '{print $5}' $res | sort | uniq -c
