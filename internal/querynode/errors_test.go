@@ -1,7 +1,6 @@
 package querynode
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,34 +22,17 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/logbuf"
 	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
 )
 
-// syncBuffer is a log sink safe for the node's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startNode runs a node on yaml with all four frontends on loopback; its log goes to the
 // returned buffer.
-func startNode(t *testing.T, yaml string) (map[string]string, *syncBuffer) {
+func startNode(t *testing.T, yaml string) (map[string]string, *logbuf.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	n := New(Options{OpenEngine: EngineFactory(Engines()), Env: env.Real(slog.New(slog.NewTextHandler(logs, nil)))})
 	t.Cleanup(func() { _ = n.Close() })
 	cfg, err := config.Parse([]byte(yaml))

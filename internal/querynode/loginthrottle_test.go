@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/logbuf"
 	"github.com/queryflux/queryflux/internal/loginlimit"
 	"github.com/queryflux/queryflux/node/env"
 )
@@ -30,9 +31,9 @@ func (e *shiftedEnv) Now() time.Time { return e.Env.Now().Add(time.Duration(e.sh
 // throttleNode runs a node with alice (bcrypt) and carol (mysql_native_password), passwords
 // allowed over plain connections, and a login throttle of three failures; frontends listen
 // on listen.
-func throttleNode(t *testing.T, listen string) (*Node, *shiftedEnv, *prometheus.Registry, *syncBuffer) {
+func throttleNode(t *testing.T, listen string) (*Node, *shiftedEnv, *prometheus.Registry, *logbuf.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	e := &shiftedEnv{Env: env.Real(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}
 	reg := prometheus.NewRegistry()
 	fe := config.Frontend{Enabled: true, Listen: listen}

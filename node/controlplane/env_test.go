@@ -1,12 +1,12 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/logbuf"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -17,29 +17,12 @@ type manualEnv struct {
 	now   time.Time
 	tasks []string
 	rnd   uint64
-	logs  *syncBuffer
+	logs  *logbuf.Buffer
 	log   *slog.Logger
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func newManualEnv() *manualEnv {
-	buf := &syncBuffer{}
+	buf := &logbuf.Buffer{}
 	return &manualEnv{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), logs: buf,
 		log: slog.New(slog.NewTextHandler(buf, nil)), rnd: 0x9e3779b97f4a7c15}
 }

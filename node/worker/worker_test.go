@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/logbuf"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/env"
@@ -24,23 +25,6 @@ const (
 	secret     = "the-shared-worker-secret"
 	adminToken = "the-admin-token"
 )
-
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // lagEnv is the real Env whose sleeps wake late by a settable amount: a starved process.
 type lagEnv struct {
@@ -56,14 +40,14 @@ type fleet struct {
 	t    *testing.T
 	ctx  context.Context
 	e    env.Env
-	logs *logBuffer
+	logs *logbuf.Buffer
 	cp   *controlplane.ControlPlane
 	srv  *httptest.Server
 }
 
 func newFleet(t *testing.T) *fleet {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &logbuf.Buffer{}
 	e := env.Real(slog.New(slog.NewTextHandler(logs, nil)))
 	ctx, cancel := e.WithCancel(context.Background())
 	t.Cleanup(cancel)
