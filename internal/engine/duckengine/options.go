@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/pgoptions"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
@@ -34,9 +35,9 @@ func statementTimeout(q *query.Request) (time.Duration, error) {
 	if q.Protocol != query.ProtocolPostgres || raw == "" {
 		return 0, nil
 	}
-	opts, err := parseStartupOptions(raw)
+	opts, err := pgoptions.Parse(raw)
 	if err != nil {
-		return 0, err
+		return 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: err.Error()}
 	}
 	var timeout time.Duration
 	for _, kv := range opts {
@@ -52,55 +53,6 @@ func statementTimeout(q *query.Request) (time.Duration, error) {
 		}
 	}
 	return timeout, nil
-}
-
-// parseStartupOptions splits PostgreSQL's options string ("-c a=1 --b=2", backslash escapes a
-// blank) into name/value pairs.
-func parseStartupOptions(s string) ([][2]string, error) {
-	var items []string
-	var b strings.Builder
-	escaped, open := false, false
-	for _, r := range s {
-		switch {
-		case escaped:
-			b.WriteRune(r)
-			escaped, open = false, true
-		case r == '\\':
-			escaped = true
-		case r == ' ' || r == '\t' || r == '\n':
-			if open {
-				items, open = append(items, b.String()), false
-				b.Reset()
-			}
-		default:
-			b.WriteRune(r)
-			open = true
-		}
-	}
-	if open {
-		items = append(items, b.String())
-	}
-	var out [][2]string
-	for i := 0; i < len(items); i++ {
-		item := items[i]
-		switch {
-		case item == "-c" && i+1 < len(items):
-			i++
-			item = items[i]
-		case strings.HasPrefix(item, "--"):
-			item = item[2:]
-		case strings.HasPrefix(item, "-c"):
-			item = item[2:]
-		default:
-			return nil, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option %q: only -c name=value and --name=value are supported", item)}
-		}
-		name, value, ok := strings.Cut(item, "=")
-		if !ok || name == "" {
-			return nil, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option %q is not name=value", item)}
-		}
-		out = append(out, [2]string{name, value})
-	}
-	return out, nil
 }
 
 // parseTimeout reads a statement_timeout as PostgreSQL does: milliseconds, or a number with a

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/pgoptions"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqlstate"
@@ -186,7 +187,7 @@ func (c *conn) startup_() (ok bool, err error) {
 				return false, c.fatal(sqlstate.InvalidAuthorizationSpecification, "no PostgreSQL user name specified in startup packet")
 			}
 			if o := m.Parameters["options"]; o != "" {
-				if c.options, err = parseOptions(o); err != nil {
+				if c.options, err = pgoptions.Parse(o); err != nil {
 					return false, c.fatal(sqlstate.InvalidParameterValue, err.Error())
 				}
 			}

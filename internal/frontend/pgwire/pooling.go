@@ -21,56 +21,6 @@ import (
 // runs under (the client's is answered by this frontend).
 var notApplied = map[string]bool{"user": true, "database": true, "options": true, "replication": true, "application_name": true}
 
-// parseOptions reads the startup "options" parameter: "-c name=value", "-cname=value" or
-// "--name=value" items separated by blanks (a backslash escapes the next character).
-func parseOptions(s string) ([][2]string, error) {
-	var items []string
-	var b strings.Builder
-	escaped, open := false, false
-	for _, r := range s {
-		switch {
-		case escaped:
-			b.WriteRune(r)
-			escaped, open = false, true
-		case r == '\\':
-			escaped = true
-		case r == ' ' || r == '\t' || r == '\n':
-			if open {
-				items = append(items, b.String())
-				b.Reset()
-				open = false
-			}
-		default:
-			b.WriteRune(r)
-			open = true
-		}
-	}
-	if open {
-		items = append(items, b.String())
-	}
-	var out [][2]string
-	for i := 0; i < len(items); i++ {
-		item := items[i]
-		switch {
-		case item == "-c" && i+1 < len(items):
-			i++
-			item = items[i]
-		case strings.HasPrefix(item, "--"):
-			item = item[2:]
-		case strings.HasPrefix(item, "-c"):
-			item = item[2:]
-		default:
-			return nil, fmt.Errorf("unsupported startup option %q (only -c name=value and --name=value are)", item)
-		}
-		name, value, ok := strings.Cut(item, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("startup option %q is not name=value", item)
-		}
-		out = append(out, [2]string{strings.ReplaceAll(name, "-", "_"), value})
-	}
-	return out, nil
-}
-
 // setupSQL is the client's startup settings as statements for an engine connection, built
 // once until they change (setStartup): every transaction opens a wire with them.
 func (c *conn) setupSQL() string {
