@@ -2,12 +2,10 @@ package pgwire
 
 import (
 	"bytes"
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -89,47 +87,7 @@ type loopRun struct {
 }
 
 // eventLoop is the server's loop, started on first use; nil where there is none.
-func (s *Server) eventLoop() *relayloop.Loop {
-	s.loopOnce.Do(func() {
-		if s.opts.NoEventLoop {
-			return
-		}
-		l, err := relayloop.New(0)
-		if err != nil {
-			s.log.Info("pgwire: no event loop; connections are relayed by goroutines", "err", err)
-			return
-		}
-		s.loop = l
-	})
-	return s.loop
-}
-
-// loopListener accepts TCP connections as relayloop.Conns.
-type loopListener struct{ net.Listener }
-
-func (l loopListener) Accept() (net.Conn, error) {
-	nc, err := l.Listener.Accept()
-	if tc, ok := nc.(*net.TCPConn); ok && err == nil {
-		return relayloop.NewConn(tc), nil
-	}
-	return nc, err
-}
-
-// loopConnOf is nc's socket as a relayloop.Conn (under netlimit's wrapper), nil when it is
-// none (TLS, a listener of another kind).
-func loopConnOf(nc net.Conn) *relayloop.Conn {
-	for range 2 {
-		if lc, ok := nc.(*relayloop.Conn); ok {
-			return lc
-		}
-		w, ok := nc.(interface{ NetConn() net.Conn })
-		if _, isTLS := nc.(*tls.Conn); !ok || isTLS {
-			return nil
-		}
-		nc = w.NetConn()
-	}
-	return nil
-}
+func (s *Server) eventLoop() *relayloop.Loop { return s.loop.Get() }
 
 // LoopStatements is how many statements the event loop has relayed.
 func (s *Server) LoopStatements() int64 { return s.loopStatements.Load() }
