@@ -77,9 +77,9 @@ type wireState struct {
 // expect is one client message whose answer the server has not completed yet, or an answer
 // this frontend gives itself in its turn.
 type expect struct {
-	kind    byte   // the frontend message: 'P', 'B', 'D', 'E', 'C', 'S' (Sync) or 'Q'
-	swallow bool   // a Parse sent on the client's behalf: its ParseComplete is not the client's
-	synth   byte   // an answer of this frontend's own ('1' ParseComplete, '3' CloseComplete)
+	kind    byte // the frontend message: 'P', 'B', 'D', 'E', 'C', 'S' (Sync) or 'Q'
+	swallow bool // a Parse sent on the client's behalf: its ParseComplete is not the client's
+	synth   byte // an answer of this frontend's own ('1' ParseComplete, '3' CloseComplete)
 	run     *wireRun
 	// What a Parse prepares, forgotten when it fails: a statement of the engine connection's
 	// (by key), or its unnamed statement; and the client's statement stmt, by its name.
