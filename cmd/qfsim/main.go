@@ -12,7 +12,6 @@ import (
 	"io"
 	"iter"
 	"os"
-	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
@@ -102,9 +101,7 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 	if f.parallel > 1 && f.verbose {
 		return fmt.Errorf("-v streams one run's log: use it with --parallel 1")
 	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400) // the simulator allocates a lot of short-lived garbage
-	}
+	setGC()
 	sc, err := resized(path, f.workers, f.cap, f.duration)
 	if err != nil {
 		return err
@@ -123,7 +120,7 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 	if f.memProfile != "" {
 		p := startPeakHeapProfile()
 		defer func() {
-			if err := p.finish(f.memProfile, errOut); err != nil {
+			if err := p.finish(f.memProfile, errOut, workersOf(sc)); err != nil {
 				fmt.Fprintln(errOut, "qfsim: memprofile:", err)
 			}
 		}()
@@ -200,6 +197,15 @@ func resized(path string, workers, capacity int, duration time.Duration) (*scena
 		}
 	}
 	return sc, nil
+}
+
+// workersOf is how many workers the scenario's fleet has.
+func workersOf(sc *scenarios.Scenario) int {
+	n := 0
+	for _, w := range sc.Fleet.Workers {
+		n += max(w.Count, 1) // a named worker is one
+	}
+	return n
 }
 
 // runSeeds yields the results of seeds f.seed.. in order, running up to f.parallel at once.

@@ -5,8 +5,12 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +130,35 @@ func TestRunWritesAHeapProfile(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "peak live heap") || !strings.Contains(errOut.String(), "goroutine stacks") {
 		t.Fatalf("stderr %q does not say the peaks", errOut.String())
+	}
+	checkBreakdown(t, errOut.String())
+}
+
+// checkBreakdown asserts that report breaks the peak memory down into its classes, per worker,
+// and that they add up to the peak.
+func checkBreakdown(t *testing.T, report string) {
+	t.Helper()
+	totalRE := regexp.MustCompile(`peak memory held from the OS .* ([0-9.]+) MB +[0-9.]+ KB per worker, of which:`)
+	classRE := regexp.MustCompile(`(?m)^qfsim:   ([a-z][a-zA-Z ()]+?) +([0-9.]+) MB +[0-9.]+ KB per worker$`)
+	m := totalRE.FindStringSubmatch(report)
+	if m == nil {
+		t.Fatalf("no peak memory per worker in:\n%s", report)
+	}
+	total, _ := strconv.ParseFloat(m[1], 64)
+	var names []string
+	sum := 0.0
+	for _, c := range classRE.FindAllStringSubmatch(report, -1) {
+		v, _ := strconv.ParseFloat(c[2], 64)
+		names = append(names, c[1])
+		sum += v
+	}
+	want := []string{"heap objects (live and garbage)", "goroutine stacks", "free heap kept from the OS",
+		"unused room in heap spans", "runtime metadata", "other (profiling and buffers)"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("classes %q, want %q, in:\n%s", names, want, report)
+	}
+	if total == 0 || math.Abs(sum-total) > 0.35 { // six roundings to 0.1 MB
+		t.Fatalf("the classes add up to %.1f MB, the peak is %.1f MB:\n%s", sum, total, report)
 	}
 }
 

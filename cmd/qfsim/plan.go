@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -119,9 +118,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 func runPlan(out, errOut io.Writer, path string, f planFlags) error {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
+	setGC()
 	sc, err := planScenario(path, f)
 	if err != nil {
 		return err
