@@ -134,6 +134,21 @@ func (c *Conn) Close() error {
 	return closeFD(c.fd)
 }
 
+// Shutdown ends the connection both ways without closing it, lent or not: whoever reads it (a
+// loop included) sees its end, and the socket's number stays its own until Close. For a
+// canceller that must stop a connection another thread relays.
+func (c *Conn) Shutdown() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return net.ErrClosed
+	case c.tc != nil:
+		return errors.Join(c.tc.CloseRead(), c.tc.CloseWrite())
+	}
+	return shutdownFD(c.fd)
+}
+
 func (c *Conn) LocalAddr() net.Addr  { return c.local }
 func (c *Conn) RemoteAddr() net.Addr { return c.remote }
 

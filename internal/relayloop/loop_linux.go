@@ -439,6 +439,8 @@ func write(fd int, b []byte) (int, unix.Errno) {
 
 func closeFD(fd int) error { return unix.Close(fd) }
 
+func shutdownFD(fd int) error { return unix.Shutdown(fd, unix.SHUT_RDWR) }
+
 // peek reports whether fd has bytes to read or an end (EOF, an error) without taking them.
 func peek(fd int) bool {
 	var b [1]byte

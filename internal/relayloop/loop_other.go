@@ -33,7 +33,8 @@ func (h *Handle) Plug(int) error          { return errUnsupported }
 // Detach fails outside Linux.
 func Detach(syscall.Conn) (int, error) { return -1, errUnsupported }
 
-func closeFD(int) error { return errUnsupported }
+func closeFD(int) error    { return errUnsupported }
+func shutdownFD(int) error { return errUnsupported }
 
 // Release does nothing outside Linux: no loop keeps a socket.
 func Release(int)   {}

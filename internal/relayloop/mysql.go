@@ -15,11 +15,14 @@ const MySQLMaxPayload = 1<<24 - 1
 // engine's OK, EOF and ERR packets are all short, and a proxy tells a result's end only by
 // looking at them. Longer packets stream through, counted as they pass (Count: the packets
 // that begin a message, Bytes: their payload bytes, continuations included), for a proxy that
-// reports rows without looking at each. A MySQL framer serves one direction of one pair; its
-// counts are read on the loop's thread (in a Watch).
+// reports rows without looking at each. Seq is the sequence number of the last packet that
+// streamed through unwatched; a Watch sets it for the watched packets it relays, so that a
+// proxy knows the number its own next packet must carry. A MySQL framer serves one direction
+// of one pair; its counts are read on the loop's thread (in a Watch).
 type MySQL struct {
 	WatchMax     int
 	Count, Bytes int64
+	Seq          byte
 	continued    bool // the last packet framed was MySQLMaxPayload long
 }
 
@@ -34,9 +37,14 @@ func (f *MySQL) Frame(h []byte) (int, bool) {
 		f.Count++
 	}
 	f.Bytes += int64(n)
+	f.Seq = h[3]
 	f.continued = n == MySQLMaxPayload
 	return 4 + n, false
 }
+
+// Continues reports whether the last packet framed was MySQLMaxPayload long: the message it
+// began goes on in the next one.
+func (f *MySQL) Continues() bool { return f.continued }
 
 // Listener accepts TCP connections as Conns, whose sockets may then be lent to a loop.
 func Listener(l net.Listener) net.Listener { return listener{l} }

@@ -8,7 +8,8 @@
 //
 // Over Trino it follows the protocol as trino-go-client and the npm trino-client do: POST
 // /v1/statement over a kept-alive HTTP/1.1 connection, then GET every nextUri until a document
-// has none, reading rows from every document it is given. It prints "p50_us p99_us queries".
+// has none, reading rows from every document it is given. It prints "p50_us p99_us queries
+// requests_per_query", the last the mean HTTP requests a query took over Trino ("-" over pgx).
 //
 // determinism: outside the simulator (a benchmark client)
 package main
@@ -24,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,10 +40,12 @@ func main() {
 	dur := flag.Duration("d", 3*time.Second, "duration")
 	flag.Parse()
 	var run func() error
+	requests := func() string { return "-" }
 	switch {
 	case *trinoURL != "" && *pgURL == "":
 		c := newTrino(*trinoURL, *user)
 		run = func() error { return c.selectOne(*q) }
+		requests = func() string { return strconv.Itoa(c.requests) }
 	case *pgURL != "" && *trinoURL == "":
 		conn, err := pgx.Connect(context.Background(), *pgURL)
 		if err != nil {
@@ -67,6 +71,7 @@ func main() {
 		}
 	}
 	var lats []time.Duration
+	before := requests()
 	end := time.Now().Add(*dur)
 	for time.Now().Before(end) {
 		t0 := time.Now()
@@ -77,12 +82,23 @@ func main() {
 	}
 	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
 	pct := func(p float64) int64 { return lats[int(float64(len(lats)-1)*p)].Microseconds() }
-	fmt.Printf("%d %d %d\n", pct(0.50), pct(0.99), len(lats))
+	fmt.Printf("%d %d %d %s\n", pct(0.50), pct(0.99), len(lats), perQuery(before, requests(), len(lats)))
+}
+
+// perQuery is the mean requests per query between two counts, "-" when not counted.
+func perQuery(before, after string, queries int) string {
+	b, errB := strconv.Atoi(before)
+	a, errA := strconv.Atoi(after)
+	if errB != nil || errA != nil {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(a-b)/float64(queries), 'f', 3, 64)
 }
 
 type trinoClient struct {
 	base, user string
 	http       *http.Client
+	requests   int // HTTP requests sent
 }
 
 func newTrino(base, user string) *trinoClient {
@@ -131,6 +147,7 @@ func (c *trinoClient) selectOne(sql string) error {
 }
 
 func (c *trinoClient) do(req *http.Request) (*document, error) {
+	c.requests++
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, err
