@@ -42,8 +42,7 @@ func (l *logBuffer) String() string {
 	return l.b.String()
 }
 
-// lagEnv is the real Env whose timers (sleeps and timeouts) fire late by a settable amount: a
-// starved process.
+// lagEnv is the real Env whose sleeps wake late by a settable amount: a starved process.
 type lagEnv struct {
 	env.Env
 	lag atomic.Int64
@@ -51,10 +50,6 @@ type lagEnv struct {
 
 func (l *lagEnv) Sleep(ctx context.Context, d time.Duration) error {
 	return l.Env.Sleep(ctx, d+time.Duration(l.lag.Load()))
-}
-
-func (l *lagEnv) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return l.Env.WithTimeout(ctx, d+time.Duration(l.lag.Load()))
 }
 
 type fleet struct {
