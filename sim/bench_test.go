@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"runtime/debug"
 	"syscall"
 	"testing"
 	"time"
@@ -84,21 +82,11 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 	}
 }
 
-// simGC sets the garbage collector the way qfsim runs the simulator (GOGC=400 unless GOGC is
-// set): the runner allocates much short-lived garbage and keeps thousands of coroutine stacks.
-func simGC(b *testing.B) {
-	if os.Getenv("GOGC") == "" {
-		old := debug.SetGCPercent(400)
-		b.Cleanup(func() { debug.SetGCPercent(old) })
-	}
-}
-
 // BenchmarkHeartbeatHour runs one virtual hour of N stand-in workers heartbeating a control plane
 // every 5s over simnet (JSON over simulated HTTP) and reports virtual seconds per wall second.
 func BenchmarkHeartbeatHour(b *testing.B) {
 	for _, workers := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			simGC(b)
 			for range b.N {
 				s := sim.New(sim.Opts{Seed: 1})
 				f := workload.Heartbeats(s, workers, 5*time.Second)
@@ -135,7 +123,6 @@ checks:
 			if err != nil {
 				b.Fatal(err)
 			}
-			simGC(b)
 			for range b.N {
 				res := scenarios.Run(sc, 1, scenarios.RunOpts{})
 				if !res.Pass() {
@@ -189,7 +176,6 @@ func BenchmarkPlanFleet(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			simGC(b)
 			for range b.N {
 				cpu0 := cpuTime()
 				res := scenarios.Run(v, 1, scenarios.RunOpts{})
