@@ -28,7 +28,9 @@
 # PROFILE=1 builds the daemon with -tags benchpprof and writes a 4 s CPU profile of the
 # passthrough daemon under the pgbench -S load to $PROFILE_OUT (default /tmp/bench-proxy-cpu.prof)
 # (go tool pprof -top bin/queryflux /tmp/bench-proxy-cpu.prof), and one under the MySQL qps
-# load to $PROFILE_OUT_MYSQL (default /tmp/bench-proxy-mysql-cpu.prof).
+# load to $PROFILE_OUT_MYSQL (default /tmp/bench-proxy-mysql-cpu.prof). PROFILE_TARGET (default
+# passthrough; or pass-session, arrow, worker) names the daemon profiled; for worker, its control
+# plane is profiled too, to the same file names with ".cp" added.
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -131,10 +133,17 @@ routingFallback: pg
 YAML
 }
 
-PPROF=$(freeport)
+PPROF=$(freeport) PPROF_CP=$(freeport) PROFILE_TARGET=${PROFILE_TARGET:-passthrough}
+profile() { # file: a 4 s CPU profile of the profiled daemon (and of its control plane, if any) a second from now
+	(sleep 1; curl -s -o "$1" "http://127.0.0.1:$PPROF/debug/pprof/profile?seconds=4") &
+	[ "$PROFILE_TARGET" = worker ] && (sleep 1; curl -s -o "$1.cp" "http://127.0.0.1:$PPROF_CP/debug/pprof/profile?seconds=4") &
+	return 0
+}
 start_qf() { # name, args...
 	local name=$1 bin=$QF; shift
-	local pprof=""; [ "$name" = passthrough ] && pprof=127.0.0.1:$PPROF
+	local pprof=""
+	[ "$name" = "$PROFILE_TARGET" ] && pprof=127.0.0.1:$PPROF
+	[ "$name" = "$PROFILE_TARGET-cp" ] && pprof=127.0.0.1:$PPROF_CP
 	case $name in base-*) bin=$BASE_QF ;; esac
 	QUERYFLUX_PPROF=$pprof "$bin" serve "$@" >"$TMP/$name.log" 2>&1 &
 	PIDS+=($!)
@@ -260,8 +269,8 @@ for round in $(seq 1 "$ROUNDS"); do
 		log "postgres round $round/$ROUNDS: $t (port ${PORT[$t]})"
 		read -r p50 p99 <<<"$(latency "${PORT[$t]}")"
 		P50S[$t]+="$p50 "; P99S[$t]+="$p99 "
-		if [ "${PROFILE:-0}" = 1 ] && [ "$t" = passthrough ] && [ "$round" = 1 ]; then
-			(sleep 1; curl -s -o "${PROFILE_OUT:-/tmp/bench-proxy-cpu.prof}" "http://127.0.0.1:$PPROF/debug/pprof/profile?seconds=4") &
+		if [ "${PROFILE:-0}" = 1 ] && [ "$t" = "$PROFILE_TARGET" ] && [ "$round" = 1 ]; then
+			profile "${PROFILE_OUT:-/tmp/bench-proxy-cpu.prof}"
 		fi
 		# shellcheck disable=SC2086 # the target's pids, one word each
 		read -r q cpu <<<"$(tps "${PORT[$t]}" ${PROC[$t]:-})"
@@ -306,8 +315,8 @@ if [ "$MYSQL_OK" = 1 ]; then
 		for t in "${MY_TARGETS[@]}"; do
 			log "mysql round $round/$ROUNDS: $t"
 			read -r p50 p99 _ < <("$TMP/benchclient" -dsn "${MYDSN[$t]}" -c 1 -d "${LAT_SECS}s" || echo "- - -")
-			if [ "${PROFILE:-0}" = 1 ] && [ "$t" = passthrough ] && [ "$round" = 1 ]; then
-				(sleep 1; curl -s -o "${PROFILE_OUT_MYSQL:-/tmp/bench-proxy-mysql-cpu.prof}" "http://127.0.0.1:$PPROF/debug/pprof/profile?seconds=4") &
+			if [ "${PROFILE:-0}" = 1 ] && [ "$t" = "$PROFILE_TARGET" ] && [ "$round" = 1 ]; then
+				profile "${PROFILE_OUT_MYSQL:-/tmp/bench-proxy-mysql-cpu.prof}"
 			fi
 			# shellcheck disable=SC2086
 			t0=$(ticks ${MYPROC[$t]:-})

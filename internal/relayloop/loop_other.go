@@ -30,10 +30,14 @@ func (h *Handle) Resume(int)              {}
 func (h *Handle) StopIf(func() bool)      {}
 func (h *Handle) Plug(int) error          { return errUnsupported }
 
+// Replacing is never called outside Linux: no pair runs.
+func (h *Handle) Replacing([]byte) Verdict { return Replace }
+
 // Detach fails outside Linux.
 func Detach(syscall.Conn) (int, error) { return -1, errUnsupported }
 
-func closeFD(int) error { return errUnsupported }
+func closeFD(int) error    { return errUnsupported }
+func shutdownFD(int) error { return errUnsupported }
 
 // Release does nothing outside Linux: no loop keeps a socket.
 func Release(int)   {}

@@ -1,10 +1,5 @@
 package relayloop
 
-import (
-	"crypto/tls"
-	"net"
-)
-
 // MySQLMaxPayload is the largest payload of one MySQL packet: a packet this long is continued
 // by the next one.
 const MySQLMaxPayload = 1<<24 - 1
@@ -15,11 +10,14 @@ const MySQLMaxPayload = 1<<24 - 1
 // engine's OK, EOF and ERR packets are all short, and a proxy tells a result's end only by
 // looking at them. Longer packets stream through, counted as they pass (Count: the packets
 // that begin a message, Bytes: their payload bytes, continuations included), for a proxy that
-// reports rows without looking at each. A MySQL framer serves one direction of one pair; its
-// counts are read on the loop's thread (in a Watch).
+// reports rows without looking at each. Seq is the sequence number of the last packet that
+// streamed through unwatched; a Watch sets it for the watched packets it relays, so that a
+// proxy knows the number its own next packet must carry. A MySQL framer serves one direction
+// of one pair; its counts are read on the loop's thread (in a Watch).
 type MySQL struct {
 	WatchMax     int
 	Count, Bytes int64
+	Seq          byte
 	continued    bool // the last packet framed was MySQLMaxPayload long
 }
 
@@ -34,35 +32,11 @@ func (f *MySQL) Frame(h []byte) (int, bool) {
 		f.Count++
 	}
 	f.Bytes += int64(n)
+	f.Seq = h[3]
 	f.continued = n == MySQLMaxPayload
 	return 4 + n, false
 }
 
-// Listener accepts TCP connections as Conns, whose sockets may then be lent to a loop.
-func Listener(l net.Listener) net.Listener { return listener{l} }
-
-type listener struct{ net.Listener }
-
-func (l listener) Accept() (net.Conn, error) {
-	nc, err := l.Listener.Accept()
-	if tc, ok := nc.(*net.TCPConn); ok && err == nil {
-		return NewConn(tc), nil
-	}
-	return nc, err
-}
-
-// ConnOf is nc's socket as a Conn, found under wrappers that expose it (NetConn, as
-// netlimit's does); nil when there is none or TLS runs on it.
-func ConnOf(nc net.Conn) *Conn {
-	for range 4 {
-		if c, ok := nc.(*Conn); ok {
-			return c
-		}
-		w, ok := nc.(interface{ NetConn() net.Conn })
-		if _, isTLS := nc.(*tls.Conn); !ok || isTLS {
-			return nil
-		}
-		nc = w.NetConn()
-	}
-	return nil
-}
+// Continues reports whether the last packet framed was MySQLMaxPayload long: the message it
+// began goes on in the next one.
+func (f *MySQL) Continues() bool { return f.continued }

@@ -15,6 +15,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -264,16 +265,33 @@ func (e *Engine) tlsOption(c *client.Conn) error {
 	return nil
 }
 
-// kill asks the server to stop the query running on connection id, from a fresh connection.
-func (e *Engine) kill(id uint32) {
+// kill asks the server to stop the query running on c (KILL QUERY from a fresh connection).
+// When that cannot be done (the server is unreachable, refuses another connection), c itself
+// is cut: its reader ends at once, giving its slot back, rather than when the statement ends
+// on its own, and the server stops the statement when it next writes to c. c must not go back
+// to the pool once kill may have run.
+func (e *Engine) kill(c *client.Conn) {
+	if e.killQuery(c.GetConnectionID()) == nil {
+		return
+	}
+	if s, ok := c.Conn.Conn.(interface{ Shutdown() error }); ok {
+		_ = s.Shutdown() // a loop connection's socket: closed only once the loop let it go
+		return
+	}
+	_ = c.Conn.Conn.Close()
+}
+
+// killQuery runs KILL QUERY id on a fresh connection.
+func (e *Engine) killQuery(id uint32) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c, err := client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, "", e.handshakeDialer, e.tlsOption)
 	if err != nil {
-		return
+		return err
 	}
 	defer c.Close()
-	_, _ = c.Execute("KILL QUERY " + strconv.FormatUint(uint64(id), 10))
+	_, err = c.Execute("KILL QUERY " + strconv.FormatUint(uint64(id), 10))
+	return err
 }
 
 // wrap turns a server error into a *query.Error with the server's SQLSTATE; network and
@@ -303,7 +321,7 @@ func (e *Engine) wrap(err error) error {
 	}
 	detail := fmt.Errorf("mysql engine %q: %s", e.cfg.Name, msg)
 	var ne net.Error
-	if errors.Is(err, mysql.ErrBadConn) || errors.As(err, &ne) {
+	if errors.Is(err, mysql.ErrBadConn) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		// A broken connection's message names the engine's address: for the log only.
 		return query.EngineUnavailable("", detail)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -159,7 +160,7 @@ func (lc *LoopConn) Begin() { lc.state.Store(loopRunning) }
 // another connection), once, and only while one runs; the connection is then not reused.
 func (lc *LoopConn) Kill() {
 	if lc.state.CompareAndSwap(loopRunning, loopKilled) {
-		go lc.e.kill(lc.c.GetConnectionID())
+		go lc.e.kill(lc.c)
 	}
 }
 
@@ -185,6 +186,12 @@ func (lc *LoopConn) Release(healthy bool) {
 // wraps the engine's errors.
 func (lc *LoopConn) Error(payload []byte) error {
 	return lc.e.wrap(lc.c.HandleErrorPacket(bytes.Clone(payload)))
+}
+
+// Lost is the error of the statement whose connection ended under it (cause: how that was
+// seen), wrapped as Execute wraps a broken connection's.
+func (lc *LoopConn) Lost(cause error) error {
+	return lc.e.wrap(fmt.Errorf("%w: %w", mysql.ErrBadConn, cause))
 }
 
 // Warnings reads the warnings of the statement that just ran (SHOW WARNINGS), off the loop:

@@ -62,8 +62,7 @@ func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, err
 		return nil, err
 	}
 	r := &RawQuery{e: e, conn: c, sql: q.SQL, tag: query.EngineTag(ctx), ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
-	id := c.GetConnectionID()
-	r.stopKill = context.AfterFunc(ctx, func() { e.kill(id) })
+	r.stopKill = context.AfterFunc(ctx, func() { e.kill(c) })
 	if err := r.start(r.queryPacket()); err != nil {
 		r.fail(err)
 	}
@@ -106,6 +105,7 @@ func (r *RawQuery) start(command []byte) error {
 	case mysql.ERR_HEADER:
 		r.done = true // the command is over; the connection is clean
 		r.engineErr = r.errorPacket(data)
+		r.healthy = r.healthy && !EndsConnection(data)
 		return nil
 	case mysql.LocalInFile_HEADER:
 		return errors.New("LOAD DATA LOCAL INFILE is not supported through queryflux")
@@ -290,9 +290,30 @@ func (r *RawQuery) finishRows() {
 	if data[0] == mysql.ERR_HEADER {
 		r.done = true // an ERR ends the command cleanly
 		r.engineErr = r.errorPacket(data)
+		r.healthy = r.healthy && !EndsConnection(data)
 		return
 	}
 	r.finishEOF(data)
+}
+
+// Errors a server sends as it closes the connection, beyond go-mysql's names.
+const (
+	erConnectionKilled         = 1927 // MariaDB: KILL CONNECTION
+	erClientInteractionTimeout = 4031 // MySQL 8: wait_timeout
+)
+
+// EndsConnection reports whether an ERR packet (its payload) is one a server sends as it
+// closes the connection (killed, shutting down, idle too long): the connection serves no more.
+func EndsConnection(payload []byte) bool {
+	if len(payload) < 3 {
+		return false
+	}
+	switch binary.LittleEndian.Uint16(payload[1:]) {
+	case erConnectionKilled, erClientInteractionTimeout, mysql.ER_SERVER_SHUTDOWN,
+		mysql.ER_ABORTING_CONNECTION, mysql.ER_NEW_ABORTING_CONNECTION:
+		return true
+	}
+	return false
 }
 
 // NextRow returns the next row alone, its payload appended to buf[:4] (whole, also when the

@@ -67,7 +67,7 @@ func newRows(e *Engine, c *client.Conn, q *query.Request, done func(healthy bool
 // produce runs the statement and feeds events until the end; then it returns the connection.
 func (r *rows) produce(ctx context.Context) {
 	done := make(chan struct{})
-	healthy := true
+	killed := false
 	var watch sync.WaitGroup
 	watch.Add(1)
 	go func() { // cancel: ask the server to stop the query, so the blocked read returns
@@ -75,9 +75,12 @@ func (r *rows) produce(ctx context.Context) {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			r.e.kill(r.conn.GetConnectionID())
+			killed = true
 		case <-r.stop:
-			r.e.kill(r.conn.GetConnectionID())
+			killed = true
+		}
+		if killed {
+			r.e.kill(r.conn)
 		}
 	}()
 
@@ -93,6 +96,7 @@ func (r *rows) produce(ctx context.Context) {
 	}
 	close(done)
 	watch.Wait()
+	healthy := !killed // a KILL QUERY may be late, or the connection cut
 	ev := event{end: true}
 	switch {
 	case err != nil:

@@ -30,6 +30,9 @@ func newBudget(size int) *budget {
 	return &budget{tokens: make(chan struct{}, size), reclaim: func() bool { return false }}
 }
 
+// spent says every token is taken.
+func (b *budget) spent() bool { return len(b.tokens) == cap(b.tokens) }
+
 // take waits for a token.
 func (b *budget) take(ctx context.Context) error {
 	var retry *time.Timer

@@ -45,6 +45,14 @@ type rawPool struct {
 	mu   sync.Mutex
 	idle []*rawConn
 	shut bool
+	// returned is closed (and replaced) when a connection comes back idle.
+	returned chan struct{}
+	// mustWait says a new connection could only be had by closing one of this pool's: the
+	// budget is spent and the pgx pool has none idle. Then get waits for a connection to come
+	// back rather than close one it is about to return and open another.
+	mustWait func() bool
+	// waiting, when set, is called each time get starts such a wait (tests).
+	waiting func()
 }
 
 func newRawPool(cfg *pgconn.Config) *rawPool {
@@ -57,7 +65,7 @@ func newRawPool(cfg *pgconn.Config) *rawPool {
 		}
 		return nc, err
 	}
-	return &rawPool{cfg: cfg}
+	return &rawPool{cfg: cfg, returned: make(chan struct{}), mustWait: func() bool { return false }}
 }
 
 // get takes an idle connection, preferring one that last served owner (it need not be reset),
@@ -71,8 +79,15 @@ func (p *rawPool) get(ctx context.Context, owner uint64) (*rawConn, error) {
 		}
 		n := len(p.idle)
 		if n == 0 {
+			returned := p.returned
 			p.mu.Unlock()
-			break
+			if !p.mustWait() {
+				break
+			}
+			if err := p.awaitReturn(ctx, returned); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		i := n - 1
 		for j := i; j >= 0 && owner != 0; j-- {
@@ -90,6 +105,23 @@ func (p *rawPool) get(ctx context.Context, owner uint64) (*rawConn, error) {
 		c.close()
 	}
 	return p.open(ctx)
+}
+
+// awaitReturn waits until a connection comes back (returned closes), a budget token may have
+// come free (budgetRetry), or ctx ends.
+func (p *rawPool) awaitReturn(ctx context.Context, returned chan struct{}) error {
+	if p.waiting != nil {
+		p.waiting()
+	}
+	retry := time.NewTimer(budgetRetry)
+	defer retry.Stop()
+	select {
+	case <-returned:
+	case <-retry.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // open connects with pgconn and takes the connection over.
@@ -147,6 +179,8 @@ func (p *rawPool) put(c *rawConn) {
 		return
 	}
 	p.idle = append(p.idle, c)
+	close(p.returned)
+	p.returned = make(chan struct{})
 	p.mu.Unlock()
 }
 
@@ -207,10 +241,8 @@ var terminate = []byte{'X', 0, 0, 0, 4}
 func (c *rawConn) close() {
 	if c.awaitZ > 0 || c.unsynced {
 		// Mid-statement: closing the socket alone leaves the backend running until it next
-		// talks to us; a cancel request stops it now.
-		ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
-		_ = c.cancel.send(ctx)
-		cancel()
+		// talks to us (PostgreSQL does not notice a closed socket while it sleeps or scans).
+		c.cancelAndAwait()
 		c.broken = true
 	}
 	if !c.broken {
@@ -218,6 +250,38 @@ func (c *rawConn) close() {
 		_, _ = c.nc.Write(terminate)
 	}
 	_ = c.nc.Close()
+}
+
+// cancelAndAwait stops what the connection runs: a cancel request, then the server's answers
+// read up to the ReadyForQuery of everything sent (a Sync sent first after extended-protocol
+// messages that had none), for at most cancelWaitMax, as pgengine's own statements are
+// cancelled. The caller frees the statement's slot next: it must be free on the engine too.
+func (c *rawConn) cancelAndAwait() {
+	ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
+	err := c.cancel.send(ctx)
+	cancel()
+	if err != nil || c.nc.SetDeadline(time.Now().Add(cancelWaitMax)) != nil {
+		return
+	}
+	if c.unsynced {
+		c.out = append(c.out[:0], 'S', 0, 0, 0, 4)
+		err := c.write()
+		c.out = c.out[:0]
+		if err != nil {
+			return
+		}
+		c.awaitZ++
+		c.unsynced = false
+	}
+	for c.awaitZ > 0 {
+		msg, err := c.next()
+		if err != nil {
+			return
+		}
+		if msg[0] == 'Z' {
+			c.awaitZ--
+		}
+	}
 }
 
 // next returns the server's next message, whole; it is valid until the next call.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -217,6 +218,43 @@ func TestWireDropsAConnectionTheServerClosedWhileIdle(t *testing.T) {
 				t.Fatalf("the terminated connection (pid %s) was used again", first)
 			}
 		})
+	}
+}
+
+// TestWireWaitsForTheConnectionInUse: with the budget spent on a wire in use, the next wire
+// waits for that connection to come back and is served on it; it does not close the
+// connection the moment it comes back and open another (a new backend per hand-over, and the
+// clients of a one-connection transaction pool on different backends).
+func TestWireWaitsForTheConnectionInUse(t *testing.T) {
+	e, _ := openConns(t, 1)
+	ctx := context.Background()
+	first := openWire(t, ctx, e)
+	pid := pidOn(t, first)
+	waiting := make(chan struct{})
+	var once sync.Once
+	pgengine.SetRelayWaiting(e, func() { once.Do(func() { close(waiting) }) })
+	next := make(chan engine.PGWire, 1)
+	go func() {
+		w, err := e.OpenPGWire(ctx, engine.PGWireOptions{Owner: owners.Add(1)})
+		if err != nil {
+			t.Error(err)
+		}
+		next <- w
+	}()
+	select {
+	case <-waiting:
+	case <-time.After(30 * time.Second): // a bound on a wait that must begin, not a speed check
+		_ = first.Close()
+		t.Fatal("the second wire never waited for the connection in use")
+	}
+	_ = first.Close()
+	w := <-next
+	if w == nil {
+		return
+	}
+	defer w.Close()
+	if got := pidOn(t, w); got != pid {
+		t.Fatalf("the waiting wire ran on backend %s, not on %s that was given back", got, pid)
 	}
 }
 

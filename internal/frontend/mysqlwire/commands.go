@@ -41,6 +41,17 @@ func (h *session) serveCommands() {
 		if err != nil || len(data) == 0 {
 			return
 		}
+		gaveBack := h.loopGaveBack
+		h.loopGaveBack = false
+		if !h.lastWasQuery && !gaveBack { // else the loop was tried before the read, or refused it
+			if ran, err := h.loopWith(data); ran || err != nil {
+				c.ResetSequence()
+				if err != nil {
+					return
+				}
+				continue
+			}
+		}
 		h.lastWasQuery = data[0] == mysql.COM_QUERY
 		v := h.dispatch(data[0], data[1:])
 		if _, none := v.(noReply); none {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -21,8 +22,10 @@ import (
 
 // The event loop (internal/relayloop): a client in plain TCP, outside a transaction, whose
 // last command was a COM_QUERY, is relayed in its steady state by the server's event loop
-// instead of its goroutine, as PostgreSQL clients are (pgwire's loop.go). The loop's thread
-// reads the client's COM_QUERY, admits it (proxy.Core.AdmitPassthrough under proxy.NoWait:
+// instead of its goroutine, as PostgreSQL clients are (pgwire's loop.go); a COM_QUERY the
+// goroutine reads (a session's first, the first after another command) goes to the loop with
+// the session when the loop would relay it, and a COM_PING is answered there. The loop's
+// thread reads the client's COM_QUERY, admits it (proxy.Core.AdmitPassthrough under proxy.NoWait:
 // routing, checks, a slot that needs no waiting), takes an idle loop connection of the engine
 // (mysqlengine.LoopConn: its result sets are framed as this frontend's clients expect), writes
 // the packet to it and relays the engine's answer straight back, watching only the short
@@ -40,8 +43,9 @@ import (
 // whose end needs the goroutine stops the loop at its last packet, which the goroutine then
 // answers: one with warnings (read from its engine connection for SHOW WARNINGS) or one that
 // was cancelled (KILL QUERY, the group's query timeout, a lost lease), whose error the core
-// names. A statement that stops half-way (the client or the engine went) ends the client's
-// connection: nothing can pick it up.
+// names. A statement whose client went half-way ends the session; one whose engine connection
+// ended half-way gets the client an ERR in place of the rest, and the session goes on (unless
+// the client was left in the middle of a packet, which nothing can finish).
 
 // loopMissesMax is how many commands other than COM_QUERY a client may send on the loop before
 // it is no longer put on it: prepared statements would pay for a hand-over each.
@@ -82,6 +86,11 @@ type loopRun struct {
 	fromCli relayloop.MySQL // every client packet watched
 	rows    relayloop.MySQL // the engine's: short packets watched, rows counted
 
+	// A COM_PING is answered on the loop (ping): pingOK written straight to the client's
+	// socket, clientFD; what of it the socket did not take (unsent) is written off the loop.
+	clientFD       int
+	pingOK, unsent []byte
+
 	// The statement in flight (busy) on conn: its report run, where its answer stands, the
 	// rows and bytes counted by the Watch and by the framer (from count0, bytes0 on).
 	busy                bool
@@ -114,28 +123,19 @@ type loopEvent struct {
 }
 
 // eventLoop is the server's loop, started on first use; nil where there is none.
-func (s *Server) eventLoop() *relayloop.Loop {
-	s.loopOnce.Do(func() {
-		if s.opts.NoEventLoop {
-			return
-		}
-		l, err := relayloop.New(0)
-		if err != nil {
-			s.log.Info("mysqlwire: no event loop; connections are relayed by goroutines", "err", err)
-			return
-		}
-		s.loop = l
-	})
-	return s.loop
-}
+func (s *Server) eventLoop() *relayloop.Loop { return s.loop.Get() }
 
 // LoopStatements is how many statements the event loop has relayed.
 func (s *Server) LoopStatements() int64 { return s.loopStatements.Load() }
 
-// loopable reports whether the session can go on the loop now: plain TCP, outside a
-// transaction, nothing half-read, and its last command a COM_QUERY.
-func (h *session) loopable() bool {
-	if h.lc == nil || h.pinned != nil || h.autocommitOff || h.more || !h.lastWasQuery ||
+// loopable reports whether the session can go on the loop now, its last command a COM_QUERY
+// (what the client sends next is likely another).
+func (h *session) loopable() bool { return h.lastWasQuery && h.canLoop() }
+
+// canLoop reports whether the session can go on the loop: plain TCP, outside a transaction,
+// nothing half-read, not too many commands seen there that the loop does not take.
+func (h *session) canLoop() bool {
+	if h.lc == nil || h.pinned != nil || h.autocommitOff || h.more ||
 		h.loopMisses >= loopMissesMax || h.admitted != nil || h.refused != nil || h.s.draining.Load() {
 		return false
 	}
@@ -155,6 +155,27 @@ func (h *session) loopable() bool {
 	return h.s.eventLoop() != nil
 }
 
+// loopWith puts the session on the loop with data, a command the goroutine read, when the
+// loop relays it: so the first statement of a session, or the first after a command the loop
+// does not take, runs there too. ran is false when the goroutine is to answer it.
+func (h *session) loopWith(data []byte) (ran bool, err error) {
+	if len(data) > loopAheadMax || data[0] != mysql.COM_QUERY || !loopStatement(string(data[1:])) || !h.canLoop() {
+		return false, nil
+	}
+	kept := h.gate.ahead
+	h.gate.ahead = append(append(make([]byte, 0, 4+len(data)+len(kept)),
+		byte(len(data)), byte(len(data)>>8), byte(len(data)>>16), 0), data...)
+	h.gate.ahead = append(h.gate.ahead, kept...)
+	if ran, err = h.onLoop(); !ran {
+		h.gate.ahead = kept
+	}
+	return ran, err
+}
+
+// loopAheadMax is the longest command the goroutine hands to the loop (it must fit in the
+// loop's buffer with what the client sent after it).
+const loopAheadMax = 16 << 10
+
 // onLoop relays the session on the event loop until the loop hands it back; then the session
 // goes on as before. ok is false when it could not start.
 func (h *session) onLoop() (ok bool, err error) {
@@ -165,7 +186,7 @@ func (h *session) onLoop() (ok bool, err error) {
 	if err != nil {
 		return false, nil
 	}
-	lr := &loopRun{h: h, events: make(chan loopEvent, 2)}
+	lr := &loopRun{h: h, events: make(chan loopEvent, 2), clientFD: fd, pingOK: h.pingOK()}
 	lr.fromCli.WatchMax = math.MaxInt
 	lr.rows.WatchMax = engineWatchMax
 	lr.cancel = lr.cancelStatement
@@ -273,6 +294,9 @@ func (lr *loopRun) watch(d relayloop.Direction, msg []byte) relayloop.Verdict {
 
 func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 	h := lr.h
+	if lr.unsent != nil {
+		return relayloop.Hold // the pair stops: the goroutine finishes a ping's answer first
+	}
 	if lr.busy || lr.unplugging {
 		lr.waiting = true // framed again once the statement is over
 		return relayloop.Hold
@@ -283,6 +307,9 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 		}
 		lr.conn, lr.opened = lr.opened, nil
 		return lr.begin(msg)
+	}
+	if len(msg) == 5 && msg[4] == mysql.COM_PING {
+		return lr.ping()
 	}
 	if len(msg) < 5 || msg[4] != mysql.COM_QUERY {
 		lr.miss = true
@@ -329,6 +356,39 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 	return lr.begin(msg)
 }
 
+// ping answers a COM_PING as the goroutine does, on the loop: connection pools ping often, and
+// each ping handed back would cost a hand-over. Nothing else goes to the client meanwhile (no
+// statement runs). A socket that takes none of the answer (a client that does not read) hands
+// the ping to the goroutine; one that takes part of it stops the pair, the rest written first.
+func (lr *loopRun) ping() relayloop.Verdict {
+	n, _ := syscall.Write(lr.clientFD, lr.pingOK)
+	switch {
+	case n <= 0:
+		return relayloop.Pause
+	case n < len(lr.pingOK):
+		lr.unsent = lr.pingOK[n:]
+		lr.hd.Stop()
+	}
+	return relayloop.Drop
+}
+
+// pingOK is the OK packet the goroutine answers a COM_PING with (go-mysql's writeOK of no
+// result): the session's status, and an empty session-state block when the client tracks it.
+func (h *session) pingOK() []byte {
+	var status uint16
+	for bit := uint16(1); bit != 0; bit <<= 1 {
+		if h.conn.HasStatus(bit) {
+			status |= bit
+		}
+	}
+	p := []byte{0, 0, 0, 1, mysql.OK_HEADER, 0, 0, byte(status), byte(status >> 8), 0, 0}
+	if h.conn.HasCapability(mysql.CLIENT_SESSION_TRACK) {
+		p = mysql.AppendOKSessionTrackSuffix(p, &mysql.Result{Status: status})
+	}
+	p[0] = byte(len(p) - 4)
+	return p
+}
+
 // begin starts the admitted statement of msg on lr.conn (plugged in) and relays msg.
 func (lr *loopRun) begin(msg []byte) relayloop.Verdict {
 	h := lr.h
@@ -344,6 +404,7 @@ func (lr *loopRun) begin(msg []byte) relayloop.Verdict {
 		lr.stopAfter = context.AfterFunc(run.Ctx, lr.cancel)
 	}
 	lr.busy, lr.phase, lr.run, lr.healthy, lr.final = true, phaseHead, run, true, false
+	lr.rows.Seq = 0 // the client's COM_QUERY: the engine answers from 1 on
 	lr.seen, lr.seenBytes, lr.count0, lr.bytes0 = 0, 0, lr.rows.Count, lr.rows.Bytes
 	h.warnings = 0
 	if usesTables(sql) {
@@ -357,6 +418,7 @@ func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
 	if !lr.busy || len(msg) < 5 {
 		return relayloop.Pause // out of turn: the goroutine ends the session
 	}
+	lr.rows.Seq = msg[3]
 	p := msg[4:]
 	isEOF := p[0] == mysql.EOF_HEADER && len(p) < 9
 	switch {
@@ -420,6 +482,7 @@ func (lr *loopRun) failed(p []byte) relayloop.Verdict {
 		lr.final = true
 		return relayloop.Pause
 	}
+	lr.healthy = lr.healthy && !mysqlengine.EndsConnection(p)
 	if me, ok := lr.conn.Error(p).(*query.Error); ok {
 		lr.h.noteError(toMySQLError(me))
 		lr.finish(me)
@@ -475,13 +538,19 @@ var errLoopStopped = errors.New("mysqlwire: the event loop stopped in the middle
 // carries on with what the loop left half-done. An error ends the session.
 func (h *session) offLoop(lr *loopRun, res relayloop.Result) error {
 	h.lastWasQuery = false // the goroutine takes the next command, whatever it is
+	h.loopGaveBack = len(res.Leftover[relayloop.AToB]) > 0
 	if lr.miss {
 		h.loopMisses++
+	}
+	if lr.unsent != nil { // a ping's answer, the rest of
+		if _, err := h.out.Write(lr.unsent); err != nil {
+			return err
+		}
 	}
 	toClient := res.Leftover[relayloop.BToA]
 	if n := res.Scanned[relayloop.BToA]; n > 0 { // relayed as far as the loop is concerned
 		if _, err := h.out.Write(toClient[:n]); err != nil {
-			lr.abort(err, false)
+			lr.abort(nil)
 			return err
 		}
 		toClient = toClient[n:]
@@ -494,20 +563,24 @@ func (h *session) offLoop(lr *loopRun, res relayloop.Result) error {
 		h.admitted, h.admittedReq = lr.adm, lr.req
 		lr.adm, lr.req = nil, nil
 	}
+	lost := lr.lost(res)
 	switch {
 	case errors.Is(res.Err, relayloop.ErrMessageTimeout):
-		lr.abort(res.Err, false)
+		lr.abort(nil)
 		return h.gate.timedOut()
 	case res.Scanned[relayloop.AToB] > 0 || res.Remaining[relayloop.BToA] > 0:
-		lr.abort(errLoopStopped, false) // in the middle of a packet: nothing can pick it up
+		lr.abort(lost) // in the middle of a packet: nothing can pick it up
 		return errLoopStopped
 	case lr.busy && lr.final && res.Paused && len(toClient) >= 5:
 		h.gate.ahead = append(res.Leftover[relayloop.AToB], h.gate.ahead...)
 		h.lastWasQuery = true // the loop may take the next one
 		return h.finishOffLoop(lr, toClient)
+	case lost != nil && lr.betweenPackets():
+		h.gate.ahead = append(res.Leftover[relayloop.AToB], h.gate.ahead...)
+		return h.answerLost(lr, lost)
 	case lr.busy:
-		// The client or the engine went, or the server stops.
-		lr.abort(res.Err, res.Side == relayloop.BToA && errors.Is(res.Err, relayloop.ErrClosed))
+		// The client or the engine went (half-way through a packet), or the server stops.
+		lr.abort(lost)
 		if res.Err == nil {
 			return errLoopStopped
 		}
@@ -571,23 +644,60 @@ func (h *session) finishOffLoop(lr *loopRun, toClient []byte) error {
 	return h.out.w.Flush()
 }
 
-// abort ends a statement the loop stopped half-way: killed on the engine, its connection
-// closed, reported with err when the engine's connection ended (engineGone), else as
-// cancelled.
-func (lr *loopRun) abort(err error, engineGone bool) {
+// lost is the error of the running statement whose engine connection ended under it (the
+// pair stopped at its end), nil when something else stopped the pair.
+func (lr *loopRun) lost(res relayloop.Result) error {
+	if !lr.busy || res.Side != relayloop.BToA || !errors.Is(res.Err, relayloop.ErrClosed) {
+		return nil
+	}
+	return lr.conn.Lost(res.Err)
+}
+
+// betweenPackets reports whether the client got whole packets of the running statement's
+// answer, ending where an ERR may come: before any, or after a whole row.
+func (lr *loopRun) betweenPackets() bool {
+	return lr.phase == phaseHead || lr.phase == phaseRows && !lr.rows.Continues()
+}
+
+// answerLost answers a statement whose engine connection ended between two of its packets
+// (the engine went, or its statement was cut after a cancel that could not reach it): the
+// client gets an ERR it can read in place of the rest, and its session goes on.
+func (h *session) answerLost(lr *loopRun, lost error) error {
+	seq := lr.rows.Seq + 1
+	me := toMySQLError(lr.abort(lost))
+	h.noteError(me)
+	h.conn.Sequence = seq
+	if err := h.writeErrorPacket(me); err != nil {
+		return err
+	}
+	return h.out.w.Flush()
+}
+
+// abort ends a statement the loop stopped half-way, its engine connection closed. lost is the
+// error of an engine connection that ended under it; without one (the client went, or the
+// server stops) the statement is killed on the engine and reported cancelled. A cancel that
+// came first names the end. It returns the error the client is to see.
+func (lr *loopRun) abort(lost error) error {
 	if !lr.busy {
-		return
+		return lost
 	}
 	lr.stopRunning()
-	lr.conn.Kill()
+	err := lost
+	switch {
+	case lost == nil || lr.wasCancelled():
+		err = context.Canceled
+	case lr.run.Ctx.Err() != nil:
+		err = lr.run.Ctx.Err()
+	}
+	if lost == nil {
+		lr.conn.Kill()
+	}
 	lr.conn.Release(false)
 	lr.conn = nil
 	rows, bytes := lr.counted()
-	if !engineGone {
-		err = context.Canceled // the client went, or the server stops
-	}
-	_ = lr.run.Finish(rows, bytes, err)
+	err = lr.run.Finish(rows, bytes, err)
 	lr.run, lr.busy = nil, false
+	return err
 }
 
 // loopStatement reports whether sql may run on the loop: one statement that reads or writes

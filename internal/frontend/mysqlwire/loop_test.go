@@ -10,13 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
+	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/node/proxy"
 )
 
-// loopConn is one client connection of d, warmed up: its first COM_QUERY ran on the session's
-// goroutine, so the next ones go on the event loop.
+// loopConn is one client connection of d, warmed up: it ran a COM_QUERY, so its next ones go
+// on the event loop.
 func loopConn(t *testing.T, d *sql.DB) *sql.Conn {
 	t.Helper()
 	conn, err := d.Conn(context.Background())
@@ -176,9 +179,9 @@ func TestLoopHandsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	onLoop(t, f.addr, 1, func() {
-		// The prepared statement is handed back; the session's goroutine then takes the next
-		// command (a COM_QUERY), and the loop the one after it.
+	onLoop(t, f.addr, 2, func() {
+		// The prepared statement is handed back; the session's goroutine then reads the next
+		// command (a COM_QUERY) and hands it to the loop, which takes the one after it too.
 		if err := conn.QueryRowContext(ctx, "SELECT ? + 1", 41).Scan(&n); err != nil || n != 42 {
 			t.Fatalf("prepared: %d, %v", n, err)
 		}
@@ -240,38 +243,6 @@ func TestLoopKillQuery(t *testing.T) {
 	}
 }
 
-// TestLoopClientGoneMidResult: a client that disconnects while the loop relays its result
-// stops the statement on the engine; history has it cancelled; other clients go on.
-func TestLoopClientGoneMidResult(t *testing.T) {
-	f := coreServer(t, coreSetup{})
-	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
-	conn := loopConn(t, proxied)
-	q := "SELECT seq, REPEAT('x', 1000) AS gone_mid_result FROM seq_1_to_5000000"
-	rows, err := conn.QueryContext(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 10 && rows.Next(); i++ {
-	}
-	conn.Raw(func(c any) error { return driverClose(c) })
-	rows.Close()
-	waitEngineIdle(t, f.direct, "gone_mid_result")
-	deadline := time.Now().Add(10 * time.Second)
-	for len(f.hist.Find(q)) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // the session reports it as it ends: no event to wait on
-	}
-	if recs := f.hist.Find(q); len(recs) != 1 || recs[0].Status != proxy.StatusCancelled || recs[0].Rows < 10 {
-		t.Fatalf("history %+v", recs)
-	}
-	other := loopConn(t, proxied)
-	onLoop(t, f.addr, 1, func() {
-		var n int
-		if err := other.QueryRowContext(context.Background(), "SELECT 8").Scan(&n); err != nil || n != 8 {
-			t.Fatalf("another client: %d, %v", n, err)
-		}
-	})
-}
-
 // TestLoopMariaDBClient: the mariadb command-line client's statements (each a COM_QUERY) are
 // relayed on the loop, with what MariaDB itself prints.
 func TestLoopMariaDBClient(t *testing.T) {
@@ -296,4 +267,289 @@ func TestLoopMariaDBClient(t *testing.T) {
 	if n := s.LoopStatements() - before; n < 3 {
 		t.Fatalf("the loop relayed %d of the client's statements", n)
 	}
+}
+
+// TestLoopKeepsPings: a pool's pings between statements (go-sql-driver's Ping, a COM_PING)
+// are answered on the event loop, so the session stays there: every statement after them is
+// relayed on the loop, and the ping's OK carries the session's status as the goroutine's does.
+func TestLoopKeepsPings(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
+	conn := loopConn(t, proxied)
+	ctx := context.Background()
+	onLoop(t, f.addr, 10, func() {
+		for i := range 10 {
+			for range 2 {
+				if err := conn.PingContext(ctx); err != nil {
+					t.Fatalf("ping: %v", err)
+				}
+			}
+			var n int
+			if err := conn.QueryRowContext(ctx, fmt.Sprintf("SELECT %d", i)).Scan(&n); err != nil || n != i {
+				t.Fatalf("select %d: %d, %v", i, n, err)
+			}
+		}
+	})
+	c, err := client.Connect(f.addr, testUser, "", f.dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 2 { // on the loop from the first statement on
+		if _, err := c.Execute("SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 8 {
+		if err := c.Ping(); err != nil || !c.IsAutoCommit() || c.IsInTransaction() {
+			t.Fatalf("ping on the loop: %v, autocommit %v, in a transaction %v", err, c.IsAutoCommit(), c.IsInTransaction())
+		}
+	}
+}
+
+// TestLoopTakesFirstStatements: the first statement of a session, and the first after a
+// command the loop does not take (a prepared statement's), are relayed on the loop too.
+func TestLoopTakesFirstStatements(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
+	ctx := context.Background()
+	onLoop(t, f.addr, 1, func() {
+		c := nil2(t, proxied) // a new session
+		var n int
+		if err := c.QueryRowContext(ctx, "SELECT 5").Scan(&n); err != nil || n != 5 {
+			t.Fatalf("first statement: %d, %v", n, err)
+		}
+		if err := c.QueryRowContext(ctx, "SELECT ? + 1", 5).Scan(&n); err != nil || n != 6 {
+			t.Fatalf("prepared: %d, %v", n, err)
+		}
+	})
+	onLoop(t, f.addr, 1, func() {
+		c := nil2(t, proxied)
+		var n int
+		if err := c.QueryRowContext(ctx, "SELECT ? + 1", 6).Scan(&n); err != nil || n != 7 {
+			t.Fatalf("prepared: %d, %v", n, err)
+		}
+		if err := c.QueryRowContext(ctx, "SELECT 8").Scan(&n); err != nil || n != 8 {
+			t.Fatalf("after a prepared statement: %d, %v", n, err)
+		}
+	})
+}
+
+// paths are the two ways a session relays a statement.
+var paths = []struct {
+	name   string
+	noLoop bool
+}{{"loop", false}, {"goroutine", true}}
+
+// TestClientGoneMidResult: a client that disconnects while its result is relayed stops the
+// statement on the engine; history has it cancelled (the client went), on the loop and on the
+// goroutine; other clients go on.
+func TestClientGoneMidResult(t *testing.T) {
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			f := coreServer(t, coreSetup{noLoop: path.noLoop})
+			proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
+			conn := loopConn(t, proxied)
+			q := "SELECT seq, REPEAT('x', 1000) AS gone_mid_result FROM seq_1_to_5000000"
+			rows, err := conn.QueryContext(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 10 && rows.Next(); i++ {
+			}
+			conn.Raw(func(c any) error { return driverClose(c) })
+			rows.Close()
+			waitEngineIdle(t, f.direct, "gone_mid_result")
+			deadline := time.Now().Add(10 * time.Second)
+			for len(f.hist.Find(q)) == 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond) // the session reports it as it ends: no event to wait on
+			}
+			if recs := f.hist.Find(q); len(recs) != 1 || recs[0].Status != proxy.StatusCancelled || recs[0].Rows < 10 {
+				t.Fatalf("history %+v", recs)
+			}
+			var n int
+			if err := loopConn(t, proxied).QueryRowContext(context.Background(), "SELECT 8").Scan(&n); err != nil || n != 8 {
+				t.Fatalf("another client: %d, %v", n, err)
+			}
+		})
+	}
+}
+
+// engineThread is the MariaDB connection id running the statement that contains marker.
+func engineThread(t *testing.T, direct *sql.DB, marker string) int64 {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var id int64
+		err := direct.QueryRow("SELECT id FROM information_schema.processlist WHERE info LIKE ? AND info NOT LIKE '%processlist%'", "%"+marker+"%").Scan(&id)
+		if err == nil {
+			return id
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("the engine runs no statement with %q", marker)
+	return 0
+}
+
+// TestEngineGoneMidResult: when the engine's connection ends in the middle of a result (an
+// admin's KILL CONNECTION on MariaDB), the client gets the rows so far, then an error packet it
+// can read, on the loop and on the goroutine; history has the statement failed, and the session
+// serves on (not on the killed connection).
+func TestEngineGoneMidResult(t *testing.T) {
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			f := coreServer(t, coreSetup{noLoop: path.noLoop})
+			proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
+			conn := loopConn(t, proxied)
+			q := "SELECT seq, REPEAT('x', 1000) AS engine_gone FROM seq_1_to_5000000"
+			rows, err := conn.QueryContext(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for ; n < 10 && rows.Next(); n++ {
+			}
+			if _, err := f.direct.Exec(fmt.Sprintf("KILL CONNECTION %d", engineThread(t, f.direct, "engine_gone"))); err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				n++
+			}
+			// 1429 (the engine cannot be reached) when its connection just ended; MariaDB's own
+			// 1927 (connection killed) when it could say so first.
+			var me *mysql.MySQLError
+			if err := rows.Err(); !errors.As(err, &me) || me.Number != 1429 && me.Number != 1927 || n >= 5000000 {
+				t.Fatalf("after %d rows: %v (want an error packet: 1429 or 1927)", n, err)
+			}
+			rows.Close()
+			var one int
+			if err := conn.QueryRowContext(context.Background(), "SELECT 1").Scan(&one); err != nil || one != 1 {
+				t.Fatalf("the session after it: %d, %v", one, err)
+			}
+			if recs := f.hist.Find(q); len(recs) != 1 || recs[0].Status != proxy.StatusFailed || recs[0].Rows < 10 {
+				t.Fatalf("history %+v", recs)
+			}
+		})
+	}
+}
+
+// limitedCore is coreServer with its engine logged in as a MariaDB user allowed one connection
+// at a time: the connection a KILL QUERY needs is refused, as by a server at max_connections.
+func limitedCore(t *testing.T, s coreSetup) *coreFixture {
+	t.Helper()
+	dsn, name := mytest.NewDatabase(t)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
+	direct, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { direct.Close() })
+	user, password := "qfk_"+name[len(name)-12:], "one-connection"
+	for _, stmt := range []string{
+		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s' WITH MAX_USER_CONNECTIONS 1", user, password),
+		fmt.Sprintf("GRANT ALL ON `%s`.* TO '%s'@'%%'", name, user),
+	} {
+		if _, err := direct.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _, _ = direct.Exec(fmt.Sprintf("DROP USER '%s'@'%%'", user)) })
+	eng, err := mysqlengine.Open(mysqlengine.Config{Name: "mariadb", Addr: cfg.Addr, User: user, Password: password, Database: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	f := serveCore(t, "maria", eng, s)
+	f.dbName, f.direct = name, direct
+	return f
+}
+
+// TestCancelWithoutKillConnection: when the connection that would send KILL QUERY cannot be
+// made (MariaDB refuses the engine's user a second connection), a cancelled statement's own
+// connection is cut instead: the client gets 1317 at once rather than when the statement ends
+// on its own (a SLEEP that sends nothing meanwhile), MariaDB stops it (it looks at its client
+// between slices of the sleep), history has it cancelled, and the next statement gets a
+// connection; on the loop and on the goroutine.
+func TestCancelWithoutKillConnection(t *testing.T) {
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			f := limitedCore(t, coreSetup{noLoop: path.noLoop})
+			proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
+			conn := loopConn(t, proxied)
+			q := "SELECT SLEEP(30) AS no_kill_conn"
+			loopBefore := serverOf(t, f.addr).LoopStatements()
+			done := make(chan error, 1)
+			go func() {
+				_, err := conn.ExecContext(context.Background(), q)
+				done <- err
+			}()
+			if _, err := proxied.Exec(fmt.Sprintf("KILL QUERY %d", runningSession(t, f.addr))); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				var me *mysql.MySQLError
+				if !errors.As(err, &me) || me.Number != 1317 {
+					t.Fatalf("cancelled statement: %v (want 1317)", err)
+				}
+			case <-time.After(10 * time.Second): // the SLEEP would end at 30 s
+				t.Fatal("the cancelled statement still runs after 10 s")
+			}
+			if onLoop := serverOf(t, f.addr).LoopStatements() > loopBefore; onLoop == path.noLoop {
+				t.Fatalf("relayed on the loop: %v", onLoop)
+			}
+			waitEngineIdle(t, f.direct, "no_kill_conn")
+			if recs := f.hist.Find(q); len(recs) != 1 || recs[0].Status != proxy.StatusCancelled {
+				t.Fatalf("history %+v", recs)
+			}
+			var n int
+			if err := conn.QueryRowContext(context.Background(), "SELECT 9").Scan(&n); err != nil || n != 9 {
+				t.Fatalf("after the cancel: %d, %v", n, err)
+			}
+		})
+	}
+}
+
+// TestLoopEngineConnClosedWhileIdle: an engine connection the server closed while it sat idle
+// in the loop's pool for over a second is found out before it serves: the next statement runs
+// on a fresh one, on the loop.
+func TestLoopEngineConnClosedWhileIdle(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
+	conn := loopConn(t, proxied)
+	admin := nil2(t, f.direct)
+	ctx := context.Background()
+	rows, err := admin.QueryContext(ctx, "SELECT id FROM information_schema.processlist WHERE db = ? AND command = 'Sleep' AND id <> CONNECTION_ID()", f.dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if len(ids) == 0 {
+		t.Fatal("no idle engine connection")
+	}
+	for _, id := range ids { // the engine's idle loop connection (and the direct pool's spares)
+		if _, err := admin.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond) // past mysqlengine's loopCheckIdleAfter
+	onLoop(t, f.addr, 1, func() {
+		var n int
+		if err := conn.QueryRowContext(ctx, "SELECT 10").Scan(&n); err != nil || n != 10 {
+			t.Fatalf("on a connection the engine closed: %d, %v", n, err)
+		}
+	})
 }

@@ -115,6 +115,9 @@ func (h *session) runRelay(run *proxy.Relay, req *query.Request, bin *binParams)
 		return &mysql.Result{AffectedRows: r.AffectedRows, InsertId: r.InsertId, Warnings: r.Warnings}, nil
 	}
 	rows, bytes, werr, err := h.relayRows(run, q)
+	if werr != nil {
+		err = context.Canceled // the client went: its statement is cancelled, as pgwire reports it
+	}
 	h.warnings = q.Result().Warnings
 	h.noteWarnings(q.Warnings())
 	err = run.Finish(rows, bytes, err)

@@ -23,6 +23,7 @@ import (
 
 type coreSetup struct {
 	noPassthrough bool
+	noLoop        bool // every statement on its session's goroutine (Options.NoEventLoop)
 	cacheTTL      time.Duration
 	check         func(req *query.Request, group string) error
 }
@@ -73,7 +74,7 @@ func serveCore(t testing.TB, cluster string, eng query.Engine, s coreSetup) *cor
 		t.Fatal(err)
 	}
 	core.Activate(rt)
-	return &coreFixture{addr: startServer(t, core, Options{}), core: core, hist: h}
+	return &coreFixture{addr: startServer(t, core, Options{NoEventLoop: s.noLoop}), core: core, hist: h}
 }
 
 // answer is everything a text-protocol client sees of a statement.

@@ -62,6 +62,7 @@ type session struct {
 	lc                       *relayloop.Conn
 	gate                     *packetGate
 	lastWasQuery             bool
+	loopGaveBack             bool // the next command read is one the loop handed back
 	loopMisses, loopHandOffs int
 	loopBackoff              int
 	admitted                 *proxy.Admission

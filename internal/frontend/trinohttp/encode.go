@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/queryflux/queryflux/internal/jsonstr"
 )
 
 // appendResults appends res as encoding/json writes it with SetEscapeHTML(false) (marshal),
@@ -171,55 +172,5 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	return append(b, bytes.TrimSuffix(raw, []byte{'\n'})...), nil
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s quoted as encoding/json quotes it without HTML escaping: ", \ and
-// control characters escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(append(b, s[start:i]...), `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(append(b, s[start:]...), '"')
-}
+// appendString appends s quoted as encoding/json quotes it with SetEscapeHTML(false) (marshal).
+func appendString(b []byte, s string) []byte { return jsonstr.AppendString(b, s, false) }

@@ -50,7 +50,9 @@ type runningQuery struct {
 	lastPage    []byte
 	lastFinal   bool // lastPage ended the query
 	lastAccess  time.Time
-	unheld      bool // refused at QueriesMax: never held, so its first answer is its last
+	unheld      bool   // refused at QueriesMax: never held, so its first answer is its last
+	killed      bool   // ended by a cancel: held only to tell a client still polling
+	cancelName  string // the error name its client knows a cancellation by (cancelErrorName)
 }
 
 func (q *runningQuery) notifyLocked() {
@@ -64,13 +66,14 @@ func (q *runningQuery) lastAccessed() time.Time {
 	return q.lastAccess
 }
 
-// start registers a query and runs it in the background.
-func (s *Server) start(req *query.Request) *runningQuery {
+// start registers a query and runs it in the background. cancelName is the name its client
+// knows a cancellation by (cancelErrorName).
+func (s *Server) start(req *query.Request, cancelName string) *runningQuery {
 	id, slug := s.newID()
 	ctx, cancel := context.WithCancel(s.ctx)
 	now := time.Now()
 	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now, cancel: cancel, changed: make(chan struct{}),
-		state: stateQueued, lastToken: -1, lastAccess: now}
+		state: stateQueued, lastToken: -1, lastAccess: now, cancelName: cancelName}
 	update, header, prepare := sessionStatement(req.SQL)
 	if prepare { // answered by the proxy: the client keeps its session
 		q.header, q.updateType, q.done, q.state = header, update, true, stateFinished
@@ -96,11 +99,12 @@ func (s *Server) start(req *query.Request) *runningQuery {
 }
 
 // holdLocked adds q to the held queries unless QueriesMax are held. At the bound it first
-// forgets the finished queries whose last page was served (kept only for a client's retry).
+// forgets the finished queries whose last page was served (kept only for a client's retry) and
+// the killed ones (kept only to tell their client).
 func (s *Server) holdLocked(q *runningQuery) bool {
 	if len(s.queries) >= s.opts.QueriesMax {
 		for id, held := range s.queries {
-			if held.answeredLast() {
+			if held.forgettable() {
 				delete(s.queries, id)
 			}
 		}
@@ -112,10 +116,10 @@ func (s *Server) holdLocked(q *runningQuery) bool {
 	return true
 }
 
-func (q *runningQuery) answeredLast() bool {
+func (q *runningQuery) forgettable() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.lastFinal
+	return q.lastFinal || q.killed
 }
 
 // run executes the query and feeds its rows to pending, waiting while the client lags.
@@ -198,14 +202,25 @@ func (q *runningQuery) push(ctx context.Context, rows [][]any, max int) error {
 }
 
 func (q *runningQuery) fail(err error) {
+	qe := toQueryError(err)
+	qe.ErrorLocation = errorLocation(err, q.sql)
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.failLocked(qe)
+}
+
+// failLocked ends q with qe and reports true, unless it had ended. A cancellation goes by the
+// name its client knows.
+func (q *runningQuery) failLocked(qe *QueryError) bool {
 	if q.done {
-		return
+		return false
 	}
-	q.done, q.state, q.err, q.pending = true, stateFailed, toQueryError(err), nil
-	q.err.ErrorLocation = errorLocation(err, q.sql)
+	if qe.ErrorName == codeUserCanceled.name && q.cancelName != "" {
+		qe.ErrorName = q.cancelName
+	}
+	q.done, q.state, q.err, q.pending = true, stateFailed, qe, nil
 	q.notifyLocked()
+	return true
 }
 
 // finish marks success; a statement without rows reports Trino's updateType and count.
@@ -233,12 +248,8 @@ func (q *runningQuery) abandon() {
 	q.cancel()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !q.done {
-		q.done, q.state, q.pending = true, stateFailed, nil
-		q.err = &QueryError{Message: "Query abandoned: the client stopped polling", ErrorCode: codeAbandoned.code,
-			ErrorName: codeAbandoned.name, ErrorType: codeAbandoned.kind}
-		q.notifyLocked()
-	}
+	q.failLocked(&QueryError{Message: "Query abandoned: the client stopped polling", ErrorCode: codeAbandoned.code,
+		ErrorName: codeAbandoned.name, ErrorType: codeAbandoned.kind})
 }
 
 // updateOf reads a command tag ("INSERT 0 3", "UPDATE 2", "CREATE") as Trino's updateType and count.
@@ -307,7 +318,8 @@ func (s *Server) handlePoll(w http.ResponseWriter, r *http.Request) {
 	s.respond(w, r, q, token, s.opts.PollWait)
 }
 
-// handleCancel answers DELETE nextUri: the query stops and is forgotten.
+// handleCancel answers DELETE nextUri: the query stops and, its client being done with it, is
+// forgotten.
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	q, ok := s.lookup(r)
 	if !ok {
@@ -315,6 +327,7 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stop(q)
+	s.forget(q)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -354,23 +367,26 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	case q.user != user:
 		http.Error(w, fmt.Sprintf("Access Denied: user %s cannot kill query %s", user, q.id), http.StatusForbidden)
 	default:
-		s.stop(q)
+		s.kill(q)
 		w.WriteHeader(http.StatusNoContent)
 	}
 }
 
-// stop cancels q (its engine query ends and its slot frees as the producer unwinds) and
-// forgets it.
+// stop cancels q: its engine query ends and its slot frees as the producer unwinds. Unless q
+// had ended, its next page is its last, failed as cancelled.
 func (s *Server) stop(q *runningQuery) {
 	q.cancel()
 	q.mu.Lock()
-	if !q.done {
-		q.done, q.state, q.pending = true, stateFailed, nil
-		q.err = toQueryError(context.Canceled)
-		q.notifyLocked()
-	}
-	q.mu.Unlock()
-	s.forget(q)
+	defer q.mu.Unlock()
+	q.killed = q.failLocked(toQueryError(context.Canceled))
+}
+
+// kill stops q for a DELETE /v1/query/{id}, which another client may send. A query it ends
+// stays held a little while (forgotten first at QueriesMax), so that a client still polling it
+// learns it was cancelled rather than that it never existed.
+func (s *Server) kill(q *runningQuery) {
+	s.stop(q)
+	s.forgetLater(q)
 }
 
 // respond writes the page for token, waiting up to wait for rows or the end.

@@ -263,7 +263,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := buildRequest(r, user, sql)
-	q := s.start(req)
+	q := s.start(req, cancelErrorName(r))
 	s.respond(w, r, q, 0, 0)
 }
 

@@ -65,10 +65,33 @@ func scanAll(t testing.TB, rows *sql.Rows) [][]any {
 // waitNoQueries waits up to 10s until the server holds no query, failing t with what otherwise.
 func waitNoQueries(t *testing.T, ts *testServer, what string) {
 	t.Helper()
+	waitHeld(t, ts, what, func(*runningQuery) bool { return true })
+}
+
+// waitOnlyKilled waits up to 10s until the server holds no query but killed ones (held only to
+// tell a client still polling it), failing t with what otherwise.
+func waitOnlyKilled(t *testing.T, ts *testServer, what string) {
+	t.Helper()
+	waitHeld(t, ts, what, func(q *runningQuery) bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return !q.killed
+	})
+}
+
+// waitHeld waits up to 10s until the server holds no query that counts, failing t with what
+// otherwise.
+func waitHeld(t *testing.T, ts *testServer, what string, counts func(*runningQuery) bool) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		n := 0
 		ts.Server.mu.Lock()
-		n := len(ts.Server.queries)
+		for _, q := range ts.Server.queries {
+			if counts(q) {
+				n++
+			}
+		}
 		ts.Server.mu.Unlock()
 		if n == 0 {
 			return

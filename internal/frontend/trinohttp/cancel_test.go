@@ -1,0 +1,115 @@
+package trinohttp
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trinodb/trino-go-client/trino"
+
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/pgtest"
+)
+
+// A query killed by a DELETE of /v1/query/{id} (as an operator or another of the user's clients
+// sends it) ends, for the client still reading it, as a cancellation in that client's own terms:
+// trino-go-client's trino.ErrQueryCancelled (it knows only the spelling USER_CANCELLED), and for
+// the npm trino-client Trino's error USER_CANCELED. The query stops on PostgreSQL.
+func TestKilledQueryIsACancellationInTheClients(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	ts := startServer(t, postgresBackendAt(t, dbURL), Options{PageRows: 10, BufferedRowsMax: 20})
+	const slow = "select g, pg_sleep(0.001) /* %s */ from generate_series(1, 1000000) g"
+
+	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr})
+	rows, err := db.Query(fmt.Sprintf(slow, "qf-go-killed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 15 && rows.Next(); i++ {
+	}
+	if err := killWhenReading(ts, "bob", "qf-go-killed"); err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+	}
+	if err := rows.Err(); !errors.Is(err, trino.ErrQueryCancelled) {
+		t.Errorf("trino-go-client's killed query ended with %v, want trino.ErrQueryCancelled", err)
+	}
+	rows.Close()
+	waitEngineIdle(t, dbURL, "qf-go-killed")
+
+	killed := make(chan error, 1)
+	go func() { killed <- killWhenReading(ts, "alice", "qf-npm-killed") }()
+	o := runNPM(t, ts.addr, "alice", npmStep{Name: "killed", SQL: fmt.Sprintf(slow, "qf-npm-killed")})["killed"]
+	if err := <-killed; err != nil {
+		t.Fatal(err)
+	}
+	if e := o.Error; e == nil || e.ErrorName != "USER_CANCELED" || e.ErrorType != "USER_ERROR" || e.ErrorCode != 3 {
+		t.Errorf("the npm trino-client's killed query: rows %+v, error %+v; want USER_CANCELED (3, USER_ERROR)", o.OK, e)
+	}
+	waitEngineIdle(t, dbURL, "qf-npm-killed")
+}
+
+// killWhenReading waits up to 10s for the held query whose SQL holds marker to have sent rows,
+// then kills it as user with a DELETE of /v1/query/{id}. It may run off the test's goroutine.
+func killWhenReading(ts *testServer, user, marker string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if id := readingQuery(ts.Server, marker); id != "" {
+			req, _ := http.NewRequest(http.MethodDelete, "http://"+ts.addr+"/v1/query/"+id, nil)
+			req.Header.Set("X-Trino-User", user)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				return fmt.Errorf("DELETE /v1/query/%s: %s", id, resp.Status)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no query marked %s sent rows within 10s", marker)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// readingQuery is the id of the held query whose SQL holds marker once its client has read a
+// page of rows, else "".
+func readingQuery(s *Server, marker string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, q := range s.queries {
+		q.mu.Lock()
+		reading := strings.Contains(q.sql, marker) && q.nextToken > 1 && !q.done
+		q.mu.Unlock()
+		if reading {
+			return id
+		}
+	}
+	return ""
+}
+
+// A killed query is held only to tell a client still polling it: at QueriesMax it gives way to a
+// new statement, which is not refused with QUERY_QUEUE_FULL.
+func TestKilledQueriesGiveWayAtQueriesMax(t *testing.T) {
+	backend := frontendtest.NewBackend(frontendtest.AllTypesEngine())
+	_, release := backend.Hold()
+	defer release()
+	ts := startServer(t, backend, Options{QueriesMax: 2})
+	for range 2 {
+		_, qr := post(t, ts.addr, "SELECT 1")
+		req, _ := http.NewRequest(http.MethodDelete, "http://"+ts.addr+"/v1/query/"+qr.ID, nil)
+		req.Header.Set("X-Trino-User", "carol")
+		if resp, _ := do(t, req); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("DELETE /v1/query/%s: %s", qr.ID, resp.Status)
+		}
+	}
+	if _, qr := post(t, ts.addr, "SELECT 1"); qr.Error != nil || qr.NextURI == "" {
+		t.Fatalf("a statement after two killed queries at QueriesMax 2: %+v", qr)
+	}
+}
