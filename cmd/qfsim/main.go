@@ -3,9 +3,9 @@
 // It exits non-zero when any check fails.
 //
 // qfsim leaves the garbage collector at Go's default (GOGC=100; the GOGC and GOMEMLIMIT
-// environment variables set it): a 10,000-worker run held 225 KB per worker at its peak with
+// environment variables set it): a 10,000-worker run held 230 KB per worker at its peak with
 // GOGC=400, half of it heap pages freed by a collection and not yet returned to the OS, and
-// 161 KB with GOGC=100, for no more CPU (RESULTS.md, "## Simulator").
+// 165 KB with GOGC=100, for no more CPU (RESULTS.md, "## Simulator").
 //
 // determinism: outside the simulator (a CLI: flags, stdout, wall-clock reports)
 package main
