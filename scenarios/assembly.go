@@ -17,6 +17,7 @@ import (
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/promreg"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/internal/simengine"
@@ -206,13 +207,22 @@ type sharedEngine struct{ *simengine.Engine }
 
 func (sharedEngine) Close() error { return nil }
 
+// sharedRegistry is the fleet's one registry, declared shared so that each metric set is built
+// on it once (promreg.Once) instead of once per worker, until the run ends.
+func sharedRegistry(w *World) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	promreg.Share(reg)
+	w.closers = append(w.closers, func() { promreg.Forget(reg) })
+	return reg
+}
+
 // workerDeps are a simulated worker's client, stores and engines. The fleet's workers share one
 // metrics registry, whose series are the fleet's sums (as a Prometheus summing over the fleet
 // shows them): nothing in a run reads one worker's series, and a registry of its own per worker
 // was about a third of a simulated worker's memory.
 func workerDeps(w *World, n *sim.Node, client *http.Client) assembly.WorkerDeps {
 	d := assembly.WorkerDeps{
-		Metrics: w.Durable("worker-metrics", func() any { return prometheus.NewRegistry() }).(*prometheus.Registry), Client: client, PeerClient: n.Client(), OpenEngine: simEngines(w),
+		Metrics: w.Durable("worker-metrics", func() any { return sharedRegistry(w) }).(*prometheus.Registry), Client: client, PeerClient: n.Client(), OpenEngine: simEngines(w),
 		DecodeSnapshot: w.Durable("snapshot-decoder", newSharedDecoder).(*sharedDecoder).decode,
 	}
 	if c := w.Scenario.Config; c != nil && c.LastGood {

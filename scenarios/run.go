@@ -111,6 +111,8 @@ type World struct {
 	opts    RunOpts
 	// stopLoad stops the workload's clients, node by node, for the end-of-run oracle.
 	stopLoad []func()
+	// closers release what the run set up outside itself, when it ends.
+	closers []func()
 }
 
 // Node is the simulated node named name (nil if none).
@@ -146,6 +148,13 @@ func (w *World) Durable(key string, mk func() any) any {
 		w.durable[key] = v
 	}
 	return v
+}
+
+// close runs the closers, last first.
+func (w *World) close() {
+	for i := len(w.closers) - 1; i >= 0; i-- {
+		w.closers[i]()
+	}
 }
 
 // Errorf records a failure of the timeline or of a check's machinery; the run fails.
@@ -242,6 +251,7 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	s := sim.New(sim.Opts{Seed: seed, Verbose: opts.Verbose, LogOut: opts.LogOut, StallTimeout: max(opts.StallTimeout, 0), Noise: opts.Noise})
 	defer s.Close()
 	w := &World{Sim: s, Scenario: sc, Seed: seed, roles: map[string]roleEntry{}, durable: map[string]any{}, opts: opts}
+	defer w.close()
 	res := &Result{Scenario: sc.Name, Seed: seed}
 	fail := func(name, detail string) *Result {
 		res.Invalid = true

@@ -168,7 +168,7 @@ func claimed(refs []LeaseRef, holder string) []LeaseRef {
 // in arrival order on this replica, and acquires that may not are denied while others wait.
 // Call it before serving.
 func (a *API) Ordered() *API {
-	a.queue = newOrderedQueue(a.env)
+	a.queue = newOrderedQueue()
 	return a
 }
 
@@ -326,7 +326,7 @@ func (a *API) releaseCarried(w http.ResponseWriter, r *http.Request, holder stri
 		return false
 	}
 	if n > 0 && a.queue != nil {
-		a.queue.changed.Notify()
+		a.queue.released(refs)
 	}
 	return true
 }
@@ -395,7 +395,7 @@ func (a *API) serveReleaseBatch(w http.ResponseWriter, r *http.Request, caller s
 	}
 	n, err := a.store.ReleaseBatch(r.Context(), claimed(req.Leases, caller))
 	if n > 0 && a.queue != nil {
-		a.queue.changed.Notify() // the heads of the queues may get a slot now
+		a.queue.released(req.Leases) // the heads of their clusters may get a slot now
 	}
 	if err != nil {
 		a.refuse(w, "release", caller, err)

@@ -137,9 +137,9 @@ func (o GuardOptions) validate() error {
 }
 
 // LeaseGuard is the store-backed Guard: every slot is a lease from its LeaseClient, renewed by
-// a keeper task and fenced locally (lost) once it could not be renewed for LeaseTTL minus
+// a keeper duty and fenced locally (lost) once it could not be renewed for LeaseTTL minus
 // DriftMargin, i.e. before the control plane may reclaim it. Releases are queued and sent in
-// batches by a flusher task. Start the tasks with Start.
+// batches by a flusher duty. Run the duties (Duties) in the node's env.Loop, or with Start.
 //
 // It is a thin driver of a leaseTable (leasetable.go), which holds every lease and makes every
 // decision: the guard feeds it events with the time they happen (an acquire's answer, a query's
@@ -151,12 +151,14 @@ func (o GuardOptions) validate() error {
 // idleLeaseHold, and the next Acquire of that cluster takes it without a round trip. Only while
 // the lease is within leaseReuseWindow of its grant, at least RenewEvery from its fence time,
 // and the control plane's last answer for the cluster said no other worker was denied or queued
-// there. An idle-reaper task releases idle leases not taken in time, and all of them on Stop.
+// there. An idle-reaper duty releases idle leases not taken in time, and all of them when the
+// duties stop.
 type LeaseGuard struct {
-	o        GuardOptions
-	released env.Signal // a release was queued
-	idled    env.Signal // a lease went idle while the idle reaper had no deadline
-	carries  bool       // the client is a ReleasingAcquirer: acquires carry queued releases
+	o       GuardOptions
+	keeper  *env.Duty // renewals and self-fencing
+	flusher *env.Duty // woken when a release was queued
+	reaper  *env.Duty // woken when a lease went idle while the idle reaper had no deadline
+	carries bool      // the client is a ReleasingAcquirer: acquires carry queued releases
 
 	mu    sync.Mutex // held only around table steps, never across an Env call
 	t     *leaseTable
@@ -186,11 +188,9 @@ func NewLeaseGuard(o GuardOptions) (*LeaseGuard, error) {
 	}
 	_, reports := o.Client.(ContentionAcquirer)
 	_, carries := o.Client.(ReleasingAcquirer)
-	return &LeaseGuard{
-		o:        o,
-		released: o.Env.NewSignal(),
-		idled:    o.Env.NewSignal(),
-		carries:  carries,
+	g := &LeaseGuard{
+		o:       o,
+		carries: carries,
 		t: newLeaseTable(tableConfig{
 			LeaseTTL: o.LeaseTTL, DriftMargin: o.DriftMargin, RenewEvery: o.RenewEvery,
 			OnLeaseLost: o.OnLeaseLost, OnUnavailable: o.OnUnavailable, ReleaseQueueMax: o.ReleaseQueueMax,
@@ -199,16 +199,24 @@ func NewLeaseGuard(o GuardOptions) (*LeaseGuard, error) {
 			Reuse:        reports && !o.AcquireWaits,
 			AcquireWaits: o.AcquireWaits,
 		}),
-	}, nil
+	}
+	g.keeper = &env.Duty{Name: "capacity-keeper", Blocks: true, Run: g.keep}
+	g.flusher = &env.Duty{Name: "capacity-release-flusher", Blocks: true, WhenWoken: true, Run: g.flush}
+	g.reaper = &env.Duty{Name: "capacity-idle-reaper", Run: g.reapIdle, Stop: g.stop}
+	return g, nil
 }
 
-// Start runs the keeper (renewals, self-fencing), the release flusher and the idle reaper until
-// ctx ends. When ctx ends the idle reaper releases the idle leases and flushes queued releases
-// once more (bounded by AcquireTimeout), so that a stopped node leaves nothing to the sweep.
+// Duties are the guard's jobs, for one env.Loop: the keeper (renewals, self-fencing), the
+// release flusher and the idle reaper. When the loop's context ends the idle reaper releases
+// the idle leases and flushes queued releases once more (bounded by AcquireTimeout), so that a
+// stopped node leaves nothing to the sweep.
+func (g *LeaseGuard) Duties() []*env.Duty { return []*env.Duty{g.keeper, g.flusher, g.reaper} }
+
+// Start runs the guard's duties in a loop task of their own until ctx ends.
 func (g *LeaseGuard) Start(ctx context.Context) {
-	g.o.Env.Go(ctx, "capacity-keeper", g.runKeeper)
-	g.o.Env.Go(ctx, "capacity-release-flusher", g.runFlusher)
-	g.o.Env.Go(ctx, "capacity-idle-reaper", g.runIdleReaper)
+	l := env.NewLoop(g.o.Env)
+	l.Add(g.Duties()...)
+	g.o.Env.Go(ctx, "capacity-duties", l.Run)
 }
 
 // apply does what a table step answered, outside the lock.
@@ -230,13 +238,13 @@ func (g *LeaseGuard) apply(e effects) {
 			"cluster", f.cluster, "queued", f.queued)
 	}
 	if e.wakeReaper {
-		g.idled.Notify()
+		g.reaper.Wake()
 	}
 	if e.wakeFreed {
 		g.wakeFreed()
 	}
 	if e.wakeFlusher {
-		g.released.Notify()
+		g.flusher.Wake()
 	}
 	for _, fn := range e.cancel {
 		fn()
@@ -528,14 +536,13 @@ func (s *fallbackSlot) OnLost(func()) {}
 
 // ------------------------------------------------------------------------------------ keeper
 
-func (g *LeaseGuard) runKeeper(ctx context.Context) {
-	for ctx.Err() == nil {
-		next := g.Keep(ctx)
-		wait := min(next.Sub(g.o.Env.Now()), g.o.RenewEvery)
-		if err := g.o.Env.Sleep(ctx, max(wait, time.Millisecond)); err != nil {
-			return
-		}
-	}
+// keep is the keeper duty: Keep, and again when it next has work (within RenewEvery, and at
+// least a millisecond later).
+func (g *LeaseGuard) keep(ctx context.Context, _ time.Time) time.Time {
+	next := g.Keep(ctx)
+	now := g.o.Env.Now()
+	wait := min(next.Sub(now), g.o.RenewEvery)
+	return now.Add(max(wait, time.Millisecond))
 }
 
 // Keep does the keeper's work that is due now: fence leases past their fence time, renew
@@ -606,28 +613,29 @@ func (g *LeaseGuard) renew(ctx context.Context, slots []*slotState) int {
 
 // ----------------------------------------------------------------------------------- flusher
 
-func (g *LeaseGuard) runFlusher(ctx context.Context) {
+// flush is the flusher duty, woken when a release is queued: it sends the queued releases in
+// batches; when the control plane does not take them, it backs off about a second (wake-ups
+// meanwhile wait for it) and runs again.
+func (g *LeaseGuard) flush(ctx context.Context, _ time.Time) time.Time {
 	for ctx.Err() == nil {
-		seen := g.released.Seq()
 		if g.carries && g.PendingReleases() > 0 {
 			// Give the next acquire a moment to carry these releases on its own round trip.
 			if g.o.Env.Sleep(ctx, releaseLinger) != nil {
-				return
+				return time.Time{}
 			}
 		}
-		if g.Flush(ctx) {
-			continue
-		}
-		if g.PendingReleases() > 0 { // the control plane did not answer: back off
-			if g.o.Env.Sleep(ctx, env.Jitter(g.o.Env.Rand(), time.Second, 0.2)) != nil {
-				return
-			}
-			continue
-		}
-		if g.released.Wait(ctx, seen) != nil {
-			return
+		if !g.Flush(ctx) {
+			break
 		}
 	}
+	if g.PendingReleases() == 0 {
+		return time.Time{}
+	}
+	// The control plane did not answer: back off.
+	if g.o.Env.Sleep(ctx, env.Jitter(g.o.Env.Rand(), time.Second, 0.2)) != nil {
+		return time.Time{}
+	}
+	return g.o.Env.Now()
 }
 
 // Flush sends one batch of queued releases. It reports whether it sent one successfully.
@@ -668,28 +676,18 @@ type ContentionAcquirer interface {
 	AcquireContended(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []LeaseRef) (lease Lease, contended bool, err error)
 }
 
-// runIdleReaper releases idle leases whose hold ran out, and all of them when ctx ends.
-func (g *LeaseGuard) runIdleReaper(ctx context.Context) {
-	for ctx.Err() == nil {
-		seen := g.idled.Seq()
-		now := g.o.Env.Now()
-		var next time.Time
-		g.step(func(t *leaseTable) (e effects) { next, e = t.expireIdle(now); return e })
-		var err error
-		if next.IsZero() {
-			err = g.idled.Wait(ctx, seen)
-		} else {
-			err = g.o.Env.Sleep(ctx, max(next.Sub(g.o.Env.Now()), time.Microsecond))
-		}
-		if err != nil {
-			break
-		}
-	}
-	g.stop(ctx)
+// reapIdle is the idle reaper duty: it releases the idle leases whose hold ran out, and runs
+// again when the next one's does (or when woken: a lease went idle). It does not wait.
+func (g *LeaseGuard) reapIdle(_ context.Context, _ time.Time) time.Time {
+	now := g.o.Env.Now()
+	var next time.Time
+	g.step(func(t *leaseTable) (e effects) { next, e = t.expireIdle(now); return e })
+	return next
 }
 
-// stop keeps nothing idle from now on, releases the idle leases and flushes the queued releases
-// once more, past the end of ctx (the flusher has stopped), bounded by AcquireTimeout.
+// stop, when the duties stop, keeps nothing idle from now on, releases the idle leases and
+// flushes the queued releases once more, past the end of ctx (the flusher has stopped), bounded
+// by AcquireTimeout.
 func (g *LeaseGuard) stop(ctx context.Context) {
 	e := g.locked(func(t *leaseTable) effects { return t.stop() })
 	e.wakeFlusher = false // the flusher has stopped: the flush below sends what was queued

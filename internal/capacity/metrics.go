@@ -39,7 +39,15 @@ type Metrics struct {
 
 // NewMetrics creates the counters and registers them on reg (nil: kept but not registered).
 // A counter already registered on reg by an earlier NewMetrics is reused.
+// On a shared registry (promreg.Share) every call returns the first call's counters.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	return promreg.Once(reg, metricsKey{}, func() *Metrics { return buildMetrics(reg) })
+}
+
+// metricsKey keys the capacity metric set on a shared registry (promreg.Once).
+type metricsKey struct{}
+
+func buildMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		LeaseDenied: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_capacity_lease_denied_total",

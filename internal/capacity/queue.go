@@ -22,7 +22,10 @@ const (
 
 // orderedQueue grants waiting acquires of each cluster in turn on this replica: only the head
 // waiter asks the store; when it is granted (or leaves) the next one asks at once, so several
-// free slots drain in order within one round of wake-ups.
+// free slots drain in order within one round of wake-ups. Each waiter has a signal of its own,
+// and only a head is woken (by a release of its cluster, or by becoming the head): with
+// thousands waiting, waking every waiter of every cluster on each release to find it is not
+// the head was most of a control plane's work.
 //
 // Without weights the head is the oldest waiter (arrival order). With weights (API.Weighted)
 // the queue is weighted fair per worker (the lease holder), by virtual finish time (start-time
@@ -34,23 +37,22 @@ const (
 // their arrival order. Marks move only on grants, so an acquire that leaves ungranted (its wait
 // ran out) costs its worker nothing, and a worker that stops waiting banks no credit.
 type orderedQueue struct {
-	changed env.Signal // a waiter left the queue, or a release landed
-
 	mu      sync.Mutex
 	next    uint64
 	waiting map[string][]waiter // cluster -> waiters, in arrival order
 	weights map[string]int      // worker (HolderWorker) -> weight (absent: 1); nil: arrival order
 	// Weighted only: per cluster, the virtual clock, each worker's last finish, and the head
-	// (0: work it out again; waiters joined, left or were granted since).
+	// (absent: work it out again; waiters joined or left since).
 	clock map[string]uint64
 	last  map[string]map[string]uint64
-	head  map[string]uint64
+	head  map[string]waiter
 }
 
 // waiter is one acquire waiting in a cluster's queue.
 type waiter struct {
 	ticket uint64
 	holder string
+	wake   env.Signal // notified when this waiter may get a slot now; nil in tests of the order
 }
 
 // vtUnit is the virtual time one grant costs a worker of weight 1 (weights divide it; 100, the
@@ -58,8 +60,8 @@ type waiter struct {
 // grants of weight 1 on a cluster that never empties; an idle cluster starts again at 0.
 const vtUnit = 720720 * 100
 
-func newOrderedQueue(e env.Env) *orderedQueue {
-	return &orderedQueue{changed: e.NewSignal(), waiting: map[string][]waiter{}}
+func newOrderedQueue() *orderedQueue {
+	return &orderedQueue{waiting: map[string][]waiter{}}
 }
 
 // weighted switches the queue to weighted fair order. Call before use.
@@ -73,7 +75,7 @@ func (q *orderedQueue) weighted(weights map[string]int) {
 	}
 	q.clock = map[string]uint64{}
 	q.last = map[string]map[string]uint64{}
-	q.head = map[string]uint64{}
+	q.head = map[string]waiter{}
 }
 
 func (q *orderedQueue) weightOf(holder string) int {
@@ -110,7 +112,9 @@ func (q *orderedQueue) markStart(cluster, holder string) {
 	}
 }
 
-func (q *orderedQueue) enqueue(cluster, holder string) (uint64, bool) {
+// enqueue adds an acquire of holder to cluster's queue; wake is notified when it becomes the
+// head, and while it is the head, when a slot of cluster is released.
+func (q *orderedQueue) enqueue(cluster, holder string, wake env.Signal) (uint64, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiting[cluster]) >= queueLenMax {
@@ -121,12 +125,13 @@ func (q *orderedQueue) enqueue(cluster, holder string) (uint64, bool) {
 		q.markStart(cluster, holder)
 		delete(q.head, cluster)
 	}
-	q.waiting[cluster] = append(q.waiting[cluster], waiter{ticket: q.next, holder: holder})
+	q.waiting[cluster] = append(q.waiting[cluster], waiter{ticket: q.next, holder: holder, wake: wake})
 	return q.next, true
 }
 
 // granted charges the granted waiter's worker its grant: its mark moves to the grant's finish
-// and the cluster's clock to the grant's start. Call before leave.
+// and the cluster's clock to the grant's start. Call before leave, which works out the next
+// head (and wakes it): until then the granted waiter stays the head.
 func (q *orderedQueue) granted(cluster string, ticket uint64) {
 	if q.weights == nil {
 		return
@@ -140,13 +145,14 @@ func (q *orderedQueue) granted(cluster string, ticket uint64) {
 		start := q.last[cluster][w.holder] // set by markStart: the holder waits
 		q.last[cluster][w.holder] = q.nextFinish(cluster, w.holder)
 		q.clock[cluster] = max(q.clock[cluster], start)
-		delete(q.head, cluster)
 		return
 	}
 }
 
+// leave takes an acquire out of cluster's queue, and wakes the next head if that changed it.
 func (q *orderedQueue) leave(cluster string, ticket uint64) {
 	q.mu.Lock()
+	before, _ := q.headLocked(cluster)
 	w := q.waiting[cluster]
 	for i, x := range w {
 		if x.ticket == ticket {
@@ -163,8 +169,32 @@ func (q *orderedQueue) leave(cluster string, ticket uint64) {
 	if q.weights != nil {
 		delete(q.head, cluster)
 	}
+	after, ok := q.headLocked(cluster)
 	q.mu.Unlock()
-	q.changed.Notify()
+	if ok && after.ticket != before.ticket && after.wake != nil {
+		after.wake.Notify()
+	}
+}
+
+// released wakes the head of each cluster of refs: a slot of it may be free now.
+func (q *orderedQueue) released(refs []LeaseRef) {
+	var wake []env.Signal
+	seen := map[string]bool{}
+	q.mu.Lock()
+	for _, r := range refs {
+		c := r.Cluster()
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		if h, ok := q.headLocked(c); ok && h.wake != nil {
+			wake = append(wake, h.wake)
+		}
+	}
+	q.mu.Unlock()
+	for _, s := range wake { // outside the lock: a notify runs the simulator's wake-ups
+		s.Notify()
+	}
 }
 
 // forget resets an idle cluster's virtual time: once nobody waits, every worker would start at
@@ -180,34 +210,40 @@ func (q *orderedQueue) forget(cluster string) {
 func (q *orderedQueue) isHead(cluster string, ticket uint64) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	h, ok := q.headLocked(cluster)
+	return ok && h.ticket == ticket
+}
+
+// headLocked is cluster's head waiter (false when nobody waits). q.mu held.
+func (q *orderedQueue) headLocked(cluster string) (waiter, bool) {
 	w := q.waiting[cluster]
 	if len(w) == 0 {
-		return false
+		return waiter{}, false
 	}
 	if q.weights == nil {
-		return w[0].ticket == ticket
+		return w[0], true
 	}
 	head, ok := q.head[cluster]
 	if !ok {
 		head = q.weightedHead(cluster)
 		q.head[cluster] = head
 	}
-	return head == ticket
+	return head, true
 }
 
 // weightedHead is the oldest waiter of the worker whose next grant finishes first; on equal
 // finishes the older waiter wins. q.mu held; cluster has waiters.
-func (q *orderedQueue) weightedHead(cluster string) uint64 {
+func (q *orderedQueue) weightedHead(cluster string) waiter {
 	seen := map[string]bool{}
-	var head uint64
+	var head waiter
 	var best uint64
 	for _, w := range q.waiting[cluster] { // arrival order: each worker's first is its oldest
 		if seen[w.holder] {
 			continue
 		}
 		seen[w.holder] = true
-		if f := q.nextFinish(cluster, w.holder); head == 0 || f < best {
-			head, best = w.ticket, f
+		if f := q.nextFinish(cluster, w.holder); head.ticket == 0 || f < best {
+			head, best = w, f
 		}
 	}
 	return head
@@ -234,14 +270,15 @@ func (a *API) acquireOrdered(ctx context.Context, cluster, holder string, limit 
 		return Lease{}, err
 	}
 	deadline := a.env.Now().Add(min(wait, AcquireWaitMax))
-	ticket, ok := q.enqueue(cluster, holder)
+	wake := a.env.NewSignal()
+	ticket, ok := q.enqueue(cluster, holder, wake)
 	if !ok {
 		return Lease{}, ErrAtCapacity
 	}
 	defer q.leave(cluster, ticket)
 	var marked time.Time // when this acquire last recorded that it waits
 	for {
-		seen := q.changed.Seq()
+		seen := wake.Seq()
 		if q.isHead(cluster, ticket) {
 			l, err := a.store.Acquire(ctx, cluster, holder, limit, ttl, a.env.Now())
 			if err == nil {
@@ -262,7 +299,7 @@ func (a *API) acquireOrdered(ctx context.Context, cluster, holder string, limit 
 			return Lease{}, ErrAtCapacity
 		}
 		wctx, cancel := a.env.WithTimeout(ctx, min(left, queuePollEvery))
-		_ = q.changed.Wait(wctx, seen)
+		_ = wake.Wait(wctx, seen)
 		cancel()
 		if err := ctx.Err(); err != nil {
 			return Lease{}, err

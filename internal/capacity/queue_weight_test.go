@@ -1,11 +1,6 @@
 package capacity
 
-import (
-	"log/slog"
-	"testing"
-
-	"github.com/queryflux/queryflux/node/env"
-)
+import "testing"
 
 // drainWeighted keeps waiting[holder] acquires of every holder waiting on one cluster and grants the
 // head grants times, enqueueing a fresh acquire for the granted holder each time. It returns
@@ -15,7 +10,7 @@ func drainWeighted(t *testing.T, q *orderedQueue, holders []string, waiting map[
 	owner := map[uint64]string{}
 	lastTicket := map[string]uint64{}
 	join := func(h string) {
-		ticket, ok := q.enqueue("c", h)
+		ticket, ok := q.enqueue("c", h, nil)
 		if !ok {
 			t.Fatal("queue full")
 		}
@@ -54,7 +49,7 @@ func drainWeighted(t *testing.T, q *orderedQueue, holders []string, waiting map[
 // TestWeightedQueueSharesGrantsByWeight: two workers of weights 1 and 3 that always wait get
 // grants 1:3, each worker's own acquires in arrival order.
 func TestWeightedQueueSharesGrantsByWeight(t *testing.T) {
-	q := newOrderedQueue(env.Real(slog.Default()))
+	q := newOrderedQueue()
 	q.weighted(map[string]int{"heavy": 3})
 	got := drainWeighted(t, q, []string{"light", "heavy"}, map[string]int{"light": 4, "heavy": 4}, 400)
 	ratio := float64(got["heavy"]) / float64(got["light"])
@@ -66,7 +61,7 @@ func TestWeightedQueueSharesGrantsByWeight(t *testing.T) {
 // TestWeightedQueueEqualWeightsAlternate: equal weights split grants evenly even when one
 // worker queued far more acquires first (weighted fair is per worker, not per acquire).
 func TestWeightedQueueEqualWeightsAlternate(t *testing.T) {
-	q := newOrderedQueue(env.Real(slog.Default()))
+	q := newOrderedQueue()
 	q.weighted(map[string]int{})
 	got := drainWeighted(t, q, []string{"early", "late"}, map[string]int{"early": 20, "late": 1}, 100)
 	if got["late"] < 45 {
@@ -77,18 +72,18 @@ func TestWeightedQueueEqualWeightsAlternate(t *testing.T) {
 // TestWeightedQueueIdleClusterForgets: once a cluster's queue empties, a worker that was
 // granted much starts even with a newcomer again.
 func TestWeightedQueueIdleClusterForgets(t *testing.T) {
-	q := newOrderedQueue(env.Real(slog.Default()))
+	q := newOrderedQueue()
 	q.weighted(map[string]int{"a": 2})
 	for range 5 {
-		ticket, _ := q.enqueue("c", "a")
+		ticket, _ := q.enqueue("c", "a", nil)
 		q.granted("c", ticket)
 		q.leave("c", ticket)
 	}
 	if len(q.last) != 0 || len(q.clock) != 0 {
 		t.Fatalf("idle cluster kept state: last %v clock %v", q.last, q.clock)
 	}
-	ta, _ := q.enqueue("c", "a")
-	tb, _ := q.enqueue("c", "b")
+	ta, _ := q.enqueue("c", "a", nil)
+	tb, _ := q.enqueue("c", "b", nil)
 	if !q.isHead("c", ta) || q.isHead("c", tb) {
 		t.Fatal("after idling, the heavier worker arriving first should be head")
 	}
@@ -97,10 +92,10 @@ func TestWeightedQueueIdleClusterForgets(t *testing.T) {
 // TestUnweightedQueueIsArrivalOrder: without weights the head is always the oldest waiter,
 // however many acquires one worker has queued.
 func TestUnweightedQueueIsArrivalOrder(t *testing.T) {
-	q := newOrderedQueue(env.Real(slog.Default()))
+	q := newOrderedQueue()
 	var tickets []uint64
 	for _, h := range []string{"a", "a", "a", "b"} {
-		ticket, _ := q.enqueue("c", h)
+		ticket, _ := q.enqueue("c", h, nil)
 		tickets = append(tickets, ticket)
 	}
 	for _, ticket := range tickets {
@@ -115,14 +110,14 @@ func TestUnweightedQueueIsArrivalOrder(t *testing.T) {
 // TestWeightedQueueUngrantedWaitsCostNothing: acquires that leave without a grant (their wait
 // ran out) do not push their worker back; an absent worker banks at most one grant of credit.
 func TestWeightedQueueUngrantedWaitsCostNothing(t *testing.T) {
-	q := newOrderedQueue(env.Real(slog.Default()))
+	q := newOrderedQueue()
 	q.weighted(map[string]int{})
-	keep, _ := q.enqueue("c", "b") // keeps the cluster busy throughout
+	keep, _ := q.enqueue("c", "b", nil) // keeps the cluster busy throughout
 	for range 50 {
-		ticket, _ := q.enqueue("c", "a")
+		ticket, _ := q.enqueue("c", "a", nil)
 		q.leave("c", ticket) // timed out
 	}
-	ta, _ := q.enqueue("c", "a")
+	ta, _ := q.enqueue("c", "a", nil)
 	if !q.isHead("c", keep) { // equal marks: the older waiter
 		t.Fatal("b, waiting longer, should be head")
 	}
@@ -135,9 +130,9 @@ func TestWeightedQueueUngrantedWaitsCostNothing(t *testing.T) {
 	for range 10 {
 		q.granted("c", ta)
 		q.leave("c", ta)
-		ta, _ = q.enqueue("c", "a")
+		ta, _ = q.enqueue("c", "a", nil)
 	}
-	tb, _ := q.enqueue("c", "b")
+	tb, _ := q.enqueue("c", "b", nil)
 	got := map[string]int{}
 	for range 4 {
 		holder, ticket := "a", &ta
@@ -147,7 +142,7 @@ func TestWeightedQueueUngrantedWaitsCostNothing(t *testing.T) {
 		got[holder]++
 		q.granted("c", *ticket)
 		q.leave("c", *ticket)
-		*ticket, _ = q.enqueue("c", holder)
+		*ticket, _ = q.enqueue("c", holder, nil)
 	}
 	if got["a"] != 2 || got["b"] != 2 {
 		t.Fatalf("after b's absence, 4 turns went %v, want 2 each (no banked credit)", got)

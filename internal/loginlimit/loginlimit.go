@@ -109,20 +109,29 @@ func New(cfg Config, now func() time.Time, log *slog.Logger, reg prometheus.Regi
 		log = slog.New(slog.DiscardHandler)
 	}
 	t := &Throttle{cfg: cfg.WithDefaults(), now: now, log: log, lru: list.New(), index: map[string]*list.Element{}}
-	t.obs.refused = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	t.obs = promreg.Once(reg, metricsKey{}, func() metrics { return newMetrics(reg) })
+	return t
+}
+
+// metricsKey keys the throttle's counters on a shared registry (promreg.Once).
+type metricsKey struct{}
+
+func newMetrics(reg prometheus.Registerer) metrics {
+	var m metrics
+	m.refused = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "queryflux_login_throttled_total",
 		Help: "Frontend logins refused because their source failed too many logins recently, by protocol.",
 	}, []string{"protocol"}))
-	t.obs.blocked = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.blocked = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "queryflux_login_throttle_blocks_total",
 		Help: "Back-offs begun for a source after failed logins, by reason: source (its own failures) or user (a user name failing from many sources).",
 	}, []string{"reason"}))
 	for _, p := range []string{query.ProtocolPostgres, query.ProtocolMySQL, query.ProtocolTrino, query.ProtocolFlightSQL} {
-		t.obs.refused.WithLabelValues(p)
+		m.refused.WithLabelValues(p)
 	}
-	t.obs.blocked.WithLabelValues("source")
-	t.obs.blocked.WithLabelValues("user")
-	return t
+	m.blocked.WithLabelValues("source")
+	m.blocked.WithLabelValues("user")
+	return m
 }
 
 // Begin lets a login from l.ClientAddr start, counting it as under way until Failed, Succeeded

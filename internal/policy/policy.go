@@ -46,15 +46,21 @@ const verifiedMax = 4096
 // New returns a Policy with no configuration. Its metric queryflux_auth_failures_total
 // {protocol} is registered on reg unless reg is nil.
 func New(reg prometheus.Registerer) *Policy {
-	p := &Policy{failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+	return &Policy{failures: promreg.Once(reg, failuresKey{}, func() *prometheus.CounterVec { return newFailures(reg) })}
+}
+
+// failuresKey keys the failures counter on a shared registry (promreg.Once).
+type failuresKey struct{}
+
+func newFailures(reg prometheus.Registerer) *prometheus.CounterVec {
+	failures := promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "queryflux_auth_failures_total",
 		Help: "Failed frontend logins, by protocol.",
-	}, []string{"protocol"})}
-	p.failures = promreg.Register(reg, p.failures)
+	}, []string{"protocol"}))
 	for _, proto := range []string{query.ProtocolPostgres, "mysql", query.ProtocolTrino, "flightsql"} {
-		p.failures.WithLabelValues(proto)
+		failures.WithLabelValues(proto)
 	}
-	return p
+	return failures
 }
 
 // Activate makes c the policy of every later login and query.

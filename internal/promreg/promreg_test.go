@@ -1,6 +1,7 @@
 package promreg
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -49,4 +50,58 @@ func TestRegisterPanicsOnAConflictingSeries(t *testing.T) {
 		}
 	}()
 	Register(reg, newCounter("other help"))
+}
+
+type setKey struct{}
+
+type otherKey struct{}
+
+// On a shared registry a metric set is built once and every caller gets that one, until the
+// registry is forgotten; on any other registry each caller builds its own.
+func TestOnceBuildsOncePerSharedRegistry(t *testing.T) {
+	builds := 0
+	build := func(reg prometheus.Registerer) func() *prometheus.CounterVec {
+		return func() *prometheus.CounterVec { builds++; return Register(reg, newCounter("h")) }
+	}
+	reg := prometheus.NewRegistry()
+	Share(reg)
+	first := Once(reg, setKey{}, build(reg))
+	second := Once(reg, setKey{}, build(reg))
+	if builds != 1 || first != second {
+		t.Fatalf("shared registry: %d builds, same set %v; want 1 build and one set", builds, first == second)
+	}
+	Once(reg, otherKey{}, func() int { builds++; return 1 })
+	if builds != 2 {
+		t.Fatalf("another key got the first key's set (%d builds, want 2)", builds)
+	}
+	Forget(reg)
+	Once(reg, setKey{}, build(reg))
+	if builds != 3 {
+		t.Fatalf("a forgotten registry still kept its set (%d builds, want 3)", builds)
+	}
+	if _, kept := shared.sets[reg]; kept {
+		t.Fatal("Forget left the registry in the table")
+	}
+
+	unshared := prometheus.NewRegistry()
+	Once(unshared, setKey{}, build(unshared))
+	Once(unshared, setKey{}, build(unshared))
+	Once(nil, setKey{}, build(nil))
+	if builds != 6 {
+		t.Fatalf("unshared and nil registries: %d builds, want 6 (one per call)", builds)
+	}
+}
+
+// A key asked for with another type than it was built as is a programming error.
+func TestOnceRefusesAKeyOfAnotherType(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	Share(reg)
+	defer Forget(reg)
+	Once(reg, setKey{}, func() int { return 1 })
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "promreg.setKey") {
+			t.Fatalf("recovered %v, want a panic naming the key", r)
+		}
+	}()
+	Once(reg, setKey{}, func() string { return "x" })
 }

@@ -303,6 +303,16 @@ func (n *Node) Run(ctx context.Context) {
 	})
 }
 
+// HealthDuty is Run as a duty of the node's env.Loop: the clusters' health checks, the first
+// HealthEvery after the loop starts and then HealthEvery after each check ends.
+func (n *Node) HealthDuty() *env.Duty {
+	return &env.Duty{Name: "cluster-health", Blocks: true, First: n.opts.HealthEvery,
+		Run: func(ctx context.Context, _ time.Time) time.Time {
+			n.core.CheckHealth(ctx, n.opts.HealthTimeout)
+			return n.opts.Env.Now().Add(n.opts.HealthEvery)
+		}}
+}
+
 func (n *Node) isClosed() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()

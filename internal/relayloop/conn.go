@@ -1,6 +1,7 @@
 package relayloop
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -199,4 +200,33 @@ func (c *Conn) Pending() bool {
 		return false
 	}
 	return peek(c.fd)
+}
+
+// Listener accepts TCP connections as Conns, whose sockets may then be lent to a loop.
+func Listener(l net.Listener) net.Listener { return listener{l} }
+
+type listener struct{ net.Listener }
+
+func (l listener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if tc, ok := nc.(*net.TCPConn); ok && err == nil {
+		return NewConn(tc), nil
+	}
+	return nc, err
+}
+
+// ConnOf is nc's socket as a Conn, found under wrappers that expose it (NetConn, as
+// netlimit's does); nil when there is none or TLS runs on it.
+func ConnOf(nc net.Conn) *Conn {
+	for range 4 {
+		if c, ok := nc.(*Conn); ok {
+			return c
+		}
+		w, ok := nc.(interface{ NetConn() net.Conn })
+		if _, isTLS := nc.(*tls.Conn); !ok || isTLS {
+			return nil
+		}
+		nc = w.NetConn()
+	}
+	return nil
 }

@@ -176,6 +176,14 @@ func (l *Loop) setNonblock(fd int) error {
 	return nil
 }
 
+// Replacing is the Replace verdict, with the bytes to relay in the message's stead (whole
+// messages of the direction's protocol, already framed: the Watch does not see them): only
+// from the pair's Watch, on the loop's thread. msg is copied once the Watch returns.
+func (h *Handle) Replacing(msg []byte) Verdict {
+	h.p.replacement = msg
+	return Replace
+}
+
 // StopIf ends the pair as Stop does when cond, run on the loop's thread, says so. It does not
 // wait.
 func (h *Handle) StopIf(cond func() bool) {

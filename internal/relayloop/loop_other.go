@@ -30,6 +30,9 @@ func (h *Handle) Resume(int)              {}
 func (h *Handle) StopIf(func() bool)      {}
 func (h *Handle) Plug(int) error          { return errUnsupported }
 
+// Replacing is never called outside Linux: no pair runs.
+func (h *Handle) Replacing([]byte) Verdict { return Replace }
+
 // Detach fails outside Linux.
 func Detach(syscall.Conn) (int, error) { return -1, errUnsupported }
 

@@ -1,10 +1,5 @@
 package relayloop
 
-import (
-	"crypto/tls"
-	"net"
-)
-
 // MySQLMaxPayload is the largest payload of one MySQL packet: a packet this long is continued
 // by the next one.
 const MySQLMaxPayload = 1<<24 - 1
@@ -45,32 +40,3 @@ func (f *MySQL) Frame(h []byte) (int, bool) {
 // Continues reports whether the last packet framed was MySQLMaxPayload long: the message it
 // began goes on in the next one.
 func (f *MySQL) Continues() bool { return f.continued }
-
-// Listener accepts TCP connections as Conns, whose sockets may then be lent to a loop.
-func Listener(l net.Listener) net.Listener { return listener{l} }
-
-type listener struct{ net.Listener }
-
-func (l listener) Accept() (net.Conn, error) {
-	nc, err := l.Listener.Accept()
-	if tc, ok := nc.(*net.TCPConn); ok && err == nil {
-		return NewConn(tc), nil
-	}
-	return nc, err
-}
-
-// ConnOf is nc's socket as a Conn, found under wrappers that expose it (NetConn, as
-// netlimit's does); nil when there is none or TLS runs on it.
-func ConnOf(nc net.Conn) *Conn {
-	for range 4 {
-		if c, ok := nc.(*Conn); ok {
-			return c
-		}
-		w, ok := nc.(interface{ NetConn() net.Conn })
-		if _, isTLS := nc.(*tls.Conn); !ok || isTLS {
-			return nil
-		}
-		nc = w.NetConn()
-	}
-	return nil
-}

@@ -27,6 +27,8 @@ type pair struct {
 	// begunAfter is A's whole count then.
 	begun      time.Time
 	begunAfter int
+	// replacement is what a Watch's Replace verdict relays (Handle.Replacing).
+	replacement []byte
 }
 
 // stream is one direction: buf[w:s] is framed and waits to be written to the peer, buf[s:r]
@@ -182,7 +184,9 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 			return true
 		}
 		v := p.p.Watch(d, st.buf[st.s:st.s+total])
-		if p.fd(1-d) < 0 && (v == Relay || v == End || v == Unplug) {
+		replacement := p.replacement
+		p.replacement = nil
+		if p.fd(1-d) < 0 && (v == Relay || v == End || v == Unplug || v == Replace) {
 			v = Hold
 		}
 		if v != Pause && v != Hold {
@@ -211,9 +215,28 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 				st.pending = &Result{}
 			}
 			return true
+		case Replace:
+			st.replace(total, replacement)
 		}
 	}
 	return true
+}
+
+// replace puts m where the message of total bytes at buf[s:] was, as framed: what follows
+// moves, and the buffer grows when m is longer than the room left.
+func (st *stream) replace(total int, m []byte) {
+	tail := st.buf[st.s+total : st.r]
+	if end := st.s + len(m) + len(tail); end > len(st.buf) {
+		grown := make([]byte, end)
+		copy(grown, st.buf[:st.s])
+		copy(grown[st.s+len(m):], tail)
+		st.buf = grown
+	} else {
+		copy(st.buf[st.s+len(m):], tail)
+	}
+	copy(st.buf[st.s:], m)
+	st.s += len(m)
+	st.r = st.s + len(tail)
 }
 
 // flush writes buf[w:s] of stream d to its peer, as much as the peer's socket takes.

@@ -55,6 +55,9 @@ const (
 	// Unplug (BToA only) relays the message and what came before it, then takes B out of the
 	// pair (Pair.Unplugged); the pair goes on with A alone.
 	Unplug
+	// Replace relays other bytes in the message's stead (Handle.Replacing) and goes on: a
+	// proxy renames what the peer knows under another name, or sends a message before it.
+	Replace
 )
 
 // Direction names one way of a pair: A to B, or B to A.

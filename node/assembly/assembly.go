@@ -102,11 +102,16 @@ func newQuery(o queryOptions) (*Query, error) {
 	return q, nil
 }
 
-// start opens the enabled frontends and runs the clusters' health checks.
-func (q *Query) start(ctx context.Context, e env.Env, f config.Frontends) error {
+// start opens the enabled frontends and runs the clusters' health checks: in loop when there is
+// one (it runs when the caller runs it), else in a task of their own.
+func (q *Query) start(ctx context.Context, e env.Env, f config.Frontends, loop *env.Loop) error {
 	//determinism:ok the daemon's frontends: real listeners
 	if err := q.Node.Listen(f); err != nil {
 		return err
+	}
+	if loop != nil {
+		loop.Add(q.Node.HealthDuty())
+		return nil
 	}
 	e.Go(ctx, "cluster-health", q.Node.Run)
 	return nil

@@ -347,7 +347,7 @@ func (c *ControlPlane) Start(ctx context.Context) error {
 	if c.Leases != nil {
 		c.Leases.Start(ctx)
 	}
-	return c.Query.start(ctx, c.e, c.cfg.QueryFlux.Frontends)
+	return c.Query.start(ctx, c.e, c.cfg.QueryFlux.Frontends, nil)
 }
 
 // ReloadConfig re-reads the configuration (SIGHUP): the file (the reload logs its outcome), or

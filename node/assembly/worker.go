@@ -154,11 +154,14 @@ func (wk *Worker) apply(_ context.Context, cfg *config.Config, _ *snapshot.Worke
 // Handler serves the ops listener: /health, /readyz, /metrics, /worker/status, peer config.
 func (wk *Worker) Handler() http.Handler { return wk.W.OpsHandler() }
 
-// Start runs the role until ctx ends: the frontends and health checks, the capacity guard, the
-// history uplink, the config sync, the heartbeats and self-health probe. The frontends listen
-// first: the registration (whichever task needs the control plane first) carries their endpoints.
+// Start runs the role until ctx ends: the frontends, the history uplink, the config sync, and
+// one loop task (env.Loop) for the periodic duties: the clusters' health checks, the capacity
+// guard's keeper, release flusher and idle reaper, the heartbeats and the self-health probe.
+// The frontends listen first: the registration (whichever task needs the control plane first)
+// carries their endpoints.
 func (wk *Worker) Start(ctx context.Context) error {
-	if err := wk.Query.start(ctx, wk.e, wk.cfg.QueryFlux.Frontends); err != nil {
+	duties := env.NewLoop(wk.e)
+	if err := wk.Query.start(ctx, wk.e, wk.cfg.QueryFlux.Frontends, duties); err != nil {
 		return err
 	}
 	if wk.deps.Endpoints != nil {
@@ -170,12 +173,13 @@ func (wk *Worker) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	wk.Guard.Start(ctx)
+	duties.Add(wk.Guard.Duties()...)
 	if wk.Query.Uplink != nil {
 		wk.Query.Uplink.Start(ctx)
 	}
 	wk.e.Go(ctx, "config-sync", func(ctx context.Context) { _ = wk.Sync.Run(ctx) })
-	wk.W.Start(ctx)
+	duties.Add(wk.W.Duties()...)
+	wk.e.Go(ctx, "worker-duties", duties.Run)
 	return nil
 }
 

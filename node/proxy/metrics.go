@@ -75,7 +75,15 @@ func (m *metrics) finished(s *boundSeries, status Status, seconds float64) {
 	s.duration.Observe(seconds)
 }
 
+// metricsKey keys the core's metric set on a shared registry (promreg.Once): the cores of a
+// simulated fleet count on one set (its bound series are shared and locked).
+type metricsKey struct{}
+
 func newMetrics(reg prometheus.Registerer) *metrics {
+	return promreg.Once(reg, metricsKey{}, func() *metrics { return buildMetrics(reg) })
+}
+
+func buildMetrics(reg prometheus.Registerer) *metrics {
 	buckets := prometheus.ExponentialBuckets(0.001, 4, 10) // 1ms .. ~4.4min
 	m := &metrics{
 		queries: prometheus.NewCounterVec(prometheus.CounterOpts{

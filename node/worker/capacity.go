@@ -66,11 +66,20 @@ func NewCapacityGuard(e env.Env, w *Worker, c config.Coordination, metrics *capa
 	return g, nil
 }
 
-// Start runs the lease keeper and release flusher until ctx ends (nothing in mode local).
+// Start runs the lease guard's duties (keeper, release flusher, idle reaper) in a loop task of
+// their own until ctx ends (nothing in mode local).
 func (g *CapacityGuard) Start(ctx context.Context) {
 	if g.lease != nil {
 		g.lease.Start(ctx)
 	}
+}
+
+// Duties are the lease guard's duties for the node's env.Loop (none in mode local).
+func (g *CapacityGuard) Duties() []*env.Duty {
+	if g.lease == nil {
+		return nil
+	}
+	return g.lease.Duties()
 }
 
 // Guard is the guard for proxy.Options.Guard (the core cancels a query whose slot is lost).

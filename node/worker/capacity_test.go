@@ -182,7 +182,10 @@ func TestSimRogueReregistrationFencesTheOldSession(t *testing.T) {
 		})
 	})
 	var held []capacity.Lease
-	s.At(3*time.Second, func() {
+	// Halfway between w1's renewals (granted at 1 s, renewed every 2 s): had w1 called the control
+	// plane between the rogue's register and its release (at 3 s its keeper does), w1 would have
+	// registered again first, and the rogue's token would be the superseded one.
+	s.At(2500*time.Millisecond, func() {
 		held = must(leases.List(context.Background(), "c"))
 		s.Spawn(rogue, "rogue", func() {
 			ctx := rogue.Ctx()

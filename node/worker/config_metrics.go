@@ -11,7 +11,14 @@ type configMetrics struct {
 	activateFailures prometheus.Counter
 }
 
+// configMetricsKey keys the config sync's metric set on a shared registry (promreg.Once).
+type configMetricsKey struct{}
+
 func (s *ConfigSync) registerMetrics(reg prometheus.Registerer) {
+	s.metrics = promreg.Once(reg, configMetricsKey{}, func() configMetrics { return s.buildMetrics(reg) })
+}
+
+func (s *ConfigSync) buildMetrics(reg prometheus.Registerer) configMetrics {
 	failures := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "queryflux_config_reload_failures_total",
 		Help: "Config revisions refused, by stage (worker_activate: strict compile or apply on a worker).",
@@ -28,7 +35,7 @@ func (s *ConfigSync) registerMetrics(reg prometheus.Registerer) {
 	// A worker has one config sync; a second one (tests build several) reuses the first's series.
 	failures = promreg.Register(reg, failures)
 	promreg.Register(reg, stale)
-	s.metrics = configMetrics{activateFailures: failures.WithLabelValues("worker_activate")}
+	return configMetrics{activateFailures: failures.WithLabelValues("worker_activate")}
 }
 
 // Stale reports whether the active config is a copy the control plane has not confirmed.

@@ -17,19 +17,15 @@ import (
 // heartbeatJitter spreads a fleet's heartbeats so they do not arrive in waves.
 const heartbeatJitter = 0.1
 
-// runHeartbeats sends a heartbeat every interval, and at once when HeartbeatNow is called (the
-// self-health probe does so on every change). The first beat registers the worker.
-func (w *Worker) runHeartbeats(ctx context.Context) {
-	for ctx.Err() == nil {
-		seen := w.beatNow.Seq()
-		w.logHeartbeatResult(ctx, w.SendHeartbeat(ctx))
-		w.mu.Lock()
-		wait := w.interval
-		w.mu.Unlock()
-		wctx, cancel := w.e.WithTimeout(ctx, env.Jitter(w.e.Rand(), wait, heartbeatJitter))
-		_ = w.beatNow.Wait(wctx, seen)
-		cancel()
-	}
+// beat is the heartbeat duty: one heartbeat, the next one an interval later (jittered), or at
+// once when HeartbeatNow is called (the self-health probe does so on every change). The first
+// beat registers the worker.
+func (w *Worker) beat(ctx context.Context, _ time.Time) time.Time {
+	w.logHeartbeatResult(ctx, w.SendHeartbeat(ctx))
+	w.mu.Lock()
+	wait := w.interval
+	w.mu.Unlock()
+	return w.e.Now().Add(env.Jitter(w.e.Rand(), wait, heartbeatJitter))
 }
 
 // failureLogEvery keeps a long control-plane outage from filling the log: the first failure is
@@ -137,17 +133,13 @@ func (w *Worker) postHeartbeat(ctx context.Context, hb workerapi.Heartbeat) erro
 	return nil
 }
 
-// runHealthProbe measures, every probe interval, how late a sleep wakes. Lag means the process
-// is starved (CPU, GC, a blocked runtime): a worker that cannot wake on time cannot serve on time.
-func (w *Worker) runHealthProbe(ctx context.Context) {
-	for {
-		start := w.e.Now()
-		if err := w.e.Sleep(ctx, w.cfg.HealthProbeInterval); err != nil {
-			return
-		}
-		now := w.e.Now()
-		w.ObserveLag(now, max(now.Sub(start)-w.cfg.HealthProbeInterval, 0))
-	}
+// probeLag is the self-health probe, a timed duty: every probe interval it measures how late
+// the loop's timer woke for it. Lag means the process is starved (CPU, GC, a blocked runtime):
+// a worker that cannot wake on time cannot serve on time.
+func (w *Worker) probeLag(_ context.Context, due time.Time) time.Time {
+	now := w.e.Now()
+	w.ObserveLag(now, max(now.Sub(due), 0))
+	return now.Add(w.cfg.HealthProbeInterval)
 }
 
 // ObserveLag feeds one probe result to the health state machine. The probe task calls it; the

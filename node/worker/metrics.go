@@ -14,7 +14,14 @@ type metrics struct {
 	registrations     *prometheus.CounterVec
 }
 
+// metricsKey keys the worker's metric set on a shared registry (promreg.Once).
+type metricsKey struct{}
+
 func newMetrics(reg prometheus.Registerer) *metrics {
+	return promreg.Once(reg, metricsKey{}, func() *metrics { return buildMetrics(reg) })
+}
+
+func buildMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		healthTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_worker_health_transitions_total",

@@ -99,17 +99,13 @@ func (w *Worker) fetchPeers(ctx context.Context) ([]workerapi.Peer, error) {
 	return peers, nil
 }
 
-// runPeers refreshes the peer list every heartbeat interval.
-func (w *Worker) runPeers(ctx context.Context) {
-	for ctx.Err() == nil {
-		if err := w.loadPeers(ctx); err != nil && ctx.Err() == nil {
-			w.e.Logger().Debug("peer list not refreshed", "worker", w.cfg.Name, "err", err)
-		}
-		w.mu.Lock()
-		wait := w.interval
-		w.mu.Unlock()
-		if w.e.Sleep(ctx, wait) != nil {
-			return
-		}
+// refreshPeers is the peer list duty: it refreshes the list every heartbeat interval.
+func (w *Worker) refreshPeers(ctx context.Context, _ time.Time) time.Time {
+	if err := w.loadPeers(ctx); err != nil && ctx.Err() == nil {
+		w.e.Logger().Debug("peer list not refreshed", "worker", w.cfg.Name, "err", err)
 	}
+	w.mu.Lock()
+	wait := w.interval
+	w.mu.Unlock()
+	return w.e.Now().Add(wait)
 }

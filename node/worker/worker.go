@@ -24,8 +24,9 @@ type Worker struct {
 	client  *http.Client
 	base    *url.URL
 	metrics *metrics
-	beatNow env.Signal // wakes the heartbeat loop for an immediate beat
 	regDone env.Signal // a registration attempt ended
+	// The worker's duties (Duties): heartbeats, the self-health probe, the peer list.
+	heartbeat, probe, peerList *env.Duty
 
 	mu            sync.Mutex
 	token         string // current session token; "" when none
@@ -72,24 +73,35 @@ func New(e env.Env, cfg Config, client *http.Client) *Worker {
 		panic("worker: needs an *http.Client without Timeout")
 	}
 	base, _ := url.Parse(strings.TrimRight(cfg.ControlPlaneURL, "/") + "/")
-	return &Worker{
+	w := &Worker{
 		e: e, cfg: cfg, client: client, base: base,
 		metrics:  newMetrics(cfg.Metrics),
-		beatNow:  e.NewSignal(),
 		regDone:  e.NewSignal(),
 		interval: cfg.HeartbeatInterval,
 		health:   NewHealthMonitor(cfg.LagThreshold, cfg.HealthFlips, e.Now()),
 	}
+	w.heartbeat = &env.Duty{Name: "worker-heartbeat", Blocks: true, Run: w.beat}
+	w.probe = &env.Duty{Name: "worker-health-probe", Timed: true, First: cfg.HealthProbeInterval, Run: w.probeLag}
+	w.peerList = &env.Duty{Name: "worker-peers", Blocks: true, Run: w.refreshPeers}
+	return w
 }
 
-// Start runs the heartbeat loop (which registers first) and the self-health probe as Env tasks
-// until ctx ends.
-func (w *Worker) Start(ctx context.Context) {
-	w.e.Go(ctx, "worker-heartbeat", w.runHeartbeats)
-	w.e.Go(ctx, "worker-health-probe", w.runHealthProbe)
+// Duties are the worker's periodic jobs, for one env.Loop: heartbeats (the first registers),
+// the self-health probe and, when the worker advertises endpoints, the peer list refresh.
+func (w *Worker) Duties() []*env.Duty {
+	duties := []*env.Duty{w.heartbeat, w.probe}
 	if len(w.advertised()) > 0 {
-		w.e.Go(ctx, "worker-peers", w.runPeers)
+		duties = append(duties, w.peerList)
 	}
+	return duties
+}
+
+// Start runs the worker's duties in a loop task of their own until ctx ends. (A worker
+// assembly runs them in the node's one loop instead.)
+func (w *Worker) Start(ctx context.Context) {
+	l := env.NewLoop(w.e)
+	l.Add(w.Duties()...)
+	w.e.Go(ctx, "worker-duties", l.Run)
 }
 
 // AddHeartbeatContributor adds fn, called (without locks held) on every heartbeat before it is
@@ -134,7 +146,7 @@ func (w *Worker) controlPlaneAnswering() error {
 }
 
 // HeartbeatNow asks for a heartbeat at once instead of at the next interval.
-func (w *Worker) HeartbeatNow() { w.beatNow.Notify() }
+func (w *Worker) HeartbeatNow() { w.heartbeat.Wake() }
 
 // Name is the worker's name.
 func (w *Worker) Name() string { return w.cfg.Name }

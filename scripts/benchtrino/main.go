@@ -11,6 +11,12 @@
 // has none, reading rows from every document it is given. It prints "p50_us p99_us queries
 // requests_per_query", the last the mean HTTP requests a query took over Trino ("-" over pgx).
 //
+// With -floor it is instead the floor to compare the Trino row with: a net/http server on
+// loopback answering every POST with a fixed document naming a nextUri and every GET with a fixed
+// last page of one row, no query behind them. It prints its port and serves until killed.
+//
+//	benchtrino -floor 127.0.0.1:0   # then: benchtrino -trino http://127.0.0.1:PORT -d 3s
+//
 // determinism: outside the simulator (a benchmark client)
 package main
 
@@ -22,6 +28,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -38,14 +45,18 @@ func main() {
 	pgURL := flag.String("pg", "", "PostgreSQL URL (instead of -trino)")
 	q := flag.String("query", "SELECT 1", "the query; its single value must be 1")
 	dur := flag.Duration("d", 3*time.Second, "duration")
+	floor := flag.String("floor", "", "serve fixed Trino documents on this address instead of measuring")
 	flag.Parse()
+	if *floor != "" {
+		fail(serveFloor(*floor))
+	}
 	var run func() error
-	requests := func() string { return "-" }
+	var requests *int // HTTP requests sent, over Trino
 	switch {
 	case *trinoURL != "" && *pgURL == "":
 		c := newTrino(*trinoURL, *user)
 		run = func() error { return c.selectOne(*q) }
-		requests = func() string { return strconv.Itoa(c.requests) }
+		requests = &c.requests
 	case *pgURL != "" && *trinoURL == "":
 		conn, err := pgx.Connect(context.Background(), *pgURL)
 		if err != nil {
@@ -71,7 +82,10 @@ func main() {
 		}
 	}
 	var lats []time.Duration
-	before := requests()
+	var before int
+	if requests != nil {
+		before = *requests
+	}
 	end := time.Now().Add(*dur)
 	for time.Now().Before(end) {
 		t0 := time.Now()
@@ -82,17 +96,33 @@ func main() {
 	}
 	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
 	pct := func(p float64) int64 { return lats[int(float64(len(lats)-1)*p)].Microseconds() }
-	fmt.Printf("%d %d %d %s\n", pct(0.50), pct(0.99), len(lats), perQuery(before, requests(), len(lats)))
+	perQuery := "-"
+	if requests != nil {
+		perQuery = strconv.FormatFloat(float64(*requests-before)/float64(len(lats)), 'f', 3, 64)
+	}
+	fmt.Printf("%d %d %d %s\n", pct(0.50), pct(0.99), len(lats), perQuery)
 }
 
-// perQuery is the mean requests per query between two counts, "-" when not counted.
-func perQuery(before, after string, queries int) string {
-	b, errB := strconv.Atoi(before)
-	a, errA := strconv.Atoi(after)
-	if errB != nil || errA != nil {
-		return "-"
+// serveFloor answers the Trino protocol with fixed documents on addr (see -floor).
+func serveFloor(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
 	}
-	return strconv.FormatFloat(float64(a-b)/float64(queries), 'f', 3, 64)
+	fmt.Println(l.Addr().(*net.TCPAddr).Port)
+	base := "http://" + l.Addr().String()
+	queued := []byte(`{"id":"q","infoUri":"` + base + `/ui","nextUri":"` + base + `/v1/statement/executing/q/s/1","stats":{"state":"QUEUED"},"warnings":[]}` + "\n")
+	last := []byte(`{"id":"q","infoUri":"` + base + `/ui","columns":[{"name":"_col0","type":"integer","typeSignature":{"rawType":"integer","arguments":[]}}],` +
+		`"data":[[1]],"stats":{"state":"FINISHED"},"warnings":[]}` + "\n")
+	return http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost {
+			w.Write(queued)
+			return
+		}
+		w.Write(last)
+	}))
 }
 
 type trinoClient struct {

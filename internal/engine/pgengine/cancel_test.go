@@ -2,6 +2,7 @@ package pgengine_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/pgengine"
@@ -192,6 +194,68 @@ func TestCancelEndsTheStatementOnTheServer(t *testing.T) {
 			}
 			if got := c.backendPID(t); got != pid {
 				t.Fatalf("the next statement ran on backend %d, not on the cancelled one's %d: its connection was closed", got, pid)
+			}
+		})
+	}
+}
+
+// A relay connection given back in the middle of a statement (the client left, the frontend
+// gave up on it) no longer runs the statement on PostgreSQL once Close returns: the slot the
+// caller frees next is free on the engine too. Whether its statement was sent whole (a simple
+// Query), without its Sync (an Execute and a Flush) or cancelled first.
+func TestWireClosedMidStatementEndsItOnTheServer(t *testing.T) {
+	c := openCancelled(t)
+	e := c.e.(*pgengine.Engine)
+	encode := func(msgs ...pgproto3.FrontendMessage) []byte {
+		var b []byte
+		for _, m := range msgs {
+			b, _ = m.Encode(b)
+		}
+		return b
+	}
+	// The statement takes two seconds to end once cancelled (as a statement that cleans up
+	// after itself would): closing the socket after the cancel request leaves it running.
+	slow := func(m string) string {
+		return "do $$ begin perform pg_sleep(600); exception when query_canceled then perform pg_sleep(2); end $$ /* " + m + " */"
+	}
+	cases := []struct {
+		name   string
+		send   func(m string) []byte
+		cancel bool
+	}{
+		{"query", func(m string) []byte {
+			return encode(&pgproto3.Query{String: slow(m)})
+		}, false},
+		{"execute without its sync", func(m string) []byte {
+			return encode(&pgproto3.Parse{Query: slow(m)}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Flush{})
+		}, false},
+		{"cancelled first", func(m string) []byte {
+			return encode(&pgproto3.Query{String: slow(m)})
+		}, true},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := cancelMarker()
+			w, err := e.OpenPGWire(context.Background(), engine.PGWireOptions{Owner: uint64(1000 + i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg := tc.send(m)
+			for len(msg) > 0 {
+				n := 1 + int(binary.BigEndian.Uint32(msg[1:5]))
+				w.Send(msg[:n])
+				msg = msg[n:]
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			c.whenRunning(t, m, func() {})
+			if tc.cancel {
+				w.Cancel()
+			}
+			_ = w.Close()
+			if n := c.active(t, m); n != 0 {
+				t.Fatalf("%d backends still run the statement after Close returned", n)
 			}
 		})
 	}

@@ -241,10 +241,8 @@ var terminate = []byte{'X', 0, 0, 0, 4}
 func (c *rawConn) close() {
 	if c.awaitZ > 0 || c.unsynced {
 		// Mid-statement: closing the socket alone leaves the backend running until it next
-		// talks to us; a cancel request stops it now.
-		ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
-		_ = c.cancel.send(ctx)
-		cancel()
+		// talks to us (PostgreSQL does not notice a closed socket while it sleeps or scans).
+		c.cancelAndAwait()
 		c.broken = true
 	}
 	if !c.broken {
@@ -252,6 +250,38 @@ func (c *rawConn) close() {
 		_, _ = c.nc.Write(terminate)
 	}
 	_ = c.nc.Close()
+}
+
+// cancelAndAwait stops what the connection runs: a cancel request, then the server's answers
+// read up to the ReadyForQuery of everything sent (a Sync sent first after extended-protocol
+// messages that had none), for at most cancelWaitMax, as pgengine's own statements are
+// cancelled. The caller frees the statement's slot next: it must be free on the engine too.
+func (c *rawConn) cancelAndAwait() {
+	ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
+	err := c.cancel.send(ctx)
+	cancel()
+	if err != nil || c.nc.SetDeadline(time.Now().Add(cancelWaitMax)) != nil {
+		return
+	}
+	if c.unsynced {
+		c.out = append(c.out[:0], 'S', 0, 0, 0, 4)
+		err := c.write()
+		c.out = c.out[:0]
+		if err != nil {
+			return
+		}
+		c.awaitZ++
+		c.unsynced = false
+	}
+	for c.awaitZ > 0 {
+		msg, err := c.next()
+		if err != nil {
+			return
+		}
+		if msg[0] == 'Z' {
+			c.awaitZ--
+		}
+	}
 }
 
 // next returns the server's next message, whole; it is valid until the next call.

@@ -123,20 +123,7 @@ type loopEvent struct {
 }
 
 // eventLoop is the server's loop, started on first use; nil where there is none.
-func (s *Server) eventLoop() *relayloop.Loop {
-	s.loopOnce.Do(func() {
-		if s.opts.NoEventLoop {
-			return
-		}
-		l, err := relayloop.New(0)
-		if err != nil {
-			s.log.Info("mysqlwire: no event loop; connections are relayed by goroutines", "err", err)
-			return
-		}
-		s.loop = l
-	})
-	return s.loop
-}
+func (s *Server) eventLoop() *relayloop.Loop { return s.loop.Get() }
 
 // LoopStatements is how many statements the event loop has relayed.
 func (s *Server) LoopStatements() int64 { return s.loopStatements.Load() }

@@ -106,8 +106,7 @@ type Server struct {
 	draining  atomic.Bool // Drain: sessions idle outside a transaction end
 	wg        sync.WaitGroup
 
-	loopOnce       sync.Once
-	loop           *relayloop.Loop // nil until first used, or where there is none
+	loop           relayloop.Lazy // the event loop (loop.go), started on first use
 	loopStatements atomic.Int64
 
 	panics    atomic.Int64 // recovered in connections, during login or after (bugs: the fuzz targets require none)
@@ -152,6 +151,10 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 		conns:     map[net.Conn]struct{}{},
 		sessions:  map[uint32]*session{},
 		refusals:  netlimit.BoundRefusals(opts.Registerer),
+	}
+	s.loop.Off = opts.NoEventLoop
+	s.loop.Failed = func(err error) {
+		log.Info("mysqlwire: no event loop; connections are relayed by goroutines", "err", err)
 	}
 	auth := &authProvider{s: s, key: key}
 	s.srv = server.NewServerWithAuth(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, nil, auth)
@@ -222,10 +225,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
-	s.loopOnce.Do(func() {})
-	if s.loop != nil {
-		s.loop.Close()
-	}
+	s.loop.Close()
 	return nil
 }
 

@@ -91,7 +91,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 
 func (c *conn) setStream(nc net.Conn) {
 	c.nc = nc
-	c.lc = loopConnOf(nc)
+	c.lc = relayloop.ConnOf(nc)
 	c.cr = &clientReader{nc: nc}
 	c.be = pgproto3.NewBackend(c.cr, nc)
 	c.be.SetMaxBodyLen(c.srv.opts.Limits.PreAuthBytesMax) // raised once authenticated

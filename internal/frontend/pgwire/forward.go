@@ -77,11 +77,16 @@ type wireState struct {
 // expect is one client message whose answer the server has not completed yet, or an answer
 // this frontend gives itself in its turn.
 type expect struct {
-	kind    byte   // the frontend message: 'P', 'B', 'D', 'E', 'C', 'S' (Sync) or 'Q'
-	swallow bool   // a Parse sent on the client's behalf: its ParseComplete is not the client's
-	key     string // Parse: the statement key, forgotten when the Parse fails
-	synth   byte   // an answer of this frontend's own ('1' ParseComplete, '3' CloseComplete)
+	kind    byte // the frontend message: 'P', 'B', 'D', 'E', 'C', 'S' (Sync) or 'Q'
+	swallow bool // a Parse sent on the client's behalf: its ParseComplete is not the client's
+	synth   byte // an answer of this frontend's own ('1' ParseComplete, '3' CloseComplete)
 	run     *wireRun
+	// What a Parse prepares, forgotten when it fails: a statement of the engine connection's
+	// (by key), or its unnamed statement; and the client's statement stmt, by its name.
+	key     string
+	unnamed bool
+	name    string
+	stmt    *preparedStmt
 }
 
 // wireRun is one checked and reported statement (an Execute or a Query).
@@ -329,7 +334,7 @@ func (c *conn) forwardParse(m *pgproto3.Parse) error {
 	key := stmtKey(st)
 	if !st.named {
 		ws.unnamed = key
-		c.send(m, expect{kind: 'P', key: key})
+		c.send(m, expect{kind: 'P', unnamed: true, stmt: st})
 		return nil
 	}
 	name, prepared := ws.conn.Statement(key, true)
@@ -338,7 +343,7 @@ func (c *conn) forwardParse(m *pgproto3.Parse) error {
 		c.answer('1')
 		return nil
 	}
-	c.send(&pgproto3.Parse{Name: name, Query: m.Query, ParameterOIDs: m.ParameterOIDs}, expect{kind: 'P', key: key})
+	c.send(&pgproto3.Parse{Name: name, Query: m.Query, ParameterOIDs: m.ParameterOIDs}, expect{kind: 'P', key: key, name: m.Name, stmt: st})
 	return nil
 }
 
@@ -413,7 +418,7 @@ func (c *conn) ensure(st *preparedStmt) string {
 	}
 	if ws.unnamed != key {
 		ws.unnamed = key
-		c.send(&pgproto3.Parse{Query: st.sql, ParameterOIDs: st.paramOIDs}, expect{kind: 'P', swallow: true})
+		c.send(&pgproto3.Parse{Query: st.sql, ParameterOIDs: st.paramOIDs}, expect{kind: 'P', unnamed: true, swallow: true})
 	}
 	return ""
 }
@@ -707,15 +712,27 @@ func (c *conn) relayError(msg []byte) error {
 		}
 		return nil
 	}
-	if head.kind == 'P' && head.key != "" {
-		ws.conn.Forget(head.key)
-	}
-	if head.kind == 'P' && head.key == "" || head.swallow {
-		ws.unnamed = ""
-	}
+	c.parseFailed(head)
 	c.finishRun(head.run, err)
 	c.skipAfterError()
 	return nil
+}
+
+// parseFailed forgets what a Parse the engine refused was to prepare: the engine connection's
+// statement, and the client's (PostgreSQL has none under its name either).
+func (c *conn) parseFailed(e expect) {
+	if e.kind != 'P' {
+		return
+	}
+	if e.key != "" {
+		c.wire.conn.Forget(e.key)
+	}
+	if e.unnamed {
+		c.wire.unnamed = ""
+	}
+	if e.stmt != nil && c.stmts[e.name] == e.stmt {
+		delete(c.stmts, e.name)
+	}
 }
 
 // skipAfterError drops what the server skips after an error: everything up to the next Sync.

@@ -2,12 +2,10 @@ package pgwire
 
 import (
 	"bytes"
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -22,14 +20,14 @@ import (
 // The event loop (internal/relayloop): a client whose statements are forwarded to PostgreSQL
 // engine connections (forward.go), both in plain TCP, is relayed in its steady state by the
 // server's event loop instead of its goroutine. The loop's thread reads the client's simple
-// Query, or its extended-protocol batch on the unnamed statement (Parse, Bind, Describe,
-// Execute, Close of a portal, Flush, Sync: what forward.go would send unchanged), writes it
-// to the engine connection and writes the engine's answer straight back, keeping the same
-// books as forward.go (wireState.queue: which client message each answer completes) and
-// seeing only the messages the proxy must see: ReadyForQuery (the statement's end and its
-// report; the transaction's end, when transaction pool mode gives the engine connection
-// back), the answers that complete a message, ErrorResponse, ParameterStatus and COPY. Rows
-// are counted as they pass. A goroutine per connection instead pays a scheduler park and wake
+// Query, or its extended-protocol batch (Parse, Bind, Describe, Execute, Close, Flush, Sync),
+// writes it to the engine connection as forward.go would (a named statement under the engine
+// connection's name for it, parsed there first when it is not yet, relayloop's Replace) and
+// writes the engine's answer straight back, keeping the same books as forward.go
+// (wireState.queue: which client message each answer completes) and seeing only the messages
+// the proxy must see: ReadyForQuery (the statement's end and its report; the transaction's
+// end, when transaction pool mode gives the engine connection back), the answers that
+// complete a message, ErrorResponse, ParameterStatus and COPY. Rows are counted as they pass. A goroutine per connection instead pays a scheduler park and wake
 // on each side of every message.
 //
 // The statement's check and report (proxy.Relay) run on the loop's thread: neither
@@ -42,17 +40,16 @@ import (
 // What may wait, or needs more than the loop does, is the goroutine's: the loop holds the
 // client's message and wakes it. An admission that would wait (others queued, no free slot,
 // a lease to ask for, an engine connection to open, reset or retag): the goroutine admits it
-// and plugs the engine connection into the pair. Everything else (named statements, which
-// forward.go renames on the engine connection, statements that may change session state,
-// guardrails on rows or bytes, a statement the core rewrote, COPY from the client, an error
-// to explain): the goroutine takes the client and the engine connection back, with the bytes
-// read but not relayed and the queue of what the engine has yet to answer, and carries on as
-// forward.go does. A client message that comes while a Query or Sync awaits its
-// ReadyForQuery waits for it.
+// and plugs the engine connection into the pair. Everything else (statements that may change
+// session state, guardrails on rows or bytes, a statement the core rewrote, COPY from the
+// client, an error to explain, a Parse forward.go answers itself): the goroutine takes the
+// client and the engine connection back, with the bytes read but not relayed and the queue of
+// what the engine has yet to answer, and carries on as forward.go does. A client message that
+// comes while a Query or Sync awaits its ReadyForQuery waits for it.
 
 // loopMissesMax is how many times a client may leave the loop at once (its next message was
-// one the loop does not relay) before it is no longer put on it: a client of named
-// statements would pay for the hand-over on every statement.
+// one the loop does not relay) before it is no longer put on it: a client whose statements
+// the loop does not relay would pay for the hand-over on every statement.
 const loopMissesMax = 4
 
 // loopEvent is what the loop tells the connection's goroutine.
@@ -86,50 +83,11 @@ type loopRun struct {
 	resend  string
 	run     *wireRun
 	kind    byte
+	out     []byte // what the loop relays in a client message's stead (Replacing)
 }
 
 // eventLoop is the server's loop, started on first use; nil where there is none.
-func (s *Server) eventLoop() *relayloop.Loop {
-	s.loopOnce.Do(func() {
-		if s.opts.NoEventLoop {
-			return
-		}
-		l, err := relayloop.New(0)
-		if err != nil {
-			s.log.Info("pgwire: no event loop; connections are relayed by goroutines", "err", err)
-			return
-		}
-		s.loop = l
-	})
-	return s.loop
-}
-
-// loopListener accepts TCP connections as relayloop.Conns.
-type loopListener struct{ net.Listener }
-
-func (l loopListener) Accept() (net.Conn, error) {
-	nc, err := l.Listener.Accept()
-	if tc, ok := nc.(*net.TCPConn); ok && err == nil {
-		return relayloop.NewConn(tc), nil
-	}
-	return nc, err
-}
-
-// loopConnOf is nc's socket as a relayloop.Conn (under netlimit's wrapper), nil when it is
-// none (TLS, a listener of another kind).
-func loopConnOf(nc net.Conn) *relayloop.Conn {
-	for range 2 {
-		if lc, ok := nc.(*relayloop.Conn); ok {
-			return lc
-		}
-		w, ok := nc.(interface{ NetConn() net.Conn })
-		if _, isTLS := nc.(*tls.Conn); !ok || isTLS {
-			return nil
-		}
-		nc = w.NetConn()
-	}
-	return nil
-}
+func (s *Server) eventLoop() *relayloop.Loop { return s.loop.Get() }
 
 // LoopStatements is how many statements the event loop has relayed.
 func (s *Server) LoopStatements() int64 { return s.loopStatements.Load() }
@@ -443,29 +401,23 @@ func (lr *loopRun) relayed(e expect) {
 	}
 }
 
-// extended relays an extended-protocol message forward.go would send unchanged: on the
-// unnamed statement (named ones are renamed on the engine connection), to a portal this
-// client bound, of a statement this engine connection has parsed.
+// extended relays an extended-protocol message as forward.go would send it: named statements
+// renamed to the engine connection's names, and a statement the engine connection has not
+// prepared yet parsed first (its ParseComplete dropped), as ensure does.
 func (lr *loopRun) extended(msg []byte) relayloop.Verdict {
 	c := lr.c
 	body := msg[5:]
 	if c.wire == nil {
-		// A transaction's first message routes it: only a Parse carries its SQL.
-		name, sql, _, ok := parseMessage(body)
-		if msg[0] != 'P' || !ok || len(name) != 0 {
+		// A transaction's first message routes it, by its statement's SQL.
+		sql, ok := lr.routing(msg[0], body)
+		if !ok {
 			lr.miss = true
 			return relayloop.Pause
 		}
-		var s string
-		if st := c.stmts[""]; st != nil && st.sql == string(sql) {
-			s = st.sql // the client's last unnamed statement again: no copy
-		} else {
-			s = string(sql)
-		}
-		if pausesParse(s) {
+		if msg[0] == 'P' && pausesParse(sql) {
 			return relayloop.Pause
 		}
-		if v, admitted := lr.admitNow(s); !admitted {
+		if v, admitted := lr.admitNow(sql); !admitted {
 			return v
 		}
 	}
@@ -474,62 +426,13 @@ func (lr *loopRun) extended(msg []byte) relayloop.Verdict {
 	case 'P':
 		return lr.parse(ws, body)
 	case 'B':
-		portal, rest, ok := cstring(body)
-		stmt, _, ok2 := cstring(rest)
-		st := c.stmts[""]
-		if !ok || !ok2 || len(stmt) != 0 || st == nil || ws.unnamed != stmtKey(st) {
-			lr.miss = true // a named statement, or one forward.go parses again first
-			return relayloop.Pause
-		}
-		if _, open := ws.portals[string(portal)]; !open && len(portal) > 0 && len(ws.portals) >= c.srv.opts.PortalsMax {
-			return relayloop.Pause // forward.go refuses it
-		}
-		ws.portals[string(portal)] = st.sql
-		lr.relayed(expect{kind: 'B'})
+		return lr.bind(ws, body)
 	case 'D':
-		if len(body) < 2 {
-			lr.miss = true
-			return relayloop.Pause
-		}
-		if body[0] == 'S' {
-			name, _, ok := cstring(body[1:])
-			st := c.stmts[""]
-			if !ok || len(name) != 0 || st == nil || ws.unnamed != stmtKey(st) {
-				lr.miss = true
-				return relayloop.Pause
-			}
-		}
-		lr.relayed(expect{kind: 'D'})
+		return lr.describe(ws, body)
 	case 'E':
-		portal, _, ok := cstring(body)
-		sql, known := ws.portals[string(portal)]
-		if !ok || !known {
-			lr.miss = true
-			return relayloop.Pause
-		}
-		run, _, err := c.beginRun_(sql)
-		switch {
-		case err != nil:
-			lr.refused = err
-			return relayloop.Pause
-		case run != nil && run.r.CheckLimits(math.MaxInt64/2, math.MaxInt64/2) != nil:
-			lr.run = run // guardrails that need each row: forward.go sends it
-			return relayloop.Pause
-		}
-		c.srv.loopExecutes.Add(1)
-		lr.relayed(expect{kind: 'E', run: run})
+		return lr.execute(ws, body)
 	case 'C':
-		if len(body) < 2 || body[0] != 'P' {
-			lr.miss = true // a statement's Close is answered by forward.go
-			return relayloop.Pause
-		}
-		name, _, ok := cstring(body[1:])
-		if !ok {
-			lr.miss = true
-			return relayloop.Pause
-		}
-		delete(ws.portals, string(name))
-		lr.relayed(expect{kind: 'C'})
+		return lr.close(ws, body)
 	case 'H':
 		lr.relayed(expect{})
 	case 'S':
@@ -540,29 +443,223 @@ func (lr *loopRun) extended(msg []byte) relayloop.Verdict {
 	return relayloop.Relay
 }
 
-// parse relays a Parse of the unnamed statement, as forwardParse sends it.
+// routing is the SQL a transaction's first message routes by (wantsWire): a Parse's, or that
+// of the client statement a Bind, a Describe or a Close names (pgx closes a statement after
+// an error, in a batch of its own: relayed, as PgBouncer would, rather than handed back to
+// the goroutine); ok is false for any other message.
+func (lr *loopRun) routing(kind byte, body []byte) (sql string, ok bool) {
+	stmts := lr.c.stmts
+	switch kind {
+	case 'P':
+		name, sql, _, ok := parseMessage(body)
+		if !ok {
+			return "", false
+		}
+		if st := stmts[string(name)]; st != nil && st.sql == string(sql) {
+			return st.sql, true // the client's statement again: no copy
+		}
+		return string(sql), true
+	case 'B':
+		_, rest, ok := cstring(body)
+		name, _, ok2 := cstring(rest)
+		st := stmts[string(name)]
+		return stmtSQL(st), ok && ok2 && st != nil
+	case 'D', 'C':
+		if len(body) < 2 || body[0] != 'S' {
+			return "", false
+		}
+		name, _, ok := cstring(body[1:])
+		st := stmts[string(name)]
+		return stmtSQL(st), ok && st != nil
+	}
+	return "", false
+}
+
+// parse relays a Parse as forwardParse sends it: the unnamed statement as it is, a named one
+// under the engine connection's name for it. What forwardParse refuses is handed back.
 func (lr *loopRun) parse(ws *wireState, body []byte) relayloop.Verdict {
 	c := lr.c
 	name, sql, oids, ok := parseMessage(body)
-	if !ok || len(name) != 0 {
+	if !ok {
 		lr.miss = true
 		return relayloop.Pause
 	}
-	st := c.stmts[""]
-	if st == nil || st.sql != string(sql) || !sameOIDs(st.paramOIDs, oids) {
-		if pausesParse(string(sql)) {
-			return relayloop.Pause
-		}
-		st = &preparedStmt{sql: string(sql), paramOIDs: make([]uint32, len(oids)/4)}
-		for i := range st.paramOIDs {
-			st.paramOIDs[i] = binary.BigEndian.Uint32(oids[4*i:])
-		}
-		c.stmts[""] = st
+	st := c.stmts[string(name)]
+	if len(name) == 0 && st != nil && st.sql == string(sql) && sameOIDs(st.paramOIDs, oids) {
+		ws.unnamed = stmtKey(st) // the client's last unnamed statement again
+		lr.relayed(expect{kind: 'P', unnamed: true, stmt: st})
+		return relayloop.Relay
+	}
+	if len(name) > 0 && (st != nil || len(c.stmts) >= c.srv.opts.StatementsMax) {
+		lr.miss = true // forwardParse refuses it
+		return relayloop.Pause
+	}
+	st = &preparedStmt{sql: string(sql), named: len(name) > 0, paramOIDs: make([]uint32, len(oids)/4)}
+	if pausesParse(st.sql) {
+		return relayloop.Pause
+	}
+	for i := range st.paramOIDs {
+		st.paramOIDs[i] = binary.BigEndian.Uint32(oids[4*i:])
 	}
 	key := stmtKey(st)
-	ws.unnamed = key
-	lr.relayed(expect{kind: 'P', key: key})
+	if !st.named {
+		c.stmts[""] = st
+		ws.unnamed = key
+		lr.relayed(expect{kind: 'P', unnamed: true, stmt: st})
+		return relayloop.Relay
+	}
+	clientName := string(name)
+	c.stmts[clientName] = st
+	e := expect{kind: 'P', name: clientName, stmt: st}
+	engineName, prepared := ws.conn.Statement(key, true)
+	if prepared || engineName == "" {
+		// The engine connection has the statement already (a client statement closed and
+		// prepared again, as pgx does after an error), or keeps too many: the client's
+		// ParseComplete comes from a Parse of the unnamed statement (where forwardParse answers
+		// it itself), and its Binds find the statement as ensure does.
+		engineName, e.unnamed, ws.unnamed = "", true, key
+	} else {
+		e.key = key
+	}
+	lr.out, _ = (&pgproto3.Parse{Name: engineName, Query: st.sql, ParameterOIDs: st.paramOIDs}).Encode(lr.out[:0])
+	lr.relayed(e)
+	return lr.h.Replacing(lr.out)
+}
+
+// ensure is forward.go's ensure on the loop: the name the client statement st has on the
+// engine connection, and parsed true when a Parse that prepares it there was put in lr.out
+// first (its ParseComplete is dropped).
+func (lr *loopRun) ensure(ws *wireState, st *preparedStmt) (name string, parsed bool) {
+	lr.out = lr.out[:0]
+	key := stmtKey(st)
+	if st.named {
+		name, prepared := ws.conn.Statement(key, true)
+		if prepared {
+			return name, false
+		}
+		if name != "" {
+			lr.parseFirst(ws, name, st, expect{kind: 'P', key: key, swallow: true})
+			return name, true
+		}
+	}
+	if ws.unnamed != key {
+		ws.unnamed = key
+		lr.parseFirst(ws, "", st, expect{kind: 'P', unnamed: true, swallow: true})
+		return "", true
+	}
+	return "", false
+}
+
+// parseFirst puts in lr.out a Parse of st under name, booked as e.
+func (lr *loopRun) parseFirst(ws *wireState, name string, st *preparedStmt, e expect) {
+	lr.out, _ = (&pgproto3.Parse{Name: name, Query: st.sql, ParameterOIDs: st.paramOIDs}).Encode(lr.out)
+	lr.sock.Relayed('P')
+	ws.queue = append(ws.queue, e)
+}
+
+// bind relays a Bind of a client statement under its name on the engine connection.
+func (lr *loopRun) bind(ws *wireState, body []byte) relayloop.Verdict {
+	c := lr.c
+	portal, rest, ok := cstring(body)
+	name, params, ok2 := cstring(rest)
+	st := c.stmts[string(name)]
+	if !ok || !ok2 || st == nil {
+		lr.miss = true // forwardBind refuses it
+		return relayloop.Pause
+	}
+	if _, open := ws.portals[string(portal)]; !open && len(portal) > 0 && len(ws.portals) >= c.srv.opts.PortalsMax {
+		return relayloop.Pause // forwardBind refuses it
+	}
+	engineName, parsed := lr.ensure(ws, st)
+	ws.portals[string(portal)] = st.sql
+	lr.relayed(expect{kind: 'B'})
+	if !parsed && engineName == string(name) {
+		return relayloop.Relay
+	}
+	start := len(lr.out)
+	lr.out = append(lr.out, 'B', 0, 0, 0, 0)
+	lr.out = append(append(lr.out, portal...), 0)
+	lr.out = append(append(lr.out, engineName...), 0)
+	lr.out = append(lr.out, params...)
+	binary.BigEndian.PutUint32(lr.out[start+1:], uint32(len(lr.out)-start-1))
+	return lr.h.Replacing(lr.out)
+}
+
+// describe relays a Describe of a portal as it is, and of a client statement under its name on
+// the engine connection.
+func (lr *loopRun) describe(ws *wireState, body []byte) relayloop.Verdict {
+	if len(body) < 2 {
+		lr.miss = true
+		return relayloop.Pause
+	}
+	if body[0] != 'S' {
+		lr.relayed(expect{kind: 'D'})
+		return relayloop.Relay
+	}
+	name, _, ok := cstring(body[1:])
+	st := lr.c.stmts[string(name)]
+	if !ok || st == nil {
+		lr.miss = true // forwardDescribe refuses it
+		return relayloop.Pause
+	}
+	engineName, parsed := lr.ensure(ws, st)
+	lr.relayed(expect{kind: 'D'})
+	if !parsed && engineName == string(name) {
+		return relayloop.Relay
+	}
+	lr.out, _ = (&pgproto3.Describe{ObjectType: 'S', Name: engineName}).Encode(lr.out)
+	return lr.h.Replacing(lr.out)
+}
+
+// execute relays an Execute of a portal this client bound, checked and reported as a statement.
+func (lr *loopRun) execute(ws *wireState, body []byte) relayloop.Verdict {
+	c := lr.c
+	portal, _, ok := cstring(body)
+	sql, known := ws.portals[string(portal)]
+	if !ok || !known {
+		lr.miss = true
+		return relayloop.Pause
+	}
+	run, _, err := c.beginRun_(sql)
+	switch {
+	case err != nil:
+		lr.refused = err
+		return relayloop.Pause
+	case run != nil && run.r.CheckLimits(math.MaxInt64/2, math.MaxInt64/2) != nil:
+		lr.run = run // guardrails that need each row: forward.go sends it
+		return relayloop.Pause
+	}
+	c.srv.loopExecutes.Add(1)
+	lr.relayed(expect{kind: 'E', run: run})
 	return relayloop.Relay
+}
+
+// noStatement is a statement name an engine connection never has (its own are qf_1, qf_2...):
+// closing it answers CloseComplete and closes nothing.
+const noStatement = "qf_none"
+
+// close relays a Close of a portal as it is. A client statement's Close forgets it here, as
+// forwardClose does, and the engine connection keeps the statement (another client statement
+// may share it): what the engine is sent is a Close of a statement it does not have, which it
+// answers with the CloseComplete the client awaits, in turn.
+func (lr *loopRun) close(ws *wireState, body []byte) relayloop.Verdict {
+	if len(body) < 2 || body[0] != 'P' && body[0] != 'S' {
+		lr.miss = true
+		return relayloop.Pause
+	}
+	name, _, ok := cstring(body[1:])
+	if !ok {
+		lr.miss = true
+		return relayloop.Pause
+	}
+	lr.relayed(expect{kind: 'C'})
+	if body[0] == 'P' {
+		delete(ws.portals, string(name))
+		return relayloop.Relay
+	}
+	delete(lr.c.stmts, string(name))
+	lr.out, _ = (&pgproto3.Close{ObjectType: 'S', Name: noStatement}).Encode(lr.out[:0])
+	return lr.h.Replacing(lr.out)
 }
 
 // pausesParse reports whether a Parse of sql is forward.go's: one that may change session
@@ -656,12 +753,7 @@ func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
 			}
 			return relayloop.Relay
 		}
-		if head.kind == 'P' && head.key != "" {
-			ws.conn.Forget(head.key)
-		}
-		if head.kind == 'P' && head.key == "" || head.swallow {
-			ws.unnamed = ""
-		}
+		c.parseFailed(*head)
 		c.finishRun(run, errorOf(msg))
 		c.skipAfterError()
 		return relayloop.Relay

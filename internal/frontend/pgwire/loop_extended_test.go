@@ -21,10 +21,10 @@ import (
 // The extended protocol on the unnamed statement runs on the event loop, answer for answer as
 // PostgreSQL gives it: row limits and PortalSuspended, named portals and their Close, Describe
 // of the statement and of the portal, an error mid-batch that skips to Sync, a Parse that
-// fails, two batches in one write, Flush. A named statement is handed to the goroutine
-// (forward.go renames it on the engine connection) and answers the same. Each case counts the
-// Executes the loop relayed, and the history holds a row-limited portal's Executes with their
-// rows.
+// fails, two batches in one write, Flush; named statements (renamed on the engine connection,
+// parsed there again when it forgot them), their Close and errors. Each case counts the
+// Executes the loop relayed and its hand-backs to the goroutine, and the history holds a
+// row-limited portal's Executes with their rows.
 func TestEventLoopRelaysExtendedProtocol(t *testing.T) {
 	for _, mode := range []string{proxy.PoolModeTransaction, proxy.PoolModeSession} {
 		t.Run(mode, func(t *testing.T) {
@@ -108,7 +108,93 @@ func TestEventLoopRelaysExtendedProtocol(t *testing.T) {
 					&pgproto3.Bind{PreparedStatement: "s1", ParameterFormatCodes: []int16{1}, Parameters: [][]byte{{0, 0, 0, 21}}},
 					&pgproto3.Execute{},
 					&pgproto3.Sync{},
-				}, 0, 0, 1},
+				}, 1, 1, 0},
+				// pgx's cache_statement mode: prepared and described once, then Bind, Describe
+				// of the portal, Execute and Sync for each statement.
+				{"named-prepared-then-executed", []pgproto3.FrontendMessage{
+					&pgproto3.Parse{Name: "stmtcache_1", Query: "select $1::int4 + g s from generate_series(1, 2) g"},
+					&pgproto3.Describe{ObjectType: 'S', Name: "stmtcache_1"},
+					&pgproto3.Sync{},
+					&pgproto3.Bind{PreparedStatement: "stmtcache_1", Parameters: [][]byte{[]byte("10")}},
+					&pgproto3.Describe{ObjectType: 'P'},
+					&pgproto3.Execute{},
+					&pgproto3.Sync{},
+					&pgproto3.Bind{PreparedStatement: "stmtcache_1", ParameterFormatCodes: []int16{1}, Parameters: [][]byte{{0, 0, 0, 20}}, ResultFormatCodes: []int16{1}},
+					&pgproto3.Execute{},
+					&pgproto3.Sync{},
+				}, 2, 2, 0},
+				// A statement's Close and a new statement under its name.
+				{"named-closed-and-reused", []pgproto3.FrontendMessage{
+					&pgproto3.Parse{Name: "s2", Query: "select 'first' w"},
+					&pgproto3.Bind{PreparedStatement: "s2"},
+					&pgproto3.Execute{},
+					&pgproto3.Close{ObjectType: 'S', Name: "s2"},
+					&pgproto3.Sync{},
+					&pgproto3.Parse{Name: "s2", Query: "select 'second' w"},
+					&pgproto3.Bind{PreparedStatement: "s2"},
+					&pgproto3.Execute{},
+					&pgproto3.Close{ObjectType: 'S', Name: "s2"},
+					&pgproto3.Close{ObjectType: 'S', Name: "never-prepared"},
+					&pgproto3.Sync{},
+				}, 2, 2, 0},
+				// pgx after an error: the statement closed in a batch of its own (a transaction's
+				// first message in transaction mode), then prepared again.
+				{"named-closed-alone", []pgproto3.FrontendMessage{
+					&pgproto3.Parse{Name: "s4", Query: "select 4 / $1::int4 q"},
+					&pgproto3.Bind{PreparedStatement: "s4", Parameters: [][]byte{[]byte("0")}},
+					&pgproto3.Execute{},
+					&pgproto3.Sync{},
+					&pgproto3.Close{ObjectType: 'S', Name: "s4"},
+					&pgproto3.Sync{},
+					&pgproto3.Parse{Name: "s4", Query: "select 4 / $1::int4 q"},
+					&pgproto3.Bind{PreparedStatement: "s4", Parameters: [][]byte{[]byte("2")}},
+					&pgproto3.Execute{},
+					&pgproto3.Sync{},
+				}, 2, 2, 0},
+				// A statement the engine connection has already, under another client name: its
+				// ParseComplete is the unnamed statement's.
+				{"named-same-sql", []pgproto3.FrontendMessage{
+					&pgproto3.Parse{Name: "a", Query: "select 'same' v"},
+					&pgproto3.Bind{PreparedStatement: "a"},
+					&pgproto3.Execute{},
+					&pgproto3.Sync{},
+					&pgproto3.Parse{Name: "b", Query: "select 'same' v"},
+					&pgproto3.Bind{PreparedStatement: "b"},
+					&pgproto3.Execute{},
+					&pgproto3.Close{ObjectType: 'S', Name: "a"},
+					&pgproto3.Parse{Name: "a", Query: "select 'same' v"}, // pgx after an error
+					&pgproto3.Bind{PreparedStatement: "a"},
+					&pgproto3.Execute{},
+					&pgproto3.Sync{},
+				}, 3, 3, 0},
+				// Errors: a name taken (forward.go refuses it), a statement that fails to parse
+				// (the engine's error, and the name stays free), a Bind of an unknown name.
+				{"named-errors", []pgproto3.FrontendMessage{
+					&pgproto3.Parse{Name: "e1", Query: "select 1"},
+					&pgproto3.Parse{Name: "e1", Query: "select 1"},
+					&pgproto3.Sync{},
+					&pgproto3.Parse{Name: "e2", Query: "selec 2"},
+					&pgproto3.Sync{},
+					&pgproto3.Parse{Name: "e2", Query: "select 2"},
+					&pgproto3.Bind{PreparedStatement: "e2"},
+					&pgproto3.Execute{},
+					&pgproto3.Bind{PreparedStatement: "nope"},
+					&pgproto3.Execute{},
+					&pgproto3.Sync{},
+				}, 1, 1, 2},
+				// The engine connection forgets its statements (DISCARD PLANS keeps them on
+				// PostgreSQL, under names it no longer uses): the next Bind parses the client's
+				// statement there again first.
+				{"named-parsed-again", []pgproto3.FrontendMessage{
+					&pgproto3.Parse{Name: "s3", Query: "select $1::text || '!' x"},
+					&pgproto3.Sync{},
+					&pgproto3.Query{String: "discard plans"},
+					&pgproto3.Bind{PreparedStatement: "s3", Parameters: [][]byte{[]byte("again")}},
+					&pgproto3.Describe{ObjectType: 'P'},
+					&pgproto3.Execute{},
+					&pgproto3.Describe{ObjectType: 'S', Name: "s3"},
+					&pgproto3.Sync{},
+				}, 1, 1, 1},
 			}
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {

@@ -88,8 +88,7 @@ type Server struct {
 
 	refusals *prometheus.CounterVec // requests refused at StatementsMax or PortalsMax
 
-	loopOnce sync.Once
-	loop     *relayloop.Loop // the event loop (loop.go), started on first use
+	loop relayloop.Lazy // the event loop (loop.go), started on first use
 	// loopStatements counts the statements the loop relayed (loopExecutes the extended
 	// protocol's among them); loopAdmissions the transactions it admitted on its own thread
 	// (without handing them to the connection's goroutine); loopPauses its hand-backs at a
@@ -120,11 +119,16 @@ func NewServer(backend query.Backend, opts Options) *Server {
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{
+	s := &Server{
 		backend: backend, opts: opts, log: log.With("frontend", "pgwire"),
 		baseCtx: ctx, cancelBase: cancel, refusals: netlimit.BoundRefusals(opts.Registerer),
 		listeners: map[net.Listener]struct{}{}, conns: map[uint32]*conn{}, open: map[net.Conn]struct{}{},
 	}
+	s.loop.Off = opts.NoEventLoop
+	s.loop.Failed = func(err error) {
+		s.log.Info("pgwire: no event loop; connections are relayed by goroutines", "err", err)
+	}
+	return s
 }
 
 // Serve accepts connections on l until l fails or the server is closed. It returns nil after
@@ -143,7 +147,7 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 	}()
 	if s.eventLoop() != nil {
-		l = loopListener{l} // its sockets may go on the event loop (loop.go)
+		l = relayloop.Listener(l) // its sockets may go on the event loop (loop.go)
 	}
 	l = netlimit.Listener(l, s.opts.Limits.ConnectionsMax, refuseTooMany)
 	for {
@@ -197,10 +201,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.cancelBase()
 	s.wg.Wait()
-	s.loopOnce.Do(func() {})
-	if s.loop != nil {
-		s.loop.Close()
-	}
+	s.loop.Close()
 	return nil
 }
 

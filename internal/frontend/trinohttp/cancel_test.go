@@ -10,6 +10,7 @@ import (
 
 	"github.com/trinodb/trino-go-client/trino"
 
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
@@ -91,4 +92,24 @@ func readingQuery(s *Server, marker string) string {
 		}
 	}
 	return ""
+}
+
+// A killed query is held only to tell a client still polling it: at QueriesMax it gives way to a
+// new statement, which is not refused with QUERY_QUEUE_FULL.
+func TestKilledQueriesGiveWayAtQueriesMax(t *testing.T) {
+	backend := frontendtest.NewBackend(frontendtest.AllTypesEngine())
+	_, release := backend.Hold()
+	defer release()
+	ts := startServer(t, backend, Options{QueriesMax: 2})
+	for range 2 {
+		_, qr := post(t, ts.addr, "SELECT 1")
+		req, _ := http.NewRequest(http.MethodDelete, "http://"+ts.addr+"/v1/query/"+qr.ID, nil)
+		req.Header.Set("X-Trino-User", "carol")
+		if resp, _ := do(t, req); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("DELETE /v1/query/%s: %s", qr.ID, resp.Status)
+		}
+	}
+	if _, qr := post(t, ts.addr, "SELECT 1"); qr.Error != nil || qr.NextURI == "" {
+		t.Fatalf("a statement after two killed queries at QueriesMax 2: %+v", qr)
+	}
 }

@@ -1,0 +1,114 @@
+package capacity_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/sim"
+)
+
+// countingEnv counts the wake-ups of the signals it makes: Waits that return because the signal
+// was notified while they waited.
+type countingEnv struct {
+	env.Env
+	wakes *int
+}
+
+func (e countingEnv) NewSignal() env.Signal { return countingSignal{e.Env.NewSignal(), e.wakes} }
+
+type countingSignal struct {
+	env.Signal
+	wakes *int
+}
+
+func (s countingSignal) Wait(ctx context.Context, seen uint64) error {
+	already := s.Seq() != seen
+	err := s.Signal.Wait(ctx, seen)
+	if err == nil && !already {
+		*s.wakes++
+	}
+	return err
+}
+
+// TestQueueWakesOnlyTheHead: with many acquires waiting in a cluster's ordered queue (cap 2), a
+// release wakes the head only, and the head's leaving wakes the next one only; so n grants in
+// turn cost about 2n wake-ups, not one per waiter per release (about n² here). The grants keep
+// arrival order (weighted: equal weights, one acquire per worker), and two slots freed at once
+// go to the first two waiters in one round of wake-ups, not at the second one's next poll.
+func TestQueueWakesOnlyTheHead(t *testing.T) {
+	for _, weighted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("weighted=%v", weighted), func(t *testing.T) { checkWakesOnlyTheHead(t, weighted) })
+	}
+}
+
+func checkWakesOnlyTheHead(t *testing.T, weighted bool) {
+	const n = 20
+	const holdFor = 100 * time.Millisecond
+	s := sim.New(sim.Opts{Seed: 3})
+	s.Net().SetDefault(sim.Link{Latency: sim.Fixed(time.Millisecond)})
+	store := capacity.NewMemory()
+	wakes := 0
+	s.AddNode("cp", func(node *sim.Node) http.Handler {
+		api := capacity.NewAPI(store, store, countingEnv{node.Env(), &wakes}, nil).Ordered()
+		if weighted {
+			api.Weighted(map[string]int{})
+		}
+		mux := http.NewServeMux()
+		for _, ep := range api.Endpoints() {
+			mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
+		}
+		return mux
+	})
+	var order []string
+	grantedAt := map[string]time.Duration{}
+	hold := func(n *sim.Node, name string, wait time.Duration, slots int) {
+		r := capacity.NewRemote("http://cp", n.Client(), nil).WithAcquireWait(wait)
+		var refs []capacity.LeaseRef
+		for range slots {
+			l, err := r.Acquire(n.Ctx(), "c", name, 2, time.Minute, time.Time{})
+			if err != nil {
+				panic(name + ": " + err.Error())
+			}
+			refs = append(refs, l.Ref())
+		}
+		order, grantedAt[name] = append(order, name), s.Elapsed()
+		_ = n.Env().Sleep(n.Ctx(), holdFor)
+		if _, err := r.ReleaseBatch(n.Ctx(), refs); err != nil {
+			panic(err)
+		}
+	}
+	first := s.AddNode("w0", nil)
+	s.Spawn(first, "hold", func() { hold(first, "w0", 0, 2) }) // the whole cap, freed at once
+	for i := range n {
+		name := fmt.Sprintf("w%d", i+1)
+		node := s.AddNode(name, nil)
+		s.At(time.Duration(10+i)*time.Millisecond, func() { // arrive in name order, after w0's grant
+			s.Spawn(node, "wait", func() { hold(node, name, 30*time.Second, 1) })
+		})
+	}
+	if err := s.Run(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != n+1 {
+		t.Fatalf("granted %v, want all %d", order, n+1)
+	}
+	for i := 2; i <= n; i++ { // two slots: a grant may come at the same instant as the one before
+		prev, this := fmt.Sprintf("w%d", i-1), fmt.Sprintf("w%d", i)
+		if grantedAt[this] < grantedAt[prev] {
+			t.Fatalf("%s granted at %v, before %s (arrived earlier) at %v", this, grantedAt[this], prev, grantedAt[prev])
+		}
+	}
+	if gap := grantedAt["w2"] - grantedAt["w1"]; gap > 10*time.Millisecond {
+		t.Fatalf("w1 granted at %v, w2 at %v: the second of two freed slots waited for its poll instead of being woken",
+			grantedAt["w1"], grantedAt["w2"])
+	}
+	if wakes > 2*n {
+		t.Fatalf("%d wake-ups for %d grants in turn, want at most %d: waiters other than the head were woken", wakes, n, 2*n)
+	}
+	t.Logf("%d wake-ups for %d grants", wakes, n)
+}

@@ -1,0 +1,220 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// A Loop runs a node's periodic duties (heartbeats, probes, health checks, lease renewals) in
+// one task instead of a task each: it sleeps until the earliest duty is due or one is woken,
+// and runs what is due. A duty that waits (a round trip) runs as a task of its own while it
+// runs, so a slow duty never delays another: each keeps its own period and failure handling,
+// as it had in a task of its own, while the tasks that sit parked between runs are one per
+// node instead of one per duty (a simulated fleet of thousands pays a stack for each).
+//
+// Add the duties, then Run the loop in a task (Env.Go). It uses only the Env.
+type Loop struct {
+	e      Env
+	wake   Signal // a duty was woken or a blocking run ended
+	duties []*Duty
+}
+
+// Duty is one job of a Loop. Set the exported fields, then Add it to one loop. Wake may be
+// called at any time, before the loop runs too.
+type Duty struct {
+	// Name names the task of a blocking run.
+	Name string
+	// Run does the job and returns when it is next due; the zero time means only when woken.
+	// due is when this run was due (for a run that Wake asked for: when the loop ran it).
+	Run func(ctx context.Context, due time.Time) (next time.Time)
+	// Blocks says Run waits (round trips, sleeps): each run is a task of its own, one at a
+	// time, and the loop goes on meanwhile. Otherwise Run runs in the loop's task and must not
+	// wait.
+	Blocks bool
+	// Timed says the duty measures how late the loop's timer wakes (the self-health probe): it
+	// runs only when the timer fires (never on another duty's wake-up), and its due is the time
+	// that timer was set for (it may have been set for another duty), so now minus due is how
+	// late the timer woke. A timed duty cannot block.
+	Timed bool
+	// First is how long after the loop starts the duty first runs (0: at once). With
+	// WhenWoken it first runs when woken.
+	First     time.Duration
+	WhenWoken bool
+	// Stop, if set, runs in the loop's task once the loop's context ends.
+	Stop func(ctx context.Context)
+
+	mu      sync.Mutex
+	loop    *Loop
+	due     time.Time // zero: not scheduled
+	woken   bool
+	running bool // a blocking run is under way
+}
+
+// NewLoop returns a loop with no duties.
+func NewLoop(e Env) *Loop { return &Loop{e: e, wake: e.NewSignal()} }
+
+// Add adds duties to the loop. Call it before Run; a duty belongs to one loop.
+func (l *Loop) Add(duties ...*Duty) {
+	for _, d := range duties {
+		if d.Timed && d.Blocks {
+			panic(fmt.Sprintf("env: duty %q is timed and blocking: a timed duty runs in the loop", d.Name))
+		}
+		d.mu.Lock()
+		owner := d.loop
+		d.loop = l
+		d.mu.Unlock()
+		if owner != nil {
+			panic(fmt.Sprintf("env: duty %q added to a second loop", d.Name))
+		}
+		l.duties = append(l.duties, d)
+	}
+}
+
+// Wake makes the duty run as soon as it can: at once, or when its blocking run under way ends.
+// A nil duty ignores it.
+func (d *Duty) Wake() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	d.woken = true
+	l := d.loop
+	d.mu.Unlock()
+	if l != nil {
+		l.wake.Notify()
+	}
+}
+
+// Run runs the duties until ctx ends, then their Stop functions, in the order they were added.
+func (l *Loop) Run(ctx context.Context) {
+	start := l.e.Now()
+	for _, d := range l.duties {
+		d.mu.Lock()
+		if !d.WhenWoken {
+			d.due = start.Add(d.First)
+		}
+		d.mu.Unlock()
+	}
+	t := loopTimer{e: l.e}
+	var fired time.Time // when the timer that woke the loop was set for; zero: no timer did
+	for ctx.Err() == nil {
+		seen := l.wake.Seq()
+		next := l.runDue(ctx, fired)
+		fired = t.wait(ctx, l.wake, seen, next)
+	}
+	t.stop()
+	for _, d := range l.duties {
+		if d.Stop != nil {
+			d.Stop(ctx)
+		}
+	}
+}
+
+// runDue runs every duty that is due or woken (a timed one only when a timer set for fired
+// woke the loop), and returns when the next one not running is due (zero: none is).
+func (l *Loop) runDue(ctx context.Context, fired time.Time) time.Time {
+	var next time.Time
+	for _, d := range l.duties {
+		now := l.e.Now()
+		if due, ok := d.take(now, fired); ok {
+			l.run(ctx, d, due)
+		}
+		if at := d.nextDue(); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	return next
+}
+
+func (l *Loop) run(ctx context.Context, d *Duty, due time.Time) {
+	if !d.Blocks {
+		d.done(d.Run(ctx, due))
+		return
+	}
+	l.e.Go(ctx, d.Name, func(ctx context.Context) {
+		d.done(d.Run(ctx, due))
+		l.wake.Notify()
+	})
+}
+
+// take reports whether d runs now, and when that run was due; it marks a blocking run under way.
+func (d *Duty) take(now, fired time.Time) (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	due := d.due
+	switch {
+	case d.running:
+		return time.Time{}, false
+	case d.woken:
+		due = now
+	case due.IsZero() || now.Before(due) || (d.Timed && fired.IsZero()):
+		return time.Time{}, false
+	case d.Timed:
+		due = fired
+	}
+	d.woken, d.due, d.running = false, time.Time{}, d.Blocks
+	return due, true
+}
+
+// done records the end of a run and when the duty is next due.
+func (d *Duty) done(next time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.running, d.due = false, next
+}
+
+// nextDue is when the loop must next run d by the clock: zero while a blocking run is under
+// way or nothing is scheduled. (A Wake, and a blocking run's end, wake the loop themselves.)
+func (d *Duty) nextDue() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running {
+		return time.Time{}
+	}
+	return d.due
+}
+
+// loopTimer is the loop's one pending deadline. It is kept across wake-ups while the earliest
+// due time stays the same, so a timed duty's lateness is measured from the timer armed for it
+// (a wake-up by another duty does not re-arm it), and a wake-up costs no new timer.
+type loopTimer struct {
+	e      Env
+	ctx    context.Context // nil: none armed
+	cancel context.CancelFunc
+	aim    time.Time
+}
+
+// wait waits until sig moves past seen or the timer aimed at next fires; when the timer fired
+// it returns the time the timer was set for (else zero). A next already past keeps the pending
+// timer: only a timed duty waiting for it can leave the loop with a past due time.
+func (t *loopTimer) wait(ctx context.Context, sig Signal, seen uint64, next time.Time) time.Time {
+	now := t.e.Now()
+	switch {
+	case next.IsZero():
+		t.stop()
+	case t.ctx != nil && (next.Equal(t.aim) || !next.After(now)):
+	default:
+		t.stop()
+		t.ctx, t.cancel = t.e.WithTimeout(ctx, next.Sub(now))
+		t.aim = next
+	}
+	wctx := ctx
+	if t.ctx != nil {
+		wctx = t.ctx
+	}
+	if sig.Wait(wctx, seen) == nil || ctx.Err() != nil {
+		return time.Time{}
+	}
+	aim := t.aim
+	t.stop()
+	return aim
+}
+
+func (t *loopTimer) stop() {
+	if t.cancel != nil {
+		t.cancel()
+	}
+	t.ctx, t.cancel = nil, nil
+}
