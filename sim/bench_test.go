@@ -1,10 +1,11 @@
 package sim_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"runtime/debug"
+	"io"
+	"net/http"
 	"syscall"
 	"testing"
 	"time"
@@ -38,12 +39,46 @@ func BenchmarkTaskSwitch(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "switches/s")
 }
 
-// simGC sets the garbage collector the way qfsim runs the simulator (GOGC=400 unless GOGC is
-// set): the runner allocates much short-lived garbage and keeps thousands of coroutine stacks.
-func simGC(b *testing.B) {
-	if os.Getenv("GOGC") == "" {
-		old := debug.SetGCPercent(400)
-		b.Cleanup(func() { debug.SetGCPercent(old) })
+// BenchmarkHTTPRoundTrip is one simulated HTTP round trip as a role makes it: a task POSTs a
+// small JSON body (with a deadline) to another node's handler, which reads it and answers with
+// JSON, through simnet (a message each way, a handler task, the trace hash). Run it with
+// -benchmem: the allocations per round trip are the figure.
+func BenchmarkHTTPRoundTrip(b *testing.B) {
+	s := sim.New(sim.Opts{Seed: 1})
+	s.AddNode("srv", func(n *sim.Node) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body)
+		})
+	})
+	c := s.AddNode("cli", nil)
+	body := []byte(`{"worker":"w-1","state":"healthy","inflight":3}`)
+	b.ReportAllocs()
+	s.Spawn(c, "bench", func() {
+		e := c.Env()
+		_ = e.Sleep(context.Background(), time.Second) // let srv boot
+		b.ResetTimer()
+		for range b.N {
+			ctx, cancel := e.WithTimeout(c.Ctx(), time.Second)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://srv/v1/heartbeat", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := c.Client().Do(req)
+			if err != nil {
+				b.Error(err)
+				cancel()
+				return
+			}
+			if got, _ := io.ReadAll(resp.Body); len(got) != len(body) {
+				b.Errorf("answer %q, want the request's body back", got)
+			}
+			resp.Body.Close()
+			cancel()
+		}
+		b.StopTimer()
+	})
+	if err := s.Run(1000 * time.Hour); err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -52,7 +87,6 @@ func simGC(b *testing.B) {
 func BenchmarkHeartbeatHour(b *testing.B) {
 	for _, workers := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			simGC(b)
 			for range b.N {
 				s := sim.New(sim.Opts{Seed: 1})
 				f := workload.Heartbeats(s, workers, 5*time.Second)
@@ -89,7 +123,6 @@ checks:
 			if err != nil {
 				b.Fatal(err)
 			}
-			simGC(b)
 			for range b.N {
 				res := scenarios.Run(sc, 1, scenarios.RunOpts{})
 				if !res.Pass() {
@@ -143,7 +176,6 @@ func BenchmarkPlanFleet(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			simGC(b)
 			for range b.N {
 				cpu0 := cpuTime()
 				res := scenarios.Run(v, 1, scenarios.RunOpts{})

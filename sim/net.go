@@ -87,6 +87,12 @@ type Net struct {
 	lastMethod, lastPath, lastName string // taskName's cache
 
 	lastURIPath, lastURIRawPath, lastURIQuery, lastURI string // requestURI's cache
+
+	lastURL       url.URL // urlString's cache
+	lastURLString string
+
+	keys   []string      // headerHash's scratch
+	digest xxhash.Digest // headerHash's
 }
 
 type linkState struct {
@@ -277,8 +283,8 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if sc != nil {
 		t.waitOn(&sc.waiters, ex.gen)
 	}
-	s.mix(evMsg, ex.id, xxhash.Sum64(body), headerHash(req.Header))
-	s.mixStrings(evMsg, from.name, to.name, req.Method, req.URL.String())
+	s.mix(evMsg, ex.id, xxhash.Sum64(body), nt.headerHash(req.Header))
+	s.mixStrings(evMsg, from.name, to.name, req.Method, nt.urlString(req.URL))
 	nt.transmit(from.name, to.name, func() { nt.deliverRequest(ex) })
 	s.park(t)
 	if ex.done {
@@ -287,17 +293,20 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, ctx.Err()
 }
 
-// headerHash hashes h in sorted key order (a map's own order would make the hash vary).
-func headerHash(h http.Header) uint64 {
+// headerHash hashes h in sorted key order (a map's own order would make the hash vary), in the
+// Net's scratch: no allocation, and a small frame on the stack of the task sending.
+func (nt *Net) headerHash(h http.Header) uint64 {
 	if len(h) == 0 {
 		return 0
 	}
-	keys := make([]string, 0, len(h))
+	keys := nt.keys[:0]
 	for k := range h {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	d := xxhash.New()
+	nt.keys = keys
+	d := &nt.digest
+	d.Reset()
 	for _, k := range keys {
 		_, _ = d.WriteString(k)
 		for _, v := range h[k] {
@@ -374,6 +383,15 @@ func (nt *Net) requestURI(u *url.URL) string {
 	return nt.lastURI
 }
 
+// urlString is u.String(), reusing the last one built.
+func (nt *Net) urlString(u *url.URL) string {
+	if *u != nt.lastURL {
+		nt.lastURL = *u
+		nt.lastURLString = u.String()
+	}
+	return nt.lastURLString
+}
+
 // taskName names a handler task "http METHOD PATH", reusing the last name built (a fleet sends
 // the same few requests over and over).
 func (nt *Net) taskName(req *http.Request) string {
@@ -437,7 +455,7 @@ func (nt *Net) reply(ex *exchange, resp *http.Response, err error) {
 		if br, ok := resp.Body.(*bodyReader); ok {
 			bodyHash = xxhash.Sum64(br.b)
 		}
-		hdrHash = headerHash(resp.Header) ^ headerHash(resp.Trailer)
+		hdrHash = nt.headerHash(resp.Header) ^ nt.headerHash(resp.Trailer)
 	}
 	nt.s.mix(evReply, ex.id, uint64(status), bodyHash, hdrHash)
 	if err != nil {

@@ -118,7 +118,6 @@ func isTerminal(w io.Writer) bool {
 }
 
 func runPlan(out, errOut io.Writer, path string, f planFlags) error {
-	setGC()
 	sc, err := planScenario(path, f)
 	if err != nil {
 		return err

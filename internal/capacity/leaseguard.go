@@ -456,8 +456,9 @@ func (g *LeaseGuard) RetryMax() time.Duration {
 }
 
 // OnFreed registers fn to run after every release batch, whether it landed or failed: a caller
-// that was denied (ErrAtCapacity) may find a slot now. fn runs in the flusher task and must not
-// block (env.Signal.Notify). The proxy core registers its wake-up here.
+// that was denied (ErrAtCapacity) may find a slot now. fn runs in the task that settled the
+// batch (a flusher run, an acquire that carried it, the duty loop) and must not block
+// (env.Signal.Notify). The proxy core registers its wake-up here.
 func (g *LeaseGuard) OnFreed(fn func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -547,7 +548,7 @@ func (g *LeaseGuard) keep(ctx context.Context, _ time.Time) time.Time {
 
 // Keep does the keeper's work that is due now: fence leases past their fence time, renew
 // leases whose renewal is due (the table's batch, most overdue first, in round trips of up to
-// RenewBatchMax, fencing again before each). It returns when it next has work. The keeper task
+// RenewBatchMax, fencing again before each). It returns when it next has work. The keeper duty
 // calls it; tests may too.
 func (g *LeaseGuard) Keep(ctx context.Context) time.Time {
 	for actions := 0; actions < keeperActionsMax && ctx.Err() == nil; {

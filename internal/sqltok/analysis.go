@@ -1,7 +1,5 @@
 package sqltok
 
-import "strings"
-
 // Analysis is one request's SQL read once: its tokens, its statements and what each does.
 // The core's checks (read-only groups, blocked statements), its cache key (one statement, a
 // select, nothing non-deterministic) and the engines' parameter rewriting all read this value
@@ -31,7 +29,7 @@ func Analyze(sql string, d Dialect) *Analysis {
 		if last > first {
 			toks := sig[first:last:last]
 			a.Statements = append(a.Statements, Statement{
-				Text: strings.TrimSpace(sql[start:end]), Significant: toks,
+				Text: statementText(sql, start, end, d), Significant: toks,
 				Kind: kindOf(toks), NonDeterministic: nonDeterministic(toks),
 			})
 		}

@@ -49,6 +49,17 @@ func singleStatement(sql string, d Dialect) ([]string, bool) {
 	return []string{trimmed}, true
 }
 
+// statementText is the statement of sql from start to end (its ';' or the end of sql).
+func statementText(sql string, start, end int, d Dialect) string {
+	stmt := strings.TrimSpace(sql[start:end])
+	if d == MySQL && end < len(sql) && strings.HasSuffix(stmt, "--") {
+		// MySQL reads "--" before ';' as two minus signs, but at the end of a statement
+		// as a comment: keep the ';' so the statement means alone what it meant here.
+		stmt = strings.TrimSpace(sql[start : end+1])
+	}
+	return stmt
+}
+
 // splitTokens is SplitDialect by the tokenizer, in one pass.
 func splitTokens(sql string, d Dialect) []string {
 	var out []string
@@ -57,13 +68,7 @@ func splitTokens(sql string, d Dialect) []string {
 		if !code {
 			return
 		}
-		stmt := strings.TrimSpace(sql[start:end])
-		if d == MySQL && end < len(sql) && strings.HasSuffix(stmt, "--") {
-			// MySQL reads "--" before ';' as two minus signs, but at the end of a statement
-			// as a comment: keep the ';' so the statement means alone what it meant here.
-			stmt = strings.TrimSpace(sql[start : end+1])
-		}
-		out = append(out, stmt)
+		out = append(out, statementText(sql, start, end, d))
 	}
 	sc := NewScanner(sql, d)
 	for t, ok := sc.Next(); ok; t, ok = sc.Next() {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 
 	"github.com/queryflux/queryflux/internal/capacity"
@@ -108,6 +109,51 @@ type Relay struct {
 	id       string
 	finish   func(rows, bytes int64, err error) error
 	finished invariants.Once
+
+	// The core's cancel of a session's statement (BeginRelay, OnCancel).
+	cancelMu  sync.Mutex
+	cancelled bool
+	ended     bool
+	onCancel  func()
+}
+
+// OnCancel makes fn run once if the core cancels a session's statement (BeginRelay) before it
+// finishes, its lease lost; at once if that happened already. fn runs on the canceller's
+// goroutine, under its locks: it must not block. It spares a context of the statement's own
+// and a context.AfterFunc on it, four allocations per statement. The group's query timeout
+// ends Ctx instead, which is then a context of the statement's own, not the caller's.
+func (r *Relay) OnCancel(fn func()) {
+	r.cancelMu.Lock()
+	if r.cancelled && !r.ended {
+		r.cancelMu.Unlock()
+		fn()
+		return
+	}
+	r.onCancel = fn
+	r.cancelMu.Unlock()
+}
+
+// Cancelled reports whether the core cancelled the statement, or its Ctx ended.
+func (r *Relay) Cancelled() bool {
+	r.cancelMu.Lock()
+	cancelled := r.cancelled
+	r.cancelMu.Unlock()
+	return cancelled || r.Ctx.Err() != nil
+}
+
+// cancel is the core's cancel of the statement: the OnCancel hook runs unless it finished.
+func (r *Relay) cancel() {
+	r.cancelMu.Lock()
+	if r.cancelled || r.ended {
+		r.cancelMu.Unlock()
+		return
+	}
+	r.cancelled = true
+	fn := r.onCancel
+	r.cancelMu.Unlock()
+	if fn != nil {
+		fn()
+	}
 }
 
 // Finish ends the statement with what was relayed and its outcome. It names err as the client
@@ -118,6 +164,9 @@ func (r *Relay) Finish(rows, bytes int64, err error) error {
 	if !r.finished.Close("relayed statement", r.id) {
 		return err
 	}
+	r.cancelMu.Lock()
+	r.ended, r.onCancel = true, nil
+	r.cancelMu.Unlock()
 	return r.finish(rows, bytes, err)
 }
 

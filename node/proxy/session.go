@@ -83,9 +83,10 @@ type coreSession struct {
 	adm   *Admission
 	inner engine.Session
 
-	mu      sync.Mutex
-	lost    bool
-	running context.CancelFunc // the statement running now, cancelled when the lease is lost
+	mu       sync.Mutex
+	lost     bool
+	running  context.CancelFunc // the statement running now, cancelled when the lease is lost
+	relaying *Relay             // the relayed statement running now, cancelled likewise
 	// txLost: a statement the core cancelled (query timeout, the client's cancel, a lost
 	// lease) took the engine connection, and the client's transaction with it. The session then
 	// answers as PostgreSQL does for an aborted transaction until the client ends it, instead
@@ -117,6 +118,9 @@ func (s *coreSession) lose() {
 	s.lost = true
 	if s.running != nil {
 		s.running()
+	}
+	if s.relaying != nil {
+		s.relaying.cancel()
 	}
 }
 
@@ -307,6 +311,8 @@ func (s *coreSession) Close() error {
 // session's group and lease, and bounds it by the group's query timeout. ok is false when
 // the statement must take the Arrow path (settings.passthrough: false, or an engine session
 // that is no wire, such as DuckDB's); a non-nil error refused it (and has been reported).
+// A lost lease cancels the statement through the Relay's OnCancel hook; its Ctx is ctx itself
+// unless the group has a query timeout.
 func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Relay, ok bool, err error) {
 	c := s.adm.core
 	if _, wire := s.inner.(engine.PGWire); !wire || s.adm.Runtime.noRelay || s.transactionLost() {
@@ -317,24 +323,45 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Rela
 	if err := s.check(q); err != nil {
 		return nil, true, s.report(id, q, start, nil, 0, 0, err)
 	}
-	qctx, cancel, run := s.statementContext(ctx)
+	r = &Relay{Engine: s.inner, Ctx: ctx, CheckLimits: s.adm.CheckLimits, id: id}
+	var run runContext
+	var cancel context.CancelFunc
+	if timeout := s.adm.Runtime.groups[s.adm.Group].timeout; timeout > 0 {
+		r.Ctx, cancel = c.env.WithTimeout(ctx, timeout)
+		run = runContext{parent: ctx, ctx: r.Ctx, timeout: timeout}
+	}
 	s.mu.Lock()
 	if s.lost {
 		s.mu.Unlock()
-		cancel()
+		if cancel != nil {
+			cancel()
+		}
 		return nil, true, s.report(id, q, start, nil, 0, 0, s.errLost())
 	}
-	s.running = cancel
+	s.relaying = r
 	s.mu.Unlock()
-	finish := func(rows, bytes int64, err error) error {
+	r.finish = func(rows, bytes int64, err error) error {
 		if err != nil && run.ctx != nil {
 			err = run.explain(s.adm.engineError(err))
 		}
-		s.endStatement(cancel)
+		s.endRelay(r, cancel)
 		if err != nil {
 			err = s.explain(s.adm.engineError(err))
 		}
 		return s.reportPath(PathPassthrough, id, q, start, nil, rows, bytes, err)
 	}
-	return &Relay{Engine: s.inner, Ctx: qctx, CheckLimits: s.adm.CheckLimits, id: id, finish: finish}, true, nil
+	return r, true, nil
+}
+
+// endRelay ends the relayed statement r: a lost lease no longer cancels it, nor its query
+// timeout (cancel; nil without one).
+func (s *coreSession) endRelay(r *Relay, cancel context.CancelFunc) {
+	s.mu.Lock()
+	if s.relaying == r {
+		s.relaying = nil
+	}
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }

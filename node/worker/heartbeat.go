@@ -142,7 +142,7 @@ func (w *Worker) probeLag(_ context.Context, due time.Time) time.Time {
 	return now.Add(w.cfg.HealthProbeInterval)
 }
 
-// ObserveLag feeds one probe result to the health state machine. The probe task calls it; the
+// ObserveLag feeds one probe result to the health state machine. The probe duty calls it; the
 // simulator may call it directly.
 func (w *Worker) ObserveLag(now time.Time, lag time.Duration) {
 	w.mu.Lock()

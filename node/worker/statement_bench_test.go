@@ -137,8 +137,8 @@ func runStatements(b *testing.B, e env.Env, guard proxy.Guard, u *history.Uplink
 		if err != nil || !ok {
 			b.Fatalf("BeginRelay: ok %v, err %v", ok, err)
 		}
-		stop := context.AfterFunc(r.Ctx, w.Conn.Cancel)
-		stop()
+		conn := w.Conn // pgwire's cancel hook, made once per engine connection
+		r.OnCancel(func() { conn.Cancel() })
 		if err := r.Finish(1, 20, nil); err != nil {
 			b.Fatal(err)
 		}

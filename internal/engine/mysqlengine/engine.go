@@ -281,7 +281,11 @@ func (e *Engine) kill(c *client.Conn) {
 	_ = c.Conn.Conn.Close()
 }
 
-// killQuery runs KILL QUERY id on a fresh connection.
+// killQuery runs KILL QUERY id on a fresh connection, then waits, up to killWaitMax, until
+// the server's process list no longer shows a statement on id (a killed one stays listed,
+// as "Killed", until it ends): KILL QUERY answers once the statement is flagged, and a reader
+// that stopped reading would otherwise give its slot back while the statement still ran. A
+// server whose process list cannot be read (an older StarRocks) is not waited for.
 func (e *Engine) killQuery(id uint32) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -290,9 +294,27 @@ func (e *Engine) killQuery(id uint32) error {
 		return err
 	}
 	defer c.Close()
-	_, err = c.Execute("KILL QUERY " + strconv.FormatUint(uint64(id), 10))
-	return err
+	ids := strconv.FormatUint(uint64(id), 10)
+	if _, err := c.Execute("KILL QUERY " + ids); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(killWaitMax); time.Now().Before(deadline); time.Sleep(killWaitEvery) {
+		res, err := c.Execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = " + ids + " AND INFO IS NOT NULL")
+		if err != nil {
+			return nil
+		}
+		if n, _ := res.GetInt(0, 0); n == 0 {
+			return nil
+		}
+	}
+	return nil
 }
+
+// How long, and how often, killQuery looks for the killed statement's end.
+const (
+	killWaitMax   = 5 * time.Second
+	killWaitEvery = 5 * time.Millisecond
+)
 
 // wrap turns a server error into a *query.Error with the server's SQLSTATE; network and
 // driver errors become CodeEngine. The message never carries the password.

@@ -407,9 +407,7 @@ func (lr *loopRun) begin(msg []byte) relayloop.Verdict {
 	lr.rows.Seq = 0 // the client's COM_QUERY: the engine answers from 1 on
 	lr.seen, lr.seenBytes, lr.count0, lr.bytes0 = 0, 0, lr.rows.Count, lr.rows.Bytes
 	h.warnings = 0
-	if usesTables(sql) {
-		h.diag = nil
-	}
+	h.forgetDiagnostics(sql)
 	h.s.loopStatements.Add(1)
 	return relayloop.Relay
 }
@@ -707,10 +705,11 @@ func loopStatement(sql string) bool {
 	if len(sql) < 6 || sql[0]|0x20 < 'a' || sql[0]|0x20 > 'z' || strings.IndexByte(sql, ';') >= 0 {
 		return false
 	}
-	switch strings.ToLower(sqltok.FirstKeyword(sql, sqltok.MySQL)) {
-	case "select":
+	switch w := sqltok.FirstKeyword(sql, sqltok.MySQL); {
+	case strings.EqualFold(w, "select"):
 		return !strings.Contains(sql, "@@") && !takesNamedLock(sql)
-	case "insert", "update", "delete", "replace", "with":
+	case strings.EqualFold(w, "insert"), strings.EqualFold(w, "update"), strings.EqualFold(w, "delete"),
+		strings.EqualFold(w, "replace"), strings.EqualFold(w, "with"):
 		return !takesNamedLock(sql)
 	}
 	return false

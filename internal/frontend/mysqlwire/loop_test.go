@@ -1,10 +1,13 @@
 package mysqlwire
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -552,4 +555,80 @@ func TestLoopEngineConnClosedWhileIdle(t *testing.T) {
 			t.Fatalf("on a connection the engine closed: %d, %v", n, err)
 		}
 	})
+}
+
+// TestLoopPingsFromAClientThatReadsLate: a client that sends a flood of pings before reading
+// any answer fills its socket: the loop's answers stop fitting (the last perhaps in part), the
+// session leaves the loop and its goroutine answers the rest, and the client reads every answer
+// whole, in order, as the goroutine writes them.
+func TestLoopPingsFromAClientThatReadsLate(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	c, err := client.Connect(f.addr, testUser, "", f.dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Execute("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	waitLoop(t, f.addr, true)
+	// 2.25 MB of pings, 4.95 MB of answers: more than the proxy's send buffer (4 MiB at most on
+	// Linux) and the client's receive buffer (not grown while nothing is read) hold.
+	const pings = 450_000
+	nc := c.Conn.Conn
+	sent := make(chan error, 1)
+	go func() {
+		_, err := nc.Write(bytes.Repeat([]byte{1, 0, 0, 0, 0x0e}, pings)) // COM_PING, sequence 0
+		sent <- err
+	}()
+	waitLoop(t, f.addr, false) // the loop's answers no longer fit: the goroutine has the session
+	r := bufio.NewReader(nc)
+	var first []byte
+	for i := range pings {
+		var h [4]byte
+		if _, err := io.ReadFull(r, h[:]); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		p := make([]byte, int(h[0])|int(h[1])<<8|int(h[2])<<16)
+		if _, err := io.ReadFull(r, p); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		if first == nil {
+			first = p
+		}
+		if h[3] != 1 || len(p) < 7 || p[0] != 0 || !bytes.Equal(p, first) {
+			t.Fatalf("answer %d: sequence %d, % x (want an OK as the first, % x, sequence 1)", i, h[3], p, first)
+		}
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if r.Buffered() > 0 {
+		t.Fatalf("%d bytes after the last answer", r.Buffered())
+	}
+	if _, err := c.Execute("SELECT 2"); err != nil {
+		t.Fatalf("after the pings: %v", err)
+	}
+}
+
+// waitLoop waits until the only session of the server at addr is on its event loop (on), or
+// off it.
+func waitLoop(t *testing.T, addr string, on bool) {
+	t.Helper()
+	s := serverOf(t, addr)
+	onLoop := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, h := range s.sessions {
+			h.idleMu.Lock()
+			defer h.idleMu.Unlock()
+			return h.onloop != nil
+		}
+		return false
+	}
+	for deadline := time.Now().Add(60 * time.Second); onLoop() != on; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session is not on the loop: %v after 60 s", onLoop())
+		}
+	}
 }

@@ -126,9 +126,7 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 	}
 	binary := bin != nil
 	h.warnings = 0
-	if usesTables(sql) {
-		h.diag = nil
-	}
+	h.forgetDiagnostics(sql)
 	req := h.request(sql, args)
 	ctx, cancel := context.WithCancel(h.ctx)
 	h.mu.Lock()

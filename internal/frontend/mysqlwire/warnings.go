@@ -30,6 +30,14 @@ var tableWords = regexp.MustCompile(`(?i)\b(from|into|update|table|join)\b`)
 
 func usesTables(sql string) bool { return tableWords.MatchString(sql) }
 
+// forgetDiagnostics drops the last statement's warnings or error when sql uses tables, as
+// MySQL does before it runs; the pattern is looked at only when there is something to drop.
+func (h *session) forgetDiagnostics(sql string) {
+	if h.diag != nil && usesTables(sql) {
+		h.diag = nil
+	}
+}
+
 func (h *session) noteError(me *mysql.MyError) {
 	h.diag = []diagnostic{{Level: "Error", Code: me.Code, Message: me.Message}}
 }

@@ -72,6 +72,9 @@ type wireState struct {
 	copyBytes int
 	// broken: the engine said something out of turn while the client was idle.
 	broken bool
+	// cancelEngine cancels what the engine connection runs, on a goroutine of its own: the
+	// core's cancel hook (proxy.Relay.OnCancel) must not wait for the cancel request.
+	cancelEngine func()
 }
 
 // expect is one client message whose answer the server has not completed yet, or an answer
@@ -92,7 +95,7 @@ type expect struct {
 // wireRun is one checked and reported statement (an Execute or a Query).
 type wireRun struct {
 	r         *proxy.Relay
-	stop      func() bool
+	stop      func() bool // the query timeout's AfterFunc; nil without one
 	rows      int64
 	bytes     int64
 	err       error // the first error (the engine's or a limit's)
@@ -172,7 +175,9 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 		_ = w.Session.Close()
 		return false, fmt.Errorf("pgwire: the wire session of cluster %s cannot report statements", w.Cluster)
 	}
-	c.wire = &wireState{w: w, relayer: rel, conn: w.Conn, portals: map[string]string{}}
+	conn := w.Conn
+	c.wire = &wireState{w: w, relayer: rel, conn: conn, portals: map[string]string{},
+		cancelEngine: func() { go conn.Cancel() }}
 	return true, nil
 }
 
@@ -509,8 +514,10 @@ func (c *conn) beginRun_(sql string) (*wireRun, string, error) {
 		return nil, sql, nil
 	}
 	run := &wireRun{r: r}
-	conn := ws.conn
-	run.stop = context.AfterFunc(r.Ctx, conn.Cancel)
+	r.OnCancel(ws.cancelEngine) // a lost lease
+	if r.Ctx != c.ctx {         // the group's query timeout
+		run.stop = context.AfterFunc(r.Ctx, ws.conn.Cancel)
+	}
 	return run, req.SQL, nil
 }
 
@@ -520,7 +527,9 @@ func (c *conn) finishRun(run *wireRun, err error) error {
 		return err
 	}
 	run.closed = true
-	run.stop()
+	if run.stop != nil {
+		run.stop()
+	}
 	if run.err == nil {
 		run.err = err
 	}
@@ -697,7 +706,7 @@ func (c *conn) relayError(msg []byte) error {
 	case run != nil && run.limit != nil:
 		err = run.limit
 		c.sendLimit(run)
-	case run != nil && run.r.Ctx.Err() != nil && !run.closed:
+	case run != nil && run.r.Cancelled() && !run.closed:
 		// Cancelled by the core (the group's query timeout, a lost lease): say which.
 		err = c.finishRun(run, err)
 		c.sendError(err)

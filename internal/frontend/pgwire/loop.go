@@ -744,7 +744,7 @@ func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
 		lr.resumeHeld()
 		return relayloop.Relay
 	case 'E':
-		if run != nil && run.r.Ctx.Err() != nil && !run.closed {
+		if run != nil && run.r.Cancelled() && !run.closed {
 			return relayloop.Pause // the core's cancel: forward.go explains it
 		}
 		if head.kind == 'Q' {

@@ -230,8 +230,8 @@ func TestEventLoopRelaysExtendedProtocol(t *testing.T) {
 
 // A real client's extended protocol on the loop: pgbench -M extended sends Parse, Bind,
 // Describe, Execute and Sync on the unnamed statement for every statement (and -M prepared
-// named ones, which the goroutine forwards); every transaction must go through and most of
-// the extended ones on the loop.
+// named ones, relayed by the loop too); every transaction must go through and most of the
+// extended ones on the loop.
 func TestEventLoopPgbenchExtended(t *testing.T) {
 	srv, proxyURL, direct, _ := loopServerDirect(t, proxy.PoolModeTransaction, 4, pgwireTrustAll(), nil)
 	pu, _ := url.Parse(proxyURL)
