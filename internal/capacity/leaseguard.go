@@ -48,20 +48,24 @@ const (
 	// was sent) this node may hand a lease of it from one finished query to the next without
 	// asking again (idle reuse). While a worker reuses a cluster's leases its keeper asks again,
 	// with a renewal of one of them, checkAfter from the last answer, off the queries' path: one
-	// round trip per cluster every 10 ms, instead of a new lease per slot every window, each
+	// round trip per cluster every 10 ms, instead of a new lease per slot now and then, each
 	// with a new engine tag to set. So when another worker is denied the cluster at t, this one
-	// knows by t + checkAfter + one round trip (t + leaseReuseWindow at the latest, if the
-	// control plane does not answer), keeps nothing idle from then on, and its slots go back as
-	// their queries end; the waiting worker, asking at least every RetryAskEvery (50 ms), is
-	// then granted ahead of it (fair share). The other half of the window is for the check's
-	// round trip on a loaded machine: an answer later than the window ends the reuse, and every
-	// busy slot then asks for a new lease (and retags its engine connection).
-	leaseReuseWindow = 20 * time.Millisecond
-	checkAfter       = leaseReuseWindow / 2
+	// knows by t + checkAfter + one round trip, keeps nothing idle from then on, and its slots
+	// go back as their queries end; the waiting worker, asking at least every RetryAskEvery
+	// (50 ms), is then granted ahead of it (fair share). The window is the check's round trip's
+	// allowance: on a loaded machine (load 15 on 2 cores) a check answered 10 ms late was common,
+	// and an answer later than the window ends the reuse, every busy slot then asking for a new
+	// lease (and retagging its engine connection). Only a control plane that stops answering
+	// lets a worker reuse for the whole window after a waiting worker was denied.
+	leaseReuseWindow = 50 * time.Millisecond
+	checkAfter       = 10 * time.Millisecond
 	// idleLeaseHold is how long a released lease waits idle for the next acquire of its cluster
 	// before it is released the normal way (an acquire past the reuse window releases it
-	// instead of taking it).
-	idleLeaseHold = 2 * time.Millisecond
+	// instead of taking it). Long enough for a client's next statement on a loaded machine (a
+	// 2 ms hold let a lease go between the statements of a pgbench client at load 15); an idle
+	// lease costs nobody anything while the cluster is uncontended, and a contended answer
+	// releases it at once.
+	idleLeaseHold = 10 * time.Millisecond
 )
 
 // GuardOptions configure a LeaseGuard. Env, Client and Holder are required.
