@@ -389,11 +389,13 @@ func (t *leaseTable) uncontendedAt(cluster string, now time.Time) bool {
 	return ch != nil && !ch.contended && now.Before(ch.at.Add(leaseReuseWindow))
 }
 
-// noteReuse records that a lease of cluster was taken from idle: the keeper is to check the
-// cluster checkAfter from the last answer, and is woken unless it runs by then anyway.
+// noteReuse records that a lease of cluster was taken from idle (its slot is live): the keeper
+// is to check the cluster checkAfter from the last answer, and is woken unless it runs by then
+// anyway. (It planned without the check when it last ran, if no slot of the cluster was live
+// then, or the answer it planned from has been superseded since.)
 func (t *leaseTable) noteReuse(cluster string) effects {
 	ch := t.checks[cluster] // set: the lease was reusable
-	if !t.c.Checks || ch.reused {
+	if !t.c.Checks {
 		return effects{}
 	}
 	ch.reused = true
@@ -639,8 +641,9 @@ func (t *leaseTable) renewedContention(clusters, uncontended []string, sent time
 }
 
 // nextWork is the earliest renewal or fence time of the live slots, or contention check
-// (checkDue) of a cluster whose leases were reused (now + RenewEvery when none), and is recorded
-// as when the keeper runs next.
+// (checkDue) of a cluster whose leases were reused and that has a live slot to renew for it
+// (now + RenewEvery when none), and is recorded as when the keeper runs next. A check with no
+// live slot waits for the next reuse, which wakes the keeper (noteReuse).
 func (t *leaseTable) nextWork(now time.Time) time.Time {
 	var next time.Time
 	earliest := func(at time.Time) {
@@ -648,15 +651,17 @@ func (t *leaseTable) nextWork(now time.Time) time.Time {
 			next = at
 		}
 	}
+	live := map[string]bool{} // clusters with a live slot
 	for _, id := range t.sortedIDs() {
 		s := t.slots[id]
 		if !s.lost && !s.overrun {
 			earliest(s.hl.renewAt)
 			earliest(s.hl.fenceAt)
+			live[s.hl.lease.Cluster] = true
 		}
 	}
 	for _, c := range slices.Sorted(maps.Keys(t.checks)) {
-		if ch := t.checks[c]; t.c.Checks && !t.stopped && ch.reused && t.uncontendedAt(c, now) {
+		if ch := t.checks[c]; t.c.Checks && !t.stopped && ch.reused && t.uncontendedAt(c, now) && live[c] {
 			earliest(ch.at.Add(checkAfter))
 		}
 	}

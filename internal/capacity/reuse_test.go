@@ -420,10 +420,13 @@ func busyClient(ctx context.Context, e env.Env, g *capacity.LeaseGuard, limit in
 func leaseID(s capacity.Slot) string { return s.(interface{ Lease() capacity.Lease }).Lease().ID }
 
 // TestBusyWorkerKeepsItsLeasesWhileUncontended: two clients of one worker running back-to-back
-// 1 ms queries for a second, nobody else asking, keep one lease each the whole second (one
-// engine tag each: no retag) and ask the control plane once per checkAfter (10 ms), off the
-// queries' path (renewals), instead of for a new lease every leaseReuseWindow. Before the
-// checks, each client was granted a new lease every 20 ms (about 100 acquires, 100 leases).
+// 1 ms queries, nobody else asking, keep one lease each while they are busy (one engine tag
+// each: no retag) and ask the control plane once per checkAfter (10 ms), off the queries' path
+// (renewals), instead of for a new lease every leaseReuseWindow. Busy for 405 ms, idle for
+// 100 ms (the idle leases go back, and the reuse window runs out after an unchecked reuse), busy
+// for 600 ms: two leases each, in all. Before the checks, each client was granted a new lease
+// every 20 ms (about 100 acquires and leases); with checks that stopped after a window ran out
+// unchecked, one every 50 ms after the pause.
 func TestBusyWorkerKeepsItsLeasesWhileUncontended(t *testing.T) {
 	f := newAPIFleet(5)
 	w := f.s.AddNode("w1", nil)
@@ -431,13 +434,17 @@ func TestBusyWorkerKeepsItsLeasesWhileUncontended(t *testing.T) {
 	queries, leases := 0, map[string]bool{}
 	f.s.Spawn(w, "test", func() {
 		g, e := f.guard(w, metrics), w.Env()
-		stop := e.Now().Add(time.Second)
+		start := e.Now()
+		ran := func(s capacity.Slot) {
+			queries++
+			leases[leaseID(s)] = true
+		}
 		for client := uint64(1); client <= 2; client++ {
 			e.Go(w.Ctx(), "client", func(ctx context.Context) {
-				busyClient(query.WithAffinity(ctx, client), e, g, 4, time.Millisecond, stop, func(s capacity.Slot) {
-					queries++
-					leases[leaseID(s)] = true
-				})
+				ctx = query.WithAffinity(ctx, client)
+				busyClient(ctx, e, g, 4, time.Millisecond, start.Add(405*time.Millisecond), ran)
+				sleep(ctx, e, 100*time.Millisecond)
+				busyClient(ctx, e, g, 4, time.Millisecond, start.Add(1100*time.Millisecond), ran)
 			})
 		}
 	})
@@ -447,14 +454,14 @@ func TestBusyWorkerKeepsItsLeasesWhileUncontended(t *testing.T) {
 	reused := int(testutil.ToFloat64(metrics.LeaseReused.WithLabelValues("c")))
 	acquires, renewals := f.asked[capacity.PathAcquire], f.asked[capacity.PathRenewBatch]
 	t.Logf("%d queries, %d leases, %d reused; %d acquires, %d renewal batches", queries, len(leases), reused, acquires, renewals)
-	if queries < 1500 || len(leases) != 2 || acquires != 2 || reused != queries-2 {
-		t.Errorf("%d queries under %d leases (%d acquires, %d reused): want at least 1500 queries under 2 leases, 2 acquires, the rest reused",
+	if queries < 1500 || len(leases) != 4 || acquires != 4 || reused != queries-4 {
+		t.Errorf("%d queries under %d leases (%d acquires, %d reused): want at least 1500 queries under 4 leases, 4 acquires, the rest reused",
 			queries, len(leases), acquires, reused)
 	}
 	// One check per checkAfter (10 ms) while the leases are reused: each is due 10 ms after
 	// the last one was sent.
 	if renewals < 60 || renewals > 110 {
-		t.Errorf("%d renewal batches in a second: want about one per 10 ms", renewals)
+		t.Errorf("%d renewal batches in a second of reuse: want about one per 10 ms", renewals)
 	}
 }
 
