@@ -19,7 +19,7 @@ var (
 	answered  = append(pgMsg('3', nil), pgMsg('Z', []byte{'I'})...)
 )
 
-// answerAll answers every Close and Sync of A's, without a B.
+// answerAll answers every Close and Sync of A's with what answered holds for it, on h.
 func answerAll(h **Handle, mu *sync.Mutex) func(Direction, []byte) Verdict {
 	return func(_ Direction, msg []byte) Verdict {
 		mu.Lock()
@@ -31,26 +31,27 @@ func answerAll(h **Handle, mu *sync.Mutex) func(Direction, []byte) Verdict {
 	}
 }
 
+// startAnswering starts a pair of A alone (fa) whose Watch answers every message (answerAll).
+func startAnswering(t *testing.T, l *Loop, fa int, done func(Result)) *Handle {
+	t.Helper()
+	var mu sync.Mutex
+	var h *Handle
+	mu.Lock()
+	defer mu.Unlock()
+	h, err := l.Add(Pair{A: fa, B: -1, Framing: [2]Framer{PGWatching(), nil}, Watch: answerAll(&h, &mu), Done: done})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // A pair without B answers A's messages itself where its Watch says Answer: the answers come
 // back in order, however many there are and however small the loop's buffer.
 func TestAnswerWritesBackWithoutB(t *testing.T) {
 	l := newLoop(t, 64)
-	client, a := tcpPair(t)
-	t.Cleanup(func() { client.Close() })
-	fa, err := Detach(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var h *Handle
+	client, fa := aloneClient(t)
 	done := make(chan Result, 1)
-	mu.Lock()
-	h, err = l.Add(Pair{A: fa, B: -1, Framing: [2]Framer{PGWatching(), nil}, Watch: answerAll(&h, &mu),
-		Done: func(r Result) { _ = unix.Close(fa); done <- r }})
-	mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := startAnswering(t, l, fa, func(r Result) { _ = unix.Close(fa); done <- r })
 	const n = 500
 	go func() { _, _ = client.Write(bytes.Repeat(closeSync, n)) }()
 	if got := readN(t, client, n*len(answered)); !bytes.Equal(got, bytes.Repeat(answered, n)) {
@@ -67,28 +68,15 @@ func TestAnswerWritesBackWithoutB(t *testing.T) {
 // what was answered but not written is handed back (Scanned), nothing lost or answered twice.
 func TestAnswerPausesWhenTheClientDoesNotRead(t *testing.T) {
 	l := newLoop(t, 64)
-	client, a := tcpPair(t)
-	t.Cleanup(func() { client.Close() })
+	client, fa := aloneClient(t)
 	if err := client.SetReadBuffer(4096); err != nil {
-		t.Fatal(err)
-	}
-	fa, err := Detach(a)
-	if err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.SetsockoptInt(fa, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var h *Handle
 	done := make(chan Result, 1)
-	mu.Lock()
-	h, err = l.Add(Pair{A: fa, B: -1, Framing: [2]Framer{PGWatching(), nil}, Watch: answerAll(&h, &mu),
-		Done: func(r Result) { done <- r }})
-	mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
+	startAnswering(t, l, fa, func(r Result) { done <- r })
 	sent := bytes.Repeat(closeSync, 20000) // far more answers than both socket buffers hold
 	go func() { _, _ = client.Write(sent) }()
 	r := <-done

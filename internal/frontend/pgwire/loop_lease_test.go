@@ -7,94 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/proxy"
 )
-
-// slotGuard is a local capacity guard (it answers at once, so the event loop admits
-// transactions on its own thread) that counts the slots it grants and can lose them all, as
-// a worker's leases are lost when they cannot be renewed.
-type slotGuard struct {
-	inner  *capacity.LocalGuard
-	grants atomic.Int64
-	mu     sync.Mutex
-	slots  []*losableSlot
-}
-
-func newSlotGuard() *slotGuard { return &slotGuard{inner: capacity.NewLocalGuard()} }
-
-func (g *slotGuard) AtOnce() bool { return true }
-
-func (g *slotGuard) Acquire(ctx context.Context, cluster string, limit int) (capacity.Slot, error) {
-	s, err := g.inner.Acquire(ctx, cluster, limit)
-	if err != nil {
-		return nil, err
-	}
-	g.grants.Add(1)
-	ls := &losableSlot{Slot: s}
-	g.mu.Lock()
-	g.slots = append(g.slots, ls)
-	g.mu.Unlock()
-	return ls, nil
-}
-
-// loseAll loses every slot granted so far.
-func (g *slotGuard) loseAll() {
-	g.mu.Lock()
-	slots := g.slots
-	g.mu.Unlock()
-	for _, s := range slots {
-		s.lose()
-	}
-}
-
-type losableSlot struct {
-	capacity.Slot
-	mu     sync.Mutex
-	lost   bool
-	onLost []func()
-}
-
-func (s *losableSlot) Lost() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost
-}
-
-func (s *losableSlot) OnLost(fn func()) {
-	s.mu.Lock()
-	lost := s.lost
-	if !lost {
-		s.onLost = append(s.onLost, fn)
-	}
-	s.mu.Unlock()
-	if lost {
-		fn()
-	}
-}
-
-func (s *losableSlot) lose() {
-	s.mu.Lock()
-	if s.lost {
-		s.mu.Unlock()
-		return
-	}
-	s.lost = true
-	fns := s.onLost
-	s.mu.Unlock()
-	for _, fn := range fns {
-		fn()
-	}
-}
 
 // pgx's Deallocate closes a prepared statement in a batch of its own (Close, Sync). Between
 // transactions (transaction pool mode) the event loop answers it without an engine
@@ -102,7 +24,7 @@ func (s *losableSlot) lose() {
 // to its goroutine. The statement is gone as on PostgreSQL (binding it fails with 26000) and
 // can be prepared again under its name.
 func TestEventLoopClosesStatementsWithoutASlot(t *testing.T) {
-	guard := newSlotGuard()
+	guard := capacitytest.NewLosingGuard()
 	srv, proxyURL, direct, _ := loopServerDirect(t, proxy.PoolModeTransaction, 4, pgwireTrustAll(), guard)
 	ctx := context.Background()
 	names := []string{"s0", "s1", "s2", "s3", "s4"}
@@ -151,9 +73,9 @@ func TestEventLoopClosesStatementsWithoutASlot(t *testing.T) {
 		if srv.LoopExecutes()-executes < 4 {
 			t.Fatalf("the loop relayed %d of the 5 prepared statements: the client is not on it", srv.LoopExecutes()-executes)
 		}
-		grants, pauses := guard.grants.Load(), srv.LoopPauses()
+		grants, pauses := guard.Grants(), srv.LoopPauses()
 		deallocate()
-		if n := guard.grants.Load() - grants; n != 0 {
+		if n := guard.Grants() - grants; n != 0 {
 			t.Fatalf("closing %d statements between transactions took %d slots, want none", len(names), n)
 		}
 		if n := srv.LoopPauses() - pauses; n != 0 {
@@ -170,7 +92,7 @@ func TestEventLoopClosesStatementsWithoutASlot(t *testing.T) {
 // an error naming the lost lease, the history records it so, and the client's next
 // transaction runs under a new slot.
 func TestEventLoopLostLeaseEndsTheStatement(t *testing.T) {
-	guard := newSlotGuard()
+	guard := capacitytest.NewLosingGuard()
 	srv, proxyURL, direct, h := loopServerDirect(t, proxy.PoolModeTransaction, 4, pgwireTrustAll(), guard)
 	c, admin := connect(t, proxyURL), connect(t, direct)
 	if got := queryInt(t, c, "select 1"); got != 1 { // the loop takes a client after its first statement
@@ -188,7 +110,7 @@ func TestEventLoopLostLeaseEndsTheStatement(t *testing.T) {
 	if n := srv.LoopStatements() - before; n != 1 {
 		t.Fatalf("the sleep was not relayed by the loop (%d statements)", n)
 	}
-	guard.loseAll()
+	guard.LoseAll()
 	var pe *pgconn.PgError
 	if err := <-done; !errorsAs(err, &pe) || pe.Code != query.CodeCapacityTimeout || !strings.Contains(pe.Message, "lease") {
 		t.Fatalf("the statement whose lease was lost: %v, want %s naming the lease", err, query.CodeCapacityTimeout)
@@ -197,11 +119,11 @@ func TestEventLoopLostLeaseEndsTheStatement(t *testing.T) {
 	if recs := h.Find(sleep); len(recs) != 1 || recs[0].ErrorCode != query.CodeCapacityTimeout {
 		t.Fatalf("history of the statement: %+v", recs)
 	}
-	grants := guard.grants.Load()
+	grants := guard.Grants()
 	if got := queryInt(t, c, "select 2"); got != 2 {
 		t.Fatal(got)
 	}
-	if n := guard.grants.Load() - grants; n != 1 {
+	if n := guard.Grants() - grants; n != 1 {
 		t.Fatalf("the next transaction took %d slots, want one", n)
 	}
 }
