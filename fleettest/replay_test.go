@@ -87,20 +87,11 @@ func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	}
 	cal := rec.calibration
 	sc.Workload.ControlPlane = cal
-	var sims []replayMetrics
-	for seed := uint64(1); seed <= 3; seed++ {
-		r := scenarios.Run(sc, seed, scenarios.RunOpts{})
-		if !r.Pass() {
-			t.Fatalf("simulated replay seed %d failed: %+v", seed, r.Checks)
-		}
-		sims = append(sims, replayMetrics{queueP50: r.Workload.QueueP50Ms, queueP99: r.Workload.QueueP99Ms,
-			admittedPerSec: float64(r.Workload.Admitted) / real.span.Seconds(), queries: r.Workload.Submitted})
-	}
-	sim := meanMetrics(sims)
+	sim := simulatedMetrics(t, sc, real.span)
 	var table strings.Builder
 	st := cal.ServiceTimes
-	fmt.Fprintf(&table, "recording %v, %d queries (%d workers, cap %d); simulator: mean of seeds 1-3; lease store measured: acquire %v, release %v, contention %v, mark-denied %v, mark-granted %v\n",
-		real.span.Round(time.Second), real.queries, replayWorkers, replayCap, st[capacity.PathAcquire], st[capacity.PathReleaseBatch],
+	fmt.Fprintf(&table, "recording %v, %d queries (%d workers, cap %d); simulator: seeds 1-%d pooled; lease store measured: acquire %v, release %v, contention %v, mark-denied %v, mark-granted %v\n",
+		real.span.Round(time.Second), real.queries, replayWorkers, replayCap, replaySeeds, st[capacity.PathAcquire], st[capacity.PathReleaseBatch],
 		st[capacity.StoreContention], st[capacity.StoreMarkDenied], st[capacity.StoreMarkGranted])
 	fmt.Fprintf(&table, "| metric | real | sim | difference |\n|---|---|---|---|\n")
 	queueTolerance := 0.50
@@ -315,6 +306,29 @@ type replayMetrics struct {
 	span                               time.Duration
 }
 
+// replaySeeds is how many seeds replay the recording. Their queries are pooled: the quantiles
+// are the simulated distribution's, not a mean of each seed's (at a median between the queries
+// that got a slot at once and those that waited, such a mean is a time no query had).
+const replaySeeds = 10
+
+// simulatedMetrics replays sc with seeds 1..replaySeeds: queue quantiles over their queries
+// pooled, admitted/s their mean over the recording's span.
+func simulatedMetrics(t *testing.T, sc *scenarios.Scenario, span time.Duration) replayMetrics {
+	var m replayMetrics
+	var queue []int64
+	for seed := uint64(1); seed <= replaySeeds; seed++ {
+		r := scenarios.Run(sc, seed, scenarios.RunOpts{})
+		if !r.Pass() {
+			t.Fatalf("simulated replay seed %d failed: %+v", seed, r.Checks)
+		}
+		queue = append(queue, r.Workload.QueueMs...)
+		m.admittedPerSec += float64(r.Workload.Admitted) / span.Seconds() / replaySeeds
+		m.queries = r.Workload.Submitted
+	}
+	m.queueP50, m.queueP99 = scenarios.Percentile(queue, 0.5), scenarios.Percentile(queue, 0.99)
+	return m
+}
+
 // recordedMetrics computes them from the export as the simulator does from a run: queue
 // quantiles over the queries allowed to wait, admitted = queries that got a slot, per second of
 // the recording's span.
@@ -336,18 +350,6 @@ func recordedMetrics(t *testing.T, path string) replayMetrics {
 	span := f.Span()
 	return replayMetrics{queueP50: scenarios.Percentile(queue, 0.5), queueP99: scenarios.Percentile(queue, 0.99),
 		admittedPerSec: float64(admitted) / span.Seconds(), queries: len(f.Entries), span: span}
-}
-
-func meanMetrics(ms []replayMetrics) replayMetrics {
-	var out replayMetrics
-	n := float64(len(ms))
-	for _, m := range ms {
-		out.queueP50 += m.queueP50 / n
-		out.queueP99 += m.queueP99 / n
-		out.admittedPerSec += m.admittedPerSec / n
-		out.queries = m.queries
-	}
-	return out
 }
 
 func relDiff(real, sim float64) float64 {
