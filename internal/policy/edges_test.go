@@ -1,0 +1,82 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// A rule's "*" groups match every group, and a denial names the catalog the query named.
+func TestAccessRuleEdges(t *testing.T) {
+	c := mustCompile(t, cfgWith(func(cfg *config.Config) {
+		cfg.Settings.AccessControl.Rules = []config.AccessRule{
+			{Users: []string{"bob"}, Groups: []string{"*"}, Effect: config.EffectDeny},
+			{Roles: []string{"analyst"}, Groups: []string{"*"}, Catalogs: []string{"*"}},
+		}
+	}))
+	for _, group := range []string{"prod", "dev"} {
+		if err := c.Check(&query.Request{User: "alice", Database: "sales", SQL: "select 1"}, group); err != nil {
+			t.Errorf("alice on %s: the analyst rule for every group refused: %v", group, err)
+		}
+		err := c.Check(&query.Request{User: "bob", Database: "hr", SQL: "select 1"}, group)
+		if code(err) != query.CodeAccessDenied || !strings.Contains(err.Error(), `(catalog "hr")`) {
+			t.Errorf("bob on %s: got %v, want a denial naming the catalog", group, err)
+		}
+	}
+}
+
+// A guard that answers anything but None, a bool or a string denies, as does one that tries to
+// change its context; the context names the group's engine.
+func TestGuardAnswersAndContext(t *testing.T) {
+	for _, tc := range []struct{ name, body, group, want string }{
+		{"int", "return 1", "prod", "returned int, want None, a bool or a reason string"},
+		{"list", "return []", "prod", "returned list"},
+		{"engine", `return ctx["engine"] == "duckdb"`, "dev", ""},
+		{"engine-prod", `return ctx["engine"] == "duckdb"`, "prod", "denied by guard script settings.guardScripts[0] (engine-prod)"},
+		{"writes-ctx", `ctx["group"] = "dev"`, "prod", "guard failed"},
+	} {
+		c := mustCompile(t, cfgWith(func(cfg *config.Config) {
+			cfg.Settings.GuardScripts = []config.Script{{Name: tc.name, Source: "def guard(query, ctx):\n    " + tc.body + "\n"}}
+		}))
+		err := c.Check(&query.Request{User: "alice", SQL: "select 1"}, tc.group)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.want != "" && (code(err) != query.CodeAccessDenied || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: got %v, want an access denial with %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// A translation script that returns neither a string nor None is a failure, never an empty SQL.
+func TestTranslationOfTheWrongType(t *testing.T) {
+	for _, strict := range []bool{true, false} {
+		c := mustCompile(t, cfgWith(func(cfg *config.Config) {
+			cfg.Translation = config.Translation{Mode: config.TranslationScripts, ErrorOnUnsupported: strict,
+				Scripts: []config.Script{{Name: "num", Source: "def transform(sql, src, dst):\n    return 42\n"}}}
+		}))
+		req := &query.Request{User: "alice", SQL: "select 1"}
+		err := c.Check(req, "dev")
+		if strict && (code(err) != CodeTranslation || !strings.Contains(err.Error(), "transform returned int")) {
+			t.Errorf("strict: got %v, want a translation error naming the type", err)
+		}
+		if !strict && (err != nil || req.SQL != "select 1") {
+			t.Errorf("lenient: got %v / %q, want the SQL passed through", err, req.SQL)
+		}
+	}
+}
+
+// Every protocol's failure series exists from the start, so a rate over it is defined before
+// the first failure.
+func TestAuthFailureSeriesStartAtZero(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	New(reg)
+	if n := testutil.CollectAndCount(reg, "queryflux_auth_failures_total"); n != 4 {
+		t.Fatalf("%d auth failure series, want one per protocol (4)", n)
+	}
+}
