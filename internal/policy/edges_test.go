@@ -80,3 +80,88 @@ func TestAuthFailureSeriesStartAtZero(t *testing.T) {
 		t.Fatalf("%d auth failure series, want one per protocol (4)", n)
 	}
 }
+
+// Admit and Verified decide a login by settings.security, and count each refusal.
+func TestAdmitDecisions(t *testing.T) {
+	const pg = query.ProtocolPostgres
+	for _, tc := range []struct {
+		name     string
+		sec      config.Security // users: alice, bob unless trustLoopback
+		aliceTLS bool            // alice's own requireTLS
+		login    query.Login
+		trusted  bool
+		refused  string // Admit's refusal ("" none)
+		verify   string // Verified's refusal after a right password ("" none)
+	}{
+		{name: "plain challenge-response", login: query.Login{User: "alice", ClientAddr: "10.0.0.1:5"}},
+		{name: "requireTLS refuses plain", sec: config.Security{RequireTLS: true},
+			login: query.Login{User: "alice", ClientAddr: "10.0.0.1:5"}, refused: "only encrypted connections"},
+		{name: "requireTLS over TLS", sec: config.Security{RequireTLS: true},
+			login: query.Login{User: "alice", ClientAddr: "10.0.0.1:5", TLS: true}},
+		{name: "cleartext without TLS", login: query.Login{User: "alice", ClientAddr: "10.0.0.1:5", Cleartext: true},
+			refused: "not accepted over an unencrypted connection"},
+		{name: "cleartext allowed", sec: config.Security{AllowPlaintextPasswords: true},
+			login: query.Login{User: "alice", ClientAddr: "10.0.0.1:5", Cleartext: true}},
+		{name: "cleartext over TLS", login: query.Login{User: "alice", ClientAddr: "10.0.0.1:5", Cleartext: true, TLS: true}},
+		{name: "user requireTLS", aliceTLS: true, login: query.Login{User: "alice", ClientAddr: "10.0.0.1:5"},
+			verify: "this user must connect with TLS"},
+		{name: "user requireTLS over TLS", aliceTLS: true, login: query.Login{User: "alice", ClientAddr: "10.0.0.1:5", TLS: true}},
+		{name: "other user of a requireTLS user's config", aliceTLS: true, login: query.Login{User: "bob", ClientAddr: "10.0.0.1:5"}},
+		{name: "loopback trusted", sec: config.Security{TrustLoopback: true},
+			login: query.Login{User: "anyone", ClientAddr: "127.0.0.1:5"}, trusted: true},
+		{name: "loopback v6 trusted", sec: config.Security{TrustLoopback: true},
+			login: query.Login{User: "anyone", ClientAddr: "[::1]:5"}, trusted: true},
+		{name: "trustLoopback, remote", sec: config.Security{TrustLoopback: true},
+			login: query.Login{User: "anyone", ClientAddr: "10.0.0.1:5"}},
+		{name: "trustLoopback, no user name", sec: config.Security{TrustLoopback: true},
+			login: query.Login{ClientAddr: "127.0.0.1:5"}},
+		{name: "trustLoopback, requireTLS first", sec: config.Security{TrustLoopback: true, RequireTLS: true},
+			login: query.Login{User: "anyone", ClientAddr: "127.0.0.1:5"}, refused: "only encrypted connections"},
+	} {
+		reg := prometheus.NewRegistry()
+		p := New(reg)
+		if err := p.Apply(cfgWith(func(cfg *config.Config) {
+			cfg.Settings.Security.RequireTLS = tc.sec.RequireTLS
+			cfg.Settings.Security.AllowPlaintextPasswords = tc.sec.AllowPlaintextPasswords
+			cfg.Settings.Security.TrustLoopback = tc.sec.TrustLoopback
+			if tc.sec.TrustLoopback {
+				cfg.Settings.Security.Users = nil
+			}
+			if tc.aliceTLS {
+				cfg.Settings.Security.Users[0].RequireTLS = true
+			}
+		})); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		tc.login.Protocol = pg
+		trusted, err := p.Admit(tc.login)
+		failures := 0
+		if trusted != tc.trusted {
+			t.Errorf("%s: trusted %v, want %v", tc.name, trusted, tc.trusted)
+		}
+		if tc.refused == "" && err != nil || tc.refused != "" && (code(err) != query.CodeAuthRefused || !strings.Contains(err.Error(), tc.refused)) {
+			t.Errorf("%s: Admit: %v, want refusal %q", tc.name, err, tc.refused)
+		}
+		if tc.refused != "" {
+			failures++
+		} else {
+			err = p.Verified(tc.login)
+			if tc.verify == "" && err != nil || tc.verify != "" && (code(err) != query.CodeAuthRefused || !strings.Contains(err.Error(), tc.verify)) {
+				t.Errorf("%s: Verified: %v, want refusal %q", tc.name, err, tc.verify)
+			}
+			if tc.verify != "" {
+				failures++
+			}
+		}
+		if got := testutil.ToFloat64(p.failures.WithLabelValues(pg)); int(got) != failures {
+			t.Errorf("%s: %v failures counted, want %d", tc.name, got, failures)
+		}
+	}
+	var none Policy
+	if _, err := none.Admit(query.Login{User: "alice"}); err != query.ErrNotConfigured {
+		t.Errorf("Admit before any configuration: %v, want ErrNotConfigured", err)
+	}
+	if err := none.Verified(query.Login{User: "alice"}); err != query.ErrNotConfigured {
+		t.Errorf("Verified before any configuration: %v, want ErrNotConfigured", err)
+	}
+}
