@@ -1,13 +1,17 @@
 package policy
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/frontend/flightsql"
+	"github.com/queryflux/queryflux/internal/frontend/trinohttp"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -163,5 +167,82 @@ func TestAdmitDecisions(t *testing.T) {
 	}
 	if err := none.Verified(query.Login{User: "alice"}); err != query.ErrNotConfigured {
 		t.Errorf("Verified before any configuration: %v, want ErrNotConfigured", err)
+	}
+}
+
+// Each frontend's authenticator lets in only a configured user with the right password, refuses
+// bearer tokens (the configuration holds none) and counts every refusal under its protocol.
+func TestAuthenticatorsRefuseWhatTheConfigurationDoesNot(t *testing.T) {
+	bc, _ := bcrypt.GenerateFromPassword([]byte("c"), bcrypt.MinCost)
+	reg := prometheus.NewRegistry()
+	p := New(reg)
+	if err := p.Apply(cfgWith(func(cfg *config.Config) {
+		cfg.Settings.Security.Users = append(cfg.Settings.Security.Users, config.User{Name: "carol", PasswordHash: string(bc)})
+	})); err != nil {
+		t.Fatal(err)
+	}
+	failures := func(proto string) int { return int(testutil.ToFloat64(p.failures.WithLabelValues(proto))) }
+	ctx := context.Background()
+
+	type login struct{ user, password, token string }
+	ok := []login{{"alice", "a", ""}, {"carol", "c", ""}}
+	bad := []login{{"alice", "b", ""}, {"mallory", "a", ""}, {"", "", ""}, {"alice", "", "a-token"}, {"", "", "a-token"}}
+	for _, l := range ok {
+		if u, err := p.Trino().Authenticate(ctx, trinohttp.Credentials{User: l.user, Password: l.password}); err != nil || u != l.user {
+			t.Errorf("trino %s: %q %v", l.user, u, err)
+		}
+		if u, err := p.FlightSQL().Authenticate(ctx, flightsql.Credentials{User: l.user, Password: l.password}); err != nil || u != l.user {
+			t.Errorf("flightsql %s: %q %v", l.user, u, err)
+		}
+	}
+	for i, l := range bad {
+		if u, err := p.Trino().Authenticate(ctx, trinohttp.Credentials{User: l.user, Password: l.password, Token: l.token}); err == nil {
+			t.Errorf("trino let in %+v as %q", l, u)
+		}
+		if u, err := p.FlightSQL().Authenticate(ctx, flightsql.Credentials{User: l.user, Password: l.password, Token: l.token}); err == nil {
+			t.Errorf("flightsql let in %+v as %q", l, u)
+		}
+		if failures(query.ProtocolTrino) != i+1 || failures("flightsql") != i+1 {
+			t.Errorf("after %d refusals: trino counted %d, flightsql %d", i+1, failures(query.ProtocolTrino), failures("flightsql"))
+		}
+	}
+
+	my := myAuth{p}
+	if _, known, _ := my.Passwords("mallory"); known {
+		t.Error("mysql: an unknown user is known")
+	}
+	if _, known, _ := my.Passwords("carol"); !known {
+		t.Error("mysql: carol is unknown")
+	}
+	salt := []byte("0123456789abcdefghij")
+	if !my.CheckNativeScramble("alice", salt, clientScramble("a", salt)) || my.CheckNativeScramble("alice", salt, clientScramble("b", salt)) {
+		t.Error("mysql: alice's native scramble")
+	}
+	if my.CheckNativeScramble("carol", salt, clientScramble("c", salt)) || my.CheckNativeScramble("mallory", salt, clientScramble("a", salt)) {
+		t.Error("mysql: a native scramble accepted for a bcrypt user or an unknown one")
+	}
+	if !my.CheckCleartext("carol", "c") || my.CheckCleartext("carol", "a") {
+		t.Error("mysql: carol's cleartext password")
+	}
+
+	pg := pgAuth{p}
+	if _, ok := pg.SCRAMVerifier("alice"); ok {
+		t.Error("postgres: a SCRAM verifier for a user with a native hash")
+	}
+	if _, ok := pg.MockSCRAMVerifier("alice"); ok {
+		t.Error("postgres: a mock verifier for a configured user")
+	}
+	if !pg.CheckPassword("carol", "c") || pg.CheckPassword("carol", "a") || pg.CheckPassword("mallory", "c") {
+		t.Error("postgres: cleartext passwords")
+	}
+}
+
+// A loopback client named by its address alone (no port) is still loopback; any other is not.
+func TestLoopbackAddresses(t *testing.T) {
+	for addr, want := range map[string]bool{"127.0.0.1": true, "127.0.0.1:5432": true, "[::1]:1": true, "::1": true,
+		"10.0.0.1": false, "10.0.0.1:5432": false, "": false, "localhost:5432": false, "/run/qf.sock": false} {
+		if isLoopback(addr) != want {
+			t.Errorf("isLoopback(%q) = %v, want %v", addr, !want, want)
+		}
 	}
 }
