@@ -246,3 +246,50 @@ func TestLoopbackAddresses(t *testing.T) {
 		}
 	}
 }
+
+// A malformed hash of any form lets no password in, however it is malformed.
+func TestMalformedHashesAcceptNothing(t *testing.T) {
+	good, err := SCRAMHash("pw", []byte("0123456789abcdef"), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iterSalt, keys, _ := strings.Cut(strings.TrimPrefix(good, "SCRAM-SHA-256$"), "$")
+	_, salt, _ := strings.Cut(iterSalt, ":")
+	stored, server, _ := strings.Cut(keys, ":")
+	native := NativeHash("pw")
+	for _, h := range []string{
+		"SCRAM-SHA-256$" + iterSalt,                                      // no keys
+		"SCRAM-SHA-256$4096" + salt + "$" + keys,                         // no ':' between iterations and salt
+		"SCRAM-SHA-256$" + iterSalt + "$" + stored,                       // no server key
+		"SCRAM-SHA-256$0:" + salt + "$" + keys,                           // no iterations
+		"SCRAM-SHA-256$-1:" + salt + "$" + keys,                          // negative iterations
+		"SCRAM-SHA-256$x:" + salt + "$" + keys,                           // not a number
+		"SCRAM-SHA-256$4096:@@@$" + keys,                                 // salt not base64
+		"SCRAM-SHA-256$" + iterSalt + "$@@@:" + server,                   // stored key not base64
+		"SCRAM-SHA-256$" + iterSalt + "$" + stored[:20] + "==:" + server, // stored key of the wrong length
+		"*" + strings.Repeat("Z", 40),                                    // native: not hex
+		"$2a$10$short",                                                   // bcrypt: truncated
+		"pw", "", "*",
+	} {
+		for _, pw := range []string{"pw", "", "x"} {
+			if CheckPassword(h, pw) {
+				t.Errorf("hash %q accepted password %q", h, pw)
+			}
+		}
+	}
+	if !CheckPassword(good, "pw") || !CheckPassword(native, "pw") {
+		t.Fatal("the well-formed hashes refuse their password")
+	}
+	stage2 := NativeStage2("pw")
+	salt20 := []byte("0123456789abcdefghij")
+	auth := clientScramble("pw", salt20)
+	if CheckNativeScramble(stage2[:], salt20, auth[:19]) || CheckNativeScramble(stage2[:19], salt20, auth) || CheckNativeScramble(stage2[:], salt20, nil) {
+		t.Error("a native scramble or stage-2 hash of the wrong length was accepted")
+	}
+	if _, err := decodeNative(good); err == nil {
+		t.Error("decodeNative took a SCRAM verifier")
+	}
+	if _, err := SCRAMHash("pw", []byte("salt"), 0); err == nil {
+		t.Error("SCRAMHash with no iterations gave a verifier")
+	}
+}
