@@ -249,12 +249,85 @@ func TestValidateNamesEachMistake(t *testing.T) {
 		{"settings.guardScripts[0].source", "required", func(c *Config) { c.Settings.GuardScripts = []Script{{Name: "s"}} }},
 		{"historyPolicy.redaction", `"all" is not one of`, func(c *Config) { c.HistoryPolicy.Redaction = "all" }},
 		{"historyPolicy.retentionDays", "must not be negative", func(c *Config) { c.HistoryPolicy.RetentionDays = -1 }},
+		{"clusters[0].name", `name "x y" must start`, func(c *Config) { c.Clusters[0].Name = "pg::x y"; c.ClusterGroups[0].Members[0] = "pg::x y" }},
+		{"clusters[0].variants", `cluster "pg::a" is itself a variant`, func(c *Config) {
+			c.Clusters[0].Name, c.Clusters[0].Variants = "pg::a", map[string]ClusterOverrides{"b": {}}
+			c.ClusterGroups[0].Members = []string{"pg::a", "pg::a::b"}
+		}},
+		{"clusters[0].variants.-b", `name "-b" must start`, func(c *Config) {
+			c.Clusters[0].Variants = map[string]ClusterOverrides{"-b": {}}
+		}},
+		{"clusters[0].endpoint", `"db" is not host:port`, func(c *Config) {
+			c.Clusters[0].Engine, c.Clusters[0].Endpoint = EngineMySQL, "db"
+		}},
+		{"clusters[0].endpoint", "must be host:port only", func(c *Config) {
+			c.Clusters[0].Engine, c.Clusters[0].Endpoint = EngineMySQL, "db/x:3306"
+		}},
+		{"clusterGroups[1].name", `name "h h" must start`, func(c *Config) { c.ClusterGroups[1].Name = "h h" }},
+		{"clusterGroups[0].cache.ttlSecs", "must not be negative", func(c *Config) { c.ClusterGroups[0].Cache.TTLSecs = -1 }},
+		{"clusterGroups[0].cache.maxBytes", "must not be negative", func(c *Config) { c.ClusterGroups[0].Cache.MaxBytes = -1 }},
+		{"routers[0].tagToGroup.b", `unknown group "zz"`, func(c *Config) {
+			c.Routers = []Router{{Type: RouterTags, TagToGroup: map[string]string{"a": "g", "b": "zz"}}}
+		}},
+		{"routers[0].group", `unknown group "zz"`, func(c *Config) { c.Routers = []Router{{Type: RouterTags, Tag: "t", Group: "zz"}} }},
+		{"routers[0].group", `unknown group "zz"`, func(c *Config) {
+			c.Routers = []Router{{Type: RouterCompound, Combine: "all", Group: "zz", Conditions: []Condition{{Type: ConditionUser, User: "u"}}}}
+		}},
+		{"translation.scripts[0].name", `name "" must start`, func(c *Config) { c.Translation.Scripts = []Script{{Source: "x"}} }},
 	} {
 		cfg := mustParse(t, validBase)
 		tc.mut(cfg)
 		errs := Validate(cfg)
 		if got := paths(errs); !slices.Equal(got, []string{tc.path}) || !strings.Contains(errs[0].Message, tc.msg) {
 			t.Errorf("%s: got %v, want one error there containing %q", tc.path, Errors(errs), tc.msg)
+		}
+	}
+	// A worker without a control plane URL is told so twice: the link needs it, and so does
+	// coordination through it.
+	cfg := mustParse(t, validBase)
+	worker(cfg)
+	cfg.QueryFlux.ControlPlane.URL = ""
+	cfg.QueryFlux.Coordination.Mode = CoordinationControlPlane
+	if got := paths(Validate(cfg)); !slices.Equal(got, []string{"queryflux.controlPlane.url", "queryflux.coordination.mode"}) {
+		t.Errorf("a worker without a control plane URL: %v", got)
+	}
+}
+
+// What is at a bound, or allowed by another setting, is accepted.
+func TestValidateAcceptsTheBounds(t *testing.T) {
+	for name, mut := range map[string]func(*Config){
+		"requireTLS with queryflux.tls": func(c *Config) {
+			c.QueryFlux.TLS.CertFile, c.QueryFlux.TLS.KeyFile, c.QueryFlux.Frontends.Postgres.RequireTLS = "c.pem", "k.pem", true
+		},
+		"requireTLS with settings.security.tls": func(c *Config) {
+			c.Settings.Security.TLS.CertFile, c.Settings.Security.TLS.KeyFile, c.QueryFlux.Frontends.MySQL.RequireTLS = "c.pem", "k.pem", true
+		},
+		"requireTLS on a worker (its certificate comes with its snapshot)": func(c *Config) {
+			c.QueryFlux.Role, c.QueryFlux.ControlPlane.URL, c.QueryFlux.ControlPlane.Secret = RoleWorker, "https://cp:8080", "s"
+			c.QueryFlux.ControlPlane.TLS.CAFile = "ca.pem"
+			c.QueryFlux.Frontends.Trino.RequireTLS = true
+		},
+		"staleAfter at its minimum": func(c *Config) { c.QueryFlux.Registry.StaleAfterSecs = 30 },
+		"staleAfter at two heartbeats": func(c *Config) {
+			c.QueryFlux.HeartbeatIntervalSecs, c.QueryFlux.Registry.StaleAfterSecs = 20, 40
+		},
+		"grace at its minimum":                 func(c *Config) { c.QueryFlux.Registry.GraceSecs = 10 },
+		"poll timeout at the cap":              func(c *Config) { c.QueryFlux.ControlPlane.PollTimeoutSecs = 300 },
+		"preferred worker timeout at a minute": func(c *Config) { c.ClusterGroups[0].Cache.PreferredWorkerTimeoutMs = 60000 },
+		"drift margin just under half": func(c *Config) {
+			c.QueryFlux.Coordination.LeaseTTLSecs, c.QueryFlux.Coordination.DriftMarginSecs = 11, 5
+		},
+		"trustLoopback without users": func(c *Config) { c.Settings.Security.TrustLoopback = true },
+		"a variant":                   func(c *Config) { c.Clusters[0].Variants = map[string]ClusterOverrides{"b": {}} },
+		"a local worker": func(c *Config) {
+			c.QueryFlux.Role, c.QueryFlux.ControlPlane.URL, c.QueryFlux.ControlPlane.Secret = RoleWorker, "http://cp:8080", "s"
+			c.QueryFlux.Coordination.Mode = CoordinationLocal
+		},
+	} {
+		cfg := mustParse(t, validBase)
+		mut(cfg)
+		if errs := Validate(cfg); len(errs) > 0 {
+			t.Errorf("%s: %v", name, Errors(errs))
 		}
 	}
 }
