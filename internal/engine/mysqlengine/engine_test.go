@@ -319,3 +319,45 @@ func TestSessionPinsATransaction(t *testing.T) {
 		t.Fatalf("after Close inside a transaction: %s rows", count())
 	}
 }
+
+// TestFailedStatementKeepsItsTransaction: a statement the server refuses inside a pinned
+// transaction (a duplicate key) leaves the transaction open, as on a direct connection: the
+// next statements run in it, and COMMIT keeps them.
+func TestFailedStatementKeepsItsTransaction(t *testing.T) {
+	e, _ := openTestEngine(t)
+	exec(t, e, "CREATE TABLE acct (id INT PRIMARY KEY) ENGINE=InnoDB")
+	ctx := context.Background()
+	s, err := e.OpenSession(ctx, &query.Request{SQL: "BEGIN"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run := func(sql string) error {
+		rows, err := s.Execute(ctx, &query.Request{SQL: sql})
+		if err != nil {
+			return err
+		}
+		collect(t, rows)
+		return nil
+	}
+	for _, sql := range []string{"BEGIN", "INSERT INTO acct VALUES (1)"} {
+		if err := run(sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	var qe *query.Error
+	if err := run("INSERT INTO acct VALUES (1)"); !errors.As(err, &qe) || qe.Code != "23000" {
+		t.Fatalf("a duplicate key: %v", err)
+	}
+	if st := s.TxStatus(); st != 'T' {
+		t.Fatalf("after a refused statement: %c, want T (the transaction goes on)", st)
+	}
+	for _, sql := range []string{"INSERT INTO acct VALUES (2)", "COMMIT"} {
+		if err := run(sql); err != nil {
+			t.Fatalf("%s after a refused statement: %v", sql, err)
+		}
+	}
+	if got := collect(t, mustExec(t, e, "SELECT COUNT(*) FROM acct")); got[0][0] != "2" {
+		t.Fatalf("committed %s rows, want 2", got[0][0])
+	}
+}
