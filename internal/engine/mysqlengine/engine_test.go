@@ -16,14 +16,21 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-// openTestEngine opens an engine on a fresh MariaDB database.
-func openTestEngine(t *testing.T) (*Engine, string) {
+// testDatabase creates a fresh MariaDB database and returns how to reach it, and its name.
+func testDatabase(t testing.TB) (*mysql.Config, string) {
 	t.Helper()
 	dsn, name := mytest.NewDatabase(t)
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg, name
+}
+
+// openTestEngine opens an engine on a fresh MariaDB database.
+func openTestEngine(t *testing.T) (*Engine, string) {
+	t.Helper()
+	cfg, name := testDatabase(t)
 	e, err := Open(Config{Name: "test", Addr: cfg.Addr, User: cfg.User, Password: cfg.Passwd, Database: name, BatchRows: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -208,8 +215,7 @@ func TestCancelStopsQuery(t *testing.T) {
 }
 
 func TestOpenSpec(t *testing.T) {
-	dsn, name := mytest.NewDatabase(t)
-	cfg, _ := mysql.ParseDSN(dsn)
+	cfg, name := testDatabase(t)
 	eng, err := OpenSpec(engine.Spec{Name: "m", Kind: "mysql", Endpoint: cfg.Addr, User: cfg.User, Database: name})
 	if err != nil {
 		t.Fatal(err)
@@ -223,8 +229,7 @@ func TestOpenSpec(t *testing.T) {
 // TestMaxConnsCapsConcurrency runs 6 queries of 200ms on an engine capped at 2 connections:
 // they run in 3 waves, so they cannot all be done in under 600ms.
 func TestMaxConnsCapsConcurrency(t *testing.T) {
-	dsn, name := mytest.NewDatabase(t)
-	cfg, _ := mysql.ParseDSN(dsn)
+	cfg, name := testDatabase(t)
 	e, err := Open(Config{Name: "capped", Addr: cfg.Addr, User: cfg.User, Password: cfg.Passwd, Database: name, MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
