@@ -232,9 +232,7 @@ func (g *LeaseGuard) Duties() []*env.Duty { return []*env.Duty{g.keeper, g.flush
 
 // Start runs the guard's duties in a loop task of their own until ctx ends.
 func (g *LeaseGuard) Start(ctx context.Context) {
-	l := env.NewLoop(g.o.Env)
-	l.Add(g.Duties()...)
-	g.o.Env.Go(ctx, "capacity-duties", l.Run)
+	env.StartLoop(ctx, g.o.Env, "capacity-duties", g.Duties()...)
 }
 
 // apply does what a table step answered, outside the lock.

@@ -557,10 +557,7 @@ func (c *conn) pump() error {
 		ws.conn.Discard()
 		return &wireError{err}
 	}
-	cancel := ws.conn.Cancel
-	c.runMu.Lock()
-	c.runCancel = func() { go cancel() }
-	c.runMu.Unlock()
+	c.setEngineCancel()
 	defer c.endRun()
 	watching := false
 	_ = ws.conn.SetReadDeadline(time.Now().Add(engineQuietAfter))
@@ -577,7 +574,7 @@ func (c *conn) pump() error {
 			if err := c.flush(); err != nil {
 				return err
 			}
-			c.unwatch = c.watchClient(func() { cancel() })
+			c.unwatch = c.watchClient(ws.conn.Cancel)
 			defer c.unwatchClient()
 			continue
 		}
