@@ -615,7 +615,7 @@ func (lr *loopRun) bind(ws *wireState, body []byte) relayloop.Verdict {
 		return relayloop.Pause // forwardBind refuses it
 	}
 	engineName, parsed := lr.ensure(ws, st)
-	ws.portals[string(portal)] = st.sql
+	ws.bindPortal(string(portal), st.sql)
 	lr.relayed(expect{kind: 'B'})
 	if !parsed && engineName == string(name) {
 		return relayloop.Relay
