@@ -47,8 +47,9 @@ type PGWire interface {
 	Next() ([]byte, error)
 	// SetReadDeadline bounds a Next that waits (a zero time removes the bound).
 	SetReadDeadline(t time.Time) error
-	// Cancel asks the engine to cancel what runs now (a cancel request); the connection is
-	// not reused afterwards.
+	// Cancel asks the engine to cancel what runs now (a cancel request, sent on a goroutine of
+	// its own: Cancel does not wait); the connection is not reused afterwards. After Close it
+	// does nothing.
 	Cancel()
 	// Discard marks the connection unusable: Close then closes it.
 	Discard()

@@ -196,6 +196,42 @@ func TestWireLeftMidStatementIsCancelledAndReused(t *testing.T) {
 	}
 }
 
+// A wire's Cancel that comes after its Close (a lost lease's cancel racing the statement's end)
+// does nothing: the connection may already serve the next client, whose statement it must not
+// cancel.
+func TestWireLateCancelLeavesTheNextClientAlone(t *testing.T) {
+	e, dsn := openConns(t, 1)
+	first := openWire(t, context.Background(), e)
+	pid := pidOn(t, first)
+	_ = first.Close()
+	next := openWire(t, context.Background(), e)
+	defer next.Close()
+	if p := pidOn(t, next); p != pid {
+		t.Fatalf("the next wire is on backend %s, not the first's %s: nothing to check", p, pid)
+	}
+	const sleep = "select pg_sleep(1) /* qf-late-cancel */"
+	msg, _ := (&pgproto3.Query{String: sleep}).Encode(nil)
+	next.Send(msg)
+	if err := next.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	cancelWhenRunning(t, dsn, sleep, first.Cancel)
+	for {
+		msg, err := next.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg[0] == 'E' {
+			var er pgproto3.ErrorResponse
+			_ = er.Decode(msg[5:])
+			t.Fatalf("the next client's statement failed: %s %s", er.Code, er.Message)
+		}
+		if msg[0] == 'Z' {
+			return
+		}
+	}
+}
+
 func pidOn(t *testing.T, w engine.PGWire) string {
 	t.Helper()
 	rows, _, err := simpleOn(t, w, "select pg_backend_pid()")

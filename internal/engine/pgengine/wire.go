@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -138,10 +138,13 @@ func (c *rawConn) simple(ctx context.Context, sqls ...string) error {
 
 // wireConn is engine.PGWire on a relay connection.
 type wireConn struct {
-	pool      *rawPool
-	c         *rawConn
-	cancelled atomic.Bool
-	closed    bool
+	pool *rawPool
+	c    *rawConn
+	// mu orders Cancel and Close: a cancel request goes out only while the connection is this
+	// wire's, and a connection cancelled is closed, never given back: the request may still be
+	// on its way, and would cancel the next client's statement.
+	mu                sync.Mutex
+	cancelled, closed bool
 }
 
 func (w *wireConn) Send(msg []byte) {
@@ -225,10 +228,17 @@ func (w *wireConn) Unread(b []byte) {
 
 func (w *wireConn) SetReadDeadline(t time.Time) error { return w.c.nc.SetReadDeadline(t) }
 
-// Cancel sends a cancel request; it may run on another goroutine than the connection's user.
+// Cancel sends a cancel request on a goroutine of its own and does not wait; it may be called
+// on another goroutine than the connection's user's. After Close it does nothing: the
+// connection may serve another client by then.
 func (w *wireConn) Cancel() {
-	w.cancelled.Store(true)
-	_ = w.c.cancel.sendWithinGrace()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.cancelled = true
+	go func() { _ = w.c.cancel.sendWithinGrace() }()
 }
 
 func (w *wireConn) Discard() { w.c.broken = true }
@@ -266,11 +276,14 @@ func (w *wireConn) TxStatus() byte {
 // cancelled and its answers read; one in a transaction, cancelled by Cancel (its request may
 // still be on its way) or broken is closed, which ends whatever its backend was doing.
 func (w *wireConn) Close() error {
-	if w.closed {
+	w.mu.Lock()
+	closed, cancelled := w.closed, w.cancelled
+	w.closed = true
+	w.mu.Unlock()
+	if closed {
 		return nil
 	}
-	w.closed = true
-	if w.cancelled.Load() {
+	if cancelled {
 		w.c.broken = true
 	}
 	w.pool.put(w.c)

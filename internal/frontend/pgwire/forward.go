@@ -73,8 +73,8 @@ type wireState struct {
 	copyBytes int
 	// broken: the engine said something out of turn while the client was idle.
 	broken bool
-	// cancelEngine cancels what the engine connection runs, on a goroutine of its own: the
-	// core's cancel hook (proxy.Relay.OnCancel) must not wait for the cancel request.
+	// cancelEngine cancels what the engine connection runs (its Cancel, which does not wait:
+	// the core's cancel hook, proxy.Relay.OnCancel, must not wait for the cancel request).
 	cancelEngine func()
 }
 
@@ -177,7 +177,7 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 		return false, fmt.Errorf("pgwire: the wire session of cluster %s cannot report statements", w.Cluster)
 	}
 	conn := w.Conn
-	c.wire = &wireState{w: w, relayer: rel, conn: conn, cancelEngine: func() { go conn.Cancel() }}
+	c.wire = &wireState{w: w, relayer: rel, conn: conn, cancelEngine: conn.Cancel}
 	return true, nil
 }
 
@@ -631,7 +631,7 @@ func (c *conn) relay(msg []byte) error {
 			run.bytes += int64(len(msg) - 7)
 			if err := run.r.CheckLimits(run.rows, run.bytes); err != nil {
 				run.limit, run.err = err, err
-				go ws.conn.Cancel()
+				ws.conn.Cancel()
 				return nil
 			}
 		}
