@@ -50,9 +50,8 @@ type runningQuery struct {
 	lastPage    []byte
 	lastFinal   bool // lastPage ended the query
 	lastAccess  time.Time
-	unheld      bool   // refused at QueriesMax: never held, so its first answer is its last
-	killed      bool   // ended by a cancel: held only to tell a client still polling
-	cancelName  string // the error name its client knows a cancellation by (cancelErrorName)
+	unheld      bool // refused at QueriesMax: never held, so its first answer is its last
+	killed      bool // ended by a cancel: held only to tell a client still polling
 }
 
 func (q *runningQuery) notifyLocked() {
@@ -66,14 +65,13 @@ func (q *runningQuery) lastAccessed() time.Time {
 	return q.lastAccess
 }
 
-// start registers a query and runs it in the background. cancelName is the name its client
-// knows a cancellation by (cancelErrorName).
-func (s *Server) start(req *query.Request, cancelName string) *runningQuery {
+// start registers a query and runs it in the background.
+func (s *Server) start(req *query.Request) *runningQuery {
 	id, slug := s.newID()
 	ctx, cancel := context.WithCancel(s.ctx)
 	now := time.Now()
 	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now, cancel: cancel, changed: make(chan struct{}),
-		state: stateQueued, lastToken: -1, lastAccess: now, cancelName: cancelName}
+		state: stateQueued, lastToken: -1, lastAccess: now}
 	update, header, prepare := sessionStatement(req.SQL)
 	if prepare { // answered by the proxy: the client keeps its session
 		q.header, q.updateType, q.done, q.state = header, update, true, stateFinished
@@ -209,14 +207,10 @@ func (q *runningQuery) fail(err error) {
 	q.failLocked(qe)
 }
 
-// failLocked ends q with qe and reports true, unless it had ended. A cancellation goes by the
-// name its client knows.
+// failLocked ends q with qe and reports true, unless it had ended.
 func (q *runningQuery) failLocked(qe *QueryError) bool {
 	if q.done {
 		return false
-	}
-	if qe.ErrorName == codeUserCanceled.name && q.cancelName != "" {
-		qe.ErrorName = q.cancelName
 	}
 	q.done, q.state, q.err, q.pending = true, stateFailed, qe, nil
 	q.notifyLocked()

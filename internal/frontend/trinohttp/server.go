@@ -263,7 +263,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := buildRequest(r, user, sql)
-	q := s.start(req, cancelErrorName(r))
+	q := s.start(req)
 	s.respond(w, r, q, 0, 0)
 }
 
