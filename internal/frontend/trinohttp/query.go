@@ -48,10 +48,11 @@ type runningQuery struct {
 	nextToken   int64 // the token the next poll must carry
 	lastToken   int64 // the token of lastPage, for a client's retry
 	lastPage    []byte
-	lastFinal   bool // lastPage ended the query
-	lastAccess  time.Time
-	unheld      bool // refused at QueriesMax: never held, so its first answer is its last
-	killed      bool // ended by a cancel: held only to tell a client still polling
+	lastFinal   bool      // lastPage ended the query
+	lastAccess  time.Time // the POST or the latest poll: unpolled for AbandonAfter, it is abandoned
+	forgetAt    time.Time // once it has nothing left to tell (forgetLater): when the reaper forgets it
+	unheld      bool      // refused at QueriesMax: never held, so its first answer is its last
+	killed      bool      // ended by a cancel: held only to tell a client still polling
 }
 
 func (q *runningQuery) notifyLocked() {
@@ -59,10 +60,16 @@ func (q *runningQuery) notifyLocked() {
 	q.changed = make(chan struct{})
 }
 
-func (q *runningQuery) lastAccessed() time.Time {
+// stale reports whether the reaper drops q at now, and whether that abandons it: a query with
+// nothing left to tell once its forgetAt has passed, any other once unpolled for abandonAfter.
+func (q *runningQuery) stale(now time.Time, abandonAfter time.Duration) (drop, abandon bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.lastAccess
+	if !q.forgetAt.IsZero() {
+		return now.After(q.forgetAt), false
+	}
+	drop = now.Sub(q.lastAccess) > abandonAfter
+	return drop, drop
 }
 
 // start registers a query and runs it in the background.
@@ -367,20 +374,23 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 }
 
 // stop cancels q: its engine query ends and its slot frees as the producer unwinds. Unless q
-// had ended, its next page is its last, failed as cancelled.
-func (s *Server) stop(q *runningQuery) {
+// had ended, its next page is its last, failed as cancelled; stop reports whether it ended q.
+func (s *Server) stop(q *runningQuery) bool {
 	q.cancel()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.killed = q.failLocked(toQueryError(context.Canceled))
+	return q.killed
 }
 
 // kill stops q for a DELETE /v1/query/{id}, which another client may send. A query it ends
 // stays held a little while (forgotten first at QueriesMax), so that a client still polling it
-// learns it was cancelled rather than that it never existed.
+// learns it was cancelled rather than that it never existed. One whose rows were all produced
+// goes on, as a finished query does in Trino: its client reads the rest.
 func (s *Server) kill(q *runningQuery) {
-	s.stop(q)
-	s.forgetLater(q)
+	if s.stop(q) {
+		s.forgetLater(q)
+	}
 }
 
 // respond writes the page for token, waiting up to wait for rows or the end.
@@ -405,11 +415,15 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery
 	w.Write(body)
 }
 
-// forgetLater keeps a finished query a little while so a client can retry its last page.
+// lastPageKeptMax is how long a query that has told its client everything stays held, for a
+// retry of its last page; never longer than AbandonAfter, the longest any query waits for a poll.
+const lastPageKeptMax = time.Minute
+
+// forgetLater has the reaper forget q, which has nothing left to tell (its last page was served,
+// or a kill ended it), once a client had time to retry its last page.
 func (s *Server) forgetLater(q *runningQuery) {
 	q.mu.Lock()
-	// the reaper removes it after AbandonAfter without polls; shorten that for finished queries
-	q.lastAccess = time.Now().Add(-s.opts.AbandonAfter + time.Minute)
+	q.forgetAt = time.Now().Add(min(lastPageKeptMax, s.opts.AbandonAfter))
 	q.mu.Unlock()
 }
 
