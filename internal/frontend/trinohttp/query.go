@@ -435,8 +435,8 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	if token == q.lastToken && q.lastPage != nil {
 		return q.lastPage, http.StatusOK, q.lastFinal
 	}
-	if token != q.nextToken {
-		return []byte(fmt.Sprintf("unexpected token %d (want %d)", token, q.nextToken)), http.StatusGone, false
+	if token != q.nextToken || q.lastFinal {
+		return q.refuseTokenLocked(token)
 	}
 	for waiting := token > 0; waiting && len(q.pending) == 0 && !q.done; {
 		changed := q.changed
@@ -458,8 +458,8 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	if token == q.lastToken && q.lastPage != nil { // a concurrent retry of this token answered first
 		return q.lastPage, http.StatusOK, q.lastFinal
 	}
-	if token != q.nextToken {
-		return []byte(fmt.Sprintf("unexpected token %d (want %d)", token, q.nextToken)), http.StatusGone, false
+	if token != q.nextToken || q.lastFinal {
+		return q.refuseTokenLocked(token)
 	}
 	res := QueryResults{ID: q.id, InfoURI: base + "/ui/query.html?" + q.id, Columns: q.columns, Warnings: []any{}}
 	take := pageRows(q.pending, s.opts.PageRows, pageBytesTarget)
@@ -490,6 +490,16 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	}
 	q.lastToken, q.lastPage, q.lastFinal, q.nextToken = token, body, final, token+1
 	return body, http.StatusOK, final
+}
+
+// refuseTokenLocked is Trino's answer to a poll for neither the page last served nor the next
+// one: 410 Gone for a page already passed, 404 for one that does not exist (ahead of the next,
+// or past the last page).
+func (q *runningQuery) refuseTokenLocked(token int64) ([]byte, int, bool) {
+	if token < q.lastToken {
+		return []byte(fmt.Sprintf("page %d of query %s is gone: the last page served is %d", token, q.id, q.lastToken)), http.StatusGone, false
+	}
+	return []byte(fmt.Sprintf("query %s has no page %d", q.id, token)), http.StatusNotFound, false
 }
 
 // baseURL is where the client reaches this server: ExternalURL, else the request's Host with the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +105,34 @@ func waitProduced(t *testing.T, s *Server, id string) {
 			return
 		}
 		<-changed
+	}
+}
+
+// A poll for a page other than the last one served or the next gets Trino's answer: 410 Gone
+// for a page already passed, 404 for one ahead of the next or past the last page.
+func TestPollsOfOtherPagesAnswerAsTrino(t *testing.T) {
+	ts := startServer(t, frontendtest.NewBackend(countingEngine(3)), Options{PageRows: 1})
+	_, qr := post(t, ts.addr, "SELECT 3")
+	prefix := qr.NextURI[:strings.LastIndexByte(qr.NextURI, '/')+1]
+	page := func(token int) string { return prefix + strconv.Itoa(token) } // the query's page token
+	get(t, page(1))
+	if resp, _ := get(t, page(2)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("page 2: %s", resp.Status)
+	}
+	for token, want := range map[int]int{1: http.StatusGone, 0: http.StatusGone, 4: http.StatusNotFound, 9: http.StatusNotFound} {
+		if resp, _ := get(t, page(token)); resp.StatusCode != want {
+			t.Errorf("page %d after page 2: %s, want %d", token, resp.Status, want)
+		}
+	}
+	last := 2
+	for qr.NextURI != "" {
+		last++
+		_, qr = get(t, page(last))
+	}
+	if resp, again := get(t, page(last)); resp.StatusCode != http.StatusOK || again.Stats.State != stateFinished {
+		t.Fatalf("a retry of the last page %d: %s %+v", last, resp.Status, again)
+	}
+	if resp, _ := get(t, page(last+1)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("page %d, past the last page: %s, want 404", last+1, resp.Status)
 	}
 }
