@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goccy/go-yaml"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queryflux/queryflux/fleetcheck"
@@ -39,8 +40,7 @@ const (
 	replayClients = 8
 )
 
-// replaySecs is the recording's length: 20 s in make test, REPLAY_SECS for the long form
-// (REPLAY_KEEP=FILE keeps the export).
+// replaySecs is the recording's length: 20 s in make test, REPLAY_SECS for the long form.
 func replaySecs(t *testing.T) int {
 	if s := os.Getenv("REPLAY_SECS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -74,45 +74,24 @@ func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-daemon test skipped in -short mode")
 	}
-	if _, err := exec.LookPath("pgbench"); err != nil {
-		t.Fatal("pgbench is not installed (Debian: postgresql-client)")
-	}
-	secs := replaySecs(t)
-	cpConfig, apiAddr, workers := startReplayFleet(t)
-	runPgbench(t, workers, secs)
-	cal := storeCalibration(t, apiAddr)
-	file := filepath.Join(t.TempDir(), "history.csv")
-	exportHistory(t, apiAddr, file)
-	if keep := os.Getenv("REPLAY_KEEP"); keep != "" {
-		if err := os.WriteFile(keep, must(os.ReadFile(file)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	real := recordedMetrics(t, file)
+	rec := recording(t)
+	real := recordedMetrics(t, rec.history)
 
-	cfg, err := config.Load(cpConfig)
+	cfg, err := config.Load(rec.config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := fleetcheck.Replay(cfg, file, fleetcheck.ReplayOptions{Latency: loopbackLatency})
+	sc, err := fleetcheck.Replay(cfg, rec.history, fleetcheck.ReplayOptions{Latency: loopbackLatency})
 	if err != nil {
 		t.Fatal(err)
 	}
+	cal := rec.calibration
 	sc.Workload.ControlPlane = cal
-	var sims []replayMetrics
-	for seed := uint64(1); seed <= 3; seed++ {
-		r := scenarios.Run(sc, seed, scenarios.RunOpts{})
-		if !r.Pass() {
-			t.Fatalf("simulated replay seed %d failed: %+v", seed, r.Checks)
-		}
-		sims = append(sims, replayMetrics{queueP50: r.Workload.QueueP50Ms, queueP99: r.Workload.QueueP99Ms,
-			admittedPerSec: float64(r.Workload.Admitted) / real.span.Seconds(), queries: r.Workload.Submitted})
-	}
-	sim := meanMetrics(sims)
+	sim := simulatedMetrics(t, sc, real.span)
 	var table strings.Builder
 	st := cal.ServiceTimes
-	fmt.Fprintf(&table, "recording %d s, %d queries (%d workers, cap %d); simulator: mean of seeds 1-3; lease store measured: acquire %v, release %v, contention %v, mark-denied %v, mark-granted %v\n",
-		secs, real.queries, replayWorkers, replayCap, st[capacity.PathAcquire], st[capacity.PathReleaseBatch],
+	fmt.Fprintf(&table, "recording %v, %d queries (%d workers, cap %d); simulator: seeds 1-%d pooled; lease store measured: acquire %v, release %v, contention %v, mark-denied %v, mark-granted %v\n",
+		real.span.Round(time.Second), real.queries, replayWorkers, replayCap, replaySeeds, st[capacity.PathAcquire], st[capacity.PathReleaseBatch],
 		st[capacity.StoreContention], st[capacity.StoreMarkDenied], st[capacity.StoreMarkGranted])
 	fmt.Fprintf(&table, "| metric | real | sim | difference |\n|---|---|---|---|\n")
 	queueTolerance := 0.50
@@ -141,6 +120,61 @@ func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	if real.queueP99 < 100 {
 		t.Errorf("queue p99 %.0f ms: the recorded workload did not queue, so agreement says nothing", real.queueP99)
 	}
+}
+
+// replayRecording is what the simulator replays: the history export, the control plane's config
+// file, and the lease store's calibration measured during the recording.
+type replayRecording struct {
+	history, config string
+	calibration     *scenarios.Calibration
+}
+
+// A kept recording is its export at FILE and these beside it.
+const (
+	keptConfigSuffix      = ".controlplane.yaml"
+	keptCalibrationSuffix = ".calibration.yaml"
+)
+
+// recording records a pgbench workload through a real fleet; REPLAY_KEEP=FILE keeps it (the
+// export at FILE, the config and the calibration beside it). REPLAY_FROM=FILE replays such a
+// kept recording instead of recording one: the simulator's side of the comparison then changes
+// only with the simulator, without the real fleet's run-to-run spread (an A/B of a simulator
+// change, e.g. against the commit before it).
+func recording(t *testing.T) replayRecording {
+	if from := os.Getenv("REPLAY_FROM"); from != "" {
+		cal, err := scenarios.LoadCalibration(from + keptCalibrationSuffix)
+		if err != nil {
+			t.Fatalf("REPLAY_FROM %s: %v", from, err)
+		}
+		return replayRecording{history: from, config: from + keptConfigSuffix, calibration: cal}
+	}
+	if _, err := exec.LookPath("pgbench"); err != nil {
+		t.Fatal("pgbench is not installed (Debian: postgresql-client)")
+	}
+	cpConfig, apiAddr, workers := startReplayFleet(t)
+	runPgbench(t, workers, replaySecs(t))
+	rec := replayRecording{history: filepath.Join(t.TempDir(), "history.csv"), config: cpConfig,
+		calibration: storeCalibration(t, apiAddr)}
+	exportHistory(t, apiAddr, rec.history)
+	if keep := os.Getenv("REPLAY_KEEP"); keep != "" {
+		cal, err := yaml.Marshal(rec.calibration)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []struct {
+			path string
+			data []byte
+		}{
+			{keep, must(os.ReadFile(rec.history))},
+			{keep + keptConfigSuffix, must(os.ReadFile(cpConfig))},
+			{keep + keptCalibrationSuffix, cal},
+		} {
+			if err := os.WriteFile(f.path, f.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return rec
 }
 
 // storeCalibration is the simulated control plane's model, from what the real one's lease
@@ -272,6 +306,29 @@ type replayMetrics struct {
 	span                               time.Duration
 }
 
+// replaySeeds is how many seeds replay the recording. Their queries are pooled: the quantiles
+// are the simulated distribution's, not a mean of each seed's (at a median between the queries
+// that got a slot at once and those that waited, such a mean is a time no query had).
+const replaySeeds = 10
+
+// simulatedMetrics replays sc with seeds 1..replaySeeds: queue quantiles over their queries
+// pooled, admitted/s their mean over the recording's span.
+func simulatedMetrics(t *testing.T, sc *scenarios.Scenario, span time.Duration) replayMetrics {
+	var m replayMetrics
+	var queue []int64
+	for seed := uint64(1); seed <= replaySeeds; seed++ {
+		r := scenarios.Run(sc, seed, scenarios.RunOpts{})
+		if !r.Pass() {
+			t.Fatalf("simulated replay seed %d failed: %+v", seed, r.Checks)
+		}
+		queue = append(queue, r.Workload.QueueMs...)
+		m.admittedPerSec += float64(r.Workload.Admitted) / span.Seconds() / replaySeeds
+		m.queries = r.Workload.Submitted
+	}
+	m.queueP50, m.queueP99 = scenarios.Percentile(queue, 0.5), scenarios.Percentile(queue, 0.99)
+	return m
+}
+
 // recordedMetrics computes them from the export as the simulator does from a run: queue
 // quantiles over the queries allowed to wait, admitted = queries that got a slot, per second of
 // the recording's span.
@@ -293,18 +350,6 @@ func recordedMetrics(t *testing.T, path string) replayMetrics {
 	span := f.Span()
 	return replayMetrics{queueP50: scenarios.Percentile(queue, 0.5), queueP99: scenarios.Percentile(queue, 0.99),
 		admittedPerSec: float64(admitted) / span.Seconds(), queries: len(f.Entries), span: span}
-}
-
-func meanMetrics(ms []replayMetrics) replayMetrics {
-	var out replayMetrics
-	n := float64(len(ms))
-	for _, m := range ms {
-		out.queueP50 += m.queueP50 / n
-		out.queueP99 += m.queueP99 / n
-		out.admittedPerSec += m.admittedPerSec / n
-		out.queries = m.queries
-	}
-	return out
 }
 
 func relDiff(real, sim float64) float64 {

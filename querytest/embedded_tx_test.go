@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/daemontest"
+	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
 )
 
 // psqlSession is an interactive psql: statements go in one at a time and each one's output
@@ -131,16 +132,11 @@ func TestEmbeddedDefaultPostgresClients(t *testing.T) {
 		}
 	})
 	t.Run("jdbc", func(t *testing.T) {
-		const jar = "/usr/share/java/postgresql.jar"
-		if _, err := os.Stat(jar); err != nil {
-			t.Skip("the PostgreSQL JDBC driver is not installed (make test-deps installs libpostgresql-jdbc-java): " + err.Error())
+		src, err := filepath.Abs("testdata/JDBCMeta.java")
+		if err != nil {
+			t.Fatal(err)
 		}
-		if _, err := exec.LookPath("javac"); err != nil {
-			t.Skip("no JDK (make test-deps installs default-jdk-headless): " + err.Error())
-		}
-		dir := t.TempDir()
-		run(t, 120*time.Second, "javac", "-d", dir, "testdata/JDBCMeta.java")
-		out := run(t, 120*time.Second, "java", "-cp", dir+":"+jar, "JDBCMeta", "jdbc:postgresql://127.0.0.1:"+e.pgPort+"/demo")
+		out := run(t, 120*time.Second, "java", "-cp", pgclienttest.JDBCClasspath(t, src), "JDBCMeta", "jdbc:postgresql://127.0.0.1:"+e.pgPort+"/demo")
 		want := "table main.customers\ntable main.orders\ntable main.products\n" +
 			"column 1 product_id int8 -5\ncolumn 2 name text 12\ncolumn 3 category text 12\ncolumn 4 price numeric 2\n" +
 			"after rollback 0\nfetched 31375\n"

@@ -18,6 +18,7 @@ import (
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/promreg"
 	"github.com/queryflux/queryflux/internal/querynode"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/assembly"
@@ -168,5 +169,82 @@ checks:
 				t.Errorf("%s does not serve %s, which the shipped %s registers; it serves %s", name, f, kind, strings.Join(have, " "))
 			}
 		}
+	}
+}
+
+// fleetProbe, at the end of a run, reads what the fleet's tests below need: the health checks
+// the cluster's engine answered, and the fleet's shared metrics registry.
+type fleetProbe struct {
+	pings    int64
+	registry *prometheus.Registry
+	shared   bool // the registry was shared while the run ran
+}
+
+var (
+	registerFleetProbe sync.Once
+	probed             *fleetProbe
+)
+
+func (p *fleetProbe) Start(*scenarios.World) {}
+
+func (p *fleetProbe) Result(w *scenarios.World) (bool, string) {
+	if eng := scenarios.EngineOf(w, "c1"); eng != nil {
+		p.pings = eng.Stats().Pings
+	}
+	p.registry, _ = w.Durable("worker-metrics", func() any { return nil }).(*prometheus.Registry)
+	p.shared = p.registry != nil && promreg.Shared(p.registry)
+	return true, ""
+}
+
+// probeFleet runs a fleet of one control plane and two workers sharing cluster c1 for 25 s and
+// returns what fleetProbe saw.
+func probeFleet(t *testing.T) *fleetProbe {
+	t.Helper()
+	registerFleetProbe.Do(func() {
+		scenarios.RegisterCheck("fleetProbe", func(*scenarios.Scenario, scenarios.Params) (scenarios.Check, error) {
+			return probed, nil
+		})
+	})
+	probed = &fleetProbe{}
+	sc, err := scenarios.Parse("probe.yaml", []byte(`duration: 25s
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{prefix: w-, count: 2}]
+workload:
+  coordination: {mode: controlPlane, onUnavailable: failClosed, queue: retry, leaseTTL: 6s, driftMargin: 1s}
+  clusters: [{name: c1, cap: 2, duration: {dist: constant, min: 200ms}}]
+  groups: [{name: g, members: [c1], maxQueued: 20, waitTimeout: 2s}]
+  arrivals: [{group: g, rate: 1}]
+checks:
+  - fleetProbe: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := scenarios.Run(sc, 1, scenarios.RunOpts{}); !res.Pass() {
+		t.Fatalf("run failed: %+v", res.Checks)
+	}
+	return probed
+}
+
+// A worker checks its clusters' health in its duty loop: every node pings c1 every
+// querynode.HealthEveryDefault (10 s), so in 25 s the two workers and the control plane (whose
+// health checks run in a task of their own) ping it twice each.
+func TestWorkerChecksClusterHealthInItsDutyLoop(t *testing.T) {
+	p := probeFleet(t)
+	if want := 3 * int64(25*time.Second/querynode.HealthEveryDefault); p.pings != want {
+		t.Fatalf("c1 answered %d health checks in 25 s, want %d: 2 each from cp-1, w-1 and w-2", p.pings, want)
+	}
+}
+
+// The fleet's shared metrics registry is forgotten when the run ends (promreg.Forget): a process
+// that runs many fleets (qfsim plan, the rapid tests) must not keep every run's metric sets.
+func TestRunForgetsItsSharedRegistry(t *testing.T) {
+	p := probeFleet(t)
+	if p.registry == nil || !p.shared {
+		t.Fatalf("the workers' registry %p was not shared during the run", p.registry)
+	}
+	if promreg.Shared(p.registry) {
+		t.Fatal("the workers' registry is still shared after the run ended")
 	}
 }

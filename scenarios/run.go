@@ -18,6 +18,17 @@ var builtinGroups = map[string]bool{"all": true, "workers": true, "controlPlanes
 // Nodes returns the fleet's node specs in file order (roles set, prefixes expanded).
 func (sc *Scenario) Nodes() []NodeSpec { return sc.specs }
 
+// Workers is how many of the fleet's nodes are workers, whichever list names them.
+func (sc *Scenario) Workers() int {
+	n := 0
+	for _, s := range sc.Nodes() {
+		if s.Role == "worker" {
+			n++
+		}
+	}
+	return n
+}
+
 // Spec returns the spec of the node named name.
 func (sc *Scenario) Spec(name string) (NodeSpec, bool) {
 	i, ok := sc.specIndex[name]

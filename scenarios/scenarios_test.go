@@ -40,3 +40,22 @@ func tail(s []string, n int) []string {
 	}
 	return s
 }
+
+// Workers counts every worker of the fleet: named ones, {prefix, count} entries, and nodes of
+// role worker in the nodes: list; control planes and other roles are not workers.
+func TestScenarioCountsItsWorkers(t *testing.T) {
+	sc, err := scenarios.Parse("workers.yaml", []byte(`duration: 1s
+fleet:
+  controlPlanes: [{name: cp-1}]
+  workers: [{name: w-a}, {prefix: w-, count: 3}]
+  nodes:
+    - {name: w-b, role: worker}
+    - {prefix: p-, count: 2, role: pingpong}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sc.Workers(); n != 5 {
+		t.Fatalf("Workers() = %d, want 5 (w-a, w-1..w-3, w-b)", n)
+	}
+}

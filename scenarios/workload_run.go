@@ -572,6 +572,7 @@ type WorkloadSummary struct {
 	EngineViolations int                `json:"engine_violations"`
 	PerWorker        map[string][2]int  `json:"-"` // admitted, submitted
 	Shares           map[string]float64 `json:"-"` // what Fairness is the index of, by worker
+	QueueMs          []int64            `json:"-"` // what the queue quantiles are of (runs of several seeds pool it)
 	MaxExecuting     map[string]int     `json:"max_executing"`
 	Objective        map[string]float64 `json:"objective,omitempty"`
 	// Groups are the per-group numbers (submitted after warmup, execution-time quantiles).
@@ -622,6 +623,7 @@ func (st *WorkloadStats) Summary(sc *Scenario) *WorkloadSummary {
 		}
 		shares = append(shares, s.Shares[name])
 	}
+	s.QueueMs = queue
 	s.QueueP50Ms, s.QueueP99Ms = Percentile(queue, 0.50), Percentile(queue, 0.99)
 	s.Fairness = JainIndex(shares)
 	secs := (sc.Duration - sc.Workload.Warmup).Seconds()

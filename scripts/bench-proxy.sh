@@ -361,8 +361,16 @@ YAML
 	printf -v "TR_${name//-/_}" %s "$tr"
 }
 trino_standalone trino
-TR_TARGETS=(trino-pg trino)
-declare -A TRARGS=([trino-pg]="-pg postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable" [trino]="-trino http://127.0.0.1:$TR_trino")
+# trino-floor: benchtrino -floor, a plain net/http server answering the same two documents
+# (POST: queued with a nextUri; GET: the row), measured in the same rounds: what the two HTTP
+# exchanges cost on this machine with no proxy work at all.
+TR_FLOOR=$(freeport)
+"$TMP/benchtrino" -floor "127.0.0.1:$TR_FLOOR" >"$TMP/trino-floor.log" 2>&1 &
+PIDS+=($!)
+waitport "$TR_FLOOR" trino-floor
+TR_TARGETS=(trino-pg trino trino-floor)
+declare -A TRARGS=([trino-pg]="-pg postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable" [trino]="-trino http://127.0.0.1:$TR_trino"
+	[trino-floor]="-trino http://127.0.0.1:$TR_FLOOR")
 if [ -n "${BASE_QF:-}" ]; then
 	trino_standalone base-trino
 	TR_TARGETS+=(base-trino)
@@ -412,7 +420,7 @@ echo
 echo "medians of $ROUNDS interleaved rounds; latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
 echo "  mysql go-relay / loop-relay: scripts/benchrelay to MariaDB, goroutines / the event loop framing nothing (-loop -raw)"
-echo "trino: scripts/benchtrino (SELECT 1, 1 client ${LAT_SECS}s, one kept-alive HTTP connection: POST, then GET nextUri until none) through a standalone daemon's Trino port to PostgreSQL; trino-pg: the same program over one pgx connection to PostgreSQL"
+echo "trino: scripts/benchtrino (SELECT 1, 1 client ${LAT_SECS}s, one kept-alive HTTP connection: POST, then GET nextUri until none) through a standalone daemon's Trino port to PostgreSQL; trino-pg: the same program over one pgx connection to PostgreSQL; trino-floor: the same program against benchtrino -floor (net/http, fixed documents, no proxy)"
 RTT=$("$TMP/benchrelay" -rtt 3s)
 # The worker's capacity path over the whole run: queries that took an idle lease (no round trip
 # to the control plane) out of all it relayed.

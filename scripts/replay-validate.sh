@@ -4,7 +4,8 @@
 # `queryflux history export`, replay it in the simulator with the same config, and print the
 # table of queue p50/p99 and admitted/s, real beside simulated.
 #   scripts/replay-validate.sh [SECONDS]     (default 120; make replay-validate)
-# The export is kept as replay-history.csv (REPLAY_KEEP overrides).
+# The recording is kept as replay-history.csv, its config and lease store calibration beside it
+# (REPLAY_KEEP overrides); REPLAY_FROM=replay-history.csv replays it again without recording.
 set -e
 cd "$(dirname "$0")/.."
 export REPLAY_SECS="${1:-120}"

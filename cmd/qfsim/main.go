@@ -124,7 +124,7 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 	if f.memProfile != "" {
 		p := startPeakHeapProfile()
 		defer func() {
-			if err := p.finish(f.memProfile, errOut, workersOf(sc)); err != nil {
+			if err := p.finish(f.memProfile, errOut, sc.Workers()); err != nil {
 				fmt.Fprintln(errOut, "qfsim: memprofile:", err)
 			}
 		}()
@@ -201,15 +201,6 @@ func resized(path string, workers, capacity int, duration time.Duration) (*scena
 		}
 	}
 	return sc, nil
-}
-
-// workersOf is how many workers the scenario's fleet has.
-func workersOf(sc *scenarios.Scenario) int {
-	n := 0
-	for _, w := range sc.Fleet.Workers {
-		n += max(w.Count, 1) // a named worker is one
-	}
-	return n
 }
 
 // runSeeds yields the results of seeds f.seed.. in order, running up to f.parallel at once.

@@ -131,25 +131,39 @@ func TestRunWritesAHeapProfile(t *testing.T) {
 	if !strings.Contains(errOut.String(), "peak live heap") || !strings.Contains(errOut.String(), "goroutine stacks") {
 		t.Fatalf("stderr %q does not say the peaks", errOut.String())
 	}
-	checkBreakdown(t, errOut.String())
+	checkBreakdown(t, errOut.String(), 3) // registry-crash.yaml: w-1..w-3
 }
 
-// checkBreakdown asserts that report breaks the peak memory down into its classes, per worker,
-// and that they add up to the peak.
-func checkBreakdown(t *testing.T, report string) {
+// checkBreakdown asserts that report breaks the peak memory down into its classes, per worker
+// of the fleet's workers, and that they add up to the peak; the classes every Go program holds
+// (heap objects, goroutine stacks, runtime metadata) and the live heap must not be empty.
+func checkBreakdown(t *testing.T, report string, workers int) {
 	t.Helper()
-	totalRE := regexp.MustCompile(`peak memory held from the OS .* ([0-9.]+) MB +[0-9.]+ KB per worker, of which:`)
-	classRE := regexp.MustCompile(`(?m)^qfsim:   ([a-z][a-zA-Z ()]+?) +([0-9.]+) MB +[0-9.]+ KB per worker$`)
+	totalRE := regexp.MustCompile(`peak memory held from the OS .* ([0-9.]+) MB +([0-9.]+) KB per worker, of which:`)
+	classRE := regexp.MustCompile(`(?m)^qfsim:   ([a-z][a-zA-Z ()]+?) +([0-9.]+) MB +([0-9.]+) KB per worker$`)
+	liveRE := regexp.MustCompile(`\(live heap at the last GC before it ([0-9.]+) MB +([0-9.]+) KB per worker\)`)
 	m := totalRE.FindStringSubmatch(report)
 	if m == nil {
 		t.Fatalf("no peak memory per worker in:\n%s", report)
 	}
-	total, _ := strconv.ParseFloat(m[1], 64)
+	// perWorker checks that kb is mb shared by the workers (both rounded to 0.1).
+	perWorker := func(name, mb, kb string) float64 {
+		t.Helper()
+		m, _ := strconv.ParseFloat(mb, 64)
+		k, _ := strconv.ParseFloat(kb, 64)
+		if want := m * 1e6 / 1024 / float64(workers); math.Abs(k-want) > 0.06*1e6/1024/float64(workers)+0.06 {
+			t.Fatalf("%s: %.1f KB per worker, want %.1f MB over %d workers (%.1f KB):\n%s", name, k, m, workers, want, report)
+		}
+		return m
+	}
+	total := perWorker("the peak", m[1], m[2])
 	var names []string
 	sum := 0.0
+	classes := map[string]float64{}
 	for _, c := range classRE.FindAllStringSubmatch(report, -1) {
-		v, _ := strconv.ParseFloat(c[2], 64)
+		v := perWorker(c[1], c[2], c[3])
 		names = append(names, c[1])
+		classes[c[1]] = v
 		sum += v
 	}
 	want := []string{"heap objects (live and garbage)", "goroutine stacks", "free heap kept from the OS",
@@ -159,6 +173,14 @@ func checkBreakdown(t *testing.T, report string) {
 	}
 	if total == 0 || math.Abs(sum-total) > 0.35 { // six roundings to 0.1 MB
 		t.Fatalf("the classes add up to %.1f MB, the peak is %.1f MB:\n%s", sum, total, report)
+	}
+	for _, c := range []string{"heap objects (live and garbage)", "goroutine stacks", "runtime metadata"} {
+		if classes[c] == 0 {
+			t.Fatalf("%s at 0 MB: the breakdown is empty:\n%s", c, report)
+		}
+	}
+	if l := liveRE.FindStringSubmatch(report); l == nil || perWorker("the live heap", l[1], l[2]) == 0 {
+		t.Fatalf("no live heap per worker, or none at all, in:\n%s", report)
 	}
 }
 

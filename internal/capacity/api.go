@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/queryflux/queryflux/node/env"
@@ -76,6 +77,12 @@ type RenewBatchRequest struct {
 // RenewBatchResponse answers each lease of a RenewBatchRequest, in request order.
 type RenewBatchResponse struct {
 	Results []RenewResult `json:"results"`
+	// Uncontended lists the clusters of the renewed leases for which no other worker's acquire
+	// was denied or had to wait within ContendedFor (AcquireResponse.Contended, for renewals):
+	// a worker goes on reusing its leases of those. A cluster over its cap (lowered) is not
+	// listed. A cluster not listed (an older control plane lists none) counts as contended.
+	// Retry mode only: in ordered mode it is empty.
+	Uncontended []string `json:"uncontended,omitempty"`
 }
 
 // RenewResult is one lease's answer: the renewed lease, or the status and error a RenewRequest
@@ -364,7 +371,35 @@ func (a *API) serveRenewBatch(w http.ResponseWriter, r *http.Request, caller str
 		}
 		out.Results[i] = res
 	}
+	out.Uncontended = a.uncontended(r.Context(), req.Leases, out.Results, caller)
 	workerapi.WriteJSON(w, http.StatusOK, MediaJSON, out)
+}
+
+// uncontended lists, in request order, the clusters of the leases renewed (results) for which
+// holder's Contention says no other worker was denied lately, and whose leases are within the
+// cluster's cap: a cap lowered under the leases granted before counts as contended, so that
+// workers stop reusing them and the cluster drains under the new cap. Nil in ordered mode,
+// where workers reuse no lease (no waiting record is read).
+func (a *API) uncontended(ctx context.Context, refs []LeaseRef, results []RenewResult, holder string) []string {
+	if a.queue != nil {
+		return nil
+	}
+	var asked, out []string
+	for i, ref := range refs {
+		cluster := ref.Cluster()
+		if results[i].Lease == nil || slices.Contains(asked, cluster) {
+			continue
+		}
+		asked = append(asked, cluster)
+		limit, _, err := a.terms(cluster, 0, 0) // 0: no cap known (an API without Limits)
+		if err != nil {
+			continue
+		}
+		if c, ok := a.contention(ctx, cluster, holder); ok && !c.Others && (limit == 0 || c.Leases <= limit) {
+			out = append(out, cluster)
+		}
+	}
+	return out
 }
 
 // renew extends ref's lease for caller (its holder), with the TTL the control plane allows;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,17 +43,29 @@ const (
 	ReleaseQueueMaxDefault = 100000
 	keeperActionsMax       = 10000 // renewals per keeper round
 
-	// leaseReuseWindow is how long after the control plane granted a lease this node may hand
-	// it from one finished query to the next without asking again (idle reuse). One acquire
-	// round trip over loopback costs ~0.1-0.15 ms, so a busy slot whose queries take about as
-	// long is asked for ~200 times less often; and a busy worker still goes back to the control
-	// plane at least once per window per slot (a lease past its window is released on Release),
-	// well inside the proxy core's retry back-off (2 ms doubling to 500 ms), so the first grant
-	// after another worker was denied tells this one to stop keeping leases idle.
-	leaseReuseWindow = 20 * time.Millisecond
+	// leaseReuseWindow is how long after the control plane last said that no other worker
+	// contends for a cluster (an acquire's or a renewal's answer, counted from when its request
+	// was sent) this node may hand a lease of it from one finished query to the next without
+	// asking again (idle reuse). While a worker reuses a cluster's leases its keeper asks again,
+	// with a renewal of one of them, checkAfter from the last answer, off the queries' path: one
+	// round trip per cluster every 10 ms, instead of a new lease per slot now and then, each
+	// with a new engine tag to set. So when another worker is denied the cluster at t, this one
+	// knows by t + checkAfter + one round trip, keeps nothing idle from then on, and its slots
+	// go back as their queries end; the waiting worker, asking at least every RetryAskEvery
+	// (50 ms), is then granted ahead of it (fair share). The window is the check's round trip's
+	// allowance: on a loaded machine (load 15 on 2 cores) a check answered 10 ms late was common,
+	// and an answer later than the window ends the reuse, every busy slot then asking for a new
+	// lease (and retagging its engine connection). Only a control plane that stops answering
+	// lets a worker reuse for the whole window after a waiting worker was denied.
+	leaseReuseWindow = 50 * time.Millisecond
+	checkAfter       = 10 * time.Millisecond
 	// idleLeaseHold is how long a released lease waits idle for the next acquire of its cluster
-	// before it is released the normal way (or sooner, at the end of its reuse window).
-	idleLeaseHold = 2 * time.Millisecond
+	// before it is released the normal way (an acquire past the reuse window releases it
+	// instead of taking it). Long enough for a client's next statement on a loaded machine (a
+	// 2 ms hold let a lease go between the statements of a pgbench client at load 15); an idle
+	// lease costs nobody anything while the cluster is uncontended, and a contended answer
+	// releases it at once.
+	idleLeaseHold = 10 * time.Millisecond
 )
 
 // GuardOptions configure a LeaseGuard. Env, Client and Holder are required.
@@ -149,10 +162,12 @@ func (o GuardOptions) validate() error {
 // Idle reuse: when the client is a ContentionAcquirer and acquires do not wait at the control
 // plane (AcquireWaits false), a released lease may be kept idle for its cluster for up to
 // idleLeaseHold, and the next Acquire of that cluster takes it without a round trip. Only while
-// the lease is within leaseReuseWindow of its grant, at least RenewEvery from its fence time,
-// and the control plane's last answer for the cluster said no other worker was denied or queued
-// there. An idle-reaper duty releases idle leases not taken in time, and all of them when the
-// duties stop.
+// the lease is at least RenewEvery from its fence time, and the control plane's last answer
+// for the cluster, asked less than leaseReuseWindow ago, said no other worker was denied or
+// queued there. When the client is also a ContentionRenewer, the keeper asks again (a renewal)
+// while the cluster's leases are being reused, so a busy worker keeps its leases, and their
+// engine tags, for as long as nobody else wants the cluster. An idle-reaper duty releases idle
+// leases not taken in time, and all of them when the duties stop.
 type LeaseGuard struct {
 	o       GuardOptions
 	keeper  *env.Duty // renewals and self-fencing
@@ -187,16 +202,19 @@ func NewLeaseGuard(o GuardOptions) (*LeaseGuard, error) {
 		return nil, err
 	}
 	_, reports := o.Client.(ContentionAcquirer)
+	_, renewReports := o.Client.(ContentionRenewer)
 	_, carries := o.Client.(ReleasingAcquirer)
+	// Ordered mode promises arrival order at the control plane: an idle lease taken here would
+	// jump acquires already queued there until the next grant said so, so no reuse.
+	reuse := reports && !o.AcquireWaits
 	g := &LeaseGuard{
 		o:       o,
 		carries: carries,
 		t: newLeaseTable(tableConfig{
 			LeaseTTL: o.LeaseTTL, DriftMargin: o.DriftMargin, RenewEvery: o.RenewEvery,
 			OnLeaseLost: o.OnLeaseLost, OnUnavailable: o.OnUnavailable, ReleaseQueueMax: o.ReleaseQueueMax,
-			// Ordered mode promises arrival order at the control plane: an idle lease taken here
-			// would jump acquires already queued there until the next grant said so, so no reuse.
-			Reuse:        reports && !o.AcquireWaits,
+			Reuse:        reuse,
+			Checks:       reuse && renewReports,
 			AcquireWaits: o.AcquireWaits,
 		}),
 	}
@@ -214,9 +232,7 @@ func (g *LeaseGuard) Duties() []*env.Duty { return []*env.Duty{g.keeper, g.flush
 
 // Start runs the guard's duties in a loop task of their own until ctx ends.
 func (g *LeaseGuard) Start(ctx context.Context) {
-	l := env.NewLoop(g.o.Env)
-	l.Add(g.Duties()...)
-	g.o.Env.Go(ctx, "capacity-duties", l.Run)
+	env.StartLoop(ctx, g.o.Env, "capacity-duties", g.Duties()...)
 }
 
 // apply does what a table step answered, outside the lock.
@@ -236,6 +252,9 @@ func (g *LeaseGuard) apply(e effects) {
 		// leases are held to their term.
 		g.o.Env.Logger().Warn("capacity: release queue full: leases are held on the control plane until their term",
 			"cluster", f.cluster, "queued", f.queued)
+	}
+	if e.wakeKeeper {
+		g.keeper.Wake()
 	}
 	if e.wakeReaper {
 		g.reaper.Wake()
@@ -361,7 +380,7 @@ func (g *LeaseGuard) ask(ctx context.Context, cluster string, limit int, sent ti
 	if ca, ok := g.o.Client.(ContentionAcquirer); ok {
 		lease, contended, err := ca.AcquireContended(ctx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent, release)
 		if err == nil || errors.Is(err, ErrAtCapacity) {
-			g.step(func(t *leaseTable) effects { return t.contention(cluster, contended) })
+			g.step(func(t *leaseTable) effects { return t.contention(cluster, contended, sent) })
 		}
 		return lease, err
 	}
@@ -573,8 +592,9 @@ func (g *LeaseGuard) Keep(ctx context.Context) time.Time {
 	return g.t.nextWork(g.o.Env.Now())
 }
 
-// renew fences what is due, then renews those of slots that still need it in one round trip,
-// and reports how many renewals it sent.
+// renew fences what is due, then renews those of slots that still need it in one round trip
+// (its answer also says which of their clusters are contended, with a ContentionRenewer), and
+// reports how many renewals it sent.
 func (g *LeaseGuard) renew(ctx context.Context, slots []*slotState) int {
 	sent := g.o.Env.Now()
 	g.mu.Lock()
@@ -587,11 +607,10 @@ func (g *LeaseGuard) renew(ctx context.Context, slots []*slotState) int {
 	}
 	timeout := min(g.o.AcquireTimeout, fenceFirst.Sub(sent))
 	rctx, cancel := g.o.Env.WithTimeout(ctx, max(timeout, time.Millisecond))
-	results, err := RenewAll(rctx, g.o.Client, refs, g.o.LeaseTTL, sent)
+	results, uncontended, err := renewContended(rctx, g.o.Client, refs, g.o.LeaseTTL, sent)
 	cancel()
 	now := g.o.Env.Now()
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	for i, s := range live {
 		l, rerr := Lease{}, err
 		if err == nil {
@@ -609,7 +628,34 @@ func (g *LeaseGuard) renew(ctx context.Context, slots []*slotState) int {
 			g.t.renewFailed(s, now)
 		}
 	}
+	var answered effects
+	if err == nil {
+		answered = g.t.renewedContention(clustersOf(refs), uncontended, sent)
+	}
+	g.mu.Unlock()
+	g.apply(answered)
 	return len(live)
+}
+
+// renewContended renews refs through c (RenewAll) and, when c is a ContentionRenewer, answers
+// which of their clusters the control plane called uncontended.
+func renewContended(ctx context.Context, c LeaseClient, refs []LeaseRef, ttl time.Duration, now time.Time) ([]Renewed, []string, error) {
+	if cr, ok := c.(ContentionRenewer); ok {
+		return cr.RenewBatchContended(ctx, refs, ttl, now)
+	}
+	results, err := RenewAll(ctx, c, refs, ttl, now)
+	return results, nil, err
+}
+
+// clustersOf lists the clusters of refs, each once, in order.
+func clustersOf(refs []LeaseRef) []string {
+	var out []string
+	for _, r := range refs {
+		if c := r.Cluster(); !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // ----------------------------------------------------------------------------------- flusher
@@ -675,6 +721,15 @@ func (g *LeaseGuard) Flush(ctx context.Context) bool {
 // A control plane that does not say counts as contended.
 type ContentionAcquirer interface {
 	AcquireContended(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []LeaseRef) (lease Lease, contended bool, err error)
+}
+
+// ContentionRenewer is a BatchRenewer whose answers also say, like a ContentionAcquirer's, for
+// which of the renewed leases' clusters no other worker was denied or queued recently. With
+// one, a LeaseGuard's keeper checks a cluster whose leases it reuses before the reuse window
+// ends (a renewal of one of them), so reuse goes on without a new lease per window. A cluster
+// not listed counts as contended.
+type ContentionRenewer interface {
+	RenewBatchContended(ctx context.Context, refs []LeaseRef, ttl time.Duration, now time.Time) (results []Renewed, uncontended []string, err error)
 }
 
 // reapIdle is the idle reaper duty: it releases the idle leases whose hold ran out, and runs

@@ -35,13 +35,14 @@ type leaseTable struct {
 	// unreachableUntil: the control plane did not answer an acquire; until then, don't ask.
 	unreachableUntil time.Time
 	// idle holds released leases kept for the next acquire of their cluster (counted as held),
-	// idleN how many in all. uncontended is set for a cluster while the control plane's last
-	// answer for it said no other worker contends for it; absent means keep nothing idle.
-	idle        map[string][]idleLease
-	idleN       int
-	reaperAt    time.Time // when the idle reaper wakes next (zero: when told)
-	uncontended map[string]bool
-	stopped     bool // the driver's tasks ended: keep nothing idle
+	// idleN how many in all. checks holds, per cluster, what the control plane last said about
+	// contention there; absent means keep nothing idle.
+	idle     map[string][]idleLease
+	idleN    int
+	reaperAt time.Time // when the idle reaper wakes next (zero: when told)
+	checks   map[string]*clusterCheck
+	keeperAt time.Time // when the keeper runs next, as nextWork last answered (zero: unknown)
+	stopped  bool      // the driver's tasks ended: keep nothing idle
 }
 
 // tableConfig is what a leaseTable's decisions depend on besides its events.
@@ -51,6 +52,10 @@ type tableConfig struct {
 	OnUnavailable                     string
 	// Reuse: released leases may be kept idle for the next acquire (see LeaseGuard).
 	Reuse bool
+	// Checks: renewal answers say whether a cluster is contended (a ContentionRenewer), so the
+	// keeper asks, with a renewal, about a cluster whose leases it reuses before its reuse
+	// window ends. Without them reuse ends leaseReuseWindow after an acquire's answer.
+	Checks bool
 	// AcquireWaits: acquires wait at the control plane, so this node's pending releases do not
 	// deny them here (GuardOptions.AcquireWaits).
 	AcquireWaits bool
@@ -59,21 +64,20 @@ type tableConfig struct {
 }
 
 // heldLease is one lease as this node holds it, shared by the slots and idle entries that carry
-// it in turn, so that the table can tell its state at every step.
+// it in turn, so that the table can tell its state at every step. Its terms are the lease's:
+// a renewal sent while one slot ran it counts for the slot that runs it when the answer comes.
 type heldLease struct {
 	lease     Lease
-	releasing bool // queued for release (or dropped): never renewed or reused again
+	fenceAt   time.Time // stop counting on the lease from here on
+	renewAt   time.Time // next renewal due
+	releasing bool      // queued for release (or dropped): never renewed or reused again
 }
 
 // slotState is one leased slot: a running query's claim, live until its query releases it.
 type slotState struct {
-	id      uint64
-	hl      *heldLease
-	fenceAt time.Time // stop counting on the lease from here on
-	renewAt time.Time // next renewal due
-	// grantedAt is when the acquire that granted the lease was sent (kept across reuses).
-	grantedAt time.Time
-	affinity  uint64 // query.Affinity of the acquire's context
+	id       uint64
+	hl       *heldLease
+	affinity uint64 // query.Affinity of the acquire's context
 
 	released bool
 	lost     bool // fenced, query told to stop (cancel)
@@ -83,12 +87,18 @@ type slotState struct {
 
 // idleLease is a released slot's lease kept for the next acquire of its cluster.
 type idleLease struct {
-	hl        *heldLease
-	fenceAt   time.Time
-	renewAt   time.Time
-	grantedAt time.Time // when the acquire that granted it was sent: its reuse window starts here
-	until     time.Time // released the normal way from here on
-	affinity  uint64    // who released it (query.Affinity of its acquire): taken by them first
+	hl       *heldLease
+	until    time.Time // released the normal way from here on
+	affinity uint64    // who released it (query.Affinity of its acquire): taken by them first
+}
+
+// clusterCheck is what the control plane last said about contention on one cluster (in an
+// acquire's or a renewal's answer), and whether this node reused a lease of it since it last
+// asked.
+type clusterCheck struct {
+	at        time.Time // when the request that brought the answer was sent
+	contended bool
+	reused    bool // a lease was taken from idle since the last renewal of the cluster was sent
 }
 
 type queuedRelease struct {
@@ -97,12 +107,14 @@ type queuedRelease struct {
 	until   time.Time // after this the control plane has reclaimed the lease anyway
 }
 
-// effects is what the driver does after an event, in this order: count, wake the idle reaper,
-// run OnFreed's callbacks, wake the release flusher, run fenced queries' cancel functions.
+// effects is what the driver does after an event, in this order: count, wake the keeper, wake
+// the idle reaper, run OnFreed's callbacks, wake the release flusher, run fenced queries'
+// cancel functions.
 type effects struct {
 	lost        []lostLease
 	dropped     []droppedRelease
 	queueFull   *queueFull
+	wakeKeeper  bool // a cluster needs a contention check before the keeper's next run
 	wakeReaper  bool // a lease went idle while the reaper had no deadline
 	wakeFreed   bool // a slot may be free for a denied caller
 	wakeFlusher bool // a release was queued
@@ -125,6 +137,7 @@ func (e *effects) add(o effects) {
 	e.lost = append(e.lost, o.lost...)
 	e.dropped = append(e.dropped, o.dropped...)
 	e.queueFull = cmpOr(e.queueFull, o.queueFull)
+	e.wakeKeeper = e.wakeKeeper || o.wakeKeeper
 	e.wakeReaper = e.wakeReaper || o.wakeReaper
 	e.wakeFreed = e.wakeFreed || o.wakeFreed
 	e.wakeFlusher = e.wakeFlusher || o.wakeFlusher
@@ -140,14 +153,14 @@ func cmpOr[T any](a, b *T) *T {
 
 func newLeaseTable(c tableConfig) *leaseTable {
 	return &leaseTable{
-		c:           c,
-		slots:       map[uint64]*slotState{},
-		held:        map[string]int{},
-		local:       map[string]int{},
-		pending:     map[string]int{},
-		asking:      map[string]int{},
-		idle:        map[string][]idleLease{},
-		uncontended: map[string]bool{},
+		c:       c,
+		slots:   map[uint64]*slotState{},
+		held:    map[string]int{},
+		local:   map[string]int{},
+		pending: map[string]int{},
+		asking:  map[string]int{},
+		idle:    map[string][]idleLease{},
+		checks:  map[string]*clusterCheck{},
 	}
 }
 
@@ -192,17 +205,18 @@ func (t *leaseTable) denied(cluster string) {
 // released at once and late is true: the caller is told to ask again.
 func (t *leaseTable) granted(cluster string, l Lease, sent time.Time, affinity uint64, now time.Time) (s *slotState, late bool, e effects) {
 	t.denied(cluster)
-	fenceAt, renewAt := t.terms(sent, l)
-	s = t.addSlot(&heldLease{lease: l}, fenceAt, renewAt, sent, affinity)
+	hl := &heldLease{lease: l}
+	hl.fenceAt, hl.renewAt = t.terms(sent, l)
+	s = t.addSlot(hl, affinity)
 	if t.lostAt(s, now) {
 		return nil, true, t.release(s, now)
 	}
 	return s, false, effects{}
 }
 
-func (t *leaseTable) addSlot(hl *heldLease, fenceAt, renewAt, grantedAt time.Time, affinity uint64) *slotState {
+func (t *leaseTable) addSlot(hl *heldLease, affinity uint64) *slotState {
 	t.nextID++
-	s := &slotState{id: t.nextID, hl: hl, fenceAt: fenceAt, renewAt: renewAt, grantedAt: grantedAt, affinity: affinity}
+	s := &slotState{id: t.nextID, hl: hl, affinity: affinity}
 	t.slots[s.id] = s
 	t.held[hl.lease.Cluster]++
 	return s
@@ -270,15 +284,24 @@ func (t *leaseTable) releaseLocal(cluster string) {
 	t.local[cluster] = nonNegative(t.local[cluster]-1, "local running count", cluster)
 }
 
-// contention records what the control plane said about cluster. Once it says contended, the
-// cluster's idle leases are released at once and none are kept until an answer says otherwise.
-func (t *leaseTable) contention(cluster string, contended bool) effects {
-	if !contended {
-		t.uncontended[cluster] = true
-		return effects{}
+// contention records what the control plane said about cluster in the answer to a request sent
+// at sent (an answer to an earlier request than the last one recorded says nothing new). Once
+// it says contended, the cluster's idle leases are released at once and none are kept until an
+// answer says otherwise; an uncontended answer lets this node reuse the cluster's leases for
+// leaseReuseWindow from sent.
+func (t *leaseTable) contention(cluster string, contended bool, sent time.Time) effects {
+	ch := t.checks[cluster]
+	if ch == nil {
+		ch = &clusterCheck{}
+		t.checks[cluster] = ch
 	}
-	delete(t.uncontended, cluster)
-	return t.releaseIdle(cluster)
+	if !sent.Before(ch.at) {
+		ch.at, ch.contended = sent, contended
+	}
+	if contended {
+		return t.releaseIdle(cluster)
+	}
+	return effects{}
 }
 
 // ----------------------------------------------------------------------------------- slots
@@ -296,9 +319,8 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 	if t.held[c] == 0 {
 		delete(t.held, c)
 	}
-	if !s.lost && !s.overrun && t.reusable(c, s.grantedAt, s.fenceAt, now) {
-		t.idle[c] = append(t.idle[c], idleLease{hl: s.hl, fenceAt: s.fenceAt, renewAt: s.renewAt, grantedAt: s.grantedAt,
-			until: minTime(now.Add(idleLeaseHold), s.grantedAt.Add(leaseReuseWindow)), affinity: s.affinity})
+	if !s.lost && !s.overrun && t.reusable(c, s.hl, now) {
+		t.idle[c] = append(t.idle[c], idleLease{hl: s.hl, until: now.Add(idleLeaseHold), affinity: s.affinity})
 		t.idleN++
 		// The reaper need not be told while it sleeps until an earlier hold's end: by then this
 		// lease is at most idleLeaseHold past its own, and an acquire never takes a lease past
@@ -306,11 +328,11 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 		return effects{wakeReaper: t.reaperAt.IsZero(), wakeFreed: true}
 	}
 	// Even a fenced lease is released: the control plane may still hold it (one-way partition).
-	return t.queueRelease(s.hl, s.fenceAt)
+	return t.queueRelease(s.hl)
 }
 
 // queueRelease queues the release of lease hl for the flusher or the next acquire.
-func (t *leaseTable) queueRelease(hl *heldLease, fenceAt time.Time) effects {
+func (t *leaseTable) queueRelease(hl *heldLease) effects {
 	if hl.releasing {
 		violated("lease %s released twice", hl.lease.ID)
 	}
@@ -327,7 +349,7 @@ func (t *leaseTable) queueRelease(hl *heldLease, fenceAt time.Time) effects {
 		return e
 	}
 	t.full = false
-	t.queue = append(t.queue, queuedRelease{ref: l.Ref(), cluster: l.Cluster, until: fenceAt.Add(2 * t.c.DriftMargin)})
+	t.queue = append(t.queue, queuedRelease{ref: l.Ref(), cluster: l.Cluster, until: hl.fenceAt.Add(2 * t.c.DriftMargin)})
 	t.pending[l.Cluster]++
 	return effects{wakeFlusher: true}
 }
@@ -337,7 +359,7 @@ func (t *leaseTable) queueRelease(hl *heldLease, fenceAt time.Time) effects {
 // must not start work under a lease that the control plane may have reclaimed meanwhile,
 // whichever of its tasks runs first.
 func (t *leaseTable) lostAt(s *slotState, now time.Time) bool {
-	return s.lost || (!s.overrun && !now.Before(s.fenceAt))
+	return s.lost || (!s.overrun && !now.Before(s.hl.fenceAt))
 }
 
 // onLost registers fn to run when s is fenced, and reports whether it must run at once instead
@@ -352,12 +374,41 @@ func (t *leaseTable) onLost(s *slotState, fn func()) (now bool) {
 
 // ------------------------------------------------------------------------------ idle reuse
 
-// reusable reports whether a lease of cluster granted at grantedAt, fenced at fenceAt, may be
-// kept idle or taken from idle at now: the fence at least one renewal interval away, so the
-// keeper has a whole round to renew it for the query that takes it.
-func (t *leaseTable) reusable(cluster string, grantedAt, fenceAt, now time.Time) bool {
-	return t.c.Reuse && !t.stopped && t.uncontended[cluster] &&
-		now.Before(grantedAt.Add(leaseReuseWindow)) && now.Add(t.c.RenewEvery).Before(fenceAt)
+// reusable reports whether lease hl of cluster may be kept idle or taken from idle at now: the
+// control plane said, less than leaseReuseWindow before now, that no other worker contends for
+// the cluster, and the lease's fence is at least one renewal interval away, so the keeper has a
+// whole round to renew it for the query that takes it.
+func (t *leaseTable) reusable(cluster string, hl *heldLease, now time.Time) bool {
+	return t.c.Reuse && !t.stopped && t.uncontendedAt(cluster, now) && now.Add(t.c.RenewEvery).Before(hl.fenceAt)
+}
+
+// uncontendedAt reports whether the control plane's last answer about cluster said nobody else
+// contends for it, and was asked less than leaseReuseWindow before now.
+func (t *leaseTable) uncontendedAt(cluster string, now time.Time) bool {
+	ch := t.checks[cluster]
+	return ch != nil && !ch.contended && now.Before(ch.at.Add(leaseReuseWindow))
+}
+
+// noteReuse records that a lease of cluster was taken from idle (its slot is live): the keeper
+// is to check the cluster checkAfter from the last answer, and is woken unless it runs by then
+// anyway. (It planned without the check when it last ran, if no slot of the cluster was live
+// then, or the answer it planned from has been superseded since.)
+func (t *leaseTable) noteReuse(cluster string) effects {
+	ch := t.checks[cluster] // set: the lease was reusable
+	if !t.c.Checks {
+		return effects{}
+	}
+	ch.reused = true
+	return effects{wakeKeeper: t.keeperAt.IsZero() || t.keeperAt.After(ch.at.Add(checkAfter))}
+}
+
+// checkDue reports whether the keeper is to ask the control plane about cluster at now: a lease
+// of it was reused since it last asked, and the last answer, uncontended, is checkAfter old and
+// still within its reuse window (past it, the next acquire asks anyway).
+func (t *leaseTable) checkDue(cluster string, now time.Time) bool {
+	ch := t.checks[cluster]
+	return t.c.Checks && !t.stopped && ch != nil && ch.reused && t.uncontendedAt(cluster, now) &&
+		!now.Before(ch.at.Add(checkAfter))
 }
 
 // takeIdle turns the idle lease of cluster that affinity released last (else the most recently
@@ -376,17 +427,18 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 		il := list[len(list)-1]
 		list = list[:len(list)-1]
 		t.idleN--
-		if !now.Before(il.until) || !t.reusable(cluster, il.grantedAt, il.fenceAt, now) {
-			e.add(t.queueRelease(il.hl, il.fenceAt))
+		if !now.Before(il.until) || !t.reusable(cluster, il.hl, now) {
+			e.add(t.queueRelease(il.hl))
 			continue
 		}
 		if il.hl.releasing {
 			violated("idle lease %s taken after its release", il.hl.lease.ID)
 		}
-		s = t.addSlot(il.hl, il.fenceAt, il.renewAt, il.grantedAt, affinity)
+		s = t.addSlot(il.hl, affinity)
 		if t.held[cluster]+t.local[cluster] > limit {
 			violated("%q runs %d leased and %d local slots over its cap %d", cluster, t.held[cluster], t.local[cluster], limit)
 		}
+		e.add(t.noteReuse(cluster))
 	}
 	t.idle[cluster] = list // kept even when empty: the next release appends without allocating
 	return s, e
@@ -413,7 +465,7 @@ func (t *leaseTable) releaseIdle(cluster string) effects {
 	var e effects
 	list := t.idle[cluster]
 	for _, il := range list {
-		e.add(t.queueRelease(il.hl, il.fenceAt))
+		e.add(t.queueRelease(il.hl))
 	}
 	t.idleN -= len(list)
 	delete(t.idle, cluster)
@@ -435,7 +487,7 @@ func (t *leaseTable) expireIdle(now time.Time) (time.Time, effects) {
 				}
 				continue
 			}
-			e.add(t.queueRelease(il.hl, il.fenceAt))
+			e.add(t.queueRelease(il.hl))
 			t.idleN--
 		}
 		if len(keep) == 0 {
@@ -466,7 +518,7 @@ func (t *leaseTable) fence(now time.Time) effects {
 	var e effects
 	for _, id := range t.sortedIDs() {
 		s := t.slots[id]
-		if s.lost || s.overrun || now.Before(s.fenceAt) {
+		if s.lost || s.overrun || now.Before(s.hl.fenceAt) {
 			continue
 		}
 		c := s.hl.lease.Cluster
@@ -484,17 +536,30 @@ func (t *leaseTable) fence(now time.Time) effects {
 }
 
 // dueRenewals is the batch of live slots whose renewal is due at now, most overdue first (ties
-// by slot id), at most keeperActionsMax. The driver renews them in that order, asking
-// beginRenew before each.
+// by slot id), at most keeperActionsMax; and, for each cluster whose contention check is due
+// (checkDue) and none of whose slots is, its live slot renewed longest ago: renewed early, its
+// answer is the check. The driver renews them in that order, in batches (beginRenewals).
 func (t *leaseTable) dueRenewals(now time.Time) []*slotState {
 	var due []*slotState
+	carried := map[string]bool{}     // clusters with a renewal due: it carries the check
+	check := map[string]*slotState{} // per cluster whose check is due, the slot to renew
 	for _, id := range t.sortedIDs() {
 		s := t.slots[id]
-		if !s.lost && !s.overrun && !now.Before(s.renewAt) {
-			due = append(due, s)
+		c := s.hl.lease.Cluster
+		switch {
+		case s.lost || s.overrun:
+		case !now.Before(s.hl.renewAt):
+			due, carried[c] = append(due, s), true
+		case t.checkDue(c, now) && (check[c] == nil || s.hl.renewAt.Before(check[c].hl.renewAt)):
+			check[c] = s
 		}
 	}
-	sort.SliceStable(due, func(i, j int) bool { return due[i].renewAt.Before(due[j].renewAt) })
+	for _, c := range slices.Sorted(maps.Keys(check)) {
+		if !carried[c] {
+			due = append(due, check[c])
+		}
+	}
+	sort.SliceStable(due, func(i, j int) bool { return due[i].hl.renewAt.Before(due[j].hl.renewAt) })
 	return due[:min(len(due), keeperActionsMax)]
 }
 
@@ -508,12 +573,14 @@ func (t *leaseTable) beginRenew(s *slotState, now time.Time) (ref LeaseRef, fenc
 	return refs[0], fenceFirst, true
 }
 
-// beginRenewals starts, at now, the renewals of those of slots still live, unfenced and due,
-// to be sent in one batch: those slots, their refs, and the earliest fence time of all live
-// slots (the round trip must not outlast it).
+// beginRenewals starts, at now, the renewals of those of slots still live, unfenced and due (or
+// carrying their cluster's contention check), to be sent in one batch: those slots, their refs,
+// and the earliest fence time of all live slots (the round trip must not outlast it). The
+// clusters in the batch are checked by its answer: a lease reused from now on asks again.
 func (t *leaseTable) beginRenewals(slots []*slotState, now time.Time) (live []*slotState, refs []LeaseRef, fenceFirst time.Time) {
 	for _, s := range slots {
-		if s.released || s.lost || s.overrun || now.Before(s.renewAt) {
+		c := s.hl.lease.Cluster
+		if s.released || s.lost || s.overrun || (now.Before(s.hl.renewAt) && !t.checkDue(c, now)) {
 			continue
 		}
 		if s.hl.releasing {
@@ -524,52 +591,84 @@ func (t *leaseTable) beginRenewals(slots []*slotState, now time.Time) (live []*s
 	if len(live) == 0 {
 		return nil, nil, time.Time{}
 	}
+	for _, s := range live {
+		if ch := t.checks[s.hl.lease.Cluster]; ch != nil && t.c.Checks {
+			ch.reused = false
+		}
+	}
 	for _, id := range t.sortedIDs() {
 		o := t.slots[id]
-		if !o.lost && !o.overrun && (fenceFirst.IsZero() || o.fenceAt.Before(fenceFirst)) {
-			fenceFirst = o.fenceAt
+		if !o.lost && !o.overrun && (fenceFirst.IsZero() || o.hl.fenceAt.Before(fenceFirst)) {
+			fenceFirst = o.hl.fenceAt
 		}
 	}
 	return live, refs, fenceFirst
 }
 
-// renewed records the renewal of s, sent at sent, that came back with l. A slot released
-// while its renewal was in flight keeps the terms it was released with.
+// renewed records the renewal of s, sent at sent, that came back with l: new terms for its
+// lease, whichever slot runs it now or if it is idle. A lease queued for release meanwhile
+// keeps the terms it was queued with.
 func (t *leaseTable) renewed(s *slotState, sent time.Time, l Lease) {
-	if s.released {
+	if s.hl.releasing {
 		return
 	}
 	s.hl.lease = l
-	s.fenceAt, s.renewAt = t.terms(sent, l)
+	s.hl.fenceAt, s.hl.renewAt = t.terms(sent, l)
 }
 
 // renewRefused records that the control plane no longer has the lease of s (a renewal sent at
 // sent was refused): it is fenced at once.
-func (t *leaseTable) renewRefused(s *slotState, sent time.Time) { s.fenceAt = sent }
+func (t *leaseTable) renewRefused(s *slotState, sent time.Time) { s.hl.fenceAt = sent }
 
 // renewFailed records a renewal of s that got no answer by now: retried soon, leaving room for
 // the other leases' renewals.
 func (t *leaseTable) renewFailed(s *slotState, now time.Time) {
-	s.renewAt = now.Add(max(t.c.RenewEvery/10, time.Millisecond))
+	s.hl.renewAt = now.Add(max(t.c.RenewEvery/10, time.Millisecond))
 }
 
-// nextWork is the earliest renewal or fence time of the live slots (now + RenewEvery when none).
+// renewedContention records the contention answer of a renewal batch sent at sent: each of
+// clusters is contended unless listed in uncontended. Only with Checks (the client's renewals
+// say; otherwise their answers are silent, not contended).
+func (t *leaseTable) renewedContention(clusters, uncontended []string, sent time.Time) effects {
+	var e effects
+	if !t.c.Checks {
+		return e
+	}
+	for _, c := range clusters {
+		e.add(t.contention(c, !slices.Contains(uncontended, c), sent))
+	}
+	return e
+}
+
+// nextWork is the earliest renewal or fence time of the live slots, or contention check
+// (checkDue) of a cluster whose leases were reused and that has a live slot to renew for it
+// (now + RenewEvery when none), and is recorded as when the keeper runs next. A check with no
+// live slot waits for the next reuse, which wakes the keeper (noteReuse).
 func (t *leaseTable) nextWork(now time.Time) time.Time {
 	var next time.Time
+	earliest := func(at time.Time) {
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	live := map[string]bool{} // clusters with a live slot
 	for _, id := range t.sortedIDs() {
 		s := t.slots[id]
-		if s.lost || s.overrun {
-			continue
+		if !s.lost && !s.overrun {
+			earliest(s.hl.renewAt)
+			earliest(s.hl.fenceAt)
+			live[s.hl.lease.Cluster] = true
 		}
-		for _, at := range [2]time.Time{s.renewAt, s.fenceAt} {
-			if next.IsZero() || at.Before(next) {
-				next = at
-			}
+	}
+	for _, c := range slices.Sorted(maps.Keys(t.checks)) {
+		if ch := t.checks[c]; t.c.Checks && !t.stopped && ch.reused && t.uncontendedAt(c, now) && live[c] {
+			earliest(ch.at.Add(checkAfter))
 		}
 	}
 	if next.IsZero() {
 		next = now.Add(t.c.RenewEvery)
 	}
+	t.keeperAt = next
 	return next
 }
 
@@ -651,11 +750,4 @@ func nonNegative(n int, what, cluster string) int {
 		panic(fmt.Sprintf("capacity: %s of %q went negative", what, cluster))
 	}
 	return n
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }

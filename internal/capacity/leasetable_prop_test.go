@@ -11,7 +11,10 @@ import (
 // order a driver could feed them (acquires answered late or never, releases, renewals that
 // land, fail or are refused, batches that land, fail or are put back, contention answers,
 // idle expiry, an unreachable control plane, stop) and checks after every event that the
-// table's counts agree with the leases it holds, and that no lease is both held and released.
+// table's counts agree with the leases it holds, and that no lease is both held and released;
+// and that idle reuse keeps its bound: no lease is idle while the control plane's last answer
+// about its cluster said contended, and none is taken from idle more than leaseReuseWindow
+// after the request of the last answer that said uncontended (renewals' answers included).
 // The table's own invariant checks (occupied <= cap at every admission, no lease renewed or
 // reused after its release) panic if they break.
 func TestLeaseTableKeepsItsCountsUnderAnyEvents(t *testing.T) {
@@ -21,8 +24,9 @@ func TestLeaseTableKeepsItsCountsUnderAnyEvents(t *testing.T) {
 			OnLeaseLost:   rapid.SampledFrom([]string{OnLeaseLostCancel, OnLeaseLostOverrun}).Draw(rt, "lost"),
 			OnUnavailable: rapid.SampledFrom([]string{OnUnavailableFailClosed, OnUnavailableLocalLimits}).Draw(rt, "unavailable"),
 			Reuse:         rapid.Bool().Draw(rt, "reuse"),
+			Checks:        rapid.Bool().Draw(rt, "checks"),
 			AcquireWaits:  rapid.Bool().Draw(rt, "waits"),
-		}), now: t0}
+		}), now: t0, uncontended: map[string]time.Time{}, answeredAt: map[string]time.Time{}}
 		rt.Repeat(map[string]func(*rapid.T){
 			"acquire":    m.acquire,
 			"answer":     m.answer,
@@ -53,13 +57,17 @@ var modelClusters = []string{"a", "b"}
 // tableModel is what a driver knows besides the table: acquires in flight, batches in flight,
 // the slots it handed out, local slots.
 type tableModel struct {
-	t       *leaseTable
-	now     time.Time
-	gen     int64
-	asking  []askingAcquire
-	slots   []*slotState
-	locals  []string
-	batches [][]queuedRelease
+	t   *leaseTable
+	now time.Time
+	// uncontended: per cluster, when the request of the latest answer was sent, if it said
+	// uncontended (absent: contended, or never said)
+	uncontended map[string]time.Time
+	answeredAt  map[string]time.Time
+	gen         int64
+	asking      []askingAcquire
+	slots       []*slotState
+	locals      []string
+	batches     [][]queuedRelease
 }
 
 type askingAcquire struct {
@@ -72,6 +80,10 @@ func (m *tableModel) acquire(rt *rapid.T) {
 	limit := rapid.IntRange(0, 4).Draw(rt, "limit")
 	if m.t.c.Reuse {
 		if s, _ := m.t.takeIdle(c, limit, uint64(rapid.IntRange(0, 2).Draw(rt, "affinity")), m.now); s != nil {
+			if last, ok := m.uncontended[c]; !ok || !m.now.Before(last.Add(leaseReuseWindow)) {
+				rt.Fatalf("%s: lease %s taken from idle at %v, the last uncontended answer asked at %v (%v)",
+					c, s.hl.lease.ID, m.now.Sub(t0), last.Sub(t0), ok)
+			}
 			m.slots = append(m.slots, s)
 			return
 		}
@@ -126,13 +138,25 @@ func (m *tableModel) release(rt *rapid.T) {
 	m.locals = append(m.locals[:i], m.locals[i+1:]...)
 }
 
-// keep is a keeper round: fence, then renew the due batch, each renewal answered at once.
+// keep is a keeper round: fence, then renew the due batch (contention checks included), each
+// renewal answered at once, with what the control plane says about its cluster.
 func (m *tableModel) keep(rt *rapid.T) {
 	m.t.fence(m.now)
 	for _, s := range m.t.dueRenewals(m.now) {
 		ref, _, ok := m.t.beginRenew(s, m.now)
 		if !ok {
 			continue
+		}
+		if rapid.Bool().Draw(rt, "answered") {
+			c := s.hl.lease.Cluster
+			var uncontended []string
+			if rapid.Bool().Draw(rt, "uncontended") {
+				uncontended = []string{c}
+			}
+			m.t.renewedContention([]string{c}, uncontended, m.now)
+			if m.t.c.Checks {
+				m.answered(c, len(uncontended) == 0, m.now)
+			}
 		}
 		switch rapid.IntRange(0, 2).Draw(rt, "renewal") {
 		case 0:
@@ -174,8 +198,27 @@ func (m *tableModel) settle(rt *rapid.T) {
 	}
 }
 
+// contention is an acquire's answer about a cluster, to a request sent up to 5 ms ago (answers
+// may come back in any order).
 func (m *tableModel) contention(rt *rapid.T) {
-	m.t.contention(rapid.SampledFrom(modelClusters).Draw(rt, "cluster"), rapid.Bool().Draw(rt, "contended"))
+	c, contended := rapid.SampledFrom(modelClusters).Draw(rt, "cluster"), rapid.Bool().Draw(rt, "contended")
+	sent := m.now.Add(-rapid.SampledFrom([]time.Duration{0, time.Millisecond, 5 * time.Millisecond}).Draw(rt, "age"))
+	m.t.contention(c, contended, sent)
+	m.answered(c, contended, sent)
+}
+
+// answered records what the model expects of an answer about c to a request sent at sent: the
+// latest request's answer counts.
+func (m *tableModel) answered(c string, contended bool, sent time.Time) {
+	if at, ok := m.answeredAt[c]; ok && sent.Before(at) {
+		return
+	}
+	m.answeredAt[c] = sent
+	if contended {
+		delete(m.uncontended, c)
+	} else {
+		m.uncontended[c] = sent
+	}
 }
 
 // check compares the table's counts with what it holds.
@@ -201,6 +244,9 @@ func (m *tableModel) check(rt *rapid.T) {
 	}
 	idleN := 0
 	for c, list := range t.idle {
+		if _, ok := m.uncontended[c]; len(list) > 0 && !ok {
+			rt.Fatalf("%s: %d leases idle, the control plane's last answer said contended", c, len(list))
+		}
 		for _, il := range list {
 			idle[c]++
 			idleN++

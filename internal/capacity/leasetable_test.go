@@ -197,7 +197,7 @@ func (h *tableHarness) run(t *testing.T, path string, c transcriptCase) (out str
 			LeaseTTL: a.dur("ttl", 30*time.Second), DriftMargin: a.dur("drift", 2*time.Second),
 			RenewEvery: a.dur("renew", 10*time.Second), OnLeaseLost: a.str("lost", OnLeaseLostCancel),
 			OnUnavailable: a.str("unavailable", OnUnavailableFailClosed),
-			Reuse:         a.has("reuse"), AcquireWaits: a.has("waits"),
+			Reuse:         a.has("reuse"), Checks: a.has("checks"), AcquireWaits: a.has("waits"),
 		})
 		h.slots = map[uint64]*slotState{}
 	case "take":
@@ -221,7 +221,7 @@ func (h *tableHarness) run(t *testing.T, path string, c transcriptCase) (out str
 			say("late: %s released", l.ID)
 		} else {
 			h.slots[s.id] = s
-			say("slot %d %s fence=%s renew=%s", s.id, l.ID, off(s.fenceAt), off(s.renewAt))
+			say("slot %d %s fence=%s renew=%s", s.id, l.ID, off(s.hl.fenceAt), off(s.hl.renewAt))
 		}
 	case "churn": // n leases of c granted and released at once (for batches)
 		cl, n, at := a.str("c", ""), a.int("n", 0), a.at("at")
@@ -245,7 +245,13 @@ func (h *tableHarness) run(t *testing.T, path string, c transcriptCase) (out str
 	case "release-local":
 		h.t.releaseLocal(a.str("c", ""))
 	case "contention":
-		e = h.t.contention(a.str("c", ""), a.str("contended", "") == "true")
+		e = h.t.contention(a.str("c", ""), a.str("contended", "") == "true", a.at("sent"))
+	case "renew-answer": // a renewal batch's answer about clusters c (comma-separated)
+		var uncontended []string
+		if a.has("uncontended") {
+			uncontended = strings.Split(a.kv["uncontended"], ",")
+		}
+		e = h.t.renewedContention(strings.Split(a.str("c", ""), ","), uncontended, a.at("sent"))
 	case "release":
 		e = h.t.release(h.slot(a), a.at("at"))
 	case "lost":
@@ -278,13 +284,13 @@ func (h *tableHarness) run(t *testing.T, path string, c transcriptCase) (out str
 		l := s.hl.lease
 		l.TTLMillis = a.dur("ttl", 0).Milliseconds()
 		h.t.renewed(s, a.at("sent"), l)
-		say("fence=%s renew=%s", off(s.fenceAt), off(s.renewAt))
+		say("fence=%s renew=%s", off(s.hl.fenceAt), off(s.hl.renewAt))
 	case "renew-refused":
 		h.t.renewRefused(h.slot(a), a.at("sent"))
 	case "renew-failed":
 		s := h.slot(a)
 		h.t.renewFailed(s, a.at("at"))
-		say("renew=%s", off(s.renewAt))
+		say("renew=%s", off(s.hl.renewAt))
 	case "flush":
 		h.batch = h.t.takeBatch()
 		say("batch %s", refList(h.batch))
@@ -326,7 +332,7 @@ func describeEffects(e effects, say func(string, ...any)) {
 	for _, w := range []struct {
 		on   bool
 		name string
-	}{{e.wakeReaper, "reaper"}, {e.wakeFreed, "freed"}, {e.wakeFlusher, "flusher"}} {
+	}{{e.wakeKeeper, "keeper"}, {e.wakeReaper, "reaper"}, {e.wakeFreed, "freed"}, {e.wakeFlusher, "flusher"}} {
 		if w.on {
 			wake = append(wake, w.name)
 		}
@@ -400,11 +406,11 @@ func TestLeaseTableInvariantsPanic(t *testing.T) {
 		}},
 		{"released twice", "lease c#1 released twice", func(t *leaseTable) {
 			s := grant(t, 1)
-			t.queueRelease(s.hl, s.fenceAt)
+			t.queueRelease(s.hl)
 			t.release(s, t0)
 		}},
 		{"idle taken after release", "idle lease c#1 taken after its release", func(t *leaseTable) {
-			t.contention("c", false)
+			t.contention("c", false, t0)
 			s := grant(t, 1)
 			t.release(s, t0)
 			t.idle["c"][0].hl.releasing = true

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -58,6 +60,7 @@ var (
 	_ BatchRenewer       = (*Remote)(nil)
 	_ ReleasingAcquirer  = (*Remote)(nil)
 	_ ContentionAcquirer = (*Remote)(nil)
+	_ ContentionRenewer  = (*Remote)(nil)
 )
 
 // Acquire implements LeaseClient; holder names the lease only where the control plane does not
@@ -103,7 +106,16 @@ func (c *Remote) Renew(ctx context.Context, ref LeaseRef, ttl time.Duration, now
 // RenewBatch implements BatchRenewer: one round trip per RenewBatchMax refs, or one per ref
 // to a control plane that predates PathRenewBatch.
 func (c *Remote) RenewBatch(ctx context.Context, refs []LeaseRef, ttl time.Duration, now time.Time) ([]Renewed, error) {
+	out, _, err := c.RenewBatchContended(ctx, refs, ttl, now)
+	return out, err
+}
+
+// RenewBatchContended implements ContentionRenewer: RenewBatch, and the clusters of refs that
+// every answer carrying one of their leases called uncontended (none from a control plane that
+// does not say, nor for leases renewed one by one).
+func (c *Remote) RenewBatchContended(ctx context.Context, refs []LeaseRef, ttl time.Duration, now time.Time) ([]Renewed, []string, error) {
 	out := make([]Renewed, 0, len(refs))
+	contended := map[string]bool{} // cluster -> whether an answer did not list it uncontended
 	for len(refs) > 0 && !c.renewOneByOne.Load() {
 		chunk := refs[:min(len(refs), RenewBatchMax)]
 		var resp RenewBatchResponse
@@ -114,17 +126,28 @@ func (c *Remote) RenewBatch(ctx context.Context, refs []LeaseRef, ttl time.Durat
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(resp.Results) != len(chunk) {
-			return nil, fmt.Errorf("%w: %s: %d answers for %d leases", ErrUnavailable, PathRenewBatch, len(resp.Results), len(chunk))
+			return nil, nil, fmt.Errorf("%w: %s: %d answers for %d leases", ErrUnavailable, PathRenewBatch, len(resp.Results), len(chunk))
 		}
 		for i, r := range resp.Results {
 			out = append(out, renewedFrom(chunk[i], r))
+			cluster := chunk[i].Cluster()
+			contended[cluster] = contended[cluster] || !slices.Contains(resp.Uncontended, cluster)
 		}
 		refs = refs[len(chunk):]
 	}
-	return append(out, renewEach(ctx, c, refs, ttl, now)...), nil
+	for _, r := range refs {
+		contended[r.Cluster()] = true
+	}
+	var uncontended []string
+	for _, cluster := range slices.Sorted(maps.Keys(contended)) {
+		if !contended[cluster] {
+			uncontended = append(uncontended, cluster)
+		}
+	}
+	return append(out, renewEach(ctx, c, refs, ttl, now)...), uncontended, nil
 }
 
 // renewedFrom reads one answer of a renewal batch for ref.

@@ -3,6 +3,7 @@ package capacity_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -120,7 +121,7 @@ func TestIdleLeaseIsReused(t *testing.T) {
 		check("... and no longer idle", g.Idle("c") == 0 && g.Held("c") == 1)
 		check("the same lease", again.(interface{ Lease() capacity.Lease }).Lease().ID == slot.(interface{ Lease() capacity.Lease }).Lease().ID)
 		again.Release()
-		sleep(ctx, e, 10*time.Millisecond) // past the hold and the release linger
+		sleep(ctx, e, 15*time.Millisecond) // past the hold (10 ms) and the release linger
 		check("not taken within the hold: released the normal way",
 			g.Idle("c") == 0 && g.PendingReleases() == 0 && client.leases() == 0 && client.batches == 1)
 		_, err = g.Acquire(ctx, "c", 1)
@@ -152,15 +153,16 @@ func TestIdleLeaseGoesBackToWhoReleasedIt(t *testing.T) {
 	})
 }
 
-// TestReuseWindowSendsBusyWorkerBack: back-to-back 1 ms queries for 100 ms reuse a lease only
-// within its window from the grant: about one round trip per window, not one per query and not
-// one in all; a lease released past its window is not kept idle.
+// TestReuseWindowSendsBusyWorkerBack: with a client whose renewals do not say whether the
+// cluster is contended (no checks), back-to-back 1 ms queries for 300 ms reuse a lease only
+// within the window from the acquire's answer: about one round trip per window, not one per
+// query and not one in all; a lease released past its window is not kept idle.
 func TestReuseWindowSendsBusyWorkerBack(t *testing.T) {
 	client := &contentionClient{Memory: capacity.NewMemory()}
 	reuseWorld(t, client, capacity.GuardOptions{}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
 		start := e.Now()
 		queries := 0
-		for e.Now().Sub(start) < 100*time.Millisecond {
+		for e.Now().Sub(start) < 300*time.Millisecond {
 			slot, err := g.Acquire(ctx, "c", 1)
 			if err != nil {
 				sleep(ctx, e, time.Millisecond) // a release of ours is landing
@@ -170,14 +172,14 @@ func TestReuseWindowSendsBusyWorkerBack(t *testing.T) {
 			sleep(ctx, e, time.Millisecond)
 			slot.Release()
 		}
-		check("many queries ran", queries >= 50)
-		// 100 ms / 20 ms window: about 5 grants (each window ends with a release that must land).
-		check("the control plane was asked about once per window", client.acquires >= 4 && client.acquires <= 8)
+		check("many queries ran", queries >= 150)
+		// 300 ms / 50 ms window: about 6 grants (each window ends with a release that must land).
+		check("the control plane was asked about once per window", client.acquires >= 5 && client.acquires <= 8)
 		t.Logf("%d queries, %d acquire round trips", queries, client.acquires)
 
 		slot, err := g.Acquire(ctx, "c", 2)
 		check("a fresh acquire", err == nil)
-		sleep(ctx, e, 25*time.Millisecond) // a query longer than the window
+		sleep(ctx, e, 55*time.Millisecond) // a query longer than the window
 		slot.Release()
 		check("a lease released past its window is not kept idle", g.Idle("c") == 0 && g.PendingReleases() == 1)
 	})
@@ -364,5 +366,229 @@ func TestAPIReportsContention(t *testing.T) {
 	_, contended, err := capacity.NewRemote(old.URL, old.Client(), nil).AcquireContended(context.Background(), "c", "w", 1, time.Minute, time.Time{}, nil)
 	if err != nil || !contended {
 		t.Fatalf("a control plane without the field: contended %v, err %v; want contended", contended, err)
+	}
+}
+
+// apiFleet is a simulated control plane (the capacity API over a memory store, unauthenticated:
+// workers name themselves) and worker nodes with lease guards over Remote, as a worker has.
+type apiFleet struct {
+	s     *sim.Sim
+	store *capacity.Memory
+	cp    *sim.Node
+	asked map[string]int // requests to the control plane, by path
+}
+
+func newAPIFleet(seed uint64) *apiFleet {
+	f := &apiFleet{s: sim.New(sim.Opts{Seed: seed}), store: capacity.NewMemory(), asked: map[string]int{}}
+	f.cp = f.s.AddNode("cp", func(n *sim.Node) http.Handler {
+		api := capacity.NewAPIHandler(f.store, f.store, n.Env(), nil)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			f.asked[r.URL.Path]++
+			api.ServeHTTP(w, r)
+		})
+	})
+	return f
+}
+
+// guard starts a lease guard of worker node n, named after it, over Remote.
+func (f *apiFleet) guard(n *sim.Node, metrics *capacity.Metrics) *capacity.LeaseGuard {
+	g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: capacity.NewRemote("http://cp", n.Client(), nil),
+		Holder: n.Name(), Metrics: metrics})
+	if err != nil {
+		panic(err)
+	}
+	g.Start(n.Ctx())
+	return g
+}
+
+// busyClient runs back-to-back queries of length q on cluster c (cap limit) through g until
+// stop, retrying a denied acquire after 2 ms as the proxy core's first back-off does, and calls
+// ran with each query's slot.
+func busyClient(ctx context.Context, e env.Env, g *capacity.LeaseGuard, limit int, q time.Duration, stop time.Time, ran func(capacity.Slot)) {
+	for e.Now().Before(stop) {
+		slot, err := g.Acquire(ctx, "c", limit)
+		if err != nil {
+			sleep(ctx, e, 2*time.Millisecond)
+			continue
+		}
+		ran(slot)
+		sleep(ctx, e, q)
+		slot.Release()
+	}
+}
+
+func leaseID(s capacity.Slot) string { return s.(interface{ Lease() capacity.Lease }).Lease().ID }
+
+// TestBusyWorkerKeepsItsLeasesWhileUncontended: two clients of one worker running back-to-back
+// 1 ms queries, nobody else asking, keep one lease each while they are busy (one engine tag
+// each: no retag) and ask the control plane once per checkAfter (10 ms), off the queries' path
+// (renewals), instead of for a new lease every leaseReuseWindow. Busy for 405 ms, idle for
+// 100 ms (the idle leases go back, and the reuse window runs out after an unchecked reuse), busy
+// for 600 ms: two leases each, in all. Before the checks, each client was granted a new lease
+// every 20 ms (about 100 acquires and leases); with checks that stopped after a window ran out
+// unchecked, one every 50 ms after the pause.
+func TestBusyWorkerKeepsItsLeasesWhileUncontended(t *testing.T) {
+	f := newAPIFleet(5)
+	w := f.s.AddNode("w1", nil)
+	metrics := capacity.NewMetrics(nil)
+	queries, leases := 0, map[string]bool{}
+	f.s.Spawn(w, "test", func() {
+		g, e := f.guard(w, metrics), w.Env()
+		start := e.Now()
+		ran := func(s capacity.Slot) {
+			queries++
+			leases[leaseID(s)] = true
+		}
+		for client := uint64(1); client <= 2; client++ {
+			e.Go(w.Ctx(), "client", func(ctx context.Context) {
+				ctx = query.WithAffinity(ctx, client)
+				busyClient(ctx, e, g, 4, time.Millisecond, start.Add(405*time.Millisecond), ran)
+				sleep(ctx, e, 100*time.Millisecond)
+				busyClient(ctx, e, g, 4, time.Millisecond, start.Add(1100*time.Millisecond), ran)
+			})
+		}
+	})
+	if err := f.s.Run(1500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	reused := int(testutil.ToFloat64(metrics.LeaseReused.WithLabelValues("c")))
+	acquires, renewals := f.asked[capacity.PathAcquire], f.asked[capacity.PathRenewBatch]
+	t.Logf("%d queries, %d leases, %d reused; %d acquires, %d renewal batches", queries, len(leases), reused, acquires, renewals)
+	if queries < 1500 || len(leases) != 4 || acquires != 4 || reused != queries-4 {
+		t.Errorf("%d queries under %d leases (%d acquires, %d reused): want at least 1500 queries under 4 leases, 4 acquires, the rest reused",
+			queries, len(leases), acquires, reused)
+	}
+	// One check per checkAfter (10 ms) while the leases are reused: each is due 10 ms after
+	// the last one was sent.
+	if renewals < 60 || renewals > 110 {
+		t.Errorf("%d renewal batches in a second of reuse: want about one per 10 ms", renewals)
+	}
+}
+
+// TestWaitingWorkerIsGrantedWithinTheCheckBound: a worker keeps both slots of a cluster busy
+// (two clients, back-to-back 1 ms queries) and reuses its leases; then another worker asks, every
+// RetryAskEvery as a waiting query does. The control plane denies it, and the busy worker's
+// next check (at most checkAfter after its last answer, plus a round trip) hears contended: it
+// keeps nothing idle, its slots go back as their queries end, and the control plane keeps the
+// freed slot for the waiting worker (fair share). The bound: the waiting worker is granted at
+// its first ask after checkAfter + two round trips + a query + releaseLinger, i.e. within
+// RetryAskEvery + 25 ms of its first ask here.
+func TestWaitingWorkerIsGrantedWithinTheCheckBound(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3, 4, 5, 6, 7, 8} {
+		f := newAPIFleet(seed)
+		busy, late := f.s.AddNode("busy", nil), f.s.AddNode("late", nil)
+		var firstAsk, granted time.Duration
+		busyQueries := 0
+		f.s.Spawn(busy, "test", func() {
+			g, e := f.guard(busy, nil), busy.Env()
+			stop := e.Now().Add(time.Second)
+			for client := uint64(1); client <= 2; client++ {
+				e.Go(busy.Ctx(), "client", func(ctx context.Context) {
+					busyClient(query.WithAffinity(ctx, client), e, g, 2, time.Millisecond, stop, func(capacity.Slot) { busyQueries++ })
+				})
+			}
+		})
+		f.s.At(300*time.Millisecond+time.Duration(seed)*time.Millisecond, func() {
+			f.s.Spawn(late, "waiting", func() {
+				g, e := f.guard(late, nil), late.Env()
+				firstAsk = f.s.Elapsed()
+				for {
+					if _, err := g.Acquire(late.Ctx(), "c", 2); err == nil {
+						granted = f.s.Elapsed()
+						return
+					}
+					sleep(late.Ctx(), e, capacity.RetryAskEvery)
+				}
+			})
+		})
+		if err := f.s.Run(1500 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		wait := granted - firstAsk
+		t.Logf("seed %d: busy worker ran %d queries; the waiting worker was granted %v after its first ask", seed, busyQueries, wait)
+		if granted == 0 || wait > capacity.RetryAskEvery+25*time.Millisecond {
+			t.Errorf("seed %d: the waiting worker was granted %v after its first ask (granted: %v): want within %v",
+				seed, wait, granted != 0, capacity.RetryAskEvery+25*time.Millisecond)
+		}
+	}
+}
+
+// TestRenewalAnswersSayContention: a renewal batch's answer lists the clusters of its leases
+// that nobody else was denied lately (as an acquire's answer says), and Remote reads it; a
+// control plane that does not say, an ordered one, and one whose cap for the cluster is now
+// below the leases held list none.
+func TestRenewalAnswersSayContention(t *testing.T) {
+	f := newAPIFleet(6)
+	w := f.s.AddNode("w", nil)
+	var got [][]string
+	f.s.Spawn(w, "test", func() {
+		r := capacity.NewRemote("http://cp", w.Client(), nil)
+		c, err1 := r.Acquire(w.Ctx(), "c", "w1", 1, time.Minute, time.Time{})
+		d, err2 := r.Acquire(w.Ctx(), "d", "w1", 1, time.Minute, time.Time{})
+		if err1 != nil || err2 != nil {
+			panic(fmt.Sprint(err1, err2))
+		}
+		renew := func() {
+			results, uncontended, err := r.RenewBatchContended(w.Ctx(), []capacity.LeaseRef{c.Ref(), d.Ref()}, time.Minute, time.Time{})
+			if err != nil || len(results) != 2 || results[0].Err != nil || results[1].Err != nil {
+				panic(fmt.Sprint(results, err))
+			}
+			got = append(got, uncontended)
+		}
+		renew()
+		if _, err := r.Acquire(w.Ctx(), "c", "w2", 1, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrAtCapacity) {
+			panic(err)
+		}
+		renew()
+	})
+	if err := f.s.Run(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[[c d] [d]]" {
+		t.Fatalf("uncontended clusters %v: want [c d], then [d] after w2 was denied c", got)
+	}
+
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", capacity.MediaJSON)
+		_, _ = w.Write([]byte(`{"results":[{"id":"c#1","lease":{"id":"c#1","cluster":"c","holder":"w","generation":1,"expiresAt":"2030-01-01T00:00:00Z"}}]}`))
+	}))
+	defer old.Close()
+	ref := capacity.LeaseRef{ID: "c#1", Generation: 1}
+	results, uncontended, err := capacity.NewRemote(old.URL, old.Client(), nil).RenewBatchContended(context.Background(), []capacity.LeaseRef{ref}, time.Minute, time.Time{})
+	if err != nil || len(results) != 1 || results[0].Err != nil || len(uncontended) != 0 {
+		t.Fatalf("a control plane without the field: %+v, uncontended %v, err %v; want renewed, none uncontended", results, uncontended, err)
+	}
+
+	// Two leases of c held, asked of control planes whose configuration says cap 2 (retry
+	// mode), cap 1 (lowered since they were granted), and cap 2 in ordered mode.
+	for _, tc := range []struct {
+		name    string
+		cap     int
+		ordered bool
+		want    string
+	}{{"cap 2", 2, false, "[c]"}, {"cap lowered to 1", 1, false, "[]"}, {"ordered", 2, true, "[]"}} {
+		store := capacity.NewMemory()
+		var refs []capacity.LeaseRef
+		for range 2 {
+			l, err := store.Acquire(context.Background(), "c", "w", 2, time.Minute, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs = append(refs, l.Ref())
+		}
+		api := capacity.NewAPI(store, store, env.Real(nil), nil).Authority(func(string) (int, time.Duration, bool) { return tc.cap, time.Minute, true })
+		if tc.ordered {
+			api.Ordered()
+		}
+		mux := http.NewServeMux()
+		for _, ep := range api.Endpoints() {
+			mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "w") })
+		}
+		srv := httptest.NewServer(mux)
+		results, uncontended, err := capacity.NewRemote(srv.URL, srv.Client(), nil).RenewBatchContended(context.Background(), refs, time.Minute, time.Time{})
+		srv.Close()
+		if err != nil || len(results) != 2 || results[0].Err != nil || fmt.Sprint(uncontended) != tc.want {
+			t.Errorf("%s: %+v, uncontended %v, err %v; want both renewed, uncontended %s", tc.name, results, uncontended, err, tc.want)
+		}
 	}
 }

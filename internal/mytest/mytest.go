@@ -58,3 +58,11 @@ func NewDatabase(t testing.TB) (dsn string, name string) {
 	cfg.DBName = name
 	return cfg.FormatDSN(), name
 }
+
+// RowWriter are the statements that create, in a test database, a table "written" and a
+// function write_row(i) that inserts i into it and returns it: a statement that calls it for
+// each row it sends takes a while to end once killed, as it rolls its writes back.
+var RowWriter = []string{
+	"CREATE TABLE written (i INT) ENGINE=InnoDB",
+	"CREATE FUNCTION write_row(i INT) RETURNS INT MODIFIES SQL DATA BEGIN INSERT INTO written VALUES (i); RETURN i; END",
+}

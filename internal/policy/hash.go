@@ -111,6 +111,9 @@ func CheckNativeScramble(stage2, salt, auth []byte) bool {
 
 // SCRAMHash is PostgreSQL's SCRAM-SHA-256 verifier of password with salt and iterations.
 func SCRAMHash(password string, salt []byte, iterations int) (string, error) {
+	if iterations < 1 {
+		return "", fmt.Errorf("SCRAM-SHA-256 iterations %d: must be at least 1", iterations)
+	}
 	salted, err := pbkdf2.Key(sha256.New, password, salt, iterations, sha256.Size)
 	if err != nil {
 		return "", err

@@ -62,6 +62,13 @@ func Forget(reg *prometheus.Registry) {
 	delete(shared.sets, reg)
 }
 
+// Shared reports whether reg is shared (Share) and not forgotten since (Forget).
+func Shared(reg *prometheus.Registry) bool {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	return shared.sets[reg] != nil
+}
+
 // Once returns the metric set build registers on reg. On a shared registry (Share) it builds
 // the set for key once and returns that one to every later caller, which must then only count
 // on it (a set holding one node's state must not be built through Once). On any other

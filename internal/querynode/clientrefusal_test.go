@@ -70,17 +70,10 @@ func TestNodePostgresAndJDBCRefusals(t *testing.T) {
 	})
 
 	t.Run("JDBC", func(t *testing.T) {
-		jar := "/usr/share/java/postgresql.jar"
-		if _, err := os.Stat(jar); err != nil {
-			t.Fatalf("the PostgreSQL JDBC driver is not installed (Debian libpostgresql-jdbc-java; make test-deps): %v", err)
-		}
-		classes := t.TempDir()
-		if out, err := pgclienttest.Command(t, 2*time.Minute, nil, "javac", "-d", classes, "-cp", jar, "LoginProbe.java"); err != nil {
-			t.Fatalf("javac (Debian default-jdk-headless; make test-deps): %v\n%s", err, out)
-		}
+		classpath := pgclienttest.JDBCClasspath(t, "LoginProbe.java")
 		login := func(db, ssl string) string {
 			url := fmt.Sprintf("jdbc:postgresql://%s/%s?%s", addr, db, ssl)
-			out, err := pgclienttest.Command(t, time.Minute, nil, "java", "-cp", jar+":"+classes, "LoginProbe", url, "alice", tlsAlicePW)
+			out, err := pgclienttest.Command(t, time.Minute, nil, "java", "-cp", classpath, "LoginProbe", url, "alice", tlsAlicePW)
 			if err != nil {
 				t.Fatalf("java LoginProbe: %v %s", err, out)
 			}

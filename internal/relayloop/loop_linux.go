@@ -184,6 +184,14 @@ func (h *Handle) Replacing(msg []byte) Verdict {
 	return Replace
 }
 
+// Answering is the Answer verdict, with the bytes to write back to A in the message's stead
+// (whole messages of B's protocol): only from the pair's Watch, on the loop's thread, looking
+// at a message of A's while no B is plugged in. msg is copied once the Watch returns.
+func (h *Handle) Answering(msg []byte) Verdict {
+	h.p.replacement = msg
+	return Answer
+}
+
 // StopIf ends the pair as Stop does when cond, run on the loop's thread, says so. It does not
 // wait.
 func (h *Handle) StopIf(cond func() bool) {

@@ -33,6 +33,9 @@ func (h *Handle) Plug(int) error          { return errUnsupported }
 // Replacing is never called outside Linux: no pair runs.
 func (h *Handle) Replacing([]byte) Verdict { return Replace }
 
+// Answering is never called outside Linux: no pair runs.
+func (h *Handle) Answering([]byte) Verdict { return Answer }
+
 // Detach fails outside Linux.
 func Detach(syscall.Conn) (int, error) { return -1, errUnsupported }
 

@@ -36,6 +36,9 @@ type pair struct {
 type stream struct {
 	buf     []byte
 	w, s, r int
+	// small is the loop's buffer while a Replace has grown buf beyond it: buf goes back to it
+	// once what the larger one holds fits there.
+	small   []byte
 	skip    int  // bytes of an unwatched message still to come after buf[s:]
 	whole   int  // messages framed whole so far (a count that only tells whether one was)
 	blocked bool // the peer's socket would block: waiting until it is writable
@@ -109,9 +112,8 @@ func (p *pair) event(l *Loop, side Direction, ev uint32) {
 // pump reads socket d once, frames what came and writes it to the peer.
 func (p *pair) pump(l *Loop, d Direction) {
 	st := &p.st[d]
-	if st.s > 0 { // buf[w:s] is written (pump runs unblocked): keep the rest at the front
-		st.r = copy(st.buf, st.buf[st.s:st.r])
-		st.w, st.s = 0, 0
+	if st.s > 0 { // buf[w:s] is written (pump runs unblocked)
+		st.compact()
 	}
 	if st.r == len(st.buf) {
 		p.stop(l, Result{Err: ErrMessageTooLarge, Side: d})
@@ -186,6 +188,9 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 		v := p.p.Watch(d, st.buf[st.s:st.s+total])
 		replacement := p.replacement
 		p.replacement = nil
+		if v == Answer && !p.mayAnswer(d, len(replacement)) {
+			v = Pause
+		}
 		if p.fd(1-d) < 0 && (v == Relay || v == End || v == Unplug || v == Replace) {
 			v = Hold
 		}
@@ -217,19 +222,56 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 			return true
 		case Replace:
 			st.replace(total, replacement)
+		case Answer:
+			st.r = st.s + copy(st.buf[st.s:], st.buf[st.s+total:st.r])
+			if !p.answer(l, replacement) {
+				return false
+			}
 		}
 	}
 	return true
 }
 
+// mayAnswer reports whether a Watch's Answer of n bytes to a message of direction d can be
+// written back: d is A's, no B is plugged in (nothing of B's is on its way to A), and the
+// answers A has not read yet leave room for n more.
+func (p *pair) mayAnswer(d Direction, n int) bool {
+	back := &p.st[BToA]
+	room := len(back.buf) - back.s
+	if back.w == back.s {
+		room = len(back.buf)
+	}
+	return d == AToB && p.p.B < 0 && n <= room
+}
+
+// answer writes m back to A after what it was answered before; false when that stopped the
+// pair.
+func (p *pair) answer(l *Loop, m []byte) bool {
+	back := &p.st[BToA]
+	if back.w == back.s {
+		back.w, back.s = 0, 0
+	}
+	back.s += copy(back.buf[back.s:], m)
+	back.r = back.s
+	if !back.blocked { // else A's socket is watched for room already
+		p.flush(l, BToA)
+	}
+	return !p.done
+}
+
 // replace puts m where the message of total bytes at buf[s:] was, as framed: what follows
-// moves, and the buffer grows when m is longer than the room left.
+// moves. When m is longer than the room left, the buffer grows to twice what it must hold,
+// once for a full buffer of renamed messages rather than once for each (a copy of the whole
+// buffer each time); it shrinks back once written (compact).
 func (st *stream) replace(total int, m []byte) {
 	tail := st.buf[st.s+total : st.r]
 	if end := st.s + len(m) + len(tail); end > len(st.buf) {
-		grown := make([]byte, end)
-		copy(grown, st.buf[:st.s])
+		grown := make([]byte, 2*end)
+		copy(grown[st.w:], st.buf[st.w:st.s])
 		copy(grown[st.s+len(m):], tail)
+		if st.small == nil {
+			st.small = st.buf
+		}
 		st.buf = grown
 	} else {
 		copy(st.buf[st.s+len(m):], tail)
@@ -237,6 +279,17 @@ func (st *stream) replace(total int, m []byte) {
 	copy(st.buf[st.s:], m)
 	st.s += len(m)
 	st.r = st.s + len(tail)
+}
+
+// compact moves what is read but not framed to the front of the buffer once what was framed
+// is written; back into the loop's buffer when a Replace grew it and the rest fits there.
+func (st *stream) compact() {
+	rest := st.buf[st.s:st.r]
+	if st.small != nil && len(rest) <= len(st.small) {
+		st.buf, st.small = st.small, nil
+	}
+	st.r = copy(st.buf, rest)
+	st.w, st.s = 0, 0
 }
 
 // flush writes buf[w:s] of stream d to its peer, as much as the peer's socket takes.
@@ -265,6 +318,9 @@ func (p *pair) flush(l *Loop, d Direction) {
 	if st.blocked {
 		st.blocked = false
 		p.update(l)
+	}
+	if st.small != nil && st.s == st.r {
+		st.compact() // nothing waits in the grown buffer: it can go now
 	}
 	if st.pending != nil && !p.done {
 		p.stop(l, *st.pending)
@@ -316,7 +372,11 @@ func (p *pair) unplug(l *Loop) {
 	if st.r > st.s {
 		rest = append([]byte(nil), st.buf[st.s:st.r]...)
 	}
-	*st = stream{buf: st.buf}
+	buf := st.buf
+	if st.small != nil {
+		buf = st.small
+	}
+	*st = stream{buf: buf}
 	a := &p.st[AToB]
 	a.blocked = false
 	p.p.B = -1

@@ -20,12 +20,7 @@ import (
 // connections. The counting framer counts the unwatched rows that passed.
 func TestPlugAndUnplug(t *testing.T) {
 	l := newLoop(t, 0)
-	client, a := tcpPair(t)
-	t.Cleanup(func() { client.Close() })
-	fa, err := Detach(a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, fa := aloneClient(t)
 	var mu sync.Mutex
 	plugged := false
 	unplugged := make(chan []byte, 1)
@@ -122,6 +117,19 @@ func TestPlugAndUnplug(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("the pair did not stop when A closed")
 	}
+}
+
+// aloneClient is a loopback connection whose other end is detached for a pair's A: the test
+// talks through client.
+func aloneClient(t *testing.T) (client *net.TCPConn, fa int) {
+	t.Helper()
+	client, a := tcpPair(t)
+	t.Cleanup(func() { client.Close() })
+	fa, err := Detach(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, fa
 }
 
 // A lent Conn is out of Go's poller (the loop relays it) and comes back on its next use, with

@@ -13,7 +13,7 @@
 // A pair may run with one socket: B is plugged in (Handle.Resume) and out (Unplug) while A
 // stays, as a client stays on a proxy while engine connections come and go between its
 // transactions. Without B every message of A's is watched, and the Watch holds it (Hold)
-// until a B is plugged in.
+// until a B is plugged in, or answers it itself (Answer).
 //
 // It touches only the sockets handed to it (a Conn's, lent), its epoll instance, an eventfd
 // (Linux) and the wall clock (a pair's MessageTimeout).
@@ -58,6 +58,11 @@ const (
 	// Replace relays other bytes in the message's stead (Handle.Replacing) and goes on: a
 	// proxy renames what the peer knows under another name, or sends a message before it.
 	Replace
+	// Answer (A's messages, while no B is plugged in) swallows the message and writes other
+	// bytes back to A in its stead (Handle.Answering): a proxy answers what needs no peer,
+	// such as a statement's Close between transactions. Where B is plugged in, or A does not
+	// read what it was answered and the answers fill the buffer, it is Pause.
+	Answer
 )
 
 // Direction names one way of a pair: A to B, or B to A.

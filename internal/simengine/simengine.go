@@ -148,6 +148,7 @@ type Stats struct {
 	Succeeded    int64 // results returned
 	Orphaned     int64 // queries whose client went away without cancelling them
 	Fenced       int64 // queries stopped by Fence
+	Pings        int64 // health checks (Ping calls)
 }
 
 // Engine is a simulated cluster.
@@ -462,8 +463,13 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// Ping always succeeds.
-func (e *Engine) Ping(ctx context.Context) error { return ctx.Err() }
+// Ping always succeeds, and is counted (Stats.Pings).
+func (e *Engine) Ping(ctx context.Context) error {
+	e.mu.Lock()
+	e.stats.Pings++
+	e.mu.Unlock()
+	return ctx.Err()
+}
 
 // Close does nothing: a simulated engine outlives config activations (the simulator shares one
 // engine per cluster across runtimes, so its executing count is the whole node's view).

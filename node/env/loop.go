@@ -55,6 +55,13 @@ type Duty struct {
 // NewLoop returns a loop with no duties.
 func NewLoop(e Env) *Loop { return &Loop{e: e, wake: e.NewSignal()} }
 
+// StartLoop runs duties in a loop of their own, a task named name, until ctx ends.
+func StartLoop(ctx context.Context, e Env, name string, duties ...*Duty) {
+	l := NewLoop(e)
+	l.Add(duties...)
+	e.Go(ctx, name, l.Run)
+}
+
 // Add adds duties to the loop. Call it before Run; a duty belongs to one loop.
 func (l *Loop) Add(duties ...*Duty) {
 	for _, d := range duties {
@@ -187,14 +194,17 @@ type loopTimer struct {
 }
 
 // wait waits until sig moves past seen or the timer aimed at next fires; when the timer fired
-// it returns the time the timer was set for (else zero). A next already past keeps the pending
-// timer: only a timed duty waiting for it can leave the loop with a past due time.
+// it returns the time the timer was set for (else zero). A pending timer aimed at next is kept,
+// and so is one aimed at an earlier instant when next is already past: that timer has not fired
+// yet, and a timed duty due meanwhile measures how late it fires. But a pending timer aimed
+// later than a past next is not kept: a duty came due while the loop ran the others (a run
+// takes time), and must run at once, not when a later duty's timer fires.
 func (t *loopTimer) wait(ctx context.Context, sig Signal, seen uint64, next time.Time) time.Time {
 	now := t.e.Now()
 	switch {
 	case next.IsZero():
 		t.stop()
-	case t.ctx != nil && (next.Equal(t.aim) || !next.After(now)):
+	case t.ctx != nil && (next.Equal(t.aim) || (!next.After(now) && t.aim.Before(next))):
 	default:
 		t.stop()
 		t.ctx, t.cancel = t.e.WithTimeout(ctx, next.Sub(now))

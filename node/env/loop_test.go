@@ -14,10 +14,20 @@ import (
 // the loop's context ending at end (0: never).
 func runLoop(t *testing.T, d, end time.Duration, setup func(s *sim.Sim, e env.Env) []*env.Duty) {
 	t.Helper()
+	runLoopIn(t, d, end, nil, setup)
+}
+
+// runLoopIn is runLoop with the loop and the duties on wrap(the node's Env) (nil: the Env).
+func runLoopIn(t *testing.T, d, end time.Duration, wrap func(env.Env) env.Env, setup func(s *sim.Sim, e env.Env) []*env.Duty) {
+	t.Helper()
 	s := sim.New(sim.Opts{Seed: 1})
 	n := s.AddNode("n", nil)
-	l := env.NewLoop(n.Env())
-	l.Add(setup(s, n.Env())...)
+	e := n.Env()
+	if wrap != nil {
+		e = wrap(e)
+	}
+	l := env.NewLoop(e)
+	l.Add(setup(s, e)...)
 	s.Spawn(n, "loop", func() {
 		ctx, cancel := n.Env().WithCancel(n.Ctx())
 		if end > 0 {
@@ -134,5 +144,45 @@ func TestLoopTimedDutySeesTheTimersLateness(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// busyClock is an Env whose clock also counts the time its duties' runs take (spent), as a
+// real process's clock does; the simulator's virtual time stands still while a task runs.
+type busyClock struct {
+	env.Env
+	spent time.Duration
+}
+
+func (c *busyClock) Now() time.Time { return c.Env.Now().Add(c.spent) }
+
+// A duty that came due while the loop ran another duty runs as soon as that run ends, not when
+// the loop's timer, aimed at a later duty, fires: "soon" comes back due 200 ms after its first
+// run ends, and the run the loop does next ("busy", woken by soon) takes 300 ms, while the timer
+// is aimed at a duty due at 5 s.
+func TestLoopRunsADutyThatCameDueWhileItRan(t *testing.T) {
+	var runs []time.Duration
+	clock := &busyClock{}
+	wrap := func(e env.Env) env.Env { clock.Env = e; return clock }
+	runLoopIn(t, 6*time.Second, 0, wrap, func(s *sim.Sim, e env.Env) []*env.Duty {
+		busy := &env.Duty{Name: "busy", WhenWoken: true, Run: func(context.Context, time.Time) time.Time {
+			clock.spent += 300 * time.Millisecond
+			return time.Time{}
+		}}
+		soon := &env.Duty{Name: "soon", Blocks: true, Run: func(ctx context.Context, _ time.Time) time.Time {
+			runs = append(runs, s.Elapsed())
+			if len(runs) > 1 {
+				return time.Time{}
+			}
+			_ = e.Sleep(ctx, 100*time.Millisecond)
+			busy.Wake()
+			return e.Now().Add(200 * time.Millisecond)
+		}}
+		later := &env.Duty{Name: "later", First: 5 * time.Second, Run: func(context.Context, time.Time) time.Time { return time.Time{} }}
+		return []*env.Duty{soon, busy, later}
+	})
+	// Virtual time: soon's first run ends at 100 ms, and busy's 300 ms do not move it.
+	if want := secs(0, 0.1); !slices.Equal(runs, want) {
+		t.Fatalf("soon ran at %v (virtual), want %v: its second run waited for a later timer", runs, want)
 	}
 }

@@ -46,16 +46,14 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 	c.countPath(PathArrow)
 	// The engine's ctx lives as long as the stream: the engine cancels the query when it ends,
 	// on the group's query timeout, or when the guard reports the slot's lease lost.
-	qctx, cancel := c.env.WithCancel(ctx)
-	if g.timeout > 0 {
-		cancel()
-		qctx, cancel = c.env.WithTimeout(ctx, g.timeout)
+	qctx, cancel, run := c.timeoutContext(ctx, g.timeout)
+	if cancel == nil {
+		qctx, cancel = c.env.WithCancel(ctx)
 	}
 	adm.slot.OnLost(cancel)
 	if adm.slot.Lost() {
 		cancel() // the lease is gone already: nothing may start under it
 	}
-	run := runContext{parent: ctx, ctx: qctx, timeout: g.timeout}
 	rows, err := adm.Engine.Execute(adm.Tagged(qctx), req)
 	if err != nil {
 		cancel()
@@ -168,6 +166,17 @@ func unreachable(err error) bool {
 		rhe tls.RecordHeaderError
 	)
 	return errors.As(err, &ne) || errors.As(err, &ue) || errors.As(err, &ce) || errors.As(err, &rhe)
+}
+
+// timeoutContext is the engine-side context of one query under the group's query timeout,
+// and its cancel; run tells the timeout from a client's cancel. Without a timeout it is ctx
+// itself and cancel is nil: a caller that needs a cancel of its own makes one.
+func (c *Core) timeoutContext(ctx context.Context, timeout time.Duration) (qctx context.Context, cancel context.CancelFunc, run runContext) {
+	if timeout <= 0 {
+		return ctx, nil, runContext{}
+	}
+	qctx, cancel = c.env.WithTimeout(ctx, timeout)
+	return qctx, cancel, runContext{parent: ctx, ctx: qctx, timeout: timeout}
 }
 
 // runContext is the engine-side context of one query, to tell a query timeout from a client

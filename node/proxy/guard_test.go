@@ -3,84 +3,29 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-// losingGuard wraps a LocalGuard; its slots can be declared lost, as a LeaseGuard's are when
-// their lease could not be renewed, and it can be made unavailable.
-type losingGuard struct {
-	inner       *capacity.LocalGuard
-	mu          sync.Mutex
-	slots       []*losableSlot
-	unavailable bool
-}
-
-type losableSlot struct {
-	capacity.Slot
-	mu     sync.Mutex
-	lost   bool
-	onLost []func()
-}
-
-func (g *losingGuard) Acquire(ctx context.Context, cluster string, limit int) (capacity.Slot, error) {
-	g.mu.Lock()
-	down := g.unavailable
-	g.mu.Unlock()
-	if down {
-		return nil, fmt.Errorf("%w: Post \"http://control-plane.internal:9000/worker/capacity\": connection refused", capacity.ErrUnavailable)
-	}
-	s, err := g.inner.Acquire(ctx, cluster, limit)
-	if err != nil {
-		return nil, err
-	}
-	ls := &losableSlot{Slot: s}
-	g.mu.Lock()
-	g.slots = append(g.slots, ls)
-	g.mu.Unlock()
-	return ls, nil
-}
-
-func (s *losableSlot) Lost() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.lost }
-func (s *losableSlot) OnLost(fn func()) {
-	s.mu.Lock()
-	s.onLost = append(s.onLost, fn)
-	s.mu.Unlock()
-}
-func (s *losableSlot) lose() {
-	s.mu.Lock()
-	s.lost = true
-	fns := s.onLost
-	s.mu.Unlock()
-	for _, fn := range fns {
-		fn()
-	}
-}
-
 func TestLostLeaseCancelsTheQuery(t *testing.T) {
 	h := newHarness(t)
-	guard := &losingGuard{inner: capacity.NewLocalGuard()}
+	guard := capacitytest.NewLosingGuard()
 	h.core = New(Options{Env: h.env, Guard: guard, OnFinish: h.recs.add})
 	g := newGate(h.env)
 	h.activate(oneGroup(RoundRobin, 5, time.Minute, cl("a", 1, &fakeEngine{rows: 1, gate: g})))
 	o := h.async(t.Context(), sel("select 1"))
 	eventually(t, "running", func() bool { return h.core.Running("a") == 1 })
-	guard.mu.Lock()
-	slot := guard.slots[0]
-	guard.mu.Unlock()
-	slot.lose()
+	guard.Slots()[0].Lose()
 	_, err := o.result(t)
 	var qe *query.Error
 	if !errors.As(err, &qe) || qe.Code != query.CodeCapacityTimeout || !strings.Contains(qe.Message, "lease") {
 		t.Fatalf("want a lease-lost error, got %v", err)
 	}
-	if h.core.Running("a") != 0 || guard.inner.Running("a") != 0 {
+	if h.core.Running("a") != 0 || guard.Running("a") != 0 {
 		t.Fatal("lost slot not released")
 	}
 	if rec := h.recs.last(t); rec.Status != StatusFailed || rec.ErrorCode != query.CodeCapacityTimeout {
@@ -90,7 +35,8 @@ func TestLostLeaseCancelsTheQuery(t *testing.T) {
 
 func TestGuardUnavailableFailsTheQuery(t *testing.T) {
 	h := newHarness(t)
-	guard := &losingGuard{inner: capacity.NewLocalGuard(), unavailable: true}
+	guard := capacitytest.NewLosingGuard()
+	guard.SetUnavailable(true)
 	h.core = New(Options{Env: h.env, Guard: guard, OnFinish: h.recs.add})
 	h.activate(oneGroup(RoundRobin, 5, time.Minute, cl("a", 1, &fakeEngine{rows: 1})))
 	_, err := h.run(t.Context(), sel("select 1"))

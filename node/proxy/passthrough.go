@@ -110,10 +110,9 @@ type Relay struct {
 	finish   func(rows, bytes int64, err error) error
 	finished invariants.Once
 
-	// The core's cancel of a session's statement (BeginRelay, OnCancel).
+	// The core's cancel of a session's statement (BeginRelay, OnCancel); never once finished.
 	cancelMu  sync.Mutex
 	cancelled bool
-	ended     bool
 	onCancel  func()
 }
 
@@ -124,7 +123,7 @@ type Relay struct {
 // ends Ctx instead, which is then a context of the statement's own, not the caller's.
 func (r *Relay) OnCancel(fn func()) {
 	r.cancelMu.Lock()
-	if r.cancelled && !r.ended {
+	if r.cancelled && !r.finished.Closed() {
 		r.cancelMu.Unlock()
 		fn()
 		return
@@ -144,7 +143,7 @@ func (r *Relay) Cancelled() bool {
 // cancel is the core's cancel of the statement: the OnCancel hook runs unless it finished.
 func (r *Relay) cancel() {
 	r.cancelMu.Lock()
-	if r.cancelled || r.ended {
+	if r.cancelled || r.finished.Closed() {
 		r.cancelMu.Unlock()
 		return
 	}
@@ -164,9 +163,6 @@ func (r *Relay) Finish(rows, bytes int64, err error) error {
 	if !r.finished.Close("relayed statement", r.id) {
 		return err
 	}
-	r.cancelMu.Lock()
-	r.ended, r.onCancel = true, nil
-	r.cancelMu.Unlock()
 	return r.finish(rows, bytes, err)
 }
 
@@ -188,10 +184,9 @@ func (a *Admission) Relay(ctx context.Context, cancel context.CancelFunc) *Relay
 // the capacity lease is lost. Without a query timeout it is ctx itself (one context less on
 // the hot path). Call the returned cancel when the query is over.
 func (a *Admission) RunContext(ctx context.Context, cancel context.CancelFunc) (context.Context, context.CancelFunc) {
-	qctx := ctx
-	if timeout := a.Runtime.groups[a.Group].timeout; timeout > 0 {
-		qctx, cancel = a.core.env.WithTimeout(ctx, timeout)
-		a.run = runContext{parent: ctx, ctx: qctx, timeout: timeout}
+	qctx, tcancel, run := a.core.timeoutContext(ctx, a.Runtime.groups[a.Group].timeout)
+	if tcancel != nil {
+		cancel, a.run = tcancel, run
 	}
 	a.slot.OnLost(cancel)
 	if a.slot.Lost() {

@@ -3,13 +3,13 @@ package proxy
 import (
 	"context"
 	"errors"
-	"io"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/engine/enginetest"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -17,25 +17,8 @@ import (
 type wireEngine struct{ fakeEngine }
 
 func (*wireEngine) OpenPGWire(context.Context, engine.PGWireOptions) (engine.PGWire, error) {
-	return nopWire{}, nil
+	return enginetest.NopWire{}, nil
 }
-
-type nopWire struct{}
-
-func (nopWire) Execute(context.Context, *query.Request) (query.Rows, error) {
-	return nil, errors.New("nopWire: relay only")
-}
-func (nopWire) TxStatus() byte                        { return 'I' }
-func (nopWire) Close() error                          { return nil }
-func (nopWire) Send([]byte)                           {}
-func (nopWire) Flush() error                          { return nil }
-func (nopWire) Next() ([]byte, error)                 { return nil, io.EOF }
-func (nopWire) SetReadDeadline(time.Time) error       { return nil }
-func (nopWire) Cancel()                               {}
-func (nopWire) Discard()                              {}
-func (nopWire) Statement(string, bool) (string, bool) { return "", false }
-func (nopWire) Forget(string)                         {}
-func (nopWire) ForgetAll()                            {}
 
 type relayer interface {
 	BeginRelay(ctx context.Context, q *query.Request) (*Relay, bool, error)
@@ -47,7 +30,7 @@ type relayer interface {
 // why it was cancelled.
 func TestRelayOnCancelHook(t *testing.T) {
 	h := newHarness(t)
-	guard := &losingGuard{inner: capacity.NewLocalGuard()}
+	guard := capacitytest.NewLosingGuard()
 	h.core = New(Options{Env: h.env, Guard: guard, OnFinish: h.recs.add})
 	spec := oneGroup(RoundRobin, 5, time.Minute, cl("a", 4, &wireEngine{}))
 	h.activate(spec)
@@ -63,10 +46,9 @@ func TestRelayOnCancelHook(t *testing.T) {
 		}
 		return w, r
 	}
-	lastSlot := func() *losableSlot {
-		guard.mu.Lock()
-		defer guard.mu.Unlock()
-		return guard.slots[len(guard.slots)-1]
+	lastSlot := func() *capacitytest.LosableSlot {
+		slots := guard.Slots()
+		return slots[len(slots)-1]
 	}
 
 	w, r := begin()
@@ -78,7 +60,7 @@ func TestRelayOnCancelHook(t *testing.T) {
 	if r.Cancelled() || calls.Load() != 0 {
 		t.Fatal("cancelled before anything cancelled it")
 	}
-	lastSlot().lose()
+	lastSlot().Lose()
 	if !r.Cancelled() || calls.Load() != 1 {
 		t.Fatalf("after the lease was lost: cancelled %v, hook ran %d times", r.Cancelled(), calls.Load())
 	}
@@ -97,7 +79,7 @@ func TestRelayOnCancelHook(t *testing.T) {
 	if err := r.Finish(1, 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	lastSlot().lose()
+	lastSlot().Lose()
 	if calls.Load() != 2 {
 		t.Fatal("the hook ran for a statement that had finished")
 	}

@@ -211,14 +211,12 @@ func (s *coreSession) answerLostTransaction(id string, q *query.Request, start t
 // statementContext is the engine-side context of one statement of the session: it ends with
 // ctx and on the group's query timeout, which run names when it ended the statement.
 func (s *coreSession) statementContext(ctx context.Context) (context.Context, context.CancelFunc, runContext) {
-	e := s.adm.core.env
-	timeout := s.adm.Runtime.groups[s.adm.Group].timeout
-	if timeout <= 0 {
-		qctx, cancel := e.WithCancel(ctx)
-		return qctx, cancel, runContext{}
+	c := s.adm.core
+	qctx, cancel, run := c.timeoutContext(ctx, s.adm.Runtime.groups[s.adm.Group].timeout)
+	if cancel == nil {
+		qctx, cancel = c.env.WithCancel(ctx)
 	}
-	qctx, cancel := e.WithTimeout(ctx, timeout)
-	return qctx, cancel, runContext{parent: ctx, ctx: qctx, timeout: timeout}
+	return qctx, cancel, run
 }
 
 // Describe describes a statement on the pinned connection (as Core.Describe does on a member):
@@ -323,13 +321,8 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Rela
 	if err := s.check(q); err != nil {
 		return nil, true, s.report(id, q, start, nil, 0, 0, err)
 	}
-	r = &Relay{Engine: s.inner, Ctx: ctx, CheckLimits: s.adm.CheckLimits, id: id}
-	var run runContext
-	var cancel context.CancelFunc
-	if timeout := s.adm.Runtime.groups[s.adm.Group].timeout; timeout > 0 {
-		r.Ctx, cancel = c.env.WithTimeout(ctx, timeout)
-		run = runContext{parent: ctx, ctx: r.Ctx, timeout: timeout}
-	}
+	rctx, cancel, run := c.timeoutContext(ctx, s.adm.Runtime.groups[s.adm.Group].timeout)
+	r = &Relay{Engine: s.inner, Ctx: rctx, CheckLimits: s.adm.CheckLimits, id: id}
 	s.mu.Lock()
 	if s.lost {
 		s.mu.Unlock()

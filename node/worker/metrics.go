@@ -29,7 +29,7 @@ func buildMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"state"}),
 		loopLag: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "queryflux_worker_loop_lag_seconds",
-			Help: "How late the last self-health probe's sleep woke.",
+			Help: "How late the duty loop's timer woke for the last self-health probe.",
 		}),
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_worker_heartbeats_total",

@@ -22,7 +22,8 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// RequestTimeout bounds registration and heartbeat calls (default 5s).
 	RequestTimeout time.Duration
-	// HealthProbeInterval is the self-health probe's sleep (default 1s).
+	// HealthProbeInterval is how often the self-health probe measures how late the duty loop's
+	// timer wakes (default 1s).
 	HealthProbeInterval time.Duration
 	// LagThreshold is the wake-up lateness that counts as a bad probe (default 250ms).
 	LagThreshold time.Duration

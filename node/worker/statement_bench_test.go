@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"runtime"
@@ -17,6 +16,7 @@ import (
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/engine/enginetest"
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/registry"
@@ -191,7 +191,8 @@ type relayer interface {
 	BeginRelay(ctx context.Context, q *query.Request) (*proxy.Relay, bool, error)
 }
 
-// stubWireEngine hands out stubWire connections at once.
+// stubWireEngine hands out engine connections that relay nothing, at once: the benchmark
+// measures the proxy's bookkeeping around the bytes.
 type stubWireEngine struct{}
 
 func (stubWireEngine) Execute(context.Context, *query.Request) (query.Rows, error) {
@@ -200,24 +201,5 @@ func (stubWireEngine) Execute(context.Context, *query.Request) (query.Rows, erro
 func (stubWireEngine) Ping(context.Context) error { return nil }
 func (stubWireEngine) Close() error               { return nil }
 func (stubWireEngine) OpenPGWire(context.Context, engine.PGWireOptions) (engine.PGWire, error) {
-	return stubWire{}, nil
+	return enginetest.NopWire{}, nil
 }
-
-// stubWire is an engine connection that relays nothing: the benchmark measures the proxy's
-// bookkeeping around the bytes.
-type stubWire struct{}
-
-func (stubWire) Execute(context.Context, *query.Request) (query.Rows, error) {
-	return nil, errors.New("stubWire: relay only")
-}
-func (stubWire) TxStatus() byte                        { return 'I' }
-func (stubWire) Close() error                          { return nil }
-func (stubWire) Send([]byte)                           {}
-func (stubWire) Flush() error                          { return nil }
-func (stubWire) Next() ([]byte, error)                 { return nil, io.EOF }
-func (stubWire) SetReadDeadline(time.Time) error       { return nil }
-func (stubWire) Cancel()                               {}
-func (stubWire) Discard()                              {}
-func (stubWire) Statement(string, bool) (string, bool) { return "", false }
-func (stubWire) Forget(string)                         {}
-func (stubWire) ForgetAll()                            {}

@@ -99,9 +99,7 @@ func (w *Worker) Duties() []*env.Duty {
 // Start runs the worker's duties in a loop task of their own until ctx ends. (A worker
 // assembly runs them in the node's one loop instead.)
 func (w *Worker) Start(ctx context.Context) {
-	l := env.NewLoop(w.e)
-	l.Add(w.Duties()...)
-	w.e.Go(ctx, "worker-duties", l.Run)
+	env.StartLoop(ctx, w.e, "worker-duties", w.Duties()...)
 }
 
 // AddHeartbeatContributor adds fn, called (without locks held) on every heartbeat before it is

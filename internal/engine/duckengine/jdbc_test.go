@@ -1,7 +1,6 @@
 package duckengine_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,25 +14,18 @@ import (
 // TestJDBCMetadata: PostgreSQL's JDBC driver reads the embedded DuckDB's catalog through the
 // proxy as tools do on connect: primary keys (in key order), tables, columns.
 func TestJDBCMetadata(t *testing.T) {
-	jar := "/usr/share/java/postgresql.jar"
-	if _, err := os.Stat(jar); err != nil {
-		t.Fatalf("the PostgreSQL JDBC driver is not installed (Debian libpostgresql-jdbc-java; make test-deps): %v", err)
-	}
 	src, err := filepath.Abs("testdata/jdbc/Meta.java")
 	if err != nil {
 		t.Fatal(err)
 	}
-	classes := t.TempDir()
-	if out, err := pgclienttest.Command(t, 2*time.Minute, nil, "javac", "-d", classes, "-cp", jar, src); err != nil {
-		t.Fatalf("javac (Debian default-jdk-headless; make test-deps): %v\n%s", err, out)
-	}
+	classpath := pgclienttest.JDBCClasspath(t, src)
 	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:", Database: "demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
 	d := pgclienttest.Proxy(t, eng, proxy.PoolModeTransaction, "demo")
-	out, err := pgclienttest.Command(t, 2*time.Minute, nil, "java", "-cp", jar+":"+classes, "Meta", d.JDBC(), "t_meta")
+	out, err := pgclienttest.Command(t, 2*time.Minute, nil, "java", "-cp", classpath, "Meta", d.JDBC(), "t_meta")
 	if err != nil {
 		t.Fatalf("java Meta: %v\n%s", err, out)
 	}

@@ -10,9 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/go-sql-driver/mysql"
-
-	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -89,11 +86,7 @@ func (r *cutRelay) cut() {
 // the error a client sees is the engine-unavailable one, naming neither the engine's address
 // nor its user (the detail stays in Hidden, for the log).
 func TestEngineLostMidQueryIsHidden(t *testing.T) {
-	dsn, name := mytest.NewDatabase(t)
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, name := testDatabase(t)
 	relay := newCutRelay(t, cfg.Addr, []byte("SLEEP(30)"))
 	e, err := Open(Config{Name: "test", Addr: relay.l.Addr().String(), User: cfg.User, Password: cfg.Passwd, Database: name})
 	if err != nil {

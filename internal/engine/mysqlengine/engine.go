@@ -113,6 +113,10 @@ type Engine struct {
 	caps atomic.Int32
 	// dialOptions are extra go-mysql client options for new connections (tests).
 	dialOptions []client.Option
+	// onKillWaited, when set (tests), learns how each kill's wait for its statement's end
+	// ended: gone is false when the statement was still listed at killWaitMax, or the process
+	// list could not be read.
+	onKillWaited func(gone bool)
 
 	mu       sync.Mutex
 	idle     []*client.Conn
@@ -265,56 +269,97 @@ func (e *Engine) tlsOption(c *client.Conn) error {
 	return nil
 }
 
-// kill asks the server to stop the query running on c (KILL QUERY from a fresh connection).
-// When that cannot be done (the server is unreachable, refuses another connection), c itself
-// is cut: its reader ends at once, giving its slot back, rather than when the statement ends
-// on its own, and the server stops the statement when it next writes to c. c must not go back
-// to the pool once kill may have run.
+// kill asks the server to stop the statement running on c (KILL QUERY from another
+// connection) and returns once the statement is gone (killQuery). When that cannot be done
+// (the server is unreachable, refuses another connection), c itself is cut: its reader ends at
+// once, giving its slot back, rather than when the statement ends on its own, and the server
+// stops the statement when it next writes to c. c must not go back to the pool once kill may
+// have run.
 func (e *Engine) kill(c *client.Conn) {
-	if e.killQuery(c.GetConnectionID()) == nil {
-		return
+	if e.killQuery(c.GetConnectionID()) != nil {
+		cut(c)
 	}
+}
+
+// cut closes c's socket under whoever reads or writes it, without a word to the server: the
+// server's next write to it fails, and with it the statement writing (one blocked writing a
+// result nobody reads fails at once). A loop connection's socket is shut down rather than
+// closed: its loop may still hold it.
+func cut(c *client.Conn) {
 	if s, ok := c.Conn.Conn.(interface{ Shutdown() error }); ok {
-		_ = s.Shutdown() // a loop connection's socket: closed only once the loop let it go
+		_ = s.Shutdown()
 		return
 	}
 	_ = c.Conn.Conn.Close()
 }
 
-// killQuery runs KILL QUERY id on a fresh connection, then waits, up to killWaitMax, until
-// the server's process list no longer shows a statement on id (a killed one stays listed,
-// as "Killed", until it ends): KILL QUERY answers once the statement is flagged, and a reader
-// that stopped reading would otherwise give its slot back while the statement still ran. A
-// server whose process list cannot be read (an older StarRocks) is not waited for.
+// dialAdmin opens a connection, in no database, for statements about other connections
+// (KILL QUERY, the process list).
+func (e *Engine) dialAdmin(ctx context.Context) (*client.Conn, error) {
+	return client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, "", e.handshakeDialer, e.tlsOption)
+}
+
+// killQuery runs KILL QUERY id on a fresh connection, then waits, up to killWaitMax in all,
+// until the server's process list no longer shows a statement on id (a killed one stays
+// listed, as "Killed", until it ends): KILL QUERY answers once the statement is flagged, and a
+// reader that stopped reading would otherwise give its slot back while the statement still ran.
+// A connection the server no longer knows ran its last statement already. A server whose
+// process list cannot be read (an older StarRocks) is not waited for.
 func (e *Engine) killQuery(id uint32) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), killWaitMax)
 	defer cancel()
-	c, err := client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, "", e.handshakeDialer, e.tlsOption)
+	c, err := e.dialAdmin(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	ids := strconv.FormatUint(uint64(id), 10)
 	if _, err := c.Execute("KILL QUERY " + ids); err != nil {
+		if me, ok := serverError(err); ok && me.Code == mysql.ER_NO_SUCH_THREAD {
+			e.killWaited(true)
+			return nil
+		}
 		return err
 	}
-	for deadline := time.Now().Add(killWaitMax); time.Now().Before(deadline); time.Sleep(killWaitEvery) {
-		res, err := c.Execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = " + ids + " AND INFO IS NOT NULL")
-		if err != nil {
-			return nil
-		}
-		if n, _ := res.GetInt(0, 0); n == 0 {
-			return nil
-		}
-	}
+	e.killWaited(waitStatementGone(c, ids))
 	return nil
 }
 
-// How long, and how often, killQuery looks for the killed statement's end.
+// How long killQuery may take, and how often it looks for the killed statement's end: first
+// after killPollFirst, then twice as long each time, up to killPollMax (a statement blocked
+// writing a result may take a while to notice; most end at once).
 const (
 	killWaitMax   = 5 * time.Second
-	killWaitEvery = 5 * time.Millisecond
+	killPollFirst = 5 * time.Millisecond
+	killPollMax   = 100 * time.Millisecond
 )
+
+// waitStatementGone polls the process list of admin's server until connection ids runs no
+// statement, within killWaitMax; it reports whether it saw that.
+func waitStatementGone(admin *client.Conn, ids string) bool {
+	deadline := time.Now().Add(killWaitMax)
+	for pause := killPollFirst; ; pause = min(2*pause, killPollMax) {
+		res, err := admin.Execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = " + ids + " AND INFO IS NOT NULL")
+		if err != nil {
+			return false
+		}
+		if n, _ := res.GetInt(0, 0); n == 0 {
+			return true
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return false
+		}
+		time.Sleep(pause)
+	}
+}
+
+// killWaited tells the test hook, if any, how a kill's wait ended (gone: the statement was
+// seen to end).
+func (e *Engine) killWaited(gone bool) {
+	if e.onKillWaited != nil {
+		e.onKillWaited(gone)
+	}
+}
 
 // wrap turns a server error into a *query.Error with the server's SQLSTATE; network and
 // driver errors become CodeEngine. The message never carries the password.
@@ -329,8 +374,7 @@ func (e *Engine) wrap(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	var me *mysql.MyError
-	if errors.As(err, &me) || asMyError(err, &me) {
+	if me, ok := serverError(err); ok {
 		code := me.State
 		if code == "" || code == mysql.DEFAULT_MYSQL_STATE {
 			code = query.CodeEngine
@@ -359,6 +403,15 @@ func (e *Engine) unreachable(err error) error {
 		return w
 	}
 	return query.EngineUnavailable("", w)
+}
+
+// serverError is the server's ERR packet that err is, or wraps.
+func serverError(err error) (*mysql.MyError, bool) {
+	var me *mysql.MyError
+	if errors.As(err, &me) || asMyError(err, &me) {
+		return me, true
+	}
+	return nil, false
 }
 
 // asMyError unwraps pingcap/errors' stack wrappers, which predate errors.Unwrap in older paths.

@@ -16,14 +16,21 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-// openTestEngine opens an engine on a fresh MariaDB database.
-func openTestEngine(t *testing.T) (*Engine, string) {
+// testDatabase creates a fresh MariaDB database and returns how to reach it, and its name.
+func testDatabase(t testing.TB) (*mysql.Config, string) {
 	t.Helper()
 	dsn, name := mytest.NewDatabase(t)
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg, name
+}
+
+// openTestEngine opens an engine on a fresh MariaDB database.
+func openTestEngine(t *testing.T) (*Engine, string) {
+	t.Helper()
+	cfg, name := testDatabase(t)
 	e, err := Open(Config{Name: "test", Addr: cfg.Addr, User: cfg.User, Password: cfg.Passwd, Database: name, BatchRows: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -208,8 +215,7 @@ func TestCancelStopsQuery(t *testing.T) {
 }
 
 func TestOpenSpec(t *testing.T) {
-	dsn, name := mytest.NewDatabase(t)
-	cfg, _ := mysql.ParseDSN(dsn)
+	cfg, name := testDatabase(t)
 	eng, err := OpenSpec(engine.Spec{Name: "m", Kind: "mysql", Endpoint: cfg.Addr, User: cfg.User, Database: name})
 	if err != nil {
 		t.Fatal(err)
@@ -223,8 +229,7 @@ func TestOpenSpec(t *testing.T) {
 // TestMaxConnsCapsConcurrency runs 6 queries of 200ms on an engine capped at 2 connections:
 // they run in 3 waves, so they cannot all be done in under 600ms.
 func TestMaxConnsCapsConcurrency(t *testing.T) {
-	dsn, name := mytest.NewDatabase(t)
-	cfg, _ := mysql.ParseDSN(dsn)
+	cfg, name := testDatabase(t)
 	e, err := Open(Config{Name: "capped", Addr: cfg.Addr, User: cfg.User, Password: cfg.Passwd, Database: name, MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -317,5 +322,47 @@ func TestSessionPinsATransaction(t *testing.T) {
 	s.Close()
 	if count() != "1" {
 		t.Fatalf("after Close inside a transaction: %s rows", count())
+	}
+}
+
+// TestFailedStatementKeepsItsTransaction: a statement the server refuses inside a pinned
+// transaction (a duplicate key) leaves the transaction open, as on a direct connection: the
+// next statements run in it, and COMMIT keeps them.
+func TestFailedStatementKeepsItsTransaction(t *testing.T) {
+	e, _ := openTestEngine(t)
+	exec(t, e, "CREATE TABLE acct (id INT PRIMARY KEY) ENGINE=InnoDB")
+	ctx := context.Background()
+	s, err := e.OpenSession(ctx, &query.Request{SQL: "BEGIN"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run := func(sql string) error {
+		rows, err := s.Execute(ctx, &query.Request{SQL: sql})
+		if err != nil {
+			return err
+		}
+		collect(t, rows)
+		return nil
+	}
+	for _, sql := range []string{"BEGIN", "INSERT INTO acct VALUES (1)"} {
+		if err := run(sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	var qe *query.Error
+	if err := run("INSERT INTO acct VALUES (1)"); !errors.As(err, &qe) || qe.Code != "23000" {
+		t.Fatalf("a duplicate key: %v", err)
+	}
+	if st := s.TxStatus(); st != 'T' {
+		t.Fatalf("after a refused statement: %c, want T (the transaction goes on)", st)
+	}
+	for _, sql := range []string{"INSERT INTO acct VALUES (2)", "COMMIT"} {
+		if err := run(sql); err != nil {
+			t.Fatalf("%s after a refused statement: %v", sql, err)
+		}
+	}
+	if got := collect(t, mustExec(t, e, "SELECT COUNT(*) FROM acct")); got[0][0] != "2" {
+		t.Fatalf("committed %s rows, want 2", got[0][0])
 	}
 }

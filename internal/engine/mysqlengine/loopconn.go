@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,7 @@ type LoopConn struct {
 	c         *client.Conn
 	sock      *relayloop.Conn
 	state     atomic.Int32 // loopIdle, loopRunning or loopKilled
+	killOnce  sync.Once    // the running statement's kill (a killed connection is not reused)
 	idleSince time.Time    // when it went back to the pool
 }
 
@@ -157,20 +159,52 @@ func (lc *LoopConn) Lend() (fd int, ok bool) {
 func (lc *LoopConn) Begin() { lc.state.Store(loopRunning) }
 
 // Kill asks the server to stop the statement running on the connection (KILL QUERY from
-// another connection), once, and only while one runs; the connection is then not reused.
+// another connection), once, and only while one runs; the connection is then not reused. It
+// does not wait: Release gives the slot back only once the statement is gone.
 func (lc *LoopConn) Kill() {
 	if lc.state.CompareAndSwap(loopRunning, loopKilled) {
-		go lc.e.kill(lc.c)
+		go lc.kill()
 	}
 }
 
+// kill stops the statement on the server and returns once it is gone (Engine.kill), once: a
+// second caller waits for the first's.
+func (lc *LoopConn) kill() {
+	lc.killOnce.Do(func() { lc.e.kill(lc.c) })
+}
+
+// Abandon stops the statement whose answer was left half-relayed (its client went, or the loop
+// stopped in the middle of it), closes the connection and gives its slot back once the
+// statement is gone. Call it off the loop, with the connection out of the loop's pair: it
+// waits for the server.
+func (lc *LoopConn) Abandon() {
+	lc.state.Store(loopKilled)
+	// Closed first, as nothing will read the rest: a server thread blocked writing it fails at
+	// once rather than stay listed until its write times out. The loop let the socket go.
+	_ = lc.sock.Close()
+	lc.kill()
+	lc.giveBack(false)
+}
+
 // Release gives the connection back after its statement (healthy: its answer was read to the
-// end and it left no session state behind), or closes it; it never waits.
+// end and it left no session state behind), or closes it; it never waits. The slot of a
+// connection whose statement was killed comes back once the kill is done.
 func (lc *LoopConn) Release(healthy bool) {
+	if lc.state.Swap(loopIdle) == loopKilled {
+		go func() {
+			lc.kill() // done already, or on its way: waited for
+			lc.giveBack(false)
+		}()
+		return
+	}
+	lc.giveBack(healthy)
+}
+
+// giveBack pools the connection (healthy) or closes it, and frees its slot.
+func (lc *LoopConn) giveBack(healthy bool) {
 	e := lc.e
-	killed := lc.state.Swap(loopIdle) == loopKilled // a KILL QUERY may still be on its way
 	e.mu.Lock()
-	if healthy && !killed && !e.closed && len(e.loopIdle) < idleConnsMax {
+	if healthy && !e.closed && len(e.loopIdle) < idleConnsMax {
 		lc.idleSince = time.Now()
 		e.loopIdle = append(e.loopIdle, lc)
 		e.mu.Unlock()

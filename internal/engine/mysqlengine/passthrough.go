@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"strings"
+	"sync"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -29,6 +30,7 @@ type RawQuery struct {
 	tag      string // the engine tag of the query's capacity lease, written before sql ("": none)
 	ctx      context.Context
 	stopKill func() bool // unregisters the cancel hook; false once it has fired
+	killOnce sync.Once   // the statement's kill, run by the cancel hook or by Close
 	buf      *relayBuffers
 	seq      uint8  // the sequence number of the engine's next packet
 	pending  []byte // rows NextRows returned that NextRow has not handed out yet
@@ -62,7 +64,7 @@ func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, err
 		return nil, err
 	}
 	r := &RawQuery{e: e, conn: c, sql: q.SQL, tag: query.EngineTag(ctx), ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
-	r.stopKill = context.AfterFunc(ctx, func() { e.kill(c) })
+	r.stopKill = context.AfterFunc(ctx, r.kill)
 	if err := r.start(r.queryPacket()); err != nil {
 		r.fail(err)
 	}
@@ -305,15 +307,25 @@ const (
 // EndsConnection reports whether an ERR packet (its payload) is one a server sends as it
 // closes the connection (killed, shutting down, idle too long): the connection serves no more.
 func EndsConnection(payload []byte) bool {
-	if len(payload) < 3 {
-		return false
-	}
-	switch binary.LittleEndian.Uint16(payload[1:]) {
+	return len(payload) >= 3 && endsConnection(binary.LittleEndian.Uint16(payload[1:]))
+}
+
+// endsConnection reports whether a server error code is one it sends as it closes the
+// connection.
+func endsConnection(code uint16) bool {
+	switch code {
 	case erConnectionKilled, erClientInteractionTimeout, mysql.ER_SERVER_SHUTDOWN,
 		mysql.ER_ABORTING_CONNECTION, mysql.ER_NEW_ABORTING_CONNECTION:
 		return true
 	}
 	return false
+}
+
+// endedCleanly reports whether a statement's error is the server's ERR packet, after which
+// the connection serves on: every packet of the command has been read.
+func endedCleanly(err error) bool {
+	me, ok := serverError(err)
+	return ok && !endsConnection(me.Code)
 }
 
 // NextRow returns the next row alone, its payload appended to buf[:4] (whole, also when the
@@ -421,12 +433,21 @@ func (r *RawQuery) Result() *mysql.Result { return &r.result }
 // Close gives the connection back (closed instead when rows were left unread, the statement
 // failed midway, its cancel fired, or it left session state) and returns the statement's
 // error: the engine's (wrapped as Execute wraps it), or the context's when it was cancelled.
+// A statement whose answer was left unread, or whose cancel fired, is stopped on the server
+// first, and Close returns once it no longer runs there (kill): its slot is not given back
+// while it still runs.
 func (r *RawQuery) Close() error {
 	if r.conn == nil {
 		panic("mysqlengine: RawQuery closed twice")
 	}
-	if !r.stopKill() {
-		r.healthy = false // a KILL QUERY may still be on its way to this connection
+	cancelled := !r.stopKill()
+	unread := !r.done && r.err == nil // the statement may still be sending its answer
+	if unread {
+		cut(r.conn) // a server thread blocked writing the rest fails at once
+	}
+	if cancelled || unread {
+		r.kill() // or wait for the cancel hook's
+		r.healthy = false
 	}
 	if !r.done || r.buf.buffered() {
 		r.healthy = false // unread packets, or bytes the server should not have sent
@@ -449,4 +470,10 @@ func (r *RawQuery) Close() error {
 		return r.e.wrap(err)
 	}
 	return nil
+}
+
+// kill stops the statement on the server and returns once it is gone (Engine.kill), once: a
+// second caller waits for the first's.
+func (r *RawQuery) kill() {
+	r.killOnce.Do(func() { r.e.kill(r.conn) })
 }

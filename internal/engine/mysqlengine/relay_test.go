@@ -8,9 +8,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
-	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -105,11 +103,7 @@ func TestQueryRawCompressed(t *testing.T) {
 //
 //	go test -run '^$' -bench QueryRaw -benchmem ./internal/engine/mysqlengine/
 func benchQueryRaw(b *testing.B, sql string, want int) {
-	dsn, name := mytest.NewDatabase(b)
-	cfg, err := gomysql.ParseDSN(dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg, name := testDatabase(b)
 	e, err := Open(Config{Name: "bench", Addr: cfg.Addr, User: cfg.User, Password: cfg.Passwd, Database: name})
 	if err != nil {
 		b.Fatal(err)

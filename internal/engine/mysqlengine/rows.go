@@ -94,13 +94,22 @@ func (r *rows) produce(ctx context.Context) {
 	if err == nil {
 		err = r.flush(ctx)
 	}
+	if err != nil && r.abandoned(ctx) {
+		// The rest of the answer will not be read. A server thread blocked writing it would
+		// stay listed, killed, until its write timed out (net_write_timeout, a minute), and
+		// the kill's wait with it: cut, its write fails and the statement ends now.
+		cut(r.conn)
+	}
 	close(done)
 	watch.Wait()
 	healthy := !killed // a KILL QUERY may be late, or the connection cut
 	ev := event{end: true}
 	switch {
 	case err != nil:
-		healthy = false // the connection may hold unread packets
+		// The server's error ends its command cleanly, and the connection serves on (in a
+		// session, its transaction too, as MySQL's does); anything else may have left
+		// unread packets.
+		healthy = healthy && endedCleanly(err)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = ctxErr
 		}
@@ -120,6 +129,19 @@ func (r *rows) produce(ctx context.Context) {
 	}
 	r.send(ctx, ev, true)
 	close(r.events)
+}
+
+// abandoned reports whether the reader went (closed the rows, or ctx ended): the statement is
+// being killed.
+func (r *rows) abandoned(ctx context.Context) bool {
+	select {
+	case <-r.stop:
+		return true
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 func (r *rows) executePrepared(ctx context.Context, result *mysql.Result) error {

@@ -78,9 +78,10 @@ func (s *session) finished(healthy bool) {
 	}
 }
 
-// TxStatus reports 'T' inside a transaction, 'E' when the connection failed inside one, 'I'
-// otherwise. MySQL has no failed-transaction state of its own: a failed statement leaves the
-// transaction open ('T').
+// TxStatus reports 'T' inside a transaction, 'E' once a statement left the connection in an
+// unknown state (cancelled, cut, its answer abandoned: whatever transaction it held is lost),
+// 'I' otherwise. MySQL has no failed-transaction state of its own: a statement the server
+// refused leaves the transaction open ('T'), and the next statements run in it.
 func (s *session) TxStatus() byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()

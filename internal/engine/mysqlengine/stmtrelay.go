@@ -51,7 +51,7 @@ func (e *Engine) ExecuteRaw(ctx context.Context, q *query.Request, p StmtParams)
 		return nil, e.wrap(err)
 	}
 	r := &RawQuery{e: e, conn: c, sql: q.SQL, ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
-	r.stopKill = context.AfterFunc(ctx, func() { e.kill(c) })
+	r.stopKill = context.AfterFunc(ctx, r.kill)
 	if err := r.start(executePacket(r.buf.out[:0], st.ID, p, e.negotiated(c)&capsQueryAttributes != 0)); err != nil {
 		r.fail(err)
 	}

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-mysql-org/go-mysql/client"
-
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -27,7 +25,7 @@ func tagged(ctx context.Context, sql string) string {
 // KillTagged kills (KILL QUERY) every statement running under one of tags, found in
 // SHOW FULL PROCESSLIST by its leading comment, and returns how many it found.
 func (e *Engine) KillTagged(ctx context.Context, tags []string) (int, error) {
-	c, err := client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, "", e.handshakeDialer, e.tlsOption)
+	c, err := e.dialAdmin(ctx)
 	if err != nil {
 		return 0, e.wrap(err)
 	}

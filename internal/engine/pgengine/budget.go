@@ -26,6 +26,25 @@ type budget struct {
 // (one may have come back to either pool meanwhile).
 const budgetRetry = 20 * time.Millisecond
 
+// retryTimer is one timer for every retry of a wait loop (budgetRetry), made at its first.
+type retryTimer struct{ t *time.Timer }
+
+// start (re)arms the timer and returns its channel.
+func (r *retryTimer) start() <-chan time.Time {
+	if r.t == nil {
+		r.t = time.NewTimer(budgetRetry)
+	} else {
+		r.t.Reset(budgetRetry)
+	}
+	return r.t.C
+}
+
+func (r *retryTimer) stop() {
+	if r.t != nil {
+		r.t.Stop()
+	}
+}
+
 func newBudget(size int) *budget {
 	return &budget{tokens: make(chan struct{}, size), reclaim: func() bool { return false }}
 }
@@ -35,7 +54,8 @@ func (b *budget) spent() bool { return len(b.tokens) == cap(b.tokens) }
 
 // take waits for a token.
 func (b *budget) take(ctx context.Context) error {
-	var retry *time.Timer
+	var retry retryTimer
+	defer retry.stop()
 	for {
 		select {
 		case b.tokens <- struct{}{}:
@@ -45,16 +65,10 @@ func (b *budget) take(ctx context.Context) error {
 		if b.reclaim() {
 			continue
 		}
-		if retry == nil {
-			retry = time.NewTimer(budgetRetry)
-			defer retry.Stop()
-		} else {
-			retry.Reset(budgetRetry)
-		}
 		select {
 		case b.tokens <- struct{}{}:
 			return nil
-		case <-retry.C:
+		case <-retry.start():
 		case <-ctx.Done():
 			return ctx.Err()
 		}

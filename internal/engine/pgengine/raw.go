@@ -71,6 +71,8 @@ func newRawPool(cfg *pgconn.Config) *rawPool {
 // get takes an idle connection, preferring one that last served owner (it need not be reset),
 // or opens one.
 func (p *rawPool) get(ctx context.Context, owner uint64) (*rawConn, error) {
+	var retry retryTimer
+	defer retry.stop()
 	for {
 		p.mu.Lock()
 		if p.shut {
@@ -84,7 +86,7 @@ func (p *rawPool) get(ctx context.Context, owner uint64) (*rawConn, error) {
 			if !p.mustWait() {
 				break
 			}
-			if err := p.awaitReturn(ctx, returned); err != nil {
+			if err := p.awaitReturn(ctx, returned, &retry); err != nil {
 				return nil, err
 			}
 			continue
@@ -108,16 +110,14 @@ func (p *rawPool) get(ctx context.Context, owner uint64) (*rawConn, error) {
 }
 
 // awaitReturn waits until a connection comes back (returned closes), a budget token may have
-// come free (budgetRetry), or ctx ends.
-func (p *rawPool) awaitReturn(ctx context.Context, returned chan struct{}) error {
+// come free (retry fires), or ctx ends.
+func (p *rawPool) awaitReturn(ctx context.Context, returned chan struct{}, retry *retryTimer) error {
 	if p.waiting != nil {
 		p.waiting()
 	}
-	retry := time.NewTimer(budgetRetry)
-	defer retry.Stop()
 	select {
 	case <-returned:
-	case <-retry.C:
+	case <-retry.start():
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -165,8 +165,17 @@ func (p *rawPool) getReady(owner uint64, tag string) *rawConn {
 	return nil
 }
 
-// put takes c back, or closes it when it cannot serve another statement.
+// put takes c back, or closes it when it cannot serve another statement. A connection its
+// client left mid-statement is cancelled and read to its ReadyForQuery first (cancelAndAwait)
+// and can then serve another: its cancel request was answered before that ReadyForQuery was
+// read, so it cannot reach a later statement. One cancelled on another goroutine (Cancel)
+// is not taken back: that request may still be on its way (wireConn.Close).
 func (p *rawPool) put(c *rawConn) {
+	if !c.broken && (c.awaitZ != 0 || c.unsynced) && !c.cancelAndAwait() {
+		c.broken = true
+		_ = c.nc.Close()
+		return
+	}
 	if c.broken || c.txStatus != 'I' || c.awaitZ != 0 || c.unsynced {
 		c.close()
 		return
@@ -256,19 +265,18 @@ func (c *rawConn) close() {
 // read up to the ReadyForQuery of everything sent (a Sync sent first after extended-protocol
 // messages that had none), for at most cancelWaitMax, as pgengine's own statements are
 // cancelled. The caller frees the statement's slot next: it must be free on the engine too.
-func (c *rawConn) cancelAndAwait() {
-	ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
-	err := c.cancel.send(ctx)
-	cancel()
+// drained reports that the connection is idle again, its deadline cleared.
+func (c *rawConn) cancelAndAwait() (drained bool) {
+	err := c.cancel.sendWithinGrace()
 	if err != nil || c.nc.SetDeadline(time.Now().Add(cancelWaitMax)) != nil {
-		return
+		return false
 	}
 	if c.unsynced {
 		c.out = append(c.out[:0], 'S', 0, 0, 0, 4)
 		err := c.write()
 		c.out = c.out[:0]
 		if err != nil {
-			return
+			return false
 		}
 		c.awaitZ++
 		c.unsynced = false
@@ -276,12 +284,14 @@ func (c *rawConn) cancelAndAwait() {
 	for c.awaitZ > 0 {
 		msg, err := c.next()
 		if err != nil {
-			return
+			return false
 		}
 		if msg[0] == 'Z' {
 			c.awaitZ--
+			c.txStatus = msg[len(msg)-1]
 		}
 	}
+	return c.nc.SetDeadline(time.Time{}) == nil
 }
 
 // next returns the server's next message, whole; it is valid until the next call.
@@ -353,6 +363,13 @@ func newCanceller(hc *pgconn.HijackedConn) *canceller {
 		k.network, k.address = pgconn.NetworkAddress(hc.Config.Host, hc.Config.Port)
 	}
 	return k
+}
+
+// sendWithinGrace sends one cancel request, giving up after rawCancelGrace.
+func (k *canceller) sendWithinGrace() error {
+	ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
+	defer cancel()
+	return k.send(ctx)
 }
 
 // sslRequest asks the server to start TLS.

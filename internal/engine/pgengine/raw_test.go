@@ -162,6 +162,40 @@ func TestWireCancelStopsTheStatementOnTheServer(t *testing.T) {
 	}
 }
 
+// A wire closed while its statement runs (its client went away) has the statement cancelled
+// on the server and its connection read to ReadyForQuery: the connection then serves the next
+// wire (the same backend, reset for its new owner) instead of being closed and another opened.
+func TestWireLeftMidStatementIsCancelledAndReused(t *testing.T) {
+	e, dsn := openConns(t, 1)
+	w := openWire(t, context.Background(), e)
+	first := pidOn(t, w)
+	const sleep = "select pg_sleep(30) /* qf-left-mid-statement */"
+	msg, _ := (&pgproto3.Query{String: sleep}).Encode(nil)
+	w.Send(msg)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	cancelWhenRunning(t, dsn, sleep, func() {})
+	_ = w.Close()
+	admin, err := pgconn.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	res := admin.ExecParams(context.Background(), "select count(*) from pg_stat_activity where state = 'active' and query = $1", [][]byte{[]byte(sleep)}, nil, nil, nil).Read()
+	if res.Err != nil || string(res.Rows[0][0]) != "0" {
+		t.Fatalf("the statement left behind still runs on the server: %v %v", res.Rows, res.Err)
+	}
+	w = openWire(t, context.Background(), e)
+	defer w.Close()
+	if next := pidOn(t, w); next != first {
+		t.Fatalf("the connection left mid-statement (pid %s) was closed and another (pid %s) opened", first, next)
+	}
+	if rows, _, err := simpleOn(t, w, "select 'after'"); err != nil || rows[0] != "after" {
+		t.Fatalf("on the connection taken back: %v %v", rows, err)
+	}
+}
+
 func pidOn(t *testing.T, w engine.PGWire) string {
 	t.Helper()
 	rows, _, err := simpleOn(t, w, "select pg_backend_pid()")

@@ -228,9 +228,7 @@ func (w *wireConn) SetReadDeadline(t time.Time) error { return w.c.nc.SetReadDea
 // Cancel sends a cancel request; it may run on another goroutine than the connection's user.
 func (w *wireConn) Cancel() {
 	w.cancelled.Store(true)
-	ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
-	defer cancel()
-	_ = w.c.cancel.send(ctx)
+	_ = w.c.cancel.sendWithinGrace()
 }
 
 func (w *wireConn) Discard() { w.c.broken = true }
@@ -264,9 +262,9 @@ func (w *wireConn) TxStatus() byte {
 	return w.c.txStatus
 }
 
-// Close returns the connection when it is idle and synchronised; a connection in a
-// transaction, mid-statement, cancelled or broken is closed, which ends whatever its backend
-// was doing.
+// Close returns the connection (rawPool.put): one left mid-statement once its statement is
+// cancelled and its answers read; one in a transaction, cancelled by Cancel (its request may
+// still be on its way) or broken is closed, which ends whatever its backend was doing.
 func (w *wireConn) Close() error {
 	if w.closed {
 		return nil

@@ -159,7 +159,9 @@ func (h *session) canLoop() bool {
 // loop relays it: so the first statement of a session, or the first after a command the loop
 // does not take, runs there too. ran is false when the goroutine is to answer it.
 func (h *session) loopWith(data []byte) (ran bool, err error) {
-	if len(data) > loopAheadMax || data[0] != mysql.COM_QUERY || !loopStatement(string(data[1:])) || !h.canLoop() {
+	// canLoop before loopStatement: a session that cannot go on the loop (TLS, a transaction)
+	// pays nothing for its statements here, not a copy of each and a look at its words.
+	if len(data) > loopAheadMax || data[0] != mysql.COM_QUERY || !h.canLoop() || !loopStatement(string(data[1:])) {
 		return false, nil
 	}
 	kept := h.gate.ahead
@@ -362,10 +364,11 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 // the ping to the goroutine; one that takes part of it stops the pair, the rest written first.
 func (lr *loopRun) ping() relayloop.Verdict {
 	n, _ := syscall.Write(lr.clientFD, lr.pingOK)
-	switch {
-	case n <= 0:
+	if n <= 0 {
 		return relayloop.Pause
-	case n < len(lr.pingOK):
+	}
+	lr.h.s.loopPings.Add(1)
+	if n < len(lr.pingOK) {
 		lr.unsent = lr.pingOK[n:]
 		lr.hd.Stop()
 	}
@@ -688,9 +691,10 @@ func (lr *loopRun) abort(lost error) error {
 		err = lr.run.Ctx.Err()
 	}
 	if lost == nil {
-		lr.conn.Kill()
+		lr.conn.Abandon() // returns once the statement is gone: its slot is freed after it
+	} else {
+		lr.conn.Release(false)
 	}
-	lr.conn.Release(false)
 	lr.conn = nil
 	rows, bytes := lr.counted()
 	err = lr.run.Finish(rows, bytes, err)

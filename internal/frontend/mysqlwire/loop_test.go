@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
@@ -110,7 +111,7 @@ func TestLoopRelaysAsDirect(t *testing.T) {
 	}
 	onLoop(t, f.addr, int64(len(reads)), func() {
 		for _, q := range reads {
-			got, want := connAnswer(t, conn, q), connAnswer(t, nil2(t, f.direct), q)
+			got, want := connAnswer(t, conn, q), connAnswer(t, oneConn(t, f.direct), q)
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("%q differs\n got %.300v\nwant %.300v", q, got, want)
 			}
@@ -158,8 +159,8 @@ func TestLoopRelaysAsDirect(t *testing.T) {
 	}
 }
 
-// nil2 is one connection of d (for connAnswer on the direct side).
-func nil2(t *testing.T, d *sql.DB) *sql.Conn {
+// oneConn is one connection of d (for connAnswer on the direct side).
+func oneConn(t *testing.T, d *sql.DB) *sql.Conn {
 	t.Helper()
 	c, err := d.Conn(context.Background())
 	if err != nil {
@@ -317,7 +318,7 @@ func TestLoopTakesFirstStatements(t *testing.T) {
 	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
 	ctx := context.Background()
 	onLoop(t, f.addr, 1, func() {
-		c := nil2(t, proxied) // a new session
+		c := oneConn(t, proxied) // a new session
 		var n int
 		if err := c.QueryRowContext(ctx, "SELECT 5").Scan(&n); err != nil || n != 5 {
 			t.Fatalf("first statement: %d, %v", n, err)
@@ -327,7 +328,7 @@ func TestLoopTakesFirstStatements(t *testing.T) {
 		}
 	})
 	onLoop(t, f.addr, 1, func() {
-		c := nil2(t, proxied)
+		c := oneConn(t, proxied)
 		var n int
 		if err := c.QueryRowContext(ctx, "SELECT ? + 1", 6).Scan(&n); err != nil || n != 7 {
 			t.Fatalf("prepared: %d, %v", n, err)
@@ -345,15 +346,29 @@ var paths = []struct {
 }{{"loop", false}, {"goroutine", true}}
 
 // TestClientGoneMidResult: a client that disconnects while its result is relayed stops the
-// statement on the engine; history has it cancelled (the client went), on the loop and on the
+// statement on the engine before its slot is given back: when the statement is reported, the
+// engine runs it no more (a slot freed earlier lets the next statement in while this one still
+// runs; this one writes each row it sends to a table, so it takes a while to end once stopped:
+// it rolls them back). History has it cancelled (the client went), on the loop and on the
 // goroutine; other clients go on.
 func TestClientGoneMidResult(t *testing.T) {
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			f := coreServer(t, coreSetup{noLoop: path.noLoop})
+			q := "SELECT write_row(seq), REPEAT('x', 300) FROM seq_1_to_5000000"
+			var f *coreFixture
+			runningAtFinish := make(chan int64, 1)
+			f = coreServer(t, coreSetup{noLoop: path.noLoop, onFinish: func(r proxy.Record) {
+				if r.SQL == q {
+					runningAtFinish <- engineStatements(t, f.direct)
+				}
+			}})
+			for _, stmt := range mytest.RowWriter {
+				if _, err := f.direct.Exec(stmt); err != nil {
+					t.Fatal(err)
+				}
+			}
 			proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
 			conn := loopConn(t, proxied)
-			q := "SELECT seq, REPEAT('x', 1000) AS gone_mid_result FROM seq_1_to_5000000"
 			rows, err := conn.QueryContext(context.Background(), q)
 			if err != nil {
 				t.Fatal(err)
@@ -362,10 +377,13 @@ func TestClientGoneMidResult(t *testing.T) {
 			}
 			conn.Raw(func(c any) error { return driverClose(c) })
 			rows.Close()
-			waitEngineIdle(t, f.direct, "gone_mid_result")
-			deadline := time.Now().Add(10 * time.Second)
-			for len(f.hist.Find(q)) == 0 && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond) // the session reports it as it ends: no event to wait on
+			select {
+			case n := <-runningAtFinish:
+				if n != 0 {
+					t.Fatalf("the engine still ran the statement when its slot was given back (%d statements)", n)
+				}
+			case <-time.After(30 * time.Second): // a hang guard: the session reports at once
+				t.Fatal("the statement was not reported")
 			}
 			if recs := f.hist.Find(q); len(recs) != 1 || recs[0].Status != proxy.StatusCancelled || recs[0].Rows < 10 {
 				t.Fatalf("history %+v", recs)
@@ -376,6 +394,26 @@ func TestClientGoneMidResult(t *testing.T) {
 			}
 		})
 	}
+}
+
+// engineStatements is how many statements MariaDB runs in direct's database, besides the one
+// asking (found by database rather than by text: while a statement runs a stored function,
+// the process list shows the function's statement).
+func engineStatements(t *testing.T, direct *sql.DB) (n int64) {
+	err := direct.QueryRow("SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND info IS NOT NULL AND id <> CONNECTION_ID()").Scan(&n)
+	if err != nil {
+		t.Error(err)
+	}
+	return n
+}
+
+// engineRuns is how many statements containing marker MariaDB runs.
+func engineRuns(t *testing.T, direct *sql.DB, marker string) (n int) {
+	err := direct.QueryRow("SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE ? AND info NOT LIKE '%processlist%'", "%"+marker+"%").Scan(&n)
+	if err != nil {
+		t.Error(err)
+	}
+	return n
 }
 
 // engineThread is the MariaDB connection id running the statement that contains marker.
@@ -525,7 +563,7 @@ func TestLoopEngineConnClosedWhileIdle(t *testing.T) {
 	f := coreServer(t, coreSetup{})
 	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
 	conn := loopConn(t, proxied)
-	admin := nil2(t, f.direct)
+	admin := oneConn(t, f.direct)
 	ctx := context.Background()
 	rows, err := admin.QueryContext(ctx, "SELECT id FROM information_schema.processlist WHERE db = ? AND command = 'Sleep' AND id <> CONNECTION_ID()", f.dbName)
 	if err != nil {
@@ -558,9 +596,11 @@ func TestLoopEngineConnClosedWhileIdle(t *testing.T) {
 }
 
 // TestLoopPingsFromAClientThatReadsLate: a client that sends a flood of pings before reading
-// any answer fills its socket: the loop's answers stop fitting (the last perhaps in part), the
-// session leaves the loop and its goroutine answers the rest, and the client reads every answer
-// whole, in order, as the goroutine writes them.
+// any answer fills its socket: the loop answers pings until its answers stop fitting (the last
+// perhaps in part), the session leaves the loop and its goroutine answers the rest, and the
+// client reads every answer whole and in the order of its commands: two statements in the
+// flood, one early (relayed on the loop, the pings after it held meanwhile) and one last, are
+// answered in their places.
 func TestLoopPingsFromAClientThatReadsLate(t *testing.T) {
 	f := coreServer(t, coreSetup{})
 	c, err := client.Connect(f.addr, testUser, "", f.dbName)
@@ -572,42 +612,125 @@ func TestLoopPingsFromAClientThatReadsLate(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLoop(t, f.addr, true)
+	s := serverOf(t, f.addr)
 	// 2.25 MB of pings, 4.95 MB of answers: more than the proxy's send buffer (4 MiB at most on
 	// Linux) and the client's receive buffer (not grown while nothing is read) hold.
-	const pings = 450_000
+	const pings, early = 450_000, 1000
+	ping := []byte{1, 0, 0, 0, gomysql.COM_PING}
+	flood := append(bytes.Repeat(ping, early), comQuery("SELECT 'early'")...)
+	flood = append(append(flood, bytes.Repeat(ping, pings-early)...), comQuery("SELECT 'last'")...)
 	nc := c.Conn.Conn
 	sent := make(chan error, 1)
 	go func() {
-		_, err := nc.Write(bytes.Repeat([]byte{1, 0, 0, 0, 0x0e}, pings)) // COM_PING, sequence 0
+		_, err := nc.Write(flood)
 		sent <- err
 	}()
 	waitLoop(t, f.addr, false) // the loop's answers no longer fit: the goroutine has the session
 	r := bufio.NewReader(nc)
 	var first []byte
 	for i := range pings {
-		var h [4]byte
-		if _, err := io.ReadFull(r, h[:]); err != nil {
-			t.Fatalf("answer %d: %v", i, err)
+		if i == early {
+			readTextValue(t, r, "early")
 		}
-		p := make([]byte, int(h[0])|int(h[1])<<8|int(h[2])<<16)
-		if _, err := io.ReadFull(r, p); err != nil {
-			t.Fatalf("answer %d: %v", i, err)
-		}
+		seq, p := readClientPacket(t, r)
 		if first == nil {
 			first = p
 		}
-		if h[3] != 1 || len(p) < 7 || p[0] != 0 || !bytes.Equal(p, first) {
-			t.Fatalf("answer %d: sequence %d, % x (want an OK as the first, % x, sequence 1)", i, h[3], p, first)
+		if seq != 1 || len(p) < 7 || p[0] != gomysql.OK_HEADER || !bytes.Equal(p, first) {
+			t.Fatalf("answer %d: sequence %d, % x (want an OK as the first, % x, sequence 1)", i, seq, p, first)
 		}
 	}
+	readTextValue(t, r, "last")
 	if err := <-sent; err != nil {
 		t.Fatal(err)
 	}
 	if r.Buffered() > 0 {
 		t.Fatalf("%d bytes after the last answer", r.Buffered())
 	}
-	if _, err := c.Execute("SELECT 2"); err != nil {
+	if n := s.loopPings.Load(); n == 0 || n >= pings {
+		t.Fatalf("the loop answered %d of %d pings, want some, not all", n, pings)
+	}
+	res, err := c.Execute("SELECT 2")
+	if err != nil {
 		t.Fatalf("after the pings: %v", err)
+	}
+	if n, _ := res.GetInt(0, 0); n != 2 {
+		t.Fatalf("after the pings: SELECT 2 answered %d (a stray answer?)", n)
+	}
+}
+
+// comQuery frames sql as a client's COM_QUERY.
+func comQuery(sql string) []byte {
+	n := 1 + len(sql)
+	return append([]byte{byte(n), byte(n >> 8), byte(n >> 16), 0, gomysql.COM_QUERY}, sql...)
+}
+
+// readClientPacket reads one packet the proxy sent its client: its sequence number and payload.
+func readClientPacket(t *testing.T, r io.Reader) (seq byte, payload []byte) {
+	t.Helper()
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, int(h[0])|int(h[1])<<8|int(h[2])<<16)
+	if _, err := io.ReadFull(r, p); err != nil {
+		t.Fatal(err)
+	}
+	return h[3], p
+}
+
+// readTextValue reads a text result set of one column and one row, and requires its value to
+// be want.
+func readTextValue(t *testing.T, r io.Reader, want string) {
+	t.Helper()
+	var got [5][]byte
+	for i := range got {
+		seq, p := readClientPacket(t, r)
+		if int(seq) != i+1 {
+			t.Fatalf("%q's answer, packet %d: sequence %d", want, i, seq)
+		}
+		got[i] = p
+	}
+	row := append([]byte{byte(len(want))}, want...)
+	if !bytes.Equal(got[0], []byte{1}) || got[2][0] != gomysql.EOF_HEADER || !bytes.Equal(got[3], row) || got[4][0] != gomysql.EOF_HEADER {
+		t.Fatalf("want the result set of %q, got % x", want, got)
+	}
+}
+
+// TestLoopEngineErrorThatEndsTheConnection: an engine's ERR that comes as it closes the
+// connection (MariaDB's 1927, connection killed; a fake engine sends it on cue) reaches the
+// client on the loop, and the dead engine connection does not go back to the loop's pool: the
+// next statement, on the loop too, runs on a fresh one.
+func TestLoopEngineErrorThatEndsTheConnection(t *testing.T) {
+	fake := mytest.NewFake(t, func(sql string) ([][]byte, bool) {
+		switch sql {
+		case "SELECT 1":
+			return mytest.FakeResult("1", "1"), false
+		case "SELECT ends_conn":
+			return [][]byte{mytest.FakeError(1927, "70100", "Connection was killed")}, true
+		}
+		return [][]byte{mytest.FakeOK()}, false
+	})
+	eng, err := mysqlengine.Open(mysqlengine.Config{Name: "fake", Addr: fake.Addr, User: mytest.FakeUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	f := serveCore(t, "fake", eng, coreSetup{})
+	conn := loopConn(t, openDB(t, f.addr, testUser, "", "", ""))
+	ctx := context.Background()
+	onLoop(t, f.addr, 2, func() {
+		var me *mysql.MySQLError
+		if _, err := conn.ExecContext(ctx, "SELECT ends_conn"); !errors.As(err, &me) || me.Number != 1927 {
+			t.Fatalf("an error that ends the engine connection: %v, want 1927", err)
+		}
+		var n int
+		if err := conn.QueryRowContext(ctx, "SELECT 1").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("the statement after it: %d, %v", n, err)
+		}
+	})
+	if n := fake.Logins.Load(); n != 2 {
+		t.Fatalf("%d engine logins, want 2 (the first connection, then a fresh one)", n)
 	}
 }
 
@@ -630,5 +753,20 @@ func waitLoop(t *testing.T, addr string, on bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the session is not on the loop: %v after 60 s", onLoop())
 		}
+	}
+}
+
+// TestLoopWithCostsNothingOffTheLoop: a statement the goroutine reads, for a session that
+// cannot go on the loop (here: no socket to lend), is neither copied nor read for the loop.
+func TestLoopWithCostsNothingOffTheLoop(t *testing.T) {
+	h := &session{}
+	data := append([]byte{gomysql.COM_QUERY}, "SELECT a_column_named_at_some_length FROM a_table"...)
+	allocs := testing.AllocsPerRun(100, func() {
+		if ran, err := h.loopWith(data); ran || err != nil {
+			t.Fatalf("loopWith off the loop: ran %v, %v", ran, err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("loopWith off the loop: %v allocations per statement, want 0", allocs)
 	}
 }

@@ -26,6 +26,7 @@ type coreSetup struct {
 	noLoop        bool // every statement on its session's goroutine (Options.NoEventLoop)
 	cacheTTL      time.Duration
 	check         func(req *query.Request, group string) error
+	onFinish      func(proxy.Record) // called as each statement is reported, its slot free
 }
 
 type coreFixture struct {
@@ -62,7 +63,13 @@ func serveCore(t testing.TB, cluster string, eng query.Engine, s coreSetup) *cor
 	h := &frontendtest.Records{}
 	core := proxy.New(proxy.Options{
 		Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry(),
-		OnFinish: h.Add, Check: s.check,
+		OnFinish: func(r proxy.Record) {
+			h.Add(r)
+			if s.onFinish != nil {
+				s.onFinish(r)
+			}
+		},
+		Check: s.check,
 	})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
 		Clusters:      []proxy.ClusterSpec{{Name: cluster, Enabled: true, MaxRunningQueries: 8, Engine: eng}},
@@ -317,20 +324,10 @@ func runningSession(t *testing.T, addr string) uint32 {
 // waitEngineIdle waits until MariaDB runs no statement containing marker.
 func waitEngineIdle(t *testing.T, direct *sql.DB, marker string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var n int
-		err := direct.QueryRow("SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE ? AND info NOT LIKE '%processlist%'", "%"+marker+"%").Scan(&n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
+	for deadline := time.Now().Add(10 * time.Second); engineRuns(t, direct, marker) != 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the engine still runs %q", marker)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

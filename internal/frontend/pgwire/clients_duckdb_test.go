@@ -82,18 +82,11 @@ func TestClientNodePostgresOnDuckDB(t *testing.T) {
 }
 
 func TestClientJDBCOnDuckDB(t *testing.T) {
-	jar := "/usr/share/java/postgresql.jar"
-	if _, err := os.Stat(jar); err != nil {
-		t.Fatalf("the PostgreSQL JDBC driver is not installed (Debian libpostgresql-jdbc-java; make test-deps): %v", err)
-	}
-	classes := t.TempDir()
-	if out, err := pgclienttest.Command(t, 2*time.Minute, nil, "javac", "-d", classes, "-cp", jar, "Cases.java"); err != nil {
-		t.Fatalf("javac (Debian default-jdk-headless; make test-deps): %v\n%s", err, out)
-	}
+	classpath := pgclienttest.JDBCClasspath(t, "Cases.java")
 	for _, mode := range poolModes {
 		t.Run(mode, func(t *testing.T) {
 			d := duckProxy(t, mode)
-			out, err := pgclienttest.Command(t, 2*time.Minute, nil, "java", "-cp", jar+":"+classes, "Cases", d.JDBC(), "duckdb", "t_jdbc")
+			out, err := pgclienttest.Command(t, 2*time.Minute, nil, "java", "-cp", classpath, "Cases", d.JDBC(), "duckdb", "t_jdbc")
 			if err != nil {
 				t.Fatalf("java Cases: %v\n%s", err, out)
 			}

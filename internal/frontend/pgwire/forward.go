@@ -66,7 +66,8 @@ type wireState struct {
 	queue []expect
 	// unnamed is the key of the client statement the engine's unnamed statement holds.
 	unnamed string
-	// portals maps the client's open portals to their statements' SQL (for checks and history).
+	// portals maps the client's open portals to their statements' SQL (for checks and history);
+	// nil until the first Bind (bindPortal), as simple Queries have none.
 	portals map[string]string
 	// copyBytes counts CopyData sent to the engine since the last write.
 	copyBytes int
@@ -176,8 +177,7 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 		return false, fmt.Errorf("pgwire: the wire session of cluster %s cannot report statements", w.Cluster)
 	}
 	conn := w.Conn
-	c.wire = &wireState{w: w, relayer: rel, conn: conn, portals: map[string]string{},
-		cancelEngine: func() { go conn.Cancel() }}
+	c.wire = &wireState{w: w, relayer: rel, conn: conn, cancelEngine: func() { go conn.Cancel() }}
 	return true, nil
 }
 
@@ -266,6 +266,14 @@ func (c *conn) releaseIfIdle(ws *wireState) {
 	if c.wire == ws && c.wire != nil && ws.w.PoolMode == proxy.PoolModeTransaction && len(ws.queue) == 0 && c.txStatus == 'I' {
 		c.closeWire()
 	}
+}
+
+// bindPortal records the client's portal name, bound to a statement of sql.
+func (ws *wireState) bindPortal(name, sql string) {
+	if ws.portals == nil {
+		ws.portals = map[string]string{}
+	}
+	ws.portals[name] = sql
 }
 
 // wireError marks a failure to talk to the engine: the wire session is over.
@@ -442,7 +450,7 @@ func (c *conn) forwardBind(m *pgproto3.Bind) error {
 	m.PreparedStatement = c.ensure(st)
 	c.send(m, expect{kind: 'B'})
 	m.PreparedStatement = client
-	c.wire.portals[m.DestinationPortal] = st.sql
+	c.wire.bindPortal(m.DestinationPortal, st.sql)
 	return nil
 }
 
@@ -557,10 +565,7 @@ func (c *conn) pump() error {
 		ws.conn.Discard()
 		return &wireError{err}
 	}
-	cancel := ws.conn.Cancel
-	c.runMu.Lock()
-	c.runCancel = func() { go cancel() }
-	c.runMu.Unlock()
+	c.setEngineCancel()
 	defer c.endRun()
 	watching := false
 	_ = ws.conn.SetReadDeadline(time.Now().Add(engineQuietAfter))
@@ -577,7 +582,7 @@ func (c *conn) pump() error {
 			if err := c.flush(); err != nil {
 				return err
 			}
-			c.unwatch = c.watchClient(func() { cancel() })
+			c.unwatch = c.watchClient(ws.conn.Cancel)
 			defer c.unwatchClient()
 			continue
 		}

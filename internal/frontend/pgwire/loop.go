@@ -47,9 +47,11 @@ import (
 // what the engine has yet to answer, and carries on as forward.go does. A client message that
 // comes while a Query or Sync awaits its ReadyForQuery waits for it.
 
-// loopMissesMax is how many times a client may leave the loop at once (its next message was
-// one the loop does not relay) before it is no longer put on it: a client whose statements
-// the loop does not relay would pay for the hand-over on every statement.
+// loopMissesMax is how many times in a row a client may leave the loop at once (its next
+// message was one the loop does not relay, before any statement) before it is no longer put
+// on it: a client whose statements the loop does not relay would pay for the hand-over on
+// every statement. A turn on the loop that relays a statement starts the count again: a
+// client that sends the odd message the loop does not relay stays on it.
 const loopMissesMax = 4
 
 // loopEvent is what the loop tells the connection's goroutine.
@@ -71,6 +73,8 @@ type loopRun struct {
 	rows0, bytes0 int64
 	// busy: a Query or Sync was relayed and its ReadyForQuery has not come back.
 	busy bool
+	// statements is how many statements this turn on the loop relayed.
+	statements int
 	// unplugging: the transaction's engine connection leaves once its ReadyForQuery is
 	// written; waiting: a client message is held until the statement or that ends.
 	unplugging, waiting bool
@@ -309,9 +313,8 @@ func (lr *loopRun) admitNow(sql string) (v relayloop.Verdict, admitted bool) {
 
 // setEngineCancel makes a CancelRequest cancel what runs on the wire's engine connection.
 func (c *conn) setEngineCancel() {
-	cancel := c.wire.conn.Cancel
 	c.runMu.Lock()
-	c.runCancel = func() { go cancel() }
+	c.runCancel = c.wire.cancelEngine
 	c.runMu.Unlock()
 }
 
@@ -397,6 +400,7 @@ func (lr *loopRun) relayed(e expect) {
 		ws.queue = append(ws.queue, e)
 	}
 	if e.kind == 'Q' || e.kind == 'E' {
+		lr.statements++
 		lr.c.srv.loopStatements.Add(1)
 	}
 }
@@ -408,6 +412,9 @@ func (lr *loopRun) extended(msg []byte) relayloop.Verdict {
 	c := lr.c
 	body := msg[5:]
 	if c.wire == nil {
+		if v, answered := lr.answerAlone(msg[0], body); answered {
+			return v
+		}
 		// A transaction's first message routes it, by its statement's SQL.
 		sql, ok := lr.routing(msg[0], body)
 		if !ok {
@@ -443,10 +450,47 @@ func (lr *loopRun) extended(msg []byte) relayloop.Verdict {
 	return relayloop.Relay
 }
 
+// answerAlone answers, between transactions, what needs no engine connection, as dispatch
+// does: a Close (pgx closes a statement after an error, and on Deallocate, in a batch of its
+// own) forgets the client's statement here, as forwardClose does, and a Sync ends the batch.
+// Admitting a transaction for them would take a slot, a worker's lease, only for the engine
+// to say CloseComplete. answered is false for any other message, and where the frontend has
+// portals of its own (dispatch closes them).
+func (lr *loopRun) answerAlone(kind byte, body []byte) (v relayloop.Verdict, answered bool) {
+	c := lr.c
+	if len(c.portals) != 0 {
+		return 0, false
+	}
+	switch kind {
+	case 'C':
+		if len(body) < 2 || body[0] != 'P' && body[0] != 'S' {
+			return 0, false // dispatch refuses it
+		}
+		name, _, ok := cstring(body[1:])
+		if !ok {
+			return 0, false
+		}
+		if body[0] == 'S' {
+			delete(c.stmts, string(name))
+		}
+		return lr.h.Answering(closeComplete), true // a portal ended with its transaction
+	case 'S':
+		c.skipToSync = false
+		c.txStatus = 'I'
+		return lr.h.Answering(readyForQueryIdle), true
+	case 'H':
+		return relayloop.Drop, true // every answer is written as it is made
+	}
+	return 0, false
+}
+
+var (
+	closeComplete     = []byte{'3', 0, 0, 0, 4}
+	readyForQueryIdle = []byte{'Z', 0, 0, 0, 5, 'I'}
+)
+
 // routing is the SQL a transaction's first message routes by (wantsWire): a Parse's, or that
-// of the client statement a Bind, a Describe or a Close names (pgx closes a statement after
-// an error, in a batch of its own: relayed, as PgBouncer would, rather than handed back to
-// the goroutine); ok is false for any other message.
+// of the client statement a Bind or a Describe names; ok is false for any other message.
 func (lr *loopRun) routing(kind byte, body []byte) (sql string, ok bool) {
 	stmts := lr.c.stmts
 	switch kind {
@@ -464,7 +508,7 @@ func (lr *loopRun) routing(kind byte, body []byte) (sql string, ok bool) {
 		name, _, ok2 := cstring(rest)
 		st := stmts[string(name)]
 		return stmtSQL(st), ok && ok2 && st != nil
-	case 'D', 'C':
+	case 'D':
 		if len(body) < 2 || body[0] != 'S' {
 			return "", false
 		}
@@ -571,7 +615,7 @@ func (lr *loopRun) bind(ws *wireState, body []byte) relayloop.Verdict {
 		return relayloop.Pause // forwardBind refuses it
 	}
 	engineName, parsed := lr.ensure(ws, st)
-	ws.portals[string(portal)] = st.sql
+	ws.bindPortal(string(portal), st.sql)
 	lr.relayed(expect{kind: 'B'})
 	if !parsed && engineName == string(name) {
 		return relayloop.Relay
@@ -823,7 +867,10 @@ func (lr *loopRun) resumeHeld() {
 func (c *conn) offLoop(lr *loopRun, res relayloop.Result) error {
 	c.batchEnded = false // the goroutine takes the next message, whatever it is
 	c.endRun()           // the engine's cancel: set again by whatever runs next
-	if lr.miss {
+	switch {
+	case lr.statements > 0:
+		c.loopMisses = 0
+	case lr.miss:
 		c.loopMisses++
 	}
 	if res.Paused {

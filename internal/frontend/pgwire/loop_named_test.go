@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -106,14 +105,7 @@ func sqlState(err error) error {
 // The JDBC driver's server-side prepared statements (past its prepareThreshold) run on the
 // event loop and answer what PostgreSQL answers, in both pool modes.
 func TestEventLoopRelaysJDBCNamedStatements(t *testing.T) {
-	jar := "/usr/share/java/postgresql.jar"
-	if _, err := os.Stat(jar); err != nil {
-		t.Fatalf("the PostgreSQL JDBC driver is not installed (Debian libpostgresql-jdbc-java; make test-deps): %v", err)
-	}
-	classes := t.TempDir()
-	if out, err := pgclienttest.Command(t, 2*time.Minute, nil, "javac", "-d", classes, "-cp", jar, "NamedStatements.java"); err != nil {
-		t.Fatalf("javac (Debian default-jdk-headless; make test-deps): %v\n%s", err, out)
-	}
+	classpath := pgclienttest.JDBCClasspath(t, "NamedStatements.java")
 	jdbc := func(pgURL string) string {
 		u, _ := url.Parse(pgURL)
 		return fmt.Sprintf("jdbc:postgresql://%s%s?user=%s&sslmode=disable", u.Host, u.Path, u.User.Username())
@@ -122,7 +114,7 @@ func TestEventLoopRelaysJDBCNamedStatements(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			srv, proxyURL, direct, _ := loopServerDirect(t, mode, 4, pgwireTrustAll(), nil)
 			run := func(url string) string {
-				out, err := pgclienttest.Command(t, 2*time.Minute, nil, "java", "-cp", jar+":"+classes, "NamedStatements", jdbc(url))
+				out, err := pgclienttest.Command(t, 2*time.Minute, nil, "java", "-cp", classpath, "NamedStatements", jdbc(url))
 				if err != nil {
 					t.Fatalf("java NamedStatements: %v\n%s", err, out)
 				}
@@ -140,6 +132,39 @@ func TestEventLoopRelaysJDBCNamedStatements(t *testing.T) {
 			// statements were relayed on the loop, the loop gave such a client up after four.
 			if n := srv.LoopExecutes() - before; n < 45 {
 				t.Fatalf("the loop relayed %d Executes of 50 JDBC statements, want at least 45", n)
+			}
+		})
+	}
+}
+
+// A JDBC batch of 3000 inserts (PreparedStatement.executeBatch: the inserts' Binds and Executes
+// written before their answers are read) runs on the event loop in both pool modes: the
+// driver gets 3000 counts of one, every row lands, and the loop relays every Execute.
+func TestEventLoopRelaysAJDBCBatch(t *testing.T) {
+	const rows = 3000
+	classpath := pgclienttest.JDBCClasspath(t, "BatchInsert.java")
+	for _, mode := range poolModes {
+		t.Run(mode, func(t *testing.T) {
+			srv, proxyURL, direct, _ := loopServerDirect(t, mode, 4, pgwireTrustAll(), nil)
+			run := func(pgURL, table string) string {
+				u, _ := url.Parse(pgURL)
+				jdbc := fmt.Sprintf("jdbc:postgresql://%s%s?user=%s&sslmode=disable", u.Host, u.Path, u.User.Username())
+				out, err := pgclienttest.Command(t, 2*time.Minute, nil, "java", "-cp", classpath, "BatchInsert", jdbc, table, fmt.Sprint(rows))
+				if err != nil {
+					t.Fatalf("java BatchInsert: %v\n%s", err, out)
+				}
+				return pgclienttest.Results(out)["batch"]
+			}
+			want := fmt.Sprintf("%d counts, %d of one; %d rows, ids summing to %d, %d values", rows, rows, rows, rows*(rows-1)/2, rows)
+			if got := run(direct, "t_batch_direct"); got != want {
+				t.Fatalf("directly on PostgreSQL: %q, want %q", got, want)
+			}
+			before := srv.LoopExecutes()
+			if got := run(proxyURL, "t_batch_proxy"); got != want {
+				t.Fatalf("through the loop: %q, want %q", got, want)
+			}
+			if n := srv.LoopExecutes() - before; n < rows {
+				t.Fatalf("the loop relayed %d Executes of a batch of %d inserts", n, rows)
 			}
 		})
 	}

@@ -29,26 +29,26 @@ import (
 
 // loopServer serves a fresh PostgreSQL database through a proxy core in pool mode mode, with
 // maxRunning slots, and returns the server (for its loop count), its URL and the history.
-func loopServer(t *testing.T, mode string, maxRunning int) (*pgwire.Server, string, *frontendtest.Records) {
+func loopServer(t testing.TB, mode string, maxRunning int) (*pgwire.Server, string, *frontendtest.Records) {
 	t.Helper()
 	return loopServerWith(t, mode, maxRunning, pgwire.Options{TrustUsers: []string{"*"}})
 }
 
 // loopServerWith is loopServer with the server's options.
-func loopServerWith(t *testing.T, mode string, maxRunning int, opts pgwire.Options) (*pgwire.Server, string, *frontendtest.Records) {
+func loopServerWith(t testing.TB, mode string, maxRunning int, opts pgwire.Options) (*pgwire.Server, string, *frontendtest.Records) {
 	t.Helper()
 	return loopServerGuarded(t, mode, maxRunning, opts, nil)
 }
 
 // loopServerGuarded is loopServerWith with the core's capacity guard (nil: a local one).
-func loopServerGuarded(t *testing.T, mode string, maxRunning int, opts pgwire.Options, guard proxy.Guard) (*pgwire.Server, string, *frontendtest.Records) {
+func loopServerGuarded(t testing.TB, mode string, maxRunning int, opts pgwire.Options, guard proxy.Guard) (*pgwire.Server, string, *frontendtest.Records) {
 	t.Helper()
 	srv, url, _, h := loopServerDirect(t, mode, maxRunning, opts, guard)
 	return srv, url, h
 }
 
 // loopServerDirect is loopServerGuarded, also returning the database's own URL.
-func loopServerDirect(t *testing.T, mode string, maxRunning int, opts pgwire.Options, guard proxy.Guard) (srv *pgwire.Server, url, direct string, h *frontendtest.Records) {
+func loopServerDirect(t testing.TB, mode string, maxRunning int, opts pgwire.Options, guard proxy.Guard) (srv *pgwire.Server, url, direct string, h *frontendtest.Records) {
 	t.Helper()
 	e, direct := pgEngine(t)
 	h = &frontendtest.Records{}

@@ -80,9 +80,24 @@ func (c *conn) refuseForMode(sql string) error {
 }
 
 // mayHoldSessionState is a cheap first look: only statements with these words are parsed.
+// It runs on every statement the event loop relays, so it copies nothing; ASCII case folding
+// is enough, as PostgreSQL folds only ASCII letters in keywords.
 func mayHoldSessionState(sql string) bool {
-	l := strings.ToLower(sql)
-	return strings.Contains(l, "set") || strings.Contains(l, "listen") || strings.Contains(l, "hold")
+	return containsFold(sql, "set") || containsFold(sql, "listen") || containsFold(sql, "hold")
+}
+
+// containsFold reports whether s contains word (lower case ASCII) in any ASCII case.
+func containsFold(s, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		j := 0
+		for j < len(word) && s[i+j]|0x20 == word[j] {
+			j++
+		}
+		if j == len(word) {
+			return true
+		}
+	}
+	return false
 }
 
 func refuseInTransactionMode(sql string, inTransaction bool, group string) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
+	"pgregory.net/rapid"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/pgengine"
@@ -228,5 +229,28 @@ func BenchmarkCheckSessionState(b *testing.B) {
 				_ = pgwire.CheckSessionState(sql, true)
 			}
 		})
+	}
+}
+
+// The event loop's first look at a statement says yes exactly where the lower-cased statement
+// contains "set", "listen" or "hold", whatever the case of its ASCII letters.
+func TestMayHoldSessionStateFoldsCase(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		sql := rapid.StringOfN(rapid.SampledFrom([]rune("sSeEtTlLiInNhHoOdD _;'é0@[`{")), 0, 40, -1).Draw(t, "sql")
+		l := strings.ToLower(sql)
+		want := strings.Contains(l, "set") || strings.Contains(l, "listen") || strings.Contains(l, "hold")
+		if got := pgwire.MayHoldSessionState(sql); got != want {
+			t.Fatalf("MayHoldSessionState(%q) = %v, want %v", sql, got, want)
+		}
+	})
+}
+
+// BenchmarkMayHoldSessionState: pgbench's statement, on every statement the loop relays.
+func BenchmarkMayHoldSessionState(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if pgwire.MayHoldSessionState("SELECT abalance FROM pgbench_accounts WHERE aid = 48213;") {
+			b.Fatal("pgbench's select may hold session state?")
+		}
 	}
 }

@@ -129,11 +129,7 @@ func workersOf(sc *scenarios.Scenario) int {
 	if sc.Workload != nil && sc.Workload.Workers > 0 {
 		return sc.Workload.Workers
 	}
-	n := 0
-	for _, w := range sc.Fleet.Workers {
-		n += max(w.Count, 1)
-	}
-	return n
+	return sc.Workers()
 }
 
 func (p *planner) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -126,6 +126,25 @@ func Command(t testing.TB, timeout time.Duration, env []string, name string, arg
 	return string(out), err
 }
 
+// JDBCJar is PostgreSQL's JDBC driver, where Debian's libpostgresql-jdbc-java installs it.
+const JDBCJar = "/usr/share/java/postgresql.jar"
+
+// JDBCClasspath compiles Java sources (paths relative to the scripts directory, Dir, or
+// absolute) against PostgreSQL's JDBC driver and returns the class path to run them with
+// (java -cp). A driver or a JDK that is not installed fails the test, naming its package.
+func JDBCClasspath(t testing.TB, sources ...string) string {
+	t.Helper()
+	if _, err := os.Stat(JDBCJar); err != nil {
+		t.Fatalf("the PostgreSQL JDBC driver is not installed (Debian libpostgresql-jdbc-java; make test-deps): %v", err)
+	}
+	classes := t.TempDir()
+	args := append([]string{"-d", classes, "-cp", JDBCJar}, sources...)
+	if out, err := Command(t, 2*time.Minute, nil, "javac", args...); err != nil {
+		t.Fatalf("javac (Debian default-jdk-headless; make test-deps): %v\n%s", err, out)
+	}
+	return JDBCJar + ":" + classes
+}
+
 // Results reads "case: result" lines; other lines (a client's own diagnostics) are ignored.
 func Results(out string) map[string]string {
 	res := map[string]string{}
