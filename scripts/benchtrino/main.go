@@ -9,7 +9,8 @@
 // Over Trino it follows the protocol as trino-go-client and the npm trino-client do: POST
 // /v1/statement over a kept-alive HTTP/1.1 connection, then GET every nextUri until a document
 // has none, reading rows from every document it is given. It prints "p50_us p99_us queries
-// requests_per_query", the last the mean HTTP requests a query took over Trino ("-" over pgx).
+// requests_per_query post_p50_us": the mean HTTP requests a query took over Trino, and the p50
+// of its POST alone, from its first byte sent to its answer read ("-" both over pgx).
 //
 // With -floor it is instead the floor to compare the Trino row with: a net/http server on
 // loopback answering every POST with a fixed document naming a nextUri and every GET with a fixed
@@ -17,10 +18,15 @@
 //
 //	benchtrino -floor 127.0.0.1:0   # then: benchtrino -trino http://127.0.0.1:PORT -d 3s
 //
+// With -floor-raw the same documents are served without net/http: a goroutine per connection
+// reads each request's head and body from a bufio.Reader and answers it in one write. What
+// -floor costs over -floor-raw is what net/http's server costs two requests.
+//
 // determinism: outside the simulator (a benchmark client)
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -46,17 +52,22 @@ func main() {
 	q := flag.String("query", "SELECT 1", "the query; its single value must be 1")
 	dur := flag.Duration("d", 3*time.Second, "duration")
 	floor := flag.String("floor", "", "serve fixed Trino documents on this address instead of measuring")
+	floorRaw := flag.String("floor-raw", "", "as -floor, without net/http")
 	flag.Parse()
 	if *floor != "" {
-		fail(serveFloor(*floor))
+		fail(serveFloor(*floor, false))
+	}
+	if *floorRaw != "" {
+		fail(serveFloor(*floorRaw, true))
 	}
 	var run func() error
-	var requests *int // HTTP requests sent, over Trino
+	var requests *int          // HTTP requests sent, over Trino
+	var posts *[]time.Duration // each query's POST exchange, over Trino
 	switch {
 	case *trinoURL != "" && *pgURL == "":
 		c := newTrino(*trinoURL, *user)
 		run = func() error { return c.selectOne(*q) }
-		requests = &c.requests
+		requests, posts = &c.requests, &c.posts
 	case *pgURL != "" && *trinoURL == "":
 		conn, err := pgx.Connect(context.Background(), *pgURL)
 		if err != nil {
@@ -84,7 +95,7 @@ func main() {
 	var lats []time.Duration
 	var before int
 	if requests != nil {
-		before = *requests
+		before, *posts = *requests, nil
 	}
 	end := time.Now().Add(*dur)
 	for time.Now().Before(end) {
@@ -94,17 +105,23 @@ func main() {
 		}
 		lats = append(lats, time.Since(t0))
 	}
-	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-	pct := func(p float64) int64 { return lats[int(float64(len(lats)-1)*p)].Microseconds() }
-	perQuery := "-"
+	perQuery, postP50 := "-", "-"
 	if requests != nil {
 		perQuery = strconv.FormatFloat(float64(*requests-before)/float64(len(lats)), 'f', 3, 64)
+		postP50 = strconv.FormatInt(percentile(*posts, 0.50), 10)
 	}
-	fmt.Printf("%d %d %d %s\n", pct(0.50), pct(0.99), len(lats), perQuery)
+	fmt.Printf("%d %d %d %s %s\n", percentile(lats, 0.50), percentile(lats, 0.99), len(lats), perQuery, postP50)
 }
 
-// serveFloor answers the Trino protocol with fixed documents on addr (see -floor).
-func serveFloor(addr string) error {
+// percentile is the p-th of durations in microseconds (durations get sorted).
+func percentile(durations []time.Duration, p float64) int64 {
+	sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
+	return durations[int(float64(len(durations)-1)*p)].Microseconds()
+}
+
+// serveFloor answers the Trino protocol with fixed documents on addr (see -floor), through
+// net/http or, raw, without it (-floor-raw).
+func serveFloor(addr string, raw bool) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -114,6 +131,9 @@ func serveFloor(addr string) error {
 	queued := []byte(`{"id":"q","infoUri":"` + base + `/ui","nextUri":"` + base + `/v1/statement/executing/q/s/1","stats":{"state":"QUEUED"},"warnings":[]}` + "\n")
 	last := []byte(`{"id":"q","infoUri":"` + base + `/ui","columns":[{"name":"_col0","type":"integer","typeSignature":{"rawType":"integer","arguments":[]}}],` +
 		`"data":[[1]],"stats":{"state":"FINISHED"},"warnings":[]}` + "\n")
+	if raw {
+		return serveRaw(l, queued, last)
+	}
 	return http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -125,10 +145,71 @@ func serveFloor(addr string) error {
 	}))
 }
 
+// serveRaw answers every POST on l with queued and every other request with last, each in
+// one write of a whole HTTP/1.1 response, over kept-alive connections.
+func serveRaw(l net.Listener, queued, last []byte) error {
+	answer := func(doc []byte) []byte {
+		return append([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(doc))+"\r\n\r\n"), doc...)
+	}
+	toPost, toGet := answer(queued), answer(last)
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			br := bufio.NewReader(c)
+			for {
+				post, err := readRequest(br)
+				if err != nil {
+					return
+				}
+				out := toGet
+				if post {
+					out = toPost
+				}
+				if _, err := c.Write(out); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// readRequest reads one request's head and discards its body (Content-Length only, as every
+// client of the floor sends), reporting whether it was a POST.
+func readRequest(br *bufio.Reader) (post bool, err error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return false, err
+	}
+	post = bytes.HasPrefix(line, []byte("POST "))
+	length := 0
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return false, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			break
+		}
+		if name, value, ok := bytes.Cut(line, []byte(":")); ok && strings.EqualFold(string(name), "Content-Length") {
+			if length, err = strconv.Atoi(string(bytes.TrimSpace(value))); err != nil {
+				return false, err
+			}
+		}
+	}
+	_, err = br.Discard(length)
+	return post, err
+}
+
 type trinoClient struct {
 	base, user string
 	http       *http.Client
-	requests   int // HTTP requests sent
+	requests   int             // HTTP requests sent
+	posts      []time.Duration // each statement's POST exchange
 }
 
 func newTrino(base, user string) *trinoClient {
@@ -152,10 +233,13 @@ func (c *trinoClient) selectOne(sql string) error {
 		return err
 	}
 	var rows [][]any
-	for req != nil {
+	for start := time.Now(); req != nil; {
 		req.Header.Set("X-Trino-User", c.user)
 		req.Header.Set("X-Trino-Source", "benchtrino")
 		doc, err := c.do(req)
+		if req.Method == http.MethodPost {
+			c.posts = append(c.posts, time.Since(start))
+		}
 		if err != nil {
 			return err
 		}

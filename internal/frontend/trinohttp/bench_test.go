@@ -1,11 +1,15 @@
 package trinohttp
 
 import (
+	"encoding/json"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/trinodb/trino-go-client/trino"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
 // SELECT 1 through trino-go-client and the Trino HTTP frontend (→ MySQL engine → MariaDB):
@@ -26,5 +30,46 @@ func BenchmarkSelect1ThroughTrinoHTTP(b *testing.B) {
 		if err := db.QueryRow("SELECT 1").Scan(&n); err != nil || n != 1 {
 			b.Fatal(err)
 		}
+	}
+}
+
+// SELECT 1 through the frontend to PostgreSQL (pgengine, no proxy core) over one kept-alive
+// HTTP/1.1 connection, as scripts/benchtrino sends it: a POST, then GETs of nextUri until a
+// document has none. Only this package and the engine's driver lie between client and
+// PostgreSQL, so A/B runs of two builds of the package compare the frontend alone.
+//
+//	go test -run '^$' -bench Select1OnPostgres -count 10 ./internal/frontend/trinohttp/
+func BenchmarkSelect1OnPostgres(b *testing.B) {
+	ts := startServer(b, postgresBackendAt(b, pgtest.NewDatabase(b)), Options{})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1, DisableCompression: true}}
+	selectOne := func() {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ts.addr+"/v1/statement", strings.NewReader("SELECT 1"))
+		var rows [][]any
+		for req != nil {
+			req.Header.Set("X-Trino-User", "bench")
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var doc QueryResults
+			err = json.NewDecoder(resp.Body).Decode(&doc)
+			resp.Body.Close()
+			if err != nil || doc.Error != nil {
+				b.Fatalf("%s: %v %+v", resp.Status, err, doc.Error)
+			}
+			rows, req = append(rows, doc.Data...), nil
+			if doc.NextURI != "" {
+				req, _ = http.NewRequest(http.MethodGet, doc.NextURI, nil)
+			}
+		}
+		if len(rows) != 1 {
+			b.Fatalf("rows %v", rows)
+		}
+	}
+	for range 20 {
+		selectOne()
+	}
+	for b.Loop() {
+		selectOne()
 	}
 }

@@ -15,10 +15,11 @@ import (
 )
 
 // A query killed by a DELETE of /v1/query/{id} (as an operator or another of the user's clients
-// sends it) ends, for the client still reading it, as a cancellation in that client's own terms:
-// trino-go-client's trino.ErrQueryCancelled (it knows only the spelling USER_CANCELLED), and for
-// the npm trino-client Trino's error USER_CANCELED. The query stops on PostgreSQL.
-func TestKilledQueryIsACancellationInTheClients(t *testing.T) {
+// sends it) ends, for the client still reading it, as Trino ends it: its next page is FAILED with
+// USER_CANCELED (3, USER_ERROR) "Query was canceled", whatever the client. trino-go-client,
+// which takes only the spelling USER_CANCELLED for its trino.ErrQueryCancelled, reports it as a
+// failed query carrying that error, as it does against Trino. The query stops on PostgreSQL.
+func TestKilledQueryFailsAsTrinoCancelsIt(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
 	ts := startServer(t, postgresBackendAt(t, dbURL), Options{PageRows: 10, BufferedRowsMax: 20})
 	const slow = "select g, pg_sleep(0.001) /* %s */ from generate_series(1, 1000000) g"
@@ -35,8 +36,10 @@ func TestKilledQueryIsACancellationInTheClients(t *testing.T) {
 	}
 	for rows.Next() {
 	}
-	if err := rows.Err(); !errors.Is(err, trino.ErrQueryCancelled) {
-		t.Errorf("trino-go-client's killed query ended with %v, want trino.ErrQueryCancelled", err)
+	var te *trino.ErrTrino
+	if err := rows.Err(); !errors.As(err, &te) || te.ErrorName != "USER_CANCELED" || te.ErrorCode != 3 ||
+		te.ErrorType != "USER_ERROR" || te.Message != "Query was canceled" {
+		t.Errorf("trino-go-client's killed query ended with %v, want Trino's USER_CANCELED (3, USER_ERROR) \"Query was canceled\"", err)
 	}
 	rows.Close()
 	waitEngineIdle(t, dbURL, "qf-go-killed")
@@ -47,8 +50,8 @@ func TestKilledQueryIsACancellationInTheClients(t *testing.T) {
 	if err := <-killed; err != nil {
 		t.Fatal(err)
 	}
-	if e := o.Error; e == nil || e.ErrorName != "USER_CANCELED" || e.ErrorType != "USER_ERROR" || e.ErrorCode != 3 {
-		t.Errorf("the npm trino-client's killed query: rows %+v, error %+v; want USER_CANCELED (3, USER_ERROR)", o.OK, e)
+	if e := o.Error; e == nil || e.ErrorName != "USER_CANCELED" || e.ErrorType != "USER_ERROR" || e.ErrorCode != 3 || e.Message != "Query was canceled" {
+		t.Errorf("the npm trino-client's killed query: rows %+v, error %+v; want USER_CANCELED (3, USER_ERROR) \"Query was canceled\"", o.OK, e)
 	}
 	waitEngineIdle(t, dbURL, "qf-npm-killed")
 }

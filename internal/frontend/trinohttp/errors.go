@@ -3,7 +3,6 @@ package trinohttp
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -92,16 +91,6 @@ var (
 	codeTimeLimit       = trinoCode{131075, "EXCEEDED_TIME_LIMIT", "INSUFFICIENT_RESOURCES"}
 	codeExternal        = trinoCode{16777216, "GENERIC_EXTERNAL", "EXTERNAL"}
 )
-
-// cancelErrorName is the error name a cancelled query of r's client goes by: Trino's
-// USER_CANCELED, but USER_CANCELLED for trino-go-client, which knows a cancellation
-// (trino.ErrQueryCancelled) only by that spelling and reports Trino's as a failed query.
-func cancelErrorName(r *http.Request) string {
-	if strings.HasPrefix(r.Header.Get("User-Agent"), "trino-go-client/") || r.Header.Get("X-Trino-Source") == "trino-go-client" {
-		return "USER_CANCELLED"
-	}
-	return codeUserCanceled.name
-}
 
 // codeFor picks the Trino error for a SQLSTATE.
 func codeFor(state string) trinoCode {

@@ -21,7 +21,7 @@ func postgresBackend(t *testing.T) *frontendtest.Backend {
 }
 
 // postgresBackendAt is a backend over the PostgreSQL database at dbURL.
-func postgresBackendAt(t *testing.T, dbURL string) *frontendtest.Backend {
+func postgresBackendAt(t testing.TB, dbURL string) *frontendtest.Backend {
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		t.Fatal(err)

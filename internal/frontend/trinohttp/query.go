@@ -48,11 +48,11 @@ type runningQuery struct {
 	nextToken   int64 // the token the next poll must carry
 	lastToken   int64 // the token of lastPage, for a client's retry
 	lastPage    []byte
-	lastFinal   bool // lastPage ended the query
-	lastAccess  time.Time
-	unheld      bool   // refused at QueriesMax: never held, so its first answer is its last
-	killed      bool   // ended by a cancel: held only to tell a client still polling
-	cancelName  string // the error name its client knows a cancellation by (cancelErrorName)
+	lastFinal   bool      // lastPage ended the query
+	lastAccess  time.Time // the POST or the latest poll: unpolled for AbandonAfter, it is abandoned
+	forgetAt    time.Time // once it has nothing left to tell (forgetLater): when the reaper forgets it
+	unheld      bool      // refused at QueriesMax: never held, so its first answer is its last
+	killed      bool      // ended by a cancel: held only to tell a client still polling
 }
 
 func (q *runningQuery) notifyLocked() {
@@ -60,20 +60,25 @@ func (q *runningQuery) notifyLocked() {
 	q.changed = make(chan struct{})
 }
 
-func (q *runningQuery) lastAccessed() time.Time {
+// stale reports whether the reaper drops q at now, and whether that abandons it: a query with
+// nothing left to tell once its forgetAt has passed, any other once unpolled for abandonAfter.
+func (q *runningQuery) stale(now time.Time, abandonAfter time.Duration) (drop, abandon bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.lastAccess
+	if !q.forgetAt.IsZero() {
+		return now.After(q.forgetAt), false
+	}
+	drop = now.Sub(q.lastAccess) > abandonAfter
+	return drop, drop
 }
 
-// start registers a query and runs it in the background. cancelName is the name its client
-// knows a cancellation by (cancelErrorName).
-func (s *Server) start(req *query.Request, cancelName string) *runningQuery {
+// start registers a query and runs it in the background.
+func (s *Server) start(req *query.Request) *runningQuery {
 	id, slug := s.newID()
 	ctx, cancel := context.WithCancel(s.ctx)
 	now := time.Now()
 	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now, cancel: cancel, changed: make(chan struct{}),
-		state: stateQueued, lastToken: -1, lastAccess: now, cancelName: cancelName}
+		state: stateQueued, lastToken: -1, lastAccess: now}
 	update, header, prepare := sessionStatement(req.SQL)
 	if prepare { // answered by the proxy: the client keeps its session
 		q.header, q.updateType, q.done, q.state = header, update, true, stateFinished
@@ -209,14 +214,10 @@ func (q *runningQuery) fail(err error) {
 	q.failLocked(qe)
 }
 
-// failLocked ends q with qe and reports true, unless it had ended. A cancellation goes by the
-// name its client knows.
+// failLocked ends q with qe and reports true, unless it had ended.
 func (q *runningQuery) failLocked(qe *QueryError) bool {
 	if q.done {
 		return false
-	}
-	if qe.ErrorName == codeUserCanceled.name && q.cancelName != "" {
-		qe.ErrorName = q.cancelName
 	}
 	q.done, q.state, q.err, q.pending = true, stateFailed, qe, nil
 	q.notifyLocked()
@@ -373,20 +374,23 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 }
 
 // stop cancels q: its engine query ends and its slot frees as the producer unwinds. Unless q
-// had ended, its next page is its last, failed as cancelled.
-func (s *Server) stop(q *runningQuery) {
+// had ended, its next page is its last, failed as cancelled; stop reports whether it ended q.
+func (s *Server) stop(q *runningQuery) bool {
 	q.cancel()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.killed = q.failLocked(toQueryError(context.Canceled))
+	return q.killed
 }
 
 // kill stops q for a DELETE /v1/query/{id}, which another client may send. A query it ends
 // stays held a little while (forgotten first at QueriesMax), so that a client still polling it
-// learns it was cancelled rather than that it never existed.
+// learns it was cancelled rather than that it never existed. One whose rows were all produced
+// goes on, as a finished query does in Trino: its client reads the rest.
 func (s *Server) kill(q *runningQuery) {
-	s.stop(q)
-	s.forgetLater(q)
+	if s.stop(q) {
+		s.forgetLater(q)
+	}
 }
 
 // respond writes the page for token, waiting up to wait for rows or the end.
@@ -411,11 +415,15 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery
 	w.Write(body)
 }
 
-// forgetLater keeps a finished query a little while so a client can retry its last page.
+// lastPageKeptMax is how long a query that has told its client everything stays held, for a
+// retry of its last page; never longer than AbandonAfter, the longest any query waits for a poll.
+const lastPageKeptMax = time.Minute
+
+// forgetLater has the reaper forget q, which has nothing left to tell (its last page was served,
+// or a kill ended it), once a client had time to retry its last page.
 func (s *Server) forgetLater(q *runningQuery) {
 	q.mu.Lock()
-	// the reaper removes it after AbandonAfter without polls; shorten that for finished queries
-	q.lastAccess = time.Now().Add(-s.opts.AbandonAfter + time.Minute)
+	q.forgetAt = time.Now().Add(min(lastPageKeptMax, s.opts.AbandonAfter))
 	q.mu.Unlock()
 }
 
@@ -427,8 +435,8 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	if token == q.lastToken && q.lastPage != nil {
 		return q.lastPage, http.StatusOK, q.lastFinal
 	}
-	if token != q.nextToken {
-		return []byte(fmt.Sprintf("unexpected token %d (want %d)", token, q.nextToken)), http.StatusGone, false
+	if token != q.nextToken || q.lastFinal {
+		return q.refuseTokenLocked(token)
 	}
 	for waiting := token > 0; waiting && len(q.pending) == 0 && !q.done; {
 		changed := q.changed
@@ -450,8 +458,8 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	if token == q.lastToken && q.lastPage != nil { // a concurrent retry of this token answered first
 		return q.lastPage, http.StatusOK, q.lastFinal
 	}
-	if token != q.nextToken {
-		return []byte(fmt.Sprintf("unexpected token %d (want %d)", token, q.nextToken)), http.StatusGone, false
+	if token != q.nextToken || q.lastFinal {
+		return q.refuseTokenLocked(token)
 	}
 	res := QueryResults{ID: q.id, InfoURI: base + "/ui/query.html?" + q.id, Columns: q.columns, Warnings: []any{}}
 	take := pageRows(q.pending, s.opts.PageRows, pageBytesTarget)
@@ -482,6 +490,16 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	}
 	q.lastToken, q.lastPage, q.lastFinal, q.nextToken = token, body, final, token+1
 	return body, http.StatusOK, final
+}
+
+// refuseTokenLocked is Trino's answer to a poll for neither the page last served nor the next
+// one: 410 Gone for a page already passed, 404 for one that does not exist (ahead of the next,
+// or past the last page).
+func (q *runningQuery) refuseTokenLocked(token int64) ([]byte, int, bool) {
+	if token < q.lastToken {
+		return []byte(fmt.Sprintf("page %d of query %s is gone: the last page served is %d", token, q.id, q.lastToken)), http.StatusGone, false
+	}
+	return []byte(fmt.Sprintf("query %s has no page %d", q.id, token)), http.StatusNotFound, false
 }
 
 // baseURL is where the client reaches this server: ExternalURL, else the request's Host with the

@@ -263,7 +263,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := buildRequest(r, user, sql)
-	q := s.start(req, cancelErrorName(r))
+	q := s.start(req)
 	s.respond(w, r, q, 0, 0)
 }
 
@@ -462,15 +462,18 @@ func (s *Server) reap() {
 
 func (s *Server) reapOnce(now time.Time) {
 	s.mu.Lock()
-	var stale []*runningQuery
+	var abandoned []*runningQuery
 	for id, q := range s.queries {
-		if now.Sub(q.lastAccessed()) > s.opts.AbandonAfter {
-			stale = append(stale, q)
+		drop, abandon := q.stale(now, s.opts.AbandonAfter)
+		if drop {
 			delete(s.queries, id)
+		}
+		if abandon {
+			abandoned = append(abandoned, q)
 		}
 	}
 	s.mu.Unlock()
-	for _, q := range stale {
+	for _, q := range abandoned {
 		q.abandon()
 	}
 }
