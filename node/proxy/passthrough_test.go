@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -77,7 +78,7 @@ func TestAdmitPassthrough(t *testing.T) {
 // names it) and on a lost lease (Explain names that).
 func TestPassthroughTimeoutAndLease(t *testing.T) {
 	h := newHarness(t)
-	g := &lossyGuard{}
+	g := capacitytest.NewLosingGuard()
 	h.core = New(Options{Env: h.env, OnFinish: h.recs.add, Guard: g})
 	spec := oneGroup(RoundRobin, 5, time.Second, cl("c1", 2, &fakeEngine{name: "c1"}))
 	spec.Groups[0].QueryTimeout = 20 * time.Millisecond
@@ -101,7 +102,7 @@ func TestPassthroughTimeoutAndLease(t *testing.T) {
 	qctx, qcancel := context.WithCancel(ctx)
 	defer qcancel()
 	rctx, _ = adm.RunContext(qctx, qcancel)
-	g.loseAll()
+	g.LoseAll()
 	if rctx.Err() == nil {
 		t.Fatal("a lost lease did not cancel the relayed query")
 	}

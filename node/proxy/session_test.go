@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -43,60 +44,6 @@ func (s *fakeSession) Close() error {
 	s.e.closed++
 	s.e.mu.Unlock()
 	return nil
-}
-
-// lossyGuard hands out slots that a test can mark lost.
-type lossyGuard struct {
-	mu    sync.Mutex
-	slots []*lossySlot
-}
-
-func (g *lossyGuard) Acquire(ctx context.Context, cluster string, limit int) (Slot, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s := &lossySlot{}
-	g.slots = append(g.slots, s)
-	return s, nil
-}
-
-func (g *lossyGuard) loseAll() {
-	g.mu.Lock()
-	slots := append([]*lossySlot(nil), g.slots...)
-	g.mu.Unlock()
-	for _, s := range slots {
-		s.lose()
-	}
-}
-
-type lossySlot struct {
-	mu   sync.Mutex
-	lost bool
-	fns  []func()
-}
-
-func (s *lossySlot) Release() {}
-func (s *lossySlot) Lost() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost
-}
-func (s *lossySlot) OnLost(fn func()) {
-	s.mu.Lock()
-	s.fns = append(s.fns, fn)
-	lost := s.lost
-	s.mu.Unlock()
-	if lost {
-		fn()
-	}
-}
-func (s *lossySlot) lose() {
-	s.mu.Lock()
-	s.lost = true
-	fns := s.fns
-	s.mu.Unlock()
-	for _, fn := range fns {
-		fn()
-	}
 }
 
 func drain(t *testing.T, rows query.Rows) (int64, error) {
@@ -180,7 +127,7 @@ func TestSessionHoldsOneSlotForItsLife(t *testing.T) {
 // with a capacity error naming the lost lease.
 func TestSessionLostLeaseFailsTheRest(t *testing.T) {
 	h := newHarness(t)
-	g := &lossyGuard{}
+	g := capacitytest.NewLosingGuard()
 	h.core = New(Options{Env: h.env, Registerer: nil, OnFinish: h.recs.add, Guard: g})
 	e := &sessionEngine{fakeEngine: &fakeEngine{name: "c1", rows: 1}}
 	h.activate(oneGroup(RoundRobin, 5, time.Second, cl("c1", 2, e)))
@@ -189,7 +136,7 @@ func TestSessionLostLeaseFailsTheRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	g.loseAll()
+	g.LoseAll()
 	_, err = s.Execute(context.Background(), sel("select 1"))
 	var qe *query.Error
 	if !errors.As(err, &qe) || qe.Code != query.CodeCapacityTimeout {
