@@ -50,10 +50,12 @@ func isTagSafe(s string) bool {
 	return true
 }
 
-// SlotTag is the engine tag of a slot's lease, "" for a slot without one (a local slot).
+// SlotTag is the engine tag of a slot's lease, "" for a slot without one (a local slot). It is
+// the lease's, made once when the lease was granted: a reused lease's queries ask for it one
+// after another, and a renewal keeps the lease's ID.
 func SlotTag(s Slot) string {
 	if ls, ok := s.(*leaseSlot); ok {
-		return ls.Lease().Ref().Tag()
+		return ls.st.hl.tag
 	}
 	return ""
 }

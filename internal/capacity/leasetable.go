@@ -68,6 +68,7 @@ type tableConfig struct {
 // a renewal sent while one slot ran it counts for the slot that runs it when the answer comes.
 type heldLease struct {
 	lease     Lease
+	tag       string    // lease.Ref().Tag(), set at the grant and never changed (SlotTag reads it unlocked)
 	fenceAt   time.Time // stop counting on the lease from here on
 	renewAt   time.Time // next renewal due
 	releasing bool      // queued for release (or dropped): never renewed or reused again
@@ -205,7 +206,7 @@ func (t *leaseTable) denied(cluster string) {
 // released at once and late is true: the caller is told to ask again.
 func (t *leaseTable) granted(cluster string, l Lease, sent time.Time, affinity uint64, now time.Time) (s *slotState, late bool, e effects) {
 	t.denied(cluster)
-	hl := &heldLease{lease: l}
+	hl := &heldLease{lease: l, tag: l.Ref().Tag()}
 	hl.fenceAt, hl.renewAt = t.terms(sent, l)
 	s = t.addSlot(hl, affinity)
 	if t.lostAt(s, now) {

@@ -129,6 +129,26 @@ func TestIdleLeaseIsReused(t *testing.T) {
 	})
 }
 
+// TestSlotTagIsTheLeasesWithoutAllocating: a slot's engine tag is its lease's (the same when
+// the lease is reused), and reading it allocates nothing: every statement of a busy client asks
+// for it (it was built anew each time, a string per statement).
+func TestSlotTagIsTheLeasesWithoutAllocating(t *testing.T) {
+	client := &contentionClient{Memory: capacity.NewMemory()}
+	reuseWorld(t, client, capacity.GuardOptions{}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
+		slot, err := g.Acquire(ctx, "c", 1)
+		if err != nil {
+			panic(err)
+		}
+		tag := capacity.SlotTag(slot)
+		check("the lease's tag", tag == slot.(interface{ Lease() capacity.Lease }).Lease().Ref().Tag() && tag == "qf-lease:c#1")
+		allocs := testing.AllocsPerRun(100, func() { _ = capacity.SlotTag(slot) })
+		check(fmt.Sprintf("no allocation (%v)", allocs), allocs == 0)
+		slot.Release()
+		again, err := g.Acquire(ctx, "c", 1)
+		check("reused, the same tag", err == nil && client.acquires == 1 && capacity.SlotTag(again) == tag)
+	})
+}
+
 // TestIdleLeaseGoesBackToWhoReleasedIt: an acquire with an affinity takes the idle lease that
 // affinity released (its engine connection still carries that lease's tag), not the most
 // recent one; without one, or with an affinity that released none, it takes the most recent.
