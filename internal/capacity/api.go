@@ -80,9 +80,9 @@ type RenewBatchResponse struct {
 	// Uncontended lists the clusters of the renewed leases for which no other worker's acquire
 	// was denied or had to wait within ContendedFor (AcquireResponse.Contended, for renewals):
 	// a worker goes on reusing its leases of those. A cluster over its cap (lowered) is not
-	// listed. A cluster not listed (an older control plane lists none) counts as contended.
-	// Retry mode only: in ordered mode it is empty.
-	Uncontended []string `json:"uncontended,omitempty"`
+	// listed. Its other renewed leases' clusters are contended. Null or absent: the control
+	// plane says nothing about contention (ordered mode, or one older than the field).
+	Uncontended []string `json:"uncontended"`
 }
 
 // RenewResult is one lease's answer: the renewed lease, or the status and error a RenewRequest
@@ -378,13 +378,14 @@ func (a *API) serveRenewBatch(w http.ResponseWriter, r *http.Request, caller str
 // uncontended lists, in request order, the clusters of the leases renewed (results) for which
 // holder's Contention says no other worker was denied lately, and whose leases are within the
 // cluster's cap: a cap lowered under the leases granted before counts as contended, so that
-// workers stop reusing them and the cluster drains under the new cap. Nil in ordered mode,
-// where workers reuse no lease (no waiting record is read).
+// workers stop reusing them and the cluster drains under the new cap. Nil (says nothing) in
+// ordered mode, where workers reuse no lease (no waiting record is read); never nil otherwise.
 func (a *API) uncontended(ctx context.Context, refs []LeaseRef, results []RenewResult, holder string) []string {
 	if a.queue != nil {
 		return nil
 	}
-	var asked, out []string
+	var asked []string
+	out := []string{}
 	for i, ref := range refs {
 		cluster := ref.Cluster()
 		if results[i].Lease == nil || slices.Contains(asked, cluster) {

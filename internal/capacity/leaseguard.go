@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -607,7 +606,7 @@ func (g *LeaseGuard) renew(ctx context.Context, slots []*slotState) int {
 	}
 	timeout := min(g.o.AcquireTimeout, fenceFirst.Sub(sent))
 	rctx, cancel := g.o.Env.WithTimeout(ctx, max(timeout, time.Millisecond))
-	results, uncontended, err := renewContended(rctx, g.o.Client, refs, g.o.LeaseTTL, sent)
+	results, contended, err := renewContended(rctx, g.o.Client, refs, g.o.LeaseTTL, sent)
 	cancel()
 	now := g.o.Env.Now()
 	g.mu.Lock()
@@ -630,7 +629,7 @@ func (g *LeaseGuard) renew(ctx context.Context, slots []*slotState) int {
 	}
 	var answered effects
 	if err == nil {
-		answered = g.t.renewedContention(clustersOf(refs), uncontended, sent)
+		answered = g.t.renewedContention(contended, sent)
 	}
 	g.mu.Unlock()
 	g.apply(answered)
@@ -638,24 +637,13 @@ func (g *LeaseGuard) renew(ctx context.Context, slots []*slotState) int {
 }
 
 // renewContended renews refs through c (RenewAll) and, when c is a ContentionRenewer, answers
-// which of their clusters the control plane called uncontended.
-func renewContended(ctx context.Context, c LeaseClient, refs []LeaseRef, ttl time.Duration, now time.Time) ([]Renewed, []string, error) {
+// what the control plane said about their clusters' contention.
+func renewContended(ctx context.Context, c LeaseClient, refs []LeaseRef, ttl time.Duration, now time.Time) ([]Renewed, map[string]bool, error) {
 	if cr, ok := c.(ContentionRenewer); ok {
 		return cr.RenewBatchContended(ctx, refs, ttl, now)
 	}
 	results, err := RenewAll(ctx, c, refs, ttl, now)
 	return results, nil, err
-}
-
-// clustersOf lists the clusters of refs, each once, in order.
-func clustersOf(refs []LeaseRef) []string {
-	var out []string
-	for _, r := range refs {
-		if c := r.Cluster(); !slices.Contains(out, c) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // ----------------------------------------------------------------------------------- flusher
@@ -723,13 +711,14 @@ type ContentionAcquirer interface {
 	AcquireContended(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []LeaseRef) (lease Lease, contended bool, err error)
 }
 
-// ContentionRenewer is a BatchRenewer whose answers also say, like a ContentionAcquirer's, for
-// which of the renewed leases' clusters no other worker was denied or queued recently. With
+// ContentionRenewer is a BatchRenewer whose answers also say, like a ContentionAcquirer's,
+// whether another worker was denied or queued recently for the renewed leases' clusters. With
 // one, a LeaseGuard's keeper checks a cluster whose leases it reuses before the reuse window
-// ends (a renewal of one of them), so reuse goes on without a new lease per window. A cluster
-// not listed counts as contended.
+// ends (a renewal of one of them), so reuse goes on without a new lease per window. contended
+// holds the clusters the control plane spoke about (true: contended); one it said nothing
+// about is absent, and its reuse ends with its window.
 type ContentionRenewer interface {
-	RenewBatchContended(ctx context.Context, refs []LeaseRef, ttl time.Duration, now time.Time) (results []Renewed, uncontended []string, err error)
+	RenewBatchContended(ctx context.Context, refs []LeaseRef, ttl time.Duration, now time.Time) (results []Renewed, contended map[string]bool, err error)
 }
 
 // reapIdle is the idle reaper duty: it releases the idle leases whose hold ran out, and runs

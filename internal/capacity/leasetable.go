@@ -627,16 +627,15 @@ func (t *leaseTable) renewFailed(s *slotState, now time.Time) {
 	s.hl.renewAt = now.Add(max(t.c.RenewEvery/10, time.Millisecond))
 }
 
-// renewedContention records the contention answer of a renewal batch sent at sent: each of
-// clusters is contended unless listed in uncontended. Only with Checks (the client's renewals
-// say; otherwise their answers are silent, not contended).
-func (t *leaseTable) renewedContention(clusters, uncontended []string, sent time.Time) effects {
+// renewedContention records what the answer to a renewal batch sent at sent said about its
+// clusters' contention (absent: nothing). Only with Checks (otherwise renewals say nothing).
+func (t *leaseTable) renewedContention(contended map[string]bool, sent time.Time) effects {
 	var e effects
 	if !t.c.Checks {
 		return e
 	}
-	for _, c := range clusters {
-		e.add(t.contention(c, !slices.Contains(uncontended, c), sent))
+	for _, c := range slices.Sorted(maps.Keys(contended)) {
+		e.add(t.contention(c, contended[c], sent))
 	}
 	return e
 }

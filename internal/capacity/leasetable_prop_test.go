@@ -147,15 +147,11 @@ func (m *tableModel) keep(rt *rapid.T) {
 		if !ok {
 			continue
 		}
-		if rapid.Bool().Draw(rt, "answered") {
-			c := s.hl.lease.Cluster
-			var uncontended []string
-			if rapid.Bool().Draw(rt, "uncontended") {
-				uncontended = []string{c}
-			}
-			m.t.renewedContention([]string{c}, uncontended, m.now)
+		if rapid.Bool().Draw(rt, "answered") { // otherwise the control plane said nothing
+			c, contended := s.hl.lease.Cluster, rapid.Bool().Draw(rt, "contended")
+			m.t.renewedContention(map[string]bool{c: contended}, m.now)
 			if m.t.c.Checks {
-				m.answered(c, len(uncontended) == 0, m.now)
+				m.answered(c, contended, m.now)
 			}
 		}
 		switch rapid.IntRange(0, 2).Draw(rt, "renewal") {

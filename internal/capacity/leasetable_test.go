@@ -246,12 +246,12 @@ func (h *tableHarness) run(t *testing.T, path string, c transcriptCase) (out str
 		h.t.releaseLocal(a.str("c", ""))
 	case "contention":
 		e = h.t.contention(a.str("c", ""), a.str("contended", "") == "true", a.at("sent"))
-	case "renew-answer": // a renewal batch's answer about clusters c (comma-separated)
-		var uncontended []string
-		if a.has("uncontended") {
-			uncontended = strings.Split(a.kv["uncontended"], ",")
+	case "renew-answer": // a renewal batch's answer about clusters c (comma-separated), uncontended those listed
+		contended := map[string]bool{}
+		for _, c := range strings.FieldsFunc(a.kv["c"], func(r rune) bool { return r == ',' }) { // c= : said nothing
+			contended[c] = !slices.Contains(strings.Split(a.kv["uncontended"], ","), c)
 		}
-		e = h.t.renewedContention(strings.Split(a.str("c", ""), ","), uncontended, a.at("sent"))
+		e = h.t.renewedContention(contended, a.at("sent"))
 	case "release":
 		e = h.t.release(h.slot(a), a.at("at"))
 	case "lost":

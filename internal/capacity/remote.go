@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -110,12 +109,13 @@ func (c *Remote) RenewBatch(ctx context.Context, refs []LeaseRef, ttl time.Durat
 	return out, err
 }
 
-// RenewBatchContended implements ContentionRenewer: RenewBatch, and the clusters of refs that
-// every answer carrying one of their leases called uncontended (none from a control plane that
-// does not say, nor for leases renewed one by one).
-func (c *Remote) RenewBatchContended(ctx context.Context, refs []LeaseRef, ttl time.Duration, now time.Time) ([]Renewed, []string, error) {
+// RenewBatchContended implements ContentionRenewer: RenewBatch, and what the answers said about
+// the clusters of refs: contended if one answer carrying a lease of the cluster did not list it
+// uncontended. Clusters no answer spoke about (a control plane that does not say, leases renewed
+// one by one) are absent.
+func (c *Remote) RenewBatchContended(ctx context.Context, refs []LeaseRef, ttl time.Duration, now time.Time) ([]Renewed, map[string]bool, error) {
 	out := make([]Renewed, 0, len(refs))
-	contended := map[string]bool{} // cluster -> whether an answer did not list it uncontended
+	contended := map[string]bool{}
 	for len(refs) > 0 && !c.renewOneByOne.Load() {
 		chunk := refs[:min(len(refs), RenewBatchMax)]
 		var resp RenewBatchResponse
@@ -133,21 +133,13 @@ func (c *Remote) RenewBatchContended(ctx context.Context, refs []LeaseRef, ttl t
 		}
 		for i, r := range resp.Results {
 			out = append(out, renewedFrom(chunk[i], r))
-			cluster := chunk[i].Cluster()
-			contended[cluster] = contended[cluster] || !slices.Contains(resp.Uncontended, cluster)
+			if cluster := chunk[i].Cluster(); resp.Uncontended != nil {
+				contended[cluster] = contended[cluster] || !slices.Contains(resp.Uncontended, cluster)
+			}
 		}
 		refs = refs[len(chunk):]
 	}
-	for _, r := range refs {
-		contended[r.Cluster()] = true
-	}
-	var uncontended []string
-	for _, cluster := range slices.Sorted(maps.Keys(contended)) {
-		if !contended[cluster] {
-			uncontended = append(uncontended, cluster)
-		}
-	}
-	return append(out, renewEach(ctx, c, refs, ttl, now)...), uncontended, nil
+	return append(out, renewEach(ctx, c, refs, ttl, now)...), contended, nil
 }
 
 // renewedFrom reads one answer of a renewal batch for ref.

@@ -534,13 +534,13 @@ func TestWaitingWorkerIsGrantedWithinTheCheckBound(t *testing.T) {
 }
 
 // TestRenewalAnswersSayContention: a renewal batch's answer lists the clusters of its leases
-// that nobody else was denied lately (as an acquire's answer says), and Remote reads it; a
-// control plane that does not say, an ordered one, and one whose cap for the cluster is now
-// below the leases held list none.
+// that nobody else was denied lately (as an acquire's answer says), and Remote reads it: the
+// others are contended, and so is a cluster whose cap is now below the leases held. A control
+// plane that does not say (older), and an ordered one, say nothing about any cluster.
 func TestRenewalAnswersSayContention(t *testing.T) {
 	f := newAPIFleet(6)
 	w := f.s.AddNode("w", nil)
-	var got [][]string
+	var got []map[string]bool
 	f.s.Spawn(w, "test", func() {
 		r := capacity.NewRemote("http://cp", w.Client(), nil)
 		c, err1 := r.Acquire(w.Ctx(), "c", "w1", 1, time.Minute, time.Time{})
@@ -549,11 +549,11 @@ func TestRenewalAnswersSayContention(t *testing.T) {
 			panic(fmt.Sprint(err1, err2))
 		}
 		renew := func() {
-			results, uncontended, err := r.RenewBatchContended(w.Ctx(), []capacity.LeaseRef{c.Ref(), d.Ref()}, time.Minute, time.Time{})
+			results, contended, err := r.RenewBatchContended(w.Ctx(), []capacity.LeaseRef{c.Ref(), d.Ref()}, time.Minute, time.Time{})
 			if err != nil || len(results) != 2 || results[0].Err != nil || results[1].Err != nil {
 				panic(fmt.Sprint(results, err))
 			}
-			got = append(got, uncontended)
+			got = append(got, contended)
 		}
 		renew()
 		if _, err := r.Acquire(w.Ctx(), "c", "w2", 1, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrAtCapacity) {
@@ -564,8 +564,8 @@ func TestRenewalAnswersSayContention(t *testing.T) {
 	if err := f.s.Run(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(got) != "[[c d] [d]]" {
-		t.Fatalf("uncontended clusters %v: want [c d], then [d] after w2 was denied c", got)
+	if fmt.Sprint(got) != "[map[c:false d:false] map[c:true d:false]]" {
+		t.Fatalf("contended clusters %v: want neither, then c after w2 was denied c", got)
 	}
 
 	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -574,9 +574,9 @@ func TestRenewalAnswersSayContention(t *testing.T) {
 	}))
 	defer old.Close()
 	ref := capacity.LeaseRef{ID: "c#1", Generation: 1}
-	results, uncontended, err := capacity.NewRemote(old.URL, old.Client(), nil).RenewBatchContended(context.Background(), []capacity.LeaseRef{ref}, time.Minute, time.Time{})
-	if err != nil || len(results) != 1 || results[0].Err != nil || len(uncontended) != 0 {
-		t.Fatalf("a control plane without the field: %+v, uncontended %v, err %v; want renewed, none uncontended", results, uncontended, err)
+	results, contended, err := capacity.NewRemote(old.URL, old.Client(), nil).RenewBatchContended(context.Background(), []capacity.LeaseRef{ref}, time.Minute, time.Time{})
+	if err != nil || len(results) != 1 || results[0].Err != nil || len(contended) != 0 {
+		t.Fatalf("a control plane without the field: %+v, contended %v, err %v; want renewed, nothing said", results, contended, err)
 	}
 
 	// Two leases of c held, asked of control planes whose configuration says cap 2 (retry
@@ -586,7 +586,7 @@ func TestRenewalAnswersSayContention(t *testing.T) {
 		cap     int
 		ordered bool
 		want    string
-	}{{"cap 2", 2, false, "[c]"}, {"cap lowered to 1", 1, false, "[]"}, {"ordered", 2, true, "[]"}} {
+	}{{"cap 2", 2, false, "map[c:false]"}, {"cap lowered to 1", 1, false, "map[c:true]"}, {"ordered", 2, true, "map[]"}} {
 		store := capacity.NewMemory()
 		var refs []capacity.LeaseRef
 		for range 2 {
@@ -605,10 +605,10 @@ func TestRenewalAnswersSayContention(t *testing.T) {
 			mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "w") })
 		}
 		srv := httptest.NewServer(mux)
-		results, uncontended, err := capacity.NewRemote(srv.URL, srv.Client(), nil).RenewBatchContended(context.Background(), refs, time.Minute, time.Time{})
+		results, contended, err := capacity.NewRemote(srv.URL, srv.Client(), nil).RenewBatchContended(context.Background(), refs, time.Minute, time.Time{})
 		srv.Close()
-		if err != nil || len(results) != 2 || results[0].Err != nil || fmt.Sprint(uncontended) != tc.want {
-			t.Errorf("%s: %+v, uncontended %v, err %v; want both renewed, uncontended %s", tc.name, results, uncontended, err, tc.want)
+		if err != nil || len(results) != 2 || results[0].Err != nil || fmt.Sprint(contended) != tc.want {
+			t.Errorf("%s: %+v, contended %v, err %v; want both renewed, contended %s", tc.name, results, contended, err, tc.want)
 		}
 	}
 }
