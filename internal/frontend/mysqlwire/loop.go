@@ -128,6 +128,10 @@ func (s *Server) eventLoop() *relayloop.Loop { return s.loop.Get() }
 // LoopStatements is how many statements the event loop has relayed.
 func (s *Server) LoopStatements() int64 { return s.loopStatements.Load() }
 
+// LoopHandOvers is how many statements the event loop admitted and then handed to their
+// session's goroutine to relay (rewritten, tagged for a lease, or limited per row).
+func (s *Server) LoopHandOvers() int64 { return s.loopHandOvers.Load() }
+
 // loopable reports whether the session can go on the loop now, its last command a COM_QUERY
 // (what the client sends next is likely another).
 func (h *session) loopable() bool { return h.lastWasQuery && h.canLoop() }
@@ -336,7 +340,13 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 	le, isLoop := adm.Engine.(loopEngine)
 	if !isLoop || !le.Loopable() || req.SQL != sql || capacity.SlotTag(adm.Slot()) != "" ||
 		adm.CheckLimits(math.MaxInt64/2, math.MaxInt64/2) != nil {
-		// Rewritten by the core, tagged for a lease, or guardrails that need each row.
+		// Rewritten by the core, tagged for a lease, or guardrails that need each row: the
+		// goroutine relays it, and the loop's admission was a hand-over for nothing. Counted
+		// like an admission that would wait, so a session whose statements all go so (a
+		// worker's: every statement is tagged) leaves the loop for a while; a worker's MySQL
+		// sessions stayed on it once their leases were reused past 20 ms, at half the qps.
+		h.handedOff()
+		h.s.loopHandOvers.Add(1)
 		h.admitted, h.admittedReq = adm, req
 		return relayloop.Pause
 	}

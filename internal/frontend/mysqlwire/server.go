@@ -108,6 +108,7 @@ type Server struct {
 
 	loop           relayloop.Lazy // the event loop (loop.go), started on first use
 	loopStatements atomic.Int64
+	loopHandOvers  atomic.Int64
 	loopPings      atomic.Int64 // COM_PINGs the event loop answered (in part, at least)
 
 	panics    atomic.Int64 // recovered in connections, during login or after (bugs: the fuzz targets require none)
