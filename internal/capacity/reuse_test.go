@@ -101,8 +101,8 @@ func sleep(ctx context.Context, e env.Env, d time.Duration) {
 }
 
 // TestIdleLeaseIsReused: a slot released and acquired again at once (even at cap 1, where the
-// local deny would otherwise refuse) takes the idle lease without a round trip, counts it, and
-// wakes OnFreed's callbacks when the lease goes idle. Not taken, the idle lease is released
+// local deny would otherwise refuse) takes the idle lease without a round trip, counts it when
+// released (not when given back unused), and wakes OnFreed's callbacks when the lease goes idle. Not taken, the idle lease is released
 // after its hold; the next acquire asks again.
 func TestIdleLeaseIsReused(t *testing.T) {
 	client := &contentionClient{Memory: capacity.NewMemory()}
@@ -115,12 +115,18 @@ func TestIdleLeaseIsReused(t *testing.T) {
 		slot.Release()
 		check("the released lease is idle and still held", g.Idle("c") == 1 && g.Held("c") == 1 && client.leases() == 1)
 		check("OnFreed ran when it went idle", freed == 1)
-		again, err := g.Acquire(ctx, "c", 1)
+		reused := func() float64 { return testutil.ToFloat64(metrics.LeaseReused.WithLabelValues("c")) }
+		unused, err := g.Acquire(ctx, "c", 1)
 		check("second acquire granted from the idle lease, no round trip", err == nil && client.acquires == 1)
-		check("... counted", testutil.ToFloat64(metrics.LeaseReused.WithLabelValues("c")) == 1)
 		check("... and no longer idle", g.Idle("c") == 0 && g.Held("c") == 1)
+		capacity.Unused(unused) // its caller could not use it (an engine connection not ready)
+		unused.Release()
+		check("a slot given back unused is not counted as reused", reused() == 0 && g.Idle("c") == 1)
+		again, err := g.Acquire(ctx, "c", 1)
+		check("taken again from idle", err == nil && client.acquires == 1)
 		check("the same lease", again.(interface{ Lease() capacity.Lease }).Lease().ID == slot.(interface{ Lease() capacity.Lease }).Lease().ID)
 		again.Release()
+		check("counted once its query is over", reused() == 1)
 		sleep(ctx, e, 15*time.Millisecond) // past the hold (10 ms) and the release linger
 		check("not taken within the hold: released the normal way",
 			g.Idle("c") == 0 && g.PendingReleases() == 0 && client.leases() == 0 && client.batches == 1)
