@@ -262,6 +262,56 @@ func TestContendedAnswerReleasesIdleLeases(t *testing.T) {
 	})
 }
 
+// checkingClient is a contentionClient whose renewal answers also say whether the renewed
+// leases' clusters are contended (a ContentionRenewer, as Remote is): the guard's keeper then
+// checks a cluster whose leases it reuses. It counts renewal batches.
+type checkingClient struct {
+	*contentionClient
+	renewContended bool
+	renewals       int
+}
+
+func (c *checkingClient) RenewBatchContended(ctx context.Context, refs []capacity.LeaseRef, ttl time.Duration, now time.Time) ([]capacity.Renewed, map[string]bool, error) {
+	c.renewals++
+	results, err := capacity.RenewAll(ctx, c.Memory, refs, ttl, now)
+	contended := map[string]bool{}
+	for _, r := range refs {
+		contended[r.Cluster()] = c.renewContended
+	}
+	return results, contended, err
+}
+
+// TestKeeperGivesUpIdleLeasesOnAContendedCheck: a worker reusing its leases keeps a released
+// one idle for the next query; when the keeper's check (a renewal of a live lease, checkAfter
+// after the last answer) hears that another worker was denied the cluster, the idle lease is
+// released at once, not when its hold runs out, and nothing is kept idle after. (Without the
+// keeper giving them up, a waiting worker waits for the busy worker's idle leases to age out.)
+func TestKeeperGivesUpIdleLeasesOnAContendedCheck(t *testing.T) {
+	client := &checkingClient{contentionClient: &contentionClient{Memory: capacity.NewMemory()}}
+	reuseWorld(t, client, capacity.GuardOptions{}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
+		start := e.Now()
+		at := func(d time.Duration) { sleep(ctx, e, d-e.Now().Sub(start)) }
+		a, err1 := g.Acquire(query.WithAffinity(ctx, 1), "c", 3)
+		b, err2 := g.Acquire(query.WithAffinity(ctx, 2), "c", 3)
+		check("two leases granted, uncontended", err1 == nil && err2 == nil && client.acquires == 2)
+		at(time.Millisecond)
+		a.Release()
+		a, err1 = g.Acquire(query.WithAffinity(ctx, 1), "c", 3)
+		check("a reused: the keeper is to check at 10ms", err1 == nil && client.acquires == 2)
+		at(5 * time.Millisecond)
+		b.Release() // idle until 15ms
+		check("b idle", g.Idle("c") == 1)
+		client.renewContended = true // another worker is denied c
+		at(12 * time.Millisecond)
+		check(fmt.Sprintf("the keeper checked (renewal batches %d)", client.renewals), client.renewals == 1)
+		check("the contended answer released the idle lease before its hold ran out", g.Idle("c") == 0)
+		at(14 * time.Millisecond)
+		check("... at the control plane too", client.leases() == 1)
+		a.Release()
+		check("nothing kept idle while contended", g.Idle("c") == 0 && g.PendingReleases() == 1)
+	})
+}
+
 // TestNoReuseWithoutContentionReportOrInOrderedMode: a client that cannot say whether the
 // cluster is contended (a store), and the ordered queue (acquires wait at the control plane, in
 // arrival order), get no idle reuse.
