@@ -109,16 +109,6 @@ func (k Kind) String() string {
 	return "other"
 }
 
-// IsDML reports whether k changes rows (insert, update, delete).
-func (k Kind) IsDML() bool { return k == KindInsert || k == KindUpdate || k == KindDelete }
-
-// IsDDL reports whether k changes schema or privileges.
-func (k Kind) IsDDL() bool { return k == KindDDL }
-
-// IsReadOnly reports whether k can neither change data nor schema (select, show, explain
-// without ANALYZE is still reported as explain: the caller decides).
-func (k Kind) IsReadOnly() bool { return k == KindSelect || k == KindShow }
-
 var leadingKinds = map[string]Kind{
 	"select": KindSelect, "values": KindSelect, "table": KindSelect,
 	"insert": KindInsert, "replace": KindInsert, "upsert": KindInsert,
