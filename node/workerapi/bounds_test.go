@@ -58,9 +58,10 @@ func TestRegistrationBounds(t *testing.T) {
 		{"label key over the bound", func(r *RegisterRequest) { r.Labels = map[string]string{strings.Repeat("k", LabelKeyLengthMax+1): "v"} }, "labels." + strings.Repeat("k", LabelKeyLengthMax+1)},
 		{"label value at the bound", func(r *RegisterRequest) { r.Labels = map[string]string{"k": strings.Repeat("v", LabelValueLenMax)} }, ""},
 		{"label value over the bound", func(r *RegisterRequest) { r.Labels = map[string]string{"k": strings.Repeat("v", LabelValueLenMax+1)} }, "labels.k"},
-		{"the first bad label key is named", func(r *RegisterRequest) { r.Labels = map[string]string{"b ad": "v", "a ad": "v", "ok": "v"} }, "labels.a ad"},
+		{"the first bad label key is named", func(r *RegisterRequest) { r.Labels = badKeys("v") }, "labels.a ad"},
 		{"frontends at the bound", func(r *RegisterRequest) { r.Frontends = frontends(FrontendsMax) }, ""},
 		{"frontends over the bound", func(r *RegisterRequest) { r.Frontends = frontends(FrontendsMax + 1) }, "frontends"},
+		{"a frontend name at the bound", func(r *RegisterRequest) { r.Frontends = []string{strings.Repeat("f", NameLengthMax)} }, ""},
 		{"a frontend name over the bound", func(r *RegisterRequest) { r.Frontends = []string{"pg", strings.Repeat("f", NameLengthMax+1)} }, "frontends[1]"},
 		{"endpoints at the bound", func(r *RegisterRequest) { r.Endpoints = endpoints(FrontendsMax) }, ""},
 		{"endpoints over the bound", func(r *RegisterRequest) { r.Endpoints = endpoints(FrontendsMax + 1) }, "endpoints"},
@@ -68,6 +69,10 @@ func TestRegistrationBounds(t *testing.T) {
 		{"an endpoint over the bound", func(r *RegisterRequest) { r.Endpoints = map[string]string{"trino": url(EndpointLengthMax + 1)} }, "endpoints.trino"},
 		{"an endpoint of another scheme", func(r *RegisterRequest) { r.Endpoints = map[string]string{"trino": "javascript:alert(1)"} }, "endpoints.trino"},
 		{"an endpoint that is only a scheme", func(r *RegisterRequest) { r.Endpoints = map[string]string{"flightsql": "grpc+tls://"} }, "endpoints.flightsql"},
+		{"an endpoint key at the bound", func(r *RegisterRequest) {
+			r.Endpoints = map[string]string{strings.Repeat("f", NameLengthMax): "http://h"}
+		}, ""},
+		{"the first bad endpoint key is named", func(r *RegisterRequest) { r.Endpoints = badKeys("http://h") }, "endpoints.a ad"},
 		{"an endpoint keyed by no frontend name", func(r *RegisterRequest) { r.Endpoints = map[string]string{"no such": "http://h"} }, "endpoints.no such"},
 		{"every scheme a peer can use", func(r *RegisterRequest) {
 			r.Endpoints = map[string]string{"a": "http://h", "b": "https://h", "c": "grpc+tcp://h:1", "d": "grpc+tls://h:1"}
@@ -132,9 +137,27 @@ func TestSanitizeBringsEveryTextInside(t *testing.T) {
 		t.Fatalf("sanitized heartbeat: %v", err)
 	}
 	for _, s := range []string{h.Revision.Active, h.Revision.LastSeen, h.Config.Source, h.Coordination.Policy, h.Coordination.Mode} {
-		if len(s) > RevisionLengthMax || !strings.HasSuffix(s, "…") {
+		if len(s) > RevisionLengthMax || len(s) < RevisionLengthMax-4 || !strings.HasSuffix(s, "…") {
 			t.Fatalf("a text of %d bytes after Sanitize: %q", len(s), s)
 		}
+	}
+}
+
+// badKeys are many bad keys, so that a map's order would name another than the first.
+func badKeys(value string) map[string]string {
+	m := map[string]string{"ok": value}
+	for c := 'a'; c <= 'o'; c++ { // 16 keys in all: within every count bound
+		m[string(c)+" ad"] = value
+	}
+	return m
+}
+
+func TestSanitizeKeepsWhatFits(t *testing.T) {
+	fits := strings.Repeat("r", RevisionLengthMax)
+	h := Heartbeat{Revision: RevisionStatus{Active: fits}, Config: ConfigStatus{StalenessSecs: 2.5}}
+	h.Sanitize()
+	if h.Revision.Active != fits || h.Config.StalenessSecs != 2.5 {
+		t.Fatalf("Sanitize changed what fits: %d bytes, staleness %v", len(h.Revision.Active), h.Config.StalenessSecs)
 	}
 }
 
@@ -175,6 +198,9 @@ func TestReadBody(t *testing.T) {
 	}
 	if _, err := read(io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(errors.New("reset"))), MediaHeartbeat, -1); err == nil {
 		t.Fatal("a body that breaks, without a length: no error")
+	}
+	if _, err := DecodeHeartbeat([]byte(strings.Repeat(" ", BodyBytesMax+1))); err == nil || err.Error() != fmt.Sprintf("body larger than %d bytes", BodyBytesMax) {
+		t.Fatalf("DecodeHeartbeat over the bound: %v", err)
 	}
 	var mt *MediaTypeError
 	if _, err := read(strings.NewReader("{}"), "application/json", 2); !errors.As(err, &mt) {
