@@ -183,6 +183,9 @@ type LeaseGuard struct {
 type leaseSlot struct {
 	g  *LeaseGuard
 	st *slotState
+	// reusedOn is the cluster of a slot taken from idle ("" otherwise): counted (LeaseReused)
+	// when released, unless Unused.
+	reusedOn string
 }
 
 // fallbackSlot is a slot granted without a lease under onUnavailable: localLimits.
@@ -418,8 +421,7 @@ func (g *LeaseGuard) TakeIdle(ctx context.Context, cluster string, limit int) Sl
 	if st == nil {
 		return nil
 	}
-	g.o.Metrics.LeaseReused.WithLabelValues(cluster).Inc()
-	return &leaseSlot{g: g, st: st}
+	return &leaseSlot{g: g, st: st, reusedOn: cluster}
 }
 
 // takeCarry takes the queued releases (one batch at most) for an acquire to carry, when the
@@ -509,10 +511,23 @@ func (g *LeaseGuard) PendingReleases() int {
 
 // Release implements Slot. The lease is kept idle for the next acquire of its cluster when
 // idle reuse allows (then OnFreed's callbacks run at once: a waiter may take it), or queued for
-// release.
+// release. A slot taken from idle is counted as reused here, once its query is over: a slot
+// handed back unused (Unused) and taken again would otherwise count twice for one query.
 func (s *leaseSlot) Release() {
+	if s.reusedOn != "" {
+		s.g.o.Metrics.LeaseReused.WithLabelValues(s.reusedOn).Inc()
+	}
 	now := s.g.o.Env.Now()
 	s.g.step(func(t *leaseTable) effects { return t.release(s.st, now) })
+}
+
+// Unused marks slot as one that served nothing (its caller gives it back to ask again where it
+// may wait, as an event loop does when the engine connection is not ready): a lease guard's
+// slot taken from idle is then not counted as reused when released. Call it before Release.
+func Unused(slot Slot) {
+	if s, ok := slot.(*leaseSlot); ok {
+		s.reusedOn = ""
+	}
 }
 
 // Lost implements Slot.

@@ -22,8 +22,9 @@ type Metrics struct {
 	Overrun *prometheus.CounterVec
 	// LeasesLost counts leases dropped by self-fencing, by cluster and the action taken.
 	LeasesLost *prometheus.CounterVec
-	// LeaseReused counts acquires served by an idle lease of this node, without a round trip
-	// to the coordination service, by cluster.
+	// LeaseReused counts slots served by an idle lease of this node, without a round trip to
+	// the coordination service, by cluster; counted when the slot is released, and not for a
+	// slot given back unused (Unused).
 	LeaseReused *prometheus.CounterVec
 	// Refused counts lease requests the control plane refused, by operation and reason
 	// (not-holder: a renew or release of another worker's lease; unknown-cluster).
@@ -71,7 +72,7 @@ func buildMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"cluster", "action"}),
 		LeaseReused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_capacity_lease_reused_total",
-			Help: "Capacity lease acquires served by an idle lease of this node, without asking the coordination service.",
+			Help: "Capacity slots served by an idle lease of this node, without asking the coordination service (counted when released; not for a slot given back unused).",
 		}, []string{"cluster"}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_capacity_refused_total",

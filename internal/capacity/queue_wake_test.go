@@ -112,3 +112,62 @@ func checkWakesOnlyTheHead(t *testing.T, weighted bool) {
 	}
 	t.Logf("%d wake-ups for %d grants", wakes, n)
 }
+
+// TestQueueHeadIsGrantedAtTheRelease: in the ordered queue (cap 1, three acquires waiting), each
+// release that reaches the control plane grants the next waiter at once, within the round trips
+// of the release and of the grant's answer (2 ms here), not at a poll: a waiter that becomes
+// the head is woken by the grant of the one before (leave), and the head by the release; the
+// 250 ms poll (queuePollEvery) is only for slots freed where no wake-up reaches (another replica,
+// the sweeper).
+func TestQueueHeadIsGrantedAtTheRelease(t *testing.T) {
+	for _, weighted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("weighted=%v", weighted), func(t *testing.T) {
+			s := sim.New(sim.Opts{Seed: 5})
+			s.Net().SetDefault(sim.Link{Latency: sim.Fixed(time.Millisecond)})
+			store := capacity.NewMemory()
+			s.AddNode("cp", func(node *sim.Node) http.Handler {
+				api := capacity.NewAPI(store, store, node.Env(), nil).Ordered()
+				if weighted {
+					api.Weighted(map[string]int{})
+				}
+				mux := http.NewServeMux()
+				for _, ep := range api.Endpoints() {
+					mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
+				}
+				return mux
+			})
+			grantedAt, releasedAt := map[string]time.Duration{}, map[string]time.Duration{}
+			hold := func(n *sim.Node, name string, wait time.Duration) {
+				r := capacity.NewRemote("http://cp", n.Client(), nil).WithAcquireWait(wait)
+				l, err := r.Acquire(n.Ctx(), "c", name, 1, time.Minute, time.Time{})
+				if err != nil {
+					panic(name + ": " + err.Error())
+				}
+				grantedAt[name] = s.Elapsed()
+				_ = n.Env().Sleep(n.Ctx(), 100*time.Millisecond)
+				releasedAt[name] = s.Elapsed()
+				if _, err := r.ReleaseBatch(n.Ctx(), []capacity.LeaseRef{l.Ref()}); err != nil {
+					panic(err)
+				}
+			}
+			names := []string{"w0", "w1", "w2", "w3"}
+			for i, name := range names {
+				node := s.AddNode(name, nil)
+				s.At(time.Duration(i)*10*time.Millisecond, func() { s.Spawn(node, "hold", func() { hold(node, name, 30*time.Second) }) })
+			}
+			if err := s.Run(5 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i < len(names); i++ {
+				prev, this := names[i-1], names[i]
+				if _, ok := grantedAt[this]; !ok {
+					t.Fatalf("%s never granted", this)
+				}
+				if gap := grantedAt[this] - releasedAt[prev]; gap > 2*time.Millisecond {
+					t.Errorf("%s released at %v, %s (waiting at the head) granted at %v: %v later, want the two round trips (2ms)",
+						prev, releasedAt[prev], this, grantedAt[this], gap)
+				}
+			}
+		})
+	}
+}

@@ -101,8 +101,8 @@ func sleep(ctx context.Context, e env.Env, d time.Duration) {
 }
 
 // TestIdleLeaseIsReused: a slot released and acquired again at once (even at cap 1, where the
-// local deny would otherwise refuse) takes the idle lease without a round trip, counts it, and
-// wakes OnFreed's callbacks when the lease goes idle. Not taken, the idle lease is released
+// local deny would otherwise refuse) takes the idle lease without a round trip, counts it when
+// released (not when given back unused), and wakes OnFreed's callbacks when the lease goes idle. Not taken, the idle lease is released
 // after its hold; the next acquire asks again.
 func TestIdleLeaseIsReused(t *testing.T) {
 	client := &contentionClient{Memory: capacity.NewMemory()}
@@ -115,12 +115,18 @@ func TestIdleLeaseIsReused(t *testing.T) {
 		slot.Release()
 		check("the released lease is idle and still held", g.Idle("c") == 1 && g.Held("c") == 1 && client.leases() == 1)
 		check("OnFreed ran when it went idle", freed == 1)
-		again, err := g.Acquire(ctx, "c", 1)
+		reused := func() float64 { return testutil.ToFloat64(metrics.LeaseReused.WithLabelValues("c")) }
+		unused, err := g.Acquire(ctx, "c", 1)
 		check("second acquire granted from the idle lease, no round trip", err == nil && client.acquires == 1)
-		check("... counted", testutil.ToFloat64(metrics.LeaseReused.WithLabelValues("c")) == 1)
 		check("... and no longer idle", g.Idle("c") == 0 && g.Held("c") == 1)
+		capacity.Unused(unused) // its caller could not use it (an engine connection not ready)
+		unused.Release()
+		check("a slot given back unused is not counted as reused", reused() == 0 && g.Idle("c") == 1)
+		again, err := g.Acquire(ctx, "c", 1)
+		check("taken again from idle", err == nil && client.acquires == 1)
 		check("the same lease", again.(interface{ Lease() capacity.Lease }).Lease().ID == slot.(interface{ Lease() capacity.Lease }).Lease().ID)
 		again.Release()
+		check("counted once its query is over", reused() == 1)
 		sleep(ctx, e, 15*time.Millisecond) // past the hold (10 ms) and the release linger
 		check("not taken within the hold: released the normal way",
 			g.Idle("c") == 0 && g.PendingReleases() == 0 && client.leases() == 0 && client.batches == 1)
@@ -253,6 +259,56 @@ func TestContendedAnswerReleasesIdleLeases(t *testing.T) {
 		_, err := g.Acquire(ctx, "c", 3)
 		check("the acquire out at the time was granted", err == nil && client.acquires == 2)
 		check("its contended answer released the idle lease", g.Idle("c") == 0 && g.Held("c") == 1 && g.PendingReleases() == 1)
+	})
+}
+
+// checkingClient is a contentionClient whose renewal answers also say whether the renewed
+// leases' clusters are contended (a ContentionRenewer, as Remote is): the guard's keeper then
+// checks a cluster whose leases it reuses. It counts renewal batches.
+type checkingClient struct {
+	*contentionClient
+	renewContended bool
+	renewals       int
+}
+
+func (c *checkingClient) RenewBatchContended(ctx context.Context, refs []capacity.LeaseRef, ttl time.Duration, now time.Time) ([]capacity.Renewed, map[string]bool, error) {
+	c.renewals++
+	results, err := capacity.RenewAll(ctx, c.Memory, refs, ttl, now)
+	contended := map[string]bool{}
+	for _, r := range refs {
+		contended[r.Cluster()] = c.renewContended
+	}
+	return results, contended, err
+}
+
+// TestKeeperGivesUpIdleLeasesOnAContendedCheck: a worker reusing its leases keeps a released
+// one idle for the next query; when the keeper's check (a renewal of a live lease, checkAfter
+// after the last answer) hears that another worker was denied the cluster, the idle lease is
+// released at once, not when its hold runs out, and nothing is kept idle after. (Without the
+// keeper giving them up, a waiting worker waits for the busy worker's idle leases to age out.)
+func TestKeeperGivesUpIdleLeasesOnAContendedCheck(t *testing.T) {
+	client := &checkingClient{contentionClient: &contentionClient{Memory: capacity.NewMemory()}}
+	reuseWorld(t, client, capacity.GuardOptions{}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
+		start := e.Now()
+		at := func(d time.Duration) { sleep(ctx, e, d-e.Now().Sub(start)) }
+		a, err1 := g.Acquire(query.WithAffinity(ctx, 1), "c", 3)
+		b, err2 := g.Acquire(query.WithAffinity(ctx, 2), "c", 3)
+		check("two leases granted, uncontended", err1 == nil && err2 == nil && client.acquires == 2)
+		at(time.Millisecond)
+		a.Release()
+		a, err1 = g.Acquire(query.WithAffinity(ctx, 1), "c", 3)
+		check("a reused: the keeper is to check at 10ms", err1 == nil && client.acquires == 2)
+		at(5 * time.Millisecond)
+		b.Release() // idle until 15ms
+		check("b idle", g.Idle("c") == 1)
+		client.renewContended = true // another worker is denied c
+		at(12 * time.Millisecond)
+		check(fmt.Sprintf("the keeper checked (renewal batches %d)", client.renewals), client.renewals == 1)
+		check("the contended answer released the idle lease before its hold ran out", g.Idle("c") == 0)
+		at(14 * time.Millisecond)
+		check("... at the control plane too", client.leases() == 1)
+		a.Release()
+		check("nothing kept idle while contended", g.Idle("c") == 0 && g.PendingReleases() == 1)
 	})
 }
 

@@ -198,20 +198,15 @@ func TestDistributions(t *testing.T) {
 }
 
 func TestConcurrentExecutingCount(t *testing.T) {
-	// Each query's Sleep holds until all five are executing, so the peak is exactly five.
+	// Each query's Sleep holds until all five queries are sleeping (a barrier on the queries
+	// themselves, not on the count checked, and no timer), so all five execute at once.
 	e := newFakeEnv(1)
 	eng := New(e, "c", Params{Duration: Constant{D: time.Second}})
-	changed := e.NewSignal()
-	eng.OnChange(func(string, int) { changed.Notify() })
+	var asleep sync.WaitGroup
+	asleep.Add(5)
 	e.during = func() {
-		ctx, cancel := e.Env.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for eng.Stats().MaxExecuting < 5 {
-			seen := changed.Seq()
-			if eng.Stats().MaxExecuting >= 5 || changed.Wait(ctx, seen) != nil {
-				break
-			}
-		}
+		asleep.Done()
+		asleep.Wait()
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < 5; i++ {

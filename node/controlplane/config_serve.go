@@ -6,6 +6,7 @@ package controlplane
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -199,44 +200,49 @@ func (s *ConfigServer) ServeConfig(w http.ResponseWriter, r *http.Request, label
 
 // ServeWait answers GET /worker/config/wait?revision=R[&timeoutSecs=N]: the snapshot filtered
 // for the worker's labels (asked again at every change, as a re-registration may change them)
-// as soon as its revision is not R, or 304 once the timeout passes with R still its revision.
-// A publish that leaves this worker's filtered snapshot as it was sends it nothing.
+// as soon as its revision is not R, or once the timeout passes, 304 naming the current revision
+// (R) or 503 when nothing is published yet. A publish that leaves this worker's filtered
+// snapshot as it was sends it nothing. timeoutSecs outside 1..ConfigPollTimeoutMax is refused
+// (a worker's pollTimeoutSecs is validated to that range).
 func (s *ConfigServer) ServeWait(w http.ResponseWriter, r *http.Request, labels func() map[string]string) {
 	have := r.URL.Query().Get("revision")
 	timeout := s.pollTimeout
 	if v := r.URL.Query().Get("timeoutSecs"); v != "" {
+		const most = int(ConfigPollTimeoutMax / time.Second)
 		secs, err := strconv.Atoi(v)
-		if err != nil || secs <= 0 {
-			workerapi.WriteError(w, http.StatusBadRequest, "timeoutSecs must be a positive integer", "timeoutSecs")
+		if err != nil || secs < 1 || secs > most {
+			workerapi.WriteError(w, http.StatusBadRequest, fmt.Sprintf("timeoutSecs must be a whole number of seconds from 1 to %d, got %q", most, v), "timeoutSecs")
 			return
 		}
-		timeout = min(time.Duration(secs)*time.Second, ConfigPollTimeoutMax)
+		timeout = time.Duration(secs) * time.Second
 	}
 	ctx, cancel := s.env.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	s.setWaiting(+1)
 	defer s.setWaiting(-1)
-	for {
+	for timedOut := false; ; {
 		seen := s.changed.Seq()
 		cur, err := s.filteredFor(labels())
-		if err != nil {
+		switch {
+		case err != nil:
 			workerapi.WriteError(w, http.StatusInternalServerError, err.Error(), "")
 			return
-		}
-		if cur != nil && cur.snap.Revision != have {
+		case cur != nil && cur.snap.Revision != have:
 			writeSnapshot(w, cur)
+			return
+		case timedOut && cur == nil:
+			workerapi.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
+			return
+		case timedOut:
+			// Looked at once more after the timeout: a publish racing it is served, not denied.
+			s.writeNotModified(w, cur.snap.Revision)
 			return
 		}
 		if err := s.changed.Wait(ctx, seen); err != nil {
 			if r.Context().Err() != nil {
 				return // the worker went away; nobody reads an answer
 			}
-			if cur := s.load(); cur == nil {
-				workerapi.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
-			} else {
-				s.writeNotModified(w, have)
-			}
-			return
+			timedOut = true
 		}
 	}
 }

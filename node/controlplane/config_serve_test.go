@@ -18,6 +18,7 @@ import (
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/workerapi"
+	"github.com/queryflux/queryflux/sim"
 )
 
 const (
@@ -263,4 +264,162 @@ func TestRunConfigRefresh(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
+}
+
+// TestConfigWaitRefusesABadTimeout: a long-poll asking for a wait that is not a whole number of
+// seconds from 1 to ConfigPollTimeoutMax is refused with 400 naming timeoutSecs; so is one so
+// large that it overflowed into an immediate answer. What workers send (their pollTimeoutSecs,
+// validated to 1..300) is served.
+func TestConfigWaitRefusesABadTimeout(t *testing.T) {
+	h := newCSHarness(t, time.Minute)
+	s1 := csSnapshot(t, 1)
+	_ = h.srv.Publish(s1)
+	for _, v := range []string{"0", "-1", "zero", "1.5", "301", "86400", "9223372036854775807", "99999999999999999999"} {
+		code, body := h.get(snapshot.PathConfigWait+"?revision=old&timeoutSecs="+v, h.token, nil, "", "")
+		var e workerapi.ErrorBody
+		if err := json.Unmarshal([]byte(body), &e); code != http.StatusBadRequest || err != nil || e.Field != "timeoutSecs" || !strings.Contains(e.Error, "timeoutSecs") {
+			t.Errorf("timeoutSecs=%s: %d %s, want 400 naming timeoutSecs", v, code, body)
+		}
+	}
+	for _, v := range []string{"1", "30", "300"} {
+		if code, body := h.get(snapshot.PathConfigWait+"?revision=old&timeoutSecs="+v, h.token, nil, "", ""); code != http.StatusOK {
+			t.Errorf("timeoutSecs=%s: %d %s, want the snapshot", v, code, body)
+		}
+	}
+}
+
+// TestConfigWaitBeforeAnyPublish: a long-poll before anything is published waits; it answers
+// the first snapshot as soon as it is published, and 503 if its wait passes first.
+func TestConfigWaitBeforeAnyPublish(t *testing.T) {
+	h := newCSHarness(t, 50*time.Millisecond)
+	if code, body := h.get(snapshot.PathConfigWait+"?revision=", h.token, nil, "", ""); code != http.StatusServiceUnavailable {
+		t.Fatalf("wait passed before any publish: %d %s, want 503", code, body)
+	}
+	h = newCSHarness(t, time.Minute)
+	var wg sync.WaitGroup
+	var code int
+	var body string
+	wg.Add(1)
+	h.e.Go(context.Background(), "long-poll", func(context.Context) {
+		defer wg.Done()
+		code, body = h.get(snapshot.PathConfigWait+"?revision=", h.token, nil, "", "")
+	})
+	h.waitFor(func() bool { return h.srv.Waiting() == 1 })
+	s1 := csSnapshot(t, 1)
+	_ = h.srv.Publish(s1)
+	wg.Wait()
+	if code != http.StatusOK || !strings.Contains(body, s1.Revision) {
+		t.Fatalf("the first publish during the wait: %d %s, want its snapshot", code, body)
+	}
+}
+
+// TestConfigNotModifiedNamesTheCurrentRevision: a 304, from GET /worker/config with
+// If-None-Match or from a long-poll that timed out, carries the ETag of the revision served
+// (the one a 200 names), so that a worker or cache can tell what it confirmed.
+func TestConfigNotModifiedNamesTheCurrentRevision(t *testing.T) {
+	h := newCSHarness(t, 50*time.Millisecond)
+	s1 := csSnapshot(t, 1)
+	_ = h.srv.Publish(s1)
+	code, hdr, _ := h.do(snapshot.PathConfig, h.token, nil, "", "")
+	etag := hdr.Get("ETag")
+	if code != http.StatusOK || etag != snapshot.ETag(s1.Revision) {
+		t.Fatalf("GET: %d, ETag %q", code, etag)
+	}
+	code, hdr, _ = h.do(snapshot.PathConfig, h.token, http.Header{"If-None-Match": {etag}}, "", "")
+	if code != http.StatusNotModified || hdr.Get("ETag") != etag {
+		t.Fatalf("If-None-Match: %d, ETag %q; want 304 with %q", code, hdr.Get("ETag"), etag)
+	}
+	code, hdr, _ = h.do(snapshot.PathConfigWait+"?revision="+s1.Revision, h.token, nil, "", "")
+	if code != http.StatusNotModified || hdr.Get("ETag") != etag {
+		t.Fatalf("long-poll timed out: %d, ETag %q; want 304 with %q", code, hdr.Get("ETag"), etag)
+	}
+}
+
+// refreshWorld runs RunConfigRefresh with src and buildTimeout on a simulated control plane
+// for a minute, with no wake at all, and stops it there. It returns the server and what
+// RunConfigRefresh returned.
+func refreshWorld(t *testing.T, src func(e env.Env, s *sim.Sim) ConfigSource, buildTimeout time.Duration) (*ConfigServer, error) {
+	t.Helper()
+	s := sim.New(sim.Opts{Seed: 1})
+	defer s.Close()
+	n := s.AddNode("cp", nil)
+	e := n.Env()
+	srv := NewConfigServer(e, time.Minute)
+	ret := errors.New("RunConfigRefresh did not return")
+	s.Spawn(n, "refresh", func() {
+		// The env's context: the simulator refuses a stdlib one (context.WithCancel cancels on a
+		// goroutine of its own).
+		ctx, cancel := e.WithCancel(n.Ctx())
+		e.Go(n.Ctx(), "stop", func(ctx context.Context) {
+			if e.Sleep(ctx, time.Minute) == nil {
+				cancel()
+			}
+		})
+		ret = srv.RunConfigRefresh(ctx, src(e, s), e.NewSignal(), buildTimeout)
+	})
+	if err := s.Run(2 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return srv, ret
+}
+
+// TestRunConfigRefreshRetriesWithoutAWake: a build that fails is tried again
+// ConfigRetryInterval later although nothing wakes the loop, until one builds; that one is
+// published, and then the loop waits for a wake (none comes: no more builds).
+func TestRunConfigRefreshRetriesWithoutAWake(t *testing.T) {
+	snap := csSnapshot(t, 1)
+	var builds []time.Duration
+	srv, ret := refreshWorld(t, func(e env.Env, s *sim.Sim) ConfigSource {
+		return func(ctx context.Context) (*snapshot.WorkerSnapshotV1, error) {
+			builds = append(builds, s.Elapsed())
+			if len(builds) < 3 {
+				return nil, errors.New("store down")
+			}
+			return snap, nil
+		}
+	}, time.Second)
+	if want := []time.Duration{0, ConfigRetryInterval, 2 * ConfigRetryInterval}; fmt.Sprint(builds) != fmt.Sprint(want) {
+		t.Fatalf("builds at %v, want %v", builds, want)
+	}
+	if cur := srv.Current(); cur == nil || cur.Revision != snap.Revision {
+		t.Fatalf("served %v after the retries, want %s", cur, snap.Revision)
+	}
+	if !errors.Is(ret, context.Canceled) {
+		t.Fatalf("RunConfigRefresh returned %v, want context.Canceled", ret)
+	}
+}
+
+// TestRunConfigRefreshDefaultBuildTimeout: with no build timeout given, a build that hangs is
+// given up after ConfigBuildTimeoutDefault (its context's deadline), and tried again
+// ConfigRetryInterval later.
+func TestRunConfigRefreshDefaultBuildTimeout(t *testing.T) {
+	snap := csSnapshot(t, 1)
+	var builds, deadlines, ends []time.Duration
+	srv, _ := refreshWorld(t, func(e env.Env, s *sim.Sim) ConfigSource {
+		return func(ctx context.Context) (*snapshot.WorkerSnapshotV1, error) {
+			builds = append(builds, s.Elapsed())
+			if d, ok := ctx.Deadline(); ok {
+				deadlines = append(deadlines, d.Sub(e.Now()))
+			}
+			if len(builds) > 1 {
+				return snap, nil
+			}
+			// A hung store that honours ctx. (Blocking on <-ctx.Done() instead would hang the
+			// whole simulation: the deadline is a virtual timer that fires only while every
+			// task is parked in the env.)
+			err := e.Sleep(ctx, time.Hour)
+			ends = append(ends, s.Elapsed())
+			return nil, err
+		}
+	}, 0)
+	want := []time.Duration{0, ConfigBuildTimeoutDefault + ConfigRetryInterval}
+	if fmt.Sprint(builds) != fmt.Sprint(want) || fmt.Sprint(ends) != fmt.Sprint([]time.Duration{ConfigBuildTimeoutDefault}) {
+		t.Fatalf("builds at %v (the hung one ended at %v), want %v (ended at %v)", builds, ends, want, ConfigBuildTimeoutDefault)
+	}
+	if len(deadlines) != 2 || deadlines[0] != ConfigBuildTimeoutDefault || deadlines[1] != ConfigBuildTimeoutDefault {
+		t.Fatalf("build deadlines %v from their start, want %v each", deadlines, ConfigBuildTimeoutDefault)
+	}
+	if cur := srv.Current(); cur == nil || cur.Revision != snap.Revision {
+		t.Fatalf("served %v, want %s", cur, snap.Revision)
+	}
 }

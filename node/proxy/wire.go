@@ -67,6 +67,9 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 	}
 	pw, err := opener.OpenPGWire(adm.Tagged(ctx), engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup, NoWait: mustNotWait(ctx)})
 	if errors.Is(err, engine.ErrWouldWait) {
+		// Nothing ran: the caller asks again where it may wait, and that slot is the one that
+		// counts as a reused lease, if it is one.
+		capacity.Unused(adm.slot)
 		adm.finishQuiet()
 		return nil, false, err
 	}

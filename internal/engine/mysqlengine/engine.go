@@ -281,6 +281,13 @@ func (e *Engine) kill(c *client.Conn) {
 	}
 }
 
+// onceKill is a statement's kill (Engine.kill) that runs once, whoever asks first (a cancel
+// hook, the statement's end): a second caller waits for the first's, and all return once the
+// statement is gone.
+type onceKill struct{ once sync.Once }
+
+func (k *onceKill) kill(e *Engine, c *client.Conn) { k.once.Do(func() { e.kill(c) }) }
+
 // cut closes c's socket under whoever reads or writes it, without a word to the server: the
 // server's next write to it fails, and with it the statement writing (one blocked writing a
 // result nobody reads fails at once). A loop connection's socket is shut down rather than

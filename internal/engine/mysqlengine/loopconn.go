@@ -8,7 +8,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,7 +40,7 @@ type LoopConn struct {
 	c         *client.Conn
 	sock      *relayloop.Conn
 	state     atomic.Int32 // loopIdle, loopRunning or loopKilled
-	killOnce  sync.Once    // the running statement's kill (a killed connection is not reused)
+	killed    onceKill     // the running statement's kill (a killed connection is not reused)
 	idleSince time.Time    // when it went back to the pool
 }
 
@@ -167,11 +166,7 @@ func (lc *LoopConn) Kill() {
 	}
 }
 
-// kill stops the statement on the server and returns once it is gone (Engine.kill), once: a
-// second caller waits for the first's.
-func (lc *LoopConn) kill() {
-	lc.killOnce.Do(func() { lc.e.kill(lc.c) })
-}
+func (lc *LoopConn) kill() { lc.killed.kill(lc.e, lc.c) }
 
 // Abandon stops the statement whose answer was left half-relayed (its client went, or the loop
 // stopped in the middle of it), closes the connection and gives its slot back once the

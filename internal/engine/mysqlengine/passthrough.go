@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"strings"
-	"sync"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -30,7 +29,7 @@ type RawQuery struct {
 	tag      string // the engine tag of the query's capacity lease, written before sql ("": none)
 	ctx      context.Context
 	stopKill func() bool // unregisters the cancel hook; false once it has fired
-	killOnce sync.Once   // the statement's kill, run by the cancel hook or by Close
+	killed   onceKill    // the statement's kill, run by the cancel hook or by Close
 	buf      *relayBuffers
 	seq      uint8  // the sequence number of the engine's next packet
 	pending  []byte // rows NextRows returned that NextRow has not handed out yet
@@ -472,8 +471,4 @@ func (r *RawQuery) Close() error {
 	return nil
 }
 
-// kill stops the statement on the server and returns once it is gone (Engine.kill), once: a
-// second caller waits for the first's.
-func (r *RawQuery) kill() {
-	r.killOnce.Do(func() { r.e.kill(r.conn) })
-}
+func (r *RawQuery) kill() { r.killed.kill(r.e, r.conn) }

@@ -317,9 +317,6 @@ func (e *Engine) networkError(err error) error {
 // toError turns Trino's error document into a *query.Error. The message keeps Trino's error
 // name, code and type in a "[trino NAME CODE TYPE]" suffix, which the Trino frontend reads back.
 func toError(te *trinoError) error {
-	if te.ErrorName == "USER_CANCELED" || te.ErrorName == "USER_CANCELLED" {
-		return &query.Error{Code: query.CodeQueryTimeout, Message: te.Message}
-	}
 	code := te.SQLState
 	if len(code) != 5 {
 		code = sqlstateOf(te)
@@ -344,6 +341,13 @@ func sqlstateOf(te *trinoError) string {
 		return sqlstate.MySQLNoSuchColumn
 	case "EXCEEDED_TIME_LIMIT":
 		return query.CodeQueryTimeout
+	case "USER_CANCELED", "ADMINISTRATIVELY_KILLED", "ADMINISTRATIVELY_PREEMPTED":
+		// Cancelled on the cluster by someone else: a client's DELETE of the query (USER_CANCELED),
+		// the control plane's engine fence, an operator's kill_query. This engine's own cancel
+		// (its caller's context ended) ends with the context's error and never reads this. Not
+		// a time limit, which Trino names EXCEEDED_TIME_LIMIT: a Trino client is told Trino's
+		// name (kept in the message), others SQLSTATE 57014, as PostgreSQL answers a cancel.
+		return sqlstate.QueryCanceled
 	case "DIVISION_BY_ZERO":
 		return sqlstate.DivisionByZero
 	}

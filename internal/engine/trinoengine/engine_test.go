@@ -17,6 +17,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 func collect(t testing.TB, rows query.Rows) [][]string {
@@ -210,6 +211,26 @@ func TestRecordedExchange(t *testing.T) {
 	var qe *query.Error
 	if !errors.As(err, &qe) || qe.Code != "42S02" || !strings.HasPrefix(qe.Message, "line 1:15: Table 'tpch.tiny.nation_typo' does not exist") {
 		t.Fatalf("error: %v", err)
+	}
+}
+
+// TestCanceledOnTheClusterIsNotATimeout: a query Trino fails with USER_CANCELED (someone else
+// cancelled it there: a DELETE of the query, the control plane's engine fence) or
+// ADMINISTRATIVELY_KILLED (kill_query) is a cancelled query, SQLSTATE 57014, with Trino's name
+// kept in the message (the Trino frontend answers it to Trino clients), not a query timeout,
+// which a Trino client would read as EXCEEDED_TIME_LIMIT.
+func TestCanceledOnTheClusterIsNotATimeout(t *testing.T) {
+	srv, _ := replay(t, "testdata/exchange_canceled.json")
+	e, _ := Open(Config{Name: "recorded", URL: srv.URL, User: "svc"})
+	_, err := e.Execute(context.Background(), &query.Request{SQL: "SELECT count(*) FROM lineitem"})
+	var qe *query.Error
+	if !errors.As(err, &qe) || qe.Code != sqlstate.QueryCanceled || qe.Retryable ||
+		qe.Message != "Query was canceled [trino USER_CANCELED 3 USER_ERROR]" {
+		t.Fatalf("cancelled on the cluster: %#v", err)
+	}
+	killed := toError(&trinoError{Message: "Query killed. Message: runaway", ErrorCode: 38, ErrorName: "ADMINISTRATIVELY_KILLED", ErrorType: "USER_ERROR"})
+	if !errors.As(killed, &qe) || qe.Code != sqlstate.QueryCanceled || !strings.HasSuffix(qe.Message, "[trino ADMINISTRATIVELY_KILLED 38 USER_ERROR]") {
+		t.Fatalf("killed by an operator: %#v", killed)
 	}
 }
 
