@@ -35,6 +35,20 @@ func (s countingSignal) Wait(ctx context.Context, seen uint64) error {
 	return err
 }
 
+// orderedAPI serves the capacity API over store with the ordered queue (weighted: equal
+// weights), unauthenticated: workers name themselves.
+func orderedAPI(store *capacity.Memory, e env.Env, weighted bool) http.Handler {
+	api := capacity.NewAPI(store, store, e, nil).Ordered()
+	if weighted {
+		api.Weighted(map[string]int{})
+	}
+	mux := http.NewServeMux()
+	for _, ep := range api.Endpoints() {
+		mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
+	}
+	return mux
+}
+
 // TestQueueWakesOnlyTheHead: with many acquires waiting in a cluster's ordered queue (cap 2), a
 // release wakes the head only, and the head's leaving wakes the next one only; so n grants in
 // turn cost about 2n wake-ups, not one per waiter per release (about n² here). The grants keep
@@ -54,15 +68,7 @@ func checkWakesOnlyTheHead(t *testing.T, weighted bool) {
 	store := capacity.NewMemory()
 	wakes := 0
 	s.AddNode("cp", func(node *sim.Node) http.Handler {
-		api := capacity.NewAPI(store, store, countingEnv{node.Env(), &wakes}, nil).Ordered()
-		if weighted {
-			api.Weighted(map[string]int{})
-		}
-		mux := http.NewServeMux()
-		for _, ep := range api.Endpoints() {
-			mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
-		}
-		return mux
+		return orderedAPI(store, countingEnv{node.Env(), &wakes}, weighted)
 	})
 	var order []string
 	grantedAt := map[string]time.Duration{}
@@ -125,17 +131,7 @@ func TestQueueHeadIsGrantedAtTheRelease(t *testing.T) {
 			s := sim.New(sim.Opts{Seed: 5})
 			s.Net().SetDefault(sim.Link{Latency: sim.Fixed(time.Millisecond)})
 			store := capacity.NewMemory()
-			s.AddNode("cp", func(node *sim.Node) http.Handler {
-				api := capacity.NewAPI(store, store, node.Env(), nil).Ordered()
-				if weighted {
-					api.Weighted(map[string]int{})
-				}
-				mux := http.NewServeMux()
-				for _, ep := range api.Endpoints() {
-					mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
-				}
-				return mux
-			})
+			s.AddNode("cp", func(node *sim.Node) http.Handler { return orderedAPI(store, node.Env(), weighted) })
 			grantedAt, releasedAt := map[string]time.Duration{}, map[string]time.Duration{}
 			hold := func(n *sim.Node, name string, wait time.Duration) {
 				r := capacity.NewRemote("http://cp", n.Client(), nil).WithAcquireWait(wait)
