@@ -1,0 +1,35 @@
+package duckengine_test
+
+import (
+	"testing"
+)
+
+// TestCompositeValuesReadAsDuckDBText: lists, structs and maps come back as the text DuckDB
+// prints for them, every string quoted (a quote doubled) so the text reads back unambiguously,
+// struct fields and map entries in a stable order, and each element type written as DuckDB
+// writes it (a timestamp in UTC, a date alone, a time of day alone, intervals, blobs, floats).
+func TestCompositeValuesReadAsDuckDBText(t *testing.T) {
+	e := open(t)
+	cases := []struct{ sql, want string }{
+		{`['it''s', 'b', NULL]`, `['it''s', 'b', NULL]`},
+		{`{'z': 'x', 'a': 1, 'm': NULL}`, `{'a': 1, 'm': NULL, 'z': 'x'}`},
+		{`MAP {'k''1': 2, 'a': NULL, 'b': 3}`, `{'a'=NULL, 'b'=3, 'k''1'=2}`},
+		{`[timestamptz '2024-02-29 13:14:15.5+02', timestamp '2024-01-02 00:00:00', timestamp '2024-01-02 00:00:01']`, `[2024-02-29 11:14:15.5, 2024-01-02, 2024-01-02 00:00:01]`},
+		{`[date '2024-03-01', date '0001-01-02']`, `[2024-03-01, 0001-01-02]`},
+		{`[time '01:02:03.25', time '00:00:00']`, `[01:02:03.25, 00:00:00]`},
+		{`[interval '14 months -3 days 00:00:01.5', interval '-1 year -1 mon', interval '1 year 00:00:00.000001', interval '0 seconds', interval '1 day', interval '-1 day -00:00:02']`,
+			`[1 year 2 mons -3 days 00:00:01.5, -1 year -1 mon, 1 year 00:00:00.000001, 00:00:00, 1 day, -1 day -00:00:02]`},
+		{`[1.25::decimal(5,2)]`, `[1.25]`},
+		{`['\xDE\xAD'::blob]`, `['\xdead']`},
+		{`[1.5::float, 0.1::double]`, `[1.5, 0.1]`},
+		{`[[1, 2], [3]]`, `[[1, 2], [3]]`},
+		{`[{'q': ['s']}]`, `[{'q': ['s']}]`},
+		{`[170141183460469231731687303715884105727::hugeint]`, `[170141183460469231731687303715884105727]`},
+	}
+	for _, c := range cases {
+		_, rows, _ := drain(t, e, "select "+c.sql)
+		if len(rows) != 1 || rows[0][0] != c.want {
+			t.Errorf("%s: %q, want %q", c.sql, rows, c.want)
+		}
+	}
+}
