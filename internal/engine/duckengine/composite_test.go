@@ -1,7 +1,16 @@
 package duckengine_test
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/engine/duckengine"
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 // TestCompositeValuesReadAsDuckDBText: lists, structs and maps come back as the text DuckDB
@@ -31,5 +40,38 @@ func TestCompositeValuesReadAsDuckDBText(t *testing.T) {
 		if len(rows) != 1 || rows[0][0] != c.want {
 			t.Errorf("%s: %q, want %q", c.sql, rows, c.want)
 		}
+	}
+}
+
+// TestFailingSelectsFreeTheirConnection: a SELECT that fails as it starts, or part way through
+// its rows, gives its connection back: on a one-connection engine the next statements still run.
+func TestFailingSelectsFreeTheirConnection(t *testing.T) {
+	e, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:", MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, sql := range []string{
+		"select error('boom')",
+		"select error('boom') from range(3)",
+		"select case when i = 5000 then error('boom') else i end from range(10000) t(i)",
+		"select error('boom')",
+	} {
+		// a hang guard, far beyond the statements' time: a leaked connection waits forever
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		rows, err := e.Execute(ctx, &query.Request{SQL: sql})
+		if err == nil {
+			for err == nil {
+				_, err = rows.Next(ctx)
+			}
+			rows.Close()
+		}
+		cancel()
+		if err == io.EOF || !strings.Contains(err.Error(), "boom") {
+			t.Fatalf("%s: %v, want the statement's error", sql, err)
+		}
+	}
+	if _, rows, _ := drain(t, e, "select 42"); fmt.Sprint(rows) != "[[42]]" {
+		t.Fatalf("after the failures: %v", rows)
 	}
 }

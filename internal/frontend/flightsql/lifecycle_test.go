@@ -3,15 +3,18 @@ package flightsql
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -113,5 +116,94 @@ func TestRoutingHeadersAreOnlyXMetadata(t *testing.T) {
 	h := backend.LastRequest(t).Headers
 	if h["x-team"] != "data" || len(h) != 1 {
 		t.Fatalf("routing headers %v, want only x-team", h)
+	}
+}
+
+// failingRows is a statement without rows (no schema) whose end fails.
+type failingRows struct{ err error }
+
+func (r failingRows) Schema() *arrow.Schema                           { return nil }
+func (r failingRows) Next(context.Context) (arrow.RecordBatch, error) { return nil, r.err }
+func (r failingRows) Tag() string                                     { return "" }
+func (r failingRows) Close() error                                    { return nil }
+
+// TestEngineAnswersAsClientsSeeThem: what a client gets for each kind of engine answer: a
+// statement without rows is an empty result, and errors keep their gRPC code or get one.
+func TestEngineAnswersAsClientsSeeThem(t *testing.T) {
+	eng := frontendtest.FuncEngine(func(ctx context.Context, q *query.Request) (query.Rows, error) {
+		switch q.SQL {
+		case "create":
+			return engine.TagRows("CREATE TABLE"), nil
+		case "create fails late":
+			return failingRows{&query.Error{Code: "42P07", Message: "relation exists"}}, nil
+		case "denied":
+			return nil, status.Error(codes.PermissionDenied, "not yours")
+		case "cancelled":
+			return nil, fmt.Errorf("engine: %w", context.Canceled)
+		case "timed out":
+			return nil, fmt.Errorf("engine: %w", context.DeadlineExceeded)
+		}
+		return nil, errors.New("disk on fire")
+	})
+	c := dialFlight(t, serveOn2(t, eng))
+	ctx := context.Background()
+	info, err := c.Execute(ctx, "create")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if schema, rows := fetch(t, ctx, c, info); schema.NumFields() != 0 || len(rows) != 0 {
+		t.Fatalf("a statement without rows: %v %v", schema, rows)
+	}
+	for sql, want := range map[string]codes.Code{
+		"create fails late": codes.InvalidArgument, "denied": codes.PermissionDenied,
+		"cancelled": codes.Canceled, "timed out": codes.DeadlineExceeded, "other": codes.Internal,
+	} {
+		if _, err := c.Execute(ctx, sql); status.Code(err) != want {
+			t.Errorf("%s: %v, want %s", sql, err, want)
+		}
+	}
+}
+
+func serveOn2(t *testing.T, e query.Engine) string {
+	_, addr := serve(t, frontendtest.NewBackend(e), Options{})
+	return addr
+}
+
+// TestExpiryKeepsFreshResultsAndTokens: a sweep drops only the results older than ResultTTL
+// (stopping their queries) and the tokens past their time.
+func TestExpiryKeepsFreshResultsAndTokens(t *testing.T) {
+	ended := make(chan error, 4)
+	s, addr := serve(t, frontendtest.NewBackend(blockingEngine(ended, true)), Options{Auth: passwords{"alice": "pw"}, ResultTTL: time.Hour, TokenTTL: time.Hour})
+	c := dialFlight(t, addr)
+	ctx := login(t, c, "alice", "pw")
+	if _, err := c.Execute(ctx, "SELECT forever"); err != nil {
+		t.Fatal(err)
+	}
+	s.expireOnce(time.Now().Add(30 * time.Minute))
+	if s.pending() != 1 {
+		t.Fatal("a sweep dropped a result younger than ResultTTL")
+	}
+	select {
+	case err := <-ended:
+		t.Fatalf("the fresh result's query ended: %v", err)
+	default:
+	}
+	if _, err := c.Execute(ctx, "SELECT forever"); err != nil {
+		t.Fatalf("a token younger than TokenTTL: %v", err)
+	}
+	s.expireOnce(time.Now().Add(2 * time.Hour))
+	if s.pending() != 0 {
+		t.Fatal("a sweep kept results older than ResultTTL")
+	}
+	for range 2 {
+		if err := <-ended; !errors.Is(err, context.Canceled) {
+			t.Fatalf("an expired result's query ended with %v", err)
+		}
+	}
+	s.mu.Lock()
+	tokens := len(s.tokens)
+	s.mu.Unlock()
+	if tokens != 0 {
+		t.Fatalf("%d expired tokens kept", tokens)
 	}
 }
