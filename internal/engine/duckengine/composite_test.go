@@ -2,6 +2,7 @@ package duckengine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -73,5 +74,33 @@ func TestFailingSelectsFreeTheirConnection(t *testing.T) {
 	}
 	if _, rows, _ := drain(t, e, "select 42"); fmt.Sprint(rows) != "[[42]]" {
 		t.Fatalf("after the failures: %v", rows)
+	}
+}
+
+// TestTextParametersParsedAsTheirType: text arguments (as PostgreSQL-wire clients send them)
+// are parsed as the type DuckDB inferred for the parameter; text that is no such value is
+// refused with invalid_text_representation naming the parameter; an argument beyond the
+// statement's parameters is no crash.
+func TestTextParametersParsedAsTheirType(t *testing.T) {
+	e := open(t)
+	drain(t, e, "create table p (i integer, u ubigint, f double, b boolean, d date, ts timestamp)")
+	drain(t, e, "insert into p values (42, 7, 1.5, true, date '2024-02-29', timestamp '2024-02-29 13:14:15')")
+	q := "select count(*) from p where i = $1 and u = $2 and f = $3 and b = $4 and d = $5 and ts = $6"
+	if _, rows, _ := drain(t, e, q, " 42 ", "7", "1.5", "TRUE", "2024-02-29", "2024-02-29 13:14:15"); fmt.Sprint(rows) != "[[1]]" {
+		t.Fatalf("well-formed text parameters: %v", rows)
+	}
+	good := []any{"42", "7", "1.5", "true", "2024-02-29", "2024-02-29 13:14:15"}
+	for i, bad := range []string{"4x2", "-7", "one", "maybe", "29/02/2024", "yesterday"} {
+		args := append([]any(nil), good...)
+		args[i] = bad
+		_, err := e.Execute(context.Background(), &query.Request{SQL: q, Args: args})
+		var qe *query.Error
+		if !errors.As(err, &qe) || qe.Code != "22P02" || !strings.Contains(qe.Message, fmt.Sprintf("parameter $%d", i+1)) {
+			t.Errorf("parameter $%d %q: %v, want 22P02 naming it", i+1, bad, err)
+		}
+	}
+	// (DuckDB ignores the extra argument, as database/sql binds it)
+	if _, rows, _ := drain(t, e, "select $1::varchar", "a", "extra"); fmt.Sprint(rows) != "[[a]]" {
+		t.Errorf("an argument beyond the statement's parameters: %v", rows)
 	}
 }
