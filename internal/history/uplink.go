@@ -81,7 +81,8 @@ func (c UplinkConfig) withDefaults() UplinkConfig {
 	return c
 }
 
-// SendFunc delivers one batch upstream. The worker supplies it (re-registering on 401). An error
+// SendFunc delivers one batch upstream. The worker supplies it (re-registering on 401). It must
+// not keep b or its Records once it returns: the uplink reuses them for the next batch. An error
 // that is a *workerapi.StatusError with a 4xx status other than 401, 408 and 429 means the
 // control plane will never take this batch: the uplink drops it (counted) instead of retrying.
 type SendFunc func(ctx context.Context, b *QueryRecordBatchV1) error
@@ -120,20 +121,31 @@ type Uplink struct {
 	dropped   uint64
 	failing   bool // for logging the first failure and the recovery only
 
+	// Buffers of the sender (one at a time), reused from batch to batch: at a busy node's rate
+	// a batch's copies are most of the uplink's garbage, and the collector's work grows with it.
+	// spare is a settled batch's (nil while a batch holds it, or when one kept it: unsure);
+	// recs is what prepareBatch fills (the send func does not keep it); ids is inflight's.
+	spare []entry
+	recs  []Record
+	ids   []string
+
 	// memo keeps the redacted SQL and digest of recent statements: most traffic repeats a few
 	// statement texts (prepared statements, pgbench), whose normalization is most of the
 	// sender's CPU. Only the sender uses it (one at a time); the lock is for safety, uncontended.
 	memoMu   sync.Mutex
-	memo     map[sqlMemoKey]redact.Redacted
-	memoHits int          // hits since memo was last emptied
-	memoSkip atomic.Int64 // records to redact without the memo: it missed almost always
+	memo     map[string]redact.Redacted // by memoKey
+	memoKey  []byte                     // the last key looked up, its buffer reused
+	memoHits int                        // hits since memo was last emptied
+	memoSkip atomic.Int64               // records to redact without the memo: it missed almost always
 }
 
-// sqlMemoKey is what the SQL part of redact.Apply depends on (but for the policy None's text).
-type sqlMemoKey struct {
-	policy  redact.Policy
-	dialect sqltok.Dialect
-	sql     string
+// appendMemoKey appends the memo's key for sql to b: what the SQL part of redact.Apply depends
+// on (but for the policy None's text), the policy and dialect, then the statement's shape
+// (statements differing only in numbers, pgbench's and most generated SQL, share one
+// normalization). A key built in a buffer is looked up without an allocation.
+func appendMemoKey(b []byte, p redact.Policy, d sqltok.Dialect, sql string) []byte {
+	b = append(append(b, p...), 0, byte(d))
+	return sqltok.AppendNumberShape(b, sql)
 }
 
 // sqlMemoMax bounds the memo; it is emptied when full (ad-hoc SQL never hits anyway). When
@@ -186,17 +198,15 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 		u.memoSkip.Add(-1)
 		return redact.Apply(p, d, redact.Query{SQL: sql})
 	}
-	// Keyed by shape, so that statements differing only in numbers (pgbench's, most
-	// generated SQL) share one normalization; the policy None keeps the text as it was.
-	k := sqlMemoKey{p, d, sqltok.NumberShape(sql)}
 	u.memoMu.Lock()
-	red, ok := u.memo[k]
+	u.memoKey = appendMemoKey(u.memoKey[:0], p, d, sql)
+	red, ok := u.memo[string(u.memoKey)]
 	if ok {
 		u.memoHits++
 	}
 	u.memoMu.Unlock()
 	if ok {
-		if p == redact.None {
+		if p == redact.None { // the policy None keeps the text as it was
 			red.SQL = sql
 		}
 		return red
@@ -207,10 +217,10 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 		if u.memo != nil && u.memoHits < sqlMemoMax/3 { // hits < 1/4 of len+hits lookups
 			u.memoSkip.Store(sqlMemoSkip)
 		}
-		u.memo = make(map[sqlMemoKey]redact.Redacted, sqlMemoMax)
+		u.memo = make(map[string]redact.Redacted, sqlMemoMax)
 		u.memoHits = 0
 	}
-	u.memo[k] = red
+	u.memo[string(appendMemoKey(u.memoKey[:0], p, d, sql))] = red
 	u.memoMu.Unlock()
 	return red
 }
@@ -490,12 +500,12 @@ func (u *Uplink) take() ([]entry, redact.Policy, error) {
 	}
 	batch := u.unsure
 	u.unsure, u.resending = nil, len(batch) > 0
-	if len(batch) == 0 {
-		batch = u.queue.popFrontBudget(u.cfg.BatchMax, batchBytesBudget)
+	if len(batch) == 0 && u.queue.len() > 0 {
+		batch, u.spare = u.queue.popFrontBudget(u.spare[:0], u.cfg.BatchMax, batchBytesBudget), nil
 	}
 	if len(batch) > 0 {
 		u.sending = true
-		u.inflight = idsOf(batch)
+		u.inflight = idsInto(u.ids[:0], batch)
 	}
 	return batch, u.policy, nil
 }
@@ -504,7 +514,7 @@ func (u *Uplink) take() ([]entry, redact.Policy, error) {
 // attempt prepares from the raw records: a failed batch goes back to the queue raw, so a policy
 // tightened before the retry applies to it too, and the digest is always of the raw SQL.
 func (u *Uplink) prepareBatch(now redact.Policy, batch []entry) []Record {
-	recs := make([]Record, len(batch))
+	recs := slices.Grow(u.recs[:0], len(batch))[:len(batch)]
 	for i := range batch {
 		recs[i] = u.prepare(effectivePolicy(batch[i].policy, now), batch[i].rec)
 	}
@@ -523,8 +533,8 @@ func (u *Uplink) sendBatch(ctx context.Context, policy redact.Policy, batch []en
 	if len(u.inflight) != len(recs) || !u.sending {
 		panic(fmt.Sprintf("history: uplink settled %d records with %d in flight (sending=%v)", len(recs), len(u.inflight), u.sending))
 	}
-	u.sending, u.inflight = false, nil
-	wasFailing := u.failing
+	u.sending, u.ids, u.inflight = false, u.inflight[:0], nil
+	wasFailing, kept := u.failing, false
 	switch {
 	case err == nil:
 		u.sent += uint64(len(recs))
@@ -532,12 +542,18 @@ func (u *Uplink) sendBatch(ctx context.Context, policy redact.Policy, batch []en
 	case rejected(err), u.closed:
 		u.dropLocked(idsOf(batch)...)
 	case u.resending || mayBeStored(err):
-		u.unsure = batch
+		u.unsure, kept = batch, true
 		u.failing = true
 	default:
 		u.dropLocked(idsOf(u.queue.pushFront(batch))...)
 		u.failing = true
 	}
+	if !kept { // settled (or queued again, copied): the next batch reuses it
+		clear(batch) // so that it pins no text meanwhile
+		u.spare = batch[:0]
+	}
+	clear(recs)
+	u.recs = recs[:0]
 	u.mu.Unlock()
 	u.idle.Notify()
 	u.logTransition(wasFailing, err, len(recs))
@@ -667,10 +683,12 @@ func (u *Uplink) PendingIDs() []string {
 	return ids
 }
 
-func idsOf(es []entry) []string {
-	ids := make([]string, len(es))
+func idsOf(es []entry) []string { return idsInto(make([]string, 0, len(es)), es) }
+
+// idsInto appends the query ids of es to ids.
+func idsInto(ids []string, es []entry) []string {
 	for i := range es {
-		ids[i] = es[i].rec.QueryID
+		ids = append(ids, es[i].rec.QueryID)
 	}
 	return ids
 }
@@ -706,16 +724,19 @@ func (r *ring) push(e entry) (entry, bool) {
 }
 
 // popFront removes and returns up to n of the oldest entries.
-func (r *ring) popFront(n int) []entry {
+func (r *ring) popFront(n int) []entry { return r.popFrontInto(nil, n) }
+
+// popFrontInto removes up to n of the oldest entries and appends them to dst.
+func (r *ring) popFrontInto(dst []entry, n int) []entry {
 	n = min(n, r.count)
-	out := make([]entry, n)
-	for i := range out {
-		out[i] = r.buf[r.head]
+	dst = slices.Grow(dst, n)
+	for range n {
+		dst = append(dst, r.buf[r.head])
 		r.buf[r.head] = entry{}
 		r.head = (r.head + 1) % len(r.buf)
 	}
 	r.count -= n
-	return out
+	return dst
 }
 
 // batchBytesBudget keeps a batch well under the control plane's BatchBytesMax even when its
@@ -736,8 +757,8 @@ func (e *entry) bytesEstimate() int {
 }
 
 // popFrontBudget removes up to n of the oldest entries whose estimated size stays within
-// budget; it always takes at least one entry when any is queued.
-func (r *ring) popFrontBudget(n, budget int) []entry {
+// budget and appends them to dst; it always takes at least one entry when any is queued.
+func (r *ring) popFrontBudget(dst []entry, n, budget int) []entry {
 	take, size := 0, 0
 	for take < min(n, r.count) {
 		size += r.buf[(r.head+take)%len(r.buf)].bytesEstimate()
@@ -746,7 +767,7 @@ func (r *ring) popFrontBudget(n, budget int) []entry {
 		}
 		take++
 	}
-	return r.popFront(take)
+	return r.popFrontInto(dst, take)
 }
 
 // pushFront puts entries (older than everything queued) back at the front. What does not fit

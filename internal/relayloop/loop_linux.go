@@ -355,7 +355,7 @@ func (l *Loop) start(p *pair) {
 		if fd < 0 {
 			continue
 		}
-		l.ends[fd] = &end{p: p, side: Direction(s)}
+		l.ends[fd] = &p.ends[s]
 		if err := l.add(fd, p.interest(Direction(s))); err != nil {
 			p.stop(l, Result{Err: fmt.Errorf("relayloop: epoll_ctl add %d: %w", fd, err), Side: Direction(s)})
 			return

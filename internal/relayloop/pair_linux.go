@@ -20,6 +20,7 @@ type end struct {
 type pair struct {
 	p          Pair
 	st         [2]stream // st[d] reads socket d and writes the other
+	ends       [2]end    // what the loop finds from each socket's events (no allocation per plug)
 	cur        [2]uint32 // the epoll interest of each socket
 	registered bool
 	done       bool
@@ -53,6 +54,7 @@ func newPair(p Pair, bufBytes int) *pair {
 	pr := &pair{p: p}
 	for d := range pr.st {
 		pr.st[d].buf = make([]byte, bufBytes)
+		pr.ends[d] = end{p: pr, side: Direction(d)}
 	}
 	pr.st[AToB].r = copy(pr.st[AToB].buf, p.Ahead)
 	return pr
@@ -426,7 +428,7 @@ func (p *pair) plug(l *Loop, b int) error {
 		p.p.B, p.cur[BToA] = -1, 0
 		return fmt.Errorf("relayloop: epoll_ctl add %d: %w", b, err)
 	}
-	l.ends[b] = &end{p: p, side: BToA}
+	l.ends[b] = &p.ends[BToA]
 	return nil
 }
 

@@ -418,16 +418,16 @@ func DigestNormalized(normalized string) string {
 	return strings.Repeat("0", 16-len(s)) + s
 }
 
-// NumberShape is sql with every number that stands alone (not glued to a word, such as t1 or
-// 1e5) written as 0, for memoizing Normalize: statements of one shape differ only in such
-// numbers, so they normalize alike in every dialect. A statement with a quoted identifier
-// ("...", `...`: kept as written by Normalize, digits and all) is its own shape.
-func NumberShape(sql string) string {
+// AppendNumberShape appends to dst sql with every number that stands alone (not glued to a
+// word, such as t1 or 1e5) written as 0, for memoizing Normalize: statements of one shape
+// differ only in such numbers, so they normalize alike in every dialect. A statement with a
+// quoted identifier ("...", `...`: kept as written by Normalize, digits and all) is its own
+// shape. Appending to a buffer of the caller's lets a memo be looked up with no allocation.
+func AppendNumberShape(dst []byte, sql string) []byte {
 	if strings.ContainsAny(sql, "\"`") {
-		return sql
+		return append(dst, sql...)
 	}
-	var b []byte
-	last := 0 // sql[:last] is in b (once b is started)
+	last := 0 // sql[:last] is in dst
 	for i := 0; i < len(sql); {
 		if !isDigit(sql[i]) {
 			i++
@@ -438,22 +438,16 @@ func NumberShape(sql string) string {
 			j++
 		}
 		if (i == 0 || !gluesNumber(sql[i-1])) && (j == len(sql) || !gluesNumber(sql[j])) && sql[i:j] != "0" {
-			if b == nil {
-				b = make([]byte, 0, len(sql))
-			}
-			b = append(append(b, sql[last:i]...), '0')
+			dst = append(append(dst, sql[last:i]...), '0')
 			last = j
 		}
 		i = j
 	}
-	if b == nil {
-		return sql
-	}
-	return string(append(b, sql[last:]...))
+	return append(dst, sql[last:]...)
 }
 
 // gluesNumber reports whether a digit run next to c is part of a word, a parameter ($1), or a
-// number with an exponent or digit separators (1e5, 1_000), whose digits NumberShape keeps.
+// number with an exponent or digit separators (1e5, 1_000), whose digits AppendNumberShape keeps.
 func gluesNumber(c byte) bool {
 	return isAlpha(c) || isDigit(c) || c == '_' || c == '$' || c >= utf8.RuneSelf
 }

@@ -45,7 +45,9 @@ type rawPool struct {
 	mu   sync.Mutex
 	idle []*rawConn
 	shut bool
-	// returned is closed (and replaced) when a connection comes back idle.
+	// returned is closed when a connection comes back idle, for whoever waits for one: made
+	// when a get finds none idle and dropped once closed, so that giving a connection back
+	// (every transaction) makes nothing.
 	returned chan struct{}
 	// mustWait says a new connection could only be had by closing one of this pool's: the
 	// budget is spent and the pgx pool has none idle. Then get waits for a connection to come
@@ -65,7 +67,7 @@ func newRawPool(cfg *pgconn.Config) *rawPool {
 		}
 		return nc, err
 	}
-	return &rawPool{cfg: cfg, returned: make(chan struct{}), mustWait: func() bool { return false }}
+	return &rawPool{cfg: cfg, mustWait: func() bool { return false }}
 }
 
 // get takes an idle connection, preferring one that last served owner (it need not be reset),
@@ -81,6 +83,9 @@ func (p *rawPool) get(ctx context.Context, owner uint64) (*rawConn, error) {
 		}
 		n := len(p.idle)
 		if n == 0 {
+			if p.returned == nil {
+				p.returned = make(chan struct{})
+			}
 			returned := p.returned
 			p.mu.Unlock()
 			if !p.mustWait() {
@@ -188,8 +193,10 @@ func (p *rawPool) put(c *rawConn) {
 		return
 	}
 	p.idle = append(p.idle, c)
-	close(p.returned)
-	p.returned = make(chan struct{})
+	if p.returned != nil {
+		close(p.returned)
+		p.returned = nil
+	}
 	p.mu.Unlock()
 }
 

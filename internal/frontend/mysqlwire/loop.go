@@ -28,7 +28,8 @@ import (
 // thread reads the client's COM_QUERY, admits it (proxy.Core.AdmitPassthrough under proxy.NoWait:
 // routing, checks, a slot that needs no waiting), takes an idle loop connection of the engine
 // (mysqlengine.LoopConn: its result sets are framed as this frontend's clients expect), writes
-// the packet to it and relays the engine's answer straight back, watching only the short
+// the packet to it (after the comment naming its capacity lease's tag, when it runs under one,
+// as mysqlengine writes it) and relays the engine's answer straight back, watching only the short
 // packets (the result's head, its EOFs, an ERR, small rows) to find the statement's end; rows
 // are counted as they pass. The statement is reported (proxy.Relay.Finish) on the loop's
 // thread and the engine connection goes back to its pool at once.
@@ -39,7 +40,7 @@ import (
 // on as passthrough.go does: a command other than COM_QUERY, a statement the session answers
 // or that may change session state (loopStatement), an admission that would wait, a refusal
 // (the core has reported it; the goroutine writes it), guardrails on rows or bytes, a
-// statement the core rewrote, a capacity lease whose tag goes with the statement. A statement
+// statement the core rewrote. A statement
 // whose end needs the goroutine stops the loop at its last packet, which the goroutine then
 // answers: one with warnings (read from its engine connection for SHOW WARNINGS) or one that
 // was cancelled (KILL QUERY, the group's query timeout, a lost lease), whose error the core
@@ -104,10 +105,14 @@ type loopRun struct {
 	final               bool // stopped at the statement's last packet, for the goroutine
 	waiting, unplugging bool // a client packet is held until the statement's conn is out
 
-	// An admitted statement whose engine connection the goroutine opens (held meanwhile).
+	// An admitted statement whose engine connection the goroutine opens (held meanwhile), and
+	// the engine tag of its capacity lease ("": none).
 	adm    *proxy.Admission
 	req    *query.Request
+	tag    string
 	opened *mysqlengine.LoopConn
+	// tagged is the last tagged COM_QUERY (taggedQuery), its buffer reused.
+	tagged []byte
 
 	miss bool // handed back at a command that is not a COM_QUERY
 
@@ -129,7 +134,7 @@ func (s *Server) eventLoop() *relayloop.Loop { return s.loop.Get() }
 func (s *Server) LoopStatements() int64 { return s.loopStatements.Load() }
 
 // LoopHandOvers is how many statements the event loop admitted and then handed to their
-// session's goroutine to relay (rewritten, tagged for a lease, or limited per row).
+// session's goroutine to relay (rewritten by the core, or limited per row).
 func (s *Server) LoopHandOvers() int64 { return s.loopHandOvers.Load() }
 
 // loopable reports whether the session can go on the loop now, its last command a COM_QUERY
@@ -338,19 +343,16 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 		return relayloop.Pause // the Arrow path
 	}
 	le, isLoop := adm.Engine.(loopEngine)
-	if !isLoop || !le.Loopable() || req.SQL != sql || capacity.SlotTag(adm.Slot()) != "" ||
-		adm.CheckLimits(math.MaxInt64/2, math.MaxInt64/2) != nil {
-		// Rewritten by the core, tagged for a lease, or guardrails that need each row: the
-		// goroutine relays it, and the loop's admission was a hand-over for nothing. Counted
-		// like an admission that would wait, so a session whose statements all go so (a
-		// worker's: every statement is tagged) leaves the loop for a while; a worker's MySQL
-		// sessions stayed on it once their leases were reused past 20 ms, at half the qps.
+	if !isLoop || !le.Loopable() || req.SQL != sql || adm.CheckLimits(math.MaxInt64/2, math.MaxInt64/2) != nil {
+		// Rewritten by the core or guardrails that need each row: the goroutine relays it,
+		// and the loop's admission was a hand-over for nothing. Counted like an admission
+		// that would wait, so a session whose statements all go so leaves the loop for a while.
 		h.handedOff()
 		h.s.loopHandOvers.Add(1)
 		h.admitted, h.admittedReq = adm, req
 		return relayloop.Pause
 	}
-	lr.adm, lr.req = adm, req
+	lr.adm, lr.req, lr.tag = adm, req, capacity.SlotTag(adm.Slot())
 	lc := le.TakeLoopConn(req)
 	if lc == nil {
 		lr.events <- loopEvent{open: true}
@@ -359,7 +361,7 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 	fd, ok := lc.Lend()
 	if !ok || lr.hd.Plug(fd) != nil {
 		lc.Release(false)
-		lr.adm, lr.req = nil, nil
+		lr.adm, lr.req, lr.tag = nil, nil, ""
 		h.admitted, h.admittedReq = adm, req
 		return relayloop.Pause
 	}
@@ -402,11 +404,12 @@ func (h *session) pingOK() []byte {
 	return p
 }
 
-// begin starts the admitted statement of msg on lr.conn (plugged in) and relays msg.
+// begin starts the admitted statement of msg on lr.conn (plugged in) and relays msg, after
+// its lease's tag when it runs under one (lr.tag).
 func (lr *loopRun) begin(msg []byte) relayloop.Verdict {
 	h := lr.h
-	adm, sql := lr.adm, lr.req.SQL
-	lr.adm, lr.req = nil, nil
+	adm, sql, tag := lr.adm, lr.req.SQL, lr.tag
+	lr.adm, lr.req, lr.tag = nil, nil, ""
 	lr.conn.Begin()
 	lr.mu.Lock()
 	lr.running, lr.cancelled = lr.conn, false
@@ -422,7 +425,26 @@ func (lr *loopRun) begin(msg []byte) relayloop.Verdict {
 	h.warnings = 0
 	h.forgetDiagnostics(sql)
 	h.s.loopStatements.Add(1)
+	if tag != "" {
+		lr.tagged = taggedQuery(lr.tagged[:0], msg, tag)
+		return lr.hd.Replacing(lr.tagged)
+	}
 	return relayloop.Relay
+}
+
+// The comment a statement run under a capacity lease starts with, as mysqlengine writes it
+// (its tagged): the control plane's engine fence finds the statement in the server's process
+// list by it.
+const tagOpen, tagClose = "/* ", " */ "
+
+// taggedQuery appends to b the COM_QUERY packet msg (whole, its header included) with its
+// statement after tag's comment: one packet still (the loop's statements fit in its buffer,
+// far under a packet's largest payload).
+func taggedQuery(b, msg []byte, tag string) []byte {
+	n := len(msg) - 4 + len(tagOpen) + len(tag) + len(tagClose)
+	b = append(b, byte(n), byte(n>>8), byte(n>>16), msg[3], mysql.COM_QUERY)
+	b = append(append(append(b, tagOpen...), tag...), tagClose...)
+	return append(b, msg[5:]...)
 }
 
 func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
@@ -572,7 +594,7 @@ func (h *session) offLoop(lr *loopRun, res relayloop.Result) error {
 	}
 	if lr.adm != nil { // the goroutine runs it, its packet held in what the client sent
 		h.admitted, h.admittedReq = lr.adm, lr.req
-		lr.adm, lr.req = nil, nil
+		lr.adm, lr.req, lr.tag = nil, nil, ""
 	}
 	lost := lr.lost(res)
 	switch {

@@ -51,6 +51,7 @@ type conn struct {
 
 	session  engine.Session // pinned engine connection while a transaction is open, else nil
 	wire     *wireState     // the engine connection the client's messages are forwarded to (forward.go)
+	spare    *wireState     // a closed wire's state for the next one (openWireWith), or nil
 	owner    uint64         // this client for the engine pool, once it used a wire
 	unwatch  func()         // stops the watcher of the client's socket while the engine works
 	txStatus byte           // what ReadyForQuery reports: 'I', 'T' or 'E'

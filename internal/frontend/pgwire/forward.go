@@ -62,8 +62,14 @@ type wireState struct {
 	w       *proxy.Wire
 	relayer sessionRelayer
 	conn    engine.PGWire
-	// queue is what the server's answers will complete, in order.
-	queue []expect
+	// queue is what the server's answers will complete, in order (push). front is the start
+	// of the array it last grew into, where an emptied queue starts again: the statements of a
+	// connection, and of the transactions of a client on the event loop (conn.spare), reuse
+	// one array.
+	queue, front []expect
+	// req is the request the wire was opened with (the transaction's first statement): that
+	// statement's check and report use it again (beginRun_), rather than another.
+	req *query.Request
 	// unnamed is the key of the client statement the engine's unnamed statement holds.
 	unnamed string
 	// portals maps the client's open portals to their statements' SQL (for checks and history);
@@ -151,17 +157,18 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 	}
 	wb := c.srv.backend.(wireBackend)
 	var w *proxy.Wire
+	req := c.request(sql, nil)
 	if noWait {
 		// Nothing waits: there is nothing for a CancelRequest to cancel.
 		if c.noWaitCtx == nil {
 			c.noWaitCtx = proxy.NoWait(c.ctx)
 		}
 		c.cancelRequested.Store(false)
-		w, ok, err = wb.OpenWire(c.noWaitCtx, c.request(sql, nil), c.owner, c.setupSQL())
+		w, ok, err = wb.OpenWire(c.noWaitCtx, req, c.owner, c.setupSQL())
 	} else {
 		ctx, cancel := context.WithCancel(c.ctx)
 		c.beginRun(cancel)
-		w, ok, err = wb.OpenWire(ctx, c.request(sql, nil), c.owner, c.setupSQL())
+		w, ok, err = wb.OpenWire(ctx, req, c.owner, c.setupSQL())
 		c.endRun()
 		cancel()
 	}
@@ -177,8 +184,26 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 		return false, fmt.Errorf("pgwire: the wire session of cluster %s cannot report statements", w.Cluster)
 	}
 	conn := w.Conn
-	c.wire = &wireState{w: w, relayer: rel, conn: conn, cancelEngine: conn.Cancel}
+	ws := c.spare
+	if ws == nil {
+		ws = &wireState{}
+	}
+	c.spare = nil
+	clear(ws.portals)
+	*ws = wireState{w: w, relayer: rel, conn: conn, cancelEngine: conn.Cancel, req: req, front: ws.front, portals: ws.portals}
+	c.wire = ws
 	return true, nil
+}
+
+// push adds e to what the server's answers will complete.
+func (ws *wireState) push(e expect) {
+	if len(ws.queue) == 0 {
+		ws.queue = ws.front
+	}
+	ws.queue = append(ws.queue, e)
+	if cap(ws.queue) > cap(ws.front) { // grown into a new array, which starts at queue[0]
+		ws.front = ws.queue[:0]
+	}
 }
 
 // closeWire gives the engine connection back (the engine resets it before another client
@@ -288,7 +313,7 @@ func (c *conn) send(msg pgproto3.FrontendMessage, e expect) {
 	c.scratch, _ = msg.Encode(c.scratch[:0])
 	ws.conn.Send(c.scratch)
 	if e.kind != 0 {
-		ws.queue = append(ws.queue, e)
+		ws.push(e)
 	}
 }
 
@@ -300,7 +325,7 @@ func (c *conn) answer(kind byte) {
 		c.be.Send(rawMessage{kind, 0, 0, 0, 4})
 		return
 	}
-	ws.queue = append(ws.queue, expect{synth: kind})
+	ws.push(expect{synth: kind})
 }
 
 // stmtKey identifies a statement on an engine connection: its SQL and declared types.
@@ -513,7 +538,11 @@ func (c *conn) forgetOnDiscard(sql string) {
 // been rewritten by the core's check.
 func (c *conn) beginRun_(sql string) (*wireRun, string, error) {
 	ws := c.wire
-	req := c.request(sql, nil)
+	req := ws.req
+	if req == nil || req.SQL != sql {
+		req = c.request(sql, nil)
+	}
+	ws.req = nil // once: the core's check may change what it holds
 	r, ok, err := ws.relayer.BeginRelay(c.ctx, req)
 	if err != nil {
 		return nil, "", err

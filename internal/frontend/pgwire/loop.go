@@ -397,7 +397,7 @@ func (lr *loopRun) relayed(e expect) {
 	ws := lr.c.wire
 	lr.sock.Relayed(lr.kind)
 	if e.kind != 0 {
-		ws.queue = append(ws.queue, e)
+		ws.push(e)
 	}
 	if e.kind == 'Q' || e.kind == 'E' {
 		lr.statements++
@@ -598,7 +598,7 @@ func (lr *loopRun) ensure(ws *wireState, st *preparedStmt) (name string, parsed 
 func (lr *loopRun) parseFirst(ws *wireState, name string, st *preparedStmt, e expect) {
 	lr.out, _ = (&pgproto3.Parse{Name: name, Query: st.sql, ParameterOIDs: st.paramOIDs}).Encode(lr.out)
 	lr.sock.Relayed('P')
-	ws.queue = append(ws.queue, e)
+	ws.push(e)
 }
 
 // bind relays a Bind of a client statement under its name on the engine connection.
@@ -847,7 +847,9 @@ func (lr *loopRun) unplugged(_ int, rest []byte) {
 	c.runMu.Lock()
 	c.runCancel = nil
 	c.runMu.Unlock()
+	ws := c.wire
 	c.closeWire()
+	c.spare = ws // nothing holds it now: the next transaction's wire reuses it
 	lr.sock = nil
 	lr.unplugging = false
 	lr.resumeHeld()
@@ -949,7 +951,7 @@ func (c *conn) offLoop(lr *loopRun, res relayloop.Result) error {
 		return err
 	case lr.kind == 'E':
 		ws.conn.Send(m[:n])
-		ws.queue = append(ws.queue, expect{kind: 'E', run: lr.run})
+		ws.push(expect{kind: 'E', run: lr.run})
 		return nil
 	}
 	ws.unnamed = ""

@@ -386,3 +386,26 @@ func stopInATransaction(t *testing.T, arrowPath, byClient bool) {
 		t.Fatalf("after the rollback: %d rows (%v), want none", n, err)
 	}
 }
+
+// TestPassthroughRewritesOnce: a Check that rewrites statements (as translation scripts do)
+// rewrites each statement once, in every transaction of a client: the wire's admission checks
+// the transaction's first statement, and the statement's own check must start again from the
+// client's SQL, not from what the admission's check made of it.
+func TestPassthroughRewritesOnce(t *testing.T) {
+	addr, _, core, _ := coreServer(t, coreSetup{check: func(req *query.Request, _ string) error {
+		if strings.HasPrefix(req.SQL, "select 1") {
+			req.SQL += " + 1" // not idempotent: twice would answer 3
+		}
+		return nil
+	}})
+	c := connect(t, proxyURL(addr, "alice"))
+	for i := range 5 {
+		var n int
+		if err := c.QueryRow(context.Background(), "select 1", pgx.QueryExecModeSimpleProtocol).Scan(&n); err != nil || n != 2 {
+			t.Fatalf("transaction %d: select 1 rewritten once answered %d (%v), want 2", i, n, err)
+		}
+	}
+	if p := core.Paths(); p.Passthrough != 5 {
+		t.Fatalf("paths %+v, want 5 passthrough", p)
+	}
+}
