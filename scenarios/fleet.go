@@ -113,7 +113,15 @@ func workerRole(w *World, spec NodeSpec) (sim.Factory, error) {
 		}
 		q.ControlPlane.PeerBootstrap.MaxAgeSecs = wholeSecs(c.MaxAge)
 	}
-	local, err := compiled(q)
+	shared := sharedConfigsOf(w)
+	var local *config.Config
+	var err error
+	share := !w.opts.NoSharedConfig
+	if share {
+		local, share, err = shared.local(q)
+	} else {
+		local, err = compiled(q)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +134,11 @@ func workerRole(w *World, spec NodeSpec) (sim.Factory, error) {
 		if w.Scenario.Workload != nil {
 			observeWorkload(w, n, &deps)
 		}
-		if w.opts.PlantHalfApply {
-			deps.OnApply = plantedRoutingSkip()
+		switch {
+		case w.opts.PlantHalfApply:
+			deps.OnApply = plantedRoutingSkip() // it writes to the configuration: never shared
+		case share:
+			deps.DeriveConfig = shared.deriver(local)
 		}
 		wk, err := assembly.BuildWorker(n.Env(), local, cfg, deps)
 		if !boot(w, n, "worker", wk, err, func() any { return wk.W }) {

@@ -210,6 +210,9 @@ type RunOpts struct {
 	// then fails to apply its routing and carries on with the routing it had (a planted bug
 	// configNeverHalfApplied must catch).
 	PlantHalfApply bool
+	// NoSharedConfig, for tests: every worker builds its own configurations instead of sharing
+	// those of workers with equal inputs (shared_config.go); the trace must not change.
+	NoSharedConfig bool
 	// Observe are checks run beside the file's own and left out of the result (another
 	// package's observers: chaos reads the headline metrics through one). Result is called on
 	// each after the run, whatever happened.
@@ -309,6 +312,9 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	runErr := s.Run(sc.Duration)
 	for _, o := range opts.Observe {
 		o.Result(w)
+	}
+	if err := sharedConfigsOf(w).untouched(); err != nil {
+		w.Errorf("%v", err)
 	}
 	res.VirtualSeconds = s.Elapsed().Seconds()
 	run := CheckResult{Name: "run", Pass: runErr == nil && len(w.errs) == 0, Detail: "no task failed"}

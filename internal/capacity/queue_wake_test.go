@@ -35,6 +35,25 @@ func (s countingSignal) Wait(ctx context.Context, seen uint64) error {
 	return err
 }
 
+// orderedAPI serves the capacity API over store with the ordered queue (weighted: equal
+// weights), unauthenticated: workers name themselves.
+func orderedAPI(store *capacity.Memory, e env.Env, weighted bool) http.Handler {
+	api := capacity.NewAPI(store, store, e, nil).Ordered()
+	if weighted {
+		api.Weighted(map[string]int{})
+	}
+	return serveAPI(api)
+}
+
+// serveAPI serves api's endpoints, unauthenticated.
+func serveAPI(api *capacity.API) http.Handler {
+	mux := http.NewServeMux()
+	for _, ep := range api.Endpoints() {
+		mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
+	}
+	return mux
+}
+
 // TestQueueWakesOnlyTheHead: with many acquires waiting in a cluster's ordered queue (cap 2), a
 // release wakes the head only, and the head's leaving wakes the next one only; so n grants in
 // turn cost about 2n wake-ups, not one per waiter per release (about n² here). The grants keep
@@ -54,15 +73,7 @@ func checkWakesOnlyTheHead(t *testing.T, weighted bool) {
 	store := capacity.NewMemory()
 	wakes := 0
 	s.AddNode("cp", func(node *sim.Node) http.Handler {
-		api := capacity.NewAPI(store, store, countingEnv{node.Env(), &wakes}, nil).Ordered()
-		if weighted {
-			api.Weighted(map[string]int{})
-		}
-		mux := http.NewServeMux()
-		for _, ep := range api.Endpoints() {
-			mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
-		}
-		return mux
+		return orderedAPI(store, countingEnv{node.Env(), &wakes}, weighted)
 	})
 	var order []string
 	grantedAt := map[string]time.Duration{}
@@ -125,17 +136,7 @@ func TestQueueHeadIsGrantedAtTheRelease(t *testing.T) {
 			s := sim.New(sim.Opts{Seed: 5})
 			s.Net().SetDefault(sim.Link{Latency: sim.Fixed(time.Millisecond)})
 			store := capacity.NewMemory()
-			s.AddNode("cp", func(node *sim.Node) http.Handler {
-				api := capacity.NewAPI(store, store, node.Env(), nil).Ordered()
-				if weighted {
-					api.Weighted(map[string]int{})
-				}
-				mux := http.NewServeMux()
-				for _, ep := range api.Endpoints() {
-					mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
-				}
-				return mux
-			})
+			s.AddNode("cp", func(node *sim.Node) http.Handler { return orderedAPI(store, node.Env(), weighted) })
 			grantedAt, releasedAt := map[string]time.Duration{}, map[string]time.Duration{}
 			hold := func(n *sim.Node, name string, wait time.Duration) {
 				r := capacity.NewRemote("http://cp", n.Client(), nil).WithAcquireWait(wait)
@@ -169,5 +170,46 @@ func TestQueueHeadIsGrantedAtTheRelease(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestQueueHeadIsGrantedAtTheSweep: a slot the sweeper frees (its holder stopped renewing: the
+// lease expired) goes to the ordered queue's head in the round that frees it (API.Freed), not at
+// the head's next poll, up to 250 ms later.
+func TestQueueHeadIsGrantedAtTheSweep(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 6})
+	s.Net().SetDefault(sim.Link{Latency: sim.Fixed(time.Millisecond)})
+	store := capacity.NewMemory()
+	var freedAt, grantedAt time.Duration
+	s.AddNode("cp", func(node *sim.Node) http.Handler {
+		api := capacity.NewAPI(store, store, node.Env(), nil).Ordered()
+		sw := &capacity.Sweeper{Env: node.Env(), Store: store, Locks: store, Owner: "cp", Every: 2 * time.Second,
+			OnFreed: func(refs []capacity.LeaseRef) {
+				freedAt = s.Elapsed()
+				api.Freed(refs)
+			}}
+		node.Env().Go(node.Ctx(), "sweeper", sw.Run)
+		return serveAPI(api)
+	})
+	gone, waiting := s.AddNode("gone", nil), s.AddNode("waiting", nil)
+	s.Spawn(gone, "hold", func() { // granted, then never renewed nor released: its process died
+		if _, err := capacity.NewRemote("http://cp", gone.Client(), nil).Acquire(gone.Ctx(), "c", "gone", 1, time.Second, time.Time{}); err != nil {
+			panic(err)
+		}
+	})
+	s.At(100*time.Millisecond, func() {
+		s.Spawn(waiting, "wait", func() {
+			r := capacity.NewRemote("http://cp", waiting.Client(), nil).WithAcquireWait(30 * time.Second)
+			if _, err := r.Acquire(waiting.Ctx(), "c", "waiting", 1, time.Minute, time.Time{}); err != nil {
+				panic(err)
+			}
+			grantedAt = s.Elapsed()
+		})
+	})
+	if err := s.Run(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if freedAt == 0 || grantedAt == 0 || grantedAt-freedAt > time.Millisecond {
+		t.Fatalf("the sweeper freed the expired lease at %v, the waiting head was granted at %v: want within the answer's trip (1ms)", freedAt, grantedAt)
 	}
 }

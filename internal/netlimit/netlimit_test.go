@@ -18,18 +18,7 @@ func TestRefusalReachesAClientThatSpokeFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := Listener(raw, 1, func(c net.Conn) { _, _ = io.WriteString(c, "go away") })
-	defer l.Close()
-	accepted := make(chan net.Conn, 10)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
+	accepted := serve(t, Listener(raw, 1, func(c net.Conn) { _, _ = io.WriteString(c, "go away") }))
 	first := dial(t, raw.Addr().String())
 	kept := <-accepted
 	for range 20 {

@@ -46,7 +46,11 @@ type WorkerDeps struct {
 	// DecodeSnapshot reads the control plane's snapshot bodies (nil: snapshot.Decode); see
 	// worker.ConfigSyncOptions.Decode.
 	DecodeSnapshot func(body []byte) (*snapshot.WorkerSnapshotV1, error)
-	Observe        Observers
+	// DeriveConfig builds the configuration a snapshot means for this worker (nil:
+	// worker.DeriveConfig); see worker.ConfigSyncOptions.Derive. With one that shares its
+	// results, OnApply must not write to the configuration it sees.
+	DeriveConfig func(snap *snapshot.WorkerSnapshotV1, local config.QueryFlux) (*config.Config, error)
+	Observe      Observers
 }
 
 // Worker is a built worker.
@@ -81,7 +85,7 @@ func BuildWorker(e env.Env, cfg *config.Config, wCfg worker.Config, deps WorkerD
 	wk.Sync = worker.NewConfigSync(wk.W, worker.ConfigSyncOptions{
 		Local: q, Peers: wk.peers(), Store: deps.Snapshots, PollTimeout: secs(q.ControlPlane.PollTimeoutSecs),
 		BackoffMax: secs(q.ControlPlane.RetryMaxSecs),
-		Apply:      wk.apply, Decode: deps.DecodeSnapshot,
+		Apply:      wk.apply, Decode: deps.DecodeSnapshot, Derive: deps.DeriveConfig,
 	})
 	// Ready workers lend their config to peers that start while the control plane is down.
 	wk.W.HandleOps("GET "+worker.PathPeerConfig, wk.Sync.PeerConfigHandler(q.ControlPlane.Secret.Reveal()))

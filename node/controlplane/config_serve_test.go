@@ -169,15 +169,7 @@ func TestConfigWaitWakesOnPublish(t *testing.T) {
 	h := newCSHarness(t, time.Minute)
 	s1, s2 := csSnapshot(t, 1), csSnapshot(t, 2)
 	_ = h.srv.Publish(s1)
-	var wg sync.WaitGroup
-	var code int
-	var body string
-	wg.Add(1)
-	h.e.Go(context.Background(), "long-poll", func(context.Context) {
-		defer wg.Done()
-		code, body = h.get(snapshot.PathConfigWait+"?revision="+s1.Revision, h.token, nil, "", "")
-	})
-	h.waitFor(func() bool { return h.srv.Waiting() == 1 })
+	answer := h.parkPoll(s1.Revision)
 	changes := 0
 	h.srv.OnChange(func(string) { changes++ })
 	seq := h.srv.changed.Seq()
@@ -187,12 +179,31 @@ func TestConfigWaitWakesOnPublish(t *testing.T) {
 	}
 	start := time.Now()
 	_ = h.srv.Publish(s2)
-	wg.Wait()
+	code, body := answer()
 	if code != 200 || !strings.Contains(body, s2.Revision) {
 		t.Fatalf("woken poll: %d %s", code, body)
 	}
 	if time.Since(start) > 30*time.Second { // half the poll timeout: a margin for a loaded machine
 		t.Fatal("the poll was not woken by Publish")
+	}
+}
+
+// parkPoll starts a long-poll for a revision newer than have and returns once it is parked;
+// answer waits for its answer.
+func (h *csHarness) parkPoll(have string) (answer func() (int, string)) {
+	h.t.Helper()
+	var wg sync.WaitGroup
+	var code int
+	var body string
+	wg.Add(1)
+	h.e.Go(context.Background(), "long-poll", func(context.Context) {
+		defer wg.Done()
+		code, body = h.get(snapshot.PathConfigWait+"?revision="+have, h.token, nil, "", "")
+	})
+	h.waitFor(func() bool { return h.srv.Waiting() == 1 })
+	return func() (int, string) {
+		wg.Wait()
+		return code, body
 	}
 }
 
@@ -296,19 +307,10 @@ func TestConfigWaitBeforeAnyPublish(t *testing.T) {
 		t.Fatalf("wait passed before any publish: %d %s, want 503", code, body)
 	}
 	h = newCSHarness(t, time.Minute)
-	var wg sync.WaitGroup
-	var code int
-	var body string
-	wg.Add(1)
-	h.e.Go(context.Background(), "long-poll", func(context.Context) {
-		defer wg.Done()
-		code, body = h.get(snapshot.PathConfigWait+"?revision=", h.token, nil, "", "")
-	})
-	h.waitFor(func() bool { return h.srv.Waiting() == 1 })
+	answer := h.parkPoll("")
 	s1 := csSnapshot(t, 1)
 	_ = h.srv.Publish(s1)
-	wg.Wait()
-	if code != http.StatusOK || !strings.Contains(body, s1.Revision) {
+	if code, body := answer(); code != http.StatusOK || !strings.Contains(body, s1.Revision) {
 		t.Fatalf("the first publish during the wait: %d %s, want its snapshot", code, body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -42,10 +43,28 @@ type ProtocolRouter struct {
 func (r *ProtocolRouter) Kind() string { return "protocolBased" }
 
 func (r *ProtocolRouter) Route(req *query.Request) (string, string, bool, error) {
-	if g, ok := r.ByProtocol[req.Protocol]; ok {
-		return g, "protocol " + req.Protocol, true, nil
+	why, known := protocolReasons[req.Protocol]
+	if !known {
+		why = protocolReason(req.Protocol)
 	}
-	return "", "no entry for protocol " + quoted(req.Protocol), false, nil
+	if g, ok := r.ByProtocol[req.Protocol]; ok {
+		return g, why.matched, true, nil
+	}
+	return "", why.unmatched, false, nil
+}
+
+// protocolReasons are ProtocolRouter's reasons for the frontends' protocols, made once rather
+// than for every query routed.
+var protocolReasons = map[string]reasons{
+	query.ProtocolPostgres: protocolReason(query.ProtocolPostgres), query.ProtocolMySQL: protocolReason(query.ProtocolMySQL),
+	query.ProtocolTrino: protocolReason(query.ProtocolTrino), query.ProtocolFlightSQL: protocolReason(query.ProtocolFlightSQL),
+}
+
+// reasons are a router's reasons for matching a request, and for not matching it.
+type reasons struct{ matched, unmatched string }
+
+func protocolReason(p string) reasons {
+	return reasons{matched: "protocol " + p, unmatched: "no entry for protocol " + quoted(p)}
 }
 
 func (r *ProtocolRouter) Targets() []string { return mapValues(r.ByProtocol) }
@@ -287,7 +306,7 @@ func mapValues(m map[string]string) []string {
 	return out
 }
 
-func quoted(s string) string { return fmt.Sprintf("%q", s) }
+func quoted(s string) string { return strconv.Quote(s) }
 
 // HeaderEquals holds when header Name is present with value Value (any value when Value is "").
 type HeaderEquals struct{ Name, Value string }

@@ -55,6 +55,24 @@ type ConfigSyncOptions struct {
 	// returns is only read (the config compiled from it is a copy, see snapshot.Config), so a
 	// simulated fleet shares one decoded copy of a body.
 	Decode func(body []byte) (*snapshot.WorkerSnapshotV1, error)
+	// Derive builds the compiled configuration snap means for a worker whose node-local section
+	// is local (nil: DeriveConfig). What it returns is only read from then on (Apply must not
+	// write to it), so a simulated fleet whose workers have equal inputs shares one copy.
+	Derive func(snap *snapshot.WorkerSnapshotV1, local config.QueryFlux) (*config.Config, error)
+}
+
+// DeriveConfig is the configuration snap means for a worker whose node-local section is local:
+// snap.WorkerConfig(local), compiled strictly. It is a pure function of its inputs (the result
+// is a fresh copy that shares nothing with snap or local).
+func DeriveConfig(snap *snapshot.WorkerSnapshotV1, local config.QueryFlux) (*config.Config, error) {
+	cfg, err := snap.WorkerConfig(local)
+	if err == nil {
+		err = config.Compile(cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // ConfigSync keeps a worker's configuration in step with the control plane's snapshot.
@@ -96,6 +114,9 @@ func NewConfigSync(w *Worker, opts ConfigSyncOptions) *ConfigSync {
 	}
 	if opts.Decode == nil {
 		opts.Decode = snapshot.Decode
+	}
+	if opts.Derive == nil {
+		opts.Derive = DeriveConfig
 	}
 	s := &ConfigSync{w: w, e: w.e, opts: opts, applied: w.e.NewSignal()}
 	s.registerMetrics(w.Metrics())
@@ -271,10 +292,7 @@ func (s *ConfigSync) install(ctx context.Context, snap *snapshot.WorkerSnapshotV
 	if err != nil {
 		err = fmt.Errorf("not this worker's snapshot: %w", err)
 	} else {
-		cfg, err = snap.WorkerConfig(s.opts.Local)
-	}
-	if err == nil {
-		err = config.Compile(cfg)
+		cfg, err = s.opts.Derive(snap, s.opts.Local)
 	}
 	if err == nil && s.opts.Apply != nil {
 		err = s.opts.Apply(ctx, cfg, snap)

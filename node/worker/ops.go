@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -84,7 +85,30 @@ func (w *Worker) notReady() []string {
 
 // OpsHandler serves /health (alive), /readyz (503 while unhealthy or not ready), /metrics and
 // /worker/status.
+//
+// The routes are put together at the first request: a simulated fleet builds thousands of
+// workers whose ops listener nobody may ask, and building each mux (with its /metrics handler)
+// was 8 % of a 1,000-worker fleet's boot, and memory every worker kept.
 func (w *Worker) OpsHandler() http.Handler {
+	w.mu.Lock()
+	routes := slices.Clone(w.opsRoutes)
+	w.mu.Unlock()
+	return &opsHandler{w: w, routes: routes}
+}
+
+type opsHandler struct {
+	w      *Worker
+	routes []opsRoute
+	once   sync.Once
+	mux    *http.ServeMux
+}
+
+func (h *opsHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	h.once.Do(func() { h.mux, h.routes = h.w.opsMux(h.routes), nil })
+	h.mux.ServeHTTP(rw, r)
+}
+
+func (w *Worker) opsMux(routes []opsRoute) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(rw http.ResponseWriter, r *http.Request) {
 		workerapi.WriteJSON(rw, http.StatusOK, "application/json", map[string]string{"status": "ok"})
@@ -100,9 +124,6 @@ func (w *Worker) OpsHandler() http.Handler {
 	mux.HandleFunc("GET "+workerapi.PathWorkerStatus, func(rw http.ResponseWriter, r *http.Request) {
 		workerapi.WriteJSON(rw, http.StatusOK, workerapi.MediaWorkerStatus, w.Status())
 	})
-	w.mu.Lock()
-	routes := slices.Clone(w.opsRoutes)
-	w.mu.Unlock()
 	for _, r := range routes {
 		mux.Handle(r.pattern, r.handler)
 	}

@@ -45,6 +45,7 @@ type Engine struct {
 	// clients) varies too much to be worth a prepared-statement cache entry each.
 	argsFreeMode pgx.QueryExecMode
 	raw          *rawPool // the relay's connections (raw.go)
+	shapes       shapes   // the results' schemas and decoders (shapes.go)
 }
 
 // connsDefault is an engine's connection budget when its spec sets none.
@@ -270,7 +271,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}
-	schema, decoders, err := schemaFor(fields)
+	schema, decoders, err := e.shapes.of(fields)
 	if err != nil {
 		stop()
 		rows.Close()

@@ -99,7 +99,7 @@ func (s *Server) start(req *query.Request) *runningQuery {
 		return q
 	}
 	s.wg.Add(1)
-	go s.run(ctx, q, req)
+	s.goRun(func() { s.run(ctx, q, req) })
 	return q
 }
 
@@ -146,9 +146,8 @@ func (s *Server) run(ctx context.Context, q *runningQuery, req *query.Request) {
 	q.mu.Lock()
 	q.state = stateRunning
 	if schema != nil {
-		conv = structured.NewConverter(schema)
-		q.columns = columnsFor(conv.Schema())
-		q.columnsJSON = encodeColumns(q.columns)
+		sh := s.shapes.of(schema)
+		conv, q.columns, q.columnsJSON = sh.conv, sh.columns, sh.columnsJSON
 	}
 	q.notifyLocked()
 	q.mu.Unlock()
@@ -428,7 +427,13 @@ func (s *Server) forgetLater(q *runningQuery) {
 }
 
 func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait time.Duration, base string) ([]byte, int, bool) {
-	var deadline <-chan time.Time // made once there is something to wait for
+	var timer *time.Timer // taken once there is something to wait for
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+			pollTimers.Put(timer)
+		}
+	}()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.lastAccess = time.Now()
@@ -441,14 +446,12 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	for waiting := token > 0; waiting && len(q.pending) == 0 && !q.done; {
 		changed := q.changed
 		q.mu.Unlock()
-		if deadline == nil {
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			deadline = t.C
+		if timer == nil {
+			timer = pollTimer(wait)
 		}
 		select {
 		case <-changed:
-		case <-deadline:
+		case <-timer.C:
 			waiting = false
 		case <-ctx.Done():
 			waiting = false
@@ -490,6 +493,21 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	}
 	q.lastToken, q.lastPage, q.lastFinal, q.nextToken = token, body, final, token+1
 	return body, http.StatusOK, final
+}
+
+// pollTimers keeps the timers of polls that waited for rows: most polls of a short query wait
+// (its GET arrives while the engine answers), and a timer each was two allocations. A timer is
+// stopped before it is put back, so no old expiry is ever received (Go 1.23 timers).
+var pollTimers sync.Pool
+
+// pollTimer is a timer of pollTimers (or a new one) set to fire after wait; put it back with
+// pollTimers.Put once done with it.
+func pollTimer(wait time.Duration) *time.Timer {
+	if t, ok := pollTimers.Get().(*time.Timer); ok {
+		t.Reset(wait)
+		return t
+	}
+	return time.NewTimer(wait)
 }
 
 // refuseTokenLocked is Trino's answer to a poll for neither the page last served nor the next

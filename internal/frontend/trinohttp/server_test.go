@@ -473,3 +473,38 @@ func TestTransactionsRefusedAsTrino(t *testing.T) {
 		t.Fatalf("after the refusals: %d, %v", n, err)
 	}
 }
+
+// A poll of a query with nothing new answers after its PollWait, never sooner, also when its
+// timer is one an earlier poll used: one that expired, and one stopped early by the end of
+// another query.
+func TestPollsWaitTheirPollWaitOnReusedTimers(t *testing.T) {
+	const wait = 60 * time.Millisecond
+	backend := frontendtest.NewBackend(frontendtest.AllTypesEngine())
+	ts := startServer(t, backend, Options{PollWait: wait})
+	waiting, release := backend.Hold()
+	_, held := post(t, ts.addr, "SELECT 1")
+	<-waiting
+	pollHeld := func(what, uri string) string {
+		t.Helper()
+		start := time.Now()
+		_, qr := get(t, uri)
+		if took := time.Since(start); took < wait || qr.Stats.State != stateQueued || qr.NextURI == "" {
+			t.Fatalf("%s: answered after %s (PollWait %s): %+v", what, took, wait, qr)
+		}
+		return qr.NextURI
+	}
+	next := pollHeld("first poll", held.NextURI)
+	next = pollHeld("second poll", next)
+	// A poll that ends early, as its query ends: its timer goes back unexpired.
+	go func() { time.Sleep(wait / 4); release() }()
+	for uri := next; uri != ""; {
+		_, qr := get(t, uri)
+		uri = qr.NextURI
+	}
+	waiting, release = backend.Hold()
+	defer release()
+	_, held = post(t, ts.addr, "SELECT 1")
+	<-waiting
+	next = pollHeld("a poll after one stopped early", held.NextURI)
+	pollHeld("and after that", next)
+}

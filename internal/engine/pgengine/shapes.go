@@ -1,0 +1,64 @@
+package pgengine
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// shapes keeps the Arrow schema and decoders of the result shapes an engine has seen, keyed by
+// their columns (name, type, modifier, format): a statement run again, as most are, reuses them
+// instead of building both per query (schemaFor was a third of the engine's allocations for a
+// SELECT 1). Both are read-only once built: the schema is never changed, the decoders keep no
+// state, so queries share them.
+type shapes struct {
+	mu sync.Mutex
+	m  map[string]*shape
+}
+
+type shape struct {
+	schema   *arrow.Schema
+	decoders []decoder
+}
+
+// shapesMax bounds the shapes kept; past it the cache starts again empty (ad-hoc queries of
+// ever-new shapes cost what they did without it).
+const shapesMax = 512
+
+// of returns the schema and decoders of fields, from the cache or built (schemaFor).
+func (c *shapes) of(fields []pgconn.FieldDescription) (*arrow.Schema, []decoder, error) {
+	var buf [256]byte
+	key := shapeKey(buf[:0], fields)
+	c.mu.Lock()
+	s := c.m[string(key)]
+	c.mu.Unlock()
+	if s != nil {
+		return s.schema, s.decoders, nil
+	}
+	schema, decoders, err := schemaFor(fields)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	if len(c.m) >= shapesMax || c.m == nil {
+		c.m = make(map[string]*shape)
+	}
+	c.m[string(key)] = &shape{schema: schema, decoders: decoders}
+	c.mu.Unlock()
+	return schema, decoders, nil
+}
+
+// shapeKey appends to b what schemaFor reads of fields, unambiguously (each name is preceded by
+// its length).
+func shapeKey(b []byte, fields []pgconn.FieldDescription) []byte {
+	for _, f := range fields {
+		b = binary.AppendUvarint(b, uint64(len(f.Name)))
+		b = append(b, f.Name...)
+		b = binary.BigEndian.AppendUint32(b, f.DataTypeOID)
+		b = binary.BigEndian.AppendUint32(b, uint32(f.TypeModifier))
+		b = binary.BigEndian.AppendUint16(b, uint16(f.Format))
+	}
+	return b
+}

@@ -1,0 +1,107 @@
+package scenarios
+
+// A simulated fleet's workers mostly have equal node-local sections and follow the same
+// snapshots, so each would build the same configuration from the same inputs: the node-local
+// section defaulted and compiled at boot, then for every revision the snapshot's WorkerConfig (a
+// deep copy with defaults) compiled strictly, which was most of a worker's first install. The
+// fleet builds each once per distinct input and the workers share it, as they share the decoded
+// snapshot. What is shared is only read: the end of every run checks that no shared
+// configuration was written to (sharedUntouched), and RunOpts.NoSharedConfig runs the fleet
+// without sharing, which must give the same trace.
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/node/worker"
+)
+
+// sharedLocalsMax bounds the distinct node-local sections shared per run: beyond it (a fleet
+// whose every worker names its peers) each worker compiles its own, as finding an equal one
+// would cost more than compiling.
+const sharedLocalsMax = 64
+
+// sharedConfigs are a run's shared configurations.
+type sharedConfigs struct {
+	locals  []sharedLocal
+	derived map[derivedKey]*derivedConfig
+	order   []*derivedConfig // as built, for sharedUntouched
+}
+
+// sharedLocal is one distinct node-local section (q as the scenario made it) and its compiled
+// configuration.
+type sharedLocal struct {
+	q   config.QueryFlux
+	cfg *config.Config
+}
+
+// derivedKey names a derivation's inputs by identity: the shared decoder returns one snapshot
+// per distinct body, and sharedConfigs.local one configuration per distinct section.
+type derivedKey struct {
+	snap  *snapshot.WorkerSnapshotV1
+	local *config.Config
+}
+
+type derivedConfig struct {
+	cfg      *config.Config
+	err      error
+	pristine *config.Config // a deep copy taken when cfg was built
+	what     string
+}
+
+func newSharedConfigs() any { return &sharedConfigs{derived: map[derivedKey]*derivedConfig{}} }
+
+func sharedConfigsOf(w *World) *sharedConfigs {
+	return w.Durable("shared-configs", newSharedConfigs).(*sharedConfigs)
+}
+
+// local is q defaulted and compiled (compiled), shared by every worker whose q is equal; shared
+// is false when it is this worker's own.
+func (s *sharedConfigs) local(q config.QueryFlux) (cfg *config.Config, shared bool, err error) {
+	for _, l := range s.locals {
+		if reflect.DeepEqual(l.q, q) {
+			return l.cfg, true, nil
+		}
+	}
+	// Kept as a copy: compiling fills in defaults, which must not reach the q compared with.
+	kept := config.Clone(&config.Config{QueryFlux: q}).QueryFlux
+	if cfg, err = compiled(q); err != nil || len(s.locals) >= sharedLocalsMax {
+		return cfg, false, err
+	}
+	s.locals = append(s.locals, sharedLocal{q: kept, cfg: cfg})
+	s.remember(cfg, nil, "the node-local section of workers")
+	return cfg, true, nil
+}
+
+// deriver is worker.DeriveConfig for the workers whose shared node-local configuration is
+// local, built once per snapshot.
+func (s *sharedConfigs) deriver(local *config.Config) func(*snapshot.WorkerSnapshotV1, config.QueryFlux) (*config.Config, error) {
+	return func(snap *snapshot.WorkerSnapshotV1, q config.QueryFlux) (*config.Config, error) {
+		k := derivedKey{snap, local}
+		if d, ok := s.derived[k]; ok {
+			return d.cfg, d.err
+		}
+		cfg, err := worker.DeriveConfig(snap, q)
+		s.derived[k] = s.remember(cfg, err, "revision "+snap.Revision)
+		return cfg, err
+	}
+}
+
+func (s *sharedConfigs) remember(cfg *config.Config, err error, what string) *derivedConfig {
+	d := &derivedConfig{cfg: cfg, err: err, pristine: config.Clone(cfg), what: what}
+	s.order = append(s.order, d)
+	return d
+}
+
+// untouched reports the first shared configuration that no longer equals the copy taken when it
+// was built (a worker wrote to what the others read).
+func (s *sharedConfigs) untouched() error {
+	for _, d := range s.order {
+		if d.cfg != nil && !reflect.DeepEqual(config.Clone(d.cfg), d.pristine) {
+			return fmt.Errorf("the configuration the fleet's workers share (%s) was written to during the run", d.what)
+		}
+	}
+	return nil
+}
