@@ -192,6 +192,15 @@ func (a *API) Weighted(weights map[string]int) *API {
 	return a
 }
 
+// Freed tells the API that leases were freed other than through its endpoints (the sweeper
+// reclaiming expired or revoked ones on this replica): the ordered queue's heads of their
+// clusters may get a slot now, and are woken instead of finding it at their next poll.
+func (a *API) Freed(refs []LeaseRef) {
+	if a.queue != nil && len(refs) > 0 {
+		a.queue.released(refs)
+	}
+}
+
 // NewAPI returns the capacity API. metrics may be nil.
 func NewAPI(store CapacityStore, locks SweepCoordinator, e env.Env, metrics *Metrics) *API {
 	return &API{store: store, locks: locks, env: e, metrics: metricsOrNew(metrics)}

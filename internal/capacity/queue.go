@@ -15,7 +15,8 @@ const (
 	// AcquireWaitMax bounds how long one acquire may long-poll.
 	AcquireWaitMax = 60 * time.Second
 	// queuePollEvery is how often a waiting head asks the store again without a local wake-up:
-	// slots also free through other replicas and the sweeper, which no local signal reports.
+	// slots also free through other replicas, which no local signal reports. (This replica's
+	// releases and its sweeper's reclaims wake the head: released, API.Freed.)
 	queuePollEvery = 250 * time.Millisecond
 	queueLenMax    = 10000 // waiting acquires per cluster on one replica
 )

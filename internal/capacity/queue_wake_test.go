@@ -42,6 +42,11 @@ func orderedAPI(store *capacity.Memory, e env.Env, weighted bool) http.Handler {
 	if weighted {
 		api.Weighted(map[string]int{})
 	}
+	return serveAPI(api)
+}
+
+// serveAPI serves api's endpoints, unauthenticated.
+func serveAPI(api *capacity.API) http.Handler {
 	mux := http.NewServeMux()
 	for _, ep := range api.Endpoints() {
 		mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
@@ -165,5 +170,46 @@ func TestQueueHeadIsGrantedAtTheRelease(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestQueueHeadIsGrantedAtTheSweep: a slot the sweeper frees (its holder stopped renewing: the
+// lease expired) goes to the ordered queue's head in the round that frees it (API.Freed), not at
+// the head's next poll, up to 250 ms later.
+func TestQueueHeadIsGrantedAtTheSweep(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 6})
+	s.Net().SetDefault(sim.Link{Latency: sim.Fixed(time.Millisecond)})
+	store := capacity.NewMemory()
+	var freedAt, grantedAt time.Duration
+	s.AddNode("cp", func(node *sim.Node) http.Handler {
+		api := capacity.NewAPI(store, store, node.Env(), nil).Ordered()
+		sw := &capacity.Sweeper{Env: node.Env(), Store: store, Locks: store, Owner: "cp", Every: 2 * time.Second,
+			OnFreed: func(refs []capacity.LeaseRef) {
+				freedAt = s.Elapsed()
+				api.Freed(refs)
+			}}
+		node.Env().Go(node.Ctx(), "sweeper", sw.Run)
+		return serveAPI(api)
+	})
+	gone, waiting := s.AddNode("gone", nil), s.AddNode("waiting", nil)
+	s.Spawn(gone, "hold", func() { // granted, then never renewed nor released: its process died
+		if _, err := capacity.NewRemote("http://cp", gone.Client(), nil).Acquire(gone.Ctx(), "c", "gone", 1, time.Second, time.Time{}); err != nil {
+			panic(err)
+		}
+	})
+	s.At(100*time.Millisecond, func() {
+		s.Spawn(waiting, "wait", func() {
+			r := capacity.NewRemote("http://cp", waiting.Client(), nil).WithAcquireWait(30 * time.Second)
+			if _, err := r.Acquire(waiting.Ctx(), "c", "waiting", 1, time.Minute, time.Time{}); err != nil {
+				panic(err)
+			}
+			grantedAt = s.Elapsed()
+		})
+	})
+	if err := s.Run(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if freedAt == 0 || grantedAt == 0 || grantedAt-freedAt > time.Millisecond {
+		t.Fatalf("the sweeper freed the expired lease at %v, the waiting head was granted at %v: want within the answer's trip (1ms)", freedAt, grantedAt)
 	}
 }

@@ -34,6 +34,9 @@ type Sweeper struct {
 	Fence   EngineFence   // nil: no engine to ask (expired leases are freed at once)
 	Grace   time.Duration // how long an unconfirmed fence holds a slot (default FenceGraceDefault with a Fence)
 	Metrics *Metrics
+	// OnFreed, if set, is told the leases each round freed (API.Freed: it wakes the ordered
+	// queue's waiters). It must not block.
+	OnFreed func(refs []LeaseRef)
 
 	once    sync.Once
 	wake    env.Signal
@@ -149,6 +152,9 @@ func (s *Sweeper) reclaim(ctx context.Context) ([]Lease, error) {
 			s.Env.Logger().Info("capacity lease reclaimed", "lease", l.ID, "holder", l.Holder, "fence", how)
 		}
 		freed = append(freed, free...)
+	}
+	if s.OnFreed != nil && len(freed) > 0 {
+		s.OnFreed(refs(freed))
 	}
 	return freed, nil
 }

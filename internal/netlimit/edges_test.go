@@ -92,13 +92,18 @@ func TestListenerWithoutARefusalClosesAtOnce(t *testing.T) {
 	}
 }
 
-func TestListenerAcceptErrorEndsAccept(t *testing.T) {
+func TestListenerDefaultBoundAndAcceptError(t *testing.T) {
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := Listener(raw, 0, nil)
+	l := Listener(raw, 0, nil) // the default bound: a connection gets in
+	accepted := serve(t, l)
+	c := dial(t, raw.Addr().String())
+	<-accepted
+	c.Close()
 	raw.Close()
+	waitFor(t, func() bool { _, err := l.Accept(); return err != nil })
 	if c, err := l.Accept(); err == nil || c != nil {
 		t.Fatalf("Accept on a closed listener: %v, %v", c, err)
 	}
@@ -163,16 +168,15 @@ func TestHTTPLimits(t *testing.T) {
 }
 
 func TestHTTPWithoutAHandlerServesTheDefaultMux(t *testing.T) {
-	hs := &http.Server{}
-	HTTP(hs, 0)
-	if hs.Handler == nil {
-		t.Fatal("no handler")
+	srv := httptest.NewUnstartedServer(nil)
+	HTTP(srv.Config, 0) // the default bound: a connection gets in
+	srv.Start()
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/no-such-path-anywhere")
+	if err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the default mux answered %v, %v", resp, err)
 	}
-	rec := httptest.NewRecorder()
-	hs.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/no-such-path-anywhere", nil))
-	if rec.Code != http.StatusNotFound {
-		t.Fatalf("the default mux answered %d", rec.Code)
-	}
+	resp.Body.Close()
 }
 
 // A streaming answer flushes through the 401 watch.
@@ -244,6 +248,29 @@ func TestMessageTimer(t *testing.T) {
 			t.Fatal("End cleared the expiry")
 		}
 	})
+	t.Run("beginning again does not move the deadline", func(t *testing.T) {
+		// A client dribbling a message makes its reader Begin at every short read.
+		server, _ := pair(t)
+		m := NewMessageTimer(server, 100*time.Millisecond)
+		defer m.Stop()
+		for start := time.Now(); !m.Expired(); time.Sleep(10 * time.Millisecond) {
+			m.Begin()
+			if time.Since(start) > 30*time.Second { // a safety net, not a measure
+				t.Fatal("a message begun again and again never expired")
+			}
+		}
+	})
+	t.Run("the next message is timed too", func(t *testing.T) {
+		server, _ := pair(t)
+		m := NewMessageTimer(server, 20*time.Millisecond)
+		defer m.Stop()
+		m.Begin()
+		m.End()
+		m.Begin()
+		if _, err := server.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) || !m.Expired() {
+			t.Fatalf("the second message: read ended with %v, expired %v", err, m.Expired())
+		}
+	})
 	t.Run("a read moved past the wake-up is closed", func(t *testing.T) {
 		server, client := pair(t)
 		m := NewMessageTimer(server, 20*time.Millisecond)
@@ -281,6 +308,7 @@ func TestMessageTimer(t *testing.T) {
 			t.Fatal("a stopped timer expired")
 		}
 	})
+	NewMessageTimer(nil, time.Second).Stop() // never begun: nothing to stop
 	err := MessageTimeoutError(3 * time.Second)
 	if !errors.Is(err, ErrMessageTimeout) || !strings.Contains(err.Error(), "3s") {
 		t.Fatalf("MessageTimeoutError: %v", err)
@@ -293,11 +321,29 @@ func TestMessageTimer(t *testing.T) {
 func TestBodyTimeout(t *testing.T) {
 	const timeout = 100 * time.Millisecond
 	results := make(chan string, 4)
+	unset := BodyTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, err.Error(), 500)
+		}
+	}), 0)
+	unsetSrv := httptest.NewServer(unset)
+	defer unsetSrv.Close()
+	resp, err := http.Post(unsetSrv.URL, "text/plain", strings.NewReader("abc"))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("an unset body timeout: %v, %v", resp, err)
+	}
+	resp.Body.Close()
 	srv := httptest.NewServer(BodyTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, err := io.ReadAll(r.Body)
 		time.Sleep(3 * timeout)
-		if err != nil {
+		switch {
+		case err != nil:
 			results <- "body error"
+			return
+		case r.Context().Err() != nil:
+			// The deadline was left on the connection after the body ended: net/http's
+			// watch for a client gone read past it and took the client for gone.
+			results <- "cancelled"
 			return
 		}
 		results <- "ok"

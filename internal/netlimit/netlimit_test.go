@@ -18,21 +18,10 @@ func TestRefusalReachesAClientThatSpokeFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := Listener(raw, 1, func(c net.Conn) { _, _ = io.WriteString(c, "go away") })
-	defer l.Close()
-	accepted := make(chan net.Conn, 10)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
+	accepted := serve(t, Listener(raw, 1, func(c net.Conn) { _, _ = io.WriteString(c, "go away") }))
 	first := dial(t, raw.Addr().String())
 	kept := <-accepted
-	for range 20 {
+	for range 2 * lingerMax { // more than linger at once: each refusal's linger must end
 		c := dial(t, raw.Addr().String())
 		if _, err := c.Write(make([]byte, 4096)); err != nil { // unread by the server
 			t.Fatal(err)

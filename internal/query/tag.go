@@ -38,3 +38,19 @@ func EngineTag(ctx context.Context) string {
 	tag, _ := ctx.Value(engineTagKey{}).(string)
 	return tag
 }
+
+type stopKey struct{}
+
+// WithStop returns ctx carrying stop, the cancel of the query's own context: the proxy core
+// hands it to the engine, so that an engine that must end a statement early (its rows closed
+// before their end) calls it rather than deriving a cancelable context of its own, which cost
+// one more context per query, each registered with its parent.
+func WithStop(ctx context.Context, stop context.CancelFunc) context.Context {
+	return context.WithValue(ctx, stopKey{}, stop)
+}
+
+// Stop is the cancel ctx carries (WithStop), or nil.
+func Stop(ctx context.Context) context.CancelFunc {
+	stop, _ := ctx.Value(stopKey{}).(context.CancelFunc)
+	return stop
+}

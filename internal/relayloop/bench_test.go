@@ -3,6 +3,7 @@
 package relayloop
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"strconv"
@@ -107,4 +108,43 @@ func cpuTime() time.Duration {
 	var ru unix.Rusage
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkRenamedBatch: a client sends a batch of 1,000 Binds of a named statement in one
+// write, as JDBC's executeBatch does, and the Watch renames each (Replace) to the engine
+// connection's name, a byte longer; one op is the batch relayed whole. A rename that moves
+// what follows it in the buffer costs the batch the square of its size.
+//
+//	go test -run '^$' -bench RenamedBatch -benchtime 200x ./internal/relayloop/
+func BenchmarkRenamedBatch(b *testing.B) {
+	const binds = 1000
+	params := bytes.Repeat([]byte{'v'}, 40)
+	var batch, want []byte
+	for range binds {
+		batch = append(batch, pgMsg('B', append([]byte("\x00S_1\x00"), params...))...)
+		want = append(want, pgMsg('B', append([]byte("\x00qf_1\x00"), params...))...)
+	}
+	batch = append(batch, pgMsg('S', nil)...)
+	want = append(want, pgMsg('S', nil)...)
+	renamed := pgMsg('B', append([]byte("\x00qf_1\x00"), params...))
+	l := newLoop(b, 0)
+	var r *relayed
+	r = startPair(b, l, [2]Framer{PGWatching('B'), nil}, func(d Direction, msg []byte) Verdict {
+		return r.handle.Replacing(renamed)
+	})
+	got := make([]byte, len(want))
+	_ = r.server.SetReadDeadline(time.Now().Add(wait))
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for range b.N {
+		go func() { _, _ = r.client.Write(batch) }()
+		if _, err := io.ReadFull(r.server, got); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if !bytes.Equal(got, want) {
+		b.Fatal("the batch was not renamed")
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/op")
 }

@@ -32,11 +32,16 @@ type pair struct {
 	replacement []byte
 }
 
-// stream is one direction: buf[w:s] is framed and waits to be written to the peer, buf[s:r]
-// is read but not framed yet (an incomplete header or watched message).
+// stream is one direction: buf[w:s] is framed and waits to be written to the peer,
+// buf[s+gap:r] is read but not framed yet (an incomplete header or watched message).
 type stream struct {
 	buf     []byte
 	w, s, r int
+	// gap is what a scan dropped or replaced by less, between the framed bytes and the rest:
+	// the messages after it move down once each as they are framed, rather than the whole
+	// rest at every message dropped or renamed (a batch of renamed Binds would move it once
+	// per Bind). Zero outside scan.
+	gap int
 	// small is the loop's buffer while a Replace has grown buf beyond it: buf goes back to it
 	// once what the larger one holds fits there.
 	small   []byte
@@ -152,30 +157,32 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 		st.s = st.r
 		return true
 	}
+	defer st.closeGap()
 	hl := f.HeaderLen()
-	for st.s < st.r {
+	for st.s+st.gap < st.r {
 		alone := p.fd(1-d) < 0 // no peer: every message is the Watch's, which must hold it (or Plug one in)
+		at := st.s + st.gap    // the next byte to frame
 		if st.skip > 0 {
-			n := min(st.skip, st.r-st.s)
-			st.s += n
+			n := min(st.skip, st.r-at)
+			st.frame(n)
 			st.skip -= n
 			if st.skip == 0 {
 				st.whole++
 			}
 			continue
 		}
-		if st.r-st.s < hl {
+		if st.r-at < hl {
 			return true
 		}
-		total, watch := f.Frame(st.buf[st.s : st.s+hl])
+		total, watch := f.Frame(st.buf[at : at+hl])
 		watch = watch || alone
 		switch {
 		case total < hl:
-			p.stop(l, Result{Err: ErrMalformed, Side: d})
+			p.stop(l, Result{Err: ErrMalformed, Side: d}) // (stop closes the gap)
 			return false
 		case !watch:
-			n := min(total, st.r-st.s)
-			st.s += n
+			n := min(total, st.r-at)
+			st.frame(n)
 			st.skip = total - n
 			if st.skip == 0 {
 				st.whole++
@@ -184,10 +191,10 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 		case total > len(st.buf):
 			st.pending = &Result{Paused: true, Err: ErrMessageTooLarge, Side: d}
 			return true
-		case st.r-st.s < total:
+		case st.r-at < total:
 			return true
 		}
-		v := p.p.Watch(d, st.buf[st.s:st.s+total])
+		v := p.p.Watch(d, st.buf[at:at+total])
 		replacement := p.replacement
 		p.replacement = nil
 		if v == Answer && !p.mayAnswer(d, len(replacement)) {
@@ -201,21 +208,21 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 		}
 		switch v {
 		case Relay:
-			st.s += total
+			st.frame(total)
 		case Drop:
-			st.r = st.s + copy(st.buf[st.s:], st.buf[st.s+total:st.r])
+			st.gap += total
 		case Pause:
 			st.pending = &Result{Paused: true}
 			return true
 		case End:
-			st.s += total
+			st.frame(total)
 			st.pending = &Result{}
 			return true
 		case Hold:
 			st.held = true
 			return true
 		case Unplug:
-			st.s += total
+			st.frame(total)
 			if d == BToA {
 				st.unplug = true
 			} else {
@@ -225,13 +232,29 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 		case Replace:
 			st.replace(total, replacement)
 		case Answer:
-			st.r = st.s + copy(st.buf[st.s:], st.buf[st.s+total:st.r])
-			if !p.answer(l, replacement) {
+			st.gap += total
+			if !p.answer(l, replacement) { // (a stop closes the gap)
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// frame takes the next n unframed bytes as framed, moving them down over the gap.
+func (st *stream) frame(n int) {
+	if st.gap > 0 {
+		copy(st.buf[st.s:], st.buf[st.s+st.gap:st.s+st.gap+n])
+	}
+	st.s += n
+}
+
+// closeGap moves the unframed bytes down to the framed ones.
+func (st *stream) closeGap() {
+	if st.gap > 0 {
+		st.r = st.s + copy(st.buf[st.s:], st.buf[st.s+st.gap:st.r])
+		st.gap = 0
+	}
 }
 
 // mayAnswer reports whether a Watch's Answer of n bytes to a message of direction d can be
@@ -261,27 +284,44 @@ func (p *pair) answer(l *Loop, m []byte) bool {
 	return !p.done
 }
 
-// replace puts m where the message of total bytes at buf[s:] was, as framed: what follows
-// moves. When m is longer than the room left, the buffer grows to twice what it must hold,
-// once for a full buffer of renamed messages rather than once for each (a copy of the whole
-// buffer each time); it shrinks back once written (compact).
+// replace puts m where the message of total bytes at buf[s+gap:] was, as framed. What follows
+// stays where it is while m fits in the gap and the message's room; else it moves up, with
+// room to spare for the next renames (a name on the engine connection is often a byte longer
+// than the client's), or the buffer grows to twice what it must hold, once for a full buffer
+// of renamed messages rather than once for each (a copy of the whole buffer each time); it
+// shrinks back once written (compact).
 func (st *stream) replace(total int, m []byte) {
-	tail := st.buf[st.s+total : st.r]
-	if end := st.s + len(m) + len(tail); end > len(st.buf) {
-		grown := make([]byte, 2*end)
-		copy(grown[st.w:], st.buf[st.w:st.s])
-		copy(grown[st.s+len(m):], tail)
-		if st.small == nil {
-			st.small = st.buf
+	room := st.gap + total
+	tail := st.s + room // where the unframed rest starts
+	if need := len(m) - room; need > 0 {
+		rest := st.r - tail
+		if end := st.s + len(m) + rest; end > len(st.buf) {
+			grown := make([]byte, 2*end)
+			copy(grown[st.w:], st.buf[st.w:st.s])
+			copy(grown[st.s+len(m):], st.buf[tail:st.r])
+			if st.small == nil {
+				st.small = st.buf
+			}
+			st.buf = grown
+			copy(st.buf[st.s:], m)
+			st.s += len(m)
+			st.r = st.s + rest
+			st.gap = 0
+			return
 		}
-		st.buf = grown
-	} else {
-		copy(st.buf[st.s+len(m):], tail)
+		up := min(max(need, renameSlack), len(st.buf)-st.r)
+		copy(st.buf[tail+up:], st.buf[tail:st.r])
+		st.r += up
+		room += up
 	}
 	copy(st.buf[st.s:], m)
 	st.s += len(m)
-	st.r = st.s + len(tail)
+	st.gap = room - len(m)
 }
+
+// renameSlack is how far a Replace that does not fit moves the rest up at least: the room
+// the next renames of a batch grow into.
+const renameSlack = 256
 
 // compact moves what is read but not framed to the front of the buffer once what was framed
 // is written; back into the loop's buffer when a Replace grew it and the rest fits there.
@@ -443,6 +483,7 @@ func (p *pair) stop(l *Loop, res Result) {
 	res.B = p.p.B
 	for d := range p.st {
 		st := &p.st[d]
+		st.closeGap()
 		if st.r > st.w {
 			res.Leftover[d] = append([]byte(nil), st.buf[st.w:st.r]...)
 		}

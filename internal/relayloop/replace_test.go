@@ -13,7 +13,7 @@ import (
 
 // A Watch's Replace relays its replacement in the message's stead, whatever its length
 // (nothing, shorter, several messages, longer than the buffer) and however the writes split
-// the messages around it; everything else arrives as sent, in order.
+// the messages around it; a Drop relays nothing; everything else arrives as sent, in order.
 func TestReplaceRelaysTheReplacementInstead(t *testing.T) {
 	l := newLoop(t, 64)
 	rapid.Check(t, func(rt *rapid.T) {
@@ -22,7 +22,10 @@ func TestReplaceRelaysTheReplacementInstead(t *testing.T) {
 		var replacements [][]byte
 		var r *relayed
 		watch := func(d Direction, msg []byte) Verdict {
-			if d != AToB || msg[0] != 'P' {
+			if d != AToB || msg[0] == 'Q' {
+				return Drop
+			}
+			if msg[0] != 'P' {
 				return Relay
 			}
 			mu.Lock()
@@ -30,7 +33,7 @@ func TestReplaceRelaysTheReplacementInstead(t *testing.T) {
 			return r.handle.Replacing(replacements[binary.BigEndian.Uint32(msg[5:])])
 		}
 		mu.Lock()
-		r = startPair(t, l, [2]Framer{PGWatching('P'), nil}, watch)
+		r = startPair(t, l, [2]Framer{PGWatching('P', 'Q'), nil}, watch)
 		var sent, want []byte
 		msgs := rapid.IntRange(1, 30).Draw(rt, "messages")
 		for range msgs {
@@ -48,6 +51,10 @@ func TestReplaceRelaysTheReplacementInstead(t *testing.T) {
 				continue
 			}
 			n := rapid.IntRange(0, 200).Draw(rt, "body")
+			if rapid.IntRange(0, 3).Draw(rt, "dropped") == 0 {
+				sent = append(sent, pgMsg('Q', bytes.Repeat([]byte{'q'}, min(n, 40)))...)
+				continue
+			}
 			m := pgMsg('D', bytes.Repeat([]byte{byte(n)}, n))
 			sent = append(sent, m...)
 			want = append(want, m...)

@@ -94,7 +94,7 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 	}
 	cp.HandleAdmin("GET "+PathAdminCapacityStats, http.HandlerFunc(stats.serve))
 	sw := &capacity.Sweeper{Env: e, Store: cfg.Store, Locks: cfg.Locks, Owner: cfg.Owner, Every: cfg.SweepEvery,
-		Fence: cfg.Fence, Grace: cfg.FenceGrace, Metrics: cfg.Metrics}
+		Fence: cfg.Fence, Grace: cfg.FenceGrace, Metrics: cfg.Metrics, OnFreed: api.Freed}
 	// A session that ended can no longer renew (its token is revoked). Its leases stay counted
 	// until the sweeper has fenced their work on the engine, or, where the engine cannot be
 	// asked, until they expire and the grace is over: a worker may be evicted moments after it

@@ -68,18 +68,17 @@ func Build(cfg *config.Config, engines EngineFactory, opts ...BuildOption) (*Run
 		}
 		spec.Routers = append(spec.Routers, router)
 	}
-	clusterHash := map[string]uint64{}
 	spec.Databases = []string{}
-	for _, ec := range cfg.ExpandClusters() {
+	expanded := cfg.ExpandClusters() // once: a simulated fleet builds a runtime per worker
+	for _, ec := range expanded {
 		spec.Databases = append(spec.Databases, clusterDatabases(ec.Name, ec.Cluster)...)
 		h := hashCluster(ec.Cluster)
-		clusterHash[ec.Name] = h
 		spec.Clusters = append(spec.Clusters, ClusterSpec{
 			Name: ec.Name, Enabled: ec.IsEnabled(), MaxRunningQueries: ec.MaxRunningQueries, ConfigHash: h,
 		})
 	}
 	selectors := map[string]map[string]string{}
-	for _, ec := range cfg.ExpandClusters() {
+	for _, ec := range expanded {
 		selectors[ec.Name] = ec.WorkerSelector
 	}
 	for _, g := range cfg.ClusterGroups {
@@ -98,7 +97,7 @@ func Build(cfg *config.Config, engines EngineFactory, opts ...BuildOption) (*Run
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if err := openEngines(cfg, spec.Clusters, engines, bo.prev); err != nil {
+	if err := openEngines(expanded, spec.Clusters, engines, bo.prev); err != nil {
 		return nil, err
 	}
 	rt, err := NewRuntime(spec)
@@ -146,10 +145,9 @@ func duckCatalog(endpoint string) string {
 	return strings.TrimSuffix(base, path.Ext(base))
 }
 
-// openEngines fills in each enabled cluster's engine (reused from prev when unchanged), closing
+// openEngines fills in each enabled cluster's engine (clusters[i] is expanded[i]) (reused from prev when unchanged), closing
 // them all on the first failure.
-func openEngines(cfg *config.Config, clusters []ClusterSpec, engines EngineFactory, prev *Runtime) error {
-	expanded := cfg.ExpandClusters()
+func openEngines(expanded []config.ExpandedCluster, clusters []ClusterSpec, engines EngineFactory, prev *Runtime) error {
 	for i := range clusters {
 		if !clusters[i].Enabled {
 			continue

@@ -54,7 +54,7 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 	if adm.slot.Lost() {
 		cancel() // the lease is gone already: nothing may start under it
 	}
-	rows, err := adm.Engine.Execute(adm.Tagged(qctx), req)
+	rows, err := adm.Engine.Execute(query.WithStop(adm.Tagged(qctx), cancel), req)
 	if err != nil {
 		cancel()
 		err = adm.explain(run.explain(adm.engineError(err)))

@@ -238,7 +238,7 @@ func (s *ConfigSync) pollOnce(ctx context.Context) error {
 		s.confirmed(resp.Header.Get(snapshot.HeaderConfirmedAt))
 		return nil
 	case http.StatusOK:
-		body, err := io.ReadAll(io.LimitReader(resp.Body, configBodyBytesMax+1))
+		body, err := workerapi.ReadAllHint(io.LimitReader(resp.Body, configBodyBytesMax+1), resp.ContentLength, configBodyBytesMax+1)
 		if err != nil {
 			return fmt.Errorf("reading snapshot: %w", err)
 		}

@@ -117,8 +117,14 @@ func (w *Worker) postHeartbeat(ctx context.Context, hb workerapi.Heartbeat) erro
 	if resp.StatusCode != http.StatusOK {
 		return &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)}
 	}
+	// Read whole into a buffer of the announced size: a json.Decoder would grow its own buffer
+	// for every answer.
 	var ack workerapi.HeartbeatAck
-	if err := json.NewDecoder(io.LimitReader(resp.Body, workerapi.BodyBytesMax)).Decode(&ack); err != nil {
+	data, err := workerapi.ReadAllHint(io.LimitReader(resp.Body, workerapi.BodyBytesMax), resp.ContentLength, workerapi.BodyBytesMax)
+	if err == nil {
+		err = json.Unmarshal(data, &ack)
+	}
+	if err != nil {
 		return fmt.Errorf("worker: unreadable heartbeat answer: %w", err)
 	}
 	w.adoptInterval(ack.HeartbeatIntervalSecs)

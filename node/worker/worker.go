@@ -203,7 +203,7 @@ func replayableBody(req *http.Request) ([]byte, error) {
 		return nil, nil
 	}
 	defer req.Body.Close()
-	data, err := io.ReadAll(req.Body)
+	data, err := workerapi.ReadAllHint(req.Body, req.ContentLength, req.ContentLength)
 	if err != nil {
 		return nil, fmt.Errorf("worker: reading request body: %w", err)
 	}

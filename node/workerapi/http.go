@@ -53,7 +53,7 @@ func ReadBody(r *http.Request, mediaType string) ([]byte, error) {
 	if err := CheckMediaType(r.Header.Get("Content-Type"), mediaType); err != nil {
 		return nil, err
 	}
-	data, err := readAllHint(io.LimitReader(r.Body, BodyBytesMax+1), r.ContentLength, BodyBytesMax+1)
+	data, err := ReadAllHint(io.LimitReader(r.Body, BodyBytesMax+1), r.ContentLength, BodyBytesMax+1)
 	if err != nil {
 		return nil, fieldErr("", "reading body: %v", err)
 	}
@@ -145,10 +145,10 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Body.Error)
 }
 
-// readAllHint is io.ReadAll with the buffer sized from an announced length (clamped to max), so a
+// ReadAllHint is io.ReadAll with the buffer sized from an announced length (clamped to max), so a
 // heartbeat body is read into one allocation instead of a growing series. A wrong hint only
 // costs a regrow.
-func readAllHint(r io.Reader, hint int64, max int64) ([]byte, error) {
+func ReadAllHint(r io.Reader, hint int64, max int64) ([]byte, error) {
 	if hint <= 0 {
 		return io.ReadAll(r)
 	}

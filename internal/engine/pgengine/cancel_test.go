@@ -181,6 +181,28 @@ func TestCancelEndsTheStatementOnTheServer(t *testing.T) {
 			}
 			return context.Canceled
 		}},
+		{"closed before its end, with the core's cancel handed down", func(t *testing.T, m string) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var stopped atomic.Bool
+			qctx := query.WithStop(ctx, func() { stopped.Store(true); cancel() })
+			rows, err := c.e.Execute(qctx, &query.Request{SQL: firstFast(m)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rows.Next(qctx); err != nil {
+				t.Fatal(err)
+			}
+			c.whenRunning(t, m, func() {})
+			if stopped.Load() {
+				t.Fatal("the statement was stopped before its rows were closed")
+			}
+			_ = rows.Close()
+			if !stopped.Load() {
+				t.Fatal("Close did not stop the statement through the cancel it was handed")
+			}
+			return ctx.Err()
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -251,8 +251,12 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 		args = append(args, e.argsFreeMode)
 	}
 	args = append(args, q.Args...)
-	// stop cancels the statement on the server when the rows are closed before their end.
-	ctx, stop := context.WithCancel(ctx)
+	// stop cancels the statement on the server when the rows are closed before their end: the
+	// cancel of ctx the core handed down, or one of our own.
+	stop := query.Stop(ctx)
+	if stop == nil {
+		ctx, stop = context.WithCancel(ctx)
+	}
 	rows, err := db.Query(ctx, numberedParams(q), args...)
 	if err != nil {
 		err = cancelledOr(ctx, err) // before stop, which would make every error a cancellation

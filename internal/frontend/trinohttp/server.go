@@ -3,8 +3,8 @@
 // query, RUNNING while rows stream, then FINISHED or FAILED) and DELETE a nextUri to cancel.
 // Rows go out in Trino's JSON encoding with Trino type signatures.
 //
-// It serves HTTP and runs each query in its own goroutine, so that a query keeps running
-// between a client's polls.
+// It serves HTTP and runs each query in a goroutine of its own (a runner, kept for the next
+// query once it is done), so that a query keeps running between a client's polls.
 //
 // determinism: outside the simulator (HTTP listener and Trino protocol codec)
 package trinohttp
