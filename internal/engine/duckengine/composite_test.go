@@ -31,6 +31,9 @@ func TestCompositeValuesReadAsDuckDBText(t *testing.T) {
 			`[1 year 2 mons -3 days 00:00:01.5, -1 year -1 mon, 1 year 00:00:00.000001, 00:00:00, 1 day, -1 day -00:00:02]`},
 		{`[1.25::decimal(5,2)]`, `[1.25]`},
 		{`['\xDE\xAD'::blob]`, `['\xdead']`},
+		// go-duckdb hands UUIDs over as 16 bytes: in a UUID list they are still UUIDs, not blobs.
+		{`['a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, NULL]`, `[a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11, NULL]`},
+		{`[['a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid]]`, `[[a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11]]`},
 		{`[1.5::float, 0.1::double]`, `[1.5, 0.1]`},
 		{`[[1, 2], [3]]`, `[[1, 2], [3]]`},
 		{`[{'q': ['s']}]`, `[{'q': ['s']}]`},

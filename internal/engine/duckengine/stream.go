@@ -209,8 +209,9 @@ func newStream(rows rowSource, cols []column, kind duckdb.StmtType, closeAll fun
 		firstErr = rows.Scan(ptrs...)
 	}
 	fields := make([]arrow.Field, len(cols))
-	isJSON := make([]bool, len(cols))
+	isJSON, uuidList := make([]bool, len(cols)), make([]bool, len(cols))
 	for i, c := range cols {
+		uuidList[i] = strings.TrimRight(c.dbType, "[]0123456789") == "UUID" && c.dbType != "UUID"
 		name := c.dbType
 		if _, text := vals[i].(string); name == "VARCHAR" && vals[i] != nil && !text {
 			name, isJSON[i] = "JSON", true
@@ -241,6 +242,9 @@ func newStream(rows rowSource, cols []column, kind duckdb.StmtType, closeAll fun
 					}
 					v = string(j)
 				}
+				if uuidList[i] {
+					v = uuidElements(v)
+				}
 				if err := b.Append(i, toArrowValue(v, fields[i].Type)); err != nil {
 					return false, fmt.Errorf("duckengine: column %q: %w", fields[i].Name, err)
 				}
@@ -252,4 +256,22 @@ func newStream(rows rowSource, cols []column, kind duckdb.StmtType, closeAll fun
 	}
 	tag := func() string { return dmlTagPrefix(kind) + strconv.FormatInt(count, 10) }
 	return engine.NewStream(schema, fill, tag, closeAll)
+}
+
+// uuidElements marks the elements of a UUID list (UUID[], UUID[3][]) as UUIDs: go-duckdb hands
+// every UUID over as 16 bytes, which compositeText would otherwise write as a blob.
+func uuidElements(v any) any {
+	switch x := v.(type) {
+	case []byte:
+		if len(x) == 16 {
+			return duckdb.UUID(x)
+		}
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = uuidElements(e)
+		}
+		return out
+	}
+	return v
 }
