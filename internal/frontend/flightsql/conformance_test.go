@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -150,8 +151,8 @@ func TestCancelFlightInfoStopsQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CancelQuery(ctx, info); err != nil {
-		t.Fatalf("CancelQuery: %v", err)
+	if res, err := c.CancelQuery(ctx, info); err != nil || res != fsql.CancelResultCancelled {
+		t.Fatalf("CancelQuery: %v, %v", res, err)
 	}
 	if err := <-ended; !errors.Is(err, context.Canceled) {
 		t.Fatalf("engine query ended with %v", err)

@@ -119,23 +119,27 @@ func TestRoutingHeadersAreOnlyXMetadata(t *testing.T) {
 	}
 }
 
-// failingRows is a statement without rows (no schema) whose end fails.
-type failingRows struct{ err error }
+// failingRows is a statement without rows (no schema) whose end fails; closed is closed by Close.
+type failingRows struct {
+	err    error
+	closed chan struct{}
+}
 
 func (r failingRows) Schema() *arrow.Schema                           { return nil }
 func (r failingRows) Next(context.Context) (arrow.RecordBatch, error) { return nil, r.err }
 func (r failingRows) Tag() string                                     { return "" }
-func (r failingRows) Close() error                                    { return nil }
+func (r failingRows) Close() error                                    { close(r.closed); return nil }
 
 // TestEngineAnswersAsClientsSeeThem: what a client gets for each kind of engine answer: a
 // statement without rows is an empty result, and errors keep their gRPC code or get one.
 func TestEngineAnswersAsClientsSeeThem(t *testing.T) {
+	lateClosed := make(chan struct{})
 	eng := frontendtest.FuncEngine(func(ctx context.Context, q *query.Request) (query.Rows, error) {
 		switch q.SQL {
 		case "create":
 			return engine.TagRows("CREATE TABLE"), nil
 		case "create fails late":
-			return failingRows{&query.Error{Code: "42P07", Message: "relation exists"}}, nil
+			return failingRows{&query.Error{Code: "42P07", Message: "relation exists"}, lateClosed}, nil
 		case "denied":
 			return nil, status.Error(codes.PermissionDenied, "not yours")
 		case "cancelled":
@@ -161,6 +165,11 @@ func TestEngineAnswersAsClientsSeeThem(t *testing.T) {
 		if _, err := c.Execute(ctx, sql); status.Code(err) != want {
 			t.Errorf("%s: %v, want %s", sql, err, want)
 		}
+	}
+	select { // the failed statement's rows were closed, not left to the garbage collector
+	case <-lateClosed:
+	case <-time.After(10 * time.Second):
+		t.Error("the rows of a statement failing late were never closed")
 	}
 }
 
