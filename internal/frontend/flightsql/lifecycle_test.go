@@ -130,14 +130,26 @@ func (r failingRows) Next(context.Context) (arrow.RecordBatch, error) { return n
 func (r failingRows) Tag() string                                     { return "" }
 func (r failingRows) Close() error                                    { close(r.closed); return nil }
 
+// closingRows closes closed when it is closed.
+type closingRows struct {
+	query.Rows
+	closed chan struct{}
+}
+
+func (r closingRows) Close() error { close(r.closed); return r.Rows.Close() }
+
 // TestEngineAnswersAsClientsSeeThem: what a client gets for each kind of engine answer: a
 // statement without rows is an empty result, and errors keep their gRPC code or get one.
 func TestEngineAnswersAsClientsSeeThem(t *testing.T) {
-	lateClosed := make(chan struct{})
+	lateClosed, fetchedClosed := make(chan struct{}), make(chan struct{})
 	eng := frontendtest.FuncEngine(func(ctx context.Context, q *query.Request) (query.Rows, error) {
 		switch q.SQL {
 		case "create":
 			return engine.TagRows("CREATE TABLE"), nil
+		case "two rows":
+			schema, batch := frontendtest.AllTypes()
+			defer batch.Release()
+			return closingRows{frontendtest.NewRecordRows(schema, "", batch), fetchedClosed}, nil
 		case "create fails late":
 			return failingRows{&query.Error{Code: "42P07", Message: "relation exists"}, lateClosed}, nil
 		case "denied":
@@ -157,6 +169,19 @@ func TestEngineAnswersAsClientsSeeThem(t *testing.T) {
 	}
 	if schema, rows := fetch(t, ctx, c, info); schema.NumFields() != 0 || len(rows) != 0 {
 		t.Fatalf("a statement without rows: %v %v", schema, rows)
+	}
+	// A fetched result is closed once its stream ends.
+	info, err = c.Execute(ctx, "two rows")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, rows := fetch(t, ctx, c, info); len(rows) != 2 {
+		t.Fatalf("two rows: %v", rows)
+	}
+	select {
+	case <-fetchedClosed:
+	case <-time.After(10 * time.Second):
+		t.Error("a fetched result was never closed")
 	}
 	for sql, want := range map[string]codes.Code{
 		"create fails late": codes.InvalidArgument, "denied": codes.PermissionDenied,
