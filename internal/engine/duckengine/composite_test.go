@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/duckengine"
 	"github.com/queryflux/queryflux/internal/query"
@@ -105,5 +107,40 @@ func TestTextParametersParsedAsTheirType(t *testing.T) {
 	// (DuckDB ignores the extra argument, as database/sql binds it)
 	if _, rows, _ := drain(t, e, "select $1::varchar", "a", "extra"); fmt.Sprint(rows) != "[[a]]" {
 		t.Errorf("an argument beyond the statement's parameters: %v", rows)
+	}
+}
+
+// TestDescribeWithoutRunning: Describe tells a SELECT's columns and its parameters' types
+// without running it, no columns for a statement without rows, and the SQLSTATE of one that
+// does not prepare; the connection it used is free again afterwards.
+func TestDescribeWithoutRunning(t *testing.T) {
+	e, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:", MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	drain(t, e, "create table d (id integer, name varchar)")
+	describe := func(sql string) (*engine.Description, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard
+		defer cancel()
+		return e.(engine.Describer).Describe(ctx, &query.Request{SQL: sql})
+	}
+	d, err := describe("select name, id + 1 as next from d where id = $1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Schema == nil || d.Schema.NumFields() != 2 || d.Schema.Field(0).Name != "name" || !arrow.TypeEqual(d.Schema.Field(0).Type, arrow.BinaryTypes.String) ||
+		d.Schema.Field(1).Name != "next" || !arrow.TypeEqual(d.Schema.Field(1).Type, arrow.PrimitiveTypes.Int32) || len(d.Params) != 1 {
+		t.Fatalf("described %v, params %v", d.Schema, d.Params)
+	}
+	if d, err := describe("insert into d values ($1, $2)"); err != nil || d.Schema != nil || len(d.Params) != 2 {
+		t.Fatalf("an INSERT described as %+v (%v)", d, err)
+	}
+	var qe *query.Error
+	if _, err := describe("select nope from d"); !errors.As(err, &qe) || !strings.HasPrefix(qe.Code, "42") {
+		t.Fatalf("a statement that does not bind: %v, want SQLSTATE 42xxx", err)
+	}
+	if _, rows, _ := drain(t, e, "select count(*) from d"); fmt.Sprint(rows) != "[[0]]" {
+		t.Fatalf("after describing: %v", rows)
 	}
 }
