@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -122,13 +126,24 @@ func TestRoutingHeadersAreOnlyXMetadata(t *testing.T) {
 // failingRows is a statement without rows (no schema) whose end fails; closed is closed by Close.
 type failingRows struct {
 	err    error
-	closed chan struct{}
+	closed chan<- struct{}
+}
+
+// failsAtEnd fails with division_by_zero where its rows would end.
+type failsAtEnd struct{ query.Rows }
+
+func (r failsAtEnd) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	b, err := r.Rows.Next(ctx)
+	if err == io.EOF {
+		return nil, &query.Error{Code: "22012", Message: "division by zero"}
+	}
+	return b, err
 }
 
 func (r failingRows) Schema() *arrow.Schema                           { return nil }
 func (r failingRows) Next(context.Context) (arrow.RecordBatch, error) { return nil, r.err }
 func (r failingRows) Tag() string                                     { return "" }
-func (r failingRows) Close() error                                    { close(r.closed); return nil }
+func (r failingRows) Close() error                                    { r.closed <- struct{}{}; return nil }
 
 // closingRows closes closed when it is closed.
 type closingRows struct {
@@ -141,7 +156,7 @@ func (r closingRows) Close() error { close(r.closed); return r.Rows.Close() }
 // TestEngineAnswersAsClientsSeeThem: what a client gets for each kind of engine answer: a
 // statement without rows is an empty result, and errors keep their gRPC code or get one.
 func TestEngineAnswersAsClientsSeeThem(t *testing.T) {
-	lateClosed, fetchedClosed := make(chan struct{}), make(chan struct{})
+	lateClosed, fetchedClosed := make(chan struct{}, 8), make(chan struct{})
 	eng := frontendtest.FuncEngine(func(ctx context.Context, q *query.Request) (query.Rows, error) {
 		switch q.SQL {
 		case "create":
@@ -150,6 +165,10 @@ func TestEngineAnswersAsClientsSeeThem(t *testing.T) {
 			schema, batch := frontendtest.AllTypes()
 			defer batch.Release()
 			return closingRows{frontendtest.NewRecordRows(schema, "", batch), fetchedClosed}, nil
+		case "fails midway":
+			schema, batch := frontendtest.AllTypes()
+			defer batch.Release()
+			return failsAtEnd{frontendtest.NewRecordRows(schema, "", batch)}, nil
 		case "create fails late":
 			return failingRows{&query.Error{Code: "42P07", Message: "relation exists"}, lateClosed}, nil
 		case "denied":
@@ -191,10 +210,37 @@ func TestEngineAnswersAsClientsSeeThem(t *testing.T) {
 			t.Errorf("%s: %v, want %s", sql, err, want)
 		}
 	}
-	select { // the failed statement's rows were closed, not left to the garbage collector
-	case <-lateClosed:
-	case <-time.After(10 * time.Second):
-		t.Error("the rows of a statement failing late were never closed")
+	// Updates report the engine's errors, early or late.
+	for sql, want := range map[string]codes.Code{"create fails late": codes.InvalidArgument, "denied": codes.PermissionDenied} {
+		if _, err := c.ExecuteUpdate(ctx, sql); status.Code(err) != want {
+			t.Errorf("update %s: %v, want %s", sql, err, want)
+		}
+	}
+	// An error after some rows reaches the client after those rows.
+	info, err = c.Execute(ctx, "fails midway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for r.Next() {
+		n += int(r.RecordBatch().NumRows())
+	}
+	if err := r.Err(); n != 2 || status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "22012") {
+		t.Errorf("a result failing after its rows: %d rows, then %v", n, err)
+	}
+	r.Release()
+	// The late-failing statement's rows were closed, as a query and as an update, not left to
+	// the garbage collector.
+	for range 2 {
+		select {
+		case <-lateClosed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the rows of a statement failing late were never closed")
+		}
 	}
 }
 
@@ -239,5 +285,35 @@ func TestExpiryKeepsFreshResultsAndTokens(t *testing.T) {
 	s.mu.Unlock()
 	if tokens != 0 {
 		t.Fatalf("%d expired tokens kept", tokens)
+	}
+}
+
+// TestClientGoneDropsItsResults: results a client executed and never fetched are dropped (their
+// queries stopped) when its connection ends, not when they expire.
+func TestClientGoneDropsItsResults(t *testing.T) {
+	ended := make(chan error, 4)
+	s, addr := serve(t, frontendtest.NewBackend(blockingEngine(ended, true)), Options{ResultTTL: time.Hour})
+	other := dialFlight(t, addr)
+	if _, err := other.Execute(context.Background(), "SELECT forever"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := fsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Execute(context.Background(), "SELECT forever"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the gone client's query ended with %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the gone client's result was kept")
+	}
+	if n := s.pending(); n != 1 {
+		t.Fatalf("%d results pending, want the other client's one", n)
 	}
 }
