@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -294,7 +295,8 @@ func TestClientGoneDropsItsResults(t *testing.T) {
 	ended := make(chan error, 4)
 	s, addr := serve(t, frontendtest.NewBackend(blockingEngine(ended, true)), Options{ResultTTL: time.Hour})
 	other := dialFlight(t, addr)
-	if _, err := other.Execute(context.Background(), "SELECT forever"); err != nil {
+	kept, err := other.Execute(context.Background(), "SELECT forever")
+	if err != nil {
 		t.Fatal(err)
 	}
 	c, err := fsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -315,5 +317,9 @@ func TestClientGoneDropsItsResults(t *testing.T) {
 	}
 	if n := s.pending(); n != 1 {
 		t.Fatalf("%d results pending, want the other client's one", n)
+	}
+	// and that one is the other client's.
+	if res, err := other.CancelFlightInfo(context.Background(), &flight.CancelFlightInfoRequest{Info: kept}); err != nil || res.Status != flight.CancelStatusCancelled {
+		t.Fatalf("the other client's result: %v %v", res, err)
 	}
 }
