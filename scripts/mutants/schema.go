@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 )
 
@@ -73,6 +74,13 @@ func main() {
 			}
 		}
 		_ = keep
+		// and a cgo preamble: the comment right before import "C" is C source
+		for _, d := range file.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.IMPORT && g.Doc != nil && len(g.Specs) == 1 && g.Specs[0].(*ast.ImportSpec).Path.Value == `"C"` {
+				keepAll = append(keepAll, g.Doc)
+			}
+		}
+		sort.Slice(keepAll, func(i, j int) bool { return keepAll[i].Pos() < keepAll[j].Pos() })
 		file.Comments = keepAll
 		for _, d := range file.Decls {
 			switch d := d.(type) {

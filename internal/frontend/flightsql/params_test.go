@@ -150,7 +150,11 @@ func TestPanickingCallEndsOnlyThatCall(t *testing.T) {
 			t.Fatalf("a panicking statement: %v, want Internal", err)
 		}
 	}
-	if n := s.panics.Load(); n != 2 {
-		t.Fatalf("%d panics counted, want 2", n)
+	// A stream call (DoPut) panicking in its handler too.
+	if _, err := c.ExecuteUpdate(context.Background(), "delete from t"); status.Code(err) != codes.Internal {
+		t.Fatalf("a panicking update: %v, want Internal", err)
+	}
+	if n := s.panics.Load(); n != 3 {
+		t.Fatalf("%d panics counted, want 3", n)
 	}
 }
