@@ -72,12 +72,13 @@ type errorBody struct {
 	Code      string `json:"code"`
 	Message   string `json:"message"`
 	Retryable bool   `json:"retryable,omitempty"`
+	TimedOut  bool   `json:"timedOut,omitempty"`
 }
 
 func publicError(err error) errorBody {
 	var qe *query.Error
 	if errors.As(err, &qe) {
-		return errorBody{Code: qe.Code, Message: qe.Message, Retryable: qe.Retryable}
+		return errorBody{Code: qe.Code, Message: qe.Message, Retryable: qe.Retryable, TimedOut: qe.TimedOut}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return errorBody{Code: query.CodeQueryTimeout, Message: "query cancelled on the worker that ran it"}
@@ -300,7 +301,7 @@ func (r *remoteRows) finish() error {
 		if json.Unmarshal([]byte(msg), &eb) != nil {
 			eb = errorBody{Code: query.CodeEngine, Message: msg}
 		}
-		return &query.Error{Code: eb.Code, Message: eb.Message, Retryable: eb.Retryable}
+		return &query.Error{Code: eb.Code, Message: eb.Message, Retryable: eb.Retryable, TimedOut: eb.TimedOut}
 	}
 	r.tag = r.resp.Trailer.Get(headerTag)
 	r.done = true

@@ -2,6 +2,7 @@ package forward
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -98,5 +99,16 @@ func TestQueryEndpointFallsBackToTheOpsListener(t *testing.T) {
 	got := f.Locality().candidates(func(map[string]string) bool { return true })
 	if len(got) != 2 || got["trino"] != "http://t:1" || got["sidecar"] != "https://s:2" {
 		t.Fatalf("candidates: %v", got)
+	}
+}
+
+// A forwarded query's time limit stays one: the peer's answer carries it.
+func TestForwardedErrorKeepsTimedOut(t *testing.T) {
+	for _, timedOut := range []bool{true, false} {
+		data, _ := json.Marshal(publicError(&query.Error{Code: query.CodeQueryTimeout, TimedOut: timedOut}))
+		var eb errorBody
+		if err := json.Unmarshal(data, &eb); err != nil || eb.TimedOut != timedOut {
+			t.Fatalf("%s: %+v %v", data, eb, err)
+		}
 	}
 }

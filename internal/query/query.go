@@ -93,6 +93,10 @@ type Error struct {
 	Code      string
 	Message   string
 	Retryable bool
+	// TimedOut marks a CodeQueryTimeout (57014) that is a time limit (the group's query timeout,
+	// an engine's statement timeout) rather than a cancel by someone (an operator, the engine
+	// fence): PostgreSQL answers both 57014, the MySQL, Flight SQL and Trino forms differ.
+	TimedOut bool
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }

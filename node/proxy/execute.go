@@ -189,7 +189,7 @@ type runContext struct {
 // explain turns the cancellation caused by the group's query timeout into an error saying so.
 func (r runContext) explain(err error) error {
 	if err != nil && r.timeout > 0 && r.parent.Err() == nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
-		return &query.Error{Code: query.CodeQueryTimeout, Message: fmt.Sprintf("query exceeded the group's query timeout of %s", r.timeout)}
+		return &query.Error{Code: query.CodeQueryTimeout, TimedOut: true, Message: fmt.Sprintf("query exceeded the group's query timeout of %s", r.timeout)}
 	}
 	return err
 }

@@ -378,7 +378,10 @@ func wrapErr(err error) error {
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return &pgError{q: &query.Error{Code: pe.Code, Message: pe.Message}, pg: pe}
+		// PostgreSQL answers a statement_timeout and a cancel both 57014; its message tells them
+		// apart (in English, the default lc_messages; any other reads as a cancel).
+		timedOut := pe.Code == query.CodeQueryTimeout && strings.Contains(pe.Message, "statement timeout")
+		return &pgError{q: &query.Error{Code: pe.Code, Message: pe.Message, TimedOut: timedOut}, pg: pe}
 	}
 	return err
 }

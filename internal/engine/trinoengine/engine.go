@@ -322,7 +322,7 @@ func toError(te *trinoError) error {
 		code = sqlstateOf(te)
 	}
 	return &query.Error{Code: code, Message: fmt.Sprintf("%s [trino %s %d %s]", te.Message, te.ErrorName, te.ErrorCode, te.ErrorType),
-		Retryable: te.ErrorType == "INSUFFICIENT_RESOURCES"}
+		Retryable: te.ErrorType == "INSUFFICIENT_RESOURCES", TimedOut: te.ErrorName == "EXCEEDED_TIME_LIMIT"}
 }
 
 func sqlstateOf(te *trinoError) string {

@@ -329,7 +329,11 @@ func toStatus(err error) error {
 	var qe *query.Error
 	switch {
 	case errors.As(err, &qe):
-		return status.Errorf(codeFor(qe.Code), "[%s] %s", qe.Code, qe.Message)
+		code := codeFor(qe.Code)
+		if qe.Code == query.CodeQueryTimeout && !qe.TimedOut {
+			code = codes.Canceled // cancelled by someone, not the statement's time limit
+		}
+		return status.Errorf(code, "[%s] %s", qe.Code, qe.Message)
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

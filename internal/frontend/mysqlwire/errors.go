@@ -92,6 +92,9 @@ func toMySQLError(err error) *mysql.MyError {
 		}
 	}
 	msg := qe.Message
+	if qe.Code == query.CodeQueryTimeout && !qe.TimedOut { // cancelled by someone: what KILL QUERY answers
+		return &mysql.MyError{Code: mysql.ER_QUERY_INTERRUPTED, State: sqlstate.MySQLInterrupted, Message: msg}
+	}
 	if m := engineErrno.FindStringSubmatchIndex(msg); m != nil {
 		n, _ := strconv.Atoi(msg[m[2]:m[3]])
 		return &mysql.MyError{Code: uint16(n), State: qe.Code, Message: msg[:m[0]]}

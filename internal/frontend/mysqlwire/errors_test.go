@@ -17,7 +17,8 @@ func TestProxyErrorsMapToMySQL(t *testing.T) {
 		{query.ErrNotConfigured, 1053, "08S01"},
 		{&query.Error{Code: query.CodeQueueFull, Message: "queue full"}, 1040, "08004"},
 		{&query.Error{Code: query.CodeCapacityTimeout, Message: "no capacity"}, 1637, "HY000"}, // not 1317: no client cancelled
-		{&query.Error{Code: query.CodeQueryTimeout, Message: "group timeout"}, 3024, "HY000"},
+		{&query.Error{Code: query.CodeQueryTimeout, TimedOut: true, Message: "group timeout"}, 3024, "HY000"},
+		{&query.Error{Code: query.CodeQueryTimeout, Message: "canceling statement due to user request"}, 1317, "70100"},
 		{query.EngineUnavailable("c", errors.New("dial tcp 10.1.2.3:3306")), 1429, "HY000"},
 		{query.CoordinationUnavailable(errors.New("http://cp:9000/worker/capacity")), 3032, "HY000"},
 		{&query.Error{Code: query.CodeAccessDenied, Message: "denied"}, 1227, "42000"},

@@ -144,6 +144,9 @@ func toQueryError(err error) *QueryError {
 	switch {
 	case errors.As(err, &qe):
 		tc, msg, state, retry = codeFor(qe.Code), qe.Message, qe.Code, qe.Retryable
+		if qe.Code == query.CodeQueryTimeout && !qe.TimedOut {
+			tc = codeUserCanceled // cancelled by someone, not the statement's time limit
+		}
 		if remote, rest := remoteErrorName(qe.Message); remote != nil { // came from a Trino engine: keep its name
 			tc, msg = *remote, rest
 		}
