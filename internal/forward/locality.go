@@ -75,6 +75,11 @@ type errorBody struct {
 	TimedOut  bool   `json:"timedOut,omitempty"`
 }
 
+// queryError is eb as the error the core gets on the worker that forwarded the query.
+func (eb errorBody) queryError() *query.Error {
+	return &query.Error{Code: eb.Code, Message: eb.Message, Retryable: eb.Retryable, TimedOut: eb.TimedOut}
+}
+
 func publicError(err error) errorBody {
 	var qe *query.Error
 	if errors.As(err, &qe) {
@@ -301,7 +306,7 @@ func (r *remoteRows) finish() error {
 		if json.Unmarshal([]byte(msg), &eb) != nil {
 			eb = errorBody{Code: query.CodeEngine, Message: msg}
 		}
-		return &query.Error{Code: eb.Code, Message: eb.Message, Retryable: eb.Retryable, TimedOut: eb.TimedOut}
+		return eb.queryError()
 	}
 	r.tag = r.resp.Trailer.Get(headerTag)
 	r.done = true

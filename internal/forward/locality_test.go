@@ -102,13 +102,21 @@ func TestQueryEndpointFallsBackToTheOpsListener(t *testing.T) {
 	}
 }
 
-// A forwarded query's time limit stays one: the peer's answer carries it.
-func TestForwardedErrorKeepsTimedOut(t *testing.T) {
-	for _, timedOut := range []bool{true, false} {
-		data, _ := json.Marshal(publicError(&query.Error{Code: query.CodeQueryTimeout, TimedOut: timedOut}))
+// A forwarded query's error reaches the forwarding worker's core as the peer's core saw it: a
+// time limit stays one, a retryable error stays retryable.
+func TestForwardedErrorKeepsItsKind(t *testing.T) {
+	for _, sent := range []query.Error{
+		{Code: query.CodeQueryTimeout, Message: "group timeout", TimedOut: true},
+		{Code: query.CodeQueryTimeout, Message: "cancelled"},
+		{Code: query.CodeCapacityTimeout, Message: "no capacity", Retryable: true},
+	} {
+		data, _ := json.Marshal(publicError(&sent))
 		var eb errorBody
-		if err := json.Unmarshal(data, &eb); err != nil || eb.TimedOut != timedOut {
-			t.Fatalf("%s: %+v %v", data, eb, err)
+		if err := json.Unmarshal(data, &eb); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		if got := eb.queryError(); *got != sent {
+			t.Fatalf("sent %+v, the forwarding worker got %+v", sent, *got)
 		}
 	}
 }
