@@ -3,6 +3,7 @@ package pgcapacity_test
 import (
 	"context"
 	"net/http"
+	"os"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -150,7 +151,7 @@ func TestWaitingAcquireIsGrantedWhenAnotherReplicaFrees(t *testing.T) {
 }
 
 // serve serves api's endpoints, unauthenticated, and returns a client of them.
-func serve(t *testing.T, api *capacity.API) *capacity.Remote {
+func serve(t testing.TB, api *capacity.API) *capacity.Remote {
 	mux := http.NewServeMux()
 	for _, ep := range api.Endpoints() {
 		mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
@@ -173,4 +174,50 @@ func TestFreedNoticeFitsPostgres(t *testing.T) {
 	if got := pgcapacity.FreedNotice("o", many); got != "o\n"+capacity.AllClusters {
 		t.Errorf("notice of 100 clusters of 80 bytes: %d bytes, want every cluster named by %q", len(got), capacity.AllClusters)
 	}
+}
+
+// BenchmarkCrossReplicaHandOff times a slot's hand-off from a worker at replica A to an acquire
+// waiting at replica B (ordered mode, cap 1): from A's release to B's grant. QF_BENCH_NO_NOTICE=1
+// runs it without the announcement, as before it (B finds the slot at its 250 ms poll).
+func BenchmarkCrossReplicaHandOff(b *testing.B) {
+	url := migratedtest.NewDatabase(b)
+	storeA, _ := openStore(b, url, 4)
+	storeB, _ := openStore(b, url, 4)
+	e := env.Real(nil)
+	apiA := capacity.NewAPI(storeA, storeA, e, nil).Ordered()
+	apiB := capacity.NewAPI(storeB, storeB, e, nil).Ordered()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if os.Getenv("QF_BENCH_NO_NOTICE") != "1" {
+		storeA.NotifyFreed()
+		go apiB.WatchFreed(ctx, storeB)
+		time.Sleep(100 * time.Millisecond) // the LISTEN in place
+	}
+	replicaA, replicaB := serve(b, apiA), serve(b, apiB).WithAcquireWait(10*time.Second)
+	var handOff time.Duration
+	for i := 0; i < b.N; i++ {
+		held, err := replicaA.Acquire(ctx, "c1", "w1", 1, time.Minute, time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		granted := make(chan capacity.Lease, 1)
+		go func() {
+			l, err := replicaB.Acquire(ctx, "c1", "w2", 1, time.Minute, time.Now())
+			if err != nil {
+				b.Error(err)
+			}
+			granted <- l
+		}()
+		time.Sleep(20 * time.Millisecond) // B's acquire waits
+		start := time.Now()
+		if _, err := replicaA.ReleaseBatch(ctx, []capacity.LeaseRef{held.Ref()}); err != nil {
+			b.Fatal(err)
+		}
+		l := <-granted
+		handOff += time.Since(start)
+		if _, err := replicaB.ReleaseBatch(ctx, []capacity.LeaseRef{l.Ref()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(handOff.Microseconds())/float64(b.N), "handoff-us")
 }
