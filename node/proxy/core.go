@@ -402,7 +402,10 @@ func (c *Core) admit(ctx context.Context, req *query.Request, r *routed) (*Admis
 		c.metrics.queueDuration.WithLabelValues(p.g.name, "").Observe(c.env.Now().Sub(start).Seconds())
 		return nil, c.refuse(p.rt, id, req, start, p.dec, err)
 	}
-	now := c.env.Now()
+	now := start // under NoWait nothing waited: the clock is read once per admission
+	if !mustNotWait(ctx) {
+		now = c.env.Now()
+	}
 	s := c.metrics.series(p.g.name, cl.name)
 	s.running.Inc()
 	s.queueDuration.Observe(now.Sub(start).Seconds())

@@ -107,8 +107,15 @@ type Relay struct {
 	CheckLimits func(rows, bytes int64) error
 
 	id       string
-	finish   func(rows, bytes int64, err error) error
+	finish   func(rows, bytes int64, err error) error // an admission's (Admission.Relay)
 	finished invariants.Once
+
+	// A session's statement (BeginRelay), which finishRelay ends: no closure per statement.
+	session *coreSession
+	q       *query.Request
+	times   statementTimes
+	stop    context.CancelFunc // the query timeout's; nil without one
+	run     runContext
 
 	// The core's cancel of a session's statement (BeginRelay, OnCancel); never once finished.
 	cancelMu  sync.Mutex
@@ -162,6 +169,9 @@ func (r *Relay) cancel() {
 func (r *Relay) Finish(rows, bytes int64, err error) error {
 	if !r.finished.Close("relayed statement", r.id) {
 		return err
+	}
+	if r.session != nil {
+		return r.session.finishRelay(r, rows, bytes, err)
 	}
 	return r.finish(rows, bytes, err)
 }

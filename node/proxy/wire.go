@@ -56,7 +56,11 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 	}
 	// The owner's engine connection carries the tag of the lease it ran under last: a worker
 	// hands the owner that lease again when it is idle, sparing a round trip to retag.
-	adm, err := c.admit(query.WithAffinity(ctx, owner), q, r)
+	actx := ctx
+	if query.Affinity(ctx) != owner { // a frontend may hand a context that carries it already
+		actx = query.WithAffinity(ctx, owner)
+	}
+	adm, err := c.admit(actx, q, r)
 	if err != nil {
 		return nil, false, err
 	}
