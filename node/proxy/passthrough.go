@@ -67,15 +67,15 @@ func (c *Core) Paths() PathStats {
 // ok is false with a nil error when the query must take the Arrow path (call Execute); a
 // non-nil error refused the query and has been reported.
 func (c *Core) AdmitPassthrough(ctx context.Context, req *query.Request, canRelay func(query.Engine) bool) (adm *Admission, ok bool, err error) {
-	r, err := c.route(req, true)
-	if r == nil {
+	r, ok, err := c.route(req, true)
+	if !ok {
 		return nil, false, err
 	}
 	if r.g.cache.TTL > 0 || !r.g.relayable(canRelay) {
 		r.letGo()
 		return nil, false, nil
 	}
-	adm, err = c.admit(ctx, req, r)
+	adm, err = c.admit(ctx, req, &r, nil)
 	if err != nil {
 		return nil, false, err
 	}
