@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +22,7 @@ import (
 // The rules read DuckDB's parse of the statement (json_serialize_sql: the same grammar as
 // PostgreSQL's, so `true` is a cast of 't' to BOOLEAN as in PostgreSQL), once per statement
 // text and protocol. A statement the rules cannot map item for item (a `*`, a parse error)
-// keeps DuckDB's names.
+// keeps DuckDB's names, and so do the columns of a `*`.
 
 // namesCacheMax bounds the statements whose names are kept (the whole cache is dropped when
 // full: a workload of unrepeated statements pays one parse per statement either way), and
@@ -68,13 +69,36 @@ func clientNames(ctx context.Context, conn *sql.Conn, q *query.Request) []string
 	return names
 }
 
-// rename gives cols the names from clientNames, when there is one per column.
-func rename(cols []column, names []string) {
-	if len(names) != len(cols) {
-		return
+// starItem stands, among clientNames' names, for the columns a * expanded to, which keep
+// DuckDB's names.
+const starItem = "*"
+
+// perColumn spreads names (one per select item) over n columns: the one * item, if any, over
+// as many columns as the others leave; nil when they do not fit. "" keeps DuckDB's name.
+func perColumn(names []string, n int) []string {
+	star := slices.Index(names, starItem)
+	if star < 0 {
+		if len(names) != n {
+			return nil
+		}
+		return names
 	}
-	for i := range cols {
-		cols[i].name = names[i]
+	if len(names)-1 > n {
+		return nil
+	}
+	out := make([]string, 0, n)
+	out = append(out, names[:star]...)
+	out = append(out, make([]string, n-(len(names)-1))...)
+	return append(out, names[star+1:]...)
+}
+
+// rename gives cols the names from clientNames.
+func rename(cols []column, names []string) {
+	names = perColumn(names, len(cols))
+	for i := range names {
+		if names[i] != "" {
+			cols[i].name = names[i]
+		}
 	}
 }
 
@@ -135,12 +159,23 @@ func namesFor(protocol, sqlText, parsed string) []string {
 	if len(items) == 0 {
 		return nil
 	}
+	stars := 0
 	for _, it := range items {
 		if it.Class == "STAR" {
-			return nil // one item, many columns
+			stars++
 		}
 	}
+	if stars > 1 {
+		return nil // which columns each one expanded to is unknown
+	}
 	names := make([]string, len(items))
+	defer func() { // a * keeps DuckDB's names, the table's columns' own
+		for i, it := range items {
+			if it.Class == "STAR" {
+				names[i] = starItem
+			}
+		}
+	}()
 	switch protocol {
 	case query.ProtocolPostgres:
 		for i, it := range items {

@@ -65,6 +65,7 @@ func TestColumnNamesAsPostgreSQLNamesThem(t *testing.T) {
 		"select 1 as a union all select 2", "select cast(x as bigint) from (select 1 as x) t",
 		"select upper(x), count(x), max(x) from (select 'a' as x) t group by x",
 		"with w as (select 1 as k) select k, k * 2 from w",
+		"select 1, *, 2 + 2 from (select 1 as a, 2 as b) t", "select t.*, 1 from (select 1 as a) t",
 	} {
 		prows, err := pg.Query(ctx, stmt)
 		if err != nil {
@@ -99,7 +100,7 @@ func TestColumnNamesAsMySQLNamesThem(t *testing.T) {
 		"select 1", "select 40+2", "select count(*)", "select lower('A')", "select 'abc'", "select 'it''s'",
 		"select 1 as a, 2 b", "select x, x + 1 from (select 1 as x) t", "select   1 +  1  ,2",
 		"select distinct 3", "select concat('a', 'b') from (select 1) t where 1 = 1",
-		"select 1 union select 2", "select -1",
+		"select 1 union select 2", "select -1", "select 1, t.*, 2+2 from (select 1 as a, 2 as b) t",
 	} {
 		rows, err := my.Query(stmt)
 		if err != nil {

@@ -330,8 +330,9 @@ func resultSchema(ctx context.Context, conn *sql.Conn, sqlText string, params in
 	if rows.Err() != nil || len(fields) == 0 {
 		return nil
 	}
-	if len(names) == len(fields) {
-		for i := range fields {
+	names = perColumn(names, len(fields))
+	for i := range names {
+		if names[i] != "" {
 			fields[i].Name = names[i]
 		}
 	}
