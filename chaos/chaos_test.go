@@ -85,6 +85,21 @@ func runRealFile(t *testing.T, path string) *Report {
 	return rep
 }
 
+// checkOfKind is sc's check of that kind (the last, if several).
+func checkOfKind(t *testing.T, sc *scenarios.Scenario, kind string) *scenarios.CheckSpec {
+	t.Helper()
+	var spec *scenarios.CheckSpec
+	for _, c := range sc.Checks {
+		if c.Kind == kind {
+			spec = c
+		}
+	}
+	if spec == nil {
+		t.Fatalf("%s has no %s check", sc.Name, kind)
+	}
+	return spec
+}
+
 // assertAgree demands agreement of every metric seen in both runs, and that the wanted ones
 // were seen.
 func assertAgree(t *testing.T, rep *Report, want ...string) {
@@ -219,12 +234,7 @@ config: {cap: 1, pollTimeout: 1500ms, maxAge: 2500ms, retryMax: 500ms}
 // look inside the window, as the simulator counts them between its from and to.
 func TestAdmittedRatioReadsGrantsInsideTheWindow(t *testing.T) {
 	sc := load(t, "lease-weighted.yaml")
-	var spec *scenarios.CheckSpec
-	for _, c := range sc.Checks {
-		if c.Kind == "admittedRatio" {
-			spec = c
-		}
-	}
+	spec := checkOfKind(t, sc, "admittedRatio")
 	ch, _, why := planCheck(sc, spec)
 	if why != "" {
 		t.Fatal(why)

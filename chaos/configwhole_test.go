@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/node/workerapi"
-	"github.com/queryflux/queryflux/scenarios"
 )
 
 // configNeverHalfApplied on real daemons judges where each answered query ran: a worker whose
@@ -14,12 +13,7 @@ import (
 // either revision is allowed (the report trails the switch by up to a heartbeat and a look).
 func TestConfigWholeCatchesAQueryRunWhereNoReportedRevisionRoutesIt(t *testing.T) {
 	sc := load(t, "config-whole.yaml")
-	var spec *scenarios.CheckSpec
-	for _, c := range sc.Checks {
-		if c.Kind == "configNeverHalfApplied" {
-			spec = c
-		}
-	}
+	spec := checkOfKind(t, sc, "configNeverHalfApplied")
 	judge := func(landed ...landing) (bool, string) {
 		ch, _, why := planCheck(sc, spec)
 		if why != "" {
