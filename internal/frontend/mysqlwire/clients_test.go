@@ -189,7 +189,7 @@ func TestPythonClientsAsMariaDB(t *testing.T) {
 func TestPythonClientsOnDuckDBNameColumnsAsMariaDB(t *testing.T) {
 	for _, c := range []struct{ lib, module string }{{"pymysql", "pymysql"}, {"mysqldb", "MySQLdb"}} {
 		t.Run(c.lib, func(t *testing.T) {
-			python := pythonWith(t, c.module)
+			python := frontendtest.PythonWith(t, c.module)
 			eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
 			if err != nil {
 				t.Fatal(err)
