@@ -139,16 +139,35 @@ func goMySQL(t *testing.T, addrs map[string]string) runStatement {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return func(ctx context.Context, q string) (string, error) {
-		_, err := frontendtest.QueryAll(ctx, db, q)
+	return reporting(queryAll(db), func(err error) string {
 		var me *gomysql.MySQLError
-		switch {
-		case err == nil:
+		if errors.As(err, &me) {
+			return fmt.Sprintf("%d %s", me.Number, me.SQLState[:])
+		}
+		return ""
+	})
+}
+
+// reporting is a runStatement of a Go client library: run runs a statement, and describe words
+// the library's own error ("" for any other error).
+func reporting(run func(ctx context.Context, q string) error, describe func(error) string) runStatement {
+	return func(ctx context.Context, q string) (string, error) {
+		err := run(ctx, q)
+		if err == nil {
 			return "ok", nil
-		case errors.As(err, &me):
-			return fmt.Sprintf("%d %s", me.Number, me.SQLState[:]), nil
+		}
+		if d := describe(err); d != "" {
+			return d, nil
 		}
 		return "", err
+	}
+}
+
+// queryAll runs a statement on db and reads its rows.
+func queryAll(db *sql.DB) func(ctx context.Context, q string) error {
+	return func(ctx context.Context, q string) error {
+		_, err := frontendtest.QueryAll(ctx, db, q)
+		return err
 	}
 }
 
@@ -210,29 +229,25 @@ func output(cmd *exec.Cmd) (string, error) {
 
 func trinoGo(t *testing.T, addrs map[string]string) runStatement {
 	db := frontendtest.OpenTrino(t, trino.Config{ServerURI: "http://queryflux@" + addrs["trino"]})
-	return func(ctx context.Context, q string) (string, error) {
-		_, err := frontendtest.QueryAll(ctx, db, q)
+	return reporting(queryAll(db), func(err error) string {
 		var te *trino.ErrTrino
-		switch {
-		case err == nil:
-			return "ok", nil
-		case errors.As(err, &te):
-			return te.ErrorName + " " + te.ErrorType, nil
+		if errors.As(err, &te) {
+			return te.ErrorName + " " + te.ErrorType
 		}
-		return "", err
-	}
+		return ""
+	})
 }
 
 func arrowFlight(t *testing.T, addrs map[string]string) runStatement {
 	c := frontendtest.DialFlight(t, addrs["flightsql"])
-	return func(ctx context.Context, q string) (string, error) {
+	run := func(ctx context.Context, q string) error {
 		_, err := frontendtest.FlightRows(ctx, c, q, frontendtest.ValueStr)
-		if err == nil {
-			return "ok", nil
-		}
-		if s, ok := status.FromError(err); ok {
-			return s.Code().String(), nil
-		}
-		return "", err
+		return err
 	}
+	return reporting(run, func(err error) string {
+		if s, ok := status.FromError(err); ok {
+			return s.Code().String()
+		}
+		return ""
+	})
 }
