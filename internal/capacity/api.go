@@ -126,6 +126,8 @@ type API struct {
 	metrics *Metrics
 	queue   *orderedQueue // nil unless Ordered
 	limits  Limits        // nil: the requests' caps and TTLs are taken as they are (tests)
+	// pollEvery is how often a waiting head asks the store without a wake-up (PollEvery).
+	pollEvery time.Duration
 }
 
 // Limits answers a cluster's cap and lease TTL from the control plane's own current
@@ -179,6 +181,15 @@ func (a *API) Ordered() *API {
 	return a
 }
 
+// PollEvery sets how often an acquire at the head of the ordered queue asks the store again
+// when nothing woke it (default 250 ms): what it waits at most for a slot that frees by
+// expiring, or through another replica whose release no FreedWatcher reports. Call it before
+// serving.
+func (a *API) PollEvery(d time.Duration) *API {
+	a.pollEvery = d
+	return a
+}
+
 // Weighted makes the ordered queue weighted fair per worker (see orderedQueue): weights maps a
 // lease holder (the authenticated worker name) to its weight, 1 to 100; a worker not listed
 // weighs 1. Among workers that keep waiting, each one's share of grants approaches its weight's
@@ -201,9 +212,40 @@ func (a *API) Freed(refs []LeaseRef) {
 	}
 }
 
+// AllClusters, among the clusters a FreedWatcher reports, stands for every cluster.
+const AllClusters = "*"
+
+// FreedWatcher is a lease store shared by several control-plane replicas that tells each one
+// of the leases the others free (Postgres LISTEN/NOTIFY), so that an acquire waiting in one
+// replica's ordered queue is granted when a slot frees anywhere, not at its next poll.
+type FreedWatcher interface {
+	// NotifyFreed makes the store announce every lease it frees to the other replicas' watches.
+	NotifyFreed()
+	// WatchFreed calls freed with the clusters of leases other replicas freed (AllClusters: any
+	// cluster), until ctx ends or the watch fails. freed must not block.
+	WatchFreed(ctx context.Context, freed func(clusters []string)) error
+}
+
+// WatchFreed wakes the ordered queue's heads of the clusters whose leases other replicas free,
+// as w reports them, until ctx ends; a failed watch is retried a second later (the heads' polls
+// cover the gap). It returns at once unless the queue is ordered.
+func (a *API) WatchFreed(ctx context.Context, w FreedWatcher) {
+	if a.queue == nil {
+		return
+	}
+	for ctx.Err() == nil {
+		err := w.WatchFreed(ctx, a.queue.freed)
+		if ctx.Err() != nil {
+			return
+		}
+		a.env.Logger().Warn("capacity: watching other replicas' freed leases failed; retrying (waiting acquires poll meanwhile)", "err", err)
+		_ = a.env.Sleep(ctx, time.Second)
+	}
+}
+
 // NewAPI returns the capacity API. metrics may be nil.
 func NewAPI(store CapacityStore, locks SweepCoordinator, e env.Env, metrics *Metrics) *API {
-	return &API{store: store, locks: locks, env: e, metrics: metricsOrNew(metrics)}
+	return &API{store: store, locks: locks, env: e, metrics: metricsOrNew(metrics), pollEvery: queuePollEvery}
 }
 
 // Endpoint is one POST path of the API and its handler, told the authenticated caller (the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,9 +16,10 @@ import (
 const (
 	// AcquireWaitMax bounds how long one acquire may long-poll.
 	AcquireWaitMax = 60 * time.Second
-	// queuePollEvery is how often a waiting head asks the store again without a local wake-up:
-	// slots also free through other replicas, which no local signal reports. (This replica's
-	// releases and its sweeper's reclaims wake the head: released, API.Freed.)
+	// queuePollEvery is how often a waiting head asks the store again without a wake-up: slots
+	// also free by expiring, and through other replicas when the store cannot tell (memory).
+	// This replica's releases and its sweeper's reclaims wake the head (released, API.Freed),
+	// and so do other replicas' through a store that can tell (FreedWatcher, API.WatchFreed).
 	queuePollEvery = 250 * time.Millisecond
 	queueLenMax    = 10000 // waiting acquires per cluster on one replica
 )
@@ -179,11 +182,22 @@ func (q *orderedQueue) leave(cluster string, ticket uint64) {
 
 // released wakes the head of each cluster of refs: a slot of it may be free now.
 func (q *orderedQueue) released(refs []LeaseRef) {
+	clusters := make([]string, len(refs))
+	for i, r := range refs {
+		clusters[i] = r.Cluster()
+	}
+	q.freed(clusters)
+}
+
+// freed wakes the head of each of clusters (AllClusters: of every cluster with waiters).
+func (q *orderedQueue) freed(clusters []string) {
 	var wake []env.Signal
 	seen := map[string]bool{}
 	q.mu.Lock()
-	for _, r := range refs {
-		c := r.Cluster()
+	if slices.Contains(clusters, AllClusters) {
+		clusters = slices.Sorted(maps.Keys(q.waiting)) // sorted: the wake order is the simulator's
+	}
+	for _, c := range clusters {
 		if seen[c] {
 			continue
 		}
@@ -299,7 +313,7 @@ func (a *API) acquireOrdered(ctx context.Context, cluster, holder string, limit 
 		if left <= 0 {
 			return Lease{}, ErrAtCapacity
 		}
-		wctx, cancel := a.env.WithTimeout(ctx, min(left, queuePollEvery))
+		wctx, cancel := a.env.WithTimeout(ctx, min(left, a.pollEvery))
 		_ = wake.Wait(wctx, seen)
 		cancel()
 		if err := ctx.Err(); err != nil {

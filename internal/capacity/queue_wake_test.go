@@ -128,8 +128,8 @@ func checkWakesOnlyTheHead(t *testing.T, weighted bool) {
 // release that reaches the control plane grants the next waiter at once, within the round trips
 // of the release and of the grant's answer (2 ms here), not at a poll: a waiter that becomes
 // the head is woken by the grant of the one before (leave), and the head by the release; the
-// 250 ms poll (queuePollEvery) is only for slots freed where no wake-up reaches (another replica,
-// the sweeper).
+// 250 ms poll (queuePollEvery) is only for slots freed where no wake-up reaches (an expiry,
+// another replica on a store that cannot announce it).
 func TestQueueHeadIsGrantedAtTheRelease(t *testing.T) {
 	for _, weighted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("weighted=%v", weighted), func(t *testing.T) {

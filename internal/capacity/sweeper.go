@@ -37,6 +37,9 @@ type Sweeper struct {
 	// OnFreed, if set, is told the leases each round freed (API.Freed: it wakes the ordered
 	// queue's waiters). It must not block.
 	OnFreed func(refs []LeaseRef)
+	// Watch, if set, runs beside the sweeps for as long as Run does: the watch of the leases
+	// other replicas free (API.WatchFreed).
+	Watch func(ctx context.Context)
 
 	once    sync.Once
 	wake    env.Signal
@@ -70,6 +73,9 @@ func (s *Sweeper) Wake() {
 // Run sweeps every Every, and when woken, until ctx ends. Start it with env.Go.
 func (s *Sweeper) Run(ctx context.Context) {
 	s.init()
+	if s.Watch != nil {
+		s.Env.Go(ctx, "capacity-freed-watch", s.Watch)
+	}
 	every := s.Every
 	if every <= 0 {
 		every = 5 * time.Second

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -137,6 +138,9 @@ type Uplink struct {
 	memoKey  []byte                     // the last key looked up, its buffer reused
 	memoHits int                        // hits since memo was last emptied
 	memoSkip atomic.Int64               // records to redact without the memo: it missed almost always
+	// traceMemo is redactTrace's, by appendTraceKey (traceKey: its buffer), under memoMu.
+	traceMemo map[string][]string
+	traceKey  []byte
 }
 
 // appendMemoKey appends the memo's key for sql to b: what the SQL part of redact.Apply depends
@@ -323,10 +327,10 @@ func (u *Uplink) prepare(p redact.Policy, rec Record) Record {
 	d := sqltok.DialectForProtocol(rec.Protocol)
 	red := u.redactSQL(p, d, rec.SQL)
 	rec.SQL, rec.SQLDigest = red.SQL, red.Digest
-	if rec.Error != "" || rec.RoutingTrace != nil {
-		red = redact.Apply(p, d, redact.Query{Error: rec.Error, RoutingTrace: rec.RoutingTrace})
-		rec.Error, rec.RoutingTrace = red.Error, red.RoutingTrace
+	if rec.Error != "" {
+		rec.Error = redact.Apply(p, d, redact.Query{Error: rec.Error}).Error
 	}
+	rec.RoutingTrace = u.redactTrace(p, rec.RoutingTrace)
 	if rec.Worker == "" {
 		rec.Worker = u.cfg.Worker
 	}
@@ -346,14 +350,56 @@ func (u *Uplink) prepare(p redact.Policy, rec Record) Record {
 	}
 	rec.SQL = truncate(rec.SQL, SQLLengthMax)
 	rec.Error = truncate(rec.Error, ErrorLengthMax)
-	if len(rec.RoutingTrace) > TraceStepsMax {
-		rec.RoutingTrace = rec.RoutingTrace[:TraceStepsMax]
-	}
-	for i := range rec.RoutingTrace {
-		rec.RoutingTrace[i] = truncate(rec.RoutingTrace[i], TraceStepLenMax)
-	}
 	return rec
 }
+
+// redactTrace is redact.Apply's routing trace for trace, cut to the wire's limits. Most
+// queries route alike, so the result is memoized by the trace's text and shared by every
+// record with that trace: nothing may modify a prepared record's RoutingTrace (a store that
+// hands records out copies it, as pageOf does).
+func (u *Uplink) redactTrace(p redact.Policy, trace []string) []string {
+	if trace == nil {
+		return nil
+	}
+	u.memoMu.Lock()
+	defer u.memoMu.Unlock()
+	u.traceKey = appendTraceKey(u.traceKey[:0], p, trace)
+	if len(u.traceKey) <= traceKeyMax {
+		if red, ok := u.traceMemo[string(u.traceKey)]; ok {
+			return red
+		}
+	}
+	red := redact.Apply(p, sqltok.Generic, redact.Query{RoutingTrace: trace}).RoutingTrace
+	if len(red) > TraceStepsMax {
+		red = red[:TraceStepsMax]
+	}
+	for i := range red {
+		red[i] = truncate(red[i], TraceStepLenMax)
+	}
+	if len(u.traceKey) <= traceKeyMax {
+		if u.traceMemo == nil || len(u.traceMemo) >= traceMemoMax {
+			u.traceMemo = make(map[string][]string)
+		}
+		u.traceMemo[string(u.traceKey)] = red
+	}
+	return red
+}
+
+// appendTraceKey appends to b the trace memo's key: the policy, then each step after its length.
+func appendTraceKey(b []byte, p redact.Policy, trace []string) []byte {
+	b = append(append(b, p...), 0)
+	for _, s := range trace {
+		b = append(binary.AppendUvarint(b, uint64(len(s))), s...)
+	}
+	return b
+}
+
+// The trace memo holds at most traceMemoMax traces (emptied when full), each of a key up to
+// traceKeyMax bytes: a router's reasons are short and few.
+const (
+	traceMemoMax = 256
+	traceKeyMax  = 4096
+)
 
 // truncate cuts s to at most n bytes on a UTF-8 boundary.
 func truncate(s string, n int) string {

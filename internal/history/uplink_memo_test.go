@@ -3,6 +3,8 @@ package history
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,11 +49,12 @@ func TestUplinkRedactionMemoSameAsApply(t *testing.T) {
 // At a busy node's rate the sender's garbage is most of what the collector works for: once
 // warm, sending a batch of repeated statements allocates a few objects for the batch (its id,
 // the send's deadline) and none per record. The batch, its prepared copy, its ids and the
-// memo's key reuse their buffers from batch to batch.
+// memo's key reuse their buffers from batch to batch; a routing trace is redacted once.
 func TestUplinkSendAllocatesPerBatchNotPerRecord(t *testing.T) {
 	e := newTestEnv(t, 5, time.Hour)
 	u := NewUplink(e, UplinkConfig{Worker: "w1", BatchMax: 500}, func(context.Context, *QueryRecordBatchV1) error { return nil })
 	rec := mkRec(e, 1)
+	rec.RoutingTrace = []string{"tags: no", "user: matched -> adhoc (user alice)"} // as most records have
 	batch := func() {
 		for range 500 {
 			u.Add(rec)
@@ -64,4 +67,51 @@ func TestUplinkSendAllocatesPerBatchNotPerRecord(t *testing.T) {
 	if n := testing.AllocsPerRun(20, batch); n > 20 {
 		t.Fatalf("%.0f allocations per batch of 500 records: want a few per batch", n)
 	}
+}
+
+// The trace memo must never change what a record's routing trace becomes: the same trace
+// again (a hit), under another policy, another trace, one past the wire's limits, and a flood
+// of distinct traces (the memo emptied) all give what redact.Apply gives, cut to the limits;
+// and the memo's shared slice is never the caller's.
+func TestUplinkTraceMemoSameAsApply(t *testing.T) {
+	e := newTestEnv(t, 6, time.Minute)
+	u := NewUplink(e, UplinkConfig{Worker: "w1"}, func(context.Context, *QueryRecordBatchV1) error { return nil })
+	check := func(p redact.Policy, trace []string) {
+		t.Helper()
+		in := slices.Clone(trace)
+		got := u.redactTrace(p, trace)
+		want := redact.Apply(p, sqltok.Generic, redact.Query{RoutingTrace: trace}).RoutingTrace
+		if len(want) > TraceStepsMax {
+			want = want[:TraceStepsMax]
+		}
+		for i := range want {
+			want[i] = truncate(want[i], TraceStepLenMax)
+		}
+		if !slices.Equal(got, want) || (got == nil) != (want == nil) {
+			t.Fatalf("policy %s, %q: memo gave %q, Apply %q", p, trace, got, want)
+		}
+		if !slices.Equal(trace, in) || len(got) > 0 && &got[0] == &trace[0] {
+			t.Fatalf("policy %s: the caller's trace %q was changed or shared", p, trace)
+		}
+	}
+	secret := []string{"user: matched -> adhoc (password 's3cret', pin 1234)"}
+	long := []string{strings.Repeat("x", 2*TraceStepLenMax)}
+	many := make([]string, TraceStepsMax+3)
+	for i := range many {
+		many[i] = fmt.Sprintf("r%d: no", i)
+	}
+	for range 2 {
+		for _, p := range []redact.Policy{redact.MaskLiterals, redact.None, redact.Metadata} {
+			check(p, secret)
+			check(p, []string{"user: matched -> adhoc (password 'other', pin 99)"})
+			check(p, long)
+			check(p, many)
+			check(p, []string{})
+			check(p, nil)
+		}
+	}
+	for i := range 2 * traceMemoMax {
+		check(redact.MaskLiterals, []string{fmt.Sprintf("rule%d: matched -> g ('v%d')", i, i)})
+	}
+	check(redact.MaskLiterals, secret)
 }

@@ -95,6 +95,11 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 	cp.HandleAdmin("GET "+PathAdminCapacityStats, http.HandlerFunc(stats.serve))
 	sw := &capacity.Sweeper{Env: e, Store: cfg.Store, Locks: cfg.Locks, Owner: cfg.Owner, Every: cfg.SweepEvery,
 		Fence: cfg.Fence, Grace: cfg.FenceGrace, Metrics: cfg.Metrics, OnFreed: api.Freed}
+	if w, ok := cfg.Store.(capacity.FreedWatcher); ok && cfg.Ordered {
+		// Replicas share the store: a slot freed through one wakes the others' waiting heads.
+		w.NotifyFreed()
+		sw.Watch = func(ctx context.Context) { api.WatchFreed(ctx, w) }
+	}
 	// A session that ended can no longer renew (its token is revoked). Its leases stay counted
 	// until the sweeper has fenced their work on the engine, or, where the engine cannot be
 	// asked, until they expire and the grace is over: a worker may be evicted moments after it

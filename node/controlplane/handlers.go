@@ -84,7 +84,7 @@ func (cp *ControlPlane) handleHeartbeat(w http.ResponseWriter, r *http.Request) 
 	if tr.Changed() {
 		cp.e.Logger().Info("worker recovered", "worker", name, "from", tr.From, "to", tr.To)
 	}
-	workerapi.WriteJSON(w, http.StatusOK, workerapi.MediaHeartbeatAck, workerapi.HeartbeatAck{
+	workerapi.WriteHeartbeatAck(w, workerapi.HeartbeatAck{
 		State: tr.To, CurrentRevision: cp.revisionOf(name), HeartbeatIntervalSecs: cp.cfg.HeartbeatInterval.Seconds(),
 	})
 }

@@ -3,7 +3,6 @@ package worker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -98,7 +97,7 @@ func (w *Worker) SendHeartbeat(ctx context.Context) error {
 }
 
 func (w *Worker) postHeartbeat(ctx context.Context, hb workerapi.Heartbeat) error {
-	body, err := json.Marshal(&hb)
+	body, err := workerapi.EncodeHeartbeat(&hb)
 	if err != nil {
 		panic(fmt.Sprintf("worker: encoding a heartbeat: %v", err))
 	}
@@ -122,7 +121,7 @@ func (w *Worker) postHeartbeat(ctx context.Context, hb workerapi.Heartbeat) erro
 	var ack workerapi.HeartbeatAck
 	data, err := workerapi.ReadAllHint(io.LimitReader(resp.Body, workerapi.BodyBytesMax), resp.ContentLength, workerapi.BodyBytesMax)
 	if err == nil {
-		err = json.Unmarshal(data, &ack)
+		ack, err = workerapi.DecodeHeartbeatAck(data)
 	}
 	if err != nil {
 		return fmt.Errorf("worker: unreadable heartbeat answer: %w", err)

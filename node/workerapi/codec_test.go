@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,8 +119,15 @@ func TestDecodeHeartbeatIsStrictEncodingJSON(t *testing.T) {
 	})
 }
 
-// checkStrict holds DecodeHeartbeat(data) to the oracle of TestDecodeHeartbeatIsStrictEncodingJSON.
+// checkStrict holds DecodeHeartbeat(data) to the oracle of TestDecodeHeartbeatIsStrictEncodingJSON,
+// and the canonical reader, where it takes a body, to the strict decoder.
 func checkStrict(t interface{ Fatalf(string, ...any) }, data []byte) {
+	if fast, ok := decodeCanonical(data); ok {
+		var strict Heartbeat
+		if err := decodeStrict(data, &strict); err != nil || !reflect.DeepEqual(fast, strict) {
+			t.Fatalf("the canonical reader took\n%s\nas %#v; the strict decoder: %#v, %v", data, fast, strict, err)
+		}
+	}
 	got, err := DecodeHeartbeat(data)
 	want, ok := strictOracle(data)
 	if err != nil {
@@ -194,21 +203,88 @@ func fieldTagged(t reflect.Type, key string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
-// BenchmarkHeartbeatCodec is what one heartbeat costs both ends: encode, then strict decode.
+// EncodeHeartbeat writes what json.Marshal writes (the same error when it refuses), and what it
+// writes for a heartbeat of plain text the canonical reader reads back without encoding/json.
+func TestEncodeHeartbeatIsJSONMarshal(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		hb := anyHeartbeat(t)
+		got, err := EncodeHeartbeat(&hb)
+		want, werr := json.Marshal(hb)
+		if fmt.Sprint(err) != fmt.Sprint(werr) || !bytes.Equal(got, want) {
+			t.Fatalf("EncodeHeartbeat:\n%s (%v)\njson.Marshal:\n%s (%v)", got, err, want, werr)
+		}
+		if err != nil || !plainHeartbeat(&hb) {
+			return
+		}
+		back, ok := decodeCanonical(got)
+		if !ok {
+			t.Fatalf("the canonical reader refused EncodeHeartbeat's\n%s", got)
+		}
+		if again, _ := EncodeHeartbeat(&back); !bytes.Equal(again, got) {
+			t.Fatalf("read back as\n%s\nfrom\n%s", again, got)
+		}
+	})
+}
+
+// plainHeartbeat reports whether every text of hb is plain (written without escapes).
+func plainHeartbeat(hb *Heartbeat) bool {
+	texts := append([]string{hb.Revision.Active, hb.Revision.LastSeen, hb.Config.Source, hb.Config.LastSyncError,
+		hb.Coordination.Policy, hb.Coordination.Mode, hb.Health.State}, hb.Frontends...)
+	return !slices.ContainsFunc(texts, func(s string) bool { return !plain(s) })
+}
+
+// The heartbeat's answer: AppendHeartbeatAck writes what json.Marshal writes, and
+// DecodeHeartbeatAck reads any body (its own, WriteJSON's with the newline, edited ones) as
+// json.Unmarshal does.
+func TestHeartbeatAckCodecIsEncodingJSON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ack := HeartbeatAck{State: anyText(t, "state"), CurrentRevision: anyText(t, "revision"), HeartbeatIntervalSecs: anyFloat(t, "interval")}
+		got, err := AppendHeartbeatAck([]byte("x"), &ack)
+		want, werr := json.Marshal(ack)
+		if fmt.Sprint(err) != fmt.Sprint(werr) || !bytes.Equal(got, append([]byte("x"), want...)) {
+			t.Fatalf("AppendHeartbeatAck:\n%s (%v)\njson.Marshal:\n%s (%v)", got, err, want, werr)
+		}
+		if werr != nil {
+			return
+		}
+		body := mutate(t, append(want, '\n'))
+		dec, err := DecodeHeartbeatAck(body)
+		var oracle HeartbeatAck
+		oerr := json.Unmarshal(body, &oracle)
+		if (err == nil) != (oerr == nil) || (err == nil && dec != oracle) {
+			t.Fatalf("DecodeHeartbeatAck(%s) = %+v, %v; json.Unmarshal: %+v, %v", body, dec, err, oracle, oerr)
+		}
+	})
+}
+
+// BenchmarkHeartbeatCodec is what one heartbeat costs both ends: encode, then strict decode, with
+// the codec and with encoding/json (what the codec replaced).
 func BenchmarkHeartbeatCodec(b *testing.B) {
 	hb := Heartbeat{Seq: 7, SentAt: time.Date(2026, 1, 1, 0, 0, 10, 5, time.UTC), Frontends: []string{"postgres"},
 		Revision: RevisionStatus{Active: "r-1", LastSeen: "r-1"}, Config: ConfigStatus{Source: "controlPlane"},
 		Coordination: CoordinationStatus{Policy: "remote", Mode: "controlPlane"},
 		Health:       HealthStatus{State: HealthHealthy, LoopLagSeconds: 0}}
-	b.ReportAllocs()
-	for range b.N {
-		body, err := json.Marshal(&hb)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := DecodeHeartbeat(body); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name   string
+		encode func(*Heartbeat) ([]byte, error)
+		decode func([]byte, *Heartbeat) error
+	}{
+		{"codec", EncodeHeartbeat, func(b []byte, hb *Heartbeat) (err error) { *hb, err = DecodeHeartbeat(b); return err }},
+		{"encoding/json", func(hb *Heartbeat) ([]byte, error) { return json.Marshal(hb) }, func(b []byte, hb *Heartbeat) error { return decodeStrict(b, hb) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				body, err := c.encode(&hb)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var got Heartbeat
+				if err := c.decode(body, &got); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -47,10 +47,13 @@ func DecodeRegister(data []byte) (RegisterRequest, error) {
 }
 
 // DecodeHeartbeat strictly decodes and validates a heartbeat body.
+// A body in the canonical form (EncodeHeartbeat's, codec.go) is read without reflection.
 func DecodeHeartbeat(data []byte) (Heartbeat, error) {
-	var hb Heartbeat
-	if err := decodeStrict(data, &hb); err != nil {
-		return Heartbeat{}, err
+	hb, ok := decodeCanonical(data)
+	if !ok {
+		if err := decodeStrict(data, &hb); err != nil {
+			return Heartbeat{}, err
+		}
 	}
 	if err := hb.Validate(); err != nil {
 		return Heartbeat{}, err

@@ -101,6 +101,17 @@ func WriteJSON(w http.ResponseWriter, status int, mediaType string, v any) {
 	_, _ = w.Write(append(data, '\n'))
 }
 
+// WriteHeartbeatAck writes WriteJSON's answer to a heartbeat, encoded without reflection.
+func WriteHeartbeatAck(w http.ResponseWriter, ack HeartbeatAck) {
+	data, err := AppendHeartbeatAck(make([]byte, 0, 96), &ack)
+	if err != nil {
+		panic(fmt.Sprintf("workerapi: encoding a heartbeat answer: %v", err)) // a non-finite interval: a programming error
+	}
+	w.Header().Set("Content-Type", MediaHeartbeatAck)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(data, '\n'))
+}
+
 // WriteError writes {"error": msg, "field": field}.
 func WriteError(w http.ResponseWriter, status int, msg, field string) {
 	WriteJSON(w, status, MediaError, ErrorBody{Error: msg, Field: field})

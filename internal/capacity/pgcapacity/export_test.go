@@ -6,3 +6,6 @@ func (s *Store) UseCallerClock() *Store {
 	s.callerClock = true
 	return s
 }
+
+// FreedNotice is freedNotice, for the test of its bound.
+var FreedNotice = freedNotice

@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,6 +67,10 @@ type Store struct {
 	// callerClock makes the store read the callers' now instead of the database's clock: the
 	// model test drives time itself (export_test.go).
 	callerClock bool
+	// notifyFreed: each release batch NOTIFYs FreedChannel of its clusters (NotifyFreed).
+	// origin names this store in its notices, so that its own watch skips them.
+	notifyFreed atomic.Bool
+	origin      string
 }
 
 // clock is the now argument of the SQL functions: NULL for the database's clock.
@@ -92,7 +97,7 @@ func (s *Store) Stats() Stats {
 
 // New returns a store on pool, whose database must be migrated (migrations.Up).
 func New(pool *pgxpool.Pool) *Store {
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, origin: newOrigin()}
 	s.acquires = newBatcher(batchMax, func(ops []op) ([]opResult, error) { return s.runBatch(ops, false) })
 	s.releases = newBatcher(batchMax, func(ops []op) ([]opResult, error) { return s.runBatch(ops, true) })
 	return s
@@ -251,6 +256,10 @@ func (s *Store) runBatch(ops []op, async bool) ([]opResult, error) {
 		b.Queue("BEGIN")
 		b.Queue("SET LOCAL synchronous_commit TO off")
 		b.Queue(apply, args...).QueryRow(scan)
+		if s.notifyFreed.Load() {
+			// In the transaction: delivered at its commit, with no round trip of its own.
+			b.Queue("SELECT pg_notify($1, $2)", FreedChannel, freedNotice(s.origin, locked))
+		}
 		b.Queue("COMMIT")
 		return s.pool.SendBatch(ctx, b).Close()
 	})

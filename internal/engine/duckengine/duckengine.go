@@ -304,14 +304,15 @@ func describe(ctx context.Context, conn *sql.Conn, q *query.Request) (*engine.De
 		d.Params = append(d.Params, fieldFor(fmt.Sprintf("$%d", i+1), paramTypeName(t)))
 	}
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
-		d.Schema = resultSchema(ctx, conn, q.SQL, len(p.params))
+		d.Schema = resultSchema(ctx, conn, q.SQL, len(p.params), clientNames(ctx, conn, q))
 	}
 	return d, nil
 }
 
 // resultSchema asks DuckDB for a query's columns without running it (DESCRIBE binds and plans
-// it, with NULL parameters); nil when it cannot tell, and the columns come when it runs.
-func resultSchema(ctx context.Context, conn *sql.Conn, sqlText string, params int) *arrow.Schema {
+// it, with NULL parameters), named by names when there is one per column (clientNames); nil
+// when it cannot tell, and the columns come when it runs.
+func resultSchema(ctx context.Context, conn *sql.Conn, sqlText string, params int, names []string) *arrow.Schema {
 	rows, err := conn.QueryContext(ctx, "DESCRIBE "+sqlText, make([]any, params)...)
 	if err != nil {
 		return nil
@@ -328,6 +329,12 @@ func resultSchema(ctx context.Context, conn *sql.Conn, sqlText string, params in
 	}
 	if rows.Err() != nil || len(fields) == 0 {
 		return nil
+	}
+	names = perColumn(names, len(fields))
+	for i := range names {
+		if names[i] != "" {
+			fields[i].Name = names[i]
+		}
 	}
 	return arrow.NewSchema(fields, nil)
 }
@@ -402,8 +409,10 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 		done()
 		return nil, err
 	}
+	var names []string
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
-		if rows, ok, err := streamSelect(ctx, conn, q.SQL, args, p.kind, done); ok {
+		names = clientNames(ctx, conn, q)
+		if rows, ok, err := streamSelect(ctx, conn, q.SQL, args, p.kind, names, done); ok {
 			return rows, err
 		}
 	}
@@ -452,6 +461,7 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 	for i, c := range cols {
 		described[i] = column{name: c.Name(), dbType: c.DatabaseTypeName()}
 	}
+	rename(described, names)
 	return newStream(rows, described, p.kind, closeAll), nil
 }
 

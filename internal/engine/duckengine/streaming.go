@@ -169,7 +169,7 @@ type column struct {
 // streaming is unavailable or the statement does not prepare or bind here; the caller then runs
 // it the materialized way (which reports any error). done is called once conn is free again:
 // by the rows' Close when ok and err is nil.
-func streamSelect(ctx context.Context, conn *sql.Conn, sqlText string, args []any, kind duckdb.StmtType, done func()) (query.Rows, bool, error) {
+func streamSelect(ctx context.Context, conn *sql.Conn, sqlText string, args []any, kind duckdb.StmtType, names []string, done func()) (query.Rows, bool, error) {
 	if !streamingAvailable {
 		return nil, false, nil
 	}
@@ -203,6 +203,7 @@ func streamSelect(ctx context.Context, conn *sql.Conn, sqlText string, args []an
 			return nil, true, cmp.Or(err, error(&query.Error{Code: query.CodeEngine, Message: "duckengine: the query could not run with its columns read as text"}))
 		}
 	}
+	rename(cols, names) // after asText, which reads the columns by DuckDB's names
 	closeAll := func() error {
 		err := src.close()
 		done()

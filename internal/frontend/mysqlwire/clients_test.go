@@ -198,13 +198,43 @@ func TestPythonClientsAsMariaDB(t *testing.T) {
 				t.Fatal(err)
 			}
 			direct := runPython(t, python, c.lib, cfg.Addr, cfg.User, cfg.Passwd, name)
-			if len(direct) != 6 || !strings.Contains(direct["select"], `["j", 252]`) {
+			if len(direct) != 7 || !strings.Contains(direct["select"], `["j", 252]`) {
 				t.Fatalf("direct run: %v", direct)
 			}
 			for probe, want := range direct {
 				if got := proxied[probe]; got != want {
 					t.Errorf("%s:\n proxy  %s\n direct %s", probe, got, want)
 				}
+			}
+		})
+	}
+}
+
+// TestPythonClientsOnDuckDBNameColumnsAsMariaDB: PyMySQL and mysqlclient against the embedded
+// engine get result columns named as MariaDB names them (the item as written: count(*), 40+2),
+// not as DuckDB does (count_star(), (40 + 2)).
+func TestPythonClientsOnDuckDBNameColumnsAsMariaDB(t *testing.T) {
+	for _, c := range []struct{ lib, module string }{{"pymysql", "pymysql"}, {"mysqldb", "MySQLdb"}} {
+		t.Run(c.lib, func(t *testing.T) {
+			python := pythonWith(t, c.module)
+			eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { eng.Close() })
+			addr := startServer(t, frontendtest.NewBackend(eng), Options{})
+			onDuckDB := runPython(t, python, c.lib, addr, testUser, "", "")
+			dsn, name := mytest.NewDatabase(t)
+			cfg, err := gomysql.ParseDSN(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			direct := runPython(t, python, c.lib, cfg.Addr, cfg.User, cfg.Passwd, name)
+			if want := `{"ok": ["count(*)", "40+2", "lower('A')", "abc", "one"], "probe": "names"}`; direct["names"] != want {
+				t.Fatalf("MariaDB itself: %s, want %s", direct["names"], want)
+			}
+			if onDuckDB["names"] != direct["names"] {
+				t.Errorf("on DuckDB %s, MariaDB %s", onDuckDB["names"], direct["names"])
 			}
 		})
 	}

@@ -49,7 +49,7 @@ func TestClientPsycopgOnDuckDB(t *testing.T) {
 			d := duckProxy(t, mode)
 			for lib, extra := range map[string]map[string]string{
 				"psycopg2": {"named_cursor": "error 0A000", "with_hold": "error 0A000", "session_set": "error 0A000", "recover": "7"},
-				"psycopg3": {"prepared": "21", "pipeline": "[1, 'two', 0]", "named_cursor": "error 0A000"},
+				"psycopg3": {"prepared": "21", "pipeline": "[1, 'two', 0]", "named_cursor": "error 0A000", "names": pgNames},
 			} {
 				out, err := pgclienttest.Command(t, time.Minute, nil, "/usr/bin/python3", "cases.py", lib, d.Keywords(), "duckdb", "t_"+lib)
 				if err != nil && !strings.Contains(out, "case ") {
@@ -76,7 +76,7 @@ func TestClientNodePostgresOnDuckDB(t *testing.T) {
 				t.Fatalf("node cases.js: %v\n%s", err, out)
 			}
 			pgclienttest.Expect(t, "node-postgres on DuckDB", out, withCases(map[string]string{
-				"copy_in_tx": "error 0A000", "prepared": "21", "error_recovers": "7"}))
+				"copy_in_tx": "error 0A000", "prepared": "21", "error_recovers": "7", "names": pgNames}))
 		})
 	}
 }
@@ -92,7 +92,7 @@ func TestClientJDBCOnDuckDB(t *testing.T) {
 			}
 			// fetch_size: setAutoCommit(false) and setFetchSize(100) read 250 rows 100 at a time
 			// (Execute with a row limit, PortalSuspended), another statement running in between.
-			pgclienttest.Expect(t, "JDBC on DuckDB", out, withCases(map[string]string{"prepared": "36", "fetch_size": "31375"}))
+			pgclienttest.Expect(t, "JDBC on DuckDB", out, withCases(map[string]string{"prepared": "36", "fetch_size": "31375", "names": pgNames}))
 		})
 	}
 }

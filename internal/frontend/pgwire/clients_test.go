@@ -29,6 +29,10 @@ func pgProxy(t *testing.T, mode string) pgclienttest.DSN {
 	return pgclienttest.Proxy(t, e, mode, "demo")
 }
 
+// pgNames are the columns of the scripts' names case (select count(*), 40 + 2, lower('A'),
+// 1::text, max(a) as top) as PostgreSQL names them; DuckDB must name them the same.
+const pgNames = "count ?column? lower text top"
+
 func TestClientPsycopg2(t *testing.T) {
 	for _, mode := range poolModes {
 		t.Run(mode, func(t *testing.T) {
@@ -58,7 +62,7 @@ func TestClientPsycopg3(t *testing.T) {
 			pgclienttest.Expect(t, "psycopg3", out, map[string]string{
 				"rollback": "0", "copy_in": "(3, 2)", "copy_out": "[('1', 'a'), ('2', 'b'), ('3', None)]",
 				"notice": "hello 42", "bytea": "0100ff", "prepared": "21", "pipeline": "[1, 'two', 3]",
-				"named_cursor": "31375", "notify": inSession(mode, "ping"), "options": "1234ms",
+				"named_cursor": "31375", "notify": inSession(mode, "ping"), "options": "1234ms", "names": pgNames,
 			})
 		})
 	}
@@ -78,7 +82,7 @@ func TestClientNodePostgres(t *testing.T) {
 			pgclienttest.Expect(t, "node-postgres", out, map[string]string{
 				"rollback": "0", "copy_in": "3 2", "copy_out": `"1\ta\n2\tb\n3\t\\N\n"`, "copy_in_tx": "3",
 				"notice": "hello 42", "bytea": "0100ff", "prepared": "21",
-				"notify": inSession(mode, "ping"), "options": "1234ms", "error_recovers": "7",
+				"notify": inSession(mode, "ping"), "options": "1234ms", "error_recovers": "7", "names": pgNames,
 			})
 		})
 	}
@@ -97,7 +101,7 @@ func TestClientJDBC(t *testing.T) {
 			pgclienttest.Expect(t, "JDBC", out, map[string]string{
 				"rollback": "0", "copy_in": "3", "copy_out": `1|a;2|b;3|\N;`, "notice": "hello 42",
 				"fetch_size": "31375", "bytea": "0100ff", "prepared": "36", "batch": "3 3",
-				"notify": inSession(mode, "ping"), "options": "1234ms",
+				"notify": inSession(mode, "ping"), "options": "1234ms", "names": pgNames,
 			})
 		})
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
-func postgresBackend(t *testing.T) *frontendtest.Backend {
+func postgresBackend(t testing.TB) *frontendtest.Backend {
 	return postgresBackendAt(t, pgtest.NewDatabase(t))
 }
 

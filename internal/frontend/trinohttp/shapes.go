@@ -1,9 +1,11 @@
 package trinohttp
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/queryflux/queryflux/internal/frontend/structured"
 )
@@ -11,6 +13,7 @@ import (
 // shape is what the pages of a result of one schema need: the converter of its batches, its
 // Trino columns and their JSON. None of them changes once built, so queries share them.
 type shape struct {
+	schema      *arrow.Schema // the schema it was built from, to tell a key's collision
 	conv        *structured.Converter
 	columns     []Column
 	columnsJSON []byte
@@ -19,32 +22,77 @@ type shape struct {
 func newShape(schema *arrow.Schema) *shape {
 	conv := structured.NewConverter(schema)
 	cols := columnsFor(conv.Schema())
-	return &shape{conv: conv, columns: cols, columnsJSON: encodeColumns(cols)}
+	return &shape{schema: schema, conv: conv, columns: cols, columnsJSON: encodeColumns(cols)}
 }
 
-// shapes keeps the shapes of the schemas seen, by schema: an engine that hands the same schema
-// to every run of a statement (pgengine does) has its queries' shapes built once, not per query.
+// shapes keeps the shapes of the schemas seen, by what a shape is built from (its fields'
+// names, nullability, types and metadata), not by the schema's pointer: an engine that builds
+// a new schema per query (duckengine, mysqlengine's Arrow path) then has its queries' shapes
+// built once too, as one that hands every run of a statement the same schema (pgengine) does,
+// and the cache does not fill with shapes of schemas no query hands over again.
 type shapes struct {
 	mu sync.Mutex
-	m  map[*arrow.Schema]*shape
+	m  map[uint64]*shape // by shapeKey
 }
 
 // shapesMax bounds the shapes kept; past it the cache starts again empty.
 const shapesMax = 512
 
 func (c *shapes) of(schema *arrow.Schema) *shape {
+	key := shapeKey(schema)
 	c.mu.Lock()
-	s := c.m[schema]
+	s := c.m[key]
 	c.mu.Unlock()
-	if s != nil {
+	if s != nil && (s.schema == schema || sameFields(s.schema, schema)) {
 		return s
 	}
 	s = newShape(schema)
 	c.mu.Lock()
 	if len(c.m) >= shapesMax || c.m == nil {
-		c.m = make(map[*arrow.Schema]*shape)
+		c.m = make(map[uint64]*shape)
 	}
-	c.m[schema] = s
+	c.m[key] = s // replaces a colliding shape: a rebuild when both come back, never a wrong shape
 	c.mu.Unlock()
 	return s
+}
+
+// shapeKey hashes each field's name, nullability, type id and metadata (the engines' own type
+// names: DuckDB's JSON and VARCHAR are both Arrow strings), without allocating.
+func shapeKey(schema *arrow.Schema) uint64 {
+	var d xxhash.Digest
+	d.Reset()
+	for i := range schema.NumFields() {
+		f := schema.Field(i)
+		nullable := byte(0)
+		if f.Nullable {
+			nullable = 1
+		}
+		_, _ = d.WriteString(f.Name)
+		_, _ = d.Write([]byte{0, byte(f.Type.ID()), nullable})
+		for j, k := range f.Metadata.Keys() {
+			_, _ = d.WriteString(k)
+			_, _ = d.Write([]byte{0})
+			_, _ = d.WriteString(f.Metadata.Values()[j])
+			_, _ = d.Write([]byte{0})
+		}
+	}
+	return d.Sum64()
+}
+
+// sameFields reports whether a and b have the same fields: what shapeKey hashes, in the same
+// order, and the types' parameters (a decimal's scale, a timestamp's zone), which shapeKey
+// leaves to it. (Schema.Equal says the same of metadata in another order, but sorts each
+// field's metadata to say it: two allocations per field and query.)
+func sameFields(a, b *arrow.Schema) bool {
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		f, g := a.Field(i), b.Field(i)
+		if f.Name != g.Name || f.Nullable != g.Nullable || !arrow.TypeEqual(f.Type, g.Type, arrow.CheckMetadata()) ||
+			!slices.Equal(f.Metadata.Keys(), g.Metadata.Keys()) || !slices.Equal(f.Metadata.Values(), g.Metadata.Values()) {
+			return false
+		}
+	}
+	return true
 }

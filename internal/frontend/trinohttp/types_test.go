@@ -15,7 +15,7 @@ import (
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 )
 
-func duckBackend(t *testing.T) *frontendtest.Backend {
+func duckBackend(t testing.TB) *frontendtest.Backend {
 	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:"})
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestTrinoTypesOnPostgres(t *testing.T) {
 func TestTrinoTimeTZAndWideNumbers(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		backend func(*testing.T) *frontendtest.Backend
+		backend func(testing.TB) *frontendtest.Backend
 		sql     string
 		types   []string
 		values  []string

@@ -49,6 +49,7 @@ def warnings(sql):
     return run
 
 
+probe("names", lambda cur: (cur.execute("select count(*), 40+2, lower('A'), 'abc', 1 as one"), [d[0] for d in cur.description])[1])
 probe("create", lambda cur: cur.execute("create table t (id int primary key, j json, d decimal(10,2), dt datetime, b blob, u bigint unsigned, s varchar(5))"))
 probe("insert", lambda cur: cur.execute("insert into t values (1, '{\"a\": 1}', 1.25, '0000-00-00 00:00:00', x'00ff', 18446744073709551615, 'abc')"))
 probe("select", select("select * from t"))

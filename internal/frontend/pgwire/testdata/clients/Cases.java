@@ -28,6 +28,7 @@ public class Cases {
         run("fetch_size", Cases::fetchSize);
         run("bytea", Cases::bytea);
         run("prepared", Cases::prepared);
+        run("names", Cases::names);
         run("batch", Cases::batch);
         run("notify", Cases::notifyCase);
         run("options", Cases::options);
@@ -128,6 +129,18 @@ public class Cases {
             }
         }
         return total;
+    }
+
+    // names: result columns as PostgreSQL names them (a prepared statement: described first).
+    static Object names() throws Exception {
+        try (PreparedStatement ps = conn.prepareStatement("select count(*), 40 + 2, lower('A'), 1::text, max(a) as top from " + table)) {
+            ResultSetMetaData md = ps.executeQuery().getMetaData();
+            StringBuilder out = new StringBuilder();
+            for (int i = 1; i <= md.getColumnCount(); i++) {
+                out.append(i > 1 ? " " : "").append(md.getColumnLabel(i));
+            }
+            return out.toString();
+        }
     }
 
     static Object batch() throws Exception {

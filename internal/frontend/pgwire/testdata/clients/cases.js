@@ -47,6 +47,10 @@ async function main() {
       const r = await client.query('select $1::bytea as v', [Buffer.from([1, 0, 255])]);
       return r.rows[0].v.toString('hex');
     },
+    async names() { // result columns as PostgreSQL names them: what rows are keyed by
+      const r = await client.query({ text: `select count(*), 40 + 2, lower('A'), 1::text, max(a) as top from ${table}`, rowMode: 'array' });
+      return r.fields.map((f) => f.name).join(' ');
+    },
     async prepared() {
       let total = 0;
       for (let i = 0; i < 6; i++) {

@@ -207,9 +207,13 @@ def psycopg3_cases():
         with psycopg.connect(dsn, options="-c statement_timeout=1234") as c:
             return c.execute("show statement_timeout").fetchone()[0]
 
+    def names():  # result columns as PostgreSQL names them: what dict rows are keyed by
+        cur = conn.execute("select count(*), 40 + 2, lower('A'), 1::text, max(a) as top from %s" % table)
+        return " ".join(d.name for d in cur.description)
+
     for name, fn in [("rollback", rollback), ("copy_in", copy_in), ("copy_out", copy_out), ("notice", notice),
                      ("bytea", bytea), ("prepared", prepared), ("pipeline", pipeline),
-                     ("named_cursor", named_cursor), ("notify", notify), ("options", options)]:
+                     ("named_cursor", named_cursor), ("notify", notify), ("options", options), ("names", names)]:
         case(name, fn)
         if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             conn.rollback()

@@ -1,0 +1,376 @@
+package duckengine
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// Result column names as the client's own database would give them. DuckDB names a column
+// that is neither a column nor an alias by its expression's text (`count_star()`, `(40 + 2)`,
+// `lower("name")`); clients look columns up by name, and each expects its database's rule:
+// PostgreSQL's (FigureColname: `count`, `?column?`, `bool`), MySQL's (the item as written:
+// `count(*)`, `40+2`) and Trino's (`_col0`). Flight SQL clients get DuckDB's own names.
+//
+// The rules read DuckDB's parse of the statement (json_serialize_sql: the same grammar as
+// PostgreSQL's, so `true` is a cast of 't' to BOOLEAN as in PostgreSQL), once per statement
+// text and protocol. A statement the rules cannot map item for item (a `*`, a parse error)
+// keeps DuckDB's names, and so do the columns of a `*`.
+
+// namesCacheMax bounds the statements whose names are kept (the whole cache is dropped when
+// full: a workload of unrepeated statements pays one parse per statement either way), and
+// namesCachedSQLMax the length of a statement kept, so the cache stays small.
+const (
+	namesCacheMax     = 512
+	namesCachedSQLMax = 4096
+)
+
+type namesKey struct{ protocol, sql string }
+
+var namesCache = struct {
+	sync.Mutex
+	m map[namesKey][]string // nil value: keep DuckDB's names
+}{m: map[namesKey][]string{}}
+
+// clientNames returns the names q's result columns should have for q's protocol, or nil to keep
+// DuckDB's. It parses q.SQL on conn, so call it before running anything else there.
+func clientNames(ctx context.Context, conn *sql.Conn, q *query.Request) []string {
+	if q.Protocol != query.ProtocolPostgres && q.Protocol != query.ProtocolMySQL && q.Protocol != query.ProtocolTrino {
+		return nil
+	}
+	key := namesKey{q.Protocol, q.SQL}
+	namesCache.Lock()
+	names, ok := namesCache.m[key]
+	namesCache.Unlock()
+	if ok {
+		return names
+	}
+	var parsed string
+	if conn.QueryRowContext(ctx, "SELECT CAST(json_serialize_sql(CAST(? AS VARCHAR)) AS VARCHAR)", q.SQL).Scan(&parsed) != nil {
+		return nil // not cached: the context may have ended
+	}
+	names = namesFor(q.Protocol, q.SQL, parsed)
+	if len(q.SQL) > namesCachedSQLMax {
+		return names
+	}
+	namesCache.Lock()
+	if len(namesCache.m) >= namesCacheMax {
+		clear(namesCache.m)
+	}
+	namesCache.m[key] = names
+	namesCache.Unlock()
+	return names
+}
+
+// starItem stands, among clientNames' names, for the columns a * expanded to, which keep
+// DuckDB's names.
+const starItem = "*"
+
+// perColumn spreads names (one per select item) over n columns: the one * item, if any, over
+// as many columns as the others leave; nil when they do not fit. "" keeps DuckDB's name.
+func perColumn(names []string, n int) []string {
+	star := slices.Index(names, starItem)
+	if star < 0 {
+		if len(names) != n {
+			return nil
+		}
+		return names
+	}
+	if len(names)-1 > n {
+		return nil
+	}
+	out := make([]string, 0, n)
+	out = append(out, names[:star]...)
+	out = append(out, make([]string, n-(len(names)-1))...)
+	return append(out, names[star+1:]...)
+}
+
+// rename gives cols the names from clientNames.
+func rename(cols []column, names []string) {
+	names = perColumn(names, len(cols))
+	for i := range names {
+		if names[i] != "" {
+			cols[i].name = names[i]
+		}
+	}
+}
+
+// astNode is the part of json_serialize_sql's expression nodes the rules read.
+type astNode struct {
+	Class        string     `json:"class"`
+	Type         string     `json:"type"`
+	Alias        string     `json:"alias"`
+	FunctionName string     `json:"function_name"`
+	IsOperator   bool       `json:"is_operator"`
+	ColumnNames  []string   `json:"column_names"`
+	Children     []*astNode `json:"children"`
+	Child        *astNode   `json:"child"`
+	ElseExpr     *astNode   `json:"else_expr"`
+	CastType     *struct {
+		ID string `json:"id"`
+	} `json:"cast_type"`
+	// Location is the node's byte offset in the statement; some nodes DuckDB makes up (the
+	// cast that stands for TRUE and FALSE, an INTERVAL literal's) have none (2^64-1).
+	Location     float64 `json:"query_location"`
+	SubqueryType string  `json:"subquery_type"`
+	Subquery     *struct {
+		Node *queryNode `json:"node"`
+	} `json:"subquery"`
+}
+
+// queryNode is a SELECT (SELECT_NODE) or a set operation of two (SET_OPERATION_NODE).
+type queryNode struct {
+	Type       string     `json:"type"`
+	SelectList []*astNode `json:"select_list"`
+	Left       *queryNode `json:"left"`
+}
+
+// selectList is the items naming a query's columns: a set operation's come from its left side.
+func (n *queryNode) selectList() []*astNode {
+	for n != nil && n.Type == "SET_OPERATION_NODE" {
+		n = n.Left
+	}
+	if n == nil || n.Type != "SELECT_NODE" {
+		return nil
+	}
+	return n.SelectList
+}
+
+// namesFor applies protocol's rule to the items of parsed (json_serialize_sql of sqlText);
+// nil when it cannot name every column.
+func namesFor(protocol, sqlText, parsed string) []string {
+	var doc struct {
+		Error      bool `json:"error"`
+		Statements []struct {
+			Node *queryNode `json:"node"`
+		} `json:"statements"`
+	}
+	if json.Unmarshal([]byte(parsed), &doc) != nil || doc.Error || len(doc.Statements) != 1 {
+		return nil
+	}
+	items := doc.Statements[0].Node.selectList()
+	if len(items) == 0 {
+		return nil
+	}
+	stars := 0
+	for _, it := range items {
+		if it.Class == "STAR" {
+			stars++
+		}
+	}
+	if stars > 1 {
+		return nil // which columns each one expanded to is unknown
+	}
+	names := make([]string, len(items))
+	defer func() { // a * keeps DuckDB's names, the table's columns' own
+		for i, it := range items {
+			if it.Class == "STAR" {
+				names[i] = starItem
+			}
+		}
+	}()
+	switch protocol {
+	case query.ProtocolPostgres:
+		for i, it := range items {
+			names[i] = pgColumnName(it)
+		}
+	case query.ProtocolTrino:
+		for i, it := range items {
+			if names[i] = plainName(it); names[i] == "" {
+				names[i] = "_col" + strconv.Itoa(i)
+			}
+		}
+	case query.ProtocolMySQL:
+		texts := selectItemTexts(sqlText)
+		if len(texts) != len(items) {
+			return nil
+		}
+		for i, it := range items {
+			if names[i] = plainName(it); names[i] == "" {
+				names[i] = mysqlItemName(texts[i])
+			}
+		}
+	}
+	return names
+}
+
+// plainName is an item's alias, or the column a column reference names; "" for others.
+func plainName(n *astNode) string {
+	if n.Alias != "" {
+		return n.Alias
+	}
+	if n.Class == "COLUMN_REF" && len(n.ColumnNames) > 0 {
+		return n.ColumnNames[len(n.ColumnNames)-1]
+	}
+	return ""
+}
+
+// pgColumnName is PostgreSQL's name for an output column (parser/parse_target.c,
+// FigureColname): "?column?" when the expression suggests none.
+func pgColumnName(n *astNode) string {
+	if n.Alias != "" {
+		return n.Alias
+	}
+	if name, strength := pgFigure(n); strength > 0 {
+		return name
+	}
+	return "?column?"
+}
+
+// pgFigure is FigureColnameInternal: a name and its strength (0 none, 1 a fallback such as a
+// cast's type name or "case", 2 a name the expression gives).
+func pgFigure(n *astNode) (string, int) {
+	if n == nil {
+		return "", 0
+	}
+	switch n.Class {
+	case "COLUMN_REF":
+		return plainName(n), 2
+	case "FUNCTION", "WINDOW":
+		if n.IsOperator {
+			return "", 0
+		}
+		return pgFunctionName(n.FunctionName), 2
+	case "CAST":
+		if n.Location >= 1<<63 && n.CastType != nil && n.CastType.ID == "BOOLEAN" {
+			return "", 0 // TRUE or FALSE: a constant to PostgreSQL too
+		}
+		if name, strength := pgFigure(n.Child); strength > 1 {
+			return name, strength
+		}
+		if n.CastType != nil {
+			if name, ok := pgTypeNames[n.CastType.ID]; ok {
+				return name, 1
+			}
+		}
+		return "", 0
+	case "CASE":
+		if name, strength := pgFigure(n.ElseExpr); strength > 1 {
+			return name, strength
+		}
+		return "case", 1
+	case "COLLATE":
+		return pgFigure(n.Child)
+	case "OPERATOR":
+		switch n.Type {
+		case "OPERATOR_COALESCE":
+			return "coalesce", 2
+		case "ARRAY_CONSTRUCTOR":
+			return "array", 2
+		case "ARRAY_EXTRACT", "ARRAY_SLICE": // x[1], x[1:2]: named as x
+			if len(n.Children) > 0 {
+				return pgFigure(n.Children[0])
+			}
+		}
+		return "", 0
+	case "SUBQUERY":
+		switch n.SubqueryType {
+		case "EXISTS":
+			return "exists", 2
+		case "SCALAR":
+			if n.Subquery != nil {
+				if items := n.Subquery.Node.selectList(); len(items) > 0 && items[0].Class != "STAR" {
+					return pgColumnName(items[0]), 2
+				}
+			}
+		}
+		return "", 0
+	}
+	return "", 0
+}
+
+// pgFunctionName undoes DuckDB's renames of functions PostgreSQL names by what was written.
+func pgFunctionName(duck string) string {
+	switch duck {
+	case "count_star":
+		return "count"
+	}
+	return duck
+}
+
+// pgTypeNames are PostgreSQL's names of the types DuckDB's casts carry: what PostgreSQL names
+// a column that is only a cast of a constant (`true` is 't'::bool, `date '2020-01-01'`).
+// DuckDB keeps VARCHAR for both varchar and text; text is the common spelling.
+var pgTypeNames = map[string]string{
+	"BOOLEAN": "bool", "TINYINT": "int2", "SMALLINT": "int2", "INTEGER": "int4", "BIGINT": "int8",
+	"HUGEINT": "numeric", "FLOAT": "float4", "DOUBLE": "float8", "DECIMAL": "numeric",
+	"VARCHAR": "text", "BLOB": "bytea", "DATE": "date", "TIME": "time", "TIMESTAMP": "timestamp",
+	"TIMESTAMP WITH TIME ZONE": "timestamptz", "INTERVAL": "interval", "UUID": "uuid", "JSON": "json", "BIT": "bit",
+}
+
+// selectItemTexts splits the select list of sqlText's outermost SELECT at its top-level commas
+// and returns each item as written; nil when there is no such list.
+func selectItemTexts(sqlText string) []string {
+	toks := sqltok.SignificantTokens(sqlText, sqltok.MySQL)
+	depth, i := 0, 0
+	for ; i < len(toks); i++ { // the first SELECT outside parentheses (after any WITH)
+		if depth == 0 && toks[i].Kind == sqltok.Word && strings.EqualFold(toks[i].Text, "select") {
+			break
+		}
+		depth += parenStep(toks[i])
+	}
+	i++
+	for i < len(toks) && toks[i].Kind == sqltok.Word && selectModifiers[strings.ToLower(toks[i].Text)] {
+		i++
+	}
+	var texts []string
+	start := i
+	for depth = 0; i <= len(toks); i++ {
+		end := i == len(toks) || depth == 0 && (toks[i].Kind == sqltok.Word && listEnds[strings.ToLower(toks[i].Text)] ||
+			toks[i].Kind == sqltok.Punct && (toks[i].Text == "," || toks[i].Text == ";" || toks[i].Text == ")"))
+		if !end {
+			depth += parenStep(toks[i])
+			continue
+		}
+		if start >= i {
+			return nil
+		}
+		last := toks[i-1]
+		texts = append(texts, sqlText[toks[start].Pos:last.Pos+len(last.Text)])
+		if i == len(toks) || toks[i].Text != "," {
+			return texts
+		}
+		start = i + 1
+	}
+	return texts
+}
+
+func parenStep(t sqltok.Token) int {
+	if t.Kind == sqltok.Punct {
+		switch t.Text {
+		case "(", "[":
+			return 1
+		case ")", "]":
+			return -1
+		}
+	}
+	return 0
+}
+
+// selectModifiers may follow SELECT before its first item.
+var selectModifiers = map[string]bool{"distinct": true, "all": true, "distinctrow": true, "high_priority": true,
+	"straight_join": true, "sql_small_result": true, "sql_big_result": true, "sql_buffer_result": true,
+	"sql_no_cache": true, "sql_cache": true, "sql_calc_found_rows": true}
+
+// listEnds are the words that end a select list outside parentheses.
+var listEnds = map[string]bool{"from": true, "where": true, "group": true, "having": true, "order": true,
+	"limit": true, "union": true, "except": true, "intersect": true, "into": true, "window": true,
+	"qualify": true, "for": true, "lock": true}
+
+// mysqlItemName is MySQL's name of an item without an alias: its text as written, but a string
+// literal's value.
+func mysqlItemName(text string) string {
+	toks := sqltok.SignificantTokens(text, sqltok.MySQL)
+	if len(toks) == 1 && toks[0].Kind == sqltok.String && len(text) >= 2 {
+		q := text[:1]
+		return strings.ReplaceAll(text[1:len(text)-1], q+q, q)
+	}
+	return text
+}

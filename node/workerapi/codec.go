@@ -1,0 +1,425 @@
+package workerapi
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Heartbeats and their answers travel by the thousand per simulated second, and reflection was
+// a tenth of a simulated fleet's CPU (RESULTS.md, "## Simulator"). So they have a codec of their
+// own for the common case: EncodeHeartbeat writes exactly the bytes json.Marshal writes, and
+// DecodeHeartbeat reads exactly those bytes (the canonical form) without reflection. Anything
+// else (text that needs escaping, a number or time json.Marshal refuses, a body another encoder
+// wrote: whitespace, other key order, escapes) goes through encoding/json itself, so the bytes
+// and the decoded values never differ from it: TestEncodeHeartbeatIsJSONMarshal and
+// TestDecodeHeartbeatIsStrictEncodingJSON hold the codec to encoding/json both ways.
+
+// EncodeHeartbeat is json.Marshal(hb), without reflection.
+func EncodeHeartbeat(hb *Heartbeat) ([]byte, error) {
+	e := encoder{b: make([]byte, 0, 384)}
+	e.heartbeat(hb)
+	if !e.ok {
+		return json.Marshal(hb)
+	}
+	return e.b, nil
+}
+
+// AppendHeartbeatAck appends json.Marshal(ack) to dst, without reflection.
+func AppendHeartbeatAck(dst []byte, ack *HeartbeatAck) ([]byte, error) {
+	e := encoder{b: dst, ok: true}
+	e.b = append(e.b, `{"state":`...)
+	e.str(ack.State)
+	if ack.CurrentRevision != "" {
+		e.b = append(e.b, `,"currentRevision":`...)
+		e.str(ack.CurrentRevision)
+	}
+	e.b = append(e.b, `,"heartbeatIntervalSecs":`...)
+	e.float(ack.HeartbeatIntervalSecs)
+	e.b = append(e.b, '}')
+	if !e.ok {
+		b, err := json.Marshal(ack)
+		return append(dst, b...), err
+	}
+	return e.b, nil
+}
+
+// DecodeHeartbeatAck is json.Unmarshal(data, &ack): the canonical form (and the newline
+// WriteJSON ends it with) without reflection.
+func DecodeHeartbeatAck(data []byte) (HeartbeatAck, error) {
+	var ack HeartbeatAck
+	r := reader{b: data}
+	ok := r.lit(`{"state":`) && r.str(&ack.State)
+	if ok && r.lit(`,"currentRevision":`) {
+		ok = r.str(&ack.CurrentRevision)
+	}
+	ok = ok && r.lit(`,"heartbeatIntervalSecs":`) && r.float(&ack.HeartbeatIntervalSecs) && r.lit("}")
+	r.lit("\n")
+	if ok && r.end() {
+		return ack, nil
+	}
+	ack = HeartbeatAck{}
+	err := json.Unmarshal(data, &ack)
+	return ack, err
+}
+
+// encoder appends the canonical form; ok turns false at the first value it leaves to
+// encoding/json.
+type encoder struct {
+	b  []byte
+	ok bool
+}
+
+func (e *encoder) heartbeat(hb *Heartbeat) {
+	e.ok = true
+	e.b = append(e.b, `{"seq":`...)
+	e.b = strconv.AppendUint(e.b, hb.Seq, 10)
+	e.b = append(e.b, `,"sentAt":`...)
+	e.time(hb.SentAt)
+	e.b = append(e.b, `,"revision":{`...)
+	more := e.optStr(false, "active", hb.Revision.Active)
+	e.optStr(more, "lastSeen", hb.Revision.LastSeen)
+	e.b = append(e.b, `},"config":{`...)
+	c := &hb.Config
+	if e.optStr(false, "source", c.Source) {
+		e.b = append(e.b, ',')
+	}
+	e.b = append(e.b, `"stale":`...)
+	e.b = strconv.AppendBool(e.b, c.Stale)
+	e.b = append(e.b, `,"stalenessSecs":`...)
+	e.float(c.StalenessSecs)
+	e.optTime("lastSyncAt", c.LastSyncAt)
+	e.optTime("lastSyncAttemptAt", c.LastSyncAttemptAt)
+	e.optStr(true, "lastSyncError", c.LastSyncError)
+	e.b = append(e.b, `,"syncFailures":`...)
+	e.b = strconv.AppendUint(e.b, c.SyncFailures, 10)
+	e.b = append(e.b, `,"consecutiveSyncFailures":`...)
+	e.b = strconv.AppendUint(e.b, c.ConsecutiveSyncFailures, 10)
+	e.b = append(e.b, `},"coordination":{`...)
+	more = e.optStr(false, "policy", hb.Coordination.Policy)
+	e.optStr(more, "mode", hb.Coordination.Mode)
+	e.b = append(e.b, `},"history":{"sent":`...)
+	e.b = strconv.AppendUint(e.b, hb.History.Sent, 10)
+	e.b = append(e.b, `,"dropped":`...)
+	e.b = strconv.AppendUint(e.b, hb.History.Dropped, 10)
+	e.b = append(e.b, `,"pending":`...)
+	e.b = strconv.AppendUint(e.b, hb.History.Pending, 10)
+	e.b = append(e.b, '}')
+	for i, f := range hb.Frontends {
+		if i == 0 {
+			e.b = append(e.b, `,"frontends":[`...)
+		} else {
+			e.b = append(e.b, ',')
+		}
+		e.str(f)
+	}
+	if len(hb.Frontends) > 0 {
+		e.b = append(e.b, ']')
+	}
+	e.b = append(e.b, `,"health":{"state":`...)
+	e.str(hb.Health.State)
+	e.b = append(e.b, `,"loopLagSeconds":`...)
+	e.float(hb.Health.LoopLagSeconds)
+	e.optTime("since", hb.Health.Since)
+	e.b = append(e.b, `}}`...)
+}
+
+// optStr appends an omitempty string member (a comma first when more) and reports whether the
+// object now has a member.
+func (e *encoder) optStr(more bool, key, s string) bool {
+	if s == "" {
+		return more
+	}
+	if more {
+		e.b = append(e.b, ',')
+	}
+	e.b = append(e.b, '"')
+	e.b = append(e.b, key...)
+	e.b = append(e.b, `":`...)
+	e.str(s)
+	return true
+}
+
+// optTime appends an omitzero time member that follows another member.
+func (e *encoder) optTime(key string, t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	e.b = append(e.b, `,"`...)
+	e.b = append(e.b, key...)
+	e.b = append(e.b, `":`...)
+	e.time(t)
+}
+
+// str appends s if it is plain text (printable ASCII that encoding/json does not escape).
+func (e *encoder) str(s string) {
+	if !plain(s) {
+		e.ok = false
+		return
+	}
+	e.b = append(e.b, '"')
+	e.b = append(e.b, s...)
+	e.b = append(e.b, '"')
+}
+
+// plain reports whether encoding/json writes s between quotes as it is (it escapes control
+// characters, quotes, backslashes and, for HTML, <, > and &; it checks non-ASCII text).
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// float appends f as encoding/json's float64 encoder does.
+func (e *encoder) float(f float64) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		e.ok = false
+		return
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	e.b = strconv.AppendFloat(e.b, f, format, -1, 64)
+	if n := len(e.b); format == 'e' && n >= 4 && e.b[n-4] == 'e' && e.b[n-3] == '-' && e.b[n-2] == '0' {
+		e.b[n-2] = e.b[n-1] // e-09 is written e-9
+		e.b = e.b[:n-1]
+	}
+}
+
+// time appends t as time.Time.MarshalJSON does.
+func (e *encoder) time(t time.Time) {
+	b, err := t.AppendText(append(e.b, '"'))
+	if err != nil {
+		e.ok = false
+		return
+	}
+	e.b = append(b, '"')
+}
+
+// decodeCanonical reads a heartbeat in the canonical form EncodeHeartbeat writes; false for any
+// other body (the strict decoder's to judge).
+func decodeCanonical(data []byte) (Heartbeat, bool) {
+	var hb Heartbeat
+	r := reader{b: data, bad: len(data) > BodyBytesMax}
+	r.need(`{"seq":`)
+	r.uint(&hb.Seq)
+	r.need(`,"sentAt":`)
+	r.time(&hb.SentAt)
+	r.need(`,"revision":{`)
+	more := r.optStr(false, "active", &hb.Revision.Active)
+	r.optStr(more, "lastSeen", &hb.Revision.LastSeen)
+	r.need(`},"config":{`)
+	c := &hb.Config
+	if r.optStr(false, "source", &c.Source) {
+		r.need(",")
+	}
+	r.need(`"stale":`)
+	r.bool(&c.Stale)
+	r.need(`,"stalenessSecs":`)
+	r.float(&c.StalenessSecs)
+	r.optTime("lastSyncAt", &c.LastSyncAt)
+	r.optTime("lastSyncAttemptAt", &c.LastSyncAttemptAt)
+	r.optStr(true, "lastSyncError", &c.LastSyncError)
+	r.need(`,"syncFailures":`)
+	r.uint(&c.SyncFailures)
+	r.need(`,"consecutiveSyncFailures":`)
+	r.uint(&c.ConsecutiveSyncFailures)
+	r.need(`},"coordination":{`)
+	more = r.optStr(false, "policy", &hb.Coordination.Policy)
+	r.optStr(more, "mode", &hb.Coordination.Mode)
+	r.need(`},"history":{"sent":`)
+	r.uint(&hb.History.Sent)
+	r.need(`,"dropped":`)
+	r.uint(&hb.History.Dropped)
+	r.need(`,"pending":`)
+	r.uint(&hb.History.Pending)
+	r.need("}")
+	if r.lit(`,"frontends":[`) {
+		for !r.bad {
+			var f string
+			r.str(&f)
+			hb.Frontends = append(hb.Frontends, f)
+			if r.lit("]") {
+				break
+			}
+			r.need(",")
+		}
+	}
+	r.need(`,"health":{"state":`)
+	r.str(&hb.Health.State)
+	r.need(`,"loopLagSeconds":`)
+	r.float(&hb.Health.LoopLagSeconds)
+	r.optTime("since", &hb.Health.Since)
+	r.need("}}")
+	if !r.end() {
+		return Heartbeat{}, false
+	}
+	return hb, true
+}
+
+// reader reads the canonical form. A required part that is not there (need, or a value that
+// is not what its reader reads) marks the body bad: every later read then fails too, and end
+// refuses the body. lit and the opt readers read a part only if it is there.
+type reader struct {
+	b   []byte
+	i   int
+	bad bool
+}
+
+func (r *reader) end() bool { return !r.bad && r.i == len(r.b) }
+
+// lit consumes s if it comes next.
+func (r *reader) lit(s string) bool {
+	if r.bad || len(r.b)-r.i < len(s) || string(r.b[r.i:r.i+len(s)]) != s {
+		return false
+	}
+	r.i += len(s)
+	return true
+}
+
+// need consumes s, which must come next.
+func (r *reader) need(s string) {
+	if !r.lit(s) {
+		r.fail()
+	}
+}
+
+func (r *reader) fail() bool {
+	r.bad = true
+	return false
+}
+
+// optStr reads an omitempty string member if it is next (after a comma when more), and reports
+// whether the object now has a member.
+func (r *reader) optStr(more bool, key string, s *string) bool {
+	mark := r.i
+	if (more && !r.lit(",")) || !r.lit(`"`) || !r.lit(key) || !r.lit(`":`) {
+		r.i = mark
+		return more
+	}
+	return r.str(s)
+}
+
+// optTime reads an omitzero time member that follows another member, if it is next.
+func (r *reader) optTime(key string, t *time.Time) {
+	mark := r.i
+	if !r.lit(`,"`) || !r.lit(key) || !r.lit(`":`) {
+		r.i = mark
+		return
+	}
+	r.time(t)
+}
+
+// str reads a string of plain text (see plain): what encoding/json decodes to those bytes.
+func (r *reader) str(s *string) bool {
+	b, ok := r.text()
+	if ok {
+		*s = string(b)
+	}
+	return ok
+}
+
+// text reads a string of plain text and returns the bytes between its quotes.
+func (r *reader) text() ([]byte, bool) {
+	if !r.lit(`"`) {
+		return nil, r.fail()
+	}
+	start := r.i
+	for ; r.i < len(r.b) && r.b[r.i] != '"'; r.i++ {
+		if c := r.b[r.i]; c < 0x20 || c >= 0x7f || c == '\\' {
+			return nil, r.fail()
+		}
+	}
+	if r.i == len(r.b) {
+		return nil, r.fail()
+	}
+	r.i++
+	return r.b[start : r.i-1], true
+}
+
+// number reads a JSON number's bytes (RFC 8259's grammar).
+func (r *reader) number() ([]byte, bool) {
+	start := r.i
+	digits := func() int {
+		n := 0
+		for r.i < len(r.b) && r.b[r.i] >= '0' && r.b[r.i] <= '9' {
+			r.i++
+			n++
+		}
+		return n
+	}
+	r.lit("-")
+	if r.i < len(r.b) && r.b[r.i] == '0' {
+		r.i++
+	} else if digits() == 0 {
+		return nil, r.fail()
+	}
+	if r.lit(".") && digits() == 0 {
+		return nil, r.fail()
+	}
+	if r.lit("e") || r.lit("E") {
+		_ = r.lit("+") || r.lit("-")
+		if digits() == 0 {
+			return nil, r.fail()
+		}
+	}
+	return r.b[start:r.i], !r.bad
+}
+
+// uint reads a number as encoding/json reads one into a uint64.
+func (r *reader) uint(v *uint64) bool {
+	num, ok := r.number()
+	if !ok {
+		return false
+	}
+	n, err := strconv.ParseUint(string(num), 10, 64)
+	if err != nil {
+		return r.fail()
+	}
+	*v = n
+	return true
+}
+
+// float reads a number as encoding/json reads one into a float64.
+func (r *reader) float(v *float64) bool {
+	num, ok := r.number()
+	if !ok {
+		return false
+	}
+	f, err := strconv.ParseFloat(string(num), 64)
+	if err != nil {
+		return r.fail()
+	}
+	*v = f
+	return true
+}
+
+func (r *reader) bool(v *bool) bool {
+	switch {
+	case r.lit("true"):
+		*v = true
+	case r.lit("false"):
+		*v = false
+	default:
+		return r.fail()
+	}
+	return true
+}
+
+// time reads a string as time.Time.UnmarshalJSON does (it takes the bytes between the quotes
+// as they are).
+func (r *reader) time(t *time.Time) bool {
+	b, ok := r.text()
+	if !ok {
+		return false
+	}
+	if err := t.UnmarshalText(b); err != nil {
+		return r.fail()
+	}
+	return true
+}
