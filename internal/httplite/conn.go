@@ -35,7 +35,7 @@ type conn struct {
 	remote string
 	tls    *tls.ConnectionState
 	over   bool // beyond ConnectionsMax: every request is refused
-	linger bool // an answer was written: close with lingerClose
+	linger bool // the client may still be sending what was not read: close with lingerClose
 
 	// The watch of a request's client (Options.Watch): a read in the background.
 	watchDone chan struct{} // closed when that read returned; nil when none runs
@@ -119,7 +119,6 @@ func (c *conn) loop() {
 			c.end()
 			return
 		}
-		c.linger = false
 	}
 }
 
@@ -203,7 +202,8 @@ func check(req *http.Request) (int, string) {
 
 // lingerClose ends the sending side, then reads and drops what the client still sends for a
 // while: closing with unread bytes would reset the connection, and the reset can overtake the
-// answer the client has not read yet (net/http waits likewise).
+// answer the client has not read yet (net/http waits likewise, in the same cases: a body or a
+// head left unread).
 func lingerClose(rwc net.Conn) {
 	if cw, ok := rwc.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
@@ -240,7 +240,7 @@ func (c *conn) serveRequest(req *http.Request) int {
 		w.header.Set("Connection", "close")
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
 		w.finish()
-		c.linger = true
+		c.linger = req.Body != http.NoBody // unread: the client may still be sending it
 		return closeConn
 	}
 	ctx := c.ctx
@@ -274,9 +274,9 @@ func (c *conn) serveRequest(req *http.Request) int {
 	}
 	if !w.done {
 		w.finish()
-		c.linger = true // should the connection close now, the client reads this answer first
 	}
 	if !w.keep() {
+		c.linger = w.reqBody != nil && !w.reqBody.ended // the client may still be sending it
 		return closeConn
 	}
 	return nextRequest
@@ -298,7 +298,6 @@ func Detach(w http.ResponseWriter, wait time.Duration) bool {
 	}
 	rw.finish()
 	c := rw.c
-	c.linger = true
 	if !rw.keep() || !c.s.busy(c, false) {
 		rw.close = true
 		return false
@@ -324,7 +323,6 @@ const (
 // takeOver serves the connection on the timer's goroutine, unless the handler returned first.
 func (c *conn) takeOver() {
 	if c.handover.Load().CompareAndSwap(handWaiting, handTaken) {
-		c.linger = false
 		c.loop()
 	}
 }
