@@ -94,3 +94,27 @@ func TestMemoryRevokesBySelection(t *testing.T) {
 		t.Errorf("revoke of the expired 2 s later: %q, want w3 (%v)", ids(got), short.ExpiresAt)
 	}
 }
+
+// TestMemoryListsByClusterThenGeneration: List of every cluster orders leases by cluster name,
+// then generation, whatever the order they were granted in.
+func TestMemoryListsByClusterThenGeneration(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	m := capacity.NewMemory()
+	for _, c := range []string{"b", "a", "b", "c", "a"} {
+		if _, err := m.Acquire(ctx, c, "w", 5, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ls, err := m.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range ls {
+		got = append(got, l.ID)
+	}
+	if strings.Join(got, " ") != "a#1 a#2 b#1 b#2 c#1" {
+		t.Fatalf("listed %v", got)
+	}
+}

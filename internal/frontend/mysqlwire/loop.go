@@ -105,6 +105,11 @@ type loopRun struct {
 	final               bool // stopped at the statement's last packet, for the goroutine
 	waiting, unplugging bool // a client packet is held until the statement's conn is out
 
+	// stmt is the request of the statement the loop admits, one per run: the core keeps none
+	// once the statement is finished, before the loop reads the next one, and a request handed
+	// to the goroutine (admittedReq) ends the run.
+	stmt query.Request
+
 	// An admitted statement whose engine connection the goroutine opens (held meanwhile), and
 	// the engine tag of its capacity lease ("": none).
 	adm    *proxy.Admission
@@ -330,7 +335,8 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 	if !loopStatement(sql) {
 		return relayloop.Pause
 	}
-	req := h.request(sql, nil)
+	req := &lr.stmt
+	h.fill(req, sql, nil)
 	adm, ok, err := h.s.backend.(passthroughBackend).AdmitPassthrough(lr.noWait, req, canRelay)
 	switch {
 	case errors.Is(err, engine.ErrWouldWait):
