@@ -21,6 +21,7 @@ type snapshot struct {
 	leases   map[string][]capacity.Lease                // cluster -> leases (workload; nil: no control plane answered)
 	admitted map[string]int                             // worker -> guard grants so far (workload)
 	running  map[string]bool                            // worker -> its process runs
+	routing  map[string][]string                        // user -> the clusters the files route it to, read after registry (workload)
 	// cpMetrics is each answering control plane's /metrics, when a check reads it.
 	cpMetrics map[string]string
 }
@@ -179,6 +180,29 @@ func (c *stateCheck) result(r *runner) (bool, string) {
 	}
 	what := map[string]string{"registryState": "registry state", "reportedHealth": "reported health", "selfHealth": "self health", "configStatus": "config"}[c.kind]
 	return pass, fmt.Sprintf("%s %s %q in [%v, %v]: %s", what, c.win.Mode, c.want, c.win.From, c.win.To, strings.Join(parts, "; "))
+}
+
+// lagBudget: a worker's health flips after healthFlips probes in a row later than the lag
+// threshold, and flips back after as many on time; the control plane hears it with the next
+// heartbeat. A registry state changes when one heartbeat is more than staleAfter less the
+// heartbeat interval late (evicted: evictGrace more).
+func (c *stateCheck) lagBudget(r *runner) (lagBudget, bool) {
+	iv := r.intervals()
+	flipped := time.Duration(iv.healthFlips) * iv.healthProbe
+	const health = "lag threshold the workers judge their own health by"
+	switch {
+	case c.kind == "selfHealth":
+		return lagBudget{iv.lagThreshold, health, iv.healthFlips, iv.healthProbe, c.win.From, c.win.To, flipped, c.names}, true
+	case c.kind == "reportedHealth":
+		return lagBudget{iv.lagThreshold, health, iv.healthFlips, iv.healthProbe, c.win.From, c.win.To, flipped + iv.heartbeat, c.names}, true
+	case c.kind == "registryState" && c.want == workerapi.StateEvicted:
+		return lagBudget{iv.staleAfter + iv.evictGrace - iv.heartbeat, "a heartbeat may be late before its worker is evicted (staleAfter and evictGrace less the heartbeat interval)",
+			1, 0, c.win.From, c.win.To, iv.staleAfter + iv.evictGrace, nil}, true
+	case c.kind == "registryState":
+		return lagBudget{iv.staleAfter - iv.heartbeat, "a heartbeat may be late before its worker is stale (staleAfter less the heartbeat interval)",
+			1, 0, c.win.From, c.win.To, iv.staleAfter, nil}, true
+	}
+	return lagBudget{}, false
 }
 
 // tokenRevokedCheck sends, at `at`, a heartbeat with the last session token the worker's link

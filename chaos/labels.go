@@ -179,15 +179,27 @@ type reportedRevision struct {
 	groups   []string // the groups of the revision served for its labels
 }
 
-// configWholeCheck is configNeverHalfApplied as the daemons show it: a worker's runtime is not
-// visible from outside, so it holds every running worker to running only revisions the control
-// plane served as current (never one it refused or never published: /admin/workers' revision
-// and current), and, from convergedFrom on, to the current one at every look.
+// configWholeCheck is configNeverHalfApplied as the daemons show it. A worker's runtime is not
+// visible from outside, but what it does with a query is: the engine's answer names the cluster
+// that ran it (chaos/workload.go). So the check holds every running worker to
+//   - running only revisions the control plane served as current (never one it refused or never
+//     published: /admin/workers' revision and current), and, from convergedFrom on, the current
+//     one at every look;
+//   - and sending each query only to a cluster the revision it reported running sends that user
+//     to (the route and the group's members of that revision, as the control planes' files said
+//     when the revision was first served). A worker that applied a revision's routes but not its
+//     members, or the reverse, puts queries where no revision it ran would.
 type configWholeCheck struct {
 	convergedFrom time.Duration
-	served        map[string]bool     // revisions the control plane named current
-	ran           map[string][]string // worker -> revisions it reported, in order
-	lagging       []string            // after convergedFrom, a worker not on the current revision
+	served        map[string]map[string][]string // revision -> user -> clusters it routes to
+	ran           map[string][]reported          // worker -> revisions it reported, in order
+	lagging       []string                       // after convergedFrom, a worker not on the current revision
+}
+
+// reported is a revision a worker reported running, first seen at (scenario time).
+type reported struct {
+	rev string
+	at  time.Duration
 }
 
 func planConfigWhole(c *scenarios.CheckSpec) (realCheck, string) {
@@ -197,7 +209,7 @@ func planConfigWhole(c *scenarios.CheckSpec) (realCheck, string) {
 	if err := c.Params.Decode(&a); err != nil {
 		return nil, err.Error()
 	}
-	return &configWholeCheck{convergedFrom: a.ConvergedFrom, served: map[string]bool{}, ran: map[string][]string{}}, ""
+	return &configWholeCheck{convergedFrom: a.ConvergedFrom, served: map[string]map[string][]string{}, ran: map[string][]reported{}}, ""
 }
 
 func (c *configWholeCheck) look(sc *scenarios.Scenario, s *snapshot) {
@@ -207,11 +219,11 @@ func (c *configWholeCheck) look(sc *scenarios.Scenario, s *snapshot) {
 		if !s.cpUp[cp] || !known || !wi.Online || !s.running[name] || wi.Revision == "" {
 			continue
 		}
-		if wi.Current {
-			c.served[wi.Revision] = true
+		if _, seen := c.served[wi.Revision]; wi.Current && !seen {
+			c.served[wi.Revision] = s.routing
 		}
-		if r := c.ran[name]; len(r) == 0 || r[len(r)-1] != wi.Revision {
-			c.ran[name] = append(r, wi.Revision)
+		if r := c.ran[name]; len(r) == 0 || r[len(r)-1].rev != wi.Revision {
+			c.ran[name] = append(r, reported{wi.Revision, s.t})
 		}
 		if c.convergedFrom > 0 && s.t >= c.convergedFrom && !wi.Current && len(c.lagging) < 5 {
 			c.lagging = append(c.lagging, fmt.Sprintf("at %v %s runs %.8s, not the current revision", s.t.Round(time.Millisecond), name, wi.Revision))
@@ -219,19 +231,62 @@ func (c *configWholeCheck) look(sc *scenarios.Scenario, s *snapshot) {
 	}
 }
 
-func (c *configWholeCheck) result(*runner) (bool, string) {
-	var unserved []string
+func (c *configWholeCheck) result(r *runner) (bool, string) {
+	var problems []string
 	for _, name := range slices.Sorted(maps.Keys(c.ran)) {
-		for _, rev := range c.ran[name] {
-			if !c.served[rev] {
-				unserved = append(unserved, fmt.Sprintf("%s ran %.8s, never the current revision", name, rev))
+		for _, rep := range c.ran[name] {
+			if _, ok := c.served[rep.rev]; !ok {
+				problems = append(problems, fmt.Sprintf("%s ran %.8s, never the current revision", name, rep.rev))
 			}
 		}
 	}
-	problems := append(unserved, c.lagging...)
+	problems = append(problems, c.lagging...)
+	judged, misrouted := c.landings(r)
+	problems = append(problems, misrouted...)
 	if len(problems) > 0 {
 		return false, strings.Join(problems, "; ")
 	}
-	return true, fmt.Sprintf("every worker ran only revisions the control plane served as current (%d revisions); from %v on, the current one at every look (read from /admin/workers; a worker's runtime is not visible from outside)",
-		len(c.served), c.convergedFrom)
+	return true, fmt.Sprintf("every worker ran only revisions the control plane served as current (%d revisions); from %v on, the current one at every look (read from /admin/workers); "+
+		"%d answered queries ran on a cluster the revision their worker reported routes them to",
+		len(c.served), c.convergedFrom, judged)
+}
+
+// landings judges each answered query against the revisions its worker reported while it ran.
+// A report reaches a look up to a heartbeat and a look after the worker switched, so a query
+// may have run under any revision reported from that long before it was sent until as long
+// after it was answered. A query no look can place (its worker not seen) is not judged.
+func (c *configWholeCheck) landings(r *runner) (judged int, misrouted []string) {
+	if r.wl == nil {
+		return 0, nil
+	}
+	slack := time.Duration(float64(r.intervals().heartbeat+r.pollEvery())/r.opts.TimeScale) + 100*time.Millisecond
+	for _, l := range r.wl.landings() {
+		revs := c.ran[l.worker]
+		allowed, placed := map[string]bool{}, false
+		var names []string
+		for i, rep := range revs {
+			until := time.Duration(1<<63 - 1)
+			if i+1 < len(revs) {
+				until = revs[i+1].at
+			}
+			routing, served := c.served[rep.rev]
+			if !served || rep.at > l.to+slack || until < l.from-slack {
+				continue
+			}
+			placed = true
+			names = append(names, fmt.Sprintf("%.8s: %s", rep.rev, routing[l.user]))
+			for _, cl := range routing[l.user] {
+				allowed[cl] = true
+			}
+		}
+		if !placed {
+			continue
+		}
+		judged++
+		if !allowed[l.cluster] && len(misrouted) < 5 {
+			misrouted = append(misrouted, fmt.Sprintf("half-applied: %s's query as %s, sent at %v, ran on cluster %s; the revisions it reported then route %s to %s",
+				l.worker, l.user, l.from.Round(time.Millisecond), l.cluster, l.user, strings.Join(names, ", ")))
+		}
+	}
+	return judged, misrouted
 }

@@ -47,21 +47,17 @@ func (r *Report) Print(w io.Writer) {
 			}
 		}
 	}
-	pass, unsup := 0, 0
-	for _, c := range r.Checks {
-		switch c.Verdict {
-		case "PASS":
-			pass++
-		case "UNSUPPORTED":
-			unsup++
-		}
-	}
-	fmt.Fprintf(tw, "real\t%.3f\t%d/%d (%d unsupported)\t%s\n", r.WallSeconds, pass, len(r.Checks)-unsup, unsup, verdict(r.Pass()))
+	n := r.counts()
+	fmt.Fprintf(tw, "real\t%.3f\t%d/%d (%d unsupported, %d inconclusive)\t%s\n", r.WallSeconds, n["PASS"], len(r.Checks)-n["UNSUPPORTED"],
+		n["UNSUPPORTED"], n["INCONCLUSIVE"], r.Outcome())
 	tw.Flush()
 	for _, c := range r.Checks {
 		if c.Verdict != "PASS" {
 			fmt.Fprintf(w, "  %s %s: %s\n", c.Verdict, c.Name, c.Detail)
 		}
+	}
+	if r.HostLag != nil {
+		fmt.Fprintf(w, "  host lag: %s\n", r.HostLag)
 	}
 	for _, wl := range []struct {
 		run string
@@ -88,6 +84,15 @@ func (r *Report) Print(w io.Writer) {
 	if r.LogDir != "" {
 		fmt.Fprintf(w, "daemon logs: %s\n", r.LogDir)
 	}
+}
+
+// counts is how many of the real run's checks got each verdict.
+func (r *Report) counts() map[string]int {
+	n := map[string]int{}
+	for _, c := range r.Checks {
+		n[c.Verdict]++
+	}
+	return n
 }
 
 func verdict(pass bool) string {
@@ -139,18 +144,17 @@ func PrintCompare(w io.Writer, reps []*Report) {
 		}
 		checks := "-"
 		if r.Sim != nil {
-			pass, real := 0, 0
+			pass := 0
 			for _, c := range r.Sim.Checks {
 				if c.Pass {
 					pass++
 				}
 			}
-			for _, c := range r.Checks {
-				if c.Verdict == "PASS" {
-					real++
-				}
+			n := r.counts()
+			checks = fmt.Sprintf("%d/%d / %d/%d", pass, len(r.Sim.Checks), n["PASS"], len(r.Checks))
+			if n["INCONCLUSIVE"] > 0 {
+				checks += fmt.Sprintf(" (%d inconclusive: host lag)", n["INCONCLUSIVE"])
 			}
-			checks = fmt.Sprintf("%d/%d / %d/%d", pass, len(r.Sim.Checks), real, len(r.Checks))
 		}
 		name := r.Scenario
 		if len(r.Skipped) > 0 {

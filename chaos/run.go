@@ -52,8 +52,10 @@ type Options struct {
 
 // Verdict is one check's outcome in the real run.
 type Verdict struct {
-	Name    string `json:"name"`
-	Verdict string `json:"verdict"` // PASS, FAIL, UNSUPPORTED
+	Name string `json:"name"`
+	// Verdict is PASS, FAIL, UNSUPPORTED, or INCONCLUSIVE: the host itself was later than the
+	// check tolerates inside its window, so the host could have decided it (hostlag.go).
+	Verdict string `json:"verdict"`
 	Detail  string `json:"detail"`
 }
 
@@ -78,20 +80,31 @@ type Report struct {
 	Workload *scenarios.WorkloadSummary `json:"workload,omitempty"`
 	// Skipped lists what --skip-unsupported left out of the run (events, checks).
 	Skipped []string `json:"skipped,omitempty"`
+	// HostLag is how late the runner's own timer came while the fleet ran (nil: it did not run).
+	HostLag *HostLag `json:"host_lag,omitempty"`
 }
 
 // Supported reports whether the scenario ran.
 func (r *Report) Supported() bool { return len(r.Unsupported) == 0 }
 
-// Pass reports whether every supported check of the real run passed.
-func (r *Report) Pass() bool {
+// Outcome is the real run's verdict: FAIL if a check failed; else INCONCLUSIVE if the host's
+// lag could have decided a check (that check was not tested: it never counts as a pass); else
+// PASS. Unsupported checks (run with SkipUnsupported) do not count.
+func (r *Report) Outcome() string {
+	out := "PASS"
 	for _, c := range r.Checks {
-		if c.Verdict == "FAIL" {
-			return false
+		switch c.Verdict {
+		case "FAIL":
+			return "FAIL"
+		case "INCONCLUSIVE":
+			out = "INCONCLUSIVE"
 		}
 	}
-	return true
+	return out
 }
+
+// Pass reports whether every supported check of the real run passed.
+func (r *Report) Pass() bool { return r.Outcome() == "PASS" }
 
 // Agreeing counts the metrics within Tolerance, of those seen in both runs.
 func (r *Report) Agreeing() (agree, total int) {
@@ -124,6 +137,8 @@ type runner struct {
 	peers *peerNet       // nil without faults between workers
 	// readCPMetrics: every look reads the control planes' /metrics (a check needs them).
 	readCPMetrics bool
+	// lag times the runner's own wake-ups while the fleet runs (hostlag.go).
+	lag *hostLag
 
 	history historyTotals
 	// storeTimes is what the control planes' lease store calls took, read at the workload's end.
@@ -363,6 +378,8 @@ func (r *runner) teardown() {
 
 // run boots the fleet, plays the timeline while polling, and judges the checks.
 func (r *runner) run(ctx context.Context, rep *Report) (*observer, error) {
+	r.lag = startHostLag()
+	defer r.lag.close()
 	if err := r.boot(ctx); err != nil {
 		return nil, err
 	}
@@ -422,6 +439,9 @@ func (r *runner) run(ctx context.Context, rep *Report) (*observer, error) {
 	r.sleepUntil(ctx, sc.Duration)
 	close(stopPoll)
 	<-polled
+	r.lag.close()
+	hl := r.lag.summary(r.sinceStart)
+	rep.HostLag = &hl
 	r.pending.Wait()
 	stopWorkload()
 	for name, l := range r.links {
@@ -445,7 +465,7 @@ func (r *runner) run(ctx context.Context, rep *Report) (*observer, error) {
 		v := Verdict{Name: c.name, Verdict: "UNSUPPORTED", Detail: "not supported in chaos: " + c.why}
 		if c.check != nil {
 			pass, detail := c.check.result(r)
-			v = Verdict{Name: c.name, Verdict: map[bool]string{true: "PASS", false: "FAIL"}[pass], Detail: detail}
+			v = r.hostVerdict(c.check, Verdict{Name: c.name, Verdict: map[bool]string{true: "PASS", false: "FAIL"}[pass], Detail: detail})
 		}
 		rep.Checks = append(rep.Checks, v)
 	}
@@ -455,6 +475,8 @@ func (r *runner) run(ctx context.Context, rep *Report) (*observer, error) {
 // starve approximates "every timer fires delay late" for d: the process is stopped for delay,
 // runs for a quarter of it (at least 10 ms), and again, so whatever falls due while it is
 // stopped runs up to delay late.
+// The runner's own timer paces the bursts, so each run of the process is recorded as it
+// happened (a late host lengthens them; hostVerdict reads them).
 func (r *runner) starve(p *proc, delay, d time.Duration) {
 	run := max(delay/4, 10*time.Millisecond)
 	end := time.Now().Add(d)
@@ -466,7 +488,11 @@ func (r *runner) starve(p *proc, delay, d time.Duration) {
 			p.signal(syscall.SIGSTOP, false)
 			time.Sleep(min(delay, time.Until(end)))
 			p.signal(syscall.SIGCONT, false)
+			resumed := time.Now()
 			time.Sleep(run)
+			if time.Now().Before(end) {
+				r.lag.starveRan(p.name, resumed, time.Since(resumed))
+			}
 		}
 	}()
 }
@@ -491,6 +517,7 @@ func (r *runner) sleepUntil(ctx context.Context, at time.Duration) bool {
 type intervals struct {
 	heartbeat, staleAfter, evictGrace, reaper time.Duration
 	healthProbe, lagThreshold                 time.Duration
+	healthFlips                               int // the binary's default: no flag sets it
 }
 
 func (r *runner) intervals() intervals {
@@ -499,7 +526,7 @@ func (r *runner) intervals() intervals {
 		ReaperInterval: iv.Reaper, AllowShortTimeouts: true}.WithDefaults()
 	wcfg := worker.Config{HealthProbeInterval: iv.HealthProbe, LagThreshold: iv.LagThreshold}.WithDefaults()
 	return intervals{r.scale(cfg.HeartbeatInterval), r.scale(cfg.StaleAfter), r.scale(cfg.EvictGrace), r.scale(cfg.ReaperInterval),
-		r.scale(wcfg.HealthProbeInterval), r.scale(wcfg.LagThreshold)}
+		r.scale(wcfg.HealthProbeInterval), r.scale(wcfg.LagThreshold), wcfg.HealthFlips}
 }
 
 // boot starts every control plane (a fresh migrated database each), a proxy per worker, and the

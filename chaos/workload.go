@@ -75,6 +75,7 @@ type fleetWorkload struct {
 	hist      map[string]*histSeen
 	crashes   map[string]int
 	keys      map[int][][]drawn // arrival index -> its keys' draws
+	landed    []landing         // the queries PostgreSQL engines answered, where each ran
 
 	groupSeen      map[string]*groupCounters // worker -> its cache hits and finished queries by group
 	groupSubmitted map[string]int            // counted queries sent, by group
@@ -220,10 +221,7 @@ func (f *fleetWorkload) sharedSections() string {
 	}
 	b.WriteString("clusterGroups:\n")
 	for _, g := range f.wl.Groups {
-		members := g.Members
-		if m, ok := f.members[g.Name]; ok {
-			members = m
-		}
+		members := f.membersOf(g)
 		strategy := g.Strategy
 		if strategy == "" {
 			strategy = "roundRobin"
@@ -233,14 +231,42 @@ func (f *fleetWorkload) sharedSections() string {
 	}
 	b.WriteString("routers:\n")
 	for _, g := range f.wl.Groups {
-		target := g.Name
-		if t, ok := f.routes[g.Name]; ok {
-			target = t
-		}
-		fmt.Fprintf(&b, "  - {type: compound, group: %s, conditions: [{type: user, user: %s}]}\n", target, g.Name)
+		fmt.Fprintf(&b, "  - {type: compound, group: %s, conditions: [{type: user, user: %s}]}\n", f.routeOf(g.Name), g.Name)
 	}
 	fmt.Fprintf(&b, "routingFallback: %s\nsettings: {security: {trustLoopback: true}}\n", f.wl.Groups[0].Name)
 	return b.String()
+}
+
+// membersOf is group g's members as the control planes' files say now.
+func (f *fleetWorkload) membersOf(g scenarios.WorkloadGroup) []string {
+	if m, ok := f.members[g.Name]; ok {
+		return m
+	}
+	return g.Members
+}
+
+// routeOf is the group the files route user's queries to now (an arrival's group is its user).
+func (f *fleetWorkload) routeOf(user string) string {
+	if t, ok := f.routes[user]; ok {
+		return t
+	}
+	return user
+}
+
+// routing is, for each user, the clusters the files let its queries run on now: the members of
+// the group its router names.
+func (f *fleetWorkload) routing() map[string][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string][]string{}
+	for _, user := range f.wl.Groups {
+		for _, g := range f.wl.Groups {
+			if g.Name == f.routeOf(user.Name) {
+				out[user.Name] = f.membersOf(g)
+			}
+		}
+	}
+	return out
 }
 
 func (f *fleetWorkload) controlPlaneConfig(api, dbURL string) string {
@@ -305,13 +331,14 @@ func (f *fleetWorkload) createEngines(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("chaos: engine database of %s: %w", c.Name, err)
 		}
-		// Index i+1 picks this cluster's drawn duration and outcome out of every cluster's.
+		// Index i+1 picks this cluster's drawn duration and outcome out of every cluster's, and
+		// the answer names the cluster that ran the query (where the worker's routing sent it).
 		_, err = conn.Exec(ctx, fmt.Sprintf(`CREATE FUNCTION qf_chaos(d float8[], fail bool[]) RETURNS int LANGUAGE plpgsql AS $$
 BEGIN
 	PERFORM pg_sleep(d[%d]);
 	IF fail[%d] THEN RAISE EXCEPTION 'drawn engine failure'; END IF;
-	RETURN 1;
-END $$`, i+1, i+1))
+	RETURN %d;
+END $$`, i+1, i+1, i+1))
 		conn.Close(context.Background())
 		if err != nil {
 			return fmt.Errorf("chaos: engine function of %s: %w", c.Name, err)
@@ -543,16 +570,19 @@ func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (
 		ds[i], fails[i] = fmt.Sprintf("%.3f", d.d.Seconds()), fmt.Sprint(d.fail)
 	}
 	sql := fmt.Sprintf("SELECT qf_chaos(ARRAY[%s]::float8[], ARRAY[%s])%s", strings.Join(ds, ","), strings.Join(fails, ","), q.alias)
-	connURL := fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable&connect_timeout=5", group, f.pg[worker], group)
+	connURL := fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable&connect_timeout=5", group, f.pg[worker], f.clientDatabase())
 	conn, err := pgx.Connect(ctx, connURL)
 	if err != nil {
 		return outRefused, 0
 	}
 	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, sql, pgx.QueryExecModeSimpleProtocol)
+	sent := f.r.now()
+	var cluster int
+	err = conn.QueryRow(ctx, sql, pgx.QueryExecModeSimpleProtocol).Scan(&cluster)
 	var pe *pgconn.PgError
 	switch {
 	case err == nil:
+		f.ranOn(landing{worker: worker, user: group, cluster: f.wl.Clusters[cluster-1].Name, from: sent, to: f.r.now()})
 		return outSucceeded, maxDraw(draws)
 	case errors.As(err, &pe) && leaseLost(pe.Code == query.CodeCapacityTimeout, pe.Message):
 		return outLost, 0
@@ -568,6 +598,38 @@ func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (
 		return outCancelled, 0
 	}
 	return outLost, 0 // the connection broke while the query ran
+}
+
+// clientDatabase is the database the arrivals' PostgreSQL clients name: an engine database,
+// which the workers accept and no group is named after, so the routers decide where a query
+// goes, as they do for the simulator's arrivals (a database naming a group would decide before
+// them, and a configEdit of routes would change nothing).
+func (f *fleetWorkload) clientDatabase() string {
+	for _, c := range f.wl.Clusters {
+		if c.Engine != config.EngineMySQL {
+			return f.engines[c.Name]
+		}
+	}
+	return ""
+}
+
+// landing is one query an engine answered: the worker and user (arrival group) it was sent
+// as, the cluster whose engine ran it, and when it was sent and answered (scenario time).
+type landing struct {
+	worker, user, cluster string
+	from, to              time.Duration
+}
+
+func (f *fleetWorkload) ranOn(l landing) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.landed = append(f.landed, l)
+}
+
+func (f *fleetWorkload) landings() []landing {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.landed)
 }
 
 // leaseLost tells, of an error with the capacity-timeout code, an admitted query whose lease was
@@ -873,6 +935,7 @@ type historyTotals struct {
 // that answers), each worker's guard grants and history counters.
 func (f *fleetWorkload) look(s *snapshot) {
 	r := f.r
+	s.routing = f.routing()
 	for _, cp := range slices.Sorted(maps.Keys(r.api)) {
 		if !s.cpUp[cp] {
 			continue

@@ -20,6 +20,12 @@ import (
 // pgCluster is the YAML of a cluster named pg on the database at dbURL, with a cap.
 func pgCluster(t *testing.T, dbURL string, maxRunning int) string {
 	t.Helper()
+	return pgClusterWith(t, dbURL, maxRunning, "")
+}
+
+// pgClusterWith is pgCluster with more settings of its group (", queryTimeoutSecs: 1").
+func pgClusterWith(t *testing.T, dbURL string, maxRunning int, group string) string {
+	t.Helper()
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -32,10 +38,10 @@ func pgCluster(t *testing.T, dbURL string, maxRunning int) string {
     credentials: {user: "%s"}
     maxRunningQueries: %d
 clusterGroups:
-  - {name: main, members: [pg], maxQueuedQueries: 200, capacityWaitTimeoutSecs: 30}
+  - {name: main, members: [pg], maxQueuedQueries: 200, capacityWaitTimeoutSecs: 30%s}
 routingFallback: main
 settings: {security: {trustLoopback: true}}
-`, u.Host, strings.TrimPrefix(u.Path, "/"), u.User.Username(), maxRunning)
+`, u.Host, strings.TrimPrefix(u.Path, "/"), u.User.Username(), maxRunning, group)
 }
 
 func hostPort(t *testing.T, addr string) (string, string) {

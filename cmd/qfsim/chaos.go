@@ -29,7 +29,8 @@ type chaosFlags struct {
 // chaosCmd: `qfsim chaos FILE... --time-scale S [--seed N] [--json] [--compare] [--skip-unsupported]`
 // runs scenario files against real processes and compares them with the simulation. A file
 // with parts real processes cannot do is reported UNSUPPORTED and fails the command, unless
-// --skip-unsupported runs it without those parts (listed as skipped); a failing check fails it.
+// --skip-unsupported runs it without those parts (listed as skipped); a failing check fails it,
+// and so does a check the host's own lag left INCONCLUSIVE. The last line counts the outcomes.
 func chaosCmd() *cobra.Command {
 	var f chaosFlags
 	cmd := &cobra.Command{
@@ -63,9 +64,14 @@ func runChaos(ctx context.Context, out io.Writer, paths []string, f chaosFlags) 
 	defer stop()
 	failed := false
 	var reports []*chaos.Report
+	outcomes := map[string]int{}
 	defer func() {
 		if f.compare {
 			chaos.PrintCompare(out, reports)
+		}
+		if !f.json {
+			fmt.Fprintf(out, "chaos: %d files: %d PASS, %d FAIL, %d INCONCLUSIVE (the host too late to tell: not a pass), %d UNSUPPORTED, %d broke or did not load\n",
+				len(paths), outcomes["PASS"], outcomes["FAIL"], outcomes["INCONCLUSIVE"], outcomes["UNSUPPORTED"], outcomes["broke"])
 		}
 	}()
 	for _, path := range paths {
@@ -73,6 +79,7 @@ func runChaos(ctx context.Context, out io.Writer, paths []string, f chaosFlags) 
 		if err != nil {
 			fmt.Fprintf(out, "%v\n\n", err) // the other files still run
 			failed = true
+			outcomes["broke"]++
 			continue
 		}
 		opts := chaos.Options{TimeScale: f.timeScale, Seed: f.seed, Bin: f.bin, MaxProcesses: f.maxProcs, SkipUnsupported: f.skip}
@@ -83,12 +90,19 @@ func runChaos(ctx context.Context, out io.Writer, paths []string, f chaosFlags) 
 		if err != nil {
 			fmt.Fprintf(out, "scenario %s (%s): the real run broke: %v\n\n", sc.Name, path, err)
 			failed = true
+			outcomes["broke"]++
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			continue
 		}
 		reports = append(reports, rep)
+		if rep.Supported() {
+			outcomes[rep.Outcome()]++
+		} else {
+			outcomes["UNSUPPORTED"]++
+		}
+		// An INCONCLUSIVE file fails the command too: nothing was shown to hold.
 		failed = failed || !rep.Pass() || (!rep.Supported() && !f.skip)
 		if f.json {
 			for i := range rep.Metrics {

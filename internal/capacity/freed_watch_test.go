@@ -2,6 +2,7 @@ package capacity_test
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -72,5 +73,42 @@ func TestWatchFreedWakesTheWaitingHead(t *testing.T) {
 				t.Fatalf("the waiting acquire after the notice %q: %v, want granted", notice, err)
 			}
 		})
+	}
+}
+
+// TestNoWaitAcquireDoesNotJumpTheQueue: in ordered mode, an acquire that will not wait is
+// denied while another waits, even with a slot free that the waiting head has not seen yet
+// (freed where no wake-up reaches it); it would otherwise take the waiter's turn.
+func TestNoWaitAcquireDoesNotJumpTheQueue(t *testing.T) {
+	store := capacity.NewMemory()
+	api := capacity.NewAPI(store, store, env.Real(nil), nil).Ordered().PollEvery(time.Hour)
+	srv := httptest.NewServer(serveAPI(api))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	held, err := store.Acquire(ctx, "c1", "w1", 1, time.Minute, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		remote := capacity.NewRemote(srv.URL, srv.Client(), nil).WithAcquireWait(20 * time.Second)
+		_, _ = remote.Acquire(ctx, "c1", "w2", 1, time.Minute, time.Now())
+	}()
+	for { // until w2's acquire waits
+		c, err := store.Contention(ctx, "c1", "w1", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Others {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := store.Release(ctx, held.Ref()); err != nil {
+		t.Fatal(err)
+	}
+	remote := capacity.NewRemote(srv.URL, srv.Client(), nil)
+	if l, err := remote.Acquire(ctx, "c1", "w3", 1, time.Minute, time.Now()); !errors.Is(err, capacity.ErrAtCapacity) {
+		t.Fatalf("an acquire that does not wait, with w2 waiting: %+v, %v; want at capacity", l, err)
 	}
 }

@@ -2,6 +2,7 @@ package capacity_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,5 +33,88 @@ func TestMemoryWithClockIgnoresSkewedCallers(t *testing.T) {
 	db = db.Add(time.Minute)
 	if revoked, _ := m.Revoke(ctx, capacity.Selection{Expired: true}, slow); len(revoked) != 1 {
 		t.Fatalf("a lease past its expiry by the store's clock was not revoked: %+v", revoked)
+	}
+}
+
+// TestMemoryWithClockRenewsByItsOwnClock: a renewal from a caller whose clock runs an hour
+// ahead is judged and stamped by the store's clock: the lease is live there, so it is renewed,
+// to the store's now plus the TTL. A renewal from a caller an hour behind cannot keep a lease
+// the store's clock has seen expire.
+func TestMemoryWithClockRenewsByItsOwnClock(t *testing.T) {
+	db := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	m := capacity.NewMemory().WithClock(func() time.Time { return db })
+	ctx := context.Background()
+	l, err := m.Acquire(ctx, "c", "w", 1, time.Minute, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db = db.Add(30 * time.Second)
+	renewed, err := m.Renew(ctx, l.Ref(), time.Minute, db.Add(time.Hour))
+	if err != nil || !renewed.ExpiresAt.Equal(db.Add(time.Minute)) {
+		t.Fatalf("renewal from a caller an hour ahead: %+v %v, want expiry %v", renewed, err, db.Add(time.Minute))
+	}
+	db = db.Add(2 * time.Minute)
+	if _, err := m.Renew(ctx, l.Ref(), time.Minute, db.Add(-time.Hour)); err == nil {
+		t.Fatal("a caller an hour behind renewed a lease expired by the store's clock")
+	}
+}
+
+// TestMemoryRevokesBySelection: a revocation selects by holder (a worker session that ended),
+// by expiry, or by naming the leases, and nothing else: another holder's live lease stays.
+func TestMemoryRevokesBySelection(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	m := capacity.NewMemory()
+	_, _ = m.Acquire(ctx, "c", "w1", 3, time.Minute, now)
+	theirs, _ := m.Acquire(ctx, "c", "w2", 3, time.Minute, now)
+	short, _ := m.Acquire(ctx, "c", "w3", 3, time.Second, now)
+	ids := func(ls []capacity.Lease) string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.Holder)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, c := range []struct {
+		sel  capacity.Selection
+		want string
+	}{
+		{capacity.Selection{}, ""},
+		{capacity.Selection{Holder: "w1"}, "w1"},
+		{capacity.Selection{Holder: "nobody"}, ""},
+		{capacity.Selection{Expired: true}, ""},
+		{capacity.Selection{Refs: []capacity.LeaseRef{theirs.Ref()}}, "w2"},
+	} {
+		got, err := m.Revoke(ctx, c.sel, now)
+		if err != nil || ids(got) != c.want {
+			t.Errorf("revoke %+v at the start: %q %v, want %q", c.sel, ids(got), err, c.want)
+		}
+	}
+	if got, _ := m.Revoke(ctx, capacity.Selection{Expired: true}, now.Add(2*time.Second)); ids(got) != "w3" {
+		t.Errorf("revoke of the expired 2 s later: %q, want w3 (%v)", ids(got), short.ExpiresAt)
+	}
+}
+
+// TestMemoryListsByClusterThenGeneration: List of every cluster orders leases by cluster name,
+// then generation, whatever the order they were granted in.
+func TestMemoryListsByClusterThenGeneration(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	m := capacity.NewMemory()
+	for _, c := range []string{"b", "a", "b", "c", "a"} {
+		if _, err := m.Acquire(ctx, c, "w", 5, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ls, err := m.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range ls {
+		got = append(got, l.ID)
+	}
+	if strings.Join(got, " ") != "a#1 a#2 b#1 b#2 c#1" {
+		t.Fatalf("listed %v", got)
 	}
 }

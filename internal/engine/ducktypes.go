@@ -81,3 +81,28 @@ func DuckDBField(name, dbType string, t arrow.DataType) arrow.Field {
 	return arrow.Field{Name: name, Type: t, Nullable: true,
 		Metadata: arrow.NewMetadata([]string{MetaDuckDBType}, []string{dbType})}
 }
+
+// DuckDBArrayOID is the PostgreSQL array type of a DuckDB list or fixed-size array of a scalar
+// type with an Arrow type here (INTEGER[] is int4[]; INTEGER[][] and INTEGER[3] too: PostgreSQL's
+// arrays have dimensions, not nesting or sizes). ok is false for anything else (not a list, or a
+// list of JSON, intervals, structs, maps...), which PostgreSQL clients get as text.
+func DuckDBArrayOID(name string) (oid uint32, ok bool) {
+	elem := strings.TrimRight(name, "[]0123456789")
+	if elem == name || elem == "JSON" || !strings.HasSuffix(name, "]") {
+		return 0, false
+	}
+	t, ok := DuckDBType(elem)
+	if !ok {
+		return 0, false
+	}
+	elemOID, _ := pgTypeForArrow(DuckDBField("", elem, t))
+	et, ok := pgTypeNames.TypeForOID(elemOID)
+	if !ok {
+		return 0, false
+	}
+	at, ok := pgTypeNames.TypeForName("_" + et.Name)
+	if !ok {
+		return 0, false
+	}
+	return at.OID, true
+}

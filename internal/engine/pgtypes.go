@@ -147,7 +147,8 @@ func pgTypeForArrow(f arrow.Field) (uint32, int32) {
 	case *arrow.Decimal256Type:
 		return pgtype.NumericOID, -1
 	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
-		switch d, _ := f.Metadata.GetValue(MetaDuckDBType); d {
+		d, _ := f.Metadata.GetValue(MetaDuckDBType)
+		switch d {
 		case "JSON":
 			return pgtype.JSONOID, -1
 		case "HUGEINT", "UHUGEINT", "VARINT":
@@ -158,6 +159,9 @@ func pgTypeForArrow(f arrow.Field) (uint32, int32) {
 			return pgtype.TimetzOID, -1
 		case "BIT", "BITSTRING":
 			return pgtype.VarbitOID, -1
+		}
+		if oid, ok := DuckDBArrayOID(d); ok {
+			return oid, -1
 		}
 		return pgtype.TextOID, -1
 	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:

@@ -8,11 +8,13 @@ package worker
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/query"
@@ -68,26 +70,76 @@ var rejectedCodes = map[string]bool{
 
 // HistoryRecord converts the proxy core's finished-query record for the history. A failed
 // query the proxy refused before it ran (queue full, denied, no route) is "rejected". It runs on
-// the finished query's goroutine, before the client's answer: it only copies fields and formats
-// the trace (one allocation per step); the uplink redacts later, on its sender.
+// the finished query's goroutine (or the event loop's thread), before the client's answer: it
+// only copies fields and looks its trace's lines up (routingTrace); the uplink redacts later,
+// on its sender. The record's RoutingTrace may be shared with other records: never modify it.
 func HistoryRecord(r proxy.Record) history.Record {
 	status := history.Status(r.Status)
 	if r.Status == proxy.StatusFailed && rejectedCodes[r.ErrorCode] {
 		status = history.StatusRejected
 	}
-	var trace []string
-	if len(r.Trace) > 0 {
-		trace = make([]string, len(r.Trace))
-		for i, s := range r.Trace {
-			trace[i] = traceLine(s)
-		}
-	}
+	trace := routingTrace(r.Trace)
 	return history.Record{
 		QueryID: r.QueryID, User: r.User, Protocol: r.Protocol, Group: r.Group, Cluster: r.Cluster,
 		SQL: r.SQL, Status: status, ErrorCode: r.ErrorCode, Error: r.Error,
 		QueueMs: r.QueueMs, ExecMs: r.ExecMs, Rows: r.Rows, Bytes: r.Bytes, CacheHit: r.CacheHit,
 		RoutingTrace: trace, StartedAt: r.Start, EndedAt: r.End,
 	}
+}
+
+// traceLines memoizes routingTrace by the steps (key is its last key's buffer): a node's
+// routers give few distinct traces, and formatting each record's cost allocations on the
+// query's path. A memoized trace is shared by the records with it. Emptied when full.
+var traceLines struct {
+	sync.Mutex
+	key []byte
+	m   map[string][]string
+}
+
+// traceLinesMax bounds traceLines; traceKeyMax is the longest key it keeps.
+const (
+	traceLinesMax = 256
+	traceKeyMax   = 4096
+)
+
+// routingTrace is the history's routing trace for steps: one traceLine each, nil for none.
+func routingTrace(steps []proxy.TraceStep) []string {
+	if len(steps) == 0 {
+		return nil
+	}
+	traceLines.Lock()
+	defer traceLines.Unlock()
+	key := traceLines.key[:0]
+	for _, s := range steps {
+		key = appendText(appendText(appendText(append(key, boolByte(s.Matched)), s.Router), s.Group), s.Reason)
+	}
+	traceLines.key = key
+	if lines, ok := traceLines.m[string(key)]; ok {
+		return lines
+	}
+	lines := make([]string, len(steps))
+	for i, s := range steps {
+		lines[i] = traceLine(s)
+	}
+	if len(key) <= traceKeyMax {
+		if len(traceLines.m) >= traceLinesMax || traceLines.m == nil {
+			traceLines.m = make(map[string][]string)
+		}
+		traceLines.m[string(key)] = lines
+	}
+	return lines
+}
+
+// appendText appends s after its length.
+func appendText(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // traceLine is "router: matched -> group (reason)" or "router: no (reason)".

@@ -120,6 +120,35 @@ func TestHistoryRecordTraceLines(t *testing.T) {
 	}
 }
 
+// The trace lines are memoized by the steps: a trace seen before gives the same lines without
+// an allocation, and steps that differ in any field (even where their texts run together, or
+// only in Matched) get their own lines, also after the memo was emptied by many traces.
+func TestHistoryRecordTraceMemo(t *testing.T) {
+	check := func(steps []proxy.TraceStep, want ...string) {
+		t.Helper()
+		for range 2 {
+			r := historyProxyRecord()
+			r.Trace = steps
+			if got := HistoryRecord(r).RoutingTrace; strings.Join(got, "|") != strings.Join(want, "|") || len(got) != len(want) {
+				t.Fatalf("trace %q, want %q", got, want)
+			}
+		}
+	}
+	check([]proxy.TraceStep{{Router: "a", Matched: true, Group: "bc"}}, "a: matched -> bc")
+	check([]proxy.TraceStep{{Router: "ab", Matched: true, Group: "c"}}, "ab: matched -> c")
+	check([]proxy.TraceStep{{Router: "ab", Group: "c"}}, "ab: no")
+	check([]proxy.TraceStep{{Router: "ab", Reason: "c"}}, "ab: no (c)")
+	check([]proxy.TraceStep{{Router: "ab"}, {Router: "c"}}, "ab: no", "c: no")
+	for i := range 2 * traceLinesMax {
+		check([]proxy.TraceStep{{Router: "user", Matched: true, Group: "g", Reason: fmt.Sprintf("user u%d", i)}}, fmt.Sprintf("user: matched -> g (user u%d)", i))
+	}
+	check([]proxy.TraceStep{{Router: "a", Matched: true, Group: "bc"}}, "a: matched -> bc")
+	r := historyProxyRecord()
+	if n := testing.AllocsPerRun(100, func() { _ = HistoryRecord(r) }); n != 0 {
+		t.Fatalf("HistoryRecord of a trace seen before allocates %.0f times", n)
+	}
+}
+
 // BenchmarkHistoryRecord is HistoryRecord's cost on the finished query's goroutine.
 func BenchmarkHistoryRecord(b *testing.B) {
 	r := historyProxyRecord()

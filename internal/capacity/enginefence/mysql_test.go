@@ -53,9 +53,12 @@ func TestFenceKillsTheLeasesMySQLStatements(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	for n := 0; n != 2; {
+	for n, deadline := 0, time.Now().Add(30*time.Second); n != 2; {
 		if err := admin.QueryRow("SELECT count(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '/* qf-lease:my#% */ SELECT SLEEP%'").Scan(&n); err != nil {
 			t.Fatal(err)
+		}
+		if n != 2 && time.Now().After(deadline) {
+			t.Fatalf("%d statements in the process list start with their lease's comment \"/* qf-lease:my#N */ \", want 2", n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -302,7 +302,7 @@ var pgTypeNames = map[string]string{
 	"BOOLEAN": "bool", "TINYINT": "int2", "SMALLINT": "int2", "INTEGER": "int4", "BIGINT": "int8",
 	"HUGEINT": "numeric", "FLOAT": "float4", "DOUBLE": "float8", "DECIMAL": "numeric",
 	"VARCHAR": "text", "BLOB": "bytea", "DATE": "date", "TIME": "time", "TIMESTAMP": "timestamp",
-	"TIMESTAMP WITH TIME ZONE": "timestamptz", "INTERVAL": "interval", "UUID": "uuid", "JSON": "json",
+	"TIMESTAMP WITH TIME ZONE": "timestamptz", "INTERVAL": "interval", "UUID": "uuid", "JSON": "json", "BIT": "bit",
 }
 
 // selectItemTexts splits the select list of sqlText's outermost SELECT at its top-level commas

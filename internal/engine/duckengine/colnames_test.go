@@ -64,7 +64,7 @@ func TestColumnNamesAsPostgreSQLNamesThem(t *testing.T) {
 		"select 1 in (1, 2)", "select 1 between 0 and 2", "select -1", "select x, x + 1 from (select 1 as x) t",
 		"select 1 as a union all select 2", "select cast(x as bigint) from (select 1 as x) t",
 		"select upper(x), count(x), max(x) from (select 'a' as x) t group by x",
-		"with w as (select 1 as k) select k, k * 2 from w",
+		"with w as (select 1 as k) select k, k * 2 from w", "select 40 + 2, '101'::bit", // bit: read as text (asText)
 		"select 1, *, 2 + 2 from (select 1 as a, 2 as b) t", "select t.*, 1 from (select 1 as a) t",
 	} {
 		prows, err := pg.Query(ctx, stmt)

@@ -580,8 +580,13 @@ func stateOf(t duckdb.ErrorType) string {
 }
 
 // coerceArgs parses text arguments (what PostgreSQL-wire clients send) into the type DuckDB
-// inferred for the parameter: DuckDB does not cast VARCHAR parameters implicitly.
+// inferred for the parameter: DuckDB does not cast VARCHAR parameters implicitly. Arguments
+// must match the parameters one for one: DuckDB would ignore one too many.
 func coerceArgs(types []duckdb.Type, args []any) ([]any, error) {
+	if len(args) != len(types) {
+		return nil, &query.Error{Code: sqlstate.SyntaxError, Message: fmt.Sprintf(
+			"wrong number of parameters: the statement has %d, %d given", len(types), len(args))}
+	}
 	if len(args) == 0 {
 		return nil, nil
 	}
@@ -589,7 +594,7 @@ func coerceArgs(types []duckdb.Type, args []any) ([]any, error) {
 	for i, a := range args {
 		out[i] = a
 		s, isText := a.(string)
-		if !isText || i >= len(types) {
+		if !isText {
 			continue
 		}
 		v, err := parseAs(types[i], s)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"sort"
 	"strconv"
@@ -52,13 +53,35 @@ func toArrowValue(v any, t arrow.DataType) any {
 		return x[:]
 	case duckdb.Interval:
 		return intervalText(x)
-	case time.Time, string, []byte, bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64:
+	case time.Time:
+		if _, isText := t.(*arrow.StringType); isText {
+			return textOf(v)
+		}
+		return negInfinity(x, t)
+	case string, []byte, bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64:
 		if _, isText := t.(*arrow.StringType); isText {
 			return textOf(v)
 		}
 		return v
 	}
 	return textOf(v)
+}
+
+// negInfinity is v, or the engine's -infinity (engine.DateNegInfinity, TimestampNegInfinity:
+// the type's smallest value) when v is DuckDB's, which is one above the smallest (-2^31+1
+// days, -2^63+1 microseconds). DuckDB's infinity is already the largest value.
+func negInfinity(v time.Time, t arrow.DataType) time.Time {
+	switch t.(type) {
+	case *arrow.Date32Type:
+		if arrow.Date32FromTime(v) == -math.MaxInt32 {
+			return engine.DateNegInfinity.ToTime()
+		}
+	case *arrow.TimestampType:
+		if v.UnixMicro() == -math.MaxInt64 {
+			return time.UnixMicro(int64(engine.TimestampNegInfinity))
+		}
+	}
+	return v
 }
 
 func textOf(v any) string {
@@ -139,9 +162,16 @@ func uuidText(b []byte) string {
 }
 
 // elementTime writes a DATE, TIME or TIMESTAMP inside a composite value as DuckDB does: a time
-// of day alone on 0001-01-01 (how go-duckdb hands over TIME), a date alone at midnight.
+// of day alone on 0001-01-01 (how go-duckdb hands over TIME), a date alone at midnight, DuckDB's
+// infinities (the largest value, the smallest plus one) as infinity and -infinity.
 func elementTime(t time.Time) string {
 	t = t.UTC()
+	switch us, days := t.UnixMicro(), arrow.Date32FromTime(t); {
+	case us == math.MaxInt64 || days == math.MaxInt32:
+		return "infinity"
+	case us == -math.MaxInt64 || days == -math.MaxInt32:
+		return "-infinity"
+	}
 	switch {
 	case t.Year() == 1 && t.YearDay() == 1:
 		return t.Format("15:04:05.999999")
@@ -151,41 +181,49 @@ func elementTime(t time.Time) string {
 	return t.Format("2006-01-02 15:04:05.999999")
 }
 
-// intervalText writes an interval the way PostgreSQL prints one ("1 mon 2 days 03:04:05").
+// intervalText writes an interval as PostgreSQL does (IntervalStyle postgres, EncodeInterval):
+// years, mons and days each with its sign and a plural unless exactly 1 ("-1 days"), a part
+// after a negative one signed "+" ("-1 days +02:00:00"), then the time when it is not zero or
+// nothing else was written, its fraction without trailing zeros.
 func intervalText(iv duckdb.Interval) string {
-	var parts []string
-	if iv.Months != 0 {
-		y, m := iv.Months/12, iv.Months%12
-		if y != 0 {
-			parts = append(parts, plural(int64(y), "year"))
+	var b strings.Builder
+	negBefore := false // the last part written was negative
+	part := func(n int64, unit string) {
+		if n == 0 {
+			return
 		}
-		if m != 0 {
-			parts = append(parts, plural(int64(m), "mon"))
+		if b.Len() > 0 {
+			b.WriteByte(' ')
 		}
+		if negBefore && n > 0 {
+			b.WriteByte('+')
+		}
+		b.WriteString(strconv.FormatInt(n, 10) + " " + unit)
+		if n != 1 {
+			b.WriteByte('s')
+		}
+		negBefore = n < 0
 	}
-	if iv.Days != 0 {
-		parts = append(parts, plural(int64(iv.Days), "day"))
-	}
-	if iv.Micros != 0 || len(parts) == 0 {
-		us := iv.Micros
-		sign := ""
-		if us < 0 {
-			sign, us = "-", -us
+	part(int64(iv.Months/12), "year")
+	part(int64(iv.Months%12), "mon")
+	part(int64(iv.Days), "day")
+	if iv.Micros != 0 || b.Len() == 0 {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
 		}
-		s := fmt.Sprintf("%s%02d:%02d:%02d", sign, us/3600e6, us/60e6%60, us/1e6%60)
+		us := uint64(iv.Micros)
+		if iv.Micros < 0 {
+			b.WriteByte('-')
+			us = -us // two's complement: right for the smallest int64 too
+		} else if negBefore {
+			b.WriteByte('+')
+		}
+		fmt.Fprintf(&b, "%02d:%02d:%02d", us/3600e6, us/60e6%60, us/1e6%60)
 		if frac := us % 1e6; frac != 0 {
-			s += strings.TrimRight(fmt.Sprintf(".%06d", frac), "0")
+			b.WriteString(strings.TrimRight(fmt.Sprintf(".%06d", frac), "0"))
 		}
-		parts = append(parts, s)
 	}
-	return strings.Join(parts, " ")
-}
-
-func plural(n int64, unit string) string {
-	if n == 1 || n == -1 {
-		return fmt.Sprintf("%d %s", n, unit)
-	}
-	return fmt.Sprintf("%d %ss", n, unit)
+	return b.String()
 }
 
 // rowSource is what newStream reads: *sql.Rows of a materialized result, or a streaming one.

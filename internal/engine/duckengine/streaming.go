@@ -51,6 +51,7 @@ extern idx_t duckdb_union_type_member_count(duckdb_logical_type) __attribute__((
 extern char *duckdb_union_type_member_name(duckdb_logical_type, idx_t) __attribute__((weak));
 extern duckdb_logical_type duckdb_union_type_member_type(duckdb_logical_type, idx_t) __attribute__((weak));
 extern void duckdb_free(void *) __attribute__((weak));
+extern char *duckdb_logical_type_get_alias(duckdb_logical_type) __attribute__((weak));
 
 static bool qf_unions_available(void) {
 	return duckdb_union_type_member_count && duckdb_union_type_member_name && duckdb_union_type_member_type && duckdb_free;
@@ -59,6 +60,15 @@ static idx_t qf_union_members(duckdb_logical_type t) { return duckdb_union_type_
 static char *qf_union_member_name(duckdb_logical_type t, idx_t i) { return duckdb_union_type_member_name(t, i); }
 static duckdb_logical_type qf_union_member_type(duckdb_logical_type t, idx_t i) { return duckdb_union_type_member_type(t, i); }
 static void qf_free(void *p) { duckdb_free(p); }
+
+// qf_is_json reports whether t is DuckDB's JSON type (an alias of VARCHAR).
+static bool qf_is_json(duckdb_logical_type t) {
+	if (!duckdb_logical_type_get_alias || !duckdb_free) return false;
+	char *alias = duckdb_logical_type_get_alias(t);
+	bool json = alias && strcmp(alias, "JSON") == 0;
+	if (alias) duckdb_free(alias);
+	return json;
+}
 
 static bool qf_available(void) {
 	return duckdb_pending_prepared_streaming && duckdb_execute_pending && duckdb_pending_error &&
@@ -419,8 +429,12 @@ var unionsAvailable = bool(C.qf_unions_available())
 
 // typeName is t's name as go-duckdb gives it, except a UNION: go-duckdb names it UNION alone,
 // here it is named in full, UNION("n" INTEGER, "s" VARCHAR), so frontends know its members
-// (internal/frontend/structured gives them to Flight SQL clients as an Arrow union).
+// (internal/frontend/structured gives them to Flight SQL clients as an Arrow union); and JSON,
+// which go-duckdb names VARCHAR.
 func typeName(t C.duckdb_logical_type) string {
+	if C.qf_is_json(t) {
+		return "JSON"
+	}
 	name := logicalTypeName(unsafe.Pointer(t))
 	if name != "UNION" || !unionsAvailable {
 		return name
@@ -438,11 +452,12 @@ func typeName(t C.duckdb_logical_type) string {
 
 // readsAsText reports a DuckDB type go-duckdb cannot read (UNION, UHUGEINT, BIT, VARINT,
 // anywhere inside the type) or reads losing part of it (TIME WITH TIME ZONE comes back in UTC,
-// without its offset). Such a column is read as DuckDB's own text of it; its field keeps the
-// type's name (duckdb.type), so frontends still know what it is.
+// without its offset; JSON decoded into Go values, its key order and big numbers lost). Such a
+// column is read as DuckDB's own text of it; its field keeps the type's name (duckdb.type), so
+// frontends still know what it is.
 func readsAsText(dbType string) bool {
 	t := strings.ToUpper(dbType)
-	if strings.Contains(t, "TIME WITH TIME ZONE") {
+	if t == "JSON" || strings.Contains(t, "TIME WITH TIME ZONE") {
 		return true
 	}
 	for _, w := range strings.FieldsFunc(t, func(r rune) bool { return !('A' <= r && r <= 'Z' || r == '_') }) {

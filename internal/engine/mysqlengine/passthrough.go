@@ -74,14 +74,14 @@ func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, err
 }
 
 // queryPacket frames r's COM_QUERY (the payload after a 4-byte header): its SQL after the
-// engine tag's comment, as tagged writes it.
+// engine tag's comment.
 func (r *RawQuery) queryPacket() []byte {
 	out := append(r.buf.out[:0], 0, 0, 0, 0, mysql.COM_QUERY)
 	if r.e.negotiated(r.conn)&capsQueryAttributes != 0 {
 		out = append(out, 0, 1) // no query attributes, one parameter set (MySQL 8.0.23+)
 	}
 	if r.tag != "" {
-		out = append(append(append(out, "/* "...), r.tag...), " */ "...)
+		return AppendTag(out, r.tag, r.sql)
 	}
 	return append(out, r.sql...)
 }

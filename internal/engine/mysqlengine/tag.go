@@ -12,15 +12,28 @@ import (
 // A statement run under a capacity lease starts with a comment naming the lease's tag
 // (query.EngineTag of its context), so that it shows in the server's processlist while it runs:
 // the control plane's engine fence finds it there and kills it if it reclaims the lease.
-// Statements with arguments run as prepared statements and are not tagged.
+// Statements with arguments run as prepared statements and are not tagged. The comment is
+// written here only: by tagged, AppendTag (the raw and event-loop paths) and tagPrefix (the
+// fence's look-up), so the fence always looks for what the statements carry.
+const tagOpen, tagClose = "/* ", " */ "
 
 // tagged prefixes sql with the lease tag of ctx, if any.
 func tagged(ctx context.Context, sql string) string {
 	if tag := query.EngineTag(ctx); tag != "" {
-		return "/* " + tag + " */ " + sql
+		return tagOpen + tag + tagClose + sql
 	}
 	return sql
 }
+
+// AppendTag appends to dst the statement sql run under the lease tagged tag: tag's comment,
+// then sql.
+func AppendTag[S ~string | ~[]byte](dst []byte, tag string, sql S) []byte {
+	return append(append(append(append(dst, tagOpen...), tag...), tagClose...), sql...)
+}
+
+// tagPrefix is how a statement run under tag starts in the server's process list: its comment,
+// without the space after it (a server may trim what it shows).
+func tagPrefix(tag string) string { return tagOpen + tag + strings.TrimRight(tagClose, " ") }
 
 // KillTagged kills (KILL QUERY) every statement running under one of tags, found in
 // SHOW FULL PROCESSLIST by its leading comment, and returns how many it found.
@@ -67,7 +80,7 @@ func (e *Engine) KillTagged(ctx context.Context, tags []string) (int, error) {
 
 func startsWithTag(info string, tags []string) bool {
 	for _, t := range tags {
-		if strings.HasPrefix(info, "/* "+t+" */") {
+		if strings.HasPrefix(info, tagPrefix(t)) {
 			return true
 		}
 	}

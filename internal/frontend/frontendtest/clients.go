@@ -3,6 +3,10 @@ package frontendtest
 import (
 	"context"
 	"database/sql"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -13,7 +17,35 @@ import (
 )
 
 // The client side the frontend and end-to-end tests share: database/sql result reading, a
-// trino-go-client handle, a Flight SQL client and its Execute+DoGet round trip.
+// trino-go-client handle, a Flight SQL client and its Execute+DoGet round trip, and where the
+// node and Python client libraries are.
+
+// NodeClients is the directory make test-deps installs the node client libraries into (a
+// script run there requires them); without module or node, t skips, saying so.
+func NodeClients(t testing.TB, module string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "nodeclients")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", module)); err != nil {
+		t.Skipf("node module %s is not installed (make test-deps installs it; its install failed): %v", module, err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed (make test-deps installs it; its install failed)")
+	}
+	return dir
+}
+
+// PythonWith is a python3 that imports module; without one, t skips, saying so.
+func PythonWith(t testing.TB, module string) string {
+	t.Helper()
+	for _, p := range []string{"python3", "/usr/bin/python3"} { // pyenv's, Debian's packages
+		if exec.Command(p, "-c", "import "+module).Run() == nil {
+			return p
+		}
+	}
+	t.Skipf("python3 with %s is not installed (make test-deps installs it; its install failed)", module)
+	return ""
+}
 
 // ScanAll reads every row of rows as the driver's values and closes rows.
 func ScanAll(rows *sql.Rows) ([][]any, error) {

@@ -8,8 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -22,24 +20,10 @@ import (
 	"github.com/queryflux/queryflux/internal/mytest"
 )
 
-// nodeClients is the directory make test-deps installs the node client libraries into.
-func nodeClients(t *testing.T, module string) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "frontendtest", "nodeclients")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", module)); err != nil {
-		t.Skipf("node module %s is not installed (make test-deps installs it; its install failed): %v", module, err)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed (make test-deps installs it; its install failed)")
-	}
-	return dir
-}
-
 // runMySQL2 runs the mysql2 probe script against addr and returns each probe's JSON outcome.
 func runMySQL2(t *testing.T, addr, user, password, db, probes string) map[string]string {
 	t.Helper()
-	dir := nodeClients(t, "mysql2")
+	dir := frontendtest.NodeClients(t, "mysql2")
 	host, port, _ := net.SplitHostPort(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -150,17 +134,6 @@ func TestMySQL2OnDuckDB(t *testing.T) {
 	}
 }
 
-// pythonWith is a python3 that imports module, or "" (after t.Skip).
-func pythonWith(t *testing.T, module string) string {
-	for _, p := range []string{"python3", "/usr/bin/python3"} { // pyenv's, Debian's packages
-		if exec.Command(p, "-c", "import "+module).Run() == nil {
-			return p
-		}
-	}
-	t.Skipf("python3 with %s is not installed (make test-deps installs it; its install failed)", module)
-	return ""
-}
-
 // runPython runs testdata/python_probe.py with lib against addr; one JSON line per probe.
 func runPython(t *testing.T, python, lib, addr, user, password, db string) map[string]string {
 	t.Helper()
@@ -189,7 +162,7 @@ func runPython(t *testing.T, python, lib, addr, user, password, db string) map[s
 func TestPythonClientsAsMariaDB(t *testing.T) {
 	for _, c := range []struct{ lib, module string }{{"pymysql", "pymysql"}, {"mysqldb", "MySQLdb"}} {
 		t.Run(c.lib, func(t *testing.T) {
-			python := pythonWith(t, c.module)
+			python := frontendtest.PythonWith(t, c.module)
 			f := coreServer(t, coreSetup{})
 			proxied := runPython(t, python, c.lib, f.addr, testUser, "", f.dbName)
 			dsn, name := mytest.NewDatabase(t)
@@ -216,7 +189,7 @@ func TestPythonClientsAsMariaDB(t *testing.T) {
 func TestPythonClientsOnDuckDBNameColumnsAsMariaDB(t *testing.T) {
 	for _, c := range []struct{ lib, module string }{{"pymysql", "pymysql"}, {"mysqldb", "MySQLdb"}} {
 		t.Run(c.lib, func(t *testing.T) {
-			python := pythonWith(t, c.module)
+			python := frontendtest.PythonWith(t, c.module)
 			eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
 			if err != nil {
 				t.Fatal(err)

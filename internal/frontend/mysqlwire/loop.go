@@ -105,6 +105,11 @@ type loopRun struct {
 	final               bool // stopped at the statement's last packet, for the goroutine
 	waiting, unplugging bool // a client packet is held until the statement's conn is out
 
+	// stmt is the request of the statement the loop admits, one per run: the core keeps none
+	// once the statement is finished, before the loop reads the next one, and a request handed
+	// to the goroutine (admittedReq) ends the run.
+	stmt query.Request
+
 	// An admitted statement whose engine connection the goroutine opens (held meanwhile), and
 	// the engine tag of its capacity lease ("": none).
 	adm    *proxy.Admission
@@ -330,7 +335,8 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 	if !loopStatement(sql) {
 		return relayloop.Pause
 	}
-	req := h.request(sql, nil)
+	req := &lr.stmt
+	h.fill(req, sql, nil)
 	adm, ok, err := h.s.backend.(passthroughBackend).AdmitPassthrough(lr.noWait, req, canRelay)
 	switch {
 	case errors.Is(err, engine.ErrWouldWait):
@@ -432,19 +438,15 @@ func (lr *loopRun) begin(msg []byte) relayloop.Verdict {
 	return relayloop.Relay
 }
 
-// The comment a statement run under a capacity lease starts with, as mysqlengine writes it
-// (its tagged): the control plane's engine fence finds the statement in the server's process
-// list by it.
-const tagOpen, tagClose = "/* ", " */ "
-
 // taggedQuery appends to b the COM_QUERY packet msg (whole, its header included) with its
-// statement after tag's comment: one packet still (the loop's statements fit in its buffer,
-// far under a packet's largest payload).
+// statement after tag's comment (mysqlengine.AppendTag): one packet still (the loop's statements
+// fit in its buffer, far under a packet's largest payload).
 func taggedQuery(b, msg []byte, tag string) []byte {
-	n := len(msg) - 4 + len(tagOpen) + len(tag) + len(tagClose)
-	b = append(b, byte(n), byte(n>>8), byte(n>>16), msg[3], mysql.COM_QUERY)
-	b = append(append(append(b, tagOpen...), tag...), tagClose...)
-	return append(b, msg[5:]...)
+	start := len(b)
+	b = mysqlengine.AppendTag(append(b, 0, 0, 0, msg[3], mysql.COM_QUERY), tag, msg[5:])
+	n := len(b) - start - 4
+	b[start], b[start+1], b[start+2] = byte(n), byte(n>>8), byte(n>>16)
+	return b
 }
 
 func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {

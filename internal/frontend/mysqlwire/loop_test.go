@@ -10,6 +10,7 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"github.com/queryflux/queryflux/internal/mytest"
+	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/proxy"
 )
 
@@ -768,5 +770,53 @@ func TestLoopWithCostsNothingOffTheLoop(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("loopWith off the loop: %v allocations per statement, want 0", allocs)
+	}
+}
+
+// TestLoopStatementsGetTheirOwnRequests: the loop fills one request for each statement it
+// admits, so each must reach the core as its own, with nothing left of the one before (the
+// Tags a check set, a SQL it rewrote); the rewritten one runs as rewritten (on the goroutine),
+// and history has every statement as it ran.
+func TestLoopStatementsGetTheirOwnRequests(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	f := coreServer(t, coreSetup{check: func(req *query.Request, _ string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%s %q %q", req.SQL, req.Database, req.Tags))
+		req.Tags = append(req.Tags, "checked")
+		if req.SQL == "SELECT 102" {
+			req.SQL = "SELECT 120"
+		}
+		return nil
+	}})
+	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
+	conn := loopConn(t, proxied)
+	mu.Lock()
+	seen = nil
+	mu.Unlock()
+	onLoop(t, f.addr, 3, func() {
+		for i, want := range []int{101, 120, 103, 104} {
+			var n int
+			if err := conn.QueryRowContext(context.Background(), fmt.Sprintf("SELECT %d", 101+i)).Scan(&n); err != nil || n != want {
+				t.Fatalf("SELECT %d: %d, %v; want %d", 101+i, n, err, want)
+			}
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	var want []string
+	for i := range 4 {
+		want = append(want, fmt.Sprintf("SELECT %d %q %q", 101+i, f.dbName, []string(nil)))
+	}
+	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the core saw\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
+	}
+	for _, q := range []string{"SELECT 101", "SELECT 120", "SELECT 103", "SELECT 104"} {
+		if recs := f.hist.Find(q); len(recs) != 1 || recs[0].Database != f.dbName || recs[0].Status != proxy.StatusSucceeded {
+			t.Fatalf("history of %s: %+v", q, recs)
+		}
 	}
 }

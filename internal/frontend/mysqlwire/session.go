@@ -170,7 +170,14 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 }
 
 func (h *session) request(sql string, args []any) *query.Request {
-	return &query.Request{
+	r := new(query.Request)
+	h.fill(r, sql, args)
+	return r
+}
+
+// fill makes r the request of sql (with args) in this session, whatever it was before.
+func (h *session) fill(r *query.Request, sql string, args []any) {
+	*r = query.Request{
 		SQL:        sql,
 		Args:       args,
 		User:       h.conn.GetUser(),

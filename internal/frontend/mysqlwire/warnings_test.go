@@ -13,6 +13,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/duckengine"
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/mytest"
 )
 
@@ -28,7 +29,7 @@ type steps = map[string]string
 
 func warningsMySQL2(t *testing.T, at target, s warningStory) steps {
 	t.Helper()
-	dir := nodeClients(t, "mysql2")
+	dir := frontendtest.NodeClients(t, "mysql2")
 	host, port, _ := net.SplitHostPort(at.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -46,7 +47,7 @@ func warningsMySQL2(t *testing.T, at target, s warningStory) steps {
 func warningsPython(lib, module string) func(*testing.T, target, warningStory) steps {
 	return func(t *testing.T, at target, s warningStory) steps {
 		t.Helper()
-		python := pythonWith(t, module)
+		python := frontendtest.PythonWith(t, module)
 		host, port, _ := net.SplitHostPort(at.addr)
 		out, err := exec.Command(python, "testdata/warnings_probe.py", lib, host, port, at.user, at.password, at.db, s.setup, s.a, s.b).Output()
 		if err != nil {

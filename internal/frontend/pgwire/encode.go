@@ -23,6 +23,12 @@ type columnEncoder struct {
 	fn     func(a arrow.Array, i int, dst []byte) ([]byte, error)
 }
 
+// PostgreSQL's NaN, as float4send and float8send write it (Go's math.NaN has another payload).
+const (
+	pgFloat4NaN = 0x7fc00000
+	pgFloat8NaN = 0x7ff8000000000000
+)
+
 // PostgreSQL's epoch (2000-01-01) relative to Unix's.
 const (
 	pgEpochDays   = 10957
@@ -52,10 +58,18 @@ func encodersFor(m *pgtype.Map, schema *arrow.Schema, formats []int16) ([]column
 		oid, _ := engine.PGTypeOf(f)
 		format := formatFor(formats, i)
 		text := textEncoder(f, oid)
+		list, err := newDuckList(m, f, oid)
+		if err != nil {
+			return nil, err
+		}
+		if list != nil {
+			text = list.text
+		}
 		fn := text
 		if format == pgtype.BinaryFormatCode {
-			var err error
-			if fn, err = binaryEncoder(m, f, oid, text); err != nil {
+			if list != nil {
+				fn = list.binary
+			} else if fn, err = binaryEncoder(m, f, oid, text); err != nil {
 				return nil, err
 			}
 		} else if format != pgtype.TextFormatCode {
@@ -177,27 +191,15 @@ func textEncoder(f arrow.Field, oid uint32) func(a arrow.Array, i int, dst []byt
 			}
 			ts := timestampAt(a, i)
 			if tz {
-				return ts.UTC().AppendFormat(dst, "2006-01-02 15:04:05.999999-07"), nil
+				return appendPGTime(dst, ts, "2006-01-02 15:04:05.999999-07"), nil
 			}
-			return ts.UTC().AppendFormat(dst, "2006-01-02 15:04:05.999999"), nil
+			return appendPGTime(dst, ts, "2006-01-02 15:04:05.999999"), nil
 		}
 	}
 	// Lists, structs, maps, intervals...: Arrow's own text form.
 	return func(a arrow.Array, i int, dst []byte) ([]byte, error) {
 		return append(dst, a.ValueStr(i)...), nil
 	}
-}
-
-func appendFloat(dst []byte, f float64, bits int) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(dst, "NaN"...)
-	case math.IsInf(f, 1):
-		return append(dst, "Infinity"...)
-	case math.IsInf(f, -1):
-		return append(dst, "-Infinity"...)
-	}
-	return strconv.AppendFloat(dst, f, 'g', -1, bits)
 }
 
 func appendByteaHex(dst, b []byte) []byte {
@@ -218,7 +220,21 @@ func appendUUID(dst, u []byte) []byte {
 }
 
 func appendDate(dst []byte, t time.Time) []byte {
-	return t.UTC().AppendFormat(dst, "2006-01-02")
+	return appendPGTime(dst, t, "2006-01-02")
+}
+
+// appendPGTime writes t in UTC by layout (which starts with the year, "2006") as PostgreSQL
+// does: a year before 1 AD as its number counted back ("0044" for 44 BC, Go's year -43),
+// with " BC" at the end.
+func appendPGTime(dst []byte, t time.Time, layout string) []byte {
+	t = t.UTC()
+	y := t.Year()
+	if y > 0 {
+		return t.AppendFormat(dst, layout)
+	}
+	dst = fmt.Appendf(dst, "%04d", 1-y)
+	dst = t.AppendFormat(dst, layout[len("2006"):])
+	return append(dst, " BC"...)
 }
 
 func appendTimeOfDay(dst []byte, us int64) []byte {
@@ -308,14 +324,22 @@ func binaryEncoder(m *pgtype.Map, f arrow.Field, oid uint32, text func(arrow.Arr
 		switch f.Type.(type) {
 		case *arrow.Float32Type:
 			return func(a arrow.Array, i int, dst []byte) ([]byte, error) {
-				return binary.BigEndian.AppendUint32(dst, math.Float32bits(a.(*array.Float32).Value(i))), nil
+				v := a.(*array.Float32).Value(i)
+				if v != v {
+					return binary.BigEndian.AppendUint32(dst, pgFloat4NaN), nil
+				}
+				return binary.BigEndian.AppendUint32(dst, math.Float32bits(v)), nil
 			}, nil
 		}
 	case pgtype.Float8OID:
 		switch f.Type.(type) {
 		case *arrow.Float64Type:
 			return func(a arrow.Array, i int, dst []byte) ([]byte, error) {
-				return binary.BigEndian.AppendUint64(dst, math.Float64bits(a.(*array.Float64).Value(i))), nil
+				v := a.(*array.Float64).Value(i)
+				if v != v {
+					return binary.BigEndian.AppendUint64(dst, pgFloat8NaN), nil
+				}
+				return binary.BigEndian.AppendUint64(dst, math.Float64bits(v)), nil
 			}, nil
 		}
 	case pgtype.DateOID:
@@ -370,8 +394,56 @@ func binaryEncoder(m *pgtype.Map, f arrow.Field, oid uint32, text func(arrow.Arr
 		}
 	case pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID, pgtype.NameOID, pgtype.JSONOID, pgtype.XMLOID:
 		return text, nil // the binary form of these is their text
+	case pgtype.NumericOID:
+		enc, err := transcoder(m, oid, text)
+		if err != nil {
+			return nil, err
+		}
+		return func(a arrow.Array, i int, dst []byte) ([]byte, error) {
+			start := len(dst)
+			out, err := enc(a, i, dst)
+			if err != nil {
+				return nil, err
+			}
+			return stripNumeric(out, start), nil
+		}, nil
 	}
 	return transcoder(m, oid, text)
+}
+
+// stripNumeric rewrites the binary numeric at b[start:] as PostgreSQL's numeric_send writes it
+// (make_result): no zero digit groups at either end, and zero positive with weight 0. pgx keeps
+// them ("0.000" as digits 0, 0 of weight -1); clients read the same number either way.
+func stripNumeric(b []byte, start int) []byte {
+	h := b[start:]
+	if len(h) < 8 {
+		return b
+	}
+	n := int(binary.BigEndian.Uint16(h))
+	weight := int16(binary.BigEndian.Uint16(h[2:]))
+	digits := h[8:]
+	if len(digits) < 2*n {
+		return b
+	}
+	group := func(k int) uint16 { return binary.BigEndian.Uint16(digits[2*k:]) }
+	lead, trail := 0, n
+	for lead < n && group(lead) == 0 {
+		lead++
+	}
+	for trail > lead && group(trail-1) == 0 {
+		trail--
+	}
+	weight -= int16(lead)
+	copy(digits, digits[2*lead:2*trail])
+	if trail == lead {
+		weight = 0
+		if binary.BigEndian.Uint16(h[4:]) == 0x4000 { // negative
+			binary.BigEndian.PutUint16(h[4:], 0)
+		}
+	}
+	binary.BigEndian.PutUint16(h, uint16(trail-lead))
+	binary.BigEndian.PutUint16(h[2:], uint16(weight))
+	return b[:start+8+2*(trail-lead)]
 }
 
 func isInteger(t arrow.DataType) bool {

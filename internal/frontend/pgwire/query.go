@@ -328,9 +328,20 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 			return err
 		}
 	}
+	used := sqltok.CountParams(st.sql, sqltok.Postgres)
+	if want := max(len(st.paramOIDs), used); len(m.Parameters) != want {
+		// As PostgreSQL: an engine would bind what it is given and ignore a value too many.
+		return &query.Error{Code: sqlstate.ProtocolViolation, Message: fmt.Sprintf(
+			"bind message supplies %d parameters, but prepared statement \"%s\" requires %d", len(m.Parameters), m.PreparedStatement, want)}
+	}
 	args, err := decodeParams(c.typeMap, st.paramOIDs, m.ParameterFormatCodes, m.Parameters)
 	if err != nil {
 		return err
+	}
+	if used > 0 && len(args) > used {
+		// Parameters the client declared beyond the last $n the statement uses: PostgreSQL
+		// checks their values and binds them to nothing; an engine would refuse them.
+		args = args[:used]
 	}
 	c.portals[m.DestinationPortal] = &portal{stmt: st, args: args, formats: append([]int16(nil), m.ResultFormatCodes...)}
 	c.be.Send(&pgproto3.BindComplete{})

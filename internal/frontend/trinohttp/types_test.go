@@ -103,7 +103,7 @@ func TestTrinoNestedTypesOnDuckDB(t *testing.T) {
 		{"fixed-size array", len(i.Slice) == 2 && i.Slice[1] == 2, true},
 		{"strings that look like syntax", len(j.Slice) == 4 && j.Slice[0].String == "a, b" && !j.Slice[1].Valid && j.Slice[2].String == "NULL" && j.Slice[3].String == "[x]", true},
 		{"decimal", k, "12.50"},
-		{"json", l, `{"a":[1]}`},
+		{"json", l, `{"a": [1]}`}, // DuckDB's JSON text as written, as PostgreSQL's json
 	}
 	for _, c := range checks {
 		if c.got != c.want {
