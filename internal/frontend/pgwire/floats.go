@@ -50,17 +50,30 @@ func appendFloat(dst []byte, f float64, size int) []byte {
 		return dst
 	}
 	// The same digits without the exponent: 1.25e+03 is 1250, 2.5e-03 is 0.0025.
-	m := append([]byte(nil), dst[start:e]...)
-	dst = dst[:start]
-	if m[0] == '-' {
-		dst, m = append(dst, '-'), m[1:]
+	var buf [32]byte
+	d := buf[:0]
+	for _, c := range dst[start:e] {
+		if '0' <= c && c <= '9' {
+			d = append(d, c)
+		}
 	}
-	d := bytes.ReplaceAll(m, []byte{'.'}, nil)
+	neg := dst[start] == '-'
+	dst = dst[:start]
+	if neg {
+		dst = append(dst, '-')
+	}
 	switch {
 	case exp < 0:
-		dst = append(append(append(dst, "0."...), bytes.Repeat([]byte{'0'}, -exp-1)...), d...)
+		dst = append(dst, '0', '.')
+		for range -exp - 1 {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, d...)
 	case exp+1 >= len(d):
-		dst = append(append(dst, d...), bytes.Repeat([]byte{'0'}, exp+1-len(d))...)
+		dst = append(dst, d...)
+		for range exp + 1 - len(d) {
+			dst = append(dst, '0')
+		}
 	default:
 		dst = append(append(append(dst, d[:exp+1]...), '.'), d[exp+1:]...)
 	}
@@ -121,12 +134,13 @@ func evenTie(text []byte, f float64, size int) []byte {
 	if hi != 0 {
 		return nil
 	}
-	exact := strconv.FormatUint(lo, 10)
+	var buf [24]byte
+	exact := strconv.AppendUint(buf[:0], lo, 10)
 	n := significantDigits(text)
 	if len(exact) != n+1 {
 		return nil
 	}
-	digits := []byte(exact[:n])
+	digits := exact[:n]
 	if (digits[n-1]-'0')%2 == 1 {
 		if digits[n-1] == '9' {
 			return nil // the even neighbour carries into another digit: no such case is shortest

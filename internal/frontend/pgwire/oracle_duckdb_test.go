@@ -44,6 +44,7 @@ var oracleCorpus = []oracleCase{
 	{pg: "'1.50'::numeric(10,2)"}, {pg: "'-0.001'::numeric(10,3)"}, {pg: "'0'::numeric(5,0)"},
 	{pg: "'12345678901234567890.123456789012345678'::numeric(38,18)"}, {pg: "'-99999'::numeric(5,0)"},
 	{pg: "'0.5'::numeric(1,1)"}, {pg: "'123456789012345678901234567890'::numeric(38,0)"},
+	{pg: "'0.000'::numeric(10,3)"}, {pg: "'100000000'::numeric(20,0)"}, {pg: "'-0.00010000'::numeric(20,8)"},
 	// float4 and float8, their special values and -0
 	{pg: "'1.1'::float4"}, {pg: "'NaN'::float4"}, {pg: "'Infinity'::float4"}, {pg: "'-Infinity'::float4"},
 	{pg: "'-0'::float4"}, {pg: "'3.4028235e38'::float4"}, {pg: "'1e-45'::float4"}, {pg: "'100000'::float4"},
@@ -52,6 +53,10 @@ var oracleCorpus = []oracleCase{
 	{pg: "'-0'::float8"}, {pg: "'1e6'::float8"}, {pg: "'1e14'::float8"}, {pg: "'1e15'::float8"},
 	{pg: "'123456789012345678'::float8"}, {pg: "'1.5e-5'::float8"}, {pg: "'0.0001'::float8"},
 	{pg: "'1e300'::float8"}, {pg: "'5e-324'::float8"}, {pg: "'-2.5'::float8"},
+	// where Go's shortest digits are not PostgreSQL's: a midpoint to the next float, and a tie
+	// between two candidates (PostgreSQL's Ryu takes the even one)
+	{pg: "'3.3554448e+07'::float4"}, {pg: "'6.7108896e+07'::float4"}, {pg: "'1.8014398509481992e+16'::float8"},
+	{pg: "'3.6169638097182704e+16'::float8"}, {pg: "'0.000244140625'::float4"}, {pg: "'-0.000244140625'::float4"},
 	// text
 	{pg: "'héllo ☃ 𝄞 日本'::text"}, {pg: "''::text"}, {pg: "'it''s'::text"}, {pg: "'a\\b'::text"},
 	// (DuckDB has one string type: varchar and bpchar come back as text; left out)
