@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -55,16 +56,7 @@ func TestWatchFreedWakesTheWaitingHead(t *testing.T) {
 				_, err := remote.Acquire(actx, "c1", "w2", 1, time.Minute, time.Now())
 				granted <- err
 			}()
-			for { // until the acquire waits
-				c, err := store.Contention(ctx, "c1", "w1", time.Now())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if c.Others {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			capacitytest.AwaitWaiter(t, store, "c1", "w1")
 			if err := store.Release(ctx, held.Ref()); err != nil {
 				t.Fatal(err)
 			}
@@ -94,16 +86,7 @@ func TestNoWaitAcquireDoesNotJumpTheQueue(t *testing.T) {
 		remote := capacity.NewRemote(srv.URL, srv.Client(), nil).WithAcquireWait(20 * time.Second)
 		_, _ = remote.Acquire(ctx, "c1", "w2", 1, time.Minute, time.Now())
 	}()
-	for { // until w2's acquire waits
-		c, err := store.Contention(ctx, "c1", "w1", time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Others {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	capacitytest.AwaitWaiter(t, store, "c1", "w1")
 	if err := store.Release(ctx, held.Ref()); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/internal/capacity/pgcapacity"
 	"github.com/queryflux/queryflux/migrations/migratedtest"
 	"github.com/queryflux/queryflux/node/env"
@@ -131,16 +132,7 @@ func TestWaitingAcquireIsGrantedWhenAnotherReplicaFrees(t *testing.T) {
 		l, err := replicaB.WithAcquireWait(20*time.Second).Acquire(actx, "c1", "w2", 1, time.Minute, time.Now())
 		granted <- result{l, err}
 	}()
-	for { // until B's acquire waits: its denial is in the shared waiting record
-		c, err := storeA.Contention(ctx, "c1", "w1", time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Others {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	capacitytest.AwaitWaiter(t, storeA, "c1", "w1")
 	if n, err := replicaA.ReleaseBatch(ctx, []capacity.LeaseRef{held.Ref()}); n != 1 || err != nil {
 		t.Fatalf("release through A: %d, %v", n, err)
 	}
