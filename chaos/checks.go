@@ -182,6 +182,12 @@ func (c *stateCheck) result(r *runner) (bool, string) {
 	return pass, fmt.Sprintf("%s %s %q in [%v, %v]: %s", what, c.win.Mode, c.want, c.win.From, c.win.To, strings.Join(parts, "; "))
 }
 
+// configLagBudget is how late the host may be before a configStatus check is not the fleet's
+// doing: an edit reaches every worker in 0.1-0.2 s on a quiet host (the admin PUT, the
+// long-poll), and the files look 2 s after a change (an edit at 9 s, "as wanted" from 11 s).
+// A stall of a second inside those 2 s left a config-bad-smoke edit 2.7 s to arrive.
+const configLagBudget = time.Second
+
 // lagBudget: a worker's health flips after healthFlips probes in a row later than the lag
 // threshold, and flips back after as many on time; the control plane hears it with the next
 // heartbeat. A registry state changes when one heartbeat is more than staleAfter less the
@@ -201,6 +207,9 @@ func (c *stateCheck) lagBudget(r *runner) (lagBudget, bool) {
 	case c.kind == "registryState":
 		return lagBudget{iv.staleAfter - iv.heartbeat, "a heartbeat may be late before its worker is stale (staleAfter less the heartbeat interval)",
 			1, 0, c.win.From, c.win.To, iv.staleAfter, nil}, true
+	case c.kind == "configStatus":
+		// A late host delays a change, it does not undo one: only the lead up to the window counts.
+		return lagBudget{configLagBudget, "half of the 2 s the config files give a change before they look", 1, 0, c.win.From, c.win.From, 2 * configLagBudget, nil}, true
 	}
 	return lagBudget{}, false
 }

@@ -57,9 +57,9 @@
 //	                 its cluster): only on a cluster the revision its worker reported routes it to
 //
 // The runner times its own wake-ups all through a run (hostlag.go): a check whose states rest on
-// a daemon's timers (selfHealth, reportedHealth, registryState) is INCONCLUSIVE, not PASS or
-// FAIL, when the host itself was later than the check tolerates inside its window, and a report
-// with one is not a pass (docs/chaos.md).
+// a daemon's timers (selfHealth, reportedHealth, registryState, configStatus) is INCONCLUSIVE,
+// not PASS or FAIL, when the host itself was later than the check tolerates inside its window,
+// and a report with one is not a pass (docs/chaos.md).
 //
 // Session tokens are read off the worker's link by a sniffing toxic (qfsniff, after the fault
 // toxics in the chain); they stay in memory and are never printed.

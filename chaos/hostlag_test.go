@@ -30,8 +30,9 @@ func TestHostVerdictInconclusiveOnlyWhenTheHostWasLate(t *testing.T) {
 	unhealthy := newStateCheck("reportedHealth", []string{"w-1"}, "unhealthy", scenarios.Window{From: 30 * time.Second, To: 40 * time.Second})
 	notEvicted := newStateCheck("registryState", []string{"w-1"}, "evicted", scenarios.Window{To: 90 * time.Second, Mode: "never"})
 	notStale := newStateCheck("registryState", []string{"w-1"}, "stale", scenarios.Window{To: 90 * time.Second, Mode: "never"})
-	config := newStateCheck("configStatus", []string{"w-1"}, "x", scenarios.Window{To: 90 * time.Second})
+	config := newStateCheck("configStatus", []string{"w-1"}, "x", scenarios.Window{From: 11 * time.Second, To: 14 * time.Second, Mode: "always"})
 	config.probeFn = func(*snapshot, string) (string, bool) { return "", false }
+	kinds := newStateCheck("groupsServed", []string{"w-1"}, "x", scenarios.Window{To: 90 * time.Second})
 
 	for _, tc := range []struct {
 		name    string
@@ -56,7 +57,11 @@ func TestHostVerdictInconclusiveOnlyWhenTheHostWasLate(t *testing.T) {
 		{"under a registry state's budget", run(at(50*time.Second), 900*time.Millisecond, 1), notStale, "FAIL", "FAIL"},
 		{"over a registry state's budget", run(at(50*time.Second), 1100*time.Millisecond, 1), notStale, "FAIL", "INCONCLUSIVE"},
 		{"eviction tolerates more", run(at(50*time.Second), 1100*time.Millisecond, 1), notEvicted, "PASS", "PASS"},
-		{"a check no timer decides", run(at(50*time.Second), 5*time.Second, 3), config, "FAIL", "FAIL"},
+		// config-bad-smoke, 08:16: a 1.6s stall at 10.1s, after the edit at 9s, before the look at 11s.
+		{"a config edit's margin eaten", run(at(10100*time.Millisecond), 1588*time.Millisecond, 1), config, "FAIL", "INCONCLUSIVE"},
+		{"a config edit's margin kept", run(at(10100*time.Millisecond), 900*time.Millisecond, 1), config, "FAIL", "FAIL"},
+		{"a stall once the config looks", run(at(20*time.Second), 1588*time.Millisecond, 1), config, "FAIL", "FAIL"},
+		{"a check no timer decides", run(at(50*time.Second), 5*time.Second, 3), kinds, "FAIL", "FAIL"},
 	} {
 		r := &runner{sc: sc, opts: Options{TimeScale: 0.25}, t0: t0, lag: &hostLag{late: tc.late}}
 		v := r.hostVerdict(tc.check, Verdict{Name: tc.name, Verdict: tc.verdict, Detail: "what the daemons showed"})

@@ -28,15 +28,17 @@ type cancelClient struct {
 	name string
 	open func(t *testing.T, addrs map[string]string) runStatement
 	// cancel and limit are what the client must report of a statement cancelled on the engine
-	// and of one that ran past the group's queryTimeoutSecs.
+	// and of one that ran past a time limit (the group's queryTimeoutSecs, PostgreSQL's
+	// statement_timeout).
 	cancel, limit string
 }
 
 // TestEngineCancelAndTimeLimitThroughRealClients: a statement cancelled on its PostgreSQL
 // engine (pg_cancel_backend, as an operator or the engine fence does it) reaches each client as
-// its protocol's cancel, and a statement stopped by the group's query timeout as its time limit,
-// though PostgreSQL answers both 57014: MySQL 1317 (70100) against 3024, Flight SQL CANCELLED
-// against DEADLINE_EXCEEDED, Trino USER_CANCELED against EXCEEDED_TIME_LIMIT.
+// its protocol's cancel, and a statement stopped by the group's query timeout or by PostgreSQL's
+// statement_timeout as its time limit, though PostgreSQL answers all three 57014: MySQL 1317
+// (70100) against 3024, Flight SQL CANCELLED against DEADLINE_EXCEEDED, Trino USER_CANCELED
+// against EXCEEDED_TIME_LIMIT.
 func TestEngineCancelAndTimeLimitThroughRealClients(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
 	ctx, stop := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -47,7 +49,12 @@ func TestEngineCancelAndTimeLimitThroughRealClients(t *testing.T) {
 	}
 	defer engine.Close(context.Background())
 	free := startCancelDaemon(t, dbURL, "")
-	limited := startCancelDaemon(t, dbURL, ", queryTimeoutSecs: 1")
+	limits := map[string]map[string]string{"the group's query timeout": startCancelDaemon(t, dbURL, ", queryTimeoutSecs: 1")}
+	timeoutURL := pgtest.NewDatabase(t) // every session on it has a statement_timeout of 1 s
+	if _, err := engine.Exec(ctx, "alter database "+pgx.Identifier{mustURL(t, timeoutURL).Path[1:]}.Sanitize()+" set statement_timeout = '1s'"); err != nil {
+		t.Fatal(err)
+	}
+	limits["PostgreSQL's statement_timeout"] = startCancelDaemon(t, timeoutURL, "")
 
 	for _, c := range cancelClients {
 		t.Run(c.name, func(t *testing.T) {
@@ -63,9 +70,11 @@ func TestEngineCancelAndTimeLimitThroughRealClients(t *testing.T) {
 				t.Errorf("a statement cancelled on the engine: %s reported %q (%s), want %q", c.name, got[0], got[1], c.cancel)
 			}
 
-			got, err := c.open(t, limited)(ctx, "select pg_sleep(60)")
-			if err != nil || got != c.limit {
-				t.Errorf("a statement past the group's query timeout: %s reported %q (%v), want %q", c.name, got, err, c.limit)
+			for limit, addrs := range limits {
+				got, err := c.open(t, addrs)(ctx, "select pg_sleep(60)")
+				if err != nil || got != c.limit {
+					t.Errorf("a statement past %s: %s reported %q (%v), want %q", limit, c.name, got, err, c.limit)
+				}
 			}
 		})
 	}

@@ -129,22 +129,29 @@ func simCtxOf(ctx context.Context) *simCtx {
 	return c
 }
 
-// newCtx returns a child of parent; deadline (node-local) and at (global virtual) are zero for none.
+// newCtx returns a child of parent, with no deadline.
 func (s *Sim) newCtx(parent context.Context) *simCtx {
+	c := &simCtx{}
+	s.initCtx(c, parent)
+	return c
+}
+
+// initCtx makes c a child of parent with no deadline: c is new, or an ended context that
+// nothing holds any more (nodeEnv.Rearm).
+func (s *Sim) initCtx(c *simCtx, parent context.Context) {
 	if parent == nil {
 		panic("sim: nil parent context")
 	}
-	c := &simCtx{s: s, parent: parent, psim: simCtxOf(parent), childIndex: -1}
+	*c = simCtx{s: s, parent: parent, psim: simCtxOf(parent), childIndex: -1}
 	if c.psim != nil {
 		if c.psim.err != nil {
 			c.err = c.psim.err
-			return c
+			return
 		}
 		c.childIndex = len(c.psim.children)
 		c.psim.children = append(c.psim.children, c)
 		c.psim.live++
 	}
-	return c
 }
 
 func (c *simCtx) cancelFunc() context.CancelFunc {

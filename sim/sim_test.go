@@ -660,3 +660,61 @@ func TestTrailersTravelAsTrailers(t *testing.T) {
 		t.Fatalf("header %v trailer %v", resp.Header, resp.Trailer)
 	}
 }
+
+type rearmer interface {
+	Rearm(ctx, parent context.Context, d time.Duration) bool
+}
+
+// A timeout context re-armed in place (Rearm, the env.Loop's timer) is WithTimeout(parent, d)
+// again: its deadline fires at d, its first CancelFunc cancels it, its parent's end ends it, and
+// the trace is the one new contexts make. A context that has not ended is not re-armed.
+func TestRearmIsWithTimeoutAgain(t *testing.T) {
+	run := func(rearm bool) (string, []string) {
+		var seen []string
+		s := inTask(t, 1, time.Minute, func(s *sim.Sim, n *sim.Node) {
+			e := n.Env()
+			parent, stop := e.WithCancel(n.Ctx())
+			ctx, cancel := e.WithTimeout(parent, time.Second)
+			if e.(rearmer).Rearm(ctx, parent, time.Second) {
+				seen = append(seen, "re-armed a context that had not ended")
+			}
+			next := func(d time.Duration) context.Context {
+				if !rearm {
+					ctx, cancel = e.WithTimeout(parent, d)
+				} else if !e.(rearmer).Rearm(ctx, parent, d) {
+					seen = append(seen, "refused to re-arm an ended context")
+				}
+				return ctx
+			}
+			wait := func(c context.Context) {
+				deadline := "no deadline"
+				if dl, ok := c.Deadline(); ok {
+					deadline = dl.Sub(sim.DefaultStart).String()
+				}
+				_ = e.Sleep(c, time.Hour)
+				seen = append(seen, fmt.Sprint(s.Elapsed(), " ", c.Err(), " ", deadline))
+			}
+			wait(ctx)
+			wait(next(2 * time.Second))
+			c := next(time.Hour)
+			cancel()
+			seen = append(seen, fmt.Sprint(c.Err()))
+			c = next(time.Hour)
+			s.At(s.Elapsed()+500*time.Millisecond, stop)
+			wait(c)
+			wait(next(time.Second))
+		})
+		return s.TraceHash(), seen
+	}
+	newHash, fresh := run(false)
+	hash, rearmed := run(true)
+	want := []string{
+		"1s context deadline exceeded 1s", "3s context deadline exceeded 3s", "context canceled",
+		"3.5s context canceled 1h0m3s", "3.5s context canceled no deadline"}
+	if fmt.Sprint(fresh) != fmt.Sprint(want) {
+		t.Fatalf("new contexts: %q, want %q", fresh, want)
+	}
+	if fmt.Sprint(rearmed) != fmt.Sprint(want) || hash != newHash {
+		t.Fatalf("re-armed: %q (trace %s), want %q (trace %s)", rearmed, hash, want, newHash)
+	}
+}

@@ -50,6 +50,9 @@ type Duty struct {
 	due     time.Time // zero: not scheduled
 	woken   bool
 	running bool // a blocking run is under way
+
+	task   func(ctx context.Context) // a blocking run's task, made once
+	runDue time.Time                 // the due of the blocking run under way
 }
 
 // NewLoop returns a loop with no duties.
@@ -74,6 +77,15 @@ func (l *Loop) Add(duties ...*Duty) {
 		d.mu.Unlock()
 		if owner != nil {
 			panic(fmt.Sprintf("env: duty %q added to a second loop", d.Name))
+		}
+		if d.Blocks {
+			d.task = func(ctx context.Context) {
+				d.mu.Lock()
+				due := d.runDue
+				d.mu.Unlock()
+				d.done(d.Run(ctx, due))
+				l.wake.Notify()
+			}
 		}
 		l.duties = append(l.duties, d)
 	}
@@ -120,49 +132,59 @@ func (l *Loop) Run(ctx context.Context) {
 }
 
 // runDue runs every duty that is due or woken (a timed one only when a timer set for fired
-// woke the loop), and returns when the next one not running is due (zero: none is).
+// woke the loop), and returns when the next one not running is due (zero: none is). The clock
+// is read again after a run in the loop's task (a run takes time; a blocking one runs in a
+// task of its own).
 func (l *Loop) runDue(ctx context.Context, fired time.Time) time.Time {
 	var next time.Time
+	now := l.e.Now()
 	for _, d := range l.duties {
-		now := l.e.Now()
-		if due, ok := d.take(now, fired); ok {
-			l.run(ctx, d, due)
+		due, ok, at := d.take(now, fired)
+		if ok {
+			at = l.run(ctx, d, due)
+			if !d.Blocks {
+				now = l.e.Now()
+			}
 		}
-		if at := d.nextDue(); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
 	}
 	return next
 }
 
-func (l *Loop) run(ctx context.Context, d *Duty, due time.Time) {
-	if !d.Blocks {
-		d.done(d.Run(ctx, due))
-		return
+// run runs d, due at due, and returns when the loop must next run it by the clock (zero while
+// a blocking run is under way: its end wakes the loop).
+func (l *Loop) run(ctx context.Context, d *Duty, due time.Time) time.Time {
+	if d.Blocks {
+		l.e.Go(ctx, d.Name, d.task)
+		return time.Time{}
 	}
-	l.e.Go(ctx, d.Name, func(ctx context.Context) {
-		d.done(d.Run(ctx, due))
-		l.wake.Notify()
-	})
+	next := d.Run(ctx, due)
+	d.done(next)
+	return next
 }
 
 // take reports whether d runs now, and when that run was due; it marks a blocking run under way.
-func (d *Duty) take(now, fired time.Time) (time.Time, bool) {
+// When d does not run, next is when the loop must next run it by the clock: zero while a
+// blocking run is under way or nothing is scheduled. (A Wake, and a blocking run's end, wake the
+// loop themselves.)
+func (d *Duty) take(now, fired time.Time) (due time.Time, run bool, next time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	due := d.due
+	due = d.due
 	switch {
 	case d.running:
-		return time.Time{}, false
+		return time.Time{}, false, time.Time{}
 	case d.woken:
 		due = now
 	case due.IsZero() || now.Before(due) || (d.Timed && fired.IsZero()):
-		return time.Time{}, false
+		return time.Time{}, false, d.due
 	case d.Timed:
 		due = fired
 	}
-	d.woken, d.due, d.running = false, time.Time{}, d.Blocks
-	return due, true
+	d.woken, d.due, d.running, d.runDue = false, time.Time{}, d.Blocks, due
+	return due, true, time.Time{}
 }
 
 // done records the end of a run and when the duty is next due.
@@ -170,17 +192,6 @@ func (d *Duty) done(next time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.running, d.due = false, next
-}
-
-// nextDue is when the loop must next run d by the clock: zero while a blocking run is under
-// way or nothing is scheduled. (A Wake, and a blocking run's end, wake the loop themselves.)
-func (d *Duty) nextDue() time.Time {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.running {
-		return time.Time{}
-	}
-	return d.due
 }
 
 // loopTimer is the loop's one pending deadline. It is kept across wake-ups while the earliest
@@ -191,6 +202,16 @@ type loopTimer struct {
 	ctx    context.Context // nil: none armed
 	cancel context.CancelFunc
 	aim    time.Time
+	// spare is the last timer context, ended, for an Env that re-arms one in place (rearmer).
+	spare       context.Context
+	spareCancel context.CancelFunc
+}
+
+// rearmer is an Env that can make an ended context of its WithTimeout, which nothing else holds,
+// WithTimeout(parent, d) again in place (the simulator's: a fleet's loops re-arm their timers
+// tens of thousands of times per virtual second). False: it did nothing.
+type rearmer interface {
+	Rearm(ctx, parent context.Context, d time.Duration) bool
 }
 
 // wait waits until sig moves past seen or the timer aimed at next fires; when the timer fired
@@ -207,7 +228,7 @@ func (t *loopTimer) wait(ctx context.Context, sig Signal, seen uint64, next time
 	case t.ctx != nil && (next.Equal(t.aim) || (!next.After(now) && t.aim.Before(next))):
 	default:
 		t.stop()
-		t.ctx, t.cancel = t.e.WithTimeout(ctx, next.Sub(now))
+		t.arm(ctx, next.Sub(now))
 		t.aim = next
 	}
 	wctx := ctx
@@ -222,9 +243,21 @@ func (t *loopTimer) wait(ctx context.Context, sig Signal, seen uint64, next time
 	return aim
 }
 
+// arm sets a timer context that ends after d: the spare one again if the Env can, else a new one.
+func (t *loopTimer) arm(ctx context.Context, d time.Duration) {
+	if r, ok := t.e.(rearmer); ok && t.spare != nil && r.Rearm(t.spare, ctx, d) {
+		t.ctx, t.cancel = t.spare, t.spareCancel
+	} else {
+		t.ctx, t.cancel = t.e.WithTimeout(ctx, d)
+	}
+	t.spare, t.spareCancel = nil, nil
+}
+
+// stop ends the armed timer context and keeps it as the spare.
 func (t *loopTimer) stop() {
 	if t.cancel != nil {
 		t.cancel()
+		t.spare, t.spareCancel = t.ctx, t.cancel
 	}
 	t.ctx, t.cancel = nil, nil
 }

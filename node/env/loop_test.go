@@ -2,6 +2,7 @@ package env_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -185,4 +186,81 @@ func TestLoopRunsADutyThatCameDueWhileItRan(t *testing.T) {
 	if want := secs(0, 0.1); !slices.Equal(runs, want) {
 		t.Fatalf("soon ran at %v (virtual), want %v: its second run waited for a later timer", runs, want)
 	}
+}
+
+// countingEnv counts the timeout contexts made and re-armed through it; it re-arms only when the
+// Env under it can (the simulator's).
+type countingEnv struct {
+	env.Env
+	made, rearmed int
+}
+
+func (c *countingEnv) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	c.made++
+	return c.Env.WithTimeout(ctx, d)
+}
+
+func (c *countingEnv) Rearm(ctx, parent context.Context, d time.Duration) bool {
+	r, ok := c.Env.(interface {
+		Rearm(ctx, parent context.Context, d time.Duration) bool
+	})
+	if ok && r.Rearm(ctx, parent, d) {
+		c.rearmed++
+		return true
+	}
+	return false
+}
+
+// The loop's timer is one context, armed again in place at each wake-up, where the Env can do
+// that; where it cannot, a new one each time. The duty runs at the same instants either way.
+func TestLoopRearmsItsTimerInPlace(t *testing.T) {
+	ticks := func(wrap func(env.Env) env.Env) []time.Duration {
+		var at []time.Duration
+		runLoopIn(t, 10500*time.Millisecond, 0, wrap, func(s *sim.Sim, e env.Env) []*env.Duty {
+			return []*env.Duty{{Name: "tick", Timed: true, First: time.Second, Run: func(_ context.Context, due time.Time) time.Time {
+				at = append(at, s.Elapsed())
+				return due.Add(time.Second)
+			}}}
+		})
+		return at
+	}
+	counted := &countingEnv{}
+	got := ticks(func(e env.Env) env.Env { counted.Env = e; return counted })
+	if want := secs(1, 2, 3, 4, 5, 6, 7, 8, 9, 10); !slices.Equal(got, want) {
+		t.Fatalf("ticks at %v, want %v", got, want)
+	}
+	if counted.made != 1 || counted.rearmed != 10 {
+		t.Fatalf("%d timer contexts made and %d re-armed, want 1 made and 10 re-armed (one per tick)", counted.made, counted.rearmed)
+	}
+	plain := &struct{ env.Env }{} // no Rearm
+	if again := ticks(func(e env.Env) env.Env { plain.Env = e; return plain }); !slices.Equal(again, got) {
+		t.Fatalf("without re-arming: ticks at %v, want %v", again, got)
+	}
+}
+
+// BenchmarkLoopWakeUps is the duty loop's cost per wake-up in the simulator, as a fleet pays it:
+// 1,000 loops, each with a one-second timed probe and a five-second duty, for a virtual minute.
+// Run it with -benchmem: allocations per wake-up are the figure that does not vary with load.
+func BenchmarkLoopWakeUps(b *testing.B) {
+	b.ReportAllocs()
+	var wakes int
+	for range b.N {
+		s := sim.New(sim.Opts{Seed: 1})
+		for i := range 1000 {
+			n := s.AddNode(fmt.Sprint("n", i), nil)
+			e := n.Env()
+			l := env.NewLoop(e)
+			l.Add(&env.Duty{Name: "probe", Timed: true, First: time.Second, Run: func(_ context.Context, due time.Time) time.Time {
+				wakes++
+				return due.Add(time.Second)
+			}}, &env.Duty{Name: "beat", Run: func(context.Context, time.Time) time.Time { return e.Now().Add(5 * time.Second) }})
+			s.Spawn(n, "loop", func() { l.Run(n.Ctx()) })
+		}
+		if err := s.Run(time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(wakes), "ns/wake-up")
+	b.ReportMetric(float64(wakes)/float64(b.N), "wake-ups/op")
 }
