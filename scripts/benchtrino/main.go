@@ -20,7 +20,8 @@
 //
 // With -floor-raw the same documents are served without net/http: a goroutine per connection
 // reads each request's head and body from a bufio.Reader and answers it in one write. What
-// -floor costs over -floor-raw is what net/http's server costs two requests.
+// -floor costs over -floor-raw is what net/http's server costs two requests. With -floor-lite
+// they are served by internal/httplite, the Trino port's HTTP server.
 //
 // determinism: outside the simulator (a benchmark client)
 package main
@@ -43,6 +44,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/queryflux/queryflux/internal/httplite"
 )
 
 func main() {
@@ -53,12 +56,12 @@ func main() {
 	dur := flag.Duration("d", 3*time.Second, "duration")
 	floor := flag.String("floor", "", "serve fixed Trino documents on this address instead of measuring")
 	floorRaw := flag.String("floor-raw", "", "as -floor, without net/http")
+	floorLite := flag.String("floor-lite", "", "as -floor, served by internal/httplite")
 	flag.Parse()
-	if *floor != "" {
-		fail(serveFloor(*floor, false))
-	}
-	if *floorRaw != "" {
-		fail(serveFloor(*floorRaw, true))
+	for server, addr := range map[string]string{"net/http": *floor, "raw": *floorRaw, "httplite": *floorLite} {
+		if addr != "" {
+			fail(serveFloor(addr, server))
+		}
 	}
 	var run func() error
 	var requests *int          // HTTP requests sent, over Trino
@@ -120,8 +123,8 @@ func percentile(durations []time.Duration, p float64) int64 {
 }
 
 // serveFloor answers the Trino protocol with fixed documents on addr (see -floor), through
-// net/http or, raw, without it (-floor-raw).
-func serveFloor(addr string, raw bool) error {
+// server: net/http, httplite, or raw (neither).
+func serveFloor(addr, server string) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -131,10 +134,7 @@ func serveFloor(addr string, raw bool) error {
 	queued := []byte(`{"id":"q","infoUri":"` + base + `/ui","nextUri":"` + base + `/v1/statement/executing/q/s/1","stats":{"state":"QUEUED"},"warnings":[]}` + "\n")
 	last := []byte(`{"id":"q","infoUri":"` + base + `/ui","columns":[{"name":"_col0","type":"integer","typeSignature":{"rawType":"integer","arguments":[]}}],` +
 		`"data":[[1]],"stats":{"state":"FINISHED"},"warnings":[]}` + "\n")
-	if raw {
-		return serveRaw(l, queued, last)
-	}
-	return http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		if r.Method == http.MethodPost {
@@ -142,7 +142,14 @@ func serveFloor(addr string, raw bool) error {
 			return
 		}
 		w.Write(last)
-	}))
+	})
+	switch server {
+	case "raw":
+		return serveRaw(l, queued, last)
+	case "httplite":
+		return httplite.New(h, httplite.Options{}).Serve(l)
+	}
+	return http.Serve(l, h)
 }
 
 // serveRaw answers every POST on l with queued and every other request with last, each in

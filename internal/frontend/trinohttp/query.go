@@ -72,8 +72,9 @@ func (q *runningQuery) stale(now time.Time, abandonAfter time.Duration) (drop, a
 	return drop, drop
 }
 
-// start registers a query and runs it in the background.
-func (s *Server) start(req *query.Request) *runningQuery {
+// start registers a query and returns it with what runs it (nil when nothing is to run: it
+// failed or was answered at once).
+func (s *Server) start(req *query.Request) (*runningQuery, func()) {
 	id, slug := s.newID()
 	ctx, cancel := context.WithCancel(s.ctx)
 	now := time.Now()
@@ -93,14 +94,13 @@ func (s *Server) start(req *query.Request) *runningQuery {
 		q.unheld = true
 		q.fail(&query.Error{Code: query.CodeQueueFull, Retryable: true, Message: fmt.Sprintf(
 			"this server holds %d queries, the most queryflux allows; retry when some have finished", s.opts.QueriesMax)})
-		return q
+		return q, nil
 	}
 	if prepare {
-		return q
+		return q, nil
 	}
 	s.wg.Add(1)
-	s.goRun(func() { s.run(ctx, q, req) })
-	return q
+	return q, func() { s.run(ctx, q, req) }
 }
 
 // holdLocked adds q to the held queries unless QueriesMax are held. At the bound it first

@@ -3,7 +3,11 @@ package trinohttp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net"
+	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,9 +24,10 @@ func goroutineID() string {
 	return string(line[:bytes.IndexByte(line, ' ')])
 }
 
-// Queries run on runners that outlive them: more queries at once than runnersIdleMax each get
-// one, at most runnersIdleMax wait for the next query once they are done, later queries run on
-// those (no new runner), and Close ends every runner.
+// Where a query cannot run on its POST's goroutine (the handler served by net/http), it runs
+// on a runner that outlives it: more queries at once than runnersIdleMax each get one, at most
+// runnersIdleMax wait for the next query once they are done, later queries run on those (no
+// new runner), and Close ends every runner.
 func TestRunnersAreReusedBoundedAndEndedByClose(t *testing.T) {
 	var mu sync.Mutex
 	ran := map[string]bool{} // the goroutines queries ran on
@@ -33,7 +38,7 @@ func TestRunnersAreReusedBoundedAndEndedByClose(t *testing.T) {
 		mu.Unlock()
 		return all(ctx, q)
 	}))
-	ts := startServer(t, backend, Options{PollWait: 10 * time.Millisecond})
+	ts := startServerOn(t, backend, Options{PollWait: 10 * time.Millisecond}, true)
 	s := ts.Server
 	drain := func(uri string) {
 		for uri != "" {
@@ -95,4 +100,75 @@ func TestRunnersAreReusedBoundedAndEndedByClose(t *testing.T) {
 	if n := s.runnersIdle.Load(); n != 0 {
 		t.Fatalf("%d runners wait after Close", n)
 	}
+}
+
+// On its own HTTP server a query runs on the goroutine that answered its POST, no runner woken
+// (httplite.Detach); one the backend holds does not hold up its connection: a poll sent on it
+// meanwhile is answered (its query still queued), and the query ends once let go.
+func TestQueryRunsOnItsPOSTsGoroutine(t *testing.T) {
+	var mu sync.Mutex
+	var ranOn string // the goroutine the latest query ran on
+	all := frontendtest.AllTypesEngine()
+	backend := frontendtest.NewBackend(frontendtest.FuncEngine(func(ctx context.Context, q *query.Request) (query.Rows, error) {
+		mu.Lock()
+		ranOn = goroutineID()
+		mu.Unlock()
+		return all(ctx, q)
+	}))
+	s, err := NewServer(backend, Options{PollWait: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var postOn string // the goroutine that answered the latest POST
+	h := s.Handler()
+	hs := s.httpServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			mu.Lock()
+			postOn = goroutineID()
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(l)
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}, Timeout: 30 * time.Second} // one connection; a safety net, not a measure
+	exchange := func(method, uri, body string) QueryResults {
+		t.Helper()
+		req, _ := http.NewRequest(method, uri, strings.NewReader(body))
+		req.Header.Set("X-Trino-User", "carol")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var qr QueryResults
+		if err := json.NewDecoder(resp.Body).Decode(&qr); err != nil || qr.Error != nil {
+			t.Fatalf("%s %s: %v %+v", method, uri, err, qr.Error)
+		}
+		return qr
+	}
+	drain := func(qr QueryResults) {
+		for qr.NextURI != "" {
+			qr = exchange(http.MethodGet, qr.NextURI, "")
+		}
+	}
+	drain(exchange(http.MethodPost, "http://"+l.Addr().String()+"/v1/statement", "SELECT 1"))
+	mu.Lock()
+	if ranOn != postOn {
+		t.Errorf("the query ran on goroutine %s, its POST was answered on %s", ranOn, postOn)
+	}
+	mu.Unlock()
+	waiting, release := backend.Hold()
+	defer release()
+	qr := exchange(http.MethodPost, "http://"+l.Addr().String()+"/v1/statement", "SELECT 1")
+	<-waiting
+	if next := exchange(http.MethodGet, qr.NextURI, ""); next.Stats.State != stateQueued || next.NextURI == "" {
+		t.Fatalf("a poll while the query is held: %+v", next.Stats)
+	}
+	release()
+	drain(qr)
 }

@@ -3,8 +3,11 @@
 // query, RUNNING while rows stream, then FINISHED or FAILED) and DELETE a nextUri to cancel.
 // Rows go out in Trino's JSON encoding with Trino type signatures.
 //
-// It serves HTTP and runs each query in a goroutine of its own (a runner, kept for the next
-// query once it is done), so that a query keeps running between a client's polls.
+// It serves HTTP/1.1 (internal/httplite) and runs each query once its POST is answered, on the
+// goroutine that answered it (httplite.Detach: the connection's next request is served there
+// too once a quick query ended, or by another goroutine if the query is not quick), or where
+// that cannot be, in a goroutine of its own (a runner, kept for the next query once it is
+// done); either way a query keeps running between a client's polls.
 //
 // determinism: outside the simulator (HTTP listener and Trino protocol codec)
 package trinohttp
@@ -31,6 +34,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/certs"
 	"github.com/queryflux/queryflux/internal/forward"
+	"github.com/queryflux/queryflux/internal/httplite"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -91,7 +95,7 @@ type Options struct {
 // QueriesMaxDefault is Trino's own default bound of queued queries (query.max-queued-queries).
 const QueriesMaxDefault = 5000
 
-// headerBytesMax bounds a request's headers (net/http's default is 1 MiB).
+// headerBytesMax bounds a request's head (net/http's default is 1 MiB).
 const headerBytesMax = 256 << 10
 
 func (o *Options) defaults() {
@@ -137,7 +141,7 @@ type Server struct {
 	shapes   shapes                 // the pages' columns and converters, by result schema
 
 	httpMu  sync.Mutex
-	servers []*http.Server
+	servers []*httplite.Server
 	closed  bool
 	wg      sync.WaitGroup
 
@@ -184,9 +188,7 @@ func (s *Server) routes() *http.ServeMux {
 
 // Serve serves HTTP on l until Close.
 func (s *Server) Serve(l net.Listener) error {
-	hs := &http.Server{Handler: netlimit.BodyTimeout(s.Handler(), s.opts.Limits.MessageTimeout), ReadHeaderTimeout: s.opts.Limits.HandshakeTimeout, MaxHeaderBytes: headerBytesMax,
-		IdleTimeout: s.opts.Limits.IdleTimeout}
-	netlimit.HTTP(hs, s.opts.Limits.ConnectionsMax)
+	hs := s.httpServer(s.Handler())
 	s.httpMu.Lock()
 	if s.closed {
 		s.httpMu.Unlock()
@@ -198,11 +200,16 @@ func (s *Server) Serve(l net.Listener) error {
 	if s.opts.TLS != nil {
 		l = certs.OptionalTLS(l, s.opts.TLS)
 	}
-	err := hs.Serve(l)
-	if errors.Is(err, http.ErrServerClosed) {
-		return net.ErrClosed
-	}
-	return err
+	return hs.Serve(l)
+}
+
+// httpServer serves h with the server's limits. It is httplite rather than net/http: a
+// statement is a POST and a GET, each costing net/http a read in the background and a
+// goroutine wake-up (RESULTS.md, "Trino HTTP"). Only a peer's whole query (forward.PathQuery),
+// which runs for as long as the query does, has its context end when the peer goes away.
+func (s *Server) httpServer(h http.Handler) *httplite.Server {
+	return httplite.New(h, httplite.Options{Limits: s.opts.Limits, HeaderBytesMax: headerBytesMax, Logger: s.log,
+		Watch: func(r *http.Request) bool { return r.URL.Path == forward.PathQuery }})
 }
 
 // Close cancels every query and stops the listeners.
@@ -270,10 +277,24 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "SQL statement is empty", http.StatusBadRequest)
 		return
 	}
-	req := buildRequest(r, user, sql)
-	q := s.start(req)
+	q, run := s.start(buildRequest(r, user, sql))
 	s.respond(w, r, q, 0, 0)
+	if run == nil {
+		return
+	}
+	if httplite.Detach(w, inlineWait) {
+		run()
+		return
+	}
+	s.goRun(run)
 }
+
+// inlineWait is how long a statement runs on the goroutine that answered its POST before that
+// connection's next request (the client's first poll, usually) is served by another goroutine.
+// A SELECT 1 ends well within it: its poll then finds it ended, with no goroutine woken to run
+// it or to answer the poll. A longer statement holds up its client's poll by at most this, as
+// its rows would have anyway; a statement whose rows fill the buffer waits for that poll.
+const inlineWait = time.Millisecond
 
 // authenticate returns the user a request runs as, or an HTTP status and error.
 func (s *Server) authenticate(r *http.Request) (string, int, error) {

@@ -28,6 +28,13 @@ type testServer struct {
 
 func startServer(t testing.TB, backend query.Backend, opts Options) *testServer {
 	t.Helper()
+	return startServerOn(t, backend, opts, false)
+}
+
+// startServerOn is startServer, its handler served by net/http's server with netHTTP (where a
+// query never runs on the goroutine of its POST: httplite.Detach) instead of the server's own.
+func startServerOn(t testing.TB, backend query.Backend, opts Options, netHTTP bool) *testServer {
+	t.Helper()
 	s, err := NewServer(backend, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -39,12 +46,19 @@ func startServer(t testing.TB, backend query.Backend, opts Options) *testServer 
 	}
 	ts.addr = l.Addr().String()
 	h := s.Handler()
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			ts.polls.Add(1)
 		}
 		h.ServeHTTP(w, r)
-	})}
+	})
+	var hs interface {
+		Serve(net.Listener) error
+		Close() error
+	} = s.httpServer(counted)
+	if netHTTP {
+		hs = &http.Server{Handler: counted}
+	}
 	go hs.Serve(l)
 	t.Cleanup(func() { hs.Close(); s.Close() })
 	return ts

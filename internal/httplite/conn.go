@@ -1,0 +1,430 @@
+package httplite
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// bodyDiscardMax is how much of a body its handler left unread is read and dropped to keep the
+// connection; a larger rest closes it (net/http's bound).
+const bodyDiscardMax = 256 << 10
+
+// aLongTimeAgo is a deadline in the past: it wakes a blocked read at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// conn is one client connection and the goroutine serving it.
+type conn struct {
+	s      *Server
+	rwc    net.Conn
+	in     connReader
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	ctx    context.Context // ends when the connection does, or the server closes
+	cancel context.CancelFunc
+	remote string
+	tls    *tls.ConnectionState
+	over   bool // beyond ConnectionsMax: every request is refused
+	linger bool // the client may still be sending what was not read: close with lingerClose
+
+	// The watch of a request's client (Options.Watch): a read in the background.
+	watchDone chan struct{} // closed when that read returned; nil when none runs
+	stopping  atomic.Bool   // the read is being woken by us, not by the client
+
+	// Detach: the state of the latest detached handler's hand-over (each has its own, so that
+	// an earlier handler's return never claims a later one's), and the timer that hands on.
+	handover      atomic.Pointer[atomic.Int32]
+	handoverTimer *time.Timer
+}
+
+func newConn(s *Server, rwc net.Conn, over bool) *conn {
+	c := &conn{s: s, rwc: rwc, remote: rwc.RemoteAddr().String(), over: over}
+	c.in.conn, c.in.limit = rwc, -1
+	c.br = bufio.NewReaderSize(&c.in, 4<<10)
+	c.bw = bufio.NewWriterSize(rwc, 4<<10)
+	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	return c
+}
+
+// connReader reads the connection for the bufio.Reader: at most limit bytes while a request's
+// head is read (limit < 0: no bound), and first the byte a watch read, if it read one.
+type connReader struct {
+	conn    net.Conn
+	limit   int64
+	hit     bool // the head's bound was reached
+	pending []byte
+}
+
+func (r *connReader) Read(p []byte) (int, error) {
+	if len(r.pending) > 0 {
+		n := copy(p, r.pending)
+		r.pending = r.pending[n:]
+		return n, nil
+	}
+	if r.limit >= 0 {
+		if r.limit == 0 {
+			r.hit = true
+			return 0, io.EOF
+		}
+		p = p[:min(int64(len(p)), r.limit)]
+	}
+	n, err := r.conn.Read(p)
+	if r.limit >= 0 {
+		r.limit -= int64(n)
+	}
+	return n, err
+}
+
+func (c *conn) serve() {
+	if tc, ok := c.rwc.(*tls.Conn); ok {
+		_ = tc.SetDeadline(time.Now().Add(c.s.opts.Limits.HandshakeTimeout))
+		if err := tc.HandshakeContext(c.ctx); err != nil {
+			c.end()
+			return
+		}
+		_ = tc.SetDeadline(time.Time{})
+		state := tc.ConnectionState()
+		c.tls = &state
+	}
+	c.loop()
+}
+
+// loop serves requests until the connection ends, or until a detached handler's goroutine
+// hands the connection to another (Detach).
+func (c *conn) loop() {
+	for {
+		req, ok := c.readRequest()
+		if !ok {
+			c.end()
+			return
+		}
+		switch c.serveRequest(req) {
+		case handedOn:
+			return
+		case closeConn:
+			c.end()
+			return
+		}
+		if !c.s.busy(c, false) {
+			c.end()
+			return
+		}
+	}
+}
+
+// end closes the connection.
+func (c *conn) end() {
+	c.cancel()
+	if c.linger {
+		lingerClose(c.rwc)
+	}
+	c.rwc.Close()
+	c.s.forget(c)
+}
+
+// readRequest waits for the next request and reads its head; on a bad one it answers with an
+// error status (the connection then ends).
+func (c *conn) readRequest() (*http.Request, bool) {
+	limits := c.s.opts.Limits
+	if c.br.Buffered() == 0 {
+		_ = c.rwc.SetReadDeadline(time.Now().Add(limits.IdleTimeout))
+		if _, err := c.br.Peek(1); err != nil {
+			return nil, false
+		}
+	}
+	if !c.s.busy(c, true) {
+		return nil, false
+	}
+	_ = c.rwc.SetReadDeadline(time.Now().Add(limits.HandshakeTimeout))
+	c.in.limit, c.in.hit = int64(c.s.opts.HeaderBytesMax)+4096, false
+	req, err := http.ReadRequest(c.br)
+	limit := c.in.hit
+	c.in.limit = -1
+	switch {
+	case err == nil:
+	case limit:
+		c.refuse(http.StatusRequestHeaderFieldsTooLarge, "request header too large")
+		return nil, false
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isTimeout(err):
+		return nil, false // the client left, or stopped halfway: nobody to answer
+	default:
+		c.refuse(http.StatusBadRequest, "malformed request: "+err.Error())
+		return nil, false
+	}
+	if status, msg := check(req); status != 0 {
+		c.refuse(status, msg)
+		return nil, false
+	}
+	return req, true
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// check refuses what this server does not serve, as net/http would answer it (http.ReadRequest
+// refused more than one Host already, and took it out of the header).
+func check(req *http.Request) (int, string) {
+	switch {
+	case req.ProtoMajor != 1:
+		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
+	case req.ProtoAtLeast(1, 1) && req.Host == "":
+		return http.StatusBadRequest, "missing required Host header"
+	case req.Host != "" && !httpguts.ValidHostHeader(req.Host):
+		return http.StatusBadRequest, "malformed Host header"
+	}
+	for k, vv := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return http.StatusBadRequest, "invalid header name"
+		}
+		for _, v := range vv {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return http.StatusBadRequest, "invalid header value"
+			}
+		}
+	}
+	if e := req.Header.Get("Expect"); e != "" && !(strings.EqualFold(e, "100-continue") && req.ProtoAtLeast(1, 1)) {
+		return http.StatusExpectationFailed, "unsupported Expect header"
+	}
+	return 0, ""
+}
+
+// lingerClose ends the sending side, then reads and drops what the client still sends for a
+// while: closing with unread bytes would reset the connection, and the reset can overtake the
+// answer the client has not read yet (net/http waits likewise, in the same cases: a body or a
+// head left unread).
+func lingerClose(rwc net.Conn) {
+	if cw, ok := rwc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = rwc.SetReadDeadline(time.Now().Add(lingerTimeout))
+	_, _ = io.Copy(io.Discard, io.LimitReader(rwc, bodyDiscardMax))
+}
+
+// lingerTimeout bounds lingerClose's wait for the client to close its side.
+const lingerTimeout = 500 * time.Millisecond
+
+// refuse answers a request that reached no handler; the connection then closes.
+func (c *conn) refuse(status int, msg string) {
+	c.linger = true
+	_ = c.rwc.SetWriteDeadline(time.Now().Add(c.s.opts.Limits.MessageTimeout))
+	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		status, http.StatusText(status), len(msg), msg)
+	_ = c.bw.Flush()
+}
+
+// What serveRequest leaves the connection to.
+const (
+	nextRequest = iota
+	closeConn
+	handedOn // to another goroutine (Detach): this one lets go of it
+)
+
+// serveRequest runs the handler on req and writes its answer.
+func (c *conn) serveRequest(req *http.Request) int {
+	req.RemoteAddr, req.TLS = c.remote, c.tls
+	w := &response{c: c, req: req, header: http.Header{}, length: -1, close: req.Close}
+	if c.over { // netlimit.HTTP's answer beyond ConnectionsMax
+		w.header.Set("Retry-After", "1")
+		w.header.Set("Connection", "close")
+		http.Error(w, "too many connections", http.StatusServiceUnavailable)
+		w.finish()
+		c.linger = req.Body != http.NoBody // unread: the client may still be sending it
+		return closeConn
+	}
+	ctx := c.ctx
+	if w.watched = c.s.opts.Watch != nil && c.s.opts.Watch(req); w.watched {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer c.stopWatch()
+		if req.Body == http.NoBody {
+			c.startWatch(cancel)
+		} else {
+			w.onBodyEnd = func() { c.startWatch(cancel) }
+		}
+	}
+	if req.Body != http.NoBody {
+		w.reqBody = &body{ReadCloser: req.Body, c: c, w: w, expect: req.Header.Get("Expect") != "", length: req.ContentLength}
+		req.Body = w.reqBody
+		_ = c.rwc.SetReadDeadline(time.Now().Add(c.s.opts.Limits.MessageTimeout))
+	} else {
+		_ = c.rwc.SetReadDeadline(time.Time{})
+	}
+	ok := c.run(w, req.WithContext(ctx))
+	if w.hand != nil {
+		if !w.hand.CompareAndSwap(handWaiting, handNone) {
+			return handedOn // the connection went on without this goroutine
+		}
+		c.handoverTimer.Stop()
+	}
+	if !ok {
+		return closeConn
+	}
+	if !w.done {
+		w.finish()
+	}
+	if !w.keep() {
+		c.linger = w.reqBody != nil && !w.reqBody.ended // the client may still be sending it
+		return closeConn
+	}
+	return nextRequest
+}
+
+// Detach ends the answer of w (an answer of this package) at once, as if its handler had
+// returned, so that the connection can serve its next request while the handler goes on with
+// other work: on the handler's goroutine once it returns, or on a new goroutine if it has not
+// returned within wait. What it saves is a hand-over between goroutines for work that is
+// usually quick (a statement the client asks about in its next request): done within wait, the
+// same goroutine serves it and the next request. The handler must not use w or its request
+// once Detach reported true. It reports false for an answer of another server (changing
+// nothing), a watched request (nothing either), or a connection that ends after this answer
+// (the answer is then finished all the same).
+func Detach(w http.ResponseWriter, wait time.Duration) bool {
+	rw, ok := w.(*response)
+	if !ok || rw.watched || rw.done {
+		return false
+	}
+	rw.finish()
+	c := rw.c
+	if !rw.keep() || !c.s.busy(c, false) {
+		rw.close = true
+		return false
+	}
+	rw.hand = new(atomic.Int32)
+	rw.hand.Store(handWaiting)
+	c.handover.Store(rw.hand)
+	if c.handoverTimer == nil {
+		c.handoverTimer = time.AfterFunc(wait, c.takeOver)
+	} else {
+		c.handoverTimer.Reset(wait)
+	}
+	return true
+}
+
+// The states of a detached handler's connection (response.hand).
+const (
+	handNone    = iota
+	handWaiting // Detach: the handler runs on, the connection waits for it or its timer
+	handTaken   // the timer's goroutine serves the connection
+)
+
+// takeOver serves the connection on the timer's goroutine, unless the handler returned first.
+func (c *conn) takeOver() {
+	if c.handover.Load().CompareAndSwap(handWaiting, handTaken) {
+		c.loop()
+	}
+}
+
+// run calls the handler; a panic closes the connection (logged unless http.ErrAbortHandler).
+func (c *conn) run(w *response, req *http.Request) (ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				c.s.log.Error("httplite: handler panicked", "path", req.URL.Path, "panic", fmt.Sprint(v))
+			}
+			ok = false
+		}
+	}()
+	c.s.h.ServeHTTP(w, req)
+	return true
+}
+
+// startWatch reads the connection in the background until stopWatch: a read that ends (the
+// client closed or reset the connection) calls cancel. A byte read is the next request's (the
+// client pipelined it), kept for it.
+func (c *conn) startWatch(cancel context.CancelFunc) {
+	if c.watchDone != nil || c.br.Buffered() > 0 { // already watching, or the next request is here
+		return
+	}
+	done := make(chan struct{})
+	c.watchDone = done
+	go func() {
+		defer close(done)
+		var b [1]byte
+		n, err := c.rwc.Read(b[:])
+		if n == 1 {
+			c.in.pending = append(c.in.pending, b[0])
+		} else if err != nil && !c.stopping.Load() {
+			cancel()
+		}
+	}()
+}
+
+// stopWatch wakes the background read and waits for it.
+func (c *conn) stopWatch() {
+	if c.watchDone == nil {
+		return
+	}
+	c.stopping.Store(true)
+	_ = c.rwc.SetReadDeadline(aLongTimeAgo)
+	<-c.watchDone
+	c.watchDone = nil
+	c.stopping.Store(false)
+}
+
+// body is a request's body: it sends 100 Continue before the first read when the client
+// asked for it, lifts the body's deadline once the body ended, and starts a watch then.
+type body struct {
+	io.ReadCloser
+	c                *conn
+	w                *response
+	expect           bool // Expect: 100-continue
+	continued, ended bool
+	failed           bool  // it ended otherwise than whole (a timeout, a cut connection)
+	length, read     int64 // its Content-Length (-1: chunked) and the bytes read so far
+}
+
+// drain reads what the handler left of the body, if little, and reports whether the
+// connection can go on to the next request.
+func (b *body) drain() bool {
+	switch {
+	case b.ended:
+	case b.expect && !b.continued:
+		return false // the client still waits to be told to send it
+	case b.length >= 0 && b.length-b.read > bodyDiscardMax:
+		return false
+	default:
+		if n, _ := io.CopyN(io.Discard, b, bodyDiscardMax+1); n > bodyDiscardMax {
+			return false
+		}
+	}
+	return !b.failed
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	if b.ended {
+		return 0, io.EOF
+	}
+	if b.expect && !b.continued {
+		b.continued = true
+		if !b.w.sent {
+			_ = b.c.rwc.SetWriteDeadline(time.Now().Add(b.c.s.opts.Limits.MessageTimeout))
+			_, _ = b.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+			_ = b.c.bw.Flush()
+		}
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	if err != nil {
+		b.ended, b.failed = true, !errors.Is(err, io.EOF)
+		if !b.failed {
+			_ = b.c.rwc.SetReadDeadline(time.Time{})
+			if b.w.onBodyEnd != nil {
+				b.w.onBodyEnd()
+			}
+		}
+	}
+	return n, err
+}

@@ -1,0 +1,295 @@
+package httplite
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// bodyHeldMax is how much of an answer's body is held back to go out with its head, in one
+// write and with a Content-Length; past it (or at a Flush) the head goes out and the rest
+// streams, chunked unless the handler set a Content-Length.
+const bodyHeldMax = 64 << 10
+
+// response is the http.ResponseWriter of one request.
+type response struct {
+	c       *conn
+	req     *http.Request
+	header  http.Header
+	status  int    // 0 until WriteHeader
+	body    []byte // held until the head goes out
+	sent    bool   // the head went out
+	chunked bool
+	length  int64 // the Content-Length the handler set; -1: none
+	written int64 // body bytes the handler wrote
+	noBody  bool  // a HEAD request, or a 204 or 304 answer
+	close   bool  // the connection ends after this answer
+	err     error // a write to the client failed
+	done    bool  // finished: the answer went out whole
+
+	reqBody   *body         // nil for a request without one
+	watched   bool          // Options.Watch named the request
+	onBodyEnd func()        // starts the watch once a watched request's body ended
+	hand      *atomic.Int32 // set by Detach: the connection's hand-over (handWaiting...)
+}
+
+// errFinished is what a handler's write gets once its answer went out (Detach).
+var errFinished = errors.New("httplite: the answer was finished")
+
+// keep reports whether the connection can serve another request after this answer.
+func (w *response) keep() bool {
+	return !w.close && w.err == nil && (w.reqBody == nil || w.reqBody.drain())
+}
+
+func (w *response) Header() http.Header { return w.header }
+
+// WriteHeader sets the status; a second call is ignored, and so are 1xx answers (a handler's
+// 103 Early Hints, say), which this server does not send.
+func (w *response) WriteHeader(status int) {
+	if status < 100 || status > 999 {
+		panic(fmt.Sprintf("httplite: invalid WriteHeader code %v", status))
+	}
+	if w.status != 0 || status < 200 {
+		return
+	}
+	w.status = status
+	if cl := w.header.Get("Content-Length"); cl != "" {
+		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
+			w.length = n
+		} else {
+			w.header.Del("Content-Length")
+		}
+	}
+	w.noBody = w.req.Method == http.MethodHead || status == http.StatusNoContent || status == http.StatusNotModified
+}
+
+func (w *response) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	switch {
+	case w.done:
+		return 0, errFinished
+	case w.err != nil:
+		return 0, w.err
+	case w.noBody && w.req.Method == http.MethodHead:
+		return len(p), nil
+	case w.noBody:
+		return 0, http.ErrBodyNotAllowed
+	case w.length >= 0 && w.written+int64(len(p)) > w.length:
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(len(p))
+	if !w.sent {
+		if len(w.body)+len(p) <= bodyHeldMax {
+			w.body = append(w.body, p...)
+			return len(p), nil
+		}
+		w.writeHead(false)
+	}
+	w.writeBody(p)
+	if w.err != nil {
+		return 0, w.err
+	}
+	return len(p), nil
+}
+
+// Flush sends the head and what the body has so far.
+func (w *response) Flush() { _ = w.FlushError() }
+
+// FlushError is Flush reporting a failed write (http.ResponseController calls it).
+func (w *response) FlushError() error {
+	if w.done {
+		return errFinished
+	}
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.sent {
+		w.writeHead(false)
+	} else {
+		w.c.armWrite()
+	}
+	if err := w.c.bw.Flush(); err != nil && w.err == nil {
+		w.err = err
+	}
+	return w.err
+}
+
+// SetReadDeadline and SetWriteDeadline serve http.ResponseController.
+func (w *response) SetReadDeadline(t time.Time) error  { return w.c.rwc.SetReadDeadline(t) }
+func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
+
+// finish ends the answer once the handler returned: its head and body if none went out yet,
+// the last chunk and the trailers, then one flush to the client.
+func (w *response) finish() {
+	w.done = true
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.sent {
+		w.writeHead(true)
+	}
+	bw := w.c.bw
+	if w.chunked {
+		_, _ = bw.WriteString("0\r\n")
+		for _, name := range w.trailerNames() {
+			for _, v := range w.header[name] {
+				writeField(bw, name, v)
+			}
+		}
+		for k, vv := range w.header {
+			if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+				for _, v := range vv {
+					writeField(bw, name, v)
+				}
+			}
+		}
+		_, _ = bw.WriteString("\r\n")
+	}
+	if w.length >= 0 && w.written != w.length && !w.noBody {
+		w.close = true // short of what the head promised: the client must not read on
+	}
+	if err := bw.Flush(); err != nil && w.err == nil {
+		w.err = err
+	}
+}
+
+// trailerNames are the fields the handler announced in its Trailer header.
+func (w *response) trailerNames() []string {
+	var names []string
+	for _, v := range w.header["Trailer"] {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				names = append(names, http.CanonicalHeaderKey(name))
+			}
+		}
+	}
+	return names
+}
+
+// writeHead writes the status line and the head; final means the handler returned, so a body
+// held whole gets its Content-Length.
+func (w *response) writeHead(final bool) {
+	w.sent = true
+	h := w.header
+	if w.req.Close || strings.EqualFold(h.Get("Connection"), "close") || w.c.s.closing.Load() || w.status == http.StatusUnauthorized {
+		// A client that failed to authenticate holds no connection past its answer (as
+		// netlimit.HTTP does for net/http).
+		w.close = true
+	}
+	var length string
+	switch {
+	case w.noBody, w.length >= 0:
+	case final && len(h["Trailer"]) == 0:
+		length = strconv.Itoa(len(w.body))
+	case w.req.ProtoAtLeast(1, 1):
+		w.chunked = true
+	default:
+		w.close = true // an HTTP/1.0 client reads the body to the connection's end
+	}
+	if _, ok := h["Content-Type"]; !ok && len(w.body) > 0 && !w.noBody {
+		h.Set("Content-Type", http.DetectContentType(w.body))
+	}
+	c := w.c
+	c.armWrite()
+	bw := c.bw
+	var line [64]byte
+	b := append(line[:0], "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(w.status), 10)
+	b = append(append(append(b, ' '), http.StatusText(w.status)...), "\r\n"...)
+	_, _ = bw.Write(b)
+	for k, vv := range h {
+		if k == "Connection" || k == "Transfer-Encoding" || strings.HasPrefix(k, http.TrailerPrefix) || (w.chunked && k == "Content-Length") {
+			continue
+		}
+		for _, v := range vv {
+			writeField(bw, k, v)
+		}
+	}
+	_, _ = bw.Write(date())
+	switch {
+	case length != "":
+		writeField(bw, "Content-Length", length)
+	case w.chunked:
+		_, _ = bw.WriteString("Transfer-Encoding: chunked\r\n")
+	}
+	switch {
+	case w.close:
+		_, _ = bw.WriteString("Connection: close\r\n")
+	case !w.req.ProtoAtLeast(1, 1):
+		_, _ = bw.WriteString("Connection: keep-alive\r\n")
+	}
+	_, _ = bw.WriteString("\r\n")
+	if !w.noBody {
+		w.writeBody(w.body)
+	}
+	w.body = nil
+}
+
+// writeBody writes p as the body goes: a chunk, or as it is.
+func (w *response) writeBody(p []byte) {
+	if len(p) == 0 || w.err != nil {
+		return
+	}
+	bw := w.c.bw
+	if w.chunked {
+		var size [20]byte
+		_, _ = bw.Write(append(strconv.AppendInt(size[:0], int64(len(p)), 16), '\r', '\n'))
+	}
+	_, err := bw.Write(p)
+	if w.chunked && err == nil {
+		_, err = bw.WriteString("\r\n")
+	}
+	if err != nil {
+		w.err = err
+	}
+}
+
+// writeField writes one header field, leaving out a name that is not one and turning line
+// breaks in a value into spaces (no field can smuggle in another).
+func writeField(bw interface {
+	WriteString(string) (int, error)
+}, name, value string) {
+	if !httpguts.ValidHeaderFieldName(name) {
+		return
+	}
+	if strings.ContainsAny(value, "\r\n") {
+		value = strings.NewReplacer("\r", " ", "\n", " ").Replace(value)
+	}
+	_, _ = bw.WriteString(name)
+	_, _ = bw.WriteString(": ")
+	_, _ = bw.WriteString(value)
+	_, _ = bw.WriteString("\r\n")
+}
+
+// armWrite gives the writes of an answer MessageTimeout (re-armed at each Flush), so that a
+// client that stops reading holds its connection no longer than that.
+func (c *conn) armWrite() {
+	_ = c.rwc.SetWriteDeadline(time.Now().Add(c.s.opts.Limits.MessageTimeout))
+}
+
+// dateField is the Date field of the current second, made once a second.
+type dateField struct {
+	sec  int64
+	line []byte
+}
+
+var dates atomic.Pointer[dateField]
+
+func date() []byte {
+	now := time.Now()
+	if d := dates.Load(); d != nil && d.sec == now.Unix() {
+		return d.line
+	}
+	d := &dateField{sec: now.Unix(), line: now.UTC().AppendFormat([]byte("Date: "), http.TimeFormat)}
+	d.line = append(d.line, "\r\n"...)
+	dates.Store(d)
+	return d.line
+}
