@@ -11,8 +11,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -168,11 +166,7 @@ func (ff *forwardFleet) trinoPages(t *testing.T) {
 // alternating workers: the pages that reach the worker not holding the query are forwarded to
 // its owner, and the client reads every row in order.
 func (ff *forwardFleet) npmTrinoPages(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "internal", "frontend", "frontendtest", "nodeclients")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "trino-client")); err != nil {
-		t.Skipf("the npm trino-client is not installed (make test-deps installs it; its install failed): %v", err)
-	}
+	dir := frontendtest.NodeClients(t, "trino-client")
 	front := roundRobin(t, ff.addr["w1"]["trino"], ff.addr["w2"]["trino"])
 	before := ff.forwards("w1", "trino", "ok") + ff.forwards("w2", "trino", "ok")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -372,11 +371,7 @@ func TestLoopbackTrustAcceptsAnyPassword(t *testing.T) {
 // when set; caFile as the root for https) and returns its JSON outcome.
 func trinoClient(t *testing.T, server, user, password, caFile string) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "frontend", "frontendtest", "nodeclients")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "trino-client")); err != nil {
-		t.Skipf("the npm trino-client is not installed (make test-deps installs it; its install failed): %v", err)
-	}
+	dir := frontendtest.NodeClients(t, "trino-client")
 	out, err := run(t, []string{"TRINO_SERVER=" + server, "TRINO_USER=" + user, "TRINO_PASSWORD=" + password, "TRINO_CA=" + caFile},
 		"node", filepath.Join(dir, "trino_auth_probe.js"))
 	if err != nil {

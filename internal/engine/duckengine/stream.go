@@ -163,7 +163,8 @@ func uuidText(b []byte) string {
 
 // elementTime writes a DATE, TIME or TIMESTAMP inside a composite value as DuckDB does: a time
 // of day alone on 0001-01-01 (how go-duckdb hands over TIME), a date alone at midnight, DuckDB's
-// infinities (the largest value, the smallest plus one) as infinity and -infinity.
+// infinities (the largest value, the smallest plus one) as infinity and -infinity, a year before
+// 1 AD as PostgreSQL writes it (0044-03-15 BC: DuckDB writes "0044-03-15 (BC)").
 func elementTime(t time.Time) string {
 	t = t.UTC()
 	switch us, days := t.UnixMicro(), arrow.Date32FromTime(t); {
@@ -172,13 +173,19 @@ func elementTime(t time.Time) string {
 	case us == -math.MaxInt64 || days == -math.MaxInt32:
 		return "-infinity"
 	}
+	var s string
 	switch {
 	case t.Year() == 1 && t.YearDay() == 1:
 		return t.Format("15:04:05.999999")
 	case t.Hour() == 0 && t.Minute() == 0 && t.Second() == 0 && t.Nanosecond() == 0:
-		return t.Format(time.DateOnly)
+		s = t.Format(time.DateOnly)
+	default:
+		s = t.Format("2006-01-02 15:04:05.999999")
 	}
-	return t.Format("2006-01-02 15:04:05.999999")
+	if y := t.Year(); y <= 0 { // Go writes year -43 ("-0043-03-15"); PostgreSQL 44 BC
+		s = fmt.Sprintf("%04d", 1-y) + s[strings.IndexByte(s[1:], '-')+1:] + " BC"
+	}
+	return s
 }
 
 // intervalText writes an interval as PostgreSQL does (IntervalStyle postgres, EncodeInterval):

@@ -472,7 +472,7 @@ func appendScalar(t arrow.DataType, text string, b array.Builder) error {
 			bb.Append(engine.DateNegInfinity)
 			return nil
 		}
-		d, err := time.Parse(time.DateOnly, text)
+		d, err := withAnyYear(text, func(s string) (time.Time, error) { return time.Parse(time.DateOnly, s) })
 		if err != nil {
 			return bad(err)
 		}
@@ -492,7 +492,7 @@ func appendScalar(t arrow.DataType, text string, b array.Builder) error {
 			bb.Append(engine.TimestampNegInfinity)
 			return nil
 		}
-		ts, err := parseTimestamp(text)
+		ts, err := withAnyYear(text, parseTimestamp)
 		if err != nil {
 			return bad(err)
 		}
@@ -516,6 +516,26 @@ var timestampLayouts = []string{
 	"2006-01-02 15:04:05.999999999",
 	"2006-01-02T15:04:05.999999999Z07:00",
 	time.DateOnly,
+}
+
+// withAnyYear reads text by parse, also when its year has more than four digits or is before
+// 1 AD as PostgreSQL writes it ("0044-03-15 BC", DuckDB's year -43): parse reads the rest
+// after the leap year 2000, so a February 29 reads too.
+func withAnyYear(text string, parse func(string) (time.Time, error)) (time.Time, error) {
+	body, bc := strings.CutSuffix(text, " BC")
+	digits, rest, _ := strings.Cut(body, "-")
+	year, err := strconv.Atoi(digits)
+	if err != nil || len(digits) < 4 || len(digits) == 4 && !bc {
+		return parse(text)
+	}
+	t, err := parse("2000-" + rest)
+	if err != nil {
+		return t, err
+	}
+	if bc {
+		year = 1 - year
+	}
+	return time.Date(year, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), t.Location()), nil
 }
 
 // parseTimestamp reads PostgreSQL's (ISO DateStyle) or DuckDB's timestamp text; one without a
