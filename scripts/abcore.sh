@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # abcore.sh: A/B of queryflux binaries on the core query path (the Arrow path: settings.passthrough
-# false), interleaved. Each binary runs as a standalone daemon with a Trino, a PostgreSQL and a
+# false; PASSTHROUGH=true: the passthrough, the pg group in transaction pool mode), interleaved.
+# Each binary runs as a standalone daemon with a Trino, a PostgreSQL and a
 # MySQL port (the clusters of scripts/bench-proxy.sh); every round runs each client against each
 # daemon in turn, and prints per run: p50 (pg1: mean latency in ms; pg8: tps), queries, the
 # daemon's CPU per query (utime + stime from /proc/PID/stat) and its allocations per query (Go's
@@ -48,7 +49,7 @@ queryflux:
     trino: {enabled: true, listen: "127.0.0.1:${TR[$name]}"}
     postgres: {enabled: true, listen: "127.0.0.1:${PG[$name]}"}
     mysql: {enabled: true, listen: "127.0.0.1:${MY[$name]}"}
-settings: {passthrough: false, security: {trustLoopback: true}}
+settings: {passthrough: ${PASSTHROUGH:-false}, security: {trustLoopback: true}}
 clusters:
   - {name: pg, engine: postgres, endpoint: "127.0.0.1:5432", database: $DB, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable}}
   - {name: maria, engine: mysql, endpoint: "127.0.0.1:3306", database: mysql, credentials: {user: root}, maxRunningQueries: 16}

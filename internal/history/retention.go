@@ -42,16 +42,19 @@ func RunRetention(ctx context.Context, e env.Env, p Pruner, keep func() time.Dur
 func (m *Memory) Prune(_ context.Context, cutoff time.Time) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	kept := make([]Record, 0, len(m.records))
-	for i := range m.records {
-		r := m.records[(m.head+i)%len(m.records)] // oldest-inserted first, so the ring stays in order
+	kept := make([]Record, 0, m.n)
+	for i := range m.n {
+		r := m.slot((m.head + i) % m.n) // oldest-inserted first, so the ring stays in order
 		if r.StartedAt.Before(cutoff) {
 			delete(m.ids, r.QueryID)
 			continue
 		}
-		kept = append(kept, r)
+		kept = append(kept, *r)
 	}
-	n := len(m.records) - len(kept)
-	m.records, m.head = kept, 0
+	n := m.n - len(kept)
+	m.chunks, m.n, m.head = nil, 0, 0
+	for _, r := range kept {
+		m.append(r)
+	}
 	return n, nil
 }

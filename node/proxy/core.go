@@ -346,11 +346,11 @@ func (c *Core) refuse(rt *Runtime, id string, req *query.Request, start time.Tim
 // Admit routes req, picks a member cluster and takes a capacity slot, queueing if none is free.
 // It does not run the query. On error the query has already been reported as finished.
 func (c *Core) Admit(ctx context.Context, req *query.Request) (*Admission, error) {
-	r, err := c.route(req, false)
-	if err != nil {
+	r, ok, err := c.route(req, false)
+	if !ok {
 		return nil, err
 	}
-	return c.admit(ctx, req, r)
+	return c.admit(ctx, req, &r, nil)
 }
 
 // routed is a query routed and checked, pinning its runtime until it is admitted, refused or
@@ -362,26 +362,28 @@ type routed struct {
 }
 
 // route pins the active runtime, gives the query its id, routes it and checks it (readOnly,
-// blockedStatements, Options.Check). A refused query has been reported. Every way into the
-// core starts here. relay is set by the relay paths: on a runtime with passthrough off, route
-// then answers (nil, nil) before anything else, and the caller takes the Arrow path.
-func (c *Core) route(req *query.Request, relay bool) (*routed, error) {
+// blockedStatements, Options.Check); ok is false, with the error, when it did not route it. A
+// refused query has been reported. Every way into the core starts here. relay is set by the
+// relay paths: on a runtime with passthrough off, route then answers not ok and a nil error
+// before anything else, and the caller takes the Arrow path. The routed query is a value (the
+// caller's, not one more allocation per query).
+func (c *Core) route(req *query.Request, relay bool) (r routed, ok bool, err error) {
 	start := c.env.Now()
 	rt, err := c.enter()
 	if err != nil {
-		return nil, err
+		return routed{}, false, err
 	}
 	if relay && rt.noRelay {
 		rt.unpin()
-		return nil, nil
+		return routed{}, false, nil
 	}
 	id := c.newID()
 	dec := rt.Route(req)
 	g, err := c.checkRouted(req, rt, dec)
 	if err != nil {
-		return nil, c.refuse(rt, id, req, start, dec, err)
+		return routed{}, false, c.refuse(rt, id, req, start, dec, err)
 	}
-	return &routed{placement: placement{rt: rt, dec: dec, g: g}, id: id, start: start}, nil
+	return routed{placement: placement{rt: rt, dec: dec, g: g}, id: id, start: start}, true, nil
 }
 
 // letGo unpins the runtime of a query that takes another way in (it is routed again there).
@@ -389,8 +391,9 @@ func (r *routed) letGo() { r.rt.unpin() }
 
 // admit takes a slot in r's group for a routed, checked query. While it waits, a newer runtime
 // may replace r's: the query then follows it (see follow), so the Admission's Runtime and Group
-// may differ from those it was routed with.
-func (c *Core) admit(ctx context.Context, req *query.Request, r *routed) (*Admission, error) {
+// may differ from those it was routed with. The Admission is into when that is not nil (a
+// caller that allocates it with what goes with it).
+func (c *Core) admit(ctx context.Context, req *query.Request, r *routed, into *Admission) (*Admission, error) {
 	p, id, start := &r.placement, r.id, r.start
 	slot, cl, err := c.acquire(ctx, p, req, start)
 	if errors.Is(err, engine.ErrWouldWait) {
@@ -402,11 +405,18 @@ func (c *Core) admit(ctx context.Context, req *query.Request, r *routed) (*Admis
 		c.metrics.queueDuration.WithLabelValues(p.g.name, "").Observe(c.env.Now().Sub(start).Seconds())
 		return nil, c.refuse(p.rt, id, req, start, p.dec, err)
 	}
-	now := c.env.Now()
+	now := start // under NoWait nothing waited: the clock is read once per admission
+	if !mustNotWait(ctx) {
+		now = c.env.Now()
+	}
 	s := c.metrics.series(p.g.name, cl.name)
 	s.running.Inc()
 	s.queueDuration.Observe(now.Sub(start).Seconds())
-	adm := &Admission{
+	adm := into
+	if adm == nil {
+		adm = new(Admission)
+	}
+	*adm = Admission{
 		QueryID: id, Group: p.g.name, Cluster: cl.name, Engine: cl.engine, Trace: p.dec.Trace,
 		QueueWait: now.Sub(start), Runtime: p.rt,
 		core: c, req: req, slot: slot, start: start, admitted: now, series: s,

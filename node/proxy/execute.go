@@ -16,8 +16,8 @@ import (
 // queue) and runs it on the chosen cluster's engine. The returned Rows release the slot and
 // report the query when closed; the caller must Close them.
 func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, error) {
-	r, err := c.route(req, false)
-	if err != nil {
+	r, ok, err := c.route(req, false)
+	if !ok {
 		return nil, err
 	}
 	rt, id, g := r.rt, r.id, r.g
@@ -26,7 +26,7 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 		key, cacheable = cacheKey(req, g.name, g.fingerprint)
 	}
 	if cacheable {
-		if rows, ok := c.fromCache(key, req, r); ok {
+		if rows, ok := c.fromCache(key, req, &r); ok {
 			return rows, nil
 		}
 		c.metrics.cacheMisses.WithLabelValues(g.name).Inc()
@@ -34,7 +34,7 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 			return rows, err
 		}
 	}
-	adm, err := c.admit(ctx, req, r)
+	adm, err := c.admit(ctx, req, &r, nil)
 	if err != nil {
 		return nil, err
 	}

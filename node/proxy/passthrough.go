@@ -67,15 +67,15 @@ func (c *Core) Paths() PathStats {
 // ok is false with a nil error when the query must take the Arrow path (call Execute); a
 // non-nil error refused the query and has been reported.
 func (c *Core) AdmitPassthrough(ctx context.Context, req *query.Request, canRelay func(query.Engine) bool) (adm *Admission, ok bool, err error) {
-	r, err := c.route(req, true)
-	if r == nil {
+	r, ok, err := c.route(req, true)
+	if !ok {
 		return nil, false, err
 	}
 	if r.g.cache.TTL > 0 || !r.g.relayable(canRelay) {
 		r.letGo()
 		return nil, false, nil
 	}
-	adm, err = c.admit(ctx, req, r)
+	adm, err = c.admit(ctx, req, &r, nil)
 	if err != nil {
 		return nil, false, err
 	}
@@ -107,8 +107,15 @@ type Relay struct {
 	CheckLimits func(rows, bytes int64) error
 
 	id       string
-	finish   func(rows, bytes int64, err error) error
+	finish   func(rows, bytes int64, err error) error // an admission's (Admission.Relay)
 	finished invariants.Once
+
+	// A session's statement (BeginRelay), which finishRelay ends: no closure per statement.
+	session *coreSession
+	q       *query.Request
+	times   statementTimes
+	stop    context.CancelFunc // the query timeout's; nil without one
+	run     runContext
 
 	// The core's cancel of a session's statement (BeginRelay, OnCancel); never once finished.
 	cancelMu  sync.Mutex
@@ -162,6 +169,9 @@ func (r *Relay) cancel() {
 func (r *Relay) Finish(rows, bytes int64, err error) error {
 	if !r.finished.Close("relayed statement", r.id) {
 		return err
+	}
+	if r.session != nil {
+		return r.session.finishRelay(r, rows, bytes, err)
 	}
 	return r.finish(rows, bytes, err)
 }

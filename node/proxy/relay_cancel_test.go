@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,4 +101,69 @@ func TestRelayOnCancelHook(t *testing.T) {
 		t.Fatalf("Finish after the query timeout: %v, want the timeout named", err)
 	}
 	_ = w.Session.Close()
+}
+
+// A wire session's first statement is its admission's query: relayed with the very request
+// OpenWire admitted, it is checked once (the admission's check stands), carries the admission's
+// id and times and takes no id of its own; every other statement, and a first one relayed with
+// another request (a frontend that rewrote it), is checked and gets a new id.
+func TestWireFirstStatementIsTheAdmissions(t *testing.T) {
+	h := newHarness(t)
+	checks := map[string]int{}
+	var ids atomic.Int32
+	h.core = New(Options{Env: h.env, OnFinish: h.recs.add,
+		NewQueryID: func() string { return fmt.Sprintf("id%d", ids.Add(1)) },
+		Check: func(req *query.Request, _ string) error {
+			checks[req.SQL]++
+			if req.SQL == "drop table t" {
+				return &query.Error{Code: query.CodeAccessDenied, Message: "no drops"}
+			}
+			return nil
+		}})
+	h.activate(oneGroup(RoundRobin, 5, time.Minute, cl("a", 4, &wireEngine{})))
+	relay := func(w *Wire, q *query.Request) error {
+		t.Helper()
+		r, ok, err := w.Session.(relayer).BeginRelay(t.Context(), q)
+		if err != nil || !ok {
+			return err
+		}
+		return r.Finish(1, 10, nil)
+	}
+
+	first := sel("select 1")
+	w, ok, err := h.core.OpenWire(t.Context(), first, 1, "")
+	if err != nil || !ok {
+		t.Fatalf("OpenWire: %v %v", ok, err)
+	}
+	h.env.advance(5 * time.Millisecond)
+	if err := relay(w, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := relay(w, sel("select 2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := relay(w, sel("drop table t")); err == nil {
+		t.Fatal("a later statement was not checked: drop table t ran")
+	}
+	_ = w.Session.Close()
+	recs := h.recs.all()
+	if len(recs) != 3 || recs[0].QueryID != "id1" || recs[0].End.Sub(recs[0].Start) < 5*time.Millisecond || recs[1].QueryID != "id2" || recs[2].QueryID != "id3" {
+		t.Fatalf("records %+v: want id1 (the admission's, started when it was admitted), id2, id3", recs)
+	}
+	if checks["select 1"] != 1 || checks["select 2"] != 1 || checks["drop table t"] != 1 || ids.Load() != 3 {
+		t.Fatalf("checks %v, %d ids: want each statement checked once, one id each", checks, ids.Load())
+	}
+
+	w, ok, err = h.core.OpenWire(t.Context(), sel("select 3"), 1, "")
+	if err != nil || !ok {
+		t.Fatalf("OpenWire: %v %v", ok, err)
+	}
+	if err := relay(w, sel("select 3")); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Session.Close()
+	if checks["select 3"] != 2 || h.recs.last(t).QueryID != "id4" {
+		t.Fatalf("a first statement relayed with another request: checked %d times, record %+v; want 2 checks, the admission's id4",
+			checks["select 3"], h.recs.last(t))
+	}
 }

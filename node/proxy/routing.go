@@ -69,6 +69,18 @@ func protocolReason(p string) reasons {
 
 func (r *ProtocolRouter) Targets() []string { return mapValues(r.ByProtocol) }
 
+// protocolOnly reports whether routers decide by a request's protocol alone (protocolBased
+// routers, or none), so that a runtime can route each protocol once (Runtime.byProtocol)
+// instead of once per query.
+func protocolOnly(routers []Router) bool {
+	for _, r := range routers {
+		if _, ok := r.(*ProtocolRouter); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // HeaderRouter sends requests by the value of one header. Header names compare case-insensitively.
 type HeaderRouter struct {
 	Header  string

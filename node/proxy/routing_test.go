@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -187,4 +188,51 @@ func TestScriptRouterSafety(t *testing.T) {
 			t.Fatalf("want frozen error, got %v", err)
 		}
 	})
+}
+
+// A runtime whose routers decide by the protocol alone routes each protocol once: its
+// decisions are those of the routers, for every protocol (the database naming a group still
+// wins), and they are the runtime's own, so a new configuration routes by its routers from its
+// first query, never by the decisions of the one it replaced. Routers that read more than the
+// protocol are asked for every query.
+func TestProtocolDecisionsAreTheRuntimes(t *testing.T) {
+	h := newHarness(t)
+	spec := func(pgGroup string, more ...Router) RuntimeSpec {
+		return RuntimeSpec{
+			Clusters: []ClusterSpec{cl("ca", 2, &fakeEngine{}), cl("cb", 2, &fakeEngine{})},
+			Groups:   []GroupSpec{{Name: "a", Members: []MemberSpec{{Cluster: "ca"}}}, {Name: "b", Members: []MemberSpec{{Cluster: "cb"}}}},
+			Routers:  append([]Router{&ProtocolRouter{ByProtocol: map[string]string{query.ProtocolPostgres: pgGroup}}}, more...),
+			Fallback: "b",
+		}
+	}
+	rt := h.activate(spec("a"))
+	for _, p := range []string{query.ProtocolPostgres, query.ProtocolMySQL, query.ProtocolTrino, query.ProtocolFlightSQL, "other"} {
+		req := &query.Request{SQL: "select 1", Protocol: p}
+		if got, want := rt.Route(req), routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, req); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: routed %+v, the routers say %+v", p, got, want)
+		}
+	}
+	if d := rt.Route(&query.Request{Protocol: query.ProtocolPostgres, Database: "b"}); d.Group != "b" {
+		t.Errorf("a client's database naming group b: routed to %q", d.Group)
+	}
+	for i, want := range []string{"ca", "cb", "ca"} {
+		if i == 1 {
+			h.activate(spec("b"))
+		}
+		if i == 2 {
+			h.activate(spec("b", &HeaderRouter{Header: "x-team", ByValue: map[string]string{"blue": "a"}}))
+		}
+		req := sel("select 1")
+		req.Headers = map[string]string{"x-team": "blue"}
+		req.Protocol = query.ProtocolMySQL // past the protocolBased router: the header router decides
+		if i < 2 {
+			req.Protocol = query.ProtocolPostgres
+		}
+		if _, err := h.run(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.recs.last(t).Cluster; got != want {
+			t.Fatalf("configuration %d: ran on %s, want %s", i+1, got, want)
+		}
+	}
 }

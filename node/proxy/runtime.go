@@ -136,6 +136,10 @@ type Runtime struct {
 	groups   map[string]*group
 	dbs      map[string]bool   // RuntimeSpec.Databases; nil: any name
 	withheld map[string]string // group -> the selector it needs (RuntimeSpec.Withheld)
+	// byProtocol is the routers' decision for each frontend protocol, made once, when the
+	// routers decide by the protocol alone (protocolOnly): nil otherwise. Its traces are
+	// shared by every query routed with them, and never written.
+	byProtocol map[string]Decision
 
 	mu       sync.Mutex
 	inflight int
@@ -218,6 +222,12 @@ func NewRuntime(spec RuntimeSpec) (*Runtime, error) {
 	}
 	if spec.Fallback != "" && !rt.knownGroup(spec.Fallback) {
 		return nil, fmt.Errorf("routingFallback names unknown group %q", spec.Fallback)
+	}
+	if protocolOnly(spec.Routers) {
+		rt.byProtocol = map[string]Decision{}
+		for _, p := range []string{query.ProtocolPostgres, query.ProtocolMySQL, query.ProtocolTrino, query.ProtocolFlightSQL} {
+			rt.byProtocol[p] = routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, &query.Request{Protocol: p})
+		}
 	}
 	return rt, nil
 }
@@ -320,6 +330,9 @@ func (rt *Runtime) Route(req *query.Request) Decision {
 	if req.Protocol == query.ProtocolPostgres && req.Database != "" && rt.knownGroup(req.Database) {
 		return Decision{Group: req.Database, Trace: []TraceStep{{Router: "database", Matched: true, Group: req.Database,
 			Reason: "the client's database names the group"}}}
+	}
+	if d, ok := rt.byProtocol[req.Protocol]; ok {
+		return d
 	}
 	return routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, req)
 }

@@ -10,10 +10,16 @@ import (
 // by this node's own count (the guard has the final word). The order is the strategy's
 // preference; the core tries them in turn until the guard grants a slot.
 func (g *group) candidates(running func(cluster string) int, rnd env.Rand) []member {
+	available := func(c *cluster) bool { return c.enabled && c.healthy.Load() && running(c.name) < c.cap }
+	if len(g.members) == 1 { // the common group: its own slice, no copy per query
+		if available(g.members[0].cluster) {
+			return g.members
+		}
+		return nil
+	}
 	var ok []member
 	for _, m := range g.members {
-		c := m.cluster
-		if c.enabled && c.healthy.Load() && running(c.name) < c.cap {
+		if available(m.cluster) {
 			ok = append(ok, m)
 		}
 	}

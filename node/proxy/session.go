@@ -101,15 +101,33 @@ type coreSession struct {
 // admission is the capacity wait the next reported statement carries: the first statement
 // starts when the session asked for its slot, waited QueueWait and ran from the grant;
 // later ones start when they are sent and wait nothing.
-func (s *coreSession) admission(start time.Time) (from time.Time, queued time.Duration, ran time.Time) {
+func (s *coreSession) admission(start time.Time) statementTimes {
+	if s.claimAdmission() {
+		return s.admissionTimes()
+	}
+	return statementTimes{from: start, ran: start}
+}
+
+// statementTimes are when a statement started, how long it waited for capacity and when it
+// began to run.
+type statementTimes struct {
+	from   time.Time
+	queued time.Duration
+	ran    time.Time
+}
+
+// claimAdmission reports whether the caller's statement is the first to carry the session's
+// admission (and so claims it).
+func (s *coreSession) claimAdmission() bool {
 	s.mu.Lock()
 	first := !s.reported
 	s.reported = true
 	s.mu.Unlock()
-	if first {
-		return s.adm.start, s.adm.QueueWait, s.adm.admitted
-	}
-	return start, 0, start
+	return first
+}
+
+func (s *coreSession) admissionTimes() statementTimes {
+	return statementTimes{from: s.adm.start, queued: s.adm.QueueWait, ran: s.adm.admitted}
 }
 
 func (s *coreSession) lose() {
@@ -264,22 +282,22 @@ func (s *coreSession) explain(err error) error {
 
 // report hands one statement's record to history and returns err.
 func (s *coreSession) report(id string, q *query.Request, start time.Time, trace []TraceStep, rows, bytes int64, err error) error {
-	return s.reportPath(PathArrow, id, q, start, trace, rows, bytes, err)
+	return s.record(PathArrow, id, q, s.admission(start), trace, rows, bytes, err)
 }
 
-func (s *coreSession) reportPath(path, id string, q *query.Request, start time.Time, trace []TraceStep, rows, bytes int64, err error) error {
+// record hands one statement's record, timed t, to history and returns err.
+func (s *coreSession) record(path, id string, q *query.Request, t statementTimes, trace []TraceStep, rows, bytes int64, err error) error {
 	c, a := s.adm.core, s.adm
 	end := c.env.Now()
-	start, queued, ran := s.admission(start)
-	rec := baseRecord(id, q, start, end, trace)
+	rec := baseRecord(id, q, t.from, end, trace)
 	rec.Group, rec.Cluster = a.Group, a.Cluster
-	rec.QueueMs = millis(queued)
-	rec.ExecMs = millis(end.Sub(ran))
+	rec.QueueMs = millis(t.queued)
+	rec.ExecMs = millis(end.Sub(t.ran))
 	rec.Rows, rec.Bytes = rows, bytes
 	rec.Status = statusOf(err)
 	fillError(&rec, err)
 	c.countPath(path)
-	c.metrics.finished(a.series, rec.Status, end.Sub(start).Seconds())
+	c.metrics.finished(a.series, rec.Status, end.Sub(t.from).Seconds())
 	if c.onFinish != nil {
 		c.onFinish(rec)
 	}
@@ -311,39 +329,53 @@ func (s *coreSession) Close() error {
 // that is no wire, such as DuckDB's); a non-nil error refused it (and has been reported).
 // A lost lease cancels the statement through the Relay's OnCancel hook; its Ctx is ctx itself
 // unless the group has a query timeout.
+//
+// The session's first statement is its admission's query (a transaction's first statement in
+// transaction pool mode, where each transaction is a session): it carries the admission's id
+// and times, and when q is the very request the session was admitted with, the check that
+// admission ran stands (same request, group and runtime) instead of running twice.
 func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Relay, ok bool, err error) {
 	c := s.adm.core
 	if _, wire := s.inner.(engine.PGWire); !wire || s.adm.Runtime.noRelay || s.transactionLost() {
 		return nil, false, nil // a lost transaction's statements are answered by Execute
 	}
-	start := c.env.Now()
-	id := c.newID()
-	if err := s.check(q); err != nil {
-		return nil, true, s.report(id, q, start, nil, 0, 0, err)
+	r = &Relay{Engine: s.inner, CheckLimits: s.adm.CheckLimits, session: s, q: q}
+	checked := false
+	if s.claimAdmission() {
+		r.id, r.times, checked = s.adm.QueryID, s.admissionTimes(), q == s.adm.req
+	} else {
+		start := c.env.Now()
+		r.id, r.times = c.newID(), statementTimes{from: start, ran: start}
 	}
-	rctx, cancel, run := c.timeoutContext(ctx, s.adm.Runtime.groups[s.adm.Group].timeout)
-	r = &Relay{Engine: s.inner, Ctx: rctx, CheckLimits: s.adm.CheckLimits, id: id}
+	if !checked {
+		if err := s.check(q); err != nil {
+			return nil, true, s.record(PathArrow, r.id, q, r.times, nil, 0, 0, err)
+		}
+	}
+	r.Ctx, r.stop, r.run = c.timeoutContext(ctx, s.adm.Runtime.groups[s.adm.Group].timeout)
 	s.mu.Lock()
 	if s.lost {
 		s.mu.Unlock()
-		if cancel != nil {
-			cancel()
+		if r.stop != nil {
+			r.stop()
 		}
-		return nil, true, s.report(id, q, start, nil, 0, 0, s.errLost())
+		return nil, true, s.record(PathArrow, r.id, q, r.times, nil, 0, 0, s.errLost())
 	}
 	s.relaying = r
 	s.mu.Unlock()
-	r.finish = func(rows, bytes int64, err error) error {
-		if err != nil && run.ctx != nil {
-			err = run.explain(s.adm.engineError(err))
-		}
-		s.endRelay(r, cancel)
-		if err != nil {
-			err = s.explain(s.adm.engineError(err))
-		}
-		return s.reportPath(PathPassthrough, id, q, start, nil, rows, bytes, err)
-	}
 	return r, true, nil
+}
+
+// finishRelay ends the session's relayed statement r (Relay.Finish) and reports it.
+func (s *coreSession) finishRelay(r *Relay, rows, bytes int64, err error) error {
+	if err != nil && r.run.ctx != nil {
+		err = r.run.explain(s.adm.engineError(err))
+	}
+	s.endRelay(r, r.stop)
+	if err != nil {
+		err = s.explain(s.adm.engineError(err))
+	}
+	return s.record(PathPassthrough, r.id, r.q, r.times, nil, rows, bytes, err)
 }
 
 // endRelay ends the relayed statement r: a lost lease no longer cancels it, nor its query

@@ -45,8 +45,8 @@ type Wire struct {
 // free, a guard that asks over the network and has no idle slot to give) or for an engine connection (none idle of the
 // owner's, or one to reset or retag).
 func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, setup string) (w *Wire, ok bool, err error) {
-	r, err := c.route(q, true)
-	if r == nil {
+	r, ok, err := c.route(q, true)
+	if !ok {
 		return nil, false, err
 	}
 	g := r.g
@@ -56,7 +56,12 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 	}
 	// The owner's engine connection carries the tag of the lease it ran under last: a worker
 	// hands the owner that lease again when it is idle, sparing a round trip to retag.
-	adm, err := c.admit(query.WithAffinity(ctx, owner), q, r)
+	actx := ctx
+	if query.Affinity(ctx) != owner { // a frontend may hand a context that carries it already
+		actx = query.WithAffinity(ctx, owner)
+	}
+	ws := new(wireSession)
+	adm, err := c.admit(actx, q, &r, &ws.adm)
 	if err != nil {
 		return nil, false, err
 	}
@@ -77,13 +82,23 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 		adm.finishQuiet()
 		return nil, true, adm.engineError(err)
 	}
-	cs := &coreSession{adm: adm, inner: pw}
+	cs := &ws.cs
+	cs.adm, cs.inner = adm, pw
 	adm.slot.OnLost(cs.lose)
 	mode := g.poolMode
 	if mode == "" {
 		mode = PoolModeTransaction
 	}
-	return &Wire{Session: cs, Conn: pw, PoolMode: mode, Group: adm.Group, Cluster: adm.Cluster}, true, nil
+	ws.w = Wire{Session: cs, Conn: pw, PoolMode: mode, Group: adm.Group, Cluster: adm.Cluster}
+	return &ws.w, true, nil
+}
+
+// wireSession is what OpenWire makes for every transaction in transaction pool mode, in one
+// allocation: the admission, its session and the Wire.
+type wireSession struct {
+	adm Admission
+	cs  coreSession
+	w   Wire
 }
 
 func isWireOpener(e query.Engine) bool {

@@ -160,8 +160,8 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 	req := c.request(sql, nil)
 	if noWait {
 		// Nothing waits: there is nothing for a CancelRequest to cancel.
-		if c.noWaitCtx == nil {
-			c.noWaitCtx = proxy.NoWait(c.ctx)
+		if c.noWaitCtx == nil { // with the owner's affinity, which OpenWire would add each time
+			c.noWaitCtx = proxy.NoWait(query.WithAffinity(c.ctx, c.owner))
 		}
 		c.cancelRequested.Store(false)
 		w, ok, err = wb.OpenWire(c.noWaitCtx, req, c.owner, c.setupSQL())

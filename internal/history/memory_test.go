@@ -1,0 +1,81 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// Memory keeps its records in chunks (memChunk each), a ring once full. Against a model (one
+// slice, oldest first): random batches of inserts (duplicates of held and of forgotten ids
+// included) and prunes, on stores a few chunks large, must leave the same records in the same
+// order, and Query must find them all. A ring that wrapped at the wrong slot, a chunk indexed
+// wrongly or a prune that lost the order would keep other records, or evict the wrong ones next.
+func TestMemoryKeepsWhatASliceWould(t *testing.T) {
+	ctx := context.Background()
+	epoch := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	rapid.Check(t, func(rt *rapid.T) {
+		max := rapid.IntRange(1, 3*memChunk+10).Draw(rt, "max")
+		m := NewMemory(max)
+		var model []Record // oldest first
+		ids := rapid.IntRange(1, 4*max).Draw(rt, "ids")
+		for step := range rapid.IntRange(1, 12).Draw(rt, "steps") {
+			if rapid.IntRange(0, 4).Draw(rt, "op") == 0 {
+				cutoff := epoch.Add(time.Duration(rapid.IntRange(0, 100).Draw(rt, "cutoff")) * time.Second)
+				n, err := m.Prune(ctx, cutoff)
+				kept := slices.DeleteFunc(slices.Clone(model), func(r Record) bool { return r.StartedAt.Before(cutoff) })
+				if err != nil || n != len(model)-len(kept) {
+					rt.Fatalf("step %d: pruned %d (%v), want %d", step, n, err, len(model)-len(kept))
+				}
+				model = kept
+			} else {
+				n := rapid.IntRange(0, 2*memChunk).Draw(rt, "batch")
+				first := rapid.IntRange(0, ids).Draw(rt, "first")
+				recs := make([]Record, n)
+				want := 0
+				for i := range recs {
+					at := epoch.Add(time.Duration((first+i)%100) * time.Second)
+					recs[i] = Record{QueryID: fmt.Sprintf("q%d", (first+i)%ids), Status: StatusSucceeded, StartedAt: at, EndedAt: at}
+					if !slices.ContainsFunc(model, func(r Record) bool { return r.QueryID == recs[i].QueryID }) {
+						model = append(model, recs[i])
+						want++
+					}
+					if len(model) > max {
+						model = model[1:]
+					}
+				}
+				got, err := m.Insert(ctx, recs)
+				if err != nil || got != want {
+					rt.Fatalf("step %d: inserted %d (%v), want %d", step, got, err, want)
+				}
+			}
+			if m.Len() != len(model) {
+				rt.Fatalf("step %d: %d records held, want %d", step, m.Len(), len(model))
+			}
+			for i, r := range model {
+				if got := m.slot((m.head + i) % m.n).QueryID; got != r.QueryID {
+					rt.Fatalf("step %d: record %d from the oldest is %s, want %s", step, i, got, r.QueryID)
+				}
+			}
+		}
+		found := 0
+		for f := (Filter{Limit: QueryLimitMax}); ; {
+			p, err := m.Query(ctx, f)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			found += len(p.Records)
+			if p.Next == "" {
+				break
+			}
+			f.Before = p.Next
+		}
+		if found != len(model) {
+			rt.Fatalf("Query found %d records, want %d", found, len(model))
+		}
+	})
+}
