@@ -302,14 +302,13 @@ func Detach(w http.ResponseWriter, wait time.Duration) bool {
 		rw.close = true
 		return false
 	}
+	if c.handoverTimer == nil { // set before it can fire: the goroutine it starts uses it
+		c.handoverTimer = time.AfterFunc(time.Hour, c.takeOver)
+	}
 	rw.hand = new(atomic.Int32)
 	rw.hand.Store(handWaiting)
-	c.handover.Store(rw.hand)
-	if c.handoverTimer == nil {
-		c.handoverTimer = time.AfterFunc(wait, c.takeOver)
-	} else {
-		c.handoverTimer.Reset(wait)
-	}
+	c.handover.Store(rw.hand) // what this goroutine wrote so far, takeOver's goroutine sees
+	c.handoverTimer.Reset(wait)
 	return true
 }
 
