@@ -175,7 +175,8 @@ func (h *session) request(sql string, args []any) *query.Request {
 	return r
 }
 
-// fill makes r the request of sql (with args) in this session, whatever it was before.
+// fill sets every field of r to the request of sql (with args) in this session: a reused r
+// carries no field over.
 func (h *session) fill(r *query.Request, sql string, args []any) {
 	*r = query.Request{
 		SQL:        sql,
