@@ -86,7 +86,7 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	raw := newRawPool(cfg.ConnConfig.Config.Copy())
 	conns.reclaim = func() bool { return raw.closeIdle() || closeIdlePgx(pool) }
 	raw.mustWait = func() bool { return conns.spent() && pool.Stat().IdleConns() == 0 }
-	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, raw: raw}, nil
+	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, raw: raw, shapes: newShapes()}, nil
 }
 
 // cancelOnServer is what a pooled connection does when the context of its statement ends: it
