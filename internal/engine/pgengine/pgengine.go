@@ -262,7 +262,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 	if err != nil {
 		err = cancelledOr(ctx, err) // before stop, which would make every error a cancellation
 		stop()
-		return nil, argCountErr(err)
+		return nil, argCountErr(err) // pgx's check of the count comes here
 	}
 	fields := rows.FieldDescriptions()
 	if len(fields) == 0 {
@@ -272,7 +272,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 		err := cancelledOr(ctx, rows.Err())
 		stop()
 		if err != nil {
-			return nil, err
+			return nil, argCountErr(err) // PostgreSQL's refusal of the Bind comes here
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}
