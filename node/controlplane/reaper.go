@@ -45,6 +45,10 @@ func (cp *ControlPlane) finalFlush(ctx context.Context) {
 	_ = cp.Flush(fctx)
 }
 
+func (cp *ControlPlane) timeouts() Timeouts {
+	return Timeouts{StaleAfter: cp.cfg.StaleAfter, Grace: cp.cfg.EvictGrace}
+}
+
 // evicted is an eviction to report once the lock is released.
 type evicted struct {
 	info      workerapi.WorkerInfo
@@ -53,8 +57,11 @@ type evicted struct {
 }
 
 // Tick advances every worker's lifecycle to now, revokes the tokens of the evicted and calls the
-// OnEvict hooks. The reaper calls it; tests and the simulator may call it directly.
+// OnEvict hooks. A worker it would move along is first looked up in the store, where another
+// replica may have seen it since (replicas.go). The reaper calls it; tests and the simulator may
+// call it directly.
 func (cp *ControlPlane) Tick(ctx context.Context, now time.Time) {
+	cp.adoptNewer(ctx, now)
 	type change struct {
 		name string
 		tr   Transition
@@ -68,7 +75,7 @@ func (cp *ControlPlane) Tick(ctx context.Context, now time.Time) {
 			cp.forget(name)
 			continue
 		}
-		tr := en.life.Tick(now, Timeouts{StaleAfter: cp.cfg.StaleAfter, Grace: cp.cfg.EvictGrace})
+		tr := en.life.Tick(now, cp.timeouts())
 		if !tr.Changed() {
 			continue
 		}
