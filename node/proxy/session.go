@@ -339,7 +339,7 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Rela
 	if _, wire := s.inner.(engine.PGWire); !wire || s.adm.Runtime.noRelay || s.transactionLost() {
 		return nil, false, nil // a lost transaction's statements are answered by Execute
 	}
-	r = &Relay{Engine: s.inner, CheckLimits: s.adm.CheckLimits, session: s, q: q}
+	r = &Relay{Engine: s.inner, session: s, q: q}
 	checked := false
 	if s.claimAdmission() {
 		r.id, r.times, checked = s.adm.QueryID, s.admissionTimes(), q == s.adm.req
