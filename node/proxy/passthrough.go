@@ -103,9 +103,8 @@ type Relay struct {
 	// Ctx is the statement's engine context: it ends with the caller's, on the group's query
 	// timeout and when the capacity lease is lost.
 	Ctx context.Context
-	// CheckLimits fails a result past the guardrails (rows, relayed wire bytes).
-	CheckLimits func(rows, bytes int64) error
 
+	limits   Limits // the guardrails of the statement's runtime (CheckLimits)
 	id       string
 	finish   func(rows, bytes int64, err error) error // an admission's (Admission.Relay)
 	finished invariants.Once
@@ -162,6 +161,10 @@ func (r *Relay) cancel() {
 	}
 }
 
+// CheckLimits fails a result past the guardrails (rows, relayed wire bytes). A method, not a
+// field holding the admission's: a method value is one allocation per statement.
+func (r *Relay) CheckLimits(rows, bytes int64) error { return r.limits.check(rows, bytes) }
+
 // Finish ends the statement with what was relayed and its outcome. It names err as the client
 // should see it (an engine error's SQLSTATE, the group's query timeout, a lost lease) while Ctx
 // can still tell, then ends Ctx, reports the statement and returns that error. Call it exactly
@@ -180,7 +183,7 @@ func (r *Relay) Finish(rows, bytes int64, err error) error {
 // frontend's own per-statement context and its cancel (see RunContext).
 func (a *Admission) Relay(ctx context.Context, cancel context.CancelFunc) *Relay {
 	rctx, rcancel := a.RunContext(ctx, cancel)
-	return &Relay{Engine: a.Engine, Ctx: rctx, CheckLimits: a.CheckLimits, id: a.QueryID,
+	return &Relay{Engine: a.Engine, Ctx: rctx, limits: a.Runtime.limits, id: a.QueryID,
 		finish: func(rows, bytes int64, err error) error {
 			err = a.Explain(err)
 			rcancel()

@@ -96,6 +96,10 @@ type coreSession struct {
 	// reported: a statement has carried the session's admission (its capacity wait); only the
 	// first does, so the history shows every wait once, as for a query outside a session.
 	reported bool
+	// first is the Relay of the statement that carries the admission (BeginRelay): in
+	// transaction pool mode most sessions relay that one statement only, and it then costs no
+	// allocation of its own.
+	first Relay
 }
 
 // admission is the capacity wait the next reported statement carries: the first statement
@@ -339,14 +343,16 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Rela
 	if _, wire := s.inner.(engine.PGWire); !wire || s.adm.Runtime.noRelay || s.transactionLost() {
 		return nil, false, nil // a lost transaction's statements are answered by Execute
 	}
-	r = &Relay{Engine: s.inner, CheckLimits: s.adm.CheckLimits, session: s, q: q}
 	checked := false
 	if s.claimAdmission() {
-		r.id, r.times, checked = s.adm.QueryID, s.admissionTimes(), q == s.adm.req
+		r = &s.first
+		*r = Relay{id: s.adm.QueryID, times: s.admissionTimes()}
+		checked = q == s.adm.req
 	} else {
 		start := c.env.Now()
-		r.id, r.times = c.newID(), statementTimes{from: start, ran: start}
+		r = &Relay{id: c.newID(), times: statementTimes{from: start, ran: start}}
 	}
+	r.Engine, r.limits, r.session, r.q = s.inner, s.adm.Runtime.limits, s, q
 	if !checked {
 		if err := s.check(q); err != nil {
 			return nil, true, s.record(PathArrow, r.id, q, r.times, nil, 0, 0, err)
