@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/trinodb/trino-go-client/trino"
@@ -71,6 +73,7 @@ func TestEmbeddedDefault(t *testing.T) {
 		})
 	}
 	t.Run("crossProtocol", func(t *testing.T) { sameEverywhere(t, clients) })
+	t.Run("duckColumnNames", func(t *testing.T) { duckColumnNames(t, e) })
 	t.Run("adminQueries", func(t *testing.T) {
 		// A query with a marker only this test sends, through psql.
 		run(t, 20*time.Second, "psql", "-X", "-h", "127.0.0.1", "-p", e.pgPort, "-U", "queryflux", "demo", "-At", "-c", "select 7 as querytest_marker")
@@ -88,6 +91,73 @@ func TestEmbeddedDefault(t *testing.T) {
 			t.Fatalf("/metrics has no succeeded queries on demo:\n%.2000s", body)
 		}
 	})
+}
+
+// duckColumnNames: the embedded DuckDB's result columns reach each client named as its own
+// database would name them (internal/engine/duckengine/colnames.go). Through the Trino port,
+// trino-go-client reads _colN for an item that is neither a column nor aliased, as Trino names
+// it, also in a statement with parameters (the client's EXECUTE ... USING); through the Flight
+// SQL port, arrow-go's client keeps DuckDB's own names, in the FlightInfo's schema, the
+// stream's, and a prepared statement's.
+func duckColumnNames(t *testing.T, e embedded) {
+	const stmt = "select 1, 2 as b, x, x + 1 from (select 3 as x) t"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tr := frontendtest.OpenTrino(t, trino.Config{ServerURI: "http://queryflux@" + e.trino, Catalog: "demo"})
+	for _, c := range []struct {
+		sql  string
+		args []any
+		want string
+	}{
+		{stmt, nil, "_col0|b|x|_col3"},
+		{"select cast(? as integer), x * ? as y, x from (select 3 as x) t", []any{5, 2}, "_col0|y|x"},
+	} {
+		rows, err := tr.QueryContext(ctx, c.sql, c.args...)
+		if err != nil {
+			t.Fatalf("trino-go-client: %s: %v", c.sql, err)
+		}
+		cols, err := rows.Columns()
+		rows.Close()
+		if err != nil || strings.Join(cols, "|") != c.want {
+			t.Errorf("trino-go-client: %s: columns %q (%v), want %s", c.sql, cols, err, c.want)
+		}
+	}
+
+	const duckNames = "1|b|x|(x + 1)"
+	fc := frontendtest.DialFlight(t, e.flight)
+	names := func(s *arrow.Schema) string {
+		var n []string
+		for _, f := range s.Fields() {
+			n = append(n, f.Name)
+		}
+		return strings.Join(n, "|")
+	}
+	info, err := fc.Execute(ctx, stmt)
+	if err != nil {
+		t.Fatalf("flightsql: %s: %v", stmt, err)
+	}
+	if s, err := flight.DeserializeSchema(info.Schema, memory.DefaultAllocator); err != nil || names(s) != duckNames {
+		t.Errorf("flightsql: FlightInfo schema %v (%v), want columns %s", s, err, duckNames)
+	}
+	r, err := fc.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := names(r.Schema())
+	for r.Next() {
+	}
+	r.Release()
+	if got != duckNames {
+		t.Errorf("flightsql: stream schema %s, want %s", got, duckNames)
+	}
+	prep, err := fc.Prepare(ctx, stmt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prep.Close(ctx)
+	if ds := prep.DatasetSchema(); ds == nil || names(ds) != duckNames {
+		t.Errorf("flightsql: prepared statement's dataset schema %v, want columns %s", ds, duckNames)
+	}
 }
 
 // client runs a query through one protocol and returns its rows as canonical strings.

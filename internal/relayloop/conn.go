@@ -3,6 +3,7 @@ package relayloop
 import (
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -104,7 +105,26 @@ func (c *Conn) get() (*net.TCPConn, error) {
 	return tc, nil
 }
 
+// Read and Write on a lent socket try a non-blocking system call first. Bringing the socket
+// back into Go's poller costs two duplicates of it, an epoll registration, address lookups and
+// their undoing at the next Lend: a statement between two loop turns would pay that every
+// time, though its answer usually fits the socket's buffer and its reply comes within a
+// moment. A read waits up to lentWait for bytes (in a blocking system call, so only a
+// statement's first moments hold a thread); whatever waits longer, or fails (to be reported
+// as Go reports it), takes the socket back.
 func (c *Conn) Read(b []byte) (int, error) {
+	for waited := false; ; waited = true {
+		n, errno, fd := c.lentCall(b, read)
+		if fd >= 0 && errno == 0 {
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return n, nil
+		}
+		if fd < 0 || errno != syscall.EAGAIN || waited || !waitReadable(fd, c.readWait()) {
+			break
+		}
+	}
 	tc, err := c.get()
 	if err != nil {
 		return 0, err
@@ -113,11 +133,56 @@ func (c *Conn) Read(b []byte) (int, error) {
 }
 
 func (c *Conn) Write(b []byte) (int, error) {
+	n, errno, fd := c.lentCall(b, write)
+	if fd >= 0 && errno == 0 && n == len(b) {
+		return n, nil
+	}
+	if fd < 0 || errno != 0 {
+		n = 0
+	}
 	tc, err := c.get()
 	if err != nil {
-		return 0, err
+		return n, err
 	}
-	return tc.Write(b)
+	m, err := tc.Write(b[n:])
+	return n + m, err
+}
+
+// lentWait bounds how long a read of a lent socket waits outside Go's poller.
+const lentWait = 2 * time.Millisecond
+
+// lentCall makes one non-blocking call of op on the lent socket and returns its descriptor;
+// fd is -1 when no call was made: the socket is not lent, b is empty, or a deadline set
+// meanwhile has passed (Go's connection reports that once it is back).
+func (c *Conn) lentCall(b []byte, op func(int, []byte) (int, syscall.Errno)) (n int, errno syscall.Errno, fd int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tc != nil || c.closed || len(b) == 0 || c.deadlinePassed() {
+		return 0, 0, -1
+	}
+	Release(c.fd)
+	n, errno = op(c.fd, b)
+	return n, errno, c.fd
+}
+
+// readWait is how long a read of the lent socket may wait for bytes: lentWait, or less
+// before a read deadline.
+func (c *Conn) readWait() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rdd && !c.rd.IsZero() {
+		return min(lentWait, time.Until(c.rd))
+	}
+	return lentWait
+}
+
+// deadlinePassed reports whether a deadline set while lent has passed.
+func (c *Conn) deadlinePassed() bool {
+	if !c.rdd && !c.wdd {
+		return false
+	}
+	now := time.Now()
+	return (c.rdd && !c.rd.IsZero() && !now.Before(c.rd)) || (c.wdd && !c.wd.IsZero() && !now.Before(c.wd))
 }
 
 // Close closes the connection, lent or not.

@@ -443,14 +443,26 @@ func Detach(c syscall.Conn) (int, error) {
 
 // read and write never block (the sockets are non-blocking): a raw system call spares the
 // scheduler's bookkeeping around it.
-func read(fd int, b []byte) (int, unix.Errno) {
+func read(fd int, b []byte) (int, syscall.Errno) {
 	r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	return int(r), e
 }
 
-func write(fd int, b []byte) (int, unix.Errno) {
+func write(fd int, b []byte) (int, syscall.Errno) {
 	r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	return int(r), e
+}
+
+// waitReadable waits up to d for fd to have bytes or an end to read, in a blocking system call
+// (the runtime hands this thread's work to another meanwhile).
+func waitReadable(fd int, d time.Duration) bool {
+	if d <= 0 {
+		return false
+	}
+	ts := unix.NsecToTimespec(d.Nanoseconds())
+	fds := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Ppoll(fds[:], &ts, nil)
+	return err == nil && n > 0
 }
 
 func closeFD(fd int) error { return unix.Close(fd) }

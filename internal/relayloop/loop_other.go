@@ -5,6 +5,7 @@ package relayloop
 import (
 	"errors"
 	"syscall"
+	"time"
 )
 
 // ErrStopped is a Result's Err when the pair was stopped from outside (Handle.Stop, Close).
@@ -45,3 +46,8 @@ func shutdownFD(int) error { return errUnsupported }
 // Release does nothing outside Linux: no loop keeps a socket.
 func Release(int)   {}
 func peek(int) bool { return false }
+
+// read and write are never called outside Linux: no socket is ever lent.
+func read(int, []byte) (int, syscall.Errno)  { return 0, syscall.EAGAIN }
+func write(int, []byte) (int, syscall.Errno) { return 0, syscall.EAGAIN }
+func waitReadable(int, time.Duration) bool   { return false }

@@ -5,6 +5,7 @@ package relayloop
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -179,6 +180,76 @@ func TestConnLendAndReturn(t *testing.T) {
 	}
 	if _, err := io.ReadAll(y); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A statement's small answer, and its reply once there, are written and read on the lent
+// socket itself: it stays lent, not brought back into Go's poller at every statement. A read
+// with nothing coming within lentWait, and a write too big for the socket's buffer, take it
+// back, and every byte arrives; a peer's end reads as io.EOF.
+func TestConnLentReadsAndWritesInPlace(t *testing.T) {
+	x, y := tcpPair(t)
+	t.Cleanup(func() { y.Close() })
+	c := NewConn(x)
+	if _, err := c.Lend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("query")); err != nil || !c.Lent() {
+		t.Fatalf("a small write: err %v, lent %v", err, c.Lent())
+	}
+	if got := readN(t, y, 5); string(got) != "query" {
+		t.Fatalf("got %q", got)
+	}
+	if _, err := y.Write([]byte("reply")); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 5)
+	if _, err := io.ReadFull(c, b); err != nil || string(b) != "reply" || !c.Lent() {
+		t.Fatalf("a reply there: %q, err %v, lent %v", b, err, c.Lent())
+	}
+
+	got := make(chan string, 1)
+	go func() {
+		b := make([]byte, 4)
+		n, err := io.ReadFull(c, b)
+		got <- fmt.Sprint(string(b[:n]), err)
+	}()
+	for deadline := time.Now().Add(wait); c.Lent(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a read with nothing coming kept the socket out of Go's poller")
+		}
+	}
+	if _, err := y.Write([]byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; r != "late<nil>" {
+		t.Fatalf("a late reply read as %q", r)
+	}
+
+	if _, err := c.Lend(); err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<19) // 8 MiB: more than loopback buffers hold
+	read := make(chan []byte, 1)
+	go func() { read <- readN(t, y, len(big)) }()
+	if n, err := c.Write(big); err != nil || n != len(big) {
+		t.Fatalf("a big write: %d bytes, err %v", n, err)
+	}
+	if !bytes.Equal(<-read, big) {
+		t.Fatal("a big write arrived changed")
+	}
+
+	if _, err := c.Lend(); err != nil {
+		t.Fatal(err)
+	}
+	_ = y.Close()
+	for deadline := time.Now().Add(wait); !c.Pending(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the peer's end is not seen pending")
+		}
+	}
+	if n, err := c.Read(b); n != 0 || err != io.EOF {
+		t.Fatalf("the peer's end read as %d, %v", n, err)
 	}
 }
 

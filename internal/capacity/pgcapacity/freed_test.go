@@ -14,7 +14,6 @@ import (
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/internal/capacity/pgcapacity"
-	"github.com/queryflux/queryflux/migrations/migratedtest"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -22,30 +21,59 @@ import (
 // and returns once its LISTEN is in place.
 func watch(t *testing.T, s *pgcapacity.Store, pool *pgxpool.Pool) <-chan []string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	got := make(chan []string, 16)
-	before := listeners(t, pool)
-	go func() { _ = s.WatchFreed(ctx, func(clusters []string) { got <- clusters }) }()
-	for deadline := time.Now().Add(10 * time.Second); listeners(t, pool) == before; {
-		if time.Now().After(deadline) {
-			t.Fatal("the watch's LISTEN never showed in pg_stat_activity")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	listen(t, pool, func(ctx context.Context) { _ = s.WatchFreed(ctx, func(clusters []string) { got <- clusters }) })
 	return got
 }
 
+// listen runs watch until the test ends and returns once one more session of pool's database
+// LISTENs on FreedChannel than before it started: its LISTEN is in place, so no notice sent
+// from now on is missed.
+func listen(tb testing.TB, pool *pgxpool.Pool, watch func(ctx context.Context)) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	before := listeners(tb, pool)
+	go watch(ctx)
+	for deadline := time.Now().Add(10 * time.Second); listeners(tb, pool) == before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatal("the watch's LISTEN never showed in pg_stat_activity")
+		}
+	}
+}
+
 // listeners counts the sessions of pool's database whose last statement was the LISTEN.
-func listeners(t *testing.T, pool *pgxpool.Pool) int {
-	t.Helper()
+func listeners(tb testing.TB, pool *pgxpool.Pool) int {
+	tb.Helper()
 	var n int
 	err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
 		WHERE datname = current_database() AND query = 'LISTEN `+pgcapacity.FreedChannel+`'`).Scan(&n)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return n
+}
+
+// orderedReplicas are two control-plane replicas in ordered mode on one lease table, each
+// serving the capacity API over HTTP; storeA is A's store. With notices, every release through
+// either is announced and B watches A's announcements (its LISTEN in place on return); without,
+// B finds a slot A freed at its waiting head's next look at the store. pollB is how often that
+// is (0: the default).
+func orderedReplicas(tb testing.TB, notices bool, pollB time.Duration) (a, b *capacity.Remote, storeA *pgcapacity.Store) {
+	tb.Helper()
+	storeA, storeB, pool := twoReplicas(tb)
+	e := env.Real(nil)
+	apiA := capacity.NewAPI(storeA, storeA, e, nil).Ordered()
+	apiB := capacity.NewAPI(storeB, storeB, e, nil).Ordered()
+	if pollB > 0 {
+		apiB.PollEvery(pollB)
+	}
+	if notices {
+		storeA.NotifyFreed()
+		storeB.NotifyFreed()
+		listen(tb, pool, func(ctx context.Context) { apiB.WatchFreed(ctx, storeB) })
+	}
+	return serve(tb, apiA), serve(tb, apiB), storeA
 }
 
 func next(t *testing.T, ch <-chan []string, who string) []string {
@@ -64,10 +92,8 @@ func next(t *testing.T, ch <-chan []string, who string) []string {
 // without NotifyFreed announces nothing. Each watch's first notice shows it: notices arrive in
 // commit order.
 func TestFreedLeasesAreAnnouncedToTheOtherReplicas(t *testing.T) {
-	url := migratedtest.NewDatabase(t)
-	a, pool := openStore(t, url, 4)
-	b, _ := openStore(t, url, 4)
-	silent, _ := openStore(t, url, 4)
+	a, b, pool := twoReplicas(t)
+	silent, _ := openStore(t, pool.Config().ConnString(), 4)
 	a.NotifyFreed()
 	b.NotifyFreed()
 	heardByA, heardByB := watch(t, a, pool), watch(t, b, pool)
@@ -99,22 +125,8 @@ func TestFreedLeasesAreAnnouncedToTheOtherReplicas(t *testing.T) {
 // the head, which is granted long before its poll. Without the notice the client gives up (10 s)
 // before the wait's last look at the store (20 s), and the test fails.
 func TestWaitingAcquireIsGrantedWhenAnotherReplicaFrees(t *testing.T) {
-	url := migratedtest.NewDatabase(t)
-	storeA, pool := openStore(t, url, 4)
-	storeB, _ := openStore(t, url, 4)
-	e := env.Real(nil)
-	apiA := capacity.NewAPI(storeA, storeA, e, nil).Ordered()
-	apiB := capacity.NewAPI(storeB, storeB, e, nil).Ordered().PollEvery(time.Hour)
-	storeA.NotifyFreed()
-	storeB.NotifyFreed()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	before := listeners(t, pool)
-	go apiB.WatchFreed(ctx, storeB)
-	for listeners(t, pool) == before {
-		time.Sleep(10 * time.Millisecond)
-	}
-	replicaA, replicaB := serve(t, apiA), serve(t, apiB)
+	replicaA, replicaB, storeA := orderedReplicas(t, true, time.Hour)
+	ctx := context.Background()
 
 	held, err := replicaA.Acquire(ctx, "c1", "w1", 1, time.Minute, time.Now())
 	if err != nil {
@@ -172,20 +184,9 @@ func TestFreedNoticeFitsPostgres(t *testing.T) {
 // waiting at replica B (ordered mode, cap 1): from A's release to B's grant. QF_BENCH_NO_NOTICE=1
 // runs it without the announcement, as before it (B finds the slot at its 250 ms poll).
 func BenchmarkCrossReplicaHandOff(b *testing.B) {
-	url := migratedtest.NewDatabase(b)
-	storeA, _ := openStore(b, url, 4)
-	storeB, _ := openStore(b, url, 4)
-	e := env.Real(nil)
-	apiA := capacity.NewAPI(storeA, storeA, e, nil).Ordered()
-	apiB := capacity.NewAPI(storeB, storeB, e, nil).Ordered()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if os.Getenv("QF_BENCH_NO_NOTICE") != "1" {
-		storeA.NotifyFreed()
-		go apiB.WatchFreed(ctx, storeB)
-		time.Sleep(100 * time.Millisecond) // the LISTEN in place
-	}
-	replicaA, replicaB := serve(b, apiA), serve(b, apiB).WithAcquireWait(10*time.Second)
+	replicaA, replicaB, _ := orderedReplicas(b, os.Getenv("QF_BENCH_NO_NOTICE") != "1", 0)
+	replicaB = replicaB.WithAcquireWait(10 * time.Second)
+	ctx := context.Background()
 	var handOff time.Duration
 	for i := 0; i < b.N; i++ {
 		held, err := replicaA.Acquire(ctx, "c1", "w1", 1, time.Minute, time.Now())

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/queryflux/queryflux/internal/boundedcache"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
@@ -34,10 +34,8 @@ const (
 
 type namesKey struct{ protocol, sql string }
 
-var namesCache = struct {
-	sync.Mutex
-	m map[namesKey][]string // nil value: keep DuckDB's names
-}{m: map[namesKey][]string{}}
+// namesCache holds each statement's names; a nil value keeps DuckDB's names.
+var namesCache = boundedcache.New[namesKey, []string](namesCacheMax)
 
 // clientNames returns the names q's result columns should have for q's protocol, or nil to keep
 // DuckDB's. It parses q.SQL on conn, so call it before running anything else there.
@@ -46,26 +44,17 @@ func clientNames(ctx context.Context, conn *sql.Conn, q *query.Request) []string
 		return nil
 	}
 	key := namesKey{q.Protocol, q.SQL}
-	namesCache.Lock()
-	names, ok := namesCache.m[key]
-	namesCache.Unlock()
-	if ok {
+	if names, ok := namesCache.Get(key); ok {
 		return names
 	}
 	var parsed string
 	if conn.QueryRowContext(ctx, "SELECT CAST(json_serialize_sql(CAST(? AS VARCHAR)) AS VARCHAR)", q.SQL).Scan(&parsed) != nil {
 		return nil // not cached: the context may have ended
 	}
-	names = namesFor(q.Protocol, q.SQL, parsed)
-	if len(q.SQL) > namesCachedSQLMax {
-		return names
+	names := namesFor(q.Protocol, q.SQL, parsed)
+	if len(q.SQL) <= namesCachedSQLMax {
+		namesCache.Put(key, names)
 	}
-	namesCache.Lock()
-	if len(namesCache.m) >= namesCacheMax {
-		clear(namesCache.m)
-	}
-	namesCache.m[key] = names
-	namesCache.Unlock()
 	return names
 }
 

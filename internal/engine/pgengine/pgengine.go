@@ -32,6 +32,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // Kind is this engine's kind (config clusters' engine).
@@ -86,7 +87,7 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	raw := newRawPool(cfg.ConnConfig.Config.Copy())
 	conns.reclaim = func() bool { return raw.closeIdle() || closeIdlePgx(pool) }
 	raw.mustWait = func() bool { return conns.spent() && pool.Stat().IdleConns() == 0 }
-	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, raw: raw}, nil
+	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, raw: raw, shapes: newShapes()}, nil
 }
 
 // cancelOnServer is what a pooled connection does when the context of its statement ends: it
@@ -261,7 +262,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 	if err != nil {
 		err = cancelledOr(ctx, err) // before stop, which would make every error a cancellation
 		stop()
-		return nil, err
+		return nil, argCountErr(err) // pgx's check of the count comes here
 	}
 	fields := rows.FieldDescriptions()
 	if len(fields) == 0 {
@@ -271,7 +272,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 		err := cancelledOr(ctx, rows.Err())
 		stop()
 		if err != nil {
-			return nil, err
+			return nil, argCountErr(err) // PostgreSQL's refusal of the Bind comes here
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}
@@ -356,6 +357,32 @@ func schemaFor(fields []pgconn.FieldDescription) (*arrow.Schema, []decoder, erro
 		decs[i] = dec
 	}
 	return arrow.NewSchema(afs, nil), decs, nil
+}
+
+// argCountErr is err, or, when err says the arguments do not match the statement's parameters,
+// the error duckengine gives then (42601, naming both counts: a client's mistake, which every
+// frontend tells as such). pgx checks the count against the statement it prepared and answers
+// with an error of its own (no SQLSTATE: an engine fault, 58000, to the frontends); without a
+// prepared statement (exec_mode exec, and every statement without arguments), PostgreSQL refuses
+// the Bind with 08P01, a protocol violation, which frontends tell as a broken connection.
+func argCountErr(err error) error {
+	var has, given int
+	if _, e := fmt.Sscanf(err.Error(), "expected %d arguments, got %d", &has, &given); e == nil {
+		return wrongArgCount(has, given)
+	}
+	var pe *pgconn.PgError
+	var name string
+	if errors.As(err, &pe) && pe.Code == sqlstate.ProtocolViolation {
+		if _, e := fmt.Sscanf(pe.Message, "bind message supplies %d parameters, but prepared statement %q requires %d", &given, &name, &has); e == nil {
+			return wrongArgCount(has, given)
+		}
+	}
+	return err
+}
+
+func wrongArgCount(has, given int) error {
+	return &query.Error{Code: sqlstate.SyntaxError, Message: fmt.Sprintf(
+		"wrong number of parameters: the statement has %d, %d given", has, given)}
 }
 
 // pgError carries both the SQLSTATE view every frontend understands (*query.Error) and the

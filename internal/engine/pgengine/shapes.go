@@ -2,10 +2,12 @@ package pgengine
 
 import (
 	"encoding/binary"
-	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/cespare/xxhash/v2"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/queryflux/queryflux/internal/boundedcache"
 )
 
 // shapes keeps the Arrow schema and decoders of the result shapes an engine has seen, keyed by
@@ -14,11 +16,11 @@ import (
 // SELECT 1). Both are read-only once built: the schema is never changed, the decoders keep no
 // state, so queries share them.
 type shapes struct {
-	mu sync.Mutex
-	m  map[string]*shape
+	*boundedcache.Cache[uint64, *shape] // by the hash of shapeKey
 }
 
 type shape struct {
+	key      string // shapeKey, to tell a hash's collision
 	schema   *arrow.Schema
 	decoders []decoder
 }
@@ -27,26 +29,22 @@ type shape struct {
 // ever-new shapes cost what they did without it).
 const shapesMax = 512
 
+func newShapes() shapes { return shapes{boundedcache.New[uint64, *shape](shapesMax)} }
+
 // of returns the schema and decoders of fields, from the cache or built (schemaFor).
-func (c *shapes) of(fields []pgconn.FieldDescription) (*arrow.Schema, []decoder, error) {
+func (c shapes) of(fields []pgconn.FieldDescription) (*arrow.Schema, []decoder, error) {
 	var buf [256]byte
 	key := shapeKey(buf[:0], fields)
-	c.mu.Lock()
-	s := c.m[string(key)]
-	c.mu.Unlock()
-	if s != nil {
+	h := xxhash.Sum64(key)
+	if s, ok := c.Get(h); ok && s.key == string(key) {
 		return s.schema, s.decoders, nil
 	}
 	schema, decoders, err := schemaFor(fields)
 	if err != nil {
 		return nil, nil, err
 	}
-	c.mu.Lock()
-	if len(c.m) >= shapesMax || c.m == nil {
-		c.m = make(map[string]*shape)
-	}
-	c.m[string(key)] = &shape{schema: schema, decoders: decoders}
-	c.mu.Unlock()
+	// Replaces a colliding shape: a rebuild when both come back, never a wrong shape.
+	c.Put(h, &shape{key: string(key), schema: schema, decoders: decoders})
 	return schema, decoders, nil
 }
 

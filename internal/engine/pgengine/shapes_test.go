@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/cespare/xxhash/v2"
 	"github.com/jackc/pgx/v5/pgconn"
 	"pgregory.net/rapid"
 
@@ -78,4 +79,28 @@ func TestShapeKeyTellsColumnListsApart(t *testing.T) {
 			t.Fatalf("keys equal %v for column lists equal %v: %+v, %+v", keysEqual, same, a, b)
 		}
 	})
+}
+
+// Shapes are kept by a hash of their columns: a shape found under a column list's hash but built
+// for other columns (a collision) is not handed out for it; the right one is built and kept.
+func TestShapeOfTellsACollisionApart(t *testing.T) {
+	c := newShapes()
+	a := []pgconn.FieldDescription{{Name: "a", DataTypeOID: 23, TypeModifier: -1, Format: 1}}
+	b := []pgconn.FieldDescription{{Name: "b", DataTypeOID: 25, TypeModifier: -1, Format: 0}}
+	sa, decA, err := c.of(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b's hash holds a's shape, as if the two hashed alike.
+	c.Put(xxhash.Sum64(shapeKey(nil, b)), &shape{key: string(shapeKey(nil, a)), schema: sa, decoders: decA})
+	sb, _, err := c.of(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb == sa || sb.Field(0).Name != "b" || sb.Field(0).Type.ID() != arrow.STRING {
+		t.Fatalf("columns b text under a colliding hash: got schema %v (a's: %v)", sb, sb == sa)
+	}
+	if again, _, _ := c.of(b); again != sb {
+		t.Fatal("the shape built after the collision was not kept")
+	}
 }

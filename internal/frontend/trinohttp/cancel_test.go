@@ -31,7 +31,9 @@ func TestKilledQueryFailsAsTrinoCancelsIt(t *testing.T) {
 	}
 	for i := 0; i < 15 && rows.Next(); i++ {
 	}
-	if err := killWhenReading(ts, "bob", "qf-go-killed"); err != nil {
+	read := make(chan struct{})
+	close(read) // the client has read its rows: the query is reading now, or never will be
+	if err := killWhenReading(ts, "bob", "qf-go-killed", read); err != nil {
 		t.Fatal(err)
 	}
 	for rows.Next() {
@@ -44,9 +46,14 @@ func TestKilledQueryFailsAsTrinoCancelsIt(t *testing.T) {
 	rows.Close()
 	waitEngineIdle(t, dbURL, "qf-go-killed")
 
-	killed := make(chan error, 1)
-	go func() { killed <- killWhenReading(ts, "alice", "qf-npm-killed") }()
-	o := runNPM(t, ts.addr, "alice", npmStep{Name: "killed", SQL: fmt.Sprintf(slow, "qf-npm-killed")})["killed"]
+	// node's start and the client's first pages take what the host gives them: the kill waits
+	// for the client to read, for as long as it runs.
+	npmEnded, killed := make(chan struct{}), make(chan error, 1)
+	go func() { killed <- killWhenReading(ts, "alice", "qf-npm-killed", npmEnded) }()
+	o := func() npmOutcome {
+		defer close(npmEnded)
+		return runNPM(t, ts.addr, "alice", npmStep{Name: "killed", SQL: fmt.Sprintf(slow, "qf-npm-killed")})["killed"]
+	}()
 	if err := <-killed; err != nil {
 		t.Fatal(err)
 	}
@@ -56,10 +63,10 @@ func TestKilledQueryFailsAsTrinoCancelsIt(t *testing.T) {
 	waitEngineIdle(t, dbURL, "qf-npm-killed")
 }
 
-// killWhenReading waits up to 10s for the held query whose SQL holds marker to have sent rows,
-// then kills it as user with a DELETE of /v1/query/{id}. It may run off the test's goroutine.
-func killWhenReading(ts *testServer, user, marker string) error {
-	deadline := time.Now().Add(10 * time.Second)
+// killWhenReading waits for the held query whose SQL holds marker to have sent rows, then kills
+// it as user with a DELETE of /v1/query/{id}. It gives up when clientEnded is closed before (the
+// client went away without reading). It may run off the test's goroutine.
+func killWhenReading(ts *testServer, user, marker string, clientEnded <-chan struct{}) error {
 	for {
 		if id := readingQuery(ts.Server, marker); id != "" {
 			req, _ := http.NewRequest(http.MethodDelete, "http://"+ts.addr+"/v1/query/"+id, nil)
@@ -74,10 +81,11 @@ func killWhenReading(ts *testServer, user, marker string) error {
 			}
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no query marked %s sent rows within 10s", marker)
+		select {
+		case <-clientEnded:
+			return fmt.Errorf("the client ended before the query marked %s sent it rows", marker)
+		case <-time.After(10 * time.Millisecond):
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

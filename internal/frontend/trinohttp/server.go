@@ -161,7 +161,8 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	opts.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{backend: backend, opts: opts, log: opts.Logger, started: time.Now(), ctx: ctx, cancel: cancel,
-		queries: map[string]*runningQuery{}, refusals: netlimit.BoundRefusals(opts.Registerer), work: make(chan func())}
+		queries: map[string]*runningQuery{}, refusals: netlimit.BoundRefusals(opts.Registerer), work: make(chan func()),
+		shapes: newShapes()}
 	s.wg.Add(1)
 	go s.reap()
 	return s, nil

@@ -2,11 +2,11 @@ package trinohttp
 
 import (
 	"slices"
-	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/queryflux/queryflux/internal/boundedcache"
 	"github.com/queryflux/queryflux/internal/frontend/structured"
 )
 
@@ -31,28 +31,21 @@ func newShape(schema *arrow.Schema) *shape {
 // built once too, as one that hands every run of a statement the same schema (pgengine) does,
 // and the cache does not fill with shapes of schemas no query hands over again.
 type shapes struct {
-	mu sync.Mutex
-	m  map[uint64]*shape // by shapeKey
+	*boundedcache.Cache[uint64, *shape] // by shapeKey
 }
 
 // shapesMax bounds the shapes kept; past it the cache starts again empty.
 const shapesMax = 512
 
-func (c *shapes) of(schema *arrow.Schema) *shape {
+func newShapes() shapes { return shapes{boundedcache.New[uint64, *shape](shapesMax)} }
+
+func (c shapes) of(schema *arrow.Schema) *shape {
 	key := shapeKey(schema)
-	c.mu.Lock()
-	s := c.m[key]
-	c.mu.Unlock()
-	if s != nil && (s.schema == schema || sameFields(s.schema, schema)) {
+	if s, ok := c.Get(key); ok && (s.schema == schema || sameFields(s.schema, schema)) {
 		return s
 	}
-	s = newShape(schema)
-	c.mu.Lock()
-	if len(c.m) >= shapesMax || c.m == nil {
-		c.m = make(map[uint64]*shape)
-	}
-	c.m[key] = s // replaces a colliding shape: a rebuild when both come back, never a wrong shape
-	c.mu.Unlock()
+	s := newShape(schema)
+	c.Put(key, s) // replaces a colliding shape: a rebuild when both come back, never a wrong shape
 	return s
 }
 

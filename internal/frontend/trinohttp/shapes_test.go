@@ -25,14 +25,14 @@ func duckSchema(t testing.TB, e query.Backend, sql string) *arrow.Schema {
 // (field metadata) or in a type's parameters get their own.
 func TestEqualSchemasShareAShape(t *testing.T) {
 	duck := duckBackend(t)
-	var c shapes
+	c := newShapes()
 	first := duckSchema(t, duck, "select 1 as n, 'x' as s")
 	again := duckSchema(t, duck, "select 2 as n, 'y' as s")
 	if first == again {
 		t.Fatal("DuckDB handed both queries one schema: the test needs two allocations")
 	}
-	if a, b := c.of(first), c.of(again); a != b || len(c.m) != 1 {
-		t.Fatalf("two equal schemas from different allocations: shapes %p and %p, %d cached; want one", a, b, len(c.m))
+	if a, b := c.of(first), c.of(again); a != b || c.Len() != 1 {
+		t.Fatalf("two equal schemas from different allocations: shapes %p and %p, %d cached; want one", a, b, c.Len())
 	}
 
 	text := c.of(duckSchema(t, duck, "select 'x' as j"))
@@ -40,8 +40,8 @@ func TestEqualSchemasShareAShape(t *testing.T) {
 	if text.columns[0].Type != "varchar" || js.columns[0].Type != "json" {
 		t.Fatalf("VARCHAR and JSON columns (both Arrow strings) typed %q and %q", text.columns[0].Type, js.columns[0].Type)
 	}
-	if len(c.m) != 3 { // keyed apart, so that the two do not rebuild each other's shape
-		t.Fatalf("%d shapes cached for three shapes", len(c.m))
+	if c.Len() != 3 { // keyed apart, so that the two do not rebuild each other's shape
+		t.Fatalf("%d shapes cached for three shapes", c.Len())
 	}
 
 	// Same field names, type ids and metadata: one key, told apart by the types' parameters.
@@ -64,7 +64,7 @@ func TestEqualSchemasShareAShape(t *testing.T) {
 //	go test -run '^$' -bench ShapeOfANewSchema -benchmem -count 10 ./internal/frontend/trinohttp/
 func BenchmarkShapeOfANewSchema(b *testing.B) {
 	fields := duckSchema(b, duckBackend(b), "select 1 as id, 'x' as name, 2.5::decimal(10,2) as price, now() as at, [1, 2] as tags").Fields()
-	var c shapes
+	c := newShapes()
 	for b.Loop() {
 		c.of(arrow.NewSchema(fields, nil))
 	}
