@@ -12,7 +12,7 @@
 #
 # Clients (CLIENTS, default "trino pg1 pg8 my1"): trino is scripts/benchtrino (SELECT 1, one
 # kept-alive HTTP connection); pg1 pgbench -c 1 -M extended SELECT 1; pg8 pgbench -S -c 8; my1
-# scripts/benchclient -c 1 (MariaDB on 127.0.0.1:3306). Database: $DB (default qf_abcore),
+# and my8 scripts/benchclient -c 1 and -c 8 (MariaDB on 127.0.0.1:3306; p50 is its p50 in us). Database: $DB (default qf_abcore),
 # created with pgbench -i when missing. Daemons and clients run at nice 10.
 set -euo pipefail
 ROUNDS=$1 SECS=$2
@@ -81,8 +81,8 @@ for r in $(seq 1 "$ROUNDS"); do
 					p50=$(echo "$out" | sed -n 's/^tps = \([0-9]*\).*/\1tps/p')
 				fi
 				n=$(echo "$out" | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p') ;;
-			my1)
-				read -r p50 _ qps < <(nice -n 10 "$TMP/benchclient" -dsn "queryflux@tcp(127.0.0.1:${MY[$name]})/mysql" -c 1 -d "${SECS}s")
+			my1 | my8)
+				read -r p50 _ qps < <(nice -n 10 "$TMP/benchclient" -dsn "queryflux@tcp(127.0.0.1:${MY[$name]})/mysql" -c "${client#my}" -d "${SECS}s")
 				n=$((qps * SECS)) ;;
 			esac
 			t1=$(ticks "${PID[$name]}")

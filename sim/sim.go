@@ -78,6 +78,7 @@ type Sim struct {
 	timerSeq uint64
 	current  *task
 	coros    []*coro // idle pooled coroutines
+	free     []*task // finished tasks, for newTask to reuse
 
 	progress atomic.Uint64        // task switches, for the watchdog
 	running  atomic.Pointer[task] // the task last resumed, for the watchdog
@@ -369,7 +370,20 @@ func (s *Sim) runTask(t *task) {
 
 func (s *Sim) newTask(node *Node, name string, fn func()) *task {
 	s.nextID++
-	t := &task{id: s.nextID, name: name, node: node, inc: node.inc, state: taskRunnable, fn: fn}
+	var t *task
+	if n := len(s.free); n > 0 {
+		// A finished task's struct, reused: a fleet starts tens of thousands of short tasks
+		// (handlers, queries, duty runs). Its gen goes on from where it was, so a wake-up
+		// still addressed to the finished task (an old gen) never wakes this one; a timer it
+		// left in the heap carries an older seq, and it left no wait list behind (finish).
+		t = s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
+		*t = task{gen: t.gen, waits: t.waits[:0]}
+	} else {
+		t = &task{}
+	}
+	t.id, t.name, t.node, t.inc, t.state, t.fn = s.nextID, name, node, node.inc, taskRunnable, fn
 	node.tasks[t.id] = t
 	s.runnable = append(s.runnable, t)
 	s.mixStrings(evSpawn, node.name, name)
@@ -410,6 +424,7 @@ func (s *Sim) finish(t *task) {
 		s.coros = append(s.coros, c)
 	}
 	t.fn = nil
+	s.free = append(s.free, t)
 }
 
 // park suspends the running task until something wakes it with its current gen.

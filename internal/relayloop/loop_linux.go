@@ -31,6 +31,9 @@ type Loop struct {
 	events []unix.EpollEvent
 	// begun holds the pairs whose A has a message half sent, under a MessageTimeout.
 	begun map[*pair]struct{}
+	// stopped holds the pairs that stopped in this turn, whose buffers go to bufs after it.
+	stopped []*pair
+	bufs    buffers
 
 	ctls atomic.Int64 // epoll_ctl calls on the loop's set (tests)
 }
@@ -132,7 +135,7 @@ func (h *Handle) Start(p Pair) error {
 	if len(p.Ahead) > l.bufBytes {
 		return ErrMessageTooLarge
 	}
-	pr := newPair(p, l.bufBytes)
+	pr := newPair(p, &l.bufs, l.bufBytes)
 	h.p = pr
 	if !l.do(func() { l.start(pr) }) {
 		pr.finish(Result{Err: ErrStopped})
@@ -267,6 +270,9 @@ func (l *Loop) run() {
 		}
 		if len(l.begun) > 0 {
 			l.expire(time.Now())
+		}
+		if len(l.stopped) > 0 {
+			l.recycle()
 		}
 	}
 }

@@ -353,3 +353,50 @@ func TestCloseStopsPairs(t *testing.T) {
 		t.Fatalf("a pair added to a closed loop: %v", res.Err)
 	}
 }
+
+// kept is how many buffers the loop keeps for its next pairs.
+func (l *Loop) keptBuffers() int {
+	l.bufs.mu.Lock()
+	defer l.bufs.mu.Unlock()
+	return len(l.bufs.free)
+}
+
+// A pair that stopped leaves its two buffers to the loop's next pairs (once its turn is over),
+// and a pair on reused buffers relays only its own bytes: nothing of the last pair's shows
+// through, in either direction, whatever the lengths.
+func TestStoppedPairsBuffersServeTheNext(t *testing.T) {
+	l := newLoop(t, 64)
+	watch := func(_ Direction, msg []byte) Verdict {
+		if msg[0] == 'Z' {
+			return Pause
+		}
+		return Relay
+	}
+	long, short := pgMsg('D', bytes.Repeat([]byte("old"), 15)), pgMsg('D', []byte("new"))
+	for i, m := range [][]byte{long, short, long, short} {
+		r := startPair(t, l, [2]Framer{PGWatching(), PGWatching('Z')}, watch)
+		if k := l.keptBuffers(); i > 0 && k != 0 {
+			t.Fatalf("pair %d: %d buffers still kept after it took two", i, k)
+		}
+		if _, err := r.client.Write(m); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, r.server, len(m)); !bytes.Equal(got, m) {
+			t.Fatalf("pair %d: the server got %q, want %q", i, got, m)
+		}
+		if _, err := r.server.Write(append(append([]byte(nil), m...), pgMsg('Z', []byte{'I'})...)); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, r.client, len(m)); !bytes.Equal(got, m) {
+			t.Fatalf("pair %d: the client got %q, want %q", i, got, m)
+		}
+		if res := r.result(t); !res.Paused || !bytes.Equal(res.Leftover[BToA], pgMsg('Z', []byte{'I'})) {
+			t.Fatalf("pair %d: result %+v", i, res)
+		}
+		for deadline := time.Now().Add(wait); l.keptBuffers() != 2; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("pair %d: %d buffers kept after it stopped, want its 2", i, l.keptBuffers())
+			}
+		}
+	}
+}

@@ -55,10 +55,10 @@ type stream struct {
 	pending *Result
 }
 
-func newPair(p Pair, bufBytes int) *pair {
+func newPair(p Pair, bufs *buffers, bufBytes int) *pair {
 	pr := &pair{p: p}
 	for d := range pr.st {
-		pr.st[d].buf = make([]byte, bufBytes)
+		pr.st[d].buf = bufs.get(bufBytes)
 		pr.ends[d] = end{p: pr, side: Direction(d)}
 	}
 	pr.st[AToB].r = copy(pr.st[AToB].buf, p.Ahead)
@@ -480,6 +480,7 @@ func (p *pair) stop(l *Loop, res Result) {
 	}
 	p.done = true
 	l.forget(p)
+	l.stopped = append(l.stopped, p)
 	res.B = p.p.B
 	for d := range p.st {
 		st := &p.st[d]

@@ -256,6 +256,7 @@ type Admission struct {
 	done     invariants.Once
 	run      runContext // set by RunContext (passthrough)
 	series   *boundSeries
+	relay    Relay // what Relay hands out
 }
 
 // Slot is the admission's capacity claim (for OnLost / Lost).

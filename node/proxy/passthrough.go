@@ -67,6 +67,20 @@ func (c *Core) Paths() PathStats {
 // ok is false with a nil error when the query must take the Arrow path (call Execute); a
 // non-nil error refused the query and has been reported.
 func (c *Core) AdmitPassthrough(ctx context.Context, req *query.Request, canRelay func(query.Engine) bool) (adm *Admission, ok bool, err error) {
+	return c.AdmitPassthroughInto(ctx, req, canRelay, nil)
+}
+
+// AdmitPassthroughInto is AdmitPassthrough making the Admission in into rather than anew: for
+// a caller that runs its statements one at a time and keeps one Admission for all of them (an
+// event loop's client). into must be finished, or never admitted; one that is not is left
+// alone (a new Admission is made; with invariants on it is a violation).
+func (c *Core) AdmitPassthroughInto(ctx context.Context, req *query.Request, canRelay func(query.Engine) bool, into *Admission) (adm *Admission, ok bool, err error) {
+	if into != nil && into.core != nil && !into.done.Closed() {
+		if invariants.Enabled() {
+			invariants.Fail("proxy: admission %s reused before it was finished", into.QueryID)
+		}
+		into = nil
+	}
 	r, ok, err := c.route(req, true)
 	if !ok {
 		return nil, false, err
@@ -75,7 +89,7 @@ func (c *Core) AdmitPassthrough(ctx context.Context, req *query.Request, canRela
 		r.letGo()
 		return nil, false, nil
 	}
-	adm, err = c.admit(ctx, req, &r, nil)
+	adm, err = c.admit(ctx, req, &r, into)
 	if err != nil {
 		return nil, false, err
 	}
@@ -104,10 +118,13 @@ type Relay struct {
 	// timeout and when the capacity lease is lost.
 	Ctx context.Context
 
-	limits   Limits // the guardrails of the statement's runtime (CheckLimits)
 	id       string
-	finish   func(rows, bytes int64, err error) error // an admission's (Admission.Relay)
 	finished invariants.Once
+
+	// An admitted query's (Admission.Relay), which Finish ends with done (the frontend's
+	// cancel or the query timeout's): no closure per statement.
+	adm  *Admission
+	done context.CancelFunc
 
 	// A session's statement (BeginRelay), which finishRelay ends: no closure per statement.
 	session *coreSession
@@ -161,9 +178,13 @@ func (r *Relay) cancel() {
 	}
 }
 
-// CheckLimits fails a result past the guardrails (rows, relayed wire bytes). A method, not a
-// field holding the admission's: a method value is one allocation per statement.
-func (r *Relay) CheckLimits(rows, bytes int64) error { return r.limits.check(rows, bytes) }
+// CheckLimits fails a result past the guardrails (rows, relayed wire bytes).
+func (r *Relay) CheckLimits(rows, bytes int64) error {
+	if r.session != nil {
+		return r.session.adm.CheckLimits(rows, bytes)
+	}
+	return r.adm.CheckLimits(rows, bytes)
+}
 
 // Finish ends the statement with what was relayed and its outcome. It names err as the client
 // should see it (an engine error's SQLSTATE, the group's query timeout, a lost lease) while Ctx
@@ -176,20 +197,19 @@ func (r *Relay) Finish(rows, bytes int64, err error) error {
 	if r.session != nil {
 		return r.session.finishRelay(r, rows, bytes, err)
 	}
-	return r.finish(rows, bytes, err)
+	err = r.adm.Explain(err)
+	r.done()
+	r.adm.Finish(rows, bytes, err)
+	return err
 }
 
 // Relay hands the admitted query to a frontend that relays it; ctx and cancel are the
-// frontend's own per-statement context and its cancel (see RunContext).
+// frontend's own per-statement context and its cancel (see RunContext). Call it once per
+// admission: the Relay is part of the Admission (one allocation per statement less).
 func (a *Admission) Relay(ctx context.Context, cancel context.CancelFunc) *Relay {
 	rctx, rcancel := a.RunContext(ctx, cancel)
-	return &Relay{Engine: a.Engine, Ctx: rctx, limits: a.Runtime.limits, id: a.QueryID,
-		finish: func(rows, bytes int64, err error) error {
-			err = a.Explain(err)
-			rcancel()
-			a.Finish(rows, bytes, err)
-			return err
-		}}
+	a.relay = Relay{Engine: a.Engine, Ctx: rctx, id: a.QueryID, adm: a, done: rcancel}
+	return &a.relay
 }
 
 // RunContext is the engine-side context for a relayed query, made from the frontend's own

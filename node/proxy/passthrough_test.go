@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
+	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -113,5 +114,42 @@ func TestPassthroughTimeoutAndLease(t *testing.T) {
 	adm.Finish(0, 0, err)
 	if err := adm.CheckLimits(1, 1); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAdmitPassthroughInto: one Admission serves statement after statement, each admitted,
+// relayed and reported as its own (its id, rows and slot); an Admission not finished yet is
+// never made over (a violation; the statement it holds runs on and is reported).
+func TestAdmitPassthroughInto(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	h.activate(oneGroup(RoundRobin, 5, time.Second, cl("c1", 2, &fakeEngine{name: "c1"})))
+	var kept Admission
+	ids := map[string]bool{}
+	for i := range 3 {
+		adm, ok, err := h.core.AdmitPassthroughInto(ctx, sel("select 1"), relayAll, &kept)
+		if err != nil || !ok || adm != &kept || h.core.Running("c1") != 1 {
+			t.Fatalf("statement %d: ok %v err %v, into the kept admission %v, running %d", i, ok, err, adm == &kept, h.core.Running("c1"))
+		}
+		if ids[adm.QueryID] {
+			t.Fatalf("statement %d: the id %s again", i, adm.QueryID)
+		}
+		ids[adm.QueryID] = true
+		if err := adm.Relay(ctx, func() {}).Finish(int64(i), 10*int64(i), nil); err != nil {
+			t.Fatal(err)
+		}
+		if r := h.recs.last(t); r.QueryID != adm.QueryID || r.Rows != int64(i) || r.Bytes != 10*int64(i) || r.Status != StatusSucceeded || h.core.Running("c1") != 0 {
+			t.Fatalf("statement %d: record %+v, running %d", i, r, h.core.Running("c1"))
+		}
+	}
+	adm, _, _ := h.core.AdmitPassthroughInto(ctx, sel("select 2"), relayAll, &kept)
+	id := adm.QueryID
+	v := invariants.Catch(func() { _, _, _ = h.core.AdmitPassthroughInto(ctx, sel("select 3"), relayAll, &kept) })
+	if v == nil || kept.QueryID != id || h.core.Running("c1") != 1 {
+		t.Fatalf("an unfinished admission made over: violation %v, id %s (was %s), running %d", v, kept.QueryID, id, h.core.Running("c1"))
+	}
+	_ = adm.Relay(ctx, func() {}).Finish(2, 2, nil)
+	if r := h.recs.last(t); r.QueryID != id || r.SQL != "select 2" || h.core.Running("c1") != 0 {
+		t.Fatalf("record %+v, running %d", r, h.core.Running("c1"))
 	}
 }

@@ -96,10 +96,6 @@ type coreSession struct {
 	// reported: a statement has carried the session's admission (its capacity wait); only the
 	// first does, so the history shows every wait once, as for a query outside a session.
 	reported bool
-	// first is the Relay of the statement that carries the admission (BeginRelay): in
-	// transaction pool mode most sessions relay that one statement only, and it then costs no
-	// allocation of its own.
-	first Relay
 }
 
 // admission is the capacity wait the next reported statement carries: the first statement
@@ -345,14 +341,17 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Rela
 	}
 	checked := false
 	if s.claimAdmission() {
-		r = &s.first
+		// The admission's own Relay, which a session's admission never hands out otherwise
+		// (Admission.Relay is the relay path's): in transaction pool mode most sessions relay
+		// this one statement only, and it then costs no allocation of its own.
+		r = &s.adm.relay
 		*r = Relay{id: s.adm.QueryID, times: s.admissionTimes()}
 		checked = q == s.adm.req
 	} else {
 		start := c.env.Now()
 		r = &Relay{id: c.newID(), times: statementTimes{from: start, ran: start}}
 	}
-	r.Engine, r.limits, r.session, r.q = s.inner, s.adm.Runtime.limits, s, q
+	r.Engine, r.session, r.q = s.inner, s, q
 	if !checked {
 		if err := s.check(q); err != nil {
 			return nil, true, s.record(PathArrow, r.id, q, r.times, nil, 0, 0, err)

@@ -46,9 +46,10 @@ type Worker struct {
 	ackHooks      []func(workerapi.HeartbeatAck)
 	readiness     []readinessCheck
 	opsRoutes     []opsRoute
-	endpoints     map[string]string // where peers reach this worker's frontends
-	peers         []workerapi.Peer  // the last peer list from the control plane
-	peersAt       time.Time         // when it was last asked for on demand
+	endpoints     map[string]string   // where peers reach this worker's frontends
+	peers         []workerapi.Peer    // the last peer list from the control plane
+	peersAt       time.Time           // when it was last asked for on demand
+	resolved      map[string]*url.URL // resolve's URLs by path
 }
 
 type opsRoute struct {
@@ -74,7 +75,7 @@ func New(e env.Env, cfg Config, client *http.Client) *Worker {
 	}
 	base, _ := url.Parse(strings.TrimRight(cfg.ControlPlaneURL, "/") + "/")
 	w := &Worker{
-		e: e, cfg: cfg, client: client, base: base,
+		e: e, cfg: cfg, client: client, base: base, resolved: map[string]*url.URL{},
 		metrics:  newMetrics(cfg.Metrics),
 		regDone:  e.NewSignal(),
 		interval: cfg.HeartbeatInterval,
@@ -157,9 +158,10 @@ func (w *Worker) URL(path string) string {
 // Do sends req to the control plane with the worker's session token, registering first if it
 // has none. A 401 (token revoked, superseded, or unknown to a restarted control plane) makes it
 // register again and retry once. A relative req.URL is resolved against the control plane's
-// base URL. The caller closes the response body and sets deadlines through ctx.
+// base URL. The caller closes the response body and sets deadlines through ctx. req itself is
+// not written to: each attempt sends a copy with its own header, URL and body.
 func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, error) {
-	body, err := replayableBody(req)
+	body, size, err := replayableBody(req)
 	if err != nil {
 		return nil, err
 	}
@@ -169,18 +171,27 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 		if err != nil {
 			return nil, err
 		}
-		r := req.Clone(ctx)
-		if r.URL.Host != "" && r.URL.Host != w.base.Host {
+		if req.URL.Host != "" && req.URL.Host != w.base.Host {
 			// The session token is for the control plane only.
-			return nil, fmt.Errorf("worker: Do refuses to send the session token to %s, which is not the control plane", r.URL.Host)
+			return nil, fmt.Errorf("worker: Do refuses to send the session token to %s, which is not the control plane", req.URL.Host)
 		}
-		if r.URL.Host == "" {
-			r.URL = w.base.ResolveReference(&url.URL{Path: strings.TrimPrefix(req.URL.Path, "/"), RawQuery: req.URL.RawQuery})
+		// A shallow copy, not req.Clone: every field Do changes is replaced below, never
+		// written through, and a control plane's requests go by the thousand per second in a
+		// simulated fleet (the clone's URL copy was thrown away at once).
+		r := req.WithContext(ctx)
+		r.Header = req.Header.Clone()
+		if r.Header == nil {
+			r.Header = http.Header{}
+		}
+		if req.URL.Host == "" {
+			r.URL = w.resolve(req.URL)
 			r.Host = ""
 		}
 		if body != nil {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.ContentLength = int64(len(body))
+			if r.Body, err = body(); err != nil {
+				return nil, fmt.Errorf("worker: reading request body: %w", err)
+			}
+			r.ContentLength = size
 		}
 		workerapi.SetBearer(r, token)
 		resp, err := w.client.Do(r)
@@ -198,16 +209,47 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 	panic("unreachable")
 }
 
-func replayableBody(req *http.Request) ([]byte, error) {
+// resolve is a relative URL of the control plane's API against its base URL: a URL of its
+// own for each request, copied from the one resolved at the path's first request (a worker
+// sends the same few paths over and over; the query strings of config polls change, so
+// those are resolved each time).
+func (w *Worker) resolve(rel *url.URL) *url.URL {
+	if rel.RawQuery != "" || rel.Fragment != "" || rel.Opaque != "" || rel.User != nil || rel.Scheme != "" {
+		return w.base.ResolveReference(&url.URL{Path: strings.TrimPrefix(rel.Path, "/"), RawQuery: rel.RawQuery})
+	}
+	w.mu.Lock()
+	u := w.resolved[rel.Path]
+	if u == nil {
+		u = w.base.ResolveReference(&url.URL{Path: strings.TrimPrefix(rel.Path, "/")})
+		if len(w.resolved) < resolvedMax {
+			w.resolved[rel.Path] = u
+		}
+	}
+	w.mu.Unlock()
+	cp := *u
+	return &cp
+}
+
+// resolvedMax bounds the paths Worker.resolve keeps (its callers send a handful).
+const resolvedMax = 32
+
+// replayableBody returns what gives each attempt of req a body of its own, and its length
+// (nil: req has no body): req.GetBody where it has one and the length is known
+// (http.NewRequest sets both for a bytes.Reader body, so nothing is copied), else a buffer
+// req's body is read into once.
+func replayableBody(req *http.Request) (func() (io.ReadCloser, error), int64, error) {
 	if req.Body == nil || req.Body == http.NoBody {
-		return nil, nil
+		return nil, 0, nil
 	}
 	defer req.Body.Close()
+	if req.GetBody != nil && req.ContentLength > 0 {
+		return req.GetBody, req.ContentLength, nil
+	}
 	data, err := workerapi.ReadAllHint(req.Body, req.ContentLength, req.ContentLength)
 	if err != nil {
-		return nil, fmt.Errorf("worker: reading request body: %w", err)
+		return nil, 0, fmt.Errorf("worker: reading request body: %w", err)
 	}
-	return data, nil
+	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, int64(len(data)), nil
 }
 
 // session returns a session token other than stale, registering when there is none. Concurrent

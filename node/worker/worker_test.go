@@ -173,6 +173,76 @@ func TestDoRegistersAgainOn401(t *testing.T) {
 	}
 }
 
+// Do's attempts each send the whole body, whether the request can make it again (GetBody: a
+// strings or bytes reader) or not (any other reader: read once, sent from a copy), and the
+// caller's request keeps its header and URL. The worker's client reads each body whole before
+// sending it, as the simulator's network does, so an attempt that got a drained body shows.
+func TestDoReplaysEitherBodyAndLeavesTheRequestAlone(t *testing.T) {
+	f := newFleet(t)
+	f.cp.HandleWorker("POST /worker/echo", func(rw http.ResponseWriter, r *http.Request, worker string) {
+		body, _ := io.ReadAll(r.Body)
+		_, _ = io.WriteString(rw, worker+":"+string(body))
+	})
+	w := f.worker("w1", nil, nil)
+	w.client = &http.Client{Transport: readWholeBody{http.DefaultTransport}}
+	supersede := func() {
+		req, _ := http.NewRequest("POST", f.srv.URL+workerapi.PathRegister, strings.NewReader(`{"name":"w1","version":"2"}`))
+		req.Header.Set("Content-Type", workerapi.MediaWorkerRegister)
+		workerapi.SetBearer(req, secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("steal: %v %v", err, resp)
+		}
+		resp.Body.Close()
+	}
+	for _, tc := range []struct {
+		name string
+		body func() io.Reader
+	}{
+		{"GetBody", func() io.Reader { return strings.NewReader("payload") }},
+		{"read once", func() io.Reader { return io.MultiReader(strings.NewReader("pay"), strings.NewReader("load")) }},
+	} {
+		for _, superseded := range []bool{false, true} {
+			if superseded {
+				supersede() // the first attempt gets a 401: the second sends the body again
+			}
+			req, _ := http.NewRequest("POST", "/worker/echo", tc.body())
+			req.Header.Set("X-Kept", "yes")
+			resp, err := w.Do(f.ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(body) != "w1:payload" {
+				t.Fatalf("%s, superseded %v: answer %d %q, want the whole body echoed", tc.name, superseded, resp.StatusCode, body)
+			}
+			if got := req.Header; len(got) != 1 || got.Get("X-Kept") != "yes" || req.URL.String() != "/worker/echo" || req.Host != "" {
+				t.Fatalf("%s: Do wrote to the caller's request: header %v, URL %s, Host %q", tc.name, got, req.URL, req.Host)
+			}
+		}
+	}
+	if st := w.Status(); st.Registrations != 3 {
+		t.Fatalf("registrations %d, want 3", st.Registrations)
+	}
+}
+
+// readWholeBody is a transport that reads a request's body whole before it sends it.
+type readWholeBody struct{ next http.RoundTripper }
+
+func (rt readWholeBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		req = req.Clone(req.Context())
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	}
+	return rt.next.RoundTrip(req)
+}
+
 func TestConcurrentCallersShareOneRegistration(t *testing.T) {
 	f := newFleet(t)
 	f.cp.HandleWorker("GET /worker/ping", func(rw http.ResponseWriter, r *http.Request, worker string) {})

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -109,6 +110,14 @@ type loopRun struct {
 	// once the statement is finished, before the loop reads the next one, and a request handed
 	// to the goroutine (admittedReq) ends the run.
 	stmt query.Request
+	// admission is where the core makes the admission of each statement the loop admits, for
+	// the same reasons: the loop admits a statement only once the one before is finished, and
+	// one it hands to the goroutine ends the run.
+	admission proxy.Admission
+	// lastSQL is the last statement the loop admitted: a client that sends the same text again
+	// (a pool's health check, a benchmark, an application's fixed statements) shares its string
+	// rather than copying it out of the loop's buffer once more.
+	lastSQL string
 
 	// An admitted statement whose engine connection the goroutine opens (held meanwhile), and
 	// the engine tag of its capacity lease ("": none).
@@ -123,7 +132,7 @@ type loopRun struct {
 
 	mu        sync.Mutex
 	running   *mysqlengine.LoopConn // what cancel kills
-	cancelled bool
+	cancelled atomic.Bool           // set under mu; read without it at every statement's end
 	cancel    func()
 }
 
@@ -289,16 +298,12 @@ func (lr *loopRun) cancelStatement() {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	if lr.running != nil {
-		lr.cancelled = true
+		lr.cancelled.Store(true)
 		lr.running.Kill()
 	}
 }
 
-func (lr *loopRun) wasCancelled() bool {
-	lr.mu.Lock()
-	defer lr.mu.Unlock()
-	return lr.cancelled
-}
+func (lr *loopRun) wasCancelled() bool { return lr.cancelled.Load() }
 
 // watch is the pair's Watch, on the loop's thread.
 func (lr *loopRun) watch(d relayloop.Direction, msg []byte) relayloop.Verdict {
@@ -331,13 +336,17 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 		lr.miss = true
 		return relayloop.Pause
 	}
-	sql := string(msg[5:])
+	sql := lr.lastSQL
+	if sql != string(msg[5:]) { // (compared without a copy)
+		sql = string(msg[5:])
+	}
 	if !loopStatement(sql) {
 		return relayloop.Pause
 	}
+	lr.lastSQL = sql
 	req := &lr.stmt
 	h.fill(req, sql, nil)
-	adm, ok, err := h.s.backend.(passthroughBackend).AdmitPassthrough(lr.noWait, req, canRelay)
+	adm, ok, err := h.s.backend.(passthroughBackend).AdmitPassthroughInto(lr.noWait, req, canRelay, &lr.admission)
 	switch {
 	case errors.Is(err, engine.ErrWouldWait):
 		h.handedOff()
@@ -418,7 +427,8 @@ func (lr *loopRun) begin(msg []byte) relayloop.Verdict {
 	lr.adm, lr.req, lr.tag = nil, nil, ""
 	lr.conn.Begin()
 	lr.mu.Lock()
-	lr.running, lr.cancelled = lr.conn, false
+	lr.running = lr.conn
+	lr.cancelled.Store(false)
 	lr.mu.Unlock()
 	h.setCancel(lr.cancel)
 	run := adm.Relay(h.ctx, lr.cancel)

@@ -820,3 +820,72 @@ func TestLoopStatementsGetTheirOwnRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopStatementAllocations pins what a statement relayed on the loop allocates, the
+// proxy's whole share (the client here allocates nothing: rawClient), through a real core
+// that keeps no records: the event loop's admission, report and engine connection hand-over
+// (BenchmarkLoopStatement shows the same with -benchmem).
+func TestLoopStatementAllocations(t *testing.T) {
+	f := coreServer(t, coreSetup{noRecords: true})
+	c := newRawClient(t, f.addr, f.dbName)
+	q, one := comQuery("SELECT 1"), []byte{1, '1'}
+	for range 2 {
+		if err := c.query(q, one); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := serverOf(t, f.addr)
+	before := s.LoopStatements()
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := c.query(q, one); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n := s.LoopStatements() - before; n != 201 {
+		t.Fatalf("the event loop relayed %d of 201 statements", n)
+	}
+	if allocs > loopStatementAllocs {
+		t.Fatalf("a statement on the loop allocates %v objects, want at most %d", allocs, loopStatementAllocs)
+	}
+}
+
+// loopStatementAllocs is what a statement on the loop allocates: its query id and its capacity
+// slot, and in a test binary (invariants on) the ledger's entry for its admission. Its
+// admission, Relay and request are the loop's own, made once per run, and a statement sent
+// again shares the text copied the time before.
+const loopStatementAllocs = 3
+
+// TestLoopRepeatedStatements: a statement the client sends again shares the text the loop
+// copied the time before, and every statement still reaches the core and history with its own
+// text (statements of one length differing in one byte, repeated and alternated).
+func TestLoopRepeatedStatements(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	f := coreServer(t, coreSetup{check: func(req *query.Request, _ string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, req.SQL)
+		return nil
+	}})
+	c := newRawClient(t, f.addr, f.dbName)
+	sent := []string{"SELECT 1", "SELECT 1", "SELECT 2", "SELECT 2", "SELECT 1", "SELECT 3"}
+	onLoop(t, f.addr, int64(len(sent)), func() {
+		for _, q := range sent {
+			if err := c.query(comQuery(q), []byte{1, q[7]}); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(seen, ", "); got != strings.Join(sent, ", ") {
+		t.Fatalf("the core saw %s, want %s", got, strings.Join(sent, ", "))
+	}
+	for q, n := range map[string]int{"SELECT 1": 3, "SELECT 2": 2, "SELECT 3": 1} {
+		if recs := f.hist.Find(q); len(recs) != n {
+			t.Fatalf("history has %s %d times, want %d", q, len(recs), n)
+		}
+	}
+}

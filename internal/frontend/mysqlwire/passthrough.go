@@ -38,6 +38,7 @@ type RawEngine interface {
 // passthroughBackend is a backend that can admit a query for a relay (proxy.Core).
 type passthroughBackend interface {
 	AdmitPassthrough(ctx context.Context, req *query.Request, canRelay func(query.Engine) bool) (*proxy.Admission, bool, error)
+	AdmitPassthroughInto(ctx context.Context, req *query.Request, canRelay func(query.Engine) bool, into *proxy.Admission) (*proxy.Admission, bool, error)
 }
 
 // relayed is what relay hands go-mysql for a response it wrote itself (see written); go-mysql

@@ -27,6 +27,7 @@ type coreSetup struct {
 	cacheTTL      time.Duration
 	check         func(req *query.Request, group string) error
 	onFinish      func(proxy.Record) // called as each statement is reported, its slot free
+	noRecords     bool               // the core keeps no records (a benchmark's allocations are the proxy's own)
 }
 
 type coreFixture struct {
@@ -61,15 +62,18 @@ func coreServer(t testing.TB, s coreSetup) *coreFixture {
 func serveCore(t testing.TB, cluster string, eng query.Engine, s coreSetup) *coreFixture {
 	t.Helper()
 	h := &frontendtest.Records{}
+	onFinish := func(r proxy.Record) {
+		h.Add(r)
+		if s.onFinish != nil {
+			s.onFinish(r)
+		}
+	}
+	if s.noRecords {
+		onFinish = nil
+	}
 	core := proxy.New(proxy.Options{
 		Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry(),
-		OnFinish: func(r proxy.Record) {
-			h.Add(r)
-			if s.onFinish != nil {
-				s.onFinish(r)
-			}
-		},
-		Check: s.check,
+		OnFinish: onFinish, Check: s.check,
 	})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
 		Clusters:      []proxy.ClusterSpec{{Name: cluster, Enabled: true, MaxRunningQueries: 8, Engine: eng}},
