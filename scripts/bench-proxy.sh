@@ -16,7 +16,10 @@
 # daemon to the PostgreSQL engine, "trino-pg" the same query straight to PostgreSQL, both timed by
 # one program (scripts/benchtrino) with one persistent connection each (kept-alive HTTP/1.1, as
 # trino-go-client keeps; one pgx connection); the trino row's added p50 is its p50 minus
-# trino-pg's, and its goal is added p50 <= 100 us.
+# trino-pg's, and its goal is added p50 <= 100 us. The floor rows are the same client
+# against fixed documents with no proxy behind them (net/http, httplite, no HTTP server): how
+# much of those 100 us the client and two loopback exchanges take by themselves. A trino row's
+# cpu_us/q is its server process's CPU per query over the latency run.
 #
 # The machine is shared and its timings drift, so the targets are measured in ROUNDS interleaved
 # rounds (every target once per round) and each figure is the median over the rounds.
@@ -361,33 +364,45 @@ YAML
 	printf -v "TR_${name//-/_}" %s "$tr"
 }
 trino_standalone trino
-# trino-floor: benchtrino -floor, a plain net/http server answering the same two documents
-# (POST: queued with a nextUri; GET: the row), measured in the same rounds: what the two HTTP
-# exchanges cost on this machine with no proxy work at all.
-TR_FLOOR=$(freeport)
-"$TMP/benchtrino" -floor "127.0.0.1:$TR_FLOOR" >"$TMP/trino-floor.log" 2>&1 &
-PIDS+=($!)
-waitport "$TR_FLOOR" trino-floor
-TR_TARGETS=(trino-pg trino trino-floor)
-declare -A TRARGS=([trino-pg]="-pg postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable" [trino]="-trino http://127.0.0.1:$TR_trino"
-	[trino-floor]="-trino http://127.0.0.1:$TR_FLOOR")
+# The floors: benchtrino serving the same two documents (POST: queued with a nextUri; GET: the
+# row) with no query behind them, measured in the same rounds: what the client and the two
+# loopback HTTP exchanges already cost on this machine. trino-floor serves them with net/http,
+# floor-lite with internal/httplite (the Trino port's server), floor-raw with no
+# HTTP server (one write per answer): the part of trino's added p50 no proxy work can remove.
+declare -A TRARGS=([trino-pg]="-pg postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable" [trino]="-trino http://127.0.0.1:$TR_trino")
+TR_TARGETS=(trino-pg trino)
+for floor in trino-floor:floor floor-lite:floor-lite floor-raw:floor-raw; do # row:benchtrino flag
+	row=${floor%%:*} port=$(freeport)
+	"$TMP/benchtrino" -"${floor#*:}" "127.0.0.1:$port" >"$TMP/$row.log" 2>&1 &
+	PIDS+=($!)
+	PROC[$row]=$!
+	waitport "$port" "$row"
+	TR_TARGETS+=("$row")
+	TRARGS[$row]="-trino http://127.0.0.1:$port"
+done
 if [ -n "${BASE_QF:-}" ]; then
 	trino_standalone base-trino
 	TR_TARGETS+=(base-trino)
 	TRARGS[base-trino]="-trino http://127.0.0.1:$TR_base_trino"
 fi
-declare -A TLAT TP50S TP99S
+# Each row's cpu_us/q is the CPU its server process (the daemon, or the floor's benchtrino)
+# spent over the latency run, per query: the daemon's work per Trino statement.
+declare -A TLAT TCPU TP50S TP99S TCPUS
 for round in $(seq 1 "$ROUNDS"); do
 	for t in "${TR_TARGETS[@]}"; do
 		log "trino round $round/$ROUNDS: $t"
+		# shellcheck disable=SC2086 # PROC holds pids
+		t0=$(ticks ${PROC[$t]:-})
 		# shellcheck disable=SC2086 # TRARGS holds a flag and its value
-		read -r p50 p99 _ < <("$TMP/benchtrino" ${TRARGS[$t]} -user postgres -d "${LAT_SECS}s" || echo "- - -")
-		TP50S[$t]+="$p50 "; TP99S[$t]+="$p99 "
+		read -r p50 p99 n _ < <("$TMP/benchtrino" ${TRARGS[$t]} -user postgres -d "${LAT_SECS}s" || echo "- - - -")
+		# shellcheck disable=SC2086
+		cpu=$(cpu_per_query "$t0" "$(ticks ${PROC[$t]:-})" "$n" "${PROC[$t]:-}")
+		TP50S[$t]+="$p50 "; TP99S[$t]+="$p99 "; TCPUS[$t]+="$cpu "
 	done
 done
 for t in "${TR_TARGETS[@]}"; do
 	# shellcheck disable=SC2086
-	TLAT[$t]="$(median ${TP50S[$t]}) $(median ${TP99S[$t]})"
+	TLAT[$t]="$(median ${TP50S[$t]}) $(median ${TP99S[$t]})"; TCPU[$t]=$(median ${TCPUS[$t]})
 done
 
 # --- table -------------------------------------------------------------------------------
@@ -414,13 +429,13 @@ done
 for t in "${TR_TARGETS[@]}"; do
 	read -r p50 p99 <<<"${TLAT[$t]}"
 	# shellcheck disable=SC2059
-	printf "$ROW" trino "$t" "$p50" "$p99" "$(added "${TLAT[trino-pg]}" "${TLAT[$t]}")" - - -
+	printf "$ROW" trino "$t" "$p50" "$p99" "$(added "${TLAT[trino-pg]}" "${TLAT[$t]}")" - - "${TCPU[$t]}"
 done
 echo
 echo "medians of $ROUNDS interleaved rounds; latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
 echo "  mysql go-relay / loop-relay: scripts/benchrelay to MariaDB, goroutines / the event loop framing nothing (-loop -raw)"
-echo "trino: scripts/benchtrino (SELECT 1, 1 client ${LAT_SECS}s, one kept-alive HTTP connection: POST, then GET nextUri until none) through a standalone daemon's Trino port to PostgreSQL; trino-pg: the same program over one pgx connection to PostgreSQL; trino-floor: the same program against benchtrino -floor (net/http, fixed documents, no proxy)"
+echo "trino: scripts/benchtrino (SELECT 1, 1 client ${LAT_SECS}s, one kept-alive HTTP connection: POST, then GET nextUri until none) through a standalone daemon's Trino port to PostgreSQL; trino-pg: the same program over one pgx connection to PostgreSQL; trino-floor, floor-lite, floor-raw: the same program against benchtrino -floor, -floor-lite, -floor-raw (fixed documents, no proxy, served by net/http, by internal/httplite, by no HTTP server); trino cpu_us/q: the server process's CPU over the latency run, per query"
 RTT=$("$TMP/benchrelay" -rtt 3s)
 # The worker's capacity path over the whole run: queries that took an idle lease (no round trip
 # to the control plane) out of all it relayed.
@@ -451,3 +466,4 @@ goal "mysql passthrough qps ${MTPS[passthrough]:-} >= 0.6 x direct ${MTPS[direct
 goal "mysql passthrough added p50 ${mpt} us <= 40 us" "$mpt <= 40" "$mpt"
 tr=$(added "${TLAT[trino-pg]}" "${TLAT[trino]}")
 goal "trino added p50 ${tr} us <= 100 us (SELECT 1, scripts/benchtrino, over trino-pg)" "$tr <= 100" "$tr"
+echo "  of which the floors (the client and two loopback HTTP exchanges, no proxy work): added p50 $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite]}") us served by httplite, $(added "${TLAT[trino-pg]}" "${TLAT[floor-raw]}") us by no HTTP server, $(added "${TLAT[trino-pg]}" "${TLAT[trino-floor]}") us by net/http"

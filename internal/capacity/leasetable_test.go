@@ -198,6 +198,7 @@ func (h *tableHarness) run(t *testing.T, path string, c transcriptCase) (out str
 			RenewEvery: a.dur("renew", 10*time.Second), OnLeaseLost: a.str("lost", OnLeaseLostCancel),
 			OnUnavailable: a.str("unavailable", OnUnavailableFailClosed),
 			Reuse:         a.has("reuse"), Checks: a.has("checks"), AcquireWaits: a.has("waits"),
+			ReleaseQueueMax: a.int("queuemax", 0),
 		})
 		h.slots = map[uint64]*slotState{}
 	case "take":
@@ -403,6 +404,12 @@ func TestLeaseTableInvariantsPanic(t *testing.T) {
 			s := grant(t, 1)
 			s.hl.releasing = true // as if a bug had queued its release while the slot runs
 			t.beginRenew(s, t0.Add(10*time.Second))
+		}},
+		{"slot released twice", "slot of lease c#1 released twice", func(t *leaseTable) {
+			s := grant(t, 1)
+			grant(t, 2)
+			t.release(s, t0)
+			t.release(s, t0)
 		}},
 		{"released twice", "lease c#1 released twice", func(t *leaseTable) {
 			s := grant(t, 1)

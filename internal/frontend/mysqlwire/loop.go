@@ -57,8 +57,8 @@ const loopMissesMax = 4
 // OK and column definition is shorter; longer rows stream through, counted.
 const engineWatchMax = 4 << 10
 
-// Hand-offs in a row (admissions that would wait) after which a client leaves the loop for
-// loopBackoff commands: each costs more than the loop saves.
+// Hand-offs in a row (admissions that would wait, statements for the Arrow path) after which
+// a client leaves the loop for loopBackoff commands: each costs more than the loop saves.
 const (
 	loopHandOffsMax = 4
 	loopBackoff     = 64
@@ -148,6 +148,10 @@ func (s *Server) eventLoop() *relayloop.Loop { return s.loop.Get() }
 // LoopStatements is how many statements the event loop has relayed.
 func (s *Server) LoopStatements() int64 { return s.loopStatements.Load() }
 
+// LoopEntries is how many times a session went on the event loop (to wait for its next
+// command there).
+func (s *Server) LoopEntries() int64 { return s.loopEntries.Load() }
+
 // LoopHandOvers is how many statements the event loop admitted and then handed to their
 // session's goroutine to relay (rewritten by the core, or limited per row).
 func (s *Server) LoopHandOvers() int64 { return s.loopHandOvers.Load() }
@@ -232,6 +236,7 @@ func (h *session) onLoop() (ok bool, err error) {
 		h.gate.ahead = ahead
 		return false, nil
 	}
+	h.s.loopEntries.Add(1)
 	h.idleMu.Lock()
 	h.onloop = lr
 	switch { // KILL CONNECTION or Drain came meanwhile
@@ -355,7 +360,10 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 		h.refused = err // reported by the core; the goroutine answers it
 		return relayloop.Pause
 	case !ok:
-		return relayloop.Pause // the Arrow path
+		// The Arrow path: counted like a hand-over, so a session whose statements all go there
+		// (an engine of another kind, passthrough off) stops paying a pair per statement.
+		h.handedOff()
+		return relayloop.Pause
 	}
 	le, isLoop := adm.Engine.(loopEngine)
 	if !isLoop || !le.Loopable() || req.SQL != sql || adm.CheckLimits(math.MaxInt64/2, math.MaxInt64/2) != nil {

@@ -821,6 +821,27 @@ func TestLoopStatementsGetTheirOwnRequests(t *testing.T) {
 	}
 }
 
+// A session whose statements all take the Arrow path (here: passthrough off) leaves the loop
+// for a while after a few of them, rather than going back on it to wait for each next one (a
+// pair per statement, and a hand-over each way); its answers are the same.
+func TestArrowPathSessionLeavesTheLoop(t *testing.T) {
+	f := coreServer(t, coreSetup{noPassthrough: true})
+	conn := loopConn(t, openDB(t, f.addr, testUser, "", f.dbName, ""))
+	s := serverOf(t, f.addr)
+	const statements = 200
+	before := s.LoopEntries()
+	for i := range statements {
+		var n int
+		if err := conn.QueryRowContext(context.Background(), fmt.Sprintf("SELECT %d", i)).Scan(&n); err != nil || n != i {
+			t.Fatalf("statement %d: %d, %v", i, n, err)
+		}
+	}
+	// loopHandOffsMax entries, then loopBackoff commands off the loop, and again.
+	if got, most := s.LoopEntries()-before, int64(statements/loopBackoff+1)*(loopHandOffsMax+1); got > most {
+		t.Fatalf("%d statements on the Arrow path went on the loop %d times, want at most %d", statements, got, most)
+	}
+}
+
 // TestLoopStatementAllocations pins what a statement relayed on the loop allocates, the
 // proxy's whole share (the client here allocates nothing: rawClient), through a real core
 // that keeps no records: the event loop's admission, report and engine connection hand-over

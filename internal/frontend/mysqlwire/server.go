@@ -110,6 +110,7 @@ type Server struct {
 	loopStatements atomic.Int64
 	loopHandOvers  atomic.Int64
 	loopPings      atomic.Int64 // COM_PINGs the event loop answered (in part, at least)
+	loopEntries    atomic.Int64 // times a session went on the event loop
 
 	panics    atomic.Int64 // recovered in connections, during login or after (bugs: the fuzz targets require none)
 	lastPanic atomic.Value // string: the last recovered panic with its stack, for the report

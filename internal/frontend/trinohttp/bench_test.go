@@ -2,16 +2,20 @@ package trinohttp
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/trinodb/trino-go-client/trino"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/node/proxy"
 )
 
 // SELECT 1 through trino-go-client and the Trino HTTP frontend (→ MySQL engine → MariaDB):
@@ -43,6 +47,31 @@ func BenchmarkSelect1ThroughTrinoHTTP(b *testing.B) {
 //	go test -run '^$' -bench Select1OnPostgres -count 10 ./internal/frontend/trinohttp/
 func BenchmarkSelect1OnPostgres(b *testing.B) {
 	benchSelect1(b, startServer(b, postgresBackendAt(b, pgtest.NewDatabase(b)), Options{}))
+}
+
+// BenchmarkSelect1ViaCore is BenchmarkSelect1OnPostgres through a real proxy core (routing,
+// checks, a capacity slot, metrics, a history record per query) to pgengine: the path a Trino
+// statement takes in the daemon, in one process, so that -benchmem counts its allocations
+// (the client's included, the same in every build).
+//
+//	go test -run '^$' -bench Select1ViaCore -benchmem -count 10 ./internal/frontend/trinohttp/
+func BenchmarkSelect1ViaCore(b *testing.B) {
+	backend := postgresBackendAt(b, pgtest.NewDatabase(b))
+	records := &frontendtest.Records{}
+	core := proxy.New(proxy.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry(), OnFinish: records.Add})
+	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
+		Clusters: []proxy.ClusterSpec{{Name: "pg", Enabled: true, MaxRunningQueries: 16, Engine: backend.Engine}},
+		Groups:   []proxy.GroupSpec{{Name: "pg", Members: []proxy.MemberSpec{{Cluster: "pg"}}, MaxQueuedQueries: 1000}},
+		Fallback: "pg", NoPassthrough: true,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	core.Activate(rt)
+	benchSelect1(b, startServer(b, core, Options{}))
+	if n := len(records.Find("SELECT 1")); n < b.N {
+		b.Fatalf("%d history records of SELECT 1, want at least %d", n, b.N)
+	}
 }
 
 // BenchmarkSelect1OnDuckDB is BenchmarkSelect1OnPostgres on the embedded DuckDB engine, which builds a new Arrow schema for
@@ -93,4 +122,5 @@ func benchSelect1(b *testing.B, ts *testServer) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op") // the client's and the server's
+	b.ReportAllocs()
 }
