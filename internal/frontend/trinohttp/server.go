@@ -137,8 +137,9 @@ type Server struct {
 	queries map[string]*runningQuery
 	seq     atomic.Uint64
 
-	refusals *prometheus.CounterVec // statements refused at QueriesMax
-	shapes   shapes                 // the pages' columns and converters, by result schema
+	refusals *prometheus.CounterVec   // statements refused at QueriesMax
+	shapes   shapes                   // the pages' columns and converters, by result schema
+	lastBase atomic.Pointer[hostBase] // baseURL's latest answer
 
 	httpMu  sync.Mutex
 	servers []*httplite.Server
