@@ -59,7 +59,9 @@
 // The runner times its own wake-ups all through a run (hostlag.go): a check whose states rest on
 // a daemon's timers (selfHealth, reportedHealth, registryState, configStatus) is INCONCLUSIVE,
 // not PASS or FAIL, when the host itself was later than the check tolerates inside its window,
-// and a report with one is not a pass (docs/chaos.md).
+// and a report with one is not a pass (docs/chaos.md). What follows a timeline event is timed
+// from when the runner applied it, and a metric of a wait after an event is INCONCLUSIVE when the
+// time the host took from the runner inside that wait explains its disagreement.
 //
 // Session tokens are read off the worker's link by a sniffing toxic (qfsniff, after the fault
 // toxics in the chain); they stay in memory and are never printed.

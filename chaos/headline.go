@@ -24,6 +24,20 @@ type observer struct {
 	tokens  map[string][]time.Duration // when each new session token was first accepted/seen
 	caps    map[string][]capAt         // each worker's active config cap (config section)
 	history *[2]int                    // records stored and dropped (simulated run with an uplink)
+	// applied is when the real run applied each timeline event: a runner the host keeps waiting
+	// applies it after its time, and what the fleet does after it counts from then. The
+	// simulator applies every event on time.
+	applied map[*scenarios.Event]time.Duration
+	// windows are the scenario times each wait after an event ran between, by metric name.
+	windows map[string][2]time.Duration
+}
+
+// at is when ev was applied.
+func (o *observer) at(ev *scenarios.Event) time.Duration {
+	if t, ok := o.applied[ev]; ok {
+		return t
+	}
+	return ev.At
 }
 
 type stateAt struct {
@@ -57,7 +71,8 @@ func (o *observer) capActive(name string, c int, after time.Duration) (time.Dura
 
 func newObserver() *observer {
 	return &observer{states: map[string][]stateAt{}, health: map[string][]stateAt{}, beats: map[string][]time.Duration{},
-		lastHB: map[string]time.Time{}, tokens: map[string][]time.Duration{}, caps: map[string][]capAt{}}
+		lastHB: map[string]time.Time{}, tokens: map[string][]time.Duration{}, caps: map[string][]capAt{},
+		windows: map[string][2]time.Duration{}}
 }
 
 // look records one view of a worker; since maps a control plane timestamp to scenario time.
@@ -128,6 +143,9 @@ type Metric struct {
 	Agree   bool    `json:"agree"`    // by Rule
 	Rule    string  `json:"rule"`
 	Missing string  `json:"missing,omitempty"`
+	// Inconclusive says why a disagreement is the host's doing (hostMetrics): the metric was not
+	// tested.
+	Inconclusive string `json:"inconclusive,omitempty"`
 }
 
 // Tolerance is the largest relative difference that counts as agreement.
@@ -164,18 +182,19 @@ func headline(sc *scenarios.Scenario, o *observer) map[string]float64 {
 					For time.Duration `yaml:"for"`
 				}
 				_ = ev.Params.Decode(&st)
-				if t, ok := o.firstHealth(w, "unhealthy", ev.At); ok {
-					m[fmt.Sprintf("%s reported unhealthy after starve@%v", w, ev.At)] = (t - ev.At).Seconds()
+				if t, ok := o.firstHealth(w, "unhealthy", o.at(ev)); ok {
+					m[fmt.Sprintf("%s reported unhealthy after starve@%v", w, ev.At)] = (t - o.at(ev)).Seconds()
 				}
-				if end := ev.At + st.For; st.For > 0 {
+				if end := o.at(ev) + st.For; st.For > 0 {
 					if t, ok := o.firstHealth(w, "healthy", end); ok {
 						m[fmt.Sprintf("%s reported healthy after starve@%v ends", w, ev.At)] = (t - end).Seconds()
 					}
 				}
 			case "heal", "restart":
 				for _, t := range o.tokens[w] {
-					if t >= ev.At {
-						m[fmt.Sprintf("%s new session after %s@%v", w, ev.Kind, ev.At)] = (t - ev.At).Seconds()
+					if t >= o.at(ev) {
+						name := fmt.Sprintf("%s new session after %s@%v", w, ev.Kind, ev.At)
+						m[name], o.windows[name] = (t - o.at(ev)).Seconds(), [2]time.Duration{o.at(ev), t}
 						break
 					}
 				}
@@ -393,12 +412,12 @@ func configHeadline(sc *scenarios.Scenario, o *observer, m map[string]float64) {
 			if s.Role != "worker" {
 				continue
 			}
-			t, ok := o.capActive(s.Name, a.Cap, ev.At)
+			t, ok := o.capActive(s.Name, a.Cap, o.at(ev))
 			all = all && ok
 			last = max(last, t)
 		}
 		if all {
-			m[fmt.Sprintf("%s (configSet@%v)", mConfigActive, ev.At)] = (last - ev.At).Seconds()
+			m[fmt.Sprintf("%s (configSet@%v)", mConfigActive, ev.At)] = (last - o.at(ev)).Seconds()
 		}
 	}
 }

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -98,6 +99,50 @@ func (h *hostLag) longestStarveRun(nodes []string, from, to time.Time) (node str
 		}
 	}
 	return node, longest
+}
+
+// lost is how long the runner's timer was late inside [from, to]: the part of each late
+// wake-up's wait (from when it was due to when it came) that falls inside.
+func (h *hostLag) lost(from, to time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var sum time.Duration
+	for _, s := range h.late {
+		start, end := s.at.Add(-s.lag), s.at
+		if start.Before(from) {
+			start = from
+		}
+		if end.After(to) {
+			end = to
+		}
+		if end.After(start) {
+			sum += end.Sub(start)
+		}
+	}
+	return sum
+}
+
+// hostMetrics marks INCONCLUSIVE each disagreeing metric that has a window (o.windows: a wait
+// after an event, which a timer's phase bounds) and agrees once the time the runner's own timer
+// lost inside that window is taken off: real daemons take real time for what the scenario's
+// scale multiplies, so on a late host the wait says more about the host than about the fleet.
+func (r *runner) hostMetrics(ms []Metric, o *observer) {
+	if r.lag == nil {
+		return
+	}
+	bound := phaseBound(r.sc).Seconds()
+	for i := range ms {
+		m := &ms[i]
+		w, ok := o.windows[m.Name]
+		if m.Agree || m.Missing != "" || !ok {
+			continue
+		}
+		lost := (time.Duration(float64(r.lag.lost(r.t0.Add(r.scale(w[0])), r.t0.Add(r.scale(w[1])))) / r.opts.TimeScale)).Seconds()
+		without := m.Real - lost
+		if without <= bound && m.Sim <= bound || math.Abs(without-m.Sim) <= Tolerance*m.Sim {
+			m.Inconclusive = fmt.Sprintf("the host was late: the runner's own timer lost %.2fs (scenario time) in the wait; without it, %.2fs agrees", lost, without)
+		}
+	}
 }
 
 // close stops the timing (again: nothing); the samples stay readable.

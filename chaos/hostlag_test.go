@@ -127,3 +127,43 @@ func TestHostVerdictInconclusiveWhenTheStarveLapsed(t *testing.T) {
 		}
 	}
 }
+
+// A wait after an event (a new session after a heal) that disagrees with the simulator is
+// INCONCLUSIVE when the runner's own timer lost enough time inside that wait for the rest to
+// agree: real daemons spend real time where the scenario's scale multiplies it. Lost time
+// outside the wait, or too little of it, leaves the disagreement a disagreement.
+// oneway-latency at scale 0.25: phase bound 3.2s, the simulator's mean 1.53s.
+func TestHostMetricsInconclusiveOnlyWhenTheHostTookTheDifference(t *testing.T) {
+	sc := load(t, "../chaos/testdata/oneway-latency.yaml")
+	t0 := time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC)
+	at := func(scenario time.Duration) time.Time { return t0.Add(scenario / 4) }
+	const name = "w-1 new session after heal@50s"
+	for _, tc := range []struct {
+		what string
+		late []lagSample
+		want bool
+	}{
+		{"on time", nil, false},
+		{"300ms real (1.2s) lost inside the wait", []lagSample{{at(52 * time.Second), 300 * time.Millisecond}}, true},
+		{"the same stall before the heal", []lagSample{{at(49 * time.Second), 300 * time.Millisecond}}, false},
+		{"half of it inside the wait", []lagSample{{at(50*time.Second + 600*time.Millisecond), 300 * time.Millisecond}}, false},
+		{"many small waits inside", func() (s []lagSample) {
+			for i := range 20 {
+				s = append(s, lagSample{at(50*time.Second + time.Duration(i)*160*time.Millisecond), 20 * time.Millisecond})
+			}
+			return s
+		}(), true},
+	} {
+		r := &runner{sc: sc, opts: Options{TimeScale: 0.25}, t0: t0, lag: &hostLag{late: tc.late}}
+		o := newObserver()
+		o.windows[name] = [2]time.Duration{50 * time.Second, 54 * time.Second}
+		ms := []Metric{{Name: name, Sim: 1.53, Real: 4}, {Name: "evictions", Sim: 1, Real: 2}}
+		r.hostMetrics(ms, o)
+		if got := ms[0].Inconclusive != ""; got != tc.want {
+			t.Errorf("%s: inconclusive %v (%q), want %v", tc.what, got, ms[0].Inconclusive, tc.want)
+		}
+		if ms[1].Inconclusive != "" {
+			t.Errorf("%s: a metric with no wait made inconclusive: %q", tc.what, ms[1].Inconclusive)
+		}
+	}
+}

@@ -18,11 +18,12 @@ type step struct {
 	at   time.Duration // scenario time
 	what string
 	do   func(r *runner) error
+	ev   *scenarios.Event // the timeline event it plays (nil for a check's probe)
 }
 
 // planEvent maps a timeline event, or says why chaos cannot run it.
 func planEvent(sc *scenarios.Scenario, ev *scenarios.Event) (step, string) {
-	st := step{at: ev.At, what: fmt.Sprintf("%s@%v", ev.Kind, ev.At)}
+	st := step{at: ev.At, what: fmt.Sprintf("%s@%v", ev.Kind, ev.At), ev: ev}
 	if why, ok := unsupportedEvents[ev.Kind]; ok {
 		return st, why
 	}

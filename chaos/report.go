@@ -72,6 +72,9 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(tw, "METRIC (scenario time)\tSIM (mean of %d seeds)\tREAL\tDIFF %%\tAGREE\tRULE\t\n", r.SimSeeds)
 		for _, m := range r.Metrics {
 			diff, agree := fmtPct(m.DiffPct), map[bool]string{true: "yes", false: "NO"}[m.Agree]
+			if m.Inconclusive != "" {
+				agree = "INCONCLUSIVE"
+			}
 			if m.Missing != "" {
 				diff, agree = "-", m.Missing
 			}
@@ -80,6 +83,11 @@ func (r *Report) Print(w io.Writer) {
 		tw.Flush()
 		a, t := r.Agreeing()
 		fmt.Fprintf(w, "%d of %d metrics agree\n", a, t)
+		for _, m := range r.Metrics {
+			if m.Inconclusive != "" {
+				fmt.Fprintf(w, "  INCONCLUSIVE %s: %s\n", m.Name, m.Inconclusive)
+			}
+		}
 	}
 	if r.LogDir != "" {
 		fmt.Fprintf(w, "daemon logs: %s\n", r.LogDir)
@@ -165,6 +173,9 @@ func PrintCompare(w io.Writer, reps []*Report) {
 				name, checks = "", ""
 			}
 			diff, agree := fmtPct(m.DiffPct)+" %", map[bool]string{true: "yes", false: "**no**"}[m.Agree]
+			if m.Inconclusive != "" {
+				agree = "inconclusive (host lag)"
+			}
 			if m.Missing != "" {
 				diff, agree = "-", m.Missing
 			}

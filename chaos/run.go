@@ -106,6 +106,17 @@ func (r *Report) Outcome() string {
 // Pass reports whether every supported check of the real run passed.
 func (r *Report) Pass() bool { return r.Outcome() == "PASS" }
 
+// InconclusiveMetrics names the metrics whose disagreement the host's lag explains.
+func (r *Report) InconclusiveMetrics() []string {
+	var names []string
+	for _, m := range r.Metrics {
+		if m.Inconclusive != "" {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
+
 // Agreeing counts the metrics within Tolerance, of those seen in both runs.
 func (r *Report) Agreeing() (agree, total int) {
 	for _, m := range r.Metrics {
@@ -337,6 +348,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 		}
 	}
 	rep.Metrics = compare(sc, mean(simMetrics), realMetrics)
+	r.hostMetrics(rep.Metrics, realObs)
 	if !rep.Pass() || opts.LogDir != "" {
 		rep.LogDir = r.dir
 	} else {
@@ -375,6 +387,10 @@ func (r *runner) teardown() {
 		db.drop()
 	}
 }
+
+// appliedLateNoted is how late (scenario time) the runner may apply a timeline event before the
+// report notes it.
+const appliedLateNoted = 100 * time.Millisecond
 
 // run boots the fleet, plays the timeline while polling, and judges the checks.
 func (r *runner) run(ctx context.Context, rep *Report) (*observer, error) {
@@ -428,17 +444,27 @@ func (r *runner) run(ctx context.Context, rep *Report) (*observer, error) {
 			}
 		})
 	}()
+	applied := map[*scenarios.Event]time.Duration{}
 	for _, st := range steps {
 		if !r.sleepUntil(ctx, st.at) {
 			break
 		}
+		started := r.now()
 		if err := st.do(r); err != nil {
 			r.errorf("%s: %v", st.what, err)
+		}
+		if st.ev != nil {
+			applied[st.ev] = started
+			if late := started - st.at; late >= appliedLateNoted {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s applied %v late (the runner's own timer): what follows it is timed from then",
+					st.what, late.Round(time.Millisecond)))
+			}
 		}
 	}
 	r.sleepUntil(ctx, sc.Duration)
 	close(stopPoll)
 	<-polled
+	obs.applied = applied
 	r.lag.close()
 	hl := r.lag.summary(r.sinceStart)
 	rep.HostLag = &hl

@@ -280,8 +280,13 @@ func NewAPIHandler(store CapacityStore, locks SweepCoordinator, e env.Env, metri
 }
 
 func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string) {
+	data, err := workerapi.ReadBody(r, MediaJSON)
 	var req AcquireRequest
-	if !DecodeRequest(w, r, &req) {
+	if err == nil {
+		req, err = DecodeAcquireRequest(data, true) // DecodeRequest's answer, without reflection
+	}
+	if err != nil {
+		workerapi.WriteBadRequest(w, err)
 		return
 	}
 	holder := pick(caller, req.Holder)
@@ -315,11 +320,11 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 	switch {
 	case err == nil:
 		a.markGranted(r.Context(), c, req.Cluster, holder)
-		workerapi.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{Granted: true, Lease: &l, Contended: &contended})
+		writeAcquireResponse(w, AcquireResponse{Granted: true, Lease: &l, Contended: &contended})
 	case errors.Is(err, ErrAtCapacity):
 		a.metrics.LeaseDenied.WithLabelValues(req.Cluster).Inc()
 		a.markDenied(r.Context(), req.Cluster, holder)
-		workerapi.WriteJSON(w, http.StatusOK, MediaJSON, AcquireResponse{Contended: &contended})
+		writeAcquireResponse(w, AcquireResponse{Contended: &contended})
 	default:
 		a.fail(w, "acquire", err)
 	}
@@ -568,6 +573,14 @@ func (a *API) status(op string, err error) (int, string) {
 	a.metrics.CoordinationFailures.WithLabelValues("store-" + op).Inc()
 	a.env.Logger().Warn("capacity store failed", "op", op, "err", err)
 	return http.StatusServiceUnavailable, "capacity store unavailable"
+}
+
+// writeAcquireResponse writes workerapi.WriteJSON's answer, encoded without reflection.
+func writeAcquireResponse(w http.ResponseWriter, resp AcquireResponse) {
+	data := resp.AppendJSON(make([]byte, 0, 256))
+	w.Header().Set("Content-Type", MediaJSON)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(data, '\n'))
 }
 
 // DecodeRequest reads a JSON request body into v strictly (workerapi.ReadJSON: trailing data,

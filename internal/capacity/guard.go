@@ -108,3 +108,9 @@ func (s *localSlot) Release() {
 
 func (s *localSlot) Lost() bool       { return false }
 func (s *localSlot) OnLost(fn func()) {}
+func (s *localSlot) NeverLost()       {}
+
+// Unlosable is a Slot that is never lost (a local count, no lease): OnLost never runs its fn,
+// so a caller may spare making one (a method value is an allocation, on every transaction of
+// a pooled client).
+type Unlosable interface{ NeverLost() }

@@ -183,9 +183,11 @@ func (c *Remote) ReleaseSweepLock(ctx context.Context, name, owner string) error
 // post sends body and decodes a 200 answer into out. Errors: ErrStaleGeneration for 409,
 // ErrNotHolder for 403, ErrInvalid for other 4xx, ErrUnavailable for everything else (network, 5xx, bad answers),
 // or the context's error when ctx ended.
-func (c *Remote) post(ctx context.Context, path string, body, out any) error {
-	data, err := json.Marshal(body)
-	if err != nil {
+func (c *Remote) post(ctx context.Context, path string, body, out any) (err error) {
+	var data []byte
+	if req, ok := body.(AcquireRequest); ok {
+		data = req.AppendJSON(make([]byte, 0, 192)) // the acquire's codec: no reflection
+	} else if data, err = json.Marshal(body); err != nil {
 		panic(fmt.Sprintf("capacity: encoding %T: %v", body, err)) // our own types always encode
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(data))
@@ -205,7 +207,9 @@ func (c *Remote) post(ctx context.Context, path string, body, out any) error {
 		return statusErr(path, resp.StatusCode, &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)})
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, workerapi.BodyBytesMax))
-	if err == nil {
+	if resp, ok := out.(*AcquireResponse); ok && err == nil {
+		*resp, err = DecodeAcquireResponse(raw)
+	} else if err == nil {
 		err = json.Unmarshal(raw, out)
 	}
 	if err != nil {

@@ -3,7 +3,6 @@ package controlplane
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"math"
 	"net/http"
@@ -169,7 +168,10 @@ func (st *capacityStats) acquire(serve func(http.ResponseWriter, *http.Request, 
 		body, err := io.ReadAll(io.LimitReader(r.Body, acquireBodyMax+1))
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 		var req capacity.AcquireRequest
-		if err != nil || len(body) > acquireBodyMax || json.Unmarshal(body, &req) != nil || capacity.CheckName("cluster", req.Cluster) != nil {
+		if err == nil && len(body) <= acquireBodyMax {
+			req, err = capacity.DecodeAcquireRequest(body, false)
+		}
+		if err != nil || len(body) > acquireBodyMax || capacity.CheckName("cluster", req.Cluster) != nil {
 			serve(w, r, caller)
 			return
 		}
@@ -182,7 +184,11 @@ func (st *capacityStats) acquire(serve func(http.ResponseWriter, *http.Request, 
 		rec := &answerRecorder{ResponseWriter: w}
 		serve(rec, r, caller)
 		var resp capacity.AcquireResponse
-		answered := rec.status == http.StatusOK && json.Unmarshal(rec.body.Bytes(), &resp) == nil
+		answered := rec.status == http.StatusOK
+		if answered {
+			resp, err = capacity.DecodeAcquireResponse(rec.body.Bytes())
+			answered = err == nil
+		}
 		now := st.e.Now()
 		st.mu.Lock()
 		defer st.mu.Unlock()

@@ -465,3 +465,31 @@ func TestGroupQueryTimeout(t *testing.T) {
 		t.Fatalf("record %+v", r)
 	}
 }
+
+// The core's series of each (group, cluster) are its own, also when queries alternate between
+// clusters (series keeps the last one it returned at hand): every finished query counts under
+// the cluster that ran it, and every running gauge goes back to 0.
+func TestMetricsFollowEachCluster(t *testing.T) {
+	h := newHarness(t)
+	h.activate(oneGroup(RoundRobin, 5, time.Minute, cl("a", 2, &fakeEngine{}), cl("b", 2, &fakeEngine{})))
+	for range 5 {
+		if _, err := h.run(t.Context(), sel("select 1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran := map[string]float64{}
+	for _, r := range h.recs.all() {
+		ran[r.Cluster]++
+	}
+	if ran["a"] == 0 || ran["b"] == 0 {
+		t.Fatalf("round robin ran %v: want both clusters", ran)
+	}
+	for _, name := range []string{"a", "b"} {
+		if v := testutil.ToFloat64(h.core.metrics.queries.WithLabelValues("g", name, "succeeded")); v != ran[name] {
+			t.Errorf("queries_total{cluster=%q} = %v, want %v", name, v, ran[name])
+		}
+		if v := testutil.ToFloat64(h.core.metrics.running.WithLabelValues("g", name)); v != 0 {
+			t.Errorf("running{cluster=%q} = %v, want 0", name, v)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/queryflux/queryflux/internal/promreg"
@@ -28,6 +29,9 @@ type metrics struct {
 	// validates them under the vector's lock, five times per query otherwise.
 	boundMu sync.RWMutex
 	bound   map[seriesKey]*boundSeries
+	// last is the series series returned last: a proxy whose queries mostly go to one cluster
+	// finds them with two string comparisons, without hashing both names under the lock.
+	last atomic.Pointer[boundSeries]
 }
 
 type seriesKey struct{ group, cluster string }
@@ -43,11 +47,15 @@ type boundSeries struct {
 
 // series returns the bound series of (group, cluster), resolving them on first use.
 func (m *metrics) series(group, cluster string) *boundSeries {
+	if s := m.last.Load(); s != nil && s.group == group && s.cluster == cluster {
+		return s
+	}
 	k := seriesKey{group, cluster}
 	m.boundMu.RLock()
 	s := m.bound[k]
 	m.boundMu.RUnlock()
 	if s != nil {
+		m.last.Store(s)
 		return s
 	}
 	m.boundMu.Lock()
@@ -62,6 +70,7 @@ func (m *metrics) series(group, cluster string) *boundSeries {
 		}
 		m.bound[k] = s
 	}
+	m.last.Store(s)
 	return s
 }
 

@@ -167,3 +167,41 @@ func TestWireFirstStatementIsTheAdmissions(t *testing.T) {
 			checks["select 3"], h.recs.last(t))
 	}
 }
+
+// A one-statement transaction on a wire session (a pooled client in transaction pool mode on
+// a local guard: the standalone daemon's passthrough, once per query) allocates the core's
+// minimum: the statement that carries the admission relays through the session's own Relay,
+// the guardrails are a method (not a method value per statement) and a slot that is never
+// lost gets no lost-lease hook. Each of those was an allocation on every transaction.
+func TestWireTransactionAllocations(t *testing.T) {
+	h := newHarness(t)
+	h.core = New(Options{Env: h.env, NewQueryID: func() string { return "q" }})
+	h.activate(oneGroup(RoundRobin, 5, time.Minute, cl("a", 4, &wireEngine{})))
+	q := sel("select 1")
+	ctx := query.WithAffinity(t.Context(), 1) // as pgwire hands it, once per connection
+	tx := func() {
+		w, ok, err := h.core.OpenWire(ctx, q, 1, "")
+		if err != nil || !ok {
+			t.Fatalf("OpenWire: %v %v", ok, err)
+		}
+		r, ok, err := w.Session.(relayer).BeginRelay(ctx, q)
+		if err != nil || !ok {
+			t.Fatalf("BeginRelay: %v %v", ok, err)
+		}
+		if err := r.CheckLimits(1, 10); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Finish(1, 10, nil); err != nil {
+			t.Fatal(err)
+		}
+		_ = w.Session.Close()
+	}
+	tx() // the series, the pools: made once
+	n := testing.AllocsPerRun(100, tx)
+	t.Logf("%.1f allocations per transaction", n)
+	// The wireSession, the local slot, and the ledger's entry for the admission (invariants
+	// run in these tests; a daemon makes no entry).
+	if n > 3 {
+		t.Fatalf("a one-statement wire transaction allocates %.1f times, want at most 3 (its wireSession, its slot, its ledger entry)", n)
+	}
+}

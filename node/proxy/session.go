@@ -339,14 +339,19 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Rela
 	if _, wire := s.inner.(engine.PGWire); !wire || s.adm.Runtime.noRelay || s.transactionLost() {
 		return nil, false, nil // a lost transaction's statements are answered by Execute
 	}
-	r = &Relay{Engine: s.inner, session: s, q: q}
 	checked := false
 	if s.claimAdmission() {
-		r.id, r.times, checked = s.adm.QueryID, s.admissionTimes(), q == s.adm.req
+		// The admission's own Relay, which a session's admission never hands out otherwise
+		// (Admission.Relay is the relay path's): in transaction pool mode most sessions relay
+		// this one statement only, and it then costs no allocation of its own.
+		r = &s.adm.relay
+		*r = Relay{id: s.adm.QueryID, times: s.admissionTimes()}
+		checked = q == s.adm.req
 	} else {
 		start := c.env.Now()
-		r.id, r.times = c.newID(), statementTimes{from: start, ran: start}
+		r = &Relay{id: c.newID(), times: statementTimes{from: start, ran: start}}
 	}
+	r.Engine, r.session, r.q = s.inner, s, q
 	if !checked {
 		if err := s.check(q); err != nil {
 			return nil, true, s.record(PathArrow, r.id, q, r.times, nil, 0, 0, err)

@@ -84,7 +84,9 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 	}
 	cs := &ws.cs
 	cs.adm, cs.inner = adm, pw
-	adm.slot.OnLost(cs.lose)
+	if _, never := adm.slot.(capacity.Unlosable); !never {
+		adm.slot.OnLost(cs.lose)
+	}
 	mode := g.poolMode
 	if mode == "" {
 		mode = PoolModeTransaction

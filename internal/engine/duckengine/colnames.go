@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/queryflux/queryflux/internal/boundedcache"
 	"github.com/queryflux/queryflux/internal/query"
@@ -38,7 +39,7 @@ type namesKey struct{ protocol, sql string }
 var namesCache = boundedcache.New[namesKey, []string](namesCacheMax)
 
 // clientNames returns the names q's result columns should have for q's protocol, or nil to keep
-// DuckDB's. It parses q.SQL on conn, so call it before running anything else there.
+// DuckDB's. It may parse q.SQL on conn, so call it before running anything else there.
 func clientNames(ctx context.Context, conn *sql.Conn, q *query.Request) []string {
 	if q.Protocol != query.ProtocolPostgres && q.Protocol != query.ProtocolMySQL && q.Protocol != query.ProtocolTrino {
 		return nil
@@ -46,6 +47,9 @@ func clientNames(ctx context.Context, conn *sql.Conn, q *query.Request) []string
 	key := namesKey{q.Protocol, q.SQL}
 	if names, ok := namesCache.Get(key); ok {
 		return names
+	}
+	if names, ok := plainNames(q.Protocol, q.SQL, reservedWords(ctx, conn)); ok {
+		return names // not cached: reading them again costs less than the parse they spare
 	}
 	var parsed string
 	if conn.QueryRowContext(ctx, "SELECT CAST(json_serialize_sql(CAST(? AS VARCHAR)) AS VARCHAR)", q.SQL).Scan(&parsed) != nil {
@@ -56,6 +60,163 @@ func clientNames(ctx context.Context, conn *sql.Conn, q *query.Request) []string
 		namesCache.Put(key, names)
 	}
 	return names
+}
+
+// plainNames is namesFor's answer read off the statement's text, where the text alone tells it:
+// a SELECT (after any WITH) whose every item is a column (`x`, `t.x`, `"X y"`), has an alias
+// (`... AS y`) or is a `*` (`*`, `t.*`). Those items have one name under every protocol's rule,
+// the column's or the alias, so the statement needs no parse (a second DuckDB call of some 60
+// allocations per unrepeated statement). ok is false for any other statement, and where reserved
+// (DuckDB's keywords that may stand alone as an expression, as true and current_date do) is nil.
+// TestPlainNamesAgreeWithTheParse holds it to namesFor.
+func plainNames(protocol, sqlText string, reserved map[string]bool) (names []string, ok bool) {
+	if reserved == nil {
+		return nil, false
+	}
+	sc := sqltok.NewScanner(sqlText, sqltok.Generic)
+	t, more := sc.NextSignificant()
+	if more && isWord(t, "with") {
+		for depth := 0; more && (depth > 0 || !isWord(t, "select")); t, more = sc.NextSignificant() {
+			depth += parenStep(t)
+		}
+	}
+	if !more || !isWord(t, "select") {
+		return nil, false
+	}
+	var buf [16]sqltok.Token
+	item := buf[:0] // the tokens of the item being read
+	depth, stars, first := 0, 0, true
+	for {
+		t, more = sc.NextSignificant()
+		if first && more && (isWord(t, "distinct") || isWord(t, "all")) {
+			first = false
+			continue
+		}
+		first = false
+		if more && (depth > 0 || !endsItem(t)) {
+			depth += parenStep(t)
+			item = append(item, t)
+			continue
+		}
+		name, ok := plainItemName(item, reserved)
+		if !ok {
+			return nil, false
+		}
+		if name == starItem {
+			stars++
+		}
+		names = append(names, name)
+		if !more || t.Text != "," {
+			break
+		}
+		item = item[:0]
+	}
+	if stars > 1 {
+		return nil, true // which columns each * expanded to is unknown: DuckDB's names
+	}
+	if protocol == query.ProtocolMySQL && len(selectItemTexts(sqlText)) != len(names) {
+		return nil, true // as namesFor: items it cannot match with their texts keep DuckDB's names
+	}
+	return names, true
+}
+
+// endsItem reports whether t, outside parentheses, ends a select item.
+func endsItem(t sqltok.Token) bool {
+	switch t.Kind {
+	case sqltok.Punct:
+		return t.Text == "," || t.Text == ";" || t.Text == ")"
+	case sqltok.Word:
+		for _, w := range plainListEnds {
+			if strings.EqualFold(t.Text, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// plainListEnds are the words that end a select list outside parentheses (a column so named
+// is quoted, or its statement is parsed).
+var plainListEnds = []string{"from", "where", "group", "having", "order", "limit", "offset", "union", "except",
+	"intersect", "into", "window", "qualify", "fetch", "using"}
+
+// plainItemName is the name of a select item that is a column, a * or has an alias (starItem for
+// a *); ok is false for any other item.
+func plainItemName(item []sqltok.Token, reserved map[string]bool) (name string, ok bool) {
+	n := len(item)
+	if n >= 3 && isWord(item[n-2], "as") {
+		return identName(item[n-1], reserved)
+	}
+	if n%2 == 0 { // a column or star is names and dots in turn: x, t.x, t.*, *
+		return "", false
+	}
+	for i := 1; i < n; i += 2 {
+		if item[i].Kind != sqltok.Punct || item[i].Text != "." {
+			return "", false
+		}
+	}
+	for i := 0; i < n-1; i += 2 {
+		if _, ok := identName(item[i], reserved); !ok {
+			return "", false
+		}
+	}
+	if last := item[n-1]; last.Kind == sqltok.Operator && last.Text == "*" {
+		return starItem, true
+	}
+	return identName(item[n-1], reserved)
+}
+
+// identName is the identifier t names: an unquoted word as written, not one of reserved, or a
+// double-quoted name (but "*", which would read as a star among the names).
+func identName(t sqltok.Token, reserved map[string]bool) (string, bool) {
+	switch {
+	case t.Kind == sqltok.Word:
+		return t.Text, !reserved[strings.ToLower(t.Text)]
+	case t.Kind == sqltok.QuotedIdent && t.Text[0] == '"' && !t.Unterminated && len(t.Text) > 2:
+		name := strings.ReplaceAll(t.Text[1:len(t.Text)-1], `""`, `"`)
+		return name, name != starItem
+	}
+	return "", false
+}
+
+func isWord(t sqltok.Token, w string) bool {
+	return t.Kind == sqltok.Word && strings.EqualFold(t.Text, w)
+}
+
+// reserved holds DuckDB's keywords other than its unreserved ones (duckdb_keywords()), lower
+// case: a select item that is one of them alone may be an expression (true, null,
+// current_date), not a column. Read once, from the first connection that names columns.
+var reserved struct {
+	sync.Mutex
+	words map[string]bool
+}
+
+// reservedWords returns reserved's words, reading them on conn the first time; nil when they
+// could not be read (the context may have ended: the next call tries again).
+func reservedWords(ctx context.Context, conn *sql.Conn) map[string]bool {
+	reserved.Lock()
+	defer reserved.Unlock()
+	if reserved.words != nil {
+		return reserved.words
+	}
+	rows, err := conn.QueryContext(ctx, "SELECT keyword_name FROM duckdb_keywords() WHERE keyword_category <> 'unreserved'")
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	words := map[string]bool{}
+	for rows.Next() {
+		var w string
+		if rows.Scan(&w) != nil {
+			return nil
+		}
+		words[strings.ToLower(w)] = true
+	}
+	if rows.Err() != nil || len(words) == 0 {
+		return nil
+	}
+	reserved.words = words
+	return words
 }
 
 // starItem stands, among clientNames' names, for the columns a * expanded to, which keep

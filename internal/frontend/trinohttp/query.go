@@ -25,7 +25,9 @@ const (
 )
 
 // runningQuery is one query between its POST and its last page. The producer goroutine fills
-// pending; polls drain it page by page. Every change closes changed, waking waiters.
+// pending; polls drain it page by page. Every change closes changed, waking waiters; changed is
+// made only once someone waits (changedLocked): most changes of a short query have no waiter,
+// and a channel per change was three allocations of every statement.
 type runningQuery struct {
 	id, slug string
 	user     string      // who may kill it through /v1/query
@@ -35,7 +37,7 @@ type runningQuery struct {
 	cancel   context.CancelFunc
 
 	mu          sync.Mutex
-	changed     chan struct{}
+	changed     chan struct{} // nil while nobody waits
 	state       string
 	columns     []Column
 	columnsJSON []byte // columns encoded once, for every page
@@ -48,6 +50,8 @@ type runningQuery struct {
 	nextToken   int64 // the token the next poll must carry
 	lastToken   int64 // the token of lastPage, for a client's retry
 	lastPage    []byte
+	infoURI     string // its infoUri at infoBase, the base URL of its latest page
+	infoBase    string
 	lastFinal   bool      // lastPage ended the query
 	lastAccess  time.Time // the POST or the latest poll: unpolled for AbandonAfter, it is abandoned
 	forgetAt    time.Time // once it has nothing left to tell (forgetLater): when the reaper forgets it
@@ -56,8 +60,18 @@ type runningQuery struct {
 }
 
 func (q *runningQuery) notifyLocked() {
-	close(q.changed)
-	q.changed = make(chan struct{})
+	if q.changed != nil {
+		close(q.changed)
+		q.changed = nil
+	}
+}
+
+// changedLocked is the channel the next change closes.
+func (q *runningQuery) changedLocked() <-chan struct{} {
+	if q.changed == nil {
+		q.changed = make(chan struct{})
+	}
+	return q.changed
 }
 
 // stale reports whether the reaper drops q at now, and whether that abandons it: a query with
@@ -78,7 +92,7 @@ func (s *Server) start(req *query.Request) (*runningQuery, func()) {
 	id, slug := s.newID()
 	ctx, cancel := context.WithCancel(s.ctx)
 	now := time.Now()
-	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now, cancel: cancel, changed: make(chan struct{}),
+	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now, cancel: cancel,
 		state: stateQueued, lastToken: -1, lastAccess: now}
 	update, header, prepare := sessionStatement(req.SQL)
 	if prepare { // answered by the proxy: the client keeps its session
@@ -195,7 +209,7 @@ func (q *runningQuery) push(ctx context.Context, rows [][]any, max int) error {
 			q.mu.Unlock()
 			return nil
 		}
-		changed := q.changed
+		changed := q.changedLocked()
 		q.mu.Unlock()
 		select {
 		case <-changed:
@@ -444,7 +458,7 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 		return q.refuseTokenLocked(token)
 	}
 	for waiting := token > 0; waiting && len(q.pending) == 0 && !q.done; {
-		changed := q.changed
+		changed := q.changedLocked()
 		q.mu.Unlock()
 		if timer == nil {
 			timer = pollTimer(wait)
@@ -464,7 +478,10 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	if token != q.nextToken || q.lastFinal {
 		return q.refuseTokenLocked(token)
 	}
-	res := QueryResults{ID: q.id, InfoURI: base + "/ui/query.html?" + q.id, Columns: q.columns, Warnings: []any{}}
+	if q.infoBase != base || q.infoURI == "" { // a query's pages are polled at one base, as a rule
+		q.infoBase, q.infoURI = base, base+"/ui/query.html?"+q.id
+	}
+	res := QueryResults{ID: q.id, InfoURI: q.infoURI, Columns: q.columns, Warnings: []any{}}
 	take := pageRows(q.pending, s.opts.PageRows, pageBytesTarget)
 	if token == 0 {
 		take = 0 // trino-go-client and the npm trino-client drop a POST answer's rows (TestClientsDropRowsOfThePOSTAnswer)
@@ -526,11 +543,23 @@ func (s *Server) baseURL(r *http.Request, clientTLS bool) string {
 	if s.opts.ExternalURL != "" {
 		return strings.TrimRight(s.opts.ExternalURL, "/")
 	}
+	if b := s.lastBase.Load(); b != nil && b.host == r.Host && b.tls == clientTLS {
+		return b.url // a client polls with the Host it posted with: one string, not one per request
+	}
 	scheme := "http"
 	if clientTLS {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host
+	b := &hostBase{host: r.Host, tls: clientTLS, url: scheme + "://" + r.Host}
+	s.lastBase.Store(b)
+	return b.url
+}
+
+// hostBase is the base URL of a request's Host and scheme (Server.lastBase).
+type hostBase struct {
+	host string
+	tls  bool
+	url  string
 }
 
 func marshal(v any) ([]byte, error) {

@@ -99,7 +99,7 @@ func waitProduced(t *testing.T, s *Server, id string) {
 	}
 	for {
 		q.mu.Lock()
-		done, changed := q.done, q.changed
+		done, changed := q.done, q.changedLocked()
 		q.mu.Unlock()
 		if done {
 			return

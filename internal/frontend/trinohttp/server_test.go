@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -521,4 +522,40 @@ func TestPollsWaitTheirPollWaitOnReusedTimers(t *testing.T) {
 	<-waiting
 	next = pollHeld("a poll after one stopped early", held.NextURI)
 	pollHeld("and after that", next)
+}
+
+// The links of every page (nextUri, infoUri) are at the Host of the request it answers, though
+// the server keeps the latest Host's base URL and each query its latest infoUri: a query posted
+// at one name and polled at another, and queries posted at each, all get their own.
+func TestLinksFollowEachRequestsHost(t *testing.T) {
+	ts := startServer(t, frontendtest.NewBackend(frontendtest.AllTypesEngine()), Options{})
+	_, port, _ := net.SplitHostPort(ts.addr)
+	exchange := func(method, uri, host string) QueryResults {
+		t.Helper()
+		req, _ := http.NewRequest(method, uri, strings.NewReader("SELECT 1"))
+		req.Host = host
+		req.Header.Set("X-Trino-User", "carol")
+		resp, qr := do(t, req)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s at %s: %s", method, uri, host, resp.Status)
+		}
+		base := "http://" + host + "/"
+		if qr.NextURI != "" && !strings.HasPrefix(qr.NextURI, base) || !strings.HasPrefix(qr.InfoURI, base) {
+			t.Fatalf("%s at %s: nextUri %q, infoUri %q", method, host, qr.NextURI, qr.InfoURI)
+		}
+		return qr
+	}
+	hosts := []string{"127.0.0.1:" + port, "localhost:" + port}
+	for i := range 4 {
+		posted, polled := hosts[i%2], hosts[i/2%2]
+		qr := exchange(http.MethodPost, "http://"+ts.addr+"/v1/statement", posted)
+		for qr.NextURI != "" {
+			u, err := url.Parse(qr.NextURI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Host = ts.addr // the request goes to the server whatever Host it names
+			qr = exchange(http.MethodGet, u.String(), polled)
+		}
+	}
 }

@@ -1,0 +1,206 @@
+package capacity
+
+import (
+	"encoding/json"
+
+	"github.com/queryflux/queryflux/node/workerapi"
+)
+
+// An acquire is a worker's most frequent call after its heartbeat, and its request and answer
+// were each encoded and decoded by reflection, some twice (the control plane's statistics read
+// both again): a twentieth of a simulated fleet's CPU (RESULTS.md, "## Simulator at 1,000
+// workers"). So they have a codec of their own for the common case, as heartbeats do
+// (workerapi/codec.go): the encoders write exactly json.Marshal's bytes, and the decoders read
+// exactly those bytes without reflection. Anything else (text that needs escaping, another
+// encoder's body) goes through encoding/json itself. TestAcquireCodecIsEncodingJSON holds
+// them to encoding/json both ways.
+
+// AppendJSON appends json.Marshal(req) to dst, without reflection.
+func (req *AcquireRequest) AppendJSON(dst []byte) []byte {
+	w := workerapi.NewCanonWriter(dst)
+	w.Raw(`{"cluster":`)
+	w.Str(req.Cluster)
+	w.Raw(`,"cap":`)
+	w.Int(int64(req.Cap))
+	w.Raw(`,"ttlMillis":`)
+	w.Int(req.TTLMillis)
+	if req.Holder != "" {
+		w.Raw(`,"holder":`)
+		w.Str(req.Holder)
+	}
+	if req.WaitMillis != 0 {
+		w.Raw(`,"waitMillis":`)
+		w.Int(req.WaitMillis)
+	}
+	for i, ref := range req.Release {
+		if i == 0 {
+			w.Raw(`,"release":[`)
+		} else {
+			w.Raw(`,`)
+		}
+		w.Raw(`{"id":`)
+		w.Str(ref.ID)
+		w.Raw(`,"generation":`)
+		w.Int(ref.Generation)
+		w.Raw(`}`)
+	}
+	if len(req.Release) > 0 {
+		w.Raw(`]`)
+	}
+	w.Raw(`}`)
+	if b, ok := w.Bytes(); ok {
+		return b
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		panic("capacity: encoding an acquire: " + err.Error()) // strings and integers always encode
+	}
+	return append(dst, b...)
+}
+
+// DecodeAcquireRequest is json.Unmarshal(data, &req) (strict: workerapi.DecodeStrict's
+// answer), reading the canonical form without reflection.
+func DecodeAcquireRequest(data []byte, strict bool) (AcquireRequest, error) {
+	if req, ok := readAcquireRequest(data); ok {
+		return req, nil
+	}
+	var req AcquireRequest
+	var err error
+	if strict {
+		err = workerapi.DecodeStrict(data, &req)
+	} else {
+		err = json.Unmarshal(data, &req)
+	}
+	return req, err
+}
+
+// readAcquireRequest reads the canonical form AppendJSON writes; false for any other body.
+func readAcquireRequest(data []byte) (AcquireRequest, bool) {
+	var req AcquireRequest
+	var limit int64
+	r := workerapi.NewCanonReader(data)
+	r.Need(`{"cluster":`)
+	r.Str(&req.Cluster)
+	r.Need(`,"cap":`)
+	r.Int(&limit)
+	r.Need(`,"ttlMillis":`)
+	r.Int(&req.TTLMillis)
+	if r.Lit(`,"holder":`) {
+		r.Str(&req.Holder)
+	}
+	if r.Lit(`,"waitMillis":`) {
+		r.Int(&req.WaitMillis)
+	}
+	if r.Lit(`,"release":[`) {
+		for {
+			var ref LeaseRef
+			r.Need(`{"id":`)
+			if !r.Str(&ref.ID) {
+				break
+			}
+			r.Need(`,"generation":`)
+			r.Int(&ref.Generation)
+			r.Need(`}`)
+			req.Release = append(req.Release, ref)
+			if !r.Lit(`,`) {
+				break
+			}
+		}
+		r.Need(`]`)
+	}
+	r.Need(`}`)
+	if !r.End() || limit != int64(int(limit)) {
+		return AcquireRequest{}, false
+	}
+	req.Cap = int(limit)
+	return req, true
+}
+
+// AppendJSON appends json.Marshal(resp) to dst, without reflection.
+func (resp *AcquireResponse) AppendJSON(dst []byte) []byte {
+	w := workerapi.NewCanonWriter(dst)
+	w.Raw(`{"granted":`)
+	w.Bool(resp.Granted)
+	if l := resp.Lease; l != nil {
+		w.Raw(`,"lease":{"id":`)
+		w.Str(l.ID)
+		w.Raw(`,"cluster":`)
+		w.Str(l.Cluster)
+		w.Raw(`,"holder":`)
+		w.Str(l.Holder)
+		w.Raw(`,"generation":`)
+		w.Int(l.Generation)
+		w.Raw(`,"expiresAt":`)
+		w.Time(l.ExpiresAt)
+		if l.TTLMillis != 0 {
+			w.Raw(`,"ttlMillis":`)
+			w.Int(l.TTLMillis)
+		}
+		if l.Revoked {
+			w.Raw(`,"revoked":true`)
+		}
+		w.Raw(`}`)
+	}
+	if resp.Contended != nil {
+		w.Raw(`,"contended":`)
+		w.Bool(*resp.Contended)
+	}
+	w.Raw(`}`)
+	if b, ok := w.Bytes(); ok {
+		return b
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		panic("capacity: encoding an acquire's answer: " + err.Error()) // a time json refuses: a programming error
+	}
+	return append(dst, b...)
+}
+
+// DecodeAcquireResponse is json.Unmarshal(data, &resp), reading the canonical form (and the
+// newline WriteJSON ends it with) without reflection.
+func DecodeAcquireResponse(data []byte) (AcquireResponse, error) {
+	if resp, ok := readAcquireResponse(data); ok {
+		return resp, nil
+	}
+	var resp AcquireResponse
+	err := json.Unmarshal(data, &resp)
+	return resp, err
+}
+
+func readAcquireResponse(data []byte) (AcquireResponse, bool) {
+	var resp AcquireResponse
+	r := workerapi.NewCanonReader(data)
+	r.Need(`{"granted":`)
+	r.Bool(&resp.Granted)
+	if r.Lit(`,"lease":{"id":`) {
+		l := &Lease{}
+		r.Str(&l.ID)
+		r.Need(`,"cluster":`)
+		r.Str(&l.Cluster)
+		r.Need(`,"holder":`)
+		r.Str(&l.Holder)
+		r.Need(`,"generation":`)
+		r.Int(&l.Generation)
+		r.Need(`,"expiresAt":`)
+		r.Time(&l.ExpiresAt)
+		if r.Lit(`,"ttlMillis":`) {
+			r.Int(&l.TTLMillis)
+		}
+		if r.Lit(`,"revoked":`) {
+			r.Bool(&l.Revoked)
+		}
+		r.Need(`}`)
+		resp.Lease = l
+	}
+	if r.Lit(`,"contended":`) {
+		c := new(bool)
+		r.Bool(c)
+		resp.Contended = c
+	}
+	r.Need(`}`)
+	r.Lit("\n")
+	if !r.End() {
+		return AcquireResponse{}, false
+	}
+	return resp, true
+}

@@ -1,0 +1,52 @@
+package history
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkMemoryInsertFull is a standalone daemon's steady state: batches of the uplink's size
+// (500 records, fresh ids) into a store that holds its 100,000 records already, so each record
+// evicts the oldest one. ns/op is per record.
+func BenchmarkMemoryInsertFull(b *testing.B) {
+	const size, batch = 100_000, 500
+	m := NewMemory(size)
+	at := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	rec := func(i int) Record {
+		return Record{QueryID: "q" + strconv.Itoa(i), Worker: "standalone", User: "postgres", Protocol: "postgres",
+			Group: "pg", Cluster: "pg", SQL: "SELECT abalance FROM pgbench_accounts WHERE aid = ?",
+			Status: StatusSucceeded, StartedAt: at, EndedAt: at}
+	}
+	next := 0
+	fill := func(recs []Record) {
+		for i := range recs {
+			recs[i] = rec(next)
+			next++
+		}
+	}
+	recs := make([]Record, batch)
+	for range size / batch {
+		fill(recs)
+		if _, err := m.Insert(context.Background(), recs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The ids are made outside the timed part: the store's work alone is measured.
+	batches := make([][]Record, 64)
+	for i := range batches {
+		batches[i] = make([]Record, batch)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += batch {
+		b.StopTimer()
+		recs := batches[(i/batch)%len(batches)]
+		fill(recs)
+		b.StartTimer()
+		if n, err := m.Insert(context.Background(), recs); err != nil || n != batch {
+			b.Fatalf("inserted %d of %d: %v", n, batch, err)
+		}
+	}
+}
