@@ -114,9 +114,10 @@ type loopRun struct {
 	// the same reasons: the loop admits a statement only once the one before is finished, and
 	// one it hands to the goroutine ends the run.
 	admission proxy.Admission
-	// lastSQL is the last statement the loop admitted: a client that sends the same text again
-	// (a pool's health check, a benchmark, an application's fixed statements) shares its string
-	// rather than copying it out of the loop's buffer once more.
+	// lastSQL is the last statement the loop took (loopStatement passed it): a client that
+	// sends the same text again (a pool's health check, a benchmark, an application's fixed
+	// statements) shares its string rather than copying it out of the loop's buffer once more,
+	// and it is not read again for whether the loop may run it.
 	lastSQL string
 
 	// An admitted statement whose engine connection the goroutine opens (held meanwhile), and
@@ -342,13 +343,12 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 		return relayloop.Pause
 	}
 	sql := lr.lastSQL
-	if sql != string(msg[5:]) { // (compared without a copy)
-		sql = string(msg[5:])
+	if sql == "" || sql != string(msg[5:]) { // (compared without a copy)
+		if sql = string(msg[5:]); !loopStatement(sql) {
+			return relayloop.Pause
+		}
+		lr.lastSQL = sql
 	}
-	if !loopStatement(sql) {
-		return relayloop.Pause
-	}
-	lr.lastSQL = sql
 	req := &lr.stmt
 	h.fill(req, sql, nil)
 	adm, ok, err := h.s.backend.(passthroughBackend).AdmitPassthroughInto(lr.noWait, req, canRelay, &lr.admission)

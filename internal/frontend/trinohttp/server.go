@@ -295,8 +295,13 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 // connection's next request (the client's first poll, usually) is served by another goroutine.
 // A SELECT 1 ends well within it: its poll then finds it ended, with no goroutine woken to run
 // it or to answer the poll. A longer statement holds up its client's poll by at most this, as
-// its rows would have anyway; a statement whose rows fill the buffer waits for that poll.
-const inlineWait = time.Millisecond
+// its rows would have anyway (a poll waits up to PollWait for them); a statement whose rows
+// fill the buffer waits for that poll once. It was 1 ms: on a loaded host 2-7 % of SELECT 1s
+// took longer and were handed on, 0.2-0.4 % at 5 ms (RESULTS.md, "Trino HTTP (#22, session
+// 18)"). And the hand-over's timer, armed per statement, wakes the thread sleeping in the
+// network poller only when it is due before the poller would wake anyway: statements less
+// than inlineWait apart mostly find it so.
+const inlineWait = 5 * time.Millisecond
 
 // authenticate returns the user a request runs as, or an HTTP status and error.
 func (s *Server) authenticate(r *http.Request) (string, int, error) {
