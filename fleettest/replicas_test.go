@@ -42,9 +42,8 @@ func newReplicaFleet(t *testing.T) *replicaFleet {
 	rf := &replicaFleet{engineURL: engineURL.String(), cpDB: db, replicas: map[string]*fleet{}, workers: map[string]string{},
 		servedBy: map[string]string{"A": "wa", "B": "wb"}}
 	coordination := fmt.Sprintf("coordination: {mode: controlPlane, queue: ordered, leaseTtlSecs: %d, driftMarginSecs: 1, sweepEverySecs: 1}", replicaTTLSecs)
-	// Both replicas start before any worker registers: a replica that loads from the registry a
-	// worker that heartbeats to the other one evicts it, revoking its leases (RESULTS.md,
-	// session 18, testdepth).
+	// Both replicas start before any worker registers; a replica started later is
+	// TestLateReplicaLeavesAnotherReplicasWorkerAlone's.
 	for _, name := range []string{"A", "B"} {
 		f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
 		f.cpConfig = engineControlPlane(t, f, engineURL, db, coordination, replicaCap, 120, "")
