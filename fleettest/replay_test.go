@@ -70,10 +70,24 @@ const loopbackLatency = 100 * time.Microsecond
 // busy the median wait hangs on the tens of milliseconds each slot hand-off costs (the
 // release, the granting transaction, the waiting record's read and write before the grant is
 // answered).
+//
+// A disagreement is recorded once more before it fails the test: one 20 s sample of about 50
+// queries disagrees now and then on a median alone, a wrong simulator disagrees every time.
 func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-daemon test skipped in -short mode")
 	}
+	if apart := replayDisagreements(t); len(apart) > 0 {
+		t.Logf("the first recording disagrees with its replay (%s); recording once more", strings.Join(apart, "; "))
+		if apart = replayDisagreements(t); len(apart) > 0 {
+			t.Errorf("the replay disagrees with its recording twice: %s", strings.Join(apart, "; "))
+		}
+	}
+}
+
+// replayDisagreements records, replays and returns the metrics that differ by more than
+// their tolerance.
+func replayDisagreements(t *testing.T) (apart []string) {
 	rec := recording(t)
 	real := recordedMetrics(t, rec.history)
 
@@ -109,7 +123,7 @@ func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	} {
 		diff := relDiff(m.real, m.sim)
 		if diff > m.tolerance {
-			t.Errorf("%s: real %.1f, simulated %.1f: %.1f %% apart, more than %.0f %%", m.name, m.real, m.sim, 100*diff, 100*m.tolerance)
+			apart = append(apart, fmt.Sprintf("%s: real %.1f, simulated %.1f: %.1f %% apart, more than %.0f %%", m.name, m.real, m.sim, 100*diff, 100*m.tolerance))
 		}
 		fmt.Fprintf(&table, "| %s | %.1f | %.1f | %+.1f %% |\n", m.name, m.real, m.sim, 100*diff*sign(m.sim-m.real))
 	}
@@ -120,6 +134,7 @@ func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	if real.queueP99 < 100 {
 		t.Errorf("queue p99 %.0f ms: the recorded workload did not queue, so agreement says nothing", real.queueP99)
 	}
+	return apart
 }
 
 // replayRecording is what the simulator replays: the history export, the control plane's config
