@@ -175,8 +175,7 @@ func (h *session) request(sql string, args []any) *query.Request {
 	return r
 }
 
-// fill sets every field of r to the request of sql (with args) in this session: a reused r
-// carries no field over.
+// fill makes r the request of sql (with args) in this session, replacing every field r held.
 func (h *session) fill(r *query.Request, sql string, args []any) {
 	*r = query.Request{
 		SQL:        sql,
