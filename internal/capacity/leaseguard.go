@@ -45,7 +45,9 @@ const (
 	// leaseReuseWindow is how long after the control plane last said that no other worker
 	// contends for a cluster (an acquire's or a renewal's answer, counted from when its request
 	// was sent) this node may hand a lease of it from one finished query to the next without
-	// asking again (idle reuse). While a worker reuses a cluster's leases its keeper asks again,
+	// asking again (idle reuse); and, while a contention watch of it is in flight, how long
+	// after the watch's wait its answer may come back (watch.go). Against a control plane
+	// without the watch: while a worker reuses a cluster's leases its keeper asks again,
 	// with a renewal of one of them, checkAfter from the last answer, off the queries' path: one
 	// round trip per cluster every 10 ms, instead of a new lease per slot now and then, each
 	// with a new engine tag to set. So when another worker is denied the cluster at t, this one
@@ -163,10 +165,12 @@ func (o GuardOptions) validate() error {
 // idleLeaseHold, and the next Acquire of that cluster takes it without a round trip. Only while
 // the lease is at least RenewEvery from its fence time, and the control plane's last answer
 // for the cluster, asked less than leaseReuseWindow ago, said no other worker was denied or
-// queued there. When the client is also a ContentionRenewer, the keeper asks again (a renewal)
-// while the cluster's leases are being reused, so a busy worker keeps its leases, and their
-// engine tags, for as long as nobody else wants the cluster. An idle-reaper duty releases idle
-// leases not taken in time, and all of them when the duties stop.
+// queued there. When the client is also a ContentionWatcher, a watcher duty holds a contention
+// watch of the clusters whose leases are being reused open at the control plane, which answers
+// at once when another worker contends, so a busy worker keeps its leases, and their engine
+// tags, for as long as nobody else wants the cluster. With a ContentionRenewer only (a control
+// plane without the watch), the keeper asks again, with a renewal, every checkAfter instead. An
+// idle-reaper duty releases idle leases not taken in time, and all of them when the duties stop.
 type LeaseGuard struct {
 	o       GuardOptions
 	keeper  *env.Duty // renewals and self-fencing

@@ -453,6 +453,7 @@ type apiFleet struct {
 	cp      *sim.Node
 	asked   map[string]int // requests to the control plane, by path
 	noWatch bool           // the control plane predates the contention watch (404)
+	lose    bool           // watches are never answered (their answers are lost)
 }
 
 func newAPIFleet(seed uint64) *apiFleet {
@@ -463,6 +464,10 @@ func newAPIFleet(seed uint64) *apiFleet {
 			f.asked[r.URL.Path]++
 			if f.noWatch && r.URL.Path == capacity.PathWatch {
 				http.NotFound(w, r)
+				return
+			}
+			if f.lose && r.URL.Path == capacity.PathWatch {
+				_ = n.Env().Sleep(r.Context(), time.Hour)
 				return
 			}
 			api.ServeHTTP(w, r)

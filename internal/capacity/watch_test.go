@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/queryflux/queryflux/sim"
 )
@@ -74,5 +75,32 @@ func TestWatchAnswersAtOnceOnContention(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("watches answered\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestLostWatchEndsReuseWithinItsBound: a busy worker reuses its leases under a contention
+// watch; from 500 ms on, the control plane's answers to watches are lost. The watch in flight
+// then (sent at about 1 s) keeps reuse going for at most its wait and leaseReuseWindow (1.05 s)
+// after it was sent; from then on the worker asks for a new lease whenever an acquire's answer
+// is 50 ms old, as without any check.
+func TestLostWatchEndsReuseWithinItsBound(t *testing.T) {
+	f := newAPIFleet(9)
+	w := f.s.AddNode("w1", nil)
+	acquiresAt := map[time.Duration]int{}
+	f.s.At(500*time.Millisecond, func() { f.lose = true })
+	for _, at := range []time.Duration{2000, 2150, 3000} {
+		f.s.At(at*time.Millisecond, func() { acquiresAt[at] = f.asked[capacity.PathAcquire] })
+	}
+	f.s.Spawn(w, "test", func() {
+		g, e := f.guard(w, nil), w.Env()
+		busyClient(query.WithAffinity(w.Ctx(), 1), e, g, 2, time.Millisecond, e.Now().Add(3*time.Second), func(capacity.Slot) {})
+	})
+	if err := f.s.Run(3100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("acquires by 2 s: %d, by 2.15 s: %d, by 3 s: %d; watches %d", acquiresAt[2000], acquiresAt[2150], acquiresAt[3000], f.asked[capacity.PathWatch])
+	if acquiresAt[2000] != 1 || acquiresAt[3000]-acquiresAt[2150] < 10 {
+		t.Errorf("acquires by 2 s: %d, from 2.15 s to 3 s: %d: want the first only while the lost watch is within its bound, then one every 50 ms or so",
+			acquiresAt[2000], acquiresAt[3000]-acquiresAt[2150])
 	}
 }
