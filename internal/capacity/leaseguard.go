@@ -67,6 +67,12 @@ const (
 	// lease costs nobody anything while the cluster is uncontended, and a contended answer
 	// releases it at once.
 	idleLeaseHold = 10 * time.Millisecond
+	// watchedIdleHold is idleLeaseHold while a contention watch of the cluster is in flight: a
+	// worker denied it is heard of at once then, so holding a lease idle longer costs nobody
+	// more, and it spares a client whose statements come further apart (a loaded machine, a
+	// moderate rate) a new lease per statement: an acquire and a release round trip to the
+	// control plane, and a retag of its engine connection.
+	watchedIdleHold = 100 * time.Millisecond
 )
 
 // GuardOptions configure a LeaseGuard. Env, Client and Holder are required.

@@ -99,7 +99,7 @@ type slotState struct {
 // idleLease is a released slot's lease kept for the next acquire of its cluster.
 type idleLease struct {
 	hl       *heldLease
-	until    time.Time // released the normal way from here on
+	since    time.Time // released into idle then: taken until its hold (idleHold) is over
 	affinity uint64    // who released it (query.Affinity of its acquire): taken by them first
 }
 
@@ -341,12 +341,13 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 		delete(t.held, c)
 	}
 	if !s.lost && !s.overrun && t.reusable(c, s.hl, now) {
-		t.idle[c] = append(t.idle[c], idleLease{hl: s.hl, until: now.Add(idleLeaseHold), affinity: s.affinity})
+		t.idle[c] = append(t.idle[c], idleLease{hl: s.hl, since: now, affinity: s.affinity})
 		t.idleN++
 		// The reaper need not be told while it sleeps until an earlier hold's end: by then this
-		// lease is at most idleLeaseHold past its own, and an acquire never takes a lease past
-		// its hold anyway. Telling it only then saves a wake-up per query on a busy slot.
-		return effects{wakeReaper: t.reaperAt.IsZero(), wakeFreed: true}
+		// lease is at most a hold past its own, and an acquire never takes a lease past its
+		// hold anyway. Telling it only then saves a wake-up per query on a busy slot. With the
+		// watch, the first lease to go idle starts one: the longer hold counts from then on.
+		return effects{wakeReaper: t.reaperAt.IsZero(), wakeFreed: true, watch: t.unwatched(c, now)}
 	}
 	// Even a fenced lease is released: the control plane may still hold it (one-way partition).
 	return t.queueRelease(s.hl)
@@ -403,6 +404,17 @@ func (t *leaseTable) reusable(cluster string, hl *heldLease, now time.Time) bool
 	return t.c.Reuse && !t.stopped && t.uncontendedAt(cluster, now) && now.Add(t.c.RenewEvery).Before(hl.fenceAt)
 }
 
+// idleHold is how long a lease of cluster released at now waits idle for the next acquire:
+// idleLeaseHold, or watchedIdleHold while a watch of the cluster is in flight (the control
+// plane answers it at once when another worker is denied the cluster, and that answer releases
+// the idle leases).
+func (t *leaseTable) idleHold(cluster string, now time.Time) time.Duration {
+	if ch := t.checks[cluster]; ch != nil && now.Before(ch.watchedUntil) {
+		return watchedIdleHold
+	}
+	return idleLeaseHold
+}
+
 // uncontendedAt reports whether the control plane's last answer about cluster said nobody else
 // contends for it, and was asked less than leaseReuseWindow before now, or a watch of it is in
 // flight (watchedUntil).
@@ -424,13 +436,19 @@ func (t *leaseTable) checking() bool { return t.c.Checks && !t.watch }
 func (t *leaseTable) noteReuse(cluster string, now time.Time) effects {
 	ch := t.checks[cluster] // set: the lease was reusable
 	if t.watch {
-		return effects{watch: !slices.Contains(t.watchSet, cluster) && !now.Before(t.watchRetryAt)}
+		return effects{watch: t.unwatched(cluster, now)}
 	}
 	if !t.c.Checks {
 		return effects{}
 	}
 	ch.reused = true
 	return effects{wakeKeeper: t.keeperAt.IsZero() || t.keeperAt.After(ch.at.Add(checkAfter))}
+}
+
+// unwatched reports whether the watcher is to watch cluster now: the watch is in use, its watch
+// in flight (if any) does not cover the cluster, and it did not fail less than watchRetry ago.
+func (t *leaseTable) unwatched(cluster string, now time.Time) bool {
+	return t.watch && !slices.Contains(t.watchSet, cluster) && !now.Before(t.watchRetryAt)
 }
 
 // checkDue reports whether the keeper is to ask the control plane about cluster at now: a lease
@@ -458,7 +476,7 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 		il := list[len(list)-1]
 		list = list[:len(list)-1]
 		t.idleN--
-		if !now.Before(il.until) || !t.reusable(cluster, il.hl, now) {
+		if !now.Before(il.since.Add(t.idleHold(cluster, now))) || !t.reusable(cluster, il.hl, now) {
 			e.add(t.queueRelease(il.hl))
 			continue
 		}
@@ -511,10 +529,10 @@ func (t *leaseTable) expireIdle(now time.Time) (time.Time, effects) {
 	for _, c := range slices.Sorted(maps.Keys(t.idle)) {
 		var keep []idleLease
 		for _, il := range t.idle[c] {
-			if now.Before(il.until) {
+			if until := il.since.Add(t.idleHold(c, now)); now.Before(until) {
 				keep = append(keep, il)
-				if next.IsZero() || il.until.Before(next) {
-					next = il.until
+				if next.IsZero() || until.Before(next) {
+					next = until
 				}
 				continue
 			}

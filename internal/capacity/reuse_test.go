@@ -510,7 +510,7 @@ func leaseID(s capacity.Slot) string { return s.(interface{ Lease() capacity.Lea
 // each: no retag), off the queries' path: the worker holds a contention watch open at the
 // control plane (one request per watchWait, 1 s), or, with a control plane that predates the
 // watch (404), checks with a renewal once per checkAfter (10 ms), instead of asking for a new
-// lease every leaseReuseWindow. Busy for 405 ms, idle for 100 ms (the idle leases go back, and
+// lease every leaseReuseWindow. Busy for 405 ms, idle for 150 ms (the idle leases go back, and
 // the reuse window runs out), busy for 600 ms: two leases each, in all. Before the checks, each
 // client was granted a new lease every 20 ms (about 100 acquires and leases); with checks that
 // stopped after a window ran out unchecked, one every 50 ms after the pause.
@@ -532,8 +532,8 @@ func TestBusyWorkerKeepsItsLeasesWhileUncontended(t *testing.T) {
 				e.Go(w.Ctx(), "client", func(ctx context.Context) {
 					ctx = query.WithAffinity(ctx, client)
 					busyClient(ctx, e, g, 4, time.Millisecond, start.Add(405*time.Millisecond), ran)
-					sleep(ctx, e, 100*time.Millisecond)
-					busyClient(ctx, e, g, 4, time.Millisecond, start.Add(1100*time.Millisecond), ran)
+					sleep(ctx, e, 150*time.Millisecond)
+					busyClient(ctx, e, g, 4, time.Millisecond, start.Add(1150*time.Millisecond), ran)
 				})
 			}
 		})

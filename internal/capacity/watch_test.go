@@ -104,3 +104,36 @@ func TestLostWatchEndsReuseWithinItsBound(t *testing.T) {
 			acquiresAt[2000], acquiresAt[3000]-acquiresAt[2150])
 	}
 }
+
+// TestWatchedLeaseWaitsIdleLonger: a client's statements 60 ms apart keep one lease while a
+// contention watch covers its cluster (a released lease then waits idle watchedIdleHold, 100 ms);
+// against a control plane without the watch each statement's lease goes back after idleLeaseHold
+// (10 ms) and the next one asks for a new lease.
+func TestWatchedLeaseWaitsIdleLonger(t *testing.T) {
+	for _, noWatch := range []bool{false, true} {
+		f := newAPIFleet(4)
+		f.noWatch = noWatch
+		w := f.s.AddNode("w1", nil)
+		f.s.Spawn(w, "test", func() {
+			g, e := f.guard(w, nil), w.Env()
+			ctx := query.WithAffinity(w.Ctx(), 1)
+			for range 10 {
+				slot, err := g.Acquire(ctx, "c", 2)
+				if err != nil {
+					panic(err)
+				}
+				sleep(ctx, e, time.Millisecond)
+				slot.Release()
+				sleep(ctx, e, 60*time.Millisecond)
+			}
+		})
+		if err := f.s.Run(2 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		acquires := f.asked[capacity.PathAcquire]
+		t.Logf("no watch %v: 10 statements 60 ms apart made %d acquires", noWatch, acquires)
+		if want := map[bool]int{false: 1, true: 10}[noWatch]; acquires != want {
+			t.Errorf("no watch %v: 10 statements 60 ms apart made %d acquires, want %d", noWatch, acquires, want)
+		}
+	}
+}
