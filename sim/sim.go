@@ -316,7 +316,11 @@ type task struct {
 	exited bool // fn returned or unwound
 
 	fn func()
-	co *coro // nil until first resumed
+	// Or, for a task started by Env.Go, its function and context (no closure over the two:
+	// a fleet starts tens of thousands of tasks).
+	ctxFn func(context.Context)
+	ctx   context.Context
+	co    *coro // nil until first resumed
 
 	waits []*waiter
 	timer *timer
@@ -365,6 +369,10 @@ func (s *Sim) runTask(t *task) {
 		}
 		s.Fail(fmt.Errorf("task %q on node %s panicked: %v\n%s", t.name, t.node.name, r, debug.Stack()))
 	}()
+	if t.ctxFn != nil {
+		t.ctxFn(t.ctx)
+		return
+	}
 	t.fn()
 }
 
@@ -423,7 +431,7 @@ func (s *Sim) finish(t *task) {
 		c.t = nil
 		s.coros = append(s.coros, c)
 	}
-	t.fn = nil
+	t.fn, t.ctxFn, t.ctx = nil, nil, nil
 	s.free = append(s.free, t)
 }
 
