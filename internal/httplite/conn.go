@@ -158,8 +158,12 @@ func (c *conn) readRequest() (*http.Request, bool) {
 	if !c.s.busy(c, true) {
 		return nil, false
 	}
+	headMax := c.s.opts.HeaderBytesMax + 4096 // net/http's allowance
+	if req, ok := parseHead(c.br, headMax); ok {
+		return c.checked(req)
+	}
 	_ = c.rwc.SetReadDeadline(time.Now().Add(limits.HandshakeTimeout))
-	c.in.limit, c.in.hit = int64(c.s.opts.HeaderBytesMax)+4096, false
+	c.in.limit, c.in.hit = int64(headMax), false
 	req, err := http.ReadRequest(c.br)
 	limit := c.in.hit
 	c.in.limit = -1
@@ -174,6 +178,11 @@ func (c *conn) readRequest() (*http.Request, bool) {
 		c.refuse(http.StatusBadRequest, "malformed request: "+err.Error())
 		return nil, false
 	}
+	return c.checked(req)
+}
+
+// checked passes on a request read whole, or refuses it (check).
+func (c *conn) checked(req *http.Request) (*http.Request, bool) {
 	if status, msg := check(req); status != 0 {
 		c.refuse(status, msg)
 		return nil, false
