@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,36 +41,55 @@ type engineFleet struct {
 
 func newEngineFleet(t *testing.T) *engineFleet {
 	engineURL, db := engineDatabases(t)
-	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
-	ef := &engineFleet{fleet: f, engineDB: strings.TrimPrefix(engineURL.Path, "/"), workers: map[string]string{}, procs: map[string]*daemontest.Proc{}}
 	coordination := fmt.Sprintf("coordination: {mode: controlPlane, leaseTtlSecs: %d, driftMarginSecs: 1, sweepEverySecs: 1}", leaseTTLSecs)
-	f.cpConfig = engineControlPlane(t, f, engineURL, db, coordination, engineCap, 120, "")
-	f.startControlPlane()
+	f := startEngineControlPlane(t, engineURL, db, coordination, engineCap, 120)
+	ef := &engineFleet{fleet: f, engineDB: strings.TrimPrefix(engineURL.Path, "/"), workers: map[string]string{}, procs: map[string]*daemontest.Proc{}}
 	for _, name := range []string{"w1", "w2", "w3"} {
-		addrs := daemontest.FreeAddrs(t, 2)
-		cfg := daemontest.WriteFile(t, name+".yaml", fmt.Sprintf(`queryflux:
+		ef.workers[name], ef.procs[name] = startPGWorker(t, name, f.apiAddr, coordination, "")
+	}
+	awaitPG(t, slices.Collect(maps.Values(ef.workers))...)
+	return ef
+}
+
+// startEngineControlPlane starts a control plane on database db in front of the PostgreSQL
+// cluster pg at engineURL (engineControlPlane's config); several on one db are its replicas.
+func startEngineControlPlane(t *testing.T, engineURL *url.URL, db, coordination string, cap, waitSecs int) *fleet {
+	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
+	f.cpConfig = engineControlPlane(t, f, engineURL, db, coordination, cap, waitSecs, "")
+	f.startControlPlane()
+	return f
+}
+
+// startPGWorker starts worker name of the control plane at cpAddr, with its coordination line
+// (as the control plane's), more lines of its queryflux: section (indented by two, each ending
+// in a newline) and its PostgreSQL frontend on a free port; it returns that port's address.
+func startPGWorker(t *testing.T, name, cpAddr, coordination, more string) (string, *daemontest.Proc) {
+	addrs := daemontest.FreeAddrs(t, 2)
+	cfg := daemontest.WriteFile(t, name+".yaml", fmt.Sprintf(`queryflux:
   role: worker
   controlPlane: {url: "http://%s", secret: %q}
   %s
-  frontends:
+%s  frontends:
     postgres: {enabled: true, listen: %q}
-`, f.apiAddr, workerSecret, coordination, addrs[0]))
-		ef.workers[name] = addrs[0]
-		ef.procs[name] = daemontest.Start(t, name, "serve", "--config", cfg, "--name", name, "--ops-listen", addrs[1],
-			"--heartbeat-interval", heartbeat.String(), "--allow-short-timeouts")
-	}
+`, cpAddr, workerSecret, coordination, more, addrs[0]))
+	p := daemontest.Start(t, name, "serve", "--config", cfg, "--name", name, "--ops-listen", addrs[1],
+		"--heartbeat-interval", heartbeat.String(), "--allow-short-timeouts")
+	return addrs[0], p
+}
+
+// awaitPG waits until a query runs through each PostgreSQL frontend of addrs.
+func awaitPG(t *testing.T, addrs ...string) {
 	ctx := context.Background()
-	for name, addr := range ef.workers {
+	for _, addr := range addrs {
 		daemontest.EventuallyNil(t, 30*time.Second, func() error {
 			c, err := pgx.Connect(ctx, "postgres://queryflux@"+addr+"/pg?sslmode=disable&connect_timeout=5")
 			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
+				return fmt.Errorf("%s: %w", addr, err)
 			}
 			defer c.Close(ctx)
 			return c.QueryRow(ctx, "SELECT 1").Scan(new(int))
 		})
 	}
-	return ef
 }
 
 // engineControlPlane writes the config of a control plane on database db in front of the

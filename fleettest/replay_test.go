@@ -2,7 +2,6 @@ package fleettest
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math"
 	"net"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/queryflux/queryflux/fleetcheck"
 	"github.com/queryflux/queryflux/internal/capacity"
@@ -225,37 +223,14 @@ func storeCalibration(t *testing.T, apiAddr string) *scenarios.Calibration {
 // frontends.
 func startReplayFleet(t *testing.T) (string, string, []string) {
 	engineURL, db := engineDatabases(t)
-	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
 	coordination := "coordination: {mode: controlPlane, queue: ordered, leaseTtlSecs: 10, driftMarginSecs: 2}"
-	f.cpConfig = engineControlPlane(t, f, engineURL, db, coordination, replayCap, 60, "")
-	f.startControlPlane()
+	f := startEngineControlPlane(t, engineURL, db, coordination, replayCap, 60)
 	var addrs []string
 	for i := range replayWorkers {
-		name := fmt.Sprintf("w%d", i+1)
-		a := daemontest.FreeAddrs(t, 2)
-		cfg := daemontest.WriteFile(t, name+".yaml", fmt.Sprintf(`queryflux:
-  role: worker
-  controlPlane: {url: "http://%s", secret: %q}
-  %s
-  historyUplink: {enabled: true, flushIntervalSecs: 1}
-  frontends:
-    postgres: {enabled: true, listen: %q}
-`, f.apiAddr, workerSecret, coordination, a[0]))
-		daemontest.Start(t, name, "serve", "--config", cfg, "--name", name, "--ops-listen", a[1],
-			"--heartbeat-interval", heartbeat.String(), "--allow-short-timeouts")
-		addrs = append(addrs, a[0])
+		addr, _ := startPGWorker(t, fmt.Sprintf("w%d", i+1), f.apiAddr, coordination, "  historyUplink: {enabled: true, flushIntervalSecs: 1}\n")
+		addrs = append(addrs, addr)
 	}
-	ctx := context.Background()
-	for _, addr := range addrs {
-		daemontest.EventuallyNil(t, 30*time.Second, func() error {
-			c, err := pgx.Connect(ctx, "postgres://queryflux@"+addr+"/pg?sslmode=disable&connect_timeout=5")
-			if err != nil {
-				return err
-			}
-			defer c.Close(ctx)
-			return c.QueryRow(ctx, "SELECT 1").Scan(new(int))
-		})
-	}
+	awaitPG(t, addrs...)
 	return f.cpConfig, f.apiAddr, addrs
 }
 

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/queryflux/queryflux/internal/daemontest"
 )
 
 // A control-plane replica started after a worker registered at another one, while that worker
@@ -18,31 +16,14 @@ import (
 func TestLateReplicaLeavesAnotherReplicasWorkerAlone(t *testing.T) {
 	engineURL, db := engineDatabases(t)
 	coordination := "coordination: {mode: controlPlane, leaseTtlSecs: 8, driftMarginSecs: 1, sweepEverySecs: 1}"
-	replica := func() *fleet {
-		f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
-		f.cpConfig = engineControlPlane(t, f, engineURL, db, coordination, 3, 120, "")
-		f.startControlPlane()
-		return f
-	}
-	a := replica()
-	addrs := daemontest.FreeAddrs(t, 2)
-	cfg := daemontest.WriteFile(t, "wa.yaml", fmt.Sprintf(`queryflux:
-  role: worker
-  controlPlane: {url: "http://%s", secret: %q}
-  %s
-  frontends:
-    postgres: {enabled: true, listen: %q}
-`, a.apiAddr, workerSecret, coordination, addrs[0]))
-	daemontest.Start(t, "wa", "serve", "--config", cfg, "--name", "wa", "--ops-listen", addrs[1],
-		"--heartbeat-interval", heartbeat.String(), "--allow-short-timeouts")
+	a := startEngineControlPlane(t, engineURL, db, coordination, 3, 120)
+	addr, _ := startPGWorker(t, "wa", a.apiAddr, coordination, "")
+	awaitPG(t, addr)
 	ctx := context.Background()
-	var c *pgx.Conn
-	daemontest.EventuallyNil(t, 30*time.Second, func() (err error) {
-		if c, err = pgx.Connect(ctx, "postgres://queryflux@"+addrs[0]+"/pg?sslmode=disable&connect_timeout=5"); err != nil {
-			return err
-		}
-		return c.QueryRow(ctx, "SELECT 1").Scan(new(int))
-	})
+	c, err := pgx.Connect(ctx, "postgres://queryflux@"+addr+"/pg?sslmode=disable&connect_timeout=5")
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { c.Close(context.Background()) })
 
 	// Long enough for B to see wa silent past staleAfter + evictGrace several times over.
@@ -53,7 +34,7 @@ func TestLateReplicaLeavesAnotherReplicasWorkerAlone(t *testing.T) {
 		done <- err
 	}()
 	time.Sleep(heartbeat) // the query holds its lease
-	b := replica()
+	b := startEngineControlPlane(t, engineURL, db, coordination, 3, 120)
 	select {
 	case err := <-done:
 		if err != nil {

@@ -3,6 +3,7 @@ package fleettest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -45,34 +46,13 @@ func newReplicaFleet(t *testing.T) *replicaFleet {
 	// Both replicas start before any worker registers; a replica started later is
 	// TestLateReplicaLeavesAnotherReplicasWorkerAlone's.
 	for _, name := range []string{"A", "B"} {
-		f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
-		f.cpConfig = engineControlPlane(t, f, engineURL, db, coordination, replicaCap, 120, "")
-		f.startControlPlane()
-		rf.replicas[name] = f
+		rf.replicas[name] = startEngineControlPlane(t, engineURL, db, coordination, replicaCap, 120)
 	}
 	for _, name := range []string{"A", "B"} {
-		f, worker, addrs := rf.replicas[name], rf.servedBy[name], daemontest.FreeAddrs(t, 2)
-		cfg := daemontest.WriteFile(t, worker+".yaml", fmt.Sprintf(`queryflux:
-  role: worker
-  controlPlane: {url: "http://%s", secret: %q}
-  %s
-  frontends:
-    postgres: {enabled: true, listen: %q}
-`, f.apiAddr, workerSecret, coordination, addrs[0]))
-		rf.workers[worker] = addrs[0]
-		daemontest.Start(t, worker, "serve", "--config", cfg, "--name", worker, "--ops-listen", addrs[1],
-			"--heartbeat-interval", heartbeat.String(), "--allow-short-timeouts")
+		worker := rf.servedBy[name]
+		rf.workers[worker], _ = startPGWorker(t, worker, rf.replicas[name].apiAddr, coordination, "")
 	}
-	for _, addr := range rf.workers {
-		daemontest.EventuallyNil(t, 30*time.Second, func() error {
-			c, err := pgx.Connect(context.Background(), "postgres://queryflux@"+addr+"/pg?sslmode=disable&connect_timeout=5")
-			if err != nil {
-				return err
-			}
-			defer c.Close(context.Background())
-			return c.QueryRow(context.Background(), "SELECT 1").Scan(new(int))
-		})
-	}
+	awaitPG(t, slices.Collect(maps.Values(rf.workers))...)
 	return rf
 }
 

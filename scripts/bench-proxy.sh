@@ -3,6 +3,7 @@
 # (127.0.0.1:5432, user postgres, trust) and MariaDB (127.0.0.1:3306, root).
 #
 # Starts (all on free loopback ports, all stopped on exit): PgBouncer (transaction pooling),
+# haproxy in mode tcp (one thread: a C event-loop relay hop, to PostgreSQL and to MariaDB),
 # a Go byte relay (scripts/benchrelay: goroutines, io.Copy) and the same on an event loop (-loop),
 # a standalone queryflux (passthrough, its group in transaction pool mode like PgBouncer), the
 # same with its group in session pool mode (pass-session), a standalone queryflux with
@@ -68,12 +69,13 @@ waitport() { # port, name
 }
 
 # --- tools -------------------------------------------------------------------------------
-if ! command -v pgbouncer >/dev/null; then
-	log "pgbouncer missing: apt-get install -y pgbouncer"
+for tool in pgbouncer haproxy; do
+	command -v "$tool" >/dev/null && continue
+	log "$tool missing: apt-get install -y $tool"
 	# Another apt-get (a test's dependencies) may hold dpkg's lock: wait for it rather than fail.
 	APT=(apt-get -o DPkg::Lock::Timeout=600)
-	"${APT[@]}" install -y pgbouncer >/dev/null 2>&1 || { "${APT[@]}" update >/dev/null && "${APT[@]}" install -y pgbouncer >/dev/null; }
-fi
+	"${APT[@]}" install -y "$tool" >/dev/null 2>&1 || { "${APT[@]}" update >/dev/null && "${APT[@]}" install -y "$tool" >/dev/null; }
+done
 log "building bin/queryflux and the MySQL client"
 TAGS=(); [ "${PROFILE:-0}" = 1 ] && TAGS=(-tags benchpprof)
 (cd "$ROOT" && go build "${TAGS[@]}" -o bin/queryflux ./cmd/queryflux && go build -o "$TMP/benchclient" ./scripts/benchclient && go build -o "$TMP/benchrelay" ./scripts/benchrelay)
@@ -109,6 +111,29 @@ pgbouncer "${USER_FLAG[@]}" "$TMP/pgbouncer.ini" >"$TMP/pgbouncer.out" 2>&1 &
 PIDS+=($!)
 declare -A PROC=([pgbouncer]=$!)
 waitport "$BOUNCER" pgbouncer
+
+# --- a C relay hop: haproxy in mode tcp (one thread, epoll), to PostgreSQL and to MariaDB ----
+HAPROXY=$(freeport) MY_HAPROXY=$(freeport)
+cat >"$TMP/haproxy.cfg" <<CFG
+global
+  nbthread 1
+  maxconn 1000
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 1h
+  timeout server 1h
+listen pg
+  bind 127.0.0.1:$HAPROXY
+  server pg 127.0.0.1:5432
+listen my
+  bind 127.0.0.1:$MY_HAPROXY
+  server my 127.0.0.1:3306
+CFG
+haproxy -db -f "$TMP/haproxy.cfg" >"$TMP/haproxy.log" 2>&1 &
+PIDS+=($!)
+PROC[haproxy]=$!
+waitport "$HAPROXY" haproxy
 
 # --- the floor: a Go byte relay (scripts/benchrelay) ----------------------------------------
 RELAY=$(freeport)
@@ -261,8 +286,8 @@ tps() { # port, pids... -> "TPS cpu_us_per_query" of pgbench -S -c N (the pids' 
 median() { printf '%s\n' "$@" | { grep -E '^[0-9]+$' || true; } | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
 
 declare -A LAT TPS CPU P50S P99S TPSS CPUS
-TARGETS=(direct pgbouncer go-relay loop-relay passthrough pass-session arrow worker)
-declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [go-relay]=$RELAY [loop-relay]=$LOOP_RELAY [passthrough]=$PG_passthrough
+TARGETS=(direct pgbouncer haproxy go-relay loop-relay passthrough pass-session arrow worker)
+declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [haproxy]=$HAPROXY [go-relay]=$RELAY [loop-relay]=$LOOP_RELAY [passthrough]=$PG_passthrough
 	[pass-session]=$PG_pass_session [arrow]=$PG_arrow [worker]=$PG_worker)
 if [ -n "${BASE_QF:-}" ]; then
 	TARGETS+=(base-pass base-session base-worker)
@@ -299,9 +324,11 @@ if [ "$MYSQL_OK" = 1 ]; then
 	MYPROC[loop-relay]=$!
 	waitport "$MY_RELAY" my-relay
 	waitport "$MY_LOOP_RELAY" my-loop-relay
-	MY_TARGETS=(direct go-relay loop-relay passthrough arrow worker)
+	MYPROC[haproxy]=${PROC[haproxy]}
+	MY_TARGETS=(direct haproxy go-relay loop-relay passthrough arrow worker)
 	declare -A MYDSN=(
 		[direct]="root@tcp(127.0.0.1:3306)/mysql"
+		[haproxy]="root@tcp(127.0.0.1:$MY_HAPROXY)/mysql"
 		[go-relay]="root@tcp(127.0.0.1:$MY_RELAY)/mysql"
 		[loop-relay]="root@tcp(127.0.0.1:$MY_LOOP_RELAY)/mysql"
 		[passthrough]="queryflux@tcp(127.0.0.1:$MY_passthrough)/mysql"
@@ -450,6 +477,7 @@ RTT=$("$TMP/benchrelay" -rtt 3s)
 metric() { curl -s --max-time 5 "http://127.0.0.1:$OPS/metrics" | awk -v m="$1" '$1 ~ "^"m {s += $2} END {printf "%d", s}'; }
 REUSED=$(metric queryflux_capacity_lease_reused_total); RELAYED=$(metric 'queryflux_query_path_total[{]path="passthrough"')
 echo "cpu_us/q: user + system CPU of the target's processes (/proc/PID/stat) over the tps run, per query; the worker's counts its control plane"
+echo "haproxy: haproxy $(haproxy -v 2>/dev/null | sed -n '1s/^HAProxy version \([^ ]*\).*/\1/p') in mode tcp, one thread (epoll), bytes unseen: what a C relay hop costs here, on either wire"
 echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (goroutines and io.Copy, one hop)"
 echo "loop-relay: scripts/benchrelay -loop, the same on an event loop (internal/relayloop: one thread in epoll, the server's messages framed, ReadyForQuery watched)"
 echo "passthrough: the pg group in transaction pool mode (PgBouncer's mode here); pass-session: the same daemon configuration with poolMode: session"
@@ -472,6 +500,7 @@ goal "worker tps ${TPS[worker]} >= 0.95 x passthrough's ${TPS[passthrough]}" "${
 mpt=$(added "${MLAT[direct]:-}" "${MLAT[passthrough]:-}")
 goal "mysql passthrough qps ${MTPS[passthrough]:-} >= 0.6 x direct ${MTPS[direct]:-}" "${MTPS[passthrough]:-0} >= 0.6 * ${MTPS[direct]:-0}" "${MTPS[passthrough]:-}" "${MTPS[direct]:-}"
 goal "mysql passthrough added p50 ${mpt} us <= 40 us" "$mpt <= 40" "$mpt"
+echo "  of which a C relay hop (haproxy): postgres added p50 $(added "${LAT[direct]}" "${LAT[haproxy]}") us, tps $(ratio "${TPS[direct]}" "${TPS[haproxy]}") of direct; mysql added p50 $(added "${MLAT[direct]:-}" "${MLAT[haproxy]:-}") us, qps $(ratio "${MTPS[direct]:-}" "${MTPS[haproxy]:-}") of direct"
 tr=$(added "${TLAT[trino-pg]}" "${TLAT[trino]}")
 goal "trino added p50 ${tr} us <= 100 us (SELECT 1, scripts/benchtrino, over trino-pg)" "$tr <= 100" "$tr"
 echo "  of which the floors (the client and two loopback HTTP exchanges, no proxy work): added p50 $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite]}") us served by httplite, $(added "${TLAT[trino-pg]}" "${TLAT[floor-raw]}") us by no HTTP server, $(added "${TLAT[trino-pg]}" "${TLAT[trino-floor]}") us by net/http"

@@ -133,12 +133,29 @@ func TestStatusShowsPeers(t *testing.T) {
 	})
 }
 
-func TestDoRegistersAgainOn401(t *testing.T) {
-	f := newFleet(t)
+// echo serves POST /worker/echo on the control plane: the calling worker's name and the body.
+func (f *fleet) echo() {
 	f.cp.HandleWorker("POST /worker/echo", func(rw http.ResponseWriter, r *http.Request, worker string) {
 		body, _ := io.ReadAll(r.Body)
 		_, _ = io.WriteString(rw, worker+":"+string(body))
 	})
+}
+
+// supersede registers someone else under name: that worker's token is superseded.
+func (f *fleet) supersede(name string) {
+	req, _ := http.NewRequest("POST", f.srv.URL+workerapi.PathRegister, strings.NewReader(`{"name":"`+name+`","version":"2"}`))
+	req.Header.Set("Content-Type", workerapi.MediaWorkerRegister)
+	workerapi.SetBearer(req, secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		f.t.Fatalf("steal: %v %v", err, resp)
+	}
+	resp.Body.Close()
+}
+
+func TestDoRegistersAgainOn401(t *testing.T) {
+	f := newFleet(t)
+	f.echo()
 	w := f.worker("w1", nil, nil)
 	call := func() string {
 		req, _ := http.NewRequest("POST", "/worker/echo", strings.NewReader("payload"))
@@ -156,15 +173,7 @@ func TestDoRegistersAgainOn401(t *testing.T) {
 	if got := call(); got != "w1:payload" {
 		t.Fatalf("first call: %q", got)
 	}
-	// Someone registers under the same name: our token is superseded.
-	req, _ := http.NewRequest("POST", f.srv.URL+workerapi.PathRegister, strings.NewReader(`{"name":"w1","version":"2"}`))
-	req.Header.Set("Content-Type", workerapi.MediaWorkerRegister)
-	workerapi.SetBearer(req, secret)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("steal: %v %v", err, resp)
-	}
-	resp.Body.Close()
+	f.supersede("w1") // someone registers under the same name
 	if got := call(); got != "w1:payload" {
 		t.Fatalf("call after the token was superseded: %q (body must be replayed)", got)
 	}
@@ -179,22 +188,9 @@ func TestDoRegistersAgainOn401(t *testing.T) {
 // sending it, as the simulator's network does, so an attempt that got a drained body shows.
 func TestDoReplaysEitherBodyAndLeavesTheRequestAlone(t *testing.T) {
 	f := newFleet(t)
-	f.cp.HandleWorker("POST /worker/echo", func(rw http.ResponseWriter, r *http.Request, worker string) {
-		body, _ := io.ReadAll(r.Body)
-		_, _ = io.WriteString(rw, worker+":"+string(body))
-	})
+	f.echo()
 	w := f.worker("w1", nil, nil)
 	w.client = &http.Client{Transport: readWholeBody{http.DefaultTransport}}
-	supersede := func() {
-		req, _ := http.NewRequest("POST", f.srv.URL+workerapi.PathRegister, strings.NewReader(`{"name":"w1","version":"2"}`))
-		req.Header.Set("Content-Type", workerapi.MediaWorkerRegister)
-		workerapi.SetBearer(req, secret)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("steal: %v %v", err, resp)
-		}
-		resp.Body.Close()
-	}
 	for _, tc := range []struct {
 		name string
 		body func() io.Reader
@@ -204,7 +200,7 @@ func TestDoReplaysEitherBodyAndLeavesTheRequestAlone(t *testing.T) {
 	} {
 		for _, superseded := range []bool{false, true} {
 			if superseded {
-				supersede() // the first attempt gets a 401: the second sends the body again
+				f.supersede("w1") // the first attempt gets a 401: the second sends the body again
 			}
 			req, _ := http.NewRequest("POST", "/worker/echo", tc.body())
 			req.Header.Set("X-Kept", "yes")

@@ -154,7 +154,7 @@ func (e *encoder) optTime(key string, t time.Time) {
 
 // str appends s if it is plain text (printable ASCII that encoding/json does not escape).
 func (e *encoder) str(s string) {
-	if !plain(s) {
+	if !Plain(s) {
 		e.ok = false
 		return
 	}
@@ -163,9 +163,10 @@ func (e *encoder) str(s string) {
 	e.b = append(e.b, '"')
 }
 
-// plain reports whether encoding/json writes s between quotes as it is (it escapes control
-// characters, quotes, backslashes and, for HTML, <, > and &; it checks non-ASCII text).
-func plain(s string) bool {
+// Plain reports whether encoding/json writes s between quotes as it is (it escapes control
+// characters, quotes, backslashes and, for HTML, <, > and &; it checks non-ASCII text): the
+// text CanonWriter.Str writes and CanonReader.Str reads.
+func Plain(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			return false

@@ -95,16 +95,23 @@ func (s *LosableSlot) OnLost(fn func()) {
 }
 
 // Lose loses the slot, once: what was registered with OnLost runs.
-func (s *LosableSlot) Lose() {
+func (s *LosableSlot) Lose() { s.LoseLater()() }
+
+// LoseLater loses the slot, once, as the lease guard's keeper does: it marks the slot lost and
+// takes what was registered with OnLost under its lock, and runs that after letting go of it,
+// by when the slot's query may have ended. The returned run is that later call, for a test to
+// make when it likes.
+func (s *LosableSlot) LoseLater() (run func()) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.lost {
-		s.mu.Unlock()
-		return
+		return func() {}
 	}
 	s.lost = true
 	fns := s.onLost
-	s.mu.Unlock()
-	for _, fn := range fns {
-		fn()
+	return func() {
+		for _, fn := range fns {
+			fn()
+		}
 	}
 }

@@ -301,6 +301,9 @@ func describe(ctx context.Context, conn *sql.Conn, q *query.Request) (*engine.De
 	}
 	d := &engine.Description{}
 	for i, t := range p.params {
+		if t == duckdb.TYPE_INVALID {
+			t = castType(conn, q.SQL, i+1)
+		}
 		d.Params = append(d.Params, fieldFor(fmt.Sprintf("$%d", i+1), paramTypeName(t)))
 	}
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {

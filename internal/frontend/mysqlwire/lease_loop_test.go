@@ -3,15 +3,18 @@ package mysqlwire
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/node/env"
@@ -148,5 +151,54 @@ func TestLoopTagsLeasedStatementsForTheFence(t *testing.T) {
 		if attempt == 3 {
 			t.Fatal("the loop relayed none of 3 leased statements")
 		}
+	}
+}
+
+// TestLoopLostLeaseStopsOnlyItsStatement: on the event loop, a statement whose lease is lost is
+// stopped with the lost lease's error; and a lost lease's cancel that lands after its statement
+// ended leaves the session's next statement, under a lease of its own, alone. The lease guard's
+// keeper takes a fenced lease's callbacks under its lock and runs them after letting go of it,
+// by when the statement may have ended and the loop started the next one: the loop's cancel
+// used to stop whatever ran then.
+func TestLoopLostLeaseStopsOnlyItsStatement(t *testing.T) {
+	guard := capacitytest.NewLosingGuard()
+	f := coreServer(t, coreSetup{guard: guard})
+	conn := loopConn(t, openDB(t, f.addr, testUser, "", f.dbName, ""))
+	ctx := context.Background()
+	lastSlot := func() *capacitytest.LosableSlot { s := guard.Slots(); return s[len(s)-1] }
+	sleep := func(marker string, secs float64) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			var n int
+			err := conn.QueryRowContext(ctx, fmt.Sprintf("SELECT SLEEP(%g) AS %s", secs, marker)).Scan(&n)
+			if err == nil && n != 0 {
+				err = fmt.Errorf("SLEEP answered %d: interrupted", n)
+			}
+			done <- err
+		}()
+		engineThread(t, f.direct, marker) // running on the engine
+		return done
+	}
+
+	var late func()
+	onLoop(t, f.addr, 2, func() {
+		if err := conn.QueryRowContext(ctx, "SELECT 1").Scan(new(int)); err != nil {
+			t.Fatal(err)
+		}
+		late = lastSlot().LoseLater() // fenced as the statement ended; its cancel not yet run
+		done := sleep("qf_next_statement", 1.5)
+		late()
+		if err := <-done; err != nil {
+			t.Fatalf("the next statement, its own lease kept, once the last one's lost lease landed: %v", err)
+		}
+	})
+
+	start := time.Now()
+	done := sleep("qf_lost_statement", 30)
+	lastSlot().Lose()
+	err := <-done
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || !strings.Contains(me.Message, "capacity lease") || time.Since(start) > 20*time.Second {
+		t.Fatalf("a statement whose lease was lost answered %v after %v: want the lost lease's error at once", err, time.Since(start))
 	}
 }

@@ -135,6 +135,12 @@ type loopRun struct {
 	running   *mysqlengine.LoopConn // what cancel kills
 	cancelled atomic.Bool           // set under mu; read without it at every statement's end
 	cancel    func()
+	// What cancelIfDue asks whether the running statement is to stop: its capacity slot and
+	// its engine context (nil until its Relay is made).
+	slot   capacity.Slot
+	runCtx context.Context
+	// cancelIfDue, as a func made once per run (no closure per statement).
+	cancelDue func()
 }
 
 type loopEvent struct {
@@ -219,7 +225,7 @@ func (h *session) onLoop() (ok bool, err error) {
 	lr := &loopRun{h: h, events: make(chan loopEvent, 2), clientFD: fd, pingOK: h.pingOK()}
 	lr.fromCli.WatchMax = math.MaxInt
 	lr.rows.WatchMax = engineWatchMax
-	lr.cancel = lr.cancelStatement
+	lr.cancel, lr.cancelDue = lr.cancelStatement, lr.cancelIfDue
 	lr.noWait = proxy.NoWait(h.ctx)
 	ahead := h.gate.ahead
 	h.gate.ahead = nil
@@ -298,12 +304,27 @@ func (lr *loopRun) open() {
 }
 
 // cancelStatement is the session's cancel while it is on the loop (KILL QUERY from another
-// session, the group's query timeout, a lost lease): the running statement is killed on the
-// engine, and its end is answered with the cancel's error.
+// session): the running statement is killed on the engine, and its end is answered with the
+// cancel's error. A lost lease and the group's query timeout go through cancelIfDue.
 func (lr *loopRun) cancelStatement() {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	if lr.running != nil {
+		lr.cancelled.Store(true)
+		lr.running.Kill()
+	}
+}
+
+// cancelIfDue is the cancel of a lost lease and of the group's query timeout. Each was set up
+// for one statement but may land after it ended, while the session's next one runs: the lease
+// guard runs the callbacks of the leases it fenced after letting go of its lock (the statement
+// may finish and release its slot meanwhile), and an AfterFunc runs on a goroutine of its own.
+// So it stops the running statement only if that statement's own lease is lost or its own
+// context ended; KILL QUERY (cancelStatement) stops whatever runs.
+func (lr *loopRun) cancelIfDue() {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if lr.running != nil && (lr.slot.Lost() || lr.runCtx != nil && lr.runCtx.Err() != nil) {
 		lr.cancelled.Store(true)
 		lr.running.Kill()
 	}
@@ -435,13 +456,16 @@ func (lr *loopRun) begin(msg []byte) relayloop.Verdict {
 	lr.adm, lr.req, lr.tag = nil, nil, ""
 	lr.conn.Begin()
 	lr.mu.Lock()
-	lr.running = lr.conn
+	lr.running, lr.slot = lr.conn, adm.Slot()
 	lr.cancelled.Store(false)
 	lr.mu.Unlock()
 	h.setCancel(lr.cancel)
-	run := adm.Relay(h.ctx, lr.cancel)
+	run := adm.Relay(h.ctx, lr.cancelDue)
+	lr.mu.Lock()
+	lr.runCtx = run.Ctx
+	lr.mu.Unlock()
 	if run.Ctx != h.ctx { // the group's query timeout
-		lr.stopAfter = context.AfterFunc(run.Ctx, lr.cancel)
+		lr.stopAfter = context.AfterFunc(run.Ctx, lr.cancelDue)
 	}
 	lr.busy, lr.phase, lr.run, lr.healthy, lr.final = true, phaseHead, run, true, false
 	lr.rows.Seq = 0 // the client's COM_QUERY: the engine answers from 1 on
@@ -562,7 +586,7 @@ func (lr *loopRun) counted() (rows, bytes int64) {
 func (lr *loopRun) stopRunning() {
 	lr.h.setCancel(nil)
 	lr.mu.Lock()
-	lr.running = nil
+	lr.running, lr.slot, lr.runCtx = nil, nil, nil
 	lr.mu.Unlock()
 	if lr.stopAfter != nil {
 		lr.stopAfter()

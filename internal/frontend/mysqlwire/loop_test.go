@@ -778,25 +778,18 @@ func TestLoopWithCostsNothingOffTheLoop(t *testing.T) {
 // Tags a check set, a SQL it rewrote); the rewritten one runs as rewritten (on the goroutine),
 // and history has every statement as it ran.
 func TestLoopStatementsGetTheirOwnRequests(t *testing.T) {
-	var (
-		mu   sync.Mutex
-		seen []string
-	)
-	f := coreServer(t, coreSetup{check: func(req *query.Request, _ string) error {
-		mu.Lock()
-		defer mu.Unlock()
-		seen = append(seen, fmt.Sprintf("%s %q %q", req.SQL, req.Database, req.Tags))
+	var seen checkLog
+	f := coreServer(t, coreSetup{check: seen.check(func(req *query.Request) string {
+		line := fmt.Sprintf("%s %q %q", req.SQL, req.Database, req.Tags)
 		req.Tags = append(req.Tags, "checked")
 		if req.SQL == "SELECT 102" {
 			req.SQL = "SELECT 120"
 		}
-		return nil
-	}})
+		return line
+	})})
 	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
 	conn := loopConn(t, proxied)
-	mu.Lock()
-	seen = nil
-	mu.Unlock()
+	seen.take()
 	onLoop(t, f.addr, 3, func() {
 		for i, want := range []int{101, 120, 103, 104} {
 			var n int
@@ -805,14 +798,12 @@ func TestLoopStatementsGetTheirOwnRequests(t *testing.T) {
 			}
 		}
 	})
-	mu.Lock()
-	defer mu.Unlock()
 	var want []string
 	for i := range 4 {
 		want = append(want, fmt.Sprintf("SELECT %d %q %q", 101+i, f.dbName, []string(nil)))
 	}
-	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("the core saw\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
+	if got := seen.take(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the core saw\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	for _, q := range []string{"SELECT 101", "SELECT 120", "SELECT 103", "SELECT 104"} {
 		if recs := f.hist.Find(q); len(recs) != 1 || recs[0].Database != f.dbName || recs[0].Status != proxy.StatusSucceeded {
@@ -880,16 +871,8 @@ const loopStatementAllocs = 3
 // copied the time before, and every statement still reaches the core and history with its own
 // text (statements of one length differing in one byte, repeated and alternated).
 func TestLoopRepeatedStatements(t *testing.T) {
-	var (
-		mu   sync.Mutex
-		seen []string
-	)
-	f := coreServer(t, coreSetup{check: func(req *query.Request, _ string) error {
-		mu.Lock()
-		defer mu.Unlock()
-		seen = append(seen, req.SQL)
-		return nil
-	}})
+	var seen checkLog
+	f := coreServer(t, coreSetup{check: seen.check(func(req *query.Request) string { return req.SQL })})
 	c := newRawClient(t, f.addr, f.dbName)
 	sent := []string{"SELECT 1", "SELECT 1", "SELECT 2", "SELECT 2", "SELECT 1", "SELECT 3"}
 	onLoop(t, f.addr, int64(len(sent)), func() {
@@ -899,9 +882,7 @@ func TestLoopRepeatedStatements(t *testing.T) {
 			}
 		}
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	if got := strings.Join(seen, ", "); got != strings.Join(sent, ", ") {
+	if got := strings.Join(seen.take(), ", "); got != strings.Join(sent, ", ") {
 		t.Fatalf("the core saw %s, want %s", got, strings.Join(sent, ", "))
 	}
 	for q, n := range map[string]int{"SELECT 1": 3, "SELECT 2": 2, "SELECT 3": 1} {
@@ -909,4 +890,29 @@ func TestLoopRepeatedStatements(t *testing.T) {
 			t.Fatalf("history has %s %d times, want %d", q, len(recs), n)
 		}
 	}
+}
+
+// checkLog is a core check (coreSetup.check) that keeps a line about each statement it checks.
+type checkLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// check is the check: line says what to keep of a statement, and may change it.
+func (l *checkLog) check(line func(req *query.Request) string) func(*query.Request, string) error {
+	return func(req *query.Request, _ string) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.lines = append(l.lines, line(req))
+		return nil
+	}
+}
+
+// take returns the lines kept so far, and forgets them.
+func (l *checkLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lines := l.lines
+	l.lines = nil
+	return lines
 }

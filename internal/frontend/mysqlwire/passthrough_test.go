@@ -15,6 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
@@ -28,6 +29,7 @@ type coreSetup struct {
 	check         func(req *query.Request, group string) error
 	onFinish      func(proxy.Record) // called as each statement is reported, its slot free
 	noRecords     bool               // the core keeps no records (a benchmark's allocations are the proxy's own)
+	guard         capacity.Guard     // the core's capacity guard (nil: a local one)
 }
 
 type coreFixture struct {
@@ -73,7 +75,7 @@ func serveCore(t testing.TB, cluster string, eng query.Engine, s coreSetup) *cor
 	}
 	core := proxy.New(proxy.Options{
 		Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry(),
-		OnFinish: onFinish, Check: s.check,
+		OnFinish: onFinish, Check: s.check, Guard: s.guard,
 	})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
 		Clusters:      []proxy.ClusterSpec{{Name: cluster, Enabled: true, MaxRunningQueries: 8, Engine: eng}},

@@ -1,11 +1,17 @@
 package pgwire_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queryflux/queryflux/internal/demo"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
@@ -29,7 +35,7 @@ func duckProxy(t *testing.T, mode string) pgclienttest.DSN {
 // onDuckDB is what every script's shared cases answer on DuckDB.
 var onDuckDB = map[string]string{
 	"rollback": "0", "copy_in": "error 0A000", "copy_out": "error 0A000", "notice": "error 42601",
-	"bytea": "0100ff", "notify": "error 0A000", "options": "1234ms",
+	"bytea": "0100ff", "notify": "error 0A000", "options": "1234ms", "long_session": longSession,
 }
 
 func withCases(extra map[string]string) map[string]string {
@@ -49,7 +55,7 @@ func TestClientPsycopgOnDuckDB(t *testing.T) {
 			d := duckProxy(t, mode)
 			for lib, extra := range map[string]map[string]string{
 				"psycopg2": {"named_cursor": "error 0A000", "with_hold": "error 0A000", "session_set": "error 0A000", "recover": "7"},
-				"psycopg3": {"prepared": "21", "pipeline": "[1, 'two', 0]", "named_cursor": "error 0A000", "names": pgNames},
+				"psycopg3": {"prepared": "21", "pipeline": "[1, 'two', 0]", "named_cursor": "error 0A000", "names": pgNames, "rollback_prepared": "2"},
 			} {
 				out, err := pgclienttest.Command(t, time.Minute, nil, "/usr/bin/python3", "cases.py", lib, d.Keywords(), "duckdb", "t_"+lib)
 				if err != nil && !strings.Contains(out, "case ") {
@@ -95,4 +101,116 @@ func TestClientJDBCOnDuckDB(t *testing.T) {
 			pgclienttest.Expect(t, "JDBC on DuckDB", out, withCases(map[string]string{"prepared": "36", "fetch_size": "31375", "names": pgNames}))
 		})
 	}
+}
+
+// TestPGXSessionOnDuckDB: pgx runs the scripts' long session (cases.py's long_session) on one
+// connection against DuckDB, and against PostgreSQL for comparison, each statement in the next
+// of pgx's query modes (prepared and cached, described, simple protocol...), in both pool modes.
+func TestPGXSessionOnDuckDB(t *testing.T) {
+	modes := []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe,
+		pgx.QueryExecModeDescribeExec, pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol}
+	for _, pool := range poolModes {
+		for engine, proxy := range map[string]func(*testing.T, string) pgclienttest.DSN{"duckdb": duckProxy, "postgres": pgProxy} {
+			t.Run(pool+"/"+engine, func(t *testing.T) {
+				c := connect(t, proxy(t, pool).URL())
+				ctx := context.Background()
+				if _, err := c.Exec(ctx, "create table t_pgx_s (a int, b text)"); err != nil {
+					t.Fatal(err)
+				}
+				rows, nulls := 0, 0
+				for i := range 64 {
+					sql, args, want := pgSessionStep(i, "t_pgx_s", rows, nulls)
+					if got := pgxCells(ctx, c, sql, append([]any{modes[i%len(modes)]}, args...)); got != want {
+						t.Errorf("step %d %q in mode %v: %s, want %s", i, sql, modes[i%len(modes)], got, want)
+					}
+					if i%8 == 4 || i%8 == 7 {
+						rows++
+					}
+					if i%8 == 7 {
+						nulls++
+					}
+				}
+			})
+		}
+	}
+}
+
+// pgSessionStep is statement i of cases.py's long session in pgx's placeholders: its SQL,
+// arguments and result as pgxCells writes it; rows and nulls count what the session inserted
+// into table, and with b NULL.
+func pgSessionStep(i int, table string, rows, nulls int) (string, []any, string) {
+	series := func(n int, cell func(x int) string) string {
+		var out []string
+		for x := range n {
+			out = append(out, cell(x))
+		}
+		return strings.Join(out, ";")
+	}
+	switch k := i%5 + 2; i % 8 {
+	case 0:
+		return fmt.Sprintf("select %d as n, 'row-%d' as s, null as z", i, i), nil, fmt.Sprintf("%d|row-%d|null", i, i)
+	case 1:
+		return "select $1::int + 1, $2::text, $3::text", []any{i, fmt.Sprint("p-", i), nil}, fmt.Sprintf("%d|p-%d|null", i+1, i)
+	case 2:
+		if i%16 == 10 {
+			return fmt.Sprintf("select * from no_such_table_%d", i), nil, "error 42P01"
+		}
+		return fmt.Sprintf("selec %d", i), nil, "error 42601"
+	case 3:
+		return fmt.Sprintf("select x, x * x from generate_series(0, %d) as g(x) order by x", k-1), nil,
+			series(k, func(x int) string { return fmt.Sprintf("%d|%d", x, x*x) })
+	case 4:
+		return fmt.Sprintf("insert into %s values (%d, 'v-%d')", table, i, i), nil, "1"
+	case 5:
+		return "select case when x = $1::int then null else x end from generate_series(0, 3) as g(x) order by g.x", []any{i % 4},
+			series(4, func(x int) string {
+				if x == i%4 {
+					return "null"
+				}
+				return fmt.Sprint(x)
+			})
+	case 6:
+		return fmt.Sprintf("select count(*), count(b) from %s", table), nil, fmt.Sprintf("%d|%d", rows, rows-nulls)
+	default:
+		return fmt.Sprintf("insert into %s values ($1::int, $2::text)", table), []any{1000 + i, nil}, "1"
+	}
+}
+
+// pgxCells runs sql and writes its answer as the scripts' cells() do: the rows' values joined
+// by | and ;, the rows a statement without columns affected, or "error" and the SQLSTATE.
+func pgxCells(ctx context.Context, c *pgx.Conn, sql string, args []any) string {
+	rows, err := c.Query(ctx, sql, args...)
+	if err != nil {
+		return pgxError(err)
+	}
+	var out []string
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return pgxError(err)
+		}
+		cells := make([]string, len(vals))
+		for j, v := range vals {
+			cells[j] = "null"
+			if v != nil {
+				cells[j] = fmt.Sprint(v)
+			}
+		}
+		out = append(out, strings.Join(cells, "|"))
+	}
+	if err := rows.Err(); err != nil {
+		return pgxError(err)
+	}
+	if len(rows.FieldDescriptions()) == 0 {
+		return fmt.Sprint(rows.CommandTag().RowsAffected())
+	}
+	return strings.Join(out, ";")
+}
+
+func pgxError(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return "error " + pe.Code
+	}
+	return "error " + err.Error()
 }

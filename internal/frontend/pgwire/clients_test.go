@@ -29,6 +29,10 @@ func pgProxy(t *testing.T, mode string) pgclienttest.DSN {
 	return pgclienttest.Proxy(t, e, mode, "demo")
 }
 
+// longSession is what every script's long_session case answers: its 64 statements each
+// answered right.
+const longSession = "ok 64"
+
 // pgNames are the columns of the scripts' names case (select count(*), 40 + 2, lower('A'),
 // 1::text, max(a) as top) as PostgreSQL names them; DuckDB must name them the same.
 const pgNames = "count ?column? lower text top"
@@ -41,11 +45,14 @@ func TestClientPsycopg2(t *testing.T) {
 			if err != nil && !strings.Contains(out, "case ") {
 				t.Fatalf("psycopg2 (Debian python3-psycopg2; make test-deps): %v\n%s", err, out)
 			}
+			if err != nil {
+				t.Errorf("psycopg2 did not finish its cases: %v\n%s", err, out)
+			}
 			pgclienttest.Expect(t, "psycopg2", out, map[string]string{
 				"rollback": "0", "copy_in": "(3, 2)", "copy_out": `'1\ta\n2\tb\n3\t\\N\n'`,
 				"notice": "NOTICE:  hello 42", "bytea": "0100ff", "named_cursor": "31375",
 				"with_hold": inSession(mode, "55"), "session_set": inSession(mode, "pg_catalog, public"),
-				"notify": inSession(mode, "ping"), "options": "1234ms", "recover": "7",
+				"notify": inSession(mode, "ping"), "options": "1234ms", "recover": "7", "long_session": longSession,
 			})
 		})
 	}
@@ -59,10 +66,14 @@ func TestClientPsycopg3(t *testing.T) {
 			if err != nil && !strings.Contains(out, "case ") {
 				t.Fatalf("psycopg 3 (Debian python3-psycopg; make test-deps): %v\n%s", err, out)
 			}
+			if err != nil {
+				t.Errorf("psycopg 3 did not finish its cases: %v\n%s", err, out)
+			}
 			pgclienttest.Expect(t, "psycopg3", out, map[string]string{
 				"rollback": "0", "copy_in": "(3, 2)", "copy_out": "[('1', 'a'), ('2', 'b'), ('3', None)]",
 				"notice": "hello 42", "bytea": "0100ff", "prepared": "21", "pipeline": "[1, 'two', 3]",
 				"named_cursor": "31375", "notify": inSession(mode, "ping"), "options": "1234ms", "names": pgNames,
+				"rollback_prepared": "2", "long_session": longSession,
 			})
 		})
 	}
@@ -83,6 +94,7 @@ func TestClientNodePostgres(t *testing.T) {
 				"rollback": "0", "copy_in": "3 2", "copy_out": `"1\ta\n2\tb\n3\t\\N\n"`, "copy_in_tx": "3",
 				"notice": "hello 42", "bytea": "0100ff", "prepared": "21",
 				"notify": inSession(mode, "ping"), "options": "1234ms", "error_recovers": "7", "names": pgNames,
+				"long_session": longSession,
 			})
 		})
 	}
@@ -101,7 +113,7 @@ func TestClientJDBC(t *testing.T) {
 			pgclienttest.Expect(t, "JDBC", out, map[string]string{
 				"rollback": "0", "copy_in": "3", "copy_out": `1|a;2|b;3|\N;`, "notice": "hello 42",
 				"fetch_size": "31375", "bytea": "0100ff", "prepared": "36", "batch": "3 3",
-				"notify": inSession(mode, "ping"), "options": "1234ms", "names": pgNames,
+				"notify": inSession(mode, "ping"), "options": "1234ms", "names": pgNames, "long_session": longSession,
 			})
 		})
 	}

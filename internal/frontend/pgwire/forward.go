@@ -366,9 +366,11 @@ func (c *conn) forwardParse(m *pgproto3.Parse) error {
 	if err := c.refuseForMode(m.Query); err != nil {
 		return err
 	}
+	// Forgotten before st is kept: a DEALLOCATE ALL parsed unnamed (psycopg 3 sends one after a
+	// rollback) is itself the unnamed statement its Bind then names.
+	c.forgetOnDiscard(m.Query)
 	st := &preparedStmt{sql: m.Query, named: m.Name != "", paramOIDs: append([]uint32(nil), m.ParameterOIDs...)}
 	c.stmts[m.Name] = st
-	c.forgetOnDiscard(m.Query)
 	key := stmtKey(st)
 	if !st.named {
 		ws.unnamed = key

@@ -32,6 +32,7 @@ public class Cases {
         run("batch", Cases::batch);
         run("notify", Cases::notifyCase);
         run("options", Cases::options);
+        run("long_session", Cases::longSession);
         conn.close();
     }
 
@@ -172,6 +173,90 @@ public class Cases {
             PGNotification[] ns = listener.unwrap(PGConnection.class).getNotifications(10000);
             return ns == null || ns.length == 0 ? "none" : ns[0].getParameter();
         }
+    }
+
+    static final int SESSION_STEPS = 64;
+
+    // SESSION_STEPS statements in a row on one connection, as cases.py's long_session: text
+    // queries (Statement), parameterized ones (PreparedStatement: server-side once past
+    // prepareThreshold), errors with more statements after them, NULLs, multi-row results,
+    // writes and reads of them. "ok N", or the first step that answered otherwise.
+    static Object longSession() throws Exception {
+        String t = table + "_s";
+        try (Connection c = DriverManager.getConnection(url)) {
+            try (Statement st = c.createStatement()) {
+                st.execute("create table " + t + " (a int, b text)");
+            }
+            int rows = 0, nulls = 0;
+            for (int i = 0; i < SESSION_STEPS; i++) {
+                int k = i % 5 + 2, kind = i % 8;
+                String sql, want;
+                Object[] params = null;
+                StringBuilder w = new StringBuilder();
+                switch (kind) {
+                    case 0: sql = "select " + i + " as n, 'row-" + i + "' as s, null as z"; want = i + "|row-" + i + "|null"; break;
+                    case 1: sql = "select ?::int + 1, ?::text, ?::text"; params = new Object[] {i, "p-" + i, null}; want = (i + 1) + "|p-" + i + "|null"; break;
+                    case 2:
+                        if (i % 16 == 10) { sql = "select * from no_such_table_" + i; want = "error 42P01"; }
+                        else { sql = "selec " + i; want = "error 42601"; }
+                        break;
+                    case 3:
+                        sql = "select x, x * x from generate_series(0, " + (k - 1) + ") as g(x) order by x";
+                        for (int x = 0; x < k; x++) w.append(x > 0 ? ";" : "").append(x).append("|").append(x * x);
+                        want = w.toString();
+                        break;
+                    case 4: sql = "insert into " + t + " values (" + i + ", 'v-" + i + "')"; want = "1"; break;
+                    case 5:
+                        sql = "select case when x = ?::int then null else x end from generate_series(0, 3) as g(x) order by g.x";
+                        params = new Object[] {i % 4};
+                        for (int x = 0; x < 4; x++) w.append(x > 0 ? ";" : "").append(x == i % 4 ? "null" : String.valueOf(x));
+                        want = w.toString();
+                        break;
+                    case 6: sql = "select count(*), count(b) from " + t; want = rows + "|" + (rows - nulls); break;
+                    default: sql = "insert into " + t + " values (?::int, ?::text)"; params = new Object[] {1000 + i, null}; want = "1";
+                }
+                String got;
+                try {
+                    got = params == null ? text(c, sql) : prepared(c, sql, params);
+                } catch (SQLException e) {
+                    got = "error " + e.getSQLState();
+                }
+                if (!got.equals(want)) return "step " + i + " \"" + sql + "\": " + got + ", want " + want;
+                if (kind == 4 || kind == 7) rows++;
+                if (kind == 7) nulls++;
+            }
+            return "ok " + SESSION_STEPS;
+        }
+    }
+
+    static String text(Connection c, String sql) throws SQLException {
+        try (Statement st = c.createStatement()) {
+            return st.execute(sql) ? cells(st.getResultSet()) : String.valueOf(st.getUpdateCount());
+        }
+    }
+
+    static String prepared(Connection c, String sql, Object[] params) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            for (int j = 0; j < params.length; j++) {
+                if (params[j] == null) ps.setNull(j + 1, Types.VARCHAR);
+                else ps.setObject(j + 1, params[j]);
+            }
+            return ps.execute() ? cells(ps.getResultSet()) : String.valueOf(ps.getUpdateCount());
+        }
+    }
+
+    // cells is a result's rows, values joined by | and rows by ;.
+    static String cells(ResultSet rs) throws SQLException {
+        StringBuilder out = new StringBuilder();
+        int n = rs.getMetaData().getColumnCount();
+        for (boolean first = true; rs.next(); first = false) {
+            if (!first) out.append(";");
+            for (int j = 1; j <= n; j++) {
+                String v = rs.getString(j);
+                out.append(j > 1 ? "|" : "").append(v == null ? "null" : v);
+            }
+        }
+        return out.toString();
     }
 
     static Object options() throws Exception {

@@ -8,6 +8,60 @@ const { Readable, Writable } = require('stream');
 
 const [url, mode, table] = process.argv.slice(2);
 
+const SESSION_STEPS = 64;
+
+// Statement i of a long session: [sql, params or undefined, the result as cells() writes it];
+// rows and nulls count what the session inserted into table, and with b NULL.
+function sessionStep(i, table, rows, nulls) {
+  const k = i % 5 + 2;
+  const series = (n, f) => Array.from({ length: n }, (_, x) => f(x)).join(';');
+  switch (i % 8) {
+    case 0: return [`select ${i} as n, 'row-${i}' as s, null as z`, undefined, `${i}|row-${i}|null`];
+    case 1: return ['select $1::int + 1, $2::text, $3::text', [i, `p-${i}`, null], `${i + 1}|p-${i}|null`];
+    case 2: return i % 16 === 10 ? [`select * from no_such_table_${i}`, undefined, 'error 42P01'] : [`selec ${i}`, undefined, 'error 42601'];
+    case 3: return [`select x, x * x from generate_series(0, ${k - 1}) as g(x) order by x`, undefined, series(k, (x) => `${x}|${x * x}`)];
+    case 4: return [`insert into ${table} values (${i}, 'v-${i}')`, undefined, '1'];
+    case 5: return ['select case when x = $1::int then null else x end from generate_series(0, 3) as g(x) order by g.x', [i % 4],
+      series(4, (x) => (x === i % 4 ? 'null' : `${x}`))];
+    case 6: return [`select count(*), count(b) from ${table}`, undefined, `${rows}|${rows - nulls}`];
+    default: return [`insert into ${table} values ($1::int, $2::text)`, [1000 + i, null], '1'];
+  }
+}
+
+// A statement's result: its rows' values joined by | and ;, or its row count.
+function cells(r) {
+  if (!r.fields || r.fields.length === 0) return `${r.rowCount}`;
+  return r.rows.map((row) => row.map((v) => (v === null ? 'null' : `${v}`)).join('|')).join(';');
+}
+
+// SESSION_STEPS statements in a row on one connection (text queries, parameterized ones,
+// errors with more statements after them, NULLs, multi-row results, writes and reads of
+// them): "ok N", or the first step that answered otherwise.
+async function longSession(url, table) {
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(`create table ${table} (a int, b text)`);
+    let rows = 0;
+    let nulls = 0;
+    for (let i = 0; i < SESSION_STEPS; i++) {
+      const [text, values, want] = sessionStep(i, table, rows, nulls);
+      let got;
+      try {
+        got = cells(await c.query({ text, values, rowMode: 'array' }));
+      } catch (e) {
+        got = `error ${e.code || e.message}`;
+      }
+      if (got !== want) return `step ${i} ${JSON.stringify(text)}: ${got}, want ${want}`;
+      if (i % 8 === 4 || i % 8 === 7) rows++;
+      if (i % 8 === 7) nulls++;
+    }
+    return `ok ${SESSION_STEPS}`;
+  } finally {
+    await c.end();
+  }
+}
+
 async function main() {
   const client = new Client({ connectionString: url });
   const notices = [];
@@ -82,6 +136,7 @@ async function main() {
         await c.end();
       }
     },
+    async long_session() { return longSession(url, `${table}_s`); },
     async error_recovers() {
       try { await client.query('select 1/0'); } catch (e) { /* expected */ }
       return (await client.query('select 7 as v')).rows[0].v;

@@ -17,6 +17,68 @@ def case(name, fn):
     print("case %s: %s" % (name, result), flush=True)
 
 
+SESSION_STEPS = 64
+
+
+def session_step(i, table, rows, nulls):
+    """Statement i of a long session: (sql, params or None, the result as cells() writes it).
+    rows and nulls count what the session inserted into table, and with b NULL."""
+    kind = i % 8
+    if kind == 0:
+        return "select %d as n, 'row-%d' as s, null as z" % (i, i), None, "%d|row-%d|null" % (i, i)
+    if kind == 1:
+        return "select %s::int + 1, %s::text, %s::text", (i, "p-%d" % i, None), "%d|p-%d|null" % (i + 1, i)
+    if kind == 2:
+        if i % 16 == 10:
+            return "select * from no_such_table_%d" % i, None, "error 42P01"
+        return "selec %d" % i, None, "error 42601"
+    if kind == 3:
+        k = i % 5 + 2
+        return ("select x, x * x from generate_series(0, %d) as g(x) order by x" % (k - 1), None,
+                ";".join("%d|%d" % (x, x * x) for x in range(k)))
+    if kind == 4:
+        return "insert into %s values (%d, 'v-%d')" % (table, i, i), None, "1"
+    if kind == 5:
+        return ("select case when x = %s::int then null else x end from generate_series(0, 3) as g(x) order by g.x", (i % 4,),
+                ";".join("null" if x == i % 4 else str(x) for x in range(4)))
+    if kind == 6:
+        return "select count(*), count(b) from %s" % table, None, "%d|%d" % (rows, rows - nulls)
+    return "insert into %s values (%%s::int, %%s::text)" % table, (1000 + i, None), "1"
+
+
+def cells(cur):
+    """A statement's result: its rows' values joined by | and ;, or its row count."""
+    if cur.description is None:
+        return str(cur.rowcount)
+    return ";".join("|".join("null" if v is None else str(v) for v in row) for row in cur.fetchall())
+
+
+def long_session(connect, table):
+    """SESSION_STEPS statements in a row on one autocommit connection (text queries,
+    parameterized ones, errors with more statements after them, NULLs, multi-row results,
+    writes and reads of them): "ok N", or the first step that answered otherwise."""
+    conn = connect()
+    try:
+        conn.cursor().execute("create table %s (a int, b text)" % table)
+        rows = nulls = 0
+        for i in range(SESSION_STEPS):
+            sql, params, want = session_step(i, table, rows, nulls)
+            cur = conn.cursor()
+            try:
+                cur.execute(sql, params)
+                got = cells(cur)
+            except Exception as e:
+                got = "error %s" % (getattr(e, "pgcode", None) or getattr(getattr(e, "diag", None), "sqlstate", None) or repr(e))
+            if got != want:
+                return "step %d %r: %s, want %s" % (i, sql, got, want)
+            if i % 8 in (4, 7):
+                rows += 1
+                nulls += i % 8 == 7
+        return "ok %d" % SESSION_STEPS
+    finally:
+        conn.close()
+
+
 def psycopg2_cases():
     import psycopg2
     import psycopg2.extensions
@@ -119,9 +181,17 @@ def psycopg2_cases():
         conn.commit()
         return v
 
+    def session():
+        def connect():
+            c = psycopg2.connect(dsn)
+            c.autocommit = True
+            return c
+        return long_session(connect, table + "_s")
+
     for name, fn in [("rollback", rollback), ("copy_in", copy_in), ("copy_out", copy_out), ("notice", notice),
                      ("bytea", bytea), ("named_cursor", named_cursor), ("with_hold", with_hold),
-                     ("session_set", session_set), ("notify", notify), ("options", options), ("recover", recover)]:
+                     ("session_set", session_set), ("notify", notify), ("options", options), ("recover", recover),
+                     ("long_session", session)]:
         case(name, fn)
         if conn.status != psycopg2.extensions.STATUS_READY:
             conn.rollback()
@@ -211,9 +281,22 @@ def psycopg3_cases():
         cur = conn.execute("select count(*), 40 + 2, lower('A'), 1::text, max(a) as top from %s" % table)
         return " ".join(d.name for d in cur.description)
 
+    def rollback_prepared():  # after a rollback psycopg 3 deallocates its statements (DEALLOCATE ALL)
+        conn.execute("select %s::int + 1", (1,), prepare=True)
+        conn.commit()
+        conn.execute("select 1")
+        conn.rollback()
+        v = conn.execute("select %s::int + 1", (1,), prepare=True).fetchone()[0]
+        conn.commit()
+        return v
+
+    def session():
+        return long_session(lambda: psycopg.connect(dsn, autocommit=True), table + "_s")
+
     for name, fn in [("rollback", rollback), ("copy_in", copy_in), ("copy_out", copy_out), ("notice", notice),
                      ("bytea", bytea), ("prepared", prepared), ("pipeline", pipeline),
-                     ("named_cursor", named_cursor), ("notify", notify), ("options", options), ("names", names)]:
+                     ("named_cursor", named_cursor), ("notify", notify), ("options", options), ("names", names),
+                     ("rollback_prepared", rollback_prepared), ("long_session", session)]:
         case(name, fn)
         if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             conn.rollback()
