@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/canontest"
 	"github.com/queryflux/queryflux/node/workerapi"
-	"github.com/queryflux/queryflux/node/workerapi/canontest"
 	"pgregory.net/rapid"
 )
 

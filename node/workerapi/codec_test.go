@@ -15,7 +15,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/queryflux/queryflux/node/workerapi/canontest"
+	"github.com/queryflux/queryflux/internal/canontest"
 )
 
 // anyText draws plain ASCII and text that needs escapes.
