@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/queryflux/queryflux/node/env"
@@ -128,6 +127,8 @@ type API struct {
 	limits  Limits        // nil: the requests' caps and TTLs are taken as they are (tests)
 	// pollEvery is how often a waiting head asks the store without a wake-up (PollEvery).
 	pollEvery time.Duration
+	// denials is notified at every denial here: held contention watches read the record again.
+	denials env.Signal
 }
 
 // Limits answers a cluster's cap and lease TTL from the control plane's own current
@@ -245,7 +246,7 @@ func (a *API) WatchFreed(ctx context.Context, w FreedWatcher) {
 
 // NewAPI returns the capacity API. metrics may be nil.
 func NewAPI(store CapacityStore, locks SweepCoordinator, e env.Env, metrics *Metrics) *API {
-	return &API{store: store, locks: locks, env: e, metrics: metricsOrNew(metrics), pollEvery: queuePollEvery}
+	return &API{store: store, locks: locks, env: e, metrics: metricsOrNew(metrics), pollEvery: queuePollEvery, denials: e.NewSignal()}
 }
 
 // Endpoint is one POST path of the API and its handler, told the authenticated caller (the
@@ -262,6 +263,7 @@ func (a *API) Endpoints() []Endpoint {
 		{PathRenew, a.serveRenew},
 		{PathRenewBatch, a.serveRenewBatch},
 		{PathReleaseBatch, a.serveReleaseBatch},
+		{PathWatch, a.serveWatch},
 		{PathSweepLockAcquire, a.serveSweepLockAcquire},
 		{PathSweepLockRelease, a.serveSweepLockRelease},
 	}
@@ -431,32 +433,20 @@ func (a *API) serveRenewBatch(w http.ResponseWriter, r *http.Request, caller str
 	workerapi.WriteJSON(w, http.StatusOK, MediaJSON, out)
 }
 
-// uncontended lists, in request order, the clusters of the leases renewed (results) for which
-// holder's Contention says no other worker was denied lately, and whose leases are within the
-// cluster's cap: a cap lowered under the leases granted before counts as contended, so that
-// workers stop reusing them and the cluster drains under the new cap. Nil (says nothing) in
-// ordered mode, where workers reuse no lease (no waiting record is read); never nil otherwise.
+// uncontended lists, in request order, the clusters of the leases renewed (results) that no
+// other worker contends for (uncontendedOn). Nil (says nothing) in ordered mode, where workers
+// reuse no lease (no waiting record is read); never nil otherwise.
 func (a *API) uncontended(ctx context.Context, refs []LeaseRef, results []RenewResult, holder string) []string {
 	if a.queue != nil {
 		return nil
 	}
-	var asked []string
-	out := []string{}
+	var renewed []string
 	for i, ref := range refs {
-		cluster := ref.Cluster()
-		if results[i].Lease == nil || slices.Contains(asked, cluster) {
-			continue
-		}
-		asked = append(asked, cluster)
-		limit, _, err := a.terms(cluster, 0, 0) // 0: no cap known (an API without Limits)
-		if err != nil {
-			continue
-		}
-		if c, ok := a.contention(ctx, cluster, holder); ok && !c.Others && (limit == 0 || c.Leases <= limit) {
-			out = append(out, cluster)
+		if results[i].Lease != nil {
+			renewed = append(renewed, ref.Cluster())
 		}
 	}
-	return out
+	return a.uncontendedOf(ctx, renewed, holder)
 }
 
 // renew extends ref's lease for caller (its holder), with the TTL the control plane allows;

@@ -134,11 +134,13 @@ func (a *API) contention(ctx context.Context, cluster, holder string) (c Content
 	return c, true
 }
 
-// markDenied records a denial of holder; a failure only costs fairness, never the cap.
+// markDenied records a denial of holder, and wakes the contention watches held here; a failure
+// only costs fairness, never the cap.
 func (a *API) markDenied(ctx context.Context, cluster, holder string) {
 	if err := a.store.MarkDenied(ctx, cluster, holder, a.env.Now()); err != nil {
 		a.recordFailed("mark", err)
 	}
+	a.denials.Notify()
 }
 
 // markGranted ends holder's wait if c says it was waiting.

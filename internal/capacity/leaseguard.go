@@ -45,7 +45,9 @@ const (
 	// leaseReuseWindow is how long after the control plane last said that no other worker
 	// contends for a cluster (an acquire's or a renewal's answer, counted from when its request
 	// was sent) this node may hand a lease of it from one finished query to the next without
-	// asking again (idle reuse). While a worker reuses a cluster's leases its keeper asks again,
+	// asking again (idle reuse); and, while a contention watch of it is in flight, how long
+	// after the watch's wait its answer may come back (watch.go). Against a control plane
+	// without the watch: while a worker reuses a cluster's leases its keeper asks again,
 	// with a renewal of one of them, checkAfter from the last answer, off the queries' path: one
 	// round trip per cluster every 10 ms, instead of a new lease per slot now and then, each
 	// with a new engine tag to set. So when another worker is denied the cluster at t, this one
@@ -163,20 +165,24 @@ func (o GuardOptions) validate() error {
 // idleLeaseHold, and the next Acquire of that cluster takes it without a round trip. Only while
 // the lease is at least RenewEvery from its fence time, and the control plane's last answer
 // for the cluster, asked less than leaseReuseWindow ago, said no other worker was denied or
-// queued there. When the client is also a ContentionRenewer, the keeper asks again (a renewal)
-// while the cluster's leases are being reused, so a busy worker keeps its leases, and their
-// engine tags, for as long as nobody else wants the cluster. An idle-reaper duty releases idle
-// leases not taken in time, and all of them when the duties stop.
+// queued there. When the client is also a ContentionWatcher, a watcher duty holds a contention
+// watch of the clusters whose leases are being reused open at the control plane, which answers
+// at once when another worker contends, so a busy worker keeps its leases, and their engine
+// tags, for as long as nobody else wants the cluster. With a ContentionRenewer only (a control
+// plane without the watch), the keeper asks again, with a renewal, every checkAfter instead. An
+// idle-reaper duty releases idle leases not taken in time, and all of them when the duties stop.
 type LeaseGuard struct {
 	o       GuardOptions
 	keeper  *env.Duty // renewals and self-fencing
 	flusher *env.Duty // woken when a release was queued
 	reaper  *env.Duty // woken when a lease went idle while the idle reaper had no deadline
+	watcher *env.Duty // nil unless the client is a ContentionWatcher and leases are reused
 	carries bool      // the client is a ReleasingAcquirer: acquires carry queued releases
 
-	mu    sync.Mutex // held only around table steps, never across an Env call
-	t     *leaseTable
-	freed []func() // run after every release batch (landed or failed): wake waiters
+	mu      sync.Mutex // held only around table steps, never across an Env call
+	t       *leaseTable
+	freed   []func() // run after every release batch (landed or failed): wake waiters
+	rewatch func()   // cancels the watch in flight (nil: none)
 }
 
 // leaseSlot is a Slot of a LeaseGuard: its state lives in the guard's table.
@@ -206,6 +212,7 @@ func NewLeaseGuard(o GuardOptions) (*LeaseGuard, error) {
 	_, reports := o.Client.(ContentionAcquirer)
 	_, renewReports := o.Client.(ContentionRenewer)
 	_, carries := o.Client.(ReleasingAcquirer)
+	_, watches := o.Client.(ContentionWatcher)
 	// Ordered mode promises arrival order at the control plane: an idle lease taken here would
 	// jump acquires already queued there until the next grant said so, so no reuse.
 	reuse := reports && !o.AcquireWaits
@@ -217,20 +224,29 @@ func NewLeaseGuard(o GuardOptions) (*LeaseGuard, error) {
 			OnLeaseLost: o.OnLeaseLost, OnUnavailable: o.OnUnavailable, ReleaseQueueMax: o.ReleaseQueueMax,
 			Reuse:        reuse,
 			Checks:       reuse && renewReports,
+			Watch:        watches,
 			AcquireWaits: o.AcquireWaits,
 		}),
 	}
 	g.keeper = &env.Duty{Name: "capacity-keeper", Blocks: true, Run: g.keep}
 	g.flusher = &env.Duty{Name: "capacity-release-flusher", Blocks: true, WhenWoken: true, Run: g.flush}
 	g.reaper = &env.Duty{Name: "capacity-idle-reaper", Run: g.reapIdle, Stop: g.stop}
+	if reuse && watches {
+		g.watcher = &env.Duty{Name: "capacity-contention-watch", Blocks: true, WhenWoken: true, Run: g.watch}
+	}
 	return g, nil
 }
 
 // Duties are the guard's jobs, for one env.Loop: the keeper (renewals, self-fencing), the
-// release flusher and the idle reaper. When the loop's context ends the idle reaper releases
-// the idle leases and flushes queued releases once more (bounded by AcquireTimeout), so that a
-// stopped node leaves nothing to the sweep.
-func (g *LeaseGuard) Duties() []*env.Duty { return []*env.Duty{g.keeper, g.flusher, g.reaper} }
+// release flusher, the idle reaper and, with a ContentionWatcher, the contention watcher. When
+// the loop's context ends the idle reaper releases the idle leases and flushes queued releases
+// once more (bounded by AcquireTimeout), so that a stopped node leaves nothing to the sweep.
+func (g *LeaseGuard) Duties() []*env.Duty {
+	if g.watcher == nil {
+		return []*env.Duty{g.keeper, g.flusher, g.reaper}
+	}
+	return []*env.Duty{g.keeper, g.flusher, g.reaper, g.watcher}
+}
 
 // Start runs the guard's duties in a loop task of their own until ctx ends.
 func (g *LeaseGuard) Start(ctx context.Context) {
@@ -266,6 +282,15 @@ func (g *LeaseGuard) apply(e effects) {
 	}
 	if e.wakeFlusher {
 		g.flusher.Wake()
+	}
+	if e.watch {
+		g.mu.Lock()
+		rewatch := g.rewatch
+		g.mu.Unlock()
+		if rewatch != nil {
+			rewatch()
+		}
+		g.watcher.Wake()
 	}
 	for _, fn := range e.cancel {
 		fn()
@@ -659,6 +684,63 @@ func renewContended(ctx context.Context, c LeaseClient, refs []LeaseRef, ttl tim
 	}
 	results, err := RenewAll(ctx, c, refs, ttl, now)
 	return results, nil, err
+}
+
+// ----------------------------------------------------------------------------------- watch
+
+// watch is the contention watcher duty, woken when a lease of a cluster its watch does not
+// cover is reused: while this node holds leases of uncontended clusters, it holds a watch of
+// them open at the control plane, one after the other. After a failed watch it runs again
+// watchRetry later; when the control plane has no watch, never again (the keeper checks).
+func (g *LeaseGuard) watch(ctx context.Context, _ time.Time) time.Time {
+	for ctx.Err() == nil {
+		wctx, cancel := g.o.Env.WithCancel(ctx)
+		sent := g.o.Env.Now()
+		g.mu.Lock()
+		clusters := g.t.beginWatch(sent)
+		g.rewatch = cancel
+		g.mu.Unlock()
+		if len(clusters) == 0 {
+			g.endWatch(cancel)
+			return time.Time{}
+		}
+		tctx, tcancel := g.o.Env.WithTimeout(wctx, watchWait+g.o.AcquireTimeout)
+		uncontended, err := g.o.Client.(ContentionWatcher).WatchContention(tctx, g.o.Holder, clusters, watchWait)
+		tcancel()
+		cancelled := wctx.Err() != nil && ctx.Err() == nil
+		g.endWatch(cancel)
+		end := watchAnswered
+		switch {
+		case err == nil:
+		case cancelled:
+			end = watchCancelled
+		case errors.Is(err, ErrWatchUnsupported):
+			end = watchUnsupported
+			g.o.Env.Logger().Info("capacity: the control plane predates the contention watch; reused leases are checked with renewals")
+		default:
+			end = watchFailed
+			if ctx.Err() == nil {
+				g.o.Metrics.CoordinationFailures.WithLabelValues("watch").Inc()
+			}
+		}
+		now := g.o.Env.Now()
+		g.step(func(t *leaseTable) effects { return t.watched(clusters, uncontended, end, sent, now) })
+		switch end {
+		case watchFailed:
+			return now.Add(watchRetry)
+		case watchUnsupported:
+			return time.Time{}
+		}
+	}
+	return time.Time{}
+}
+
+// endWatch cancels the watch's context and forgets it.
+func (g *LeaseGuard) endWatch(cancel context.CancelFunc) {
+	g.mu.Lock()
+	g.rewatch = nil
+	g.mu.Unlock()
+	cancel()
 }
 
 // ----------------------------------------------------------------------------------- flusher

@@ -43,6 +43,12 @@ type leaseTable struct {
 	checks   map[string]*clusterCheck
 	keeperAt time.Time // when the keeper runs next, as nextWork last answered (zero: unknown)
 	stopped  bool      // the driver's tasks ended: keep nothing idle
+	// watch: the contention watch is in use (Watch, until the control plane turns out not to
+	// have it); watchSet holds the clusters of the watch in flight (nil: none), watchRetryAt
+	// when the watcher may watch again after a failure.
+	watch        bool
+	watchSet     []string
+	watchRetryAt time.Time
 }
 
 // tableConfig is what a leaseTable's decisions depend on besides its events.
@@ -56,6 +62,10 @@ type tableConfig struct {
 	// keeper asks, with a renewal, about a cluster whose leases it reuses before its reuse
 	// window ends. Without them reuse ends leaseReuseWindow after an acquire's answer.
 	Checks bool
+	// Watch: the client answers contention watches (a ContentionWatcher), so while leases are
+	// reused the watcher holds one open instead of the keeper's checks, which take over only
+	// if the control plane turns out not to have it.
+	Watch bool
 	// AcquireWaits: acquires wait at the control plane, so this node's pending releases do not
 	// deny them here (GuardOptions.AcquireWaits).
 	AcquireWaits bool
@@ -100,6 +110,10 @@ type clusterCheck struct {
 	at        time.Time // when the request that brought the answer was sent
 	contended bool
 	reused    bool // a lease was taken from idle since the last renewal of the cluster was sent
+	// watchedUntil: a watch of the cluster is in flight, and until then its answer, at once
+	// on contention, would have come back (its wait and leaseReuseWindow from when it was
+	// sent): no answer yet means uncontended.
+	watchedUntil time.Time
 }
 
 type queuedRelease struct {
@@ -119,7 +133,10 @@ type effects struct {
 	wakeReaper  bool // a lease went idle while the reaper had no deadline
 	wakeFreed   bool // a slot may be free for a denied caller
 	wakeFlusher bool // a release was queued
-	cancel      []func()
+	// watch: the watcher is to watch again at once (a cluster its watch in flight does not
+	// cover is reused): its watch in flight, if any, is cancelled.
+	watch  bool
+	cancel []func()
 }
 
 // lostLease is a lease fenced under policy (OnLeaseLostCancel or OnLeaseLostOverrun).
@@ -142,6 +159,7 @@ func (e *effects) add(o effects) {
 	e.wakeReaper = e.wakeReaper || o.wakeReaper
 	e.wakeFreed = e.wakeFreed || o.wakeFreed
 	e.wakeFlusher = e.wakeFlusher || o.wakeFlusher
+	e.watch = e.watch || o.watch
 	e.cancel = append(e.cancel, o.cancel...)
 }
 
@@ -162,6 +180,7 @@ func newLeaseTable(c tableConfig) *leaseTable {
 		asking:  map[string]int{},
 		idle:    map[string][]idleLease{},
 		checks:  map[string]*clusterCheck{},
+		watch:   c.Reuse && c.Watch,
 	}
 }
 
@@ -300,6 +319,7 @@ func (t *leaseTable) contention(cluster string, contended bool, sent time.Time) 
 		ch.at, ch.contended = sent, contended
 	}
 	if contended {
+		ch.watchedUntil = time.Time{}
 		return t.releaseIdle(cluster)
 	}
 	return effects{}
@@ -384,18 +404,28 @@ func (t *leaseTable) reusable(cluster string, hl *heldLease, now time.Time) bool
 }
 
 // uncontendedAt reports whether the control plane's last answer about cluster said nobody else
-// contends for it, and was asked less than leaseReuseWindow before now.
+// contends for it, and was asked less than leaseReuseWindow before now, or a watch of it is in
+// flight (watchedUntil).
 func (t *leaseTable) uncontendedAt(cluster string, now time.Time) bool {
 	ch := t.checks[cluster]
-	return ch != nil && !ch.contended && now.Before(ch.at.Add(leaseReuseWindow))
+	return ch != nil && !ch.contended && (now.Before(ch.at.Add(leaseReuseWindow)) || now.Before(ch.watchedUntil))
 }
 
-// noteReuse records that a lease of cluster was taken from idle (its slot is live): the keeper
-// is to check the cluster checkAfter from the last answer, and is woken unless it runs by then
-// anyway. (It planned without the check when it last ran, if no slot of the cluster was live
-// then, or the answer it planned from has been superseded since.)
-func (t *leaseTable) noteReuse(cluster string) effects {
+// checking reports whether the keeper checks reused clusters with renewals (Checks without a
+// watch).
+func (t *leaseTable) checking() bool { return t.c.Checks && !t.watch }
+
+// noteReuse records that a lease of cluster was taken from idle at now (its slot is live).
+// With the watch, the watcher is woken unless its watch in flight covers the cluster (or it
+// failed less than watchRetry ago). With checks, the keeper is to check the cluster checkAfter
+// from the last answer, and is woken unless it runs by then anyway. (It planned without the
+// check when it last ran, if no slot of the cluster was live then, or the answer it planned
+// from has been superseded since.)
+func (t *leaseTable) noteReuse(cluster string, now time.Time) effects {
 	ch := t.checks[cluster] // set: the lease was reusable
+	if t.watch {
+		return effects{watch: !slices.Contains(t.watchSet, cluster) && !now.Before(t.watchRetryAt)}
+	}
 	if !t.c.Checks {
 		return effects{}
 	}
@@ -408,7 +438,7 @@ func (t *leaseTable) noteReuse(cluster string) effects {
 // still within its reuse window (past it, the next acquire asks anyway).
 func (t *leaseTable) checkDue(cluster string, now time.Time) bool {
 	ch := t.checks[cluster]
-	return t.c.Checks && !t.stopped && ch != nil && ch.reused && t.uncontendedAt(cluster, now) &&
+	return t.checking() && !t.stopped && ch != nil && ch.reused && t.uncontendedAt(cluster, now) &&
 		!now.Before(ch.at.Add(checkAfter))
 }
 
@@ -439,7 +469,7 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 		if t.held[cluster]+t.local[cluster] > limit {
 			violated("%q runs %d leased and %d local slots over its cap %d", cluster, t.held[cluster], t.local[cluster], limit)
 		}
-		e.add(t.noteReuse(cluster))
+		e.add(t.noteReuse(cluster, now))
 	}
 	t.idle[cluster] = list // kept even when empty: the next release appends without allocating
 	return s, e
@@ -507,6 +537,62 @@ func (t *leaseTable) stop() effects {
 	var e effects
 	for _, c := range slices.Sorted(maps.Keys(t.idle)) {
 		e.add(t.releaseIdle(c))
+	}
+	return e
+}
+
+// ----------------------------------------------------------------------------------- watch
+
+// beginWatch starts, at now, a watch of the clusters whose leases this node holds or keeps
+// idle and that are uncontended: each counts as uncontended until the watch's answer could
+// have come back (watchedUntil), and the watch in flight is theirs (watchSet). None: nil.
+func (t *leaseTable) beginWatch(now time.Time) []string {
+	t.watchSet = nil
+	if !t.watch || t.stopped {
+		return nil
+	}
+	for _, c := range slices.Sorted(maps.Keys(t.checks)) {
+		if t.held[c]+len(t.idle[c]) > 0 && t.uncontendedAt(c, now) {
+			t.watchSet = append(t.watchSet, c)
+			t.checks[c].watchedUntil = now.Add(watchWait + leaseReuseWindow)
+		}
+	}
+	return t.watchSet
+}
+
+// watchEnd is how a watch ended, besides its answer.
+type watchEnd int
+
+const (
+	watchAnswered    watchEnd = iota // uncontended lists the clusters still uncontended
+	watchCancelled                   // for a new watch (effects.watch): no news
+	watchFailed                      // no answer: no watch until watchRetry from now
+	watchUnsupported                 // the control plane has none: the keeper's checks take over
+)
+
+// watched records how the watch of clusters, sent at sent, ended at now. An answer's
+// uncontended clusters count from when it was sent (an answer says no more), its contended
+// ones from now (it said so at once); a watch that failed stops counting.
+func (t *leaseTable) watched(clusters, uncontended []string, end watchEnd, sent, now time.Time) effects {
+	t.watchSet = nil
+	var e effects
+	for _, c := range clusters {
+		ch := t.checks[c]
+		switch {
+		case end == watchAnswered && slices.Contains(uncontended, c):
+			e.add(t.contention(c, false, sent))
+		case end == watchAnswered:
+			e.add(t.contention(c, true, now))
+		case end != watchCancelled:
+			ch.watchedUntil = time.Time{}
+		}
+	}
+	switch end {
+	case watchFailed:
+		t.watchRetryAt = now.Add(watchRetry)
+	case watchUnsupported:
+		t.watch = false
+		e.wakeKeeper = true
 	}
 	return e
 }
@@ -593,7 +679,7 @@ func (t *leaseTable) beginRenewals(slots []*slotState, now time.Time) (live []*s
 		return nil, nil, time.Time{}
 	}
 	for _, s := range live {
-		if ch := t.checks[s.hl.lease.Cluster]; ch != nil && t.c.Checks {
+		if ch := t.checks[s.hl.lease.Cluster]; ch != nil && t.checking() {
 			ch.reused = false
 		}
 	}
@@ -661,7 +747,7 @@ func (t *leaseTable) nextWork(now time.Time) time.Time {
 		}
 	}
 	for _, c := range slices.Sorted(maps.Keys(t.checks)) {
-		if ch := t.checks[c]; t.c.Checks && !t.stopped && ch.reused && t.uncontendedAt(c, now) && live[c] {
+		if ch := t.checks[c]; t.checking() && !t.stopped && ch.reused && t.uncontendedAt(c, now) && live[c] {
 			earliest(ch.at.Add(checkAfter))
 		}
 	}

@@ -26,6 +26,8 @@ type Remote struct {
 	acquireWait time.Duration
 	// renewOneByOne: the control plane predates PathRenewBatch (it answered 404 or 405).
 	renewOneByOne atomic.Bool
+	// noWatch: the control plane predates PathWatch (it answered 404 or 405).
+	noWatch atomic.Bool
 }
 
 // WithAcquireWait makes every acquire long-poll up to d in the control plane's arrival-order
@@ -60,6 +62,7 @@ var (
 	_ ReleasingAcquirer  = (*Remote)(nil)
 	_ ContentionAcquirer = (*Remote)(nil)
 	_ ContentionRenewer  = (*Remote)(nil)
+	_ ContentionWatcher  = (*Remote)(nil)
 )
 
 // Acquire implements LeaseClient; holder names the lease only where the control plane does not

@@ -448,10 +448,12 @@ func TestAPIReportsContention(t *testing.T) {
 // apiFleet is a simulated control plane (the capacity API over a memory store, unauthenticated:
 // workers name themselves) and worker nodes with lease guards over Remote, as a worker has.
 type apiFleet struct {
-	s     *sim.Sim
-	store *capacity.Memory
-	cp    *sim.Node
-	asked map[string]int // requests to the control plane, by path
+	s       *sim.Sim
+	store   *capacity.Memory
+	cp      *sim.Node
+	asked   map[string]int // requests to the control plane, by path
+	noWatch bool           // the control plane predates the contention watch (404)
+	lose    bool           // watches are never answered (their answers are lost)
 }
 
 func newAPIFleet(seed uint64) *apiFleet {
@@ -460,6 +462,14 @@ func newAPIFleet(seed uint64) *apiFleet {
 		api := capacity.NewAPIHandler(f.store, f.store, n.Env(), nil)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			f.asked[r.URL.Path]++
+			if f.noWatch && r.URL.Path == capacity.PathWatch {
+				http.NotFound(w, r)
+				return
+			}
+			if f.lose && r.URL.Path == capacity.PathWatch {
+				_ = n.Env().Sleep(r.Context(), time.Hour)
+				return
+			}
 			api.ServeHTTP(w, r)
 		})
 	})
@@ -497,54 +507,64 @@ func leaseID(s capacity.Slot) string { return s.(interface{ Lease() capacity.Lea
 
 // TestBusyWorkerKeepsItsLeasesWhileUncontended: two clients of one worker running back-to-back
 // 1 ms queries, nobody else asking, keep one lease each while they are busy (one engine tag
-// each: no retag) and ask the control plane once per checkAfter (10 ms), off the queries' path
-// (renewals), instead of for a new lease every leaseReuseWindow. Busy for 405 ms, idle for
-// 100 ms (the idle leases go back, and the reuse window runs out after an unchecked reuse), busy
-// for 600 ms: two leases each, in all. Before the checks, each client was granted a new lease
-// every 20 ms (about 100 acquires and leases); with checks that stopped after a window ran out
-// unchecked, one every 50 ms after the pause.
+// each: no retag), off the queries' path: the worker holds a contention watch open at the
+// control plane (one request per watchWait, 1 s), or, with a control plane that predates the
+// watch (404), checks with a renewal once per checkAfter (10 ms), instead of asking for a new
+// lease every leaseReuseWindow. Busy for 405 ms, idle for 100 ms (the idle leases go back, and
+// the reuse window runs out), busy for 600 ms: two leases each, in all. Before the checks, each
+// client was granted a new lease every 20 ms (about 100 acquires and leases); with checks that
+// stopped after a window ran out unchecked, one every 50 ms after the pause.
 func TestBusyWorkerKeepsItsLeasesWhileUncontended(t *testing.T) {
-	f := newAPIFleet(5)
-	w := f.s.AddNode("w1", nil)
-	metrics := capacity.NewMetrics(nil)
-	queries, leases := 0, map[string]bool{}
-	f.s.Spawn(w, "test", func() {
-		g, e := f.guard(w, metrics), w.Env()
-		start := e.Now()
-		ran := func(s capacity.Slot) {
-			queries++
-			leases[leaseID(s)] = true
+	for _, noWatch := range []bool{false, true} {
+		f := newAPIFleet(5)
+		f.noWatch = noWatch
+		w := f.s.AddNode("w1", nil)
+		metrics := capacity.NewMetrics(nil)
+		queries, leases := 0, map[string]bool{}
+		f.s.Spawn(w, "test", func() {
+			g, e := f.guard(w, metrics), w.Env()
+			start := e.Now()
+			ran := func(s capacity.Slot) {
+				queries++
+				leases[leaseID(s)] = true
+			}
+			for client := uint64(1); client <= 2; client++ {
+				e.Go(w.Ctx(), "client", func(ctx context.Context) {
+					ctx = query.WithAffinity(ctx, client)
+					busyClient(ctx, e, g, 4, time.Millisecond, start.Add(405*time.Millisecond), ran)
+					sleep(ctx, e, 100*time.Millisecond)
+					busyClient(ctx, e, g, 4, time.Millisecond, start.Add(1100*time.Millisecond), ran)
+				})
+			}
+		})
+		if err := f.s.Run(1500 * time.Millisecond); err != nil {
+			t.Fatal(err)
 		}
-		for client := uint64(1); client <= 2; client++ {
-			e.Go(w.Ctx(), "client", func(ctx context.Context) {
-				ctx = query.WithAffinity(ctx, client)
-				busyClient(ctx, e, g, 4, time.Millisecond, start.Add(405*time.Millisecond), ran)
-				sleep(ctx, e, 100*time.Millisecond)
-				busyClient(ctx, e, g, 4, time.Millisecond, start.Add(1100*time.Millisecond), ran)
-			})
+		reused := int(testutil.ToFloat64(metrics.LeaseReused.WithLabelValues("c")))
+		acquires, renewals, watches := f.asked[capacity.PathAcquire], f.asked[capacity.PathRenewBatch], f.asked[capacity.PathWatch]
+		t.Logf("no watch %v: %d queries, %d leases, %d reused; %d acquires, %d renewal batches, %d watches",
+			noWatch, queries, len(leases), reused, acquires, renewals, watches)
+		if queries < 1500 || len(leases) != 4 || acquires != 4 || reused != queries-4 {
+			t.Errorf("no watch %v: %d queries under %d leases (%d acquires, %d reused): want at least 1500 queries under 4 leases, 4 acquires, the rest reused",
+				noWatch, queries, len(leases), acquires, reused)
 		}
-	})
-	if err := f.s.Run(1500 * time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	reused := int(testutil.ToFloat64(metrics.LeaseReused.WithLabelValues("c")))
-	acquires, renewals := f.asked[capacity.PathAcquire], f.asked[capacity.PathRenewBatch]
-	t.Logf("%d queries, %d leases, %d reused; %d acquires, %d renewal batches", queries, len(leases), reused, acquires, renewals)
-	if queries < 1500 || len(leases) != 4 || acquires != 4 || reused != queries-4 {
-		t.Errorf("%d queries under %d leases (%d acquires, %d reused): want at least 1500 queries under 4 leases, 4 acquires, the rest reused",
-			queries, len(leases), acquires, reused)
-	}
-	// One check per checkAfter (10 ms) while the leases are reused: each is due 10 ms after
-	// the last one was sent.
-	if renewals < 60 || renewals > 110 {
-		t.Errorf("%d renewal batches in a second of reuse: want about one per 10 ms", renewals)
+		switch {
+		case noWatch && (renewals < 60 || renewals > 110 || watches != 1):
+			// One check per checkAfter (10 ms) while the leases are reused: each is due 10 ms
+			// after the last one was sent; the watch was asked for once.
+			t.Errorf("without the watch: %d renewal batches and %d watches in a second of reuse: want about one per 10 ms, and one watch", renewals, watches)
+		case !noWatch && (renewals != 0 || watches < 2 || watches > 4):
+			// A watch for each busy spell, and one more after a second.
+			t.Errorf("with the watch: %d renewal batches and %d watches in a second of reuse: want none and 2 to 4", renewals, watches)
+		}
 	}
 }
 
 // TestWaitingWorkerIsGrantedWithinTheCheckBound: a worker keeps both slots of a cluster busy
 // (two clients, back-to-back 1 ms queries) and reuses its leases; then another worker asks, every
 // RetryAskEvery as a waiting query does. The control plane denies it, and the busy worker's
-// next check (at most checkAfter after its last answer, plus a round trip) hears contended: it
+// watch is answered contended at once (or, with a control plane that predates the watch, its
+// next check, at most checkAfter after its last answer, plus a round trip, hears it): it
 // keeps nothing idle, its slots go back as their queries end, and the control plane keeps the
 // freed slot for the waiting worker (fair share). The bound: the waiting worker is granted at
 // its first ask after checkAfter + two round trips + a query + releaseLinger, i.e. within
@@ -552,6 +572,7 @@ func TestBusyWorkerKeepsItsLeasesWhileUncontended(t *testing.T) {
 func TestWaitingWorkerIsGrantedWithinTheCheckBound(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4, 5, 6, 7, 8} {
 		f := newAPIFleet(seed)
+		f.noWatch = seed%2 == 0 // a control plane that predates the watch: the renewals' checks
 		busy, late := f.s.AddNode("busy", nil), f.s.AddNode("late", nil)
 		var firstAsk, granted time.Duration
 		busyQueries := 0
