@@ -75,18 +75,18 @@ func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-daemon test skipped in -short mode")
 	}
-	if apart := replayDisagreements(t); len(apart) > 0 {
+	if apart := replayDisagreements(t, ""); len(apart) > 0 {
 		t.Logf("the first recording disagrees with its replay (%s); recording once more", strings.Join(apart, "; "))
-		if apart = replayDisagreements(t); len(apart) > 0 {
+		if apart = replayDisagreements(t, ".2"); len(apart) > 0 {
 			t.Errorf("the replay disagrees with its recording twice: %s", strings.Join(apart, "; "))
 		}
 	}
 }
 
 // replayDisagreements records, replays and returns the metrics that differ by more than
-// their tolerance.
-func replayDisagreements(t *testing.T) (apart []string) {
-	rec := recording(t)
+// their tolerance; a kept recording (REPLAY_KEEP) is kept with suffix after its name.
+func replayDisagreements(t *testing.T, suffix string) (apart []string) {
+	rec := recording(t, suffix)
 	real := recordedMetrics(t, rec.history)
 
 	cfg, err := config.Load(rec.config)
@@ -149,11 +149,12 @@ const (
 )
 
 // recording records a pgbench workload through a real fleet; REPLAY_KEEP=FILE keeps it (the
-// export at FILE, the config and the calibration beside it). REPLAY_FROM=FILE replays such a
-// kept recording instead of recording one: the simulator's side of the comparison then changes
-// only with the simulator, without the real fleet's run-to-run spread (an A/B of a simulator
-// change, e.g. against the commit before it).
-func recording(t *testing.T) replayRecording {
+// export at FILE, the config and the calibration beside it; a second recording, made when the
+// first disagreed, at FILE.2, so that the one that disagreed can still be replayed).
+// REPLAY_FROM=FILE replays such a kept recording instead of recording one: the simulator's side
+// of the comparison then changes only with the simulator, without the real fleet's run-to-run
+// spread (an A/B of a simulator change, e.g. against the commit before it).
+func recording(t *testing.T, suffix string) replayRecording {
 	if from := os.Getenv("REPLAY_FROM"); from != "" {
 		cal, err := scenarios.LoadCalibration(from + keptCalibrationSuffix)
 		if err != nil {
@@ -170,6 +171,7 @@ func recording(t *testing.T) replayRecording {
 		calibration: storeCalibration(t, apiAddr)}
 	exportHistory(t, apiAddr, rec.history)
 	if keep := os.Getenv("REPLAY_KEEP"); keep != "" {
+		keep += suffix
 		cal, err := yaml.Marshal(rec.calibration)
 		if err != nil {
 			t.Fatal(err)

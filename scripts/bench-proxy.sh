@@ -19,7 +19,8 @@
 # trino-go-client keeps; one pgx connection); the trino row's added p50 is its p50 minus
 # trino-pg's, and its goal is added p50 <= 100 us. The floor rows are the same client
 # against fixed documents with no proxy behind them (net/http, httplite, no HTTP server): how
-# much of those 100 us the client and two loopback exchanges take by themselves. A trino row's
+# much of those 100 us the client and two loopback exchanges take by themselves; trino-rawc,
+# floor-rawc and trino-driver ask with other clients (no net/http; trino-go-client). A trino row's
 # cpu_us/q is its server process's CPU per query over the latency run.
 #
 # The machine is shared and its timings drift, so the targets are measured in ROUNDS interleaved
@@ -407,6 +408,13 @@ for floor in trino-floor:floor floor-lite:floor-lite floor-raw:floor-raw; do # r
 	TR_TARGETS+=("$row")
 	TRARGS[$row]="-trino http://127.0.0.1:$port"
 done
+# The client's share: the same daemon and floor-raw asked by benchtrino's other clients. trino-rawc
+# and floor-rawc write each request themselves on one TCP connection (-client raw: no net/http,
+# the same JSON decoding), trino-driver is trino-go-client itself (-client driver, database/sql).
+TRARGS[trino-rawc]="${TRARGS[trino]} -client raw" TRARGS[trino-driver]="${TRARGS[trino]} -client driver"
+TRARGS[floor-rawc]="${TRARGS[floor-raw]} -client raw"
+PROC[trino-rawc]=${PROC[trino]} PROC[trino-driver]=${PROC[trino]} PROC[floor-rawc]=${PROC[floor-raw]}
+TR_TARGETS+=(trino-rawc trino-driver floor-rawc)
 if [ -n "${BASE_QF:-}" ]; then
 	trino_standalone base-trino
 	TR_TARGETS+=(base-trino)
@@ -462,7 +470,7 @@ echo
 echo "medians of $ROUNDS interleaved rounds; latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
 echo "  mysql go-relay / loop-relay: scripts/benchrelay to MariaDB, goroutines / the event loop framing nothing (-loop -raw)"
-echo "trino: scripts/benchtrino (SELECT 1, 1 client ${LAT_SECS}s, one kept-alive HTTP connection: POST, then GET nextUri until none) through a standalone daemon's Trino port to PostgreSQL; trino-pg: the same program over one pgx connection to PostgreSQL; trino-floor, floor-lite, floor-raw: the same program against benchtrino -floor, -floor-lite, -floor-raw (fixed documents, no proxy, served by net/http, by internal/httplite, by no HTTP server); trino cpu_us/q: the server process's CPU over the latency run, per query"
+echo "trino: scripts/benchtrino (SELECT 1, 1 client ${LAT_SECS}s, one kept-alive HTTP connection: POST, then GET nextUri until none) through a standalone daemon's Trino port to PostgreSQL; trino-pg: the same program over one pgx connection to PostgreSQL; trino-floor, floor-lite, floor-raw: the same program against benchtrino -floor, -floor-lite, -floor-raw (fixed documents, no proxy, served by net/http, by internal/httplite, by no HTTP server); trino-rawc, floor-rawc: trino and floor-raw asked without net/http (benchtrino -client raw); trino-driver: trino asked by trino-go-client (-client driver); trino cpu_us/q: the server process's CPU over the latency run, per query"
 RTT=$("$TMP/benchrelay" -rtt 3s)
 # The worker's capacity path over the whole run: queries that took an idle lease (no round trip
 # to the control plane) out of all it relayed.
@@ -496,3 +504,4 @@ echo "  of which a C relay hop (haproxy): postgres added p50 $(added "${LAT[dire
 tr=$(added "${TLAT[trino-pg]}" "${TLAT[trino]}")
 goal "trino added p50 ${tr} us <= 100 us (SELECT 1, scripts/benchtrino, over trino-pg)" "$tr <= 100" "$tr"
 echo "  of which the floors (the client and two loopback HTTP exchanges, no proxy work): added p50 $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite]}") us served by httplite, $(added "${TLAT[trino-pg]}" "${TLAT[floor-raw]}") us by no HTTP server, $(added "${TLAT[trino-pg]}" "${TLAT[trino-floor]}") us by net/http"
+echo "  the client's share: added p50 $(added "${TLAT[trino-pg]}" "${TLAT[trino-rawc]}") us with a client without net/http (trino-rawc), $(added "${TLAT[trino-pg]}" "${TLAT[trino-driver]}") us with trino-go-client (trino-driver); two exchanges with neither an HTTP client nor server (floor-rawc): $(added "${TLAT[trino-pg]}" "${TLAT[floor-rawc]}") us"

@@ -591,7 +591,7 @@ func TestClose(t *testing.T) {
 
 // A detached handler's answer reaches its client at once; the connection's next request is
 // served on the handler's goroutine once it returns, or on another after the wait if it does
-// not.
+// not: also when the timer was armed for an earlier handler's wait, due before this one's.
 func TestDetach(t *testing.T) {
 	secondServed := make(chan struct{}, 1)
 	detached := make(chan bool, 1)
@@ -603,9 +603,16 @@ func TestDetach(t *testing.T) {
 		case "/quick":
 			_, _ = io.WriteString(w, "quick")
 			detached <- Detach(w, time.Hour)
-		case "/slow":
+		case "/soon":
+			_, _ = io.WriteString(w, "soon")
+			detached <- Detach(w, 20*time.Millisecond)
+		case "/slow", "/slow-soon":
 			_, _ = io.WriteString(w, "slow")
-			detached <- Detach(w, time.Millisecond)
+			wait := time.Millisecond
+			if r.URL.Path == "/slow-soon" {
+				wait = 20 * time.Millisecond
+			}
+			detached <- Detach(w, wait)
 			<-secondServed // only another goroutine can serve it
 		case "/watched", "/closing":
 			detached <- Detach(w, time.Millisecond)
@@ -633,6 +640,16 @@ func TestDetach(t *testing.T) {
 	}
 	if body := exchange("GET /second HTTP/1.1\r\nHost: x\r\n\r\n"); body != "second" {
 		t.Fatalf("beside a slow detached handler: %q", body)
+	}
+	if body := exchange("GET /soon HTTP/1.1\r\nHost: x\r\n\r\n"); body != "soon" || !<-detached {
+		t.Fatalf("soon: %q", body)
+	}
+	time.Sleep(10 * time.Millisecond) // the next handler's wait ends 10 ms after this one's
+	if body := exchange("GET /slow-soon HTTP/1.1\r\nHost: x\r\n\r\n"); body != "slow" || !<-detached {
+		t.Fatalf("slow after soon: %q", body)
+	}
+	if body := exchange("GET /second HTTP/1.1\r\nHost: x\r\n\r\n"); body != "second" {
+		t.Fatalf("beside a slow detached handler, its timer armed for an earlier one: %q", body)
 	}
 	if exchange("GET /watched HTTP/1.1\r\nHost: x\r\n\r\n"); <-detached {
 		t.Fatal("a watched request detached")

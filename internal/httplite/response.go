@@ -33,10 +33,10 @@ type response struct {
 	err     error // a write to the client failed
 	done    bool  // finished: the answer went out whole
 
-	reqBody   *body         // nil for a request without one
-	watched   bool          // Options.Watch named the request
-	onBodyEnd func()        // starts the watch once a watched request's body ended
-	hand      *atomic.Int32 // set by Detach: the connection's hand-over (handWaiting...)
+	reqBody   *body  // nil for a request without one
+	watched   bool   // Options.Watch named the request
+	onBodyEnd func() // starts the watch once a watched request's body ended
+	hand      *hand  // set by Detach: the connection's hand-over
 }
 
 // errFinished is what a handler's write gets once its answer went out (Detach).

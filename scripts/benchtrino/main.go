@@ -9,8 +9,15 @@
 // Over Trino it follows the protocol as trino-go-client and the npm trino-client do: POST
 // /v1/statement over a kept-alive HTTP/1.1 connection, then GET every nextUri until a document
 // has none, reading rows from every document it is given. It prints "p50_us p99_us queries
-// requests_per_query post_p50_us": the mean HTTP requests a query took over Trino, and the p50
-// of its POST alone, from its first byte sent to its answer read ("-" both over pgx).
+// requests_per_query post_p50_us client_cpu_us": the mean HTTP requests a query took over
+// Trino, the p50 of its POST alone, from its first byte sent to its answer read ("-" both over
+// pgx), and the CPU this client spent per query.
+//
+// -client names the Trino client: http (the default) sends the requests with net/http's
+// client, as trino-go-client does; raw writes each request itself in one write on one TCP
+// connection and reads the answer with a bufio.Reader (no net/http: what is left is the
+// loopback exchanges and the JSON); driver runs the query through trino-go-client itself
+// (database/sql, one connection; requests_per_query and post_p50_us are then "-").
 //
 // With -floor it is instead the floor to compare the Trino row with: a net/http server on
 // loopback answering every POST with a fixed document naming a nextUri and every GET with a fixed
@@ -30,6 +37,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -37,13 +45,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	_ "github.com/trinodb/trino-go-client/trino" // -client driver
 
 	"github.com/queryflux/queryflux/internal/httplite"
 )
@@ -57,6 +68,7 @@ func main() {
 	floor := flag.String("floor", "", "serve fixed Trino documents on this address instead of measuring")
 	floorRaw := flag.String("floor-raw", "", "as -floor, without net/http")
 	floorLite := flag.String("floor-lite", "", "as -floor, served by internal/httplite")
+	client := flag.String("client", "http", "the Trino client: http (net/http), raw (no net/http) or driver (trino-go-client)")
 	flag.Parse()
 	for server, addr := range map[string]string{"net/http": *floor, "raw": *floorRaw, "httplite": *floorLite} {
 		if addr != "" {
@@ -67,8 +79,16 @@ func main() {
 	var requests *int          // HTTP requests sent, over Trino
 	var posts *[]time.Duration // each query's POST exchange, over Trino
 	switch {
+	case *trinoURL != "" && *pgURL == "" && *client == "driver":
+		var err error
+		if run, err = driverQuery(*trinoURL, *user, *q); err != nil {
+			fail(err)
+		}
 	case *trinoURL != "" && *pgURL == "":
-		c := newTrino(*trinoURL, *user)
+		c, err := newTrino(*trinoURL, *user, *client)
+		if err != nil {
+			fail(err)
+		}
 		run = func() error { return c.selectOne(*q) }
 		requests, posts = &c.requests, &c.posts
 	case *pgURL != "" && *trinoURL == "":
@@ -100,6 +120,7 @@ func main() {
 	if requests != nil {
 		before, *posts = *requests, nil
 	}
+	cpu0 := cpuTime()
 	end := time.Now().Add(*dur)
 	for time.Now().Before(end) {
 		t0 := time.Now()
@@ -108,12 +129,22 @@ func main() {
 		}
 		lats = append(lats, time.Since(t0))
 	}
+	clientCPU := (cpuTime() - cpu0).Microseconds() / int64(len(lats))
 	perQuery, postP50 := "-", "-"
 	if requests != nil {
 		perQuery = strconv.FormatFloat(float64(*requests-before)/float64(len(lats)), 'f', 3, 64)
 		postP50 = strconv.FormatInt(percentile(*posts, 0.50), 10)
 	}
-	fmt.Printf("%d %d %d %s %s\n", percentile(lats, 0.50), percentile(lats, 0.99), len(lats), perQuery, postP50)
+	fmt.Printf("%d %d %d %s %s %d\n", percentile(lats, 0.50), percentile(lats, 0.99), len(lats), perQuery, postP50, clientCPU)
+}
+
+// cpuTime is the CPU this process has used (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		fail(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // percentile is the p-th of durations in microseconds (durations get sorted).
@@ -187,42 +218,62 @@ func serveRaw(l net.Listener, queued, last []byte) error {
 // readRequest reads one request's head and discards its body (Content-Length only, as every
 // client of the floor sends), reporting whether it was a POST.
 func readRequest(br *bufio.Reader) (post bool, err error) {
-	line, err := br.ReadSlice('\n')
+	first, length, err := readHead(br)
 	if err != nil {
 		return false, err
 	}
-	post = bytes.HasPrefix(line, []byte("POST "))
-	length := 0
+	_, err = br.Discard(max(length, 0))
+	return strings.HasPrefix(first, "POST "), err
+}
+
+// readHead reads an HTTP/1.1 message's head: its first line and its Content-Length (-1: none).
+func readHead(br *bufio.Reader) (first string, length int, err error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return "", 0, err
+	}
+	first, length = string(line), -1
 	for {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
-			return false, err
+			return "", 0, err
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		if len(line) == 0 {
-			break
+			return first, length, nil
 		}
 		if name, value, ok := bytes.Cut(line, []byte(":")); ok && strings.EqualFold(string(name), "Content-Length") {
 			if length, err = strconv.Atoi(string(bytes.TrimSpace(value))); err != nil {
-				return false, err
+				return "", 0, err
 			}
 		}
 	}
-	_, err = br.Discard(length)
-	return post, err
 }
 
 type trinoClient struct {
 	base, user string
-	http       *http.Client
+	exchange   func(method, url, body string) (status int, answer []byte, err error)
 	requests   int             // HTTP requests sent
 	posts      []time.Duration // each statement's POST exchange
 }
 
-func newTrino(base, user string) *trinoClient {
-	// One connection, kept alive between queries, as trino-go-client keeps its own.
-	tr := &http.Transport{MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1, DisableCompression: true}
-	return &trinoClient{base: strings.TrimRight(base, "/"), user: user, http: &http.Client{Transport: tr}}
+func newTrino(base, user, client string) (*trinoClient, error) {
+	c := &trinoClient{base: strings.TrimRight(base, "/"), user: user}
+	switch client {
+	case "http":
+		// One connection, kept alive between queries, as trino-go-client keeps its own.
+		tr := &http.Transport{MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1, DisableCompression: true}
+		c.exchange = (&httpClient{c: c, http: &http.Client{Transport: tr}}).exchange
+	case "raw":
+		r, err := dialRaw(c)
+		if err != nil {
+			return nil, err
+		}
+		c.exchange = r.exchange
+	default:
+		return nil, fmt.Errorf("-client %q: want http, raw or driver", client)
+	}
+	return c, nil
 }
 
 // document is the part of a QueryResults document a client reads.
@@ -235,16 +286,11 @@ type document struct {
 }
 
 func (c *trinoClient) selectOne(sql string) error {
-	req, err := http.NewRequest(http.MethodPost, c.base+"/v1/statement", strings.NewReader(sql))
-	if err != nil {
-		return err
-	}
 	var rows [][]any
-	for start := time.Now(); req != nil; {
-		req.Header.Set("X-Trino-User", c.user)
-		req.Header.Set("X-Trino-Source", "benchtrino")
-		doc, err := c.do(req)
-		if req.Method == http.MethodPost {
+	method, url, body := http.MethodPost, c.base+"/v1/statement", sql
+	for start := time.Now(); url != ""; {
+		doc, err := c.do(method, url, body)
+		if method == http.MethodPost {
 			c.posts = append(c.posts, time.Since(start))
 		}
 		if err != nil {
@@ -254,12 +300,7 @@ func (c *trinoClient) selectOne(sql string) error {
 			return fmt.Errorf("query failed: %s", doc.Error.Message)
 		}
 		rows = append(rows, doc.Data...)
-		req = nil
-		if doc.NextURI != "" {
-			if req, err = http.NewRequest(http.MethodGet, doc.NextURI, nil); err != nil {
-				return err
-			}
-		}
+		method, url, body = http.MethodGet, doc.NextURI, ""
 	}
 	if len(rows) != 1 || len(rows[0]) != 1 || fmt.Sprint(rows[0][0]) != "1" {
 		return fmt.Errorf("rows %v, want [[1]]", rows)
@@ -267,27 +308,139 @@ func (c *trinoClient) selectOne(sql string) error {
 	return nil
 }
 
-func (c *trinoClient) do(req *http.Request) (*document, error) {
+func (c *trinoClient) do(method, url, body string) (*document, error) {
 	c.requests++
-	resp, err := c.http.Do(req)
+	status, answer, err := c.exchange(method, url, body)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s %s: %s: %s", req.Method, req.URL, resp.Status, bytes.TrimSpace(body))
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("%s %s: %d: %s", method, url, status, bytes.TrimSpace(answer))
 	}
 	var doc document
-	dec := json.NewDecoder(bytes.NewReader(body))
+	dec := json.NewDecoder(bytes.NewReader(answer))
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL, err)
+		return nil, fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	return &doc, nil
+}
+
+// httpClient sends a client's requests with net/http's client (-client http).
+type httpClient struct {
+	c    *trinoClient
+	http *http.Client
+}
+
+func (h *httpClient) exchange(method, url, body string) (int, []byte, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("X-Trino-User", h.c.user)
+	req.Header.Set("X-Trino-Source", "benchtrino")
+	resp, err := h.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, answer, err
+}
+
+// rawClient speaks HTTP/1.1 itself on one TCP connection (-client raw): each request in one
+// write, each answer read from a bufio.Reader. It reads only answers with a Content-Length
+// (what the daemon and the floors send these requests) and follows only links to its base.
+type rawClient struct {
+	c    *trinoClient
+	host string
+	conn net.Conn
+	br   *bufio.Reader
+	out  []byte
+}
+
+func dialRaw(c *trinoClient) (*rawClient, error) {
+	host, ok := strings.CutPrefix(c.base, "http://")
+	if !ok || strings.Contains(host, "/") {
+		return nil, fmt.Errorf("-client raw: %q is not http://HOST:PORT", c.base)
+	}
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		return nil, err
+	}
+	return &rawClient{c: c, host: host, conn: conn, br: bufio.NewReader(conn)}, nil
+}
+
+func (r *rawClient) exchange(method, url, body string) (int, []byte, error) {
+	path, ok := strings.CutPrefix(url, r.c.base)
+	if !ok {
+		return 0, nil, fmt.Errorf("-client raw: %s is not under %s", url, r.c.base)
+	}
+	b := append(r.out[:0], method...)
+	b = append(append(append(b, ' '), path...), " HTTP/1.1\r\nHost: "...)
+	b = append(append(b, r.host...), "\r\nX-Trino-User: "...)
+	b = append(append(b, r.c.user...), "\r\nX-Trino-Source: benchtrino\r\n"...)
+	if body != "" {
+		b = strconv.AppendInt(append(b, "Content-Length: "...), int64(len(body)), 10)
+		b = append(b, "\r\n"...)
+	}
+	b = append(append(b, "\r\n"...), body...)
+	r.out = b
+	if _, err := r.conn.Write(b); err != nil {
+		return 0, nil, err
+	}
+	return readAnswer(r.br)
+}
+
+// readAnswer reads one HTTP/1.1 answer with a Content-Length: its status and body.
+func readAnswer(br *bufio.Reader) (int, []byte, error) {
+	first, length, err := readHead(br)
+	if err != nil {
+		return 0, nil, err
+	}
+	fields := strings.Fields(first)
+	if len(fields) < 2 {
+		return 0, nil, fmt.Errorf("status line %q", first)
+	}
+	status, err := strconv.Atoi(fields[1])
+	if err != nil {
+		return 0, nil, fmt.Errorf("status line %q", first)
+	}
+	if length < 0 {
+		return 0, nil, errors.New("-client raw: an answer without a Content-Length")
+	}
+	answer := make([]byte, length)
+	_, err = io.ReadFull(br, answer)
+	return status, answer, err
+}
+
+// driverQuery runs q through trino-go-client on one database/sql connection (-client driver).
+func driverQuery(base, user, q string) (func() error, error) {
+	u, err := neturl.Parse(base)
+	if err != nil {
+		return nil, err
+	}
+	u.User = neturl.User(user)
+	u.RawQuery = "source=benchtrino"
+	db, err := sql.Open("trino", u.String())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return func() error {
+		var v int
+		if err := db.QueryRow(q).Scan(&v); err != nil {
+			return err
+		}
+		if v != 1 {
+			return fmt.Errorf("got %d, want 1", v)
+		}
+		return nil
+	}, nil
 }
 
 func fail(err error) {

@@ -186,7 +186,8 @@ func TestLoopLostLeaseStopsOnlyItsStatement(t *testing.T) {
 			t.Fatal(err)
 		}
 		late = lastSlot().LoseLater() // fenced as the statement ended; its cancel not yet run
-		done := sleep("qf_next_statement", 1.5)
+		// Long enough to be running still when the late cancel lands, on a loaded machine too.
+		done := sleep("qf_next_statement", 3)
 		late()
 		if err := <-done; err != nil {
 			t.Fatalf("the next statement, its own lease kept, once the last one's lost lease landed: %v", err)

@@ -32,7 +32,7 @@ func appendResults(b []byte, res *QueryResults, columns []byte) ([]byte, error) 
 				b = append(b, ',')
 			}
 			var err error
-			if b, err = appendValue(b, row); err != nil {
+			if b, err = appendArray(b, row); err != nil { // not appendValue: a row made an any is an allocation
 				return nil, err
 			}
 		}
@@ -135,17 +135,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, v...), nil
 	case []any:
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendValue(b, e); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
+		return appendArray(b, v)
 	case map[string]any: // encoding/json writes a map's keys sorted
 		keys := make([]string, 0, len(v))
 		for k := range v {
@@ -170,6 +160,21 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, bytes.TrimSuffix(raw, []byte{'\n'})...), nil
+}
+
+// appendArray appends a row, or an array value, as a JSON array.
+func appendArray(b []byte, v []any) ([]byte, error) {
+	b = append(b, '[')
+	for i, e := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendValue(b, e); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, ']'), nil
 }
 
 // appendString appends s quoted as encoding/json quotes it with SetEscapeHTML(false) (marshal).

@@ -504,7 +504,7 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	} else {
 		res.NextURI = base + "/v1/statement/executing/" + q.id + "/" + q.slug + "/" + strconv.FormatInt(token+1, 10)
 	}
-	body, err := appendResults(make([]byte, 0, 512+len(q.columnsJSON)), &res, q.columnsJSON)
+	body, err := appendResults(make([]byte, 0, 1024+len(q.columnsJSON)), &res, q.columnsJSON) // a short page's whole document
 	if err != nil {
 		panic(fmt.Sprintf("trinohttp: encode page of %s: %v", q.id, err))
 	}

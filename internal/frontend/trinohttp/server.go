@@ -390,8 +390,17 @@ func (s *Server) bodyRefused(w http.ResponseWriter, err error) {
 	http.Error(w, err.Error(), status)
 }
 
+// readBody reads a statement of at most limit bytes. One whose length its request gives, as
+// clients send it, is read into a buffer of that size (no growing copies).
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) (string, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var b []byte
+	var err error
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		b = make([]byte, n)
+		_, err = io.ReadFull(r.Body, b) // the body ends at its Content-Length
+	} else {
+		b, err = io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	}
 	if err != nil {
 		return "", fmt.Errorf("statement body: %w", err)
 	}
@@ -417,12 +426,16 @@ func buildRequest(r *http.Request, user, sql string) *query.Request {
 			req.Headers[name] = strings.Join(values, ",")
 		}
 	}
-	for _, tag := range strings.Split(r.Header.Get("X-Trino-Client-Tags"), ",") {
+	for tag := range strings.SplitSeq(r.Header.Get("X-Trino-Client-Tags"), ",") {
 		if tag = strings.TrimSpace(tag); tag != "" {
 			req.Tags = append(req.Tags, tag)
 		}
 	}
-	sql, args, ok := parseExecuteImmediate(sql, preparedStatements(r.Header.Values("X-Trino-Prepared-Statement")))
+	var prepared map[string]string // made only for a client that sends some
+	if names := r.Header.Values("X-Trino-Prepared-Statement"); len(names) > 0 {
+		prepared = preparedStatements(names)
+	}
+	sql, args, ok := parseExecuteImmediate(sql, prepared)
 	if ok {
 		req.SQL, req.Args = sql, args
 	}
@@ -463,7 +476,9 @@ func (s *Server) newID() (id, slug string) {
 	if s.opts.Forward != nil {
 		buf = append(append(buf, '_'), s.opts.Forward.Self()...)
 	}
-	return string(buf), "y" + hex.EncodeToString(b[3:])
+	n := len(buf)
+	both := string(hex.AppendEncode(append(buf, 'y'), b[3:])) // one string for the two
+	return both[:n], both[n:]
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,0 +1,175 @@
+package httplite
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// parseHead reads a request's head from what br has buffered, as http.ReadRequest would read
+// it, when it is of the plain kind clients send this port: whole in the buffer, every line
+// ended by CRLF, an origin-form target, HTTP/1.1, field names that are tokens, no line
+// folding, and no Transfer-Encoding, Trailer, Pragma or second Host or Content-Length field.
+// Its keys and values are slices of one string: a statement's POST head costs 7 allocations
+// instead of http.ReadRequest's 14 (RESULTS.md, "Trino HTTP (#22, session 19)"). For any other
+// head, or one longer than sizeMax, it reports false and consumes nothing: http.ReadRequest
+// reads it, or refuses it.
+func parseHead(br *bufio.Reader, sizeMax int) (*http.Request, bool) {
+	buf, _ := br.Peek(br.Buffered())
+	end := bytes.Index(buf, []byte("\r\n\r\n"))
+	if end < 0 || end+4 > sizeMax {
+		return nil, false
+	}
+	head := string(buf[:end+2]) // every line with its CRLF
+	line, rest, _ := strings.Cut(head, "\r\n")
+	method, target, ok1 := strings.Cut(line, " ")
+	target, proto, ok2 := strings.Cut(target, " ")
+	if !ok1 || !ok2 || proto != "HTTP/1.1" || !isToken(method) || !strings.HasPrefix(target, "/") {
+		return nil, false
+	}
+	u, err := url.ParseRequestURI(target)
+	if err != nil {
+		return nil, false
+	}
+	h, ok := parseFields(rest)
+	if !ok || len(h["Host"]) > 1 || len(h["Content-Length"]) > 1 || h["Transfer-Encoding"] != nil ||
+		h["Trailer"] != nil || h["Pragma"] != nil {
+		return nil, false
+	}
+	req := &http.Request{Method: method, URL: u, Proto: proto, ProtoMajor: 1, ProtoMinor: 1, Header: h,
+		Host: h.Get("Host"), RequestURI: target, Body: http.NoBody,
+		Close: httpguts.HeaderValuesContainsToken(h["Connection"], "close")}
+	delete(h, "Host") // as http.ReadRequest leaves it
+	if cl := h["Content-Length"]; cl != nil {
+		n, ok := contentLength(cl[0])
+		if !ok {
+			return nil, false
+		}
+		req.ContentLength = n
+		if n > 0 {
+			req.Body = &headBody{br: br, left: n, closing: req.Close}
+		}
+	}
+	_, _ = br.Discard(end + 4)
+	return req, true
+}
+
+// parseFields reads the field lines of a head (each ended by CRLF) as textproto.ReadMIMEHeader
+// would, reporting false for a line it may read otherwise.
+func parseFields(lines string) (http.Header, bool) {
+	n := strings.Count(lines, "\n")
+	h := make(http.Header, n)
+	values := make([]string, n) // every field's first value, cut from one slice
+	for line := range strings.Lines(lines) {
+		line, crlf := strings.CutSuffix(line, "\r\n")
+		name, value, colon := strings.Cut(line, ":")
+		if !crlf || !colon || !isToken(name) { // a bare CR fails this or the value's check
+			return nil, false
+		}
+		value = strings.Trim(value, " \t")
+		for i := 0; i < len(value); i++ {
+			if c := value[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+				return nil, false
+			}
+		}
+		if !isCanonical(name) {
+			name = textproto.CanonicalMIMEHeaderKey(name)
+		}
+		if vv := h[name]; vv != nil {
+			h[name] = append(vv, value)
+			continue
+		}
+		values[0] = value
+		h[name], values = values[:1:1], values[1:]
+	}
+	return h, true
+}
+
+// contentLength parses a Content-Length value as net/http accepts it: digits only.
+func contentLength(s string) (int64, bool) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// isToken reports whether s is a non-empty RFC 7230 token (a method, a field name).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !httpguts.IsTokenRune(rune(s[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// isCanonical reports whether the token s is in textproto's canonical form: a capital at
+// its start and after each hyphen, small letters elsewhere.
+func isCanonical(s string) bool {
+	upper := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
+			return false
+		}
+		upper = c == '-'
+	}
+	return true
+}
+
+// headBody is the body of a request parseHead read: its Content-Length bytes, as net/http's
+// request body reads them (io.ErrUnexpectedEOF when the connection ends short of them, and
+// a Close that reads the rest unless the connection closes after this request).
+type headBody struct {
+	br      *bufio.Reader
+	left    int64
+	closing bool // the connection ends after this request
+	ended   bool // the reads reached the body's end, or the connection's
+	closed  bool
+}
+
+func (b *headBody) Read(p []byte) (int, error) {
+	switch {
+	case b.closed:
+		return 0, http.ErrBodyReadAfterClose
+	case b.ended || b.left == 0:
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.br.Read(p)
+	b.left -= int64(n)
+	switch {
+	case err == io.EOF && b.left > 0:
+		b.ended, err = true, io.ErrUnexpectedEOF
+	case err == nil && b.left == 0:
+		b.ended, err = true, io.EOF
+	}
+	return n, err
+}
+
+func (b *headBody) Close() error {
+	var err error
+	if !b.closed && !b.closing && !b.ended && b.left > 0 {
+		var n int
+		n, err = b.br.Discard(int(min(b.left, int64(^uint(0)>>1))))
+		b.left -= int64(n)
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	b.closed = true
+	return err
+}

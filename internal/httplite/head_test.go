@@ -1,0 +1,210 @@
+package httplite
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// buffered is a reader holding all of raw in its buffer, as a connection's reader holds a
+// request that arrived in one segment.
+func buffered(t testing.TB, raw string) *bufio.Reader {
+	br := bufio.NewReaderSize(strings.NewReader(raw), 64<<10)
+	if _, err := br.Peek(len(raw)); err != nil {
+		t.Fatal(err)
+	}
+	return br
+}
+
+// The heads clients send this port are read without http.ReadRequest, and as it reads them.
+func TestPlainHeadsAreParsedAsReadRequestParsesThem(t *testing.T) {
+	for _, raw := range []string{
+		"POST /v1/statement HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: Go-http-client/1.1\r\nContent-Length: 8\r\nX-Trino-Source: benchtrino\r\nX-Trino-User: postgres\r\n\r\nSELECT 1",
+		"GET /v1/statement/executing/20261203_140000_00001_abcdef/y0123/1 HTTP/1.1\r\nHost: h\r\nX-Trino-User: postgres\r\n\r\n",
+		"POST /v1/statement HTTP/1.1\r\nhost: h\r\nx-trino-user: a\r\nconnection: keep-alive\r\ncontent-length: 3\r\naccept: application/json, text/plain, */*\r\n\r\nabcGET /next HTTP/1.1\r\n",
+		"DELETE /v1/query/q HTTP/1.1\r\nHost: h\r\nConnection: close\r\nX-Trino-Client-Tags: a, b\r\nX-Trino-Client-Tags: c\r\n\r\n",
+	} {
+		fast, ok := parseHead(buffered(t, raw), 1<<20)
+		if !ok {
+			t.Fatalf("not read without http.ReadRequest: %q", raw)
+		}
+		sameRequest(t, raw, fast)
+	}
+}
+
+// Heads with what a plain one has not: parseHead leaves each to http.ReadRequest, or reads it
+// as that does.
+func TestOddHeadsAreReadAsReadRequestReadsThem(t *testing.T) {
+	for _, raw := range []string{
+		"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\ncontent-length: 3\r\n\r\nabc",
+		"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 2\r\n\r\nabc",
+		"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabcGET / HTTP/1.1\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcGET / HTTP/1.1\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nPragma: no-cache\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nX: a\x01b\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nX: a\rb\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nX: a\nY: b\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nHost: i\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+	} {
+		br := buffered(t, raw)
+		if fast, ok := parseHead(br, 1<<20); ok {
+			sameRequest(t, raw, fast)
+		} else if br.Buffered() != len(raw) {
+			t.Fatalf("declined %q, consuming %d bytes", raw, len(raw)-br.Buffered())
+		}
+	}
+}
+
+// Any head parseHead reads, it reads as http.ReadRequest does (the request, its body, and where
+// the next request starts); any other it leaves whole for http.ReadRequest.
+func TestHeadsAreReadAsReadRequestReadsThem(t *testing.T) {
+	// pick draws one of good, or now and then one of bad: most heads drawn are plain, the
+	// kind parseHead reads, each with a flaw or an oddity at times.
+	pick := func(rt *rapid.T, label string, good, bad []string) string {
+		xs := good
+		if rapid.IntRange(0, 11).Draw(rt, label+"Odd") == 0 {
+			xs = bad
+		}
+		return xs[rapid.IntRange(0, len(xs)-1).Draw(rt, label)]
+	}
+	some := func(xs ...string) []string { return xs }
+	rapid.Check(t, func(rt *rapid.T) {
+		var b strings.Builder
+		eol := func(label string) string { return pick(rt, label, some("\r\n"), some("\n", "\r", "\r\r\n")) }
+		b.WriteString(pick(rt, "method", some("GET", "POST", "DELETE", "HEAD"), some("get", "G T", "", "PRI", "CONNECT", "GET\r")))
+		b.WriteString(pick(rt, "sp1", some(" "), some("  ", "\t")))
+		b.WriteString(pick(rt, "target", some("/v1/statement", "/v1/statement/queued/q/s/0", "/a?b=c&d", "/%41%2F", "//x", "/a#f"),
+			some("/%zz", "*", "http://h/x", "/a\x01", "", "/é", "/a\nb")))
+		b.WriteString(pick(rt, "sp2", some(" "), some("  ", "", "\t")))
+		b.WriteString(pick(rt, "proto", some("HTTP/1.1"), some("HTTP/1.0", "HTTP/2.0", "http/1.1", "HTTP/1.1 ", "HTTP/1.10")))
+		b.WriteString(eol("eol"))
+		fields := rapid.IntRange(0, 7).Draw(rt, "fields")
+		for range fields {
+			b.WriteString(pick(rt, "lead", some(""), some(" ", "\t")))
+			b.WriteString(pick(rt, "name", some("Host", "host", "X-Trino-User", "x-trino-USER", "Content-Length", "content-length",
+				"Connection", "Expect", "X_Y", "Cache-Control", "Accept"),
+				some("Transfer-Encoding", "Pragma", "Trailer", "Bad Name", "", "é", "X:Y")))
+			b.WriteString(pick(rt, "colon", some(":", ": ", ":  "), some(" :", "", ":\t")))
+			b.WriteString(pick(rt, "value", some("x", "x ", " x\t", "close", "keep-alive, Close", "3", "0", "05", "", "a b"),
+				some("+3", "-1", "99999999999999999999", "chunked", "no-cache", "a\x01b", "a\x7fb", "é", "a\rb", "100-continue")))
+			b.WriteString(eol("fieldEOL"))
+		}
+		b.WriteString(eol("endEOL"))
+		b.WriteString(pick(rt, "body", some("", "abc", "SELECT 1", "GET / HTTP/1.1\r\n"), some("abcdef")))
+		raw := b.String()
+
+		br := buffered(t, raw)
+		fast, ok := parseHead(br, rapid.IntRange(16, 1<<10).Draw(rt, "sizeMax"))
+		if !ok {
+			if br.Buffered() != len(raw) {
+				rt.Fatalf("declined %q, consuming %d bytes", raw, len(raw)-br.Buffered())
+			}
+			return
+		}
+		sameRequest(rt, raw, fast)
+	})
+}
+
+// sameRequest fails unless fast (parseHead's reading of raw, whose reader is spent) is what
+// http.ReadRequest reads from raw: the request, its body, and the bytes after it.
+func sameRequest(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, raw string, fast *http.Request) {
+	t.Helper()
+	slow, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+	if err != nil {
+		t.Fatalf("%q: read by parseHead, refused by http.ReadRequest: %v", raw, err)
+	}
+	type view struct {
+		Method, URL, RequestURI, Proto, Host string
+		Major, Minor                         int
+		Header                               http.Header
+		Close                                bool
+		Length                               int64
+		NoBody                               bool
+	}
+	see := func(r *http.Request) view {
+		return view{r.Method, r.URL.String(), r.RequestURI, r.Proto, r.Host, r.ProtoMajor, r.ProtoMinor, r.Header, r.Close,
+			r.ContentLength, r.Body == http.NoBody}
+	}
+	if f, s := see(fast), see(slow); !reflect.DeepEqual(f, s) {
+		t.Fatalf("%q:\nparseHead       %+v\nhttp.ReadRequest %+v", raw, f, s)
+	}
+	// The bodies and what follows them: both readers again, the fast one over the same bytes.
+	br := bufio.NewReader(strings.NewReader(raw))
+	fast, _ = parseHeadAll(br)
+	sbr := bufio.NewReader(strings.NewReader(raw))
+	slow, _ = http.ReadRequest(sbr)
+	fb, ferr := io.ReadAll(fast.Body)
+	sb, serr := io.ReadAll(slow.Body)
+	fr, _ := io.ReadAll(br)
+	sr, _ := io.ReadAll(sbr)
+	if !bytes.Equal(fb, sb) || ferr != serr || !bytes.Equal(fr, sr) {
+		t.Fatalf("%q: body %q (%v) then %q, http.ReadRequest's %q (%v) then %q", raw, fb, ferr, fr, sb, serr, sr)
+	}
+	// A body closed after its first byte: what Close leaves to read, and a read after it.
+	br, sbr = bufio.NewReader(strings.NewReader(raw)), bufio.NewReader(strings.NewReader(raw))
+	fast, _ = parseHeadAll(br)
+	slow, _ = http.ReadRequest(sbr)
+	var one [1]byte
+	_, _ = fast.Body.Read(one[:])
+	_, _ = slow.Body.Read(one[:])
+	ferr, serr = fast.Body.Close(), slow.Body.Close()
+	_, fafter := fast.Body.Read(one[:])
+	_, safter := slow.Body.Read(one[:])
+	fr, _ = io.ReadAll(br)
+	sr, _ = io.ReadAll(sbr)
+	if ferr != serr || fafter != safter || !bytes.Equal(fr, sr) {
+		t.Fatalf("%q: closed after a byte: %v, then %v and %q; http.ReadRequest's %v, then %v and %q", raw, ferr, fafter, fr, serr, safter, sr)
+	}
+}
+
+// parseHeadAll is parseHead on a reader it fills first.
+func parseHeadAll(br *bufio.Reader) (*http.Request, bool) {
+	_, _ = br.Peek(br.Size())
+	return parseHead(br, 1<<20)
+}
+
+// A statement's POST head as benchtrino's net/http client sends it, read by parseHead and by
+// http.ReadRequest (the body is left unread by both).
+//
+//	go test -run '^$' -bench ReadHead -benchmem ./internal/httplite/
+func BenchmarkReadHead(b *testing.B) {
+	const raw = "POST /v1/statement HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: Go-http-client/1.1\r\nContent-Length: 8\r\n" +
+		"X-Trino-Source: benchtrino\r\nX-Trino-User: postgres\r\n\r\nSELECT 1"
+	for _, read := range []struct {
+		name string
+		read func(*bufio.Reader) (*http.Request, error)
+	}{
+		{"parseHead", func(br *bufio.Reader) (*http.Request, error) {
+			if req, ok := parseHead(br, 1<<20); ok {
+				return req, nil
+			}
+			return nil, io.ErrUnexpectedEOF
+		}},
+		{"ReadRequest", http.ReadRequest},
+	} {
+		b.Run(read.name, func(b *testing.B) {
+			sr := strings.NewReader(raw)
+			br := bufio.NewReader(sr)
+			b.ReportAllocs()
+			for b.Loop() {
+				sr.Reset(raw)
+				br.Reset(sr)
+				_, _ = br.Peek(1)
+				if _, err := read.read(br); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
