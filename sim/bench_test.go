@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/gcfloor"
 	"github.com/queryflux/queryflux/scenarios"
 	"github.com/queryflux/queryflux/sim"
 	"github.com/queryflux/queryflux/sim/workload"
@@ -146,7 +147,7 @@ checks:
 // last run keeps plan-fleet's caps at 3,000 workers for 12 virtual seconds (three times over
 // capacity: every waiting worker asks again every 50 ms), for its CPU per virtual second; it has
 // no goal. Each run is one command: qfsim run scenarios/plan-fleet.yaml --workers N [--cap C]
-// [--duration D].
+// [--duration D], and runs with the collector's headroom floor qfsim keeps (sim.GCFloor).
 func BenchmarkPlanFleet(b *testing.B) {
 	sc, err := scenarios.Load("../scenarios/plan-fleet.yaml")
 	if err != nil {
@@ -177,9 +178,11 @@ func BenchmarkPlanFleet(b *testing.B) {
 				b.Fatal(err)
 			}
 			for range b.N {
+				stop := gcfloor.Start(sim.GCFloor) // as qfsim runs
 				cpu0 := cpuTime()
 				res := scenarios.Run(v, 1, scenarios.RunOpts{})
 				cpu := cpuTime() - cpu0
+				stop()
 				if !res.Pass() {
 					b.Fatalf("%+v", res.Checks)
 				}

@@ -71,7 +71,9 @@ func (e *nodeEnv) Go(ctx context.Context, name string, fn func(ctx context.Conte
 		panic(errKilled)
 	}
 	simCtxOf(ctx) // contract check
-	e.n.spawn(name, func() { fn(ctx) })
+	if t := e.n.spawn(name, nil); t != nil {
+		t.ctxFn, t.ctx = fn, ctx
+	}
 }
 
 func (e *nodeEnv) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

@@ -84,12 +84,12 @@ type Net struct {
 
 	Sent, Dropped, Refused uint64
 
-	lastMethod, lastPath, lastName string // taskName's cache
-
-	lastURIPath, lastURIRawPath, lastURIQuery, lastURI string // requestURI's cache
-
-	lastURL       url.URL // urlString's cache
-	lastURLString string
+	// The strings of the last few URLs and handler tasks (a fleet sends the same few requests
+	// over and over, interleaved): urlOf's and taskName's.
+	urls     [8]urlStrings
+	urlNext  int
+	names    [8]taskNameOf
+	nameNext int
 
 	keys   []string      // headerHash's scratch
 	digest xxhash.Digest // headerHash's
@@ -99,7 +99,7 @@ type linkState struct {
 	cfg     *Link
 	blocked bool
 	held    bool
-	queue   []func()
+	queue   []*message
 }
 
 func newNet(s *Sim) *Net {
@@ -181,8 +181,8 @@ func (nt *Net) Release(from, to string) {
 	ls.held = false
 	q := ls.queue
 	ls.queue = nil
-	for _, deliver := range q {
-		nt.arrive(from, to, deliver)
+	for _, m := range q {
+		nt.arrive(m)
 	}
 }
 
@@ -194,8 +194,8 @@ func (nt *Net) Held(from, to string) int {
 	return 0
 }
 
-// transmit sends one message from -> to; deliver runs in the runner when it arrives.
-func (nt *Net) transmit(from, to string, deliver func()) {
+// transmit sends m from -> to; it is delivered in the runner when it arrives.
+func (nt *Net) transmit(m *message, from, to string) {
 	s := nt.s
 	cfg := &nt.def
 	if ls := nt.peek(from, to); ls != nil && ls.cfg != nil {
@@ -208,35 +208,41 @@ func (nt *Net) transmit(from, to string, deliver func()) {
 		return
 	}
 	lat := cfg.Latency.sample(s.rng)
-	m := &message{nt: nt, from: from, to: to, deliver: deliver}
+	m.nt, m.from, m.to = nt, from, to
 	s.timerSeq++
 	m.arrival = timer{at: s.now + lat, seq: s.timerSeq, msg: m}
 	s.timers.push(&m.arrival)
 }
 
-// message is one message in flight; its arrival timer lives in it (one allocation per message).
+// message is one message in flight, an exchange's request or its answer; its arrival timer
+// lives in it, and it lives in its exchange.
 type message struct {
 	arrival  timer
 	nt       *Net
 	from, to string
-	deliver  func()
+	ex       *exchange
+	answer   bool // the target's answer (else the request)
 }
 
-func (m *message) arrive() { m.nt.arrive(m.from, m.to, m.deliver) }
+func (m *message) arrive() { m.nt.arrive(m) }
 
-func (nt *Net) arrive(from, to string, deliver func()) {
-	if ls := nt.peek(from, to); ls != nil {
+func (nt *Net) arrive(m *message) {
+	if ls := nt.peek(m.from, m.to); ls != nil {
 		if ls.blocked {
 			nt.Dropped++
-			nt.s.mixStrings(evDrop, from, to, "partition")
+			nt.s.mixStrings(evDrop, m.from, m.to, "partition")
 			return
 		}
 		if ls.held {
-			ls.queue = append(ls.queue, deliver)
+			ls.queue = append(ls.queue, m)
 			return
 		}
 	}
-	deliver()
+	if m.answer {
+		m.ex.answered()
+	} else {
+		nt.deliverRequest(m.ex)
+	}
 }
 
 // ---- HTTP over simnet ----
@@ -253,6 +259,22 @@ type exchange struct {
 	done    bool // the answer reached the caller
 	resp    *http.Response
 	err     error
+
+	// What a round trip is made of lives in its exchange: one allocation instead of one each
+	// (a fleet makes thousands of round trips per virtual second).
+	request, answer message
+	hctx            simCtx     // the handler's context
+	reqBody         bodyReader // the request's body as the handler reads it
+	w               bufWriter
+	response        http.Response
+	respBody        bodyReader
+	contentLength   [1]string
+}
+
+// answered is the answer's arrival at the caller.
+func (ex *exchange) answered() {
+	ex.done = true
+	ex.caller.node.s.wake(ex.caller, ex.gen)
 }
 
 // transport is a node's http.RoundTripper.
@@ -279,13 +301,14 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	nt := s.net
 	nt.nextEx++
 	ex := &exchange{id: nt.nextEx, from: from, to: to, req: req, body: body, caller: t}
+	ex.request.ex = ex
 	ex.gen = t.prepare()
 	if sc != nil {
 		t.waitOn(&sc.waiters, ex.gen)
 	}
 	s.mix(evMsg, ex.id, xxhash.Sum64(body), nt.headerHash(req.Header))
-	s.mixStrings(evMsg, from.name, to.name, req.Method, nt.urlString(req.URL))
-	nt.transmit(from.name, to.name, func() { nt.deliverRequest(ex) })
+	s.mixStrings(evMsg, from.name, to.name, req.Method, nt.urlOf(req.URL).str)
+	nt.transmit(&ex.request, from.name, to.name)
 	s.park(t)
 	if ex.done {
 		return ex.resp, ex.err
@@ -371,56 +394,61 @@ func (nt *Net) deliverRequest(ex *exchange) {
 	to.spawn(nt.taskName(ex.req), func() { nt.serve(ex, h) })
 }
 
-// requestURI is u.RequestURI(), reusing the last one built.
-func (nt *Net) requestURI(u *url.URL) string {
-	if u.Path != nt.lastURIPath || u.RawPath != nt.lastURIRawPath || u.RawQuery != nt.lastURIQuery || u.Opaque != "" || u.ForceQuery {
-		nt.lastURIPath, nt.lastURIRawPath, nt.lastURIQuery = u.Path, u.RawPath, u.RawQuery
-		nt.lastURI = u.RequestURI()
-		if u.Opaque != "" || u.ForceQuery {
-			nt.lastURIPath = "\x00" // never reuse an unusual URL's result
+type urlStrings struct {
+	u               url.URL
+	str, requestURI string // u.String(), u.RequestURI()
+}
+
+// urlOf is u's strings, built once while u is among the last few URLs seen.
+func (nt *Net) urlOf(u *url.URL) *urlStrings {
+	for i := range nt.urls {
+		if e := &nt.urls[i]; e.u.Path == u.Path && e.u == *u {
+			return e
 		}
 	}
-	return nt.lastURI
+	e := &nt.urls[nt.urlNext]
+	nt.urlNext = (nt.urlNext + 1) % len(nt.urls)
+	*e = urlStrings{u: *u, str: u.String(), requestURI: u.RequestURI()}
+	return e
 }
 
-// urlString is u.String(), reusing the last one built.
-func (nt *Net) urlString(u *url.URL) string {
-	if *u != nt.lastURL {
-		nt.lastURL = *u
-		nt.lastURLString = u.String()
-	}
-	return nt.lastURLString
-}
+type taskNameOf struct{ method, path, name string }
 
-// taskName names a handler task "http METHOD PATH", reusing the last name built (a fleet sends
-// the same few requests over and over).
+// taskName names a handler task "http METHOD PATH", built once while it is among the last few.
 func (nt *Net) taskName(req *http.Request) string {
-	if req.Method != nt.lastMethod || req.URL.Path != nt.lastPath {
-		nt.lastMethod, nt.lastPath = req.Method, req.URL.Path
-		nt.lastName = "http " + req.Method + " " + req.URL.Path
+	for i := range nt.names {
+		if e := &nt.names[i]; e.path == req.URL.Path && e.method == req.Method && e.name != "" {
+			return e.name
+		}
 	}
-	return nt.lastName
+	e := &nt.names[nt.nameNext]
+	nt.nameNext = (nt.nameNext + 1) % len(nt.names)
+	*e = taskNameOf{req.Method, req.URL.Path, "http " + req.Method + " " + req.URL.Path}
+	return e.name
 }
 
 func (nt *Net) serve(ex *exchange, h http.Handler) {
 	to := ex.to
-	hctx := nt.s.newCtx(to.ctx)
+	hctx := &ex.hctx
+	nt.s.initCtx(hctx, to.ctx)
 	r := ex.req.WithContext(hctx)
 	if len(ex.body) > 0 {
-		r.Body = newBodyReader(ex.body)
+		ex.reqBody.reset(ex.body)
+		r.Body = &ex.reqBody
 	} else {
 		r.Body = http.NoBody
 	}
 	r.ContentLength = int64(len(ex.body))
 	r.RemoteAddr = ex.from.remoteAddr()
-	r.RequestURI = nt.requestURI(ex.req.URL)
+	r.RequestURI = nt.urlOf(ex.req.URL).requestURI
 	if r.Host == "" {
 		r.Host = ex.req.URL.Host
 	}
 	if r.Header == nil {
 		r.Header = http.Header{}
 	}
-	w := &bufWriter{h: http.Header{}}
+	w := &ex.w
+	w.h = http.Header{}
 	aborted := false
 	func() {
 		defer func() {
@@ -438,7 +466,7 @@ func (nt *Net) serve(ex *exchange, h http.Handler) {
 		nt.reply(ex, nil, resetErr(to.name))
 		return
 	}
-	nt.reply(ex, w.response(ex.req), nil)
+	nt.reply(ex, w.response(ex), nil)
 }
 
 // reply sends the target's answer (a response or a connection error) back to the caller.
@@ -461,11 +489,9 @@ func (nt *Net) reply(ex *exchange, resp *http.Response, err error) {
 	if err != nil {
 		nt.s.mixStrings(evReply, err.Error())
 	}
-	nt.transmit(ex.to.name, ex.from.name, func() {
-		ex.done = true
-		ex.resp, ex.err = resp, err
-		nt.s.wake(ex.caller, ex.gen)
-	})
+	ex.resp, ex.err = resp, err // the caller sees them once the answer arrives (done)
+	ex.answer.ex, ex.answer.answer = ex, true
+	nt.transmit(&ex.answer, ex.to.name, ex.from.name)
 }
 
 // nodeCrashed resets every exchange whose handler ran on n.
@@ -525,15 +551,15 @@ type bodyReader struct {
 	b []byte
 }
 
-func newBodyReader(b []byte) *bodyReader {
-	br := &bodyReader{b: b}
+func (br *bodyReader) reset(b []byte) {
+	br.b = b
 	br.Reset(b)
-	return br
 }
 
 func (b *bodyReader) Close() error { return nil }
 
-func (w *bufWriter) response(req *http.Request) *http.Response {
+// response is the handler's answer to ex, in ex.
+func (w *bufWriter) response(ex *exchange) *http.Response {
 	code := w.code
 	if code == 0 {
 		code = http.StatusOK
@@ -544,8 +570,10 @@ func (w *bufWriter) response(req *http.Request) *http.Response {
 		h.Set("Content-Type", http.DetectContentType(b))
 	}
 	trailer := trailers(h)
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	return &http.Response{
+	ex.contentLength[0] = strconv.Itoa(len(b))
+	h["Content-Length"] = ex.contentLength[:] // h.Set, its slice in ex
+	ex.respBody.reset(b)
+	ex.response = http.Response{
 		Trailer:       trailer,
 		Status:        statusLine(code),
 		StatusCode:    code,
@@ -553,10 +581,11 @@ func (w *bufWriter) response(req *http.Request) *http.Response {
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          newBodyReader(b),
+		Body:          &ex.respBody,
 		ContentLength: int64(len(b)),
-		Request:       req,
+		Request:       ex.req,
 	}
+	return &ex.response
 }
 
 // trailers moves the trailers a handler declared in a "Trailer" header out of h, as net/http

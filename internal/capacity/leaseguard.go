@@ -228,7 +228,7 @@ func NewLeaseGuard(o GuardOptions) (*LeaseGuard, error) {
 			AcquireWaits: o.AcquireWaits,
 		}),
 	}
-	g.keeper = &env.Duty{Name: "capacity-keeper", Blocks: true, Run: g.keep}
+	g.keeper = &env.Duty{Name: "capacity-keeper", Blocks: true, Run: g.keep, Quick: g.keepIdle}
 	g.flusher = &env.Duty{Name: "capacity-release-flusher", Blocks: true, WhenWoken: true, Run: g.flush}
 	g.reaper = &env.Duty{Name: "capacity-idle-reaper", Run: g.reapIdle, Stop: g.stop}
 	if reuse && watches {
@@ -598,7 +598,22 @@ func (s *fallbackSlot) OnLost(func()) {}
 // keep is the keeper duty: Keep, and again when it next has work (within RenewEvery, and at
 // least a millisecond later).
 func (g *LeaseGuard) keep(ctx context.Context, _ time.Time) time.Time {
-	next := g.Keep(ctx)
+	return g.keeperNext(g.Keep(ctx))
+}
+
+// keepIdle is the keeper duty's run when no renewal is due (most of its runs: it fences and
+// reckons when it next has work, no round trip), done in the loop's task; false when one is due.
+func (g *LeaseGuard) keepIdle(ctx context.Context, _ time.Time) (time.Time, bool) {
+	g.mu.Lock()
+	idle := ctx.Err() != nil || len(g.t.dueRenewals(g.o.Env.Now())) == 0
+	g.mu.Unlock()
+	if !idle {
+		return time.Time{}, false
+	}
+	return g.keeperNext(g.fenceDue()), true
+}
+
+func (g *LeaseGuard) keeperNext(next time.Time) time.Time {
 	now := g.o.Env.Now()
 	wait := min(next.Sub(now), g.o.RenewEvery)
 	return now.Add(max(wait, time.Millisecond))
@@ -624,6 +639,11 @@ func (g *LeaseGuard) Keep(ctx context.Context) time.Time {
 			break
 		}
 	}
+	return g.fenceDue()
+}
+
+// fenceDue fences the leases past their fence time and returns when the keeper next has work.
+func (g *LeaseGuard) fenceDue() time.Time {
 	now := g.o.Env.Now()
 	g.step(func(t *leaseTable) effects { return t.fence(now) })
 	g.mu.Lock()

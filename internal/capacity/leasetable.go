@@ -20,6 +20,7 @@ type leaseTable struct {
 	c      tableConfig
 	nextID uint64
 	slots  map[uint64]*slotState // live slots (leased, not yet released), by id
+	ids    []uint64              // slots' keys in order (ids only grow); never written in place
 	held   map[string]int        // leased slots per cluster, live or fenced, until released
 	local  map[string]int        // slots granted without a lease (onUnavailable: localLimits)
 	queue  []queuedRelease
@@ -238,6 +239,7 @@ func (t *leaseTable) addSlot(hl *heldLease, affinity uint64) *slotState {
 	t.nextID++
 	s := &slotState{id: t.nextID, hl: hl, affinity: affinity}
 	t.slots[s.id] = s
+	t.ids = append(t.ids, s.id) // past the end of any list sortedIDs gave out
 	t.held[hl.lease.Cluster]++
 	return s
 }
@@ -336,6 +338,9 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 	s.released = true
 	c := s.hl.lease.Cluster
 	delete(t.slots, s.id)
+	if i, ok := slices.BinarySearch(t.ids, s.id); ok {
+		t.ids = slices.Concat(t.ids[:i], t.ids[i+1:]) // a new list: callers may be ranging over the old
+	}
 	t.held[c] = nonNegative(t.held[c]-1, "held count", c)
 	if t.held[c] == 0 {
 		delete(t.held, c)
@@ -758,9 +763,10 @@ func (t *leaseTable) nextWork(now time.Time) time.Time {
 	return next
 }
 
-// sortedIDs lists live slot ids in order, so that no decision depends on map iteration.
+// sortedIDs lists live slot ids in order, so that no decision depends on map iteration. The
+// list is the table's (not to be written to): the keeper reads it three times a run.
 func (t *leaseTable) sortedIDs() []uint64 {
-	return slices.Sorted(maps.Keys(t.slots))
+	return t.ids
 }
 
 // -------------------------------------------------------------------------------- releases

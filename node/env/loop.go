@@ -17,8 +17,15 @@ import (
 // Add the duties, then Run the loop in a task (Env.Go). It uses only the Env.
 type Loop struct {
 	e      Env
-	wake   Signal // a duty was woken or a blocking run ended
+	wake   Signal // a duty was woken, or a blocking run ended due before the loop's timer
 	duties []*Duty
+
+	mu sync.Mutex
+	// aim is when the loop's pending timer fires while it waits for one; zero while it runs
+	// its duties or waits without a timer. A blocking run that ends due no sooner than aim
+	// leaves the loop asleep: that timer wakes it in time (a fleet's blocking runs end by the
+	// thousand per virtual second, and the loop had nothing to do at most of those wake-ups).
+	aim time.Time
 }
 
 // Duty is one job of a Loop. Set the exported fields, then Add it to one loop. Wake may be
@@ -33,6 +40,10 @@ type Duty struct {
 	// time, and the loop goes on meanwhile. Otherwise Run runs in the loop's task and must not
 	// wait.
 	Blocks bool
+	// Quick, for a blocking duty, runs first in the loop's task and must not wait: ok means
+	// this run had nothing to wait for and is over (next as Run's), and no task is started for
+	// it. (Most of a lease keeper's runs find nothing to renew.)
+	Quick func(ctx context.Context, due time.Time) (next time.Time, ok bool)
 	// Timed says the duty measures how late the loop's timer wakes (the self-health probe): it
 	// runs only when the timer fires (never on another duty's wake-up), and its due is the time
 	// that timer was set for (it may have been set for another duty), so now minus due is how
@@ -83,8 +94,10 @@ func (l *Loop) Add(duties ...*Duty) {
 				d.mu.Lock()
 				due := d.runDue
 				d.mu.Unlock()
-				d.done(d.Run(ctx, due))
-				l.wake.Notify()
+				next := d.Run(ctx, due)
+				if woken := d.done(next); woken || l.sleepsPast(next) {
+					l.wake.Notify()
+				}
 			}
 		}
 		l.duties = append(l.duties, d)
@@ -120,8 +133,9 @@ func (l *Loop) Run(ctx context.Context) {
 	var fired time.Time // when the timer that woke the loop was set for; zero: no timer did
 	for ctx.Err() == nil {
 		seen := l.wake.Seq()
+		l.setAim(time.Time{})
 		next := l.runDue(ctx, fired)
-		fired = t.wait(ctx, l.wake, seen, next)
+		fired = t.wait(ctx, l, seen, next)
 	}
 	t.stop()
 	for _, d := range l.duties {
@@ -141,8 +155,9 @@ func (l *Loop) runDue(ctx context.Context, fired time.Time) time.Time {
 	for _, d := range l.duties {
 		due, ok, at := d.take(now, fired)
 		if ok {
-			at = l.run(ctx, d, due)
-			if !d.Blocks {
+			var inLoop bool
+			at, inLoop = l.run(ctx, d, due)
+			if inLoop {
 				now = l.e.Now()
 			}
 		}
@@ -154,21 +169,31 @@ func (l *Loop) runDue(ctx context.Context, fired time.Time) time.Time {
 }
 
 // run runs d, due at due, and returns when the loop must next run it by the clock (zero while
-// a blocking run is under way: its end wakes the loop).
-func (l *Loop) run(ctx context.Context, d *Duty, due time.Time) time.Time {
+// a blocking run is under way: its end wakes the loop if need be), and whether it ran in the
+// loop's task.
+func (l *Loop) run(ctx context.Context, d *Duty, due time.Time) (next time.Time, inLoop bool) {
 	if d.Blocks {
-		l.e.Go(ctx, d.Name, d.task)
-		return time.Time{}
+		if d.Quick == nil {
+			l.e.Go(ctx, d.Name, d.task)
+			return time.Time{}, false
+		}
+		next, ok := d.Quick(ctx, due)
+		if !ok {
+			l.e.Go(ctx, d.Name, d.task)
+			return time.Time{}, true
+		}
+		d.done(next)
+		return next, true
 	}
-	next := d.Run(ctx, due)
+	next = d.Run(ctx, due)
 	d.done(next)
-	return next
+	return next, true
 }
 
 // take reports whether d runs now, and when that run was due; it marks a blocking run under way.
 // When d does not run, next is when the loop must next run it by the clock: zero while a
-// blocking run is under way or nothing is scheduled. (A Wake, and a blocking run's end, wake the
-// loop themselves.)
+// blocking run is under way or nothing is scheduled. (A Wake wakes the loop itself, and so
+// does a blocking run's end that is next due before the loop's timer.)
 func (d *Duty) take(now, fired time.Time) (due time.Time, run bool, next time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -187,11 +212,31 @@ func (d *Duty) take(now, fired time.Time) (due time.Time, run bool, next time.Ti
 	return due, true, time.Time{}
 }
 
-// done records the end of a run and when the duty is next due.
-func (d *Duty) done(next time.Time) {
+// done records the end of a run and when the duty is next due; woken says it was woken
+// meanwhile (it runs again at once).
+func (d *Duty) done(next time.Time) (woken bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.running, d.due = false, next
+	return d.woken
+}
+
+// setAim publishes when the loop's timer fires (zero: it is awake, or waits without a timer).
+func (l *Loop) setAim(at time.Time) {
+	l.mu.Lock()
+	l.aim = at
+	l.mu.Unlock()
+}
+
+// sleepsPast reports whether the loop, asleep, would miss a duty next due at next (zero: only
+// when woken): it waits without a timer, or its timer fires after next.
+func (l *Loop) sleepsPast(next time.Time) bool {
+	if next.IsZero() {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.aim.IsZero() || next.Before(l.aim)
 }
 
 // loopTimer is the loop's one pending deadline. It is kept across wake-ups while the earliest
@@ -214,13 +259,14 @@ type rearmer interface {
 	Rearm(ctx, parent context.Context, d time.Duration) bool
 }
 
-// wait waits until sig moves past seen or the timer aimed at next fires; when the timer fired
-// it returns the time the timer was set for (else zero). A pending timer aimed at next is kept,
+// wait waits until the loop's signal moves past seen or the timer aimed at next fires; when the
+// timer fired it returns the time the timer was set for (else zero). A pending timer aimed at
+// next is kept,
 // and so is one aimed at an earlier instant when next is already past: that timer has not fired
 // yet, and a timed duty due meanwhile measures how late it fires. But a pending timer aimed
 // later than a past next is not kept: a duty came due while the loop ran the others (a run
 // takes time), and must run at once, not when a later duty's timer fires.
-func (t *loopTimer) wait(ctx context.Context, sig Signal, seen uint64, next time.Time) time.Time {
+func (t *loopTimer) wait(ctx context.Context, l *Loop, seen uint64, next time.Time) time.Time {
 	now := t.e.Now()
 	switch {
 	case next.IsZero():
@@ -234,8 +280,9 @@ func (t *loopTimer) wait(ctx context.Context, sig Signal, seen uint64, next time
 	wctx := ctx
 	if t.ctx != nil {
 		wctx = t.ctx
+		l.setAim(t.aim)
 	}
-	if sig.Wait(wctx, seen) == nil || ctx.Err() != nil {
+	if l.wake.Wait(wctx, seen) == nil || ctx.Err() != nil {
 		return time.Time{}
 	}
 	aim := t.aim

@@ -264,3 +264,99 @@ func BenchmarkLoopWakeUps(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(wakes), "ns/wake-up")
 	b.ReportMetric(float64(wakes)/float64(b.N), "wake-ups/op")
 }
+
+// notifyCounter is an Env whose signals count their Notify calls (the loop's wake-ups by
+// duties), and which counts the tasks started through it.
+type notifyCounter struct {
+	env.Env
+	notified, started int
+}
+
+func (c *notifyCounter) NewSignal() env.Signal { return &countedSignal{c.Env.NewSignal(), c} }
+
+func (c *notifyCounter) Go(ctx context.Context, name string, fn func(context.Context)) {
+	c.started++
+	c.Env.Go(ctx, name, fn)
+}
+
+type countedSignal struct {
+	env.Signal
+	c *notifyCounter
+}
+
+func (s *countedSignal) Notify() { s.c.notified++; s.Signal.Notify() }
+
+// A blocking run that ends next due no sooner than the loop's pending timer leaves the loop
+// asleep (that timer wakes it in time), and the duties run at the same instants: "beat" takes
+// 100 ms and comes back 3 s after it starts, while "tick" keeps a timer armed every second. A
+// lone blocking duty (no timer armed while it runs) still wakes the loop at its end.
+func TestLoopSleepsThroughBlockingRunsDueAfterItsTimer(t *testing.T) {
+	var ticks, beats []time.Duration
+	counted := &notifyCounter{}
+	runLoopIn(t, 9500*time.Millisecond, 0, func(e env.Env) env.Env { counted.Env = e; return counted }, func(s *sim.Sim, e env.Env) []*env.Duty {
+		return []*env.Duty{
+			{Name: "tick", Timed: true, First: time.Second, Run: func(_ context.Context, due time.Time) time.Time {
+				ticks = append(ticks, s.Elapsed())
+				return due.Add(time.Second)
+			}},
+			{Name: "beat", Blocks: true, Run: func(ctx context.Context, _ time.Time) time.Time {
+				beats = append(beats, s.Elapsed())
+				next := e.Now().Add(3 * time.Second)
+				_ = e.Sleep(ctx, 100*time.Millisecond)
+				return next
+			}},
+		}
+	})
+	if want := secs(1, 2, 3, 4, 5, 6, 7, 8, 9); !slices.Equal(ticks, want) {
+		t.Fatalf("tick ran at %v, want %v", ticks, want)
+	}
+	if want := secs(0, 3, 6, 9); !slices.Equal(beats, want) {
+		t.Fatalf("beat ran at %v, want %v", beats, want)
+	}
+	if counted.notified != 0 {
+		t.Fatalf("the blocking runs woke the loop %d times, want 0 (its timer was due first each time)", counted.notified)
+	}
+
+	var lone []time.Duration
+	runLoop(t, 8*time.Second, 0, func(s *sim.Sim, e env.Env) []*env.Duty {
+		return []*env.Duty{{Name: "lone", Blocks: true, Run: func(ctx context.Context, _ time.Time) time.Time {
+			lone = append(lone, s.Elapsed())
+			_ = e.Sleep(ctx, 1500*time.Millisecond)
+			return e.Now().Add(2 * time.Second)
+		}}}
+	})
+	if want := secs(0, 3.5, 7); !slices.Equal(lone, want) {
+		t.Fatalf("a lone blocking duty ran at %v, want %v: its end must wake a loop with no timer", lone, want)
+	}
+}
+
+// A blocking duty's Quick runs in the loop's task, and a task is started only for the runs it
+// declines: every second run of "keeper" has nothing to wait for. The runs keep their instants.
+func TestLoopQuickRunsWithoutATask(t *testing.T) {
+	var quick, slow []time.Duration
+	counted := &notifyCounter{}
+	runLoopIn(t, 8500*time.Millisecond, 0, func(e env.Env) env.Env { counted.Env = e; return counted }, func(s *sim.Sim, e env.Env) []*env.Duty {
+		return []*env.Duty{{Name: "keeper", Blocks: true,
+			Quick: func(_ context.Context, _ time.Time) (time.Time, bool) {
+				if (len(quick)+len(slow))%2 == 1 {
+					return time.Time{}, false
+				}
+				quick = append(quick, s.Elapsed())
+				return e.Now().Add(time.Second), true
+			},
+			Run: func(ctx context.Context, _ time.Time) time.Time {
+				slow = append(slow, s.Elapsed())
+				_ = e.Sleep(ctx, 500*time.Millisecond)
+				return e.Now().Add(time.Second)
+			}}}
+	})
+	if want := secs(0, 2.5, 5, 7.5); !slices.Equal(quick, want) {
+		t.Fatalf("quick runs at %v, want %v", quick, want)
+	}
+	if want := secs(1, 3.5, 6, 8.5); !slices.Equal(slow, want) {
+		t.Fatalf("blocking runs at %v, want %v", slow, want)
+	}
+	if counted.started != len(slow) {
+		t.Fatalf("%d tasks started for %d blocking runs, want one each (none for a quick run)", counted.started, len(slow))
+	}
+}
