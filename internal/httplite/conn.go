@@ -46,7 +46,7 @@ type conn struct {
 	// handler's return never claims a later one's), and the timer that hands on. The timer is
 	// armed for the first hand-over due and left armed: a statement every few milliseconds
 	// touches it only when it fires, not twice a statement (RESULTS.md, "Trino HTTP (#22,
-	// session 19)").
+	// session 19, trino helper)").
 	handover      atomic.Pointer[hand]
 	timerMu       sync.Mutex
 	handoverTimer *time.Timer

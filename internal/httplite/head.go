@@ -18,9 +18,9 @@ import (
 // ended by CRLF, an origin-form target, HTTP/1.1, field names that are tokens, no line
 // folding, and no Transfer-Encoding, Trailer, Pragma or second Host or Content-Length field.
 // Its keys and values are slices of one string: a statement's POST head costs 7 allocations
-// instead of http.ReadRequest's 14 (RESULTS.md, "Trino HTTP (#22, session 19)"). For any other
-// head, or one longer than sizeMax, it reports false and consumes nothing: http.ReadRequest
-// reads it, or refuses it.
+// instead of http.ReadRequest's 14 (RESULTS.md, "Trino HTTP (#22, session 19, trino helper)").
+// For any other head, or one longer than sizeMax, it reports false and consumes nothing:
+// http.ReadRequest reads it, or refuses it.
 func parseHead(br *bufio.Reader, sizeMax int) (*http.Request, bool) {
 	buf, _ := br.Peek(br.Buffered())
 	end := bytes.Index(buf, []byte("\r\n\r\n"))

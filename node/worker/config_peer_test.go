@@ -103,11 +103,12 @@ func TestPeerCopyIsConfirmedByTheControlPlane(t *testing.T) {
 	if err := cs.Seed(f.ctx, snap, "peer", copiedAt); err != nil {
 		t.Fatal(err)
 	}
-	_ = f.srv.Publish(snap)
-	f.start(cs)
+	// Checked before the sync starts: once started, its first poll may confirm the copy at once.
 	if !cs.Stale() {
 		t.Fatal("a seeded peer copy must be stale before the control plane confirms it")
 	}
+	_ = f.srv.Publish(snap)
+	f.start(cs)
 	f.waitFor(func() bool { return cs.ConfirmedAt().After(copiedAt) })
 	if cs.Stale() {
 		t.Fatal("still stale after the control plane confirmed the revision")

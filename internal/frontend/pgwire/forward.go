@@ -54,7 +54,7 @@ var ownerSeq atomic.Uint64
 
 // wireBackend is a backend that opens wire sessions (proxy.Core).
 type wireBackend interface {
-	OpenWire(ctx context.Context, q *query.Request, owner uint64, setup string) (*proxy.Wire, bool, error)
+	OpenWireInto(ctx context.Context, q *query.Request, owner uint64, setup string, spare *proxy.Wire) (*proxy.Wire, bool, error)
 }
 
 // wireState is the engine connection a client's messages are forwarded to.
@@ -156,7 +156,10 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 		c.owner = ownerSeq.Add(1)
 	}
 	wb := c.srv.backend.(wireBackend)
-	var w *proxy.Wire
+	var w, spare *proxy.Wire
+	if c.spare != nil { // the last transaction's wire, closed: the core may make the next in it
+		spare = c.spare.w
+	}
 	req := c.request(sql, nil)
 	if noWait {
 		// Nothing waits: there is nothing for a CancelRequest to cancel.
@@ -164,11 +167,11 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 			c.noWaitCtx = proxy.NoWait(query.WithAffinity(c.ctx, c.owner))
 		}
 		c.cancelRequested.Store(false)
-		w, ok, err = wb.OpenWire(c.noWaitCtx, req, c.owner, c.setupSQL())
+		w, ok, err = wb.OpenWireInto(c.noWaitCtx, req, c.owner, c.setupSQL(), spare)
 	} else {
 		ctx, cancel := context.WithCancel(c.ctx)
 		c.beginRun(cancel)
-		w, ok, err = wb.OpenWire(ctx, req, c.owner, c.setupSQL())
+		w, ok, err = wb.OpenWireInto(ctx, req, c.owner, c.setupSQL(), spare)
 		c.endRun()
 		cancel()
 	}

@@ -319,12 +319,17 @@ type Stats struct {
 
 // handlePoll answers GET nextUri: the next page, or the same page again for a repeated token.
 func (s *Server) handlePoll(w http.ResponseWriter, r *http.Request) {
-	q, ok := s.lookup(r)
+	s.poll(w, r, pathOf(r))
+}
+
+// poll is handlePoll of the follow-up f.
+func (s *Server) poll(w http.ResponseWriter, r *http.Request, f followUp) {
+	q, ok := s.lookup(f)
 	if !ok {
-		s.elsewhere(w, r, func() { queryNotFound(w) })
+		s.elsewhere(w, r, f.id, func() { queryNotFound(w) })
 		return
 	}
-	token, err := strconv.ParseInt(r.PathValue("token"), 10, 64)
+	token, err := strconv.ParseInt(f.token, 10, 64)
 	if err != nil || token < 0 {
 		http.Error(w, "bad token", http.StatusNotFound)
 		return
@@ -335,9 +340,10 @@ func (s *Server) handlePoll(w http.ResponseWriter, r *http.Request) {
 // handleCancel answers DELETE nextUri: the query stops and, its client being done with it, is
 // forgotten.
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
-	q, ok := s.lookup(r)
+	f := pathOf(r)
+	q, ok := s.lookup(f)
 	if !ok {
-		s.elsewhere(w, r, func() { w.WriteHeader(http.StatusNoContent) })
+		s.elsewhere(w, r, f.id, func() { w.WriteHeader(http.StatusNoContent) })
 		return
 	}
 	s.stop(q)
@@ -348,8 +354,9 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 // handlePartialCancel answers DELETE partialCancelUri. A proxied query has no stages of its own
 // to cancel, so the owner accepts it and changes nothing; another worker forwards it there.
 func (s *Server) handlePartialCancel(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.lookup(r); !ok {
-		s.elsewhere(w, r, func() { w.WriteHeader(http.StatusNoContent) })
+	f := pathOf(r)
+	if _, ok := s.lookup(f); !ok {
+		s.elsewhere(w, r, f.id, func() { w.WriteHeader(http.StatusNoContent) })
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -372,12 +379,13 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), status)
 		return
 	}
+	id := r.PathValue("id")
 	s.mu.Lock()
-	q, ok := s.queries[r.PathValue("id")]
+	q, ok := s.queries[id]
 	s.mu.Unlock()
 	switch {
 	case !ok:
-		s.elsewhere(w, r, func() { queryNotFound(w) })
+		s.elsewhere(w, r, id, func() { queryNotFound(w) })
 	case q.user != user:
 		http.Error(w, fmt.Sprintf("Access Denied: user %s cannot kill query %s", user, q.id), http.StatusForbidden)
 	default:
