@@ -20,11 +20,14 @@ type leaseTable struct {
 	c      tableConfig
 	nextID uint64
 	slots  map[uint64]*slotState // live slots (leased, not yet released), by id
-	ids    []uint64              // slots' keys in order (ids only grow); never written in place
-	held   map[string]int        // leased slots per cluster, live or fenced, until released
-	local  map[string]int        // slots granted without a lease (onUnavailable: localLimits)
-	queue  []queuedRelease
-	full   bool // the release queue hit its bound (reported once until it has room again)
+	ids    []uint64              // slots' keys in order (ids only grow)
+	// idsLent: sortedIDs gave ids out, and a caller may be ranging over it, so a removal makes a
+	// new list instead of writing this one in place (once per keeper run, not per release).
+	idsLent bool
+	held    map[string]int // leased slots per cluster, live or fenced, until released
+	local   map[string]int // slots granted without a lease (onUnavailable: localLimits)
+	queue   []queuedRelease
+	full    bool // the release queue hit its bound (reported once until it has room again)
 	// pending counts, per cluster, releases queued or in flight: the control plane still counts
 	// those leases, so an acquire that they would push over the cap is denied without asking.
 	pending map[string]int
@@ -339,7 +342,11 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 	c := s.hl.lease.Cluster
 	delete(t.slots, s.id)
 	if i, ok := slices.BinarySearch(t.ids, s.id); ok {
-		t.ids = slices.Concat(t.ids[:i], t.ids[i+1:]) // a new list: callers may be ranging over the old
+		if t.idsLent {
+			t.ids, t.idsLent = slices.Concat(t.ids[:i], t.ids[i+1:]), false
+		} else {
+			t.ids = slices.Delete(t.ids, i, i+1)
+		}
 	}
 	t.held[c] = nonNegative(t.held[c]-1, "held count", c)
 	if t.held[c] == 0 {
@@ -782,8 +789,10 @@ func (t *leaseTable) nextWork(now time.Time) time.Time {
 }
 
 // sortedIDs lists live slot ids in order, so that no decision depends on map iteration. The
-// list is the table's (not to be written to): the keeper reads it three times a run.
+// list is the table's (not to be written to, and not written in place while lent): the keeper
+// reads it three times a run.
 func (t *leaseTable) sortedIDs() []uint64 {
+	t.idsLent = true
 	return t.ids
 }
 
