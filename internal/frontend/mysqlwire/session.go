@@ -175,7 +175,7 @@ func (h *session) request(sql string, args []any) *query.Request {
 	return r
 }
 
-// fill makes r the request of sql (with args) in this session, replacing every field r held.
+// fill sets every field of r to the request of sql (with args) in this session.
 func (h *session) fill(r *query.Request, sql string, args []any) {
 	*r = query.Request{
 		SQL:        sql,
