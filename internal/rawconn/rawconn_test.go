@@ -100,6 +100,7 @@ func TestAWriteLargerThanTheBuffersWaitsForRoom(t *testing.T) {
 		}
 		done <- err
 	}()
+	_ = b.SetReadDeadline(time.Now().Add(10 * time.Second)) // a write that stops short fails, not hangs
 	got := make([]byte, 0, len(sent))
 	buf := make([]byte, 64<<10)
 	for len(got) < len(sent) {
@@ -123,6 +124,7 @@ func TestReadEndsAtThePeersClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Close()
+	_ = a.SetReadDeadline(time.Now().Add(10 * time.Second)) // a read that never ends fails, not hangs
 	got, err := io.ReadAll(a)
 	if err != nil || string(got) != "last" {
 		t.Fatalf("ReadAll = %q, %v; want \"last\", nil (io.EOF at the close)", got, err)
