@@ -27,17 +27,21 @@ type Conn struct {
 	rc syscall.RawConn
 }
 
-// Wrap returns c with raw reads and writes when it is a *net.TCPConn, else c itself.
-func Wrap(c net.Conn) net.Conn {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		return c
-	}
+// New wraps tc, which must be open.
+func New(tc *net.TCPConn) *Conn {
 	rc, err := tc.SyscallConn()
 	if err != nil {
-		return c
+		panic("rawconn: New of a closed connection: " + err.Error())
 	}
 	return &Conn{TCPConn: tc, rc: rc}
+}
+
+// Wrap returns c with raw reads and writes when it is a *net.TCPConn, else c itself.
+func Wrap(c net.Conn) net.Conn {
+	if tc, ok := c.(*net.TCPConn); ok {
+		return New(tc)
+	}
+	return c
 }
 
 // Read reads what the socket has, waiting in the poller (under the read deadline) when it
