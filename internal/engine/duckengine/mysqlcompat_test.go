@@ -88,7 +88,12 @@ func TestMySQLStringLiteralsAsMariaDBReadsThem(t *testing.T) {
 	// Literals no client writes but a person may: unknown escapes, doubled quotes, both.
 	for _, lit := range []string{`'a\qb\Q'`, `'it''s'`, `'it\'s ''both'''`, `'\\\\'`, `'tab\	end'`, `_BINARY'\0\1'`,
 		// Backquoted names, as ORMs and mysql2's escapeId write them.
-		"(SELECT `a``b` FROM (SELECT 'x\\'y' AS `a``b`) AS `t`)", "(SELECT `select` FROM (SELECT 'z' AS `select`) `from`)"} {
+		"(SELECT `a``b` FROM (SELECT 'x\\'y' AS `a``b`) AS `t`)", "(SELECT `select` FROM (SELECT 'z' AS `select`) `from`)",
+		// MySQL's # comments and LIMIT offset, count.
+		"'a' # a comment, with 'quotes'\n", "'#' #\n",
+		"(SELECT x FROM (SELECT 'a' AS x UNION ALL SELECT 'b' UNION ALL SELECT 'c') t ORDER BY x LIMIT 1, 1)",
+		"(SELECT x FROM (SELECT 'a' AS x UNION ALL SELECT 'b' UNION ALL SELECT 'c') t ORDER BY x LIMIT 2 /* c */ ,\n 5)",
+		"(SELECT x FROM (SELECT 'a' AS x UNION ALL SELECT 'b') t ORDER BY x LIMIT 1)"} {
 		same(t, lit)
 	}
 	// Two literals and a comment in one statement: each is rewritten, the rest kept.

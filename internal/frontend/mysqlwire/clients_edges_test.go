@@ -15,8 +15,8 @@ import (
 // embedded DuckDB (the Arrow path) and on MariaDB (relayed): text beyond the Basic Multilingual
 // Plane, quotes and backslashes in parameters (which PyMySQL and mysqlclient write into the
 // statement's text, escaped the MySQL way), 100 KB out and 200 KB in, a result of 2 MB, NULL in
-// every column type, and a prepared statement of 300 parameters and columns, NULLs at every byte
-// edge of the binary protocol's NULL bitmaps.
+// every column type, a prepared statement of 300 parameters and columns, NULLs at every byte edge
+// of the binary protocol's NULL bitmaps, backquoted names, # comments and LIMIT offset, count.
 
 // edgeText has a 2-, 3- and 4-byte UTF-8 character, both quotes, backslashes and a newline.
 const edgeText = "O'Brien \"q\" C:\\temp\\new ü€ 𝄞😀 日本語\nend"
@@ -84,6 +84,8 @@ func edgeSteps(client string, d sessionDialect, strCast, columns string) []sessi
 		// Names in backquotes, as ORMs and mysql2's escapeId write them.
 		sessionStep{SQL: "SELECT `id`, `c6` AS `the ``name``` FROM `edge_t` WHERE `c6` = ?", Params: []any{"väl😀"}, Prepared: true,
 			want: `[["2","väl😀"]]`},
+		// MySQL's # comments and LIMIT offset, count.
+		sessionStep{SQL: "SELECT c6 FROM edge_t ORDER BY id LIMIT 1, 1 # the second row", want: `[["väl😀"]]`},
 	)
 	// 300 parameters and columns, NULL in the last and either side of each byte's edge of the
 	// NULL bitmaps (parameters: bit n; result rows: bit n+2).
