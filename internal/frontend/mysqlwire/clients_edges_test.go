@@ -86,6 +86,8 @@ func edgeSteps(client string, d sessionDialect, strCast, columns string) []sessi
 			want: `[["2","väl😀"]]`},
 		// MySQL's # comments and LIMIT offset, count.
 		sessionStep{SQL: "SELECT c6 FROM edge_t ORDER BY id LIMIT 1, 1 # the second row", want: `[["väl😀"]]`},
+		// Hexadecimal literals are bytes (the scripts print bytes in hex, go-sql-driver as text).
+		sessionStep{SQL: "SELECT X'4142' AS x, 0x4142 AS y", want: hexWant(client)},
 	)
 	// 300 parameters and columns, NULL in the last and either side of each byte's edge of the
 	// NULL bitmaps (parameters: bit n; result rows: bit n+2).
@@ -108,6 +110,14 @@ func edgeSteps(client string, d sessionDialect, strCast, columns string) []sessi
 	}
 	steps = append(steps, sessionStep{SQL: fmt.Sprintf("SELECT x AS n, REPEAT('y', 100) AS s FROM %s ORDER BY x", d.rows(20_000)), want: cellsJSON(rows)})
 	return steps
+}
+
+// hexWant is X'4142' and 0x4142 (the bytes AB) as client prints them.
+func hexWant(client string) string {
+	if client == "go-sql-driver" {
+		return `[["AB","AB"]]`
+	}
+	return `[["4142","4142"]]`
 }
 
 // sameJSON reports whether two JSON texts hold the same value (the Python scripts escape what
