@@ -310,6 +310,9 @@ type lagBudget struct {
 	starved []string
 	// daemons: one lag over max that a worker reported of its own probe counts too (flips 1).
 	daemons bool
+	// passHolds: a PASS stands on a late host, whose lag only ever works against it (it takes
+	// health away, delays grants, reclaims and kills; it gives nothing).
+	passHolds bool
 }
 
 // lagBound is a check whose verdict a late host can decide by itself.
@@ -327,7 +330,7 @@ func (r *runner) hostVerdict(c realCheck, v Verdict) Verdict {
 		return v
 	}
 	b, ok := lb.lagBudget(r)
-	if !ok {
+	if !ok || b.passHolds && v.Verdict == "PASS" {
 		return v
 	}
 	from, to := r.t0.Add(r.scale(b.from)-b.settle), r.t0.Add(r.scale(b.to))

@@ -175,7 +175,7 @@ func TestHostMetricsInconclusiveOnlyWhenTheHostTookTheDifference(t *testing.T) {
 // the check reads the host's doing as much as the fleet's: INCONCLUSIVE. A shorter stall, or
 // one after the window, leaves the verdict alone; and a cap broken is a FAIL however late the
 // host was (the cap holds whatever the timers do), as is a violation an expectViolation check
-// wanted a PASS.
+// wanted a PASS. A pass on a late host stands: the host delays grants, reclaims and kills.
 func TestHostVerdictOnWorkloadChecks(t *testing.T) {
 	sc := load(t, "../chaos/testdata/lease-kill-smoke.yaml")
 	t0 := time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
@@ -196,7 +196,7 @@ func TestHostVerdictOnWorkloadChecks(t *testing.T) {
 		{"on time, genuine failure", nil, reclaimed, "FAIL", "FAIL"},
 		{"a 1.3s stall as the leases expire", stall(8*time.Second, 1300*time.Millisecond), reclaimed, "FAIL", "INCONCLUSIVE"},
 		{"a 1.3s stall at the crash, a lease's life before the window", stall(5500*time.Millisecond, 1300*time.Millisecond), reclaimed, "FAIL", "INCONCLUSIVE"},
-		{"a 1.3s stall inside the window, pass", stall(12*time.Second, 1300*time.Millisecond), reclaimed, "PASS", "INCONCLUSIVE"},
+		{"a 1.3s stall inside the window, pass (the host only delays)", stall(12*time.Second, 1300*time.Millisecond), reclaimed, "PASS", "PASS"},
 		{"a 300ms stall", stall(8*time.Second, 300*time.Millisecond), reclaimed, "FAIL", "FAIL"},
 		{"a stall long before the window", stall(2*time.Second, 1300*time.Millisecond), reclaimed, "FAIL", "FAIL"},
 		{"the engine under its atLeast on a late host", stall(8*time.Second, 1300*time.Millisecond), peak(1), "FAIL", "INCONCLUSIVE"},
@@ -363,5 +363,29 @@ func TestHostVerdictCountsTheLagWorkersReport(t *testing.T) {
 	}
 	if starve := load(t, "registry-starve.yaml"); (&runner{sc: starve}).daemonLagCounts() {
 		t.Errorf("a file that starves a worker counts its probes' lag as the host's")
+	}
+}
+
+// A late host takes health away and never gives it: a check that wanted a worker healthy and
+// saw it so passes however late the host was; one that wanted it unhealthy, stale or evicted,
+// or never healthy, is INCONCLUSIVE when the host was late enough to cause it.
+func TestHostVerdictHealthyPassStands(t *testing.T) {
+	sc := load(t, "../chaos/testdata/oneway-latency.yaml")
+	t0 := time.Date(2026, 12, 3, 17, 0, 0, 0, time.UTC)
+	stall := []lagSample{{t0.Add(10 * time.Second), 1300 * time.Millisecond}}
+	win := scenarios.Window{From: 5 * time.Second, To: 90 * time.Second, Mode: "always"}
+	for _, tc := range []struct {
+		check *stateCheck
+		want  string
+	}{
+		{newStateCheck("registryState", []string{"w-2"}, "healthy", win), "PASS"},
+		{newStateCheck("registryState", []string{"w-2"}, "stale", win), "INCONCLUSIVE"},
+		{newStateCheck("registryState", []string{"w-2"}, "healthy", scenarios.Window{From: 5 * time.Second, To: 90 * time.Second, Mode: "never"}), "INCONCLUSIVE"},
+	} {
+		r := &runner{sc: sc, opts: Options{TimeScale: 0.25}, t0: t0, lag: &hostLag{late: stall}}
+		v := r.hostVerdict(tc.check, Verdict{Name: "c", Verdict: "PASS", Detail: "what the daemons showed"})
+		if v.Verdict != tc.want {
+			t.Errorf("%s %s %q passed on a late host: %s, want %s", tc.check.kind, tc.check.win.Mode, tc.check.want, v.Verdict, tc.want)
+		}
 	}
 }
