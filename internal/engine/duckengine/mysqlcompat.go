@@ -1,0 +1,143 @@
+package duckengine
+
+import (
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// mysqlCompat is a MySQL client's sqlText with what DuckDB reads otherwise written as DuckDB
+// reads it (sqlText itself when there is none):
+//   - literals (sqltok.MySQLLiteral): 'O\'Brien', 'C:\\temp', _binary'...', the same value;
+//   - `backquoted` names, double-quoted (DuckDB reads backquotes from 2.0 on);
+//   - # comments, as -- comments;
+//   - LIMIT offset, count of two numbers, as LIMIT count OFFSET offset (DuckDB: "LIMIT #,#
+//     syntax is not supported"; with ? parameters it stays: DuckDB would bind them the other way).
+//
+// Before, 'O\'Brien' (what PyMySQL and mysqlclient send for the parameter O'Brien) failed as a
+// syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
+// and mysql2's escapeId write names) failed.
+func mysqlCompat(sqlText string) string {
+	if !mayNeedMySQLCompat(sqlText) {
+		return sqlText
+	}
+	toks := sqltok.Tokenize(sqlText, sqltok.MySQL)
+	var b strings.Builder
+	changed := false
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if v, binary, n := sqltok.MySQLLiteral(toks, i); n > 0 {
+			if binary {
+				b.WriteString(blobLiteral(v))
+			} else {
+				b.WriteString(duckString(v))
+			}
+			i += n - 1
+			changed = true
+			continue
+		}
+		switch {
+		case t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated && len(t.Text) >= 2:
+			b.WriteString(quoteIdent(strings.ReplaceAll(t.Text[1:len(t.Text)-1], "``", "`")))
+			changed = true
+		case t.Kind == sqltok.Comment && t.Text[0] == '#':
+			b.WriteString("--" + t.Text[1:])
+			changed = true
+		case t.Kind == sqltok.Word && strings.EqualFold(t.Text, "limit"):
+			offset, count, end, ok := limitPair(toks, i+1)
+			if !ok {
+				b.WriteString(t.Text)
+				continue
+			}
+			b.WriteString(t.Text + " " + count + " OFFSET " + offset)
+			i = end - 1
+			changed = true
+		default:
+			b.WriteString(t.Text)
+		}
+	}
+	if !changed {
+		return sqlText
+	}
+	return b.String()
+}
+
+// mayNeedMySQLCompat reports cheaply whether mysqlCompat may change sqlText: most statements
+// (a LIMIT and commas elsewhere included) cost a few scans, no tokenizing and no allocation.
+func mayNeedMySQLCompat(sqlText string) bool {
+	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText)
+}
+
+// mayHoldLimitPair reports whether sqlText has LIMIT, a number and then a comma (or a comment,
+// which may hide one).
+func mayHoldLimitPair(sqlText string) bool {
+	blanks := func(j int) int {
+		for j < len(sqlText) && (sqlText[j] == ' ' || sqlText[j] == '\t' || sqlText[j] == '\n' || sqlText[j] == '\r') {
+			j++
+		}
+		return j
+	}
+	for i := 0; i+5 <= len(sqlText); i++ {
+		if sqlText[i]|0x20 != 'l' || !strings.EqualFold(sqlText[i:i+5], "limit") {
+			continue
+		}
+		j := blanks(i + 5)
+		digits := j
+		for j < len(sqlText) && '0' <= sqlText[j] && sqlText[j] <= '9' {
+			j++
+		}
+		if j > digits {
+			if j = blanks(j); j < len(sqlText) && strings.IndexByte(",/-", sqlText[j]) >= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// limitPair reads "offset , count" (two numbers, blanks and comments between) from toks[i:]:
+// the two numbers' text, and the index after the count.
+func limitPair(toks []sqltok.Token, i int) (offset, count string, end int, ok bool) {
+	var got []sqltok.Token
+	for ; i < len(toks) && len(got) < 3; i++ {
+		if toks[i].Significant() {
+			got = append(got, toks[i])
+		}
+	}
+	if len(got) < 3 || got[0].Kind != sqltok.Number || got[1].Text != "," || got[2].Kind != sqltok.Number {
+		return "", "", 0, false
+	}
+	return got[0].Text, got[2].Text, i, true
+}
+
+// duckString writes v as a DuckDB string literal. DuckDB takes a statement's text as a C
+// string, so a NUL byte cannot be in it: each one is joined in as chr(0).
+func duckString(v string) string {
+	if !strings.Contains(v, "\x00") {
+		return sqltok.StandardString(v)
+	}
+	parts := strings.Split(v, "\x00")
+	for i := range parts {
+		parts[i] = sqltok.StandardString(parts[i])
+	}
+	return "(" + strings.Join(parts, " || chr(0) || ") + ")"
+}
+
+// blobLiteral writes v's bytes as a DuckDB BLOB literal, every byte as a \xHH escape.
+func blobLiteral(v string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(4*len(v) + 8)
+	b.WriteByte('\'')
+	for i := 0; i < len(v); i++ {
+		b.WriteString(`\x`)
+		b.WriteByte(hex[v[i]>>4])
+		b.WriteByte(hex[v[i]&15])
+	}
+	b.WriteString("'::BLOB")
+	return b.String()
+}
+
+// isMySQL reports whether q came from a MySQL client.
+func isMySQL(q *query.Request) bool { return q.Protocol == query.ProtocolMySQL }
