@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -50,6 +51,8 @@ type Worker struct {
 	peers         []workerapi.Peer    // the last peer list from the control plane
 	peersAt       time.Time           // when it was last asked for on demand
 	resolved      map[string]*url.URL // resolve's URLs by path
+	bearerOf      string              // the token bearerValue was built for
+	bearerValue   string              // "Bearer " + bearerOf
 }
 
 type opsRoute struct {
@@ -179,10 +182,7 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 		// written through, and a control plane's requests go by the thousand per second in a
 		// simulated fleet (the clone's URL copy was thrown away at once).
 		r := req.WithContext(ctx)
-		r.Header = req.Header.Clone()
-		if r.Header == nil {
-			r.Header = http.Header{}
-		}
+		r.Header = w.attemptHeader(req.Header, token)
 		if req.URL.Host == "" {
 			r.URL = w.resolve(req.URL)
 			r.Host = ""
@@ -193,7 +193,6 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 			}
 			r.ContentLength = size
 		}
-		workerapi.SetBearer(r, token)
 		resp, err := w.client.Do(r)
 		if err != nil {
 			return nil, w.redactErr(err)
@@ -207,6 +206,27 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 		stale = token
 	}
 	panic("unreachable")
+}
+
+// attemptHeader is a header of one attempt's own: h's entries and the session token as a
+// bearer token (what SetBearer sets). The values are h's slices, shared: nothing on a request's
+// way writes into a header's values, and Header.Clone copied them all, then the bearer's
+// string was built again, for every request of the thousands a second a simulated fleet sends.
+func (w *Worker) attemptHeader(h http.Header, token string) http.Header {
+	out := make(http.Header, len(h)+1)
+	maps.Copy(out, h)
+	out["Authorization"] = []string{w.bearer(token)}
+	return out
+}
+
+// bearer is the Authorization value for token ("Bearer " and the token), built once per token.
+func (w *Worker) bearer(token string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.bearerOf != token || w.bearerValue == "" {
+		w.bearerOf, w.bearerValue = token, "Bearer "+token
+	}
+	return w.bearerValue
 }
 
 // resolve is a relative URL of the control plane's API against its base URL: a URL of its
