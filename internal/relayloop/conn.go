@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/queryflux/queryflux/internal/rawconn"
 )
 
 // Conn is a TCP connection whose socket can be lent to a loop and come back. While the socket
@@ -20,8 +22,9 @@ import (
 // Conn releases it before it reads, writes or closes it).
 type Conn struct {
 	mu       sync.Mutex
-	tc       *net.TCPConn // nil while lent
-	fd       int          // the socket while lent
+	tc       *net.TCPConn  // nil while lent
+	raw      *rawconn.Conn // tc, read and written raw (see rawconn)
+	fd       int           // the socket while lent
 	closed   bool
 	local    net.Addr
 	remote   net.Addr
@@ -31,7 +34,7 @@ type Conn struct {
 
 // NewConn wraps tc.
 func NewConn(tc *net.TCPConn) *Conn {
-	return &Conn{tc: tc, fd: -1, local: tc.LocalAddr(), remote: tc.RemoteAddr()}
+	return &Conn{tc: tc, raw: rawconn.New(tc), fd: -1, local: tc.LocalAddr(), remote: tc.RemoteAddr()}
 }
 
 // Lend takes the socket out of Go's poller and returns its file descriptor, which stays
@@ -49,7 +52,7 @@ func (c *Conn) Lend() (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	c.tc, c.fd = nil, fd
+	c.tc, c.raw, c.fd = nil, nil, fd
 	c.rdd, c.wdd = false, false
 	return fd, nil
 }
@@ -72,14 +75,14 @@ func (c *Conn) FD() int {
 }
 
 // get returns the Go connection, bringing a lent socket back.
-func (c *Conn) get() (*net.TCPConn, error) {
+func (c *Conn) get() (*rawconn.Conn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, net.ErrClosed
 	}
 	if c.tc != nil {
-		return c.tc, nil
+		return c.raw, nil
 	}
 	Release(c.fd)
 	f := os.NewFile(uintptr(c.fd), "relayloop")
@@ -95,14 +98,14 @@ func (c *Conn) get() (*net.TCPConn, error) {
 		c.closed = true
 		return nil, errors.New("relayloop: a lent socket came back as no TCP connection")
 	}
-	c.tc, c.fd = tc, -1
+	c.tc, c.raw, c.fd = tc, rawconn.New(tc), -1
 	if c.rdd {
 		_ = tc.SetReadDeadline(c.rd)
 	}
 	if c.wdd {
 		_ = tc.SetWriteDeadline(c.wd)
 	}
-	return tc, nil
+	return c.raw, nil
 }
 
 // Read and Write on a lent socket try a non-blocking system call first. Bringing the socket

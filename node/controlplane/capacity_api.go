@@ -56,16 +56,16 @@ type RevokeResponse struct {
 	Lease capacity.Lease `json:"lease"`
 }
 
-// MountCapacity mounts the worker capacity API (capacity.Path*) behind worker authentication,
-// so a lease's holder is always the authenticated worker's session
-// (capacity.SessionHolder), and the admin lease endpoints. When a session ends, its leases are
-// revoked at once: the sweeper fences their work on the engine and then frees them. A session
-// ends when its worker is evicted, or when a registration under its name supersedes it: a
-// restarted process re-registering (its old queries may still run on the engine: they are
-// fenced), or anyone else holding the worker secret (who gets a new session and can neither
-// renew nor release the old one's leases; the old process, its token revoked, fences its own
-// queries and registers again). Registration is never refused for a name in use: a restarted
-// pod must get back in before its old session times out. It returns the sweeper; run it with
+// MountCapacity mounts the worker capacity API (capacity.Path*, but for the sweep lock, which is
+// the replicas' own) behind worker authentication, so a lease's holder is always the authenticated
+// worker's session (capacity.SessionHolder), and the admin lease endpoints. When a session ends,
+// its leases are revoked at once: the sweeper fences their work on the engine and then frees them.
+// A session ends when its worker is evicted, or when a registration under its name supersedes it: a
+// restarted process re-registering (its old queries may still run on the engine: they are fenced),
+// or anyone else holding the worker secret (who gets a new session and can neither renew nor
+// release the old one's leases; the old process, its token revoked, fences its own queries and
+// registers again). Registration is never refused for a name in use: a restarted pod must get back
+// in before its old session times out. It returns the sweeper; run it with
 // e.Go(ctx, "capacity-sweeper", sweeper.Run).
 func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sweeper {
 	if cfg.Metrics == nil {
@@ -84,6 +84,12 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 	stats := newCapacityStats(e, cfg)
 	cp.capStats = stats
 	for _, ep := range api.Endpoints() {
+		if ep.Path == capacity.PathSweepLockAcquire || ep.Path == capacity.PathSweepLockRelease {
+			// Only control-plane replicas sweep, and they take the lock in the store itself. A
+			// worker holding the sweep lock (renewed for up to a day at a time) would stop every
+			// replica's sweep: expired and revoked leases never freed, their slots lost.
+			continue
+		}
 		serve := ep.Serve
 		if ep.Path == capacity.PathAcquire {
 			serve = stats.acquire(serve)

@@ -102,3 +102,35 @@ func TestEvictionKeepsUnexpiredLeasesUntilTheyExpire(t *testing.T) {
 		t.Fatalf("the expired lease was not reclaimed: %+v %v", swept, err)
 	}
 }
+
+// TestWorkerCannotTakeTheSweepLock: the sweep lock is the control-plane replicas' own. A worker
+// (any holder of the worker secret) asking for it through the worker API, with the sweeper's
+// lock name and a day's TTL, is not served; the replica's sweeper still frees an evicted
+// worker's expired lease in its next round. Were the endpoint mounted, the worker would hold
+// the lock and every sweep would stop: expired leases never freed, their slots lost.
+func TestWorkerCannotTakeTheSweepLock(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	store := capacity.NewMemory()
+	sw := MountCapacity(h.e, h.cp, CapacityConfig{Store: store, Locks: store, Owner: "cp1"})
+	a, b := h.register("a"), h.register("b")
+	if code, body := h.do("POST", capacity.PathAcquire, b, capacity.MediaJSON, `{"cluster":"c1","cap":1,"ttlMillis":30000}`); code != 200 {
+		t.Fatalf("b's acquire: %d %s", code, body)
+	}
+	take := fmt.Sprintf(`{"name":%q,"owner":"cp1","ttlMillis":86400000}`, capacity.SweepLockName)
+	for _, path := range []string{capacity.PathSweepLockRelease, capacity.PathSweepLockAcquire} {
+		if code, body := h.do("POST", path, a, capacity.MediaJSON, take); code != 404 && code != 405 {
+			t.Errorf("a worker's POST %s: %d %s, want it not served", path, code, body)
+		}
+	}
+	ctx := context.Background()
+	for i := range 12 { // b goes silent and is evicted; a keeps beating
+		h.cp.Tick(ctx, h.e.Advance(10*time.Second))
+		h.beat(a, i+1)
+	}
+	if freed, err := sw.SweepOnce(ctx, time.Minute); err != nil {
+		t.Fatalf("the sweep after b's eviction: freed %+v, %v; want b's lease freed", freed, err)
+	}
+	if code, body := h.do("POST", capacity.PathAcquire, a, capacity.MediaJSON, `{"cluster":"c1","cap":1,"ttlMillis":30000}`); code != 200 || !strings.Contains(string(body), `"granted":true`) {
+		t.Fatalf("a's acquire of the freed slot: %d %s", code, body)
+	}
+}

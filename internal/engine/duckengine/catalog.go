@@ -222,11 +222,14 @@ var regTypes = map[string]bool{
 var castTypes = map[string]string{"text": "VARCHAR", "name": "VARCHAR", `"char"`: "VARCHAR", "char": "VARCHAR",
 	"int2vector": "VARCHAR", "oidvector": "VARCHAR", "xid": "BIGINT", "cid": "BIGINT", "tid": "VARCHAR"}
 
-// compatRequest is q with its SQL rewritten by pgCompat and showTimeout (q itself when nothing
-// changed).
+// compatRequest is q with its SQL rewritten by pgCompat and showTimeout, or mysqlCompat for a
+// MySQL client's (q itself when nothing changed).
 func compatRequest(q *query.Request) *query.Request {
 	q = showTimeout(q)
 	s := pgCompat(q)
+	if isMySQL(q) {
+		s = mysqlCompat(s)
+	}
 	if s == q.SQL {
 		return q
 	}

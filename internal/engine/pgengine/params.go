@@ -1,6 +1,7 @@
 package pgengine
 
 import (
+	"encoding/hex"
 	"strconv"
 	"strings"
 
@@ -12,9 +13,13 @@ import (
 // parameters with ? (Trino's EXECUTE ... USING, the MySQL wire's prepared statements) into
 // PostgreSQL's $1, $2, ..., in order. Statements without arguments, and those from PostgreSQL
 // clients (where ? is an operator), are left as they are; so are ? inside strings, quoted
-// identifiers and comments.
+// identifiers and comments. A MySQL client's string literals that PostgreSQL would misread
+// (sqltok.MySQLLiteral: 'O\'Brien', what PyMySQL and mysqlclient send for the parameter
+// O'Brien, was a syntax error) are written as standard literals of the same value, and
+// _binary'...' as bytea.
 func numberedParams(q *query.Request) string {
-	if len(q.Args) == 0 {
+	mysqlLiterals := q.Protocol == query.ProtocolMySQL && sqltok.MayHoldMySQLEscapes(q.SQL)
+	if len(q.Args) == 0 && !mysqlLiterals {
 		return q.SQL
 	}
 	a := q.Analysis()
@@ -23,11 +28,23 @@ func numberedParams(q *query.Request) string {
 	}
 	var b strings.Builder
 	n := 0
-	for _, t := range a.Tokens {
-		if t.Kind == sqltok.Param && t.Text == "?" {
+	for i := 0; i < len(a.Tokens); i++ {
+		t := a.Tokens[i]
+		if t.Kind == sqltok.Param && t.Text == "?" && len(q.Args) > 0 {
 			n++
 			b.WriteString("$" + strconv.Itoa(n))
 			continue
+		}
+		if mysqlLiterals {
+			if v, binary, span := sqltok.MySQLLiteral(a.Tokens, i); span > 0 {
+				if binary {
+					b.WriteString(`'\x` + hex.EncodeToString([]byte(v)) + `'::bytea`)
+				} else {
+					b.WriteString(sqltok.StandardString(v)) // a NUL stays: PostgreSQL refuses it in text
+				}
+				i += span - 1
+				continue
+			}
 		}
 		b.WriteString(t.Text)
 	}

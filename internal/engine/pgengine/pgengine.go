@@ -32,6 +32,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/rawconn"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
@@ -76,6 +77,8 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	cfg.ConnConfig.AfterNetConnect = conns.afterNetConnect
 	cfg.ConnConfig.BuildContextWatcherHandler = cancelOnServer
 	tagSessions(cfg) // tag.go
+	plainDial := cfg.ConnConfig.DialFunc
+	cfg.ConnConfig.DialFunc = rawconn.Dialer(plainDial) // pgx reads on goroutines: see rawconn
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgengine %q: %w", spec.Name, err)
@@ -84,7 +87,9 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	if _, set := spec.Options["exec_mode"]; set {
 		argsFree = cfg.ConnConfig.DefaultQueryExecMode
 	}
-	raw := newRawPool(cfg.ConnConfig.Config.Copy())
+	rawCfg := cfg.ConnConfig.Config.Copy()
+	rawCfg.DialFunc = plainDial // its sockets are lent to event loops as *net.TCPConn
+	raw := newRawPool(rawCfg)
 	conns.reclaim = func() bool { return raw.closeIdle() || closeIdlePgx(pool) }
 	raw.mustWait = func() bool { return conns.spent() && pool.Stat().IdleConns() == 0 }
 	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, raw: raw, shapes: newShapes()}, nil

@@ -495,26 +495,27 @@ func (s *Server) stream(ctx context.Context, res *pendingResult, ch chan<- fligh
 		if err == io.EOF {
 			return
 		}
-		var chunk flight.StreamChunk
+		var data arrow.RecordBatch
 		if err == nil {
-			var data arrow.RecordBatch
-			if data, err = conv.convert(batch); err == nil {
-				chunk = flight.StreamChunk{Data: data} // the flight writer releases it
-			}
+			data, err = conv.convert(batch)
 		}
 		if err != nil {
-			chunk = flight.StreamChunk{Err: toStatus(err)}
-		}
-		select {
-		case ch <- chunk:
-		case <-ctx.Done():
-			if chunk.Data != nil {
-				chunk.Data.Release()
+			select {
+			case ch <- flight.StreamChunk{Err: toStatus(err)}:
+			case <-ctx.Done():
 			}
 			return
 		}
-		if err != nil {
-			return
+		pieces := splitBatch(data)
+		for i, p := range pieces {
+			select {
+			case ch <- flight.StreamChunk{Data: p}: // the flight writer releases it
+			case <-ctx.Done():
+				for _, q := range pieces[i:] {
+					q.Release()
+				}
+				return
+			}
 		}
 	}
 }

@@ -45,7 +45,7 @@ func readProbes(t *testing.T, out []byte) map[string]string {
 	t.Helper()
 	got := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
+	sc.Buffer(nil, 64<<20) // a line holds a whole result (TestClientEdgeValues: 2 MB)
 	for sc.Scan() {
 		var line struct {
 			Probe string          `json:"probe"`

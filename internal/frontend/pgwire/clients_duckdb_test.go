@@ -35,7 +35,7 @@ func duckProxy(t *testing.T, mode string) pgclienttest.DSN {
 // onDuckDB is what every script's shared cases answer on DuckDB.
 var onDuckDB = map[string]string{
 	"rollback": "0", "copy_in": "error 0A000", "copy_out": "error 0A000", "notice": "error 42601",
-	"bytea": "0100ff", "notify": "error 0A000", "options": "1234ms", "long_session": longSession,
+	"bytea": "0100ff", "notify": "error 0A000", "options": "1234ms", "long_session": longSession, "edges": edgesWant,
 }
 
 func withCases(extra map[string]string) map[string]string {

@@ -33,6 +33,11 @@ func pgProxy(t *testing.T, mode string) pgclienttest.DSN {
 // answered right.
 const longSession = "ok 64"
 
+// edgesWant is what every script's edges case answers: the text, 100,000 characters out and
+// 200,000 in, 20,000 rows whose x sum to 199,990,000, 17 NULLs of 17 types, 100 parameters,
+// 2 rows inserted by one query of three statements.
+const edgesWant = "uni=1 out=100000 in=200000 rows=20000,199990000 nulls=17 params=100 multi=2"
+
 // pgNames are the columns of the scripts' names case (select count(*), 40 + 2, lower('A'),
 // 1::text, max(a) as top) as PostgreSQL names them; DuckDB must name them the same.
 const pgNames = "count ?column? lower text top"
@@ -52,7 +57,7 @@ func TestClientPsycopg2(t *testing.T) {
 				"rollback": "0", "copy_in": "(3, 2)", "copy_out": `'1\ta\n2\tb\n3\t\\N\n'`,
 				"notice": "NOTICE:  hello 42", "bytea": "0100ff", "named_cursor": "31375",
 				"with_hold": inSession(mode, "55"), "session_set": inSession(mode, "pg_catalog, public"),
-				"notify": inSession(mode, "ping"), "options": "1234ms", "recover": "7", "long_session": longSession,
+				"notify": inSession(mode, "ping"), "options": "1234ms", "recover": "7", "long_session": longSession, "edges": edgesWant,
 			})
 		})
 	}
@@ -73,7 +78,7 @@ func TestClientPsycopg3(t *testing.T) {
 				"rollback": "0", "copy_in": "(3, 2)", "copy_out": "[('1', 'a'), ('2', 'b'), ('3', None)]",
 				"notice": "hello 42", "bytea": "0100ff", "prepared": "21", "pipeline": "[1, 'two', 3]",
 				"named_cursor": "31375", "notify": inSession(mode, "ping"), "options": "1234ms", "names": pgNames,
-				"rollback_prepared": "2", "long_session": longSession,
+				"rollback_prepared": "2", "long_session": longSession, "edges": edgesWant,
 			})
 		})
 	}
@@ -94,7 +99,7 @@ func TestClientNodePostgres(t *testing.T) {
 				"rollback": "0", "copy_in": "3 2", "copy_out": `"1\ta\n2\tb\n3\t\\N\n"`, "copy_in_tx": "3",
 				"notice": "hello 42", "bytea": "0100ff", "prepared": "21",
 				"notify": inSession(mode, "ping"), "options": "1234ms", "error_recovers": "7", "names": pgNames,
-				"long_session": longSession,
+				"long_session": longSession, "edges": edgesWant,
 			})
 		})
 	}
@@ -113,7 +118,7 @@ func TestClientJDBC(t *testing.T) {
 			pgclienttest.Expect(t, "JDBC", out, map[string]string{
 				"rollback": "0", "copy_in": "3", "copy_out": `1|a;2|b;3|\N;`, "notice": "hello 42",
 				"fetch_size": "31375", "bytea": "0100ff", "prepared": "36", "batch": "3 3",
-				"notify": inSession(mode, "ping"), "options": "1234ms", "names": pgNames, "long_session": longSession,
+				"notify": inSession(mode, "ping"), "options": "1234ms", "names": pgNames, "long_session": longSession, "edges": edgesWant,
 			})
 		})
 	}

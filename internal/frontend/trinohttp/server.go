@@ -37,6 +37,7 @@ import (
 	"github.com/queryflux/queryflux/internal/httplite"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/rawconn"
 )
 
 // Credentials are what a client presented: HTTP Basic (User, Password) or a bearer Token.
@@ -240,6 +241,7 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.servers = append(s.servers, hs)
 	s.httpMu.Unlock()
+	l = rawconn.Listener(l) // one request at a time: see rawconn
 	if s.opts.TLS != nil {
 		l = certs.OptionalTLS(l, s.opts.TLS)
 	}

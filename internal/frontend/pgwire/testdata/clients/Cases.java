@@ -33,6 +33,7 @@ public class Cases {
         run("notify", Cases::notifyCase);
         run("options", Cases::options);
         run("long_session", Cases::longSession);
+        run("edges", Cases::edges);
         conn.close();
     }
 
@@ -227,6 +228,74 @@ public class Cases {
             }
             return "ok " + SESSION_STEPS;
         }
+    }
+
+    static final String EDGE_TEXT = "O'Brien \"q\" C:\\temp\\new \u00fc\u20ac \ud834\udd1e\ud83d\ude00 \u65e5\u672c\u8a9e\nend";
+    static final String WIDE = "\u00fc\u20ac\ud834\udd1e\ud83d\ude00\u65e5\u672c\u8a9e";
+    static final String[] NULL_TYPES = {"int2", "int4", "int8", "float4", "float8", "numeric", "text", "varchar", "bool",
+        "date", "time", "timestamp", "timestamptz", "interval", "bytea", "uuid", "json"};
+
+    // Values at the edges (cases.py's edges): text beyond the BMP with quotes and backslashes
+    // both ways, 100 KB out and 200 KB in, a 2 MB result, NULL in every type, 100 parameters with
+    // NULLs among them (a PreparedStatement: bound on the server), several statements in one.
+    static Object edges() throws Exception {
+        StringBuilder out = new StringBuilder();
+        try (PreparedStatement ps = conn.prepareStatement("select ?::text, '" + WIDE + "'")) {
+            ps.setString(1, EDGE_TEXT);
+            ResultSet rs = ps.executeQuery();
+            rs.next();
+            out.append("uni=").append(EDGE_TEXT.equals(rs.getString(1)) && WIDE.equals(rs.getString(2)) ? 1 : 0);
+        }
+        try (Statement st = conn.createStatement()) {
+            ResultSet rs = st.executeQuery("select repeat('ab', 50000)");
+            rs.next();
+            String v = rs.getString(1);
+            out.append(" out=").append(v.equals("ab".repeat(50000)) ? v.length() : -1);
+        }
+        try (PreparedStatement ps = conn.prepareStatement("select length(?::text)")) {
+            ps.setString(1, "ab".repeat(100000));
+            ResultSet rs = ps.executeQuery();
+            rs.next();
+            out.append(" in=").append(rs.getLong(1));
+        }
+        try (Statement st = conn.createStatement()) {
+            ResultSet rs = st.executeQuery("select x, repeat('y', 100) from generate_series(0, 19999) as g(x) order by x");
+            long n = 0, sum = 0;
+            while (rs.next()) {
+                n++;
+                if (rs.getString(2).equals("y".repeat(100))) sum += rs.getLong(1);
+            }
+            out.append(" rows=").append(n).append(",").append(sum);
+            StringBuilder sql = new StringBuilder("select ");
+            for (int i = 0; i < NULL_TYPES.length; i++) sql.append(i > 0 ? ", " : "").append("null::").append(NULL_TYPES[i]);
+            rs = st.executeQuery(sql.toString());
+            rs.next();
+            int nulls = 0;
+            for (int i = 1; i <= NULL_TYPES.length; i++) if (rs.getObject(i) == null) nulls++;
+            out.append(" nulls=").append(nulls);
+        }
+        StringBuilder sql = new StringBuilder("select ");
+        String[] vals = new String[100];
+        for (int i = 0; i < vals.length; i++) {
+            vals[i] = i % 3 == 0 ? null : "v" + i;
+            sql.append(i > 0 ? ", " : "").append("?::text");
+        }
+        try (PreparedStatement ps = conn.prepareStatement(sql.toString())) {
+            for (int i = 0; i < vals.length; i++) ps.setString(i + 1, vals[i]);
+            ResultSet rs = ps.executeQuery();
+            rs.next();
+            boolean same = true;
+            for (int i = 0; i < vals.length; i++) same &= java.util.Objects.equals(vals[i], rs.getString(i + 1));
+            out.append(" params=").append(same ? vals.length : -1);
+        }
+        String t = table + "_e";
+        try (Statement st = conn.createStatement()) {
+            st.execute("create table " + t + " (a int); insert into " + t + " values (1); insert into " + t + " values (2)");
+            ResultSet rs = st.executeQuery("select count(*) from " + t);
+            rs.next();
+            out.append(" multi=").append(rs.getLong(1));
+        }
+        return out.toString();
     }
 
     static String text(Connection c, String sql) throws SQLException {

@@ -62,6 +62,35 @@ async function longSession(url, table) {
   }
 }
 
+const EDGE_TEXT = 'O\'Brien "q" C:\\temp\\new \u00fc\u20ac \u{1d11e}\u{1f600} \u65e5\u672c\u8a9e\nend';
+const WIDE = '\u00fc\u20ac\u{1d11e}\u{1f600}\u65e5\u672c\u8a9e';
+const NULL_TYPES = ['int2', 'int4', 'int8', 'float4', 'float8', 'numeric', 'text', 'varchar', 'bool', 'date', 'time',
+  'timestamp', 'timestamptz', 'interval', 'bytea', 'uuid', 'json'];
+
+// Values at the edges (cases.py's edges): text beyond the BMP with quotes and backslashes both
+// ways, 100 KB out and 200 KB in, a 2 MB result, NULL in every type, 100 parameters with NULLs
+// among them, and several statements in one simple query.
+async function edges(c, table) {
+  const q = async (text, values) => (await c.query({ text, values, rowMode: 'array' })).rows;
+  const out = [];
+  let r = await q(`select $1::text, '${WIDE}'`, [EDGE_TEXT]);
+  out.push(`uni=${r[0][0] === EDGE_TEXT && r[0][1] === WIDE ? 1 : 0}`);
+  r = await q("select repeat('ab', 50000)");
+  out.push(`out=${r[0][0] === 'ab'.repeat(50000) ? r[0][0].length : -1}`);
+  r = await q('select length($1::text)', ['ab'.repeat(100000)]);
+  out.push(`in=${Number(r[0][0])}`);
+  r = await q("select x, repeat('y', 100) from generate_series(0, 19999) as g(x) order by x");
+  out.push(`rows=${r.length},${r.filter((row) => row[1] === 'y'.repeat(100)).reduce((s, row) => s + Number(row[0]), 0)}`);
+  r = await q(`select ${NULL_TYPES.map((t) => `null::${t}`).join(', ')}`);
+  out.push(`nulls=${r[0].filter((v) => v === null).length}`);
+  const vals = Array.from({ length: 100 }, (_, i) => (i % 3 === 0 ? null : `v${i}`));
+  r = await q(`select ${vals.map((_, i) => `$${i + 1}::text`).join(', ')}`, vals);
+  out.push(`params=${JSON.stringify(r[0]) === JSON.stringify(vals) ? vals.length : -1}`);
+  await c.query(`create table ${table} (a int); insert into ${table} values (1); insert into ${table} values (2)`);
+  out.push(`multi=${Number((await q(`select count(*) from ${table}`))[0][0])}`);
+  return out.join(' ');
+}
+
 async function main() {
   const client = new Client({ connectionString: url });
   const notices = [];
@@ -137,6 +166,7 @@ async function main() {
       }
     },
     async long_session() { return longSession(url, `${table}_s`); },
+    async edges() { return edges(client, `${table}_e`); },
     async error_recovers() {
       try { await client.query('select 1/0'); } catch (e) { /* expected */ }
       return (await client.query('select 7 as v')).rows[0].v;

@@ -79,6 +79,34 @@ def long_session(connect, table):
         conn.close()
 
 
+EDGE_TEXT = "O'Brien \"q\" C:\\temp\\new \u00fc\u20ac \U0001d11e\U0001f600 \u65e5\u672c\u8a9e\nend"
+NULL_TYPES = ["int2", "int4", "int8", "float4", "float8", "numeric", "text", "varchar", "bool", "date", "time",
+              "timestamp", "timestamptz", "interval", "bytea", "uuid", "json"]
+
+
+def edges(q, table):
+    """Values at the edges, through q(sql, params) -> rows: text beyond the BMP with quotes and
+    backslashes both ways, 100 KB out and 200 KB in, a 2 MB result, NULL in every type, 100
+    parameters with NULLs among them, and several statements in one simple query."""
+    out = []
+    r = q("select %s::text, '\u00fc\u20ac\U0001d11e\U0001f600\u65e5\u672c\u8a9e'", (EDGE_TEXT,))
+    out.append("uni=%d" % (r[0][0] == EDGE_TEXT and r[0][1] == "\u00fc\u20ac\U0001d11e\U0001f600\u65e5\u672c\u8a9e"))
+    r = q("select repeat('ab', 50000)", None)
+    out.append("out=%d" % (len(r[0][0]) if r[0][0] == "ab" * 50000 else -1))
+    r = q("select length(%s::text)", ("ab" * 100000,))
+    out.append("in=%d" % r[0][0])
+    r = q("select x, repeat('y', 100) from generate_series(0, 19999) as g(x) order by x", None)
+    out.append("rows=%d,%d" % (len(r), sum(row[0] for row in r if row[1] == "y" * 100)))
+    r = q("select " + ", ".join("null::%s" % t for t in NULL_TYPES), None)
+    out.append("nulls=%d" % sum(v is None for v in r[0]))
+    vals = [None if i % 3 == 0 else "v%d" % i for i in range(100)]
+    r = q("select " + ", ".join(["%s::text"] * len(vals)), vals)
+    out.append("params=%d" % (len(vals) if list(r[0]) == vals else -1))
+    q("create table {0} (a int); insert into {0} values (1); insert into {0} values (2)".format(table), None)
+    out.append("multi=%d" % q("select count(*) from %s" % table, None)[0][0])
+    return " ".join(out)
+
+
 def psycopg2_cases():
     import psycopg2
     import psycopg2.extensions
@@ -188,8 +216,17 @@ def psycopg2_cases():
             return c
         return long_session(connect, table + "_s")
 
+    def edge_values():
+        def q(sql, params):
+            cur.execute(sql, params)
+            return cur.fetchall() if cur.description is not None else []
+        try:
+            return edges(q, table + "_e")
+        finally:
+            conn.commit()
+
     for name, fn in [("rollback", rollback), ("copy_in", copy_in), ("copy_out", copy_out), ("notice", notice),
-                     ("bytea", bytea), ("named_cursor", named_cursor), ("with_hold", with_hold),
+                     ("bytea", bytea), ("named_cursor", named_cursor), ("with_hold", with_hold), ("edges", edge_values),
                      ("session_set", session_set), ("notify", notify), ("options", options), ("recover", recover),
                      ("long_session", session)]:
         case(name, fn)
@@ -293,8 +330,17 @@ def psycopg3_cases():
     def session():
         return long_session(lambda: psycopg.connect(dsn, autocommit=True), table + "_s")
 
+    def edge_values():
+        def q(sql, params):
+            cur = conn.execute(sql, params)
+            return cur.fetchall() if cur.description is not None else []
+        try:
+            return edges(q, table + "_e")
+        finally:
+            conn.commit()
+
     for name, fn in [("rollback", rollback), ("copy_in", copy_in), ("copy_out", copy_out), ("notice", notice),
-                     ("bytea", bytea), ("prepared", prepared), ("pipeline", pipeline),
+                     ("bytea", bytea), ("prepared", prepared), ("pipeline", pipeline), ("edges", edge_values),
                      ("named_cursor", named_cursor), ("notify", notify), ("options", options), ("names", names),
                      ("rollback_prepared", rollback_prepared), ("long_session", session)]:
         case(name, fn)
