@@ -331,7 +331,9 @@ type task struct {
 	// a fleet starts tens of thousands of tasks).
 	ctxFn func(context.Context)
 	ctx   context.Context
-	co    *coro // nil until first resumed
+	// Or, for a handler task, the exchange it serves (no closure over it: one per request).
+	serves *exchange
+	co     *coro // nil until first resumed
 
 	waits []*waiter
 	timer *timer
@@ -382,6 +384,10 @@ func (s *Sim) runTask(t *task) {
 	}()
 	if t.ctxFn != nil {
 		t.ctxFn(t.ctx)
+		return
+	}
+	if t.serves != nil {
+		s.net.serve(t.serves)
 		return
 	}
 	t.fn()
@@ -442,7 +448,7 @@ func (s *Sim) finish(t *task) {
 		c.t = nil
 		s.coros = append(s.coros, c)
 	}
-	t.fn, t.ctxFn, t.ctx = nil, nil, nil
+	t.fn, t.ctxFn, t.ctx, t.serves = nil, nil, nil, nil
 	s.free = append(s.free, t)
 }
 

@@ -168,12 +168,7 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 	if err != nil {
 		return nil, err
 	}
-	stale := ""
-	for attempt := 0; attempt < 2; attempt++ {
-		token, err := w.session(ctx, stale)
-		if err != nil {
-			return nil, err
-		}
+	return w.send(ctx, func(token string) (*http.Request, error) {
 		if req.URL.Host != "" && req.URL.Host != w.base.Host {
 			// The session token is for the control plane only.
 			return nil, fmt.Errorf("worker: Do refuses to send the session token to %s, which is not the control plane", req.URL.Host)
@@ -188,16 +183,53 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 			r.Host = ""
 		}
 		if body != nil {
+			var err error
 			if r.Body, err = body(); err != nil {
 				return nil, fmt.Errorf("worker: reading request body: %w", err)
 			}
 			r.ContentLength = size
 		}
+		return r, nil
+	})
+}
+
+// Post sends body, of media type mediaType, to path of the control plane's API as Do sends a
+// request (the session token, registering first if need be, once more after a 401), but builds
+// each attempt's request itself, as Do's copy would be: the worker's own requests (heartbeats,
+// capacity) skip the request made only to be copied, its URL parsed from a string, its header
+// map and its body's reader.
+func (w *Worker) Post(ctx context.Context, path, mediaType string, body []byte) (*http.Response, error) {
+	return w.send(ctx, func(token string) (*http.Request, error) {
+		r := &http.Request{
+			Method: http.MethodPost, URL: w.resolve(&url.URL{Path: path}),
+			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header:        http.Header{"Content-Type": {mediaType}, "Authorization": {w.bearer(token)}},
+			Body:          io.NopCloser(bytes.NewReader(body)),
+			GetBody:       func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
+			ContentLength: int64(len(body)),
+		}
+		return r.WithContext(ctx), nil
+	})
+}
+
+// send sends the requests attempt builds, with a session token: a new one and a second attempt
+// after a 401. Do and Post build them.
+func (w *Worker) send(ctx context.Context, attempt func(token string) (*http.Request, error)) (*http.Response, error) {
+	stale := ""
+	for i := 0; i < 2; i++ {
+		token, err := w.session(ctx, stale)
+		if err != nil {
+			return nil, err
+		}
+		r, err := attempt(token)
+		if err != nil {
+			return nil, err
+		}
 		resp, err := w.client.Do(r)
 		if err != nil {
 			return nil, w.redactErr(err)
 		}
-		if resp.StatusCode != http.StatusUnauthorized || attempt == 1 {
+		if resp.StatusCode != http.StatusUnauthorized || i == 1 {
 			return resp, nil
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
