@@ -17,6 +17,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -25,6 +26,20 @@ import (
 type Conn struct {
 	*net.TCPConn
 	rc syscall.RawConn
+
+	// A read's or write's arguments and results, for the functions RawConn calls (made once:
+	// a closure per call would be an allocation per read and write). The mutexes keep two
+	// goroutines' calls apart, as net.Conn allows them.
+	rmu     sync.Mutex
+	rbuf    []byte
+	rn      int
+	rerrno  syscall.Errno
+	readFn  func(fd uintptr) bool
+	wmu     sync.Mutex
+	wbuf    []byte
+	wn      int
+	werrno  syscall.Errno
+	writeFn func(fd uintptr) bool
 }
 
 // New wraps tc, which must be open.
@@ -33,7 +48,9 @@ func New(tc *net.TCPConn) *Conn {
 	if err != nil {
 		panic("rawconn: New of a closed connection: " + err.Error())
 	}
-	return &Conn{TCPConn: tc, rc: rc}
+	c := &Conn{TCPConn: tc, rc: rc}
+	c.readFn, c.writeFn = c.rawRead, c.rawWrite
+	return c
 }
 
 // Wrap returns c with raw reads and writes when it is a *net.TCPConn, else c itself.
@@ -50,16 +67,12 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := c.rc.Read(func(fd uintptr) bool {
-		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		if e == syscall.EAGAIN {
-			return false
-		}
-		n, errno = int(r), e
-		return e != syscall.EINTR
-	})
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.rbuf, c.rn, c.rerrno = p, 0, 0
+	err := c.rc.Read(c.readFn)
+	n, errno := c.rn, c.rerrno
+	c.rbuf = nil
 	switch {
 	case err != nil:
 		return 0, c.opError("read", err)
@@ -71,27 +84,25 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// rawRead is one read of the socket; false to wait until it is readable.
+func (c *Conn) rawRead(fd uintptr) bool {
+	r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rbuf[0])), uintptr(len(c.rbuf)))
+	if e == syscall.EAGAIN {
+		return false
+	}
+	c.rn, c.rerrno = int(r), e
+	return e != syscall.EINTR
+}
+
 // Write writes all of p, waiting in the poller (under the write deadline) while the socket's
 // buffer is full.
 func (c *Conn) Write(p []byte) (int, error) {
-	written := 0
-	var errno syscall.Errno
-	err := c.rc.Write(func(fd uintptr) bool {
-		for written < len(p) {
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[written])), uintptr(len(p)-written))
-			switch e {
-			case 0:
-				written += int(r)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wbuf, c.wn, c.werrno = p, 0, 0
+	err := c.rc.Write(c.writeFn)
+	written, errno := c.wn, c.werrno
+	c.wbuf = nil
 	switch {
 	case err != nil:
 		return written, c.opError("write", err)
@@ -99,6 +110,24 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return written, c.opError("write", errno)
 	}
 	return written, nil
+}
+
+// rawWrite writes what is left of the write; false to wait until the socket takes more.
+func (c *Conn) rawWrite(fd uintptr) bool {
+	for c.wn < len(c.wbuf) {
+		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&c.wbuf[c.wn])), uintptr(len(c.wbuf)-c.wn))
+		switch e {
+		case 0:
+			c.wn += int(r)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.werrno = e
+			return true
+		}
+	}
+	return true
 }
 
 func (c *Conn) opError(op string, err error) error {

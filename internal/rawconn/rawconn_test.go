@@ -210,3 +210,27 @@ func TestDialerWraps(t *testing.T) {
 		t.Fatal("Dialer hid the dial's error")
 	}
 }
+
+// TestReadsAndWritesAllocateNothing: a read or write is a system call, not an allocation
+// (a closure per call would be one; the plain side allocates nothing either).
+func TestReadsAndWritesAllocateNothing(t *testing.T) {
+	a, b := pair(t)
+	msg, buf := []byte("SELECT 1"), make([]byte, 64)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := a.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(b, buf[:len(msg)]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(a, buf[:len(msg)]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per write and read each way, want 0", allocs)
+	}
+}

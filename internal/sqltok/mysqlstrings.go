@@ -10,9 +10,19 @@ import "strings"
 // their values, for an engine to write them its own way.
 
 // MayHoldMySQLEscapes reports cheaply whether sql may hold a literal MySQLLiteral reads: it
-// holds a backslash or an underscore (of _binary). Most statements cost this scan only.
+// holds a backslash, _binary, X' or 0x. Most statements cost this scan only.
 func MayHoldMySQLEscapes(sql string) bool {
-	return strings.IndexByte(sql, '\\') >= 0 || hasBinaryIntroducer(sql)
+	return strings.IndexByte(sql, '\\') >= 0 || hasBinaryIntroducer(sql) || hasHexLiteral(sql)
+}
+
+// hasHexLiteral reports whether sql holds X' or 0x, in either case.
+func hasHexLiteral(sql string) bool {
+	for i := 1; i < len(sql); i++ {
+		if c := sql[i]; c == '\'' && sql[i-1]|0x20 == 'x' || c|0x20 == 'x' && sql[i-1] == '0' {
+			return true
+		}
+	}
+	return false
 }
 
 func hasBinaryIntroducer(sql string) bool {
@@ -30,18 +40,59 @@ func hasBinaryIntroducer(sql string) bool {
 }
 
 // MySQLLiteral reads, at toks[i] of a statement tokenized with the MySQL rules, a literal that
-// an engine reading standard SQL would misread: a '...' string holding a backslash, or the
-// introducer _binary and its '...' string. It returns the literal's value, whether it is bytes
-// (_binary), and how many tokens it spans: 0 when toks[i] starts no such literal.
+// an engine reading standard SQL would misread: a '...' string holding a backslash, the
+// introducer _binary and its '...' string, or a hexadecimal literal (X'4142' or 0x4142: bytes,
+// as MySQL reads them by default; mysql2 sends a Buffer parameter as X'..'; DuckDB read X'0102'
+// as the text x0102 and 0x4142 as 0). It returns the literal's value, whether it is bytes, and
+// how many tokens it spans: 0 when toks[i] starts no such literal.
 func MySQLLiteral(toks []Token, i int) (value string, binary bool, n int) {
 	t := toks[i]
-	if t.Kind == Word && strings.EqualFold(t.Text, "_binary") && i+1 < len(toks) && plainString(toks[i+1]) {
+	switch {
+	case t.Kind == Word && strings.EqualFold(t.Text, "_binary") && i+1 < len(toks) && plainString(toks[i+1]):
 		return MySQLStringValue(toks[i+1].Text), true, 2
-	}
-	if plainString(t) && strings.IndexByte(t.Text, '\\') >= 0 {
+	case plainString(t) && strings.IndexByte(t.Text, '\\') >= 0:
 		return MySQLStringValue(t.Text), false, 1
+	case t.Kind == String && !t.Unterminated && len(t.Text) >= 3 && t.Text[0]|0x20 == 'x' && t.Text[1] == '\'':
+		if v, ok := hexBytes(t.Text[2:len(t.Text)-1], false); ok {
+			return v, true, 1
+		}
+	case t.Kind == Number && len(t.Text) > 2 && t.Text[0] == '0' && t.Text[1] == 'x':
+		if v, ok := hexBytes(t.Text[2:], true); ok {
+			return v, true, 1
+		}
 	}
 	return "", false, 0
+}
+
+// hexBytes decodes the hex digits h; an odd count is refused, or, with pad (0x literals, as
+// MySQL reads them), read with a 0 before it.
+func hexBytes(h string, pad bool) (string, bool) {
+	if len(h)%2 == 1 {
+		if !pad {
+			return "", false
+		}
+		h = "0" + h
+	}
+	out := make([]byte, len(h)/2)
+	for i := range out {
+		hi, ok1 := hexDigit(h[2*i])
+		lo, ok2 := hexDigit(h[2*i+1])
+		if !ok1 || !ok2 {
+			return "", false
+		}
+		out[i] = hi<<4 | lo
+	}
+	return string(out), true
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c|0x20 && c|0x20 <= 'f':
+		return (c | 0x20) - 'a' + 10, true
+	}
+	return 0, false
 }
 
 // plainString: t is a whole '...' string without a prefix (N'..', X'..' are left alone).

@@ -36,11 +36,11 @@ func TestMySQLStringValue(t *testing.T) {
 	})
 }
 
-// TestMySQLLiteralLeavesOthers: strings without a backslash, prefixed strings, double-quoted
-// ones and an unterminated one are not MySQLLiteral's; the cheap check sees backslashes and
-// _binary anywhere.
+// TestMySQLLiteralLeavesOthers: strings without a backslash, N'..', double-quoted and
+// unterminated strings, and hex literals MySQL would refuse are not MySQLLiteral's; the cheap
+// check sees backslashes, _binary, X' and 0x anywhere.
 func TestMySQLLiteralLeavesOthers(t *testing.T) {
-	for _, sql := range []string{`'plain'`, `N'a\'b'`, `X'4142'`, `"a\"b"`, `'open\'`, `_binary "x"`, `_binaryx'a'`} {
+	for _, sql := range []string{`'plain'`, `N'a\'b'`, `"a\"b"`, `'open\'`, `_binary "x"`, `_binaryx'a'`, `X'414'`, `0X41`, `x'4g'`} {
 		toks := Tokenize(sql, MySQL)
 		for i := range toks {
 			if _, _, n := MySQLLiteral(toks, i); n != 0 {
@@ -48,9 +48,20 @@ func TestMySQLLiteralLeavesOthers(t *testing.T) {
 			}
 		}
 	}
-	for sql, want := range map[string]bool{`select 1`: false, `select 'a_b'`: false, `x\y`: true, `select _Binary'a'`: true, `a_b_c_binary`: true, `_bin`: false} {
+	for sql, want := range map[string]bool{`select 1`: false, `select 'a_b'`: false, `x\y`: true, `select _Binary'a'`: true, `a_b_c_binary`: true, `_bin`: false,
+		`select max(a)`: false, `select X'41'`: true, `select 0x41`: true} {
 		if got := MayHoldMySQLEscapes(sql); got != want {
 			t.Errorf("MayHoldMySQLEscapes(%q) = %v, want %v", sql, got, want)
+		}
+	}
+}
+
+// TestMySQLHexLiterals: X'..' and 0x.. are bytes, as MySQL reads them (an odd 0x is padded).
+func TestMySQLHexLiterals(t *testing.T) {
+	for sql, want := range map[string]string{`X'4142'`: "AB", `x'00ff'`: "\x00\xff", `x''`: "", `0x4142`: "AB", `0x141`: "\x01\x41"} {
+		v, binary, n := MySQLLiteral(Tokenize(sql, MySQL), 0)
+		if n != 1 || !binary || v != want {
+			t.Errorf("MySQLLiteral(%s) = %q %v %d, want %q", sql, v, binary, n, want)
 		}
 	}
 }

@@ -7,42 +7,91 @@ import (
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
-// mysqlCompat is a MySQL client's sqlText with every literal DuckDB would misread
-// (sqltok.MySQLLiteral: 'O\'Brien', 'C:\\temp', _binary'...') written as DuckDB reads it, the
-// same value, and every `backquoted` identifier double-quoted (DuckDB reads backquotes from
-// 2.0 on); sqlText itself when there is none. Before, 'O\'Brien' (what PyMySQL and mysqlclient
-// send for the parameter O'Brien) failed as a syntax error, 'C:\\temp' came back with both
-// backslashes, and SELECT `id` FROM `t` (as ORMs and mysql2's escapeId write names) failed.
+// mysqlCompat is a MySQL client's sqlText with what DuckDB reads otherwise written as DuckDB
+// reads it (sqlText itself when there is none):
+//   - literals (sqltok.MySQLLiteral): 'O\'Brien', 'C:\\temp', _binary'...', the same value;
+//   - `backquoted` names, double-quoted (DuckDB reads backquotes from 2.0 on);
+//   - # comments, as -- comments;
+//   - LIMIT offset, count of two numbers, as LIMIT count OFFSET offset (DuckDB: "LIMIT #,#
+//     syntax is not supported"; with ? parameters it stays: DuckDB would bind them the other way).
+//
+// Before, 'O\'Brien' (what PyMySQL and mysqlclient send for the parameter O'Brien) failed as a
+// syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
+// and mysql2's escapeId write names) failed.
 func mysqlCompat(sqlText string) string {
-	if !sqltok.MayHoldMySQLEscapes(sqlText) && strings.IndexByte(sqlText, '`') < 0 {
+	if !mayNeedMySQLCompat(sqlText) {
 		return sqlText
 	}
 	toks := sqltok.Tokenize(sqlText, sqltok.MySQL)
 	var b strings.Builder
 	changed := false
 	for i := 0; i < len(toks); i++ {
-		v, binary, n := sqltok.MySQLLiteral(toks, i)
-		switch t := toks[i]; {
-		case t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated && len(t.Text) >= 2:
-			name := strings.ReplaceAll(t.Text[1:len(t.Text)-1], "``", "`")
-			b.WriteString(quoteIdent(name))
+		t := toks[i]
+		if v, binary, n := sqltok.MySQLLiteral(toks, i); n > 0 {
+			if binary {
+				b.WriteString(blobLiteral(v))
+			} else {
+				b.WriteString(duckString(v))
+			}
+			i += n - 1
 			changed = true
 			continue
-		case n == 0:
-			b.WriteString(toks[i].Text)
-			continue
-		case binary:
-			b.WriteString(blobLiteral(v))
-		default:
-			b.WriteString(duckString(v))
 		}
-		i += n - 1
-		changed = true
+		switch {
+		case t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated && len(t.Text) >= 2:
+			b.WriteString(quoteIdent(strings.ReplaceAll(t.Text[1:len(t.Text)-1], "``", "`")))
+			changed = true
+		case t.Kind == sqltok.Comment && t.Text[0] == '#':
+			b.WriteString("--" + t.Text[1:])
+			changed = true
+		case t.Kind == sqltok.Word && strings.EqualFold(t.Text, "limit"):
+			offset, count, end, ok := limitPair(toks, i+1)
+			if !ok {
+				b.WriteString(t.Text)
+				continue
+			}
+			b.WriteString(t.Text + " " + count + " OFFSET " + offset)
+			i = end - 1
+			changed = true
+		default:
+			b.WriteString(t.Text)
+		}
 	}
 	if !changed {
 		return sqlText
 	}
 	return b.String()
+}
+
+// mayNeedMySQLCompat reports cheaply whether mysqlCompat may change sqlText.
+func mayNeedMySQLCompat(sqlText string) bool {
+	if sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") {
+		return true
+	}
+	if strings.IndexByte(sqlText, ',') < 0 {
+		return false
+	}
+	for i := 0; i+5 <= len(sqlText); i++ {
+		if sqlText[i]|0x20 == 'l' && strings.EqualFold(sqlText[i:i+5], "limit") {
+			return true
+		}
+	}
+	return false
+}
+
+// limitPair reads "offset , count" (two numbers, blanks and comments between) from toks[i:]:
+// the two numbers' text, and the index after the count.
+func limitPair(toks []sqltok.Token, i int) (offset, count string, end int, ok bool) {
+	var got []sqltok.Token
+	for ; i < len(toks) && len(got) < 3; i++ {
+		if toks[i].Significant() {
+			got = append(got, toks[i])
+		}
+	}
+	if len(got) < 3 || got[0].Kind != sqltok.Number || got[1].Text != "," || got[2].Kind != sqltok.Number {
+		return "", "", 0, false
+	}
+	return got[0].Text, got[2].Text, i, true
 }
 
 // duckString writes v as a DuckDB string literal. DuckDB takes a statement's text as a C

@@ -3,6 +3,7 @@ package duckengine_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -88,7 +89,15 @@ func TestMySQLStringLiteralsAsMariaDBReadsThem(t *testing.T) {
 	// Literals no client writes but a person may: unknown escapes, doubled quotes, both.
 	for _, lit := range []string{`'a\qb\Q'`, `'it''s'`, `'it\'s ''both'''`, `'\\\\'`, `'tab\	end'`, `_BINARY'\0\1'`,
 		// Backquoted names, as ORMs and mysql2's escapeId write them.
-		"(SELECT `a``b` FROM (SELECT 'x\\'y' AS `a``b`) AS `t`)", "(SELECT `select` FROM (SELECT 'z' AS `select`) `from`)"} {
+		"(SELECT `a``b` FROM (SELECT 'x\\'y' AS `a``b`) AS `t`)", "(SELECT `select` FROM (SELECT 'z' AS `select`) `from`)",
+		// MySQL's # comments and LIMIT offset, count.
+		"'a' # a comment, with 'quotes'\n", "'#' #\n",
+		"(SELECT x FROM (SELECT 'a' AS x UNION ALL SELECT 'b' UNION ALL SELECT 'c') t ORDER BY x LIMIT 1, 1)",
+		"(SELECT x FROM (SELECT 'a' AS x UNION ALL SELECT 'b' UNION ALL SELECT 'c') t ORDER BY x LIMIT 2 /* c */ ,\n 5)",
+		"(SELECT x FROM (SELECT 'a' AS x UNION ALL SELECT 'b') t ORDER BY x LIMIT 1)",
+		// Hexadecimal literals are bytes (mysql2 sends a Buffer as X'..'): DuckDB read X'4142' as
+		// the text x4142, and 0x4142 as 0 named x4142.
+		"X'4142'", "x'00ff'", "x''", "0x4142", "0x141"} {
 		same(t, lit)
 	}
 	// Two literals and a comment in one statement: each is rewritten, the rest kept.
@@ -110,6 +119,7 @@ func TestMySQLStringLiteralsAsMariaDBReadsThem(t *testing.T) {
 		same(rt, mysqlQuote(v))
 		raw := rapid.SliceOfN(rapid.Byte(), 0, 40).Draw(rt, "bytes")
 		same(rt, "_binary"+mysqlQuote(string(raw)))
+		same(rt, fmt.Sprintf("X'%x'", raw))
 	})
 }
 

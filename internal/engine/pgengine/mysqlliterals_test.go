@@ -22,8 +22,9 @@ func mysqlQuote(v string) string {
 
 // TestMySQLClientsLiteralsOnPostgreSQL: a MySQL client's string literal, as the clients that
 // interpolate parameters write it, means on PostgreSQL what it means on MySQL: 'O\'Brien' is
-// O'Brien (it was a syntax error), 'C:\\temp' has one backslash (it had two), _binary'...' is
-// the bytes; with a bound ? beside them; and a PostgreSQL client's 'a\nb' keeps its backslash.
+// O'Brien (it was a syntax error), 'C:\\temp' has one backslash (it had two), _binary'...', X'..'
+// and 0x.. are the bytes (X'4142' was a bit string); with a bound ? beside them; and a PostgreSQL
+// client's 'a\nb' keeps its backslash.
 func TestMySQLClientsLiteralsOnPostgreSQL(t *testing.T) {
 	e := open(t)
 	ctx := context.Background()
@@ -61,6 +62,11 @@ func TestMySQLClientsLiteralsOnPostgreSQL(t *testing.T) {
 	}
 	if got := value(t, query.ProtocolMySQL, `SELECT _binary'\0\'x\\' AS v`); string(got) != "\x00'x\\" {
 		t.Errorf("_binary: %q", got)
+	}
+	for lit, want := range map[string]string{`X'4142'`: "AB", `0x4142`: "AB", `x'00ff'`: "\x00\xff"} {
+		if got := value(t, query.ProtocolMySQL, "SELECT "+lit+" AS v"); string(got) != want {
+			t.Errorf("%s: %q, want %q", lit, got, want)
+		}
 	}
 	if got := value(t, query.ProtocolPostgres, `SELECT 'a\nb'::text AS v`); string(got) != `a\nb` {
 		t.Errorf("a PostgreSQL client's literal: %q, want %q", got, `a\nb`)

@@ -15,8 +15,8 @@ import (
 // embedded DuckDB (the Arrow path) and on MariaDB (relayed): text beyond the Basic Multilingual
 // Plane, quotes and backslashes in parameters (which PyMySQL and mysqlclient write into the
 // statement's text, escaped the MySQL way), 100 KB out and 200 KB in, a result of 2 MB, NULL in
-// every column type, and a prepared statement of 300 parameters and columns, NULLs at every byte
-// edge of the binary protocol's NULL bitmaps.
+// every column type, a prepared statement of 300 parameters and columns, NULLs at every byte edge
+// of the binary protocol's NULL bitmaps, backquoted names, # comments and LIMIT offset, count.
 
 // edgeText has a 2-, 3- and 4-byte UTF-8 character, both quotes, backslashes and a newline.
 const edgeText = "O'Brien \"q\" C:\\temp\\new ü€ 𝄞😀 日本語\nend"
@@ -84,6 +84,10 @@ func edgeSteps(client string, d sessionDialect, strCast, columns string) []sessi
 		// Names in backquotes, as ORMs and mysql2's escapeId write them.
 		sessionStep{SQL: "SELECT `id`, `c6` AS `the ``name``` FROM `edge_t` WHERE `c6` = ?", Params: []any{"väl😀"}, Prepared: true,
 			want: `[["2","väl😀"]]`},
+		// MySQL's # comments and LIMIT offset, count.
+		sessionStep{SQL: "SELECT c6 FROM edge_t ORDER BY id LIMIT 1, 1 # the second row", want: `[["väl😀"]]`},
+		// Hexadecimal literals are bytes (the scripts print bytes in hex, go-sql-driver as text).
+		sessionStep{SQL: "SELECT X'4142' AS x, 0x4142 AS y", want: hexWant(client)},
 	)
 	// 300 parameters and columns, NULL in the last and either side of each byte's edge of the
 	// NULL bitmaps (parameters: bit n; result rows: bit n+2).
@@ -106,6 +110,14 @@ func edgeSteps(client string, d sessionDialect, strCast, columns string) []sessi
 	}
 	steps = append(steps, sessionStep{SQL: fmt.Sprintf("SELECT x AS n, REPEAT('y', 100) AS s FROM %s ORDER BY x", d.rows(20_000)), want: cellsJSON(rows)})
 	return steps
+}
+
+// hexWant is X'4142' and 0x4142 (the bytes AB) as client prints them.
+func hexWant(client string) string {
+	if client == "go-sql-driver" {
+		return `[["AB","AB"]]`
+	}
+	return `[["4142","4142"]]`
 }
 
 // sameJSON reports whether two JSON texts hold the same value (the Python scripts escape what
