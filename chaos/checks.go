@@ -109,13 +109,18 @@ type stateCheck struct {
 	hits, looks map[string]int
 	first       map[string]time.Duration
 	last        map[string]string
+	// after is, for a sometime check, when a worker first showed the wanted state after the
+	// window (it never did inside): a late host delays a state, and hostVerdict asks whether
+	// the time it lost explains the delay.
+	after map[string]time.Duration
 
 	probeFn func(s *snapshot, name string) (string, bool) // a kind of its own (configStatus)
 }
 
 func newStateCheck(kind string, names []string, want string, win scenarios.Window) *stateCheck {
 	return &stateCheck{kind: kind, names: names, want: want, win: win,
-		hits: map[string]int{}, looks: map[string]int{}, first: map[string]time.Duration{}, last: map[string]string{}}
+		hits: map[string]int{}, looks: map[string]int{}, first: map[string]time.Duration{}, last: map[string]string{},
+		after: map[string]time.Duration{}}
 }
 
 func (c *stateCheck) probe(sc *scenarios.Scenario, s *snapshot, name string) (string, bool) {
@@ -146,6 +151,15 @@ func (c *stateCheck) probe(sc *scenarios.Scenario, s *snapshot, name string) (st
 }
 
 func (c *stateCheck) look(sc *scenarios.Scenario, s *snapshot) {
+	if s.t > c.win.To && c.win.Mode == "sometime" {
+		for _, name := range c.names {
+			if _, seen := c.after[name]; !seen && c.hits[name] == 0 {
+				if v, ok := c.probe(sc, s, name); ok && v == c.want {
+					c.after[name] = s.t
+				}
+			}
+		}
+	}
 	if s.t < c.win.From || s.t > c.win.To {
 		return
 	}
@@ -212,6 +226,32 @@ func (c *stateCheck) lagBudget(r *runner) (lagBudget, bool) {
 		return lagBudget{configLagBudget, "half of the 2 s the config files give a change before they look", 1, 0, c.win.From, c.win.From, 2 * configLagBudget, nil}, true
 	}
 	return lagBudget{}, false
+}
+
+// cameLate reports whether every worker that never showed the wanted state inside the window
+// showed it after, and no later than the host's lost time explains: the scenario time the
+// runner's own timer lost from `from` (real) to when the state came, taken off when it came,
+// puts it inside the window. It names the latest such worker.
+func (c *stateCheck) cameLate(r *runner, from time.Time) (detail string, ok bool) {
+	if c.win.Mode != "sometime" {
+		return "", false
+	}
+	for _, name := range c.names {
+		if c.hits[name] > 0 {
+			continue
+		}
+		at, seen := c.after[name]
+		if !seen {
+			return "", false
+		}
+		lost := time.Duration(float64(r.lag.lost(from, r.t0.Add(r.scale(at)))) / r.opts.TimeScale)
+		if at-lost > c.win.To {
+			return "", false
+		}
+		detail = fmt.Sprintf("%s showed %q at %v, after the window; the runner's own timer lost %v (scenario time) before then",
+			name, c.want, at.Round(time.Millisecond), lost.Round(time.Millisecond))
+	}
+	return detail, detail != ""
 }
 
 // tokenRevokedCheck sends, at `at`, a heartbeat with the last session token the worker's link

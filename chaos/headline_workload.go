@@ -29,6 +29,16 @@ var metricUnits = map[string]string{
 	mAdmittedRate: "1/s", mFairness: "index", mStored: "records", mDropped: "records",
 }
 
+// isWorkloadMetric reports whether name is one of workloadHeadline's figures of the whole
+// workload.
+func isWorkloadMetric(name string) bool {
+	switch name {
+	case mAdmittedRate, mQueueP50, mQueueP99, mFairness, mStored, mDropped:
+		return true
+	}
+	return strings.HasPrefix(name, peakMetric("")) || strings.HasPrefix(name, cacheMetric(""))
+}
+
 func metricUnit(name string) string {
 	if u, ok := metricUnits[name]; ok {
 		return u

@@ -133,8 +133,23 @@ func (r *runner) hostMetrics(ms []Metric, o *observer) {
 	bound := phaseBound(r.sc).Seconds()
 	for i := range ms {
 		m := &ms[i]
+		if m.Agree || m.Missing != "" {
+			continue
+		}
+		if r.wl != nil && isWorkloadMetric(m.Name) {
+			// A figure of the whole workload (admissions, queue times, the engine's peak)
+			// has no window to take lost time off: leases lost to a stall, and queries
+			// re-admitted, change it. A stall over a workload check's budget makes it the
+			// host's as much as the fleet's; the cap checks still judge the peak.
+			end := r.t0.Add(r.scale(r.sc.Duration))
+			if w := r.lag.worst(r.t0, end); w.lag > workloadLagBudget {
+				m.Inconclusive = fmt.Sprintf("the host was late: the runner's own timer woke %v late at %v, over the %v a workload tolerates",
+					w.lag.Round(time.Millisecond), r.sinceStart(w.at).Round(time.Millisecond), workloadLagBudget)
+			}
+			continue
+		}
 		w, ok := o.windows[m.Name]
-		if m.Agree || m.Missing != "" || !ok {
+		if !ok {
 			continue
 		}
 		lost := (time.Duration(float64(r.lag.lost(r.t0.Add(r.scale(w[0])), r.t0.Add(r.scale(w[1])))) / r.opts.TimeScale)).Seconds()
@@ -143,6 +158,21 @@ func (r *runner) hostMetrics(ms []Metric, o *observer) {
 			m.Inconclusive = fmt.Sprintf("the host was late: the runner's own timer lost %.2fs (scenario time) in the wait; without it, %.2fs agrees", lost, without)
 		}
 	}
+}
+
+// worst is the latest wake-up whose wait overlaps [from, to] (zero if none).
+func (h *hostLag) worst(from, to time.Time) (worst lagSample) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.late {
+		if s.at.Before(from) || s.at.Add(-s.lag).After(to) {
+			continue
+		}
+		if s.lag > worst.lag {
+			worst = s
+		}
+	}
+	return worst
 }
 
 // close stops the timing (again: nothing); the samples stay readable.
@@ -255,6 +285,14 @@ func (r *runner) hostVerdict(c realCheck, v Verdict) Verdict {
 	}
 	w, late := r.lag.lateRun(from, to, b.max, b.every, b.flips)
 	if !late {
+		// A state wanted inside the window that came after it, later by no more than the
+		// host lost meanwhile (a reaper that woke late evicts late), was delayed, not missed.
+		if sc, ok := c.(*stateCheck); ok && v.Verdict == "FAIL" {
+			if why, ok := sc.cameLate(r, from); ok {
+				return Verdict{Name: v.Name, Verdict: "INCONCLUSIVE", Detail: fmt.Sprintf(
+					"the host was late: %s; the daemons' verdict was %s: %s", why, v.Verdict, v.Detail)}
+			}
+		}
 		return v
 	}
 	how := fmt.Sprintf("woke %v late at %v", w.lag.Round(time.Millisecond), r.sinceStart(w.at).Round(time.Millisecond))

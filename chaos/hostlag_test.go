@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/queryflux/queryflux/scenarios"
 )
 
@@ -164,6 +165,148 @@ func TestHostMetricsInconclusiveOnlyWhenTheHostTookTheDifference(t *testing.T) {
 		}
 		if ms[1].Inconclusive != "" {
 			t.Errorf("%s: a metric with no wait made inconclusive: %q", tc.what, ms[1].Inconclusive)
+		}
+	}
+}
+
+// Workload checks at time scale 1 (lease-kill-smoke: a crash at 5s, leases of 3s, a drift
+// margin of 1s; the window widened back by 5s): a stall of the host longer than half a second
+// inside a check's window, or in the lease's life before it, makes the leases and admissions
+// the check reads the host's doing as much as the fleet's: INCONCLUSIVE. A shorter stall, or
+// one after the window, leaves the verdict alone; and a cap broken is a FAIL however late the
+// host was (the cap holds whatever the timers do), as is a violation an expectViolation check
+// wanted a PASS.
+func TestHostVerdictOnWorkloadChecks(t *testing.T) {
+	sc := load(t, "../chaos/testdata/lease-kill-smoke.yaml")
+	t0 := time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
+	stall := func(at, lag time.Duration) []lagSample { return []lagSample{{t0.Add(at), lag}} }
+	zero, two := 0, 2
+	reclaimed := newCount(sc, "leases held by w-1", scenarios.CountWindow{From: 10 * time.Second, AtMost: &zero}, nil)
+	peak := func(n int) *engineMaxCheck {
+		return &engineMaxCheck{cluster: "c1", win: scenarios.CountWindow{To: 16 * time.Second}, bounds: scenarios.Bounds{AtLeast: &two, AtMost: &two}, peak: n}
+	}
+	wanted := func(seen bool) *expectViolationCheck { return &expectViolationCheck{engine: true, seen: seen} }
+	for _, tc := range []struct {
+		name    string
+		late    []lagSample
+		check   realCheck
+		verdict string
+		want    string
+	}{
+		{"on time, genuine failure", nil, reclaimed, "FAIL", "FAIL"},
+		{"a 1.3s stall as the leases expire", stall(8*time.Second, 1300*time.Millisecond), reclaimed, "FAIL", "INCONCLUSIVE"},
+		{"a 1.3s stall at the crash, a lease's life before the window", stall(5500*time.Millisecond, 1300*time.Millisecond), reclaimed, "FAIL", "INCONCLUSIVE"},
+		{"a 1.3s stall inside the window, pass", stall(12*time.Second, 1300*time.Millisecond), reclaimed, "PASS", "INCONCLUSIVE"},
+		{"a 300ms stall", stall(8*time.Second, 300*time.Millisecond), reclaimed, "FAIL", "FAIL"},
+		{"a stall long before the window", stall(2*time.Second, 1300*time.Millisecond), reclaimed, "FAIL", "FAIL"},
+		{"the engine under its atLeast on a late host", stall(8*time.Second, 1300*time.Millisecond), peak(1), "FAIL", "INCONCLUSIVE"},
+		{"the engine over the cap on a late host", stall(8*time.Second, 1300*time.Millisecond), peak(3), "FAIL", "FAIL"},
+		{"the cap broken on a late host", stall(8*time.Second, 1300*time.Millisecond), &capCheck{engine: true}, "FAIL", "FAIL"},
+		{"a wanted violation not seen on a late host", stall(8*time.Second, 1300*time.Millisecond), wanted(false), "FAIL", "INCONCLUSIVE"},
+		{"a wanted violation seen on a late host", stall(8*time.Second, 1300*time.Millisecond), wanted(true), "PASS", "PASS"},
+		{"a wanted violation not seen on time", nil, wanted(false), "FAIL", "FAIL"},
+	} {
+		r := &runner{sc: sc, opts: Options{TimeScale: 1}, t0: t0, lag: &hostLag{late: tc.late}}
+		v := r.hostVerdict(tc.check, Verdict{Name: tc.name, Verdict: tc.verdict, Detail: "what the daemons showed"})
+		if v.Verdict != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, v.Verdict, v.Detail, tc.want)
+		}
+	}
+}
+
+// A worker's time from its last heartbeat to stale or evicted is a wait the control plane's
+// timers and the runner's looks time: when it disagrees with the simulator only by the time
+// the runner's own timer lost inside it, it is INCONCLUSIVE (oneway-latency at scale 0.25: a
+// 1.3s stall is 5.2s of scenario time on top of staleAfter + evictGrace's 16s).
+func TestHostMetricsCoverTheTimeToStaleAndEvicted(t *testing.T) {
+	sc := load(t, "../chaos/testdata/oneway-latency.yaml")
+	t0 := time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
+	at := func(scenario time.Duration) time.Time { return t0.Add(scenario / 4) }
+	const evicted = "w-1 evicted after last heartbeat (partition@20s)"
+	o := newObserver()
+	beat := 19 * time.Second
+	o.beats["w-1"] = []time.Duration{beat}
+	o.states["w-1"] = []stateAt{{t: 40200 * time.Millisecond, state: "evicted", beat: beat, beats: true}}
+	real := headline(sc, o)
+	if got := real[evicted]; got < 21 || got > 21.5 {
+		t.Fatalf("%s: %v, want 21.2s", evicted, got)
+	}
+	for _, tc := range []struct {
+		what string
+		late []lagSample
+		want bool
+	}{
+		{"on time", nil, false},
+		{"1.3s real lost in the wait", []lagSample{{at(30 * time.Second), 1300 * time.Millisecond}}, true},
+		{"the same stall after the eviction", []lagSample{{at(45 * time.Second), 1300 * time.Millisecond}}, false},
+	} {
+		r := &runner{sc: sc, opts: Options{TimeScale: 0.25}, t0: t0, lag: &hostLag{late: tc.late}}
+		ms := []Metric{{Name: evicted, Sim: 16.4, Real: real[evicted]}}
+		r.hostMetrics(ms, o)
+		if got := ms[0].Inconclusive != ""; got != tc.want {
+			t.Errorf("%s: inconclusive %v (%q), want %v", tc.what, got, ms[0].Inconclusive, tc.want)
+		}
+	}
+}
+
+// A state a check wants inside its window ("w-1 is evicted" in [30s, 40s], oneway-latency at
+// scale 0.25) that came after it is INCONCLUSIVE when the time the runner's own timer lost
+// before then explains the delay (a control plane's reaper that woke late evicts late): a
+// 1.3s stall is 5.2s of scenario time. A stall too short for the delay, a state that never
+// came, or one that came inside the window leave the verdict alone.
+func TestHostVerdictStateThatCameLate(t *testing.T) {
+	sc := load(t, "../chaos/testdata/oneway-latency.yaml")
+	t0 := time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
+	at := func(scenario time.Duration) time.Time { return t0.Add(scenario / 4) }
+	for _, tc := range []struct {
+		name    string
+		late    []lagSample
+		came    time.Duration // 0: never
+		verdict string
+		want    string
+	}{
+		{"evicted 1.2s late after a 1.3s stall", []lagSample{{at(33 * time.Second), 1300 * time.Millisecond}}, 41200 * time.Millisecond, "FAIL", "INCONCLUSIVE"},
+		{"evicted 1.2s late after a 200ms stall", []lagSample{{at(33 * time.Second), 200 * time.Millisecond}}, 41200 * time.Millisecond, "FAIL", "FAIL"},
+		{"never evicted, a 1.3s stall", []lagSample{{at(33 * time.Second), 1300 * time.Millisecond}}, 0, "FAIL", "FAIL"},
+		{"evicted 1.2s late on time", nil, 41200 * time.Millisecond, "FAIL", "FAIL"},
+	} {
+		c := newStateCheck("registryState", []string{"w-1"}, "evicted", scenarios.Window{From: 30 * time.Second, To: 40 * time.Second, Mode: "sometime"})
+		if tc.came > 0 {
+			c.look(sc, &snapshot{t: tc.came, cpUp: map[string]bool{"cp-1": true},
+				registry: map[string]map[string]workerapi.WorkerInfo{"cp-1": {"w-1": {Name: "w-1", State: workerapi.StateEvicted}}}})
+		}
+		r := &runner{sc: sc, opts: Options{TimeScale: 0.25}, t0: t0, lag: &hostLag{late: tc.late}}
+		v := r.hostVerdict(c, Verdict{Name: tc.name, Verdict: tc.verdict, Detail: "what the daemons showed"})
+		if v.Verdict != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, v.Verdict, v.Detail, tc.want)
+		}
+	}
+}
+
+// A figure of the whole workload (admitted/s, lease-kill-smoke at scale 1) that disagrees is
+// INCONCLUSIVE when the host was later than a workload check's budget while the workload ran:
+// a 1.3s stall at 10s left 6 admitted instead of 4 (leases lost and queries admitted again).
+// A shorter stall, one after the run, or a figure of no workload leave it a disagreement.
+func TestHostMetricsWorkloadFigures(t *testing.T) {
+	sc := load(t, "../chaos/testdata/lease-kill-smoke.yaml")
+	t0 := time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		what string
+		late []lagSample
+		name string
+		want bool
+	}{
+		{"a 1.3s stall", []lagSample{{t0.Add(10 * time.Second), 1300 * time.Millisecond}}, mAdmittedRate, true},
+		{"a 1.3s stall, the engine's peak", []lagSample{{t0.Add(10 * time.Second), 1300 * time.Millisecond}}, peakMetric("c1"), true},
+		{"a 300ms stall", []lagSample{{t0.Add(10 * time.Second), 300 * time.Millisecond}}, mAdmittedRate, false},
+		{"a stall after the run", []lagSample{{t0.Add(20 * time.Second), 1300 * time.Millisecond}}, mAdmittedRate, false},
+		{"not a workload figure", []lagSample{{t0.Add(10 * time.Second), 1300 * time.Millisecond}}, "evictions", false},
+	} {
+		r := &runner{sc: sc, opts: Options{TimeScale: 1}, t0: t0, lag: &hostLag{late: tc.late}, wl: &fleetWorkload{}}
+		ms := []Metric{{Name: tc.name, Sim: 0.25, Real: 0.38}}
+		r.hostMetrics(ms, newObserver())
+		if got := ms[0].Inconclusive != ""; got != tc.want {
+			t.Errorf("%s: inconclusive %v (%q), want %v", tc.what, got, ms[0].Inconclusive, tc.want)
 		}
 	}
 }

@@ -1,12 +1,14 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/scenarios"
 )
 
@@ -180,6 +182,30 @@ func (c *countCheck) result(*runner) (bool, string) {
 		c.win.From, c.win.To, c.hits, c.looks, c.lo, c.hi, c.last)
 }
 
+// workloadLagBudget is how late the host may be before a workload check's leases and
+// admissions are not the fleet's doing alone: the files bound a hand-off by crash + lease TTL +
+// the sweep's second + 1 s, so a stall of half that last second (a lease renewed, swept or
+// granted that much late, a crash applied that much late) still leaves the bound half its
+// margin; a stall of 1.3 s on a loaded CI host ate all of it.
+const workloadLagBudget = 500 * time.Millisecond
+
+// workloadLag is a workload check's lag budget over [from, to]: one wake-up of the runner later
+// than workloadLagBudget. The window is widened back by a lease's life and the sweep's second
+// (a renewal, a kill or a grant the host delayed shows in the lease table until the lease has
+// expired and been swept).
+func workloadLag(sc *scenarios.Scenario, from, to time.Duration) lagBudget {
+	co := sc.Workload.Coordination
+	settle := cmp.Or(co.LeaseTTL, config.DefaultLeaseTTLSecs*time.Second) + cmp.Or(co.DriftMargin, config.DefaultDriftMarginSecs*time.Second) + time.Second
+	return lagBudget{max: workloadLagBudget, what: "a workload check's margin (half the second the lease files leave over crash + lease TTL + sweep)",
+		flips: 1, from: from, to: to, settle: settle}
+}
+
+// lagBudget: leases held and admissions follow renewals, sweeps, grants and the timeline,
+// every one of them a timer a late host delays.
+func (c *countCheck) lagBudget(r *runner) (lagBudget, bool) {
+	return workloadLag(r.sc, c.win.From, c.win.To), true
+}
+
 // ratioCheck mirrors admittedRatio: guard grants to workers over grants to over, counted from
 // the first look at or after `from` to the last at or before `to`.
 type ratioCheck struct {
@@ -241,13 +267,26 @@ func (c *capCheck) result(r *runner) (bool, string) {
 	return true, detail
 }
 
-type expectViolationCheck struct{ engine bool }
+// capCheck has no lag budget: the cap holds whatever the timers do, so a violation on a late
+// host is still a violation.
+
+type expectViolationCheck struct {
+	engine bool
+	seen   bool // result found the violation
+}
 
 func (c *expectViolationCheck) look(*scenarios.Scenario, *snapshot) {}
 
 func (c *expectViolationCheck) result(r *runner) (bool, string) {
 	pass, detail := (&capCheck{engine: c.engine}).result(r)
+	c.seen = !pass
 	return !pass, "expected a violation: " + detail
+}
+
+// lagBudget: a violation seen is the fleet's (the host cannot make the engine run more than
+// the cap); one not seen may be the host's, which delayed the grants that would have made it.
+func (c *expectViolationCheck) lagBudget(r *runner) (lagBudget, bool) {
+	return workloadLag(r.sc, 0, r.sc.Duration), !c.seen
 }
 
 type servedCheck struct {
@@ -314,6 +353,13 @@ func (c *engineMaxCheck) watch(t time.Duration, cluster string, n int) {
 	if c.open && t <= c.win.To && n > c.peak {
 		c.peak, c.when = n, t
 	}
+}
+
+// lagBudget: a peak over atMost is the fleet's whatever the host did (see capCheck); a peak
+// under atLeast, or a pass, rests on grants and kills a late host delays.
+func (c *engineMaxCheck) lagBudget(r *runner) (lagBudget, bool) {
+	over := c.bounds.AtMost != nil && c.peak > *c.bounds.AtMost
+	return workloadLag(r.sc, c.win.From, c.win.To), !over
 }
 
 func (c *engineMaxCheck) result(r *runner) (bool, string) {

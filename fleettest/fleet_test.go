@@ -35,10 +35,11 @@ type fleet struct {
 	cpConfig string
 	wConfig  string
 	cp       *daemontest.Proc
+	env      []string // added to the control plane's environment (test hooks)
 }
 
 func (f *fleet) startControlPlane() {
-	f.cp = daemontest.Start(f.t, "controlplane", "serve", "--config", f.cpConfig, "--allow-short-timeouts",
+	f.cp = daemontest.StartWith(f.t, daemontest.Options{Env: f.env}, "controlplane", "serve", "--config", f.cpConfig, "--allow-short-timeouts",
 		"--heartbeat-interval", heartbeat.String(), "--stale-after", staleAfter.String(), "--evict-grace", evictGrace.String())
 	daemontest.Eventually(f.t, 15*time.Second, "control plane /health", func() bool {
 		code, _, _ := daemontest.Call("GET", "http://"+f.apiAddr+"/health", "", "", nil)

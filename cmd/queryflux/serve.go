@@ -235,6 +235,7 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 		Metrics: d.Metrics, Registry: store, Leases: leaseStore(d), History: historyStore(d),
 		Config: cfgDeps, Ready: databaseReady(d), OnApply: scrubSecrets, CapacityStatsEvery: capacityStatsEvery,
 		StudioPlanning: planning.New(time.Now), Fence: testEngineFence(d), OpenEngine: querynode.EngineFactory(querynode.Engines()),
+		NoContentionWatch: testNoContentionWatch(d),
 	})
 	if err != nil {
 		return err
@@ -286,6 +287,16 @@ func testEngineFence(d *Daemon) capacity.EngineFence {
 	}
 	d.Logger.Warn("the engine fence is off: reclaimed leases' queries keep running; never set this outside tests", "env", assembly.TestNoEngineFenceEnv)
 	return assembly.NoFence
+}
+
+// testNoContentionWatch is false unless the test hook leaves the contention watch's route out
+// (assembly.TestNoContentionWatchEnv), which is logged loudly.
+func testNoContentionWatch(d *Daemon) bool {
+	if os.Getenv(assembly.TestNoContentionWatchEnv) != "1" {
+		return false
+	}
+	d.Logger.Warn("the contention watch's route is off: workers check reused leases with renewals; never set this outside tests", "env", assembly.TestNoContentionWatchEnv)
+	return true
 }
 
 func leaseStore(d *Daemon) assembly.LeaseStore {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/queryflux/queryflux/node/env"
@@ -127,8 +128,12 @@ type API struct {
 	limits  Limits        // nil: the requests' caps and TTLs are taken as they are (tests)
 	// pollEvery is how often a waiting head asks the store without a wake-up (PollEvery).
 	pollEvery time.Duration
-	// denials is notified at every denial here: held contention watches read the record again.
+	// denials is notified at every denial here, and at each one at another replica that a
+	// DenialWatcher reports: held contention watches read the record again.
 	denials env.Signal
+	// heard: a DenialWatcher's watch is in place (WatchDenied), so held contention watches need
+	// not poll the record for the other replicas' denials.
+	heard atomic.Bool
 }
 
 // Limits answers a cluster's cap and lease TTL from the control plane's own current

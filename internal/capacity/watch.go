@@ -30,9 +30,12 @@ const (
 	// is lost goes on reusing for at most this plus leaseReuseWindow after sending it: the one
 	// case where a denied worker waits longer than a round trip for a reusing one to let go.
 	watchWait = time.Second
-	// watchRecheckEvery is how often a held watch reads the waiting record again without a
-	// wake-up: a denial at another replica (which shares the store, not this replica's
-	// wake-ups), or a cap lowered under the leases held, is seen within it.
+	// watchRecheckEvery is how often a held watch looks again without a wake-up. While no
+	// DenialWatcher reports the other replicas' denials, it reads the waiting record again: a
+	// denial at another replica (which shares the store, not this replica's wake-ups) is seen
+	// within it. While one does, it only compares the caps (this replica's configuration, in
+	// memory) and reads the record again when one was lowered: a cap lowered under the leases
+	// held is seen within it either way.
 	watchRecheckEvery = 50 * time.Millisecond
 	// watchRetry is how long a LeaseGuard waits after a failed watch before watching again;
 	// meanwhile reuse lasts leaseReuseWindow from each acquire's answer.
@@ -85,8 +88,11 @@ func checkWatch(req WatchRequest) error {
 }
 
 // serveWatch holds a watch until one of its clusters is contended for the caller or its wait
-// is over, reading the waiting record again whenever a denial at this replica wakes it and at
-// least every watchRecheckEvery.
+// is over. It reads the waiting record when the watch comes, whenever a denial wakes it (one at
+// this replica, or one at another that a DenialWatcher reported), and when a cap it watches is
+// lowered; while no DenialWatcher reports the other replicas' denials, also every
+// watchRecheckEvery. Contention only appears through a denial or a lowered cap, so a watch
+// nothing woke is answered at the end of its wait with what it read last.
 func (a *API) serveWatch(w http.ResponseWriter, r *http.Request, caller string) {
 	var req WatchRequest
 	if !DecodeRequest(w, r, &req) {
@@ -100,19 +106,90 @@ func (a *API) serveWatch(w http.ResponseWriter, r *http.Request, caller string) 
 	ctx := r.Context()
 	end := a.env.Now().Add(min(millis(req.WaitMillis), WatchWaitMax))
 	for {
-		seen := a.denials.Seq()
+		seen, caps := a.denials.Seq(), a.capsOf(req.Clusters)
 		uncontended := a.uncontendedOf(ctx, req.Clusters, holder)
-		now := a.env.Now()
-		if len(uncontended) < len(req.Clusters) || !now.Before(end) {
+		if len(uncontended) < len(req.Clusters) || !a.env.Now().Before(end) {
 			workerapi.WriteJSON(w, http.StatusOK, MediaJSON, WatchResponse{Uncontended: uncontended})
 			return
 		}
-		wctx, cancel := a.env.WithTimeout(ctx, min(end.Sub(now), watchRecheckEvery))
-		_ = a.denials.Wait(wctx, seen)
-		cancel()
-		if ctx.Err() != nil {
-			return // the worker went away
+		for {
+			now := a.env.Now()
+			if !now.Before(end) {
+				if a.heard.Load() && a.denials.Seq() == seen {
+					// Nothing happened that could contend: what it read stands.
+					workerapi.WriteJSON(w, http.StatusOK, MediaJSON, WatchResponse{Uncontended: uncontended})
+					return
+				}
+				break
+			}
+			wctx, cancel := a.env.WithTimeout(ctx, min(end.Sub(now), watchRecheckEvery))
+			woke := a.denials.Wait(wctx, seen) == nil
+			cancel()
+			if ctx.Err() != nil {
+				return // the worker went away
+			}
+			if woke || !a.heard.Load() || a.capLowered(req.Clusters, caps) {
+				break
+			}
 		}
+	}
+}
+
+// capsOf is the cap in force now of each of clusters (0: none known), from this replica's own
+// configuration: no store read.
+func (a *API) capsOf(clusters []string) []int {
+	caps := make([]int, len(clusters))
+	for i, c := range clusters {
+		caps[i], _, _ = a.terms(c, 0, 0)
+	}
+	return caps
+}
+
+// capLowered reports whether a cap of clusters is now below caps (capsOf's earlier answer).
+func (a *API) capLowered(clusters []string, caps []int) bool {
+	for i, c := range clusters {
+		if now, _, err := a.terms(c, 0, 0); err != nil || now != caps[i] && (caps[i] == 0 || now < caps[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// DenialWatcher is a waiting record shared by several control-plane replicas that tells each
+// one of the denials the others record (Postgres LISTEN/NOTIFY), so that a contention watch
+// held at one replica hears of a denial at another when it happens, instead of reading the
+// record again every watchRecheckEvery (20 reads a second per open watch).
+type DenialWatcher interface {
+	// NotifyDenied makes the store announce denials to the other replicas' watches. It may
+	// leave out a denial of a holder it announced a denial of, on the same cluster, less than
+	// ContendedFor/2 before: every watch held then was woken, and one that comes later finds
+	// that denial in the record when it reads it.
+	NotifyDenied()
+	// WatchDenied calls listening once its watch is in place (denials recorded before it may
+	// not be reported), then denied with the cluster of each denial another replica announces,
+	// until ctx ends or the watch fails. Neither may block.
+	WatchDenied(ctx context.Context, listening func(), denied func(cluster string)) error
+}
+
+// WatchDenied wakes the contention watches held here at each denial another replica records,
+// as w reports them, until ctx ends; a failed watch is retried a second later. While w's watch
+// is in place held watches read the waiting record only when woken; while it is not, every
+// watchRecheckEvery as before (when it comes or goes, every held watch reads the record once
+// more: a denial may have gone unreported meanwhile).
+func (a *API) WatchDenied(ctx context.Context, w DenialWatcher) {
+	defer a.heard.Store(false)
+	for ctx.Err() == nil {
+		err := w.WatchDenied(ctx, func() {
+			a.heard.Store(true)
+			a.denials.Notify()
+		}, func(string) { a.denials.Notify() })
+		a.heard.Store(false)
+		a.denials.Notify()
+		if ctx.Err() != nil {
+			return
+		}
+		a.env.Logger().Warn("capacity: watching other replicas' denials failed; retrying (held contention watches reread the waiting record meanwhile)", "err", err)
+		_ = a.env.Sleep(ctx, time.Second)
 	}
 }
 

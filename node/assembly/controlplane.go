@@ -52,6 +52,11 @@ type noFence struct{}
 // does (scenarios' workload.engineFence: false). Never set it outside tests.
 const TestNoEngineFenceEnv = "QUERYFLUX_TEST_NO_ENGINE_FENCE"
 
+// TestNoContentionWatchEnv, set to 1 in a control plane's environment, makes `queryflux serve`
+// run without the contention watch's route (ControlPlaneDeps.NoContentionWatch): what a worker
+// sees of a control plane that predates it. Never set it outside tests.
+const TestNoContentionWatchEnv = "QUERYFLUX_TEST_NO_CONTENTION_WATCH"
+
 func (noFence) Fence(context.Context, string, []capacity.LeaseRef) (bool, error) { return true, nil }
 
 // ControlPlaneDeps are what a control plane is built on besides its configuration.
@@ -81,6 +86,9 @@ type ControlPlaneDeps struct {
 	// CapacityStatsEvery is how often the capacity stats (GET /admin/capacity/stats) sample the
 	// leases; 0: on each call only.
 	CapacityStatsEvery time.Duration
+	// NoContentionWatch leaves the contention watch's route out, as on a control plane that
+	// predates it (tests of the workers' fallback: TestNoContentionWatchEnv).
+	NoContentionWatch bool
 }
 
 // ConfigDeps say where a control plane's configuration comes from: its own file (reloaded on
@@ -231,7 +239,7 @@ func (c *ControlPlane) capacity() (proxy.Guard, error) {
 		Store: c.deps.Leases, Locks: c.deps.Leases, Metrics: metrics, Owner: ControlPlaneLeaseHolder,
 		Ordered: q.Coordination.Queue == config.QueueOrdered, Weights: q.Coordination.Weights,
 		Limits: c.authority.limits, SweepEvery: secs(q.Coordination.SweepEverySecs),
-		StatsEvery: c.deps.CapacityStatsEvery,
+		StatsEvery: c.deps.CapacityStatsEvery, NoContentionWatch: c.deps.NoContentionWatch,
 	})
 	if q.Coordination.Mode == config.CoordinationLocal {
 		return nil, nil

@@ -38,6 +38,10 @@ type CapacityConfig struct {
 	// StatsEvery is how often GET PathAdminCapacityStats's samples are taken (by
 	// ControlPlane.StartCapacityStats); 0: one is taken on each call instead.
 	StatsEvery time.Duration
+	// NoContentionWatch leaves capacity.PathWatch unmounted, as on a control plane that
+	// predates it: workers fall back to renewal checks. Only tests of that fallback set it
+	// (assembly.TestNoContentionWatchEnv).
+	NoContentionWatch bool
 }
 
 // Admin API paths of the capacity leases.
@@ -84,6 +88,9 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 	stats := newCapacityStats(e, cfg)
 	cp.capStats = stats
 	for _, ep := range api.Endpoints() {
+		if ep.Path == capacity.PathWatch && cfg.NoContentionWatch {
+			continue // a control plane that predates the watch (tests of the fallback)
+		}
 		if ep.Path == capacity.PathSweepLockAcquire || ep.Path == capacity.PathSweepLockRelease {
 			// Only control-plane replicas sweep, and they take the lock in the store itself. A
 			// worker holding the sweep lock (renewed for up to a day at a time) would stop every
@@ -105,6 +112,12 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 		// Replicas share the store: a slot freed through one wakes the others' waiting heads.
 		w.NotifyFreed()
 		sw.Watch = func(ctx context.Context) { api.WatchFreed(ctx, w) }
+	}
+	if w, ok := cfg.Store.(capacity.DenialWatcher); ok && !cfg.Ordered && !cfg.NoContentionWatch {
+		// Replicas share the waiting record: a denial at one answers the contention watches
+		// held at the others, which then need not poll the record for it.
+		w.NotifyDenied()
+		sw.Watch = func(ctx context.Context) { api.WatchDenied(ctx, w) }
 	}
 	// A session that ended can no longer renew (its token is revoked). Its leases stay counted
 	// until the sweeper has fenced their work on the engine, or, where the engine cannot be

@@ -42,26 +42,38 @@ func (s *Store) NotifyFreed() { s.notifyFreed.Store(true) }
 // out of the pool and calls freed with the clusters of every other store's notice, until ctx
 // ends or the connection fails.
 func (s *Store) WatchFreed(ctx context.Context, freed func(clusters []string)) error {
-	conn, err := s.pool.Acquire(ctx)
+	err := s.listen(ctx, FreedChannel, func() {}, func(clusters string) { freed(strings.Split(clusters, "\n")) })
 	if err != nil {
 		return fmt.Errorf("pgcapacity: watch freed leases: %w", err)
 	}
+	return nil
+}
+
+// listen LISTENs on channel on a connection taken out of the pool, calls listening once it
+// does, and then notice with the rest of every other store's notice (after its origin line),
+// until ctx ends or the connection fails.
+func (s *Store) listen(ctx context.Context, channel string, listening func(), notice func(rest string)) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
 	listener := conn.Hijack() // it will carry a LISTEN: never back to the pool
 	defer listener.Close(context.WithoutCancel(ctx))
-	if _, err := listener.Exec(ctx, "LISTEN "+FreedChannel); err != nil {
-		return fmt.Errorf("pgcapacity: watch freed leases: %w", err)
+	if _, err := listener.Exec(ctx, "LISTEN "+channel); err != nil {
+		return err
 	}
+	listening()
 	for {
 		n, err := listener.WaitForNotification(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("pgcapacity: watch freed leases: %w", err)
+			return err
 		}
-		origin, clusters, ok := strings.Cut(n.Payload, "\n")
-		if ok && origin != s.origin && clusters != "" {
-			freed(strings.Split(clusters, "\n"))
+		origin, rest, ok := strings.Cut(n.Payload, "\n")
+		if ok && origin != s.origin && rest != "" {
+			notice(rest)
 		}
 	}
 }

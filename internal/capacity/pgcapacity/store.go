@@ -71,6 +71,9 @@ type Store struct {
 	// origin names this store in its notices, so that its own watch skips them.
 	notifyFreed atomic.Bool
 	origin      string
+	// notifyDenied: MarkDenied NOTIFYs DeniedChannel (NotifyDenied), as notices says.
+	notifyDenied atomic.Bool
+	notices      deniedNotices
 }
 
 // clock is the now argument of the SQL functions: NULL for the database's clock.
@@ -582,9 +585,18 @@ func (s *Store) MarkDenied(ctx context.Context, cluster, holder string, now time
 		return err
 	}
 	defer s.timed(capacity.StoreMarkDenied)()
-	_, err := s.pool.Exec(ctx, `SELECT capacity_wait_denied($1, $2, $3, $4, $5, $6)`, cluster, holder, s.clock(now),
-		capacity.FairWindow.Milliseconds(), capacity.ContendedFor.Milliseconds(), capacity.WaitersMax)
-	if err != nil {
+	args := []any{cluster, holder, s.clock(now), capacity.FairWindow.Milliseconds(), capacity.ContendedFor.Milliseconds(), capacity.WaitersMax}
+	query := `SELECT capacity_wait_denied($1, $2, $3, $4, $5, $6)`
+	announce := s.notifyDenied.Load() && s.notices.due(cluster, holder, time.Now())
+	if announce {
+		// In the same statement: the notice is delivered when the denial it announces commits.
+		query = `SELECT capacity_wait_denied($1, $2, $3, $4, $5, $6), pg_notify($7, $8)`
+		args = append(args, DeniedChannel, s.origin+"\n"+cluster)
+	}
+	if _, err := s.pool.Exec(ctx, query, args...); err != nil {
+		if announce {
+			s.notices.undo(cluster, holder)
+		}
 		return fmt.Errorf("pgcapacity: mark denied: %w", err)
 	}
 	return nil

@@ -63,17 +63,34 @@ func mysqlCompat(sqlText string) string {
 	return b.String()
 }
 
-// mayNeedMySQLCompat reports cheaply whether mysqlCompat may change sqlText.
+// mayNeedMySQLCompat reports cheaply whether mysqlCompat may change sqlText: most statements
+// (a LIMIT and commas elsewhere included) cost a few scans, no tokenizing and no allocation.
 func mayNeedMySQLCompat(sqlText string) bool {
-	if sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") {
-		return true
-	}
-	if strings.IndexByte(sqlText, ',') < 0 {
-		return false
+	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText)
+}
+
+// mayHoldLimitPair reports whether sqlText has LIMIT, a number and then a comma (or a comment,
+// which may hide one).
+func mayHoldLimitPair(sqlText string) bool {
+	blanks := func(j int) int {
+		for j < len(sqlText) && (sqlText[j] == ' ' || sqlText[j] == '\t' || sqlText[j] == '\n' || sqlText[j] == '\r') {
+			j++
+		}
+		return j
 	}
 	for i := 0; i+5 <= len(sqlText); i++ {
-		if sqlText[i]|0x20 == 'l' && strings.EqualFold(sqlText[i:i+5], "limit") {
-			return true
+		if sqlText[i]|0x20 != 'l' || !strings.EqualFold(sqlText[i:i+5], "limit") {
+			continue
+		}
+		j := blanks(i + 5)
+		digits := j
+		for j < len(sqlText) && '0' <= sqlText[j] && sqlText[j] <= '9' {
+			j++
+		}
+		if j > digits {
+			if j = blanks(j); j < len(sqlText) && strings.IndexByte(",/-", sqlText[j]) >= 0 {
+				return true
+			}
 		}
 	}
 	return false
