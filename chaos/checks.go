@@ -205,25 +205,33 @@ const configLagBudget = time.Second
 // lagBudget: a worker's health flips after healthFlips probes in a row later than the lag
 // threshold, and flips back after as many on time; the control plane hears it with the next
 // heartbeat. A registry state changes when one heartbeat is more than staleAfter less the
-// heartbeat interval late (evicted: evictGrace more).
+// heartbeat interval late (evicted: evictGrace more): the runner's timer, or a worker's own
+// probe that it reported that late (its heartbeat timer was kept waiting alike).
 func (c *stateCheck) lagBudget(r *runner) (lagBudget, bool) {
+	b, ok := c.stateLagBudget(r)
+	// A late host takes health away and never gives it: a worker seen healthy as wanted was.
+	b.passHolds = c.want == workerapi.StateHealthy && c.win.Mode != "never"
+	return b, ok
+}
+
+func (c *stateCheck) stateLagBudget(r *runner) (lagBudget, bool) {
 	iv := r.intervals()
 	flipped := time.Duration(iv.healthFlips) * iv.healthProbe
 	const health = "lag threshold the workers judge their own health by"
 	switch {
 	case c.kind == "selfHealth":
-		return lagBudget{iv.lagThreshold, health, iv.healthFlips, iv.healthProbe, c.win.From, c.win.To, flipped, c.names}, true
+		return lagBudget{iv.lagThreshold, health, iv.healthFlips, iv.healthProbe, c.win.From, c.win.To, flipped, c.names, false, false}, true
 	case c.kind == "reportedHealth":
-		return lagBudget{iv.lagThreshold, health, iv.healthFlips, iv.healthProbe, c.win.From, c.win.To, flipped + iv.heartbeat, c.names}, true
+		return lagBudget{iv.lagThreshold, health, iv.healthFlips, iv.healthProbe, c.win.From, c.win.To, flipped + iv.heartbeat, c.names, false, false}, true
 	case c.kind == "registryState" && c.want == workerapi.StateEvicted:
 		return lagBudget{iv.staleAfter + iv.evictGrace - iv.heartbeat, "a heartbeat may be late before its worker is evicted (staleAfter and evictGrace less the heartbeat interval)",
-			1, 0, c.win.From, c.win.To, iv.staleAfter + iv.evictGrace, nil}, true
+			1, 0, c.win.From, c.win.To, iv.staleAfter + iv.evictGrace, nil, true, false}, true
 	case c.kind == "registryState":
 		return lagBudget{iv.staleAfter - iv.heartbeat, "a heartbeat may be late before its worker is stale (staleAfter less the heartbeat interval)",
-			1, 0, c.win.From, c.win.To, iv.staleAfter, nil}, true
+			1, 0, c.win.From, c.win.To, iv.staleAfter, nil, true, false}, true
 	case c.kind == "configStatus":
 		// A late host delays a change, it does not undo one: only the lead up to the window counts.
-		return lagBudget{configLagBudget, "half of the 2 s the config files give a change before they look", 1, 0, c.win.From, c.win.From, 2 * configLagBudget, nil}, true
+		return lagBudget{configLagBudget, "half of the 2 s the config files give a change before they look", 1, 0, c.win.From, c.win.From, 2 * configLagBudget, nil, false, false}, true
 	}
 	return lagBudget{}, false
 }

@@ -41,6 +41,54 @@ type hostLag struct {
 	wakeups int
 	late    []lagSample            // wake-ups later than lagFloor, in order
 	starved map[string][]lagSample // node -> each run between a starve's stops: when, how long
+	// daemons are the lags the workers reported of their own health probes, later than
+	// lagFloor (daemonReported): a daemon the host kept waiting while the runner was on time.
+	daemons    []daemonLag
+	lastBeatOf map[string]time.Time // worker -> the heartbeat its last report came with
+}
+
+// daemonLag is a lag a worker reported of its own timer (its health probe's last wake-up),
+// seen by the runner at `at`.
+type daemonLag struct {
+	node string
+	lagSample
+}
+
+// daemonReported records the probe lag a worker's heartbeat (sent at beat, by its control
+// plane's stamp) reported, seen at now; each heartbeat once.
+func (h *hostLag) daemonReported(node string, beat time.Time, lag time.Duration, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lastBeatOf == nil {
+		h.lastBeatOf = map[string]time.Time{}
+	}
+	if beat.Equal(h.lastBeatOf[node]) {
+		return
+	}
+	h.lastBeatOf[node] = beat
+	if lag > lagFloor {
+		h.daemons = append(h.daemons, daemonLag{node, lagSample{now, lag}})
+	}
+}
+
+// worstDaemon is the largest lag a worker reported that the runner saw inside [from, to]
+// (zero if none).
+func (h *hostLag) worstDaemon(from, to time.Time) (worst daemonLag) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, d := range h.daemons {
+		if !d.at.Before(from) && !d.at.Add(-d.lag).After(to) && d.lag > worst.lag {
+			worst = d
+		}
+	}
+	return worst
+}
+
+// daemonLagCounts reports whether the workers' own probe lags are the host's: not in a file
+// that starves a worker (its probes are late on purpose) or moves a clock (its probe's lag is
+// measured on it).
+func (r *runner) daemonLagCounts() bool {
+	return !hasEvent(r.sc, "starve") && !hasClockEvents(r.sc)
 }
 
 func startHostLag() *hostLag {
@@ -145,6 +193,9 @@ func (r *runner) hostMetrics(ms []Metric, o *observer) {
 			if w := r.lag.worst(r.t0, end); w.lag > workloadLagBudget {
 				m.Inconclusive = fmt.Sprintf("the host was late: the runner's own timer woke %v late at %v, over the %v a workload tolerates",
 					w.lag.Round(time.Millisecond), r.sinceStart(w.at).Round(time.Millisecond), workloadLagBudget)
+			} else if d := r.lag.worstDaemon(r.t0, end); d.lag > workloadLagBudget {
+				m.Inconclusive = fmt.Sprintf("the host was late: %s reported its own health probe %v late (seen at %v), over the %v a workload tolerates",
+					d.node, d.lag.Round(time.Millisecond), r.sinceStart(d.at).Round(time.Millisecond), workloadLagBudget)
 			}
 			continue
 		}
@@ -257,6 +308,11 @@ type lagBudget struct {
 	// while each run between its stops is shorter than every (a probe coming due in a run
 	// would be on time), and the runner's own timer ends those runs.
 	starved []string
+	// daemons: one lag over max that a worker reported of its own probe counts too (flips 1).
+	daemons bool
+	// passHolds: a PASS stands on a late host, whose lag only ever works against it (it takes
+	// health away, delays grants, reclaims and kills; it gives nothing).
+	passHolds bool
 }
 
 // lagBound is a check whose verdict a late host can decide by itself.
@@ -274,7 +330,7 @@ func (r *runner) hostVerdict(c realCheck, v Verdict) Verdict {
 		return v
 	}
 	b, ok := lb.lagBudget(r)
-	if !ok {
+	if !ok || b.passHolds && v.Verdict == "PASS" {
 		return v
 	}
 	from, to := r.t0.Add(r.scale(b.from)-b.settle), r.t0.Add(r.scale(b.to))
@@ -284,6 +340,15 @@ func (r *runner) hostVerdict(c realCheck, v Verdict) Verdict {
 			node, run.lag.Round(time.Millisecond), r.sinceStart(run.at).Round(time.Millisecond), b.every, v.Verdict, v.Detail)}
 	}
 	w, late := r.lag.lateRun(from, to, b.max, b.every, b.flips)
+	if !late && b.daemons {
+		// The runner was on time, but a worker may not have been (a busy host does not keep
+		// every process waiting alike).
+		if d := r.lag.worstDaemon(from, to); d.lag > b.max {
+			return Verdict{Name: v.Name, Verdict: "INCONCLUSIVE", Detail: fmt.Sprintf(
+				"the host was late: over the %v %s, %s reported its own health probe %v late (seen at %v); the daemons' verdict was %s: %s",
+				b.max, b.what, d.node, d.lag.Round(time.Millisecond), r.sinceStart(d.at).Round(time.Millisecond), v.Verdict, v.Detail)}
+		}
+	}
 	if !late {
 		// A state wanted inside the window that came after it, later by no more than the
 		// host lost meanwhile (a reaper that woke late evicts late), was delayed, not missed.

@@ -175,7 +175,7 @@ func TestHostMetricsInconclusiveOnlyWhenTheHostTookTheDifference(t *testing.T) {
 // the check reads the host's doing as much as the fleet's: INCONCLUSIVE. A shorter stall, or
 // one after the window, leaves the verdict alone; and a cap broken is a FAIL however late the
 // host was (the cap holds whatever the timers do), as is a violation an expectViolation check
-// wanted a PASS.
+// wanted a PASS. A pass on a late host stands: the host delays grants, reclaims and kills.
 func TestHostVerdictOnWorkloadChecks(t *testing.T) {
 	sc := load(t, "../chaos/testdata/lease-kill-smoke.yaml")
 	t0 := time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
@@ -196,7 +196,7 @@ func TestHostVerdictOnWorkloadChecks(t *testing.T) {
 		{"on time, genuine failure", nil, reclaimed, "FAIL", "FAIL"},
 		{"a 1.3s stall as the leases expire", stall(8*time.Second, 1300*time.Millisecond), reclaimed, "FAIL", "INCONCLUSIVE"},
 		{"a 1.3s stall at the crash, a lease's life before the window", stall(5500*time.Millisecond, 1300*time.Millisecond), reclaimed, "FAIL", "INCONCLUSIVE"},
-		{"a 1.3s stall inside the window, pass", stall(12*time.Second, 1300*time.Millisecond), reclaimed, "PASS", "INCONCLUSIVE"},
+		{"a 1.3s stall inside the window, pass (the host only delays)", stall(12*time.Second, 1300*time.Millisecond), reclaimed, "PASS", "PASS"},
 		{"a 300ms stall", stall(8*time.Second, 300*time.Millisecond), reclaimed, "FAIL", "FAIL"},
 		{"a stall long before the window", stall(2*time.Second, 1300*time.Millisecond), reclaimed, "FAIL", "FAIL"},
 		{"the engine under its atLeast on a late host", stall(8*time.Second, 1300*time.Millisecond), peak(1), "FAIL", "INCONCLUSIVE"},
@@ -307,6 +307,85 @@ func TestHostMetricsWorkloadFigures(t *testing.T) {
 		r.hostMetrics(ms, newObserver())
 		if got := ms[0].Inconclusive != ""; got != tc.want {
 			t.Errorf("%s: inconclusive %v (%q), want %v", tc.what, got, ms[0].Inconclusive, tc.want)
+		}
+	}
+}
+
+// A busy host does not keep every process waiting alike: a worker's own probe that it reported
+// late counts as the runner's wake-up would, for the registry states (one late heartbeat) and
+// the workload's checks and figures; the runner on time and the workers on time leave the
+// verdict alone; a cap broken stays a FAIL; each heartbeat's report counts once.
+func TestHostVerdictCountsTheLagWorkersReport(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 17, 0, 0, 0, time.UTC)
+	reported := func(at, lag time.Duration) *hostLag {
+		h := &hostLag{}
+		h.daemonReported("w-1", t0.Add(at-100*time.Millisecond), lag, t0.Add(at))
+		h.daemonReported("w-1", t0.Add(at-100*time.Millisecond), 0, t0.Add(at+10*time.Millisecond)) // the same beat again
+		return h
+	}
+	if h := reported(8*time.Second, time.Second); len(h.daemons) != 1 {
+		t.Fatalf("one heartbeat's report kept %d times", len(h.daemons))
+	}
+	lease := load(t, "../chaos/testdata/lease-kill-smoke.yaml")
+	zero := 0
+	reclaimed := newCount(lease, "leases held by w-1", scenarios.CountWindow{From: 10 * time.Second, AtMost: &zero}, nil)
+	oneway := load(t, "../chaos/testdata/oneway-latency.yaml")
+	healthy := newStateCheck("registryState", []string{"w-2"}, "healthy", scenarios.Window{From: 5 * time.Second, To: 90 * time.Second, Mode: "always"})
+	for _, tc := range []struct {
+		name  string
+		sc    *scenarios.Scenario
+		scale float64
+		h     *hostLag
+		check realCheck
+		want  string
+	}{
+		{"a worker 1.2s late, a lease check", lease, 1, reported(8*time.Second, 1200*time.Millisecond), reclaimed, "INCONCLUSIVE"},
+		{"a worker 300ms late, a lease check", lease, 1, reported(8*time.Second, 300*time.Millisecond), reclaimed, "FAIL"},
+		{"a worker 1.2s late, the cap", lease, 1, reported(8*time.Second, 1200*time.Millisecond), &capCheck{engine: true}, "FAIL"},
+		{"a worker 1.1s late, a registry state (budget 1s)", oneway, 0.25, reported(10*time.Second, 1100*time.Millisecond), healthy, "INCONCLUSIVE"},
+		{"a worker 900ms late, a registry state", oneway, 0.25, reported(10*time.Second, 900*time.Millisecond), healthy, "FAIL"},
+		{"nobody late", oneway, 0.25, &hostLag{}, healthy, "FAIL"},
+	} {
+		r := &runner{sc: tc.sc, opts: Options{TimeScale: tc.scale}, t0: t0, lag: tc.h}
+		v := r.hostVerdict(tc.check, Verdict{Name: tc.name, Verdict: "FAIL", Detail: "what the daemons showed"})
+		if v.Verdict != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, v.Verdict, v.Detail, tc.want)
+		}
+		if tc.want == "INCONCLUSIVE" && !strings.Contains(v.Detail, "w-1 reported its own health probe") {
+			t.Errorf("%s: detail %q does not name the worker's report", tc.name, v.Detail)
+		}
+	}
+	r := &runner{sc: lease, opts: Options{TimeScale: 1}, t0: t0, lag: reported(8*time.Second, 1200*time.Millisecond), wl: &fleetWorkload{}}
+	ms := []Metric{{Name: mAdmittedRate, Sim: 0.25, Real: 0.38}}
+	r.hostMetrics(ms, newObserver())
+	if ms[0].Inconclusive == "" {
+		t.Errorf("admitted/s disagreeing after a worker reported its probe 1.2s late: not inconclusive")
+	}
+	if starve := load(t, "registry-starve.yaml"); (&runner{sc: starve}).daemonLagCounts() {
+		t.Errorf("a file that starves a worker counts its probes' lag as the host's")
+	}
+}
+
+// A late host takes health away and never gives it: a check that wanted a worker healthy and
+// saw it so passes however late the host was; one that wanted it unhealthy, stale or evicted,
+// or never healthy, is INCONCLUSIVE when the host was late enough to cause it.
+func TestHostVerdictHealthyPassStands(t *testing.T) {
+	sc := load(t, "../chaos/testdata/oneway-latency.yaml")
+	t0 := time.Date(2026, 12, 3, 17, 0, 0, 0, time.UTC)
+	stall := []lagSample{{t0.Add(10 * time.Second), 1300 * time.Millisecond}}
+	win := scenarios.Window{From: 5 * time.Second, To: 90 * time.Second, Mode: "always"}
+	for _, tc := range []struct {
+		check *stateCheck
+		want  string
+	}{
+		{newStateCheck("registryState", []string{"w-2"}, "healthy", win), "PASS"},
+		{newStateCheck("registryState", []string{"w-2"}, "stale", win), "INCONCLUSIVE"},
+		{newStateCheck("registryState", []string{"w-2"}, "healthy", scenarios.Window{From: 5 * time.Second, To: 90 * time.Second, Mode: "never"}), "INCONCLUSIVE"},
+	} {
+		r := &runner{sc: sc, opts: Options{TimeScale: 0.25}, t0: t0, lag: &hostLag{late: stall}}
+		v := r.hostVerdict(tc.check, Verdict{Name: "c", Verdict: "PASS", Detail: "what the daemons showed"})
+		if v.Verdict != tc.want {
+			t.Errorf("%s %s %q passed on a late host: %s, want %s", tc.check.kind, tc.check.win.Mode, tc.check.want, v.Verdict, tc.want)
 		}
 	}
 }

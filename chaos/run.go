@@ -781,6 +781,9 @@ func (r *runner) poll(stop chan struct{}, needHealth bool, obs *observer, look f
 			if s.cpUp[cp] {
 				info, known := s.registry[cp][n.Name]
 				obs.look(s.t, n.Name, info, known, r.sinceStart)
+				if known && info.Heartbeat != nil && r.daemonLagCounts() {
+					r.lag.daemonReported(n.Name, info.LastHeartbeat, time.Duration(info.Heartbeat.Health.LoopLagSeconds*float64(time.Second)), time.Now())
+				}
 			}
 			if st, ok := s.config[n.Name]; ok {
 				obs.lookConfig(s.t, n.Name, st.cap)

@@ -115,11 +115,15 @@ func (g *gate) open(key int) {
 }
 
 // blocked is how many queries of the fleet wait for gate key on the engine now: their
-// statements began there.
+// statements began there. Only a backend waiting for the lock counts: an active one with the
+// query's text may not have reached the lock yet, or not be running it at all (pgx's first use
+// of a statement on a connection prepares it: Parse and Describe, their own round trip through
+// the worker), and counting that one would let the test open the next gate early. Suspected
+// cause of 2 failures in 6 runs at load 16-21, where a waiting query seemed granted out of order.
 func (g *gate) blocked(key int) int {
 	var n int
 	err := g.conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND state = 'active'
+		WHERE datname = current_database() AND state = 'active' AND wait_event_type = 'Lock'
 		AND query LIKE '%' || $1 || '%'`, fmt.Sprintf("pg_advisory_xact_lock_shared(%d)", key)).Scan(&n)
 	if err != nil {
 		g.t.Fatal(err)
@@ -127,15 +131,19 @@ func (g *gate) blocked(key int) int {
 	return n
 }
 
-// gatedSQL is a query that waits for gate key, then says when it began and when it got through.
+// gatedSQL is a query that waits for gate key, then says when it began, when it got through and
+// the lease it ran under (its engine session's tag: "qf-lease:<cluster>#<generation>", the
+// generations in grant order).
 func gatedSQL(key int) string {
-	return fmt.Sprintf("SELECT now(), clock_timestamp() FROM pg_advisory_xact_lock_shared(%d)", key)
+	return fmt.Sprintf("SELECT now(), clock_timestamp(), current_setting('application_name') FROM pg_advisory_xact_lock_shared(%d)", key)
 }
 
 // ran is one query as the engine saw it: when its statement began (its slot was granted) and
-// when its gate let it through (it was about to end and free the slot), or its error.
+// when its gate let it through (it was about to end and free the slot), and the lease it ran
+// under; or its error.
 type ran struct {
 	start, end time.Time
+	lease      string
 	err        error
 }
 
@@ -144,7 +152,7 @@ func gated(c *pgx.Conn, key int, into *ran, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		into.err = c.QueryRow(context.Background(), gatedSQL(key)).Scan(&into.start, &into.end)
+		into.err = c.QueryRow(context.Background(), gatedSQL(key)).Scan(&into.start, &into.end, &into.lease)
 	}()
 }
 
@@ -284,7 +292,11 @@ func (rf *replicaFleet) handOff(t *testing.T, table *tableSampler, holder, waite
 			t.Fatalf("query %d: held by %s %v, waiting at %s %v", i+1, hw, held[i].err, ww, waited[i].err)
 		}
 		handOff := waited[i].start.Sub(held[i].end)
-		t.Logf("%s->%s: query %d of %s started %v after query %d of %s ended", holder, waiter, i+1, ww, handOff, i+1, hw)
+		// The lease says which grant it was: a query that began out of order under a lease
+		// granted in order was slow to reach the engine (the worker); one under a lease
+		// granted out of order was granted so (the control plane, or an acquire asked again).
+		t.Logf("%s->%s: query %d of %s (lease %s) started %v after query %d of %s (lease %s) ended",
+			holder, waiter, i+1, ww, waited[i].lease, handOff, i+1, hw, held[i].lease)
 		// Slot i+1 was freed only once slot i had been handed over: the query that took slot i
 		// started before it.
 		if i+1 < replicaCap && !waited[i].start.Before(held[i+1].end) {

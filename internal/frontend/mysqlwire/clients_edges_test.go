@@ -9,6 +9,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/duckengine"
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 )
 
 // The values at the edges of what clients send and read, through every client library, on the
@@ -163,5 +164,31 @@ func TestClientEdgeValues(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDatesBeyondMySQLsRangeInTheBinaryProtocol: DuckDB's dates and timestamps whose year is
+// not 0 to 9999 (infinity, years BC, past 9999) reach go-sql-driver's binary protocol as NULL,
+// as MySQL answers a date that overflows, and the others as themselves. Their year's two bytes
+// wrapped before: go-sql-driver panicked formatting year 48876 (infinity's 5881580 wrapped).
+func TestDatesBeyondMySQLsRangeInTheBinaryProtocol(t *testing.T) {
+	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	db := openDB(t, serveCore(t, "duck", eng, coreSetup{}).addr, testUser, "", "", "")
+	rows, err := db.Query(`SELECT date 'infinity' AS a, date '-0044-03-15' AS b, timestamp '12024-02-29 13:14:15' AS c,
+		timestamp '-infinity' AS d, date '2024-02-29' AS e, timestamp '9999-12-31 23:59:59' AS f, date '0001-01-01' AS g WHERE 1 = ?`, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := frontendtest.ScanAll(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[[<nil> <nil> <nil> <nil> 2024-02-29 9999-12-31 23:59:59.000000 0001-01-01]]`
+	if s := fmt.Sprintf("%s", got); s != want {
+		t.Fatalf("%s, want %s", s, want)
 	}
 }

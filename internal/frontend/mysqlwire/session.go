@@ -424,13 +424,22 @@ func appendBinaryRow(row []byte, cols []column, batch arrow.RecordBatch, i int) 
 	}
 	for c := range cols {
 		a := batch.Column(c)
-		if cols[c].isNull || a.IsNull(i) {
+		if cols[c].isNull || a.IsNull(i) || cols[c].temporal && !binaryYear(a, i) {
 			row[bitmapAt+(c+2)/8] |= 1 << ((c + 2) % 8)
 			continue
 		}
 		row = appendBinary(row, &cols[c], a, i)
 	}
 	return row
+}
+
+// binaryYear reports whether row i of the date or timestamp a has a year the binary protocol
+// carries: 0 to 9999, as MySQL's own values. Another (DuckDB's infinity, 5881580-07-11, and its
+// years BC or past 9999) is sent as NULL, as MySQL answers a date that overflows. Its two bytes
+// would wrap, and go-sql-driver panicked formatting a year past 9999 (the application with it).
+func binaryYear(a arrow.Array, i int) bool {
+	y := timestampAt(a, i).Year()
+	return 0 <= y && y <= 9999
 }
 
 func (h *session) writeEOF() error {

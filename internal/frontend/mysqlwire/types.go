@@ -25,11 +25,12 @@ const MetaMySQLType = "queryflux.mysql_type"
 
 // column is how one Arrow column goes out on the MySQL wire.
 type column struct {
-	field  *mysql.Field
-	arrow  arrow.DataType
-	fsp    int // fractional seconds digits for temporal types
-	isNull bool
-	uuid   bool // 16 bytes sent as the UUID's text, as MariaDB sends its UUID type
+	field    *mysql.Field
+	arrow    arrow.DataType
+	fsp      int // fractional seconds digits for temporal types
+	isNull   bool
+	uuid     bool // 16 bytes sent as the UUID's text, as MariaDB sends its UUID type
+	temporal bool // a date or timestamp (binaryYear)
 }
 
 // columnFor maps an Arrow field to a MySQL column definition.
@@ -78,8 +79,9 @@ func columnFor(f arrow.Field) column {
 		mf.Decimal = uint8(t.GetScale())
 	case *arrow.Date32Type, *arrow.Date64Type:
 		setType(mysql.MYSQL_TYPE_DATE, 10)
+		col.temporal = true
 	case *arrow.TimestampType:
-		col.fsp = unitDigits(t.Unit)
+		col.fsp, col.temporal = unitDigits(t.Unit), true
 		if t.TimeZone != "" {
 			setType(mysql.MYSQL_TYPE_TIMESTAMP, uint32(19+fspLen(col.fsp)))
 		} else {
