@@ -10,6 +10,8 @@
 //
 // It may touch only the sockets it is given; deadlines, Close and the poller's wake-ups stay
 // the net.TCPConn's.
+//
+// determinism: outside the simulator (system calls on real sockets)
 package rawconn
 
 import (
