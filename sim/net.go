@@ -263,8 +263,10 @@ type exchange struct {
 	// What a round trip is made of lives in its exchange: one allocation instead of one each
 	// (a fleet makes thousands of round trips per virtual second).
 	request, answer message
-	hctx            simCtx     // the handler's context
-	reqBody         bodyReader // the request's body as the handler reads it
+	h               http.Handler // the target's handler, when the request arrived
+	hreq            http.Request // the request as the handler sees it
+	hctx            simCtx       // the handler's context
+	reqBody         bodyReader   // the request's body as the handler reads it
 	w               bufWriter
 	response        http.Response
 	respBody        bodyReader
@@ -389,9 +391,11 @@ func (nt *Net) deliverRequest(ex *exchange) {
 		nt.reply(ex, nil, refusedErr(to.name))
 		return
 	}
-	h := to.handler
+	ex.h = to.handler
 	nt.active[ex.id] = ex
-	to.spawn(nt.taskName(ex.req), func() { nt.serve(ex, h) })
+	if t := to.spawn(nt.taskName(ex.req), nil); t != nil {
+		t.serves = ex
+	}
 }
 
 type urlStrings struct {
@@ -427,11 +431,12 @@ func (nt *Net) taskName(req *http.Request) string {
 	return e.name
 }
 
-func (nt *Net) serve(ex *exchange, h http.Handler) {
-	to := ex.to
+func (nt *Net) serve(ex *exchange) {
+	to, h := ex.to, ex.h
 	hctx := &ex.hctx
 	nt.s.initCtx(hctx, to.ctx)
-	r := ex.req.WithContext(hctx)
+	ex.hreq = *ex.req.WithContext(hctx) // the handler's copy, in the exchange
+	r := &ex.hreq
 	if len(ex.body) > 0 {
 		ex.reqBody.reset(ex.body)
 		r.Body = &ex.reqBody

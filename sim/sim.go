@@ -33,12 +33,15 @@ import (
 )
 
 // GCFloor is the headroom qfsim and BenchmarkPlanFleet give the garbage collector
-// (gcfloor.Start): a cycle no sooner than 128 MB of allocation after the last. A 1,000-worker
-// plan-fleet run keeps about 35 MB live, so GOGC=100 collected every 35 MB, and six times in its
-// boot; with the floor it took 24 % less CPU (RESULTS.md, "Simulator at 1,000 workers (#22,
-// session 19)"). A 10,000-worker fleet's live heap is above the floor: it keeps GOGC=100, and
-// its peak memory.
-const GCFloor = 128 << 20
+// (gcfloor.Start): a cycle no sooner than 32 MB of allocation after the last, so a small live
+// heap (a fleet booting) is not collected every few megabytes. It was 128 MB; but every byte of
+// headroom is memory the process touches for the first time, and on the runner's thread a first
+// touch is a page fault: a 1,000-worker plan-fleet run (about 35 MB live, 165 MB allocated)
+// ran with one collection and 56,000 page faults at 128 MB, and spent 22 % more CPU on the
+// runner's thread than at 32 MB (31,000 page faults, the collections' marking on the other
+// core): RESULTS.md, "Simulator at 1,000 workers (#22, session 20)". A fleet whose live heap
+// is above the floor (1,000 workers already) keeps GOGC=100.
+const GCFloor = 32 << 20
 
 // DefaultStart is the fixed instant virtual time starts at, so traces and logs are stable.
 var DefaultStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -328,7 +331,9 @@ type task struct {
 	// a fleet starts tens of thousands of tasks).
 	ctxFn func(context.Context)
 	ctx   context.Context
-	co    *coro // nil until first resumed
+	// Or, for a handler task, the exchange it serves (no closure over it: one per request).
+	serves *exchange
+	co     *coro // nil until first resumed
 
 	waits []*waiter
 	timer *timer
@@ -379,6 +384,10 @@ func (s *Sim) runTask(t *task) {
 	}()
 	if t.ctxFn != nil {
 		t.ctxFn(t.ctx)
+		return
+	}
+	if t.serves != nil {
+		s.net.serve(t.serves)
 		return
 	}
 	t.fn()
@@ -439,7 +448,7 @@ func (s *Sim) finish(t *task) {
 		c.t = nil
 		s.coros = append(s.coros, c)
 	}
-	t.fn, t.ctxFn, t.ctx = nil, nil, nil
+	t.fn, t.ctxFn, t.ctx, t.serves = nil, nil, nil, nil
 	s.free = append(s.free, t)
 }
 

@@ -23,6 +23,7 @@ import (
 type Remote struct {
 	base        string
 	do          func(ctx context.Context, req *http.Request) (*http.Response, error)
+	send        func(ctx context.Context, path, mediaType string, body []byte) (*http.Response, error) // or this
 	acquireWait time.Duration
 	// renewOneByOne: the control plane predates PathRenewBatch (it answered 404 or 405).
 	renewOneByOne atomic.Bool
@@ -54,6 +55,13 @@ func NewRemote(baseURL string, client *http.Client, authorize func(*http.Request
 // re-registration on 401).
 func NewRemoteDo(do func(ctx context.Context, req *http.Request) (*http.Response, error)) *Remote {
 	return &Remote{do: do}
+}
+
+// NewRemotePost returns a client that posts each call's body to its path relative to the control
+// plane through post, which builds the request, resolves the path and adds credentials
+// (worker.Worker.Post: as Do, without a request made only to be copied).
+func NewRemotePost(post func(ctx context.Context, path, mediaType string, body []byte) (*http.Response, error)) *Remote {
+	return &Remote{send: post}
 }
 
 var (
@@ -193,12 +201,17 @@ func (c *Remote) post(ctx context.Context, path string, body, out any) (err erro
 	} else if data, err = json.Marshal(body); err != nil {
 		panic(fmt.Sprintf("capacity: encoding %T: %v", body, err)) // our own types always encode
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(data))
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+	var resp *http.Response
+	if c.send != nil {
+		resp, err = c.send(ctx, path, MediaJSON, data)
+	} else {
+		req, rerr := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(data))
+		if rerr != nil {
+			return fmt.Errorf("%w: %s: %v", ErrInvalid, path, rerr)
+		}
+		req.Header.Set("Content-Type", MediaJSON)
+		resp, err = c.do(ctx, req)
 	}
-	req.Header.Set("Content-Type", MediaJSON)
-	resp, err := c.do(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -11,7 +11,7 @@
 // It may touch only the sockets it is given; deadlines, Close and the poller's wake-ups stay
 // the net.TCPConn's.
 //
-// determinism: outside the simulator (system calls on real sockets)
+// determinism: outside the simulator (system calls on real sockets, which the simulator never opens)
 package rawconn
 
 import (

@@ -247,18 +247,20 @@ func (cp *ControlPlane) authWorker(r *http.Request) (name, hash string, err erro
 	if !ok {
 		return "", "", ErrUnauthorized
 	}
-	hash = workerapi.TokenHash(token)
+	var buf [64]byte
+	key := workerapi.AppendTokenHash(buf[:0], token) // on the stack: every request of every worker
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	name, ok = cp.byToken[hash]
+	name, ok = cp.byToken[string(key)] // a lookup by a converted key copies nothing
 	if !ok {
 		return "", "", ErrUnauthorized
 	}
 	// An invariant, not a check of the secret (the map lookup was that): plain comparison.
-	if en := cp.workers[name]; en == nil || !en.life.Online() || hash != en.rec.TokenHash {
+	en := cp.workers[name]
+	if en == nil || !en.life.Online() || string(key) != en.rec.TokenHash {
 		panic(fmt.Sprintf("controlplane: token index names %q but its entry disagrees", name))
 	}
-	return name, hash, nil
+	return name, en.rec.TokenHash, nil // the same string, held already
 }
 
 // Start loads the registry, gives every known worker a fresh window (a restart must not evict

@@ -93,3 +93,35 @@ func BenchmarkCacheHit(b *testing.B) {
 		drain()
 	}
 }
+
+// BenchmarkWireTransaction: a one-statement transaction in transaction pool mode, as the
+// PostgreSQL wire's event loop runs it: the wire opened (route, local slot, engine connection)
+// in the last one's memory under NoWait, its statement begun and finished (metrics, the record
+// to OnFinish), the wire closed. Hot caches: the core's own instructions per transaction.
+func BenchmarkWireTransaction(b *testing.B) {
+	core := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(Record) {}})
+	rt, err := NewRuntime(oneGroup(RoundRobin, 10, 0, cl("a", 100, &wireEngine{})))
+	if err != nil {
+		b.Fatal(err)
+	}
+	core.Activate(rt)
+	req := &query.Request{SQL: "select 1", User: "u", Protocol: query.ProtocolPostgres}
+	ctx := NoWait(query.WithAffinity(context.Background(), 1))
+	var last *Wire
+	b.ReportAllocs()
+	for b.Loop() {
+		w, ok, err := core.OpenWireInto(ctx, req, 1, "", last)
+		if err != nil || !ok {
+			b.Fatalf("OpenWireInto: %v %v", ok, err)
+		}
+		r, ok, err := w.Session.(relayer).BeginRelay(ctx, req)
+		if err != nil || !ok {
+			b.Fatalf("BeginRelay: %v %v", ok, err)
+		}
+		if err := r.Finish(1, 10, nil); err != nil {
+			b.Fatal(err)
+		}
+		_ = w.Session.Close()
+		last = w
+	}
+}

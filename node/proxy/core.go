@@ -43,7 +43,8 @@ type RetryCapper interface {
 // Options configure a Core. Env is required; the rest have defaults.
 type Options struct {
 	Env env.Env
-	// Guard hands out capacity slots; nil means a fresh LocalGuard (the standalone proxy).
+	// Guard hands out capacity slots; nil means the core counts them itself, as a LocalGuard
+	// would (the standalone proxy).
 	Guard Guard
 	// Registerer receives the core's metrics; nil means they are kept but not registered.
 	Registerer prometheus.Registerer
@@ -120,7 +121,7 @@ func New(opts Options) *Core {
 		userQueued: map[string]int{},
 	}
 	if c.guard == nil {
-		c.guard = NewLocalGuard()
+		c.guard = coreCount{c}
 	}
 	c.takeIdle = c.idleTaker()
 	if n, ok := c.guard.(FreedNotifier); ok {
@@ -566,6 +567,9 @@ func (c *Core) tryMembers(ctx context.Context, g *group, take func(context.Conte
 		slot, err := take(ctx, m.cluster.name, m.cluster.cap)
 		switch {
 		case err == nil:
+			if _, counted := slot.(countedSlot); counted {
+				return slot, m.cluster, nil // counted in c.running by coreCount, within the cap
+			}
 			c.mu.Lock()
 			c.running[m.cluster.name]++
 			running := c.running[m.cluster.name]

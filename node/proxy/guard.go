@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"context"
+
 	"github.com/queryflux/queryflux/internal/capacity"
 )
 
@@ -17,5 +19,45 @@ type Slot = capacity.Slot
 // tries the next member, and queues when none has one.
 var ErrNoSlot = capacity.ErrAtCapacity
 
-// NewLocalGuard returns an in-process guard (the default when Options.Guard is nil).
+// NewLocalGuard returns an in-process guard.
 func NewLocalGuard() *capacity.LocalGuard { return capacity.NewLocalGuard() }
+
+// coreCount is the guard of a core given none (the standalone proxy): what a LocalGuard counts
+// per cluster is the core's own running count, which the core keeps anyway. Acquire takes a slot
+// of that count under the core's lock, and every slot is the one countedSlot, which Admission's
+// release counts down: a query then pays no lock and map of a guard of its own, and no
+// allocation for its slot (a transaction pool's every transaction takes one).
+type coreCount struct{ c *Core }
+
+var (
+	_ Guard              = coreCount{}
+	_ capacity.AtOnce    = coreCount{}
+	_ capacity.Unlosable = countedSlot{}
+)
+
+// Acquire implements Guard, as LocalGuard does, on the core's running count.
+func (g coreCount) Acquire(ctx context.Context, cluster string, limit int) (Slot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c := g.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running[cluster] >= limit {
+		return nil, ErrNoSlot
+	}
+	c.running[cluster]++
+	return countedSlot{}, nil
+}
+
+// AtOnce implements capacity.AtOnce: it only counts.
+func (coreCount) AtOnce() bool { return true }
+
+// countedSlot is a slot of coreCount: counted in the core's running count (tryMembers leaves it
+// there, release takes it off), never lost.
+type countedSlot struct{}
+
+func (countedSlot) Release()      {}
+func (countedSlot) Lost() bool    { return false }
+func (countedSlot) OnLost(func()) {}
+func (countedSlot) NeverLost()    {}

@@ -155,6 +155,17 @@ func (r *Relay) OnCancel(fn func()) {
 	r.cancelMu.Unlock()
 }
 
+// Cancellable reports whether the core may cancel the statement through OnCancel: a session's
+// statement whose slot can be lost. A frontend need not make a hook (an allocation per
+// statement) for one it cannot.
+func (r *Relay) Cancellable() bool {
+	if r.session == nil {
+		return false
+	}
+	_, never := r.session.adm.slot.(capacity.Unlosable)
+	return !never
+}
+
 // Cancelled reports whether the core cancelled the statement, or its Ctx ended.
 func (r *Relay) Cancelled() bool {
 	r.cancelMu.Lock()

@@ -176,6 +176,9 @@ type group struct {
 	resetQuery  string
 	fingerprint uint64
 	cursor      atomic.Uint64
+	// wireOpeners: every enabled member's engine opens wire sessions (relayable(isWireOpener),
+	// decided once: OpenWire asks on every transaction).
+	wireOpeners bool
 }
 
 // NewRuntime validates spec and compiles it. Errors name the offending entry.
@@ -309,6 +312,7 @@ func addGroup(rt *Runtime, g GroupSpec) error {
 		}
 	}
 	gr.fingerprint = h.Sum64()
+	gr.wireOpeners = gr.relayable(isWireOpener)
 	rt.groups[g.Name] = gr
 	return nil
 }

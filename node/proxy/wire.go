@@ -63,7 +63,7 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 		return nil, false, err
 	}
 	g := r.g
-	if g.cache.TTL > 0 || !g.relayable(isWireOpener) {
+	if g.cache.TTL > 0 || !g.wireOpeners {
 		r.letGo()
 		return nil, false, nil
 	}

@@ -34,7 +34,7 @@ func NewCapacityGuard(e env.Env, w *Worker, c config.Coordination, metrics *capa
 	default:
 		return nil, fmt.Errorf("coordination.mode %q: must be controlPlane or local", c.Mode)
 	}
-	remote := capacity.NewRemoteDo(w.Do)
+	remote := capacity.NewRemotePost(w.Post)
 	acquireTimeout := capacity.AcquireTimeoutDefault
 	if c.Queue == config.QueueOrdered {
 		// The control plane's queue replaces the core's poll sleep: wait there as long.

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -103,12 +102,7 @@ func (w *Worker) postHeartbeat(ctx context.Context, hb workerapi.Heartbeat) erro
 	}
 	rctx, cancel := w.e.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, workerapi.PathHeartbeat, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", workerapi.MediaHeartbeat)
-	resp, err := w.Do(rctx, req)
+	resp, err := w.Post(rctx, workerapi.PathHeartbeat, workerapi.MediaHeartbeat, body)
 	if err != nil {
 		return err
 	}

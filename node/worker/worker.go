@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -50,6 +51,8 @@ type Worker struct {
 	peers         []workerapi.Peer    // the last peer list from the control plane
 	peersAt       time.Time           // when it was last asked for on demand
 	resolved      map[string]*url.URL // resolve's URLs by path
+	bearerOf      string              // the token bearerValue was built for
+	bearerValue   string              // "Bearer " + bearerOf
 }
 
 type opsRoute struct {
@@ -165,12 +168,7 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 	if err != nil {
 		return nil, err
 	}
-	stale := ""
-	for attempt := 0; attempt < 2; attempt++ {
-		token, err := w.session(ctx, stale)
-		if err != nil {
-			return nil, err
-		}
+	return w.send(ctx, func(token string) (*http.Request, error) {
 		if req.URL.Host != "" && req.URL.Host != w.base.Host {
 			// The session token is for the control plane only.
 			return nil, fmt.Errorf("worker: Do refuses to send the session token to %s, which is not the control plane", req.URL.Host)
@@ -179,26 +177,59 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 		// written through, and a control plane's requests go by the thousand per second in a
 		// simulated fleet (the clone's URL copy was thrown away at once).
 		r := req.WithContext(ctx)
-		r.Header = req.Header.Clone()
-		if r.Header == nil {
-			r.Header = http.Header{}
-		}
+		r.Header = w.attemptHeader(req.Header, token)
 		if req.URL.Host == "" {
 			r.URL = w.resolve(req.URL)
 			r.Host = ""
 		}
 		if body != nil {
+			var err error
 			if r.Body, err = body(); err != nil {
 				return nil, fmt.Errorf("worker: reading request body: %w", err)
 			}
 			r.ContentLength = size
 		}
-		workerapi.SetBearer(r, token)
+		return r, nil
+	})
+}
+
+// Post sends body, of media type mediaType, to path of the control plane's API as Do sends a
+// request (the session token, registering first if need be, once more after a 401), but builds
+// each attempt's request itself, as Do's copy would be: the worker's own requests (heartbeats,
+// capacity) skip the request made only to be copied, its URL parsed from a string, its header
+// map and its body's reader.
+func (w *Worker) Post(ctx context.Context, path, mediaType string, body []byte) (*http.Response, error) {
+	return w.send(ctx, func(token string) (*http.Request, error) {
+		r := &http.Request{
+			Method: http.MethodPost, URL: w.resolve(&url.URL{Path: path}),
+			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header:        http.Header{"Content-Type": {mediaType}, "Authorization": {w.bearer(token)}},
+			Body:          io.NopCloser(bytes.NewReader(body)),
+			GetBody:       func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
+			ContentLength: int64(len(body)),
+		}
+		return r.WithContext(ctx), nil
+	})
+}
+
+// send sends the requests attempt builds, with a session token: a new one and a second attempt
+// after a 401. Do and Post build them.
+func (w *Worker) send(ctx context.Context, attempt func(token string) (*http.Request, error)) (*http.Response, error) {
+	stale := ""
+	for i := 0; i < 2; i++ {
+		token, err := w.session(ctx, stale)
+		if err != nil {
+			return nil, err
+		}
+		r, err := attempt(token)
+		if err != nil {
+			return nil, err
+		}
 		resp, err := w.client.Do(r)
 		if err != nil {
 			return nil, w.redactErr(err)
 		}
-		if resp.StatusCode != http.StatusUnauthorized || attempt == 1 {
+		if resp.StatusCode != http.StatusUnauthorized || i == 1 {
 			return resp, nil
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -207,6 +238,27 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 		stale = token
 	}
 	panic("unreachable")
+}
+
+// attemptHeader is a header of one attempt's own: h's entries and the session token as a
+// bearer token (what SetBearer sets). The values are h's slices, shared: nothing on a request's
+// way writes into a header's values, and Header.Clone copied them all, then the bearer's
+// string was built again, for every request of the thousands a second a simulated fleet sends.
+func (w *Worker) attemptHeader(h http.Header, token string) http.Header {
+	out := make(http.Header, len(h)+1)
+	maps.Copy(out, h)
+	out["Authorization"] = []string{w.bearer(token)}
+	return out
+}
+
+// bearer is the Authorization value for token ("Bearer " and the token), built once per token.
+func (w *Worker) bearer(token string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.bearerOf != token || w.bearerValue == "" {
+		w.bearerOf, w.bearerValue = token, "Bearer "+token
+	}
+	return w.bearerValue
 }
 
 // resolve is a relative URL of the control plane's API against its base URL: a URL of its

@@ -223,6 +223,39 @@ func TestDoReplaysEitherBodyAndLeavesTheRequestAlone(t *testing.T) {
 	}
 }
 
+// Post sends its body whole with its media type on the first attempt and, after a 401, on
+// the second, with the new session's token, and keeps nothing of the body it was given.
+func TestPostSendsTheBodyOnEitherAttempt(t *testing.T) {
+	f := newFleet(t)
+	f.cp.HandleWorker("POST /worker/echo", func(rw http.ResponseWriter, r *http.Request, worker string) {
+		body, _ := io.ReadAll(r.Body)
+		_, _ = io.WriteString(rw, worker+":"+r.Header.Get("Content-Type")+":"+string(body))
+	})
+	w := f.worker("w1", nil, nil)
+	w.client = &http.Client{Transport: readWholeBody{http.DefaultTransport}}
+	for _, superseded := range []bool{false, true} {
+		if superseded {
+			f.supersede("w1") // the first attempt gets a 401: the second sends the body again
+		}
+		body := []byte("payload")
+		resp, err := w.Post(f.ctx, "/worker/echo", "application/x-test", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(got) != "w1:application/x-test:payload" {
+			t.Fatalf("superseded %v: answer %d %q, want the whole body echoed with its media type", superseded, resp.StatusCode, got)
+		}
+		if string(body) != "payload" {
+			t.Fatalf("Post wrote to the caller's body: %q", body)
+		}
+	}
+	if st := w.Status(); st.Registrations != 2 {
+		t.Fatalf("registrations %d, want 2", st.Registrations)
+	}
+}
+
 // readWholeBody is a transport that reads a request's body whole before it sends it.
 type readWholeBody struct{ next http.RoundTripper }
 

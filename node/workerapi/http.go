@@ -43,8 +43,17 @@ func TokenEqual(got, want string) bool {
 // TokenHash is the hex SHA-256 of a token: what the control plane stores and indexes instead
 // of the token itself.
 func TokenHash(token string) string {
-	h := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(h[:])
+	var b [2 * sha256.Size]byte
+	return string(AppendTokenHash(b[:0], token))
+}
+
+// AppendTokenHash appends TokenHash(token) to dst. Into a buffer on the caller's stack it
+// allocates nothing for tokens up to 64 bytes (the control plane's are 47): a control plane
+// hashes the token of every request of every worker, to look its session up.
+func AppendTokenHash(dst []byte, token string) []byte {
+	var buf [64]byte
+	h := sha256.Sum256(append(buf[:0], token...)) // the stack's buffer, not a copy on the heap
+	return hex.AppendEncode(dst, h[:])
 }
 
 // ReadBody reads a request body up to BodyBytesMax after checking its media type. The error is a
@@ -103,7 +112,7 @@ func WriteJSON(w http.ResponseWriter, status int, mediaType string, v any) {
 
 // WriteHeartbeatAck writes WriteJSON's answer to a heartbeat, encoded without reflection.
 func WriteHeartbeatAck(w http.ResponseWriter, ack HeartbeatAck) {
-	data, err := AppendHeartbeatAck(make([]byte, 0, 96), &ack)
+	data, err := AppendHeartbeatAck(make([]byte, 0, 160), &ack) // room for a revision and the '\n'
 	if err != nil {
 		panic(fmt.Sprintf("workerapi: encoding a heartbeat answer: %v", err)) // a non-finite interval: a programming error
 	}

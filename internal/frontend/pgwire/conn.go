@@ -51,6 +51,7 @@ type conn struct {
 
 	session  engine.Session // pinned engine connection while a transaction is open, else nil
 	wire     *wireState     // the engine connection the client's messages are forwarded to (forward.go)
+	wireReq  query.Request  // the request of the wire's first statement (wireRequest)
 	spare    *wireState     // a closed wire's state for the next one (openWireWith), or nil
 	owner    uint64         // this client for the engine pool, once it used a wire
 	unwatch  func()         // stops the watcher of the client's socket while the engine works
@@ -62,6 +63,8 @@ type conn struct {
 
 	runMu           sync.Mutex
 	runCancel       context.CancelFunc
+	cancelConn      engine.PGWire // what cancelEngine cancels (setEngineCancel)
+	cancelWire      func()        // cancelEngine as a func, made once
 	cancelRequested atomic.Bool
 
 	unflushed int // bytes of rows sent since the last flush
@@ -387,7 +390,7 @@ func (c *conn) beginRun(cancel context.CancelFunc) {
 
 func (c *conn) endRun() {
 	c.runMu.Lock()
-	c.runCancel = nil
+	c.runCancel, c.cancelConn = nil, nil
 	c.runMu.Unlock()
 }
 
@@ -404,6 +407,22 @@ func (c *conn) cancelRunning() {
 // once per connection (they are on every statement's hot path) and shared by its requests,
 // which only read them; a SET application_name drops the map (see localStatement).
 func (c *conn) request(sql string, args []any) *query.Request {
+	req := new(query.Request)
+	c.fillRequest(req, sql, args)
+	return req
+}
+
+// wireRequest is the request of a wire's first statement (openWireWith), made in the memory of
+// the last wire's: a wire opens only once the client's last one is closed, and closeWire
+// reports its statements first, after which nothing reads their request (the core's records
+// copy what they keep). One allocation less per transaction in transaction pool mode.
+func (c *conn) wireRequest(sql string) *query.Request {
+	c.fillRequest(&c.wireReq, sql, nil)
+	return &c.wireReq
+}
+
+// fillRequest makes *req the request for sql, with nothing of what it held before.
+func (c *conn) fillRequest(req *query.Request, sql string, args []any) {
 	if c.headers == nil {
 		c.headers = make(map[string]string, len(c.startup))
 		for k, v := range c.startup {
@@ -415,7 +434,7 @@ func (c *conn) request(sql string, args []any) *query.Request {
 	if c.clientAddr == "" {
 		c.clientAddr = c.nc.RemoteAddr().String()
 	}
-	return &query.Request{
+	*req = query.Request{
 		SQL: sql, Args: args, User: c.user, Protocol: query.ProtocolPostgres,
 		Database: c.database, Headers: c.headers, ClientAddr: c.clientAddr,
 	}

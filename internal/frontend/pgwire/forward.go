@@ -79,9 +79,11 @@ type wireState struct {
 	copyBytes int
 	// broken: the engine said something out of turn while the client was idle.
 	broken bool
-	// cancelEngine cancels what the engine connection runs (its Cancel, which does not wait:
-	// the core's cancel hook, proxy.Relay.OnCancel, must not wait for the cancel request).
-	cancelEngine func()
+	// firstRun is the wire's first statement's run (newRun), in the wire's memory: in
+	// transaction pool mode most wires relay one statement. A wire is made over (openWireWith)
+	// only once closeWire reported its statements, after which nothing reads their runs.
+	firstRun  wireRun
+	firstUsed bool
 }
 
 // expect is one client message whose answer the server has not completed yet, or an answer
@@ -160,7 +162,7 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 	if c.spare != nil { // the last transaction's wire, closed: the core may make the next in it
 		spare = c.spare.w
 	}
-	req := c.request(sql, nil)
+	req := c.wireRequest(sql)
 	if noWait {
 		// Nothing waits: there is nothing for a CancelRequest to cancel.
 		if c.noWaitCtx == nil { // with the owner's affinity, which OpenWire would add each time
@@ -193,7 +195,7 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 	}
 	c.spare = nil
 	clear(ws.portals)
-	*ws = wireState{w: w, relayer: rel, conn: conn, cancelEngine: conn.Cancel, req: req, front: ws.front, portals: ws.portals}
+	*ws = wireState{w: w, relayer: rel, conn: conn, req: req, front: ws.front, portals: ws.portals}
 	c.wire = ws
 	return true, nil
 }
@@ -555,12 +557,26 @@ func (c *conn) beginRun_(sql string) (*wireRun, string, error) {
 	if !ok {
 		return nil, sql, nil
 	}
-	run := &wireRun{r: r}
-	r.OnCancel(ws.cancelEngine) // a lost lease
-	if r.Ctx != c.ctx {         // the group's query timeout
+	run := ws.newRun(r)
+	if r.Cancellable() {
+		// A lost lease: the engine connection's Cancel does not wait, as the core's hook must
+		// not.
+		r.OnCancel(ws.conn.Cancel)
+	}
+	if r.Ctx != c.ctx { // the group's query timeout
 		run.stop = context.AfterFunc(r.Ctx, ws.conn.Cancel)
 	}
 	return run, req.SQL, nil
+}
+
+// newRun is the run of the wire's next statement, relayed through r.
+func (ws *wireState) newRun(r *proxy.Relay) *wireRun {
+	if ws.firstUsed {
+		return &wireRun{r: r}
+	}
+	ws.firstUsed = true
+	ws.firstRun = wireRun{r: r}
+	return &ws.firstRun
 }
 
 // finishRun reports run once, and returns the error the client should see.

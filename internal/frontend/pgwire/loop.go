@@ -314,9 +314,16 @@ func (lr *loopRun) admitNow(sql string) (v relayloop.Verdict, admitted bool) {
 // setEngineCancel makes a CancelRequest cancel what runs on the wire's engine connection.
 func (c *conn) setEngineCancel() {
 	c.runMu.Lock()
-	c.runCancel = c.wire.cancelEngine
+	if c.cancelWire == nil {
+		c.cancelWire = c.cancelEngine // once per connection: a method value is an allocation
+	}
+	c.runCancel, c.cancelConn = c.cancelWire, c.wire.conn
 	c.runMu.Unlock()
 }
+
+// cancelEngine cancels what runs on the engine connection setEngineCancel named (its Cancel
+// does not wait); it runs under runMu (cancelRunning).
+func (c *conn) cancelEngine() { c.cancelConn.Cancel() }
 
 // watch is the pair's Watch, on the loop's thread.
 func (lr *loopRun) watch(d relayloop.Direction, msg []byte) relayloop.Verdict {
@@ -845,7 +852,7 @@ func (lr *loopRun) unplugged(_ int, rest []byte) {
 		c.wire.conn.Discard() // the server spoke after ReadyForQuery, unasked
 	}
 	c.runMu.Lock()
-	c.runCancel = nil
+	c.runCancel, c.cancelConn = nil, nil
 	c.runMu.Unlock()
 	ws := c.wire
 	c.closeWire()
