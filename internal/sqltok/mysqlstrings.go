@@ -10,9 +10,9 @@ import "strings"
 // their values, for an engine to write them its own way.
 
 // MayHoldMySQLEscapes reports cheaply whether sql may hold a literal MySQLLiteral reads: it
-// holds a backslash, _binary, X' or 0x. Most statements cost this scan only.
+// holds a backslash, a double quote, _binary, X' or 0x. Most statements cost this scan only.
 func MayHoldMySQLEscapes(sql string) bool {
-	return strings.IndexByte(sql, '\\') >= 0 || hasBinaryIntroducer(sql) || hasHexLiteral(sql)
+	return strings.IndexAny(sql, "\\\"") >= 0 || hasBinaryIntroducer(sql) || hasHexLiteral(sql)
 }
 
 // hasHexLiteral reports whether sql holds X' or 0x, in either case.
@@ -50,7 +50,7 @@ func MySQLLiteral(toks []Token, i int) (value string, binary bool, n int) {
 	switch {
 	case t.Kind == Word && strings.EqualFold(t.Text, "_binary") && i+1 < len(toks) && plainString(toks[i+1]):
 		return MySQLStringValue(toks[i+1].Text), true, 2
-	case plainString(t) && strings.IndexByte(t.Text, '\\') >= 0:
+	case plainString(t) && (t.Text[0] == '"' || strings.IndexByte(t.Text, '\\') >= 0):
 		return MySQLStringValue(t.Text), false, 1
 	case t.Kind == String && !t.Unterminated && len(t.Text) >= 3 && t.Text[0]|0x20 == 'x' && t.Text[1] == '\'':
 		if v, ok := hexBytes(t.Text[2:len(t.Text)-1], false); ok {
@@ -95,24 +95,27 @@ func hexDigit(c byte) (byte, bool) {
 	return 0, false
 }
 
-// plainString: t is a whole '...' string without a prefix (N'..', X'..' are left alone).
+// plainString: t is a whole '...' or "..." string without a prefix (N'..', X'..' are left
+// alone). MySQL reads "..." as a string, as '...' (unless sql_mode has ANSI_QUOTES); standard SQL
+// reads it as a name.
 func plainString(t Token) bool {
-	return t.Kind == String && !t.Unterminated && len(t.Text) >= 2 && t.Text[0] == '\'' && t.Text[len(t.Text)-1] == '\''
+	return t.Kind == String && !t.Unterminated && len(t.Text) >= 2 && (t.Text[0] == '\'' || t.Text[0] == '"') &&
+		t.Text[len(t.Text)-1] == t.Text[0]
 }
 
-// MySQLStringValue is the value of the MySQL string literal lit ('...'), as MySQL reads it: a
-// doubled quote is one quote; \0 \b \n \r \t \Z are NUL, backspace, newline, carriage return,
+// MySQLStringValue is the value of the MySQL string literal lit ('...' or "..."), as MySQL
+// reads it: its quote doubled is one quote; \0 \b \n \r \t \Z are NUL, backspace, newline, carriage return,
 // tab and Ctrl-Z; \% and \_ keep their backslash (they escape LIKE's wildcards); a backslash
 // before any other character is that character.
 func MySQLStringValue(lit string) string {
-	s := lit[1 : len(lit)-1]
+	q, s := lit[0], lit[1:len(lit)-1]
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case c == '\'' && i+1 < len(s) && s[i+1] == '\'':
-			b.WriteByte('\'')
+		case c == q && i+1 < len(s) && s[i+1] == q:
+			b.WriteByte(q)
 			i++
 		case c == '\\' && i+1 < len(s):
 			i++

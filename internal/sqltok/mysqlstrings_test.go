@@ -40,7 +40,7 @@ func TestMySQLStringValue(t *testing.T) {
 // unterminated strings, and hex literals MySQL would refuse are not MySQLLiteral's; the cheap
 // check sees backslashes, _binary, X' and 0x anywhere.
 func TestMySQLLiteralLeavesOthers(t *testing.T) {
-	for _, sql := range []string{`'plain'`, `N'a\'b'`, `"a\"b"`, `'open\'`, `_binary "x"`, `_binaryx'a'`, `X'414'`, `0X41`, `x'4g'`} {
+	for _, sql := range []string{`'plain'`, `N'a\'b'`, `'open\'`, `"open`, `_binaryx'a'`, `X'414'`, `0X41`, `x'4g'`} {
 		toks := Tokenize(sql, MySQL)
 		for i := range toks {
 			if _, _, n := MySQLLiteral(toks, i); n != 0 {
@@ -53,6 +53,20 @@ func TestMySQLLiteralLeavesOthers(t *testing.T) {
 		if got := MayHoldMySQLEscapes(sql); got != want {
 			t.Errorf("MayHoldMySQLEscapes(%q) = %v, want %v", sql, got, want)
 		}
+	}
+}
+
+// TestMySQLDoubleQuotedStrings: MySQL reads "..." as a string (its default sql_mode): its
+// value, with the double quote doubled or escaped.
+func TestMySQLDoubleQuotedStrings(t *testing.T) {
+	for sql, want := range map[string]string{`"abc"`: "abc", `"a\"b"`: `a"b`, `"it""s"`: `it"s`, `"it's"`: "it's", `"a\nb"`: "a\nb", `""`: ""} {
+		v, binary, n := MySQLLiteral(Tokenize(sql, MySQL), 0)
+		if n != 1 || binary || v != want {
+			t.Errorf("MySQLLiteral(%s) = %q %v %d, want %q", sql, v, binary, n, want)
+		}
+	}
+	if !MayHoldMySQLEscapes(`select "x"`) {
+		t.Error(`MayHoldMySQLEscapes(select "x") = false`)
 	}
 }
 

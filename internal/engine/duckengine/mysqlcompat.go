@@ -9,11 +9,13 @@ import (
 
 // mysqlCompat is a MySQL client's sqlText with what DuckDB reads otherwise written as DuckDB
 // reads it (sqlText itself when there is none):
-//   - literals (sqltok.MySQLLiteral): 'O\'Brien', 'C:\\temp', _binary'...', the same value;
+//   - literals (sqltok.MySQLLiteral): 'O\'Brien', 'C:\\temp', _binary'...', "a string", the same value;
 //   - `backquoted` names, double-quoted (DuckDB reads backquotes from 2.0 on);
 //   - # comments, as -- comments;
 //   - LIMIT offset, count of two numbers, as LIMIT count OFFSET offset (DuckDB: "LIMIT #,#
 //     syntax is not supported"; with ? parameters it stays: DuckDB would bind them the other way).
+//   - DATABASE(), SCHEMA(), CURDATE(), CURTIME() as DuckDB names them (mysqlNoArgFuncs);
+//   - FROM DUAL, as a one-row subquery.
 //
 // Before, 'O\'Brien' (what PyMySQL and mysqlclient send for the parameter O'Brien) failed as a
 // syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
@@ -44,6 +46,14 @@ func mysqlCompat(sqlText string) string {
 		case t.Kind == sqltok.Comment && t.Text[0] == '#':
 			b.WriteString("--" + t.Text[1:])
 			changed = true
+		case t.Kind == sqltok.Word && isFromDual(toks, i):
+			b.WriteString(t.Text + ` (SELECT 1) AS "dual"`)
+			i = nextSignificant(toks, i+1)
+			changed = true
+		case t.Kind == sqltok.Word && noArgCall(toks, i) >= 0 && mysqlNoArgFuncs[strings.ToLower(t.Text)] != "":
+			b.WriteString(mysqlNoArgFuncs[strings.ToLower(t.Text)])
+			i = noArgCall(toks, i)
+			changed = true
 		case t.Kind == sqltok.Word && strings.EqualFold(t.Text, "limit"):
 			offset, count, end, ok := limitPair(toks, i+1)
 			if !ok {
@@ -63,10 +73,46 @@ func mysqlCompat(sqlText string) string {
 	return b.String()
 }
 
+// mysqlNoArgFuncs are MySQL functions called without arguments that DuckDB names otherwise,
+// with what DuckDB answers for them (the MySQL CLI's status asks DATABASE(); ORMs ask it at
+// connect).
+var mysqlNoArgFuncs = map[string]string{"database": "current_database()", "schema": "current_database()",
+	"curdate": "current_date", "curtime": "current_time"}
+
+// noArgCall is, when toks[i] is called with no arguments (a "(" and a ")" follow, blanks and
+// comments between), the index of that ")"; -1 otherwise.
+func noArgCall(toks []sqltok.Token, i int) int {
+	open := nextSignificant(toks, i+1)
+	if open >= len(toks) || toks[open].Text != "(" {
+		return -1
+	}
+	if closing := nextSignificant(toks, open+1); closing < len(toks) && toks[closing].Text == ")" {
+		return closing
+	}
+	return -1
+}
+
+// isFromDual reports whether toks[i] is FROM and the next word DUAL: MySQL's table of one row,
+// which DuckDB does not have (a table named dual must be quoted in MySQL: DUAL is reserved).
+func isFromDual(toks []sqltok.Token, i int) bool {
+	j := nextSignificant(toks, i+1)
+	return strings.EqualFold(toks[i].Text, "from") && j < len(toks) && toks[j].Kind == sqltok.Word && strings.EqualFold(toks[j].Text, "dual")
+}
+
+// nextSignificant is the index of the first token from toks[i] on that is neither blank nor a
+// comment (len(toks) when there is none).
+func nextSignificant(toks []sqltok.Token, i int) int {
+	for i < len(toks) && !toks[i].Significant() {
+		i++
+	}
+	return i
+}
+
 // mayNeedMySQLCompat reports cheaply whether mysqlCompat may change sqlText: most statements
 // (a LIMIT and commas elsewhere included) cost a few scans, no tokenizing and no allocation.
 func mayNeedMySQLCompat(sqlText string) bool {
-	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText)
+	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText) ||
+		mayHoldNoArgCall(sqlText)
 }
 
 // mayHoldLimitPair reports whether sqlText has LIMIT, a number and then a comma (or a comment,
@@ -91,6 +137,26 @@ func mayHoldLimitPair(sqlText string) bool {
 			if j = blanks(j); j < len(sqlText) && strings.IndexByte(",/-", sqlText[j]) >= 0 {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// mayHoldNoArgCall reports whether sqlText holds a name of mysqlNoArgFuncs or DUAL, in any case.
+func mayHoldNoArgCall(sqlText string) bool {
+	for name := range mysqlNoArgFuncs {
+		if containsFold(sqlText, name) {
+			return true
+		}
+	}
+	return containsFold(sqlText, "dual")
+}
+
+// containsFold reports whether s holds word in any case.
+func containsFold(s, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		if s[i]|0x20 == word[0] && strings.EqualFold(s[i:i+len(word)], word) {
+			return true
 		}
 	}
 	return false

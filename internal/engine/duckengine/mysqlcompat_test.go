@@ -97,8 +97,15 @@ func TestMySQLStringLiteralsAsMariaDBReadsThem(t *testing.T) {
 		"(SELECT x FROM (SELECT 'a' AS x UNION ALL SELECT 'b') t ORDER BY x LIMIT 1)",
 		// Hexadecimal literals are bytes (mysql2 sends a Buffer as X'..'): DuckDB read X'4142' as
 		// the text x4142, and 0x4142 as 0 named x4142.
-		"X'4142'", "x'00ff'", "x''", "0x4142", "0x141"} {
+		"X'4142'", "x'00ff'", "x''", "0x4142", "0x141",
+		// Double-quoted strings (MySQL's default sql_mode): DuckDB read "abc" as a column name.
+		`"abc"`, `"say ""hi"""`, `"it's"`, `"a\"b"`, `"tab\tx\\y"`, `"mixed '' and """`, `''`, `""`,
+		// MySQL's one-row table: DuckDB has no DUAL.
+		"(SELECT 'd' FROM DUAL)", "(SELECT 'e' FROM /* c */ dual WHERE 1 = 1)", "(SELECT 'f' from Dual LIMIT 1)"} {
 		same(t, lit)
+	}
+	for _, v := range []string{"O'Brien", `C:\temp`, "a\nb", `say "hi"`, "ü€𝄞😀"} {
+		same(t, `"`+strings.NewReplacer(`\`, `\\`, `"`, `""`).Replace(v)+`"`)
 	}
 	// Two literals and a comment in one statement: each is rewritten, the rest kept.
 	stmt := `SELECT concat('a\'b', /* c\'d */ 'e\\f') AS v`
@@ -121,6 +128,27 @@ func TestMySQLStringLiteralsAsMariaDBReadsThem(t *testing.T) {
 		same(rt, "_binary"+mysqlQuote(string(raw)))
 		same(rt, fmt.Sprintf("X'%x'", raw))
 	})
+}
+
+// TestMySQLNoArgFunctionsOnDuckDB: DATABASE(), SCHEMA(), CURDATE() and CURTIME() from a MySQL
+// client answer what DuckDB's own names for them do (before: "Catalog Error: Scalar Function
+// with name database does not exist"); a string or a name that only looks like one is left.
+func TestMySQLNoArgFunctionsOnDuckDB(t *testing.T) {
+	e := open(t)
+	for _, c := range []struct{ mysql, duck string }{
+		{"SELECT DATABASE() AS v", "SELECT current_database() AS v"},
+		{"SELECT schema ( /* c */ ) AS v", "SELECT current_database() AS v"},
+		{"SELECT CAST(CURDATE() AS VARCHAR) AS v", "SELECT CAST(current_date AS VARCHAR) AS v"},
+		{"SELECT CAST(curtime() < TIME '23:59:59.999999' AS VARCHAR) AS v", "SELECT 'true' AS v"},
+		{"SELECT 'DATABASE()' AS v", "SELECT 'DATABASE()' AS v"},
+		{`SELECT "curdate()" AS v`, "SELECT 'curdate()' AS v"},
+		{"SELECT `database` AS v FROM (SELECT 'col' AS `database`) t", "SELECT 'col' AS v"},
+	} {
+		got, want := duckValue(t, e, c.mysql), duckValue(t, e, c.duck)
+		if string(got) != string(want) {
+			t.Errorf("%s: %q, want %q", c.mysql, got, want)
+		}
+	}
 }
 
 // A PostgreSQL client's literal is not rewritten: 'a\nb' is four characters there.

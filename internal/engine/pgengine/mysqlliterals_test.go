@@ -68,6 +68,12 @@ func TestMySQLClientsLiteralsOnPostgreSQL(t *testing.T) {
 			t.Errorf("%s: %q, want %q", lit, got, want)
 		}
 	}
+	// MySQL reads "..." as a string (PostgreSQL: a name, "column "it's" does not exist").
+	for lit, want := range map[string]string{`"it's"`: "it's", `"say ""hi"""`: `say "hi"`, `"a\"b\\c"`: `a"b\c`} {
+		if got := value(t, query.ProtocolMySQL, "SELECT "+lit+"::text AS v"); string(got) != want {
+			t.Errorf("%s: %q, want %q", lit, got, want)
+		}
+	}
 	if got := value(t, query.ProtocolPostgres, `SELECT 'a\nb'::text AS v`); string(got) != `a\nb` {
 		t.Errorf("a PostgreSQL client's literal: %q, want %q", got, `a\nb`)
 	}
