@@ -8,6 +8,7 @@ package mytest
 import (
 	"database/sql"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -65,4 +66,12 @@ func NewDatabase(t testing.TB) (dsn string, name string) {
 var RowWriter = []string{
 	"CREATE TABLE written (i INT) ENGINE=InnoDB",
 	"CREATE FUNCTION write_row(i INT) RETURNS INT MODIFIES SQL DATA BEGIN INSERT INTO written VALUES (i); RETURN i; END",
+}
+
+// Quote writes v as PyMySQL, mysqlclient and mysql2 write a string parameter into the
+// statement's text: quoted, with backslash, both quotes, NUL, newline, carriage return and
+// Ctrl-Z escaped by a backslash.
+func Quote(v string) string {
+	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`, `"`, `\"`, "\x00", `\0`, "\n", `\n`, "\r", `\r`, "\x1a", `\Z`)
+	return "'" + r.Replace(v) + "'"
 }

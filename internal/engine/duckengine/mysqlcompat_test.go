@@ -15,14 +15,6 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-// mysqlQuote writes v as PyMySQL, mysqlclient and mysql2 write a string parameter into the
-// statement's text: quoted, with backslash, both quotes, NUL, newline, carriage return and
-// Ctrl-Z escaped by a backslash.
-func mysqlQuote(v string) string {
-	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`, `"`, `\"`, "\x00", `\0`, "\n", `\n`, "\r", `\r`, "\x1a", `\Z`)
-	return "'" + r.Replace(v) + "'"
-}
-
 // duckValue runs SELECT lit on the embedded DuckDB as a MySQL client's statement and returns
 // the one value's bytes (a string's or a blob's).
 func duckValue(t interface {
@@ -83,8 +75,8 @@ func TestMySQLStringLiteralsAsMariaDBReadsThem(t *testing.T) {
 	}
 	for _, v := range []string{"O'Brien", `C:\temp\new`, "a\nb\tc\rd", "nul\x00in\x00side", `100% \% \_`, `\`,
 		"ü€𝄞😀日本語", `say "hi"`, "ctrl-z \x1a", "", `\'`} {
-		same(t, mysqlQuote(v))
-		same(t, "_binary"+mysqlQuote(v))
+		same(t, mytest.Quote(v))
+		same(t, "_binary"+mytest.Quote(v))
 	}
 	// Literals no client writes but a person may: unknown escapes, doubled quotes, both.
 	for _, lit := range []string{`'a\qb\Q'`, `'it''s'`, `'it\'s ''both'''`, `'\\\\'`, `'tab\	end'`, `_BINARY'\0\1'`,
@@ -123,9 +115,9 @@ func TestMySQLStringLiteralsAsMariaDBReadsThem(t *testing.T) {
 			}
 		}
 		v := b.String()
-		same(rt, mysqlQuote(v))
+		same(rt, mytest.Quote(v))
 		raw := rapid.SliceOfN(rapid.Byte(), 0, 40).Draw(rt, "bytes")
-		same(rt, "_binary"+mysqlQuote(string(raw)))
+		same(rt, "_binary"+mytest.Quote(string(raw)))
 		same(rt, fmt.Sprintf("X'%x'", raw))
 	})
 }

@@ -9,16 +9,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"pgregory.net/rapid"
 
+	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/query"
 )
-
-// mysqlQuote writes v as PyMySQL, mysqlclient and mysql2 write a string parameter into the
-// statement's text: quoted, with backslash, both quotes, NUL, newline, carriage return and
-// Ctrl-Z escaped by a backslash.
-func mysqlQuote(v string) string {
-	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`, `"`, `\"`, "\x00", `\0`, "\n", `\n`, "\r", `\r`, "\x1a", `\Z`)
-	return "'" + r.Replace(v) + "'"
-}
 
 // TestMySQLClientsLiteralsOnPostgreSQL: a MySQL client's string literal, as the clients that
 // interpolate parameters write it, means on PostgreSQL what it means on MySQL: 'O\'Brien' is
@@ -53,11 +46,11 @@ func TestMySQLClientsLiteralsOnPostgreSQL(t *testing.T) {
 		return nil
 	}
 	for _, v := range []string{"O'Brien", `C:\temp\new`, "a\nb\tc\rd", `100% \% \_`, `\`, "ü€𝄞😀日本語", `say "hi"`, "ctrl-z \x1a", ""} {
-		if got := value(t, query.ProtocolMySQL, "SELECT "+mysqlQuote(v)+"::text AS v"); string(got) != v {
-			t.Errorf("%s: %q, want %q", mysqlQuote(v), got, v)
+		if got := value(t, query.ProtocolMySQL, "SELECT "+mytest.Quote(v)+"::text AS v"); string(got) != v {
+			t.Errorf("%s: %q, want %q", mytest.Quote(v), got, v)
 		}
-		if got := value(t, query.ProtocolMySQL, "SELECT ?::text || "+mysqlQuote(v)+" AS v", "p:"); string(got) != "p:"+v {
-			t.Errorf("? || %s: %q, want %q", mysqlQuote(v), got, "p:"+v)
+		if got := value(t, query.ProtocolMySQL, "SELECT ?::text || "+mytest.Quote(v)+" AS v", "p:"); string(got) != "p:"+v {
+			t.Errorf("? || %s: %q, want %q", mytest.Quote(v), got, "p:"+v)
 		}
 	}
 	if got := value(t, query.ProtocolMySQL, `SELECT _binary'\0\'x\\' AS v`); string(got) != "\x00'x\\" {
@@ -79,11 +72,11 @@ func TestMySQLClientsLiteralsOnPostgreSQL(t *testing.T) {
 	}
 	rapid.Check(t, func(rt *rapid.T) {
 		v := strings.ReplaceAll(rapid.String().Draw(rt, "v")+rapid.SampledFrom([]string{`\`, `'`, `"`, "\n", "\x1a", "%", "''", `\\`}).Draw(rt, "special"), "\x00", "")
-		if got := value(rt, query.ProtocolMySQL, "SELECT "+mysqlQuote(v)+"::text AS v"); string(got) != v {
-			rt.Fatalf("%s: %q, want %q", mysqlQuote(v), got, v)
+		if got := value(rt, query.ProtocolMySQL, "SELECT "+mytest.Quote(v)+"::text AS v"); string(got) != v {
+			rt.Fatalf("%s: %q, want %q", mytest.Quote(v), got, v)
 		}
 		raw := rapid.SliceOfN(rapid.Byte(), 0, 40).Draw(rt, "bytes")
-		if got := value(rt, query.ProtocolMySQL, "SELECT _binary"+mysqlQuote(string(raw))+" AS v"); string(got) != string(raw) {
+		if got := value(rt, query.ProtocolMySQL, "SELECT _binary"+mytest.Quote(string(raw))+" AS v"); string(got) != string(raw) {
 			rt.Fatalf("_binary %x: %x", raw, got)
 		}
 	})

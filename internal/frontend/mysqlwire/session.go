@@ -175,7 +175,7 @@ func (h *session) request(sql string, args []any) *query.Request {
 	return r
 }
 
-// fill sets every field of r to the request of sql (with args) in this session.
+// fill sets every field of r to the request of sql (with args) on this client connection.
 func (h *session) fill(r *query.Request, sql string, args []any) {
 	*r = query.Request{
 		SQL:        sql,
