@@ -23,6 +23,7 @@ type Reader struct {
 	header bool
 	fields []Field
 	long   []byte // a line longer than in's buffer, put together
+	end    string // the end of the line last read
 	value  []byte
 }
 
@@ -55,7 +56,8 @@ func (r *Reader) Next() ([]Field, error) {
 	}
 }
 
-// readLine returns the next line without its end (\n or \r\n), or io.EOF when no data is left.
+// readLine returns the next line without its end, or io.EOF when no data is left; r.end is
+// the end it had (\n, \r\n, or none at the end of the data), which a quoted CSV value keeps.
 func (r *Reader) readLine() ([]byte, error) {
 	r.long = r.long[:0]
 	for {
@@ -75,11 +77,12 @@ func (r *Reader) readLine() ([]byte, error) {
 			return nil, err
 		}
 		r.line++
+		r.end = ""
 		if n := len(line); n > 0 && line[n-1] == '\n' {
-			line = line[:n-1]
-		}
-		if n := len(line); n > 0 && line[n-1] == '\r' {
-			line = line[:n-1]
+			line, r.end = line[:n-1], "\n"
+			if n := len(line); n > 0 && line[n-1] == '\r' {
+				line, r.end = line[:n-1], "\r\n"
+			}
 		}
 		return line, nil
 	}
@@ -194,6 +197,7 @@ func (r *Reader) csvRow(line []byte) ([]Field, error) {
 			if !inQuote {
 				break
 			}
+			end := r.end
 			next, err := r.readLine()
 			if err == io.EOF {
 				return nil, copyError(sqlstate.BadCopyFileFormat, fmt.Sprintf("unterminated CSV quoted field at line %d", r.line))
@@ -201,7 +205,7 @@ func (r *Reader) csvRow(line []byte) ([]Field, error) {
 			if err != nil {
 				return nil, err
 			}
-			r.value, line, pos = append(r.value, '\n'), next, 0
+			r.value, line, pos = append(r.value, end...), next, 0
 			continue
 		}
 		c := line[pos]

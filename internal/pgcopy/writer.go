@@ -2,17 +2,17 @@ package pgcopy
 
 import "bytes"
 
-// AppendField appends one value of a row in format f: text as PostgreSQL prints the value, or
-// NULL; after the delimiter unless it is the row's first. A row ends with AppendEnd.
-func (f Format) AppendField(dst, text []byte, null, first bool) []byte {
-	if !first {
+// AppendField appends value col of a row of cols in format f: text as PostgreSQL prints the
+// value, or NULL; after the delimiter unless it is the row's first. A row ends with AppendEnd.
+func (f Format) AppendField(dst, text []byte, null bool, col, cols int) []byte {
+	if col > 0 {
 		dst = append(dst, f.Delim)
 	}
 	switch {
 	case null:
 		return append(dst, f.Null...)
 	case f.CSV:
-		return f.appendCSV(dst, text)
+		return f.appendCSV(dst, text, cols == 1)
 	}
 	return f.appendText(dst, text)
 }
@@ -50,9 +50,10 @@ func (f Format) appendText(dst, text []byte) []byte {
 }
 
 // appendCSV quotes a value that holds the delimiter, the quote, a line end, that reads as the
-// NULL string or as the end marker; inside quotes the quote and escape characters are escaped.
-func (f Format) appendCSV(dst, text []byte) []byte {
-	quote := string(text) == f.Null || string(text) == `\.` ||
+// NULL string, or the end marker alone on its line; inside quotes the quote and escape
+// characters are escaped.
+func (f Format) appendCSV(dst, text []byte, alone bool) []byte {
+	quote := string(text) == f.Null || alone && string(text) == `\.` ||
 		bytes.IndexByte(text, f.Delim) >= 0 || bytes.IndexByte(text, f.Quote) >= 0 ||
 		bytes.IndexByte(text, '\n') >= 0 || bytes.IndexByte(text, '\r') >= 0
 	if !quote {

@@ -133,7 +133,7 @@ func (c *conn) sendCopyOut(p *portal) error {
 	var line []byte
 	if f.Header {
 		for i, fd := range schema.Fields() {
-			line = f.AppendField(line, []byte(fd.Name), false, i == 0)
+			line = f.AppendField(line, []byte(fd.Name), false, i, schema.NumFields())
 		}
 		c.be.Send(&pgproto3.CopyData{Data: pgcopy.AppendEnd(line)})
 	}
@@ -157,7 +157,7 @@ func (c *conn) sendCopyOut(p *portal) error {
 						return &query.Error{Code: sqlstate.DataException, Message: fmt.Sprintf("column %q: %v", batch.ColumnName(i), err)}
 					}
 				}
-				line = f.AppendField(line, c.scratch, null, i == 0)
+				line = f.AppendField(line, c.scratch, null, i, len(p.encs))
 			}
 			c.be.Send(&pgproto3.CopyData{Data: pgcopy.AppendEnd(line)})
 			n++
