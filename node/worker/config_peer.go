@@ -15,12 +15,12 @@ package worker
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"

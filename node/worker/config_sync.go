@@ -89,10 +89,10 @@ type ConfigSync struct {
 	confirmedAt time.Time // when the control plane last confirmed the active revision
 	// proof is the control plane's last confirmation of the active snapshot (its
 	// HeaderConfirmedAt and HeaderConfirmation), lent with it to peers; zero when it sent none.
-	proof confirmation
-	lastSeen    string    // newest revision received, accepted or not
-	cpAnswered  bool      // the control plane has answered a poll since this process started
-	rejected    string    // newest revision that failed to compile or apply
+	proof       confirmation
+	lastSeen    string // newest revision received, accepted or not
+	cpAnswered  bool   // the control plane has answered a poll since this process started
+	rejected    string // newest revision that failed to compile or apply
 	rejectedErr error
 	cacheTried  bool // the Store's snapshot was tried (once per process)
 	lastSyncAt  time.Time
