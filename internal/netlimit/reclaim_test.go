@@ -39,6 +39,14 @@ func TestHTTPReclaimsQuietConnectionsAtTheLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	awaitArrival := func() {
+		t.Helper()
+		select {
+		case <-arrived:
+		case <-time.After(30 * time.Second): // a safety net, not a measure
+			t.Fatal("a long-poll never reached the handler")
+		}
+	}
 	status := func(c net.Conn) int {
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
@@ -52,7 +60,7 @@ func TestHTTPReclaimsQuietConnectionsAtTheLimit(t *testing.T) {
 	held := []net.Conn{dial(t, addr), dial(t, addr)}
 	for _, c := range held {
 		send(c, "/hold")
-		<-arrived
+		awaitArrival()
 	}
 	idle := dial(t, addr)
 	send(idle, "/")
@@ -78,10 +86,10 @@ func TestHTTPReclaimsQuietConnectionsAtTheLimit(t *testing.T) {
 	}
 	// Nothing quiet is left to take (the two taken slots were freed by their clients' closes,
 	// so fill them with fresh connections): a new one is refused as before.
-	fresh := []net.Conn{dial(t, addr), dial(t, addr)}
-	for _, c := range fresh {
-		send(c, "/hold")
-		<-arrived
+	for range 2 {
+		time.Sleep(2 * reclaimQuietAfter) // a closed one not yet seen closed is quiet enough to take
+		send(dial(t, addr), "/hold")
+		awaitArrival()
 	}
 	over := dial(t, addr)
 	send(over, "/")
