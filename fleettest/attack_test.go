@@ -26,7 +26,7 @@ import (
 //     answered 429 at once and their connections closed.
 //   - with idle connections: 60 connections that each made one request (GET /health, which
 //     needs no credentials) and stay open. Before, they held the listener for the idle timeout
-//     (2 minutes); now a new connection at the limit takes the place of one quiet for 5 s.
+//     (2 minutes); now a new connection at the limit takes the place of one quiet for 10 s.
 func TestOneWorkerCannotHoldTheControlPlanesConnections(t *testing.T) {
 	db := migratedDatabase(t)
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}

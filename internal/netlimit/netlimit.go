@@ -162,7 +162,7 @@ func (c *conn) NetConn() net.Conn { return c.Conn }
 // ReclaimQuietAfter is how long a connection must have sat without a request in progress (idle
 // between keep-alive requests, or silent since it was accepted) before HTTP may close it to make
 // room for a new one at the limit.
-const ReclaimQuietAfter = 5 * time.Second
+const ReclaimQuietAfter = 10 * time.Second
 
 // reclaimQuietAfter is ReclaimQuietAfter; tests shorten it.
 var reclaimQuietAfter = ReclaimQuietAfter
