@@ -251,8 +251,8 @@ func (w *Worker) send(ctx context.Context, attempt func(token string) (*http.Req
 // closed, as Do closes it.
 func (w *Worker) roundTrip(r *http.Request) (*http.Response, error) {
 	rt := w.client.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
+	if rt == nil { // the client's default transport, which only the client itself names here
+		return w.client.Do(r)
 	}
 	resp, err := rt.RoundTrip(r)
 	if err == nil && resp == nil {
