@@ -29,6 +29,15 @@ type Ingest struct {
 	store   Store
 	resolve WorkerResolver
 	log     *slog.Logger
+	now     func() time.Time // nil: no bound on how far in the future a record may lie
+}
+
+// Clock makes the handler refuse records whose times lie more than ClockSkewMax past now (the
+// control plane's clock): a worker cannot pin records on top of the history or past its
+// retention. It returns h.
+func (h *Ingest) Clock(now func() time.Time) *Ingest {
+	h.now = now
+	return h
 }
 
 // NewIngest returns the ingest handler. log may be nil.
@@ -59,6 +68,9 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	batch, err := DecodeBatch(data)
+	if err == nil && h.now != nil {
+		err = notAfter(batch.Records, h.now().Add(ClockSkewMax))
+	}
 	if err != nil {
 		workerapi.WriteBadRequest(w, err)
 		return
@@ -76,6 +88,21 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	workerapi.WriteJSON(w, http.StatusOK, MediaIngestAck, IngestAck{
 		BatchID: batch.BatchID, Accepted: len(batch.Records), Inserted: inserted, Duplicates: len(batch.Records) - inserted,
 	})
+}
+
+// notAfter names the first time of recs past limit (endedAt is never before startedAt).
+func notAfter(recs []Record, limit time.Time) error {
+	for i := range recs {
+		if recs[i].EndedAt.After(limit) {
+			field := "endedAt"
+			if recs[i].StartedAt.After(limit) {
+				field = "startedAt"
+			}
+			return fieldError(fmt.Sprintf("records[%d].%s", i, field), "more than %v past the control plane's clock (%s)",
+				ClockSkewMax, limit.Add(-ClockSkewMax).UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
 }
 
 // readBody checks the media type and reads at most limit bytes.

@@ -43,6 +43,15 @@ const (
 	TraceStepLenMax  = 1024
 )
 
+// TimeFloor is the earliest startedAt a record may carry: no query ran before it, and a record
+// dated earlier (year 1, say) is junk that only fills the oldest end of every listing.
+var TimeFloor = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// ClockSkewMax is how far past the control plane's clock a record's times may lie (Ingest with
+// a clock). A record dated in the future would stay on top of every newest-first listing and
+// outlive every retention prune.
+const ClockSkewMax = time.Hour
+
 // Record is one finished query as the history keeps it. SQL holds what the worker's redaction
 // policy let through (raw, parameterized, or nothing); SQLDigest is always set by the uplink.
 type Record struct {
@@ -78,6 +87,8 @@ func (r *Record) Validate() error {
 		return fieldError("status", "%q is not succeeded, failed, cancelled or rejected", r.Status)
 	case r.StartedAt.IsZero():
 		return fieldError("startedAt", "required")
+	case r.StartedAt.Before(TimeFloor):
+		return fieldError("startedAt", "before %s", TimeFloor.Format(time.RFC3339))
 	case r.EndedAt.Before(r.StartedAt):
 		return fieldError("endedAt", "before startedAt")
 	case r.QueueMs < 0 || r.ExecMs < 0 || r.Rows < 0 || r.Bytes < 0:

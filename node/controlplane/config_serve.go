@@ -41,11 +41,15 @@ type ConfigServer struct {
 	waiting  int                      // long-polls parked now
 	onChange []func(revision string)
 	admin    AdminOptions // the admin endpoints' hooks (config_admin_guard.go)
+	// secret keys the confirmations sent with every answer (snapshot.Confirm): the worker
+	// secret, set by Mount ("" sends none).
+	secret string
 }
 
 type servedConfig struct {
-	snap *snapshot.WorkerSnapshotV1
-	body []byte
+	snap   *snapshot.WorkerSnapshotV1
+	body   []byte
+	digest snapshot.Digest // of snap's content, for its confirmations (filtered ones only)
 }
 
 // NewConfigServer returns a server with nothing published yet. pollTimeout is how long a
@@ -71,6 +75,9 @@ func (s *ConfigServer) Mount(cp *ControlPlane) {
 	cp.HandleWorker("GET "+snapshot.PathConfigWait, func(w http.ResponseWriter, r *http.Request, worker string) {
 		s.ServeWait(w, r, func() map[string]string { return labelsOf(worker) })
 	})
+	s.mu.Lock()
+	s.secret = cp.cfg.WorkerSecret
+	s.mu.Unlock()
 	cp.SetServedView(s.ServedFor)
 	if cp.cfg.Metrics != nil {
 		cp.cfg.Metrics.MustRegister(selectorCollector{cp: cp, srv: s})
@@ -137,10 +144,14 @@ func (s *ConfigServer) filteredFor(labels map[string]string) (*servedConfig, err
 	if err != nil {
 		return nil, err
 	}
+	digest, err := snapshot.DigestOf(snap)
+	if err != nil {
+		return nil, err
+	}
 	if s.filtered == nil {
 		s.filtered = map[string]*servedConfig{}
 	}
-	s.filtered[key] = &servedConfig{snap: snap, body: body}
+	s.filtered[key] = &servedConfig{snap: snap, body: body, digest: digest}
 	return s.filtered[key], nil
 }
 
@@ -192,10 +203,10 @@ func (s *ConfigServer) ServeConfig(w http.ResponseWriter, r *http.Request, label
 		return
 	}
 	if r.Header.Get("If-None-Match") == snapshot.ETag(cur.snap.Revision) {
-		s.writeNotModified(w, cur.snap.Revision)
+		s.writeNotModified(w, cur)
 		return
 	}
-	writeSnapshot(w, cur)
+	s.writeSnapshot(w, cur)
 }
 
 // ServeWait answers GET /worker/config/wait?revision=R[&timeoutSecs=N]: the snapshot filtered
@@ -228,14 +239,14 @@ func (s *ConfigServer) ServeWait(w http.ResponseWriter, r *http.Request, labels 
 			workerapi.WriteError(w, http.StatusInternalServerError, err.Error(), "")
 			return
 		case cur != nil && cur.snap.Revision != have:
-			writeSnapshot(w, cur)
+			s.writeSnapshot(w, cur)
 			return
 		case timedOut && cur == nil:
 			workerapi.WriteError(w, http.StatusServiceUnavailable, "no configuration published yet", "")
 			return
 		case timedOut:
 			// Looked at once more after the timeout: a publish racing it is served, not denied.
-			s.writeNotModified(w, cur.snap.Revision)
+			s.writeNotModified(w, cur)
 			return
 		}
 		if err := s.changed.Wait(ctx, seen); err != nil {
@@ -253,17 +264,31 @@ func (s *ConfigServer) setWaiting(d int) {
 	s.waiting += d
 }
 
-func (s *ConfigServer) writeNotModified(w http.ResponseWriter, revision string) {
-	w.Header().Set("ETag", snapshot.ETag(revision))
-	w.Header().Set(snapshot.HeaderConfirmedAt, s.env.Now().UTC().Format(time.RFC3339Nano))
+func (s *ConfigServer) writeNotModified(w http.ResponseWriter, cur *servedConfig) {
+	w.Header().Set("ETag", snapshot.ETag(cur.snap.Revision))
+	s.confirm(w, cur)
 	w.WriteHeader(http.StatusNotModified)
 }
 
-func writeSnapshot(w http.ResponseWriter, cur *servedConfig) {
+func (s *ConfigServer) writeSnapshot(w http.ResponseWriter, cur *servedConfig) {
 	w.Header().Set("Content-Type", snapshot.MediaType)
 	w.Header().Set("ETag", snapshot.ETag(cur.snap.Revision))
+	s.confirm(w, cur)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(cur.body)
+}
+
+// confirm says when the control plane vouched for cur's content, with the proof a worker hands
+// on to peers that copy it (snapshot.Confirm).
+func (s *ConfigServer) confirm(w http.ResponseWriter, cur *servedConfig) {
+	at := s.env.Now().UTC().Format(time.RFC3339Nano)
+	w.Header().Set(snapshot.HeaderConfirmedAt, at)
+	s.mu.Lock()
+	secret := s.secret
+	s.mu.Unlock()
+	if secret != "" {
+		w.Header().Set(snapshot.HeaderConfirmation, snapshot.Confirm(secret, cur.digest, at))
+	}
 }
 
 // RunConfigRefresh builds a snapshot from src now and again each time wake is notified (a

@@ -12,6 +12,6 @@ import (
 // MountHistory serves the history endpoints of cp on store: history.NewMemory in the simulator
 // and the standalone role, pghistory.New(pool) on a real control plane.
 func (cp *ControlPlane) MountHistory(store history.Store) {
-	cp.Handle("POST "+history.PathWorkerHistory, history.NewIngest(store, cp.AuthWorker, cp.e.Logger()))
+	cp.Handle("POST "+history.PathWorkerHistory, history.NewIngest(store, cp.AuthWorker, cp.e.Logger()).Clock(cp.e.Now))
 	cp.HandleAdmin("GET "+history.PathAdminQueries, history.NewAdmin(store))
 }

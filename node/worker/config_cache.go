@@ -79,7 +79,7 @@ func (s *ConfigSync) startFromCache(ctx context.Context, why string) {
 	}
 	snap, err := snapshot.Decode(b)
 	if err == nil {
-		err = s.install(ctx, snap, SnapshotSourceCache, snap.ConfirmedAt)
+		err = s.install(ctx, snap, SnapshotSourceCache, snap.ConfirmedAt, confirmation{})
 	}
 	if err != nil {
 		s.e.Logger().Error("the last good configuration was refused", "worker", s.w.Name(), "err", err)

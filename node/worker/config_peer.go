@@ -3,15 +3,26 @@ package worker
 // Peer bootstrap: a worker that starts while the
 // control plane is unreachable may copy the active snapshot of a peer worker, if the control plane
 // confirmed that snapshot no longer ago than queryflux.controlPlane.peerBootstrap.maxAgeSecs.
+// The confirmation is the control plane's own (snapshot.Confirm, keyed by the worker secret), lent
+// with the snapshot: a party at a peer's address that lacks the secret cannot forge a snapshot,
+// freshen an old one, or pass off another fleet's. Of the copies offered, the most recently
+// confirmed is taken, so a peer that lost the control plane earlier cannot roll a worker back.
 // The copy goes through the same strict compile as a polled snapshot, and the worker keeps
 // polling the control plane, which replaces it as soon as it answers.
+//
+// A worker presents PeerToken(secret) to peers, never the secret itself: whoever answers at a
+// peer's address learns nothing that registers with the control plane or forges a confirmation.
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,20 +52,32 @@ type PeerOptions struct {
 	RequestTimeout time.Duration
 }
 
+// PeerToken is what a worker presents to its peers: derived from the worker secret, so that a
+// party answering at a peer's address (a host that took over its address, a stale entry in
+// peerBootstrap.address) does not learn the secret itself.
+func PeerToken(secret string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("queryflux peer config v1"))
+	return "qfp_" + hex.EncodeToString(m.Sum(nil))
+}
+
 // PeerConfigHandler serves this worker's active snapshot to peers at GET PathPeerConfig, with
-// snapshot.HeaderConfirmedAt saying when the control plane last confirmed it. Peers must present
-// the shared worker secret (the snapshot can carry cluster credentials). 503 when there is none.
+// the control plane's last confirmation of it (snapshot.HeaderConfirmedAt and
+// snapshot.HeaderConfirmation). Peers must present PeerToken(secret) (or, from workers that
+// predate it, the secret itself): the snapshot can carry cluster credentials. 503 when there is
+// no snapshot the control plane confirmed.
 func (s *ConfigSync) PeerConfigHandler(secret string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := workerapi.BearerToken(r)
-		if !ok || !workerapi.TokenEqual(token, secret) {
+		if !ok || !workerapi.TokenEqual(token, PeerToken(secret)) && !workerapi.TokenEqual(token, secret) {
 			workerapi.WriteError(w, http.StatusUnauthorized, "the shared worker secret is required", "Authorization")
 			return
 		}
-		_, snap := s.Active()
-		confirmed := s.ConfirmedAt()
-		if snap == nil || confirmed.IsZero() {
-			workerapi.WriteError(w, http.StatusServiceUnavailable, "no confirmed configuration", "")
+		s.mu.Lock()
+		snap, proof := s.active, s.proof
+		s.mu.Unlock()
+		if snap == nil || proof == (confirmation{}) {
+			workerapi.WriteError(w, http.StatusServiceUnavailable, "no configuration confirmed by the control plane", "")
 			return
 		}
 		body, err := snapshot.Encode(snap)
@@ -62,14 +85,16 @@ func (s *ConfigSync) PeerConfigHandler(secret string) http.Handler {
 			panic(fmt.Sprintf("worker: the active snapshot does not encode: %v", err)) // it decoded once
 		}
 		w.Header().Set("Content-Type", snapshot.MediaType)
-		w.Header().Set(snapshot.HeaderConfirmedAt, confirmed.UTC().Format(time.RFC3339Nano))
+		w.Header().Set(snapshot.HeaderConfirmedAt, proof.at)
+		w.Header().Set(snapshot.HeaderConfirmation, proof.proof)
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(body)
 	})
 }
 
-// BootstrapFromPeers asks the peers in order and installs the first snapshot that is recent
-// enough and compiles. It does nothing if a configuration is already active.
+// BootstrapFromPeers asks every peer (the first peersMax) and installs, of the snapshots whose
+// confirmation is the control plane's and recent enough, the most recently confirmed that
+// compiles. It does nothing if a configuration is already active.
 func (s *ConfigSync) BootstrapFromPeers(ctx context.Context, p PeerOptions) error {
 	if cfg, _ := s.Active(); cfg != nil {
 		return nil
@@ -80,27 +105,48 @@ func (s *ConfigSync) BootstrapFromPeers(ctx context.Context, p PeerOptions) erro
 	if p.RequestTimeout <= 0 {
 		p.RequestTimeout = PeerRequestTimeoutDefault
 	}
+	type offer struct {
+		addr      string
+		snap      *snapshot.WorkerSnapshotV1
+		confirmed time.Time
+		proof     confirmation
+	}
+	var offers []offer
 	var errs []error
 	for _, addr := range p.Addresses[:min(len(p.Addresses), peersMax)] {
-		snap, confirmed, err := s.fetchPeer(ctx, p, addr)
+		snap, proof, err := s.fetchPeer(ctx, p, addr)
+		var confirmed time.Time
+		if err == nil {
+			confirmed, err = time.Parse(time.RFC3339Nano, proof.at)
+		}
 		if err == nil {
 			if age := s.e.Now().Sub(confirmed); age > p.MaxAge {
 				err = fmt.Errorf("its snapshot was confirmed %s ago, more than %s", age.Round(time.Second), p.MaxAge)
 			}
 		}
-		if err == nil {
-			err = s.Seed(ctx, snap, "peer", confirmed)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("peer %s: %w", addr, err))
+			continue
 		}
+		offers = append(offers, offer{addr, snap, confirmed, proof})
+	}
+	// The most recently confirmed first: a peer cut off from the control plane earlier holds an
+	// older revision.
+	slices.SortStableFunc(offers, func(a, b offer) int { return b.confirmed.Compare(a.confirmed) })
+	for _, o := range offers {
+		err := s.install(ctx, o.snap, "peer", o.confirmed, o.proof)
 		if err == nil {
-			s.e.Logger().Info("config copied from a peer", "worker", s.w.Name(), "peer", addr, "revision", snap.Revision)
+			s.e.Logger().Info("config copied from a peer", "worker", s.w.Name(), "peer", o.addr, "revision", o.snap.Revision)
 			return nil
 		}
-		errs = append(errs, fmt.Errorf("peer %s: %w", addr, err))
+		errs = append(errs, fmt.Errorf("peer %s: %w", o.addr, err))
 	}
 	return errors.Join(errs...)
 }
 
-func (s *ConfigSync) fetchPeer(ctx context.Context, p PeerOptions, addr string) (*snapshot.WorkerSnapshotV1, time.Time, error) {
+// fetchPeer asks one peer for its snapshot and the control plane's confirmation of it, and
+// checks that the confirmation is the control plane's for that content.
+func (s *ConfigSync) fetchPeer(ctx context.Context, p PeerOptions, addr string) (*snapshot.WorkerSnapshotV1, confirmation, error) {
 	base := addr
 	if !strings.Contains(addr, "://") {
 		base = "http://" + addr
@@ -109,31 +155,34 @@ func (s *ConfigSync) fetchPeer(ctx context.Context, p PeerOptions, addr string) 
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, strings.TrimRight(base, "/")+PathPeerConfig, nil)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, confirmation{}, err
 	}
-	workerapi.SetBearer(req, p.Secret)
+	workerapi.SetBearer(req, PeerToken(p.Secret))
 	resp, err := p.Client.Do(req)
 	if err != nil {
-		return nil, time.Time{}, errors.New(s.w.redact(err.Error()))
+		return nil, confirmation{}, errors.New(s.w.redact(err.Error()))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, time.Time{}, fmt.Errorf("%d %s", resp.StatusCode, workerapi.ReadError(resp).Error)
+		return nil, confirmation{}, fmt.Errorf("%d %s", resp.StatusCode, workerapi.ReadError(resp).Error)
 	}
-	confirmed, err := time.Parse(time.RFC3339Nano, resp.Header.Get(snapshot.HeaderConfirmedAt))
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("no valid %s header", snapshot.HeaderConfirmedAt)
+	if _, err := time.Parse(time.RFC3339Nano, resp.Header.Get(snapshot.HeaderConfirmedAt)); err != nil {
+		return nil, confirmation{}, fmt.Errorf("no valid %s header", snapshot.HeaderConfirmedAt)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, configBodyBytesMax+1))
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, confirmation{}, err
 	}
 	if len(body) > configBodyBytesMax {
-		return nil, time.Time{}, fmt.Errorf("snapshot larger than %d bytes", configBodyBytesMax)
+		return nil, confirmation{}, fmt.Errorf("snapshot larger than %d bytes", configBodyBytesMax)
 	}
 	snap, err := snapshot.Decode(body)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, confirmation{}, err
 	}
-	return snap, confirmed, nil
+	proof := confirmation{at: resp.Header.Get(snapshot.HeaderConfirmedAt), proof: resp.Header.Get(snapshot.HeaderConfirmation)}
+	if err := snapshot.CheckConfirmation(p.Secret, snap, proof.at, proof.proof); err != nil {
+		return nil, confirmation{}, err
+	}
+	return snap, proof, nil
 }

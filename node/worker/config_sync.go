@@ -87,9 +87,12 @@ type ConfigSync struct {
 	activeCfg   *config.Config
 	source      string    // where the active config came from: controlPlane, peer, cache
 	confirmedAt time.Time // when the control plane last confirmed the active revision
-	lastSeen    string    // newest revision received, accepted or not
-	cpAnswered  bool      // the control plane has answered a poll since this process started
-	rejected    string    // newest revision that failed to compile or apply
+	// proof is the control plane's last confirmation of the active snapshot (its
+	// HeaderConfirmedAt and HeaderConfirmation), lent with it to peers; zero when it sent none.
+	proof       confirmation
+	lastSeen    string // newest revision received, accepted or not
+	cpAnswered  bool   // the control plane has answered a poll since this process started
+	rejected    string // newest revision that failed to compile or apply
 	rejectedErr error
 	cacheTried  bool // the Store's snapshot was tried (once per process)
 	lastSyncAt  time.Time
@@ -195,7 +198,20 @@ func (s *ConfigSync) Run(ctx context.Context) error {
 // answers, under the same strict compile as a polled one. confirmedAt is when the control plane
 // last confirmed it (as the peer reports).
 func (s *ConfigSync) Seed(ctx context.Context, snap *snapshot.WorkerSnapshotV1, source string, confirmedAt time.Time) error {
-	return s.install(ctx, snap, source, confirmedAt)
+	return s.install(ctx, snap, source, confirmedAt, confirmation{})
+}
+
+// confirmation is the control plane's word that a snapshot was current at a time: the
+// HeaderConfirmedAt and HeaderConfirmation of its answer, exactly as sent (snapshot.Confirm).
+type confirmation struct{ at, proof string }
+
+// confirmationOf reads an answer's confirmation (zero from a control plane that sends none).
+func confirmationOf(h http.Header) confirmation {
+	c := confirmation{at: h.Get(snapshot.HeaderConfirmedAt), proof: h.Get(snapshot.HeaderConfirmation)}
+	if c.at == "" || c.proof == "" {
+		return confirmation{}
+	}
+	return c
 }
 
 // pollOnce makes one request: GET /worker/config when nothing was seen yet, else the long-poll
@@ -235,7 +251,7 @@ func (s *ConfigSync) pollOnce(ctx context.Context) error {
 	}
 	switch resp.StatusCode {
 	case http.StatusNotModified:
-		s.confirmed(resp.Header.Get(snapshot.HeaderConfirmedAt))
+		s.confirmed(resp.Header.Get(snapshot.HeaderConfirmedAt), confirmationOf(resp.Header))
 		return nil
 	case http.StatusOK:
 		body, err := workerapi.ReadAllHint(io.LimitReader(resp.Body, configBodyBytesMax+1), resp.ContentLength, configBodyBytesMax+1)
@@ -245,14 +261,14 @@ func (s *ConfigSync) pollOnce(ctx context.Context) error {
 		if len(body) > configBodyBytesMax {
 			return fmt.Errorf("snapshot larger than %d bytes", configBodyBytesMax)
 		}
-		return s.receive(ctx, body)
+		return s.receive(ctx, body, confirmationOf(resp.Header))
 	default:
 		return fmt.Errorf("GET %s: %d %s", snapshot.PathConfig, resp.StatusCode, workerapi.ReadError(resp).Error)
 	}
 }
 
 // receive decodes a snapshot body and installs it unless it is active or was rejected already.
-func (s *ConfigSync) receive(ctx context.Context, body []byte) error {
+func (s *ConfigSync) receive(ctx context.Context, body []byte, proof confirmation) error {
 	snap, err := s.opts.Decode(body)
 	if err != nil {
 		return err // a broken or foreign body: the poll failed, back off
@@ -263,7 +279,7 @@ func (s *ConfigSync) receive(ctx context.Context, body []byte) error {
 	isActive := s.active != nil && s.active.Revision == snap.Revision
 	if isActive {
 		// Already running it (copied from a peer, say): the control plane now vouches for it.
-		s.confirmedAt, s.source = now, "controlPlane"
+		s.confirmedAt, s.source, s.proof = now, "controlPlane", proof
 	}
 	known := isActive || s.rejected == snap.Revision
 	s.mu.Unlock()
@@ -271,7 +287,7 @@ func (s *ConfigSync) receive(ctx context.Context, body []byte) error {
 	if known {
 		return nil
 	}
-	if err := s.install(ctx, snap, "controlPlane", now); err != nil {
+	if err := s.install(ctx, snap, "controlPlane", now, proof); err != nil {
 		// The revision is bad, not the poll: waiting on lastSeen blocks until a newer one.
 		s.e.Logger().Error("config revision rejected; keeping the previous configuration",
 			"worker", s.w.Name(), "revision", snap.Revision, "err", err)
@@ -282,7 +298,7 @@ func (s *ConfigSync) receive(ctx context.Context, body []byte) error {
 
 // install compiles snap strictly, applies it, and swaps it in; on any error nothing changes and
 // the revision is remembered as rejected.
-func (s *ConfigSync) install(ctx context.Context, snap *snapshot.WorkerSnapshotV1, source string, confirmedAt time.Time) error {
+func (s *ConfigSync) install(ctx context.Context, snap *snapshot.WorkerSnapshotV1, source string, confirmedAt time.Time, proof confirmation) error {
 	// A stripped snapshot takes credentials from the worker's own queryflux.clusterCredentials;
 	// one that leaves a cluster without any is refused like any bad revision.
 	// A peer's copy or one saved before a restart may have been filtered for other labels: it
@@ -305,7 +321,7 @@ func (s *ConfigSync) install(ctx context.Context, snap *snapshot.WorkerSnapshotV
 		return err
 	}
 	prev := s.active
-	s.active, s.activeCfg, s.source, s.confirmedAt = snap, cfg, source, confirmedAt
+	s.active, s.activeCfg, s.source, s.confirmedAt, s.proof = snap, cfg, source, confirmedAt, proof
 	if s.lastSeen == "" {
 		s.lastSeen = snap.Revision
 	}
@@ -318,14 +334,14 @@ func (s *ConfigSync) install(ctx context.Context, snap *snapshot.WorkerSnapshotV
 	return nil
 }
 
-func (s *ConfigSync) confirmed(header string) {
+func (s *ConfigSync) confirmed(header string, proof confirmation) {
 	at := s.e.Now()
 	if t, err := time.Parse(time.RFC3339Nano, header); err == nil {
 		at = t
 	}
 	s.mu.Lock()
 	if s.active != nil && s.active.Revision == s.lastSeen {
-		s.confirmedAt, s.source = at, "controlPlane"
+		s.confirmedAt, s.source, s.proof = at, "controlPlane", proof
 	}
 	s.mu.Unlock()
 	s.succeeded()

@@ -316,8 +316,9 @@ const (
 	// PathConfigWait?revision=R long-polls: it answers as soon as the current revision differs
 	// from R (200 with the snapshot), or 304 when the poll timeout passes first.
 	PathConfigWait = "/worker/config/wait"
-	// HeaderConfirmedAt, on a 304, is when the control plane confirmed that R is still current
-	// (RFC 3339); workers use it to age a config they may hand to peers.
+	// HeaderConfirmedAt, on every snapshot and 304, is when the control plane confirmed the
+	// content as current (RFC 3339); workers use it to age a config they may hand to peers, with
+	// HeaderConfirmation proving it (confirm.go).
 	HeaderConfirmedAt = "QueryFlux-Confirmed-At"
 )
 

@@ -121,6 +121,24 @@ var compatSQL = []string{
 		'1' AS ev_type, 'O' AS ev_enabled, false AS is_instead WHERE false`,
 	`CREATE VIEW {c}.pg_catalog.pg_foreign_table AS SELECT 0::BIGINT AS ftrelid, 0::BIGINT AS ftserver,
 		NULL::VARCHAR[] AS ftoptions WHERE false`,
+	// MySQL clients' functions (mysqlshow.go, docs/duckdb.md): UNIX_TIMESTAMP() in whole
+	// seconds, of a value in UTC (the session time zone the MySQL frontend reports);
+	// LAST_INSERT_ID() is 0, as MySQL answers when no AUTO_INCREMENT value was generated
+	// (DuckDB has none); qf_mysql_type(t) is DuckDB type t as MySQL 8.0.11's SHOW COLUMNS
+	// writes the nearest MySQL type.
+	`CREATE MACRO {c}.pg_catalog.unix_timestamp() AS epoch_ms(current_timestamp) // 1000,
+		(x) AS floor(epoch(CAST(x AS TIMESTAMP)))::BIGINT`,
+	`CREATE MACRO {c}.pg_catalog.last_insert_id() AS 0::UBIGINT`,
+	`CREATE MACRO {c}.pg_catalog.qf_mysql_type(t) AS CASE
+		WHEN t = 'BOOLEAN' THEN 'tinyint(1)' WHEN t = 'TINYINT' THEN 'tinyint(4)' WHEN t = 'SMALLINT' THEN 'smallint(6)'
+		WHEN t = 'INTEGER' THEN 'int(11)' WHEN t = 'BIGINT' THEN 'bigint(20)' WHEN t = 'UTINYINT' THEN 'tinyint(3) unsigned'
+		WHEN t = 'USMALLINT' THEN 'smallint(5) unsigned' WHEN t = 'UINTEGER' THEN 'int(10) unsigned'
+		WHEN t = 'UBIGINT' THEN 'bigint(20) unsigned' WHEN t = 'HUGEINT' THEN 'decimal(39,0)'
+		WHEN t = 'UHUGEINT' THEN 'decimal(39,0) unsigned' WHEN t = 'FLOAT' THEN 'float' WHEN t = 'DOUBLE' THEN 'double'
+		WHEN t LIKE 'DECIMAL(%' THEN lower(t) WHEN t = 'VARCHAR' THEN 'text' WHEN t = 'BLOB' THEN 'blob'
+		WHEN t = 'DATE' THEN 'date' WHEN t = 'TIME' THEN 'time(6)' WHEN t LIKE 'TIMESTAMP WITH TIME ZONE' THEN 'timestamp(6)'
+		WHEN t = 'TIMESTAMP_S' THEN 'datetime' WHEN t = 'TIMESTAMP_MS' THEN 'datetime(3)' WHEN t LIKE 'TIMESTAMP%' THEN 'datetime(6)'
+		WHEN t = 'UUID' THEN 'char(36)' WHEN t = 'JSON' THEN 'json' ELSE lower(t) END`,
 	`CREATE VIEW {c}.pg_catalog.pg_partitioned_table AS SELECT 0::BIGINT AS partrelid, 'r' AS partstrat,
 		0 AS partnatts WHERE false`,
 }
@@ -222,20 +240,33 @@ var regTypes = map[string]bool{
 var castTypes = map[string]string{"text": "VARCHAR", "name": "VARCHAR", `"char"`: "VARCHAR", "char": "VARCHAR",
 	"int2vector": "VARCHAR", "oidvector": "VARCHAR", "xid": "BIGINT", "cid": "BIGINT", "tid": "VARCHAR"}
 
-// compatRequest is q with its SQL rewritten by pgCompat and showTimeout, or mysqlCompat for a
-// MySQL client's (q itself when nothing changed).
-func compatRequest(q *query.Request) *query.Request {
+// compatRequest is q with its SQL rewritten by pgCompat and showTimeout, or for a MySQL
+// client's by mysqlShow or mysqlCompat (q itself when nothing changed); db is the engine's
+// database, what a MySQL client's SHOW TABLES names when it chose none. The error refuses a
+// MySQL SHOW this engine does not answer.
+func compatRequest(q *query.Request, db string) (*query.Request, error) {
 	q = showTimeout(q)
 	s := pgCompat(q)
 	if isMySQL(q) {
-		s = mysqlCompat(s)
+		show, ok, err := "", false, error(nil)
+		if sqltok.FirstKeywordIs(s, sqltok.MySQL, "show", "describe", "desc", "explain") {
+			show, ok, err = mysqlShow(s, cmp.Or(q.Database, db))
+		}
+		switch {
+		case err != nil:
+			return nil, err
+		case ok:
+			s = show
+		default:
+			s = mysqlCompat(s)
+		}
 	}
 	if s == q.SQL {
-		return q
+		return q, nil
 	}
 	c := *q
 	c.SQL = s
-	return &c
+	return &c, nil
 }
 
 // needsCompat reports cheaply whether sqlText may use PostgreSQL-only catalog syntax.

@@ -288,16 +288,19 @@ func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Descri
 		return nil, err
 	}
 	defer release(conn, true) // preparing leaves nothing on the connection
-	d, err := describe(ctx, conn, q)
+	d, err := describe(ctx, conn, q, e.reopen.database)
 	e.noteFatal(err)
 	return d, err
 }
 
-func describe(ctx context.Context, conn *sql.Conn, q *query.Request) (*engine.Description, error) {
-	q = compatRequest(q)
+func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db string) (*engine.Description, error) {
+	q, err := compatRequest(client, db)
+	if err != nil {
+		return nil, err
+	}
 	p, err := prepare(conn, q.SQL)
 	if err != nil {
-		return nil, wrapErr(err)
+		return nil, showError(client, q, wrapErr(err))
 	}
 	d := &engine.Description{}
 	for i, t := range p.params {
@@ -374,13 +377,17 @@ func paramTypeName(t duckdb.Type) string {
 // interrupts the query in DuckDB.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
 	client := q
-	q = compatRequest(q)
+	q, err := compatRequest(q, e.reopen.database)
+	if err != nil {
+		return nil, err
+	}
 	conn, err := e.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	st, err := e.statement(conn, client, q.SQL)
 	if err != nil {
+		err = showError(client, q, err)
 		release(conn, true)
 		if e.noteFatal(err) && isInvalidated(err) && !retried(ctx) {
 			return e.Execute(retrying(ctx), client) // nothing ran: the database was already gone

@@ -1,6 +1,7 @@
 package duckengine
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -12,8 +13,9 @@ import (
 //   - literals (sqltok.MySQLLiteral): 'O\'Brien', 'C:\\temp', _binary'...', "a string", the same value;
 //   - `backquoted` names, double-quoted (DuckDB reads backquotes from 2.0 on);
 //   - # comments, as -- comments;
-//   - LIMIT offset, count of two numbers, as LIMIT count OFFSET offset (DuckDB: "LIMIT #,#
-//     syntax is not supported"; with ? parameters it stays: DuckDB would bind them the other way).
+//   - LIMIT offset, count (numbers or ? parameters), as LIMIT count OFFSET offset (DuckDB:
+//     "LIMIT #,# syntax is not supported"); with a ? there, every ? is numbered ($1, $2, ...),
+//     so the swapped pair still binds the client's parameters in their order.
 //   - DATABASE(), SCHEMA(), CURDATE(), CURTIME() as DuckDB names them (mysqlNoArgFuncs);
 //   - FROM DUAL, as a one-row subquery.
 //
@@ -27,6 +29,17 @@ func mysqlCompat(sqlText string) string {
 	toks := sqltok.Tokenize(sqlText, sqltok.MySQL)
 	var b strings.Builder
 	changed := false
+	// numbered: a LIMIT pair has a ? (mysql2's execute, mysqlclient's server-side statements):
+	// every ? is written $n, so that the pair's two can be swapped into LIMIT count OFFSET offset
+	// and still bind the client's parameters in the client's order.
+	numbered, params := paramLimitPair(toks), 0
+	param := func(t sqltok.Token) string {
+		if t.Kind != sqltok.Param || !numbered {
+			return t.Text
+		}
+		params++
+		return "$" + strconv.Itoa(params)
+	}
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		if v, binary, n := sqltok.MySQLLiteral(toks, i); n > 0 {
@@ -60,8 +73,12 @@ func mysqlCompat(sqlText string) string {
 				b.WriteString(t.Text)
 				continue
 			}
-			b.WriteString(t.Text + " " + count + " OFFSET " + offset)
+			o := param(offset)
+			b.WriteString(t.Text + " " + param(count) + " OFFSET " + o)
 			i = end - 1
+			changed = true
+		case t.Kind == sqltok.Param && numbered:
+			b.WriteString(param(t))
 			changed = true
 		default:
 			b.WriteString(t.Text)
@@ -133,6 +150,9 @@ func mayHoldLimitPair(sqlText string) bool {
 		for j < len(sqlText) && '0' <= sqlText[j] && sqlText[j] <= '9' {
 			j++
 		}
+		if j == digits && j < len(sqlText) && sqlText[j] == '?' {
+			j++
+		}
 		if j > digits {
 			if j = blanks(j); j < len(sqlText) && strings.IndexByte(",/-", sqlText[j]) >= 0 {
 				return true
@@ -162,19 +182,32 @@ func containsFold(s, word string) bool {
 	return false
 }
 
-// limitPair reads "offset , count" (two numbers, blanks and comments between) from toks[i:]:
-// the two numbers' text, and the index after the count.
-func limitPair(toks []sqltok.Token, i int) (offset, count string, end int, ok bool) {
+// limitPair reads "offset , count" (each a number or a ?, blanks and comments between) from
+// toks[i:]: the two tokens, and the index after the count.
+func limitPair(toks []sqltok.Token, i int) (offset, count sqltok.Token, end int, ok bool) {
 	var got []sqltok.Token
 	for ; i < len(toks) && len(got) < 3; i++ {
 		if toks[i].Significant() {
 			got = append(got, toks[i])
 		}
 	}
-	if len(got) < 3 || got[0].Kind != sqltok.Number || got[1].Text != "," || got[2].Kind != sqltok.Number {
-		return "", "", 0, false
+	limitArg := func(t sqltok.Token) bool { return t.Kind == sqltok.Number || t.Kind == sqltok.Param && t.Text == "?" }
+	if len(got) < 3 || !limitArg(got[0]) || got[1].Text != "," || !limitArg(got[2]) {
+		return sqltok.Token{}, sqltok.Token{}, 0, false
 	}
-	return got[0].Text, got[2].Text, i, true
+	return got[0], got[2], i, true
+}
+
+// paramLimitPair reports whether toks hold LIMIT ?, n or LIMIT n, ? (or both ?).
+func paramLimitPair(toks []sqltok.Token) bool {
+	for i, t := range toks {
+		if t.Kind == sqltok.Word && strings.EqualFold(t.Text, "limit") {
+			if offset, count, _, ok := limitPair(toks, i+1); ok && (offset.Kind == sqltok.Param || count.Kind == sqltok.Param) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // duckString writes v as a DuckDB string literal. DuckDB takes a statement's text as a C

@@ -47,9 +47,14 @@ var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "c
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
 	client := q
-	q = compatRequest(q)
+	q, err := compatRequest(q, s.e.reopen.database)
+	if err != nil {
+		s.fail()
+		return nil, err
+	}
 	st, err := s.e.statement(s.conn, client, q.SQL)
 	if err != nil {
+		err = showError(client, q, err)
 		s.e.noteFatal(err)
 		s.fail()
 		return nil, err
@@ -134,7 +139,7 @@ func (s *session) TxStatus() byte { return s.status }
 
 // Describe prepares q on the session's connection, which may see what the transaction made.
 func (s *session) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
-	return describe(ctx, s.conn, q)
+	return describe(ctx, s.conn, q, s.e.reopen.database)
 }
 
 // Close rolls back an open transaction and returns the connection to the pool, or closes it

@@ -16,9 +16,11 @@ import (
 // identifiers and comments. A MySQL client's string literals that PostgreSQL would misread
 // (sqltok.MySQLLiteral: 'O\'Brien', what PyMySQL and mysqlclient send for the parameter
 // O'Brien, was a syntax error) are written as standard literals of the same value, and
-// _binary'...' as bytea.
+// _binary'...' as bytea; its `quoted` names are "quoted" (PostgreSQL has no backquotes: the
+// MySQL frontend writes its session values' column names so, as MySQL clients and ORMs write
+// names).
 func numberedParams(q *query.Request) string {
-	mysqlLiterals := q.Protocol == query.ProtocolMySQL && sqltok.MayHoldMySQLEscapes(q.SQL)
+	mysqlLiterals := q.Protocol == query.ProtocolMySQL && (sqltok.MayHoldMySQLEscapes(q.SQL) || strings.IndexByte(q.SQL, '`') >= 0)
 	if len(q.Args) == 0 && !mysqlLiterals {
 		return q.SQL
 	}
@@ -36,6 +38,10 @@ func numberedParams(q *query.Request) string {
 			continue
 		}
 		if mysqlLiterals {
+			if t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated && len(t.Text) >= 2 {
+				b.WriteString(`"` + strings.ReplaceAll(strings.ReplaceAll(t.Text[1:len(t.Text)-1], "``", "`"), `"`, `""`) + `"`)
+				continue
+			}
 			if v, binary, span := sqltok.MySQLLiteral(a.Tokens, i); span > 0 {
 				if binary {
 					b.WriteString(`'\x` + hex.EncodeToString([]byte(v)) + `'::bytea`)

@@ -15,16 +15,17 @@ func localIsolation(t *testing.T, conn *sql.Conn) string {
 	return level
 }
 
-// engineIsolation is the engine connection's session level: the trailing column keeps the
-// SELECT from being answered by the proxy itself (session.go, selectVars). (MariaDB's
-// @@tx_isolation is the session's level, not SET TRANSACTION's, which lasts the next
+// engineIsolation is the engine connection's session level, read from the engine's catalog
+// (@@tx_isolation in any statement is the frontend's answer: the client session's level).
+// (MariaDB's tx_isolation is the session's level, not SET TRANSACTION's, which lasts the next
 // transaction only and shows in no variable: the test reads the levels from what
 // transactions see.)
 func engineIsolation(t *testing.T, conn *sql.Conn) string {
 	t.Helper()
 	var level string
-	if err := conn.QueryRowContext(context.Background(), "SELECT @@tx_isolation, 1").Scan(&level, new(int)); err != nil {
-		t.Fatalf("SELECT @@tx_isolation, 1: %v", err)
+	const q = "SELECT VARIABLE_VALUE FROM information_schema.SESSION_VARIABLES WHERE VARIABLE_NAME = 'TX_ISOLATION'"
+	if err := conn.QueryRowContext(context.Background(), q).Scan(&level); err != nil {
+		t.Fatalf("%s: %v", q, err)
 	}
 	return level
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"regexp"
 	"strconv"
@@ -178,7 +179,7 @@ func (h *session) request(sql string, args []any) *query.Request {
 // fill sets every field of r to the request of sql (with args) on this client connection.
 func (h *session) fill(r *query.Request, sql string, args []any) {
 	*r = query.Request{
-		SQL:        sql,
+		SQL:        h.withSessionValues(sql),
 		Args:       args,
 		User:       h.conn.GetUser(),
 		Protocol:   query.ProtocolMySQL,
@@ -498,6 +499,9 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 	if r, ok := h.showDiagnostics(sql); ok {
 		return r, nil, true
 	}
+	if r, err, ok := h.showLocal(sql); ok {
+		return r, err, true
+	}
 	if selectVarStmt.MatchString(sql) {
 		r, ok := h.selectVars(sql)
 		return r, nil, ok
@@ -534,11 +538,7 @@ func (h *session) selectVars(sql string) (*mysql.Result, bool) {
 			names[i] = it[2]
 		}
 	}
-	rs, err := mysql.BuildSimpleTextResultset(names, [][]any{values})
-	if err != nil {
-		panic("mysqlwire: building a variables resultset: " + err.Error())
-	}
-	return mysql.NewResult(rs), true
+	return mysql.NewResult(textResultset(names, [][]any{values})), true
 }
 
 func (h *session) variable(name string) (any, bool) {
@@ -579,6 +579,28 @@ func (h *session) variable(name string) (any, bool) {
 		return int64(0), true
 	case "wait_timeout", "interactive_timeout":
 		return int64(28800), true
+	case "auto_increment_increment", "auto_increment_offset":
+		return int64(1), true
+	case "character_set_database":
+		return "utf8mb4", true
+	case "collation_database":
+		return "utf8mb4_general_ci", true
+	case "default_storage_engine":
+		return "InnoDB", true
+	case "init_connect":
+		return "", true
+	case "license":
+		return "GPL", true
+	case "net_read_timeout":
+		return int64(30), true
+	case "net_write_timeout":
+		return int64(60), true
+	case "performance_schema", "query_cache_size", "sql_auto_is_null":
+		return int64(0), true
+	case "query_cache_type":
+		return "OFF", true
+	case "sql_select_limit":
+		return int64(math.MaxInt64), true
 	}
 	return nil, false
 }

@@ -1,0 +1,181 @@
+package mysqlwire
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// Session values in a statement: what MySQL answers from the client's own connection is
+// answered by this frontend, whatever engine runs the statement, by writing the value into the
+// statement as a literal before it is routed:
+//
+//   - @@name (@@session.name, @@global.name) of a variable the frontend answers (variable):
+//     SELECT @@version alone is answered without an engine (selectVars), but Connector/J's
+//     start-up SELECT (a comment first) or SELECT VERSION(), @@version reached the engine,
+//     DuckDB's parser error;
+//   - VERSION(): the version @@version and the handshake announce (DuckDB said v1.1.3);
+//   - CONNECTION_ID(): this session's id, the one KILL takes (an engine's would be of its own
+//     connection, which a pooled session does not keep);
+//   - USER(), SESSION_USER(), SYSTEM_USER(), CURRENT_USER[()]: the client's user@host as MySQL
+//     shows them (DuckDB said duckdb; a relayed engine would name the cluster's account).
+//
+// A value that is a whole select item keeps the item's text as its column's name, as MySQL
+// names it (`@@version`, `VERSION()`). Strings, quoted names and comments are left alone,
+// and so is a name qualified by a database (db.version() is a stored function).
+
+// mayHoldSessionValue reports cheaply whether sql may name a session value.
+func mayHoldSessionValue(sql string) bool {
+	return strings.Contains(sql, "@@") || containsFold(sql, "version(") || containsFold(sql, "user(") ||
+		containsFold(sql, "current_user") || containsFold(sql, "connection_id(")
+}
+
+// containsFold reports whether s holds word (lower case ASCII) in any case.
+func containsFold(s, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		if s[i]|0x20 == word[0] && strings.EqualFold(s[i:i+len(word)], word) {
+			return true
+		}
+	}
+	return false
+}
+
+// sessionFuncs are the functions answered here, by lower-case name.
+var sessionFuncs = map[string]bool{"version": true, "connection_id": true, "user": true, "session_user": true,
+	"system_user": true, "current_user": true}
+
+// withSessionValues is sql with the session values it names written as literals (sql itself
+// when it names none).
+func (h *session) withSessionValues(sql string) string {
+	if !mayHoldSessionValue(sql) || isSetStatement(sql) {
+		return sql
+	}
+	toks := sqltok.Tokenize(sql, sqltok.MySQL)
+	var b strings.Builder
+	changed := false
+	depth := 0
+	selectList := []bool{false} // per parenthesis depth: in a SELECT's list of items
+	prev := sqltok.Token{}      // the last significant token written
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		value, end := h.sessionValueAt(toks, i, prev)
+		if end < 0 {
+			b.WriteString(t.Text)
+			if t.Significant() {
+				switch {
+				case t.Text == "(":
+					depth++
+					selectList = append(selectList, false)
+				case t.Text == ")" && depth > 0:
+					depth--
+					selectList = selectList[:depth+1]
+				case isWordOf(t, "select"):
+					selectList[depth] = true
+				case isWordOf(t, "from", "where", "into", "group", "order", "limit", "having", "union", "window", "for"):
+					selectList[depth] = false
+				}
+				prev = t
+			}
+			continue
+		}
+		b.WriteString(value)
+		next := nextSignificant(toks, end+1)
+		if selectList[depth] && (isWordOf(prev, "select", "distinct") || prev.Text == ",") && endsSelectItem(toks, next) {
+			b.WriteString(" AS `" + strings.ReplaceAll(sql[t.Pos:toks[end].Pos+len(toks[end].Text)], "`", "``") + "`")
+		}
+		prev = sqltok.Token{Kind: sqltok.String, Text: value}
+		i = end
+		changed = true
+	}
+	if !changed {
+		return sql
+	}
+	return b.String()
+}
+
+// endsSelectItem reports whether toks[i] (len(toks): the end) ends a select item.
+func endsSelectItem(toks []sqltok.Token, i int) bool {
+	if i >= len(toks) {
+		return true
+	}
+	t := toks[i]
+	return t.Text == "," || t.Text == ")" || t.Text == ";" ||
+		isWordOf(t, "from", "into", "union", "order", "limit", "where", "group", "having", "for", "lock")
+}
+
+func nextSignificant(toks []sqltok.Token, i int) int {
+	for i < len(toks) && !toks[i].Significant() {
+		i++
+	}
+	return i
+}
+
+// sessionValueAt reads a session value at toks[i] (prev: the significant token before it): its
+// literal, and the index of its last token; end is -1 when there is none.
+func (h *session) sessionValueAt(toks []sqltok.Token, i int, prev sqltok.Token) (value string, end int) {
+	t := toks[i]
+	if prev.Text == "." {
+		return "", -1
+	}
+	if t.Kind == sqltok.Operator && t.Text == "@@" {
+		end := i + 1
+		if end >= len(toks) || toks[end].Kind != sqltok.Word {
+			return "", -1
+		}
+		name := toks[end].Text
+		if isWordOf(toks[end], "session", "global", "local") && end+2 < len(toks) && toks[end+1].Text == "." && toks[end+2].Kind == sqltok.Word {
+			end += 2
+			name += "." + toks[end].Text
+		}
+		v, ok := h.variable("@@" + name)
+		if !ok {
+			return "", -1
+		}
+		return literal(v), end
+	}
+	if t.Kind != sqltok.Word || !sessionFuncs[strings.ToLower(t.Text)] {
+		return "", -1
+	}
+	name := strings.ToLower(t.Text)
+	end = i
+	if open := i + 1; open < len(toks) && toks[open].Text == "(" {
+		closing := nextSignificant(toks, open+1)
+		if closing >= len(toks) || toks[closing].Text != ")" {
+			return "", -1
+		}
+		end = closing
+	} else if name != "current_user" {
+		return "", -1 // a column or table of that name
+	}
+	switch name {
+	case "version":
+		return literal(h.s.opts.ServerVersion), end
+	case "connection_id":
+		return strconv.FormatUint(uint64(h.conn.ConnectionID()), 10), end
+	default:
+		return literal(h.conn.GetUser() + "@" + h.clientHost()), end
+	}
+}
+
+// clientHost is the client's address without its port, as MySQL's USER() shows it.
+func (h *session) clientHost() string {
+	host, _, err := net.SplitHostPort(h.remote)
+	if err != nil {
+		return h.remote
+	}
+	return host
+}
+
+// literal writes v as a MySQL literal (each engine's translation reads MySQL's literals).
+func literal(v any) string {
+	switch v := v.(type) {
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case string:
+		return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(v) + "'"
+	}
+	panic(fmt.Sprintf("mysqlwire: a session value of type %T", v))
+}

@@ -1,0 +1,65 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/node/workerapi"
+)
+
+// TestWorkerCannotDateHistoryOutsideTime: a worker with a valid session reports records dated
+// where no query ran: far in the future (it would stay on top of every newest-first listing of
+// /admin/queries and outlive every retention prune) or before 1970. Each batch is refused with
+// 400 naming the record's field, and nothing of it is stored; a record within an hour of the
+// control plane's clock (worker clocks drift) is taken.
+func TestWorkerCannotDateHistoryOutsideTime(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	store := history.NewMemory(100)
+	h.cp.MountHistory(store)
+	tok := h.register("w1")
+	now := h.e.Now()
+	batch := func(id string, start, end time.Time) string {
+		return fmt.Sprintf(`{"batchId":%q,"records":[{"queryId":"ok-%s","status":"succeeded","startedAt":%q,"endedAt":%q},`+
+			`{"queryId":%q,"status":"succeeded","startedAt":%q,"endedAt":%q}]}`, id, id,
+			now.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano), id, start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano))
+	}
+	year9999 := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	year1 := time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC)
+	for _, c := range []struct {
+		name       string
+		start, end time.Time
+		field      string
+	}{
+		{"started in year 9999", year9999, year9999, "records[1].startedAt"},
+		{"ends in year 9999", now, year9999, "records[1].endedAt"},
+		{"started a day ahead", now.Add(24 * time.Hour), now.Add(24 * time.Hour), "records[1].startedAt"},
+		{"started in year 1", year1, now, "records[1].startedAt"},
+		{"started in 1969", time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC), now, "records[1].startedAt"},
+	} {
+		code, body := h.do("POST", history.PathWorkerHistory, tok, history.MediaQueryRecords, batch(c.name, c.start, c.end))
+		var eb workerapi.ErrorBody
+		_ = json.Unmarshal(body, &eb)
+		if code != 400 || eb.Field != c.field {
+			t.Errorf("%s: %d field %q (%s), want 400 naming %s", c.name, code, eb.Field, eb.Error, c.field)
+		}
+	}
+	page, err := store.Query(context.Background(), history.Filter{})
+	if err != nil || len(page.Records) != 0 {
+		t.Fatalf("refused batches stored %d records (%v): %+v", len(page.Records), err, page.Records)
+	}
+	// Within the allowed skew, and an old (but real) date: stored.
+	code, body := h.do("POST", history.PathWorkerHistory, tok, history.MediaQueryRecords,
+		batch("skewed", now.Add(50*time.Minute), now.Add(59*time.Minute)))
+	if code != 200 {
+		t.Fatalf("a record 59 minutes ahead: %d %s", code, body)
+	}
+	code, body = h.do("POST", history.PathWorkerHistory, tok, history.MediaQueryRecords,
+		batch("old", time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), now))
+	if code != 200 {
+		t.Fatalf("a record from 1970: %d %s", code, body)
+	}
+}
