@@ -29,6 +29,11 @@ type PGWireOptions struct {
 	// served Owner, tagged as the statement's lease wants): anything else answers
 	// ErrWouldWait at once, for a caller that must not block (an event loop's thread).
 	NoWait bool
+	// Spare is a wire this engine opened before, closed, that nothing reaches any more (no
+	// late Cancel either: its caller's query timeout never fired): the new wire may be made in
+	// its memory, sparing an allocation per transaction. nil, or a wire that does not qualify,
+	// makes a new one.
+	Spare PGWire
 }
 
 // ErrWouldWait is the answer of an operation told not to wait (PGWireOptions.NoWait, the

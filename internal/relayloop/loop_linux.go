@@ -27,7 +27,7 @@ type Loop struct {
 	exited chan struct{}
 
 	// Only the loop's thread touches these.
-	ends   map[int]*end
+	ends   fdTable[*end]
 	events []unix.EpollEvent
 	// begun holds the pairs whose A has a message half sent, under a MessageTimeout.
 	begun map[*pair]struct{}
@@ -43,12 +43,12 @@ type Loop struct {
 const idleInterest = unix.EPOLLIN | unix.EPOLLRDHUP
 
 // kept maps the sockets kept idle in a loop's epoll set (Pair.KeepB) to that loop. A file
-// descriptor names one socket in the whole process while it is open, so one map serves every
+// descriptor names one socket in the whole process while it is open, so one table serves every
 // loop; it is shared with the sockets' owners (Release), hence the lock.
-var kept = struct {
+var kept struct {
 	sync.Mutex
-	m map[int]*Loop
-}{m: map[int]*Loop{}}
+	m fdTable[*Loop]
+}
 
 // Release takes fd out of the loop whose epoll set kept it idle after an Unplug (Pair.KeepB),
 // if any. Its owner calls it before closing fd or reading it elsewhere: a socket closed while
@@ -56,8 +56,8 @@ var kept = struct {
 // may name another socket by then.
 func Release(fd int) {
 	kept.Lock()
-	if l := kept.m[fd]; l != nil {
-		delete(kept.m, fd)
+	if l := kept.m.get(fd); l != nil {
+		kept.m.del(fd)
 		l.ctl(unix.EPOLL_CTL_DEL, fd, 0)
 	}
 	kept.Unlock()
@@ -99,7 +99,7 @@ func New(bufBytes int) (*Loop, error) {
 		return nil, fmt.Errorf("relayloop: epoll: %w", err)
 	}
 	l := &Loop{epfd: epfd, evfd: evfd, bufBytes: bufBytes, exited: make(chan struct{}),
-		ends: map[int]*end{}, events: make([]unix.EpollEvent, 128), begun: map[*pair]struct{}{}}
+		events: make([]unix.EpollEvent, 128), begun: map[*pair]struct{}{}}
 	go l.run()
 	return l, nil
 }
@@ -168,7 +168,7 @@ func (h *Handle) Plug(b int) error {
 // fcntl calls spared on every transaction).
 func (l *Loop) setNonblock(fd int) error {
 	kept.Lock()
-	mine := kept.m[fd] == l
+	mine := kept.m.get(fd) == l
 	kept.Unlock()
 	if mine {
 		return nil
@@ -262,7 +262,7 @@ func (l *Loop) run() {
 				}
 				continue
 			}
-			if e := l.ends[int(ev.Fd)]; e != nil {
+			if e := l.ends.get(int(ev.Fd)); e != nil {
 				e.p.event(l, e.side, ev.Events)
 			} else {
 				l.wokeIdle(int(ev.Fd))
@@ -329,8 +329,8 @@ func (l *Loop) commands() bool {
 // it in next reads what there is.
 func (l *Loop) wokeIdle(fd int) {
 	kept.Lock()
-	if kept.m[fd] == l {
-		delete(kept.m, fd)
+	if kept.m.get(fd) == l {
+		kept.m.del(fd)
 		_ = l.ctl(unix.EPOLL_CTL_DEL, fd, 0)
 	}
 	kept.Unlock()
@@ -338,16 +338,16 @@ func (l *Loop) wokeIdle(fd int) {
 
 func (l *Loop) shutdown() {
 	stopped := map[*pair]bool{}
-	for _, e := range l.ends {
-		if !stopped[e.p] {
+	for _, e := range l.ends.s {
+		if e != nil && !stopped[e.p] {
 			stopped[e.p] = true
 			e.p.stop(l, Result{Err: ErrStopped})
 		}
 	}
 	kept.Lock()
-	for fd, kl := range kept.m {
+	for fd, kl := range kept.m.s {
 		if kl == l {
-			delete(kept.m, fd)
+			kept.m.del(fd)
 		}
 	}
 	kept.Unlock()
@@ -361,7 +361,7 @@ func (l *Loop) start(p *pair) {
 		if fd < 0 {
 			continue
 		}
-		l.ends[fd] = &p.ends[s]
+		l.ends.set(fd, &p.ends[s])
 		if err := l.add(fd, p.interest(Direction(s))); err != nil {
 			p.stop(l, Result{Err: fmt.Errorf("relayloop: epoll_ctl add %d: %w", fd, err), Side: Direction(s)})
 			return
@@ -395,9 +395,9 @@ func (l *Loop) setInterest(p *pair, side Direction) {
 // (Pair.KeepB). A socket kept idle by another loop leaves that loop's set.
 func (l *Loop) add(fd int, events uint32) error {
 	kept.Lock()
-	kl := kept.m[fd]
+	kl := kept.m.get(fd)
 	if kl != nil {
-		delete(kept.m, fd)
+		kept.m.del(fd)
 		if kl != l {
 			_ = kl.ctl(unix.EPOLL_CTL_DEL, fd, 0)
 		}
@@ -415,13 +415,13 @@ func (l *Loop) add(fd int, events uint32) error {
 func (l *Loop) forget(p *pair) {
 	for s := range 2 {
 		fd := p.fd(Direction(s))
-		if e := l.ends[fd]; fd < 0 || e == nil || e.p != p {
+		if e := l.ends.get(fd); fd < 0 || e == nil || e.p != p {
 			continue
 		}
 		if p.registered {
 			_ = l.ctl(unix.EPOLL_CTL_DEL, fd, 0)
 		}
-		delete(l.ends, fd)
+		l.ends.del(fd)
 	}
 	delete(l.begun, p)
 }

@@ -403,12 +403,12 @@ func (p *pair) unplug(l *Loop) {
 	fd := p.p.B
 	if p.p.KeepB && p.cur[BToA] == idleInterest {
 		kept.Lock()
-		kept.m[fd] = l
+		kept.m.set(fd, l)
 		kept.Unlock()
 	} else {
 		_ = l.ctl(unix.EPOLL_CTL_DEL, fd, 0)
 	}
-	delete(l.ends, fd)
+	l.ends.del(fd)
 	st := &p.st[BToA]
 	var rest []byte
 	if st.r > st.s {
@@ -468,7 +468,7 @@ func (p *pair) plug(l *Loop, b int) error {
 		p.p.B, p.cur[BToA] = -1, 0
 		return fmt.Errorf("relayloop: epoll_ctl add %d: %w", b, err)
 	}
-	l.ends[b] = &p.ends[BToA]
+	l.ends.set(b, &p.ends[BToA])
 	return nil
 }
 

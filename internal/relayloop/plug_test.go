@@ -262,7 +262,7 @@ func isTimeout(err error) bool {
 func isKept(l *Loop, fd int) bool {
 	kept.Lock()
 	defer kept.Unlock()
-	return kept.m[fd] == l
+	return kept.m.get(fd) == l
 }
 
 // A B unplugged from a KeepB pair stays in the loop's epoll set, so that each later

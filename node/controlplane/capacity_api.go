@@ -101,6 +101,14 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 		if ep.Path == capacity.PathAcquire {
 			serve = stats.acquire(serve)
 		}
+		if ep.Path == capacity.PathWatch {
+			// A watch is held for up to capacity.WatchWaitMax: at most HeldPerWorkerMax per worker
+			// name, whatever its sessions.
+			cp.HandleSession("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request, s Session) {
+				cp.held(w, s.Worker, "contention-watch", func() { serve(w, r, capacity.SessionHolder(s.Worker, s.ID)) })
+			})
+			continue
+		}
 		cp.HandleSession("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request, s Session) {
 			serve(w, r, capacity.SessionHolder(s.Worker, s.ID))
 		})

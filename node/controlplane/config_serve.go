@@ -73,7 +73,7 @@ func (s *ConfigServer) Mount(cp *ControlPlane) {
 		s.ServeConfig(w, r, labelsOf(worker))
 	})
 	cp.HandleWorker("GET "+snapshot.PathConfigWait, func(w http.ResponseWriter, r *http.Request, worker string) {
-		s.ServeWait(w, r, func() map[string]string { return labelsOf(worker) })
+		cp.held(w, worker, "config-long-poll", func() { s.ServeWait(w, r, func() map[string]string { return labelsOf(worker) }) })
 	})
 	s.mu.Lock()
 	s.secret = cp.cfg.WorkerSecret

@@ -55,8 +55,10 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 // closed, no statement relaying, and a slot that could not be lost (whose lost-lease hook
 // would otherwise hold the session). A client in transaction pool mode on a local guard then
 // reuses one wire session from transaction to transaction: its allocation (the only one of a
-// transaction over 512 bytes) was 3 % of the standalone passthrough's CPU. Otherwise (spare
-// nil or still reachable) it is OpenWire.
+// transaction over 512 bytes) was 3 % of the standalone passthrough's CPU. The engine may then
+// make the new engine connection's wire in spare.Conn's memory too (PGWireOptions.Spare): the
+// caller passes a spare only when nothing of its own reaches spare.Conn any more either (no
+// cancel of its that may still come). Otherwise (spare nil or still reachable) it is OpenWire.
 func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64, setup string, spare *Wire) (w *Wire, ok bool, err error) {
 	r, ok, err := c.route(q, true)
 	if !ok {
@@ -74,9 +76,11 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 		actx = query.WithAffinity(ctx, owner)
 	}
 	ws := reusable(spare)
+	var spareConn engine.PGWire
 	if ws == nil {
 		ws = new(wireSession)
 	} else {
+		spareConn = ws.w.Conn
 		*ws = wireSession{}
 	}
 	adm, err := c.admit(actx, q, &r, &ws.adm)
@@ -88,7 +92,7 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 		adm.finishQuiet()
 		return nil, false, nil
 	}
-	pw, err := opener.OpenPGWire(adm.Tagged(ctx), engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup, NoWait: mustNotWait(ctx)})
+	pw, err := opener.OpenPGWire(adm.Tagged(ctx), engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup, NoWait: mustNotWait(ctx), Spare: spareConn})
 	if errors.Is(err, engine.ErrWouldWait) {
 		// Nothing ran: the caller asks again where it may wait, and that slot is the one that
 		// counts as a reused lease, if it is one.

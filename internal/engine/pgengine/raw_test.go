@@ -408,3 +408,45 @@ func TestRelayAndPoolShareOneBudget(t *testing.T) {
 		_ = w.Close()
 	}
 }
+
+// A wire is made in a spare's memory (PGWireOptions.Spare: an allocation less per transaction)
+// only when the spare is closed and was never cancelled: a cancelled wire's request may still
+// be on its way, and an open one is still its client's. The wire made there works.
+func TestWireMadeInASpareOnlyWhenNothingReachesIt(t *testing.T) {
+	e, _ := openConns(t, 2)
+	ctx := context.Background()
+	owner := owners.Add(1)
+	open := func(spare engine.PGWire) engine.PGWire {
+		t.Helper()
+		w, err := e.OpenPGWire(ctx, engine.PGWireOptions{Owner: owner, Spare: spare})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	first := open(nil)
+	pid := pidOn(t, first)
+	_ = first.Close()
+	second := open(first)
+	if second != first {
+		t.Fatal("a closed, uncancelled spare: the wire was not made in its memory")
+	}
+	if p := pidOn(t, second); p != pid {
+		t.Fatalf("the wire made in the spare is on backend %s, not its connection's %s", p, pid)
+	}
+	other := open(second) // second is still open
+	if other == second {
+		t.Fatal("a wire was made in the memory of a spare still open")
+	}
+	_ = other.Close()
+	second.Cancel()
+	_ = second.Close()
+	third := open(second)
+	defer third.Close()
+	if third == second {
+		t.Fatal("a wire was made in the memory of a cancelled spare")
+	}
+	if _, _, err := simpleOn(t, third, "select 1"); err != nil {
+		t.Fatal(err)
+	}
+}

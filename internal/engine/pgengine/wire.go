@@ -39,7 +39,7 @@ func (e *Engine) OpenPGWire(ctx context.Context, o engine.PGWireOptions) (engine
 		if c == nil {
 			return nil, engine.ErrWouldWait
 		}
-		return &wireConn{pool: e.raw, c: c}, nil // serve and retag have nothing to do
+		return e.wire(o.Spare, c), nil // serve and retag have nothing to do
 	}
 	c, err := e.raw.get(ctx, o.Owner)
 	if err != nil {
@@ -53,7 +53,23 @@ func (e *Engine) OpenPGWire(ctx context.Context, o engine.PGWireOptions) (engine
 		e.raw.put(c)
 		return nil, wrapErr(err)
 	}
-	return &wireConn{pool: e.raw, c: c}, nil
+	return e.wire(o.Spare, c), nil
+}
+
+// wire is the wire on c: in spare's memory when spare is a wire of this engine's, closed and
+// never cancelled (a cancelled one's request may still be on its way; PGWireOptions.Spare says
+// nothing else reaches it), else new.
+func (e *Engine) wire(spare engine.PGWire, c *rawConn) *wireConn {
+	if w, ok := spare.(*wireConn); ok && w.pool == e.raw {
+		w.mu.Lock()
+		reuse := w.closed && !w.cancelled
+		w.mu.Unlock()
+		if reuse {
+			*w = wireConn{pool: e.raw, c: c}
+			return w
+		}
+	}
+	return &wireConn{pool: e.raw, c: c}
 }
 
 // serve readies c for o.Owner: a connection that served another client is reset, and the
@@ -238,7 +254,8 @@ func (w *wireConn) Cancel() {
 		return
 	}
 	w.cancelled = true
-	go func() { _ = w.c.cancel.sendWithinGrace() }()
+	c := w.c // read now: the goroutine must not follow w
+	go func() { _ = c.cancel.sendWithinGrace() }()
 }
 
 func (w *wireConn) Discard() { w.c.broken = true }

@@ -49,13 +49,16 @@ type conn struct {
 	setup       *string           // setupSQL's answer, built on first use
 	clientAddr  string            // RemoteAddr, built on first use
 
-	session  engine.Session // pinned engine connection while a transaction is open, else nil
-	wire     *wireState     // the engine connection the client's messages are forwarded to (forward.go)
-	wireReq  query.Request  // the request of the wire's first statement (wireRequest)
-	spare    *wireState     // a closed wire's state for the next one (openWireWith), or nil
-	owner    uint64         // this client for the engine pool, once it used a wire
-	unwatch  func()         // stops the watcher of the client's socket while the engine works
-	txStatus byte           // what ReadyForQuery reports: 'I', 'T' or 'E'
+	session engine.Session // pinned engine connection while a transaction is open, else nil
+	wire    *wireState     // the engine connection the client's messages are forwarded to (forward.go)
+	wireReq query.Request  // the request of the wire's first statement (wireRequest)
+	spare   *wireState     // a closed wire's state for the next one (openWireWith), or nil
+	// lateCancel: a statement's query timeout fired (its AfterFunc's stop failed), so its
+	// engine connection's Cancel may still come: that wire's memory is not reused (spare).
+	lateCancel bool
+	owner      uint64 // this client for the engine pool, once it used a wire
+	unwatch    func() // stops the watcher of the client's socket while the engine works
+	txStatus   byte   // what ReadyForQuery reports: 'I', 'T' or 'E'
 
 	stmts      map[string]*preparedStmt
 	portals    map[string]*portal

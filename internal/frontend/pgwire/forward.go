@@ -668,8 +668,8 @@ func (c *conn) finishRun(run *wireRun, err error) error {
 		return err
 	}
 	run.closed = true
-	if run.stop != nil {
-		run.stop()
+	if run.stop != nil && !run.stop() {
+		c.lateCancel = true
 	}
 	if run.err == nil {
 		run.err = err

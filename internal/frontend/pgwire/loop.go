@@ -864,7 +864,10 @@ func (lr *loopRun) unplugged(_ int, rest []byte) {
 	c.runMu.Unlock()
 	ws := c.wire
 	c.closeWire()
-	c.spare = ws // nothing holds it now: the next transaction's wire reuses it
+	if !c.lateCancel {
+		c.spare = ws // nothing holds it now: the next transaction's wire reuses it
+	}
+	c.lateCancel = false
 	lr.sock = nil
 	lr.unplugging = false
 	lr.resumeHeld()
