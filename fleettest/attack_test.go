@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/node/workerapi"
@@ -130,4 +131,53 @@ func TestOneWorkerCannotHoldTheControlPlanesConnections(t *testing.T) {
 		code, _ := beat()
 		return code == 200
 	})
+}
+
+// TestWorkerTakesNoCapacityOfClustersItIsNotGiven: a zone=eu worker (its snapshot holds pg-eu
+// only) asks the real control plane for leases of pg-us, a cluster whose workerSelector wants
+// zone=us. Before, they were granted up to pg-us's cap and renewed for as long as it liked: one
+// worker could take every slot of another zone's cluster. Now 403 naming the cluster; its own
+// cluster's leases are granted as before.
+func TestWorkerTakesNoCapacityOfClustersItIsNotGiven(t *testing.T) {
+	db := migratedDatabase(t)
+	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
+	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", f.controlPlaneYAML(db, `clusters:
+  - {name: pg-eu, engine: postgres, endpoint: "127.0.0.1:5432", database: eu_db, maxRunningQueries: 2,
+     credentials: {user: postgres, password: eu-pw}, workerSelector: {zone: eu}}
+  - {name: pg-us, engine: postgres, endpoint: "127.0.0.1:5432", database: us_db, maxRunningQueries: 2,
+     credentials: {user: postgres, password: us-pw}, workerSelector: {zone: us}}
+clusterGroups:
+  - {name: eu, members: [pg-eu]}
+  - {name: us, members: [pg-us]}
+routingFallback: eu
+`))
+	f.startControlPlane()
+	code, _, body := f.post(workerapi.PathRegister, workerSecret, workerapi.MediaWorkerRegister, `{"name":"probe-eu","version":"1","labels":{"zone":"eu"}}`)
+	var reg workerapi.RegisterResponse
+	if code != 200 || json.Unmarshal(body, &reg) != nil {
+		t.Fatalf("register: %d %s", code, body)
+	}
+	daemontest.Eventually(t, 15*time.Second, "the eu snapshot served", func() bool {
+		code, _, _ := daemontest.Call("GET", "http://"+f.apiAddr+snapshot.PathConfig, reg.Token, "", nil)
+		return code == 200
+	})
+	acquire := func(cluster string) (int, string) {
+		code, eb, body := f.post(capacity.PathAcquire, reg.Token, capacity.MediaJSON, fmt.Sprintf(`{"cluster":%q,"ttlMillis":30000}`, cluster))
+		if eb.Error != "" {
+			return code, eb.Error
+		}
+		return code, string(body)
+	}
+	for range 2 {
+		if code, answer := acquire("pg-us"); code != 403 || !strings.Contains(answer, "pg-us") {
+			t.Fatalf("a zone=eu worker's acquire of pg-us: %d %s, want 403", code, answer)
+		}
+	}
+	if code, answer := acquire("pg-eu"); code != 200 || !strings.Contains(answer, `"granted":true`) {
+		t.Fatalf("a zone=eu worker's acquire of pg-eu: %d %s, want granted", code, answer)
+	}
+	code, _, leases := daemontest.Call("GET", "http://"+f.apiAddr+"/admin/leases?cluster=pg-us", adminToken, "", nil)
+	if code != 200 || strings.Contains(leases, "probe-eu") {
+		t.Fatalf("pg-us leases: %d %s", code, leases)
+	}
 }
