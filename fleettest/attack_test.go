@@ -180,4 +180,30 @@ routingFallback: eu
 	if code != 200 || strings.Contains(leases, "probe-eu") {
 		t.Fatalf("pg-us leases: %d %s", code, leases)
 	}
+
+	// Racing for more than the cap: 40 acquires at once, with a cap and a TTL asked far above
+	// the configuration's, from the same session. pg-eu's cap is 2 and one lease is held.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted := 0
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"cluster":"pg-eu","cap":%d,"ttlMillis":%d}`, []int{1000000, -5, 0, 2147483647}[i%4], int64(1)<<50)
+			code, _, answer := daemontest.Call("POST", "http://"+f.apiAddr+capacity.PathAcquire, reg.Token, body, map[string]string{"Content-Type": capacity.MediaJSON})
+			mu.Lock()
+			defer mu.Unlock()
+			if code == 200 && strings.Contains(answer, `"granted":true`) {
+				granted++
+				if !strings.Contains(answer, `"ttlMillis":`) || strings.Contains(answer, fmt.Sprint(int64(1)<<50)) {
+					t.Errorf("a lease granted for the TTL asked: %s", answer)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if granted != 1 {
+		t.Fatalf("40 racing acquires at cap 2 with one lease held: %d granted, want 1", granted)
+	}
 }
