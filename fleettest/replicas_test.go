@@ -144,16 +144,17 @@ type ran struct {
 	err        error
 }
 
-// gated runs, on c, a query that waits for gate key, and reports it to into. It goes as one
-// simple-protocol Query: pgx's default first prepares a statement it has not run on c (Parse,
-// Describe, Sync), which the worker admits as a statement of its own, with a lease of its own,
-// so that the execution asks again behind the queries that arrived after its prepare (leases
-// #27 and #28 went to queries 3 and 2: 3 of 9 runs at load 16-21 failed on that order).
+// gated runs, on c, a query that waits for gate key, and reports it to into. It goes in pgx's
+// default protocol: the first use of a statement on c prepares it (Parse, Describe, Sync),
+// which takes no lease and no place in the queue (docs/capacity.md), then executes it (Bind,
+// Execute, Sync), which queues. When the prepare took a lease of its own, the execution asked
+// again behind the queries that arrived after its prepare (leases #27 and #28 went to queries
+// 3 and 2: 3 of 9 runs at load 16-21 failed on that order).
 func gated(c *pgx.Conn, key int, into *ran, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		into.err = c.QueryRow(context.Background(), gatedSQL(key), pgx.QueryExecModeSimpleProtocol).Scan(&into.start, &into.end, &into.lease)
+		into.err = c.QueryRow(context.Background(), gatedSQL(key)).Scan(&into.start, &into.end, &into.lease)
 	}()
 }
 

@@ -159,37 +159,82 @@ func (c *conn) Close() error {
 // NetConn is the connection accepted (as tls.Conn's NetConn).
 func (c *conn) NetConn() net.Conn { return c.Conn }
 
-// HTTP makes hs serve at most max connections: a request on a connection beyond them is
-// answered 503 with Retry-After and the connection closed, and beyond twice max a connection
-// is closed as soon as it is accepted. It counts through hs.ConnState, so the connections
-// net/http sees keep their own type (a *tls.Conn stays one, and the 503 reaches TLS clients
-// too). Call once hs.Handler is set, before hs serves.
+// ReclaimQuietAfter is how long a connection must have sat without a request in progress (idle
+// between keep-alive requests, or silent since it was accepted) before HTTP may close it to make
+// room for a new one at the limit.
+const ReclaimQuietAfter = 10 * time.Second
+
+// reclaimQuietAfter is ReclaimQuietAfter; tests shorten it.
+var reclaimQuietAfter = ReclaimQuietAfter
+
+// HTTP makes hs serve at most max connections. At the limit, a new connection takes the place
+// of the connection that has sat quiet longest, if one has for ReclaimQuietAfter: clients that
+// open connections and leave them idle (keep-alive pools, or anyone with a request to spare,
+// /health needs none) cannot hold the listener against the clients that have requests to make.
+// Otherwise a request on a connection beyond the limit is answered 503 with Retry-After and the
+// connection closed, and beyond twice max a connection is closed as soon as it is accepted. It
+// counts through hs.ConnState, so the connections net/http sees keep their own type (a
+// *tls.Conn stays one, and the 503 reaches TLS clients too). Call once hs.Handler is set,
+// before hs serves.
 func HTTP(hs *http.Server, max int) {
 	if max <= 0 {
 		max = ConnectionsMaxDefault
 	}
+	type state struct {
+		over  bool      // beyond the limit: its requests are refused
+		quiet time.Time // since when no request is in progress; zero while one is
+	}
 	var mu sync.Mutex
-	open := map[net.Conn]bool{} // true: over the limit, its requests are refused
+	open := map[net.Conn]*state{}
+	// reclaim closes the connection quiet longest, if for ReclaimQuietAfter; mu is held.
+	reclaim := func(now time.Time) bool {
+		var victim net.Conn
+		var since time.Time
+		for c, st := range open { //determinism:ok outside the simulator; the oldest wins whatever the order
+			if !st.over && !st.quiet.IsZero() && now.Sub(st.quiet) >= reclaimQuietAfter && (victim == nil || st.quiet.Before(since)) {
+				victim, since = c, st.quiet
+			}
+		}
+		if victim == nil {
+			return false
+		}
+		delete(open, victim)
+		go victim.Close() // a TLS close writes an alert: not on the accepting goroutine
+		return true
+	}
 	next := hs.ConnState
-	hs.ConnState = func(c net.Conn, state http.ConnState) {
-		switch state {
+	hs.ConnState = func(c net.Conn, cs http.ConnState) {
+		now := time.Now()
+		switch cs {
 		case http.StateNew:
 			mu.Lock()
 			n := len(open)
+			if n >= max && reclaim(now) {
+				n--
+			}
 			if n < 2*max {
-				open[c] = n >= max
+				open[c] = &state{over: n >= max, quiet: now}
 			}
 			mu.Unlock()
 			if n >= 2*max {
 				_ = c.Close()
 			}
+		case http.StateActive, http.StateIdle:
+			mu.Lock()
+			if st := open[c]; st != nil {
+				st.quiet = time.Time{}
+				if cs == http.StateIdle {
+					st.quiet = now
+				}
+			}
+			mu.Unlock()
 		case http.StateClosed, http.StateHijacked:
 			mu.Lock()
 			delete(open, c)
 			mu.Unlock()
 		}
 		if next != nil {
-			next(c, state)
+			next(c, cs)
 		}
 	}
 	nextCtx := hs.ConnContext
@@ -206,7 +251,8 @@ func HTTP(hs *http.Server, max int) {
 	hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := r.Context().Value(connKey{}).(net.Conn)
 		mu.Lock()
-		over := open[c]
+		st := open[c]
+		over := st == nil || st.over // nil: reclaimed as it began this request
 		mu.Unlock()
 		if over {
 			w.Header().Set("Retry-After", "1")

@@ -47,6 +47,7 @@ type ControlPlane struct {
 	onEvict         []func(ctx context.Context, w workerapi.WorkerInfo)
 	onSessionEnd    []func(ctx context.Context, s Session, why string)
 	capStats        *capacityStats // nil without MountCapacity
+	heldCount       heldCounts     // requests held open per worker (held.go)
 }
 
 // supersedeCount remembers how often a name was registered while its previous registration was

@@ -12,6 +12,7 @@ type metrics struct {
 	workers         *prometheus.GaugeVec
 	registryWrites  *prometheus.CounterVec
 	registryRecords prometheus.Counter
+	heldRefused     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -40,12 +41,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "queryflux_controlplane_registry_records_written_total",
 			Help: "Worker records written to the registry store.",
 		}),
+		heldRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_controlplane_held_requests_refused_total",
+			Help: "Requests the control plane would hold open (config long-polls, contention watches) refused because their worker already held HeldPerWorkerMax of that kind.",
+		}, []string{"kind"}),
 	}
 	for _, state := range []string{workerapi.StateHealthy, workerapi.StateStale, workerapi.StateEvicted} {
 		m.workers.WithLabelValues(state).Set(0) // every state shows, even when empty
 	}
 	if reg != nil {
-		reg.MustRegister(m.registrations, m.heartbeats, m.transitions, m.workers, m.registryWrites, m.registryRecords)
+		reg.MustRegister(m.registrations, m.heartbeats, m.transitions, m.workers, m.registryWrites, m.registryRecords, m.heldRefused)
 	}
 	return m
 }

@@ -49,16 +49,20 @@ func (g *group) candidates(running func(cluster string) int, rnd env.Rand) []mem
 	return ok
 }
 
-// usable reports whether any member is enabled and healthy, however loaded: if none is, waiting
-// for a slot is pointless.
-func (g *group) usable() bool {
+// describer is the member a statement is described on: the first enabled, healthy one, full
+// or not (describing takes no slot).
+func (g *group) describer() *cluster {
 	for _, m := range g.members {
 		if m.cluster.enabled && m.cluster.healthy.Load() {
-			return true
+			return m.cluster
 		}
 	}
-	return false
+	return nil
 }
+
+// usable reports whether any member is enabled and healthy, however loaded: if none is, waiting
+// for a slot is pointless.
+func (g *group) usable() bool { return g.describer() != nil }
 
 // weightedOrder draws members without replacement, each draw proportional to weight.
 func weightedOrder(ms []member, rnd env.Rand) []member {

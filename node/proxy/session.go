@@ -58,24 +58,45 @@ func (c *Core) OpenSession(ctx context.Context, q *query.Request) (engine.Sessio
 	return cs, nil
 }
 
-// Describe routes q and asks the routed engine to describe it. It takes (and at once returns)
-// a capacity slot, as describing prepares the statement on the engine. An engine that cannot
-// describe gets an empty description: the frontend then learns the columns when it runs.
+// Describe routes and checks q (access control, readOnly, blockedStatements, as its execution
+// will be) and asks an enabled, healthy member of the routed group to describe it. It takes no
+// capacity slot and no place in the queue: describing prepares the statement on the engine
+// and runs nothing (a message batch that executes nothing is not a running query), and a
+// client's prepare (pgx's Parse/Describe/Sync, a Flight SQL prepare) must not queue apart from
+// the execution that follows it, which would lose the client its place in ordered mode. An
+// engine that cannot describe gets an empty description: the frontend then learns the
+// columns when it runs.
 func (c *Core) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
-	adm, err := c.Admit(ctx, q)
-	if err != nil {
+	r, ok, err := c.route(q, false)
+	if !ok {
 		return nil, err
 	}
-	defer adm.finishQuiet()
-	d, ok := adm.Engine.(engine.Describer)
+	defer r.letGo() // the runtime (and so the engine) stays while the engine describes
+	cl := r.g.describer()
+	if cl == nil {
+		return nil, noHealthy(r.g)
+	}
+	d, ok := cl.engine.(engine.Describer)
 	if !ok {
 		return &engine.Description{}, nil
 	}
-	desc, err := d.Describe(adm.Tagged(ctx), q)
+	desc, err := d.Describe(ctx, q)
 	if err != nil {
-		return nil, adm.engineError(err)
+		a := Admission{core: c, QueryID: r.id, Cluster: cl.name}
+		return nil, a.engineError(err)
 	}
 	return desc, nil
+}
+
+// CheckPrepare routes and checks q as Describe does, for a frontend that prepares a statement
+// without the engine (the MySQL wire's COM_STMT_PREPARE): a statement its execution would be
+// refused is refused at prepare. It takes nothing.
+func (c *Core) CheckPrepare(q *query.Request) error {
+	r, ok, err := c.route(q, false)
+	if ok {
+		r.letGo()
+	}
+	return err
 }
 
 // coreSession is a pinned engine session holding its admission's slot.

@@ -171,6 +171,64 @@ func TestDescribeForwardsAndReleases(t *testing.T) {
 	}
 }
 
+// TestDescribeTakesNoSlot: a prepare is no running query. With the cluster's one slot held
+// and another query queued behind it, Describe answers at once, on a context already
+// cancelled (so it waited for nothing), leaving the slot, the queue and the engine's executions
+// as they were; it runs nothing on the engine. It is still routed and checked: a statement
+// the check refuses is refused (and reported) at Describe and at CheckPrepare.
+func TestDescribeTakesNoSlot(t *testing.T) {
+	h := newHarness(t)
+	refused := errors.New("blocked by the test's check")
+	h.core = New(Options{Env: h.env, OnFinish: h.recs.add, Check: func(req *query.Request, _ string) error {
+		if req.SQL == "select secret" {
+			return refused
+		}
+		return nil
+	}})
+	e := &sessionEngine{fakeEngine: &fakeEngine{name: "c1", rows: 1}}
+	h.activate(oneGroup(RoundRobin, 5, time.Minute, cl("c1", 1, e)))
+	adm, err := h.core.Admit(context.Background(), sel("select 1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := make(chan error, 1)
+	go func() {
+		a, err := h.core.Admit(context.Background(), sel("select 2"))
+		if err == nil {
+			a.Finish(0, 0, nil)
+		}
+		queued <- err
+	}()
+	for h.core.Queued("g") != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	d, err := h.core.Describe(cancelled, sel("select v from t"))
+	if err != nil || d.Schema == nil {
+		t.Fatalf("describe with the cap held: %+v, %v", d, err)
+	}
+	if err := h.core.CheckPrepare(sel("select v from t")); err != nil {
+		t.Fatalf("CheckPrepare with the cap held: %v", err)
+	}
+	if h.core.Running("c1") != 1 || h.core.Queued("g") != 1 || e.executes.Load() != 0 {
+		t.Fatalf("after describing: %d running, %d queued, %d executed; want 1, 1, 0",
+			h.core.Running("c1"), h.core.Queued("g"), e.executes.Load())
+	}
+	for name, refuse := range map[string]func() error{
+		"Describe":     func() error { _, err := h.core.Describe(context.Background(), sel("select secret")); return err },
+		"CheckPrepare": func() error { return h.core.CheckPrepare(sel("select secret")) },
+	} {
+		if err := refuse(); err == nil {
+			t.Errorf("%s of a statement the check refuses: %v", name, err)
+		}
+	}
+	adm.Finish(0, 0, nil)
+	if err := <-queued; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func isCode(err error, code string) bool {
 	var qe *query.Error
 	return errors.As(err, &qe) && qe.Code == code

@@ -117,6 +117,74 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 	return &ws.w, true, nil
 }
 
+// OpenPrepareWire opens an engine connection for a message batch that executes nothing (a
+// client's Parse, Describe, Close and Sync: pgx's prepare), in transaction pool mode: q is
+// routed and checked as OpenWire does, but no slot is taken and no place in the queue
+// (docs/capacity.md: a prepare is no running query), and the connection is one of the first
+// enabled, healthy member's, full or not, set up for owner as OpenWire's. The frontend
+// forwards the batch and closes the wire at its end (ReadyForQuery). Its session runs no
+// statement: BeginRelay and Execute refuse, so a prepare cannot run anything uncounted. ok is
+// false where OpenWire's would be (the frontend's own path), and in session pool mode, whose
+// wire holds a slot for the client's connection.
+func (c *Core) OpenPrepareWire(ctx context.Context, q *query.Request, owner uint64, setup string) (w *Wire, ok bool, err error) {
+	r, ok, err := c.route(q, true)
+	if !ok {
+		return nil, false, err
+	}
+	g := r.g
+	if g.cache.TTL > 0 || !g.wireOpeners || g.poolMode == PoolModeSession {
+		r.letGo()
+		return nil, false, nil
+	}
+	cl := g.describer()
+	if cl == nil {
+		r.letGo()
+		return nil, true, noHealthy(g)
+	}
+	opener, isOpener := cl.engine.(engine.PGWireOpener)
+	if !isOpener {
+		r.letGo()
+		return nil, false, nil
+	}
+	pw, err := opener.OpenPGWire(ctx, engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup})
+	if err != nil {
+		r.letGo()
+		a := Admission{core: c, QueryID: r.id, Cluster: cl.name}
+		return nil, true, a.engineError(err)
+	}
+	ps := &prepareSession{PGWire: pw, letGo: r.letGo}
+	return &Wire{Session: ps, Conn: ps, PoolMode: PoolModeTransaction, Group: g.name, Cluster: cl.name}, true, nil
+}
+
+// prepareSession is a prepare's engine connection (OpenPrepareWire): it holds the routed
+// runtime, no slot, and runs no statement.
+type prepareSession struct {
+	engine.PGWire
+	letGo  func()
+	closed bool
+}
+
+var errPrepareRuns = &query.Error{Code: query.CodeEngine, Message: "queryflux: a prepare's engine connection runs no statement"}
+
+// BeginRelay refuses: the frontend opened this connection for a batch that executes nothing.
+func (s *prepareSession) BeginRelay(context.Context, *query.Request) (*Relay, bool, error) {
+	return nil, false, errPrepareRuns
+}
+
+func (s *prepareSession) Execute(context.Context, *query.Request) (query.Rows, error) {
+	return nil, errPrepareRuns
+}
+
+func (s *prepareSession) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	err := s.PGWire.Close()
+	s.letGo()
+	return err
+}
+
 // reusable is spare's wire session when nothing can reach it any more (OpenWireInto), else nil.
 func reusable(spare *Wire) *wireSession {
 	if spare == nil || spare.s == nil {

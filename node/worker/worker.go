@@ -52,7 +52,8 @@ type Worker struct {
 	peersAt       time.Time           // when it was last asked for on demand
 	resolved      map[string]*url.URL // resolve's URLs by path
 	bearerOf      string              // the token bearerValue was built for
-	bearerValue   string              // "Bearer " + bearerOf
+	bearerValue   []string            // {"Bearer " + bearerOf}: a header's values, shared
+	mediaValues   map[string][]string // Post's Content-Type values by media type, shared
 }
 
 type opsRoute struct {
@@ -197,15 +198,15 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 // request (the session token, registering first if need be, once more after a 401), but builds
 // each attempt's request itself, as Do's copy would be: the worker's own requests (heartbeats,
 // capacity) skip the request made only to be copied, its URL parsed from a string, its header
-// map and its body's reader.
+// map and its body's reader. The header's values are the worker's, shared (postHeader).
 func (w *Worker) Post(ctx context.Context, path, mediaType string, body []byte) (*http.Response, error) {
 	return w.send(ctx, func(token string) (*http.Request, error) {
 		r := &http.Request{
 			Method: http.MethodPost, URL: w.resolve(&url.URL{Path: path}),
 			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header:        http.Header{"Content-Type": {mediaType}, "Authorization": {w.bearer(token)}},
-			Body:          io.NopCloser(bytes.NewReader(body)),
-			GetBody:       func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
+			Header:        w.postHeader(mediaType, token),
+			Body:          newPostBody(body),
+			GetBody:       func() (io.ReadCloser, error) { return newPostBody(body), nil },
 			ContentLength: int64(len(body)),
 		}
 		return r.WithContext(ctx), nil
@@ -225,7 +226,7 @@ func (w *Worker) send(ctx context.Context, attempt func(token string) (*http.Req
 		if err != nil {
 			return nil, err
 		}
-		resp, err := w.client.Do(r)
+		resp, err := w.roundTrip(r)
 		if err != nil {
 			return nil, w.redactErr(err)
 		}
@@ -240,6 +241,44 @@ func (w *Worker) send(ctx context.Context, attempt func(token string) (*http.Req
 	panic("unreachable")
 }
 
+// roundTrip sends r through the client's transport itself rather than http.Client.Do: the
+// worker sets no client timeout (deadlines are its contexts') and no cookie jar, and the
+// control plane answers its API without redirects, so Do's machinery (a copy of every
+// request's header kept for redirects, the cancel wiring for a client timeout, three deep
+// frames on the stack of every parked config long-poll) was only cost: about 5 % of a
+// simulated fleet's allocations. An answer is returned as it came (a 3xx too, as any non-2xx
+// status). A failure is wrapped as Do wraps it (*url.Error: its method and URL), which
+// callers rely on (the proxy tells an unreachable control plane by it), and r's body is
+// closed, as Do closes it.
+func (w *Worker) roundTrip(r *http.Request) (*http.Response, error) {
+	rt := w.client.Transport
+	if rt == nil { // the client's default transport, which only the client itself names here
+		return w.client.Do(r)
+	}
+	resp, err := rt.RoundTrip(r)
+	if err == nil && resp == nil {
+		err = fmt.Errorf("http: RoundTripper implementation (%T) returned a nil *Response with a nil error", rt)
+	}
+	if err != nil {
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, &url.Error{Op: urlErrorOp(r.Method), URL: r.URL.Redacted(), Err: err}
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
+	}
+	return resp, nil
+}
+
+// urlErrorOp is the Op of a *url.Error for method, as http.Client writes it ("Post").
+func urlErrorOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	return method[:1] + strings.ToLower(method[1:])
+}
+
 // attemptHeader is a header of one attempt's own: h's entries and the session token as a
 // bearer token (what SetBearer sets). The values are h's slices, shared: nothing on a request's
 // way writes into a header's values, and Header.Clone copied them all, then the bearer's
@@ -247,18 +286,56 @@ func (w *Worker) send(ctx context.Context, attempt func(token string) (*http.Req
 func (w *Worker) attemptHeader(h http.Header, token string) http.Header {
 	out := make(http.Header, len(h)+1)
 	maps.Copy(out, h)
-	out["Authorization"] = []string{w.bearer(token)}
+	out["Authorization"] = w.bearer(token)
 	return out
 }
 
-// bearer is the Authorization value for token ("Bearer " and the token), built once per token.
-func (w *Worker) bearer(token string) string {
+// bearer is the Authorization header's values for token ("Bearer " and the token), built once
+// per token and shared by every request that carries it (nothing writes into them).
+func (w *Worker) bearer(token string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.bearerOf != token || w.bearerValue == "" {
-		w.bearerOf, w.bearerValue = token, "Bearer "+token
+	return w.bearerLocked(token)
+}
+
+func (w *Worker) bearerLocked(token string) []string {
+	if w.bearerOf != token || w.bearerValue == nil {
+		w.bearerOf, w.bearerValue = token, []string{"Bearer " + token}
 	}
 	return w.bearerValue
+}
+
+// postHeader is a header of Post's own: the media type and the bearer token, their values
+// shared with the worker's other requests (built once per media type and per token).
+func (w *Worker) postHeader(mediaType, token string) http.Header {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ct := w.mediaValues[mediaType]
+	if ct == nil {
+		ct = []string{mediaType}
+		if len(w.mediaValues) < mediaValuesMax {
+			if w.mediaValues == nil {
+				w.mediaValues = map[string][]string{}
+			}
+			w.mediaValues[mediaType] = ct
+		}
+	}
+	return http.Header{"Content-Type": ct, "Authorization": w.bearerLocked(token)}
+}
+
+// mediaValuesMax bounds the media types postHeader keeps (its callers send a handful).
+const mediaValuesMax = 16
+
+// postBody is a request body over a byte slice whose Close does nothing: one allocation where
+// io.NopCloser(bytes.NewReader(b)) is two.
+type postBody struct{ bytes.Reader }
+
+func (*postBody) Close() error { return nil }
+
+func newPostBody(b []byte) *postBody {
+	p := &postBody{}
+	p.Reset(b)
+	return p
 }
 
 // resolve is a relative URL of the control plane's API against its base URL: a URL of its
@@ -354,7 +431,7 @@ func (w *Worker) register(ctx context.Context) (string, error) {
 	}
 	req.Header.Set("Content-Type", workerapi.MediaWorkerRegister)
 	workerapi.SetBearer(req, w.cfg.Secret)
-	resp, err := w.client.Do(req)
+	resp, err := w.roundTrip(req)
 	if err != nil {
 		w.metrics.registrations.WithLabelValues("error").Inc()
 		return "", fmt.Errorf("worker: register: %w", w.redactErr(err))

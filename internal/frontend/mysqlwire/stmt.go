@@ -12,6 +12,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/server"
 
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
+	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
@@ -52,6 +53,13 @@ func (h *session) prepare(sql string) any {
 	}
 	if len(splitStatements(sql)) > 1 {
 		return syntaxError(sql)
+	}
+	// A prepare executes nothing: it takes no capacity slot and no place in the queue
+	// (docs/capacity.md), but is routed and checked as its executions will be.
+	if c, ok := h.s.backend.(interface{ CheckPrepare(*query.Request) error }); ok {
+		if err := c.CheckPrepare(h.request(sql, nil)); err != nil {
+			return toMySQLError(err)
+		}
 	}
 	if len(h.stmts) >= stmtsMax {
 		return mysql.NewError(mysql.ER_MAX_PREPARED_STMT_COUNT_REACHED, "Can't create more than max_prepared_stmt_count statements (current value: "+strconv.Itoa(stmtsMax)+")")

@@ -303,7 +303,15 @@ func (c *conn) loop() error {
 
 func (c *conn) dispatch(msg pgproto3.FrontendMessage) error {
 	if sql, want := c.wantsWire(msg); want && c.wire == nil {
-		if _, err := c.openWire(sql); err != nil {
+		opened := false
+		var err error
+		if preparesOnly(msg, sql) && executesNothing(c.cr.ahead) {
+			opened, err = c.openPrepareWire(sql) // no slot: the batch executes nothing
+		}
+		if !opened && err == nil {
+			_, err = c.openWire(sql)
+		}
+		if err != nil {
 			return c.refuseMessage(msg, err)
 		}
 	}

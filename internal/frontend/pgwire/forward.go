@@ -137,6 +137,89 @@ func (c *conn) wantsWire(msg pgproto3.FrontendMessage) (string, bool) {
 	return "", false
 }
 
+// Prepares between transactions: a message batch that executes nothing (Parse, Describe and
+// Close of statements, Flush, up to its Sync: pgx's first use of a statement) is not a running
+// query, and opens no wire, which would take a slot (a worker's lease) and a place in the queue
+// (docs/capacity.md): a prepare under a lease of its own made its execution queue again, behind
+// the queries that came after it. The core routes and checks the statement and opens an engine
+// connection without a slot (proxy.Core.OpenPrepareWire); the batch is forwarded to it as it is
+// (PostgreSQL's own answers, with the client's startup settings applied), and the connection
+// goes back at the batch's end. The statement is prepared again where it runs, as ensure does
+// for a statement of an earlier transaction. A batch not all read yet (its Sync not in what the
+// client sent) opens a wire with a slot, as before.
+
+// preparesOnly reports whether msg, a transaction's first message, may start a batch that
+// executes nothing: a Parse (but one of a statement that changes session state or deallocates,
+// which forwardParse handles) or a Describe of a statement.
+func preparesOnly(msg pgproto3.FrontendMessage, sql string) bool {
+	switch m := msg.(type) {
+	case *pgproto3.Parse:
+		return !pausesParse(sql)
+	case *pgproto3.Describe:
+		return m.ObjectType == 'S'
+	}
+	return false
+}
+
+// executesNothing reports whether the client's messages in ahead, up to a Sync, are only
+// Parse, Describe or Close of a statement, and Flush.
+func executesNothing(ahead []byte) bool {
+	for len(ahead) >= 5 {
+		n := 1 + int(binary.BigEndian.Uint32(ahead[1:5]))
+		if n < 5 || n > len(ahead) {
+			return false
+		}
+		switch ahead[0] {
+		case 'S':
+			return true
+		case 'P', 'H':
+		case 'D', 'C':
+			if n < 6 || ahead[5] != 'S' {
+				return false
+			}
+		default:
+			return false
+		}
+		ahead = ahead[n:]
+	}
+	return false
+}
+
+// prepareWireBackend is a backend that opens an engine connection for a prepare without a
+// slot (proxy.Core).
+type prepareWireBackend interface {
+	OpenPrepareWire(ctx context.Context, q *query.Request, owner uint64, setup string) (*proxy.Wire, bool, error)
+}
+
+// openPrepareWire opens a wire for a batch that executes nothing (proxy.Core.OpenPrepareWire):
+// the batch is forwarded as any other, and the wire closed at its ReadyForQuery. ok is false
+// when the statement takes the frontend's own path, or the backend opens no such wire.
+func (c *conn) openPrepareWire(sql string) (ok bool, err error) {
+	pb, isPB := c.srv.backend.(prepareWireBackend)
+	if !isPB || !c.srv.backend.Ready() {
+		return false, nil
+	}
+	if c.owner == 0 {
+		c.owner = ownerSeq.Add(1)
+	}
+	req := c.wireRequest(sql)
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.beginRun(cancel)
+	w, ok, err := pb.OpenPrepareWire(ctx, req, c.owner, c.setupSQL())
+	c.endRun()
+	cancel()
+	if err != nil || !ok {
+		return ok, c.runError(err)
+	}
+	rel, isRel := w.Session.(sessionRelayer)
+	if !isRel {
+		_ = w.Session.Close()
+		return false, fmt.Errorf("pgwire: the prepare session of cluster %s cannot refuse statements", w.Cluster)
+	}
+	c.wire = &wireState{w: w, relayer: rel, conn: w.Conn, req: req}
+	return true, nil
+}
+
 func stmtSQL(st *preparedStmt) string {
 	if st == nil {
 		return ""

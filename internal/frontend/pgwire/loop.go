@@ -250,6 +250,14 @@ func (lr *loopRun) wait() relayloop.Result {
 // cannot, the loop hands the client back (the message is then answered as dispatch would).
 func (lr *loopRun) admit(sql string) {
 	c := lr.c
+	if lr.kind == 'P' || lr.kind == 'D' {
+		// A Parse or a Describe of a statement may start a batch that executes nothing, which
+		// takes no slot (preparesOnly): dispatch reads the batch and decides, where it may wait
+		// for the slot itself.
+		lr.miss = true
+		lr.h.Stop()
+		return
+	}
 	ok, err := c.openWire(sql)
 	if err != nil || !ok {
 		// Refused (answered by offLoop), or the frontend's own path (dispatch runs it).

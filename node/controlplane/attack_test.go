@@ -4,10 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/registry"
+	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
 
@@ -61,5 +68,51 @@ func TestWorkerCannotDateHistoryOutsideTime(t *testing.T) {
 		batch("old", time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), now))
 	if code != 200 {
 		t.Fatalf("a record from 1970: %d %s", code, body)
+	}
+}
+
+// TestWorkerHoldsAtMostFourWatches: one worker opens six contention watches at once (each is
+// held up to ten seconds). Four are held; the other two are answered 429 at once, so one worker
+// cannot fill the API listener's connections with watches (fleettest's
+// TestOneWorkerCannotHoldTheControlPlanesConnections does it with config long-polls on a real
+// daemon).
+func TestWorkerHoldsAtMostFourWatches(t *testing.T) {
+	cp := New(env.Real(nil), testConfig, registry.NewMemory())
+	store := capacity.NewMemory()
+	MountCapacity(env.Real(nil), cp, CapacityConfig{Store: store, Locks: store, Owner: "cp1"})
+	srv := httptest.NewServer(cp.Handler())
+	t.Cleanup(srv.Close)
+	call := func(path, token, media, body string) (int, string) {
+		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", media)
+		if token != "" {
+			workerapi.SetBearer(req, token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := call(workerapi.PathRegister, secret, workerapi.MediaWorkerRegister, `{"name":"w1","version":"1"}`)
+	var reg workerapi.RegisterResponse
+	if code != 200 || json.Unmarshal([]byte(body), &reg) != nil {
+		t.Fatalf("register: %d %s", code, body)
+	}
+	codes := make(chan int, 6)
+	for range 6 {
+		go func() {
+			code, _ := call(capacity.PathWatch, reg.Token, capacity.MediaJSON, `{"clusters":["c1"],"waitMillis":10000}`)
+			codes <- code
+		}()
+	}
+	got := map[int]int{}
+	for range 6 {
+		got[<-codes]++
+	}
+	if got[http.StatusTooManyRequests] != 2 || got[http.StatusOK] != 4 {
+		t.Fatalf("six watches of one worker: %v, want four held (200) and two refused (429)", got)
 	}
 }

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# passprobe.sh BIN SECS [MODE]: one target under pgbench -S -c 8 -j 2 for SECS seconds, after WARM
+# seconds (default 3) of the same load: BIN is a queryflux binary (started as a standalone daemon in
+# scripts/bench-proxy.sh's passthrough configuration; POOL=session for session pool mode),
+# "loop-relay" (scripts/benchrelay -loop) or "pgbouncer" (transaction pool mode). Prints tps and the
+# target's CPU per transaction (/proc/PID/stat). MODE: stat (perf stat: system calls and context
+# switches per transaction), perf (perf record -g of the whole process, kernel included, to
+# $OUT.perf; scripts/perffold.py reads it per function), pprof (a CPU profile from a -tags
+# benchpprof build to $OUT.prof), plain. OUT defaults to /tmp/passprobe; the database is
+# qf_passprobe (made with pgbench -i when missing).
+set -euo pipefail
+BIN=$1 SECS=$2 MODE=${3:-plain} OUT=${OUT:-/tmp/passprobe}
+DB=qf_passprobe
+export PGSSLMODE=disable
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+if ! psql -qAt -h 127.0.0.1 -U postgres -d "$DB" -c "select 1 from pgbench_accounts limit 1" >/dev/null 2>&1; then
+	psql -q -h 127.0.0.1 -U postgres -d postgres -c "drop database if exists $DB" -c "create database $DB" >/dev/null
+	pgbench -i -q -s 1 -h 127.0.0.1 -U postgres "$DB" >/dev/null 2>&1
+fi
+PG=$(freeport) AD=$(freeport) PP=$(freeport) MY=$(freeport)
+TMP=$(mktemp -d /tmp/passprobe.XXXX)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+[ "$BIN" = loop-relay ] && (cd "$ROOT" && go build -o "$TMP/benchrelay" ./scripts/benchrelay)
+if [ "$BIN" = pgbouncer ]; then
+	printf '[databases]\n%s = host=127.0.0.1 port=5432 dbname=%s user=postgres\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = %s\nunix_socket_dir =\nauth_type = trust\nauth_file = %s\npool_mode = transaction\nmax_client_conn = 200\ndefault_pool_size = 16\nlogfile = %s\n' "$DB" "$DB" "$PG" "$TMP/userlist.txt" "$TMP/pgb.log" >"$TMP/pgb.ini"
+	echo '"postgres" ""' >"$TMP/userlist.txt"
+	chmod 755 "$TMP"; chmod 644 "$TMP/pgb.ini" "$TMP/userlist.txt"; touch "$TMP/pgb.log"; chmod 666 "$TMP/pgb.log"
+	pgbouncer -u postgres "$TMP/pgb.ini" >"$TMP/log" 2>&1 &
+elif [ "$BIN" = loop-relay ]; then
+	"$TMP/benchrelay" -loop -listen 127.0.0.1:$PG -upstream 127.0.0.1:5432 >$TMP/log 2>&1 &
+else
+cat >$TMP/c.yaml <<YAML
+queryflux:
+  role: standalone
+  adminApi: {listen: "127.0.0.1:$AD"}
+  frontends:
+    postgres: {enabled: true, listen: "127.0.0.1:$PG"}
+    mysql: {enabled: true, listen: "127.0.0.1:$MY"}
+settings: {passthrough: true, security: {trustLoopback: true}}
+clusters:
+  - {name: pg, engine: postgres, endpoint: "127.0.0.1:5432", database: $DB, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable}}
+clusterGroups:
+  - {name: pg, members: [pg], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30, poolMode: ${POOL:-transaction}}
+routers:
+  - {type: protocolBased, postgres: pg}
+routingFallback: pg
+YAML
+QUERYFLUX_PPROF=127.0.0.1:$PP $BIN serve --config $TMP/c.yaml >$TMP/log 2>&1 &
+fi
+PID=$!
+trap 'kill $PID 2>/dev/null' EXIT
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$PG) 2>/dev/null && break; sleep 0.1; done
+if [ "${WARM:-3}" -gt 0 ]; then pgbench -n -S -c 8 -j 2 -T ${WARM:-3} -h 127.0.0.1 -p $PG -U postgres $DB >/dev/null 2>&1; fi
+ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/$1/stat; }
+t0=$(ticks $PID)
+case $MODE in
+stat) perf stat -e 'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_getpid,syscalls:sys_enter_tgkill,syscalls:sys_enter_sched_yield,syscalls:sys_enter_madvise,syscalls:sys_enter_mmap,context-switches' -p $PID -o $OUT.stat -- sleep $((SECS-1)) & SP=$! ;;
+pprof) (sleep 1; curl -s -o $OUT.prof "http://127.0.0.1:$PP/debug/pprof/profile?seconds=$((SECS-2))") & SP=$! ;;
+perf) perf record -g -o $OUT.perf -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
+*) SP= ;;
+esac
+res=$(pgbench -n -S -c 8 -j 2 -T $SECS -h 127.0.0.1 -p $PG -U postgres $DB 2>&1)
+t1=$(ticks $PID)
+[ -n "$SP" ] && wait $SP || true
+tps=$(echo "$res" | awk '/^tps/{print int($3)}')
+n=$(echo "$res" | awk '/processed:/{print $NF}' | tr -d ' ' | cut -d/ -f1)
+n=$(echo "$res" | awk -F: '/number of transactions actually processed/{print $2}' | tr -d ' ')
+echo "bin=$(basename $BIN) tps=$tps n=$n cpu_us_per_tx=$(awk -v a=$t0 -v b=$t1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') load=$(cut -d' ' -f1 /proc/loadavg)"
+if [ -n "$AD" ] && [ "$BIN" != loop-relay ] && [ "$BIN" != pgbouncer ]; then curl -s http://127.0.0.1:$AD/metrics | grep -E '^go_memstats_mallocs_total ' >$OUT.mallocs || true; fi
+# perf stat counted for SECS-1 of the SECS seconds: per transaction at the run's rate.
+if [ "$MODE" = stat ]; then awk -v n=$((tps * (SECS - 1))) '/syscalls|context/{gsub(",","",$1); printf "%s %.3f\n", $2, $1/n}' $OUT.stat; fi
