@@ -18,6 +18,7 @@ type Statement struct {
 	Table   string   // as written (quoted and qualified names kept); "" for COPY (query)
 	Columns []string // as written; nil for all of the table's columns
 	Query   string   // COPY (query) TO STDOUT
+	Binary  bool     // the binary format (pgx's CopyFrom): the frontend reads and writes it
 	Format
 }
 
@@ -66,6 +67,9 @@ func Parse(q *query.Request) (st Statement, ok bool, err error) {
 	st.Quote = '"'
 	if err := st.readOptions(r); err != nil {
 		return st, true, err
+	}
+	if st.Binary && (st.CSV || st.Header || st.Delim != 0 || st.nullSet) {
+		return st, true, copyError(sqlstate.SyntaxError, "COPY: cannot specify CSV, HEADER, DELIMITER or NULL in BINARY mode")
 	}
 	return st, true, st.defaults()
 }
@@ -132,6 +136,8 @@ func (st *Statement) option(name string, r *sqltok.Walker, listed bool) error {
 		switch f := strings.ToLower(r.Next()); f {
 		case "csv", "text":
 			st.CSV = f == "csv"
+		case "binary":
+			st.Binary = true
 		default:
 			return copyError(sqlstate.FeatureNotSupported, fmt.Sprintf("COPY format %q is not supported here: use text or csv", f))
 		}
@@ -140,7 +146,7 @@ func (st *Statement) option(name string, r *sqltok.Walker, listed bool) error {
 	case "text":
 		st.CSV = false
 	case "binary":
-		return copyError(sqlstate.FeatureNotSupported, "COPY's binary format is not supported here: use text or csv")
+		st.Binary = true
 	case "header":
 		st.Header = !listed || flag(r)
 	case "freeze":

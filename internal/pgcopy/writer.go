@@ -1,6 +1,9 @@
 package pgcopy
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // AppendField appends value col of a row of cols in format f: text as PostgreSQL prints the
 // value, or NULL; after the delimiter unless it is the row's first. A row ends with AppendEnd.
@@ -68,3 +71,29 @@ func (f Format) appendCSV(dst, text []byte, alone bool) []byte {
 	}
 	return append(dst, f.Quote)
 }
+
+// binarySignature starts the binary format's data, followed by flags and a header extension
+// length (both zero here).
+var binarySignature = []byte("PGCOPY\n\xff\r\n\x00")
+
+// AppendBinaryHeader starts binary COPY data.
+func AppendBinaryHeader(dst []byte) []byte {
+	return append(append(dst, binarySignature...), 0, 0, 0, 0, 0, 0, 0, 0)
+}
+
+// AppendBinaryTuple appends a row of the binary format: each value as its type's binary send
+// form, nil for NULL.
+func AppendBinaryTuple(dst []byte, values [][]byte) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(values)))
+	for _, v := range values {
+		if v == nil {
+			dst = binary.BigEndian.AppendUint32(dst, 0xffffffff)
+			continue
+		}
+		dst = append(binary.BigEndian.AppendUint32(dst, uint32(len(v))), v...)
+	}
+	return dst
+}
+
+// AppendBinaryTrailer ends binary COPY data.
+func AppendBinaryTrailer(dst []byte) []byte { return append(dst, 0xff, 0xff) }

@@ -59,12 +59,13 @@ func (r *Request) Analysis() *sqltok.Analysis {
 }
 
 // CopySource is the data a client sends for COPY ... FROM STDIN. The engine calls Start once it
-// knows the statement can run, with the number of columns each row holds: only then is the
-// client told to send (as PostgreSQL does, so a bad table name fails before any data moves).
-// It then reads to io.EOF; any other error from Read ends the COPY (the client failed it, sent
-// something else, or went away).
+// knows the statement can run, with the columns each row holds: only then is the client told
+// to send (as PostgreSQL does, so a bad table name fails before any data moves). It then reads
+// to io.EOF; any other error from Read ends the COPY (the client failed it, sent something
+// else, or went away). Data in the binary format is read as the text format's default (tab,
+// \N): the source reads each value's binary form by its column's type.
 type CopySource interface {
-	Start(columns int) error
+	Start(columns *arrow.Schema) error
 	io.Reader
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/marcboeker/go-duckdb"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -26,8 +27,9 @@ const copyStage = "queryflux_copy_stage"
 // copyTarget is where a COPY's rows go: the INSERT's column list and which columns are BLOB
 // (their text is PostgreSQL's bytea text, which DuckDB's cast from VARCHAR reads otherwise).
 type copyTarget struct {
-	names []string
-	blob  []bool
+	names  []string
+	blob   []bool
+	schema *arrow.Schema // the columns as the client sees them
 }
 
 // loadCopy runs a COPY ... FROM STDIN on conn: it checks the table and columns, tells the
@@ -38,8 +40,11 @@ func loadCopy(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, src quer
 	if err != nil {
 		return nil, err
 	}
-	if err := src.Start(len(target.names)); err != nil {
+	if err := src.Start(target.schema); err != nil {
 		return nil, err
+	}
+	if cf.Binary {
+		cf.Format = pgcopy.Format{Delim: '\t', Null: `\N`} // the source reads binary as text
 	}
 	if !inTx {
 		if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
@@ -78,7 +83,10 @@ func copyTargetOf(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement) (cop
 	if err != nil {
 		return copyTarget{}, wrapErr(err)
 	}
-	var t copyTarget
+	t := copyTarget{schema: resultSchema(ctx, conn, "SELECT "+cols+" FROM "+cf.Table, 0, nil)}
+	if t.schema == nil || t.schema.NumFields() != len(types) {
+		return copyTarget{}, queryError(sqlstate.InternalError, "COPY "+cf.Table+": its columns could not be described")
+	}
 	for i, ct := range types {
 		name := quoteIdent(ct.Name())
 		if cf.Columns != nil {

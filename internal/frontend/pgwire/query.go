@@ -54,7 +54,7 @@ type portal struct {
 	row     int
 	sent    int64
 	started bool
-	copyOut *pgcopy.Format // a COPY ... TO STDOUT's: its rows go as COPY data
+	copyOut *pgcopy.Statement // a COPY ... TO STDOUT's: its rows go as COPY data
 	// suspended: an Execute stopped at its row limit; done: one completed the portal.
 	suspended, done bool
 }
@@ -122,10 +122,10 @@ func (c *conn) startPortal(p *portal) error {
 	if cp, ok, err := copyStatement(req); ok && err != nil {
 		return err
 	} else if ok && cp.In {
-		src = &copySource{c: c} // the engine reads the client while it runs: no watch of the socket
+		src = &copySource{c: c, binary: cp.Binary} // the engine reads the client while it runs: no watch of the socket
 		req.CopyIn = src
 	} else if ok {
-		req.CopyOut, p.copyOut = true, &cp.Format
+		req.CopyOut, p.copyOut = true, &cp
 	}
 	c.beginRun(p.cancel)
 	if src == nil {
