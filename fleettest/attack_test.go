@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/daemontest"
 	"github.com/queryflux/queryflux/node/workerapi"
@@ -130,4 +131,79 @@ func TestOneWorkerCannotHoldTheControlPlanesConnections(t *testing.T) {
 		code, _ := beat()
 		return code == 200
 	})
+}
+
+// TestWorkerTakesNoCapacityOfClustersItIsNotGiven: a zone=eu worker (its snapshot holds pg-eu
+// only) asks the real control plane for leases of pg-us, a cluster whose workerSelector wants
+// zone=us. Before, they were granted up to pg-us's cap and renewed for as long as it liked: one
+// worker could take every slot of another zone's cluster. Now 403 naming the cluster; its own
+// cluster's leases are granted as before.
+func TestWorkerTakesNoCapacityOfClustersItIsNotGiven(t *testing.T) {
+	db := migratedDatabase(t)
+	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
+	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", f.controlPlaneYAML(db, `clusters:
+  - {name: pg-eu, engine: postgres, endpoint: "127.0.0.1:5432", database: eu_db, maxRunningQueries: 2,
+     credentials: {user: postgres, password: eu-pw}, workerSelector: {zone: eu}}
+  - {name: pg-us, engine: postgres, endpoint: "127.0.0.1:5432", database: us_db, maxRunningQueries: 2,
+     credentials: {user: postgres, password: us-pw}, workerSelector: {zone: us}}
+clusterGroups:
+  - {name: eu, members: [pg-eu]}
+  - {name: us, members: [pg-us]}
+routingFallback: eu
+`))
+	f.startControlPlane()
+	code, _, body := f.post(workerapi.PathRegister, workerSecret, workerapi.MediaWorkerRegister, `{"name":"probe-eu","version":"1","labels":{"zone":"eu"}}`)
+	var reg workerapi.RegisterResponse
+	if code != 200 || json.Unmarshal(body, &reg) != nil {
+		t.Fatalf("register: %d %s", code, body)
+	}
+	daemontest.Eventually(t, 15*time.Second, "the eu snapshot served", func() bool {
+		code, _, _ := daemontest.Call("GET", "http://"+f.apiAddr+snapshot.PathConfig, reg.Token, "", nil)
+		return code == 200
+	})
+	acquire := func(cluster string) (int, string) {
+		code, eb, body := f.post(capacity.PathAcquire, reg.Token, capacity.MediaJSON, fmt.Sprintf(`{"cluster":%q,"ttlMillis":30000}`, cluster))
+		if eb.Error != "" {
+			return code, eb.Error
+		}
+		return code, string(body)
+	}
+	for range 2 {
+		if code, answer := acquire("pg-us"); code != 403 || !strings.Contains(answer, "pg-us") {
+			t.Fatalf("a zone=eu worker's acquire of pg-us: %d %s, want 403", code, answer)
+		}
+	}
+	if code, answer := acquire("pg-eu"); code != 200 || !strings.Contains(answer, `"granted":true`) {
+		t.Fatalf("a zone=eu worker's acquire of pg-eu: %d %s, want granted", code, answer)
+	}
+	code, _, leases := daemontest.Call("GET", "http://"+f.apiAddr+"/admin/leases?cluster=pg-us", adminToken, "", nil)
+	if code != 200 || strings.Contains(leases, "probe-eu") {
+		t.Fatalf("pg-us leases: %d %s", code, leases)
+	}
+
+	// Racing for more than the cap: 40 acquires at once, with a cap and a TTL asked far above
+	// the configuration's, from the same session. pg-eu's cap is 2 and one lease is held.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted := 0
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"cluster":"pg-eu","cap":%d,"ttlMillis":%d}`, []int{1000000, -5, 0, 2147483647}[i%4], int64(1)<<50)
+			code, _, answer := daemontest.Call("POST", "http://"+f.apiAddr+capacity.PathAcquire, reg.Token, body, map[string]string{"Content-Type": capacity.MediaJSON})
+			mu.Lock()
+			defer mu.Unlock()
+			if code == 200 && strings.Contains(answer, `"granted":true`) {
+				granted++
+				if !strings.Contains(answer, `"ttlMillis":`) || strings.Contains(answer, fmt.Sprint(int64(1)<<50)) {
+					t.Errorf("a lease granted for the TTL asked: %s", answer)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if granted != 1 {
+		t.Fatalf("40 racing acquires at cap 2 with one lease held: %d granted, want 1", granted)
+	}
 }

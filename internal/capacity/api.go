@@ -134,6 +134,16 @@ type API struct {
 	// heard: a DenialWatcher's watch is in place (WatchDenied), so held contention watches need
 	// not poll the record for the other replicas' denials.
 	heard atomic.Bool
+	// served reports whether the caller (an authenticated holder) is given cluster; nil: every
+	// caller is given every cluster (Served).
+	served func(holder, cluster string) bool
+}
+
+// Served makes the API refuse (403, ErrNotServed) an authenticated caller's acquire of a
+// cluster that served says it is not given. Call it before serving.
+func (a *API) Served(served func(holder, cluster string) bool) *API {
+	a.served = served
+	return a
 }
 
 // Limits answers a cluster's cap and lease TTL from the control plane's own current
@@ -305,6 +315,9 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 	}
 	release := claimed(req.Release, caller)
 	limit, ttl, err := a.terms(req.Cluster, req.Cap, millis(req.TTLMillis))
+	if err == nil && caller != "" && a.served != nil && !a.served(caller, req.Cluster) {
+		err = fmt.Errorf("%w %q: its labels do not satisfy the workerSelector that gives it", ErrNotServed, req.Cluster)
+	}
 	if err != nil {
 		a.refuse(w, "acquire", holder, err)
 		return
@@ -503,6 +516,9 @@ func (a *API) noteRefusal(op, caller string, err error) {
 	switch {
 	case errors.Is(err, ErrNotHolder):
 		a.foreign(op, caller, err)
+	case errors.Is(err, ErrNotServed):
+		a.metrics.Refused.WithLabelValues(op, "not-served").Inc()
+		a.env.Logger().Warn("capacity: refused a worker's acquire of a cluster it is not given", "op", op, "worker", caller, "err", err)
 	case errors.Is(err, ErrUnknownCluster):
 		a.metrics.Refused.WithLabelValues(op, "unknown-cluster").Inc()
 		a.env.Logger().Warn("capacity: refused a lease request for an unknown cluster", "op", op, "worker", caller, "err", err)
@@ -558,7 +574,7 @@ func (a *API) fail(w http.ResponseWriter, op string, err error) {
 // and logged, and its details stay in the log.
 func (a *API) status(op string, err error) (int, string) {
 	switch {
-	case errors.Is(err, ErrNotHolder):
+	case errors.Is(err, ErrNotHolder), errors.Is(err, ErrNotServed):
 		return http.StatusForbidden, err.Error()
 	case errors.Is(err, ErrStaleGeneration):
 		return http.StatusConflict, err.Error()

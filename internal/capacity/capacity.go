@@ -121,6 +121,10 @@ var (
 	// ErrUnknownCluster refuses an acquire of a cluster the control plane's configuration does
 	// not have.
 	ErrUnknownCluster = errors.New("capacity: unknown cluster")
+	// ErrNotServed refuses an acquire, on behalf of a worker, of a cluster the control plane
+	// does not send that worker (its labels do not satisfy the cluster's or its groups'
+	// workerSelector): a worker takes no capacity of clusters it is not given.
+	ErrNotServed = errors.New("capacity: cluster not in this worker's configuration")
 	// ErrLockHeld refuses a sweep lock that another owner holds and that has not expired.
 	ErrLockHeld = errors.New("capacity: sweep lock held by another owner")
 	// ErrInvalid wraps every rejection of bad arguments.

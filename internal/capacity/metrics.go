@@ -76,7 +76,7 @@ func buildMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"cluster"}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_capacity_refused_total",
-			Help: "Capacity lease requests refused by the control plane (another worker's lease, unknown cluster).",
+			Help: "Capacity lease requests refused by the control plane (another worker's lease, unknown cluster, a cluster not sent to the worker).",
 		}, []string{"op", "reason"}),
 		Reclaimed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_capacity_reclaimed_total",

@@ -218,6 +218,16 @@ func (c *ControlPlane) serveConfig() error {
 	return nil
 }
 
+// serves reports whether the configuration served to worker holds cluster: a worker takes no
+// capacity of a cluster its labels do not select.
+func (c *ControlPlane) serves(worker, cluster string) bool {
+	if c.Config == nil {
+		return true
+	}
+	labels, _ := c.CP.Labels(worker)
+	return c.Config.Serves(labels, cluster)
+}
+
 // capacity mounts the worker capacity API when workers may register and returns the guard of
 // the node's own queries (nil: a local guard).
 func (c *ControlPlane) capacity() (proxy.Guard, error) {
@@ -240,6 +250,7 @@ func (c *ControlPlane) capacity() (proxy.Guard, error) {
 		Ordered: q.Coordination.Queue == config.QueueOrdered, Weights: q.Coordination.Weights,
 		Limits: c.authority.limits, SweepEvery: secs(q.Coordination.SweepEverySecs),
 		StatsEvery: c.deps.CapacityStatsEvery, NoContentionWatch: c.deps.NoContentionWatch,
+		Served: c.serves,
 	})
 	if q.Coordination.Mode == config.CoordinationLocal {
 		return nil, nil

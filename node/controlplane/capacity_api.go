@@ -38,6 +38,10 @@ type CapacityConfig struct {
 	// StatsEvery is how often GET PathAdminCapacityStats's samples are taken (by
 	// ControlPlane.StartCapacityStats); 0: one is taken on each call instead.
 	StatsEvery time.Duration
+	// Served reports whether the control plane gives worker the cluster (in the snapshot
+	// filtered for its labels: ConfigServer.Serves); an acquire of one it is not given is
+	// refused 403. Nil: every worker may take leases of every cluster.
+	Served func(worker, cluster string) bool
 	// NoContentionWatch leaves capacity.PathWatch unmounted, as on a control plane that
 	// predates it: workers fall back to renewal checks. Only tests of that fallback set it
 	// (assembly.TestNoContentionWatchEnv).
@@ -84,6 +88,9 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 	}
 	if cfg.Limits != nil {
 		api.Authority(cfg.Limits)
+	}
+	if cfg.Served != nil {
+		api.Served(func(holder, cluster string) bool { return cfg.Served(capacity.HolderWorker(holder), cluster) })
 	}
 	stats := newCapacityStats(e, cfg)
 	cp.capStats = stats

@@ -50,6 +50,10 @@ type servedConfig struct {
 	snap   *snapshot.WorkerSnapshotV1
 	body   []byte
 	digest snapshot.Digest // of snap's content, for its confirmations (filtered ones only)
+	// selective (the whole snapshot): some cluster or group has a workerSelector, so workers
+	// may be sent different clusters. clusters (filtered ones): the clusters snap holds.
+	selective bool
+	clusters  map[string]bool
 }
 
 // NewConfigServer returns a server with nothing published yet. pollTimeout is how long a
@@ -111,7 +115,7 @@ func (s *ConfigServer) Publish(snap *snapshot.WorkerSnapshotV1) error {
 	if changed {
 		s.filtered = nil
 	}
-	s.current = &servedConfig{snap: snap, body: body}
+	s.current = &servedConfig{snap: snap, body: body, selective: len(snap.Verdicts(nil)) > 0}
 	hooks := append([]func(string){}, s.onChange...)
 	s.mu.Unlock()
 	if changed {
@@ -151,7 +155,11 @@ func (s *ConfigServer) filteredFor(labels map[string]string) (*servedConfig, err
 	if s.filtered == nil {
 		s.filtered = map[string]*servedConfig{}
 	}
-	s.filtered[key] = &servedConfig{snap: snap, body: body, digest: digest}
+	clusters := make(map[string]bool, len(snap.Clusters))
+	for _, c := range snap.Clusters {
+		clusters[c.Name] = true
+	}
+	s.filtered[key] = &servedConfig{snap: snap, body: body, digest: digest, clusters: clusters}
 	return s.filtered[key], nil
 }
 
@@ -167,6 +175,23 @@ func (s *ConfigServer) ServedFor(labels map[string]string) (string, []string) {
 		groups = append(groups, g.Name)
 	}
 	return cur.snap.Revision, groups
+}
+
+// Serves reports whether the snapshot a worker labelled labels is sent holds cluster (true
+// before the first Publish, when there is nothing to tell). Without any workerSelector every
+// worker is sent every cluster, and nothing is filtered to tell.
+func (s *ConfigServer) Serves(labels map[string]string, cluster string) bool {
+	s.mu.Lock()
+	selective := s.current != nil && s.current.selective
+	s.mu.Unlock()
+	if !selective {
+		return true
+	}
+	cur, err := s.filteredFor(labels)
+	if err != nil || cur == nil {
+		return err == nil
+	}
+	return cur.clusters[cluster]
 }
 
 // Current is the served snapshot, or nil before the first Publish.

@@ -52,7 +52,8 @@ type Worker struct {
 	peersAt       time.Time           // when it was last asked for on demand
 	resolved      map[string]*url.URL // resolve's URLs by path
 	bearerOf      string              // the token bearerValue was built for
-	bearerValue   string              // "Bearer " + bearerOf
+	bearerValue   []string            // {"Bearer " + bearerOf}: a header's values, shared
+	mediaValues   map[string][]string // Post's Content-Type values by media type, shared
 }
 
 type opsRoute struct {
@@ -197,15 +198,15 @@ func (w *Worker) Do(ctx context.Context, req *http.Request) (*http.Response, err
 // request (the session token, registering first if need be, once more after a 401), but builds
 // each attempt's request itself, as Do's copy would be: the worker's own requests (heartbeats,
 // capacity) skip the request made only to be copied, its URL parsed from a string, its header
-// map and its body's reader.
+// map and its body's reader. The header's values are the worker's, shared (postHeader).
 func (w *Worker) Post(ctx context.Context, path, mediaType string, body []byte) (*http.Response, error) {
 	return w.send(ctx, func(token string) (*http.Request, error) {
 		r := &http.Request{
 			Method: http.MethodPost, URL: w.resolve(&url.URL{Path: path}),
 			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header:        http.Header{"Content-Type": {mediaType}, "Authorization": {w.bearer(token)}},
-			Body:          io.NopCloser(bytes.NewReader(body)),
-			GetBody:       func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
+			Header:        w.postHeader(mediaType, token),
+			Body:          newPostBody(body),
+			GetBody:       func() (io.ReadCloser, error) { return newPostBody(body), nil },
 			ContentLength: int64(len(body)),
 		}
 		return r.WithContext(ctx), nil
@@ -285,18 +286,56 @@ func urlErrorOp(method string) string {
 func (w *Worker) attemptHeader(h http.Header, token string) http.Header {
 	out := make(http.Header, len(h)+1)
 	maps.Copy(out, h)
-	out["Authorization"] = []string{w.bearer(token)}
+	out["Authorization"] = w.bearer(token)
 	return out
 }
 
-// bearer is the Authorization value for token ("Bearer " and the token), built once per token.
-func (w *Worker) bearer(token string) string {
+// bearer is the Authorization header's values for token ("Bearer " and the token), built once
+// per token and shared by every request that carries it (nothing writes into them).
+func (w *Worker) bearer(token string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.bearerOf != token || w.bearerValue == "" {
-		w.bearerOf, w.bearerValue = token, "Bearer "+token
+	return w.bearerLocked(token)
+}
+
+func (w *Worker) bearerLocked(token string) []string {
+	if w.bearerOf != token || w.bearerValue == nil {
+		w.bearerOf, w.bearerValue = token, []string{"Bearer " + token}
 	}
 	return w.bearerValue
+}
+
+// postHeader is a header of Post's own: the media type and the bearer token, their values
+// shared with the worker's other requests (built once per media type and per token).
+func (w *Worker) postHeader(mediaType, token string) http.Header {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ct := w.mediaValues[mediaType]
+	if ct == nil {
+		ct = []string{mediaType}
+		if len(w.mediaValues) < mediaValuesMax {
+			if w.mediaValues == nil {
+				w.mediaValues = map[string][]string{}
+			}
+			w.mediaValues[mediaType] = ct
+		}
+	}
+	return http.Header{"Content-Type": ct, "Authorization": w.bearerLocked(token)}
+}
+
+// mediaValuesMax bounds the media types postHeader keeps (its callers send a handful).
+const mediaValuesMax = 16
+
+// postBody is a request body over a byte slice whose Close does nothing: one allocation where
+// io.NopCloser(bytes.NewReader(b)) is two.
+type postBody struct{ bytes.Reader }
+
+func (*postBody) Close() error { return nil }
+
+func newPostBody(b []byte) *postBody {
+	p := &postBody{}
+	p.Reset(b)
+	return p
 }
 
 // resolve is a relative URL of the control plane's API against its base URL: a URL of its
