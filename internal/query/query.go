@@ -8,6 +8,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -34,6 +35,12 @@ type Request struct {
 	Headers    map[string]string // protocol headers (Trino's X-Trino-*, ...), for routing
 	Tags       []string          // client tags, for routing
 	ClientAddr string
+	// CopyIn is the client's data for a COPY ... FROM STDIN, for an engine that loads it
+	// itself (DuckDB); nil for every other statement and wherever the protocol has no COPY.
+	CopyIn CopySource
+	// CopyOut: the client reads the result of a COPY ... TO STDOUT as COPY data, which the
+	// frontend writes; an engine that cannot write COPY itself returns the rows.
+	CopyOut bool
 
 	analysis *sqltok.Analysis // SQL as Analysis read it; see Analysis
 }
@@ -49,6 +56,16 @@ func (r *Request) Analysis() *sqltok.Analysis {
 	}
 	r.analysis = sqltok.Analyze(r.SQL, d)
 	return r.analysis
+}
+
+// CopySource is the data a client sends for COPY ... FROM STDIN. The engine calls Start once it
+// knows the statement can run, with the number of columns each row holds: only then is the
+// client told to send (as PostgreSQL does, so a bad table name fails before any data moves).
+// It then reads to io.EOF; any other error from Read ends the COPY (the client failed it, sent
+// something else, or went away).
+type CopySource interface {
+	Start(columns int) error
+	io.Reader
 }
 
 // Rows is a streamed result. The caller must call Close, even after an error.

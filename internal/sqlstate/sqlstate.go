@@ -24,6 +24,7 @@ const (
 	InvalidParameterValue             = "22023"
 	InvalidTextRepresentation         = "22P02"
 	InvalidBinaryRepresentation       = "22P03"
+	BadCopyFileFormat                 = "22P04"
 	IntegrityConstraintViolation      = "23000"
 	NotNullViolation                  = "23502"
 	ForeignKeyViolation               = "23503"

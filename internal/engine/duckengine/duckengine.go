@@ -376,14 +376,28 @@ func paramTypeName(t duckdb.Type) string {
 // Execute runs q on a pooled connection, in a transaction of its own. Cancelling ctx
 // interrupts the query in DuckDB.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	q, err := copyOutQuery(q)
+	if err != nil {
+		return nil, err
+	}
 	client := q
-	q, err := compatRequest(q, e.reopen.database)
+	q, err = compatRequest(q, e.reopen.database)
+	if err != nil {
+		return nil, err
+	}
+	own, handled, err := ownStatement(client)
 	if err != nil {
 		return nil, err
 	}
 	conn, err := e.conn(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if handled {
+		rows, err := own(ctx, conn, false)
+		release(conn, err == nil) // after an error the connection's transaction state is unsure
+		e.noteFatal(err)
+		return rows, err
 	}
 	st, err := e.statement(conn, client, q.SQL)
 	if err != nil {
@@ -554,6 +568,11 @@ func wrapErr(err error) error {
 func duckError(t duckdb.ErrorType, msg string) *query.Error {
 	if t == duckdb.ErrorTypeFatal {
 		return &query.Error{Code: codeFatal, Message: msg + " (queryflux reopens the database)"}
+	}
+	if t == duckdb.ErrorTypeTransaction && strings.Contains(msg, "Conflict on") {
+		// Two transactions wrote the same row: where PostgreSQL makes the second wait,
+		// DuckDB fails it. Clients retry a serialization failure (pgbench --max-tries).
+		return &query.Error{Code: sqlstate.SerializationFailure, Message: msg}
 	}
 	return &query.Error{Code: stateOf(t), Message: msg}
 }

@@ -46,11 +46,18 @@ type session struct {
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	q, err := copyOutQuery(q)
+	if err != nil {
+		return nil, err
+	}
 	client := q
-	q, err := compatRequest(q, s.e.reopen.database)
+	q, err = compatRequest(q, s.e.reopen.database)
 	if err != nil {
 		s.fail()
 		return nil, err
+	}
+	if own, handled, err := ownStatement(client); handled {
+		return s.runOwn(ctx, client, own, err)
 	}
 	st, err := s.e.statement(s.conn, client, q.SQL)
 	if err != nil {
@@ -82,6 +89,28 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return nil, explain(err)
 	}
 	return &watchedRows{Rows: rows, onErr: func(err error) { s.e.noteFatal(err); s.fail() }}, nil
+}
+
+// runOwn runs a statement the engine runs itself (ownStatement) in the session's transaction,
+// or in one of its own outside one.
+func (s *session) runOwn(ctx context.Context, q *query.Request, own ownRun, err error) (query.Rows, error) {
+	switch {
+	case err != nil:
+		s.fail()
+		return nil, err
+	case s.status == 'E':
+		return nil, errAborted
+	case s.readOnly && s.status == 'T':
+		s.fail()
+		return nil, &query.Error{Code: sqlstate.ReadOnlySQLTransaction, Message: fmt.Sprintf("cannot execute %s in a read-only transaction", strings.ToUpper(leadWords(q, 1)[0]))}
+	}
+	s.clean = false // DDL, or a COPY that failed half-way: retire the connection after
+	rows, err := own(ctx, s.conn, s.status == 'T')
+	if err != nil {
+		s.e.noteFatal(err)
+		s.fail()
+	}
+	return rows, err
 }
 
 // fail marks an open transaction failed.

@@ -19,8 +19,9 @@ import (
 
 // The same client scripts (testdata/clients) against the embedded DuckDB default: the demo
 // dataset behind a real proxy core, in both pool modes. What DuckDB can do answers as on PostgreSQL (transactions,
-// bytea, prepared statements, statement_timeout from the startup options); what it cannot
-// (COPY, cursors, LISTEN, DO blocks) is refused with an error, and nothing hangs.
+// bytea, prepared statements, statement_timeout from the startup options, COPY with the client
+// in text and CSV); what it cannot (cursors, LISTEN, DO blocks) is refused with an error, and
+// nothing hangs.
 
 func duckProxy(t *testing.T, mode string) pgclienttest.DSN {
 	t.Helper()
@@ -34,7 +35,7 @@ func duckProxy(t *testing.T, mode string) pgclienttest.DSN {
 
 // onDuckDB is what every script's shared cases answer on DuckDB.
 var onDuckDB = map[string]string{
-	"rollback": "0", "copy_in": "error 0A000", "copy_out": "error 0A000", "notice": "error 42601",
+	"rollback": "0", "notice": "error 42601",
 	"bytea": "0100ff", "notify": "error 0A000", "options": "1234ms", "long_session": longSession, "edges": edgesWant,
 }
 
@@ -54,8 +55,10 @@ func TestClientPsycopgOnDuckDB(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			d := duckProxy(t, mode)
 			for lib, extra := range map[string]map[string]string{
-				"psycopg2": {"named_cursor": "error 0A000", "with_hold": "error 0A000", "session_set": "error 0A000", "recover": "7"},
-				"psycopg3": {"prepared": "21", "pipeline": "[1, 'two', 0]", "named_cursor": "error 0A000", "names": pgNames, "rollback_prepared": "2"},
+				"psycopg2": {"named_cursor": "error 0A000", "with_hold": "error 0A000", "session_set": "error 0A000", "recover": "7",
+					"copy_in": "(3, 2)", "copy_out": `'1\ta\n2\tb\n3\t\\N\n'`},
+				"psycopg3": {"prepared": "21", "pipeline": "[1, 'two', 3]", "named_cursor": "error 0A000", "names": pgNames, "rollback_prepared": "2",
+					"copy_in": "(3, 2)", "copy_out": "[('1', 'a'), ('2', 'b'), ('3', None)]"},
 			} {
 				out, err := pgclienttest.Command(t, time.Minute, nil, "/usr/bin/python3", "cases.py", lib, d.Keywords(), "duckdb", "t_"+lib)
 				if err != nil && !strings.Contains(out, "case ") {
@@ -82,7 +85,8 @@ func TestClientNodePostgresOnDuckDB(t *testing.T) {
 				t.Fatalf("node cases.js: %v\n%s", err, out)
 			}
 			pgclienttest.Expect(t, "node-postgres on DuckDB", out, withCases(map[string]string{
-				"copy_in_tx": "error 0A000", "prepared": "21", "error_recovers": "7", "names": pgNames}))
+				"copy_in": "3 2", "copy_out": `"1\ta\n2\tb\n3\t\\N\n"`, "copy_in_tx": "3",
+				"prepared": "21", "error_recovers": "7", "names": pgNames}))
 		})
 	}
 }
@@ -98,7 +102,8 @@ func TestClientJDBCOnDuckDB(t *testing.T) {
 			}
 			// fetch_size: setAutoCommit(false) and setFetchSize(100) read 250 rows 100 at a time
 			// (Execute with a row limit, PortalSuspended), another statement running in between.
-			pgclienttest.Expect(t, "JDBC on DuckDB", out, withCases(map[string]string{"prepared": "36", "fetch_size": "31375", "names": pgNames}))
+			pgclienttest.Expect(t, "JDBC on DuckDB", out, withCases(map[string]string{"prepared": "36", "fetch_size": "31375", "names": pgNames,
+				"copy_in": "3", "copy_out": `1|a;2|b;3|\N;`}))
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/pgcopy"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
@@ -53,6 +54,7 @@ type portal struct {
 	row     int
 	sent    int64
 	started bool
+	copyOut *pgcopy.Format // a COPY ... TO STDOUT's: its rows go as COPY data
 	// suspended: an Execute stopped at its row limit; done: one completed the portal.
 	suspended, done bool
 }
@@ -84,6 +86,9 @@ func (c *conn) runSimple(p *portal) error {
 	if err := c.startPortal(p); err != nil {
 		return err
 	}
+	if p.copyOut != nil {
+		return c.sendCopyOut(p)
+	}
 	if p.rows.Schema() != nil {
 		c.be.Send(c.rowDescription(p.rows.Schema(), p.encs))
 	}
@@ -112,11 +117,31 @@ func (c *conn) startPortal(p *portal) error {
 	if c.session != nil {
 		execute = c.session.Execute
 	}
+	var src *copySource
+	unwatch := func() {}
+	if cp, ok, err := copyStatement(req); ok && err != nil {
+		return err
+	} else if ok && cp.In {
+		src = &copySource{c: c} // the engine reads the client while it runs: no watch of the socket
+		req.CopyIn = src
+	} else if ok {
+		req.CopyOut, p.copyOut = true, &cp.Format
+	}
 	c.beginRun(p.cancel)
-	unwatch := c.watchSlow(p.cancel)
+	if src == nil {
+		unwatch = c.watchSlow(p.cancel)
+	}
 	rows, err := execute(p.ctx, req)
 	unwatch()
 	c.endRun()
+	if src != nil {
+		if ferr := src.finish(); ferr != nil {
+			if rows != nil {
+				_ = rows.Close()
+			}
+			return ferr
+		}
+	}
 	if err != nil {
 		return c.runError(err)
 	}
@@ -138,6 +163,9 @@ func (c *conn) startPortal(p *portal) error {
 func (c *conn) executePortal(p *portal, rowsMax int64) error {
 	if p.rows == nil || p.done {
 		return nil
+	}
+	if p.copyOut != nil {
+		return &query.Error{Code: sqlstate.FeatureNotSupported, Message: "COPY TO STDOUT runs here in the simple query protocol only"}
 	}
 	c.beginRun(p.cancel)
 	defer c.endRun()

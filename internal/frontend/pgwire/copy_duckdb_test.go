@@ -1,0 +1,148 @@
+package pgwire_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// TestPgbenchOnDuckDB: pgbench as a user of `make run` runs it, against the embedded DuckDB
+// through the proxy: -i with its default steps (a DROP of four tables at once, TRUNCATE of four,
+// 100,000 rows by COPY FROM STDIN, VACUUM, ALTER TABLE ADD PRIMARY KEY), then its TPC-B
+// transactions from two clients. DuckDB fails the second of two transactions that update the
+// same row where PostgreSQL makes it wait: that is a serialization failure (40001), which
+// pgbench retries. After the run the books balance as pgbench's own check wants them to.
+func TestPgbenchOnDuckDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("pgbench runs for seconds")
+	}
+	d := duckProxy(t, poolModes[0])
+	args := []string{"-h", d.Host, "-p", d.PortString(), "-U", d.User}
+	if out, err := exec.Command("pgbench", append(append([]string{"-i", "-s", "1"}, args...), d.Database)...).CombinedOutput(); err != nil {
+		t.Fatalf("pgbench -i on DuckDB: %v\n%s", err, out)
+	}
+	const clients, perClient = 2, 40
+	out, err := exec.Command("pgbench", append(append([]string{"-n", "--max-tries", "10000", "-t", strconv.Itoa(perClient), "-c", strconv.Itoa(clients)}, args...), d.Database)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pgbench on DuckDB: %v\n%s", err, out)
+	}
+	if m := regexp.MustCompile(`actually processed: (\d+)`).FindSubmatch(out); m == nil || string(m[1]) != strconv.Itoa(clients*perClient) {
+		t.Fatalf("not every transaction went through:\n%s", out)
+	}
+	c := connect(t, d.URL())
+	ctx := context.Background()
+	var accounts, history int
+	var a, b, tl, h int64
+	err = c.QueryRow(ctx, `select (select count(*) from pgbench_accounts), (select count(*) from pgbench_history),
+		(select sum(abalance) from pgbench_accounts), (select sum(bbalance) from pgbench_branches),
+		(select sum(tbalance) from pgbench_tellers), (select sum(delta) from pgbench_history)`).Scan(&accounts, &history, &a, &b, &tl, &h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if accounts != 100000 || history != clients*perClient || a != h || b != h || tl != h {
+		t.Fatalf("accounts %d, history %d (want 100000, %d); balances: accounts %d, branches %d, tellers %d, history %d",
+			accounts, history, clients*perClient, a, b, tl, h)
+	}
+	_, err = c.Exec(ctx, "insert into pgbench_accounts (aid, bid, abalance) values (1, 1, 0)")
+	if err == nil || !strings.Contains(err.Error(), "onstraint") {
+		t.Fatalf("a second account 1 was taken (%v): ADD PRIMARY KEY made no key", err)
+	}
+}
+
+// TestCopyFromClientOnDuckDB: what goes wrong in a COPY FROM STDIN ends it as PostgreSQL does,
+// with nothing of it stored, and the connection goes on: a value DuckDB cannot read, a row too
+// short or too long, the client's CopyFail, an unknown table (refused before any data), and a
+// format that cannot be read (binary). One that goes right stores every row, across many
+// CopyData messages and line ends that fall between them.
+func TestCopyFromClientOnDuckDB(t *testing.T) {
+	for _, mode := range poolModes {
+		t.Run(mode, func(t *testing.T) {
+			c := connect(t, duckProxy(t, mode).URL()).PgConn()
+			ctx := context.Background()
+			exec := func(sql string) string {
+				rs, err := c.Exec(ctx, sql).ReadAll()
+				if err != nil {
+					t.Fatalf("%s: %v", sql, err)
+				}
+				if len(rs) == 0 || len(rs[len(rs)-1].Rows) == 0 {
+					return ""
+				}
+				return string(rs[len(rs)-1].Rows[0][0])
+			}
+			exec("create table t_copy (a int, b text)")
+			for _, bad := range []struct{ name, data, sql, code, message string }{
+				{"bad value", "1\tone\nx\ttwo\n", "copy t_copy from stdin", "22P02", "COPY t_copy"},
+				{"short row", "1\tone\n2\n", "copy t_copy from stdin", "22P04", `line 2: missing data for column "b"`},
+				{"long row", "1\tone\tuno\n", "copy t_copy from stdin", "22P04", "line 1: extra data after last expected column"},
+				{"unterminated CSV", "1,\"one\n", "copy t_copy from stdin csv", "22P04", "unterminated CSV quoted field"},
+				{"unknown table", "1\n", "copy t_nosuch from stdin", "42P01", "t_nosuch"},
+				{"binary", "", "copy t_copy from stdin (format binary)", "0A000", "binary"},
+			} {
+				_, err := c.CopyFrom(ctx, strings.NewReader(bad.data), bad.sql)
+				var pe *pgconn.PgError
+				if !errors.As(err, &pe) || pe.Code != bad.code || !strings.Contains(pe.Message, bad.message) {
+					t.Errorf("%s: %v, want %s containing %q", bad.name, err, bad.code, bad.message)
+				}
+				if n := exec("select count(*) from t_copy"); n != "0" {
+					t.Fatalf("%s: %s rows stored, want none", bad.name, n)
+				}
+			}
+			_, err := c.CopyFrom(ctx, &failingReader{data: "1\tone\n"}, "copy t_copy from stdin")
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "57014" || !strings.Contains(pe.Message, "the client gave up") {
+				t.Errorf("CopyFail: %v, want 57014 with the client's message", err)
+			}
+			if n := exec("select count(*) from t_copy"); n != "0" {
+				t.Fatalf("after CopyFail: %s rows stored", n)
+			}
+			var data strings.Builder
+			for i := range 20000 {
+				fmt.Fprintf(&data, "%d\tline %d with a tab\\there\n", i, i)
+			}
+			tag, err := c.CopyFrom(ctx, &chunkedReader{data: data.String(), chunk: 777}, "copy t_copy (a, b) from stdin")
+			if err != nil || tag.RowsAffected() != 20000 {
+				t.Fatalf("20,000 rows: %v, %v", tag, err)
+			}
+			if got := exec("select count(*) || ' ' || sum(a) || ' ' || max(b) from t_copy where b like '%with a tab\there'"); got != "20000 199990000 line 9999 with a tab\there" {
+				t.Fatalf("stored: %q", got)
+			}
+		})
+	}
+}
+
+// failingReader gives its data, then fails: pgconn sends CopyFail with the error.
+type failingReader struct {
+	data string
+	done bool
+}
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if r.done {
+		return 0, errors.New("the client gave up")
+	}
+	r.done = true
+	return copy(p, r.data), nil
+}
+
+// chunkedReader gives data chunk bytes at a time, so rows straddle CopyData messages.
+type chunkedReader struct {
+	data  string
+	chunk int
+}
+
+func (r *chunkedReader) Read(p []byte) (int, error) {
+	if r.data == "" {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), r.chunk)], r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
