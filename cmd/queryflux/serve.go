@@ -527,7 +527,7 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 		if err != nil {
 			return fmt.Errorf("%s listener: %w", s.name, err)
 		}
-		srv := &http.Server{Handler: netlimit.BodyTimeout(http.MaxBytesHandler(s.handler, apiBodyBytesMax), lim.MessageTimeout),
+		srv := &http.Server{Handler: netlimit.WriteBound(netlimit.BodyTimeout(http.MaxBytesHandler(s.handler, apiBodyBytesMax), lim.MessageTimeout), lim.MessageTimeout),
 			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax, IdleTimeout: lim.IdleTimeout,
 			BaseContext: func(net.Listener) context.Context { return roleCtx }}
 		netlimit.HTTP(srv, lim.ConnectionsMax)

@@ -137,6 +137,17 @@ type API struct {
 	// served reports whether the caller (an authenticated holder) is given cluster; nil: every
 	// caller is given every cluster (Served).
 	served func(holder, cluster string) bool
+	// mayWait admits one more waiting acquire of the caller (an authenticated holder), with
+	// done to call when it ends; not ok: the acquire does not wait (MayWait). Nil: all may.
+	mayWait func(holder string) (done func(), ok bool)
+}
+
+// MayWait bounds the waiting acquires of an ordered queue per caller: an acquire that asks to
+// wait when mayWait says no more may is decided at once (granted if a slot is free and nobody
+// waits, else denied). Call it before serving.
+func (a *API) MayWait(mayWait func(holder string) (done func(), ok bool)) *API {
+	a.mayWait = mayWait
+	return a
 }
 
 // Served makes the API refuse (403, ErrNotServed) an authenticated caller's acquire of a
@@ -330,7 +341,18 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 		if !a.releaseCarried(w, r, holder, release) {
 			return
 		}
-		l, err = a.acquireOrdered(r.Context(), req.Cluster, holder, limit, ttl, millis(req.WaitMillis))
+		wait := millis(req.WaitMillis)
+		if wait > 0 && caller != "" && a.mayWait != nil {
+			// A worker holds at most so many waiting acquires (each a request held open, on a
+			// connection of its own over HTTP/1.1); beyond, one is answered at once.
+			done, ok := a.mayWait(caller)
+			if ok {
+				defer done()
+			} else {
+				wait = 0
+			}
+		}
+		l, err = a.acquireOrdered(r.Context(), req.Cluster, holder, limit, ttl, wait)
 		c, known = a.contention(r.Context(), req.Cluster, holder)
 	} else {
 		c, known = a.contention(r.Context(), req.Cluster, holder)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/registry"
@@ -114,5 +115,59 @@ func TestWorkerHoldsAtMostFourWatches(t *testing.T) {
 	}
 	if got[http.StatusTooManyRequests] != 2 || got[http.StatusOK] != 4 {
 		t.Fatalf("six watches of one worker: %v, want four held (200) and two refused (429)", got)
+	}
+}
+
+// TestWorkerWaitsAtMostSoManyOrderedAcquires: in the ordered queue every waiting acquire is a
+// request held open (a connection of its own over HTTP/1.1) for up to a minute. One worker
+// sends AcquireWaitsPerWorkerMax+4 at once for a full cluster: the excess four are decided at
+// once (denied) instead of held, so one worker cannot fill the listener (or the cluster's queue,
+// 10,000 long, that every worker shares) with its waits. Every one is denied: the slot stays
+// the worker's own.
+func TestWorkerWaitsAtMostSoManyOrderedAcquires(t *testing.T) {
+	cp := New(env.Real(nil), testConfig, registry.NewMemory())
+	store := capacity.NewMemory()
+	MountCapacity(env.Real(nil), cp, CapacityConfig{Store: store, Locks: store, Owner: "cp1", Ordered: true,
+		Limits: func(cluster string) (int, time.Duration, bool) { return 1, time.Minute, cluster == "c1" }})
+	srv := httptest.NewServer(cp.Handler())
+	t.Cleanup(srv.Close)
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: 300}}
+	call := func(path, token, media, body string) (int, string) {
+		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", media)
+		if token != "" {
+			workerapi.SetBearer(req, token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := call(workerapi.PathRegister, secret, workerapi.MediaWorkerRegister, `{"name":"w1","version":"1"}`)
+	var reg workerapi.RegisterResponse
+	if code != 200 || json.Unmarshal([]byte(body), &reg) != nil {
+		t.Fatalf("register: %d %s", code, body)
+	}
+	if code, body := call(capacity.PathAcquire, reg.Token, capacity.MediaJSON, `{"cluster":"c1"}`); code != 200 || !strings.Contains(body, `"granted":true`) {
+		t.Fatalf("the one slot: %d %s", code, body)
+	}
+	n := AcquireWaitsPerWorkerMax + 4
+	answers := make(chan string, n)
+	for range n {
+		go func() {
+			code, body := call(capacity.PathAcquire, reg.Token, capacity.MediaJSON, `{"cluster":"c1","waitMillis":1500}`)
+			answers <- fmt.Sprint(code, " ", strings.Contains(body, `"granted":true`))
+		}()
+	}
+	got := map[string]int{}
+	for range n {
+		got[<-answers]++
+	}
+	refused := testutil.ToFloat64(cp.metrics.heldRefused.WithLabelValues("acquire-wait"))
+	if got["200 false"] != n || refused != 4 {
+		t.Fatalf("%d waiting acquires of one worker: answers %v, %v decided without waiting; want all denied, 4 not held", n, got, refused)
 	}
 }

@@ -85,6 +85,13 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 		if cfg.Weights != nil {
 			api.Weighted(cfg.Weights)
 		}
+		api.MayWait(func(holder string) (func(), bool) {
+			done, ok := cp.takeHeld(capacity.HolderWorker(holder), "acquire-wait", AcquireWaitsPerWorkerMax)
+			if !ok {
+				cp.metrics.heldRefused.WithLabelValues("acquire-wait").Inc()
+			}
+			return done, ok
+		})
 	}
 	if cfg.Limits != nil {
 		api.Authority(cfg.Limits)

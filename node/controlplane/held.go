@@ -16,6 +16,35 @@ import (
 // heartbeats would then be refused until it was evicted.
 const HeldPerWorkerMax = 4
 
+// AcquireWaitsPerWorkerMax is how many lease acquires one worker name may have waiting in the
+// ordered queue (coordination.queue: ordered) at once, over all clusters: each is a request
+// held open for up to capacity.AcquireWaitMax. A worker's queued queries each wait through one
+// (maxQueuedQueries, 100 per group by default); an acquire beyond is decided at once, and the
+// query asks again when one of the worker's own leases is released.
+const AcquireWaitsPerWorkerMax = 256
+
+// takeHeld counts one more held request of kind for worker, unless it has max already.
+func (cp *ControlPlane) takeHeld(worker, kind string, max int) (done func(), ok bool) {
+	k := heldKey{worker, kind}
+	c := &cp.heldCount
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[heldKey]int{}
+	}
+	if c.n[k] >= max {
+		return nil, false
+	}
+	c.n[k]++
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.n[k]--; c.n[k] == 0 {
+			delete(c.n, k)
+		}
+	}, true
+}
+
 // heldCounts counts the held requests of each worker by kind.
 type heldCounts struct {
 	mu sync.Mutex
@@ -27,18 +56,8 @@ type heldKey struct{ worker, kind string }
 // held runs serve, a handler that holds its request open, unless worker already has
 // HeldPerWorkerMax requests of kind held; then it answers 429 and closes the connection.
 func (cp *ControlPlane) held(w http.ResponseWriter, worker, kind string, serve func()) {
-	k := heldKey{worker, kind}
-	c := &cp.heldCount
-	c.mu.Lock()
-	if c.n == nil {
-		c.n = map[heldKey]int{}
-	}
-	full := c.n[k] >= HeldPerWorkerMax
-	if !full {
-		c.n[k]++
-	}
-	c.mu.Unlock()
-	if full {
+	done, ok := cp.takeHeld(worker, kind, HeldPerWorkerMax)
+	if !ok {
 		cp.metrics.heldRefused.WithLabelValues(kind).Inc()
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set("Connection", "close")
@@ -46,12 +65,6 @@ func (cp *ControlPlane) held(w http.ResponseWriter, worker, kind string, serve f
 			fmt.Sprintf("this worker already holds %d %s requests open, the most one worker may", HeldPerWorkerMax, kind), "")
 		return
 	}
-	defer func() {
-		c.mu.Lock()
-		if c.n[k]--; c.n[k] == 0 {
-			delete(c.n, k)
-		}
-		c.mu.Unlock()
-	}()
+	defer done()
 	serve()
 }

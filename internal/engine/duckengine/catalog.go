@@ -139,6 +139,29 @@ var compatSQL = []string{
 		WHEN t = 'DATE' THEN 'date' WHEN t = 'TIME' THEN 'time(6)' WHEN t LIKE 'TIMESTAMP WITH TIME ZONE' THEN 'timestamp(6)'
 		WHEN t = 'TIMESTAMP_S' THEN 'datetime' WHEN t = 'TIMESTAMP_MS' THEN 'datetime(3)' WHEN t LIKE 'TIMESTAMP%' THEN 'datetime(6)'
 		WHEN t = 'UUID' THEN 'char(36)' WHEN t = 'JSON' THEN 'json' ELSE lower(t) END`,
+	// MySQL's information_schema (mysqlcompat.go reads a MySQL client's information_schema.X as
+	// qf_mysql_X): a database is DuckDB's catalog, its tables those of the catalog's main
+	// schema, so TABLE_SCHEMA is the database's name (SQLAlchemy's has_table counts
+	// information_schema.tables WHERE table_schema = the database).
+	`CREATE VIEW {c}.pg_catalog.qf_mysql_schemata AS SELECT 'def' AS "CATALOG_NAME", datname AS "SCHEMA_NAME",
+		'utf8mb4' AS "DEFAULT_CHARACTER_SET_NAME", 'utf8mb4_general_ci' AS "DEFAULT_COLLATION_NAME", NULL::VARCHAR AS "SQL_PATH"
+		FROM {c}.pg_catalog.qf_pg_database`,
+	`CREATE VIEW {c}.pg_catalog.qf_mysql_tables AS SELECT 'def' AS "TABLE_CATALOG", table_catalog AS "TABLE_SCHEMA",
+		table_name AS "TABLE_NAME", table_type AS "TABLE_TYPE", CASE WHEN table_type = 'BASE TABLE' THEN 'DuckDB' END AS "ENGINE",
+		NULL::BIGINT AS "TABLE_ROWS", 'utf8mb4_general_ci' AS "TABLE_COLLATION", '' AS "TABLE_COMMENT"
+		FROM information_schema.tables WHERE table_schema = 'main' AND table_type IN ('BASE TABLE', 'VIEW')
+		AND table_catalog IN (SELECT datname FROM {c}.pg_catalog.qf_pg_database)`,
+	`CREATE VIEW {c}.pg_catalog.qf_mysql_columns AS SELECT 'def' AS "TABLE_CATALOG", c.database_name AS "TABLE_SCHEMA",
+		c.table_name AS "TABLE_NAME", c.column_name AS "COLUMN_NAME", c.column_index::BIGINT AS "ORDINAL_POSITION",
+		c.column_default AS "COLUMN_DEFAULT", CASE WHEN c.is_nullable THEN 'YES' ELSE 'NO' END AS "IS_NULLABLE",
+		regexp_replace({c}.pg_catalog.qf_mysql_type(c.data_type), '[( ].*', '') AS "DATA_TYPE",
+		{c}.pg_catalog.qf_mysql_type(c.data_type) AS "COLUMN_TYPE",
+		coalesce((SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' ELSE 'UNI' END
+			FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name
+			AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name)
+			OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), '') AS "COLUMN_KEY",
+		'' AS "EXTRA", coalesce(c.comment, '') AS "COLUMN_COMMENT"
+		FROM duckdb_columns() c WHERE c.schema_name = 'main' AND c.database_name IN (SELECT datname FROM {c}.pg_catalog.qf_pg_database)`,
 	`CREATE VIEW {c}.pg_catalog.pg_partitioned_table AS SELECT 0::BIGINT AS partrelid, 'r' AS partstrat,
 		0 AS partnatts WHERE false`,
 }

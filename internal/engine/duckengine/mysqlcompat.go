@@ -17,7 +17,8 @@ import (
 //     "LIMIT #,# syntax is not supported"); with a ? there, every ? is numbered ($1, $2, ...),
 //     so the swapped pair still binds the client's parameters in their order.
 //   - DATABASE(), SCHEMA(), CURDATE(), CURTIME() as DuckDB names them (mysqlNoArgFuncs);
-//   - FROM DUAL, as a one-row subquery.
+//   - FROM DUAL, as a one-row subquery;
+//   - information_schema.tables, .columns and .schemata, as MySQL's (mysqlInformationSchema).
 //
 // Before, 'O\'Brien' (what PyMySQL and mysqlclient send for the parameter O'Brien) failed as a
 // syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
@@ -58,6 +59,10 @@ func mysqlCompat(sqlText string) string {
 			changed = true
 		case t.Kind == sqltok.Comment && t.Text[0] == '#':
 			b.WriteString("--" + t.Text[1:])
+			changed = true
+		case t.Kind == sqltok.Word && mysqlInformationSchema(toks, i) != "":
+			b.WriteString(mysqlInformationSchema(toks, i))
+			i = nextSignificant(toks, nextSignificant(toks, i+1)+1)
 			changed = true
 		case t.Kind == sqltok.Word && isFromDual(toks, i):
 			b.WriteString(t.Text + ` (SELECT 1) AS "dual"`)
@@ -109,6 +114,25 @@ func noArgCall(toks []sqltok.Token, i int) int {
 	return -1
 }
 
+// mysqlInformationSchema is, when toks[i:] name information_schema.tables, .columns or
+// .schemata (any case), the view that answers them as MySQL does (catalog.go: a database is a
+// DuckDB catalog); "" otherwise.
+func mysqlInformationSchema(toks []sqltok.Token, i int) string {
+	if !strings.EqualFold(toks[i].Text, "information_schema") {
+		return ""
+	}
+	dot := nextSignificant(toks, i+1)
+	name := nextSignificant(toks, dot+1)
+	if name >= len(toks) || toks[dot].Text != "." || toks[name].Kind != sqltok.Word {
+		return ""
+	}
+	switch n := strings.ToLower(toks[name].Text); n {
+	case "tables", "columns", "schemata":
+		return "qf_mysql_" + n
+	}
+	return ""
+}
+
 // isFromDual reports whether toks[i] is FROM and the next word DUAL: MySQL's table of one row,
 // which DuckDB does not have (a table named dual must be quoted in MySQL: DUAL is reserved).
 func isFromDual(toks []sqltok.Token, i int) bool {
@@ -129,7 +153,7 @@ func nextSignificant(toks []sqltok.Token, i int) int {
 // (a LIMIT and commas elsewhere included) cost a few scans, no tokenizing and no allocation.
 func mayNeedMySQLCompat(sqlText string) bool {
 	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText) ||
-		mayHoldNoArgCall(sqlText)
+		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema")
 }
 
 // mayHoldLimitPair reports whether sqlText has LIMIT, a number and then a comma (or a comment,

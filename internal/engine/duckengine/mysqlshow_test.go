@@ -70,6 +70,12 @@ func TestMySQLCatalogStatementsOnDuckDB(t *testing.T) {
 		{"DESCRIBE a_t name", "Field,Type,Null,Key,Default,Extra", "name,text,NO,,(null),"},
 		{"DESC `a_t` 'odd%'", "Field,Type,Null,Key,Default,Extra", "odd`name,date,YES,,(null),"},
 		{"EXPLAIN a_t", "Field,Type,Null,Key,Default,Extra", "id,int(11),NO,PRI,(null),|name,text,NO,,(null),|odd`name,date,YES,,(null),"},
+		{"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'duck' AND table_name = 'a_t'", "COUNT(*)", "1"},
+		{"SELECT table_name, table_type FROM INFORMATION_SCHEMA.TABLES WHERE table_schema = DATABASE() ORDER BY 1", "table_name,table_type", "a_t,BASE TABLE|b_v,VIEW"},
+		{"SELECT column_name, data_type, column_type, column_key, is_nullable, ordinal_position FROM information_schema.columns " +
+			"WHERE table_schema = 'duck' AND table_name = 'a_t' ORDER BY ordinal_position", "column_name,data_type,column_type,column_key,is_nullable,ordinal_position",
+			"id,int,int(11),PRI,NO,1|name,text,text,,NO,2|odd`name,date,date,,YES,3"},
+		{"SELECT schema_name FROM information_schema.schemata", "schema_name", "duck"},
 		{"SHOW CREATE TABLE a_t", "Table,Create Table", "a_t,CREATE TABLE `a_t` (\n  `id` int(11) NOT NULL,\n  `name` text NOT NULL,\n  `odd``name` date DEFAULT NULL,\n  PRIMARY KEY (`id`)\n)"},
 	} {
 		names, rows, err := mysqlRows(t, e, c.stmt)

@@ -109,8 +109,9 @@ func TestMySQLClientsCatalogOnDuckDB(t *testing.T) {
 
 // TestMySQLSessionValuesAsMariaDB: the values the frontend answers for the session mean what
 // MariaDB's mean: CONNECTION_ID() is the id KILL takes (another connection's KILL QUERY of it
-// succeeds, of another id fails with 1094), and SHOW VARIABLES lists the values SELECT
-// @@name answers.
+// succeeds, of another id fails with 1094), SHOW VARIABLES lists the values SELECT @@name
+// answers, and a statement relayed to MariaDB (passthrough) gets the proxy's VERSION(), USER()
+// and CONNECTION_ID() too, as @@version is the proxy's there.
 func TestMySQLSessionValuesAsMariaDB(t *testing.T) {
 	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
 	if err != nil {
@@ -145,6 +146,17 @@ func TestMySQLSessionValuesAsMariaDB(t *testing.T) {
 		rows.Close()
 		if want := []string{"VERSION()", "@@version", "id", "USER()", "@@session.time_zone", "sub"}; err != nil || !slices.Equal(cols, want) {
 			t.Errorf("%s: columns %q (%v), want %q", named, cols, err, want)
+		}
+	}
+	// Relayed to MariaDB (passthrough, on the event loop or off it), the same values.
+	maria := coreServer(t, coreSetup{})
+	mc := oneConn(t, openDB(t, maria.addr, testUser, "", maria.dbName, ""))
+	for range 3 { // the loop hands a rewritten statement to the session's goroutine: each time
+		var version, user string
+		var id int64
+		if err := mc.QueryRowContext(ctx, "SELECT VERSION(), USER(), CONNECTION_ID()").Scan(&version, &user, &id); err != nil ||
+			version != "8.0.11-queryflux" || user != testUser+"@127.0.0.1" || id <= 0 {
+			t.Errorf("through MariaDB: VERSION() %q, USER() %q, CONNECTION_ID() %d (%v)", version, user, id, err)
 		}
 	}
 	rows, err := a.QueryContext(ctx, "SHOW VARIABLES")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"net"
 	"regexp"
 	"strconv"
@@ -600,7 +599,7 @@ func (h *session) variable(name string) (any, bool) {
 	case "query_cache_type":
 		return "OFF", true
 	case "sql_select_limit":
-		return int64(math.MaxInt64), true
+		return sqlSelectLimitDefault, true
 	}
 	return nil, false
 }

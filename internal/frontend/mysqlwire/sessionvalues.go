@@ -27,17 +27,27 @@ import (
 // names it (`@@version`, `VERSION()`). Strings, quoted names and comments are left alone,
 // and so is a name qualified by a database (db.version() is a stored function).
 
-// mayHoldSessionValue reports cheaply whether sql may name a session value.
+// mayHoldSessionValue reports cheaply whether sql may name a session value: it holds @@, a
+// word of sessionFuncs right before a "(", or current_user. One pass, no allocation: every
+// statement of a MySQL client pays it.
 func mayHoldSessionValue(sql string) bool {
-	return strings.Contains(sql, "@@") || containsFold(sql, "version(") || containsFold(sql, "user(") ||
-		containsFold(sql, "current_user") || containsFold(sql, "connection_id(")
-}
-
-// containsFold reports whether s holds word (lower case ASCII) in any case.
-func containsFold(s, word string) bool {
-	for i := 0; i+len(word) <= len(s); i++ {
-		if s[i]|0x20 == word[0] && strings.EqualFold(s[i:i+len(word)], word) {
-			return true
+	if strings.Contains(sql, "@@") {
+		return true
+	}
+	for i := 0; i < len(sql); i++ {
+		switch sql[i] {
+		case '(':
+			j := i
+			for j > 0 && (sql[j-1]|0x20 >= 'a' && sql[j-1]|0x20 <= 'z' || sql[j-1] == '_') {
+				j--
+			}
+			if i-j >= 4 && i-j <= len("connection_id") && sessionFuncs[strings.ToLower(sql[j:i])] {
+				return true
+			}
+		case 'c', 'C':
+			if len(sql)-i >= len("current_user") && strings.EqualFold(sql[i:i+len("current_user")], "current_user") {
+				return true
+			}
 		}
 	}
 	return false

@@ -288,9 +288,16 @@ func reportedValue(name, v string) bool {
 		return v == "repeatable-read"
 	case "transaction_read_only", "tx_read_only":
 		return v == "0" || v == "off" || v == "false"
+	case "sql_select_limit": // Connector/J resets it so after a setMaxRows
+		return v == "default" || v == sqlSelectLimitDefault
+	case "sql_auto_is_null": // Django turns it off when it is on
+		return v == "0" || v == "off" || v == "false"
 	}
 	return false
 }
+
+// sqlSelectLimitDefault is MySQL's @@sql_select_limit when no limit is set (2^64-1).
+const sqlSelectLimitDefault = "18446744073709551615"
 
 func isUTF8(charset string) bool {
 	charset, _, _ = strings.Cut(charset, " collate")

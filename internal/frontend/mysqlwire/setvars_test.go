@@ -14,6 +14,7 @@ import (
 // OK, any other is refused naming what it sets; SET STATEMENT ... FOR is not a SET.
 func TestSetRefusal(t *testing.T) {
 	refused := map[string]string{
+		"SET sql_select_limit = 10": "sql_select_limit", "SET SQL_AUTO_IS_NULL = 1": "sql_auto_is_null",
 		"SET sql_mode = 'ANSI_QUOTES'":                 "sql_mode",
 		"set session sql_mode=''":                      "sql_mode",
 		"SET @@session.max_statement_time = 1":         "max_statement_time",
@@ -48,7 +49,8 @@ func TestSetRefusal(t *testing.T) {
 		"SET autocommit=1", "SET @@session.autocommit = ON", "SET character_set_results = NULL",
 		"SET CHARACTER SET utf8mb4", "set time_zone = '+00:00'", "SET collation_connection = utf8mb4_general_ci",
 		"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ", "SET @@tx_isolation = 'REPEATABLE-READ'",
-		"SET NAMES utf8mb4; ",
+		"SET NAMES utf8mb4; ", "SET SQL_SELECT_LIMIT=DEFAULT", "SET sql_select_limit = 18446744073709551615",
+		"SET SQL_AUTO_IS_NULL = 0",
 	} {
 		if !isSetStatement(sql) {
 			t.Errorf("%q: not taken for a SET", sql)
