@@ -3,8 +3,9 @@
 // on the cluster's engine, the sessions tagged with that lease (capacity.LeaseRef.Tag), logging
 // in with the cluster's own credentials from the control plane's configuration.
 //
-//   - PostgreSQL: pg_terminate_backend of every backend whose application_name is one of the
-//     tags, repeated until pg_stat_activity shows none (confirmed), for up to confirmWait.
+//   - PostgreSQL: pg_terminate_backend of every backend in the cluster's database whose
+//     application_name is one of the tags (lease ids repeat across fleets sharing a server),
+//     repeated until pg_stat_activity shows none (confirmed), for up to confirmWait.
 //   - Trino: DELETE /v1/query/{id} of every query whose client tags carry one of the tags (the
 //     engine adds the lease's tag to X-Trino-Client-Tags), until /v1/query lists none of them
 //     still running (confirmed), for up to confirmWait.
@@ -122,7 +123,7 @@ func fencePostgres(ctx context.Context, c config.Cluster, tags []string) (bool, 
 		var found, refused int
 		err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE NOT t.ok) FROM (
 				SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
-				WHERE application_name = ANY ($1) AND pid <> pg_backend_pid()) t`, tags).Scan(&found, &refused)
+				WHERE application_name = ANY ($1) AND datname = current_database() AND pid <> pg_backend_pid()) t`, tags).Scan(&found, &refused)
 		switch {
 		case err != nil:
 			return false, fmt.Errorf("enginefence: cluster %q: %w", c.Name, err)

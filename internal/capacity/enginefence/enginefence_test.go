@@ -15,8 +15,9 @@ import (
 )
 
 // TestFenceTerminatesTheLeasesBackends: a backend running under lease pg#7's tag is
-// terminated and the fence confirms; a backend of another lease keeps running; clusters the
-// fence cannot ask are not confirmed.
+// terminated and the fence confirms; a backend of another lease keeps running, and so does one
+// under the same tag in another database (another fleet's cluster "pg" on the same server,
+// whose lease ids are made the same way); clusters the fence cannot ask are not confirmed.
 func TestFenceTerminatesTheLeasesBackends(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
 	u, err := url.Parse(dbURL)
@@ -31,8 +32,8 @@ func TestFenceTerminatesTheLeasesBackends(t *testing.T) {
 	f := enginefence.New(cfg)
 	ctx := context.Background()
 	fenced, spared := capacity.LeaseRef{ID: "pg#7", Generation: 7}, capacity.LeaseRef{ID: "pg#8", Generation: 8}
-	sleep := func(ref capacity.LeaseRef) chan error {
-		cc, err := pgx.ParseConfig(dbURL)
+	sleep := func(ref capacity.LeaseRef, url string) chan error {
+		cc, err := pgx.ParseConfig(url)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,14 +47,14 @@ func TestFenceTerminatesTheLeasesBackends(t *testing.T) {
 		go func() { _, err := conn.Exec(ctx, "select pg_sleep(60)"); done <- err }()
 		return done
 	}
-	victim, bystander := sleep(fenced), sleep(spared)
+	victim, bystander, otherFleet := sleep(fenced, dbURL), sleep(spared, dbURL), sleep(fenced, pgtest.NewDatabase(t))
 	admin, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
-	for n := 0; n != 2; {
-		if err := admin.QueryRow(ctx, "select count(*) from pg_stat_activity where state = 'active' and query like 'select pg_sleep%'").Scan(&n); err != nil {
+	for n := 0; n != 3; {
+		if err := admin.QueryRow(ctx, "select count(*) from pg_stat_activity where state = 'active' and query = 'select pg_sleep(60)' and application_name like '%pg#%'").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,6 +68,8 @@ func TestFenceTerminatesTheLeasesBackends(t *testing.T) {
 	select {
 	case err := <-bystander:
 		t.Fatalf("another lease's query ended: %v", err)
+	case err := <-otherFleet:
+		t.Fatalf("the same tag's query in another database ended: %v", err)
 	default:
 	}
 	if done, err := f.Fence(ctx, "my", []capacity.LeaseRef{fenced}); done || err == nil {
