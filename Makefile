@@ -30,8 +30,7 @@ test-deps: test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio
 		./scripts/apt-install.sh python3-pymysql || \
 		echo "python3-pymysql could not be installed: TestPyMySQLDefaultAutocommitOff skips"; }
 	@/usr/bin/python3 -c 'import sqlalchemy' 2>/dev/null || { echo "installing python3-sqlalchemy"; \
-		apt-get install -y python3-sqlalchemy >/dev/null 2>&1 || \
-		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-sqlalchemy >/dev/null 2>&1; } || \
+		./scripts/apt-install.sh python3-sqlalchemy || \
 		echo "python3-sqlalchemy could not be installed: TestSQLAlchemyReflectsPostgreSQLThroughMySQL skips"; }
 
 # Studio's browser tests drive Debian's chromium (internal/studio); without it they skip, saying so.
