@@ -282,7 +282,7 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 		case ok:
 			s = show
 		default:
-			s = mysqlCompat(s)
+			s = lastInsertID(mysqlCompat(s), q.LastInsertID)
 		}
 	}
 	if s == q.SQL {

@@ -399,6 +399,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return rows, err
 	}
+	q, returning := insertReturning(ctx, conn, client, q)
 	st, err := e.statement(conn, client, q.SQL)
 	if err != nil {
 		err = showError(client, q, err)
@@ -422,7 +423,11 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return nil, explain(err)
 	}
-	return &watchedRows{Rows: rows, onErr: func(err error) { e.noteFatal(err) }}, nil
+	rows = &watchedRows{Rows: rows, onErr: func(err error) { e.noteFatal(err) }}
+	if returning {
+		return insertTag(ctx, rows)
+	}
+	return rows, nil
 }
 
 // run executes q (prepared as p) on conn; done is called once conn is no longer needed by
