@@ -400,6 +400,10 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		return rows, err
 	}
 	q, returning := insertReturning(ctx, conn, client, q)
+	if err := setLastInsertID(ctx, conn, client); err != nil {
+		release(conn, true)
+		return nil, err
+	}
 	st, err := e.statement(conn, client, q.SQL)
 	if err != nil {
 		err = showError(client, q, err)

@@ -26,7 +26,7 @@ import (
 //
 // An INSERT into a table with such a column returns the first value it generated in its
 // command tag ("INSERT <id> <rows>", where PostgreSQL has an oid), which the MySQL frontend
-// sends as the OK packet's insert id and answers LAST_INSERT_ID() with (lastInsertID).
+// sends as the OK packet's insert id and hands back for LAST_INSERT_ID() (setLastInsertID).
 
 // aiPrefix names the sequences of AUTO_INCREMENT columns.
 const aiPrefix = "qf_ai_"
@@ -329,22 +329,12 @@ func insertTag(ctx context.Context, rows query.Rows) (query.Rows, error) {
 	}
 }
 
-// lastInsertID writes a MySQL client's LAST_INSERT_ID() calls as the value its session holds.
-func lastInsertID(sqlText string, id uint64) string {
-	if !containsFold(sqlText, "last_insert_id") {
-		return sqlText
+// setLastInsertID gives a MySQL client's statement that calls LAST_INSERT_ID() the value its
+// session holds (the macro reads the connection's variable qf_last_insert_id, catalog.go).
+func setLastInsertID(ctx context.Context, conn *sql.Conn, client *query.Request) error {
+	if !isMySQL(client) || !containsFold(client.SQL, "last_insert_id") {
+		return nil
 	}
-	toks := sqltok.Tokenize(sqlText, sqltok.MySQL)
-	var b strings.Builder
-	for i := 0; i < len(toks); i++ {
-		if toks[i].Kind == sqltok.Word && strings.EqualFold(toks[i].Text, "last_insert_id") {
-			if end := noArgCall(toks, i); end >= 0 {
-				b.WriteString(strconv.FormatUint(id, 10) + "::UBIGINT")
-				i = end
-				continue
-			}
-		}
-		b.WriteString(toks[i].Text)
-	}
-	return b.String()
+	_, err := conn.ExecContext(ctx, "SET VARIABLE qf_last_insert_id = "+strconv.FormatUint(client.LastInsertID, 10))
+	return wrapErr(err)
 }

@@ -60,6 +60,10 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return s.runOwn(ctx, client, own, err)
 	}
 	q, returning := insertReturning(ctx, s.conn, client, q)
+	if err := setLastInsertID(ctx, s.conn, client); err != nil {
+		s.fail()
+		return nil, err
+	}
 	st, err := s.e.statement(s.conn, client, q.SQL)
 	if err != nil {
 		err = showError(client, q, err)
