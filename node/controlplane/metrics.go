@@ -19,7 +19,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		registrations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_controlplane_worker_registrations_total",
-			Help: "Worker registration attempts by result (ok, superseded, unauthorized, bad_request).",
+			Help: "Worker registration attempts by result (ok, superseded, unauthorized, bad_request, full: a new name past queryflux.registry.maxWorkers).",
 		}, []string{"result"}),
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_controlplane_worker_heartbeats_total",
