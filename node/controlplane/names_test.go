@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/workerapi"
@@ -99,5 +100,53 @@ func TestWorkerSecretCannotMultiplyPerWorkerLimits(t *testing.T) {
 	cp.Tick(context.Background(), now.Add(cfg.StaleAfter+cfg.EvictGrace+2*time.Second))
 	if code, _, body := register("fake-9"); code != 200 {
 		t.Fatalf("a new name once the silent ones are evicted: %d %s", code, body)
+	}
+}
+
+// TestWorkerCannotTakeAnotherWorkersQueryID: w2 learns w1's query id and sends a record for it
+// beside one of its own. Its own is stored; the other is refused by index and id in the ack
+// (counted in queryflux_controlplane_history_records_refused_total), and w1's record stays
+// w1's. w1 resending its batch is a duplicate, as before.
+func TestWorkerCannotTakeAnotherWorkersQueryID(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	store := history.NewMemory(100)
+	h.cp.MountHistory(store)
+	w1, w2 := h.register("w1"), h.register("w2")
+	now := h.e.Now().UTC().Format(time.RFC3339Nano)
+	rec := func(id, user string) string {
+		return fmt.Sprintf(`{"queryId":%q,"user":%q,"status":"succeeded","startedAt":%q,"endedAt":%q}`, id, user, now, now)
+	}
+	post := func(tok, batch string) history.IngestAck {
+		t.Helper()
+		code, body := h.do("POST", history.PathWorkerHistory, tok, history.MediaQueryRecords, batch)
+		var ack history.IngestAck
+		if code != 200 || json.Unmarshal(body, &ack) != nil {
+			t.Fatalf("history batch: %d %s", code, body)
+		}
+		return ack
+	}
+	w1Batch := `{"batchId":"b1","records":[` + rec("q-victim", "alice") + `]}`
+	if ack := post(w1, w1Batch); ack.Inserted != 1 {
+		t.Fatalf("w1's batch: %+v", ack)
+	}
+	ack := post(w2, `{"batchId":"b2","records":[`+rec("q-victim", "mallory")+`,`+rec("q-own", "bob")+`]}`)
+	if ack.Accepted != 2 || ack.Inserted != 1 || ack.Refused != 1 || ack.Duplicates != 0 || len(ack.RefusedRecords) != 1 ||
+		ack.RefusedRecords[0].Index != 0 || ack.RefusedRecords[0].QueryID != "q-victim" || !strings.Contains(ack.RefusedRecords[0].Error, "another worker") {
+		t.Fatalf("w2's batch with w1's id: %+v; want q-victim (index 0) refused, q-own stored", ack)
+	}
+	if n := testutil.ToFloat64(h.cp.metrics.historyRefused); n != 1 {
+		t.Fatalf("refused records counted: %v, want 1", n)
+	}
+	page, err := store.Query(context.Background(), history.Filter{})
+	if err != nil || len(page.Records) != 2 {
+		t.Fatalf("stored: %+v, %v", page.Records, err)
+	}
+	for _, r := range page.Records {
+		if r.QueryID == "q-victim" && (r.Worker != "w1" || r.User != "alice") {
+			t.Fatalf("w1's record became %+v", r)
+		}
+	}
+	if ack := post(w1, w1Batch); ack.Duplicates != 1 || ack.Refused != 0 {
+		t.Fatalf("w1 resending its batch: %+v; want one duplicate", ack)
 	}
 }
