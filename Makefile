@@ -23,18 +23,20 @@ build:
 test: test-deps tidy unit fuzz determinism
 
 # Test clients that do not come with the database servers: PyMySQL (Debian's python3-pymysql, for
-# the MySQL wire's autocommit test). Without apt (or root) the test that needs it skips, saying so.
+# the MySQL wire's autocommit test) and SQLAlchemy (python3-sqlalchemy, its reflection on PostgreSQL).
+# Without apt (or root) the test that needs it skips, saying so.
 test-deps: test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio
 	@/usr/bin/python3 -c 'import pymysql' 2>/dev/null || { echo "installing python3-pymysql"; \
-		apt-get install -y python3-pymysql >/dev/null 2>&1 || \
-		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-pymysql >/dev/null 2>&1; } || \
+		./scripts/apt-install.sh python3-pymysql || \
 		echo "python3-pymysql could not be installed: TestPyMySQLDefaultAutocommitOff skips"; }
+	@/usr/bin/python3 -c 'import sqlalchemy' 2>/dev/null || { echo "installing python3-sqlalchemy"; \
+		./scripts/apt-install.sh python3-sqlalchemy || \
+		echo "python3-sqlalchemy could not be installed: TestSQLAlchemyReflectsPostgreSQLThroughMySQL skips"; }
 
 # Studio's browser tests drive Debian's chromium (internal/studio); without it they skip, saying so.
 test-deps-studio:
 	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium"; \
-		apt-get install -y chromium >/dev/null 2>&1 || \
-		{ apt-get update >/dev/null 2>&1 && apt-get install -y chromium >/dev/null 2>&1; } || \
+		./scripts/apt-install.sh chromium || \
 		echo "chromium could not be installed: the Studio browser tests skip"; }
 
 # The wire frontends' client libraries: mysqlclient (python3-mysqldb) and, from the lock file,
@@ -42,12 +44,10 @@ test-deps-studio:
 NODE_CLIENTS := internal/frontend/frontendtest/nodeclients
 test-deps-wire:
 	@/usr/bin/python3 -c 'import MySQLdb' 2>/dev/null || { echo "installing python3-mysqldb"; \
-		apt-get install -y python3-mysqldb >/dev/null 2>&1 || \
-		{ apt-get update >/dev/null 2>&1 && apt-get install -y python3-mysqldb >/dev/null 2>&1; } || \
+		./scripts/apt-install.sh python3-mysqldb || \
 		echo "python3-mysqldb could not be installed: the mysqlclient tests skip"; }
 	@command -v npm >/dev/null 2>&1 || { echo "installing nodejs and npm"; \
-		apt-get install -y nodejs npm >/dev/null 2>&1 || \
-		{ apt-get update >/dev/null 2>&1 && apt-get install -y nodejs npm >/dev/null 2>&1; } || \
+		./scripts/apt-install.sh nodejs npm || \
 		echo "npm could not be installed: the mysql2 and trino-client tests skip"; }
 	@test -d $(NODE_CLIENTS)/node_modules/mysql2 -a -d $(NODE_CLIENTS)/node_modules/trino-client || \
 		{ echo "installing node clients (mysql2, trino-client)"; \
@@ -67,8 +67,7 @@ test-deps-pgclients:
 	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
 	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then echo "installing$$missing"; \
-		apt-get install -y $$missing >/dev/null 2>&1 || \
-		{ apt-get update >/dev/null 2>&1 && apt-get install -y $$missing >/dev/null 2>&1; } || \
+		./scripts/apt-install.sh $$missing || \
 		echo "could not install$$missing: the pgwire client tests that need them fail, naming them"; fi
 	@[ -d $(PG_CLIENTS_DIR)/node_modules/pg ] || { echo "installing node-postgres (npm ci in $(PG_CLIENTS_DIR))"; \
 		(cd $(PG_CLIENTS_DIR) && npm ci --no-audit --no-fund >/dev/null 2>&1) || \
@@ -77,8 +76,7 @@ test-deps-pgclients:
 # promtool (Debian's prometheus package) checks the alert rules in deploy/observability.
 test-deps-ops:
 	@command -v promtool >/dev/null 2>&1 || { echo "installing prometheus (for promtool)"; \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 || \
-		{ apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1; } || \
+		./scripts/apt-install.sh --no-install-recommends prometheus || \
 		echo "prometheus could not be installed: TestPromtoolChecksRules skips"; }
 
 # Every database the tests create carries this run's tag; the run fails if one is left behind.

@@ -21,13 +21,12 @@ import (
 // with a request to spare) fills the control plane's API listener, here limited to 40
 // connections, so that another worker's heartbeats are refused and it is evicted:
 //
-//   - with held requests: 60 config long-polls at once, each on its own connection. Before,
-//     40 were held for the poll timeout (5 minutes at most) and the other worker's heartbeat got
-//     503 "too many connections"; now a worker holds at most HeldPerWorkerMax (4), the rest are
-//     answered 429 at once and their connections closed.
+//   - with held requests: 60 config long-polls at once, each on its own connection. A worker
+//     holds at most HeldPerWorkerMax (4); the rest are answered 429 at once and their
+//     connections closed, so the other worker's heartbeat is never refused 503.
 //   - with idle connections: 60 connections that each made one request (GET /health, which
-//     needs no credentials) and stay open. Before, they held the listener for the idle timeout
-//     (2 minutes); now a new connection at the limit takes the place of one quiet for 10 s.
+//     needs no credentials) and stay open. A new connection at the limit takes the place of one
+//     quiet for 10 s, rather than wait for the idle timeout (2 minutes).
 func TestOneWorkerCannotHoldTheControlPlanesConnections(t *testing.T) {
 	db := migratedDatabase(t)
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
@@ -135,9 +134,8 @@ func TestOneWorkerCannotHoldTheControlPlanesConnections(t *testing.T) {
 
 // TestWorkerTakesNoCapacityOfClustersItIsNotGiven: a zone=eu worker (its snapshot holds pg-eu
 // only) asks the real control plane for leases of pg-us, a cluster whose workerSelector wants
-// zone=us. Before, they were granted up to pg-us's cap and renewed for as long as it liked: one
-// worker could take every slot of another zone's cluster. Now 403 naming the cluster; its own
-// cluster's leases are granted as before.
+// zone=us. It gets 403 naming the cluster (granted, one worker could take every slot of another
+// zone's cluster); its own cluster's leases are granted.
 func TestWorkerTakesNoCapacityOfClustersItIsNotGiven(t *testing.T) {
 	db := migratedDatabase(t)
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}

@@ -12,8 +12,8 @@ import (
 
 // TestHTTPReclaimsQuietConnectionsAtTheLimit: a client fills the listener with connections it
 // leaves idle after one request (any client can: /health needs no credentials) and with
-// connections on which it never sends anything. Before, every other client was refused 503
-// until those idled out (2 minutes); now a new connection at the limit takes the place of the
+// connections on which it never sends anything. Rather than refuse every other client 503
+// until those idle out (2 minutes), a new connection at the limit takes the place of the
 // one quiet longest, once it has been quiet for reclaimQuietAfter. A connection with a request
 // in progress (a long-poll) is never taken.
 func TestHTTPReclaimsQuietConnectionsAtTheLimit(t *testing.T) {

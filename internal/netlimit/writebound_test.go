@@ -11,9 +11,8 @@ import (
 )
 
 // TestWriteBoundEndsAClientThatStopsReading: a client asks for a 64 MiB answer and never reads
-// it. Before, the handler blocked in its write for as long as the client kept the connection
-// (a goroutine and a connection slot for ever); now its write fails once it has made no
-// progress for the bound, and the connection is closed. A client that reads gets everything,
+// it. Its write fails once it has made no progress for the bound (rather than hold a goroutine
+// and a connection slot for as long as the client keeps the connection), and the connection is closed. A client that reads gets everything,
 // however long the whole answer takes, and its connection's next answer is not cut short by a
 // deadline left over.
 func TestWriteBoundEndsAClientThatStopsReading(t *testing.T) {

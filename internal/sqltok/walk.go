@@ -9,6 +9,20 @@ type Walker struct {
 	i    int
 }
 
+// FirstWord returns the first significant token's text if it is a keyword, "" otherwise: what
+// a reader checks before it copies the tokens into a Walker.
+func FirstWord(toks []Token) string {
+	for _, t := range toks {
+		if t.Significant() {
+			if t.Kind == Word {
+				return t.Text
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
 // NewWalker walks the significant tokens of toks.
 func NewWalker(toks []Token) *Walker {
 	w := &Walker{toks: make([]Token, 0, len(toks))}

@@ -59,8 +59,7 @@ func encoded(t *testing.T, snap *snapshot.WorkerSnapshotV1) []byte {
 // TestPeerCannotForgeAgeOrSwapASnapshot: whoever answers at a peer's address while the control
 // plane is down (a host that took the address over, a stale peerBootstrap entry, another
 // fleet's worker) offers a snapshot of its making: an engine endpoint of its own, a cap
-// changed. Before, any answer with a fresh QueryFlux-Confirmed-At header was installed, and the
-// worker had sent the answering party the worker secret itself. Now a copy is installed only
+// changed. A fresh QueryFlux-Confirmed-At header is not enough: a copy is installed only
 // with the control plane's confirmation of exactly its content (keyed by the worker secret),
 // recent by that confirmation's own time, and the secret never leaves the worker.
 func TestPeerCannotForgeAgeOrSwapASnapshot(t *testing.T) {

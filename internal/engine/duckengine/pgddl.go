@@ -68,7 +68,13 @@ func runAll(ctx context.Context, conn *sql.Conn, stmts []string, inTx bool) erro
 //
 // ok is false for anything else, DuckDB's to run or refuse.
 func expandDDL(q *query.Request) (stmts []string, tag string, ok bool, err error) {
-	r := sqltok.NewWalker(q.Analysis().Tokens)
+	toks := q.Analysis().Tokens
+	switch w := sqltok.FirstWord(toks); {
+	case strings.EqualFold(w, "drop"), strings.EqualFold(w, "truncate"), strings.EqualFold(w, "alter"):
+	default:
+		return nil, "", false, nil // most statements: not worth copying the tokens
+	}
+	r := sqltok.NewWalker(toks)
 	switch {
 	case r.Word("drop"):
 		return expandDrop(r)

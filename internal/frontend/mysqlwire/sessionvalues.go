@@ -14,14 +14,14 @@ import (
 // statement as a literal before it is routed:
 //
 //   - @@name (@@session.name, @@global.name) of a variable the frontend answers (variable):
-//     SELECT @@version alone is answered without an engine (selectVars), but Connector/J's
-//     start-up SELECT (a comment first) or SELECT VERSION(), @@version reached the engine,
-//     DuckDB's parser error;
-//   - VERSION(): the version @@version and the handshake announce (DuckDB said v1.1.3);
+//     SELECT @@version alone is answered without an engine (selectVars); this covers the rest,
+//     such as Connector/J's start-up SELECT (a comment first) or SELECT VERSION(), @@version,
+//     which DuckDB cannot parse;
+//   - VERSION(): the version @@version and the handshake announce (not DuckDB's own);
 //   - CONNECTION_ID(): this session's id, the one KILL takes (an engine's would be of its own
 //     connection, which a pooled session does not keep);
 //   - USER(), SESSION_USER(), SYSTEM_USER(), CURRENT_USER[()]: the client's user@host as MySQL
-//     shows them (DuckDB said duckdb; a relayed engine would name the cluster's account).
+//     shows them (not DuckDB's "duckdb", nor the cluster's account a relayed engine would name).
 //
 // A value that is a whole select item keeps the item's text as its column's name, as MySQL
 // names it (`@@version`, `VERSION()`). Strings, quoted names and comments are left alone,

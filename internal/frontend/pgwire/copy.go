@@ -38,19 +38,10 @@ type copySource struct {
 // STDIN (the engine reads the data through a copySource) or TO STDOUT (the rows are written as
 // COPY data here). ok is false for anything else.
 func copyStatement(req *query.Request) (st pgcopy.Statement, ok bool, err error) {
-	if t := firstToken(req); t.Kind != sqltok.Word || !strings.EqualFold(t.Text, "copy") {
+	if !strings.EqualFold(sqltok.FirstWord(req.Analysis().Tokens), "copy") {
 		return st, false, nil
 	}
 	return pgcopy.Parse(req)
-}
-
-func firstToken(req *query.Request) sqltok.Token {
-	for _, t := range req.Analysis().Tokens {
-		if t.Significant() {
-			return t
-		}
-	}
-	return sqltok.Token{}
 }
 
 func (s *copySource) Start(columns *arrow.Schema) error {
