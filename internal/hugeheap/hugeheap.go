@@ -9,7 +9,8 @@
 // "madvise" (a common default) gives them only to memory advised MADV_HUGEPAGE.
 //
 // Reserve allocates byte slices (the runtime maps fresh pages for them and does not touch them),
-// advises their range MADV_HUGEPAGE, and lets them go, collecting them at once: the runtime then
+// advises their range MADV_HUGEPAGE, and lets them go, collecting them and handing their pages
+// back to the kernel at once (the runtime counts none of them as memory it holds): the runtime then
 // carves its later spans, objects and goroutine stacks alike, out of those pages, lowest
 // addresses first. The advice stays with the range for the life of the process. Where the
 // kernel's setting is "never", nothing changes but the collection; where the system is not
@@ -22,6 +23,7 @@ package hugeheap
 
 import (
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"unsafe"
 )
@@ -44,8 +46,10 @@ func Reserve(n int) int {
 	runtime.KeepAlive(held)
 	held = nil
 	// The slices were allocated live: collect them now, or the next cycles would reckon their
-	// goal with them and let the heap grow by n before collecting again.
-	runtime.GC()
+	// goal with them and let the heap grow by n before collecting again; and hand their pages
+	// back (never touched, they cost nothing to drop), or the runtime would count them as memory
+	// it holds until its scavenger got to them. The advice stays with the range.
+	debug.FreeOSMemory()
 	return advised
 }
 
