@@ -23,11 +23,15 @@ build:
 test: test-deps tidy unit fuzz determinism
 
 # Test clients that do not come with the database servers: PyMySQL (Debian's python3-pymysql, for
-# the MySQL wire's autocommit test). Without apt (or root) the test that needs it skips, saying so.
+# the MySQL wire's autocommit test) and SQLAlchemy (python3-sqlalchemy, its reflection on PostgreSQL).
+# Without apt (or root) the test that needs it skips, saying so.
 test-deps: test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio
 	@/usr/bin/python3 -c 'import pymysql' 2>/dev/null || { echo "installing python3-pymysql"; \
 		./scripts/apt-install.sh python3-pymysql || \
 		echo "python3-pymysql could not be installed: TestPyMySQLDefaultAutocommitOff skips"; }
+	@/usr/bin/python3 -c 'import sqlalchemy' 2>/dev/null || { echo "installing python3-sqlalchemy"; \
+		./scripts/apt-install.sh python3-sqlalchemy || \
+		echo "python3-sqlalchemy could not be installed: TestSQLAlchemyReflectsPostgreSQLThroughMySQL skips"; }
 
 # Studio's browser tests drive Debian's chromium (internal/studio); without it they skip, saying so.
 test-deps-studio:

@@ -12,10 +12,14 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/gcfloor"
+	"github.com/queryflux/queryflux/internal/hugeheap"
 	"github.com/queryflux/queryflux/scenarios"
 	"github.com/queryflux/queryflux/sim"
 	"github.com/queryflux/queryflux/sim/workload"
 )
+
+// The benchmarks' heap is advised for huge pages as qfsim's is; first, as Reserve needs.
+func init() { hugeheap.Reserve(sim.HugeHeap) }
 
 // BenchmarkTaskSwitch measures scheduling decisions per second: 100 tasks on one node each
 // sleeping 1ms in a loop, so every step is a coroutine switch into a task and back.
@@ -151,7 +155,8 @@ checks:
 // last run keeps plan-fleet's caps at 3,000 workers for 12 virtual seconds (three times over
 // capacity: every waiting worker asks again every 50 ms), for its CPU per virtual second; it has
 // no goal. Each run is one command: qfsim run scenarios/plan-fleet.yaml --workers N [--cap C]
-// [--duration D], and runs with the collector's headroom floor qfsim keeps (sim.GCFloor).
+// [--duration D], and runs with the collector's headroom floor qfsim keeps (sim.GCFloor) and its
+// heap advised for huge pages as qfsim's is (sim.HugeHeap).
 func BenchmarkPlanFleet(b *testing.B) {
 	sc, err := scenarios.Load("../scenarios/plan-fleet.yaml")
 	if err != nil {

@@ -33,15 +33,24 @@ import (
 )
 
 // GCFloor is the headroom qfsim and BenchmarkPlanFleet give the garbage collector
-// (gcfloor.Start): a cycle no sooner than 32 MB of allocation after the last, so a small live
-// heap (a fleet booting) is not collected every few megabytes. It was 128 MB; but every byte of
-// headroom is memory the process touches for the first time, and on the runner's thread a first
-// touch is a page fault: a 1,000-worker plan-fleet run (about 35 MB live, 165 MB allocated)
-// ran with one collection and 56,000 page faults at 128 MB, and spent 22 % more CPU on the
-// runner's thread than at 32 MB (31,000 page faults, the collections' marking on the other
-// core): RESULTS.md, "Simulator at 1,000 workers (#22, session 20)". A fleet whose live heap
-// is above the floor (1,000 workers already) keeps GOGC=100.
-const GCFloor = 32 << 20
+// (gcfloor.Start): a cycle no sooner than 64 MB of allocation after the last, so a small live
+// heap (a fleet booting) is not collected every few megabytes. Every byte of headroom is memory
+// the process touches for the first time; with 4 KB pages each first touch was a page fault on
+// the runner's thread, and 32 MB ran fastest (RESULTS.md, "Simulator at 1,000 workers (#22,
+// session 20)"). With the heap on huge pages (HugeHeap) the faults are few whatever the floor,
+// and a 1,000-worker plan-fleet run (about 35 MB live) spends about 13 % less CPU on the
+// runner's thread at 64 MB than at 32 (fewer cycles, so fewer assists and write barriers), for
+// a higher peak (200 against 165 KB per worker): RESULTS.md, "Simulator at 1,000 workers (#22,
+// 2026-12-04, session 22, sim)". A fleet whose live heap is above the floor (10,000 workers)
+// keeps GOGC=100.
+const GCFloor = 64 << 20
+
+// HugeHeap is how much of its heap qfsim and BenchmarkPlanFleet advise for transparent huge
+// pages at their start (hugeheap.Reserve; at most an eighth of the machine's memory): enough
+// for a 10,000-worker fleet's peak (about 1.1 GB). A 1,000-worker plan-fleet run took 31,000
+// page faults with 4 KB pages, 3,300 with huge pages, and about 30 % less CPU on the runner's
+// thread: RESULTS.md, "Simulator at 1,000 workers (#22, session 22, sim)".
+const HugeHeap = 2 << 30
 
 // DefaultStart is the fixed instant virtual time starts at, so traces and logs are stable.
 var DefaultStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -163,12 +163,15 @@ func NewMemory(maxRecords int) *Memory {
 // slot is the record in slot i (< n, or n when append makes room for it).
 func (m *Memory) slot(i int) *Record { return &m.chunks[i/memChunk][i%memChunk] }
 
-// append puts r in the next free slot (n < max), making its chunk when it is the first.
-func (m *Memory) append(r Record) {
+// append puts r's canonical form in the next free slot (n < max), making its chunk when it is
+// the first.
+func (m *Memory) append(r *Record) {
 	if m.n%memChunk == 0 {
 		m.chunks = append(m.chunks, make([]Record, min(memChunk, m.max-m.n)))
 	}
-	*m.slot(m.n) = r
+	s := m.slot(m.n)
+	*s = *r
+	s.canonicalize()
 	m.n++
 }
 
@@ -178,9 +181,10 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 	defer m.mu.Unlock()
 	inserted := 0
 	var foreign []string
-	for _, r := range recs {
-		if i, held := m.ids[r.QueryID]; held {
-			if m.slot(int(i)).Worker != r.Worker {
+	for i := range recs {
+		r := &recs[i] // a record is large: copied once, into its slot
+		if slot, held := m.ids[r.QueryID]; held {
+			if m.slot(int(slot)).Worker != r.Worker {
 				foreign = append(foreign, r.QueryID)
 			}
 			continue
@@ -188,12 +192,13 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 		inserted++
 		if m.n < m.max {
 			m.ids[r.QueryID] = int32(m.n)
-			m.append(r.Canonical())
+			m.append(r)
 			continue
 		}
 		old := m.slot(m.head)
 		delete(m.ids, old.QueryID)
-		*old = r.Canonical()
+		*old = *r
+		old.canonicalize()
 		m.ids[r.QueryID] = int32(m.head)
 		m.head = (m.head + 1) % m.max
 	}

@@ -12,7 +12,7 @@
 //     still running (confirmed), for up to confirmWait.
 //   - MySQL, MariaDB, StarRocks: KILL QUERY of every statement whose text starts with the tag's
 //     comment in SHOW FULL PROCESSLIST, until none is left (confirmed), for up to confirmWait.
-//     Statements with arguments (prepared) carry no tag: they are not found.
+//     A statement with arguments is prepared with the comment: the list shows it as it executes.
 //   - DuckDB: embedded in each worker process, so a worker's queries end or freeze with it:
 //     nothing else to stop (confirmed at once).
 //   - Other engines cannot be asked yet: not confirmed, and the control plane frees the slots

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/mysqlshow"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
@@ -264,7 +265,7 @@ var castTypes = map[string]string{"text": "VARCHAR", "name": "VARCHAR", `"char"`
 	"int2vector": "VARCHAR", "oidvector": "VARCHAR", "xid": "BIGINT", "cid": "BIGINT", "tid": "VARCHAR"}
 
 // compatRequest is q with its SQL rewritten by pgCompat and showTimeout, or for a MySQL
-// client's by mysqlShow or mysqlCompat (q itself when nothing changed); db is the engine's
+// client's by mysqlshow or mysqlCompat (q itself when nothing changed); db is the engine's
 // database, what a MySQL client's SHOW TABLES names when it chose none. The error refuses a
 // MySQL SHOW this engine does not answer.
 func compatRequest(q *query.Request, db string) (*query.Request, error) {
@@ -272,8 +273,8 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 	s := pgCompat(q)
 	if isMySQL(q) {
 		show, ok, err := "", false, error(nil)
-		if sqltok.FirstKeywordIs(s, sqltok.MySQL, "show", "describe", "desc", "explain") {
-			show, ok, err = mysqlShow(s, cmp.Or(q.Database, db))
+		if mysqlshow.IsCatalogStatement(s) {
+			show, ok, err = mysqlshow.SQL(s, cmp.Or(q.Database, db), duckCatalog{})
 		}
 		switch {
 		case err != nil:

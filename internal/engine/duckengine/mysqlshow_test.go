@@ -1,12 +1,11 @@
 package duckengine_test
 
 import (
-	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 
+	"github.com/queryflux/queryflux/internal/engine/enginetest"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
@@ -15,35 +14,7 @@ import (
 // value as the Arrow text of it.
 func mysqlRows(t *testing.T, e query.Engine, stmt string, args ...any) ([]string, [][]string, error) {
 	t.Helper()
-	ctx := context.Background()
-	rows, err := e.Execute(ctx, &query.Request{SQL: stmt, Args: args, Protocol: query.ProtocolMySQL})
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	var names []string
-	if rows.Schema() != nil {
-		for _, f := range rows.Schema().Fields() {
-			names = append(names, f.Name)
-		}
-	}
-	var out [][]string
-	for {
-		b, err := rows.Next(ctx)
-		if err == io.EOF {
-			return names, out, nil
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		for i := range int(b.NumRows()) {
-			var row []string
-			for c := range int(b.NumCols()) {
-				row = append(row, b.Column(c).ValueStr(i))
-			}
-			out = append(out, row)
-		}
-	}
+	return enginetest.TextRows(e, &query.Request{SQL: stmt, Args: args, Protocol: query.ProtocolMySQL})
 }
 
 // TestMySQLCatalogStatementsOnDuckDB: the forms of MySQL's catalog statements (FROM and IN,

@@ -145,7 +145,7 @@ func (r *rows) abandoned(ctx context.Context) bool {
 }
 
 func (r *rows) executePrepared(ctx context.Context, result *mysql.Result) error {
-	st, err := r.conn.Prepare(r.q.SQL)
+	st, err := r.conn.Prepare(tagged(ctx, r.q.SQL))
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,8 @@ type StmtParams struct {
 // closed and prepared again as they come (MySQL's max_prepared_stmt_count is per server).
 const stmtsPerConnMax = 128
 
-// stmtCache is one connection's prepared statements, by SQL text.
+// stmtCache is one connection's prepared statements, by SQL text as prepared: with its lease's
+// tag, so a statement runs prepared anew under each lease that a connection serves.
 type stmtCache map[string]*client.Stmt
 
 // ExecuteRaw runs q.SQL as a prepared statement with p on a pooled connection (in q's
@@ -42,7 +43,7 @@ func (e *Engine) ExecuteRaw(ctx context.Context, q *query.Request, p StmtParams)
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.prepared(c, q.SQL)
+	st, err := e.prepared(c, tagged(ctx, q.SQL))
 	if err == nil && st.ParamNum() != p.Count {
 		err = &query.Error{Code: sqlstate.MySQLGeneralError, Message: fmt.Sprintf("the statement takes %d parameters, the client sent %d (MySQL error %d)", st.ParamNum(), p.Count, mysql.ER_WRONG_ARGUMENTS)}
 	}

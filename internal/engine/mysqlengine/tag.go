@@ -12,7 +12,8 @@ import (
 // A statement run under a capacity lease starts with a comment naming the lease's tag
 // (query.EngineTag of its context), so that it shows in the server's processlist while it runs:
 // the control plane's engine fence finds it there and kills it if it reclaims the lease.
-// Statements with arguments run as prepared statements and are not tagged. The comment is
+// Statements with arguments are prepared with the comment, which the process list shows while
+// they execute (MySQL and MariaDB show a prepared statement's text). The comment is
 // written here only: by tagged, AppendTag (the raw and event-loop paths) and tagPrefix (the
 // fence's look-up), so the fence always looks for what the statements carry.
 const tagOpen, tagClose = "/* ", " */ "

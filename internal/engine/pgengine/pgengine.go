@@ -47,6 +47,7 @@ type Engine struct {
 	// clients) varies too much to be worth a prepared-statement cache entry each.
 	argsFreeMode pgx.QueryExecMode
 	raw          *rawPool // the relay's connections (raw.go)
+	database     string   // what a MySQL client's SHOW TABLES names when it chose no database
 	shapes       shapes   // the results' schemas and decoders (shapes.go)
 }
 
@@ -92,7 +93,8 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	raw := newRawPool(rawCfg)
 	conns.reclaim = func() bool { return raw.closeIdle() || closeIdlePgx(pool) }
 	raw.mustWait = func() bool { return conns.spent() && pool.Stat().IdleConns() == 0 }
-	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, raw: raw, shapes: newShapes()}, nil
+	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, raw: raw, shapes: newShapes(),
+		database: cfg.ConnConfig.Database}, nil
 }
 
 // cancelOnServer is what a pooled connection does when the context of its statement ends: it
@@ -250,7 +252,7 @@ func (s *session) Close() error {
 	return nil
 }
 
-func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (query.Rows, error) {
+func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ query.Rows, err error) {
 	args := make([]any, 0, len(q.Args)+2)
 	args = append(args, binaryOIDs)
 	if len(q.Args) == 0 {
@@ -263,7 +265,17 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (que
 	if stop == nil {
 		ctx, stop = context.WithCancel(ctx)
 	}
-	rows, err := db.Query(ctx, numberedParams(q), args...)
+	sqlText, isShow, err := showSQL(q, e.database)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	if isShow {
+		defer func() { err = showError(err) }()
+	} else {
+		sqlText = numberedParams(q)
+	}
+	rows, err := db.Query(ctx, sqlText, args...)
 	if err != nil {
 		err = cancelledOr(ctx, err) // before stop, which would make every error a cancellation
 		stop()

@@ -5,16 +5,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/duckengine"
-	"github.com/queryflux/queryflux/internal/engine/pgengine"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
-	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
 // What MySQL clients and ORMs ask at connect and for reflection, answered on the embedded
@@ -183,17 +180,7 @@ func TestMySQLSessionValuesAsMariaDB(t *testing.T) {
 // frontend answers is the same (SHOW VARIABLES, VERSION(), USER(), @@name in a statement) and
 // the engine runs the rest: a session value in a PostgreSQL expression is a literal there.
 func TestMySQLSessionValuesOnPostgreSQL(t *testing.T) {
-	u, err := url.Parse(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := pgengine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: u.Host,
-		Database: strings.TrimPrefix(u.Path, "/"), User: u.User.Username(), Options: map[string]string{"sslmode": "disable"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	f := serveCore(t, "pg", eng, coreSetup{})
+	f := pgCluster(t)
 	me := fmt.Sprintf(`"%s@127.0.0.1"`, testUser)
 	steps := []sessionStep{
 		{SQL: "SHOW VARIABLES LIKE 'sql_mode'", want: `[["sql_mode",""]]`},

@@ -305,7 +305,7 @@ func (c *conn) dispatch(msg pgproto3.FrontendMessage) error {
 	if sql, want := c.wantsWire(msg); want && c.wire == nil {
 		opened := false
 		var err error
-		if preparesOnly(msg, sql) && executesNothing(c.cr.ahead) {
+		if preparesOnly(msg, sql) && c.executesNothing() {
 			opened, err = c.openPrepareWire(sql) // no slot: the batch executes nothing
 		}
 		if !opened && err == nil {

@@ -5,3 +5,6 @@ func MessagesHeldWhole() int64 { return messagesHeldWhole.Load() }
 
 // MayHoldSessionState is the event loop's first look at a statement (pooling.go).
 var MayHoldSessionState = mayHoldSessionState
+
+// PreparesAwaitingSync is how many prepares wait for the rest of their batch (prepareBatch).
+func PreparesAwaitingSync() int64 { return preparesAwaitingSync.Load() }

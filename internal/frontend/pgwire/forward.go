@@ -145,8 +145,8 @@ func (c *conn) wantsWire(msg pgproto3.FrontendMessage) (string, bool) {
 // connection without a slot (proxy.Core.OpenPrepareWire); the batch is forwarded to it as it is
 // (PostgreSQL's own answers, with the client's startup settings applied), and the connection
 // goes back at the batch's end. The statement is prepared again where it runs, as ensure does
-// for a statement of an earlier transaction. A batch not all read yet (its Sync not in what the
-// client sent) opens a wire with a slot, as before.
+// for a statement of an earlier transaction. A batch not all read yet is waited for, holding
+// nothing (prepareBatch): the client has asked for no answer until it sends a Sync or a Flush.
 
 // preparesOnly reports whether msg, a transaction's first message, may start a batch that
 // executes nothing: a Parse (but one of a statement that changes session state or deallocates,
@@ -161,29 +161,63 @@ func preparesOnly(msg pgproto3.FrontendMessage, sql string) bool {
 	return false
 }
 
-// executesNothing reports whether the client's messages in ahead, up to a Sync, are only
-// Parse, Describe or Close of a statement, and Flush.
-func executesNothing(ahead []byte) bool {
+// prepareBatch reads the client's messages in ahead, up to a Sync: nothing is true when they
+// are only Parse, Describe or Close of a statement, and Flush. known is false when ahead ends
+// before the batch shows what it is and the client awaits no answer (its last message is not a
+// Flush): more of it is on its way.
+func prepareBatch(ahead []byte) (nothing, known bool) {
+	flushed := false
 	for len(ahead) >= 5 {
 		n := 1 + int(binary.BigEndian.Uint32(ahead[1:5]))
-		if n < 5 || n > len(ahead) {
-			return false
+		if n < 5 {
+			return false, true
 		}
+		if n > len(ahead) {
+			break
+		}
+		flushed = ahead[0] == 'H'
 		switch ahead[0] {
 		case 'S':
-			return true
+			return true, true
 		case 'P', 'H':
 		case 'D', 'C':
 			if n < 6 || ahead[5] != 'S' {
-				return false
+				return false, true
 			}
 		default:
-			return false
+			return false, true
 		}
 		ahead = ahead[n:]
 	}
-	return false
+	return false, len(ahead) == 0 && flushed
 }
+
+// prepareAheadMax bounds what a prepare batch may send ahead while its Sync is waited for;
+// past it, the batch opens a wire with a slot.
+const prepareAheadMax = 1 << 20
+
+// executesNothing reports whether the batch a prepare starts executes nothing, reading the
+// client's messages until that is known (they stay ahead, for dispatch). A client gone before
+// its batch showed what it is executes nothing more: the next receive ends its connection.
+func (c *conn) executesNothing() bool {
+	for {
+		nothing, known := prepareBatch(c.cr.ahead)
+		switch {
+		case known:
+			return nothing
+		case c.cr.err != nil:
+			return true
+		case len(c.cr.ahead) > prepareAheadMax:
+			return false
+		}
+		preparesAwaitingSync.Add(1)
+		c.cr.fill(len(c.cr.ahead) + 1)
+		preparesAwaitingSync.Add(-1)
+	}
+}
+
+// preparesAwaitingSync counts prepares waiting for more of their batch, for tests to wait on.
+var preparesAwaitingSync atomic.Int64
 
 // prepareWireBackend is a backend that opens an engine connection for a prepare without a
 // slot (proxy.Core).

@@ -4,13 +4,18 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
+	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -122,5 +127,94 @@ func waitQueued(t *testing.T, core *proxy.Core, n int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d queries queued, want %d", core.Queued("main"), n)
 		}
+	}
+}
+
+// TestPrepareAwaitingSyncTakesNoSlot: a client that sends a Parse and stalls before its batch's
+// Sync holds no slot. On a PostgreSQL cluster of cap 1, another client's query runs while the
+// Parse waits (before: the Parse opened a wire with the slot, and the query waited until the
+// stalled client's Sync, or failed after its capacity wait); the stalled batch, once whole, is
+// answered as PostgreSQL answers it and its statement then runs. With the event loop and
+// without it.
+func TestPrepareAwaitingSyncTakesNoSlot(t *testing.T) {
+	for name, noLoop := range map[string]bool{"loop": false, "goroutine": true} {
+		t.Run(name, func(t *testing.T) {
+			e, _ := pgEngine(t)
+			core := proxy.New(proxy.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry()})
+			rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
+				Clusters: []proxy.ClusterSpec{{Name: "pg", Enabled: true, MaxRunningQueries: 1, Engine: e}},
+				Groups: []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: "pg"}}, MaxQueuedQueries: 10,
+					CapacityWaitTimeout: 20 * time.Second, PoolMode: proxy.PoolModeTransaction}},
+				Fallback: "main",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			core.Activate(rt)
+			addr := startServer(t, core, pgwire.Options{TrustUsers: []string{"*"}, NoEventLoop: noLoop})
+			host, port, _ := net.SplitHostPort(addr)
+			portNum, _ := strconv.Atoi(port)
+			_, stalled := rawClient(t, pgclienttest.DSN{Host: host, Port: portNum, User: "u", Database: "db"})
+			other := connect(t, "postgres://u@"+addr+"/db?sslmode=disable")
+			ctx := context.Background()
+
+			before := pgwire.PreparesAwaitingSync()
+			stalled.Send(&pgproto3.Parse{Name: "s1", Query: "select $1::int4 * 2 as n"})
+			if err := stalled.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			// The server has read the Parse when it waits for the batch's rest, or (the fault this
+			// test catches) when the Parse took the slot.
+			for deadline := time.Now().Add(20 * time.Second); pgwire.PreparesAwaitingSync() == before && core.Running("pg") == 0; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the server never read the Parse")
+				}
+			}
+			if n := core.Running("pg"); n != 0 {
+				t.Fatalf("a Parse awaiting its Sync: %d running, want 0", n)
+			}
+			var got int
+			if err := other.QueryRow(ctx, "select 7", pgx.QueryExecModeSimpleProtocol).Scan(&got); err != nil || got != 7 {
+				t.Fatalf("another client's query while a Parse awaits its Sync: %d, %v", got, err)
+			}
+
+			stalled.Send(&pgproto3.Describe{ObjectType: 'S', Name: "s1"})
+			stalled.Send(&pgproto3.Sync{})
+			stalled.Send(&pgproto3.Bind{PreparedStatement: "s1", Parameters: [][]byte{[]byte("21")}})
+			stalled.Send(&pgproto3.Execute{})
+			stalled.Send(&pgproto3.Sync{})
+			if err := stalled.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			var seen []string
+			for ready := 0; ready < 2; {
+				msg, err := stalled.Receive()
+				if err != nil {
+					t.Fatalf("after %q: %v", seen, err)
+				}
+				switch m := msg.(type) {
+				case *pgproto3.ReadyForQuery:
+					ready++
+					seen = append(seen, "Z")
+				case *pgproto3.ParseComplete:
+					seen = append(seen, "1")
+				case *pgproto3.ParameterDescription:
+					seen = append(seen, fmt.Sprint("t", m.ParameterOIDs))
+				case *pgproto3.RowDescription:
+					seen = append(seen, "T "+string(m.Fields[0].Name))
+				case *pgproto3.BindComplete:
+					seen = append(seen, "2")
+				case *pgproto3.DataRow:
+					seen = append(seen, "D "+string(m.Values[0]))
+				case *pgproto3.CommandComplete:
+					seen = append(seen, "C "+string(m.CommandTag))
+				case *pgproto3.ErrorResponse:
+					seen = append(seen, "E "+m.Message)
+				}
+			}
+			if got, want := strings.Join(seen, ","), "1,t[23],T n,Z,2,D 42,C SELECT 1,Z"; got != want {
+				t.Errorf("the stalled batch, then its execution: %s, want %s", got, want)
+			}
+		})
 	}
 }
