@@ -136,12 +136,15 @@ func NewMemory(maxRecords int) *Memory {
 // slot is the record in slot i (< n, or n when append makes room for it).
 func (m *Memory) slot(i int) *Record { return &m.chunks[i/memChunk][i%memChunk] }
 
-// append puts r in the next free slot (n < max), making its chunk when it is the first.
-func (m *Memory) append(r Record) {
+// append puts r's canonical form in the next free slot (n < max), making its chunk when it is
+// the first.
+func (m *Memory) append(r *Record) {
 	if m.n%memChunk == 0 {
 		m.chunks = append(m.chunks, make([]Record, min(memChunk, m.max-m.n)))
 	}
-	*m.slot(m.n) = r
+	s := m.slot(m.n)
+	*s = *r
+	s.canonicalize()
 	m.n++
 }
 
@@ -150,7 +153,8 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	inserted := 0
-	for _, r := range recs {
+	for i := range recs {
+		r := &recs[i] // a record is large: copied once, into its slot
 		// One map operation, not a lookup and then an insert: the map holds a full store's
 		// 100,000 ids, and each operation on it is a hash and, mostly, a cache miss.
 		held := len(m.ids)
@@ -160,12 +164,13 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 		}
 		inserted++
 		if m.n < m.max {
-			m.append(r.Canonical())
+			m.append(r)
 			continue
 		}
 		old := m.slot(m.head)
 		delete(m.ids, old.QueryID)
-		*old = r.Canonical()
+		*old = *r
+		old.canonicalize()
 		m.head = (m.head + 1) % m.max
 	}
 	if len(m.ids) != m.n {

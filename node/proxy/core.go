@@ -92,7 +92,7 @@ type Core struct {
 	open invariants.Ledger
 
 	mu         sync.Mutex
-	running    map[string]int      // cluster -> slots this node holds
+	running    map[string]*int     // cluster -> slots this node holds (runningOf): one lookup a change
 	queues     map[string][]uint64 // group -> tickets of waiting queries, oldest first
 	userQueued map[string]int      // user -> queries waiting, over all groups
 	tickets    uint64
@@ -116,7 +116,7 @@ func New(opts Options) *Core {
 		cache:      newResultCache(cacheBound(opts.CacheMaxBytes)),
 		locality:   opts.Locality,
 		changed:    opts.Env.NewSignal(),
-		running:    map[string]int{},
+		running:    map[string]*int{},
 		queues:     map[string][]uint64{},
 		userQueued: map[string]int{},
 	}
@@ -211,7 +211,20 @@ func (c *Core) Runtime() *Runtime { return c.active.Load() }
 func (c *Core) Running(cluster string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.running[cluster]
+	if n := c.running[cluster]; n != nil {
+		return *n
+	}
+	return 0
+}
+
+// runningOf is cluster's running count, made at its first slot; under c.mu.
+func (c *Core) runningOf(cluster string) *int {
+	n := c.running[cluster]
+	if n == nil {
+		n = new(int)
+		c.running[cluster] = n
+	}
+	return n
 }
 
 // Queued is the number of queries waiting for a slot in group.
@@ -297,8 +310,9 @@ func (a *Admission) release() bool {
 	c := a.core
 	a.slot.Release()
 	c.mu.Lock()
-	c.running[a.Cluster]--
-	running := c.running[a.Cluster]
+	n := c.runningOf(a.Cluster)
+	*n--
+	running := *n
 	// Only queued queries wait for changed. One that enqueues after this check tries the
 	// members after it (so after the release above) and sees the freed slot itself.
 	waiting := len(c.queues) > 0
@@ -571,8 +585,9 @@ func (c *Core) tryMembers(ctx context.Context, g *group, take func(context.Conte
 				return slot, m.cluster, nil // counted in c.running by coreCount, within the cap
 			}
 			c.mu.Lock()
-			c.running[m.cluster.name]++
-			running := c.running[m.cluster.name]
+			n := c.runningOf(m.cluster.name)
+			*n++
+			running := *n
 			c.mu.Unlock()
 			if invariants.Enabled() && running > m.cluster.cap {
 				invariants.Fail("proxy: %d queries running on cluster %s, over its cap %d: the guard granted past its limit", running, m.cluster.name, m.cluster.cap)
