@@ -7,7 +7,12 @@
 # switches per transaction), perf (perf record -g of the whole process, kernel included, to
 # $OUT.perf; scripts/perffold.py reads it per function), pprof (a CPU profile from a -tags
 # benchpprof build to $OUT.prof), plain. OUT defaults to /tmp/passprobe; the database is
-# qf_passprobe (made with pgbench -i when missing).
+# qf_passprobe (made with pgbench -i when missing). RELAY=PATH runs a benchrelay binary built
+# elsewhere (another commit's) as loop-relay. MODE cg runs the target under valgrind's callgrind
+# (GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off: callgrind fails on Go's preemption signals and RDTSCP), counting from the end of
+# the warm-up to the end of the run: user-space instructions per transaction, which the machine's
+# load does not change (this VM has no hardware counters for perf), to $OUT.cg; callgrind_annotate
+# reads it per function. Under callgrind a target runs ~50x slower, so its waits differ.
 set -euo pipefail
 BIN=$1 SECS=$2 MODE=${3:-plain} OUT=${OUT:-/tmp/passprobe}
 DB=qf_passprobe
@@ -19,15 +24,24 @@ if ! psql -qAt -h 127.0.0.1 -U postgres -d "$DB" -c "select 1 from pgbench_accou
 fi
 PG=$(freeport) AD=$(freeport) PP=$(freeport) MY=$(freeport)
 TMP=$(mktemp -d /tmp/passprobe.XXXX)
+WRAP=()
+if [ "$MODE" = cg ]; then
+	export GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off
+	rm -f "$OUT.cg"
+	WRAP=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT.cg" --log-file="$TMP/vg.log")
+fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-[ "$BIN" = loop-relay ] && (cd "$ROOT" && go build -o "$TMP/benchrelay" ./scripts/benchrelay)
+if [ "$BIN" = loop-relay ]; then
+	if [ -n "${RELAY:-}" ]; then cp "$RELAY" "$TMP/benchrelay"; else (cd "$ROOT" && go build -o "$TMP/benchrelay" ./scripts/benchrelay); fi
+fi
 if [ "$BIN" = pgbouncer ]; then
 	printf '[databases]\n%s = host=127.0.0.1 port=5432 dbname=%s user=postgres\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = %s\nunix_socket_dir =\nauth_type = trust\nauth_file = %s\npool_mode = transaction\nmax_client_conn = 200\ndefault_pool_size = 16\nlogfile = %s\n' "$DB" "$DB" "$PG" "$TMP/userlist.txt" "$TMP/pgb.log" >"$TMP/pgb.ini"
 	echo '"postgres" ""' >"$TMP/userlist.txt"
 	chmod 755 "$TMP"; chmod 644 "$TMP/pgb.ini" "$TMP/userlist.txt"; touch "$TMP/pgb.log"; chmod 666 "$TMP/pgb.log"
-	pgbouncer -u postgres "$TMP/pgb.ini" >"$TMP/log" 2>&1 &
+	[ "$MODE" = cg ] && touch "$OUT.cg" && chmod 666 "$OUT.cg"
+	"${WRAP[@]}" pgbouncer -u postgres "$TMP/pgb.ini" >"$TMP/log" 2>&1 &
 elif [ "$BIN" = loop-relay ]; then
-	"$TMP/benchrelay" -loop -listen 127.0.0.1:$PG -upstream 127.0.0.1:5432 >$TMP/log 2>&1 &
+	"${WRAP[@]}" "$TMP/benchrelay" -loop -listen 127.0.0.1:$PG -upstream 127.0.0.1:5432 >$TMP/log 2>&1 &
 else
 cat >$TMP/c.yaml <<YAML
 queryflux:
@@ -45,15 +59,16 @@ routers:
   - {type: protocolBased, postgres: pg}
 routingFallback: pg
 YAML
-QUERYFLUX_PPROF=127.0.0.1:$PP $BIN serve --config $TMP/c.yaml >$TMP/log 2>&1 &
+QUERYFLUX_PPROF=127.0.0.1:$PP "${WRAP[@]}" $BIN serve --config $TMP/c.yaml >$TMP/log 2>&1 &
 fi
 PID=$!
 trap 'kill $PID 2>/dev/null' EXIT
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$PG) 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/$PG) 2>/dev/null && break; sleep 0.1; done
 if [ "${WARM:-3}" -gt 0 ]; then pgbench -n -S -c 8 -j 2 -T ${WARM:-3} -h 127.0.0.1 -p $PG -U postgres $DB >/dev/null 2>&1; fi
 ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/$1/stat; }
 t0=$(ticks $PID)
 case $MODE in
+cg) callgrind_control -i on $PID >/dev/null; SP= ;;
 stat) perf stat -e 'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_getpid,syscalls:sys_enter_tgkill,syscalls:sys_enter_sched_yield,syscalls:sys_enter_madvise,syscalls:sys_enter_mmap,context-switches' -p $PID -o $OUT.stat -- sleep $((SECS-1)) & SP=$! ;;
 pprof) (sleep 1; curl -s -o $OUT.prof "http://127.0.0.1:$PP/debug/pprof/profile?seconds=$((SECS-2))") & SP=$! ;;
 perf) perf record -g -o $OUT.perf -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
@@ -61,6 +76,7 @@ perf) perf record -g -o $OUT.perf -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 &
 esac
 res=$(pgbench -n -S -c 8 -j 2 -T $SECS -h 127.0.0.1 -p $PG -U postgres $DB 2>&1)
 t1=$(ticks $PID)
+[ "$MODE" = cg ] && callgrind_control -i off $PID >/dev/null && callgrind_control -d $PID >/dev/null
 [ -n "$SP" ] && wait $SP || true
 tps=$(echo "$res" | awk '/^tps/{print int($3)}')
 n=$(echo "$res" | awk '/processed:/{print $NF}' | tr -d ' ' | cut -d/ -f1)
@@ -69,3 +85,8 @@ echo "bin=$(basename $BIN) tps=$tps n=$n cpu_us_per_tx=$(awk -v a=$t0 -v b=$t1 -
 if [ -n "$AD" ] && [ "$BIN" != loop-relay ] && [ "$BIN" != pgbouncer ]; then curl -s http://127.0.0.1:$AD/metrics | grep -E '^go_memstats_mallocs_total ' >$OUT.mallocs || true; fi
 # perf stat counted for SECS-1 of the SECS seconds: per transaction at the run's rate.
 if [ "$MODE" = stat ]; then awk -v n=$((tps * (SECS - 1))) '/syscalls|context/{gsub(",","",$1); printf "%s %.3f\n", $2, $1/n}' $OUT.stat; fi
+if [ "$MODE" = cg ]; then
+	sleep 1
+	f=$(ls -t "$OUT".cg* | head -1)
+	awk -v n=$n '/^totals:/{printf "user instructions per transaction: %.0f (%s)\n", $2/n, FILENAME; exit}' "$f"
+fi

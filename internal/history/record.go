@@ -132,10 +132,15 @@ func negativeField(r *Record) string {
 // Canonical returns r as every store keeps it: times in UTC at microsecond precision (what
 // PostgreSQL's timestamptz holds), so the memory and Postgres stores answer alike.
 func (r Record) Canonical() Record {
+	r.canonicalize()
+	return r
+}
+
+// canonicalize makes r its Canonical form in place.
+func (r *Record) canonicalize() {
 	r.StartedAt = r.StartedAt.UTC().Truncate(time.Microsecond)
 	r.EndedAt = r.EndedAt.UTC().Truncate(time.Microsecond)
 	if len(r.RoutingTrace) == 0 {
 		r.RoutingTrace = nil
 	}
-	return r
 }

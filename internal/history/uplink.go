@@ -235,15 +235,15 @@ func (u *Uplink) Add(rec Record) {
 	if rec.StartedAt.IsZero() && rec.EndedAt.IsZero() {
 		rec.EndedAt = u.e.Now() // when it finished, not when the sender gets to it
 	}
-	rec = boundRaw(rec)
+	boundRaw(&rec)
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed || rec.QueryID == "" {
 		u.dropLocked(rec.QueryID)
 		return
 	}
-	if old, full := u.queue.push(entry{rec: rec, policy: u.policy}); full {
-		u.dropLocked(old.rec.QueryID)
+	if old, full := u.queue.push(&rec, u.policy); full {
+		u.dropLocked(old)
 	}
 	if u.queue.len() == u.cfg.BatchMax {
 		u.full.Notify()
@@ -263,7 +263,7 @@ const rawSlack = 4
 
 // boundRaw bounds the memory a queued raw record holds: a cut text is copied, so the queue does
 // not pin a huge original. Ordinary records pass unchanged, with no copy.
-func boundRaw(rec Record) Record {
+func boundRaw(rec *Record) {
 	rec.SQL = boundText(rec.SQL, rawSlack*SQLLengthMax)
 	rec.Error = boundText(rec.Error, rawSlack*ErrorLengthMax)
 	if len(rec.RoutingTrace) > TraceStepsMax || anyLonger(rec.RoutingTrace, rawSlack*TraceStepLenMax) {
@@ -277,7 +277,6 @@ func boundRaw(rec Record) Record {
 	for _, s := range []*string{&rec.Worker, &rec.User, &rec.Protocol, &rec.Group, &rec.Cluster, &rec.ErrorCode} {
 		*s = boundText(*s, NameLengthMax)
 	}
-	return rec
 }
 
 func anyLonger(ss []string, n int) bool {
@@ -321,9 +320,9 @@ func strictness(p redact.Policy) int {
 	return 2
 }
 
-// prepare redacts rec and makes it fit the wire limits, so one odd record can never make the
-// control plane refuse a whole batch. The sender calls it, off the query's path.
-func (u *Uplink) prepare(p redact.Policy, rec Record) Record {
+// prepare redacts rec in place and makes it fit the wire limits, so one odd record can never
+// make the control plane refuse a whole batch. The sender calls it, off the query's path.
+func (u *Uplink) prepare(p redact.Policy, rec *Record) {
 	d := sqltok.DialectForProtocol(rec.Protocol)
 	red := u.redactSQL(p, d, rec.SQL)
 	rec.SQL, rec.SQLDigest = red.SQL, red.Digest
@@ -350,7 +349,6 @@ func (u *Uplink) prepare(p redact.Policy, rec Record) Record {
 	}
 	rec.SQL = truncate(rec.SQL, SQLLengthMax)
 	rec.Error = truncate(rec.Error, ErrorLengthMax)
-	return rec
 }
 
 // redactTrace is redact.Apply's routing trace for trace, cut to the wire's limits. Most
@@ -562,7 +560,8 @@ func (u *Uplink) take() ([]entry, redact.Policy, error) {
 func (u *Uplink) prepareBatch(now redact.Policy, batch []entry) []Record {
 	recs := slices.Grow(u.recs[:0], len(batch))[:len(batch)]
 	for i := range batch {
-		recs[i] = u.prepare(effectivePolicy(batch[i].policy, now), batch[i].rec)
+		recs[i] = batch[i].rec
+		u.prepare(effectivePolicy(batch[i].policy, now), &recs[i])
 	}
 	return recs
 }
@@ -756,17 +755,20 @@ func newRing(capacity int) ring { return ring{buf: make([]entry, capacity)} }
 
 func (r *ring) len() int { return r.count }
 
-// push appends e, dropping the oldest entry when full; it returns the one dropped, if any.
-func (r *ring) push(e entry) (entry, bool) {
+// push appends rec, queued with policy, dropping the oldest entry when full; it returns the
+// query id of the one dropped, if any. Records are large: they are copied once, into the ring.
+func (r *ring) push(rec *Record, policy redact.Policy) (string, bool) {
 	if r.count == len(r.buf) {
-		old := r.buf[r.head]
-		r.buf[r.head] = e
+		e := &r.buf[r.head]
+		old := e.rec.QueryID
+		e.rec, e.policy = *rec, policy
 		r.head = (r.head + 1) % len(r.buf)
 		return old, true
 	}
-	r.buf[(r.head+r.count)%len(r.buf)] = e
+	e := &r.buf[(r.head+r.count)%len(r.buf)]
+	e.rec, e.policy = *rec, policy
 	r.count++
-	return entry{}, false
+	return "", false
 }
 
 // popFront removes and returns up to n of the oldest entries.

@@ -9,7 +9,8 @@
 // "madvise" (a common default) gives them only to memory advised MADV_HUGEPAGE.
 //
 // Reserve allocates byte slices (the runtime maps fresh pages for them and does not touch them),
-// advises their range MADV_HUGEPAGE, and lets them go, collecting them at once: the runtime then
+// advises their range MADV_HUGEPAGE, and lets them go, collecting them and handing their pages
+// back to the kernel at once (the runtime counts none of them as memory it holds): the runtime then
 // carves its later spans, objects and goroutine stacks alike, out of those pages, lowest
 // addresses first. The advice stays with the range for the life of the process. Where the
 // kernel's setting is "never", nothing changes but the collection; where the system is not
@@ -22,17 +23,19 @@ package hugeheap
 
 import (
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"unsafe"
 )
 
 // Reserve advises the heap's next n bytes for huge pages, and reports how many bytes it advised.
-// It takes at most an eighth of the machine's memory (a mapping the kernel refuses ends the
-// process). Call it first thing in main: a slice that starts in pages the heap has used and
+// It takes at most an eighth of the machine's memory, and nothing where the kernel counts every
+// mapping against a commit limit (a mapping the kernel refuses ends the process). Call it first
+// thing in main: a slice that starts in pages the heap has used and
 // freed is zeroed whole, touching every page of it; the slices are small, so that the few the
 // heap's free pages take cost little.
 func Reserve(n int) int {
-	n = int(min(uint64(n), systemMemory()/8))
+	n = int(min(uint64(n), reservable()))
 	if n < chunk {
 		return 0
 	}
@@ -44,8 +47,10 @@ func Reserve(n int) int {
 	runtime.KeepAlive(held)
 	held = nil
 	// The slices were allocated live: collect them now, or the next cycles would reckon their
-	// goal with them and let the heap grow by n before collecting again.
-	runtime.GC()
+	// goal with them and let the heap grow by n before collecting again; and hand their pages
+	// back (never touched, they cost nothing to drop), or the runtime would count them as memory
+	// it holds until its scavenger got to them. The advice stays with the range.
+	debug.FreeOSMemory()
 	return advised
 }
 

@@ -32,10 +32,13 @@ func TestReserveAdvisesWhereTheHeapGrowsNext(t *testing.T) {
 	if got < n*3/4 || got > n {
 		t.Fatalf("Reserve(%d MB) advised %d bytes, want the huge pages inside it", n>>20, got)
 	}
-	goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
-	metrics.Read(goal)
-	if g := goal[0].Value.Uint64(); g >= n {
+	heap := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(heap)
+	if g := heap[0].Value.Uint64(); g >= n {
 		t.Errorf("the heap's goal is %d MB after Reserve, want it to leave the reserved slices out", g>>20)
+	}
+	if f := heap[1].Value.Uint64(); f >= n/2 {
+		t.Errorf("the runtime keeps %d MB of free heap from the OS after Reserve, want the slices' pages handed back", f>>20)
 	}
 	ranges := advisedRanges(t)
 	var total uintptr
@@ -102,4 +105,16 @@ func advisedRanges(t *testing.T) [][2]uintptr {
 		t.Fatal(err)
 	}
 	return out
+}
+
+func TestLimitIsNothingUnderStrictOvercommit(t *testing.T) {
+	const gb = 1 << 30
+	for _, c := range []struct {
+		mode string
+		want uint64
+	}{{"0\n", 2 * gb}, {"1\n", 2 * gb}, {"2\n", 0}} {
+		if got := limit(c.mode, 16*gb); got != c.want {
+			t.Errorf("limit(%q, 16 GB) = %d, want %d", c.mode, got, c.want)
+		}
+	}
 }

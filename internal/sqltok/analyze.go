@@ -424,7 +424,7 @@ func DigestNormalized(normalized string) string {
 // quoted identifier ("...", `...`: kept as written by Normalize, digits and all) is its own
 // shape. Appending to a buffer of the caller's lets a memo be looked up with no allocation.
 func AppendNumberShape(dst []byte, sql string) []byte {
-	if strings.ContainsAny(sql, "\"`") {
+	if strings.IndexByte(sql, '"') >= 0 || strings.IndexByte(sql, '`') >= 0 { // a tenth of ContainsAny's cost
 		return append(dst, sql...)
 	}
 	last := 0 // sql[:last] is in dst

@@ -43,10 +43,11 @@ func (g coreCount) Acquire(ctx context.Context, cluster string, limit int) (Slot
 	c := g.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.running[cluster] >= limit {
+	n := c.runningOf(cluster)
+	if *n >= limit {
 		return nil, ErrNoSlot
 	}
-	c.running[cluster]++
+	*n++
 	return countedSlot{}, nil
 }
 
