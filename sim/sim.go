@@ -46,10 +46,11 @@ import (
 const GCFloor = 64 << 20
 
 // HugeHeap is how much of its heap qfsim and BenchmarkPlanFleet advise for transparent huge
-// pages at their start (hugeheap.Reserve; at most an eighth of the machine's memory): enough
-// for a 10,000-worker fleet's peak (about 1.1 GB). A 1,000-worker plan-fleet run took 31,000
-// page faults with 4 KB pages, 3,300 with huge pages, and about 30 % less CPU on the runner's
-// thread: RESULTS.md, "Simulator at 1,000 workers (#22, session 22, sim)".
+// pages at their start (hugeheap.Reserve; at most an eighth of the machine's memory, none under
+// strict overcommit): enough for a 10,000-worker fleet's peak (about 1.1 GB). A 1,000-worker
+// plan-fleet run took 31,000 page faults with 4 KB pages and 3,600-4,300 with huge pages, and
+// about a fifth less CPU on the runner's thread: RESULTS.md, "Simulator at 1,000 workers (#22,
+// 2026-12-04, session 22, sim)".
 const HugeHeap = 2 << 30
 
 // DefaultStart is the fixed instant virtual time starts at, so traces and logs are stable.

@@ -5,5 +5,5 @@ package hugeheap
 // advise cannot ask for huge pages here.
 func advise(addr, n uintptr) bool { return false }
 
-// systemMemory is 0: Reserve does nothing here.
-func systemMemory() uint64 { return 0 }
+// reservable is 0: Reserve does nothing here.
+func reservable() uint64 { return 0 }

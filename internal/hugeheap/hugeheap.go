@@ -29,12 +29,13 @@ import (
 )
 
 // Reserve advises the heap's next n bytes for huge pages, and reports how many bytes it advised.
-// It takes at most an eighth of the machine's memory (a mapping the kernel refuses ends the
-// process). Call it first thing in main: a slice that starts in pages the heap has used and
+// It takes at most an eighth of the machine's memory, and nothing where the kernel counts every
+// mapping against a commit limit (a mapping the kernel refuses ends the process). Call it first
+// thing in main: a slice that starts in pages the heap has used and
 // freed is zeroed whole, touching every page of it; the slices are small, so that the few the
 // heap's free pages take cost little.
 func Reserve(n int) int {
-	n = int(min(uint64(n), systemMemory()/8))
+	n = int(min(uint64(n), reservable()))
 	if n < chunk {
 		return 0
 	}

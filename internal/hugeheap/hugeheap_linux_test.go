@@ -106,3 +106,15 @@ func advisedRanges(t *testing.T) [][2]uintptr {
 	}
 	return out
 }
+
+func TestLimitIsNothingUnderStrictOvercommit(t *testing.T) {
+	const gb = 1 << 30
+	for _, c := range []struct {
+		mode string
+		want uint64
+	}{{"0\n", 2 * gb}, {"1\n", 2 * gb}, {"2\n", 0}} {
+		if got := limit(c.mode, 16*gb); got != c.want {
+			t.Errorf("limit(%q, 16 GB) = %d, want %d", c.mode, got, c.want)
+		}
+	}
+}
