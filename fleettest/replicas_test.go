@@ -129,7 +129,7 @@ func (g *gate) blocked(key int) int {
 }
 
 // gatedSQL is a query that waits for gate key, then says when it began, when it got through and
-// the lease it ran under (its engine session's tag: "qf-lease:<cluster>#<generation>", the
+// the lease it ran under (its engine session's tag: "qf-lease:<fleet>:<cluster>#<generation>", the
 // generations in grant order).
 func gatedSQL(key int) string {
 	return fmt.Sprintf("SELECT now(), clock_timestamp(), current_setting('application_name') FROM pg_advisory_xact_lock_shared(%d)", key)

@@ -179,10 +179,7 @@ func (f engineFence) Fence(ctx context.Context, cluster string, refs []capacity.
 	if eng == nil {
 		return false, fmt.Errorf("no simulated engine for cluster %q", cluster)
 	}
-	tags := make([]string, len(refs))
-	for i, r := range refs {
-		tags[i] = r.Tag()
-	}
+	tags := capacity.FenceTags(refs)
 	n := eng.Fence(tags)
 	f.w.Sim.Record("fence", fmt.Sprintf("%s %v stopped %d", cluster, tags, n))
 	return true, nil

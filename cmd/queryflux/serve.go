@@ -209,6 +209,7 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 		HeartbeatInterval:  orFlag(f.heartbeat, secs(q.HeartbeatIntervalSecs)),
 		StaleAfter:         orFlag(f.staleAfter, secs(q.Registry.StaleAfterSecs)),
 		EvictGrace:         orFlag(f.grace, secs(q.Registry.GraceSecs)),
+		MaxWorkers:         q.Registry.MaxWorkers,
 		ReaperInterval:     f.reaper,
 		AllowShortTimeouts: f.allowShort,
 		Metrics:            d.Metrics,

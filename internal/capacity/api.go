@@ -140,6 +140,15 @@ type API struct {
 	// mayWait admits one more waiting acquire of the caller (an authenticated holder), with
 	// done to call when it ends; not ok: the acquire does not wait (MayWait). Nil: all may.
 	mayWait func(holder string) (done func(), ok bool)
+	// fleet is the id every granted lease carries (WithFleet); nil: none.
+	fleet *Fleet
+}
+
+// WithFleet makes every lease the API grants carry f's id (Lease.Fleet), for its engine tag.
+// Call it before serving.
+func (a *API) WithFleet(f *Fleet) *API {
+	a.fleet = f
+	return a
 }
 
 // MayWait bounds the waiting acquires of an ordered queue per caller: an acquire that asks to
@@ -362,6 +371,7 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 	switch {
 	case err == nil:
 		a.markGranted(r.Context(), c, req.Cluster, holder)
+		l.Fleet = a.fleet.ID(r.Context())
 		writeAcquireResponse(w, AcquireResponse{Granted: true, Lease: &l, Contended: &contended})
 	case errors.Is(err, ErrAtCapacity):
 		a.metrics.LeaseDenied.WithLabelValues(req.Cluster).Inc()

@@ -36,6 +36,10 @@ type Lease struct {
 	ExpiresAt  time.Time `json:"expiresAt"`
 	TTLMillis  int64     `json:"ttlMillis,omitempty"`
 	Revoked    bool      `json:"revoked,omitempty"`
+	// Fleet is the id of the fleet whose control plane granted the lease (Fleet.ID): the
+	// lease's engine tag carries it, so two fleets sharing an engine server never stop each
+	// other's queries. Empty from a control plane without one (an older release).
+	Fleet string `json:"fleet,omitempty"`
 }
 
 // SessionHolder is the holder of the leases that one registration session of a worker takes
@@ -53,7 +57,7 @@ func HolderWorker(holder string) string {
 }
 
 // Ref names the lease a renewal or release is for, on behalf of its holder.
-func (l Lease) Ref() LeaseRef { return LeaseRef{ID: l.ID, Generation: l.Generation} }
+func (l Lease) Ref() LeaseRef { return LeaseRef{ID: l.ID, Generation: l.Generation, Fleet: l.Fleet} }
 
 // TTL is the lifetime the lease was granted or renewed for (0 when the store did not say).
 func (l Lease) TTL() time.Duration { return time.Duration(l.TTLMillis) * time.Millisecond }
@@ -64,10 +68,14 @@ func (l Lease) TTL() time.Duration { return time.Duration(l.TTLMillis) * time.Mi
 // authenticated worker, and a store refuses (ErrNotHolder) to renew or release a lease of
 // someone else. It never travels on the wire; empty means any holder (the control plane's own
 // reclaims and revocations).
+//
+// Fleet is the lease's fleet (Lease.Fleet), for its engine tag; it never travels on the wire
+// either: a lease is named by its ID and generation.
 type LeaseRef struct {
 	ID         string `json:"id"`
 	Generation int64  `json:"generation"`
 	Holder     string `json:"-"`
+	Fleet      string `json:"-"`
 }
 
 // As returns the ref claimed by holder.

@@ -139,6 +139,10 @@ func (resp *AcquireResponse) AppendJSON(dst []byte) []byte {
 		if l.Revoked {
 			w.Raw(`,"revoked":true`)
 		}
+		if l.Fleet != "" {
+			w.Raw(`,"fleet":`)
+			w.Str(l.Fleet)
+		}
 		w.Raw(`}`)
 	}
 	if resp.Contended != nil {
@@ -188,6 +192,9 @@ func readAcquireResponse(data []byte) (AcquireResponse, bool) {
 		}
 		if r.Lit(`,"revoked":`) {
 			r.Bool(&l.Revoked)
+		}
+		if r.Lit(`,"fleet":`) {
+			r.Str(&l.Fleet)
 		}
 		r.Need(`}`)
 		resp.Lease = l

@@ -38,7 +38,8 @@ func anyAcquireResponse(t *rapid.T) AcquireResponse {
 	resp := AcquireResponse{Granted: rapid.Bool().Draw(t, "granted")}
 	if rapid.Bool().Draw(t, "hasLease") {
 		resp.Lease = &Lease{ID: anyText(t, "id"), Cluster: anyText(t, "leaseCluster"), Holder: anyText(t, "holder"),
-			Generation: anyInt(t, "gen"), ExpiresAt: canontest.Time(t, "expires"), TTLMillis: anyInt(t, "ttl"), Revoked: rapid.Bool().Draw(t, "revoked")}
+			Generation: anyInt(t, "gen"), ExpiresAt: canontest.Time(t, "expires"), TTLMillis: anyInt(t, "ttl"), Revoked: rapid.Bool().Draw(t, "revoked"),
+			Fleet: rapid.SampledFrom([]string{"", "0123456789abcdef"}).Draw(t, "fleet")}
 	}
 	if rapid.Bool().Draw(t, "saysContended") {
 		c := rapid.Bool().Draw(t, "contended")

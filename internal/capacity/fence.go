@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"strings"
 )
 
 // EngineFence stops, on a cluster's engine, the work that leases admitted, before their slots
@@ -24,17 +25,61 @@ const tagPrefix = "qf-lease:"
 // application_name to 63 bytes).
 const tagBytesMax = 63
 
-// Tag is the name an engine session runs the lease's work under: "qf-lease:<cluster>#<gen>",
-// or, for a cluster name too long for that, "qf-lease:" and a hash of the lease ID. Tags of
-// two leases never collide in practice (the hash is 64 bits wide, and the generation is kept).
+// fleetTagMax is the most of a fleet id a tag carries as it is; a longer one is hashed to 16
+// hex digits, so a tag with its hashed lease ID still fits tagBytesMax.
+const fleetTagMax = 16
+
+// Tag is the name an engine session runs the lease's work under:
+// "qf-lease:<fleet>:<cluster>#<gen>". Lease ids repeat across fleets ("pg#7" in every fleet
+// with a cluster pg), so the fleet's id keeps one fleet's fence from stopping another's
+// queries on a shared engine server. A fleet id that is long or unsafe is hashed, and so is a
+// lease ID that would make the tag too long (the generation is kept): tags of two leases never
+// collide in practice (the hashes are 64 bits wide). A lease without a fleet (from a control
+// plane of an earlier release) has the earlier tag, "qf-lease:<cluster>#<gen>" (LegacyTag).
 func (r LeaseRef) Tag() string {
+	if r.Fleet == "" {
+		return r.LegacyTag()
+	}
+	fleet := r.Fleet
+	if len(fleet) > fleetTagMax || !isTagSafe(fleet) || strings.Contains(fleet, ":") {
+		fleet = fmt.Sprintf("%016x", hash64(fleet))
+	}
+	tag := tagPrefix + fleet + ":" + r.ID
+	if len(tag) <= tagBytesMax && isTagSafe(r.ID) {
+		return tag
+	}
+	return fmt.Sprintf("%s%s:%016x#%d", tagPrefix, fleet, hash64(r.ID), r.Generation)
+}
+
+// LegacyTag is the tag of the lease without its fleet, as workers of an earlier release
+// tag its work: "qf-lease:<cluster>#<gen>", or "qf-lease:" and a hash of the lease ID.
+func (r LeaseRef) LegacyTag() string {
 	tag := tagPrefix + r.ID
 	if len(tag) <= tagBytesMax && isTagSafe(r.ID) {
 		return tag
 	}
+	return fmt.Sprintf("%s%016x#%d", tagPrefix, hash64(r.ID), r.Generation)
+}
+
+// FenceTags are the engine tags a fence stops for refs: each lease's Tag and, for a lease with
+// a fleet, its LegacyTag too, which a worker of an earlier release gives the lease's work
+// (it ignores the fleet). Only workers of an earlier release use legacy tags, so stopping them
+// can reach another fleet's queries only while that fleet still runs such workers.
+func FenceTags(refs []LeaseRef) []string {
+	tags := make([]string, 0, 2*len(refs))
+	for _, r := range refs {
+		tags = append(tags, r.Tag())
+		if r.Fleet != "" {
+			tags = append(tags, r.LegacyTag())
+		}
+	}
+	return tags
+}
+
+func hash64(s string) uint64 {
 	h := fnv.New64a()
-	_, _ = h.Write([]byte(r.ID))
-	return fmt.Sprintf("%s%016x#%d", tagPrefix, h.Sum64(), r.Generation)
+	_, _ = h.Write([]byte(s))
+	return h.Sum64()
 }
 
 // isTagSafe reports whether s can be put in a tag as it is: printable ASCII without quotes,

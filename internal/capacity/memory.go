@@ -18,6 +18,7 @@ type Memory struct {
 	clusters map[string]*memCluster
 	locks    map[string]SweepLock
 	clock    func() time.Time // nil: the callers' now
+	fleet    string           // FleetID's, once given
 }
 
 type memCluster struct {

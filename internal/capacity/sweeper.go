@@ -33,6 +33,7 @@ type Sweeper struct {
 	Every   time.Duration // default 5 s
 	Fence   EngineFence   // nil: no engine to ask (expired leases are freed at once)
 	Grace   time.Duration // how long an unconfirmed fence holds a slot (default FenceGraceDefault with a Fence)
+	Fleet   *Fleet        // the leases' fleet, for their engine tags (nil: none)
 	Metrics *Metrics
 	// OnFreed, if set, is told the leases each round freed (API.Freed: it wakes the ordered
 	// queue's waiters). It must not block.
@@ -171,7 +172,12 @@ func (s *Sweeper) reclaim(ctx context.Context) ([]Lease, error) {
 func (s *Sweeper) fence(ctx context.Context, cluster string, ls []Lease) ([]Lease, string) {
 	if s.Fence != nil {
 		fctx, cancel := s.Env.WithTimeout(ctx, fenceTimeout)
-		done, err := s.Fence.Fence(fctx, cluster, refs(ls))
+		fenced := refs(ls)
+		fleet := s.Fleet.ID(fctx)
+		for i := range fenced {
+			fenced[i].Fleet = fleet // the store keeps no fleet per lease: every one is the store's
+		}
+		done, err := s.Fence.Fence(fctx, cluster, fenced)
 		cancel()
 		if done {
 			return ls, "fenced"

@@ -20,7 +20,9 @@ const (
 	DefaultHeartbeatIntervalSecs = 10
 	DefaultStaleAfterSecs        = 30
 	DefaultGraceSecs             = 60
-	DefaultRetentionDays         = 30
+	// DefaultMaxWorkers is well above a real fleet's size (the simulator plans 10,000 workers).
+	DefaultMaxWorkers    = 20000
+	DefaultRetentionDays = 30
 )
 
 // ApplyDefaults fills every field left empty with its default. Parse calls it; call it yourself on
@@ -48,6 +50,7 @@ func ApplyDefaults(cfg *Config) {
 	setDefault(&q.HeartbeatIntervalSecs, DefaultHeartbeatIntervalSecs)
 	setDefault(&q.Registry.StaleAfterSecs, DefaultStaleAfterSecs)
 	setDefault(&q.Registry.GraceSecs, DefaultGraceSecs)
+	setDefault(&q.Registry.MaxWorkers, DefaultMaxWorkers)
 	applySharedDefaults(cfg)
 }
 

@@ -299,6 +299,13 @@ type Registry struct {
 	// token revoked, its leases reclaimed); at least [registryGraceSecsMin].
 	// `serve --evict-grace` overrides it.
 	GraceSecs int `yaml:"graceSecs" json:"graceSecs"`
+	// MaxWorkers bounds the worker names registered and not yet evicted. Each name gets its own
+	// per-worker limits (config long-polls, contention watches, ordered acquires), so a client
+	// holding the worker secret cannot multiply them by inventing names: a new name past the
+	// bound is refused (HTTP 429, counted as
+	// queryflux_controlplane_worker_registrations_total{result="full"}) until the registry evicts
+	// a silent worker; a registered name may always register again. At least 1.
+	MaxWorkers int `yaml:"maxWorkers" json:"maxWorkers"`
 }
 
 // ---------------------------------------------------------------------------------------------

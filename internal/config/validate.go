@@ -132,6 +132,9 @@ func (v *validator) registry(path string, r Registry, heartbeatSecs int) {
 	if r.GraceSecs < registryGraceSecsMin {
 		v.add(path+".graceSecs", "must be at least %d, got %d", registryGraceSecsMin, r.GraceSecs)
 	}
+	if r.MaxWorkers < 1 {
+		v.add(path+".maxWorkers", "must be at least 1, got %d", r.MaxWorkers)
+	}
 }
 
 func (v *validator) frontend(path string, f Frontend, certKnown bool) {

@@ -23,13 +23,22 @@ type WorkerResolver func(r *http.Request) (string, error)
 
 // Ingest is the control plane's handler for POST /worker/history. It decodes a batch strictly
 // (400 naming the field), stamps every record with the worker the session belongs to, and
-// writes the batch to the Store, which skips QueryIDs it already has: a retried batch stores
-// nothing twice. It records nothing in the control plane's own metrics.
+// writes the batch to the Store, which skips QueryIDs it already has from that worker (a
+// retried batch stores nothing twice) and refuses those another worker recorded first: the ack
+// counts and names them, and OnRefused is told how many.
 type Ingest struct {
-	store   Store
-	resolve WorkerResolver
-	log     *slog.Logger
-	now     func() time.Time // nil: no bound on how far in the future a record may lie
+	store     Store
+	resolve   WorkerResolver
+	log       *slog.Logger
+	now       func() time.Time // nil: no bound on how far in the future a record may lie
+	onRefused func(n int)      // nil: refused records are only answered and logged
+}
+
+// OnRefused makes the handler call fn with the number of records of each batch refused for a
+// query id another worker recorded first (a metric). It returns h.
+func (h *Ingest) OnRefused(fn func(n int)) *Ingest {
+	h.onRefused = fn
+	return h
 }
 
 // Clock makes the handler refuse records whose times lie more than ClockSkewMax past now (the
@@ -79,15 +88,41 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		batch.Records[i].Worker = worker
 	}
 	inserted, err := h.store.Insert(r.Context(), batch.Records)
+	var foreign *ForeignError
+	if errors.As(err, &foreign) {
+		err = nil
+	}
 	if err != nil {
 		h.log.Warn("history: storing a batch failed", "worker", worker, "batch", batch.BatchID, "records", len(batch.Records), "err", err)
 		w.Header().Set("Retry-After", "1")
 		workerapi.WriteError(w, http.StatusServiceUnavailable, "history store unavailable; retry", "")
 		return
 	}
-	workerapi.WriteJSON(w, http.StatusOK, MediaIngestAck, IngestAck{
-		BatchID: batch.BatchID, Accepted: len(batch.Records), Inserted: inserted, Duplicates: len(batch.Records) - inserted,
-	})
+	ack := IngestAck{BatchID: batch.BatchID, Accepted: len(batch.Records), Inserted: inserted}
+	if foreign != nil {
+		ack.Refused, ack.RefusedRecords = len(foreign.IDs), refusedRecords(batch.Records, foreign.IDs)
+		h.log.Warn("history: records refused: their query ids were recorded by another worker",
+			"worker", worker, "batch", batch.BatchID, "refused", ack.Refused, "first", foreign.IDs[0])
+		if h.onRefused != nil {
+			h.onRefused(ack.Refused)
+		}
+	}
+	ack.Duplicates = len(batch.Records) - inserted - ack.Refused
+	workerapi.WriteJSON(w, http.StatusOK, MediaIngestAck, ack)
+}
+
+// refusedRecords names the first RefusedListedMax records of recs whose ids are in ids (the
+// store's refusals, in batch order; an id refused twice names both of its records).
+func refusedRecords(recs []Record, ids []string) []RefusedRecord {
+	out := []RefusedRecord{}
+	for i := 0; i < len(recs) && len(ids) > 0 && len(out) < RefusedListedMax; i++ {
+		if recs[i].QueryID != ids[0] {
+			continue
+		}
+		ids = ids[1:]
+		out = append(out, RefusedRecord{Index: i, QueryID: recs[i].QueryID, Error: ErrForeignRecord.Error()})
+	}
+	return out
 }
 
 // notAfter names the first time of recs past limit (endedAt is never before startedAt).
@@ -275,6 +310,9 @@ func NewHTTPSender(client *http.Client, baseURL string, token func() string) Sen
 func NewLocalSender(store Store) SendFunc {
 	return func(ctx context.Context, b *QueryRecordBatchV1) error {
 		_, err := store.Insert(ctx, b.Records)
+		if errors.Is(err, ErrForeignRecord) {
+			return nil // refused for good, as the control plane's ack says: sending again changes nothing
+		}
 		return err
 	}
 }

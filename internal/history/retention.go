@@ -54,6 +54,7 @@ func (m *Memory) Prune(_ context.Context, cutoff time.Time) (int, error) {
 	n := m.n - len(kept)
 	m.chunks, m.n, m.head = nil, 0, 0
 	for i := range kept {
+		m.ids[kept[i].QueryID] = int32(m.n) // the kept records move to new slots
 		m.append(&kept[i])
 	}
 	return n, nil

@@ -3,7 +3,9 @@ package history
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,12 +14,37 @@ import (
 )
 
 // Store keeps records. Insert is idempotent by QueryID: a record whose QueryID the store already
-// holds is skipped, so a retried batch stores nothing twice.
+// holds under the same worker is skipped, so a retried batch stores nothing twice. A QueryID
+// belongs to the worker that stored it first: a record for it from another worker is refused
+// (a worker that learns another's query id cannot shadow or replace its record).
 type Store interface {
-	// Insert stores the records it does not have yet and returns how many were new.
+	// Insert stores the records it does not have yet and returns how many were new. Records
+	// whose QueryID it holds under another worker are refused: err is then a *ForeignError
+	// naming them, and the other records are stored all the same.
 	Insert(ctx context.Context, recs []Record) (inserted int, err error)
 	// Query returns the records matching f, newest first (StartedAt, then QueryID, descending).
 	Query(ctx context.Context, f Filter) (Page, error)
+}
+
+// ErrForeignRecord is why Insert refuses a record: its QueryID is held under another worker.
+var ErrForeignRecord = errors.New("history: query id already recorded by another worker")
+
+// ForeignError is Insert's error for the records it refused (ErrForeignRecord), by QueryID in
+// the order given; it stored the rest of the batch.
+type ForeignError struct{ IDs []string }
+
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("%v: %d records refused (first %q)", ErrForeignRecord, len(e.IDs), e.IDs[0])
+}
+
+func (e *ForeignError) Unwrap() error { return ErrForeignRecord }
+
+// foreignErr is the error of an Insert that refused ids (nil for none).
+func foreignErr(ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return &ForeignError{IDs: ids}
 }
 
 // Paging limits of Query.
@@ -116,8 +143,8 @@ type Memory struct {
 	// 100,000 records, 29 MB, half the bytes it allocated while it filled).
 	chunks [][]Record
 	n      int
-	head   int             // slot of the oldest record once n == max
-	ids    map[string]bool // QueryIDs held
+	head   int              // slot of the oldest record once n == max
+	ids    map[string]int32 // QueryIDs held, to their slots (whose Worker owns the id)
 }
 
 // memChunk is how many records one chunk of a Memory holds.
@@ -127,10 +154,10 @@ var _ Store = (*Memory)(nil)
 
 // NewMemory returns a Memory holding at most maxRecords records.
 func NewMemory(maxRecords int) *Memory {
-	if maxRecords <= 0 {
-		panic(fmt.Sprintf("history: NewMemory(%d): maxRecords must be > 0", maxRecords))
+	if maxRecords <= 0 || maxRecords > math.MaxInt32 {
+		panic(fmt.Sprintf("history: NewMemory(%d): maxRecords must be in [1, %d]", maxRecords, math.MaxInt32))
 	}
-	return &Memory{max: maxRecords, ids: make(map[string]bool)}
+	return &Memory{max: maxRecords, ids: make(map[string]int32)}
 }
 
 // slot is the record in slot i (< n, or n when append makes room for it).
@@ -153,17 +180,18 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	inserted := 0
+	var foreign []string
 	for i := range recs {
 		r := &recs[i] // a record is large: copied once, into its slot
-		// One map operation, not a lookup and then an insert: the map holds a full store's
-		// 100,000 ids, and each operation on it is a hash and, mostly, a cache miss.
-		held := len(m.ids)
-		m.ids[r.QueryID] = true
-		if len(m.ids) == held {
-			continue // held already
+		if slot, held := m.ids[r.QueryID]; held {
+			if m.slot(int(slot)).Worker != r.Worker {
+				foreign = append(foreign, r.QueryID)
+			}
+			continue
 		}
 		inserted++
 		if m.n < m.max {
+			m.ids[r.QueryID] = int32(m.n)
 			m.append(r)
 			continue
 		}
@@ -171,12 +199,13 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 		delete(m.ids, old.QueryID)
 		*old = *r
 		old.canonicalize()
+		m.ids[r.QueryID] = int32(m.head)
 		m.head = (m.head + 1) % m.max
 	}
 	if len(m.ids) != m.n {
 		panic(fmt.Sprintf("history: memory store holds %d ids for %d records", len(m.ids), m.n))
 	}
-	return inserted, nil
+	return inserted, foreignErr(foreign)
 }
 
 // Query implements Store.

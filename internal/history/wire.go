@@ -38,8 +38,23 @@ type IngestAck struct {
 	BatchID    string `json:"batchId"`
 	Accepted   int    `json:"accepted"`   // records in the batch
 	Inserted   int    `json:"inserted"`   // records new to the store
-	Duplicates int    `json:"duplicates"` // records it already had (a retried batch)
+	Duplicates int    `json:"duplicates"` // records it already had from this worker (a retried batch)
+	// Refused counts the records whose query id another worker recorded first: they are not
+	// stored, and sending them again changes nothing. RefusedRecords names the first
+	// RefusedListedMax of them.
+	Refused        int             `json:"refused,omitempty"`
+	RefusedRecords []RefusedRecord `json:"refusedRecords,omitempty"`
 }
+
+// RefusedRecord is one record of a batch the control plane did not store, and why.
+type RefusedRecord struct {
+	Index   int    `json:"index"` // in the batch's records
+	QueryID string `json:"queryId"`
+	Error   string `json:"error"`
+}
+
+// RefusedListedMax bounds IngestAck.RefusedRecords, so an ack stays small whatever the batch.
+const RefusedListedMax = 100
 
 func fieldError(field, format string, args ...any) *workerapi.FieldError {
 	return &workerapi.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}

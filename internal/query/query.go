@@ -99,6 +99,23 @@ type Backend interface {
 	Execute(ctx context.Context, q *Request) (Rows, error)
 }
 
+// ReadyAwaiter is an optional extension of Backend: a node that is starting holds a login or
+// a query briefly for its first configuration instead of refusing it (proxy.Core.AwaitReady),
+// and answers false once it gives up.
+type ReadyAwaiter interface {
+	AwaitReady(ctx context.Context) bool
+}
+
+// AwaitReady reports whether b is ready, waiting while it is starting when b can (ReadyAwaiter).
+// Frontends ask it where they would answer ErrNotConfigured.
+func AwaitReady(ctx context.Context, b Backend) bool {
+	if b.Ready() {
+		return true
+	}
+	w, ok := b.(ReadyAwaiter)
+	return ok && w.AwaitReady(ctx)
+}
+
 // DatabaseChecker is an optional extension of Backend: whether the database a client names
 // at login means anything, checked once the client is authenticated (so that unauthenticated
 // clients learn nothing). A refusal is an *Error with its code.

@@ -70,6 +70,9 @@ type Options struct {
 	// Forward, on a worker, sends requests for queries other workers own to them (Trino
 	// follow-ups, Flight SQL tickets); nil on other roles.
 	Forward *forward.Forwarder
+	// StartWait is how long after New a login or query that arrives before the first
+	// configuration waits for it (proxy.Options.StartWait).
+	StartWait time.Duration
 }
 
 // LimitsOf turns queryflux.limits into listener limits.
@@ -139,7 +142,7 @@ func New(opts Options) *Node {
 		opts.HealthTimeout = HealthTimeoutDefault
 	}
 	pol := policy.New(opts.Registerer)
-	po := proxy.Options{Env: opts.Env, Guard: opts.Guard, Registerer: opts.Registerer, OnFinish: opts.OnFinish, Check: pol.Check}
+	po := proxy.Options{Env: opts.Env, Guard: opts.Guard, Registerer: opts.Registerer, OnFinish: opts.OnFinish, Check: pol.Check, StartWait: opts.StartWait}
 	if opts.Forward != nil {
 		po.Locality = opts.Forward.Locality()
 	}

@@ -25,11 +25,13 @@ func loopbackFrontends() config.Frontends {
 	}
 }
 
-// The frontends listen before any configuration, answer "not configured yet", and serve the
-// demo dataset once the embedded default is applied; every query reaches OnFinish.
+// The frontends listen before any configuration, answer "not configured yet" (at once: this
+// node holds nothing for its first configuration, StartWait < 0), and serve the demo dataset
+// once the embedded default is applied; every query reaches OnFinish.
 func TestNotConfiguredThenDemo(t *testing.T) {
 	finished := make(chan proxy.Record, 16)
-	n := New(Options{OpenEngine: EngineFactory(Engines()), Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(r proxy.Record) { finished <- r }})
+	n := New(Options{OpenEngine: EngineFactory(Engines()), Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(r proxy.Record) { finished <- r },
+		StartWait: -1})
 	t.Cleanup(func() { _ = n.Close() })
 	if err := n.Listen(loopbackFrontends()); err != nil {
 		t.Fatal(err)

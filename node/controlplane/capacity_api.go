@@ -79,7 +79,8 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 	if cfg.Metrics == nil {
 		cfg.Metrics = capacity.NewMetrics(nil) // the stats read the sweeper's counters back
 	}
-	api := capacity.NewAPI(cfg.Store, cfg.Locks, e, cfg.Metrics)
+	fleet := capacity.NewFleet(cfg.Store, e) // granted leases and the fence's tags carry its id
+	api := capacity.NewAPI(cfg.Store, cfg.Locks, e, cfg.Metrics).WithFleet(fleet)
 	if cfg.Ordered {
 		api.Ordered()
 		if cfg.Weights != nil {
@@ -129,7 +130,7 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 	}
 	cp.HandleAdmin("GET "+PathAdminCapacityStats, http.HandlerFunc(stats.serve))
 	sw := &capacity.Sweeper{Env: e, Store: cfg.Store, Locks: cfg.Locks, Owner: cfg.Owner, Every: cfg.SweepEvery,
-		Fence: cfg.Fence, Grace: cfg.FenceGrace, Metrics: cfg.Metrics, OnFreed: api.Freed}
+		Fence: cfg.Fence, Grace: cfg.FenceGrace, Fleet: fleet, Metrics: cfg.Metrics, OnFreed: api.Freed}
 	if w, ok := cfg.Store.(capacity.FreedWatcher); ok && cfg.Ordered {
 		// Replicas share the store: a slot freed through one wakes the others' waiting heads.
 		w.NotifyFreed()

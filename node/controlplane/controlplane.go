@@ -48,6 +48,7 @@ type ControlPlane struct {
 	onSessionEnd    []func(ctx context.Context, s Session, why string)
 	capStats        *capacityStats // nil without MountCapacity
 	heldCount       heldCounts     // requests held open per worker (held.go)
+	live            int            // workers healthy or stale: bounded by cfg.MaxWorkers (moveCount)
 }
 
 // supersedeCount remembers how often a name was registered while its previous registration was
@@ -296,13 +297,23 @@ func (cp *ControlPlane) newToken() string {
 	return "qfw_" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
+// ErrRegistryFull refuses the registration of a new worker name while Config.MaxWorkers names
+// are registered and not evicted.
+var ErrRegistryFull = errors.New("the control plane's registry is full")
+
 // register records a registration at now and returns the session token. A registration under
-// a name already known replaces it: the older token stops working at once.
-func (cp *ControlPlane) register(req workerapi.RegisterRequest, token string, now time.Time) (superseded *registry.Record) {
+// a name already known replaces it: the older token stops working at once. A new name while
+// the registry is full is refused (ErrRegistryFull).
+func (cp *ControlPlane) register(req workerapi.RegisterRequest, token string, now time.Time) (superseded *registry.Record, err error) {
 	hash := workerapi.TokenHash(token)
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	if old := cp.workers[req.Name]; old != nil {
+	old := cp.workers[req.Name]
+	if (old == nil || !old.life.Online()) && cp.live >= cp.cfg.MaxWorkers {
+		return nil, fmt.Errorf("%w: %d worker names are registered and not evicted (queryflux.registry.maxWorkers); "+
+			"a new name is refused until the registry evicts a silent worker", ErrRegistryFull, cp.live)
+	}
+	if old != nil {
 		if old.life.Online() {
 			prev := old.rec
 			superseded = &prev
@@ -324,7 +335,7 @@ func (cp *ControlPlane) register(req workerapi.RegisterRequest, token string, no
 	cp.dirty[req.Name] = true
 	delete(cp.forgotten, req.Name)
 	cp.moveCount("", workerapi.StateHealthy)
-	return superseded
+	return superseded, nil
 }
 
 // heartbeat records hb from worker name at now; ok=false if the worker is no longer online.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/queryflux/queryflux/node/workerapi"
@@ -38,9 +39,16 @@ func (cp *ControlPlane) handleRegister(w http.ResponseWriter, r *http.Request) {
 func (cp *ControlPlane) acceptRegistration(ctx context.Context, w http.ResponseWriter, req workerapi.RegisterRequest) {
 	token := cp.newToken()
 	now := cp.e.Now()
-	prev := cp.register(req, token, now)
-	cp.wake.Notify()
+	prev, err := cp.register(req, token, now)
 	log := cp.e.Logger()
+	if err != nil {
+		cp.metrics.registrations.WithLabelValues("full").Inc()
+		log.Warn("worker registration refused", "worker", req.Name, "err", err)
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(cp.cfg.StaleAfter.Seconds()+cp.cfg.EvictGrace.Seconds()))))
+		workerapi.WriteError(w, http.StatusTooManyRequests, err.Error(), "name")
+		return
+	}
+	cp.wake.Notify()
 	if prev != nil {
 		cp.metrics.registrations.WithLabelValues("superseded").Inc()
 		log.Warn("worker registered again under the same name: the newer registration wins, the older token is revoked",

@@ -13,13 +13,14 @@ type metrics struct {
 	registryWrites  *prometheus.CounterVec
 	registryRecords prometheus.Counter
 	heldRefused     *prometheus.CounterVec
+	historyRefused  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		registrations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_controlplane_worker_registrations_total",
-			Help: "Worker registration attempts by result (ok, superseded, unauthorized, bad_request).",
+			Help: "Worker registration attempts by result (ok, superseded, unauthorized, bad_request, full: a new name past queryflux.registry.maxWorkers).",
 		}, []string{"result"}),
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_controlplane_worker_heartbeats_total",
@@ -45,12 +46,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "queryflux_controlplane_held_requests_refused_total",
 			Help: "Requests the control plane would hold open (config long-polls, contention watches) refused because their worker already held HeldPerWorkerMax of that kind.",
 		}, []string{"kind"}),
+		historyRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queryflux_controlplane_history_records_refused_total",
+			Help: "History records refused because another worker recorded their query id first (the rest of each batch is stored).",
+		}),
 	}
 	for _, state := range []string{workerapi.StateHealthy, workerapi.StateStale, workerapi.StateEvicted} {
 		m.workers.WithLabelValues(state).Set(0) // every state shows, even when empty
 	}
 	if reg != nil {
-		reg.MustRegister(m.registrations, m.heartbeats, m.transitions, m.workers, m.registryWrites, m.registryRecords, m.heldRefused)
+		reg.MustRegister(m.registrations, m.heartbeats, m.transitions, m.workers, m.registryWrites, m.registryRecords, m.heldRefused, m.historyRefused)
 	}
 	return m
 }

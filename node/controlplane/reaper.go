@@ -158,12 +158,21 @@ func (cp *ControlPlane) Flush(ctx context.Context) error {
 // moveCount moves one worker between the per-state gauges ("" for none: a worker added or
 // replaced). Callers hold mu.
 func (cp *ControlPlane) moveCount(from, to string) {
+	cp.live += isLive(to) - isLive(from)
 	if from != "" {
 		cp.metrics.workers.WithLabelValues(from).Dec()
 	}
 	if to != "" {
 		cp.metrics.workers.WithLabelValues(to).Inc()
 	}
+}
+
+// isLive is 1 for a state that counts against Config.MaxWorkers (registered, not evicted).
+func isLive(state string) int {
+	if state == workerapi.StateHealthy || state == workerapi.StateStale {
+		return 1
+	}
+	return 0
 }
 
 // acquireFlush waits until no other flush runs and claims the turn. It waits on a Signal, never

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queryflux/queryflux/internal/config"
 )
 
 // Config is what the control plane's worker API needs.
@@ -26,6 +28,12 @@ type Config struct {
 	// ReaperInterval is how often the reaper looks and writes the registry batch
 	// (default: a third of StaleAfter, at most one heartbeat interval).
 	ReaperInterval time.Duration
+	// MaxWorkers bounds the worker names registered and not yet evicted (default
+	// MaxWorkersDefault). Each name has its own per-worker limits (long-polls, watches, ordered
+	// acquires), so anyone holding the worker secret could multiply them by inventing names: a
+	// new name past the bound is refused (ErrRegistryFull) until the reaper evicts a silent one.
+	// A name already registered may always register again (a restarted worker).
+	MaxWorkers int
 	// AllowShortTimeouts lifts the production minimums (tests and the simulator run at
 	// sub-second intervals).
 	AllowShortTimeouts bool
@@ -39,6 +47,8 @@ const (
 	StaleAfterMin        = 30 * time.Second
 	EvictGraceMin        = 10 * time.Second
 	heartbeatsPerStale   = 3
+	// MaxWorkersDefault is config.DefaultMaxWorkers, for control planes built without a file.
+	MaxWorkersDefault = config.DefaultMaxWorkers
 )
 
 // WithDefaults fills the zero fields.
@@ -61,6 +71,9 @@ func (c Config) WithDefaults() Config {
 	if c.ReaperInterval == 0 {
 		c.ReaperInterval = min(c.StaleAfter/3, c.HeartbeatInterval)
 	}
+	if c.MaxWorkers == 0 {
+		c.MaxWorkers = MaxWorkersDefault
+	}
 	return c
 }
 
@@ -80,6 +93,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("evictedRetention %v: must be positive", c.EvictedRetention)
 	case c.ReaperInterval <= 0 || c.ReaperInterval > c.StaleAfter:
 		return fmt.Errorf("reaperInterval %v: must be in (0, staleAfter]", c.ReaperInterval)
+	case c.MaxWorkers < 1:
+		return fmt.Errorf("maxWorkers %d: must be at least 1", c.MaxWorkers)
 	}
 	return nil
 }

@@ -65,7 +65,16 @@ type Options struct {
 	// Locality, when set, sends cacheable queries of groups with cache.preferredWorker to the
 	// worker owning their cache key; nil runs every query here.
 	Locality Locality
+	// StartWait is how long after New a query that arrives before the first configuration is
+	// active waits for it (AwaitReady); 0 means StartWaitDefault, negative means not at all.
+	StartWait time.Duration
 }
+
+// StartWaitDefault is Options.StartWait's default: a worker that is starting gets its first
+// configuration from the control plane within milliseconds, and a client sent to it then
+// should see its query run, not a "not configured yet" refusal. A node still unconfigured
+// this long after its start refuses at once: its control plane is slow or down.
+const StartWaitDefault = 5 * time.Second
 
 // CacheMaxBytesDefault bounds a core's result cache when Options leave it unset.
 const CacheMaxBytesDefault = 256 << 20
@@ -88,6 +97,8 @@ type Core struct {
 	// changed is notified whenever a slot is released or a queue's head leaves, so queued
 	// queries look again.
 	changed env.Signal
+	// startBy ends the start: queries that arrive before the first activation wait until then.
+	startBy time.Time
 	// open lists the admissions and result streams not finished yet (with invariants on).
 	open invariants.Ledger
 
@@ -137,7 +148,18 @@ func New(opts Options) *Core {
 	if c.newID == nil {
 		c.newID = func() string { return hex16(c.env.Rand().Uint64()) }
 	}
+	c.startBy = c.env.Now().Add(startWait(opts.StartWait))
 	return c
+}
+
+func startWait(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return StartWaitDefault
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // wakeQueued wakes the queued queries, if there are any: a lease guard frees slots (OnFreed) at
@@ -189,6 +211,25 @@ func (c *Core) Activate(rt *Runtime) {
 // Ready reports whether a runtime has been activated.
 func (c *Core) Ready() bool { return c.active.Load() != nil }
 
+// AwaitReady reports whether a runtime is active, waiting for the first one while the node is
+// starting (Options.StartWait after New) unless ctx ends first or must not wait (NoWait).
+// Frontends ask it before they refuse a login or a query as not configured yet.
+func (c *Core) AwaitReady(ctx context.Context) bool {
+	for {
+		seen := c.changed.Seq()
+		if c.active.Load() != nil {
+			return true
+		}
+		left := c.startBy.Sub(c.env.Now())
+		if left <= 0 || mustNotWait(ctx) || ctx.Err() != nil {
+			return false
+		}
+		wctx, cancel := c.env.WithTimeout(ctx, left)
+		_ = c.changed.Wait(wctx, seen) // an end of wctx shows as left <= 0 or ctx.Err() above
+		cancel()
+	}
+}
+
 // CheckDatabase is query.DatabaseChecker over the active runtime (see Runtime.CheckDatabase);
 // before the first activation every name passes (queries then fail as not configured).
 func (c *Core) CheckDatabase(protocol, name string) error {
@@ -234,12 +275,16 @@ func (c *Core) Queued(group string) int {
 	return len(c.queues[group])
 }
 
-// enter pins the active runtime for one query.
-func (c *Core) enter() (*Runtime, error) {
+// enter pins the active runtime for one query, waiting for the first while the node is
+// starting (AwaitReady).
+func (c *Core) enter(ctx context.Context) (*Runtime, error) {
 	for {
 		rt := c.active.Load()
 		if rt == nil {
-			return nil, query.ErrNotConfigured
+			if !c.AwaitReady(ctx) {
+				return nil, query.ErrNotConfigured
+			}
+			continue
 		}
 		if rt.pin() {
 			return rt, nil
@@ -362,7 +407,7 @@ func (c *Core) refuse(rt *Runtime, id string, req *query.Request, start time.Tim
 // Admit routes req, picks a member cluster and takes a capacity slot, queueing if none is free.
 // It does not run the query. On error the query has already been reported as finished.
 func (c *Core) Admit(ctx context.Context, req *query.Request) (*Admission, error) {
-	r, ok, err := c.route(req, false)
+	r, ok, err := c.route(ctx, req, false)
 	if !ok {
 		return nil, err
 	}
@@ -383,9 +428,9 @@ type routed struct {
 // relay paths: on a runtime with passthrough off, route then answers not ok and a nil error
 // before anything else, and the caller takes the Arrow path. The routed query is a value (the
 // caller's, not one more allocation per query).
-func (c *Core) route(req *query.Request, relay bool) (r routed, ok bool, err error) {
+func (c *Core) route(ctx context.Context, req *query.Request, relay bool) (r routed, ok bool, err error) {
 	start := c.env.Now()
-	rt, err := c.enter()
+	rt, err := c.enter(ctx)
 	if err != nil {
 		return routed{}, false, err
 	}
@@ -453,11 +498,11 @@ type placement struct {
 // and checked again under the new configuration (which may refuse it), pinning the new runtime
 // and unpinning the old. Otherwise a query queued on a retired runtime would keep waiting on
 // that configuration's groups and clusters, as they were when it arrived.
-func (c *Core) follow(p *placement, req *query.Request) error {
+func (c *Core) follow(ctx context.Context, p *placement, req *query.Request) error {
 	if c.active.Load() == p.rt {
 		return nil
 	}
-	rt, err := c.enter()
+	rt, err := c.enter(ctx)
 	if err != nil {
 		return err
 	}
@@ -527,7 +572,7 @@ func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, st
 	retry := min(guardRetryMin, c.retryMax)
 	for {
 		seen := c.changed.Seq()
-		if err := c.follow(p, req); err != nil {
+		if err := c.follow(ctx, p, req); err != nil {
 			return nil, nil, err
 		}
 		if p.g.name != queuedIn.name {

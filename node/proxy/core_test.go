@@ -310,8 +310,8 @@ func TestActivationSwapWithQueryInFlight(t *testing.T) {
 	if h.core.Ready() {
 		t.Fatal("ready before activation")
 	}
-	if _, err := h.core.Execute(t.Context(), sel("select 1")); err != query.ErrNotConfigured {
-		t.Fatalf("want ErrNotConfigured, got %v", err)
+	if _, err := h.core.Execute(NoWait(t.Context()), sel("select 1")); err != query.ErrNotConfigured {
+		t.Fatalf("a query that must not wait, before the first activation: want ErrNotConfigured, got %v", err)
 	}
 	g := newGate(h.env)
 	old := &fakeEngine{rows: 2, gate: g}

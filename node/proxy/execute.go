@@ -16,7 +16,7 @@ import (
 // queue) and runs it on the chosen cluster's engine. The returned Rows release the slot and
 // report the query when closed; the caller must Close them.
 func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, error) {
-	r, ok, err := c.route(req, false)
+	r, ok, err := c.route(ctx, req, false)
 	if !ok {
 		return nil, err
 	}

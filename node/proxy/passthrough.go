@@ -81,7 +81,7 @@ func (c *Core) AdmitPassthroughInto(ctx context.Context, req *query.Request, can
 		}
 		into = nil
 	}
-	r, ok, err := c.route(req, true)
+	r, ok, err := c.route(ctx, req, true)
 	if !ok {
 		return nil, false, err
 	}

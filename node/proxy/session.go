@@ -67,7 +67,7 @@ func (c *Core) OpenSession(ctx context.Context, q *query.Request) (engine.Sessio
 // engine that cannot describe gets an empty description: the frontend then learns the
 // columns when it runs.
 func (c *Core) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
-	r, ok, err := c.route(q, false)
+	r, ok, err := c.route(ctx, q, false)
 	if !ok {
 		return nil, err
 	}
@@ -90,9 +90,10 @@ func (c *Core) Describe(ctx context.Context, q *query.Request) (*engine.Descript
 
 // CheckPrepare routes and checks q as Describe does, for a frontend that prepares a statement
 // without the engine (the MySQL wire's COM_STMT_PREPARE): a statement its execution would be
-// refused is refused at prepare. It takes nothing.
+// refused is refused at prepare. It takes nothing, and waits for nothing (the frontend awaits
+// the first configuration before it asks).
 func (c *Core) CheckPrepare(q *query.Request) error {
-	r, ok, err := c.route(q, false)
+	r, ok, err := c.route(noWaitCtx, q, false)
 	if ok {
 		r.letGo()
 	}

@@ -60,7 +60,7 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 // caller passes a spare only when nothing of its own reaches spare.Conn any more either (no
 // cancel of its that may still come). Otherwise (spare nil or still reachable) it is OpenWire.
 func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64, setup string, spare *Wire) (w *Wire, ok bool, err error) {
-	r, ok, err := c.route(q, true)
+	r, ok, err := c.route(ctx, q, true)
 	if !ok {
 		return nil, false, err
 	}
@@ -127,7 +127,7 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 // false where OpenWire's would be (the frontend's own path), and in session pool mode, whose
 // wire holds a slot for the client's connection.
 func (c *Core) OpenPrepareWire(ctx context.Context, q *query.Request, owner uint64, setup string) (w *Wire, ok bool, err error) {
-	r, ok, err := c.route(q, true)
+	r, ok, err := c.route(ctx, q, true)
 	if !ok {
 		return nil, false, err
 	}
@@ -222,6 +222,9 @@ type noWaitKey struct{}
 // NoWait marks ctx for an OpenWire that must not block (an event loop's thread): it answers
 // engine.ErrWouldWait instead of waiting.
 func NoWait(ctx context.Context) context.Context { return context.WithValue(ctx, noWaitKey{}, true) }
+
+// noWaitCtx is a context that must not wait, for calls given none.
+var noWaitCtx = NoWait(context.Background())
 
 func mustNotWait(ctx context.Context) bool { return ctx.Value(noWaitKey{}) != nil }
 

@@ -1,7 +1,8 @@
 // Package enginefence is the control plane's capacity.EngineFence on real engines: before the
 // control plane frees the slot of a lease it reclaimed from a dead or silent worker, it stops,
-// on the cluster's engine, the sessions tagged with that lease (capacity.LeaseRef.Tag), logging
-// in with the cluster's own credentials from the control plane's configuration.
+// on the cluster's engine, the sessions tagged with that lease (capacity.FenceTags: its tag,
+// which carries the fleet's id, and the tag workers of an earlier release give it), logging in
+// with the cluster's own credentials from the control plane's configuration.
 //
 //   - PostgreSQL: pg_terminate_backend of every backend in the cluster's database whose
 //     application_name is one of the tags (lease ids repeat across fleets sharing a server),
@@ -89,10 +90,7 @@ func (f *Fence) Fence(ctx context.Context, cluster string, refs []capacity.Lease
 	if !ok {
 		return false, fmt.Errorf("enginefence: cluster %q is not in the configuration", cluster)
 	}
-	tags := make([]string, len(refs))
-	for i, r := range refs {
-		tags[i] = r.Tag()
-	}
+	tags := capacity.FenceTags(refs)
 	switch c.Engine {
 	case config.EnginePostgres:
 		return fencePostgres(ctx, c, tags)

@@ -514,6 +514,27 @@ func collectLeases(rows pgx.Rows) ([]capacity.Lease, error) {
 }
 
 // AcquireSweepLock implements capacity.SweepCoordinator.
+// fleetSQL keeps $1 as the fleet id unless the table has one, and answers the id it holds.
+const fleetSQL = `
+WITH kept AS (INSERT INTO capacity_fleet (id) VALUES ($1) ON CONFLICT (one) DO NOTHING RETURNING id)
+SELECT id FROM kept UNION ALL SELECT id FROM capacity_fleet`
+
+// FleetID implements capacity.FleetKeeper. A replica that raced another's first write sees
+// neither row in its statement's snapshot, and reads again.
+func (s *Store) FleetID(ctx context.Context, candidate string) (string, error) {
+	for range 2 {
+		var id string
+		err := s.pool.QueryRow(ctx, fleetSQL, candidate).Scan(&id)
+		if err == nil {
+			return id, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return "", fmt.Errorf("pgcapacity: fleet id: %w", err)
+		}
+	}
+	return "", errors.New("pgcapacity: fleet id: capacity_fleet stays empty")
+}
+
 func (s *Store) AcquireSweepLock(ctx context.Context, name, owner string, ttl time.Duration, now time.Time) (capacity.SweepLock, error) {
 	if err := capacity.CheckLockArgs(name, owner, ttl); err != nil {
 		return capacity.SweepLock{}, err

@@ -58,6 +58,7 @@ func (a *authedStream) Context() context.Context { return a.ctx }
 func (s *Server) admit(ctx context.Context, method string, ss grpc.ServerStream) (context.Context, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	handshake := strings.HasSuffix(method, "/Handshake")
+	query.AwaitReady(ctx, s.backend) // a starting node holds the call for its first configuration
 	user, err := s.identify(ctx, md)
 	if err != nil {
 		return nil, err

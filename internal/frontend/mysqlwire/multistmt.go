@@ -2,6 +2,7 @@ package mysqlwire
 
 import (
 	"fmt"
+	"github.com/queryflux/queryflux/internal/query"
 	"regexp"
 	"strings"
 
@@ -52,7 +53,7 @@ func (h *session) runOne(sql string) (*mysql.Result, error) {
 	if r, err, ok := h.local(sql); ok {
 		return r, err
 	}
-	if !h.s.backend.Ready() {
+	if !query.AwaitReady(h.ctx, h.s.backend) {
 		return nil, errNotConfigured
 	}
 	return h.run(sql, nil)

@@ -326,6 +326,7 @@ func (s *Server) admit(user string, remote net.Addr, secure bool) (bool, error) 
 	if s.opts.Gate == nil {
 		return user != "" && user == s.opts.LoopbackUser && isLoopback(remote), nil
 	}
+	query.AwaitReady(s.ctx, s.backend) // a starting node holds the login for its first configuration
 	ok, err := s.opts.Gate.Admit(s.login(user, remote, secure))
 	if err != nil {
 		return false, toMySQLError(err)

@@ -91,7 +91,7 @@ func (h *session) HandleQuery(sql string) (*mysql.Result, error) {
 	if r, err, ok := h.local(sql); ok {
 		return r, err
 	}
-	if !h.s.backend.Ready() {
+	if !query.AwaitReady(h.ctx, h.s.backend) {
 		return nil, errNotConfigured
 	}
 	return h.runAll(sql)

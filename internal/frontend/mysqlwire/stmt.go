@@ -43,7 +43,7 @@ const stmtsMax = 16382
 // prepare handles COM_STMT_PREPARE. The statement is prepared on the engine when it runs: the
 // engine is chosen per statement. Its columns are described then, with its rows.
 func (h *session) prepare(sql string) any {
-	if !h.s.backend.Ready() {
+	if !query.AwaitReady(h.ctx, h.s.backend) {
 		return errNotConfigured
 	}
 	if isSetStatement(sql) {
@@ -134,7 +134,7 @@ func (h *session) execute(data []byte) (*mysql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !h.s.backend.Ready() {
+	if !query.AwaitReady(h.ctx, h.s.backend) {
 		return nil, errNotConfigured
 	}
 	if st.longRefused {

@@ -481,6 +481,7 @@ func (c *conn) refused(err error) error {
 // A refusal ends the connection with the Gate's message.
 func (c *conn) trusted(scram bool) (bool, error) {
 	if g := c.srv.opts.Gate; g != nil {
+		query.AwaitReady(c.srv.baseCtx, c.srv.backend) // a starting node holds the login for its first configuration
 		ok, err := g.Admit(c.login(scram))
 		if err != nil {
 			return false, c.refused(err)

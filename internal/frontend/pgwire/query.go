@@ -105,7 +105,7 @@ func (c *conn) startPortal(p *portal) error {
 		p.rows = rows
 		return err
 	}
-	if !c.srv.backend.Ready() {
+	if !query.AwaitReady(c.ctx, c.srv.backend) {
 		return query.ErrNotConfigured
 	}
 	p.ctx, p.cancel = context.WithCancel(c.ctx)
@@ -444,7 +444,7 @@ func (c *conn) describeStatement(st *preparedStmt) error {
 func (c *conn) learnTypes(st *preparedStmt) error {
 	if st.desc == nil {
 		if d, ok := c.describer(); ok {
-			if !c.srv.backend.Ready() {
+			if !query.AwaitReady(c.ctx, c.srv.backend) {
 				return query.ErrNotConfigured
 			}
 			ctx, cancel := context.WithCancel(c.srv.baseCtx)

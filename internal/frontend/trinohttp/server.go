@@ -299,7 +299,7 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 
 // handleSubmit starts a query: POST /v1/statement with the SQL as the body.
 func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
-	if !s.backend.Ready() {
+	if !query.AwaitReady(r.Context(), s.backend) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, query.ErrNotConfigured.Message, http.StatusServiceUnavailable)
 		return

@@ -4,6 +4,7 @@ package historytest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -74,11 +75,42 @@ func StoreContract(t *testing.T, s history.Store) {
 	if r := p.Records[0]; r.RoutingTrace[0] != "rule" || r.User != "u" || !r.EndedAt.Equal(Epoch.Add(12*time.Second+time.Millisecond)) {
 		t.Fatalf("record did not round-trip: %+v", r)
 	}
-	if n, err := s.Insert(ctx, []history.Record{{QueryID: "q001", Status: history.StatusFailed, StartedAt: Epoch, EndedAt: Epoch}}); err != nil || n != 0 {
-		t.Fatalf("re-insert of a known id: %d, %v", n, err)
+	if n, err := s.Insert(ctx, []history.Record{{QueryID: "q001", Worker: "w1", Status: history.StatusFailed, StartedAt: Epoch, EndedAt: Epoch}}); err != nil || n != 0 {
+		t.Fatalf("re-insert of a known id by its worker: %d, %v", n, err)
 	}
+	ForeignContract(t, s)
 	if p, _ := s.Query(ctx, history.Filter{User: "nobody"}); len(p.Records) != 0 || p.Records == nil {
 		t.Fatalf("empty result must be an empty list: %#v", p.Records)
+	}
+}
+
+// ForeignContract checks, on a store Seed filled, that a query id belongs to the worker that
+// stored it first: w0 sends a batch with two of w1's ids (q001, q003) between ids of its own; the
+// two are refused by name, the rest stored, and w1's records are what they were. w0 sending
+// the same batch again stores nothing and is refused the same.
+func ForeignContract(t *testing.T, s history.Store) {
+	ctx := context.Background()
+	at := Epoch.Add(time.Hour)
+	batch := []history.Record{
+		{QueryID: "own-1", Worker: "w0", Status: history.StatusSucceeded, StartedAt: at, EndedAt: at},
+		{QueryID: "q001", Worker: "w0", User: "mallory", Status: history.StatusCancelled, StartedAt: at, EndedAt: at},
+		{QueryID: "own-2", Worker: "w0", Status: history.StatusSucceeded, StartedAt: at, EndedAt: at},
+		{QueryID: "q003", Worker: "w0", User: "mallory", Status: history.StatusCancelled, StartedAt: at, EndedAt: at},
+	}
+	for round, wantNew := range []int{2, 0} {
+		n, err := s.Insert(ctx, batch)
+		var fe *history.ForeignError
+		if n != wantNew || !errors.As(err, &fe) || !errors.Is(err, history.ErrForeignRecord) || strings.Join(fe.IDs, ",") != "q001,q003" {
+			t.Fatalf("round %d: w0's batch with w1's ids q001 and q003: %d new, %v; want %d new and q001,q003 refused", round, n, err, wantNew)
+		}
+	}
+	p, err := s.Query(ctx, history.Filter{User: "mallory"})
+	if err != nil || len(p.Records) != 0 {
+		t.Fatalf("records of w1 replaced by w0's: %+v, %v", p.Records, err)
+	}
+	p, err = s.Query(ctx, history.Filter{Worker: "w0", Since: at})
+	if err != nil || len(p.Records) != 2 {
+		t.Fatalf("w0's own records of the refused batch: %+v, %v; want own-1 and own-2", p.Records, err)
 	}
 }
 

@@ -2,8 +2,10 @@ package pghistory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +14,21 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestModelAgainstMemory runs one random sequence of inserts (retries and duplicates included)
+// foreignIDs is the ids an Insert refused as another worker's ("" for none); any other error
+// fails rt.
+func foreignIDs(rt *rapid.T, err error) string {
+	var fe *history.ForeignError
+	if err != nil && !errors.As(err, &fe) {
+		rt.Fatalf("insert: %v", err)
+	}
+	if fe == nil {
+		return ""
+	}
+	return strings.Join(fe.IDs, ",")
+}
+
+// TestModelAgainstMemory runs one random sequence of inserts (retries and duplicates included,
+// and ids another worker recorded first)
 // and paged, filtered queries against Postgres and against history.Memory, and requires the
 // same answers: the simulator's store means what Postgres means.
 func TestModelAgainstMemory(t *testing.T) {
@@ -45,10 +61,10 @@ func TestModelAgainstMemory(t *testing.T) {
 		for i := range rapid.IntRange(1, 8).Draw(rt, "steps") {
 			if rapid.IntRange(0, 2).Draw(rt, "op") > 0 {
 				recs := rapid.SliceOfN(genRecord, 0, 30).Draw(rt, "batch")
-				nm, _ := mem.Insert(ctx, recs)
-				np, err := s.Insert(ctx, recs)
-				if err != nil || nm != np {
-					rt.Fatalf("step %d: insert: memory %d, postgres %d (%v)", i, nm, np, err)
+				nm, errm := mem.Insert(ctx, recs)
+				np, errp := s.Insert(ctx, recs)
+				if nm != np || foreignIDs(rt, errm) != foreignIDs(rt, errp) {
+					rt.Fatalf("step %d: insert: memory %d (%v), postgres %d (%v)", i, nm, errm, np, errp)
 				}
 				continue
 			}

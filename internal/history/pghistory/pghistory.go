@@ -46,16 +46,41 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
     $14::int8[], $15::int8[], $16::bool[], $17::jsonb[], $18::timestamptz[], $19::timestamptz[])
 ON CONFLICT (query_id) DO NOTHING`
 
-// Insert implements history.Store.
+// foreignSQL lists, in the order given, the ids of ($1 ids, $2 workers) pairs that the table
+// holds under another worker.
+const foreignSQL = `
+SELECT b.id FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS b(id, worker, n)
+JOIN query_records r ON r.query_id = b.id AND r.worker <> b.worker
+ORDER BY b.n`
+
+// Insert implements history.Store. A chunk that stored fewer records than it holds (a retry,
+// or ids of another worker) is looked up once more for the ids held by another worker.
 func (s *Store) Insert(ctx context.Context, recs []history.Record) (int, error) {
 	inserted := 0
+	var foreign []string
 	for start := 0; start < len(recs); start += chunkRecordsMax {
 		chunk := recs[start:min(start+chunkRecordsMax, len(recs))]
-		tag, err := s.pool.Exec(ctx, insertSQL, columns(chunk)...)
+		cols := columns(chunk)
+		tag, err := s.pool.Exec(ctx, insertSQL, cols...)
 		if err != nil {
 			return inserted, fmt.Errorf("pghistory: insert: %w", err)
 		}
 		inserted += int(tag.RowsAffected())
+		if int(tag.RowsAffected()) == len(chunk) {
+			continue
+		}
+		rows, err := s.pool.Query(ctx, foreignSQL, cols[0], cols[1])
+		if err != nil {
+			return inserted, fmt.Errorf("pghistory: insert: %w", err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return inserted, fmt.Errorf("pghistory: insert: %w", err)
+		}
+		foreign = append(foreign, ids...)
+	}
+	if len(foreign) > 0 {
+		return inserted, &history.ForeignError{IDs: foreign}
 	}
 	return inserted, nil
 }
