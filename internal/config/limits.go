@@ -6,6 +6,7 @@ package config
 //	queryflux:
 //	  limits:
 //	    maxConnections: 1000          # open connections per listener; more are refused
+//	    maxConnectionsPerSource: 250  # one source's connections before login, per frontend
 //	    handshakeTimeoutSecs: 10      # connect to logged in (or to a request's headers)
 //	    maxPreAuthMessageBytes: 65536 # one client message before login
 //	    maxMessageBytes: 67108864     # one client message after login
@@ -17,6 +18,11 @@ type Limits struct {
 	MaxPreAuthMessageBytes int `yaml:"maxPreAuthMessageBytes" json:"maxPreAuthMessageBytes"` // bytes of one client message before login (0: 65536); at most [preAuthMessageBytesCeiling]
 	MaxMessageBytes        int `yaml:"maxMessageBytes" json:"maxMessageBytes"`               // bytes of one client message after login: a PostgreSQL message, a MySQL command (0: 67108864)
 	MessageTimeoutSecs     int `yaml:"messageTimeoutSecs" json:"messageTimeoutSecs"`         // seconds a client message (an HTTP request body included) may take to arrive whole once begun; more ends the connection (0: 30)
+	// MaxConnectionsPerSource is one source address's share of maxConnections on each frontend:
+	// its connections not yet logged in (PostgreSQL, MySQL), or all of its connections (Trino
+	// HTTP, Flight SQL, which log in per request); more are refused, counted and logged by
+	// source (0: a quarter of maxConnections, at least 4).
+	MaxConnectionsPerSource int `yaml:"maxConnectionsPerSource" json:"maxConnectionsPerSource"`
 	// LoginThrottle refuses, on all four frontends of this node, the logins of a source address
 	// that failed too many recently.
 	LoginThrottle LoginThrottle `yaml:"loginThrottle" json:"loginThrottle"`
@@ -43,6 +49,7 @@ const messageBytesCeiling = 1 << 30
 
 func (v *validator) limits(p string, l Limits) {
 	v.nonNegative(p+".maxConnections", int64(l.MaxConnections))
+	v.nonNegative(p+".maxConnectionsPerSource", int64(l.MaxConnectionsPerSource))
 	v.nonNegative(p+".handshakeTimeoutSecs", int64(l.HandshakeTimeoutSecs))
 	v.nonNegative(p+".maxPreAuthMessageBytes", int64(l.MaxPreAuthMessageBytes))
 	v.nonNegative(p+".maxMessageBytes", int64(l.MaxMessageBytes))

@@ -16,14 +16,14 @@ import (
 )
 
 func TestWithDefaultsFillsOnlyWhatIsUnset(t *testing.T) {
-	def := Limits{ConnectionsMaxDefault, HandshakeTimeoutDefault, PreAuthBytesMaxDefault, IdleTimeoutDefault, MessageBytesMaxDefault, MessageTimeoutDefault}
+	def := Limits{ConnectionsMaxDefault, HandshakeTimeoutDefault, PreAuthBytesMaxDefault, IdleTimeoutDefault, MessageBytesMaxDefault, MessageTimeoutDefault, ConnectionsMaxDefault / 4}
 	if got := (Limits{}).WithDefaults(); got != def {
 		t.Fatalf("zero limits: %+v", got)
 	}
-	if got := (Limits{-1, -1, -1, -1, -1, -1}).WithDefaults(); got != def {
+	if got := (Limits{-1, -1, -1, -1, -1, -1, -1}).WithDefaults(); got != def {
 		t.Fatalf("negative limits: %+v", got)
 	}
-	set := Limits{1, time.Second, 2, 2 * time.Second, 3, 3 * time.Second}
+	set := Limits{1, time.Second, 2, 2 * time.Second, 3, 3 * time.Second, 4}
 	if got := set.WithDefaults(); got != set {
 		t.Fatalf("set limits changed: %+v", got)
 	}

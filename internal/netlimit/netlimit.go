@@ -58,12 +58,18 @@ type Limits struct {
 	IdleTimeout      time.Duration
 	MessageBytesMax  int
 	MessageTimeout   time.Duration
+	// SourceConnectionsMax is one source address's share of ConnectionsMax: its connections
+	// not yet logged in (PerSource); default a quarter of ConnectionsMax, at least 4.
+	SourceConnectionsMax int
 }
 
 // WithDefaults fills zero fields with the defaults.
 func (l Limits) WithDefaults() Limits {
 	if l.ConnectionsMax <= 0 {
 		l.ConnectionsMax = ConnectionsMaxDefault
+	}
+	if l.SourceConnectionsMax <= 0 {
+		l.SourceConnectionsMax = max(l.ConnectionsMax/4, 4) // a listener of a few connections has no share to keep
 	}
 	if l.HandshakeTimeout <= 0 {
 		l.HandshakeTimeout = HandshakeTimeoutDefault
@@ -110,22 +116,24 @@ func (l *listener) Accept() (net.Conn, error) {
 		case l.slots <- struct{}{}:
 			return &conn{Conn: c, slots: l.slots}, nil
 		default:
-			l.turnAway(c)
+			turnAway(c, l.refuse, l.lingering)
 		}
 	}
 }
 
-func (l *listener) turnAway(c net.Conn) {
-	if l.refuse == nil {
+// turnAway writes c's refusal (nil refuse writes none) and closes it, lingering (a slot of
+// lingering, when one is free) so that the refusal reaches the client.
+func turnAway(c net.Conn, refuse func(net.Conn), lingering chan struct{}) {
+	if refuse == nil {
 		_ = c.Close()
 		return
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
-	l.refuse(c)
+	refuse(c)
 	select {
-	case l.lingering <- struct{}{}:
+	case lingering <- struct{}{}:
 		go func() {
-			defer func() { <-l.lingering }()
+			defer func() { <-lingering }()
 			lingerClose(c)
 		}()
 	default:

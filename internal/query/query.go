@@ -41,6 +41,10 @@ type Request struct {
 	// CopyOut: the client reads the result of a COPY ... TO STDOUT as COPY data, which the
 	// frontend writes; an engine that cannot write COPY itself returns the rows.
 	CopyOut bool
+	// LastInsertID is a MySQL client's session's LAST_INSERT_ID(): the first AUTO_INCREMENT
+	// value its last INSERT generated (the insert id of its OK packet), for an engine that
+	// answers LAST_INSERT_ID() itself (DuckDB).
+	LastInsertID uint64
 
 	analysis *sqltok.Analysis // SQL as Analysis read it; see Analysis
 }

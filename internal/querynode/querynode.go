@@ -78,11 +78,12 @@ type Options struct {
 // LimitsOf turns queryflux.limits into listener limits.
 func LimitsOf(l config.Limits) netlimit.Limits {
 	return netlimit.Limits{
-		ConnectionsMax:   l.MaxConnections,
-		HandshakeTimeout: time.Duration(l.HandshakeTimeoutSecs) * time.Second,
-		PreAuthBytesMax:  l.MaxPreAuthMessageBytes,
-		MessageBytesMax:  l.MaxMessageBytes,
-		MessageTimeout:   time.Duration(l.MessageTimeoutSecs) * time.Second,
+		ConnectionsMax:       l.MaxConnections,
+		SourceConnectionsMax: l.MaxConnectionsPerSource,
+		HandshakeTimeout:     time.Duration(l.HandshakeTimeoutSecs) * time.Second,
+		PreAuthBytesMax:      l.MaxPreAuthMessageBytes,
+		MessageBytesMax:      l.MaxMessageBytes,
+		MessageTimeout:       time.Duration(l.MessageTimeoutSecs) * time.Second,
 	}.WithDefaults()
 }
 
@@ -282,7 +283,7 @@ func (n *Node) newTrino(gate query.Gate, f config.Frontend) (frontend, error) {
 
 func (n *Node) newFlightSQL(gate query.Gate) (frontend, error) {
 	return flightsql.NewServer(n.core, flightsql.Options{Gate: gate, Auth: n.policy.FlightSQL(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits,
-		Forward: n.opts.Forward})
+		Forward: n.opts.Forward, Registerer: n.opts.Registerer})
 }
 
 func anyFrontend(f config.Frontends) bool {

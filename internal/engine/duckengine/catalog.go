@@ -124,12 +124,13 @@ var compatSQL = []string{
 		NULL::VARCHAR[] AS ftoptions WHERE false`,
 	// MySQL clients' functions (mysqlshow.go, docs/duckdb.md): UNIX_TIMESTAMP() in whole
 	// seconds, of a value in UTC (the session time zone the MySQL frontend reports);
-	// LAST_INSERT_ID() is 0, as MySQL answers when no AUTO_INCREMENT value was generated
-	// (DuckDB has none); qf_mysql_type(t) is DuckDB type t as MySQL 8.0.11's SHOW COLUMNS
+	// LAST_INSERT_ID() is the connection's variable qf_last_insert_id, which a MySQL client's
+	// statement calling it sets to its session's value first (mysqlddl.go), else 0 (MySQL's
+	// answer when no AUTO_INCREMENT value was generated); qf_mysql_type(t) is DuckDB type t as MySQL 8.0.11's SHOW COLUMNS
 	// writes the nearest MySQL type.
 	`CREATE MACRO {c}.pg_catalog.unix_timestamp() AS epoch_ms(current_timestamp) // 1000,
 		(x) AS floor(epoch(CAST(x AS TIMESTAMP)))::BIGINT`,
-	`CREATE MACRO {c}.pg_catalog.last_insert_id() AS 0::UBIGINT`,
+	`CREATE MACRO {c}.pg_catalog.last_insert_id() AS coalesce(getvariable('qf_last_insert_id'), 0)::UBIGINT`,
 	`CREATE MACRO {c}.pg_catalog.qf_mysql_type(t) AS CASE
 		WHEN t = 'BOOLEAN' THEN 'tinyint(1)' WHEN t = 'TINYINT' THEN 'tinyint(4)' WHEN t = 'SMALLINT' THEN 'smallint(6)'
 		WHEN t = 'INTEGER' THEN 'int(11)' WHEN t = 'BIGINT' THEN 'bigint(20)' WHEN t = 'UTINYINT' THEN 'tinyint(3) unsigned'

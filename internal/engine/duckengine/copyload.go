@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,14 +29,19 @@ const copyStage = "queryflux_copy_stage"
 // copyTarget is where a COPY's rows go: the INSERT's column list and which columns are BLOB
 // (their text is PostgreSQL's bytea text, which DuckDB's cast from VARCHAR reads otherwise).
 type copyTarget struct {
-	names  []string
-	blob   []bool
-	schema *arrow.Schema // the columns as the client sees them
+	names   []string
+	columns []string // the names, unquoted (for errors)
+	types   []string // DuckDB's types of the columns
+	blob    []bool
+	schema  *arrow.Schema // the columns as the client sees them
 }
 
 // loadCopy runs a COPY ... FROM STDIN on conn: it checks the table and columns, tells the
 // client to send, and inserts its rows in one transaction (the caller's when inTx), so a bad
-// row leaves nothing behind, as in PostgreSQL.
+// row leaves nothing behind, as in PostgreSQL. Outside a client's transaction the rows are
+// staged before the transaction begins, so that they outlive an INSERT that fails on a value
+// DuckDB cannot read: the error then names its line and column, as PostgreSQL's does
+// (badValue). Inside one, a failed statement ends what could be read after it.
 func loadCopy(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, src query.CopySource, inTx bool) (query.Rows, error) {
 	target, err := copyTargetOf(ctx, conn, cf)
 	if err != nil {
@@ -46,25 +53,44 @@ func loadCopy(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, src quer
 	if cf.Binary {
 		cf.Format = pgcopy.Format{Delim: '\t', Null: `\N`} // the source reads binary as text
 	}
-	if !inTx {
-		if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
-			return nil, wrapErr(err)
+	stage := func() (lineMap, error) { return stageCopyRows(ctx, conn, cf, target, pgcopy.NewReader(cf.Format, src)) }
+	if inTx {
+		if _, err := stage(); err != nil {
+			return nil, err
 		}
+		return insertStaged(ctx, conn, cf, target)
 	}
-	n, err := insertCopyRows(ctx, conn, cf, target, pgcopy.NewReader(cf.Format, src))
-	if !inTx {
-		end := "COMMIT"
-		if err != nil {
-			end = "ROLLBACK"
-		}
-		if _, endErr := conn.ExecContext(context.WithoutCancel(ctx), end); err == nil && endErr != nil {
-			err = wrapErr(endErr)
-		}
-	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+copyStage) //nolint:errcheck // a temporary table: it goes with the connection otherwise
+	// The staging in a transaction of its own (the appender then commits once, not once a
+	// chunk), the INSERT in another.
+	var lines lineMap
+	var rows query.Rows
+	err = inTransaction(ctx, conn, func() (err error) { lines, err = stage(); return err })
 	if err != nil {
 		return nil, err
 	}
-	return engine.TagRows("COPY " + strconv.FormatInt(n, 10)), nil
+	err = inTransaction(ctx, conn, func() (err error) { rows, err = insertStaged(ctx, conn, cf, target); return err })
+	if err != nil {
+		return nil, target.badValue(ctx, conn, cf, lines, err)
+	}
+	return rows, nil
+}
+
+// inTransaction runs run in a transaction of its own on conn: committed, or rolled back after
+// an error.
+func inTransaction(ctx context.Context, conn *sql.Conn, run func() error) error {
+	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+		return wrapErr(err)
+	}
+	err := run()
+	end := "COMMIT"
+	if err != nil {
+		end = "ROLLBACK"
+	}
+	if _, endErr := conn.ExecContext(context.WithoutCancel(ctx), end); err == nil && endErr != nil {
+		err = wrapErr(endErr)
+	}
+	return err
 }
 
 // copyTargetOf reads the columns the COPY fills; an unknown table or column fails here,
@@ -92,39 +118,108 @@ func copyTargetOf(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement) (cop
 		if cf.Columns != nil {
 			name = cf.Columns[i]
 		}
-		t.names = append(t.names, name)
+		t.names, t.columns, t.types = append(t.names, name), append(t.columns, ct.Name()), append(t.types, ct.DatabaseTypeName())
 		t.blob = append(t.blob, ct.DatabaseTypeName() == "BLOB")
 	}
 	return t, nil
 }
 
-// insertCopyRows stages the rows and inserts them into the target in one statement.
-func insertCopyRows(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, t copyTarget, rows *pgcopy.Reader) (int64, error) {
+// stageCopyRows appends the rows to the staging table, and says which line each ended on.
+func stageCopyRows(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, t copyTarget, rows *pgcopy.Reader) (lineMap, error) {
 	if _, err := conn.ExecContext(ctx, t.createStage()); err != nil {
-		return 0, wrapErr(err)
+		return lineMap{}, wrapErr(err)
 	}
+	var lines lineMap
 	err := conn.Raw(func(dc any) error {
 		app, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", copyStage)
 		if err != nil {
 			return wrapErr(err)
 		}
-		err = appendCopyRows(app, cf, t, rows)
+		lines, err = appendCopyRows(app, cf, t, rows)
 		if closeErr := app.Close(); err == nil && closeErr != nil {
 			err = wrapErr(closeErr)
 		}
 		return err
 	})
-	if err != nil {
-		return 0, err
-	}
+	return lines, err
+}
+
+// insertStaged inserts the staged rows into the target in one statement, and drops the stage.
+func insertStaged(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, t copyTarget) (query.Rows, error) {
 	res, err := conn.ExecContext(ctx, "INSERT INTO "+cf.Table+" ("+strings.Join(t.names, ", ")+") SELECT * FROM "+copyStage)
 	if err != nil {
-		return 0, copyLineError(cf, 0, wrapErr(err))
+		return nil, copyLineError(cf, 0, wrapErr(err))
 	}
 	if _, err := conn.ExecContext(ctx, "DROP TABLE "+copyStage); err != nil {
-		return 0, wrapErr(err)
+		return nil, wrapErr(err)
 	}
-	return res.RowsAffected()
+	n, err := res.RowsAffected()
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	return engine.TagRows("COPY " + strconv.FormatInt(n, 10)), nil
+}
+
+// badValue is err, the error of an INSERT of the staged rows, naming the line and column of the
+// first value the target's type cannot read (the staged rows are in the order they came), as
+// PostgreSQL's context does: COPY t, line 3, column x: "abc". err itself for any other error.
+func (t copyTarget) badValue(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, lines lineMap, err error) error {
+	var qe *query.Error
+	if !errors.As(err, &qe) || qe.Code != sqlstate.InvalidTextRepresentation {
+		return err
+	}
+	var which strings.Builder
+	for i, blob := range t.blob {
+		if !blob {
+			c := "c" + strconv.Itoa(i)
+			fmt.Fprintf(&which, "WHEN %s IS NOT NULL AND TRY_CAST(%s AS %s) IS NULL THEN %d ", c, c, t.types[i], i)
+		}
+	}
+	if which.Len() == 0 {
+		return err
+	}
+	var row int64
+	var col int
+	var value string
+	q := "SELECT rowid, col, CAST(list_extract([" + t.stageColumns() + "], col + 1) AS VARCHAR) FROM (SELECT rowid, *, CASE " + which.String() +
+		"END AS col FROM " + copyStage + ") WHERE col IS NOT NULL ORDER BY rowid LIMIT 1"
+	if conn.QueryRowContext(ctx, q).Scan(&row, &col, &value) != nil {
+		return err
+	}
+	c := *qe
+	c.Message = fmt.Sprintf("COPY %s, line %d, column %s: \"%s\": %s", cf.Table, lines.of(row), t.columns[col], value, qe.Message)
+	return &c
+}
+
+// stageColumns lists the staging table's columns, as text.
+func (t copyTarget) stageColumns() string {
+	cols := make([]string, len(t.blob))
+	for i := range cols {
+		cols[i] = "CAST(c" + strconv.Itoa(i) + " AS VARCHAR)"
+	}
+	return strings.Join(cols, ", ")
+}
+
+// lineMap says which line of the data each staged row ended on: rows and lines go up together
+// but where a row spans lines (a CSV value with a line end) or a line holds no row (a
+// header), where a new (row, line) pair is kept.
+type lineMap struct{ rows, lines []int64 }
+
+// add notes that row ended on line.
+func (m *lineMap) add(row, line int64) {
+	if n := len(m.rows); n > 0 && line-row == m.lines[n-1]-m.rows[n-1] {
+		return
+	}
+	m.rows, m.lines = append(m.rows, row), append(m.lines, line)
+}
+
+// of is the line row ended on.
+func (m lineMap) of(row int64) int64 {
+	i, _ := slices.BinarySearch(m.rows, row+1)
+	if i == 0 {
+		return row + 1
+	}
+	return m.lines[i-1] + row - m.rows[i-1]
 }
 
 // createStage is the staging table's definition: text, or bytes for BLOB columns.
@@ -146,22 +241,24 @@ func (t copyTarget) createStage() string {
 	return b.String()
 }
 
-func appendCopyRows(app *duckdb.Appender, cf pgcopy.Statement, t copyTarget, rows *pgcopy.Reader) error {
+func appendCopyRows(app *duckdb.Appender, cf pgcopy.Statement, t copyTarget, rows *pgcopy.Reader) (lineMap, error) {
 	args := make([]driver.Value, 0, len(t.names))
-	for {
+	var lines lineMap
+	for n := int64(0); ; n++ {
 		fields, err := rows.Next()
 		if err == io.EOF {
-			return nil
+			return lines, nil
 		}
 		if err != nil {
-			return err
+			return lines, err
 		}
 		if args, err = t.appendArgs(args[:0], fields, cf, rows.Line()); err != nil {
-			return err
+			return lines, err
 		}
 		if err := app.AppendRow(args...); err != nil {
-			return copyLineError(cf, rows.Line(), wrapErr(err))
+			return lines, copyLineError(cf, rows.Line(), wrapErr(err))
 		}
+		lines.add(n, int64(rows.Line()))
 	}
 }
 

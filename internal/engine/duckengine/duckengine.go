@@ -399,6 +399,11 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return rows, err
 	}
+	q, returning := insertReturning(ctx, conn, client, q)
+	if err := setLastInsertID(ctx, conn, client); err != nil {
+		release(conn, true)
+		return nil, err
+	}
 	st, err := e.statement(conn, client, q.SQL)
 	if err != nil {
 		err = showError(client, q, err)
@@ -422,7 +427,11 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return nil, explain(err)
 	}
-	return &watchedRows{Rows: rows, onErr: func(err error) { e.noteFatal(err) }}, nil
+	rows = &watchedRows{Rows: rows, onErr: func(err error) { e.noteFatal(err) }}
+	if returning {
+		return insertTag(ctx, rows)
+	}
+	return rows, nil
 }
 
 // run executes q (prepared as p) on conn; done is called once conn is no longer needed by

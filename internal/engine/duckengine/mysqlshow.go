@@ -38,11 +38,15 @@ func (duckCatalog) Columns(db, table string) string {
 		`FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name ` +
 		`AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name) ` +
 		`OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), '') AS key, ` +
-		`c.column_default AS dflt, '' AS extra, coalesce(c.comment, '') AS comment, c.column_index AS pos ` +
+		`CASE WHEN NOT ` + autoIncrement + ` THEN c.column_default END AS dflt, ` +
+		`CASE WHEN ` + autoIncrement + ` THEN 'auto_increment' ELSE '' END AS extra, coalesce(c.comment, '') AS comment, c.column_index AS pos ` +
 		`FROM duckdb_columns() c WHERE ` + inSchema("c.database_name", "c.schema_name", db) +
 		` AND lower(c.table_name) = lower(` + sqltok.StandardString(table) + `) ` +
 		`AND (SELECT count(*) FROM (SELECT 1 FROM ` + tableRef(db, table) + ` LIMIT 0)) = 0`
 }
+
+// autoIncrement is the condition that column c is AUTO_INCREMENT (mysqlddl.go).
+const autoIncrement = `coalesce(c.column_default LIKE 'nextval(''%` + aiPrefix + `%', false)`
 
 func (duckCatalog) Keys(db, table string) string {
 	return `SELECT k.constraint_type AS kind, k.constraint_column_names[1] AS name, ` +

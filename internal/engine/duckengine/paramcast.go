@@ -87,6 +87,7 @@ func closing(toks []sqltok.Token) int {
 	return -1
 }
 
+// joinTokens writes toks back as text, a blank between each two.
 func joinTokens(toks []sqltok.Token) string {
 	texts := make([]string, len(toks))
 	for i, t := range toks {

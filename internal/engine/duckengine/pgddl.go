@@ -18,9 +18,13 @@ import (
 type ownRun func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error)
 
 // ownStatement reads q for what this engine runs itself rather than hand to DuckDB as written:
-// a COPY FROM STDIN with the client's data, and PostgreSQL DDL that DuckDB takes only one
-// object at a time (what pgbench -i sends). handled is false for anything else.
+// a COPY FROM STDIN with the client's data, PostgreSQL DDL that DuckDB takes only one
+// object at a time (what pgbench -i sends), and a MySQL client's CREATE TABLE (mysqlddl.go). handled is false for anything else.
 func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
+	if isMySQL(q) {
+		run, handled := mysqlOwnStatement(q)
+		return run, handled, nil
+	}
 	if q.Protocol != query.ProtocolPostgres {
 		return nil, false, nil
 	}

@@ -59,6 +59,11 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if own, handled, err := ownStatement(client); handled {
 		return s.runOwn(ctx, client, own, err)
 	}
+	q, returning := insertReturning(ctx, s.conn, client, q)
+	if err := setLastInsertID(ctx, s.conn, client); err != nil {
+		s.fail()
+		return nil, err
+	}
 	st, err := s.e.statement(s.conn, client, q.SQL)
 	if err != nil {
 		err = showError(client, q, err)
@@ -88,7 +93,11 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.fail()
 		return nil, explain(err)
 	}
-	return &watchedRows{Rows: rows, onErr: func(err error) { s.e.noteFatal(err); s.fail() }}, nil
+	rows = &watchedRows{Rows: rows, onErr: func(err error) { s.e.noteFatal(err); s.fail() }}
+	if returning {
+		return insertTag(ctx, rows)
+	}
+	return rows, nil
 }
 
 // runOwn runs a statement the engine runs itself (ownStatement) in the session's transaction,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -116,6 +118,10 @@ func (r *rows) produce(ctx context.Context) {
 		ev.err = r.e.wrap(err)
 	case r.builder == nil:
 		ev.tag = commandTag(r.q.SQL, result.AffectedRows)
+		if result.InsertId != 0 && r.q.Protocol == query.ProtocolMySQL && strings.HasPrefix(ev.tag, "INSERT 0 ") {
+			// The id goes where PostgreSQL's tag has an oid, for the MySQL frontend's OK packet.
+			ev.tag = "INSERT " + strconv.FormatUint(result.InsertId, 10) + ev.tag[len("INSERT 0"):]
+		}
 	default:
 		ev.tag = fmt.Sprintf("SELECT %d", r.total)
 	}

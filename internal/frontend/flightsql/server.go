@@ -27,6 +27,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
@@ -51,6 +52,8 @@ type Authenticator interface {
 
 // Options configure a Server.
 type Options struct {
+	// Registerer receives queryflux_frontend_bound_refusals_total; nil keeps it unregistered.
+	Registerer prometheus.Registerer
 	// Auth checks credentials; nil (with no Gate) lets every client in, as the user named by
 	// the "x-queryflux-user" metadata (or "anonymous").
 	Auth Authenticator
@@ -185,6 +188,8 @@ func (s *Server) Serve(l net.Listener) error {
 	s.mu.Unlock()
 	go s.expire()
 	// gRPC has no "too many connections" answer before HTTP/2 starts: extra ones are closed.
+	// gRPC authenticates calls, not connections: every connection of a source counts in its share.
+	l = netlimit.PerSource(l, s.opts.Limits.SourceConnectionsMax, nil, netlimit.SourceRefused("flightsql", netlimit.BoundRefusals(s.opts.Registerer), s.log))
 	err := s.grpc.Serve(netlimit.Listener(l, s.opts.Limits.ConnectionsMax, nil))
 	if errors.Is(err, grpc.ErrServerStopped) {
 		return net.ErrClosed

@@ -193,6 +193,7 @@ func (s *Server) Serve(l net.Listener) error {
 	if s.eventLoop() != nil {
 		l = relayloop.Listener(l) // its sockets may go on the event loop (loop.go)
 	}
+	l = netlimit.PerSource(l, s.opts.Limits.SourceConnectionsMax, refuseTooMany, netlimit.SourceRefused("mysqlwire", s.refusals, s.log))
 	l = netlimit.Listener(l, s.opts.Limits.ConnectionsMax, refuseTooMany)
 	for {
 		nc, err := l.Accept()
@@ -293,6 +294,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
+	netlimit.Authenticated(nc) // no longer in its source's share of the connections before login
 	buffered.login = nil
 	h.conn = c
 	h.headers = h.attributes()

@@ -30,7 +30,10 @@ type session struct {
 	remote string
 	db     string
 	out    *flushOnReadConn // flushed after each batch, so slow results still stream
-	raw    net.Conn         // the client connection, for KILL CONNECTION
+	// lastInsertID is the first AUTO_INCREMENT value the session's last INSERT that generated
+	// one generated (insertID), what LAST_INSERT_ID() answers on an engine that asks (DuckDB).
+	lastInsertID uint64
+	raw          net.Conn // the client connection, for KILL CONNECTION
 
 	headers         map[string]string    // the client's connection attributes, for routing (read only)
 	stmts           map[uint32]*prepared // the client's prepared statements, by id
@@ -178,13 +181,14 @@ func (h *session) request(sql string, args []any) *query.Request {
 // fill sets every field of r to the request of sql (with args) on this client connection.
 func (h *session) fill(r *query.Request, sql string, args []any) {
 	*r = query.Request{
-		SQL:        h.withSessionValues(sql),
-		Args:       args,
-		User:       h.conn.GetUser(),
-		Protocol:   query.ProtocolMySQL,
-		Database:   h.db,
-		ClientAddr: h.remote,
-		Headers:    h.headers,
+		SQL:          h.withSessionValues(sql),
+		Args:         args,
+		User:         h.conn.GetUser(),
+		Protocol:     query.ProtocolMySQL,
+		Database:     h.db,
+		ClientAddr:   h.remote,
+		Headers:      h.headers,
+		LastInsertID: h.lastInsertID,
 	}
 }
 
@@ -344,7 +348,23 @@ func (h *session) finishNoRows(ctx context.Context, rows query.Rows) (*mysql.Res
 			return written(), nil
 		}
 	}
-	return &mysql.Result{AffectedRows: affectedRows(rows.Tag())}, nil
+	tag := rows.Tag()
+	id := insertID(tag)
+	if id != 0 {
+		h.lastInsertID = id
+	}
+	return &mysql.Result{AffectedRows: affectedRows(tag), InsertId: id}, nil
+}
+
+// insertID reads the id an engine that generated AUTO_INCREMENT values puts in an INSERT's
+// command tag, where PostgreSQL's has an oid ("INSERT 5 2": 5, the first of them); 0 for none.
+func insertID(tag string) uint64 {
+	f := strings.Fields(tag)
+	if len(f) != 3 || f[0] != "INSERT" {
+		return 0
+	}
+	id, _ := strconv.ParseUint(f[1], 10, 64)
+	return id
 }
 
 // affectedRows reads the count at the end of a command tag ("INSERT 0 3" → 3).

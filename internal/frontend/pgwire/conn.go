@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/pgoptions"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/relayloop"
@@ -114,6 +115,7 @@ func (c *conn) serve() error {
 	if err := c.authenticate(); err != nil {
 		return err
 	}
+	netlimit.Authenticated(c.nc) // no longer in its source's share of the connections before login
 	if dc, ok := c.srv.backend.(query.DatabaseChecker); ok {
 		if err := dc.CheckDatabase(query.ProtocolPostgres, c.database); err != nil {
 			code, msg := sqlstate.InvalidCatalogName, err.Error()

@@ -165,7 +165,11 @@ func (c *conn) executePortal(p *portal, rowsMax int64) error {
 		return nil
 	}
 	if p.copyOut != nil {
-		return &query.Error{Code: sqlstate.FeatureNotSupported, Message: "COPY TO STDOUT runs here in the simple query protocol only"}
+		// All its data, whatever the row limit: PostgreSQL's COPY ignores it too.
+		c.beginRun(p.cancel)
+		defer c.endRun()
+		defer c.watchSlow(p.cancel)()
+		return c.sendCopyOut(p)
 	}
 	c.beginRun(p.cancel)
 	defer c.endRun()
@@ -397,7 +401,7 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 		if err := c.startPortal(p); err != nil {
 			return err
 		}
-		if p.rows.Schema() == nil {
+		if p.rows.Schema() == nil || p.copyOut != nil { // a COPY's rows go as COPY data
 			c.be.Send(&pgproto3.NoData{})
 			return nil
 		}

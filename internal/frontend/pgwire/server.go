@@ -149,6 +149,7 @@ func (s *Server) Serve(l net.Listener) error {
 	if s.eventLoop() != nil {
 		l = relayloop.Listener(l) // its sockets may go on the event loop (loop.go)
 	}
+	l = netlimit.PerSource(l, s.opts.Limits.SourceConnectionsMax, refuseTooMany, netlimit.SourceRefused("pgwire", s.refusals, s.log))
 	l = netlimit.Listener(l, s.opts.Limits.ConnectionsMax, refuseTooMany)
 	for {
 		nc, err := l.Accept()

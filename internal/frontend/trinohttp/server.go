@@ -242,6 +242,13 @@ func (s *Server) Serve(l net.Listener) error {
 	s.servers = append(s.servers, hs)
 	s.httpMu.Unlock()
 	l = rawconn.Listener(l) // one request at a time: see rawconn
+	// HTTP authenticates requests, not connections: every connection of a source counts in its
+	// share. A refusal is a 503 on a plain listener; one that may serve TLS closes at once.
+	refuse := refuseSource
+	if s.opts.TLS != nil {
+		refuse = nil
+	}
+	l = netlimit.PerSource(l, s.opts.Limits.SourceConnectionsMax, refuse, netlimit.SourceRefused("trinohttp", s.refusals, s.log))
 	if s.opts.TLS != nil {
 		l = certs.OptionalTLS(l, s.opts.TLS)
 	}
@@ -647,4 +654,12 @@ func (s *Server) forget(q *runningQuery) {
 		delete(s.queries, q.id)
 	}
 	s.mu.Unlock()
+}
+
+// refuseSource answers a connection over its source's share of the connection limit with a
+// 503, as the listener answers one over the limit (netlimit.HTTP).
+func refuseSource(c net.Conn) {
+	const body = "too many connections from one source\n"
+	_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n"+
+		"Content-Type: text/plain; charset=utf-8\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
 }

@@ -1,0 +1,340 @@
+package duckengine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// A MySQL client's CREATE TABLE as ORMs and mysqldump write it, which DuckDB's parser refuses,
+// is written as DuckDB reads it (mysqlCreateTable):
+//   - an AUTO_INCREMENT column takes its values from a sequence of its own (qf_ai_<table>,
+//     starting at the table option AUTO_INCREMENT=n, else 1): DEFAULT nextval(...);
+//   - TINYINT ... BIGINT [UNSIGNED] with a display width (INT(11)) is DuckDB's type of that
+//     size, UNSIGNED its unsigned one (BIGINT UNSIGNED is UBIGINT), MEDIUMINT an INTEGER;
+//   - KEY and INDEX definitions are left out (DuckDB has no index in CREATE TABLE), UNIQUE
+//     KEY name (cols) is UNIQUE (cols); a column's COMMENT, CHARACTER SET and COLLATE, and
+//     the table's options (ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 ...) are left out.
+//
+// An INSERT into a table with such a column returns the first value it generated in its
+// command tag ("INSERT <id> <rows>", where PostgreSQL has an oid), which the MySQL frontend
+// sends as the OK packet's insert id and hands back for LAST_INSERT_ID() (setLastInsertID).
+
+// aiPrefix names the sequences of AUTO_INCREMENT columns.
+const aiPrefix = "qf_ai_"
+
+// mysqlCreateTable is a MySQL client's CREATE TABLE as the statements DuckDB runs for it (the
+// sequence's, then the table's), and the table's name; ok is false for any other statement,
+// or one with nothing to translate.
+func mysqlCreateTable(sqlText string) (stmts []string, table string, ok bool) {
+	if !sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "create") {
+		return nil, "", false
+	}
+	toks := sqltok.SignificantTokens(sqlText, sqltok.MySQL)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	at := 1
+	word := func(w string) bool {
+		if at < len(toks) && toks[at].Kind == sqltok.Word && strings.EqualFold(toks[at].Text, w) {
+			at++
+			return true
+		}
+		return false
+	}
+	temporary := word("temporary")
+	if !word("table") {
+		return nil, "", false
+	}
+	ifNotExists := word("if")
+	if ifNotExists && (!word("not") || !word("exists")) {
+		return nil, "", false
+	}
+	nameStart := at
+	for at < len(toks) && toks[at].Text != "(" {
+		at++
+	}
+	if at == len(toks) || at == nameStart {
+		return nil, "", false
+	}
+	name := toks[nameStart:at]
+	table = identText(name[len(name)-1])
+	defs, end := definitions(toks, at)
+	if end < 0 {
+		return nil, "", false
+	}
+	start, changed := tableOptions(toks[end+1:])
+	var out []string
+	aiColumn := ""
+	for _, d := range defs {
+		text, ai, kept, dchanged := columnDefinition(d)
+		changed = changed || dchanged || !kept
+		if !kept {
+			continue
+		}
+		if ai {
+			aiColumn = identText(d[0])
+			text += " DEFAULT nextval('" + sequenceName(name) + "')"
+		}
+		out = append(out, text)
+	}
+	if !changed || temporary && aiColumn != "" {
+		return nil, "", false
+	}
+	head := "CREATE "
+	if temporary {
+		head += "TEMPORARY "
+	}
+	head += "TABLE "
+	if ifNotExists {
+		head += "IF NOT EXISTS "
+	}
+	create := mysqlCompat(head + joinTokens(name) + " (" + strings.Join(out, ", ") + ")")
+	if aiColumn == "" {
+		return []string{create}, table, true
+	}
+	seq := "SEQUENCE " + sequenceName(name) + " START " + strconv.FormatUint(start, 10)
+	if ifNotExists {
+		return []string{"CREATE " + strings.Replace(seq, "SEQUENCE ", "SEQUENCE IF NOT EXISTS ", 1), create}, table, true
+	}
+	// A sequence left by a dropped table of the name goes; a table of the name that still
+	// exists keeps its own (DuckDB refuses to drop it: dropSequenceRefused).
+	return []string{"DROP SEQUENCE IF EXISTS " + sequenceName(name), "CREATE " + seq, create}, table, true
+}
+
+// definitions splits the parenthesized list opening at toks[open] into its definitions (at
+// its top level commas); end is the index of its closing parenthesis, -1 when it has none.
+func definitions(toks []sqltok.Token, open int) (defs [][]sqltok.Token, end int) {
+	depth, from := 0, open+1
+	for i := open; i < len(toks); i++ {
+		switch toks[i].Text {
+		case "(":
+			depth++
+		case ")":
+			depth--
+			if depth == 0 {
+				if i > from {
+					defs = append(defs, toks[from:i])
+				}
+				return defs, i
+			}
+		case ",":
+			if depth == 1 {
+				defs = append(defs, toks[from:i])
+				from = i + 1
+			}
+		}
+	}
+	return nil, -1
+}
+
+// tableOptions reads what follows a CREATE TABLE's definitions (MySQL's table options, all
+// left out): the AUTO_INCREMENT option's start (1 without one), and whether there was any.
+func tableOptions(toks []sqltok.Token) (start uint64, any bool) {
+	start = 1
+	for i, t := range toks {
+		if t.Kind == sqltok.Word && strings.EqualFold(t.Text, "auto_increment") {
+			j := i + 1
+			if j < len(toks) && toks[j].Text == "=" {
+				j++
+			}
+			if j < len(toks) {
+				if n, err := strconv.ParseUint(toks[j].Text, 10, 64); err == nil && n > 0 {
+					start = n
+				}
+			}
+		}
+	}
+	return start, len(toks) > 0
+}
+
+// intTypes are MySQL's integer types, each with DuckDB's of its size, signed and unsigned.
+var intTypes = map[string][2]string{"tinyint": {"TINYINT", "UTINYINT"}, "smallint": {"SMALLINT", "USMALLINT"},
+	"mediumint": {"INTEGER", "UINTEGER"}, "int": {"INTEGER", "UINTEGER"}, "integer": {"INTEGER", "UINTEGER"},
+	"bigint": {"BIGINT", "UBIGINT"}}
+
+// columnDefinition writes one definition of a CREATE TABLE as DuckDB reads it (MySQL's text
+// still: mysqlCompat reads the whole statement after): ai says it was AUTO_INCREMENT, kept is
+// false for a KEY or INDEX, and changed whether anything was written otherwise.
+func columnDefinition(d []sqltok.Token) (text string, ai, kept, changed bool) {
+	is := func(i int, words ...string) bool {
+		if i >= len(d) || d[i].Kind != sqltok.Word {
+			return false
+		}
+		for _, w := range words {
+			if strings.EqualFold(d[i].Text, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case is(0, "key", "index", "fulltext", "spatial"):
+		return "", false, false, true
+	case is(0, "unique") && is(1, "key", "index"):
+		// UNIQUE KEY [name] (cols): DuckDB's UNIQUE (cols)
+		i := 2
+		for i < len(d) && d[i].Text != "(" {
+			i++
+		}
+		return "UNIQUE " + joinTokens(d[i:]), false, true, true
+	case is(0, "primary", "constraint", "check", "foreign"):
+		return joinTokens(d), false, true, false
+	}
+	var out []sqltok.Token
+	for i := 0; i < len(d); i++ {
+		t := d[i]
+		switch {
+		case i == 1 && t.Kind == sqltok.Word && intTypes[strings.ToLower(t.Text)] != [2]string{}:
+			sizes := intTypes[strings.ToLower(t.Text)]
+			if i+3 < len(d) && d[i+1].Text == "(" && d[i+3].Text == ")" {
+				i += 3 // a display width
+			}
+			unsigned := false
+			for ; is(i+1, "unsigned", "signed", "zerofill"); i++ {
+				unsigned = unsigned || is(i+1, "unsigned")
+			}
+			typ := sizes[0]
+			if unsigned {
+				typ = sizes[1]
+			}
+			out = append(out, sqltok.Token{Kind: sqltok.Word, Text: typ})
+			changed = true
+		case is(i, "auto_increment"):
+			ai, changed = true, true
+		case is(i, "comment") && i+1 < len(d) && d[i+1].Kind == sqltok.String:
+			i, changed = i+1, true
+		case is(i, "collate", "charset") && i+1 < len(d):
+			i, changed = i+1, true
+		case is(i, "character") && is(i+1, "set") && i+2 < len(d):
+			i, changed = i+2, true
+		default:
+			out = append(out, t)
+		}
+	}
+	return joinTokens(out), ai, true, changed
+}
+
+// identText is a name token's name: a `quoted` one unquoted.
+func identText(t sqltok.Token) string {
+	if t.Kind == sqltok.QuotedIdent && len(t.Text) >= 2 && t.Text[0] == '`' {
+		return strings.ReplaceAll(t.Text[1:len(t.Text)-1], "``", "`")
+	}
+	return t.Text
+}
+
+// sequenceName is the sequence of the AUTO_INCREMENT column of the table name (db.t or t):
+// qf_ai_ and the table's name in lower case, other than letters, digits and _ as _, in the
+// table's database.
+func sequenceName(name []sqltok.Token) string {
+	table := []byte(strings.ToLower(identText(name[len(name)-1])))
+	for i, c := range table {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+			table[i] = '_'
+		}
+	}
+	if len(name) == 3 && name[1].Text == "." {
+		return identText(name[0]) + "." + aiPrefix + string(table)
+	}
+	return aiPrefix + string(table)
+}
+
+// dropSequenceRefused is the error of a CREATE TABLE whose table exists already: DuckDB
+// refused to drop its sequence, which the table uses; PostgreSQL's error (MySQL's 1050).
+func dropSequenceRefused(err error, table string) error {
+	var qe *query.Error
+	if errors.As(err, &qe) && strings.Contains(qe.Message, "Dependency Error") && strings.Contains(qe.Message, aiPrefix) {
+		return &query.Error{Code: sqlstate.DuplicateTable, Message: "Table '" + table + "' already exists"}
+	}
+	return err
+}
+
+// mysqlOwnStatement is a MySQL client's CREATE TABLE that mysqlCreateTable translates, run as
+// its statements in one transaction.
+func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
+	stmts, table, ok := mysqlCreateTable(q.SQL)
+	if !ok {
+		return nil, false
+	}
+	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+		if err := runAll(ctx, conn, stmts, inTx); err != nil {
+			return nil, dropSequenceRefused(err, table)
+		}
+		return engine.TagRows("CREATE TABLE"), nil
+	}, true
+}
+
+// insertReturning is q (a MySQL client's, as compatRequest wrote it) returning its
+// AUTO_INCREMENT column when it is an INSERT into a table with one (ok), for insertTag.
+func insertReturning(ctx context.Context, conn *sql.Conn, client, q *query.Request) (*query.Request, bool) {
+	if !isMySQL(client) || !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "insert") {
+		return q, false
+	}
+	toks := sqltok.SignificantTokens(client.SQL, sqltok.MySQL)
+	i := 1
+	for i < len(toks) && toks[i].Kind == sqltok.Word && insertModifiers[strings.ToLower(toks[i].Text)] {
+		i++
+	}
+	if i >= len(toks) {
+		return q, false
+	}
+	db, table := "", identText(toks[i])
+	if i+2 < len(toks) && toks[i+1].Text == "." {
+		db, table = table, identText(toks[i+2])
+	}
+	for _, t := range toks {
+		if t.Kind == sqltok.Word && strings.EqualFold(t.Text, "returning") {
+			return q, false
+		}
+	}
+	var col string
+	err := conn.QueryRowContext(ctx, "SELECT column_name FROM duckdb_columns() WHERE "+inSchema("database_name", "schema_name", db)+
+		" AND lower(table_name) = lower(?) AND column_default LIKE 'nextval(''%"+aiPrefix+"%' LIMIT 1", table).Scan(&col)
+	if err != nil {
+		return q, false // no such column (sql.ErrNoRows), or no such table: the INSERT says so itself
+	}
+	c := *q
+	c.SQL = strings.TrimRight(strings.TrimSpace(q.SQL), ";") + " RETURNING " + quoteIdent(col)
+	return &c, true
+}
+
+// insertModifiers are the words between INSERT and its table's name.
+var insertModifiers = map[string]bool{"low_priority": true, "delayed": true, "high_priority": true, "ignore": true, "into": true}
+
+// insertTag reads the ids an INSERT ... RETURNING (insertReturning) returned: the statement's
+// command tag, with the first id where PostgreSQL's has an oid.
+func insertTag(ctx context.Context, rows query.Rows) (query.Rows, error) {
+	defer rows.Close()
+	first, n := "0", 0
+	for {
+		b, err := rows.Next(ctx)
+		if err == io.EOF {
+			return engine.TagRows("INSERT " + first + " " + strconv.Itoa(n)), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 && b.NumRows() > 0 && b.Column(0).IsValid(0) {
+			first = b.Column(0).ValueStr(0)
+		}
+		n += int(b.NumRows())
+	}
+}
+
+// setLastInsertID gives a MySQL client's statement that calls LAST_INSERT_ID() the value its
+// session holds (the macro reads the connection's variable qf_last_insert_id, catalog.go).
+func setLastInsertID(ctx context.Context, conn *sql.Conn, client *query.Request) error {
+	if !isMySQL(client) || !containsFold(client.SQL, "last_insert_id") {
+		return nil
+	}
+	_, err := conn.ExecContext(ctx, "SET VARIABLE qf_last_insert_id = "+strconv.FormatUint(client.LastInsertID, 10))
+	return wrapErr(err)
+}

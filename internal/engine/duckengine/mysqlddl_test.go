@@ -1,0 +1,56 @@
+package duckengine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// TestMySQLAutoIncrementOnDuckDB: a MySQL client's CREATE TABLE with AUTO_INCREMENT, UNSIGNED,
+// display widths, KEY and table options runs on DuckDB; an INSERT without the id takes the
+// next ones, its tag carrying the first (the OK packet's insert id); LAST_INSERT_ID() is the
+// request's; SHOW CREATE TABLE says AUTO_INCREMENT; a PostgreSQL client's INSERT is untouched.
+func TestMySQLAutoIncrementOnDuckDB(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	run := func(protocol, sql string, lastID uint64) string {
+		t.Helper()
+		rows, err := e.Execute(ctx, &query.Request{SQL: sql, Protocol: protocol, LastInsertID: lastID})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		defer rows.Close()
+		if rows.Schema() == nil {
+			return rows.Tag()
+		}
+		b, err := rows.Next(ctx)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return b.Column(int(b.NumCols()) - 1).ValueStr(0) // SHOW CREATE TABLE: the statement
+	}
+	my, pg := query.ProtocolMySQL, query.ProtocolPostgres
+	for _, c := range []struct{ protocol, sql, want string }{
+		{my, "CREATE TABLE `Odd-T` (`id` INT(10) UNSIGNED NOT NULL AUTO_INCREMENT COMMENT 'pk', `v` TINYINT(1) DEFAULT NULL, " +
+			"PRIMARY KEY (`id`), KEY `v` (`v`)) ENGINE=InnoDB AUTO_INCREMENT=7 DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;", "CREATE TABLE"},
+		{my, "INSERT INTO `Odd-T` (v) VALUES (1), (2)", "INSERT 7 2"},
+		{my, "insert into `Odd-T` (`v`) values (3);", "INSERT 9 1"},
+		{pg, `INSERT INTO "Odd-T" (v) VALUES (4)`, "INSERT 0 1"},
+		{my, "INSERT INTO `Odd-T` VALUES (100, 5)", "INSERT 100 1"},
+		{my, "SHOW CREATE TABLE `Odd-T`", "CREATE TABLE `Odd-T` (\n  `id` int(10) unsigned NOT NULL AUTO_INCREMENT,\n  `v` tinyint(4) DEFAULT NULL,\n  PRIMARY KEY (`id`)\n)"},
+		{my, "CREATE TABLE IF NOT EXISTS `Odd-T` (id BIGINT AUTO_INCREMENT PRIMARY KEY)", "CREATE TABLE"},
+		{my, "CREATE TABLE `Odd-T` (id BIGINT AUTO_INCREMENT PRIMARY KEY)", "error: 42P07: Table 'Odd-T' already exists"},
+		{my, "INSERT INTO `Odd-T` (v) VALUES (6)", "INSERT 11 1"},
+		{my, "SELECT LAST_INSERT_ID() + 1", "43"},
+	} {
+		lastID := uint64(0)
+		if strings.HasPrefix(c.sql, "SELECT LAST_INSERT_ID") {
+			lastID = 42
+		}
+		if got := run(c.protocol, c.sql, lastID); got != c.want {
+			t.Errorf("%s: %q, want %q", c.sql, got, c.want)
+		}
+	}
+}

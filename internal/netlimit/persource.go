@@ -1,0 +1,115 @@
+package netlimit
+
+import (
+	"net"
+	"sync"
+)
+
+// PerSource returns ln refusing a connection from a source (its IP address) that already
+// holds max of ln's connections not yet authenticated (Authenticated marks one that is): one
+// source opening sockets and leaving them in their handshake cannot fill the listener's
+// ConnectionsMax, of which max is a share, and the other sources' clients still get in. Where
+// a protocol has no login per connection (HTTP, gRPC), nothing marks one and every connection
+// of the source counts. A connection beyond max is handed to refuse (the protocol's "too many
+// connections" error; nil writes nothing) and closed; refused is told the source, and whether
+// this is its first refusal since it was last under max (for one log line, not one a socket).
+func PerSource(ln net.Listener, max int, refuse func(net.Conn), refused func(source string, first bool)) net.Listener {
+	return &perSource{Listener: ln, max: max, refuse: refuse, refused: refused,
+		pending: map[string]int{}, warned: map[string]bool{}, lingering: make(chan struct{}, lingerMax)}
+}
+
+type perSource struct {
+	net.Listener
+	max       int
+	refuse    func(net.Conn)
+	refused   func(source string, first bool)
+	lingering chan struct{}
+
+	mu      sync.Mutex
+	pending map[string]int  // a source's connections not yet authenticated
+	warned  map[string]bool // refused since it was last under max
+}
+
+func (l *perSource) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		src := sourceOf(c.RemoteAddr())
+		l.mu.Lock()
+		over := l.pending[src] >= l.max
+		first := over && !l.warned[src]
+		if over {
+			l.warned[src] = true
+		} else {
+			l.pending[src]++
+		}
+		l.mu.Unlock()
+		if !over {
+			return &sourceConn{Conn: c, l: l, src: src}, nil
+		}
+		if l.refused != nil {
+			l.refused(src, first)
+		}
+		turnAway(c, l.refuse, l.lingering)
+	}
+}
+
+// release takes one of src's connections off its count.
+func (l *perSource) release(src string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending[src]--
+	if l.pending[src] < l.max {
+		delete(l.warned, src)
+	}
+	if l.pending[src] <= 0 {
+		delete(l.pending, src)
+	}
+}
+
+// sourceOf is addr's IP address, or all of it when it has none (a Unix socket).
+func sourceOf(addr net.Addr) string {
+	if a, ok := addr.(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	if host, _, err := net.SplitHostPort(addr.String()); err == nil {
+		return host
+	}
+	return addr.String()
+}
+
+// sourceConn counts against its source until it is authenticated or closed.
+type sourceConn struct {
+	net.Conn
+	l    *perSource
+	src  string
+	once sync.Once
+}
+
+func (c *sourceConn) done() { c.once.Do(func() { c.l.release(c.src) }) }
+
+func (c *sourceConn) Close() error {
+	c.done()
+	return c.Conn.Close()
+}
+
+// NetConn is the connection accepted (as tls.Conn's NetConn).
+func (c *sourceConn) NetConn() net.Conn { return c.Conn }
+
+// Authenticated marks c (or the connection it wraps: a TLS connection, Listener's) as logged
+// in: it no longer counts against its source's share (PerSource).
+func Authenticated(c net.Conn) {
+	for c != nil {
+		if sc, ok := c.(*sourceConn); ok {
+			sc.done()
+			return
+		}
+		w, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return
+		}
+		c = w.NetConn()
+	}
+}
