@@ -61,14 +61,28 @@ func loadCopy(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, src quer
 		return insertStaged(ctx, conn, cf, target)
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+copyStage) //nolint:errcheck // a temporary table: it goes with the connection otherwise
-	lines, err := stage()
+	// The staging in a transaction of its own (the appender then commits once, not once a
+	// chunk), the INSERT in another.
+	var lines lineMap
+	var rows query.Rows
+	err = inTransaction(ctx, conn, func() (err error) { lines, err = stage(); return err })
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
-		return nil, wrapErr(err)
+	err = inTransaction(ctx, conn, func() (err error) { rows, err = insertStaged(ctx, conn, cf, target); return err })
+	if err != nil {
+		return nil, target.badValue(ctx, conn, cf, lines, err)
 	}
-	rows, err := insertStaged(ctx, conn, cf, target)
+	return rows, nil
+}
+
+// inTransaction runs run in a transaction of its own on conn: committed, or rolled back after
+// an error.
+func inTransaction(ctx context.Context, conn *sql.Conn, run func() error) error {
+	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+		return wrapErr(err)
+	}
+	err := run()
 	end := "COMMIT"
 	if err != nil {
 		end = "ROLLBACK"
@@ -76,10 +90,7 @@ func loadCopy(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, src quer
 	if _, endErr := conn.ExecContext(context.WithoutCancel(ctx), end); err == nil && endErr != nil {
 		err = wrapErr(endErr)
 	}
-	if err != nil {
-		return nil, target.badValue(ctx, conn, cf, lines, err)
-	}
-	return rows, nil
+	return err
 }
 
 // copyTargetOf reads the columns the COPY fills; an unknown table or column fails here,
