@@ -138,7 +138,7 @@ func workerRole(w *World, spec NodeSpec) (sim.Factory, error) {
 		case w.opts.PlantHalfApply:
 			deps.OnApply = plantedRoutingSkip() // it writes to the configuration: never shared
 		case share:
-			deps.DeriveConfig = shared.deriver(local)
+			deps.DeriveConfig, deps.CompilePlan = shared.deriver(local), shared.compile
 		}
 		wk, err := assembly.BuildWorker(n.Env(), local, cfg, deps)
 		if !boot(w, n, "worker", wk, err, func() any { return wk.W }) {

@@ -5,7 +5,8 @@ package scenarios
 // section defaulted and compiled at boot, then for every revision the snapshot's WorkerConfig (a
 // deep copy with defaults) compiled strictly, which was most of a worker's first install. The
 // fleet builds each once per distinct input and the workers share it, as they share the decoded
-// snapshot. What is shared is only read: the end of every run checks that no shared
+// snapshot; and each shared configuration is compiled for the query runtime once (proxy.Plan),
+// where every worker compiled its own. What is shared is only read: the end of every run checks that no shared
 // configuration was written to (sharedUntouched), and RunOpts.NoSharedConfig runs the fleet
 // without sharing, which must give the same trace.
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/node/proxy"
 	"github.com/queryflux/queryflux/node/worker"
 )
 
@@ -28,6 +30,13 @@ type sharedConfigs struct {
 	locals  []sharedLocal
 	derived map[derivedKey]*derivedConfig
 	order   []*derivedConfig // as built, for sharedUntouched
+	plans   map[*config.Config]compiledPlan
+}
+
+// compiledPlan is proxy.Compile's answer for one shared configuration.
+type compiledPlan struct {
+	plan *proxy.Plan
+	err  error
 }
 
 // sharedLocal is one distinct node-local section (q as the scenario made it) and its compiled
@@ -51,7 +60,9 @@ type derivedConfig struct {
 	what     string
 }
 
-func newSharedConfigs() any { return &sharedConfigs{derived: map[derivedKey]*derivedConfig{}} }
+func newSharedConfigs() any {
+	return &sharedConfigs{derived: map[derivedKey]*derivedConfig{}, plans: map[*config.Config]compiledPlan{}}
+}
 
 func sharedConfigsOf(w *World) *sharedConfigs {
 	return w.Durable("shared-configs", newSharedConfigs).(*sharedConfigs)
@@ -87,6 +98,18 @@ func (s *sharedConfigs) deriver(local *config.Config) func(*snapshot.WorkerSnaps
 		s.derived[k] = s.remember(cfg, err, "revision "+snap.Revision)
 		return cfg, err
 	}
+}
+
+// compile is proxy.Compile once per configuration: the workers sharing a configuration share
+// its plan. The configurations it sees are the shared ones, which the run keeps (derived), so a
+// pointer names one configuration for the whole run.
+func (s *sharedConfigs) compile(cfg *config.Config) (*proxy.Plan, error) {
+	c, ok := s.plans[cfg]
+	if !ok {
+		c.plan, c.err = proxy.Compile(cfg)
+		s.plans[cfg] = c
+	}
+	return c.plan, c.err
 }
 
 func (s *sharedConfigs) remember(cfg *config.Config, err error, what string) *derivedConfig {

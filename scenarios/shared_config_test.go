@@ -17,6 +17,8 @@ type activeConfigs struct {
 	write bool
 	at    time.Duration
 	seen  int // w-2's cluster cap right after the write
+	// plans and configs: the query plans shared after the run, and the shared configurations
+	plans, configs int
 }
 
 func (a *activeConfigs) Start(w *scenarios.World) {
@@ -32,6 +34,7 @@ func (a *activeConfigs) Start(w *scenarios.World) {
 
 func (a *activeConfigs) Result(w *scenarios.World) (bool, string) {
 	a.got = map[string]*config.Config{}
+	a.plans, a.configs = scenarios.SharedPlans(w)
 	names, _ := w.Scenario.Resolve("workers")
 	for _, n := range names {
 		a.got[n] = activeOf(w, n)
@@ -52,7 +55,7 @@ func activeOf(w *scenarios.World, name string) *config.Config {
 // revision and equal node-local sections), and sharing changes nothing a run does: the same
 // trace hash as a run where every worker builds its own, over revisions, labels, peers and a
 // workload, and the end of every run finds the shared configurations as they were built (no
-// apply wrote to them).
+// apply wrote to them). Each shared configuration is compiled into one query plan for them all.
 func TestSharedConfigChangesNothing(t *testing.T) {
 	for _, file := range []string{"config-edit.yaml", "labels-revisions.yaml", "config-peer-bootstrap.yaml", "lease-weighted.yaml", "plan-fleet.yaml"} {
 		t.Run(file, func(t *testing.T) {
@@ -99,7 +102,11 @@ func TestSharedConfigChangesNothing(t *testing.T) {
 				(file == "config-peer-bootstrap.yaml" && shared != n) {
 				t.Fatalf("%d workers with a configuration hold %d shared ones; without sharing %d workers hold %d", n, shared, n1, own)
 			}
-			t.Logf("%d workers: %d configurations shared, %d own", n, shared, own)
+			// Each shared configuration the workers applied was compiled once for all of them.
+			if p := active[0]; p.plans == 0 || p.plans > p.configs {
+				t.Fatalf("%d query plans shared for %d shared configurations", p.plans, p.configs)
+			}
+			t.Logf("%d workers: %d configurations shared (%d plans), %d own", n, shared, active[0].plans, own)
 			t.Logf("trace %s either way", hashes[0])
 		})
 	}

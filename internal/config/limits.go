@@ -19,8 +19,8 @@ type Limits struct {
 	MaxMessageBytes        int `yaml:"maxMessageBytes" json:"maxMessageBytes"`               // bytes of one client message after login: a PostgreSQL message, a MySQL command (0: 67108864)
 	MessageTimeoutSecs     int `yaml:"messageTimeoutSecs" json:"messageTimeoutSecs"`         // seconds a client message (an HTTP request body included) may take to arrive whole once begun; more ends the connection (0: 30)
 	// MaxConnectionsPerSource is one source address's share of maxConnections on each frontend:
-	// its connections not yet logged in (PostgreSQL, MySQL), or all of its connections (Trino
-	// HTTP, Flight SQL, which log in per request); more are refused, counted and logged by
+	// its connections not yet logged in (on Trino HTTP and Flight SQL, which log in per
+	// request: before a request on it logged in); more are refused, counted and logged by
 	// source (0: a quarter of maxConnections, at least 4).
 	MaxConnectionsPerSource int `yaml:"maxConnectionsPerSource" json:"maxConnectionsPerSource"`
 	// LoginThrottle refuses, on all four frontends of this node, the logins of a source address

@@ -138,9 +138,15 @@ func (r Record) Canonical() Record {
 
 // canonicalize makes r its Canonical form in place.
 func (r *Record) canonicalize() {
-	r.StartedAt = r.StartedAt.UTC().Truncate(time.Microsecond)
-	r.EndedAt = r.EndedAt.UTC().Truncate(time.Microsecond)
+	r.StartedAt, r.EndedAt = utcMicros(r.StartedAt), utcMicros(r.EndedAt)
 	if len(r.RoutingTrace) == 0 {
 		r.RoutingTrace = nil
 	}
+}
+
+// utcMicros is t.UTC().Truncate(time.Microsecond) without Truncate's division: a second is a
+// whole number of microseconds, so the nanoseconds past the last one are t.Nanosecond()'s.
+func utcMicros(t time.Time) time.Time {
+	t = t.UTC() // which drops the monotonic reading, as Truncate does
+	return t.Add(-time.Duration(t.Nanosecond() % 1000))
 }

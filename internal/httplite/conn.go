@@ -65,7 +65,8 @@ func newConn(s *Server, rwc net.Conn, over bool) *conn {
 	c.in.conn, c.in.limit = rwc, -1
 	c.br = bufio.NewReaderSize(&c.in, 4<<10)
 	c.bw = bufio.NewWriterSize(rwc, 4<<10)
-	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	// As net/http does: a handler may need the address its client reached.
+	c.ctx, c.cancel = context.WithCancel(context.WithValue(s.ctx, http.LocalAddrContextKey, rwc.LocalAddr()))
 	return c
 }
 

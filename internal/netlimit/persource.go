@@ -9,8 +9,8 @@ import (
 // holds max of ln's connections not yet authenticated (Authenticated marks one that is): one
 // source opening sockets and leaving them in their handshake cannot fill the listener's
 // ConnectionsMax, of which max is a share, and the other sources' clients still get in. Where
-// a protocol has no login per connection (HTTP, gRPC), nothing marks one and every connection
-// of the source counts. A connection beyond max is handed to refuse (the protocol's "too many
+// a protocol logs in per request (HTTP, gRPC), the handler marks the connection of a request
+// that logged in by its addresses (AuthenticatedAt). A connection beyond max is handed to refuse (the protocol's "too many
 // connections" error; nil writes nothing) and closed; refused is told the source, and whether
 // this is its first refusal since it was last under max (for one log line, not one a socket).
 func PerSource(ln net.Listener, max int, refuse func(net.Conn), refused func(source string, first bool)) net.Listener {
@@ -47,7 +47,9 @@ func (l *perSource) Accept() (net.Conn, error) {
 		}
 		l.mu.Unlock()
 		if !over {
-			return &sourceConn{Conn: c, l: l, src: src}, nil
+			sc := &sourceConn{Conn: c, l: l, src: src, key: addrKey(c.LocalAddr().String(), c.RemoteAddr().String())}
+			unauthenticated.Store(sc.key, sc)
+			return sc, nil
 		}
 		if l.refused != nil {
 			l.refused(src, first)
@@ -85,10 +87,32 @@ type sourceConn struct {
 	net.Conn
 	l    *perSource
 	src  string
+	key  string // its addresses, in unauthenticated until done
 	once sync.Once
 }
 
-func (c *sourceConn) done() { c.once.Do(func() { c.l.release(c.src) }) }
+func (c *sourceConn) done() {
+	c.once.Do(func() {
+		unauthenticated.CompareAndDelete(c.key, c)
+		c.l.release(c.src)
+	})
+}
+
+// unauthenticated holds every connection that counts against its source's share, by its local
+// and remote addresses (unique among a host's open connections): a handler of a protocol that
+// logs in per request knows those addresses, not the connection.
+var unauthenticated sync.Map // addrKey -> *sourceConn
+
+func addrKey(local, remote string) string { return local + " " + remote }
+
+// AuthenticatedAt marks the connection between the addresses local and remote (host:port), if
+// PerSource counts it, as logged in (Authenticated): HTTP's and gRPC's handlers call it for a
+// request that logged in.
+func AuthenticatedAt(local, remote string) {
+	if sc, ok := unauthenticated.Load(addrKey(local, remote)); ok {
+		sc.(*sourceConn).done()
+	}
+}
 
 func (c *sourceConn) Close() error {
 	c.done()

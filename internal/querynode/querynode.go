@@ -58,6 +58,9 @@ type Options struct {
 	OnFinish func(proxy.Record)
 	// OpenEngine opens a cluster's engine (required: EngineFactory(Engines()) in the daemon).
 	OpenEngine proxy.EngineFactory
+	// Compile compiles each configuration Apply gets (nil: proxy.Compile). What it returns is
+	// only read, so one that shares its plans between nodes (a simulated fleet) may.
+	Compile func(*config.Config) (*proxy.Plan, error)
 	// HealthEvery and HealthTimeout pace the cluster health checks of Run.
 	HealthEvery, HealthTimeout time.Duration
 	// Limits bound each frontend listener before clients are trusted (zero fields: defaults).
@@ -167,7 +170,11 @@ func (n *Node) Apply(cfg *config.Config) error {
 			return fmt.Errorf("settings.security.tls: %w", err)
 		}
 	}
-	rt, err := proxy.Build(cfg, n.opts.OpenEngine, proxy.Reuse(n.core.Runtime()))
+	plan, err := n.compile(cfg)
+	var rt *proxy.Runtime
+	if err == nil {
+		rt, err = plan.Build(n.opts.OpenEngine, proxy.Reuse(n.core.Runtime()))
+	}
 	if err != nil {
 		return fmt.Errorf("building the query runtime: %w", err)
 	}
@@ -178,6 +185,13 @@ func (n *Node) Apply(cfg *config.Config) error {
 	}
 	n.log.Info("query configuration active", "clusters", len(cfg.Clusters), "groups", len(cfg.ClusterGroups))
 	return nil
+}
+
+func (n *Node) compile(cfg *config.Config) (*proxy.Plan, error) {
+	if n.opts.Compile != nil {
+		return n.opts.Compile(cfg)
+	}
+	return proxy.Compile(cfg)
 }
 
 // UseCertificate pins the frontends' certificate to this node's own (queryflux.tls):

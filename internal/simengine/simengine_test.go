@@ -140,6 +140,11 @@ func TestFailureRate(t *testing.T) {
 
 func TestCancelledWhileRunning(t *testing.T) {
 	e := newFakeEnv(1)
+	// The fake Sleep returns at once: hold the backend in it, or on a real goroutine it may end
+	// the query before Execute looks at the cancelled context.
+	running := make(chan struct{})
+	defer close(running)
+	e.during = func() { <-running }
 	eng := New(e, "c", Params{Duration: Constant{D: time.Minute}})
 	ctx, cancel := e.WithCancel(context.Background())
 	cancel()

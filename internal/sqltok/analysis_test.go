@@ -72,6 +72,23 @@ func TestNumberShapeNormalizesAlike(t *testing.T) {
 	})
 }
 
+// TestNextDigitIsTheFirstDigit: nextDigit (eight bytes at a time) finds what a byte-by-byte
+// search finds, on any bytes (top bits, digits' neighbours '/' and ':') from any start.
+func TestNextDigitIsTheFirstDigit(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.SliceOf(rapid.OneOf(rapid.Byte(), rapid.SampledFrom([]byte("/0189:a \x80\xb0\xb9\xff")))).Draw(t, "bytes")
+		s := string(b)
+		from := rapid.IntRange(0, len(s)).Draw(t, "from")
+		want := from
+		for want < len(s) && (s[want] < '0' || s[want] > '9') {
+			want++
+		}
+		if got := nextDigit(s, from); got != want {
+			t.Fatalf("nextDigit(%q, %d) = %d, want %d", s, from, got, want)
+		}
+	})
+}
+
 func TestNumberShape(t *testing.T) {
 	for sql, want := range map[string]string{
 		"SELECT abalance FROM pgbench_accounts WHERE aid = 12345;": "SELECT abalance FROM pgbench_accounts WHERE aid = 0;",

@@ -1,6 +1,7 @@
 package sqltok
 
 import (
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -428,11 +429,7 @@ func AppendNumberShape(dst []byte, sql string) []byte {
 		return append(dst, sql...)
 	}
 	last := 0 // sql[:last] is in dst
-	for i := 0; i < len(sql); {
-		if !isDigit(sql[i]) {
-			i++
-			continue
-		}
+	for i := nextDigit(sql, 0); i < len(sql); i = nextDigit(sql, i) {
 		j := i
 		for j < len(sql) && isDigit(sql[j]) {
 			j++
@@ -444,6 +441,30 @@ func AppendNumberShape(dst []byte, sql string) []byte {
 		i = j
 	}
 	return append(dst, sql[last:]...)
+}
+
+// nextDigit is the index of the first ASCII digit of s at or after i, len(s) when none: eight
+// bytes at a time (digits8), as most of a statement is not digits.
+func nextDigit(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		if m := digits8(s[i:]); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s) && !isDigit(s[i]); i++ {
+	}
+	return i
+}
+
+// digits8 has the top bit of each of s's first eight bytes that is an ASCII digit set, and no
+// other bit. With the top bits cleared no byte's sum carries into the next: b+0x50 reaches
+// 0x80 from '0' on and b+0x46 from '9'+1 on; a byte with its top bit set is no digit.
+func digits8(s string) uint64 {
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	const low7, tops = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	y := x & low7
+	return (y + 0x5050505050505050) &^ (y + 0x4646464646464646) &^ x & tops
 }
 
 // gluesNumber reports whether a digit run next to c is part of a word, a parameter ($1), or a

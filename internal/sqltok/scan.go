@@ -1,6 +1,9 @@
 package sqltok
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Scanner hands out the tokens of one string one at a time, without allocating: the checks a
 // frontend runs on every statement (its first keyword, its parameter count) read only what they
@@ -57,6 +60,9 @@ func FirstKeyword(sql string, d Dialect) string {
 
 // FirstKeywordIs reports whether FirstKeyword(sql, d) is one of words, ignoring ASCII case.
 func FirstKeywordIs(sql string, d Dialect, words ...string) bool {
+	if startsWithNoneOf(sql, words) {
+		return false // no lexing: most statements a frontend looks at are not one of its words
+	}
 	w := FirstKeyword(sql, d)
 	for _, want := range words {
 		if strings.EqualFold(w, want) {
@@ -64,6 +70,25 @@ func FirstKeywordIs(sql string, d Dialect, words ...string) bool {
 		}
 	}
 	return false
+}
+
+// startsWithNoneOf reports whether sql's first byte after blanks is an ASCII letter that no
+// word (ASCII letters first) starts with, in either case: sql's first token, which starts with
+// that letter, is then no word of words, whatever the dialect makes of it.
+func startsWithNoneOf(sql string, words []string) bool {
+	i := 0
+	for i < len(sql) && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n' || sql[i] == '\r') {
+		i++
+	}
+	if i == len(sql) || !isAlpha(sql[i]) {
+		return false
+	}
+	for _, w := range words {
+		if w != "" && (w[0] >= utf8.RuneSelf || w[0]|0x20 == sql[i]|0x20) {
+			return false // a non-ASCII first letter may fold to an ASCII one (ſ, K)
+		}
+	}
+	return true
 }
 
 // maxParam caps a $n placeholder's number: the wire protocols count parameters in 16 bits.

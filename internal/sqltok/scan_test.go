@@ -143,6 +143,31 @@ func TestFirstKeywordMatchesOldFirstWords(t *testing.T) {
 	})
 }
 
+// TestFirstKeywordIsAsTheLexerSays: FirstKeywordIs (which rules words out by sql's first letter
+// without lexing) answers as FirstKeyword and EqualFold do, in every dialect, for words of either
+// case and words whose first letter folds to an ASCII one (ſ, K).
+func TestFirstKeywordIsAsTheLexerSays(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		prefix := rapid.SampledFrom([]string{"", " ", "\n\t", "\r", "\v", "\f", "/*x*/ ", "-- c\n", "# c\n", "(", "'"}).Draw(t, "prefix")
+		pool := []string{"deallocate", "discard", "select", "st", "k", "e", "u&", "x", ""}
+		head := rapid.SampledFrom(append(pool, "E'x'", "U&\"d\"")).Draw(t, "head")
+		if rapid.Bool().Draw(t, "upper") {
+			head = strings.ToUpper(head)
+		}
+		sql := prefix + head + rapid.SampledFrom([]string{"", " ", ";", "x"}).Draw(t, "sep") + drawSQL(t)
+		words := rapid.SliceOfN(rapid.SampledFrom(append(pool, "Discard", "SELECT", "ſt", "\u212a")), 0, 3).Draw(t, "words")
+		for _, d := range allDialects {
+			want := false
+			for _, w := range words {
+				want = want || strings.EqualFold(FirstKeyword(sql, d), w)
+			}
+			if got := FirstKeywordIs(sql, d, words...); got != want {
+				t.Fatalf("FirstKeywordIs(%q, %v, %q) = %v, FirstKeyword %q", sql, d, words, got, FirstKeyword(sql, d))
+			}
+		}
+	})
+}
+
 func TestFirstKeyword(t *testing.T) {
 	for _, c := range []struct {
 		sql  string

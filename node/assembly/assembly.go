@@ -70,6 +70,7 @@ type queryOptions struct {
 	metrics prometheus.Registerer
 	guard   proxy.Guard // nil: a local guard
 	open    proxy.EngineFactory
+	compile func(*config.Config) (*proxy.Plan, error) // nil: proxy.Compile
 	uplink  *history.Uplink
 	observe Observers
 	forward *forward.Forwarder // nil: requests for other workers' queries are not forwarded
@@ -85,7 +86,7 @@ func newQuery(o queryOptions) (*Query, error) {
 	lim := o.cfg.QueryFlux.Limits
 	//determinism:ok the query node is built here for both: its listeners, TLS files and frontends run only once start opens them
 	q.Node = querynode.New(querynode.Options{Env: o.env, Registerer: o.metrics, Limits: querynode.LimitsOf(lim), LoginThrottle: querynode.ThrottleOf(lim),
-		Guard: guard, OpenEngine: o.open, OnFinish: func(r proxy.Record) {
+		Guard: guard, OpenEngine: o.open, Compile: o.compile, OnFinish: func(r proxy.Record) {
 			if q.Uplink != nil {
 				q.Uplink.Add(worker.HistoryRecord(r))
 			}

@@ -50,7 +50,10 @@ type WorkerDeps struct {
 	// worker.DeriveConfig); see worker.ConfigSyncOptions.Derive. With one that shares its
 	// results, OnApply must not write to the configuration it sees.
 	DeriveConfig func(snap *snapshot.WorkerSnapshotV1, local config.QueryFlux) (*config.Config, error)
-	Observe      Observers
+	// CompilePlan compiles each configuration the worker applies (nil: proxy.Compile); see
+	// querynode.Options.Compile.
+	CompilePlan func(*config.Config) (*proxy.Plan, error)
+	Observe     Observers
 }
 
 // Worker is a built worker.
@@ -97,7 +100,8 @@ func BuildWorker(e env.Env, cfg *config.Config, wCfg worker.Config, deps WorkerD
 	if err != nil {
 		return nil, err
 	}
-	qo := queryOptions{env: e, cfg: cfg, metrics: deps.Metrics, guard: wk.Guard.Guard(), open: deps.OpenEngine, uplink: uplink, observe: deps.Observe}
+	qo := queryOptions{env: e, cfg: cfg, metrics: deps.Metrics, guard: wk.Guard.Guard(), open: deps.OpenEngine, compile: deps.CompilePlan,
+		uplink: uplink, observe: deps.Observe}
 	if deps.ForwardClient != nil {
 		qo.forward, err = forward.New(forward.Options{Env: e, Name: wCfg.Name, Secret: q.ControlPlane.Secret.Reveal(), Directory: wk.W,
 			Client: deps.ForwardClient, Registerer: deps.Metrics})

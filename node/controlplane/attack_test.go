@@ -83,20 +83,7 @@ func TestWorkerHoldsAtMostFourWatches(t *testing.T) {
 	MountCapacity(env.Real(nil), cp, CapacityConfig{Store: store, Locks: store, Owner: "cp1"})
 	srv := httptest.NewServer(cp.Handler())
 	t.Cleanup(srv.Close)
-	call := func(path, token, media, body string) (int, string) {
-		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", media)
-		if token != "" {
-			workerapi.SetBearer(req, token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	call := poster(http.DefaultClient, srv.URL)
 	code, body := call(workerapi.PathRegister, secret, workerapi.MediaWorkerRegister, `{"name":"w1","version":"1"}`)
 	var reg workerapi.RegisterResponse
 	if code != 200 || json.Unmarshal([]byte(body), &reg) != nil {
@@ -132,20 +119,7 @@ func TestWorkerWaitsAtMostSoManyOrderedAcquires(t *testing.T) {
 	srv := httptest.NewServer(cp.Handler())
 	t.Cleanup(srv.Close)
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: 300}}
-	call := func(path, token, media, body string) (int, string) {
-		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", media)
-		if token != "" {
-			workerapi.SetBearer(req, token)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	call := poster(client, srv.URL)
 	code, body := call(workerapi.PathRegister, secret, workerapi.MediaWorkerRegister, `{"name":"w1","version":"1"}`)
 	var reg workerapi.RegisterResponse
 	if code != 200 || json.Unmarshal([]byte(body), &reg) != nil {
@@ -169,5 +143,24 @@ func TestWorkerWaitsAtMostSoManyOrderedAcquires(t *testing.T) {
 	refused := testutil.ToFloat64(cp.metrics.heldRefused.WithLabelValues("acquire-wait"))
 	if got["200 false"] != n || refused != 4 {
 		t.Fatalf("%d waiting acquires of one worker: answers %v, %v decided without waiting; want all denied, 4 not held", n, got, refused)
+	}
+}
+
+// poster POSTs bodies of a media type to baseURL's paths through client, with a bearer token
+// unless it is "", and answers the status and body (0 and the error when it got none).
+func poster(client *http.Client, baseURL string) func(path, token, media, body string) (int, string) {
+	return func(path, token, media, body string) (int, string) {
+		req, _ := http.NewRequest("POST", baseURL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", media)
+		if token != "" {
+			workerapi.SetBearer(req, token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
 }

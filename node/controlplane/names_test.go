@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -38,18 +37,7 @@ func TestWorkerSecretCannotMultiplyPerWorkerLimits(t *testing.T) {
 	MountCapacity(env.Real(nil), cp, CapacityConfig{Store: store, Locks: store, Owner: "cp1"})
 	srv := httptest.NewServer(cp.Handler())
 	t.Cleanup(srv.Close)
-	call := func(path, token, media, body string) (int, string) {
-		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", media)
-		workerapi.SetBearer(req, token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	call := poster(http.DefaultClient, srv.URL)
 	register := func(name string) (int, string, string) {
 		code, body := call(workerapi.PathRegister, secret, workerapi.MediaWorkerRegister, fmt.Sprintf(`{"name":%q,"version":"1"}`, name))
 		var r workerapi.RegisterResponse

@@ -49,9 +49,25 @@ func Build(cfg *config.Config, engines EngineFactory, opts ...BuildOption) (*Run
 	if cfg == nil || engines == nil {
 		return nil, errors.New("proxy.Build: nil config or engine factory")
 	}
-	var bo buildOptions
-	for _, o := range opts {
-		o(&bo)
+	p, err := Compile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return p.Build(engines, opts...)
+}
+
+// Plan is a configuration compiled for Build, before any engine opens: routers, groups,
+// clusters with their hashes and database names. It is only read, so one plan builds any
+// number of runtimes (a simulated fleet's workers share one per configuration).
+type Plan struct {
+	spec     RuntimeSpec // without engines
+	expanded []config.ExpandedCluster
+}
+
+// Compile is the part of Build that depends on cfg alone; errors name every bad entry.
+func Compile(cfg *config.Config) (*Plan, error) {
+	if cfg == nil {
+		return nil, errors.New("proxy.Build: nil config")
 	}
 	gr := cfg.Settings.Guardrails
 	spec := RuntimeSpec{Fallback: cfg.RoutingFallback, OwnsEngines: true, Limits: Limits{
@@ -69,7 +85,7 @@ func Build(cfg *config.Config, engines EngineFactory, opts ...BuildOption) (*Run
 		spec.Routers = append(spec.Routers, router)
 	}
 	spec.Databases = []string{}
-	expanded := cfg.ExpandClusters() // once: a simulated fleet builds a runtime per worker
+	expanded := cfg.ExpandClusters()
 	for _, ec := range expanded {
 		spec.Databases = append(spec.Databases, clusterDatabases(ec.Name, ec.Cluster)...)
 		h := hashCluster(ec.Cluster)
@@ -97,7 +113,22 @@ func Build(cfg *config.Config, engines EngineFactory, opts ...BuildOption) (*Run
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if err := openEngines(expanded, spec.Clusters, engines, bo.prev); err != nil {
+	return &Plan{spec: spec, expanded: expanded}, nil
+}
+
+// Build opens the plan's engines (see Build) and makes a runtime of them. The plan is left as
+// it was: the runtime's clusters are its own copy.
+func (p *Plan) Build(engines EngineFactory, opts ...BuildOption) (*Runtime, error) {
+	if p == nil || engines == nil {
+		return nil, errors.New("proxy.Build: nil plan or engine factory")
+	}
+	var bo buildOptions
+	for _, o := range opts {
+		o(&bo)
+	}
+	spec := p.spec
+	spec.Clusters = slices.Clone(p.spec.Clusters)
+	if err := openEngines(p.expanded, spec.Clusters, engines, bo.prev); err != nil {
 		return nil, err
 	}
 	rt, err := NewRuntime(spec)

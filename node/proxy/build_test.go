@@ -245,6 +245,43 @@ func TestBuildReusesUnchangedEngines(t *testing.T) {
 	rt5.Discard()
 }
 
+// One plan builds any number of runtimes, each with its own clusters: what one build reused
+// from its previous runtime stays out of the next build from the same plan.
+func TestOnePlanBuildsIndependentRuntimes(t *testing.T) {
+	var et engineTable
+	p, err := Compile(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.Build(et.factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.Build(et.factory, Reuse(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Engine("pg1") != a.Engine("pg1") || len(et.made["pg1"]) != 1 {
+		t.Fatalf("b must reuse a's pg1 engine (%d opened)", len(et.made["pg1"]))
+	}
+	c, err := p.Build(et.factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(et.made["pg1"]) != 2 || c.Engine("pg1") != et.made["pg1"][1] {
+		t.Fatalf("c, built without Reuse, runs pg1 on %p; want the engine opened for it (%d opened)", c.Engine("pg1"), len(et.made["pg1"]))
+	}
+	c.Discard()
+	if et.made["pg1"][0].closed.Load() {
+		t.Fatal("discarding c closed the engine a and b share")
+	}
+	b.Discard()
+	a.Discard()
+	if !et.made["pg1"][0].closed.Load() {
+		t.Fatal("a's pg1 engine still open after a and b were discarded")
+	}
+}
+
 // A PostgreSQL client's database must name a group, a cluster or a cluster's engine database,
 // unless a script router reads the database (testConfig has one, which routes "lab").
 func TestCheckDatabase(t *testing.T) {

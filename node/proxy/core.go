@@ -307,6 +307,7 @@ type Admission struct {
 
 	core *Core
 	req  *query.Request
+	grp  *group // Runtime's group named Group
 	// slot is the capacity claim. A passthrough runner should register its cancel with
 	// Slot().OnLost, as Execute does.
 	slot     Slot
@@ -480,7 +481,7 @@ func (c *Core) admit(ctx context.Context, req *query.Request, r *routed, into *A
 	*adm = Admission{
 		QueryID: id, Group: p.g.name, Cluster: cl.name, Engine: cl.engine, Trace: p.dec.Trace,
 		QueueWait: now.Sub(start), Runtime: p.rt,
-		core: c, req: req, slot: slot, start: start, admitted: now, series: s,
+		core: c, req: req, grp: p.g, slot: slot, start: start, admitted: now, series: s,
 	}
 	c.open.Open(&adm.done, "admission", id, req.SQL)
 	return adm, nil

@@ -228,7 +228,7 @@ func (a *Admission) Relay(ctx context.Context, cancel context.CancelFunc) *Relay
 // the capacity lease is lost. Without a query timeout it is ctx itself (one context less on
 // the hot path). Call the returned cancel when the query is over.
 func (a *Admission) RunContext(ctx context.Context, cancel context.CancelFunc) (context.Context, context.CancelFunc) {
-	qctx, tcancel, run := a.core.timeoutContext(ctx, a.Runtime.groups[a.Group].timeout)
+	qctx, tcancel, run := a.core.timeoutContext(ctx, a.grp.timeout)
 	if tcancel != nil {
 		cancel, a.run = tcancel, run
 	}

@@ -252,7 +252,7 @@ func (s *coreSession) answerLostTransaction(id string, q *query.Request, start t
 // ctx and on the group's query timeout, which run names when it ended the statement.
 func (s *coreSession) statementContext(ctx context.Context) (context.Context, context.CancelFunc, runContext) {
 	c := s.adm.core
-	qctx, cancel, run := c.timeoutContext(ctx, s.adm.Runtime.groups[s.adm.Group].timeout)
+	qctx, cancel, run := c.timeoutContext(ctx, s.adm.grp.timeout)
 	if cancel == nil {
 		qctx, cancel = c.env.WithCancel(ctx)
 	}
@@ -275,7 +275,7 @@ func (s *coreSession) Describe(ctx context.Context, q *query.Request) (*engine.D
 
 func (s *coreSession) check(q *query.Request) error {
 	c, a := s.adm.core, s.adm
-	g := a.Runtime.groups[a.Group]
+	g := a.grp
 	if err := checkStatements(g, q); err != nil {
 		return err
 	}
@@ -379,7 +379,7 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Rela
 			return nil, true, s.record(PathArrow, r.id, q, r.times, nil, 0, 0, err)
 		}
 	}
-	r.Ctx, r.stop, r.run = c.timeoutContext(ctx, s.adm.Runtime.groups[s.adm.Group].timeout)
+	r.Ctx, r.stop, r.run = c.timeoutContext(ctx, s.adm.grp.timeout)
 	s.mu.Lock()
 	if s.lost {
 		s.mu.Unlock()

@@ -2,6 +2,7 @@ package enginefence_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -32,21 +33,7 @@ func TestFenceTerminatesTheLeasesBackends(t *testing.T) {
 	f := enginefence.New(cfg)
 	ctx := context.Background()
 	fenced, spared := capacity.LeaseRef{ID: "pg#7", Generation: 7}, capacity.LeaseRef{ID: "pg#8", Generation: 8}
-	sleep := func(ref capacity.LeaseRef, url string) chan error {
-		cc, err := pgx.ParseConfig(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cc.RuntimeParams["application_name"] = ref.Tag()
-		conn, err := pgx.ConnectConfig(ctx, cc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close(context.Background()) })
-		done := make(chan error, 1)
-		go func() { _, err := conn.Exec(ctx, "select pg_sleep(60)"); done <- err }()
-		return done
-	}
+	sleep := func(ref capacity.LeaseRef, url string) chan error { return pgSleep(t, url, ref, 60) }
 	victim, bystander, otherFleet := sleep(fenced, dbURL), sleep(spared, dbURL), sleep(fenced, pgtest.NewDatabase(t))
 	admin, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
@@ -78,4 +65,23 @@ func TestFenceTerminatesTheLeasesBackends(t *testing.T) {
 	if done, err := f.Fence(ctx, "nowhere", []capacity.LeaseRef{fenced}); done || err == nil {
 		t.Fatalf("fence on an unknown cluster: done %v, %v", done, err)
 	}
+}
+
+// pgSleep runs pg_sleep(secs) on the database at url in a session of its own tagged with ref's
+// lease tag, as a worker's engine connection is, and sends its error when it ends.
+func pgSleep(t *testing.T, url string, ref capacity.LeaseRef, secs int) chan error {
+	ctx := context.Background()
+	cc, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc.RuntimeParams["application_name"] = ref.Tag()
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	done := make(chan error, 1)
+	go func() { _, err := conn.Exec(ctx, fmt.Sprintf("select pg_sleep(%d)", secs)); done <- err }()
+	return done
 }

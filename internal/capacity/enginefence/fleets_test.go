@@ -75,22 +75,7 @@ func TestTwoFleetsOnOneServerFenceOnlyTheirOwn(t *testing.T) {
 	fence := enginefence.New(&config.Config{Clusters: clusters})
 
 	t.Run("PostgreSQL", func(t *testing.T) {
-		run := func(ref capacity.LeaseRef, secs int) chan error {
-			cc, err := pgx.ParseConfig(engineURL.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cc.RuntimeParams["application_name"] = ref.Tag()
-			conn, err := pgx.ConnectConfig(ctx, cc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { conn.Close(context.Background()) })
-			done := make(chan error, 1)
-			go func() { _, err := conn.Exec(ctx, fmt.Sprintf("select pg_sleep(%d)", secs)); done <- err }()
-			return done
-		}
-		victim, other := run(a.refs["pg"], 60), run(b.refs["pg"], 3)
+		victim, other := pgSleep(t, engineURL.String(), a.refs["pg"], 60), pgSleep(t, engineURL.String(), b.refs["pg"], 3)
 		admin, err := pgx.Connect(ctx, engineURL.String())
 		if err != nil {
 			t.Fatal(err)

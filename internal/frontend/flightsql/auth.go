@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -62,6 +63,9 @@ func (s *Server) admit(ctx context.Context, method string, ss grpc.ServerStream)
 	user, err := s.identify(ctx, md)
 	if err != nil {
 		return nil, err
+	}
+	if p, ok := peer.FromContext(ctx); ok && p.LocalAddr != nil && p.Addr != nil {
+		netlimit.AuthenticatedAt(p.LocalAddr.String(), p.Addr.String()) // no longer in its source's share before login
 	}
 	if handshake && ss != nil && s.opts.Auth != nil {
 		token := newHandle()

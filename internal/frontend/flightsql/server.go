@@ -188,7 +188,8 @@ func (s *Server) Serve(l net.Listener) error {
 	s.mu.Unlock()
 	go s.expire()
 	// gRPC has no "too many connections" answer before HTTP/2 starts: extra ones are closed.
-	// gRPC authenticates calls, not connections: every connection of a source counts in its share.
+	// gRPC authenticates calls, not connections: a connection counts in its source's share until
+	// a call on it logged in (admit).
 	l = netlimit.PerSource(l, s.opts.Limits.SourceConnectionsMax, nil, netlimit.SourceRefused("flightsql", netlimit.BoundRefusals(s.opts.Registerer), s.log))
 	err := s.grpc.Serve(netlimit.Listener(l, s.opts.Limits.ConnectionsMax, nil))
 	if errors.Is(err, grpc.ErrServerStopped) {

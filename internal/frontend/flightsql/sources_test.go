@@ -14,8 +14,8 @@ import (
 )
 
 // TestOneSourceCannotFillTheListener: a source (127.0.0.1) opening idle sockets up to the
-// connection limit holds only its share of it (gRPC logs in per call: all of a source's
-// connections count); another source's client (127.0.0.2) runs a query meanwhile (before:
+// connection limit holds only its share of it (gRPC logs in per call: a connection counts
+// until a call on it logged in); another source's client (127.0.0.2) runs a query meanwhile (before:
 // Unavailable until the first source's sockets timed out).
 func TestOneSourceCannotFillTheListener(t *testing.T) {
 	addr := serveOn(t, Options{Limits: netlimit.Limits{ConnectionsMax: 8}})

@@ -14,6 +14,7 @@ import (
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqlstate"
+	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/node/proxy"
 )
 
@@ -374,7 +375,7 @@ func (lr *loopRun) query(msg []byte) relayloop.Verdict {
 	if mayHoldSessionState(sql) || strings.TrimSpace(sql) == "" {
 		return relayloop.Pause // SETs answered here, refused for the pool mode, an empty Query
 	}
-	if w := firstWord(sql); strings.EqualFold(w, "deallocate") || strings.EqualFold(w, "discard") {
+	if sqltok.FirstKeywordIs(sql, sqltok.Postgres, "deallocate", "discard") {
 		return relayloop.Pause
 	}
 	if c.wire == nil {
@@ -725,8 +726,7 @@ func (lr *loopRun) close(ws *wireState, body []byte) relayloop.Verdict {
 // state (refused in transaction pool mode), or that deallocates the engine connection's
 // statements.
 func pausesParse(sql string) bool {
-	w := firstWord(sql)
-	return mayHoldSessionState(sql) || strings.EqualFold(w, "deallocate") || strings.EqualFold(w, "discard")
+	return mayHoldSessionState(sql) || sqltok.FirstKeywordIs(sql, sqltok.Postgres, "deallocate", "discard")
 }
 
 // parseMessage reads a Parse message's body: the statement's name, its SQL and the declared

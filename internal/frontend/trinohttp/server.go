@@ -242,8 +242,9 @@ func (s *Server) Serve(l net.Listener) error {
 	s.servers = append(s.servers, hs)
 	s.httpMu.Unlock()
 	l = rawconn.Listener(l) // one request at a time: see rawconn
-	// HTTP authenticates requests, not connections: every connection of a source counts in its
-	// share. A refusal is a 503 on a plain listener; one that may serve TLS closes at once.
+	// HTTP authenticates requests, not connections: a connection counts in its source's share
+	// until a request on it logged in (authenticate). A refusal is a 503 on a plain listener;
+	// one that may serve TLS closes at once.
 	refuse := refuseSource
 	if s.opts.TLS != nil {
 		refuse = nil
@@ -355,6 +356,16 @@ const inlineWait = 5 * time.Millisecond
 
 // authenticate returns the user a request runs as, or an HTTP status and error.
 func (s *Server) authenticate(r *http.Request) (string, int, error) {
+	user, status, err := s.login(r)
+	if err == nil { // its connection no longer counts in its source's share before login
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			netlimit.AuthenticatedAt(local.String(), r.RemoteAddr)
+		}
+	}
+	return user, status, err
+}
+
+func (s *Server) login(r *http.Request) (string, int, error) {
 	client, err := s.client(r)
 	if err != nil {
 		return "", http.StatusForbidden, err

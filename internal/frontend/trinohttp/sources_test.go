@@ -11,8 +11,8 @@ import (
 )
 
 // TestOneSourceCannotFillTheListener: a source (127.0.0.1) opening idle sockets up to the
-// connection limit holds only its share of it (HTTP logs in per request: all of a source's
-// connections count); another source's client (127.0.0.2) posts a query meanwhile (before:
+// connection limit holds only its share of it (HTTP logs in per request: a connection
+// counts until a request on it logged in); another source's client (127.0.0.2) posts a query meanwhile (before:
 // 503 for each request until the first source's sockets closed). The first source's extra
 // sockets are answered 503.
 func TestOneSourceCannotFillTheListener(t *testing.T) {
