@@ -2,6 +2,7 @@ package trinohttp
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,10 +19,7 @@ import (
 func TestOneSourceCannotFillTheListener(t *testing.T) {
 	addr := serveOn(t, Options{Limits: netlimit.Limits{ConnectionsMax: 8}})
 	frontendtest.IdleSockets(t, "127.0.0.1", addr, 8)
-	client := &http.Client{Transport: &http.Transport{DialContext: frontendtest.DialerFrom("127.0.0.2").DialContext}}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/statement", strings.NewReader("SELECT 1"))
-	req.Header.Set("X-Trino-User", "carol")
-	resp, err := client.Do(req)
+	resp, err := postFrom(t, addr, "127.0.0.2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,5 +31,33 @@ func TestOneSourceCannotFillTheListener(t *testing.T) {
 	over := &http.Client{Transport: &http.Transport{DialContext: frontendtest.DialerFrom("127.0.0.1").DialContext}}
 	if resp, err := over.Get("http://" + addr + "/v1/info"); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("the first source's next connection: %v, %v; want 503", resp, err)
+	}
+}
+
+// postFrom posts SELECT 1 to addr as carol on a connection of its own from the loopback address
+// src, which stays open (idle, once the answer is read) until t ends.
+func postFrom(t *testing.T, addr, src string) (*http.Response, error) {
+	tr := &http.Transport{DialContext: frontendtest.DialerFrom(src).DialContext}
+	t.Cleanup(tr.CloseIdleConnections)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/statement", strings.NewReader("SELECT 1"))
+	req.Header.Set("X-Trino-User", "carol")
+	return (&http.Client{Transport: tr}).Do(req)
+}
+
+// TestLoggedInConnectionsLeaveTheSourcesShare: a source's share bounds its connections before
+// login only. One source (a sidecar's application, all on loopback) keeps more connections
+// than its share (4 of 8) open, each after a query that logged in, and each gets in.
+func TestLoggedInConnectionsLeaveTheSourcesShare(t *testing.T) {
+	addr := serveOn(t, Options{Limits: netlimit.Limits{ConnectionsMax: 8}})
+	for i := range 7 {
+		resp, err := postFrom(t, addr, "127.0.0.1")
+		if err != nil {
+			t.Fatalf("connection %d: %v", i+1, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body) // kept open and idle in its transport
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("connection %d of one source, the earlier ones logged in and open: %s", i+1, resp.Status)
+		}
 	}
 }
