@@ -367,7 +367,8 @@ type killedSentinel struct{}
 var errKilled = &killedSentinel{}
 
 // coro is a pooled coroutine: it runs one task's fn after another, so a goroutine's grown stack
-// is reused instead of regrown for every short task (handlers, mostly).
+// is reused instead of regrown for every short task (handlers, mostly). A new one grows its
+// stack to 8 KB before its first task (growStack).
 type coro struct {
 	next  func() (struct{}, bool)
 	stop  func()
@@ -379,6 +380,7 @@ func (s *Sim) newCoro() *coro {
 	c := &coro{}
 	body := func(yield func(struct{}) bool) {
 		c.yield = yield
+		growStack(0)
 		for {
 			s.runTask(c.t)
 			c.t.exited = true
@@ -389,6 +391,22 @@ func (s *Sim) newCoro() *coro {
 	}
 	c.next, c.stop = iter.Pull(iter.Seq[struct{}](body))
 	return c
+}
+
+// growStack's frame is large enough that calling it on a new coroutine, whose stack is the
+// runtime's starting size (2 KB, or about the average stack the collector last scanned), grows
+// that stack to 8 KB at once while it holds only the coroutine's first few frames: the runtime
+// grows a stack to fit the frame that overflows it, in one copy. On 8 KB it fits and costs
+// nothing. A fleet's long-lived tasks (a worker's config sync and duty loop, the control plane's
+// long-poll handlers, the workload's arrivals) took new coroutines at boot and grew them 2 -> 4
+// -> 8 KB deep in their work, each growth a copy of the whole stack frame by frame (about 8 % of
+// the instructions of a 1,000-worker plan-fleet run, 7,900 growths; with it 2,000): RESULTS.md,
+// "Simulator at 1,000 workers (#22, 2026-12-04, session 23, sim)".
+//
+//go:noinline
+func growStack(i int) byte {
+	var frame [5 << 10]byte
+	return frame[i]
 }
 
 func (s *Sim) runTask(t *task) {
