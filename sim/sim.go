@@ -33,17 +33,20 @@ import (
 )
 
 // GCFloor is the headroom qfsim and BenchmarkPlanFleet give the garbage collector
-// (gcfloor.Start): a cycle no sooner than 64 MB of allocation after the last, so a small live
+// (gcfloor.Start): a cycle no sooner than 160 MB of allocation after the last, so a small live
 // heap (a fleet booting) is not collected every few megabytes. Every byte of headroom is memory
 // the process touches for the first time; with 4 KB pages each first touch was a page fault on
 // the runner's thread, and 32 MB ran fastest (RESULTS.md, "Simulator at 1,000 workers (#22,
-// session 20)"). With the heap on huge pages (HugeHeap) the faults are few whatever the floor,
-// and a 1,000-worker plan-fleet run (about 35 MB live) spends about 13 % less CPU on the
-// runner's thread at 64 MB than at 32 (fewer cycles, so fewer assists and write barriers), for
-// a higher peak (200 against 165 KB per worker): RESULTS.md, "Simulator at 1,000 workers (#22,
-// 2026-12-04, session 22, sim)". A fleet whose live heap is above the floor (10,000 workers)
-// keeps GOGC=100.
-const GCFloor = 64 << 20
+// session 20)"). With the heap on huge pages (HugeHeap) the faults were few whatever the floor,
+// and 64 MB ran about 13 % faster than 32 (fewer cycles, so fewer assists and write barriers):
+// RESULTS.md, "Simulator at 1,000 workers (#22, 2026-12-04, session 22, sim)". With the pages
+// zeroed ahead of the heap beside the runner (HugeHeapAhead), a 1,000-worker plan-fleet run
+// (141 MB allocated, about 35 MB live at its end) runs at 160 MB without a single cycle: no
+// stop-the-world pauses, assists or write barriers on the runner's thread, about 6 % less
+// runner and 18 % less process CPU than at 64 MB, for a higher peak (282 against 252 KB per
+// worker): RESULTS.md, "Simulator at 1,000 workers (#22, 2026-12-04, session 23, sim)". A fleet
+// whose live heap is above the floor (10,000 workers) keeps GOGC=100.
+const GCFloor = 160 << 20
 
 // HugeHeap is how much of its heap qfsim and BenchmarkPlanFleet advise for transparent huge
 // pages at their start (hugeheap.Reserve; at most an eighth of the machine's memory, none under
