@@ -3,6 +3,7 @@ package sim_test
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -166,6 +167,9 @@ func BenchmarkPlanFleet(b *testing.B) {
 	sc, err := scenarios.Load("../scenarios/plan-fleet.yaml")
 	if err != nil {
 		b.Fatal(err)
+	}
+	if f := flag.Lookup("test.memprofile"); f == nil || f.Value.String() == "" {
+		runtime.MemProfileRate = 0 // as qfsim samples no allocation unless asked for a heap profile
 	}
 	for _, g := range []struct {
 		name     string

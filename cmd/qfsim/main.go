@@ -24,6 +24,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
@@ -38,6 +39,7 @@ import (
 )
 
 func main() {
+	runtime.MemProfileRate = 0           // no allocation sampled but for --memprofile (run)
 	hugeheap.Reserve(sim.HugeHeap)       // first: it needs a heap the collector has not yet freed
 	hugeheap.Prefault(sim.HugeHeapAhead) // the range kept resident ahead of the heap, beside it
 	invariants.Enable()                  // a simulator run checks what must always hold, as tests do
@@ -50,6 +52,11 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// memProfileRate is the runtime's default sampling rate, which --memprofile turns on: the
+// process samples no allocation otherwise (each sample unwinds the allocating stack and keeps
+// it in a table the process touches for the first time, on the simulator's thread).
+const memProfileRate = 512 << 10
 
 // errChecksFailed makes the exit status non-zero without printing more.
 var errChecksFailed = fmt.Errorf("checks failed")
@@ -135,6 +142,7 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 		defer pprof.StopCPUProfile()
 	}
 	if f.memProfile != "" {
+		runtime.MemProfileRate = memProfileRate
 		p := startPeakHeapProfile()
 		defer func() {
 			if err := p.finish(f.memProfile, errOut, sc.Workers()); err != nil {
