@@ -62,8 +62,9 @@ const (
 	enterGetEvents      = 1 << 0
 	enterRegisteredRing = 1 << 4
 
-	registerRingFDs  = 20
-	registerPbufRing = 22
+	registerRingFDs   = 20
+	unregisterRingFDs = 21
+	registerPbufRing  = 22
 
 	offSQRing = 0
 	offSQEs   = 0x10000000
@@ -201,8 +202,18 @@ func (r *Ring) RegisterRingFD() error {
 // FD is the ring's file descriptor.
 func (r *Ring) FD() int { return r.fd }
 
-// Close unmaps and closes the ring; outstanding requests are cancelled by the kernel.
+// Close unmaps and closes the ring; outstanding requests are cancelled by the kernel. A ring
+// whose fd was registered (RegisterRingFD) is closed on the thread that registered it.
 func (r *Ring) Close() error {
+	if r.enterFl&enterRegisteredRing != 0 {
+		up := struct {
+			Offset uint32
+			Resv   uint32
+			Data   uint64
+		}{Offset: uint32(r.enterFD)}
+		_, _, _ = unix.RawSyscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), unregisterRingFDs, uintptr(unsafe.Pointer(&up)), 1, 0, 0)
+		r.enterFD, r.enterFl = uintptr(r.fd), 0
+	}
 	_ = unix.Munmap(r.sqeMem)
 	_ = unix.Munmap(r.ringMem)
 	return unix.Close(r.fd)
@@ -378,3 +389,6 @@ func (b *BufRing) Publish() {
 
 // Ready is how many completions wait in the queue.
 func (r *Ring) Ready() int { return int(atomic.LoadUint32(r.cqTail) - atomic.LoadUint32(r.cqHead)) }
+
+// addrOf is b's address, for an entry's Addr (b must not be Go heap the kernel writes later).
+func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }

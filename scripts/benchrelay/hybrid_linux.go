@@ -101,7 +101,10 @@ func (h *hRelay) run(ready chan<- error) {
 	ready <- nil
 	for {
 		n, err := unix.EpollWait(h.epfd, h.events, -1)
-		if err != nil && err != unix.EINTR {
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
 			panic(err)
 		}
 		k := 0
@@ -154,6 +157,7 @@ func (h *hRelay) enter(k int) {
 func (h *hRelay) sendAll() {
 	off := make(map[int]int, len(h.got))
 	for len(h.got) > 0 {
+		k := 0
 		for i, g := range h.got {
 			c := h.conns[g.idx]
 			if c == nil {
@@ -167,8 +171,9 @@ func (h *hRelay) sendAll() {
 			s.Addr, s.Len = h.addr(g.idx, g.side, off[i]), uint32(g.n-off[i])
 			s.OpFlags = unix.MSG_NOSIGNAL
 			s.UserData = uint64(i)
+			k++
 		}
-		h.enter(len(h.got))
+		h.enter(k)
 		var short []hgot
 		var soff []int
 		h.ring.Completions(func(e *uring.CQE) {
