@@ -25,6 +25,7 @@ type uRelay struct {
 	evfd int
 	evb  []byte // the eventfd's 8 bytes, read by the kernel (mmapped)
 	raw  bool
+	peek bool // look without blocking before each blocking wait
 
 	mu       sync.Mutex
 	incoming [][2]int
@@ -57,8 +58,8 @@ const (
 func userData(idx, op, side int) uint64 { return uint64(idx)<<16 | uint64(op)<<8 | uint64(side) }
 
 // runURing serves l's connections on a uring relay; it does not return.
-func runURing(l net.Listener, upstream string, raw bool) {
-	u := &uRelay{raw: raw}
+func runURing(l net.Listener, upstream string, raw, peek bool) {
+	u := &uRelay{raw: raw, peek: peek}
 	ready := make(chan error)
 	go u.run(ready)
 	if err := <-ready; err != nil {
@@ -132,8 +133,18 @@ func (u *uRelay) run(ready chan<- error) {
 	}
 	u.armWake()
 	ready <- nil
+	peek := u.peek
 	for {
 		u.bufs.Publish()
+		if peek { // as the epoll loop does: look without blocking first
+			if err := ring.GetEvents(); err != nil {
+				panic(err)
+			}
+			if ring.Ready() > 0 {
+				ring.Completions(u.complete)
+				continue
+			}
+		}
 		if err := ring.SubmitAndWait(1); err != nil {
 			panic(err)
 		}
