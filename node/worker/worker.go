@@ -32,10 +32,8 @@ type Worker struct {
 	mu            sync.Mutex
 	token         string // current session token; "" when none
 	registering   bool
-	// regRefused is the control plane's last refusal of a registration that asked for a wait
-	// (429/503 with Retry-After), until regNotBefore: no registration is sent before then.
-	regRefused    *workerapi.StatusError
-	regNotBefore  time.Time
+	regRefused    *workerapi.StatusError // the last refused registration's answer, when it asked for a wait (429/503 with Retry-After)
+	regNotBefore  time.Time              // no registration is sent before then (regRefused's wait)
 	registeredAt  time.Time
 	registrations int
 	interval      time.Duration
