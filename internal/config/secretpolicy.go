@@ -18,6 +18,11 @@ import (
 // queryflux.sharedSecrets.fileDirs is not set: where Docker and Kubernetes mount secrets.
 var DefaultSharedSecretDirs = []string{"/run/secrets", "/var/run/secrets"}
 
+// platformIdentityDirs are the directories, under the secret mounts, where Kubernetes and cloud
+// platforms put the pod's own service-account tokens (Kubernetes, EKS, Azure workload identity):
+// they identify the node to its platform and are never an engine's password.
+var platformIdentityDirs = map[string]bool{"kubernetes.io": true, "eks.amazonaws.com": true, "azure": true}
+
 // ownEnvPrefix names the product's own variables (QUERYFLUX_DATABASE_URL, QUERYFLUX_CONFIG_KEY,
 // QUERYFLUX_ADMIN_TOKEN...), never readable from a shared section.
 const ownEnvPrefix = "QUERYFLUX_"
@@ -125,9 +130,14 @@ func (p *sharedSource) refuseFile(path string) error {
 		return fmt.Errorf("secret file %s: holds a secret of the node's own section (queryflux:) or is its configuration; a shared section may not read it", path)
 	}
 	for _, d := range p.dirs {
-		if real != d && strings.HasPrefix(real, strings.TrimSuffix(d, "/")+"/") {
-			return nil
+		rest, inside := strings.CutPrefix(real, strings.TrimSuffix(d, "/")+"/")
+		if !inside || rest == "" {
+			continue
 		}
+		if first, _, _ := strings.Cut(rest, "/"); platformIdentityDirs[first] {
+			return fmt.Errorf("secret file %s: a platform's service-account identity (%s), never an engine's secret; a shared section may not read it", path, first)
+		}
+		return nil
 	}
 	return fmt.Errorf("secret file %s: outside the directories shared sections may read (queryflux.sharedSecrets.fileDirs: %s); add its directory there to allow it", path, strings.Join(p.dirs, ", "))
 }

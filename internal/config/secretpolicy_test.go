@@ -14,7 +14,7 @@ func TestSharedSecretSourceBounds(t *testing.T) {
 	src := MapSecrets{
 		Env: map[string]string{"PG_PW": "pg", "OTHER": "other", "ADMIN": "admin-value", "QUERYFLUX_DATABASE_URL": "db-value"},
 		Files: map[string]string{"/run/secrets/pg": "pg", "/run/secrets/key": "key-value", "/etc/passwd": "root-value",
-			"/opt/s/pg": "pg", "/etc/qf.yaml": "config-value"},
+			"/opt/s/pg": "pg", "/etc/qf.yaml": "config-value", "/var/run/secrets/kubernetes.io/serviceaccount/token": "sa-value"},
 	}
 	local := QueryFlux{AdminAPI: AdminAPI{Token: "${env:ADMIN}"}, Persistence: Persistence{ConfigKey: "${file:/run/secrets/key}"},
 		ClusterCredentials: map[string]Credentials{"pg": {Password: "${env:PG_PW}"}}}
@@ -32,6 +32,7 @@ func TestSharedSecretSourceBounds(t *testing.T) {
 		{SharedSecrets{}, "${file:/etc/passwd}", "outside the directories"},
 		{SharedSecrets{}, "${file:/run/secrets/../../etc/passwd}", "outside the directories"},
 		{SharedSecrets{}, "${file:/run/secrets}", "outside the directories"},
+		{SharedSecrets{}, "${file:/var/run/secrets/kubernetes.io/serviceaccount/token}", "service-account identity"},
 		{SharedSecrets{FileDirs: []string{"/opt/s/"}}, "${file:/opt/s/pg}", ""},
 		{SharedSecrets{FileDirs: []string{"/opt/s"}}, "${file:/run/secrets/pg}", "/opt/s"},
 		{SharedSecrets{FileDirs: []string{}}, "${file:/run/secrets/pg}", "outside the directories"},
