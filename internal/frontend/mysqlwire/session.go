@@ -180,8 +180,13 @@ func (h *session) request(sql string, args []any) *query.Request {
 
 // fill sets every field of r to the request of sql (with args) on this client connection.
 func (h *session) fill(r *query.Request, sql string, args []any) {
+	h.fillAs(r, h.withSessionValues(sql), args)
+}
+
+// fillAs is fill of a statement known to name no session value (sql is sent as it is).
+func (h *session) fillAs(r *query.Request, sql string, args []any) {
 	*r = query.Request{
-		SQL:          h.withSessionValues(sql),
+		SQL:          sql,
 		Args:         args,
 		User:         h.conn.GetUser(),
 		Protocol:     query.ProtocolMySQL,
