@@ -27,7 +27,8 @@ import (
 
 // newConfigCommand is `queryflux config`: check, revision, import, history, rollback, reload.
 func newConfigCommand() *cobra.Command {
-	cmd := config.NewConfigCommand(checkEngines)
+	// The file is resolved when its engines are checked: nothing is left for a source to read.
+	cmd := config.NewConfigCommand(engineCheck(config.OSSecrets))
 	cmd.AddCommand(newConfigImportCommand(), newConfigRevisionCommand(), newConfigHistoryCommand(), newConfigRollbackCommand(), newConfigReloadCommand(),
 		newConfigDiffCommand(), newConfigRejectionsCommand())
 	withFleetCheck(cmd)
@@ -45,14 +46,14 @@ func controlPlaneConfig(d *Daemon) (assembly.ConfigDeps, *pgconfig.Source, error
 		if err != nil {
 			return assembly.ConfigDeps{}, nil, err
 		}
-		return assembly.ConfigDeps{Admin: storedConfigAdmin(pg), Stored: &assembly.StoredConfig{
+		return assembly.ConfigDeps{Admin: storedConfigAdmin(pg, d.Secrets), Stored: &assembly.StoredConfig{
 			Where: "Postgres", Store: pg,
 			Source: func(ctx context.Context) (*snapshot.WorkerSnapshotV1, error) {
 				return pg.Snapshot(ctx, q, snapshot.Options{Credentials: creds, ConfirmedAt: d.Env.Now()})
 			},
 		}}, pg, nil
 	}
-	deps := assembly.ConfigDeps{Admin: fileConfigAdmin(creds)}
+	deps := assembly.ConfigDeps{Admin: fileConfigAdmin(creds, d.Secrets)}
 	if path := d.ConfigFile; path != "" {
 		deps.Load = func() (*config.Config, error) { return loadChecked(path) }
 	}
@@ -78,7 +79,7 @@ func newConfigRevisionCommand() *cobra.Command {
 		Short: "Print the worker snapshot revision of a configuration file",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadResolved(args[0])
+			cfg, _, err := loadResolved(args[0])
 			if err != nil {
 				return err
 			}

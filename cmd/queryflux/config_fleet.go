@@ -53,7 +53,7 @@ func withFleetCheck(cfgCmd *cobra.Command) {
 // fleetCheck prints a warning for each group of the file at path that no online worker of the
 // control plane behind client would serve, or a note saying why the fleet was not checked.
 func fleetCheck(ctx context.Context, out io.Writer, path string, client *adminClient) {
-	cfg, err := loadResolved(path)
+	cfg, _, err := loadResolved(path)
 	if err != nil {
 		return // check already reported it
 	}

@@ -36,25 +36,29 @@ import (
 // envConfigKey is the config key when queryflux.persistence.configKey is not set.
 const envConfigKey = "QUERYFLUX_CONFIG_KEY"
 
-// loadResolved reads a configuration file and resolves every secret reference in it.
-func loadResolved(path string) (*config.Config, error) {
+// loadResolved reads a configuration file and resolves every secret reference in it. It also
+// returns what the shared sections resolve from later (admin edits and checks): the process's
+// environment and files, bounded by the file's queryflux.sharedSecrets
+// (config.SharedSecretSource).
+func loadResolved(path string) (*config.Config, config.SecretSource, error) {
 	cfg, err := config.Load(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := config.ResolveSecrets(cfg, config.OSSecrets); err != nil {
-		return nil, err
+	shared, err := config.ResolveSecrets(cfg, config.OSSecrets, path)
+	if err != nil {
+		return nil, nil, err
 	}
-	return cfg, nil
+	return cfg, shared, nil
 }
 
 // loadChecked is loadResolved plus the engine check a control plane runs before it accepts.
 func loadChecked(path string) (*config.Config, error) {
-	cfg, err := loadResolved(path)
+	cfg, shared, err := loadResolved(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := querynode.CheckEngines(context.Background(), cfg, config.OSSecrets); err != nil {
+	if err := querynode.CheckEngines(context.Background(), cfg, shared); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -83,16 +87,16 @@ func openStoredConfig(d *Daemon, creds snapshot.CredentialsMode) (*pgconfig.Sour
 	} else {
 		d.Logger.Info("config: engine secrets are stored encrypted", "keyId", key.ID())
 	}
-	return pgconfig.New(d.Pool, pgconfig.Options{Key: key, Credentials: creds}), nil
+	return pgconfig.New(d.Pool, pgconfig.Options{Key: key, Credentials: creds, Secrets: d.Secrets}), nil
 }
 
 // fileConfigAdmin are the admin endpoints' hooks when the configuration comes from a file
 // (POST /admin/config/check resolves references and checks engines as a reload would).
-func fileConfigAdmin(creds snapshot.CredentialsMode) controlplane.AdminOptions {
+func fileConfigAdmin(creds snapshot.CredentialsMode, shared config.SecretSource) controlplane.AdminOptions {
 	return controlplane.AdminOptions{
 		Revision: func(cfg *config.Config) (string, error) {
 			resolved := config.Clone(cfg)
-			if err := config.ResolveSharedSecrets(resolved, config.OSSecrets); err != nil {
+			if err := config.ResolveSharedSecrets(resolved, shared); err != nil {
 				return "", err
 			}
 			snap, err := snapshot.Build(resolved, snapshot.Options{Credentials: creds})
@@ -101,26 +105,29 @@ func fileConfigAdmin(creds snapshot.CredentialsMode) controlplane.AdminOptions {
 			}
 			return snap.Revision, nil
 		},
-		CheckEngines: checkEngines,
+		CheckEngines: engineCheck(shared),
 	}
 }
 
-// checkEngines is the admin API's engine check (a check, an edit, a rollback): local problems
-// (DuckDB files, references), then every network engine dialled and logged in to, so an edit
-// naming an engine that is down or refuses the login is refused unless forced. A reloaded file
-// gets the local check only (loadChecked): a control plane must start while an engine is down.
-func checkEngines(ctx context.Context, cfg *config.Config) error {
-	if err := querynode.CheckEngines(ctx, cfg, config.OSSecrets); err != nil {
-		return err
+// engineCheck is the admin API's engine check (a check, an edit, a rollback), resolving the
+// shared sections' references from shared: local problems (DuckDB files, references), then
+// every network engine dialled and logged in to, so an edit naming an engine that is down or
+// refuses the login is refused unless forced. A reloaded file gets the local check only
+// (loadChecked): a control plane must start while an engine is down.
+func engineCheck(shared config.SecretSource) func(context.Context, *config.Config) error {
+	return func(ctx context.Context, cfg *config.Config) error {
+		if err := querynode.CheckEngines(ctx, cfg, shared); err != nil {
+			return err
+		}
+		return querynode.DialEngines(ctx, querynode.Engines(), cfg, shared, 0)
 	}
-	return querynode.DialEngines(ctx, querynode.Engines(), cfg, config.OSSecrets, 0)
 }
 
 // storedConfigAdmin are the admin endpoints' hooks for the configuration stored in Postgres.
-func storedConfigAdmin(pg *pgconfig.Source) controlplane.AdminOptions {
+func storedConfigAdmin(pg *pgconfig.Source, shared config.SecretSource) controlplane.AdminOptions {
 	return controlplane.AdminOptions{
 		Revision:     pg.Revision,
-		CheckEngines: checkEngines,
+		CheckEngines: engineCheck(shared),
 		History:      pg,
 		Rejections:   pg,
 	}

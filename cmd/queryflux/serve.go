@@ -51,6 +51,9 @@ type Daemon struct {
 	ConfigFile string
 	// AdvertiseHost is the host peers reach a worker's frontends at (--advertise-host).
 	AdvertiseHost string
+	// Secrets is what the shared sections' references resolve from: the process's environment
+	// and files, bounded by queryflux.sharedSecrets (config.SharedSecretSource).
+	Secrets config.SecretSource
 }
 
 // role is a built role (assembly.ControlPlane or assembly.Worker) as serve runs it.
@@ -128,18 +131,21 @@ accepting and gives in-flight work --drain-timeout to finish, flushes its histor
 	return cmd
 }
 
-func loadConfig(f *serveFlags, log *slog.Logger) (*config.Config, error) {
+// loadConfig is the daemon's configuration and what its shared sections' references resolve
+// from later (Daemon.Secrets).
+func loadConfig(f *serveFlags, log *slog.Logger) (*config.Config, config.SecretSource, error) {
 	cfg := &config.Config{}
+	shared := config.SharedSecretSource(cfg.QueryFlux, "", config.OSSecrets)
 	if f.configFile != "" {
-		loaded, err := loadResolved(f.configFile)
+		loaded, src, err := loadResolved(f.configFile)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.configFile, err)
+			return nil, nil, fmt.Errorf("%s: %w", f.configFile, err)
 		}
-		cfg = loaded
+		cfg, shared = loaded, src
 	} else if f.role == "" || f.role == string(config.RoleStandalone) {
 		def, err := embeddedDefault(log)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cfg = def
 	}
@@ -155,11 +161,11 @@ func loadConfig(f *serveFlags, log *slog.Logger) (*config.Config, error) {
 		for i, e := range errs {
 			msgs[i] = e.Error()
 		}
-		return nil, fmt.Errorf("invalid configuration:\n  %s", strings.Join(msgs, "\n  "))
+		return nil, nil, fmt.Errorf("invalid configuration:\n  %s", strings.Join(msgs, "\n  "))
 	} else if err != nil {
-		return nil, fmt.Errorf("invalid configuration: %w", err)
+		return nil, nil, fmt.Errorf("invalid configuration: %w", err)
 	}
-	return cfg, nil
+	return cfg, shared, nil
 }
 
 func serve(ctx context.Context, f *serveFlags) error {
@@ -168,7 +174,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 		return err
 	}
 	slog.SetDefault(base) // libraries' own log lines keep the chosen level and format too
-	cfg, err := loadConfig(f, base)
+	cfg, shared, err := loadConfig(f, base)
 	if err != nil {
 		return err
 	}
@@ -176,7 +182,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 	logger := base.With("role", string(cfg.QueryFlux.Role))
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d := &Daemon{Env: env.Real(logger), Config: cfg, Metrics: metrics, Logger: logger, ConfigFile: f.configFile, AdvertiseHost: f.advertiseHost}
+	d := &Daemon{Env: env.Real(logger), Config: cfg, Metrics: metrics, Logger: logger, ConfigFile: f.configFile, AdvertiseHost: f.advertiseHost, Secrets: shared}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

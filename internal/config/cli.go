@@ -76,7 +76,7 @@ func Check(path string) []FieldError {
 func CheckWith(ctx context.Context, path string, open EngineOpenCheck) []FieldError {
 	cfg, err := Load(path)
 	if err == nil {
-		err = ResolveSecrets(cfg, OSSecrets)
+		_, err = ResolveSecrets(cfg, OSSecrets, path)
 	}
 	if err == nil {
 		err = Compile(cfg)

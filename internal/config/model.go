@@ -103,6 +103,21 @@ type QueryFlux struct {
 	// and ending with a letter or digit; a value may be empty). `serve --label key=value`
 	// (repeatable) adds to them, replacing a key set here.
 	Labels map[string]string `yaml:"labels" json:"labels,omitempty"`
+	// SharedSecrets bounds what ${env:...} and ${file:...} references in the shared sections
+	// (clusters, users) may read on this node: whoever holds the admin token writes those.
+	SharedSecrets SharedSecrets `yaml:"sharedSecrets" json:"sharedSecrets"`
+}
+
+// SharedSecrets: whatever it says, a shared reference never reads a QUERYFLUX_* variable, a
+// variable or file holding one of the node's own secrets (admin token, API secrets, database URL,
+// config key), the node's configuration file or its TLS keys.
+type SharedSecrets struct {
+	// FileDirs are the directories ${file:...} may read from, links followed (default
+	// /run/secrets and /var/run/secrets; an empty list allows no file).
+	FileDirs []string `yaml:"fileDirs" json:"fileDirs"`
+	// EnvPrefixes, when set, are the only prefixes of the variables ${env:...} may name
+	// (default: any).
+	EnvPrefixes []string `yaml:"envPrefixes" json:"envPrefixes"`
 }
 
 // Frontends are the client protocols this node listens on; each is off unless enabled.

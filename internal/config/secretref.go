@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -52,6 +53,20 @@ func (osSecrets) ReadFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d bytes", secretFileBytesMax)
 	}
 	return b, nil
+}
+
+// RealPath is path made absolute with its symbolic links followed.
+//
+//determinism:production the file system
+func (osSecrets) RealPath(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real, nil
+	}
+	return abs, nil // a path that does not exist (yet) is judged as written
 }
 
 // MapSecrets is a SecretSource over fixed values, for tests and the simulator: Env by name,
@@ -111,6 +126,11 @@ func ResolveRefs(s string, src SecretSource) (string, error) {
 
 func lookupRef(ref string, src SecretSource) (string, error) {
 	kind, arg, _ := strings.Cut(ref, ":")
+	if g, ok := src.(refGate); ok {
+		if err := g.refuse(kind, arg); err != nil {
+			return "", err
+		}
+	}
 	switch kind {
 	case "env":
 		if !envNamePattern.MatchString(arg) {
@@ -202,10 +222,14 @@ func ResolveSharedSecrets(cfg *Config, src SecretSource) error {
 	return r.err()
 }
 
-// ResolveSecrets replaces every reference of cfg, both sections.
-func ResolveSecrets(cfg *Config, src SecretSource) error {
+// ResolveSecrets replaces every reference of cfg, loaded from file ("" for none): the node-local
+// section's from src, the shared sections' from src bounded by that section's policy
+// (SharedSecretSource), which it returns for the shared sections the node resolves later
+// (reloads, admin edits and checks).
+func ResolveSecrets(cfg *Config, src SecretSource, file string) (SecretSource, error) {
+	bounded := SharedSecretSource(cfg.QueryFlux, file, src)
 	local := ResolveLocalSecrets(cfg, src)
-	shared := ResolveSharedSecrets(cfg, src)
+	shared := ResolveSharedSecrets(cfg, bounded)
 	var errs Errors
 	for _, err := range []error{local, shared} {
 		var e Errors
@@ -214,9 +238,9 @@ func ResolveSecrets(cfg *Config, src SecretSource) error {
 		}
 	}
 	if len(errs) > 0 {
-		return errs
+		return bounded, errs
 	}
-	return nil
+	return bounded, nil
 }
 
 // resolver collects one error per field that does not resolve.

@@ -9,8 +9,8 @@ import (
 )
 
 var refSource = MapSecrets{
-	Env:   map[string]string{"PG_PW": "env-secret", "EMPTY": ""},
-	Files: map[string]string{"/run/secrets/token": "file-secret\n"},
+	Env:   map[string]string{"PG_PW": "env-secret", "OWN_PW": "env-secret", "EMPTY": ""},
+	Files: map[string]string{"/run/secrets/token": "file-secret\n", "/run/secrets/own": "file-secret\n"},
 }
 
 func TestResolveRefs(t *testing.T) {
@@ -47,10 +47,10 @@ func TestResolveRefs(t *testing.T) {
 func TestResolveSecretsEveryField(t *testing.T) {
 	cfg, err := Parse([]byte(`
 queryflux:
-  adminApi: {token: "${env:PG_PW}"}
-  workerApi: {secret: "${env:PG_PW}"}
-  controlPlane: {secret: "${file:/run/secrets/token}"}
-  persistence: {databaseUrl: "postgres://qf:${env:PG_PW}@db/qf", configKey: "${env:PG_PW}"}
+  adminApi: {token: "${env:OWN_PW}"}
+  workerApi: {secret: "${env:OWN_PW}"}
+  controlPlane: {secret: "${file:/run/secrets/own}"}
+  persistence: {databaseUrl: "postgres://qf:${env:OWN_PW}@db/qf", configKey: "${env:OWN_PW}"}
   clusterCredentials: {pg: {password: "${env:PG_PW}", token: "${env:PG_PW}"}}
 clusters:
   - name: pg
@@ -67,7 +67,7 @@ settings:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ResolveSecrets(cfg, refSource); err != nil {
+	if _, err := ResolveSecrets(cfg, refSource, ""); err != nil {
 		t.Fatal(err)
 	}
 	var errs Errors
@@ -92,13 +92,13 @@ settings:
 
 	// Where a value is shown, a reference would show what it names: refused.
 	cfg, _ = Parse([]byte("clusters: [{name: d, engine: duckdb, endpoint: '${file:/etc/hostname}', maxRunningQueries: 1, options: {path: '${env:PG_PW}'}}]\n"))
-	err = ResolveSecrets(cfg, refSource)
+	_, err = ResolveSecrets(cfg, refSource, "")
 	if !errors.As(err, &errs) || len(errs) != 2 || errs[0].Path != "clusters[0].endpoint" || errs[1].Path != "clusters[0].options.path" {
 		t.Fatalf("references where values are shown: %v", err)
 	}
 
 	cfg, _ = Parse([]byte("queryflux: {adminApi: {token: '${env:NOPE}'}}\nclusters: [{name: pg, engine: postgres, endpoint: 'h:1', maxRunningQueries: 1, credentials: {password: '${file:/missing}'}}]\n"))
-	err = ResolveSecrets(cfg, refSource)
+	_, err = ResolveSecrets(cfg, refSource, "")
 	if !errors.As(err, &errs) || len(errs) != 2 || errs[0].Path != "queryflux.adminApi.token" || errs[1].Path != "clusters[0].credentials.password" ||
 		!strings.Contains(errs[0].Message, "NOPE") || !strings.Contains(errs[1].Message, "/missing") {
 		t.Fatalf("errors: %v", err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -111,6 +112,11 @@ func (v *validator) queryflux(q QueryFlux) {
 	v.positive(p+".heartbeatIntervalSecs", int64(q.HeartbeatIntervalSecs))
 	v.registry(p+".registry", q.Registry, q.HeartbeatIntervalSecs)
 	v.limits(p+".limits", q.Limits)
+	for i, d := range q.SharedSecrets.FileDirs {
+		if !strings.HasPrefix(d, "/") || path.Clean(d) == "/" {
+			v.add(fmt.Sprintf("%s.sharedSecrets.fileDirs[%d]", p, i), "must be an absolute directory other than /, got %q", d)
+		}
+	}
 }
 
 // pollTimeoutSecsMax is the longest long-poll a control plane serves (controlplane.ConfigPollTimeoutMax).

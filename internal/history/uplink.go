@@ -458,14 +458,15 @@ func (u *Uplink) Start(ctx context.Context) {
 
 func (u *Uplink) run(ctx context.Context) {
 	failures, loggedDropped := 0, uint64(0)
+	var retryAfter time.Duration
 	for {
-		if err := u.waitForWork(ctx, failures); err != nil {
+		if err := u.waitForWork(ctx, failures, retryAfter); err != nil {
 			return
 		}
 		if err := u.flush(ctx); err != nil {
-			failures++
+			failures, retryAfter = failures+1, workerapi.RetryAfter(err)
 		} else {
-			failures = 0
+			failures, retryAfter = 0, 0
 		}
 		loggedDropped = u.logDrops(loggedDropped)
 	}
@@ -473,10 +474,11 @@ func (u *Uplink) run(ctx context.Context) {
 
 // waitForWork waits out the flush interval, or less when a whole batch is waiting, so a busy
 // node sends at its own pace instead of overflowing its buffer between intervals; after a
-// failed send it waits out the backoff whatever is waiting. An error means ctx ended.
-func (u *Uplink) waitForWork(ctx context.Context, failures int) error {
+// failed send it waits out the backoff whatever is waiting, and no less than the Retry-After
+// of a 429 or 503 that refused it (retryAfter). An error means ctx ended.
+func (u *Uplink) waitForWork(ctx context.Context, failures int, retryAfter time.Duration) error {
 	if failures > 0 {
-		return u.e.Sleep(ctx, u.backoff(failures))
+		return u.e.Sleep(ctx, max(u.backoff(failures), retryAfter))
 	}
 	seen := u.full.Seq()
 	u.mu.Lock()
@@ -667,7 +669,7 @@ func (u *Uplink) Shutdown(ctx context.Context) error {
 			err = u.waitIdle(fctx)
 		default:
 			failures++
-			err = u.e.Sleep(fctx, u.backoff(failures))
+			err = u.e.Sleep(fctx, max(u.backoff(failures), workerapi.RetryAfter(ferr)))
 		}
 	}
 	return u.close()

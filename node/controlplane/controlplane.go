@@ -49,6 +49,7 @@ type ControlPlane struct {
 	capStats        *capacityStats // nil without MountCapacity
 	heldCount       heldCounts     // requests held open per worker (held.go)
 	live            int            // workers healthy or stale: bounded by cfg.MaxWorkers (moveCount)
+	refused         refusals       // refused registrations not logged yet (refusals.go)
 }
 
 // supersedeCount remembers how often a name was registered while its previous registration was

@@ -43,7 +43,7 @@ func (cp *ControlPlane) acceptRegistration(ctx context.Context, w http.ResponseW
 	log := cp.e.Logger()
 	if err != nil {
 		cp.metrics.registrations.WithLabelValues("full").Inc()
-		log.Warn("worker registration refused", "worker", req.Name, "err", err)
+		cp.noteRefused(req.Name, err, now)
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(cp.cfg.StaleAfter.Seconds()+cp.cfg.EvictGrace.Seconds()))))
 		workerapi.WriteError(w, http.StatusTooManyRequests, err.Error(), "name")
 		return

@@ -57,11 +57,13 @@ type evicted struct {
 }
 
 // Tick advances every worker's lifecycle to now, revokes the tokens of the evicted and calls the
-// OnEvict hooks. A worker it would move along is first looked up in the store, where another
+// OnEvict hooks, and logs the registrations refused since the last line when one is due
+// (refusals.go). A worker it would move along is first looked up in the store, where another
 // replica may have seen it since (replicas.go). The reaper calls it; tests and the simulator may
 // call it directly.
 func (cp *ControlPlane) Tick(ctx context.Context, now time.Time) {
 	cp.adoptNewer(ctx, now)
+	cp.logRefused(now)
 	type change struct {
 		name string
 		tr   Transition

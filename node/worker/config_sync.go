@@ -356,7 +356,8 @@ func (s *ConfigSync) succeeded() {
 	s.consecutive = 0
 }
 
-// recordFailure counts a failed poll and returns the backoff before the next.
+// recordFailure counts a failed poll and returns the backoff before the next: no sooner than
+// a 429's or 503's Retry-After (the poll's, or the registration's before it).
 func (s *ConfigSync) recordFailure(err error) time.Duration {
 	msg := s.w.redact(err.Error()) // outside s.mu: the worker's lock is never taken under ours
 	s.mu.Lock()
@@ -369,7 +370,7 @@ func (s *ConfigSync) recordFailure(err error) time.Duration {
 	for i := uint64(1); i < consecutive && d < s.opts.BackoffMax; i++ {
 		d *= 2
 	}
-	return env.Jitter(s.e.Rand(), min(d, s.opts.BackoffMax), configBackoffJitter)
+	return max(env.Jitter(s.e.Rand(), min(d, s.opts.BackoffMax), configBackoffJitter), workerapi.RetryAfter(err))
 }
 
 func (s *ConfigSync) contribute(hb *workerapi.Heartbeat) {

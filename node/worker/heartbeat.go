@@ -19,11 +19,14 @@ const heartbeatJitter = 0.1
 // once when HeartbeatNow is called (the self-health probe does so on every change). The first
 // beat registers the worker.
 func (w *Worker) beat(ctx context.Context, _ time.Time) time.Time {
-	w.logHeartbeatResult(ctx, w.SendHeartbeat(ctx))
+	err := w.SendHeartbeat(ctx)
+	w.logHeartbeatResult(ctx, err)
 	w.mu.Lock()
 	wait := w.interval
 	w.mu.Unlock()
-	return w.e.Now().Add(env.Jitter(w.e.Rand(), wait, heartbeatJitter))
+	// A control plane that answered 429 or 503 with a Retry-After (to the heartbeat or to the
+	// registration before it) hears from this worker no sooner.
+	return w.e.Now().Add(max(env.Jitter(w.e.Rand(), wait, heartbeatJitter), workerapi.RetryAfter(err)))
 }
 
 // failureLogEvery keeps a long control-plane outage from filling the log: the first failure is
@@ -108,7 +111,7 @@ func (w *Worker) postHeartbeat(ctx context.Context, hb workerapi.Heartbeat) erro
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)}
+		return workerapi.ResponseError(resp, w.e.Now())
 	}
 	// Read whole into a buffer of the announced size: a json.Decoder would grow its own buffer
 	// for every answer.

@@ -37,7 +37,8 @@ func (w *Worker) NewHistoryUplink(e env.Env, cfg history.UplinkConfig) (*history
 }
 
 // sendHistory posts one batch through Do. A non-2xx answer is a *workerapi.StatusError, so the
-// uplink drops a batch the control plane refuses (400) and retries one it could not take (503).
+// uplink drops a batch the control plane refuses (400) and retries one it could not take (503),
+// not before the answer's Retry-After.
 func (w *Worker) sendHistory(ctx context.Context, b *history.QueryRecordBatchV1) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, history.PathWorkerHistory, bytes.NewReader(history.EncodeBatch(b)))
 	if err != nil {
@@ -50,7 +51,7 @@ func (w *Worker) sendHistory(ctx context.Context, b *history.QueryRecordBatchV1)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)}
+		return workerapi.ResponseError(resp, w.e.Now())
 	}
 	var ack history.IngestAck
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&ack); err != nil {

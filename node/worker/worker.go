@@ -32,6 +32,8 @@ type Worker struct {
 	mu            sync.Mutex
 	token         string // current session token; "" when none
 	registering   bool
+	regRefused    *workerapi.StatusError // the last refused registration's answer, when it asked for a wait (429/503 with Retry-After)
+	regNotBefore  time.Time              // no registration is sent before then (regRefused's wait)
 	registeredAt  time.Time
 	registrations int
 	interval      time.Duration
@@ -393,15 +395,26 @@ func (w *Worker) session(ctx context.Context, stale string) (string, error) {
 			return token, nil
 		}
 		if !w.registering {
-			w.registering = true
 			if w.token == stale {
 				w.token = ""
 			}
+			if wait := w.regNotBefore.Sub(w.e.Now()); w.regRefused != nil && wait > 0 {
+				refused := *w.regRefused
+				refused.RetryAfter = wait
+				w.mu.Unlock()
+				return "", fmt.Errorf("worker: register: not before the control plane's Retry-After: %w", &refused)
+			}
+			w.registering = true
 			w.mu.Unlock()
 			token, err := w.register(ctx)
 			now := w.e.Now()
 			w.mu.Lock()
 			w.registering = false
+			w.regRefused = nil
+			if wait := workerapi.RetryAfter(err); wait > 0 {
+				errors.As(err, &w.regRefused)
+				w.regNotBefore = now.Add(wait)
+			}
 			if err == nil {
 				w.token = token
 				w.registeredAt = now
@@ -439,7 +452,7 @@ func (w *Worker) register(ctx context.Context) (string, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		w.metrics.registrations.WithLabelValues("refused").Inc()
-		return "", fmt.Errorf("worker: register: %w", &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)})
+		return "", fmt.Errorf("worker: register: %w", workerapi.ResponseError(resp, w.e.Now()))
 	}
 	var ans workerapi.RegisterResponse
 	if err := json.NewDecoder(io.LimitReader(resp.Body, workerapi.BodyBytesMax)).Decode(&ans); err != nil || ans.Token == "" {

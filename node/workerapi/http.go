@@ -10,7 +10,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // BearerToken returns the token of an "Authorization: Bearer <token>" header.
@@ -156,6 +158,53 @@ func ReadError(resp *http.Response) ErrorBody {
 type StatusError struct {
 	Status int
 	Body   ErrorBody
+	// RetryAfter is how long a 429 or 503 asked the client to wait before trying again (its
+	// Retry-After header, ResponseError); 0 when it did not say, or said nothing readable.
+	RetryAfter time.Duration
+}
+
+// RetryAfterMax bounds the wait a Retry-After header can impose: a control plane that asks
+// for more (or a garbled header that reads as more) still hears from its workers every minute.
+const RetryAfterMax = 60 * time.Second
+
+// ResponseError is the *StatusError of resp, a non-2xx answer: its status, its error body
+// (ReadError), and for a 429 or a 503 the wait its Retry-After header asks for, delay-seconds
+// or an HTTP date (read against now, the caller's clock), at most RetryAfterMax. A header that
+// is absent, garbled, negative or in the past leaves RetryAfter 0: the caller's own backoff.
+func ResponseError(resp *http.Response, now time.Time) *StatusError {
+	e := &StatusError{Status: resp.StatusCode, Body: ReadError(resp)}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		e.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+	}
+	return e
+}
+
+// ParseRetryAfter reads a Retry-After value (RFC 9110 10.2.3): delay-seconds or an HTTP date,
+// the latter against now; the wait, at most RetryAfterMax, 0 for anything else.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseUint(v, 10, 64); err == nil {
+		d = RetryAfterMax
+		if secs < uint64(RetryAfterMax/time.Second) {
+			d = time.Duration(secs) * time.Second
+		}
+	} else if at, err := http.ParseTime(v); err == nil {
+		d = at.Sub(now)
+	}
+	return min(max(d, 0), RetryAfterMax)
+}
+
+// RetryAfter is the wait err (a *StatusError, wrapped or not) asks for; 0 for none.
+func RetryAfter(err error) time.Duration {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.RetryAfter
+	}
+	return 0
 }
 
 func (e *StatusError) Error() string {

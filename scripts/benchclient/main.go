@@ -21,7 +21,7 @@ import (
 
 func main() {
 	dsn := flag.String("dsn", "", "go-sql-driver/mysql DSN")
-	q := flag.String("query", "SELECT 1", "the query")
+	q := flag.String("query", "SELECT 1", "the query (rows of any number of columns; one column is read with QueryRow)")
 	clients := flag.Int("c", 1, "concurrent clients")
 	dur := flag.Duration("d", 5*time.Second, "duration")
 	flag.Parse()
@@ -33,6 +33,17 @@ func main() {
 	db.SetMaxIdleConns(*clients)
 	if err := db.Ping(); err != nil {
 		fail(err)
+	}
+	cols, err := columns(db, *q)
+	if err != nil {
+		fail(err)
+	}
+	run := func(conn *sql.Conn) error { // one statement: one row of one column, as SELECT 1
+		var v any
+		return conn.QueryRowContext(context.Background(), *q).Scan(&v)
+	}
+	if cols != 1 {
+		run = func(conn *sql.Conn) error { return readAll(conn, *q, cols) }
 	}
 	var (
 		mu    sync.Mutex
@@ -57,8 +68,7 @@ func main() {
 			var local []time.Duration
 			for time.Now().Before(end) {
 				t0 := time.Now()
-				var v any
-				if err := conn.QueryRowContext(context.Background(), *q).Scan(&v); err != nil {
+				if err := run(conn); err != nil {
 					mu.Lock()
 					first = err
 					mu.Unlock()
@@ -85,6 +95,37 @@ func main() {
 	}
 	// p50_us p99_us qps
 	fmt.Printf("%.0f %.0f %.0f\n", pct(0.50), pct(0.99), float64(n.Load())/dur.Seconds())
+}
+
+// columns is how many columns q's rows have.
+func columns(db *sql.DB, q string) (int, error) {
+	rows, err := db.Query(q)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	return len(cols), err
+}
+
+// readAll runs q and reads its rows, of cols columns each, to the end.
+func readAll(conn *sql.Conn, q string, cols int) error {
+	rows, err := conn.QueryContext(context.Background(), q)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	vals := make([]sql.RawBytes, cols)
+	dest := make([]any, cols)
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 func fail(err error) {

@@ -44,7 +44,8 @@ type Options struct {
 	// at rest (seal.go). Nil: a literal secret is refused; references are stored as written.
 	Key *Key
 	// Secrets resolves ${env:...} and ${file:...} references when a snapshot is built or an
-	// edit compiled (nil: config.OSSecrets). The control plane resolves them: its snapshots
+	// edit compiled (nil: config.OSSecrets bounded by the default policy,
+	// config.SharedSecretSource). The control plane resolves them: its snapshots
 	// carry values, its database only references or sealed values.
 	Secrets config.SecretSource
 	// Credentials is the snapshot mode revisions are recorded under (as the control plane
@@ -75,7 +76,7 @@ func (s *Source) secrets() config.SecretSource {
 	if s.opts.Secrets != nil {
 		return s.opts.Secrets
 	}
-	return config.OSSecrets
+	return config.SharedSecretSource(config.QueryFlux{}, "", config.OSSecrets)
 }
 
 // Load reads the shared sections in one REPEATABLE READ, read-only transaction and returns them

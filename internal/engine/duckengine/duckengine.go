@@ -399,7 +399,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return rows, err
 	}
-	q, returning := insertReturning(ctx, conn, client, q)
+	q, ai := mysqlInsert(ctx, conn, client, q)
 	if err := setLastInsertID(ctx, conn, client); err != nil {
 		release(conn, true)
 		return nil, err
@@ -428,8 +428,8 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		return nil, explain(err)
 	}
 	rows = &watchedRows{Rows: rows, onErr: func(err error) { e.noteFatal(err) }}
-	if returning {
-		return insertTag(ctx, rows)
+	if ai != nil {
+		return ai.insertTag(ctx, rows)
 	}
 	return rows, nil
 }

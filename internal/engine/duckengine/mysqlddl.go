@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"io"
 	"strconv"
 	"strings"
 
@@ -24,9 +23,10 @@ import (
 //     KEY name (cols) is UNIQUE (cols); a column's COMMENT, CHARACTER SET and COLLATE, and
 //     the table's options (ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 ...) are left out.
 //
-// An INSERT into a table with such a column returns the first value it generated in its
-// command tag ("INSERT <id> <rows>", where PostgreSQL has an oid), which the MySQL frontend
-// sends as the OK packet's insert id and hands back for LAST_INSERT_ID() (setLastInsertID).
+// An INSERT into a table with such a column gets its ids as MariaDB gives them (autoinc.go)
+// and returns its insert id in its command tag (where PostgreSQL has an oid), which the MySQL
+// frontend sends in the OK packet and, when generated, hands back for LAST_INSERT_ID()
+// (setLastInsertID).
 
 // aiPrefix names the sequences of AUTO_INCREMENT columns.
 const aiPrefix = "qf_ai_"
@@ -272,62 +272,8 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 	}, true
 }
 
-// insertReturning is q (a MySQL client's, as compatRequest wrote it) returning its
-// AUTO_INCREMENT column when it is an INSERT into a table with one (ok), for insertTag.
-func insertReturning(ctx context.Context, conn *sql.Conn, client, q *query.Request) (*query.Request, bool) {
-	if !isMySQL(client) || !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "insert") {
-		return q, false
-	}
-	toks := sqltok.SignificantTokens(client.SQL, sqltok.MySQL)
-	i := 1
-	for i < len(toks) && toks[i].Kind == sqltok.Word && insertModifiers[strings.ToLower(toks[i].Text)] {
-		i++
-	}
-	if i >= len(toks) {
-		return q, false
-	}
-	db, table := "", identText(toks[i])
-	if i+2 < len(toks) && toks[i+1].Text == "." {
-		db, table = table, identText(toks[i+2])
-	}
-	for _, t := range toks {
-		if t.Kind == sqltok.Word && strings.EqualFold(t.Text, "returning") {
-			return q, false
-		}
-	}
-	var col string
-	err := conn.QueryRowContext(ctx, "SELECT column_name FROM duckdb_columns() WHERE "+inSchema("database_name", "schema_name", db)+
-		" AND lower(table_name) = lower(?) AND column_default LIKE 'nextval(''%"+aiPrefix+"%' LIMIT 1", table).Scan(&col)
-	if err != nil {
-		return q, false // no such column (sql.ErrNoRows), or no such table: the INSERT says so itself
-	}
-	c := *q
-	c.SQL = strings.TrimRight(strings.TrimSpace(q.SQL), ";") + " RETURNING " + quoteIdent(col)
-	return &c, true
-}
-
 // insertModifiers are the words between INSERT and its table's name.
 var insertModifiers = map[string]bool{"low_priority": true, "delayed": true, "high_priority": true, "ignore": true, "into": true}
-
-// insertTag reads the ids an INSERT ... RETURNING (insertReturning) returned: the statement's
-// command tag, with the first id where PostgreSQL's has an oid.
-func insertTag(ctx context.Context, rows query.Rows) (query.Rows, error) {
-	defer rows.Close()
-	first, n := "0", 0
-	for {
-		b, err := rows.Next(ctx)
-		if err == io.EOF {
-			return engine.TagRows("INSERT " + first + " " + strconv.Itoa(n)), nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 && b.NumRows() > 0 && b.Column(0).IsValid(0) {
-			first = b.Column(0).ValueStr(0)
-		}
-		n += int(b.NumRows())
-	}
-}
 
 // setLastInsertID gives a MySQL client's statement that calls LAST_INSERT_ID() the value its
 // session holds (the macro reads the connection's variable qf_last_insert_id, catalog.go).

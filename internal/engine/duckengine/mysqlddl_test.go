@@ -9,9 +9,11 @@ import (
 )
 
 // TestMySQLAutoIncrementOnDuckDB: a MySQL client's CREATE TABLE with AUTO_INCREMENT, UNSIGNED,
-// display widths, KEY and table options runs on DuckDB; an INSERT without the id takes the
-// next ones, its tag carrying the first (the OK packet's insert id); LAST_INSERT_ID() is the
-// request's; SHOW CREATE TABLE says AUTO_INCREMENT; a PostgreSQL client's INSERT is untouched.
+// display widths, KEY and table options runs on DuckDB; an INSERT without the id (or with
+// NULL or 0) takes the next ones, its tag carrying the first (the OK packet's insert id); an
+// explicit id, also one INSERT ... SELECT gives, moves the counter past it; LAST_INSERT_ID()
+// is the request's; SHOW CREATE TABLE says AUTO_INCREMENT; a PostgreSQL client's INSERT is
+// untouched. (TestAutoIncrementLikeMariaDB in mysqlwire compares random INSERTs with MariaDB.)
 func TestMySQLAutoIncrementOnDuckDB(t *testing.T) {
 	e := open(t)
 	ctx := context.Background()
@@ -38,11 +40,14 @@ func TestMySQLAutoIncrementOnDuckDB(t *testing.T) {
 		{my, "INSERT INTO `Odd-T` (v) VALUES (1), (2)", "INSERT 7 2"},
 		{my, "insert into `Odd-T` (`v`) values (3);", "INSERT 9 1"},
 		{pg, `INSERT INTO "Odd-T" (v) VALUES (4)`, "INSERT 0 1"},
-		{my, "INSERT INTO `Odd-T` VALUES (100, 5)", "INSERT 100 1"},
+		{my, "INSERT INTO `Odd-T` VALUES (100, 5)", "INSERT explicit:100 1"},
 		{my, "SHOW CREATE TABLE `Odd-T`", "CREATE TABLE `Odd-T` (\n  `id` int(10) unsigned NOT NULL AUTO_INCREMENT,\n  `v` tinyint(4) DEFAULT NULL,\n  PRIMARY KEY (`id`)\n)"},
 		{my, "CREATE TABLE IF NOT EXISTS `Odd-T` (id BIGINT AUTO_INCREMENT PRIMARY KEY)", "CREATE TABLE"},
 		{my, "CREATE TABLE `Odd-T` (id BIGINT AUTO_INCREMENT PRIMARY KEY)", "error: 42P07: Table 'Odd-T' already exists"},
-		{my, "INSERT INTO `Odd-T` (v) VALUES (6)", "INSERT 11 1"},
+		{my, "INSERT INTO `Odd-T` (v) VALUES (6)", "INSERT 101 1"},
+		{my, "INSERT INTO `Odd-T` VALUES (NULL, 7), (0, 8)", "INSERT 102 2"},
+		{my, "INSERT INTO `Odd-T` (id, v) SELECT 500, 9", "INSERT 500 1"}, // not computed before: moves the counter after
+		{my, "INSERT INTO `Odd-T` (v) VALUES (10)", "INSERT 501 1"},
 		{my, "SELECT LAST_INSERT_ID() + 1", "43"},
 	} {
 		lastID := uint64(0)

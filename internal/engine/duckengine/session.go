@@ -59,7 +59,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if own, handled, err := ownStatement(client); handled {
 		return s.runOwn(ctx, client, own, err)
 	}
-	q, returning := insertReturning(ctx, s.conn, client, q)
+	q, ai := mysqlInsert(ctx, s.conn, client, q)
 	if err := setLastInsertID(ctx, s.conn, client); err != nil {
 		s.fail()
 		return nil, err
@@ -94,8 +94,8 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return nil, explain(err)
 	}
 	rows = &watchedRows{Rows: rows, onErr: func(err error) { s.e.noteFatal(err); s.fail() }}
-	if returning {
-		return insertTag(ctx, rows)
+	if ai != nil {
+		return ai.insertTag(ctx, rows)
 	}
 	return rows, nil
 }

@@ -67,7 +67,7 @@ const (
 // Where a statement's answer stands, as the loop's Watch follows it.
 const (
 	phaseHead    = iota // the first packet: OK, ERR, LOCAL INFILE or a column count
-	phaseColumns        // column definitions, up to their EOF
+	phaseColumns        // column definitions, up to their EOF (watched when the column count was not read)
 	phaseRows           // rows, up to the EOF or ERR that ends them
 )
 
@@ -117,8 +117,10 @@ type loopRun struct {
 	// lastSQL is the last statement the loop took (loopStatement passed it): a client that
 	// sends the same text again (a pool's health check, a benchmark, an application's fixed
 	// statements) shares its string rather than copying it out of the loop's buffer once more,
-	// and it is not read again for whether the loop may run it.
-	lastSQL string
+	// and it is not read again for whether the loop may run it, nor for session values when it
+	// names none (lastPlain).
+	lastSQL   string
+	lastPlain bool
 
 	// An admitted statement whose engine connection the goroutine opens (held meanwhile), and
 	// the engine tag of its capacity lease ("": none).
@@ -130,6 +132,8 @@ type loopRun struct {
 	tagged []byte
 
 	miss bool // handed back at a command that is not a COM_QUERY
+
+	watched int64 // engine packets the Watch looked at (Server.LoopWatched once the run ends)
 
 	mu        sync.Mutex
 	running   *mysqlengine.LoopConn // what cancel kills
@@ -161,6 +165,10 @@ func (s *Server) LoopEntries() int64 { return s.loopEntries.Load() }
 // LoopHandOvers is how many statements the event loop admitted and then handed to their
 // session's goroutine to relay (rewritten by the core, or limited per row).
 func (s *Server) LoopHandOvers() int64 { return s.loopHandOvers.Load() }
+
+// LoopWatched is how many engine packets the event loop's Watch looked at, counted as sessions
+// leave the loop: what the loop pays per statement beyond relaying its bytes.
+func (s *Server) LoopWatched() int64 { return s.loopWatched.Load() }
 
 // loopable reports whether the session can go on the loop now, its last command a COM_QUERY
 // (what the client sends next is likely another).
@@ -368,10 +376,14 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 		if sql = string(msg[5:]); !loopStatement(sql) {
 			return relayloop.Pause
 		}
-		lr.lastSQL = sql
+		lr.lastSQL, lr.lastPlain = sql, !mayHoldSessionValue(sql)
 	}
 	req := &lr.stmt
-	h.fill(req, sql, nil)
+	if lr.lastPlain {
+		h.fillAs(req, sql, nil)
+	} else {
+		h.fill(req, sql, nil) // the values written in as they are now
+	}
 	adm, ok, err := h.s.backend.(passthroughBackend).AdmitPassthroughInto(lr.noWait, req, canRelay, &lr.admission)
 	switch {
 	case errors.Is(err, engine.ErrWouldWait):
@@ -468,7 +480,7 @@ func (lr *loopRun) begin(msg []byte) relayloop.Verdict {
 		lr.stopAfter = context.AfterFunc(run.Ctx, lr.cancelDue)
 	}
 	lr.busy, lr.phase, lr.run, lr.healthy, lr.final = true, phaseHead, run, true, false
-	lr.rows.Seq = 0 // the client's COM_QUERY: the engine answers from 1 on
+	lr.rows.Seq, lr.rows.Skip = 0, 0 // the client's COM_QUERY: the engine answers from 1 on
 	lr.seen, lr.seenBytes, lr.count0, lr.bytes0 = 0, 0, lr.rows.Count, lr.rows.Bytes
 	h.warnings = 0
 	h.forgetDiagnostics(sql)
@@ -492,6 +504,7 @@ func taggedQuery(b, msg []byte, tag string) []byte {
 }
 
 func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
+	lr.watched++
 	if !lr.busy || len(msg) < 5 {
 		return relayloop.Pause // out of turn: the goroutine ends the session
 	}
@@ -508,6 +521,13 @@ func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
 		return relayloop.Pause // the goroutine refuses it
 	case lr.phase == phaseHead:
 		lr.phase = phaseColumns
+		if n, ok := columnCount(p); ok {
+			// The column definitions and their EOF (a loop connection is opened without
+			// CLIENT_DEPRECATE_EOF) come next, and the Watch needs none of them: they stream
+			// through, and what it sees next is a row or the result's end.
+			lr.rows.Skip = n + 1
+			lr.phase = phaseRows
+		}
 	case lr.phase == phaseColumns && isEOF:
 		lr.phase = phaseRows
 	case lr.phase == phaseRows && isEOF:
@@ -518,6 +538,18 @@ func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
 	}
 	return relayloop.Relay
 }
+
+// columnCount reads the column count that heads a result set, when it is one MySQL allows.
+func columnCount(p []byte) (int, bool) {
+	n, isNull, size := mysql.LengthEncodedInt(p)
+	if isNull || size != len(p) || n == 0 || n > columnsMax {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// columnsMax is the most columns a MySQL or MariaDB table (and so a result) has.
+const columnsMax = 4096
 
 // okStatus and eofStatus read the status flags and warning count of an OK or EOF payload.
 func okStatus(p []byte) (status, warnings uint16) {
@@ -615,6 +647,7 @@ var errLoopStopped = errors.New("mysqlwire: the event loop stopped in the middle
 // carries on with what the loop left half-done. An error ends the session.
 func (h *session) offLoop(lr *loopRun, res relayloop.Result) error {
 	h.lastWasQuery = false // the goroutine takes the next command, whatever it is
+	h.s.loopWatched.Add(lr.watched)
 	h.loopGaveBack = len(res.Leftover[relayloop.AToB]) > 0
 	if lr.miss {
 		h.loopMisses++
@@ -733,7 +766,7 @@ func (lr *loopRun) lost(res relayloop.Result) error {
 // betweenPackets reports whether the client got whole packets of the running statement's
 // answer, ending where an ERR may come: before any, or after a whole row.
 func (lr *loopRun) betweenPackets() bool {
-	return lr.phase == phaseHead || lr.phase == phaseRows && !lr.rows.Continues()
+	return lr.phase == phaseHead || lr.phase == phaseRows && lr.rows.Skip == 0 && !lr.rows.Continues()
 }
 
 // answerLost answers a statement whose engine connection ended between two of its packets

@@ -916,3 +916,81 @@ func (l *checkLog) take() []string {
 	l.lines = nil
 	return lines
 }
+
+// TestLoopWatchesNoColumnDefinitions: of a result's packets the loop's Watch looks at the head
+// (the column count), the rows and the end; the column definitions and their EOF stream
+// through unseen (relayloop.MySQL's Skip), however many columns there are. The statements'
+// rows still reach the client, and history counts only their rows.
+func TestLoopWatchesNoColumnDefinitions(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	c := newRawClient(t, f.addr, f.dbName)
+	s := serverOf(t, f.addr)
+	initDB := append([]byte{byte(1 + len(f.dbName)), 0, 0, 0, gomysql.COM_INIT_DB}, f.dbName...)
+	offLoop := func() { // a command the loop hands back: the run's count lands
+		t.Helper()
+		if err := c.query(initDB, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.query(comQuery("SELECT 1"), []byte{1, '1'}); err != nil {
+		t.Fatal(err)
+	}
+	offLoop()
+	const statements = 5
+	wide := "SELECT 1, 2, 3, 4, 5, 6, 7, 8 UNION ALL SELECT 1, 2, 3, 4, 5, 6, 7, 9"
+	before := s.LoopWatched()
+	onLoop(t, f.addr, statements, func() {
+		for range statements {
+			if err := c.query(comQuery(wide), []byte{1, '1', 1, '2', 1, '3', 1, '4', 1, '5', 1, '6', 1, '7', 1, '8'}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	offLoop()
+	// Per statement: the column count, two rows and the EOF that ends them. Watching the eight
+	// definitions and their EOF too makes 13.
+	if got := s.LoopWatched() - before; got != statements*4 {
+		t.Fatalf("the loop's Watch looked at %d engine packets for %d statements of 8 columns and 2 rows, want %d",
+			got, statements, statements*4)
+	}
+	if recs := f.hist.Find(wide); len(recs) != statements || recs[0].Rows != 2 {
+		t.Fatalf("history has %d records of the statement (rows %v), want %d of 2 rows", len(recs), recs, statements)
+	}
+}
+
+// TestBetweenPacketsNotInColumnDefinitions: a statement whose engine connection ends while
+// column definitions still stream through (Skip left) is not between packets: an ERR there
+// would be read as a column definition, so the session ends instead.
+func TestBetweenPacketsNotInColumnDefinitions(t *testing.T) {
+	lr := &loopRun{phase: phaseRows}
+	lr.rows.Skip = 2
+	if lr.betweenPackets() {
+		t.Fatal("between packets with two column definitions still to come")
+	}
+	lr.rows.Skip = 0
+	if !lr.betweenPackets() {
+		t.Fatal("not between packets after the column definitions and their EOF")
+	}
+}
+
+// TestLoopSessionValuesAfterPlainStatements: a statement that names no session value is sent
+// as it is, unread for them when the client sends it again (the loop keeps what it found), and
+// one that names them after it still gets the proxy's values, on a connection that alternates
+// the two on the loop.
+func TestLoopSessionValuesAfterPlainStatements(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	c := loopConn(t, openDB(t, f.addr, testUser, "", f.dbName, ""))
+	ctx := context.Background()
+	for range 3 {
+		for range 2 {
+			var one int
+			if err := c.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+				t.Fatalf("SELECT 1: %d, %v", one, err)
+			}
+		}
+		var version string
+		if err := c.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil || version != "8.0.11-queryflux" {
+			t.Fatalf("SELECT VERSION() after SELECT 1 on the loop: %q (%v), want the proxy's", version, err)
+		}
+	}
+}

@@ -180,8 +180,13 @@ func (h *session) request(sql string, args []any) *query.Request {
 
 // fill sets every field of r to the request of sql (with args) on this client connection.
 func (h *session) fill(r *query.Request, sql string, args []any) {
+	h.fillAs(r, h.withSessionValues(sql), args)
+}
+
+// fillAs is fill of a statement known to name no session value (sql is sent as it is).
+func (h *session) fillAs(r *query.Request, sql string, args []any) {
 	*r = query.Request{
-		SQL:          h.withSessionValues(sql),
+		SQL:          sql,
 		Args:         args,
 		User:         h.conn.GetUser(),
 		Protocol:     query.ProtocolMySQL,
@@ -349,22 +354,25 @@ func (h *session) finishNoRows(ctx context.Context, rows query.Rows) (*mysql.Res
 		}
 	}
 	tag := rows.Tag()
-	id := insertID(tag)
-	if id != 0 {
+	id, generated := insertID(tag)
+	if generated {
 		h.lastInsertID = id
 	}
 	return &mysql.Result{AffectedRows: affectedRows(tag), InsertId: id}, nil
 }
 
-// insertID reads the id an engine that generated AUTO_INCREMENT values puts in an INSERT's
-// command tag, where PostgreSQL's has an oid ("INSERT 5 2": 5, the first of them); 0 for none.
-func insertID(tag string) uint64 {
+// insertID reads the insert id an engine that keeps AUTO_INCREMENT columns itself (DuckDB)
+// puts in an INSERT's command tag, where PostgreSQL's has an oid: "INSERT 5 2", 5 generated
+// (the first of them: LAST_INSERT_ID() takes it); "INSERT explicit:7 1", no id generated and
+// 7 the last one given (the OK packet carries it, LAST_INSERT_ID() stays); 0 for none.
+func insertID(tag string) (id uint64, generated bool) {
 	f := strings.Fields(tag)
 	if len(f) != 3 || f[0] != "INSERT" {
-		return 0
+		return 0, false
 	}
-	id, _ := strconv.ParseUint(f[1], 10, 64)
-	return id
+	given, explicit := strings.CutPrefix(f[1], "explicit:")
+	id, _ = strconv.ParseUint(given, 10, 64)
+	return id, id != 0 && !explicit
 }
 
 // affectedRows reads the count at the end of a command tag ("INSERT 0 3" → 3).

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# myprobe.sh BIN SECS [MODE]: one MySQL-wire target under scripts/benchclient -c $C (default 8)
+# for SECS seconds, after WARM seconds (default 3) of the same load; the MySQL counterpart of
+# passprobe.sh. QUERY is the statement (default SELECT 1). BIN is a queryflux binary (started as
+# a standalone daemon in scripts/bench-proxy.sh's passthrough configuration, MariaDB on
+# 127.0.0.1:3306 as root), "loop-relay" (scripts/benchrelay -loop -raw; RELAY=PATH runs one
+# built elsewhere) or "direct" (MariaDB itself: no target process is measured). Prints qps, p50
+# and p99 (from benchclient) and the target's CPU per statement (/proc/PID/stat). MODE: plain;
+# pprof (a CPU profile of a -tags benchpprof build to $OUT.prof); perf (perf record -g to
+# $OUT.perf); strace (strace -c -f of the target for SECS-1 seconds, calls per statement); cg
+# (valgrind's callgrind, counting from the end of the warm-up: user-space instructions per
+# statement, which the machine's load does not change, to $OUT.cg; callgrind_annotate reads it
+# per function; the target runs ~50x slower under it, so its waits differ). OUT defaults to
+# /tmp/myprobe. BENCHCLIENT=PATH runs a benchclient built elsewhere.
+set -euo pipefail
+BIN=$1 SECS=$2 MODE=${3:-plain} OUT=${OUT:-/tmp/myprobe} C=${C:-8} QUERY=${QUERY:-SELECT 1}
+freeport() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+AD=$(freeport) PP=$(freeport) MY=$(freeport)
+TMP=$(mktemp -d /tmp/myprobe.XXXX)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+if [ -n "${BENCHCLIENT:-}" ]; then cp "$BENCHCLIENT" "$TMP/benchclient"; else (cd "$ROOT" && go build -o "$TMP/benchclient" ./scripts/benchclient); fi
+WRAP=()
+if [ "$MODE" = cg ]; then
+	rm -f "$OUT".cg*
+	WRAP=(env GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT.cg" --log-file="$TMP/vg.log")
+fi
+DSN="queryflux@tcp(127.0.0.1:$MY)/mysql"
+PID=
+case $BIN in
+direct) DSN="root@tcp(127.0.0.1:3306)/mysql" ;;
+loop-relay)
+	if [ -n "${RELAY:-}" ]; then cp "$RELAY" "$TMP/benchrelay"; else (cd "$ROOT" && go build -o "$TMP/benchrelay" ./scripts/benchrelay); fi
+	"${WRAP[@]}" "$TMP/benchrelay" -loop -raw -listen 127.0.0.1:$MY -upstream 127.0.0.1:3306 >"$TMP/log" 2>&1 &
+	PID=$!
+	DSN="root@tcp(127.0.0.1:$MY)/mysql"
+	;;
+*)
+	cat >"$TMP/c.yaml" <<YAML
+queryflux:
+  role: standalone
+  adminApi: {listen: "127.0.0.1:$AD"}
+  frontends:
+    mysql: {enabled: true, listen: "127.0.0.1:$MY"}
+settings: {passthrough: true, security: {trustLoopback: true}}
+clusters:
+  - {name: maria, engine: mysql, endpoint: "127.0.0.1:3306", database: mysql, credentials: {user: root}, maxRunningQueries: 16}
+clusterGroups:
+  - {name: maria, members: [maria], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30}
+routers:
+  - {type: protocolBased, mysql: maria}
+routingFallback: maria
+YAML
+	QUERYFLUX_PPROF=127.0.0.1:$PP "${WRAP[@]}" "$BIN" serve --config "$TMP/c.yaml" >"$TMP/log" 2>&1 &
+	PID=$!
+	;;
+esac
+trap '[ -n "$PID" ] && kill $PID 2>/dev/null; rm -rf "$TMP"' EXIT
+if [ -n "$PID" ]; then
+	for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/$MY) 2>/dev/null && break; sleep 0.1; done
+fi
+if [ "${WARM:-3}" -gt 0 ]; then "$TMP/benchclient" -dsn "$DSN" -query "$QUERY" -c "$C" -d "${WARM:-3}s" >/dev/null; fi
+ticks() { if [ -n "$1" ]; then awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/$1/stat; else echo 0; fi; }
+t0=$(ticks "$PID")
+SP=
+case $MODE in
+cg) callgrind_control -i on $PID >/dev/null ;;
+pprof) (sleep 1; curl -s -o "$OUT.prof" "http://127.0.0.1:$PP/debug/pprof/profile?seconds=$((SECS-2))") & SP=$! ;;
+perf) perf record -g -o "$OUT.perf" -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
+strace) timeout $((SECS-1)) strace -c -f -p $PID -o "$OUT.strace" 2>/dev/null & SP=$! ;;
+esac
+read -r p50 p99 qps < <("$TMP/benchclient" -dsn "$DSN" -query "$QUERY" -c "$C" -d "${SECS}s")
+t1=$(ticks "$PID")
+[ "$MODE" = cg ] && callgrind_control -i off $PID >/dev/null && callgrind_control -d $PID >/dev/null
+[ -n "$SP" ] && { wait $SP || true; }
+n=$((qps * SECS))
+echo "bin=$(basename "$BIN") c=$C qps=$qps p50_us=$p50 p99_us=$p99 n=$n cpu_us_per_stmt=$(awk -v a=$t0 -v b=$t1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') load=$(cut -d' ' -f1 /proc/loadavg)"
+if [ "$MODE" = strace ]; then
+	# strace counted for SECS-1 of the SECS seconds: per statement at the run's rate.
+	awk -v n=$((qps * (SECS - 1))) '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ {printf "%s %.3f\n", $NF, $4/n}' "$OUT.strace"
+fi
+if [ "$MODE" = cg ]; then
+	sleep 1
+	f=$(ls -t "$OUT".cg* | head -1)
+	awk -v n=$n '/^totals:/{printf "user instructions per statement: %.0f (%s)\n", $2/n, FILENAME; exit}' "$f"
+fi
