@@ -2,7 +2,8 @@
 # passprobe.sh BIN SECS [MODE]: one target under pgbench -S -c 8 -j 2 for SECS seconds, after WARM
 # seconds (default 3) of the same load: BIN is a queryflux binary (started as a standalone daemon in
 # scripts/bench-proxy.sh's passthrough configuration; POOL=session for session pool mode),
-# "loop-relay" (scripts/benchrelay -loop) or "pgbouncer" (transaction pool mode). Prints tps and the
+# "loop-relay" (scripts/benchrelay -loop), "uring-relay" (scripts/benchrelay -uring: one io_uring), "hybrid-relay" (-hybrid: epoll, then
+# io_uring for each turn's reads and writes) or "pgbouncer" (transaction pool mode). Prints tps and the
 # target's CPU per transaction (/proc/PID/stat). MODE: stat (perf stat: system calls and context
 # switches per transaction), perf (perf record -g of the whole process, kernel included, to
 # $OUT.perf; scripts/perffold.py reads it per function), pprof (a CPU profile from a -tags
@@ -31,7 +32,8 @@ if [ "$MODE" = cg ]; then
 	WRAP=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT.cg" --log-file="$TMP/vg.log")
 fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-if [ "$BIN" = loop-relay ]; then
+RELAYS=" loop-relay uring-relay hybrid-relay "
+if [[ $RELAYS == *" $BIN "* ]]; then
 	if [ -n "${RELAY:-}" ]; then cp "$RELAY" "$TMP/benchrelay"; else (cd "$ROOT" && go build -o "$TMP/benchrelay" ./scripts/benchrelay); fi
 fi
 if [ "$BIN" = pgbouncer ]; then
@@ -40,8 +42,8 @@ if [ "$BIN" = pgbouncer ]; then
 	chmod 755 "$TMP"; chmod 644 "$TMP/pgb.ini" "$TMP/userlist.txt"; touch "$TMP/pgb.log"; chmod 666 "$TMP/pgb.log"
 	[ "$MODE" = cg ] && touch "$OUT.cg" && chmod 666 "$OUT.cg"
 	"${WRAP[@]}" pgbouncer -u postgres "$TMP/pgb.ini" >"$TMP/log" 2>&1 &
-elif [ "$BIN" = loop-relay ]; then
-	"${WRAP[@]}" "$TMP/benchrelay" -loop -listen 127.0.0.1:$PG -upstream 127.0.0.1:5432 >$TMP/log 2>&1 &
+elif [[ $RELAYS == *" $BIN "* ]]; then
+	"${WRAP[@]}" "$TMP/benchrelay" "-${BIN%-relay}" -listen 127.0.0.1:$PG -upstream 127.0.0.1:5432 >$TMP/log 2>&1 &
 else
 cat >$TMP/c.yaml <<YAML
 queryflux:
@@ -66,23 +68,24 @@ trap 'kill $PID 2>/dev/null' EXIT
 for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/$PG) 2>/dev/null && break; sleep 0.1; done
 if [ "${WARM:-3}" -gt 0 ]; then pgbench -n -S -c 8 -j 2 -T ${WARM:-3} -h 127.0.0.1 -p $PG -U postgres $DB >/dev/null 2>&1; fi
 ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/$1/stat; }
-t0=$(ticks $PID)
+uticks() { awk '{sub(/.*\) /, ""); print $12}' /proc/$1/stat; }
+t0=$(ticks $PID) u0=$(uticks $PID)
 case $MODE in
 cg) callgrind_control -i on $PID >/dev/null; SP= ;;
-stat) perf stat -e 'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_getpid,syscalls:sys_enter_tgkill,syscalls:sys_enter_sched_yield,syscalls:sys_enter_madvise,syscalls:sys_enter_mmap,context-switches' -p $PID -o $OUT.stat -- sleep $((SECS-1)) & SP=$! ;;
+stat) perf stat -e 'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_getpid,syscalls:sys_enter_tgkill,syscalls:sys_enter_sched_yield,syscalls:sys_enter_madvise,syscalls:sys_enter_mmap,syscalls:sys_enter_io_uring_enter,context-switches' -p $PID -o $OUT.stat -- sleep $((SECS-1)) & SP=$! ;;
 pprof) (sleep 1; curl -s -o $OUT.prof "http://127.0.0.1:$PP/debug/pprof/profile?seconds=$((SECS-2))") & SP=$! ;;
 perf) perf record -g -o $OUT.perf -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
 *) SP= ;;
 esac
 res=$(pgbench -n -S -c 8 -j 2 -T $SECS -h 127.0.0.1 -p $PG -U postgres $DB 2>&1)
-t1=$(ticks $PID)
+t1=$(ticks $PID) u1=$(uticks $PID)
 [ "$MODE" = cg ] && callgrind_control -i off $PID >/dev/null && callgrind_control -d $PID >/dev/null
 [ -n "$SP" ] && wait $SP || true
 tps=$(echo "$res" | awk '/^tps/{print int($3)}')
 n=$(echo "$res" | awk '/processed:/{print $NF}' | tr -d ' ' | cut -d/ -f1)
 n=$(echo "$res" | awk -F: '/number of transactions actually processed/{print $2}' | tr -d ' ')
-echo "bin=$(basename $BIN) tps=$tps n=$n cpu_us_per_tx=$(awk -v a=$t0 -v b=$t1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') load=$(cut -d' ' -f1 /proc/loadavg)"
-if [ -n "$AD" ] && [ "$BIN" != loop-relay ] && [ "$BIN" != pgbouncer ]; then curl -s http://127.0.0.1:$AD/metrics | grep -E '^go_memstats_mallocs_total ' >$OUT.mallocs || true; fi
+echo "bin=$(basename $BIN) tps=$tps n=$n cpu_us_per_tx=$(awk -v a=$t0 -v b=$t1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') load=$(cut -d' ' -f1 /proc/loadavg) usr_us_per_tx=$(awk -v a=$u0 -v b=$u1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}')"
+if [ -n "$AD" ] && [[ $RELAYS != *" $BIN "* ]] && [ "$BIN" != pgbouncer ]; then curl -s http://127.0.0.1:$AD/metrics | grep -E '^go_memstats_mallocs_total ' >$OUT.mallocs || true; fi
 # perf stat counted for SECS-1 of the SECS seconds: per transaction at the run's rate.
 if [ "$MODE" = stat ]; then awk -v n=$((tps * (SECS - 1))) '/syscalls|context/{gsub(",","",$1); printf "%s %.3f\n", $2, $1/n}' $OUT.stat; fi
 if [ "$MODE" = cg ]; then

@@ -8,6 +8,7 @@
 package sqltok
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -90,6 +91,20 @@ type Token struct {
 
 // IsLiteral reports whether t is a value literal (string or number).
 func (t Token) IsLiteral() bool { return t.Kind == String || t.Kind == Number }
+
+// IsWord reports whether t is a word (a keyword or an unquoted name) that is one of words,
+// in any case.
+func (t Token) IsWord(words ...string) bool {
+	if t.Kind != Word {
+		return false
+	}
+	for _, w := range words {
+		if strings.EqualFold(t.Text, w) {
+			return true
+		}
+	}
+	return false
+}
 
 // Significant reports whether t is neither whitespace nor a comment.
 func (t Token) Significant() bool { return t.Kind != Whitespace && t.Kind != Comment }

@@ -220,3 +220,17 @@ func BenchmarkNormalize(b *testing.B) {
 		_ = Normalize(sql)
 	}
 }
+
+// TestTokenIsWord: a word token is any of the words in any case; a quoted name, a string or a
+// number spelling one is not.
+func TestTokenIsWord(t *testing.T) {
+	toks := SignificantTokens(`VALUES "values" 'values' value 1`, Generic)
+	for i, want := range []bool{true, false, false, true, false} {
+		if got := toks[i].IsWord("value", "values"); got != want {
+			t.Errorf("%q.IsWord(value, values) = %v, want %v", toks[i].Text, got, want)
+		}
+	}
+	if toks[0].IsWord() {
+		t.Error("IsWord() of no words is true")
+	}
+}

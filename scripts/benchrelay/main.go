@@ -30,6 +30,9 @@ func main() {
 	upstream := flag.String("upstream", "127.0.0.1:5432", "address to relay to")
 	loop := flag.Bool("loop", false, "relay on an event loop (internal/relayloop) instead of goroutines")
 	raw := flag.Bool("raw", false, "with -loop: frame nothing (any protocol) instead of PostgreSQL's messages")
+	useURing := flag.Bool("uring", false, "relay on one io_uring (multishot receives into provided buffers) instead of goroutines")
+	hybrid := flag.Bool("hybrid", false, "relay with epoll for readiness and io_uring for each turn's reads (one enter) and writes (one enter)")
+	peek := flag.Bool("peek", false, "with -uring: look for completions without blocking before each blocking wait, as the epoll loop does")
 	rtt := flag.Duration("rtt", 0, "measure loopback round trips for this long instead, print the p50 in µs")
 	flag.Parse()
 	if *rtt > 0 {
@@ -45,6 +48,12 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrelay:", err)
 		os.Exit(1)
+	}
+	if *hybrid {
+		runHybrid(l, *upstream, *raw)
+	}
+	if *useURing {
+		runURing(l, *upstream, *raw, *peek)
 	}
 	var ev *relayloop.Loop
 	if *loop {

@@ -196,7 +196,7 @@ func readValues(toks []sqltok.Token, col aiColumn) (v insertValues, ok bool) {
 	for i < len(toks) && toks[i].Kind == sqltok.Word && insertModifiers[strings.ToLower(toks[i].Text)] {
 		i++
 	}
-	for i < len(toks) && toks[i].Text != "(" && !isAnyWord(toks[i], "values", "value") {
+	for i < len(toks) && toks[i].Text != "(" && !toks[i].IsWord("values", "value") {
 		i++
 	}
 	if i < len(toks) && toks[i].Text == "(" {
@@ -211,7 +211,7 @@ func readValues(toks []sqltok.Token, col aiColumn) (v insertValues, ok bool) {
 		v.closeCols = toks[i]
 		i++
 	}
-	if i >= len(toks) || !isAnyWord(toks[i], "values", "value") {
+	if i >= len(toks) || !toks[i].IsWord("values", "value") {
 		return v, false
 	}
 	width := len(col.columns)
@@ -254,7 +254,7 @@ func readValues(toks []sqltok.Token, col aiColumn) (v insertValues, ok bool) {
 // 0 or DEFAULT; else explicit is the value; ok is false for a value not read before it runs.
 func rowValue(def []sqltok.Token, args []any, paramAt int) (explicit int64, generate, ok bool) {
 	switch {
-	case len(def) == 1 && isAnyWord(def[0], "null", "default"):
+	case len(def) == 1 && def[0].IsWord("null", "default"):
 		return 0, true, true
 	case len(def) == 1 && def[0].Kind == sqltok.Param:
 		var n int
@@ -481,19 +481,6 @@ func (ai *aiInsert) insertTag(ctx context.Context, rows query.Rows) (query.Rows,
 		_ = moveTo(ctx, ai.conn, ai.col.seq, &c, largest+1) // the rows are in: a counter not moved only risks a later collision
 	}
 	return engine.TagRows("INSERT " + strconv.FormatInt(first, 10) + " " + strconv.Itoa(n)), nil
-}
-
-// isAnyWord says whether t is one of the words.
-func isAnyWord(t sqltok.Token, words ...string) bool {
-	if t.Kind != sqltok.Word {
-		return false
-	}
-	for _, w := range words {
-		if strings.EqualFold(t.Text, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // unquoteIdent is a name token of DuckDB's as the name it is.

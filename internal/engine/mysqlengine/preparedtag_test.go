@@ -25,19 +25,7 @@ func TestPreparedStatementsCarryTheEngineTag(t *testing.T) {
 			req := &query.Request{SQL: "SELECT SLEEP(?)", Database: name}
 			done := make(chan error, 1)
 			go func() { done <- runSleep(ctx, e, req, path, 60) }()
-			killed := 0
-			for deadline := time.Now().Add(15 * time.Second); killed == 0 && time.Now().Before(deadline); {
-				n, err := e.KillTagged(context.Background(), []string{tag})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if killed = n; n == 0 {
-					time.Sleep(20 * time.Millisecond)
-				}
-			}
-			if killed == 0 {
-				t.Fatal("KillTagged never found the prepared statement running under its tag")
-			}
+			killOnceRunning(t, e, tag)
 			select {
 			case <-done:
 			case <-time.After(30 * time.Second):
@@ -45,6 +33,22 @@ func TestPreparedStatementsCarryTheEngineTag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// killOnceRunning kills the statements tagged tag (KillTagged) as soon as one runs; it fails
+// t when none ran within 15 s.
+func killOnceRunning(t *testing.T, e *Engine, tag string) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		n, err := e.KillTagged(context.Background(), []string{tag})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+	}
+	t.Fatal("KillTagged never found the prepared statement running under its tag")
 }
 
 // runSleep runs req (SELECT SLEEP(?)) with seconds as its argument by path, to its end.

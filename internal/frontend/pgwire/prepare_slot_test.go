@@ -16,6 +16,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
+	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -32,20 +33,9 @@ func TestPrepareTakesNoSlot(t *testing.T) {
 	for name, noLoop := range map[string]bool{"loop": false, "goroutine": true} {
 		t.Run(name, func(t *testing.T) {
 			e, url := pgEngine(t)
-			core := proxy.New(proxy.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry()})
-			rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
-				Clusters: []proxy.ClusterSpec{{Name: "pg", Enabled: true, MaxRunningQueries: 1, Engine: e}},
-				// A prepare that waited for the slot would fail after CapacityWaitTimeout: the
-				// slot is held until the test ends the transaction, after the prepares.
-				Groups: []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: "pg"}}, MaxQueuedQueries: 10,
-					CapacityWaitTimeout: 20 * time.Second, PoolMode: proxy.PoolModeTransaction}},
-				Fallback: "main",
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			core.Activate(rt)
-			addr := startServer(t, core, pgwire.Options{TrustUsers: []string{"*"}, NoEventLoop: noLoop})
+			// A prepare that waited for the slot would fail after the capacity wait: the slot is
+			// held until the test ends the transaction, after the prepares.
+			core, addr := slotOfOne(t, e, noLoop)
 			dsn := "postgres://u@" + addr + "/db?sslmode=disable"
 			ctx := context.Background()
 			holder, b, c, admin := connect(t, dsn), connect(t, dsn), connect(t, dsn), connect(t, url)
@@ -120,6 +110,25 @@ func TestPrepareTakesNoSlot(t *testing.T) {
 	}
 }
 
+// slotOfOne serves, through this frontend (with the event loop or without it), a proxy core
+// whose one cluster "pg" is e with one slot, in transaction pool mode, its group "main"
+// queueing up to 10 queries for up to 20 s.
+func slotOfOne(t *testing.T, e query.Engine, noLoop bool) (*proxy.Core, string) {
+	t.Helper()
+	core := proxy.New(proxy.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry()})
+	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
+		Clusters: []proxy.ClusterSpec{{Name: "pg", Enabled: true, MaxRunningQueries: 1, Engine: e}},
+		Groups: []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: "pg"}}, MaxQueuedQueries: 10,
+			CapacityWaitTimeout: 20 * time.Second, PoolMode: proxy.PoolModeTransaction}},
+		Fallback: "main",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core.Activate(rt)
+	return core, startServer(t, core, pgwire.Options{TrustUsers: []string{"*"}, NoEventLoop: noLoop})
+}
+
 // waitQueued waits until n queries wait in the core's queue of group main.
 func waitQueued(t *testing.T, core *proxy.Core, n int) {
 	t.Helper()
@@ -140,18 +149,7 @@ func TestPrepareAwaitingSyncTakesNoSlot(t *testing.T) {
 	for name, noLoop := range map[string]bool{"loop": false, "goroutine": true} {
 		t.Run(name, func(t *testing.T) {
 			e, _ := pgEngine(t)
-			core := proxy.New(proxy.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry()})
-			rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
-				Clusters: []proxy.ClusterSpec{{Name: "pg", Enabled: true, MaxRunningQueries: 1, Engine: e}},
-				Groups: []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: "pg"}}, MaxQueuedQueries: 10,
-					CapacityWaitTimeout: 20 * time.Second, PoolMode: proxy.PoolModeTransaction}},
-				Fallback: "main",
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			core.Activate(rt)
-			addr := startServer(t, core, pgwire.Options{TrustUsers: []string{"*"}, NoEventLoop: noLoop})
+			core, addr := slotOfOne(t, e, noLoop)
 			host, port, _ := net.SplitHostPort(addr)
 			portNum, _ := strconv.Atoi(port)
 			_, stalled := rawClient(t, pgclienttest.DSN{Host: host, Port: portNum, User: "u", Database: "db"})

@@ -1,0 +1,5 @@
+package main
+
+import "unsafe"
+
+func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
