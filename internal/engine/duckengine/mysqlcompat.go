@@ -3,6 +3,7 @@ package duckengine
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
@@ -43,13 +44,21 @@ func mysqlCompat(sqlText string) string {
 	}
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
+		// A string that is not UTF-8 is bytes (PyMySQL and mysqlclient write a bytes parameter
+		// as a plain '...' string of them, which MySQL stores into a BLOB as they are): DuckDB
+		// refuses such a string, and takes it as a BLOB.
 		if v, binary, n := sqltok.MySQLLiteral(toks, i); n > 0 {
-			if binary {
+			if binary || !utf8.ValidString(v) {
 				b.WriteString(blobLiteral(v))
 			} else {
 				b.WriteString(duckString(v))
 			}
 			i += n - 1
+			changed = true
+			continue
+		}
+		if t.Kind == sqltok.String && !t.Unterminated && len(t.Text) >= 2 && t.Text[0] == '\'' && !utf8.ValidString(t.Text) {
+			b.WriteString(blobLiteral(sqltok.MySQLStringValue(t.Text)))
 			changed = true
 			continue
 		}
@@ -153,7 +162,7 @@ func nextSignificant(toks []sqltok.Token, i int) int {
 // (a LIMIT and commas elsewhere included) cost a few scans, no tokenizing and no allocation.
 func mayNeedMySQLCompat(sqlText string) bool {
 	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText) ||
-		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema")
+		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema") || !utf8.ValidString(sqlText)
 }
 
 // mayHoldLimitPair reports whether sqlText has LIMIT, a number and then a comma (or a comment,
