@@ -60,6 +60,7 @@ const (
 
 const (
 	enterGetEvents      = 1 << 0
+	enterExtArg         = 1 << 3
 	enterRegisteredRing = 1 << 4
 
 	registerRingFDs   = 20
@@ -392,3 +393,23 @@ func (r *Ring) Ready() int { return int(atomic.LoadUint32(r.cqTail) - atomic.Loa
 
 // addrOf is b's address, for an entry's Addr (b must not be Go heap the kernel writes later).
 func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
+
+// SubmitAndWaitMin submits the pending entries and waits for want completions for at most
+// minWait microseconds; after that it returns as soon as there is one (kernel 6.12+: the
+// batch wait of IORING_ENTER_EXT_ARG's min_wait_usec). A DeferTaskrun ring is not woken by
+// each completion meanwhile: one wake-up for a batch. Blocking, as SubmitAndWait.
+func (r *Ring) SubmitAndWaitMin(want int, minWait uint32) error {
+	arg := struct {
+		Sigmask   uint64
+		SigmaskSz uint32
+		MinWait   uint32
+		TS        uint64
+	}{MinWait: minWait}
+	n := r.publish()
+	_, _, e := syscall.Syscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(n), uintptr(want),
+		r.enterFl|enterGetEvents|enterExtArg, uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
+	if e != 0 && e != unix.EINTR && e != unix.EAGAIN && e != unix.EBUSY && e != unix.ETIME {
+		return fmt.Errorf("uring: io_uring_enter: %w", e)
+	}
+	return nil
+}

@@ -33,6 +33,8 @@ func main() {
 	useURing := flag.Bool("uring", false, "relay on one io_uring (multishot receives into provided buffers) instead of goroutines")
 	hybrid := flag.Bool("hybrid", false, "relay with epoll for readiness and io_uring for each turn's reads (one enter) and writes (one enter)")
 	peek := flag.Bool("peek", false, "with -uring: look for completions without blocking before each blocking wait, as the epoll loop does")
+	minWait := flag.Uint("minwait", 0, "with -uring: wait for -batch completions for up to this many µs, then for one (batched wake-ups; kernel 6.12+)")
+	batch := flag.Int("batch", 4, "with -uring -minwait: the completions a wait asks for")
 	rtt := flag.Duration("rtt", 0, "measure loopback round trips for this long instead, print the p50 in µs")
 	flag.Parse()
 	if *rtt > 0 {
@@ -53,7 +55,7 @@ func main() {
 		runHybrid(l, *upstream, *raw)
 	}
 	if *useURing {
-		runURing(l, *upstream, *raw, *peek)
+		runURing(l, *upstream, *raw, *peek, uint32(*minWait), *batch)
 	}
 	var ev *relayloop.Loop
 	if *loop {

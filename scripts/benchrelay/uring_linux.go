@@ -26,6 +26,9 @@ type uRelay struct {
 	evb  []byte // the eventfd's 8 bytes, read by the kernel (mmapped)
 	raw  bool
 	peek bool // look without blocking before each blocking wait
+	// minWait > 0: each wait is for batch completions for up to minWait us, then for one.
+	minWait uint32
+	batch   int
 
 	mu       sync.Mutex
 	incoming [][2]int
@@ -58,8 +61,8 @@ const (
 func userData(idx, op, side int) uint64 { return uint64(idx)<<16 | uint64(op)<<8 | uint64(side) }
 
 // runURing serves l's connections on a uring relay; it does not return.
-func runURing(l net.Listener, upstream string, raw, peek bool) {
-	u := &uRelay{raw: raw, peek: peek}
+func runURing(l net.Listener, upstream string, raw, peek bool, minWait uint32, batch int) {
+	u := &uRelay{raw: raw, peek: peek, minWait: minWait, batch: batch}
 	ready := make(chan error)
 	go u.run(ready)
 	if err := <-ready; err != nil {
@@ -145,7 +148,13 @@ func (u *uRelay) run(ready chan<- error) {
 				continue
 			}
 		}
-		if err := ring.SubmitAndWait(1); err != nil {
+		var err error
+		if u.minWait > 0 {
+			err = ring.SubmitAndWaitMin(u.batch, u.minWait)
+		} else {
+			err = ring.SubmitAndWait(1)
+		}
+		if err != nil {
 			panic(err)
 		}
 		ring.Completions(u.complete)
