@@ -178,9 +178,9 @@ func (c *Core) wakeQueued() {
 func hex16(v uint64) string {
 	const digits = "0123456789abcdef"
 	var b [16]byte
-	for i := 15; i >= 0; i-- {
-		b[i] = digits[v&0xf]
-		v >>= 4
+	for i := 14; i >= 0; i -= 2 { // a byte at a time
+		b[i], b[i+1] = digits[v>>4&0xf], digits[v&0xf]
+		v >>= 8
 	}
 	return string(b[:])
 }
@@ -522,7 +522,10 @@ func (c *Core) follow(ctx context.Context, p *placement, req *query.Request) err
 // checkRouted returns the routed group, or the error that refuses the query: no route, the
 // group's readOnly / blockedStatements, or the Check hook's verdict.
 func (c *Core) checkRouted(req *query.Request, rt *Runtime, dec Decision) (*group, error) {
-	g := rt.groups[dec.Group]
+	g := dec.g // rt's own decision for the protocol knows its group
+	if g == nil {
+		g = rt.groups[dec.Group]
+	}
 	if _, withheld := rt.withheld[dec.Group]; g == nil && withheld {
 		return nil, rt.notEligible(dec.Group)
 	}

@@ -252,6 +252,7 @@ func (c HasTags) Test(req *query.Request) (bool, string) {
 type Decision struct {
 	Group string
 	Trace []TraceStep
+	g     *group // Group's, when the decision was made for its runtime once (Runtime.byProtocol)
 }
 
 // route asks each router in order, then the fallback. Unknown groups named by a script are

@@ -208,8 +208,12 @@ func TestProtocolDecisionsAreTheRuntimes(t *testing.T) {
 	rt := h.activate(spec("a"))
 	for _, p := range []string{query.ProtocolPostgres, query.ProtocolMySQL, query.ProtocolTrino, query.ProtocolFlightSQL, "other"} {
 		req := &query.Request{SQL: "select 1", Protocol: p}
-		if got, want := rt.Route(req), routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, req); !reflect.DeepEqual(got, want) {
+		got, want := rt.Route(req), routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, req)
+		if got.Group != want.Group || !reflect.DeepEqual(got.Trace, want.Trace) {
 			t.Errorf("%s: routed %+v, the routers say %+v", p, got, want)
+		}
+		if got.g != nil && got.g != rt.groups[got.Group] {
+			t.Errorf("%s: routed to %q with another group's %q", p, got.Group, got.g.name)
 		}
 	}
 	if d := rt.Route(&query.Request{Protocol: query.ProtocolPostgres, Database: "b"}); d.Group != "b" {

@@ -136,10 +136,12 @@ type Runtime struct {
 	groups   map[string]*group
 	dbs      map[string]bool   // RuntimeSpec.Databases; nil: any name
 	withheld map[string]string // group -> the selector it needs (RuntimeSpec.Withheld)
-	// byProtocol is the routers' decision for each frontend protocol, made once, when the
-	// routers decide by the protocol alone (protocolOnly): nil otherwise. Its traces are
-	// shared by every query routed with them, and never written.
-	byProtocol map[string]Decision
+	// byProtocol is the routers' decision for each frontend protocol (by protocolIndex), made
+	// once, when the routers decide by the protocol alone (protocolOnly, byProtocolSet): unset
+	// otherwise. Its traces are shared by every query routed with them, and never written; each
+	// knows its group (Decision.g).
+	byProtocol    [len(protocols)]Decision
+	byProtocolSet bool
 
 	mu       sync.Mutex
 	inflight int
@@ -227,12 +229,32 @@ func NewRuntime(spec RuntimeSpec) (*Runtime, error) {
 		return nil, fmt.Errorf("routingFallback names unknown group %q", spec.Fallback)
 	}
 	if protocolOnly(spec.Routers) {
-		rt.byProtocol = map[string]Decision{}
-		for _, p := range []string{query.ProtocolPostgres, query.ProtocolMySQL, query.ProtocolTrino, query.ProtocolFlightSQL} {
-			rt.byProtocol[p] = routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, &query.Request{Protocol: p})
+		for i, p := range protocols {
+			d := routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, &query.Request{Protocol: p})
+			d.g = rt.groups[d.Group]
+			rt.byProtocol[i] = d
 		}
+		rt.byProtocolSet = true
 	}
 	return rt, nil
+}
+
+// protocols are the frontends' protocols, as Runtime.byProtocol lists their decisions.
+var protocols = [...]string{query.ProtocolPostgres, query.ProtocolMySQL, query.ProtocolTrino, query.ProtocolFlightSQL}
+
+// protocolIndex is p's index in protocols, -1 for another.
+func protocolIndex(p string) int {
+	switch p {
+	case query.ProtocolPostgres:
+		return 0
+	case query.ProtocolMySQL:
+		return 1
+	case query.ProtocolTrino:
+		return 2
+	case query.ProtocolFlightSQL:
+		return 3
+	}
+	return -1
 }
 
 func addCluster(rt *Runtime, c ClusterSpec) error {
@@ -335,8 +357,8 @@ func (rt *Runtime) Route(req *query.Request) Decision {
 		return Decision{Group: req.Database, Trace: []TraceStep{{Router: "database", Matched: true, Group: req.Database,
 			Reason: "the client's database names the group"}}}
 	}
-	if d, ok := rt.byProtocol[req.Protocol]; ok {
-		return d
+	if i := protocolIndex(req.Protocol); i >= 0 && rt.byProtocolSet {
+		return rt.byProtocol[i]
 	}
 	return routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, req)
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -91,10 +92,16 @@ func HistoryRecord(r proxy.Record) history.Record {
 // traceLines memoizes routingTrace by the steps (key is its last key's buffer): a node's
 // routers give few distinct traces, and formatting each record's cost allocations on the
 // query's path. A memoized trace is shared by the records with it. Emptied when full.
+//
+// last and lastLines are the last call's steps (a copy) and lines: most queries of a node get
+// the trace of the query before (one router decides for a whole protocol), found so by
+// comparing the steps, without their key's bytes and its hash.
 var traceLines struct {
 	sync.Mutex
-	key []byte
-	m   map[string][]string
+	key       []byte
+	m         map[string][]string
+	last      []proxy.TraceStep
+	lastLines []string
 }
 
 // traceLinesMax bounds traceLines; traceKeyMax is the longest key it keeps.
@@ -110,6 +117,17 @@ func routingTrace(steps []proxy.TraceStep) []string {
 	}
 	traceLines.Lock()
 	defer traceLines.Unlock()
+	if slices.Equal(steps, traceLines.last) {
+		return traceLines.lastLines
+	}
+	lines := tracedLines(steps)
+	traceLines.last, traceLines.lastLines = append(traceLines.last[:0], steps...), lines
+	return lines
+}
+
+// tracedLines is routingTrace's lines for steps from the memo, made and memoized when missing
+// (traceLines held).
+func tracedLines(steps []proxy.TraceStep) []string {
 	key := traceLines.key[:0]
 	for _, s := range steps {
 		key = appendText(appendText(appendText(append(key, boolByte(s.Matched)), s.Router), s.Group), s.Reason)

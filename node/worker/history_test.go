@@ -149,6 +149,19 @@ func TestHistoryRecordTraceMemo(t *testing.T) {
 	}
 }
 
+// TestHistoryRecordTraceOfStepsChangedInPlace: the last trace is remembered by its steps' values,
+// not by their array: steps written over in place between two records get their own lines.
+func TestHistoryRecordTraceOfStepsChangedInPlace(t *testing.T) {
+	r := historyProxyRecord()
+	r.Trace = []proxy.TraceStep{{Router: "header#0", Matched: true, Group: "g", Reason: "user a"}}
+	for _, user := range []string{"a", "b", "b", "c", "a"} {
+		r.Trace[0].Reason = "user " + user
+		if got, want := HistoryRecord(r).RoutingTrace, "header#0: matched -> g (user "+user+")"; len(got) != 1 || got[0] != want {
+			t.Fatalf("trace %q, want [%q]", got, want)
+		}
+	}
+}
+
 // BenchmarkHistoryRecord is HistoryRecord's cost on the finished query's goroutine.
 func BenchmarkHistoryRecord(b *testing.B) {
 	r := historyProxyRecord()

@@ -39,15 +39,21 @@ type LoopConn struct {
 	e         *Engine
 	c         *client.Conn
 	sock      *relayloop.Conn
-	state     atomic.Int32 // loopIdle, loopRunning or loopKilled
-	killed    onceKill     // the running statement's kill (a killed connection is not reused)
-	idleSince time.Time    // when it went back to the pool
+	state     atomic.Int32  // loopIdle, loopRunning or loopKilled
+	killed    onceKill      // the running statement's kill (a killed connection is not reused)
+	idleSince time.Duration // when it went back to the pool (loopClock)
 }
 
 // loopCheckIdleAfter is how long a loop connection may sit idle before it is checked (one
 // peek) for an end or a message the server sent meanwhile, before it serves a statement: a
 // connection the server closed would otherwise fail the statement half-way.
 const loopCheckIdleAfter = time.Second
+
+// loopClock is the monotonic clock a loop connection's idle time is read on: one clock read
+// (time.Now reads the wall clock too), at every statement's take and give-back.
+func loopClock() time.Duration { return time.Since(loopEpoch) }
+
+var loopEpoch = time.Now()
 
 const (
 	loopIdle int32 = iota
@@ -75,7 +81,7 @@ func (e *Engine) TakeLoopConn(q *query.Request) *LoopConn {
 			continue
 		}
 		e.loopIdle = append(e.loopIdle[:i], e.loopIdle[i+1:]...)
-		if time.Since(lc.idleSince) < loopCheckIdleAfter || !lc.sock.Pending() {
+		if loopClock()-lc.idleSince < loopCheckIdleAfter || !lc.sock.Pending() {
 			e.mu.Unlock()
 			return lc
 		}
@@ -200,7 +206,7 @@ func (lc *LoopConn) giveBack(healthy bool) {
 	e := lc.e
 	e.mu.Lock()
 	if healthy && !e.closed && len(e.loopIdle) < idleConnsMax {
-		lc.idleSince = time.Now()
+		lc.idleSince = loopClock()
 		e.loopIdle = append(e.loopIdle, lc)
 		e.mu.Unlock()
 		<-e.slots
