@@ -56,10 +56,10 @@ type aiInsert struct {
 }
 
 // mysqlInsert is q (a MySQL client's, as compatRequest wrote it) as it runs when it is an
-// INSERT into a table with an AUTO_INCREMENT column (ai non-nil), returning that column for
+// INSERT (or a REPLACE) into a table with an AUTO_INCREMENT column (ai non-nil), returning that column for
 // insertTag.
 func mysqlInsert(ctx context.Context, conn *sql.Conn, client, q *query.Request) (*query.Request, *aiInsert) {
-	if !isMySQL(client) || !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "insert") {
+	if !isMySQL(client) || !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "insert", "replace") {
 		return q, nil
 	}
 	toks := sqltok.SignificantTokens(client.SQL, sqltok.MySQL)

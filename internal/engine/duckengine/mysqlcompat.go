@@ -12,6 +12,7 @@ import (
 // mysqlCompat is a MySQL client's sqlText with what DuckDB reads otherwise written as DuckDB
 // reads it (sqlText itself when there is none):
 //   - literals (sqltok.MySQLLiteral): 'O\'Brien', 'C:\\temp', _binary'...', "a string", the same value;
+//   - a string that is not UTF-8 (a bytes parameter as PyMySQL and mysqlclient write it), a BLOB;
 //   - `backquoted` names, double-quoted (DuckDB reads backquotes from 2.0 on);
 //   - # comments, as -- comments;
 //   - LIMIT offset, count (numbers or ? parameters), as LIMIT count OFFSET offset (DuckDB:
@@ -20,6 +21,9 @@ import (
 //   - DATABASE(), SCHEMA(), CURDATE(), CURTIME() as DuckDB names them (mysqlNoArgFuncs);
 //   - FROM DUAL, as a one-row subquery;
 //   - information_schema.tables, .columns and .schemata, as MySQL's (mysqlInformationSchema).
+//   - INSERT ... ON DUPLICATE KEY UPDATE a = VALUES(a), as ON CONFLICT DO UPDATE SET a =
+//     excluded.a; REPLACE [INTO], as INSERT OR REPLACE INTO (the affected rows are DuckDB's
+//     count, one a row, where MySQL counts an updated or replaced row twice).
 //
 // Before, 'O\'Brien' (what PyMySQL and mysqlclient send for the parameter O'Brien) failed as a
 // syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
@@ -42,6 +46,9 @@ func mysqlCompat(sqlText string) string {
 		params++
 		return "$" + strconv.Itoa(params)
 	}
+	// upsert: past an INSERT's ON DUPLICATE KEY UPDATE, where VALUES(col) is the value the row
+	// would have had (DuckDB's excluded.col).
+	replace, upsert := sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace"), false
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		// A string that is not UTF-8 is bytes (PyMySQL and mysqlclient write a bytes parameter
@@ -63,6 +70,30 @@ func mysqlCompat(sqlText string) string {
 			continue
 		}
 		switch {
+		case replace && t.IsWord("replace"):
+			// REPLACE [INTO] t ...: DuckDB's INSERT OR REPLACE INTO t ..., which replaces a row
+			// whose key the new one has, as MySQL's deletes it and inserts.
+			b.WriteString("INSERT OR REPLACE INTO")
+			if j := nextSignificant(toks, i+1); j < len(toks) && toks[j].IsWord("into") {
+				i = j
+			}
+			replace, changed = false, true
+		case t.IsWord("on") && wordsAt(toks, i, "on", "duplicate", "key", "update") > 0:
+			// INSERT ... ON DUPLICATE KEY UPDATE a = ...: DuckDB's ON CONFLICT DO UPDATE SET
+			// (a table with more than one unique key needs a conflict target there: DuckDB
+			// says so).
+			b.WriteString("ON CONFLICT DO UPDATE SET")
+			i = wordsAt(toks, i, "on", "duplicate", "key", "update")
+			upsert, changed = true, true
+		case upsert && t.IsWord("values") && valuesCall(toks, i) > 0:
+			col := toks[nextSignificant(toks, nextSignificant(toks, i+1)+1)]
+			name := col.Text
+			if col.Kind == sqltok.QuotedIdent && name[0] == '`' {
+				name = quoteIdent(strings.ReplaceAll(name[1:len(name)-1], "``", "`"))
+			}
+			b.WriteString("excluded." + name)
+			i = valuesCall(toks, i)
+			changed = true
 		case t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated && len(t.Text) >= 2:
 			b.WriteString(quoteIdent(strings.ReplaceAll(t.Text[1:len(t.Text)-1], "``", "`")))
 			changed = true
@@ -102,6 +133,32 @@ func mysqlCompat(sqlText string) string {
 		return sqlText
 	}
 	return b.String()
+}
+
+// wordsAt is the index of the last of words when they follow each other from toks[i] on
+// (blanks and comments between them), else 0.
+func wordsAt(toks []sqltok.Token, i int, words ...string) int {
+	last := 0
+	for _, w := range words {
+		if i >= len(toks) || !toks[i].IsWord(w) {
+			return 0
+		}
+		last, i = i, nextSignificant(toks, i+1)
+	}
+	return last
+}
+
+// valuesCall is the index of the ")" of VALUES(col) at toks[i] (a name, plain or quoted,
+// alone in the parentheses), else 0.
+func valuesCall(toks []sqltok.Token, i int) int {
+	open := nextSignificant(toks, i+1)
+	name := nextSignificant(toks, open+1)
+	end := nextSignificant(toks, name+1)
+	if end >= len(toks) || toks[open].Text != "(" || toks[end].Text != ")" ||
+		toks[name].Kind != sqltok.Word && (toks[name].Kind != sqltok.QuotedIdent || toks[name].Unterminated) {
+		return 0
+	}
+	return end
 }
 
 // mysqlNoArgFuncs are MySQL functions called without arguments that DuckDB names otherwise,
@@ -162,7 +219,8 @@ func nextSignificant(toks []sqltok.Token, i int) int {
 // (a LIMIT and commas elsewhere included) cost a few scans, no tokenizing and no allocation.
 func mayNeedMySQLCompat(sqlText string) bool {
 	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText) ||
-		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema") || !utf8.ValidString(sqlText)
+		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema") || !utf8.ValidString(sqlText) ||
+		containsFold(sqlText, "duplicate") || sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace")
 }
 
 // mayHoldLimitPair reports whether sqlText has LIMIT, a number and then a comma (or a comment,
