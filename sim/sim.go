@@ -59,8 +59,8 @@ const HugeHeap = 2 << 30
 // HugeHeapAhead is how far ahead of the heap qfsim and BenchmarkPlanFleet keep the reserved
 // range resident from a thread of their own (hugeheap.Prefault), so that the kernel's zeroing of
 // each huge page the heap grows into happens beside the runner's thread instead of on it (about
-// 60 ms of a fresh 1,000-worker plan-fleet run); the process holds at most this much more than
-// its heap needs.
+// 60 ms of a fresh 1,000-worker plan-fleet run); the process holds about this much more than its
+// heap has touched.
 const HugeHeapAhead = 32 << 20
 
 // DefaultStart is the fixed instant virtual time starts at, so traces and logs are stable.

@@ -124,8 +124,11 @@ type Prefaulter struct {
 // zeroes the huge pages there, and leaves alone any page already present), lowest addresses
 // first, as the runtime carves its spans and stacks. The page faults and the zeroing the heap's
 // growth would cost the thread that allocates happen on this one instead, beside it on a
-// machine with a core to spare; the process holds at most ahead bytes more than its heap needs.
-// What the heap has taken is what the runtime no longer counts as released since Reserve.
+// machine with a core to spare. What the heap has taken is what the runtime no longer counts as
+// released since Reserve: pages it takes outside the range count too, so the process may hold
+// somewhat more than ahead bytes beyond what its heap touched; and pages its scavenger hands
+// back and the heap takes again count only once, so under a collector that returns memory the
+// thread falls behind by that much.
 // Nil (nothing started) where Reserve advised nothing or ahead is not positive; the thread ends
 // at once where the kernel cannot populate (before Linux 5.14), and once the range is resident.
 func Prefault(ahead int) *Prefaulter {
