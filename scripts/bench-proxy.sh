@@ -146,6 +146,14 @@ PIDS+=($!)
 PROC[loop-relay]=$!
 waitport "$RELAY" relay
 waitport "$LOOP_RELAY" loop-relay
+# The same bare relay on one io_uring (benchrelay -uring -peek), a row only where io_uring works.
+listening() { for _ in $(seq 1 50); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+URING_RELAY=$(freeport)
+"$TMP/benchrelay" -uring -peek -listen "127.0.0.1:$URING_RELAY" -upstream 127.0.0.1:5432 >"$TMP/uring-relay.log" 2>&1 &
+PIDS+=($!)
+PROC[uring-relay]=$!
+URING_OK=1
+listening "$URING_RELAY" || { URING_OK=0; log "no uring-relay row: $(head -1 "$TMP/uring-relay.log")"; }
 
 # --- queryflux daemons -------------------------------------------------------------------
 clusters() { # [poolMode of the pg group] (default: transaction)
@@ -289,6 +297,7 @@ declare -A LAT TPS CPU P50S P99S TPSS CPUS
 TARGETS=(direct pgbouncer haproxy go-relay loop-relay passthrough pass-session arrow worker)
 declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [haproxy]=$HAPROXY [go-relay]=$RELAY [loop-relay]=$LOOP_RELAY [passthrough]=$PG_passthrough
 	[pass-session]=$PG_pass_session [arrow]=$PG_arrow [worker]=$PG_worker)
+if [ "$URING_OK" = 1 ]; then TARGETS+=(uring-relay); PORT[uring-relay]=$URING_RELAY; fi
 if [ -n "${BASE_QF:-}" ]; then
 	TARGETS+=(base-pass base-session base-worker)
 	PORT[base-pass]=$PG_base_pass PORT[base-session]=$PG_base_session PORT[base-worker]=$PG_base_worker
@@ -324,6 +333,13 @@ if [ "$MYSQL_OK" = 1 ]; then
 	MYPROC[loop-relay]=$!
 	waitport "$MY_RELAY" my-relay
 	waitport "$MY_LOOP_RELAY" my-loop-relay
+	MY_URING_RELAY=$(freeport)
+	if [ "$URING_OK" = 1 ]; then
+		"$TMP/benchrelay" -uring -raw -peek -listen "127.0.0.1:$MY_URING_RELAY" -upstream 127.0.0.1:3306 >"$TMP/my-uring-relay.log" 2>&1 &
+		PIDS+=($!)
+		MYPROC[uring-relay]=$!
+		listening "$MY_URING_RELAY" || URING_OK=0
+	fi
 	MYPROC[haproxy]=${PROC[haproxy]}
 	MY_TARGETS=(direct haproxy go-relay loop-relay passthrough arrow worker)
 	declare -A MYDSN=(
@@ -336,6 +352,7 @@ if [ "$MYSQL_OK" = 1 ]; then
 		[worker]="queryflux@tcp(127.0.0.1:$MY_worker)/mysql"
 	)
 	for t in passthrough arrow worker; do MYPROC[$t]=${PROC[$t]}; done
+	if [ "$URING_OK" = 1 ]; then MY_TARGETS+=(uring-relay); MYDSN[uring-relay]="root@tcp(127.0.0.1:$MY_URING_RELAY)/mysql"; fi
 	if [ -n "${BASE_QF:-}" ]; then
 		MY_TARGETS+=(base-pass base-worker)
 		MYDSN[base-pass]="queryflux@tcp(127.0.0.1:$MY_base_pass)/mysql"
@@ -469,7 +486,7 @@ done
 echo
 echo "medians of $ROUNDS interleaved rounds; latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
-echo "  mysql go-relay / loop-relay: scripts/benchrelay to MariaDB, goroutines / the event loop framing nothing (-loop -raw)"
+echo "  mysql go-relay / loop-relay: scripts/benchrelay to MariaDB, goroutines / the event loop framing nothing (-loop -raw); uring-relay: -uring -raw -peek"
 echo "trino: scripts/benchtrino (SELECT 1, 1 client ${LAT_SECS}s, one kept-alive HTTP connection: POST, then GET nextUri until none) through a standalone daemon's Trino port to PostgreSQL; trino-pg: the same program over one pgx connection to PostgreSQL; trino-floor, floor-lite, floor-raw: the same program against benchtrino -floor, -floor-lite, -floor-raw (fixed documents, no proxy, served by net/http, by internal/httplite, by no HTTP server); trino-rawc, floor-rawc: trino and floor-raw asked without net/http (benchtrino -client raw); trino-driver: trino asked by trino-go-client (-client driver); trino cpu_us/q: the server process's CPU over the latency run, per query"
 RTT=$("$TMP/benchrelay" -rtt 3s)
 # The worker's capacity path over the whole run: queries that took an idle lease (no round trip
@@ -480,6 +497,7 @@ echo "cpu_us/q: user + system CPU of the target's processes (/proc/PID/stat) ove
 echo "haproxy: haproxy $(haproxy -v 2>/dev/null | sed -n '1s/^HAProxy version \([^ ]*\).*/\1/p') in mode tcp, one thread (epoll), bytes unseen: what a C relay hop costs here, on either wire"
 echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (goroutines and io.Copy, one hop)"
 echo "loop-relay: scripts/benchrelay -loop, the same on an event loop (internal/relayloop: one thread in epoll, the server's messages framed, ReadyForQuery watched)"
+echo "uring-relay (where io_uring works): scripts/benchrelay -uring -peek, the bare relay on one io_uring (internal/uring: multishot receives into provided buffers, one enter a turn), framing as loop-relay"
 echo "passthrough: the pg group in transaction pool mode (PgBouncer's mode here); pass-session: the same daemon configuration with poolMode: session"
 echo "  (the daemon's event loop, internal/frontend/pgwire/loop.go, relays both; in transaction mode it admits each transaction on its thread when that needs no waiting)"
 [ -n "${BASE_QF:-}" ] && echo "base-pass, base-session, base-worker: the same standalone daemons and control plane + worker run from BASE_QF ($BASE_QF)"
