@@ -3,6 +3,7 @@ package sim_test
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,8 +19,12 @@ import (
 	"github.com/queryflux/queryflux/sim/workload"
 )
 
-// The benchmarks' heap is advised for huge pages as qfsim's is; first, as Reserve needs.
-func init() { hugeheap.Reserve(sim.HugeHeap) }
+// The benchmarks' heap is advised for huge pages and kept resident ahead as qfsim's is; first,
+// as Reserve needs.
+func init() {
+	hugeheap.Reserve(sim.HugeHeap)
+	hugeheap.Prefault(sim.HugeHeapAhead)
+}
 
 // BenchmarkTaskSwitch measures scheduling decisions per second: 100 tasks on one node each
 // sleeping 1ms in a loop, so every step is a coroutine switch into a task and back.
@@ -156,11 +161,15 @@ checks:
 // capacity: every waiting worker asks again every 50 ms), for its CPU per virtual second; it has
 // no goal. Each run is one command: qfsim run scenarios/plan-fleet.yaml --workers N [--cap C]
 // [--duration D], and runs with the collector's headroom floor qfsim keeps (sim.GCFloor) and its
-// heap advised for huge pages as qfsim's is (sim.HugeHeap).
+// heap advised for huge pages and kept resident ahead as qfsim's is (sim.HugeHeap,
+// sim.HugeHeapAhead).
 func BenchmarkPlanFleet(b *testing.B) {
 	sc, err := scenarios.Load("../scenarios/plan-fleet.yaml")
 	if err != nil {
 		b.Fatal(err)
+	}
+	if f := flag.Lookup("test.memprofile"); f == nil || f.Value.String() == "" {
+		runtime.MemProfileRate = 0 // as qfsim samples no allocation unless asked for a heap profile
 	}
 	for _, g := range []struct {
 		name     string

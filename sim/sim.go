@@ -33,17 +33,20 @@ import (
 )
 
 // GCFloor is the headroom qfsim and BenchmarkPlanFleet give the garbage collector
-// (gcfloor.Start): a cycle no sooner than 64 MB of allocation after the last, so a small live
+// (gcfloor.Start): a cycle no sooner than 160 MB of allocation after the last, so a small live
 // heap (a fleet booting) is not collected every few megabytes. Every byte of headroom is memory
 // the process touches for the first time; with 4 KB pages each first touch was a page fault on
 // the runner's thread, and 32 MB ran fastest (RESULTS.md, "Simulator at 1,000 workers (#22,
-// session 20)"). With the heap on huge pages (HugeHeap) the faults are few whatever the floor,
-// and a 1,000-worker plan-fleet run (about 35 MB live) spends about 13 % less CPU on the
-// runner's thread at 64 MB than at 32 (fewer cycles, so fewer assists and write barriers), for
-// a higher peak (200 against 165 KB per worker): RESULTS.md, "Simulator at 1,000 workers (#22,
-// 2026-12-04, session 22, sim)". A fleet whose live heap is above the floor (10,000 workers)
-// keeps GOGC=100.
-const GCFloor = 64 << 20
+// session 20)"). With the heap on huge pages (HugeHeap) the faults were few whatever the floor,
+// and 64 MB ran about 13 % faster than 32 (fewer cycles, so fewer assists and write barriers):
+// RESULTS.md, "Simulator at 1,000 workers (#22, 2026-12-04, session 22, sim)". With the pages
+// zeroed ahead of the heap beside the runner (HugeHeapAhead), a 1,000-worker plan-fleet run
+// (141 MB allocated, about 35 MB live at its end) runs at 160 MB without a single cycle: no
+// stop-the-world pauses, assists or write barriers on the runner's thread, about 6 % less
+// runner and 18 % less process CPU than at 64 MB, for a higher peak (282 against 252 KB per
+// worker): RESULTS.md, "Simulator at 1,000 workers (#22, 2026-12-04, session 23, sim)". A fleet
+// whose live heap is above the floor (10,000 workers) keeps GOGC=100.
+const GCFloor = 160 << 20
 
 // HugeHeap is how much of its heap qfsim and BenchmarkPlanFleet advise for transparent huge
 // pages at their start (hugeheap.Reserve; at most an eighth of the machine's memory, none under
@@ -52,6 +55,13 @@ const GCFloor = 64 << 20
 // about a fifth less CPU on the runner's thread: RESULTS.md, "Simulator at 1,000 workers (#22,
 // 2026-12-04, session 22, sim)".
 const HugeHeap = 2 << 30
+
+// HugeHeapAhead is how far ahead of the heap qfsim and BenchmarkPlanFleet keep the reserved
+// range resident from a thread of their own (hugeheap.Prefault), so that the kernel's zeroing of
+// each huge page the heap grows into happens beside the runner's thread instead of on it (about
+// 60 ms of a fresh 1,000-worker plan-fleet run); the process holds at most this much more than
+// its heap needs.
+const HugeHeapAhead = 32 << 20
 
 // DefaultStart is the fixed instant virtual time starts at, so traces and logs are stable.
 var DefaultStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -360,7 +370,8 @@ type killedSentinel struct{}
 var errKilled = &killedSentinel{}
 
 // coro is a pooled coroutine: it runs one task's fn after another, so a goroutine's grown stack
-// is reused instead of regrown for every short task (handlers, mostly).
+// is reused instead of regrown for every short task (handlers, mostly). A new one grows its
+// stack to 8 KB before its first task (growStack).
 type coro struct {
 	next  func() (struct{}, bool)
 	stop  func()
@@ -372,6 +383,7 @@ func (s *Sim) newCoro() *coro {
 	c := &coro{}
 	body := func(yield func(struct{}) bool) {
 		c.yield = yield
+		growStack(0)
 		for {
 			s.runTask(c.t)
 			c.t.exited = true
@@ -382,6 +394,22 @@ func (s *Sim) newCoro() *coro {
 	}
 	c.next, c.stop = iter.Pull(iter.Seq[struct{}](body))
 	return c
+}
+
+// growStack's frame is large enough that calling it on a new coroutine, whose stack is the
+// runtime's starting size (2 KB, or about the average stack the collector last scanned), grows
+// that stack to 8 KB at once while it holds only the coroutine's first few frames: the runtime
+// grows a stack to fit the frame that overflows it, in one copy. On 8 KB it fits and costs
+// nothing. A fleet's long-lived tasks (a worker's config sync and duty loop, the control plane's
+// long-poll handlers, the workload's arrivals) took new coroutines at boot and grew them 2 -> 4
+// -> 8 KB deep in their work, each growth a copy of the whole stack frame by frame (about 8 % of
+// the instructions of a 1,000-worker plan-fleet run, 7,900 growths; with it 2,000): RESULTS.md,
+// "Simulator at 1,000 workers (#22, 2026-12-04, session 23, sim)".
+//
+//go:noinline
+func growStack(i int) byte {
+	var frame [5 << 10]byte
+	return frame[i]
 }
 
 func (s *Sim) runTask(t *task) {

@@ -10,7 +10,9 @@
 //
 // qfsim also advises its heap for transparent huge pages before anything else runs,
 // sim.HugeHeap (hugeheap.Reserve): memory touched for the first time then costs one page fault
-// per 2 MB instead of per 4 KB, on the simulator's thread.
+// per 2 MB instead of per 4 KB, on the simulator's thread; and a thread of its own keeps that
+// range resident ahead of the heap, sim.HugeHeapAhead (hugeheap.Prefault), so that the kernel
+// zeroes those pages beside the simulator's thread instead of on it.
 //
 // determinism: outside the simulator (a CLI: flags, stdout, wall-clock reports)
 package main
@@ -22,6 +24,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
@@ -36,9 +39,11 @@ import (
 )
 
 func main() {
-	hugeheap.Reserve(sim.HugeHeap) // first: it needs a heap the collector has not yet freed
-	invariants.Enable()            // a simulator run checks what must always hold, as tests do
-	gcfloor.Start(sim.GCFloor)     // for the whole process: every command runs simulations
+	runtime.MemProfileRate = 0           // no allocation sampled but for --memprofile (run)
+	hugeheap.Reserve(sim.HugeHeap)       // first: it needs a heap the collector has not yet freed
+	hugeheap.Prefault(sim.HugeHeapAhead) // the range kept resident ahead of the heap, beside it
+	invariants.Enable()                  // a simulator run checks what must always hold, as tests do
+	gcfloor.Start(sim.GCFloor)           // for the whole process: every command runs simulations
 	if err := rootCmd().Execute(); err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) {
@@ -47,6 +52,11 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// memProfileRate is the runtime's default sampling rate, which --memprofile turns on: the
+// process samples no allocation otherwise (each sample unwinds the allocating stack and keeps
+// it in a table the process touches for the first time, on the simulator's thread).
+const memProfileRate = 512 << 10
 
 // errChecksFailed makes the exit status non-zero without printing more.
 var errChecksFailed = fmt.Errorf("checks failed")
@@ -132,6 +142,7 @@ func run(out, errOut io.Writer, path string, f runFlags) error {
 		defer pprof.StopCPUProfile()
 	}
 	if f.memProfile != "" {
+		runtime.MemProfileRate = memProfileRate
 		p := startPeakHeapProfile()
 		defer func() {
 			if err := p.finish(f.memProfile, errOut, sc.Workers()); err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,6 +133,43 @@ func TestRunWritesAHeapProfile(t *testing.T) {
 		t.Fatalf("stderr %q does not say the peaks", errOut.String())
 	}
 	checkBreakdown(t, errOut.String(), 3) // registry-crash.yaml: w-1..w-3
+}
+
+// qfsim samples no allocation (main sets the rate to 0) unless --memprofile asks for the heap
+// profile, which turns the runtime's default sampling on for the runs.
+func TestRunSamplesAllocationsOnlyForAHeapProfile(t *testing.T) {
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 0 // as main sets it
+	sampled := func() int64 {
+		runtime.GC() // the profile's counts are published by the cycles after the allocations
+		runtime.GC()
+		n, _ := runtime.MemProfile(nil, true)
+		recs := make([]runtime.MemProfileRecord, n+100)
+		n, _ = runtime.MemProfile(recs, true)
+		var objects int64
+		for _, r := range recs[:n] {
+			objects += r.AllocObjects
+		}
+		return objects
+	}
+	const file = "../../scenarios/registry-crash.yaml"
+	var out, errOut bytes.Buffer
+	before := sampled()
+	if err := run(&out, &errOut, file, runFlags{seed: 7, seeds: 1}); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	without := sampled()
+	if err := run(&out, &errOut, file, runFlags{seed: 7, seeds: 1, memProfile: filepath.Join(t.TempDir(), "heap.pprof")}); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	with := sampled()
+	// (The runtime samples the first allocation of each P after the rate changes.)
+	if without-before > int64(runtime.GOMAXPROCS(0)) {
+		t.Errorf("a run without --memprofile sampled %d allocations, want none", without-before)
+	}
+	if with-without <= int64(runtime.GOMAXPROCS(0)) {
+		t.Errorf("a run with --memprofile sampled %d allocations, want its run's", with-without)
+	}
 }
 
 // checkBreakdown asserts that report breaks the peak memory down into its classes, per worker
