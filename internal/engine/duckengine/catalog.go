@@ -174,6 +174,12 @@ var compatSQL = []string{
 var extendedRelations = map[string]bool{"pg_class": true, "pg_database": true, "pg_namespace": true, "pg_proc": true,
 	"pg_attribute": true, "pg_type": true, "pg_index": true}
 
+// relationEnds are the words that may follow a relation in FROM that has no alias.
+var relationEnds = map[string]bool{"where": true, "join": true, "left": true, "right": true, "inner": true,
+	"full": true, "cross": true, "natural": true, "on": true, "using": true, "order": true, "group": true,
+	"having": true, "limit": true, "offset": true, "union": true, "except": true, "intersect": true,
+	"window": true, "fetch": true, "for": true, "returning": true, "tablesample": true}
+
 // Types: a client sees PostgreSQL's type oids in a result's columns (engine.PGTypeOf), so the
 // catalog speaks them too: pg_type lists the PostgreSQL types results use, pg_attribute gives
 // each column the oid and typmod its values are sent with, and format_type names them as
@@ -432,8 +438,17 @@ func (w *compatWriter) step() {
 		if w.word(dot) != "." || name < 0 {
 			break
 		}
-		if extendedRelations[w.word(name)] { // pg_catalog.pg_class: the extended view (compatSQL)
-			w.emit("pg_catalog.qf_" + w.word(name))
+		if rel := w.word(name); extendedRelations[rel] { // pg_catalog.pg_class: the extended view (compatSQL)
+			switch next := w.sig(name+1, 0); {
+			case w.word(next) == ".": // pg_catalog.pg_type.oid: a column of the relation named below
+				w.emit(rel)
+			case next >= 0 && (w.toks[next].Kind == sqltok.QuotedIdent || w.toks[next].Kind == sqltok.Word && !relationEnds[w.word(next)]):
+				w.emit("pg_catalog.qf_" + rel) // an alias follows
+			default:
+				// Named as itself, so that pg_type.oid (pgjdbc's type query, getTypeInfo) still
+				// finds it.
+				w.emit("pg_catalog.qf_" + rel + " AS " + rel)
+			}
 			w.i = name + 1
 			return
 		}

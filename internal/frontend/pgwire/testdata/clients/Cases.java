@@ -34,7 +34,23 @@ public class Cases {
         run("options", Cases::options);
         run("long_session", Cases::longSession);
         run("edges", Cases::edges);
+        run("metadata", Cases::metadata);
         conn.close();
+    }
+
+    // DatabaseMetaData as tools and ORMs read it at start: the type list (its query names
+    // pg_type.oid), and the columns of the case table.
+    static Object metadata() throws SQLException {
+        DatabaseMetaData md = conn.getMetaData();
+        boolean int4 = false;
+        try (ResultSet rs = md.getTypeInfo()) {
+            while (rs.next()) int4 |= rs.getString("TYPE_NAME").equals("int4") && rs.getInt("DATA_TYPE") == Types.INTEGER;
+        }
+        StringBuilder cols = new StringBuilder();
+        try (ResultSet rs = md.getColumns(null, null, table, null)) {
+            while (rs.next()) cols.append(rs.getString("COLUMN_NAME")).append(' ').append(rs.getString("TYPE_NAME")).append(';');
+        }
+        return "int4 " + int4 + ", " + cols;
     }
 
     static void run(String name, Case c) {
