@@ -81,7 +81,7 @@ for r in $(seq "$ROUNDS"); do
 		P50[$t]+="$p50 " P99[$t]+="$p99 " QPS[$t]+="$q " CPU[$t]+="$cpu "
 	done
 done
-med() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END{if (NR == 0) print "-"; else if (v[1] == "-") print "-"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+med() { tr ' ' '\n' | { grep -v '^$' || true; } | sort -g | awk '{v[NR]=$1} END{if (NR == 0) print "-"; else if (v[1] == "-") print "-"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 echo "medians over $ROUNDS rounds (latency -c 1 ${LAT_SECS}s, qps -c $CLIENTS ${TPS_SECS}s):"
 printf '%-12s %7s %7s %9s %10s %9s\n' target p50_us p99_us added_p50 qps vs_direct
 d50=$(echo "${P50[direct]:-}" | med) dq=$(echo "${QPS[direct]:-}" | med)
