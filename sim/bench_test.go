@@ -19,12 +19,8 @@ import (
 	"github.com/queryflux/queryflux/sim/workload"
 )
 
-// The benchmarks' heap is advised for huge pages and kept resident ahead as qfsim's is; first,
-// as Reserve needs.
-func init() {
-	hugeheap.Reserve(sim.HugeHeap)
-	hugeheap.Prefault(sim.HugeHeapAhead)
-}
+// The benchmarks' heap is advised for huge pages as qfsim's is; first, as Reserve needs.
+func init() { hugeheap.Reserve(sim.HugeHeap) }
 
 // BenchmarkTaskSwitch measures scheduling decisions per second: 100 tasks on one node each
 // sleeping 1ms in a loop, so every step is a coroutine switch into a task and back.
@@ -161,8 +157,7 @@ checks:
 // capacity: every waiting worker asks again every 50 ms), for its CPU per virtual second; it has
 // no goal. Each run is one command: qfsim run scenarios/plan-fleet.yaml --workers N [--cap C]
 // [--duration D], and runs with the collector's headroom floor qfsim keeps (sim.GCFloor) and its
-// heap advised for huge pages and kept resident ahead as qfsim's is (sim.HugeHeap,
-// sim.HugeHeapAhead).
+// heap advised for huge pages as qfsim's is (sim.HugeHeap).
 func BenchmarkPlanFleet(b *testing.B) {
 	sc, err := scenarios.Load("../scenarios/plan-fleet.yaml")
 	if err != nil {

@@ -39,12 +39,10 @@ import (
 // the runner's thread, and 32 MB ran fastest (RESULTS.md, "Simulator at 1,000 workers (#22,
 // session 20)"). With the heap on huge pages (HugeHeap) the faults were few whatever the floor,
 // and 64 MB ran about 13 % faster than 32 (fewer cycles, so fewer assists and write barriers):
-// RESULTS.md, "Simulator at 1,000 workers (#22, 2026-12-04, session 22, sim)". With the pages
-// zeroed ahead of the heap beside the runner (HugeHeapAhead), a 1,000-worker plan-fleet run
-// (141 MB allocated, about 35 MB live at its end) runs at 160 MB without a single cycle: no
-// stop-the-world pauses, assists or write barriers on the runner's thread, about 6 % less
-// runner and 18 % less process CPU than at 64 MB, for a higher peak (282 against 252 KB per
-// worker): RESULTS.md, "Simulator at 1,000 workers (#22, 2026-12-04, session 23, sim)". A fleet
+// RESULTS.md, "Simulator at 1,000 workers (#22, 2026-12-04, session 22, sim)". At 160 MB a
+// 1,000-worker plan-fleet run (141 MB allocated, about 35 MB live at its end) runs without a
+// single cycle: no stop-the-world pauses, assists or write barriers on the runner's thread, for
+// a higher peak (about 250 against 185 KB per worker): RESULTS.md, "Simulator at 1,000 workers (#22, 2026-12-04, session 23, sim)". A fleet
 // whose live heap is above the floor (10,000 workers) keeps GOGC=100.
 const GCFloor = 160 << 20
 
@@ -55,13 +53,6 @@ const GCFloor = 160 << 20
 // about a fifth less CPU on the runner's thread: RESULTS.md, "Simulator at 1,000 workers (#22,
 // 2026-12-04, session 22, sim)".
 const HugeHeap = 2 << 30
-
-// HugeHeapAhead is how far ahead of the heap qfsim and BenchmarkPlanFleet keep the reserved
-// range resident from a thread of their own (hugeheap.Prefault), so that the kernel's zeroing of
-// each huge page the heap grows into happens beside the runner's thread instead of on it (about
-// 60 ms of a fresh 1,000-worker plan-fleet run); the process holds about this much more than its
-// heap has touched.
-const HugeHeapAhead = 32 << 20
 
 // DefaultStart is the fixed instant virtual time starts at, so traces and logs are stable.
 var DefaultStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

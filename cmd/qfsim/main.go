@@ -10,9 +10,7 @@
 //
 // qfsim also advises its heap for transparent huge pages before anything else runs,
 // sim.HugeHeap (hugeheap.Reserve): memory touched for the first time then costs one page fault
-// per 2 MB instead of per 4 KB, on the simulator's thread; and a thread of its own keeps that
-// range resident ahead of the heap, sim.HugeHeapAhead (hugeheap.Prefault), so that the kernel
-// zeroes those pages beside the simulator's thread instead of on it.
+// per 2 MB instead of per 4 KB, on the simulator's thread.
 //
 // determinism: outside the simulator (a CLI: flags, stdout, wall-clock reports)
 package main
@@ -39,11 +37,10 @@ import (
 )
 
 func main() {
-	runtime.MemProfileRate = 0           // no allocation sampled but for --memprofile (run)
-	hugeheap.Reserve(sim.HugeHeap)       // first: it needs a heap the collector has not yet freed
-	hugeheap.Prefault(sim.HugeHeapAhead) // the range kept resident ahead of the heap, beside it
-	invariants.Enable()                  // a simulator run checks what must always hold, as tests do
-	gcfloor.Start(sim.GCFloor)           // for the whole process: every command runs simulations
+	runtime.MemProfileRate = 0     // no allocation sampled but for --memprofile (run)
+	hugeheap.Reserve(sim.HugeHeap) // first: it needs a heap the collector has not yet freed
+	invariants.Enable()            // a simulator run checks what must always hold, as tests do
+	gcfloor.Start(sim.GCFloor)     // for the whole process: every command runs simulations
 	if err := rootCmd().Execute(); err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) {

@@ -13,13 +13,6 @@ func advise(addr, n uintptr) bool {
 	return errno == 0
 }
 
-// populate makes n bytes from addr resident, zeroed where no page was, and leaves pages present
-// as they are; false if the kernel cannot (before Linux 5.14) or refused.
-func populate(addr, n uintptr) bool {
-	_, _, errno := unix.Syscall(unix.SYS_MADVISE, addr, n, unix.MADV_POPULATE_WRITE)
-	return errno == 0
-}
-
 // reservable is how many bytes Reserve may take here: an eighth of the machine's memory, and
 // nothing under strict overcommit.
 func reservable() uint64 {

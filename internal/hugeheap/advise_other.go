@@ -7,6 +7,3 @@ func advise(addr, n uintptr) bool { return false }
 
 // reservable is 0: Reserve does nothing here.
 func reservable() uint64 { return 0 }
-
-// populate cannot populate here.
-func populate(addr, n uintptr) bool { return false }

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"runtime/metrics"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 	"unsafe"
 )
 
@@ -119,80 +117,4 @@ func TestLimitIsNothingUnderStrictOvercommit(t *testing.T) {
 			t.Errorf("limit(%q, 16 GB) = %d, want %d", c.mode, got, c.want)
 		}
 	}
-}
-
-// Prefault makes the reserved range resident ahead of the heap, lowest addresses first, no
-// further than it was asked, and follows the heap as it grows into the range.
-func TestPrefaultKeepsTheRangeResidentAheadOfTheHeap(t *testing.T) {
-	const mb = 1 << 20
-	const ahead = 32 * mb
-	if Reserve(256*mb) == 0 {
-		t.Skip("nothing advised here")
-	}
-	last.Lock()
-	ranges := last.ranges
-	last.Unlock()
-	// No collections: the runtime would hand back pages of the range it used and freed, as its
-	// scavenger does, and the range could not be expected resident.
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	p := Prefault(ahead)
-	defer p.Stop()
-	waitPopulated := func(n uint64) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second) // not a speed check: it never gets there
-		for p.Populated() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("the prefaulter populated %d MB and stopped, want %d: it does not follow the heap", p.Populated()/mb, n/mb)
-			}
-			select {
-			case <-p.Done():
-				if p.Populated() == 0 {
-					t.Skip("the kernel cannot populate (MADV_POPULATE_WRITE)")
-				}
-				t.Fatalf("the prefaulter ended with %d MB populated, want %d", p.Populated()/mb, n/mb)
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}
-	waitPopulated(ahead)
-	time.Sleep(50 * time.Millisecond) // room to run further than asked, were it to
-	if got := p.Populated(); got > ahead+8*mb {
-		t.Errorf("%d MB populated with the heap grown by little, want about %d MB ahead of it", got/mb, ahead/mb)
-	}
-	if n := resident(t, ranges, ahead); n != ahead {
-		t.Errorf("%d of the range's first %d MB are resident, want all of it", n/mb, ahead/mb)
-	}
-	// The heap grows into the range: the prefaulter keeps ahead of it.
-	var keep [][]byte
-	for range 64 {
-		keep = append(keep, make([]byte, mb))
-	}
-	waitPopulated(64*mb + ahead)
-	if n := resident(t, ranges, 64*mb+ahead); n != 64*mb+ahead {
-		t.Errorf("%d of the range's first %d MB are resident, want all of it", n/mb, (64*mb+ahead)/mb)
-	}
-	runtime.KeepAlive(keep)
-}
-
-// resident is how many of the first n bytes of ranges (in address order) are resident
-// (mincore).
-func resident(t *testing.T, ranges [][2]uintptr, n int) int {
-	in := 0
-	for _, r := range ranges {
-		size := min(n, int(r[1]-r[0]))
-		if size == 0 {
-			break
-		}
-		n -= size
-		vec := make([]byte, (size+4095)/4096)
-		if _, _, errno := syscall.Syscall(syscall.SYS_MINCORE, r[0], uintptr(size), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-			t.Fatalf("mincore: %v", errno)
-		}
-		for _, v := range vec {
-			if v&1 != 0 {
-				in += 4096
-			}
-		}
-	}
-	return in
 }
