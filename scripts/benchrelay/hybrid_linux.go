@@ -3,15 +3,12 @@
 package main
 
 import (
-	"fmt"
 	"net"
-	"os"
 	"runtime"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/uring"
 )
 
@@ -46,34 +43,13 @@ const hMaxConns = 512
 
 func runHybrid(l net.Listener, upstream string, raw bool) {
 	h := &hRelay{raw: raw, events: make([]unix.EpollEvent, 128)}
-	ready := make(chan error)
-	go h.run(ready)
-	if err := <-ready; err != nil {
-		fmt.Fprintln(os.Stderr, "benchrelay:", err)
-		os.Exit(1)
-	}
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "benchrelay:", err)
-			os.Exit(1)
-		}
-		go func() {
-			s, err := net.Dial("tcp", upstream)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "benchrelay:", err)
-				_ = c.Close()
-				return
-			}
-			a, _ := relayloop.Detach(c.(*net.TCPConn))
-			b, _ := relayloop.Detach(s.(*net.TCPConn))
-			h.mu.Lock()
-			h.incoming = append(h.incoming, [2]int{a, b})
-			h.mu.Unlock()
-			one := [8]byte{1}
-			_, _ = unix.Write(h.evfd, one[:])
-		}()
-	}
+	serveDetached(l, upstream, h.run, func(a, b int) {
+		h.mu.Lock()
+		h.incoming = append(h.incoming, [2]int{a, b})
+		h.mu.Unlock()
+		one := [8]byte{1}
+		_, _ = unix.Write(h.evfd, one[:])
+	})
 }
 
 func (h *hRelay) run(ready chan<- error) {

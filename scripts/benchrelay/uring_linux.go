@@ -3,7 +3,6 @@
 package main
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"runtime"
@@ -11,7 +10,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/uring"
 )
 
@@ -63,42 +61,13 @@ func userData(idx, op, side int) uint64 { return uint64(idx)<<16 | uint64(op)<<8
 // runURing serves l's connections on a uring relay; it does not return.
 func runURing(l net.Listener, upstream string, raw, peek bool, minWait uint32, batch int) {
 	u := &uRelay{raw: raw, peek: peek, minWait: minWait, batch: batch}
-	ready := make(chan error)
-	go u.run(ready)
-	if err := <-ready; err != nil {
-		fmt.Fprintln(os.Stderr, "benchrelay:", err)
-		os.Exit(1)
-	}
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "benchrelay:", err)
-			os.Exit(1)
-		}
-		go func() {
-			s, err := net.Dial("tcp", upstream)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "benchrelay:", err)
-				_ = c.Close()
-				return
-			}
-			a, err := relayloop.Detach(c.(*net.TCPConn))
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "benchrelay:", err)
-				return
-			}
-			b, err := relayloop.Detach(s.(*net.TCPConn))
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "benchrelay:", err)
-				return
-			}
-			u.mu.Lock()
-			u.incoming = append(u.incoming, [2]int{a, b})
-			u.mu.Unlock()
-			one := [8]byte{1}
-			_, _ = unix.Write(u.evfd, one[:])
-		}()
-	}
+	serveDetached(l, upstream, u.run, func(a, b int) {
+		u.mu.Lock()
+		u.incoming = append(u.incoming, [2]int{a, b})
+		u.mu.Unlock()
+		one := [8]byte{1}
+		_, _ = unix.Write(u.evfd, one[:])
+	})
 }
 
 func (u *uRelay) run(ready chan<- error) {

@@ -18,8 +18,8 @@ import (
 //     such as Connector/J's start-up SELECT (a comment first) or SELECT VERSION(), @@version,
 //     which DuckDB cannot parse;
 //   - VERSION(): the version @@version and the handshake announce (not DuckDB's own);
-//   - CONNECTION_ID(): this session's id, the one KILL takes, not the id of the engine
-//     connection that runs the statement (a pooled session does not keep one);
+//   - CONNECTION_ID(): the client connection's id, which KILL takes; a pooled client
+//     connection holds no engine connection whose id could stand in for it;
 //   - USER(), SESSION_USER(), SYSTEM_USER(), CURRENT_USER[()]: the client's user@host as MySQL
 //     shows them (not DuckDB's "duckdb", nor the cluster's account a relayed engine would name).
 //
