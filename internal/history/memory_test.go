@@ -15,6 +15,8 @@ import (
 // included) and prunes, on stores a few chunks large, must leave the same records in the same
 // order, and Query must find them all. A ring that wrapped at the wrong slot, a chunk indexed
 // wrongly or a prune that lost the order would keep other records, or evict the wrong ones next.
+// The ids are spelled as the proxy makes them (16 lower-case hex digits, held as numbers) and
+// otherwise (held as strings), one number under several spellings: each spelling its own id.
 func TestMemoryKeepsWhatASliceWould(t *testing.T) {
 	ctx := context.Background()
 	epoch := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
@@ -39,7 +41,7 @@ func TestMemoryKeepsWhatASliceWould(t *testing.T) {
 				want := 0
 				for i := range recs {
 					at := epoch.Add(time.Duration((first+i)%100) * time.Second)
-					recs[i] = Record{QueryID: fmt.Sprintf("q%d", (first+i)%ids), Status: StatusSucceeded, StartedAt: at, EndedAt: at}
+					recs[i] = Record{QueryID: spellID((first + i) % ids), Status: StatusSucceeded, StartedAt: at, EndedAt: at}
 					if !slices.ContainsFunc(model, func(r Record) bool { return r.QueryID == recs[i].QueryID }) {
 						model = append(model, recs[i])
 						want++
@@ -78,4 +80,10 @@ func TestMemoryKeepsWhatASliceWould(t *testing.T) {
 			rt.Fatalf("Query found %d records, want %d", found, len(model))
 		}
 	})
+}
+
+// spellID is the memory store tests' id number k: q<k/4>, or k/4 in 16 lower-case hex digits,
+// 16 upper-case ones or 15 lower-case ones.
+func spellID(k int) string {
+	return fmt.Sprintf([]string{"q%d", "%016x", "%016X", "%015x"}[k%4], k/4)
 }

@@ -141,6 +141,15 @@ type Uplink struct {
 	// traceMemo is redactTrace's, by appendTraceKey (traceKey: its buffer), under memoMu.
 	traceMemo map[string][]string
 	traceKey  []byte
+	// last is the last statement redactSQL redacted, with its policy, dialect and result: the
+	// next of its shape (SameNumberShape: pgbench's, a client's prepared statement) needs
+	// neither the memo's key written nor looked up, the sender's costliest part of a record.
+	last struct {
+		sql string
+		p   redact.Policy
+		d   sqltok.Dialect
+		red redact.Redacted
+	}
 }
 
 // appendMemoKey appends the memo's key for sql to b: what the SQL part of redact.Apply depends
@@ -203,10 +212,14 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 		return redact.Apply(p, d, redact.Query{SQL: sql})
 	}
 	u.memoMu.Lock()
-	u.memoKey = appendMemoKey(u.memoKey[:0], p, d, sql)
-	red, ok := u.memo[string(u.memoKey)]
+	red, ok := u.last.red, u.last.p == p && u.last.d == d && u.last.sql != "" && sqltok.SameNumberShape(sql, u.last.sql)
+	if !ok {
+		u.memoKey = appendMemoKey(u.memoKey[:0], p, d, sql)
+		red, ok = u.memo[string(u.memoKey)]
+	}
 	if ok {
 		u.memoHits++
+		u.last.sql, u.last.p, u.last.d, u.last.red = sql, p, d, red
 	}
 	u.memoMu.Unlock()
 	if ok {
@@ -217,6 +230,7 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 	}
 	red = redact.Apply(p, d, redact.Query{SQL: sql})
 	u.memoMu.Lock()
+	u.last.sql, u.last.p, u.last.d, u.last.red = sql, p, d, red
 	if u.memo == nil || len(u.memo) >= sqlMemoMax {
 		if u.memo != nil && u.memoHits < sqlMemoMax/3 { // hits < 1/4 of len+hits lookups
 			u.memoSkip.Store(sqlMemoSkip)
