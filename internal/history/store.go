@@ -143,7 +143,7 @@ type Memory struct {
 	// 100,000 records, 29 MB, half the bytes it allocated while it filled).
 	chunks [][]Record
 	n      int
-	head   int              // slot of the oldest record once n == max
+	head   int     // slot of the oldest record once n == max
 	ids    idIndex // QueryIDs held, to their slots (whose Worker owns the id)
 }
 
