@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,7 +39,7 @@ const compatPrefix = `"` + compatCatalog + `".main.`
 // reads the compatibility object.
 var compatNames = func() map[string]bool {
 	names := map[string]bool{}
-	for _, s := range append(compatSQL, typeSQL()...) {
+	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL()) {
 		for _, m := range regexp.MustCompile(`\{c\}\.main\.(\w+)`).FindAllStringSubmatch(s, -1) {
 			names[m[1]] = true
 		}
@@ -52,6 +53,8 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.main.pg_get_userbyid(id) AS 'queryflux'`,
 	`CREATE MACRO {c}.main.pg_encoding_to_char(enc) AS 'UTF8'`,
 	`CREATE MACRO {c}.main.pg_relation_is_publishable(id) AS false`,
+	// No column owns a sequence (DuckDB's columns take a sequence's nextval as a default).
+	`CREATE MACRO {c}.main.pg_get_serial_sequence(tbl, col) AS NULL::VARCHAR`,
 	`CREATE MACRO {c}.main.qf_pg_get_expr(expr, relid) AS expr::VARCHAR, (expr, relid, pretty) AS expr::VARCHAR`,
 	`CREATE MACRO {c}.main.pg_get_function_result(id) AS
 		(SELECT any_value(f.return_type) FROM duckdb_functions() f WHERE f.function_oid = id)`,
@@ -301,7 +304,10 @@ var castTypes = map[string]string{"text": "VARCHAR", "name": "VARCHAR", `"char"`
 // MySQL SHOW this engine does not answer.
 func compatRequest(q *query.Request, db string) (*query.Request, error) {
 	q = showTimeout(q)
-	s := pgCompat(q)
+	s, shown := pgShow(q)
+	if !shown {
+		s = pgCompat(q)
+	}
 	if isMySQL(q) {
 		show, ok, err := "", false, error(nil)
 		if mysqlshow.IsCatalogStatement(s) {
@@ -350,14 +356,15 @@ func needsCompat(sqlText string) bool {
 func pgCompat(q *query.Request) string {
 	// A MySQL client's at is mysqlCompat's to quote, its way.
 	quoteAt := !isMySQL(q) && holdsWordAt(q.SQL)
-	if !needsCompat(q.SQL) && !quoteAt {
+	settings := mayReadPGSettings(q)
+	if !needsCompat(q.SQL) && !quoteAt && !settings {
 		return q.SQL
 	}
 	toks := pgTokens(q)
 	if readsPublications(toks) {
 		return noPublications
 	}
-	w := compatWriter{toks: toks, quoteAt: quoteAt}
+	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings}
 	for w.i < len(toks) {
 		w.step()
 	}
@@ -400,6 +407,8 @@ type compatWriter struct {
 	regex bool
 	// quoteAt: a bare at is a name, written "at" (atIdent).
 	quoteAt bool
+	// settings: version() and current_setting('name') answer as PostgreSQL's (pgsettings.go).
+	settings bool
 }
 
 // sig returns the index of the n'th significant token from i on (n=0: the first), or -1.
@@ -503,6 +512,26 @@ func (w *compatWriter) step() {
 			w.emit(compatPrefix + "qf_pg_expandarray")
 			w.i = name + 1
 			return
+		}
+	case "version":
+		if close := w.sig(w.i+2, 0); w.settings && w.word(w.sig(w.i+1, 0)) == "(" && w.word(close) == ")" {
+			w.emit(pgSettingsPrefix + "version()")
+			w.i = close + 1
+			return
+		}
+	case "current_setting": // current_setting('name' [, missing_ok])
+		open := w.sig(w.i+1, 0)
+		name := w.sig(open+1, 0)
+		end := w.sig(name+1, 0)
+		if w.word(end) == "," {
+			end = w.sig(w.sig(end+1, 0)+1, 0)
+		}
+		if w.settings && w.word(open) == "(" && name >= 0 && w.toks[name].Kind == sqltok.String && w.word(end) == ")" {
+			if _, ok := pgSettings[strings.ToLower(plainString(w.toks[name].Text))]; ok {
+				w.emit(pgSettingsPrefix + "current_setting(" + w.toks[name].Text + ")")
+				w.i = end + 1
+				return
+			}
 		}
 	case "generate_series", "unnest":
 		w.aliasColumn()

@@ -22,6 +22,7 @@ func TestPGCompatRewrites(t *testing.T) {
 		`select pg_catalog.array_to_string(a, ','), pg_catalog.pg_get_expr(d.adbin, d.adrelid, true) from pg_catalog.pg_attrdef d`:   `select array_to_string(a, ','), qf_pg_get_expr(d.adbin, d.adrelid, true) from pg_catalog.pg_attrdef d`,
 		`select s from pg_catalog.generate_series(1, 3) s where n.nspname !~ '^pg_'`:                                                 `select s from generate_series(1, 3) s(s) where n.nspname !~ '(?s).*(?:^pg_).*'`,
 		`select at, now() AT TIME ZONE 'UTC', t.at from t where at > $1`:                                                             `select "at", now() AT TIME ZONE 'UTC', t."at" from t where "at" > $1`,
+		`select version(), current_setting('Server_Version_Num', true)::int, current_setting('TimeZone')`:                            `select "queryflux_pg_compat".pg.version(), "queryflux_pg_compat".pg.current_setting('Server_Version_Num')::int, current_setting('TimeZone')`,
 		`select pubname from pg_catalog.pg_publication p`:                                                                            noPublications,
 	} {
 		if got := pgCompat(pgRequest(in)); got != want {
@@ -42,4 +43,29 @@ func TestPGCompatLeavesOtherStatements(t *testing.T) {
 			t.Fatalf("pgCompat(%q) = %q", sql, got)
 		}
 	})
+}
+
+// TestPGShow: a PostgreSQL client's SHOW of a setting PostgreSQL has is a SELECT of its value
+// under its name; other SHOWs, and other clients', are DuckDB's.
+func TestPGShow(t *testing.T) {
+	for in, want := range map[string]string{
+		"SHOW TRANSACTION ISOLATION LEVEL":  `SELECT 'repeatable read' AS "transaction_isolation"`,
+		"show standard_conforming_strings;": `SELECT 'on' AS "standard_conforming_strings"`,
+		"show time zone":                    `SELECT current_setting('TimeZone') AS "TimeZone"`,
+		"show search_path":                  `SELECT '"$user", public' AS "search_path"`,
+		"show tables":                       "-",
+		"show orders":                       "-",
+		"select 1":                          "-",
+	} {
+		got, ok := pgShow(pgRequest(in))
+		if !ok {
+			got = "-"
+		}
+		if got != want {
+			t.Errorf("pgShow(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if _, ok := pgShow(&query.Request{SQL: "show search_path", Protocol: query.ProtocolMySQL}); ok {
+		t.Error("a MySQL client's SHOW was answered as PostgreSQL's")
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -157,7 +158,7 @@ func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bo
 	}
 	// \l lists the databases a client can use: not DuckDB's own, nor the compatibility one.
 	hidden := "'memory', '" + compatCatalog + "'"
-	for _, s := range append(compatSQL, typeSQL()...) {
+	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL()) {
 		s = strings.NewReplacer("{c}", quoteIdent(compatCatalog), "{hidden}", hidden).Replace(s)
 		if err := exec(s); err != nil {
 			return fmt.Errorf("catalog compatibility: %w", err)
