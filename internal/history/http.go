@@ -275,9 +275,11 @@ func (f Filter) Values() url.Values {
 
 // NewHTTPSender returns a SendFunc that POSTs batches to baseURL+PathWorkerHistory through
 // client, with the bearer token token() returns at each call. A non-2xx answer is a
-// *workerapi.StatusError (the worker wraps this to re-register on 401). client must not have
+// *workerapi.StatusError (the worker wraps this to re-register on 401) carrying a 429's or
+// 503's Retry-After, read against now (the node's clock, for the HTTP-date form), so the
+// uplink waits no less than it asks, as the worker's other uplinks do. client must not have
 // a Timeout: deadlines come from the ctx the uplink gives.
-func NewHTTPSender(client *http.Client, baseURL string, token func() string) SendFunc {
+func NewHTTPSender(client *http.Client, baseURL string, token func() string, now func() time.Time) SendFunc {
 	endpoint := strings.TrimSuffix(baseURL, "/") + PathWorkerHistory
 	return func(ctx context.Context, b *QueryRecordBatchV1) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(EncodeBatch(b)))
@@ -292,7 +294,7 @@ func NewHTTPSender(client *http.Client, baseURL string, token func() string) Sen
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode/100 != 2 {
-			return &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)}
+			return workerapi.ResponseError(resp, now())
 		}
 		var ack IngestAck
 		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&ack); err != nil {

@@ -188,7 +188,7 @@ func TestHTTPSenderFailsOnAnythingButAWholeAck(t *testing.T) {
 			_, _ = w.Write([]byte(body))
 		}))
 		t.Cleanup(srv.Close)
-		return history.NewHTTPSender(srv.Client(), srv.URL+"/", func() string { return "tok" })
+		return history.NewHTTPSender(srv.Client(), srv.URL+"/", func() string { return "tok" }, time.Now)
 	}
 	if err := answer(200, `{"batchId":"b","accepted":2,"inserted":2}`)(context.Background(), batch); err != nil {
 		t.Fatalf("a whole ack: %v", err)
@@ -200,8 +200,8 @@ func TestHTTPSenderFailsOnAnythingButAWholeAck(t *testing.T) {
 	for name, send := range map[string]history.SendFunc{
 		"a partial ack":          answer(200, `{"batchId":"b","accepted":1}`),
 		"an ack that is no JSON": answer(200, `accepted`),
-		"no server":              history.NewHTTPSender(http.DefaultClient, "http://127.0.0.1:1", func() string { return "tok" }),
-		"a bad address":          history.NewHTTPSender(http.DefaultClient, "http://bad host", func() string { return "tok" }),
+		"no server":              history.NewHTTPSender(http.DefaultClient, "http://127.0.0.1:1", func() string { return "tok" }, time.Now),
+		"a bad address":          history.NewHTTPSender(http.DefaultClient, "http://bad host", func() string { return "tok" }, time.Now),
 	} {
 		if err := send(context.Background(), batch); err == nil {
 			t.Errorf("%s: no error", name)

@@ -378,7 +378,7 @@ func TestUplinkThroughIngestHandler(t *testing.T) {
 	}, nil)
 	client := &http.Client{Transport: handlerTransport{ingest}}
 	token := "s3cret"
-	u := NewUplink(e, UplinkConfig{Worker: "claims-to-be-b"}, NewHTTPSender(client, "http://cp", func() string { return token }))
+	u := NewUplink(e, UplinkConfig{Worker: "claims-to-be-b"}, NewHTTPSender(client, "http://cp", func() string { return token }, e.Now))
 	for i := range 5 {
 		u.Add(mkRec(e, i))
 	}
@@ -391,7 +391,7 @@ func TestUplinkThroughIngestHandler(t *testing.T) {
 	}
 	// A bad token is a 401: retried (the worker re-registers), never dropped as rejected.
 	token = "wrong"
-	sender := NewHTTPSender(client, "http://cp", func() string { return token })
+	sender := NewHTTPSender(client, "http://cp", func() string { return token }, e.Now)
 	err := sender(context.Background(), &QueryRecordBatchV1{BatchID: "b", Records: []Record{mkRec(e, 9)}})
 	var se *workerapi.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusUnauthorized || rejected(err) {
@@ -546,5 +546,50 @@ func TestRunRetentionPrunesOnSchedule(t *testing.T) {
 	page, _ := store.Query(context.Background(), Filter{})
 	if len(page.Records) != 1 || page.Records[0].QueryID != "q000004" {
 		t.Fatalf("after 3 rounds: %+v", page.Records)
+	}
+}
+
+// TestHTTPSenderHonoursRetryAfter: a control plane that refuses a batch with 429 or 503 and a
+// Retry-After (delay-seconds, or an HTTP date read on the node's clock) hears from the uplink
+// again no sooner than it asked, however short the uplink's own backoff; a wait past
+// workerapi.RetryAfterMax is cut to it.
+func TestHTTPSenderHonoursRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		header func(now time.Time) string
+		want   time.Duration
+	}{
+		{"503 seconds", http.StatusServiceUnavailable, func(time.Time) string { return "20" }, 20 * time.Second},
+		{"429 date", http.StatusTooManyRequests, func(now time.Time) string { return now.Add(40 * time.Second).UTC().Format(http.TimeFormat) }, 40 * time.Second},
+		{"503 past the cap", http.StatusServiceUnavailable, func(time.Time) string { return "3600" }, workerapi.RetryAfterMax},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEnv(t, 9, 10*time.Minute)
+			store := NewMemory(100)
+			ingest := NewIngest(store, func(*http.Request) (string, error) { return "w1", nil }, nil)
+			var attempts []time.Time
+			client := &http.Client{Transport: handlerTransport{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				attempts = append(attempts, e.Now())
+				if len(attempts) == 1 {
+					w.Header().Set("Retry-After", tc.header(e.Now()))
+					workerapi.WriteError(w, tc.status, "busy", "")
+					return
+				}
+				ingest.ServeHTTP(w, r)
+			})}}
+			u := NewUplink(e, UplinkConfig{Worker: "w1", RetryBase: 100 * time.Millisecond, RetryMax: time.Second},
+				NewHTTPSender(client, "http://cp", func() string { return "tok" }, e.Now))
+			u.Add(mkRec(e, 1))
+			u.Start(context.Background())
+			e.Run()
+			if len(attempts) != 2 || store.Len() != 1 {
+				t.Fatalf("%d attempts, %d stored: want the refused batch sent again once", len(attempts), store.Len())
+			}
+			// The HTTP date has whole seconds: the wait may be up to a second short of 40 s.
+			if got := attempts[1].Sub(attempts[0]); got < tc.want-time.Second || got > tc.want+2*time.Second {
+				t.Fatalf("sent again after %v, want about %v (the Retry-After)", got, tc.want)
+			}
+		})
 	}
 }

@@ -82,9 +82,9 @@ func (h *session) withSessionValues(sql string) string {
 				case t.Text == ")" && depth > 0:
 					depth--
 					selectList = selectList[:depth+1]
-				case isWordOf(t, "select"):
+				case t.IsWord("select"):
 					selectList[depth] = true
-				case isWordOf(t, "from", "where", "into", "group", "order", "limit", "having", "union", "window", "for"):
+				case t.IsWord("from", "where", "into", "group", "order", "limit", "having", "union", "window", "for"):
 					selectList[depth] = false
 				}
 				prev = t
@@ -93,7 +93,7 @@ func (h *session) withSessionValues(sql string) string {
 		}
 		b.WriteString(value)
 		next := nextSignificant(toks, end+1)
-		if selectList[depth] && (isWordOf(prev, "select", "distinct") || prev.Text == ",") && endsSelectItem(toks, next) {
+		if selectList[depth] && (prev.IsWord("select", "distinct") || prev.Text == ",") && endsSelectItem(toks, next) {
 			b.WriteString(" AS `" + strings.ReplaceAll(sql[t.Pos:toks[end].Pos+len(toks[end].Text)], "`", "``") + "`")
 		}
 		prev = sqltok.Token{Kind: sqltok.String, Text: value}
@@ -113,7 +113,7 @@ func endsSelectItem(toks []sqltok.Token, i int) bool {
 	}
 	t := toks[i]
 	return t.Text == "," || t.Text == ")" || t.Text == ";" ||
-		isWordOf(t, "from", "into", "union", "order", "limit", "where", "group", "having", "for", "lock")
+		t.IsWord("from", "into", "union", "order", "limit", "where", "group", "having", "for", "lock")
 }
 
 func nextSignificant(toks []sqltok.Token, i int) int {
@@ -136,7 +136,7 @@ func (h *session) sessionValueAt(toks []sqltok.Token, i int, prev sqltok.Token) 
 			return "", -1
 		}
 		name := toks[end].Text
-		if isWordOf(toks[end], "session", "global", "local") && end+2 < len(toks) && toks[end+1].Text == "." && toks[end+2].Kind == sqltok.Word {
+		if toks[end].IsWord("session", "global", "local") && end+2 < len(toks) && toks[end+1].Text == "." && toks[end+2].Kind == sqltok.Word {
 			end += 2
 			name += "." + toks[end].Text
 		}

@@ -56,13 +56,13 @@ func (h *session) showLocal(sql string) (res *mysql.Result, err error, ok bool) 
 		toks = toks[:n-1]
 	}
 	i := 1
-	if i < len(toks) && isWordOf(toks[i], "global", "session", "local") {
+	if i < len(toks) && toks[i].IsWord("global", "session", "local") {
 		i++
 	}
 	var names []string
 	var rows [][]any
 	switch {
-	case i < len(toks) && isWordOf(toks[i], "variables"):
+	case i < len(toks) && toks[i].IsWord("variables"):
 		i++
 		names = []string{"Variable_name", "Value"}
 		for _, n := range variableNames {
@@ -72,13 +72,13 @@ func (h *session) showLocal(sql string) (res *mysql.Result, err error, ok bool) 
 			}
 			rows = append(rows, []any{n, v})
 		}
-	case i == 1 && i < len(toks) && isWordOf(toks[i], "collation"):
+	case i == 1 && i < len(toks) && toks[i].IsWord("collation"):
 		i++
 		names, rows = []string{"Collation", "Charset", "Id", "Default", "Compiled", "Sortlen"}, collations
-	case i == 1 && i < len(toks) && isWordOf(toks[i], "charset"):
+	case i == 1 && i < len(toks) && toks[i].IsWord("charset"):
 		i++
 		names, rows = []string{"Charset", "Description", "Default collation", "Maxlen"}, charsets
-	case i == 1 && i+1 < len(toks) && isWordOf(toks[i], "character") && isWordOf(toks[i+1], "set"):
+	case i == 1 && i+1 < len(toks) && toks[i].IsWord("character") && toks[i+1].IsWord("set"):
 		i += 2
 		names, rows = []string{"Charset", "Description", "Default collation", "Maxlen"}, charsets
 	default:
@@ -128,18 +128,6 @@ func textResultset(names []string, rows [][]any) *mysql.Resultset {
 	return rs
 }
 
-func isWordOf(t sqltok.Token, words ...string) bool {
-	if t.Kind != sqltok.Word {
-		return false
-	}
-	for _, w := range words {
-		if strings.EqualFold(t.Text, w) {
-			return true
-		}
-	}
-	return false
-}
-
 // rowFilter reads what follows a local SHOW's name (nothing, LIKE 'p', or WHERE on column):
 // which first-column values it keeps, compared as MySQL's utf8mb4_general_ci does (ignoring
 // ASCII case).
@@ -147,12 +135,12 @@ func rowFilter(toks []sqltok.Token, column string) (func(string) bool, error) {
 	if len(toks) == 0 {
 		return func(string) bool { return true }, nil
 	}
-	if isWordOf(toks[0], "like") {
+	if toks[0].IsWord("like") {
 		if p, n := literalAt(toks, 1); n == 1 && len(toks) == 2 {
 			return func(s string) bool { return likeMatch(p, s) }, nil
 		}
 	}
-	if isWordOf(toks[0], "where") {
+	if toks[0].IsWord("where") {
 		if keep, ok := whereFilter(toks[1:], column); ok {
 			return keep, nil
 		}
@@ -182,14 +170,14 @@ func whereFilter(toks []sqltok.Token, column string) (func(string) bool, bool) {
 			}
 			tests = append(tests, func(s string) bool { return strings.EqualFold(s, v) })
 			i += 1 + n
-		case isWordOf(op, "like"):
+		case op.IsWord("like"):
 			v, n := literalAt(toks, i+1)
 			if n == 0 {
 				return nil, false
 			}
 			tests = append(tests, func(s string) bool { return likeMatch(v, s) })
 			i += 1 + n
-		case isWordOf(op, "in"):
+		case op.IsWord("in"):
 			i++
 			if i >= len(toks) || toks[i].Text != "(" {
 				return nil, false
@@ -224,7 +212,7 @@ func whereFilter(toks []sqltok.Token, column string) (func(string) bool, bool) {
 		if i == len(toks) {
 			break
 		}
-		if !isWordOf(toks[i], "or") {
+		if !toks[i].IsWord("or") {
 			return nil, false
 		}
 		i++
