@@ -40,12 +40,14 @@ type session struct {
 	conn     *sql.Conn
 	status   byte // 'I', 'T' or 'E'
 	readOnly bool
-	clean    bool // only statements that leave no connection state ran (statement.clean)
+	clean    bool         // only statements that leave no connection state ran (statement.clean)
+	last     *sessionRows // the last statement's result, if it has rows: held before the next runs
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	s.holdLast(ctx)
 	q, err := copyOutQuery(q)
 	if err != nil {
 		return nil, err
@@ -97,7 +99,24 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if ai != nil {
 		return ai.insertTag(ctx, rows)
 	}
+	if rows.Schema() != nil {
+		s.last = &sessionRows{watchedRows: rows.(*watchedRows)}
+		return s.last, nil
+	}
 	return rows, nil
+}
+
+// holdLast reads the rest of the last result into memory, if a client left it open: DuckDB
+// streams one result at a time on a connection, and the next statement there would end it,
+// its unread rows silently missing (JDBC's setFetchSize reads 100 rows of a portal, runs
+// another statement, then reads on; a cursor is read a FETCH at a time between statements).
+// PostgreSQL keeps every portal open beside the others; here the open one goes to memory, as
+// go-duckdb's own (materialized) results are.
+func (s *session) holdLast(ctx context.Context) {
+	if s.last != nil {
+		s.last.hold(ctx)
+		s.last = nil
+	}
 }
 
 // runOwn runs a statement the engine runs itself (ownStatement) in the session's transaction,
@@ -177,12 +196,17 @@ func (s *session) TxStatus() byte { return s.status }
 
 // Describe prepares q on the session's connection, which may see what the transaction made.
 func (s *session) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
+	s.holdLast(ctx) // preparing on the connection would end a streaming result too
 	return describe(ctx, s.conn, q, s.e.reopen.database)
 }
 
 // Close rolls back an open transaction and returns the connection to the pool, or closes it
 // when a statement may have left state on it.
 func (s *session) Close() error {
+	if s.last != nil {
+		_ = s.last.Close() // its connection goes back to the pool: nothing may read it after
+		s.last = nil
+	}
 	keep := s.clean
 	if s.status != 'I' {
 		keep = keep && s.exec(context.Background(), "ROLLBACK") == nil
@@ -204,4 +228,83 @@ func (r *watchedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		r.onErr(err)
 	}
 	return rec, err
+}
+
+// sessionRows is a result read on a session's connection, which the session reads to its end
+// into memory (hold) before the connection runs anything else.
+type sessionRows struct {
+	*watchedRows
+	holding bool                // the rest of the rows are in held (or err)
+	held    []arrow.RecordBatch // each retained; handed out in order
+	err     error               // what ended the read ahead, given after the held rows
+	cur     arrow.RecordBatch   // the batch Next returned last: the stream's until held, then ours
+	closed  bool
+}
+
+// hold reads the rows not yet read into memory and frees the engine's result.
+func (r *sessionRows) hold(ctx context.Context) {
+	if r.holding || r.closed {
+		return
+	}
+	r.holding = true
+	if r.cur != nil {
+		r.cur.Retain() // the client may still be reading it; the stream releases it at its next Next
+	}
+	for {
+		b, err := r.watchedRows.Next(ctx)
+		if err != nil {
+			if err != io.EOF {
+				r.err = err
+			}
+			break
+		}
+		b.Retain() // the stream releases b at its next Next
+		r.held = append(r.held, b)
+	}
+	_ = r.watchedRows.Close()
+}
+
+func (r *sessionRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if !r.holding {
+		b, err := r.watchedRows.Next(ctx)
+		r.cur = b
+		return b, err
+	}
+	r.release()
+	if r.closed {
+		return nil, io.EOF
+	}
+	if len(r.held) == 0 {
+		if err := r.err; err != nil {
+			r.err = nil
+			return nil, err
+		}
+		return nil, io.EOF
+	}
+	r.cur, r.held = r.held[0], r.held[1:]
+	return r.cur, nil
+}
+
+func (r *sessionRows) release() {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+}
+
+func (r *sessionRows) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if !r.holding {
+		r.cur = nil
+		return r.watchedRows.Close()
+	}
+	r.release()
+	for _, b := range r.held {
+		b.Release()
+	}
+	r.held = nil
+	return nil // the stream was closed when the rows were held
 }

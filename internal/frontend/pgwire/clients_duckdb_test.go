@@ -100,11 +100,11 @@ func TestClientJDBCOnDuckDB(t *testing.T) {
 			if err != nil {
 				t.Fatalf("java Cases: %v\n%s", err, out)
 			}
-			// fetch_size: setAutoCommit(false) and setFetchSize(100) read 250 rows 100 at a time
+			// fetch_size: setAutoCommit(false) and setFetchSize(100) read 5000 rows 100 at a time
 			// (Execute with a row limit, PortalSuspended), another statement running in between.
 			// metadata: getTypeInfo failed ("Referenced table pg_type not found": its query names
 			// pg_type.oid, and the compatibility view was not named pg_type).
-			pgclienttest.Expect(t, "JDBC on DuckDB", out, withCases(map[string]string{"prepared": "36", "fetch_size": "31375", "names": pgNames,
+			pgclienttest.Expect(t, "JDBC on DuckDB", out, withCases(map[string]string{"prepared": "36", "fetch_size": "12502500", "names": pgNames,
 				"copy_in": "3", "copy_out": `1|a;2|b;3|\N;`, "metadata": "int4 true, a int4;b text;"}))
 		})
 	}

@@ -117,7 +117,7 @@ func TestClientJDBC(t *testing.T) {
 			}
 			pgclienttest.Expect(t, "JDBC", out, map[string]string{
 				"rollback": "0", "copy_in": "3", "copy_out": `1|a;2|b;3|\N;`, "notice": "hello 42",
-				"fetch_size": "31375", "bytea": "0100ff", "prepared": "36", "batch": "3 3", "metadata": "int4 true, a int4;b text;",
+				"fetch_size": "12502500", "bytea": "0100ff", "prepared": "36", "batch": "3 3", "metadata": "int4 true, a int4;b text;",
 				"notify": inSession(mode, "ping"), "options": "1234ms", "names": pgNames, "long_session": longSession, "edges": edgesWant,
 			})
 		})
