@@ -17,6 +17,7 @@ import (
 var (
 	_ engine.SessionOpener = (*Engine)(nil)
 	_ engine.Describer     = (*session)(nil)
+	_ engine.TxFailer      = (*session)(nil)
 )
 
 // OpenSession pins one connection for a client's transaction: nothing else runs on it until
@@ -40,8 +41,8 @@ type session struct {
 	conn     *sql.Conn
 	status   byte // 'I', 'T' or 'E'
 	readOnly bool
-	clean    bool         // only statements that leave no connection state ran (statement.clean)
-	last     *sessionRows // the last statement's result, if it has rows: held before the next runs
+	clean    bool             // only statements that leave no connection state ran (statement.clean)
+	last     *engine.Holdable // the last statement's result, if it has rows: held before the next runs
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
@@ -61,6 +62,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if own, handled, err := ownStatement(client); handled {
 		return s.runOwn(ctx, client, own, err)
 	}
+	q, up := mysqlUpsert(client, q, s.status == 'T')
 	q, ai := mysqlInsert(ctx, s.conn, client, q)
 	if err := setLastInsertID(ctx, s.conn, client); err != nil {
 		s.fail()
@@ -89,6 +91,15 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return nil, err
 	}
 	s.clean = s.clean && st.clean()
+	if up != nil {
+		defer cancel()
+		rows, err := up.count(ctx, s.conn, s.status == 'T', func() (query.Rows, error) { return runInsert(ctx, s.conn, q, st.p, ai) })
+		if err != nil {
+			s.e.noteFatal(err)
+			s.fail()
+		}
+		return rows, explain(err)
+	}
 	rows, err := run(ctx, s.conn, q, st.p, cancel)
 	if err != nil {
 		s.e.noteFatal(err)
@@ -100,7 +111,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return ai.insertTag(ctx, rows)
 	}
 	if rows.Schema() != nil {
-		s.last = &sessionRows{watchedRows: rows.(*watchedRows)}
+		s.last = engine.NewHoldable(rows)
 		return s.last, nil
 	}
 	return rows, nil
@@ -114,7 +125,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 // go-duckdb's own (materialized) results are.
 func (s *session) holdLast(ctx context.Context) {
 	if s.last != nil {
-		s.last.hold(ctx)
+		_ = s.last.Hold(ctx, 0) // an error is the result's, given to its reader after the rows held
 		s.last = nil
 	}
 }
@@ -140,6 +151,9 @@ func (s *session) runOwn(ctx context.Context, q *query.Request, own ownRun, err 
 	}
 	return rows, err
 }
+
+// FailTx fails an open transaction (engine.TxFailer).
+func (s *session) FailTx() { s.fail() }
 
 // fail marks an open transaction failed.
 func (s *session) fail() {
@@ -228,83 +242,4 @@ func (r *watchedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		r.onErr(err)
 	}
 	return rec, err
-}
-
-// sessionRows is a result read on a session's connection, which the session reads to its end
-// into memory (hold) before the connection runs anything else.
-type sessionRows struct {
-	*watchedRows
-	holding bool                // the rest of the rows are in held (or err)
-	held    []arrow.RecordBatch // each retained; handed out in order
-	err     error               // what ended the read ahead, given after the held rows
-	cur     arrow.RecordBatch   // the batch Next returned last: the stream's until held, then ours
-	closed  bool
-}
-
-// hold reads the rows not yet read into memory and frees the engine's result.
-func (r *sessionRows) hold(ctx context.Context) {
-	if r.holding || r.closed {
-		return
-	}
-	r.holding = true
-	if r.cur != nil {
-		r.cur.Retain() // the client may still be reading it; the stream releases it at its next Next
-	}
-	for {
-		b, err := r.watchedRows.Next(ctx)
-		if err != nil {
-			if err != io.EOF {
-				r.err = err
-			}
-			break
-		}
-		b.Retain() // the stream releases b at its next Next
-		r.held = append(r.held, b)
-	}
-	_ = r.watchedRows.Close()
-}
-
-func (r *sessionRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	if !r.holding {
-		b, err := r.watchedRows.Next(ctx)
-		r.cur = b
-		return b, err
-	}
-	r.release()
-	if r.closed {
-		return nil, io.EOF
-	}
-	if len(r.held) == 0 {
-		if err := r.err; err != nil {
-			r.err = nil
-			return nil, err
-		}
-		return nil, io.EOF
-	}
-	r.cur, r.held = r.held[0], r.held[1:]
-	return r.cur, nil
-}
-
-func (r *sessionRows) release() {
-	if r.cur != nil {
-		r.cur.Release()
-		r.cur = nil
-	}
-}
-
-func (r *sessionRows) Close() error {
-	if r.closed {
-		return nil
-	}
-	r.closed = true
-	if !r.holding {
-		r.cur = nil
-		return r.watchedRows.Close()
-	}
-	r.release()
-	for _, b := range r.held {
-		b.Release()
-	}
-	r.held = nil
-	return nil // the stream was closed when the rows were held
 }

@@ -55,9 +55,9 @@ func TestClientPsycopgOnDuckDB(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			d := duckProxy(t, mode)
 			for lib, extra := range map[string]map[string]string{
-				"psycopg2": {"named_cursor": "error 0A000", "with_hold": "error 0A000", "session_set": "error 0A000", "recover": "7",
+				"psycopg2": {"named_cursor": "31375", "with_hold": "55", "cursors": cursorsWant, "session_set": "error 0A000", "recover": "7",
 					"copy_in": "(3, 2)", "copy_out": `'1\ta\n2\tb\n3\t\\N\n'`},
-				"psycopg3": {"prepared": "21", "pipeline": "[1, 'two', 3]", "named_cursor": "error 0A000", "names": pgNames, "rollback_prepared": "2",
+				"psycopg3": {"prepared": "21", "pipeline": "[1, 'two', 3]", "named_cursor": "31375", "cursors": cursorsWant, "cursor_hold": "3000 4501500", "names": pgNames, "rollback_prepared": "2",
 					"copy_in": "(3, 2)", "copy_out": "[('1', 'a'), ('2', 'b'), ('3', None)]"},
 			} {
 				out, err := pgclienttest.Command(t, time.Minute, nil, "/usr/bin/python3", "cases.py", lib, d.Keywords(), "duckdb", "t_"+lib)
