@@ -16,10 +16,11 @@ import (
 )
 
 // Loop is one event loop: a goroutine locked to its OS thread, waiting in epoll
-// (level-triggered) on the sockets of its pairs.
+// (level-triggered) on the sockets of its pairs, or on an io_uring (ring_linux.go).
 type Loop struct {
 	epfd, evfd int
 	bufBytes   int
+	ring       *ringIO // nil on epoll
 
 	mu     sync.Mutex
 	cmds   []func()
@@ -79,29 +80,57 @@ var ErrStopped = errors.New("relayloop: stopped")
 // message, and the most bytes one read takes.
 const BufferBytesDefault = 32 << 10
 
-// New starts a loop with bufBytes per direction of each pair (0: BufferBytesDefault).
+// New starts a loop with bufBytes per direction of each pair (0: BufferBytesDefault), on
+// io_uring or epoll (BackendEnv; where io_uring cannot be set up, epoll).
 func New(bufBytes int) (*Loop, error) {
 	if bufBytes <= 0 {
 		bufBytes = BufferBytesDefault
 	}
+	l := &Loop{epfd: -1, evfd: -1, bufBytes: bufBytes, exited: make(chan struct{}),
+		events: make([]unix.EpollEvent, 128), begun: map[*pair]struct{}{}}
+	ready := make(chan error, 1)
+	go l.run(ready, chosenBackend())
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// setUp makes the loop's ring, or its epoll instance, on the loop's thread (a ring made with
+// SINGLE_ISSUER belongs to the thread that made it), and its eventfd.
+func (l *Loop) setUp(want Backend) error {
+	if want == BackendURing {
+		g, err := newRingFn()
+		if err == nil {
+			// Blocking: the ring reads it, and a read of a non-blocking eventfd would fail
+			// with EAGAIN rather than wait.
+			if l.evfd, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
+				l.ring = g
+				l.ringShutdown()
+				l.ring = nil
+				return fmt.Errorf("relayloop: eventfd: %w", err)
+			}
+			l.ring = g
+			return nil
+		}
+		logFallback(err)
+	}
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
-		return nil, fmt.Errorf("relayloop: epoll: %w", err)
+		return fmt.Errorf("relayloop: epoll: %w", err)
 	}
 	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
 		_ = unix.Close(epfd)
-		return nil, fmt.Errorf("relayloop: eventfd: %w", err)
+		return fmt.Errorf("relayloop: eventfd: %w", err)
 	}
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(evfd)}); err != nil {
 		_ = unix.Close(epfd)
 		_ = unix.Close(evfd)
-		return nil, fmt.Errorf("relayloop: epoll: %w", err)
+		return fmt.Errorf("relayloop: epoll: %w", err)
 	}
-	l := &Loop{epfd: epfd, evfd: evfd, bufBytes: bufBytes, exited: make(chan struct{}),
-		events: make([]unix.EpollEvent, 128), begun: map[*pair]struct{}{}}
-	go l.run()
-	return l, nil
+	l.epfd, l.evfd = epfd, evfd
+	return nil
 }
 
 // Handle is a pair running on a loop.
@@ -245,9 +274,18 @@ func (l *Loop) wake() {
 	_, _ = unix.Write(l.evfd, one[:])
 }
 
-func (l *Loop) run() {
+func (l *Loop) run(ready chan<- error, want Backend) {
 	runtime.LockOSThread()
+	if err := l.setUp(want); err != nil {
+		ready <- err
+		return
+	}
+	ready <- nil
 	defer close(l.exited)
+	if l.ring != nil {
+		l.runRing()
+		return
+	}
 	for {
 		n, err := l.wait()
 		if err != nil && err != unix.EINTR {
@@ -280,7 +318,7 @@ func (l *Loop) run() {
 // expire stops the pairs whose A left a message half sent for longer than their timeout.
 func (l *Loop) expire(now time.Time) {
 	for p := range l.begun {
-		if now.Sub(p.begun) >= p.p.MessageTimeout {
+		if now.Sub(p.begun) >= p.p.MessageTimeout && p.st[AToB].inflight == nil {
 			p.stop(l, Result{Err: ErrMessageTimeout, Side: AToB})
 		}
 	}
@@ -312,8 +350,10 @@ func (l *Loop) wait() (int, error) {
 
 // commands runs what other goroutines asked for; true when the loop must end.
 func (l *Loop) commands() bool {
-	var b [8]byte
-	_, _ = unix.Read(l.evfd, b[:])
+	if l.ring == nil { // (the ring's read took the count)
+		var b [8]byte
+		_, _ = unix.Read(l.evfd, b[:])
+	}
 	l.mu.Lock()
 	cmds, closed := l.cmds, l.closed
 	l.cmds = nil
@@ -351,7 +391,11 @@ func (l *Loop) shutdown() {
 		}
 	}
 	kept.Unlock()
-	_ = unix.Close(l.epfd)
+	if l.ring != nil {
+		l.ringShutdown()
+	} else {
+		_ = unix.Close(l.epfd)
+	}
 	_ = unix.Close(l.evfd)
 }
 
@@ -362,12 +406,18 @@ func (l *Loop) start(p *pair) {
 			continue
 		}
 		l.ends.set(fd, &p.ends[s])
+		if l.ring != nil {
+			continue // settle arms its receive
+		}
 		if err := l.add(fd, p.interest(Direction(s))); err != nil {
 			p.stop(l, Result{Err: fmt.Errorf("relayloop: epoll_ctl add %d: %w", fd, err), Side: Direction(s)})
 			return
 		}
 	}
 	p.registered = true
+	if l.ring != nil {
+		l.touch(p)
+	}
 	if st := &p.st[AToB]; st.r > 0 && !p.done { // Ahead
 		if p.scan(l, AToB) {
 			p.flush(l, AToB)
@@ -380,6 +430,10 @@ func (l *Loop) start(p *pair) {
 
 // setInterest updates what epoll reports for a socket of p.
 func (l *Loop) setInterest(p *pair, side Direction) {
+	if l.ring != nil {
+		l.touch(p)
+		return
+	}
 	ev := p.interest(side)
 	if ev == p.cur[side] || p.fd(side) < 0 {
 		return
@@ -418,7 +472,7 @@ func (l *Loop) forget(p *pair) {
 		if e := l.ends.get(fd); fd < 0 || e == nil || e.p != p {
 			continue
 		}
-		if p.registered {
+		if p.registered && l.ring == nil {
 			_ = l.ctl(unix.EPOLL_CTL_DEL, fd, 0)
 		}
 		l.ends.del(fd)
@@ -445,6 +499,15 @@ func Detach(c syscall.Conn) (int, error) {
 		_ = cl.Close()
 	}
 	return fd, nil
+}
+
+// readFrom reads what socket side of p has for its stream: from the ring's receive queue, or
+// the socket.
+func (l *Loop) readFrom(p *pair, side Direction, b []byte) (int, syscall.Errno) {
+	if l.ring != nil {
+		return l.take(p, side, b)
+	}
+	return read(p.fd(side), b)
 }
 
 // read and write never block (the sockets are non-blocking): a raw system call spares the

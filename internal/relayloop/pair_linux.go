@@ -30,6 +30,10 @@ type pair struct {
 	begunAfter int
 	// replacement is what a Watch's Replace verdict relays (Handle.Replacing).
 	replacement []byte
+	// On a ring (ring_linux.go): what each socket's receive brought, and whether the pair
+	// waits in the turn's list of pairs to settle.
+	rq      [2]recvQ
+	touched bool
 }
 
 // stream is one direction: buf[w:s] is framed and waits to be written to the peer,
@@ -53,6 +57,9 @@ type stream struct {
 	// pending ends the pair once buf[w:s] is written (a Watch's Pause or End, or the
 	// source closed its end).
 	pending *Result
+	// inflight is the ring's send of buf[w:...] in flight (blocked meanwhile): the memory
+	// the kernel reads, kept referenced until its completion.
+	inflight []byte
 }
 
 func newPair(p Pair, bufs *buffers, bufBytes int) *pair {
@@ -126,7 +133,7 @@ func (p *pair) pump(l *Loop, d Direction) {
 		p.stop(l, Result{Err: ErrMessageTooLarge, Side: d})
 		return
 	}
-	n, e := read(p.fd(d), st.buf[st.r:])
+	n, e := l.readFrom(p, d, st.buf[st.r:])
 	switch {
 	case e == unix.EAGAIN || e == unix.EINTR:
 		return
@@ -197,6 +204,18 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 		v := p.p.Watch(d, st.buf[at:at+total])
 		replacement := p.replacement
 		p.replacement = nil
+		for back := &p.st[BToA]; v == Answer && l.ring != nil && back.w < back.s && !p.mayAnswer(d, len(replacement)); {
+			// A ring sends the earlier answers later: the room is known once they are sent,
+			// as far as the client takes them (a send that must wait is cancelled).
+			if back.inflight == nil {
+				l.send(back, p.fd(AToB))
+			}
+			w := back.w
+			l.quiesceSend(p, BToA)
+			if back.w == w {
+				break
+			}
+		}
 		if v == Answer && !p.mayAnswer(d, len(replacement)) {
 			v = Pause
 		}
@@ -338,6 +357,20 @@ func (st *stream) compact() {
 func (p *pair) flush(l *Loop, d Direction) {
 	st := &p.st[d]
 	for st.w < st.s {
+		if l.ring != nil {
+			// A send to the ring (one in flight at a time); its completion flushes on.
+			if st.inflight == nil {
+				l.send(st, p.fd(1-d))
+			}
+			if !st.blocked {
+				st.blocked = true
+				p.update(l)
+			}
+			if d == AToB {
+				p.timeMessage(l)
+			}
+			return
+		}
 		n, e := write(p.fd(1-d), st.buf[st.w:st.s])
 		switch {
 		case e == unix.EAGAIN:
@@ -383,6 +416,11 @@ func (p *pair) timeMessage(l *Loop) {
 		return
 	}
 	st := &p.st[AToB]
+	if st.inflight != nil {
+		// A ring's send in flight is no sign that the peer takes no more: the clock goes on
+		// as it was (expire spares the pair while the send lasts).
+		return
+	}
 	begun := (st.r > st.s || st.skip > 0) && !st.held && !st.blocked && st.pending == nil
 	switch {
 	case begun && (p.begun.IsZero() || p.begunAfter != st.whole):
@@ -401,7 +439,9 @@ func (p *pair) unplug(l *Loop) {
 		return
 	}
 	fd := p.p.B
-	if p.p.KeepB && p.cur[BToA] == idleInterest {
+	if l.ring != nil {
+		l.quiesce(p, int(BToA)) // B's receive ends here; what it brought is rest
+	} else if p.p.KeepB && p.cur[BToA] == idleInterest {
 		kept.Lock()
 		kept.m.set(fd, l)
 		kept.Unlock()
@@ -414,6 +454,10 @@ func (p *pair) unplug(l *Loop) {
 	if st.r > st.s {
 		rest = append([]byte(nil), st.buf[st.s:st.r]...)
 	}
+	if l.ring != nil && p.rq[BToA].waiting() {
+		rest = l.drain(p, BToA, rest)
+	}
+	p.rq[BToA].reset()
 	buf := st.buf
 	if st.small != nil {
 		buf = st.small
@@ -463,6 +507,11 @@ func (p *pair) plug(l *Loop, b int) error {
 		return errors.New("relayloop: plug into a pair that is done or has a B")
 	}
 	p.p.B = b
+	if l.ring != nil {
+		l.ends.set(b, &p.ends[BToA])
+		l.touch(p) // settle arms its receive
+		return nil
+	}
 	p.cur[BToA] = p.interest(BToA)
 	if err := l.add(b, p.cur[BToA]); err != nil {
 		p.p.B, p.cur[BToA] = -1, 0
@@ -479,6 +528,9 @@ func (p *pair) stop(l *Loop, res Result) {
 		return
 	}
 	p.done = true
+	if l.ring != nil && p.registered {
+		l.quiesce(p, -1) // the sockets' receives end, sends in flight end or are cancelled
+	}
 	l.forget(p)
 	l.stopped = append(l.stopped, p)
 	res.B = p.p.B
@@ -487,6 +539,9 @@ func (p *pair) stop(l *Loop, res Result) {
 		st.closeGap()
 		if st.r > st.w {
 			res.Leftover[d] = append([]byte(nil), st.buf[st.w:st.r]...)
+		}
+		if l.ring != nil && p.rq[d].waiting() {
+			res.Leftover[d] = l.drain(p, Direction(d), res.Leftover[d])
 		}
 		res.Scanned[d] = st.s - st.w
 		res.Remaining[d] = st.skip

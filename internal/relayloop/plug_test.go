@@ -268,9 +268,11 @@ func isKept(l *Loop, fd int) bool {
 // A B unplugged from a KeepB pair stays in the loop's epoll set, so that each later
 // transaction plugs it in and out without an epoll_ctl; it leaves the set when its owner
 // takes it back (Conn's next write releases it) and when its peer speaks between
-// transactions, whose bytes the next transaction then relays.
+// transactions, whose bytes the next transaction then relays. On a ring, which keeps nothing
+// idle, what its peer says between transactions is relayed by the next all the same.
 func TestKeptBPlugsInWithoutEpollCtl(t *testing.T) {
 	l := newLoop(t, 0)
+	epoll := l.Backend() == BackendEpoll
 	client, a := tcpPair(t)
 	t.Cleanup(func() { client.Close() })
 	fa, err := Detach(a)
@@ -344,11 +346,11 @@ func TestKeptBPlugsInWithoutEpollCtl(t *testing.T) {
 	}
 	fd := lend()
 	transaction(nil) // B enters the set
-	if !isKept(l, fd) {
+	if epoll && !isKept(l, fd) {
 		t.Fatal("B left the set at Unplug")
 	}
 	for i := range 3 {
-		if n := transaction(nil); n != 0 {
+		if n := transaction(nil); n != 0 && epoll {
 			t.Fatalf("transaction %d on a kept B: %d epoll_ctl calls, want 0", i, n)
 		}
 	}
@@ -367,7 +369,10 @@ func TestKeptBPlugsInWithoutEpollCtl(t *testing.T) {
 	if _, err := server.Write(notice); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(wait); isKept(l, fd); time.Sleep(time.Millisecond) {
+	if !epoll {
+		time.Sleep(10 * time.Millisecond) // the notice waits in B's socket
+	}
+	for deadline := time.Now().Add(wait); epoll && isKept(l, fd); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("a kept B whose peer spoke stayed in the set")
 		}

@@ -5,8 +5,10 @@ package uring
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -412,4 +414,32 @@ func (r *Ring) SubmitAndWaitMin(want int, minWait uint32) error {
 		return fmt.Errorf("uring: io_uring_enter: %w", e)
 	}
 	return nil
+}
+
+// SubmitAndWaitTimeout is SubmitAndWait bounded by timeout (kernel 5.11+: IORING_ENTER_EXT_ARG's
+// timespec): it returns nil when the time passed without completions (ETIME).
+func (r *Ring) SubmitAndWaitTimeout(want int, timeout time.Duration) error {
+	ts := unix.NsecToTimespec(max(timeout, 0).Nanoseconds())
+	arg := struct {
+		Sigmask   uint64
+		SigmaskSz uint32
+		MinWait   uint32
+		TS        uint64
+	}{TS: uint64(uintptr(unsafe.Pointer(&ts)))}
+	n := r.publish()
+	_, _, e := syscall.Syscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(n), uintptr(want),
+		r.enterFl|enterGetEvents|enterExtArg, uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
+	runtime.KeepAlive(&ts)
+	if e != 0 && e != unix.EINTR && e != unix.EAGAIN && e != unix.EBUSY && e != unix.ETIME {
+		return fmt.Errorf("uring: io_uring_enter: %w", e)
+	}
+	return nil
+}
+
+// Free unmaps the buffer ring's memory: only once its ring is closed (the kernel holds on to
+// the pages it pinned until then).
+func (b *BufRing) Free() {
+	_ = unix.Munmap(b.ring)
+	_ = unix.Munmap(b.mem)
+	b.ring, b.mem, b.entries, b.tailW = nil, nil, nil, nil
 }

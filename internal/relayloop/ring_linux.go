@@ -1,0 +1,553 @@
+//go:build linux
+
+package relayloop
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/queryflux/queryflux/internal/uring"
+)
+
+// The io_uring backend. A loop on a ring receives each socket of its pairs through a multishot
+// receive into a buffer ring the loop shares among its pairs, and sends through send requests
+// that go to the kernel with the next io_uring_enter: a turn of the loop is one system call
+// however many sockets it reads and writes, where epoll costs a read and a write per message
+// beside the wait (RESULTS.md, session 23 and 24: 5-8 CPU us less per transaction).
+//
+// What epoll gets by leaving a socket unread, the ring must undo: a receive takes the socket's
+// bytes as they come. So every handback (a pair's stop, an Unplug) cancels the socket's receive
+// and waits for its last completion (quiesce), and the bytes it brought that the pair did not
+// take go to the Leftover (or Unplugged's rest); a send in flight is cancelled and its result
+// awaited too, so that the Leftover starts where the peer's bytes stopped. A socket whose stream
+// cannot take bytes for now (its send in flight, held, ending) keeps its receive until one
+// buffer's worth waits, then it is cancelled: the shared buffers are not all taken by one peer
+// that talks while nobody listens. A B unplugged with KeepB keeps no receive: the ring has no
+// idle state that costs nothing, and its next plug arms one in the turn's enter.
+
+// Backend names a loop's way of waiting for its sockets.
+type Backend string
+
+const (
+	// BackendAuto is BackendURing where io_uring works, else BackendEpoll.
+	BackendAuto  Backend = ""
+	BackendEpoll Backend = "epoll"
+	BackendURing Backend = "uring"
+)
+
+// BackendEnv is the environment variable that forces a backend on every loop of the process:
+// "epoll" or "uring" ("uring" falls back to epoll where io_uring cannot be set up, as the
+// default does).
+const BackendEnv = "QUERYFLUX_RELAY_BACKEND"
+
+// backendDefault is what BackendAuto means: the backend measured as cheaper on the project's
+// machine (RESULTS.md, session 24).
+var backendDefault = BackendEpoll
+
+// forcedBackend overrides the environment (tests run their loops on each backend).
+var forcedBackend Backend
+
+// chosenBackend is the backend New tries.
+func chosenBackend() Backend {
+	if forcedBackend != BackendAuto {
+		return forcedBackend
+	}
+	switch b := Backend(os.Getenv(BackendEnv)); b {
+	case BackendEpoll, BackendURing:
+		return b
+	}
+	return backendDefault
+}
+
+// fellBack logs once per process that io_uring could not be set up.
+var fellBack sync.Once
+
+// Backend is the backend the loop runs on.
+func (l *Loop) Backend() Backend {
+	if l.ring != nil {
+		return BackendURing
+	}
+	return BackendEpoll
+}
+
+const (
+	ringEntries = 1024
+	// ringBufs x ringBufBytes is the buffer ring each loop shares among its pairs' receives.
+	ringBufs     = 512
+	ringBufBytes = 8 << 10
+)
+
+// Completion kinds, in a request's user data beside the socket's number.
+const (
+	kindNone   = 0 // a completion a quiesce already handled
+	kindWake   = 1
+	kindRecv   = 2
+	kindSend   = 3
+	kindCancel = 4
+)
+
+func userData(kind, fd int) uint64 { return uint64(fd)<<8 | uint64(kind) }
+
+// ringIO is a loop's ring and what only the loop's thread touches of it.
+type ringIO struct {
+	r    *uring.Ring
+	bufs *uring.BufRing
+	free int    // buffers the kernel may fill
+	evb  []byte // the eventfd's 8 bytes, written by the kernel (mmapped, not Go's heap)
+	// cqes are the completions taken from the ring in this turn, handled in order (next); a
+	// quiesce takes more and handles those of its pair at once.
+	cqes []uring.CQE
+	next int
+	// touched are the pairs whose sockets may need a receive armed or bytes pumped at the
+	// turn's end (the ring's stand-in for level-triggered readiness).
+	touched []*pair
+	// starved are the pairs with a receive ended for want of buffers, touched again once some
+	// are back.
+	starved []*pair
+	closing bool
+}
+
+// recvQ is what a socket's receive brought that its stream has not taken yet.
+type recvQ struct {
+	chunks     []chunk // chunks[head:] wait; the array is kept for the next ones (no allocation)
+	head       int
+	queued     int  // bytes in chunks
+	armed      bool // a multishot receive runs (its last completion not seen)
+	cancelling bool
+	starved    bool          // the receive ended for want of buffers: re-armed once some are back
+	eof        bool          // the peer closed its end (after the chunks)
+	err        syscall.Errno // the receive failed (after the chunks)
+}
+
+type chunk struct {
+	bid    uint16
+	off, n int
+}
+
+// waiting reports whether chunks wait.
+func (q *recvQ) waiting() bool { return q.head < len(q.chunks) }
+
+// reset empties q, keeping its array.
+func (q *recvQ) reset() { *q = recvQ{chunks: q.chunks[:0]} }
+
+// newRing sets up l's ring on the calling (locked) thread.
+func newRing() (*ringIO, error) {
+	r, err := uring.New(ringEntries, uring.SetupSingleIssuer|uring.SetupDeferTaskrun|uring.SetupSubmitAll)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.RegisterRingFD(); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	bufs, err := r.RegisterBufRing(0, ringBufs, ringBufBytes)
+	if err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	evb, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		_ = r.Close()
+		bufs.Free()
+		return nil, fmt.Errorf("relayloop: mmap: %w", err)
+	}
+	return &ringIO{r: r, bufs: bufs, free: ringBufs, evb: evb}, nil
+}
+
+// sqe is a free submission entry, submitting the queue first when it is full.
+func (g *ringIO) sqe() *uring.SQE {
+	for {
+		if s := g.r.SQE(); s != nil {
+			return s
+		}
+		if err := g.r.Submit(); err != nil {
+			panic(fmt.Sprintf("relayloop: %v", err))
+		}
+	}
+}
+
+func (l *Loop) armWake() {
+	s := l.ring.sqe()
+	s.Opcode, s.FD, s.Len = uring.OpRead, int32(l.evfd), 8
+	s.Addr = uint64(uintptrOf(l.ring.evb))
+	s.UserData = userData(kindWake, 0)
+}
+
+func (l *Loop) armRecv(p *pair, side Direction) {
+	q := &p.rq[side]
+	s := l.ring.sqe()
+	s.Opcode, s.FD = uring.OpRecv, int32(p.fd(side))
+	s.Ioprio = uring.RecvMultishot
+	s.Flags = uring.SqeBufferSelect
+	s.BufIndex = l.ring.bufs.Group
+	s.UserData = userData(kindRecv, p.fd(side))
+	q.armed, q.cancelling, q.starved = true, false, false
+}
+
+func (l *Loop) cancel(kind, fd int) {
+	s := l.ring.sqe()
+	s.Opcode = uring.OpAsyncCancel
+	s.Addr = userData(kind, fd)
+	s.UserData = userData(kindCancel, fd)
+}
+
+// send queues a send of st.buf[w:s] to fd; its completion goes on with the stream (sent).
+func (l *Loop) send(st *stream, fd int) {
+	b := st.buf[st.w:st.s]
+	s := l.ring.sqe()
+	s.Opcode, s.FD = uring.OpSend, int32(fd)
+	s.Addr, s.Len = uint64(uintptrOf(b)), uint32(len(b))
+	s.OpFlags = unix.MSG_NOSIGNAL
+	s.UserData = userData(kindSend, fd)
+	st.inflight = b // keeps the memory the kernel reads alive, whatever becomes of st.buf
+}
+
+// runRing is the loop on the ring: look without blocking first (no hand-off of the thread
+// while completions are arriving, as the epoll loop does), then wait.
+func (l *Loop) runRing() {
+	g := l.ring
+	l.armWake()
+	for !g.closing {
+		g.bufs.Publish()
+		if g.next == len(g.cqes) { // (else a quiesce took completions not handled yet)
+			if err := g.r.GetEvents(); err != nil {
+				panic(fmt.Sprintf("relayloop: %v", err))
+			}
+			if g.r.Ready() == 0 {
+				var err error
+				if ms := l.waitMillis(); ms >= 0 {
+					err = g.r.SubmitAndWaitTimeout(1, time.Duration(ms)*time.Millisecond)
+				} else {
+					err = g.r.SubmitAndWait(1)
+				}
+				if err != nil {
+					panic(fmt.Sprintf("relayloop: %v", err))
+				}
+			}
+		}
+		l.reap()
+		for g.next < len(g.cqes) && !g.closing {
+			c := g.cqes[g.next]
+			g.next++
+			l.complete(c)
+		}
+		l.settle()
+		if len(l.begun) > 0 {
+			l.expire(time.Now())
+			l.settle()
+		}
+		if g.next == len(g.cqes) {
+			g.cqes, g.next = g.cqes[:0], 0
+		}
+		if len(l.stopped) > 0 {
+			l.recycle()
+		}
+	}
+	l.shutdown()
+}
+
+// reap moves the ring's completions to g.cqes; it returns where the new ones start.
+func (l *Loop) reap() int {
+	g := l.ring
+	from := len(g.cqes)
+	g.r.Completions(func(c *uring.CQE) { g.cqes = append(g.cqes, *c) })
+	return from
+}
+
+func (l *Loop) complete(c uring.CQE) {
+	kind, fd := int(c.UserData&0xff), int(c.UserData>>8)
+	switch kind {
+	case kindWake:
+		if c.Res < 0 && c.Res != -int32(unix.EINTR) && c.Res != -int32(unix.EAGAIN) {
+			panic(fmt.Sprintf("relayloop: eventfd read: %v", syscall.Errno(-c.Res)))
+		}
+		if l.commands() {
+			l.ring.closing = true
+			return
+		}
+		l.armWake()
+	case kindRecv:
+		e := l.ends.get(fd)
+		if e == nil { // cannot be: a socket leaves the loop only once quiesced
+			l.putBuf(c)
+			return
+		}
+		l.received(e.p, e.side, c)
+		l.touch(e.p)
+	case kindSend:
+		e := l.ends.get(fd)
+		if e == nil {
+			return
+		}
+		p, d := e.p, 1-e.side
+		l.sent(p, d, c.Res)
+		if !p.done {
+			if c.Res < 0 {
+				p.stop(l, Result{Err: fmt.Errorf("relayloop: write: %w", syscall.Errno(-c.Res)), Side: d})
+				return
+			}
+			p.flush(l, d)
+		}
+		l.touch(p)
+	}
+}
+
+func (l *Loop) putBuf(c uring.CQE) {
+	if c.Flags&uring.CQEFBuffer != 0 {
+		l.ring.bufs.Put(uint16(c.Flags >> 16))
+		l.ring.free++
+	}
+}
+
+// received records a receive's completion in the socket's queue.
+func (l *Loop) received(p *pair, side Direction, c uring.CQE) {
+	q := &p.rq[side]
+	if c.Flags&uring.CQEFBuffer != 0 {
+		l.ring.free--
+		if c.Res > 0 {
+			q.chunks = append(q.chunks, chunk{bid: uint16(c.Flags >> 16), n: int(c.Res)})
+			q.queued += int(c.Res)
+		} else {
+			l.putBuf(c)
+		}
+	}
+	if c.Flags&uring.CQEFMore != 0 {
+		return
+	}
+	q.armed, q.cancelling = false, false
+	switch {
+	case c.Res == 0:
+		q.eof = true
+	case c.Res == -int32(unix.ENOBUFS):
+		q.starved = true
+		l.ring.starved = append(l.ring.starved, p)
+	case c.Res == -int32(unix.ECANCELED) || c.Res > 0:
+	default:
+		q.err = syscall.Errno(-c.Res)
+	}
+}
+
+// sent records a send's completion: the bytes it wrote are written.
+func (l *Loop) sent(p *pair, d Direction, res int32) {
+	st := &p.st[d]
+	if res > 0 {
+		st.w += int(res)
+	}
+	st.inflight = nil
+}
+
+func (l *Loop) touch(p *pair) {
+	if !p.touched {
+		p.touched = true
+		l.ring.touched = append(l.ring.touched, p)
+	}
+}
+
+// canRead reports whether stream d takes bytes now.
+func (p *pair) canRead(d Direction) bool {
+	st := &p.st[d]
+	return !st.blocked && st.pending == nil && !st.held && !st.unplug
+}
+
+// settle does for the touched pairs what level-triggered readiness does for epoll's: a stream
+// that can take bytes gets those its socket's receive queued (pump), a socket with none has a
+// receive armed, and one that queues bytes no stream takes has it cancelled.
+func (l *Loop) settle() {
+	g := l.ring
+	for {
+		for i := 0; i < len(g.touched); i++ {
+			l.settlePair(g.touched[i])
+		}
+		clear(g.touched)
+		g.touched = g.touched[:0]
+		if len(g.starved) == 0 || g.free == 0 {
+			return
+		}
+		for _, p := range g.starved {
+			l.touch(p)
+		}
+		clear(g.starved)
+		g.starved = g.starved[:0]
+	}
+}
+
+func (l *Loop) settlePair(p *pair) {
+	p.touched = false
+	for s := range 2 {
+		d := Direction(s)
+		if p.done || p.fd(d) < 0 {
+			continue
+		}
+		q := &p.rq[d]
+		switch {
+		case p.canRead(d) && (q.waiting() || q.eof || q.err != 0):
+			p.pump(l, d)
+			l.touch(p) // again: it may take more, or want its receive again
+		case p.canRead(d) && !q.armed && (!q.starved || l.ring.free > 0):
+			l.armRecv(p, d)
+		case q.err != 0:
+			// The socket failed while its stream takes nothing: as epoll's EPOLLERR.
+			p.stop(l, Result{Err: ErrClosed, Side: d})
+		case !p.canRead(d) && q.armed && !q.cancelling && q.queued >= ringBufBytes:
+			l.cancel(kindRecv, p.fd(d))
+			q.cancelling = true
+		}
+	}
+}
+
+// take moves the bytes side's receive queued into b, giving the buffers back; as read does:
+// EAGAIN when none wait, 0 at the peer's end.
+func (l *Loop) take(p *pair, side Direction, b []byte) (int, syscall.Errno) {
+	q := &p.rq[side]
+	n := 0
+	for q.waiting() && n < len(b) {
+		c := &q.chunks[q.head]
+		k := copy(b[n:], l.ring.bufs.Buf(c.bid, c.n)[c.off:])
+		n += k
+		c.off += k
+		q.queued -= k
+		if c.off == c.n {
+			l.ring.bufs.Put(c.bid)
+			l.ring.free++
+			q.head++
+		}
+	}
+	if !q.waiting() {
+		q.chunks, q.head = q.chunks[:0], 0
+	}
+	switch {
+	case n > 0:
+		return n, 0
+	case q.err != 0:
+		return 0, q.err
+	case q.eof:
+		return 0, 0
+	}
+	return 0, unix.EAGAIN
+}
+
+// drain takes what side's receive queued, giving the buffers back, and appends it to out.
+func (l *Loop) drain(p *pair, side Direction, out []byte) []byte {
+	q := &p.rq[side]
+	for _, c := range q.chunks[q.head:] {
+		out = append(out, l.ring.bufs.Buf(c.bid, c.n)[c.off:]...)
+		l.ring.bufs.Put(c.bid)
+		l.ring.free++
+	}
+	q.reset()
+	return out
+}
+
+// quiesce ends the requests the ring runs for p's sockets (side only, or both when only < 0):
+// their receives and the sends to them are cancelled, and their last completions awaited and
+// recorded, so that the sockets and the pair's buffers are the pair's alone again.
+func (l *Loop) quiesce(p *pair, only int) {
+	var recv, send [2]bool
+	for s := range 2 {
+		if (only < 0 || s == only) && p.fd(Direction(s)) >= 0 {
+			recv[s], send[1-s] = true, true
+		}
+	}
+	l.await(p, recv, send)
+}
+
+// quiesceSend ends stream d's send in flight (cancelled where the peer takes nothing), and
+// lets the stream send again (flush).
+func (l *Loop) quiesceSend(p *pair, d Direction) {
+	var send [2]bool
+	send[d] = true
+	l.await(p, [2]bool{}, send)
+	p.st[d].blocked = false
+}
+
+// await cancels the receives of p's sockets recv[s] and the sends of its streams send[d], and
+// waits for their last completions, recording them (the others taken meanwhile are handled
+// later, in order).
+func (l *Loop) await(p *pair, recv, send [2]bool) {
+	g := l.ring
+	outstanding := func() bool {
+		for s := range 2 {
+			if recv[s] && p.rq[s].armed || send[s] && p.st[s].inflight != nil {
+				return true
+			}
+		}
+		return false
+	}
+	// First the requests queued go to the kernel and what it has done runs (a send to a
+	// socket with room completes here, also one whose first try found none): only what still
+	// waits after that is cancelled.
+	g.bufs.Publish()
+	if err := g.r.GetEvents(); err != nil {
+		panic(fmt.Sprintf("relayloop: %v", err))
+	}
+	l.reap()
+	for from, cancelled := g.next, false; ; {
+		for i := from; i < len(g.cqes); i++ {
+			c := &g.cqes[i]
+			kind, fd := int(c.UserData&0xff), int(c.UserData>>8)
+			for s := range 2 {
+				switch {
+				case kind == kindRecv && recv[s] && p.fd(Direction(s)) == fd:
+					l.received(p, Direction(s), *c)
+				case kind == kindSend && send[s] && p.fd(1-Direction(s)) == fd:
+					l.sent(p, Direction(s), c.Res)
+				default:
+					continue
+				}
+				c.UserData = kindNone // (one socket of p has this number)
+			}
+		}
+		if !outstanding() {
+			return
+		}
+		if !cancelled {
+			cancelled = true
+			for s := range 2 {
+				if recv[s] && p.rq[s].armed {
+					l.cancel(kindRecv, p.fd(Direction(s)))
+					p.rq[s].cancelling = true
+				}
+				if send[s] && p.st[s].inflight != nil {
+					l.cancel(kindSend, p.fd(1-Direction(s)))
+				}
+			}
+			from = len(g.cqes)
+			continue
+		}
+		g.bufs.Publish()
+		if err := g.r.SubmitAndWait(1); err != nil {
+			panic(fmt.Sprintf("relayloop: %v", err))
+		}
+		from = l.reap()
+	}
+}
+
+// ringShutdown closes the ring once every pair is stopped (quiesced) and the wake-up's read
+// has completed (closing): nothing the kernel still runs points at the memory unmapped here.
+func (l *Loop) ringShutdown() {
+	g := l.ring
+	_ = g.r.Close()
+	g.bufs.Free()
+	_ = unix.Munmap(g.evb)
+}
+
+// uintptrOf is b's address, for a request's Addr: b is mmapped memory, or Go memory that the
+// pair keeps referenced until the request's completion (stream.inflight).
+func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
+
+// logFallback says once per process that loops run on epoll for want of io_uring.
+func logFallback(err error) {
+	fellBack.Do(func() {
+		slog.Default().Info("relayloop: io_uring could not be set up; event loops use epoll", "err", err)
+	})
+}
+
+// newRingFn is newRing, replaced by a test that makes io_uring fail.
+var newRingFn = newRing
