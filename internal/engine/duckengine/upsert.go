@@ -19,12 +19,10 @@ import (
 // way. So the statement runs between two counts of the table's rows, in one transaction: the
 // rows it added were inserted, the rest of DuckDB's count were updated (or replaced).
 //
-// Outside a client's transaction, an upsert's DO UPDATE gets a WHERE that leaves a row whose
-// values would not change alone, so that DuckDB counts only the rows it changed. Not inside
-// one: there DuckDB (1.x) writes a wrong value into a row that such a WHERE left alone when the
-// transaction itself wrote the row (ON CONFLICT DO UPDATE SET v = excluded.v WHERE false sets v
-// to 0), so a row left as it was counts as updated (2) there. A REPLACE of a row by the same
-// values counts 2, where MariaDB counts 1.
+// An upsert's DO UPDATE gets a WHERE that leaves a row whose values would not change alone, so
+// that DuckDB counts only the rows it changed. (DuckDB before 1.5 wrote a wrong value into a
+// row such a WHERE skipped when the transaction itself had written the row; 1.5.6 does not.)
+// A REPLACE of a row by the same values counts 2, where MariaDB counts 1.
 
 // upsert is how such a statement's count is made MySQL's.
 type upsert struct {
@@ -36,8 +34,8 @@ type upsert struct {
 }
 
 // mysqlUpsert is q (a MySQL client's, as compatRequest wrote it) as it runs when it is an
-// upsert or a REPLACE (u non-nil); inTx: it runs in the client's transaction.
-func mysqlUpsert(client, q *query.Request, inTx bool) (*query.Request, *upsert) {
+// upsert or a REPLACE (u non-nil).
+func mysqlUpsert(client, q *query.Request) (*query.Request, *upsert) {
 	if !isMySQL(client) || !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "insert", "replace") {
 		return q, nil
 	}
@@ -63,7 +61,7 @@ func mysqlUpsert(client, q *query.Request, inTx bool) (*query.Request, *upsert) 
 		}
 	}
 	u := &upsert{table: tableRef(db, table), replace: replace, foundRows: client.FoundRows, proposed: proposedRows(toks)}
-	if !replace && !inTx {
+	if !replace {
 		where, ok := unchangedWhere(q.SQL)
 		if !ok {
 			return q, nil
