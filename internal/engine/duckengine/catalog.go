@@ -87,7 +87,7 @@ var compatSQL = []string{
 			false AS relhasindex, false AS relisshared, false AS relforcerowsecurity,
 			(SELECT min(oid) FROM pg_catalog.pg_am) AS relam, 0 AS reltuples, 0 AS relpages
 		FROM {c}.main.qf_key_constraints()`,
-		// The client's schemas, and the system's pg_catalog and information_schema as PostgreSQL
+	// The client's schemas, and the system's pg_catalog and information_schema as PostgreSQL
 	// lists them (DuckDB's own pg_namespace has the current database's only).
 	`CREATE VIEW {c}.main.qf_pg_namespace AS
 		SELECT oid, schema_name AS nspname, 0 AS nspowner, NULL AS nspacl FROM duckdb_schemas()
