@@ -121,7 +121,6 @@ func (l *Loop) Add(duties ...*Duty) {
 			}
 		}
 		l.duties = append(l.duties, d)
-		l.seen = append(l.seen, seenDuty{ask: true, timed: d.Timed})
 	}
 }
 
@@ -144,7 +143,9 @@ func (d *Duty) Wake() {
 // Run runs the duties until ctx ends, then their Stop functions, in the order they were added.
 func (l *Loop) Run(ctx context.Context) {
 	start := l.e.Now()
-	for _, d := range l.duties {
+	l.seen = make([]seenDuty, len(l.duties)) // one allocation, not one per Add
+	for i, d := range l.duties {
+		l.seen[i] = seenDuty{ask: true, timed: d.Timed}
 		d.mu.Lock()
 		if !d.WhenWoken {
 			d.due = start.Add(d.First)
