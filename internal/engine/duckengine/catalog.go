@@ -81,9 +81,11 @@ var compatSQL = []string{
 		WHERE relnamespace IN (FROM {c}.main.qf_own_schemas())
 		AND oid NOT IN (SELECT view_oid FROM duckdb_views() WHERE internal)
 		UNION ALL BY NAME
-		SELECT {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS oid, constraint_name AS relname,
+		SELECT {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS oid,
+			CASE WHEN constraint_type = 'PRIMARY KEY' THEN table_name || '_pkey' ELSE constraint_name END AS relname,
 			schema_oid AS relnamespace, 'i' AS relkind, 'p' AS relpersistence, len(constraint_column_indexes)::BIGINT AS relnatts,
-			false AS relhasindex, false AS relisshared, false AS relforcerowsecurity
+			false AS relhasindex, false AS relisshared, false AS relforcerowsecurity,
+			(SELECT min(oid) FROM pg_catalog.pg_am) AS relam, 0 AS reltuples, 0 AS relpages
 		FROM {c}.main.qf_key_constraints()`,
 	// The client's schemas, and the system's pg_catalog and information_schema as PostgreSQL
 	// lists them (DuckDB's own pg_namespace has the current database's only).
@@ -101,10 +103,35 @@ var compatSQL = []string{
 	`CREATE VIEW {c}.main.pg_collation AS SELECT 100::BIGINT AS oid, 'default' AS collname,
 		0::BIGINT AS collnamespace, 0::BIGINT AS collowner, 'd' AS collprovider, true AS collisdeterministic,
 		-1 AS collencoding, NULL::VARCHAR AS collcollate, NULL::VARCHAR AS collctype, NULL::VARCHAR AS colliculocale`,
+	// qf_index_expressions is a CREATE INDEX index's expressions, which duckdb_indexes() writes
+	// as one text ([n, m]), as a list.
+	`CREATE MACRO {c}.main.qf_index_expressions(e) AS string_split(trim(CAST(e AS VARCHAR), '[]'), ', ')`,
+	// pg_get_indexdef(id, col, pretty) is the index's column col (JDBC's getIndexInfo reads each
+	// so), its definition for col 0; a key constraint's index (qf_pg_class) has no definition.
 	`CREATE MACRO {c}.main.pg_get_indexdef(id) AS
 		(SELECT any_value(sql) FROM duckdb_indexes() WHERE index_oid = id),
-		(id, col, pretty) AS (SELECT any_value(sql) FROM duckdb_indexes() WHERE index_oid = id)`,
-	`CREATE VIEW {c}.main.qf_pg_index AS SELECT *, false AS indnullsnotdistinct FROM pg_catalog.pg_index
+		(id, col, pretty) AS CASE WHEN col = 0 THEN (SELECT any_value(sql) FROM duckdb_indexes() WHERE index_oid = id)
+			ELSE coalesce((SELECT any_value(trim({c}.main.qf_index_expressions(expressions)[col], '"'))
+				FROM duckdb_indexes() WHERE index_oid = id),
+				(SELECT any_value(constraint_column_names[col]) FROM {c}.main.qf_key_constraints()
+				 WHERE {c}.main.qf_constraint_index_oid(table_oid, constraint_index) = id)) END`,
+	// The columns of a CREATE INDEX index (DuckDB's pg_index has no indkey): each of its
+	// expressions that is a column, by the column's number. duckdb_indexes() writes the
+	// expressions as one text, [n, m] (qf_index_expressions).
+	`CREATE VIEW {c}.main.qf_index_keys AS SELECT k.index_oid, list(c.column_index::INTEGER ORDER BY k.pos) AS indkey,
+		count(*) = any_value(k.n) AS plain
+		FROM (SELECT index_oid, table_oid, unnest(x) AS e, generate_subscripts(x, 1) AS pos, len(x) AS n
+			FROM (SELECT index_oid, table_oid, {c}.main.qf_index_expressions(expressions) AS x
+				FROM duckdb_indexes() WHERE database_name = current_database())) k
+		JOIN duckdb_columns() c ON c.table_oid = k.table_oid AND c.column_name = trim(k.e, '"')
+		GROUP BY k.index_oid`,
+	// An index DuckDB calls art is what PostgreSQL clients know as btree (JDBC's getIndexInfo
+	// says ascending columns for it).
+	`CREATE VIEW {c}.main.qf_pg_am AS SELECT * REPLACE (CASE WHEN amname = 'art' THEN 'btree' ELSE amname END AS amname)
+		FROM pg_catalog.pg_am`,
+	`CREATE VIEW {c}.main.qf_pg_index AS SELECT i.* REPLACE (coalesce(i.indkey, k.indkey) AS indkey,
+			CASE WHEN k.plain THEN NULL ELSE i.indexprs END AS indexprs), false AS indnullsnotdistinct
+		FROM pg_catalog.pg_index i LEFT JOIN {c}.main.qf_index_keys k ON k.index_oid = i.indexrelid
 		UNION ALL BY NAME
 		SELECT {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS indexrelid, table_oid AS indrelid,
 			len(constraint_column_indexes)::INTEGER AS indnatts, len(constraint_column_indexes)::INTEGER AS indnkeyatts,
@@ -199,7 +226,7 @@ var compatSQL = []string{
 // every attached catalog's system objects: a query naming pg_catalog.X reads pg_catalog.qf_X,
 // X with those columns and only the client's database (compatSQL).
 var extendedRelations = map[string]bool{"pg_class": true, "pg_database": true, "pg_namespace": true, "pg_proc": true,
-	"pg_attribute": true, "pg_type": true, "pg_index": true}
+	"pg_attribute": true, "pg_type": true, "pg_index": true, "pg_am": true}
 
 // relationEnds are the words that may follow a relation in FROM that has no alias.
 var relationEnds = map[string]bool{"where": true, "join": true, "left": true, "right": true, "inner": true,

@@ -398,6 +398,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return rows, err
 	}
+	q, up := mysqlUpsert(client, q)
 	q, ai := mysqlInsert(ctx, conn, client, q)
 	if err := setLastInsertID(ctx, conn, client); err != nil {
 		release(conn, true)
@@ -421,6 +422,12 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		release(conn, true)
 		return nil, err
 	}
+	if up != nil {
+		defer func() { release(conn, st.clean()); cancel() }()
+		rows, err := up.count(ctx, conn, false, func() (query.Rows, error) { return runInsert(ctx, conn, q, st.p, ai) })
+		e.noteFatal(err)
+		return rows, explain(err)
+	}
 	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()); cancel() })
 	if err != nil {
 		e.noteFatal(err)
@@ -431,6 +438,16 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		return ai.insertTag(ctx, rows)
 	}
 	return rows, nil
+}
+
+// runInsert runs a MySQL client's INSERT or REPLACE to its command tag (for upsert.count),
+// leaving conn to the caller.
+func runInsert(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, ai *aiInsert) (query.Rows, error) {
+	rows, err := run(ctx, conn, q, p, func() {})
+	if err != nil || ai == nil {
+		return rows, err
+	}
+	return ai.insertTag(ctx, rows)
 }
 
 // run executes q (prepared as p) on conn; done is called once conn is no longer needed by

@@ -22,8 +22,8 @@ import (
 //   - FROM DUAL, as a one-row subquery;
 //   - information_schema.tables, .columns and .schemata, as MySQL's (mysqlInformationSchema).
 //   - INSERT ... ON DUPLICATE KEY UPDATE a = VALUES(a), as ON CONFLICT DO UPDATE SET a =
-//     excluded.a; REPLACE [INTO], as INSERT OR REPLACE INTO (the affected rows are DuckDB's
-//     count, one a row, where MySQL counts an updated or replaced row twice).
+//     excluded.a; REPLACE [INTO], as INSERT OR REPLACE INTO (their affected rows are made
+//     MySQL's in upsert.go).
 //
 // Before, 'O\'Brien' (what PyMySQL and mysqlclient send for the parameter O'Brien) failed as a
 // syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
