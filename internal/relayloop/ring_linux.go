@@ -480,14 +480,16 @@ func (l *Loop) await(p *pair, recv, send [2]bool) {
 		}
 		return false
 	}
-	// First the requests queued go to the kernel and what it has done runs (a send to a
-	// socket with room completes here, also one whose first try found none): only what still
-	// waits after that is cancelled.
-	g.bufs.Publish()
-	if err := g.r.GetEvents(); err != nil {
-		panic(fmt.Sprintf("relayloop: %v", err))
+	// A send goes to the kernel first and what it has done runs (a send to a socket with room
+	// completes here, also one whose first try found none): only one that still waits after
+	// that is cancelled. (A receive is cancelled at once: it never ends by itself.)
+	if send[0] && p.st[0].inflight != nil || send[1] && p.st[1].inflight != nil {
+		g.bufs.Publish()
+		if err := g.r.GetEvents(); err != nil {
+			panic(fmt.Sprintf("relayloop: %v", err))
+		}
+		l.reap()
 	}
-	l.reap()
 	for from, cancelled := g.next, false; ; {
 		for i := from; i < len(g.cqes); i++ {
 			c := &g.cqes[i]
