@@ -47,21 +47,25 @@ const (
 // default does).
 const BackendEnv = "QUERYFLUX_RELAY_BACKEND"
 
-// backendDefault is what BackendAuto means: the backend measured as cheaper on the project's
-// machine (RESULTS.md, session 24).
+// backendDefault is what BackendAuto means where its user prefers neither: epoll, as the ring
+// was not shown cheaper for the PostgreSQL passthrough (RESULTS.md, session 24).
 var backendDefault = BackendEpoll
 
 // forcedBackend overrides the environment (tests run their loops on each backend).
 var forcedBackend Backend
 
-// chosenBackend is the backend New tries.
-func chosenBackend() Backend {
+// chosenBackend is the backend New tries: forced by a test or the environment, else prefer,
+// else the default.
+func chosenBackend(prefer Backend) Backend {
 	if forcedBackend != BackendAuto {
 		return forcedBackend
 	}
 	switch b := Backend(os.Getenv(BackendEnv)); b {
 	case BackendEpoll, BackendURing:
 		return b
+	}
+	if prefer != BackendAuto {
+		return prefer
 	}
 	return backendDefault
 }
