@@ -4,8 +4,8 @@
 # scripts/bench-proxy.sh's passthrough configuration; POOL=session for session pool mode),
 # "loop-relay" (scripts/benchrelay -loop), "uring-relay" (scripts/benchrelay -uring: one io_uring), "hybrid-relay" (-hybrid: epoll, then
 # io_uring for each turn's reads and writes) or "pgbouncer" (transaction pool mode). Prints tps and the
-# target's CPU per transaction (/proc/PID/stat). MODE: stat (perf stat: system calls and context
-# switches per transaction), perf (perf record -g of the whole process, kernel included, to
+# target's CPU per transaction (/proc/PID/stat). MODE: stat (perf stat over the pgbench run: system
+# calls and context switches per transaction processed), perf (perf record -g of the whole process, kernel included, to
 # $OUT.perf; scripts/perffold.py reads it per function), pprof (a CPU profile from a -tags
 # benchpprof build to $OUT.prof), plain. OUT defaults to /tmp/passprobe; the database is
 # qf_passprobe (made with pgbench -i when missing). RELAY=PATH runs a benchrelay binary built
@@ -72,12 +72,19 @@ uticks() { awk '{sub(/.*\) /, ""); print $12}' /proc/$1/stat; }
 t0=$(ticks $PID) u0=$(uticks $PID)
 case $MODE in
 cg) callgrind_control -i on $PID >/dev/null; SP= ;;
-stat) perf stat -e 'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_getpid,syscalls:sys_enter_tgkill,syscalls:sys_enter_sched_yield,syscalls:sys_enter_madvise,syscalls:sys_enter_mmap,syscalls:sys_enter_io_uring_enter,context-switches' -p $PID -o $OUT.stat -- sleep $((SECS-1)) & SP=$! ;;
+stat) SP= ;;
 pprof) (sleep 1; curl -s -o $OUT.prof "http://127.0.0.1:$PP/debug/pprof/profile?seconds=$((SECS-2))") & SP=$! ;;
 perf) perf record -g -o $OUT.perf -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
 *) SP= ;;
 esac
-res=$(pgbench -n -S -c 8 -j 2 -T $SECS -h 127.0.0.1 -p $PG -U postgres $DB 2>&1)
+PGB=(pgbench -n -S -c 8 -j 2 -T $SECS -h 127.0.0.1 -p $PG -U postgres $DB)
+if [ "$MODE" = stat ]; then
+	# Counted over exactly the pgbench run, divided by the transactions it processed: a window
+	# of its own would meet the run at another rate (perf's tracing slows the target).
+	res=$(perf stat -e 'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_getpid,syscalls:sys_enter_tgkill,syscalls:sys_enter_sched_yield,syscalls:sys_enter_madvise,syscalls:sys_enter_mmap,syscalls:sys_enter_io_uring_enter,context-switches,cpu-migrations' -p $PID -o $OUT.stat -- "${PGB[@]}" 2>&1)
+else
+	res=$("${PGB[@]}" 2>&1)
+fi
 t1=$(ticks $PID) u1=$(uticks $PID)
 [ "$MODE" = cg ] && callgrind_control -i off $PID >/dev/null && callgrind_control -d $PID >/dev/null
 [ -n "$SP" ] && wait $SP || true
@@ -86,8 +93,7 @@ n=$(echo "$res" | awk '/processed:/{print $NF}' | tr -d ' ' | cut -d/ -f1)
 n=$(echo "$res" | awk -F: '/number of transactions actually processed/{print $2}' | tr -d ' ')
 echo "bin=$(basename $BIN) tps=$tps n=$n cpu_us_per_tx=$(awk -v a=$t0 -v b=$t1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') load=$(cut -d' ' -f1 /proc/loadavg) usr_us_per_tx=$(awk -v a=$u0 -v b=$u1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}')"
 if [ -n "$AD" ] && [[ $RELAYS != *" $BIN "* ]] && [ "$BIN" != pgbouncer ]; then curl -s http://127.0.0.1:$AD/metrics | grep -E '^go_memstats_mallocs_total ' >$OUT.mallocs || true; fi
-# perf stat counted for SECS-1 of the SECS seconds: per transaction at the run's rate.
-if [ "$MODE" = stat ]; then awk -v n=$((tps * (SECS - 1))) '/syscalls|context/{gsub(",","",$1); printf "%s %.3f\n", $2, $1/n}' $OUT.stat; fi
+if [ "$MODE" = stat ]; then awk -v n=$n '/syscalls|context|migrations/{gsub(",","",$1); printf "%s %.3f\n", $2, $1/n}' $OUT.stat; fi
 if [ "$MODE" = cg ]; then
 	sleep 1
 	f=$(ls -t "$OUT".cg* | head -1)

@@ -80,6 +80,12 @@ type SessionOpener interface {
 }
 
 // Session is one pinned engine connection.
+// TxFailer is a Session whose transaction a statement the frontend answered itself can fail
+// (pgwire's cursor statements), as PostgreSQL fails a transaction on any error in it.
+type TxFailer interface {
+	FailTx()
+}
+
 type Session interface {
 	Execute(ctx context.Context, q *query.Request) (query.Rows, error)
 	// TxStatus is PostgreSQL's transaction status after the last statement: 'I' idle,

@@ -151,7 +151,7 @@ func pgTypeForArrow(f arrow.Field) (uint32, int32) {
 		switch d {
 		case "JSON":
 			return pgtype.JSONOID, -1
-		case "HUGEINT", "UHUGEINT", "VARINT":
+		case "HUGEINT", "UHUGEINT", "BIGNUM":
 			return pgtype.NumericOID, -1
 		case "INTERVAL": // DuckDB's intervals are written as PostgreSQL's
 			return pgtype.IntervalOID, -1

@@ -3,7 +3,9 @@ package history
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 // included) and prunes, on stores a few chunks large, must leave the same records in the same
 // order, and Query must find them all. A ring that wrapped at the wrong slot, a chunk indexed
 // wrongly or a prune that lost the order would keep other records, or evict the wrong ones next.
+// The ids are spelled as the proxy makes them (16 lower-case hex digits, held as numbers) and
+// otherwise (held as strings), one number under several spellings: each spelling its own id.
 func TestMemoryKeepsWhatASliceWould(t *testing.T) {
 	ctx := context.Background()
 	epoch := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
@@ -39,7 +43,7 @@ func TestMemoryKeepsWhatASliceWould(t *testing.T) {
 				want := 0
 				for i := range recs {
 					at := epoch.Add(time.Duration((first+i)%100) * time.Second)
-					recs[i] = Record{QueryID: fmt.Sprintf("q%d", (first+i)%ids), Status: StatusSucceeded, StartedAt: at, EndedAt: at}
+					recs[i] = Record{QueryID: spellID((first + i) % ids), Status: StatusSucceeded, StartedAt: at, EndedAt: at}
 					if !slices.ContainsFunc(model, func(r Record) bool { return r.QueryID == recs[i].QueryID }) {
 						model = append(model, recs[i])
 						want++
@@ -76,6 +80,38 @@ func TestMemoryKeepsWhatASliceWould(t *testing.T) {
 		}
 		if found != len(model) {
 			rt.Fatalf("Query found %d records, want %d", found, len(model))
+		}
+	})
+}
+
+// spellID is the memory store tests' id number k: q<k/4>, or k/4 in 16 lower-case hex digits,
+// 16 upper-case ones or 15 lower-case ones.
+func spellID(k int) string {
+	return fmt.Sprintf([]string{"q%d", "%016x", "%016X", "%015x"}[k%4], k/4)
+}
+
+// hexID reads an id of 16 lower-case hex digits as strconv does, eight digits at a time, and
+// takes nothing else: any 16 bytes, and the spellings of numbers (upper case, other lengths).
+func TestHexIDIsParseUint(t *testing.T) {
+	valid := regexp.MustCompile(`^[0-9a-f]{16}$`)
+	rapid.Check(t, func(t *rapid.T) {
+		var id string
+		switch rapid.IntRange(0, 3).Draw(t, "how") {
+		case 3: // one byte of a valid id changed, to a near miss most often
+			b := []byte(fmt.Sprintf("%016x", rapid.Uint64().Draw(t, "n")))
+			b[rapid.IntRange(0, 15).Draw(t, "at")] = rapid.SampledFrom([]byte("/:`g@GF\x00\xb0\xe6\xb9")).Draw(t, "odd")
+			id = string(b)
+		case 0:
+			id = fmt.Sprintf(rapid.SampledFrom([]string{"%016x", "%016X", "%015x", "%017x", "%x"}).Draw(t, "form"), rapid.Uint64().Draw(t, "n"))
+		case 1:
+			id = string(rapid.SliceOfN(rapid.SampledFrom([]byte("0123456789abcdefABCDEF/:`g@\x00\xb0\xe6")), 16, 16).Draw(t, "digits"))
+		default:
+			id = string(rapid.SliceOfN(rapid.Byte(), 16, 16).Draw(t, "bytes"))
+		}
+		got, ok := hexID(id)
+		want, err := strconv.ParseUint(id, 16, 64)
+		if wantOK := valid.MatchString(id) && err == nil; ok != wantOK || ok && got != want {
+			t.Fatalf("hexID(%q) = %x, %v; want %x, %v", id, got, ok, want, wantOK)
 		}
 	})
 }

@@ -141,6 +141,15 @@ type Uplink struct {
 	// traceMemo is redactTrace's, by appendTraceKey (traceKey: its buffer), under memoMu.
 	traceMemo map[string][]string
 	traceKey  []byte
+	// last is the last statement redactSQL redacted, with its policy, dialect and result: the
+	// next of its shape (SameNumberShape: pgbench's, a client's prepared statement) needs
+	// neither the memo's key written nor looked up, the sender's costliest part of a record.
+	last struct {
+		sql string
+		p   redact.Policy
+		d   sqltok.Dialect
+		red redact.Redacted
+	}
 }
 
 // appendMemoKey appends the memo's key for sql to b: what the SQL part of redact.Apply depends
@@ -203,10 +212,14 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 		return redact.Apply(p, d, redact.Query{SQL: sql})
 	}
 	u.memoMu.Lock()
-	u.memoKey = appendMemoKey(u.memoKey[:0], p, d, sql)
-	red, ok := u.memo[string(u.memoKey)]
+	red, ok := u.last.red, u.last.p == p && u.last.d == d && u.last.sql != "" && sqltok.SameNumberShape(sql, u.last.sql)
+	if !ok {
+		u.memoKey = appendMemoKey(u.memoKey[:0], p, d, sql)
+		red, ok = u.memo[string(u.memoKey)]
+	}
 	if ok {
 		u.memoHits++
+		u.last.sql, u.last.p, u.last.d, u.last.red = sql, p, d, red
 	}
 	u.memoMu.Unlock()
 	if ok {
@@ -217,6 +230,7 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 	}
 	red = redact.Apply(p, d, redact.Query{SQL: sql})
 	u.memoMu.Lock()
+	u.last.sql, u.last.p, u.last.d, u.last.red = sql, p, d, red
 	if u.memo == nil || len(u.memo) >= sqlMemoMax {
 		if u.memo != nil && u.memoHits < sqlMemoMax/3 { // hits < 1/4 of len+hits lookups
 			u.memoSkip.Store(sqlMemoSkip)
@@ -274,9 +288,17 @@ func boundRaw(rec *Record) {
 		rec.RoutingTrace = trace
 	}
 	rec.QueryID = boundText(rec.QueryID, QueryIDLengthMax)
-	for _, s := range []*string{&rec.Worker, &rec.User, &rec.Protocol, &rec.Group, &rec.Cluster, &rec.ErrorCode} {
-		*s = boundText(*s, NameLengthMax)
+	if namesLonger(rec, NameLengthMax) { // rarely: the loop over their addresses costs ~100 instructions a record
+		for _, s := range []*string{&rec.Worker, &rec.User, &rec.Protocol, &rec.Group, &rec.Cluster, &rec.ErrorCode} {
+			*s = boundText(*s, NameLengthMax)
+		}
 	}
+}
+
+// namesLonger reports whether any of rec's names is longer than n bytes.
+func namesLonger(rec *Record, n int) bool {
+	return len(rec.Worker) > n || len(rec.User) > n || len(rec.Protocol) > n || len(rec.Group) > n ||
+		len(rec.Cluster) > n || len(rec.ErrorCode) > n
 }
 
 func anyLonger(ss []string, n int) bool {
@@ -344,8 +366,10 @@ func (u *Uplink) prepare(p redact.Policy, rec *Record) {
 	}
 	rec.QueueMs, rec.ExecMs, rec.Rows, rec.Bytes = max(rec.QueueMs, 0), max(rec.ExecMs, 0), max(rec.Rows, 0), max(rec.Bytes, 0)
 	rec.QueryID = truncate(rec.QueryID, QueryIDLengthMax)
-	for _, s := range []*string{&rec.Worker, &rec.User, &rec.Protocol, &rec.Group, &rec.Cluster, &rec.ErrorCode} {
-		*s = truncate(*s, NameLengthMax)
+	if namesLonger(rec, NameLengthMax) {
+		for _, s := range []*string{&rec.Worker, &rec.User, &rec.Protocol, &rec.Group, &rec.Cluster, &rec.ErrorCode} {
+			*s = truncate(*s, NameLengthMax)
+		}
 	}
 	rec.SQL = truncate(rec.SQL, SQLLengthMax)
 	rec.Error = truncate(rec.Error, ErrorLengthMax)

@@ -37,6 +37,17 @@ func TestUplinkRedactionMemoSameAsApply(t *testing.T) {
 		check(redact.None, fmt.Sprintf("select abalance from pgbench_accounts where aid = %d", i))
 		check(redact.MaskLiterals, fmt.Sprintf("select abalance from pgbench_accounts where aid = %d", i))
 	}
+	// One text in two dialects, in turn: a double-quoted word is MySQL's string, PostgreSQL's
+	// name (the memo's last statement is its dialect's only).
+	for range 2 {
+		for _, d2 := range []sqltok.Dialect{sqltok.DialectForProtocol("mysql"), d} {
+			sql := `select "secret" from t where a = 5`
+			want := redact.Apply(redact.MaskLiterals, d2, redact.Query{SQL: sql})
+			if got := u.redactSQL(redact.MaskLiterals, d2, sql); got.SQL != want.SQL || got.Digest != want.Digest {
+				t.Fatalf("dialect %v: memo gave (%q, %s), Apply (%q, %s)", d2, got.SQL, got.Digest, want.SQL, want.Digest)
+			}
+		}
+	}
 	for i := range 3 * sqlMemoMax {
 		check(redact.MaskLiterals, fmt.Sprintf("select abalance from pgbench_accounts_%d where aid = 1", i))
 	}

@@ -125,3 +125,44 @@ func TestUplinkTightenedPolicyAppliesToRetries(t *testing.T) {
 		t.Fatalf("retry after tightening to metadata sent %+v", got)
 	}
 }
+
+// Every name of a record is cut to NameLengthMax on its way out (and bounded when queued),
+// whichever one is long and whatever the others: the uplink checks their lengths before it
+// loops over them.
+func TestUplinkCutsEveryLongName(t *testing.T) {
+	long := strings.Repeat("n", NameLengthMax+1)
+	set := []func(*Record){
+		func(r *Record) { r.Worker = long }, func(r *Record) { r.User = long },
+		func(r *Record) { r.Protocol = long }, func(r *Record) { r.Group = long },
+		func(r *Record) { r.Cluster = long }, func(r *Record) { r.ErrorCode = long },
+	}
+	for i, setLong := range set {
+		e := newTestEnv(t, uint64(30+i), time.Hour)
+		var got []Record
+		u := NewUplink(e, UplinkConfig{Worker: "w1"}, func(_ context.Context, b *QueryRecordBatchV1) error {
+			got = append(got, b.Records...)
+			return nil
+		})
+		r := mkRec(e, i)
+		setLong(&r)
+		u.Add(r)
+		q := u.queue.buf[u.queue.head].rec
+		for _, s := range []string{q.Worker, q.User, q.Protocol, q.Group, q.Cluster, q.ErrorCode} {
+			if len(s) > NameLengthMax {
+				t.Fatalf("field %d: queued a name of %d bytes", i, len(s))
+			}
+		}
+		if err := u.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 {
+			t.Fatalf("field %d: sent %d records", i, len(got))
+		}
+		g := got[0]
+		for _, s := range []string{g.Worker, g.User, g.Protocol, g.Group, g.Cluster, g.ErrorCode} {
+			if len(s) > NameLengthMax {
+				t.Fatalf("field %d: sent a name of %d bytes: %+v", i, len(s), g)
+			}
+		}
+	}
+}

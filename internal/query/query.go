@@ -45,6 +45,9 @@ type Request struct {
 	// value its last INSERT generated (the insert id of its OK packet), for an engine that
 	// answers LAST_INSERT_ID() itself (DuckDB).
 	LastInsertID uint64
+	// FoundRows is a MySQL client's CLIENT_FOUND_ROWS: its affected rows count a row an
+	// upsert found and left as it was, for an engine that counts them itself (DuckDB).
+	FoundRows bool
 
 	analysis *sqltok.Analysis // SQL as Analysis read it; see Analysis
 }

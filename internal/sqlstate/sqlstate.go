@@ -59,6 +59,7 @@ const (
 	DuplicateDatabase                = "42P04"
 	DuplicatePreparedStatement       = "42P05"
 	DuplicateTable                   = "42P07"
+	InvalidCursorDefinition          = "42P11"
 )
 
 // Classes 53 to 58 and XX: resources, limits, operator intervention, system errors.

@@ -2,6 +2,7 @@ package sqltok
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -68,6 +69,33 @@ func TestNumberShapeNormalizesAlike(t *testing.T) {
 			if got, want := NormalizeDialect(shape, d), NormalizeDialect(sql, d); got != want {
 				t.Fatalf("%v: %q normalizes to %q, its shape %q to %q", d, sql, want, shape, got)
 			}
+		}
+	})
+}
+
+// TestSameNumberShapeIsAppendNumberShape: SameNumberShape says two statements have one shape
+// exactly where AppendNumberShape writes them alike: statements of every piece, and the same
+// statement with its digit runs drawn again (some empty), a digit or a quote put in somewhere.
+func TestSameNumberShapeIsAppendNumberShape(t *testing.T) {
+	runs := regexp.MustCompile(`[0-9]+`)
+	rapid.Check(t, func(t *rapid.T) {
+		a := strings.Join(rapid.SliceOf(rapid.SampledFrom(numberPieces)).Draw(t, "pieces"), "")
+		var b string
+		switch rapid.IntRange(0, 3).Draw(t, "how") {
+		case 0:
+			b = runs.ReplaceAllStringFunc(a, func(string) string { return rapid.StringMatching(`[0-9]{0,6}`).Draw(t, "run") })
+		case 1:
+			at := rapid.IntRange(0, len(a)).Draw(t, "at")
+			b = a[:at] + rapid.SampledFrom([]string{"7", `"`, "`", "x", " "}).Draw(t, "put") + a[at:]
+		default:
+			b = strings.Join(rapid.SliceOf(rapid.SampledFrom(numberPieces)).Draw(t, "other"), "")
+		}
+		if rapid.Bool().Draw(t, "swap") {
+			a, b = b, a
+		}
+		want := string(AppendNumberShape(nil, a)) == string(AppendNumberShape(nil, b))
+		if got := SameNumberShape(a, b); got != want {
+			t.Fatalf("SameNumberShape(%q, %q) = %v; their shapes %q and %q", a, b, got, AppendNumberShape(nil, a), AppendNumberShape(nil, b))
 		}
 	})
 }

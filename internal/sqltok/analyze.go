@@ -443,11 +443,72 @@ func AppendNumberShape(dst []byte, sql string) []byte {
 	return append(dst, sql[last:]...)
 }
 
+// SameNumberShape reports whether AppendNumberShape writes a and b alike, without writing
+// either: a memo that keeps its last statement finds the next of the same shape (pgbench's,
+// most generated SQL) by one pass over both, instead of writing its key and hashing it.
+func SameNumberShape(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if strings.IndexByte(b, '"') >= 0 || strings.IndexByte(b, '`') >= 0 {
+		return false // b is its own shape; a quote of a's differs from b where b has none
+	}
+	i, j := 0, 0 // a[:i] and b[:j] have one shape, and neither ends inside a run of digits
+	for {
+		n := commonPrefix(a[i:], b[j:])
+		i, j = i+n, j+n
+		if i == len(a) && j == len(b) {
+			return true
+		}
+		// They differ here: only a number standing alone in both may, from where its digits
+		// start (the same in both) to where each one's end.
+		s := 0
+		for s < n && isDigit(a[i-s-1]) {
+			s++
+		}
+		i, j = i-s, j-s
+		if i == len(a) || j == len(b) || !isDigit(a[i]) || !isDigit(b[j]) || i > 0 && gluesNumber(a[i-1]) {
+			return false
+		}
+		for i < len(a) && isDigit(a[i]) {
+			i++
+		}
+		for j < len(b) && isDigit(b[j]) {
+			j++
+		}
+		if i < len(a) && gluesNumber(a[i]) {
+			return false // glued in a; in b too, or b differs from a at the run's end (no digit)
+		}
+	}
+}
+
+// commonPrefix is the length of the longest common prefix of a and b, eight bytes at a time.
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	k := 0
+	for ; k+8 <= n; k += 8 {
+		if x := word8(a[k:k+8]) ^ word8(b[k:k+8]); x != 0 {
+			return k + bits.TrailingZeros64(x)/8
+		}
+	}
+	for k < n && a[k] == b[k] {
+		k++
+	}
+	return k
+}
+
+// word8 is s's eight bytes as a little-endian word.
+func word8(s string) uint64 {
+	_ = s[7] // one bounds check: the compiler then reads the eight bytes as one word
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
 // nextDigit is the index of the first ASCII digit of s at or after i, len(s) when none: eight
 // bytes at a time (digits8), as most of a statement is not digits.
 func nextDigit(s string, i int) int {
 	for ; i+8 <= len(s); i += 8 {
-		if m := digits8(s[i:]); m != 0 {
+		if m := digits8(s[i : i+8]); m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 	}
@@ -460,6 +521,7 @@ func nextDigit(s string, i int) int {
 // other bit. With the top bits cleared no byte's sum carries into the next: b+0x50 reaches
 // 0x80 from '0' on and b+0x46 from '9'+1 on; a byte with its top bit set is no digit.
 func digits8(s string) uint64 {
+	_ = s[7] // one bounds check: the compiler then reads the eight bytes as one word
 	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 	const low7, tops = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080

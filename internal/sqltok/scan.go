@@ -84,8 +84,8 @@ func startsWithNoneOf(sql string, words []string) bool {
 		return false
 	}
 	for _, w := range words {
-		if w != "" && (w[0] >= utf8.RuneSelf || w[0]|0x20 == sql[i]|0x20) {
-			return false // a non-ASCII first letter may fold to an ASCII one (ſ, K)
+		if w == "" || w[0] >= utf8.RuneSelf || w[0]|0x20 == sql[i]|0x20 {
+			return false // a non-ASCII first letter may fold to an ASCII one (ſ, K); FirstKeyword may be ""
 		}
 	}
 	return true

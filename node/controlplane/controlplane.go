@@ -63,6 +63,20 @@ type supersedeCount struct {
 type entry struct {
 	rec  registry.Record // State/StateSince/LastSeen are copied from life when written
 	life Lifecycle
+
+	// sid is sessionID(sidOf), kept for the token hash it was made from: a session's
+	// endpoints are told its ID on every request, and rec.TokenHash changes in several places
+	// (a registration, an eviction, another replica's record), so the ID is made again
+	// whenever the hash it was made from is not the entry's any more.
+	sid, sidOf string
+}
+
+// sessionID is the ID of the entry's current session (rec.TokenHash's). Call with cp.mu held.
+func (en *entry) sessionID() string {
+	if en.sidOf != en.rec.TokenHash || en.sid == "" {
+		en.sid, en.sidOf = sessionID(en.rec.TokenHash), en.rec.TokenHash
+	}
+	return en.sid
 }
 
 // New returns a control plane. cfg is defaulted and must validate (see Config.Validate);
@@ -114,12 +128,12 @@ func (cp *ControlPlane) HandleWorker(pattern string, h func(w http.ResponseWrite
 // from the next (capacity leases): h is told the session that sent the request.
 func (cp *ControlPlane) HandleSession(pattern string, h func(w http.ResponseWriter, r *http.Request, s Session)) {
 	cp.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		name, hash, err := cp.authWorker(r)
+		s, err := cp.authSession(r)
 		if err != nil {
 			workerapi.WriteError(w, http.StatusUnauthorized, err.Error(), "Authorization")
 			return
 		}
-		h(w, r, Session{Worker: name, ID: sessionID(hash)})
+		h(w, r, s)
 	})
 }
 
@@ -246,24 +260,59 @@ func (cp *ControlPlane) AuthWorker(r *http.Request) (string, error) {
 
 // authWorker is AuthWorker that also returns the token's hash, so a handler need not hash again.
 func (cp *ControlPlane) authWorker(r *http.Request) (name, hash string, err error) {
-	token, ok := workerapi.BearerToken(r)
-	if !ok {
-		return "", "", ErrUnauthorized
-	}
 	var buf [64]byte
-	key := workerapi.AppendTokenHash(buf[:0], token) // on the stack: every request of every worker
+	key, err := tokenKey(r, buf[:0])
+	if err != nil {
+		return "", "", err
+	}
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	name, ok = cp.byToken[string(key)] // a lookup by a converted key copies nothing
+	name, en, err := cp.byKeyLocked(key)
+	if err != nil {
+		return "", "", err
+	}
+	return name, en.rec.TokenHash, nil // the same string, held already
+}
+
+// authSession is the session the request's token belongs to.
+func (cp *ControlPlane) authSession(r *http.Request) (Session, error) {
+	var buf [64]byte
+	key, err := tokenKey(r, buf[:0])
+	if err != nil {
+		return Session{}, err
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	name, en, err := cp.byKeyLocked(key)
+	if err != nil {
+		return Session{}, err
+	}
+	return Session{Worker: name, ID: en.sessionID()}, nil
+}
+
+// tokenKey appends the hash of the request's session token to dst (a buffer on the caller's
+// stack: every request of every worker is hashed).
+func tokenKey(r *http.Request, dst []byte) ([]byte, error) {
+	token, ok := workerapi.BearerToken(r)
 	if !ok {
-		return "", "", ErrUnauthorized
+		return nil, ErrUnauthorized
+	}
+	return workerapi.AppendTokenHash(dst, token), nil
+}
+
+// byKeyLocked is the worker whose session token hashes to key, and its entry. Call with cp.mu
+// held.
+func (cp *ControlPlane) byKeyLocked(key []byte) (string, *entry, error) {
+	name, ok := cp.byToken[string(key)] // a lookup by a converted key copies nothing
+	if !ok {
+		return "", nil, ErrUnauthorized
 	}
 	// An invariant, not a check of the secret (the map lookup was that): plain comparison.
 	en := cp.workers[name]
 	if en == nil || !en.life.Online() || string(key) != en.rec.TokenHash {
 		panic(fmt.Sprintf("controlplane: token index names %q but its entry disagrees", name))
 	}
-	return name, en.rec.TokenHash, nil // the same string, held already
+	return name, en, nil
 }
 
 // Start loads the registry, gives every known worker a fresh window (a restart must not evict

@@ -322,6 +322,66 @@ func TestHandleWorkerMountsAuthenticatedEndpoints(t *testing.T) {
 	}
 }
 
+// A session endpoint is told the ID of the session whose token the request carries: kept per
+// worker between requests, it must follow the worker's token when a registration replaces it.
+func TestSessionIDFollowsTheToken(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	h.cp.HandleSession("GET /worker/session", func(w http.ResponseWriter, r *http.Request, s Session) {
+		_, _ = io.WriteString(w, s.Worker+" "+s.ID)
+	})
+	seen := map[string]bool{}
+	for i := range 3 {
+		tok := h.register("w7")
+		want := "w7 " + sessionID(workerapi.TokenHash(tok))
+		for range 2 { // the second request is answered from what the first kept
+			if code, body := h.do("GET", "/worker/session", tok, "", ""); code != 200 || string(body) != want {
+				t.Fatalf("registration %d: %d %q, want %q", i, code, body, want)
+			}
+		}
+		if seen[want] {
+			t.Fatalf("registration %d: session %q again", i, want)
+		}
+		seen[want] = true
+	}
+}
+
+// The same when the worker's entry itself takes another token: replica A adopts the newer
+// registration the worker made at replica B (replicas.go), and B's token works at A too.
+func TestSessionIDFollowsAnAdoptedRegistration(t *testing.T) {
+	ctx := context.Background()
+	store := registry.NewMemory()
+	a := newHarness(t, store, nil)
+	e := newManualEnv()
+	e.now, e.rnd = a.e.Now(), 0x2545f4914f6cdd1d // its own tokens
+	b := newHarness(t, store, e)
+	a.cp.HandleSession("GET /worker/session", func(w http.ResponseWriter, r *http.Request, s Session) {
+		_, _ = io.WriteString(w, s.ID)
+	})
+	atA := a.register("moved")
+	if code, body := a.do("GET", "/worker/session", atA, "", ""); code != 200 || string(body) != sessionID(workerapi.TokenHash(atA)) {
+		t.Fatalf("at A, A's token: %d %q", code, body)
+	}
+	atB := b.register("moved")
+	for i := range 6 { // until A, about to call the worker stale, reads B's registration
+		for _, h := range []*harness{a, b} {
+			h.e.Advance(10 * time.Second)
+		}
+		if code := b.beat(atB, i+1); code != 200 {
+			t.Fatalf("beat %d at B: %d", i+1, code)
+		}
+		for _, h := range []*harness{b, a} {
+			h.cp.Tick(ctx, h.e.Now())
+			if err := h.cp.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := sessionID(workerapi.TokenHash(atB))
+	if code, body := a.do("GET", "/worker/session", atB, "", ""); code != 200 || string(body) != want {
+		t.Fatalf("at A, B's token: %d %q, want %q (A's session was %q)", code, body, want, sessionID(workerapi.TokenHash(atA)))
+	}
+}
+
 func TestConfigValidation(t *testing.T) {
 	bad := []Config{
 		{HeartbeatInterval: 200 * time.Millisecond},

@@ -360,3 +360,38 @@ func TestLoopQuickRunsWithoutATask(t *testing.T) {
 		t.Fatalf("%d tasks started for %d blocking runs, want one each (none for a quick run)", counted.started, len(slow))
 	}
 }
+
+// The loop does not ask a duty it saw due later (the loop's seen) until a Wake: a duty due in
+// an hour, woken at 2.5 s from outside the loop and at 4 s by another duty's run in the loop's
+// task, runs each time at once, in the pass that woke it, before the duty after it; between
+// wakes it does not run while a one-second duty wakes the loop.
+func TestLoopRunsAWokenDutyItSawDueLater(t *testing.T) {
+	var runs []string
+	log := func(s *sim.Sim, name string) { runs = append(runs, fmt.Sprintf("%s@%v", name, s.Elapsed())) }
+	runLoop(t, 5500*time.Millisecond, 0, func(s *sim.Sim, e env.Env) []*env.Duty {
+		late := &env.Duty{Name: "late", Run: func(ctx context.Context, due time.Time) time.Time {
+			log(s, "late")
+			return e.Now().Add(time.Hour)
+		}}
+		var waker *env.Duty
+		waker = &env.Duty{Name: "waker", First: time.Second, Run: func(ctx context.Context, due time.Time) time.Time {
+			log(s, "waker")
+			if s.Elapsed() == 4*time.Second {
+				late.Wake()
+			}
+			return e.Now().Add(time.Second)
+		}}
+		after := &env.Duty{Name: "after", First: time.Second, Run: func(ctx context.Context, due time.Time) time.Time {
+			log(s, "after")
+			return e.Now().Add(time.Second)
+		}}
+		s.At(2500*time.Millisecond, late.Wake)
+		return []*env.Duty{waker, late, after}
+	})
+	want := []string{"late@0s",
+		"waker@1s", "after@1s", "waker@2s", "after@2s", "late@2.5s", "waker@3s", "after@3s",
+		"waker@4s", "late@4s", "after@4s", "waker@5s", "after@5s"}
+	if !slices.Equal(runs, want) {
+		t.Fatalf("runs %v\nwant %v", runs, want)
+	}
+}

@@ -258,7 +258,7 @@ func (c *Core) Running(cluster string) int {
 	return 0
 }
 
-// runningOf is cluster's running count, made at its first slot; under c.mu.
+// runningOf is cluster's running count, made at its first slot (and never removed); under c.mu.
 func (c *Core) runningOf(cluster string) *int {
 	n := c.running[cluster]
 	if n == nil {
@@ -266,6 +266,24 @@ func (c *Core) runningOf(cluster string) *int {
 		c.running[cluster] = n
 	}
 	return n
+}
+
+// countOf is runningOf(cl.name), kept on cl; under c.mu. A runtime activated on several cores
+// (tests) keeps the last one's, and finds its own again by name.
+func (c *Core) countOf(cl *cluster) *int {
+	if cc := cl.count.Load(); cc != nil && cc.core == c {
+		return cc.n
+	}
+	n := c.runningOf(cl.name)
+	cl.count.Store(&clusterCount{core: c, n: n})
+	return n
+}
+
+// runningOn is Running(cl.name).
+func (c *Core) runningOn(cl *cluster) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return *c.countOf(cl)
 }
 
 // Queued is the number of queries waiting for a slot in group.
@@ -307,7 +325,8 @@ type Admission struct {
 
 	core *Core
 	req  *query.Request
-	grp  *group // Runtime's group named Group
+	grp  *group   // Runtime's group named Group
+	cl   *cluster // the cluster named Cluster, whose running count release takes the slot off (nil: found by name)
 	// slot is the capacity claim. A passthrough runner should register its cancel with
 	// Slot().OnLost, as Execute does.
 	slot     Slot
@@ -356,7 +375,12 @@ func (a *Admission) release() bool {
 	c := a.core
 	a.slot.Release()
 	c.mu.Lock()
-	n := c.runningOf(a.Cluster)
+	var n *int
+	if a.cl != nil && a.cl.name == a.Cluster {
+		n = c.countOf(a.cl)
+	} else {
+		n = c.runningOf(a.Cluster)
+	}
 	*n--
 	running := *n
 	// Only queued queries wait for changed. One that enqueues after this check tries the
@@ -481,7 +505,7 @@ func (c *Core) admit(ctx context.Context, req *query.Request, r *routed, into *A
 	*adm = Admission{
 		QueryID: id, Group: p.g.name, Cluster: cl.name, Engine: cl.engine, Trace: p.dec.Trace,
 		QueueWait: now.Sub(start), Runtime: p.rt,
-		core: c, req: req, grp: p.g, slot: slot, start: start, admitted: now, series: s,
+		core: c, req: req, grp: p.g, cl: cl, slot: slot, start: start, admitted: now, series: s,
 	}
 	c.open.Open(&adm.done, "admission", id, req.SQL)
 	return adm, nil
@@ -526,10 +550,10 @@ func (c *Core) checkRouted(req *query.Request, rt *Runtime, dec Decision) (*grou
 	if g == nil {
 		g = rt.groups[dec.Group]
 	}
-	if _, withheld := rt.withheld[dec.Group]; g == nil && withheld {
-		return nil, rt.notEligible(dec.Group)
-	}
 	if g == nil {
+		if _, withheld := rt.withheld[dec.Group]; withheld {
+			return nil, rt.notEligible(dec.Group)
+		}
 		return nil, &query.Error{Code: query.CodeNoRoute, Message: "no routing rule matched and no routingFallback is set"}
 	}
 	if err := checkStatements(g, req); err != nil {
@@ -556,6 +580,11 @@ func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, st
 		take := c.guard.Acquire
 		if mustNotWait(ctx) && !c.AdmitsAtOnce() {
 			take = c.takeIdle // nil when the guard keeps nothing idle
+		} else if _, own := c.guard.(coreCount); own {
+			take = nil
+			if slot, cl, err := c.countMembers(ctx, p.g); slot != nil || err != nil {
+				return slot, cl, err
+			}
 		}
 		if take != nil {
 			if slot, cl, err := c.tryMembers(ctx, p.g, take); slot != nil || err != nil {
@@ -623,10 +652,31 @@ func noHealthy(g *group) error {
 		Message: fmt.Sprintf("cluster group %s has no enabled, healthy cluster", g.name)}
 }
 
+// countMembers is tryMembers with the core's own count as the guard (coreCount's Acquire): the
+// count found on each cluster rather than by its name.
+func (c *Core) countMembers(ctx context.Context, g *group) (Slot, *cluster, error) {
+	for _, m := range g.candidates(c.runningOn, c.env.Rand()) {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		c.mu.Lock()
+		n := c.countOf(m.cluster)
+		free := *n < m.cluster.cap
+		if free {
+			*n++
+		}
+		c.mu.Unlock()
+		if free {
+			return countedSlot{}, m.cluster, nil
+		}
+	}
+	return nil, nil, nil
+}
+
 // tryMembers asks for a slot (take: the guard's Acquire or takeIdle) on each candidate in the
 // strategy's order. It returns (nil, nil, nil) when every candidate is full.
 func (c *Core) tryMembers(ctx context.Context, g *group, take func(context.Context, string, int) (Slot, error)) (Slot, *cluster, error) {
-	for _, m := range g.candidates(c.Running, c.env.Rand()) {
+	for _, m := range g.candidates(c.runningOn, c.env.Rand()) {
 		slot, err := take(ctx, m.cluster.name, m.cluster.cap)
 		switch {
 		case err == nil:
@@ -634,7 +684,7 @@ func (c *Core) tryMembers(ctx context.Context, g *group, take func(context.Conte
 				return slot, m.cluster, nil // counted in c.running by coreCount, within the cap
 			}
 			c.mu.Lock()
-			n := c.runningOf(m.cluster.name)
+			n := c.countOf(m.cluster)
 			*n++
 			running := *n
 			c.mu.Unlock()

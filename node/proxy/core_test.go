@@ -492,3 +492,37 @@ func TestMetricsFollowEachCluster(t *testing.T) {
 		}
 	}
 }
+
+// A runtime's cluster keeps the running count of the core that counted on it last (countOf):
+// one runtime activated on two cores still counts each core's slots apart, both ways round,
+// and a slot given back leaves its own core's count.
+func TestRunningCountPerCoreOfASharedRuntime(t *testing.T) {
+	a, b := newHarness(t), newHarness(t)
+	rt, err := NewRuntime(oneGroup(RoundRobin, 0, 0, cl("c", 1, &fakeEngine{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.core.Activate(rt)
+	b.core.Activate(rt)
+	ctx := context.Background()
+	admA, err := a.core.Admit(ctx, sel("select 1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admB, err := b.core.Admit(ctx, sel("select 1")) // b's own slot: its count is not a's
+	if err != nil {
+		t.Fatalf("the second core found the cluster full: %v", err)
+	}
+	if a.core.Running("c") != 1 || b.core.Running("c") != 1 {
+		t.Fatalf("running: a %d, b %d, want 1 each", a.core.Running("c"), b.core.Running("c"))
+	}
+	admA.Finish(0, 0, nil)
+	if a.core.Running("c") != 0 || b.core.Running("c") != 1 {
+		t.Fatalf("after a's finish: a %d, b %d, want 0 and 1", a.core.Running("c"), b.core.Running("c"))
+	}
+	admB.Finish(0, 0, nil)
+	if admA, err = a.core.Admit(ctx, sel("select 1")); err != nil || b.core.Running("c") != 0 {
+		t.Fatalf("a again: %v; b running %d", err, b.core.Running("c"))
+	}
+	admA.Finish(0, 0, nil)
+}

@@ -49,7 +49,7 @@ func TestCandidatesProperty(t *testing.T) {
 			}
 		}
 		g.cursor.Store(uint64(rapid.IntRange(0, 100).Draw(t, "cursor")))
-		got := g.candidates(func(c string) int { return running[c] }, &seqRand{s: rapid.Uint64().Draw(t, "seed")})
+		got := g.candidates(func(c *cluster) int { return running[c.name] }, &seqRand{s: rapid.Uint64().Draw(t, "seed")})
 		seen := map[string]bool{}
 		for _, m := range got {
 			if !want[m.cluster.name] || seen[m.cluster.name] {
@@ -124,6 +124,41 @@ func TestCapHoldsUnderConcurrency(t *testing.T) {
 		}
 		if len(h.recs.all()) != n {
 			rt.Fatalf("%d records for %d queries", len(h.recs.all()), n)
+		}
+	})
+}
+
+// knownGroup tells a name apart by its length first (Runtime.nameLens): it still knows exactly
+// the groups served and withheld, of any length (63 bytes and longer share one bit).
+func TestKnownGroupByLengthFirst(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		name := rapid.OneOf(rapid.StringMatching(`[a-c]{1,4}`), rapid.StringMatching(`[a-c]{62,66}`))
+		served := rapid.SliceOfNDistinct(name, 1, 4, func(s string) string { return s }).Draw(t, "served")
+		spec := RuntimeSpec{Clusters: []ClusterSpec{cl("c", 1, &fakeEngine{})}, Fallback: served[0]}
+		for _, g := range served {
+			spec.Groups = append(spec.Groups, GroupSpec{Name: g, Members: []MemberSpec{{Cluster: "c"}}})
+		}
+		want := map[string]bool{}
+		for _, g := range served {
+			want[g] = true
+		}
+		spec.Withheld = map[string]string{}
+		for _, g := range rapid.SliceOfN(name, 0, 3).Draw(t, "withheld") {
+			if !want[g] {
+				spec.Withheld[g] = "{zone=eu-1}"
+			}
+		}
+		for g := range spec.Withheld {
+			want[g] = true
+		}
+		rt, err := NewRuntime(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range append(rapid.SliceOfN(name, 1, 8).Draw(t, "asked"), served...) {
+			if got := rt.knownGroup(q); got != want[q] {
+				t.Fatalf("knownGroup(%q) = %v, want %v (served %q, withheld %v)", q, got, want[q], served, spec.Withheld)
+			}
 		}
 	})
 }

@@ -136,6 +136,10 @@ type Runtime struct {
 	groups   map[string]*group
 	dbs      map[string]bool   // RuntimeSpec.Databases; nil: any name
 	withheld map[string]string // group -> the selector it needs (RuntimeSpec.Withheld)
+	// nameLens has bit min(len(name), 63) set for every group name, served or withheld: most
+	// names knownGroup is asked about (a client's database, on every transaction) have a
+	// length no group has, and are told apart without hashing them.
+	nameLens uint64
 	// byProtocol is the routers' decision for each frontend protocol (by protocolIndex), made
 	// once, when the routers decide by the protocol alone (protocolOnly, byProtocolSet): unset
 	// otherwise. Its traces are shared by every query routed with them, and never written; each
@@ -157,6 +161,15 @@ type cluster struct {
 	shared  *sharedEngine // set when the runtime owns (a reference to) the engine
 	hash    uint64
 	healthy atomic.Bool
+	// count is the running count of the core that last counted on this cluster (Core.countOf):
+	// the core's by name, found once rather than looked up by name on every admission.
+	count atomic.Pointer[clusterCount]
+}
+
+// clusterCount is a core's running count on a cluster.
+type clusterCount struct {
+	core *Core
+	n    *int
 }
 
 type member struct {
@@ -196,6 +209,9 @@ func NewRuntime(spec RuntimeSpec) (*Runtime, error) {
 		clusters: map[string]*cluster{},
 		groups:   map[string]*group{},
 		withheld: spec.Withheld,
+	}
+	for name := range spec.Withheld {
+		rt.nameLens |= nameLenBit(name)
 	}
 	if spec.Databases != nil {
 		rt.dbs = map[string]bool{}
@@ -336,6 +352,7 @@ func addGroup(rt *Runtime, g GroupSpec) error {
 	gr.fingerprint = h.Sum64()
 	gr.wireOpeners = gr.relayable(isWireOpener)
 	rt.groups[g.Name] = gr
+	rt.nameLens |= nameLenBit(g.Name)
 	return nil
 }
 
@@ -385,9 +402,15 @@ func (rt *Runtime) scriptReadsDatabase() bool {
 
 // knownGroup reports whether g is a group of the configuration, served here or withheld.
 func (rt *Runtime) knownGroup(g string) bool {
+	if rt.nameLens&nameLenBit(g) == 0 {
+		return false // no group's name is that long
+	}
 	_, withheld := rt.withheld[g]
 	return rt.groups[g] != nil || withheld
 }
+
+// nameLenBit is the bit of Runtime.nameLens for a name of s's length.
+func nameLenBit(s string) uint64 { return 1 << min(len(s), 63) }
 
 // notEligible is the error of a query routed to a group this node does not serve.
 func (rt *Runtime) notEligible(g string) error {

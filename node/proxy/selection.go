@@ -9,8 +9,8 @@ import (
 // candidates returns the members a query may run on now: enabled, healthy, and below their cap
 // by this node's own count (the guard has the final word). The order is the strategy's
 // preference; the core tries them in turn until the guard grants a slot.
-func (g *group) candidates(running func(cluster string) int, rnd env.Rand) []member {
-	available := func(c *cluster) bool { return c.enabled && c.healthy.Load() && running(c.name) < c.cap }
+func (g *group) candidates(running func(*cluster) int, rnd env.Rand) []member {
+	available := func(c *cluster) bool { return c.enabled && c.healthy.Load() && running(c) < c.cap }
 	if len(g.members) == 1 { // the common group: its own slice, no copy per query
 		if available(g.members[0].cluster) {
 			return g.members
@@ -39,7 +39,7 @@ func (g *group) candidates(running func(cluster string) int, rnd env.Rand) []mem
 		// Fewest running relative to cap first; ties keep config order.
 		sort.SliceStable(ok, func(i, j int) bool {
 			a, b := ok[i].cluster, ok[j].cluster
-			return running(a.name)*b.cap < running(b.name)*a.cap
+			return running(a)*b.cap < running(b)*a.cap
 		})
 	case Weighted:
 		ok = weightedOrder(ok, rnd)

@@ -335,6 +335,14 @@ func (s *coreSession) TxStatus() byte {
 	return s.inner.TxStatus()
 }
 
+// FailTx fails the engine's transaction, where it can be told (engine.TxFailer): a statement
+// the frontend answered itself failed in it.
+func (s *coreSession) FailTx() {
+	if f, ok := s.inner.(engine.TxFailer); ok {
+		f.FailTx()
+	}
+}
+
 // Close rolls back whatever is open (the engine session does) and frees the slot.
 func (s *coreSession) Close() error {
 	if s.closed.Swap(true) {

@@ -93,7 +93,15 @@ func (e *MediaTypeError) Error() string {
 }
 
 // CheckMediaType accepts contentType if it names want (parameters such as charset ignored).
+// want is a media type as mime.ParseMediaType returns one: lower case, no parameters (the
+// Media* constants).
 func CheckMediaType(contentType, want string) error {
+	if contentType == want {
+		// What our own clients send, byte for byte: ParseMediaType would only return it again,
+		// after making a map for its parameters (a control plane checks every heartbeat of every
+		// worker: 1 % of a simulated 1,000-worker fleet's CPU).
+		return nil
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil || !strings.EqualFold(mt, want) {
 		return &MediaTypeError{Got: contentType, Want: want}

@@ -3,6 +3,8 @@ package duckengine
 import (
 	"cmp"
 	"fmt"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,101 +28,153 @@ import (
 //     argument, and '\x0100ff'::bytea (psycopg2's bytes) becomes unhex('0100ff') rather than
 //     DuckDB's reading of it (byte 0x01, then the text "00ff").
 
+// compatCatalog is the in-memory catalog holding the compatibility objects, in its main schema:
+// DuckDB keeps the name pg_catalog for its system catalog's schema.
+const compatCatalog = "queryflux_pg_compat"
+
+// compatPrefix qualifies a compatibility object's name.
+const compatPrefix = `"` + compatCatalog + `".main.`
+
+// compatNames are the names of the compatibility objects: pg_catalog.X, for X among them,
+// reads the compatibility object.
+var compatNames = func() map[string]bool {
+	names := map[string]bool{}
+	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL()) {
+		for _, m := range regexp.MustCompile(`\{c\}\.main\.(\w+)`).FindAllStringSubmatch(s, -1) {
+			names[m[1]] = true
+		}
+	}
+	return names
+}()
+
 // compatSQL creates the missing catalog objects in the catalog named {c}. The owner of
 // everything is the proxy's own name: DuckDB has no roles.
 var compatSQL = []string{
-	`CREATE MACRO {c}.pg_catalog.pg_get_userbyid(id) AS 'queryflux'`,
-	`CREATE MACRO {c}.pg_catalog.pg_encoding_to_char(enc) AS 'UTF8'`,
-	`CREATE MACRO {c}.pg_catalog.pg_relation_is_publishable(id) AS false`,
-	`CREATE MACRO {c}.pg_catalog.qf_pg_get_expr(expr, relid) AS expr::VARCHAR, (expr, relid, pretty) AS expr::VARCHAR`,
-	`CREATE MACRO {c}.pg_catalog.pg_get_function_result(id) AS
+	`CREATE MACRO {c}.main.pg_get_userbyid(id) AS 'queryflux'`,
+	`CREATE MACRO {c}.main.pg_encoding_to_char(enc) AS 'UTF8'`,
+	`CREATE MACRO {c}.main.pg_relation_is_publishable(id) AS false`,
+	// No column owns a sequence (DuckDB's columns take a sequence's nextval as a default).
+	`CREATE MACRO {c}.main.pg_get_serial_sequence(tbl, col) AS NULL::VARCHAR`,
+	`CREATE MACRO {c}.main.qf_pg_get_expr(expr, relid) AS expr::VARCHAR, (expr, relid, pretty) AS expr::VARCHAR`,
+	`CREATE MACRO {c}.main.pg_get_function_result(id) AS
 		(SELECT any_value(f.return_type) FROM duckdb_functions() f WHERE f.function_oid = id)`,
-	`CREATE MACRO {c}.pg_catalog.pg_get_function_arguments(id) AS
+	`CREATE MACRO {c}.main.pg_get_function_arguments(id) AS
 		(SELECT any_value(array_to_string(list_transform(list_zip(f.parameters, f.parameter_types), p -> p[1] || ' ' || p[2]), ', '))
 		 FROM duckdb_functions() f WHERE f.function_oid = id)`,
-	`CREATE MACRO {c}.pg_catalog.pg_get_function_identity_arguments(id) AS {c}.pg_catalog.pg_get_function_arguments(id)`,
-	`CREATE MACRO {c}.pg_catalog.qf_relname(id) AS
+	`CREATE MACRO {c}.main.pg_get_function_identity_arguments(id) AS {c}.main.pg_get_function_arguments(id)`,
+	`CREATE MACRO {c}.main.qf_relname(id) AS
 		(SELECT any_value(relname) FROM pg_catalog.pg_class WHERE oid = id)`,
 	// The client's database, not every attached catalog's copy of DuckDB's own views and
 	// functions.
-	`CREATE MACRO {c}.pg_catalog.qf_own_schemas() AS TABLE
+	`CREATE MACRO {c}.main.qf_own_schemas() AS TABLE
 		SELECT oid FROM duckdb_schemas() WHERE database_name = current_database()`,
 	// DuckDB keeps a primary key or unique constraint's index out of its pg_index and pg_class:
 	// they list it as PostgreSQL does (JDBC's getPrimaryKeys, psql's \d), under an oid of its
 	// own (qf_constraint_index_oid).
-	`CREATE MACRO {c}.pg_catalog.qf_constraint_index_oid(table_oid, constraint_index) AS
+	`CREATE MACRO {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS
 		(1::BIGINT << 40) + table_oid * 1000 + constraint_index`,
-	`CREATE MACRO {c}.pg_catalog.qf_key_constraints() AS TABLE
+	`CREATE MACRO {c}.main.qf_key_constraints() AS TABLE
 		SELECT * FROM duckdb_constraints() WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE')
 		AND database_name = current_database()`,
-	`CREATE VIEW {c}.pg_catalog.qf_pg_class AS SELECT * REPLACE (NULL::VARCHAR[] AS reloptions, NULL::VARCHAR[] AS relacl),
+	`CREATE VIEW {c}.main.qf_pg_class AS SELECT * REPLACE (NULL::VARCHAR[] AS reloptions, NULL::VARCHAR[] AS relacl),
 		false AS relforcerowsecurity FROM pg_catalog.pg_class
-		WHERE relnamespace IN (FROM {c}.pg_catalog.qf_own_schemas())
+		WHERE relnamespace IN (FROM {c}.main.qf_own_schemas())
 		AND oid NOT IN (SELECT view_oid FROM duckdb_views() WHERE internal)
 		UNION ALL BY NAME
-		SELECT {c}.pg_catalog.qf_constraint_index_oid(table_oid, constraint_index) AS oid, constraint_name AS relname,
+		SELECT {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS oid,
+			CASE WHEN constraint_type = 'PRIMARY KEY' THEN table_name || '_pkey' ELSE constraint_name END AS relname,
 			schema_oid AS relnamespace, 'i' AS relkind, 'p' AS relpersistence, len(constraint_column_indexes)::BIGINT AS relnatts,
-			false AS relhasindex, false AS relisshared, false AS relforcerowsecurity
-		FROM {c}.pg_catalog.qf_key_constraints()`,
-	`CREATE VIEW {c}.pg_catalog.qf_pg_namespace AS
-		SELECT * FROM pg_catalog.pg_namespace WHERE oid IN (FROM {c}.pg_catalog.qf_own_schemas())`,
-	`CREATE VIEW {c}.pg_catalog.qf_pg_proc AS SELECT * FROM pg_catalog.pg_proc
+			false AS relhasindex, false AS relisshared, false AS relforcerowsecurity,
+			(SELECT min(oid) FROM pg_catalog.pg_am) AS relam, 0 AS reltuples, 0 AS relpages
+		FROM {c}.main.qf_key_constraints()`,
+	// The client's schemas, and the system's pg_catalog and information_schema as PostgreSQL
+	// lists them (DuckDB's own pg_namespace has the current database's only).
+	`CREATE VIEW {c}.main.qf_pg_namespace AS
+		SELECT oid, schema_name AS nspname, 0 AS nspowner, NULL AS nspacl FROM duckdb_schemas()
+		WHERE database_name = current_database()
+		OR database_name = 'system' AND schema_name IN ('pg_catalog', 'information_schema')`,
+	`CREATE VIEW {c}.main.qf_pg_proc AS SELECT * FROM pg_catalog.pg_proc
 		WHERE oid IN (SELECT function_oid FROM duckdb_functions() WHERE NOT internal AND database_name = current_database())`,
-	`CREATE VIEW {c}.pg_catalog.qf_pg_database AS SELECT oid, datname, 0::BIGINT AS datdba, 6 AS encoding,
+	`CREATE VIEW {c}.main.qf_pg_database AS SELECT oid, datname, 0::BIGINT AS datdba, 6 AS encoding,
 		'c' AS datlocprovider, false AS datistemplate, true AS datallowconn, -1 AS datconnlimit, 'C' AS datcollate,
 		'C' AS datctype, NULL::VARCHAR AS daticulocale, NULL::VARCHAR AS datcollversion, NULL::VARCHAR[] AS datacl,
 		0::BIGINT AS dattablespace
 		FROM pg_catalog.pg_database WHERE datname NOT IN ('system', 'temp', {hidden})`,
-	`CREATE VIEW {c}.pg_catalog.pg_collation AS SELECT 100::BIGINT AS oid, 'default' AS collname,
+	`CREATE VIEW {c}.main.pg_collation AS SELECT 100::BIGINT AS oid, 'default' AS collname,
 		0::BIGINT AS collnamespace, 0::BIGINT AS collowner, 'd' AS collprovider, true AS collisdeterministic,
 		-1 AS collencoding, NULL::VARCHAR AS collcollate, NULL::VARCHAR AS collctype, NULL::VARCHAR AS colliculocale`,
-	`CREATE MACRO {c}.pg_catalog.pg_get_indexdef(id) AS
+	// qf_index_expressions is a CREATE INDEX index's expressions, which duckdb_indexes() writes
+	// as one text ([n, m]), as a list.
+	`CREATE MACRO {c}.main.qf_index_expressions(e) AS string_split(trim(CAST(e AS VARCHAR), '[]'), ', ')`,
+	// pg_get_indexdef(id, col, pretty) is the index's column col (JDBC's getIndexInfo reads each
+	// so), its definition for col 0; a key constraint's index (qf_pg_class) has no definition.
+	`CREATE MACRO {c}.main.pg_get_indexdef(id) AS
 		(SELECT any_value(sql) FROM duckdb_indexes() WHERE index_oid = id),
-		(id, col, pretty) AS (SELECT any_value(sql) FROM duckdb_indexes() WHERE index_oid = id)`,
-	`CREATE VIEW {c}.pg_catalog.qf_pg_index AS SELECT *, false AS indnullsnotdistinct FROM pg_catalog.pg_index
+		(id, col, pretty) AS CASE WHEN col = 0 THEN (SELECT any_value(sql) FROM duckdb_indexes() WHERE index_oid = id)
+			ELSE coalesce((SELECT any_value(trim({c}.main.qf_index_expressions(expressions)[col], '"'))
+				FROM duckdb_indexes() WHERE index_oid = id),
+				(SELECT any_value(constraint_column_names[col]) FROM {c}.main.qf_key_constraints()
+				 WHERE {c}.main.qf_constraint_index_oid(table_oid, constraint_index) = id)) END`,
+	// The columns of a CREATE INDEX index (DuckDB's pg_index has no indkey): each of its
+	// expressions that is a column, by the column's number. duckdb_indexes() writes the
+	// expressions as one text, [n, m] (qf_index_expressions).
+	`CREATE VIEW {c}.main.qf_index_keys AS SELECT k.index_oid, list(c.column_index::INTEGER ORDER BY k.pos) AS indkey,
+		count(*) = any_value(k.n) AS plain
+		FROM (SELECT index_oid, table_oid, unnest(x) AS e, generate_subscripts(x, 1) AS pos, len(x) AS n
+			FROM (SELECT index_oid, table_oid, {c}.main.qf_index_expressions(expressions) AS x
+				FROM duckdb_indexes() WHERE database_name = current_database())) k
+		JOIN duckdb_columns() c ON c.table_oid = k.table_oid AND c.column_name = trim(k.e, '"')
+		GROUP BY k.index_oid`,
+	// An index DuckDB calls art is what PostgreSQL clients know as btree (JDBC's getIndexInfo
+	// says ascending columns for it).
+	`CREATE VIEW {c}.main.qf_pg_am AS SELECT * REPLACE (CASE WHEN amname = 'art' THEN 'btree' ELSE amname END AS amname)
+		FROM pg_catalog.pg_am`,
+	`CREATE VIEW {c}.main.qf_pg_index AS SELECT i.* REPLACE (coalesce(i.indkey, k.indkey) AS indkey,
+			CASE WHEN k.plain THEN NULL ELSE i.indexprs END AS indexprs), false AS indnullsnotdistinct
+		FROM pg_catalog.pg_index i LEFT JOIN {c}.main.qf_index_keys k ON k.index_oid = i.indexrelid
 		UNION ALL BY NAME
-		SELECT {c}.pg_catalog.qf_constraint_index_oid(table_oid, constraint_index) AS indexrelid, table_oid AS indrelid,
+		SELECT {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS indexrelid, table_oid AS indrelid,
 			len(constraint_column_indexes)::INTEGER AS indnatts, len(constraint_column_indexes)::INTEGER AS indnkeyatts,
 			true AS indisunique, constraint_type = 'PRIMARY KEY' AS indisprimary, false AS indisexclusion,
 			true AS indimmediate, false AS indisclustered, true AS indisvalid, false AS indcheckxmin, true AS indisready,
 			true AS indislive, false AS indisreplident,
 			list_transform(constraint_column_indexes, i -> (i + 1)::INTEGER) AS indkey, false AS indnullsnotdistinct
-		FROM {c}.pg_catalog.qf_key_constraints()`,
+		FROM {c}.main.qf_key_constraints()`,
 	// information_schema._pg_expandarray(a): one (x, n) row per element of a, n counting from
 	// 1 (JDBC's getPrimaryKeys reads index keys with it).
-	`CREATE MACRO {c}.pg_catalog.qf_pg_expandarray(arr) AS
+	`CREATE MACRO {c}.main.qf_pg_expandarray(arr) AS
 		unnest(list_transform(generate_series(1, len(arr)), i -> {'x': arr[i], 'n': i}))`,
-	`CREATE MACRO {c}.pg_catalog.pg_get_statisticsobjdef_columns(id) AS NULL`,
-	`CREATE MACRO {c}.pg_catalog.pg_get_partkeydef(id) AS NULL`,
-	`CREATE MACRO {c}.pg_catalog.pg_get_triggerdef(id) AS NULL, (id, pretty) AS NULL`,
-	`CREATE MACRO {c}.pg_catalog.pg_get_ruledef(id) AS NULL, (id, pretty) AS NULL`,
-	`CREATE MACRO {c}.pg_catalog.pg_tablespace_location(id) AS ''`,
-	`CREATE MACRO {c}.pg_catalog.pg_total_relation_size(id) AS 0::BIGINT`,
-	`CREATE MACRO {c}.pg_catalog.pg_relation_size(id) AS 0::BIGINT`,
-	`CREATE MACRO {c}.pg_catalog.pg_table_size(id) AS 0::BIGINT`,
-	`CREATE MACRO {c}.pg_catalog.pg_database_size(id) AS 0::BIGINT`,
-	`CREATE MACRO {c}.pg_catalog.array_upper(arr, dim) AS len(arr)`,
-	`CREATE MACRO {c}.pg_catalog.array_lower(arr, dim) AS CASE WHEN len(arr) > 0 THEN 1 END`,
-	`CREATE VIEW {c}.pg_catalog.pg_auth_members AS SELECT 0::BIGINT AS roleid, 0::BIGINT AS member,
+	`CREATE MACRO {c}.main.pg_get_statisticsobjdef_columns(id) AS NULL`,
+	`CREATE MACRO {c}.main.pg_get_partkeydef(id) AS NULL`,
+	`CREATE MACRO {c}.main.pg_get_triggerdef(id) AS NULL, (id, pretty) AS NULL`,
+	`CREATE MACRO {c}.main.pg_get_ruledef(id) AS NULL, (id, pretty) AS NULL`,
+	`CREATE MACRO {c}.main.pg_tablespace_location(id) AS ''`,
+	`CREATE MACRO {c}.main.pg_total_relation_size(id) AS 0::BIGINT`,
+	`CREATE MACRO {c}.main.pg_relation_size(id) AS 0::BIGINT`,
+	`CREATE MACRO {c}.main.pg_table_size(id) AS 0::BIGINT`,
+	`CREATE MACRO {c}.main.pg_database_size(id) AS 0::BIGINT`,
+	`CREATE MACRO {c}.main.array_upper(arr, dim) AS len(arr)`,
+	`CREATE MACRO {c}.main.array_lower(arr, dim) AS CASE WHEN len(arr) > 0 THEN 1 END`,
+	`CREATE VIEW {c}.main.pg_auth_members AS SELECT 0::BIGINT AS roleid, 0::BIGINT AS member,
 		0::BIGINT AS grantor, false AS admin_option WHERE false`,
-	`CREATE VIEW {c}.pg_catalog.pg_roles AS SELECT 0::BIGINT AS oid, 'queryflux' AS rolname, true AS rolsuper,
+	`CREATE VIEW {c}.main.pg_roles AS SELECT 0::BIGINT AS oid, 'queryflux' AS rolname, true AS rolsuper,
 		true AS rolinherit, true AS rolcreaterole, true AS rolcreatedb, true AS rolcanlogin, false AS rolreplication,
 		-1 AS rolconnlimit, NULL::VARCHAR AS rolpassword, NULL::TIMESTAMPTZ AS rolvaliduntil, true AS rolbypassrls,
 		NULL::VARCHAR[] AS rolconfig`,
-	`CREATE VIEW {c}.pg_catalog.pg_inherits AS SELECT 0::BIGINT AS inhrelid, 0::BIGINT AS inhparent, 0 AS inhseqno,
+	`CREATE VIEW {c}.main.pg_inherits AS SELECT 0::BIGINT AS inhrelid, 0::BIGINT AS inhparent, 0 AS inhseqno,
 		false AS inhdetachpending WHERE false`,
-	`CREATE VIEW {c}.pg_catalog.pg_policy AS SELECT 0::BIGINT AS oid, '' AS polname, 0::BIGINT AS polrelid,
+	`CREATE VIEW {c}.main.pg_policy AS SELECT 0::BIGINT AS oid, '' AS polname, 0::BIGINT AS polrelid,
 		'' AS polcmd, true AS polpermissive, NULL::BIGINT[] AS polroles, NULL::VARCHAR AS polqual,
 		NULL::VARCHAR AS polwithcheck WHERE false`,
-	`CREATE VIEW {c}.pg_catalog.pg_statistic_ext AS SELECT 0::BIGINT AS oid, 0::BIGINT AS stxrelid, '' AS stxname,
+	`CREATE VIEW {c}.main.pg_statistic_ext AS SELECT 0::BIGINT AS oid, 0::BIGINT AS stxrelid, '' AS stxname,
 		0::BIGINT AS stxnamespace, 0::BIGINT AS stxowner, -1 AS stxstattarget, NULL::INTEGER[] AS stxkeys,
 		NULL::VARCHAR[] AS stxkind, NULL::VARCHAR AS stxexprs WHERE false`,
-	`CREATE VIEW {c}.pg_catalog.pg_trigger AS SELECT 0::BIGINT AS oid, 0::BIGINT AS tgrelid, 0::BIGINT AS tgparentid,
+	`CREATE VIEW {c}.main.pg_trigger AS SELECT 0::BIGINT AS oid, 0::BIGINT AS tgrelid, 0::BIGINT AS tgparentid,
 		'' AS tgname, 0::BIGINT AS tgfoid, 0 AS tgtype, 'O' AS tgenabled, false AS tgisinternal,
 		0::BIGINT AS tgconstrrelid, 0::BIGINT AS tgconstrindid, 0::BIGINT AS tgconstraint WHERE false`,
-	`CREATE VIEW {c}.pg_catalog.pg_rewrite AS SELECT 0::BIGINT AS oid, '' AS rulename, 0::BIGINT AS ev_class,
+	`CREATE VIEW {c}.main.pg_rewrite AS SELECT 0::BIGINT AS oid, '' AS rulename, 0::BIGINT AS ev_class,
 		'1' AS ev_type, 'O' AS ev_enabled, false AS is_instead WHERE false`,
-	`CREATE VIEW {c}.pg_catalog.pg_foreign_table AS SELECT 0::BIGINT AS ftrelid, 0::BIGINT AS ftserver,
+	`CREATE VIEW {c}.main.pg_foreign_table AS SELECT 0::BIGINT AS ftrelid, 0::BIGINT AS ftserver,
 		NULL::VARCHAR[] AS ftoptions WHERE false`,
 	// MySQL clients' functions (mysqlshow.go, docs/duckdb.md): UNIX_TIMESTAMP() in whole
 	// seconds, of a value in UTC (the session time zone the MySQL frontend reports);
@@ -128,10 +182,10 @@ var compatSQL = []string{
 	// statement calling it sets to its session's value first (mysqlddl.go), else 0 (MySQL's
 	// answer when no AUTO_INCREMENT value was generated); qf_mysql_type(t) is DuckDB type t as MySQL 8.0.11's SHOW COLUMNS
 	// writes the nearest MySQL type.
-	`CREATE MACRO {c}.pg_catalog.unix_timestamp() AS epoch_ms(current_timestamp) // 1000,
+	`CREATE MACRO {c}.main.unix_timestamp() AS epoch_ms(current_timestamp) // 1000,
 		(x) AS floor(epoch(CAST(x AS TIMESTAMP)))::BIGINT`,
-	`CREATE MACRO {c}.pg_catalog.last_insert_id() AS coalesce(getvariable('qf_last_insert_id'), 0)::UBIGINT`,
-	`CREATE MACRO {c}.pg_catalog.qf_mysql_type(t) AS CASE
+	`CREATE MACRO {c}.main.last_insert_id() AS coalesce(getvariable('qf_last_insert_id'), 0)::UBIGINT`,
+	`CREATE MACRO {c}.main.qf_mysql_type(t) AS CASE
 		WHEN t = 'BOOLEAN' THEN 'tinyint(1)' WHEN t = 'TINYINT' THEN 'tinyint(4)' WHEN t = 'SMALLINT' THEN 'smallint(6)'
 		WHEN t = 'INTEGER' THEN 'int(11)' WHEN t = 'BIGINT' THEN 'bigint(20)' WHEN t = 'UTINYINT' THEN 'tinyint(3) unsigned'
 		WHEN t = 'USMALLINT' THEN 'smallint(5) unsigned' WHEN t = 'UINTEGER' THEN 'int(10) unsigned'
@@ -145,26 +199,26 @@ var compatSQL = []string{
 	// qf_mysql_X): a database is DuckDB's catalog, its tables those of the catalog's main
 	// schema, so TABLE_SCHEMA is the database's name (SQLAlchemy's has_table counts
 	// information_schema.tables WHERE table_schema = the database).
-	`CREATE VIEW {c}.pg_catalog.qf_mysql_schemata AS SELECT 'def' AS "CATALOG_NAME", datname AS "SCHEMA_NAME",
+	`CREATE VIEW {c}.main.qf_mysql_schemata AS SELECT 'def' AS "CATALOG_NAME", datname AS "SCHEMA_NAME",
 		'utf8mb4' AS "DEFAULT_CHARACTER_SET_NAME", 'utf8mb4_general_ci' AS "DEFAULT_COLLATION_NAME", NULL::VARCHAR AS "SQL_PATH"
-		FROM {c}.pg_catalog.qf_pg_database`,
-	`CREATE VIEW {c}.pg_catalog.qf_mysql_tables AS SELECT 'def' AS "TABLE_CATALOG", table_catalog AS "TABLE_SCHEMA",
+		FROM {c}.main.qf_pg_database`,
+	`CREATE VIEW {c}.main.qf_mysql_tables AS SELECT 'def' AS "TABLE_CATALOG", table_catalog AS "TABLE_SCHEMA",
 		table_name AS "TABLE_NAME", table_type AS "TABLE_TYPE", CASE WHEN table_type = 'BASE TABLE' THEN 'DuckDB' END AS "ENGINE",
 		NULL::BIGINT AS "TABLE_ROWS", 'utf8mb4_general_ci' AS "TABLE_COLLATION", '' AS "TABLE_COMMENT"
 		FROM information_schema.tables WHERE table_schema = 'main' AND table_type IN ('BASE TABLE', 'VIEW')
-		AND table_catalog IN (SELECT datname FROM {c}.pg_catalog.qf_pg_database)`,
-	`CREATE VIEW {c}.pg_catalog.qf_mysql_columns AS SELECT 'def' AS "TABLE_CATALOG", c.database_name AS "TABLE_SCHEMA",
+		AND table_catalog IN (SELECT datname FROM {c}.main.qf_pg_database)`,
+	`CREATE VIEW {c}.main.qf_mysql_columns AS SELECT 'def' AS "TABLE_CATALOG", c.database_name AS "TABLE_SCHEMA",
 		c.table_name AS "TABLE_NAME", c.column_name AS "COLUMN_NAME", c.column_index::BIGINT AS "ORDINAL_POSITION",
 		c.column_default AS "COLUMN_DEFAULT", CASE WHEN c.is_nullable THEN 'YES' ELSE 'NO' END AS "IS_NULLABLE",
-		regexp_replace({c}.pg_catalog.qf_mysql_type(c.data_type), '[( ].*', '') AS "DATA_TYPE",
-		{c}.pg_catalog.qf_mysql_type(c.data_type) AS "COLUMN_TYPE",
-		coalesce((SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' ELSE 'UNI' END
+		regexp_replace({c}.main.qf_mysql_type(c.data_type), '[( ].*', '') AS "DATA_TYPE",
+		{c}.main.qf_mysql_type(c.data_type) AS "COLUMN_TYPE",
+		coalesce((SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' WHEN count(*) > 0 THEN 'UNI' END
 			FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name
 			AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name)
 			OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), '') AS "COLUMN_KEY",
 		'' AS "EXTRA", coalesce(c.comment, '') AS "COLUMN_COMMENT"
-		FROM duckdb_columns() c WHERE c.schema_name = 'main' AND c.database_name IN (SELECT datname FROM {c}.pg_catalog.qf_pg_database)`,
-	`CREATE VIEW {c}.pg_catalog.pg_partitioned_table AS SELECT 0::BIGINT AS partrelid, 'r' AS partstrat,
+		FROM duckdb_columns() c WHERE c.schema_name = 'main' AND c.database_name IN (SELECT datname FROM {c}.main.qf_pg_database)`,
+	`CREATE VIEW {c}.main.pg_partitioned_table AS SELECT 0::BIGINT AS partrelid, 'r' AS partstrat,
 		0 AS partnatts WHERE false`,
 }
 
@@ -172,7 +226,7 @@ var compatSQL = []string{
 // every attached catalog's system objects: a query naming pg_catalog.X reads pg_catalog.qf_X,
 // X with those columns and only the client's database (compatSQL).
 var extendedRelations = map[string]bool{"pg_class": true, "pg_database": true, "pg_namespace": true, "pg_proc": true,
-	"pg_attribute": true, "pg_type": true, "pg_index": true}
+	"pg_attribute": true, "pg_type": true, "pg_index": true, "pg_am": true}
 
 // relationEnds are the words that may follow a relation in FROM that has no alias.
 var relationEnds = map[string]bool{"where": true, "join": true, "left": true, "right": true, "inner": true,
@@ -232,10 +286,10 @@ func typeSQL() []string {
 		cases = append(cases, fmt.Sprintf("WHEN '%s' THEN %d", d[0], oid))
 	}
 	return []string{
-		`CREATE MACRO {c}.pg_catalog.qf_type_oid(data_type) AS CASE WHEN data_type LIKE 'DECIMAL(%' THEN 1700 ELSE CASE data_type ` +
+		`CREATE MACRO {c}.main.qf_type_oid(data_type) AS CASE WHEN data_type LIKE 'DECIMAL(%' THEN 1700 ELSE CASE data_type ` +
 			strings.Join(cases, " ") + ` ELSE 25 END END`,
-		`CREATE VIEW {c}.pg_catalog.qf_pg_type AS SELECT oid::BIGINT AS oid, typname, (SELECT any_value(oid) FROM duckdb_schemas()
-			WHERE database_name = current_database() AND schema_name = 'pg_catalog') AS typnamespace, 0::BIGINT AS typowner,
+		`CREATE VIEW {c}.main.qf_pg_type AS SELECT oid::BIGINT AS oid, typname, (SELECT any_value(oid) FROM duckdb_schemas()
+			WHERE database_name = 'system' AND schema_name = 'pg_catalog') AS typnamespace, 0::BIGINT AS typowner,
 			typlen, typlen BETWEEN 1 AND 8 AS typbyval, 'b' AS typtype, typcategory, false AS typispreferred,
 			true AS typisdefined, ',' AS typdelim, 0::BIGINT AS typrelid, 0::BIGINT AS typsubscript, 0::BIGINT AS typelem,
 			0::BIGINT AS typarray, typname || 'in' AS typinput, typname || 'out' AS typoutput, typname || 'recv' AS typreceive,
@@ -244,17 +298,17 @@ func typeSQL() []string {
 			0 AS typndims, typcollation::BIGINT AS typcollation, NULL::VARCHAR AS typdefaultbin, NULL::VARCHAR AS typdefault,
 			NULL::VARCHAR[] AS typacl, formatted AS qf_formatted
 			FROM (VALUES ` + strings.Join(rows, ", ") + `) t(oid, typname, formatted, typlen, typcategory, typcollation)`,
-		`CREATE MACRO {c}.pg_catalog.qf_format_type(type_oid, type_mod) AS CASE
+		`CREATE MACRO {c}.main.qf_format_type(type_oid, type_mod) AS CASE
 			WHEN type_oid = 1700 AND type_mod > 4 THEN 'numeric(' || ((type_mod - 4) >> 16) || ',' || ((type_mod - 4) & 65535) || ')'
-			ELSE coalesce((SELECT any_value(t.qf_formatted) FROM {c}.pg_catalog.qf_pg_type t WHERE t.oid = type_oid), '???') END`,
-		`CREATE VIEW {c}.pg_catalog.qf_pg_attribute AS SELECT table_oid AS attrelid, column_name AS attname,
-			{c}.pg_catalog.qf_type_oid(data_type) AS atttypid, -1 AS attstattarget, -1 AS attlen, column_index AS attnum,
+			ELSE coalesce((SELECT any_value(t.qf_formatted) FROM {c}.main.qf_pg_type t WHERE t.oid = type_oid), '???') END`,
+		`CREATE VIEW {c}.main.qf_pg_attribute AS SELECT table_oid AS attrelid, column_name AS attname,
+			{c}.main.qf_type_oid(data_type) AS atttypid, -1 AS attstattarget, -1 AS attlen, column_index AS attnum,
 			0 AS attndims, -1 AS attcacheoff,
 			CASE WHEN data_type LIKE 'DECIMAL(%' THEN ((numeric_precision << 16) | numeric_scale) + 4 ELSE -1 END AS atttypmod,
 			false AS attbyval, 'p' AS attstorage, 'i' AS attalign, NOT is_nullable AS attnotnull,
 			column_default IS NOT NULL AS atthasdef, false AS atthasmissing, '' AS attidentity, '' AS attgenerated,
 			false AS attisdropped, true AS attislocal, 0 AS attinhcount,
-			CASE WHEN {c}.pg_catalog.qf_type_oid(data_type) IN (18, 19, 25, 1043) THEN 100 ELSE 0 END::BIGINT AS attcollation,
+			CASE WHEN {c}.main.qf_type_oid(data_type) IN (18, 19, 25, 1043) THEN 100 ELSE 0 END::BIGINT AS attcollation,
 			'' AS attcompression, NULL::VARCHAR[] AS attacl, NULL::VARCHAR[] AS attoptions, NULL::VARCHAR[] AS attfdwoptions,
 			NULL::VARCHAR AS attmissingval
 			FROM duckdb_columns()`,
@@ -277,7 +331,10 @@ var castTypes = map[string]string{"text": "VARCHAR", "name": "VARCHAR", `"char"`
 // MySQL SHOW this engine does not answer.
 func compatRequest(q *query.Request, db string) (*query.Request, error) {
 	q = showTimeout(q)
-	s := pgCompat(q)
+	s, shown := pgShow(q)
+	if !shown {
+		s = pgCompat(q)
+	}
 	if isMySQL(q) {
 		show, ok, err := "", false, error(nil)
 		if mysqlshow.IsCatalogStatement(s) {
@@ -324,14 +381,17 @@ func needsCompat(sqlText string) bool {
 // pgCompat rewrites PostgreSQL-only syntax of catalog queries into DuckDB's (see above);
 // other statements come back unchanged.
 func pgCompat(q *query.Request) string {
-	if !needsCompat(q.SQL) {
+	// A MySQL client's at is mysqlCompat's to quote, its way.
+	quoteAt := !isMySQL(q) && holdsWordAt(q.SQL)
+	settings := mayReadPGSettings(q)
+	if !needsCompat(q.SQL) && !quoteAt && !settings {
 		return q.SQL
 	}
 	toks := pgTokens(q)
 	if readsPublications(toks) {
 		return noPublications
 	}
-	w := compatWriter{toks: toks}
+	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings}
 	for w.i < len(toks) {
 		w.step()
 	}
@@ -372,6 +432,10 @@ type compatWriter struct {
 	after map[int]string
 	// regex is set after a regular-expression match operator (~, !~).
 	regex bool
+	// quoteAt: a bare at is a name, written "at" (atIdent).
+	quoteAt bool
+	// settings: version() and current_setting('name') answer as PostgreSQL's (pgsettings.go).
+	settings bool
 }
 
 // sig returns the index of the n'th significant token from i on (n=0: the first), or -1.
@@ -414,6 +478,11 @@ func (w *compatWriter) step() {
 		w.i++
 		return
 	}
+	if w.quoteAt && atIdent(w.toks, w.i) {
+		w.emit(`"` + t.Text + `"`)
+		w.i++
+		return
+	}
 	switch w.word(w.i) {
 	case "operator": // OPERATOR(pg_catalog.~) -> ~
 		open := w.sig(w.i+1, 0)
@@ -438,16 +507,21 @@ func (w *compatWriter) step() {
 		if w.word(dot) != "." || name < 0 {
 			break
 		}
+		if w.toks[name].Kind == sqltok.Word && compatNames[w.word(name)] {
+			w.emit(compatPrefix + w.word(name))
+			w.i = name + 1
+			return
+		}
 		if rel := w.word(name); extendedRelations[rel] { // pg_catalog.pg_class: the extended view (compatSQL)
 			switch next := w.sig(name+1, 0); {
 			case w.word(next) == ".": // pg_catalog.pg_type.oid: a column of the relation named below
 				w.emit(rel)
 			case next >= 0 && (w.toks[next].Kind == sqltok.QuotedIdent || w.toks[next].Kind == sqltok.Word && !relationEnds[w.word(next)]):
-				w.emit("pg_catalog.qf_" + rel) // an alias follows
+				w.emit(compatPrefix + "qf_" + rel) // an alias follows
 			default:
 				// Named as itself, so that pg_type.oid (pgjdbc's type query, getTypeInfo) still
 				// finds it.
-				w.emit("pg_catalog.qf_" + rel + " AS " + rel)
+				w.emit(compatPrefix + "qf_" + rel + " AS " + rel)
 			}
 			w.i = name + 1
 			return
@@ -462,9 +536,29 @@ func (w *compatWriter) step() {
 	case "information_schema": // information_schema._pg_expandarray: the compatibility macro
 		dot := w.sig(w.i+1, 0)
 		if name := w.sig(dot+1, 0); w.word(dot) == "." && w.word(name) == "_pg_expandarray" {
-			w.emit("pg_catalog.qf_pg_expandarray")
+			w.emit(compatPrefix + "qf_pg_expandarray")
 			w.i = name + 1
 			return
+		}
+	case "version":
+		if close := w.sig(w.i+2, 0); w.settings && w.word(w.sig(w.i+1, 0)) == "(" && w.word(close) == ")" {
+			w.emit(pgSettingsPrefix + "version()")
+			w.i = close + 1
+			return
+		}
+	case "current_setting": // current_setting('name' [, missing_ok])
+		open := w.sig(w.i+1, 0)
+		name := w.sig(open+1, 0)
+		end := w.sig(name+1, 0)
+		if w.word(end) == "," {
+			end = w.sig(w.sig(end+1, 0)+1, 0)
+		}
+		if w.settings && w.word(open) == "(" && name >= 0 && w.toks[name].Kind == sqltok.String && w.word(end) == ")" {
+			if _, ok := pgSettings[strings.ToLower(plainString(w.toks[name].Text))]; ok {
+				w.emit(pgSettingsPrefix + "current_setting(" + w.toks[name].Text + ")")
+				w.i = end + 1
+				return
+			}
 		}
 	case "generate_series", "unnest":
 		w.aliasColumn()

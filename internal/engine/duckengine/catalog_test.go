@@ -15,11 +15,14 @@ func pgRequest(sql string) *query.Request {
 
 func TestPGCompatRewrites(t *testing.T) {
 	for in, want := range map[string]string{
-		`select c.relname from pg_catalog.pg_class c where c.relname OPERATOR(pg_catalog.~) '^(orders)$' COLLATE pg_catalog.default`: `select c.relname from pg_catalog.qf_pg_class c where c.relname  ~  '(?s).*(?:^(orders)$).*' `,
+		`select c.relname from pg_catalog.pg_class c where c.relname OPERATOR(pg_catalog.~) '^(orders)$' COLLATE pg_catalog.default`: `select c.relname from "queryflux_pg_compat".main.qf_pg_class c where c.relname  ~  '(?s).*(?:^(orders)$).*' `,
+		`select pg_catalog.pg_get_userbyid(c.relowner) from pg_catalog.pg_roles r`:                                                   `select "queryflux_pg_compat".main.pg_get_userbyid(c.relowner) from "queryflux_pg_compat".main.pg_roles r`,
 		`select x::pg_catalog.text, y::pg_catalog.regclass::pg_catalog.text from t`:                                                  `select x::VARCHAR, y::VARCHAR from t`,
 		`select 'public.orders'::regclass, '42'::regclass, 'int4'::pg_catalog.regtype`:                                               `select (SELECT any_value(oid) FROM pg_catalog.pg_class WHERE relname = 'orders'), 42, (SELECT any_value(oid) FROM pg_catalog.pg_type WHERE typname = 'int4')`,
 		`select pg_catalog.array_to_string(a, ','), pg_catalog.pg_get_expr(d.adbin, d.adrelid, true) from pg_catalog.pg_attrdef d`:   `select array_to_string(a, ','), qf_pg_get_expr(d.adbin, d.adrelid, true) from pg_catalog.pg_attrdef d`,
 		`select s from pg_catalog.generate_series(1, 3) s where n.nspname !~ '^pg_'`:                                                 `select s from generate_series(1, 3) s(s) where n.nspname !~ '(?s).*(?:^pg_).*'`,
+		`select at, now() AT TIME ZONE 'UTC', t.at from t where at > $1`:                                                             `select "at", now() AT TIME ZONE 'UTC', t."at" from t where "at" > $1`,
+		`select version(), current_setting('Server_Version_Num', true)::int, current_setting('TimeZone')`:                            `select "queryflux_pg_compat".pg.version(), "queryflux_pg_compat".pg.current_setting('Server_Version_Num')::int, current_setting('TimeZone')`,
 		`select pubname from pg_catalog.pg_publication p`:                                                                            noPublications,
 	} {
 		if got := pgCompat(pgRequest(in)); got != want {
@@ -29,15 +32,40 @@ func TestPGCompatRewrites(t *testing.T) {
 }
 
 // TestPGCompatLeavesOtherStatements: a statement that names neither pg_catalog nor a reg*
-// cast is never rewritten.
+// cast, nor the word at (a name to quote), is never rewritten.
 func TestPGCompatLeavesOtherStatements(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		sql := rapid.StringMatching(`[a-z0-9_ ,.:~()'"*=<>!-]{0,80}`).Draw(t, "sql")
-		if strings.Contains(strings.ToLower(sql), "pg_catalog") || strings.Contains(strings.ToLower(sql), "::reg") {
+		if strings.Contains(strings.ToLower(sql), "pg_catalog") || strings.Contains(strings.ToLower(sql), "::reg") || holdsWordAt(sql) {
 			t.Skip("names the catalog")
 		}
 		if got := pgCompat(pgRequest(sql)); got != sql {
 			t.Fatalf("pgCompat(%q) = %q", sql, got)
 		}
 	})
+}
+
+// TestPGShow: a PostgreSQL client's SHOW of a setting PostgreSQL has is a SELECT of its value
+// under its name; other SHOWs, and other clients', are DuckDB's.
+func TestPGShow(t *testing.T) {
+	for in, want := range map[string]string{
+		"SHOW TRANSACTION ISOLATION LEVEL":  `SELECT 'repeatable read' AS "transaction_isolation"`,
+		"show standard_conforming_strings;": `SELECT 'on' AS "standard_conforming_strings"`,
+		"show time zone":                    `SELECT current_setting('TimeZone') AS "TimeZone"`,
+		"show search_path":                  `SELECT '"$user", public' AS "search_path"`,
+		"show tables":                       "-",
+		"show orders":                       "-",
+		"select 1":                          "-",
+	} {
+		got, ok := pgShow(pgRequest(in))
+		if !ok {
+			got = "-"
+		}
+		if got != want {
+			t.Errorf("pgShow(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if _, ok := pgShow(&query.Request{SQL: "show search_path", Protocol: query.ProtocolMySQL}); ok {
+		t.Error("a MySQL client's SHOW was answered as PostgreSQL's")
+	}
 }

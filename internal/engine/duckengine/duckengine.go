@@ -1,5 +1,5 @@
 // Package duckengine runs queries on an embedded DuckDB database (in memory or in a file)
-// through github.com/marcboeker/go-duckdb, and streams the rows as Arrow record batches of at most
+// through github.com/duckdb/duckdb-go/v2 (DuckDB 1.5, ICU built in), and streams the rows as Arrow record batches of at most
 // engine.BatchRowsMax rows, with each column's DuckDB type in the field metadata (duckdb.type).
 // It keeps each client's statements and transactions to itself (Engine, session.go), locks the
 // database down for clients (statement.go), answers PostgreSQL clients' catalog queries
@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,7 +25,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/marcboeker/go-duckdb"
+	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
@@ -59,8 +60,8 @@ type connSetup struct {
 	// catalog is the name an in-memory database is attached under (the cluster's database,
 	// else its name), so current_database() says what the client connected to; "" for a file.
 	catalog string
-	// searchPath is every connection's: the database's main schema, then the pg_catalog
-	// schema holding the catalog compatibility objects (catalog.go).
+	// searchPath is every connection's: the database's main schema, then the schema holding
+	// the catalog compatibility objects (catalog.go).
 	searchPath string
 }
 
@@ -136,7 +137,7 @@ func (e *Engine) openDB() (*sql.DB, error) {
 
 // setup prepares the database before any client connects: an in-memory database is attached
 // under name (the one every connection uses), and the catalog compatibility objects are created
-// in it, or for a file database (never written to for this) in an in-memory catalog of their own.
+// in an in-memory catalog of their own (compatCatalog), whatever the database.
 func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bool) error {
 	dc, err := connector.Connect(context.Background())
 	if err != nil {
@@ -147,25 +148,23 @@ func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bo
 		_, err := dc.(driver.ExecerContext).ExecContext(context.Background(), sqlText, nil)
 		return err
 	}
-	compat := "queryflux_pg_compat"
-	if inMemory {
-		compat = name
+	for _, db := range []string{name, compatCatalog} {
+		if db == name && !inMemory {
+			continue
+		}
+		if err := exec("ATTACH ':memory:' AS " + quoteIdent(db)); err != nil {
+			return fmt.Errorf("attach an in-memory database as %q: %w", db, err)
+		}
 	}
-	if err := exec("ATTACH ':memory:' AS " + quoteIdent(compat)); err != nil {
-		return fmt.Errorf("attach an in-memory database as %q: %w", compat, err)
-	}
-	// \l lists the databases a client can use: not DuckDB's own, nor this compatibility one.
-	hidden := "'memory'"
-	if !inMemory {
-		hidden = "'" + compat + "'"
-	}
-	for _, s := range append(compatSQL, typeSQL()...) {
-		s = strings.NewReplacer("{c}", quoteIdent(compat), "{hidden}", hidden).Replace(s)
+	// \l lists the databases a client can use: not DuckDB's own, nor the compatibility one.
+	hidden := "'memory', '" + compatCatalog + "'"
+	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL()) {
+		s = strings.NewReplacer("{c}", quoteIdent(compatCatalog), "{hidden}", hidden).Replace(s)
 		if err := exec(s); err != nil {
 			return fmt.Errorf("catalog compatibility: %w", err)
 		}
 	}
-	home := compat
+	home := name
 	if !inMemory {
 		if home, err = currentDatabase(dc); err != nil {
 			return err
@@ -173,7 +172,7 @@ func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bo
 	} else {
 		cs.catalog = name
 	}
-	cs.searchPath = quoteIdent(home) + ".main," + quoteIdent(compat) + ".pg_catalog"
+	cs.searchPath = quoteIdent(home) + ".main," + quoteIdent(compatCatalog) + ".main"
 	return nil
 }
 
@@ -399,6 +398,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return rows, err
 	}
+	q, up := mysqlUpsert(client, q)
 	q, ai := mysqlInsert(ctx, conn, client, q)
 	if err := setLastInsertID(ctx, conn, client); err != nil {
 		release(conn, true)
@@ -422,6 +422,12 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		release(conn, true)
 		return nil, err
 	}
+	if up != nil {
+		defer func() { release(conn, st.clean()); cancel() }()
+		rows, err := up.count(ctx, conn, false, func() (query.Rows, error) { return runInsert(ctx, conn, q, st.p, ai) })
+		e.noteFatal(err)
+		return rows, explain(err)
+	}
 	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()); cancel() })
 	if err != nil {
 		e.noteFatal(err)
@@ -432,6 +438,16 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		return ai.insertTag(ctx, rows)
 	}
 	return rows, nil
+}
+
+// runInsert runs a MySQL client's INSERT or REPLACE to its command tag (for upsert.count),
+// leaving conn to the caller.
+func runInsert(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, ai *aiInsert) (query.Rows, error) {
+	rows, err := run(ctx, conn, q, p, func() {})
+	if err != nil || ai == nil {
+		return rows, err
+	}
+	return ai.insertTag(ctx, rows)
 }
 
 // run executes q (prepared as p) on conn; done is called once conn is no longer needed by

@@ -1,8 +1,15 @@
 package duckengine
 
+import "github.com/queryflux/queryflux/internal/query"
+
 // SetStartingHook runs fn right before each streaming statement starts, until the test ends.
 func SetStartingHook(fn func()) (restore func()) {
 	old := startingHook
 	startingHook = fn
 	return func() { startingHook = old }
+}
+
+// NoteFatal tells e that a statement failed with a fatal error, as DuckDB reports one.
+func NoteFatal(e *Engine) {
+	e.noteFatal(&query.Error{Code: codeFatal, Message: "FATAL Error: Failed: database has been invalidated because of a previous fatal error"})
 }

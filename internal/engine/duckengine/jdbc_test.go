@@ -12,7 +12,7 @@ import (
 )
 
 // TestJDBCMetadata: PostgreSQL's JDBC driver reads the embedded DuckDB's catalog through the
-// proxy as tools do on connect: primary keys (in key order), tables, columns.
+// proxy as tools do on connect: primary keys (in key order), tables, columns, indexes.
 func TestJDBCMetadata(t *testing.T) {
 	src, err := filepath.Abs("testdata/jdbc/Meta.java")
 	if err != nil {
@@ -33,8 +33,13 @@ func TestJDBCMetadata(t *testing.T) {
 		"primary_keys":        "t_meta,b,1;t_meta,a,2",
 		"primary_keys_schema": "b,1;a,2",
 		"no_primary_key":      "[]",
-		"tables":              "t_meta;t_meta_nopk",
-		"columns":             "a,int4;b,text;c,float8",
-		"after":               "7",
+		"tables":              "t_meta;t_meta_fk;t_meta_ix;t_meta_nopk",
+		// What PostgreSQL 15 answers for the same tables (the primary key's index is
+		// <table>_pkey there).
+		"index_info":        "t_meta_ix_code_key,code,1,f;t_meta_ix_pkey,id,1,f;t_meta_ix_nm,n,1,t;t_meta_ix_nm,m,2,t",
+		"index_info_unique": "t_meta_ix_code_key,code;t_meta_ix_pkey,id",
+		"pk_name":           "id,t_meta_ix_pkey",
+		"columns":           "a,int4;b,text;c,float8",
+		"after":             "7",
 	})
 }

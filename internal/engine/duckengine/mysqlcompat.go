@@ -22,8 +22,8 @@ import (
 //   - FROM DUAL, as a one-row subquery;
 //   - information_schema.tables, .columns and .schemata, as MySQL's (mysqlInformationSchema).
 //   - INSERT ... ON DUPLICATE KEY UPDATE a = VALUES(a), as ON CONFLICT DO UPDATE SET a =
-//     excluded.a; REPLACE [INTO], as INSERT OR REPLACE INTO (the affected rows are DuckDB's
-//     count, one a row, where MySQL counts an updated or replaced row twice).
+//     excluded.a; REPLACE [INTO], as INSERT OR REPLACE INTO (their affected rows are made
+//     MySQL's in upsert.go).
 //
 // Before, 'O\'Brien' (what PyMySQL and mysqlclient send for the parameter O'Brien) failed as a
 // syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
@@ -93,6 +93,9 @@ func mysqlCompat(sqlText string) string {
 			}
 			b.WriteString("excluded." + name)
 			i = valuesCall(toks, i)
+			changed = true
+		case atIdent(toks, i):
+			b.WriteString(`"` + t.Text + `"`)
 			changed = true
 		case t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated && len(t.Text) >= 2:
 			b.WriteString(quoteIdent(strings.ReplaceAll(t.Text[1:len(t.Text)-1], "``", "`")))
@@ -165,7 +168,7 @@ func valuesCall(toks []sqltok.Token, i int) int {
 // with what DuckDB answers for them (the MySQL CLI's status asks DATABASE(); ORMs ask it at
 // connect).
 var mysqlNoArgFuncs = map[string]string{"database": "current_database()", "schema": "current_database()",
-	"curdate": "current_date", "curtime": "current_time"}
+	"curdate": "current_date", "curtime": "current_localtime()"}
 
 // noArgCall is, when toks[i] is called with no arguments (a "(" and a ")" follow, blanks and
 // comments between), the index of that ")"; -1 otherwise.
@@ -220,7 +223,32 @@ func nextSignificant(toks []sqltok.Token, i int) int {
 func mayNeedMySQLCompat(sqlText string) bool {
 	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText) ||
 		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema") || !utf8.ValidString(sqlText) ||
-		containsFold(sqlText, "duplicate") || sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace")
+		containsFold(sqlText, "duplicate") || sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace") || holdsWordAt(sqlText)
+}
+
+// atIdent reports whether toks[i] is the word AT used as a name (a column called "at"): DuckDB
+// reserves it for AT TIME ZONE and time travel (AT (VERSION => n)), where MySQL and PostgreSQL
+// take it as a name anywhere but before TIME ZONE (PostgreSQL's AT LOCAL too).
+func atIdent(toks []sqltok.Token, i int) bool {
+	if !toks[i].IsWord("at") {
+		return false
+	}
+	next := nextSignificant(toks, i+1)
+	return next >= len(toks) || !(toks[next].IsWord("time") || toks[next].IsWord("local") || toks[next].Text == "(")
+}
+
+// holdsWordAt reports cheaply whether s holds "at" as a word of its own, in any case.
+func holdsWordAt(s string) bool {
+	for i := 0; i+2 <= len(s); i++ {
+		if s[i]|0x20 == 'a' && s[i+1]|0x20 == 't' && (i == 0 || !identByte(s[i-1])) && (i+2 == len(s) || !identByte(s[i+2])) {
+			return true
+		}
+	}
+	return false
+}
+
+func identByte(c byte) bool {
+	return c == '_' || c == '$' || '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z' || c >= 0x80
 }
 
 // mayHoldLimitPair reports whether sqlText has LIMIT, a number and then a comma (or a comment,

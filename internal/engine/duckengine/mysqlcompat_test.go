@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"pgregory.net/rapid"
 
+	"github.com/queryflux/queryflux/internal/engine/enginetest"
 	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -157,5 +158,28 @@ func TestPostgresLiteralsKeepTheirBackslashes(t *testing.T) {
 	}
 	if got := b.Column(0).(*array.String).Value(0); got != `a\nb` {
 		t.Fatalf("%q, want %q", got, `a\nb`)
+	}
+}
+
+// TestColumnNamedAtOnDuckDB: a column called at (a name to MySQL and PostgreSQL; to DuckDB a
+// keyword of AT TIME ZONE and time travel) is created, written and read from either wire, and
+// AT TIME ZONE still converts.
+func TestColumnNamedAtOnDuckDB(t *testing.T) {
+	e := open(t)
+	for _, p := range []string{query.ProtocolMySQL, query.ProtocolPostgres} {
+		table := "at_" + p
+		for _, stmt := range []string{
+			"CREATE TABLE " + table + " (id int, at timestamp, At_x int)",
+			"INSERT INTO " + table + " (id, at) VALUES (1, TIMESTAMP '2020-01-02 03:04:05')",
+		} {
+			if _, _, err := enginetest.TextRows(e, &query.Request{SQL: stmt, Protocol: p}); err != nil {
+				t.Fatalf("%s: %s: %v", p, stmt, err)
+			}
+		}
+		_, rows, err := enginetest.TextRows(e, &query.Request{Protocol: p,
+			SQL: "SELECT CAST(at AS VARCHAR), CAST(TIMESTAMPTZ '2020-01-02 03:04:05+00' AT TIME ZONE 'Asia/Tokyo' AS VARCHAR) FROM " + table + " WHERE at IS NOT NULL"})
+		if err != nil || len(rows) != 1 || rows[0][0] != "2020-01-02 03:04:05" || rows[0][1] != "2020-01-02 12:04:05" {
+			t.Fatalf("%s: rows %q, %v; want the stored timestamp and Tokyo's 12:04:05", p, rows, err)
+		}
 	}
 }

@@ -34,7 +34,7 @@ func (duckCatalog) Databases() string { return "SELECT datname AS name FROM qf_p
 // marks them.
 func (duckCatalog) Columns(db, table string) string {
 	return `SELECT c.table_name AS tbl, c.column_name AS name, qf_mysql_type(c.data_type) AS type, c.is_nullable AS nullable, ` +
-		`coalesce((SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' ELSE 'UNI' END ` +
+		`coalesce((SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' WHEN count(*) > 0 THEN 'UNI' END ` +
 		`FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name ` +
 		`AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name) ` +
 		`OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), '') AS key, ` +

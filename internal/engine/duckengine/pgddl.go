@@ -75,6 +75,8 @@ func expandDDL(q *query.Request) (stmts []string, tag string, ok bool, err error
 	toks := q.Analysis().Tokens
 	switch w := sqltok.FirstWord(toks); {
 	case strings.EqualFold(w, "drop"), strings.EqualFold(w, "truncate"), strings.EqualFold(w, "alter"):
+	case strings.EqualFold(w, "create"):
+		return withoutStorageParams(q.SQL, toks)
 	default:
 		return nil, "", false, nil // most statements: not worth copying the tokens
 	}
@@ -88,6 +90,38 @@ func expandDDL(q *query.Request) (stmts []string, tag string, ok bool, err error
 		return expandAddPrimaryKey(r)
 	}
 	return nil, "", false, nil
+}
+
+// withoutStorageParams is CREATE TABLE t (...) WITH (fillfactor=100) (what pgbench -i sends)
+// without its WITH clause: storage parameters tune PostgreSQL's heap, DuckDB refuses them, and
+// the table is the same without.
+func withoutStorageParams(sqlText string, toks []sqltok.Token) ([]string, string, bool, error) {
+	r := sqltok.NewWalker(toks)
+	r.Word("create")
+	for _, w := range []string{"temp", "temporary", "unlogged"} {
+		r.Word(w)
+	}
+	if !r.Word("table") {
+		return nil, "", false, nil
+	}
+	if r.Word("if") && !(r.Word("not") && r.Word("exists")) || r.Name() == "" || !r.Punct("(") {
+		return nil, "", false, nil
+	}
+	if _, ok := r.Parenthesised(sqlText); !ok {
+		return nil, "", false, nil
+	}
+	with := r.Peek().Pos
+	if !r.Word("with") || !r.Punct("(") {
+		return nil, "", false, nil
+	}
+	if _, ok := r.Parenthesised(sqlText); !ok {
+		return nil, "", false, nil
+	}
+	rest := ""
+	if r.More() {
+		rest = sqlText[r.Peek().Pos:]
+	}
+	return []string{sqlText[:with] + rest}, "CREATE TABLE", true, nil
 }
 
 func expandDrop(r *sqltok.Walker) ([]string, string, bool, error) {

@@ -25,6 +25,11 @@ func TestExpandDDL(t *testing.T) {
 		{"alter table t add primary key (a) include (b)", "-"},
 		{"alter table t add column c int", "-"},
 		{"select 1", "-"},
+		{"create table pgbench_tellers(tid int not null,bid int,filler char(84)) with (fillfactor=100)", "create table pgbench_tellers(tid int not null,bid int,filler char(84))  | CREATE TABLE"},
+		{`CREATE UNLOGGED TABLE IF NOT EXISTS s."T" (a int) WITH (fillfactor = 90, autovacuum_enabled = false);`, `CREATE UNLOGGED TABLE IF NOT EXISTS s."T" (a int) ; | CREATE TABLE`},
+		{"create table t (a int)", "-"},
+		{"create table t as select 1 with data", "-"},
+		{"create table t (a int) with (fillfactor=100", "-"},
 	} {
 		stmts, tag, ok, err := expandDDL(&query.Request{SQL: c.sql, Protocol: query.ProtocolPostgres})
 		got := "-"

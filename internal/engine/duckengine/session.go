@@ -17,6 +17,7 @@ import (
 var (
 	_ engine.SessionOpener = (*Engine)(nil)
 	_ engine.Describer     = (*session)(nil)
+	_ engine.TxFailer      = (*session)(nil)
 )
 
 // OpenSession pins one connection for a client's transaction: nothing else runs on it until
@@ -40,12 +41,14 @@ type session struct {
 	conn     *sql.Conn
 	status   byte // 'I', 'T' or 'E'
 	readOnly bool
-	clean    bool // only statements that leave no connection state ran (statement.clean)
+	clean    bool             // only statements that leave no connection state ran (statement.clean)
+	last     *engine.Holdable // the last statement's result, if it has rows: held before the next runs
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	s.holdLast(ctx)
 	q, err := copyOutQuery(q)
 	if err != nil {
 		return nil, err
@@ -59,6 +62,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if own, handled, err := ownStatement(client); handled {
 		return s.runOwn(ctx, client, own, err)
 	}
+	q, up := mysqlUpsert(client, q)
 	q, ai := mysqlInsert(ctx, s.conn, client, q)
 	if err := setLastInsertID(ctx, s.conn, client); err != nil {
 		s.fail()
@@ -87,6 +91,15 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return nil, err
 	}
 	s.clean = s.clean && st.clean()
+	if up != nil {
+		defer cancel()
+		rows, err := up.count(ctx, s.conn, s.status == 'T', func() (query.Rows, error) { return runInsert(ctx, s.conn, q, st.p, ai) })
+		if err != nil {
+			s.e.noteFatal(err)
+			s.fail()
+		}
+		return rows, explain(err)
+	}
 	rows, err := run(ctx, s.conn, q, st.p, cancel)
 	if err != nil {
 		s.e.noteFatal(err)
@@ -97,7 +110,24 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if ai != nil {
 		return ai.insertTag(ctx, rows)
 	}
+	if rows.Schema() != nil {
+		s.last = engine.NewHoldable(rows)
+		return s.last, nil
+	}
 	return rows, nil
+}
+
+// holdLast reads the rest of the last result into memory, if a client left it open: DuckDB
+// streams one result at a time on a connection, and the next statement there would end it,
+// its unread rows silently missing (JDBC's setFetchSize reads 100 rows of a portal, runs
+// another statement, then reads on; a cursor is read a FETCH at a time between statements).
+// PostgreSQL keeps every portal open beside the others; here the open one goes to memory, as
+// go-duckdb's own (materialized) results are.
+func (s *session) holdLast(ctx context.Context) {
+	if s.last != nil {
+		_ = s.last.Hold(ctx, 0) // an error is the result's, given to its reader after the rows held
+		s.last = nil
+	}
 }
 
 // runOwn runs a statement the engine runs itself (ownStatement) in the session's transaction,
@@ -121,6 +151,9 @@ func (s *session) runOwn(ctx context.Context, q *query.Request, own ownRun, err 
 	}
 	return rows, err
 }
+
+// FailTx fails an open transaction (engine.TxFailer).
+func (s *session) FailTx() { s.fail() }
 
 // fail marks an open transaction failed.
 func (s *session) fail() {
@@ -177,12 +210,17 @@ func (s *session) TxStatus() byte { return s.status }
 
 // Describe prepares q on the session's connection, which may see what the transaction made.
 func (s *session) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
+	s.holdLast(ctx) // preparing on the connection would end a streaming result too
 	return describe(ctx, s.conn, q, s.e.reopen.database)
 }
 
 // Close rolls back an open transaction and returns the connection to the pool, or closes it
 // when a statement may have left state on it.
 func (s *session) Close() error {
+	if s.last != nil {
+		_ = s.last.Close() // its connection goes back to the pool: nothing may read it after
+		s.last = nil
+	}
 	keep := s.clean
 	if s.status != 'I' {
 		keep = keep && s.exec(context.Background(), "ROLLBACK") == nil

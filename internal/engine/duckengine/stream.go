@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/marcboeker/go-duckdb"
+	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/queryflux/queryflux/internal/engine"
 )
@@ -123,6 +123,13 @@ func compositeText(v any, quoted bool) string {
 		parts := make([]string, len(keys))
 		for i, k := range keys {
 			parts[i] = quote(k) + ": " + compositeText(x[k], true)
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case duckdb.OrderedMap: // in DuckDB's order, as it prints a map
+		keys, values := x.Keys(), x.Values()
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = compositeText(k, true) + "=" + compositeText(values[i], true)
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	case duckdb.Map:

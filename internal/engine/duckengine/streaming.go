@@ -137,19 +137,20 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/marcboeker/go-duckdb"
+	"github.com/duckdb/duckdb-go/v2"
+	"github.com/duckdb/duckdb-go/v2/mapping"
 
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-//go:linkname chunkInit github.com/marcboeker/go-duckdb.(*DataChunk).initFromDuckDataChunk
-func chunkInit(chunk *duckdb.DataChunk, data unsafe.Pointer, writable bool) error
+//go:linkname chunkInit github.com/duckdb/duckdb-go/v2.(*DataChunk).initFromDuckDataChunk
+func chunkInit(chunk *duckdb.DataChunk, data mapping.DataChunk, writable bool) error
 
-//go:linkname chunkClose github.com/marcboeker/go-duckdb.(*DataChunk).close
+//go:linkname chunkClose github.com/duckdb/duckdb-go/v2.(*DataChunk).close
 func chunkClose(chunk *duckdb.DataChunk)
 
-//go:linkname logicalTypeName github.com/marcboeker/go-duckdb.logicalTypeName
-func logicalTypeName(t unsafe.Pointer) string
+//go:linkname logicalTypeName github.com/duckdb/duckdb-go/v2.logicalTypeName
+func logicalTypeName(t mapping.LogicalType) string
 
 type (
 	connLayout struct{ con C.duckdb_connection }
@@ -163,9 +164,9 @@ var streamingAvailable = bool(C.qf_available()) && handlesLayoutOK()
 
 func handlesLayoutOK() bool {
 	ct, st := reflect.TypeOf(duckdb.Conn{}), reflect.TypeOf(duckdb.Stmt{})
-	return ct.NumField() > 0 && ct.Field(0).Name == "duckdbCon" && ct.Field(0).Offset == 0 &&
+	return ct.NumField() > 0 && ct.Field(0).Name == "conn" && ct.Field(0).Offset == 0 &&
 		ct.Field(0).Type.Size() == unsafe.Sizeof(connLayout{}) &&
-		st.NumField() > 1 && st.Field(0).Name == "c" && st.Field(1).Name == "stmt" &&
+		st.NumField() > 1 && st.Field(0).Name == "conn" && st.Field(1).Name == "preparedStmt" &&
 		st.Field(1).Offset == unsafe.Offsetof(stmtLayout{}.stmt) && st.Field(1).Type.Kind() == reflect.Pointer
 }
 
@@ -347,7 +348,7 @@ func (s *chunkSource) Next() bool {
 			return false
 		}
 		s.loaded = true
-		if s.err = chunkInit(&s.chunk, unsafe.Pointer(data), false); s.err != nil {
+		if s.err = chunkInit(&s.chunk, mapping.DataChunk{Ptr: unsafe.Pointer(data)}, false); s.err != nil {
 			return false
 		}
 		if s.size = s.chunk.GetSize(); s.size > 0 {
@@ -435,7 +436,7 @@ func typeName(t C.duckdb_logical_type) string {
 	if C.qf_is_json(t) {
 		return "JSON"
 	}
-	name := logicalTypeName(unsafe.Pointer(t))
+	name := logicalTypeName(mapping.LogicalType{Ptr: unsafe.Pointer(t)})
 	if name != "UNION" || !unionsAvailable {
 		return name
 	}
@@ -450,7 +451,7 @@ func typeName(t C.duckdb_logical_type) string {
 	return "UNION(" + strings.Join(members, ", ") + ")"
 }
 
-// readsAsText reports a DuckDB type go-duckdb cannot read (UNION, UHUGEINT, BIT, VARINT,
+// readsAsText reports a DuckDB type go-duckdb cannot read (UNION, UHUGEINT, BIT, BIGNUM,
 // anywhere inside the type) or reads losing part of it (TIME WITH TIME ZONE comes back in UTC,
 // without its offset; JSON decoded into Go values, its key order and big numbers lost). Such a
 // column is read as DuckDB's own text of it; its field keeps the type's name (duckdb.type), so
@@ -462,7 +463,7 @@ func readsAsText(dbType string) bool {
 	}
 	for _, w := range strings.FieldsFunc(t, func(r rune) bool { return !('A' <= r && r <= 'Z' || r == '_') }) {
 		switch w { // as go-duckdb names them; DESCRIBE writes UNION(...) and TIME WITH TIME ZONE
-		case "UNION", "UHUGEINT", "BIT", "BITSTRING", "VARINT", "TIMETZ":
+		case "UNION", "UHUGEINT", "BIT", "BITSTRING", "BIGNUM", "TIMETZ":
 			return true
 		}
 	}

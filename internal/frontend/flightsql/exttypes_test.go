@@ -108,7 +108,7 @@ func runTypeCases(t *testing.T, cases []typeCase) {
 // Types engines hand over as text reach arrow-go's Flight SQL client as Arrow types: a time with
 // a zone as a time64 of its clock time (as DuckDB's own Arrow export), a DuckDB UNION as a sparse
 // union, UHUGEINT and PostgreSQL's numeric(39..76, s) as decimal256, HUGEINT as decimal128(38, 0)
-// (DuckDB's choice); unbounded numbers (VARINT, PostgreSQL's numeric without a precision, NaN
+// (DuckDB's choice); unbounded numbers (BIGNUM, PostgreSQL's numeric without a precision, NaN
 // and infinities included) stay their exact text, as ADBC's PostgreSQL driver gives numeric.
 func TestTimeTZUnionAndWideNumbers(t *testing.T) {
 	runTypeCases(t, []typeCase{
@@ -122,7 +122,7 @@ func TestTimeTZUnionAndWideNumbers(t *testing.T) {
 				"e: type=decimal256(39, 0)", "f: type=decimal(38, 0)", "g: type=utf8", "h: type=time64[us]"},
 			[]string{"12:34:56.500000", `["01:02:03",null]`, "[0,2]", `[1,"x"]`, "340282366920938463463374607431768211455",
 				"-170141183460469231731687303715884105727", "-123456789012345678901234567890123456789012", "(null)"},
-			[]string{"TIMETZ", "TIMETZ[]", `UNION("n" INTEGER, "s" VARCHAR)`, "", "UHUGEINT", "HUGEINT", "VARINT"}},
+			[]string{"TIMETZ", "TIMETZ[]", `UNION("n" INTEGER, "s" VARCHAR)`, "", "UHUGEINT", "HUGEINT", "BIGNUM"}},
 		{engine.Spec{Name: "pg", Kind: "postgres", Endpoint: pgtest.NewDatabase(t)},
 			`select '12:34:56.5+02'::timetz a, array['01:02:03-05:30'::timetz] b, 1234567890123456789012345678901234567890.5::numeric(41,1) c,
 				1.5::numeric d, 'NaN'::numeric e`,

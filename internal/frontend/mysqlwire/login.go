@@ -18,7 +18,10 @@ import (
 //     go-mysql's decoded (greeting) and encoded again with SERVER_STATUS_AUTOCOMMIT, the
 //     session's first state: PyMySQL decides from it whether to send SET autocommit=0, and
 //     finding autocommit off already it would send nothing, then take a ROLLBACK for undoing
-//     what autocommit had committed.
+//     what autocommit had committed;
+//   - CLIENT_FOUND_ROWS among the capabilities, as MySQL announces it: go-sql-driver
+//     (clientFoundRows=true) asks for it only when the server offers it, and the embedded
+//     DuckDB engine counts an upsert's rows by it (query.Request.FoundRows).
 
 // loginView follows go-mysql's login packets until the client is logged in.
 type loginView struct {
@@ -41,6 +44,7 @@ func (v *loginView) serverPacket(p []byte) []byte {
 		}
 		v.salt = g.salt
 		g.status |= mysql.SERVER_STATUS_AUTOCOMMIT
+		g.capabilities |= mysql.CLIENT_FOUND_ROWS
 		return framePacket(g.appendTo(nil), p[3])
 	}
 	if len(payload) > 0 && payload[0] == mysql.EOF_HEADER { // an AuthSwitchRequest: a new salt

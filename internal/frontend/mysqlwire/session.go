@@ -194,6 +194,7 @@ func (h *session) fillAs(r *query.Request, sql string, args []any) {
 		ClientAddr:   h.remote,
 		Headers:      h.headers,
 		LastInsertID: h.lastInsertID,
+		FoundRows:    h.conn.HasCapability(mysql.CLIENT_FOUND_ROWS),
 	}
 }
 

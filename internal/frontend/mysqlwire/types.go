@@ -143,10 +143,10 @@ func isJSON(f arrow.Field) bool {
 }
 
 // isNumericText reports a number carried as text: PostgreSQL's numeric without a precision,
-// DuckDB's UHUGEINT and VARINT.
+// DuckDB's UHUGEINT and BIGNUM.
 func isNumericText(f arrow.Field) bool {
 	if d, ok := f.Metadata.GetValue(engine.MetaDuckDBType); ok {
-		return d == "UHUGEINT" || d == "VARINT"
+		return d == "UHUGEINT" || d == "BIGNUM"
 	}
 	oid, _ := f.Metadata.GetValue(engine.MetaPGOID)
 	return oid == "1700"

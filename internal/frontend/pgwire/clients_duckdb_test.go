@@ -55,9 +55,9 @@ func TestClientPsycopgOnDuckDB(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			d := duckProxy(t, mode)
 			for lib, extra := range map[string]map[string]string{
-				"psycopg2": {"named_cursor": "error 0A000", "with_hold": "error 0A000", "session_set": "error 0A000", "recover": "7",
+				"psycopg2": {"named_cursor": "31375", "with_hold": "55", "cursors": cursorsWant, "session_set": "error 0A000", "recover": "7",
 					"copy_in": "(3, 2)", "copy_out": `'1\ta\n2\tb\n3\t\\N\n'`},
-				"psycopg3": {"prepared": "21", "pipeline": "[1, 'two', 3]", "named_cursor": "error 0A000", "names": pgNames, "rollback_prepared": "2",
+				"psycopg3": {"prepared": "21", "pipeline": "[1, 'two', 3]", "named_cursor": "31375", "cursors": cursorsWant, "cursor_hold": "3000 4501500", "names": pgNames, "rollback_prepared": "2",
 					"copy_in": "(3, 2)", "copy_out": "[('1', 'a'), ('2', 'b'), ('3', None)]"},
 			} {
 				out, err := pgclienttest.Command(t, time.Minute, nil, "/usr/bin/python3", "cases.py", lib, d.Keywords(), "duckdb", "t_"+lib)
@@ -100,11 +100,11 @@ func TestClientJDBCOnDuckDB(t *testing.T) {
 			if err != nil {
 				t.Fatalf("java Cases: %v\n%s", err, out)
 			}
-			// fetch_size: setAutoCommit(false) and setFetchSize(100) read 250 rows 100 at a time
+			// fetch_size: setAutoCommit(false) and setFetchSize(100) read 5000 rows 100 at a time
 			// (Execute with a row limit, PortalSuspended), another statement running in between.
 			// metadata: getTypeInfo failed ("Referenced table pg_type not found": its query names
 			// pg_type.oid, and the compatibility view was not named pg_type).
-			pgclienttest.Expect(t, "JDBC on DuckDB", out, withCases(map[string]string{"prepared": "36", "fetch_size": "31375", "names": pgNames,
+			pgclienttest.Expect(t, "JDBC on DuckDB", out, withCases(map[string]string{"prepared": "36", "fetch_size": "12502500", "names": pgNames,
 				"copy_in": "3", "copy_out": `1|a;2|b;3|\N;`, "metadata": "int4 true, a int4;b text;"}))
 		})
 	}

@@ -8,3 +8,6 @@ var MayHoldSessionState = mayHoldSessionState
 
 // PreparesAwaitingSync is how many prepares wait for the rest of their batch (prepareBatch).
 func PreparesAwaitingSync() int64 { return preparesAwaitingSync.Load() }
+
+// SameDigitShape is the event loop's test of a Query against the last plain one (loop.go).
+var SameDigitShape = sameDigitShape

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -89,6 +90,10 @@ type loopRun struct {
 	run     *wireRun
 	kind    byte
 	out     []byte // what the loop relays in a client message's stead (Replacing)
+	// plain is the text of a simple Query that may hold no session state and is not blank: a
+	// Query of the same text but for its numbers (sameDigitShape) is neither, which the loop
+	// then need not look for again (pgbench's statement differs only in a number).
+	plain []byte
 }
 
 // eventLoop is the server's loop, started on first use; nil where there is none.
@@ -371,9 +376,13 @@ func (lr *loopRun) query(msg []byte) relayloop.Verdict {
 		lr.miss = true
 		return relayloop.Pause
 	}
-	sql := string(msg[5 : len(msg)-1])
-	if mayHoldSessionState(sql) || strings.TrimSpace(sql) == "" {
-		return relayloop.Pause // SETs answered here, refused for the pool mode, an empty Query
+	text := msg[5 : len(msg)-1]
+	sql := string(text)
+	if !sameDigitShape(text, lr.plain) {
+		if mayHoldSessionState(sql) || strings.TrimSpace(sql) == "" {
+			return relayloop.Pause // SETs answered here, refused for the pool mode, an empty Query
+		}
+		lr.plain = append(lr.plain[:0], text...)
 	}
 	if sqltok.FirstKeywordIs(sql, sqltok.Postgres, "deallocate", "discard") {
 		return relayloop.Pause
@@ -397,6 +406,54 @@ func (lr *loopRun) query(msg []byte) relayloop.Verdict {
 	lr.relayed(expect{kind: 'Q', run: run})
 	lr.busy = true
 	return relayloop.Relay
+}
+
+// sameDigitShape reports whether a and b are the same bytes but for the digits of their runs
+// of ASCII digits (a run of either matching one of the other, of any length); false when b is
+// empty. Neither
+// mayHoldSessionState nor a blank text can tell such texts apart: no word it looks for holds a
+// digit, and no digit is blank.
+func sameDigitShape(a, b []byte) bool {
+	if len(b) == 0 {
+		return false // nothing remembered (a blank text is never remembered)
+	}
+	i, j := 0, 0
+	for {
+		n := commonPrefix(a[i:], b[j:])
+		i, j = i+n, j+n
+		if i == len(a) && j == len(b) {
+			return true
+		}
+		// They differ here: only inside a run of digits of both (both bytes digits, or the run
+		// they share so far goes on in one of them).
+		da, db := i < len(a) && isASCIIDigit(a[i]), j < len(b) && isASCIIDigit(b[j])
+		if !(da && db) && !((da || db) && i > 0 && isASCIIDigit(a[i-1])) {
+			return false
+		}
+		for i < len(a) && isASCIIDigit(a[i]) {
+			i++
+		}
+		for j < len(b) && isASCIIDigit(b[j]) {
+			j++
+		}
+	}
+}
+
+func isASCIIDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// commonPrefix is the length of the longest common prefix of a and b, eight bytes at a time.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	a, b = a[:n], b[:n]
+	k := 0
+	for ; k+8 <= n; k += 8 {
+		if x := binary.LittleEndian.Uint64(a[k:k+8]) ^ binary.LittleEndian.Uint64(b[k:k+8]); x != 0 {
+			return k + bits.TrailingZeros64(x)/8
+		}
+	}
+	for ; k < n && a[k] == b[k]; k++ {
+	}
+	return k
 }
 
 // queueOrNil is ws's queue; nil for no wire.

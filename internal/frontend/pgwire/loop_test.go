@@ -285,3 +285,23 @@ func readyForQuery(t *testing.T, fe *pgproto3.Frontend) {
 		}
 	}
 }
+
+// The loop remembers a plain Query's text to skip its session-state look at the next Query of
+// that text but for its numbers: a SET after plain statements on the loop is still seen and
+// refused in transaction pool mode, and statements of one shape are all relayed.
+func TestEventLoopSeesSetAfterPlainStatements(t *testing.T) {
+	srv, url, _ := loopServer(t, proxy.PoolModeTransaction, 1)
+	a := connect(t, url)
+	for i := range 10 {
+		if got := queryInt(t, a, fmt.Sprintf("select %d", 10*i+1)); got != 10*i+1 {
+			t.Fatalf("select %d = %d", 10*i+1, got)
+		}
+	}
+	if n := srv.LoopStatements(); n < 9 { // the first may be the goroutine's
+		t.Fatalf("the event loop relayed %d statements, want 9", n)
+	}
+	for _, sql := range []string{"set work_mem = '77MB'", "select 1; set work_mem = '78MB'"} {
+		_, err := a.Exec(context.Background(), sql)
+		requireRefusal(t, err, "work_mem")
+	}
+}

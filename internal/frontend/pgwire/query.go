@@ -57,6 +57,7 @@ type portal struct {
 	copyOut *pgcopy.Statement // a COPY ... TO STDOUT's: its rows go as COPY data
 	// suspended: an Execute stopped at its row limit; done: one completed the portal.
 	suspended, done bool
+	cursor          *cursor // a SQL cursor's portal (DECLARE), else nil
 }
 
 func (c *conn) simpleQuery(sql string) error {
@@ -101,8 +102,14 @@ func (c *conn) startPortal(p *portal) error {
 		return nil
 	}
 	p.started = true
+	if isCursorStatement(p.stmt.sql) {
+		return c.cursorStatement(p)
+	}
 	if rows, local, err := c.localStatement(p.stmt.sql); local {
 		p.rows = rows
+		return err
+	}
+	if err := c.holdCursorsForCommit(p.stmt.sql); err != nil {
 		return err
 	}
 	if !query.AwaitReady(c.ctx, c.srv.backend) {
@@ -446,6 +453,13 @@ func (c *conn) describeStatement(st *preparedStmt) error {
 // learnTypes describes st once: its parameter types where the client left them unspecified
 // (0), and its columns.
 func (c *conn) learnTypes(st *preparedStmt) error {
+	if st.desc == nil && isCursorStatement(st.sql) {
+		desc, err := c.describeCursorStatement(st.sql)
+		if err != nil {
+			return err
+		}
+		st.desc = desc
+	}
 	if st.desc == nil {
 		if d, ok := c.describer(); ok {
 			if !query.AwaitReady(c.ctx, c.srv.backend) {

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/relayloop"
@@ -65,7 +66,7 @@ type Options struct {
 }
 
 // DefaultServerVersion is what clients see as server_version unless Options say otherwise.
-const DefaultServerVersion = "15.0 (QueryFlux)"
+const DefaultServerVersion = engine.PostgresServerVersion
 
 // Server serves the PostgreSQL wire protocol on listeners.
 type Server struct {

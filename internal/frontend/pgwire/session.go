@@ -93,9 +93,12 @@ func (c *conn) syncTxStatus() {
 	}
 }
 
+// closePortals ends the transaction's portals; a WITH HOLD cursor held in memory stays.
 func (c *conn) closePortals() {
-	for name := range c.portals {
-		c.closePortal(name)
+	for name, p := range c.portals {
+		if p.cursor == nil || !p.cursor.held {
+			c.closePortal(name)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -253,4 +254,62 @@ func BenchmarkMayHoldSessionState(b *testing.B) {
 			b.Fatal("pgbench's select may hold session state?")
 		}
 	}
+}
+
+// Eight bytes at a time, the first look still says yes exactly where a byte at a time would:
+// any bytes, any length, the words anywhere (across the eight-byte words too).
+func TestMayHoldSessionStateAnyBytes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		parts := rapid.SliceOfN(rapid.OneOf(
+			rapid.SampledFrom([]string{"set", "SeT", "listen", "LISTEN", "hold", "hOlD", "se", "lis", "hol", "s", "l", "h"}),
+			rapid.Map(rapid.SliceOfN(rapid.Byte(), 0, 12), func(b []byte) string { return string(b) }),
+		), 0, 8).Draw(t, "parts")
+		sql := strings.Join(parts, "")
+		lower := []byte(sql)
+		for i, c := range lower {
+			if c >= 'A' && c <= 'Z' {
+				lower[i] = c + 'a' - 'A'
+			}
+		}
+		l := string(lower)
+		want := strings.Contains(l, "set") || strings.Contains(l, "listen") || strings.Contains(l, "hold")
+		if got := pgwire.MayHoldSessionState(sql); got != want {
+			t.Fatalf("MayHoldSessionState(%q) = %v, want %v", sql, got, want)
+		}
+	})
+}
+
+// The loop takes a Query of the last plain Query's text but for its numbers as plain too:
+// sameDigitShape says so exactly where the texts are equal with every run of digits written as
+// 0 (and never for an empty remembered text), and texts it takes alike are alike to
+// mayHoldSessionState and to the blank check.
+func TestSameDigitShapeIsDigitRunsAsZero(t *testing.T) {
+	runs := regexp.MustCompile(`[0-9]+`)
+	shape := func(s string) string { return runs.ReplaceAllString(s, "0") }
+	piece := rapid.OneOf(
+		rapid.SampledFrom([]string{"select ", "SET ", "set", "hold", " ", "", "x", "t", "$", "_", "é", ";", "'", "listen"}),
+		rapid.StringMatching(`[0-9]{1,12}`),
+	)
+	rapid.Check(t, func(t *rapid.T) {
+		parts := rapid.SliceOfN(piece, 0, 10).Draw(t, "parts")
+		a := strings.Join(parts, "")
+		var b string
+		switch rapid.IntRange(0, 2).Draw(t, "how") {
+		case 0: // the same text, its digit runs drawn again (some left out: another shape)
+			b = runs.ReplaceAllStringFunc(a, func(string) string { return rapid.StringMatching(`[0-9]{0,12}`).Draw(t, "run") })
+		case 1: // a digit put in somewhere
+			at := rapid.IntRange(0, len(a)).Draw(t, "at")
+			b = a[:at] + "7" + a[at:]
+		default:
+			b = strings.Join(rapid.SliceOfN(piece, 0, 10).Draw(t, "other"), "")
+		}
+		want := b != "" && shape(a) == shape(b)
+		if got := pgwire.SameDigitShape([]byte(a), []byte(b)); got != want {
+			t.Fatalf("SameDigitShape(%q, %q) = %v, want %v", a, b, got, want)
+		}
+		if want && (pgwire.MayHoldSessionState(a) != pgwire.MayHoldSessionState(b) ||
+			(strings.TrimSpace(a) == "") != (strings.TrimSpace(b) == "")) {
+			t.Fatalf("%q and %q are alike to the loop but not to its checks", a, b)
+		}
+	})
 }

@@ -380,7 +380,7 @@ func duckScalarType(name string) arrow.DataType {
 	switch name {
 	case "INTERVAL":
 		return arrow.FixedWidthTypes.MonthDayNanoInterval
-	case "VARINT", "TIME WITH TIME ZONE", "TIMETZ": // VARINT: no fixed width holds it
+	case "BIGNUM", "TIME WITH TIME ZONE", "TIMETZ": // BIGNUM: no fixed width holds it
 		return arrow.BinaryTypes.String
 	case "UHUGEINT": // up to 2^128-1: 39 digits, one more than a decimal128 holds
 		return &arrow.Decimal256Type{Precision: 39, Scale: 0}

@@ -194,9 +194,9 @@ func intervalText(v arrow.MonthDayNanoInterval, yearMonth bool) string {
 
 // unboundedNumber says whether f is text an engine names a number without a fixed width:
 // PostgreSQL's numeric (unbounded, or wider than a decimal128; NaN and infinities included),
-// DuckDB's VARINT. Trino's number holds them all.
+// DuckDB's BIGNUM. Trino's number holds them all.
 func unboundedNumber(f arrow.Field) bool {
-	return metaValue(f, engine.MetaDuckDBType) == "VARINT" || metaValue(f, engine.MetaPGType) == "numeric"
+	return metaValue(f, engine.MetaDuckDBType) == "BIGNUM" || metaValue(f, engine.MetaPGType) == "numeric"
 }
 
 // timeTZPrecision is the digits of a second a time with a zone keeps: PostgreSQL's declared

@@ -179,7 +179,7 @@ func TestTrinoTypesOnPostgres(t *testing.T) {
 }
 
 // Times with a zone reach trino-go-client as Trino's time with time zone (the offset kept), and
-// numbers no decimal(38) holds (DuckDB's UHUGEINT and VARINT, PostgreSQL's unbounded numeric,
+// numbers no decimal(38) holds (DuckDB's UHUGEINT and BIGNUM, PostgreSQL's unbounded numeric,
 // NaN included, and numeric(39..76, s)) as Trino's number, each value exact; a DuckDB UNION,
 // which Trino has no type for, is its member's text.
 func TestTrinoTimeTZAndWideNumbers(t *testing.T) {

@@ -107,7 +107,9 @@ public class Cases {
         conn.setAutoCommit(false);
         try (Statement st = conn.createStatement()) {
             st.setFetchSize(100);
-            ResultSet rs = st.executeQuery("select x from generate_series(1, 250) as g(x)");
+            // More rows than DuckDB streams in one chunk (2048): the statement in between
+            // must not end the portal's result there.
+            ResultSet rs = st.executeQuery("select x from generate_series(1, 5000) as g(x)");
             long sum = 0;
             int rows = 0;
             while (rs.next()) {

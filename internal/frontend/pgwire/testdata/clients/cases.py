@@ -148,7 +148,7 @@ def psycopg2_cases():
     def named_cursor():
         c = conn.cursor("fetcher")
         c.itersize = 100
-        c.execute("select generate_series(1, 250)")
+        c.execute("select x from generate_series(1, 250) as g(x)")
         s = sum(r[0] for r in c)
         c.close()
         conn.commit()
@@ -156,11 +156,45 @@ def psycopg2_cases():
 
     def with_hold():
         c = conn.cursor("holder", withhold=True)
-        c.execute("select generate_series(1, 10)")
+        c.execute("select x from generate_series(1, 10) as g(x)")
         conn.commit()
         s = sum(r[0] for r in c.fetchall())
         c.close()
         return s
+
+    def cursors():
+        """Named cursors as psycopg2 drives them (DECLARE, FETCH FORWARD n, MOVE, CLOSE): over
+        more rows than DuckDB streams at once with a statement between fetches, scrolled forward,
+        and a missing one."""
+        out = []
+        c = conn.cursor("big")
+        c.itersize = 700
+        c.execute("select x, 'r' || x as s from generate_series(1, %s) as g(x) order by x", (5000,))
+        n = total = 0
+        for row in c:
+            n, total = n + 1, total + row[0]
+            if n % 1000 == 0:
+                cur.execute("select 1")
+                cur.fetchone()
+        c.close()
+        out.append("%d/%d" % (n, total))
+        c = conn.cursor("sc")
+        c.execute("select x from generate_series(1, 100) as g(x) order by x")
+        a = c.fetchmany(3)
+        c.scroll(10)
+        b = c.fetchone()
+        c.scroll(50, mode="absolute")
+        d = c.fetchone()
+        rest = c.fetchall()
+        c.close()
+        out.append("%s %s %s %d" % ([r[0] for r in a], b[0], d[0], len(rest)))
+        conn.commit()
+        try:
+            cur.execute('fetch 1 from "nope"')
+        except psycopg2.Error as e:
+            out.append(e.pgcode)
+        conn.rollback()
+        return " ".join(out)
 
     def session_set():
         conn.autocommit = True
@@ -226,7 +260,8 @@ def psycopg2_cases():
             conn.commit()
 
     for name, fn in [("rollback", rollback), ("copy_in", copy_in), ("copy_out", copy_out), ("notice", notice),
-                     ("bytea", bytea), ("named_cursor", named_cursor), ("with_hold", with_hold), ("edges", edge_values),
+                     ("bytea", bytea), ("named_cursor", named_cursor), ("with_hold", with_hold), ("cursors", cursors),
+                     ("edges", edge_values),
                      ("session_set", session_set), ("notify", notify), ("options", options), ("recover", recover),
                      ("long_session", session)]:
         case(name, fn)
@@ -294,10 +329,53 @@ def psycopg3_cases():
     def named_cursor():
         with conn.cursor("fetcher") as c:
             c.itersize = 100
-            c.execute("select generate_series(1, 250)")
+            c.execute("select x from generate_series(1, 250) as g(x)")
             s = sum(r[0] for r in c)
         conn.commit()
         return s
+
+    def cursors():
+        """Named cursors as psycopg 3 drives them (DECLARE with parameters through the extended
+        protocol, a Describe of the cursor's portal, FETCH FORWARD n, MOVE, CLOSE): over more rows
+        than DuckDB streams at once with a statement between fetches, binary, scrolled forward, and
+        a missing one."""
+        out = []
+        with conn.cursor("big") as c:
+            c.itersize = 700
+            c.execute("select x, 'r' || x as s from generate_series(1, %s) as g(x) order by x", (5000,))
+            n = total = 0
+            for row in c:
+                n, total = n + 1, total + row[0]
+                if n % 1000 == 0:
+                    conn.execute("select 1").fetchone()
+        out.append("%d/%d" % (n, total))
+        with conn.cursor("bin", binary=True) as c:
+            c.execute("select x::int4, x::text from generate_series(1, 100) as g(x) order by g.x")
+            a = c.fetchmany(3)
+            c.scroll(10)
+            b = c.fetchone()
+            c.scroll(50, mode="absolute")
+            d = c.fetchone()
+            rest = c.fetchall()
+        out.append("%s %s %s %d" % ([r[0] for r in a], b[0], d[0], len(rest)))
+        conn.commit()
+        try:
+            conn.execute('fetch 1 from "nope"')
+        except psycopg.Error as e:
+            out.append(e.sqlstate)
+        conn.rollback()
+        return " ".join(out)
+
+    def cursor_hold():
+        """A WITH HOLD cursor read on after the transaction that declared it commits."""
+        c = conn.cursor("held", withhold=True)
+        c.execute("select x from generate_series(1, 3000) as g(x)")
+        first = c.fetchmany(10)
+        conn.commit()
+        rest = c.fetchall()
+        c.close()
+        conn.commit()
+        return "%d %d" % (len(first) + len(rest), sum(r[0] for r in first + rest))
 
     def notify():
         listener = psycopg.connect(dsn, autocommit=True)
@@ -341,7 +419,8 @@ def psycopg3_cases():
 
     for name, fn in [("rollback", rollback), ("copy_in", copy_in), ("copy_out", copy_out), ("notice", notice),
                      ("bytea", bytea), ("prepared", prepared), ("pipeline", pipeline), ("edges", edge_values),
-                     ("named_cursor", named_cursor), ("notify", notify), ("options", options), ("names", names),
+                     ("named_cursor", named_cursor), ("cursors", cursors), ("cursor_hold", cursor_hold),
+                     ("notify", notify), ("options", options), ("names", names),
                      ("rollback_prepared", rollback_prepared), ("long_session", session)]:
         case(name, fn)
         if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:

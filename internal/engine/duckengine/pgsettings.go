@@ -1,0 +1,102 @@
+package duckengine
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// PostgreSQL's settings, as a PostgreSQL client reads them with SHOW name and
+// current_setting('name'): DuckDB's SHOW name describes a table, and its current_setting knows
+// DuckDB's settings only, so SQLAlchemy's connect (show standard_conforming_strings), DBeaver's
+// (SHOW search_path) and a SHOW TRANSACTION ISOLATION LEVEL failed. The values are what the
+// pgwire frontend announces at login, and what the embedded database does: snapshot isolation
+// (PostgreSQL's repeatable read), UTF-8, C collation. TimeZone is DuckDB's own.
+var pgSettings = map[string]string{
+	"server_version": engine.PostgresServerVersion, "server_version_num": engine.PostgresServerVersionNum,
+	"server_encoding": "UTF8", "client_encoding": "UTF8", "datestyle": "ISO, MDY", "intervalstyle": "postgres",
+	"integer_datetimes": "on", "standard_conforming_strings": "on", "is_superuser": "off",
+	"search_path": `"$user", public`, "transaction_isolation": "repeatable read",
+	"default_transaction_isolation": "repeatable read", "transaction_read_only": "off",
+	"default_transaction_read_only": "off", "max_identifier_length": "63", "lc_collate": "C", "lc_ctype": "C",
+	"bytea_output": "hex", "client_min_messages": "notice", "extra_float_digits": "1",
+	"block_size": "8192", "max_connections": "100", "escape_string_warning": "on",
+}
+
+// pgSettingsPrefix qualifies the compatibility version() and current_setting(name): a schema
+// off the search path, so that DuckDB's own answer every other client, and a PostgreSQL
+// client's result column is still named version or current_setting.
+const pgSettingsPrefix = `"` + compatCatalog + `".pg.`
+
+// pgSettingsSQL creates them. version() answers PostgreSQL's form first, which clients parse
+// for the version (SQLAlchemy refused "v1.5.6"), then what runs the query.
+func pgSettingsSQL() []string {
+	cases := make([]string, 0, len(pgSettings))
+	for name := range pgSettings {
+		v, _ := pgSettingValue(name)
+		cases = append(cases, "WHEN '"+name+"' THEN "+v)
+	}
+	slices.Sort(cases)
+	return []string{
+		`CREATE SCHEMA {c}.pg`,
+		`CREATE MACRO {c}.pg.version() AS 'PostgreSQL ` + engine.PostgresServerVersionNumeric + ` (QueryFlux) on DuckDB ' || system.main.version()`,
+		`CREATE MACRO {c}.pg.current_setting(name) AS CASE lower(name) ` + strings.Join(cases, " ") + ` END`,
+	}
+}
+
+// pgSettingValue is the SQL literal of setting name's value; ok is false for a setting this
+// does not answer (DuckDB's own, such as TimeZone, or unknown: DuckDB's error).
+func pgSettingValue(name string) (string, bool) {
+	v, ok := pgSettings[strings.ToLower(name)]
+	if !ok {
+		return "", false
+	}
+	return "'" + strings.ReplaceAll(v, "'", "''") + "'", true
+}
+
+// pgShow is a PostgreSQL client's SHOW of a setting pgSettings answers, as a SELECT of its value
+// under the setting's name; ok is false for any other statement.
+func pgShow(q *query.Request) (string, bool) {
+	if q.Protocol != query.ProtocolPostgres || !sqltok.FirstKeywordIs(q.SQL, sqltok.Postgres, "show") {
+		return "", false
+	}
+	r := sqltok.NewWalker(pgTokens(q))
+	r.Word("show")
+	name := strings.ToLower(r.Next())
+	switch {
+	case name == "transaction" && r.Word("isolation") && r.Word("level"):
+		name = "transaction_isolation"
+	case name == "time" && r.Word("zone"):
+		name = "timezone"
+	}
+	r.Punct(";")
+	if r.More() {
+		return "", false
+	}
+	if name == "timezone" {
+		return `SELECT current_setting('TimeZone') AS "TimeZone"`, true
+	}
+	v, ok := pgSettingValue(name)
+	if !ok {
+		return "", false
+	}
+	return "SELECT " + v + " AS " + quoteIdent(name), true
+}
+
+// mayReadPGSettings reports cheaply whether a PostgreSQL client's sqlText may call version() or
+// current_setting.
+func mayReadPGSettings(q *query.Request) bool {
+	return q.Protocol == query.ProtocolPostgres && (containsFold(q.SQL, "version") || containsFold(q.SQL, "current_setting"))
+}
+
+// plainString is the value of a plain '...' literal ("" for any other kind: no setting has
+// that name).
+func plainString(lit string) string {
+	if len(lit) < 2 || lit[0] != '\'' || lit[len(lit)-1] != '\'' {
+		return ""
+	}
+	return strings.ReplaceAll(lit[1:len(lit)-1], "''", "'")
+}
