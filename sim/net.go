@@ -571,7 +571,8 @@ func (w *bufWriter) response(ex *exchange) *http.Response {
 	}
 	b := w.body.Bytes()
 	h := w.h // the writer is dropped after the handler returned: no copy needed
-	if len(b) > 0 && h.Get("Content-Type") == "" {
+	// h.Get("Content-Type") == "", without canonicalizing a key that is canonical already.
+	if ct := h["Content-Type"]; len(b) > 0 && (len(ct) == 0 || ct[0] == "") {
 		h.Set("Content-Type", http.DetectContentType(b))
 	}
 	trailer := trailers(h)

@@ -17,13 +17,24 @@ import (
 
 // BearerToken returns the token of an "Authorization: Bearer <token>" header.
 func BearerToken(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
+	h := headerValue(r.Header, "Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false
 	}
 	token = strings.TrimSpace(token)
 	return token, token != ""
+}
+
+// headerValue is h.Get(key) for a key in canonical form (a literal such as "Authorization"),
+// which Get would canonicalize again, byte by byte, on every call: a control plane reads the
+// token and the media type of every request of every worker (about 1 % of the instructions of a
+// simulated 1,000-worker fleet).
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // SetBearer sets the Authorization header of req to a bearer token.
@@ -61,7 +72,7 @@ func AppendTokenHash(dst []byte, token string) []byte {
 // ReadBody reads a request body up to BodyBytesMax after checking its media type. The error is a
 // *FieldError; StatusFor says which HTTP status it deserves.
 func ReadBody(r *http.Request, mediaType string) ([]byte, error) {
-	if err := CheckMediaType(r.Header.Get("Content-Type"), mediaType); err != nil {
+	if err := CheckMediaType(headerValue(r.Header, "Content-Type"), mediaType); err != nil {
 		return nil, err
 	}
 	data, err := ReadAllHint(io.LimitReader(r.Body, BodyBytesMax+1), r.ContentLength, BodyBytesMax+1)

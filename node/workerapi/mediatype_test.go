@@ -2,6 +2,7 @@ package workerapi
 
 import (
 	"mime"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -49,6 +50,24 @@ func TestCheckMediaTypeAsParsed(t *testing.T) {
 		accepted := err == nil && strings.EqualFold(mt, want)
 		if ok := CheckMediaType(got, want) == nil; ok != accepted {
 			t.Fatalf("CheckMediaType(%q, %q) accepts: %v; parsed it accepts: %v", got, want, ok, accepted)
+		}
+	})
+}
+
+// headerValue answers what Header.Get answers for a canonical key, whatever the header holds:
+// no value, an empty one, several, the key in another case.
+func TestHeaderValueIsGet(t *testing.T) {
+	keys := []string{"Authorization", "Content-Type"}
+	rapid.Check(t, func(t *rapid.T) {
+		h := http.Header{}
+		for range rapid.IntRange(0, 4).Draw(t, "entries") {
+			k := rapid.SampledFrom(append([]string{"authorization", "CONTENT-TYPE", "X-Other"}, keys...)).Draw(t, "key")
+			h[k] = rapid.SliceOfN(rapid.SampledFrom([]string{"", "Bearer t", "a/b"}), 0, 3).Draw(t, "values")
+		}
+		for _, k := range keys {
+			if got, want := headerValue(h, k), h.Get(k); got != want {
+				t.Fatalf("headerValue(%v, %q) = %q, Get: %q", h, k, got, want)
+			}
 		}
 	})
 }

@@ -404,7 +404,7 @@ func contextOr(ctx context.Context, err error) error {
 
 // flightInfo executes sql and describes its result; the ticket names the stored rows. A client
 // that gives up (its deadline, its cancel) while the statement starts stops it at once.
-func (s *Server) flightInfo(ctx context.Context, sql string, args []any, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+func (s *Server) flightInfo(ctx context.Context, sql string, args []any, desc *flight.FlightDescriptor) (info *flight.FlightInfo, err error) {
 	rows, cancel, unwatch, err := s.execute(ctx, sql, args)
 	if err != nil {
 		return nil, err
@@ -412,6 +412,9 @@ func (s *Server) flightInfo(ctx context.Context, sql string, args []any, desc *f
 	defer func() {
 		if !unwatch() { // the RPC ended before its answer: nobody will fetch the rows
 			s.cancelResult(rows)
+			if err == nil { // and no answer says otherwise (gRPC may still deliver one)
+				info, err = nil, toStatus(ctx.Err())
+			}
 		}
 	}()
 	schema := rows.Schema()
