@@ -141,7 +141,7 @@ RELAY=$(freeport)
 PIDS+=($!)
 PROC[go-relay]=$!
 LOOP_RELAY=$(freeport)
-"$TMP/benchrelay" -loop -listen "127.0.0.1:$LOOP_RELAY" -upstream 127.0.0.1:5432 >"$TMP/loop-relay.log" 2>&1 &
+QUERYFLUX_RELAY_BACKEND=epoll "$TMP/benchrelay" -loop -listen "127.0.0.1:$LOOP_RELAY" -upstream 127.0.0.1:5432 >"$TMP/loop-relay.log" 2>&1 &
 PIDS+=($!)
 PROC[loop-relay]=$!
 waitport "$RELAY" relay
@@ -154,6 +154,14 @@ PIDS+=($!)
 PROC[uring-relay]=$!
 URING_OK=1
 listening "$URING_RELAY" || { URING_OK=0; log "no uring-relay row: $(head -1 "$TMP/uring-relay.log")"; }
+# loop-ring: loop-relay with internal/relayloop on its io_uring backend (loop-relay is forced to epoll).
+LOOP_RING=$(freeport)
+if [ "$URING_OK" = 1 ]; then
+	QUERYFLUX_RELAY_BACKEND=uring "$TMP/benchrelay" -loop -listen "127.0.0.1:$LOOP_RING" -upstream 127.0.0.1:5432 >"$TMP/loop-ring.log" 2>&1 &
+	PIDS+=($!)
+	PROC[loop-ring]=$!
+	waitport "$LOOP_RING" loop-ring
+fi
 
 # --- queryflux daemons -------------------------------------------------------------------
 clusters() { # [poolMode of the pg group] (default: transaction)
@@ -297,7 +305,7 @@ declare -A LAT TPS CPU P50S P99S TPSS CPUS
 TARGETS=(direct pgbouncer haproxy go-relay loop-relay passthrough pass-session arrow worker)
 declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [haproxy]=$HAPROXY [go-relay]=$RELAY [loop-relay]=$LOOP_RELAY [passthrough]=$PG_passthrough
 	[pass-session]=$PG_pass_session [arrow]=$PG_arrow [worker]=$PG_worker)
-if [ "$URING_OK" = 1 ]; then TARGETS+=(uring-relay); PORT[uring-relay]=$URING_RELAY; fi
+if [ "$URING_OK" = 1 ]; then TARGETS+=(uring-relay loop-ring); PORT[uring-relay]=$URING_RELAY PORT[loop-ring]=$LOOP_RING; fi
 if [ -n "${BASE_QF:-}" ]; then
 	TARGETS+=(base-pass base-session base-worker)
 	PORT[base-pass]=$PG_base_pass PORT[base-session]=$PG_base_session PORT[base-worker]=$PG_base_worker
@@ -328,7 +336,7 @@ if [ "$MYSQL_OK" = 1 ]; then
 	"$TMP/benchrelay" -listen "127.0.0.1:$MY_RELAY" -upstream 127.0.0.1:3306 >"$TMP/my-relay.log" 2>&1 &
 	PIDS+=($!)
 	declare -A MYPROC=([go-relay]=$!)
-	"$TMP/benchrelay" -loop -raw -listen "127.0.0.1:$MY_LOOP_RELAY" -upstream 127.0.0.1:3306 >"$TMP/my-loop-relay.log" 2>&1 &
+	QUERYFLUX_RELAY_BACKEND=epoll "$TMP/benchrelay" -loop -raw -listen "127.0.0.1:$MY_LOOP_RELAY" -upstream 127.0.0.1:3306 >"$TMP/my-loop-relay.log" 2>&1 &
 	PIDS+=($!)
 	MYPROC[loop-relay]=$!
 	waitport "$MY_RELAY" my-relay
@@ -339,6 +347,11 @@ if [ "$MYSQL_OK" = 1 ]; then
 		PIDS+=($!)
 		MYPROC[uring-relay]=$!
 		listening "$MY_URING_RELAY" || URING_OK=0
+		MY_LOOP_RING=$(freeport)
+		QUERYFLUX_RELAY_BACKEND=uring "$TMP/benchrelay" -loop -raw -listen "127.0.0.1:$MY_LOOP_RING" -upstream 127.0.0.1:3306 >"$TMP/my-loop-ring.log" 2>&1 &
+		PIDS+=($!)
+		MYPROC[loop-ring]=$!
+		waitport "$MY_LOOP_RING" my-loop-ring
 	fi
 	MYPROC[haproxy]=${PROC[haproxy]}
 	MY_TARGETS=(direct haproxy go-relay loop-relay passthrough arrow worker)
@@ -352,7 +365,10 @@ if [ "$MYSQL_OK" = 1 ]; then
 		[worker]="queryflux@tcp(127.0.0.1:$MY_worker)/mysql"
 	)
 	for t in passthrough arrow worker; do MYPROC[$t]=${PROC[$t]}; done
-	if [ "$URING_OK" = 1 ]; then MY_TARGETS+=(uring-relay); MYDSN[uring-relay]="root@tcp(127.0.0.1:$MY_URING_RELAY)/mysql"; fi
+	if [ "$URING_OK" = 1 ]; then
+		MY_TARGETS+=(uring-relay loop-ring)
+		MYDSN[uring-relay]="root@tcp(127.0.0.1:$MY_URING_RELAY)/mysql" MYDSN[loop-ring]="root@tcp(127.0.0.1:$MY_LOOP_RING)/mysql"
+	fi
 	if [ -n "${BASE_QF:-}" ]; then
 		MY_TARGETS+=(base-pass base-worker)
 		MYDSN[base-pass]="queryflux@tcp(127.0.0.1:$MY_base_pass)/mysql"
@@ -497,6 +513,7 @@ echo "cpu_us/q: user + system CPU of the target's processes (/proc/PID/stat) ove
 echo "haproxy: haproxy $(haproxy -v 2>/dev/null | sed -n '1s/^HAProxy version \([^ ]*\).*/\1/p') in mode tcp, one thread (epoll), bytes unseen: what a C relay hop costs here, on either wire"
 echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (goroutines and io.Copy, one hop)"
 echo "loop-relay: scripts/benchrelay -loop, the same on an event loop (internal/relayloop: one thread in epoll, the server's messages framed, ReadyForQuery watched)"
+echo "loop-ring (where io_uring works): loop-relay with internal/relayloop on io_uring (QUERYFLUX_RELAY_BACKEND=uring); the daemons' rows run on the backend of this run's environment (QUERYFLUX_RELAY_BACKEND=${QUERYFLUX_RELAY_BACKEND:-unset: the default})"
 echo "uring-relay (where io_uring works): scripts/benchrelay -uring -peek, the bare relay on one io_uring (internal/uring: multishot receives into provided buffers, one enter a turn), framing as loop-relay"
 echo "passthrough: the pg group in transaction pool mode (PgBouncer's mode here); pass-session: the same daemon configuration with poolMode: session"
 echo "  (the daemon's event loop, internal/frontend/pgwire/loop.go, relays both; in transaction mode it admits each transaction on its thread when that needs no waiting)"

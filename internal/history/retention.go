@@ -46,7 +46,7 @@ func (m *Memory) Prune(_ context.Context, cutoff time.Time) (int, error) {
 	for i := range m.n {
 		r := m.slot((m.head + i) % m.n) // oldest-inserted first, so the ring stays in order
 		if r.StartedAt.Before(cutoff) {
-			m.ids.del(r.QueryID)
+			m.ids.del(keyOf(r.QueryID))
 			continue
 		}
 		kept = append(kept, *r)
@@ -54,7 +54,7 @@ func (m *Memory) Prune(_ context.Context, cutoff time.Time) (int, error) {
 	n := m.n - len(kept)
 	m.chunks, m.n, m.head = nil, 0, 0
 	for i := range kept {
-		m.ids.set(kept[i].QueryID, int32(m.n)) // the kept records move to new slots
+		m.ids.set(keyOf(kept[i].QueryID), int32(m.n)) // the kept records move to new slots
 		m.append(&kept[i])
 	}
 	return n, nil

@@ -158,28 +158,40 @@ type idIndex struct {
 
 func newIDIndex() idIndex { return idIndex{hex: map[uint64]int32{}, other: map[string]int32{}} }
 
-func (x idIndex) get(id string) (int32, bool) {
-	if h, ok := hexID(id); ok {
-		slot, held := x.hex[h]
+// idKey is an id as idIndex keeps it: its number when it is hex (hexID), else the string.
+type idKey struct {
+	id  string
+	h   uint64
+	hex bool
+}
+
+func keyOf(id string) idKey {
+	h, hex := hexID(id)
+	return idKey{id: id, h: h, hex: hex}
+}
+
+func (x idIndex) get(k idKey) (int32, bool) {
+	if k.hex {
+		slot, held := x.hex[k.h]
 		return slot, held
 	}
-	slot, held := x.other[id]
+	slot, held := x.other[k.id]
 	return slot, held
 }
 
-func (x idIndex) set(id string, slot int32) {
-	if h, ok := hexID(id); ok {
-		x.hex[h] = slot
+func (x idIndex) set(k idKey, slot int32) {
+	if k.hex {
+		x.hex[k.h] = slot
 	} else {
-		x.other[id] = slot
+		x.other[k.id] = slot
 	}
 }
 
-func (x idIndex) del(id string) {
-	if h, ok := hexID(id); ok {
-		delete(x.hex, h)
+func (x idIndex) del(k idKey) {
+	if k.hex {
+		delete(x.hex, k.h)
 	} else {
-		delete(x.other, id)
+		delete(x.other, k.id)
 	}
 }
 
@@ -255,8 +267,9 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 	inserted := 0
 	var foreign []string
 	for i := range recs {
-		r := &recs[i] // a record is large: copied once, into its slot
-		if slot, held := m.ids.get(r.QueryID); held {
+		r := &recs[i]         // a record is large: copied once, into its slot
+		k := keyOf(r.QueryID) // read once for the lookup and the insert
+		if slot, held := m.ids.get(k); held {
 			if m.slot(int(slot)).Worker != r.Worker {
 				foreign = append(foreign, r.QueryID)
 			}
@@ -264,15 +277,15 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 		}
 		inserted++
 		if m.n < m.max {
-			m.ids.set(r.QueryID, int32(m.n))
+			m.ids.set(k, int32(m.n))
 			m.append(r)
 			continue
 		}
 		old := m.slot(m.head)
-		m.ids.del(old.QueryID)
+		m.ids.del(keyOf(old.QueryID))
 		*old = *r
 		old.canonicalize()
-		m.ids.set(r.QueryID, int32(m.head))
+		m.ids.set(k, int32(m.head))
 		m.head = (m.head + 1) % m.max
 	}
 	if m.ids.len() != m.n {

@@ -61,7 +61,7 @@ func (p *endpoint) send(ctx context.Context, b *QueryRecordBatchV1) error {
 // what it carries, so one it took before (its answer lost) it takes again.
 func (p *endpoint) holds(b *QueryRecordBatchV1) bool {
 	for _, r := range b.Records {
-		if _, held := p.store.ids.get(r.QueryID); !held {
+		if _, held := p.store.ids.get(keyOf(r.QueryID)); !held {
 			return false
 		}
 	}
@@ -302,7 +302,7 @@ func TestUplinkKeepsABatchTheControlPlaneMayHold(t *testing.T) {
 	e.Run()
 	c := checkConservation(t, u, p, 45)
 	for id := range dropped {
-		if _, held := p.store.ids.get(id); held {
+		if _, held := p.store.ids.get(keyOf(id)); held {
 			t.Fatalf("record %s is stored and was counted dropped (counters %+v)", id, c)
 		}
 	}
@@ -425,7 +425,7 @@ func checkEveryID(t *rapid.T, u *Uplink, p *endpoint, added []string, sent, drop
 		t.Fatalf("ids told to OnDrop %d, pending ids %d; counters %+v", total, len(u.PendingIDs()), c)
 	}
 	for _, id := range added {
-		if _, held := p.store.ids.get(id); held && dropped[id] > 0 {
+		if _, held := p.store.ids.get(keyOf(id)); held && dropped[id] > 0 {
 			t.Fatalf("record %s is stored and was counted dropped: the counts say one record more than there was", id)
 		}
 		if n := sent[id] + dropped[id] + pending[id]; n != 1 {

@@ -3,9 +3,14 @@
 package relayloop
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -61,5 +66,31 @@ func onEpoll(t testing.TB) {
 	t.Helper()
 	if forcedBackend != BackendEpoll {
 		t.Skip("epoll backend only")
+	}
+}
+
+// Where io_uring cannot be set up (seccomp, kernel.io_uring_disabled, an old kernel), a loop
+// asked for it runs on epoll, and says so once.
+func TestRingSetUpFailureFallsBackToEpoll(t *testing.T) {
+	was, wasForced := newRingFn, forcedBackend
+	t.Cleanup(func() { newRingFn, forcedBackend = was, wasForced })
+	newRingFn = func() (*ringIO, error) { return nil, syscall.EPERM }
+	forcedBackend = BackendURing
+	var logged bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	fellBack = sync.Once{}
+	for range 2 {
+		l := newLoop(t, 0)
+		if b := l.Backend(); b != BackendEpoll {
+			t.Fatalf("backend %q, want epoll", b)
+		}
+		forcedBackend = wasForced
+		checkLoopRelays(t, l)
+		forcedBackend = BackendURing
+	}
+	if n := strings.Count(logged.String(), "io_uring could not be set up"); n != 1 {
+		t.Fatalf("logged %d times, want once:\n%s", n, logged.String())
 	}
 }

@@ -9,6 +9,9 @@ type Lazy struct {
 	Off bool
 	// Failed, when set, is told once why no loop could start (outside Linux, no epoll).
 	Failed func(error)
+	// Backend is the backend the loop prefers (BackendAuto: the package's default); the
+	// environment's BackendEnv overrides it.
+	Backend Backend
 
 	once sync.Once
 	l    *Loop
@@ -20,7 +23,7 @@ func (z *Lazy) Get() *Loop {
 		if z.Off {
 			return
 		}
-		l, err := New(0)
+		l, err := NewOn(0, z.Backend)
 		if err != nil {
 			if z.Failed != nil {
 				z.Failed(err)

@@ -32,3 +32,27 @@ func TestLazyStartsOneLoopOnFirstUse(t *testing.T) {
 		t.Fatal("a Lazy closed before use started a loop")
 	}
 }
+
+// A Lazy's loop runs on the backend it prefers, unless the environment says otherwise.
+func TestLazyPrefersItsBackend(t *testing.T) {
+	was := forcedBackend
+	t.Cleanup(func() { forcedBackend = was })
+	forcedBackend = BackendAuto
+	t.Setenv(BackendEnv, "")
+	if err := probeRing(); err != nil {
+		t.Skipf("no io_uring here: %v", err)
+	}
+	for _, b := range []Backend{BackendURing, BackendEpoll} {
+		z := Lazy{Backend: b}
+		if got := z.Get().Backend(); got != b {
+			t.Errorf("a Lazy preferring %s runs on %s", b, got)
+		}
+		z.Close()
+	}
+	t.Setenv(BackendEnv, string(BackendEpoll))
+	z := Lazy{Backend: BackendURing}
+	if got := z.Get().Backend(); got != BackendEpoll {
+		t.Errorf("a Lazy preferring uring, the environment saying epoll, runs on %s", got)
+	}
+	z.Close()
+}

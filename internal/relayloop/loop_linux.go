@@ -81,15 +81,19 @@ var ErrStopped = errors.New("relayloop: stopped")
 const BufferBytesDefault = 32 << 10
 
 // New starts a loop with bufBytes per direction of each pair (0: BufferBytesDefault), on
-// io_uring or epoll (BackendEnv; where io_uring cannot be set up, epoll).
-func New(bufBytes int) (*Loop, error) {
+// the default backend (BackendEnv overrides it; where io_uring cannot be set up, epoll).
+func New(bufBytes int) (*Loop, error) { return NewOn(bufBytes, BackendAuto) }
+
+// NewOn is New on the backend prefer (BackendAuto: the default), unless BackendEnv says
+// otherwise.
+func NewOn(bufBytes int, prefer Backend) (*Loop, error) {
 	if bufBytes <= 0 {
 		bufBytes = BufferBytesDefault
 	}
 	l := &Loop{epfd: -1, evfd: -1, bufBytes: bufBytes, exited: make(chan struct{}),
 		events: make([]unix.EpollEvent, 128), begun: map[*pair]struct{}{}}
 	ready := make(chan error, 1)
-	go l.run(ready, chosenBackend())
+	go l.run(ready, chosenBackend(prefer))
 	if err := <-ready; err != nil {
 		return nil, err
 	}

@@ -22,6 +22,19 @@ type Handle struct{}
 // New fails outside Linux: callers relay with goroutines instead.
 func New(int) (*Loop, error) { return nil, errUnsupported }
 
+// NewOn fails outside Linux.
+func NewOn(int, Backend) (*Loop, error) { return nil, errUnsupported }
+
+// Backend names a loop's way of waiting for its sockets (Linux only).
+type Backend string
+
+// BackendAuto, BackendEpoll and BackendURing name none outside Linux.
+const (
+	BackendAuto  Backend = ""
+	BackendEpoll Backend = "epoll"
+	BackendURing Backend = "uring"
+)
+
 func (l *Loop) Add(Pair) (*Handle, error) { return nil, errUnsupported }
 func (l *Loop) Close()                    {}
 func (h *Handle) Stop()                   {}

@@ -47,21 +47,25 @@ const (
 // default does).
 const BackendEnv = "QUERYFLUX_RELAY_BACKEND"
 
-// backendDefault is what BackendAuto means: the backend measured as cheaper on the project's
-// machine (RESULTS.md, session 24).
+// backendDefault is what BackendAuto means where its user prefers neither: epoll, as the ring
+// was not shown cheaper for the PostgreSQL passthrough (RESULTS.md, session 24).
 var backendDefault = BackendEpoll
 
 // forcedBackend overrides the environment (tests run their loops on each backend).
 var forcedBackend Backend
 
-// chosenBackend is the backend New tries.
-func chosenBackend() Backend {
+// chosenBackend is the backend New tries: forced by a test or the environment, else prefer,
+// else the default.
+func chosenBackend(prefer Backend) Backend {
 	if forcedBackend != BackendAuto {
 		return forcedBackend
 	}
 	switch b := Backend(os.Getenv(BackendEnv)); b {
 	case BackendEpoll, BackendURing:
 		return b
+	}
+	if prefer != BackendAuto {
+		return prefer
 	}
 	return backendDefault
 }
@@ -480,14 +484,16 @@ func (l *Loop) await(p *pair, recv, send [2]bool) {
 		}
 		return false
 	}
-	// First the requests queued go to the kernel and what it has done runs (a send to a
-	// socket with room completes here, also one whose first try found none): only what still
-	// waits after that is cancelled.
-	g.bufs.Publish()
-	if err := g.r.GetEvents(); err != nil {
-		panic(fmt.Sprintf("relayloop: %v", err))
+	// A send goes to the kernel first and what it has done runs (a send to a socket with room
+	// completes here, also one whose first try found none): only one that still waits after
+	// that is cancelled. (A receive is cancelled at once: it never ends by itself.)
+	if send[0] && p.st[0].inflight != nil || send[1] && p.st[1].inflight != nil {
+		g.bufs.Publish()
+		if err := g.r.GetEvents(); err != nil {
+			panic(fmt.Sprintf("relayloop: %v", err))
+		}
+		l.reap()
 	}
-	l.reap()
 	for from, cancelled := g.next, false; ; {
 		for i := from; i < len(g.cqes); i++ {
 			c := &g.cqes[i]
