@@ -1,6 +1,7 @@
 // Package duckengine runs queries on an embedded DuckDB database (in memory or in a file)
-// through github.com/duckdb/duckdb-go/v2 (DuckDB 1.5, ICU built in), and streams the rows as Arrow record batches of at most
-// engine.BatchRowsMax rows, with each column's DuckDB type in the field metadata (duckdb.type).
+// through github.com/duckdb/duckdb-go/v2 (DuckDB 1.5, ICU built in), and streams the rows as
+// Arrow record batches of at most engine.BatchRowsMax rows, with each column's DuckDB type in
+// the field metadata (duckdb.type).
 // It keeps each client's statements and transactions to itself (Engine, session.go), locks the
 // database down for clients (statement.go), answers PostgreSQL clients' catalog queries
 // (catalog.go) and applies their startup options (options.go). It touches only its database,
