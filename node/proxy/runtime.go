@@ -210,7 +210,7 @@ func NewRuntime(spec RuntimeSpec) (*Runtime, error) {
 		groups:   map[string]*group{},
 		withheld: spec.Withheld,
 	}
-	for name := range spec.Withheld {
+	for name := range spec.Withheld { //determinism:ok OR-ing bits is the same in any order
 		rt.nameLens |= nameLenBit(name)
 	}
 	if spec.Databases != nil {
