@@ -1,9 +1,13 @@
 package pgwire_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
 )
 
@@ -26,4 +30,37 @@ func TestSQLAlchemyConnectsOnDuckDB(t *testing.T) {
 		"current_setting":     "[True, '63']",
 		"has_table":           "True",
 	})
+}
+
+// TestLoginSettingsAgreeWithShowOnDuckDB: what the frontend announces at login (ParameterStatus)
+// is what SHOW and current_setting answer on the embedded DuckDB, setting by setting: both read
+// engine.PostgresLoginSettings (and the server version).
+func TestLoginSettingsAgreeWithShowOnDuckDB(t *testing.T) {
+	d := duckProxy(t, "transaction")
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, d.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	names := []string{"server_version"}
+	for _, s := range engine.PostgresLoginSettings {
+		names = append(names, s[0])
+	}
+	for _, name := range names {
+		announced := c.PgConn().ParameterStatus(name)
+		if announced == "" {
+			t.Errorf("%s: not announced at login", name)
+		}
+		var shown, current string
+		if err := c.QueryRow(ctx, "show "+name).Scan(&shown); err != nil {
+			t.Errorf("show %s: %v", name, err)
+		}
+		if err := c.QueryRow(ctx, "select current_setting('"+name+"')").Scan(&current); err != nil {
+			t.Errorf("current_setting(%s): %v", name, err)
+		}
+		if shown != announced || current != announced {
+			t.Errorf("%s: announced %q at login, SHOW %q, current_setting %q", name, announced, shown, current)
+		}
+	}
 }
