@@ -140,6 +140,36 @@ var compatSQL = []string{
 			true AS indislive, false AS indisreplident,
 			list_transform(constraint_column_indexes, i -> (i + 1)::INTEGER) AS indkey, false AS indnullsnotdistinct
 		FROM {c}.main.qf_key_constraints()`,
+	// The constraints as PostgreSQL lists them (DuckDB's pg_constraint names each by its text,
+	// counts conkey from 0 and leaves a foreign key's target out): PostgreSQL's names
+	// (<table>_pkey, <table>_<columns>_fkey), keys by column number, and a foreign key's table,
+	// columns and the index of the key it references (JDBC's getImportedKeys, SQLAlchemy's
+	// get_pk_constraint and get_foreign_keys). DuckDB has no referential actions: a foreign key
+	// is NO ACTION ('a'), as PostgreSQL's default. NOT NULL is a column's, not a constraint.
+	`CREATE VIEW {c}.main.qf_pg_constraint AS SELECT (k.table_oid * 1000000) + k.constraint_index AS oid,
+		CASE k.constraint_type WHEN 'PRIMARY KEY' THEN k.table_name || '_pkey'
+			WHEN 'FOREIGN KEY' THEN k.table_name || '_' || array_to_string(k.constraint_column_names, '_') || '_fkey'
+			ELSE k.constraint_name END AS conname,
+		k.schema_oid AS connamespace,
+		CASE k.constraint_type WHEN 'CHECK' THEN 'c' WHEN 'UNIQUE' THEN 'u' WHEN 'PRIMARY KEY' THEN 'p' ELSE 'f' END AS contype,
+		false AS condeferrable, false AS condeferred, true AS convalidated, k.table_oid AS conrelid, 0::BIGINT AS contypid,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN coalesce({c}.main.qf_constraint_index_oid(r.table_oid, r.constraint_index), 0)
+			WHEN k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') THEN {c}.main.qf_constraint_index_oid(k.table_oid, k.constraint_index)
+			ELSE 0 END AS conindid,
+		0::BIGINT AS conparentid, coalesce(r.table_oid, 0) AS confrelid,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN 'a' ELSE ' ' END AS confupdtype,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN 'a' ELSE ' ' END AS confdeltype,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN 's' ELSE ' ' END AS confmatchtype,
+		true AS conislocal, 0 AS coninhcount, false AS connoinherit,
+		list_transform(k.constraint_column_indexes, i -> (i + 1)::SMALLINT) AS conkey,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN list_transform(k.referenced_column_names,
+			n -> (r.constraint_column_indexes[list_position(r.constraint_column_names, n)] + 1)::SMALLINT) END AS confkey,
+		NULL::BIGINT[] AS conpfeqop, NULL::BIGINT[] AS conppeqop, NULL::BIGINT[] AS conffeqop, NULL::BIGINT[] AS conexclop,
+		k.expression AS conbin, k.constraint_text AS qf_definition
+		FROM duckdb_constraints() k LEFT JOIN duckdb_constraints() r ON k.constraint_type = 'FOREIGN KEY'
+			AND r.database_name = k.database_name AND r.schema_name = k.schema_name AND r.table_name = k.referenced_table
+			AND r.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND list_sort(r.constraint_column_names) = list_sort(k.referenced_column_names)
+		WHERE k.database_name = current_database() AND k.constraint_type IN ('CHECK', 'UNIQUE', 'PRIMARY KEY', 'FOREIGN KEY')`,
 	// information_schema._pg_expandarray(a): one (x, n) row per element of a, n counting from
 	// 1 (JDBC's getPrimaryKeys reads index keys with it).
 	`CREATE MACRO {c}.main.qf_pg_expandarray(arr) AS
@@ -226,7 +256,7 @@ var compatSQL = []string{
 // every attached catalog's system objects: a query naming pg_catalog.X reads pg_catalog.qf_X,
 // X with those columns and only the client's database (compatSQL).
 var extendedRelations = map[string]bool{"pg_class": true, "pg_database": true, "pg_namespace": true, "pg_proc": true,
-	"pg_attribute": true, "pg_type": true, "pg_index": true, "pg_am": true}
+	"pg_attribute": true, "pg_type": true, "pg_index": true, "pg_am": true, "pg_constraint": true}
 
 // relationEnds are the words that may follow a relation in FROM that has no alias.
 var relationEnds = map[string]bool{"where": true, "join": true, "left": true, "right": true, "inner": true,
