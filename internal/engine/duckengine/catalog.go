@@ -177,6 +177,15 @@ var compatSQL = []string{
 	// 1 (JDBC's getPrimaryKeys reads index keys with it).
 	`CREATE MACRO {c}.main.qf_pg_expandarray(arr) AS
 		unnest(list_transform(generate_series(1, len(arr)), i -> {'x': arr[i], 'n': i}))`,
+	// PostgreSQL's keyword list, DuckDB's keywords (JDBC's getSQLKeywords, which DBeaver asks
+	// at connect).
+	`CREATE MACRO {c}.main.pg_get_keywords() AS TABLE SELECT keyword_name AS word,
+		CASE keyword_category WHEN 'unreserved' THEN 'U' WHEN 'column_name' THEN 'C' WHEN 'type_function' THEN 'T' ELSE 'R' END AS catcode,
+		keyword_category <> 'reserved' AS barelabel,
+		CASE keyword_category WHEN 'unreserved' THEN 'unreserved' WHEN 'column_name' THEN 'unreserved (cannot be function or type name)'
+			WHEN 'type_function' THEN 'reserved (can be function or type name)' ELSE 'reserved' END AS catdesc,
+		CASE WHEN keyword_category <> 'reserved' THEN 'can be bare label' ELSE 'requires AS' END AS baredesc
+		FROM duckdb_keywords()`,
 	`CREATE MACRO {c}.main.pg_get_statisticsobjdef_columns(id) AS NULL`,
 	`CREATE MACRO {c}.main.pg_get_partkeydef(id) AS NULL`,
 	`CREATE MACRO {c}.main.pg_get_triggerdef(id) AS NULL, (id, pretty) AS NULL`,
@@ -637,6 +646,9 @@ func (w *compatWriter) step() {
 			return
 		}
 		if to, ok := castTypes[name]; ok {
+			if open := w.sig(typ+1, 0); w.word(open) == "[" && w.word(w.sig(open+1, 0)) == "]" && w.lastLiteral >= 0 {
+				w.arrayLiteral() // '{a,b}'::text[]
+			}
 			w.emit("::" + to)
 			w.i = typ + 1
 			return
@@ -847,6 +859,17 @@ func (w *compatWriter) castReg(name string) {
 		look = "(SELECT any_value(oid) FROM pg_catalog.pg_type WHERE typname = '" + s + "')"
 	}
 	w.replaceLiteral(look)
+}
+
+// arrayLiteral rewrites the string literal just written, when PostgreSQL's text of an array of
+// words, plain or in double quotes ('{a,abs,"null"}', JDBC's keyword list), as DuckDB's text of
+// a list ('[a,abs,"null"]', which DuckDB reads alike).
+func (w *compatWriter) arrayLiteral() {
+	inner, ok := strings.CutPrefix(w.lastText, "'{")
+	if inner, ok = strings.CutSuffix(inner, "}'"); !ok || strings.ContainsAny(inner, `\'[]{} `) {
+		return
+	}
+	w.replaceLiteral("'[" + inner + "]'")
 }
 
 // byteaHex returns the digits of a bytea literal in PostgreSQL's hex format ('\x0100ff').

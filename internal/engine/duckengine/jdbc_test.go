@@ -48,6 +48,7 @@ func TestJDBCMetadata(t *testing.T) {
 			"t_meta_ix,id,t_meta_fk,ix_id,t_meta_fk_ix_id_fkey,t_meta_ix_pkey",
 		"cross_reference": "code,ix_code;id,ix_id",
 		"columns":         "a,int4;b,text;c,float8",
+		"keywords":        "true",
 		"after":           "7",
 	})
 }

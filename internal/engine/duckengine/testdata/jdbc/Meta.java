@@ -1,4 +1,5 @@
 import java.sql.*;
+import java.util.Arrays;
 
 // Meta prints "case: result" lines for the JDBC DatabaseMetaData calls tools make on connect
 // (DBeaver, IntelliJ, SQuirreL), against a table with a composite primary key.
@@ -52,6 +53,8 @@ public class Meta {
             "UPDATE_RULE", "DELETE_RULE", "FK_NAME", "PK_NAME", "DEFERRABILITY"));
         run(c, "exported_keys", k -> rows(md.getExportedKeys(null, null, t + "_ix"), "PKTABLE_NAME", "PKCOLUMN_NAME", "FKTABLE_NAME", "FKCOLUMN_NAME", "FK_NAME", "PK_NAME"));
         run(c, "cross_reference", k -> rows(md.getCrossReference(null, null, t + "_ix", null, null, t + "_fk"), "PKCOLUMN_NAME", "FKCOLUMN_NAME"));
+        // The server's keywords beyond SQL:2003's (DBeaver asks at connect).
+        run(c, "keywords", k -> String.valueOf(Arrays.asList(md.getSQLKeywords().split(",")).containsAll(Arrays.asList("analyze", "ilike"))));
         run(c, "after", k -> { try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("select 7")) { rs.next(); return rs.getString(1); } });
         try (Statement s = c.createStatement()) {
             s.execute("drop table " + t);
