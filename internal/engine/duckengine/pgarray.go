@@ -55,7 +55,9 @@ func (p *pgArrayParser) skipSpace() {
 	}
 }
 
-func isArraySpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+func isArraySpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
 
 func (p *pgArrayParser) malformed(why string) error {
 	return &query.Error{Code: sqlstate.InvalidTextRepresentation, Message: fmt.Sprintf("malformed array literal: %q: %s", p.s, why)}
