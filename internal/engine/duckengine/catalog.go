@@ -418,6 +418,14 @@ func needsCompat(sqlText string) bool {
 			if i+5 <= len(sqlText) && strings.EqualFold(sqlText[i:i+5], "bytea") && i >= 2 && sqlText[i-1] == ':' {
 				return true
 			}
+		case 'c':
+			if i+12 <= len(sqlText) && strings.EqualFold(sqlText[i:i+12], "cardinality(") {
+				return true
+			}
+		case '{': // '{1,2}'::int[]
+			if i >= 1 && sqlText[i-1] == '\'' {
+				return true
+			}
 		}
 	}
 	return false
@@ -617,6 +625,12 @@ func (w *compatWriter) step() {
 		if prev := w.word(w.prevSig(w.nameStart(w.i))); prev == "from" || prev == "join" || prev == "," || prev == "lateral" {
 			w.aliasColumn() // a FROM item (not a select list's unnest(x) AS y)
 		}
+	case "cardinality": // an array's element count; DuckDB's cardinality takes only a map
+		if w.word(w.sig(w.i+1, 0)) == "(" {
+			w.emit("len")
+			w.i++
+			return
+		}
 	case "pg_get_expr", "format_type": // DuckDB's take no third argument, and its own type oids
 		if w.word(w.sig(w.i+1, 0)) == "(" {
 			w.emit("qf_" + w.word(w.i))
@@ -645,10 +659,13 @@ func (w *compatWriter) step() {
 			w.i = typ + 1
 			return
 		}
-		if to, ok := castTypes[name]; ok {
-			if open := w.sig(typ+1, 0); w.word(open) == "[" && w.word(w.sig(open+1, 0)) == "]" && w.lastLiteral >= 0 {
-				w.arrayLiteral() // '{a,b}'::text[]
+		if w.lastLiteral >= 0 && w.castsToArray(typ) && strings.HasPrefix(w.lastText, "'") {
+			// '{1,2}'::int[]: PostgreSQL's array text, as DuckDB's list text (pgarray.go)
+			if list, err := pgArrayToList(plainString(w.lastText)); err == nil {
+				w.replaceLiteral("'" + strings.ReplaceAll(list, "'", "''") + "'")
 			}
+		}
+		if to, ok := castTypes[name]; ok {
 			w.emit("::" + to)
 			w.i = typ + 1
 			return
@@ -779,6 +796,27 @@ func (w *compatWriter) prevSig(i int) int {
 	return -1
 }
 
+// castsToArray reports whether the type named from the token at typ on is an array type: its
+// words and (precision) end in [].
+func (w *compatWriter) castsToArray(typ int) bool {
+	for j := w.sig(typ+1, 0); j >= 0; j = w.sig(j+1, 0) {
+		switch {
+		case w.word(j) == "[":
+			return true
+		case w.word(j) == "(":
+			for j >= 0 && w.word(j) != ")" {
+				j = w.sig(j+1, 0)
+			}
+			if j < 0 {
+				return false
+			}
+		case w.toks[j].Kind != sqltok.Word || notAlias[w.word(j)] || w.word(j) == "as" || w.word(j) == "from":
+			return false
+		}
+	}
+	return false
+}
+
 // aliasColumn gives "FROM f(...) s" PostgreSQL's meaning for a function returning single
 // values: s names the column too (in DuckDB s alone would be the row).
 func (w *compatWriter) aliasColumn() {
@@ -859,17 +897,6 @@ func (w *compatWriter) castReg(name string) {
 		look = "(SELECT any_value(oid) FROM pg_catalog.pg_type WHERE typname = '" + s + "')"
 	}
 	w.replaceLiteral(look)
-}
-
-// arrayLiteral rewrites the string literal just written, when PostgreSQL's text of an array of
-// words, plain or in double quotes ('{a,abs,"null"}', JDBC's keyword list), as DuckDB's text of
-// a list ('[a,abs,"null"]', which DuckDB reads alike).
-func (w *compatWriter) arrayLiteral() {
-	inner, ok := strings.CutPrefix(w.lastText, "'{")
-	if inner, ok = strings.CutSuffix(inner, "}'"); !ok || strings.ContainsAny(inner, `\'[]{} `) {
-		return
-	}
-	w.replaceLiteral("'[" + inner + "]'")
 }
 
 // byteaHex returns the digits of a bytea literal in PostgreSQL's hex format ('\x0100ff').

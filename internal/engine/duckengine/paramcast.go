@@ -116,8 +116,8 @@ var declaredTypes = map[uint32]string{
 
 // typeUntypedParams is sqlText with each parameter DuckDB left untyped (params, as prepared)
 // cast as PostgreSQL types it, for a PostgreSQL client's q; ok is false when nothing changes.
-// describing: a parameter a cast in the statement types (castType) is left to that cast, so
-// that it is described with that type (at execution the cast after it does the same).
+// A parameter a cast in the statement types ($1::int[], castType) is left to that cast, so
+// that it is described, bound and answered with that type.
 func typeUntypedParams(conn *sql.Conn, q *query.Request, sqlText string, params []duckdb.Type, describing bool) (string, bool) {
 	if q.Protocol != query.ProtocolPostgres || !slices.Contains(params, duckdb.TYPE_INVALID) {
 		return sqlText, false
@@ -135,6 +135,8 @@ func typeUntypedParams(conn *sql.Conn, q *query.Request, sqlText string, params 
 		case declared:
 		case describing && castType(conn, sqlText, i+1) != duckdb.TYPE_INVALID:
 			continue
+		case !describing && len(castCandidates(sqlText, i+1)) > 0:
+			continue // its cast types it (a PostgreSQL array's text, $1::int[], is read by its list type)
 		default:
 			typ = "VARCHAR" // PostgreSQL's text for a parameter of unknown type
 		}
