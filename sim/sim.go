@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/queryflux/queryflux/internal/monotime"
 )
 
 // GCFloor is the headroom qfsim and BenchmarkPlanFleet give the garbage collector
@@ -90,6 +91,7 @@ type Sim struct {
 	noise   *rand.Rand    // nil without Opts.Noise; never touches the world
 	yields  uint64        // Go scheduler yields the noise made
 	now     time.Duration // virtual time elapsed since opts.Start
+	start   monotime.Base // opts.Start, for the node clocks' readings
 	steps   uint64
 	events  uint64
 	nextID  uint64
@@ -131,6 +133,7 @@ func New(opts Opts) *Sim {
 	}
 	s := &Sim{
 		opts:   opts,
+		start:  monotime.NewBase(opts.Start),
 		rng:    rand.New(rand.NewPCG(opts.Seed, 0x9e3779b97f4a7c15)),
 		byName: map[string]*Node{},
 		hash:   xxhash.New(),
