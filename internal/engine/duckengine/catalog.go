@@ -76,7 +76,14 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.main.qf_key_constraints() AS TABLE
 		SELECT * FROM duckdb_constraints() WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE')
 		AND database_name = current_database()`,
-	`CREATE VIEW {c}.main.qf_pg_class AS SELECT * REPLACE (NULL::VARCHAR[] AS reloptions, NULL::VARCHAR[] AS relacl),
+	// A table's access method is heap (qf_pg_am), as psql's \dt+ shows it; a table with a
+	// foreign key or referenced by one has "triggers", as PostgreSQL keeps its foreign keys
+	// (psql's \d lists a table's foreign keys, and those referencing it, only then).
+	`CREATE VIEW {c}.main.qf_pg_class AS SELECT * REPLACE (NULL::VARCHAR[] AS reloptions, NULL::VARCHAR[] AS relacl,
+			CASE WHEN relkind IN ('r', 'm') THEN 2 ELSE relam END AS relam,
+			oid IN (SELECT table_oid FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY'
+				UNION ALL SELECT t.table_oid FROM duckdb_constraints() k JOIN duckdb_tables() t ON t.database_name = k.database_name
+				AND t.schema_name = k.schema_name AND t.table_name = k.referenced_table WHERE k.constraint_type = 'FOREIGN KEY') AS relhastriggers),
 		false AS relforcerowsecurity FROM pg_catalog.pg_class
 		WHERE relnamespace IN (FROM {c}.main.qf_own_schemas())
 		AND oid NOT IN (SELECT view_oid FROM duckdb_views() WHERE internal)
@@ -107,10 +114,18 @@ var compatSQL = []string{
 	// as one text ([n, m]), as a list.
 	`CREATE MACRO {c}.main.qf_index_expressions(e) AS string_split(trim(CAST(e AS VARCHAR), '[]'), ', ')`,
 	// pg_get_indexdef(id, col, pretty) is the index's column col (JDBC's getIndexInfo reads each
-	// so), its definition for col 0; a key constraint's index (qf_pg_class) has no definition.
-	`CREATE MACRO {c}.main.pg_get_indexdef(id) AS
-		(SELECT any_value(sql) FROM duckdb_indexes() WHERE index_oid = id),
-		(id, col, pretty) AS CASE WHEN col = 0 THEN (SELECT any_value(sql) FROM duckdb_indexes() WHERE index_oid = id)
+	// so), its definition for col 0.
+	// An index's definition as PostgreSQL writes it (psql's \d shows what follows USING):
+	// DuckDB's CREATE INDEX text names no method, and a key constraint's index has none.
+	`CREATE MACRO {c}.main.qf_indexdef(id) AS coalesce(
+		(SELECT any_value('CREATE ' || CASE WHEN is_unique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || index_name || ' ON ' ||
+			schema_name || '.' || table_name || ' USING btree (' || array_to_string({c}.main.qf_index_expressions(expressions), ', ') || ')')
+			FROM duckdb_indexes() WHERE index_oid = id),
+		(SELECT any_value('CREATE UNIQUE INDEX ' || CASE WHEN constraint_type = 'PRIMARY KEY' THEN table_name || '_pkey' ELSE constraint_name END ||
+			' ON ' || schema_name || '.' || table_name || ' USING btree (' || array_to_string(constraint_column_names, ', ') || ')')
+			FROM {c}.main.qf_key_constraints() WHERE {c}.main.qf_constraint_index_oid(table_oid, constraint_index) = id))`,
+	`CREATE MACRO {c}.main.pg_get_indexdef(id) AS {c}.main.qf_indexdef(id),
+		(id, col, pretty) AS CASE WHEN col = 0 THEN {c}.main.qf_indexdef(id)
 			ELSE coalesce((SELECT any_value(trim({c}.main.qf_index_expressions(expressions)[col], '"'))
 				FROM duckdb_indexes() WHERE index_oid = id),
 				(SELECT any_value(constraint_column_names[col]) FROM {c}.main.qf_key_constraints()
@@ -128,7 +143,7 @@ var compatSQL = []string{
 	// An index DuckDB calls art is what PostgreSQL clients know as btree (JDBC's getIndexInfo
 	// says ascending columns for it).
 	`CREATE VIEW {c}.main.qf_pg_am AS SELECT * REPLACE (CASE WHEN amname = 'art' THEN 'btree' ELSE amname END AS amname)
-		FROM pg_catalog.pg_am`,
+		FROM pg_catalog.pg_am UNION ALL SELECT 2, 'heap', NULL, 't'`,
 	`CREATE VIEW {c}.main.qf_pg_index AS SELECT i.* REPLACE (coalesce(i.indkey, k.indkey) AS indkey,
 			CASE WHEN k.plain THEN NULL ELSE i.indexprs END AS indexprs, len(coalesce(i.indkey, k.indkey))::INTEGER AS indnatts,
 			len(coalesce(i.indkey, k.indkey))::INTEGER AS indnkeyatts,
@@ -186,6 +201,11 @@ var compatSQL = []string{
 			WHEN 'type_function' THEN 'reserved (can be function or type name)' ELSE 'reserved' END AS catdesc,
 		CASE WHEN keyword_category <> 'reserved' THEN 'can be bare label' ELSE 'requires AS' END AS baredesc
 		FROM duckdb_keywords()`,
+	// No table is partitioned: a table is its own partition root and only ancestor (one row:
+	// psql's \d selects it as a set-returning function in a select list).
+	`CREATE MACRO {c}.main.pg_partition_ancestors(rel) AS rel::BIGINT`,
+	`CREATE MACRO {c}.main.qf_partition_ancestors(rel) AS TABLE SELECT rel::BIGINT AS relid, 1::BIGINT AS depth`, // and its ordinality
+	`CREATE MACRO {c}.main.pg_partition_root(rel) AS rel::BIGINT`,
 	`CREATE MACRO {c}.main.pg_get_statisticsobjdef_columns(id) AS NULL`,
 	`CREATE MACRO {c}.main.pg_get_partkeydef(id) AS NULL`,
 	`CREATE MACRO {c}.main.pg_get_triggerdef(id) AS NULL, (id, pretty) AS NULL`,
@@ -560,6 +580,11 @@ func (w *compatWriter) step() {
 		if w.word(dot) != "." || name < 0 {
 			break
 		}
+		if w.word(name) == "pg_partition_ancestors" && isFromItem(w.word(w.prevSig(w.i))) {
+			w.emit(compatPrefix + "qf_partition_ancestors") // the set of them, in FROM (psql's trigger query)
+			w.i = name + 1
+			return
+		}
 		if w.toks[name].Kind == sqltok.Word && compatNames[w.word(name)] {
 			w.emit(compatPrefix + w.word(name))
 			w.i = name + 1
@@ -578,7 +603,7 @@ func (w *compatWriter) step() {
 		}
 	case "pg_class", "pg_database", "pg_namespace", "pg_proc", "pg_attribute", "pg_type", "pg_index", "pg_am", "pg_constraint":
 		// Unqualified, in FROM (SQLAlchemy's reflection): PostgreSQL finds pg_catalog's first.
-		if prev := w.word(w.prevSig(w.i)); prev == "from" || prev == "join" || prev == "," {
+		if isFromItem(w.word(w.prevSig(w.i))) {
 			if next := w.word(w.sig(w.i+1, 0)); next != "." && next != "(" {
 				w.relation(w.i)
 				return
@@ -622,7 +647,7 @@ func (w *compatWriter) step() {
 			}
 		}
 	case "generate_series", "unnest":
-		if prev := w.word(w.prevSig(w.nameStart(w.i))); prev == "from" || prev == "join" || prev == "," || prev == "lateral" {
+		if isFromItem(w.word(w.prevSig(w.nameStart(w.i)))) {
 			w.aliasColumn() // a FROM item (not a select list's unnest(x) AS y)
 		}
 	case "cardinality": // an array's element count; DuckDB's cardinality takes only a map
@@ -874,8 +899,18 @@ func (w *compatWriter) emit(s string) {
 }
 
 // castReg rewrites a cast to a reg* type: 'name'::regclass (or regtype) becomes the oid of
-// that relation (type); any other operand is already an oid and stays one.
+// that relation (type); a column cast to regclass (conrelid::regclass, which psql's \d prints
+// as the table's name) is the relation's name; any other operand is already an oid and stays
+// one.
 func (w *compatWriter) castReg(name string) {
+	if name == "regclass" && w.lastLiteral < 0 {
+		if col := w.prevSig(w.i); w.isName(col) && w.word(w.prevSig(w.nameStart(col))) != "::" {
+			if operand, ok := w.retract(w.nameStart(col)); ok {
+				w.emit(compatPrefix + "qf_relname(" + operand + ")")
+			}
+		}
+		return
+	}
 	if w.lastLiteral < 0 || (name != "regclass" && name != "regtype") {
 		return
 	}
@@ -920,6 +955,13 @@ func (w *compatWriter) replaceLiteral(s string) {
 	w.out.Reset()
 	w.out.WriteString(str)
 	w.emit(s)
+}
+
+// isFromItem reports whether what follows the word prev is a FROM item (not, for the "," of a
+// select list, always: a catalog relation or a set-returning function named there is taken as
+// one).
+func isFromItem(prev string) bool {
+	return prev == "from" || prev == "join" || prev == "," || prev == "lateral"
 }
 
 // isNameByte reports whether c may be part of an unquoted name.

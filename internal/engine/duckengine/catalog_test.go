@@ -17,7 +17,7 @@ func TestPGCompatRewrites(t *testing.T) {
 	for in, want := range map[string]string{
 		`select c.relname from pg_catalog.pg_class c where c.relname OPERATOR(pg_catalog.~) '^(orders)$' COLLATE pg_catalog.default`: `select c.relname from "queryflux_pg_compat".main.qf_pg_class c where c.relname  ~  '(?s).*(?:^(orders)$).*' `,
 		`select pg_catalog.pg_get_userbyid(c.relowner) from pg_catalog.pg_roles r`:                                                   `select "queryflux_pg_compat".main.pg_get_userbyid(c.relowner) from "queryflux_pg_compat".main.pg_roles r`,
-		`select x::pg_catalog.text, y::pg_catalog.regclass::pg_catalog.text from t`:                                                  `select x::VARCHAR, y::VARCHAR from t`,
+		`select x::pg_catalog.text, y::pg_catalog.regclass::pg_catalog.text from t`:                                                  `select x::VARCHAR, "queryflux_pg_compat".main.qf_relname(y)::VARCHAR from t`,
 		`select 'public.orders'::regclass, '42'::regclass, 'int4'::pg_catalog.regtype`:                                               `select (SELECT any_value(oid) FROM pg_catalog.pg_class WHERE relname = 'orders'), 42, (SELECT any_value(oid) FROM pg_catalog.pg_type WHERE typname = 'int4')`,
 		`select pg_catalog.array_to_string(a, ','), pg_catalog.pg_get_expr(d.adbin, d.adrelid, true) from pg_catalog.pg_attrdef d`:   `select array_to_string(a, ','), qf_pg_get_expr(d.adbin, d.adrelid, true) from pg_catalog.pg_attrdef d`,
 		`select s from pg_catalog.generate_series(1, 3) s where n.nspname !~ '^pg_'`:                                                 `select s from generate_series(1, 3) s(s) where n.nspname !~ '(?s).*(?:^pg_).*'`,

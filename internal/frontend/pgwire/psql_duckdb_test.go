@@ -1,0 +1,57 @@
+package pgwire_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/queryflux/queryflux/internal/pgtest"
+)
+
+// TestPsqlDescribesKeysOnDuckDBAsPostgreSQL: psql's \d of tables with keys, indexes and a
+// foreign key lists on DuckDB what it lists on PostgreSQL 15: each index with its method and
+// columns ("btree (id)"; before, nothing after PRIMARY KEY, and a CREATE INDEX's own text), the
+// foreign keys and the tables referencing this one (before, no such sections: psql asks only
+// for a table with triggers, and then ran pg_partition_ancestors, which DuckDB lacked). The
+// columns and check constraints are left out: DuckDB keeps no varchar (it is text) and writes a
+// check's expression in its own parentheses.
+func TestPsqlDescribesKeysOnDuckDBAsPostgreSQL(t *testing.T) {
+	pgURL := pgtest.NewDatabase(t)
+	duck := duckProxy(t, "transaction")
+	describe := func(url string) string {
+		args := []string{"-X", "-v", "ON_ERROR_STOP=1", url,
+			"-c", "create table dk_parent (id integer primary key, code varchar unique, n integer)",
+			"-c", "create table dk_child (id integer primary key, pid integer references dk_parent (id), code varchar references dk_parent (code), n integer)",
+			"-c", "create index dk_child_pid_n on dk_child (pid, n)",
+			"-c", "create unique index dk_child_n on dk_child (n)",
+			"-c", `\d dk_child`, "-c", `\d dk_parent`}
+		cmd := exec.Command("psql", args...)
+		cmd.Env = append(cmd.Environ(), "PGCONNECT_TIMEOUT=10")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("psql on %s: %v\n%s", url, err, out)
+		}
+		// The sections after the columns, but for the check constraints.
+		var kept []string
+		keep := false
+		for _, line := range strings.Split(string(out), "\n") {
+			switch {
+			case strings.HasPrefix(line, "Indexes:"), strings.HasPrefix(line, "Foreign-key constraints:"), strings.HasPrefix(line, "Referenced by:"):
+				keep = true
+			case !strings.HasPrefix(line, "    "):
+				keep = false
+			}
+			if keep {
+				kept = append(kept, line)
+			}
+		}
+		return strings.Join(kept, "\n")
+	}
+	want, got := describe(pgURL), describe(duck.URL())
+	if got != want {
+		t.Errorf("psql's \\d differs.\nPostgreSQL:\n%s\nDuckDB:\n%s", want, got)
+	}
+	if !strings.Contains(want, "Referenced by:") {
+		t.Errorf("nothing to compare: PostgreSQL's \\d lists no references:\n%s", want)
+	}
+}
