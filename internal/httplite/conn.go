@@ -330,6 +330,14 @@ func Detach(w http.ResponseWriter, wait time.Duration) bool {
 	return true
 }
 
+// Serves reports whether w is an answer of this package, which Detach can end: a handler may
+// then also have Detach called from another goroutine while it runs on, as long as it uses
+// neither w nor its request from then on, and returns only once that call has returned.
+func Serves(w http.ResponseWriter) bool {
+	_, ok := w.(*response)
+	return ok
+}
+
 // The states of a detached handler's connection (response.hand).
 const (
 	handNone    = iota
