@@ -38,13 +38,19 @@ func TestEndOfRunCatchesALeak(t *testing.T) {
 
 // TestEndOfRunWaitsForRunningQueries: queries still running when the scenario ends (the
 // 60-second queries of lease-crash) are not leaks; the oracle stops the clients and lets them
-// end before it looks.
+// end before it looks. The virtual time that settle runs is counted in the run's virtual
+// seconds (its wall time is in the wall seconds).
 func TestEndOfRunWaitsForRunningQueries(t *testing.T) {
 	sc := load(t, "lease-crash.yaml")
 	for seed := uint64(1); seed <= 2; seed++ {
-		c := leakCheck(t, scenarios.Run(sc, seed, scenarios.RunOpts{}))
+		res := scenarios.Run(sc, seed, scenarios.RunOpts{})
+		c := leakCheck(t, res)
 		if !c.Pass || strings.Contains(c.Detail, "(0 open") {
 			t.Errorf("seed %d: want a pass with queries open when the clients stopped: %s", seed, c.Detail)
+		}
+		if res.SettleSeconds < 1 || res.VirtualSeconds != sc.Duration.Seconds()+res.SettleSeconds {
+			t.Errorf("seed %d: %v virtual s with a settle of %v s, want the scenario's %v and a settle of 1 s or more",
+				seed, res.VirtualSeconds, res.SettleSeconds, sc.Duration)
 		}
 		t.Logf("seed %d: %s", seed, c.Detail)
 	}

@@ -231,14 +231,20 @@ type CheckResult struct {
 
 // Result is one seed's run.
 type Result struct {
-	Scenario       string        `json:"scenario"`
-	Seed           uint64        `json:"seed"`
-	TraceHash      string        `json:"trace_hash"`
-	VirtualSeconds float64       `json:"virtual_seconds"`
-	WallSeconds    float64       `json:"wall_seconds"`
-	Events         uint64        `json:"events"`
-	Checks         []CheckResult `json:"checks"`
-	Logs           []string      `json:"-"`
+	Scenario  string `json:"scenario"`
+	Seed      uint64 `json:"seed"`
+	TraceHash string `json:"trace_hash"`
+	// VirtualSeconds is all the virtual time the simulator ran: the scenario's duration and
+	// then SettleSeconds, the settle of the leak check (nothingLeftOpen). WallSeconds covers
+	// both, so VirtualSeconds/WallSeconds is the run's speed.
+	VirtualSeconds float64 `json:"virtual_seconds"`
+	// SettleSeconds is the virtual time the fleet ran after the scenario's duration, while
+	// the stopped clients' last queries ended (whole seconds, at most settleMax).
+	SettleSeconds float64       `json:"settle_seconds"`
+	WallSeconds   float64       `json:"wall_seconds"`
+	Events        uint64        `json:"events"`
+	Checks        []CheckResult `json:"checks"`
+	Logs          []string      `json:"-"`
 	// Workload is the workload's numbers when the scenario has one.
 	Workload *WorkloadSummary `json:"workload,omitempty"`
 	// Invalid: the scenario did not validate (a check or a node could not be set up), so
@@ -316,7 +322,8 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	if err := sharedConfigsOf(w).untouched(); err != nil {
 		w.Errorf("%v", err)
 	}
-	res.VirtualSeconds = s.Elapsed().Seconds()
+	ran := s.Elapsed()
+	res.VirtualSeconds = ran.Seconds()
 	run := CheckResult{Name: "run", Pass: runErr == nil && len(w.errs) == 0, Detail: "no task failed"}
 	if runErr != nil {
 		run.Detail = runErr.Error()
@@ -346,6 +353,8 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 		leak := nothingLeftOpen(w)
 		s.Record("check", fmt.Sprintf("%s=%v", leak.Name, leak.Pass))
 		res.Checks = append(res.Checks, leak)
+		res.SettleSeconds = (s.Elapsed() - ran).Seconds()
+		res.VirtualSeconds = s.Elapsed().Seconds()
 	}
 	res.TraceHash = s.TraceHash()
 	res.Events = s.Events()

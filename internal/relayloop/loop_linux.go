@@ -36,7 +36,8 @@ type Loop struct {
 	stopped []*pair
 	bufs    buffers
 
-	ctls atomic.Int64 // epoll_ctl calls on the loop's set (tests)
+	ctls  atomic.Int64 // epoll_ctl calls on the loop's set (tests)
+	waits atomic.Int64 // io_uring_enter calls made only to await a cancelled request (tests)
 }
 
 // idleInterest is the epoll interest of a B kept in the set between pairs (Pair.KeepB): what a

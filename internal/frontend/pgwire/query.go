@@ -271,7 +271,11 @@ func (c *conn) sendRow(rec arrow.RecordBatch, row int, encs []columnEncoder) err
 			c.values = append(c.values, nil)
 			continue
 		}
-		c.values = append(c.values, c.scratch[start:end:end])
+		v := c.scratch[start:end:end]
+		if v == nil { // empty, before scratch held anything: a nil value would be sent as NULL
+			v = []byte{}
+		}
+		c.values = append(c.values, v)
 		start = end
 	}
 	c.be.Send(&pgproto3.DataRow{Values: c.values})
