@@ -49,7 +49,9 @@ func TestTrinoStatementInOneExchange(t *testing.T) {
 		}
 		return doc
 	}
-	post := func(sql string) map[string]any { return exchange(http.MethodPost, "http://"+trinoAddr+"/v1/statement", sql) }
+	post := func(sql string) map[string]any {
+		return exchange(http.MethodPost, "http://"+trinoAddr+"/v1/statement", sql)
+	}
 	state := func(doc map[string]any) string { return fmt.Sprint(doc["stats"].(map[string]any)["state"]) }
 
 	if doc := post("select 7 as querytest_one_exchange"); doc["nextUri"] != nil || fmt.Sprint(doc["data"]) != "[[7]]" || state(doc) != "FINISHED" {
