@@ -178,8 +178,6 @@ type Server struct {
 	// Runners: goroutines that ran a query and wait for the next (goRun).
 	work        chan func()
 	runnersIdle atomic.Int32
-
-	postWatches sync.Pool // of *postWatch, this server's (runThenAnswer)
 }
 
 // runnersIdleMax bounds the runners waiting for a query; more exit once their query is done.
@@ -406,26 +404,28 @@ func (s *Server) readsPOSTRows(r *http.Request) bool {
 
 // runThenAnswer runs q's statement before answering its POST, so that a statement that ends
 // within PostWait is answered whole in one exchange. One still running by then has its POST
-// answered (QUEUED, a nextUri) by a timer's goroutine, which detaches the answer as
-// handleSubmit does, and runs on here as it would have. Under a server other than httplite,
-// which cannot answer while its handler runs, the statement runs in a runner instead.
+// answered (QUEUED, a nextUri) by the connection's hand-over goroutine, which serves the
+// connection's next requests from then on (httplite.Await), and runs on here as it would have.
+// Under a server other than httplite, which cannot answer while its handler runs, the
+// statement runs in a runner instead.
 func (s *Server) runThenAnswer(w http.ResponseWriter, r *http.Request, q *runningQuery, run func()) {
-	if !httplite.Serves(w) {
+	if !httplite.Await(w, s.opts.PostWait, func() { s.respond(w, r, q, 0, 0, true) }) {
 		s.goRun(run)
 		q.awaitEnd(s.opts.PostWait)
 		s.respond(w, r, q, 0, 0, true)
 		return
 	}
-	p := s.watchPost(w, r, q)
-	first := false
-	func() {
-		defer func() { first = p.end() }() // on a panic too: the timer then answers nothing
-		run()
+	settled := false
+	defer func() {
+		if !settled { // a panic in run: the late answer, if any, is written before recoverer's
+			httplite.Settle(w)
+		}
 	}()
-	if first {
+	run()
+	settled = true
+	if httplite.Settle(w) {
 		s.respond(w, r, q, 0, 0, true)
 	}
-	p.release()
 }
 
 // authenticate returns the user a request runs as, or an HTTP status and error.
