@@ -373,6 +373,14 @@ func needsCompat(sqlText string) bool {
 			if i+5 <= len(sqlText) && strings.EqualFold(sqlText[i:i+5], "bytea") && i >= 2 && sqlText[i-1] == ':' {
 				return true
 			}
+		case 'c':
+			if i+12 <= len(sqlText) && strings.EqualFold(sqlText[i:i+12], "cardinality(") {
+				return true
+			}
+		case '{': // '{1,2}'::int[]
+			if i >= 1 && sqlText[i-1] == '\'' {
+				return true
+			}
 		}
 	}
 	return false
@@ -562,6 +570,12 @@ func (w *compatWriter) step() {
 		}
 	case "generate_series", "unnest":
 		w.aliasColumn()
+	case "cardinality": // an array's element count; DuckDB's cardinality takes only a map
+		if w.word(w.sig(w.i+1, 0)) == "(" {
+			w.emit("len")
+			w.i++
+			return
+		}
 	case "pg_get_expr", "format_type": // DuckDB's take no third argument, and its own type oids
 		if w.word(w.sig(w.i+1, 0)) == "(" {
 			w.emit("qf_" + w.word(w.i))
@@ -584,6 +598,12 @@ func (w *compatWriter) step() {
 				w.replaceLiteral("unhex('" + hex + "')")
 				w.i = typ + 1
 				return
+			}
+		}
+		if w.lastLiteral >= 0 && w.castsToArray(typ) && strings.HasPrefix(w.lastText, "'") {
+			// '{1,2}'::int[]: PostgreSQL's array text, as DuckDB's list text (pgarray.go)
+			if list, err := pgArrayToList(plainString(w.lastText)); err == nil {
+				w.replaceLiteral("'" + strings.ReplaceAll(list, "'", "''") + "'")
 			}
 		}
 		if to, ok := castTypes[name]; ok {
@@ -612,6 +632,27 @@ func (w *compatWriter) step() {
 		w.lastLiteral = -1
 	}
 	w.i++
+}
+
+// castsToArray reports whether the type named from the token at typ on is an array type: its
+// words and (precision) end in [].
+func (w *compatWriter) castsToArray(typ int) bool {
+	for j := w.sig(typ+1, 0); j >= 0; j = w.sig(j+1, 0) {
+		switch {
+		case w.word(j) == "[":
+			return true
+		case w.word(j) == "(":
+			for j >= 0 && w.word(j) != ")" {
+				j = w.sig(j+1, 0)
+			}
+			if j < 0 {
+				return false
+			}
+		case w.toks[j].Kind != sqltok.Word || notAlias[w.word(j)] || w.word(j) == "as" || w.word(j) == "from":
+			return false
+		}
+	}
+	return false
 }
 
 // aliasColumn gives "FROM f(...) s" PostgreSQL's meaning for a function returning single

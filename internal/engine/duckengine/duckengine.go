@@ -307,7 +307,11 @@ func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db str
 		if t == duckdb.TYPE_INVALID {
 			t = castType(conn, q.SQL, i+1)
 		}
-		d.Params = append(d.Params, fieldFor(fmt.Sprintf("$%d", i+1), paramTypeName(t)))
+		name := paramTypeName(t)
+		if t == duckdb.TYPE_LIST || t == duckdb.TYPE_ARRAY {
+			name = listParamType(ctx, conn, q.SQL, i+1)
+		}
+		d.Params = append(d.Params, fieldFor(fmt.Sprintf("$%d", i+1), name))
 	}
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
 		d.Schema = resultSchema(ctx, conn, q.SQL, len(p.params), clientNames(ctx, conn, q))
@@ -671,6 +675,10 @@ func parseAs(t duckdb.Type, s string) (any, error) {
 		return strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 	case duckdb.TYPE_FLOAT, duckdb.TYPE_DOUBLE:
 		return strconv.ParseFloat(strings.TrimSpace(s), 64)
+	case duckdb.TYPE_LIST, duckdb.TYPE_ARRAY:
+		if !isDuckDBList(s) {
+			return pgArrayToList(s)
+		}
 	case duckdb.TYPE_DATE:
 		return time.Parse("2006-01-02", strings.TrimSpace(s))
 	case duckdb.TYPE_TIMESTAMP, duckdb.TYPE_TIMESTAMP_TZ:

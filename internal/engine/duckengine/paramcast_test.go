@@ -18,7 +18,8 @@ func TestCastParametersDescribedByTheirCast(t *testing.T) {
 		"select x from range(4) g(x) where x = $1::int":                                        {23},
 		"select case when x = $1::int then null else x end from generate_series(0, 3) as g(x)": {23},
 		"select x from range(4) g(x) where x = CAST($1 AS bigint) or x = $2":                   {20, 20},
-		"select x from range(4) g(x) where x = $1::smallint and $2::int4[] is null":            {21, 25},
+		"select x from range(4) g(x) where x = $1::smallint and $2::int4[] is null":            {21, 1007},
+		"select list_contains($1, 1)":                                                          {25}, // a list of no named type
 		"select now() where now() > $1::timestamp with time zone":                              {1184},
 		"select x from range(4) g(x) where x::varchar = $1::varchar(3)":                        {25},
 		"select x from range(4) g(x) where x::varchar = $1":                                    {25},

@@ -41,7 +41,7 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 	}
 	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
 		if err := runAll(ctx, conn, stmts, inTx); err != nil {
-			return nil, err
+			return nil, serialTableExists(err)
 		}
 		return engine.TagRows(tag), nil
 	}, true, nil
@@ -76,7 +76,8 @@ func expandDDL(q *query.Request) (stmts []string, tag string, ok bool, err error
 	switch w := sqltok.FirstWord(toks); {
 	case strings.EqualFold(w, "drop"), strings.EqualFold(w, "truncate"), strings.EqualFold(w, "alter"):
 	case strings.EqualFold(w, "create"):
-		return withoutStorageParams(q.SQL, toks)
+		stmts, ok := pgCreateTable(q.SQL)
+		return stmts, "CREATE TABLE", ok, nil
 	default:
 		return nil, "", false, nil // most statements: not worth copying the tokens
 	}
@@ -90,38 +91,6 @@ func expandDDL(q *query.Request) (stmts []string, tag string, ok bool, err error
 		return expandAddPrimaryKey(r)
 	}
 	return nil, "", false, nil
-}
-
-// withoutStorageParams is CREATE TABLE t (...) WITH (fillfactor=100) (what pgbench -i sends)
-// without its WITH clause: storage parameters tune PostgreSQL's heap, DuckDB refuses them, and
-// the table is the same without.
-func withoutStorageParams(sqlText string, toks []sqltok.Token) ([]string, string, bool, error) {
-	r := sqltok.NewWalker(toks)
-	r.Word("create")
-	for _, w := range []string{"temp", "temporary", "unlogged"} {
-		r.Word(w)
-	}
-	if !r.Word("table") {
-		return nil, "", false, nil
-	}
-	if r.Word("if") && !(r.Word("not") && r.Word("exists")) || r.Name() == "" || !r.Punct("(") {
-		return nil, "", false, nil
-	}
-	if _, ok := r.Parenthesised(sqlText); !ok {
-		return nil, "", false, nil
-	}
-	with := r.Peek().Pos
-	if !r.Word("with") || !r.Punct("(") {
-		return nil, "", false, nil
-	}
-	if _, ok := r.Parenthesised(sqlText); !ok {
-		return nil, "", false, nil
-	}
-	rest := ""
-	if r.More() {
-		rest = sqlText[r.Peek().Pos:]
-	}
-	return []string{sqlText[:with] + rest}, "CREATE TABLE", true, nil
 }
 
 func expandDrop(r *sqltok.Walker) ([]string, string, bool, error) {

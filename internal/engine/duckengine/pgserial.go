@@ -1,0 +1,217 @@
+package duckengine
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// A PostgreSQL client's CREATE TABLE as ORMs write it, which DuckDB refuses, is written as
+// DuckDB reads it (pgCreateTable):
+//   - a serial column (smallserial, serial, bigserial, serial2/4/8) is an integer of that size,
+//     NOT NULL, whose DEFAULT takes the next value of a sequence of its own named as
+//     PostgreSQL names it (<table>_<column>_seq, in the table's schema), made with the table;
+//   - a column GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY (Django's, SQLAlchemy's Identity)
+//     is the same with the type it was given (DuckDB has no identity columns: ALWAYS does not
+//     refuse an explicit value);
+//   - storage parameters, WITH (fillfactor=100) (pgbench -i), are left out: they tune
+//     PostgreSQL's heap, and the table is the same without.
+
+// serialTypes are PostgreSQL's serial pseudo-types and the integer type each stands for.
+var serialTypes = map[string]string{"smallserial": "SMALLINT", "serial2": "SMALLINT",
+	"serial": "INTEGER", "serial4": "INTEGER", "bigserial": "BIGINT", "serial8": "BIGINT"}
+
+// pgCreateTable is sqlText, a PostgreSQL CREATE TABLE, as the statements DuckDB runs for it
+// (its columns' sequences first); ok is false for any other statement, or one with nothing to
+// translate.
+func pgCreateTable(sqlText string) (stmts []string, ok bool) {
+	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	at := 1
+	word := func(w string) bool {
+		if at < len(toks) && toks[at].Kind == sqltok.Word && strings.EqualFold(toks[at].Text, w) {
+			at++
+			return true
+		}
+		return false
+	}
+	temporary := word("temp") || word("temporary")
+	word("unlogged")
+	if !word("table") {
+		return nil, false
+	}
+	ifNotExists := word("if") && word("not") && word("exists")
+	nameStart := at
+	for at < len(toks) && toks[at].Text != "(" {
+		at++
+	}
+	if at == len(toks) || at == nameStart {
+		return nil, false
+	}
+	name := toks[nameStart:at]
+	defs, end := definitions(toks, at)
+	if end < 0 {
+		return nil, false
+	}
+	tail, changed := sqlText[toks[end].Pos+1:], false
+	if w := end + 1; w+1 < len(toks) && strings.EqualFold(toks[w].Text, "with") && toks[w+1].Text == "(" {
+		if _, close := definitions(toks, w+1); close > 0 {
+			tail, changed = sqlText[toks[close].Pos+1:], true
+		}
+	}
+	var cols, seqs, options []string
+	for _, d := range defs {
+		text, seq, opts := serialColumn(sqlText, name, d)
+		if seq != "" {
+			seqs, options, changed = append(seqs, seq), append(options, opts), true
+		}
+		cols = append(cols, text)
+	}
+	if !changed {
+		return nil, false
+	}
+	create := "CREATE SEQUENCE "
+	if temporary {
+		create = "CREATE TEMPORARY SEQUENCE "
+	}
+	for i, seq := range seqs {
+		if ifNotExists {
+			stmts = append(stmts, create+"IF NOT EXISTS "+seq+options[i])
+			continue
+		}
+		// A sequence left by a dropped table of the name goes (DuckDB drops no sequence with
+		// its table); a table of the name that still exists keeps its own (serialTableExists).
+		stmts = append(stmts, "DROP SEQUENCE IF EXISTS "+seq, create+seq+options[i])
+	}
+	return append(stmts, sqlText[:toks[at].Pos]+"("+strings.Join(cols, ", ")+")"+tail), true
+}
+
+// serialColumn is one definition of a CREATE TABLE of the table name, as DuckDB reads it, and
+// the sequence it takes its values from when it is a serial or identity column ("" otherwise),
+// with the START and INCREMENT an identity column's options give it.
+func serialColumn(sqlText string, name, d []sqltok.Token) (text, seq, opts string) {
+	span := func(ts []sqltok.Token) string {
+		if len(ts) == 0 {
+			return ""
+		}
+		last := ts[len(ts)-1]
+		return sqlText[ts[0].Pos : last.Pos+len(last.Text)]
+	}
+	text = span(d)
+	if len(d) < 2 || d[0].Kind != sqltok.Word && d[0].Kind != sqltok.QuotedIdent {
+		return text, "", ""
+	}
+	is := func(i int, w string) bool {
+		return i < len(d) && d[i].Kind == sqltok.Word && strings.EqualFold(d[i].Text, w)
+	}
+	if is(0, "constraint") || is(0, "primary") || is(0, "unique") || is(0, "check") || is(0, "foreign") || is(0, "exclude") || is(0, "like") {
+		return text, "", ""
+	}
+	seq = serialSequence(name, d[0])
+	def := " NOT NULL DEFAULT nextval('" + seq + "')"
+	if typ, ok := serialTypes[strings.ToLower(d[1].Text)]; ok && d[1].Kind == sqltok.Word {
+		return span(d[:1]) + " " + typ + def + tailText(span, d[2:]), seq, ""
+	}
+	for k := 2; k < len(d); k++ {
+		if !is(k, "generated") {
+			continue
+		}
+		j := k + 1
+		switch {
+		case is(j, "always"):
+			j++
+		case is(j, "by") && is(j+1, "default"):
+			j += 2
+		default:
+			return text, "", ""
+		}
+		if !is(j, "as") || !is(j+1, "identity") {
+			return text, "", ""
+		}
+		j += 2
+		if j < len(d) && d[j].Text == "(" { // the sequence's options: START WITH n ...
+			open := j
+			for depth := 0; j < len(d); j++ {
+				if d[j].Text == "(" {
+					depth++
+				} else if d[j].Text == ")" {
+					if depth--; depth == 0 {
+						break
+					}
+				}
+			}
+			opts = identityOptions(d[open+1 : min(j, len(d))])
+			j++
+		}
+		return span(d[:k]) + def + tailText(span, d[min(j, len(d)):]), seq, opts
+	}
+	return text, "", ""
+}
+
+// identityOptions are the START and INCREMENT of an identity column's sequence options
+// (START WITH 10 INCREMENT BY 5), as CREATE SEQUENCE takes them; the others (MINVALUE, CACHE...)
+// are left to DuckDB's defaults.
+func identityOptions(ts []sqltok.Token) string {
+	var out string
+	for i := 0; i < len(ts); i++ {
+		kw := strings.ToLower(ts[i].Text)
+		if kw != "start" && kw != "increment" {
+			continue
+		}
+		j := i + 1
+		if j < len(ts) && (strings.EqualFold(ts[j].Text, "with") || strings.EqualFold(ts[j].Text, "by")) {
+			j++
+		}
+		sign := ""
+		if j < len(ts) && ts[j].Text == "-" {
+			sign, j = "-", j+1
+		}
+		if j < len(ts) && ts[j].Kind == sqltok.Number {
+			out += " " + strings.ToUpper(kw) + " " + sign + ts[j].Text
+			i = j
+		}
+	}
+	return out
+}
+
+func tailText(span func([]sqltok.Token) string, ts []sqltok.Token) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	return " " + span(ts)
+}
+
+// serialSequence is the sequence of column col of the table name (s.t or t), as PostgreSQL
+// names it: <table>_<column>_seq, in the table's schema.
+func serialSequence(name []sqltok.Token, col sqltok.Token) string {
+	seq := pgIdent(name[len(name)-1]) + "_" + pgIdent(col) + "_seq"
+	quoted := `"` + strings.ReplaceAll(seq, `"`, `""`) + `"`
+	for i := len(name) - 2; i >= 0; i-- { // the schema, s. or d.s.
+		quoted = name[i].Text + quoted
+	}
+	return quoted
+}
+
+// pgIdent is a name token's name as PostgreSQL folds it: lower case unless quoted.
+func pgIdent(t sqltok.Token) string {
+	if t.Kind == sqltok.QuotedIdent && len(t.Text) >= 2 && t.Text[0] == '"' {
+		return strings.ReplaceAll(t.Text[1:len(t.Text)-1], `""`, `"`)
+	}
+	return strings.ToLower(t.Text)
+}
+
+// serialTableExists is the error of a CREATE TABLE with a serial column whose table exists
+// already: DuckDB refused to drop the column's sequence, which the table uses. PostgreSQL
+// says the relation exists.
+func serialTableExists(err error) error {
+	var qe *query.Error
+	if errors.As(err, &qe) && strings.Contains(qe.Message, "Dependency Error") && strings.Contains(qe.Message, "_seq") {
+		return &query.Error{Code: sqlstate.DuplicateTable, Message: "relation already exists: a table of this name has the serial column's sequence"}
+	}
+	return err
+}
