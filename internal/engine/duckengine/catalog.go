@@ -183,11 +183,22 @@ var compatSQL = []string{
 		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN list_transform(k.referenced_column_names,
 			n -> (r.constraint_column_indexes[list_position(r.constraint_column_names, n)] + 1)::SMALLINT) END AS confkey,
 		NULL::BIGINT[] AS conpfeqop, NULL::BIGINT[] AS conppeqop, NULL::BIGINT[] AS conffeqop, NULL::BIGINT[] AS conexclop,
-		k.expression AS conbin, k.constraint_text AS qf_definition
+		k.expression AS conbin,
+		CASE k.constraint_type WHEN 'CHECK' THEN 'CHECK (' || k.expression || ')'
+			WHEN 'PRIMARY KEY' THEN 'PRIMARY KEY (' || array_to_string(k.constraint_column_names, ', ') || ')'
+			WHEN 'UNIQUE' THEN 'UNIQUE (' || array_to_string(k.constraint_column_names, ', ') || ')'
+			ELSE k.constraint_text END AS qf_definition
 		FROM duckdb_constraints() k LEFT JOIN duckdb_constraints() r ON k.constraint_type = 'FOREIGN KEY'
 			AND r.database_name = k.database_name AND r.schema_name = k.schema_name AND r.table_name = k.referenced_table
 			AND r.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND list_sort(r.constraint_column_names) = list_sort(k.referenced_column_names)
 		WHERE k.database_name = current_database() AND k.constraint_type IN ('CHECK', 'UNIQUE', 'PRIMARY KEY', 'FOREIGN KEY')`,
+	// A constraint's definition as PostgreSQL writes it ("CHECK ((n > 0))", "PRIMARY KEY (id)";
+	// DuckDB's text is "CHECK((n > 0))"); pretty, a check's outer parentheses go
+	// ("CHECK (n > 0)", psql's \d).
+	`CREATE MACRO {c}.main.pg_get_constraintdef(id) AS
+		(SELECT any_value(qf_definition) FROM {c}.main.qf_pg_constraint WHERE oid = id),
+		(id, pretty) AS (SELECT any_value(CASE WHEN pretty AND contype = 'c' AND conbin LIKE '(%)'
+			THEN 'CHECK (' || conbin[2:-2] || ')' ELSE qf_definition END) FROM {c}.main.qf_pg_constraint WHERE oid = id)`,
 	// information_schema._pg_expandarray(a): one (x, n) row per element of a, n counting from
 	// 1 (JDBC's getPrimaryKeys reads index keys with it).
 	`CREATE MACRO {c}.main.qf_pg_expandarray(arr) AS

@@ -12,16 +12,16 @@ import (
 // foreign key lists on DuckDB what it lists on PostgreSQL 15: each index with its method and
 // columns ("btree (id)"; before, nothing after PRIMARY KEY, and a CREATE INDEX's own text), the
 // foreign keys and the tables referencing this one (before, no such sections: psql asks only
-// for a table with triggers, and then ran pg_partition_ancestors, which DuckDB lacked). The
-// columns and check constraints are left out: DuckDB keeps no varchar (it is text) and writes a
-// check's expression in its own parentheses.
+// for a table with triggers, and then ran pg_partition_ancestors, which DuckDB lacked), a check
+// constraint as PostgreSQL writes it (DuckDB's text: CHECK((n > 0))). The columns are left
+// out: DuckDB keeps no varchar (it is text).
 func TestPsqlDescribesKeysOnDuckDBAsPostgreSQL(t *testing.T) {
 	pgURL := pgtest.NewDatabase(t)
 	duck := duckProxy(t, "transaction")
 	describe := func(url string) string {
 		args := []string{"-X", "-v", "ON_ERROR_STOP=1", url,
 			"-c", "create table dk_parent (id integer primary key, code varchar unique, n integer)",
-			"-c", "create table dk_child (id integer primary key, pid integer references dk_parent (id), code varchar references dk_parent (code), n integer)",
+			"-c", "create table dk_child (id integer primary key, pid integer references dk_parent (id), code varchar references dk_parent (code), n integer check (n > 0))",
 			"-c", "create index dk_child_pid_n on dk_child (pid, n)",
 			"-c", "create unique index dk_child_n on dk_child (n)",
 			"-c", `\d dk_child`, "-c", `\d dk_parent`}
@@ -36,7 +36,7 @@ func TestPsqlDescribesKeysOnDuckDBAsPostgreSQL(t *testing.T) {
 		keep := false
 		for _, line := range strings.Split(string(out), "\n") {
 			switch {
-			case strings.HasPrefix(line, "Indexes:"), strings.HasPrefix(line, "Foreign-key constraints:"), strings.HasPrefix(line, "Referenced by:"):
+			case strings.HasPrefix(line, "Indexes:"), strings.HasPrefix(line, "Check constraints:"), strings.HasPrefix(line, "Foreign-key constraints:"), strings.HasPrefix(line, "Referenced by:"):
 				keep = true
 			case !strings.HasPrefix(line, "    "):
 				keep = false
