@@ -91,8 +91,8 @@ type Net struct {
 	names    [8]taskNameOf
 	nameNext int
 
-	keys   []string      // headerHash's scratch
-	digest xxhash.Digest // headerHash's
+	keys []string // headerHash's scratch
+	hdr  []byte   // headerHash's
 }
 
 type linkState struct {
@@ -319,7 +319,9 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // headerHash hashes h in sorted key order (a map's own order would make the hash vary), in the
-// Net's scratch: no allocation, and a small frame on the stack of the task sending.
+// Net's scratch: no allocation, and a small frame on the stack of the task sending. The header
+// is laid out in one buffer and hashed at once: the same value as writing its pieces to a
+// digest one by one (each Write had its own cost: 220,000 a 1,000-worker run).
 func (nt *Net) headerHash(h http.Header) uint64 {
 	if len(h) == 0 {
 		return 0
@@ -330,17 +332,17 @@ func (nt *Net) headerHash(h http.Header) uint64 {
 	}
 	slices.Sort(keys)
 	nt.keys = keys
-	d := &nt.digest
-	d.Reset()
+	b := nt.hdr[:0]
 	for _, k := range keys {
-		_, _ = d.WriteString(k)
+		b = append(b, k...)
 		for _, v := range h[k] {
-			_, _ = d.WriteString("\x00")
-			_, _ = d.WriteString(v)
+			b = append(b, 0)
+			b = append(b, v...)
 		}
-		_, _ = d.WriteString("\n")
+		b = append(b, '\n')
 	}
-	return d.Sum64()
+	nt.hdr = b
+	return xxhash.Sum64(b)
 }
 
 // maxPrealloc bounds the buffer a request's announced Content-Length may reserve up front.

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/queryflux/queryflux/internal/monotime"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -228,7 +227,7 @@ func (n *Node) localElapsed() time.Duration {
 // (drift only), as Go's time.Now does (clock.go).
 func (n *Node) now() time.Time {
 	mono := n.localElapsed()
-	return monotime.New(n.s.opts.Start.Add(mono+n.wallStep), mono)
+	return n.s.start.At(mono+n.wallStep, mono)
 }
 
 // globalAt converts a node-local duration from now into the global virtual instant its timer

@@ -3,6 +3,8 @@ package monotime
 import (
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 func TestCheckPassesOnThisToolchain(t *testing.T) {
@@ -36,4 +38,26 @@ func TestWallAndMonotonicReadingsApart(t *testing.T) {
 	if _, ok := Of(New(old, time.Second)); ok {
 		t.Fatal("a wall reading before 1885 carries a monotonic one")
 	}
+}
+
+// At is New(base.Add(d), mono) to the bit (wall, monotonic reading, location), for any base
+// in or out of New's range and any offsets either way.
+func TestAtIsNewOfAdd(t *testing.T) {
+	locs := []*time.Location{time.UTC, time.FixedZone("x", -5*3600), time.Local}
+	rapid.Check(t, func(t *rapid.T) {
+		base := time.Unix(rapid.Int64Range(-1<<34, 1<<34).Draw(t, "sec"), rapid.Int64Range(0, 999_999_999).Draw(t, "nsec")).
+			In(locs[rapid.IntRange(0, len(locs)-1).Draw(t, "loc")])
+		if rapid.Bool().Draw(t, "monotonic base") {
+			base = New(base, time.Duration(rapid.Int64().Draw(t, "base mono")))
+		}
+		d := time.Duration(rapid.Int64Range(-1<<62, 1<<62).Draw(t, "d"))
+		if rapid.Bool().Draw(t, "small d") {
+			d = time.Duration(rapid.Int64Range(-3e9, 3e9).Draw(t, "small"))
+		}
+		mono := time.Duration(rapid.Int64().Draw(t, "mono"))
+		b := NewBase(base)
+		if got, want := b.At(d, mono), New(base.Add(d), mono); got != want {
+			t.Fatalf("At(%v, %v) from %v = %#v, want %#v", d, mono, base, got, want)
+		}
+	})
 }
