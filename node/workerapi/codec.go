@@ -330,17 +330,21 @@ func (r *reader) text() ([]byte, bool) {
 	if !r.lit(`"`) {
 		return nil, r.fail()
 	}
-	start := r.i
-	for ; r.i < len(r.b) && r.b[r.i] != '"'; r.i++ {
-		if c := r.b[r.i]; c < 0x20 || c >= 0x7f || c == '\\' {
+	// The scan keeps its position in a local: through r, every byte cost a load and a store of
+	// r.i (the heartbeat reader's largest cost, 1.9 % of a 1,000-worker simulation).
+	b, start := r.b, r.i
+	i := start
+	for ; i < len(b) && b[i] != '"'; i++ {
+		if c := b[i]; c < 0x20 || c >= 0x7f || c == '\\' {
 			return nil, r.fail()
 		}
 	}
-	if r.i == len(r.b) {
+	r.i = i
+	if i == len(b) {
 		return nil, r.fail()
 	}
 	r.i++
-	return r.b[start : r.i-1], true
+	return b[start:i], true
 }
 
 // number reads a JSON number's bytes (RFC 8259's grammar).
