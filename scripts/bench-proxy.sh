@@ -21,7 +21,11 @@
 # against fixed documents with no proxy behind them (net/http, httplite, no HTTP server): how
 # much of those 100 us the client and two loopback exchanges take by themselves; trino-rawc,
 # floor-rawc and trino-driver ask with other clients (no net/http; trino-go-client). A trino row's
-# cpu_us/q is its server process's CPU per query over the latency run.
+# cpu_us/q is its server process's CPU per query over the latency run. benchtrino reads rows from
+# every answer, the POST's too, as the Python and Java clients do, and the daemon lists it in
+# frontends.trino.postAnswerClients: a SELECT 1 of the trino row is one exchange (its POST answered
+# with the row). trino-2x is the same client under another name (-agent), answered as trino-go-client
+# and the npm trino-client are (they drop a POST answer's rows): QUEUED, then a GET.
 #
 # The machine is shared and its timings drift, so the targets are measured in ROUNDS interleaved
 # rounds (every target once per round) and each figure is the median over the rounds.
@@ -407,15 +411,16 @@ fi
 # p50 minus trino-pg's, medians over the same interleaved rounds; base-trino is BASE_QF's daemon.
 (cd "$ROOT" && go build -o "$TMP/benchtrino" ./scripts/benchtrino)
 trino_standalone() { # name -> sets TR_<name>
-	local name=$1 tr admin
+	local name=$1 tr admin answer=', postAnswerClients: ["benchtrino/"]'
 	tr=$(freeport); admin=$(freeport)
+	case $name in base-*) answer="" ;; esac # BASE_QF may not know the field
 	{
 		cat <<YAML
 queryflux:
   role: standalone
   adminApi: {listen: "127.0.0.1:$admin"}
   frontends:
-    trino: {enabled: true, listen: "127.0.0.1:$tr"}
+    trino: {enabled: true, listen: "127.0.0.1:$tr"$answer}
 settings: {security: {trustLoopback: true}}
 YAML
 		clusters
@@ -432,9 +437,11 @@ trino_standalone trino
 # HTTP server (one write per answer): the part of trino's added p50 no proxy work can remove.
 declare -A TRARGS=([trino-pg]="-pg postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable" [trino]="-trino http://127.0.0.1:$TR_trino")
 TR_TARGETS=(trino-pg trino)
-for floor in trino-floor:floor floor-lite:floor-lite floor-raw:floor-raw; do # row:benchtrino flag
+# floor-lite1 is floor-lite answering the POST with the row: the floor of one exchange.
+for floor in trino-floor:floor floor-lite:floor-lite floor-raw:floor-raw "floor-lite1:floor-one -floor-lite"; do # row:benchtrino flags
 	row=${floor%%:*} port=$(freeport)
-	"$TMP/benchtrino" -"${floor#*:}" "127.0.0.1:$port" >"$TMP/$row.log" 2>&1 &
+	# shellcheck disable=SC2086 # the flags, split
+	"$TMP/benchtrino" -${floor#*:} "127.0.0.1:$port" >"$TMP/$row.log" 2>&1 &
 	PIDS+=($!)
 	PROC[$row]=$!
 	waitport "$port" "$row"
@@ -445,9 +452,9 @@ done
 # and floor-rawc write each request themselves on one TCP connection (-client raw: no net/http,
 # the same JSON decoding), trino-driver is trino-go-client itself (-client driver, database/sql).
 TRARGS[trino-rawc]="${TRARGS[trino]} -client raw" TRARGS[trino-driver]="${TRARGS[trino]} -client driver"
-TRARGS[floor-rawc]="${TRARGS[floor-raw]} -client raw"
-PROC[trino-rawc]=${PROC[trino]} PROC[trino-driver]=${PROC[trino]} PROC[floor-rawc]=${PROC[floor-raw]}
-TR_TARGETS+=(trino-rawc trino-driver floor-rawc)
+TRARGS[floor-rawc]="${TRARGS[floor-raw]} -client raw" TRARGS[trino-2x]="${TRARGS[trino]} -agent two-exchanges/1"
+PROC[trino-rawc]=${PROC[trino]} PROC[trino-driver]=${PROC[trino]} PROC[floor-rawc]=${PROC[floor-raw]} PROC[trino-2x]=${PROC[trino]}
+TR_TARGETS+=(trino-2x trino-rawc trino-driver floor-rawc)
 if [ -n "${BASE_QF:-}" ]; then
 	trino_standalone base-trino
 	TR_TARGETS+=(base-trino)
@@ -503,7 +510,7 @@ echo
 echo "medians of $ROUNDS interleaved rounds; latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
 echo "  mysql go-relay / loop-relay: scripts/benchrelay to MariaDB, goroutines / the event loop framing nothing (-loop -raw); uring-relay: -uring -raw -peek"
-echo "trino: scripts/benchtrino (SELECT 1, 1 client ${LAT_SECS}s, one kept-alive HTTP connection: POST, then GET nextUri until none) through a standalone daemon's Trino port to PostgreSQL; trino-pg: the same program over one pgx connection to PostgreSQL; trino-floor, floor-lite, floor-raw: the same program against benchtrino -floor, -floor-lite, -floor-raw (fixed documents, no proxy, served by net/http, by internal/httplite, by no HTTP server); trino-rawc, floor-rawc: trino and floor-raw asked without net/http (benchtrino -client raw); trino-driver: trino asked by trino-go-client (-client driver); trino cpu_us/q: the server process's CPU over the latency run, per query"
+echo "trino: scripts/benchtrino (SELECT 1, 1 client ${LAT_SECS}s, one kept-alive HTTP connection: POST, then GET nextUri until none; the daemon answers its quick statements whole in the POST, trino-2x: the same client answered QUEUED, then a GET) through a standalone daemon's Trino port to PostgreSQL; trino-pg: the same program over one pgx connection to PostgreSQL; trino-floor, floor-lite, floor-raw: the same program against benchtrino -floor, -floor-lite, -floor-raw (fixed documents, no proxy, served by net/http, by internal/httplite, by no HTTP server); floor-lite1: -floor-lite -floor-one (the POST answered with the row); trino-rawc, floor-rawc: trino and floor-raw asked without net/http (benchtrino -client raw); trino-driver: trino asked by trino-go-client (-client driver); trino cpu_us/q: the server process's CPU over the latency run, per query"
 RTT=$("$TMP/benchrelay" -rtt 3s)
 # The worker's capacity path over the whole run: queries that took an idle lease (no round trip
 # to the control plane) out of all it relayed.
@@ -538,5 +545,5 @@ goal "mysql passthrough added p50 ${mpt} us <= 40 us" "$mpt <= 40" "$mpt"
 echo "  of which a C relay hop (haproxy): postgres added p50 $(added "${LAT[direct]}" "${LAT[haproxy]}") us, tps $(ratio "${TPS[direct]}" "${TPS[haproxy]}") of direct; mysql added p50 $(added "${MLAT[direct]:-}" "${MLAT[haproxy]:-}") us, qps $(ratio "${MTPS[direct]:-}" "${MTPS[haproxy]:-}") of direct"
 tr=$(added "${TLAT[trino-pg]}" "${TLAT[trino]}")
 goal "trino added p50 ${tr} us <= 100 us (SELECT 1, scripts/benchtrino, over trino-pg)" "$tr <= 100" "$tr"
-echo "  of which the floors (the client and two loopback HTTP exchanges, no proxy work): added p50 $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite]}") us served by httplite, $(added "${TLAT[trino-pg]}" "${TLAT[floor-raw]}") us by no HTTP server, $(added "${TLAT[trino-pg]}" "${TLAT[trino-floor]}") us by net/http"
+echo "  of which the floors (the client and loopback HTTP exchanges, no proxy work): one exchange served by httplite $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite1]}") us; two exchanges: added p50 $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite]}") us served by httplite, $(added "${TLAT[trino-pg]}" "${TLAT[floor-raw]}") us by no HTTP server, $(added "${TLAT[trino-pg]}" "${TLAT[trino-floor]}") us by net/http"
 echo "  the client's share: added p50 $(added "${TLAT[trino-pg]}" "${TLAT[trino-rawc]}") us with a client without net/http (trino-rawc), $(added "${TLAT[trino-pg]}" "${TLAT[trino-driver]}") us with trino-go-client (trino-driver); two exchanges with neither an HTTP client nor server (floor-rawc): $(added "${TLAT[trino-pg]}" "${TLAT[floor-rawc]}") us"

@@ -139,6 +139,18 @@ type Frontend struct {
 	// query.client.timeout does; 0 or more, 0 meaning 300 (Trino's default). A DELETE stops it
 	// at once.
 	ClientTimeoutSecs int `yaml:"clientTimeoutSecs" json:"clientTimeoutSecs,omitempty"`
+	// PostWaitMicros (Trino only) is how long a statement's POST waits for the statement to
+	// end, for the clients of postAnswerClients: one that ended within it, its rows within one
+	// page, is answered whole in its POST (FINISHED, no nextUri), as is its error (FAILED): one
+	// HTTP exchange instead of two. Any other is answered QUEUED with a nextUri, as for every
+	// client, and goes on as before. -1 to 1000000; 0 means 5000 (5 ms), -1 answers no
+	// statement in its POST.
+	PostWaitMicros int `yaml:"postWaitMicros" json:"postWaitMicros,omitempty"`
+	// PostAnswerClients (Trino only) are the User-Agent prefixes of the clients that read rows
+	// from the answer to a POST; empty means the Python client, JDBC and the Java client
+	// ("Trino Python Client/", "Trino JDBC Driver/", "StatementClientV1/"). trino-go-client
+	// and the npm trino-client drop them: list neither.
+	PostAnswerClients []string `yaml:"postAnswerClients" json:"postAnswerClients,omitempty"`
 }
 
 // NodeTLS is a node's server certificate (PEM files, reread when they change). ClientCAFile

@@ -156,6 +156,14 @@ func (v *validator) frontend(path string, f Frontend, certKnown bool) {
 	if f.ClientTimeoutSecs < 0 {
 		v.add(path+".clientTimeoutSecs", "must not be negative")
 	}
+	if f.PostWaitMicros < -1 || f.PostWaitMicros > 1_000_000 {
+		v.add(path+".postWaitMicros", "must be -1 (off), 0 (the default) or up to 1000000, got %d", f.PostWaitMicros)
+	}
+	for i, prefix := range f.PostAnswerClients {
+		if strings.TrimSpace(prefix) == "" {
+			v.add(fmt.Sprintf("%s.postAnswerClients[%d]", path, i), "must not be empty: it would name every client")
+		}
+	}
 }
 
 // certPair: a certificate and its key are named together or not at all.

@@ -45,6 +45,11 @@ func TestValidateNamesEachMistake(t *testing.T) {
 		{"queryflux.frontends.trino.listen", `"127.0.0.1:" is not host:port`, func(c *Config) { c.QueryFlux.Frontends.Trino.Listen = "127.0.0.1:" }},
 		{"queryflux.frontends.flightsql.requireTLS", "needs a certificate", func(c *Config) { c.QueryFlux.Frontends.FlightSQL.RequireTLS = true }},
 		{"queryflux.frontends.postgres.clientTimeoutSecs", "must not be negative", func(c *Config) { c.QueryFlux.Frontends.Postgres.ClientTimeoutSecs = -1 }},
+		{"queryflux.frontends.trino.postWaitMicros", "must be -1 (off)", func(c *Config) { c.QueryFlux.Frontends.Trino.PostWaitMicros = -2 }},
+		{"queryflux.frontends.trino.postWaitMicros", "up to 1000000, got 1000001", func(c *Config) { c.QueryFlux.Frontends.Trino.PostWaitMicros = 1_000_001 }},
+		{"queryflux.frontends.trino.postAnswerClients[1]", "must not be empty", func(c *Config) {
+			c.QueryFlux.Frontends.Trino.PostAnswerClients = []string{"Trino Python Client/", " "}
+		}},
 		{"queryflux.adminApi.listen", "is not host:port", func(c *Config) { c.QueryFlux.AdminAPI.Listen = "8080" }},
 		{"queryflux.workerApi.secret", "required when the worker API is enabled", func(c *Config) { c.QueryFlux.WorkerAPI.Enabled = true }},
 		{"queryflux.workerApi.enabled", "a worker does not serve the worker API", func(c *Config) {

@@ -350,3 +350,30 @@ func DecimalText(a arrow.Array, i int) (string, bool) {
 	}
 	return "", false
 }
+
+// BatchBytes is the size of a batch's Arrow buffers, its columns' children and dictionaries
+// included: what a result holds in memory (a held result's bound, a query's history bytes).
+// arrow/util has the same, but pulls in protobuf reflection.
+func BatchBytes(b arrow.RecordBatch) int64 {
+	var n int64
+	for _, col := range b.Columns() {
+		n += dataBytes(col.Data())
+	}
+	return n
+}
+
+func dataBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, buf := range d.Buffers() {
+		if buf != nil {
+			n += int64(buf.Len())
+		}
+	}
+	for _, child := range d.Children() {
+		n += dataBytes(child)
+	}
+	if d.DataType().ID() == arrow.DICTIONARY {
+		n += dataBytes(d.Dictionary())
+	}
+	return n
+}

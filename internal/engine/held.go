@@ -52,7 +52,7 @@ func (r *Holdable) Hold(ctx context.Context, bytesMax int64) error {
 		}
 		b.Retain() // the source releases b at its next Next
 		r.held = append(r.held, b)
-		r.bytes += batchBytes(b)
+		r.bytes += BatchBytes(b)
 		if bytesMax > 0 && r.bytes > bytesMax {
 			r.err = &query.Error{Code: sqlstate.ProgramLimitExceeded, Message: fmt.Sprintf("the rest of the result is more than %d bytes, the most queryflux holds in memory for it", bytesMax)}
 			break
@@ -60,27 +60,6 @@ func (r *Holdable) Hold(ctx context.Context, bytesMax int64) error {
 	}
 	_ = r.Rows.Close()
 	return r.err
-}
-
-func batchBytes(b arrow.RecordBatch) int64 {
-	var n int64
-	for _, col := range b.Columns() {
-		n += dataBytes(col.Data())
-	}
-	return n
-}
-
-func dataBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, buf := range d.Buffers() {
-		if buf != nil {
-			n += int64(buf.Len())
-		}
-	}
-	for _, child := range d.Children() {
-		n += dataBytes(child)
-	}
-	return n
 }
 
 func (r *Holdable) Next(ctx context.Context) (arrow.RecordBatch, error) {

@@ -54,10 +54,15 @@ type conn struct {
 	timerDue      time.Time
 }
 
-// hand is the hand-over of one detached handler's connection.
+// hand is the hand-over of one detached (or awaited) handler's connection.
 type hand struct {
-	state atomic.Int32 // handWaiting, then handNone (its handler returned first) or handTaken
+	state atomic.Int32 // handWaiting, then handNone (its handler returned first) or handTaken; or Await's states
 	due   time.Time    // when the timer's goroutine may take the connection
+
+	// Await's: the late answer, the answer it writes, and a lock held while it writes.
+	late func()
+	rw   *response
+	mu   sync.Mutex
 }
 
 func newConn(s *Server, rwc net.Conn, over bool) *conn {
@@ -286,8 +291,15 @@ func (c *conn) serveRequest(req *http.Request) int {
 		_ = c.rwc.SetReadDeadline(time.Time{})
 	}
 	ok := c.run(w, req.WithContext(ctx))
-	if w.hand != nil && !w.hand.state.CompareAndSwap(handWaiting, handNone) {
-		return handedOn // the connection went on without this goroutine
+	if h := w.hand; h != nil {
+		if h.late != nil {
+			h.settle() // the handler's Settle, unless a panic came first
+		} else {
+			h.state.CompareAndSwap(handWaiting, handNone)
+		}
+		if h.state.Load() == handTaken {
+			return handedOn // the connection went on without this goroutine
+		}
 	}
 	if !ok {
 		return closeConn
@@ -330,11 +342,83 @@ func Detach(w http.ResponseWriter, wait time.Duration) bool {
 	return true
 }
 
-// The states of a detached handler's connection (response.hand).
+// Await has late answer w, on another goroutine, if the handler has not called Settle within
+// wait: for a handler that works before it answers, and whose client should hear from it by
+// then all the same. Once late has written its answer, the answer is ended and the connection
+// goes on to its next request on that goroutine, as after Detach; the handler works on, and
+// must then use neither w nor its request. late must not block. What it saves over a timer of
+// the handler's own is that timer's arming per request, which wakes an idle thread of the
+// runtime each time: Await uses the connection's hand-over timer, left armed across requests
+// (RESULTS.md, "Trino HTTP SELECT 1 in one exchange"). It reports false for an answer of
+// another server, a watched request, or one already detached or awaited (nothing changes).
+func Await(w http.ResponseWriter, wait time.Duration, late func()) bool {
+	rw, ok := w.(*response)
+	if !ok || rw.hand != nil || rw.watched || rw.done { // hand first: once awaited, done is another goroutine's
+		return false
+	}
+	h := &hand{due: time.Now().Add(wait), late: late, rw: rw}
+	h.state.Store(handAwaiting)
+	rw.hand = h
+	c := rw.c
+	c.handover.Store(h)
+	c.armHandover(h.due)
+	return true
+}
+
+// Settle ends Await's wait for w: true means late was not called and will not be (the handler
+// answers w itself); false means late answered, Settle having waited for it to finish (the
+// handler must leave w alone). Without Await it reports true.
+func Settle(w http.ResponseWriter) bool {
+	rw, ok := w.(*response)
+	if !ok || rw.hand == nil || rw.hand.late == nil {
+		return true
+	}
+	return rw.hand.settle()
+}
+
+func (h *hand) settle() bool {
+	if h.state.CompareAndSwap(handAwaiting, handSettled) {
+		return true
+	}
+	if h.state.Load() == handSettled {
+		return true
+	}
+	h.mu.Lock() // answerLate holds it from before it left handAwaiting until it has answered
+	h.mu.Unlock()
+	return false
+}
+
+// answerLate answers an awaited request with its late answer, unless it was settled, and
+// reports whether the connection is now this goroutine's to serve.
+func (h *hand) answerLate() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.state.CompareAndSwap(handAwaiting, handAnswering) {
+		return false
+	}
+	h.late()
+	rw := h.rw
+	rw.finish()
+	c := rw.c
+	if rw.keep() && c.s.busy(c, false) {
+		h.state.Store(handTaken)
+		return true
+	}
+	rw.close = true
+	h.state.Store(handAnswered) // the handler's goroutine closes the connection when it returns
+	return false
+}
+
+// The states of a detached or awaited handler's connection (response.hand).
 const (
 	handNone    = iota
 	handWaiting // Detach: the handler runs on, the connection waits for it or its timer
 	handTaken   // the timer's goroutine serves the connection
+
+	handAwaiting  // Await: the handler works, its answer unwritten
+	handSettled   // Settle came first: the handler answers
+	handAnswering // the timer's goroutine writes the late answer
+	handAnswered  // it did, and the connection ends with it
 )
 
 // armHandover has the hand-over timer fire by due. One armed for an earlier time is left as it
@@ -360,11 +444,13 @@ func (c *conn) handoverDue() {
 	c.timerArmed = false
 	h := c.handover.Load() // under the lock: a Detach that found the timer armed stored its hand before
 	c.timerMu.Unlock()
-	switch {
-	case h.state.Load() != handWaiting:
+	switch st := h.state.Load(); {
+	case st != handWaiting && st != handAwaiting:
 	case time.Now().Before(h.due):
 		c.armHandover(h.due)
 	case h.state.CompareAndSwap(handWaiting, handTaken):
+		c.loop()
+	case st == handAwaiting && h.answerLate():
 		c.loop()
 	}
 }

@@ -661,3 +661,90 @@ func TestDetach(t *testing.T) {
 		t.Fatal("another server's answer detached")
 	}
 }
+
+// Await: a handler that settles within its wait answers itself, on its connection's goroutine;
+// one still working past it is answered by its late answer, and the connection's next request
+// is served meanwhile (on another goroutine); a handler that panics before it settles is
+// answered by neither twice; a connection that ends with its answer is closed.
+func TestAwait(t *testing.T) {
+	secondServed := make(chan struct{}, 1)
+	settled := make(chan bool, 1)
+	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		late := func() { _, _ = io.WriteString(w, "late") }
+		switch r.URL.Path {
+		case "/second":
+			secondServed <- struct{}{}
+			_, _ = io.WriteString(w, "second")
+		case "/quick":
+			if !Await(w, time.Hour, late) {
+				t.Error("Await refused on this server's answer")
+			}
+			ok := Settle(w)
+			settled <- ok
+			if ok {
+				_, _ = io.WriteString(w, "quick")
+			}
+		case "/slow", "/closing":
+			if Await(w, 20*time.Millisecond, late) && Await(w, time.Hour, late) {
+				t.Error("a second Await on one answer")
+			}
+			if r.URL.Path == "/slow" {
+				<-secondServed // only another goroutine can serve it
+			} else {
+				time.Sleep(100 * time.Millisecond)
+			}
+			ok := Settle(w)
+			settled <- ok
+			if ok {
+				_, _ = io.WriteString(w, "slow")
+			}
+		case "/panic":
+			Await(w, 50*time.Millisecond, late)
+			panic(http.ErrAbortHandler)
+		}
+	}), Options{})
+	nc := dial(t, addr)
+	br := bufio.NewReader(nc)
+	exchange := func(head string) string {
+		t.Helper()
+		if _, err := io.WriteString(nc, head); err != nil {
+			t.Fatal(err)
+		}
+		_, body := read(t, br, "")
+		return body
+	}
+	if body := exchange("GET /quick HTTP/1.1\r\nHost: x\r\n\r\n"); body != "quick" || !<-settled {
+		t.Fatalf("quick: %q", body)
+	}
+	if body := exchange("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"); body != "late" {
+		t.Fatalf("slow: %q", body)
+	}
+	if body := exchange("GET /second HTTP/1.1\r\nHost: x\r\n\r\n"); body != "second" {
+		t.Fatalf("beside a slow awaited handler: %q", body)
+	}
+	if <-settled {
+		t.Fatal("Settle after the late answer reported the answer still the handler's")
+	}
+	if body := exchange("GET /quick HTTP/1.1\r\nHost: x\r\n\r\n"); body != "quick" || !<-settled {
+		t.Fatalf("quick after slow: %q", body)
+	}
+	if body := exchange("GET /closing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); body != "late" || <-settled {
+		t.Fatalf("the last request of a connection, slow: %q", body)
+	}
+	if !closedBy(nc) {
+		t.Fatal("the connection stayed open after its last request's late answer")
+	}
+
+	nc = dial(t, addr)
+	br = bufio.NewReader(nc)
+	if _, err := io.WriteString(nc, "GET /panic HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // past the panicked handler's wait
+	if !closedBy(nc) {
+		t.Fatal("the connection of a panicked awaited handler stayed open")
+	}
+	if Await(httptest.NewRecorder(), time.Millisecond, func() {}) || !Settle(httptest.NewRecorder()) {
+		t.Fatal("Await on another server's answer")
+	}
+}

@@ -48,6 +48,10 @@ type Request struct {
 	// FoundRows is a MySQL client's CLIENT_FOUND_ROWS: its affected rows count a row an
 	// upsert found and left as it was, for an engine that counts them itself (DuckDB).
 	FoundRows bool
+	// ArgOIDs are the PostgreSQL types (OIDs) a PostgreSQL client declared, or was told at
+	// Describe, for its parameters (0: unspecified), for an engine that types a parameter its
+	// SQL leaves untyped (DuckDB's SELECT $1) as PostgreSQL does; nil from other protocols.
+	ArgOIDs []uint32
 
 	analysis *sqltok.Analysis // SQL as Analysis read it; see Analysis
 }

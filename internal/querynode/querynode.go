@@ -278,7 +278,8 @@ func (n *Node) newMySQL(gate query.Gate) (frontend, error) {
 
 func (n *Node) newTrino(gate query.Gate, f config.Frontend) (frontend, error) {
 	return trinohttp.NewServer(n.core, trinohttp.Options{Gate: gate, Auth: n.policy.Trino(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits,
-		AbandonAfter: time.Duration(f.ClientTimeoutSecs) * time.Second, Forward: n.opts.Forward, Registerer: n.opts.Registerer})
+		AbandonAfter: time.Duration(f.ClientTimeoutSecs) * time.Second, Forward: n.opts.Forward, Registerer: n.opts.Registerer,
+		PostWait: time.Duration(f.PostWaitMicros) * time.Microsecond, PostAnswerClients: f.PostAnswerClients})
 }
 
 func (n *Node) newFlightSQL(gate query.Gate) (frontend, error) {

@@ -116,6 +116,9 @@ func cacheKey(req *query.Request, group string, fingerprint uint64) (string, boo
 	for _, a := range req.Args {
 		fmt.Fprintf(&b, "%T:%v\x00", a, a)
 	}
+	if len(req.ArgOIDs) > 0 { // the types declared for the values: the result's may follow them
+		fmt.Fprintf(&b, "%v\x00", req.ArgOIDs)
+	}
 	b.WriteString(sql)
 	return b.String(), true
 }

@@ -231,3 +231,19 @@ func stringsReplaceOutsideQuotes(s string) string {
 	}
 	return string(out)
 }
+
+// TestCacheKeyHoldsDeclaredTypes: the same value bound as a date and as text answers with
+// different column types on an engine that types a parameter by its declaration (DuckDB's
+// SELECT $1): the two do not share an entry.
+func TestCacheKeyHoldsDeclaredTypes(t *testing.T) {
+	key := func(oids []uint32) string {
+		k, ok := cacheKey(&query.Request{SQL: "select $1", Args: []any{"2024-01-02"}, ArgOIDs: oids, Protocol: query.ProtocolPostgres}, "g", 1)
+		if !ok {
+			t.Fatal("select $1 not cacheable")
+		}
+		return k
+	}
+	if key([]uint32{1082}) == key([]uint32{25}) || key([]uint32{1082}) == key(nil) {
+		t.Error("a parameter declared date and one declared text (or undeclared) share a cache entry")
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -65,32 +63,6 @@ func fillError(r *Record, err error) {
 	if errors.As(err, &qe) {
 		r.ErrorCode = qe.Code
 	}
-}
-
-// recordBytes is the size of a batch's Arrow buffers (arrow/util has the same, but pulls in
-// protobuf reflection).
-func recordBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	for _, col := range rec.Columns() {
-		n += dataBytes(col.Data())
-	}
-	return n
-}
-
-func dataBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += int64(b.Len())
-		}
-	}
-	for _, child := range d.Children() {
-		n += dataBytes(child)
-	}
-	if d.DataType().ID() == arrow.DICTIONARY {
-		n += dataBytes(d.Dictionary())
-	}
-	return n
 }
 
 func millis(d time.Duration) int64 { return d.Milliseconds() }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -52,7 +53,7 @@ func (s *stream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, s.fail(err)
 	}
 	s.rows += rec.NumRows()
-	s.bytes += recordBytes(rec)
+	s.bytes += engine.BatchBytes(rec)
 	if err := s.limits.check(s.rows, s.bytes); err != nil {
 		return nil, s.fail(err)
 	}

@@ -6,9 +6,13 @@
 //	benchtrino -trino http://127.0.0.1:8080 -user postgres -d 3s   # Trino client protocol (v1)
 //	benchtrino -pg postgres://postgres@127.0.0.1:5432/db -d 3s      # pgx, extended protocol
 //
-// Over Trino it follows the protocol as trino-go-client and the npm trino-client do: POST
-// /v1/statement over a kept-alive HTTP/1.1 connection, then GET every nextUri until a document
-// has none, reading rows from every document it is given. It prints "p50_us p99_us queries
+// Over Trino it follows the protocol as the Python and Java clients do: POST /v1/statement
+// over a kept-alive HTTP/1.1 connection, then GET every nextUri until a document has none,
+// reading rows from every document it is given, the POST's answer included. It sends the
+// User-Agent -agent ("benchtrino/1"): a daemon whose frontends.trino.postAnswerClients names it
+// answers a quick statement whole in its POST (one exchange; requests_per_query 1), any other
+// answers QUEUED with a nextUri, as it answers trino-go-client and the npm trino-client, which
+// drop a POST answer's rows. It prints "p50_us p99_us queries
 // requests_per_query post_p50_us client_cpu_us": the mean HTTP requests a query took over
 // Trino, the p50 of its POST alone, from its first byte sent to its answer read ("-" both over
 // pgx), and the CPU this client spent per query.
@@ -28,7 +32,9 @@
 // With -floor-raw the same documents are served without net/http: a goroutine per connection
 // reads each request's head and body from a bufio.Reader and answers it in one write. What
 // -floor costs over -floor-raw is what net/http's server costs two requests. With -floor-lite
-// they are served by internal/httplite, the Trino port's HTTP server.
+// they are served by internal/httplite, the Trino port's HTTP server. With -floor-one any of
+// them answers the POST with that last page instead: the floor of a statement answered in one
+// exchange.
 //
 // determinism: outside the simulator (a benchmark client)
 package main
@@ -68,11 +74,13 @@ func main() {
 	floor := flag.String("floor", "", "serve fixed Trino documents on this address instead of measuring")
 	floorRaw := flag.String("floor-raw", "", "as -floor, without net/http")
 	floorLite := flag.String("floor-lite", "", "as -floor, served by internal/httplite")
+	floorOne := flag.Bool("floor-one", false, "a floor answers the POST with the last page (one exchange)")
 	client := flag.String("client", "http", "the Trino client: http (net/http), raw (no net/http) or driver (trino-go-client)")
+	agent := flag.String("agent", "benchtrino/1", "the User-Agent of -client http and raw")
 	flag.Parse()
 	for server, addr := range map[string]string{"net/http": *floor, "raw": *floorRaw, "httplite": *floorLite} {
 		if addr != "" {
-			fail(serveFloor(addr, server))
+			fail(serveFloor(addr, server, *floorOne))
 		}
 	}
 	var run func() error
@@ -85,7 +93,7 @@ func main() {
 			fail(err)
 		}
 	case *trinoURL != "" && *pgURL == "":
-		c, err := newTrino(*trinoURL, *user, *client)
+		c, err := newTrino(*trinoURL, *user, *client, *agent)
 		if err != nil {
 			fail(err)
 		}
@@ -154,8 +162,8 @@ func percentile(durations []time.Duration, p float64) int64 {
 }
 
 // serveFloor answers the Trino protocol with fixed documents on addr (see -floor), through
-// server: net/http, httplite, or raw (neither).
-func serveFloor(addr, server string) error {
+// server: net/http, httplite, or raw (neither); with one, the POST's is the last page.
+func serveFloor(addr, server string, one bool) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -165,6 +173,9 @@ func serveFloor(addr, server string) error {
 	queued := []byte(`{"id":"q","infoUri":"` + base + `/ui","nextUri":"` + base + `/v1/statement/executing/q/s/1","stats":{"state":"QUEUED"},"warnings":[]}` + "\n")
 	last := []byte(`{"id":"q","infoUri":"` + base + `/ui","columns":[{"name":"_col0","type":"integer","typeSignature":{"rawType":"integer","arguments":[]}}],` +
 		`"data":[[1]],"stats":{"state":"FINISHED"},"warnings":[]}` + "\n")
+	if one {
+		queued = last
+	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -252,13 +263,14 @@ func readHead(br *bufio.Reader) (first string, length int, err error) {
 
 type trinoClient struct {
 	base, user string
+	agent      string // User-Agent
 	exchange   func(method, url, body string) (status int, answer []byte, err error)
 	requests   int             // HTTP requests sent
 	posts      []time.Duration // each statement's POST exchange
 }
 
-func newTrino(base, user, client string) (*trinoClient, error) {
-	c := &trinoClient{base: strings.TrimRight(base, "/"), user: user}
+func newTrino(base, user, client, agent string) (*trinoClient, error) {
+	c := &trinoClient{base: strings.TrimRight(base, "/"), user: user, agent: agent}
 	switch client {
 	case "http":
 		// One connection, kept alive between queries, as trino-go-client keeps its own.
@@ -343,6 +355,7 @@ func (h *httpClient) exchange(method, url, body string) (int, []byte, error) {
 	}
 	req.Header.Set("X-Trino-User", h.c.user)
 	req.Header.Set("X-Trino-Source", "benchtrino")
+	req.Header.Set("User-Agent", h.c.agent)
 	resp, err := h.http.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -383,7 +396,8 @@ func (r *rawClient) exchange(method, url, body string) (int, []byte, error) {
 	b := append(r.out[:0], method...)
 	b = append(append(append(b, ' '), path...), " HTTP/1.1\r\nHost: "...)
 	b = append(append(b, r.host...), "\r\nX-Trino-User: "...)
-	b = append(append(b, r.c.user...), "\r\nX-Trino-Source: benchtrino\r\n"...)
+	b = append(append(b, r.c.user...), "\r\nX-Trino-Source: benchtrino\r\nUser-Agent: "...)
+	b = append(append(b, r.c.agent...), "\r\n"...)
 	if body != "" {
 		b = strconv.AppendInt(append(b, "Content-Length: "...), int64(len(body)), 10)
 		b = append(b, "\r\n"...)

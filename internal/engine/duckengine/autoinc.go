@@ -62,22 +62,9 @@ func mysqlInsert(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 	if !isMySQL(client) || !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "insert", "replace") {
 		return q, nil
 	}
-	toks := sqltok.SignificantTokens(client.SQL, sqltok.MySQL)
-	i := 1
-	for i < len(toks) && toks[i].Kind == sqltok.Word && insertModifiers[strings.ToLower(toks[i].Text)] {
-		i++
-	}
-	if i >= len(toks) {
+	db, table, ok := insertTarget(sqltok.SignificantTokens(client.SQL, sqltok.MySQL))
+	if !ok {
 		return q, nil
-	}
-	db, table := "", identText(toks[i])
-	if i+2 < len(toks) && toks[i+1].Text == "." {
-		db, table = table, identText(toks[i+2])
-	}
-	for _, t := range toks {
-		if t.Kind == sqltok.Word && strings.EqualFold(t.Text, "returning") {
-			return q, nil
-		}
 	}
 	col, ok := lookupAI(ctx, conn, db, table)
 	if !ok {
@@ -192,10 +179,7 @@ type insertValues struct {
 // readValues reads toks (a MySQL client's INSERT as DuckDB runs it) as INSERT [modifiers]
 // name [(columns)] VALUES (row), ...; ok is false for any other form.
 func readValues(toks []sqltok.Token, col aiColumn) (v insertValues, ok bool) {
-	i := 1
-	for i < len(toks) && toks[i].Kind == sqltok.Word && insertModifiers[strings.ToLower(toks[i].Text)] {
-		i++
-	}
+	i := afterInsertModifiers(toks)
 	for i < len(toks) && toks[i].Text != "(" && !toks[i].IsWord("values", "value") {
 		i++
 	}

@@ -130,7 +130,9 @@ var compatSQL = []string{
 	`CREATE VIEW {c}.main.qf_pg_am AS SELECT * REPLACE (CASE WHEN amname = 'art' THEN 'btree' ELSE amname END AS amname)
 		FROM pg_catalog.pg_am`,
 	`CREATE VIEW {c}.main.qf_pg_index AS SELECT i.* REPLACE (coalesce(i.indkey, k.indkey) AS indkey,
-			CASE WHEN k.plain THEN NULL ELSE i.indexprs END AS indexprs), false AS indnullsnotdistinct
+			CASE WHEN k.plain THEN NULL ELSE i.indexprs END AS indexprs, len(coalesce(i.indkey, k.indkey))::INTEGER AS indnatts,
+			len(coalesce(i.indkey, k.indkey))::INTEGER AS indnkeyatts,
+			list_transform(coalesce(i.indkey, k.indkey), x -> 0) AS indoption), false AS indnullsnotdistinct
 		FROM pg_catalog.pg_index i LEFT JOIN {c}.main.qf_index_keys k ON k.index_oid = i.indexrelid
 		UNION ALL BY NAME
 		SELECT {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS indexrelid, table_oid AS indrelid,
@@ -138,12 +140,52 @@ var compatSQL = []string{
 			true AS indisunique, constraint_type = 'PRIMARY KEY' AS indisprimary, false AS indisexclusion,
 			true AS indimmediate, false AS indisclustered, true AS indisvalid, false AS indcheckxmin, true AS indisready,
 			true AS indislive, false AS indisreplident,
-			list_transform(constraint_column_indexes, i -> (i + 1)::INTEGER) AS indkey, false AS indnullsnotdistinct
+			list_transform(constraint_column_indexes, i -> (i + 1)::INTEGER) AS indkey, false AS indnullsnotdistinct,
+			list_transform(constraint_column_indexes, i -> 0) AS indoption
 		FROM {c}.main.qf_key_constraints()`,
+	// The constraints as PostgreSQL lists them (DuckDB's pg_constraint names each by its text,
+	// counts conkey from 0 and leaves a foreign key's target out): PostgreSQL's names
+	// (<table>_pkey, <table>_<columns>_fkey), keys by column number, and a foreign key's table,
+	// columns and the index of the key it references (JDBC's getImportedKeys, SQLAlchemy's
+	// get_pk_constraint and get_foreign_keys). DuckDB has no referential actions: a foreign key
+	// is NO ACTION ('a'), as PostgreSQL's default. NOT NULL is a column's, not a constraint.
+	`CREATE VIEW {c}.main.qf_pg_constraint AS SELECT (k.table_oid * 1000000) + k.constraint_index AS oid,
+		CASE k.constraint_type WHEN 'PRIMARY KEY' THEN k.table_name || '_pkey'
+			WHEN 'FOREIGN KEY' THEN k.table_name || '_' || array_to_string(k.constraint_column_names, '_') || '_fkey'
+			ELSE k.constraint_name END AS conname,
+		k.schema_oid AS connamespace,
+		CASE k.constraint_type WHEN 'CHECK' THEN 'c' WHEN 'UNIQUE' THEN 'u' WHEN 'PRIMARY KEY' THEN 'p' ELSE 'f' END AS contype,
+		false AS condeferrable, false AS condeferred, true AS convalidated, k.table_oid AS conrelid, 0::BIGINT AS contypid,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN coalesce({c}.main.qf_constraint_index_oid(r.table_oid, r.constraint_index), 0)
+			WHEN k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') THEN {c}.main.qf_constraint_index_oid(k.table_oid, k.constraint_index)
+			ELSE 0 END AS conindid,
+		0::BIGINT AS conparentid, coalesce(r.table_oid, 0) AS confrelid,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN 'a' ELSE ' ' END AS confupdtype,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN 'a' ELSE ' ' END AS confdeltype,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN 's' ELSE ' ' END AS confmatchtype,
+		true AS conislocal, 0 AS coninhcount, false AS connoinherit,
+		list_transform(k.constraint_column_indexes, i -> (i + 1)::SMALLINT) AS conkey,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN list_transform(k.referenced_column_names,
+			n -> (r.constraint_column_indexes[list_position(r.constraint_column_names, n)] + 1)::SMALLINT) END AS confkey,
+		NULL::BIGINT[] AS conpfeqop, NULL::BIGINT[] AS conppeqop, NULL::BIGINT[] AS conffeqop, NULL::BIGINT[] AS conexclop,
+		k.expression AS conbin, k.constraint_text AS qf_definition
+		FROM duckdb_constraints() k LEFT JOIN duckdb_constraints() r ON k.constraint_type = 'FOREIGN KEY'
+			AND r.database_name = k.database_name AND r.schema_name = k.schema_name AND r.table_name = k.referenced_table
+			AND r.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND list_sort(r.constraint_column_names) = list_sort(k.referenced_column_names)
+		WHERE k.database_name = current_database() AND k.constraint_type IN ('CHECK', 'UNIQUE', 'PRIMARY KEY', 'FOREIGN KEY')`,
 	// information_schema._pg_expandarray(a): one (x, n) row per element of a, n counting from
 	// 1 (JDBC's getPrimaryKeys reads index keys with it).
 	`CREATE MACRO {c}.main.qf_pg_expandarray(arr) AS
 		unnest(list_transform(generate_series(1, len(arr)), i -> {'x': arr[i], 'n': i}))`,
+	// PostgreSQL's keyword list, DuckDB's keywords (JDBC's getSQLKeywords, which DBeaver asks
+	// at connect).
+	`CREATE MACRO {c}.main.pg_get_keywords() AS TABLE SELECT keyword_name AS word,
+		CASE keyword_category WHEN 'unreserved' THEN 'U' WHEN 'column_name' THEN 'C' WHEN 'type_function' THEN 'T' ELSE 'R' END AS catcode,
+		keyword_category <> 'reserved' AS barelabel,
+		CASE keyword_category WHEN 'unreserved' THEN 'unreserved' WHEN 'column_name' THEN 'unreserved (cannot be function or type name)'
+			WHEN 'type_function' THEN 'reserved (can be function or type name)' ELSE 'reserved' END AS catdesc,
+		CASE WHEN keyword_category <> 'reserved' THEN 'can be bare label' ELSE 'requires AS' END AS baredesc
+		FROM duckdb_keywords()`,
 	`CREATE MACRO {c}.main.pg_get_statisticsobjdef_columns(id) AS NULL`,
 	`CREATE MACRO {c}.main.pg_get_partkeydef(id) AS NULL`,
 	`CREATE MACRO {c}.main.pg_get_triggerdef(id) AS NULL, (id, pretty) AS NULL`,
@@ -226,7 +268,7 @@ var compatSQL = []string{
 // every attached catalog's system objects: a query naming pg_catalog.X reads pg_catalog.qf_X,
 // X with those columns and only the client's database (compatSQL).
 var extendedRelations = map[string]bool{"pg_class": true, "pg_database": true, "pg_namespace": true, "pg_proc": true,
-	"pg_attribute": true, "pg_type": true, "pg_index": true, "pg_am": true}
+	"pg_attribute": true, "pg_type": true, "pg_index": true, "pg_am": true, "pg_constraint": true}
 
 // relationEnds are the words that may follow a relation in FROM that has no alias.
 var relationEnds = map[string]bool{"where": true, "join": true, "left": true, "right": true, "inner": true,
@@ -364,6 +406,9 @@ func needsCompat(sqlText string) bool {
 		case 'p':
 			if i+10 <= len(sqlText) && strings.EqualFold(sqlText[i:i+10], "pg_catalog") {
 				return true
+			}
+			if i+3 <= len(sqlText) && strings.EqualFold(sqlText[i:i+3], "pg_") && (i == 0 || !isNameByte(sqlText[i-1])) {
+				return true // an unqualified catalog relation (pg_index), or a function (pg_get_expr)
 			}
 		case 'r':
 			if i+3 <= len(sqlText) && strings.EqualFold(sqlText[i:i+3], "reg") && i >= 2 && sqlText[i-1] == ':' {
@@ -520,18 +565,8 @@ func (w *compatWriter) step() {
 			w.i = name + 1
 			return
 		}
-		if rel := w.word(name); extendedRelations[rel] { // pg_catalog.pg_class: the extended view (compatSQL)
-			switch next := w.sig(name+1, 0); {
-			case w.word(next) == ".": // pg_catalog.pg_type.oid: a column of the relation named below
-				w.emit(rel)
-			case next >= 0 && (w.toks[next].Kind == sqltok.QuotedIdent || w.toks[next].Kind == sqltok.Word && !relationEnds[w.word(next)]):
-				w.emit(compatPrefix + "qf_" + rel) // an alias follows
-			default:
-				// Named as itself, so that pg_type.oid (pgjdbc's type query, getTypeInfo) still
-				// finds it.
-				w.emit(compatPrefix + "qf_" + rel + " AS " + rel)
-			}
-			w.i = name + 1
+		if extendedRelations[w.word(name)] { // pg_catalog.pg_class: the extended view (compatSQL)
+			w.relation(name)
 			return
 		}
 		if w.word(w.sig(name+1, 0)) == "(" && w.toks[name].Kind == sqltok.Word {
@@ -539,6 +574,24 @@ func (w *compatWriter) step() {
 			// generate_series, ...) in its main schema; unqualified, the search path finds them
 			// there, and pg_catalog's own after.
 			w.i = name
+			return
+		}
+	case "pg_class", "pg_database", "pg_namespace", "pg_proc", "pg_attribute", "pg_type", "pg_index", "pg_am", "pg_constraint":
+		// Unqualified, in FROM (SQLAlchemy's reflection): PostgreSQL finds pg_catalog's first.
+		if prev := w.word(w.prevSig(w.i)); prev == "from" || prev == "join" || prev == "," {
+			if next := w.word(w.sig(w.i+1, 0)); next != "." && next != "(" {
+				w.relation(w.i)
+				return
+			}
+		}
+	case "any":
+		if w.listAny() {
+			return
+		}
+	case "json_build_object": // DuckDB's is json_object
+		if w.word(w.sig(w.i+1, 0)) == "(" {
+			w.emit("json_object")
+			w.i++
 			return
 		}
 	case "information_schema": // information_schema._pg_expandarray: the compatibility macro
@@ -569,7 +622,9 @@ func (w *compatWriter) step() {
 			}
 		}
 	case "generate_series", "unnest":
-		w.aliasColumn()
+		if prev := w.word(w.prevSig(w.nameStart(w.i))); prev == "from" || prev == "join" || prev == "," || prev == "lateral" {
+			w.aliasColumn() // a FROM item (not a select list's unnest(x) AS y)
+		}
 	case "cardinality": // an array's element count; DuckDB's cardinality takes only a map
 		if w.word(w.sig(w.i+1, 0)) == "(" {
 			w.emit("len")
@@ -599,6 +654,10 @@ func (w *compatWriter) step() {
 				w.i = typ + 1
 				return
 			}
+		}
+		if (name == "varchar" || name == "text") && w.vectorText() {
+			w.i = typ + 1
+			return
 		}
 		if w.lastLiteral >= 0 && w.castsToArray(typ) && strings.HasPrefix(w.lastText, "'") {
 			// '{1,2}'::int[]: PostgreSQL's array text, as DuckDB's list text (pgarray.go)
@@ -632,6 +691,109 @@ func (w *compatWriter) step() {
 		w.lastLiteral = -1
 	}
 	w.i++
+}
+
+// relation writes the catalog relation named at i (pg_class) as its extended view.
+func (w *compatWriter) relation(name int) {
+	rel := w.word(name)
+	switch next := w.sig(name+1, 0); {
+	case w.word(next) == ".": // pg_catalog.pg_type.oid: a column of the relation named below
+		w.emit(rel)
+	case next >= 0 && (w.toks[next].Kind == sqltok.QuotedIdent || w.toks[next].Kind == sqltok.Word && !relationEnds[w.word(next)]):
+		w.emit(compatPrefix + "qf_" + rel) // an alias follows
+	default:
+		// Named as itself, so that pg_type.oid (pgjdbc's type query, getTypeInfo) still
+		// finds it.
+		w.emit(compatPrefix + "qf_" + rel + " AS " + rel)
+	}
+	w.i = name + 1
+}
+
+// vectorColumns are pg_index's int2vector and oidvector columns, lists here.
+var vectorColumns = map[string]bool{"indkey": true, "indoption": true, "indclass": true, "indcollation": true}
+
+// vectorText rewrites the column just written, when one of vectorColumns ([q.]indkey, about
+// to be cast to text), as PostgreSQL's text of the vector: its numbers between blanks ("2 3",
+// which SQLAlchemy splits), where DuckDB writes a list's ("[2, 3]").
+func (w *compatWriter) vectorText() bool {
+	col := w.prevSig(w.i)
+	if col < 0 || !vectorColumns[w.word(col)] {
+		return false
+	}
+	operand, ok := w.retract(w.nameStart(col))
+	if ok {
+		w.emit("array_to_string(" + operand + ", ' ')")
+	}
+	return ok
+}
+
+// listAny rewrites x = ANY(list), x and list names ([q.]attnum = ANY([q.]indkey), a join's
+// condition in SQLAlchemy's index reflection), as list_contains(list, x): DuckDB plans its ANY
+// as a subquery, which an outer join's condition may not hold. w.i is at ANY.
+func (w *compatWriter) listAny() bool {
+	eq, open := w.prevSig(w.i), w.sig(w.i+1, 0)
+	if w.word(eq) != "=" || w.word(open) != "(" {
+		return false
+	}
+	last := w.sig(open+1, 0)
+	if w.word(w.sig(last+1, 0)) == "." {
+		last = w.sig(last+1, 1)
+	}
+	end := w.sig(last+1, 0)
+	left := w.prevSig(eq)
+	if last < 0 || w.word(end) != ")" || !w.isName(last) || !w.isName(left) {
+		return false
+	}
+	var list strings.Builder
+	for _, t := range w.toks[open+1 : end] {
+		list.WriteString(t.Text)
+	}
+	x, ok := w.retract(w.nameStart(left))
+	if !ok {
+		return false
+	}
+	w.emit("list_contains(" + strings.TrimSpace(list.String()) + ", " + strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(x), "=")) + ")")
+	w.i = end + 1
+	return true
+}
+
+func (w *compatWriter) isName(i int) bool {
+	return i >= 0 && (w.toks[i].Kind == sqltok.Word || w.toks[i].Kind == sqltok.QuotedIdent)
+}
+
+// nameStart is where the name ending at i starts: at its qualifier (q.col), if it has one.
+func (w *compatWriter) nameStart(i int) int {
+	if dot := w.prevSig(i); w.word(dot) == "." && w.isName(w.prevSig(dot)) {
+		return w.prevSig(dot)
+	}
+	return i
+}
+
+// retract takes back what was written of the tokens from the one at from up to w.i, and
+// returns it, trimmed; ok is false (nothing taken) when out does not end with them as they
+// were (a rewrite changed them).
+func (w *compatWriter) retract(from int) (string, bool) {
+	var text strings.Builder
+	for _, t := range w.toks[from:w.i] {
+		text.WriteString(t.Text)
+	}
+	out := w.out.String()
+	if !strings.HasSuffix(out, text.String()) {
+		return "", false
+	}
+	w.out.Reset()
+	w.out.WriteString(out[:len(out)-text.Len()])
+	return strings.TrimSpace(text.String()), true
+}
+
+// prevSig returns the index of the last significant token before i, or -1.
+func (w *compatWriter) prevSig(i int) int {
+	for i--; i >= 0; i-- {
+		if w.toks[i].Significant() {
+			return i
+		}
+	}
+	return -1
 }
 
 // castsToArray reports whether the type named from the token at typ on is an array type: its
@@ -758,4 +920,9 @@ func (w *compatWriter) replaceLiteral(s string) {
 	w.out.Reset()
 	w.out.WriteString(str)
 	w.emit(s)
+}
+
+// isNameByte reports whether c may be part of an unquoted name.
+func isNameByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'z' || c >= 0x80
 }

@@ -24,6 +24,12 @@ func TestPGCompatRewrites(t *testing.T) {
 		`select at, now() AT TIME ZONE 'UTC', t.at from t where at > $1`:                                                             `select "at", now() AT TIME ZONE 'UTC', t."at" from t where "at" > $1`,
 		`select version(), current_setting('Server_Version_Num', true)::int, current_setting('TimeZone')`:                            `select "queryflux_pg_compat".pg.version(), "queryflux_pg_compat".pg.current_setting('Server_Version_Num')::int, current_setting('TimeZone')`,
 		`select pubname from pg_catalog.pg_publication p`:                                                                            noPublications,
+		// SQLAlchemy's reflection: unqualified catalog relations, json_build_object, an ANY in
+		// an outer join, int2vector text, unnest in a select list.
+		`select a.attname from pg_attribute a join (select unnest(ix.indkey) attnum from pg_index ix) k on a.attnum = k.attnum`:         `select a.attname from "queryflux_pg_compat".main.qf_pg_attribute a join (select unnest(ix.indkey) attnum from "queryflux_pg_compat".main.qf_pg_index ix) k on a.attnum = k.attnum`,
+		`select ix.indkey::varchar, pg_index.indoption::text from pg_index left join pg_attribute a on a.attnum = ANY(pg_index.indkey)`: `select array_to_string(ix.indkey, ' '), array_to_string(pg_index.indoption, ' ') from "queryflux_pg_compat".main.qf_pg_index AS pg_index left join "queryflux_pg_compat".main.qf_pg_attribute a on list_contains(pg_index.indkey, a.attnum)`,
+		`select string_agg(word, ',') from pg_get_keywords() where word <> ALL ('{a,"null"}'::text[])`:                                  `select string_agg(word, ',') from pg_get_keywords() where word <> ALL ('["a", "null"]'::VARCHAR[])`,
+		`select (select json_build_object('a', 1)) from pg_catalog.pg_class, my_pg_class`:                                               `select (select json_object('a', 1)) from "queryflux_pg_compat".main.qf_pg_class AS pg_class, my_pg_class`,
 	} {
 		if got := pgCompat(pgRequest(in)); got != want {
 			t.Errorf("pgCompat(%q)\n got %q\nwant %q", in, got, want)

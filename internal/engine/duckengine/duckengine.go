@@ -242,15 +242,16 @@ func release(conn *sql.Conn, keep bool) {
 
 // prepared is what DuckDB tells about a statement before it runs.
 type prepared struct {
-	kind   duckdb.StmtType
-	params []duckdb.Type
+	sqlText string // what was prepared: what runs
+	kind    duckdb.StmtType
+	params  []duckdb.Type
 }
 
 // prepare prepares sqlText, which must be one statement: DuckDB runs every statement but the
 // last of a multi-statement text while preparing it, so more than one is refused before
 // anything runs.
 func prepare(conn *sql.Conn, sqlText string) (*prepared, error) {
-	var p prepared
+	p := prepared{sqlText: sqlText}
 	err := conn.Raw(func(dc any) error {
 		st, err := dc.(driver.Conn).Prepare(sqlText)
 		if err != nil {
@@ -302,10 +303,15 @@ func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db str
 	if err != nil {
 		return nil, showError(client, q, wrapErr(err))
 	}
+	if typed, ok := typeUntypedParams(conn, client, q.SQL, p.params, true); ok {
+		if p, err = prepare(conn, typed); err != nil {
+			return nil, showError(client, q, wrapErr(err))
+		}
+	}
 	d := &engine.Description{}
 	for i, t := range p.params {
 		if t == duckdb.TYPE_INVALID {
-			t = castType(conn, q.SQL, i+1)
+			t = castType(conn, p.sqlText, i+1)
 		}
 		name := paramTypeName(t)
 		if t == duckdb.TYPE_LIST || t == duckdb.TYPE_ARRAY {
@@ -314,7 +320,7 @@ func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db str
 		d.Params = append(d.Params, fieldFor(fmt.Sprintf("$%d", i+1), name))
 	}
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
-		d.Schema = resultSchema(ctx, conn, q.SQL, len(p.params), clientNames(ctx, conn, q))
+		d.Schema = resultSchema(ctx, conn, p.sqlText, len(p.params), clientNames(ctx, conn, q))
 	}
 	return d, nil
 }
@@ -455,10 +461,10 @@ func runInsert(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepare
 	return ai.insertTag(ctx, rows)
 }
 
-// run executes q (prepared as p) on conn; done is called once conn is no longer needed by
-// the result.
+// run executes q as prepared (p) on conn; done is called once conn is no longer needed by
+// the result. The result's columns are named by q's text (p's may have cast parameters).
 func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, done func()) (query.Rows, error) {
-	args, err := coerceArgs(p.params, q.Args)
+	args, err := coerceArgs(p.params, q.Args, q.Protocol == query.ProtocolPostgres)
 	if err != nil {
 		done()
 		return nil, err
@@ -466,11 +472,11 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 	var names []string
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
 		names = clientNames(ctx, conn, q)
-		if rows, ok, err := streamSelect(ctx, conn, q.SQL, args, p.kind, names, done); ok {
+		if rows, ok, err := streamSelect(ctx, conn, p.sqlText, args, p.kind, names, done); ok {
 			return rows, err
 		}
 	}
-	rows, err := conn.QueryContext(ctx, q.SQL, args...)
+	rows, err := conn.QueryContext(ctx, p.sqlText, args...)
 	if err != nil {
 		done()
 		return nil, wrapErr(err)
@@ -509,7 +515,7 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 		if err != nil {
 			return nil, wrapErr(err)
 		}
-		return engine.TagRows(tagFromSQL(q.SQL)), nil
+		return engine.TagRows(tagFromSQL(p.sqlText)), nil
 	}
 	described := make([]column, len(cols))
 	for i, c := range cols {
@@ -640,8 +646,9 @@ func stateOf(t duckdb.ErrorType) string {
 
 // coerceArgs parses text arguments (what PostgreSQL-wire clients send) into the type DuckDB
 // inferred for the parameter: DuckDB does not cast VARCHAR parameters implicitly. Arguments
-// must match the parameters one for one: DuckDB would ignore one too many.
-func coerceArgs(types []duckdb.Type, args []any) ([]any, error) {
+// must match the parameters one for one: DuckDB would ignore one too many. pgText: the text
+// is PostgreSQL's, whose bytea (\x0102) DuckDB would read otherwise (byte 1, then "02").
+func coerceArgs(types []duckdb.Type, args []any, pgText bool) ([]any, error) {
 	if len(args) != len(types) {
 		return nil, &query.Error{Code: sqlstate.SyntaxError, Message: fmt.Sprintf(
 			"wrong number of parameters: the statement has %d, %d given", len(types), len(args))}
@@ -657,6 +664,9 @@ func coerceArgs(types []duckdb.Type, args []any) ([]any, error) {
 			continue
 		}
 		v, err := parseAs(types[i], s)
+		if pgText && types[i] == duckdb.TYPE_BLOB {
+			v, err = byteaFromText(s)
+		}
 		if err != nil {
 			return nil, &query.Error{Code: sqlstate.InvalidTextRepresentation, Message: fmt.Sprintf("parameter $%d: %v", i+1, err)}
 		}

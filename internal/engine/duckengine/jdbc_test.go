@@ -12,7 +12,8 @@ import (
 )
 
 // TestJDBCMetadata: PostgreSQL's JDBC driver reads the embedded DuckDB's catalog through the
-// proxy as tools do on connect: primary keys (in key order), tables, columns, indexes.
+// proxy as tools do on connect: primary keys (in key order), tables, columns, indexes, foreign
+// keys (each answer as PostgreSQL 15's for the same tables, Meta.java run against it).
 func TestJDBCMetadata(t *testing.T) {
 	src, err := filepath.Abs("testdata/jdbc/Meta.java")
 	if err != nil {
@@ -39,7 +40,15 @@ func TestJDBCMetadata(t *testing.T) {
 		"index_info":        "t_meta_ix_code_key,code,1,f;t_meta_ix_pkey,id,1,f;t_meta_ix_nm,n,1,t;t_meta_ix_nm,m,2,t",
 		"index_info_unique": "t_meta_ix_code_key,code;t_meta_ix_pkey,id",
 		"pk_name":           "id,t_meta_ix_pkey",
-		"columns":           "a,int4;b,text;c,float8",
-		"after":             "7",
+		// Foreign keys: PostgreSQL's names, NO ACTION (3) on update and delete, not
+		// deferrable (7), the referenced key's index as PK_NAME.
+		"imported_keys": "t_meta_ix,code,t_meta_fk,ix_code,1,3,3,t_meta_fk_ix_code_fkey,t_meta_ix_code_key,7;" +
+			"t_meta_ix,id,t_meta_fk,ix_id,1,3,3,t_meta_fk_ix_id_fkey,t_meta_ix_pkey,7",
+		"exported_keys": "t_meta_ix,code,t_meta_fk,ix_code,t_meta_fk_ix_code_fkey,t_meta_ix_code_key;" +
+			"t_meta_ix,id,t_meta_fk,ix_id,t_meta_fk_ix_id_fkey,t_meta_ix_pkey",
+		"cross_reference": "code,ix_code;id,ix_id",
+		"columns":         "a,int4;b,text;c,float8",
+		"keywords":        "true",
+		"after":           "7",
 	})
 }

@@ -275,6 +275,36 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 // insertModifiers are the words between INSERT and its table's name.
 var insertModifiers = map[string]bool{"low_priority": true, "delayed": true, "high_priority": true, "ignore": true, "into": true}
 
+// afterInsertModifiers is where the table's name is among an INSERT's (or REPLACE's)
+// significant tokens: after the keyword and its modifiers.
+func afterInsertModifiers(toks []sqltok.Token) int {
+	i := 1
+	for i < len(toks) && toks[i].Kind == sqltok.Word && insertModifiers[strings.ToLower(toks[i].Text)] {
+		i++
+	}
+	return i
+}
+
+// insertTarget is the table ([db.]table) a MySQL client's INSERT or REPLACE (its significant
+// tokens) writes; ok is false when it names none, or when the statement has a RETURNING,
+// whose rows are the client's (the upsert's count and the AUTO_INCREMENT ids leave it as it is).
+func insertTarget(toks []sqltok.Token) (db, table string, ok bool) {
+	i := afterInsertModifiers(toks)
+	if i >= len(toks) {
+		return "", "", false
+	}
+	table = identText(toks[i])
+	if i+2 < len(toks) && toks[i+1].Text == "." {
+		db, table = table, identText(toks[i+2])
+	}
+	for _, t := range toks {
+		if t.IsWord("returning") {
+			return "", "", false
+		}
+	}
+	return db, table, true
+}
+
 // setLastInsertID gives a MySQL client's statement that calls LAST_INSERT_ID() the value its
 // session holds (the macro reads the connection's variable qf_last_insert_id, catalog.go).
 func setLastInsertID(ctx context.Context, conn *sql.Conn, client *query.Request) error {

@@ -13,18 +13,23 @@ import (
 // current_setting('name'): DuckDB's SHOW name describes a table, and its current_setting knows
 // DuckDB's settings only, so SQLAlchemy's connect (show standard_conforming_strings), DBeaver's
 // (SHOW search_path) and a SHOW TRANSACTION ISOLATION LEVEL failed. The values are what the
-// pgwire frontend announces at login, and what the embedded database does: snapshot isolation
-// (PostgreSQL's repeatable read), UTF-8, C collation. TimeZone is DuckDB's own.
-var pgSettings = map[string]string{
-	"server_version": engine.PostgresServerVersion, "server_version_num": engine.PostgresServerVersionNum,
-	"server_encoding": "UTF8", "client_encoding": "UTF8", "datestyle": "ISO, MDY", "intervalstyle": "postgres",
-	"integer_datetimes": "on", "standard_conforming_strings": "on", "is_superuser": "off",
-	"search_path": `"$user", public`, "transaction_isolation": "repeatable read",
-	"default_transaction_isolation": "repeatable read", "transaction_read_only": "off",
-	"default_transaction_read_only": "off", "max_identifier_length": "63", "lc_collate": "C", "lc_ctype": "C",
-	"bytea_output": "hex", "client_min_messages": "notice", "extra_float_digits": "1",
-	"block_size": "8192", "max_connections": "100", "escape_string_warning": "on",
-}
+// pgwire frontend announces at login (engine.PostgresLoginSettings, one table for both), and
+// what the embedded database does: snapshot isolation (PostgreSQL's repeatable read), UTF-8, C
+// collation. TimeZone is DuckDB's own.
+var pgSettings = func() map[string]string {
+	settings := map[string]string{
+		"server_version": engine.PostgresServerVersion, "server_version_num": engine.PostgresServerVersionNum,
+		"search_path": `"$user", public`, "transaction_isolation": "repeatable read",
+		"default_transaction_isolation": "repeatable read", "transaction_read_only": "off",
+		"default_transaction_read_only": "off", "max_identifier_length": "63", "lc_collate": "C", "lc_ctype": "C",
+		"bytea_output": "hex", "client_min_messages": "notice", "extra_float_digits": "1",
+		"block_size": "8192", "max_connections": "100", "escape_string_warning": "on", "max_index_keys": "32",
+	}
+	for _, s := range engine.PostgresLoginSettings {
+		settings[strings.ToLower(s[0])] = s[1]
+	}
+	return settings
+}()
 
 // pgSettingsPrefix qualifies the compatibility version() and current_setting(name): a schema
 // off the search path, so that DuckDB's own answer every other client, and a PostgreSQL
@@ -40,7 +45,19 @@ func pgSettingsSQL() []string {
 		cases = append(cases, "WHEN '"+name+"' THEN "+v)
 	}
 	slices.Sort(cases)
+	rows := make([]string, 0, len(pgSettings))
+	for name := range pgSettings {
+		v, _ := pgSettingValue(name)
+		rows = append(rows, "('"+name+"', "+v+")")
+	}
+	slices.Sort(rows)
 	return []string{
+		// pg_settings lists them (JDBC reads max_index_keys there).
+		`CREATE VIEW {c}.main.pg_settings AS SELECT name, setting, NULL::VARCHAR AS unit, 'Preset Options' AS category,
+			'' AS short_desc, NULL::VARCHAR AS extra_desc, 'internal' AS context, 'string' AS vartype, 'default' AS source,
+			NULL::VARCHAR AS min_val, NULL::VARCHAR AS max_val, NULL::VARCHAR[] AS enumvals, setting AS boot_val,
+			setting AS reset_val, NULL::VARCHAR AS sourcefile, NULL::INTEGER AS sourceline, false AS pending_restart
+			FROM (VALUES ` + strings.Join(rows, ", ") + `) s(name, setting)`,
 		`CREATE SCHEMA {c}.pg`,
 		`CREATE MACRO {c}.pg.version() AS 'PostgreSQL ` + engine.PostgresServerVersionNumeric + ` (QueryFlux) on DuckDB ' || system.main.version()`,
 		`CREATE MACRO {c}.pg.current_setting(name) AS CASE lower(name) ` + strings.Join(cases, " ") + ` END`,

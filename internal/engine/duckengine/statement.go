@@ -92,6 +92,11 @@ func (e *Engine) statement(conn *sql.Conn, q *query.Request, sqlText string) (st
 	if err != nil {
 		return st, wrapErr(err)
 	}
+	if typed, ok := typeUntypedParams(conn, q, sqlText, p.params, false); ok {
+		if p, err = prepare(conn, typed); err != nil {
+			return st, wrapErr(err)
+		}
+	}
 	st.p = p
 	if e.locked {
 		if err := e.checkLocked(st); err != nil {

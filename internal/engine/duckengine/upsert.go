@@ -44,21 +44,9 @@ func mysqlUpsert(client, q *query.Request) (*query.Request, *upsert) {
 		return q, nil
 	}
 	toks := sqltok.SignificantTokens(client.SQL, sqltok.MySQL)
-	i := 1
-	for i < len(toks) && toks[i].Kind == sqltok.Word && insertModifiers[strings.ToLower(toks[i].Text)] {
-		i++
-	}
-	if i >= len(toks) {
+	db, table, ok := insertTarget(toks)
+	if !ok {
 		return q, nil
-	}
-	db, table := "", identText(toks[i])
-	if i+2 < len(toks) && toks[i+1].Text == "." {
-		db, table = table, identText(toks[i+2])
-	}
-	for _, t := range toks {
-		if t.IsWord("returning") {
-			return q, nil // its rows are the client's
-		}
 	}
 	u := &upsert{table: tableRef(db, table), replace: replace, foundRows: client.FoundRows, proposed: proposedRows(toks)}
 	if !replace {

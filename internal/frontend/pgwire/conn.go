@@ -240,19 +240,11 @@ func (c *conn) answerSSL() error {
 
 func (c *conn) sendWelcome() {
 	c.be.Send(&pgproto3.AuthenticationOk{})
-	params := [][2]string{
-		{"server_version", c.srv.opts.ServerVersion},
-		{"server_encoding", "UTF8"},
-		{"client_encoding", "UTF8"},
-		{"DateStyle", "ISO, MDY"},
-		{"IntervalStyle", "postgres"},
+	params := slices.Concat([][2]string{{"server_version", c.srv.opts.ServerVersion}}, engine.PostgresLoginSettings, [][2]string{
 		{"TimeZone", "UTC"},
-		{"integer_datetimes", "on"},
-		{"standard_conforming_strings", "on"},
-		{"is_superuser", "off"},
 		{"session_authorization", c.user},
 		{"application_name", c.startup["application_name"]},
-	}
+	})
 	for _, p := range params {
 		c.be.Send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
 	}

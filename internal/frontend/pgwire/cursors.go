@@ -162,7 +162,7 @@ func (c *conn) declare(p *portal, toks []sqltok.Token) error {
 	if err := c.checkNewPortal(name, len(c.portals)); err != nil {
 		return err
 	}
-	cp := &portal{stmt: &preparedStmt{sql: strings.TrimSpace(p.stmt.sql[toks[i+1].Pos:])}, args: p.args, cursor: cur}
+	cp := &portal{stmt: &preparedStmt{sql: strings.TrimSpace(p.stmt.sql[toks[i+1].Pos:]), paramOIDs: p.stmt.paramOIDs}, args: p.args, cursor: cur}
 	if cur.binary {
 		cp.formats = []int16{1}
 	}

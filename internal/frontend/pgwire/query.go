@@ -117,6 +117,7 @@ func (c *conn) startPortal(p *portal) error {
 	}
 	p.ctx, p.cancel = context.WithCancel(c.ctx)
 	req := c.request(p.stmt.sql, p.args)
+	req.ArgOIDs = p.stmt.paramOIDs[:min(len(p.stmt.paramOIDs), len(p.args))]
 	if err := c.openSessionFor(req); err != nil {
 		return err
 	}
@@ -471,7 +472,9 @@ func (c *conn) learnTypes(st *preparedStmt) error {
 			}
 			ctx, cancel := context.WithCancel(c.srv.baseCtx)
 			c.beginRun(cancel)
-			desc, err := d.Describe(ctx, c.request(st.sql, nil))
+			req := c.request(st.sql, nil)
+			req.ArgOIDs = st.paramOIDs // as the client declared them
+			desc, err := d.Describe(ctx, req)
 			c.endRun()
 			cancel()
 			if err != nil {

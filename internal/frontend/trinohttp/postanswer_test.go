@@ -31,11 +31,11 @@ func finishedInPOST(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// Why every statement takes a POST and at least one GET of its nextUri: the clients people use
-// read rows only from the answers to GETs. Answered in its POST, SELECT 1 reaches trino-go-client
-// and the npm trino-client with no rows. If a client version starts reading them, this fails,
-// and answering a quick statement in its POST (one round trip instead of two) becomes possible
-// for it.
+// Why a statement of trino-go-client or the npm trino-client takes a POST and at least one GET
+// of its nextUri: they read rows only from the answers to GETs. Answered in its POST, SELECT 1
+// reaches them with no rows. If a client version starts reading them, this fails, and
+// answering a quick statement in its POST (one round trip instead of two, as for the Python and
+// Java clients: Options.PostAnswerClients) becomes possible for it.
 func TestClientsDropRowsOfThePOSTAnswer(t *testing.T) {
 	addr := finishedInPOST(t)
 	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + addr})

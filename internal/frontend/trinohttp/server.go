@@ -7,7 +7,10 @@
 // goroutine that answered it (httplite.Detach: the connection's next request is served there
 // too once a quick query ended, or by another goroutine if the query is not quick), or where
 // that cannot be, in a goroutine of its own (a runner, kept for the next query once it is
-// done); either way a query keeps running between a client's polls.
+// done); either way a query keeps running between a client's polls. A client that reads rows
+// from a POST's answer (Options.PostAnswerClients) has its statement run before the POST is
+// answered, for up to PostWait: one ended by then is answered whole in one exchange
+// (runThenAnswer).
 //
 // determinism: outside the simulator (HTTP listener and Trino protocol codec)
 package trinohttp
@@ -91,7 +94,26 @@ type Options struct {
 	// Forward, on a worker, names this worker in every query id and sends follow-ups for
 	// queries of other workers (nextUri, DELETE, partialCancelUri, kill) to their owner.
 	Forward *forward.Forwarder
+	// PostWait is how long the POST of a client of PostAnswerClients waits for its statement
+	// to end: one that ended within it, its rows within one page, is answered whole in the
+	// POST (FINISHED, columns, data, no nextUri), as is its error (FAILED), in one exchange;
+	// any other statement is answered QUEUED with a nextUri as for every client, and goes on
+	// as before. Default PostWaitDefault; negative: no statement is answered in its POST.
+	PostWait time.Duration
+	// PostAnswerClients are the User-Agent prefixes of the clients that read rows from a
+	// POST's answer; default PostAnswerClientsDefault.
+	PostAnswerClients []string
 }
+
+// PostWaitDefault is Options.PostWait's default: a SELECT 1 on a loaded host ends within it
+// (RESULTS.md, "Trino HTTP SELECT 1 in one exchange").
+const PostWaitDefault = 5 * time.Millisecond
+
+// PostAnswerClientsDefault are the clients known to read rows from a POST's answer: the
+// Python client, and the Java ones (JDBC, and StatementClientV1 under the CLI and others).
+// trino-go-client and the npm trino-client drop them (TestClientsDropRowsOfThePOSTAnswer): a
+// statement of theirs is always answered QUEUED.
+var PostAnswerClientsDefault = []string{"Trino Python Client/", "Trino JDBC Driver/", "StatementClientV1/"}
 
 // QueriesMaxDefault is Trino's own default bound of queued queries (query.max-queued-queries).
 const QueriesMaxDefault = 5000
@@ -118,6 +140,12 @@ func (o *Options) defaults() {
 	}
 	if o.BodyBytesMax <= 0 {
 		o.BodyBytesMax = 16 << 20
+	}
+	if o.PostWait == 0 {
+		o.PostWait = PostWaitDefault
+	}
+	if len(o.PostAnswerClients) == 0 {
+		o.PostAnswerClients = PostAnswerClientsDefault
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -331,7 +359,12 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q, run := s.start(buildRequest(r, user, sql))
-	s.respond(w, r, q, 0, 0)
+	whole := s.readsPOSTRows(r)
+	if run != nil && whole {
+		s.runThenAnswer(w, r, q, run)
+		return
+	}
+	s.respond(w, r, q, 0, 0, whole)
 	if run == nil {
 		return
 	}
@@ -353,6 +386,47 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 // network poller only when it is due before the poller would wake anyway: statements less
 // than inlineWait apart mostly find it so.
 const inlineWait = 5 * time.Millisecond
+
+// readsPOSTRows reports whether r's client reads rows from the answer to its POST
+// (Options.PostAnswerClients), which then may be the statement's whole result.
+func (s *Server) readsPOSTRows(r *http.Request) bool {
+	if s.opts.PostWait < 0 {
+		return false
+	}
+	agent := r.Header.Get("User-Agent")
+	for _, prefix := range s.opts.PostAnswerClients {
+		if strings.HasPrefix(agent, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// runThenAnswer runs q's statement before answering its POST, so that a statement that ends
+// within PostWait is answered whole in one exchange. One still running by then has its POST
+// answered (QUEUED, a nextUri) by the connection's hand-over goroutine, which serves the
+// connection's next requests from then on (httplite.Await), and runs on here as it would have.
+// Under a server other than httplite, which cannot answer while its handler runs, the
+// statement runs in a runner instead.
+func (s *Server) runThenAnswer(w http.ResponseWriter, r *http.Request, q *runningQuery, run func()) {
+	if !httplite.Await(w, s.opts.PostWait, func() { s.respond(w, r, q, 0, 0, true) }) {
+		s.goRun(run)
+		q.awaitEnd(s.opts.PostWait)
+		s.respond(w, r, q, 0, 0, true)
+		return
+	}
+	settled := false
+	defer func() {
+		if !settled { // a panic in run: the late answer, if any, is written before recoverer's
+			httplite.Settle(w)
+		}
+	}()
+	run()
+	settled = true
+	if httplite.Settle(w) {
+		s.respond(w, r, q, 0, 0, true)
+	}
+}
 
 // authenticate returns the user a request runs as, or an HTTP status and error.
 func (s *Server) authenticate(r *http.Request) (string, int, error) {

@@ -1,4 +1,5 @@
 import java.sql.*;
+import java.util.Arrays;
 
 // Meta prints "case: result" lines for the JDBC DatabaseMetaData calls tools make on connect
 // (DBeaver, IntelliJ, SQuirreL), against a table with a composite primary key.
@@ -34,7 +35,7 @@ public class Meta {
             s.execute("create table " + t + "_nopk (x integer)");
             s.execute("create table " + t + "_ix (id integer primary key, code varchar unique, n integer, m integer)");
             s.execute("create index " + t + "_ix_nm on " + t + "_ix (n, m)");
-            s.execute("create table " + t + "_fk (id integer primary key, ix_id integer references " + t + "_ix (id))");
+            s.execute("create table " + t + "_fk (id integer primary key, ix_id integer references " + t + "_ix (id), ix_code varchar references " + t + "_ix (code))");
         }
         DatabaseMetaData md = c.getMetaData();
         run(c, "primary_keys", k -> rows(md.getPrimaryKeys(null, null, t), "TABLE_NAME", "COLUMN_NAME", "KEY_SEQ"));
@@ -47,8 +48,13 @@ public class Meta {
         run(c, "index_info", k -> rows(md.getIndexInfo(null, null, t + "_ix", false, false), "INDEX_NAME", "COLUMN_NAME", "ORDINAL_POSITION", "NON_UNIQUE"));
         run(c, "index_info_unique", k -> rows(md.getIndexInfo(null, null, t + "_ix", true, false), "INDEX_NAME", "COLUMN_NAME"));
         run(c, "pk_name", k -> rows(md.getPrimaryKeys(null, null, t + "_ix"), "COLUMN_NAME", "PK_NAME"));
-        run(c, "imported_keys", k -> rows(md.getImportedKeys(null, null, t + "_fk"), "PKTABLE_NAME", "PKCOLUMN_NAME", "FKTABLE_NAME", "FKCOLUMN_NAME", "KEY_SEQ"));
-        run(c, "exported_keys", k -> rows(md.getExportedKeys(null, null, t + "_ix"), "PKTABLE_NAME", "PKCOLUMN_NAME", "FKTABLE_NAME", "FKCOLUMN_NAME"));
+        // A table's foreign keys (to the primary key and to a unique column), as tools draw them.
+        run(c, "imported_keys", k -> rows(md.getImportedKeys(null, null, t + "_fk"), "PKTABLE_NAME", "PKCOLUMN_NAME", "FKTABLE_NAME", "FKCOLUMN_NAME", "KEY_SEQ",
+            "UPDATE_RULE", "DELETE_RULE", "FK_NAME", "PK_NAME", "DEFERRABILITY"));
+        run(c, "exported_keys", k -> rows(md.getExportedKeys(null, null, t + "_ix"), "PKTABLE_NAME", "PKCOLUMN_NAME", "FKTABLE_NAME", "FKCOLUMN_NAME", "FK_NAME", "PK_NAME"));
+        run(c, "cross_reference", k -> rows(md.getCrossReference(null, null, t + "_ix", null, null, t + "_fk"), "PKCOLUMN_NAME", "FKCOLUMN_NAME"));
+        // The server's keywords beyond SQL:2003's (DBeaver asks at connect).
+        run(c, "keywords", k -> String.valueOf(Arrays.asList(md.getSQLKeywords().split(",")).containsAll(Arrays.asList("analyze", "ilike"))));
         run(c, "after", k -> { try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("select 7")) { rs.next(); return rs.getString(1); } });
         try (Statement s = c.createStatement()) {
             s.execute("drop table " + t);
