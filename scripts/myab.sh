@@ -4,7 +4,8 @@
 # (default 2) seconds (p50, p99), then -c $CLIENTS (default 8) for TPS_SECS (default 4) seconds
 # (qps, and the target process's CPU per statement from /proc/PID/stat), then the medians over
 # the rounds. A TARGET is "direct" (MariaDB on 127.0.0.1:3306, root), "loop-relay"
-# (scripts/benchrelay -loop -raw; RELAY=PATH runs one built elsewhere), "haproxy" (mode tcp, one
+# (scripts/benchrelay -loop -raw on epoll; RELAY=PATH runs one built elsewhere), "loop-ring" (the
+# same on io_uring, as bench-proxy's loop-ring row), "haproxy" (mode tcp, one
 # thread, as bench-proxy runs it) or NAME=BIN: a standalone queryflux daemon of binary BIN in
 # bench-proxy's passthrough configuration (with its PostgreSQL frontend and cluster too, as there,
 # when PG=1: PostgreSQL on 127.0.0.1:5432, database qf_bench made by bench-proxy.sh; each such
@@ -29,10 +30,13 @@ for t in "$@"; do
 	direct)
 		DSN[$t]="root@tcp(127.0.0.1:3306)/mysql" PID[$t]=
 		;;
-	loop-relay)
-		if [ -n "${RELAY:-}" ]; then cp "$RELAY" "$TMP/benchrelay"; else (cd "$ROOT" && go build -o "$TMP/benchrelay" ./scripts/benchrelay); fi
-		p=$(freeport)
-		"$TMP/benchrelay" -loop -raw -listen 127.0.0.1:$p -upstream 127.0.0.1:3306 >"$TMP/relay.log" 2>&1 &
+	loop-relay | loop-ring)
+		if [ ! -x "$TMP/benchrelay" ]; then
+			if [ -n "${RELAY:-}" ]; then cp "$RELAY" "$TMP/benchrelay"; else (cd "$ROOT" && go build -o "$TMP/benchrelay" ./scripts/benchrelay); fi
+		fi
+		p=$(freeport) be=epoll
+		[ "$t" = loop-ring ] && be=uring
+		QUERYFLUX_RELAY_BACKEND=$be "$TMP/benchrelay" -loop -raw -listen 127.0.0.1:$p -upstream 127.0.0.1:3306 >"$TMP/$t.log" 2>&1 &
 		PIDS+=($!) PID[$t]=$!
 		DSN[$t]="root@tcp(127.0.0.1:$p)/mysql"
 		waitport $p

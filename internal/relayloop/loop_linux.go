@@ -36,17 +36,19 @@ type Loop struct {
 	stopped []*pair
 	bufs    buffers
 
-	ctls  atomic.Int64 // epoll_ctl calls on the loop's set (tests)
-	waits atomic.Int64 // io_uring_enter calls made only to await a cancelled request (tests)
+	ctls   atomic.Int64 // epoll_ctl calls on the loop's set (tests)
+	fcntls atomic.Int64 // sockets made non-blocking at a plug (tests)
+	waits  atomic.Int64 // io_uring_enter calls made only to await a cancelled request (tests)
 }
 
 // idleInterest is the epoll interest of a B kept in the set between pairs (Pair.KeepB): what a
 // freshly plugged B wants, so that plugging it in changes nothing.
 const idleInterest = unix.EPOLLIN | unix.EPOLLRDHUP
 
-// kept maps the sockets kept idle in a loop's epoll set (Pair.KeepB) to that loop. A file
-// descriptor names one socket in the whole process while it is open, so one table serves every
-// loop; it is shared with the sockets' owners (Release), hence the lock.
+// kept maps the sockets kept idle by a loop (Pair.KeepB) to that loop: in its epoll set, or on
+// a ring, where nothing runs for an idle socket, known non-blocking (no fcntl at its next plug).
+// A file descriptor names one socket in the whole process while it is open, so one table
+// serves every loop; it is shared with the sockets' owners (Release), hence the lock.
 var kept struct {
 	sync.Mutex
 	m fdTable[*Loop]
@@ -57,10 +59,17 @@ var kept struct {
 // a duplicate of it lives on would stay in the set, its events reported under a number that
 // may name another socket by then.
 func Release(fd int) {
+	unkeep(fd)
+}
+
+// unkeep takes fd out of the table of kept sockets, and out of the epoll set that kept it.
+func unkeep(fd int) {
 	kept.Lock()
 	if l := kept.m.get(fd); l != nil {
 		kept.m.del(fd)
-		l.ctl(unix.EPOLL_CTL_DEL, fd, 0)
+		if l.ring == nil {
+			l.ctl(unix.EPOLL_CTL_DEL, fd, 0)
+		}
 	}
 	kept.Unlock()
 }
@@ -198,8 +207,8 @@ func (h *Handle) Plug(b int) error {
 	return h.p.plug(h.l, b)
 }
 
-// setNonblock makes fd non-blocking unless the loop keeps it idle, already non-blocking (two
-// fcntl calls spared on every transaction).
+// setNonblock makes fd non-blocking unless the loop keeps it idle, already non-blocking (an
+// fcntl spared on every transaction; two where the socket was blocking).
 func (l *Loop) setNonblock(fd int) error {
 	kept.Lock()
 	mine := kept.m.get(fd) == l
@@ -207,6 +216,7 @@ func (l *Loop) setNonblock(fd int) error {
 	if mine {
 		return nil
 	}
+	l.fcntls.Add(1)
 	if err := unix.SetNonblock(fd, true); err != nil {
 		return fmt.Errorf("relayloop: socket %d: %w", fd, err)
 	}
@@ -457,7 +467,7 @@ func (l *Loop) add(fd int, events uint32) error {
 	kl := kept.m.get(fd)
 	if kl != nil {
 		kept.m.del(fd)
-		if kl != l {
+		if kl != l && kl.ring == nil {
 			_ = kl.ctl(unix.EPOLL_CTL_DEL, fd, 0)
 		}
 	}

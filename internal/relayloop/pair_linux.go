@@ -441,11 +441,13 @@ func (p *pair) unplug(l *Loop) {
 	fd := p.p.B
 	if l.ring != nil {
 		l.quiesce(p, int(BToA)) // B's receive ends here; what it brought is rest
-	} else if p.p.KeepB && p.cur[BToA] == idleInterest {
+	}
+	if l.ring != nil && p.p.KeepB || l.ring == nil && p.p.KeepB && p.cur[BToA] == idleInterest {
+		// On a ring nothing runs for B once quiesced: kept, it is only known non-blocking.
 		kept.Lock()
 		kept.m.set(fd, l)
 		kept.Unlock()
-	} else {
+	} else if l.ring == nil {
 		_ = l.ctl(unix.EPOLL_CTL_DEL, fd, 0)
 	}
 	l.ends.del(fd)
@@ -508,6 +510,7 @@ func (p *pair) plug(l *Loop, b int) error {
 	}
 	p.p.B = b
 	if l.ring != nil {
+		unkeep(b)
 		l.ends.set(b, &p.ends[BToA])
 		l.touch(p) // settle arms its receive
 		return nil

@@ -30,7 +30,8 @@ import (
 // cannot take bytes for now (its send in flight, held, ending) keeps its receive until one
 // buffer's worth waits, then it is cancelled: the shared buffers are not all taken by one peer
 // that talks while nobody listens. A B unplugged with KeepB keeps no receive: the ring has no
-// idle state that costs nothing, and its next plug arms one in the turn's enter.
+// idle state that costs nothing, and its next plug arms one in the turn's enter. It is kept all
+// the same (the table of kept sockets), as known non-blocking: its next plug makes no fcntl.
 //
 // Such a B (a pooled engine connection, unplugged at the end of each transaction's answer) is
 // received one completion at a time, each receive armed again by the turn's enter, while its
