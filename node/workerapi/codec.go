@@ -168,12 +168,21 @@ func (e *encoder) str(s string) {
 // text CanonWriter.Str writes and CanonReader.Str reads.
 func Plain(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainByte[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// plainByte tells the bytes Plain lets through: one load per byte instead of seven comparisons
+// (the heartbeat encoder checks every string it writes).
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // float appends f as encoding/json's float64 encoder does.
 func (e *encoder) float(f float64) {
@@ -330,18 +339,29 @@ func (r *reader) text() ([]byte, bool) {
 	if !r.lit(`"`) {
 		return nil, r.fail()
 	}
-	start := r.i
-	for ; r.i < len(r.b) && r.b[r.i] != '"'; r.i++ {
-		if c := r.b[r.i]; c < 0x20 || c >= 0x7f || c == '\\' {
-			return nil, r.fail()
-		}
+	// The scan keeps its position in a local (through r, every byte cost a load and a store of
+	// r.i) and asks one table per byte: the heartbeat reader's largest cost, 1.9 % of a
+	// 1,000-worker simulation.
+	b, start := r.b, r.i
+	i := start
+	for i < len(b) && textByte[b[i]] {
+		i++
 	}
-	if r.i == len(r.b) {
+	if i == len(b) || b[i] != '"' {
 		return nil, r.fail()
 	}
-	r.i++
-	return r.b[start : r.i-1], true
+	r.i = i + 1
+	return b[start:i], true
 }
+
+// textByte tells the bytes text reads inside a string: printable ASCII but the quote (which
+// ends it) and the backslash (an escape, which plain text has none of).
+var textByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // number reads a JSON number's bytes (RFC 8259's grammar).
 func (r *reader) number() ([]byte, bool) {

@@ -304,3 +304,26 @@ func TestIsNameMatchesPattern(t *testing.T) {
 		}
 	})
 }
+
+// Plain lets through exactly the printable ASCII bytes encoding/json writes as they are between
+// quotes (all but the quote, the backslash and HTML's <, > and &), and no other byte (DEL,
+// which json writes as is, is not printable), each byte tried alone and after plain text.
+func TestPlainIsJSONsUnescapedBytes(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		want := c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+		if c < 0x7f {
+			b, err := json.Marshal(string(rune(c)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if asIs := string(b) == `"`+string(rune(c))+`"`; asIs != want {
+				t.Fatalf("byte %#x: json.Marshal writes it as is: %v, want %v", c, asIs, want)
+			}
+		}
+		for _, s := range []string{string([]byte{byte(c)}), "plain text " + string([]byte{byte(c)})} {
+			if got := Plain(s); got != want {
+				t.Errorf("Plain(%q) = %v, want %v", s, got, want)
+			}
+		}
+	}
+}

@@ -200,12 +200,25 @@ cur = conn.cursor()
 cur.execute("SELECT 3")
 print(cur.fetchall())
 `
+	// A statement with parameters: the client's EXECUTE IMMEDIATE, or PREPARE, EXECUTE and
+	// DEALLOCATE, each answered in its POST.
+	params := script + `
+cur.execute("SELECT ?", [3])
+print(cur.fetchall())
+`
 	out, err := exec.Command(python, "-c", script, host, port).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "[[1], [2], [3]]" {
 		t.Fatalf("the Python client on a quick statement: %v\n%s", err, out)
 	}
 	if polls := ts.polls.Load(); polls != 0 {
 		t.Errorf("the Python client sent %d GETs for a statement answered in its POST", polls)
+	}
+	out, err = exec.Command(python, "-c", params, host, port).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "[[1], [2], [3]]\n[[1], [2], [3]]" {
+		t.Fatalf("the Python client with parameters: %v\n%s", err, out)
+	}
+	if polls := ts.polls.Load(); polls != 0 {
+		t.Errorf("the Python client sent %d GETs for statements answered in their POSTs", polls)
 	}
 
 	waiting, release := backend.Hold()
