@@ -364,7 +364,7 @@ var regTypes = map[string]bool{
 }
 
 // castTypes renames PostgreSQL types DuckDB does not know in a cast.
-var castTypes = map[string]string{"text": "VARCHAR", "name": "VARCHAR", `"char"`: "VARCHAR", "char": "VARCHAR",
+var castTypes = map[string]string{"jsonb": "JSON", "text": "VARCHAR", "name": "VARCHAR", `"char"`: "VARCHAR", "char": "VARCHAR",
 	"int2vector": "VARCHAR", "oidvector": "VARCHAR", "xid": "BIGINT", "cid": "BIGINT", "tid": "VARCHAR"}
 
 // compatRequest is q with its SQL rewritten by pgCompat and showTimeout, or for a MySQL
@@ -420,6 +420,10 @@ func needsCompat(sqlText string) bool {
 			}
 		case 'c':
 			if i+12 <= len(sqlText) && strings.EqualFold(sqlText[i:i+12], "cardinality(") {
+				return true
+			}
+		case 'j':
+			if i+5 <= len(sqlText) && strings.EqualFold(sqlText[i:i+5], "jsonb") && i >= 2 && sqlText[i-1] == ':' {
 				return true
 			}
 		case '{': // '{1,2}'::int[]

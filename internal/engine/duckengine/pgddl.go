@@ -76,6 +76,9 @@ func expandDDL(q *query.Request) (stmts []string, tag string, ok bool, err error
 	switch w := sqltok.FirstWord(toks); {
 	case strings.EqualFold(w, "drop"), strings.EqualFold(w, "truncate"), strings.EqualFold(w, "alter"):
 	case strings.EqualFold(w, "create"):
+		if stmt, ok := pgCreateIndex(q.SQL); ok {
+			return []string{stmt}, "CREATE INDEX", true, nil
+		}
 		stmts, ok := pgCreateTable(q.SQL)
 		return stmts, "CREATE TABLE", ok, nil
 	default:

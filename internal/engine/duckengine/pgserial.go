@@ -68,8 +68,9 @@ func pgCreateTable(sqlText string) (stmts []string, ok bool) {
 	for _, d := range defs {
 		text, seq, opts := serialColumn(sqlText, name, d)
 		if seq != "" {
-			seqs, options, changed = append(seqs, seq), append(options, opts), true
+			seqs, options = append(seqs, seq), append(options, opts)
 		}
+		changed = changed || text != sqlText[d[0].Pos:d[len(d)-1].Pos+len(d[len(d)-1].Text)]
 		cols = append(cols, text)
 	}
 	if !changed {
@@ -88,7 +89,66 @@ func pgCreateTable(sqlText string) (stmts []string, ok bool) {
 		// its table); a table of the name that still exists keeps its own (serialTableExists).
 		stmts = append(stmts, "DROP SEQUENCE IF EXISTS "+seq, create+seq+options[i])
 	}
-	return append(stmts, sqlText[:toks[at].Pos]+"("+strings.Join(cols, ", ")+")"+tail), true
+	table := sqlText[:toks[at].Pos] + "(" + strings.Join(cols, ", ") + ")" + tail
+	return append(stmts, pgCompat(&query.Request{SQL: table, Protocol: query.ProtocolPostgres})), true
+}
+
+// pgCreateIndex is a PostgreSQL client's CREATE INDEX as DuckDB takes it: an index with no name
+// gets the one PostgreSQL would give it (t_a_b_idx), which DuckDB requires, and USING method
+// (btree, hash, gin...) is left out, DuckDB having one kind of index; ok is false when there is
+// nothing to change.
+func pgCreateIndex(sqlText string) (stmt string, ok bool) {
+	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
+	at := 1
+	word := func(w string) bool {
+		if at < len(toks) && toks[at].Kind == sqltok.Word && strings.EqualFold(toks[at].Text, w) {
+			at++
+			return true
+		}
+		return false
+	}
+	word("unique")
+	if !word("index") {
+		return "", false
+	}
+	word("concurrently")
+	named := !word("on")
+	on := at - 1
+	if named {
+		for on < len(toks) && !strings.EqualFold(toks[on].Text, "on") {
+			on++
+		}
+		at = on + 1
+	}
+	word("only")
+	nameEnd := at
+	for nameEnd < len(toks) && toks[nameEnd].Text != "(" && !strings.EqualFold(toks[nameEnd].Text, "using") {
+		nameEnd++
+	}
+	open := nameEnd
+	for open < len(toks) && toks[open].Text != "(" { // USING method
+		open++
+	}
+	if on >= len(toks) || nameEnd == at || open == len(toks) || named && open == nameEnd {
+		return "", false
+	}
+	defs, end := definitions(toks, open)
+	if end < 0 || len(defs) == 0 {
+		return "", false
+	}
+	out := sqlText[:toks[on].Pos]
+	if !named {
+		name := pgIdent(toks[nameEnd-1])
+		for _, d := range defs {
+			if d[0].Kind == sqltok.Word || d[0].Kind == sqltok.QuotedIdent {
+				name += "_" + pgIdent(d[0])
+			} else {
+				name += "_expr"
+			}
+		}
+		out += `"` + strings.ReplaceAll(name+"_idx", `"`, `""`) + `" `
+	}
+	return out + sqlText[toks[on].Pos:toks[nameEnd-1].Pos+len(toks[nameEnd-1].Text)] + " " + sqlText[toks[open].Pos:], true
 }
 
 // serialColumn is one definition of a CREATE TABLE of the table name, as DuckDB reads it, and
@@ -111,6 +171,9 @@ func serialColumn(sqlText string, name, d []sqltok.Token) (text, seq, opts strin
 	}
 	if is(0, "constraint") || is(0, "primary") || is(0, "unique") || is(0, "check") || is(0, "foreign") || is(0, "exclude") || is(0, "like") {
 		return text, "", ""
+	}
+	if is(1, "jsonb") { // DuckDB's one JSON type
+		return span(d[:1]) + " JSON" + tailText(span, d[2:]), "", ""
 	}
 	seq = serialSequence(name, d[0])
 	def := " NOT NULL DEFAULT nextval('" + seq + "')"

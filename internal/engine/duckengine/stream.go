@@ -265,7 +265,7 @@ func newStream(rows rowSource, cols []column, kind duckdb.StmtType, closeAll fun
 	for i, c := range cols {
 		uuidList[i] = strings.TrimRight(c.dbType, "[]0123456789") == "UUID" && c.dbType != "UUID"
 		name := c.dbType
-		if _, text := vals[i].(string); name == "VARCHAR" && vals[i] != nil && !text {
+		if _, text := vals[i].(string); (name == "VARCHAR" || name == "JSON") && vals[i] != nil && !text {
 			name, isJSON[i] = "JSON", true
 		}
 		fields[i] = fieldFor(c.name, name)
