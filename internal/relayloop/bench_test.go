@@ -18,7 +18,7 @@ import (
 // and wait for the answer, one op per round trip per client, through the event loop or
 // through a goroutine per direction (io.Copy). cpu-us/op is the whole process's CPU
 // (getrusage), relay, clients and echo server alike: only the difference between the two
-// relays is the relay's.
+// relays is the relay's. pooled is the loop with a B from a pool for each round trip.
 //
 //	go test -run '^$' -bench PingPong -benchtime 20000x ./internal/relayloop/
 func BenchmarkPingPong(b *testing.B) {
@@ -42,6 +42,7 @@ func BenchmarkPingPong(b *testing.B) {
 				}
 			})
 		})
+		b.Run("pooled/c"+strconv.Itoa(clients), func(b *testing.B) { pooledPingPong(b, clients) })
 		b.Run("goroutines/c"+strconv.Itoa(clients), func(b *testing.B) {
 			pingPong(b, clients, func(client, server *net.TCPConn) {
 				go func() { _, _ = io.Copy(server, client); _ = server.Close() }()
@@ -49,6 +50,60 @@ func BenchmarkPingPong(b *testing.B) {
 			})
 		})
 	}
+}
+
+// pooledPingPong is pingPong through pairs whose B comes from a pool for each round trip, as a
+// passthrough's pooled engine connections do (KeepB: plugged at the client's message, unplugged
+// at the answer's ReadyForQuery): what a plug and an unplug cost beside the relaying.
+func pooledPingPong(b *testing.B, clients int) {
+	var all []int
+	b.Cleanup(func() { // after the loop's Close (cleanups run last first)
+		for _, fd := range all {
+			Release(fd)
+			_ = unix.Close(fd)
+		}
+	})
+	l := newLoop(b, 0)
+	var mu sync.Mutex
+	var idle []int
+	pingPong(b, clients, func(client, server *net.TCPConn) {
+		fa, err := Detach(client)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fb, err := Detach(server)
+		if err != nil {
+			b.Fatal(err)
+		}
+		mu.Lock()
+		idle, all = append(idle, fb), append(all, fb)
+		mu.Unlock()
+		h := l.NewHandle()
+		err = h.Start(Pair{A: fa, B: -1, KeepB: true, Framing: [2]Framer{PGWatching('Q'), PGWatching('Z')},
+			Watch: func(d Direction, _ []byte) Verdict {
+				if d == BToA {
+					return Unplug
+				}
+				mu.Lock()
+				fd := idle[len(idle)-1]
+				idle = idle[:len(idle)-1]
+				mu.Unlock()
+				if err := h.Plug(fd); err != nil {
+					b.Error(err)
+					return Pause
+				}
+				return Relay
+			},
+			Unplugged: func(fd int, _ []byte) {
+				mu.Lock()
+				idle = append(idle, fd)
+				mu.Unlock()
+			},
+			Done: func(Result) { _ = unix.Close(fa) }})
+		if err != nil {
+			b.Fatal(err)
+		}
+	})
 }
 
 // pingPong connects clients through relay (given the relay's two sockets of each client) to

@@ -610,7 +610,28 @@ func duckError(t duckdb.ErrorType, msg string) *query.Error {
 		// DuckDB fails it. Clients retry a serialization failure (pgbench --max-tries).
 		return &query.Error{Code: sqlstate.SerializationFailure, Message: msg}
 	}
+	if t == duckdb.ErrorTypeConstraint {
+		return &query.Error{Code: constraintState(msg), Message: msg}
+	}
 	return &query.Error{Code: stateOf(t), Message: msg}
+}
+
+// constraintState is the SQLSTATE of the constraint a DuckDB constraint error names, as
+// PostgreSQL reports it (applications test 23505 for a duplicate key); DuckDB gives all of them
+// one error class.
+func constraintState(msg string) string {
+	lower := strings.ToLower(msg)
+	switch {
+	case strings.Contains(lower, "duplicate key"), strings.Contains(lower, "violates primary key"), strings.Contains(lower, "violates unique"):
+		return sqlstate.UniqueViolation
+	case strings.Contains(lower, "not null constraint"):
+		return sqlstate.NotNullViolation
+	case strings.Contains(lower, "check constraint"):
+		return sqlstate.CheckViolation
+	case strings.Contains(lower, "foreign key"):
+		return sqlstate.ForeignKeyViolation
+	}
+	return sqlstate.IntegrityConstraintViolation
 }
 
 // stateOf maps DuckDB's error classes to the nearest SQLSTATE.
