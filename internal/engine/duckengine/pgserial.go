@@ -253,11 +253,25 @@ func tailText(span func([]sqltok.Token) string, ts []sqltok.Token) string {
 // names it: <table>_<column>_seq, in the table's schema.
 func serialSequence(name []sqltok.Token, col sqltok.Token) string {
 	seq := pgIdent(name[len(name)-1]) + "_" + pgIdent(col) + "_seq"
-	quoted := `"` + strings.ReplaceAll(seq, `"`, `""`) + `"`
+	quoted := seq
+	if !plainIdent(seq) {
+		quoted = `"` + strings.ReplaceAll(seq, `"`, `""`) + `"`
+	}
 	for i := len(name) - 2; i >= 0; i-- { // the schema, s. or d.s.
 		quoted = name[i].Text + quoted
 	}
 	return quoted
+}
+
+// plainIdent reports whether s reads as itself unquoted: lower-case letters, digits and _,
+// not starting with a digit (a name ending in _seq is no keyword).
+func plainIdent(s string) bool {
+	for i, c := range s {
+		if !('a' <= c && c <= 'z' || c == '_' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // pgIdent is a name token's name as PostgreSQL folds it: lower case unless quoted.
