@@ -9,18 +9,28 @@ import (
 )
 
 // An application's first day on the embedded default reads as on PostgreSQL: appflow.js (node-
-// postgres's Pool) prints the same lines against a real PostgreSQL database and through
-// QueryFlux on DuckDB.
+// postgres's Pool) and appflow.py (psycopg2) print the same lines against a real PostgreSQL
+// database and through QueryFlux on DuckDB.
 func TestNodePostgresAppFlowOnDuckDB(t *testing.T) {
-	want, err := pgclienttest.Command(t, time.Minute, nil, "node", "appflow.js", pgtest.NewDatabase(t))
+	sameOnDuckDB(t, "node", "appflow.js")
+}
+
+func TestPsycopg2AppFlowOnDuckDB(t *testing.T) {
+	sameOnDuckDB(t, "/usr/bin/python3", "appflow.py")
+}
+
+// sameOnDuckDB runs script with interpreter against PostgreSQL and through QueryFlux on DuckDB,
+// its one argument the database's URL, and compares what it printed.
+func sameOnDuckDB(t *testing.T, interpreter, script string) {
+	want, err := pgclienttest.Command(t, time.Minute, nil, interpreter, script, pgtest.NewDatabase(t))
 	if err != nil {
-		t.Fatalf("appflow.js on PostgreSQL: %v\n%s", err, want)
+		t.Fatalf("%s on PostgreSQL: %v\n%s", script, err, want)
 	}
-	got, err := pgclienttest.Command(t, time.Minute, nil, "node", "appflow.js", duckProxy(t, "transaction").URL())
+	got, err := pgclienttest.Command(t, time.Minute, nil, interpreter, script, duckProxy(t, "transaction").URL())
 	if err != nil {
-		t.Fatalf("appflow.js on DuckDB: %v\n%s", err, got)
+		t.Fatalf("%s on DuckDB: %v\n%s", script, err, got)
 	}
 	if got != want {
-		t.Errorf("appflow.js on DuckDB:\n%s\non PostgreSQL:\n%s", got, want)
+		t.Errorf("%s on DuckDB:\n%s\non PostgreSQL:\n%s", script, got, want)
 	}
 }
