@@ -38,34 +38,11 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, ok bool) {
 	if !sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "create") {
 		return nil, "", false
 	}
-	toks := sqltok.SignificantTokens(sqlText, sqltok.MySQL)
-	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
-		toks = toks[:n-1]
-	}
-	at := 1
-	word := func(w string) bool {
-		if at < len(toks) && toks[at].Kind == sqltok.Word && strings.EqualFold(toks[at].Text, w) {
-			at++
-			return true
-		}
-		return false
-	}
-	temporary := word("temporary")
-	if !word("table") {
+	h, ok := readCreateTable(sqlText, sqltok.MySQL)
+	if !ok {
 		return nil, "", false
 	}
-	ifNotExists := word("if")
-	if ifNotExists && (!word("not") || !word("exists")) {
-		return nil, "", false
-	}
-	nameStart := at
-	for at < len(toks) && toks[at].Text != "(" {
-		at++
-	}
-	if at == len(toks) || at == nameStart {
-		return nil, "", false
-	}
-	name := toks[nameStart:at]
+	toks, name, at, temporary, ifNotExists := h.toks, h.name, h.open, h.temporary, h.ifNotExists
 	table = identText(name[len(name)-1])
 	defs, end := definitions(toks, at)
 	if end < 0 {
@@ -108,6 +85,48 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, ok bool) {
 	// A sequence left by a dropped table of the name goes; a table of the name that still
 	// exists keeps its own (DuckDB refuses to drop it: dropSequenceRefused).
 	return []string{"DROP SEQUENCE IF EXISTS " + sequenceName(name), "CREATE " + seq, create}, table, true
+}
+
+// createTable is the head of a CREATE [TEMP | TEMPORARY] [UNLOGGED] TABLE [IF NOT EXISTS] name (
+// statement: its significant tokens (a final ; dropped), the name's, and the index of the "(".
+type createTable struct {
+	toks, name             []sqltok.Token
+	open                   int
+	temporary, ifNotExists bool
+}
+
+// readCreateTable reads the head of sqlText, a CREATE TABLE in dialect d; ok is false for any
+// other statement (CREATE TABLE ... AS among them).
+func readCreateTable(sqlText string, d sqltok.Dialect) (h createTable, ok bool) {
+	toks := sqltok.SignificantTokens(sqlText, d)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	at := 1
+	word := func(w string) bool {
+		if at < len(toks) && toks[at].Kind == sqltok.Word && strings.EqualFold(toks[at].Text, w) {
+			at++
+			return true
+		}
+		return false
+	}
+	h.temporary = word("temp") || word("temporary")
+	word("unlogged")
+	if !word("table") {
+		return h, false
+	}
+	if h.ifNotExists = word("if"); h.ifNotExists && (!word("not") || !word("exists")) {
+		return h, false
+	}
+	nameStart := at
+	for at < len(toks) && toks[at].Text != "(" {
+		at++
+	}
+	if at == len(toks) || at == nameStart {
+		return h, false
+	}
+	h.toks, h.name, h.open = toks, toks[nameStart:at], at
+	return h, true
 }
 
 // definitions splits the parenthesized list opening at toks[open] into its definitions (at

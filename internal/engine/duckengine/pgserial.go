@@ -28,32 +28,11 @@ var serialTypes = map[string]string{"smallserial": "SMALLINT", "serial2": "SMALL
 // (its columns' sequences first); ok is false for any other statement, or one with nothing to
 // translate.
 func pgCreateTable(sqlText string) (stmts []string, ok bool) {
-	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
-	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
-		toks = toks[:n-1]
-	}
-	at := 1
-	word := func(w string) bool {
-		if at < len(toks) && toks[at].Kind == sqltok.Word && strings.EqualFold(toks[at].Text, w) {
-			at++
-			return true
-		}
-		return false
-	}
-	temporary := word("temp") || word("temporary")
-	word("unlogged")
-	if !word("table") {
+	h, ok := readCreateTable(sqlText, sqltok.Postgres)
+	if !ok {
 		return nil, false
 	}
-	ifNotExists := word("if") && word("not") && word("exists")
-	nameStart := at
-	for at < len(toks) && toks[at].Text != "(" {
-		at++
-	}
-	if at == len(toks) || at == nameStart {
-		return nil, false
-	}
-	name := toks[nameStart:at]
+	toks, name, at, temporary, ifNotExists := h.toks, h.name, h.open, h.temporary, h.ifNotExists
 	defs, end := definitions(toks, at)
 	if end < 0 {
 		return nil, false
