@@ -9,11 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"pgregory.net/rapid"
-
-	"github.com/queryflux/queryflux/internal/engine"
-	"github.com/queryflux/queryflux/internal/engine/duckengine"
-	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
-	"github.com/queryflux/queryflux/node/proxy"
 )
 
 // PostgreSQL's array text ('{"a b",NULL,"c\"d"}') reaches DuckDB as a parameter (node-postgres
@@ -98,12 +93,7 @@ func askText(c *pgconn.PgConn, sql, arg string) string {
 // pgx sends Go slices as binary arrays of the type the parameter's cast names. (A bare
 // = ANY($1) leaves DuckDB without a type for $1: docs/duckdb.md.)
 func TestPGArrayParamsFromPgxOnDuckDB(t *testing.T) {
-	e, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
-	conn := connect(t, pgclienttest.Proxy(t, e, proxy.PoolModeTransaction, "arrays").URL())
+	conn := connect(t, memoryDuckProxy(t, "arrays").URL())
 	ctx := context.Background()
 	var n int
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM (VALUES (1), (2), (3)) v(i) WHERE i = ANY($1::int[])", []int32{1, 3}).Scan(&n); err != nil || n != 2 {

@@ -3,22 +3,12 @@ package pgwire_test
 import (
 	"context"
 	"testing"
-
-	"github.com/queryflux/queryflux/internal/engine"
-	"github.com/queryflux/queryflux/internal/engine/duckengine"
-	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
-	"github.com/queryflux/queryflux/node/proxy"
 )
 
 // An empty value is not NULL, also when a connection's first rows hold nothing but empty
 // values (the row encoder's scratch buffer is still unallocated then).
 func TestEmptyValuesAreNotNull(t *testing.T) {
-	e, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
-	dsn := pgclienttest.Proxy(t, e, proxy.PoolModeTransaction, "empty")
+	dsn := memoryDuckProxy(t, "empty")
 	const sql = "SELECT ''::text, ''::varchar, ''::bytea, NULL::text"
 	for _, format := range []int16{0, 1} {
 		c := connect(t, dsn.URL()).PgConn() // fresh: nothing encoded on it yet

@@ -229,13 +229,19 @@ type oracle struct{ pg, duck *pgconn.PgConn }
 func newOracle(t *testing.T) *oracle {
 	t.Helper()
 	pgURL := pgtest.NewDatabase(t)
+	dsn := memoryDuckProxy(t, "oracle")
+	return &oracle{pg: connect(t, pgURL).PgConn(), duck: connect(t, dsn.URL()).PgConn()}
+}
+
+// memoryDuckProxy is a proxy (transaction pool mode) to an in-memory DuckDB of its own.
+func memoryDuckProxy(t *testing.T, name string) pgclienttest.DSN {
+	t.Helper()
 	e, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Close() })
-	dsn := pgclienttest.Proxy(t, e, proxy.PoolModeTransaction, "oracle")
-	return &oracle{pg: connect(t, pgURL).PgConn(), duck: connect(t, dsn.URL()).PgConn()}
+	return pgclienttest.Proxy(t, e, proxy.PoolModeTransaction, name)
 }
 
 // answer is one value as a client reads it.
