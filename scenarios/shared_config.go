@@ -88,8 +88,8 @@ func (s *sharedConfigs) local(q config.QueryFlux) (cfg *config.Config, shared bo
 
 // deriver is worker.DeriveConfig for the workers whose shared node-local configuration is
 // local, built once per snapshot.
-func (s *sharedConfigs) deriver(local *config.Config) func(*snapshot.WorkerSnapshotV1, config.QueryFlux) (*config.Config, error) {
-	return func(snap *snapshot.WorkerSnapshotV1, q config.QueryFlux) (*config.Config, error) {
+func (s *sharedConfigs) deriver(local *config.Config) func(*snapshot.WorkerSnapshotV1, *config.QueryFlux) (*config.Config, error) {
+	return func(snap *snapshot.WorkerSnapshotV1, q *config.QueryFlux) (*config.Config, error) {
 		k := derivedKey{snap, local}
 		if d, ok := s.derived[k]; ok {
 			return d.cfg, d.err
