@@ -257,6 +257,10 @@ var compatSQL = []string{
 	// writes the nearest MySQL type.
 	`CREATE MACRO {c}.main.unix_timestamp() AS epoch_ms(current_timestamp) // 1000,
 		(x) AS floor(epoch(CAST(x AS TIMESTAMP)))::BIGINT`,
+	// MySQL's AVG of integers, and DATEDIFF(a, b): the days from b's date to a's (mysqlfunctions.go).
+	`CREATE MACRO {c}.main.qf_mysql_avg (x TINYINT) AS avg(x)::DECIMAL(38,4), (x SMALLINT) AS avg(x)::DECIMAL(38,4),
+		(x INTEGER) AS avg(x)::DECIMAL(38,4), (x BIGINT) AS avg(x)::DECIMAL(38,4), (x) AS avg(x)`,
+	`CREATE MACRO {c}.main.qf_mysql_datediff(a, b) AS CAST(CAST(a AS TIMESTAMP) AS DATE) - CAST(CAST(b AS TIMESTAMP) AS DATE)`,
 	`CREATE MACRO {c}.main.last_insert_id() AS coalesce(getvariable('qf_last_insert_id'), 0)::UBIGINT`,
 	`CREATE MACRO {c}.main.qf_mysql_type(t) AS CASE
 		WHEN t = 'BOOLEAN' THEN 'tinyint(1)' WHEN t = 'TINYINT' THEN 'tinyint(4)' WHEN t = 'SMALLINT' THEN 'smallint(6)'

@@ -409,7 +409,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return rows, err
 	}
-	q, up := mysqlUpsert(client, q)
+	q, up := mysqlUpsert(ctx, conn, client, q)
 	q, ai := mysqlInsert(ctx, conn, client, q)
 	if err := setLastInsertID(ctx, conn, client); err != nil {
 		release(conn, true)
