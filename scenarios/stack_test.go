@@ -20,6 +20,9 @@ import (
 // shares), but for the queries' contended lease requests, which still do (knownToGrow). The
 // run collects nothing: a collection may move a stack too.
 func TestFleetTasksFitTheirStacks(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector's frames are larger than the shipped build's")
+	}
 	sc, err := scenarios.Load("plan-fleet.yaml")
 	if err == nil {
 		sc, err = sc.Variant(200, map[string]int{"": 10}, nil)
