@@ -39,7 +39,7 @@ const compatPrefix = `"` + compatCatalog + `".main.`
 // reads the compatibility object.
 var compatNames = func() map[string]bool {
 	names := map[string]bool{}
-	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL()) {
+	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgFunctionSQL) {
 		for _, m := range regexp.MustCompile(`\{c\}\.main\.(\w+)`).FindAllStringSubmatch(s, -1) {
 			names[m[1]] = true
 		}
@@ -257,6 +257,10 @@ var compatSQL = []string{
 	// writes the nearest MySQL type.
 	`CREATE MACRO {c}.main.unix_timestamp() AS epoch_ms(current_timestamp) // 1000,
 		(x) AS floor(epoch(CAST(x AS TIMESTAMP)))::BIGINT`,
+	// MySQL's AVG of integers, and DATEDIFF(a, b): the days from b's date to a's (mysqlfunctions.go).
+	`CREATE MACRO {c}.main.qf_mysql_avg (x TINYINT) AS avg(x)::DECIMAL(38,4), (x SMALLINT) AS avg(x)::DECIMAL(38,4),
+		(x INTEGER) AS avg(x)::DECIMAL(38,4), (x BIGINT) AS avg(x)::DECIMAL(38,4), (x) AS avg(x)`,
+	`CREATE MACRO {c}.main.qf_mysql_datediff(a, b) AS CAST(CAST(a AS TIMESTAMP) AS DATE) - CAST(CAST(b AS TIMESTAMP) AS DATE)`,
 	`CREATE MACRO {c}.main.last_insert_id() AS coalesce(getvariable('qf_last_insert_id'), 0)::UBIGINT`,
 	`CREATE MACRO {c}.main.qf_mysql_type(t) AS CASE
 		WHEN t = 'BOOLEAN' THEN 'tinyint(1)' WHEN t = 'TINYINT' THEN 'tinyint(4)' WHEN t = 'SMALLINT' THEN 'smallint(6)'
@@ -472,14 +476,15 @@ func pgCompat(q *query.Request) string {
 	// A MySQL client's at is mysqlCompat's to quote, its way.
 	quoteAt := !isMySQL(q) && holdsWordAt(q.SQL)
 	settings := mayReadPGSettings(q)
-	if !needsCompat(q.SQL) && !quoteAt && !settings {
+	functions := functionsOf(q)
+	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) {
 		return q.SQL
 	}
 	toks := pgTokens(q)
 	if readsPublications(toks) {
 		return noPublications
 	}
-	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings}
+	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions}
 	for w.i < len(toks) {
 		w.step()
 	}
@@ -524,6 +529,10 @@ type compatWriter struct {
 	quoteAt bool
 	// settings: version() and current_setting('name') answer as PostgreSQL's (pgsettings.go).
 	settings bool
+	// functions are the client database's functions whose calls are rewritten (pgfunctions.go).
+	functions map[string]renamedFunction
+	// replaced holds text to write in place of tokens, by the index of the first.
+	replaced map[int]replacement
 }
 
 // sig returns the index of the n'th significant token from i on (n=0: the first), or -1.
@@ -569,6 +578,9 @@ func (w *compatWriter) step() {
 	if w.quoteAt && atIdent(w.toks, w.i) {
 		w.emit(`"` + t.Text + `"`)
 		w.i++
+		return
+	}
+	if w.writeReplaced() || w.renameCall() {
 		return
 	}
 	switch w.word(w.i) {
@@ -626,12 +638,6 @@ func (w *compatWriter) step() {
 		}
 	case "any":
 		if w.listAny() {
-			return
-		}
-	case "json_build_object": // DuckDB's is json_object
-		if w.word(w.sig(w.i+1, 0)) == "(" {
-			w.emit("json_object")
-			w.i++
 			return
 		}
 	case "information_schema": // information_schema._pg_expandarray: the compatibility macro
