@@ -102,7 +102,7 @@ func workerRole(w *World, spec NodeSpec) (sim.Factory, error) {
 	if err := cfg.WithDefaults().Validate(); err != nil {
 		return nil, fmt.Errorf("intervals: %v", err)
 	}
-	q := fleetQueryFlux(w, config.RoleWorker)
+	q := fleetQueryFlux(w, config.RoleWorker) // the same for every worker of the run
 	q.ControlPlane.URL = cfg.ControlPlaneURL
 	if c := w.Scenario.Config; c != nil && c.Peers {
 		names, _ := w.Scenario.Resolve("workers")
@@ -118,7 +118,7 @@ func workerRole(w *World, spec NodeSpec) (sim.Factory, error) {
 	var err error
 	share := !w.opts.NoSharedConfig
 	if share {
-		local, share, err = shared.local(q)
+		local, share, err = shared.local(sectionKey(&q), q)
 	} else {
 		local, err = compiled(q)
 	}
@@ -149,6 +149,13 @@ func workerRole(w *World, spec NodeSpec) (sim.Factory, error) {
 		}
 		return wk.Handler()
 	}, nil
+}
+
+// sectionKey names what sets a worker's node-local section apart from another's in a run: its
+// control plane and its peers (workerRole sets nothing else per worker), so workers with equal
+// keys share one configuration (sharedConfigs.local).
+func sectionKey(q *config.QueryFlux) string {
+	return q.ControlPlane.URL + "\n" + strings.Join(q.ControlPlane.PeerBootstrap.Address, "\n")
 }
 
 // stateParams is the YAML of the polling registry checks.

@@ -247,6 +247,9 @@ type Result struct {
 	Logs          []string      `json:"-"`
 	// Workload is the workload's numbers when the scenario has one.
 	Workload *WorkloadSummary `json:"workload,omitempty"`
+	// GrownStacks names the tasks that outgrew the 8 KB stack of their coroutine (see
+	// sim.Sim.GrownStacks), one per coroutine.
+	GrownStacks []string `json:"-"`
 	// Invalid: the scenario did not validate (a check or a node could not be set up), so
 	// nothing ran; its failures say nothing about the system.
 	Invalid bool `json:"invalid,omitempty"`
@@ -358,6 +361,7 @@ func Run(sc *Scenario, seed uint64, opts RunOpts) *Result {
 	}
 	res.TraceHash = s.TraceHash()
 	res.Events = s.Events()
+	res.GrownStacks = s.GrownStacks()
 	res.WallSeconds = time.Since(wall).Seconds()
 	if !res.Pass() {
 		res.Logs = s.Logs()

@@ -241,7 +241,7 @@ func revisionParts(w *World, snap *snapshot.WorkerSnapshotV1) (configParts, erro
 	}
 	local := fleetQueryFlux(w, config.RoleWorker)
 	local.ControlPlane.URL = "http://control-plane"
-	cfg, err := decoded.WorkerConfig(local)
+	cfg, err := decoded.WorkerConfig(&local)
 	if err == nil {
 		err = config.Compile(cfg)
 	}

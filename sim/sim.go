@@ -28,6 +28,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/queryflux/queryflux/internal/monotime"
@@ -101,8 +102,9 @@ type Sim struct {
 	timers   timerHeap
 	timerSeq uint64
 	current  *task
-	coros    []*coro // idle pooled coroutines
-	free     []*task // finished tasks, for newTask to reuse
+	coros    []*coro  // idle pooled coroutines
+	free     []*task  // finished tasks, for newTask to reuse
+	grown    []string // see GrownStacks
 
 	progress atomic.Uint64        // task switches, for the watchdog
 	running  atomic.Pointer[task] // the task last resumed, for the watchdog
@@ -372,6 +374,10 @@ type coro struct {
 	stop  func()
 	yield func(struct{}) bool
 	t     *task
+	// top is an address in the coroutine's first frame on the 8 KB stack growStack gave it;
+	// grown is set once a task outgrew that stack (the runtime moved it to a larger one).
+	top   uintptr
+	grown bool
 }
 
 func (s *Sim) newCoro() *coro {
@@ -379,8 +385,11 @@ func (s *Sim) newCoro() *coro {
 	body := func(yield func(struct{}) bool) {
 		c.yield = yield
 		growStack(0)
+		var mark byte
+		c.top = uintptr(unsafe.Pointer(&mark))
 		for {
 			s.runTask(c.t)
+			s.noteStack(c, uintptr(unsafe.Pointer(&mark)))
 			c.t.exited = true
 			if !yield(struct{}{}) {
 				return
@@ -406,6 +415,26 @@ func growStack(i int) byte {
 	var frame [5 << 10]byte
 	return frame[i]
 }
+
+// noteStack records c's task in GrownStacks if c's stack no longer holds here, an address in
+// the task's frames: a stack the runtime moved is a new block, so none of its addresses lies
+// within the 8 KB below the old top. (A collection shrinking a stack moves it too: GrownStacks
+// says which tasks grew stacks only in a run that collects nothing.)
+func (s *Sim) noteStack(c *coro, here uintptr) {
+	if !c.grown && c.top-here >= coroStackBytes {
+		c.grown = true
+		s.grown = append(s.grown, c.t.name)
+	}
+}
+
+// coroStackBytes is the stack a coroutine starts its tasks on (growStack).
+const coroStackBytes = 8 << 10
+
+// GrownStacks names, one per coroutine, the tasks whose frames outgrew the 8 KB stack the
+// coroutine started with, in the order seen: each growth is a copy of the whole stack, and the
+// larger stack stays for every task the coroutine runs after. Only meaningful in a run that
+// collects nothing (see noteStack).
+func (s *Sim) GrownStacks() []string { return s.grown }
 
 func (s *Sim) runTask(t *task) {
 	defer func() {
@@ -491,6 +520,8 @@ func (s *Sim) park(t *task) {
 		panic(fmt.Sprintf("sim: task %q parked while not running", t.name))
 	}
 	t.state = taskParked
+	var here byte
+	s.noteStack(t.co, uintptr(unsafe.Pointer(&here)))
 	if !t.co.yield(struct{}{}) || t.killed {
 		panic(errKilled)
 	}

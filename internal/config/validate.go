@@ -16,7 +16,7 @@ import (
 // It does not modify cfg.
 func Validate(cfg *Config) []FieldError {
 	v := &validator{cfg: cfg}
-	v.queryflux(cfg.QueryFlux)
+	v.queryflux(&cfg.QueryFlux)
 	v.clusters()
 	v.groups()
 	v.routers()
@@ -58,15 +58,15 @@ func (v *validator) positive(path string, n int64) {
 
 // ------------------------------------------------------------------------------------ queryflux
 
-func (v *validator) queryflux(q QueryFlux) {
+func (v *validator) queryflux(q *QueryFlux) {
 	const p = "queryflux"
 	v.oneOf(p+".role", string(q.Role), string(RoleStandalone), string(RoleControlPlane), string(RoleWorker))
 	// A worker's certificate may come with its first snapshot; anything else names it here.
 	certKnown := q.Role == RoleWorker || q.TLS.CertFile != "" || v.cfg.Settings.Security.TLS.CertFile != ""
-	v.frontend(p+".frontends.postgres", q.Frontends.Postgres, certKnown)
-	v.frontend(p+".frontends.mysql", q.Frontends.MySQL, certKnown)
-	v.frontend(p+".frontends.trino", q.Frontends.Trino, certKnown)
-	v.frontend(p+".frontends.flightsql", q.Frontends.FlightSQL, certKnown)
+	v.frontend(p+".frontends.postgres", &q.Frontends.Postgres, certKnown)
+	v.frontend(p+".frontends.mysql", &q.Frontends.MySQL, certKnown)
+	v.frontend(p+".frontends.trino", &q.Frontends.Trino, certKnown)
+	v.frontend(p+".frontends.flightsql", &q.Frontends.FlightSQL, certKnown)
 	if q.AdminAPI.Listen != "" {
 		v.hostPort(p+".adminApi.listen", q.AdminAPI.Listen)
 	}
@@ -143,7 +143,7 @@ func (v *validator) registry(path string, r Registry, heartbeatSecs int) {
 	}
 }
 
-func (v *validator) frontend(path string, f Frontend, certKnown bool) {
+func (v *validator) frontend(path string, f *Frontend, certKnown bool) {
 	if f.RequireTLS && !certKnown {
 		v.add(path+".requireTLS", "needs a certificate: queryflux.tls or settings.security.tls")
 	}
@@ -179,7 +179,7 @@ func (v *validator) hostPort(path, addr string) {
 	}
 }
 
-func (v *validator) controlPlane(path string, q QueryFlux) {
+func (v *validator) controlPlane(path string, q *QueryFlux) {
 	cp := q.ControlPlane
 	if q.Role == RoleWorker {
 		if cp.URL == "" {
@@ -217,7 +217,7 @@ func (v *validator) httpURL(path, raw string) {
 	}
 }
 
-func (v *validator) coordination(path string, q QueryFlux) {
+func (v *validator) coordination(path string, q *QueryFlux) {
 	c := q.Coordination
 	v.oneOf(path+".mode", c.Mode, CoordinationControlPlane, CoordinationLocal)
 	v.oneOf(path+".onUnavailable", c.OnUnavailable, OnUnavailableFailClosed, OnUnavailableLocalLimits)

@@ -37,6 +37,10 @@ type conn struct {
 	tls    *tls.ConnectionState
 	over   bool // beyond ConnectionsMax: every request is refused
 	linger bool // the client may still be sending what was not read: close with lingerClose
+	logged bool // a request on it logged in (LoggedIn)
+	// scratch is where an answer's status line and numbers are made: an array of the
+	// function's own escapes through bufio.Writer.Write, an allocation per answer.
+	scratch [64]byte
 
 	// The watch of a request's client (Options.Watch): a read in the background.
 	watchDone chan struct{} // closed when that read returned; nil when none runs
@@ -222,7 +226,7 @@ func check(req *http.Request) (int, string) {
 			}
 		}
 	}
-	if e := req.Header.Get("Expect"); e != "" && !(strings.EqualFold(e, "100-continue") && req.ProtoAtLeast(1, 1)) {
+	if e := Field(req.Header, "Expect"); e != "" && !(strings.EqualFold(e, "100-continue") && req.ProtoAtLeast(1, 1)) {
 		return http.StatusExpectationFailed, "unsupported Expect header"
 	}
 	return 0, ""
@@ -283,11 +287,19 @@ func (c *conn) serveRequest(req *http.Request) int {
 			w.onBodyEnd = func() { c.startWatch(cancel) }
 		}
 	}
-	if req.Body != http.NoBody {
-		w.reqBody = &body{ReadCloser: req.Body, c: c, w: w, expect: req.Header.Get("Expect") != "", length: req.ContentLength}
+	// A read deadline matters only to a read that may wait: a body not buffered whole yet, and
+	// a watch's read, which must have none. Elsewhere the idle deadline readRequest set stays
+	// while the handler runs (no read meets it; the next request sets its own): each setting
+	// is a change of the runtime's timers, that may wake an idle thread.
+	switch {
+	case req.Body != http.NoBody:
+		timed := w.watched || req.ContentLength < 0 || int64(c.br.Buffered()) < req.ContentLength
+		w.reqBody = &body{ReadCloser: req.Body, c: c, w: w, expect: Field(req.Header, "Expect") != "", length: req.ContentLength, timed: timed}
 		req.Body = w.reqBody
-		_ = c.rwc.SetReadDeadline(time.Now().Add(c.s.opts.Limits.MessageTimeout))
-	} else {
+		if timed {
+			_ = c.rwc.SetReadDeadline(time.Now().Add(c.s.opts.Limits.MessageTimeout))
+		}
+	case w.watched:
 		_ = c.rwc.SetReadDeadline(time.Time{})
 	}
 	ok := c.run(w, req.WithContext(ctx))
@@ -340,6 +352,20 @@ func Detach(w http.ResponseWriter, wait time.Duration) bool {
 	c.handover.Store(h) // what this goroutine wrote so far, the timer's goroutine sees
 	c.armHandover(h.due)
 	return true
+}
+
+// LoggedIn reports whether a request on w's connection logged in before, and marks the
+// connection so: a handler that does something once per logged-in connection (such as
+// netlimit.AuthenticatedAt) does it where LoggedIn reports false, not for every request. It
+// reports false for an answer of another server.
+func LoggedIn(w http.ResponseWriter) bool {
+	rw, ok := w.(*response)
+	if !ok {
+		return false
+	}
+	was := rw.c.logged
+	rw.c.logged = true
+	return was
 }
 
 // Await has late answer w, on another goroutine, if the handler has not called Settle within
@@ -511,6 +537,7 @@ type body struct {
 	expect           bool // Expect: 100-continue
 	continued, ended bool
 	failed           bool  // it ended otherwise than whole (a timeout, a cut connection)
+	timed            bool  // it has the message deadline, lifted at its end
 	length, read     int64 // its Content-Length (-1: chunked) and the bytes read so far
 }
 
@@ -547,8 +574,10 @@ func (b *body) Read(p []byte) (int, error) {
 	b.read += int64(n)
 	if err != nil {
 		b.ended, b.failed = true, !errors.Is(err, io.EOF)
-		if !b.failed {
+		if !b.failed && b.timed {
 			_ = b.c.rwc.SetReadDeadline(time.Time{})
+		}
+		if !b.failed {
 			if b.w.onBodyEnd != nil {
 				b.w.onBodyEnd()
 			}

@@ -44,7 +44,7 @@ func parseHead(br *bufio.Reader, sizeMax int) (*http.Request, bool) {
 		return nil, false
 	}
 	req := &http.Request{Method: method, URL: u, Proto: proto, ProtoMajor: 1, ProtoMinor: 1, Header: h,
-		Host: h.Get("Host"), RequestURI: target, Body: http.NoBody,
+		Host: Field(h, "Host"), RequestURI: target, Body: http.NoBody,
 		Close: httpguts.HeaderValuesContainsToken(h["Connection"], "close")}
 	delete(h, "Host") // as http.ReadRequest leaves it
 	if cl := h["Content-Length"]; cl != nil {
@@ -90,6 +90,17 @@ func parseFields(lines string) (http.Header, bool) {
 		h[name], values = values[:1:1], values[1:]
 	}
 	return h, true
+}
+
+// Field is h's first value of key, which must be canonical ("X-Trino-User"): h.Get(key)
+// without canonicalizing key again at every call, as net/http's server reads its own fields.
+// Every key of a request's header is canonical (parseFields and http.ReadRequest make them
+// so), and so is every key Header().Set gives an answer.
+func Field(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // contentLength parses a Content-Length value as net/http accepts it: digits only.

@@ -299,6 +299,37 @@ func TestTimeouts(t *testing.T) {
 			t.Fatal("the connection of a failed body stayed open")
 		}
 	})
+	t.Run("a body is bounded by the message timeout, not the idle one", func(t *testing.T) {
+		failed := make(chan error, 1)
+		limits := netlimit.Limits{HandshakeTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second, MessageTimeout: 100 * time.Millisecond}
+		addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, err := io.ReadAll(r.Body)
+			failed <- err
+		}), Options{Limits: limits})
+		nc := dial(t, addr)
+		start := time.Now()
+		_, _ = io.WriteString(nc, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nhalf")
+		if err := <-failed; !errors.Is(err, os.ErrDeadlineExceeded) || time.Since(start) > 2*time.Second {
+			t.Fatalf("the handler's read ended with %v after %s, want a deadline within about 100ms", err, time.Since(start))
+		}
+	})
+	t.Run("a watched request's whole body leaves its watch no deadline", func(t *testing.T) {
+		ended := make(chan error, 1)
+		addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.ReadAll(r.Body)
+			select {
+			case <-r.Context().Done(): // the watch's read failed: a deadline left on it
+				ended <- r.Context().Err()
+			case <-time.After(300 * time.Millisecond): // three times every timeout
+				ended <- nil
+			}
+		}), Options{Limits: short, Watch: func(*http.Request) bool { return true }})
+		nc := dial(t, addr)
+		_, _ = io.WriteString(nc, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+		if err := <-ended; err != nil {
+			t.Fatalf("the watched request ended with %v while its client waited", err)
+		}
+	})
 	t.Run("a client that does not read its answer is cut off", func(t *testing.T) {
 		failed := make(chan error, 1)
 		addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -459,6 +490,27 @@ func TestWatch(t *testing.T) {
 			t.Fatalf("the unwatched request ended with %v", err)
 		}
 	})
+}
+
+// LoggedIn reports a connection's earlier login: false at its first request, true after, false
+// again on a new connection, and false for another server's answer.
+func TestLoggedIn(t *testing.T) {
+	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, LoggedIn(w))
+	}), Options{})
+	for _, conn := range []string{"first", "second"} {
+		nc := dial(t, addr)
+		br := bufio.NewReader(nc)
+		for i, want := range []string{"false", "true", "true"} {
+			_, _ = io.WriteString(nc, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+			if _, body := read(t, br, ""); body != want {
+				t.Fatalf("%s connection, request %d: LoggedIn %s, want %s", conn, i, body, want)
+			}
+		}
+	}
+	if LoggedIn(httptest.NewRecorder()) {
+		t.Fatal("LoggedIn of another server's answer: true")
+	}
 }
 
 // A client sending Expect: 100-continue is told to go on when the handler reads the body; a

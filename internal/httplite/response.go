@@ -59,7 +59,7 @@ func (w *response) WriteHeader(status int) {
 		return
 	}
 	w.status = status
-	if cl := w.header.Get("Content-Length"); cl != "" {
+	if cl := Field(w.header, "Content-Length"); cl != "" {
 		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
 			w.length = n
 		} else {
@@ -179,16 +179,16 @@ func (w *response) trailerNames() []string {
 func (w *response) writeHead(final bool) {
 	w.sent = true
 	h := w.header
-	if w.req.Close || strings.EqualFold(h.Get("Connection"), "close") || w.c.s.closing.Load() || w.status == http.StatusUnauthorized {
+	if w.req.Close || strings.EqualFold(Field(h, "Connection"), "close") || w.c.s.closing.Load() || w.status == http.StatusUnauthorized {
 		// A client that failed to authenticate holds no connection past its answer (as
 		// netlimit.HTTP does for net/http).
 		w.close = true
 	}
-	var length string
+	length := false // a Content-Length of the body held whole
 	switch {
 	case w.noBody, w.length >= 0:
 	case final && len(h["Trailer"]) == 0:
-		length = strconv.Itoa(len(w.body))
+		length = true
 	case w.req.ProtoAtLeast(1, 1):
 		w.chunked = true
 	default:
@@ -200,8 +200,7 @@ func (w *response) writeHead(final bool) {
 	c := w.c
 	c.armWrite()
 	bw := c.bw
-	var line [64]byte
-	b := append(line[:0], "HTTP/1.1 "...)
+	b := append(c.scratch[:0], "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(w.status), 10)
 	b = append(append(append(b, ' '), http.StatusText(w.status)...), "\r\n"...)
 	_, _ = bw.Write(b)
@@ -215,8 +214,9 @@ func (w *response) writeHead(final bool) {
 	}
 	_, _ = bw.Write(date())
 	switch {
-	case length != "":
-		writeField(bw, "Content-Length", length)
+	case length:
+		_, _ = bw.WriteString("Content-Length: ")
+		_, _ = bw.Write(append(strconv.AppendInt(c.scratch[:0], int64(len(w.body)), 10), "\r\n"...))
 	case w.chunked:
 		_, _ = bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
@@ -240,8 +240,7 @@ func (w *response) writeBody(p []byte) {
 	}
 	bw := w.c.bw
 	if w.chunked {
-		var size [20]byte
-		_, _ = bw.Write(append(strconv.AppendInt(size[:0], int64(len(p)), 16), '\r', '\n'))
+		_, _ = bw.Write(append(strconv.AppendInt(w.c.scratch[:0], int64(len(p)), 16), '\r', '\n'))
 	}
 	_, err := bw.Write(p)
 	if w.chunked && err == nil {

@@ -180,7 +180,7 @@ func (n *Node) Apply(cfg *config.Config) error {
 	}
 	n.policy.Activate(pol)
 	n.core.Activate(rt)
-	if sec := cfg.Settings.Security; len(sec.Users) == 0 && !sec.TrustLoopback && anyFrontend(cfg.QueryFlux.Frontends) {
+	if sec := &cfg.Settings.Security; len(sec.Users) == 0 && !sec.TrustLoopback && anyFrontend(&cfg.QueryFlux.Frontends) {
 		n.log.Warn("settings.security has no users and trustLoopback is off: every frontend login is refused")
 	}
 	n.log.Info("query configuration active", "clusters", len(cfg.Clusters), "groups", len(cfg.ClusterGroups))
@@ -287,7 +287,7 @@ func (n *Node) newFlightSQL(gate query.Gate) (frontend, error) {
 		Forward: n.opts.Forward, Registerer: n.opts.Registerer})
 }
 
-func anyFrontend(f config.Frontends) bool {
+func anyFrontend(f *config.Frontends) bool {
 	return f.Postgres.Enabled || f.MySQL.Enabled || f.Trino.Enabled || f.FlightSQL.Enabled
 }
 

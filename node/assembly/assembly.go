@@ -105,9 +105,9 @@ func newQuery(o queryOptions) (*Query, error) {
 
 // start opens the enabled frontends and runs the clusters' health checks: in loop when there is
 // one (it runs when the caller runs it), else in a task of their own.
-func (q *Query) start(ctx context.Context, e env.Env, f config.Frontends, loop *env.Loop) error {
+func (q *Query) start(ctx context.Context, e env.Env, f *config.Frontends, loop *env.Loop) error {
 	//determinism:ok the daemon's frontends: real listeners
-	if err := q.Node.Listen(f); err != nil {
+	if err := q.Node.Listen(*f); err != nil {
 		return err
 	}
 	if loop != nil {
@@ -173,7 +173,7 @@ func (g observedGuard) RetryMax() time.Duration {
 	return 0
 }
 
-func anyFrontend(f config.Frontends) bool {
+func anyFrontend(f *config.Frontends) bool {
 	return f.Postgres.Enabled || f.MySQL.Enabled || f.Trino.Enabled || f.FlightSQL.Enabled
 }
 

@@ -270,7 +270,7 @@ func (c *ControlPlane) capacity() (proxy.Guard, error) {
 
 // applyInitial applies the configuration the node starts with, if it has clusters.
 func (c *ControlPlane) applyInitial() error {
-	if anyFrontend(c.cfg.QueryFlux.Frontends) {
+	if anyFrontend(&c.cfg.QueryFlux.Frontends) {
 		c.Readiness.add(ReadyCheck{Name: "config", Check: func(context.Context) error {
 			if !c.configured.Load() {
 				return errors.New("no configuration with clusters applied yet")
@@ -321,7 +321,7 @@ func (c *ControlPlane) applyStored() {
 	}
 	// With credentials stripped the stored snapshot carries none: the node logs in with its own
 	// queryflux.clusterCredentials, as a worker does, and refuses a cluster left without any.
-	cfg, err := snap.WorkerConfig(c.cfg.QueryFlux)
+	cfg, err := snap.WorkerConfig(&c.cfg.QueryFlux)
 	if err == nil {
 		err = config.Compile(cfg)
 	}
@@ -366,7 +366,7 @@ func (c *ControlPlane) Start(ctx context.Context) error {
 	if c.Leases != nil {
 		c.Leases.Start(ctx)
 	}
-	return c.Query.start(ctx, c.e, c.cfg.QueryFlux.Frontends, nil)
+	return c.Query.start(ctx, c.e, &c.cfg.QueryFlux.Frontends, nil)
 }
 
 // ReloadConfig re-reads the configuration (SIGHUP): the file (the reload logs its outcome), or

@@ -49,7 +49,7 @@ type WorkerDeps struct {
 	// DeriveConfig builds the configuration a snapshot means for this worker (nil:
 	// worker.DeriveConfig); see worker.ConfigSyncOptions.Derive. With one that shares its
 	// results, OnApply must not write to the configuration it sees.
-	DeriveConfig func(snap *snapshot.WorkerSnapshotV1, local config.QueryFlux) (*config.Config, error)
+	DeriveConfig func(snap *snapshot.WorkerSnapshotV1, local *config.QueryFlux) (*config.Config, error)
 	// CompilePlan compiles each configuration the worker applies (nil: proxy.Compile); see
 	// querynode.Options.Compile.
 	CompilePlan func(*config.Config) (*proxy.Plan, error)
@@ -76,7 +76,7 @@ func BuildWorker(e env.Env, cfg *config.Config, wCfg worker.Config, deps WorkerD
 	if deps.Metrics == nil || deps.Client == nil || deps.OpenEngine == nil {
 		return nil, errors.New("assembly: a worker needs Metrics, Client and OpenEngine")
 	}
-	q := cfg.QueryFlux
+	q := &cfg.QueryFlux // by pointer: a copy on the boot task's stack would cross its 8 KB (config_sync.go, Local)
 	wCfg.Metrics = deps.Metrics
 	wk := &Worker{e: e, cfg: cfg, deps: deps, W: worker.New(e, wCfg, deps.Client)}
 	wk.W.AddReadinessCheck("draining", func() error {
@@ -122,8 +122,8 @@ func BuildWorker(e env.Env, cfg *config.Config, wCfg worker.Config, deps WorkerD
 }
 
 func (wk *Worker) peers() *worker.PeerOptions {
-	q := wk.cfg.QueryFlux
-	pb := q.ControlPlane.PeerBootstrap
+	q := &wk.cfg.QueryFlux
+	pb := &q.ControlPlane.PeerBootstrap
 	if len(pb.Address) == 0 {
 		return nil
 	}
@@ -169,7 +169,7 @@ func (wk *Worker) Handler() http.Handler { return wk.W.OpsHandler() }
 // carries their endpoints.
 func (wk *Worker) Start(ctx context.Context) error {
 	duties := env.NewLoop(wk.e)
-	if err := wk.Query.start(ctx, wk.e, wk.cfg.QueryFlux.Frontends, duties); err != nil {
+	if err := wk.Query.start(ctx, wk.e, &wk.cfg.QueryFlux.Frontends, duties); err != nil {
 		return err
 	}
 	if wk.deps.Endpoints != nil {

@@ -40,7 +40,7 @@ routingFallback: g
 func TestConfigSyncFillsStrippedCredentialsFromLocal(t *testing.T) {
 	f := newCSFleet(t, time.Minute)
 	local := config.QueryFlux{ClusterCredentials: map[string]config.Credentials{"pg": {Password: "worker-pg-pw"}}}
-	cs := NewConfigSync(f.worker, ConfigSyncOptions{Local: local})
+	cs := NewConfigSync(f.worker, ConfigSyncOptions{Local: &local})
 	snap := strippedSnap(t)
 	if err := f.srv.Publish(snap); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestConfigSyncFillsStrippedCredentialsFromLocal(t *testing.T) {
 // heartbeat shows the revision seen but not active.
 func TestConfigSyncRefusesStrippedWithoutLocalCredentials(t *testing.T) {
 	f := newCSFleet(t, time.Minute)
-	cs := NewConfigSync(f.worker, ConfigSyncOptions{Local: config.QueryFlux{
+	cs := NewConfigSync(f.worker, ConfigSyncOptions{Local: &config.QueryFlux{
 		ClusterCredentials: map[string]config.Credentials{"other": {Password: "x"}},
 	}})
 	snap := strippedSnap(t)

@@ -35,8 +35,11 @@ const (
 
 // ConfigSyncOptions configure a ConfigSync.
 type ConfigSyncOptions struct {
-	// Local is the worker's node-local section, put into every config built from a snapshot.
-	Local config.QueryFlux
+	// Local is the worker's node-local section, put into every config built from a snapshot
+	// (only read; nil: an empty one). A pointer, as every section passed on: a configuration
+	// held by value on a coroutine's stack makes the frames of the config sync's install path
+	// too large for the 8 KB a simulated worker's coroutine starts with.
+	Local *config.QueryFlux
 	// Apply builds and swaps in the runtime for cfg (e.g. proxy.Build, then swap). An error
 	// rejects the revision: the previous configuration stays active. Nil means nothing to do.
 	Apply func(ctx context.Context, cfg *config.Config, snap *snapshot.WorkerSnapshotV1) error
@@ -58,13 +61,13 @@ type ConfigSyncOptions struct {
 	// Derive builds the compiled configuration snap means for a worker whose node-local section
 	// is local (nil: DeriveConfig). What it returns is only read from then on (Apply must not
 	// write to it), so a simulated fleet whose workers have equal inputs shares one copy.
-	Derive func(snap *snapshot.WorkerSnapshotV1, local config.QueryFlux) (*config.Config, error)
+	Derive func(snap *snapshot.WorkerSnapshotV1, local *config.QueryFlux) (*config.Config, error)
 }
 
 // DeriveConfig is the configuration snap means for a worker whose node-local section is local:
 // snap.WorkerConfig(local), compiled strictly. It is a pure function of its inputs (the result
 // is a fresh copy that shares nothing with snap or local).
-func DeriveConfig(snap *snapshot.WorkerSnapshotV1, local config.QueryFlux) (*config.Config, error) {
+func DeriveConfig(snap *snapshot.WorkerSnapshotV1, local *config.QueryFlux) (*config.Config, error) {
 	cfg, err := snap.WorkerConfig(local)
 	if err == nil {
 		err = config.Compile(cfg)
@@ -114,6 +117,9 @@ func NewConfigSync(w *Worker, opts ConfigSyncOptions) *ConfigSync {
 	}
 	if opts.BackoffMax < opts.BackoffMin {
 		opts.BackoffMax = max(ConfigBackoffMaxDefault, opts.BackoffMin)
+	}
+	if opts.Local == nil {
+		opts.Local = &config.QueryFlux{}
 	}
 	if opts.Decode == nil {
 		opts.Decode = snapshot.Decode

@@ -23,6 +23,9 @@
 // loopback exchanges and the JSON); driver runs the query through trino-go-client itself
 // (database/sql, one connection; requests_per_query and post_p50_us are then "-").
 //
+// -n N runs N queries (after the 20 that warm up) instead of running for -d: a fixed count,
+// for measures per query that load does not change (instructions, system calls).
+//
 // With -floor it is instead the floor to compare the Trino row with: a net/http server on
 // loopback answering every POST with a fixed document naming a nextUri and every GET with a fixed
 // last page of one row, no query behind them. It prints its port and serves until killed.
@@ -71,6 +74,7 @@ func main() {
 	pgURL := flag.String("pg", "", "PostgreSQL URL (instead of -trino)")
 	q := flag.String("query", "SELECT 1", "the query; its single value must be 1")
 	dur := flag.Duration("d", 3*time.Second, "duration")
+	count := flag.Int("n", 0, "run this many queries instead of for -d (load-independent counts per query)")
 	floor := flag.String("floor", "", "serve fixed Trino documents on this address instead of measuring")
 	floorRaw := flag.String("floor-raw", "", "as -floor, without net/http")
 	floorLite := flag.String("floor-lite", "", "as -floor, served by internal/httplite")
@@ -130,7 +134,11 @@ func main() {
 	}
 	cpu0 := cpuTime()
 	end := time.Now().Add(*dur)
-	for time.Now().Before(end) {
+	done := func() bool { return !time.Now().Before(end) }
+	if *count > 0 {
+		done = func() bool { return len(lats) == *count }
+	}
+	for !done() {
 		t0 := time.Now()
 		if err := run(); err != nil {
 			fail(err)

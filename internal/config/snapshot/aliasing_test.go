@@ -25,7 +25,7 @@ func TestWorkerConfigSharesNothingWithTheSnapshot(t *testing.T) {
 		}
 		local := config.QueryFlux{ClusterCredentials: map[string]config.Credentials{
 			"trino-1": {User: "u", Password: "p"}, "pg-1": {User: "u", Password: "p"}}}
-		cfg, err := s.WorkerConfig(local)
+		cfg, err := s.WorkerConfig(&local)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -99,7 +99,7 @@ func BenchmarkWorkerActivate500Clusters(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	local := s.Config(config.QueryFlux{}).QueryFlux // a defaulted node-local section
+	local := s.Config(&config.QueryFlux{}).QueryFlux // a defaulted node-local section
 	b.SetBytes(int64(len(wire)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -107,7 +107,7 @@ func BenchmarkWorkerActivate500Clusters(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cfg := got.Config(local)
+		cfg := got.Config(&local)
 		if err := config.Compile(cfg); err != nil {
 			b.Fatal(err)
 		}

@@ -27,7 +27,7 @@ func TestStrippedFilledFromLocalCredentials(t *testing.T) {
 		"trino-1::adhoc": {User: "local-analyst", Password: "local-adhoc"}, // a variant's own entry wins
 		"pg-1":           {User: "app", Password: "local-pg"},
 	}}
-	cfg, err := s.WorkerConfig(local)
+	cfg, err := s.WorkerConfig(&local)
 	if err != nil {
 		t.Fatalf("WorkerConfig: %v", err)
 	}
@@ -47,7 +47,7 @@ func TestStrippedFilledFromLocalCredentials(t *testing.T) {
 	}
 	// The variant without its own entry takes its base's.
 	delete(local.ClusterCredentials, "trino-1::adhoc")
-	cfg, err = s.WorkerConfig(local)
+	cfg, err = s.WorkerConfig(&local)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestStrippedWithoutLocalCredentialsIsRefused(t *testing.T) {
 	local := config.QueryFlux{ClusterCredentials: map[string]config.Credentials{
 		"pg-1": {Password: "local-pg"},
 	}}
-	_, err := s.WorkerConfig(local)
+	_, err := s.WorkerConfig(&local)
 	if err == nil {
 		t.Fatal("a stripped snapshot without trino-1's credentials was accepted")
 	}
@@ -79,7 +79,7 @@ func TestStrippedWithoutLocalCredentialsIsRefused(t *testing.T) {
 		t.Errorf("error %q names a cluster that is fine, or a credential", msg)
 	}
 	// With nothing local at all, every cluster that logs in is named; duckdb needs nothing.
-	_, err = s.WorkerConfig(config.QueryFlux{})
+	_, err = s.WorkerConfig(&config.QueryFlux{})
 	if err == nil || !strings.Contains(err.Error(), `"pg-1"`) || strings.Contains(err.Error(), "duck") {
 		t.Fatalf("err %v", err)
 	}
@@ -87,7 +87,7 @@ func TestStrippedWithoutLocalCredentialsIsRefused(t *testing.T) {
 
 func TestEmbeddedIgnoresLocalCredentials(t *testing.T) {
 	s := build(t, fullConfig(t), Embedded)
-	cfg, err := s.WorkerConfig(config.QueryFlux{ClusterCredentials: map[string]config.Credentials{
+	cfg, err := s.WorkerConfig(&config.QueryFlux{ClusterCredentials: map[string]config.Credentials{
 		"trino-1": {User: "other", Password: "local-trino"},
 	}})
 	if err != nil {
@@ -97,7 +97,7 @@ func TestEmbeddedIgnoresLocalCredentials(t *testing.T) {
 		t.Fatalf("embedded credentials replaced: user %q password %q", c.User, c.Password.Reveal())
 	}
 	// An embedded snapshot needs nothing local.
-	if _, err := s.WorkerConfig(config.QueryFlux{}); err != nil {
+	if _, err := s.WorkerConfig(&config.QueryFlux{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -78,7 +78,7 @@ func TestForLeavesOutWhatTheLabelsDoNotSelect(t *testing.T) {
 		t.Fatalf("withheld %v", withheld)
 	}
 	// Its configuration compiles, routers naming withheld groups included.
-	cfg, err := eu.WorkerConfig(config.QueryFlux{})
+	cfg, err := eu.WorkerConfig(&config.QueryFlux{})
 	if err == nil {
 		err = config.Compile(cfg)
 	}

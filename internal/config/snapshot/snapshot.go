@@ -172,7 +172,7 @@ func clusters(cfg *config.Config, mode CredentialsMode) []Cluster {
 // WorkerConfig is Config for a worker that will log in to the clusters: with a Stripped
 // snapshot it fails, naming them, if a cluster whose engine logs in (see NeedsCredentials) has no
 // entry in local.ClusterCredentials. The error names clusters only, never a credential.
-func (s *WorkerSnapshotV1) WorkerConfig(local config.QueryFlux) (*config.Config, error) {
+func (s *WorkerSnapshotV1) WorkerConfig(local *config.QueryFlux) (*config.Config, error) {
 	if s.Credentials == Stripped {
 		var missing []string
 		for _, c := range s.Clusters {
@@ -197,7 +197,7 @@ func NeedsCredentials(engine string) bool {
 
 // localCredentials is local's entry for cluster name: its own, else its base cluster's for a
 // variant ("base::variant").
-func localCredentials(local config.QueryFlux, name string) (config.Credentials, bool) {
+func localCredentials(local *config.QueryFlux, name string) (config.Credentials, bool) {
 	if c, ok := local.ClusterCredentials[name]; ok {
 		return c, true
 	}
@@ -212,9 +212,9 @@ func localCredentials(local config.QueryFlux, name string) (config.Credentials, 
 // node-local section. Clusters come out expanded ("base::variant" names, no variants). A
 // Stripped snapshot's clusters take their credentials from local.ClusterCredentials where it
 // has an entry (see config.QueryFlux.ClusterCredentials); the rest keep empty ones.
-func (s *WorkerSnapshotV1) Config(local config.QueryFlux) *config.Config {
+func (s *WorkerSnapshotV1) Config(local *config.QueryFlux) *config.Config {
 	cfg := &config.Config{
-		QueryFlux:       local,
+		QueryFlux:       *local,
 		RoutingFallback: s.RoutingFallback,
 		Translation: config.Translation{
 			Mode:               s.Translation.Mode,

@@ -176,7 +176,7 @@ func TestBuildRejectsInvalidConfig(t *testing.T) {
 func TestSnapshotToConfigCompilesAndRebuildsSameRevision(t *testing.T) {
 	s := build(t, fullConfig(t), Embedded)
 	local := config.QueryFlux{Role: config.RoleWorker, ControlPlane: config.ControlPlane{URL: "http://cp:9000", Secret: "s"}}
-	cfg := s.Config(local)
+	cfg := s.Config(&local)
 	if err := config.Compile(cfg); err != nil {
 		t.Fatalf("worker config does not compile:\n%v", err)
 	}

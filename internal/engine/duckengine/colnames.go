@@ -436,15 +436,6 @@ func pgFigure(n *astNode) (string, int) {
 	return "", 0
 }
 
-// pgFunctionName undoes DuckDB's renames of functions PostgreSQL names by what was written.
-func pgFunctionName(duck string) string {
-	switch duck {
-	case "count_star":
-		return "count"
-	}
-	return duck
-}
-
 // pgTypeNames are PostgreSQL's names of the types DuckDB's casts carry: what PostgreSQL names
 // a column that is only a cast of a constant (`true` is 't'::bool, `date '2020-01-01'`).
 // DuckDB keeps VARCHAR for both varchar and text; text is the common spelling.

@@ -159,7 +159,7 @@ func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bo
 	}
 	// \l lists the databases a client can use: not DuckDB's own, nor the compatibility one.
 	hidden := "'memory', '" + compatCatalog + "'"
-	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL()) {
+	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgFunctionSQL) {
 		s = strings.NewReplacer("{c}", quoteIdent(compatCatalog), "{hidden}", hidden).Replace(s)
 		if err := exec(s); err != nil {
 			return fmt.Errorf("catalog compatibility: %w", err)
@@ -315,7 +315,7 @@ func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db str
 		}
 		name := paramTypeName(t)
 		if t == duckdb.TYPE_LIST || t == duckdb.TYPE_ARRAY {
-			name = listParamType(ctx, conn, q.SQL, i+1)
+			name = listParamType(ctx, conn, p.sqlText, i+1)
 		}
 		d.Params = append(d.Params, fieldFor(fmt.Sprintf("$%d", i+1), name))
 	}
@@ -409,7 +409,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return rows, err
 	}
-	q, up := mysqlUpsert(client, q)
+	q, up := mysqlUpsert(ctx, conn, client, q)
 	q, ai := mysqlInsert(ctx, conn, client, q)
 	if err := setLastInsertID(ctx, conn, client); err != nil {
 		release(conn, true)

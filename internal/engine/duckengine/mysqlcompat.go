@@ -24,6 +24,7 @@ import (
 //   - INSERT ... ON DUPLICATE KEY UPDATE a = VALUES(a), as ON CONFLICT DO UPDATE SET a =
 //     excluded.a; REPLACE [INTO], as INSERT OR REPLACE INTO (their affected rows are made
 //     MySQL's in upsert.go).
+//   - GROUP_CONCAT's SEPARATOR, DATE_FORMAT, DATEDIFF, CAST AS SIGNED, LIKE (mysqlfunctions.go).
 //
 // Before, 'O\'Brien' (what PyMySQL and mysqlclient send for the parameter O'Brien) failed as a
 // syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
@@ -49,8 +50,15 @@ func mysqlCompat(sqlText string) string {
 	// upsert: past an INSERT's ON DUPLICATE KEY UPDATE, where VALUES(col) is the value the row
 	// would have had (DuckDB's excluded.col).
 	replace, upsert := sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace"), false
+	edits := mysqlFunctionEdits(toks)
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
+		if e, ok := edits[i]; ok {
+			b.WriteString(e.text)
+			i = e.to
+			changed = true
+			continue
+		}
 		// A string that is not UTF-8 is bytes (PyMySQL and mysqlclient write a bytes parameter
 		// as a plain '...' string of them, which MySQL stores into a BLOB as they are): DuckDB
 		// refuses such a string, and takes it as a BLOB.
@@ -223,7 +231,14 @@ func nextSignificant(toks []sqltok.Token, i int) int {
 func mayNeedMySQLCompat(sqlText string) bool {
 	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText) ||
 		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema") || !utf8.ValidString(sqlText) ||
-		containsFold(sqlText, "duplicate") || sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace") || holdsWordAt(sqlText)
+		containsFold(sqlText, "duplicate") || sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace") || holdsWordAt(sqlText) ||
+		mayCallMySQLFunction(sqlText)
+}
+
+// mayCallMySQLFunction reports cheaply whether sqlText may hold what mysqlFunctionEdits writes.
+func mayCallMySQLFunction(sqlText string) bool {
+	return containsFold(sqlText, "like") || containsFold(sqlText, "separator") || containsFold(sqlText, "date_format") ||
+		containsFold(sqlText, "datediff") || containsFold(sqlText, "signed") || containsFold(sqlText, "avg") || containsFold(sqlText, "convert")
 }
 
 // atIdent reports whether toks[i] is the word AT used as a name (a column called "at"): DuckDB

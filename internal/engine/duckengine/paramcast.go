@@ -114,6 +114,9 @@ var declaredTypes = map[uint32]string{
 	1184: "TIMESTAMPTZ", 1186: "INTERVAL", 2950: "UUID",
 }
 
+// numericOID is PostgreSQL's numeric.
+const numericOID = 1700
+
 // typeUntypedParams is sqlText with each parameter DuckDB left untyped (params, as prepared)
 // cast as PostgreSQL types it, for a PostgreSQL client's q; ok is false when nothing changes.
 // A parameter a cast in the statement types ($1::int[], castType) is left to that cast, so
@@ -131,8 +134,17 @@ func typeUntypedParams(conn *sql.Conn, q *query.Request, sqlText string, params 
 		if i < len(q.ArgOIDs) {
 			typ, declared = declaredTypes[q.ArgOIDs[i]]
 		}
+		operand := ""
+		if !declared {
+			operand = operandType(conn, sqlText, i+1)
+		}
 		switch {
 		case declared:
+		case operand != "":
+			typ = operand // x = ANY($n), qty + $n: x's type
+			if i < len(q.ArgOIDs) && q.ArgOIDs[i] == numericOID && !strings.HasSuffix(operand, "]") {
+				typ = "DOUBLE" // a numeric's fraction kept (psycopg 3's Decimal times an integer column)
+			}
 		case describing && castType(conn, sqlText, i+1) != duckdb.TYPE_INVALID:
 			continue
 		case !describing && len(castCandidates(sqlText, i+1)) > 0:
@@ -154,4 +166,112 @@ func typeUntypedParams(conn *sql.Conn, q *query.Request, sqlText string, params 
 		}
 	}
 	return b.String(), true
+}
+
+// Where a parameter is an operand, PostgreSQL types it by the other operand, and DuckDB leaves
+// it untyped:
+//   - the whole operand of ANY or ALL (x = ANY($1), as node-postgres, pgx and psycopg 3 send
+//     an array): PostgreSQL's is an array of x's type;
+//   - an operand of arithmetic (qty + $1, as an UPDATE's SET writes it): PostgreSQL's is the
+//     other operand's type.
+// operandType asks DuckDB the type of x: the type it infers for $n compared with x instead
+// (x = $n), and the parameter is cast to that type (a list of it for ANY). An array's text then
+// reads as PostgreSQL's (pgarray.go), and the parameter is described with the type.
+
+// arithmetic are the operators whose unknown operand PostgreSQL types as the other one.
+var arithmetic = map[string]bool{"+": true, "-": true, "*": true, "/": true, "%": true}
+
+// operandType is the type parameter n takes as an operand of ANY or arithmetic in sqlText; ""
+// when it is neither, or when DuckDB cannot tell (or, for arithmetic, tells no number).
+func operandType(conn *sql.Conn, sqlText string, n int) string {
+	toks := sqltok.Tokenize(sqlText, sqltok.Postgres)
+	param := "$" + strconv.Itoa(n)
+	for i, t := range toks {
+		if t.Kind != sqltok.Param || t.Text != param {
+			continue
+		}
+		before, after := prevSignificant(toks, i), nextSignificant(toks, i+1)
+		if after == len(toks) {
+			after = -1
+		}
+		switch {
+		case before >= 0 && after >= 0 && toks[before].Text == "(" && toks[after].Text == ")" &&
+			prevSignificant(toks, before) >= 0 && toks[prevSignificant(toks, before)].IsWord("any", "some", "all"):
+			if elem := elementTypeName(comparedType(conn, toks, prevSignificant(toks, before), after, n)); elem != "" {
+				return elem + "[]"
+			}
+		case before >= 0 && arithmetic[toks[before].Text] || after >= 0 && arithmetic[toks[after].Text]:
+			for _, op := range []int{before, after} {
+				if op >= 0 && arithmetic[toks[op].Text] {
+					if typ := numberTypeName(comparedType(conn, toks, op, op, n)); typ != "" {
+						return typ
+					}
+				}
+			}
+			// Between two untyped parameters ($1 * $2, qty * $1 + $2): a number DuckDB can
+			// compute with any other.
+			return "DOUBLE"
+		}
+		return ""
+	}
+	return ""
+}
+
+// comparedType prepares toks with toks[from:to+1] written as "= $n" (the operator, or
+// "ANY($n)") and returns the type DuckDB infers for parameter n there.
+func comparedType(conn *sql.Conn, toks []sqltok.Token, from, to, n int) duckdb.Type {
+	var b strings.Builder
+	for _, t := range toks[:from] {
+		b.WriteString(t.Text)
+	}
+	if toks[from].IsWord("any", "some", "all") {
+		b.WriteString(" $" + strconv.Itoa(n) + " ")
+	} else {
+		b.WriteString(" = ")
+	}
+	for _, t := range toks[to+1:] {
+		b.WriteString(t.Text)
+	}
+	p, err := prepare(conn, b.String())
+	if err != nil || n > len(p.params) {
+		return duckdb.TYPE_INVALID
+	}
+	return p.params[n-1]
+}
+
+// prevSignificant is the index of the last token before toks[i] that is neither blank nor a
+// comment (-1 when there is none).
+func prevSignificant(toks []sqltok.Token, i int) int {
+	for i--; i >= 0 && !toks[i].Significant(); i-- {
+	}
+	return i
+}
+
+// numberTypeName names DuckDB number type t; "" for any other type.
+func numberTypeName(t duckdb.Type) string {
+	switch t {
+	case duckdb.TYPE_TINYINT, duckdb.TYPE_SMALLINT, duckdb.TYPE_INTEGER, duckdb.TYPE_BIGINT, duckdb.TYPE_FLOAT,
+		duckdb.TYPE_DOUBLE, duckdb.TYPE_HUGEINT, duckdb.TYPE_DECIMAL:
+		return elementTypeName(t)
+	}
+	return ""
+}
+
+// elementTypeName names a value of DuckDB type t; "" for a type with no name here.
+func elementTypeName(t duckdb.Type) string {
+	switch t {
+	case duckdb.TYPE_INVALID:
+		return ""
+	case duckdb.TYPE_UUID:
+		return "UUID"
+	case duckdb.TYPE_HUGEINT:
+		return "HUGEINT"
+	case duckdb.TYPE_DECIMAL:
+		return "DOUBLE" // its width is not told; a double computes and compares with any decimal
+	case duckdb.TYPE_TIME:
+		return "TIME"
+	case duckdb.TYPE_INTERVAL:
+		return "INTERVAL"
+	}
+	return paramTypeName(t)
 }

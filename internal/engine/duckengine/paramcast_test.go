@@ -24,8 +24,12 @@ func TestCastParametersDescribedByTheirCast(t *testing.T) {
 		"select x from range(4) g(x) where x::varchar = $1::varchar(3)":                        {25},
 		"select x from range(4) g(x) where x::varchar = $1":                                    {25},
 		"select x from range(4) g(x) where x = $1::int and x = $1::int":                        {23},
+		"select x from range(4) g(x) where x = any($1)":                                        {1016},
+		"select x from range(4) g(x) where x::int <> ALL ( $1 )":                               {1007},
+		"select x * $1, x / ($2 * $3) from range(4) g(x)":                                      {20, 701, 701},
+		"select $1 + x::int2 from range(4) g(x)":                                               {21},
 	} {
-		d, err := e.(engine.Describer).Describe(context.Background(), &query.Request{SQL: sqlText})
+		d, err := e.(engine.Describer).Describe(context.Background(), &query.Request{SQL: sqlText, Protocol: query.ProtocolPostgres})
 		if err != nil {
 			t.Errorf("%s: %v", sqlText, err)
 			continue

@@ -62,7 +62,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if own, handled, err := ownStatement(client); handled {
 		return s.runOwn(ctx, client, own, err)
 	}
-	q, up := mysqlUpsert(client, q)
+	q, up := mysqlUpsert(ctx, s.conn, client, q)
 	q, ai := mysqlInsert(ctx, s.conn, client, q)
 	if err := setLastInsertID(ctx, s.conn, client); err != nil {
 		s.fail()

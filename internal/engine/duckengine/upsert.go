@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,8 +35,18 @@ type upsert struct {
 }
 
 // mysqlUpsert is q (a MySQL client's, as compatRequest wrote it) as it runs when it is an
-// upsert or a REPLACE (u non-nil).
-func mysqlUpsert(client, q *query.Request) (*query.Request, *upsert) {
+// upsert or a REPLACE (u non-nil), its conflict target named (conflictTarget).
+func mysqlUpsert(ctx context.Context, conn *sql.Conn, client, q *query.Request) (*query.Request, *upsert) {
+	q, u := mysqlUpsertCount(client, q)
+	if u == nil {
+		return q, nil
+	}
+	return conflictTarget(ctx, conn, client, q, u), u
+}
+
+// mysqlUpsertCount is q as it runs when it is an upsert or a REPLACE (u non-nil), counted as
+// MySQL counts it.
+func mysqlUpsertCount(client, q *query.Request) (*query.Request, *upsert) {
 	if !isMySQL(client) || !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "insert", "replace") {
 		return q, nil
 	}
@@ -192,4 +203,130 @@ func (u *upsert) rows(ctx context.Context, conn *sql.Conn) (int64, error) {
 		return 0, wrapErr(err)
 	}
 	return n, nil
+}
+
+// A table with more than one key (an AUTO_INCREMENT primary key and a UNIQUE name) needs the
+// key an upsert conflicts on named in DuckDB ("Conflict target has to be provided"), where
+// MySQL updates or replaces the row whichever key the new one collides with. conflictTarget
+// names the key whose columns the statement gives, the primary key first: the key a row the
+// application writes again collides with. A REPLACE becomes an upsert on that key (DuckDB's
+// INSERT OR REPLACE takes no target) that sets the columns to the new row's.
+// With no such key, or one key only, the statement stays as it was.
+func conflictTarget(ctx context.Context, conn *sql.Conn, client, q *query.Request, u *upsert) *query.Request {
+	toks := sqltok.SignificantTokens(client.SQL, sqltok.MySQL)
+	db, table, _ := insertTarget(toks)
+	given := insertColumns(toks)
+	if given == nil {
+		given = tableColumns(ctx, conn, db, table)
+	}
+	key, keyed := givenKey(ctx, conn, db, table, given)
+	if key == nil {
+		return q
+	}
+	quoted := make([]string, len(key))
+	for i, k := range key {
+		quoted[i] = quoteIdent(k)
+	}
+	target := "ON CONFLICT (" + strings.Join(quoted, ", ") + ")"
+	c := *q
+	if !u.replace {
+		c.SQL = strings.Replace(q.SQL, "ON CONFLICT DO UPDATE SET", target+" DO UPDATE SET", 1)
+		return &c
+	}
+	// The row takes the new one's values, defaults for the columns not given, as MySQL's
+	// REPLACE deletes it and inserts the new one; but for the target's columns (the same) and
+	// the primary key's, which keeps the row's id where MySQL's new row may take a new one.
+	var sets []string
+	for _, col := range tableColumns(ctx, conn, db, table) {
+		if !slices.ContainsFunc(keyed, func(k string) bool { return strings.EqualFold(k, col) }) {
+			sets = append(sets, quoteIdent(col)+" = excluded."+quoteIdent(col))
+		}
+	}
+	action := " DO NOTHING"
+	if len(sets) > 0 {
+		action = " DO UPDATE SET " + strings.Join(sets, ", ")
+	}
+	c.SQL = strings.Replace(strings.TrimRight(strings.TrimSpace(q.SQL), ";"), "INSERT OR REPLACE INTO", "INSERT INTO", 1) + " " + target + action
+	return &c
+}
+
+// insertColumns are the columns an INSERT's (or REPLACE's) column list names, as written
+// (unquoted); nil when it has none.
+func insertColumns(toks []sqltok.Token) []string {
+	i := afterInsertModifiers(toks) + 1 // after the table
+	if i+1 < len(toks) && toks[i].Text == "." {
+		i += 2
+	}
+	if i >= len(toks) || toks[i].Text != "(" {
+		return nil
+	}
+	var cols []string
+	for i++; i < len(toks) && toks[i].Text != ")"; i++ {
+		if toks[i].Text != "," {
+			cols = append(cols, identText(toks[i]))
+		}
+	}
+	return cols
+}
+
+// tableColumns are the columns of table db.table (db "": the current database's).
+func tableColumns(ctx context.Context, conn *sql.Conn, db, table string) []string {
+	return queryNames(ctx, conn, "SELECT column_name FROM duckdb_columns() WHERE "+inSchema("database_name", "schema_name", db)+
+		" AND lower(table_name) = lower(?) ORDER BY column_index", table)
+}
+
+// givenKey is the first key of table db.table, its primary key first, whose columns are all
+// among given, and keyed, its columns and the primary key's (or first key's); nil when the
+// table has fewer than two keys or none of them is given.
+func givenKey(ctx context.Context, conn *sql.Conn, db, table string, given []string) (key, keyed []string) {
+	rows, err := conn.QueryContext(ctx, "SELECT constraint_column_names FROM duckdb_constraints() WHERE "+
+		inSchema("database_name", "schema_name", db)+" AND lower(table_name) = lower(?) AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') "+
+		"ORDER BY constraint_type <> 'PRIMARY KEY', constraint_index", table)
+	if err != nil {
+		return nil, nil
+	}
+	defer rows.Close()
+	var keys [][]string
+	for rows.Next() {
+		var cols []any
+		if rows.Scan(&cols) != nil {
+			return nil, nil
+		}
+		k := make([]string, len(cols))
+		for i, c := range cols {
+			k[i], _ = c.(string)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) < 2 {
+		return nil, nil
+	}
+	isGiven := func(c string) bool {
+		return slices.ContainsFunc(given, func(g string) bool { return strings.EqualFold(g, c) })
+	}
+	for _, k := range keys {
+		if !slices.ContainsFunc(k, func(c string) bool { return !isGiven(c) }) {
+			return k, slices.Concat(k, keys[0])
+		}
+	}
+	return nil, nil
+}
+
+// queryNames runs a query of one text column with one argument and returns its values; nil
+// on an error.
+func queryNames(ctx context.Context, conn *sql.Conn, sqlText string, arg string) []string {
+	rows, err := conn.QueryContext(ctx, sqlText, arg)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if rows.Scan(&n) != nil {
+			return nil
+		}
+		names = append(names, n)
+	}
+	return names
 }

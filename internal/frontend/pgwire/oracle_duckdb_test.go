@@ -111,6 +111,18 @@ var oracleCorpus = []oracleCase{
 	{pg: "ARRAY['a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11']::uuid[]", duck: "['a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11']::uuid[]"},
 	{pg: "ARRAY[1.50, NULL]::numeric(10,2)[]", duck: "[1.50, NULL]::numeric(10,2)[]"},
 	{pg: "ARRAY[ARRAY[1, 2], ARRAY[3, 4]]::int4[]", duck: "[[1, 2], [3, 4]]::int4[][]"},
+	// aggregates and functions typed as PostgreSQL types them: a sum of smallint or integer
+	// is a bigint, of bigint a numeric
+	{pg: "sum(x) FROM (VALUES (1), (2), (NULL)) t(x)"}, {pg: "sum(x::int2) FROM (VALUES (1), (2)) t(x)"},
+	{pg: "sum(x::int8) FROM (VALUES (1), (2)) t(x)"}, {pg: "sum(x) FROM (VALUES (1)) t(x) WHERE false"},
+	{pg: "coalesce(sum(x), 0) FROM (VALUES (2147483647), (2147483647)) t(x)"},
+	{pg: "sum(x::numeric(8,2)) FROM (VALUES (1.5), (2.25)) t(x)"}, {pg: "sum(x::float8) FROM (VALUES (1.5), (2.25)) t(x)"},
+	{pg: "count(*) FROM (VALUES (1)) t(x)"}, {pg: "sum(x) FILTER (WHERE x > 1) FROM (VALUES (1), (2)) t(x)"},
+	{pg: "sum(DISTINCT x) FILTER (WHERE x < 3) FROM (VALUES (1), (1), (2), (3)) t(x)"},
+	{pg: "jsonb_typeof('[1]'::jsonb)", duck: "jsonb_typeof('[1]'::json)"}, {pg: "initcap('hello wORLD-é9x')"},
+	{pg: "encode('\\x00ff10'::bytea, 'hex')"}, {pg: "encode('hello'::bytea, 'base64')"}, {pg: "decode('00ff', 'hex')"},
+	{pg: "length('héllo')"}, {pg: "octet_length('héllo')"}, {pg: "strpos('hello', 'l')"},
+	{pg: "array_length(ARRAY[1, 2], 1)", duck: "array_length([1, 2], 1)"}, {pg: "date_part('day', date '2024-05-06')"},
 }
 
 func TestDuckDBAnswersAsPostgreSQL(t *testing.T) {

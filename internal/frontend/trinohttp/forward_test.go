@@ -68,3 +68,28 @@ func TestQueryIDForm(t *testing.T) {
 		}
 	}
 }
+
+// Slugs, which only a query's client knows, are random: unique over more statements than
+// one read of random bytes serves (randomBytes refills every 409 statements), and never the
+// zeros a byte handed out before leaves behind.
+func TestSlugsAreUniqueAcrossRandomRefills(t *testing.T) {
+	s := &Server{}
+	seen := map[string]bool{}
+	for i := range 2000 {
+		id, slug := s.newID()
+		if seen[slug] || strings.Trim(slug, "y0") == "" || strings.HasSuffix(id, "_000000") {
+			t.Fatalf("statement %d: id %q, slug %q (seen before: %v)", i, id, slug, seen[slug])
+		}
+		seen[slug] = true
+	}
+}
+
+// The worker-forwarding fields are read by their canonical names (client): forward's names
+// must be canonical, or a forwarded request would pass for a direct one.
+func TestForwardHeaderNamesAreCanonical(t *testing.T) {
+	for _, name := range []string{forward.HeaderHop, forward.HeaderSecret, forward.HeaderClientAddr, forward.HeaderClientTLS} {
+		if canonical := http.CanonicalHeaderKey(name); canonical != name {
+			t.Errorf("forward's header %q is read as %q", name, canonical)
+		}
+	}
+}

@@ -203,7 +203,11 @@ func (q *runningQuery) push(ctx context.Context, rows [][]any, max int) error {
 			return context.Canceled
 		}
 		if len(q.pending) < max {
-			q.pending = append(q.pending, rows...)
+			if len(q.pending) == 0 {
+				q.pending = rows // the caller's own: no copy (a short result's only batch)
+			} else {
+				q.pending = append(q.pending, rows...)
+			}
 			q.processed += int64(len(rows))
 			q.notifyLocked()
 			q.mu.Unlock()
@@ -371,7 +375,7 @@ func queryNotFound(w http.ResponseWriter) {
 // trino-go-client and the npm trino-client send to cancel): its user, or an authenticated
 // caller running as that user, stops it at once.
 func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
-	user, status, err := s.authenticate(r)
+	user, status, err := s.authenticate(w, r)
 	if err != nil {
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Basic realm="QueryFlux"`)
@@ -434,7 +438,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery
 	for k, v := range q.header {
 		w.Header()[k] = v
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonType
 	w.Write(body)
 }
 
@@ -572,6 +576,10 @@ type hostBase struct {
 	tls  bool
 	url  string
 }
+
+// jsonType is the Content-Type of every JSON answer, one slice for all of them: header
+// writers only read it.
+var jsonType = []string{"application/json"}
 
 func marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer

@@ -165,6 +165,8 @@ type Server struct {
 	mu      sync.Mutex
 	queries map[string]*runningQuery
 	seq     atomic.Uint64
+	random  randomBytes                // the ids' and slugs' random parts
+	idTime  atomic.Pointer[idTimeText] // the ids' date and time of the current second
 
 	refusals *prometheus.CounterVec   // statements refused at QueriesMax
 	shapes   shapes                   // the pages' columns and converters, by result schema
@@ -340,7 +342,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, query.ErrNotConfigured.Message, http.StatusServiceUnavailable)
 		return
 	}
-	user, status, err := s.authenticate(r)
+	user, status, err := s.authenticate(w, r)
 	if err != nil {
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Basic realm="QueryFlux"`)
@@ -393,7 +395,7 @@ func (s *Server) readsPOSTRows(r *http.Request) bool {
 	if s.opts.PostWait < 0 {
 		return false
 	}
-	agent := r.Header.Get("User-Agent")
+	agent := httplite.Field(r.Header, "User-Agent")
 	for _, prefix := range s.opts.PostAnswerClients {
 		if strings.HasPrefix(agent, prefix) {
 			return true
@@ -429,9 +431,11 @@ func (s *Server) runThenAnswer(w http.ResponseWriter, r *http.Request, q *runnin
 }
 
 // authenticate returns the user a request runs as, or an HTTP status and error.
-func (s *Server) authenticate(r *http.Request) (string, int, error) {
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, int, error) {
 	user, status, err := s.login(r)
-	if err == nil { // its connection no longer counts in its source's share before login
+	// Its connection no longer counts in its source's share before login, from its first
+	// request that logged in (the addresses' text is made only for that one).
+	if err == nil && !httplite.LoggedIn(w) {
 		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
 			netlimit.AuthenticatedAt(local.String(), r.RemoteAddr)
 		}
@@ -444,8 +448,13 @@ func (s *Server) login(r *http.Request) (string, int, error) {
 	if err != nil {
 		return "", http.StatusForbidden, err
 	}
-	headerUser := r.Header.Get("X-Trino-User")
-	basicUser, password, hasBasic := r.BasicAuth()
+	headerUser := httplite.Field(r.Header, "X-Trino-User")
+	authorization := httplite.Field(r.Header, "Authorization")
+	var basicUser, password string
+	var hasBasic bool
+	if authorization != "" {
+		basicUser, password, hasBasic = r.BasicAuth()
+	}
 	user := headerUser
 	if hasBasic && basicUser != "" {
 		user = basicUser
@@ -472,7 +481,7 @@ func (s *Server) login(r *http.Request) (string, int, error) {
 	c := Credentials{User: user, ClientAddr: client.addr}
 	if hasBasic {
 		c.Password = password
-	} else if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+	} else if tok, ok := strings.CutPrefix(authorization, "Bearer "); ok {
 		c.Token = strings.TrimSpace(tok)
 	} else {
 		return "", http.StatusUnauthorized, errors.New("authentication required")
@@ -551,8 +560,8 @@ func buildRequest(r *http.Request, user, sql string) *query.Request {
 		SQL:        sql,
 		User:       user,
 		Protocol:   query.ProtocolTrino,
-		Database:   r.Header.Get("X-Trino-Catalog"),
-		Schema:     r.Header.Get("X-Trino-Schema"),
+		Database:   httplite.Field(r.Header, "X-Trino-Catalog"),
+		Schema:     httplite.Field(r.Header, "X-Trino-Schema"),
 		Headers:    map[string]string{},
 		ClientAddr: r.RemoteAddr,
 	}
@@ -561,13 +570,13 @@ func buildRequest(r *http.Request, user, sql string) *query.Request {
 			req.Headers[name] = strings.Join(values, ",")
 		}
 	}
-	for tag := range strings.SplitSeq(r.Header.Get("X-Trino-Client-Tags"), ",") {
+	for tag := range strings.SplitSeq(httplite.Field(r.Header, "X-Trino-Client-Tags"), ",") {
 		if tag = strings.TrimSpace(tag); tag != "" {
 			req.Tags = append(req.Tags, tag)
 		}
 	}
 	var prepared map[string]string // made only for a client that sends some
-	if names := r.Header.Values("X-Trino-Prepared-Statement"); len(names) > 0 {
+	if names := r.Header["X-Trino-Prepared-Statement"]; len(names) > 0 {
 		prepared = preparedStatements(names)
 	}
 	sql, args, ok := parseExecuteImmediate(sql, prepared)
@@ -587,7 +596,7 @@ type client struct {
 // client reads r's forwarding headers; a request claiming to be forwarded without the shared
 // worker secret is an error.
 func (s *Server) client(r *http.Request) (client, error) {
-	hop, err := s.opts.Forward.Inbound(r.Header.Get)
+	hop, err := s.opts.Forward.Inbound(func(name string) string { return httplite.Field(r.Header, name) }) // forward's names are canonical
 	switch {
 	case err != nil:
 		return client{}, err
@@ -601,10 +610,8 @@ func (s *Server) client(r *http.Request) (client, error) {
 // (forward.OwnerID), which tells any worker of the fleet where the query runs.
 func (s *Server) newID() (id, slug string) {
 	var b [10]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("trinohttp: crypto/rand: " + err.Error())
-	}
-	buf := time.Now().UTC().AppendFormat(make([]byte, 0, 64), "20060102_150405_")
+	s.random.read(b[:])
+	buf := append(make([]byte, 0, 64), s.idTimeNow()...)
 	buf = strconv.AppendUint(buf, 100000+s.seq.Add(1)%100000, 10)
 	buf = append(buf[:len(buf)-6], buf[len(buf)-5:]...) // the sequence in five digits, zero-padded
 	buf = hex.AppendEncode(append(buf, '_'), b[:3])
@@ -616,13 +623,55 @@ func (s *Server) newID() (id, slug string) {
 	return both[:n], both[n:]
 }
 
+// idTimeText is the date and time part of the ids made in one second ("20060102_150405_").
+type idTimeText struct {
+	sec  int64
+	text []byte
+}
+
+// idTimeNow is the date and time part of an id made now, formatted once a second.
+func (s *Server) idTimeNow() []byte {
+	now := time.Now()
+	if t := s.idTime.Load(); t != nil && t.sec == now.Unix() {
+		return t.text
+	}
+	t := &idTimeText{sec: now.Unix(), text: now.UTC().AppendFormat(nil, "20060102_150405_")}
+	s.idTime.Store(t)
+	return t.text
+}
+
+// randomBytes hands out bytes of crypto/rand read 4 KiB at a time: a read of its own for
+// every statement's id was 1 % of the daemon's CPU per SELECT 1 (RESULTS.md, "Trino HTTP
+// (#22, session 26, trino)").
+type randomBytes struct {
+	mu   sync.Mutex
+	buf  [4096]byte
+	left int // the bytes at buf's end not handed out yet
+}
+
+// read fills p (at most 4 KiB) with bytes nobody else was given.
+func (r *randomBytes) read(p []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.left < len(p) {
+		if _, err := rand.Read(r.buf[:]); err != nil {
+			panic("trinohttp: crypto/rand: " + err.Error())
+		}
+		r.left = len(r.buf)
+	}
+	given := r.buf[len(r.buf)-r.left:][:len(p)]
+	copy(p, given)
+	clear(given) // what was handed out is not kept here
+	r.left -= len(p)
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := marshal(v)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonType
 	w.WriteHeader(status)
 	w.Write(body)
 }

@@ -299,8 +299,9 @@ func rowsOf(b arrow.RecordBatch) [][]any {
 	n := int(b.NumRows())
 	out := make([][]any, n)
 	cols := b.Columns()
+	cells := make([]any, n*len(cols)) // every row's, in one allocation
 	for i := range out {
-		row := make([]any, len(cols))
+		row := cells[i*len(cols) : (i+1)*len(cols) : (i+1)*len(cols)]
 		for c, a := range cols {
 			row[c] = jsonValue(b.Schema().Field(c), a, i)
 		}

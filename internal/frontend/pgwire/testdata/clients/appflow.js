@@ -21,5 +21,13 @@ const { Pool } = require('pg');
   await q('upsert', "insert into np (id, name) values (1, 'z') on conflict (id) do update set name = excluded.name returning name");
   await q('cte', 'with t as (select 1 as x) select x from t');
   await q('window', 'select id, row_number() over (order by id) as rn from np');
+  // Parameters PostgreSQL types by the other operand: an array for ANY, a number beside a column.
+  await q('any', 'select id from np where id = any($1) order by id', [[1, 2]]);
+  await q('anytext', 'select id from np where name <> all($1) order by id', [['q']]);
+  await q('arith', 'update np set score = score * $1 + $2 where id = $3 returning score', [2, 1, 1]);
+  // Functions as PostgreSQL types them: node-postgres reads an int8 or a numeric as a string.
+  const t = async (label, text, values) => { try { const r = await pool.query(text, values); console.log(label, JSON.stringify(r.rows), r.fields.map(f => f.name + ':' + f.dataTypeID).join(',')); } catch (e) { console.log(label, 'ERR', e.code, e.message.split('\n')[0]); } };
+  await t('functions', "select sum(id), sum(id::int8) as big, length(name), char_length(name) as chars, strpos(name, 'z') as pos, initcap('hello wORLD-x') as cap, encode('\\x01ff'::bytea, 'hex') as hex, encode('hi'::bytea, 'base64') as b64, date_part('year', date '2024-05-06') as y from np group by name");
+  await q('json', "select jsonb_agg(name order by name desc) as names, json_agg(id) as ids, jsonb_typeof(to_jsonb(name)) as typ from np group by name");
   await pool.end();
 })().catch(e => { console.log('fatal', e.message); process.exit(1); });

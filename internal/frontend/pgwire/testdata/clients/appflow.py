@@ -32,3 +32,5 @@ step('values', lambda: (psycopg2.extras.execute_values(cur, "insert into p2 (nam
 step('update', lambda: (cur.execute("update p2 set qty = qty + 1 where name = %(n)s", {"n": "a"}), cur.rowcount)[1])
 step('delete', lambda: (cur.execute("delete from p2 where name = 'e'"), cur.rowcount)[1])
 step('agg', lambda: (cur.execute("select count(*), sum(qty)::bigint, max(name), string_agg(name, ',' order by name) from p2"), cur.fetchone())[1])
+step('sum', lambda: (cur.execute("select sum(qty), sum(id), length(name), initcap(name) from p2 group by name order by name"), cur.fetchall())[1])
+step('arith', lambda: (cur.execute("update p2 set qty = qty * %s where name = %s returning qty", (3, "a")), cur.fetchall())[1])

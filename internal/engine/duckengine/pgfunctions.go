@@ -1,0 +1,289 @@
+package duckengine
+
+import (
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// Functions as a PostgreSQL (or Trino) client calls them. Some of PostgreSQL's functions are
+// missing from DuckDB or answer another type there: sum() of integers is DuckDB's 128-bit
+// integer, which a PostgreSQL client reads as numeric (psycopg a Decimal) where PostgreSQL's
+// is a bigint. A call of one is written, for a client of that protocol only, as the
+// compatibility macro (qfpg_<name>, pgFunctionSQL) or the DuckDB function that answers as the
+// client's database does. The macros are named after the function they stand for, so the
+// result column is named as the client's database names it (pgFunctionName).
+
+// macroPrefix starts the name of a macro that stands for a client database's function.
+const macroPrefix = "qfpg_"
+
+// pgFunctionSQL creates the macros in the catalog named {c}. A typed parameter picks the
+// overload for the argument's type; an untyped one takes any other.
+var pgFunctionSQL = []string{
+	// PostgreSQL sums smallint and integer into bigint, bigint into numeric (DuckDB's HUGEINT
+	// is sent as numeric), the rest into their own type.
+	`CREATE MACRO {c}.main.qfpg_sum (x TINYINT) AS sum(x)::BIGINT, (x SMALLINT) AS sum(x)::BIGINT,
+		(x INTEGER) AS sum(x)::BIGINT, (x) AS sum(x)`,
+	// json_agg(x), jsonb_agg(x) are written qfpg_json_agg(list(x)): the list takes an ORDER BY
+	// or DISTINCT, which no macro does.
+	`CREATE MACRO {c}.main.qfpg_json_agg(l) AS to_json(l)`,
+	`CREATE MACRO {c}.main.qfpg_jsonb_agg(l) AS to_json(l)`,
+	`CREATE MACRO {c}.main.qfpg_to_jsonb(x) AS to_json(x)`,
+	// PostgreSQL's names of a JSON value's type: DuckDB's are SQL types (VARCHAR, UBIGINT).
+	`CREATE MACRO {c}.main.qfpg_json_typeof(j) AS CASE json_type(j::JSON) WHEN 'VARCHAR' THEN 'string'
+		WHEN 'BIGINT' THEN 'number' WHEN 'UBIGINT' THEN 'number' WHEN 'DOUBLE' THEN 'number' WHEN 'HUGEINT' THEN 'number'
+		ELSE lower(json_type(j::JSON)) END`,
+	`CREATE MACRO {c}.main.qfpg_jsonb_typeof(j) AS {c}.main.qfpg_json_typeof(j)`,
+	// The elements of a JSON array, one row each (in a select list).
+	`CREATE MACRO {c}.main.qfpg_json_array_elements(j) AS unnest(json_extract(j::JSON, '$[*]'))`,
+	`CREATE MACRO {c}.main.qfpg_jsonb_array_elements(j) AS unnest(json_extract(j::JSON, '$[*]'))`,
+	`CREATE MACRO {c}.main.qfpg_json_array_elements_text(j) AS unnest(json_extract_string(j::JSON, '$[*]'))`,
+	`CREATE MACRO {c}.main.qfpg_jsonb_array_elements_text(j) AS unnest(json_extract_string(j::JSON, '$[*]'))`,
+	// Each word's first letter upper case, the rest lower: words are runs of letters and digits.
+	`CREATE MACRO {c}.main.qfpg_initcap(s) AS array_to_string(list_transform(
+		regexp_extract_all(s, '[\pL\pN]+|[^\pL\pN]+'), w -> upper(w[1]) || lower(w[2:])), '')`,
+	// encode(bytes, format) and decode(text, format); DuckDB's one-argument encode and decode
+	// (text to and from UTF-8 bytes) stay as they were.
+	`CREATE MACRO {c}.main.qfpg_encode (b, f) AS CASE lower(f) WHEN 'hex' THEN lower(hex(b::BLOB)) WHEN 'base64' THEN to_base64(b::BLOB)
+		WHEN 'escape' THEN CAST(b::BLOB AS VARCHAR) ELSE error('unrecognized encoding: "' || f || '"') END,
+		(s) AS encode(s)`,
+	`CREATE MACRO {c}.main.qfpg_decode (s, f) AS CASE lower(f) WHEN 'hex' THEN unhex(s) WHEN 'base64' THEN from_base64(s)
+		WHEN 'escape' THEN encode(s) ELSE error('unrecognized encoding: "' || f || '"') END,
+		(b) AS decode(b)`,
+	// Lengths and positions are integers (DuckDB's are BIGINT: node-postgres reads a string).
+	`CREATE MACRO {c}.main.qfpg_length(s) AS length(s)::INTEGER`,
+	`CREATE MACRO {c}.main.qfpg_char_length(s) AS length(s)::INTEGER`,
+	`CREATE MACRO {c}.main.qfpg_character_length(s) AS length(s)::INTEGER`,
+	`CREATE MACRO {c}.main.qfpg_octet_length (s VARCHAR) AS strlen(s)::INTEGER, (s) AS octet_length(s)::INTEGER`,
+	`CREATE MACRO {c}.main.qfpg_strpos(s, sub) AS strpos(s, sub)::INTEGER`,
+	`CREATE MACRO {c}.main.qfpg_array_length(a, d) AS array_length(a, d)::INTEGER`,
+	`CREATE MACRO {c}.main.qfpg_cardinality(a) AS len(a)::INTEGER`,
+	// date_part is a double precision.
+	`CREATE MACRO {c}.main.qfpg_date_part(f, x) AS date_part(f, x)::DOUBLE`,
+	`CREATE MACRO {c}.main.qfpg_sum_distinct (x TINYINT) AS sum(DISTINCT x)::BIGINT, (x SMALLINT) AS sum(DISTINCT x)::BIGINT,
+		(x INTEGER) AS sum(DISTINCT x)::BIGINT, (x) AS sum(DISTINCT x)`,
+	// Trino sums every integer type into bigint.
+	`CREATE MACRO {c}.main.qfpg_trino_sum (x TINYINT) AS sum(x)::BIGINT, (x SMALLINT) AS sum(x)::BIGINT,
+		(x INTEGER) AS sum(x)::BIGINT, (x BIGINT) AS sum(x)::BIGINT, (x) AS sum(x)`,
+	`CREATE MACRO {c}.main.qfpg_trino_sum_distinct (x TINYINT) AS sum(DISTINCT x)::BIGINT,
+		(x SMALLINT) AS sum(DISTINCT x)::BIGINT, (x INTEGER) AS sum(DISTINCT x)::BIGINT,
+		(x BIGINT) AS sum(DISTINCT x)::BIGINT, (x) AS sum(DISTINCT x)`,
+}
+
+// renamedFunction is what a call of a client database's function is written as.
+type renamedFunction struct {
+	to string
+	// wrap, when set, is a function the arguments are passed through: to(wrap(arguments)).
+	wrap string
+	// macro: to is a macro, which takes no DISTINCT, ORDER BY, FILTER or OVER: a FILTER is
+	// written into the argument, a DISTINCT calls distinct instead, and a call with another
+	// is left as the client wrote it.
+	macro    bool
+	distinct string
+}
+
+// pgFunctions are PostgreSQL's functions a PostgreSQL client's call of is rewritten.
+var pgFunctions = map[string]renamedFunction{
+	"sum":                       {to: "qfpg_sum", macro: true, distinct: "qfpg_sum_distinct"},
+	"json_build_object":         {to: "json_object"},
+	"jsonb_build_object":        {to: "json_object"},
+	"json_agg":                  {to: "qfpg_json_agg", wrap: "list"},
+	"jsonb_agg":                 {to: "qfpg_jsonb_agg", wrap: "list"},
+	"to_jsonb":                  {to: "qfpg_to_jsonb", macro: true},
+	"json_typeof":               {to: "qfpg_json_typeof", macro: true},
+	"jsonb_typeof":              {to: "qfpg_jsonb_typeof", macro: true},
+	"json_array_elements":       {to: "qfpg_json_array_elements", macro: true},
+	"jsonb_array_elements":      {to: "qfpg_jsonb_array_elements", macro: true},
+	"json_array_elements_text":  {to: "qfpg_json_array_elements_text", macro: true},
+	"jsonb_array_elements_text": {to: "qfpg_jsonb_array_elements_text", macro: true},
+	"initcap":                   {to: "qfpg_initcap", macro: true},
+	"encode":                    {to: "qfpg_encode", macro: true},
+	"decode":                    {to: "qfpg_decode", macro: true},
+	"length":                    {to: "qfpg_length", macro: true},
+	"char_length":               {to: "qfpg_char_length", macro: true},
+	"character_length":          {to: "qfpg_character_length", macro: true},
+	"octet_length":              {to: "qfpg_octet_length", macro: true},
+	"strpos":                    {to: "qfpg_strpos", macro: true},
+	"array_length":              {to: "qfpg_array_length", macro: true},
+	"date_part":                 {to: "qfpg_date_part", macro: true},
+}
+
+// trinoFunctions are Trino's, for a Trino client's statement.
+var trinoFunctions = map[string]renamedFunction{
+	"sum": {to: "qfpg_trino_sum", macro: true, distinct: "qfpg_trino_sum_distinct"},
+}
+
+// functionsOf are the functions rewritten for q's protocol; nil for none.
+func functionsOf(q *query.Request) map[string]renamedFunction {
+	switch q.Protocol {
+	case query.ProtocolPostgres:
+		return pgFunctions
+	case query.ProtocolTrino:
+		return trinoFunctions
+	}
+	return nil
+}
+
+// callsRenamed reports whether q may call one of functions: a word among them.
+func callsRenamed(q *query.Request, functions map[string]renamedFunction) bool {
+	if functions == nil {
+		return false
+	}
+	for _, t := range q.Analysis().Tokens {
+		if t.Kind == sqltok.Word {
+			if _, ok := functions[strings.ToLower(t.Text)]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// renameCall writes the call of a renamed function at w.i, if one starts there.
+func (w *compatWriter) renameCall() bool {
+	f, ok := w.functions[w.word(w.i)]
+	if !ok || w.toks[w.i].Kind != sqltok.Word {
+		return false
+	}
+	open := w.sig(w.i+1, 0)
+	if w.word(open) != "(" || w.word(w.prevSig(w.i)) == "." {
+		return false // not a call, or a qualified name: another schema's function
+	}
+	end := w.callEnd(open)
+	if end < 0 {
+		return false
+	}
+	first, after := w.sig(open+1, 0), w.sig(end+1, 0)
+	filter := w.word(after) == "filter"
+	name := f.to
+	switch {
+	case f.wrap != "" && w.word(after) == "over":
+		return false // a window: its frame is the aggregate's, not the wrapper's
+	case f.wrap != "":
+		name += "(" + f.wrap
+		if filter { // the wrapped aggregate's filter: to(wrap(...) FILTER (...))
+			end = w.callEnd(w.sig(after+1, 0))
+		}
+		w.closeAfter(end)
+	case !f.macro:
+	case w.word(after) == "over" || w.orderedArgs(open, end) || w.word(first) == "distinct" && f.distinct == "":
+		return false // a window, an ORDER BY or a DISTINCT the macro cannot take
+	default:
+		if filter && !w.filterIntoArgument(open, end, after) {
+			return false
+		}
+		if w.word(first) == "distinct" {
+			name = f.distinct
+			w.replace(first, first, "")
+		}
+	}
+	w.emit(name)
+	w.i++
+	return true
+}
+
+// filterIntoArgument writes an aggregate macro's FILTER (WHERE cond), after the call from the
+// "(" at open to the ")" at end, into its argument: f(x) FILTER (WHERE c) is f(CASE WHEN c
+// THEN x END), which a macro takes. ok is false, and nothing written, when the clause is not
+// that.
+func (w *compatWriter) filterIntoArgument(open, end, filter int) bool {
+	paren := w.sig(filter+1, 0)
+	where := w.sig(paren+1, 0)
+	if w.word(paren) != "(" || w.word(where) != "where" {
+		return false
+	}
+	close := w.callEnd(paren)
+	if close < 0 {
+		return false
+	}
+	var cond strings.Builder
+	for _, t := range w.toks[where+1 : close] {
+		cond.WriteString(t.Text)
+	}
+	w.replace(open, open, "(CASE WHEN "+strings.TrimSpace(cond.String())+" THEN ")
+	w.replace(end, close, " END)")
+	return true
+}
+
+// replace has the tokens from index from to index to written as text.
+func (w *compatWriter) replace(from, to int, text string) {
+	if w.replaced == nil {
+		w.replaced = map[int]replacement{}
+	}
+	w.replaced[from] = replacement{to, text}
+}
+
+// replacement is text written in place of tokens, up to the one at index to.
+type replacement struct {
+	to   int
+	text string
+}
+
+// writeReplaced writes the replacement of the tokens from w.i on, if they have one.
+func (w *compatWriter) writeReplaced() bool {
+	r, ok := w.replaced[w.i]
+	if !ok {
+		return false
+	}
+	w.emit(r.text)
+	w.i = r.to + 1
+	return true
+}
+
+// callEnd is the index of the ")" that closes the "(" at open; -1 when none does.
+func (w *compatWriter) callEnd(open int) int {
+	depth := 0
+	for j := open; j >= 0; j = w.sig(j+1, 0) {
+		switch w.word(j) {
+		case "(":
+			depth++
+		case ")":
+			if depth--; depth == 0 {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+// closeAfter writes a ")" right after the token at end.
+func (w *compatWriter) closeAfter(end int) {
+	if w.after == nil {
+		w.after = map[int]string{}
+	}
+	w.after[end] += ")"
+}
+
+// orderedArgs reports whether the arguments of the call from the "(" at open to the ")" at
+// end have an ORDER BY.
+func (w *compatWriter) orderedArgs(open, end int) bool {
+	depth := 0
+	for j := open; j < end; j = w.sig(j+1, 0) {
+		switch w.word(j) {
+		case "(":
+			depth++
+		case ")":
+			depth--
+		case "order":
+			if depth == 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pgFunctionName is the name PostgreSQL gives a column that is a call of the function DuckDB
+// parsed as duck: DuckDB's renames undone (count(*) is count_star), a compatibility macro's
+// that of the function it stands for.
+func pgFunctionName(duck string) string {
+	switch duck {
+	case "count_star":
+		return "count"
+	}
+	if name, ok := strings.CutPrefix(duck, macroPrefix); ok {
+		return strings.TrimSuffix(strings.TrimPrefix(name, "trino_"), "_distinct")
+	}
+	return duck
+}

@@ -1,0 +1,60 @@
+package duckengine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// TestPGFunctionRewrites: a PostgreSQL client's call of a function DuckDB answers otherwise is
+// the compatibility macro's, its FILTER written into the argument, its DISTINCT the macro's
+// own; a window, an ORDER BY among its arguments and a qualified name are left as written.
+func TestPGFunctionRewrites(t *testing.T) {
+	for in, want := range map[string]string{
+		"select sum(x), Sum (y) from t":                                "select qfpg_sum(x), qfpg_sum (y) from t",
+		"SELECT sum(DISTINCT x) FILTER (WHERE x < 3) FROM t":           "SELECT qfpg_sum_distinct(CASE WHEN x < 3 THEN  x END) FROM t",
+		"select sum(x) over (order by x), s.sum(x), sum from t":        "select sum(x) over (order by x), s.sum(x), sum from t",
+		"select jsonb_agg(name order by name) filter (where x) from t": "select qfpg_jsonb_agg(list(name order by name) filter (where x)) from t",
+		"select json_agg(t) from t":                                    "select qfpg_json_agg(list(t)) from t",
+		"select json_build_object('a', length(b)) from t":              "select json_object('a', qfpg_length(b)) from t",
+	} {
+		if got := pgCompat(pgRequest(in)); got != want {
+			t.Errorf("pgCompat(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSumTypesByProtocol: a sum of integers is a bigint for a PostgreSQL client (but of a
+// bigint, a numeric) and for a Trino client (of a bigint too); a MySQL or Flight SQL client
+// keeps DuckDB's 128-bit integer (MySQL's is a DECIMAL).
+func TestSumTypesByProtocol(t *testing.T) {
+	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	const sqlText = "select sum(x), sum(x::bigint) from (values (1), (2)) t(x)"
+	for protocol, want := range map[string][2]string{
+		query.ProtocolPostgres: {"BIGINT", "HUGEINT"}, query.ProtocolTrino: {"BIGINT", "BIGINT"},
+		query.ProtocolMySQL: {"HUGEINT", "HUGEINT"}, query.ProtocolFlightSQL: {"HUGEINT", "HUGEINT"},
+	} {
+		rows, err := e.Execute(context.Background(), &query.Request{SQL: sqlText, Protocol: protocol})
+		if err != nil {
+			t.Fatalf("%s: %v", protocol, err)
+		}
+		b, err := rows.Next(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", protocol, err)
+		}
+		var got [2]string
+		for i := range got {
+			got[i], _ = b.Schema().Field(i).Metadata.GetValue(engine.MetaDuckDBType)
+		}
+		rows.Close()
+		if got != want {
+			t.Errorf("%s: sums are %v, want %v", protocol, got, want)
+		}
+	}
+}
