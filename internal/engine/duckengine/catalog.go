@@ -78,12 +78,14 @@ var compatSQL = []string{
 		AND database_name = current_database()`,
 	// A table's access method is heap (qf_pg_am), as psql's \dt+ shows it; a table with a
 	// foreign key or referenced by one has "triggers", as PostgreSQL keeps its foreign keys
-	// (psql's \d lists a table's foreign keys, and those referencing it, only then).
+	// (psql's \d lists a table's foreign keys, and those referencing it, only then); its
+	// replica identity is the default (psql's \d+ said "???").
 	`CREATE VIEW {c}.main.qf_pg_class AS SELECT * REPLACE (NULL::VARCHAR[] AS reloptions, NULL::VARCHAR[] AS relacl,
 			CASE WHEN relkind IN ('r', 'm') THEN 2 ELSE relam END AS relam,
 			oid IN (SELECT table_oid FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY'
 				UNION ALL SELECT t.table_oid FROM duckdb_constraints() k JOIN duckdb_tables() t ON t.database_name = k.database_name
-				AND t.schema_name = k.schema_name AND t.table_name = k.referenced_table WHERE k.constraint_type = 'FOREIGN KEY') AS relhastriggers),
+				AND t.schema_name = k.schema_name AND t.table_name = k.referenced_table WHERE k.constraint_type = 'FOREIGN KEY') AS relhastriggers,
+			CASE WHEN relkind IN ('r', 'm', 'p') THEN 'd' ELSE 'n' END AS relreplident),
 		false AS relforcerowsecurity FROM pg_catalog.pg_class
 		WHERE relnamespace IN (FROM {c}.main.qf_own_schemas())
 		AND oid NOT IN (SELECT view_oid FROM duckdb_views() WHERE internal)
@@ -91,7 +93,7 @@ var compatSQL = []string{
 		SELECT {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS oid,
 			CASE WHEN constraint_type = 'PRIMARY KEY' THEN table_name || '_pkey' ELSE constraint_name END AS relname,
 			schema_oid AS relnamespace, 'i' AS relkind, 'p' AS relpersistence, len(constraint_column_indexes)::BIGINT AS relnatts,
-			false AS relhasindex, false AS relisshared, false AS relforcerowsecurity,
+			false AS relhasindex, false AS relisshared, false AS relforcerowsecurity, 'n' AS relreplident,
 			(SELECT min(oid) FROM pg_catalog.pg_am) AS relam, 0 AS reltuples, 0 AS relpages
 		FROM {c}.main.qf_key_constraints()`,
 	// The client's schemas, and the system's pg_catalog and information_schema as PostgreSQL
@@ -362,6 +364,24 @@ func typeSQL() []string {
 		oid, _ := engine.PGTypeOf(fieldFor("c", cmp.Or(d[1], d[0])))
 		cases = append(cases, fmt.Sprintf("WHEN '%s' THEN %d", d[0], oid))
 	}
+	// A list column is its element type's array (text[], psql's \d), as its values are sent.
+	listed := map[uint32]bool{}
+	for _, d := range duckTypes {
+		elem, _ := engine.PGTypeOf(fieldFor("c", cmp.Or(d[1], d[0])))
+		array, ok := engine.DuckDBArrayOID(cmp.Or(d[1], d[0]) + "[]")
+		if !ok {
+			continue
+		}
+		cases = append(cases, fmt.Sprintf("WHEN '%s[]' THEN %d", d[0], array))
+		i := slices.IndexFunc(pgTypes, func(t pgType) bool { return t.oid == elem })
+		if i < 0 || listed[array] {
+			continue
+		}
+		listed[array] = true
+		t := pgTypes[i]
+		rows = append(rows, fmt.Sprintf("(%d, '_%s', '%s[]', -1, 'A', %d)", array, t.name, strings.ReplaceAll(t.formatted, "'", "''"),
+			map[bool]int{true: 100}[t.collatable]))
+	}
 	return []string{
 		`CREATE MACRO {c}.main.qf_type_oid(data_type) AS CASE WHEN data_type LIKE 'DECIMAL(%' THEN 1700 ELSE CASE data_type ` +
 			strings.Join(cases, " ") + ` ELSE 25 END END`,
@@ -375,6 +395,11 @@ func typeSQL() []string {
 			0 AS typndims, typcollation::BIGINT AS typcollation, NULL::VARCHAR AS typdefaultbin, NULL::VARCHAR AS typdefault,
 			NULL::VARCHAR[] AS typacl, formatted AS qf_formatted
 			FROM (VALUES ` + strings.Join(rows, ", ") + `) t(oid, typname, formatted, typlen, typcategory, typcollation)`,
+		// How PostgreSQL stores a value of the type (psql's \d+ Storage): numeric "main", the
+		// other variable-length types (arrays too) "extended".
+		`CREATE MACRO {c}.main.qf_storage(type_oid) AS CASE WHEN type_oid = 1700 THEN 'm'
+			WHEN type_oid IN (17, 25, 114, 1043, 3802) OR type_oid IN (SELECT oid FROM {c}.main.qf_pg_type WHERE typcategory = 'A')
+			THEN 'x' ELSE 'p' END`,
 		`CREATE MACRO {c}.main.qf_format_type(type_oid, type_mod) AS CASE
 			WHEN type_oid = 1700 AND type_mod > 4 THEN 'numeric(' || ((type_mod - 4) >> 16) || ',' || ((type_mod - 4) & 65535) || ')'
 			ELSE coalesce((SELECT any_value(t.qf_formatted) FROM {c}.main.qf_pg_type t WHERE t.oid = type_oid), '???') END`,
@@ -382,13 +407,21 @@ func typeSQL() []string {
 			{c}.main.qf_type_oid(data_type) AS atttypid, -1 AS attstattarget, -1 AS attlen, column_index AS attnum,
 			0 AS attndims, -1 AS attcacheoff,
 			CASE WHEN data_type LIKE 'DECIMAL(%' THEN ((numeric_precision << 16) | numeric_scale) + 4 ELSE -1 END AS atttypmod,
-			false AS attbyval, 'p' AS attstorage, 'i' AS attalign, NOT is_nullable AS attnotnull,
+			false AS attbyval, {c}.main.qf_storage({c}.main.qf_type_oid(data_type)) AS attstorage, 'i' AS attalign, NOT is_nullable AS attnotnull,
 			column_default IS NOT NULL AS atthasdef, false AS atthasmissing, '' AS attidentity, '' AS attgenerated,
 			false AS attisdropped, true AS attislocal, 0 AS attinhcount,
 			CASE WHEN {c}.main.qf_type_oid(data_type) IN (18, 19, 25, 1043) THEN 100 ELSE 0 END::BIGINT AS attcollation,
 			'' AS attcompression, NULL::VARCHAR[] AS attacl, NULL::VARCHAR[] AS attoptions, NULL::VARCHAR[] AS attfdwoptions,
 			NULL::VARCHAR AS attmissingval
-			FROM duckdb_columns()`,
+			FROM duckdb_columns()
+			UNION ALL BY NAME
+			SELECT {c}.main.qf_constraint_index_oid(k.table_oid, k.constraint_index) AS attrelid, c.column_name AS attname,
+				{c}.main.qf_type_oid(c.data_type) AS atttypid, k.pos::INTEGER AS attnum, -1 AS atttypmod,
+				{c}.main.qf_storage({c}.main.qf_type_oid(c.data_type)) AS attstorage, NOT c.is_nullable AS attnotnull,
+				false AS atthasdef, false AS attisdropped, 0::BIGINT AS attcollation, '' AS attidentity, '' AS attgenerated
+			FROM (SELECT table_oid, constraint_index, unnest(constraint_column_names) AS col,
+				generate_subscripts(constraint_column_names, 1) AS pos FROM {c}.main.qf_key_constraints()) k
+			JOIN duckdb_columns() c ON c.table_oid = k.table_oid AND c.column_name = k.col`,
 	}
 }
 

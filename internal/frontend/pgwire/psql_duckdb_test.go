@@ -55,3 +55,28 @@ func TestPsqlDescribesKeysOnDuckDBAsPostgreSQL(t *testing.T) {
 		t.Errorf("nothing to compare: PostgreSQL's \\d lists no references:\n%s", want)
 	}
 }
+
+// TestPsqlDescribesTableAndIndexOnDuckDBAsPostgreSQL: psql's \d+ of a table (each column's
+// storage, no "Replica Identity: ???", the access method) and \d of its key constraints'
+// indexes (their columns) read on DuckDB as on PostgreSQL, DuckDB's schema main read as public.
+func TestPsqlDescribesTableAndIndexOnDuckDBAsPostgreSQL(t *testing.T) {
+	describe := func(url string) string {
+		cmd := exec.Command("psql", "-X", "-v", "ON_ERROR_STOP=1", url,
+			"-c", "create table dt_item (id integer primary key, name text not null unique, qty integer default 0, price numeric(8,2), tags text[])",
+			"-c", `\d+ dt_item`, "-c", `\d dt_item_pkey`, "-c", `\d dt_item_name_key`)
+		cmd.Env = append(cmd.Environ(), "PGCONNECT_TIMEOUT=10")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("psql on %s: %v\n%s", url, err, out)
+		}
+		lines := strings.Split(strings.ReplaceAll(string(out), `"main.`, `"public.`), "\n")
+		for i := range lines {
+			lines[i] = strings.TrimSpace(lines[i]) // titles are centred over columns as wide as their schema's name
+		}
+		return strings.Join(lines, "\n")
+	}
+	want, got := describe(pgtest.NewDatabase(t)), describe(duckProxy(t, "transaction").URL())
+	if got != want {
+		t.Errorf("psql's \\d+ and \\d of an index differ.\nPostgreSQL:\n%s\nDuckDB:\n%s", want, got)
+	}
+}
