@@ -114,3 +114,16 @@ func (s *localSlot) NeverLost()       {}
 // so a caller may spare making one (a method value is an allocation, on every transaction of
 // a pooled client).
 type Unlosable interface{ NeverLost() }
+
+// Settled reports whether slot can run none of its OnLost functions any more and ran none: an
+// Unlosable slot, or a lease's released before it was lost. Then what those functions reach is
+// its caller's alone again (a wire session's memory, for the next transaction).
+func Settled(slot Slot) bool {
+	switch s := slot.(type) {
+	case Unlosable:
+		return true
+	case *leaseSlot:
+		return s.settled()
+	}
+	return false
+}

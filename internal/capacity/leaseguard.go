@@ -561,6 +561,14 @@ func Unused(slot Slot) {
 	}
 }
 
+// settled: released before it was lost. A fence takes a slot's OnLost functions (to run them)
+// only while the slot is live and marks it lost then; a release drops them. (Settled)
+func (s *leaseSlot) settled() bool {
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	return s.st.released && !s.st.lost
+}
+
 // Lost implements Slot.
 func (s *leaseSlot) Lost() bool {
 	now := s.g.o.Env.Now()

@@ -98,6 +98,7 @@ type slotState struct {
 	lost     bool // fenced, query told to stop (cancel)
 	overrun  bool // fenced, query kept (overrun)
 	onLost   []func()
+	hook     [1]func() // onLost's first: most slots get one (no allocation for it)
 }
 
 // idleLease is a released slot's lease kept for the next acquire of its cluster.
@@ -241,6 +242,7 @@ func (t *leaseTable) granted(cluster string, l Lease, sent time.Time, affinity u
 func (t *leaseTable) addSlot(hl *heldLease, affinity uint64) *slotState {
 	t.nextID++
 	s := &slotState{id: t.nextID, hl: hl, affinity: affinity}
+	s.onLost = s.hook[:0]
 	t.slots[s.id] = s
 	t.ids = append(t.ids, s.id) // past the end of any list sortedIDs gave out
 	t.held[hl.lease.Cluster]++
@@ -339,6 +341,7 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 		panic(fmt.Sprintf("capacity: slot of lease %s released twice", s.hl.lease.ID))
 	}
 	s.released = true
+	s.onLost, s.hook = nil, [1]func(){} // never run now (fence sees live slots only): what they reach is let go
 	c := s.hl.lease.Cluster
 	delete(t.slots, s.id)
 	if i, ok := slices.BinarySearch(t.ids, s.id); ok {

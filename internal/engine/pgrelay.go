@@ -34,6 +34,10 @@ type PGWireOptions struct {
 	// its memory, sparing an allocation per transaction. nil, or a wire that does not qualify,
 	// makes a new one.
 	Spare PGWire
+	// Tag is the engine tag the statements run under (their capacity lease's, see
+	// query.WithEngineTag), handed here rather than in ctx: a context less per transaction.
+	// "" takes ctx's.
+	Tag string
 }
 
 // ErrWouldWait is the answer of an operation told not to wait (PGWireOptions.NoWait, the

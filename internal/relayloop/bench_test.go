@@ -107,8 +107,9 @@ func pooledPingPong(b *testing.B, clients int) {
 }
 
 // pingPong connects clients through relay (given the relay's two sockets of each client) to
-// an echo server that answers each 10-byte message with a 6-byte ReadyForQuery.
+// an echo server that answers each message (a Query of 11 bytes) with a 6-byte ReadyForQuery.
 func pingPong(b *testing.B, clients int, relay func(client, server *net.TCPConn)) {
+	msg := pgMsg('Q', []byte("select"))
 	conns := make([]*net.TCPConn, clients)
 	for i := range conns {
 		c, rc := tcpPair(b)
@@ -117,7 +118,7 @@ func pingPong(b *testing.B, clients int, relay func(client, server *net.TCPConn)
 		conns[i] = c
 		go func() {
 			defer s.Close()
-			in := make([]byte, 10)
+			in := make([]byte, len(msg))
 			out := pgMsg('Z', []byte{'I'})
 			for {
 				if _, err := io.ReadFull(s, in); err != nil {
@@ -130,7 +131,6 @@ func pingPong(b *testing.B, clients int, relay func(client, server *net.TCPConn)
 		}()
 		b.Cleanup(func() { c.Close() })
 	}
-	msg := pgMsg('Q', []byte("select"))
 	var wg sync.WaitGroup
 	per := b.N / clients
 	cpu0 := cpuTime()

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
 )
@@ -95,11 +98,28 @@ func BenchmarkCacheHit(b *testing.B) {
 }
 
 // BenchmarkWireTransaction: a one-statement transaction in transaction pool mode, as the
-// PostgreSQL wire's event loop runs it: the wire opened (route, local slot, engine connection)
-// in the last one's memory under NoWait, its statement begun and finished (metrics, the record
-// to OnFinish), the wire closed. Hot caches: the core's own instructions per transaction.
+// PostgreSQL wire's event loop runs it: the wire opened (route, slot, engine connection) in the
+// last one's memory under NoWait, its statement begun and finished (metrics, the record to
+// OnFinish), the wire closed. Hot caches: the core's own instructions per transaction. local is
+// a standalone daemon's slot (a local count); leased is a worker's (a capacity lease kept idle
+// between transactions, as while the worker has its cluster to itself): the worker's share.
 func BenchmarkWireTransaction(b *testing.B) {
-	core := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(Record) {}})
+	b.Run("local", func(b *testing.B) { wireTransactions(b, nil) })
+	b.Run("leased", func(b *testing.B) {
+		e := env.Real(slog.New(slog.DiscardHandler))
+		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: e, Client: uncontended{capacity.NewMemory()}, Holder: "w"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		g.Start(ctx)
+		wireTransactions(b, g)
+	})
+}
+
+func wireTransactions(b *testing.B, guard capacity.Guard) {
+	core := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(Record) {}, Guard: guard})
 	rt, err := NewRuntime(oneGroup(RoundRobin, 10, 0, cl("a", 100, &wireEngine{})))
 	if err != nil {
 		b.Fatal(err)
@@ -108,9 +128,13 @@ func BenchmarkWireTransaction(b *testing.B) {
 	req := &query.Request{SQL: "select 1", User: "u", Protocol: query.ProtocolPostgres}
 	ctx := NoWait(query.WithAffinity(context.Background(), 1))
 	var last *Wire
-	b.ReportAllocs()
-	for b.Loop() {
+	transaction := func(ctx context.Context) {
 		w, ok, err := core.OpenWireInto(ctx, req, 1, "", last)
+		if errors.Is(err, engine.ErrWouldWait) {
+			// As the event loop does: asked again where it may wait (a leased slot's lease
+			// went past its reuse, and is asked of its client again).
+			w, ok, err = core.OpenWire(query.WithAffinity(context.Background(), 1), req, 1, "")
+		}
 		if err != nil || !ok {
 			b.Fatalf("OpenWireInto: %v %v", ok, err)
 		}
@@ -123,5 +147,31 @@ func BenchmarkWireTransaction(b *testing.B) {
 		}
 		_ = w.Session.Close()
 		last = w
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		transaction(ctx)
+	}
+}
+
+// uncontended is a lease client that always says nobody else wants the cluster, at an acquire
+// and to a contention watch (a worker's control plane answers one), so a LeaseGuard over it
+// keeps its leases idle between acquires.
+type uncontended struct{ *capacity.Memory }
+
+func (s uncontended) AcquireContended(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []capacity.LeaseRef) (capacity.Lease, bool, error) {
+	if _, err := s.ReleaseBatch(ctx, release); err != nil {
+		return capacity.Lease{}, true, err
+	}
+	l, err := s.Acquire(ctx, cluster, holder, limit, ttl, now)
+	return l, false, err
+}
+
+func (uncontended) WatchContention(ctx context.Context, _ string, clusters []string, wait time.Duration) ([]string, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(wait):
+		return clusters, nil
 	}
 }

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -103,5 +104,87 @@ func TestReusedLeasesCountTheStatementsTheyServed(t *testing.T) {
 	reused := testutil.ToFloat64(metrics.LeaseReused.WithLabelValues("a"))
 	if paths := core.Paths(); paths.Passthrough != 2 || reused != 1 {
 		t.Fatalf("%d passthrough statements, %v counted as served by an idle lease: want 2 and 1 (the second)", paths.Passthrough, reused)
+	}
+}
+
+// TestWireSessionReusedUnderASettledLease: a worker's client in transaction pool mode hands its
+// last transaction's wire back (OpenWireInto). Its memory holds the next transaction when the
+// last one's lease was released before it was lost (capacity.Settled: its lost-lease hook can
+// no longer run), and never when the lease was lost while the wire was open: that hook ran, and
+// a wire it reached is not made over.
+func TestWireSessionReusedUnderASettledLease(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 1})
+	defer s.Close()
+	store := capacity.NewMemory()
+	s.AddNode("cp", func(n *sim.Node) http.Handler { return capacity.NewAPIHandler(store, store, n.Env(), nil) })
+	node := s.AddNode("w1", nil)
+	e := node.Env()
+	eng := &notReadyEngine{Engine: simengine.New(e, "a", simengine.Params{})}
+	req := &query.Request{SQL: "select 1", User: "u", Protocol: query.ProtocolPostgres}
+	var core *proxy.Core
+	open := func(ctx context.Context, spare *proxy.Wire) *proxy.Wire {
+		w, ok, err := core.OpenWireInto(ctx, req, 1, "", spare)
+		if err != nil || !ok {
+			panic(fmt.Sprintf("OpenWireInto: %v %v", ok, err))
+		}
+		return w
+	}
+	transaction := func(w *proxy.Wire) error {
+		defer w.Session.Close()
+		r, ok, err := w.Session.(interface {
+			BeginRelay(context.Context, *query.Request) (*proxy.Relay, bool, error)
+		}).BeginRelay(node.Ctx(), req)
+		if err != nil || !ok {
+			return fmt.Errorf("BeginRelay: %v %v", ok, err)
+		}
+		return r.Finish(1, 1, nil)
+	}
+	var reusedIdle, reusedLost bool
+	var lostErr error
+	s.Spawn(node, "driver", func() {
+		guard, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: e, Holder: "w1",
+			Client: capacity.NewRemote("http://cp", node.Client(), nil), LeaseTTL: 6 * time.Second})
+		if err != nil {
+			panic(err)
+		}
+		guard.Start(node.Ctx())
+		core = proxy.New(proxy.Options{Env: e, Guard: guard})
+		rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
+			Clusters: []proxy.ClusterSpec{{Name: "a", Enabled: true, MaxRunningQueries: 2, Engine: eng}},
+			Groups:   []proxy.GroupSpec{{Name: "g", Members: []proxy.MemberSpec{{Cluster: "a"}}, MaxQueuedQueries: 4, CapacityWaitTimeout: time.Minute}},
+			Fallback: "g",
+		})
+		if err != nil {
+			panic(err)
+		}
+		core.Activate(rt)
+		ctx := query.WithAffinity(node.Ctx(), 1)
+		first := open(ctx, nil) // granted by the control plane; its lease goes idle
+		if err := transaction(first); err != nil {
+			panic(err)
+		}
+		second := open(proxy.NoWait(ctx), first) // the idle lease, in the first's memory
+		reusedIdle = second == first
+		// The control plane goes silent while the wire is open: its lease is fenced, and the
+		// lost-lease hook cancels the relayed statement.
+		s.Net().PartitionBoth("w1", "cp")
+		_ = e.Sleep(ctx, 10*time.Second)
+		lostErr = transaction(second)
+		s.Net().HealBoth("w1", "cp")
+		third := open(ctx, second)
+		reusedLost = third == second
+		_ = transaction(third)
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if !reusedIdle {
+		t.Error("a transaction under an idle lease released before it was lost was made in new memory")
+	}
+	if lostErr == nil {
+		t.Error("the transaction whose lease was lost while its wire was open finished without an error")
+	}
+	if reusedLost {
+		t.Error("a wire whose lease was lost while it was open was made over")
 	}
 }

@@ -52,10 +52,11 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 
 // OpenWireInto is OpenWire making the new wire session in the memory of spare, a wire it
 // opened before that its caller no longer uses, when nothing else can reach spare either:
-// closed, no statement relaying, and a slot that could not be lost (whose lost-lease hook
-// would otherwise hold the session). A client in transaction pool mode on a local guard then
-// reuses one wire session from transaction to transaction: its allocation (the only one of a
-// transaction over 512 bytes) was 3 % of the standalone passthrough's CPU. The engine may then
+// closed, no statement relaying, and a slot whose lost-lease hook (which holds the session)
+// can no longer run (capacity.Settled: a local count, or a lease released before it was
+// lost). A client in transaction pool mode then reuses one wire session from transaction to
+// transaction, on a worker's idle leases too: its allocation (the only one of a transaction
+// over 512 bytes) was 3 % of the standalone passthrough's CPU. The engine may then
 // make the new engine connection's wire in spare.Conn's memory too (PGWireOptions.Spare): the
 // caller passes a spare only when nothing of its own reaches spare.Conn any more either (no
 // cancel of its that may still come). Otherwise (spare nil or still reachable) it is OpenWire.
@@ -81,7 +82,7 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 		ws = new(wireSession)
 	} else {
 		spareConn = ws.w.Conn
-		*ws = wireSession{}
+		*ws = wireSession{lose: ws.lose}
 	}
 	adm, err := c.admit(actx, q, &r, &ws.adm)
 	if err != nil {
@@ -92,7 +93,8 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 		adm.finishQuiet()
 		return nil, false, nil
 	}
-	pw, err := opener.OpenPGWire(adm.Tagged(ctx), engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup, NoWait: mustNotWait(ctx), Spare: spareConn})
+	pw, err := opener.OpenPGWire(ctx, engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup, NoWait: mustNotWait(ctx), Spare: spareConn,
+		Tag: capacity.SlotTag(adm.slot)})
 	if errors.Is(err, engine.ErrWouldWait) {
 		// Nothing ran: the caller asks again where it may wait, and that slot is the one that
 		// counts as a reused lease, if it is one.
@@ -107,7 +109,10 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 	cs := &ws.cs
 	cs.adm, cs.inner = adm, pw
 	if _, never := adm.slot.(capacity.Unlosable); !never {
-		adm.slot.OnLost(cs.lose)
+		if ws.lose == nil {
+			ws.lose = cs.lose // once per session memory: cs stays where it is
+		}
+		adm.slot.OnLost(ws.lose)
 	}
 	mode := g.poolMode
 	if mode == "" {
@@ -191,7 +196,7 @@ func reusable(spare *Wire) *wireSession {
 		return nil
 	}
 	ws := spare.s
-	if _, never := ws.adm.slot.(capacity.Unlosable); !never || !ws.cs.closed.Load() {
+	if !ws.cs.closed.Load() || !capacity.Settled(ws.adm.slot) {
 		return nil
 	}
 	ws.cs.mu.Lock()
@@ -207,9 +212,10 @@ func reusable(spare *Wire) *wireSession {
 // allocation (or OpenWireInto makes again in the last one's): the admission, its session and
 // the Wire.
 type wireSession struct {
-	adm Admission
-	cs  coreSession
-	w   Wire
+	adm  Admission
+	cs   coreSession
+	w    Wire
+	lose func() // cs.lose, for the slot's OnLost
 }
 
 func isWireOpener(e query.Engine) bool {

@@ -86,10 +86,9 @@ type rawTag struct {
 	tagged bool // tag is set, and so is the backstop
 }
 
-// retag gives the relay connection the tag of ctx (see above), and the backstop when it is
-// new. The connection is idle: each statement is written and read through ReadyForQuery here.
-func (c *rawConn) retag(ctx context.Context, p *rawPool) error {
-	want := p.wantTag(ctx)
+// retag gives the relay connection the tag want (wantTag), and the backstop when it is new.
+// The connection is idle: each statement is written and read through ReadyForQuery here.
+func (c *rawConn) retag(ctx context.Context, p *rawPool, want string) error {
 	if c.tagged && c.tag == want {
 		return nil
 	}
@@ -106,9 +105,12 @@ func (c *rawConn) retag(ctx context.Context, p *rawPool) error {
 	return nil
 }
 
-// wantTag is the tag a connection must carry for a statement under ctx: its lease's, else the
-// pool's application_name.
-func (p *rawPool) wantTag(ctx context.Context) string {
+// wantTag is the tag a connection must carry for a statement under ctx: its lease's (tag, else
+// ctx's), else the pool's application_name.
+func (p *rawPool) wantTag(ctx context.Context, tag string) string {
+	if tag != "" {
+		return tag
+	}
 	if want := query.EngineTag(ctx); want != "" {
 		return want
 	}

@@ -2,6 +2,7 @@ package pgengine_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"testing"
 
@@ -46,15 +47,33 @@ func TestSessionsRunUnderTheirLeaseTag(t *testing.T) {
 	}
 
 	pe := e.(*pgengine.Engine)
-	for i, tag := range []string{"qf-lease:pg#3", ""} {
-		w, err := pe.OpenPGWire(query.WithEngineTag(ctx, tag), engine.PGWireOptions{Owner: uint64(i + 1)})
+	relay := func(o engine.PGWireOptions, want string) {
+		t.Helper()
+		w, err := pe.OpenPGWire(ctx, o)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("relay path under %q: %v", want, err)
 		}
 		rows, _, err := simpleOn(t, w, sql)
 		_ = w.Close()
-		if err != nil || len(rows) != 1 || rows[0] != tag {
-			t.Fatalf("relay path under %q: application_name %v, %v", tag, rows, err)
+		if err != nil || len(rows) != 1 || rows[0] != want {
+			t.Fatalf("relay path under %q: application_name %v, %v", want, rows, err)
 		}
 	}
+	relay(engine.PGWireOptions{Owner: 1, Tag: "qf-lease:pg#3"}, "qf-lease:pg#3")
+	// Without waiting, the owner's connection serves a statement of the tag it carries, and
+	// none of another (it would have to be retagged first).
+	relay(engine.PGWireOptions{Owner: 1, Tag: "qf-lease:pg#3", NoWait: true}, "qf-lease:pg#3")
+	if _, err := pe.OpenPGWire(ctx, engine.PGWireOptions{Owner: 1, Tag: "qf-lease:pg#5", NoWait: true}); !errors.Is(err, engine.ErrWouldWait) {
+		t.Fatalf("a connection tagged for another lease, without waiting: %v, want ErrWouldWait", err)
+	}
+	relay(engine.PGWireOptions{Owner: 2}, "")
+	// The tag in the context, as the core handed it before PGWireOptions.Tag.
+	w, err := pe.OpenPGWire(query.WithEngineTag(ctx, "qf-lease:pg#4"), engine.PGWireOptions{Owner: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, _, err := simpleOn(t, w, sql); err != nil || len(rows) != 1 || rows[0] != "qf-lease:pg#4" {
+		t.Fatalf("relay path under a context's tag: application_name %v, %v", rows, err)
+	}
+	_ = w.Close()
 }

@@ -35,7 +35,7 @@ func (e *Engine) OpenPGWire(ctx context.Context, o engine.PGWireOptions) (engine
 		panic("pgengine: OpenPGWire without an owner")
 	}
 	if o.NoWait {
-		c := e.raw.getReady(o.Owner, e.raw.wantTag(ctx))
+		c := e.raw.getReady(o.Owner, e.raw.wantTag(ctx, o.Tag))
 		if c == nil {
 			return nil, engine.ErrWouldWait
 		}
@@ -49,7 +49,7 @@ func (e *Engine) OpenPGWire(ctx context.Context, o engine.PGWireOptions) (engine
 		e.raw.put(c)
 		return nil, err
 	}
-	if err := c.retag(ctx, e.raw); err != nil {
+	if err := c.retag(ctx, e.raw, e.raw.wantTag(ctx, o.Tag)); err != nil {
 		e.raw.put(c)
 		return nil, wrapErr(err)
 	}
