@@ -32,5 +32,6 @@ func (n *Node) StepWall(d time.Duration) error {
 	}
 	n.s.mixStrings(evFault, "wall-step", n.name, d.String())
 	n.wallStep = step
+	n.read = clockReading{}
 	return nil
 }

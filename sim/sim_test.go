@@ -630,6 +630,30 @@ func TestWallStepIsNotMonotonic(t *testing.T) {
 	})
 }
 
+// TestClockChangesShowAtOnce: a node reads its clock again at the same virtual instant after a
+// wall step or a new drift, and sees them (a reading is reused only while the clock is unchanged).
+func TestClockChangesShowAtOnce(t *testing.T) {
+	inTask(t, 1, time.Hour, func(s *sim.Sim, n *sim.Node) {
+		e := n.Env()
+		t0 := e.Now()
+		if again := e.Now(); again != t0 {
+			t.Errorf("two readings at one instant differ: %v, %v", t0, again)
+		}
+		if err := n.StepWall(time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if d := e.Now().Round(0).Sub(t0.Round(0)); d != time.Hour {
+			t.Errorf("after a 1h wall step at the same instant the wall reading moved %v", d)
+		}
+		if err := n.SetClock(time.Minute, 1); err != nil {
+			t.Fatal(err)
+		}
+		if d := e.Now().Sub(t0); d != time.Minute {
+			t.Errorf("after a 1m offset at the same instant the clock moved %v", d)
+		}
+	})
+}
+
 // TestTrailersTravelAsTrailers: what a handler declared in a Trailer header and set after
 // writing arrives in the response's Trailer, not its Header, as over net/http.
 func TestTrailersTravelAsTrailers(t *testing.T) {
