@@ -61,6 +61,18 @@ var pgFunctionSQL = []string{
 	`CREATE MACRO {c}.main.qfpg_cardinality(a) AS len(a)::INTEGER`,
 	// date_part is a double precision.
 	`CREATE MACRO {c}.main.qfpg_date_part(f, x) AS date_part(f, x)::DOUBLE`,
+	// generate_series of integers is integer; in a select list it is rows (DuckDB's is a list
+	// there), in FROM a table of one column named generate_series.
+	`CREATE MACRO {c}.main.qfpg_generate_series (a INTEGER, b INTEGER) AS unnest(generate_series(a, b))::INTEGER,
+		(a INTEGER, b INTEGER, s INTEGER) AS unnest(generate_series(a, b, s))::INTEGER,
+		(a, b) AS unnest(generate_series(a, b)), (a, b, s) AS unnest(generate_series(a, b, s))`,
+	`CREATE MACRO {c}.main.qfpg_generate_series_rows
+		(a INTEGER, b INTEGER) AS TABLE (SELECT generate_series::INTEGER AS generate_series FROM generate_series(a, b)),
+		(a INTEGER, b INTEGER, s INTEGER) AS TABLE (SELECT generate_series::INTEGER AS generate_series FROM generate_series(a, b, s)),
+		(a, b) AS TABLE (SELECT generate_series FROM generate_series(a, b)),
+		(a, b, s) AS TABLE (SELECT generate_series FROM generate_series(a, b, s))`,
+	// to_char(x, format) of a date or time, its format as strftime's (strftimeOfToChar).
+	`CREATE MACRO {c}.main.qfpg_to_char(x, f) AS strftime(x, f)`,
 	`CREATE MACRO {c}.main.qfpg_sum_distinct (x TINYINT) AS sum(DISTINCT x)::BIGINT, (x SMALLINT) AS sum(DISTINCT x)::BIGINT,
 		(x INTEGER) AS sum(DISTINCT x)::BIGINT, (x) AS sum(DISTINCT x)`,
 	// Trino sums every integer type into bigint.
@@ -81,6 +93,12 @@ type renamedFunction struct {
 	// is left as the client wrote it.
 	macro    bool
 	distinct string
+	// from, when set, is the table macro a call in FROM is written as (else such a call is
+	// left as written).
+	from string
+	// format, when set, is the function a call with a literal format second is written as,
+	// the format translated by it (else the call is left as written).
+	format func(string) (string, bool)
 }
 
 // pgFunctions are PostgreSQL's functions a PostgreSQL client's call of is rewritten.
@@ -107,6 +125,8 @@ var pgFunctions = map[string]renamedFunction{
 	"strpos":                    {to: "qfpg_strpos", macro: true},
 	"array_length":              {to: "qfpg_array_length", macro: true},
 	"date_part":                 {to: "qfpg_date_part", macro: true},
+	"generate_series":           {to: "qfpg_generate_series", macro: true, from: "qfpg_generate_series_rows"},
+	"to_char":                   {to: "qfpg_to_char", format: strftimeOfToChar},
 }
 
 // trinoFunctions are Trino's, for a Trino client's statement.
@@ -154,6 +174,18 @@ func (w *compatWriter) renameCall() bool {
 	if end < 0 {
 		return false
 	}
+	if w.inFrom(w.i) {
+		if f.from == "" {
+			return false
+		}
+		w.aliasColumn()
+		w.emit(f.from)
+		w.i++
+		return true
+	}
+	if f.format != nil {
+		return w.formatCall(f, open, end)
+	}
 	first, after := w.sig(open+1, 0), w.sig(end+1, 0)
 	filter := w.word(after) == "filter"
 	name := f.to
@@ -181,6 +213,115 @@ func (w *compatWriter) renameCall() bool {
 	w.emit(name)
 	w.i++
 	return true
+}
+
+// formatCall writes the call from the "(" at open to the ")" at end of a function whose format
+// (its second argument, a literal) is translated, if the call is one.
+func (w *compatWriter) formatCall(f renamedFunction, open, end int) bool {
+	comma := w.sig(open+1, 0)
+	for depth := 0; comma >= 0 && comma < end && (depth > 0 || w.word(comma) != ","); comma = w.sig(comma+1, 0) {
+		switch w.word(comma) {
+		case "(":
+			depth++
+		case ")":
+			depth--
+		}
+	}
+	lit := w.sig(comma+1, 0)
+	if w.word(comma) != "," || w.sig(lit+1, 0) != end || w.toks[lit].Kind != sqltok.String || !strings.HasPrefix(w.toks[lit].Text, "'") {
+		return false
+	}
+	format, ok := f.format(plainString(w.toks[lit].Text))
+	if !ok {
+		return false
+	}
+	w.replace(lit, lit, "'"+strings.ReplaceAll(format, "'", "''")+"'")
+	w.emit(f.to)
+	w.i++
+	return true
+}
+
+// inFrom reports whether the token at i is in a FROM clause: the nearest SELECT, FROM, JOIN,
+// WHERE (...) before it in its parentheses is FROM or JOIN, or a comma after one.
+func (w *compatWriter) inFrom(i int) bool {
+	depth := 0
+	for j := w.prevSig(i); j >= 0; j = w.prevSig(j) {
+		switch w.word(j) {
+		case ")":
+			depth++
+		case "(":
+			if depth == 0 {
+				return false
+			}
+			depth--
+		case "from", "join":
+			if depth == 0 {
+				return true
+			}
+		case "select", "where", "group", "having", "order", "on", "returning", "set", "values":
+			if depth == 0 {
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// toCharFields are to_char's date and time fields as strftime writes them, longest first
+// where one begins another.
+var toCharFields = []struct{ pg, strftime string }{
+	{"HH24", "%H"}, {"HH12", "%I"}, {"HH", "%I"}, {"MI", "%M"}, {"SS", "%S"}, {"MS", "%g"}, {"US", "%f"},
+	{"YYYY", "%Y"}, {"YY", "%y"}, {"MONTH", "%B"}, {"Month", "%B"}, {"month", "%B"}, {"MON", "%b"}, {"Mon", "%b"},
+	{"mon", "%b"}, {"MM", "%m"}, {"DDD", "%j"}, {"DD", "%d"}, {"DAY", "%A"}, {"Day", "%A"}, {"day", "%A"},
+	{"DY", "%a"}, {"Dy", "%a"}, {"dy", "%a"}, {"AM", "%p"}, {"PM", "%p"}, {"am", "%p"}, {"pm", "%p"}, {"TZ", "%Z"},
+}
+
+// strftimeOfToChar is to_char's date and time format f as strftime's; ok is false for a
+// number's format (9, 0) or a field strftime has not.
+func strftimeOfToChar(f string) (string, bool) {
+	var b strings.Builder
+	fill := false // FM: the next field without padding
+	for i := 0; i < len(f); {
+		switch {
+		case strings.HasPrefix(f[i:], "FM"):
+			i, fill = i+2, true
+			continue
+		case f[i] == '"': // quoted text
+			end := strings.IndexByte(f[i+1:], '"')
+			if end < 0 {
+				return "", false
+			}
+			b.WriteString(strings.ReplaceAll(f[i+1:i+1+end], "%", "%%"))
+			i += end + 2
+			continue
+		case f[i] == '9' || f[i] == '0':
+			return "", false
+		}
+		matched := false
+		for _, field := range toCharFields {
+			if strings.HasPrefix(f[i:], field.pg) {
+				if fill && strings.ContainsRune("dmHIMSj", rune(field.strftime[1])) {
+					b.WriteString("%-" + field.strftime[1:]) // names are not padded either way
+				} else {
+					b.WriteString(field.strftime)
+				}
+				i += len(field.pg)
+				matched, fill = true, false
+				break
+			}
+		}
+		if !matched {
+			if c := f[i]; c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' {
+				return "", false // a field not translated (Q, WW, J, ...): to_char stays, and says so
+			}
+			if f[i] == '%' {
+				b.WriteByte('%')
+			}
+			b.WriteByte(f[i])
+			i++
+		}
+	}
+	return b.String(), true
 }
 
 // filterIntoArgument writes an aggregate macro's FILTER (WHERE cond), after the call from the

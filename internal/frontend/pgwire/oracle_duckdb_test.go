@@ -121,6 +121,9 @@ var oracleCorpus = []oracleCase{
 	{pg: "sum(DISTINCT x) FILTER (WHERE x < 3) FROM (VALUES (1), (1), (2), (3)) t(x)"},
 	{pg: "jsonb_typeof('[1]'::jsonb)", duck: "jsonb_typeof('[1]'::json)"}, {pg: "initcap('hello wORLD-é9x')"},
 	{pg: "encode('\\x00ff10'::bytea, 'hex')"}, {pg: "encode('hello'::bytea, 'base64')"}, {pg: "decode('00ff', 'hex')"},
+	{pg: "to_char(timestamp '2024-03-04 15:06:07.891', 'Dy, DD Mon YYYY HH12:MI:SS.MS AM')"},
+	{pg: "to_char(date '2024-03-04', 'FMDay \"the\" DDD, FMDD/FMMM')"}, {pg: "g FROM generate_series(3, 5) g"},
+	{pg: "generate_series(7, 9)"}, {pg: "n FROM generate_series(2::int8, 3) AS t(n)"},
 	{pg: "length('héllo')"}, {pg: "octet_length('héllo')"}, {pg: "strpos('hello', 'l')"},
 	{pg: "array_length(ARRAY[1, 2], 1)", duck: "array_length([1, 2], 1)"}, {pg: "date_part('day', date '2024-05-06')"},
 }

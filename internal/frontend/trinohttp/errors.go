@@ -198,12 +198,12 @@ var (
 // other statements.
 func transactionStatement(sql string) error {
 	p := &literalParser{s: sql}
-	switch {
-	case p.keyword("START"):
+	switch verb := p.word(); { // read once, not once for each case: every statement comes here
+	case strings.EqualFold(verb, "START"):
 		if p.keyword("TRANSACTION") {
 			return errNoTransactions
 		}
-	case p.keyword("COMMIT"), p.keyword("ROLLBACK"):
+	case strings.EqualFold(verb, "COMMIT"), strings.EqualFold(verb, "ROLLBACK"):
 		return errNotInTx
 	}
 	return nil

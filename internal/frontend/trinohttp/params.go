@@ -207,8 +207,8 @@ func preparedStatements(headers []string) map[string]string {
 // ok is false for any other statement, and for a SET SESSION whose value is not a literal.
 func sessionStatement(stmt string) (update string, header http.Header, ok bool) {
 	p := &literalParser{s: stmt}
-	switch {
-	case p.keyword("PREPARE"):
+	switch verb := p.word(); { // read once, not once for each case: every statement comes here
+	case strings.EqualFold(verb, "PREPARE"):
 		name := p.identifier()
 		if name == "" || !p.keyword("FROM") {
 			return "", nil, false
@@ -218,7 +218,7 @@ func sessionStatement(stmt string) (update string, header http.Header, ok bool) 
 			return "", nil, false
 		}
 		return "PREPARE", http.Header{"X-Trino-Added-Prepare": {name + "=" + url.QueryEscape(body)}}, true
-	case p.keyword("DEALLOCATE"):
+	case strings.EqualFold(verb, "DEALLOCATE"):
 		if !p.keyword("PREPARE") {
 			return "", nil, false
 		}
@@ -227,7 +227,7 @@ func sessionStatement(stmt string) (update string, header http.Header, ok bool) 
 			return "", nil, false
 		}
 		return "DEALLOCATE", http.Header{"X-Trino-Deallocated-Prepare": {name}}, true
-	case p.keyword("SET"):
+	case strings.EqualFold(verb, "SET"):
 		if !p.keyword("SESSION") {
 			return "", nil, false
 		}
@@ -240,7 +240,7 @@ func sessionStatement(stmt string) (update string, header http.Header, ok bool) 
 			return "", nil, false
 		}
 		return "SET SESSION", http.Header{"X-Trino-Set-Session": {name + "=" + url.QueryEscape(literalText(v))}}, true
-	case p.keyword("RESET"):
+	case strings.EqualFold(verb, "RESET"):
 		if !p.keyword("SESSION") {
 			return "", nil, false
 		}

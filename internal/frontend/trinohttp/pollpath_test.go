@@ -41,3 +41,28 @@ func TestPollPathsAreRoutedAsTheMuxRoutesThem(t *testing.T) {
 		}
 	}
 }
+
+// Every request isSubmit takes, the mux routes to the statement's POST handler: any drawn
+// method, path form and query.
+func TestSubmitsAreRoutedAsTheMuxRoutesThem(t *testing.T) {
+	routed := false
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/statement", func(http.ResponseWriter, *http.Request) { routed = true })
+	rapid.Check(t, func(rt *rapid.T) {
+		method := rapid.SampledFrom([]string{"POST", "POST", "GET", "PUT", "HEAD", "post"}).Draw(rt, "method")
+		path := rapid.SampledFrom([]string{"/v1/statement", "/v1/statement/", "/v1//statement", "/v1/./statement",
+			"/v1/%73tatement", "/V1/statement", "/v1/statement/x", "/v1/statemen"}).Draw(rt, "path")
+		r := httptest.NewRequest(method, "http://h"+path+rapid.SampledFrom([]string{"", "?x=1"}).Draw(rt, "query"), nil)
+		if !isSubmit(r) {
+			return
+		}
+		routed = false
+		mux.ServeHTTP(httptest.NewRecorder(), r)
+		if !routed {
+			rt.Fatalf("%s %s: isSubmit took it, the mux did not route it to the POST of a statement", method, r.URL)
+		}
+	})
+	if !isSubmit(httptest.NewRequest("POST", "/v1/statement", nil)) {
+		t.Fatal("a statement's POST is left to the mux")
+	}
+}

@@ -468,7 +468,7 @@ func TestConcurrentRetriesOfAPollAgree(t *testing.T) {
 }
 
 // TestTransactionsRefusedAsTrino: trino-go-client's Begin gets Trino's NOT_SUPPORTED, and a
-// COMMIT without a transaction NOT_IN_TRANSACTION, instead of a protocol error.
+// COMMIT or ROLLBACK without a transaction NOT_IN_TRANSACTION, instead of a protocol error.
 func TestTransactionsRefusedAsTrino(t *testing.T) {
 	eng, _, dbName := frontendtest.MariaDB(t)
 	ts := startServer(t, frontendtest.NewBackend(eng), Options{})
@@ -479,9 +479,11 @@ func TestTransactionsRefusedAsTrino(t *testing.T) {
 	if !errors.As(err, &qf) || !errors.As(qf.Reason, &et) || et.ErrorName != "NOT_SUPPORTED" || et.ErrorCode != 13 {
 		t.Fatalf("Begin: %v", err)
 	}
-	_, err = db.Exec("COMMIT")
-	if !errors.As(err, &qf) || !errors.As(qf.Reason, &et) || et.ErrorName != "NOT_IN_TRANSACTION" {
-		t.Fatalf("COMMIT: %v", err)
+	for _, stmt := range []string{"COMMIT", "rollback"} {
+		_, err = db.Exec(stmt)
+		if !errors.As(err, &qf) || !errors.As(qf.Reason, &et) || et.ErrorName != "NOT_IN_TRANSACTION" {
+			t.Fatalf("%s: %v", stmt, err)
+		}
 	}
 	var n int
 	if err := db.QueryRow("SELECT 1").Scan(&n); err != nil || n != 1 {
