@@ -35,6 +35,28 @@ func (e *notReadyEngine) OpenPGWire(_ context.Context, o engine.PGWireOptions) (
 	return enginetest.NopWire{}, nil
 }
 
+// workerCore is worker w1's core on node, with one cluster "a" of eng in group "g", its slots
+// leases of the control plane "cp" (o's other options kept). Call it from a task of node.
+func workerCore(node *sim.Node, eng query.Engine, o capacity.GuardOptions) *proxy.Core {
+	o.Env, o.Holder, o.Client = node.Env(), "w1", capacity.NewRemote("http://cp", node.Client(), nil)
+	guard, err := capacity.NewLeaseGuard(o)
+	if err != nil {
+		panic(err)
+	}
+	guard.Start(node.Ctx())
+	core := proxy.New(proxy.Options{Env: node.Env(), Guard: guard})
+	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
+		Clusters: []proxy.ClusterSpec{{Name: "a", Enabled: true, MaxRunningQueries: 2, Engine: eng}},
+		Groups:   []proxy.GroupSpec{{Name: "g", Members: []proxy.MemberSpec{{Cluster: "a"}}, MaxQueuedQueries: 4, CapacityWaitTimeout: time.Minute}},
+		Fallback: "g",
+	})
+	if err != nil {
+		panic(err)
+	}
+	core.Activate(rt)
+	return core
+}
+
 // TestReusedLeasesCountTheStatementsTheyServed: a worker's statement that an event loop admits
 // with an idle lease but cannot start (the engine connection is not ready) is handed to its
 // goroutine, which takes the idle lease again and runs it. queryflux_capacity_lease_reused_total
@@ -69,22 +91,7 @@ func TestReusedLeasesCountTheStatementsTheyServed(t *testing.T) {
 		return w.Session.Close()
 	}
 	s.Spawn(node, "driver", func() {
-		guard, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: e, Holder: "w1", Metrics: metrics,
-			Client: capacity.NewRemote("http://cp", node.Client(), nil)})
-		if err != nil {
-			panic(err)
-		}
-		guard.Start(node.Ctx())
-		core = proxy.New(proxy.Options{Env: e, Guard: guard})
-		rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
-			Clusters: []proxy.ClusterSpec{{Name: "a", Enabled: true, MaxRunningQueries: 2, Engine: eng}},
-			Groups:   []proxy.GroupSpec{{Name: "g", Members: []proxy.MemberSpec{{Cluster: "a"}}, MaxQueuedQueries: 4, CapacityWaitTimeout: time.Minute}},
-			Fallback: "g",
-		})
-		if err != nil {
-			panic(err)
-		}
-		core.Activate(rt)
+		core = workerCore(node, eng, capacity.GuardOptions{Metrics: metrics})
 		ctx := node.Ctx()
 		if err := statement(ctx); err != nil { // granted by the control plane; its lease goes idle
 			panic(err)
@@ -142,22 +149,7 @@ func TestWireSessionReusedUnderASettledLease(t *testing.T) {
 	var reusedIdle, reusedLost bool
 	var lostErr error
 	s.Spawn(node, "driver", func() {
-		guard, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: e, Holder: "w1",
-			Client: capacity.NewRemote("http://cp", node.Client(), nil), LeaseTTL: 6 * time.Second})
-		if err != nil {
-			panic(err)
-		}
-		guard.Start(node.Ctx())
-		core = proxy.New(proxy.Options{Env: e, Guard: guard})
-		rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
-			Clusters: []proxy.ClusterSpec{{Name: "a", Enabled: true, MaxRunningQueries: 2, Engine: eng}},
-			Groups:   []proxy.GroupSpec{{Name: "g", Members: []proxy.MemberSpec{{Cluster: "a"}}, MaxQueuedQueries: 4, CapacityWaitTimeout: time.Minute}},
-			Fallback: "g",
-		})
-		if err != nil {
-			panic(err)
-		}
-		core.Activate(rt)
+		core = workerCore(node, eng, capacity.GuardOptions{LeaseTTL: 6 * time.Second})
 		ctx := query.WithAffinity(node.Ctx(), 1)
 		first := open(ctx, nil) // granted by the control plane; its lease goes idle
 		if err := transaction(first); err != nil {
