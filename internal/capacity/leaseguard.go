@@ -198,6 +198,7 @@ type leaseSlot struct {
 	// reusedOn is the cluster of a slot taken from idle ("" otherwise): counted (LeaseReused)
 	// when released, unless Unused.
 	reusedOn string
+	state    slotState // st's memory, for a slot taken from idle
 }
 
 // fallbackSlot is a slot granted without a lease under onUnavailable: localLimits.
@@ -445,14 +446,16 @@ func (g *LeaseGuard) TakeIdle(ctx context.Context, cluster string, limit int) Sl
 		return nil
 	}
 	now := g.o.Env.Now()
+	ls := &leaseSlot{g: g, reusedOn: cluster} // its state in the same allocation
 	g.mu.Lock()
-	st, e := g.t.takeIdle(cluster, limit, query.Affinity(ctx), now)
+	st, e := g.t.takeIdle(cluster, limit, query.Affinity(ctx), now, &ls.state)
 	g.mu.Unlock()
 	g.apply(e)
 	if st == nil {
 		return nil
 	}
-	return &leaseSlot{g: g, st: st, reusedOn: cluster}
+	ls.st = st
+	return ls
 }
 
 // takeCarry takes the queued releases (one batch at most) for an acquire to carry, when the

@@ -232,16 +232,17 @@ func (t *leaseTable) granted(cluster string, l Lease, sent time.Time, affinity u
 	t.denied(cluster)
 	hl := &heldLease{lease: l, tag: l.Ref().Tag()}
 	hl.fenceAt, hl.renewAt = t.terms(sent, l)
-	s = t.addSlot(hl, affinity)
+	s = t.addSlot(new(slotState), hl, affinity)
 	if t.lostAt(s, now) {
 		return nil, true, t.release(s, now)
 	}
 	return s, false, effects{}
 }
 
-func (t *leaseTable) addSlot(hl *heldLease, affinity uint64) *slotState {
+// addSlot makes s, new memory, the live slot of hl.
+func (t *leaseTable) addSlot(s *slotState, hl *heldLease, affinity uint64) *slotState {
 	t.nextID++
-	s := &slotState{id: t.nextID, hl: hl, affinity: affinity}
+	*s = slotState{id: t.nextID, hl: hl, affinity: affinity}
 	s.onLost = s.hook[:0]
 	t.slots[s.id] = s
 	t.ids = append(t.ids, s.id) // past the end of any list sortedIDs gave out
@@ -479,7 +480,7 @@ func (t *leaseTable) checkDue(cluster string, now time.Time) bool {
 // idled one) into a slot, if one is still reusable at now and this node's running slots leave
 // room under limit (a lowered cap). Idle leases of the cluster that are no longer reusable go
 // to the release queue.
-func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now time.Time) (*slotState, effects) {
+func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now time.Time, into *slotState) (*slotState, effects) {
 	list := t.idle[cluster]
 	if len(list) == 0 || t.held[cluster]+t.local[cluster] >= limit {
 		return nil, effects{}
@@ -498,7 +499,10 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 		if il.hl.releasing {
 			violated("idle lease %s taken after its release", il.hl.lease.ID)
 		}
-		s = t.addSlot(il.hl, affinity)
+		if into == nil {
+			into = new(slotState)
+		}
+		s = t.addSlot(into, il.hl, affinity)
 		if t.held[cluster]+t.local[cluster] > limit {
 			violated("%q runs %d leased and %d local slots over its cap %d", cluster, t.held[cluster], t.local[cluster], limit)
 		}

@@ -13,7 +13,7 @@ func TestReleaseLeavesALentIDListAlone(t *testing.T) {
 	tb := newLeaseTable(tableConfig{})
 	var slots []*slotState
 	for i := range 4 {
-		slots = append(slots, tb.addSlot(&heldLease{lease: Lease{ID: fmt.Sprint("l", i), Cluster: "c"}}, 0))
+		slots = append(slots, tb.addSlot(new(slotState), &heldLease{lease: Lease{ID: fmt.Sprint("l", i), Cluster: "c"}}, 0))
 	}
 	lent := tb.sortedIDs()
 	want := slices.Clone(lent)

@@ -79,7 +79,7 @@ func (m *tableModel) acquire(rt *rapid.T) {
 	c := rapid.SampledFrom(modelClusters).Draw(rt, "cluster")
 	limit := rapid.IntRange(0, 4).Draw(rt, "limit")
 	if m.t.c.Reuse {
-		if s, _ := m.t.takeIdle(c, limit, uint64(rapid.IntRange(0, 2).Draw(rt, "affinity")), m.now); s != nil {
+		if s, _ := m.t.takeIdle(c, limit, uint64(rapid.IntRange(0, 2).Draw(rt, "affinity")), m.now, nil); s != nil {
 			if last, ok := m.uncontended[c]; !ok || !m.now.Before(last.Add(leaseReuseWindow)) {
 				rt.Fatalf("%s: lease %s taken from idle at %v, the last uncontended answer asked at %v (%v)",
 					c, s.hl.lease.ID, m.now.Sub(t0), last.Sub(t0), ok)

@@ -202,7 +202,7 @@ func (h *tableHarness) run(t *testing.T, path string, c transcriptCase) (out str
 		})
 		h.slots = map[uint64]*slotState{}
 	case "take":
-		s, te := h.t.takeIdle(a.str("c", ""), a.int("limit", 0), uint64(a.int("affinity", 0)), a.at("at"))
+		s, te := h.t.takeIdle(a.str("c", ""), a.int("limit", 0), uint64(a.int("affinity", 0)), a.at("at"), nil)
 		e = te
 		if s == nil {
 			say("none")
@@ -421,7 +421,7 @@ func TestLeaseTableInvariantsPanic(t *testing.T) {
 			s := grant(t, 1)
 			t.release(s, t0)
 			t.idle["c"][0].hl.releasing = true
-			t.takeIdle("c", 10, 0, t0)
+			t.takeIdle("c", 10, 0, t0, nil)
 		}},
 		{"denied without asking", `acquires in flight of "c" went negative`, func(t *leaseTable) { t.denied("c") }},
 	} {

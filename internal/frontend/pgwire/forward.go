@@ -84,6 +84,10 @@ type wireState struct {
 	// only once closeWire reported its statements, after which nothing reads their runs.
 	firstRun  wireRun
 	firstUsed bool
+	// cancel is cancelOf.Cancel, made once while the engine makes each transaction's
+	// connection in the last one's memory (a method value is an allocation).
+	cancel   func()
+	cancelOf engine.PGWire
 }
 
 // expect is one client message whose answer the server has not completed yet, or an answer
@@ -312,7 +316,11 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 	}
 	c.spare = nil
 	clear(ws.portals)
-	*ws = wireState{w: w, relayer: rel, conn: conn, req: req, front: ws.front, portals: ws.portals}
+	cancel := ws.cancel
+	if conn != ws.cancelOf {
+		cancel = nil
+	}
+	*ws = wireState{w: w, relayer: rel, conn: conn, req: req, front: ws.front, portals: ws.portals, cancel: cancel, cancelOf: conn}
 	c.wire = ws
 	return true, nil
 }
@@ -678,7 +686,10 @@ func (c *conn) beginRun_(sql string) (*wireRun, string, error) {
 	if r.Cancellable() {
 		// A lost lease: the engine connection's Cancel does not wait, as the core's hook must
 		// not.
-		r.OnCancel(ws.conn.Cancel)
+		if ws.cancel == nil {
+			ws.cancel = ws.conn.Cancel
+		}
+		r.OnCancel(ws.cancel)
 	}
 	if r.Ctx != c.ctx { // the group's query timeout
 		run.stop = context.AfterFunc(r.Ctx, ws.conn.Cancel)
