@@ -13,7 +13,8 @@
 # (GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off: callgrind fails on Go's preemption signals and RDTSCP), counting from the end of
 # the warm-up to the end of the run: user-space instructions per transaction, which the machine's
 # load does not change (this VM has no hardware counters for perf), to $OUT.cg; callgrind_annotate
-# reads it per function. Under callgrind a target runs ~50x slower, so its waits differ.
+# reads it per function. A queryflux target also prints its allocations per transaction
+# (go_memstats_mallocs_total around the run). Under callgrind a target runs ~50x slower, so its waits differ.
 set -euo pipefail
 BIN=$1 SECS=$2 MODE=${3:-plain} OUT=${OUT:-/tmp/passprobe}
 DB=qf_passprobe
@@ -69,6 +70,8 @@ for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/$PG) 2>/dev/null && break; 
 if [ "${WARM:-3}" -gt 0 ]; then pgbench -n -S -c 8 -j 2 -T ${WARM:-3} -h 127.0.0.1 -p $PG -U postgres $DB >/dev/null 2>&1; fi
 ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/$1/stat; }
 uticks() { awk '{sub(/.*\) /, ""); print $12}' /proc/$1/stat; }
+mallocs() { [[ $RELAYS == *" $BIN "* || $BIN == pgbouncer ]] && echo 0 && return; curl -s http://127.0.0.1:$AD/metrics | awk '/^go_memstats_mallocs_total /{print $2}'; }
+m0=$(mallocs)
 t0=$(ticks $PID) u0=$(uticks $PID)
 case $MODE in
 cg) callgrind_control -i on $PID >/dev/null; SP= ;;
@@ -86,12 +89,13 @@ else
 	res=$("${PGB[@]}" 2>&1)
 fi
 t1=$(ticks $PID) u1=$(uticks $PID)
+m1=$(mallocs)
 [ "$MODE" = cg ] && callgrind_control -i off $PID >/dev/null && callgrind_control -d $PID >/dev/null
 [ -n "$SP" ] && wait $SP || true
 tps=$(echo "$res" | awk '/^tps/{print int($3)}')
 n=$(echo "$res" | awk '/processed:/{print $NF}' | tr -d ' ' | cut -d/ -f1)
 n=$(echo "$res" | awk -F: '/number of transactions actually processed/{print $2}' | tr -d ' ')
-echo "bin=$(basename $BIN) tps=$tps n=$n cpu_us_per_tx=$(awk -v a=$t0 -v b=$t1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') load=$(cut -d' ' -f1 /proc/loadavg) usr_us_per_tx=$(awk -v a=$u0 -v b=$u1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}')"
+echo "bin=$(basename $BIN) tps=$tps n=$n cpu_us_per_tx=$(awk -v a=$t0 -v b=$t1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') load=$(cut -d' ' -f1 /proc/loadavg) usr_us_per_tx=$(awk -v a=$u0 -v b=$u1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') mallocs_per_tx=$(awk -v a=$m0 -v b=$m1 -v n=$n 'BEGIN{printf "%.2f", (b-a)/n}')"
 if [ -n "$AD" ] && [[ $RELAYS != *" $BIN "* ]] && [ "$BIN" != pgbouncer ]; then curl -s http://127.0.0.1:$AD/metrics | grep -E '^go_memstats_mallocs_total ' >$OUT.mallocs || true; fi
 if [ "$MODE" = stat ]; then awk -v n=$n '/syscalls|context|migrations/{gsub(",","",$1); printf "%s %.3f\n", $2, $1/n}' $OUT.stat; fi
 if [ "$MODE" = cg ]; then

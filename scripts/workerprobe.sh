@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# workerprobe.sh BIN SECS: a control plane and a worker of its leases from the queryflux binary
+# BIN, configured as scripts/bench-proxy.sh's worker rows (POOL=session for session pool mode),
+# under pgbench -S -c 8 -j 2 for SECS seconds after WARM (3) seconds of the same load. Prints
+# tps, each process's CPU per transaction (/proc/PID/stat) and the worker's allocations per
+# transaction (go_memstats_mallocs_total from its ops port, which the machine's load does not
+# change; scripts/passprobe.sh's standalone daemon makes about 2). MODE=stat adds the worker's
+# system calls per transaction (perf stat); MODE=pprof writes CPU profiles of both to
+# /tmp/workerprobe.w.prof and .cp.prof (a -tags benchpprof build). The database is
+# qf_passprobe, as passprobe.sh makes it.
+set -euo pipefail
+BIN=$1 SECS=$2
+DB=qf_passprobe
+export PGSSLMODE=disable
+if ! psql -qAt -h 127.0.0.1 -U postgres -d "$DB" -c "select 1 from pgbench_accounts limit 1" >/dev/null 2>&1; then
+	psql -q -h 127.0.0.1 -U postgres -d postgres -c "drop database if exists $DB" -c "create database $DB" >/dev/null
+	pgbench -i -q -s 1 -h 127.0.0.1 -U postgres "$DB" >/dev/null 2>&1
+fi
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+TMP=$(mktemp -d /tmp/workerprobe.XXXX)
+secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+CPA=$(freeport) CPPG=$(freeport) PG=$(freeport) MY=$(freeport) OPS=$(freeport) PP=$(freeport) PPC=$(freeport)
+cat > $TMP/cp.yaml <<YAML
+queryflux:
+  role: standalone
+  adminApi: {listen: "127.0.0.1:$CPA"}
+  workerApi: {enabled: true, secret: "$secret"}
+  coordination: {mode: controlPlane}
+  frontends:
+    postgres: {enabled: true, listen: "127.0.0.1:$CPPG"}
+settings: {security: {trustLoopback: true}}
+clusters:
+  - {name: pg, engine: postgres, endpoint: "127.0.0.1:5432", database: $DB, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable}}
+clusterGroups:
+  - {name: pg, members: [pg], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30, poolMode: ${POOL:-transaction}}
+routers:
+  - {type: protocolBased, postgres: pg}
+routingFallback: pg
+YAML
+cat > $TMP/w.yaml <<YAML
+queryflux:
+  role: worker
+  controlPlane: {url: "http://127.0.0.1:$CPA", secret: "$secret"}
+  frontends:
+    postgres: {enabled: true, listen: "127.0.0.1:$PG"}
+    mysql: {enabled: true, listen: "127.0.0.1:$MY"}
+YAML
+QUERYFLUX_PPROF=127.0.0.1:$PPC $BIN serve --config $TMP/cp.yaml > $TMP/cp.log 2>&1 &
+CP=$!
+sleep 1
+QUERYFLUX_PPROF=127.0.0.1:$PP $BIN serve --config $TMP/w.yaml --name probe-w --ops-listen 127.0.0.1:$OPS > $TMP/w.log 2>&1 &
+W=$!
+trap 'kill $W $CP 2>/dev/null; rm -rf "$TMP"' EXIT
+for _ in $(seq 100); do psql -qAt -h 127.0.0.1 -p $PG -U postgres -d $DB -c "select 1" >/dev/null 2>&1 && break; sleep 0.1; done
+pgbench -n -S -c 8 -j 2 -T ${WARM:-3} -h 127.0.0.1 -p $PG -U postgres $DB >/dev/null 2>&1
+ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/$1/stat; }
+m0=$(curl -s http://127.0.0.1:$OPS/metrics | awk '/^go_memstats_mallocs_total /{print $2}')
+w0=$(ticks $W) c0=$(ticks $CP)
+if [ "${MODE:-}" = pprof ]; then
+  (sleep 1; curl -s -o /tmp/workerprobe.w.prof "http://127.0.0.1:$PP/debug/pprof/profile?seconds=$((SECS-2))") &
+  (sleep 1; curl -s -o /tmp/workerprobe.cp.prof "http://127.0.0.1:$PPC/debug/pprof/profile?seconds=$((SECS-2))") &
+fi
+PGB=(pgbench -n -S -c 8 -j 2 -T $SECS -h 127.0.0.1 -p $PG -U postgres $DB)
+if [ "${MODE:-}" = stat ]; then
+  res=$(perf stat -e 'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_fcntl,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,context-switches' -p $W -o /tmp/workerprobe.stat -- "${PGB[@]}" 2>&1)
+else
+  res=$("${PGB[@]}" 2>&1)
+fi
+w1=$(ticks $W) c1=$(ticks $CP)
+m1=$(curl -s http://127.0.0.1:$OPS/metrics | awk '/^go_memstats_mallocs_total /{print $2}')
+[ "${MODE:-}" = pprof ] && sleep 1
+n=$(echo "$res" | awk -F: '/number of transactions actually processed/{print $2}' | tr -d ' ')
+tps=$(echo "$res" | awk '/^tps/{print int($3)}')
+hz=$(getconf CLK_TCK)
+echo "tps=$tps n=$n worker_us=$(awk -v a=$w0 -v b=$w1 -v n=$n -v hz=$hz 'BEGIN{printf "%.1f",(b-a)*1e6/hz/n}') cp_us=$(awk -v a=$c0 -v b=$c1 -v n=$n -v hz=$hz 'BEGIN{printf "%.1f",(b-a)*1e6/hz/n}') load=$(cut -d' ' -f1 /proc/loadavg) mallocs_per_tx=$(awk -v a=$m0 -v b=$m1 -v n=$n 'BEGIN{printf "%.2f",(b-a)/n}')"
+[ "${MODE:-}" = stat ] && awk -v n=$n '/syscalls|context/{gsub(",","",$1); printf "%s %.3f\n", $2, $1/n}' /tmp/workerprobe.stat
