@@ -71,6 +71,13 @@ var pgFunctionSQL = []string{
 		(a INTEGER, b INTEGER, s INTEGER) AS TABLE (SELECT generate_series::INTEGER AS generate_series FROM generate_series(a, b, s)),
 		(a, b) AS TABLE (SELECT generate_series FROM generate_series(a, b)),
 		(a, b, s) AS TABLE (SELECT generate_series FROM generate_series(a, b, s))`,
+	// extract(field FROM x) is a numeric (PostgreSQL 14 on; DuckDB's a BIGINT, or a DOUBLE
+	// for epoch): whole for most fields, to the microsecond for seconds and an epoch (but of a
+	// date), to the microsecond in milliseconds.
+	`CREATE MACRO {c}.main.qfpg_extract(f, x) AS date_part(f, x)::DECIMAL(38,0)`,
+	`CREATE MACRO {c}.main.qfpg_extract__epoch (x DATE) AS epoch(x)::DECIMAL(38,0), (x) AS epoch(x)::DECIMAL(38,6)`,
+	`CREATE MACRO {c}.main.qfpg_extract__second(x) AS (date_part('microseconds', x) / 1000000)::DECIMAL(38,6)`,
+	`CREATE MACRO {c}.main.qfpg_extract__milliseconds(x) AS (date_part('microseconds', x) / 1000)::DECIMAL(38,3)`,
 	// to_char(x, format) of a date or time, its format as strftime's (strftimeOfToChar).
 	`CREATE MACRO {c}.main.qfpg_to_char(x, f) AS strftime(x, f)`,
 	`CREATE MACRO {c}.main.qfpg_sum_distinct (x TINYINT) AS sum(DISTINCT x)::BIGINT, (x SMALLINT) AS sum(DISTINCT x)::BIGINT,
@@ -99,6 +106,9 @@ type renamedFunction struct {
 	// format, when set, is the function a call with a literal format second is written as,
 	// the format translated by it (else the call is left as written).
 	format func(string) (string, bool)
+	// extract: the call is extract(field FROM x), written as to(field, x) or, for a field of
+	// its own, to__<field>(x) (extractFields).
+	extract bool
 }
 
 // pgFunctions are PostgreSQL's functions a PostgreSQL client's call of is rewritten.
@@ -127,6 +137,7 @@ var pgFunctions = map[string]renamedFunction{
 	"date_part":                 {to: "qfpg_date_part", macro: true},
 	"generate_series":           {to: "qfpg_generate_series", macro: true, from: "qfpg_generate_series_rows"},
 	"to_char":                   {to: "qfpg_to_char", format: strftimeOfToChar},
+	"extract":                   {to: "qfpg_extract", extract: true},
 }
 
 // trinoFunctions are Trino's, for a Trino client's statement.
@@ -186,6 +197,9 @@ func (w *compatWriter) renameCall() bool {
 	if f.format != nil {
 		return w.formatCall(f, open, end)
 	}
+	if f.extract {
+		return w.extractCall(f, open)
+	}
 	first, after := w.sig(open+1, 0), w.sig(end+1, 0)
 	filter := w.word(after) == "filter"
 	name := f.to
@@ -237,6 +251,38 @@ func (w *compatWriter) formatCall(f renamedFunction, open, end int) bool {
 	}
 	w.replace(lit, lit, "'"+strings.ReplaceAll(format, "'", "''")+"'")
 	w.emit(f.to)
+	w.i++
+	return true
+}
+
+// extractFields are the fields extract's rewrite takes: "" for a whole number, else the macro
+// of the field's own. Others (julian, ...) are left as written.
+var extractFields = map[string]string{
+	"year": "", "month": "", "day": "", "hour": "", "minute": "", "dow": "", "isodow": "", "doy": "", "week": "",
+	"quarter": "", "decade": "", "century": "", "millennium": "", "isoyear": "", "microseconds": "", "timezone": "",
+	"timezone_hour": "", "timezone_minute": "", "epoch": "__epoch", "second": "__second", "milliseconds": "__milliseconds",
+}
+
+// extractCall writes extract(field FROM x), its "(" at open, as the macro for the field.
+func (w *compatWriter) extractCall(f renamedFunction, open int) bool {
+	field, from := w.sig(open+1, 0), w.sig(open+1, 1)
+	if field < 0 || w.word(from) != "from" {
+		return false
+	}
+	name := w.word(field)
+	if w.toks[field].Kind == sqltok.String {
+		name = strings.ToLower(plainString(w.toks[field].Text))
+	}
+	own, ok := extractFields[name]
+	if !ok {
+		return false
+	}
+	if own == "" {
+		w.replace(field, from, "'"+name+"',")
+	} else {
+		w.replace(field, from, "")
+	}
+	w.emit(f.to + own)
 	w.i++
 	return true
 }
@@ -424,6 +470,7 @@ func pgFunctionName(duck string) string {
 		return "count"
 	}
 	if name, ok := strings.CutPrefix(duck, macroPrefix); ok {
+		name, _, _ = strings.Cut(name, "__") // a variant's (extract__epoch)
 		return strings.TrimSuffix(strings.TrimPrefix(name, "trino_"), "_distinct")
 	}
 	return duck

@@ -124,6 +124,9 @@ var oracleCorpus = []oracleCase{
 	{pg: "to_char(timestamp '2024-03-04 15:06:07.891', 'Dy, DD Mon YYYY HH12:MI:SS.MS AM')"},
 	{pg: "to_char(date '2024-03-04', 'FMDay \"the\" DDD, FMDD/FMMM')"}, {pg: "g FROM generate_series(3, 5) g"},
 	{pg: "generate_series(7, 9)"}, {pg: "n FROM generate_series(2::int8, 3) AS t(n)"},
+	{pg: "extract(year from date '2024-03-04')"}, {pg: "extract('dow' from timestamp '2024-03-04 05:06:07')"},
+	{pg: "extract(epoch from timestamptz '2024-01-01 00:00:01.25+00')"}, {pg: "extract(epoch from date '2024-01-01')"},
+	{pg: "extract(second from timestamp '2024-03-04 05:06:07.5')"}, {pg: "extract(milliseconds from time '05:06:07.5')"},
 	{pg: "length('héllo')"}, {pg: "octet_length('héllo')"}, {pg: "strpos('hello', 'l')"},
 	{pg: "array_length(ARRAY[1, 2], 1)", duck: "array_length([1, 2], 1)"}, {pg: "date_part('day', date '2024-05-06')"},
 }
