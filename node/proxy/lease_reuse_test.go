@@ -35,6 +35,16 @@ func (e *notReadyEngine) OpenPGWire(_ context.Context, o engine.PGWireOptions) (
 	return enginetest.NopWire{}, nil
 }
 
+// simWorker is a simulation of a control plane "cp" (leases in memory) and a worker's node
+// "w1", closed when t ends.
+func simWorker(t *testing.T) (*sim.Sim, *sim.Node) {
+	s := sim.New(sim.Opts{Seed: 1})
+	t.Cleanup(s.Close)
+	store := capacity.NewMemory()
+	s.AddNode("cp", func(n *sim.Node) http.Handler { return capacity.NewAPIHandler(store, store, n.Env(), nil) })
+	return s, s.AddNode("w1", nil)
+}
+
 // workerCore is worker w1's core on node, with one cluster "a" of eng in group "g", its slots
 // leases of the control plane "cp" (o's other options kept). Call it from a task of node.
 func workerCore(node *sim.Node, eng query.Engine, o capacity.GuardOptions) *proxy.Core {
@@ -63,11 +73,7 @@ func workerCore(node *sim.Node, eng query.Engine, o capacity.GuardOptions) *prox
 // counts that statement once: bench-proxy read more reuses than passthrough statements
 // (384,911 of 383,876) when the loop's give-back counted too.
 func TestReusedLeasesCountTheStatementsTheyServed(t *testing.T) {
-	s := sim.New(sim.Opts{Seed: 1})
-	defer s.Close()
-	store := capacity.NewMemory()
-	s.AddNode("cp", func(n *sim.Node) http.Handler { return capacity.NewAPIHandler(store, store, n.Env(), nil) })
-	node := s.AddNode("w1", nil)
+	s, node := simWorker(t)
 	e := node.Env()
 	metrics := capacity.NewMetrics(nil)
 	eng := &notReadyEngine{Engine: simengine.New(e, "a", simengine.Params{})}
@@ -120,11 +126,7 @@ func TestReusedLeasesCountTheStatementsTheyServed(t *testing.T) {
 // no longer run), and never when the lease was lost while the wire was open: that hook ran, and
 // a wire it reached is not made over.
 func TestWireSessionReusedUnderASettledLease(t *testing.T) {
-	s := sim.New(sim.Opts{Seed: 1})
-	defer s.Close()
-	store := capacity.NewMemory()
-	s.AddNode("cp", func(n *sim.Node) http.Handler { return capacity.NewAPIHandler(store, store, n.Env(), nil) })
-	node := s.AddNode("w1", nil)
+	s, node := simWorker(t)
 	e := node.Env()
 	eng := &notReadyEngine{Engine: simengine.New(e, "a", simengine.Params{})}
 	req := &query.Request{SQL: "select 1", User: "u", Protocol: query.ProtocolPostgres}
