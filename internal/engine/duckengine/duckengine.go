@@ -411,6 +411,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	}
 	q, up := mysqlUpsert(ctx, conn, client, q)
 	q, ai := mysqlInsert(ctx, conn, client, q)
+	uc := mysqlUpdate(ctx, conn, client, q)
 	if err := setLastInsertID(ctx, conn, client); err != nil {
 		release(conn, true)
 		return nil, err
@@ -436,6 +437,12 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	if up != nil {
 		defer func() { release(conn, st.clean()); cancel() }()
 		rows, err := up.count(ctx, conn, false, func() (query.Rows, error) { return runInsert(ctx, conn, q, st.p, ai) })
+		e.noteFatal(err)
+		return rows, explain(err)
+	}
+	if uc != nil {
+		defer func() { release(conn, st.clean()); cancel() }()
+		rows, err := uc.run(ctx, conn, false, q, st.p)
 		e.noteFatal(err)
 		return rows, explain(err)
 	}
