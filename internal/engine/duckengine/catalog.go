@@ -2,6 +2,7 @@ package duckengine
 
 import (
 	"cmp"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"slices"
@@ -510,14 +511,15 @@ func pgCompat(q *query.Request) string {
 	quoteAt := !isMySQL(q) && holdsWordAt(q.SQL)
 	settings := mayReadPGSettings(q)
 	functions := functionsOf(q)
-	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) {
+	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
+	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary {
 		return q.SQL
 	}
 	toks := pgTokens(q)
 	if readsPublications(toks) {
 		return noPublications
 	}
-	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions}
+	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary}
 	for w.i < len(toks) {
 		w.step()
 	}
@@ -566,6 +568,35 @@ type compatWriter struct {
 	functions map[string]renamedFunction
 	// replaced holds text to write in place of tokens, by the index of the first.
 	replaced map[int]replacement
+	// binary: X'0102' is a varbinary literal (Trino's), DuckDB's BLOB (DuckDB reads the text
+	// x0102 there).
+	binary bool
+}
+
+// hasBinaryLiteral reports cheaply whether sqlText may hold an X'...' literal.
+func hasBinaryLiteral(sqlText string) bool {
+	for i := 1; i < len(sqlText); i++ {
+		if sqlText[i] == '\'' && sqlText[i-1]|0x20 == 'x' && (i == 1 || !isNameByte(sqlText[i-2])) {
+			return true
+		}
+	}
+	return false
+}
+
+// binaryLiteral is the bytes of Trino's X'...' literal (the token's text), whose hex digits
+// may be split by blanks; ok is false for anything else.
+func binaryLiteral(t sqltok.Token) (string, bool) {
+	if t.Kind != sqltok.String || t.Unterminated || len(t.Text) < 3 || t.Text[0]|0x20 != 'x' || t.Text[1] != '\'' {
+		return "", false
+	}
+	digits := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\t' || r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, t.Text[2:len(t.Text)-1])
+	b, err := hex.DecodeString(digits)
+	return string(b), err == nil
 }
 
 // sig returns the index of the n'th significant token from i on (n=0: the first), or -1.
@@ -615,6 +646,13 @@ func (w *compatWriter) step() {
 	}
 	if w.writeReplaced() || w.renameCall() {
 		return
+	}
+	if w.binary {
+		if v, ok := binaryLiteral(t); ok {
+			w.emit(blobLiteral(v))
+			w.i++
+			return
+		}
 	}
 	switch w.word(w.i) {
 	case "operator": // OPERATOR(pg_catalog.~) -> ~

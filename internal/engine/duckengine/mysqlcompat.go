@@ -66,11 +66,18 @@ func mysqlCompat(sqlText string) string {
 			if binary || !utf8.ValidString(v) {
 				b.WriteString(blobLiteral(v))
 			} else {
-				b.WriteString(duckString(v))
+				b.WriteString(duckString(timeOfDay(v)))
 			}
 			i += n - 1
 			changed = true
 			continue
+		}
+		if t.Kind == sqltok.String && !t.Unterminated && strings.HasPrefix(t.Text, "'0 ") && len(t.Text) >= 2 {
+			if v := sqltok.MySQLStringValue(t.Text); timeOfDay(v) != v {
+				b.WriteString(duckString(timeOfDay(v)))
+				changed = true
+				continue
+			}
 		}
 		if t.Kind == sqltok.String && !t.Unterminated && len(t.Text) >= 2 && t.Text[0] == '\'' && !utf8.ValidString(t.Text) {
 			b.WriteString(blobLiteral(sqltok.MySQLStringValue(t.Text)))
@@ -232,7 +239,7 @@ func mayNeedMySQLCompat(sqlText string) bool {
 	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText) ||
 		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema") || !utf8.ValidString(sqlText) ||
 		containsFold(sqlText, "duplicate") || sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace") || holdsWordAt(sqlText) ||
-		mayCallMySQLFunction(sqlText)
+		mayCallMySQLFunction(sqlText) || strings.Contains(sqlText, "'0 ")
 }
 
 // mayCallMySQLFunction reports cheaply whether sqlText may hold what mysqlFunctionEdits writes.
@@ -369,6 +376,41 @@ func blobLiteral(v string) string {
 		b.WriteByte(hex[v[i]&15])
 	}
 	b.WriteString("'::BLOB")
+	return b.String()
+}
+
+// timeOfDay is v, when it is a day count of 0 before a time of day, as the time of day
+// HH:MM:SS[.f]: mysqlclient writes a datetime.timedelta parameter as MySQL's 'D H:M:S'
+// ('0 23:59:59', '0 0:0:0'), which DuckDB's TIME refuses; any other v is itself. (A text value
+// of that form is written so too.)
+func timeOfDay(v string) string {
+	rest, ok := strings.CutPrefix(v, "0 ")
+	if !ok || len(rest) < 5 || len(rest) > 15 {
+		return v
+	}
+	hms, frac, _ := strings.Cut(rest, ".")
+	parts := strings.Split(hms, ":")
+	if len(parts) != 3 {
+		return v
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || len(p) == 0 || len(p) > 2 || p[0] == '+' || p[0] == '-' || n > 59 || i == 0 && n > 23 {
+			return v
+		}
+		if i > 0 {
+			b.WriteByte(':')
+		}
+		b.WriteByte(byte('0' + n/10))
+		b.WriteByte(byte('0' + n%10))
+	}
+	if frac != "" {
+		if strings.Trim(frac, "0123456789") != "" {
+			return v
+		}
+		b.WriteString("." + frac)
+	}
 	return b.String()
 }
 

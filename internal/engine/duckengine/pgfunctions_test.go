@@ -15,7 +15,8 @@ func TestPGFunctionRewrites(t *testing.T) {
 	for in, want := range map[string]string{
 		"select sum(x), Sum (y) from t":                                                                       "select qfpg_sum(x), qfpg_sum (y) from t",
 		"SELECT sum(DISTINCT x) FILTER (WHERE x < 3) FROM t":                                                  "SELECT qfpg_sum_distinct(CASE WHEN x < 3 THEN  x END) FROM t",
-		"select sum(x) over (order by x), s.sum(x), sum from t":                                               "select sum(x) over (order by x), s.sum(x), sum from t",
+		"select sum(x) over (order by x), s.sum(x), sum from t":                                               "select qfpg_sum__over(sum(x) over (order by x), x), s.sum(x), sum from t",
+		"select sum(a + b) over w from t window w as ()":                                                      "select qfpg_sum__over(sum(a + b) over w, a + b) from t window w as ()",
 		"select jsonb_agg(name order by name) filter (where x) from t":                                        "select qfpg_jsonb_agg(list(name order by name) filter (where x)) from t",
 		"select json_agg(t) from t":                                                                           "select qfpg_json_agg(list(t)) from t",
 		"select generate_series(1, 2), x from generate_series(1, 3) x, lateral generate_series(1, x) as y(n)": "select qfpg_generate_series(1, 2), x from qfpg_generate_series_rows(1, 3) x(x), lateral qfpg_generate_series_rows(1, x) as y(n)",

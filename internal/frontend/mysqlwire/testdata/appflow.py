@@ -51,3 +51,31 @@ step('begin2', "begin")
 step('tx-insert2', "insert into app (name) values ('grape')")
 step('commit', "commit")
 step('final', "select id, name, qty from app order by id")
+# An UPDATE counts the rows it changed (no CLIENT_FOUND_ROWS here), TRUNCATE none, and the
+# AUTO_INCREMENT ids start again after it; the errors an application catches.
+step('update-same', "update app set qty = qty where id = 1")
+step('update-some', "update app set qty = 6 where name in ('Apple', 'cherry', 'date')")
+step('update-param-same', "update app set price = %s, meta = meta where id = %s", (decimal.Decimal('1.50'), 1))
+step('update-null', "update app set price = null where price is null")
+step('duplicate', "insert into app (name) values ('Apple')")
+step('syntax', "selec 1")
+step('missing', "select * from no_such_table")
+step('truncate', "truncate table app")
+step('after-truncate', "insert into app (name) values ('kiwi'), ('lime')")
+step('ids', "select id, name from app order by id")
+# A type matrix: each type written by a parameter (as the driver escapes it) and read back.
+step('matrix-create', "create table mx (id int primary key, ti tinyint, si smallint, i int, bi bigint, bu bigint unsigned, "
+     "d decimal(12,4), f float, dbl double, b boolean, c char(5), s varchar(20), tx text, bl blob, dt date, tm time, "
+     "ts datetime, j json)")
+step('matrix-insert', "insert into mx values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+     (1, -128, -32768, -2147483648, -9223372036854775808, 18446744073709551615, decimal.Decimal('-12345678.1234'), 2.5,
+      0.001, True, 'ab', "h\u00e9llo 'q' \\ \"d\"", 'long text', b"\x00\x01\xff'\\", datetime.date(2024, 2, 29),
+      datetime.timedelta(hours=23, minutes=59, seconds=59), datetime.datetime(2024, 2, 29, 13, 14, 15),
+      '{"a": [1, {"b": null}]}'))
+step('matrix-max', "insert into mx values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+     (2, 127, 32767, 2147483647, 9223372036854775807, 0, decimal.Decimal('99999999.9999'), -0.125, -1e300, False, '',
+      '', '', b'', datetime.date(1970, 1, 1), datetime.timedelta(0), datetime.datetime(1999, 12, 31, 23, 59, 59), '[]'))
+step('matrix-nulls', "insert into mx (id) values (3)")
+step('matrix', "select * from mx order by id")
+step('matrix-where', "select id from mx where bl = %s or s = %s or dt = %s order by id",
+     (b"\x00\x01\xff'\\", "h\u00e9llo 'q' \\ \"d\"", datetime.date(1970, 1, 1)))
