@@ -50,6 +50,7 @@ func mysqlCompat(sqlText string) string {
 	// upsert: past an INSERT's ON DUPLICATE KEY UPDATE, where VALUES(col) is the value the row
 	// would have had (DuckDB's excluded.col).
 	replace, upsert := sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace"), false
+	first := nextSignificant(toks, 0)
 	edits := mysqlFunctionEdits(toks)
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
@@ -85,6 +86,15 @@ func mysqlCompat(sqlText string) string {
 			continue
 		}
 		switch {
+		case i == first && t.IsWord("insert") && nextSignificant(toks, i+1) < len(toks) && toks[nextSignificant(toks, i+1)].IsWord("ignore"):
+			// INSERT IGNORE [INTO] t ...: DuckDB's INSERT OR IGNORE INTO t ..., which leaves out
+			// a row whose key is taken (MySQL's also a row an error refuses: DuckDB's fails).
+			b.WriteString("INSERT OR IGNORE INTO")
+			i = nextSignificant(toks, i+1)
+			if j := nextSignificant(toks, i+1); j < len(toks) && toks[j].IsWord("into") {
+				i = j
+			}
+			changed = true
 		case replace && t.IsWord("replace"):
 			// REPLACE [INTO] t ...: DuckDB's INSERT OR REPLACE INTO t ..., which replaces a row
 			// whose key the new one has, as MySQL's deletes it and inserts.
@@ -239,13 +249,17 @@ func mayNeedMySQLCompat(sqlText string) bool {
 	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText) ||
 		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema") || !utf8.ValidString(sqlText) ||
 		containsFold(sqlText, "duplicate") || sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace") || holdsWordAt(sqlText) ||
+		containsFold(sqlText, "ignore") ||
 		mayCallMySQLFunction(sqlText) || strings.Contains(sqlText, "'0 ")
 }
 
 // mayCallMySQLFunction reports cheaply whether sqlText may hold what mysqlFunctionEdits writes.
 func mayCallMySQLFunction(sqlText string) bool {
 	return containsFold(sqlText, "like") || containsFold(sqlText, "separator") || containsFold(sqlText, "date_format") ||
-		containsFold(sqlText, "datediff") || containsFold(sqlText, "signed") || containsFold(sqlText, "avg") || containsFold(sqlText, "convert")
+		containsFold(sqlText, "datediff") || containsFold(sqlText, "signed") || containsFold(sqlText, "avg") || containsFold(sqlText, "convert") ||
+		containsFold(sqlText, "timestampdiff") || containsFold(sqlText, "str_to_date") || containsFold(sqlText, "truncate") ||
+		containsFold(sqlText, "div") || containsFold(sqlText, "regexp") || containsFold(sqlText, "rlike") || containsFold(sqlText, "drop") ||
+		containsFold(sqlText, "mod") || containsFold(sqlText, "date_") || containsFold(sqlText, "adddate") || containsFold(sqlText, "subdate") || containsFold(sqlText, "to_days")
 }
 
 // atIdent reports whether toks[i] is the word AT used as a name (a column called "at"): DuckDB
