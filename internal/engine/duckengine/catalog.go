@@ -460,6 +460,9 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 			s = mysqlCompat(s)
 		}
 	}
+	if q.Protocol == query.ProtocolFlightSQL {
+		s = exactDivision(s, sqltok.Postgres)
+	}
 	if s == q.SQL {
 		return q, nil
 	}

@@ -25,6 +25,7 @@ import (
 //     excluded.a; REPLACE [INTO], as INSERT OR REPLACE INTO (their affected rows are made
 //     MySQL's in upsert.go).
 //   - GROUP_CONCAT's SEPARATOR, DATE_FORMAT, DATEDIFF, CAST AS SIGNED, LIKE (mysqlfunctions.go).
+//   - a / b, as a * 1e0 / b: MySQL divides integers exactly (division.go); a DIV b, as a // b.
 //
 // Before, 'O\'Brien' (what PyMySQL and mysqlclient send for the parameter O'Brien) failed as a
 // syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
@@ -114,6 +115,12 @@ func mysqlCompat(sqlText string) string {
 			changed = true
 		case t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated && len(t.Text) >= 2:
 			b.WriteString(quoteIdent(strings.ReplaceAll(t.Text[1:len(t.Text)-1], "``", "`")))
+			changed = true
+		case isDivision(t):
+			b.WriteString(exactDivisionOperator) // division.go
+			changed = true
+		case t.IsWord("div") && !afterDot(toks, i):
+			b.WriteString("//") // MySQL's integer division (DIV is reserved: t.div is the only name it can be)
 			changed = true
 		case t.Kind == sqltok.Comment && t.Text[0] == '#':
 			b.WriteString("--" + t.Text[1:])
@@ -239,13 +246,19 @@ func mayNeedMySQLCompat(sqlText string) bool {
 	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText) ||
 		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema") || !utf8.ValidString(sqlText) ||
 		containsFold(sqlText, "duplicate") || sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace") || holdsWordAt(sqlText) ||
-		mayCallMySQLFunction(sqlText) || strings.Contains(sqlText, "'0 ")
+		mayCallMySQLFunction(sqlText) || strings.Contains(sqlText, "'0 ") || strings.Contains(sqlText, "/") || containsFold(sqlText, "div")
 }
 
 // mayCallMySQLFunction reports cheaply whether sqlText may hold what mysqlFunctionEdits writes.
 func mayCallMySQLFunction(sqlText string) bool {
 	return containsFold(sqlText, "like") || containsFold(sqlText, "separator") || containsFold(sqlText, "date_format") ||
 		containsFold(sqlText, "datediff") || containsFold(sqlText, "signed") || containsFold(sqlText, "avg") || containsFold(sqlText, "convert")
+}
+
+// afterDot reports whether toks[i] follows a dot: a qualified name's part.
+func afterDot(toks []sqltok.Token, i int) bool {
+	p := prevSignificant(toks, i)
+	return p >= 0 && toks[p].Text == "."
 }
 
 // atIdent reports whether toks[i] is the word AT used as a name (a column called "at"): DuckDB
