@@ -264,6 +264,30 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.main.qf_mysql_avg (x TINYINT) AS avg(x)::DECIMAL(38,4), (x SMALLINT) AS avg(x)::DECIMAL(38,4),
 		(x INTEGER) AS avg(x)::DECIMAL(38,4), (x BIGINT) AS avg(x)::DECIMAL(38,4), (x) AS avg(x)`,
 	`CREATE MACRO {c}.main.qf_mysql_datediff(a, b) AS CAST(CAST(a AS TIMESTAMP) AS DATE) - CAST(CAST(b AS TIMESTAMP) AS DATE)`,
+	// MySQL's functions DuckDB lacks: TIMESTAMPDIFF (mysqlfunctions.go writes its unit as a
+	// string) is DuckDB's date_sub, the whole units between; STR_TO_DATE is NULL for a text
+	// the format does not read; SUBSTRING_INDEX, TO_DAYS and JSON_UNQUOTE as MySQL's (TO_DAYS
+	// is written qf_mysql_to_days: DuckDB's to_days is the function INTERVAL n DAY calls).
+	`CREATE MACRO {c}.main.qf_mysql_timestampdiff(u, a, b) AS date_sub(u, CAST(a AS TIMESTAMP), CAST(b AS TIMESTAMP))`,
+	`CREATE MACRO {c}.main.qf_mysql_str_to_date(s, f) AS try_strptime(s, f)`,
+	// DATE_ADD and DATE_SUB (mysqlfunctions.go picks _days for a unit of whole days): a DATE
+	// for a DATE, text for text (a date's, or a datetime's with a time), else a timestamp.
+	`CREATE MACRO {c}.main.qf_mysql_date_add_days (x DATE, i) AS CAST(x + i AS DATE),
+		(x VARCHAR, i) AS CASE WHEN length(x) <= 10 THEN strftime(CAST(x AS DATE) + i, '%Y-%m-%d')
+			ELSE strftime(CAST(x AS TIMESTAMP) + i, '%Y-%m-%d %H:%M:%S') END, (x, i) AS x + i`,
+	`CREATE MACRO {c}.main.qf_mysql_date_sub_days (x DATE, i) AS CAST(x - i AS DATE),
+		(x VARCHAR, i) AS CASE WHEN length(x) <= 10 THEN strftime(CAST(x AS DATE) - i, '%Y-%m-%d')
+			ELSE strftime(CAST(x AS TIMESTAMP) - i, '%Y-%m-%d %H:%M:%S') END, (x, i) AS x - i`,
+	`CREATE MACRO {c}.main.qf_mysql_date_add_time (x DATE, i) AS CAST(x AS TIMESTAMP) + i,
+		(x VARCHAR, i) AS strftime(CAST(x AS TIMESTAMP) + i, '%Y-%m-%d %H:%M:%S'), (x, i) AS x + i`,
+	`CREATE MACRO {c}.main.qf_mysql_date_sub_time (x DATE, i) AS CAST(x AS TIMESTAMP) - i,
+		(x VARCHAR, i) AS strftime(CAST(x AS TIMESTAMP) - i, '%Y-%m-%d %H:%M:%S'), (x, i) AS x - i`,
+	`CREATE MACRO {c}.main.qf_mysql_str_to_date_only(s, f) AS CAST(try_strptime(s, f) AS DATE)`,
+	`CREATE MACRO {c}.main.substring_index(s, d, n) AS CASE WHEN n >= 0 THEN array_to_string(string_split(s, d)[1:n], d)
+		ELSE array_to_string(string_split(s, d)[n:], d) END`,
+	`CREATE MACRO {c}.main.qf_mysql_to_days(d) AS CAST(CAST(d AS TIMESTAMP) AS DATE) - DATE '0000-01-01'`,
+	`CREATE MACRO {c}.main.json_unquote(j) AS CASE WHEN json_valid(CAST(j AS VARCHAR)) AND json_type(CAST(j AS VARCHAR)) = 'VARCHAR'
+		THEN json_extract_string(CAST(j AS VARCHAR), '$') ELSE CAST(j AS VARCHAR) END`,
 	`CREATE MACRO {c}.main.last_insert_id() AS coalesce(getvariable('qf_last_insert_id'), 0)::UBIGINT`,
 	`CREATE MACRO {c}.main.qf_mysql_type(t) AS CASE
 		WHEN t = 'BOOLEAN' THEN 'tinyint(1)' WHEN t = 'TINYINT' THEN 'tinyint(4)' WHEN t = 'SMALLINT' THEN 'smallint(6)'
@@ -441,7 +465,7 @@ var castTypes = map[string]string{"jsonb": "JSON", "text": "VARCHAR", "name": "V
 // database, what a MySQL client's SHOW TABLES names when it chose none. The error refuses a
 // MySQL SHOW this engine does not answer.
 func compatRequest(q *query.Request, db string) (*query.Request, error) {
-	q = showTimeout(q)
+	q = withoutLocking(showTimeout(q))
 	s, shown := pgShow(q)
 	if !shown {
 		s = pgCompat(q)
@@ -457,7 +481,7 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 		case ok:
 			s = show
 		default:
-			s = mysqlCompat(s)
+			s = limitedWrite(mysqlCompat(s))
 		}
 	}
 	if q.Protocol == query.ProtocolFlightSQL {

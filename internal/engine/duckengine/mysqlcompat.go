@@ -25,7 +25,7 @@ import (
 //     excluded.a; REPLACE [INTO], as INSERT OR REPLACE INTO (their affected rows are made
 //     MySQL's in upsert.go).
 //   - GROUP_CONCAT's SEPARATOR, DATE_FORMAT, DATEDIFF, CAST AS SIGNED, LIKE (mysqlfunctions.go).
-//   - a / b, as a * 1e0 / b: MySQL divides integers exactly (division.go); a DIV b, as a // b.
+//   - a / b, as a * 1e0 / b: MySQL divides integers exactly (division.go).
 //
 // Before, 'O\'Brien' (what PyMySQL and mysqlclient send for the parameter O'Brien) failed as a
 // syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
@@ -51,6 +51,7 @@ func mysqlCompat(sqlText string) string {
 	// upsert: past an INSERT's ON DUPLICATE KEY UPDATE, where VALUES(col) is the value the row
 	// would have had (DuckDB's excluded.col).
 	replace, upsert := sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace"), false
+	first := nextSignificant(toks, 0)
 	edits := mysqlFunctionEdits(toks)
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
@@ -86,6 +87,15 @@ func mysqlCompat(sqlText string) string {
 			continue
 		}
 		switch {
+		case i == first && t.IsWord("insert") && nextSignificant(toks, i+1) < len(toks) && toks[nextSignificant(toks, i+1)].IsWord("ignore"):
+			// INSERT IGNORE [INTO] t ...: DuckDB's INSERT OR IGNORE INTO t ..., which leaves out
+			// a row whose key is taken (MySQL's also a row an error refuses: DuckDB's fails).
+			b.WriteString("INSERT OR IGNORE INTO")
+			i = nextSignificant(toks, i+1)
+			if j := nextSignificant(toks, i+1); j < len(toks) && toks[j].IsWord("into") {
+				i = j
+			}
+			changed = true
 		case replace && t.IsWord("replace"):
 			// REPLACE [INTO] t ...: DuckDB's INSERT OR REPLACE INTO t ..., which replaces a row
 			// whose key the new one has, as MySQL's deletes it and inserts.
@@ -118,9 +128,6 @@ func mysqlCompat(sqlText string) string {
 			changed = true
 		case isDivision(t):
 			b.WriteString(exactDivisionOperator) // division.go
-			changed = true
-		case t.IsWord("div") && !afterDot(toks, i):
-			b.WriteString("//") // MySQL's integer division (DIV is reserved: t.div is the only name it can be)
 			changed = true
 		case t.Kind == sqltok.Comment && t.Text[0] == '#':
 			b.WriteString("--" + t.Text[1:])
@@ -246,19 +253,17 @@ func mayNeedMySQLCompat(sqlText string) bool {
 	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText) ||
 		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema") || !utf8.ValidString(sqlText) ||
 		containsFold(sqlText, "duplicate") || sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace") || holdsWordAt(sqlText) ||
-		mayCallMySQLFunction(sqlText) || strings.Contains(sqlText, "'0 ") || strings.Contains(sqlText, "/") || containsFold(sqlText, "div")
+		containsFold(sqlText, "ignore") ||
+		mayCallMySQLFunction(sqlText) || strings.Contains(sqlText, "'0 ") || strings.Contains(sqlText, "/")
 }
 
 // mayCallMySQLFunction reports cheaply whether sqlText may hold what mysqlFunctionEdits writes.
 func mayCallMySQLFunction(sqlText string) bool {
 	return containsFold(sqlText, "like") || containsFold(sqlText, "separator") || containsFold(sqlText, "date_format") ||
-		containsFold(sqlText, "datediff") || containsFold(sqlText, "signed") || containsFold(sqlText, "avg") || containsFold(sqlText, "convert")
-}
-
-// afterDot reports whether toks[i] follows a dot: a qualified name's part.
-func afterDot(toks []sqltok.Token, i int) bool {
-	p := prevSignificant(toks, i)
-	return p >= 0 && toks[p].Text == "."
+		containsFold(sqlText, "datediff") || containsFold(sqlText, "signed") || containsFold(sqlText, "avg") || containsFold(sqlText, "convert") ||
+		containsFold(sqlText, "timestampdiff") || containsFold(sqlText, "str_to_date") || containsFold(sqlText, "truncate") ||
+		containsFold(sqlText, "div") || containsFold(sqlText, "regexp") || containsFold(sqlText, "rlike") || containsFold(sqlText, "drop") ||
+		containsFold(sqlText, "mod") || containsFold(sqlText, "date_") || containsFold(sqlText, "adddate") || containsFold(sqlText, "subdate") || containsFold(sqlText, "to_days")
 }
 
 // atIdent reports whether toks[i] is the word AT used as a name (a column called "at"): DuckDB

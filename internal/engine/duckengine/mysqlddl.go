@@ -364,7 +364,8 @@ func restartCounter(ctx context.Context, conn *sql.Conn, seq string) error {
 }
 
 // insertModifiers are the words between INSERT and its table's name.
-var insertModifiers = map[string]bool{"low_priority": true, "delayed": true, "high_priority": true, "ignore": true, "into": true}
+var insertModifiers = map[string]bool{"low_priority": true, "delayed": true, "high_priority": true, "ignore": true, "into": true,
+	"or": true} // INSERT OR IGNORE INTO, as mysqlCompat writes INSERT IGNORE
 
 // afterInsertModifiers is where the table's name is among an INSERT's (or REPLACE's)
 // significant tokens: after the keyword and its modifiers.

@@ -57,12 +57,12 @@ func (duckCatalog) Keys(db, table string) string {
 
 // Indexes lists the primary key (PRIMARY), the unique constraints (named by their first
 // column, as MySQL names a unique key) and the CREATE INDEX indexes of the table; Cardinality
-// is the table's rows for a unique key, where MySQL's is an estimate, and NULL for an index.
+// is the table's rows, where MySQL's is an estimate (of a small table, its rows too).
 func (duckCatalog) Indexes(db, table string) string {
 	where := inSchema("database_name", "schema_name", db) + ` AND lower(table_name) = lower(` + sqltok.StandardString(table) + `)`
 	count := `(SELECT count(*) FROM ` + tableRef(db, table) + `)`
 	return `SELECT i.tbl, i.key_name, i.non_unique, i.seq, i.column_name, c.is_nullable AS nullable, ` +
-		`CASE WHEN NOT i.non_unique THEN ` + count + ` END AS cardinality, i.pos ` +
+		count + ` AS cardinality, i.pos ` +
 		`FROM (SELECT table_oid, table_name AS tbl, CASE WHEN constraint_type = 'PRIMARY KEY' THEN 'PRIMARY' ELSE constraint_column_names[1] END AS key_name, ` +
 		`false AS non_unique, unnest(constraint_column_names) AS column_name, unnest(range(1, len(constraint_column_names) + 1)) AS seq, ` +
 		`CASE WHEN constraint_type = 'PRIMARY KEY' THEN 0 ELSE 1 + constraint_index END AS pos ` +

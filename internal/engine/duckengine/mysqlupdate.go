@@ -238,3 +238,77 @@ func (u *updateCount) count(ctx context.Context, conn *sql.Conn, inTx bool, args
 	return engine.TagRows("UPDATE matched:" + strconv.FormatInt(matched, 10) + " changed:" + strconv.FormatInt(changed, 10) +
 		" " + strconv.FormatInt(n, 10)), nil
 }
+
+// limitedWrite is a MySQL client's UPDATE or DELETE with ORDER BY and/or LIMIT (sqlText as
+// mysqlCompat wrote it), which DuckDB's parser refuses, as one on the rows a subquery picks:
+// UPDATE t SET ... WHERE c ORDER BY o LIMIT n is UPDATE t SET ... WHERE rowid IN (SELECT
+// rowid FROM t WHERE c ORDER BY o LIMIT n), DELETE FROM t ... the same (a batch job's DELETE
+// ... LIMIT 1000, a queue's UPDATE ... ORDER BY id LIMIT 1). Other statements are sqlText.
+func limitedWrite(sqlText string) string {
+	if !containsFold(sqlText, "limit") && !containsFold(sqlText, "order") || !sqltok.FirstKeywordIs(sqlText, sqltok.Generic, "update", "delete") {
+		return sqlText
+	}
+	toks := sqltok.SignificantTokens(sqlText, sqltok.Generic)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	if len(toks) < 4 {
+		return sqlText
+	}
+	// The table: UPDATE t [[AS] a] SET, or DELETE FROM t; where WHERE, ORDER and LIMIT start.
+	var tableFrom, tableTo, head int
+	if toks[0].IsWord("delete") {
+		if !toks[1].IsWord("from") {
+			return sqlText
+		}
+		tableFrom, tableTo = 2, 3
+		if tableTo+1 < len(toks) && toks[tableTo].Text == "." {
+			tableTo += 2
+		}
+		head = tableTo
+	} else {
+		tableFrom = 1
+		for head = 1; head < len(toks) && !toks[head].IsWord("set"); head++ {
+		}
+		tableTo = head
+	}
+	where, order, depth := -1, -1, 0
+	for i := head; i < len(toks); i++ {
+		switch t := toks[i]; {
+		case t.Text == "(":
+			depth++
+		case t.Text == ")":
+			depth--
+		case depth > 0:
+		case t.IsWord("where") && where < 0 && order < 0:
+			where = i
+		case t.IsWord("order") && i+1 < len(toks) && toks[i+1].IsWord("by"), t.IsWord("limit"):
+			if order < 0 {
+				order = i
+			}
+		case t.IsWord("returning", "from", "using"):
+			return sqlText
+		}
+	}
+	if order < 0 || tableTo <= tableFrom || tableTo > len(toks) {
+		return sqlText
+	}
+	text := func(from, to int) string { return sqlText[toks[from].Pos : toks[to-1].Pos+len(toks[to-1].Text)] }
+	end := where
+	if end < 0 {
+		end = order
+	}
+	table := text(tableFrom, tableTo)
+	if toks[0].IsWord("update") && tableTo-tableFrom > 1 {
+		table = text(tableFrom, tableFrom+1) // UPDATE t AS a: the subquery reads t itself
+		if tableFrom+2 < tableTo && toks[tableFrom+1].Text == "." {
+			table = text(tableFrom, tableFrom+3)
+		}
+	}
+	sub := "SELECT rowid FROM " + table
+	if where >= 0 {
+		sub += " WHERE " + text(where+1, order)
+	}
+	sub += " " + text(order, len(toks))
+	return text(0, end) + " WHERE rowid IN (" + sub + ")"
+}

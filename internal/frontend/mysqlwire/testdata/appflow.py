@@ -79,3 +79,24 @@ step('matrix-nulls', "insert into mx (id) values (3)")
 step('matrix', "select * from mx order by id")
 step('matrix-where', "select id from mx where bl = %s or s = %s or dt = %s order by id",
      (b"\x00\x01\xff'\\", "h\u00e9llo 'q' \\ \"d\"", datetime.date(1970, 1, 1)))
+# What applications write in MySQL's dialect: INSERT IGNORE, locking reads, UPDATE and DELETE
+# with ORDER BY / LIMIT, DROP INDEX ... ON, and functions and operators DuckDB spells otherwise.
+step('ignore', "insert ignore into app (name) values ('kiwi')")
+step('ignore-new', "insert ignore into app (name) values ('mango')")
+step('ignore-ids', "select id, name from app order by id")
+step('for-update', "select id from app where name = %s for update", ('kiwi',))
+step('share-mode', "select id from app where name = 'kiwi' lock in share mode")
+step('update-limit', "update app set qty = 9 where qty = 0 order by id desc limit 1")
+step('delete-limit', "delete from app where qty = 0 limit 1")
+step('limited-rows', "select id, name, qty from app order by id")
+step('index', "create index app_qty on app (qty)")
+step('drop-index', "drop index app_qty on app")
+step('dates', "select date_add('2024-02-29 10:00:00', interval 1 day), date_sub('2024-03-01', interval 2 hour), "
+     "adddate('2024-01-31', interval 1 month), date_add(%s, interval 1 year), date_sub(%s, interval 90 minute)",
+     (datetime.date(2024, 2, 29), datetime.date(2024, 2, 29)))
+step('recent', "select count(*) from app where %s > date_sub(now(), interval 7 day)", (datetime.datetime(2000, 1, 1),))
+step('functions', "select str_to_date('29/02/2024', '%%d/%%m/%%Y'), str_to_date('2024-02-29 13:14', '%%Y-%%m-%%d %%H:%%i'), "
+     "timestampdiff(month, '2024-01-31', '2024-03-30'), to_days('2024-01-01'), substring_index('a.b.c', '.', 2), "
+     "substring_index('a.b.c', '.', -1), json_unquote(json_extract('{\"a\": \"x\"}', '$.a'))")
+step('operators', "select 10 div 3, -7 div 2, 10 mod 3, 'Abc' regexp 'b', 'Abc' not regexp '^x', truncate(1.999, 2)")
+step('regexp', "select name from app where name rlike %s order by name", ('^[kl]',))

@@ -44,3 +44,8 @@ step('err-schema', lambda: cur.execute("select * from no_such_schema.t"))
 step('err-type', lambda: cur.execute("select 1::no_such_type"))
 step('err-not-null', lambda: cur.execute("insert into p2 (name) values (null)"))
 step('err-cast', lambda: (cur.execute("select 'abc'::integer"), cur.fetchone())[1])
+# Locking reads, as ORMs write them (Django's select_for_update, SQLAlchemy's with_for_update).
+step('for-update', lambda: (cur.execute("select id from p2 where name = %s for update", ("a",)), cur.fetchall())[1])
+step('skip-locked', lambda: (cur.execute("select id from p2 order by id limit 1 for update skip locked"), cur.fetchall())[1])
+step('share-of', lambda: (cur.execute("select p2.id from p2 where id = 1 for no key update of p2 nowait"), cur.fetchall())[1])
+step('for-commit', c.commit)
