@@ -484,6 +484,9 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 			s = limitedWrite(mysqlCompat(s))
 		}
 	}
+	if q.Protocol == query.ProtocolFlightSQL {
+		s = exactDivision(s, sqltok.Postgres)
+	}
 	if s == q.SQL {
 		return q, nil
 	}

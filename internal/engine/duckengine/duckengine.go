@@ -87,7 +87,9 @@ func Open(spec engine.Spec) (query.Engine, error) {
 		// from nowhere on their own, none from the community repository, and no secret is
 		// written to the home directory. Each can be turned on in the cluster's options.
 		"autoinstall_known_extensions": "false", "autoload_known_extensions": "false",
-		"allow_community_extensions": "false", "allow_persistent_secrets": "false"}
+		"allow_community_extensions": "false", "allow_persistent_secrets": "false",
+		// PostgreSQL's and Trino's 7/2 is 3 (division.go).
+		settingIntegerDivision: "true"}
 	for k, v := range spec.Options {
 		settings[k] = v
 	}

@@ -85,8 +85,8 @@ var pgFunctionSQL = []string{
 	// date), to the microsecond in milliseconds.
 	`CREATE MACRO {c}.main.qfpg_extract(f, x) AS date_part(f, x)::DECIMAL(38,0)`,
 	`CREATE MACRO {c}.main.qfpg_extract__epoch (x DATE) AS epoch(x)::DECIMAL(38,0), (x) AS epoch(x)::DECIMAL(38,6)`,
-	`CREATE MACRO {c}.main.qfpg_extract__second(x) AS (date_part('microseconds', x) / 1000000)::DECIMAL(38,6)`,
-	`CREATE MACRO {c}.main.qfpg_extract__milliseconds(x) AS (date_part('microseconds', x) / 1000)::DECIMAL(38,3)`,
+	`CREATE MACRO {c}.main.qfpg_extract__second(x) AS (date_part('microseconds', x) / 1000000.0)::DECIMAL(38,6)`,
+	`CREATE MACRO {c}.main.qfpg_extract__milliseconds(x) AS (date_part('microseconds', x) / 1000.0)::DECIMAL(38,3)`,
 	// to_char(x, format) of a date or time, its format as strftime's (strftimeOfToChar).
 	`CREATE MACRO {c}.main.qfpg_to_char(x, f) AS strftime(x, f)`,
 	// A window's sum (sum(x) OVER ...) is typed by x as the plain sum is: s is the window's

@@ -132,6 +132,9 @@ var oracleCorpus = []oracleCase{
 	{pg: "extract(second from timestamp '2024-03-04 05:06:07.5')"}, {pg: "extract(milliseconds from time '05:06:07.5')"},
 	{pg: "length('héllo')"}, {pg: "octet_length('héllo')"}, {pg: "strpos('hello', 'l')"},
 	{pg: "array_length(ARRAY[1, 2], 1)", duck: "array_length([1, 2], 1)"}, {pg: "date_part('day', date '2024-05-06')"},
+	// integers divide as integers, toward zero, in their type
+	{pg: "7/2"}, {pg: "-7/2"}, {pg: "7::int8/2"}, {pg: "'-7'::int2/'2'::int2"}, {pg: "100 * 3 / 7"},
+	{pg: "sum(x) / count(*) FROM (VALUES (1), (2)) t(x)"}, {pg: "7.5::float8 / 2"}, {pg: "-7 % 3"},
 }
 
 func TestDuckDBAnswersAsPostgreSQL(t *testing.T) {
