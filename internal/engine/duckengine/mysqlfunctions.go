@@ -104,10 +104,10 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 			if len(callArgs(toks, i)) == 2 && i != nextSignificant(toks, 0) {
 				edit(i, i, "trunc")
 			}
-		case "mod": // a MOD b: the remainder (a DIV b is mysqlCompat's)
+		case "div", "mod": // a DIV b: integer division; a MOD b: the remainder
 			prev, next := prevSignificant(toks, i), nextSignificant(toks, i+1)
 			if prev >= 0 && next < len(toks) && operandEnd(toks[prev]) && operandStart(toks[next]) {
-				edit(i, i, "%")
+				edit(i, i, map[string]string{"div": "//", "mod": "%"}[strings.ToLower(t.Text)])
 			}
 		case "date_add", "date_sub", "adddate", "subdate":
 			// DATE_ADD(x, INTERVAL n unit): MySQL's type, a DATE for a DATE and whole days (a
