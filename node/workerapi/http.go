@@ -75,7 +75,7 @@ func ReadBody(r *http.Request, mediaType string) ([]byte, error) {
 	if err := CheckMediaType(headerValue(r.Header, "Content-Type"), mediaType); err != nil {
 		return nil, err
 	}
-	data, err := ReadAllHint(io.LimitReader(r.Body, BodyBytesMax+1), r.ContentLength, BodyBytesMax+1)
+	data, err := ReadAtMost(r.Body, r.ContentLength, BodyBytesMax+1)
 	if err != nil {
 		return nil, fieldErr("", "reading body: %v", err)
 	}
@@ -130,6 +130,7 @@ func WriteJSON(w http.ResponseWriter, status int, mediaType string, v any) {
 	w.WriteHeader(status)
 	_, _ = w.Write(append(data, '\n'))
 }
+
 
 // WriteHeartbeatAck writes WriteJSON's answer to a heartbeat, encoded without reflection.
 func WriteHeartbeatAck(w http.ResponseWriter, ack HeartbeatAck) {
@@ -231,6 +232,39 @@ func (e *StatusError) Error() string {
 		return fmt.Sprintf("HTTP %d: %s (field %s)", e.Status, e.Body.Error, e.Body.Field)
 	}
 	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Body.Error)
+}
+
+// ReadAtMost is ReadAllHint(io.LimitReader(r, limit), hint, limit): at most limit bytes of r,
+// read into a buffer sized from an announced length (hint; none when <= 0), without the
+// LimitedReader (an allocation for every request and answer a control plane and its workers
+// read: tens of thousands a simulated second in a fleet of 1,000).
+func ReadAtMost(r io.Reader, hint, limit int64) ([]byte, error) {
+	size := int64(512) // io.ReadAll's first buffer
+	if hint > 0 {
+		size = min(hint, limit) + 1 // +1: the EOF probe needs room
+	}
+	b := make([]byte, 0, max(size, 1))
+	for {
+		left := limit - int64(len(b))
+		if left <= 0 {
+			return b, nil // what LimitedReader answers once its bytes are read: EOF
+		}
+		room := b[len(b):cap(b)]
+		if int64(len(room)) > left {
+			room = room[:left]
+		}
+		n, err := r.Read(room)
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow
+		}
+	}
 }
 
 // ReadAllHint is io.ReadAll with the buffer sized from an announced length (clamped to max), so a
