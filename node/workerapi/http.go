@@ -126,11 +126,29 @@ func WriteJSON(w http.ResponseWriter, status int, mediaType string, v any) {
 	if err != nil {
 		panic(fmt.Sprintf("workerapi: encoding %T: %v", v, err)) // our own types always encode
 	}
-	w.Header().Set("Content-Type", mediaType)
+	SetContentType(w.Header(), mediaType)
 	w.WriteHeader(status)
 	_, _ = w.Write(append(data, '\n'))
 }
 
+// SetContentType sets h's Content-Type to mediaType, as h.Set("Content-Type", mediaType) does;
+// the value of one of this package's media types is a slice shared by every header it is set
+// in (nothing on an answer's way writes into a header's values, as with the worker's request
+// headers): a control plane answers every heartbeat and lease request of every worker with
+// one, and a new slice for each was tens of thousands of allocations a simulated second.
+func SetContentType(h http.Header, mediaType string) {
+	for _, v := range sharedContentTypes {
+		if v[0] == mediaType {
+			h["Content-Type"] = v
+			return
+		}
+	}
+	h["Content-Type"] = []string{mediaType}
+}
+
+// sharedContentTypes are the Content-Type values SetContentType shares, the most frequent first.
+var sharedContentTypes = [...][]string{{MediaHeartbeatAck}, {MediaError}, {MediaWorkerRegistered},
+	{MediaWorkerList}, {MediaWorkerInfo}, {MediaWorkerStatus}, {MediaWorkerPeers}}
 
 // WriteHeartbeatAck writes WriteJSON's answer to a heartbeat, encoded without reflection.
 func WriteHeartbeatAck(w http.ResponseWriter, ack HeartbeatAck) {
@@ -138,7 +156,7 @@ func WriteHeartbeatAck(w http.ResponseWriter, ack HeartbeatAck) {
 	if err != nil {
 		panic(fmt.Sprintf("workerapi: encoding a heartbeat answer: %v", err)) // a non-finite interval: a programming error
 	}
-	w.Header().Set("Content-Type", MediaHeartbeatAck)
+	w.Header()["Content-Type"] = sharedContentTypes[0] // SetContentType(w.Header(), MediaHeartbeatAck)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(data, '\n'))
 }
