@@ -7,14 +7,18 @@
 # target's CPU per transaction (/proc/PID/stat). MODE: stat (perf stat over the pgbench run: system
 # calls and context switches per transaction processed), perf (perf record -g of the whole process, kernel included, to
 # $OUT.perf; scripts/perffold.py reads it per function), pprof (a CPU profile from a -tags
-# benchpprof build to $OUT.prof), plain. OUT defaults to /tmp/passprobe; the database is
+# benchpprof build to $OUT.prof), allocs (the heap profile's allocations before and after the run, from
+# such a build, to $OUT.allocs0 and .allocs1: go tool pprof -sample_index=alloc_objects -base), perfall (perf record -a -g of the whole machine over exactly the
+# pgbench run, to $OUT.perf: what every process spends per transaction), plain. OUT defaults to /tmp/passprobe; the database is
 # qf_passprobe (made with pgbench -i when missing). RELAY=PATH runs a benchrelay binary built
 # elsewhere (another commit's) as loop-relay. MODE cg runs the target under valgrind's callgrind
 # (GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off: callgrind fails on Go's preemption signals and RDTSCP), counting from the end of
 # the warm-up to the end of the run: user-space instructions per transaction, which the machine's
 # load does not change (this VM has no hardware counters for perf), to $OUT.cg; callgrind_annotate
 # reads it per function. A queryflux target also prints its allocations per transaction
-# (go_memstats_mallocs_total around the run). Under callgrind a target runs ~50x slower, so its waits differ.
+# (go_memstats_mallocs_total around the run). Every mode also prints what the rest of the machine
+# spent per transaction over the run: pgbench's CPU, the postgres processes' CPU and context
+# switches (those alive the whole run: a pooling target's server connections, not a relay's), the machine's busy CPU and idle share (/proc/stat). Under callgrind a target runs ~50x slower, so its waits differ.
 set -euo pipefail
 BIN=$1 SECS=$2 MODE=${3:-plain} OUT=${OUT:-/tmp/passprobe}
 DB=qf_passprobe
@@ -70,13 +74,23 @@ for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/$PG) 2>/dev/null && break; 
 if [ "${WARM:-3}" -gt 0 ]; then pgbench -n -S -c 8 -j 2 -T ${WARM:-3} -h 127.0.0.1 -p $PG -U postgres $DB >/dev/null 2>&1; fi
 ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/$1/stat; }
 uticks() { awk '{sub(/.*\) /, ""); print $12}' /proc/$1/stat; }
-mallocs() { [[ $RELAYS == *" $BIN "* || $BIN == pgbouncer ]] && echo 0 && return; curl -s http://127.0.0.1:$AD/metrics | awk '/^go_memstats_mallocs_total /{print $2}'; }
-m0=$(mallocs)
+mallocs() { [[ $RELAYS == *" $BIN "* || $BIN == pgbouncer ]] && echo 0 0 0 0 && return; curl -s http://127.0.0.1:$AD/metrics | awk '/^go_memstats_mallocs_total /{m=$2} /^go_memstats_alloc_bytes_total /{b=$2} /^go_gc_duration_seconds_count /{g=$2} /^go_memstats_heap_inuse_bytes /{h=$2} END{print m" "b" "g" "h}'; }
+# The whole machine around the run: every postgres process's CPU, pgbench's, and the idle share
+# (/proc/stat), so that a target's tps can be read against what it makes the others spend.
+pgticks() { local s=0 p; for p in $(pgrep -x postgres); do s=$((s + $(ticks $p 2>/dev/null || echo 0))); done; echo $s; }
+pgswitches() { local s=0 p; for p in $(pgrep -x postgres); do s=$((s + $(awk '/ctxt_switches/{n+=$2} END{print n+0}' /proc/$p/status 2>/dev/null || echo 0))); done; echo $s; }
+pgmigrations() { local s=0 p; for p in $(pgrep -x postgres); do s=$((s + $(awk '/nr_migrations/{print $3}' /proc/$p/sched 2>/dev/null || echo 0))); done; echo $s; }
+cpustat() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6}' /proc/stat; }
+tswitches() { cat /proc/$1/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/{v+=$2} /^nonvoluntary_ctxt_switches/{n+=$2} END{print v+0, n+0}'; }
+read -r tv0 tn0 < <(tswitches $PID)
+read -r m0 b0 gc0 _ < <(mallocs)
+g0=$(pgticks) w0=$(pgswitches) x0=$(pgmigrations); read -r busy0 idle0 < <(cpustat)
 t0=$(ticks $PID) u0=$(uticks $PID)
 case $MODE in
 cg) callgrind_control -i on $PID >/dev/null; SP= ;;
 stat) SP= ;;
 pprof) (sleep 1; curl -s -o $OUT.prof "http://127.0.0.1:$PP/debug/pprof/profile?seconds=$((SECS-2))") & SP=$! ;;
+allocs) curl -s -o $OUT.allocs0 "http://127.0.0.1:$PP/debug/pprof/allocs"; SP= ;;
 perf) perf record -g -o $OUT.perf -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
 *) SP= ;;
 esac
@@ -85,17 +99,26 @@ if [ "$MODE" = stat ]; then
 	# Counted over exactly the pgbench run, divided by the transactions it processed: a window
 	# of its own would meet the run at another rate (perf's tracing slows the target).
 	res=$(perf stat -e 'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_getpid,syscalls:sys_enter_tgkill,syscalls:sys_enter_sched_yield,syscalls:sys_enter_madvise,syscalls:sys_enter_mmap,syscalls:sys_enter_io_uring_enter,context-switches,cpu-migrations' -p $PID -o $OUT.stat -- "${PGB[@]}" 2>&1)
+elif [ "$MODE" = perfall ]; then
+	# The whole machine over exactly the pgbench run: what every process spends per transaction.
+	res=$(perf record -a -e cpu-clock -F 2999 -g -o $OUT.perf -- "${PGB[@]}" 2>&1)
 else
-	res=$("${PGB[@]}" 2>&1)
+	res=$( { /usr/bin/time -f "pgbench_cpu %U %S" "${PGB[@]}"; } 2>&1)
 fi
 t1=$(ticks $PID) u1=$(uticks $PID)
-m1=$(mallocs)
+read -r tv1 tn1 < <(tswitches $PID)
+g1=$(pgticks) w1=$(pgswitches) x1=$(pgmigrations); read -r busy1 idle1 < <(cpustat)
+read -r m1 b1 gc1 heap1 < <(mallocs)
 [ "$MODE" = cg ] && callgrind_control -i off $PID >/dev/null && callgrind_control -d $PID >/dev/null
 [ -n "$SP" ] && wait $SP || true
+[ "$MODE" = allocs ] && curl -s -o $OUT.allocs1 "http://127.0.0.1:$PP/debug/pprof/allocs"
 tps=$(echo "$res" | awk '/^tps/{print int($3)}')
 n=$(echo "$res" | awk '/processed:/{print $NF}' | tr -d ' ' | cut -d/ -f1)
 n=$(echo "$res" | awk -F: '/number of transactions actually processed/{print $2}' | tr -d ' ')
-echo "bin=$(basename $BIN) tps=$tps n=$n cpu_us_per_tx=$(awk -v a=$t0 -v b=$t1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') load=$(cut -d' ' -f1 /proc/loadavg) usr_us_per_tx=$(awk -v a=$u0 -v b=$u1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') mallocs_per_tx=$(awk -v a=$m0 -v b=$m1 -v n=$n 'BEGIN{printf "%.2f", (b-a)/n}')"
+echo "bin=$(basename $BIN) tps=$tps n=$n cpu_us_per_tx=$(awk -v a=$t0 -v b=$t1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') load=$(cut -d' ' -f1 /proc/loadavg) usr_us_per_tx=$(awk -v a=$u0 -v b=$u1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') mallocs_per_tx=$(awk -v a=$m0 -v b=$m1 -v n=$n 'BEGIN{printf "%.2f", (b-a)/n}') bytes_per_tx=$(awk -v a=$b0 -v b=$b1 -v n=$n 'BEGIN{printf "%.0f", (b-a)/n}') gc_cycles=$(awk -v a=$gc0 -v b=$gc1 'BEGIN{print b-a}') heap_inuse_mb=$(awk -v h=$heap1 'BEGIN{printf "%.1f", h/1048576}')"
+echo "$res" | awk -v n=$n -v tv0=$tv0 -v tv1=$tv1 -v tn0=$tn0 -v tn1=$tn1 -v x0=$x0 -v x1=$x1 -v g0=$g0 -v g1=$g1 -v w0=$w0 -v w1=$w1 -v b0=$busy0 -v b1=$busy1 -v i0=$idle0 -v i1=$idle1 -v hz=$(getconf CLK_TCK) '
+	/^pgbench_cpu/{pb=($2+$3)*1e6/n}
+	END{printf "target_switches_per_tx=%.2f/%.2f ", (tv1-tv0)/n, (tn1-tn0)/n; printf "pgbench_us_per_tx=%.1f postgres_us_per_tx=%.1f postgres_switches_per_tx=%.2f postgres_migrations_per_tx=%.3f machine_busy_us_per_tx=%.1f idle_pct=%.1f\n", pb, (g1-g0)*1e6/hz/n, (w1-w0)/n, (x1-x0)/n, (b1-b0)*1e6/hz/n, 100*(i1-i0)/((b1-b0)+(i1-i0))}'
 if [ -n "$AD" ] && [[ $RELAYS != *" $BIN "* ]] && [ "$BIN" != pgbouncer ]; then curl -s http://127.0.0.1:$AD/metrics | grep -E '^go_memstats_mallocs_total ' >$OUT.mallocs || true; fi
 if [ "$MODE" = stat ]; then awk -v n=$n '/syscalls|context|migrations/{gsub(",","",$1); printf "%s %.3f\n", $2, $1/n}' $OUT.stat; fi
 if [ "$MODE" = cg ]; then

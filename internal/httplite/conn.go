@@ -41,6 +41,11 @@ type conn struct {
 	// scratch is where an answer's status line and numbers are made: an array of the
 	// function's own escapes through bufio.Writer.Write, an allocation per answer.
 	scratch [64]byte
+	// held is the array an answer's held body (response.body) is appended to, kept for the
+	// connection's next answer once the body went out: a body each was an allocation per
+	// answer. Only one answer of a connection holds a body at a time (the next request is
+	// read once the answer before it went out). Kept up to heldKeptMax.
+	held []byte
 
 	// The watch of a request's client (Options.Watch): a read in the background.
 	watchDone chan struct{} // closed when that read returned; nil when none runs
@@ -279,7 +284,7 @@ const (
 // serveRequest runs the handler on req and writes its answer.
 func (c *conn) serveRequest(req *http.Request) int {
 	req.RemoteAddr, req.TLS = c.remote, c.tls
-	w := &response{c: c, req: req, header: http.Header{}, length: -1, close: req.Close}
+	w := &response{c: c, req: req, header: http.Header{}, length: -1, close: req.Close, body: c.held[:0]}
 	if c.over { // netlimit.HTTP's answer beyond ConnectionsMax
 		w.header.Set("Retry-After", "1")
 		w.header.Set("Connection", "close")

@@ -17,6 +17,10 @@ import (
 // streams, chunked unless the handler set a Content-Length.
 const bodyHeldMax = 64 << 10
 
+// heldKeptMax bounds the array a connection keeps for its answers' held bodies (conn.held):
+// a short answer's, not the largest one it ever held.
+const heldKeptMax = 4 << 10
+
 // response is the http.ResponseWriter of one request.
 type response struct {
 	c       *conn
@@ -229,6 +233,9 @@ func (w *response) writeHead(final bool) {
 	_, _ = bw.WriteString("\r\n")
 	if !w.noBody {
 		w.writeBody(w.body)
+	}
+	if cap(w.body) <= heldKeptMax { // bw copied it: the connection's next answer may hold its body there
+		c.held = w.body[:0]
 	}
 	w.body = nil
 }

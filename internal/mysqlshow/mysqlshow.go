@@ -8,7 +8,11 @@
 //   - SHOW [FULL] {COLUMNS|FIELDS} {FROM|IN} t [{FROM|IN} db] [LIKE 'p' | WHERE ...],
 //     DESCRIBE t [col], DESC t, EXPLAIN t: Field, Type, Null, Key, Default, Extra (FULL adds
 //     Collation, Privileges and Comment), types as MySQL 8.0.11 writes them;
-//   - SHOW CREATE TABLE t: Table, Create Table (MySQL's syntax, with its keys).
+//   - SHOW CREATE TABLE t: Table, Create Table (MySQL's syntax, with its keys);
+//   - SHOW {INDEX|INDEXES|KEYS} {FROM|IN} t [{FROM|IN} db] [WHERE ...], on a catalog that lists
+//     indexes (IndexCatalog): MariaDB's columns, a row per column of each key and index;
+//   - SHOW TABLE STATUS [{FROM|IN} db] [LIKE 'p' | WHERE ...], on a catalog that answers it
+//     (StatusCatalog): MariaDB's columns.
 //
 // Any other SHOW is refused with MySQL's 1235 naming it, never the engine's parser error: SHOW
 // VARIABLES, COLLATION, CHARACTER SET, WARNINGS and ERRORS are the MySQL frontend's to answer,
@@ -49,6 +53,32 @@ type Catalog interface {
 	// Condition writes a MySQL WHERE condition (its text) on a result with columns as the
 	// engine reads it (MySQL reads the columns' names in any case).
 	Condition(where string, columns []string) string
+}
+
+// IndexCatalog is a Catalog that also lists a table's indexes, for SHOW {INDEX | INDEXES |
+// KEYS} {FROM | IN} t [{FROM | IN} db] [WHERE ...]: Table, Non_unique, Key_name, Seq_in_index,
+// Column_name, Collation, Cardinality, Sub_part, Packed, Null, Index_type, Comment,
+// Index_comment, Ignored, as MariaDB answers it. An engine whose catalog is not one refuses the
+// statement as any other SHOW.
+type IndexCatalog interface {
+	Catalog
+	// Indexes: tbl (the table's name as the catalog spells it), key_name (PRIMARY for the
+	// primary key), non_unique (boolean), seq (the column's place in the key, from 1),
+	// column_name, nullable (boolean), cardinality (a count of rows, or NULL), pos (the key's
+	// order: the primary key first), one row per column of each key and index. A table that
+	// does not exist is the engine's undefined-table error when the relation runs.
+	Indexes(db, table string) string
+}
+
+// StatusCatalog is a Catalog that also answers SHOW TABLE STATUS [{FROM | IN} db] [LIKE 'p' |
+// WHERE ...] with MariaDB's columns (Name, Engine, Version, Row_format, Rows, ..., Auto_increment,
+// ..., Comment, Max_index_length, Temporary): a table is an InnoDB one, a view has NULLs and
+// the comment VIEW, as in MariaDB.
+type StatusCatalog interface {
+	Catalog
+	// TableStatus: name, view (boolean), rows (a count or estimate), auto_increment (the
+	// next AUTO_INCREMENT value, or NULL), comment, of db's tables and views.
+	TableStatus(db string) string
 }
 
 // SQL is sqlText's SELECT on cat when it is one of the statements above (ok), or the error
@@ -184,7 +214,7 @@ func (r *reader) like(base, column, pattern string) string {
 
 func (r *reader) show(db string) (string, error) {
 	full := r.word("full") != ""
-	switch r.word("tables", "databases", "schemas", "columns", "fields", "create") {
+	switch r.word("tables", "databases", "schemas", "columns", "fields", "create", "index", "indexes", "keys", "table") {
 	case "tables":
 		named := ""
 		if r.word("from", "in") != "" {
@@ -224,6 +254,39 @@ func (r *reader) show(db string) (string, error) {
 		}
 		if out, ok := r.filter(columnsSQL(r.cat.Columns(tdb, table), full), columnNames); ok {
 			return out, nil
+		}
+	case "table":
+		sc, ok := r.cat.(StatusCatalog)
+		if !ok || full || r.word("status") == "" {
+			break
+		}
+		named := ""
+		if r.word("from", "in") != "" {
+			if named, ok = r.name(); !ok {
+				break
+			}
+		}
+		if out, ok := r.filter(statusSQL(sc.TableStatus(named)), statusColumns); ok {
+			return out, nil
+		}
+	case "index", "indexes", "keys":
+		ic, ok := r.cat.(IndexCatalog)
+		if !ok || full || r.word("from", "in") == "" {
+			break
+		}
+		tdb, table, ok := r.table()
+		if !ok {
+			break
+		}
+		if r.word("from", "in") != "" {
+			if tdb, ok = r.name(); !ok {
+				break
+			}
+		}
+		if r.done() || r.tok(r.at).IsWord("where") {
+			if out, ok := r.filter(indexSQL(ic.Indexes(tdb, table)), indexColumns); ok {
+				return out, nil
+			}
 		}
 	case "create":
 		if r.word("table") == "" {
@@ -280,6 +343,35 @@ func (r *reader) unsupported() error {
 	return &query.Error{Code: sqlstate.FeatureNotSupported, Message: "This version of QueryFlux doesn't yet support '" +
 		strings.Join(words, " ") + "' on " + r.cat.Engine() + " (it answers SHOW [FULL] TABLES, SHOW DATABASES, SHOW [FULL] COLUMNS, " +
 		"DESCRIBE, SHOW CREATE TABLE, SHOW VARIABLES, SHOW COLLATION and SHOW CHARACTER SET)"}
+}
+
+// statusColumns are SHOW TABLE STATUS's columns, as MariaDB's.
+var statusColumns = []string{"Name", "Engine", "Version", "Row_format", "Rows", "Avg_row_length", "Data_length",
+	"Max_data_length", "Index_length", "Data_free", "Auto_increment", "Create_time", "Update_time", "Check_time",
+	"Collation", "Checksum", "Create_options", "Comment", "Max_index_length", "Temporary"}
+
+// statusSQL is SHOW TABLE STATUS on the TableStatus relation st.
+func statusSQL(st string) string {
+	table := func(v string) string { return "CASE WHEN view THEN NULL ELSE " + v + " END" }
+	return `SELECT name AS "Name", ` + table("'InnoDB'") + ` AS "Engine", ` + table("10") + ` AS "Version", ` +
+		table("'Dynamic'") + ` AS "Row_format", ` + table("rows") + ` AS "Rows", ` + table("0") + ` AS "Avg_row_length", ` +
+		table("16384") + ` AS "Data_length", ` + table("0") + ` AS "Max_data_length", ` + table("0") + ` AS "Index_length", ` +
+		table("0") + ` AS "Data_free", auto_increment AS "Auto_increment", NULL AS "Create_time", NULL AS "Update_time", ` +
+		`NULL AS "Check_time", ` + table("'utf8mb4_general_ci'") + ` AS "Collation", NULL AS "Checksum", ` +
+		table("''") + ` AS "Create_options", CASE WHEN view THEN 'VIEW' ELSE comment END AS "Comment", ` +
+		table("0") + ` AS "Max_index_length", ` + table("'N'") + ` AS "Temporary" FROM (` + st + `) AS s ORDER BY name`
+}
+
+// indexColumns are SHOW INDEX's columns, as MariaDB's.
+var indexColumns = []string{"Table", "Non_unique", "Key_name", "Seq_in_index", "Column_name", "Collation", "Cardinality",
+	"Sub_part", "Packed", "Null", "Index_type", "Comment", "Index_comment", "Ignored"}
+
+// indexSQL is SHOW INDEX on the Indexes relation idx.
+func indexSQL(idx string) string {
+	return `SELECT tbl AS "Table", CASE WHEN non_unique THEN 1 ELSE 0 END AS "Non_unique", key_name AS "Key_name", ` +
+		`seq AS "Seq_in_index", column_name AS "Column_name", 'A' AS "Collation", cardinality AS "Cardinality", ` +
+		`NULL AS "Sub_part", NULL AS "Packed", CASE WHEN nullable THEN 'YES' ELSE '' END AS "Null", 'BTREE' AS "Index_type", ` +
+		`'' AS "Comment", '' AS "Index_comment", 'NO' AS "Ignored" FROM (` + idx + `) AS i ORDER BY pos, seq`
 }
 
 // columnNames are SHOW FULL COLUMNS' columns, Field first.

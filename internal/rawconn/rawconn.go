@@ -20,7 +20,9 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -42,6 +44,15 @@ type Conn struct {
 	wn      int
 	werrno  syscall.Errno
 	writeFn func(fd uintptr) bool
+
+	// Spinning (spin.go): spin bounds how long a read awaiting an answer to this
+	// connection's last write polls the socket before it waits in the poller (0: never).
+	spin      time.Duration
+	wrote     atomic.Bool // a write since the last read returned: the next read awaits an answer
+	waiting   bool        // this read awaits an answer and found the socket empty, at waitStart
+	counted   bool        // it counts in spinWaiters
+	waitStart time.Time
+	lastWait  time.Duration // how long the last read that waited waited
 }
 
 // New wraps tc, which must be open.
@@ -75,6 +86,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	err := c.rc.Read(c.readFn)
 	n, errno := c.rn, c.rerrno
 	c.rbuf = nil
+	c.readEnded()
 	switch {
 	case err != nil:
 		return 0, c.opError("read", err)
@@ -89,6 +101,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 // rawRead is one read of the socket; false to wait until it is readable.
 func (c *Conn) rawRead(fd uintptr) bool {
 	r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rbuf[0])), uintptr(len(c.rbuf)))
+	if e == syscall.EAGAIN && c.spin > 0 && !c.waiting && c.wrote.Load() {
+		r, e = c.spinRead(fd)
+	}
 	if e == syscall.EAGAIN {
 		return false
 	}
@@ -121,6 +136,9 @@ func (c *Conn) rawWrite(fd uintptr) bool {
 		switch e {
 		case 0:
 			c.wn += int(r)
+			if c.spin > 0 {
+				c.wrote.Store(true)
+			}
 		case syscall.EINTR:
 		case syscall.EAGAIN:
 			return false
@@ -139,26 +157,39 @@ func (c *Conn) opError(op string, err error) error {
 	return err
 }
 
-// Listener wraps l: the TCP connections it accepts read and write raw.
-func Listener(l net.Listener) net.Listener { return listener{l} }
+// Listener wraps l: the TCP connections it accepts read and write raw, and spin (SetSpin)
+// for up to spin awaiting a client's next request.
+func Listener(l net.Listener, spin time.Duration) net.Listener { return listener{l, spin} }
 
-type listener struct{ net.Listener }
+type listener struct {
+	net.Listener
+	spin time.Duration
+}
 
 func (l listener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return Wrap(c), nil
+	return wrapSpinning(c, l.spin), nil
 }
 
-// Dialer wraps dial: the TCP connections it makes read and write raw.
-func Dialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// Dialer wraps dial: the TCP connections it makes read and write raw, and spin (SetSpin) for
+// up to spin awaiting an answer.
+func Dialer(dial func(ctx context.Context, network, addr string) (net.Conn, error), spin time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
-		return Wrap(c), nil
+		return wrapSpinning(c, spin), nil
 	}
+}
+
+func wrapSpinning(c net.Conn, spin time.Duration) net.Conn {
+	c = Wrap(c)
+	if rc, ok := c.(*Conn); ok {
+		rc.SetSpin(spin)
+	}
+	return c
 }

@@ -24,7 +24,7 @@ func pair(t testing.TB) (a *Conn, b net.Conn) {
 	defer l.Close()
 	accepted := make(chan net.Conn, 1)
 	go func() {
-		c, _ := Listener(l).Accept()
+		c, _ := Listener(l, 0).Accept()
 		accepted <- c
 	}()
 	b, err = net.Dial("tcp", l.Addr().String())
@@ -198,7 +198,7 @@ func TestDialerWraps(t *testing.T) {
 	}
 	defer l.Close()
 	var d net.Dialer
-	c, err := Dialer(d.DialContext)(context.Background(), "tcp", l.Addr().String())
+	c, err := Dialer(d.DialContext, 0)(context.Background(), "tcp", l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestDialerWraps(t *testing.T) {
 	if _, ok := c.(*Conn); !ok {
 		t.Fatalf("Dialer made a %T, want *rawconn.Conn", c)
 	}
-	if _, err := Dialer(d.DialContext)(context.Background(), "tcp", "127.0.0.1:1"); err == nil {
+	if _, err := Dialer(d.DialContext, 0)(context.Background(), "tcp", "127.0.0.1:1"); err == nil {
 		t.Fatal("Dialer hid the dial's error")
 	}
 }

@@ -452,6 +452,9 @@ func (ai *aiInsert) insertTag(ctx context.Context, rows query.Rows) (query.Rows,
 		}
 		n += int(b.NumRows())
 	}
+	if n == 0 {
+		return engine.TagRows("INSERT 0 0"), nil // nothing inserted (INSERT IGNORE): no insert id, as MySQL's
+	}
 	if ai.planned {
 		if !ai.generated {
 			return engine.TagRows("INSERT explicit:" + strconv.FormatUint(ai.okID, 10) + " " + strconv.Itoa(n)), nil

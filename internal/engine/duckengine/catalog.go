@@ -2,6 +2,7 @@ package duckengine
 
 import (
 	"cmp"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"slices"
@@ -263,6 +264,30 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.main.qf_mysql_avg (x TINYINT) AS avg(x)::DECIMAL(38,4), (x SMALLINT) AS avg(x)::DECIMAL(38,4),
 		(x INTEGER) AS avg(x)::DECIMAL(38,4), (x BIGINT) AS avg(x)::DECIMAL(38,4), (x) AS avg(x)`,
 	`CREATE MACRO {c}.main.qf_mysql_datediff(a, b) AS CAST(CAST(a AS TIMESTAMP) AS DATE) - CAST(CAST(b AS TIMESTAMP) AS DATE)`,
+	// MySQL's functions DuckDB lacks: TIMESTAMPDIFF (mysqlfunctions.go writes its unit as a
+	// string) is DuckDB's date_sub, the whole units between; STR_TO_DATE is NULL for a text
+	// the format does not read; SUBSTRING_INDEX, TO_DAYS and JSON_UNQUOTE as MySQL's (TO_DAYS
+	// is written qf_mysql_to_days: DuckDB's to_days is the function INTERVAL n DAY calls).
+	`CREATE MACRO {c}.main.qf_mysql_timestampdiff(u, a, b) AS date_sub(u, CAST(a AS TIMESTAMP), CAST(b AS TIMESTAMP))`,
+	`CREATE MACRO {c}.main.qf_mysql_str_to_date(s, f) AS try_strptime(s, f)`,
+	// DATE_ADD and DATE_SUB (mysqlfunctions.go picks _days for a unit of whole days): a DATE
+	// for a DATE, text for text (a date's, or a datetime's with a time), else a timestamp.
+	`CREATE MACRO {c}.main.qf_mysql_date_add_days (x DATE, i) AS CAST(x + i AS DATE),
+		(x VARCHAR, i) AS CASE WHEN length(x) <= 10 THEN strftime(CAST(x AS DATE) + i, '%Y-%m-%d')
+			ELSE strftime(CAST(x AS TIMESTAMP) + i, '%Y-%m-%d %H:%M:%S') END, (x, i) AS x + i`,
+	`CREATE MACRO {c}.main.qf_mysql_date_sub_days (x DATE, i) AS CAST(x - i AS DATE),
+		(x VARCHAR, i) AS CASE WHEN length(x) <= 10 THEN strftime(CAST(x AS DATE) - i, '%Y-%m-%d')
+			ELSE strftime(CAST(x AS TIMESTAMP) - i, '%Y-%m-%d %H:%M:%S') END, (x, i) AS x - i`,
+	`CREATE MACRO {c}.main.qf_mysql_date_add_time (x DATE, i) AS CAST(x AS TIMESTAMP) + i,
+		(x VARCHAR, i) AS strftime(CAST(x AS TIMESTAMP) + i, '%Y-%m-%d %H:%M:%S'), (x, i) AS x + i`,
+	`CREATE MACRO {c}.main.qf_mysql_date_sub_time (x DATE, i) AS CAST(x AS TIMESTAMP) - i,
+		(x VARCHAR, i) AS strftime(CAST(x AS TIMESTAMP) - i, '%Y-%m-%d %H:%M:%S'), (x, i) AS x - i`,
+	`CREATE MACRO {c}.main.qf_mysql_str_to_date_only(s, f) AS CAST(try_strptime(s, f) AS DATE)`,
+	`CREATE MACRO {c}.main.substring_index(s, d, n) AS CASE WHEN n >= 0 THEN array_to_string(string_split(s, d)[1:n], d)
+		ELSE array_to_string(string_split(s, d)[n:], d) END`,
+	`CREATE MACRO {c}.main.qf_mysql_to_days(d) AS CAST(CAST(d AS TIMESTAMP) AS DATE) - DATE '0000-01-01'`,
+	`CREATE MACRO {c}.main.json_unquote(j) AS CASE WHEN json_valid(CAST(j AS VARCHAR)) AND json_type(CAST(j AS VARCHAR)) = 'VARCHAR'
+		THEN json_extract_string(CAST(j AS VARCHAR), '$') ELSE CAST(j AS VARCHAR) END`,
 	`CREATE MACRO {c}.main.last_insert_id() AS coalesce(getvariable('qf_last_insert_id'), 0)::UBIGINT`,
 	`CREATE MACRO {c}.main.qf_mysql_type(t) AS CASE
 		WHEN t = 'BOOLEAN' THEN 'tinyint(1)' WHEN t = 'TINYINT' THEN 'tinyint(4)' WHEN t = 'SMALLINT' THEN 'smallint(6)'
@@ -440,7 +465,7 @@ var castTypes = map[string]string{"jsonb": "JSON", "text": "VARCHAR", "name": "V
 // database, what a MySQL client's SHOW TABLES names when it chose none. The error refuses a
 // MySQL SHOW this engine does not answer.
 func compatRequest(q *query.Request, db string) (*query.Request, error) {
-	q = showTimeout(q)
+	q = withoutLocking(showTimeout(q))
 	s, shown := pgShow(q)
 	if !shown {
 		s = pgCompat(q)
@@ -456,8 +481,11 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 		case ok:
 			s = show
 		default:
-			s = mysqlCompat(s)
+			s = limitedWrite(mysqlCompat(s))
 		}
+	}
+	if q.Protocol == query.ProtocolFlightSQL {
+		s = exactDivision(s, sqltok.Postgres)
 	}
 	if s == q.SQL {
 		return q, nil
@@ -510,14 +538,15 @@ func pgCompat(q *query.Request) string {
 	quoteAt := !isMySQL(q) && holdsWordAt(q.SQL)
 	settings := mayReadPGSettings(q)
 	functions := functionsOf(q)
-	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) {
+	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
+	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary {
 		return q.SQL
 	}
 	toks := pgTokens(q)
 	if readsPublications(toks) {
 		return noPublications
 	}
-	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions}
+	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary}
 	for w.i < len(toks) {
 		w.step()
 	}
@@ -566,6 +595,35 @@ type compatWriter struct {
 	functions map[string]renamedFunction
 	// replaced holds text to write in place of tokens, by the index of the first.
 	replaced map[int]replacement
+	// binary: X'0102' is a varbinary literal (Trino's), DuckDB's BLOB (DuckDB reads the text
+	// x0102 there).
+	binary bool
+}
+
+// hasBinaryLiteral reports cheaply whether sqlText may hold an X'...' literal.
+func hasBinaryLiteral(sqlText string) bool {
+	for i := 1; i < len(sqlText); i++ {
+		if sqlText[i] == '\'' && sqlText[i-1]|0x20 == 'x' && (i == 1 || !isNameByte(sqlText[i-2])) {
+			return true
+		}
+	}
+	return false
+}
+
+// binaryLiteral is the bytes of Trino's X'...' literal (the token's text), whose hex digits
+// may be split by blanks; ok is false for anything else.
+func binaryLiteral(t sqltok.Token) (string, bool) {
+	if t.Kind != sqltok.String || t.Unterminated || len(t.Text) < 3 || t.Text[0]|0x20 != 'x' || t.Text[1] != '\'' {
+		return "", false
+	}
+	digits := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\t' || r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, t.Text[2:len(t.Text)-1])
+	b, err := hex.DecodeString(digits)
+	return string(b), err == nil
 }
 
 // sig returns the index of the n'th significant token from i on (n=0: the first), or -1.
@@ -615,6 +673,13 @@ func (w *compatWriter) step() {
 	}
 	if w.writeReplaced() || w.renameCall() {
 		return
+	}
+	if w.binary {
+		if v, ok := binaryLiteral(t); ok {
+			w.emit(blobLiteral(v))
+			w.i++
+			return
+		}
 	}
 	switch w.word(w.i) {
 	case "operator": // OPERATOR(pg_catalog.~) -> ~

@@ -87,7 +87,9 @@ func Open(spec engine.Spec) (query.Engine, error) {
 		// from nowhere on their own, none from the community repository, and no secret is
 		// written to the home directory. Each can be turned on in the cluster's options.
 		"autoinstall_known_extensions": "false", "autoload_known_extensions": "false",
-		"allow_community_extensions": "false", "allow_persistent_secrets": "false"}
+		"allow_community_extensions": "false", "allow_persistent_secrets": "false",
+		// PostgreSQL's and Trino's 7/2 is 3 (division.go).
+		settingIntegerDivision: "true"}
 	for k, v := range spec.Options {
 		settings[k] = v
 	}
@@ -411,6 +413,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	}
 	q, up := mysqlUpsert(ctx, conn, client, q)
 	q, ai := mysqlInsert(ctx, conn, client, q)
+	uc := mysqlUpdate(ctx, conn, client, q)
 	if err := setLastInsertID(ctx, conn, client); err != nil {
 		release(conn, true)
 		return nil, err
@@ -436,6 +439,12 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	if up != nil {
 		defer func() { release(conn, st.clean()); cancel() }()
 		rows, err := up.count(ctx, conn, false, func() (query.Rows, error) { return runInsert(ctx, conn, q, st.p, ai) })
+		e.noteFatal(err)
+		return rows, explain(err)
+	}
+	if uc != nil {
+		defer func() { release(conn, st.clean()); cancel() }()
+		rows, err := uc.run(ctx, conn, false, q, st.p)
 		e.noteFatal(err)
 		return rows, explain(err)
 	}
@@ -613,7 +622,30 @@ func duckError(t duckdb.ErrorType, msg string) *query.Error {
 	if t == duckdb.ErrorTypeConstraint {
 		return &query.Error{Code: constraintState(msg), Message: msg}
 	}
-	return &query.Error{Code: stateOf(t), Message: msg}
+	return &query.Error{Code: missingState(t, msg), Message: msg}
+}
+
+// missingState is the SQLSTATE of a DuckDB error as PostgreSQL classes the same condition:
+// DuckDB's catalog errors name what is missing (a function, a schema, a type: 42883, 3F000,
+// 42704, where the class alone says an undefined table), and its binder errors a function
+// or operator no argument types match (42883, where the class alone says an undefined column).
+func missingState(t duckdb.ErrorType, msg string) string {
+	switch t {
+	case duckdb.ErrorTypeCatalog:
+		switch {
+		case strings.Contains(msg, "Function with name"):
+			return sqlstate.UndefinedFunction
+		case strings.Contains(msg, "Schema with name"):
+			return sqlstate.InvalidSchemaName
+		case strings.Contains(msg, "Type with name"):
+			return sqlstate.UndefinedObject
+		}
+	case duckdb.ErrorTypeBinder:
+		if strings.Contains(msg, "No function matches") || strings.Contains(msg, "Cannot compare values of type") {
+			return sqlstate.UndefinedFunction
+		}
+	}
+	return stateOf(t)
 }
 
 // constraintState is the SQLSTATE of the constraint a DuckDB constraint error names, as

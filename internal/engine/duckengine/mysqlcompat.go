@@ -25,6 +25,7 @@ import (
 //     excluded.a; REPLACE [INTO], as INSERT OR REPLACE INTO (their affected rows are made
 //     MySQL's in upsert.go).
 //   - GROUP_CONCAT's SEPARATOR, DATE_FORMAT, DATEDIFF, CAST AS SIGNED, LIKE (mysqlfunctions.go).
+//   - a / b, as a * 1e0 / b: MySQL divides integers exactly (division.go).
 //
 // Before, 'O\'Brien' (what PyMySQL and mysqlclient send for the parameter O'Brien) failed as a
 // syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
@@ -50,6 +51,7 @@ func mysqlCompat(sqlText string) string {
 	// upsert: past an INSERT's ON DUPLICATE KEY UPDATE, where VALUES(col) is the value the row
 	// would have had (DuckDB's excluded.col).
 	replace, upsert := sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace"), false
+	first := nextSignificant(toks, 0)
 	edits := mysqlFunctionEdits(toks)
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
@@ -66,11 +68,18 @@ func mysqlCompat(sqlText string) string {
 			if binary || !utf8.ValidString(v) {
 				b.WriteString(blobLiteral(v))
 			} else {
-				b.WriteString(duckString(v))
+				b.WriteString(duckString(timeOfDay(v)))
 			}
 			i += n - 1
 			changed = true
 			continue
+		}
+		if t.Kind == sqltok.String && !t.Unterminated && strings.HasPrefix(t.Text, "'0 ") && len(t.Text) >= 2 {
+			if v := sqltok.MySQLStringValue(t.Text); timeOfDay(v) != v {
+				b.WriteString(duckString(timeOfDay(v)))
+				changed = true
+				continue
+			}
 		}
 		if t.Kind == sqltok.String && !t.Unterminated && len(t.Text) >= 2 && t.Text[0] == '\'' && !utf8.ValidString(t.Text) {
 			b.WriteString(blobLiteral(sqltok.MySQLStringValue(t.Text)))
@@ -78,6 +87,15 @@ func mysqlCompat(sqlText string) string {
 			continue
 		}
 		switch {
+		case i == first && t.IsWord("insert") && nextSignificant(toks, i+1) < len(toks) && toks[nextSignificant(toks, i+1)].IsWord("ignore"):
+			// INSERT IGNORE [INTO] t ...: DuckDB's INSERT OR IGNORE INTO t ..., which leaves out
+			// a row whose key is taken (MySQL's also a row an error refuses: DuckDB's fails).
+			b.WriteString("INSERT OR IGNORE INTO")
+			i = nextSignificant(toks, i+1)
+			if j := nextSignificant(toks, i+1); j < len(toks) && toks[j].IsWord("into") {
+				i = j
+			}
+			changed = true
 		case replace && t.IsWord("replace"):
 			// REPLACE [INTO] t ...: DuckDB's INSERT OR REPLACE INTO t ..., which replaces a row
 			// whose key the new one has, as MySQL's deletes it and inserts.
@@ -107,6 +125,9 @@ func mysqlCompat(sqlText string) string {
 			changed = true
 		case t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated && len(t.Text) >= 2:
 			b.WriteString(quoteIdent(strings.ReplaceAll(t.Text[1:len(t.Text)-1], "``", "`")))
+			changed = true
+		case isDivision(t):
+			b.WriteString(exactDivisionOperator) // division.go
 			changed = true
 		case t.Kind == sqltok.Comment && t.Text[0] == '#':
 			b.WriteString("--" + t.Text[1:])
@@ -232,13 +253,17 @@ func mayNeedMySQLCompat(sqlText string) bool {
 	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText) ||
 		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema") || !utf8.ValidString(sqlText) ||
 		containsFold(sqlText, "duplicate") || sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace") || holdsWordAt(sqlText) ||
-		mayCallMySQLFunction(sqlText)
+		containsFold(sqlText, "ignore") ||
+		mayCallMySQLFunction(sqlText) || strings.Contains(sqlText, "'0 ") || strings.Contains(sqlText, "/")
 }
 
 // mayCallMySQLFunction reports cheaply whether sqlText may hold what mysqlFunctionEdits writes.
 func mayCallMySQLFunction(sqlText string) bool {
 	return containsFold(sqlText, "like") || containsFold(sqlText, "separator") || containsFold(sqlText, "date_format") ||
-		containsFold(sqlText, "datediff") || containsFold(sqlText, "signed") || containsFold(sqlText, "avg") || containsFold(sqlText, "convert")
+		containsFold(sqlText, "datediff") || containsFold(sqlText, "signed") || containsFold(sqlText, "avg") || containsFold(sqlText, "convert") ||
+		containsFold(sqlText, "timestampdiff") || containsFold(sqlText, "str_to_date") || containsFold(sqlText, "truncate") ||
+		containsFold(sqlText, "div") || containsFold(sqlText, "regexp") || containsFold(sqlText, "rlike") || containsFold(sqlText, "drop") ||
+		containsFold(sqlText, "mod") || containsFold(sqlText, "date_") || containsFold(sqlText, "adddate") || containsFold(sqlText, "subdate") || containsFold(sqlText, "to_days")
 }
 
 // atIdent reports whether toks[i] is the word AT used as a name (a column called "at"): DuckDB
@@ -369,6 +394,41 @@ func blobLiteral(v string) string {
 		b.WriteByte(hex[v[i]&15])
 	}
 	b.WriteString("'::BLOB")
+	return b.String()
+}
+
+// timeOfDay is v, when it is a day count of 0 before a time of day, as the time of day
+// HH:MM:SS[.f]: mysqlclient writes a datetime.timedelta parameter as MySQL's 'D H:M:S'
+// ('0 23:59:59', '0 0:0:0'), which DuckDB's TIME refuses; any other v is itself. (A text value
+// of that form is written so too.)
+func timeOfDay(v string) string {
+	rest, ok := strings.CutPrefix(v, "0 ")
+	if !ok || len(rest) < 5 || len(rest) > 15 {
+		return v
+	}
+	hms, frac, _ := strings.Cut(rest, ".")
+	parts := strings.Split(hms, ":")
+	if len(parts) != 3 {
+		return v
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || len(p) == 0 || len(p) > 2 || p[0] == '+' || p[0] == '-' || n > 59 || i == 0 && n > 23 {
+			return v
+		}
+		if i > 0 {
+			b.WriteByte(':')
+		}
+		b.WriteByte(byte('0' + n/10))
+		b.WriteByte(byte('0' + n%10))
+	}
+	if frac != "" {
+		if strings.Trim(frac, "0123456789") != "" {
+			return v
+		}
+		b.WriteString("." + frac)
+	}
 	return b.String()
 }
 

@@ -279,6 +279,9 @@ func dropSequenceRefused(err error, table string) error {
 // mysqlOwnStatement is a MySQL client's CREATE TABLE that mysqlCreateTable translates, run as
 // its statements in one transaction.
 func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
+	if run, ok := mysqlTruncate(q); ok {
+		return run, true
+	}
 	stmts, table, ok := mysqlCreateTable(q.SQL)
 	if !ok {
 		return nil, false
@@ -291,8 +294,78 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 	}, true
 }
 
+// mysqlTruncate is a MySQL client's TRUNCATE [TABLE] t, run as MySQL runs it: the table
+// emptied, its AUTO_INCREMENT counter back at 1 (MariaDB's, even for a table created with
+// AUTO_INCREMENT=n), and no rows counted (MySQL's OK says 0 rows affected; DuckDB's
+// TRUNCATE counts the rows it removed). DuckDB cannot set a sequence back, so the counter's
+// offset (autoinc.go) goes down by what the sequence had given.
+func mysqlTruncate(q *query.Request) (ownRun, bool) {
+	if !sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "truncate") {
+		return nil, false
+	}
+	toks := sqltok.SignificantTokens(q.SQL, sqltok.MySQL)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	i := 1
+	if i < len(toks) && toks[i].IsWord("table") {
+		i++
+	}
+	isName := func(i int) bool {
+		return i < len(toks) && (toks[i].Kind == sqltok.Word || toks[i].Kind == sqltok.QuotedIdent && toks[i].Text[0] == '`')
+	}
+	if !isName(i) {
+		return nil, false
+	}
+	db, table := "", identText(toks[i])
+	if i+2 < len(toks) && toks[i+1].Text == "." && isName(i+2) {
+		db, table = table, identText(toks[i+2])
+		i += 2
+	}
+	if i+1 != len(toks) {
+		return nil, false // another form (TRUNCATE a, b is not MySQL's): DuckDB's to read
+	}
+	return func(ctx context.Context, conn *sql.Conn, inTx bool) (rows query.Rows, err error) {
+		if !inTx {
+			if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+				return nil, wrapErr(err)
+			}
+			defer func() {
+				end := "COMMIT"
+				if err != nil {
+					end = "ROLLBACK"
+				}
+				if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), end); cerr != nil && err == nil {
+					rows, err = nil, wrapErr(cerr)
+				}
+			}()
+		}
+		if _, err := conn.ExecContext(ctx, "TRUNCATE "+tableRef(db, table)); err != nil {
+			return nil, wrapErr(err)
+		}
+		if col, ok := lookupAI(ctx, conn, db, table); ok {
+			if err := restartCounter(ctx, conn, col.seq); err != nil {
+				return nil, wrapErr(err)
+			}
+		}
+		return engine.TagRows("TRUNCATE TABLE"), nil
+	}, true
+}
+
+// restartCounter sets the AUTO_INCREMENT counter of sequence seq back to 1, as MariaDB's
+// TRUNCATE does (whatever the table's AUTO_INCREMENT=n was).
+func restartCounter(ctx context.Context, conn *sql.Conn, seq string) error {
+	c, err := readCounter(ctx, conn, seq)
+	if err != nil || c.value() == 1 {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, "COMMENT ON SEQUENCE "+seq+" IS "+sqltok.StandardString(aiOffsetComment+strconv.FormatInt(1-c.next, 10)))
+	return err
+}
+
 // insertModifiers are the words between INSERT and its table's name.
-var insertModifiers = map[string]bool{"low_priority": true, "delayed": true, "high_priority": true, "ignore": true, "into": true}
+var insertModifiers = map[string]bool{"low_priority": true, "delayed": true, "high_priority": true, "ignore": true, "into": true,
+	"or": true} // INSERT OR IGNORE INTO, as mysqlCompat writes INSERT IGNORE
 
 // afterInsertModifiers is where the table's name is among an INSERT's (or REPLACE's)
 // significant tokens: after the keyword and its modifiers.

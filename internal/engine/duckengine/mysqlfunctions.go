@@ -78,9 +78,167 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 			}
 		case "like":
 			edit(i, i, "ILIKE")
+		case "timestampdiff": // TIMESTAMPDIFF(unit, a, b): the whole units from a to b
+			if args := callArgs(toks, i); len(args) == 3 && args[0][0] == args[0][1] {
+				if u, ok := timestampUnits[strings.ToLower(toks[args[0][0]].Text)]; ok {
+					edit(i, args[0][0], "qf_mysql_timestampdiff('"+u+"'")
+				}
+			}
+		case "str_to_date": // STR_TO_DATE(s, 'format'): a DATE, or a DATETIME with time fields
+			if args := callArgs(toks, i); len(args) == 2 && args[1][0] == args[1][1] {
+				if v, ok := mysqlString(toks, args[1][0]); ok {
+					f, timed := strptimeFormat(v)
+					name := "qf_mysql_str_to_date"
+					if !timed {
+						name = "qf_mysql_str_to_date_only"
+					}
+					edit(i, i, name)
+					edit(args[1][0], args[1][0], duckString(f))
+				}
+			}
+		case "to_days":
+			if len(callArgs(toks, i)) == 1 {
+				edit(i, i, "qf_mysql_to_days")
+			}
+		case "truncate": // TRUNCATE(x, d): DuckDB's trunc (TRUNCATE is its statement's keyword)
+			if len(callArgs(toks, i)) == 2 && i != nextSignificant(toks, 0) {
+				edit(i, i, "trunc")
+			}
+		case "div", "mod": // a DIV b: integer division; a MOD b: the remainder
+			prev, next := prevSignificant(toks, i), nextSignificant(toks, i+1)
+			if prev >= 0 && next < len(toks) && operandEnd(toks[prev]) && operandStart(toks[next]) {
+				edit(i, i, map[string]string{"div": "//", "mod": "%"}[strings.ToLower(t.Text)])
+			}
+		case "date_add", "date_sub", "adddate", "subdate":
+			// DATE_ADD(x, INTERVAL n unit): MySQL's type, a DATE for a DATE and whole days (a
+			// DATETIME with a time unit), text for text (DuckDB's date_sub is another function,
+			// and DuckDB adds no interval to a string).
+			if args := callArgs(toks, i); len(args) == 2 && toks[args[1][0]].IsWord("interval") {
+				unit := strings.ToLower(toks[args[1][1]].Text)
+				kind := "time"
+				if unit == "day" || unit == "week" || unit == "month" || unit == "quarter" || unit == "year" {
+					kind = "days"
+				}
+				op := "add"
+				if f := strings.ToLower(t.Text); f == "date_sub" || f == "subdate" {
+					op = "sub"
+				}
+				edit(i, i, "qf_mysql_date_"+op+"_"+kind)
+			}
+		case "regexp", "rlike": // a [NOT] REGEXP 'p': regexp_matches, without regard to case (MySQL's collations)
+			regexpEdit(toks, i, edit)
+		case "drop": // DROP INDEX i ON t: DuckDB's index names are its schema's, it takes none
+			if index := nextSignificant(toks, i+1); i == nextSignificant(toks, 0) && index < len(toks) && toks[index].IsWord("index") {
+				name := nextSignificant(toks, index+1)
+				on := nextSignificant(toks, name+1)
+				if on < len(toks) && toks[on].IsWord("on") {
+					end := on
+					for j := on + 1; j < len(toks); j++ {
+						if toks[j].Significant() && toks[j].Text != ";" {
+							end = j
+						}
+					}
+					edit(on, end, "")
+				}
+			}
 		}
 	}
 	return edits
+}
+
+// timestampUnits are TIMESTAMPDIFF's units, as DuckDB's date_sub names them.
+var timestampUnits = map[string]string{"microsecond": "microseconds", "second": "second", "minute": "minute", "hour": "hour",
+	"day": "day", "week": "week", "month": "month", "quarter": "quarter", "year": "year"}
+
+// operandEnd and operandStart report whether t may end or start an operand of an infix operator.
+func operandEnd(t sqltok.Token) bool {
+	return t.Text == ")" || t.Kind == sqltok.Number || t.Kind == sqltok.QuotedIdent || t.Kind == sqltok.Param ||
+		t.Kind == sqltok.Word && !t.IsWord("select", "where", "and", "or", "not", "on", "by", "set", "when", "then", "else")
+}
+
+func operandStart(t sqltok.Token) bool {
+	return t.Text == "(" || t.Text == "-" || t.Kind == sqltok.Number || t.Kind == sqltok.QuotedIdent || t.Kind == sqltok.Param ||
+		t.Kind == sqltok.Word && !t.IsWord("from", "where", "and", "or", "group", "order", "limit")
+}
+
+// regexpEdit writes name [NOT] REGEXP 'pattern' (the operator at toks[i]; name a column,
+// t.col, or a string; the pattern a string or a parameter) as [NOT] regexp_matches(name,
+// 'pattern', 'i'); other forms are left as written.
+func regexpEdit(toks []sqltok.Token, i int, edit func(from, to int, text string)) {
+	not := ""
+	left := prevSignificant(toks, i)
+	if left >= 0 && toks[left].IsWord("not") {
+		not, left = "NOT ", prevSignificant(toks, left)
+	}
+	pat := nextSignificant(toks, i+1)
+	if left < 0 || pat >= len(toks) {
+		return
+	}
+	operand := func(k int) (string, bool) {
+		t := toks[k]
+		switch {
+		case t.Kind == sqltok.Param:
+			return t.Text, true
+		case t.Kind == sqltok.String:
+			v, ok := mysqlString(toks, k)
+			return duckString(v), ok
+		case t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated:
+			return quoteIdent(identText(t)), true
+		case t.Kind == sqltok.Word:
+			return t.Text, true
+		}
+		return "", false
+	}
+	start := left
+	l, ok := operand(left)
+	if !ok {
+		return
+	}
+	if dot := prevSignificant(toks, left); dot >= 0 && toks[dot].Text == "." {
+		q := prevSignificant(toks, dot)
+		ql, ok := operand(q)
+		if q < 0 || !ok || toks[q].Kind == sqltok.String {
+			return
+		}
+		start, l = q, ql+"."+l
+	}
+	if toks[pat].Kind != sqltok.String && toks[pat].Kind != sqltok.Param {
+		return
+	}
+	p, ok := operand(pat)
+	if !ok {
+		return
+	}
+	edit(start, pat, not+"regexp_matches("+l+", "+p+", 'i')")
+}
+
+// strptimeSpecifiers are STR_TO_DATE's specifiers that strptime reads otherwise.
+var strptimeSpecifiers = map[byte]string{
+	'i': "%M", 's': "%S", 'M': "%B", 'W': "%A", 'e': "%d", 'c': "%m", 'k': "%H", 'l': "%I",
+	'h': "%I", 'T': "%H:%M:%S", 'r': "%I:%M:%S %p",
+}
+
+// strptimeFormat is MySQL's STR_TO_DATE format as strptime's, and whether it reads a time.
+func strptimeFormat(f string) (string, bool) {
+	var b strings.Builder
+	timed := false
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' || i+1 == len(f) {
+			b.WriteByte(f[i])
+			continue
+		}
+		i++
+		if strings.IndexByte("HhIiklSsTrfp", f[i]) >= 0 {
+			timed = true
+		}
+		if s, ok := strptimeSpecifiers[f[i]]; ok {
+			b.WriteString(s)
+		} else {
+			b.WriteByte('%')
+			b.WriteByte(f[i])
+		}
+	}
+	return b.String(), timed
 }
 
 // separatorEdits moves the SEPARATOR 's' of the GROUP_CONCAT call at toks[i] to DuckDB's

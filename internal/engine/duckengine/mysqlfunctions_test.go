@@ -1,6 +1,10 @@
 package duckengine
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
 
 // TestMySQLFunctionRewrites: a MySQL client's GROUP_CONCAT ... SEPARATOR, DATE_FORMAT,
 // DATEDIFF, AVG, CAST AS SIGNED and LIKE as DuckDB reads them; a SHOW's LIKE is left to the
@@ -14,9 +18,50 @@ func TestMySQLFunctionRewrites(t *testing.T) {
 		"select cast(x as signed), cast(y as unsigned integer), convert(z, signed)": "select cast(x as BIGINT), cast(y as UBIGINT), CAST(z AS BIGINT)",
 		"select * from t where a like 'x%' and b not like ?":                        "select * from t where a ILIKE 'x%' and b not ILIKE ?",
 		"show tables like 'x%'": "show tables like 'x%'",
+		"select 7 div 2, a mod b, x from t where `n` regexp 'a' or t.c not rlike ?":       `select 7 // 2, a % b, x from t where regexp_matches("n", 'a', 'i') or NOT regexp_matches(t.c, ?, 'i')`,
+		"select date_add(d, interval 1 day), date_sub(now(), interval 2 hour)":            "select qf_mysql_date_add_days(d, interval 1 day), qf_mysql_date_sub_time(now(), interval 2 hour)",
+		"select timestampdiff(month, a, b), str_to_date(s, '%d/%m/%Y %H:%i'), to_days(d)": "select qf_mysql_timestampdiff('month', a, b), qf_mysql_str_to_date(s, '%d/%m/%Y %H:%M'), qf_mysql_to_days(d)",
+		"select str_to_date(s, '%e.%c.%Y'), truncate(x, 2) from t":                        "select qf_mysql_str_to_date_only(s, '%d.%m.%Y'), trunc(x, 2) from t",
+		"drop index i on db.t;":           "drop index i ;",
+		"insert ignore into t values (1)": "INSERT OR IGNORE INTO t values (1)",
 	} {
 		if got := mysqlCompat(in); got != want {
 			t.Errorf("mysqlCompat(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestMySQLLimitedWrites: a MySQL client's UPDATE and DELETE with ORDER BY or LIMIT are run on
+// the rows a subquery of the same table picks; others are left as they are.
+func TestMySQLLimitedWrites(t *testing.T) {
+	for in, want := range map[string]string{
+		"DELETE FROM t WHERE a = ? LIMIT 10":                       "DELETE FROM t WHERE rowid IN (SELECT rowid FROM t WHERE a = ? LIMIT 10)",
+		"delete from d.t order by id desc limit 1;":                "delete from d.t WHERE rowid IN (SELECT rowid FROM d.t order by id desc limit 1)",
+		"UPDATE t AS x SET a = ? WHERE (b) > 1 ORDER BY c LIMIT ?": "UPDATE t AS x SET a = ? WHERE rowid IN (SELECT rowid FROM t WHERE (b) > 1 ORDER BY c LIMIT ?)",
+		"UPDATE t SET a = (SELECT max(b) FROM u LIMIT 1)":          "UPDATE t SET a = (SELECT max(b) FROM u LIMIT 1)",
+		"DELETE FROM t WHERE a IN (SELECT a FROM u LIMIT 2)":       "DELETE FROM t WHERE a IN (SELECT a FROM u LIMIT 2)",
+		"SELECT * FROM t ORDER BY a LIMIT 1":                       "SELECT * FROM t ORDER BY a LIMIT 1",
+	} {
+		if got := limitedWrite(in); got != want {
+			t.Errorf("limitedWrite(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestLockingClausesLeftOut: a PostgreSQL or MySQL client's SELECT runs without its locking
+// clauses; FOR in other places stays.
+func TestLockingClausesLeftOut(t *testing.T) {
+	for _, c := range []struct{ protocol, in, want string }{
+		{query.ProtocolPostgres, "select id from t where a = $1 for update", "select id from t where a = $1 "},
+		{query.ProtocolPostgres, "SELECT * FROM t LIMIT 1 FOR NO KEY UPDATE OF t, s NOWAIT FOR SHARE OF u SKIP LOCKED;", "SELECT * FROM t LIMIT 1 ;"},
+		{query.ProtocolPostgres, "select substring(s from 1 for 2) from t for key share", "select substring(s from 1 for 2) from t "},
+		{query.ProtocolMySQL, "select id from t where id = 1 lock in share mode", "select id from t where id = 1 "},
+		{query.ProtocolMySQL, "SELECT id FROM t FOR UPDATE SKIP LOCKED", "SELECT id FROM t "},
+		{query.ProtocolPostgres, "update t set a = 1 where b = 'for update'", "update t set a = 1 where b = 'for update'"},
+		{query.ProtocolTrino, "select 1 for update", "select 1 for update"},
+	} {
+		if got := withoutLocking(&query.Request{SQL: c.in, Protocol: c.protocol}).SQL; got != c.want {
+			t.Errorf("%s %q: %q, want %q", c.protocol, c.in, got, c.want)
 		}
 	}
 }

@@ -55,6 +55,42 @@ func (duckCatalog) Keys(db, table string) string {
 		` AND lower(k.table_name) = lower(` + sqltok.StandardString(table) + `) AND k.constraint_type IN ('PRIMARY KEY', 'UNIQUE')`
 }
 
+// Indexes lists the primary key (PRIMARY), the unique constraints (named by their first
+// column, as MySQL names a unique key) and the CREATE INDEX indexes of the table; Cardinality
+// is the table's rows, where MySQL's is an estimate (of a small table, its rows too).
+func (duckCatalog) Indexes(db, table string) string {
+	where := inSchema("database_name", "schema_name", db) + ` AND lower(table_name) = lower(` + sqltok.StandardString(table) + `)`
+	count := `(SELECT count(*) FROM ` + tableRef(db, table) + `)`
+	return `SELECT i.tbl, i.key_name, i.non_unique, i.seq, i.column_name, c.is_nullable AS nullable, ` +
+		count + ` AS cardinality, i.pos ` +
+		`FROM (SELECT table_oid, table_name AS tbl, CASE WHEN constraint_type = 'PRIMARY KEY' THEN 'PRIMARY' ELSE constraint_column_names[1] END AS key_name, ` +
+		`false AS non_unique, unnest(constraint_column_names) AS column_name, unnest(range(1, len(constraint_column_names) + 1)) AS seq, ` +
+		`CASE WHEN constraint_type = 'PRIMARY KEY' THEN 0 ELSE 1 + constraint_index END AS pos ` +
+		`FROM duckdb_constraints() WHERE ` + where + ` AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') ` +
+		`UNION ALL SELECT table_oid, table_name, index_name, NOT is_unique, trim(unnest(qf_index_expressions(expressions)), '"'), ` +
+		`unnest(range(1, len(qf_index_expressions(expressions)) + 1)), 1000000 + index_oid ` +
+		`FROM duckdb_indexes() WHERE ` + where + `) AS i ` +
+		`JOIN duckdb_columns() c ON c.table_oid = i.table_oid AND c.column_name = i.column_name ` +
+		`WHERE (SELECT count(*) FROM (SELECT 1 FROM ` + tableRef(db, table) + ` LIMIT 0)) = 0`
+}
+
+// TableStatus lists the tables and views with DuckDB's estimate of a table's rows and the
+// next value of its AUTO_INCREMENT counter (autoinc.go: the sequence's next value and the
+// offset in its comment).
+func (duckCatalog) TableStatus(db string) string {
+	return `SELECT t.table_name AS name, t.table_type = 'VIEW' AS view, ` +
+		`(SELECT any_value(estimated_size) FROM duckdb_tables() d WHERE d.database_name = t.table_catalog AND d.schema_name = t.table_schema ` +
+		`AND d.table_name = t.table_name) AS rows, ` +
+		`(SELECT any_value(coalesce(s.last_value + s.increment_by, s.start_value) + ` +
+		`coalesce(TRY_CAST(replace(s.comment, '` + aiOffsetComment + `', '') AS BIGINT), 0)) ` +
+		`FROM duckdb_columns() c JOIN duckdb_sequences() s ON s.database_name = c.database_name AND s.schema_name = c.schema_name ` +
+		`AND s.sequence_name = regexp_extract(c.column_default, 'nextval\(''(?:[^'']*\.)?(` + aiPrefix + `[^'']*)''', 1) ` +
+		`WHERE c.database_name = t.table_catalog AND c.schema_name = t.table_schema AND c.table_name = t.table_name) AS auto_increment, ` +
+		`coalesce((SELECT any_value(comment) FROM duckdb_tables() d WHERE d.database_name = t.table_catalog ` +
+		`AND d.schema_name = t.table_schema AND d.table_name = t.table_name), '') AS comment ` +
+		`FROM information_schema.tables t WHERE t.table_type IN ('BASE TABLE', 'VIEW') AND ` + inSchema("t.table_catalog", "t.table_schema", db)
+}
+
 func (duckCatalog) Literal(v string) string { return duckString(v) }
 
 // Condition: DuckDB reads names in any case.

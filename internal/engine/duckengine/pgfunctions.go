@@ -76,10 +76,14 @@ var pgFunctionSQL = []string{
 	// date), to the microsecond in milliseconds.
 	`CREATE MACRO {c}.main.qfpg_extract(f, x) AS date_part(f, x)::DECIMAL(38,0)`,
 	`CREATE MACRO {c}.main.qfpg_extract__epoch (x DATE) AS epoch(x)::DECIMAL(38,0), (x) AS epoch(x)::DECIMAL(38,6)`,
-	`CREATE MACRO {c}.main.qfpg_extract__second(x) AS (date_part('microseconds', x) / 1000000)::DECIMAL(38,6)`,
-	`CREATE MACRO {c}.main.qfpg_extract__milliseconds(x) AS (date_part('microseconds', x) / 1000)::DECIMAL(38,3)`,
+	`CREATE MACRO {c}.main.qfpg_extract__second(x) AS (date_part('microseconds', x) / 1000000.0)::DECIMAL(38,6)`,
+	`CREATE MACRO {c}.main.qfpg_extract__milliseconds(x) AS (date_part('microseconds', x) / 1000.0)::DECIMAL(38,3)`,
 	// to_char(x, format) of a date or time, its format as strftime's (strftimeOfToChar).
 	`CREATE MACRO {c}.main.qfpg_to_char(x, f) AS strftime(x, f)`,
+	// A window's sum (sum(x) OVER ...) is typed by x as the plain sum is: s is the window's
+	// value, x the sum's argument.
+	`CREATE MACRO {c}.main.qfpg_sum__over (s, x TINYINT) AS s::BIGINT, (s, x SMALLINT) AS s::BIGINT,
+		(s, x INTEGER) AS s::BIGINT, (s, x) AS s`,
 	`CREATE MACRO {c}.main.qfpg_sum_distinct (x TINYINT) AS sum(DISTINCT x)::BIGINT, (x SMALLINT) AS sum(DISTINCT x)::BIGINT,
 		(x INTEGER) AS sum(DISTINCT x)::BIGINT, (x) AS sum(DISTINCT x)`,
 	// Trino sums every integer type into bigint.
@@ -109,11 +113,14 @@ type renamedFunction struct {
 	// extract: the call is extract(field FROM x), written as to(field, x) or, for a field of
 	// its own, to__<field>(x) (extractFields).
 	extract bool
+	// window, when set, is the macro a window call (f(x) OVER ...) is passed to with its
+	// arguments: window(f(x) OVER ..., x), which types it by the arguments' types.
+	window string
 }
 
 // pgFunctions are PostgreSQL's functions a PostgreSQL client's call of is rewritten.
 var pgFunctions = map[string]renamedFunction{
-	"sum":                       {to: "qfpg_sum", macro: true, distinct: "qfpg_sum_distinct"},
+	"sum":                       {to: "qfpg_sum", macro: true, distinct: "qfpg_sum_distinct", window: "qfpg_sum__over"},
 	"json_build_object":         {to: "json_object"},
 	"jsonb_build_object":        {to: "json_object"},
 	"json_agg":                  {to: "qfpg_json_agg", wrap: "list"},
@@ -213,6 +220,8 @@ func (w *compatWriter) renameCall() bool {
 		}
 		w.closeAfter(end)
 	case !f.macro:
+	case w.word(after) == "over" && f.window != "" && w.word(first) != "distinct" && !w.orderedArgs(open, end):
+		return w.windowCall(f, open, end, after)
 	case w.word(after) == "over" || w.orderedArgs(open, end) || w.word(first) == "distinct" && f.distinct == "":
 		return false // a window, an ORDER BY or a DISTINCT the macro cannot take
 	default:
@@ -225,6 +234,33 @@ func (w *compatWriter) renameCall() bool {
 		}
 	}
 	w.emit(name)
+	w.i++
+	return true
+}
+
+// windowCall writes the window call of f from its name at w.i (its arguments from the "(" at
+// open to the ")" at end, OVER at over) as f.window(call OVER ..., arguments): the macro
+// takes the window's value and, for its type, the arguments.
+func (w *compatWriter) windowCall(f renamedFunction, open, end, over int) bool {
+	spec := w.sig(over+1, 0)
+	switch {
+	case w.word(spec) == "(":
+		spec = w.callEnd(spec)
+	case spec < 0 || !w.isName(spec):
+		return false
+	}
+	if spec < 0 {
+		return false
+	}
+	var args strings.Builder
+	for _, t := range w.toks[open+1 : end] {
+		args.WriteString(t.Text)
+	}
+	if w.after == nil {
+		w.after = map[int]string{}
+	}
+	w.after[spec] += ", " + args.String() + ")"
+	w.emit(f.window + "(" + w.toks[w.i].Text)
 	w.i++
 	return true
 }

@@ -2,6 +2,7 @@ package duckengine
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -15,7 +16,8 @@ func TestPGFunctionRewrites(t *testing.T) {
 	for in, want := range map[string]string{
 		"select sum(x), Sum (y) from t":                                                                       "select qfpg_sum(x), qfpg_sum (y) from t",
 		"SELECT sum(DISTINCT x) FILTER (WHERE x < 3) FROM t":                                                  "SELECT qfpg_sum_distinct(CASE WHEN x < 3 THEN  x END) FROM t",
-		"select sum(x) over (order by x), s.sum(x), sum from t":                                               "select sum(x) over (order by x), s.sum(x), sum from t",
+		"select sum(x) over (order by x), s.sum(x), sum from t":                                               "select qfpg_sum__over(sum(x) over (order by x), x), s.sum(x), sum from t",
+		"select sum(a + b) over w from t window w as ()":                                                      "select qfpg_sum__over(sum(a + b) over w, a + b) from t window w as ()",
 		"select jsonb_agg(name order by name) filter (where x) from t":                                        "select qfpg_jsonb_agg(list(name order by name) filter (where x)) from t",
 		"select json_agg(t) from t":                                                                           "select qfpg_json_agg(list(t)) from t",
 		"select generate_series(1, 2), x from generate_series(1, 3) x, lateral generate_series(1, x) as y(n)": "select qfpg_generate_series(1, 2), x from qfpg_generate_series_rows(1, 3) x(x), lateral qfpg_generate_series_rows(1, x) as y(n)",
@@ -60,4 +62,45 @@ func TestSumTypesByProtocol(t *testing.T) {
 			t.Errorf("%s: sums are %v, want %v", protocol, got, want)
 		}
 	}
+}
+
+// TestDivisionByProtocol: PostgreSQL's and Trino's clients divide integers as integers, toward
+// zero; MySQL's and Flight SQL's exactly (division.go), MySQL's by zero to NULL as MySQL does.
+func TestDivisionByProtocol(t *testing.T) {
+	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	const sqlText = "select 7/2, -7/2, 100 * 3 / 7 / 2, 7.5 / 2, 7 /* a / b */ / 2"
+	for protocol, want := range map[string]string{
+		query.ProtocolPostgres: "3 -3 21 3.75 3", query.ProtocolTrino: "3 -3 21 3.75 3",
+		query.ProtocolMySQL: "3.5 -3.5 21.428571428571427 3.75 3.5", query.ProtocolFlightSQL: "3.5 -3.5 21.428571428571427 3.75 3.5",
+	} {
+		if got := firstRowText(t, e, protocol, sqlText); got != want {
+			t.Errorf("%s: %s = %s, want %s", protocol, sqlText, got, want)
+		}
+	}
+	if got := firstRowText(t, e, query.ProtocolMySQL, "select 7/0, 7 DIV 2"); got != "(null) 3" {
+		t.Errorf("MySQL: 7/0, 7 DIV 2 = %s, want (null) 3", got)
+	}
+}
+
+// firstRowText is the first row of sqlText run for a client of protocol, its values in text.
+func firstRowText(t *testing.T, e query.Engine, protocol, sqlText string) string {
+	t.Helper()
+	rows, err := e.Execute(context.Background(), &query.Request{SQL: sqlText, Protocol: protocol})
+	if err != nil {
+		t.Fatalf("%s: %s: %v", protocol, sqlText, err)
+	}
+	defer rows.Close()
+	b, err := rows.Next(context.Background())
+	if err != nil {
+		t.Fatalf("%s: %s: %v", protocol, sqlText, err)
+	}
+	vals := make([]string, b.NumCols())
+	for i := range vals {
+		vals[i] = b.Column(i).ValueStr(0)
+	}
+	return strings.Join(vals, " ")
 }

@@ -64,6 +64,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	}
 	q, up := mysqlUpsert(ctx, s.conn, client, q)
 	q, ai := mysqlInsert(ctx, s.conn, client, q)
+	uc := mysqlUpdate(ctx, s.conn, client, q)
 	if err := setLastInsertID(ctx, s.conn, client); err != nil {
 		s.fail()
 		return nil, err
@@ -94,6 +95,15 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if up != nil {
 		defer cancel()
 		rows, err := up.count(ctx, s.conn, s.status == 'T', func() (query.Rows, error) { return runInsert(ctx, s.conn, q, st.p, ai) })
+		if err != nil {
+			s.e.noteFatal(err)
+			s.fail()
+		}
+		return rows, explain(err)
+	}
+	if uc != nil {
+		defer cancel()
+		rows, err := uc.run(ctx, s.conn, s.status == 'T', q, st.p)
 		if err != nil {
 			s.e.noteFatal(err)
 			s.fail()

@@ -79,7 +79,7 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	cfg.ConnConfig.BuildContextWatcherHandler = cancelOnServer
 	tagSessions(cfg) // tag.go
 	plainDial := cfg.ConnConfig.DialFunc
-	cfg.ConnConfig.DialFunc = rawconn.Dialer(plainDial) // pgx reads on goroutines: see rawconn
+	cfg.ConnConfig.DialFunc = rawconn.Dialer(plainDial, rawconn.Spin()) // pgx reads on goroutines: see rawconn
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgengine %q: %w", spec.Name, err)

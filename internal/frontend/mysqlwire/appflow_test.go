@@ -1,9 +1,14 @@
 package mysqlwire
 
 import (
+	"bytes"
+	"context"
 	"net"
+	"os"
 	"os/exec"
+	"strings"
 	"testing"
+	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
@@ -51,4 +56,58 @@ func appFlow(t *testing.T, python, lib, addr, user, password, db string) string 
 		t.Fatalf("appflow.py with %s against %s: %v\n%s", lib, addr, err, out)
 	}
 	return string(out)
+}
+
+// TestMySQL2AppFlowOnDuckDBAsMariaDB: an application's day through node mysql2
+// (frontendtest/nodeclients/mysql2_appflow.js: JSON columns read as objects, an UPDATE's
+// affectedRows and changedRows with and without CLIENT_FOUND_ROWS, TRUNCATE and the ids after
+// it, a type matrix written by parameters and read by text and prepared statements, the errors
+// of a duplicate key, a syntax error and a missing table) prints through the proxy on the
+// embedded DuckDB what it prints on MariaDB.
+func TestMySQL2AppFlowOnDuckDBAsMariaDB(t *testing.T) {
+	dsn, name := mytest.NewDatabase(t)
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mysql2AppFlow(t, cfg.Addr, cfg.User, cfg.Passwd, name)
+	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	sameLines(t, "on DuckDB", mysql2AppFlow(t, serveCore(t, "duck", eng, coreSetup{}).addr, testUser, "", "duck"), want)
+}
+
+// sameLines reports each line of got that differs from want's.
+func sameLines(t *testing.T, where, got, want string) {
+	t.Helper()
+	gotLines, wantLines := strings.Split(got, "\n"), strings.Split(want, "\n")
+	if len(gotLines) != len(wantLines) {
+		t.Fatalf("%s:\n%s\non MariaDB:\n%s", where, got, want)
+	}
+	for i := range wantLines {
+		if gotLines[i] != wantLines[i] {
+			t.Errorf("%s: %s\n on MariaDB: %s", where, gotLines[i], wantLines[i])
+		}
+	}
+}
+
+// mysql2AppFlow runs mysql2_appflow.js against the server at addr and returns what it printed.
+func mysql2AppFlow(t *testing.T, addr, user, password, db string) string {
+	t.Helper()
+	dir := frontendtest.NodeClients(t, "mysql2")
+	host, port, _ := net.SplitHostPort(addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "mysql2_appflow.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MYSQL_HOST="+host, "MYSQL_PORT="+port, "MYSQL_USER="+user, "MYSQL_PASSWORD="+password, "MYSQL_DB="+db)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mysql2_appflow.js against %s: %v\n%s\n%s", addr, err, out, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
 }

@@ -17,7 +17,7 @@ import (
 // What MySQL clients and ORMs ask at connect and for reflection, answered on the embedded
 // DuckDB as MySQL answers it: the frontend's own answers (SHOW VARIABLES, SHOW COLLATION,
 // VERSION(), USER(), CONNECTION_ID(), @@name in any statement) and the DuckDB translation's
-// (SHOW TABLES, SHOW COLUMNS, DESCRIBE, SHOW CREATE TABLE, LAST_INSERT_ID(), UNIX_TIMESTAMP(),
+// (SHOW TABLES, SHOW COLUMNS, DESCRIBE, SHOW CREATE TABLE, SHOW INDEX, LAST_INSERT_ID(), UNIX_TIMESTAMP(),
 // LIMIT ?, ?). Where the answer is not the engine's own, MariaDB's is the want.
 
 // compatDDL is a table whose columns DuckDB and MariaDB both hold with one MySQL type each.
@@ -35,7 +35,8 @@ func mariaWants(t *testing.T) map[string]string {
 	wants := map[string]string{}
 	for _, q := range []string{"SHOW COLUMNS FROM compat_t", "DESCRIBE compat_t", "SHOW FULL TABLES", "SHOW CREATE TABLE compat_t",
 		"SHOW COLUMNS FROM compat_t LIKE '_'", "SELECT LAST_INSERT_ID()", "SELECT UNIX_TIMESTAMP('2020-01-01 00:00:00')",
-		"SHOW COLLATION LIKE 'utf8mb4_general_ci'", "SHOW CHARACTER SET LIKE 'utf8mb4'", "SHOW COLUMNS FROM no_such_t"} {
+		"SHOW COLLATION LIKE 'utf8mb4_general_ci'", "SHOW CHARACTER SET LIKE 'utf8mb4'", "SHOW COLUMNS FROM no_such_t",
+		"SHOW INDEX FROM compat_t", "SHOW KEYS FROM compat_t WHERE Key_name = 'u'", "SHOW INDEX FROM no_such_t"} {
 		rows, err := f.direct.QueryContext(ctx, q)
 		if err != nil {
 			wants[q] = mysqlErrno(err)
@@ -91,6 +92,9 @@ func TestMySQLClientsCatalogOnDuckDB(t *testing.T) {
 				{SQL: "DESCRIBE compat_t", want: maria["DESCRIBE compat_t"]},
 				{SQL: "SHOW CREATE TABLE compat_t", want: maria["SHOW CREATE TABLE compat_t"]},
 				{SQL: "SHOW COLUMNS FROM no_such_t", want: maria["SHOW COLUMNS FROM no_such_t"]},
+				{SQL: "SHOW INDEX FROM compat_t", want: maria["SHOW INDEX FROM compat_t"]},
+				{SQL: "SHOW KEYS FROM compat_t WHERE Key_name = 'u'", want: maria["SHOW KEYS FROM compat_t WHERE Key_name = 'u'"]},
+				{SQL: "SHOW INDEX FROM no_such_t", want: maria["SHOW INDEX FROM no_such_t"]},
 				{SQL: "SELECT LAST_INSERT_ID()", want: maria["SELECT LAST_INSERT_ID()"]},
 				{SQL: "SELECT UNIX_TIMESTAMP('2020-01-01 00:00:00')", want: maria["SELECT UNIX_TIMESTAMP('2020-01-01 00:00:00')"]},
 				{SQL: "SELECT UNIX_TIMESTAMP() > 1700000000", want: `[["1"]]`},

@@ -359,7 +359,24 @@ func (h *session) finishNoRows(ctx context.Context, rows query.Rows) (*mysql.Res
 	if generated {
 		h.lastInsertID = id
 	}
-	return &mysql.Result{AffectedRows: affectedRows(tag), InsertId: id}, nil
+	return &mysql.Result{AffectedRows: affectedRows(tag), InsertId: id, StatusMessage: updateInfo(tag)}, nil
+}
+
+// updateInfo is the OK packet's info of an UPDATE whose engine counted the rows it matched and
+// changed as MySQL does (DuckDB's tag "UPDATE matched:3 changed:1 1"): "Rows matched: 3
+// Changed: 1  Warnings: 0", as MySQL writes it (mysql2 reads its changedRows there); "" for
+// any other tag.
+func updateInfo(tag string) string {
+	f := strings.Fields(tag)
+	if len(f) != 4 || f[0] != "UPDATE" {
+		return ""
+	}
+	matched, ok1 := strings.CutPrefix(f[1], "matched:")
+	changed, ok2 := strings.CutPrefix(f[2], "changed:")
+	if !ok1 || !ok2 {
+		return ""
+	}
+	return "Rows matched: " + matched + "  Changed: " + changed + "  Warnings: 0"
 }
 
 // insertID reads the insert id an engine that keeps AUTO_INCREMENT columns itself (DuckDB)

@@ -115,11 +115,12 @@ func columnFor(f arrow.Field) column {
 	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
 		mf.Charset, mf.Flag = charsetUTF8MB4, mf.Flag&^mysql.BINARY_FLAG
 		switch {
-		case metaType(f) == "json": // from MySQL, which has the type
+		case metaType(f) == "json" || isJSON(f):
+			// MySQL's JSON type, as MySQL (whose 8.0.11 the frontend announces) describes
+			// it: mysql2 parses its values, as it parses MariaDB's JSON (a LONGTEXT marked
+			// JSON in MariaDB's extended metadata, which this frontend does not send); the
+			// other clients read it as text, as they read MariaDB's.
 			setType(mysql.MYSQL_TYPE_JSON, 1<<32-1)
-		case isJSON(f): // MariaDB's JSON column definition: LONGTEXT
-			setType(mysql.MYSQL_TYPE_BLOB, 1<<32-1)
-			mf.Flag |= mysql.BLOB_FLAG | mysql.BINARY_FLAG
 		case isNumericText(f): // a decimal of any precision, as text (what DECIMAL is on the wire)
 			setType(mysql.MYSQL_TYPE_NEWDECIMAL, 65+2)
 			mf.Charset, mf.Decimal = charsetBinary, 30

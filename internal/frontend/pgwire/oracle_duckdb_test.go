@@ -119,6 +119,8 @@ var oracleCorpus = []oracleCase{
 	{pg: "sum(x::numeric(8,2)) FROM (VALUES (1.5), (2.25)) t(x)"}, {pg: "sum(x::float8) FROM (VALUES (1.5), (2.25)) t(x)"},
 	{pg: "count(*) FROM (VALUES (1)) t(x)"}, {pg: "sum(x) FILTER (WHERE x > 1) FROM (VALUES (1), (2)) t(x)"},
 	{pg: "sum(DISTINCT x) FILTER (WHERE x < 3) FROM (VALUES (1), (1), (2), (3)) t(x)"},
+	{pg: "sum(x) OVER (ORDER BY x) FROM (VALUES (1), (2)) t(x)"}, {pg: "sum(x::int2) OVER w FROM (VALUES (1)) t(x) WINDOW w AS ()"},
+	{pg: "sum(x::int8) OVER () FROM (VALUES (1), (2)) t(x)"}, {pg: "sum(x::float8) OVER (PARTITION BY x) FROM (VALUES (1.5)) t(x)"},
 	{pg: "jsonb_typeof('[1]'::jsonb)", duck: "jsonb_typeof('[1]'::json)"}, {pg: "initcap('hello wORLD-é9x')"},
 	{pg: "encode('\\x00ff10'::bytea, 'hex')"}, {pg: "encode('hello'::bytea, 'base64')"}, {pg: "decode('00ff', 'hex')"},
 	{pg: "to_char(timestamp '2024-03-04 15:06:07.891', 'Dy, DD Mon YYYY HH12:MI:SS.MS AM')"},
@@ -129,6 +131,9 @@ var oracleCorpus = []oracleCase{
 	{pg: "extract(second from timestamp '2024-03-04 05:06:07.5')"}, {pg: "extract(milliseconds from time '05:06:07.5')"},
 	{pg: "length('héllo')"}, {pg: "octet_length('héllo')"}, {pg: "strpos('hello', 'l')"},
 	{pg: "array_length(ARRAY[1, 2], 1)", duck: "array_length([1, 2], 1)"}, {pg: "date_part('day', date '2024-05-06')"},
+	// integers divide as integers, toward zero, in their type
+	{pg: "7/2"}, {pg: "-7/2"}, {pg: "7::int8/2"}, {pg: "'-7'::int2/'2'::int2"}, {pg: "100 * 3 / 7"},
+	{pg: "sum(x) / count(*) FROM (VALUES (1), (2)) t(x)"}, {pg: "7.5::float8 / 2"}, {pg: "-7 % 3"},
 }
 
 func TestDuckDBAnswersAsPostgreSQL(t *testing.T) {

@@ -236,3 +236,37 @@ print(cur.fetchall())
 		t.Errorf("the Python client read a statement held past PostWait without a GET")
 	}
 }
+
+// TestAHeldPageIsItsOwnSize: the page a query keeps for a retry of its token (up to
+// lastPageKeptMax, thousands of them on a busy port) is a copy of its own size, not the buffer
+// it was encoded in; and the page a retry gets is the one first sent.
+func TestAHeldPageIsItsOwnSize(t *testing.T) {
+	ts := startServerOn(t, frontendtest.NewBackend(countingEngine(3)), Options{PostWait: 10 * time.Second}, false)
+	pages := map[string][]byte{}
+	for range 3 { // the encoding buffer is reused from the second on
+		_, qr := postAs(t, ts.addr, pythonAgent, "SELECT 3")
+		ts.Server.mu.Lock()
+		held := ts.queries[qr.ID]
+		ts.Server.mu.Unlock()
+		if held == nil {
+			t.Fatal("the query answered in its POST is not held")
+		}
+		held.mu.Lock()
+		page := held.lastPage
+		held.mu.Unlock()
+		var kept QueryResults
+		if err := json.Unmarshal(page, &kept); err != nil || kept.ID != qr.ID || fmt.Sprint(kept.Data) != "[[1] [2] [3]]" {
+			t.Fatalf("the held page %q (%v) is not the answer sent", page, err)
+		}
+		if slack := cap(page) - len(page); slack > len(page)/8+16 {
+			t.Fatalf("a held page of %d bytes keeps %d: more than its size class", len(page), cap(page))
+		}
+		pages[qr.ID] = page
+	}
+	for id, page := range pages { // none shares the buffer a later page was encoded in
+		var kept QueryResults
+		if err := json.Unmarshal(page, &kept); err != nil || kept.ID != id {
+			t.Fatalf("the page held for %s now reads %q (%v)", id, page, err)
+		}
+	}
+}

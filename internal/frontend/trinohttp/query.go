@@ -519,13 +519,29 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	} else {
 		res.NextURI = base + "/v1/statement/executing/" + q.id + "/" + q.slug + "/" + strconv.FormatInt(token+1, 10)
 	}
-	body, err := appendResults(make([]byte, 0, 1024+len(q.columnsJSON)), &res, q.columnsJSON) // a short page's whole document
+	scratch, _ := pageScratch.Get().(*[]byte)
+	if scratch == nil {
+		scratch = new([]byte)
+	}
+	doc, err := appendResults((*scratch)[:0], &res, q.columnsJSON)
 	if err != nil {
 		panic(fmt.Sprintf("trinohttp: encode page of %s: %v", q.id, err))
+	}
+	// The page is kept for a retry of its token (up to lastPageKeptMax): a copy of its own
+	// size, where a buffer made large enough for any short page was twice a SELECT 1's.
+	body := append([]byte(nil), doc...)
+	if cap(doc) <= pageScratchKeptMax {
+		*scratch = doc
+		pageScratch.Put(scratch)
 	}
 	q.lastToken, q.lastPage, q.lastFinal, q.nextToken = token, body, final, token+1
 	return body, http.StatusOK, final
 }
+
+// pageScratch keeps the buffers pages are encoded in, up to pageScratchKeptMax bytes each.
+var pageScratch sync.Pool
+
+const pageScratchKeptMax = 64 << 10
 
 // pollTimers keeps the timers of polls that waited for rows: most polls of a short query wait
 // (its GET arrives while the engine answers), and a timer each was two allocations. A timer is

@@ -281,7 +281,7 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.servers = append(s.servers, hs)
 	s.httpMu.Unlock()
-	l = rawconn.Listener(l) // one request at a time: see rawconn
+	l = rawconn.Listener(l, rawconn.Spin()) // one request at a time: see rawconn
 	// HTTP authenticates requests, not connections: a connection counts in its source's share
 	// until a request on it logged in (authenticate). A refusal is a 503 on a plain listener;
 	// one that may serve TLS closes at once.

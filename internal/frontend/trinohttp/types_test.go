@@ -223,3 +223,24 @@ func TestTrinoTimeTZAndWideNumbers(t *testing.T) {
 		})
 	}
 }
+
+// Trino's varbinary literal X'0102' (its hex digits may be split by blanks) reaches DuckDB as
+// the bytes it is: trino-go-client reads varbinary bytes, and a comparison of a BLOB with one
+// holds (DuckDB read the text x0102 before).
+func TestTrinoBinaryLiteralOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	const q = `select x'0102' a, X'CA FE' b, (select count(*) from (values (x'00ff')) v(c) where c = X'00FF') n`
+	names, _ := columnTypes(t, ts.addr, q)
+	if want := "varbinary|varbinary|bigint"; strings.Join(names, "|") != want {
+		t.Fatalf("types %q, want %s", names, want)
+	}
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	var a, b []byte
+	var n int64
+	if err := db.QueryRow(q).Scan(&a, &b, &n); err != nil {
+		t.Fatal(err)
+	}
+	if string(a) != "\x01\x02" || string(b) != "\xca\xfe" || n != 1 {
+		t.Errorf("got %x %x %d, want 0102 cafe 1", a, b, n)
+	}
+}

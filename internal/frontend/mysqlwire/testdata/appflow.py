@@ -51,3 +51,52 @@ step('begin2', "begin")
 step('tx-insert2', "insert into app (name) values ('grape')")
 step('commit', "commit")
 step('final', "select id, name, qty from app order by id")
+# An UPDATE counts the rows it changed (no CLIENT_FOUND_ROWS here), TRUNCATE none, and the
+# AUTO_INCREMENT ids start again after it; the errors an application catches.
+step('update-same', "update app set qty = qty where id = 1")
+step('update-some', "update app set qty = 6 where name in ('Apple', 'cherry', 'date')")
+step('update-param-same', "update app set price = %s, meta = meta where id = %s", (decimal.Decimal('1.50'), 1))
+step('update-null', "update app set price = null where price is null")
+step('duplicate', "insert into app (name) values ('Apple')")
+step('syntax', "selec 1")
+step('missing', "select * from no_such_table")
+step('truncate', "truncate table app")
+step('after-truncate', "insert into app (name) values ('kiwi'), ('lime')")
+step('ids', "select id, name from app order by id")
+# A type matrix: each type written by a parameter (as the driver escapes it) and read back.
+step('matrix-create', "create table mx (id int primary key, ti tinyint, si smallint, i int, bi bigint, bu bigint unsigned, "
+     "d decimal(12,4), f float, dbl double, b boolean, c char(5), s varchar(20), tx text, bl blob, dt date, tm time, "
+     "ts datetime, j json)")
+step('matrix-insert', "insert into mx values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+     (1, -128, -32768, -2147483648, -9223372036854775808, 18446744073709551615, decimal.Decimal('-12345678.1234'), 2.5,
+      0.001, True, 'ab', "h\u00e9llo 'q' \\ \"d\"", 'long text', b"\x00\x01\xff'\\", datetime.date(2024, 2, 29),
+      datetime.timedelta(hours=23, minutes=59, seconds=59), datetime.datetime(2024, 2, 29, 13, 14, 15),
+      '{"a": [1, {"b": null}]}'))
+step('matrix-max', "insert into mx values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+     (2, 127, 32767, 2147483647, 9223372036854775807, 0, decimal.Decimal('99999999.9999'), -0.125, -1e300, False, '',
+      '', '', b'', datetime.date(1970, 1, 1), datetime.timedelta(0), datetime.datetime(1999, 12, 31, 23, 59, 59), '[]'))
+step('matrix-nulls', "insert into mx (id) values (3)")
+step('matrix', "select * from mx order by id")
+step('matrix-where', "select id from mx where bl = %s or s = %s or dt = %s order by id",
+     (b"\x00\x01\xff'\\", "h\u00e9llo 'q' \\ \"d\"", datetime.date(1970, 1, 1)))
+# What applications write in MySQL's dialect: INSERT IGNORE, locking reads, UPDATE and DELETE
+# with ORDER BY / LIMIT, DROP INDEX ... ON, and functions and operators DuckDB spells otherwise.
+step('ignore', "insert ignore into app (name) values ('kiwi')")
+step('ignore-new', "insert ignore into app (name) values ('mango')")
+step('ignore-ids', "select id, name from app order by id")
+step('for-update', "select id from app where name = %s for update", ('kiwi',))
+step('share-mode', "select id from app where name = 'kiwi' lock in share mode")
+step('update-limit', "update app set qty = 9 where qty = 0 order by id desc limit 1")
+step('delete-limit', "delete from app where qty = 0 limit 1")
+step('limited-rows', "select id, name, qty from app order by id")
+step('index', "create index app_qty on app (qty)")
+step('drop-index', "drop index app_qty on app")
+step('dates', "select date_add('2024-02-29 10:00:00', interval 1 day), date_sub('2024-03-01', interval 2 hour), "
+     "adddate('2024-01-31', interval 1 month), date_add(%s, interval 1 year), date_sub(%s, interval 90 minute)",
+     (datetime.date(2024, 2, 29), datetime.date(2024, 2, 29)))
+step('recent', "select count(*) from app where %s > date_sub(now(), interval 7 day)", (datetime.datetime(2000, 1, 1),))
+step('functions', "select str_to_date('29/02/2024', '%%d/%%m/%%Y'), str_to_date('2024-02-29 13:14', '%%Y-%%m-%%d %%H:%%i'), "
+     "timestampdiff(month, '2024-01-31', '2024-03-30'), to_days('2024-01-01'), substring_index('a.b.c', '.', 2), "
+     "substring_index('a.b.c', '.', -1), json_unquote(json_extract('{\"a\": \"x\"}', '$.a'))")
+step('operators', "select 10 div 3, -7 div 2, 10 mod 3, 'Abc' regexp 'b', 'Abc' not regexp '^x', truncate(1.999, 2)")
+step('regexp', "select name from app where name rlike %s order by name", ('^[kl]',))

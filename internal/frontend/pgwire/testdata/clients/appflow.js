@@ -28,6 +28,7 @@ const { Pool } = require('pg');
   // Functions as PostgreSQL types them: node-postgres reads an int8 or a numeric as a string.
   const t = async (label, text, values) => { try { const r = await pool.query(text, values); console.log(label, JSON.stringify(r.rows), r.fields.map(f => f.name + ':' + f.dataTypeID).join(',')); } catch (e) { console.log(label, 'ERR', e.code, e.message.split('\n')[0]); } };
   await t('functions', "select sum(id), sum(id::int8) as big, length(name), char_length(name) as chars, strpos(name, 'z') as pos, initcap('hello wORLD-x') as cap, encode('\\x01ff'::bytea, 'hex') as hex, encode('hi'::bytea, 'base64') as b64, date_part('year', date '2024-05-06') as y from np group by name");
+  await t('window sum', 'select id, sum(id) over (order by id) as running, sum(id) over () from np order by id');
   await t('series', 'select * from generate_series(1, 3) as g order by 1');
   await t('series2', "select generate_series(1, 2) as n, to_char(date '2024-03-04', 'FMMonth DD, YYYY') as d, to_char(timestamp '2024-03-04 05:06:07.5', 'YYYY-MM-DD HH24:MI:SS.MS') as ts");
   await t('extract', "select extract(year from date '2024-03-04') as y, extract(epoch from timestamptz '2024-01-01 00:00:01.25+00') as e, extract(second from timestamp '2024-03-04 05:06:07.5') as s");

@@ -34,3 +34,18 @@ step('delete', lambda: (cur.execute("delete from p2 where name = 'e'"), cur.rowc
 step('agg', lambda: (cur.execute("select count(*), sum(qty)::bigint, max(name), string_agg(name, ',' order by name) from p2"), cur.fetchone())[1])
 step('sum', lambda: (cur.execute("select sum(qty), sum(id), length(name), initcap(name) from p2 group by name order by name"), cur.fetchall())[1])
 step('arith', lambda: (cur.execute("update p2 set qty = qty * %s where name = %s returning qty", (3, "a")), cur.fetchall())[1])
+# The errors an application tells apart by SQLSTATE (psycopg2.errors' classes).
+step('err-syntax', lambda: cur.execute("selec 1"))
+step('err-table', lambda: cur.execute("select * from no_such_table"))
+step('err-column', lambda: cur.execute("select no_such_column from p2"))
+step('err-function', lambda: cur.execute("select no_such_function(1)"))
+step('err-arguments', lambda: cur.execute("select lower(1, 2, 3)"))
+step('err-schema', lambda: cur.execute("select * from no_such_schema.t"))
+step('err-type', lambda: cur.execute("select 1::no_such_type"))
+step('err-not-null', lambda: cur.execute("insert into p2 (name) values (null)"))
+step('err-cast', lambda: (cur.execute("select 'abc'::integer"), cur.fetchone())[1])
+# Locking reads, as ORMs write them (Django's select_for_update, SQLAlchemy's with_for_update).
+step('for-update', lambda: (cur.execute("select id from p2 where name = %s for update", ("a",)), cur.fetchall())[1])
+step('skip-locked', lambda: (cur.execute("select id from p2 order by id limit 1 for update skip locked"), cur.fetchall())[1])
+step('share-of', lambda: (cur.execute("select p2.id from p2 where id = 1 for no key update of p2 nowait"), cur.fetchall())[1])
+step('for-commit', c.commit)

@@ -1,0 +1,96 @@
+package rawconn
+
+import (
+	"os"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// Spinning (off unless SpinEnv sets it). A server that answers one request at a time sleeps
+// twice per statement: awaiting the client's next request, and awaiting the engine's answer to
+// the query it sent. A sleep that leaves its CPU idle ends in a wake-up of that CPU, which in a
+// virtual machine whose guest halts at once when idle (no halt-polling) is dear. A read that
+// awaits the answer to its connection's own last write may therefore poll the socket for a
+// short while (SetSpin) before it waits in the poller: an answer that comes within that while
+// is read on a thread that never slept.
+//
+// Bounds: one read in the process spins at a time, and only while it is the only read awaiting
+// an answer (spinWaiters): with two or more the process has other work, and its threads no idle
+// time to give. A connection whose last answer took longer than the bound does not spin for the
+// next (a client that thinks between requests, a long query), until an answer comes within the
+// bound again, as the guest's own halt-polling adapts. While it spins the goroutine keeps its
+// thread (a yield to the scheduler wakes an idle thread to take the work over: RESULTS.md,
+// session 27).
+//
+// Measured under load it gained nothing and cost CPU (RESULTS.md, "Trino HTTP SELECT 1: a
+// spinning wait ... (session 27)"): a busy machine's CPUs are seldom idle, and a woken peer
+// preempts the writer on its own CPU. What it saves at rest is measured by bench-proxy's
+// trino-spin row.
+
+// SpinEnv names the environment variable that sets the bound, in microseconds, for the
+// connections of the Trino port and of pgengine's pool (Spin); unset or 0: no spinning.
+const SpinEnv = "QUERYFLUX_SPIN_MICROS"
+
+// spinMax bounds SpinEnv's value.
+const spinMax = 10 * time.Millisecond
+
+// Spin is the bound SpinEnv sets, 0 when unset or invalid.
+func Spin() time.Duration {
+	us, err := strconv.Atoi(os.Getenv(SpinEnv))
+	if err != nil || us <= 0 {
+		return 0
+	}
+	return min(time.Duration(us)*time.Microsecond, spinMax)
+}
+
+// spinWaiters counts the reads, over every connection of the process, that await an answer to
+// their connection's last write, found the socket empty, and whose last answer came within the
+// bound (a connection idle between a slow client's requests does not count).
+var spinWaiters atomic.Int32
+
+// spun counts the reads answered while spinning (tests).
+var spun atomic.Uint64
+
+// SetSpin makes a read that awaits the answer to c's last write poll the socket for up to d
+// before it waits in the poller (0: never). Call it before c is used.
+func (c *Conn) SetSpin(d time.Duration) { c.spin = d }
+
+// spinRead is called for a read awaiting an answer that found the socket empty: it marks the
+// read waiting and, when the bounds allow, polls the socket for up to c.spin. EAGAIN: nothing
+// came, wait in the poller.
+func (c *Conn) spinRead(fd uintptr) (uintptr, syscall.Errno) {
+	c.waiting = true
+	c.waitStart = time.Now()
+	if c.lastWait > c.spin {
+		return 0, syscall.EAGAIN // a slow peer: it neither spins nor counts
+	}
+	c.counted = true
+	spinWaiters.Add(1)
+	for spinWaiters.Load() == 1 && time.Since(c.waitStart) <= c.spin {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rbuf[0])), uintptr(len(c.rbuf)))
+		if e != syscall.EAGAIN {
+			spun.Add(1)
+			return r, e
+		}
+	}
+	return 0, syscall.EAGAIN
+}
+
+// readEnded ends a read's wait, if it waited: it no longer counts, and how long it waited
+// decides whether the next one spins.
+func (c *Conn) readEnded() {
+	if c.waiting {
+		c.waiting = false
+		c.lastWait = time.Since(c.waitStart)
+		if c.counted {
+			c.counted = false
+			spinWaiters.Add(-1)
+		}
+	}
+	if c.spin > 0 {
+		c.wrote.Store(false)
+	}
+}

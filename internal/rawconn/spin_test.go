@@ -1,0 +1,155 @@
+package rawconn
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// exchange writes q on a, has b answer it after delay, and reads the answer on a: whether the
+// read was answered while spinning.
+func exchange(t *testing.T, a *Conn, b net.Conn, delay time.Duration) (spinning bool) {
+	t.Helper()
+	spinning, err := tryExchange(a, b, delay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spinning
+}
+
+func tryExchange(a *Conn, b net.Conn, delay time.Duration) (spinning bool, _ error) {
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 1)
+		_, err := io.ReadFull(b, buf)
+		if err == nil {
+			time.Sleep(delay)
+			_, err = b.Write([]byte("a"))
+		}
+		done <- err
+	}()
+	before := spun.Load()
+	if _, err := a.Write([]byte("q")); err != nil {
+		return false, err
+	}
+	buf := make([]byte, 8)
+	n, err := a.Read(buf)
+	if err != nil || string(buf[:n]) != "a" {
+		return false, fmt.Errorf("Read = %q, %v; want \"a\"", buf[:n], err)
+	}
+	if err := <-done; err != nil {
+		return false, err
+	}
+	return spun.Load() != before, nil
+}
+
+// TestAQuickAnswerIsReadWhileSpinning: an answer that comes within the bound is read by the
+// spinning read; one that comes later is read after the wait in the poller, and then the
+// connection does not spin until an answer comes within the bound again.
+func TestAQuickAnswerIsReadWhileSpinning(t *testing.T) {
+	a, b := pair(t)
+	a.SetSpin(time.Second)
+	if !exchange(t, a, b, 2*time.Millisecond) {
+		t.Fatal("an answer 2 ms after the write was not read while spinning (bound 1 s)")
+	}
+	a.SetSpin(100 * time.Millisecond)
+	if exchange(t, a, b, 500*time.Millisecond) {
+		t.Fatal("an answer 500 ms after the write was read while spinning (bound 100 ms)")
+	}
+	if exchange(t, a, b, 2*time.Millisecond) {
+		t.Fatal("spun right after an answer that took longer than the bound")
+	}
+	if !exchange(t, a, b, 2*time.Millisecond) {
+		t.Fatal("did not spin again after an answer within the bound")
+	}
+	if spinWaiters.Load() != 0 {
+		t.Fatalf("%d waiters left counted after the reads ended", spinWaiters.Load())
+	}
+}
+
+// TestNoSpinUnlessSet: a connection made by Listener or Dialer with no bound, or one whose
+// read has no write before it (a new connection's first request), waits in the poller at once.
+func TestNoSpinUnlessSet(t *testing.T) {
+	a, b := pair(t) // Listener(l, 0)
+	if exchange(t, a, b, 2*time.Millisecond) {
+		t.Fatal("spun with no bound set")
+	}
+	a.SetSpin(time.Second)
+	before := spun.Load()
+	go func() {
+		time.Sleep(2 * time.Millisecond)
+		_, _ = b.Write([]byte("x"))
+	}()
+	buf := make([]byte, 8)
+	if _, err := a.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	if spun.Load() != before {
+		t.Fatal("a read with no write before it spun")
+	}
+}
+
+// TestASecondWaiterStopsTheSpin: while two reads await answers, neither spins.
+func TestASecondWaiterStopsTheSpin(t *testing.T) {
+	a1, b1 := pair(t)
+	a2, b2 := pair(t)
+	a1.SetSpin(10 * time.Second)
+	a2.SetSpin(10 * time.Second)
+	before := spun.Load()
+	first := make(chan bool, 1)
+	errs := make(chan error, 1)
+	go func() {
+		spinning, err := tryExchange(a1, b1, 300*time.Millisecond)
+		first <- spinning
+		errs <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // a1 spins meanwhile
+	// a2 still waits when a1's answer comes: a1, however late its thread runs again, sees it.
+	second := exchange(t, a2, b2, 600*time.Millisecond)
+	firstSpun := <-first
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if firstSpun || second || spun.Load() != before {
+		t.Fatal("a read spun while another awaited an answer too")
+	}
+	if spinWaiters.Load() != 0 {
+		t.Fatalf("%d waiters left counted after both reads ended", spinWaiters.Load())
+	}
+}
+
+// TestASlowPeerDoesNotStopOthersSpinning: a connection whose last answer took longer than the
+// bound (a client idle between requests) neither spins nor keeps another read from spinning.
+func TestASlowPeerDoesNotStopOthersSpinning(t *testing.T) {
+	slow, slowPeer := pair(t)
+	a, b := pair(t)
+	slow.SetSpin(20 * time.Millisecond)
+	a.SetSpin(10 * time.Second)
+	if exchange(t, slow, slowPeer, 100*time.Millisecond) {
+		t.Fatal("an answer 100 ms after the write was read while spinning (bound 20 ms)")
+	}
+	errs := make(chan error, 1)
+	go func() {
+		_, err := tryExchange(slow, slowPeer, 300*time.Millisecond)
+		errs <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // slow waits meanwhile
+	if !exchange(t, a, b, 2*time.Millisecond) {
+		t.Fatal("a read did not spin while only a slow connection awaited an answer")
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSpinFromTheEnvironment: QUERYFLUX_SPIN_MICROS in microseconds, bounded; anything else 0.
+func TestSpinFromTheEnvironment(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 0, "0": 0, "-5": 0, "x": 0, "200": 200 * time.Microsecond, "99999999": spinMax} {
+		t.Setenv(SpinEnv, v)
+		if got := Spin(); got != want {
+			t.Errorf("%s=%q: Spin() = %v, want %v", SpinEnv, v, got, want)
+		}
+	}
+}
