@@ -621,7 +621,7 @@ func (a *API) status(op string, err error) (int, string) {
 // writeAcquireResponse writes workerapi.WriteJSON's answer, encoded without reflection.
 func writeAcquireResponse(w http.ResponseWriter, resp AcquireResponse) {
 	data := resp.AppendJSON(make([]byte, 0, 256))
-	w.Header().Set("Content-Type", MediaJSON)
+	workerapi.SetContentType(w.Header(), MediaJSON)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(data, '\n'))
 }

@@ -80,7 +80,7 @@ func readAcquireRequest(data []byte) (AcquireRequest, bool) {
 	var limit int64
 	r := workerapi.NewCanonReader(data)
 	r.Need(`{"cluster":`)
-	r.Str(&req.Cluster)
+	r.Word(&req.Cluster)
 	r.Need(`,"cap":`)
 	r.Int(&limit)
 	r.Need(`,"ttlMillis":`)
@@ -180,7 +180,7 @@ func readAcquireResponse(data []byte) (AcquireResponse, bool) {
 		l := &Lease{}
 		r.Str(&l.ID)
 		r.Need(`,"cluster":`)
-		r.Str(&l.Cluster)
+		r.Word(&l.Cluster)
 		r.Need(`,"holder":`)
 		r.Str(&l.Holder)
 		r.Need(`,"generation":`)
@@ -194,7 +194,7 @@ func readAcquireResponse(data []byte) (AcquireResponse, bool) {
 			r.Bool(&l.Revoked)
 		}
 		if r.Lit(`,"fleet":`) {
-			r.Str(&l.Fleet)
+			r.Word(&l.Fleet)
 		}
 		r.Need(`}`)
 		resp.Lease = l

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -222,7 +221,7 @@ func (c *Remote) post(ctx context.Context, path string, body, out any) (err erro
 	if resp.StatusCode != http.StatusOK {
 		return statusErr(path, resp.StatusCode, &workerapi.StatusError{Status: resp.StatusCode, Body: workerapi.ReadError(resp)})
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, workerapi.BodyBytesMax))
+	raw, err := workerapi.ReadAtMost(resp.Body, resp.ContentLength, workerapi.BodyBytesMax)
 	if resp, ok := out.(*AcquireResponse); ok && err == nil {
 		*resp, err = DecodeAcquireResponse(raw)
 	} else if err == nil {

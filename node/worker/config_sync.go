@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -260,7 +259,7 @@ func (s *ConfigSync) pollOnce(ctx context.Context) error {
 		s.confirmed(resp.Header.Get(snapshot.HeaderConfirmedAt), confirmationOf(resp.Header))
 		return nil
 	case http.StatusOK:
-		body, err := workerapi.ReadAllHint(io.LimitReader(resp.Body, configBodyBytesMax+1), resp.ContentLength, configBodyBytesMax+1)
+		body, err := workerapi.ReadAtMost(resp.Body, resp.ContentLength, configBodyBytesMax+1)
 		if err != nil {
 			return fmt.Errorf("reading snapshot: %w", err)
 		}

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"time"
@@ -116,7 +115,7 @@ func (w *Worker) postHeartbeat(ctx context.Context, hb workerapi.Heartbeat) erro
 	// Read whole into a buffer of the announced size: a json.Decoder would grow its own buffer
 	// for every answer.
 	var ack workerapi.HeartbeatAck
-	data, err := workerapi.ReadAllHint(io.LimitReader(resp.Body, workerapi.BodyBytesMax), resp.ContentLength, workerapi.BodyBytesMax)
+	data, err := workerapi.ReadAtMost(resp.Body, resp.ContentLength, workerapi.BodyBytesMax)
 	if err == nil {
 		ack, err = workerapi.DecodeHeartbeatAck(data)
 	}

@@ -53,6 +53,11 @@ func (r *CanonReader) Need(s string) { r.r.need(s) }
 // Str reads a string of plain text.
 func (r *CanonReader) Str(s *string) bool { return r.r.str(s) }
 
+// Word reads a string as Str does, for a value the messages of a fleet repeat (a cluster's
+// name): a string shared with the messages before it that carried the same bytes, if still
+// held (the decoder keeps a small table of such words; never one worth secrecy).
+func (r *CanonReader) Word(s *string) bool { return r.r.word(s) }
+
 // Int reads a number as encoding/json reads one into an int64.
 func (r *CanonReader) Int(v *int64) bool {
 	num, ok := r.r.number()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,9 +51,9 @@ func AppendHeartbeatAck(dst []byte, ack *HeartbeatAck) ([]byte, error) {
 func DecodeHeartbeatAck(data []byte) (HeartbeatAck, error) {
 	var ack HeartbeatAck
 	r := reader{b: data}
-	ok := r.lit(`{"state":`) && r.str(&ack.State)
+	ok := r.lit(`{"state":`) && r.word(&ack.State)
 	if ok && r.lit(`,"currentRevision":`) {
-		ok = r.str(&ack.CurrentRevision)
+		ok = r.word(&ack.CurrentRevision)
 	}
 	ok = ok && r.lit(`,"heartbeatIntervalSecs":`) && r.float(&ack.HeartbeatIntervalSecs) && r.lit("}")
 	r.lit("\n")
@@ -221,11 +222,11 @@ func decodeCanonical(data []byte) (Heartbeat, bool) {
 	r.need(`,"sentAt":`)
 	r.time(&hb.SentAt)
 	r.need(`,"revision":{`)
-	more := r.optStr(false, "active", &hb.Revision.Active)
-	r.optStr(more, "lastSeen", &hb.Revision.LastSeen)
+	more := r.optWord(false, "active", &hb.Revision.Active)
+	r.optWord(more, "lastSeen", &hb.Revision.LastSeen)
 	r.need(`},"config":{`)
 	c := &hb.Config
-	if r.optStr(false, "source", &c.Source) {
+	if r.optWord(false, "source", &c.Source) {
 		r.need(",")
 	}
 	r.need(`"stale":`)
@@ -240,8 +241,8 @@ func decodeCanonical(data []byte) (Heartbeat, bool) {
 	r.need(`,"consecutiveSyncFailures":`)
 	r.uint(&c.ConsecutiveSyncFailures)
 	r.need(`},"coordination":{`)
-	more = r.optStr(false, "policy", &hb.Coordination.Policy)
-	r.optStr(more, "mode", &hb.Coordination.Mode)
+	more = r.optWord(false, "policy", &hb.Coordination.Policy)
+	r.optWord(more, "mode", &hb.Coordination.Mode)
 	r.need(`},"history":{"sent":`)
 	r.uint(&hb.History.Sent)
 	r.need(`,"dropped":`)
@@ -252,7 +253,7 @@ func decodeCanonical(data []byte) (Heartbeat, bool) {
 	if r.lit(`,"frontends":[`) {
 		for !r.bad {
 			var f string
-			r.str(&f)
+			r.word(&f)
 			hb.Frontends = append(hb.Frontends, f)
 			if r.lit("]") {
 				break
@@ -261,7 +262,7 @@ func decodeCanonical(data []byte) (Heartbeat, bool) {
 		}
 	}
 	r.need(`,"health":{"state":`)
-	r.str(&hb.Health.State)
+	r.word(&hb.Health.State)
 	r.need(`,"loopLagSeconds":`)
 	r.float(&hb.Health.LoopLagSeconds)
 	r.optTime("since", &hb.Health.Since)
@@ -315,6 +316,16 @@ func (r *reader) optStr(more bool, key string, s *string) bool {
 	return r.str(s)
 }
 
+// optWord is optStr for a word (see word).
+func (r *reader) optWord(more bool, key string, s *string) bool {
+	mark := r.i
+	if (more && !r.lit(",")) || !r.lit(`"`) || !r.lit(key) || !r.lit(`":`) {
+		r.i = mark
+		return more
+	}
+	return r.word(s)
+}
+
 // optTime reads an omitzero time member that follows another member, if it is next.
 func (r *reader) optTime(key string, t *time.Time) {
 	mark := r.i
@@ -333,6 +344,45 @@ func (r *reader) str(s *string) bool {
 	}
 	return ok
 }
+
+// word reads a string as str does, for a value the messages of a fleet repeat (a revision, a
+// state, a mode, a cluster's name): the string of the same bytes read last, if it is still in
+// the table of recent words (intern), instead of a new one for every message.
+func (r *reader) word(s *string) bool {
+	b, ok := r.text()
+	if ok {
+		*s = intern(b)
+	}
+	return ok
+}
+
+// intern is string(b), shared with the last string of the same bytes interned into the same
+// slot of a small table: a control plane decodes the same few words in every heartbeat of
+// every worker (6 of them each), and a worker its control plane's in every answer. Only for
+// values worth no secrecy (the table keeps them), and short ones.
+func intern(b []byte) string {
+	if len(b) == 0 || len(b) > internMax {
+		return string(b)
+	}
+	h := uint32(2166136261) // FNV-1a
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	slot := &internTable[h%uint32(len(internTable))]
+	if p := slot.Load(); p != nil && *p == string(b) {
+		return *p
+	}
+	s := string(b)
+	slot.Store(&s)
+	return s
+}
+
+// internMax is the longest word intern keeps.
+const internMax = 64
+
+// internTable holds the words intern returns again, one per slot (the last one in); the
+// decoders of concurrent requests share it.
+var internTable [256]atomic.Pointer[string]
 
 // text reads a string of plain text and returns the bytes between its quotes.
 func (r *reader) text() ([]byte, bool) {

@@ -540,7 +540,8 @@ func pgCompat(q *query.Request) string {
 	functions := functionsOf(q)
 	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
 	jsonOps := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "@?#")
-	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps {
+	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
+	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -586,8 +587,9 @@ type compatWriter struct {
 	lastText    string
 	// after holds text to write right after the token at an index.
 	after map[int]string
-	// regex is set after a regular-expression match operator (~, !~).
-	regex bool
+	// regex is the search pattern's flags after a regular-expression match operator (~, !~,
+	// ~*, !~*: "s", or "si" for the case-insensitive ones), else "".
+	regex string
 	// quoteAt: a bare at is a name, written "at" (atIdent).
 	quoteAt bool
 	// settings: version() and current_setting('name') answer as PostgreSQL's (pgsettings.go).
@@ -782,7 +784,7 @@ func (w *compatWriter) step() {
 			op := w.qualified(w.sig(open+1, 0))
 			if op >= 0 && w.toks[op].Kind == sqltok.Operator && w.word(w.sig(op+1, 0)) == ")" {
 				w.emit(" " + w.toks[op].Text + " ")
-				w.regex = regexOps[w.toks[op].Text]
+				w.regex = regexOps[w.toks[op].Text].flags
 				w.i = w.sig(op+1, 0) + 1
 				return
 			}
@@ -913,12 +915,24 @@ func (w *compatWriter) step() {
 		return
 	}
 	regex := w.regex
-	if regex && t.Kind == sqltok.String && strings.HasPrefix(t.Text, "'") {
-		w.emit(searchPattern(t.Text))
-	} else {
+	op, isRegexOp := regexOps[t.Text]
+	isRegexOp = isRegexOp && t.Kind == sqltok.Operator
+	switch {
+	case regex != "" && t.Kind == sqltok.String && strings.HasPrefix(t.Text, "'"):
+		w.emit(searchPattern(t.Text, regex))
+	case regex != "" && t.Kind == sqltok.Param:
+		w.emit("('(?" + regex + ").*(?:' || " + t.Text + " || ').*')")
+	case isRegexOp:
+		w.emit(op.duck)
+	case w.similar(t):
+		return
+	default:
 		w.emit(t.Text)
 	}
-	w.regex = t.Kind == sqltok.Operator && regexOps[t.Text]
+	w.regex = ""
+	if isRegexOp {
+		w.regex = op.flags
+	}
 	if ins, ok := w.after[w.i]; ok {
 		w.emit(ins)
 	}
@@ -1091,13 +1105,23 @@ func (w *compatWriter) aliasColumn() {
 }
 
 // regexOps are PostgreSQL's regular-expression match operators: they search, where DuckDB's
-// match the whole string.
-var regexOps = map[string]bool{"~": true, "!~": true}
+// ~ and !~ match the whole string (and DuckDB has no ~* or !~*). Each is written as DuckDB's
+// operator duck, its pattern (a literal or a parameter) as one that matches anywhere, with
+// flags: s, as PostgreSQL's . matches a newline; i for the case-insensitive ones.
+var regexOps = map[string]regexOp{"~": {"~", "s"}, "!~": {"!~", "s"}, "~*": {"~", "si"}, "!~*": {"!~", "si"}}
+
+type regexOp struct{ duck, flags string }
 
 // searchPattern turns a PostgreSQL pattern literal into one DuckDB's whole-string match finds
 // anywhere, as PostgreSQL does.
-func searchPattern(lit string) string {
-	return "'(?s).*(?:" + lit[1:len(lit)-1] + ").*'"
+func searchPattern(lit, flags string) string {
+	return "'(?" + flags + ").*(?:" + lit[1:len(lit)-1] + ").*'"
+}
+
+// mayMatchRegex reports cheaply whether a PostgreSQL client's sqlText may use a regular
+// expression match operator or SIMILAR TO.
+func mayMatchRegex(sqlText string) bool {
+	return strings.IndexByte(sqlText, '~') >= 0 || containsFold(sqlText, "similar")
 }
 
 // notAlias are the words that may follow a FROM item without being its alias.

@@ -89,6 +89,10 @@ var pgFunctionSQL = []string{
 	`CREATE MACRO {c}.main.qfpg_extract__milliseconds(x) AS (date_part('microseconds', x) / 1000.0)::DECIMAL(38,3)`,
 	// to_char(x, format) of a date or time, its format as strftime's (strftimeOfToChar).
 	`CREATE MACRO {c}.main.qfpg_to_char(x, f) AS strftime(x, f)`,
+	// to_date(text, format) and to_timestamp(text, format), the format as strptime's (the
+	// same fields as to_char's); to_timestamp of a number is DuckDB's own, as PostgreSQL's.
+	`CREATE MACRO {c}.main.qfpg_to_date(x, f) AS strptime(x, f)::DATE`,
+	`CREATE MACRO {c}.main.qfpg_to_timestamp(x, f) AS strptime(x, f)::TIMESTAMPTZ`,
 	// A window's sum (sum(x) OVER ...) is typed by x as the plain sum is: s is the window's
 	// value, x the sum's argument.
 	`CREATE MACRO {c}.main.qfpg_sum__over (s, x TINYINT) AS s::BIGINT, (s, x SMALLINT) AS s::BIGINT,
@@ -157,6 +161,8 @@ var pgFunctions = map[string]renamedFunction{
 	"generate_series":           {to: "qfpg_generate_series", macro: true, from: "qfpg_generate_series_rows"},
 	"to_char":                   {to: "qfpg_to_char", format: strftimeOfToChar},
 	"format":                    {printf: true},
+	"to_date":                   {to: "qfpg_to_date", format: strftimeOfToChar},
+	"to_timestamp":              {to: "qfpg_to_timestamp", format: strftimeOfToChar},
 	"extract":                   {to: "qfpg_extract", extract: true},
 }
 

@@ -106,3 +106,38 @@ func firstRowText(t *testing.T, e query.Engine, protocol, sqlText string) string
 	}
 	return strings.Join(vals, " ")
 }
+
+// TestRegexSearchesAsPostgreSQL: a PostgreSQL client's ~, !~, ~* and !~* find the pattern
+// anywhere, and SIMILAR TO reads SQL's patterns (DuckDB's ~ matches whole, its SIMILAR TO reads
+// a regular expression); a parameter pattern searches too. A MySQL client's ~ stays DuckDB's.
+func TestRegexSearchesAsPostgreSQL(t *testing.T) {
+	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for sqlText, want := range map[string]string{
+		"select 'abc' ~ 'b', 'abc' !~ 'b', 'ABC' ~* 'b', 'ABC' !~* 'b', 'abc' ~ '^b'":                              "true false true false false",
+		"select 'abc' similar to 'a%', 'abc' similar to '(a|x)_c', 'abc' similar to 'a.c', 'a.c' similar to 'a.c'": "true true false true",
+		"select 'abc' not similar to 'b%', 'a%' similar to 'a\\%', 'ab' similar to 'a\\%'":                         "true true false",
+	} {
+		if got := firstRowText(t, e, query.ProtocolPostgres, sqlText); got != want {
+			t.Errorf("%s = %s, want %s", sqlText, got, want)
+		}
+	}
+	rows, err := e.Execute(context.Background(), &query.Request{SQL: "select 'abc' ~ $1, 'ABC' ~* $1", Protocol: query.ProtocolPostgres, Args: []any{"b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rows.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Column(0).ValueStr(0) + " " + b.Column(1).ValueStr(0); got != "true true" {
+		t.Errorf("~ $1, ~* $1 with b: %s, want true true", got)
+	}
+	rows.Close()
+	if got := firstRowText(t, e, query.ProtocolFlightSQL, "select 'abc' ~ 'b'"); got != "false" {
+		t.Errorf("Flight SQL: 'abc' ~ 'b' = %s, want DuckDB's false", got)
+	}
+}

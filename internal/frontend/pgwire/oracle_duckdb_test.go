@@ -135,6 +135,14 @@ var oracleCorpus = []oracleCase{
 	// integers divide as integers, toward zero, in their type
 	{pg: "7/2"}, {pg: "-7/2"}, {pg: "7::int8/2"}, {pg: "'-7'::int2/'2'::int2"}, {pg: "100 * 3 / 7"},
 	{pg: "sum(x) / count(*) FROM (VALUES (1), (2)) t(x)"}, {pg: "7.5::float8 / 2"}, {pg: "-7 % 3"},
+	// regular expressions search (DuckDB's ~ matches whole), SIMILAR TO is SQL's syntax
+	{pg: "'abc' ~ 'b'"}, {pg: "'abc' !~ 'b'"}, {pg: "'ABC' ~* 'b'"}, {pg: "'ABC' !~* 'x'"}, {pg: "'abc' ~ '^a'"},
+	{pg: "'abc' ~ '^b'"}, {pg: "'abc' ~ 'c$'"}, {pg: "'a' || chr(10) || 'b' ~ 'a.b'"},
+	{pg: "'abc' SIMILAR TO 'a%'"}, {pg: "'abc' SIMILAR TO '(a|x)_c'"}, {pg: "'a.c' SIMILAR TO 'a.c'"},
+	{pg: "'abc' SIMILAR TO 'a.c'"}, {pg: "'abc' NOT SIMILAR TO 'b%'"}, {pg: "'a%' SIMILAR TO 'a\\%'"},
+	// text read by a format
+	{pg: "to_date('2024-03-04', 'YYYY-MM-DD')"}, {pg: "to_date('4 Mar 2024', 'DD Mon YYYY')"},
+	{pg: "to_timestamp('2024-03-04 10:05:06', 'YYYY-MM-DD HH24:MI:SS')"}, {pg: "to_timestamp(86400)"},
 }
 
 func TestDuckDBAnswersAsPostgreSQL(t *testing.T) {
