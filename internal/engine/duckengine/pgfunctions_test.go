@@ -141,3 +141,41 @@ func TestRegexSearchesAsPostgreSQL(t *testing.T) {
 		t.Errorf("Flight SQL: 'abc' ~ 'b' = %s, want DuckDB's false", got)
 	}
 }
+
+// TestTrinoFunctionsOnDuckDB: a Trino client's calls of Trino's functions DuckDB lacks or
+// takes other arguments for answer as Trino's.
+func TestTrinoFunctionsOnDuckDB(t *testing.T) {
+	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for sqlText, want := range map[string]string{
+		"select date_add('day', 1, date '2024-02-28'), date_add('hour', 2, timestamp '2024-02-29 23:00:00'), date_diff('day', date '2024-01-01', date '2024-03-01')": "2024-02-29|2024-03-01T01:00:00|60",
+		"select to_unixtime(timestamp '1970-01-02 00:00:00'), regexp_like('abc', 'b'), day_of_week(date '2024-02-29'), day_of_year(date '2024-02-29')":               "86400|true|4|60",
+		"select truncate(2.7), json_extract_scalar('{\"a\": 1}', '$.a'), date_trunc('month', date '2024-02-29')":                                                     "2|1|2024-02-01",
+		"select count_if(x > 1), arbitrary(x) >= 1, approx_distinct(x) from (values (1), (2), (3)) t(x)":                                                             "2|true|3",
+	} {
+		rows, err := e.Execute(context.Background(), &query.Request{SQL: sqlText, Protocol: query.ProtocolTrino})
+		if err != nil {
+			t.Errorf("%s: %v", sqlText, err)
+			continue
+		}
+		b, err := rows.Next(context.Background())
+		if err != nil {
+			rows.Close()
+			t.Fatalf("%s: %v", sqlText, err)
+		}
+		var got []string
+		for i := range int(b.NumCols()) {
+			got = append(got, b.Column(i).ValueStr(0))
+		}
+		if typ, _ := b.Schema().Field(0).Metadata.GetValue(engine.MetaDuckDBType); strings.HasPrefix(sqlText, "select count_if") && typ != "BIGINT" {
+			t.Errorf("count_if is %s, want Trino's bigint", typ)
+		}
+		rows.Close()
+		if g := strings.Join(got, "|"); g != want {
+			t.Errorf("%s: %s, want %s", sqlText, g, want)
+		}
+	}
+}
