@@ -120,6 +120,7 @@ var oracleCorpus = []oracleCase{
 	{pg: "count(*) FROM (VALUES (1)) t(x)"}, {pg: "sum(x) FILTER (WHERE x > 1) FROM (VALUES (1), (2)) t(x)"},
 	{pg: "sum(DISTINCT x) FILTER (WHERE x < 3) FROM (VALUES (1), (1), (2), (3)) t(x)"},
 	{pg: "sum(x) OVER (ORDER BY x) FROM (VALUES (1), (2)) t(x)"}, {pg: "sum(x::int2) OVER w FROM (VALUES (1)) t(x) WINDOW w AS ()"},
+	{pg: "format('%s-%s %I %L %% %1$s', 'a', 1, 'Tab Name', 'it''s')"}, {pg: "format('%s|%L|%I', NULL, NULL, 'plain_name')"},
 	{pg: "sum(x::int8) OVER () FROM (VALUES (1), (2)) t(x)"}, {pg: "sum(x::float8) OVER (PARTITION BY x) FROM (VALUES (1.5)) t(x)"},
 	{pg: "jsonb_typeof('[1]'::jsonb)", duck: "jsonb_typeof('[1]'::json)"}, {pg: "initcap('hello wORLD-é9x')"},
 	{pg: "encode('\\x00ff10'::bytea, 'hex')"}, {pg: "encode('hello'::bytea, 'base64')"}, {pg: "decode('00ff', 'hex')"},
@@ -139,6 +140,9 @@ var oracleCorpus = []oracleCase{
 	{pg: "'abc' ~ '^b'"}, {pg: "'abc' ~ 'c$'"}, {pg: "'a' || chr(10) || 'b' ~ 'a.b'"},
 	{pg: "'abc' SIMILAR TO 'a%'"}, {pg: "'abc' SIMILAR TO '(a|x)_c'"}, {pg: "'a.c' SIMILAR TO 'a.c'"},
 	{pg: "'abc' SIMILAR TO 'a.c'"}, {pg: "'abc' NOT SIMILAR TO 'b%'"}, {pg: "'a%' SIMILAR TO 'a\\%'"},
+	// text read by a format
+	{pg: "to_date('2024-03-04', 'YYYY-MM-DD')"}, {pg: "to_date('4 Mar 2024', 'DD Mon YYYY')"},
+	{pg: "to_timestamp('2024-03-04 10:05:06', 'YYYY-MM-DD HH24:MI:SS')"}, {pg: "to_timestamp(86400)"},
 }
 
 func TestDuckDBAnswersAsPostgreSQL(t *testing.T) {
