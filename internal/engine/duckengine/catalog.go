@@ -539,15 +539,16 @@ func pgCompat(q *query.Request) string {
 	settings := mayReadPGSettings(q)
 	functions := functionsOf(q)
 	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
+	jsonOps := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "@?#")
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
-	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !regex {
+	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex {
 		return q.SQL
 	}
 	toks := pgTokens(q)
 	if readsPublications(toks) {
 		return noPublications
 	}
-	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary}
+	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps}
 	for w.i < len(toks) {
 		w.step()
 	}
@@ -600,6 +601,96 @@ type compatWriter struct {
 	// binary: X'0102' is a varbinary literal (Trino's), DuckDB's BLOB (DuckDB reads the text
 	// x0102 there).
 	binary bool
+	// jsonOps: PostgreSQL's jsonb operators @>, ?, #> and #>> (jsonOperator).
+	jsonOps bool
+}
+
+// jsonOperator writes PostgreSQL's jsonb operator at w.i, between a column (t.col) and a
+// string literal or a parameter (with a ::json or ::jsonb cast or none), as DuckDB's JSON
+// functions, the form ORMs write (Django's JSONField lookups contains, has_key, and key
+// paths): col @> v is qfpg_json_contains(col, v) (json_contains for a JSON column, @> for a
+// list); col ? 'k' is json_exists(col, '$."k"'); col #> '{a,1}' and col #>> '{a,1}' are
+// json_extract and json_extract_string of the path $."a"[1]. Other operands are left as written
+// (DuckDB's error, or its own operator on lists).
+func (w *compatWriter) jsonOperator() bool {
+	op := w.toks[w.i].Text
+	if op != "@>" && op != "?" && op != "#>" && op != "#>>" {
+		return false
+	}
+	col := w.prevSig(w.i)
+	if !w.isName(col) {
+		return false
+	}
+	right := w.sig(w.i+1, 0)
+	if right < 0 || w.toks[right].Kind != sqltok.String && w.toks[right].Kind != sqltok.Param {
+		return false
+	}
+	end := right
+	if cast := w.sig(right+1, 0); w.word(cast) == "::" {
+		typ := w.sig(cast+1, 0)
+		if w.word(typ) != "json" && w.word(typ) != "jsonb" {
+			return false
+		}
+		end = typ
+	}
+	if w.toks[right].Kind == sqltok.Param && op != "@>" {
+		return false // a key or a path as a parameter: not known here
+	}
+	value := w.toks[right].Text
+	var text string
+	switch op {
+	case "@>":
+		text = "qfpg_json_contains(%s, " + value + ")"
+	case "?":
+		key, ok := stringValue(value)
+		if !ok {
+			return false
+		}
+		text = "json_exists(%s, " + quoteString(jsonKeyPath([]string{key})) + ")"
+	default:
+		elems, ok := stringValue(value)
+		if !ok || !strings.HasPrefix(elems, "{") || !strings.HasSuffix(elems, "}") {
+			return false
+		}
+		fn := "json_extract"
+		if op == "#>>" {
+			fn = "json_extract_string"
+		}
+		text = fn + "(%s, " + quoteString(jsonKeyPath(strings.Split(elems[1:len(elems)-1], ","))) + ")"
+	}
+	operand, ok := w.retract(w.nameStart(col))
+	if !ok {
+		return false
+	}
+	w.emit(" " + strings.Replace(text, "%s", operand, 1))
+	w.i = end + 1
+	return true
+}
+
+// stringValue is the value of a standard string literal, its doubled quotes single.
+func stringValue(lit string) (string, bool) {
+	if len(lit) < 2 || lit[0] != '\'' || lit[len(lit)-1] != '\'' {
+		return "", false
+	}
+	return strings.ReplaceAll(lit[1:len(lit)-1], "''", "'"), true
+}
+
+// quoteString writes v as a standard string literal.
+func quoteString(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
+
+// jsonKeyPath is the JSONPath of PostgreSQL's path elements: keys quoted, array indexes as
+// [n].
+func jsonKeyPath(elems []string) string {
+	path := "$"
+	for _, e := range elems {
+		e = strings.TrimSpace(e)
+		if _, err := strconv.Atoi(e); err == nil {
+			path += "[" + e + "]"
+			continue
+		}
+		path += `."` + strings.ReplaceAll(strings.Trim(e, `"`), `"`, `\"`) + `"`
+	}
+	return path
 }
 
 // hasBinaryLiteral reports cheaply whether sqlText may hold an X'...' literal.
@@ -674,6 +765,9 @@ func (w *compatWriter) step() {
 		return
 	}
 	if w.writeReplaced() || w.renameCall() {
+		return
+	}
+	if w.jsonOps && t.Kind == sqltok.Operator && w.jsonOperator() {
 		return
 	}
 	if w.binary {

@@ -1,6 +1,7 @@
 package duckengine
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -28,6 +29,14 @@ var pgFunctionSQL = []string{
 	// json_agg(x), jsonb_agg(x) are written qfpg_json_agg(list(x)): the list takes an ORDER BY
 	// or DISTINCT, which no macro does.
 	`CREATE MACRO {c}.main.qfpg_json_agg(l) AS to_json(l)`,
+	// col @> v (jsonOperator): JSON containment for a JSON column, list containment for a list.
+	// format's %I and %L (printfCall): a name quoted unless it is a plain lower-case one, a
+	// string literal.
+	`CREATE MACRO {c}.main.qfpg_quote_ident(x) AS CASE WHEN regexp_full_match(x, '[a-z_][a-z0-9_$]*') THEN x
+		ELSE '"' || replace(x, '"', '""') || '"' END`,
+	`CREATE MACRO {c}.main.qfpg_format(x) AS x`,
+	`CREATE MACRO {c}.main.qfpg_quote_literal(x) AS '''' || replace(x, '''', '''''') || ''''`,
+	`CREATE MACRO {c}.main.qfpg_json_contains (a JSON, b) AS json_contains(a, CAST(b AS JSON)), (a, b) AS a @> b`,
 	`CREATE MACRO {c}.main.qfpg_jsonb_agg(l) AS to_json(l)`,
 	`CREATE MACRO {c}.main.qfpg_to_jsonb(x) AS to_json(x)`,
 	// PostgreSQL's names of a JSON value's type: DuckDB's are SQL types (VARCHAR, UBIGINT).
@@ -120,6 +129,9 @@ type renamedFunction struct {
 	// window, when set, is the macro a window call (f(x) OVER ...) is passed to with its
 	// arguments: window(f(x) OVER ..., x), which types it by the arguments' types.
 	window string
+	// printf: PostgreSQL's format('literal', args...), written as the text it makes
+	// (printfCall).
+	printf bool
 }
 
 // pgFunctions are PostgreSQL's functions a PostgreSQL client's call of is rewritten.
@@ -148,6 +160,7 @@ var pgFunctions = map[string]renamedFunction{
 	"date_part":                 {to: "qfpg_date_part", macro: true},
 	"generate_series":           {to: "qfpg_generate_series", macro: true, from: "qfpg_generate_series_rows"},
 	"to_char":                   {to: "qfpg_to_char", format: strftimeOfToChar},
+	"format":                    {printf: true},
 	"to_date":                   {to: "qfpg_to_date", format: strftimeOfToChar},
 	"to_timestamp":              {to: "qfpg_to_timestamp", format: strftimeOfToChar},
 	"extract":                   {to: "qfpg_extract", extract: true},
@@ -211,6 +224,9 @@ func (w *compatWriter) renameCall() bool {
 	}
 	if f.format != nil {
 		return w.formatCall(f, open, end)
+	}
+	if f.printf {
+		return w.printfCall(open, end)
 	}
 	if f.extract {
 		return w.extractCall(f, open)
@@ -518,4 +534,78 @@ func pgFunctionName(duck string) string {
 		return strings.TrimSuffix(strings.TrimPrefix(name, "trino_"), "_distinct")
 	}
 	return duck
+}
+
+// printfCall writes PostgreSQL's format('literal', args...) (its "(" at open, ")" at end) as
+// the concatenation it makes: %s an argument's text (empty for NULL), %I a name (quoted when it
+// must be), %L a literal (NULL unquoted), %% a %, %n$s the n'th argument. DuckDB's own format
+// (with {}) answered the format unchanged. Another format (a width, a non-literal) is left as
+// written.
+func (w *compatWriter) printfCall(open, end int) bool {
+	var args []string
+	var arg strings.Builder
+	depth := 0
+	for j := open + 1; j < end; j++ {
+		t := w.toks[j]
+		switch {
+		case t.Text == "(" || t.Text == "[":
+			depth++
+		case t.Text == ")" || t.Text == "]":
+			depth--
+		case t.Text == "," && depth == 0:
+			args = append(args, strings.TrimSpace(arg.String()))
+			arg.Reset()
+			continue
+		}
+		arg.WriteString(t.Text)
+	}
+	args = append(args, strings.TrimSpace(arg.String()))
+	f, ok := stringValue(args[0])
+	if !ok {
+		return false
+	}
+	var parts []string
+	var lit strings.Builder
+	next := 1
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			lit.WriteByte(f[i])
+			continue
+		}
+		i++
+		if i < len(f) && f[i] == '%' {
+			lit.WriteByte('%')
+			continue
+		}
+		n := next
+		if j := strings.IndexByte(f[i:], '$'); j > 0 {
+			if k, err := strconv.Atoi(f[i : i+j]); err == nil {
+				n, i = k, i+j+1
+			}
+		}
+		if i >= len(f) || n < 1 || n >= len(args) {
+			return false
+		}
+		if lit.Len() > 0 {
+			parts = append(parts, quoteString(lit.String()))
+			lit.Reset()
+		}
+		a := "(" + args[n] + ")"
+		switch f[i] {
+		case 's':
+			parts = append(parts, "coalesce(CAST("+a+" AS VARCHAR), '')")
+		case 'I':
+			parts = append(parts, "qfpg_quote_ident(CAST("+a+" AS VARCHAR))")
+		case 'L':
+			parts = append(parts, "coalesce(qfpg_quote_literal(CAST("+a+" AS VARCHAR)), 'NULL')")
+		default:
+			return false // a width or a flag: not written here
+		}
+		next = n + 1
+	}
+	if lit.Len() > 0 || len(parts) == 0 {
+		parts = append(parts, quoteString(lit.String()))
+	}
+	w.replace(w.i, end, "qfpg_format("+strings.Join(parts, " || ")+")") // named format, as PostgreSQL names it
+	return w.writeReplaced()
 }

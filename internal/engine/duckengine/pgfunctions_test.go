@@ -24,6 +24,8 @@ func TestPGFunctionRewrites(t *testing.T) {
 		"select to_char(d, 'FMMonth DD, YYYY \"at\" HH24:MI'), to_char(n, '999')":                             "select qfpg_to_char(d, '%B %d, %Y at %H:%M'), to_char(n, '999')",
 		"select extract(year from d), EXTRACT('Epoch' FROM t), extract(julian from d) from t":                 "select qfpg_extract('year', d), qfpg_extract__epoch( t), extract(julian from d) from t",
 		"select json_build_object('a', length(b)) from t":                                                     "select json_object('a', qfpg_length(b)) from t",
+		`select id from t where t.data @> $1::jsonb and "data" ? 'k''s' and data #>> '{a,0}' = 'x'`:           `select id from t where  qfpg_json_contains(t.data, $1) and  json_exists("data", '$."k''s"') and  json_extract_string(data, '$."a"[0]') = 'x'`,
+		"select tags @> array['y'], f(x) ? 'k', data #> $1 from t":                                            "select tags @> array['y'], f(x) ? 'k', data #> $1 from t",
 	} {
 		if got := pgCompat(pgRequest(in)); got != want {
 			t.Errorf("pgCompat(%q) = %q, want %q", in, got, want)

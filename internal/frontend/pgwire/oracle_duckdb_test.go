@@ -120,6 +120,7 @@ var oracleCorpus = []oracleCase{
 	{pg: "count(*) FROM (VALUES (1)) t(x)"}, {pg: "sum(x) FILTER (WHERE x > 1) FROM (VALUES (1), (2)) t(x)"},
 	{pg: "sum(DISTINCT x) FILTER (WHERE x < 3) FROM (VALUES (1), (1), (2), (3)) t(x)"},
 	{pg: "sum(x) OVER (ORDER BY x) FROM (VALUES (1), (2)) t(x)"}, {pg: "sum(x::int2) OVER w FROM (VALUES (1)) t(x) WINDOW w AS ()"},
+	{pg: "format('%s-%s %I %L %% %1$s', 'a', 1, 'Tab Name', 'it''s')"}, {pg: "format('%s|%L|%I', NULL, NULL, 'plain_name')"},
 	{pg: "sum(x::int8) OVER () FROM (VALUES (1), (2)) t(x)"}, {pg: "sum(x::float8) OVER (PARTITION BY x) FROM (VALUES (1.5)) t(x)"},
 	{pg: "jsonb_typeof('[1]'::jsonb)", duck: "jsonb_typeof('[1]'::json)"}, {pg: "initcap('hello wORLD-é9x')"},
 	{pg: "encode('\\x00ff10'::bytea, 'hex')"}, {pg: "encode('hello'::bytea, 'base64')"}, {pg: "decode('00ff', 'hex')"},

@@ -49,3 +49,8 @@ step('for-update', lambda: (cur.execute("select id from p2 where name = %s for u
 step('skip-locked', lambda: (cur.execute("select id from p2 order by id limit 1 for update skip locked"), cur.fetchall())[1])
 step('share-of', lambda: (cur.execute("select p2.id from p2 where id = 1 for no key update of p2 nowait"), cur.fetchall())[1])
 step('for-commit', c.commit)
+# jsonb operators as Django's JSONField lookups write them (contains, has_key, key paths).
+step('json-contains', lambda: (cur.execute("select id from p2 where meta @> %s::jsonb order by id", ('{"x": 1}',)), cur.fetchall())[1])
+step('json-contains-lit', lambda: (cur.execute("select count(*) from p2 where p2.meta @> '{\"x\": 2}'"), cur.fetchall())[1])
+step('json-has-key', lambda: (cur.execute("select id from p2 where \"meta\" ? 'x' order by id"), cur.fetchall())[1])
+step('json-path', lambda: (cur.execute("select meta #>> '{x}', meta #> '{x}' from p2 where meta is not null order by id"), cur.fetchall())[1])
