@@ -168,7 +168,9 @@ var pgFunctions = map[string]renamedFunction{
 
 // trinoFunctions are Trino's, for a Trino client's statement.
 var trinoFunctions = map[string]renamedFunction{
-	"sum": {to: "qfpg_trino_sum", macro: true, distinct: "qfpg_trino_sum_distinct"},
+	"sum":      {to: "qfpg_trino_sum", macro: true, distinct: "qfpg_trino_sum_distinct"},
+	"date_add": {to: "qfpg_trino_date_add", macro: true},
+	"replace":  {to: "qfpg_trino_replace", macro: true},
 }
 
 // functionsOf are the functions rewritten for q's protocol; nil for none.

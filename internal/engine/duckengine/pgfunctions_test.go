@@ -141,3 +141,30 @@ func TestRegexSearchesAsPostgreSQL(t *testing.T) {
 		t.Errorf("Flight SQL: 'abc' ~ 'b' = %s, want DuckDB's false", got)
 	}
 }
+
+// TestTrinoFunctionsOnDuckDB: Trino's functions that DuckDB names otherwise, or takes other
+// arguments for, answer a Trino client as Trino's do.
+func TestTrinoFunctionsOnDuckDB(t *testing.T) {
+	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for sqlText, want := range map[string]string{
+		"select regexp_like('abc', 'b'), regexp_like('abc', '^b')":                              "true false",
+		"select date_add('day', 1, date '2024-01-31'), date_add('month', 1, date '2024-01-31')": "2024-02-01 2024-02-29",
+		"select date_add('hour', 2, timestamp '2024-01-01 10:00:00')":                           "2024-01-01T12:00:00",
+		"select replace('abcb', 'b'), replace('abcb', 'b', 'x')":                                "ac axcx",
+		"select to_unixtime(timestamp '1970-01-02 00:00:00'), day_of_week(date '2024-03-03')":   "86400 7",
+		"select day_of_year(date '2024-02-01'), last_day_of_month(date '2024-02-10')":           "32 2024-02-29",
+		"select json_extract_scalar('{\"a\": 1}', '$.a'), array_max([1, 3]), array_min([1, 3])": "1 3 1",
+		"select approx_distinct(x) from (values (1), (2), (2)) t(x)":                            "2",
+	} {
+		if got := firstRowText(t, e, query.ProtocolTrino, sqlText); got != want {
+			t.Errorf("%s = %s, want %s", sqlText, got, want)
+		}
+	}
+	if got := firstRowText(t, e, query.ProtocolTrino, "select from_unixtime(0) = timestamptz '1970-01-01 00:00:00+00'"); got != "true" {
+		t.Errorf("from_unixtime(0): %s, want the epoch", got)
+	}
+}
