@@ -918,7 +918,7 @@ func (w *compatWriter) step() {
 	op, isRegexOp := regexOps[t.Text]
 	isRegexOp = isRegexOp && t.Kind == sqltok.Operator
 	switch {
-	case regex != "" && t.Kind == sqltok.String && strings.HasPrefix(t.Text, "'"):
+	case regex != "" && t.Kind == sqltok.String && strings.HasPrefix(t.Text, "'") && !t.Unterminated:
 		w.emit(searchPattern(t.Text, regex))
 	case regex != "" && t.Kind == sqltok.Param:
 		w.emit("('(?" + regex + ").*(?:' || " + t.Text + " || ').*')")

@@ -38,14 +38,14 @@ func TestPGCompatRewrites(t *testing.T) {
 }
 
 // TestPGCompatLeavesOtherStatements: a statement that names neither pg_catalog nor a reg*
-// cast, nor the word at (a name to quote), nor a function pgfunctions.go rewrites, is never
-// rewritten.
+// cast, nor the word at (a name to quote), nor a function pgfunctions.go rewrites, nor a
+// regular expression match (~, SIMILAR), is never rewritten.
 func TestPGCompatLeavesOtherStatements(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		sql := rapid.StringMatching(`[a-z0-9_ ,.:~()'"*=<>!-]{0,80}`).Draw(t, "sql")
 		if strings.Contains(strings.ToLower(sql), "pg_catalog") || strings.Contains(strings.ToLower(sql), "::reg") || holdsWordAt(sql) ||
-			callsRenamed(pgRequest(sql), pgFunctions) {
-			t.Skip("names the catalog, or a function PostgreSQL answers otherwise")
+			callsRenamed(pgRequest(sql), pgFunctions) || mayMatchRegex(sql) {
+			t.Skip("names the catalog, a function or a regular expression match PostgreSQL answers otherwise")
 		}
 		if got := pgCompat(pgRequest(sql)); got != sql {
 			t.Fatalf("pgCompat(%q) = %q", sql, got)

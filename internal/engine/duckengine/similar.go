@@ -17,7 +17,7 @@ func (w *compatWriter) similar(t sqltok.Token) bool {
 	}
 	to := w.sig(w.i+1, 0)
 	lit := w.sig(to+1, 0)
-	if w.word(to) != "to" || lit < 0 || w.toks[lit].Kind != sqltok.String || !strings.HasPrefix(w.toks[lit].Text, "'") ||
+	if w.word(to) != "to" || lit < 0 || w.toks[lit].Kind != sqltok.String || w.toks[lit].Unterminated || !strings.HasPrefix(w.toks[lit].Text, "'") ||
 		w.word(w.sig(lit+1, 0)) == "escape" {
 		return false
 	}

@@ -244,3 +244,20 @@ func TestTrinoBinaryLiteralOnDuckDB(t *testing.T) {
 		t.Errorf("got %x %x %d, want 0102 cafe 1", a, b, n)
 	}
 }
+
+// trino-go-client's statements with Trino's arithmetic and the functions DuckDB names otherwise
+// (duckengine's trinofunctions.go) answer as Trino's: 7/2 is 3, date_add keeps a date a date.
+func TestTrinoDialectOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	var div, neg int64
+	var like bool
+	var moved, shown string
+	const q = `select 7/2, -7/2, regexp_like('abc', 'b'), cast(date_add('day', 1, date '2024-01-31') as varchar), replace('a-b-c', '-')`
+	if err := db.QueryRow(q).Scan(&div, &neg, &like, &moved, &shown); err != nil {
+		t.Fatal(err)
+	}
+	if div != 3 || neg != -3 || !like || moved != "2024-02-01" || shown != "abc" {
+		t.Errorf("got %d %d %v %q %q, want 3 -3 true 2024-02-01 abc", div, neg, like, moved, shown)
+	}
+}
