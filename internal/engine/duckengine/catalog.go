@@ -481,7 +481,7 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 		case ok:
 			s = show
 		default:
-			s = limitedWrite(mysqlCompat(s))
+			s = limitedWrite(unqualifiedSets(mysqlCompat(s)))
 		}
 	}
 	if q.Protocol == query.ProtocolFlightSQL {

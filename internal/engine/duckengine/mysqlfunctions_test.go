@@ -1,8 +1,11 @@
 package duckengine
 
 import (
+	"context"
+	"strings"
 	"testing"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -63,5 +66,41 @@ func TestLockingClausesLeftOut(t *testing.T) {
 		if got := withoutLocking(&query.Request{SQL: c.in, Protocol: c.protocol}).SQL; got != c.want {
 			t.Errorf("%s %q: %q, want %q", c.protocol, c.in, got, c.want)
 		}
+	}
+}
+
+// TestMySQLQualifiedSets: an UPDATE's SET columns lose their table's (or alias's) name, which
+// DuckDB refuses; other names stay.
+func TestMySQLQualifiedSets(t *testing.T) {
+	for in, want := range map[string]string{
+		"UPDATE t AS x SET x.a = 1, d.t.b = (SELECT u.c FROM u), c = x.a WHERE x.a = 2": "UPDATE t AS x SET a = 1, b = (SELECT u.c FROM u), c = x.a WHERE x.a = 2",
+		"UPDATE t SET a = 1":  "UPDATE t SET a = 1",
+		"SELECT x.a FROM t x": "SELECT x.a FROM t x",
+	} {
+		if got := unqualifiedSets(in); got != want {
+			t.Errorf("unqualifiedSets(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestMySQLUpdateErrorNamesNoCount: an UPDATE whose value its column refuses fails with that
+// error, not quoting the SELECT that counts its rows.
+func TestMySQLUpdateErrorNamesNoCount(t *testing.T) {
+	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	for _, s := range []string{"CREATE TABLE ue (id INTEGER PRIMARY KEY, d DECIMAL(10,2))", "INSERT INTO ue VALUES (1, 1.5)"} {
+		rows, err := e.Execute(ctx, &query.Request{SQL: s, Protocol: query.ProtocolMySQL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+	_, err = e.Execute(ctx, &query.Request{SQL: "UPDATE ue SET d = 'abc' WHERE id = 1", Protocol: query.ProtocolMySQL})
+	if err == nil || !strings.Contains(err.Error(), `"abc"`) || strings.Contains(err.Error(), "count(*)") {
+		t.Errorf("error %v, want the conversion's, without the count", err)
 	}
 }

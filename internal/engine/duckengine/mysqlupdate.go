@@ -214,7 +214,7 @@ func (u *updateCount) count(ctx context.Context, conn *sql.Conn, inTx bool, args
 	}
 	var matched, changed int64
 	if err := conn.QueryRowContext(ctx, u.countSQL, args...).Scan(&matched, &changed); err != nil {
-		return nil, wrapErr(err)
+		return nil, withoutStatement(wrapErr(err)) // the UPDATE's own error (a value its column refuses), but for the text
 	}
 	rows, err = exec()
 	if err != nil {
@@ -311,4 +311,77 @@ func limitedWrite(sqlText string) string {
 	}
 	sub += " " + text(order, len(toks))
 	return text(0, end) + " WHERE rowid IN (" + sub + ")"
+}
+
+// unqualifiedSets is a MySQL client's UPDATE t [AS] a SET a.col = ... (sqlText as mysqlCompat
+// wrote it) with its SET's columns unqualified, which DuckDB requires ("Qualified column names
+// in UPDATE .. SET not supported"); other statements are sqlText.
+func unqualifiedSets(sqlText string) string {
+	if !strings.Contains(sqlText, ".") || !sqltok.FirstKeywordIs(sqlText, sqltok.Generic, "update") {
+		return sqlText
+	}
+	toks := sqltok.SignificantTokens(sqlText, sqltok.Generic)
+	set := -1
+	for i, t := range toks {
+		if t.IsWord("set") {
+			set = i
+			break
+		}
+	}
+	if set < 0 {
+		return sqlText
+	}
+	isName := func(i int) bool {
+		return i < len(toks) && (toks[i].Kind == sqltok.Word || toks[i].Kind == sqltok.QuotedIdent)
+	}
+	var b strings.Builder
+	at, depth, start := 0, 0, set+1 // start: where an assignment may begin
+	for i := set + 1; i < len(toks); i++ {
+		t := toks[i]
+		switch {
+		case t.Text == "(":
+			depth++
+		case t.Text == ")":
+			depth--
+		case depth == 0 && t.Text == ",":
+			start = i + 1
+			continue
+		case depth == 0 && t.IsWord("where", "order", "limit", "returning", "from"):
+			i = len(toks)
+			continue
+		}
+		if i != start || depth != 0 {
+			continue
+		}
+		// [db.]table.col = : keep col only.
+		last := i
+		for last+2 < len(toks) && toks[last+1].Text == "." && isName(last+2) && isName(last) {
+			last += 2
+		}
+		if last > i && last+1 < len(toks) && toks[last+1].Text == "=" {
+			b.WriteString(sqlText[at:t.Pos])
+			at = toks[last].Pos
+		}
+	}
+	if at == 0 {
+		return sqlText
+	}
+	b.WriteString(sqlText[at:])
+	return b.String()
+}
+
+// withoutStatement is err without the statement DuckDB quotes after its message ("LINE 1:
+// ..."): the count's SELECT, which is not the client's.
+func withoutStatement(err error) error {
+	var qe *query.Error
+	if !errors.As(err, &qe) {
+		return err
+	}
+	i := strings.Index(qe.Message, "\n\nLINE ")
+	if i < 0 {
+		return err
+	}
+	c := *qe
+	c.Message = qe.Message[:i]
+	return &c
 }

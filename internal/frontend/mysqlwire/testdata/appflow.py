@@ -100,3 +100,5 @@ step('functions', "select str_to_date('29/02/2024', '%%d/%%m/%%Y'), str_to_date(
      "substring_index('a.b.c', '.', -1), json_unquote(json_extract('{\"a\": \"x\"}', '$.a'))")
 step('operators', "select 10 div 3, -7 div 2, 10 mod 3, 'Abc' regexp 'b', 'Abc' not regexp '^x', truncate(1.999, 2)")
 step('regexp', "select name from app where name rlike %s order by name", ('^[kl]',))
+step('qualified-set', "update app a set a.qty = a.qty + 1 where a.name = 'lime'")
+step('qualified-rows', "select name, qty from app where name = 'lime'")
