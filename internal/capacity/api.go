@@ -517,8 +517,13 @@ func (a *API) renew(ctx context.Context, caller string, ref LeaseRef, ttl time.D
 }
 
 func (a *API) serveReleaseBatch(w http.ResponseWriter, r *http.Request, caller string) {
+	data, err := workerapi.ReadBody(r, MediaJSON) // DecodeRequest, with the batch's own codec
 	var req ReleaseBatchRequest
-	if !DecodeRequest(w, r, &req) {
+	if err == nil {
+		req, err = DecodeReleaseBatchRequest(data)
+	}
+	if err != nil {
+		workerapi.WriteBadRequest(w, err)
 		return
 	}
 	if err := CheckRefs(req.Leases); err != nil {
@@ -533,7 +538,15 @@ func (a *API) serveReleaseBatch(w http.ResponseWriter, r *http.Request, caller s
 		a.refuse(w, "release", caller, err)
 		return
 	}
-	workerapi.WriteJSON(w, http.StatusOK, MediaJSON, ReleaseBatchResponse{Released: n})
+	writeReleased(w, ReleaseBatchResponse{Released: n})
+}
+
+// writeReleased writes workerapi.WriteJSON's answer, encoded without reflection.
+func writeReleased(w http.ResponseWriter, resp ReleaseBatchResponse) {
+	data := resp.AppendJSON(make([]byte, 0, 24))
+	workerapi.SetContentType(w.Header(), MediaJSON)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(data, '\n'))
 }
 
 // refuse answers err like fail, and first counts and logs a refusal of the caller.

@@ -197,6 +197,8 @@ func (c *Remote) post(ctx context.Context, path string, body, out any) (err erro
 	var data []byte
 	if req, ok := body.(AcquireRequest); ok {
 		data = req.AppendJSON(make([]byte, 0, 192)) // the acquire's codec: no reflection
+	} else if req, ok := body.(ReleaseBatchRequest); ok {
+		data = req.AppendJSON(make([]byte, 0, 16+48*len(req.Leases))) // and the release batch's
 	} else if data, err = json.Marshal(body); err != nil {
 		panic(fmt.Sprintf("capacity: encoding %T: %v", body, err)) // our own types always encode
 	}
@@ -224,6 +226,8 @@ func (c *Remote) post(ctx context.Context, path string, body, out any) (err erro
 	raw, err := workerapi.ReadAtMost(resp.Body, resp.ContentLength, workerapi.BodyBytesMax)
 	if resp, ok := out.(*AcquireResponse); ok && err == nil {
 		*resp, err = DecodeAcquireResponse(raw)
+	} else if resp, ok := out.(*ReleaseBatchResponse); ok && err == nil {
+		*resp, err = DecodeReleaseBatchResponse(raw)
 	} else if err == nil {
 		err = json.Unmarshal(raw, out)
 	}

@@ -49,13 +49,15 @@ type Worker struct {
 	ackHooks      []func(workerapi.HeartbeatAck)
 	readiness     []readinessCheck
 	opsRoutes     []opsRoute
-	endpoints     map[string]string   // where peers reach this worker's frontends
-	peers         []workerapi.Peer    // the last peer list from the control plane
-	peersAt       time.Time           // when it was last asked for on demand
-	resolved      map[string]*url.URL // resolve's URLs by path
-	bearerOf      string              // the token bearerValue was built for
-	bearerValue   []string            // {"Bearer " + bearerOf}: a header's values, shared
-	mediaValues   map[string][]string // Post's Content-Type values by media type, shared
+	endpoints     map[string]string      // where peers reach this worker's frontends
+	peers         []workerapi.Peer       // the last peer list from the control plane
+	peersAt       time.Time              // when it was last asked for on demand
+	resolved      map[string]*url.URL    // resolve's URLs by path
+	bearerOf      string                 // the token bearerValue was built for
+	bearerValue   []string               // {"Bearer " + bearerOf}: a header's values, shared
+	mediaValues   map[string][]string    // Post's Content-Type values by media type, shared
+	postHeaders   map[string]http.Header // Post's headers by media type, for postHeadersOf, shared
+	postHeadersOf string                 // the token postHeaders carry
 }
 
 type opsRoute struct {
@@ -307,11 +309,33 @@ func (w *Worker) bearerLocked(token string) []string {
 	return w.bearerValue
 }
 
-// postHeader is a header of Post's own: the media type and the bearer token, their values
-// shared with the worker's other requests (built once per media type and per token).
+// postHeader is Post's header: the media type and the bearer token. One header per media type
+// and token, shared by every request Post sends with them: nothing on a request's way writes
+// into its header (a transport reads it, and so do the simulator and a handler there), and a
+// map made for each was the largest allocation of a simulated fleet's requests after the
+// exchange itself. Its values are shared with the worker's other requests too.
 func (w *Worker) postHeader(mediaType, token string) http.Header {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.postHeadersOf != token {
+		clear(w.postHeaders)
+		w.postHeadersOf = token
+	}
+	if h := w.postHeaders[mediaType]; h != nil {
+		return h
+	}
+	h := w.newPostHeaderLocked(mediaType, token)
+	if len(w.postHeaders) < mediaValuesMax {
+		if w.postHeaders == nil {
+			w.postHeaders = map[string]http.Header{}
+		}
+		w.postHeaders[mediaType] = h
+	}
+	return h
+}
+
+// newPostHeaderLocked builds a Post header of mediaType and token (postHeader).
+func (w *Worker) newPostHeaderLocked(mediaType, token string) http.Header {
 	ct := w.mediaValues[mediaType]
 	if ct == nil {
 		ct = []string{mediaType}

@@ -99,6 +99,11 @@ var pgFunctionSQL = []string{
 		(s, x INTEGER) AS s::BIGINT, (s, x) AS s`,
 	`CREATE MACRO {c}.main.qfpg_sum_distinct (x TINYINT) AS sum(DISTINCT x)::BIGINT, (x SMALLINT) AS sum(DISTINCT x)::BIGINT,
 		(x INTEGER) AS sum(DISTINCT x)::BIGINT, (x) AS sum(DISTINCT x)`,
+	// Trino's date_diff(unit, a, b) (DuckDB's takes other arguments), count_if a bigint, and
+	// date_trunc of a date a date (trinofunctions.go has the others).
+	`CREATE MACRO {c}.main.qfpg_trino_date_diff(u, a, b) AS date_sub(u, a, b)`,
+	`CREATE MACRO {c}.main.qfpg_trino_count_if(x) AS count_if(x)::BIGINT`,
+	`CREATE MACRO {c}.main.qfpg_trino_date_trunc (u, x DATE) AS CAST(date_trunc(u, x) AS DATE), (u, x) AS date_trunc(u, x)`,
 	// Trino sums every integer type into bigint.
 	`CREATE MACRO {c}.main.qfpg_trino_sum (x TINYINT) AS sum(x)::BIGINT, (x SMALLINT) AS sum(x)::BIGINT,
 		(x INTEGER) AS sum(x)::BIGINT, (x BIGINT) AS sum(x)::BIGINT, (x) AS sum(x)`,
@@ -168,9 +173,16 @@ var pgFunctions = map[string]renamedFunction{
 
 // trinoFunctions are Trino's, for a Trino client's statement.
 var trinoFunctions = map[string]renamedFunction{
-	"sum":      {to: "qfpg_trino_sum", macro: true, distinct: "qfpg_trino_sum_distinct"},
-	"date_add": {to: "qfpg_trino_date_add", macro: true},
-	"replace":  {to: "qfpg_trino_replace", macro: true},
+	"sum":        {to: "qfpg_trino_sum", macro: true, distinct: "qfpg_trino_sum_distinct"},
+	"date_add":   {to: "qfpg_trino_date_add", macro: true},
+	"replace":    {to: "qfpg_trino_replace", macro: true},
+	"date_diff":  {to: "qfpg_trino_date_diff", macro: true},
+	"count_if":   {to: "qfpg_trino_count_if", macro: true},
+	"date_trunc": {to: "qfpg_trino_date_trunc", macro: true},
+	"truncate":   {to: "trunc"},
+	"arbitrary":  {to: "any_value"},
+	"dow":        {to: "isodow"},
+	"doy":        {to: "dayofyear"},
 }
 
 // functionsOf are the functions rewritten for q's protocol; nil for none.

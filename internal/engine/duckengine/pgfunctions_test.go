@@ -168,3 +168,40 @@ func TestTrinoFunctionsOnDuckDB(t *testing.T) {
 		t.Errorf("from_unixtime(0): %s, want the epoch", got)
 	}
 }
+
+// TestTrinoDateAndAggregateFunctionsOnDuckDB: date_diff, date_trunc of a date, truncate,
+// count_if (a bigint), arbitrary, dow and doy answer a Trino client as Trino's do.
+func TestTrinoDateAndAggregateFunctionsOnDuckDB(t *testing.T) {
+	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for sqlText, want := range map[string]string{
+		"select date_diff('day', date '2024-01-01', date '2024-03-01'), date_diff('month', date '2024-01-31', date '2024-03-30')": "60|1",
+		"select truncate(2.7), date_trunc('month', date '2024-02-29'), dow(date '2024-03-03'), doy(date '2024-02-01')":            "2|2024-02-01|7|32",
+		"select count_if(x > 1), arbitrary(x) >= 1 from (values (1), (2), (3)) t(x)":                                              "2|true",
+	} {
+		rows, err := e.Execute(context.Background(), &query.Request{SQL: sqlText, Protocol: query.ProtocolTrino})
+		if err != nil {
+			t.Errorf("%s: %v", sqlText, err)
+			continue
+		}
+		b, err := rows.Next(context.Background())
+		if err != nil {
+			rows.Close()
+			t.Fatalf("%s: %v", sqlText, err)
+		}
+		var got []string
+		for i := range int(b.NumCols()) {
+			got = append(got, b.Column(i).ValueStr(0))
+		}
+		if typ, _ := b.Schema().Field(0).Metadata.GetValue(engine.MetaDuckDBType); strings.HasPrefix(sqlText, "select count_if") && typ != "BIGINT" {
+			t.Errorf("count_if is %s, want Trino's bigint", typ)
+		}
+		rows.Close()
+		if g := strings.Join(got, "|"); g != want {
+			t.Errorf("%s: %s, want %s", sqlText, g, want)
+		}
+	}
+}
