@@ -26,7 +26,11 @@ const (
 
 // Request is one statement as a frontend hands it to the proxy core.
 type Request struct {
-	SQL        string
+	SQL string
+	// ClientSQL is the statement as its client wrote it, where an engine runs SQL rewritten
+	// from it ("" when SQL is the client's): a MySQL result column without an alias is named by
+	// its text as written.
+	ClientSQL  string
 	Args       []any // bound parameters (extended protocol / prepared statements); nil for none
 	User       string
 	Protocol   string

@@ -288,6 +288,14 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.main.qf_mysql_to_days(d) AS CAST(CAST(d AS TIMESTAMP) AS DATE) - DATE '0000-01-01'`,
 	`CREATE MACRO {c}.main.json_unquote(j) AS CASE WHEN json_valid(CAST(j AS VARCHAR)) AND json_type(CAST(j AS VARCHAR)) = 'VARCHAR'
 		THEN json_extract_string(CAST(j AS VARCHAR), '$') ELSE CAST(j AS VARCHAR) END`,
+	// LENGTH in bytes; MID, LOCATE, SHA2, RAND and FIND_IN_SET, which DuckDB has under other names.
+	`CREATE MACRO {c}.main.qf_mysql_length (x BLOB) AS octet_length(x), (x) AS strlen(CAST(x AS VARCHAR))`,
+	`CREATE MACRO {c}.main.mid(s, p, n) AS substr(s, p, n)`,
+	`CREATE MACRO {c}.main.locate (sub, s) AS instr(s, sub),
+		(sub, s, p) AS CASE WHEN instr(substr(s, p), sub) = 0 THEN 0 ELSE instr(substr(s, p), sub) + p - 1 END`,
+	`CREATE MACRO {c}.main.sha2(s, n) AS CASE WHEN n IN (0, 256) THEN sha256(s) END`,
+	`CREATE MACRO {c}.main.rand () AS random(), (seed) AS random()`,
+	`CREATE MACRO {c}.main.find_in_set(s, list) AS coalesce(list_position(string_split(list, ','), s), 0)`,
 	`CREATE MACRO {c}.main.last_insert_id() AS coalesce(getvariable('qf_last_insert_id'), 0)::UBIGINT`,
 	`CREATE MACRO {c}.main.qf_mysql_type(t) AS CASE
 		WHEN t = 'BOOLEAN' THEN 'tinyint(1)' WHEN t = 'TINYINT' THEN 'tinyint(4)' WHEN t = 'SMALLINT' THEN 'smallint(6)'
@@ -491,7 +499,7 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 		return q, nil
 	}
 	c := *q
-	c.SQL = s
+	c.SQL, c.ClientSQL = s, cmp.Or(q.ClientSQL, q.SQL)
 	return &c, nil
 }
 

@@ -1,6 +1,7 @@
 package duckengine
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -44,7 +45,8 @@ func clientNames(ctx context.Context, conn *sql.Conn, q *query.Request) []string
 	if q.Protocol != query.ProtocolPostgres && q.Protocol != query.ProtocolMySQL && q.Protocol != query.ProtocolTrino {
 		return nil
 	}
-	key := namesKey{q.Protocol, q.SQL}
+	written := cmp.Or(q.ClientSQL, q.SQL) // the rewritten SQL follows from it
+	key := namesKey{q.Protocol, written}
 	if names, ok := namesCache.Get(key); ok {
 		return names
 	}
@@ -55,7 +57,7 @@ func clientNames(ctx context.Context, conn *sql.Conn, q *query.Request) []string
 	if conn.QueryRowContext(ctx, "SELECT CAST(json_serialize_sql(CAST(? AS VARCHAR)) AS VARCHAR)", q.SQL).Scan(&parsed) != nil {
 		return nil // not cached: the context may have ended
 	}
-	names := namesFor(q.Protocol, q.SQL, parsed)
+	names := namesFor(q.Protocol, written, parsed)
 	if len(q.SQL) <= namesCachedSQLMax {
 		namesCache.Put(key, names)
 	}
@@ -293,9 +295,10 @@ func (n *queryNode) selectList() []*astNode {
 	return n.SelectList
 }
 
-// namesFor applies protocol's rule to the items of parsed (json_serialize_sql of sqlText);
-// nil when it cannot name every column.
-func namesFor(protocol, sqlText, parsed string) []string {
+// namesFor applies protocol's rule to the items of parsed (json_serialize_sql of the SQL that
+// runs): MySQL's items are named by their text in written, the client's SQL; nil when it
+// cannot name every column.
+func namesFor(protocol, written, parsed string) []string {
 	var doc struct {
 		Error      bool `json:"error"`
 		Statements []struct {
@@ -338,7 +341,7 @@ func namesFor(protocol, sqlText, parsed string) []string {
 			}
 		}
 	case query.ProtocolMySQL:
-		texts := selectItemTexts(sqlText)
+		texts := selectItemTexts(written)
 		if len(texts) != len(items) {
 			return nil
 		}

@@ -99,7 +99,7 @@ func TestColumnNamesAsMySQLNamesThem(t *testing.T) {
 	for _, stmt := range []string{
 		"select 1", "select 40+2", "select count(*)", "select lower('A')", "select 'abc'", "select 'it''s'",
 		"select 1 as a, 2 b", "select x, x + 1 from (select 1 as x) t", "select   1 +  1  ,2",
-		"select distinct 3", "select concat('a', 'b') from (select 1) t where 1 = 1",
+		"select distinct 3", "select concat('a', 'b') from (select 1) t where 1 = 1", "select length('abc'), 7 / 2, 7 DIV 2",
 		"select 1 union select 2", "select -1", "select 1, t.*, 2+2 from (select 1 as a, 2 as b) t",
 	} {
 		rows, err := my.Query(stmt)

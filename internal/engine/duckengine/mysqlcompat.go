@@ -197,7 +197,8 @@ func valuesCall(toks []sqltok.Token, i int) int {
 // with what DuckDB answers for them (the MySQL CLI's status asks DATABASE(); ORMs ask it at
 // connect).
 var mysqlNoArgFuncs = map[string]string{"database": "current_database()", "schema": "current_database()",
-	"curdate": "current_date", "curtime": "current_localtime()"}
+	"curdate": "current_date", "curtime": "current_localtime()", "current_timestamp": "current_timestamp",
+	"current_date": "current_date", "localtimestamp": "localtimestamp", "localtime": "localtime"}
 
 // noArgCall is, when toks[i] is called with no arguments (a "(" and a ")" follow, blanks and
 // comments between), the index of that ")"; -1 otherwise.
@@ -263,7 +264,8 @@ func mayCallMySQLFunction(sqlText string) bool {
 		containsFold(sqlText, "datediff") || containsFold(sqlText, "signed") || containsFold(sqlText, "avg") || containsFold(sqlText, "convert") ||
 		containsFold(sqlText, "timestampdiff") || containsFold(sqlText, "str_to_date") || containsFold(sqlText, "truncate") ||
 		containsFold(sqlText, "div") || containsFold(sqlText, "regexp") || containsFold(sqlText, "rlike") || containsFold(sqlText, "drop") ||
-		containsFold(sqlText, "mod") || containsFold(sqlText, "date_") || containsFold(sqlText, "adddate") || containsFold(sqlText, "subdate") || containsFold(sqlText, "to_days")
+		containsFold(sqlText, "mod") || containsFold(sqlText, "date_") || containsFold(sqlText, "adddate") || containsFold(sqlText, "subdate") || containsFold(sqlText, "to_days") ||
+		containsFold(sqlText, "length") || containsFold(sqlText, "concat")
 }
 
 // atIdent reports whether toks[i] is the word AT used as a name (a column called "at"): DuckDB

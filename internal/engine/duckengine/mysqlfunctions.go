@@ -96,6 +96,12 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 					edit(args[1][0], args[1][0], duckString(f))
 				}
 			}
+		case "length", "octet_length": // MySQL's LENGTH counts bytes (DuckDB's, characters)
+			if len(callArgs(toks, i)) == 1 {
+				edit(i, i, "qf_mysql_length")
+			}
+		case "concat": // CONCAT(a, b, ...): NULL when any is (DuckDB's concat skips NULLs; its || does not)
+			concatEdits(toks, i, edit)
 		case "to_days":
 			if len(callArgs(toks, i)) == 1 {
 				edit(i, i, "qf_mysql_to_days")
@@ -356,4 +362,26 @@ func mysqlString(toks []sqltok.Token, i int) (string, bool) {
 		return "", false
 	}
 	return sqltok.MySQLStringValue(t.Text), true
+}
+
+// concatEdits writes CONCAT(a, b, ...) as ((a) || (b) || ...), MySQL's NULL when any argument
+// is: only the name, the commas and the closing parenthesis are edited, so the arguments' own
+// edits (and literals) stay theirs.
+func concatEdits(toks []sqltok.Token, i int, edit func(from, to int, text string)) {
+	args := callArgs(toks, i)
+	if len(args) < 2 {
+		return
+	}
+	for _, a := range args {
+		if a[0] < 0 {
+			return // an empty argument: MySQL's syntax error, left to DuckDB
+		}
+	}
+	edit(i, nextSignificant(toks, i+1), "((")
+	for _, a := range args[:len(args)-1] {
+		comma := nextSignificant(toks, a[1]+1)
+		edit(comma, comma, ") || (")
+	}
+	closing := nextSignificant(toks, args[len(args)-1][1]+1)
+	edit(closing, closing, "))")
 }
