@@ -65,6 +65,7 @@ clusterGroups:
 routers:
   - {type: protocolBased, postgres: pg}
 routingFallback: pg
+${EXTRA_YAML:-}
 YAML
 QUERYFLUX_PPROF=127.0.0.1:$PP "${WRAP[@]}" $BIN serve --config $TMP/c.yaml >$TMP/log 2>&1 &
 fi

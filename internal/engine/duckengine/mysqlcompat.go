@@ -25,7 +25,8 @@ import (
 //     excluded.a; REPLACE [INTO], as INSERT OR REPLACE INTO (their affected rows are made
 //     MySQL's in upsert.go).
 //   - GROUP_CONCAT's SEPARATOR, DATE_FORMAT, DATEDIFF, CAST AS SIGNED, LIKE (mysqlfunctions.go).
-//   - a / b, as a * 1e0 / b: MySQL divides integers exactly (division.go).
+//   - a / b, as a * 1e0 / b: MySQL divides integers exactly (division.go); a <=> b, as a IS NOT
+//     DISTINCT FROM b.
 //
 // Before, 'O\'Brien' (what PyMySQL and mysqlclient send for the parameter O'Brien) failed as a
 // syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
@@ -125,6 +126,9 @@ func mysqlCompat(sqlText string) string {
 			changed = true
 		case t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated && len(t.Text) >= 2:
 			b.WriteString(quoteIdent(strings.ReplaceAll(t.Text[1:len(t.Text)-1], "``", "`")))
+			changed = true
+		case t.Kind == sqltok.Operator && t.Text == "<=>": // MySQL's NULL-safe equality
+			b.WriteString(" IS NOT DISTINCT FROM ")
 			changed = true
 		case isDivision(t):
 			b.WriteString(exactDivisionOperator) // division.go
@@ -255,7 +259,7 @@ func mayNeedMySQLCompat(sqlText string) bool {
 		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema") || !utf8.ValidString(sqlText) ||
 		containsFold(sqlText, "duplicate") || sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace") || holdsWordAt(sqlText) ||
 		containsFold(sqlText, "ignore") ||
-		mayCallMySQLFunction(sqlText) || strings.Contains(sqlText, "'0 ") || strings.Contains(sqlText, "/")
+		mayCallMySQLFunction(sqlText) || strings.Contains(sqlText, "'0 ") || strings.Contains(sqlText, "/") || strings.Contains(sqlText, "<=>")
 }
 
 // mayCallMySQLFunction reports cheaply whether sqlText may hold what mysqlFunctionEdits writes.

@@ -35,6 +35,7 @@ func TestMySQLExpressionsLikeMariaDB(t *testing.T) {
 		"mid('hello', 2, 2)", "locate('l', 'hello')", "locate('l', 'hello', 4)", "locate('z', 'hello')",
 		"find_in_set('b', 'a,b,c')", "find_in_set('z', 'a,b,c')", "sha2('abc', 256)",
 		"rand() < 1", "current_timestamp() is not null", "current_date() = curdate()",
+		"null <=> null", "1 <=> null", "1 <=> 1", "1 + 1 <=> 2 and 1 = 1",
 	} {
 		var m, d sql.NullString
 		if err := maria.QueryRow("select " + expr).Scan(&m); err != nil {
