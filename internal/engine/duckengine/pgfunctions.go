@@ -92,6 +92,8 @@ var pgFunctionSQL = []string{
 	// to_date(text, format) and to_timestamp(text, format), the format as strptime's (the
 	// same fields as to_char's); to_timestamp of a number is DuckDB's own, as PostgreSQL's.
 	`CREATE MACRO {c}.main.qfpg_to_date(x, f) AS strptime(x, f)::DATE`,
+	// substring(x FROM 'pattern') (substringCall): the match, or its first group; NULL for none.
+	`CREATE MACRO {c}.main.qfpg_substring_re(s, p, g) AS CASE WHEN regexp_matches(s, p) THEN regexp_extract(s, p, g) END`,
 	`CREATE MACRO {c}.main.qfpg_to_timestamp(x, f) AS strptime(x, f)::TIMESTAMPTZ`,
 	// A window's sum (sum(x) OVER ...) is typed by x as the plain sum is: s is the window's
 	// value, x the sum's argument.
@@ -131,6 +133,9 @@ type renamedFunction struct {
 	// extract: the call is extract(field FROM x), written as to(field, x) or, for a field of
 	// its own, to__<field>(x) (extractFields).
 	extract bool
+	// regexFrom: the call is substring(x FROM 'pattern'), a regular expression's match,
+	// written as to(x, pattern, group) (substringCall); substring(x FROM n [FOR m]) stays.
+	regexFrom bool
 	// window, when set, is the macro a window call (f(x) OVER ...) is passed to with its
 	// arguments: window(f(x) OVER ..., x), which types it by the arguments' types.
 	window string
@@ -169,6 +174,7 @@ var pgFunctions = map[string]renamedFunction{
 	"to_date":                   {to: "qfpg_to_date", format: strftimeOfToChar},
 	"to_timestamp":              {to: "qfpg_to_timestamp", format: strftimeOfToChar},
 	"extract":                   {to: "qfpg_extract", extract: true},
+	"substring":                 {to: "qfpg_substring_re", regexFrom: true},
 }
 
 // trinoFunctions are Trino's, for a Trino client's statement.
@@ -242,6 +248,9 @@ func (w *compatWriter) renameCall() bool {
 	}
 	if f.extract {
 		return w.extractCall(f, open)
+	}
+	if f.regexFrom {
+		return w.substringCall(f, open, end)
 	}
 	first, after := w.sig(open+1, 0), w.sig(end+1, 0)
 	filter := w.word(after) == "filter"
@@ -357,6 +366,59 @@ func (w *compatWriter) extractCall(f renamedFunction, open int) bool {
 	w.emit(f.to + own)
 	w.i++
 	return true
+}
+
+// substringCall writes substring(x FROM 'pattern') as to(x, pattern, group): PostgreSQL's
+// first match of the regular expression anywhere in x ('.' matching a newline), or of its
+// first parenthesized part when it has one; NULL without a match. DuckDB reads FROM there as a
+// position. Any other form (FROM n, FOR m, SIMILAR) stays.
+func (w *compatWriter) substringCall(f renamedFunction, open, end int) bool {
+	from, depth := -1, 0
+	for j := w.sig(open+1, 0); j >= 0 && j < end; j = w.sig(j+1, 0) {
+		switch w.word(j) {
+		case "(":
+			depth++
+		case ")":
+			depth--
+		case "from":
+			if depth == 0 && from < 0 {
+				from = j
+			}
+		}
+	}
+	lit := w.sig(from+1, 0)
+	if from < 0 || lit < 0 || w.sig(lit+1, 0) != end || w.toks[lit].Kind != sqltok.String || w.toks[lit].Unterminated ||
+		!strings.HasPrefix(w.toks[lit].Text, "'") {
+		return false
+	}
+	pattern := plainString(w.toks[lit].Text)
+	group := "0"
+	if capturesGroup(pattern) {
+		group = "1"
+	}
+	w.replace(from, lit, ", '(?s)"+strings.ReplaceAll(pattern, "'", "''")+"', "+group)
+	w.emit(f.to)
+	w.i++
+	return true
+}
+
+// capturesGroup reports whether regular expression p has a capturing group: a "(" not
+// escaped, not in a bracket expression, and not "(?".
+func capturesGroup(p string) bool {
+	inBracket := false
+	for i := 0; i < len(p); i++ {
+		switch {
+		case p[i] == '\\':
+			i++
+		case inBracket:
+			inBracket = p[i] != ']'
+		case p[i] == '[':
+			inBracket = true
+		case p[i] == '(' && (i+1 == len(p) || p[i+1] != '?'):
+			return true
+		}
+	}
+	return false
 }
 
 // inFrom reports whether the token at i is in a FROM clause: the nearest SELECT, FROM, JOIN,

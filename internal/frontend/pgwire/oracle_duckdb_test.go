@@ -140,6 +140,8 @@ var oracleCorpus = []oracleCase{
 	{pg: "'abc' ~ '^b'"}, {pg: "'abc' ~ 'c$'"}, {pg: "'a' || chr(10) || 'b' ~ 'a.b'"},
 	{pg: "'abc' SIMILAR TO 'a%'"}, {pg: "'abc' SIMILAR TO '(a|x)_c'"}, {pg: "'a.c' SIMILAR TO 'a.c'"},
 	{pg: "'abc' SIMILAR TO 'a.c'"}, {pg: "'abc' NOT SIMILAR TO 'b%'"}, {pg: "'a%' SIMILAR TO 'a\\%'"},
+	{pg: "substring('abc123def' from '[0-9]+')"}, {pg: "substring('abc' from '[0-9]+')"},
+	{pg: "substring('key=val' from '=(.*)$')"}, {pg: "substring('hello' from 2 for 3)"},
 	// text read by a format
 	{pg: "to_date('2024-03-04', 'YYYY-MM-DD')"}, {pg: "to_date('4 Mar 2024', 'DD Mon YYYY')"},
 	{pg: "to_timestamp('2024-03-04 10:05:06', 'YYYY-MM-DD HH24:MI:SS')"}, {pg: "to_timestamp(86400)"},
