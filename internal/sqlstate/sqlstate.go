@@ -38,6 +38,7 @@ const (
 	InvalidAuthorizationSpecification = "28000"
 	InvalidPassword                   = "28P01"
 	InvalidCursorName                 = "34000"
+	InvalidSavepointSpecification     = "3B001"
 	InvalidCatalogName                = "3D000"
 	InvalidSchemaName                 = "3F000"
 )

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -41,8 +42,12 @@ type session struct {
 	conn     *sql.Conn
 	status   byte // 'I', 'T' or 'E'
 	readOnly bool
-	clean    bool             // only statements that leave no connection state ran (statement.clean)
-	last     *engine.Holdable // the last statement's result, if it has rows: held before the next runs
+	clean    bool // only statements that leave no connection state ran (statement.clean)
+	// savepoints are the transaction's savepoints, oldest first: DuckDB has none, so a
+	// savepoint is a name kept here, released as PostgreSQL releases it, and a ROLLBACK TO one
+	// fails the whole transaction (savepoint).
+	savepoints []string
+	last       *engine.Holdable // the last statement's result, if it has rows: held before the next runs
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
@@ -187,6 +192,8 @@ func (s *session) transaction(ctx context.Context, st statement) (query.Rows, er
 		return engine.TagRows("BEGIN"), nil
 	case st.tx == txDeallocateAll:
 		return outsideTransaction(st)
+	case st.tx == txSavepoint || st.tx == txRelease || st.tx == txRollbackTo:
+		return s.savepoint(st)
 	case st.tx == txSet:
 		s.readOnly = s.readOnly || st.readOnly && s.status == 'T'
 		return engine.TagRows("SET"), nil
@@ -194,7 +201,7 @@ func (s *session) transaction(ctx context.Context, st statement) (query.Rows, er
 		return outsideTransaction(st)
 	}
 	failed := s.status == 'E'
-	s.status, s.readOnly = 'I', false
+	s.status, s.readOnly, s.savepoints = 'I', false, s.savepoints[:0]
 	if st.tx == txCommit && !failed {
 		if err := s.exec(ctx, "COMMIT"); err != nil {
 			_ = s.exec(context.Background(), "ROLLBACK") // DuckDB has rolled back; make sure
@@ -207,6 +214,38 @@ func (s *session) transaction(ctx context.Context, st statement) (query.Rows, er
 		return nil, err
 	}
 	return engine.TagRows("ROLLBACK"), nil
+}
+
+// savepoint answers SAVEPOINT, RELEASE and ROLLBACK TO in a session. The first two succeed as
+// in PostgreSQL (the common path of Django's nested atomic blocks, SQLAlchemy's begin_nested,
+// JDBC's autosave and psql's ON_ERROR_ROLLBACK: a savepoint taken, then released), but DuckDB
+// cannot undo part of a transaction: ROLLBACK TO fails, and fails the transaction, so that its
+// client rolls it all back rather than go on with work it meant to undo.
+func (s *session) savepoint(st statement) (query.Rows, error) {
+	if s.status == 'I' {
+		return nil, errNoTransactionBlock(st)
+	}
+	name := st.savepointName()
+	at := slices.Index(s.savepoints, name)
+	if st.tx != txSavepoint && at < 0 {
+		if s.status != 'E' {
+			s.fail()
+		}
+		return nil, &query.Error{Code: sqlstate.InvalidSavepointSpecification, Message: fmt.Sprintf("savepoint %q does not exist", name)}
+	}
+	switch {
+	case s.status == 'E' && st.tx != txRollbackTo:
+		return nil, errAborted
+	case st.tx == txSavepoint:
+		s.savepoints = append(s.savepoints, name)
+		return engine.TagRows("SAVEPOINT"), nil
+	case st.tx == txRelease:
+		s.savepoints = s.savepoints[:at]
+		return engine.TagRows("RELEASE"), nil
+	}
+	s.fail()
+	return nil, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "ROLLBACK TO SAVEPOINT is not supported on DuckDB, " +
+		"which cannot undo part of a transaction: the transaction is aborted, roll it back"}
 }
 
 func (s *session) exec(ctx context.Context, sqlText string) error {

@@ -151,12 +151,52 @@ func TestDuckDBFailedTransaction(t *testing.T) {
 		t.Fatalf("insert in a READ ONLY transaction: code %q", c)
 	}
 	run(t, s, "rollback")
-	for sql, want := range map[string]string{"savepoint a": "0A000", "rollback to savepoint a": "0A000", "release a": "0A000",
-		"commit prepared 'x'": "0A000", "declare c cursor for select 1": "0A000", "fetch 10 from c": "0A000",
+	for sql, want := range map[string]string{"commit prepared 'x'": "0A000", "declare c cursor for select 1": "0A000", "fetch 10 from c": "0A000",
 		"listen ch": "0A000", "notify ch": "0A000", "deallocate all": ""} {
 		if c := code(s, sql); c != want {
 			t.Errorf("%s: code %q, want %s", sql, c, want)
 		}
+	}
+}
+
+// TestDuckDBSavepoints: SAVEPOINT and RELEASE succeed in a transaction as PostgreSQL's (a
+// savepoint taken and released keeps the work; RELEASE of an older one releases the later
+// ones too), outside one they are refused with 25P01, an unknown name fails the transaction
+// with 3B001, and ROLLBACK TO, which DuckDB cannot do, fails the transaction (0A000) so that
+// nothing after it commits.
+func TestDuckDBSavepoints(t *testing.T) {
+	e := openConns(t, 2, nil)
+	run(t, e, "create table t(x integer)")
+	s := session(t, e)
+	if c := code(s, "savepoint a"); c != "25P01" {
+		t.Fatalf("SAVEPOINT outside a transaction: code %q, want 25P01", c)
+	}
+	run(t, s, "begin")
+	for _, sql := range []string{`savepoint "S1_x"`, "insert into t values (1)", "savepoint b", `release savepoint "S1_x"`} {
+		run(t, s, sql)
+	}
+	if c := code(s, "release b"); c != "3B001" || s.TxStatus() != 'E' {
+		t.Fatalf("RELEASE of a savepoint the older one's release released: code %q status %c", c, s.TxStatus())
+	}
+	run(t, s, "rollback")
+	run(t, s, "begin")
+	run(t, s, "savepoint a")
+	run(t, s, "insert into t values (2)")
+	run(t, s, "release a")
+	if tag := run(t, s, "commit"); tag != "COMMIT" {
+		t.Fatalf("COMMIT after a released savepoint: %q", tag)
+	}
+	run(t, s, "begin")
+	run(t, s, "savepoint a")
+	run(t, s, "insert into t values (3)")
+	if c := code(s, "rollback to savepoint a"); c != "0A000" || s.TxStatus() != 'E' {
+		t.Fatalf("ROLLBACK TO: code %q status %c, want 0A000 and a failed transaction", c, s.TxStatus())
+	}
+	if tag := run(t, s, "commit"); tag != "ROLLBACK" {
+		t.Fatalf("COMMIT after ROLLBACK TO: %q, want ROLLBACK", tag)
+	}
+	if n := count(t, e, "select string_agg(x::varchar, ',' order by x) from t"); n != "2" {
+		t.Fatalf("rows %s, want only the released savepoint's transaction's 2", n)
 	}
 }
 

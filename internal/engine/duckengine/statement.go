@@ -25,6 +25,11 @@ const (
 	// txDeallocateAll is DEALLOCATE ALL (psycopg 3 sends it), which DuckDB lacks: a session's
 	// prepared statements go with its connection, and a pooled one keeps none.
 	txDeallocateAll
+	// txSavepoint, txRelease and txRollbackTo are SAVEPOINT name, RELEASE [SAVEPOINT] name and
+	// ROLLBACK TO [SAVEPOINT] name (session.go's savepoints: DuckDB has none).
+	txSavepoint
+	txRelease
+	txRollbackTo
 )
 
 // statement is a client statement as this engine sees it before it runs.
@@ -150,14 +155,17 @@ func (st *statement) readTransaction() error {
 		st.tx = txCommit
 	case "rollback", "abort":
 		if at(1) == "to" || (at(1) == "transaction" || at(1) == "work") && at(2) == "to" {
-			return notSupported("ROLLBACK TO SAVEPOINT")
+			st.tx = txRollbackTo
+			return nil
 		}
 		if at(1) == "prepared" {
 			return notSupported("two-phase commit (ROLLBACK PREPARED)")
 		}
 		st.tx = txRollback
-	case "savepoint", "release":
-		return notSupported(strings.ToUpper(at(0)))
+	case "savepoint":
+		st.tx = txSavepoint
+	case "release":
+		st.tx = txRelease
 	case "listen", "unlisten", "notify":
 		return notSupported(strings.ToUpper(at(0)))
 	case "declare", "fetch", "move":
@@ -183,6 +191,22 @@ func (st *statement) readTransaction() error {
 	return nil
 }
 
+// savepointName is the savepoint a SAVEPOINT, RELEASE or ROLLBACK TO statement names: its
+// last word (an unquoted name in lower case, as PostgreSQL folds it).
+func (s statement) savepointName() string {
+	name := s.words[len(s.words)-1]
+	if name == ";" && len(s.words) > 1 {
+		name = s.words[len(s.words)-2]
+	}
+	return name
+}
+
+// errNoTransactionBlock is PostgreSQL's answer to a savepoint statement outside a transaction.
+func errNoTransactionBlock(st statement) error {
+	verb := map[txVerb]string{txSavepoint: "SAVEPOINT", txRelease: "RELEASE SAVEPOINT", txRollbackTo: "ROLLBACK TO SAVEPOINT"}[st.tx]
+	return &query.Error{Code: sqlstate.NoActiveSQLTransaction, Message: verb + " can only be used in transaction blocks"}
+}
+
 // outsideTransaction answers a transaction-control statement run outside a pinned session:
 // BEGIN is refused (its transaction would stay on a pooled connection, for other clients),
 // COMMIT and ROLLBACK have no transaction to end (PostgreSQL only warns).
@@ -196,6 +220,8 @@ func outsideTransaction(st statement) (query.Rows, error) {
 		return engine.TagRows("ROLLBACK"), nil
 	case txDeallocateAll:
 		return engine.TagRows("DEALLOCATE ALL"), nil
+	case txSavepoint, txRelease, txRollbackTo:
+		return nil, errNoTransactionBlock(st)
 	}
 	return engine.TagRows("SET"), nil
 }
