@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -17,6 +18,13 @@ func exchange(t *testing.T, a *Conn, b net.Conn, delay time.Duration) (spinning 
 		t.Fatal(err)
 	}
 	return spinning
+}
+
+// holdIdle keeps machineIdle at idle for the test (the sampler does not change it meanwhile).
+func holdIdle(t *testing.T, idle bool) {
+	idleHeld.Store(true)
+	machineIdle.Store(idle)
+	t.Cleanup(func() { idleHeld.Store(false) })
 }
 
 func tryExchange(a *Conn, b net.Conn, delay time.Duration) (spinning bool, _ error) {
@@ -49,6 +57,7 @@ func tryExchange(a *Conn, b net.Conn, delay time.Duration) (spinning bool, _ err
 // spinning read; one that comes later is read after the wait in the poller, and then the
 // connection does not spin until an answer comes within the bound again.
 func TestAQuickAnswerIsReadWhileSpinning(t *testing.T) {
+	holdIdle(t, true)
 	a, b := pair(t)
 	a.SetSpin(time.Second)
 	if !exchange(t, a, b, 2*time.Millisecond) {
@@ -72,6 +81,7 @@ func TestAQuickAnswerIsReadWhileSpinning(t *testing.T) {
 // TestNoSpinUnlessSet: a connection made by Listener or Dialer with no bound, or one whose
 // read has no write before it (a new connection's first request), waits in the poller at once.
 func TestNoSpinUnlessSet(t *testing.T) {
+	holdIdle(t, true)
 	a, b := pair(t) // Listener(l, 0)
 	if exchange(t, a, b, 2*time.Millisecond) {
 		t.Fatal("spun with no bound set")
@@ -93,6 +103,7 @@ func TestNoSpinUnlessSet(t *testing.T) {
 
 // TestASecondWaiterStopsTheSpin: while two reads await answers, neither spins.
 func TestASecondWaiterStopsTheSpin(t *testing.T) {
+	holdIdle(t, true)
 	a1, b1 := pair(t)
 	a2, b2 := pair(t)
 	a1.SetSpin(10 * time.Second)
@@ -123,6 +134,7 @@ func TestASecondWaiterStopsTheSpin(t *testing.T) {
 // TestASlowPeerDoesNotStopOthersSpinning: a connection whose last answer took longer than the
 // bound (a client idle between requests) neither spins nor keeps another read from spinning.
 func TestASlowPeerDoesNotStopOthersSpinning(t *testing.T) {
+	holdIdle(t, true)
 	slow, slowPeer := pair(t)
 	a, b := pair(t)
 	slow.SetSpin(20 * time.Millisecond)
@@ -144,12 +156,63 @@ func TestASlowPeerDoesNotStopOthersSpinning(t *testing.T) {
 	}
 }
 
-// TestSpinFromTheEnvironment: QUERYFLUX_SPIN_MICROS in microseconds, bounded; anything else 0.
+// TestSpinFromTheEnvironment: QUERYFLUX_SPIN_MICROS in microseconds, bounded; 0 or anything
+// else invalid: none; unset: spinDefault.
 func TestSpinFromTheEnvironment(t *testing.T) {
+	t.Setenv(SpinEnv, "")
+	os.Unsetenv(SpinEnv)
+	if got := Spin(); got != spinDefault {
+		t.Errorf("%s unset: Spin() = %v, want %v", SpinEnv, got, spinDefault)
+	}
 	for v, want := range map[string]time.Duration{"": 0, "0": 0, "-5": 0, "x": 0, "200": 200 * time.Microsecond, "99999999": spinMax} {
 		t.Setenv(SpinEnv, v)
 		if got := Spin(); got != want {
 			t.Errorf("%s=%q: Spin() = %v, want %v", SpinEnv, v, got, want)
 		}
+	}
+}
+
+// TestNoSpinWithoutIdleCPU: a read that would spin waits in the poller when the machine has no
+// idle CPU to spin on.
+func TestNoSpinWithoutIdleCPU(t *testing.T) {
+	holdIdle(t, false)
+	a, b := pair(t)
+	a.SetSpin(time.Second)
+	if exchange(t, a, b, 0) {
+		t.Fatal("a read spun while the machine had no idle CPU")
+	}
+	machineIdle.Store(true)
+	if !exchange(t, a, b, 0) {
+		t.Fatal("a quick answer was not read while spinning once the machine was idle")
+	}
+}
+
+// TestIdleEnough: the idle share of /proc/stat's counters between two samples, iowait counted
+// idle, guest time not counted twice; unreadable or going backwards: not idle.
+func TestIdleEnough(t *testing.T) {
+	at := func(line string) cpuTimes {
+		c, ok := parseCPULine(line)
+		if !ok {
+			t.Fatalf("parseCPULine(%q) failed", line)
+		}
+		return c
+	}
+	base := at("cpu  100 0 100 800 0 0 0 0 0 0")
+	for line, want := range map[string]bool{
+		"cpu  150 0 150 900 0 0 0 0 0 0":     true,  // 100 of 300 idle
+		"cpu  200 0 200 850 0 0 0 0 0 0":     false, // 50 of 250
+		"cpu  200 0 200 820 80 0 0 0 0 0":    true,  // iowait is idle: 100 of 300
+		"cpu  300 0 200 850 0 0 0 0 500 500": false, // guest time is in user already: 50 of 350
+		"cpu  100 0 100 800 0 0 0 0 0 0":     false, // no time passed
+	} {
+		if got := idleEnough(base, at(line)); got != want {
+			t.Errorf("idleEnough from %+v to %q = %v, want %v", base, line, got, want)
+		}
+	}
+	if _, ok := parseCPULine("cpu0 1 2 3 4 5"); ok {
+		t.Error("a per-CPU line read as the machine's")
+	}
+	if _, ok := readCPUTimes("/nonexistent/stat"); ok {
+		t.Error("an unreadable file read")
 	}
 }
