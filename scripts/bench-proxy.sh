@@ -31,7 +31,6 @@
 # rounds (every target once per round) and each figure is the median over the rounds.
 #
 # Environment: ROOT (the checkout to build; default: this script's), ROUNDS (3), LAT_SECS (3), TPS_SECS (6), CLIENTS (8), KEEP_TMP=1 keeps the temp dir,
-# SPIN_MICROS (200: the trino-spin daemon's QUERYFLUX_SPIN_MICROS),
 # BASE_QF (another queryflux binary, such as main's before a change: its standalone passthrough
 # daemon and its control plane + worker are measured too, as the rows "base-pass", "base-session"
 # (session pool mode) and "base-worker", in the same interleaved rounds),
@@ -47,7 +46,6 @@ ROUNDS=${ROUNDS:-3}
 LAT_SECS=${LAT_SECS:-3}
 TPS_SECS=${TPS_SECS:-6}
 CLIENTS=${CLIENTS:-8}
-SPIN_MICROS=${SPIN_MICROS:-200}
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 # No target offers TLS but PostgreSQL itself (and the go-relay, which passes its bytes): every
 # client connects in plain text, so no row pays for encryption the others do not.
@@ -196,9 +194,9 @@ start_qf() { # name, args...
 	[ "$name" = "$PROFILE_TARGET" ] && pprof=127.0.0.1:$PPROF
 	[ "$name" = "$PROFILE_TARGET-cp" ] && pprof=127.0.0.1:$PPROF_CP
 	case $name in base-*) bin=$BASE_QF ;; esac
-	local spin="" # rawconn's spinning wait: only the trino-spin daemon's
-	[ "$name" = trino-spin ] && spin=$SPIN_MICROS
-	QUERYFLUX_SPIN_MICROS=$spin QUERYFLUX_PPROF=$pprof "$bin" serve "$@" >"$TMP/$name.log" 2>&1 &
+	local spin=() # rawconn's spinning wait: each daemon's default (on while CPUs idle), trino-nospin's off
+	[ "$name" = trino-nospin ] && spin=(QUERYFLUX_SPIN_MICROS=0)
+	env "${spin[@]}" QUERYFLUX_PPROF=$pprof "$bin" serve "$@" >"$TMP/$name.log" 2>&1 &
 	PIDS+=($!)
 	PROC[$name]=$!
 }
@@ -434,19 +432,19 @@ YAML
 	printf -v "TR_${name//-/_}" %s "$tr"
 }
 trino_standalone trino
-# trino-spin: the same daemon with QUERYFLUX_SPIN_MICROS=$SPIN_MICROS: a read awaiting the answer
-# to its connection's last write (PostgreSQL's answer, the client's next request) polls the
-# socket that long before it sleeps (internal/rawconn, spin.go), one read in the process at a
-# time. Under load it gained nothing (RESULTS.md, session 27); this row says what it does at rest.
-trino_standalone trino-spin
+# trino-nospin: the same daemon with QUERYFLUX_SPIN_MICROS=0. By default a read awaiting the
+# answer to its connection's last write (PostgreSQL's answer, the client's next request) polls
+# the socket up to 200 us before it sleeps, while the machine has idle CPU (internal/rawconn,
+# spin.go, idle.go), one read in the process at a time; this row is the daemon without it.
+trino_standalone trino-nospin
 # The floors: benchtrino serving the same two documents (POST: queued with a nextUri; GET: the
 # row) with no query behind them, measured in the same rounds: what the client and the two
 # loopback HTTP exchanges already cost on this machine. trino-floor serves them with net/http,
 # floor-lite with internal/httplite (the Trino port's server), floor-raw with no
 # HTTP server (one write per answer): the part of trino's added p50 no proxy work can remove.
 declare -A TRARGS=([trino-pg]="-pg postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable" [trino]="-trino http://127.0.0.1:$TR_trino")
-TR_TARGETS=(trino-pg trino trino-spin)
-TRARGS[trino-spin]="-trino http://127.0.0.1:$TR_trino_spin"
+TR_TARGETS=(trino-pg trino trino-nospin)
+TRARGS[trino-nospin]="-trino http://127.0.0.1:$TR_trino_nospin"
 # floor-lite1 is floor-lite answering the POST with the row: the floor of one exchange.
 for floor in trino-floor:floor floor-lite:floor-lite floor-raw:floor-raw "floor-lite1:floor-one -floor-lite"; do # row:benchtrino flags
 	row=${floor%%:*} port=$(freeport)
@@ -520,7 +518,7 @@ echo
 echo "medians of $ROUNDS interleaved rounds; latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
 echo "  mysql go-relay / loop-relay: scripts/benchrelay to MariaDB, goroutines / the event loop framing nothing (-loop -raw); uring-relay: -uring -raw -peek"
-echo "trino: scripts/benchtrino (SELECT 1, 1 client ${LAT_SECS}s, one kept-alive HTTP connection: POST, then GET nextUri until none; the daemon answers its quick statements whole in the POST, trino-2x: the same client answered QUEUED, then a GET) through a standalone daemon's Trino port to PostgreSQL; trino-pg: the same program over one pgx connection to PostgreSQL; trino-floor, floor-lite, floor-raw: the same program against benchtrino -floor, -floor-lite, -floor-raw (fixed documents, no proxy, served by net/http, by internal/httplite, by no HTTP server); floor-lite1: -floor-lite -floor-one (the POST answered with the row); trino-spin: trino's daemon configuration run with QUERYFLUX_SPIN_MICROS=$SPIN_MICROS (rawconn's spinning wait); trino-rawc, floor-rawc: trino and floor-raw asked without net/http (benchtrino -client raw); trino-driver: trino asked by trino-go-client (-client driver); trino cpu_us/q: the server process's CPU over the latency run, per query"
+echo "trino: scripts/benchtrino (SELECT 1, 1 client ${LAT_SECS}s, one kept-alive HTTP connection: POST, then GET nextUri until none; the daemon answers its quick statements whole in the POST, trino-2x: the same client answered QUEUED, then a GET) through a standalone daemon's Trino port to PostgreSQL; trino-pg: the same program over one pgx connection to PostgreSQL; trino-floor, floor-lite, floor-raw: the same program against benchtrino -floor, -floor-lite, -floor-raw (fixed documents, no proxy, served by net/http, by internal/httplite, by no HTTP server); floor-lite1: -floor-lite -floor-one (the POST answered with the row); trino-nospin: trino's daemon configuration run with QUERYFLUX_SPIN_MICROS=0 (no spinning wait; the default spins while CPUs are idle); trino-rawc, floor-rawc: trino and floor-raw asked without net/http (benchtrino -client raw); trino-driver: trino asked by trino-go-client (-client driver); trino cpu_us/q: the server process's CPU over the latency run, per query"
 RTT=$("$TMP/benchrelay" -rtt 3s)
 # The worker's capacity path over the whole run: queries that took an idle lease (no round trip
 # to the control plane) out of all it relayed.
@@ -555,6 +553,6 @@ goal "mysql passthrough added p50 ${mpt} us <= 40 us" "$mpt <= 40" "$mpt"
 echo "  of which a C relay hop (haproxy): postgres added p50 $(added "${LAT[direct]}" "${LAT[haproxy]}") us, tps $(ratio "${TPS[direct]}" "${TPS[haproxy]}") of direct; mysql added p50 $(added "${MLAT[direct]:-}" "${MLAT[haproxy]:-}") us, qps $(ratio "${MTPS[direct]:-}" "${MTPS[haproxy]:-}") of direct"
 tr=$(added "${TLAT[trino-pg]}" "${TLAT[trino]}")
 goal "trino added p50 ${tr} us <= 100 us (SELECT 1, scripts/benchtrino, over trino-pg)" "$tr <= 100" "$tr"
-echo "  with the spinning wait (trino-spin, QUERYFLUX_SPIN_MICROS=$SPIN_MICROS): added p50 $(added "${TLAT[trino-pg]}" "${TLAT[trino-spin]}") us, cpu ${TCPU[trino-spin]} us/q"
+echo "  without the spinning wait (trino-nospin, QUERYFLUX_SPIN_MICROS=0): added p50 $(added "${TLAT[trino-pg]}" "${TLAT[trino-nospin]}") us, cpu ${TCPU[trino-nospin]} us/q (trino: ${TCPU[trino]} us/q)"
 echo "  of which the floors (the client and loopback HTTP exchanges, no proxy work): one exchange served by httplite $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite1]}") us; two exchanges: added p50 $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite]}") us served by httplite, $(added "${TLAT[trino-pg]}" "${TLAT[floor-raw]}") us by no HTTP server, $(added "${TLAT[trino-pg]}" "${TLAT[trino-floor]}") us by net/http"
 echo "  the client's share: added p50 $(added "${TLAT[trino-pg]}" "${TLAT[trino-rawc]}") us with a client without net/http (trino-rawc), $(added "${TLAT[trino-pg]}" "${TLAT[trino-driver]}") us with trino-go-client (trino-driver); two exchanges with neither an HTTP client nor server (floor-rawc): $(added "${TLAT[trino-pg]}" "${TLAT[floor-rawc]}") us"
