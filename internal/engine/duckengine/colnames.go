@@ -387,7 +387,7 @@ func pgFigure(n *astNode) (string, int) {
 	case "COLUMN_REF":
 		return plainName(n), 2
 	case "FUNCTION", "WINDOW":
-		if n.IsOperator {
+		if n.IsOperator || n.FunctionName == "regexp_full_match" { // ~, as DuckDB parses it
 			return "", 0
 		}
 		return pgFunctionName(n.FunctionName), 2

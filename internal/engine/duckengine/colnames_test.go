@@ -66,6 +66,7 @@ func TestColumnNamesAsPostgreSQLNamesThem(t *testing.T) {
 		"select upper(x), count(x), max(x) from (select 'a' as x) t group by x",
 		"with w as (select 1 as k) select k, k * 2 from w", "select 40 + 2, '101'::bit", // bit: read as text (asText)
 		"select 1, *, 2 + 2 from (select 1 as a, 2 as b) t", "select t.*, 1 from (select 1 as a) t",
+		"select 'abc' ~ 'b', 'abc' !~* 'B', substring('ab12' from '[0-9]+'), to_date('2024-01-02', 'YYYY-MM-DD'), 7 / 2",
 	} {
 		prows, err := pg.Query(ctx, stmt)
 		if err != nil {

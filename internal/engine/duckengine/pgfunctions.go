@@ -93,7 +93,7 @@ var pgFunctionSQL = []string{
 	// same fields as to_char's); to_timestamp of a number is DuckDB's own, as PostgreSQL's.
 	`CREATE MACRO {c}.main.qfpg_to_date(x, f) AS strptime(x, f)::DATE`,
 	// substring(x FROM 'pattern') (substringCall): the match, or its first group; NULL for none.
-	`CREATE MACRO {c}.main.qfpg_substring_re(s, p, g) AS CASE WHEN regexp_matches(s, p) THEN regexp_extract(s, p, g) END`,
+	`CREATE MACRO {c}.main.qfpg_substring__re(s, p, g) AS CASE WHEN regexp_matches(s, p) THEN regexp_extract(s, p, g) END`,
 	`CREATE MACRO {c}.main.qfpg_to_timestamp(x, f) AS strptime(x, f)::TIMESTAMPTZ`,
 	// A window's sum (sum(x) OVER ...) is typed by x as the plain sum is: s is the window's
 	// value, x the sum's argument.
@@ -174,7 +174,7 @@ var pgFunctions = map[string]renamedFunction{
 	"to_date":                   {to: "qfpg_to_date", format: strftimeOfToChar},
 	"to_timestamp":              {to: "qfpg_to_timestamp", format: strftimeOfToChar},
 	"extract":                   {to: "qfpg_extract", extract: true},
-	"substring":                 {to: "qfpg_substring_re", regexFrom: true},
+	"substring":                 {to: "qfpg_substring__re", regexFrom: true},
 }
 
 // trinoFunctions are Trino's, for a Trino client's statement.
