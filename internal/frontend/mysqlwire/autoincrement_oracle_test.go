@@ -10,10 +10,6 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
-
-	"github.com/queryflux/queryflux/internal/engine"
-	"github.com/queryflux/queryflux/internal/engine/duckengine"
-	"github.com/queryflux/queryflux/internal/mytest"
 )
 
 // aiRow is how one row of a generated INSERT gives its AUTO_INCREMENT column.
@@ -76,18 +72,7 @@ func (s aiStatement) sql(t string) (string, []any) {
 // collided (duplicate key); NULL and 0 were stored as given; an INSERT with only explicit
 // ids set LAST_INSERT_ID().
 func TestAutoIncrementLikeMariaDB(t *testing.T) {
-	dsn, _ := mytest.NewDatabase(t)
-	maria, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { maria.Close() })
-	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	duck := openDB(t, serveCore(t, "duck", eng, coreSetup{}).addr, testUser, "", "duck", "")
+	maria, duck := mariaAndDuck(t)
 	ctx := context.Background()
 	tables := 0
 	rapid.Check(t, func(rt *rapid.T) {

@@ -16,18 +16,7 @@ import (
 // value's text, or the same number where MariaDB writes a DECIMAL's scale (7/2 is 3.5000 there,
 // 3.5 here; 42.8571 against 42.857142...), NULL where MariaDB's is.
 func TestMySQLExpressionsLikeMariaDB(t *testing.T) {
-	dsn, _ := mytest.NewDatabase(t)
-	maria, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { maria.Close() })
-	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	duck := openDB(t, serveCore(t, "duck", eng, coreSetup{}).addr, testUser, "", "duck", "")
+	maria, duck := mariaAndDuck(t)
 	for _, expr := range []string{
 		"7/2", "-7/2", "100 * 3 / 7", "7/0", "7 DIV 2", "7.5 / 2",
 		"concat('a', null)", "concat('a', 1, 'b')", "concat(concat('x', 'y'), 'z')", "concat_ws(',', 'a', null, 'b')",
@@ -57,4 +46,21 @@ func sameNumber(a, b sql.NullString) bool {
 	x, errA := strconv.ParseFloat(a.String, 64)
 	y, errB := strconv.ParseFloat(b.String, 64)
 	return a.Valid && b.Valid && errA == nil && errB == nil && math.Abs(x-y) < 1e-4
+}
+
+// mariaAndDuck opens a new MariaDB database and the proxy on an embedded in-memory DuckDB, as
+// the oracle tests compare them.
+func mariaAndDuck(t *testing.T) (maria, duck *sql.DB) {
+	dsn, _ := mytest.NewDatabase(t)
+	maria, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { maria.Close() })
+	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return maria, openDB(t, serveCore(t, "duck", eng, coreSetup{}).addr, testUser, "", "duck", "")
 }
