@@ -37,11 +37,7 @@ func TestPGFunctionRewrites(t *testing.T) {
 // bigint, a numeric) and for a Trino client (of a bigint too); a MySQL or Flight SQL client
 // keeps DuckDB's 128-bit integer (MySQL's is a DECIMAL).
 func TestSumTypesByProtocol(t *testing.T) {
-	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openMemory(t)
 	const sqlText = "select sum(x), sum(x::bigint) from (values (1), (2)) t(x)"
 	for protocol, want := range map[string][2]string{
 		query.ProtocolPostgres: {"BIGINT", "HUGEINT"}, query.ProtocolTrino: {"BIGINT", "BIGINT"},
@@ -69,11 +65,7 @@ func TestSumTypesByProtocol(t *testing.T) {
 // TestDivisionByProtocol: PostgreSQL's and Trino's clients divide integers as integers, toward
 // zero; MySQL's and Flight SQL's exactly (division.go), MySQL's by zero to NULL as MySQL does.
 func TestDivisionByProtocol(t *testing.T) {
-	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openMemory(t)
 	const sqlText = "select 7/2, -7/2, 100 * 3 / 7 / 2, 7.5 / 2, 7 /* a / b */ / 2"
 	for protocol, want := range map[string]string{
 		query.ProtocolPostgres: "3 -3 21 3.75 3", query.ProtocolTrino: "3 -3 21 3.75 3",
@@ -111,11 +103,7 @@ func firstRowText(t *testing.T, e query.Engine, protocol, sqlText string) string
 // anywhere, and SIMILAR TO reads SQL's patterns (DuckDB's ~ matches whole, its SIMILAR TO reads
 // a regular expression); a parameter pattern searches too. A MySQL client's ~ stays DuckDB's.
 func TestRegexSearchesAsPostgreSQL(t *testing.T) {
-	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openMemory(t)
 	for sqlText, want := range map[string]string{
 		"select 'abc' ~ 'b', 'abc' !~ 'b', 'ABC' ~* 'b', 'ABC' !~* 'b', 'abc' ~ '^b'":                              "true false true false false",
 		"select 'abc' similar to 'a%', 'abc' similar to '(a|x)_c', 'abc' similar to 'a.c', 'a.c' similar to 'a.c'": "true true false true",
@@ -145,11 +133,7 @@ func TestRegexSearchesAsPostgreSQL(t *testing.T) {
 // TestTrinoFunctionsOnDuckDB: Trino's functions that DuckDB names otherwise, or takes other
 // arguments for, answer a Trino client as Trino's do.
 func TestTrinoFunctionsOnDuckDB(t *testing.T) {
-	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openMemory(t)
 	for sqlText, want := range map[string]string{
 		"select regexp_like('abc', 'b'), regexp_like('abc', '^b')":                              "true false",
 		"select date_add('day', 1, date '2024-01-31'), date_add('month', 1, date '2024-01-31')": "2024-02-01 2024-02-29",
@@ -172,11 +156,7 @@ func TestTrinoFunctionsOnDuckDB(t *testing.T) {
 // TestTrinoDateAndAggregateFunctionsOnDuckDB: date_diff, date_trunc of a date, truncate,
 // count_if (a bigint), arbitrary, dow and doy answer a Trino client as Trino's do.
 func TestTrinoDateAndAggregateFunctionsOnDuckDB(t *testing.T) {
-	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openMemory(t)
 	for sqlText, want := range map[string]string{
 		"select date_diff('day', date '2024-01-01', date '2024-03-01'), date_diff('month', date '2024-01-31', date '2024-03-30')": "60|1",
 		"select truncate(2.7), date_trunc('month', date '2024-02-29'), dow(date '2024-03-03'), doy(date '2024-02-01')":            "2|2024-02-01|7|32",
@@ -204,4 +184,15 @@ func TestTrinoDateAndAggregateFunctionsOnDuckDB(t *testing.T) {
 			t.Errorf("%s: %s, want %s", sqlText, g, want)
 		}
 	}
+}
+
+// openMemory opens the engine on an in-memory database for the test.
+func openMemory(t *testing.T) query.Engine {
+	t.Helper()
+	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
 }
