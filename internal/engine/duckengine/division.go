@@ -28,7 +28,7 @@ func exactDivision(sqlText string, d sqltok.Dialect) string {
 	changed := false
 	for _, t := range toks {
 		if isDivision(t) {
-			b.WriteString(exactDivisionOperator)
+			b.WriteString(exactDivisionOperator + t.Text[1:])
 			changed = true
 			continue
 		}
@@ -42,4 +42,8 @@ func exactDivision(sqlText string, d sqltok.Dialect) string {
 
 const exactDivisionOperator = "* 1e0 /"
 
-func isDivision(t sqltok.Token) bool { return t.Kind == sqltok.Operator && t.Text == "/" }
+// isDivision reports whether t is the operator /, or / with the signs of its right operand
+// (7 /-2 is read as one operator token "/-").
+func isDivision(t sqltok.Token) bool {
+	return t.Kind == sqltok.Operator && strings.HasPrefix(t.Text, "/") && strings.Trim(t.Text[1:], "+-") == ""
+}

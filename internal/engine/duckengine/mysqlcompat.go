@@ -131,7 +131,7 @@ func mysqlCompat(sqlText string) string {
 			b.WriteString(" IS NOT DISTINCT FROM ")
 			changed = true
 		case isDivision(t):
-			b.WriteString(exactDivisionOperator) // division.go
+			b.WriteString(exactDivisionOperator + t.Text[1:]) // division.go
 			changed = true
 		case t.Kind == sqltok.Comment && t.Text[0] == '#':
 			b.WriteString("--" + t.Text[1:])

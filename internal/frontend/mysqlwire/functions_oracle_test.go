@@ -18,7 +18,7 @@ import (
 func TestMySQLExpressionsLikeMariaDB(t *testing.T) {
 	maria, duck := mariaAndDuck(t)
 	for _, expr := range []string{
-		"7/2", "-7/2", "100 * 3 / 7", "7/0", "7 DIV 2", "7.5 / 2",
+		"7/2", "-7/2", "100 * 3 / 7", "7/0", "7 DIV 2", "7.5 / 2", "7 /-2",
 		"concat('a', null)", "concat('a', 1, 'b')", "concat(concat('x', 'y'), 'z')", "concat_ws(',', 'a', null, 'b')",
 		"length('é')", "octet_length('é')", "char_length('é')", "length(12345)",
 		"mid('hello', 2, 2)", "locate('l', 'hello')", "locate('l', 'hello', 4)", "locate('z', 'hello')",
