@@ -325,30 +325,18 @@ func mysqlTruncate(q *query.Request) (ownRun, bool) {
 	if i+1 != len(toks) {
 		return nil, false // another form (TRUNCATE a, b is not MySQL's): DuckDB's to read
 	}
-	return func(ctx context.Context, conn *sql.Conn, inTx bool) (rows query.Rows, err error) {
-		if !inTx {
-			if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+		return ownTransaction(ctx, conn, inTx, func() (query.Rows, error) {
+			if _, err := conn.ExecContext(ctx, "TRUNCATE "+tableRef(db, table)); err != nil {
 				return nil, wrapErr(err)
 			}
-			defer func() {
-				end := "COMMIT"
-				if err != nil {
-					end = "ROLLBACK"
+			if col, ok := lookupAI(ctx, conn, db, table); ok {
+				if err := restartCounter(ctx, conn, col.seq); err != nil {
+					return nil, wrapErr(err)
 				}
-				if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), end); cerr != nil && err == nil {
-					rows, err = nil, wrapErr(cerr)
-				}
-			}()
-		}
-		if _, err := conn.ExecContext(ctx, "TRUNCATE "+tableRef(db, table)); err != nil {
-			return nil, wrapErr(err)
-		}
-		if col, ok := lookupAI(ctx, conn, db, table); ok {
-			if err := restartCounter(ctx, conn, col.seq); err != nil {
-				return nil, wrapErr(err)
 			}
-		}
-		return engine.TagRows("TRUNCATE TABLE"), nil
+			return engine.TagRows("TRUNCATE TABLE"), nil
+		})
 	}, true
 }
 

@@ -197,26 +197,17 @@ func (u *updateCount) run(ctx context.Context, conn *sql.Conn, inTx bool, q *que
 // count counts the rows the UPDATE matches and changes, then runs it (exec, whose rows are a
 // command tag by the end), in a transaction of its own unless inTx, and answers with MySQL's
 // counts. args are the UPDATE's, as DuckDB binds them.
-func (u *updateCount) count(ctx context.Context, conn *sql.Conn, inTx bool, args []any, exec func() (query.Rows, error)) (rows query.Rows, err error) {
-	if !inTx {
-		if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
-			return nil, wrapErr(err)
-		}
-		defer func() {
-			end := "COMMIT"
-			if err != nil {
-				end = "ROLLBACK"
-			}
-			if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), end); cerr != nil && err == nil {
-				rows, err = nil, wrapErr(cerr)
-			}
-		}()
-	}
+func (u *updateCount) count(ctx context.Context, conn *sql.Conn, inTx bool, args []any, exec func() (query.Rows, error)) (query.Rows, error) {
+	return ownTransaction(ctx, conn, inTx, func() (query.Rows, error) { return u.counted(ctx, conn, args, exec) })
+}
+
+// counted counts, then runs exec.
+func (u *updateCount) counted(ctx context.Context, conn *sql.Conn, args []any, exec func() (query.Rows, error)) (query.Rows, error) {
 	var matched, changed int64
 	if err := conn.QueryRowContext(ctx, u.countSQL, args...).Scan(&matched, &changed); err != nil {
 		return nil, withoutStatement(wrapErr(err)) // the UPDATE's own error (a value its column refuses), but for the text
 	}
-	rows, err = exec()
+	rows, err := exec()
 	if err != nil {
 		return nil, err
 	}

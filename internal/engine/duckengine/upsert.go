@@ -150,26 +150,17 @@ func unchangedWhere(sqlText string) (string, bool) {
 
 // count runs the statement (exec, whose rows are a command tag by the end) between two counts
 // of the table, in a transaction of its own unless inTx, and answers with MySQL's count.
-func (u *upsert) count(ctx context.Context, conn *sql.Conn, inTx bool, exec func() (query.Rows, error)) (rows query.Rows, err error) {
-	if !inTx {
-		if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
-			return nil, wrapErr(err)
-		}
-		defer func() {
-			end := "COMMIT"
-			if err != nil {
-				end = "ROLLBACK"
-			}
-			if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), end); cerr != nil && err == nil {
-				rows, err = nil, wrapErr(cerr)
-			}
-		}()
-	}
+func (u *upsert) count(ctx context.Context, conn *sql.Conn, inTx bool, exec func() (query.Rows, error)) (query.Rows, error) {
+	return ownTransaction(ctx, conn, inTx, func() (query.Rows, error) { return u.counted(ctx, conn, exec) })
+}
+
+// counted runs exec between the two counts.
+func (u *upsert) counted(ctx context.Context, conn *sql.Conn, exec func() (query.Rows, error)) (query.Rows, error) {
 	before, err := u.rows(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
-	rows, err = exec()
+	rows, err := exec()
 	if err != nil {
 		return nil, err
 	}
@@ -329,4 +320,25 @@ func queryNames(ctx context.Context, conn *sql.Conn, sqlText string, arg string)
 		names = append(names, n)
 	}
 	return names
+}
+
+// ownTransaction runs work in a transaction of its own on conn, unless inTx (the client's
+// transaction holds it): committed when work succeeds, rolled back when it fails.
+func ownTransaction(ctx context.Context, conn *sql.Conn, inTx bool, work func() (query.Rows, error)) (rows query.Rows, err error) {
+	if inTx {
+		return work()
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+		return nil, wrapErr(err)
+	}
+	defer func() {
+		end := "COMMIT"
+		if err != nil {
+			end = "ROLLBACK"
+		}
+		if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), end); cerr != nil && err == nil {
+			rows, err = nil, wrapErr(cerr)
+		}
+	}()
+	return work()
 }
