@@ -201,8 +201,7 @@ func valuesCall(toks []sqltok.Token, i int) int {
 // with what DuckDB answers for them (the MySQL CLI's status asks DATABASE(); ORMs ask it at
 // connect).
 var mysqlNoArgFuncs = map[string]string{"database": "current_database()", "schema": "current_database()",
-	"curdate": "current_date", "curtime": "current_localtime()", "current_timestamp": "current_timestamp",
-	"current_date": "current_date", "localtimestamp": "localtimestamp", "localtime": "localtime"}
+	"curdate": "current_date", "curtime": "current_localtime()", "current_date": "current_date"}
 
 // noArgCall is, when toks[i] is called with no arguments (a "(" and a ")" follow, blanks and
 // comments between), the index of that ")"; -1 otherwise.
@@ -269,7 +268,21 @@ func mayCallMySQLFunction(sqlText string) bool {
 		containsFold(sqlText, "timestampdiff") || containsFold(sqlText, "str_to_date") || containsFold(sqlText, "truncate") ||
 		containsFold(sqlText, "div") || containsFold(sqlText, "regexp") || containsFold(sqlText, "rlike") || containsFold(sqlText, "drop") ||
 		containsFold(sqlText, "mod") || containsFold(sqlText, "date_") || containsFold(sqlText, "adddate") || containsFold(sqlText, "subdate") || containsFold(sqlText, "to_days") ||
-		containsFold(sqlText, "length") || containsFold(sqlText, "concat")
+		containsFold(sqlText, "length") || containsFold(sqlText, "concat") || mayCallMySQLDateFunction(sqlText) ||
+		containsFold(sqlText, "field") || containsFold(sqlText, "elt") || containsFold(sqlText, "insert") ||
+		containsFold(sqlText, "hex") || containsFold(sqlText, "bin")
+}
+
+// mayCallMySQLDateFunction reports cheaply whether sqlText may call a function of a date or a
+// time that mysqlFunctionEdits writes (DAY is in DAYNAME and the others, TIME in DATETIME,
+// CURRENT_TIMESTAMP, LOCALTIME and LOCALTIMESTAMP).
+func mayCallMySQLDateFunction(sqlText string) bool {
+	for _, name := range []string{"year", "month", "day", "quarter", "hour", "minute", "second", "week", "time", "now", "sysdate", "last_day"} {
+		if containsFold(sqlText, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // atIdent reports whether toks[i] is the word AT used as a name (a column called "at"): DuckDB
