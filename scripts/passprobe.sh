@@ -10,7 +10,7 @@
 # benchpprof build to $OUT.prof), allocs (the heap profile's allocations before and after the run, from
 # such a build, to $OUT.allocs0 and .allocs1: go tool pprof -sample_index=alloc_objects -base), perfall (perf record -a -g of the whole machine over exactly the
 # pgbench run, to $OUT.perf: what every process spends per transaction), plain. OUT defaults to /tmp/passprobe; the database is
-# qf_passprobe (made with pgbench -i when missing). RELAY=PATH runs a benchrelay binary built
+# qf_passprobe (made with pgbench -i when missing). RELAY_ARGS: more benchrelay flags. RELAY=PATH runs a benchrelay binary built
 # elsewhere (another commit's) as loop-relay. MODE cg runs the target under valgrind's callgrind
 # (GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off: callgrind fails on Go's preemption signals and RDTSCP), counting from the end of
 # the warm-up to the end of the run: user-space instructions per transaction, which the machine's
@@ -48,7 +48,7 @@ if [ "$BIN" = pgbouncer ]; then
 	[ "$MODE" = cg ] && touch "$OUT.cg" && chmod 666 "$OUT.cg"
 	"${WRAP[@]}" pgbouncer -u postgres "$TMP/pgb.ini" >"$TMP/log" 2>&1 &
 elif [[ $RELAYS == *" $BIN "* ]]; then
-	"${WRAP[@]}" "$TMP/benchrelay" "-${BIN%-relay}" -listen 127.0.0.1:$PG -upstream 127.0.0.1:5432 >$TMP/log 2>&1 &
+	"${WRAP[@]}" "$TMP/benchrelay" "-${BIN%-relay}" ${RELAY_ARGS:-} -listen 127.0.0.1:$PG -upstream 127.0.0.1:5432 >$TMP/log 2>&1 &
 else
 cat >$TMP/c.yaml <<YAML
 queryflux:
