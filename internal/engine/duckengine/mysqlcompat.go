@@ -268,21 +268,44 @@ func mayCallMySQLFunction(sqlText string) bool {
 		containsFold(sqlText, "timestampdiff") || containsFold(sqlText, "str_to_date") || containsFold(sqlText, "truncate") ||
 		containsFold(sqlText, "div") || containsFold(sqlText, "regexp") || containsFold(sqlText, "rlike") || containsFold(sqlText, "drop") ||
 		containsFold(sqlText, "mod") || containsFold(sqlText, "date_") || containsFold(sqlText, "adddate") || containsFold(sqlText, "subdate") || containsFold(sqlText, "to_days") ||
-		containsFold(sqlText, "length") || containsFold(sqlText, "concat") || mayCallMySQLDateFunction(sqlText) ||
-		containsFold(sqlText, "field") || containsFold(sqlText, "elt") || containsFold(sqlText, "insert") ||
-		containsFold(sqlText, "hex") || containsFold(sqlText, "bin")
+		containsFold(sqlText, "length") || containsFold(sqlText, "concat") || mayCallMySQLCall(sqlText)
 }
 
-// mayCallMySQLDateFunction reports cheaply whether sqlText may call a function of a date or a
-// time that mysqlFunctionEdits writes (DAY is in DAYNAME and the others, TIME in DATETIME,
-// CURRENT_TIMESTAMP, LOCALTIME and LOCALTIMESTAMP).
-func mayCallMySQLDateFunction(sqlText string) bool {
-	for _, name := range []string{"year", "month", "day", "quarter", "hour", "minute", "second", "week", "time", "now", "sysdate", "last_day"} {
-		if containsFold(sqlText, name) {
+// mysqlCalls are the functions mysqlFunctionEdits writes that mayCallMySQLFunction looks for
+// as MySQL reads a call: the name right before its "(" (a space between is MySQL's
+// IGNORE_SPACE only).
+var mysqlCalls = map[string]bool{"year": true, "month": true, "day": true, "dayofmonth": true, "dayofyear": true,
+	"dayofweek": true, "weekday": true, "week": true, "quarter": true, "hour": true, "minute": true, "second": true,
+	"dayname": true, "monthname": true, "last_day": true, "time": true, "now": true, "sysdate": true, "localtime": true,
+	"localtimestamp": true, "current_timestamp": true, "utc_timestamp": true, "field": true, "elt": true,
+	"insert": true, "hex": true, "bin": true}
+
+// mayCallMySQLCall reports cheaply whether sqlText may call one of mysqlCalls, or hold
+// CURRENT_TIMESTAMP, LOCALTIME[STAMP] or DATETIME uncalled.
+func mayCallMySQLCall(sqlText string) bool {
+	var name [24]byte
+	for i := strings.IndexByte(sqlText, '('); i > 0; {
+		n := 0
+		for j := i - 1; j >= 0 && identByte(sqlText[j]) && n < len(name); j-- {
+			n++
+		}
+		for k := range n {
+			c := sqlText[i-n+k]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			name[k] = c
+		}
+		if mysqlCalls[string(name[:n])] {
 			return true
 		}
+		next := strings.IndexByte(sqlText[i+1:], '(')
+		if next < 0 {
+			break
+		}
+		i += 1 + next
 	}
-	return false
+	return containsFold(sqlText, "current_timestamp") || containsFold(sqlText, "localtime") || containsFold(sqlText, "datetime")
 }
 
 // atIdent reports whether toks[i] is the word AT used as a name (a column called "at"): DuckDB

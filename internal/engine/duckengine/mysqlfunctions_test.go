@@ -110,3 +110,30 @@ func TestMySQLUpdateErrorNamesNoCount(t *testing.T) {
 		t.Errorf("error %v, want the conversion's, without the count", err)
 	}
 }
+
+// TestMySQLCompatScanFindsCalls: the cheap scan before mysqlCompat tokenizes a statement finds
+// every call mysqlFunctionEdits writes, and passes over a prepared INSERT and SELECT (the scan
+// looks for a function's name with its "(", as MySQL reads a call; a string literal is
+// tokenized anyway, for its escapes).
+func TestMySQLCompatScanFindsCalls(t *testing.T) {
+	for _, call := range []string{"year(d)", "dayofyear(d)", "month(d)", "dayofmonth(d)", "day(d)", "weekday(d)", "last_day(d)",
+		"week(d)", "dayofweek(d)", "quarter(d)", "hour(d)", "minute(d)", "second(d)", "dayname(d)", "monthname(d)", "time(d)",
+		"now()", "current_timestamp", "localtime", "sysdate()", "utc_timestamp()", "cast(x as datetime)", "field(s, 'a')",
+		"elt(1, 'a')", "insert(s, 1, 2, 'x')", "hex(x)", "bin(x)", "char_length(s)", "YEAR(d)", "Last_Day(d)"} {
+		sql := "select " + call + " from t"
+		if !mayNeedMySQLCompat(sql) {
+			t.Errorf("%s: not scanned", sql)
+		}
+		if mysqlCompat(sql) == sql {
+			t.Errorf("%s: not written", sql)
+		}
+	}
+	for _, sql := range []string{
+		"INSERT INTO orders (id, name, price, placed_day, status) VALUES (?, ?, ?, ?, ?)",
+		"SELECT id, name, price, placed_at FROM orders WHERE customer_id = ? AND day_count > 2 ORDER BY id LIMIT 100",
+	} {
+		if mayNeedMySQLCompat(sql) {
+			t.Errorf("%s: scanned", sql)
+		}
+	}
+}

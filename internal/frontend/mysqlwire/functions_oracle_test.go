@@ -74,16 +74,8 @@ func mariaAndDuck(t *testing.T) (maria, duck *sql.DB) {
 // count as MySQL does, not as DuckDB's functions of the same names.
 func TestMySQLDateAndStringFunctionsLikeMariaDB(t *testing.T) {
 	maria, duck := mariaAndDuck(t)
-	for _, db := range []*sql.DB{maria, duck} {
-		for _, s := range []string{
-			"create table days (id int primary key, d date, dt datetime, s varchar(30))",
-			"insert into days values (1, '2024-03-04', '2024-03-04 10:11:12', '2024-03-09 23:59:58'), (2, '2023-01-01', '2024-12-31 00:00:00', 'not a date')",
-		} {
-			if _, err := db.Exec(s); err != nil {
-				t.Fatalf("%s: %v", s, err)
-			}
-		}
-	}
+	execBoth(t, maria, duck, "create table days (id int primary key, d date, dt datetime, s varchar(30))",
+		"insert into days values (1, '2024-03-04', '2024-03-04 10:11:12', '2024-03-09 23:59:58'), (2, '2023-01-01', '2024-12-31 00:00:00', 'not a date')")
 	for _, expr := range []string{
 		"year('2024-03-04')", "month('2024-03-04')", "day('2024-03-04')", "dayofmonth('2024-03-04')", "dayofyear('2024-03-04')",
 		"quarter('2024-08-04')", "date('2024-03-04 10:00')", "date_format('2024-03-04', '%Y')", "date_format('2024-03-04 10:11:12', '%H:%i')",
@@ -103,6 +95,18 @@ func TestMySQLDateAndStringFunctionsLikeMariaDB(t *testing.T) {
 		m, d := typedValues(t, maria, q), typedValues(t, duck, q)
 		if m != d {
 			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", expr, m, d)
+		}
+	}
+}
+
+// execBoth runs stmts on MariaDB and on DuckDB.
+func execBoth(t *testing.T, maria, duck *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, db := range []*sql.DB{maria, duck} {
+		for _, s := range stmts {
+			if _, err := db.Exec(s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
 		}
 	}
 }
@@ -152,16 +156,8 @@ func typedValues(t *testing.T, db *sql.DB, q string, args ...any) string {
 // (DuckDB's TIMESTAMP has six). NOW()'s are compared by their shape, every digit a 9.
 func TestMySQLDatetimesLikeMariaDB(t *testing.T) {
 	maria, duck := mariaAndDuck(t)
-	for _, db := range []*sql.DB{maria, duck} {
-		for _, s := range []string{
-			"create table stamps (id int primary key, a datetime not null, b datetime(3), c datetime(6), d timestamp null)",
-			"insert into stamps values (1, '2024-03-04 10:11:12', '2024-03-04 10:11:12.125', '2024-03-04 10:11:12', '2024-03-04 10:11:12')",
-		} {
-			if _, err := db.Exec(s); err != nil {
-				t.Fatalf("%s: %v", s, err)
-			}
-		}
-	}
+	execBoth(t, maria, duck, "create table stamps (id int primary key, a datetime not null, b datetime(3), c datetime(6), d timestamp null)",
+		"insert into stamps values (1, '2024-03-04 10:11:12', '2024-03-04 10:11:12.125', '2024-03-04 10:11:12', '2024-03-04 10:11:12')")
 	digits := regexp.MustCompile(`[0-9]`)
 	for _, q := range []string{
 		"select a, b, c from stamps where id = ?",
