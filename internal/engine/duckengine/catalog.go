@@ -40,7 +40,7 @@ const compatPrefix = `"` + compatCatalog + `".main.`
 // reads the compatibility object.
 var compatNames = func() map[string]bool {
 	names := map[string]bool{}
-	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, pgFunctionSQL) {
+	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, pgFunctionSQL) {
 		for _, m := range regexp.MustCompile(`\{c\}\.main\.(\w+)`).FindAllStringSubmatch(s, -1) {
 			names[m[1]] = true
 		}
@@ -475,6 +475,9 @@ var castTypes = map[string]string{"jsonb": "JSON", "text": "VARCHAR", "name": "V
 func compatRequest(q *query.Request, db string) (*query.Request, error) {
 	q = withoutLocking(showTimeout(q))
 	s, shown := pgShow(q)
+	if !shown {
+		s, shown = trinoShow(q)
+	}
 	if !shown {
 		s = pgCompat(q)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-// The client's own session, as PostgreSQL's functions describe it. DuckDB answers
+// The client's own session, as PostgreSQL's functions (and Trino's current_user) describe it. DuckDB answers
 // current_user and its kin with its own name ("duckdb") and knows no application_name, so
 // Flyway's and Liquibase's `SELECT current_user`, DBeaver's session view and a psycopg or JDBC
 // application reading back its application_name got another answer or an error. A PostgreSQL
@@ -38,10 +38,15 @@ var pgSessionSQL = []string{
 }
 
 // mayReadSession reports cheaply whether a PostgreSQL client's q may name its session's user
-// or application_name.
+// or application_name, or a Trino client's its current_user.
 func mayReadSession(q *query.Request) bool {
-	return q.Protocol == query.ProtocolPostgres && (containsFold(q.SQL, "user") || containsFold(q.SQL, "current_role") ||
-		containsFold(q.SQL, "application_name"))
+	switch q.Protocol {
+	case query.ProtocolPostgres:
+		return containsFold(q.SQL, "user") || containsFold(q.SQL, "current_role") || containsFold(q.SQL, "application_name")
+	case query.ProtocolTrino:
+		return containsFold(q.SQL, "current_user")
+	}
+	return false
 }
 
 // sessionUser writes the session user keyword at w.i as its value, where it stands for the
@@ -50,6 +55,9 @@ func mayReadSession(q *query.Request) bool {
 func (w *compatWriter) sessionUser() bool {
 	if w.session == nil || !sessionUserWords[w.word(w.i)] {
 		return false
+	}
+	if w.session.Protocol == query.ProtocolTrino && w.word(w.i) != "current_user" {
+		return false // Trino's only such keyword
 	}
 	switch w.word(w.prevSig(w.i)) {
 	case ".", "as", "create", "alter", "drop", "to", "from", "for", "role", "authorization", "mapping":
