@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,9 +28,10 @@ var flagSetups = map[string]coreSetup{"loop": {}, "relay": {noLoop: true}, "arro
 // of the capability flags that change what MariaDB does for a session (CLIENT_FOUND_ROWS: an
 // UPDATE that changes nothing counts the rows it matched; CLIENT_IGNORE_SPACE: count (*)
 // parses; CLIENT_MULTI_STATEMENTS) is, through the proxy on a MariaDB cluster, what MariaDB
-// itself shows them, by every path, with connections of both flag sets in use at once. The
-// one difference: LOAD DATA LOCAL INFILE is refused (MariaDB's 4166) even to a client that
-// offers its files.
+// itself shows them, by every path, with connections of both flag sets in use at once, and
+// mysql2's changedRows, read in the OK packet's info, is MariaDB's on the relay paths. The
+// differences: LOAD DATA LOCAL INFILE is refused (MariaDB's 4166) even to a client that offers
+// its files, and the Arrow path carries no OK info.
 func TestClientFlagsAsMariaDB(t *testing.T) {
 	infile := filepath.Join(t.TempDir(), "load.csv")
 	if err := os.WriteFile(infile, []byte("1,2\n3,4\n"), 0o600); err != nil {
@@ -67,11 +69,23 @@ func TestClientFlagsAsMariaDB(t *testing.T) {
 			for name, setup := range flagSetups {
 				t.Run(name, func(t *testing.T) {
 					f := coreServer(t, setup)
-					sameLines(t, name, run(t, f.addr, testUser, "", f.dbName), want)
+					got, want := run(t, f.addr, testUser, "", f.dbName), want
+					if setup.noPassthrough {
+						// The Arrow path has no OK info to pass on (go-mysql's client skips it):
+						// mysql2's changedRows, read there, is 0.
+						got, want = withoutLines(got, "changedRows"), withoutLines(want, "changedRows")
+					}
+					sameLines(t, name, got, want)
 				})
 			}
 		})
 	}
+}
+
+// withoutLines is s without its lines that hold sub.
+func withoutLines(s, sub string) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(slices.DeleteFunc(lines, func(l string) bool { return strings.Contains(l, sub) }), "\n")
 }
 
 // runFlagsScript runs a client's flags script and returns what it printed.
