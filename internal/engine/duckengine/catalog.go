@@ -40,7 +40,7 @@ const compatPrefix = `"` + compatCatalog + `".main.`
 // reads the compatibility object.
 var compatNames = func() map[string]bool {
 	names := map[string]bool{}
-	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgFunctionSQL) {
+	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, pgFunctionSQL) {
 		for _, m := range regexp.MustCompile(`\{c\}\.main\.(\w+)`).FindAllStringSubmatch(s, -1) {
 			names[m[1]] = true
 		}
@@ -481,6 +481,9 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 	q = withoutLocking(showTimeout(q))
 	s, shown := pgShow(q)
 	if !shown {
+		s, shown = trinoShow(q)
+	}
+	if !shown {
 		s = pgCompat(q)
 	}
 	if isMySQL(q) {
@@ -550,18 +553,23 @@ func pgCompat(q *query.Request) string {
 	// A MySQL client's at is mysqlCompat's to quote, its way.
 	quoteAt := !isMySQL(q) && holdsWordAt(q.SQL)
 	settings := mayReadPGSettings(q)
+	var session *query.Request
+	if mayReadSession(q) {
+		session = q
+	}
 	functions := functionsOf(q)
 	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
 	jsonOps := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "@?#")
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
-	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex {
+	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil {
 		return q.SQL
 	}
 	toks := pgTokens(q)
 	if readsPublications(toks) {
 		return noPublications
 	}
-	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps}
+	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
+		session: session}
 	for w.i < len(toks) {
 		w.step()
 	}
@@ -616,6 +624,9 @@ type compatWriter struct {
 	binary bool
 	// jsonOps: PostgreSQL's jsonb operators @>, ?, #> and #>> (jsonOperator).
 	jsonOps bool
+	// session: a PostgreSQL client's request whose user or application_name the SQL may read
+	// (pgsession.go); nil for any other.
+	session *query.Request
 }
 
 // jsonOperator writes PostgreSQL's jsonb operator at w.i, between a column (t.col) and a
@@ -777,7 +788,7 @@ func (w *compatWriter) step() {
 		w.i++
 		return
 	}
-	if w.writeReplaced() || w.renameCall() {
+	if w.writeReplaced() || w.renameCall() || w.sessionUser() {
 		return
 	}
 	if w.jsonOps && t.Kind == sqltok.Operator && w.jsonOperator() {
@@ -866,6 +877,9 @@ func (w *compatWriter) step() {
 		end := w.sig(name+1, 0)
 		if w.word(end) == "," {
 			end = w.sig(w.sig(end+1, 0)+1, 0)
+		}
+		if w.word(open) == "(" && name >= 0 && w.toks[name].Kind == sqltok.String && w.word(end) == ")" && w.applicationName(name, end) {
+			return
 		}
 		if w.settings && w.word(open) == "(" && name >= 0 && w.toks[name].Kind == sqltok.String && w.word(end) == ")" {
 			if _, ok := pgSettings[strings.ToLower(plainString(w.toks[name].Text))]; ok {

@@ -16,7 +16,7 @@ import (
 //     changed (mysql2, Connector/J and Django's backends ask for it; Django takes "0 rows"
 //     for a row that is gone).
 //   - CLIENT_IGNORE_SPACE: the session's sql_mode has IGNORE_SPACE (count (*) parses, built-in
-//     function names are reserved).
+//     function names are reserved); mysql2 asks for it by default.
 //
 // The other flags a client may send get no connection of their own (docs/pooling.md):
 // CLIENT_MULTI_STATEMENTS is the frontend's (it splits the statements, or refuses them with

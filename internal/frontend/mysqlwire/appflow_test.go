@@ -98,18 +98,25 @@ func sameLines(t *testing.T, where, got, want string) {
 // mysql2AppFlow runs mysql2_appflow.js against the server at addr and returns what it printed.
 func mysql2AppFlow(t *testing.T, addr, user, password, db string) string {
 	t.Helper()
-	dir := frontendtest.NodeClients(t, "mysql2")
+	return runClientScript(t, "node", frontendtest.NodeClients(t, "mysql2"), []string{"mysql2_appflow.js"}, addr, user, password, db)
+}
+
+// runClientScript runs a client library's script (prog args, in dir) against the server at addr,
+// named to it also by MYSQL_HOST, MYSQL_PORT, MYSQL_USER, MYSQL_PASSWORD and MYSQL_DB, and
+// returns what it printed.
+func runClientScript(t *testing.T, prog, dir string, args []string, addr, user, password, db string) string {
+	t.Helper()
 	host, port, _ := net.SplitHostPort(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "mysql2_appflow.js")
+	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "MYSQL_HOST="+host, "MYSQL_PORT="+port, "MYSQL_USER="+user, "MYSQL_PASSWORD="+password, "MYSQL_DB="+db)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("mysql2_appflow.js against %s: %v\n%s\n%s", addr, err, out, stderr.String())
+		t.Fatalf("%s against %s: %v\n%s\n%s", args[0], addr, err, out, stderr.String())
 	}
 	return strings.TrimSpace(string(out))
 }

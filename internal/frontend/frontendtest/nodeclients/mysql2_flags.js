@@ -1,7 +1,8 @@
 // What a node mysql2 user sees of CLIENT_FOUND_ROWS (mysql2 asks for it unless told not to):
 // two connections at once, with and without it, an UPDATE that changes nothing in turn on
-// each, by text and by prepared statement. Prints one line per step (MYSQL_HOST, MYSQL_PORT,
-// MYSQL_USER, MYSQL_PASSWORD, MYSQL_DB).
+// each, by text and by prepared statement: affectedRows, and changedRows, which mysql2 reads in
+// the OK packet's info. Prints one line per value (MYSQL_HOST, MYSQL_PORT, MYSQL_USER,
+// MYSQL_PASSWORD, MYSQL_DB).
 const mysql = require('mysql2/promise');
 
 (async () => {
@@ -17,8 +18,10 @@ const mysql = require('mysql2/promise');
     for (const [name, conn] of [['found rows', found], ['plain', plain]]) {
       const [r] = await conn.query('update flags_m set v = v');
       console.log(`${name} update ${i}: ${r.affectedRows}`);
+      console.log(`${name} update ${i} changedRows: ${r.changedRows}`);
       const [p] = await conn.execute('update flags_m set v = ? where id <= ?', [2, 2]);
       console.log(`${name} prepared update ${i}: ${p.affectedRows}`);
+      console.log(`${name} prepared update ${i} changedRows: ${p.changedRows}`);
     }
   }
   await found.end();
