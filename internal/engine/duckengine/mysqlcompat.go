@@ -272,8 +272,7 @@ func mayCallMySQLFunction(sqlText string) bool {
 }
 
 // mysqlCalls are the functions mysqlFunctionEdits writes that mayCallMySQLFunction looks for
-// as MySQL reads a call: the name right before its "(" (a space between is MySQL's
-// IGNORE_SPACE only).
+// as a call: the name before a "(" (blanks between, as a client's IGNORE_SPACE lets MySQL read).
 var mysqlCalls = map[string]bool{"year": true, "month": true, "day": true, "dayofmonth": true, "dayofyear": true,
 	"dayofweek": true, "weekday": true, "week": true, "quarter": true, "hour": true, "minute": true, "second": true,
 	"dayname": true, "monthname": true, "last_day": true, "time": true, "now": true, "sysdate": true, "localtime": true,
@@ -285,12 +284,16 @@ var mysqlCalls = map[string]bool{"year": true, "month": true, "day": true, "dayo
 func mayCallMySQLCall(sqlText string) bool {
 	var name [24]byte
 	for i := strings.IndexByte(sqlText, '('); i > 0; {
+		end := i
+		for end > 0 && (sqlText[end-1] == ' ' || sqlText[end-1] == '\t' || sqlText[end-1] == '\n' || sqlText[end-1] == '\r') {
+			end--
+		}
 		n := 0
-		for j := i - 1; j >= 0 && identByte(sqlText[j]) && n < len(name); j-- {
+		for j := end - 1; j >= 0 && identByte(sqlText[j]) && n < len(name); j-- {
 			n++
 		}
 		for k := range n {
-			c := sqlText[i-n+k]
+			c := sqlText[end-n+k]
 			if 'A' <= c && c <= 'Z' {
 				c += 'a' - 'A'
 			}

@@ -112,14 +112,14 @@ func TestMySQLUpdateErrorNamesNoCount(t *testing.T) {
 }
 
 // TestMySQLCompatScanFindsCalls: the cheap scan before mysqlCompat tokenizes a statement finds
-// every call mysqlFunctionEdits writes, and passes over a prepared INSERT and SELECT (the scan
-// looks for a function's name with its "(", as MySQL reads a call; a string literal is
-// tokenized anyway, for its escapes).
+// every call mysqlFunctionEdits writes (blanks before its "(" too, as IGNORE_SPACE lets MySQL
+// read it), and passes over a prepared INSERT and SELECT (a string literal is tokenized anyway,
+// for its escapes).
 func TestMySQLCompatScanFindsCalls(t *testing.T) {
 	for _, call := range []string{"year(d)", "dayofyear(d)", "month(d)", "dayofmonth(d)", "day(d)", "weekday(d)", "last_day(d)",
 		"week(d)", "dayofweek(d)", "quarter(d)", "hour(d)", "minute(d)", "second(d)", "dayname(d)", "monthname(d)", "time(d)",
 		"now()", "current_timestamp", "localtime", "sysdate()", "utc_timestamp()", "cast(x as datetime)", "field(s, 'a')",
-		"elt(1, 'a')", "insert(s, 1, 2, 'x')", "hex(x)", "bin(x)", "char_length(s)", "YEAR(d)", "Last_Day(d)"} {
+		"elt(1, 'a')", "insert(s, 1, 2, 'x')", "hex(x)", "bin(x)", "char_length(s)", "YEAR(d)", "Last_Day(d)", "hour (d)", "field\n(s, 'a')"} {
 		sql := "select " + call + " from t"
 		if !mayNeedMySQLCompat(sql) {
 			t.Errorf("%s: not scanned", sql)
