@@ -54,6 +54,7 @@ type Engine struct {
 	db     atomic.Pointer[sql.DB] // the open database; replaced when a fatal error invalidates it (reopen.go)
 	locked bool                   // client configuration statements refused (lock_configuration)
 	reopen reopener
+	found  foundRows // MySQL clients' FOUND_ROWS() (foundrows.go)
 }
 
 // connSetup is what each new connection of one opened database runs first.
@@ -401,6 +402,9 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	if err != nil {
 		return nil, err
 	}
+	if err := e.found.count(ctx, client, e.Execute); err != nil {
+		return nil, err
+	}
 	conn, err := e.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -415,6 +419,10 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	q, ai := mysqlInsert(ctx, conn, client, q)
 	uc := mysqlUpdate(ctx, conn, client, q)
 	if err := setLastInsertID(ctx, conn, client); err != nil {
+		release(conn, true)
+		return nil, err
+	}
+	if err := e.found.set(ctx, conn, client); err != nil {
 		release(conn, true)
 		return nil, err
 	}
