@@ -549,18 +549,32 @@ func pgCompat(q *query.Request) string {
 	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
 	jsonOps := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "@?#")
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
-	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex {
+	divides := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "/%")
+	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && !divides {
 		return q.SQL
 	}
 	toks := pgTokens(q)
 	if readsPublications(toks) {
 		return noPublications
 	}
-	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps}
-	for w.i < len(toks) {
-		w.step()
-	}
+	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps, divides: divides}
+	w.run()
 	return w.out.String()
+}
+
+// run writes the rewritten statement to w.out.
+func (w *compatWriter) run() {
+	for w.i < len(w.toks) {
+		from := w.i
+		w.step()
+		// What is written after a token, once the tokens up to it are (a step may write
+		// several, with a rewrite of its own).
+		for j := from; j < w.i && w.after != nil; j++ {
+			if ins, ok := w.after[j]; ok {
+				w.emit(ins)
+			}
+		}
+	}
 }
 
 // pgTokens are q's tokens by PostgreSQL's rules: the analysis that travels with the request
@@ -611,6 +625,8 @@ type compatWriter struct {
 	binary bool
 	// jsonOps: PostgreSQL's jsonb operators @>, ?, #> and #>> (jsonOperator).
 	jsonOps bool
+	// divides: a division by zero fails, an interval divides (guardDivision).
+	divides bool
 }
 
 // jsonOperator writes PostgreSQL's jsonb operator at w.i, between a column (t.col) and a
@@ -922,6 +938,9 @@ func (w *compatWriter) step() {
 		w.i = typ + 1
 		return
 	}
+	if w.divides && w.guardDivision(t) {
+		return
+	}
 	regex := w.regex
 	op, isRegexOp := regexOps[t.Text]
 	isRegexOp = isRegexOp && t.Kind == sqltok.Operator
@@ -940,9 +959,6 @@ func (w *compatWriter) step() {
 	w.regex = ""
 	if isRegexOp {
 		w.regex = op.flags
-	}
-	if ins, ok := w.after[w.i]; ok {
-		w.emit(ins)
 	}
 	if t.Kind == sqltok.String {
 		w.lastLiteral = w.out.Len() - len(t.Text)

@@ -142,6 +142,9 @@ func (e *Engine) openDB() (*sql.DB, error) {
 // under name (the one every connection uses), and the catalog compatibility objects are created
 // in an in-memory catalog of their own (compatCatalog), whatever the database.
 func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bool) error {
+	if err := registerScalars(connector); err != nil {
+		return err
+	}
 	dc, err := connector.Connect(context.Background())
 	if err != nil {
 		return err
@@ -622,8 +625,15 @@ func duckError(t duckdb.ErrorType, msg string) *query.Error {
 	if t == duckdb.ErrorTypeConstraint {
 		return &query.Error{Code: constraintState(msg), Message: msg}
 	}
+	if _, raised, ok := strings.Cut(msg, raisedPrefix); ok && t == duckdb.ErrorTypeInvalidInput && len(raised) > 6 {
+		return &query.Error{Code: raised[:5], Message: raised[6:]}
+	}
 	return &query.Error{Code: missingState(t, msg), Message: msg}
 }
+
+// raisedPrefix starts the message of an error a compatibility macro raises (error('...')) as
+// the client's database would: the SQLSTATE follows, then a blank and the message.
+const raisedPrefix = "qfpg "
 
 // missingState is the SQLSTATE of a DuckDB error as PostgreSQL classes the same condition:
 // DuckDB's catalog errors name what is missing (a function, a schema, a type: 42883, 3F000,

@@ -21,7 +21,7 @@ func TestPGFunctionRewrites(t *testing.T) {
 		"select jsonb_agg(name order by name) filter (where x) from t":                                        "select qfpg_jsonb_agg(list(name order by name) filter (where x)) from t",
 		"select json_agg(t) from t":                                                                           "select qfpg_json_agg(list(t)) from t",
 		"select generate_series(1, 2), x from generate_series(1, 3) x, lateral generate_series(1, x) as y(n)": "select qfpg_generate_series(1, 2), x from qfpg_generate_series_rows(1, 3) x(x), lateral qfpg_generate_series_rows(1, x) as y(n)",
-		"select to_char(d, 'FMMonth DD, YYYY \"at\" HH24:MI'), to_char(n, '999')":                             "select qfpg_to_char(d, '%B %d, %Y at %H:%M'), to_char(n, '999')",
+		"select to_char(d, 'FMMonth DD, YYYY \"at\" HH24:MI'), to_char(n, '999')":                             "select qfpg_to_char(d, '%B %d, %Y at %H:%M'), qfpg_to_char__number(n, '999')",
 		"select extract(year from d), EXTRACT('Epoch' FROM t), extract(julian from d) from t":                 "select qfpg_extract('year', d), qfpg_extract__epoch( t), extract(julian from d) from t",
 		"select json_build_object('a', length(b)) from t":                                                     "select json_object('a', qfpg_length(b)) from t",
 		`select id from t where t.data @> $1::jsonb and "data" ? 'k''s' and data #>> '{a,0}' = 'x'`:           `select id from t where  qfpg_json_contains(t.data, $1) and  json_exists("data", '$."k''s"') and  json_extract_string(data, '$."a"[0]') = 'x'`,
