@@ -120,4 +120,3 @@ func (s *session) timed(ctx context.Context, q *query.Request) (context.Context,
 	}
 	return timeoutCtx(ctx, *s.localTimeout)
 }
-

@@ -36,10 +36,10 @@ const (
 
 // statement is a client statement as this engine sees it before it runs.
 type statement struct {
-	words    []string  // the significant words and symbols, lower case (transaction and SET statements only)
-	tx       txVerb    // a transaction-control statement, handled here rather than by DuckDB
-	readOnly bool      // BEGIN / SET TRANSACTION asked for READ ONLY
-	p        *prepared // nil for transaction-control statements
+	words    []string       // the significant words and symbols, lower case (transaction and SET statements only)
+	tx       txVerb         // a transaction-control statement, handled here rather than by DuckDB
+	readOnly bool           // BEGIN / SET TRANSACTION asked for READ ONLY
+	p        *prepared      // nil for transaction-control statements
 	q        *query.Request // the client's statement, for SET LOCAL (setlocal.go)
 }
 
