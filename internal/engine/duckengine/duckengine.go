@@ -54,6 +54,8 @@ type Engine struct {
 	db     atomic.Pointer[sql.DB] // the open database; replaced when a fatal error invalidates it (reopen.go)
 	locked bool                   // client configuration statements refused (lock_configuration)
 	reopen reopener
+	// advisory are PostgreSQL clients' advisory locks, across the engine's connections.
+	advisory advisoryLocks
 }
 
 // connSetup is what each new connection of one opened database runs first.
@@ -300,6 +302,12 @@ func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Descri
 }
 
 func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db string) (*engine.Description, error) {
+	if call, ok, err := readAdvisory(client); ok {
+		if err != nil {
+			return nil, err
+		}
+		return call.description(), nil
+	}
 	q, err := compatRequest(client, db)
 	if err != nil {
 		return nil, err
@@ -391,6 +399,12 @@ func paramTypeName(t duckdb.Type) string {
 // Execute runs q on a pooled connection, in a transaction of its own. Cancelling ctx
 // interrupts the query in DuckDB.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	if call, ok, err := readAdvisory(q); ok {
+		if err != nil {
+			return nil, err
+		}
+		return e.advisory.run(ctx, call, q, false)
+	}
 	q, err := copyOutQuery(q)
 	if err != nil {
 		return nil, err

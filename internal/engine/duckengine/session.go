@@ -52,6 +52,8 @@ type session struct {
 	// localTimeout its statement_timeout (setlocal.go).
 	locals       []localSetting
 	localTimeout *time.Duration
+	// holder is the client whose advisory transaction locks the transaction holds ("": none).
+	holder string
 	last         *engine.Holdable // the last statement's result, if it has rows: held before the next runs
 }
 
@@ -59,6 +61,9 @@ var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "c
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
 	s.holdLast(ctx)
+	if call, ok, err := readAdvisory(q); ok {
+		return s.runAdvisory(ctx, call, q, err)
+	}
 	q, err := copyOutQuery(q)
 	if err != nil {
 		return nil, err
@@ -167,6 +172,26 @@ func (s *session) runOwn(ctx context.Context, q *query.Request, own ownRun, err 
 	rows, err := own(ctx, s.conn, s.status == 'T')
 	if err != nil {
 		s.e.noteFatal(err)
+		s.fail()
+	}
+	return rows, err
+}
+
+// runAdvisory runs an advisory lock call in the session's transaction: its transaction locks
+// are let go when the transaction ends (endTx).
+func (s *session) runAdvisory(ctx context.Context, call advisoryCall, q *query.Request, err error) (query.Rows, error) {
+	switch {
+	case err != nil:
+		s.fail()
+		return nil, err
+	case s.status == 'E':
+		return nil, errAborted
+	}
+	if s.status == 'T' {
+		s.holder = advisoryHolder(q)
+	}
+	rows, err := s.e.advisory.run(ctx, call, q, s.status == 'T')
+	if err != nil {
 		s.fail()
 	}
 	return rows, err

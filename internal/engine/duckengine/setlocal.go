@@ -100,9 +100,14 @@ func (s *session) setting(ctx context.Context, name string) (string, error) {
 	return v, err
 }
 
-// endLocals sets back what SET LOCAL changed, at the transaction's end; a connection whose
-// setting could not be set back is not given to another client.
+// endLocals sets back what SET LOCAL changed, at the transaction's end, and lets go of its
+// advisory transaction locks; a connection whose setting could not be set back is not given
+// to another client.
 func (s *session) endLocals() {
+	if s.holder != "" {
+		s.e.advisory.releaseAll(s.holder, false, true)
+		s.holder = ""
+	}
 	s.localTimeout = nil
 	for i := len(s.locals) - 1; i >= 0; i-- {
 		l := s.locals[i]
