@@ -54,7 +54,7 @@ type session struct {
 	localTimeout *time.Duration
 	// holder is the client whose advisory transaction locks the transaction holds ("": none).
 	holder string
-	last         *engine.Holdable // the last statement's result, if it has rows: held before the next runs
+	last   *engine.Holdable // the last statement's result, if it has rows: held before the next runs
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
