@@ -550,14 +550,16 @@ func pgCompat(q *query.Request) string {
 	jsonOps := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "@?#")
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
 	divides := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "/%")
-	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && !divides {
+	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
+	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && !divides && !values {
 		return q.SQL
 	}
 	toks := pgTokens(q)
 	if readsPublications(toks) {
 		return noPublications
 	}
-	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps, divides: divides}
+	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
+		divides: divides, values: values}
 	w.run()
 	return w.out.String()
 }
@@ -627,6 +629,8 @@ type compatWriter struct {
 	jsonOps bool
 	// divides: a division by zero fails, an interval divides (guardDivision).
 	divides bool
+	// values: VALUES 1, 2 is two rows (Trino's; valuesRows).
+	values bool
 }
 
 // jsonOperator writes PostgreSQL's jsonb operator at w.i, between a column (t.col) and a
@@ -857,6 +861,10 @@ func (w *compatWriter) step() {
 	case "any":
 		if w.listAny() {
 			return
+		}
+	case "values":
+		if w.values {
+			w.valuesRows()
 		}
 	case "information_schema": // information_schema._pg_expandarray: the compatibility macro
 		dot := w.sig(w.i+1, 0)

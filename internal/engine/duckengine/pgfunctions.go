@@ -218,16 +218,18 @@ const pgKeywords = "all analyse analyze and any array as asc asymmetric authoriz
 
 // trinoFunctions are Trino's, for a Trino client's statement.
 var trinoFunctions = map[string]renamedFunction{
-	"sum":        {to: "qfpg_trino_sum", macro: true, distinct: "qfpg_trino_sum_distinct"},
-	"date_add":   {to: "qfpg_trino_date_add", macro: true},
-	"replace":    {to: "qfpg_trino_replace", macro: true},
-	"date_diff":  {to: "qfpg_trino_date_diff", macro: true},
-	"count_if":   {to: "qfpg_trino_count_if", macro: true},
-	"date_trunc": {to: "qfpg_trino_date_trunc", macro: true},
-	"truncate":   {to: "trunc"},
-	"arbitrary":  {to: "any_value"},
-	"dow":        {to: "isodow"},
-	"doy":        {to: "dayofyear"},
+	"sum":             {to: "qfpg_trino_sum", macro: true, distinct: "qfpg_trino_sum_distinct"},
+	"date_add":        {to: "qfpg_trino_date_add", macro: true},
+	"replace":         {to: "qfpg_trino_replace", macro: true},
+	"date_diff":       {to: "qfpg_trino_date_diff", macro: true},
+	"count_if":        {to: "qfpg_trino_count_if", macro: true},
+	"date_trunc":      {to: "qfpg_trino_date_trunc", macro: true},
+	"truncate":        {to: "trunc"},
+	"arbitrary":       {to: "any_value"},
+	"dow":             {to: "isodow"},
+	"doy":             {to: "dayofyear"},
+	"element_at":      {to: "qfpg_trino_element_at", macro: true},
+	"format_datetime": {to: "strftime", format: strftimeOfJoda},
 }
 
 // functionsOf are the functions rewritten for q's protocol; nil for none.
@@ -806,7 +808,7 @@ func (w *compatWriter) literalArgument(arg [2]int) (string, bool) {
 // rewritten is the tokens from index from to index to, rewritten as the statement is.
 func (w *compatWriter) rewritten(from, to int) string {
 	sub := compatWriter{toks: w.toks[from : to+1], quoteAt: w.quoteAt, settings: w.settings, functions: w.functions,
-		binary: w.binary, jsonOps: w.jsonOps, divides: w.divides}
+		binary: w.binary, jsonOps: w.jsonOps, divides: w.divides, values: w.values}
 	sub.run()
 	return strings.TrimSpace(sub.out.String())
 }
