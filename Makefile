@@ -39,13 +39,17 @@ test-deps-studio:
 		./scripts/apt-install.sh chromium || \
 		echo "chromium could not be installed: the Studio browser tests skip"; }
 
-# The wire frontends' client libraries: mysqlclient (python3-mysqldb) and, from the lock file,
-# node's mysql2 and trino-client. A test whose client could not be installed skips, saying so.
+# The wire frontends' client libraries: mysqlclient (python3-mysqldb), Django (python3-django,
+# its MySQL backend's save of an unchanged row) and, from the lock file, node's mysql2 and
+# trino-client. A test whose client could not be installed skips, saying so.
 NODE_CLIENTS := internal/frontend/frontendtest/nodeclients
 test-deps-wire:
 	@/usr/bin/python3 -c 'import MySQLdb' 2>/dev/null || { echo "installing python3-mysqldb"; \
 		./scripts/apt-install.sh python3-mysqldb || \
 		echo "python3-mysqldb could not be installed: the mysqlclient tests skip"; }
+	@/usr/bin/python3 -c 'import django' 2>/dev/null || { echo "installing python3-django"; \
+		./scripts/apt-install.sh python3-django || \
+		echo "python3-django could not be installed: TestDjangoSavesAnUnchangedRowAsOnMariaDB skips"; }
 	@command -v npm >/dev/null 2>&1 || { echo "installing nodejs and npm"; \
 		./scripts/apt-install.sh nodejs npm || \
 		echo "npm could not be installed: the mysql2 and trino-client tests skip"; }

@@ -10,7 +10,7 @@
 # benchpprof build to $OUT.prof), allocs (the heap profile's allocations before and after the run, from
 # such a build, to $OUT.allocs0 and .allocs1: go tool pprof -sample_index=alloc_objects -base), perfall (perf record -a -g of the whole machine over exactly the
 # pgbench run, to $OUT.perf: what every process spends per transaction), plain. OUT defaults to /tmp/passprobe; the database is
-# qf_passprobe (made with pgbench -i when missing). RELAY=PATH runs a benchrelay binary built
+# qf_passprobe (made with pgbench -i when missing). RELAY_ARGS: more benchrelay flags. RELAY=PATH runs a benchrelay binary built
 # elsewhere (another commit's) as loop-relay. MODE cg runs the target under valgrind's callgrind
 # (GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off: callgrind fails on Go's preemption signals and RDTSCP), counting from the end of
 # the warm-up to the end of the run: user-space instructions per transaction, which the machine's
@@ -48,7 +48,7 @@ if [ "$BIN" = pgbouncer ]; then
 	[ "$MODE" = cg ] && touch "$OUT.cg" && chmod 666 "$OUT.cg"
 	"${WRAP[@]}" pgbouncer -u postgres "$TMP/pgb.ini" >"$TMP/log" 2>&1 &
 elif [[ $RELAYS == *" $BIN "* ]]; then
-	"${WRAP[@]}" "$TMP/benchrelay" "-${BIN%-relay}" -listen 127.0.0.1:$PG -upstream 127.0.0.1:5432 >$TMP/log 2>&1 &
+	"${WRAP[@]}" "$TMP/benchrelay" "-${BIN%-relay}" ${RELAY_ARGS:-} -listen 127.0.0.1:$PG -upstream 127.0.0.1:5432 >$TMP/log 2>&1 &
 else
 cat >$TMP/c.yaml <<YAML
 queryflux:
@@ -82,10 +82,15 @@ pgticks() { local s=0 p; for p in $(pgrep -x postgres); do s=$((s + $(ticks $p 2
 pgswitches() { local s=0 p; for p in $(pgrep -x postgres); do s=$((s + $(awk '/ctxt_switches/{n+=$2} END{print n+0}' /proc/$p/status 2>/dev/null || echo 0))); done; echo $s; }
 pgmigrations() { local s=0 p; for p in $(pgrep -x postgres); do s=$((s + $(awk '/nr_migrations/{print $3}' /proc/$p/sched 2>/dev/null || echo 0))); done; echo $s; }
 cpustat() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6}' /proc/stat; }
+# Wake-ups across CPUs cost an interrupt each (dear on a VM guest): the machine's context switches
+# and its rescheduling, function-call and TLB-shootdown interrupts over the run.
+wakestat() { { awk '/^ctxt/{print $2}' /proc/stat; awk '$1 ~ /^(RES|CAL|TLB):$/{s=0; for (i=2; i<=NF && $i ~ /^[0-9]+$/; i++) s+=$i; print s}' /proc/interrupts; } | xargs; }
 tswitches() { cat /proc/$1/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/{v+=$2} /^nonvoluntary_ctxt_switches/{n+=$2} END{print v+0, n+0}'; }
+# TCP over loopback around the run (nstat's counters: segments, pure and delayed ACKs, ...).
+nstat -n >/dev/null 2>&1 || true
 read -r tv0 tn0 < <(tswitches $PID)
 read -r m0 b0 gc0 _ < <(mallocs)
-g0=$(pgticks) w0=$(pgswitches) x0=$(pgmigrations); read -r busy0 idle0 < <(cpustat)
+g0=$(pgticks) w0=$(pgswitches) x0=$(pgmigrations); read -r busy0 idle0 < <(cpustat); read -r cs0 res0 cal0 tlb0 < <(wakestat)
 t0=$(ticks $PID) u0=$(uticks $PID)
 case $MODE in
 cg) callgrind_control -i on $PID >/dev/null; SP= ;;
@@ -108,7 +113,8 @@ else
 fi
 t1=$(ticks $PID) u1=$(uticks $PID)
 read -r tv1 tn1 < <(tswitches $PID)
-g1=$(pgticks) w1=$(pgswitches) x1=$(pgmigrations); read -r busy1 idle1 < <(cpustat)
+TCPSTAT=$(nstat -z 2>/dev/null | awk '$1 ~ /^(TcpInSegs|TcpOutSegs|TcpExtDelayedACKs|TcpExtTCPPureAcks|TcpExtTCPHPAcks|TcpExtTCPHPHits|TcpExtTCPDelivered|TcpExtTCPAutoCorking|TcpExtTCPBacklogCoalesce|TcpExtTCPOrigDataSent|TcpExtTCPRcvCoalesce|TcpExtTCPBacklogDrop|TcpExtTCPWantZeroWindowAdv|TcpExtTCPFromZeroWindowAdv|TcpExtTCPToZeroWindowAdv|TcpExtDelayedACKLost|TcpExtTCPACKSkippedSeq)$/{print $1, $2}')
+g1=$(pgticks) w1=$(pgswitches) x1=$(pgmigrations); read -r busy1 idle1 < <(cpustat); read -r cs1 res1 cal1 tlb1 < <(wakestat)
 read -r m1 b1 gc1 heap1 < <(mallocs)
 [ "$MODE" = cg ] && callgrind_control -i off $PID >/dev/null && callgrind_control -d $PID >/dev/null
 [ -n "$SP" ] && wait $SP || true
@@ -120,6 +126,8 @@ echo "bin=$(basename $BIN) tps=$tps n=$n cpu_us_per_tx=$(awk -v a=$t0 -v b=$t1 -
 echo "$res" | awk -v n=$n -v tv0=$tv0 -v tv1=$tv1 -v tn0=$tn0 -v tn1=$tn1 -v x0=$x0 -v x1=$x1 -v g0=$g0 -v g1=$g1 -v w0=$w0 -v w1=$w1 -v b0=$busy0 -v b1=$busy1 -v i0=$idle0 -v i1=$idle1 -v hz=$(getconf CLK_TCK) '
 	/^pgbench_cpu/{pb=($2+$3)*1e6/n}
 	END{printf "target_switches_per_tx=%.2f/%.2f ", (tv1-tv0)/n, (tn1-tn0)/n; printf "pgbench_us_per_tx=%.1f postgres_us_per_tx=%.1f postgres_switches_per_tx=%.2f postgres_migrations_per_tx=%.3f machine_busy_us_per_tx=%.1f idle_pct=%.1f\n", pb, (g1-g0)*1e6/hz/n, (w1-w0)/n, (x1-x0)/n, (b1-b0)*1e6/hz/n, 100*(i1-i0)/((b1-b0)+(i1-i0))}'
+echo "machine_switches_per_tx=$(awk -v a=$cs0 -v b=$cs1 -v n=$n 'BEGIN{printf "%.2f", (b-a)/n}') resched_ipi_per_tx=$(awk -v a=$res0 -v b=$res1 -v n=$n 'BEGIN{printf "%.3f", (b-a)/n}') call_ipi_per_tx=$(awk -v a=$cal0 -v b=$cal1 -v n=$n 'BEGIN{printf "%.3f", (b-a)/n}') tlb_ipi_per_tx=$(awk -v a=$tlb0 -v b=$tlb1 -v n=$n 'BEGIN{printf "%.3f", (b-a)/n}')"
+echo "$TCPSTAT" | awk -v n=$n 'NF==2{printf "%s=%.3f ", $1, $2/n} END{print ""}'
 if [ -n "$AD" ] && [[ $RELAYS != *" $BIN "* ]] && [ "$BIN" != pgbouncer ]; then curl -s http://127.0.0.1:$AD/metrics | grep -E '^go_memstats_mallocs_total ' >$OUT.mallocs || true; fi
 if [ "$MODE" = stat ]; then awk -v n=$n '/syscalls|context|migrations/{gsub(",","",$1); printf "%s %.3f\n", $2, $1/n}' $OUT.stat; fi
 if [ "$MODE" = cg ]; then

@@ -50,8 +50,12 @@ type Request struct {
 	// answers LAST_INSERT_ID() itself (DuckDB).
 	LastInsertID uint64
 	// FoundRows is a MySQL client's CLIENT_FOUND_ROWS: its affected rows count a row an
-	// upsert found and left as it was, for an engine that counts them itself (DuckDB).
+	// upsert found and left as it was, for an engine that counts them itself (DuckDB), and a
+	// MySQL engine runs the statement on a connection opened with the flag.
 	FoundRows bool
+	// IgnoreSpace is a MySQL client's CLIENT_IGNORE_SPACE (sql_mode IGNORE_SPACE): a MySQL
+	// engine runs the statement on a connection opened with the flag.
+	IgnoreSpace bool
 	// ArgOIDs are the PostgreSQL types (OIDs) a PostgreSQL client declared, or was told at
 	// Describe, for its parameters (0: unspecified), for an engine that types a parameter its
 	// SQL leaves untyped (DuckDB's SELECT $1) as PostgreSQL does; nil from other protocols.

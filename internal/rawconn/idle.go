@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -16,23 +15,63 @@ import (
 // idleShareMin of their time idle over the last sample of /proc/stat (a spinner keeps one CPU
 // busy itself, so on two CPUs it still sees half idle). Where /proc/stat cannot be read it
 // stays false, and nothing spins.
+//
+// The sampler runs only while reads ask (askIdle): it stops when none has asked for
+// idleSamplerLinger, so that a daemon at rest does not wake ten times a second to read
+// /proc/stat, and starts again at the next ask, which does not spin (its answer would be stale).
 var machineIdle atomic.Bool
 
 const (
-	idleShareMin    = 0.25
-	idleSampleEvery = 100 * time.Millisecond
-	statPath        = "/proc/stat"
+	idleShareMin = 0.25
+	statPath     = "/proc/stat"
 )
 
-var idleSampler sync.Once
+// The sampler's period and how long it outlives the last ask (variables for tests).
+var (
+	idleSampleEvery   = 100 * time.Millisecond
+	idleSamplerLinger = 2 * time.Second
+)
+
+var (
+	samplerRunning atomic.Bool
+	lastAsked      atomic.Int64 // the last askIdle's time since epoch, in nanoseconds
+	epoch          = time.Now() // a monotonic origin: a stepped wall clock does not move it
+)
 
 // idleHeld, set by tests, keeps machineIdle as they set it.
 var idleHeld atomic.Bool
 
-// sampleIdle sets machineIdle from path every period, for the life of the process.
-func sampleIdle(path string, period time.Duration) {
+// askIdle reports whether the machine had idle CPU at the last sample, and keeps the sampler
+// running (starting it when stopped: then false, as nothing was sampled while it was stopped).
+func askIdle(now time.Time) bool {
+	lastAsked.Store(int64(now.Sub(epoch)))
+	if samplerRunning.Load() {
+		return machineIdle.Load()
+	}
+	if samplerRunning.CompareAndSwap(false, true) {
+		if !idleHeld.Load() {
+			machineIdle.Store(false)
+		}
+		go sampleIdle(statPath, idleSampleEvery, idleSamplerLinger)
+	}
+	return machineIdle.Load()
+}
+
+// sampleIdle sets machineIdle from path every period until no read has asked for linger.
+func sampleIdle(path string, period, linger time.Duration) {
 	prev, ok := readCPUTimes(path)
-	for range time.Tick(period) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for now := range tick.C {
+		if now.Sub(epoch)-time.Duration(lastAsked.Load()) > linger {
+			// A read that asks between the check and the store below finds the sampler
+			// still running and reads a stale value once; the next ask starts it again.
+			if !idleHeld.Load() {
+				machineIdle.Store(false)
+			}
+			samplerRunning.Store(false)
+			return
+		}
 		cur, okCur := readCPUTimes(path)
 		if !idleHeld.Load() {
 			machineIdle.Store(ok && okCur && idleEnough(prev, cur))

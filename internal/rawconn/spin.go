@@ -68,9 +68,6 @@ var spun atomic.Uint64
 // before it waits in the poller (0: never). Call it before c is used.
 func (c *Conn) SetSpin(d time.Duration) {
 	c.spin = d
-	if d > 0 {
-		idleSampler.Do(func() { go sampleIdle(statPath, idleSampleEvery) })
-	}
 }
 
 // spinRead is called for a read awaiting an answer that found the socket empty: it marks the
@@ -82,7 +79,7 @@ func (c *Conn) spinRead(fd uintptr) (uintptr, syscall.Errno) {
 	if c.lastWait > c.spin {
 		return 0, syscall.EAGAIN // a slow peer: it neither spins nor counts
 	}
-	if !machineIdle.Load() {
+	if !askIdle(c.waitStart) {
 		return 0, syscall.EAGAIN // no idle CPU to spin on: the poll would take one from other work
 	}
 	c.counted = true

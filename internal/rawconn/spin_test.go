@@ -216,3 +216,45 @@ func TestIdleEnough(t *testing.T) {
 		t.Error("an unreadable file read")
 	}
 }
+
+// TestTheIdleSamplerRunsOnlyWhileAsked: /proc/stat is sampled while reads ask whether the
+// machine is idle, and the sampler stops once none has asked for its linger, so that a daemon
+// at rest does not wake to sample; the next ask starts it again and does not spin meanwhile.
+func TestTheIdleSamplerRunsOnlyWhileAsked(t *testing.T) {
+	waitSampler := func(running bool, within time.Duration) bool {
+		for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if samplerRunning.Load() == running {
+				return true
+			}
+		}
+		return false
+	}
+	if !waitSampler(false, 5*time.Second) { // one an earlier test started
+		t.Fatal("the idle sampler kept running 5 s after an earlier test")
+	}
+	period, linger := idleSampleEvery, idleSamplerLinger
+	idleSampleEvery, idleSamplerLinger = 2*time.Millisecond, 50*time.Millisecond
+	t.Cleanup(func() { idleSampleEvery, idleSamplerLinger = period, linger })
+
+	machineIdle.Store(true)
+	if askIdle(time.Now()) {
+		t.Error("the ask that started the sampler answered idle from before it stopped")
+	}
+	for range 20 { // asked every 10 ms for 200 ms: it keeps running
+		time.Sleep(10 * time.Millisecond)
+		askIdle(time.Now())
+		if !samplerRunning.Load() {
+			t.Fatal("the idle sampler stopped while reads kept asking")
+		}
+	}
+	if !waitSampler(false, 2*time.Second) {
+		t.Fatal("the idle sampler still runs 2 s after the last ask (linger 50 ms)")
+	}
+	if machineIdle.Load() {
+		t.Error("a stopped sampler left the machine marked idle")
+	}
+	askIdle(time.Now())
+	if !samplerRunning.Load() {
+		t.Error("an ask did not start the stopped sampler")
+	}
+}

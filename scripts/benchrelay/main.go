@@ -35,6 +35,7 @@ func main() {
 	peek := flag.Bool("peek", false, "with -uring: look for completions without blocking before each blocking wait, as the epoll loop does")
 	minWait := flag.Uint("minwait", 0, "with -uring: wait for -batch completions for up to this many µs, then for one (batched wake-ups; kernel 6.12+)")
 	batch := flag.Int("batch", 4, "with -uring -minwait: the completions a wait asks for")
+	touchKB := flag.Int("touch", 0, "with -uring: write a byte in every cache line of a buffer this many KiB long on each completion (a relay with a larger memory footprint, for measurements)")
 	rtt := flag.Duration("rtt", 0, "measure loopback round trips for this long instead, print the p50 in µs")
 	flag.Parse()
 	if *rtt > 0 {
@@ -55,6 +56,7 @@ func main() {
 		runHybrid(l, *upstream, *raw)
 	}
 	if *useURing {
+		touchBuf = make([]byte, *touchKB<<10)
 		runURing(l, *upstream, *raw, *peek, uint32(*minWait), *batch)
 	}
 	var ev *relayloop.Loop
@@ -164,3 +166,7 @@ func roundTripP50(d time.Duration) (time.Duration, error) {
 	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
 	return samples[len(samples)/2], nil
 }
+
+// touchBuf (-touch) is memory the ring relay writes across on each completion: what a relay's
+// memory footprint per message costs the processes that share its CPUs' caches.
+var touchBuf []byte

@@ -166,7 +166,7 @@ func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bo
 	}
 	// \l lists the databases a client can use: not DuckDB's own, nor the compatibility one.
 	hidden := "'memory', '" + compatCatalog + "'"
-	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgFunctionSQL, trinoFunctionSQL) {
+	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, pgFunctionSQL, trinoFunctionSQL, mysqlFunctionSQL) {
 		s = strings.NewReplacer("{c}", quoteIdent(compatCatalog), "{hidden}", hidden).Replace(s)
 		if err := exec(s); err != nil {
 			return fmt.Errorf("catalog compatibility: %w", err)
@@ -663,6 +663,13 @@ func missingState(t duckdb.ErrorType, msg string) string {
 			return sqlstate.InvalidSchemaName
 		case strings.Contains(msg, "Type with name"):
 			return sqlstate.UndefinedObject
+		}
+	case duckdb.ErrorTypeInvalidInput: // trinoShow's mustExist
+		switch {
+		case strings.HasPrefix(msg, "Invalid Input Error: Catalog '") && strings.HasSuffix(msg, "' does not exist"):
+			return sqlstate.InvalidCatalogName
+		case strings.HasPrefix(msg, "Invalid Input Error: Schema '") && strings.HasSuffix(msg, "' does not exist"):
+			return sqlstate.InvalidSchemaName
 		}
 	case duckdb.ErrorTypeBinder:
 		if strings.Contains(msg, "No function matches") || strings.Contains(msg, "Cannot compare values of type") {

@@ -118,9 +118,11 @@ type Engine struct {
 	// list could not be read.
 	onKillWaited func(gone bool)
 
-	mu       sync.Mutex
-	idle     []*client.Conn
-	loopIdle []*LoopConn                // idle loop connections (loopconn.go)
+	mu sync.Mutex
+	// idle and loopIdle (loop connections, loopconn.go) are the idle connections by the
+	// client flags they were opened with (flags.go), up to idleConnsMax of each set.
+	idle     [flagSets][]*client.Conn
+	loopIdle [flagSets][]*LoopConn
 	stmts    map[*client.Conn]stmtCache // statements prepared on each open connection
 	closed   bool
 	noLoop   atomic.Bool // the server's connections cannot go on an event loop (loopconn.go)
@@ -148,7 +150,7 @@ func Open(cfg Config) (*Engine, error) {
 
 // Ping opens (or reuses) a connection and pings the server.
 func (e *Engine) Ping(ctx context.Context) error {
-	c, err := e.acquire(ctx)
+	c, err := e.acquire(ctx, 0)
 	if err != nil {
 		return err
 	}
@@ -161,18 +163,22 @@ func (e *Engine) Ping(ctx context.Context) error {
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	idle, loopIdle := e.idle, e.loopIdle
-	e.idle, e.loopIdle, e.closed = nil, nil, true
+	e.idle, e.loopIdle, e.closed = [flagSets][]*client.Conn{}, [flagSets][]*LoopConn{}, true
 	e.mu.Unlock()
-	for _, c := range idle {
-		e.forget(c)
-		_ = c.Close()
+	for _, set := range idle {
+		for _, c := range set {
+			e.forget(c)
+			_ = c.Close()
+		}
 	}
-	e.closeLoopIdle(loopIdle)
+	for _, set := range loopIdle {
+		e.closeLoopIdle(set)
+	}
 	return nil
 }
 
-// acquire takes a slot and a connection; release gives both back.
-func (e *Engine) acquire(ctx context.Context) (*client.Conn, error) {
+// acquire takes a slot and a connection opened with flags; release gives both back.
+func (e *Engine) acquire(ctx context.Context, flags connFlags) (*client.Conn, error) {
 	select {
 	case e.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -184,14 +190,14 @@ func (e *Engine) acquire(ctx context.Context) (*client.Conn, error) {
 		<-e.slots
 		return nil, fmt.Errorf("mysqlengine %q: closed", e.cfg.Name)
 	}
-	if n := len(e.idle); n > 0 {
-		c := e.idle[n-1]
-		e.idle = e.idle[:n-1]
+	if n := len(e.idle[flags]); n > 0 {
+		c := e.idle[flags][n-1]
+		e.idle[flags] = e.idle[flags][:n-1]
 		e.mu.Unlock()
 		return c, nil
 	}
 	e.mu.Unlock()
-	c, err := e.dial(ctx)
+	c, err := e.dialWith(ctx, e.handshakeDialer, flags.option)
 	if err != nil {
 		<-e.slots
 		return nil, err
@@ -207,19 +213,16 @@ func (e *Engine) release(c *client.Conn, healthy bool) {
 	// A connection left inside a transaction (a BEGIN without COMMIT) must not serve another
 	// request: closing it rolls the transaction back.
 	healthy = healthy && !c.IsInTransaction()
+	flags := flagsOf(c)
 	e.mu.Lock()
-	if healthy && !e.closed && len(e.idle) < idleConnsMax {
-		e.idle = append(e.idle, c)
+	if healthy && !e.closed && len(e.idle[flags]) < idleConnsMax {
+		e.idle[flags] = append(e.idle[flags], c)
 		e.mu.Unlock()
 		return
 	}
 	delete(e.stmts, c)
 	e.mu.Unlock()
 	_ = c.Close()
-}
-
-func (e *Engine) dial(ctx context.Context) (*client.Conn, error) {
-	return e.dialWith(ctx, e.handshakeDialer)
 }
 
 // dialWith connects through dialer, with extra client options.
@@ -438,9 +441,9 @@ func asMyError(err error, target **mysql.MyError) bool {
 	return false
 }
 
-// acquireFor takes a pooled connection switched to q's database.
+// acquireFor takes a pooled connection with q's client flags, switched to q's database.
 func (e *Engine) acquireFor(ctx context.Context, q *query.Request) (*client.Conn, error) {
-	c, err := e.acquire(ctx)
+	c, err := e.acquire(ctx, requestFlags(q))
 	if err != nil {
 		return nil, err
 	}

@@ -73,14 +73,16 @@ func (e *Engine) TakeLoopConn(q *query.Request) *LoopConn {
 	default:
 		return nil
 	}
-	db := requestDatabase(q)
+	db, flags := requestDatabase(q), requestFlags(q)
 	e.mu.Lock()
-	for i := len(e.loopIdle) - 1; i >= 0 && !e.closed; i-- {
-		lc := e.loopIdle[i]
+	idle := e.loopIdle[flags]
+	for i := len(idle) - 1; i >= 0 && !e.closed; i-- {
+		lc := idle[i]
 		if db != "" && db != lc.c.GetDB() {
 			continue
 		}
-		e.loopIdle = append(e.loopIdle[:i], e.loopIdle[i+1:]...)
+		idle = append(idle[:i], idle[i+1:]...)
+		e.loopIdle[flags] = idle
 		if loopClock()-lc.idleSince < loopCheckIdleAfter || !lc.sock.Pending() {
 			e.mu.Unlock()
 			return lc
@@ -103,17 +105,17 @@ func (e *Engine) OpenLoopConn(ctx context.Context, q *query.Request) (*LoopConn,
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	db := requestDatabase(q)
+	db, flags := requestDatabase(q), requestFlags(q)
 	e.mu.Lock()
 	var lc *LoopConn
-	if n := len(e.loopIdle); n > 0 && !e.closed {
-		lc = e.loopIdle[n-1]
-		e.loopIdle = e.loopIdle[:n-1]
+	if n := len(e.loopIdle[flags]); n > 0 && !e.closed {
+		lc = e.loopIdle[flags][n-1]
+		e.loopIdle[flags] = e.loopIdle[flags][:n-1]
 	}
 	e.mu.Unlock()
 	if lc == nil {
 		var err error
-		if lc, err = e.dialLoop(ctx); err != nil {
+		if lc, err = e.dialLoop(ctx, flags); err != nil {
 			<-e.slots
 			return nil, err
 		}
@@ -127,8 +129,8 @@ func (e *Engine) OpenLoopConn(ctx context.Context, q *query.Request) (*LoopConn,
 	return lc, nil
 }
 
-// dialLoop opens a loop connection.
-func (e *Engine) dialLoop(ctx context.Context) (*LoopConn, error) {
+// dialLoop opens a loop connection with flags.
+func (e *Engine) dialLoop(ctx context.Context, flags connFlags) (*LoopConn, error) {
 	var sock *relayloop.Conn
 	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nc, err := e.handshakeDialer(ctx, network, addr)
@@ -138,7 +140,7 @@ func (e *Engine) dialLoop(ctx context.Context) (*LoopConn, error) {
 		}
 		return nc, err
 	}
-	c, err := e.dialWith(ctx, dialer, func(c *client.Conn) error {
+	c, err := e.dialWith(ctx, dialer, flags.option, func(c *client.Conn) error {
 		c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF)
 		return nil
 	})
@@ -203,11 +205,11 @@ func (lc *LoopConn) Release(healthy bool) {
 
 // giveBack pools the connection (healthy) or closes it, and frees its slot.
 func (lc *LoopConn) giveBack(healthy bool) {
-	e := lc.e
+	e, flags := lc.e, flagsOf(lc.c)
 	e.mu.Lock()
-	if healthy && !e.closed && len(e.loopIdle) < idleConnsMax {
+	if healthy && !e.closed && len(e.loopIdle[flags]) < idleConnsMax {
 		lc.idleSince = loopClock()
-		e.loopIdle = append(e.loopIdle, lc)
+		e.loopIdle[flags] = append(e.loopIdle[flags], lc)
 		e.mu.Unlock()
 		<-e.slots
 		return

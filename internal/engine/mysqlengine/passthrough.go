@@ -368,8 +368,10 @@ func (r *RawQuery) finishEOF(data []byte) {
 	r.checkStatus()
 }
 
-// finishOK reads an OK packet's affected rows, insert id, status and warnings (the server
-// speaks protocol 4.1: go-mysql's handshake requires it).
+// finishOK reads an OK packet's affected rows, insert id, status, warnings and info (the
+// server speaks protocol 4.1: go-mysql's handshake requires it; the connection has no
+// CLIENT_SESSION_TRACK, so the info is the rest of the packet). The info is what mysql2 reads
+// an UPDATE's changedRows from ("Rows matched: 2  Changed: 1  Warnings: 0").
 func (r *RawQuery) finishOK(data []byte) {
 	r.done = true
 	affected, _, n := mysql.LengthEncodedInt(data[1:])
@@ -383,6 +385,9 @@ func (r *RawQuery) finishOK(data []byte) {
 	r.result.AffectedRows, r.result.InsertId = affected, insertID
 	r.result.Status = binary.LittleEndian.Uint16(data[pos:])
 	r.result.Warnings = binary.LittleEndian.Uint16(data[pos+2:])
+	if info := data[pos+4:]; len(info) > 0 {
+		r.result.StatusMessage = string(info) // a copy: data is the read buffer
+	}
 	r.checkStatus()
 }
 

@@ -17,7 +17,7 @@ import (
 func idleConns(e *Engine) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.idle)
+	return len(e.idle[0])
 }
 
 // rawRows reads every row of a RawQuery as its text values.

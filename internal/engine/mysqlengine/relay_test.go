@@ -81,7 +81,7 @@ func TestQueryRawCompressed(t *testing.T) {
 	}}
 	testQueryRaw(t, e, name)
 	e.mu.Lock()
-	compressed := len(e.idle) > 0 && e.idle[0].Compression != mysql.MYSQL_COMPRESS_NONE
+	compressed := len(e.idle[0]) > 0 && e.idle[0][0].Compression != mysql.MYSQL_COMPRESS_NONE
 	e.mu.Unlock()
 	if !compressed {
 		t.Fatal("the connection is not compressed")

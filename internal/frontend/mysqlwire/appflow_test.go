@@ -21,8 +21,9 @@ import (
 // TestPythonAppFlowOnDuckDBAsMariaDB: an application's day through PyMySQL and mysqlclient
 // (testdata/appflow.py: AUTO_INCREMENT ids, an upsert and a REPLACE on a table with a primary
 // key and a unique name, LAST_INSERT_ID(), transactions, aggregates, GROUP_CONCAT ...
-// SEPARATOR, DATE_FORMAT, DATEDIFF, LIKE, CAST AS SIGNED) prints through the proxy on the
-// embedded DuckDB what it prints on MariaDB.
+// SEPARATOR, DATE_FORMAT, DATEDIFF, LIKE, CAST AS SIGNED; exact /, CONCAT with a NULL, LENGTH
+// in bytes, <=>; functions of a date's text, FIELD, ELT, INSERT, CONV) prints through the proxy
+// on the embedded DuckDB what it prints on MariaDB.
 func TestPythonAppFlowOnDuckDBAsMariaDB(t *testing.T) {
 	for _, c := range []struct{ lib, module string }{{"pymysql", "pymysql"}, {"mysqldb", "MySQLdb"}} {
 		t.Run(c.lib, func(t *testing.T) {
@@ -61,9 +62,10 @@ func appFlow(t *testing.T, python, lib, addr, user, password, db string) string 
 // TestMySQL2AppFlowOnDuckDBAsMariaDB: an application's day through node mysql2
 // (frontendtest/nodeclients/mysql2_appflow.js: JSON columns read as objects, an UPDATE's
 // affectedRows and changedRows with and without CLIENT_FOUND_ROWS, TRUNCATE and the ids after
-// it, a type matrix written by parameters and read by text and prepared statements, the errors
-// of a duplicate key, a syntax error and a missing table) prints through the proxy on the
-// embedded DuckDB what it prints on MariaDB.
+// it, a type matrix written by parameters and read by text and prepared statements (a DATETIME
+// without fractional digits), the errors of a duplicate key, a syntax error and a missing
+// table, exact /, CONCAT with a NULL, LENGTH in bytes, <=>, functions of a date's text, FIELD,
+// ELT, INSERT, CONV) prints through the proxy on the embedded DuckDB what it prints on MariaDB.
 func TestMySQL2AppFlowOnDuckDBAsMariaDB(t *testing.T) {
 	dsn, name := mytest.NewDatabase(t)
 	cfg, err := gomysql.ParseDSN(dsn)
@@ -96,18 +98,25 @@ func sameLines(t *testing.T, where, got, want string) {
 // mysql2AppFlow runs mysql2_appflow.js against the server at addr and returns what it printed.
 func mysql2AppFlow(t *testing.T, addr, user, password, db string) string {
 	t.Helper()
-	dir := frontendtest.NodeClients(t, "mysql2")
+	return runClientScript(t, "node", frontendtest.NodeClients(t, "mysql2"), []string{"mysql2_appflow.js"}, addr, user, password, db)
+}
+
+// runClientScript runs a client library's script (prog args, in dir) against the server at addr,
+// named to it also by MYSQL_HOST, MYSQL_PORT, MYSQL_USER, MYSQL_PASSWORD and MYSQL_DB, and
+// returns what it printed.
+func runClientScript(t *testing.T, prog, dir string, args []string, addr, user, password, db string) string {
+	t.Helper()
 	host, port, _ := net.SplitHostPort(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "mysql2_appflow.js")
+	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "MYSQL_HOST="+host, "MYSQL_PORT="+port, "MYSQL_USER="+user, "MYSQL_PASSWORD="+password, "MYSQL_DB="+db)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("mysql2_appflow.js against %s: %v\n%s\n%s", addr, err, out, stderr.String())
+		t.Fatalf("%s against %s: %v\n%s\n%s", args[0], addr, err, out, stderr.String())
 	}
 	return strings.TrimSpace(string(out))
 }

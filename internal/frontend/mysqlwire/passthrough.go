@@ -27,7 +27,8 @@ import (
 //
 // The EOF packets around the rows are this frontend's own (its status flags are the client
 // session's, as on the Arrow path); a statement without rows gets an OK with the engine's
-// affected rows, insert id and warnings.
+// affected rows, insert id, warnings and info (go-mysql writes the info only to a client with
+// CLIENT_SESSION_TRACK: mysql2, which reads an UPDATE's changedRows there).
 
 // RawEngine is an engine whose COM_QUERY results this frontend can relay (mysqlengine.Engine).
 type RawEngine interface {
@@ -113,7 +114,7 @@ func (h *session) runRelay(run *proxy.Relay, req *query.Request, bin *binParams)
 			h.writeError(err)
 			return relayed, nil
 		}
-		return &mysql.Result{AffectedRows: r.AffectedRows, InsertId: r.InsertId, Warnings: r.Warnings}, nil
+		return &mysql.Result{AffectedRows: r.AffectedRows, InsertId: r.InsertId, Warnings: r.Warnings, StatusMessage: r.StatusMessage}, nil
 	}
 	rows, bytes, werr, err := h.relayRows(run, q)
 	if werr != nil {

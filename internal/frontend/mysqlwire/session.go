@@ -195,6 +195,7 @@ func (h *session) fillAs(r *query.Request, sql string, args []any) {
 		Headers:      h.headers,
 		LastInsertID: h.lastInsertID,
 		FoundRows:    h.conn.HasCapability(mysql.CLIENT_FOUND_ROWS),
+		IgnoreSpace:  h.conn.HasCapability(mysql.CLIENT_IGNORE_SPACE),
 	}
 }
 

@@ -82,6 +82,7 @@ var (
 	codeNotSupported    = trinoCode{13, "NOT_SUPPORTED", "USER_ERROR"}
 	codeNotInTx         = trinoCode{21, "NOT_IN_TRANSACTION", "USER_ERROR"}
 	codeCatalogNotFound = trinoCode{44, "CATALOG_NOT_FOUND", "USER_ERROR"}
+	codeSchemaNotFound  = trinoCode{45, "SCHEMA_NOT_FOUND", "USER_ERROR"}
 	codeTableNotFound   = trinoCode{46, "TABLE_NOT_FOUND", "USER_ERROR"}
 	codeColumnNotFound  = trinoCode{47, "COLUMN_NOT_FOUND", "USER_ERROR"}
 	codeInternal        = trinoCode{65536, "GENERIC_INTERNAL_ERROR", "INTERNAL_ERROR"}
@@ -99,8 +100,10 @@ func codeFor(state string) trinoCode {
 		return codeSyntax
 	case query.CodeAccessDenied:
 		return codePermission
-	case query.CodeNoRoute:
+	case query.CodeNoRoute: // 3D000, also a catalog an engine does not have
 		return codeCatalogNotFound
+	case sqlstate.InvalidSchemaName:
+		return codeSchemaNotFound
 	case query.CodeNotEligible:
 		return codeNotSupported
 	case query.CodeQueueFull:

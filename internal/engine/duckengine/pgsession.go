@@ -1,0 +1,83 @@
+package duckengine
+
+import (
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// The client's own session, as PostgreSQL's functions (and Trino's current_user) describe it. DuckDB answers
+// current_user and its kin with its own name ("duckdb") and knows no application_name, so
+// Flyway's and Liquibase's `SELECT current_user`, DBeaver's session view and a psycopg or JDBC
+// application reading back its application_name got another answer or an error. A PostgreSQL
+// client's call is written with the value its session has: the user it logged in as, the
+// application_name it gave at startup or set since (the frontend keeps both on the request).
+
+// sessionUserWords are PostgreSQL's keywords for the session's user; each names its result
+// column after itself.
+var sessionUserWords = map[string]bool{"current_user": true, "session_user": true, "user": true, "current_role": true}
+
+// sessionPrefix qualifies the macros the writer calls with a session's values: a schema off
+// the search path, whose macros are named as the result column is.
+const sessionPrefix = `"` + compatCatalog + `".pgsession.`
+
+// pgSessionSQL creates them, and the functions PostgreSQL clients call about the server's state.
+var pgSessionSQL = []string{
+	`CREATE SCHEMA {c}.pgsession`,
+	`CREATE MACRO {c}.pgsession."current_user"(u) AS u`,
+	`CREATE MACRO {c}.pgsession."session_user"(u) AS u`,
+	`CREATE MACRO {c}.pgsession."user"(u) AS u`,
+	`CREATE MACRO {c}.pgsession."current_role"(u) AS u`,
+	`CREATE MACRO {c}.pgsession.current_setting(name, v) AS v`,
+	// The embedded database is never a standby; its transaction ids are DuckDB's.
+	`CREATE MACRO {c}.main.pg_is_in_recovery() AS false`,
+	`CREATE MACRO {c}.main.pg_current_xact_id() AS txid_current()`,
+	// to_regclass('[schema.]name'): the name when such a table or view exists, else NULL.
+	`CREATE MACRO {c}.main.to_regclass(name) AS (SELECT any_value(name) FROM duckdb_tables() t
+		WHERE t.database_name = current_database() AND (t.table_name = name OR t.schema_name || '.' || t.table_name = name)) `,
+}
+
+// mayReadSession reports cheaply whether a PostgreSQL client's q may name its session's user
+// or application_name, or a Trino client's its current_user.
+func mayReadSession(q *query.Request) bool {
+	switch q.Protocol {
+	case query.ProtocolPostgres:
+		return containsFold(q.SQL, "user") || containsFold(q.SQL, "current_role") || containsFold(q.SQL, "application_name")
+	case query.ProtocolTrino:
+		return containsFold(q.SQL, "current_user")
+	}
+	return false
+}
+
+// sessionUser writes the session user keyword at w.i as its value, where it stands for the
+// user: not a qualified name's part (t.user), an alias (AS user), a role statement's object
+// (CREATE USER, TO current_user) or a call (MySQL's user()).
+func (w *compatWriter) sessionUser() bool {
+	if w.session == nil || !sessionUserWords[w.word(w.i)] {
+		return false
+	}
+	if w.session.Protocol == query.ProtocolTrino && w.word(w.i) != "current_user" {
+		return false // Trino's only such keyword
+	}
+	switch w.word(w.prevSig(w.i)) {
+	case ".", "as", "create", "alter", "drop", "to", "from", "for", "role", "authorization", "mapping":
+		return false
+	}
+	if next := w.word(w.sig(w.i+1, 0)); next == "." || next == "(" {
+		return false
+	}
+	w.emit(sessionPrefix + `"` + w.word(w.i) + `"(` + quoteString(w.session.User) + `)`)
+	w.i++
+	return true
+}
+
+// applicationName writes current_setting('application_name'), its ")" at end, as the
+// session's value.
+func (w *compatWriter) applicationName(name, end int) bool {
+	if w.session == nil || !strings.EqualFold(plainString(w.toks[name].Text), "application_name") {
+		return false
+	}
+	w.emit(sessionPrefix + "current_setting('application_name', " + quoteString(w.session.Headers["application_name"]) + ")")
+	w.i = end + 1
+	return true
+}

@@ -1,0 +1,93 @@
+package trinohttp
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trinodb/trino-go-client/trino"
+)
+
+// TestTrinoShowStatementsOnDuckDB: a Trino client browses the embedded DuckDB as Trino's: SHOW
+// CATALOGS, SCHEMAS, TABLES (optionally FROM and LIKE) list the client's objects only, under
+// Trino's column names; DESCRIBE and SHOW COLUMNS give each column's type as the type this
+// frontend announces for that column in a result; a missing catalog, schema or table fails
+// with Trino's error name; current_user is the client's user.
+func TestTrinoShowStatementsOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: "duck", Schema: "main"})
+	const columns = `k bigint, n integer, s smallint, ti tinyint, h hugeint, d double, r float, dec decimal(12,3),
+		v varchar, b boolean, dt date, ts timestamp, tz timestamptz, tm time, bl blob, u uuid, l integer[], j json`
+	for _, s := range []string{"create table items (" + columns + ")", "create table orders (id integer)",
+		"create view item_names as select v from items", "create schema other", "create table other.elsewhere (x integer)"} {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	list := func(sql string) ([]string, []string) {
+		t.Helper()
+		rows, err := db.Query(sql)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		var out []string
+		for _, r := range scanAll(t, rows) {
+			out = append(out, strings.TrimSpace(fmt.Sprintln(r...)))
+		}
+		return cols, out
+	}
+	for sql, want := range map[string]string{
+		"show catalogs":                            "[Catalog] [duck]",
+		"show catalogs like 'du%'":                 "[Catalog] [duck]",
+		"show schemas":                             "[Schema] [main other]",
+		"SHOW SCHEMAS FROM duck LIKE 'o%'":         "[Schema] [other]",
+		"show tables":                              "[Table] [item_names items orders]",
+		"show tables from other":                   "[Table] [elsewhere]",
+		"show tables in duck.main like 'item%'":    "[Table] [item_names items]",
+		`show tables from "duck"."main" like '%s'`: "[Table] [item_names items orders]",
+	} {
+		cols, rows := list(sql)
+		if got := fmt.Sprint(cols, rows); got != want {
+			t.Errorf("%s: got %s, want %s", sql, got, want)
+		}
+	}
+
+	announced, _ := columnTypes(t, ts.addr, "select * from duck.main.items")
+	for _, sql := range []string{"describe items", "DESC duck.main.items", "show columns from main.items"} {
+		cols, rows := list(sql)
+		if !slices.Equal(cols, []string{"Column", "Type", "Extra", "Comment"}) {
+			t.Errorf("%s: columns %v", sql, cols)
+		}
+		var names, types []string
+		for _, r := range rows {
+			f := strings.Fields(r)
+			names, types = append(names, f[0]), append(types, strings.Join(f[1:], " "))
+		}
+		wantNames := []string{"k", "n", "s", "ti", "h", "d", "r", "dec", "v", "b", "dt", "ts", "tz", "tm", "bl", "u", "l", "j"}
+		if !slices.Equal(names, wantNames) || !slices.Equal(types, announced) {
+			t.Errorf("%s:\n  names %v\n  types %v\n  want the result's types %v", sql, names, types, announced)
+		}
+	}
+
+	for sql, want := range map[string]string{
+		"describe no_such_table":        "TABLE_NOT_FOUND",
+		"show tables from no_such":      "SCHEMA_NOT_FOUND",
+		"show schemas from no_such":     "CATALOG_NOT_FOUND",
+		"show tables from no_such.main": "SCHEMA_NOT_FOUND",
+	} {
+		_, err := db.Query(sql)
+		var te *trino.ErrTrino
+		if !errors.As(err, &te) || te.ErrorName != want {
+			t.Errorf("%s: error %v, want %s", sql, err, want)
+		}
+	}
+	var user string
+	if err := db.QueryRow("select current_user").Scan(&user); err != nil || user != "alice" {
+		t.Errorf("current_user: %q, %v; want alice", user, err)
+	}
+}
+
