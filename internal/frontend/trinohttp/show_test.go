@@ -49,6 +49,7 @@ func TestTrinoShowStatementsOnDuckDB(t *testing.T) {
 		"show tables from other":                   "[Table] [elsewhere]",
 		"show tables in duck.main like 'item%'":    "[Table] [item_names items]",
 		`show tables from "duck"."main" like '%s'`: "[Table] [item_names items orders]",
+		"select table_name from information_schema.tables where table_schema = 'main' order by 1": "[table_name] [item_names items orders]",
 	} {
 		cols, rows := list(sql)
 		if got := fmt.Sprint(cols, rows); got != want {
@@ -90,4 +91,3 @@ func TestTrinoShowStatementsOnDuckDB(t *testing.T) {
 		t.Errorf("current_user: %q, %v; want alice", user, err)
 	}
 }
-
