@@ -565,7 +565,7 @@ func pgCompat(q *query.Request) string {
 		return noPublications
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
-		session: session, infoSchema: infoSchema}
+		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino}
 	for w.i < len(toks) {
 		w.step()
 	}
@@ -620,8 +620,9 @@ type compatWriter struct {
 	binary bool
 	// jsonOps: PostgreSQL's jsonb operators @>, ?, #> and #>> (jsonOperator).
 	jsonOps bool
-	// infoSchema: information_schema's views show the client's catalogs only (infoschema.go).
-	infoSchema bool
+	// infoSchema: information_schema's views show the client's catalogs only (infoschema.go);
+	// trino: the client speaks Trino.
+	infoSchema, trino bool
 	// session: a PostgreSQL client's request whose user or application_name the SQL may read
 	// (pgsession.go); nil for any other.
 	session *query.Request

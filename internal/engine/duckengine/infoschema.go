@@ -8,7 +8,8 @@ import "strings"
 // schema's tables from information_schema.tables (Metabase, Grafana, DBeaver, a Trino client)
 // showed them as the client's. A PostgreSQL, Trino or Flight SQL client's
 // information_schema.X is written as the compatibility view of X without the hidden catalogs
-// (those \l hides). A MySQL client's information_schema is mysqlshow's.
+// (those \l hides), and a Trino client's columns' data_type is Trino's name of the type. A MySQL
+// client's information_schema is mysqlshow's.
 
 // infoSchemaViews are the views filtered, each by its catalog and schema columns.
 var infoSchemaViews = map[string][2]string{
@@ -33,7 +34,9 @@ func infoSchemaSQL() []string {
 		out = append(out, `CREATE VIEW {c}.infoschema.`+view+` AS SELECT * FROM system.information_schema.`+view+
 			` WHERE `+cols[0]+` NOT IN ({hidden}, 'temp') AND NOT (`+cols[0]+` = 'system' AND `+cols[1]+` = 'main')`)
 	}
-	return out
+	// A Trino client's columns are typed in Trino's names, as DESCRIBE types them (trinoshow.go).
+	return append(out, `CREATE VIEW {c}.infoschema.trino_columns AS
+		SELECT * REPLACE ({c}.main.qf_trino_type(data_type) AS data_type) FROM {c}.infoschema.columns`)
 }
 
 // infoSchemaView writes information_schema.X at w.i, for X a filtered view, as that view.
@@ -43,10 +46,14 @@ func (w *compatWriter) infoSchemaView() bool {
 	if !w.infoSchema || w.word(dot) != "." || name < 0 {
 		return false
 	}
-	if _, ok := infoSchemaViews[strings.Trim(w.word(name), `"`)]; !ok {
+	view := strings.Trim(w.word(name), `"`)
+	if _, ok := infoSchemaViews[view]; !ok {
 		return false
 	}
-	w.emit(infoSchemaPrefix + strings.Trim(w.word(name), `"`))
+	if view == "columns" && w.trino {
+		view = "trino_columns"
+	}
+	w.emit(infoSchemaPrefix + view)
 	w.i = name + 1
 	return true
 }
