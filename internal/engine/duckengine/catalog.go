@@ -40,7 +40,7 @@ const compatPrefix = `"` + compatCatalog + `".main.`
 // reads the compatibility object.
 var compatNames = func() map[string]bool {
 	names := map[string]bool{}
-	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, pgFunctionSQL) {
+	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgFunctionSQL) {
 		for _, m := range regexp.MustCompile(`\{c\}\.main\.(\w+)`).FindAllStringSubmatch(s, -1) {
 			names[m[1]] = true
 		}
@@ -553,6 +553,7 @@ func pgCompat(q *query.Request) string {
 	// A MySQL client's at is mysqlCompat's to quote, its way.
 	quoteAt := !isMySQL(q) && holdsWordAt(q.SQL)
 	settings := mayReadPGSettings(q)
+	infoSchema := !isMySQL(q) && mentionsInfoSchema(q.SQL)
 	var session *query.Request
 	if mayReadSession(q) {
 		session = q
@@ -564,7 +565,7 @@ func pgCompat(q *query.Request) string {
 	divides := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "/%")
 	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
-		!divides && !values {
+		!infoSchema && !divides && !values {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -572,7 +573,7 @@ func pgCompat(q *query.Request) string {
 		return noPublications
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
-		session: session, divides: divides, values: values}
+		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: divides, values: values}
 	w.run()
 	return w.out.String()
 }
@@ -640,6 +641,9 @@ type compatWriter struct {
 	binary bool
 	// jsonOps: PostgreSQL's jsonb operators @>, ?, #> and #>> (jsonOperator).
 	jsonOps bool
+	// infoSchema: information_schema's views show the client's catalogs only (infoschema.go);
+	// trino: the client speaks Trino.
+	infoSchema, trino bool
 	// session: a PostgreSQL client's request whose user or application_name the SQL may read
 	// (pgsession.go); nil for any other.
 	session *query.Request
@@ -883,6 +887,9 @@ func (w *compatWriter) step() {
 			w.valuesRows()
 		}
 	case "information_schema": // information_schema._pg_expandarray: the compatibility macro
+		if w.infoSchemaView() {
+			return
+		}
 		dot := w.sig(w.i+1, 0)
 		if name := w.sig(dot+1, 0); w.word(dot) == "." && w.word(name) == "_pg_expandarray" {
 			w.emit(compatPrefix + "qf_pg_expandarray")

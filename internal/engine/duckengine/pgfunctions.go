@@ -808,7 +808,8 @@ func (w *compatWriter) literalArgument(arg [2]int) (string, bool) {
 // rewritten is the tokens from index from to index to, rewritten as the statement is.
 func (w *compatWriter) rewritten(from, to int) string {
 	sub := compatWriter{toks: w.toks[from : to+1], quoteAt: w.quoteAt, settings: w.settings, functions: w.functions,
-		binary: w.binary, jsonOps: w.jsonOps, session: w.session, divides: w.divides, values: w.values}
+		binary: w.binary, jsonOps: w.jsonOps, session: w.session, infoSchema: w.infoSchema, trino: w.trino, divides: w.divides,
+		values: w.values}
 	sub.run()
 	return strings.TrimSpace(sub.out.String())
 }
