@@ -40,7 +40,7 @@ const compatPrefix = `"` + compatCatalog + `".main.`
 // reads the compatibility object.
 var compatNames = func() map[string]bool {
 	names := map[string]bool{}
-	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, pgFunctionSQL) {
+	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgFunctionSQL) {
 		for _, m := range regexp.MustCompile(`\{c\}\.main\.(\w+)`).FindAllStringSubmatch(s, -1) {
 			names[m[1]] = true
 		}
@@ -553,6 +553,7 @@ func pgCompat(q *query.Request) string {
 	// A MySQL client's at is mysqlCompat's to quote, its way.
 	quoteAt := !isMySQL(q) && holdsWordAt(q.SQL)
 	settings := mayReadPGSettings(q)
+	infoSchema := !isMySQL(q) && mentionsInfoSchema(q.SQL)
 	var session *query.Request
 	if mayReadSession(q) {
 		session = q
@@ -561,7 +562,10 @@ func pgCompat(q *query.Request) string {
 	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
 	jsonOps := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "@?#")
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
-	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil {
+	divides := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "/%")
+	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
+	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
+		!infoSchema && !divides && !values {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -569,11 +573,24 @@ func pgCompat(q *query.Request) string {
 		return noPublications
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
-		session: session}
-	for w.i < len(toks) {
-		w.step()
-	}
+		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: divides, values: values}
+	w.run()
 	return w.out.String()
+}
+
+// run writes the rewritten statement to w.out.
+func (w *compatWriter) run() {
+	for w.i < len(w.toks) {
+		from := w.i
+		w.step()
+		// What is written after a token, once the tokens up to it are (a step may write
+		// several, with a rewrite of its own).
+		for j := from; j < w.i && w.after != nil; j++ {
+			if ins, ok := w.after[j]; ok {
+				w.emit(ins)
+			}
+		}
+	}
 }
 
 // pgTokens are q's tokens by PostgreSQL's rules: the analysis that travels with the request
@@ -624,9 +641,16 @@ type compatWriter struct {
 	binary bool
 	// jsonOps: PostgreSQL's jsonb operators @>, ?, #> and #>> (jsonOperator).
 	jsonOps bool
+	// infoSchema: information_schema's views show the client's catalogs only (infoschema.go);
+	// trino: the client speaks Trino.
+	infoSchema, trino bool
 	// session: a PostgreSQL client's request whose user or application_name the SQL may read
 	// (pgsession.go); nil for any other.
 	session *query.Request
+	// divides: a division by zero fails, an interval divides (guardDivision).
+	divides bool
+	// values: VALUES 1, 2 is two rows (Trino's; valuesRows).
+	values bool
 }
 
 // jsonOperator writes PostgreSQL's jsonb operator at w.i, between a column (t.col) and a
@@ -858,7 +882,14 @@ func (w *compatWriter) step() {
 		if w.listAny() {
 			return
 		}
+	case "values":
+		if w.values {
+			w.valuesRows()
+		}
 	case "information_schema": // information_schema._pg_expandarray: the compatibility macro
+		if w.infoSchemaView() {
+			return
+		}
 		dot := w.sig(w.i+1, 0)
 		if name := w.sig(dot+1, 0); w.word(dot) == "." && w.word(name) == "_pg_expandarray" {
 			w.emit(compatPrefix + "qf_pg_expandarray")
@@ -941,6 +972,9 @@ func (w *compatWriter) step() {
 		w.i = typ + 1
 		return
 	}
+	if w.divides && w.guardDivision(t) {
+		return
+	}
 	regex := w.regex
 	op, isRegexOp := regexOps[t.Text]
 	isRegexOp = isRegexOp && t.Kind == sqltok.Operator
@@ -959,9 +993,6 @@ func (w *compatWriter) step() {
 	w.regex = ""
 	if isRegexOp {
 		w.regex = op.flags
-	}
-	if ins, ok := w.after[w.i]; ok {
-		w.emit(ins)
 	}
 	if t.Kind == sqltok.String {
 		w.lastLiteral = w.out.Len() - len(t.Text)
