@@ -21,7 +21,7 @@ import (
 )
 
 // runMySQL2 runs the mysql2 probe script against addr and returns each probe's JSON outcome.
-func runMySQL2(t *testing.T, addr, user, password, db, probes string) map[string]string {
+func runMySQL2(t *testing.T, addr, user, password, db, probes string, env ...string) map[string]string {
 	t.Helper()
 	dir := frontendtest.NodeClients(t, "mysql2")
 	host, port, _ := net.SplitHostPort(addr)
@@ -29,7 +29,7 @@ func runMySQL2(t *testing.T, addr, user, password, db, probes string) map[string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "mysql2_probe.js")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MYSQL_HOST="+host, "MYSQL_PORT="+port, "MYSQL_USER="+user, "MYSQL_PASSWORD="+password, "MYSQL_DB="+db, "PROBES="+probes)
+	cmd.Env = append(append(os.Environ(), "MYSQL_HOST="+host, "MYSQL_PORT="+port, "MYSQL_USER="+user, "MYSQL_PASSWORD="+password, "MYSQL_DB="+db, "PROBES="+probes), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -66,32 +66,50 @@ func readProbes(t *testing.T, out []byte) map[string]string {
 
 // TestMySQL2AsMariaDB: what node mysql2 sees through the proxy relaying to MariaDB — prepared
 // statements with dates, decimals, JSON, blobs, bits, unsigned and TIME parameters, zero
-// dates, column metadata, warnings and SHOW WARNINGS, stacked statements refused, errors —
-// is what it sees from MariaDB itself.
+// dates, column metadata with MariaDB's extended type info (JSON parsed into objects; UUID,
+// INET4, INET6, POINT named), warnings and SHOW WARNINGS, stacked statements refused, errors —
+// is what it sees from MariaDB itself, with JSON as objects and as strings (jsonStrings).
 func TestMySQL2AsMariaDB(t *testing.T) {
-	f := coreServer(t, coreSetup{})
-	proxied := runMySQL2(t, f.addr, testUser, "", f.dbName, "mariadb")
-	dsn, name := mytest.NewDatabase(t)
-	cfg, err := gomysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct := runMySQL2(t, cfg.Addr, cfg.User, cfg.Passwd, name, "mariadb")
-	if len(direct) < 10 {
-		t.Fatalf("direct run: %d probes", len(direct))
-	}
-	// The result's collation is the engine connection's (utf8mb4_general_ci), not the one the
-	// client asked for in its handshake (mysql2: utf8mb4_unicode_ci); both are utf8mb4.
-	sameCollation := strings.NewReplacer(`"charset":224`, `"charset":45`)
-	for probe, want := range direct {
-		if got := proxied[probe]; got != sameCollation.Replace(want) {
-			t.Errorf("%s:\n proxy  %s\n direct %s", probe, got, want)
-		}
-	}
-	for _, probe := range []string{"insert date param", "zero dates binary", "warnings", "warnings of rows", "warnings of prepared"} {
-		if strings.HasPrefix(direct[probe], "error") {
-			t.Errorf("%s failed on MariaDB itself: %s", probe, direct[probe])
-		}
+	for _, jsonStrings := range []string{"0", "1"} {
+		t.Run("jsonStrings="+jsonStrings, func(t *testing.T) {
+			f := coreServer(t, coreSetup{})
+			proxied := runMySQL2(t, f.addr, testUser, "", f.dbName, "mariadb", "JSON_STRINGS="+jsonStrings)
+			dsn, name := mytest.NewDatabase(t)
+			cfg, err := gomysql.ParseDSN(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			direct := runMySQL2(t, cfg.Addr, cfg.User, cfg.Passwd, name, "mariadb", "JSON_STRINGS="+jsonStrings)
+			if len(direct) < 10 {
+				t.Fatalf("direct run: %d probes", len(direct))
+			}
+			// The result's collation is the engine connection's (utf8mb4_general_ci), not the one the
+			// client asked for in its handshake (mysql2: utf8mb4_unicode_ci); both are utf8mb4.
+			sameCollation := strings.NewReplacer(`"charset":224`, `"charset":45`)
+			for probe, want := range direct {
+				if probe == "mariadb types in a transaction" {
+					continue // the Arrow path: below
+				}
+				if got := proxied[probe]; got != sameCollation.Replace(want) {
+					t.Errorf("%s:\n proxy  %s\n direct %s", probe, got, want)
+				}
+			}
+			for _, probe := range []string{"insert date param", "zero dates binary", "warnings", "warnings of rows", "warnings of prepared", "mariadb types insert"} {
+				if strings.HasPrefix(direct[probe], "error") {
+					t.Errorf("%s failed on MariaDB itself: %s", probe, direct[probe])
+				}
+			}
+			if jsonStrings == "0" && !strings.Contains(direct["mariadb types text"], `"j":{"a":[1,{"b":null}]}`) {
+				t.Errorf("mysql2 did not parse MariaDB's JSON itself: %s", direct["mariadb types text"])
+			}
+			// A pinned transaction's statements take the Arrow path, whose column definitions are
+			// the proxy's own: with an empty extended metadata block each (mysql2 reads them), so
+			// JSON comes as text there and types are the Arrow path's (docs/pooling.md).
+			const inTx = `[[{"j":"{\"a\": [1, {\"b\": null}]}","u":"123e4567-e89b-12d3-a456-426614174000"}],[{"name":"j","type":253,"charset":45,"flags":0,"length":67108860,"decimals":0},{"name":"u","type":253,"charset":45,"flags":0,"length":67108860,"decimals":0}]]`
+			if got := proxied["mariadb types in a transaction"]; got != inTx {
+				t.Errorf("in a transaction: %s, want %s", got, inTx)
+			}
+		})
 	}
 }
 

@@ -87,6 +87,7 @@ func serveCore(t testing.TB, cluster string, eng query.Engine, s coreSetup) *cor
 		t.Fatal(err)
 	}
 	core.Activate(rt)
+	core.CheckHealth(context.Background(), 10*time.Second) // as a daemon does at start: the engine's server is known
 	return &coreFixture{addr: startServer(t, core, Options{NoEventLoop: s.noLoop}), core: core, hist: h}
 }
 
