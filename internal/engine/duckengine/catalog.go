@@ -40,7 +40,7 @@ const compatPrefix = `"` + compatCatalog + `".main.`
 // reads the compatibility object.
 var compatNames = func() map[string]bool {
 	names := map[string]bool{}
-	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, pgFunctionSQL) {
+	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgFunctionSQL) {
 		for _, m := range regexp.MustCompile(`\{c\}\.main\.(\w+)`).FindAllStringSubmatch(s, -1) {
 			names[m[1]] = true
 		}
@@ -271,17 +271,22 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.main.qf_mysql_timestampdiff(u, a, b) AS date_sub(u, CAST(a AS TIMESTAMP), CAST(b AS TIMESTAMP))`,
 	`CREATE MACRO {c}.main.qf_mysql_str_to_date(s, f) AS try_strptime(s, f)`,
 	// DATE_ADD and DATE_SUB (mysqlfunctions.go picks _days for a unit of whole days): a DATE
-	// for a DATE, text for text (a date's, or a datetime's with a time), else a timestamp.
+	// for a DATE, text for text (a date's, or a datetime's with a time), a DATETIME's digits
+	// for a MySQL client's DATETIME (TIMESTAMP_S) or DATETIME(3), else a timestamp.
 	`CREATE MACRO {c}.main.qf_mysql_date_add_days (x DATE, i) AS CAST(x + i AS DATE),
 		(x VARCHAR, i) AS CASE WHEN length(x) <= 10 THEN strftime(CAST(x AS DATE) + i, '%Y-%m-%d')
-			ELSE strftime(CAST(x AS TIMESTAMP) + i, '%Y-%m-%d %H:%M:%S') END, (x, i) AS x + i`,
+			ELSE strftime(CAST(x AS TIMESTAMP) + i, '%Y-%m-%d %H:%M:%S') END, (x TIMESTAMP_S, i) AS CAST(x + i AS TIMESTAMP_S),
+		(x TIMESTAMP_MS, i) AS CAST(x + i AS TIMESTAMP_MS), (x, i) AS x + i`,
 	`CREATE MACRO {c}.main.qf_mysql_date_sub_days (x DATE, i) AS CAST(x - i AS DATE),
 		(x VARCHAR, i) AS CASE WHEN length(x) <= 10 THEN strftime(CAST(x AS DATE) - i, '%Y-%m-%d')
-			ELSE strftime(CAST(x AS TIMESTAMP) - i, '%Y-%m-%d %H:%M:%S') END, (x, i) AS x - i`,
+			ELSE strftime(CAST(x AS TIMESTAMP) - i, '%Y-%m-%d %H:%M:%S') END, (x TIMESTAMP_S, i) AS CAST(x - i AS TIMESTAMP_S),
+		(x TIMESTAMP_MS, i) AS CAST(x - i AS TIMESTAMP_MS), (x, i) AS x - i`,
 	`CREATE MACRO {c}.main.qf_mysql_date_add_time (x DATE, i) AS CAST(x AS TIMESTAMP) + i,
-		(x VARCHAR, i) AS strftime(CAST(x AS TIMESTAMP) + i, '%Y-%m-%d %H:%M:%S'), (x, i) AS x + i`,
+		(x VARCHAR, i) AS strftime(CAST(x AS TIMESTAMP) + i, '%Y-%m-%d %H:%M:%S'), (x TIMESTAMP_S, i) AS CAST(x + i AS TIMESTAMP_S),
+		(x TIMESTAMP_MS, i) AS CAST(x + i AS TIMESTAMP_MS), (x, i) AS x + i`,
 	`CREATE MACRO {c}.main.qf_mysql_date_sub_time (x DATE, i) AS CAST(x AS TIMESTAMP) - i,
-		(x VARCHAR, i) AS strftime(CAST(x AS TIMESTAMP) - i, '%Y-%m-%d %H:%M:%S'), (x, i) AS x - i`,
+		(x VARCHAR, i) AS strftime(CAST(x AS TIMESTAMP) - i, '%Y-%m-%d %H:%M:%S'), (x TIMESTAMP_S, i) AS CAST(x - i AS TIMESTAMP_S),
+		(x TIMESTAMP_MS, i) AS CAST(x - i AS TIMESTAMP_MS), (x, i) AS x - i`,
 	`CREATE MACRO {c}.main.qf_mysql_str_to_date_only(s, f) AS CAST(try_strptime(s, f) AS DATE)`,
 	`CREATE MACRO {c}.main.substring_index(s, d, n) AS CASE WHEN n >= 0 THEN array_to_string(string_split(s, d)[1:n], d)
 		ELSE array_to_string(string_split(s, d)[n:], d) END`,
@@ -289,7 +294,7 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.main.json_unquote(j) AS CASE WHEN json_valid(CAST(j AS VARCHAR)) AND json_type(CAST(j AS VARCHAR)) = 'VARCHAR'
 		THEN json_extract_string(CAST(j AS VARCHAR), '$') ELSE CAST(j AS VARCHAR) END`,
 	// LENGTH in bytes; MID, LOCATE, SHA2, RAND and FIND_IN_SET, which DuckDB has under other names.
-	`CREATE MACRO {c}.main.qf_mysql_length (x BLOB) AS octet_length(x), (x) AS strlen(CAST(x AS VARCHAR))`,
+	`CREATE MACRO {c}.main.qf_mysql_length (x BLOB) AS CAST(octet_length(x) AS INTEGER), (x) AS CAST(strlen(CAST(x AS VARCHAR)) AS INTEGER)`,
 	`CREATE MACRO {c}.main.mid(s, p, n) AS substr(s, p, n)`,
 	`CREATE MACRO {c}.main.locate (sub, s) AS instr(s, sub),
 		(sub, s, p) AS CASE WHEN instr(substr(s, p), sub) = 0 THEN 0 ELSE instr(substr(s, p), sub) + p - 1 END`,
@@ -548,6 +553,7 @@ func pgCompat(q *query.Request) string {
 	// A MySQL client's at is mysqlCompat's to quote, its way.
 	quoteAt := !isMySQL(q) && holdsWordAt(q.SQL)
 	settings := mayReadPGSettings(q)
+	infoSchema := !isMySQL(q) && mentionsInfoSchema(q.SQL)
 	var session *query.Request
 	if mayReadSession(q) {
 		session = q
@@ -556,7 +562,7 @@ func pgCompat(q *query.Request) string {
 	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
 	jsonOps := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "@?#")
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
-	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil {
+	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil && !infoSchema {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -564,7 +570,7 @@ func pgCompat(q *query.Request) string {
 		return noPublications
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
-		session: session}
+		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino}
 	for w.i < len(toks) {
 		w.step()
 	}
@@ -619,6 +625,9 @@ type compatWriter struct {
 	binary bool
 	// jsonOps: PostgreSQL's jsonb operators @>, ?, #> and #>> (jsonOperator).
 	jsonOps bool
+	// infoSchema: information_schema's views show the client's catalogs only (infoschema.go);
+	// trino: the client speaks Trino.
+	infoSchema, trino bool
 	// session: a PostgreSQL client's request whose user or application_name the SQL may read
 	// (pgsession.go); nil for any other.
 	session *query.Request
@@ -854,6 +863,9 @@ func (w *compatWriter) step() {
 			return
 		}
 	case "information_schema": // information_schema._pg_expandarray: the compatibility macro
+		if w.infoSchemaView() {
+			return
+		}
 		dot := w.sig(w.i+1, 0)
 		if name := w.sig(dot+1, 0); w.word(dot) == "." && w.word(name) == "_pg_expandarray" {
 			w.emit(compatPrefix + "qf_pg_expandarray")

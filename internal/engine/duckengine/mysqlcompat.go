@@ -201,8 +201,7 @@ func valuesCall(toks []sqltok.Token, i int) int {
 // with what DuckDB answers for them (the MySQL CLI's status asks DATABASE(); ORMs ask it at
 // connect).
 var mysqlNoArgFuncs = map[string]string{"database": "current_database()", "schema": "current_database()",
-	"curdate": "current_date", "curtime": "current_localtime()", "current_timestamp": "current_timestamp",
-	"current_date": "current_date", "localtimestamp": "localtimestamp", "localtime": "localtime"}
+	"curdate": "current_date", "curtime": "current_localtime()", "current_date": "current_date"}
 
 // noArgCall is, when toks[i] is called with no arguments (a "(" and a ")" follow, blanks and
 // comments between), the index of that ")"; -1 otherwise.
@@ -269,7 +268,47 @@ func mayCallMySQLFunction(sqlText string) bool {
 		containsFold(sqlText, "timestampdiff") || containsFold(sqlText, "str_to_date") || containsFold(sqlText, "truncate") ||
 		containsFold(sqlText, "div") || containsFold(sqlText, "regexp") || containsFold(sqlText, "rlike") || containsFold(sqlText, "drop") ||
 		containsFold(sqlText, "mod") || containsFold(sqlText, "date_") || containsFold(sqlText, "adddate") || containsFold(sqlText, "subdate") || containsFold(sqlText, "to_days") ||
-		containsFold(sqlText, "length") || containsFold(sqlText, "concat")
+		containsFold(sqlText, "length") || containsFold(sqlText, "concat") || mayCallMySQLCall(sqlText)
+}
+
+// mysqlCalls are the functions mysqlFunctionEdits writes that mayCallMySQLFunction looks for
+// as a call: the name before a "(" (blanks between, as a client's IGNORE_SPACE lets MySQL read).
+var mysqlCalls = map[string]bool{"year": true, "month": true, "day": true, "dayofmonth": true, "dayofyear": true,
+	"dayofweek": true, "weekday": true, "week": true, "quarter": true, "hour": true, "minute": true, "second": true,
+	"dayname": true, "monthname": true, "last_day": true, "time": true, "now": true, "sysdate": true, "localtime": true,
+	"localtimestamp": true, "current_timestamp": true, "utc_timestamp": true, "field": true, "elt": true,
+	"insert": true, "hex": true, "bin": true}
+
+// mayCallMySQLCall reports cheaply whether sqlText may call one of mysqlCalls, or hold
+// CURRENT_TIMESTAMP, LOCALTIME[STAMP] or DATETIME uncalled.
+func mayCallMySQLCall(sqlText string) bool {
+	var name [24]byte
+	for i := strings.IndexByte(sqlText, '('); i > 0; {
+		end := i
+		for end > 0 && (sqlText[end-1] == ' ' || sqlText[end-1] == '\t' || sqlText[end-1] == '\n' || sqlText[end-1] == '\r') {
+			end--
+		}
+		n := 0
+		for j := end - 1; j >= 0 && identByte(sqlText[j]) && n < len(name); j-- {
+			n++
+		}
+		for k := range n {
+			c := sqlText[end-n+k]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			name[k] = c
+		}
+		if mysqlCalls[string(name[:n])] {
+			return true
+		}
+		next := strings.IndexByte(sqlText[i+1:], '(')
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return containsFold(sqlText, "current_timestamp") || containsFold(sqlText, "localtime") || containsFold(sqlText, "datetime")
 }
 
 // atIdent reports whether toks[i] is the word AT used as a name (a column called "at"): DuckDB

@@ -12,6 +12,7 @@ func BenchmarkMySQLCompat(b *testing.B) {
 	for name, sql := range map[string]string{
 		"plain":     "SELECT id, name, price FROM orders WHERE customer_id = 42 AND status = 'open' ORDER BY id LIMIT 100",
 		"rewritten": "SELECT id, name, price FROM orders WHERE customer = 'O\\'Brien' AND status = 'open' ORDER BY id LIMIT 100",
+		"insert":    "INSERT INTO orders (id, name, price, placed_day, status) VALUES (?, ?, ?, ?, ?)",
 	} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()

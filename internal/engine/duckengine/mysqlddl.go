@@ -19,6 +19,8 @@ import (
 //     starting at the table option AUTO_INCREMENT=n, else 1): DEFAULT nextval(...);
 //   - TINYINT ... BIGINT [UNSIGNED] with a display width (INT(11)) is DuckDB's type of that
 //     size, UNSIGNED its unsigned one (BIGINT UNSIGNED is UBIGINT), MEDIUMINT an INTEGER;
+//   - DATETIME and TIMESTAMP are a TIMESTAMP_S, (n) digits a TIMESTAMP_MS up to 3, else a
+//     TIMESTAMP (datetimeType);
 //   - KEY and INDEX definitions are left out (DuckDB has no index in CREATE TABLE), UNIQUE
 //     KEY name (cols) is UNIQUE (cols); a column's COMMENT, CHARACTER SET and COLLATE, and
 //     the table's options (ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 ...) are left out.
@@ -227,6 +229,13 @@ func columnDefinition(d []sqltok.Token) (text string, ai, kept, changed bool) {
 			}
 			out = append(out, sqltok.Token{Kind: sqltok.Word, Text: typ})
 			changed = true
+		case i == 1 && is(i, "datetime", "timestamp"):
+			// DATETIME[(n)] and TIMESTAMP[(n)] keep MySQL's fractional digits (DuckDB's
+			// TIMESTAMP has six): whole seconds are a TIMESTAMP_S, which the MySQL frontend
+			// sends without a fraction, as MariaDB sends a DATETIME.
+			typ, end := datetimeType(d, i)
+			out = append(out, sqltok.Token{Kind: sqltok.Word, Text: typ})
+			i, changed = end, true
 		case is(i, "auto_increment"):
 			ai, changed = true, true
 		case is(i, "comment") && i+1 < len(d) && d[i+1].Kind == sqltok.String:

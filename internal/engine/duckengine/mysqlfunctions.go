@@ -1,6 +1,7 @@
 package duckengine
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/sqltok"
@@ -47,7 +48,7 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 		case "date_format":
 			if args := callArgs(toks, i); len(args) == 2 && args[1][0] == args[1][1] {
 				if v, ok := mysqlString(toks, args[1][0]); ok {
-					edit(i, i, "strftime")
+					edit(i, i, "qf_mysql_date_format")
 					edit(args[1][0], args[1][0], duckString(strftimeFormat(v)))
 				}
 			}
@@ -133,6 +134,42 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 			}
 		case "regexp", "rlike": // a [NOT] REGEXP 'p': regexp_matches, without regard to case (MySQL's collations)
 			regexpEdit(toks, i, edit)
+		case "year", "month", "day", "dayofmonth", "dayofyear", "quarter", "hour", "minute", "second",
+			"dayofweek", "weekday", "dayname", "monthname", "last_day", "time":
+			// A date's part: of MySQL's text of a date too, as MySQL's INT (mysqlDateParts).
+			if len(callArgs(toks, i)) == 1 && !typePosition(toks, i) {
+				edit(i, i, "qf_mysql_"+strings.ToLower(t.Text))
+			}
+		case "week": // WEEK(d [, mode]): the modes strftime counts (mysqlWeekModes), others left to DuckDB's error
+			switch args := callArgs(toks, i); {
+			case len(args) == 1:
+				edit(i, i, "qf_mysql_week")
+			case len(args) == 2 && args[1][0] == args[1][1] && mysqlWeekModes[toks[args[1][0]].Text] != "":
+				edit(i, i, mysqlWeekModes[toks[args[1][0]].Text])
+				comma := nextSignificant(toks, args[0][1]+1)
+				edit(comma, args[1][1], "")
+			}
+		case "char_length", "character_length": // MySQL's INT (DuckDB's BIGINT)
+			if len(callArgs(toks, i)) == 1 {
+				edit(i, i, "qf_mysql_char_length")
+			}
+		case "hex", "bin":
+			if len(callArgs(toks, i)) == 1 {
+				edit(i, i, "qf_mysql_"+strings.ToLower(t.Text))
+			}
+		case "field", "elt": // FIELD(s, a, b, ...), ELT(n, a, b, ...): the list as one argument
+			listEdits(toks, i, edit)
+		case "insert": // INSERT(s, pos, len, new), not the statement
+			if len(callArgs(toks, i)) == 4 && i != nextSignificant(toks, 0) {
+				edit(i, i, "qf_mysql_insert")
+			}
+		case "now", "current_timestamp", "localtimestamp", "localtime", "sysdate", "utc_timestamp":
+			nowEdits(toks, i, edit)
+		case "datetime": // CAST(x AS DATETIME[(n)]), CONVERT(x, DATETIME): MySQL's fractional digits
+			if prev := prevSignificant(toks, i); prev >= 0 && (toks[prev].IsWord("as") || toks[prev].Text == ",") {
+				typ, end := datetimeType(toks, i)
+				edit(i, end, typ)
+			}
 		case "drop": // DROP INDEX i ON t: DuckDB's index names are its schema's, it takes none
 			if index := nextSignificant(toks, i+1); i == nextSignificant(toks, 0) && index < len(toks) && toks[index].IsWord("index") {
 				name := nextSignificant(toks, index+1)
@@ -150,6 +187,169 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 		}
 	}
 	return edits
+}
+
+// mysqlDateParts are MySQL's functions of a date that DuckDB has, or answers otherwise, with
+// their DuckDB expression of a DATE or TIMESTAMP d: each is a macro qf_mysql_<name> of a
+// DATE, a TIMESTAMP, or text, which MySQL reads as a date (DuckDB could not choose between its
+// overloads for a string), NULL when it is none; a number MySQL's INT (DuckDB's BIGINT).
+// DAYOFWEEK counts from 1, Sunday, and WEEKDAY from 0, Monday (DuckDB's both from 0, Sunday);
+// WEEK(d) is MySQL's default mode 0, the weeks from the first Sunday (DuckDB's is ISO's).
+var mysqlDateParts = map[string]string{
+	"year": "year({d})", "month": "month({d})", "day": "day({d})", "dayofmonth": "day({d})", "dayofyear": "dayofyear({d})",
+	"quarter": "quarter({d})", "dayofweek": "dayofweek({d}) + 1", "weekday": "isodow({d}) - 1",
+	"week": "strftime({d}, '%U')", "dayname": "dayname({d})", "monthname": "monthname({d})", "last_day": "last_day({d})",
+}
+
+// mysqlTimeParts are MySQL's functions of a time of day, as mysqlDateParts; their text may be a
+// time alone ('10:11:12').
+var mysqlTimeParts = map[string]string{"hour": "hour({d})", "minute": "minute({d})", "second": "second({d})", "time": "{d}"}
+
+// mysqlWeekModes are the WEEK(d, mode) modes answered, each with its macro: 0 (WEEK(d)'s), 3
+// (ISO's weeks) and 5 (the weeks from the first Monday).
+var mysqlWeekModes = map[string]string{"0": "qf_mysql_week", "3": "qf_mysql_week_iso", "5": "qf_mysql_week_monday"}
+
+// mysqlFunctionSQL creates the macros mysqlFunctionEdits calls, in the catalog named {c}.
+var mysqlFunctionSQL = func() []string {
+	var out []string
+	macro := func(name, d, of string) {
+		cast := func(x string) string {
+			if name == "dayname" || name == "monthname" || name == "last_day" || name == "time" {
+				return x
+			}
+			return "CAST(" + x + " AS INTEGER)"
+		}
+		out = append(out, "CREATE MACRO {c}.main.qf_mysql_"+name+" (x VARCHAR) AS "+cast(strings.ReplaceAll(d, "{d}", of))+
+			", (x) AS "+cast(strings.ReplaceAll(d, "{d}", "x")))
+	}
+	for name, d := range mysqlDateParts {
+		macro(name, d, "try_cast(x AS TIMESTAMP)")
+	}
+	for name, d := range mysqlTimeParts {
+		macro(name, d, "coalesce(CAST(try_cast(x AS TIMESTAMP) AS TIME), try_cast(x AS TIME))")
+	}
+	return append(out,
+		`CREATE MACRO {c}.main.qf_mysql_week_iso (x VARCHAR) AS CAST(week(try_cast(x AS TIMESTAMP)) AS INTEGER), (x) AS CAST(week(x) AS INTEGER)`,
+		`CREATE MACRO {c}.main.qf_mysql_week_monday (x VARCHAR) AS CAST(strftime(try_cast(x AS TIMESTAMP), '%W') AS INTEGER),
+			(x) AS CAST(strftime(x, '%W') AS INTEGER)`,
+		`CREATE MACRO {c}.main.qf_mysql_date_format (x VARCHAR, f) AS strftime(try_cast(x AS TIMESTAMP), f), (x, f) AS strftime(x, f)`,
+		// FIELD(s, list): s's place in the list, 0 when it is not there or NULL; ELT(n, list):
+		// the list's nth, NULL past its ends (listEdits writes the list).
+		// Strings compare without regard to case, as MySQL's default collations compare them.
+		`CREATE MACRO {c}.main.qf_mysql_field (s VARCHAR, l VARCHAR[]) AS CAST(CASE WHEN s IS NULL THEN 0
+			ELSE coalesce(list_position(list_transform(l, e -> lower(e)), lower(s)), 0) END AS INTEGER),
+			(s, l) AS CAST(CASE WHEN s IS NULL THEN 0 ELSE coalesce(list_position(l, s), 0) END AS INTEGER)`,
+		`CREATE MACRO {c}.main.qf_mysql_elt(n, l) AS CASE WHEN n >= 1 THEN l[n] END`,
+		// INSERT(s, pos, len, new): s with len characters from pos replaced by new (the rest
+		// for a negative len), s itself for a pos outside it.
+		`CREATE MACRO {c}.main.qf_mysql_insert(s, p, n, r) AS CASE WHEN p < 1 OR p > length(s) THEN s
+			ELSE substr(s, 1, p - 1) || r || CASE WHEN n < 0 THEN '' ELSE substr(s, p + n) END END`,
+		// CONV(n, from, to): n's text read in base from (up to its first other character, at
+		// most 2^64-1) written in base to, a negative n as its 64-bit two's complement unless
+		// to is negative; NULL for a base outside 2..36. OCT(n) is CONV(n, 10, 8).
+		`CREATE MACRO {c}.main.qf_mysql_conv_digits(s) AS list_transform(string_split(s, ''), c -> instr('`+convDigits+`', c) - 1)`,
+		`CREATE MACRO {c}.main.qf_mysql_conv_value(ds, f) AS list_reduce([0::HUGEINT] ||
+			ds[1:coalesce(list_position(list_transform(ds, d -> d < 0 OR d >= f), true), len(ds) + 1) - 1],
+			(a, d) -> least(a * f + d, 18446744073709551615))`,
+		`CREATE MACRO {c}.main.qf_mysql_conv_text(u, t) AS CASE WHEN u < t THEN substr('`+convDigits+`', u::INTEGER + 1, 1)
+			ELSE to_base((u // t)::BIGINT, t) || substr('`+convDigits+`', (u % t)::INTEGER + 1, 1) END`,
+		`CREATE MACRO {c}.main.qf_mysql_conv_signed(neg, v, t) AS CASE
+			WHEN t < 0 THEN CASE WHEN neg AND v > 0 THEN '-' ELSE '' END || {c}.main.qf_mysql_conv_text(v, -t)
+			WHEN neg AND v > 0 THEN {c}.main.qf_mysql_conv_text(18446744073709551616 - v, t)
+			ELSE {c}.main.qf_mysql_conv_text(v, t) END`,
+		`CREATE MACRO {c}.main.conv(n, f, t) AS CASE WHEN abs(f) BETWEEN 2 AND 36 AND abs(t) BETWEEN 2 AND 36 AND trim(CAST(n AS VARCHAR)) <> '' THEN
+			{c}.main.qf_mysql_conv_signed(starts_with(trim(CAST(n AS VARCHAR)), '-'),
+				{c}.main.qf_mysql_conv_value({c}.main.qf_mysql_conv_digits(upper(ltrim(trim(CAST(n AS VARCHAR)), '-'))), abs(f)), t) END`,
+		`CREATE MACRO {c}.main.oct(n) AS {c}.main.conv(n, 10, 8)`,
+		// HEX and BIN of a number are CONV's, HEX's rounded to an integer first; HEX of text or
+		// bytes is DuckDB's (the bytes' digits).
+		`CREATE MACRO {c}.main.qf_mysql_hex (x VARCHAR) AS hex(x), (x BLOB) AS hex(x), (x) AS {c}.main.conv(round(x), 10, 16)`,
+		`CREATE MACRO {c}.main.qf_mysql_bin(x) AS {c}.main.conv(x, 10, 2)`,
+		`CREATE MACRO {c}.main.qf_mysql_char_length (x BLOB) AS CAST(octet_length(x) AS INTEGER), (x) AS CAST(length(CAST(x AS VARCHAR)) AS INTEGER)`,
+	)
+}()
+
+// convDigits are CONV's digits, 0 to Z.
+const convDigits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+// typePosition reports whether the word at toks[i] (YEAR and TIME are types too) stands where
+// a type does, after a column's name or CAST's AS, or is a qualified name.
+func typePosition(toks []sqltok.Token, i int) bool {
+	prev := prevSignificant(toks, i)
+	if prev < 0 {
+		return false
+	}
+	p := toks[prev]
+	return p.Text == "." || p.Kind == sqltok.QuotedIdent ||
+		p.Kind == sqltok.Word && !p.IsWord("select", "distinct", "all", "where", "and", "or", "not", "on", "by", "set",
+			"when", "then", "else", "having", "case", "between", "return")
+}
+
+// listEdits writes FIELD(s, a, b, ...) and ELT(n, a, b, ...) at toks[i] as qf_mysql_field(s,
+// [a, b, ...]) and qf_mysql_elt(n, [a, b, ...]): DuckDB's macros take no variable arguments.
+func listEdits(toks []sqltok.Token, i int, edit func(from, to int, text string)) {
+	args := callArgs(toks, i)
+	if len(args) < 2 {
+		return
+	}
+	for _, a := range args {
+		if a[0] < 0 {
+			return
+		}
+	}
+	edit(i, i, "qf_mysql_"+strings.ToLower(toks[i].Text))
+	comma := nextSignificant(toks, args[0][1]+1)
+	edit(comma, comma, ", [")
+	closing := nextSignificant(toks, args[len(args)-1][1]+1)
+	edit(closing, closing, "])")
+}
+
+// nowEdits writes NOW(), CURRENT_TIMESTAMP[()], LOCALTIMESTAMP[()], LOCALTIME[()], SYSDATE()
+// and UTC_TIMESTAMP() at toks[i] as MySQL's DATETIME: the time in UTC (the session time zone
+// the frontend reports), whole seconds (DuckDB's are a TIMESTAMP WITH TIME ZONE with
+// microseconds), or the fractional digits of a literal argument (NOW(3)).
+func nowEdits(toks []sqltok.Token, i int, edit func(from, to int, text string)) {
+	const now = "timezone('UTC', current_timestamp)"
+	name := strings.ToLower(toks[i].Text)
+	if end := noArgCall(toks, i); end >= 0 {
+		edit(i, end, "CAST(date_trunc('second', "+now+") AS TIMESTAMP_S)")
+		return
+	}
+	if args := callArgs(toks, i); len(args) == 1 && args[0][0] == args[0][1] && toks[args[0][0]].Kind == sqltok.Number {
+		n, _ := strconv.Atoi(toks[args[0][0]].Text)
+		typ := fractionType(n)
+		unit := map[string]string{"TIMESTAMP_S": "second", "TIMESTAMP_MS": "millisecond", "TIMESTAMP": "microsecond"}[typ]
+		edit(i, nextSignificant(toks, args[0][0]+1), "CAST(date_trunc('"+unit+"', "+now+") AS "+typ+")")
+		return
+	}
+	if open := nextSignificant(toks, i+1); name != "now" && name != "sysdate" && name != "utc_timestamp" &&
+		(open >= len(toks) || toks[open].Text != "(") && !typePosition(toks, i) {
+		edit(i, i, "CAST(date_trunc('second', "+now+") AS TIMESTAMP_S)") // the keyword alone
+	}
+}
+
+// datetimeType is DuckDB's type of MySQL's DATETIME[(n)] at toks[i], and the index of its last
+// token: whole seconds (TIMESTAMP_S) without digits, milliseconds for up to 3, microseconds.
+func datetimeType(toks []sqltok.Token, i int) (string, int) {
+	open := nextSignificant(toks, i+1)
+	digits := nextSignificant(toks, open+1)
+	closing := nextSignificant(toks, digits+1)
+	if closing >= len(toks) || toks[open].Text != "(" || toks[closing].Text != ")" || toks[digits].Kind != sqltok.Number {
+		return "TIMESTAMP_S", i
+	}
+	n, _ := strconv.Atoi(toks[digits].Text)
+	return fractionType(n), closing
+}
+
+// fractionType is DuckDB's timestamp type for n fractional digits of a second.
+func fractionType(n int) string {
+	switch {
+	case n == 0:
+		return "TIMESTAMP_S"
+	case n <= 3:
+		return "TIMESTAMP_MS"
+	}
+	return "TIMESTAMP"
 }
 
 // timestampUnits are TIMESTAMPDIFF's units, as DuckDB's date_sub names them.

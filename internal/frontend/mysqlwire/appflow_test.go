@@ -21,8 +21,9 @@ import (
 // TestPythonAppFlowOnDuckDBAsMariaDB: an application's day through PyMySQL and mysqlclient
 // (testdata/appflow.py: AUTO_INCREMENT ids, an upsert and a REPLACE on a table with a primary
 // key and a unique name, LAST_INSERT_ID(), transactions, aggregates, GROUP_CONCAT ...
-// SEPARATOR, DATE_FORMAT, DATEDIFF, LIKE, CAST AS SIGNED) prints through the proxy on the
-// embedded DuckDB what it prints on MariaDB.
+// SEPARATOR, DATE_FORMAT, DATEDIFF, LIKE, CAST AS SIGNED; exact /, CONCAT with a NULL, LENGTH
+// in bytes, <=>; functions of a date's text, FIELD, ELT, INSERT, CONV) prints through the proxy
+// on the embedded DuckDB what it prints on MariaDB.
 func TestPythonAppFlowOnDuckDBAsMariaDB(t *testing.T) {
 	for _, c := range []struct{ lib, module string }{{"pymysql", "pymysql"}, {"mysqldb", "MySQLdb"}} {
 		t.Run(c.lib, func(t *testing.T) {
@@ -61,9 +62,10 @@ func appFlow(t *testing.T, python, lib, addr, user, password, db string) string 
 // TestMySQL2AppFlowOnDuckDBAsMariaDB: an application's day through node mysql2
 // (frontendtest/nodeclients/mysql2_appflow.js: JSON columns read as objects, an UPDATE's
 // affectedRows and changedRows with and without CLIENT_FOUND_ROWS, TRUNCATE and the ids after
-// it, a type matrix written by parameters and read by text and prepared statements, the errors
-// of a duplicate key, a syntax error and a missing table) prints through the proxy on the
-// embedded DuckDB what it prints on MariaDB.
+// it, a type matrix written by parameters and read by text and prepared statements (a DATETIME
+// without fractional digits), the errors of a duplicate key, a syntax error and a missing
+// table, exact /, CONCAT with a NULL, LENGTH in bytes, <=>, functions of a date's text, FIELD,
+// ELT, INSERT, CONV) prints through the proxy on the embedded DuckDB what it prints on MariaDB.
 func TestMySQL2AppFlowOnDuckDBAsMariaDB(t *testing.T) {
 	dsn, name := mytest.NewDatabase(t)
 	cfg, err := gomysql.ParseDSN(dsn)

@@ -3,7 +3,9 @@ package mysqlwire
 import (
 	"database/sql"
 	"math"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -63,4 +65,126 @@ func mariaAndDuck(t *testing.T) (maria, duck *sql.DB) {
 	}
 	t.Cleanup(func() { eng.Close() })
 	return maria, openDB(t, serveCore(t, "duck", eng, coreSetup{}).addr, testUser, "", "duck", "")
+}
+
+// TestMySQLDateAndStringFunctionsLikeMariaDB: MySQL's functions of a date (of its text too,
+// where DuckDB could not choose between its overloads), FIELD, ELT, INSERT, CONV, OCT, HEX and
+// BIN answer through the proxy on DuckDB MariaDB's value and column type (go-sql-driver's
+// type name: INT where DuckDB's part of a date was a BIGINT). DAYOFWEEK, WEEKDAY and WEEK
+// count as MySQL does, not as DuckDB's functions of the same names.
+func TestMySQLDateAndStringFunctionsLikeMariaDB(t *testing.T) {
+	maria, duck := mariaAndDuck(t)
+	execBoth(t, maria, duck, "create table days (id int primary key, d date, dt datetime, s varchar(30))",
+		"insert into days values (1, '2024-03-04', '2024-03-04 10:11:12', '2024-03-09 23:59:58'), (2, '2023-01-01', '2024-12-31 00:00:00', 'not a date')")
+	for _, expr := range []string{
+		"year('2024-03-04')", "month('2024-03-04')", "day('2024-03-04')", "dayofmonth('2024-03-04')", "dayofyear('2024-03-04')",
+		"quarter('2024-08-04')", "date('2024-03-04 10:00')", "date_format('2024-03-04', '%Y')", "date_format('2024-03-04 10:11:12', '%H:%i')",
+		"dayofweek('2024-03-04')", "weekday('2024-03-04')", "dayname('2024-03-04')", "monthname('2024-03-04')",
+		"last_day('2024-02-04')", "hour('2024-03-04 10:11:12')", "minute('2024-03-04 10:11:12')", "second('10:11:12')",
+		"week('2024-01-01')", "week('2024-01-07')", "week('2024-12-31', 0)", "week('2024-01-01', 3)", "week('2024-12-31', 5)",
+		"year(null)", "year('not a date')",
+		"year(d)", "month(dt)", "dayofweek(d)", "weekday(d)", "week(d)", "dayofweek(dt)", "hour(dt)", "year(s)", "dayofweek(s)", "date_format(s, '%d.%m.%Y')",
+		"field('b', 'a', 'b', 'c')", "field('B', 'a', 'b')", "field('z', 'a', 'b')", "field(2, 1, 2, 3)", "field(null, 1)",
+		"elt(2, 'a', 'b', 'c')", "elt(4, 'a', 'b', 'c')", "elt(0, 'a')",
+		"insert('Quadratic', 3, 4, 'What')", "insert('Quadratic', -1, 4, 'What')", "insert('Quadratic', 3, 100, 'What')", "insert('Quadratic', 3, -1, 'What')",
+		"oct(12)", "oct(-1)", "bin(12)", "bin(-1)", "hex(255)", "hex(-1)", "hex(3.7)", "hex('abc')", "hex(null)",
+		"conv('a', 16, 2)", "conv(255, 10, 16)", "conv('-17', 10, 16)", "conv('-17', 10, -16)", "conv('zz', 36, 10)", "conv('12x', 10, 2)",
+		"conv('', 10, 2)", "conv(10, 1, 2)", "conv('99999999999999999999999', 10, 16)",
+	} {
+		q := "select " + expr + " from days order by id"
+		m, d := typedValues(t, maria, q), typedValues(t, duck, q)
+		if m != d {
+			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", expr, m, d)
+		}
+	}
+}
+
+// execBoth runs stmts on MariaDB and on DuckDB.
+func execBoth(t *testing.T, maria, duck *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, db := range []*sql.DB{maria, duck} {
+		for _, s := range stmts {
+			if _, err := db.Exec(s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+	}
+}
+
+// typedValues is q's column type (go-sql-driver's name of it) and every row's value, as text.
+func typedValues(t *testing.T, db *sql.DB, q string, args ...any) string {
+	t.Helper()
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		return "error " + err.Error()
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range types {
+		out = append(out, c.DatabaseTypeName())
+	}
+	for rows.Next() {
+		vals := make([]sql.NullString, len(types))
+		ptrs := make([]any, len(vals))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vals {
+			if !v.Valid {
+				out = append(out, "NULL")
+				continue
+			}
+			out = append(out, strconv.Quote(v.String))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, " ")
+}
+
+// TestMySQLDatetimesLikeMariaDB: a DATETIME column created by a MySQL client, DATE_ADD of it,
+// CAST AS DATETIME and NOW() come through the text protocol and the binary protocol (a
+// prepared statement) with MariaDB's fractional digits: none for DATETIME, n for DATETIME(n)
+// (DuckDB's TIMESTAMP has six). NOW()'s are compared by their shape, every digit a 9.
+func TestMySQLDatetimesLikeMariaDB(t *testing.T) {
+	maria, duck := mariaAndDuck(t)
+	execBoth(t, maria, duck, "create table stamps (id int primary key, a datetime not null, b datetime(3), c datetime(6), d timestamp null)",
+		"insert into stamps values (1, '2024-03-04 10:11:12', '2024-03-04 10:11:12.125', '2024-03-04 10:11:12', '2024-03-04 10:11:12')")
+	digits := regexp.MustCompile(`[0-9]`)
+	for _, q := range []string{
+		"select a, b, c from stamps where id = ?",
+		"select date_add(a, interval 1 hour), date_sub(a, interval 1 day), adddate(b, interval 1 minute) from stamps where id = ?",
+		"select cast('2024-03-04 10:11:12' as datetime), cast('2024-03-04 10:11:12.5' as datetime(3)), ? as n",
+		"select now(), current_timestamp, current_timestamp(), localtimestamp, sysdate(), utc_timestamp(), now(3), now(6), ? as n",
+	} {
+		for _, binary := range []bool{false, true} {
+			args, text := []any{1}, q
+			if !binary { // go-sql-driver prepares a statement only for one with parameters
+				args, text = nil, strings.Replace(q, "?", "1", 1)
+			}
+			m, d := typedValues(t, maria, text, args...), typedValues(t, duck, text, args...)
+			if strings.Contains(q, "now()") {
+				m, d = digits.ReplaceAllString(m, "9"), digits.ReplaceAllString(d, "9")
+			}
+			if m != d {
+				t.Errorf("%s (binary %v):\n MariaDB %s\n DuckDB  %s", q, binary, m, d)
+			}
+		}
+	}
+	// A TIMESTAMP column's values are DATETIME's (MariaDB's type is TIMESTAMP).
+	var m, d string
+	if err := maria.QueryRow("select d from stamps").Scan(&m); err != nil {
+		t.Fatal(err)
+	}
+	if err := duck.QueryRow("select d from stamps").Scan(&d); err != nil || d != m {
+		t.Errorf("a TIMESTAMP column: DuckDB %q (%v), MariaDB %q", d, err, m)
+	}
 }

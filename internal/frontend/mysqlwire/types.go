@@ -82,6 +82,14 @@ func columnFor(f arrow.Field) column {
 		col.temporal = true
 	case *arrow.TimestampType:
 		col.fsp, col.temporal = unitDigits(t.Unit), true
+		// DuckDB's seconds and milliseconds come as microseconds: their type says the digits
+		// (a MySQL client's DATETIME is a TIMESTAMP_S, NOW() one too, as MariaDB's has none).
+		switch d, _ := f.Metadata.GetValue(engine.MetaDuckDBType); d {
+		case "TIMESTAMP_S":
+			col.fsp = 0
+		case "TIMESTAMP_MS":
+			col.fsp = 3
+		}
 		if t.TimeZone != "" {
 			setType(mysql.MYSQL_TYPE_TIMESTAMP, uint32(19+fspLen(col.fsp)))
 		} else {

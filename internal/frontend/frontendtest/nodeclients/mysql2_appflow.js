@@ -63,15 +63,29 @@ const flow = [
   ['ids after truncate', q('select id, name from app2 order by id')],
   ['matrix drop', q('drop table if exists types2')],
   ['matrix create', q('create table types2 (id int primary key, ti tinyint, si smallint, i int, bi bigint, ' +
-    'd decimal(12,4), dbl double, s varchar(20), bl blob, dt date, j json)')],
-  ['matrix insert', x('insert into types2 values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    [1, -128, -32768, -2147483648, '-9223372036854775808', '-12345678.1234', 2.5, 'héllo', Buffer.from([0, 1, 255]), '2024-02-29', '{"a": [1, {"b": null}]}'])],
-  ['matrix insert max', x('insert into types2 values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    [2, 127, 32767, 2147483647, '9223372036854775807', '99999999.9999', -0.125, '', Buffer.alloc(0), '1970-01-01', '[]'])],
-  ['matrix insert nulls', x('insert into types2 values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    [3, null, null, null, null, null, null, null, null, null, null])],
+    'd decimal(12,4), dbl double, s varchar(20), bl blob, dt date, j json, ts datetime)')],
+  ['matrix insert', x('insert into types2 values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    [1, -128, -32768, -2147483648, '-9223372036854775808', '-12345678.1234', 2.5, 'héllo', Buffer.from([0, 1, 255]), '2024-02-29', '{"a": [1, {"b": null}]}', '2024-02-29 13:14:15'])],
+  ['matrix insert max', x('insert into types2 values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    [2, 127, 32767, 2147483647, '9223372036854775807', '99999999.9999', -0.125, '', Buffer.alloc(0), '1970-01-01', '[]', '1970-01-01 00:00:00'])],
+  ['matrix insert nulls', x('insert into types2 values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    [3, null, null, null, null, null, null, null, null, null, null, null])],
   ['matrix text', q('select * from types2 order by id')],
   ['matrix prepared', x('select * from types2 where id > ? order by id', [0])],
+  // MySQL's semantics DuckDB's operators and functions have otherwise: / divides exactly (7/2 is
+  // 3.5, a DECIMAL on MariaDB, compared here), CONCAT is NULL with a NULL, LENGTH counts bytes,
+  // <=> is NULL-safe equality; by text and by prepared statements.
+  ['semantics', q("select 7/2 = 3.5 as d, -7/2 = -3.5 as nd, 7 /-2 = -3.5 as md, 100 * 3 / 7 > 42.85 as p, 7/0 is null as z, " +
+    "concat('a', null) as cn, concat('a', 1, 'b') as c1, length('é') as l, octet_length('é') as ol, char_length('é') as cl, " +
+    'null <=> null as nn, 1 <=> null as n1, 1 <=> 1 as eq')],
+  ['semantics prepared', x('select ? / 2 = 3.5 as d, concat(?, null) as cn, concat(?, ?) as cc, length(?) as l, ? <=> null as nn, ? <=> 1 as eq',
+    [7, 'a', 'a', 'b', 'é', null, 1])],
+  // MySQL's functions of a date's text, FIELD, ELT, INSERT, CONV, HEX, and NOW()'s digits.
+  ['functions', q("select year('2024-03-04') as y, dayofweek('2024-03-04') as dow, weekday(dt) as wd, week('2024-01-07') as w, " +
+    "date_format('2024-03-04', '%Y') as df, field('b', 'a', 'b') as f, elt(2, 'a', 'b') as e, insert('Quadratic', 3, 4, 'What') as ins, " +
+    "conv('a', 16, 2) as cv, hex(255) as hx, length(now()) as nl from types2 where id = 1")],
+  ['functions prepared', x('select year(?) as y, dayofweek(?) as dow, field(?, ?, ?) as f, date_add(ts, interval 1 hour) as later from types2 where id = ?',
+    ['2024-03-04', '2024-03-04', 'b', 'a', 'b', 1])],
 ];
 
 (async () => {

@@ -102,3 +102,15 @@ step('operators', "select 10 div 3, -7 div 2, 10 mod 3, 'Abc' regexp 'b', 'Abc' 
 step('regexp', "select name from app where name rlike %s order by name", ('^[kl]',))
 step('qualified-set', "update app a set a.qty = a.qty + 1 where a.name = 'lime'")
 step('qualified-rows', "select name, qty from app where name = 'lime'")
+# MySQL's semantics DuckDB's operators and functions have otherwise: / divides exactly (7/2 is
+# 3.5, a DECIMAL on MariaDB, compared here), CONCAT is NULL with a NULL, LENGTH counts bytes,
+# <=> is NULL-safe equality; MySQL's functions of a date's text, FIELD, ELT, INSERT, CONV, HEX.
+step('semantics', "select 7/2 = 3.5, -7/2 = -3.5, 7 /-2 = -3.5, 100 * 3 / 7 > 42.85, 7/0 is null, concat('a', null), "
+     "concat('a', 1, 'b'), length('\u00e9'), octet_length('\u00e9'), char_length('\u00e9'), null <=> null, 1 <=> null, 1 <=> 1")
+step('semantics-params', "select %s / 2 = 3.5, concat(%s, null), concat(%s, %s), length(%s), %s <=> null, %s <=> 1",
+     (7, 'a', 'a', 'b', '\u00e9', None, 1))
+step('date-functions', "select year('2024-03-04'), dayofweek('2024-03-04'), weekday(%s), week('2024-01-07'), date_format('2024-03-04', '%%Y'), "
+     "last_day('2024-02-04'), hour('2024-03-04 10:11:12'), year(%s), dayofweek(%s)",
+     (datetime.date(2024, 3, 4), datetime.datetime(2024, 3, 9, 23, 59, 58), datetime.datetime(2024, 3, 9, 23, 59, 58)))
+step('string-functions', "select field(%s, 'a', 'b'), elt(2, 'a', 'b'), insert('Quadratic', 3, 4, 'What'), conv('a', 16, 2), oct(12), "
+     "hex(255), hex('abc'), length(now())", ('B',))

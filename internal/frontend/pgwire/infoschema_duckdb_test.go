@@ -1,0 +1,57 @@
+package pgwire_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queryflux/queryflux/internal/pgtest"
+)
+
+// TestInformationSchemaAsPostgreSQL: information_schema lists the client's own tables, views,
+// columns and constraints on the embedded DuckDB as on PostgreSQL, not the relations of the
+// catalog the proxy keeps for PostgreSQL's pg_catalog (which a tool listing a schema's tables
+// showed as the client's).
+func TestInformationSchemaAsPostgreSQL(t *testing.T) {
+	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "infoschema").URL())
+	ctx := context.Background()
+	for _, c := range []*pgx.Conn{pg, duck} {
+		for _, s := range []string{"create table accounts (id integer primary key, name text not null)",
+			"create table entries (id integer primary key, account integer references accounts(id), amount numeric(12,2))",
+			"create view names as select name from accounts"} {
+			if _, err := c.Exec(ctx, s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+	}
+	list := func(c *pgx.Conn, sql string) string {
+		rows, err := c.Query(ctx, sql)
+		if err != nil {
+			return "error " + err.Error()
+		}
+		defer rows.Close()
+		var out []any
+		for rows.Next() {
+			v, err := rows.Values()
+			if err != nil {
+				return "error " + err.Error()
+			}
+			out = append(out, v)
+		}
+		return fmt.Sprint(out, rows.Err())
+	}
+	for _, sql := range []string{
+		"select table_name, table_type from information_schema.tables where table_schema = current_schema() order by 1",
+		"select table_name from information_schema.views where table_schema = current_schema()",
+		"select table_name, column_name, is_nullable from information_schema.columns where table_schema = current_schema() order by 1, ordinal_position",
+		"select table_name, constraint_type from information_schema.table_constraints where table_schema = current_schema() and constraint_type in ('PRIMARY KEY', 'FOREIGN KEY') order by 1, 2",
+		"select count(*) from information_schema.schemata where schema_name = current_schema()",
+		`select count(*) from INFORMATION_SCHEMA."tables" where table_name like 'pg\_%' and table_schema = current_schema()`,
+	} {
+		if want, got := list(pg, sql), list(duck, sql); want != got {
+			t.Errorf("%s\n  PostgreSQL: %s\n  QueryFlux on DuckDB: %s", sql, want, got)
+		}
+	}
+}
