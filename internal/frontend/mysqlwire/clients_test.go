@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"github.com/queryflux/queryflux/internal/engine/duckengine"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/mytest"
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 // runMySQL2 runs the mysql2 probe script against addr and returns each probe's JSON outcome.
@@ -116,42 +118,57 @@ func TestMySQL2AsMariaDB(t *testing.T) {
 // TestMySQL2OnDuckDB: node mysql2 against the embedded engine: binary parameters decoded
 // exactly, JSON columns as MySQL describes them (mysql2 parses their values, as it parses
 // MariaDB's JSON), UUID columns as MariaDB describes them, stacked statements refused, and
-// DuckDB's errors as MySQL's numbers and states.
+// DuckDB's errors as MySQL's numbers and states; all alike when the frontend offers MariaDB's
+// extended metadata and mysql2 asks for it (every column definition then has an empty block).
 func TestMySQL2OnDuckDB(t *testing.T) {
-	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	addr := startServer(t, frontendtest.NewBackend(eng), Options{})
-	got := runMySQL2(t, addr, testUser, "", "", "duckdb")
-	want := map[string]string{
-		"create":                     `"ok"`,
-		"insert date param":          `1`,
-		"insert typed params":        `1`,
-		"params decoded":             `[{"i":-5,"f":2.5,"s":"x","n":null}]`,
-		"stacked without flag":       `error {"errno":1064,"sqlState":"42000","code":"ER_PARSE_ERROR"}`,
-		"stacked probe table absent": `[{"n":"0"}]`,
-		"no such table":              `error {"errno":1146,"sqlState":"42S02","code":"ER_NO_SUCH_TABLE"}`,
-		"no such table prepared":     `error {"errno":1146,"sqlState":"42S02","code":"ER_NO_SUCH_TABLE"}`,
-		"syntax":                     `error {"errno":1064,"sqlState":"42000","code":"ER_PARSE_ERROR"}`,
-	}
-	for probe, w := range want {
-		if got[probe] != w {
-			t.Errorf("%s: %s, want %s", probe, got[probe], w)
-		}
-	}
-	for _, probe := range []string{"select binary", "select text"} {
-		for _, frag := range []string{
-			`"dt":"2024-01-02 03:04:05`, `"d":"12.34"`, `"u":"123e4567-e89b-12d3-a456-426614174000"`, `"b":{"buffer":"0001ff"}`,
-			`{"name":"j","type":245,"charset":45`, `{"name":"u","type":254,"charset":45`,
-		} {
-			if !strings.Contains(got[probe], frag) {
-				t.Errorf("%s: no %s in %s", probe, frag, got[probe])
+	for _, offered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("extended metadata %v", offered), func(t *testing.T) {
+			eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
+			t.Cleanup(func() { eng.Close() })
+			var backend query.Backend = frontendtest.NewBackend(eng)
+			if offered {
+				backend = metadataBackend{frontendtest.NewBackend(eng)}
+			}
+			addr := startServer(t, backend, Options{})
+			got := runMySQL2(t, addr, testUser, "", "", "duckdb")
+			want := map[string]string{
+				"create":                     `"ok"`,
+				"insert date param":          `1`,
+				"insert typed params":        `1`,
+				"params decoded":             `[{"i":-5,"f":2.5,"s":"x","n":null}]`,
+				"stacked without flag":       `error {"errno":1064,"sqlState":"42000","code":"ER_PARSE_ERROR"}`,
+				"stacked probe table absent": `[{"n":"0"}]`,
+				"no such table":              `error {"errno":1146,"sqlState":"42S02","code":"ER_NO_SUCH_TABLE"}`,
+				"no such table prepared":     `error {"errno":1146,"sqlState":"42S02","code":"ER_NO_SUCH_TABLE"}`,
+				"syntax":                     `error {"errno":1064,"sqlState":"42000","code":"ER_PARSE_ERROR"}`,
+			}
+			for probe, w := range want {
+				if got[probe] != w {
+					t.Errorf("%s: %s, want %s", probe, got[probe], w)
+				}
+			}
+			for _, probe := range []string{"select binary", "select text"} {
+				for _, frag := range []string{
+					`"dt":"2024-01-02 03:04:05`, `"d":"12.34"`, `"u":"123e4567-e89b-12d3-a456-426614174000"`, `"b":{"buffer":"0001ff"}`,
+					`"j":{"a":[1,2]}`, `{"name":"j","type":245,"charset":45`, `{"name":"u","type":254,"charset":45`,
+				} {
+					if !strings.Contains(got[probe], frag) {
+						t.Errorf("%s: no %s in %s", probe, frag, got[probe])
+					}
+				}
+			}
+		})
 	}
 }
+
+// metadataBackend is a backend whose engines all have MariaDB's extended metadata: the
+// frontend offers it to its clients.
+type metadataBackend struct{ *frontendtest.Backend }
+
+func (metadataBackend) ExtendedMetadata() bool { return true }
 
 // runPython runs testdata/python_probe.py with lib against addr; one JSON line per probe.
 func runPython(t *testing.T, python, lib, addr, user, password, db string) map[string]string {
