@@ -68,8 +68,8 @@ func (c *Core) ExtendedMetadata() bool {
 		return false
 	}
 	has := false
-	for _, cl := range rt.clusters {
-		m, ok := cl.engine.(interface{ ExtendedMetadata() bool })
+	for _, name := range rt.names {
+		m, ok := rt.clusters[name].engine.(interface{ ExtendedMetadata() bool })
 		if !ok {
 			continue
 		}
