@@ -792,7 +792,7 @@ func (w *compatWriter) step() {
 		w.i++
 		return
 	}
-	if w.writeReplaced() || w.renameCall() || w.sessionUser() {
+	if w.writeReplaced() || w.renameCall() || w.sessionUser() || w.session != nil && w.scalarFromItem() {
 		return
 	}
 	if w.jsonOps && t.Kind == sqltok.Operator && w.jsonOperator() {
@@ -1027,8 +1027,8 @@ func (w *compatWriter) listAny() bool {
 	}
 	end := w.sig(last+1, 0)
 	left := w.prevSig(eq)
-	if last < 0 || w.word(end) != ")" || !w.isName(last) || !w.isName(left) {
-		return false
+	if last < 0 || w.word(end) != ")" || !w.isName(last) && w.toks[last].Kind != sqltok.Param || !w.isName(left) {
+		return false // a list column, or a parameter (TypeORM's "schemaname" = ANY($1))
 	}
 	var list strings.Builder
 	for _, t := range w.toks[open+1 : end] {
