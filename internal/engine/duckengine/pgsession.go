@@ -86,7 +86,7 @@ func (w *compatWriter) applicationName(name, end int) bool {
 
 // scalarFromItem writes a call of current_schema() or current_database() that stands as a FROM
 // item (TypeORM's `SELECT * FROM current_schema()`: PostgreSQL takes any function there, DuckDB
-// only table functions) as a one-row subquery whose column is named after the function.
+// only table functions) as a one-row subquery.
 func (w *compatWriter) scalarFromItem() bool {
 	name := w.word(w.i)
 	if name != "current_schema" && name != "current_database" || !isFromItem(w.word(w.prevSig(w.i))) {
@@ -97,8 +97,17 @@ func (w *compatWriter) scalarFromItem() bool {
 	if w.word(open) != "(" || w.word(end) != ")" {
 		return false
 	}
-	w.emit("(SELECT " + name + "() AS " + name + ")")
-	if next := w.sig(end+1, 0); next < 0 || w.toks[next].Kind != sqltok.Word || isClauseWord(w.word(next)) {
+	// PostgreSQL names the column after the function, or after the FROM item's alias if any.
+	column, alias := name, w.sig(end+1, 0)
+	if w.word(alias) == "as" {
+		alias = w.sig(alias+1, 0)
+	}
+	aliased := alias >= 0 && (w.toks[alias].Kind == sqltok.QuotedIdent || w.toks[alias].Kind == sqltok.Word && !isClauseWord(w.word(alias)))
+	if aliased {
+		column = w.toks[alias].Text
+	}
+	w.emit("(SELECT " + name + "() AS " + column + ")")
+	if !aliased {
 		w.emit(" AS " + name)
 	}
 	w.i = end + 1
