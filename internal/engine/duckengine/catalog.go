@@ -566,7 +566,10 @@ func pgCompat(q *query.Request) string {
 	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
 	jsonOps := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "@?#")
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
-	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil && !infoSchema {
+	divides := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "/%")
+	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
+	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
+		!infoSchema && !divides && !values {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -574,11 +577,24 @@ func pgCompat(q *query.Request) string {
 		return noPublications
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
-		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino}
-	for w.i < len(toks) {
-		w.step()
-	}
+		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: divides, values: values}
+	w.run()
 	return w.out.String()
+}
+
+// run writes the rewritten statement to w.out.
+func (w *compatWriter) run() {
+	for w.i < len(w.toks) {
+		from := w.i
+		w.step()
+		// What is written after a token, once the tokens up to it are (a step may write
+		// several, with a rewrite of its own).
+		for j := from; j < w.i && w.after != nil; j++ {
+			if ins, ok := w.after[j]; ok {
+				w.emit(ins)
+			}
+		}
+	}
 }
 
 // pgTokens are q's tokens by PostgreSQL's rules: the analysis that travels with the request
@@ -635,6 +651,10 @@ type compatWriter struct {
 	// session: a PostgreSQL client's request whose user or application_name the SQL may read
 	// (pgsession.go); nil for any other.
 	session *query.Request
+	// divides: a division by zero fails, an interval divides (guardDivision).
+	divides bool
+	// values: VALUES 1, 2 is two rows (Trino's; valuesRows).
+	values bool
 }
 
 // jsonOperator writes PostgreSQL's jsonb operator at w.i, between a column (t.col) and a
@@ -870,6 +890,10 @@ func (w *compatWriter) step() {
 		if w.listAny() {
 			return
 		}
+	case "values":
+		if w.values {
+			w.valuesRows()
+		}
 	case "information_schema": // information_schema._pg_expandarray: the compatibility macro
 		if w.infoSchemaView() {
 			return
@@ -956,6 +980,9 @@ func (w *compatWriter) step() {
 		w.i = typ + 1
 		return
 	}
+	if w.divides && w.guardDivision(t) {
+		return
+	}
 	regex := w.regex
 	op, isRegexOp := regexOps[t.Text]
 	isRegexOp = isRegexOp && t.Kind == sqltok.Operator
@@ -974,9 +1001,6 @@ func (w *compatWriter) step() {
 	w.regex = ""
 	if isRegexOp {
 		w.regex = op.flags
-	}
-	if ins, ok := w.after[w.i]; ok {
-		w.emit(ins)
 	}
 	if t.Kind == sqltok.String {
 		w.lastLiteral = w.out.Len() - len(t.Text)

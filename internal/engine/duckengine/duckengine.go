@@ -54,6 +54,8 @@ type Engine struct {
 	db     atomic.Pointer[sql.DB] // the open database; replaced when a fatal error invalidates it (reopen.go)
 	locked bool                   // client configuration statements refused (lock_configuration)
 	reopen reopener
+	// advisory are PostgreSQL clients' advisory locks, across the engine's connections.
+	advisory advisoryLocks
 }
 
 // connSetup is what each new connection of one opened database runs first.
@@ -142,6 +144,9 @@ func (e *Engine) openDB() (*sql.DB, error) {
 // under name (the one every connection uses), and the catalog compatibility objects are created
 // in an in-memory catalog of their own (compatCatalog), whatever the database.
 func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bool) error {
+	if err := registerScalars(connector); err != nil {
+		return err
+	}
 	dc, err := connector.Connect(context.Background())
 	if err != nil {
 		return err
@@ -298,6 +303,12 @@ func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Descri
 }
 
 func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db string) (*engine.Description, error) {
+	if call, ok, err := readAdvisory(client); ok {
+		if err != nil {
+			return nil, err
+		}
+		return call.description(), nil
+	}
 	q, err := compatRequest(client, db)
 	if err != nil {
 		return nil, err
@@ -389,6 +400,12 @@ func paramTypeName(t duckdb.Type) string {
 // Execute runs q on a pooled connection, in a transaction of its own. Cancelling ctx
 // interrupts the query in DuckDB.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	if call, ok, err := readAdvisory(q); ok {
+		if err != nil {
+			return nil, err
+		}
+		return e.advisory.run(ctx, call, q, false)
+	}
 	q, err := copyOutQuery(q)
 	if err != nil {
 		return nil, err
@@ -623,8 +640,15 @@ func duckError(t duckdb.ErrorType, msg string) *query.Error {
 	if t == duckdb.ErrorTypeConstraint {
 		return &query.Error{Code: constraintState(msg), Message: msg}
 	}
+	if _, raised, ok := strings.Cut(msg, raisedPrefix); ok && t == duckdb.ErrorTypeInvalidInput && len(raised) > 6 {
+		return &query.Error{Code: raised[:5], Message: raised[6:]}
+	}
 	return &query.Error{Code: missingState(t, msg), Message: msg}
 }
+
+// raisedPrefix starts the message of an error a compatibility macro raises (error('...')) as
+// the client's database would: the SQLSTATE follows, then a blank and the message.
+const raisedPrefix = "qfpg "
 
 // missingState is the SQLSTATE of a DuckDB error as PostgreSQL classes the same condition:
 // DuckDB's catalog errors name what is missing (a function, a schema, a type: 42883, 3F000,
