@@ -79,6 +79,14 @@ type SessionOpener interface {
 	OpenSession(ctx context.Context, q *query.Request) (Session, error)
 }
 
+// ClientCloser is implemented by engines (and by backends that forward to them) that keep
+// something for a client across its statements (DuckDB's advisory locks): a frontend tells
+// it when the client's connection ends. client is the connection's query.Request.ClientAddr,
+// protocol its query.Request.Protocol.
+type ClientCloser interface {
+	ClientClosed(protocol, client string)
+}
+
 // Session is one pinned engine connection.
 // TxFailer is a Session whose transaction a statement the frontend answered itself can fail
 // (pgwire's cursor statements), as PostgreSQL fails a transaction on any error in it.

@@ -28,6 +28,7 @@ import (
 var (
 	_ engine.SessionOpener = (*Core)(nil)
 	_ engine.Describer     = (*Core)(nil)
+	_ engine.ClientCloser  = (*Core)(nil)
 )
 
 // errNoSessions refuses a transaction on an engine that cannot pin a connection.
@@ -56,6 +57,20 @@ func (c *Core) OpenSession(ctx context.Context, q *query.Request) (engine.Sessio
 	cs := &coreSession{adm: adm, inner: s}
 	adm.slot.OnLost(cs.lose)
 	return cs, nil
+}
+
+// ClientClosed tells each engine of the active configuration that keeps something for a
+// client (engine.ClientCloser) that this client's connection ended.
+func (c *Core) ClientClosed(protocol, client string) {
+	rt := c.active.Load()
+	if rt == nil {
+		return
+	}
+	for _, name := range rt.names {
+		if cc, ok := rt.clusters[name].engine.(engine.ClientCloser); ok {
+			cc.ClientClosed(protocol, client)
+		}
+	}
 }
 
 // Describe routes and checks q (access control, readOnly, blockedStatements, as its execution

@@ -99,6 +99,10 @@ var compatSQL = []string{
 		FROM {c}.main.qf_key_constraints()`,
 	// The client's schemas, and the system's pg_catalog and information_schema as PostgreSQL
 	// lists them (DuckDB's own pg_namespace has the current database's only).
+	// The client's views only (DuckDB's lists its own and the compatibility catalog's too, which
+	// TypeORM's schema drop would drop).
+	`CREATE VIEW {c}.main.qf_pg_views AS SELECT schema_name AS schemaname, view_name AS viewname,
+		'queryflux' AS viewowner, sql AS definition FROM duckdb_views() WHERE NOT internal AND database_name NOT IN ({hidden})`,
 	`CREATE VIEW {c}.main.qf_pg_namespace AS
 		SELECT oid, schema_name AS nspname, 0 AS nspowner, NULL AS nspacl FROM duckdb_schemas()
 		WHERE database_name = current_database()
@@ -346,7 +350,7 @@ var compatSQL = []string{
 // every attached catalog's system objects: a query naming pg_catalog.X reads pg_catalog.qf_X,
 // X with those columns and only the client's database (compatSQL).
 var extendedRelations = map[string]bool{"pg_class": true, "pg_database": true, "pg_namespace": true, "pg_proc": true,
-	"pg_attribute": true, "pg_type": true, "pg_index": true, "pg_am": true, "pg_constraint": true}
+	"pg_attribute": true, "pg_type": true, "pg_index": true, "pg_am": true, "pg_constraint": true, "pg_views": true}
 
 // relationEnds are the words that may follow a relation in FROM that has no alias.
 var relationEnds = map[string]bool{"where": true, "join": true, "left": true, "right": true, "inner": true,
@@ -565,7 +569,10 @@ func pgCompat(q *query.Request) string {
 	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
 	jsonOps := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "@?#")
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
-	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil && !infoSchema {
+	divides := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "/%")
+	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
+	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
+		!infoSchema && !divides && !values {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -573,11 +580,24 @@ func pgCompat(q *query.Request) string {
 		return noPublications
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
-		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino}
-	for w.i < len(toks) {
-		w.step()
-	}
+		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: divides, values: values}
+	w.run()
 	return w.out.String()
+}
+
+// run writes the rewritten statement to w.out.
+func (w *compatWriter) run() {
+	for w.i < len(w.toks) {
+		from := w.i
+		w.step()
+		// What is written after a token, once the tokens up to it are (a step may write
+		// several, with a rewrite of its own).
+		for j := from; j < w.i && w.after != nil; j++ {
+			if ins, ok := w.after[j]; ok {
+				w.emit(ins)
+			}
+		}
+	}
 }
 
 // pgTokens are q's tokens by PostgreSQL's rules: the analysis that travels with the request
@@ -634,6 +654,10 @@ type compatWriter struct {
 	// session: a PostgreSQL client's request whose user or application_name the SQL may read
 	// (pgsession.go); nil for any other.
 	session *query.Request
+	// divides: a division by zero fails, an interval divides (guardDivision).
+	divides bool
+	// values: VALUES 1, 2 is two rows (Trino's; valuesRows).
+	values bool
 }
 
 // jsonOperator writes PostgreSQL's jsonb operator at w.i, between a column (t.col) and a
@@ -795,7 +819,7 @@ func (w *compatWriter) step() {
 		w.i++
 		return
 	}
-	if w.writeReplaced() || w.renameCall() || w.sessionUser() {
+	if w.writeReplaced() || w.renameCall() || w.sessionUser() || w.session != nil && w.scalarFromItem() {
 		return
 	}
 	if w.jsonOps && t.Kind == sqltok.Operator && w.jsonOperator() {
@@ -808,7 +832,11 @@ func (w *compatWriter) step() {
 			return
 		}
 	}
-	switch w.word(w.i) {
+	key := w.word(w.i)
+	if name := strings.Trim(key, `"`); t.Kind == sqltok.QuotedIdent && extendedRelations[name] {
+		key = name // "pg_views" (TypeORM quotes every name): the same relation to PostgreSQL
+	}
+	switch key {
 	case "operator": // OPERATOR(pg_catalog.~) -> ~
 		open := w.sig(w.i+1, 0)
 		if w.word(open) == "(" {
@@ -853,7 +881,7 @@ func (w *compatWriter) step() {
 			w.i = name
 			return
 		}
-	case "pg_class", "pg_database", "pg_namespace", "pg_proc", "pg_attribute", "pg_type", "pg_index", "pg_am", "pg_constraint":
+	case "pg_class", "pg_database", "pg_namespace", "pg_proc", "pg_attribute", "pg_type", "pg_index", "pg_am", "pg_constraint", "pg_views":
 		// Unqualified, in FROM (SQLAlchemy's reflection): PostgreSQL finds pg_catalog's first.
 		if isFromItem(w.word(w.prevSig(w.i))) {
 			if next := w.word(w.sig(w.i+1, 0)); next != "." && next != "(" {
@@ -864,6 +892,10 @@ func (w *compatWriter) step() {
 	case "any":
 		if w.listAny() {
 			return
+		}
+	case "values":
+		if w.values {
+			w.valuesRows()
 		}
 	case "information_schema": // information_schema._pg_expandarray: the compatibility macro
 		if w.infoSchemaView() {
@@ -951,6 +983,9 @@ func (w *compatWriter) step() {
 		w.i = typ + 1
 		return
 	}
+	if w.divides && w.guardDivision(t) {
+		return
+	}
 	regex := w.regex
 	op, isRegexOp := regexOps[t.Text]
 	isRegexOp = isRegexOp && t.Kind == sqltok.Operator
@@ -970,9 +1005,6 @@ func (w *compatWriter) step() {
 	if isRegexOp {
 		w.regex = op.flags
 	}
-	if ins, ok := w.after[w.i]; ok {
-		w.emit(ins)
-	}
 	if t.Kind == sqltok.String {
 		w.lastLiteral = w.out.Len() - len(t.Text)
 		w.lastText = t.Text
@@ -984,7 +1016,7 @@ func (w *compatWriter) step() {
 
 // relation writes the catalog relation named at i (pg_class) as its extended view.
 func (w *compatWriter) relation(name int) {
-	rel := w.word(name)
+	rel := strings.Trim(w.word(name), `"`)
 	switch next := w.sig(name+1, 0); {
 	case w.word(next) == ".": // pg_catalog.pg_type.oid: a column of the relation named below
 		w.emit(rel)

@@ -54,6 +54,9 @@ type Engine struct {
 	db     atomic.Pointer[sql.DB] // the open database; replaced when a fatal error invalidates it (reopen.go)
 	locked bool                   // client configuration statements refused (lock_configuration)
 	reopen reopener
+	// advisory are PostgreSQL clients' advisory locks, across the engine's connections.
+	advisory advisoryLocks
+	found    foundRows // MySQL clients' FOUND_ROWS() (foundrows.go)
 }
 
 // connSetup is what each new connection of one opened database runs first.
@@ -142,6 +145,9 @@ func (e *Engine) openDB() (*sql.DB, error) {
 // under name (the one every connection uses), and the catalog compatibility objects are created
 // in an in-memory catalog of their own (compatCatalog), whatever the database.
 func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bool) error {
+	if err := registerScalars(connector); err != nil {
+		return err
+	}
 	dc, err := connector.Connect(context.Background())
 	if err != nil {
 		return err
@@ -298,6 +304,12 @@ func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Descri
 }
 
 func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db string) (*engine.Description, error) {
+	if call, ok, err := readAdvisory(client); ok {
+		if err != nil {
+			return nil, err
+		}
+		return call.description(), nil
+	}
 	q, err := compatRequest(client, db)
 	if err != nil {
 		return nil, err
@@ -389,6 +401,12 @@ func paramTypeName(t duckdb.Type) string {
 // Execute runs q on a pooled connection, in a transaction of its own. Cancelling ctx
 // interrupts the query in DuckDB.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	if call, ok, err := readAdvisory(q); ok {
+		if err != nil {
+			return nil, err
+		}
+		return e.advisory.run(ctx, call, q, false)
+	}
 	q, err := copyOutQuery(q)
 	if err != nil {
 		return nil, err
@@ -400,6 +418,9 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	}
 	own, handled, err := ownStatement(client)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.found.count(ctx, client, e.Execute); err != nil {
 		return nil, err
 	}
 	conn, err := e.conn(ctx)
@@ -416,6 +437,10 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	q, ai := mysqlInsert(ctx, conn, client, q)
 	uc := mysqlUpdate(ctx, conn, client, q)
 	if err := setLastInsertID(ctx, conn, client); err != nil {
+		release(conn, true)
+		return nil, err
+	}
+	if err := e.found.set(ctx, conn, client); err != nil {
 		release(conn, true)
 		return nil, err
 	}
@@ -623,8 +648,15 @@ func duckError(t duckdb.ErrorType, msg string) *query.Error {
 	if t == duckdb.ErrorTypeConstraint {
 		return &query.Error{Code: constraintState(msg), Message: msg}
 	}
+	if _, raised, ok := strings.Cut(msg, raisedPrefix); ok && t == duckdb.ErrorTypeInvalidInput && len(raised) > 6 {
+		return &query.Error{Code: raised[:5], Message: raised[6:]}
+	}
 	return &query.Error{Code: missingState(t, msg), Message: msg}
 }
+
+// raisedPrefix starts the message of an error a compatibility macro raises (error('...')) as
+// the client's database would: the SQLSTATE follows, then a blank and the message.
+const raisedPrefix = "qfpg "
 
 // missingState is the SQLSTATE of a DuckDB error as PostgreSQL classes the same condition:
 // DuckDB's catalog errors name what is missing (a function, a schema, a type: 42883, 3F000,

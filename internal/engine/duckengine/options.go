@@ -86,6 +86,12 @@ func withTimeout(ctx context.Context, q *query.Request) (_ context.Context, canc
 	if err != nil {
 		return ctx, func() {}, nil, err
 	}
+	return timeoutCtx(ctx, timeout)
+}
+
+// timeoutCtx is ctx ending after timeout (none when 0), and explain, which names a statement
+// that ran out of it.
+func timeoutCtx(ctx context.Context, timeout time.Duration) (_ context.Context, cancel context.CancelFunc, explain func(error) error, err error) {
 	if timeout <= 0 {
 		return ctx, func() {}, func(err error) error { return err }, nil
 	}

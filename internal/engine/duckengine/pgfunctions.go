@@ -32,10 +32,18 @@ var pgFunctionSQL = []string{
 	// col @> v (jsonOperator): JSON containment for a JSON column, list containment for a list.
 	// format's %I and %L (printfCall): a name quoted unless it is a plain lower-case one, a
 	// string literal.
-	`CREATE MACRO {c}.main.qfpg_quote_ident(x) AS CASE WHEN regexp_full_match(x, '[a-z_][a-z0-9_$]*') THEN x
+	// quote_ident, as PostgreSQL's: quoted unless plain lower case and not a keyword
+	// PostgreSQL reserves in some way (pgKeywords).
+	`CREATE MACRO {c}.main.qfpg_quote_ident(x) AS CASE WHEN regexp_full_match(x, '[a-z_][a-z0-9_]*')
+		AND NOT list_contains(string_split('` + pgKeywords + `', ' '), x) THEN x
 		ELSE '"' || replace(x, '"', '""') || '"' END`,
 	`CREATE MACRO {c}.main.qfpg_format(x) AS x`,
-	`CREATE MACRO {c}.main.qfpg_quote_literal(x) AS '''' || replace(x, '''', '''''') || ''''`,
+	// quote_literal and quote_nullable: a literal of x's text, E'...' with its backslashes
+	// doubled when it has one.
+	`CREATE MACRO {c}.main.qfpg_quote_literal(x) AS CAST(CASE WHEN contains(CAST(x AS VARCHAR), '\')
+		THEN 'E''' || replace(replace(CAST(x AS VARCHAR), '\', '\\'), '''', '''''') || ''''
+		ELSE '''' || replace(CAST(x AS VARCHAR), '''', '''''') || '''' END AS VARCHAR)`,
+	`CREATE MACRO {c}.main.qfpg_quote_nullable(x) AS coalesce({c}.main.qfpg_quote_literal(x), 'NULL')`,
 	`CREATE MACRO {c}.main.qfpg_json_contains (a JSON, b) AS json_contains(a, CAST(b AS JSON)), (a, b) AS a @> b`,
 	`CREATE MACRO {c}.main.qfpg_jsonb_agg(l) AS to_json(l)`,
 	`CREATE MACRO {c}.main.qfpg_to_jsonb(x) AS to_json(x)`,
@@ -87,11 +95,16 @@ var pgFunctionSQL = []string{
 	`CREATE MACRO {c}.main.qfpg_extract__epoch (x DATE) AS epoch(x)::DECIMAL(38,0), (x) AS epoch(x)::DECIMAL(38,6)`,
 	`CREATE MACRO {c}.main.qfpg_extract__second(x) AS (date_part('microseconds', x) / 1000000.0)::DECIMAL(38,6)`,
 	`CREATE MACRO {c}.main.qfpg_extract__milliseconds(x) AS (date_part('microseconds', x) / 1000.0)::DECIMAL(38,3)`,
-	// to_char(x, format) of a date or time, its format as strftime's (strftimeOfToChar).
+	// to_char(x, format) of a date or time, its format as strftime's (strftimeOfToChar); of a
+	// number, PostgreSQL's digit positions (pgnumchar.go), a float rounded from its own digits.
 	`CREATE MACRO {c}.main.qfpg_to_char(x, f) AS strftime(x, f)`,
+	`CREATE MACRO {c}.main.qfpg_to_char__number (x DOUBLE, f) AS qf_to_char_number(CAST(x AS VARCHAR), f, 64),
+		(x FLOAT, f) AS qf_to_char_number(CAST(x AS VARCHAR), f, 32), (x, f) AS qf_to_char_number(CAST(x AS VARCHAR), f, 0)`,
 	// to_date(text, format) and to_timestamp(text, format), the format as strptime's (the
 	// same fields as to_char's); to_timestamp of a number is DuckDB's own, as PostgreSQL's.
 	`CREATE MACRO {c}.main.qfpg_to_date(x, f) AS strptime(x, f)::DATE`,
+	// regexp_matches (regexpMatchesCall): a row for each array of a match's groups.
+	`CREATE MACRO {c}.main.qfpg_regexp_matches(l) AS unnest(l)`,
 	// substring(x FROM 'pattern') (substringCall): the match, or its first group; NULL for none.
 	`CREATE MACRO {c}.main.qfpg_substring__re(s, p, g) AS CASE WHEN regexp_matches(s, p) THEN regexp_extract(s, p, g) END`,
 	`CREATE MACRO {c}.main.qfpg_to_timestamp(x, f) AS strptime(x, f)::TIMESTAMPTZ`,
@@ -101,6 +114,8 @@ var pgFunctionSQL = []string{
 		(s, x INTEGER) AS s::BIGINT, (s, x) AS s`,
 	`CREATE MACRO {c}.main.qfpg_sum_distinct (x TINYINT) AS sum(DISTINCT x)::BIGINT, (x SMALLINT) AS sum(DISTINCT x)::BIGINT,
 		(x INTEGER) AS sum(DISTINCT x)::BIGINT, (x) AS sum(DISTINCT x)`,
+	// A divisor (guardDivision): PostgreSQL's error for a zero, where DuckDB's answer is NULL.
+	`CREATE MACRO {c}.main.qfpg_nonzero(x) AS CASE WHEN x = 0 THEN error('` + raisedPrefix + `22012 division by zero') ELSE x END`,
 	// Trino's date_diff(unit, a, b) (DuckDB's takes other arguments), count_if a bigint, and
 	// date_trunc of a date a date (trinofunctions.go has the others).
 	`CREATE MACRO {c}.main.qfpg_trino_date_diff(u, a, b) AS date_sub(u, a, b)`,
@@ -130,6 +145,9 @@ type renamedFunction struct {
 	// format, when set, is the function a call with a literal format second is written as,
 	// the format translated by it (else the call is left as written).
 	format func(string) (string, bool)
+	// number, when set, is the function a call with a literal number format is written as
+	// (to_char(1234.5, '9,999.99')).
+	number string
 	// extract: the call is extract(field FROM x), written as to(field, x) or, for a field of
 	// its own, to__<field>(x) (extractFields).
 	extract bool
@@ -142,6 +160,9 @@ type renamedFunction struct {
 	// printf: PostgreSQL's format('literal', args...), written as the text it makes
 	// (printfCall).
 	printf bool
+	// matchSet: regexp_matches(s, 'pattern' [, 'flags']), written as the rows of its matches
+	// (regexpMatchesCall).
+	matchSet bool
 }
 
 // pgFunctions are PostgreSQL's functions a PostgreSQL client's call of is rewritten.
@@ -169,26 +190,46 @@ var pgFunctions = map[string]renamedFunction{
 	"array_length":              {to: "qfpg_array_length", macro: true},
 	"date_part":                 {to: "qfpg_date_part", macro: true},
 	"generate_series":           {to: "qfpg_generate_series", macro: true, from: "qfpg_generate_series_rows"},
-	"to_char":                   {to: "qfpg_to_char", format: strftimeOfToChar},
+	"to_char":                   {to: "qfpg_to_char", format: strftimeOfToChar, number: "qfpg_to_char__number"},
 	"format":                    {printf: true},
 	"to_date":                   {to: "qfpg_to_date", format: strftimeOfToChar},
 	"to_timestamp":              {to: "qfpg_to_timestamp", format: strftimeOfToChar},
 	"extract":                   {to: "qfpg_extract", extract: true},
 	"substring":                 {to: "qfpg_substring__re", regexFrom: true},
+	"regexp_matches":            {matchSet: true},
+	"quote_ident":               {to: "qfpg_quote_ident", macro: true},
+	"quote_literal":             {to: "qfpg_quote_literal", macro: true},
+	"quote_nullable":            {to: "qfpg_quote_nullable", macro: true},
 }
+
+// pgKeywords are PostgreSQL 15's keywords other than the unreserved ones, which quote_ident
+// and format's %I quote (pg_get_keywords() where catcode <> 'U').
+const pgKeywords = "all analyse analyze and any array as asc asymmetric authorization between bigint binary bit " +
+	"boolean both case cast char character check coalesce collate collation column concurrently constraint create " +
+	"cross current_catalog current_date current_role current_schema current_time current_timestamp current_user dec " +
+	"decimal default deferrable desc distinct do else end except exists extract false fetch float for foreign freeze " +
+	"from full grant greatest group grouping having ilike in initially inner inout int integer intersect interval into " +
+	"is isnull join lateral leading least left like limit localtime localtimestamp national natural nchar none " +
+	"normalize not notnull null nullif numeric offset on only or order out outer overlaps overlay placing position " +
+	"precision primary real references returning right row select session_user setof similar smallint some substring " +
+	"symmetric table tablesample then time timestamp to trailing treat trim true union unique user using values " +
+	"varchar variadic verbose when where window with xmlattributes xmlconcat xmlelement xmlexists xmlforest " +
+	"xmlnamespaces xmlparse xmlpi xmlroot xmlserialize xmltable"
 
 // trinoFunctions are Trino's, for a Trino client's statement.
 var trinoFunctions = map[string]renamedFunction{
-	"sum":        {to: "qfpg_trino_sum", macro: true, distinct: "qfpg_trino_sum_distinct"},
-	"date_add":   {to: "qfpg_trino_date_add", macro: true},
-	"replace":    {to: "qfpg_trino_replace", macro: true},
-	"date_diff":  {to: "qfpg_trino_date_diff", macro: true},
-	"count_if":   {to: "qfpg_trino_count_if", macro: true},
-	"date_trunc": {to: "qfpg_trino_date_trunc", macro: true},
-	"truncate":   {to: "trunc"},
-	"arbitrary":  {to: "any_value"},
-	"dow":        {to: "isodow"},
-	"doy":        {to: "dayofyear"},
+	"sum":             {to: "qfpg_trino_sum", macro: true, distinct: "qfpg_trino_sum_distinct"},
+	"date_add":        {to: "qfpg_trino_date_add", macro: true},
+	"replace":         {to: "qfpg_trino_replace", macro: true},
+	"date_diff":       {to: "qfpg_trino_date_diff", macro: true},
+	"count_if":        {to: "qfpg_trino_count_if", macro: true},
+	"date_trunc":      {to: "qfpg_trino_date_trunc", macro: true},
+	"truncate":        {to: "trunc"},
+	"arbitrary":       {to: "any_value"},
+	"dow":             {to: "isodow"},
+	"doy":             {to: "dayofyear"},
+	"element_at":      {to: "qfpg_trino_element_at", macro: true},
+	"format_datetime": {to: "strftime", format: strftimeOfJoda},
 }
 
 // functionsOf are the functions rewritten for q's protocol; nil for none.
@@ -251,6 +292,9 @@ func (w *compatWriter) renameCall() bool {
 	}
 	if f.regexFrom {
 		return w.substringCall(f, open, end)
+	}
+	if f.matchSet {
+		return w.regexpMatchesCall(open, end)
 	}
 	first, after := w.sig(open+1, 0), w.sig(end+1, 0)
 	filter := w.word(after) == "filter"
@@ -327,6 +371,11 @@ func (w *compatWriter) formatCall(f renamedFunction, open, end int) bool {
 		return false
 	}
 	format, ok := f.format(plainString(w.toks[lit].Text))
+	if _, number := parseNumberFormat(plainString(w.toks[lit].Text)); !ok && number && f.number != "" {
+		w.emit(f.number) // the format as it is
+		w.i++
+		return true
+	}
 	if !ok {
 		return false
 	}
@@ -393,32 +442,13 @@ func (w *compatWriter) substringCall(f renamedFunction, open, end int) bool {
 	}
 	pattern := plainString(w.toks[lit].Text)
 	group := "0"
-	if capturesGroup(pattern) {
+	if countGroups(pattern) > 0 {
 		group = "1"
 	}
 	w.replace(from, lit, ", '(?s)"+strings.ReplaceAll(pattern, "'", "''")+"', "+group)
 	w.emit(f.to)
 	w.i++
 	return true
-}
-
-// capturesGroup reports whether regular expression p has a capturing group: a "(" not
-// escaped, not in a bracket expression, and not "(?".
-func capturesGroup(p string) bool {
-	inBracket := false
-	for i := 0; i < len(p); i++ {
-		switch {
-		case p[i] == '\\':
-			i++
-		case inBracket:
-			inBracket = p[i] != ']'
-		case p[i] == '[':
-			inBracket = true
-		case p[i] == '(' && (i+1 == len(p) || p[i+1] != '?'):
-			return true
-		}
-	}
-	return false
 }
 
 // inFrom reports whether the token at i is in a FROM clause: the nearest SELECT, FROM, JOIN,
@@ -682,4 +712,123 @@ func (w *compatWriter) printfCall(open, end int) bool {
 	}
 	w.replace(w.i, end, "qfpg_format("+strings.Join(parts, " || ")+")") // named format, as PostgreSQL names it
 	return w.writeReplaced()
+}
+
+// regexpMatchesCall writes regexp_matches(s, 'pattern' [, 'flags']), from its name at w.i
+// (its "(" at open, ")" at end), as PostgreSQL's set of text arrays: a row for the first match
+// (each with flag g), the array of its parenthesized groups' text, or of the whole match when
+// the pattern has none; no row without a match. DuckDB's regexp_matches answers whether there
+// is one. Flags i and g are read; another flag, or a pattern not a literal, fails the
+// statement with PostgreSQL's error class rather than answer DuckDB's boolean.
+func (w *compatWriter) regexpMatchesCall(open, end int) bool {
+	args := w.arguments(open, end)
+	refuse := func(why string) bool {
+		w.replace(w.i, end, "error("+quoteString(raisedPrefix+why)+")")
+		return w.writeReplaced()
+	}
+	if len(args) < 2 || len(args) > 3 {
+		return false // not PostgreSQL's: DuckDB's error
+	}
+	pattern, ok := w.literalArgument(args[1])
+	if !ok {
+		return refuse("0A000 regexp_matches on DuckDB takes its pattern as a literal")
+	}
+	flags, global := "s", false
+	if len(args) == 3 {
+		f, ok := w.literalArgument(args[2])
+		if !ok {
+			return refuse("0A000 regexp_matches on DuckDB takes its flags as a literal")
+		}
+		for _, c := range f {
+			switch c {
+			case 'g':
+				global = true
+			case 'i':
+				flags += "i"
+			case 'c':
+			default:
+				return refuse("0A000 regexp_matches on DuckDB takes the flags g, i and c, not " + string(c))
+			}
+		}
+	}
+	s := "(" + w.rewritten(args[0][0], args[0][1]) + ")"
+	p := quoteString("(?" + flags + ")" + pattern)
+	groups := []string{"0"}
+	if n := countGroups(pattern); n > 0 {
+		groups = groups[:0]
+		for k := 1; k <= n; k++ {
+			groups = append(groups, strconv.Itoa(k))
+		}
+	}
+	var arr []string
+	for _, g := range groups {
+		if global {
+			arr = append(arr, "regexp_extract_all("+s+", "+p+", "+g+")[i]")
+		} else {
+			arr = append(arr, "regexp_extract("+s+", "+p+", "+g+")")
+		}
+	}
+	list := "list_filter([CASE WHEN regexp_matches(" + s + ", " + p + ") THEN [" + strings.Join(arr, ", ") + "] END], m -> m IS NOT NULL)"
+	if global {
+		list = "list_transform(regexp_extract_all(" + s + ", " + p + ", 0), (m, i) -> [" + strings.Join(arr, ", ") + "])"
+	}
+	w.replace(w.i, end, "qfpg_regexp_matches("+list+")")
+	return w.writeReplaced()
+}
+
+// arguments are the first and last token of each argument of the call from the "(" at open
+// to the ")" at end.
+func (w *compatWriter) arguments(open, end int) [][2]int {
+	var args [][2]int
+	start, depth := open+1, 0
+	for j := open + 1; j <= end; j++ {
+		switch w.word(j) {
+		case "(", "[":
+			depth++
+		case ")", "]":
+			depth--
+		}
+		if j == end || depth == 0 && w.word(j) == "," {
+			args = append(args, [2]int{start, j - 1})
+			start = j + 1
+		}
+	}
+	return args
+}
+
+// literalArgument is the value of an argument that is one standard string literal.
+func (w *compatWriter) literalArgument(arg [2]int) (string, bool) {
+	first, last := w.sig(arg[0], 0), w.prevSig(arg[1]+1)
+	if first < 0 || first != last || w.toks[first].Kind != sqltok.String || w.toks[first].Unterminated {
+		return "", false
+	}
+	return stringValue(w.toks[first].Text)
+}
+
+// rewritten is the tokens from index from to index to, rewritten as the statement is.
+func (w *compatWriter) rewritten(from, to int) string {
+	sub := compatWriter{toks: w.toks[from : to+1], quoteAt: w.quoteAt, settings: w.settings, functions: w.functions,
+		binary: w.binary, jsonOps: w.jsonOps, session: w.session, infoSchema: w.infoSchema, trino: w.trino, divides: w.divides,
+		values: w.values}
+	sub.run()
+	return strings.TrimSpace(sub.out.String())
+}
+
+// countGroups is the number of capturing groups of regular expression p: each "(" not
+// escaped, not in a bracket expression, and not "(?".
+func countGroups(p string) int {
+	n, inBracket := 0, false
+	for i := 0; i < len(p); i++ {
+		switch {
+		case p[i] == '\\':
+			i++
+		case inBracket:
+			inBracket = p[i] != ']'
+		case p[i] == '[':
+			inBracket = true
+		case p[i] == '(' && (i+1 == len(p) || p[i+1] != '?'):
+			n++
+		}
+	}
+	return n
 }

@@ -21,7 +21,7 @@ func TestPGFunctionRewrites(t *testing.T) {
 		"select jsonb_agg(name order by name) filter (where x) from t":                                        "select qfpg_jsonb_agg(list(name order by name) filter (where x)) from t",
 		"select json_agg(t) from t":                                                                           "select qfpg_json_agg(list(t)) from t",
 		"select generate_series(1, 2), x from generate_series(1, 3) x, lateral generate_series(1, x) as y(n)": "select qfpg_generate_series(1, 2), x from qfpg_generate_series_rows(1, 3) x(x), lateral qfpg_generate_series_rows(1, x) as y(n)",
-		"select to_char(d, 'FMMonth DD, YYYY \"at\" HH24:MI'), to_char(n, '999')":                             "select qfpg_to_char(d, '%B %d, %Y at %H:%M'), to_char(n, '999')",
+		"select to_char(d, 'FMMonth DD, YYYY \"at\" HH24:MI'), to_char(n, '999')":                             "select qfpg_to_char(d, '%B %d, %Y at %H:%M'), qfpg_to_char__number(n, '999')",
 		"select extract(year from d), EXTRACT('Epoch' FROM t), extract(julian from d) from t":                 "select qfpg_extract('year', d), qfpg_extract__epoch( t), extract(julian from d) from t",
 		"select json_build_object('a', length(b)) from t":                                                     "select json_object('a', qfpg_length(b)) from t",
 		`select id from t where t.data @> $1::jsonb and "data" ? 'k''s' and data #>> '{a,0}' = 'x'`:           `select id from t where  qfpg_json_contains(t.data, $1) and  json_exists("data", '$."k''s"') and  json_extract_string(data, '$."a"[0]') = 'x'`,
@@ -144,6 +144,14 @@ func TestTrinoFunctionsOnDuckDB(t *testing.T) {
 		"select day_of_year(date '2024-02-01'), last_day_of_month(date '2024-02-10')":           "32 2024-02-29",
 		"select json_extract_scalar('{\"a\": 1}', '$.a'), array_max([1, 3]), array_min([1, 3])": "1 3 1",
 		"select approx_distinct(x) from (values (1), (2), (2)) t(x)":                            "2",
+		// VALUES 1, 2 is rows; ROW(...) a row; a parenthesized row stays one
+		"select count(*), sum(x) from (values 1, 2, (1+1)*2) t(x)":                 "3 7",
+		"select count(*), max(y) from (values row(1, 'a'), (2, 'b')) t(x, y)":      "2 b",
+		"select x from (values 5) t(x) union all values 6 order by x desc limit 1": "6",
+		// element_at: 1-based, negative from the end, NULL past either end or for a missing key
+		"select element_at(array[1, 2, 3], 2), element_at(array[1, 2, 3], -1), element_at(array[1, 2, 3], 5)":           "2 3 (null)",
+		"select element_at(map(array['a'], array[1]), 'a'), element_at(map(array['a'], array[1]), 'b')":                 "1 (null)",
+		"select format_datetime(timestamp '2024-03-04 05:06:07.891', 'yyyy-MM-dd HH:mm:ss.SSS EEE MMM d h a ''at'' D')": "2024-03-04 05:06:07.891 Mon Mar 4 5 AM at 64",
 	} {
 		if got := firstRowText(t, e, query.ProtocolTrino, sqlText); got != want {
 			t.Errorf("%s = %s, want %s", sqlText, got, want)

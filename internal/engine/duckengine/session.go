@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -47,13 +48,22 @@ type session struct {
 	// savepoint is a name kept here, released as PostgreSQL releases it, and a ROLLBACK TO one
 	// fails the whole transaction (savepoint).
 	savepoints []string
-	last       *engine.Holdable // the last statement's result, if it has rows: held before the next runs
+	// locals are the settings SET LOCAL changed in the transaction, set back at its end;
+	// localTimeout its statement_timeout (setlocal.go).
+	locals       []localSetting
+	localTimeout *time.Duration
+	// holder is the client whose advisory transaction locks the transaction holds ("": none).
+	holder string
+	last   *engine.Holdable // the last statement's result, if it has rows: held before the next runs
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
 	s.holdLast(ctx)
+	if call, ok, err := readAdvisory(q); ok {
+		return s.runAdvisory(ctx, call, q, err)
+	}
 	q, err := copyOutQuery(q)
 	if err != nil {
 		return nil, err
@@ -67,10 +77,17 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if own, handled, err := ownStatement(client); handled {
 		return s.runOwn(ctx, client, own, err)
 	}
+	if err := s.e.found.count(ctx, client, s.Execute); err != nil {
+		return nil, err // the count's error failed the transaction
+	}
 	q, up := mysqlUpsert(ctx, s.conn, client, q)
 	q, ai := mysqlInsert(ctx, s.conn, client, q)
 	uc := mysqlUpdate(ctx, s.conn, client, q)
 	if err := setLastInsertID(ctx, s.conn, client); err != nil {
+		s.fail()
+		return nil, err
+	}
+	if err := s.e.found.set(ctx, s.conn, client); err != nil {
 		s.fail()
 		return nil, err
 	}
@@ -91,7 +108,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.fail()
 		return nil, &query.Error{Code: sqlstate.ReadOnlySQLTransaction, Message: fmt.Sprintf("cannot execute %s in a read-only transaction", strings.ToUpper(st.words[0]))}
 	}
-	ctx, cancel, explain, err := withTimeout(ctx, q)
+	ctx, cancel, explain, err := s.timed(ctx, q)
 	if err != nil {
 		s.fail()
 		return nil, err
@@ -167,6 +184,26 @@ func (s *session) runOwn(ctx context.Context, q *query.Request, own ownRun, err 
 	return rows, err
 }
 
+// runAdvisory runs an advisory lock call in the session's transaction: its transaction locks
+// are let go when the transaction ends (endTx).
+func (s *session) runAdvisory(ctx context.Context, call advisoryCall, q *query.Request, err error) (query.Rows, error) {
+	switch {
+	case err != nil:
+		s.fail()
+		return nil, err
+	case s.status == 'E':
+		return nil, errAborted
+	}
+	if s.status == 'T' {
+		s.holder = advisoryHolder(q)
+	}
+	rows, err := s.e.advisory.run(ctx, call, q, s.status == 'T')
+	if err != nil {
+		s.fail()
+	}
+	return rows, err
+}
+
 // FailTx fails an open transaction (engine.TxFailer).
 func (s *session) FailTx() { s.fail() }
 
@@ -197,11 +234,14 @@ func (s *session) transaction(ctx context.Context, st statement) (query.Rows, er
 	case st.tx == txSet:
 		s.readOnly = s.readOnly || st.readOnly && s.status == 'T'
 		return engine.TagRows("SET"), nil
+	case st.tx == txSetLocal:
+		return s.setLocal(ctx, st)
 	case s.status == 'I': // COMMIT or ROLLBACK without a transaction: PostgreSQL warns
 		return outsideTransaction(st)
 	}
 	failed := s.status == 'E'
 	s.status, s.readOnly, s.savepoints = 'I', false, s.savepoints[:0]
+	defer s.endLocals()
 	if st.tx == txCommit && !failed {
 		if err := s.exec(ctx, "COMMIT"); err != nil {
 			_ = s.exec(context.Background(), "ROLLBACK") // DuckDB has rolled back; make sure
@@ -270,10 +310,11 @@ func (s *session) Close() error {
 		_ = s.last.Close() // its connection goes back to the pool: nothing may read it after
 		s.last = nil
 	}
-	keep := s.clean
 	if s.status != 'I' {
-		keep = keep && s.exec(context.Background(), "ROLLBACK") == nil
+		s.clean = s.exec(context.Background(), "ROLLBACK") == nil && s.clean
+		s.endLocals()
 	}
+	keep := s.clean
 	release(s.conn, keep)
 	return nil
 }

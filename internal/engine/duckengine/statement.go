@@ -30,14 +30,17 @@ const (
 	txSavepoint
 	txRelease
 	txRollbackTo
+	// txSetLocal is SET LOCAL (setlocal.go: the session keeps it for the transaction).
+	txSetLocal
 )
 
 // statement is a client statement as this engine sees it before it runs.
 type statement struct {
-	words    []string  // the significant words and symbols, lower case (transaction and SET statements only)
-	tx       txVerb    // a transaction-control statement, handled here rather than by DuckDB
-	readOnly bool      // BEGIN / SET TRANSACTION asked for READ ONLY
-	p        *prepared // nil for transaction-control statements
+	words    []string       // the significant words and symbols, lower case (transaction and SET statements only)
+	tx       txVerb         // a transaction-control statement, handled here rather than by DuckDB
+	readOnly bool           // BEGIN / SET TRANSACTION asked for READ ONLY
+	p        *prepared      // nil for transaction-control statements
+	q        *query.Request // the client's statement, for SET LOCAL (setlocal.go)
 }
 
 // clean reports whether the statement leaves nothing on its connection once it has run, so the
@@ -115,7 +118,7 @@ func (e *Engine) statement(conn *sql.Conn, q *query.Request, sqlText string) (st
 // DuckDB sees it: transaction control and COPY to or from the client.
 func readWords(q *query.Request) (statement, error) {
 	words := leadWords(q, 16)
-	st := statement{words: words}
+	st := statement{words: words, q: q}
 	if len(words) == 0 {
 		return st, nil
 	}
@@ -179,8 +182,11 @@ func (st *statement) readTransaction() error {
 			return notSupported("two-phase commit (PREPARE TRANSACTION)")
 		}
 	case "set":
-		if at(1) == "transaction" {
+		switch {
+		case at(1) == "transaction":
 			st.tx = txSet
+		case at(1) == "local" && at(2) != "transaction":
+			st.tx = txSetLocal
 		}
 	}
 	for i := range w {

@@ -1,5 +1,7 @@
 package duckengine
 
+import "strings"
+
 // Trino's functions that DuckDB has under another name, or with other arguments, for a Trino
 // client's statements (the embedded DuckDB answers the Trino frontend too). Names DuckDB does
 // not have are macros of the compatibility catalog, which every client's search path reaches;
@@ -20,6 +22,118 @@ var trinoFunctionSQL = []string{
 	// interval) is another function).
 	`CREATE MACRO {c}.main.qfpg_trino_date_add (u, n, x DATE) AS (x + (n || ' ' || u)::INTERVAL)::DATE,
 		(u, n, x) AS x + (n || ' ' || u)::INTERVAL`,
+	// element_at(array, i) (from the end for a negative i, NULL past either end) and
+	// element_at(map, key) (NULL for a key not there): DuckDB's subscript, on both.
+	`CREATE MACRO {c}.main.qfpg_trino_element_at(a, i) AS a[i]`,
 	// replace(s, x): every x removed.
 	`CREATE MACRO {c}.main.qfpg_trino_replace (s, x) AS replace(s, x, ''), (s, x, y) AS replace(s, x, y)`,
 }
+
+// jodaFields are Joda-Time's date and time fields (Trino's format_datetime) as strftime writes
+// them, longest first where one begins another.
+var jodaFields = []struct{ joda, strftime string }{
+	{"yyyy", "%Y"}, {"yy", "%y"}, {"y", "%Y"}, {"MMMM", "%B"}, {"MMM", "%b"}, {"MM", "%m"}, {"M", "%-m"},
+	{"dd", "%d"}, {"d", "%-d"}, {"HH", "%H"}, {"H", "%-H"}, {"hh", "%I"}, {"h", "%-I"}, {"mm", "%M"}, {"m", "%-M"},
+	{"ss", "%S"}, {"s", "%-S"}, {"SSSSSS", "%f"}, {"SSS", "%g"}, {"a", "%p"}, {"EEEE", "%A"}, {"EEE", "%a"},
+	{"DDD", "%j"}, {"D", "%-j"},
+}
+
+// strftimeOfJoda is Trino's format_datetime format f (Joda-Time's) as strftime's; ok is false
+// for a field strftime has not (the call is then left as written: DuckDB has no
+// format_datetime, and says so).
+func strftimeOfJoda(f string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(f); {
+		c := f[i]
+		switch {
+		case c == '\'': // quoted text; '' is a quote
+			end := i + 1
+			for ; end < len(f); end++ {
+				if f[end] == '\'' {
+					if end+1 < len(f) && f[end+1] == '\'' {
+						end++
+						continue
+					}
+					break
+				}
+			}
+			if end >= len(f) {
+				return "", false
+			}
+			text := f[i+1 : end]
+			if end == i+1 {
+				text = "'" // '' alone
+			}
+			b.WriteString(strings.ReplaceAll(strings.ReplaceAll(text, "''", "'"), "%", "%%"))
+			i = end + 1
+			continue
+		case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z':
+			run := 1
+			for i+run < len(f) && f[i+run] == c {
+				run++
+			}
+			field := ""
+			for _, jf := range jodaFields {
+				if jf.joda == f[i:i+run] {
+					field = jf.strftime
+					break
+				}
+			}
+			if field == "" {
+				return "", false
+			}
+			b.WriteString(field)
+			i += run
+			continue
+		case c == '%':
+			b.WriteByte('%')
+		}
+		b.WriteByte(c)
+		i++
+	}
+	return b.String(), true
+}
+
+// valuesRows writes the rows of Trino's VALUES at w.i (VALUES 1, 2 is two rows; DuckDB reads
+// only parenthesized rows): each item not already a parenthesized row is put in parentheses,
+// ROW(a, b) written (a, b).
+func (w *compatWriter) valuesRows() {
+	if w.after == nil {
+		w.after = map[int]string{}
+	}
+	start, depth := w.sig(w.i+1, 0), 0
+	for j := start; ; j = w.sig(j+1, 0) {
+		word := w.word(j)
+		if depth == 0 && (j < 0 || word == "," || word == ")" || word == ";" || valuesEnds[word]) {
+			if start >= 0 && start != j {
+				last := w.prevSig(j)
+				if j < 0 {
+					last = w.prevSig(len(w.toks))
+				}
+				switch {
+				case w.word(start) == "(" && w.callEnd(start) == last:
+				case w.word(start) == "row" && w.word(w.sig(start+1, 0)) == "(" && w.callEnd(w.sig(start+1, 0)) == last:
+					w.replace(start, start, "")
+				default:
+					w.after[w.prevSig(start)] += " ("
+					w.after[last] += ")"
+				}
+			}
+			if word != "," {
+				return
+			}
+			start = w.sig(j+1, 0)
+			continue
+		}
+		switch word {
+		case "(", "[":
+			depth++
+		case ")", "]":
+			depth--
+		}
+	}
+}
+
+// valuesEnds are the words that end a VALUES list.
+var valuesEnds = map[string]bool{"order": true, "limit": true, "offset": true, "fetch": true, "union": true,
+	"intersect": true, "except": true, "on": true, "returning": true}

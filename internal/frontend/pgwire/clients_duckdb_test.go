@@ -33,8 +33,11 @@ func duckProxy(t *testing.T, mode string) pgclienttest.DSN {
 	return pgclienttest.Proxy(t, e, mode, "demo")
 }
 
-// onDuckDB is what every script's shared cases answer on DuckDB.
+// onDuckDB is what every script's shared cases answer on DuckDB: PostgreSQL's semantics, and
+// a ROLLBACK TO (which DuckDB cannot do) failing the transaction with 0A000, the connection
+// usable once the client has rolled it back.
 var onDuckDB = map[string]string{
+	"semantics": semanticsWant, "div_zero": "error 22012", "nested_tx": "error 0A000 error 25P02 0",
 	"rollback": "0", "notice": "error 42601",
 	"bytea": "0100ff", "notify": "error 0A000", "options": "1234ms", "long_session": longSession, "edges": edgesWant,
 }

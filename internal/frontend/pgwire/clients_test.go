@@ -36,6 +36,10 @@ const longSession = "ok 64"
 // edgesWant is what every script's edges case answers: the text, 100,000 characters out and
 // 200,000 in, 20,000 rows whose x sum to 199,990,000, 17 NULLs of 17 types, 100 parameters,
 // 2 rows inserted by one query of three statements.
+// semanticsWant is the scripts' semantics case as PostgreSQL answers it: 7/2, -7/2, ~, ~*, an
+// anchored ~, two SIMILAR TOs, quote_ident of a keyword, to_char of a number.
+const semanticsWant = `3 -3 true true false true false "select" 1,234.50`
+
 const edgesWant = "uni=1 out=100000 in=200000 rows=20000,199990000 nulls=17 params=100 multi=2"
 
 // pgNames are the columns of the scripts' names case (select count(*), 40 + 2, lower('A'),
@@ -62,6 +66,7 @@ func TestClientPsycopg2(t *testing.T) {
 				"notice": "NOTICE:  hello 42", "bytea": "0100ff", "named_cursor": "31375", "cursors": cursorsWant,
 				"with_hold": inSession(mode, "55"), "session_set": inSession(mode, "pg_catalog, public"),
 				"notify": inSession(mode, "ping"), "options": "1234ms", "recover": "7", "long_session": longSession, "edges": edgesWant,
+				"semantics": semanticsWant, "div_zero": "error 22012", "nested_tx": "ok 1 2",
 			})
 		})
 	}
@@ -84,6 +89,7 @@ func TestClientPsycopg3(t *testing.T) {
 				"named_cursor": "31375", "cursors": cursorsWant, "cursor_hold": inSession(mode, "3000 4501500"),
 				"notify": inSession(mode, "ping"), "options": "1234ms", "names": pgNames,
 				"rollback_prepared": "2", "long_session": longSession, "edges": edgesWant,
+				"semantics": semanticsWant, "div_zero": "error 22012", "nested_tx": "ok 1 2",
 			})
 		})
 	}
@@ -105,6 +111,7 @@ func TestClientNodePostgres(t *testing.T) {
 				"notice": "hello 42", "bytea": "0100ff", "prepared": "21",
 				"notify": inSession(mode, "ping"), "options": "1234ms", "error_recovers": "7", "names": pgNames,
 				"long_session": longSession, "edges": edgesWant,
+				"semantics": semanticsWant, "div_zero": "error 22012", "nested_tx": "ok 1 2",
 			})
 		})
 	}
@@ -124,6 +131,7 @@ func TestClientJDBC(t *testing.T) {
 				"rollback": "0", "copy_in": "3", "copy_out": `1|a;2|b;3|\N;`, "notice": "hello 42",
 				"fetch_size": "12502500", "bytea": "0100ff", "prepared": "36", "batch": "3 3", "metadata": "int4 true, a int4;b text;",
 				"notify": inSession(mode, "ping"), "options": "1234ms", "names": pgNames, "long_session": longSession, "edges": edgesWant,
+				"semantics": semanticsWant, "div_zero": "error 22012", "nested_tx": "ok 1 2",
 			})
 		})
 	}

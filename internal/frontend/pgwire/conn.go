@@ -156,6 +156,9 @@ func (c *conn) unregister() {
 		c.session = nil
 	}
 	c.closeWire()
+	if cc, ok := c.srv.backend.(engine.ClientCloser); ok && c.clientAddr != "" {
+		cc.ClientClosed(query.ProtocolPostgres, c.clientAddr) // its advisory locks end with it
+	}
 }
 
 // startup_ reads startup packets until a StartupMessage; ok is false when the connection

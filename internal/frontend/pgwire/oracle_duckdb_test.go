@@ -145,6 +145,23 @@ var oracleCorpus = []oracleCase{
 	// text read by a format
 	{pg: "to_date('2024-03-04', 'YYYY-MM-DD')"}, {pg: "to_date('4 Mar 2024', 'DD Mon YYYY')"},
 	{pg: "to_timestamp('2024-03-04 10:05:06', 'YYYY-MM-DD HH24:MI:SS')"}, {pg: "to_timestamp(86400)"},
+	// a division by zero fails (DuckDB's is NULL); an interval divides
+	{pg: "1/0"}, {pg: "7 % 0"}, {pg: "x / y FROM (VALUES (1, 0)) t(x, y)"}, {pg: "1.5::float8 / (2 - 2)"},
+	{pg: "1 / nullif(0, 0)"}, {pg: "10 / abs(-2)"}, {pg: "10::int2 / 2::int2"}, {pg: "2 ^ 3 / 2 ^ 2"},
+	{pg: "interval '1 hour' / 2"}, {pg: "interval '1 mon 1 day' / 3"}, {pg: "'1 day'::interval / 7"},
+	{pg: "cast('1 year' as interval) / 7"}, {pg: "interval '1 hour' / 0"},
+	// quoting
+	{pg: "quote_ident('a')"}, {pg: "quote_ident('A b')"}, {pg: "quote_ident('select')"}, {pg: "quote_ident('name')"},
+	{pg: `quote_ident('a"b')`}, {pg: "quote_literal('it''s')"}, {pg: "quote_literal('a\\b')"}, {pg: "quote_literal(42)"},
+	{pg: "quote_literal(NULL::text)"}, {pg: "quote_nullable(NULL::text)"}, {pg: "format('%I.%I', 'user', 'x')"},
+	// regexp_matches: a row for each match, a text[] of its groups
+	{pg: "regexp_matches('abcbd', 'b(.)')"}, {pg: "regexp_matches('ABC', 'b', 'i')"}, {pg: "regexp_matches('a1b', '([a-z])(\\d+)')"},
+	{pg: "count(*) FROM (SELECT regexp_matches('abcbd', 'b(.)', 'g')) t"}, {pg: "count(*) FROM (SELECT regexp_matches('abc', 'x')) t"},
+	{pg: "string_agg(m[1] || m[2], ',') FROM (SELECT regexp_matches('a1b22', '([a-z])(\\d+)', 'g') m) t"},
+	// to_char of a number
+	{pg: "to_char(1234.5, 'FM9999.00')"}, {pg: "to_char(1234.5, '9,999.99')"}, {pg: "to_char(-0.5, 'FM9.9')"},
+	{pg: "to_char(12345, '999')"}, {pg: "to_char(0.125::float8, '9.99')"}, {pg: "to_char(7::int8, '0999')"},
+	{pg: "to_char(1234567.891, 'FM9G999G999D00')"},
 }
 
 func TestDuckDBAnswersAsPostgreSQL(t *testing.T) {

@@ -21,6 +21,9 @@ public class Cases {
         try (Statement st = conn.createStatement()) {
             st.execute("create table " + table + " (a int, b text)");
         }
+        run("semantics", Cases::semantics);
+        run("div_zero", Cases::divZero);
+        run("nested_tx", Cases::nestedTx);
         run("rollback", Cases::rollback);
         run("copy_in", Cases::copyIn);
         run("copy_out", Cases::copyOut);
@@ -69,6 +72,65 @@ public class Cases {
             result = result + " (reset: " + e.getSQLState() + ")";
         }
         System.out.println("case " + name + ": " + result);
+    }
+
+    // PostgreSQL's semantics a client sees on any engine (cases.py's SEMANTICS).
+    static Object semantics() throws SQLException {
+        try (Statement st = conn.createStatement();
+             ResultSet rs = st.executeQuery("select (7/2)::text, (-7/2)::text, ('abc' ~ 'b')::text, ('ABC' ~* 'b')::text, "
+                 + "('abc' ~ '^b')::text, ('abc' similar to 'a%')::text, ('abc' similar to 'a.c')::text, quote_ident('select'), "
+                 + "to_char(1234.5, 'FM9,999.00')")) {
+            rs.next();
+            StringBuilder out = new StringBuilder();
+            for (int i = 1; i <= 9; i++) out.append(i > 1 ? " " : "").append(rs.getString(i));
+            return out;
+        }
+    }
+
+    static Object divZero() throws SQLException {
+        try (PreparedStatement ps = conn.prepareStatement("select 1/0"); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getInt(1);
+        }
+    }
+
+    // Django's nested atomic blocks as cases.py's nested_tx runs them, through JDBC's own
+    // savepoints: "ROLLBACK TO's answer, the next statement's, the rows kept".
+    static Object nestedTx() throws SQLException {
+        String t = table + "_n";
+        try (Statement st = conn.createStatement()) {
+            st.execute("create table " + t + " (a int)");
+            conn.setAutoCommit(false);
+            st.execute("insert into " + t + " values (1)");
+            Savepoint s1 = conn.setSavepoint("s1");
+            st.execute("insert into " + t + " values (2)");
+            conn.releaseSavepoint(s1);
+            Savepoint s2 = conn.setSavepoint("s2");
+            st.execute("insert into " + t + " values (3)");
+            StringBuilder out = new StringBuilder();
+            boolean failed = false;
+            try {
+                conn.rollback(s2);
+                out.append("ok");
+            } catch (SQLException e) {
+                out.append("error ").append(e.getSQLState());
+                failed = true;
+            }
+            try (ResultSet rs = st.executeQuery("select 1")) {
+                rs.next();
+                out.append(' ').append(rs.getInt(1));
+            } catch (SQLException e) {
+                out.append(" error ").append(e.getSQLState());
+                failed = true;
+            }
+            if (failed) conn.rollback(); else conn.commit();
+            try (ResultSet rs = st.executeQuery("select count(*) from " + t)) {
+                rs.next();
+                out.append(' ').append(rs.getInt(1));
+            }
+            conn.commit();
+            return out;
+        }
     }
 
     static Object rollback() throws Exception {

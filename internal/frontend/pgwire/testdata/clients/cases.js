@@ -91,6 +91,40 @@ async function edges(c, table) {
   return out.join(' ');
 }
 
+// PostgreSQL's semantics a client sees on any engine (cases.py's SEMANTICS).
+const SEMANTICS = "select (7/2)::text, (-7/2)::text, ('abc' ~ 'b')::text, ('ABC' ~* 'b')::text, ('abc' ~ '^b')::text, " +
+  "('abc' similar to 'a%')::text, ('abc' similar to 'a.c')::text, quote_ident('select'), to_char(1234.5, 'FM9,999.00')";
+
+// Django's nested atomic blocks as cases.py's nested_tx runs them: "ROLLBACK TO's answer, the
+// next statement's, the rows kept".
+async function nestedTx(c, table) {
+  const execute = async (text) => {
+    const r = await c.query({ text, rowMode: 'array' });
+    return r.fields && r.fields.length ? `${r.rows[0][0]}` : 'ok';
+  };
+  await execute(`create table ${table} (a int)`);
+  await execute('begin');
+  await execute(`insert into ${table} values (1)`);
+  await execute('savepoint s1');
+  await execute(`insert into ${table} values (2)`);
+  await execute('release savepoint s1');
+  await execute('savepoint s2');
+  await execute(`insert into ${table} values (3)`);
+  const out = [];
+  let failed = false;
+  for (const text of ['rollback to savepoint s2', 'select 1']) {
+    try {
+      out.push(await execute(text));
+    } catch (e) {
+      out.push(`error ${e.code}`);
+      failed = true;
+    }
+  }
+  await execute(failed ? 'rollback' : 'commit');
+  out.push(await execute(`select count(*) from ${table}`));
+  return out.join(' ');
+}
+
 async function main() {
   const client = new Client({ connectionString: url });
   const notices = [];
@@ -99,6 +133,9 @@ async function main() {
   await client.query(`create table ${table} (a int, b text)`);
 
   const cases = {
+    async semantics() { return (await client.query({ text: SEMANTICS, rowMode: 'array' })).rows[0].join(' '); },
+    async div_zero() { return (await client.query('select 1/0 as v')).rows[0].v; },
+    async nested_tx() { return nestedTx(client, `${table}_n`); },
     async rollback() {
       await client.query('begin');
       await client.query(`insert into ${table} values (1, 'x')`);

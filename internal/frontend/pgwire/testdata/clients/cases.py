@@ -46,6 +46,42 @@ def session_step(i, table, rows, nulls):
     return "insert into %s values (%%s::int, %%s::text)" % table, (1000 + i, None), "1"
 
 
+# PostgreSQL's semantics a client sees on any engine: integers divide as integers, ~ searches,
+# SIMILAR TO reads SQL's patterns, quote_ident quotes a keyword, to_char writes digit positions.
+SEMANTICS = ("select (7/2)::text, (-7/2)::text, ('abc' ~ 'b')::text, ('ABC' ~* 'b')::text, ('abc' ~ '^b')::text, "
+             "('abc' similar to 'a%')::text, ('abc' similar to 'a.c')::text, quote_ident('select'), "
+             "to_char(1234.5, 'FM9,999.00')")
+
+
+def sqlstate(e):
+    return getattr(e, "pgcode", None) or getattr(getattr(e, "diag", None), "sqlstate", None) or repr(e)
+
+
+def nested_tx(execute, commit, rollback, table):
+    """Django's nested atomic blocks (SQLAlchemy's begin_nested): a savepoint taken and
+    released, another taken and rolled back to, then the transaction ended and the connection
+    used again. "ROLLBACK TO's answer, the next statement's, the rows kept"."""
+    execute("create table %s (a int)" % table)
+    commit()
+    execute("insert into %s values (1)" % table)
+    execute("savepoint s1")
+    execute("insert into %s values (2)" % table)
+    execute("release savepoint s1")
+    execute("savepoint s2")
+    execute("insert into %s values (3)" % table)
+    out, failed = [], False
+    for sql in ("rollback to savepoint s2", "select 1"):
+        try:
+            out.append(execute(sql))
+        except Exception as e:
+            out.append("error " + sqlstate(e))
+            failed = True
+    rollback() if failed else commit()
+    out.append(execute("select count(*) from %s" % table))
+    commit()
+    return " ".join(out)
+
+
 def cells(cur):
     """A statement's result: its rows' values joined by | and ;, or its row count."""
     if cur.description is None:
@@ -259,7 +295,24 @@ def psycopg2_cases():
         finally:
             conn.commit()
 
-    for name, fn in [("rollback", rollback), ("copy_in", copy_in), ("copy_out", copy_out), ("notice", notice),
+    def semantics():
+        cur.execute(SEMANTICS)
+        row = cur.fetchone()
+        conn.commit()
+        return " ".join(row)
+
+    def div_zero():
+        cur.execute("select 1/0")
+        return cur.fetchone()[0]
+
+    def nested():
+        def execute(sql):
+            cur.execute(sql)
+            return "ok" if cur.description is None else str(cur.fetchone()[0])
+        return nested_tx(execute, conn.commit, conn.rollback, table + "_n")
+
+    for name, fn in [("semantics", semantics), ("div_zero", div_zero), ("nested_tx", nested),
+                     ("rollback", rollback), ("copy_in", copy_in), ("copy_out", copy_out), ("notice", notice),
                      ("bytea", bytea), ("named_cursor", named_cursor), ("with_hold", with_hold), ("cursors", cursors),
                      ("edges", edge_values),
                      ("session_set", session_set), ("notify", notify), ("options", options), ("recover", recover),
@@ -417,7 +470,22 @@ def psycopg3_cases():
         finally:
             conn.commit()
 
-    for name, fn in [("rollback", rollback), ("copy_in", copy_in), ("copy_out", copy_out), ("notice", notice),
+    def semantics():
+        row = conn.execute(SEMANTICS).fetchone()
+        conn.commit()
+        return " ".join(row)
+
+    def div_zero():
+        return conn.execute("select 1/0").fetchone()[0]
+
+    def nested():
+        def execute(sql):
+            cur = conn.execute(sql)
+            return "ok" if cur.description is None else str(cur.fetchone()[0])
+        return nested_tx(execute, conn.commit, conn.rollback, table + "_n")
+
+    for name, fn in [("semantics", semantics), ("div_zero", div_zero), ("nested_tx", nested),
+                     ("rollback", rollback), ("copy_in", copy_in), ("copy_out", copy_out), ("notice", notice),
                      ("bytea", bytea), ("prepared", prepared), ("pipeline", pipeline), ("edges", edge_values),
                      ("named_cursor", named_cursor), ("cursors", cursors), ("cursor_hold", cursor_hold),
                      ("notify", notify), ("options", options), ("names", names),

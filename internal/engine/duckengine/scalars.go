@@ -1,0 +1,70 @@
+package duckengine
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/duckdb/duckdb-go/v2"
+)
+
+// Functions of PostgreSQL's that no DuckDB SQL writes are Go functions registered in the
+// database (its system catalog, which every connection sees) when it opens: the compatibility
+// macros call them (pgFunctionSQL). They compute from their arguments only.
+
+// scalar is one Go function DuckDB calls, a row at a time; NULL in, NULL out.
+type scalar struct {
+	in  []duckdb.Type
+	out duckdb.Type
+	f   func(args []driver.Value) (any, error)
+}
+
+func (s scalar) Config() duckdb.ScalarFuncConfig {
+	c := duckdb.ScalarFuncConfig{}
+	for _, t := range s.in {
+		info, _ := duckdb.NewTypeInfo(t)
+		c.InputTypeInfos = append(c.InputTypeInfos, info)
+	}
+	c.ResultTypeInfo, _ = duckdb.NewTypeInfo(s.out)
+	return c
+}
+
+func (s scalar) Executor() duckdb.ScalarFuncExecutor {
+	return duckdb.ScalarFuncExecutor{RowExecutor: s.f}
+}
+
+// scalars are the functions by name.
+var scalars = map[string]scalar{
+	// qf_to_char_number(text of the number, format, bits): to_char of a number (pgnumchar.go).
+	"qf_to_char_number": {in: []duckdb.Type{duckdb.TYPE_VARCHAR, duckdb.TYPE_VARCHAR, duckdb.TYPE_INTEGER}, out: duckdb.TYPE_VARCHAR,
+		f: func(a []driver.Value) (any, error) {
+			return toCharNumber(a[0].(string), a[1].(string), int(a[2].(int32)))
+		}},
+}
+
+// registerScalars registers scalars in the database of connector, before the macros that
+// call them are created.
+func registerScalars(connector *duckdb.Connector) error {
+	db := sql.OpenDB(keptConnector{connector}) // closing db closes its connection, not connector
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var errs []error
+	for name, s := range scalars {
+		if err := duckdb.RegisterScalarUDF(conn, name, s); err != nil {
+			errs = append(errs, fmt.Errorf("register %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// keptConnector is a connector whose Close is not sql.DB's to call.
+type keptConnector struct{ c driver.Connector }
+
+func (k keptConnector) Connect(ctx context.Context) (driver.Conn, error) { return k.c.Connect(ctx) }
+func (k keptConnector) Driver() driver.Driver                            { return k.c.Driver() }
