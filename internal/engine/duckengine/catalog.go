@@ -103,6 +103,10 @@ var compatSQL = []string{
 	// TypeORM's schema drop would drop).
 	`CREATE VIEW {c}.main.qf_pg_views AS SELECT schema_name AS schemaname, view_name AS viewname,
 		'queryflux' AS viewowner, sql AS definition FROM duckdb_views() WHERE NOT internal AND database_name NOT IN ({hidden})`,
+	// DuckDB has no materialized views.
+	`CREATE VIEW {c}.main.pg_matviews AS SELECT NULL::VARCHAR AS schemaname, NULL::VARCHAR AS matviewname,
+		NULL::VARCHAR AS matviewowner, NULL::VARCHAR AS tablespace, false AS hasindexes, false AS ispopulated,
+		NULL::VARCHAR AS definition WHERE false`,
 	`CREATE VIEW {c}.main.qf_pg_namespace AS
 		SELECT oid, schema_name AS nspname, 0 AS nspowner, NULL AS nspacl FROM duckdb_schemas()
 		WHERE database_name = current_database()
@@ -949,6 +953,9 @@ func (w *compatWriter) step() {
 			break
 		}
 		name := w.word(typ)
+		if unquoted := strings.Trim(name, `"`); w.toks[typ].Kind == sqltok.QuotedIdent && (regTypes[unquoted] || castTypes[unquoted] != "") {
+			name = unquoted // ::"regtype" (TypeORM quotes every name): the same type to PostgreSQL
+		}
 		if regTypes[name] {
 			w.castReg(name)
 			w.i = typ + 1
