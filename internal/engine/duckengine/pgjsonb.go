@@ -242,4 +242,3 @@ func numericText(n string) string {
 	}
 	return roundHalfAway(r, max(scale-exp, 0))
 }
-
