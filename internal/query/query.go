@@ -56,6 +56,10 @@ type Request struct {
 	// IgnoreSpace is a MySQL client's CLIENT_IGNORE_SPACE (sql_mode IGNORE_SPACE): a MySQL
 	// engine runs the statement on a connection opened with the flag.
 	IgnoreSpace bool
+	// ExtendedMetadata is a MariaDB client's MARIADB_CLIENT_EXTENDED_METADATA: every column
+	// definition it is sent carries MariaDB's extended type info (format=json, type=uuid), and
+	// a MariaDB engine relays the statement's from a connection opened with the flag.
+	ExtendedMetadata bool
 	// ArgOIDs are the PostgreSQL types (OIDs) a PostgreSQL client declared, or was told at
 	// Describe, for its parameters (0: unspecified), for an engine that types a parameter its
 	// SQL leaves untyped (DuckDB's SELECT $1) as PostgreSQL does; nil from other protocols.

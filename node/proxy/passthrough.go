@@ -59,6 +59,28 @@ func (c *Core) Paths() PathStats {
 	return PathStats{Passthrough: c.paths.passthrough.Load(), Arrow: c.paths.arrow.Load(), Cache: c.paths.cache.Load()}
 }
 
+// ExtendedMetadata reports whether every cluster engine that can say whether it has MariaDB's
+// extended metadata (mysqlengine) has it, and one does: a MySQL frontend then offers it to its
+// clients, and relays the column definitions of those that ask with it.
+func (c *Core) ExtendedMetadata() bool {
+	rt := c.active.Load()
+	if rt == nil {
+		return false
+	}
+	has := false
+	for _, name := range rt.names {
+		m, ok := rt.clusters[name].engine.(interface{ ExtendedMetadata() bool })
+		if !ok {
+			continue
+		}
+		if !m.ExtendedMetadata() {
+			return false
+		}
+		has = true
+	}
+	return has
+}
+
 // AdmitPassthrough routes and checks req and, when it may be relayed, takes its capacity slot:
 // ok is true and the caller runs the query on adm.Engine (within adm.RunContext) and calls
 // adm.Finish. canRelay says whether the frontend can relay from an engine; every member of

@@ -99,6 +99,10 @@ var compatSQL = []string{
 		FROM {c}.main.qf_key_constraints()`,
 	// The client's schemas, and the system's pg_catalog and information_schema as PostgreSQL
 	// lists them (DuckDB's own pg_namespace has the current database's only).
+	// The client's views only (DuckDB's lists its own and the compatibility catalog's too, which
+	// TypeORM's schema drop would drop).
+	`CREATE VIEW {c}.main.qf_pg_views AS SELECT schema_name AS schemaname, view_name AS viewname,
+		'queryflux' AS viewowner, sql AS definition FROM duckdb_views() WHERE NOT internal AND database_name NOT IN ({hidden})`,
 	`CREATE VIEW {c}.main.qf_pg_namespace AS
 		SELECT oid, schema_name AS nspname, 0 AS nspowner, NULL AS nspacl FROM duckdb_schemas()
 		WHERE database_name = current_database()
@@ -343,7 +347,7 @@ var compatSQL = []string{
 // every attached catalog's system objects: a query naming pg_catalog.X reads pg_catalog.qf_X,
 // X with those columns and only the client's database (compatSQL).
 var extendedRelations = map[string]bool{"pg_class": true, "pg_database": true, "pg_namespace": true, "pg_proc": true,
-	"pg_attribute": true, "pg_type": true, "pg_index": true, "pg_am": true, "pg_constraint": true}
+	"pg_attribute": true, "pg_type": true, "pg_index": true, "pg_am": true, "pg_constraint": true, "pg_views": true}
 
 // relationEnds are the words that may follow a relation in FROM that has no alias.
 var relationEnds = map[string]bool{"where": true, "join": true, "left": true, "right": true, "inner": true,
@@ -812,7 +816,7 @@ func (w *compatWriter) step() {
 		w.i++
 		return
 	}
-	if w.writeReplaced() || w.renameCall() || w.sessionUser() {
+	if w.writeReplaced() || w.renameCall() || w.sessionUser() || w.session != nil && w.scalarFromItem() {
 		return
 	}
 	if w.jsonOps && t.Kind == sqltok.Operator && w.jsonOperator() {
@@ -825,7 +829,11 @@ func (w *compatWriter) step() {
 			return
 		}
 	}
-	switch w.word(w.i) {
+	key := w.word(w.i)
+	if name := strings.Trim(key, `"`); t.Kind == sqltok.QuotedIdent && extendedRelations[name] {
+		key = name // "pg_views" (TypeORM quotes every name): the same relation to PostgreSQL
+	}
+	switch key {
 	case "operator": // OPERATOR(pg_catalog.~) -> ~
 		open := w.sig(w.i+1, 0)
 		if w.word(open) == "(" {
@@ -870,7 +878,7 @@ func (w *compatWriter) step() {
 			w.i = name
 			return
 		}
-	case "pg_class", "pg_database", "pg_namespace", "pg_proc", "pg_attribute", "pg_type", "pg_index", "pg_am", "pg_constraint":
+	case "pg_class", "pg_database", "pg_namespace", "pg_proc", "pg_attribute", "pg_type", "pg_index", "pg_am", "pg_constraint", "pg_views":
 		// Unqualified, in FROM (SQLAlchemy's reflection): PostgreSQL finds pg_catalog's first.
 		if isFromItem(w.word(w.prevSig(w.i))) {
 			if next := w.word(w.sig(w.i+1, 0)); next != "." && next != "(" {
@@ -1005,7 +1013,7 @@ func (w *compatWriter) step() {
 
 // relation writes the catalog relation named at i (pg_class) as its extended view.
 func (w *compatWriter) relation(name int) {
-	rel := w.word(name)
+	rel := strings.Trim(w.word(name), `"`)
 	switch next := w.sig(name+1, 0); {
 	case w.word(next) == ".": // pg_catalog.pg_type.oid: a column of the relation named below
 		w.emit(rel)

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // The client's own session, as PostgreSQL's functions (and Trino's current_user) describe it. DuckDB answers
@@ -42,7 +43,8 @@ var pgSessionSQL = []string{
 func mayReadSession(q *query.Request) bool {
 	switch q.Protocol {
 	case query.ProtocolPostgres:
-		return containsFold(q.SQL, "user") || containsFold(q.SQL, "current_role") || containsFold(q.SQL, "application_name")
+		return containsFold(q.SQL, "user") || containsFold(q.SQL, "current_role") || containsFold(q.SQL, "application_name") ||
+			containsFold(q.SQL, "current_schema") || containsFold(q.SQL, "current_database")
 	case query.ProtocolTrino:
 		return containsFold(q.SQL, "current_user")
 	}
@@ -80,4 +82,44 @@ func (w *compatWriter) applicationName(name, end int) bool {
 	w.emit(sessionPrefix + "current_setting('application_name', " + quoteString(w.session.Headers["application_name"]) + ")")
 	w.i = end + 1
 	return true
+}
+
+// scalarFromItem writes a call of current_schema() or current_database() that stands as a FROM
+// item (TypeORM's `SELECT * FROM current_schema()`: PostgreSQL takes any function there, DuckDB
+// only table functions) as a one-row subquery.
+func (w *compatWriter) scalarFromItem() bool {
+	name := w.word(w.i)
+	if name != "current_schema" && name != "current_database" || !isFromItem(w.word(w.prevSig(w.i))) {
+		return false
+	}
+	open := w.sig(w.i+1, 0)
+	end := w.sig(open+1, 0)
+	if w.word(open) != "(" || w.word(end) != ")" {
+		return false
+	}
+	// PostgreSQL names the column after the function, or after the FROM item's alias if any.
+	column, alias := name, w.sig(end+1, 0)
+	if w.word(alias) == "as" {
+		alias = w.sig(alias+1, 0)
+	}
+	aliased := alias >= 0 && (w.toks[alias].Kind == sqltok.QuotedIdent || w.toks[alias].Kind == sqltok.Word && !isClauseWord(w.word(alias)))
+	if aliased {
+		column = w.toks[alias].Text
+	}
+	w.emit("(SELECT " + name + "() AS " + column + ")")
+	if !aliased {
+		w.emit(" AS " + name)
+	}
+	w.i = end + 1
+	return true
+}
+
+// isClauseWord: a keyword that may follow a FROM item, so not its alias.
+func isClauseWord(word string) bool {
+	switch word {
+	case "where", "group", "order", "limit", "offset", "join", "inner", "left", "right", "full", "cross",
+		"natural", "on", "union", "except", "intersect", "having", "window", "fetch", "for", "returning", "using":
+		return true
+	}
+	return false
 }

@@ -111,6 +111,9 @@ type Engine struct {
 	// caps caches the capabilities the passthrough relay must honour (caps* flags; 0 until
 	// the first relayed query).
 	caps atomic.Int32
+	// metadataOffer is whether the server offers MariaDB's extended metadata, as the last
+	// connection opened found (offerUnknown, offered, notOffered; metadata.go).
+	metadataOffer atomic.Int32
 	// dialOptions are extra go-mysql client options for new connections (tests).
 	dialOptions []client.Option
 	// onKillWaited, when set (tests), learns how each kill's wait for its statement's end
@@ -197,7 +200,7 @@ func (e *Engine) acquire(ctx context.Context, flags connFlags) (*client.Conn, er
 		return c, nil
 	}
 	e.mu.Unlock()
-	c, err := e.dialWith(ctx, e.handshakeDialer, flags.option)
+	c, err := e.dialWith(ctx, e.handshakeDialer, flags)
 	if err != nil {
 		<-e.slots
 		return nil, err
@@ -225,12 +228,19 @@ func (e *Engine) release(c *client.Conn, healthy bool) {
 	_ = c.Close()
 }
 
-// dialWith connects through dialer, with extra client options.
-func (e *Engine) dialWith(ctx context.Context, dialer client.Dialer, extra ...client.Option) (*client.Conn, error) {
-	opts := append(append([]client.Option{e.tlsOption}, e.dialOptions...), extra...)
+// dialWith connects through dialer with flags and extra client options.
+func (e *Engine) dialWith(ctx context.Context, dialer client.Dialer, flags connFlags, extra ...client.Option) (*client.Conn, error) {
+	opts := append(append([]client.Option{e.tlsOption, flags.option}, e.dialOptions...), extra...)
+	var g *greetConn
+	if e.cfg.TLS == nil {
+		dialer = greeter(dialer, flags&flagExtendedMetadata != 0, &g)
+	}
 	c, err := client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, dialer, opts...)
 	if err != nil { // names the address, user and database: for the log only
 		return nil, e.unreachable(err)
+	}
+	if g != nil {
+		e.greeted(c, g)
 	}
 	// The handshake's deadline must not outlive it: queries may run longer.
 	if err := c.SetDeadline(time.Time{}); err != nil {
@@ -441,9 +451,9 @@ func asMyError(err error, target **mysql.MyError) bool {
 	return false
 }
 
-// acquireFor takes a pooled connection with q's client flags, switched to q's database.
-func (e *Engine) acquireFor(ctx context.Context, q *query.Request) (*client.Conn, error) {
-	c, err := e.acquire(ctx, requestFlags(q))
+// acquireFor takes a pooled connection opened with flags (q's), switched to q's database.
+func (e *Engine) acquireFor(ctx context.Context, q *query.Request, flags connFlags) (*client.Conn, error) {
+	c, err := e.acquire(ctx, flags)
 	if err != nil {
 		return nil, err
 	}
@@ -458,7 +468,7 @@ func (e *Engine) acquireFor(ctx context.Context, q *query.Request) (*client.Conn
 
 // Execute runs q on a pooled connection and streams its result.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	c, err := e.acquireFor(ctx, q)
+	c, err := e.acquireFor(ctx, q, requestFlags(q))
 	if err != nil {
 		return nil, err
 	}

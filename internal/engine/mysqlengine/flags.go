@@ -17,6 +17,9 @@ import (
 //     for a row that is gone).
 //   - CLIENT_IGNORE_SPACE: the session's sql_mode has IGNORE_SPACE (count (*) parses, built-in
 //     function names are reserved); mysql2 asks for it by default.
+//   - MARIADB_CLIENT_EXTENDED_METADATA (metadata.go): column definitions carry MariaDB's
+//     extended type info. Only the relay's connections ask for it (relayFlags), and only of a
+//     server that offers it: go-mysql cannot read such column definitions.
 //
 // The other flags a client may send get no connection of their own (docs/pooling.md):
 // CLIENT_MULTI_STATEMENTS is the frontend's (it splits the statements, or refuses them with
@@ -29,11 +32,13 @@ type connFlags uint8
 const (
 	flagFoundRows connFlags = 1 << iota
 	flagIgnoreSpace
+	flagExtendedMetadata
 
 	flagSets = 1 << iota // how many flag sets there are: the pool's lists
 )
 
-// requestFlags is the flag set q's connection must have been opened with.
+// requestFlags is the flag set q's connection must have been opened with when go-mysql reads
+// its answer (the Arrow path).
 func requestFlags(q *query.Request) connFlags {
 	var f connFlags
 	if q.FoundRows {
@@ -41,6 +46,16 @@ func requestFlags(q *query.Request) connFlags {
 	}
 	if q.IgnoreSpace {
 		f |= flagIgnoreSpace
+	}
+	return f
+}
+
+// relayFlags is the flag set q's connection must have been opened with when its answer is
+// relayed: with extended metadata if q's client asked for it and the server may have it.
+func (e *Engine) relayFlags(q *query.Request) connFlags {
+	f := requestFlags(q)
+	if q.ExtendedMetadata && e.mayOfferMetadata() {
+		f |= flagExtendedMetadata
 	}
 	return f
 }
@@ -53,6 +68,9 @@ func flagsOf(c *client.Conn) connFlags {
 	}
 	if c.HasCapability(mysql.CLIENT_IGNORE_SPACE) {
 		f |= flagIgnoreSpace
+	}
+	if hasMetadata(c) {
+		f |= flagExtendedMetadata
 	}
 	return f
 }

@@ -68,12 +68,16 @@ func (e *Engine) Loopable() bool { return e.cfg.TLS == nil && !e.noLoop.Load() }
 // TakeLoopConn takes an idle loop connection in q's database, without waiting: nil when
 // there is none (or no connection slot free). Release gives it back.
 func (e *Engine) TakeLoopConn(q *query.Request) *LoopConn {
+	flags := e.relayFlags(q)
+	if !loopServes(q, flags) {
+		return nil
+	}
 	select {
 	case e.slots <- struct{}{}:
 	default:
 		return nil
 	}
-	db, flags := requestDatabase(q), requestFlags(q)
+	db := requestDatabase(q)
 	e.mu.Lock()
 	idle := e.loopIdle[flags]
 	for i := len(idle) - 1; i >= 0 && !e.closed; i-- {
@@ -97,7 +101,8 @@ func (e *Engine) TakeLoopConn(q *query.Request) *LoopConn {
 // OpenLoopConn takes a loop connection in q's database, waiting for a connection slot and
 // opening one when none is idle. It answers ErrNoLoop for an engine that has none.
 func (e *Engine) OpenLoopConn(ctx context.Context, q *query.Request) (*LoopConn, error) {
-	if !e.Loopable() {
+	flags := e.relayFlags(q)
+	if !e.Loopable() || !loopServes(q, flags) {
 		return nil, ErrNoLoop
 	}
 	select {
@@ -105,7 +110,7 @@ func (e *Engine) OpenLoopConn(ctx context.Context, q *query.Request) (*LoopConn,
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	db, flags := requestDatabase(q), requestFlags(q)
+	db := requestDatabase(q)
 	e.mu.Lock()
 	var lc *LoopConn
 	if n := len(e.loopIdle[flags]); n > 0 && !e.closed {
@@ -140,12 +145,16 @@ func (e *Engine) dialLoop(ctx context.Context, flags connFlags) (*LoopConn, erro
 		}
 		return nc, err
 	}
-	c, err := e.dialWith(ctx, dialer, flags.option, func(c *client.Conn) error {
+	c, err := e.dialWith(ctx, dialer, flags, func(c *client.Conn) error {
 		c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF)
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if flags&flagExtendedMetadata != 0 && !hasMetadata(c) {
+		_ = c.Close() // the server has no extended metadata after all: the goroutine relays
+		return nil, ErrNoLoop
 	}
 	if sock == nil || c.Compression != mysql.MYSQL_COMPRESS_NONE || strings.Contains("|"+c.CapabilityString()+"|", "|CLIENT_QUERY_ATTRIBUTES|") {
 		e.noLoop.Store(true)
@@ -153,6 +162,13 @@ func (e *Engine) dialLoop(ctx context.Context, flags connFlags) (*LoopConn, erro
 		return nil, ErrNoLoop
 	}
 	return &LoopConn{e: e, c: c, sock: sock}, nil
+}
+
+// loopServes reports whether a loop connection opened with flags can serve q: one for a client
+// that asked for extended metadata must have it, since the loop relays its column definitions
+// as they are.
+func loopServes(q *query.Request, flags connFlags) bool {
+	return !q.ExtendedMetadata || flags&flagExtendedMetadata != 0
 }
 
 // Lend takes the socket out of Go's poller for the loop (relayloop.Conn.Lend); ok is false
@@ -234,8 +250,13 @@ func (lc *LoopConn) Lost(cause error) error {
 // Warnings reads the warnings of the statement that just ran (SHOW WARNINGS), off the loop:
 // it waits for the server. ok is false when the connection failed doing so (Release it
 // unhealthy).
-func (lc *LoopConn) Warnings() (ws []Warning, ok bool) {
-	r := &RawQuery{e: lc.e, conn: lc.c, sql: "SHOW WARNINGS", buf: getRelayBuffers(), classicEOF: true}
+func (lc *LoopConn) Warnings() (ws []Warning, ok bool) { return warningsOf(lc.e, lc.c, true) }
+
+// warningsOf reads c's warnings (SHOW WARNINGS) as the relay reads a result: go-mysql cannot
+// read the column definitions of a connection with extended metadata. ok is false when c
+// failed doing so; classicEOF is RawQuery's.
+func warningsOf(e *Engine, c *client.Conn, classicEOF bool) (ws []Warning, ok bool) {
+	r := &RawQuery{e: e, conn: c, sql: "SHOW WARNINGS", buf: getRelayBuffers(), classicEOF: classicEOF}
 	defer putRelayBuffers(r.buf)
 	if err := r.start(r.queryPacket()); err != nil || r.engineErr != nil || r.columns == nil {
 		return nil, false
@@ -259,7 +280,7 @@ func (lc *LoopConn) Warnings() (ws []Warning, ok bool) {
 		code, _ := strconv.ParseUint(string(f[1]), 10, 16)
 		ws = append(ws, Warning{Level: string(f[0]), Code: uint16(code), Message: string(f[2])})
 	}
-	lc.c.Sequence = r.seq
+	c.Sequence = r.seq
 	return ws, r.done && r.err == nil && r.engineErr == nil && !r.buf.buffered()
 }
 

@@ -44,6 +44,9 @@ type RawQuery struct {
 	// classicEOF: the connection was opened without CLIENT_DEPRECATE_EOF (a loop
 	// connection, loopconn.go), so result sets end with EOF packets whatever the server offers.
 	classicEOF bool
+	// emptyMetadata: the client asked for extended metadata and the connection has none
+	// (metadata.go), so its column definitions get an empty block each.
+	emptyMetadata bool
 }
 
 // Warning is one row of SHOW WARNINGS.
@@ -58,11 +61,12 @@ type Warning struct {
 // (Columns, Head). The engine's errors come back wrapped as Execute wraps them. Cancelling ctx
 // kills the statement on the server (KILL QUERY from another connection).
 func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, error) {
-	c, err := e.acquireFor(ctx, q)
+	c, err := e.acquireFor(ctx, q, e.relayFlags(q))
 	if err != nil {
 		return nil, err
 	}
-	r := &RawQuery{e: e, conn: c, sql: q.SQL, tag: query.EngineTag(ctx), ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
+	r := &RawQuery{e: e, conn: c, sql: q.SQL, tag: query.EngineTag(ctx), ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL),
+		emptyMetadata: q.ExtendedMetadata && !hasMetadata(c)}
 	r.stopKill = context.AfterFunc(ctx, r.kill)
 	if err := r.start(r.queryPacket()); err != nil {
 		r.fail(err)
@@ -132,6 +136,9 @@ func (r *RawQuery) readColumns(p []byte) error {
 			return r.errorPacket(p[4:])
 		}
 		b.head = append(b.head, p...)
+	}
+	if r.emptyMetadata {
+		b.head = addEmptyMetadata(b.head)
 	}
 	r.columns = b.cols[:0]
 	for at := len(p); at < len(b.head); {
@@ -413,23 +420,6 @@ func (r *RawQuery) fail(err error) {
 // went back to the pool. Valid after Close.
 func (r *RawQuery) Warnings() []Warning { return r.warnings }
 
-// showWarnings reads c's warnings; ok is false when c failed doing so.
-func showWarnings(c *client.Conn) (ws []Warning, ok bool) {
-	res, err := c.Execute("SHOW WARNINGS")
-	if err != nil {
-		return nil, false
-	}
-	// Not res.Close(): go-mysql's pool hands a closed Resultset's stale fields to the next
-	// BuildSimpleTextResultset.
-	for i := range res.RowNumber() {
-		level, _ := res.GetString(i, 0)
-		code, _ := res.GetUint(i, 1)
-		msg, _ := res.GetString(i, 2)
-		ws = append(ws, Warning{Level: level, Code: uint16(code), Message: msg})
-	}
-	return ws, true
-}
-
 // Result is the OK of a statement without rows (affected rows, insert id, warnings, status),
 // or the status that ended the rows. Valid once NextRows returned false.
 func (r *RawQuery) Result() *mysql.Result { return &r.result }
@@ -458,7 +448,7 @@ func (r *RawQuery) Close() error {
 	}
 	r.conn.Sequence = r.seq
 	if r.healthy && r.result.Warnings > 0 {
-		r.warnings, r.healthy = showWarnings(r.conn)
+		r.warnings, r.healthy = warningsOf(r.e, r.conn, r.classicEOF)
 	}
 	r.e.release(r.conn, r.healthy)
 	putRelayBuffers(r.buf)

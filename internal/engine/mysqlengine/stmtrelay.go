@@ -39,7 +39,7 @@ type stmtCache map[string]*client.Stmt
 // database) and reads the response head as QueryRaw does; the rows that follow are in the
 // binary protocol. Cancelling ctx kills the statement on the server.
 func (e *Engine) ExecuteRaw(ctx context.Context, q *query.Request, p StmtParams) (*RawQuery, error) {
-	c, err := e.acquireFor(ctx, q)
+	c, err := e.acquireFor(ctx, q, e.relayFlags(q))
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,8 @@ func (e *Engine) ExecuteRaw(ctx context.Context, q *query.Request, p StmtParams)
 		e.release(c, true)
 		return nil, e.wrap(err)
 	}
-	r := &RawQuery{e: e, conn: c, sql: q.SQL, ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL)}
+	r := &RawQuery{e: e, conn: c, sql: q.SQL, ctx: ctx, buf: getRelayBuffers(), healthy: !changesSession(q.SQL),
+		emptyMetadata: q.ExtendedMetadata && !hasMetadata(c)}
 	r.stopKill = context.AfterFunc(ctx, r.kill)
 	if err := r.start(executePacket(r.buf.out[:0], st.ID, p, e.negotiated(c)&capsQueryAttributes != 0)); err != nil {
 		r.fail(err)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -18,10 +19,11 @@ import (
 	"github.com/queryflux/queryflux/internal/engine/duckengine"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/mytest"
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 // runMySQL2 runs the mysql2 probe script against addr and returns each probe's JSON outcome.
-func runMySQL2(t *testing.T, addr, user, password, db, probes string) map[string]string {
+func runMySQL2(t *testing.T, addr, user, password, db, probes string, env ...string) map[string]string {
 	t.Helper()
 	dir := frontendtest.NodeClients(t, "mysql2")
 	host, port, _ := net.SplitHostPort(addr)
@@ -29,7 +31,7 @@ func runMySQL2(t *testing.T, addr, user, password, db, probes string) map[string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "mysql2_probe.js")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MYSQL_HOST="+host, "MYSQL_PORT="+port, "MYSQL_USER="+user, "MYSQL_PASSWORD="+password, "MYSQL_DB="+db, "PROBES="+probes)
+	cmd.Env = append(append(os.Environ(), "MYSQL_HOST="+host, "MYSQL_PORT="+port, "MYSQL_USER="+user, "MYSQL_PASSWORD="+password, "MYSQL_DB="+db, "PROBES="+probes), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -66,74 +68,107 @@ func readProbes(t *testing.T, out []byte) map[string]string {
 
 // TestMySQL2AsMariaDB: what node mysql2 sees through the proxy relaying to MariaDB — prepared
 // statements with dates, decimals, JSON, blobs, bits, unsigned and TIME parameters, zero
-// dates, column metadata, warnings and SHOW WARNINGS, stacked statements refused, errors —
-// is what it sees from MariaDB itself.
+// dates, column metadata with MariaDB's extended type info (JSON parsed into objects; UUID,
+// INET4, INET6, POINT named), warnings and SHOW WARNINGS, stacked statements refused, errors —
+// is what it sees from MariaDB itself, with JSON as objects and as strings (jsonStrings).
 func TestMySQL2AsMariaDB(t *testing.T) {
-	f := coreServer(t, coreSetup{})
-	proxied := runMySQL2(t, f.addr, testUser, "", f.dbName, "mariadb")
-	dsn, name := mytest.NewDatabase(t)
-	cfg, err := gomysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct := runMySQL2(t, cfg.Addr, cfg.User, cfg.Passwd, name, "mariadb")
-	if len(direct) < 10 {
-		t.Fatalf("direct run: %d probes", len(direct))
-	}
-	// The result's collation is the engine connection's (utf8mb4_general_ci), not the one the
-	// client asked for in its handshake (mysql2: utf8mb4_unicode_ci); both are utf8mb4.
-	sameCollation := strings.NewReplacer(`"charset":224`, `"charset":45`)
-	for probe, want := range direct {
-		if got := proxied[probe]; got != sameCollation.Replace(want) {
-			t.Errorf("%s:\n proxy  %s\n direct %s", probe, got, want)
-		}
-	}
-	for _, probe := range []string{"insert date param", "zero dates binary", "warnings", "warnings of rows", "warnings of prepared"} {
-		if strings.HasPrefix(direct[probe], "error") {
-			t.Errorf("%s failed on MariaDB itself: %s", probe, direct[probe])
-		}
+	for _, jsonStrings := range []string{"0", "1"} {
+		t.Run("jsonStrings="+jsonStrings, func(t *testing.T) {
+			f := coreServer(t, coreSetup{})
+			proxied := runMySQL2(t, f.addr, testUser, "", f.dbName, "mariadb", "JSON_STRINGS="+jsonStrings)
+			dsn, name := mytest.NewDatabase(t)
+			cfg, err := gomysql.ParseDSN(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			direct := runMySQL2(t, cfg.Addr, cfg.User, cfg.Passwd, name, "mariadb", "JSON_STRINGS="+jsonStrings)
+			if len(direct) < 10 {
+				t.Fatalf("direct run: %d probes", len(direct))
+			}
+			// The result's collation is the engine connection's (utf8mb4_general_ci), not the one the
+			// client asked for in its handshake (mysql2: utf8mb4_unicode_ci); both are utf8mb4.
+			sameCollation := strings.NewReplacer(`"charset":224`, `"charset":45`)
+			for probe, want := range direct {
+				if probe == "mariadb types in a transaction" {
+					continue // the Arrow path: below
+				}
+				if got := proxied[probe]; got != sameCollation.Replace(want) {
+					t.Errorf("%s:\n proxy  %s\n direct %s", probe, got, want)
+				}
+			}
+			for _, probe := range []string{"insert date param", "zero dates binary", "warnings", "warnings of rows", "warnings of prepared", "mariadb types insert"} {
+				if strings.HasPrefix(direct[probe], "error") {
+					t.Errorf("%s failed on MariaDB itself: %s", probe, direct[probe])
+				}
+			}
+			if jsonStrings == "0" && !strings.Contains(direct["mariadb types text"], `"j":{"a":[1,{"b":null}]}`) {
+				t.Errorf("mysql2 did not parse MariaDB's JSON itself: %s", direct["mariadb types text"])
+			}
+			// A pinned transaction's statements take the Arrow path, whose column definitions are
+			// the proxy's own: with an empty extended metadata block each (mysql2 reads them), so
+			// JSON comes as text there and types are the Arrow path's (docs/pooling.md).
+			const inTx = `[[{"j":"{\"a\": [1, {\"b\": null}]}","u":"123e4567-e89b-12d3-a456-426614174000"}],[{"name":"j","type":253,"charset":45,"flags":0,"length":67108860,"decimals":0},{"name":"u","type":253,"charset":45,"flags":0,"length":67108860,"decimals":0}]]`
+			if got := proxied["mariadb types in a transaction"]; got != inTx {
+				t.Errorf("in a transaction: %s, want %s", got, inTx)
+			}
+		})
 	}
 }
 
 // TestMySQL2OnDuckDB: node mysql2 against the embedded engine: binary parameters decoded
 // exactly, JSON columns as MySQL describes them (mysql2 parses their values, as it parses
 // MariaDB's JSON), UUID columns as MariaDB describes them, stacked statements refused, and
-// DuckDB's errors as MySQL's numbers and states.
+// DuckDB's errors as MySQL's numbers and states; all alike when the frontend offers MariaDB's
+// extended metadata and mysql2 asks for it (every column definition then has an empty block).
 func TestMySQL2OnDuckDB(t *testing.T) {
-	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	addr := startServer(t, frontendtest.NewBackend(eng), Options{})
-	got := runMySQL2(t, addr, testUser, "", "", "duckdb")
-	want := map[string]string{
-		"create":                     `"ok"`,
-		"insert date param":          `1`,
-		"insert typed params":        `1`,
-		"params decoded":             `[{"i":-5,"f":2.5,"s":"x","n":null}]`,
-		"stacked without flag":       `error {"errno":1064,"sqlState":"42000","code":"ER_PARSE_ERROR"}`,
-		"stacked probe table absent": `[{"n":"0"}]`,
-		"no such table":              `error {"errno":1146,"sqlState":"42S02","code":"ER_NO_SUCH_TABLE"}`,
-		"no such table prepared":     `error {"errno":1146,"sqlState":"42S02","code":"ER_NO_SUCH_TABLE"}`,
-		"syntax":                     `error {"errno":1064,"sqlState":"42000","code":"ER_PARSE_ERROR"}`,
-	}
-	for probe, w := range want {
-		if got[probe] != w {
-			t.Errorf("%s: %s, want %s", probe, got[probe], w)
-		}
-	}
-	for _, probe := range []string{"select binary", "select text"} {
-		for _, frag := range []string{
-			`"dt":"2024-01-02 03:04:05`, `"d":"12.34"`, `"u":"123e4567-e89b-12d3-a456-426614174000"`, `"b":{"buffer":"0001ff"}`,
-			`{"name":"j","type":245,"charset":45`, `{"name":"u","type":254,"charset":45`,
-		} {
-			if !strings.Contains(got[probe], frag) {
-				t.Errorf("%s: no %s in %s", probe, frag, got[probe])
+	for _, offered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("extended metadata %v", offered), func(t *testing.T) {
+			eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
+			t.Cleanup(func() { eng.Close() })
+			var backend query.Backend = frontendtest.NewBackend(eng)
+			if offered {
+				backend = metadataBackend{frontendtest.NewBackend(eng)}
+			}
+			addr := startServer(t, backend, Options{})
+			got := runMySQL2(t, addr, testUser, "", "", "duckdb")
+			want := map[string]string{
+				"create":                     `"ok"`,
+				"insert date param":          `1`,
+				"insert typed params":        `1`,
+				"params decoded":             `[{"i":-5,"f":2.5,"s":"x","n":null}]`,
+				"stacked without flag":       `error {"errno":1064,"sqlState":"42000","code":"ER_PARSE_ERROR"}`,
+				"stacked probe table absent": `[{"n":"0"}]`,
+				"no such table":              `error {"errno":1146,"sqlState":"42S02","code":"ER_NO_SUCH_TABLE"}`,
+				"no such table prepared":     `error {"errno":1146,"sqlState":"42S02","code":"ER_NO_SUCH_TABLE"}`,
+				"syntax":                     `error {"errno":1064,"sqlState":"42000","code":"ER_PARSE_ERROR"}`,
+			}
+			for probe, w := range want {
+				if got[probe] != w {
+					t.Errorf("%s: %s, want %s", probe, got[probe], w)
+				}
+			}
+			for _, probe := range []string{"select binary", "select text"} {
+				for _, frag := range []string{
+					`"dt":"2024-01-02 03:04:05`, `"d":"12.34"`, `"u":"123e4567-e89b-12d3-a456-426614174000"`, `"b":{"buffer":"0001ff"}`,
+					`"j":{"a":[1,2]}`, `{"name":"j","type":245,"charset":45`, `{"name":"u","type":254,"charset":45`,
+				} {
+					if !strings.Contains(got[probe], frag) {
+						t.Errorf("%s: no %s in %s", probe, frag, got[probe])
+					}
+				}
+			}
+		})
 	}
 }
+
+// metadataBackend is a backend whose engines all have MariaDB's extended metadata: the
+// frontend offers it to its clients.
+type metadataBackend struct{ *frontendtest.Backend }
+
+func (metadataBackend) ExtendedMetadata() bool { return true }
 
 // runPython runs testdata/python_probe.py with lib against addr; one JSON line per probe.
 func runPython(t *testing.T, python, lib, addr, user, password, db string) map[string]string {

@@ -63,7 +63,7 @@ func (h *session) serveCommands() {
 			h.noteError(me)
 			v = me
 		}
-		err = c.WriteValue(v)
+		err = c.WriteValue(h.withMetadata(v))
 		c.ResetSequence()
 		if err != nil {
 			return

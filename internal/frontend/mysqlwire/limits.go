@@ -44,6 +44,7 @@ type packetGate struct {
 	refusals  *prometheus.CounterVec // counts a logged-in client's refused messages (nil: none)
 	msg       *netlimit.MessageTimer // set once login succeeded (loggedIn)
 	checked   bool                   // the handshake response was checked (checkHandshakeResponse)
+	metadata  bool                   // and asks for MariaDB's extended metadata (askedMetadata)
 	clientSeq byte                   // the current packet's sequence number as the client sent it
 	refused   atomic.Bool            // a refusal was written: the connection ends, nothing more goes out
 	secure    bool                   // TLS runs
@@ -249,6 +250,7 @@ func (g *packetGate) next() error {
 		if err := checkHandshakeResponse(g.big); err != nil {
 			return g.refuse(g.clientSeq, mysql.ER_HANDSHAKE_ERROR, err)
 		}
+		g.metadata = askedMetadata(g.big)
 	}
 	return nil
 }

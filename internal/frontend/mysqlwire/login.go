@@ -21,12 +21,15 @@ import (
 //     what autocommit had committed;
 //   - CLIENT_FOUND_ROWS among the capabilities, as MySQL announces it: go-sql-driver
 //     (clientFoundRows=true) asks for it only when the server offers it, and the embedded
-//     DuckDB engine counts an upsert's rows by it (query.Request.FoundRows).
+//     DuckDB engine counts an upsert's rows by it (query.Request.FoundRows);
+//   - MariaDB's extended metadata, as MariaDB announces it (metadata.go), when the server
+//     offers it (metadata).
 
 // loginView follows go-mysql's login packets until the client is logged in.
 type loginView struct {
-	greeted bool
-	salt    []byte // nil until the greeting went out, or if it could not be read
+	greeted  bool
+	metadata bool   // the greeting offers MariaDB's extended metadata
+	salt     []byte // nil until the greeting went out, or if it could not be read
 }
 
 // serverPacket reads one packet go-mysql writes during login (header included) and returns
@@ -45,6 +48,10 @@ func (v *loginView) serverPacket(p []byte) []byte {
 		v.salt = g.salt
 		g.status |= mysql.SERVER_STATUS_AUTOCOMMIT
 		g.capabilities |= mysql.CLIENT_FOUND_ROWS
+		if v.metadata {
+			g.capabilities &^= mysql.CLIENT_LONG_PASSWORD // CLIENT_MYSQL unset: extended capabilities follow
+			g.extended = mariadbExtendedMetadata
+		}
 		return framePacket(g.appendTo(nil), p[3])
 	}
 	if len(payload) > 0 && payload[0] == mysql.EOF_HEADER { // an AuthSwitchRequest: a new salt
@@ -77,13 +84,15 @@ type greeting struct {
 	charset      byte
 	status       uint16
 	authPlugin   string
+	extended     uint32 // MariaDB's extended capabilities, written when CLIENT_MYSQL is unset
 }
 
 var errBadGreeting = errors.New("mysqlwire: not a HandshakeV10 greeting")
 
 // parseGreeting decodes a HandshakeV10 payload: protocol 10, server version NUL, connection id
 // (4), salt part 1 (8), filler, capabilities' low half (2), charset, status (2), capabilities'
-// high half (2), auth data length, 10 reserved bytes, salt part 2 NUL, auth plugin NUL.
+// high half (2), auth data length, 10 reserved bytes (MariaDB's extended capabilities in the
+// last 4), salt part 2 NUL, auth plugin NUL.
 func parseGreeting(p []byte) (greeting, error) {
 	var g greeting
 	r := wireReader{p: p}
@@ -119,7 +128,8 @@ func (g greeting) appendTo(b []byte) []byte {
 	b = binary.LittleEndian.AppendUint16(b, g.status)
 	b = binary.LittleEndian.AppendUint16(b, uint16(g.capabilities>>16))
 	b = append(b, byte(len(g.salt)+1))
-	b = append(b, make([]byte, 10)...)
+	b = append(b, make([]byte, 6)...)
+	b = binary.LittleEndian.AppendUint32(b, g.extended)
 	b = append(append(b, g.salt[8:]...), 0)
 	return append(append(b, g.authPlugin...), 0)
 }

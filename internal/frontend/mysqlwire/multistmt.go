@@ -41,7 +41,7 @@ func (h *session) runAll(sql string) (*mysql.Result, error) {
 			h.syncTx()
 			return res, err
 		}
-		if err := h.conn.WriteValue(res); err != nil {
+		if err := h.conn.WriteValue(h.withMetadata(res)); err != nil {
 			return nil, err
 		}
 	}

@@ -44,6 +44,11 @@ type coreFixture struct {
 func coreServer(t testing.TB, s coreSetup) *coreFixture {
 	t.Helper()
 	eng, dsn, name := frontendtest.MariaDB(t)
+	// As a daemon's first health check does: the engine then knows that its server offers
+	// extended metadata, and the frontend offers it to its clients (metadata.go).
+	if err := eng.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	f := serveCore(t, "maria", eng, s)
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {

@@ -290,6 +290,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	gate.refusals = s.refusals
 	defer gate.stop()
 	buffered := newFlushOnReadConn(gate)
+	buffered.login.metadata = s.offersMetadata()
 	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc, gate: gate, lc: relayloop.ConnOf(nc)}
 	_ = buffered.SetDeadline(time.Now().Add(s.opts.Limits.HandshakeTimeout))
 	c, err := srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr(), gate: gate}, h)
@@ -299,6 +300,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	_ = c.SetDeadline(time.Time{})
 	netlimit.Authenticated(nc) // no longer in its source's share of the connections before login
+	h.metadata = buffered.login.metadata && gate.metadata
 	buffered.login = nil
 	h.conn = c
 	h.headers = h.attributes()

@@ -40,6 +40,7 @@ type session struct {
 	stmtID          uint32               // the last statement id given out
 	longHeld        int                  // COM_STMT_SEND_LONG_DATA bytes held across stmts (at most maxAllowedPacket())
 	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
+	metadata        bool                 // MariaDB's extended metadata, offered and asked for (metadata.go)
 	more            bool                 // more results follow this statement's (multi-statements)
 	warnings        uint16               // the running statement's warning count, for its EOF
 	eof             [9]byte              // writeEOF's packet (go-mysql copies it out)
@@ -186,16 +187,17 @@ func (h *session) fill(r *query.Request, sql string, args []any) {
 // fillAs is fill of a statement known to name no session value (sql is sent as it is).
 func (h *session) fillAs(r *query.Request, sql string, args []any) {
 	*r = query.Request{
-		SQL:          sql,
-		Args:         args,
-		User:         h.conn.GetUser(),
-		Protocol:     query.ProtocolMySQL,
-		Database:     h.db,
-		ClientAddr:   h.remote,
-		Headers:      h.headers,
-		LastInsertID: h.lastInsertID,
-		FoundRows:    h.conn.HasCapability(mysql.CLIENT_FOUND_ROWS),
-		IgnoreSpace:  h.conn.HasCapability(mysql.CLIENT_IGNORE_SPACE),
+		SQL:              sql,
+		Args:             args,
+		User:             h.conn.GetUser(),
+		Protocol:         query.ProtocolMySQL,
+		Database:         h.db,
+		ClientAddr:       h.remote,
+		Headers:          h.headers,
+		LastInsertID:     h.lastInsertID,
+		FoundRows:        h.conn.HasCapability(mysql.CLIENT_FOUND_ROWS),
+		IgnoreSpace:      h.conn.HasCapability(mysql.CLIENT_IGNORE_SPACE),
+		ExtendedMetadata: h.metadata,
 	}
 }
 
@@ -417,7 +419,7 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 		return err
 	}
 	for i := range cols {
-		if err := h.conn.WritePacket(append(buf[:4], cols[i].field.Dump()...)); err != nil {
+		if err := h.conn.WritePacket(h.appendField(buf[:4], cols[i].field)); err != nil {
 			return err
 		}
 	}

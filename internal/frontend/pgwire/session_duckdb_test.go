@@ -84,3 +84,66 @@ func TestSessionFunctionsAsPostgreSQL(t *testing.T) {
 	check("SELECT current_setting('application_name')", none)
 	check("SELECT pg_catalog.to_regclass('pg_catalog.no_such_table') IS NULL", none)
 }
+
+// TestTypeORMCatalogStatementsAsPostgreSQL: statements TypeORM's PostgreSQL driver sends at
+// connect and to synchronise a schema answer on the embedded DuckDB as on PostgreSQL: a scalar
+// function as a FROM item, and = ANY of an array parameter.
+func TestTypeORMCatalogStatementsAsPostgreSQL(t *testing.T) {
+	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "typeorm").URL())
+	ctx := context.Background()
+	for _, c := range []*pgx.Conn{pg, duck} {
+		if _, err := c.Exec(ctx, "create table things (id integer, kind text)"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, "insert into things values (1, 'a'), (2, 'b'), (3, 'c')"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, "create view thing_kinds as select kind from things"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	schemas := map[*pgx.Conn]string{}
+	for _, c := range []*pgx.Conn{pg, duck} {
+		var s string
+		if err := c.QueryRow(ctx, "select current_schema()").Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		schemas[c] = s
+	}
+	for _, c := range []struct {
+		sql  string
+		args func(*pgx.Conn) []any
+	}{
+		{"SELECT * FROM current_schema()", nil},
+		{"SELECT db IS NOT NULL FROM current_database() AS db", nil},
+		{"SELECT length(db) > 0 AS named FROM current_database() db WHERE db IS NOT NULL", nil},
+		{`SELECT count(*) FROM current_schema() WHERE current_schema = $1`, func(c *pgx.Conn) []any { return []any{schemas[c]} }},
+		{`SELECT id FROM things WHERE "kind" = ANY($1) ORDER BY id`, func(*pgx.Conn) []any { return []any{[]string{"a", "c"}} }},
+		{`SELECT viewname FROM "pg_views" WHERE "schemaname" = ANY($1::text[])`,
+			func(c *pgx.Conn) []any { return []any{[]string{schemas[c]}} }},
+	} {
+		answer := func(conn *pgx.Conn) string {
+			var args []any
+			if c.args != nil {
+				args = c.args(conn)
+			}
+			rows, err := conn.Query(ctx, c.sql, args...)
+			if err != nil {
+				return "error " + err.Error()
+			}
+			defer rows.Close()
+			out := ""
+			for rows.Next() {
+				v, _ := rows.Values()
+				if len(v) == 1 && (v[0] == schemas[conn] || v[0] == conn.Config().Database) {
+					v[0] = "<the connection's>"
+				}
+				out += fmt.Sprint(rows.FieldDescriptions()[0].Name, v)
+			}
+			return out + fmt.Sprint(rows.Err())
+		}
+		if want, got := answer(pg), answer(duck); want != got {
+			t.Errorf("%s\n  PostgreSQL: %s\n  QueryFlux on DuckDB: %s", c.sql, want, got)
+		}
+	}
+}

@@ -15,7 +15,9 @@ function rowsOf(rows) {
 }
 
 function fieldsOf(fields) {
-  return (fields || []).map((f) => ({ name: f.name, type: f.columnType, charset: f.characterSet, flags: f.flags, length: f.columnLength, decimals: f.decimals }));
+  // typeName and format: MariaDB's extended metadata (absent without it).
+  return (fields || []).map((f) => ({ name: f.name, type: f.columnType, charset: f.characterSet, flags: f.flags, length: f.columnLength, decimals: f.decimals,
+    typeName: f.extendedTypeName, format: f.extendedFormat }));
 }
 
 async function probe(conn, name, fn) {
@@ -35,6 +37,11 @@ const mariadb = [
   ['zero dates text', (c) => c.query("select cast('2024-00-00' as date) as d, cast('0000-00-00 00:00:00' as datetime) as z").then(([rows, f]) => [rowsOf(rows), fieldsOf(f)])],
   ['select binary', (c) => c.execute('select * from t where id >= ? order by id', [1]).then(([rows, f]) => [rowsOf(rows), fieldsOf(f)])],
   ['select text', (c) => c.query('select * from t order by id').then(([rows, f]) => [rowsOf(rows), fieldsOf(f)])],
+  ['mariadb types create', (c) => c.query('create table mt (id int primary key, j json, u uuid, i6 inet6, i4 inet4, g point)').then(() => 'ok')],
+  ['mariadb types insert', (c) => c.query(`insert into mt values (1, '{"a": [1, {"b": null}]}', '123e4567-e89b-12d3-a456-426614174000', '::1', '10.0.0.1', point(1, 2))`).then(([r]) => r.affectedRows)],
+  ['mariadb types text', (c) => c.query('select id, j, u, i6, i4, g, json_object(\'k\', id) as jo, json_extract(j, \'$.a\') as je from mt').then(([rows, f]) => [rowsOf(rows), fieldsOf(f)])],
+  ['mariadb types binary', (c) => c.execute('select id, j, u, i6, i4, g, json_object(\'k\', id) as jo from mt where id = ?', [1]).then(([rows, f]) => [rowsOf(rows), fieldsOf(f)])],
+  ['mariadb types in a transaction', (c) => c.query('begin').then(() => c.query('select j, u from mt')).then(([rows, f]) => c.query('commit').then(() => [rowsOf(rows), fieldsOf(f)]))],
   ['reexecute', (c) => c.execute('select ? + 1 as n', [41]).then(() => c.execute('select ? + 1 as n', [1.5])).then(([rows]) => rowsOf(rows))],
   ['warnings', (c) => c.query("insert ignore into t (id, s) values (10, 'this string is far too long for twenty')").then(([r]) => r.warningStatus).then((n) => c.query('show warnings').then(([rows]) => [n, rowsOf(rows)]))],
   ['warnings of rows', (c) => c.query("select cast('abc' as signed) as n").then(([rows]) => rowsOf(rows)).then((r) => c.query('show warnings').then(([rows]) => [r, rowsOf(rows)]))],
@@ -66,7 +73,7 @@ const duckdb = [
   const conn = await mysql.createConnection({
     host: process.env.MYSQL_HOST, port: Number(process.env.MYSQL_PORT), user: process.env.MYSQL_USER,
     password: process.env.MYSQL_PASSWORD || undefined, database: process.env.MYSQL_DB || undefined,
-    dateStrings: true, jsonStrings: true, supportBigNumbers: true, bigNumberStrings: true, multipleStatements: false, timezone: 'Z',
+    dateStrings: true, jsonStrings: process.env.JSON_STRINGS === '1', supportBigNumbers: true, bigNumberStrings: true, multipleStatements: false, timezone: 'Z',
   });
   for (const [name, fn] of process.env.PROBES === 'duckdb' ? duckdb : mariadb) {
     await probe(conn, name, fn);
