@@ -56,6 +56,7 @@ type Engine struct {
 	reopen reopener
 	// advisory are PostgreSQL clients' advisory locks, across the engine's connections.
 	advisory advisoryLocks
+	found    foundRows // MySQL clients' FOUND_ROWS() (foundrows.go)
 }
 
 // connSetup is what each new connection of one opened database runs first.
@@ -419,6 +420,9 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	if err != nil {
 		return nil, err
 	}
+	if err := e.found.count(ctx, client, e.Execute); err != nil {
+		return nil, err
+	}
 	conn, err := e.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -433,6 +437,10 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	q, ai := mysqlInsert(ctx, conn, client, q)
 	uc := mysqlUpdate(ctx, conn, client, q)
 	if err := setLastInsertID(ctx, conn, client); err != nil {
+		release(conn, true)
+		return nil, err
+	}
+	if err := e.found.set(ctx, conn, client); err != nil {
 		release(conn, true)
 		return nil, err
 	}
