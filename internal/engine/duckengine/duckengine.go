@@ -785,7 +785,9 @@ func parseAs(t duckdb.Type, s string) (any, error) {
 	case duckdb.TYPE_DATE:
 		return time.Parse("2006-01-02", strings.TrimSpace(s))
 	case duckdb.TYPE_TIMESTAMP, duckdb.TYPE_TIMESTAMP_TZ:
-		for _, layout := range []string{"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z07", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999Z07:00", "2006-01-02"} {
+		// A blank before the offset is PostgreSQL's too (Sequelize writes "... 03:04:05.000 +00:00").
+		for _, layout := range []string{"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z07", "2006-01-02 15:04:05.999999999",
+			"2006-01-02 15:04:05.999999999 Z07:00", "2006-01-02 15:04:05.999999999 Z07", "2006-01-02T15:04:05.999999999Z07:00", "2006-01-02"} {
 			if ts, err := time.Parse(layout, strings.TrimSpace(s)); err == nil {
 				return ts, nil
 			}

@@ -276,7 +276,7 @@ func mayCallMySQLFunction(sqlText string) bool {
 // as a call: the name before a "(" (blanks between, as a client's IGNORE_SPACE lets MySQL read).
 var mysqlCalls = map[string]bool{"year": true, "month": true, "day": true, "dayofmonth": true, "dayofyear": true,
 	"dayofweek": true, "weekday": true, "week": true, "quarter": true, "hour": true, "minute": true, "second": true,
-	"dayname": true, "monthname": true, "last_day": true, "time": true, "now": true, "sysdate": true, "localtime": true,
+	"dayname": true, "monthname": true, "last_day": true, "from_unixtime": true, "time": true, "now": true, "sysdate": true, "localtime": true,
 	"localtimestamp": true, "current_timestamp": true, "utc_timestamp": true, "field": true, "elt": true,
 	"insert": true, "hex": true, "bin": true}
 

@@ -88,7 +88,7 @@ func TestMySQLDateAndStringFunctionsLikeMariaDB(t *testing.T) {
 		"dayofweek('2024-03-04')", "weekday('2024-03-04')", "dayname('2024-03-04')", "monthname('2024-03-04')",
 		"last_day('2024-02-04')", "hour('2024-03-04 10:11:12')", "minute('2024-03-04 10:11:12')", "second('10:11:12')",
 		"week('2024-01-01')", "week('2024-01-07')", "week('2024-12-31', 0)", "week('2024-01-01', 3)", "week('2024-12-31', 5)",
-		"year(null)", "year('not a date')",
+		"year(null)", "year('not a date')", "from_unixtime(1709547072)", "from_unixtime(0, '%Y-%m-%d %H:%i')", "from_unixtime(null)",
 		"year(d)", "month(dt)", "dayofweek(d)", "weekday(d)", "week(d)", "dayofweek(dt)", "hour(dt)", "year(s)", "dayofweek(s)", "date_format(s, '%d.%m.%Y')",
 		"field('b', 'a', 'b', 'c')", "field('B', 'a', 'b')", "field('z', 'a', 'b')", "field(2, 1, 2, 3)", "field(null, 1)",
 		"elt(2, 'a', 'b', 'c')", "elt(4, 'a', 'b', 'c')", "elt(0, 'a')",
