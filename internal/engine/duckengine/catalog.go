@@ -573,10 +573,10 @@ func pgCompat(q *query.Request) string {
 	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
 	jsonOps := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "@?#")
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
-	divides := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "/%")
+	division := q.Protocol == query.ProtocolPostgres && divides(q)
 	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
-		!infoSchema && !divides && !values {
+		!infoSchema && !division && !values {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -584,7 +584,7 @@ func pgCompat(q *query.Request) string {
 		return noPublications
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
-		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: divides, values: values}
+		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values}
 	w.run()
 	return w.out.String()
 }
