@@ -103,6 +103,10 @@ var compatSQL = []string{
 	// TypeORM's schema drop would drop).
 	`CREATE VIEW {c}.main.qf_pg_views AS SELECT schema_name AS schemaname, view_name AS viewname,
 		'queryflux' AS viewowner, sql AS definition FROM duckdb_views() WHERE NOT internal AND database_name NOT IN ({hidden})`,
+	// DuckDB has no materialized views.
+	`CREATE VIEW {c}.main.pg_matviews AS SELECT NULL::VARCHAR AS schemaname, NULL::VARCHAR AS matviewname,
+		NULL::VARCHAR AS matviewowner, NULL::VARCHAR AS tablespace, false AS hasindexes, false AS ispopulated,
+		NULL::VARCHAR AS definition WHERE false`,
 	`CREATE VIEW {c}.main.qf_pg_namespace AS
 		SELECT oid, schema_name AS nspname, 0 AS nspowner, NULL AS nspacl FROM duckdb_schemas()
 		WHERE database_name = current_database()
@@ -583,10 +587,10 @@ func pgCompat(q *query.Request) string {
 	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
 	jsonOps := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "@?#")
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
-	divides := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "/%")
+	division := q.Protocol == query.ProtocolPostgres && divides(q)
 	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
-		!infoSchema && !divides && !values {
+		!infoSchema && !division && !values {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -594,7 +598,7 @@ func pgCompat(q *query.Request) string {
 		return noPublications
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
-		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: divides, values: values}
+		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values}
 	w.run()
 	return w.out.String()
 }
@@ -966,6 +970,9 @@ func (w *compatWriter) step() {
 			break
 		}
 		name := w.word(typ)
+		if unquoted := strings.Trim(name, `"`); w.toks[typ].Kind == sqltok.QuotedIdent && (regTypes[unquoted] || castTypes[unquoted] != "") {
+			name = unquoted // ::"regtype" (TypeORM quotes every name): the same type to PostgreSQL
+		}
 		if regTypes[name] {
 			w.castReg(name)
 			w.i = typ + 1
