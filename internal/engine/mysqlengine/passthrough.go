@@ -61,7 +61,7 @@ type Warning struct {
 // (Columns, Head). The engine's errors come back wrapped as Execute wraps them. Cancelling ctx
 // kills the statement on the server (KILL QUERY from another connection).
 func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, error) {
-	c, err := e.acquireFor(ctx, q, e.relayFlags(q))
+	c, err := e.acquireFor(ctx, q)
 	if err != nil {
 		return nil, err
 	}
