@@ -59,8 +59,8 @@ test-deps-wire:
 		echo "npm ci in $(NODE_CLIENTS) failed: the mysql2 and trino-client tests skip"; }
 
 # The PostgreSQL client libraries the pgwire client tests run (internal/frontend/pgwire/clients_test.go):
-# psycopg2 and psycopg 3, the JDBC driver and a JDK from Debian, node-postgres from npm (pinned by
-# package-lock.json). A client that cannot be installed is reported here, and its test fails naming it.
+# psycopg2 and psycopg 3, the JDBC driver and a JDK from Debian, node-postgres and Sequelize from npm
+# (pinned by package-lock.json). A client that cannot be installed is reported here, and its test fails naming it.
 PG_CLIENTS_DIR := internal/frontend/pgwire/testdata/clients
 test-deps-pgclients:
 	@missing=""; \
@@ -73,9 +73,10 @@ test-deps-pgclients:
 	if [ -n "$$missing" ]; then echo "installing$$missing"; \
 		./scripts/apt-install.sh $$missing || \
 		echo "could not install$$missing: the pgwire client tests that need them fail, naming them"; fi
-	@[ -d $(PG_CLIENTS_DIR)/node_modules/pg ] || { echo "installing node-postgres (npm ci in $(PG_CLIENTS_DIR))"; \
+	@[ -d $(PG_CLIENTS_DIR)/node_modules/pg -a -d $(PG_CLIENTS_DIR)/node_modules/sequelize ] || \
+		{ echo "installing node-postgres and Sequelize (npm ci in $(PG_CLIENTS_DIR))"; \
 		(cd $(PG_CLIENTS_DIR) && npm ci --no-audit --no-fund >/dev/null 2>&1) || \
-		echo "npm ci failed in $(PG_CLIENTS_DIR): TestClientNodePostgres fails, naming it"; }
+		echo "npm ci failed in $(PG_CLIENTS_DIR): TestClientNodePostgres and TestSequelizeInTransactionPoolMode fail, naming it"; }
 
 # promtool (Debian's prometheus package) checks the alert rules in deploy/observability.
 test-deps-ops:

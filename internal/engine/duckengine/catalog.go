@@ -254,6 +254,9 @@ var compatSQL = []string{
 		0::BIGINT AS tgconstrrelid, 0::BIGINT AS tgconstrindid, 0::BIGINT AS tgconstraint WHERE false`,
 	`CREATE VIEW {c}.main.pg_rewrite AS SELECT 0::BIGINT AS oid, '' AS rulename, 0::BIGINT AS ev_class,
 		'1' AS ev_type, 'O' AS ev_enabled, false AS is_instead WHERE false`,
+	// No range types: Sequelize reads pg_type LEFT JOIN pg_range at connect.
+	`CREATE VIEW {c}.main.pg_range AS SELECT 0::BIGINT AS rngtypid, 0::BIGINT AS rngsubtype, 0::BIGINT AS rngmultitypid,
+		0::BIGINT AS rngcollation, 0::BIGINT AS rngsubopc, '' AS rngcanonical, '' AS rngsubdiff WHERE false`,
 	`CREATE VIEW {c}.main.pg_foreign_table AS SELECT 0::BIGINT AS ftrelid, 0::BIGINT AS ftserver,
 		NULL::VARCHAR[] AS ftoptions WHERE false`,
 	// MySQL clients' functions (mysqlshow.go, docs/duckdb.md): UNIX_TIMESTAMP() in whole

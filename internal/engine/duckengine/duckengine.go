@@ -56,6 +56,7 @@ type Engine struct {
 	reopen reopener
 	// advisory are PostgreSQL clients' advisory locks, across the engine's connections.
 	advisory advisoryLocks
+	found    foundRows // MySQL clients' FOUND_ROWS() (foundrows.go)
 }
 
 // connSetup is what each new connection of one opened database runs first.
@@ -419,6 +420,9 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	if err != nil {
 		return nil, err
 	}
+	if err := e.found.count(ctx, client, e.Execute); err != nil {
+		return nil, err
+	}
 	conn, err := e.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -433,6 +437,10 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	q, ai := mysqlInsert(ctx, conn, client, q)
 	uc := mysqlUpdate(ctx, conn, client, q)
 	if err := setLastInsertID(ctx, conn, client); err != nil {
+		release(conn, true)
+		return nil, err
+	}
+	if err := e.found.set(ctx, conn, client); err != nil {
 		release(conn, true)
 		return nil, err
 	}
@@ -777,7 +785,9 @@ func parseAs(t duckdb.Type, s string) (any, error) {
 	case duckdb.TYPE_DATE:
 		return time.Parse("2006-01-02", strings.TrimSpace(s))
 	case duckdb.TYPE_TIMESTAMP, duckdb.TYPE_TIMESTAMP_TZ:
-		for _, layout := range []string{"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z07", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999Z07:00", "2006-01-02"} {
+		// A blank before the offset is PostgreSQL's too (Sequelize writes "... 03:04:05.000 +00:00").
+		for _, layout := range []string{"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z07", "2006-01-02 15:04:05.999999999",
+			"2006-01-02 15:04:05.999999999 Z07:00", "2006-01-02 15:04:05.999999999 Z07", "2006-01-02T15:04:05.999999999Z07:00", "2006-01-02"} {
 			if ts, err := time.Parse(layout, strings.TrimSpace(s)); err == nil {
 				return ts, nil
 			}

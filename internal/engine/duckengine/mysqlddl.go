@@ -19,6 +19,7 @@ import (
 //     starting at the table option AUTO_INCREMENT=n, else 1): DEFAULT nextval(...);
 //   - TINYINT ... BIGINT [UNSIGNED] with a display width (INT(11)) is DuckDB's type of that
 //     size, UNSIGNED its unsigned one (BIGINT UNSIGNED is UBIGINT), MEDIUMINT an INTEGER;
+//   - TINYTEXT ... LONGTEXT are a VARCHAR, TINYBLOB ... LONGBLOB a BLOB;
 //   - DATETIME and TIMESTAMP are a TIMESTAMP_S, (n) digits a TIMESTAMP_MS up to 3, else a
 //     TIMESTAMP (datetimeType);
 //   - KEY and INDEX definitions are left out (DuckDB has no index in CREATE TABLE), UNIQUE
@@ -226,6 +227,14 @@ func columnDefinition(d []sqltok.Token) (text string, ai, kept, changed bool) {
 			typ := sizes[0]
 			if unsigned {
 				typ = sizes[1]
+			}
+			out = append(out, sqltok.Token{Kind: sqltok.Word, Text: typ})
+			changed = true
+		case i == 1 && is(i, "tinytext", "mediumtext", "longtext", "tinyblob", "mediumblob", "longblob"):
+			// MySQL's sizes of TEXT and BLOB (Django's TextField is a longtext): DuckDB's have none.
+			typ := "VARCHAR"
+			if strings.HasSuffix(strings.ToLower(t.Text), "blob") {
+				typ = "BLOB"
 			}
 			out = append(out, sqltok.Token{Kind: sqltok.Word, Text: typ})
 			changed = true

@@ -77,8 +77,12 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 				}
 				edit(i, end, typ)
 			}
-		case "like":
-			edit(i, i, "ILIKE")
+		case "like": // LIKE BINARY: by case, DuckDB's LIKE (Django's contains, startswith)
+			if next := nextSignificant(toks, i+1); next < len(toks) && toks[next].IsWord("binary") {
+				edit(i, next, "LIKE")
+			} else {
+				edit(i, i, "ILIKE")
+			}
 		case "timestampdiff": // TIMESTAMPDIFF(unit, a, b): the whole units from a to b
 			if args := callArgs(toks, i); len(args) == 3 && args[0][0] == args[0][1] {
 				if u, ok := timestampUnits[strings.ToLower(toks[args[0][0]].Text)]; ok {
@@ -165,6 +169,31 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 			}
 		case "now", "current_timestamp", "localtimestamp", "localtime", "sysdate", "utc_timestamp":
 			nowEdits(toks, i, edit)
+		case "from_unixtime": // MySQL's DATETIME in UTC (Trino's from_unixtime, a TIMESTAMP WITH TIME ZONE), or its text in a format
+			switch args := callArgs(toks, i); {
+			case len(args) == 1:
+				edit(i, i, "qf_mysql_from_unixtime")
+			case len(args) == 2 && args[1][0] == args[1][1]:
+				if v, ok := mysqlString(toks, args[1][0]); ok {
+					edit(i, i, "qf_mysql_from_unixtime_format")
+					edit(args[1][0], args[1][0], duckString(strftimeFormat(v)))
+				}
+			}
+		case "sql_calc_found_rows", "sql_no_cache", "sql_cache", "sql_small_result", "sql_big_result", "sql_buffer_result", "high_priority":
+			// SELECT's modifiers, left out (SQL_CALC_FOUND_ROWS's count: foundrows.go)
+			if prev := prevSignificant(toks, i); prev >= 0 && toks[prev].IsWord("select", "distinct", "all", "sql_calc_found_rows",
+				"sql_no_cache", "sql_cache", "sql_small_result", "sql_big_result", "sql_buffer_result", "high_priority") {
+				edit(i, i, "")
+			}
+		case "collate": // x COLLATE utf8mb4_bin: DuckDB's comparison by case; a _ci collation, NOCASE
+			if name := nextSignificant(toks, i+1); name < len(toks) && toks[name].Kind == sqltok.Word {
+				switch n := strings.ToLower(toks[name].Text); {
+				case strings.HasSuffix(n, "_bin") || n == "binary":
+					edit(i, name, "")
+				case strings.HasSuffix(n, "_ci"):
+					edit(i, name, "COLLATE NOCASE")
+				}
+			}
 		case "datetime": // CAST(x AS DATETIME[(n)]), CONVERT(x, DATETIME): MySQL's fractional digits
 			if prev := prevSignificant(toks, i); prev >= 0 && (toks[prev].IsWord("as") || toks[prev].Text == ",") {
 				typ, end := datetimeType(toks, i)
@@ -261,6 +290,11 @@ var mysqlFunctionSQL = func() []string {
 			{c}.main.qf_mysql_conv_signed(starts_with(trim(CAST(n AS VARCHAR)), '-'),
 				{c}.main.qf_mysql_conv_value({c}.main.qf_mysql_conv_digits(upper(ltrim(trim(CAST(n AS VARCHAR)), '-'))), abs(f)), t) END`,
 		`CREATE MACRO {c}.main.oct(n) AS {c}.main.conv(n, 10, 8)`,
+		// FROM_UNIXTIME(n): whole seconds a DATETIME without a fraction, as MySQL's.
+		`CREATE MACRO {c}.main.qf_mysql_from_unixtime (x INTEGER) AS CAST(timezone('UTC', to_timestamp(x)) AS TIMESTAMP_S),
+			(x BIGINT) AS CAST(timezone('UTC', to_timestamp(x)) AS TIMESTAMP_S), (x) AS timezone('UTC', to_timestamp(x))`,
+		`CREATE MACRO {c}.main.qf_mysql_from_unixtime_format(x, f) AS strftime(timezone('UTC', to_timestamp(x)), f)`,
+		`CREATE MACRO {c}.main.found_rows() AS CAST(getvariable('qf_found_rows') AS BIGINT)`, // foundrows.go
 		// HEX and BIN of a number are CONV's, HEX's rounded to an integer first; HEX of text or
 		// bytes is DuckDB's (the bytes' digits).
 		`CREATE MACRO {c}.main.qf_mysql_hex (x VARCHAR) AS hex(x), (x BLOB) AS hex(x), (x) AS {c}.main.conv(round(x), 10, 16)`,
@@ -367,16 +401,20 @@ func operandStart(t sqltok.Token) bool {
 		t.Kind == sqltok.Word && !t.IsWord("from", "where", "and", "or", "group", "order", "limit")
 }
 
-// regexpEdit writes name [NOT] REGEXP 'pattern' (the operator at toks[i]; name a column,
-// t.col, or a string; the pattern a string or a parameter) as [NOT] regexp_matches(name,
-// 'pattern', 'i'); other forms are left as written.
+// regexpEdit writes name [NOT] REGEXP [BINARY] 'pattern' (the operator at toks[i]; name a
+// column, t.col, or a string; the pattern a string or a parameter) as [NOT]
+// regexp_matches(name, 'pattern', 'i'), without the 'i' for BINARY (by case: Django's regex);
+// other forms are left as written.
 func regexpEdit(toks []sqltok.Token, i int, edit func(from, to int, text string)) {
 	not := ""
 	left := prevSignificant(toks, i)
 	if left >= 0 && toks[left].IsWord("not") {
 		not, left = "NOT ", prevSignificant(toks, left)
 	}
-	pat := nextSignificant(toks, i+1)
+	pat, options := nextSignificant(toks, i+1), ", 'i'"
+	if pat < len(toks) && toks[pat].IsWord("binary") {
+		pat, options = nextSignificant(toks, pat+1), ""
+	}
 	if left < 0 || pat >= len(toks) {
 		return
 	}
@@ -415,7 +453,7 @@ func regexpEdit(toks []sqltok.Token, i int, edit func(from, to int, text string)
 	if !ok {
 		return
 	}
-	edit(start, pat, not+"regexp_matches("+l+", "+p+", 'i')")
+	edit(start, pat, not+"regexp_matches("+l+", "+p+options+")")
 }
 
 // strptimeSpecifiers are STR_TO_DATE's specifiers that strptime reads otherwise.

@@ -77,10 +77,17 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if own, handled, err := ownStatement(client); handled {
 		return s.runOwn(ctx, client, own, err)
 	}
+	if err := s.e.found.count(ctx, client, s.Execute); err != nil {
+		return nil, err // the count's error failed the transaction
+	}
 	q, up := mysqlUpsert(ctx, s.conn, client, q)
 	q, ai := mysqlInsert(ctx, s.conn, client, q)
 	uc := mysqlUpdate(ctx, s.conn, client, q)
 	if err := setLastInsertID(ctx, s.conn, client); err != nil {
+		s.fail()
+		return nil, err
+	}
+	if err := s.e.found.set(ctx, s.conn, client); err != nil {
 		s.fail()
 		return nil, err
 	}

@@ -103,8 +103,10 @@ func proposedRows(toks []sqltok.Token) int64 {
 }
 
 // unchangedWhere is the WHERE for the DO UPDATE of sql (DuckDB's, from ON CONFLICT DO UPDATE
-// SET on): a row is updated when one of the columns set would change.
+// SET on): a row is updated when one of the columns set would change. A final ; is the end
+// (Sequelize ends its statements with one).
 func unchangedWhere(sqlText string) (string, bool) {
+	sqlText = strings.TrimRight(strings.TrimSpace(sqlText), ";")
 	at := strings.Index(sqlText, "ON CONFLICT DO UPDATE SET")
 	toks := sqltok.SignificantTokens(sqlText[at+len("ON CONFLICT DO UPDATE SET"):], sqltok.Postgres)
 	var conds []string

@@ -151,14 +151,14 @@ func (p *rawPool) open(ctx context.Context) (*rawConn, error) {
 }
 
 // getReady takes, without waiting, an idle connection that can serve owner at once: it last
-// served owner (no reset, no setup), carries tag (no retag) and is known quiet. nil when there
-// is none.
-func (p *rawPool) getReady(owner uint64, tag string) *rawConn {
+// served owner and carries its setup (no reset, no setup), carries tag (no retag) and is known
+// quiet. nil when there is none.
+func (p *rawPool) getReady(owner uint64, tag, setup string) *rawConn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for j := len(p.idle) - 1; j >= 0 && !p.shut; j-- {
 		c := p.idle[j]
-		if c.owner != owner || !c.used || !c.tagged || c.tag != tag {
+		if c.owner != owner || !c.used || !c.tagged || c.tag != tag || c.setup != setup {
 			continue
 		}
 		if time.Since(c.idleSince) >= rawCheckIdleAfter && !c.quiet() {
@@ -242,7 +242,8 @@ type rawConn struct {
 	// owner is the client the connection served last (0: none yet): another client gets it
 	// only after a reset (wire.go).
 	owner uint64
-	used  bool // served a client since it was opened
+	used  bool   // served a client since it was opened
+	setup string // the owner's setup (PGWireOptions.Setup) the connection was given last
 	// awaitZ counts Syncs and Queries sent whose ReadyForQuery is not read yet; unsynced says
 	// extended-protocol messages were sent since the last Sync. Either makes the connection
 	// unfit for another client.

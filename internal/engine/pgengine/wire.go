@@ -35,7 +35,7 @@ func (e *Engine) OpenPGWire(ctx context.Context, o engine.PGWireOptions) (engine
 		panic("pgengine: OpenPGWire without an owner")
 	}
 	if o.NoWait {
-		c := e.raw.getReady(o.Owner, e.raw.wantTag(ctx, o.Tag))
+		c := e.raw.getReady(o.Owner, e.raw.wantTag(ctx, o.Tag), o.Setup)
 		if c == nil {
 			return nil, engine.ErrWouldWait
 		}
@@ -76,7 +76,12 @@ func (e *Engine) wire(spare engine.PGWire, c *rawConn) *wireConn {
 // owner's setup runs when the connection starts serving it. A failed reset discards c.
 func (c *rawConn) serve(ctx context.Context, o engine.PGWireOptions) error {
 	if c.owner == o.Owner && c.used {
-		return nil
+		if c.setup == o.Setup {
+			return nil
+		}
+		// The owner's settings changed since (a SET TIME ZONE the engine reported on another
+		// connection): they are all overwrites of what the connection was given.
+		return c.runSetup(ctx, o.Setup)
 	}
 	if c.used {
 		reset := o.ResetQuery
@@ -90,17 +95,23 @@ func (c *rawConn) serve(ctx context.Context, o engine.PGWireOptions) error {
 		clear(c.stmts)
 		c.tagged = false // RESET ALL put application_name back
 	}
-	c.owner, c.used = o.Owner, true
-	if o.Setup == "" {
+	c.owner, c.used, c.setup = o.Owner, true, ""
+	return c.runSetup(ctx, o.Setup)
+}
+
+// runSetup runs an owner's setup on c, which then carries it.
+func (c *rawConn) runSetup(ctx context.Context, setup string) error {
+	if setup == "" || setup == c.setup {
 		return nil
 	}
-	if err := c.simple(ctx, o.Setup); err != nil {
+	if err := c.simple(ctx, setup); err != nil {
 		var qe *query.Error
 		if errors.As(err, &qe) {
 			return &query.Error{Code: qe.Code, Message: "startup parameter or option refused by the engine: " + qe.Message}
 		}
 		return err
 	}
+	c.setup = setup
 	return nil
 }
 

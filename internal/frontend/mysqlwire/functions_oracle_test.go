@@ -1,12 +1,16 @@
 package mysqlwire
 
 import (
+	"context"
 	"database/sql"
+	"errors"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/duckengine"
@@ -27,6 +31,8 @@ func TestMySQLExpressionsLikeMariaDB(t *testing.T) {
 		"find_in_set('b', 'a,b,c')", "find_in_set('z', 'a,b,c')", "sha2('abc', 256)",
 		"rand() < 1", "current_timestamp() is not null", "current_date() = curdate()",
 		"null <=> null", "1 <=> null", "1 <=> 1", "1 + 1 <=> 2 and 1 = 1",
+		"'Abc' like 'a%'", "'Abc' like binary 'a%'", "'abc' like binary 'a%'", "'Abc' regexp '^a'", "'Abc' regexp binary '^a'",
+		"'Abc' not regexp binary '^a'", "'a' = 'A' collate utf8mb4_bin", "'a' = 'A' collate utf8mb4_general_ci", "'b' > 'A' collate utf8mb4_unicode_ci",
 	} {
 		var m, d sql.NullString
 		if err := maria.QueryRow("select " + expr).Scan(&m); err != nil {
@@ -82,7 +88,7 @@ func TestMySQLDateAndStringFunctionsLikeMariaDB(t *testing.T) {
 		"dayofweek('2024-03-04')", "weekday('2024-03-04')", "dayname('2024-03-04')", "monthname('2024-03-04')",
 		"last_day('2024-02-04')", "hour('2024-03-04 10:11:12')", "minute('2024-03-04 10:11:12')", "second('10:11:12')",
 		"week('2024-01-01')", "week('2024-01-07')", "week('2024-12-31', 0)", "week('2024-01-01', 3)", "week('2024-12-31', 5)",
-		"year(null)", "year('not a date')",
+		"year(null)", "year('not a date')", "from_unixtime(1709547072)", "from_unixtime(0, '%Y-%m-%d %H:%i')", "from_unixtime(null)",
 		"year(d)", "month(dt)", "dayofweek(d)", "weekday(d)", "week(d)", "dayofweek(dt)", "hour(dt)", "year(s)", "dayofweek(s)", "date_format(s, '%d.%m.%Y')",
 		"field('b', 'a', 'b', 'c')", "field('B', 'a', 'b')", "field('z', 'a', 'b')", "field(2, 1, 2, 3)", "field(null, 1)",
 		"elt(2, 'a', 'b', 'c')", "elt(4, 'a', 'b', 'c')", "elt(0, 'a')",
@@ -118,6 +124,12 @@ func typedValues(t *testing.T, db *sql.DB, q string, args ...any) string {
 	if err != nil {
 		return "error " + err.Error()
 	}
+	return rowsText(t, rows)
+}
+
+// rowsText is rows' column types (go-sql-driver's names of them) and every row's value, as text.
+func rowsText(t *testing.T, rows *sql.Rows) string {
+	t.Helper()
 	defer rows.Close()
 	types, err := rows.ColumnTypes()
 	if err != nil {
@@ -187,4 +199,86 @@ func TestMySQLDatetimesLikeMariaDB(t *testing.T) {
 	if err := duck.QueryRow("select d from stamps").Scan(&d); err != nil || d != m {
 		t.Errorf("a TIMESTAMP column: DuckDB %q (%v), MariaDB %q", d, err, m)
 	}
+}
+
+// TestMySQLFoundRowsLikeMariaDB: SELECT SQL_CALC_FOUND_ROWS ... LIMIT and then FOUND_ROWS(), as
+// WordPress-era paginators page, answer through the proxy on DuckDB what MariaDB answers: the
+// page's rows and the count without the LIMIT, with the LIMIT's numbers as parameters of a
+// prepared statement too, and inside a transaction (its own rows counted). FOUND_ROWS() after a
+// SELECT without the modifier is MariaDB's count of that SELECT's rows, and DuckDB's error
+// 1235 (not kept there); a connection's count is its own.
+func TestMySQLFoundRowsLikeMariaDB(t *testing.T) {
+	maria, duck := mariaAndDuck(t)
+	execBoth(t, maria, duck, "create table pages (id int primary key, tag varchar(10))",
+		"insert into pages select seq, case when seq % 3 = 0 then 'x' else 'y' end from (select 1 seq union select 2 union select 3 "+
+			"union select 4 union select 5 union select 6 union select 7 union select 8 union select 9 union select 10 union select 11 "+
+			"union select 12 union select 13 union select 14 union select 15 union select 16 union select 17) s")
+	ctx := context.Background()
+	conns := map[string]*sql.Conn{}
+	for name, db := range map[string]*sql.DB{"MariaDB": maria, "DuckDB": duck} {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[name] = c
+	}
+	steps := []struct {
+		sql  string
+		args []any
+	}{
+		{"select sql_calc_found_rows id from pages where tag = 'y' order by id limit 2, 3", nil},
+		{"select found_rows()", nil},
+		{"SELECT SQL_CALC_FOUND_ROWS SQL_NO_CACHE id, tag FROM pages WHERE id > ? ORDER BY id DESC LIMIT ?, ?", []any{4, 1, 2}},
+		{"SELECT FOUND_ROWS()", nil},
+		{"select sql_calc_found_rows id from pages where id > ? order by id limit ? offset ?", []any{15, 5, 1}},
+		{"select found_rows() + 0 as n, 'x' as y", nil},
+		{"select sql_calc_found_rows tag, count(*) from pages group by tag order by tag limit 1", nil},
+		{"select found_rows()", nil},
+		{"begin", nil},
+		{"insert into pages values (100, 'y'), (101, 'y')", nil},
+		{"select sql_calc_found_rows id from pages where tag = 'y' order by id limit 1", nil},
+		{"select found_rows()", nil},
+		{"rollback", nil},
+		{"select sql_calc_found_rows id from pages where tag = 'y' order by id limit 1", nil},
+		{"select found_rows()", nil},
+	}
+	for _, s := range steps {
+		m, d := connValues(t, conns["MariaDB"], s.sql, s.args...), connValues(t, conns["DuckDB"], s.sql, s.args...)
+		if m != d {
+			t.Errorf("%s %v:\n MariaDB %s\n DuckDB  %s", s.sql, s.args, m, d)
+		}
+	}
+	// Another connection has no count; a SELECT without the modifier forgets this one's.
+	if got := connValues(t, conns["DuckDB"], "select id from pages where id < 3 order by id"); got != `BIGINT "1" "2"` && got != `INT "1" "2"` {
+		t.Fatalf("select: %s", got)
+	}
+	for _, db := range []*sql.DB{duck, nil} {
+		var err error
+		if db != nil {
+			err = db.QueryRow("select found_rows()").Scan(new(int64))
+		} else {
+			err = conns["DuckDB"].QueryRowContext(ctx, "select found_rows()").Scan(new(int64))
+		}
+		var me *gomysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1235 || string(me.SQLState[:]) != "42000" {
+			t.Errorf("found_rows() without a count: %v, want error 1235 (42000)", err)
+		}
+	}
+}
+
+// connValues is typedValues on one connection.
+func connValues(t *testing.T, c *sql.Conn, q string, args ...any) string {
+	t.Helper()
+	if !strings.HasPrefix(strings.ToLower(q), "select") {
+		if _, err := c.ExecContext(context.Background(), q, args...); err != nil {
+			return "error " + err.Error()
+		}
+		return "ok"
+	}
+	rows, err := c.QueryContext(context.Background(), q, args...)
+	if err != nil {
+		return "error " + err.Error()
+	}
+	return rowsText(t, rows)
 }

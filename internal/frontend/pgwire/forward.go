@@ -1012,6 +1012,11 @@ func (c *conn) noteParameter(msg []byte) {
 		return
 	}
 	if c.startup[ps.Name] != ps.Value {
+		for k := range c.startup {
+			if k != ps.Name && strings.EqualFold(k, ps.Name) {
+				delete(c.startup, k) // the client's startup spelling (timezone): one setting, set once
+			}
+		}
 		c.setStartup(ps.Name, ps.Value)
 	}
 }

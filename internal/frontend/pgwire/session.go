@@ -28,6 +28,13 @@ func (c *conn) localStatement(sql string) (query.Rows, bool, error) {
 		return nil, false, nil // the hot path: no tokenizing for statements that are not SETs
 	}
 	st := parseSet(sql)
+	if clientStyles[st.name] != "" && st.scope != scopeTransaction {
+		tag := "SET"
+		if strings.EqualFold(firstWord(sql), "reset") {
+			tag = "RESET"
+		}
+		return c.answerStyle(st, tag)
+	}
 	if st.scope == scopeSession && sessionSettings[st.name] {
 		return c.answerSetting(st.name, st.value)
 	}
@@ -154,7 +161,9 @@ func parseSet(sql string) setStmt {
 	toks := significantTokens(sql)
 	p := setParser{toks: toks}
 	if p.word(0) == "reset" {
-		return setStmt{scope: scopeDefault}
+		p.i = 1
+		name, _ := p.target()
+		return setStmt{scope: scopeDefault, name: name}
 	}
 	p.i = 1
 	st := setStmt{scope: scopeSession}
@@ -296,15 +305,16 @@ func (st setStmt) refusal(inTransaction bool) error {
 
 // CheckSessionState returns the error this frontend answers sql with because it would change
 // the session of a pooled engine connection (a session-level SET or SET SESSION other than
-// the client-protocol settings answered here), or nil. inTransaction: a pinned engine session
-// is open.
+// the client-protocol settings answered here and TimeZone, which a PostgreSQL engine reports
+// and each of the client's engine connections then gets, as PgBouncer does), or nil.
+// inTransaction: a pinned engine session is open.
 func CheckSessionState(sql string, inTransaction bool) error {
 	if !startsWithSetOrReset(sql) {
 		return nil
 	}
 	st := parseSet(sql)
-	if st.scope == scopeSession && sessionSettings[st.name] {
-		return nil
+	if st.scope == scopeSession && (sessionSettings[st.name] || st.name == "timezone") {
+		return nil // a PostgreSQL engine reports it, and the client's next connections get it (noteParameter)
 	}
 	return st.refusal(inTransaction)
 }

@@ -61,6 +61,12 @@ const flow = [
   ['truncate', q('truncate table app2')],
   ['after truncate', q("insert into app2 (name) values ('date'), ('elder')")],
   ['ids after truncate', q('select id, name from app2 order by id')],
+  // Sequelize's upsert, a prepared statement on a table with two keys (its id and a unique name):
+  // DuckDB's prepare needs the conflict's key named, as the statement's run has it.
+  ['upsert prepared', x('insert into app2 (id, name, qty) values (?, ?, ?) on duplicate key update `id`=VALUES(`id`), ' +
+    '`name`=VALUES(`name`), `qty`=VALUES(`qty`);', [1, 'date2', 7])],
+  ['upsert prepared new', x('insert into app2 (id, name, qty) values (?, ?, ?) on duplicate key update `qty`=VALUES(`qty`)', [9, 'fig', 1])],
+  ['rows after upsert', q('select id, name, qty from app2 order by id')],
   ['matrix drop', q('drop table if exists types2')],
   ['matrix create', q('create table types2 (id int primary key, ti tinyint, si smallint, i int, bi bigint, ' +
     'd decimal(12,4), dbl double, s varchar(20), bl blob, dt date, j json, ts datetime)')],
