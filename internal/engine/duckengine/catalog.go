@@ -587,7 +587,7 @@ func pgCompat(q *query.Request) string {
 	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
 	jsonOps := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "@?#")
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
-	division := q.Protocol == query.ProtocolPostgres && divides(q)
+	division := (q.Protocol == query.ProtocolPostgres || q.Protocol == query.ProtocolTrino) && divides(q)
 	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
 		!infoSchema && !division && !values {

@@ -49,8 +49,9 @@ func isDivision(t sqltok.Token) bool {
 	return t.Kind == sqltok.Operator && strings.HasPrefix(t.Text, "/") && strings.Trim(t.Text[1:], "+-") == ""
 }
 
-// A PostgreSQL client's division by zero fails with 22012, as in PostgreSQL, where DuckDB's
-// answer is NULL: the divisor of / and % (a term: a literal, a name, a call, a parenthesized
+// A PostgreSQL or Trino client's division by zero fails with 22012 (Trino's DIVISION_BY_ZERO),
+// as in PostgreSQL and Trino (where a double divided by zero is Infinity in Trino, it fails
+// here too), where DuckDB's answer is NULL: the divisor of / and % (a term: a literal, a name, a call, a parenthesized
 // expression, with its casts, subscripts and powers) is passed through qfpg_nonzero, which
 // raises the error for a zero. A divisor read otherwise (a parameter, whose type the statement
 // gives it from the other operand; a CASE; a typed literal) is left as written: NULL there.

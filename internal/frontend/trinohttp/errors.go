@@ -79,6 +79,7 @@ var (
 	codeUserCanceled    = trinoCode{3, "USER_CANCELED", "USER_ERROR"}
 	codePermission      = trinoCode{4, "PERMISSION_DENIED", "USER_ERROR"}
 	codeNotFound        = trinoCode{5, "NOT_FOUND", "USER_ERROR"}
+	codeDivisionByZero  = trinoCode{8, "DIVISION_BY_ZERO", "USER_ERROR"}
 	codeNotSupported    = trinoCode{13, "NOT_SUPPORTED", "USER_ERROR"}
 	codeNotInTx         = trinoCode{21, "NOT_IN_TRANSACTION", "USER_ERROR"}
 	codeCatalogNotFound = trinoCode{44, "CATALOG_NOT_FOUND", "USER_ERROR"}
@@ -126,6 +127,8 @@ func codeFor(state string) trinoCode {
 		return codeColumnNotFound
 	case sqlstate.FeatureNotSupported:
 		return codeNotSupported
+	case sqlstate.DivisionByZero:
+		return codeDivisionByZero
 	case sqlstate.NoActiveSQLTransaction:
 		return codeNotInTx
 	}

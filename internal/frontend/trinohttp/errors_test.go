@@ -28,7 +28,7 @@ func TestErrorsMapToTrino(t *testing.T) {
 		{query.CoordinationUnavailable(errors.New("http://cp:9000/worker/capacity")), "GENERIC_INTERNAL_ERROR", "INTERNAL_ERROR"},
 		{&query.Error{Code: query.CodeEngine}, "GENERIC_EXTERNAL", "EXTERNAL"},
 		{&query.Error{Code: "42P01"}, "TABLE_NOT_FOUND", "USER_ERROR"},
-		{&query.Error{Code: "22012"}, "GENERIC_USER_ERROR", "USER_ERROR"},
+		{&query.Error{Code: "22012"}, "DIVISION_BY_ZERO", "USER_ERROR"}, // Trino's own code for it
 		{&query.Error{Code: "XX000"}, "GENERIC_INTERNAL_ERROR", "INTERNAL_ERROR"},
 		{&query.Error{Code: "42000", Message: "x [trino DIVISION_BY_ZERO 8 USER_ERROR]"}, "DIVISION_BY_ZERO", "USER_ERROR"},
 		{context.Canceled, "USER_CANCELED", "USER_ERROR"},

@@ -92,3 +92,22 @@ func TestTrinoShowStatementsOnDuckDB(t *testing.T) {
 		t.Errorf("current_user: %q, %v; want alice", user, err)
 	}
 }
+
+// TestTrinoDivisionByZeroOnDuckDB: a Trino client's division or remainder by zero fails with
+// Trino's DIVISION_BY_ZERO on the embedded DuckDB (DuckDB answers NULL); a NULL divisor is NULL.
+func TestTrinoDivisionByZeroOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	for _, sql := range []string{"select 7 / 0", "select 7 % 0", "select x / (x - 1) from (values 1) t(x)", "select 7.5 / 0"} {
+		var v any
+		err := db.QueryRow(sql).Scan(&v)
+		var te *trino.ErrTrino
+		if !errors.As(err, &te) || te.ErrorName != "DIVISION_BY_ZERO" {
+			t.Errorf("%s: %v, %v; want DIVISION_BY_ZERO", sql, v, err)
+		}
+	}
+	var v any
+	if err := db.QueryRow("select 7 / nullif(0, 0)").Scan(&v); err != nil || v != nil {
+		t.Errorf("7 / NULL: %v, %v; want NULL", v, err)
+	}
+}
