@@ -73,10 +73,11 @@ test-deps-pgclients:
 	if [ -n "$$missing" ]; then echo "installing$$missing"; \
 		./scripts/apt-install.sh $$missing || \
 		echo "could not install$$missing: the pgwire client tests that need them fail, naming them"; fi
-	@[ -d $(PG_CLIENTS_DIR)/node_modules/pg -a -d $(PG_CLIENTS_DIR)/node_modules/sequelize ] || \
-		{ echo "installing node-postgres and Sequelize (npm ci in $(PG_CLIENTS_DIR))"; \
+	@[ -d $(PG_CLIENTS_DIR)/node_modules/pg -a -d $(PG_CLIENTS_DIR)/node_modules/sequelize \
+		-a -d $(PG_CLIENTS_DIR)/node_modules/typeorm ] || \
+		{ echo "installing node-postgres, Sequelize and TypeORM (npm ci in $(PG_CLIENTS_DIR))"; \
 		(cd $(PG_CLIENTS_DIR) && npm ci --no-audit --no-fund >/dev/null 2>&1) || \
-		echo "npm ci failed in $(PG_CLIENTS_DIR): TestClientNodePostgres and TestSequelizeInTransactionPoolMode fail, naming it"; }
+		echo "npm ci failed in $(PG_CLIENTS_DIR): TestClientNodePostgres, TestSequelizeInTransactionPoolMode and TestTypeORMAppFlowOnDuckDB fail, naming it"; }
 
 # promtool (Debian's prometheus package) checks the alert rules in deploy/observability.
 test-deps-ops:

@@ -68,16 +68,11 @@ type advisoryArg struct {
 	param int
 }
 
-// mayCallAdvisory reports cheaply whether sqlText may name an advisory lock function.
-func mayCallAdvisory(sqlText string) bool {
-	return strings.Contains(sqlText, "advisory") || strings.Contains(sqlText, "ADVISORY") || strings.Contains(sqlText, "Advisory")
-}
-
 // readAdvisory reads q as a call of an advisory lock function. ok is false when q names none;
 // err refuses a call this does not read (inside another statement, keys not literals or
 // parameters).
 func readAdvisory(q *query.Request) (call advisoryCall, ok bool, err error) {
-	if q.Protocol != query.ProtocolPostgres || !mayCallAdvisory(q.SQL) {
+	if q.Protocol != query.ProtocolPostgres || !containsFold(q.SQL, "advisory") {
 		return call, false, nil
 	}
 	var toks []sqltok.Token
@@ -120,10 +115,11 @@ func readAdvisory(q *query.Request) (call advisoryCall, ok bool, err error) {
 		if word(i) == "-" {
 			sign, i = -1, i+1
 		}
-		var a advisoryArg
-		switch t := toks[min(i, len(toks)-1)]; {
-		case i >= len(toks):
+		if i >= len(toks) {
 			return call, true, refuse
+		}
+		var a advisoryArg
+		switch t := toks[i]; {
 		case t.Kind == sqltok.Number:
 			v, err := strconv.ParseInt(t.Text, 10, 64)
 			if err != nil {

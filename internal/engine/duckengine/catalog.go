@@ -103,6 +103,10 @@ var compatSQL = []string{
 	// TypeORM's schema drop would drop).
 	`CREATE VIEW {c}.main.qf_pg_views AS SELECT schema_name AS schemaname, view_name AS viewname,
 		'queryflux' AS viewowner, sql AS definition FROM duckdb_views() WHERE NOT internal AND database_name NOT IN ({hidden})`,
+	// DuckDB has no materialized views.
+	`CREATE VIEW {c}.main.pg_matviews AS SELECT NULL::VARCHAR AS schemaname, NULL::VARCHAR AS matviewname,
+		NULL::VARCHAR AS matviewowner, NULL::VARCHAR AS tablespace, false AS hasindexes, false AS ispopulated,
+		NULL::VARCHAR AS definition WHERE false`,
 	`CREATE VIEW {c}.main.qf_pg_namespace AS
 		SELECT oid, schema_name AS nspname, 0 AS nspowner, NULL AS nspacl FROM duckdb_schemas()
 		WHERE database_name = current_database()
@@ -342,6 +346,20 @@ var compatSQL = []string{
 			OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), '') AS "COLUMN_KEY",
 		'' AS "EXTRA", coalesce(c.comment, '') AS "COLUMN_COMMENT"
 		FROM duckdb_columns() c WHERE c.schema_name = 'main' AND c.database_name IN (SELECT datname FROM {c}.main.qf_pg_database)`,
+	// information_schema.key_column_usage, as MySQL's (Django's and Sequelize's foreign keys
+	// are read there): a key's columns, one row each; MariaDB's names, PRIMARY for the primary
+	// key, a unique key's first column, <table>_ibfk_<n> for the nth foreign key.
+	`CREATE VIEW {c}.main.qf_mysql_key_column_usage AS SELECT 'def' AS "CONSTRAINT_CATALOG", k.database_name AS "CONSTRAINT_SCHEMA",
+		CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'PRIMARY' WHEN 'UNIQUE' THEN k.constraint_column_names[1]
+			ELSE k.table_name || '_ibfk_' || k.n END AS "CONSTRAINT_NAME",
+		'def' AS "TABLE_CATALOG", k.database_name AS "TABLE_SCHEMA", k.table_name AS "TABLE_NAME", c.name AS "COLUMN_NAME",
+		c.pos::BIGINT AS "ORDINAL_POSITION", CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN c.pos::BIGINT END AS "POSITION_IN_UNIQUE_CONSTRAINT",
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN k.database_name END AS "REFERENCED_TABLE_SCHEMA",
+		k.referenced_table AS "REFERENCED_TABLE_NAME", k.referenced_column_names[c.pos] AS "REFERENCED_COLUMN_NAME"
+		FROM (SELECT *, row_number() OVER (PARTITION BY database_name, table_name, constraint_type ORDER BY constraint_index) AS n
+			FROM duckdb_constraints() WHERE schema_name = 'main' AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
+			AND database_name IN (SELECT datname FROM {c}.main.qf_pg_database)) k,
+		LATERAL (SELECT unnest(k.constraint_column_names) AS name, unnest(range(1, len(k.constraint_column_names) + 1)) AS pos) c`,
 	`CREATE VIEW {c}.main.pg_partitioned_table AS SELECT 0::BIGINT AS partrelid, 'r' AS partstrat,
 		0 AS partnatts WHERE false`,
 }
@@ -569,10 +587,10 @@ func pgCompat(q *query.Request) string {
 	binary := q.Protocol == query.ProtocolTrino && hasBinaryLiteral(q.SQL)
 	jsonOps := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "@?#")
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
-	divides := q.Protocol == query.ProtocolPostgres && strings.ContainsAny(q.SQL, "/%")
+	division := q.Protocol == query.ProtocolPostgres && divides(q)
 	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
-		!infoSchema && !divides && !values {
+		!infoSchema && !division && !values {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -580,7 +598,7 @@ func pgCompat(q *query.Request) string {
 		return noPublications
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
-		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: divides, values: values}
+		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values}
 	w.run()
 	return w.out.String()
 }
@@ -952,6 +970,9 @@ func (w *compatWriter) step() {
 			break
 		}
 		name := w.word(typ)
+		if unquoted := strings.Trim(name, `"`); w.toks[typ].Kind == sqltok.QuotedIdent && (regTypes[unquoted] || castTypes[unquoted] != "") {
+			name = unquoted // ::"regtype" (TypeORM quotes every name): the same type to PostgreSQL
+		}
 		if regTypes[name] {
 			w.castReg(name)
 			w.i = typ + 1

@@ -3,6 +3,7 @@ package duckengine
 import (
 	"strings"
 
+	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
@@ -58,6 +59,19 @@ func isDivision(t sqltok.Token) bool {
 // inverse, which DuckDB takes (integer_division takes no interval), when the dividend is an
 // interval as written: interval '...', x::interval, CAST(x AS interval). An interval column
 // divided stays DuckDB's error (42883).
+
+// divides reports whether q divides: a / or % operator (not one in a string, as LIKE 'a%').
+func divides(q *query.Request) bool {
+	if !strings.ContainsAny(q.SQL, "/%") {
+		return false
+	}
+	for _, t := range q.Analysis().Tokens {
+		if t.Kind == sqltok.Operator && (isDivision(t) || t.Text == "%") {
+			return true
+		}
+	}
+	return false
+}
 
 // guardDivision writes the / or % at w.i with its divisor through qfpg_nonzero; it reports
 // whether it wrote anything.

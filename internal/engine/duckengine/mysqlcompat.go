@@ -20,7 +20,7 @@ import (
 //     so the swapped pair still binds the client's parameters in their order.
 //   - DATABASE(), SCHEMA(), CURDATE(), CURTIME() as DuckDB names them (mysqlNoArgFuncs);
 //   - FROM DUAL, as a one-row subquery;
-//   - information_schema.tables, .columns and .schemata, as MySQL's (mysqlInformationSchema).
+//   - information_schema.tables, .columns, .schemata and .key_column_usage, as MySQL's (mysqlInformationSchema).
 //   - INSERT ... ON DUPLICATE KEY UPDATE a = VALUES(a), as ON CONFLICT DO UPDATE SET a =
 //     excluded.a; REPLACE [INTO], as INSERT OR REPLACE INTO (their affected rows are made
 //     MySQL's in upsert.go).
@@ -216,8 +216,8 @@ func noArgCall(toks []sqltok.Token, i int) int {
 	return -1
 }
 
-// mysqlInformationSchema is, when toks[i:] name information_schema.tables, .columns or
-// .schemata (any case), the view that answers them as MySQL does (catalog.go: a database is a
+// mysqlInformationSchema is, when toks[i:] name information_schema.tables, .columns,
+// .schemata or .key_column_usage (any case), the view that answers them as MySQL does (catalog.go: a database is a
 // DuckDB catalog); "" otherwise.
 func mysqlInformationSchema(toks []sqltok.Token, i int) string {
 	if !strings.EqualFold(toks[i].Text, "information_schema") {
@@ -229,7 +229,7 @@ func mysqlInformationSchema(toks []sqltok.Token, i int) string {
 		return ""
 	}
 	switch n := strings.ToLower(toks[name].Text); n {
-	case "tables", "columns", "schemata":
+	case "tables", "columns", "schemata", "key_column_usage":
 		return "qf_mysql_" + n
 	}
 	return ""
@@ -276,7 +276,7 @@ func mayCallMySQLFunction(sqlText string) bool {
 // as a call: the name before a "(" (blanks between, as a client's IGNORE_SPACE lets MySQL read).
 var mysqlCalls = map[string]bool{"year": true, "month": true, "day": true, "dayofmonth": true, "dayofyear": true,
 	"dayofweek": true, "weekday": true, "week": true, "quarter": true, "hour": true, "minute": true, "second": true,
-	"dayname": true, "monthname": true, "last_day": true, "time": true, "now": true, "sysdate": true, "localtime": true,
+	"dayname": true, "monthname": true, "last_day": true, "from_unixtime": true, "time": true, "now": true, "sysdate": true, "localtime": true,
 	"localtimestamp": true, "current_timestamp": true, "utc_timestamp": true, "field": true, "elt": true,
 	"insert": true, "hex": true, "bin": true}
 

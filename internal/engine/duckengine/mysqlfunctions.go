@@ -169,6 +169,16 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 			}
 		case "now", "current_timestamp", "localtimestamp", "localtime", "sysdate", "utc_timestamp":
 			nowEdits(toks, i, edit)
+		case "from_unixtime": // MySQL's DATETIME in UTC (Trino's from_unixtime, a TIMESTAMP WITH TIME ZONE), or its text in a format
+			switch args := callArgs(toks, i); {
+			case len(args) == 1:
+				edit(i, i, "qf_mysql_from_unixtime")
+			case len(args) == 2 && args[1][0] == args[1][1]:
+				if v, ok := mysqlString(toks, args[1][0]); ok {
+					edit(i, i, "qf_mysql_from_unixtime_format")
+					edit(args[1][0], args[1][0], duckString(strftimeFormat(v)))
+				}
+			}
 		case "sql_calc_found_rows", "sql_no_cache", "sql_cache", "sql_small_result", "sql_big_result", "sql_buffer_result", "high_priority":
 			// SELECT's modifiers, left out (SQL_CALC_FOUND_ROWS's count: foundrows.go)
 			if prev := prevSignificant(toks, i); prev >= 0 && toks[prev].IsWord("select", "distinct", "all", "sql_calc_found_rows",
@@ -280,6 +290,10 @@ var mysqlFunctionSQL = func() []string {
 			{c}.main.qf_mysql_conv_signed(starts_with(trim(CAST(n AS VARCHAR)), '-'),
 				{c}.main.qf_mysql_conv_value({c}.main.qf_mysql_conv_digits(upper(ltrim(trim(CAST(n AS VARCHAR)), '-'))), abs(f)), t) END`,
 		`CREATE MACRO {c}.main.oct(n) AS {c}.main.conv(n, 10, 8)`,
+		// FROM_UNIXTIME(n): whole seconds a DATETIME without a fraction, as MySQL's.
+		`CREATE MACRO {c}.main.qf_mysql_from_unixtime (x INTEGER) AS CAST(timezone('UTC', to_timestamp(x)) AS TIMESTAMP_S),
+			(x BIGINT) AS CAST(timezone('UTC', to_timestamp(x)) AS TIMESTAMP_S), (x) AS timezone('UTC', to_timestamp(x))`,
+		`CREATE MACRO {c}.main.qf_mysql_from_unixtime_format(x, f) AS strftime(timezone('UTC', to_timestamp(x)), f)`,
 		`CREATE MACRO {c}.main.found_rows() AS CAST(getvariable('qf_found_rows') AS BIGINT)`, // foundrows.go
 		// HEX and BIN of a number are CONV's, HEX's rounded to an integer first; HEX of text or
 		// bytes is DuckDB's (the bytes' digits).

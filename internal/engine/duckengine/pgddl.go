@@ -35,6 +35,9 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 			}, true, err
 		}
 	}
+	if run, ok, err := addForeignKey(q); ok {
+		return run, true, err
+	}
 	stmts, tag, ok, err := expandDDL(q)
 	if !ok || err != nil {
 		return nil, ok, err

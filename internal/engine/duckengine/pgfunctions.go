@@ -46,6 +46,12 @@ var pgFunctionSQL = []string{
 	`CREATE MACRO {c}.main.qfpg_quote_nullable(x) AS coalesce({c}.main.qfpg_quote_literal(x), 'NULL')`,
 	`CREATE MACRO {c}.main.qfpg_json_contains (a JSON, b) AS json_contains(a, CAST(b AS JSON)), (a, b) AS a @> b`,
 	`CREATE MACRO {c}.main.qfpg_jsonb_agg(l) AS to_json(l)`,
+	// jsonb_set (pgjsonb.go): a path as text ('{a,0}') or a list (ARRAY['a', '0'], passed as
+	// JSON), create_if_missing true unless given.
+	`CREATE MACRO {c}.main.qfpg_jsonb_set (t, p VARCHAR[], v) AS CAST(qf_jsonb_set(CAST(t AS VARCHAR), CAST(to_json(p) AS VARCHAR), CAST(v AS VARCHAR), true) AS JSON),
+		(t, p VARCHAR[], v, c) AS CAST(qf_jsonb_set(CAST(t AS VARCHAR), CAST(to_json(p) AS VARCHAR), CAST(v AS VARCHAR), c) AS JSON),
+		(t, p, v) AS CAST(qf_jsonb_set(CAST(t AS VARCHAR), CAST(p AS VARCHAR), CAST(v AS VARCHAR), true) AS JSON),
+		(t, p, v, c) AS CAST(qf_jsonb_set(CAST(t AS VARCHAR), CAST(p AS VARCHAR), CAST(v AS VARCHAR), c) AS JSON)`,
 	`CREATE MACRO {c}.main.qfpg_to_jsonb(x) AS to_json(x)`,
 	// PostgreSQL's names of a JSON value's type: DuckDB's are SQL types (VARCHAR, UBIGINT).
 	`CREATE MACRO {c}.main.qfpg_json_typeof(j) AS CASE json_type(j::JSON) WHEN 'VARCHAR' THEN 'string'
@@ -197,6 +203,7 @@ var pgFunctions = map[string]renamedFunction{
 	"extract":                   {to: "qfpg_extract", extract: true},
 	"substring":                 {to: "qfpg_substring__re", regexFrom: true},
 	"regexp_matches":            {matchSet: true},
+	"jsonb_set":                 {to: "qfpg_jsonb_set", macro: true},
 	"quote_ident":               {to: "qfpg_quote_ident", macro: true},
 	"quote_literal":             {to: "qfpg_quote_literal", macro: true},
 	"quote_nullable":            {to: "qfpg_quote_nullable", macro: true},

@@ -42,6 +42,11 @@ var scalars = map[string]scalar{
 		f: func(a []driver.Value) (any, error) {
 			return toCharNumber(a[0].(string), a[1].(string), int(a[2].(int32)))
 		}},
+	// qf_jsonb_set(target, path, new value, create if missing): jsonb_set (pgjsonb.go).
+	"qf_jsonb_set": {in: []duckdb.Type{duckdb.TYPE_VARCHAR, duckdb.TYPE_VARCHAR, duckdb.TYPE_VARCHAR, duckdb.TYPE_BOOLEAN}, out: duckdb.TYPE_VARCHAR,
+		f: func(a []driver.Value) (any, error) {
+			return jsonbSet(a[0].(string), a[1].(string), a[2].(string), a[3].(bool))
+		}},
 }
 
 // registerScalars registers scalars in the database of connector, before the macros that

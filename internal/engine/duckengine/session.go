@@ -241,7 +241,7 @@ func (s *session) transaction(ctx context.Context, st statement) (query.Rows, er
 	}
 	failed := s.status == 'E'
 	s.status, s.readOnly, s.savepoints = 'I', false, s.savepoints[:0]
-	defer s.endLocals()
+	defer s.endTx()
 	if st.tx == txCommit && !failed {
 		if err := s.exec(ctx, "COMMIT"); err != nil {
 			_ = s.exec(context.Background(), "ROLLBACK") // DuckDB has rolled back; make sure
@@ -312,7 +312,7 @@ func (s *session) Close() error {
 	}
 	if s.status != 'I' {
 		s.clean = s.exec(context.Background(), "ROLLBACK") == nil && s.clean
-		s.endLocals()
+		s.endTx()
 	}
 	keep := s.clean
 	release(s.conn, keep)

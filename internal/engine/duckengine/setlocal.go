@@ -100,10 +100,10 @@ func (s *session) setting(ctx context.Context, name string) (string, error) {
 	return v, err
 }
 
-// endLocals sets back what SET LOCAL changed, at the transaction's end, and lets go of its
+// endTx sets back what SET LOCAL changed, at the transaction's end, and lets go of its
 // advisory transaction locks; a connection whose setting could not be set back is not given
 // to another client.
-func (s *session) endLocals() {
+func (s *session) endTx() {
 	if s.holder != "" {
 		s.e.advisory.releaseAll(s.holder, false, true)
 		s.holder = ""

@@ -88,7 +88,7 @@ func TestMySQLDateAndStringFunctionsLikeMariaDB(t *testing.T) {
 		"dayofweek('2024-03-04')", "weekday('2024-03-04')", "dayname('2024-03-04')", "monthname('2024-03-04')",
 		"last_day('2024-02-04')", "hour('2024-03-04 10:11:12')", "minute('2024-03-04 10:11:12')", "second('10:11:12')",
 		"week('2024-01-01')", "week('2024-01-07')", "week('2024-12-31', 0)", "week('2024-01-01', 3)", "week('2024-12-31', 5)",
-		"year(null)", "year('not a date')",
+		"year(null)", "year('not a date')", "from_unixtime(1709547072)", "from_unixtime(0, '%Y-%m-%d %H:%i')", "from_unixtime(null)",
 		"year(d)", "month(dt)", "dayofweek(d)", "weekday(d)", "week(d)", "dayofweek(dt)", "hour(dt)", "year(s)", "dayofweek(s)", "date_format(s, '%d.%m.%Y')",
 		"field('b', 'a', 'b', 'c')", "field('B', 'a', 'b')", "field('z', 'a', 'b')", "field(2, 1, 2, 3)", "field(null, 1)",
 		"elt(2, 'a', 'b', 'c')", "elt(4, 'a', 'b', 'c')", "elt(0, 'a')",
@@ -281,4 +281,40 @@ func connValues(t *testing.T, c *sql.Conn, q string, args ...any) string {
 		return "error " + err.Error()
 	}
 	return rowsText(t, rows)
+}
+
+// TestMySQLKeyColumnUsageLikeMariaDB: information_schema.key_column_usage, where Django's
+// introspection and Sequelize's sync read a table's foreign keys, answers through the proxy
+// on DuckDB MariaDB's rows (each database's name written DB): the primary key as PRIMARY, a
+// unique key by its first column, a foreign key as <table>_ibfk_<n> with what it references.
+func TestMySQLKeyColumnUsageLikeMariaDB(t *testing.T) {
+	maria, duck := mariaAndDuck(t)
+	execBoth(t, maria, duck, "create table parent (id int primary key, a int, b int, code varchar(10) unique, unique key (a, b))",
+		"create table child (id int primary key, code varchar(10) unique, parent_id int, pa int, pb int, foreign key (parent_id) references parent (id), "+
+			"foreign key (pa, pb) references parent (a, b))")
+	for _, q := range []string{
+		// Django's get_relations
+		"SELECT column_name, referenced_column_name, referenced_table_name FROM information_schema.key_column_usage " +
+			"WHERE table_name = 'child' AND table_schema = DATABASE() AND referenced_table_name IS NOT NULL AND referenced_column_name IS NOT NULL ORDER BY column_name",
+		// Sequelize's getForeignKeyReferencesForTable
+		"SELECT CONSTRAINT_NAME as constraint_name,CONSTRAINT_NAME as constraintName,CONSTRAINT_SCHEMA as constraintSchema," +
+			"TABLE_NAME as tableName,TABLE_SCHEMA as tableSchema,COLUMN_NAME as columnName,REFERENCED_TABLE_SCHEMA as referencedTableSchema," +
+			"REFERENCED_TABLE_NAME as referencedTableName,REFERENCED_COLUMN_NAME as referencedColumnName FROM INFORMATION_SCHEMA.KEY_COLUMN_USAGE " +
+			"where TABLE_NAME = 'child' AND CONSTRAINT_NAME!='PRIMARY' AND CONSTRAINT_SCHEMA=DATABASE() AND REFERENCED_TABLE_NAME IS NOT NULL ORDER BY columnName",
+		"select constraint_catalog, constraint_schema, constraint_name, table_catalog, table_schema, table_name, column_name, ordinal_position, " +
+			"position_in_unique_constraint, referenced_table_schema, referenced_table_name, referenced_column_name " +
+			"from information_schema.key_column_usage where table_schema = database() order by table_name, lower(constraint_name), ordinal_position",
+	} {
+		var results [2]string
+		for i, db := range []*sql.DB{maria, duck} {
+			var name string
+			if err := db.QueryRow("select database()").Scan(&name); err != nil {
+				t.Fatal(err)
+			}
+			results[i] = strings.ReplaceAll(typedValues(t, db, q), strconv.Quote(name), `"DB"`)
+		}
+		if results[0] != results[1] {
+			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", q, results[0], results[1])
+		}
+	}
 }

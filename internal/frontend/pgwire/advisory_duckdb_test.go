@@ -46,12 +46,12 @@ func TestAdvisoryLocksAsPostgreSQL(t *testing.T) {
 				{b, "select pg_advisory_unlock(42)", nil, "16 t"},
 				// transaction locks, and a pair of integers as a key of its own
 				{a, "begin", nil, ""},
-				{a, "select pg_advisory_xact_lock(7, 8)", nil, "2278 "},
-				{b, "select pg_try_advisory_lock(7, 8)", nil, "16 f"},
+				{a, "select pg_advisory_xact_lock(7, 0)", nil, "2278 "},
+				{b, "select pg_try_advisory_lock(7, 0)", nil, "16 f"},
 				{b, "select pg_try_advisory_xact_lock(7)", nil, "16 t"},
-				{a, "select pg_advisory_unlock(7, 8)", nil, "16 f"},
+				{a, "select pg_advisory_unlock(7, 0)", nil, "16 f"},
 				{a, "commit", nil, ""},
-				{b, "select pg_try_advisory_lock(7, 8)", nil, "16 t"},
+				{b, "select pg_try_advisory_lock(7, 0)", nil, "16 t"},
 				{a, "select pg_advisory_lock(99)", nil, "2278 "},
 			}
 			for i, s := range steps {

@@ -34,3 +34,11 @@ func sameOnDuckDB(t *testing.T, interpreter, script string) {
 		t.Errorf("%s on DuckDB:\n%s\non PostgreSQL:\n%s", script, got, want)
 	}
 }
+
+// TestTypeORMAppFlowOnDuckDB: TypeORM's PostgreSQL driver synchronises a schema (a foreign key
+// added after its table, a unique column, jsonb), saves, finds with a relation, runs a
+// transaction and the query builder, as on
+// PostgreSQL (typeorm_flow.js).
+func TestTypeORMAppFlowOnDuckDB(t *testing.T) {
+	sameOnDuckDB(t, "node", "typeorm_flow.js")
+}

@@ -162,6 +162,13 @@ var oracleCorpus = []oracleCase{
 	{pg: "to_char(1234.5, 'FM9999.00')"}, {pg: "to_char(1234.5, '9,999.99')"}, {pg: "to_char(-0.5, 'FM9.9')"},
 	{pg: "to_char(12345, '999')"}, {pg: "to_char(0.125::float8, '9.99')"}, {pg: "to_char(7::int8, '0999')"},
 	{pg: "to_char(1234567.891, 'FM9G999G999D00')"},
+	// jsonb_set, its text as jsonb writes it (DuckDB's json is not jsonb: the text is compared)
+	{pg: `jsonb_set('{"a":1,"b":[1,2]}', '{b,1}', '"x"')::text`}, {pg: `jsonb_set('{"a":1}', '{c}', '{"z":1, "y":2}')::text`},
+	{pg: `jsonb_set('{"a":1}', '{c,d}', '1')::text`}, {pg: `jsonb_set('{"a":1}', '{c}', '2', false)::text`},
+	{pg: `jsonb_set('[1,2]', '{-5}', '9')::text`}, {pg: `jsonb_set('[1,2]', '{5}', '9')::text`},
+	{pg: `jsonb_set('{"b":1e2,"aa":1.50e1,"a":"q\"\n"}'::jsonb, array['a'], to_jsonb('x'::text))::text`},
+	{pg: `jsonb_set('{"a":{"b":[1,{"c":2}]}}', '{a,b,-1,c}', '"\u00e9\t"')::text`}, {pg: `jsonb_set('{"a":-0.0}', '{b}', '1E-2')::text`},
+	{pg: `jsonb_set('5', '{a}', '1')::text`}, {pg: `jsonb_set('[1]', '{x}', '1')::text`}, {pg: `jsonb_set('{"a":1}', '{a}', NULL)::text`},
 }
 
 func TestDuckDBAnswersAsPostgreSQL(t *testing.T) {

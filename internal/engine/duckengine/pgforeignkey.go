@@ -1,0 +1,145 @@
+package duckengine
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// ALTER TABLE t ADD [CONSTRAINT c] FOREIGN KEY (columns) REFERENCES r [(columns)]: how ORMs
+// create foreign keys (TypeORM's synchronize and most migration tools create every table
+// first, then its keys). DuckDB declares foreign keys only in CREATE TABLE, so an empty table
+// that no other key references is created again with the key, in one transaction with its
+// indexes; a table that holds rows or is referenced is refused, naming the way out. DuckDB
+// has no referential actions: ON DELETE/UPDATE CASCADE, SET NULL and SET DEFAULT are refused.
+
+// foreignKey is the statement read.
+type foreignKey struct {
+	table  []string // [schema.]name, as written
+	clause string   // FOREIGN KEY (...) REFERENCES ...(...), without actions
+}
+
+// addForeignKey reads q as ALTER TABLE ... ADD ... FOREIGN KEY; handled is false for any
+// other statement.
+func addForeignKey(q *query.Request) (run ownRun, handled bool, err error) {
+	toks := q.Analysis().Tokens
+	if !strings.EqualFold(sqltok.FirstWord(toks), "alter") || !containsFold(q.SQL, "foreign") {
+		return nil, false, nil
+	}
+	r := sqltok.NewWalker(toks)
+	if !r.Word("alter") || !r.Word("table") {
+		return nil, false, nil
+	}
+	r.Word("if")
+	r.Word("exists")
+	r.Word("only")
+	table := nameParts(r)
+	if len(table) == 0 || len(table) > 2 || !r.Word("add") {
+		return nil, false, nil
+	}
+	if r.Word("constraint") {
+		r.Name() // DuckDB keeps no name for a foreign key (pg_constraint names it as PostgreSQL would)
+	}
+	if !r.Word("foreign") || !r.Word("key") || !r.Punct("(") {
+		return nil, false, nil
+	}
+	cols, ok := r.Names()
+	if !ok || !r.Punct(")") || !r.Word("references") {
+		return nil, false, nil
+	}
+	ref := r.Name()
+	clause := "FOREIGN KEY (" + strings.Join(cols, ", ") + ") REFERENCES " + ref
+	if r.Punct("(") {
+		refCols, ok := r.Names()
+		if !ok || !r.Punct(")") {
+			return nil, false, nil
+		}
+		clause += " (" + strings.Join(refCols, ", ") + ")"
+	}
+	for r.Word("on") {
+		if !r.Word("delete") && !r.Word("update") {
+			return nil, false, nil
+		}
+		switch {
+		case r.Word("no") && r.Word("action"), r.Word("restrict"):
+		default:
+			return nil, true, &query.Error{Code: sqlstate.FeatureNotSupported,
+				Message: "DuckDB has no referential actions: a foreign key's ON DELETE/UPDATE can only be NO ACTION or RESTRICT"}
+		}
+	}
+	if r.Punct(";"); r.More() {
+		return nil, false, nil // NOT VALID, DEFERRABLE, MATCH ...: DuckDB's to refuse
+	}
+	fk := foreignKey{table: table, clause: clause}
+	return fk.run, true, nil
+}
+
+// run creates the table again with the key, if it may.
+func (fk foreignKey) run(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+	schema, name := "", fk.table[len(fk.table)-1]
+	if len(fk.table) == 2 {
+		schema = fk.table[0]
+	}
+	var ddl string
+	err := conn.QueryRowContext(ctx, `SELECT sql FROM duckdb_tables() WHERE database_name = current_database()
+		AND schema_name = coalesce(nullif(?, ''), current_schema()) AND table_name = ?`, schema, name).Scan(&ddl)
+	if err == sql.ErrNoRows {
+		return nil, &query.Error{Code: sqlstate.UndefinedTable, Message: `relation "` + name + `" does not exist`}
+	} else if err != nil {
+		return nil, wrapErr(err)
+	}
+	ref := quoteIdent(name)
+	if schema != "" {
+		ref = quoteIdent(schema) + "." + ref
+	}
+	var rows, referenced int
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM "+ref).Scan(&rows); err != nil {
+		return nil, wrapErr(err)
+	}
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY'
+		AND database_name = current_database() AND referenced_table = ?`, name).Scan(&referenced); err != nil {
+		return nil, wrapErr(err)
+	}
+	if rows > 0 || referenced > 0 {
+		return nil, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "DuckDB adds a foreign key only to an empty table " +
+			"that no other foreign key references (it creates the table again with the key); declare the key in CREATE TABLE instead"}
+	}
+	indexes, err := tableIndexes(ctx, conn, schema, name)
+	if err != nil {
+		return nil, err
+	}
+	ddl = strings.TrimSuffix(strings.TrimSpace(ddl), ";")
+	end := strings.LastIndex(ddl, ")")
+	if end < 0 {
+		return nil, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "cannot read the definition of table " + name}
+	}
+	stmts := append([]string{"DROP TABLE " + ref, ddl[:end] + ", " + fk.clause + ddl[end:]}, indexes...)
+	if err := runAll(ctx, conn, stmts, inTx); err != nil {
+		return nil, err
+	}
+	return engine.TagRows("ALTER TABLE"), nil
+}
+
+// tableIndexes are the statements that create the table's own indexes (not its keys').
+func tableIndexes(ctx context.Context, conn *sql.Conn, schema, name string) ([]string, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT sql FROM duckdb_indexes() WHERE database_name = current_database()
+		AND schema_name = coalesce(nullif(?, ''), current_schema()) AND table_name = ? AND sql IS NOT NULL`, schema, name)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, wrapErr(err)
+		}
+		out = append(out, s)
+	}
+	return out, wrapErr(rows.Err())
+}

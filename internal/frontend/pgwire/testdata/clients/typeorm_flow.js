@@ -1,0 +1,64 @@
+// typeorm_flow.js URL: TypeORM (0.3, its PostgreSQL driver over node-postgres) as an application
+// uses it: synchronize a schema (two entities, a foreign key, a unique column, jsonb), save,
+// find with relations and conditions, the foreign key's check, a transaction, the query builder and a delete. Prints
+// what it read, one line each.
+require('reflect-metadata');
+const { DataSource, EntitySchema, MoreThan } = require('typeorm');
+
+const Customer = new EntitySchema({
+  name: 'Customer', tableName: 'to_customers',
+  columns: {
+    id: { type: Number, primary: true, generated: true },
+    email: { type: String, unique: true },
+    name: { type: String },
+  },
+});
+const Order = new EntitySchema({
+  name: 'Order', tableName: 'to_orders',
+  columns: {
+    id: { type: Number, primary: true, generated: true },
+    qty: { type: 'int', default: 1 },
+    price: { type: 'numeric', precision: 10, scale: 2 },
+    meta: { type: 'jsonb', nullable: true },
+    placed: { type: 'timestamptz', createDate: true },
+  },
+  relations: { customer: { type: 'many-to-one', target: 'Customer', joinColumn: true } },
+});
+
+(async () => {
+  const options = { type: 'postgres', url: process.argv[2], entities: [Customer, Order], logging: false };
+  const ds = new DataSource({ ...options, synchronize: true, dropSchema: true });
+  await ds.initialize();
+  const customers = ds.getRepository('Customer');
+  const orders = ds.getRepository('Order');
+  const ann = await customers.save({ email: 'ann@example.com', name: 'Ann' });
+  const bob = await customers.save({ email: 'bob@example.com', name: 'Bob' });
+  await orders.save([{ qty: 2, price: '9.50', meta: { gift: true }, customer: ann }, { price: '20.00', customer: bob },
+    { qty: 5, price: '1.25', customer: ann }]);
+  const found = await orders.find({ where: { qty: MoreThan(1) }, relations: { customer: true }, order: { id: 'ASC' } });
+  console.log('found', JSON.stringify(found.map((o) => [o.qty, o.price, o.meta, o.customer.name, o.placed instanceof Date])));
+  try {
+    await customers.save({ email: 'ann@example.com', name: 'Ann again' });
+    console.log('duplicate saved');
+  } catch (e) {
+    console.log('duplicate refused', e.code);
+  }
+  try {
+    await orders.save({ price: '1.00', customer: { id: 999 } });
+    console.log('orphan saved');
+  } catch (e) {
+    console.log('orphan refused', e.code);
+  }
+  await ds.transaction(async (m) => {
+    await m.getRepository('Order').increment({ customer: { id: ann.id } }, 'qty', 10);
+  });
+  const totals = await orders.createQueryBuilder('o').innerJoin('o.customer', 'c')
+    .select('c.name', 'name').addSelect('SUM(o.qty)', 'qty').groupBy('c.name').orderBy('c.name').getRawMany();
+  console.log('totals', JSON.stringify(totals.map((r) => [r.name, Number(r.qty)])));
+  await orders.delete({ customer: { id: bob.id } });
+  console.log('count', await orders.count(), await customers.count());
+  await ds.destroy();
+})().catch((e) => {
+  console.log("ERROR", process.env.TYPEORM_FLOW_DEBUG ? e.stack : e.message);
+  process.exit(1);
+});
