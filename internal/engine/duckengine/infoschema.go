@@ -21,6 +21,12 @@ var infoSchemaViews = map[string][2]string{
 	"check_constraints": {"constraint_catalog", "constraint_schema"},
 }
 
+// infoSchemaExtra leaves out the columns DuckDB's views have and PostgreSQL's do not, which
+// make a join's unqualified column ambiguous (Sequelize's foreign-key query names
+// constraint_type across table_constraints and constraint_column_usage, whose view is
+// written below).
+var infoSchemaExtra = map[string]string{"constraint_table_usage": " EXCLUDE (constraint_type)"}
+
 // infoSchemaPrefix qualifies the filtered views: a schema of the compatibility catalog, off the
 // search path.
 const infoSchemaPrefix = `"` + compatCatalog + `".infoschema.`
@@ -31,9 +37,17 @@ const infoSchemaPrefix = `"` + compatCatalog + `".infoschema.`
 func infoSchemaSQL() []string {
 	out := []string{`CREATE SCHEMA {c}.infoschema`}
 	for view, cols := range infoSchemaViews {
-		out = append(out, `CREATE VIEW {c}.infoschema.`+view+` AS SELECT * FROM system.information_schema.`+view+
+		out = append(out, `CREATE VIEW {c}.infoschema.`+view+` AS SELECT *`+infoSchemaExtra[view]+` FROM system.information_schema.`+view+
 			` WHERE `+cols[0]+` NOT IN ({hidden}, 'temp') AND NOT (`+cols[0]+` = 'system' AND `+cols[1]+` = 'main')`)
 	}
+	// A foreign key uses the columns it references, as PostgreSQL lists them (DuckDB lists the
+	// key's own columns, as table_constraints' key_column_usage does).
+	out = append(out, `CREATE OR REPLACE VIEW {c}.infoschema.constraint_column_usage AS
+		SELECT * EXCLUDE (constraint_type, constraint_text) FROM system.information_schema.constraint_column_usage
+		WHERE constraint_type <> 'FOREIGN KEY' AND table_catalog NOT IN ({hidden}, 'temp')
+		UNION ALL SELECT database_name, schema_name, referenced_table, unnest(referenced_column_names),
+			database_name, schema_name, constraint_name FROM duckdb_constraints()
+		WHERE constraint_type = 'FOREIGN KEY' AND database_name NOT IN ({hidden}, 'temp')`)
 	// A Trino client's columns are typed in Trino's names, as DESCRIBE types them (trinoshow.go).
 	return append(out, `CREATE VIEW {c}.infoschema.trino_columns AS
 		SELECT * REPLACE ({c}.main.qf_trino_type(data_type) AS data_type) FROM {c}.infoschema.columns`)

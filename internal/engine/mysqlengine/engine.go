@@ -451,9 +451,9 @@ func asMyError(err error, target **mysql.MyError) bool {
 	return false
 }
 
-// acquireFor takes a pooled connection opened with flags (q's), switched to q's database.
-func (e *Engine) acquireFor(ctx context.Context, q *query.Request, flags connFlags) (*client.Conn, error) {
-	c, err := e.acquire(ctx, flags)
+// acquireFor takes a pooled connection with q's client flags, switched to q's database.
+func (e *Engine) acquireFor(ctx context.Context, q *query.Request) (*client.Conn, error) {
+	c, err := e.acquire(ctx, e.requestFlags(q))
 	if err != nil {
 		return nil, err
 	}
@@ -468,7 +468,7 @@ func (e *Engine) acquireFor(ctx context.Context, q *query.Request, flags connFla
 
 // Execute runs q on a pooled connection and streams its result.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	c, err := e.acquireFor(ctx, q, requestFlags(q))
+	c, err := e.acquireFor(ctx, q)
 	if err != nil {
 		return nil, err
 	}

@@ -18,8 +18,7 @@ import (
 //   - CLIENT_IGNORE_SPACE: the session's sql_mode has IGNORE_SPACE (count (*) parses, built-in
 //     function names are reserved); mysql2 asks for it by default.
 //   - MARIADB_CLIENT_EXTENDED_METADATA (metadata.go): column definitions carry MariaDB's
-//     extended type info. Only the relay's connections ask for it (relayFlags), and only of a
-//     server that offers it: go-mysql cannot read such column definitions.
+//     extended type info (a JSON column's format=json), asked only of a server that offers it.
 //
 // The other flags a client may send get no connection of their own (docs/pooling.md):
 // CLIENT_MULTI_STATEMENTS is the frontend's (it splits the statements, or refuses them with
@@ -37,9 +36,9 @@ const (
 	flagSets = 1 << iota // how many flag sets there are: the pool's lists
 )
 
-// requestFlags is the flag set q's connection must have been opened with when go-mysql reads
-// its answer (the Arrow path).
-func requestFlags(q *query.Request) connFlags {
+// requestFlags is the flag set q's connection must have been opened with: with extended
+// metadata when q's client asked for it and the server may have it.
+func (e *Engine) requestFlags(q *query.Request) connFlags {
 	var f connFlags
 	if q.FoundRows {
 		f |= flagFoundRows
@@ -47,13 +46,6 @@ func requestFlags(q *query.Request) connFlags {
 	if q.IgnoreSpace {
 		f |= flagIgnoreSpace
 	}
-	return f
-}
-
-// relayFlags is the flag set q's connection must have been opened with when its answer is
-// relayed: with extended metadata if q's client asked for it and the server may have it.
-func (e *Engine) relayFlags(q *query.Request) connFlags {
-	f := requestFlags(q)
 	if q.ExtendedMetadata && e.mayOfferMetadata() {
 		f |= flagExtendedMetadata
 	}

@@ -68,7 +68,7 @@ func (e *Engine) Loopable() bool { return e.cfg.TLS == nil && !e.noLoop.Load() }
 // TakeLoopConn takes an idle loop connection in q's database, without waiting: nil when
 // there is none (or no connection slot free). Release gives it back.
 func (e *Engine) TakeLoopConn(q *query.Request) *LoopConn {
-	flags := e.relayFlags(q)
+	flags := e.requestFlags(q)
 	if !loopServes(q, flags) {
 		return nil
 	}
@@ -101,7 +101,7 @@ func (e *Engine) TakeLoopConn(q *query.Request) *LoopConn {
 // OpenLoopConn takes a loop connection in q's database, waiting for a connection slot and
 // opening one when none is idle. It answers ErrNoLoop for an engine that has none.
 func (e *Engine) OpenLoopConn(ctx context.Context, q *query.Request) (*LoopConn, error) {
-	flags := e.relayFlags(q)
+	flags := e.requestFlags(q)
 	if !e.Loopable() || !loopServes(q, flags) {
 		return nil, ErrNoLoop
 	}

@@ -3,6 +3,7 @@ package mysqlengine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -37,8 +38,9 @@ func extendedInfo(t *testing.T, p []byte) (block string, ok bool) {
 // runs, on every relay path (QueryRaw, ExecuteRaw, a loop connection), on a connection opened
 // with it: its column definitions carry MariaDB's extended type info (a JSON column's
 // format=json, a UUID's type name), and its warnings are read. Requests that did not ask never
-// get such a connection (their definitions have no block), pooled or new, and neither does the
-// Arrow path, whose answers go-mysql reads.
+// get such a connection (their definitions have no block), pooled or new. On the Arrow path
+// (Execute, prepared, a pinned session) go-mysql reads the answer without the blocks, and the
+// Arrow fields carry them.
 func TestExtendedMetadataRelayed(t *testing.T) {
 	e, name := openTestEngine(t)
 	exec(t, e, "CREATE TABLE m (j JSON, u UUID)")
@@ -121,9 +123,44 @@ func TestExtendedMetadataRelayed(t *testing.T) {
 		}
 	})
 	t.Run("Arrow path", func(t *testing.T) {
-		for range 3 {
-			if got := exec(t, e, sel); got != "SELECT 0" {
-				t.Fatalf("tag %q", got)
+		exec(t, e, `INSERT INTO m VALUES ('{"a": 1}', '123e4567-e89b-12d3-a456-426614174000')`)
+		runs := map[string]func(q *query.Request) (query.Rows, error){
+			"Execute": func(q *query.Request) (query.Rows, error) { return e.Execute(ctx, q) },
+			"prepared": func(q *query.Request) (query.Rows, error) {
+				q.SQL, q.Args = sel+" WHERE 1 = ?", []any{1}
+				return e.Execute(ctx, q)
+			},
+			"session": func(q *query.Request) (query.Rows, error) {
+				s, err := e.OpenSession(ctx, q)
+				if err != nil {
+					return nil, err
+				}
+				t.Cleanup(func() { s.Close() })
+				return s.Execute(ctx, q)
+			},
+		}
+		for run, execute := range runs {
+			for round := range 3 {
+				for _, asked := range []bool{true, false} {
+					rows, err := execute(&query.Request{SQL: sel, Database: name, ExtendedMetadata: asked})
+					if err != nil {
+						t.Fatalf("%s, round %d, asked %v: %v", run, round, asked, err)
+					}
+					for i, want := range []string{"\x01\x04json", "\x00\x04uuid"} {
+						block, ok := rows.Schema().Field(i).Metadata.GetValue(ExtendedMetadataKey)
+						if asked && block != want || !asked && ok {
+							t.Errorf("%s, round %d, asked %v: column %d's extended metadata %q (%v)", run, round, asked, i, block, ok)
+						}
+					}
+					batch, err := rows.Next(ctx)
+					if err != nil || batch.NumRows() != 1 {
+						t.Fatalf("%s, round %d, asked %v: %v", run, round, asked, err)
+					}
+					if got := fmt.Sprint(batch.Column(0), batch.Column(1)); got != `["{\"a\": 1}"] ["123e4567-e89b-12d3-a456-426614174000"]` {
+						t.Errorf("%s, round %d, asked %v: %s", run, round, asked, got)
+					}
+					rows.Close()
+				}
 			}
 		}
 		e.mu.Lock()

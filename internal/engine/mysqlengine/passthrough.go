@@ -61,7 +61,7 @@ type Warning struct {
 // (Columns, Head). The engine's errors come back wrapped as Execute wraps them. Cancelling ctx
 // kills the statement on the server (KILL QUERY from another connection).
 func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, error) {
-	c, err := e.acquireFor(ctx, q, e.relayFlags(q))
+	c, err := e.acquireFor(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,9 @@ func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, err
 // engine tag's comment.
 func (r *RawQuery) queryPacket() []byte {
 	out := append(r.buf.out[:0], 0, 0, 0, 0, mysql.COM_QUERY)
-	if r.e.negotiated(r.conn)&capsQueryAttributes != 0 {
+	// A loop connection (classicEOF) is only to a server without query attributes, and must
+	// not be asked: its negotiation, without CLIENT_DEPRECATE_EOF, is not the engine's.
+	if !r.classicEOF && r.e.negotiated(r.conn)&capsQueryAttributes != 0 {
 		out = append(out, 0, 1) // no query attributes, one parameter set (MySQL 8.0.23+)
 	}
 	if r.tag != "" {

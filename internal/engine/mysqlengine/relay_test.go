@@ -138,3 +138,34 @@ func BenchmarkQueryRawSelect1(b *testing.B) { benchQueryRaw(b, "SELECT 1", 1) }
 func BenchmarkQueryRawRows1000(b *testing.B) {
 	benchQueryRaw(b, "SELECT seq, CONCAT('row-', seq) FROM seq_1_to_1000", 1000)
 }
+
+// TestLoopWarningsFirst: the warnings of a loop connection's statement read before any other
+// statement was relayed leave the engine's idea of the server's capabilities as it is: a
+// loop connection is opened without CLIENT_DEPRECATE_EOF, the others with it, and a relay
+// that took the loop connection's for the engine's expected an EOF after the column
+// definitions of the next result (Malformed packet).
+func TestLoopWarningsFirst(t *testing.T) {
+	e, name := openTestEngine(t)
+	ctx := context.Background()
+	q := &query.Request{SQL: "SELECT CAST('12x' AS SIGNED) AS n", Database: name}
+	lc, err := e.OpenLoopConn(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.c.Execute(q.SQL); err != nil { // what the loop relays
+		t.Fatal(err)
+	}
+	if ws, ok := lc.Warnings(); !ok || len(ws) != 1 {
+		t.Fatalf("loop warnings %+v, %v", ws, ok)
+	}
+	lc.Release(true)
+	r, err := e.QueryRaw(ctx, &query.Request{SQL: "SELECT 1 AS one", Database: name})
+	if err != nil {
+		t.Fatalf("the relay after the loop's warnings: %v", err)
+	}
+	for _, more := r.NextRows(); more; _, more = r.NextRows() {
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,7 @@ type rows struct {
 
 	// producer-only state
 	fields  []*mysql.Field
+	blocks  func() []string // the extended metadata of the result's columns (metadata.go)
 	builder *array.RecordBuilder
 	pending int
 	total   int
@@ -88,11 +90,14 @@ func (r *rows) produce(ctx context.Context) {
 
 	var result mysql.Result
 	var err error
+	var stripped func()
+	r.blocks, stripped = stripping(r.e, r.conn)
 	if len(r.q.Args) == 0 {
 		err = r.conn.ExecuteSelectStreaming(tagged(ctx, r.q.SQL), &result, r.onRow(ctx), r.onResult(ctx))
 	} else {
 		err = r.executePrepared(ctx, &result)
 	}
+	stripped()
 	if err == nil {
 		err = r.flush(ctx)
 	}
@@ -163,8 +168,13 @@ func (r *rows) onResult(ctx context.Context) client.SelectPerResultCallback {
 	return func(result *mysql.Result) error {
 		r.fields = append([]*mysql.Field(nil), result.Fields...)
 		fields := make([]arrow.Field, len(r.fields))
+		blocks := r.blocks()
 		for i, f := range r.fields {
 			fields[i] = ArrowField(f)
+			if i < len(blocks) && blocks[i] != "" {
+				md := fields[i].Metadata
+				fields[i].Metadata = arrow.NewMetadata(slices.Concat(md.Keys(), []string{ExtendedMetadataKey}), slices.Concat(md.Values(), []string{blocks[i]}))
+			}
 		}
 		schema := arrow.NewSchema(fields, nil)
 		if r.builder != nil { // a second result set (CALL ...): keep only the first

@@ -17,7 +17,7 @@ var _ engine.SessionOpener = (*Engine)(nil)
 // OpenSession pins one connection for a client's transaction: every statement of the session
 // runs on it, one at a time, until Close.
 func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
-	c, err := e.acquireFor(ctx, q, requestFlags(q))
+	c, err := e.acquireFor(ctx, q)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ type stmtCache map[string]*client.Stmt
 // database) and reads the response head as QueryRaw does; the rows that follow are in the
 // binary protocol. Cancelling ctx kills the statement on the server.
 func (e *Engine) ExecuteRaw(ctx context.Context, q *query.Request, p StmtParams) (*RawQuery, error) {
-	c, err := e.acquireFor(ctx, q, e.relayFlags(q))
+	c, err := e.acquireFor(ctx, q)
 	if err != nil {
 		return nil, err
 	}

@@ -18,8 +18,9 @@ import (
 // that relayed column definitions come with the engine's own info. A client asks in the last 4
 // of its handshake response's reserved bytes, with CLIENT_MYSQL unset (askedMetadata).
 //
-// The column definitions this frontend writes itself (the Arrow path, the statements it
-// answers, a prepared statement's parameters) have an empty block each: no extended type info.
+// The column definitions this frontend writes itself have the block the engine sent on the
+// Arrow path (mysqlengine.ExtendedMetadataKey), and an empty one otherwise (the statements it
+// answers, a prepared statement's parameters, other engines' results).
 // A client that did not ask gets what it got before, byte for byte.
 
 // mariadbExtendedMetadata is MARIADB_CLIENT_EXTENDED_METADATA among MariaDB's extended
@@ -40,10 +41,11 @@ func askedMetadata(p []byte) bool {
 		binary.LittleEndian.Uint32(p[28:])&mariadbExtendedMetadata != 0
 }
 
-// appendField appends f's column definition to b, as the client expects it.
-func (h *session) appendField(b []byte, f *mysql.Field) []byte {
+// appendField appends f's column definition to b as the client expects it: for one that
+// asked for extended metadata, with extended (the block's contents; "" for none).
+func (h *session) appendField(b []byte, f *mysql.Field, extended string) []byte {
 	if h.metadata {
-		return mysqlengine.AppendEmptyMetadata(b, f.Dump())
+		return mysqlengine.AppendMetadata(b, f.Dump(), extended)
 	}
 	return append(b, f.Dump()...)
 }
@@ -67,7 +69,7 @@ func (h *session) withMetadata(v any) any {
 	case []*mysql.Field:
 		return h.withMetadataFields(r)
 	case *server.Stmt:
-		param := mysqlengine.AppendEmptyMetadata(nil, (&mysql.Field{Name: []byte("?")}).Dump())
+		param := mysqlengine.AppendMetadata(nil, (&mysql.Field{Name: []byte("?")}).Dump(), "")
 		r.RawParamFields = make([][]byte, r.Params)
 		for i := range r.RawParamFields {
 			r.RawParamFields[i] = param
@@ -80,7 +82,7 @@ func (h *session) withMetadataFields(fs []*mysql.Field) []*mysql.Field {
 	out := make([]*mysql.Field, len(fs))
 	for i, f := range fs {
 		c := *f
-		c.Data = h.appendField(nil, f)
+		c.Data = h.appendField(nil, f, "")
 		out[i] = &c
 	}
 	return out

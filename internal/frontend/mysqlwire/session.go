@@ -419,7 +419,7 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 		return err
 	}
 	for i := range cols {
-		if err := h.conn.WritePacket(h.appendField(buf[:4], cols[i].field)); err != nil {
+		if err := h.conn.WritePacket(h.appendField(buf[:4], cols[i].field, cols[i].extended)); err != nil {
 			return err
 		}
 	}

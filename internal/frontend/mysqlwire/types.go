@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 )
 
 // Character sets sent in column definitions.
@@ -29,8 +30,9 @@ type column struct {
 	arrow    arrow.DataType
 	fsp      int // fractional seconds digits for temporal types
 	isNull   bool
-	uuid     bool // 16 bytes sent as the UUID's text, as MariaDB sends its UUID type
-	temporal bool // a date or timestamp (binaryYear)
+	uuid     bool   // 16 bytes sent as the UUID's text, as MariaDB sends its UUID type
+	temporal bool   // a date or timestamp (binaryYear)
+	extended string // MariaDB's extended metadata of the column, for a client that asked (metadata.go)
 }
 
 // columnFor maps an Arrow field to a MySQL column definition.
@@ -40,6 +42,7 @@ func columnFor(f arrow.Field) column {
 		mf.Flag |= mysql.NOT_NULL_FLAG
 	}
 	col := column{field: mf, arrow: f.Type}
+	col.extended, _ = f.Metadata.GetValue(mysqlengine.ExtendedMetadataKey)
 	setType := func(t uint8, length uint32) { mf.Type, mf.ColumnLength = t, length }
 	switch t := f.Type.(type) {
 	case *arrow.BooleanType:

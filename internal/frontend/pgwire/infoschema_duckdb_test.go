@@ -48,6 +48,11 @@ func TestInformationSchemaAsPostgreSQL(t *testing.T) {
 		"select table_name, column_name, is_nullable from information_schema.columns where table_schema = current_schema() order by 1, ordinal_position",
 		"select table_name, constraint_type from information_schema.table_constraints where table_schema = current_schema() and constraint_type in ('PRIMARY KEY', 'FOREIGN KEY') order by 1, 2",
 		"select count(*) from information_schema.schemata where schema_name = current_schema()",
+		// Sequelize's foreign keys of a table: constraint_type unqualified across the views.
+		`select kcu.column_name, ccu.table_name, ccu.column_name from information_schema.table_constraints as tc
+			join information_schema.key_column_usage as kcu on tc.constraint_name = kcu.constraint_name
+			join information_schema.constraint_column_usage as ccu on ccu.constraint_name = tc.constraint_name
+			where constraint_type = 'FOREIGN KEY' and tc.table_name = 'entries'`,
 		`select count(*) from INFORMATION_SCHEMA."tables" where table_name like 'pg\_%' and table_schema = current_schema()`,
 	} {
 		if want, got := list(pg, sql), list(duck, sql); want != got {
