@@ -41,6 +41,8 @@ func TestAddForeignKeyAsPostgreSQL(t *testing.T) {
 		{"insert into kids values (1, 1, 'a')", ""},
 		{"insert into kids values (2, 7, 'b')", "23503"},
 		{"insert into kids values (3, 1, 'a')", "23505"},
+		// The table's own index is there again (an error names it otherwise).
+		{"select error('kids_name_idx lost') from duckdb_indexes() where index_name = 'kids_name_idx' having count(*) <> 1", ""},
 		{"create table pets (id integer, kid integer)", ""},
 		{"insert into pets values (1, 1)", ""},
 		{"alter table pets add foreign key (kid) references kids (id)", "0A000"},   // it holds a row
@@ -53,18 +55,5 @@ func TestAddForeignKeyAsPostgreSQL(t *testing.T) {
 		if got := state(c.sql); got != c.want {
 			t.Errorf("%s: %q, want %q", c.sql, got, c.want)
 		}
-	}
-	var n int
-	rows, err := e.Execute(context.Background(), &query.Request{SQL: "select count(*) from duckdb_indexes() where index_name = 'kids_name_idx'", Protocol: query.ProtocolPostgres})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	b, err := rows.Next(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n = int(b.Column(0).(interface{ Value(int) int64 }).Value(0)); n != 1 {
-		t.Errorf("kids_name_idx after the key was added: %d indexes, want 1", n)
 	}
 }

@@ -34,6 +34,10 @@ func TestSetLocalLastsTheTransaction(t *testing.T) {
 		return setting(x, "TimeZone")
 	}
 	before := zone(e)
+	// MySQL's SET LOCAL is SET SESSION: not this one, and not silently nothing.
+	if _, err := e.Execute(context.Background(), &query.Request{SQL: "SET LOCAL TimeZone = 'Asia/Tokyo'", Protocol: query.ProtocolMySQL}); err == nil {
+		t.Error("a MySQL client's SET LOCAL answered as PostgreSQL's SET LOCAL outside a transaction")
+	}
 	run(t, e, "SET LOCAL TimeZone = 'Asia/Tokyo'")
 	if got := zone(e); got != before {
 		t.Fatalf("SET LOCAL outside a transaction changed TimeZone to %s", got)

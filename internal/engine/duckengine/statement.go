@@ -185,7 +185,7 @@ func (st *statement) readTransaction() error {
 		switch {
 		case at(1) == "transaction":
 			st.tx = txSet
-		case at(1) == "local" && at(2) != "transaction":
+		case at(1) == "local" && at(2) != "transaction" && !isMySQL(st.q): // MySQL's LOCAL is SESSION
 			st.tx = txSetLocal
 		}
 	}

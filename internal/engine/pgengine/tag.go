@@ -19,7 +19,8 @@ import (
 // Engine sessions are tagged with the capacity lease that admitted their query: the session's
 // application_name is the lease's tag (query.EngineTag of the statement's context), set when a
 // connection is taken for a statement whose tag differs from the connection's (one round trip,
-// only then). The control plane finds the backends of a lease it reclaims in pg_stat_activity
+// only then; on the relay, the same round trip as the connection's reset and setup, wire.go's
+// serve). The control plane finds the backends of a lease it reclaims in pg_stat_activity
 // by that name and terminates them (internal/capacity/enginefence). A statement without a tag
 // puts the connection's own application_name back, so no untagged work runs under an old tag.
 //
@@ -84,25 +85,6 @@ func setTagSQL(tag string) string {
 type rawTag struct {
 	tag    string
 	tagged bool // tag is set, and so is the backstop
-}
-
-// retag gives the relay connection the tag want (wantTag), and the backstop when it is new.
-// The connection is idle: each statement is written and read through ReadyForQuery here.
-func (c *rawConn) retag(ctx context.Context, p *rawPool, want string) error {
-	if c.tagged && c.tag == want {
-		return nil
-	}
-	if _, set := p.cfg.RuntimeParams["client_connection_check_interval"]; !c.tagged && !set {
-		var qe *query.Error
-		if err := c.simple(ctx, backstopSQL); err != nil && !(errors.As(err, &qe) && qe.Code == codeUndefinedObject) {
-			return err
-		}
-	}
-	if err := c.simple(ctx, setTagSQL(want)); err != nil {
-		return fmt.Errorf("pgengine: tagging the session: %w", err)
-	}
-	c.tag, c.tagged = want, true
-	return nil
 }
 
 // wantTag is the tag a connection must carry for a statement under ctx: its lease's (tag, else

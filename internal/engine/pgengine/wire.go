@@ -39,17 +39,13 @@ func (e *Engine) OpenPGWire(ctx context.Context, o engine.PGWireOptions) (engine
 		if c == nil {
 			return nil, engine.ErrWouldWait
 		}
-		return e.wire(o.Spare, c), nil // serve and retag have nothing to do
+		return e.wire(o.Spare, c), nil // serve has nothing to do
 	}
 	c, err := e.raw.get(ctx, o.Owner)
 	if err != nil {
 		return nil, wrapErr(err)
 	}
-	if err := c.serve(ctx, o); err != nil {
-		e.raw.put(c)
-		return nil, err
-	}
-	if err := c.retag(ctx, e.raw, e.raw.wantTag(ctx, o.Tag)); err != nil {
+	if err := c.serve(ctx, e.raw, o, e.raw.wantTag(ctx, o.Tag)); err != nil {
 		e.raw.put(c)
 		return nil, wrapErr(err)
 	}
@@ -72,46 +68,66 @@ func (e *Engine) wire(spare engine.PGWire, c *rawConn) *wireConn {
 	return &wireConn{pool: e.raw, c: c}
 }
 
-// serve readies c for o.Owner: a connection that served another client is reset, and the
-// owner's setup runs when the connection starts serving it. A failed reset discards c.
-func (c *rawConn) serve(ctx context.Context, o engine.PGWireOptions) error {
-	if c.owner == o.Owner && c.used {
-		if c.setup == o.Setup {
-			return nil
-		}
-		// The owner's settings changed since (a SET TIME ZONE the engine reported on another
-		// connection): they are all overwrites of what the connection was given.
-		return c.runSetup(ctx, o.Setup)
-	}
-	if c.used {
-		reset := o.ResetQuery
-		if reset == "" {
-			reset = resetQueryDefault
-		}
-		if err := c.simple(ctx, reset, "DEALLOCATE ALL"); err != nil {
-			c.broken = true
-			return fmt.Errorf("pgengine: the reset query failed on the engine: %w", err)
-		}
-		clear(c.stmts)
-		c.tagged = false // RESET ALL put application_name back
-	}
-	c.owner, c.used, c.setup = o.Owner, true, ""
-	return c.runSetup(ctx, o.Setup)
-}
-
-// runSetup runs an owner's setup on c, which then carries it.
-func (c *rawConn) runSetup(ctx context.Context, setup string) error {
-	if setup == "" || setup == c.setup {
+// serve readies c for o.Owner, in one round trip when there is anything to do: a connection
+// that served another client is reset; the owner's setup runs when the connection starts
+// serving it, or when it changed since (a SET TIME ZONE the engine reported on another
+// connection: the setup is all overwrites); and the connection is tagged (tag.go). A failed
+// reset discards c.
+func (c *rawConn) serve(ctx context.Context, p *rawPool, o engine.PGWireOptions, tag string) error {
+	reset := c.used && c.owner != o.Owner
+	if !reset && c.used && c.setup == o.Setup && c.tagged && c.tag == tag {
 		return nil
 	}
-	if err := c.simple(ctx, setup); err != nil {
-		var qe *query.Error
-		if errors.As(err, &qe) {
-			return &query.Error{Code: qe.Code, Message: "startup parameter or option refused by the engine: " + qe.Message}
+	var sqls []string
+	if reset {
+		q := o.ResetQuery
+		if q == "" {
+			q = resetQueryDefault
 		}
+		sqls = append(sqls, q, "DEALLOCATE ALL")
+		clear(c.stmts)
+		c.setup, c.tagged = "", false // RESET ALL put the settings and application_name back
+	}
+	c.owner, c.used = o.Owner, true
+	setupAt := -1
+	if o.Setup != c.setup && o.Setup != "" {
+		setupAt = len(sqls)
+		sqls = append(sqls, o.Setup)
+	}
+	backstopAt := -1
+	if _, set := p.cfg.RuntimeParams["client_connection_check_interval"]; !c.tagged && !set {
+		backstopAt = len(sqls)
+		sqls = append(sqls, backstopSQL)
+	}
+	tagAt := -1
+	if !c.tagged || c.tag != tag {
+		tagAt = len(sqls)
+		sqls = append(sqls, setTagSQL(tag))
+	}
+	errs, err := c.simpleEach(ctx, sqls...)
+	if err != nil {
 		return err
 	}
-	c.setup = setup
+	for i, err := range errs {
+		var qe *query.Error
+		switch {
+		case err == nil:
+		case reset && i < 2:
+			c.broken = true
+			return fmt.Errorf("pgengine: the reset query failed on the engine: %w", err)
+		case i == setupAt && errors.As(err, &qe):
+			return &query.Error{Code: qe.Code, Message: "startup parameter or option refused by the engine: " + qe.Message}
+		case i == backstopAt && errors.As(err, &qe) && qe.Code == codeUndefinedObject: // before PostgreSQL 14
+		case i == tagAt:
+			return fmt.Errorf("pgengine: tagging the session: %w", err)
+		default:
+			return err
+		}
+	}
+	if setupAt >= 0 {
+		c.setup = o.Setup
+	}
+	c.tag, c.tagged = tag, true
 	return nil
 }
 
@@ -119,48 +135,58 @@ func (c *rawConn) runSetup(ctx context.Context, setup string) error {
 // their answers through ReadyForQuery; the first error the server reports is returned as a
 // *query.Error. Everything else the server says is dropped.
 func (c *rawConn) simple(ctx context.Context, sqls ...string) error {
+	errs, err := c.simpleEach(ctx, sqls...)
+	for _, e := range errs {
+		if err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// simpleEach is simple with the error of each of sqls (nil: it succeeded); err is a failure
+// of the connection, after which c is broken.
+func (c *rawConn) simpleEach(ctx context.Context, sqls ...string) (errs []error, err error) {
 	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Now()) })
 	defer stop()
 	c.out = c.out[:0]
 	for _, sql := range sqls {
 		c.out, _ = (&pgproto3.Query{String: sql}).Encode(c.out)
 	}
-	err := c.write()
+	err = c.write()
 	c.out = c.out[:0]
 	if err != nil {
 		c.broken = true
-		return err
+		return nil, err
 	}
-	var first error
-	for pending := len(sqls); pending > 0; {
+	errs = make([]error, len(sqls))
+	for i := 0; i < len(sqls); {
 		msg, err := c.next()
 		if err != nil {
 			c.broken = true
-			return err
+			return nil, err
 		}
 		switch msg[0] {
 		case 'E':
 			var er pgproto3.ErrorResponse
 			if err := er.Decode(msg[5:]); err != nil {
 				c.broken = true
-				return err
+				return nil, err
 			}
-			if first == nil {
-				first = &query.Error{Code: er.Code, Message: er.Message}
-			}
+			errs[i] = &query.Error{Code: er.Code, Message: er.Message}
 		case 'G', 'H', 'W':
 			c.broken = true // a COPY: nothing here can feed or drain it
-			return errRawProtocol
+			return nil, errRawProtocol
 		case 'Z':
 			c.txStatus = msg[len(msg)-1]
 			if c.txStatus != 'I' {
 				c.broken = true
-				return errors.New("pgengine: the query left a transaction open")
+				return nil, errors.New("pgengine: the query left a transaction open")
 			}
-			pending--
+			i++
 		}
 	}
-	return first
+	return errs, nil
 }
 
 // wireConn is engine.PGWire on a relay connection.

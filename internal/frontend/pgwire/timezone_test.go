@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
 	"github.com/queryflux/queryflux/node/proxy"
 )
 
@@ -126,5 +127,32 @@ func TestStylesOnTheFrontendsOwnPath(t *testing.T) {
 				t.Fatalf("after the refused SETs TimeZone is reported as %q", v)
 			}
 		})
+	}
+}
+
+// BenchmarkClientsWithZonesTakingTurns: two clients that set their time zone take turns on ONE
+// engine connection (transaction pool mode), one statement each: every statement finds the
+// connection last used by the other client, so it is reset and set up for its client first.
+func BenchmarkClientsWithZonesTakingTurns(b *testing.B) {
+	e, _ := pgEngine(b)
+	d := pgclienttest.Start(b, pgclienttest.Setup{Engine: e, PoolMode: proxy.PoolModeTransaction, Database: "demo", MaxRunningQueries: 1})
+	ctx := context.Background()
+	var cs [2]*pgx.Conn
+	for i, zone := range []string{"Asia/Tokyo", "Europe/Paris"} {
+		c, err := pgx.Connect(ctx, d.URL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "set time zone '"+zone+"'"); err != nil {
+			b.Fatal(err)
+		}
+		cs[i] = c
+	}
+	var n int
+	for i := 0; b.Loop(); i++ {
+		if err := cs[i%2].QueryRow(ctx, "select 1", pgx.QueryExecModeSimpleProtocol).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
