@@ -222,6 +222,9 @@ func cutMetadata(def []byte) (rest []byte, block string) {
 		}
 		names += size
 	}
+	if len(def)-names == 13 { // 0x0c and the 12 bytes it announces: no block after all
+		return def, ""
+	}
 	b, _, size, err := mysql.LengthEncodedString(def[names:])
 	if err != nil {
 		return def, ""
