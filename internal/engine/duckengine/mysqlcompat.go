@@ -269,7 +269,8 @@ func mayCallMySQLFunction(sqlText string) bool {
 		containsFold(sqlText, "div") || containsFold(sqlText, "regexp") || containsFold(sqlText, "rlike") || containsFold(sqlText, "drop") ||
 		containsFold(sqlText, "mod") || containsFold(sqlText, "date_") || containsFold(sqlText, "adddate") || containsFold(sqlText, "subdate") || containsFold(sqlText, "to_days") ||
 		containsFold(sqlText, "length") || containsFold(sqlText, "concat") || mayCallMySQLCall(sqlText) ||
-		containsFold(sqlText, "sql_") || containsFold(sqlText, "high_priority") || containsFold(sqlText, "collate")
+		containsFold(sqlText, "sql_") || containsFold(sqlText, "high_priority") || containsFold(sqlText, "collate") ||
+		containsFold(sqlText, "unique")
 }
 
 // mysqlCalls are the functions mysqlFunctionEdits writes that mayCallMySQLFunction looks for

@@ -199,6 +199,10 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 				typ, end := datetimeType(toks, i)
 				edit(i, end, typ)
 			}
+		case "alter":
+			if i == nextSignificant(toks, 0) {
+				alterUniqueEdit(toks, i, edit)
+			}
 		case "drop": // DROP INDEX i ON t: DuckDB's index names are its schema's, it takes none
 			if index := nextSignificant(toks, i+1); i == nextSignificant(toks, 0) && index < len(toks) && toks[index].IsWord("index") {
 				name := nextSignificant(toks, index+1)
@@ -384,6 +388,74 @@ func fractionType(n int) string {
 		return "TIMESTAMP_MS"
 	}
 	return "TIMESTAMP"
+}
+
+// alterUniqueEdit writes ALTER TABLE t ADD [CONSTRAINT [c]] UNIQUE [KEY | INDEX] [i] (cols)
+// at toks[i] (Django's unique=True and unique_together) as CREATE UNIQUE INDEX c ON t (cols),
+// which DuckDB has (its ALTER TABLE adds no constraint: 1235); the index is named c, else i,
+// else <table>_<first column>_key. Other forms are left to DuckDB.
+func alterUniqueEdit(toks []sqltok.Token, i int, edit func(from, to int, text string)) {
+	var sig []int // the statement's significant tokens, a final ; left out
+	for j := i; j < len(toks); j++ {
+		if toks[j].Significant() && toks[j].Text != ";" {
+			sig = append(sig, j)
+		}
+	}
+	at := 0
+	word := func(w ...string) bool {
+		if at < len(sig) && toks[sig[at]].IsWord(w...) {
+			at++
+			return true
+		}
+		return false
+	}
+	isName := func(k int) bool {
+		return k < len(sig) && (toks[sig[k]].Kind == sqltok.Word || toks[sig[k]].Kind == sqltok.QuotedIdent && !toks[sig[k]].Unterminated)
+	}
+	name := func() string { at++; return quoteIdent(identText(toks[sig[at-1]])) }
+	if !word("alter") || !word("table") || !isName(at) {
+		return
+	}
+	last := sig[at] // the table's own name, after its database's
+	table := name()
+	if at+1 < len(sig) && toks[sig[at]].Text == "." && isName(at+1) {
+		at, last = at+1, sig[at+1]
+		table += "." + name()
+	}
+	index := ""
+	if !word("add") {
+		return
+	}
+	if word("constraint") && isName(at) && !toks[sig[at]].IsWord("unique") {
+		index = name()
+	}
+	if !word("unique") {
+		return
+	}
+	word("key", "index")
+	if isName(at) && toks[sig[at]].Text != "(" && index == "" {
+		index = name()
+	}
+	if at >= len(sig) || toks[sig[at]].Text != "(" {
+		return
+	}
+	var cols []string
+	for at++; at < len(sig) && toks[sig[at]].Text != ")"; at++ {
+		switch {
+		case toks[sig[at]].Text == ",":
+		case isName(at):
+			cols = append(cols, quoteIdent(identText(toks[sig[at]])))
+		default:
+			return // a prefix length, an expression: DuckDB's to read
+		}
+	}
+	if at != len(sig)-1 || len(cols) == 0 {
+		return
+	}
+	if index == "" {
+		index = quoteIdent(identText(toks[last]) + "_" + strings.Trim(cols[0], `"`) + "_key")
+	}
+	edit(i, sig[at], "CREATE UNIQUE INDEX "+index+" ON "+table+" ("+strings.Join(cols, ", ")+")")
 }
 
 // timestampUnits are TIMESTAMPDIFF's units, as DuckDB's date_sub names them.

@@ -27,6 +27,12 @@ func TestMySQLFunctionRewrites(t *testing.T) {
 		"select str_to_date(s, '%e.%c.%Y'), truncate(x, 2) from t":                        "select qf_mysql_str_to_date_only(s, '%d.%m.%Y'), trunc(x, 2) from t",
 		"drop index i on db.t;":           "drop index i ;",
 		"insert ignore into t values (1)": "INSERT OR IGNORE INTO t values (1)",
+		// ALTER TABLE ... ADD UNIQUE: DuckDB's CREATE UNIQUE INDEX
+		"ALTER TABLE `blog_author` ADD CONSTRAINT `blog_author_email_uniq` UNIQUE (`email`);": `CREATE UNIQUE INDEX "blog_author_email_uniq" ON "blog_author" ("email");`,
+		"alter table d.t add unique key (a, `b`)":                                             `CREATE UNIQUE INDEX "t_a_key" ON "d"."t" ("a", "b")`,
+		"alter table t add constraint unique index i (a)":                                     `CREATE UNIQUE INDEX "i" ON "t" ("a")`,
+		"alter table t add unique (a(10))":                                                    "alter table t add unique (a(10))",
+		"alter table t add constraint c foreign key (a) references u (b)":                     "alter table t add constraint c foreign key (a) references u (b)",
 		// a date's parts, of text too; YEAR and TIME as types left alone
 		"select year('2024-03-04'), dayofweek(d), week(d), week(d, 3), week(d, 1), time(x) from t": "select qf_mysql_year('2024-03-04'), qf_mysql_dayofweek(d), qf_mysql_week(d), qf_mysql_week_iso(d), week(d, 1), qf_mysql_time(x) from t",
 		"create table t (y year(4), a time(3), b datetime(3), c timestamp)":                        "create table t (y year(4), a time(3), b datetime(3), c timestamp)",

@@ -115,7 +115,7 @@ step('date-functions', "select year('2024-03-04'), dayofweek('2024-03-04'), week
 step('string-functions', "select field(%s, 'a', 'b'), elt(2, 'a', 'b'), insert('Quadratic', 3, 4, 'What'), conv('a', 16, 2), oct(12), "
      "hex(255), hex('abc'), length(now())", ('B',))
 # What Django's MySQL backend sends for a model and its lookups: longtext, longblob, bool and
-# datetime(6) columns; contains and startswith as LIKE BINARY (by case), icontains as LIKE,
+# datetime(6) columns, a unique constraint added by ALTER TABLE; contains and startswith as LIKE BINARY (by case), icontains as LIKE,
 # regex as REGEXP BINARY, exact by case as COLLATE utf8mb4_bin; and a paginator's
 # SQL_CALC_FOUND_ROWS with FOUND_ROWS().
 step('django-create', "CREATE TABLE `blog_author` (`id` bigint AUTO_INCREMENT NOT NULL PRIMARY KEY, `name` varchar(100) NOT NULL, "
@@ -124,6 +124,8 @@ step('django-insert', "INSERT INTO `blog_author` (`name`, `active`, `bio`, `join
      ('Ann', True, 'long ' * 20, datetime.datetime(2024, 3, 4, 10, 11, 12, 500000), b'\x00\x01'))
 step('django-insert2', "INSERT INTO `blog_author` (`name`, `active`, `bio`, `joined`, `avatar`) VALUES (%s, %s, %s, %s, %s)",
      ('annette', False, None, datetime.datetime(2024, 3, 5, 0, 0, 0), None))
+step('django-unique', "ALTER TABLE `blog_author` ADD CONSTRAINT `blog_author_name_uniq` UNIQUE (`name`)")
+step('django-duplicate', "INSERT INTO `blog_author` (`name`, `active`, `joined`) VALUES (%s, %s, %s)", ('Ann', True, datetime.datetime(2024, 3, 6)))
 step('django-contains', "SELECT `blog_author`.`id`, `blog_author`.`name` FROM `blog_author` WHERE `blog_author`.`name` LIKE BINARY %s "
      "ORDER BY `blog_author`.`id` ASC LIMIT 21", ('A%',))
 step('django-icontains', "SELECT `blog_author`.`id` FROM `blog_author` WHERE `blog_author`.`name` LIKE %s ORDER BY `blog_author`.`id` ASC", ('%NN%',))
