@@ -7,12 +7,12 @@ import (
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
-// The client's own session, as PostgreSQL's functions (and Trino's current_user) describe it. DuckDB answers
-// current_user and its kin with its own name ("duckdb") and knows no application_name, so
-// Flyway's and Liquibase's `SELECT current_user`, DBeaver's session view and a psycopg or JDBC
-// application reading back its application_name got another answer or an error. A PostgreSQL
-// client's call is written with the value its session has: the user it logged in as, the
-// application_name it gave at startup or set since (the frontend keeps both on the request).
+// The client's own session, as PostgreSQL's functions (and Trino's current_user) describe it.
+// DuckDB answers current_user and its kin with its own name ("duckdb") and knows no
+// application_name, so Flyway's and Liquibase's `SELECT current_user`, DBeaver's session view
+// and a psycopg or JDBC application reading back its application_name got another answer or an
+// error. A client's call is written with the value its session has: the user it logged in as,
+// the application_name it gave at startup or set since (the frontend keeps both on the request).
 
 // sessionUserWords are PostgreSQL's keywords for the session's user; each names its result
 // column after itself.
@@ -34,8 +34,9 @@ var pgSessionSQL = []string{
 	`CREATE MACRO {c}.main.pg_is_in_recovery() AS false`,
 	`CREATE MACRO {c}.main.pg_current_xact_id() AS txid_current()`,
 	// to_regclass('[schema.]name'): the name when such a table or view exists, else NULL.
-	`CREATE MACRO {c}.main.to_regclass(name) AS (SELECT any_value(name) FROM duckdb_tables() t
-		WHERE t.database_name = current_database() AND (t.table_name = name OR t.schema_name || '.' || t.table_name = name)) `,
+	`CREATE MACRO {c}.main.to_regclass(name) AS (SELECT any_value(name) FROM (SELECT database_name, schema_name, table_name
+		FROM duckdb_tables() UNION ALL SELECT database_name, schema_name, view_name FROM duckdb_views() WHERE NOT internal) t
+		WHERE t.database_name = current_database() AND (t.table_name = name OR t.schema_name || '.' || t.table_name = name))`,
 }
 
 // mayReadSession reports cheaply whether a PostgreSQL client's q may name its session's user

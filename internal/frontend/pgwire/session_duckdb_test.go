@@ -83,6 +83,12 @@ func TestSessionFunctionsAsPostgreSQL(t *testing.T) {
 	}
 	check("SELECT current_setting('application_name')", none)
 	check("SELECT pg_catalog.to_regclass('pg_catalog.no_such_table') IS NULL", none)
+	for _, c := range []*pgx.Conn{pg, duck} {
+		if _, err := c.Exec(context.Background(), "CREATE VIEW session_view AS SELECT 1 AS one"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("SELECT to_regclass('session_view')::text", none)
 }
 
 // TestTypeORMCatalogStatementsAsPostgreSQL: statements TypeORM's PostgreSQL driver sends at
