@@ -40,13 +40,19 @@ const compatPrefix = `"` + compatCatalog + `".main.`
 // reads the compatibility object.
 var compatNames = func() map[string]bool {
 	names := map[string]bool{}
-	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgFunctionSQL) {
+	for _, s := range pgCompatSQL() {
 		for _, m := range regexp.MustCompile(`\{c\}\.main\.(\w+)`).FindAllStringSubmatch(s, -1) {
 			names[m[1]] = true
 		}
 	}
 	return names
 }()
+
+// pgCompatSQL is everything the compatibility catalog holds for PostgreSQL (and Trino)
+// clients; the engine adds the other protocols' functions.
+func pgCompatSQL() []string {
+	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgFunctionSQL)
+}
 
 // compatSQL creates the missing catalog objects in the catalog named {c}. The owner of
 // everything is the proxy's own name: DuckDB has no roles.

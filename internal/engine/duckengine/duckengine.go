@@ -167,8 +167,7 @@ func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bo
 	}
 	// \l lists the databases a client can use: not DuckDB's own, nor the compatibility one.
 	hidden := "'memory', '" + compatCatalog + "'"
-	for _, s := range slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgFunctionSQL,
-		trinoFunctionSQL, mysqlFunctionSQL) {
+	for _, s := range slices.Concat(pgCompatSQL(), trinoFunctionSQL, mysqlFunctionSQL) {
 		s = strings.NewReplacer("{c}", quoteIdent(compatCatalog), "{hidden}", hidden).Replace(s)
 		if err := exec(s); err != nil {
 			return fmt.Errorf("catalog compatibility: %w", err)

@@ -162,16 +162,26 @@ func (s *session) holdLast(ctx context.Context) {
 	}
 }
 
+// admit is what refuses a statement the session is asked to run: err, the statement's own
+// (reading it failed, which fails the transaction), or an aborted transaction; nil: run it.
+func (s *session) admit(err error) error {
+	if err != nil {
+		s.fail()
+		return err
+	}
+	if s.status == 'E' {
+		return errAborted
+	}
+	return nil
+}
+
 // runOwn runs a statement the engine runs itself (ownStatement) in the session's transaction,
 // or in one of its own outside one.
 func (s *session) runOwn(ctx context.Context, q *query.Request, own ownRun, err error) (query.Rows, error) {
-	switch {
-	case err != nil:
-		s.fail()
+	if err := s.admit(err); err != nil {
 		return nil, err
-	case s.status == 'E':
-		return nil, errAborted
-	case s.readOnly && s.status == 'T':
+	}
+	if s.readOnly && s.status == 'T' {
 		s.fail()
 		return nil, &query.Error{Code: sqlstate.ReadOnlySQLTransaction, Message: fmt.Sprintf("cannot execute %s in a read-only transaction", strings.ToUpper(leadWords(q, 1)[0]))}
 	}
@@ -187,12 +197,8 @@ func (s *session) runOwn(ctx context.Context, q *query.Request, own ownRun, err 
 // runAdvisory runs an advisory lock call in the session's transaction: its transaction locks
 // are let go when the transaction ends (endTx).
 func (s *session) runAdvisory(ctx context.Context, call advisoryCall, q *query.Request, err error) (query.Rows, error) {
-	switch {
-	case err != nil:
-		s.fail()
+	if err := s.admit(err); err != nil {
 		return nil, err
-	case s.status == 'E':
-		return nil, errAborted
 	}
 	if s.status == 'T' {
 		s.holder = advisoryHolder(q)
