@@ -57,6 +57,7 @@ func pgCompatSQL() []string {
 // compatSQL creates the missing catalog objects in the catalog named {c}. The owner of
 // everything is the proxy's own name: DuckDB has no roles.
 var compatSQL = []string{
+	qfSchemaNameSQL,
 	`CREATE MACRO {c}.main.pg_get_userbyid(id) AS 'queryflux'`,
 	`CREATE MACRO {c}.main.pg_encoding_to_char(enc) AS 'UTF8'`,
 	`CREATE MACRO {c}.main.pg_relation_is_publishable(id) AS false`,
@@ -109,6 +110,12 @@ var compatSQL = []string{
 	// TypeORM's schema drop would drop).
 	`CREATE VIEW {c}.main.qf_pg_views AS SELECT schema_name AS schemaname, view_name AS viewname,
 		'queryflux' AS viewowner, sql AS definition FROM duckdb_views() WHERE NOT internal AND database_name NOT IN ({hidden})`,
+	// The client's tables with no I/O counted (Sequelize's describeTable joins it to
+	// pg_description for a column's comment).
+	`CREATE VIEW {c}.main.pg_statio_all_tables AS SELECT table_oid AS relid, schema_name AS schemaname, table_name AS relname,
+		0::BIGINT AS heap_blks_read, 0::BIGINT AS heap_blks_hit, 0::BIGINT AS idx_blks_read, 0::BIGINT AS idx_blks_hit,
+		0::BIGINT AS toast_blks_read, 0::BIGINT AS toast_blks_hit, 0::BIGINT AS tidx_blks_read, 0::BIGINT AS tidx_blks_hit
+		FROM duckdb_tables() WHERE database_name = current_database()`,
 	// DuckDB has no materialized views.
 	`CREATE VIEW {c}.main.pg_matviews AS SELECT NULL::VARCHAR AS schemaname, NULL::VARCHAR AS matviewname,
 		NULL::VARCHAR AS matviewowner, NULL::VARCHAR AS tablespace, false AS hasindexes, false AS ispopulated,
@@ -128,8 +135,8 @@ var compatSQL = []string{
 		0::BIGINT AS collnamespace, 0::BIGINT AS collowner, 'd' AS collprovider, true AS collisdeterministic,
 		-1 AS collencoding, NULL::VARCHAR AS collcollate, NULL::VARCHAR AS collctype, NULL::VARCHAR AS colliculocale`,
 	// qf_index_expressions is a CREATE INDEX index's expressions, which duckdb_indexes() writes
-	// as one text ([n, m]), as a list.
-	`CREATE MACRO {c}.main.qf_index_expressions(e) AS string_split(trim(CAST(e AS VARCHAR), '[]'), ', ')`,
+	// as one text (['"name"', m], an expression quoted when it holds a quote or a comma), as a list.
+	`CREATE MACRO {c}.main.qf_index_expressions(e) AS CAST(CAST(e AS VARCHAR) AS VARCHAR[])`,
 	// pg_get_indexdef(id, col, pretty) is the index's column col (JDBC's getIndexInfo reads each
 	// so), its definition for col 0.
 	// An index's definition as PostgreSQL writes it (psql's \d shows what follows USING):
@@ -216,6 +223,11 @@ var compatSQL = []string{
 		(SELECT any_value(qf_definition) FROM {c}.main.qf_pg_constraint WHERE oid = id),
 		(id, pretty) AS (SELECT any_value(CASE WHEN pretty AND contype = 'c' AND conbin LIKE '(%)'
 			THEN 'CHECK (' || conbin[2:-2] || ')' ELSE qf_definition END) FROM {c}.main.qf_pg_constraint WHERE oid = id)`,
+	// A list of text as PostgreSQL writes an array of it: {a,"b c",NULL}, an element quoted when
+	// empty, NULL, or holding a blank, a quote, a backslash, a comma or a brace.
+	`CREATE MACRO {c}.main.qf_pg_array_text(l) AS '{' || array_to_string(list_transform(l, e -> CASE WHEN e IS NULL THEN 'NULL'
+		WHEN e = '' OR lower(e) = 'null' OR regexp_matches(e, '[\s",{}\\]') THEN '"' || replace(replace(e, '\', '\\'), '"', '\"') || '"'
+		ELSE e END), ',') || '}'`,
 	// information_schema._pg_expandarray(a): one (x, n) row per element of a, n counting from
 	// 1 (JDBC's getPrimaryKeys reads index keys with it).
 	`CREATE MACRO {c}.main.qf_pg_expandarray(arr) AS
@@ -595,8 +607,9 @@ func pgCompat(q *query.Request) string {
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
 	division := (q.Protocol == query.ProtocolPostgres || q.Protocol == query.ProtocolTrino) && divides(q)
 	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
+	offsets := q.Protocol == query.ProtocolPostgres && holdsOffsetTimestamp(q.SQL)
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
-		!infoSchema && !division && !values {
+		!infoSchema && !division && !values && !offsets {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -604,7 +617,7 @@ func pgCompat(q *query.Request) string {
 		return noPublications
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
-		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values}
+		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values, offsets: offsets}
 	w.run()
 	return w.out.String()
 }
@@ -682,6 +695,8 @@ type compatWriter struct {
 	divides bool
 	// values: VALUES 1, 2 is two rows (Trino's; valuesRows).
 	values bool
+	// offsets: a timestamp literal may have a blank before its offset (pgliterals.go).
+	offsets bool
 }
 
 // jsonOperator writes PostgreSQL's jsonb operator at w.i, between a column (t.col) and a
@@ -913,6 +928,8 @@ func (w *compatWriter) step() {
 				return
 			}
 		}
+	case "as":
+		w.selectedAsText()
 	case "any":
 		if w.listAny() {
 			return
@@ -1025,6 +1042,7 @@ func (w *compatWriter) step() {
 		w.emit(op.duck)
 	case w.similar(t):
 		return
+	case t.Kind == sqltok.String && w.literal(t):
 	default:
 		w.emit(t.Text)
 	}
@@ -1074,6 +1092,41 @@ func (w *compatWriter) vectorText() bool {
 	}
 	return ok
 }
+
+// nameColumns are the catalog's columns of PostgreSQL's type name.
+var nameColumns = map[string]bool{"attname": true, "relname": true, "nspname": true, "typname": true, "conname": true,
+	"proname": true, "datname": true, "rolname": true, "amname": true, "collname": true}
+
+// selectedAsText rewrites the select-list item just written, w.i at its AS, as PostgreSQL's text
+// of its value where PostgreSQL's type is one clients leave as text and DuckDB's a list they
+// parse: a vector column (ix.indkey AS k, int2vector: "1 2") and array_agg of a name column
+// (array_agg(a.attname) AS n, name[]: "{id,title}"). Sequelize's index listing (showIndex)
+// splits both texts.
+func (w *compatWriter) selectedAsText() {
+	end := w.prevSig(w.i)
+	if w.isName(end) && vectorColumns[w.word(end)] {
+		if start := w.nameStart(end); startsSelectItem(w.word(w.prevSig(start))) {
+			if operand, ok := w.retract(start); ok {
+				w.emit("array_to_string(" + operand + ", ' ') ")
+			}
+		}
+		return
+	}
+	col := w.prevSig(end)
+	open := w.prevSig(w.nameStart(col))
+	call := w.prevSig(open)
+	if w.word(end) != ")" || !w.isName(col) || !nameColumns[w.word(col)] || w.word(open) != "(" ||
+		w.word(call) != "array_agg" || !startsSelectItem(w.word(w.prevSig(call))) {
+		return
+	}
+	if operand, ok := w.retract(call); ok {
+		w.emit(compatPrefix + "qf_pg_array_text(" + operand + ") ")
+	}
+}
+
+// startsSelectItem reports whether the token before an expression, prev, starts a select-list
+// item there.
+func startsSelectItem(prev string) bool { return prev == "select" || prev == "," || prev == "distinct" }
 
 // listAny rewrites x = ANY(list), x and list names ([q.]attnum = ANY([q.]indkey), a join's
 // condition in SQLAlchemy's index reflection), as list_contains(list, x): DuckDB plans its ANY
