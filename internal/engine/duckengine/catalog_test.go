@@ -28,8 +28,8 @@ func TestPGCompatRewrites(t *testing.T) {
 		// its describeTable: public is DuckDB's main; its bulk INSERT of dates: a blank before
 		// the offset.
 		`SELECT ix.indkey AS indkey, array_agg(a.attnum) as n, array_agg(a.attname) AS names FROM pg_index ix, pg_attribute a GROUP BY ix.indkey`: `SELECT array_to_string(ix.indkey, ' ') AS indkey, array_agg(a.attnum) as n, "queryflux_pg_compat".main.qf_pg_array_text(array_agg(a.attname)) AS names FROM "queryflux_pg_compat".main.qf_pg_index ix, "queryflux_pg_compat".main.qf_pg_attribute a GROUP BY ix.indkey`,
-		`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name = 'public'`:                   `SELECT table_name FROM "queryflux_pg_compat".infoschema.tables WHERE table_schema = "queryflux_pg_compat".main.qf_schema_name('public') AND table_name = 'public'`,
-		`INSERT INTO "t" ("a","b") VALUES ('2026-12-05 00:35:39.957 +00:00','x -01'),('2026-12-05 00:35:39 -05:30', 'y')`:          `INSERT INTO "t" ("a","b") VALUES ('2026-12-05 00:35:39.957+00:00','x -01'),('2026-12-05 00:35:39-05:30', 'y')`,
+		`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name = 'public'`:                                `SELECT table_name FROM "queryflux_pg_compat".infoschema.tables WHERE table_schema = "queryflux_pg_compat".main.qf_schema_name('public') AND table_name = 'public'`,
+		`INSERT INTO "t" ("a","b") VALUES ('2026-12-05 00:35:39.957 +00:00','x -01'),('2026-12-05 00:35:39 -05:30', 'y')`:                         `INSERT INTO "t" ("a","b") VALUES ('2026-12-05 00:35:39.957+00:00','x -01'),('2026-12-05 00:35:39-05:30', 'y')`,
 		// SQLAlchemy's reflection: unqualified catalog relations, json_build_object, an ANY in
 		// an outer join, int2vector text, unnest in a select list.
 		`select a.attname from pg_attribute a join (select unnest(ix.indkey) attnum from pg_index ix) k on a.attnum = k.attnum`:         `select a.attname from "queryflux_pg_compat".main.qf_pg_attribute a join (select unnest(ix.indkey) attnum from "queryflux_pg_compat".main.qf_pg_index ix) k on a.attnum = k.attnum`,

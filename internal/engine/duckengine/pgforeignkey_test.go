@@ -88,7 +88,7 @@ func TestDropReferencedTableCascade(t *testing.T) {
 		{"select error('parents kept') from duckdb_tables() where table_name = 'parents'", ""},
 		{"select error('kids lost a row, a value or its index') where (select count(*) from kids where parent = 1 and owner = 1 and name = 'k') <> 1" +
 			" or (select count(*) from duckdb_indexes() where index_name = 'kids_name_idx') <> 1", ""},
-		{"insert into kids (parent, owner, name) values (99, 1, 'k2')", ""}, // the key to parents went
+		{"insert into kids (parent, owner, name) values (99, 1, 'k2')", ""},      // the key to parents went
 		{"insert into kids (parent, owner, name) values (1, 99, 'k3')", "23503"}, // the one to owners holds
 		{"insert into kids (name) values ('k4') returning id", ""},
 		{"select error('the sequence restarted') from kids where id = 1 having count(*) <> 1", ""},
