@@ -52,7 +52,7 @@ func dropTableCascade(q *query.Request) (run ownRun, handled bool) {
 		for _, name := range tables {
 			schema, table := "", name[len(name)-1]
 			if len(name) == 2 {
-				schema = name[0]
+				schema = duckSchema(name[0])
 			}
 			rebuilds, err := dropKeysTo(ctx, conn, schema, table)
 			if err != nil {
@@ -143,4 +143,12 @@ func qualified(schema, name string) string {
 		return quoteIdent(name)
 	}
 	return quoteIdent(schema) + "." + quoteIdent(name)
+}
+
+// duckSchema is a PostgreSQL client's schema name as DuckDB's: public is main (pgschema.go).
+func duckSchema(name string) string {
+	if strings.EqualFold(name, "public") {
+		return "main"
+	}
+	return name
 }

@@ -84,7 +84,7 @@ func TestDropReferencedTableCascade(t *testing.T) {
 		{"insert into owners values (1)", ""},
 		{"insert into parents (name) values ('p')", ""},
 		{"insert into kids (parent, owner, name) values (1, 1, 'k')", ""},
-		{`DROP TABLE IF EXISTS "main"."parents" CASCADE;`, ""},
+		{`DROP TABLE IF EXISTS "public"."parents" CASCADE;`, ""},
 		{"select error('parents kept') from duckdb_tables() where table_name = 'parents'", ""},
 		{"select error('kids lost a row, a value or its index') where (select count(*) from kids where parent = 1 and owner = 1 and name = 'k') <> 1" +
 			" or (select count(*) from duckdb_indexes() where index_name = 'kids_name_idx') <> 1", ""},
@@ -103,7 +103,7 @@ func TestDropReferencedTableCascade(t *testing.T) {
 // its table was dropped numbers from 1, as PostgreSQL's (whose sequence went with the table);
 // while the table exists, it changes nothing (Sequelize's sync({force: true}), then sync()).
 func TestCreateTableIfNotExistsFreshSequence(t *testing.T) {
-	create := `CREATE TABLE IF NOT EXISTS "notes" ("id" SERIAL, "body" VARCHAR(255), PRIMARY KEY ("id"))`
+	create := `CREATE TABLE IF NOT EXISTS public."notes" ("id" SERIAL, "body" VARCHAR(255), PRIMARY KEY ("id"))`
 	runStates(t, openMemory(t), []struct{ sql, want string }{
 		{create, ""},
 		{"insert into notes (body) values ('a'), ('b')", ""},

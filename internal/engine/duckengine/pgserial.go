@@ -64,7 +64,7 @@ func pgCreateTable(sqlText string) (stmts []string, fresh *freshSequences, ok bo
 	if ifNotExists && len(seqs) > 0 {
 		fresh = &freshSequences{name: pgIdent(name[len(name)-1]), temporary: temporary}
 		if len(name) >= 3 {
-			fresh.schema = pgIdent(name[len(name)-3])
+			fresh.schema = duckSchema(pgIdent(name[len(name)-3]))
 		}
 	}
 	create := "CREATE SEQUENCE "
@@ -276,7 +276,11 @@ func serialSequence(name []sqltok.Token, col sqltok.Token) string {
 		quoted = `"` + strings.ReplaceAll(seq, `"`, `""`) + `"`
 	}
 	for i := len(name) - 2; i >= 0; i-- { // the schema, s. or d.s.
-		quoted = name[i].Text + quoted
+		part := name[i].Text
+		if i == len(name)-3 && pgIdent(name[i]) == "public" {
+			part = "main" // PostgreSQL's public is main (pgschema.go)
+		}
+		quoted = part + quoted
 	}
 	return quoted
 }
