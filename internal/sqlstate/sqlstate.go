@@ -60,6 +60,8 @@ const (
 	DuplicateDatabase                = "42P04"
 	DuplicatePreparedStatement       = "42P05"
 	DuplicateTable                   = "42P07"
+	DuplicateSchema                  = "42P06"
+	DependentObjectsStillExist       = "2BP01"
 	InvalidCursorDefinition          = "42P11"
 )
 

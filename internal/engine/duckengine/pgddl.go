@@ -41,6 +41,9 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 	if run, ok := dropTableCascade(q); ok {
 		return run, true, nil
 	}
+	if run, ok := publicSchemaStatement(q); ok {
+		return run, true, nil
+	}
 	stmts, fresh, tag, ok, err := expandDDL(q)
 	if !ok || err != nil {
 		return nil, ok, err

@@ -133,12 +133,8 @@ func duckSearchPath(value string) string {
 		} else {
 			s = strings.ToLower(s)
 		}
-		switch s {
-		case "$user", "":
-		case "public":
-			schemas = append(schemas, "main")
-		default:
-			schemas = append(schemas, s)
+		if s != "$user" && s != "" {
+			schemas = append(schemas, duckSchema(s))
 		}
 	}
 	return strings.Join(schemas, ",")

@@ -2,12 +2,14 @@ package pgwire_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
@@ -87,6 +89,61 @@ func TestPublicSchemaAsPostgreSQL(t *testing.T) {
 	} {
 		if want, got := shape(pg, sql), shape(duck, sql); want != got {
 			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", sql, want, got)
+		}
+	}
+}
+
+// TestDropSchemaPublicAsPostgreSQL: the reset test suites run, DROP SCHEMA public CASCADE then
+// CREATE SCHEMA public, empties the embedded DuckDB's tables (keys among them), views,
+// sequences and types, as it empties PostgreSQL's schema; without CASCADE, and CREATE SCHEMA
+// public over a schema that holds anything, fail with PostgreSQL's codes.
+func TestDropSchemaPublicAsPostgreSQL(t *testing.T) {
+	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "dropschema").URL())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code := func(err error) string {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			return pgErr.Code
+		}
+		if err != nil {
+			return err.Error()
+		}
+		return "ok"
+	}
+	steps := []string{
+		`CREATE TABLE parent (id int PRIMARY KEY)`,
+		`CREATE TABLE child (id int PRIMARY KEY, p int REFERENCES parent (id))`,
+		`CREATE TABLE grandchild (id int, c int REFERENCES child (id))`,
+		`CREATE VIEW children AS SELECT * FROM child`,
+		`CREATE SEQUENCE counter`,
+		`CREATE TYPE mood AS ENUM ('calm', 'cross')`,
+		`CREATE SCHEMA public`,
+		`DROP SCHEMA public`,
+		`DROP SCHEMA public CASCADE`,
+		`CREATE SCHEMA public`,
+		`CREATE TABLE public.parent (id int PRIMARY KEY)`, // each name is free again
+		`CREATE TABLE child (id int)`,
+		`CREATE VIEW children AS SELECT 1 AS one`,
+		`CREATE SEQUENCE counter`,
+		`CREATE TYPE mood AS ENUM ('calm')`,
+	}
+	for _, s := range steps {
+		_, errPG := pg.Exec(ctx, s)
+		_, errDuck := duck.Exec(ctx, s)
+		if want, got := code(errPG), code(errDuck); want != got {
+			t.Errorf("%s: PostgreSQL %s (%v), QueryFlux on DuckDB %s (%v)", s, want, errPG, got, errDuck)
+		}
+	}
+	const tables = `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`
+	for _, c := range []*pgx.Conn{pg, duck} {
+		rows, err := c.Query(ctx, tables)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || strings.Join(names, ",") != "child,children,parent" {
+			t.Errorf("tables after the reset: %v (%v), want child,children,parent", names, err)
 		}
 	}
 }
