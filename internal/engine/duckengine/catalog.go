@@ -111,6 +111,12 @@ var compatSQL = []string{
 	// TypeORM's schema drop would drop).
 	`CREATE VIEW {c}.main.qf_pg_views AS SELECT {c}.main.qf_pg_schema(schema_name) AS schemaname, view_name AS viewname,
 		'queryflux' AS viewowner, sql AS definition FROM duckdb_views() WHERE NOT internal AND database_name NOT IN ({hidden})`,
+	// The client's tables with no I/O counted (Sequelize's describeTable joins it to
+	// pg_description for a column's comment).
+	`CREATE VIEW {c}.main.pg_statio_all_tables AS SELECT table_oid AS relid, schema_name AS schemaname, table_name AS relname,
+		0::BIGINT AS heap_blks_read, 0::BIGINT AS heap_blks_hit, 0::BIGINT AS idx_blks_read, 0::BIGINT AS idx_blks_hit,
+		0::BIGINT AS toast_blks_read, 0::BIGINT AS toast_blks_hit, 0::BIGINT AS tidx_blks_read, 0::BIGINT AS tidx_blks_hit
+		FROM duckdb_tables() WHERE database_name = current_database()`,
 	// DuckDB has no materialized views.
 	`CREATE VIEW {c}.main.pg_matviews AS SELECT NULL::VARCHAR AS schemaname, NULL::VARCHAR AS matviewname,
 		NULL::VARCHAR AS matviewowner, NULL::VARCHAR AS tablespace, false AS hasindexes, false AS ispopulated,
@@ -222,6 +228,11 @@ var compatSQL = []string{
 		(SELECT any_value(qf_definition) FROM {c}.main.qf_pg_constraint WHERE oid = id),
 		(id, pretty) AS (SELECT any_value(CASE WHEN pretty AND contype = 'c' AND conbin LIKE '(%)'
 			THEN 'CHECK (' || conbin[2:-2] || ')' ELSE qf_definition END) FROM {c}.main.qf_pg_constraint WHERE oid = id)`,
+	// A list of text as PostgreSQL writes an array of it: {a,"b c",NULL}, an element quoted when
+	// empty, NULL, or holding a blank, a quote, a backslash, a comma or a brace.
+	`CREATE MACRO {c}.main.qf_pg_array_text(l) AS '{' || array_to_string(list_transform(l, e -> CASE WHEN e IS NULL THEN 'NULL'
+		WHEN e = '' OR lower(e) = 'null' OR regexp_matches(e, '[\s",{}\\]') THEN '"' || replace(replace(e, '\', '\\'), '"', '\"') || '"'
+		ELSE e END), ',') || '}'`,
 	// information_schema._pg_expandarray(a): one (x, n) row per element of a, n counting from
 	// 1 (JDBC's getPrimaryKeys reads index keys with it).
 	`CREATE MACRO {c}.main.qf_pg_expandarray(arr) AS
@@ -606,8 +617,9 @@ func pgCompat(q *query.Request) string {
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
 	division := (q.Protocol == query.ProtocolPostgres || q.Protocol == query.ProtocolTrino) && divides(q)
 	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
+	offsets := q.Protocol == query.ProtocolPostgres && holdsOffsetTimestamp(q.SQL)
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
-		!infoSchema && !division && !values && !mayNamePublic(q) {
+		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -616,7 +628,7 @@ func pgCompat(q *query.Request) string {
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
 		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values,
-		postgres: q.Protocol == query.ProtocolPostgres}
+		postgres: q.Protocol == query.ProtocolPostgres, offsets: offsets}
 	if division && w.trino {
 		w.starts = make([]int, len(toks))
 		for i := range w.starts {
@@ -707,6 +719,8 @@ type compatWriter struct {
 	// token written within another's step): a Trino client's division writes a call before its
 	// dividend (guardDivision). nil for any other statement.
 	starts []int
+	// offsets: a timestamp literal may have a blank before its offset (pgliterals.go).
+	offsets bool
 	// postgres: the client speaks PostgreSQL, to which DuckDB's main schema is public
 	// (pgschema.go).
 	postgres bool
@@ -947,6 +961,8 @@ func (w *compatWriter) step() {
 			w.i = name
 			return
 		}
+	case "as":
+		w.selectedAsText()
 	case "any":
 		if w.listAny() {
 			return
@@ -1059,6 +1075,7 @@ func (w *compatWriter) step() {
 		w.emit(op.duck)
 	case w.similar(t):
 		return
+	case t.Kind == sqltok.String && w.literal(t):
 	default:
 		w.emit(t.Text)
 	}
@@ -1108,6 +1125,58 @@ func (w *compatWriter) vectorText() bool {
 	}
 	return ok
 }
+
+// nameColumns are the catalog's columns of PostgreSQL's type name.
+var nameColumns = map[string]bool{"attname": true, "relname": true, "nspname": true, "typname": true, "conname": true,
+	"proname": true, "datname": true, "rolname": true, "amname": true, "collname": true}
+
+// selectedAsText rewrites the outer select-list's item just written, w.i at its AS, as PostgreSQL's text
+// of its value where PostgreSQL's type is one clients leave as text and DuckDB's a list they
+// parse: a vector column (ix.indkey AS k, int2vector: "1 2") and array_agg of a name column
+// (array_agg(a.attname) AS n, name[]: "{id,title}"). Sequelize's index listing (showIndex)
+// splits both texts.
+func (w *compatWriter) selectedAsText() {
+	if w.depth(w.i) > 0 {
+		return // a subquery's column, which its query reads as a list (JDBC's getIndexInfo: indoption[n])
+	}
+	end := w.prevSig(w.i)
+	if w.isName(end) && vectorColumns[w.word(end)] {
+		if start := w.nameStart(end); startsSelectItem(w.word(w.prevSig(start))) {
+			if operand, ok := w.retract(start); ok {
+				w.emit("array_to_string(" + operand + ", ' ') ")
+			}
+		}
+		return
+	}
+	col := w.prevSig(end)
+	open := w.prevSig(w.nameStart(col))
+	call := w.prevSig(open)
+	if w.word(end) != ")" || !w.isName(col) || !nameColumns[w.word(col)] || w.word(open) != "(" ||
+		w.word(call) != "array_agg" || !startsSelectItem(w.word(w.prevSig(call))) {
+		return
+	}
+	if operand, ok := w.retract(call); ok {
+		w.emit(compatPrefix + "qf_pg_array_text(" + operand + ") ")
+	}
+}
+
+// depth is how many parentheses are open at token i.
+func (w *compatWriter) depth(i int) int {
+	n := 0
+	for _, t := range w.toks[:i] {
+		switch t.Text {
+		case "(":
+			n++
+		case ")":
+			n--
+		}
+	}
+	return n
+}
+
+// startsSelectItem reports whether the token before an expression, prev, starts a select-list
+// item there.
+func startsSelectItem(prev string) bool { return prev == "select" || prev == "," || prev == "distinct" }
 
 // listAny rewrites x = ANY(list), x and list names ([q.]attnum = ANY([q.]indkey), a join's
 // condition in SQLAlchemy's index reflection), as list_contains(list, x): DuckDB plans its ANY
