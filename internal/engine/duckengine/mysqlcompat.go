@@ -57,10 +57,13 @@ func mysqlCompat(sqlText string) string {
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		if e, ok := edits[i]; ok {
-			b.WriteString(e.text)
-			i = e.to
+			b.WriteString(e.before)
 			changed = true
-			continue
+			if e.to >= 0 {
+				b.WriteString(e.text)
+				i = e.to
+				continue
+			}
 		}
 		// A string that is not UTF-8 is bytes (PyMySQL and mysqlclient write a bytes parameter
 		// as a plain '...' string of them, which MySQL stores into a BLOB as they are): DuckDB
@@ -270,7 +273,7 @@ func mayCallMySQLFunction(sqlText string) bool {
 		containsFold(sqlText, "mod") || containsFold(sqlText, "date_") || containsFold(sqlText, "adddate") || containsFold(sqlText, "subdate") || containsFold(sqlText, "to_days") ||
 		containsFold(sqlText, "length") || containsFold(sqlText, "concat") || mayCallMySQLCall(sqlText) ||
 		containsFold(sqlText, "sql_") || containsFold(sqlText, "high_priority") || containsFold(sqlText, "collate") ||
-		containsFold(sqlText, "unique")
+		containsFold(sqlText, "unique") || containsFold(sqlText, "binary") || containsFold(sqlText, "interval")
 }
 
 // mysqlCalls are the functions mysqlFunctionEdits writes that mayCallMySQLFunction looks for
