@@ -92,6 +92,7 @@ func (h *session) UseDB(db string) error {
 
 // HandleQuery handles COM_QUERY.
 func (h *session) HandleQuery(sql string) (*mysql.Result, error) {
+	sql = sqltok.ExpandExecutableComments(sql, h.s.version)
 	if r, err, ok := h.local(sql); ok {
 		return r, err
 	}
