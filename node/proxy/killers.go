@@ -57,17 +57,7 @@ func checkSessionKillers(req *query.Request) error {
 // mayKillSessions is false for text that holds none of "kill", "_backend" and "u&" (an
 // identifier with escapes) in any case: such a statement can name nothing sessionKiller looks for.
 func mayKillSessions(sql string) bool {
-	return containsFold(sql, "kill") || containsFold(sql, "_backend") || containsFold(sql, "u&")
-}
-
-// containsFold reports whether s contains the lower-case ASCII word w in any case.
-func containsFold(s, w string) bool {
-	for i := 0; i+len(w) <= len(s); i++ {
-		if c := s[i]; (c == w[0] || c|0x20 == w[0] && c >= 'A') && strings.EqualFold(s[i:i+len(w)], w) {
-			return true
-		}
-	}
-	return false
+	return sqltok.ContainsFold(sql, "kill") || sqltok.ContainsFold(sql, "_backend") || sqltok.ContainsFold(sql, "u&")
 }
 
 func isExecutableComment(c string) bool {
@@ -94,7 +84,7 @@ func sessionKiller(toks []sqltok.Token, d sqltok.Dialect, depth int) string {
 				body = unescapeUnicode(body)
 			}
 			for _, f := range sessionKillerFuncs {
-				if containsFold(body, f) {
+				if sqltok.ContainsFold(body, f) {
 					return f
 				}
 			}

@@ -629,6 +629,12 @@ func pgCompat(q *query.Request) string {
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
 		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values,
 		postgres: q.Protocol == query.ProtocolPostgres, offsets: offsets}
+	if division && w.trino {
+		w.starts = make([]int, len(toks))
+		for i := range w.starts {
+			w.starts[i] = -1
+		}
+	}
 	w.run()
 	return w.out.String()
 }
@@ -637,6 +643,9 @@ func pgCompat(q *query.Request) string {
 func (w *compatWriter) run() {
 	for w.i < len(w.toks) {
 		from := w.i
+		if w.starts != nil {
+			w.starts[w.i] = w.out.Len()
+		}
 		w.step()
 		// What is written after a token, once the tokens up to it are (a step may write
 		// several, with a rewrite of its own).
@@ -706,6 +715,10 @@ type compatWriter struct {
 	divides bool
 	// values: VALUES 1, 2 is two rows (Trino's; valuesRows).
 	values bool
+	// starts holds, by token index, where in out the token's step began writing (-1 for a
+	// token written within another's step): a Trino client's division writes a call before its
+	// dividend (guardDivision). nil for any other statement.
+	starts []int
 	// offsets: a timestamp literal may have a blank before its offset (pgliterals.go).
 	offsets bool
 	// postgres: the client speaks PostgreSQL, to which DuckDB's main schema is public
@@ -887,8 +900,8 @@ func (w *compatWriter) step() {
 		}
 	}
 	key := w.word(w.i)
-	if name := strings.Trim(key, `"`); t.Kind == sqltok.QuotedIdent && extendedRelations[name] {
-		key = name // "pg_views" (TypeORM quotes every name): the same relation to PostgreSQL
+	if name := strings.Trim(key, `"`); t.Kind == sqltok.QuotedIdent && (extendedRelations[name] || name == "information_schema") {
+		key = name // "pg_views", "information_schema"."tables" (TypeORM quotes every name): the same to PostgreSQL
 	}
 	// Unqualified, in FROM (SQLAlchemy's reflection): PostgreSQL finds pg_catalog's first.
 	if extendedRelations[key] && isFromItem(w.word(w.prevSig(w.i))) {

@@ -381,15 +381,8 @@ func mayHoldNoArgCall(sqlText string) bool {
 	return containsFold(sqlText, "dual")
 }
 
-// containsFold reports whether s holds word in any case.
-func containsFold(s, word string) bool {
-	for i := 0; i+len(word) <= len(s); i++ {
-		if s[i]|0x20 == word[0] && strings.EqualFold(s[i:i+len(word)], word) {
-			return true
-		}
-	}
-	return false
-}
+// containsFold reports whether s holds word (lower case) in any case.
+func containsFold(s, word string) bool { return sqltok.ContainsFold(s, word) }
 
 // limitPair reads "offset , count" (each a number or a ?, blanks and comments between) from
 // toks[i:]: the two tokens, and the index after the count.
