@@ -900,8 +900,8 @@ func (w *compatWriter) step() {
 		}
 	}
 	key := w.word(w.i)
-	if name := strings.Trim(key, `"`); t.Kind == sqltok.QuotedIdent && extendedRelations[name] {
-		key = name // "pg_views" (TypeORM quotes every name): the same relation to PostgreSQL
+	if name := strings.Trim(key, `"`); t.Kind == sqltok.QuotedIdent && (extendedRelations[name] || name == "information_schema") {
+		key = name // "pg_views", "information_schema"."tables" (TypeORM quotes every name): the same to PostgreSQL
 	}
 	// Unqualified, in FROM (SQLAlchemy's reflection): PostgreSQL finds pg_catalog's first.
 	if extendedRelations[key] && isFromItem(w.word(w.prevSig(w.i))) {
