@@ -60,6 +60,12 @@ type Request struct {
 	// definition it is sent carries MariaDB's extended type info (format=json, type=uuid), and
 	// a MariaDB engine relays the statement's from a connection opened with the flag.
 	ExtendedMetadata bool
+	// MultiResults and PSMultiResults are a MySQL client's CLIENT_MULTI_RESULTS and
+	// CLIENT_PS_MULTI_RESULTS: a stored procedure's CALL may answer it with several result
+	// sets (by text, by prepared statement), and a MySQL engine runs the statement on a
+	// connection opened with the same flags, so that the server refuses (1312) what it would
+	// refuse the client.
+	MultiResults, PSMultiResults bool
 	// ArgOIDs are the PostgreSQL types (OIDs) a PostgreSQL client declared, or was told at
 	// Describe, for its parameters (0: unspecified), for an engine that types a parameter its
 	// SQL leaves untyped (DuckDB's SELECT $1) as PostgreSQL does; nil from other protocols.

@@ -92,11 +92,13 @@ func (r *rows) produce(ctx context.Context) {
 	var err error
 	var stripped func()
 	r.blocks, stripped = stripping(r.e, r.conn)
+	untap := tapOK(r.conn)
 	if len(r.q.Args) == 0 {
-		err = r.conn.ExecuteSelectStreaming(tagged(ctx, r.q.SQL), &result, r.onRow(ctx), r.onResult(ctx))
+		err = r.moreResults(&result, r.conn.ExecuteSelectStreaming(tagged(ctx, r.q.SQL), &result, r.onRow(ctx), r.onResult(ctx)))
 	} else {
 		err = r.executePrepared(ctx, &result)
 	}
+	info := untap()
 	stripped()
 	if err == nil {
 		err = r.flush(ctx)
@@ -116,16 +118,15 @@ func (r *rows) produce(ctx context.Context) {
 		// The server's error ends its command cleanly, and the connection serves on (in a
 		// session, its transaction too, as MySQL's does); anything else may have left
 		// unread packets.
-		healthy = healthy && endedCleanly(err)
+		healthy = healthy && (endedCleanly(err) || err == errSeveralResults)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = ctxErr
 		}
 		ev.err = r.e.wrap(err)
 	case r.builder == nil:
 		ev.tag = commandTag(r.q.SQL, result.AffectedRows)
-		if result.InsertId != 0 && r.q.Protocol == query.ProtocolMySQL && strings.HasPrefix(ev.tag, "INSERT 0 ") {
-			// The id goes where PostgreSQL's tag has an oid, for the MySQL frontend's OK packet.
-			ev.tag = "INSERT " + strconv.FormatUint(result.InsertId, 10) + ev.tag[len("INSERT 0"):]
+		if r.q.Protocol == query.ProtocolMySQL {
+			ev.tag = MySQLTag(mysqlCommandTag(ev.tag, &result), result.Warnings, info)
 		}
 	default:
 		ev.tag = fmt.Sprintf("SELECT %d", r.total)
@@ -140,6 +141,38 @@ func (r *rows) produce(ctx context.Context) {
 	}
 	r.send(ctx, ev, true)
 	close(r.events)
+}
+
+// mysqlCommandTag is tag as the MySQL frontend reads it into an OK packet: an INSERT's id where
+// PostgreSQL's tag has an oid, a CALL's affected rows (its last statement's).
+func mysqlCommandTag(tag string, result *mysql.Result) string {
+	switch {
+	case result.InsertId != 0 && strings.HasPrefix(tag, "INSERT 0 "):
+		return "INSERT " + strconv.FormatUint(result.InsertId, 10) + tag[len("INSERT 0"):]
+	case tag == "CALL":
+		return "CALL " + strconv.FormatUint(result.AffectedRows, 10)
+	}
+	return tag
+}
+
+// errSeveralResults: the Arrow path gives a statement one result set. A CALL whose procedure
+// selects more than once is answered whole only by the relay; one that selects once gets its
+// result set alone, without the OK that ends the CALL.
+var errSeveralResults = &query.Error{Code: sqlstate.FeatureNotSupported, Message: "a CALL of a procedure that returns several result sets is answered " +
+	"through the passthrough relay only: not inside a transaction, nor with settings.passthrough: false (MySQL error 1312)"}
+
+// moreResults reads the results that follow the statement's first, read with err, when result
+// says more follow (drainResults), so that its connection (a transaction's, in a session)
+// serves on: errSeveralResults when a result set was among them, or the error that ended them.
+func (r *rows) moreResults(result *mysql.Result, err error) error {
+	if err != nil || result.Status&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
+		return err
+	}
+	sets, err := drainResults(r.conn, r.e.deprecatesEOF(r.conn))
+	if err == nil && sets > 0 {
+		err = errSeveralResults
+	}
+	return err
 }
 
 // abandoned reports whether the reader went (closed the rows, or ctx ended): the statement is
@@ -161,7 +194,7 @@ func (r *rows) executePrepared(ctx context.Context, result *mysql.Result) error 
 		return err
 	}
 	defer st.Close()
-	return st.ExecuteSelectStreaming(result, r.onRow(ctx), r.onResult(ctx), r.q.Args...)
+	return r.moreResults(result, st.ExecuteSelectStreaming(result, r.onRow(ctx), r.onResult(ctx), r.q.Args...))
 }
 
 func (r *rows) onResult(ctx context.Context) client.SelectPerResultCallback {

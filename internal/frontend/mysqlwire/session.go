@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/server"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqlstate"
@@ -42,7 +43,9 @@ type session struct {
 	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
 	metadata        bool                 // MariaDB's extended metadata, offered and asked for (metadata.go)
 	more            bool                 // more results follow this statement's (multi-statements)
+	failed          bool                 // an error packet was written for the statement (it ends stacked statements)
 	warnings        uint16               // the running statement's warning count, for its EOF
+	stmtStatus      uint16               // the engine's status flags of the statement, for its EOF (statementStatus)
 	eof             [9]byte              // writeEOF's packet (go-mysql copies it out)
 	diag            []diagnostic         // the last statement's warnings or error (SHOW WARNINGS)
 
@@ -198,6 +201,8 @@ func (h *session) fillAs(r *query.Request, sql string, args []any) {
 		FoundRows:        h.conn.HasCapability(mysql.CLIENT_FOUND_ROWS),
 		IgnoreSpace:      h.conn.HasCapability(mysql.CLIENT_IGNORE_SPACE),
 		ExtendedMetadata: h.metadata,
+		MultiResults:     h.conn.HasCapability(mysql.CLIENT_MULTI_RESULTS),
+		PSMultiResults:   h.conn.HasCapability(mysql.CLIENT_PS_MULTI_RESULTS),
 	}
 }
 
@@ -357,12 +362,15 @@ func (h *session) finishNoRows(ctx context.Context, rows query.Rows) (*mysql.Res
 			return written(), nil
 		}
 	}
-	tag := rows.Tag()
+	tag, warnings, info := mysqlengine.SplitMySQLTag(rows.Tag())
 	id, generated := insertID(tag)
 	if generated {
 		h.lastInsertID = id
 	}
-	return &mysql.Result{AffectedRows: affectedRows(tag), InsertId: id, StatusMessage: updateInfo(tag)}, nil
+	if info == "" {
+		info = updateInfo(tag)
+	}
+	return &mysql.Result{AffectedRows: affectedRows(tag), InsertId: id, Warnings: warnings, StatusMessage: info}, nil
 }
 
 // updateInfo is the OK packet's info of an UPDATE whose engine counted the rows it matched and
@@ -492,7 +500,7 @@ func binaryYear(a arrow.Array, i int) bool {
 }
 
 func (h *session) writeEOF() error {
-	status, w := h.status(), h.warnings
+	status, w := h.status()|h.stmtStatus, h.warnings
 	h.eof = [9]byte{4: mysql.EOF_HEADER, 5: byte(w), 6: byte(w >> 8), 7: byte(status), 8: byte(status >> 8)}
 	return h.conn.WritePacket(h.eof[:])
 }
@@ -508,6 +516,7 @@ func (h *session) writeError(err error) {
 }
 
 func (h *session) writeErrorPacket(me *mysql.MyError) error {
+	h.failed = true
 	data := make([]byte, 4, 16+len(me.Message))
 	data = append(data, mysql.ERR_HEADER, byte(me.Code), byte(me.Code>>8), '#')
 	state := me.State
