@@ -74,6 +74,15 @@ type Request struct {
 	analysis *sqltok.Analysis // SQL as Analysis read it; see Analysis
 }
 
+// ResultSets is Rows of a statement that may answer with several results, one after the other
+// (a MySQL CALL: each result set its procedure selects, then an OK). Once Next said io.EOF,
+// MoreResults tells whether another result follows, and NextResult moves on to it: Schema,
+// Next and Tag are then the new result's.
+type ResultSets interface {
+	MoreResults() bool
+	NextResult(ctx context.Context) error
+}
+
 // Analysis is the request's SQL read once with its protocol's lexical rules (tokens,
 // statements, their kinds, parameters, fingerprint). The core's checks, its cache key and the
 // engines read this one value; it is read again only if SQL or Protocol changed since. A

@@ -1,7 +1,6 @@
 package mysqlengine
 
 import (
-	"encoding/binary"
 	"net"
 	"strconv"
 	"strings"
@@ -74,76 +73,36 @@ func okPacketInfo(p []byte) string {
 }
 
 // MySQLTag is the command tag of a statement without rows for a MySQL client with its OK
-// packet's warning count and info after it, each on a line of its own, when either is there;
-// SplitMySQLTag takes them apart.
-func MySQLTag(tag string, warnings uint16, info string) string {
-	if warnings == 0 && info == "" {
+// packet's warning count, status flags and info after it, each on a line of its own, when any
+// is there (a status without more than the session's own flags is not); SplitMySQLTag takes
+// them apart.
+func MySQLTag(tag string, ok *mysql.Result, info string) string {
+	status := ok.Status & StatementStatus
+	if ok.Warnings == 0 && status == 0 && info == "" {
 		return tag
 	}
-	return tag + "\n" + strconv.FormatUint(uint64(warnings), 10) + "\n" + info
+	return tag + "\n" + strconv.FormatUint(uint64(ok.Warnings), 10) + "\n" + strconv.FormatUint(uint64(status), 10) + "\n" + info
 }
 
-// SplitMySQLTag is MySQLTag's parts: the command tag, the warning count and the info.
-func SplitMySQLTag(tag string) (base string, warnings uint16, info string) {
-	base, rest, ok := strings.Cut(tag, "\n")
-	if !ok {
-		return tag, 0, ""
-	}
-	count, info, _ := strings.Cut(rest, "\n")
-	n, _ := strconv.ParseUint(count, 10, 16)
-	return base, uint16(n), info
-}
+// StatementStatus are the status flags of an OK or EOF that tell of the statement that ended
+// rather than of the session (MariaDB sets them for a CALL's or an UPDATE's full scan; a
+// prepared CALL's OUT parameters come as a result set whose EOF says so): a frontend passes
+// them on as they came, the session's own flags being its own.
+const StatementStatus = mysql.SERVER_STATUS_NO_GOOD_INDEX_USED | mysql.SERVER_STATUS_NO_INDEX_USED | mysql.SERVER_QUERY_WAS_SLOW | mysql.SERVER_PS_OUT_PARAMS
 
-// drainResults reads, to their end, the results that follow the one go-mysql read (a CALL's
-// further result sets, which go-mysql's streaming read leaves unread), so that the connection
-// serves on: deprecateEOF is whether result sets end with an OK rather than EOFs. sets counts
-// the result sets among them (a CALL's last result is an OK); err is the server's error if one
-// ends them.
-func drainResults(c *client.Conn, deprecateEOF bool) (sets int, err error) {
-	for {
-		p, err := c.ReadPacket()
-		if err != nil {
-			return sets, err
-		}
-		switch p[0] {
-		case mysql.OK_HEADER:
-			if okStatus(p)&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
-				return sets, nil
-			}
-			continue
-		case mysql.ERR_HEADER:
-			return sets, c.HandleErrorPacket(p)
-		}
-		sets++
-		columns, _, _ := mysql.LengthEncodedInt(p)
-		if !deprecateEOF {
-			columns++ // the EOF after the definitions
-		}
-		for range columns {
-			if _, err := c.ReadPacket(); err != nil {
-				return sets, err
-			}
-		}
-		var status uint16
-		for {
-			row, err := c.ReadPacket()
-			if err != nil {
-				return sets, err
-			}
-			if row[0] == mysql.ERR_HEADER {
-				return sets, c.HandleErrorPacket(row)
-			}
-			if row[0] == mysql.EOF_HEADER && deprecateEOF && len(row) < maxPayload {
-				status = okStatus(row)
-				break
-			}
-			if row[0] == mysql.EOF_HEADER && len(row) < 9 {
-				status = binary.LittleEndian.Uint16(row[3:])
-				break
-			}
-		}
-		if status&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
-			return sets, nil
-		}
+// SplitMySQLTag is MySQLTag's parts: the command tag, and what the OK packet said (its
+// warnings, statement status flags and info).
+func SplitMySQLTag(tag string) (base string, ok mysql.Result) {
+	base, rest, found := strings.Cut(tag, "\n")
+	if !found {
+		return tag, ok
 	}
+	parts := strings.SplitN(rest, "\n", 3)
+	if len(parts) != 3 {
+		return base, ok
+	}
+	warnings, _ := strconv.ParseUint(parts[0], 10, 16)
+	status, _ := strconv.ParseUint(parts[1], 10, 16)
+	ok.Warnings, ok.Status, ok.StatusMessage = uint16(warnings), uint16(status), parts[2]
+	return base, ok
 }

@@ -26,9 +26,9 @@ func TestOKInfoOnTheArrowPath(t *testing.T) {
 		args []any
 		want string
 	}{
-		{"UPDATE oi SET v = v + 1 WHERE id <= 2", nil, "UPDATE 2\n0\nRows matched: 2  Changed: 2  Warnings: 0"},
-		{"UPDATE oi SET v = ? WHERE id = ?", []any{4, 2}, "UPDATE 0\n0\nRows matched: 1  Changed: 0  Warnings: 0"},
-		{"INSERT IGNORE INTO oi VALUES (2, 0, 'x'), (3, 0, 'toolong')", nil, "INSERT 0 1\n2\nRecords: 2  Duplicates: 1  Warnings: 2"},
+		{"UPDATE oi SET v = v + 1 WHERE id <= 2", nil, "UPDATE 2\n0\n0\nRows matched: 2  Changed: 2  Warnings: 0"},
+		{"UPDATE oi SET v = ? WHERE id = ?", []any{4, 2}, "UPDATE 0\n0\n0\nRows matched: 1  Changed: 0  Warnings: 0"},
+		{"INSERT IGNORE INTO oi VALUES (2, 0, 'x'), (3, 0, 'toolong')", nil, "INSERT 0 1\n2\n0\nRecords: 2  Duplicates: 1  Warnings: 2"},
 		{"DELETE FROM oi WHERE id = ?", []any{3}, "DELETE 1"},
 	} {
 		for _, via := range []string{"Execute", "session"} {

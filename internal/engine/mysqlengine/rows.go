@@ -30,6 +30,7 @@ type event struct {
 	schema *arrow.Schema
 	batch  arrow.RecordBatch
 	end    bool
+	more   bool // at end: another result follows (results.go)
 	tag    string
 	err    error
 }
@@ -61,6 +62,7 @@ type rows struct {
 	current arrow.RecordBatch
 	tag     string
 	ended   bool
+	more    bool // the result that ended is followed by another (results.go)
 	endErr  error
 }
 
@@ -93,12 +95,19 @@ func (r *rows) produce(ctx context.Context) {
 	var stripped func()
 	r.blocks, stripped = stripping(r.e, r.conn)
 	untap := tapOK(r.conn)
+	var st *client.Stmt
 	if len(r.q.Args) == 0 {
-		err = r.moreResults(&result, r.conn.ExecuteSelectStreaming(tagged(ctx, r.q.SQL), &result, r.onRow(ctx), r.onResult(ctx)))
+		err = r.conn.ExecuteSelectStreaming(tagged(ctx, r.q.SQL), &result, r.onRow(ctx), r.onResult(ctx))
 	} else {
-		err = r.executePrepared(ctx, &result)
+		st, err = r.executePrepared(ctx, &result)
 	}
 	info := untap()
+	if err == nil {
+		err = r.nextResults(ctx, &result, &info)
+	}
+	if st != nil {
+		_ = st.Close()
+	}
 	stripped()
 	if err == nil {
 		err = r.flush(ctx)
@@ -118,18 +127,13 @@ func (r *rows) produce(ctx context.Context) {
 		// The server's error ends its command cleanly, and the connection serves on (in a
 		// session, its transaction too, as MySQL's does); anything else may have left
 		// unread packets.
-		healthy = healthy && (endedCleanly(err) || err == errSeveralResults)
+		healthy = healthy && endedCleanly(err)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = ctxErr
 		}
 		ev.err = r.e.wrap(err)
-	case r.builder == nil:
-		ev.tag = commandTag(r.q.SQL, result.AffectedRows)
-		if r.q.Protocol == query.ProtocolMySQL {
-			ev.tag = MySQLTag(mysqlCommandTag(ev.tag, &result), result.Warnings, info)
-		}
 	default:
-		ev.tag = fmt.Sprintf("SELECT %d", r.total)
+		ev.tag = r.resultTag(&result, info)
 	}
 	if r.builder != nil {
 		r.builder.Release()
@@ -155,24 +159,17 @@ func mysqlCommandTag(tag string, result *mysql.Result) string {
 	return tag
 }
 
-// errSeveralResults: the Arrow path gives a statement one result set. A CALL whose procedure
-// selects more than once is answered whole only by the relay; one that selects once gets its
-// result set alone, without the OK that ends the CALL.
-var errSeveralResults = &query.Error{Code: sqlstate.FeatureNotSupported, Message: "a CALL of a procedure that returns several result sets is answered " +
-	"through the passthrough relay only: not inside a transaction, nor with settings.passthrough: false (MySQL error 1312)"}
-
-// moreResults reads the results that follow the statement's first, read with err, when result
-// says more follow (drainResults), so that its connection (a transaction's, in a session)
-// serves on: errSeveralResults when a result set was among them, or the error that ended them.
-func (r *rows) moreResults(result *mysql.Result, err error) error {
-	if err != nil || result.Status&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
-		return err
+// resultTag is the command tag of the result that ended with result (its OK's info): "SELECT
+// n" after rows, else the statement's, with what a MySQL client's OK packet says (MySQLTag).
+func (r *rows) resultTag(result *mysql.Result, info string) string {
+	if r.builder != nil {
+		return fmt.Sprintf("SELECT %d", r.total)
 	}
-	sets, err := drainResults(r.conn, r.e.deprecatesEOF(r.conn))
-	if err == nil && sets > 0 {
-		err = errSeveralResults
+	tag := commandTag(r.q.SQL, result.AffectedRows)
+	if r.q.Protocol == query.ProtocolMySQL {
+		tag = MySQLTag(mysqlCommandTag(tag, result), result, info)
 	}
-	return err
+	return tag
 }
 
 // abandoned reports whether the reader went (closed the rows, or ctx ended): the statement is
@@ -188,13 +185,13 @@ func (r *rows) abandoned(ctx context.Context) bool {
 	}
 }
 
-func (r *rows) executePrepared(ctx context.Context, result *mysql.Result) error {
-	st, err := r.conn.Prepare(tagged(ctx, r.q.SQL))
-	if err != nil {
-		return err
+// executePrepared runs the request as a prepared statement, its first result read into result;
+// the caller closes st (nil when it could not be prepared) once every result is read.
+func (r *rows) executePrepared(ctx context.Context, result *mysql.Result) (st *client.Stmt, err error) {
+	if st, err = r.conn.Prepare(tagged(ctx, r.q.SQL)); err != nil {
+		return nil, err
 	}
-	defer st.Close()
-	return r.moreResults(result, st.ExecuteSelectStreaming(result, r.onRow(ctx), r.onResult(ctx), r.q.Args...))
+	return st, st.ExecuteSelectStreaming(result, r.onRow(ctx), r.onResult(ctx), r.q.Args...)
 }
 
 func (r *rows) onResult(ctx context.Context) client.SelectPerResultCallback {
@@ -210,9 +207,6 @@ func (r *rows) onResult(ctx context.Context) client.SelectPerResultCallback {
 			}
 		}
 		schema := arrow.NewSchema(fields, nil)
-		if r.builder != nil { // a second result set (CALL ...): keep only the first
-			return fmt.Errorf("mysqlengine: statement returned more than one result set")
-		}
 		r.builder = array.NewRecordBuilder(memory.DefaultAllocator, schema)
 		if !r.send(ctx, event{start: true, schema: schema}, false) {
 			return errStopped
@@ -283,7 +277,7 @@ func (r *rows) waitStart(ctx context.Context) error {
 	}
 	r.schema = ev.schema
 	if ev.end {
-		r.ended, r.tag, r.endErr = true, ev.tag, ev.err
+		r.ended, r.more, r.tag, r.endErr = true, ev.more, ev.tag, ev.err
 		return ev.err
 	}
 	return nil
@@ -314,7 +308,7 @@ func (r *rows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, io.EOF
 	}
 	if ev.end {
-		r.ended, r.tag, r.endErr = true, ev.tag, ev.err
+		r.ended, r.more, r.tag, r.endErr = true, ev.more, ev.tag, ev.err
 		if ev.err != nil {
 			return nil, ev.err
 		}

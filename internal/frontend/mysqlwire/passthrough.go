@@ -149,7 +149,7 @@ func (h *session) endRelay(run *proxy.Relay, q *mysqlengine.RawQuery, rows, byte
 	case !hadRows:
 		return engineOK(&r), nil
 	}
-	h.warnings, h.stmtStatus = r.Warnings, r.Status&statementStatus
+	h.warnings, h.stmtStatus = r.Warnings, r.Status&mysqlengine.StatementStatus
 	defer func() { h.stmtStatus = 0 }()
 	return relayed, h.writeEOF()
 }
@@ -158,14 +158,8 @@ func (h *session) endRelay(run *proxy.Relay, q *mysqlengine.RawQuery, rows, byte
 // the status flags that tell of the statement rather than of the session (an index not used).
 func engineOK(r *mysql.Result) *mysql.Result {
 	return &mysql.Result{AffectedRows: r.AffectedRows, InsertId: r.InsertId, Warnings: r.Warnings, StatusMessage: r.StatusMessage,
-		Status: r.Status & statementStatus}
+		Status: r.Status & mysqlengine.StatementStatus}
 }
-
-// statementStatus are the status flags of an engine's OK or EOF that say something of the
-// statement that ended (MariaDB sets them for a CALL's or an UPDATE's full scan; a prepared
-// CALL's OUT parameters come as a result set whose EOF says so): relayed as they came, the
-// session's own flags being the frontend's.
-const statementStatus = mysql.SERVER_STATUS_NO_GOOD_INDEX_USED | mysql.SERVER_STATUS_NO_INDEX_USED | mysql.SERVER_QUERY_WAS_SLOW | mysql.SERVER_PS_OUT_PARAMS
 
 // moreResults writes the end of a result that more results follow (a CALL's result set, or an
 // OK before its last), marked so (SERVER_MORE_RESULTS_EXISTS), and reads the next one's head.
@@ -181,7 +175,7 @@ func (h *session) moreResults(q *mysqlengine.RawQuery) (werr, err error) {
 	if q.Columns() == nil {
 		werr = h.conn.WriteValue(engineOK(r))
 	} else {
-		h.warnings, h.stmtStatus = r.Warnings, r.Status&statementStatus
+		h.warnings, h.stmtStatus = r.Warnings, r.Status&mysqlengine.StatementStatus
 		werr = h.writeEOF()
 		h.stmtStatus = 0
 	}

@@ -61,6 +61,8 @@ const probes = [
   ['stacked', (c) => c.query("insert into ok_t (v) values (1); update ok_t set v = 2 where v = 1; select count(*) as n from ok_t; delete from ok_t where v = 2").then(result)],
   ['stacked in a transaction', (c) => c.query('begin; insert into ok_t (v) values (9); select v from ok_t where v = 9; commit').then(result)],
   ['stacked call', (c) => c.query('call ok_p(3, @o2); select @o2 as o').then(result)],
+  ['stacked error', (c) => c.query('select 1 as one; select * from ok_no_such_table; select 2 as two').then(result)],
+  ['after stacked error', (c) => c.query('select 3 as three').then(result)],
   ['begin', (c) => c.query('begin').then(result)],
   ['status in a transaction', (c) => c.query('insert into ok_t (v) values (8)').then(result)],
   ['commit', (c) => c.query('commit').then(result)],
