@@ -41,6 +41,30 @@ func TestMySQL2OKPacketsAsMariaDB(t *testing.T) {
 	}
 }
 
+// TestMultiResultsAsTheClients: a client without CLIENT_MULTI_RESULTS and
+// CLIENT_PS_MULTI_RESULTS (mysql2 told so) gets MariaDB's own answer through the proxy: a CALL
+// of a procedure that selects refused (1312), one that does not run, by text and prepared.
+func TestMultiResultsAsTheClients(t *testing.T) {
+	dsn, name := mytest.NewDatabase(t)
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := runMySQL2Script(t, "mysql2_okpackets.js", cfg.Addr, cfg.User, cfg.Passwd, name, "WITHOUT_MULTI_RESULTS=1")
+	if !strings.Contains(direct["text call"], "1312") {
+		t.Fatalf("MariaDB ran the CALL for a client without CLIENT_MULTI_RESULTS: %s", direct["text call"])
+	}
+	for _, passthrough := range []bool{true, false} {
+		f := coreServer(t, coreSetup{noPassthrough: !passthrough})
+		proxied := runMySQL2Script(t, "mysql2_okpackets.js", f.addr, testUser, "", f.dbName, "WITHOUT_MULTI_RESULTS=1")
+		for probe, want := range direct {
+			if got, want := strings.ReplaceAll(proxied[probe], f.dbName, "db"), strings.ReplaceAll(want, name, "db"); got != want {
+				t.Errorf("passthrough %v, %s:\n proxy  %s\n direct %s", passthrough, probe, got, want)
+			}
+		}
+	}
+}
+
 // TestPythonCallprocAsMariaDB: PyMySQL's and mysqlclient's callproc (SET @_name_n, CALL, SELECT
 // of the OUT values) and CALL's result sets (nextset), with autocommit off (their default: the
 // statements run in a pinned transaction, where the user variables live) and on, see through

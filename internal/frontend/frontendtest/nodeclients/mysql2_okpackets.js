@@ -37,8 +37,7 @@ function changes(prefix, run) {
     [`${prefix} replace`, (c) => run(c, 'replace into ok_t (id, v) values (?, ?)', [200, 7])],
     [`${prefix} truncating warning`, (c) => run(c, 'update ok_t set s = ? where id = ?', ['far too long for the column', 100])],
     [`${prefix} delete`, (c) => run(c, 'delete from ok_t where id >= ?', [100])],
-    [`${prefix} call`, (c) => run(c, 'call ok_p(?, @ok_out)', [20])],
-    [`${prefix} call out`, (c) => c.query('select @ok_out as o').then(result)],
+    [`${prefix} call`, (c) => run(c, 'call ok_q(?)', [20])],
     [`${prefix} call changing`, (c) => run(c, 'call ok_change(?)', [1])],
   ];
 }
@@ -53,6 +52,7 @@ const inTransaction = (c, sql, params) => c.query('begin').then(() => c.query(sq
 const probes = [
   ['create', (c) => c.query('create table ok_t (id int auto_increment primary key, v int, s varchar(8))').then(result)],
   ['create procedure', (c) => c.query('create procedure ok_p(in a int, out b int) begin select a as x; select a + 1 as y, \'z\' as z; set b = a * 2; end').then(result)],
+  ['create procedure without out', (c) => c.query('create procedure ok_q(in a int) begin select a as x; select a + 1 as y, \'z\' as z; end').then(result)],
   ['create procedure changing', (c) => c.query('create procedure ok_change(in a int) begin update ok_t set v = v + a; end').then(result)],
   ...changes('text', text),
   ...changes('prepared', prepared),
@@ -60,21 +60,50 @@ const probes = [
   ['call out parameter prepared', (c) => c.execute('call ok_p(?, ?)', [5, null]).then(result)],
   ['stacked', (c) => c.query("insert into ok_t (v) values (1); update ok_t set v = 2 where v = 1; select count(*) as n from ok_t; delete from ok_t where v = 2").then(result)],
   ['stacked in a transaction', (c) => c.query('begin; insert into ok_t (v) values (9); select v from ok_t where v = 9; commit').then(result)],
-  ['stacked call', (c) => c.query('call ok_p(3, @o2); select @o2 as o').then(result)],
+  ['stacked call', (c) => c.query('call ok_q(3); select 4 as o').then(result)],
   ['stacked error', (c) => c.query('select 1 as one; select * from ok_no_such_table; select 2 as two').then(result)],
   ['after stacked error', (c) => c.query('select 3 as three').then(result)],
   ['begin', (c) => c.query('begin').then(result)],
   ['status in a transaction', (c) => c.query('insert into ok_t (v) values (8)').then(result)],
   ['commit', (c) => c.query('commit').then(result)],
+  // Last: a user variable holds the session's engine connection from here on (its statements
+  // take the Arrow path).
+  ['call out text', (c) => c.query('call ok_p(20, @ok_out)').then(result)],
+  ['call out text read', (c) => c.query('select @ok_out as o').then(result)],
+  ['call out prepared', (c) => c.execute('call ok_p(?, @ok_out)', [30]).then(result)],
+  ['call out prepared read', (c) => c.query('select @ok_out as o').then(result)],
+  ['call out in a transaction', (c) => c.query('begin').then(() => c.execute('call ok_p(?, @ok_out)', [40])).then(async (r) => {
+    await c.query('commit');
+    return result(r);
+  })],
+  ['call out in a transaction read', (c) => c.query('select @ok_out as o').then(result)],
+];
+
+// Without CLIENT_MULTI_RESULTS (and CLIENT_PS_MULTI_RESULTS), a CALL of a procedure that
+// selects is refused (1312); one that does not runs.
+const withoutMultiResults = [
+  ['create', (c) => c.query('create table ok_t (id int auto_increment primary key, v int)').then(result)],
+  ['create procedure', (c) => c.query('create procedure ok_q(in a int) begin select a as x; end').then(result)],
+  ['create procedure changing', (c) => c.query('create procedure ok_change(in a int) begin insert into ok_t (v) values (a); end').then(result)],
+  ['text call', (c) => c.query('call ok_q(1)').then(result)],
+  ['prepared call', (c) => c.execute('call ok_q(?)', [1]).then(result)],
+  ['text call changing', (c) => c.query('call ok_change(1)').then(result)],
+  ['prepared call changing', (c) => c.execute('call ok_change(?)', [2]).then(result)],
+  ['in a transaction call', (c) => c.query('begin').then(() => c.query('call ok_q(1)')).then(async (r) => {
+    await c.query('commit');
+    return result(r);
+  })],
 ];
 
 (async () => {
+  const without = process.env.WITHOUT_MULTI_RESULTS === '1';
   const conn = await mysql.createConnection({
     host: process.env.MYSQL_HOST, port: Number(process.env.MYSQL_PORT), user: process.env.MYSQL_USER,
     password: process.env.MYSQL_PASSWORD || undefined, database: process.env.MYSQL_DB || undefined,
     supportBigNumbers: true, bigNumberStrings: true, multipleStatements: true, rowsAsArray: true,
+    flags: without ? ['-MULTI_RESULTS', '-PS_MULTI_RESULTS'] : [],
   });
-  for (const [name, fn] of probes) {
+  for (const [name, fn] of without ? withoutMultiResults : probes) {
     await probe(conn, name, fn);
   }
   await conn.end();
