@@ -447,8 +447,9 @@ type ClusterGroup struct {
 	// ReadOnly refuses every statement but reads (SELECT, SHOW, plain EXPLAIN), SET and
 	// transaction control; unrecognised statements (CALL, COPY, DO, ...) are refused too, and
 	// so is a SELECT that writes (WITH ... DELETE, SELECT INTO a table or file, FOR UPDATE).
-	// Here and with blockedStatements, SQL holding a MySQL executable comment (/*! ... */) is
-	// refused. Functions with side effects called from a SELECT are not seen: give the group's
+	// Here and with blockedStatements, SQL holding a MySQL executable comment is refused:
+	// MariaDB's /*M! ... */ (the MySQL wire frontend runs /*! ... */ itself, as the MySQL it
+	// announces does, before any check), and /*! ... */ from other frontends. Functions with side effects called from a SELECT are not seen: give the group's
 	// engine user read-only grants as well.
 	ReadOnly bool `yaml:"readOnly" json:"readOnly"`
 	// BlockedStatements are statements refused in this group, each lower-case words: up to

@@ -16,9 +16,13 @@ import (
 // busy itself, so on two CPUs it still sees half idle). Where /proc/stat cannot be read it
 // stays false, and nothing spins.
 //
-// The sampler runs only while reads ask (askIdle): it stops when none has asked for
-// idleSamplerLinger, so that a daemon at rest does not wake ten times a second to read
-// /proc/stat, and starts again at the next ask, which does not spin (its answer would be stale).
+// The sampling rides on the asks themselves (askIdle): an ask that finds the last sample
+// idleSampleEvery old takes the next one, in a goroutine of its own so that the read does not
+// wait for /proc/stat. Nothing runs between asks: a daemon at rest has no timer of the
+// sampler's to wake for (a ticker that ran 2 s after each ask woke an idle daemon about ten
+// times a second after every health check: RESULTS.md, session 29, perf). An answer is used
+// only while its sample is at most idleFresh old, and a sample taken more than idleFresh after
+// the one before it answers "not idle": the share over a long quiet while says nothing of now.
 var machineIdle atomic.Bool
 
 const (
@@ -26,58 +30,50 @@ const (
 	statPath     = "/proc/stat"
 )
 
-// The sampler's period and how long it outlives the last ask (variables for tests).
+// The sampling period and how long a sample stays good (variables for tests).
 var (
-	idleSampleEvery   = 100 * time.Millisecond
-	idleSamplerLinger = 2 * time.Second
+	idleSampleEvery = 100 * time.Millisecond
+	idleFresh       = 2 * time.Second
 )
 
 var (
-	samplerRunning atomic.Bool
-	lastAsked      atomic.Int64 // the last askIdle's time since epoch, in nanoseconds
-	epoch          = time.Now() // a monotonic origin: a stepped wall clock does not move it
+	sampling  atomic.Bool   // a sample is being taken; its holder owns prevTimes
+	sampledAt atomic.Int64  // the last sample's time since epoch, in nanoseconds (0: none)
+	samples   atomic.Uint64 // samples taken, counted by tests
+	prevTimes cpuTimes      // the last sample's counters
+	prevOK    bool          // whether the last sample read them
+	epoch     = time.Now()  // a monotonic origin: a stepped wall clock does not move it
 )
 
 // idleHeld, set by tests, keeps machineIdle as they set it.
 var idleHeld atomic.Bool
 
-// askIdle reports whether the machine had idle CPU at the last sample, and keeps the sampler
-// running (starting it when stopped: then false, as nothing was sampled while it was stopped).
+// askIdle reports whether the machine had idle CPU at the last sample, if that sample is
+// fresh, and starts the next sample when the last is idleSampleEvery old.
 func askIdle(now time.Time) bool {
-	lastAsked.Store(int64(now.Sub(epoch)))
-	if samplerRunning.Load() {
+	if idleHeld.Load() {
 		return machineIdle.Load()
 	}
-	if samplerRunning.CompareAndSwap(false, true) {
-		if !idleHeld.Load() {
-			machineIdle.Store(false)
-		}
-		go sampleIdle(statPath, idleSampleEvery, idleSamplerLinger)
+	since := now.Sub(epoch) - time.Duration(sampledAt.Load())
+	if since >= idleSampleEvery && sampling.CompareAndSwap(false, true) {
+		go sampleIdle(statPath)
 	}
-	return machineIdle.Load()
+	return since <= idleFresh && machineIdle.Load()
 }
 
-// sampleIdle sets machineIdle from path every period until no read has asked for linger.
-func sampleIdle(path string, period, linger time.Duration) {
-	prev, ok := readCPUTimes(path)
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	for now := range tick.C {
-		if now.Sub(epoch)-time.Duration(lastAsked.Load()) > linger {
-			// A read that asks between the check and the store below finds the sampler
-			// still running and reads a stale value once; the next ask starts it again.
-			if !idleHeld.Load() {
-				machineIdle.Store(false)
-			}
-			samplerRunning.Store(false)
-			return
-		}
-		cur, okCur := readCPUTimes(path)
-		if !idleHeld.Load() {
-			machineIdle.Store(ok && okCur && idleEnough(prev, cur))
-		}
-		prev, ok = cur, okCur
+// sampleIdle reads path and sets machineIdle from the share of idle time since the last
+// sample. The caller holds sampling; sampleIdle releases it.
+func sampleIdle(path string) {
+	defer sampling.Store(false)
+	cur, ok := readCPUTimes(path)
+	at := time.Since(epoch)
+	fresh := sampledAt.Load() != 0 && at-time.Duration(sampledAt.Load()) <= idleFresh
+	if !idleHeld.Load() {
+		machineIdle.Store(ok && prevOK && fresh && idleEnough(prevTimes, cur))
 	}
+	prevTimes, prevOK = cur, ok
+	sampledAt.Store(int64(at))
+	samples.Add(1)
 }
 
 // cpuTimes are the machine's CPU time counters: all of them, and the idle ones (idle, iowait).

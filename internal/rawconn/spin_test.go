@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -217,44 +218,85 @@ func TestIdleEnough(t *testing.T) {
 	}
 }
 
-// TestTheIdleSamplerRunsOnlyWhileAsked: /proc/stat is sampled while reads ask whether the
-// machine is idle, and the sampler stops once none has asked for its linger, so that a daemon
-// at rest does not wake to sample; the next ask starts it again and does not spin meanwhile.
-func TestTheIdleSamplerRunsOnlyWhileAsked(t *testing.T) {
-	waitSampler := func(running bool, within time.Duration) bool {
-		for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(time.Millisecond) {
-			if samplerRunning.Load() == running {
-				return true
-			}
+// TestTheIdleSamplerSamplesOnlyWhenAsked: /proc/stat is sampled only by reads that ask whether
+// the machine is idle, at most once per period, and nothing samples between asks (a daemon at
+// rest has no sampler to wake for). Counted, not timed: a slow machine only delays the samples.
+func TestTheIdleSamplerSamplesOnlyWhenAsked(t *testing.T) {
+	settle := func() uint64 { // the sample under way, if any, ends: its count
+		for end := time.Now().Add(5 * time.Second); sampling.Load() && time.Now().Before(end); {
+			time.Sleep(time.Millisecond)
 		}
-		return false
+		if sampling.Load() {
+			t.Fatal("a sample did not end within 5 s")
+		}
+		return samples.Load()
 	}
-	if !waitSampler(false, 5*time.Second) { // one an earlier test started
-		t.Fatal("the idle sampler kept running 5 s after an earlier test")
-	}
-	period, linger := idleSampleEvery, idleSamplerLinger
-	idleSampleEvery, idleSamplerLinger = 2*time.Millisecond, 50*time.Millisecond
-	t.Cleanup(func() { idleSampleEvery, idleSamplerLinger = period, linger })
+	period, fresh := idleSampleEvery, idleFresh
+	t.Cleanup(func() { idleSampleEvery, idleFresh = period, fresh })
 
-	machineIdle.Store(true)
-	if askIdle(time.Now()) {
-		t.Error("the ask that started the sampler answered idle from before it stopped")
-	}
-	for range 20 { // asked every 10 ms for 200 ms: it keeps running
-		time.Sleep(10 * time.Millisecond)
+	// A hundred asks within one period, each after the sample before it ended: one sample.
+	idleSampleEvery, idleFresh = time.Hour, 2*time.Hour
+	sampledAt.Store(-int64(2 * time.Hour)) // the last sample is hours old
+	before := settle()
+	for range 100 {
 		askIdle(time.Now())
-		if !samplerRunning.Load() {
-			t.Fatal("the idle sampler stopped while reads kept asking")
-		}
+		settle()
 	}
-	if !waitSampler(false, 2*time.Second) {
-		t.Fatal("the idle sampler still runs 2 s after the last ask (linger 50 ms)")
+	if n := settle() - before; n != 1 {
+		t.Errorf("100 asks within one period took %d samples, want 1", n)
 	}
+
+	// Asks a period apart: a sample each.
+	idleSampleEvery = time.Millisecond
+	before = settle()
+	for range 10 {
+		time.Sleep(2 * time.Millisecond)
+		askIdle(time.Now())
+		settle()
+	}
+	if n := settle() - before; n != 10 {
+		t.Errorf("10 asks a period apart took %d samples, want 10", n)
+	}
+
+	// No asks: no samples, however many periods pass.
+	before = settle()
+	time.Sleep(50 * time.Millisecond) // 50 periods
+	if n := settle() - before; n != 0 {
+		t.Errorf("%d samples were taken while no read asked", n)
+	}
+}
+
+// TestAStaleSampleIsNotIdle: an answer is used only while its sample is fresh, and a sample
+// taken long after the one before it does not answer idle (the share over a quiet while).
+func TestAStaleSampleIsNotIdle(t *testing.T) {
+	period, fresh := idleSampleEvery, idleFresh
+	t.Cleanup(func() { idleSampleEvery, idleFresh = period, fresh })
+	idleSampleEvery, idleFresh = time.Hour, time.Millisecond
+	for sampling.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	machineIdle.Store(true)
+	sampledAt.Store(int64(time.Since(epoch) - time.Minute))
+	if askIdle(time.Now()) {
+		t.Error("a sample a minute old answered idle")
+	}
+	// The counters a minute apart say the CPUs were all idle: no answer of idle all the same.
+	stat := filepath.Join(t.TempDir(), "stat")
+	if err := os.WriteFile(stat, []byte("cpu  100 0 100 900 0 0 0 0 0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sampling.Store(true)
+	prevTimes, prevOK = cpuTimes{total: 1000, idle: 800}, true
+	sampleIdle(stat)
 	if machineIdle.Load() {
-		t.Error("a stopped sampler left the machine marked idle")
+		t.Error("a sample taken a minute after the last answered idle")
 	}
-	askIdle(time.Now())
-	if !samplerRunning.Load() {
-		t.Error("an ask did not start the stopped sampler")
+	// The same counters a moment apart: idle.
+	idleFresh = time.Hour
+	sampling.Store(true)
+	prevTimes, prevOK = cpuTimes{total: 1000, idle: 800}, true
+	sampleIdle(stat)
+	if !machineIdle.Load() || !askIdle(time.Now()) {
+		t.Error("a fresh sample of idle CPUs did not answer idle")
 	}
 }

@@ -21,6 +21,7 @@ const (
 	InvalidDatetimeFormat             = "22007"
 	DatetimeFieldOverflow             = "22008"
 	DivisionByZero                    = "22012"
+	ArraySubscriptError               = "2202E"
 	InvalidParameterValue             = "22023"
 	InvalidTextRepresentation         = "22P02"
 	InvalidBinaryRepresentation       = "22P03"

@@ -109,7 +109,11 @@ func slicesEqual(a, b []string) bool {
 }
 
 // checkStatements enforces a group's readOnly and blockedStatements on every statement of req.
+// Every group refuses a statement that would end other clients' engine sessions (killers.go).
 func checkStatements(g *group, req *query.Request) error {
+	if err := checkSessionKillers(req); err != nil {
+		return err
+	}
 	if !g.readOnly && len(g.blocked) == 0 {
 		return nil
 	}

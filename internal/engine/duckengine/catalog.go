@@ -51,12 +51,14 @@ var compatNames = func() map[string]bool {
 // pgCompatSQL is everything the compatibility catalog holds for PostgreSQL (and Trino)
 // clients; the engine adds the other protocols' functions.
 func pgCompatSQL() []string {
-	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgFunctionSQL)
+	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL)
 }
 
 // compatSQL creates the missing catalog objects in the catalog named {c}. The owner of
 // everything is the proxy's own name: DuckDB has no roles.
 var compatSQL = []string{
+	// A PostgreSQL client's name of a schema: main is public (pgschema.go).
+	`CREATE MACRO {c}.main.qf_pg_schema(s) AS CASE WHEN s = 'main' THEN 'public' ELSE s END`,
 	`CREATE MACRO {c}.main.pg_get_userbyid(id) AS 'queryflux'`,
 	`CREATE MACRO {c}.main.pg_encoding_to_char(enc) AS 'UTF8'`,
 	`CREATE MACRO {c}.main.pg_relation_is_publishable(id) AS false`,
@@ -83,12 +85,12 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.main.qf_key_constraints() AS TABLE
 		SELECT * FROM duckdb_constraints() WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE')
 		AND database_name = current_database()`,
-	// A table's access method is heap (qf_pg_am), as psql's \dt+ shows it; a table with a
+	// A table's access method is heap (qf_pg_am), as psql's \dt+ shows it, a view's none; a table with a
 	// foreign key or referenced by one has "triggers", as PostgreSQL keeps its foreign keys
 	// (psql's \d lists a table's foreign keys, and those referencing it, only then); its
 	// replica identity is the default (psql's \d+ said "???").
 	`CREATE VIEW {c}.main.qf_pg_class AS SELECT * REPLACE (NULL::VARCHAR[] AS reloptions, NULL::VARCHAR[] AS relacl,
-			CASE WHEN relkind IN ('r', 'm') THEN 2 ELSE relam END AS relam,
+			CASE WHEN relkind IN ('r', 'm') THEN 2 WHEN relkind = 'i' THEN 403 ELSE 0 END AS relam,
 			oid IN (SELECT table_oid FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY'
 				UNION ALL SELECT t.table_oid FROM duckdb_constraints() k JOIN duckdb_tables() t ON t.database_name = k.database_name
 				AND t.schema_name = k.schema_name AND t.table_name = k.referenced_table WHERE k.constraint_type = 'FOREIGN KEY') AS relhastriggers,
@@ -101,20 +103,26 @@ var compatSQL = []string{
 			CASE WHEN constraint_type = 'PRIMARY KEY' THEN table_name || '_pkey' ELSE constraint_name END AS relname,
 			schema_oid AS relnamespace, 'i' AS relkind, 'p' AS relpersistence, len(constraint_column_indexes)::BIGINT AS relnatts,
 			false AS relhasindex, false AS relisshared, false AS relforcerowsecurity, 'n' AS relreplident,
-			(SELECT min(oid) FROM pg_catalog.pg_am) AS relam, 0 AS reltuples, 0 AS relpages
+			403 AS relam, 0 AS reltuples, 0 AS relpages
 		FROM {c}.main.qf_key_constraints()`,
 	// The client's schemas, and the system's pg_catalog and information_schema as PostgreSQL
 	// lists them (DuckDB's own pg_namespace has the current database's only).
 	// The client's views only (DuckDB's lists its own and the compatibility catalog's too, which
 	// TypeORM's schema drop would drop).
-	`CREATE VIEW {c}.main.qf_pg_views AS SELECT schema_name AS schemaname, view_name AS viewname,
+	`CREATE VIEW {c}.main.qf_pg_views AS SELECT {c}.main.qf_pg_schema(schema_name) AS schemaname, view_name AS viewname,
 		'queryflux' AS viewowner, sql AS definition FROM duckdb_views() WHERE NOT internal AND database_name NOT IN ({hidden})`,
+	// The client's tables with no I/O counted (Sequelize's describeTable joins it to
+	// pg_description for a column's comment).
+	`CREATE VIEW {c}.main.pg_statio_all_tables AS SELECT table_oid AS relid, schema_name AS schemaname, table_name AS relname,
+		0::BIGINT AS heap_blks_read, 0::BIGINT AS heap_blks_hit, 0::BIGINT AS idx_blks_read, 0::BIGINT AS idx_blks_hit,
+		0::BIGINT AS toast_blks_read, 0::BIGINT AS toast_blks_hit, 0::BIGINT AS tidx_blks_read, 0::BIGINT AS tidx_blks_hit
+		FROM duckdb_tables() WHERE database_name = current_database()`,
 	// DuckDB has no materialized views.
 	`CREATE VIEW {c}.main.pg_matviews AS SELECT NULL::VARCHAR AS schemaname, NULL::VARCHAR AS matviewname,
 		NULL::VARCHAR AS matviewowner, NULL::VARCHAR AS tablespace, false AS hasindexes, false AS ispopulated,
 		NULL::VARCHAR AS definition WHERE false`,
 	`CREATE VIEW {c}.main.qf_pg_namespace AS
-		SELECT oid, schema_name AS nspname, 0 AS nspowner, NULL AS nspacl FROM duckdb_schemas()
+		SELECT oid, {c}.main.qf_pg_schema(schema_name) AS nspname, 0 AS nspowner, NULL AS nspacl FROM duckdb_schemas()
 		WHERE database_name = current_database()
 		OR database_name = 'system' AND schema_name IN ('pg_catalog', 'information_schema')`,
 	`CREATE VIEW {c}.main.qf_pg_proc AS SELECT * FROM pg_catalog.pg_proc
@@ -128,18 +136,20 @@ var compatSQL = []string{
 		0::BIGINT AS collnamespace, 0::BIGINT AS collowner, 'd' AS collprovider, true AS collisdeterministic,
 		-1 AS collencoding, NULL::VARCHAR AS collcollate, NULL::VARCHAR AS collctype, NULL::VARCHAR AS colliculocale`,
 	// qf_index_expressions is a CREATE INDEX index's expressions, which duckdb_indexes() writes
-	// as one text ([n, m]), as a list.
-	`CREATE MACRO {c}.main.qf_index_expressions(e) AS string_split(trim(CAST(e AS VARCHAR), '[]'), ', ')`,
+	// as one text (['"name"', id]), as a list, each name quoted only where PostgreSQL would
+	// quote it (DuckDB quotes its own keywords, as name).
+	`CREATE MACRO {c}.main.qf_index_expressions(e) AS
+		list_transform(CAST(e AS VARCHAR[]), x -> regexp_replace(x, '"([a-z_][a-z0-9_]*)"', '\1', 'g'))`,
 	// pg_get_indexdef(id, col, pretty) is the index's column col (JDBC's getIndexInfo reads each
 	// so), its definition for col 0.
 	// An index's definition as PostgreSQL writes it (psql's \d shows what follows USING):
 	// DuckDB's CREATE INDEX text names no method, and a key constraint's index has none.
 	`CREATE MACRO {c}.main.qf_indexdef(id) AS coalesce(
 		(SELECT any_value('CREATE ' || CASE WHEN is_unique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || index_name || ' ON ' ||
-			schema_name || '.' || table_name || ' USING btree (' || array_to_string({c}.main.qf_index_expressions(expressions), ', ') || ')')
+			{c}.main.qf_pg_schema(schema_name) || '.' || table_name || ' USING btree (' || array_to_string({c}.main.qf_index_expressions(expressions), ', ') || ')')
 			FROM duckdb_indexes() WHERE index_oid = id),
 		(SELECT any_value('CREATE UNIQUE INDEX ' || CASE WHEN constraint_type = 'PRIMARY KEY' THEN table_name || '_pkey' ELSE constraint_name END ||
-			' ON ' || schema_name || '.' || table_name || ' USING btree (' || array_to_string(constraint_column_names, ', ') || ')')
+			' ON ' || {c}.main.qf_pg_schema(schema_name) || '.' || table_name || ' USING btree (' || array_to_string(constraint_column_names, ', ') || ')')
 			FROM {c}.main.qf_key_constraints() WHERE {c}.main.qf_constraint_index_oid(table_oid, constraint_index) = id))`,
 	`CREATE MACRO {c}.main.pg_get_indexdef(id) AS {c}.main.qf_indexdef(id),
 		(id, col, pretty) AS CASE WHEN col = 0 THEN {c}.main.qf_indexdef(id)
@@ -158,8 +168,10 @@ var compatSQL = []string{
 		JOIN duckdb_columns() c ON c.table_oid = k.table_oid AND c.column_name = trim(k.e, '"')
 		GROUP BY k.index_oid`,
 	// An index DuckDB calls art is what PostgreSQL clients know as btree (JDBC's getIndexInfo
-	// says ascending columns for it).
-	`CREATE VIEW {c}.main.qf_pg_am AS SELECT * REPLACE (CASE WHEN amname = 'art' THEN 'btree' ELSE amname END AS amname)
+	// says ascending columns for it), under btree's oid: DuckDB's is 0, which is no access
+	// method's (a view's relam) in PostgreSQL.
+	`CREATE VIEW {c}.main.qf_pg_am AS SELECT * REPLACE (CASE WHEN amname = 'art' THEN 403 ELSE oid END AS oid,
+		CASE WHEN amname = 'art' THEN 'btree' ELSE amname END AS amname)
 		FROM pg_catalog.pg_am UNION ALL SELECT 2, 'heap', NULL, 't'`,
 	`CREATE VIEW {c}.main.qf_pg_index AS SELECT i.* REPLACE (coalesce(i.indkey, k.indkey) AS indkey,
 			CASE WHEN k.plain THEN NULL ELSE i.indexprs END AS indexprs, len(coalesce(i.indkey, k.indkey))::INTEGER AS indnatts,
@@ -216,6 +228,11 @@ var compatSQL = []string{
 		(SELECT any_value(qf_definition) FROM {c}.main.qf_pg_constraint WHERE oid = id),
 		(id, pretty) AS (SELECT any_value(CASE WHEN pretty AND contype = 'c' AND conbin LIKE '(%)'
 			THEN 'CHECK (' || conbin[2:-2] || ')' ELSE qf_definition END) FROM {c}.main.qf_pg_constraint WHERE oid = id)`,
+	// A list of text as PostgreSQL writes an array of it: {a,"b c",NULL}, an element quoted when
+	// empty, NULL, or holding a blank, a quote, a backslash, a comma or a brace.
+	`CREATE MACRO {c}.main.qf_pg_array_text(l) AS '{' || array_to_string(list_transform(l, e -> CASE WHEN e IS NULL THEN 'NULL'
+		WHEN e = '' OR lower(e) = 'null' OR regexp_matches(e, '[\s",{}\\]') THEN '"' || replace(replace(e, '\', '\\'), '"', '\"') || '"'
+		ELSE e END), ',') || '}'`,
 	// information_schema._pg_expandarray(a): one (x, n) row per element of a, n counting from
 	// 1 (JDBC's getPrimaryKeys reads index keys with it).
 	`CREATE MACRO {c}.main.qf_pg_expandarray(arr) AS
@@ -366,6 +383,10 @@ var compatSQL = []string{
 			FROM duckdb_constraints() WHERE schema_name = 'main' AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
 			AND database_name IN (SELECT datname FROM {c}.main.qf_pg_database)) k,
 		LATERAL (SELECT unnest(k.constraint_column_names) AS name, unnest(range(1, len(k.constraint_column_names) + 1)) AS pos) c`,
+	// DuckDB's extensions are not PostgreSQL's: none is listed (psql's \dx, Rails' schema dump).
+	`CREATE VIEW {c}.main.pg_extension AS SELECT 0::BIGINT AS oid, NULL::VARCHAR AS extname, 0::BIGINT AS extowner,
+		0::BIGINT AS extnamespace, false AS extrelocatable, NULL::VARCHAR AS extversion, NULL::BIGINT[] AS extconfig,
+		NULL::VARCHAR[] AS extcondition WHERE false`,
 	`CREATE VIEW {c}.main.pg_partitioned_table AS SELECT 0::BIGINT AS partrelid, 'r' AS partstrat,
 		0 AS partnatts WHERE false`,
 }
@@ -374,7 +395,8 @@ var compatSQL = []string{
 // every attached catalog's system objects: a query naming pg_catalog.X reads pg_catalog.qf_X,
 // X with those columns and only the client's database (compatSQL).
 var extendedRelations = map[string]bool{"pg_class": true, "pg_database": true, "pg_namespace": true, "pg_proc": true,
-	"pg_attribute": true, "pg_type": true, "pg_index": true, "pg_am": true, "pg_constraint": true, "pg_views": true}
+	"pg_attribute": true, "pg_type": true, "pg_index": true, "pg_am": true, "pg_constraint": true, "pg_views": true,
+	"pg_tables": true, "pg_indexes": true}
 
 // relationEnds are the words that may follow a relation in FROM that has no alias.
 var relationEnds = map[string]bool{"where": true, "join": true, "left": true, "right": true, "inner": true,
@@ -595,8 +617,9 @@ func pgCompat(q *query.Request) string {
 	regex := q.Protocol == query.ProtocolPostgres && mayMatchRegex(q.SQL)
 	division := (q.Protocol == query.ProtocolPostgres || q.Protocol == query.ProtocolTrino) && divides(q)
 	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
+	offsets := q.Protocol == query.ProtocolPostgres && holdsOffsetTimestamp(q.SQL)
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
-		!infoSchema && !division && !values {
+		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -604,7 +627,14 @@ func pgCompat(q *query.Request) string {
 		return noPublications
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
-		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values}
+		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values,
+		postgres: q.Protocol == query.ProtocolPostgres, offsets: offsets}
+	if division && w.trino {
+		w.starts = make([]int, len(toks))
+		for i := range w.starts {
+			w.starts[i] = -1
+		}
+	}
 	w.run()
 	return w.out.String()
 }
@@ -613,6 +643,9 @@ func pgCompat(q *query.Request) string {
 func (w *compatWriter) run() {
 	for w.i < len(w.toks) {
 		from := w.i
+		if w.starts != nil {
+			w.starts[w.i] = w.out.Len()
+		}
 		w.step()
 		// What is written after a token, once the tokens up to it are (a step may write
 		// several, with a rewrite of its own).
@@ -682,6 +715,15 @@ type compatWriter struct {
 	divides bool
 	// values: VALUES 1, 2 is two rows (Trino's; valuesRows).
 	values bool
+	// starts holds, by token index, where in out the token's step began writing (-1 for a
+	// token written within another's step): a Trino client's division writes a call before its
+	// dividend (guardDivision). nil for any other statement.
+	starts []int
+	// offsets: a timestamp literal may have a blank before its offset (pgliterals.go).
+	offsets bool
+	// postgres: the client speaks PostgreSQL, to which DuckDB's main schema is public
+	// (pgschema.go).
+	postgres bool
 }
 
 // jsonOperator writes PostgreSQL's jsonb operator at w.i, between a column (t.col) and a
@@ -843,7 +885,8 @@ func (w *compatWriter) step() {
 		w.i++
 		return
 	}
-	if w.writeReplaced() || w.renameCall() || w.sessionUser() || w.session != nil && w.scalarFromItem() {
+	if w.writeReplaced() || w.renameCall() || w.sessionUser() || w.session != nil && w.scalarFromItem() || w.currentSchema() ||
+		w.publicSchema() {
 		return
 	}
 	if w.jsonOps && t.Kind == sqltok.Operator && w.jsonOperator() {
@@ -859,6 +902,13 @@ func (w *compatWriter) step() {
 	key := w.word(w.i)
 	if name := strings.Trim(key, `"`); t.Kind == sqltok.QuotedIdent && extendedRelations[name] {
 		key = name // "pg_views" (TypeORM quotes every name): the same relation to PostgreSQL
+	}
+	// Unqualified, in FROM (SQLAlchemy's reflection): PostgreSQL finds pg_catalog's first.
+	if extendedRelations[key] && isFromItem(w.word(w.prevSig(w.i))) {
+		if next := w.word(w.sig(w.i+1, 0)); next != "." && next != "(" {
+			w.relation(w.i)
+			return
+		}
 	}
 	switch key {
 	case "operator": // OPERATOR(pg_catalog.~) -> ~
@@ -884,6 +934,12 @@ func (w *compatWriter) step() {
 		if w.word(dot) != "." || name < 0 {
 			break
 		}
+		if w.word(w.prevSig(w.i)) == "as" && w.toks[name].Kind == sqltok.Word {
+			// CAST(x AS pg_catalog.text) (psql's \da): a type, which DuckDB takes unqualified
+			w.emit(cmp.Or(castTypes[w.word(name)], w.word(name)))
+			w.i = name + 1
+			return
+		}
 		if w.word(name) == "pg_partition_ancestors" && isFromItem(w.word(w.prevSig(w.i))) {
 			w.emit(compatPrefix + "qf_partition_ancestors") // the set of them, in FROM (psql's trigger query)
 			w.i = name + 1
@@ -905,14 +961,8 @@ func (w *compatWriter) step() {
 			w.i = name
 			return
 		}
-	case "pg_class", "pg_database", "pg_namespace", "pg_proc", "pg_attribute", "pg_type", "pg_index", "pg_am", "pg_constraint", "pg_views":
-		// Unqualified, in FROM (SQLAlchemy's reflection): PostgreSQL finds pg_catalog's first.
-		if isFromItem(w.word(w.prevSig(w.i))) {
-			if next := w.word(w.sig(w.i+1, 0)); next != "." && next != "(" {
-				w.relation(w.i)
-				return
-			}
-		}
+	case "as":
+		w.selectedAsText()
 	case "any":
 		if w.listAny() {
 			return
@@ -1025,6 +1075,7 @@ func (w *compatWriter) step() {
 		w.emit(op.duck)
 	case w.similar(t):
 		return
+	case t.Kind == sqltok.String && w.literal(t):
 	default:
 		w.emit(t.Text)
 	}
@@ -1074,6 +1125,58 @@ func (w *compatWriter) vectorText() bool {
 	}
 	return ok
 }
+
+// nameColumns are the catalog's columns of PostgreSQL's type name.
+var nameColumns = map[string]bool{"attname": true, "relname": true, "nspname": true, "typname": true, "conname": true,
+	"proname": true, "datname": true, "rolname": true, "amname": true, "collname": true}
+
+// selectedAsText rewrites the outer select-list's item just written, w.i at its AS, as PostgreSQL's text
+// of its value where PostgreSQL's type is one clients leave as text and DuckDB's a list they
+// parse: a vector column (ix.indkey AS k, int2vector: "1 2") and array_agg of a name column
+// (array_agg(a.attname) AS n, name[]: "{id,title}"). Sequelize's index listing (showIndex)
+// splits both texts.
+func (w *compatWriter) selectedAsText() {
+	if w.depth(w.i) > 0 {
+		return // a subquery's column, which its query reads as a list (JDBC's getIndexInfo: indoption[n])
+	}
+	end := w.prevSig(w.i)
+	if w.isName(end) && vectorColumns[w.word(end)] {
+		if start := w.nameStart(end); startsSelectItem(w.word(w.prevSig(start))) {
+			if operand, ok := w.retract(start); ok {
+				w.emit("array_to_string(" + operand + ", ' ') ")
+			}
+		}
+		return
+	}
+	col := w.prevSig(end)
+	open := w.prevSig(w.nameStart(col))
+	call := w.prevSig(open)
+	if w.word(end) != ")" || !w.isName(col) || !nameColumns[w.word(col)] || w.word(open) != "(" ||
+		w.word(call) != "array_agg" || !startsSelectItem(w.word(w.prevSig(call))) {
+		return
+	}
+	if operand, ok := w.retract(call); ok {
+		w.emit(compatPrefix + "qf_pg_array_text(" + operand + ") ")
+	}
+}
+
+// depth is how many parentheses are open at token i.
+func (w *compatWriter) depth(i int) int {
+	n := 0
+	for _, t := range w.toks[:i] {
+		switch t.Text {
+		case "(":
+			n++
+		case ")":
+			n--
+		}
+	}
+	return n
+}
+
+// startsSelectItem reports whether the token before an expression, prev, starts a select-list
+// item there.
+func startsSelectItem(prev string) bool { return prev == "select" || prev == "," || prev == "distinct" }
 
 // listAny rewrites x = ANY(list), x and list names ([q.]attnum = ANY([q.]indkey), a join's
 // condition in SQLAlchemy's index reflection), as list_contains(list, x): DuckDB plans its ANY
@@ -1260,9 +1363,10 @@ func (w *compatWriter) castReg(name string) {
 		s = s[dot+1:]
 	}
 	s = strings.ReplaceAll(strings.Trim(s, `"`), "'", "''")
-	look := "(SELECT any_value(oid) FROM pg_catalog.pg_class WHERE relname = '" + s + "')"
+	// Aliased as the type, which names the column as PostgreSQL names a cast's.
+	look := "(SELECT any_value(oid) AS regclass FROM pg_catalog.pg_class WHERE relname = '" + s + "')"
 	if name == "regtype" {
-		look = "(SELECT any_value(oid) FROM pg_catalog.pg_type WHERE typname = '" + s + "')"
+		look = "(SELECT any_value(oid) AS regtype FROM pg_catalog.pg_type WHERE typname = '" + s + "')"
 	}
 	w.replaceLiteral(look)
 }

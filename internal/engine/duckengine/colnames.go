@@ -57,7 +57,11 @@ func clientNames(ctx context.Context, conn *sql.Conn, q *query.Request) []string
 	if conn.QueryRowContext(ctx, "SELECT CAST(json_serialize_sql(CAST(? AS VARCHAR)) AS VARCHAR)", q.SQL).Scan(&parsed) != nil {
 		return nil // not cached: the context may have ended
 	}
-	names := namesFor(q.Protocol, written, parsed)
+	text := q.SQL // what was parsed: the nodes' locations are in it
+	if q.Protocol == query.ProtocolMySQL {
+		text = written
+	}
+	names := namesFor(q.Protocol, text, parsed)
 	if len(q.SQL) <= namesCachedSQLMax {
 		namesCache.Put(key, names)
 	}
@@ -101,7 +105,7 @@ func plainNames(protocol, sqlText string, reserved map[string]bool) (names []str
 			continue
 		}
 		name, ok := plainItemName(item, reserved)
-		if !ok {
+		if !ok || protocol == query.ProtocolTrino && len(item) == 1 && item[0].Kind == sqltok.Word && trinoExpressionWords[strings.ToLower(name)] {
 			return nil, false
 		}
 		if name == starItem {
@@ -115,6 +119,9 @@ func plainNames(protocol, sqlText string, reserved map[string]bool) (names []str
 	}
 	if stars > 1 {
 		return nil, true // which columns each * expanded to is unknown: DuckDB's names
+	}
+	if stars == 1 && protocol == query.ProtocolTrino && containsFold(sqlText, "values") {
+		return nil, false // a * of a VALUES list's columns, which Trino names _colN: the parse tells
 	}
 	if protocol == query.ProtocolMySQL && len(selectItemTexts(sqlText)) != len(names) {
 		return nil, true // as namesFor: items it cannot match with their texts keep DuckDB's names
@@ -225,23 +232,55 @@ func reservedWords(ctx context.Context, conn *sql.Conn) map[string]bool {
 // DuckDB's names.
 const starItem = "*"
 
+// Trino names a column that has no name by its position among the result's columns: _col0,
+// _col1, ... (LogicalPlanner's output names). Among Trino's names, unnamed stands for such an
+// item, and anonymousStar for a * of a VALUES list's columns (VALUES 1, 2; SELECT * FROM
+// (VALUES ...) without column aliases), which DuckDB names col0, col1, ...; perColumn numbers
+// them once the * is spread.
+const (
+	unnamed       = "\x00_col"
+	anonymousStar = "*_col"
+)
+
+// trinoExpressionWords are Trino's reserved words that are an expression alone (CURRENT_DATE):
+// an item so written, unquoted, is no column, and Trino names it _colN (DuckDB's parse reads a
+// column reference, as DuckDB's binder then finds the function).
+var trinoExpressionWords = map[string]bool{"current_catalog": true, "current_date": true, "current_path": true,
+	"current_schema": true, "current_time": true, "current_timestamp": true, "current_user": true,
+	"localtime": true, "localtimestamp": true}
+
 // perColumn spreads names (one per select item) over n columns: the one * item, if any, over
-// as many columns as the others leave; nil when they do not fit. "" keeps DuckDB's name.
+// as many columns as the others leave; nil when they do not fit. "" keeps DuckDB's name; an
+// unnamed column, and each of an anonymousStar's, is named _colN by its position.
 func perColumn(names []string, n int) []string {
 	star := slices.Index(names, starItem)
+	spread := ""
 	if star < 0 {
-		if len(names) != n {
-			return nil
+		if star = slices.Index(names, anonymousStar); star >= 0 {
+			spread = unnamed
 		}
-		return names
 	}
-	if len(names)-1 > n {
+	out := names
+	switch {
+	case star < 0 && len(names) != n, star >= 0 && len(names)-1 > n:
 		return nil
+	case star >= 0:
+		out = make([]string, 0, n)
+		out = append(out, names[:star]...)
+		for range n - (len(names) - 1) {
+			out = append(out, spread)
+		}
+		out = append(out, names[star+1:]...)
 	}
-	out := make([]string, 0, n)
-	out = append(out, names[:star]...)
-	out = append(out, make([]string, n-(len(names)-1))...)
-	return append(out, names[star+1:]...)
+	for i, name := range out {
+		if name == unnamed {
+			if &out[0] == &names[0] { // names may be cached: number a copy
+				out = slices.Clone(out)
+			}
+			out[i] = "_col" + strconv.Itoa(i)
+		}
+	}
+	return out
 }
 
 // rename gives cols the names from clientNames.
@@ -272,6 +311,7 @@ type astNode struct {
 	// cast that stands for TRUE and FALSE, an INTERVAL literal's) have none (2^64-1).
 	Location     float64 `json:"query_location"`
 	SubqueryType string  `json:"subquery_type"`
+	RelationName string  `json:"relation_name"` // a STAR's: t of t.*
 	Subquery     *struct {
 		Node *queryNode `json:"node"`
 	} `json:"subquery"`
@@ -282,6 +322,35 @@ type queryNode struct {
 	Type       string     `json:"type"`
 	SelectList []*astNode `json:"select_list"`
 	Left       *queryNode `json:"left"`
+	From       *fromItem  `json:"from_table"`
+}
+
+// fromItem is the part of a FROM item the rules read: a VALUES list (EXPRESSION_LIST) or a
+// subquery (SUBQUERY), and the column aliases given it.
+type fromItem struct {
+	Type            string   `json:"type"`
+	ColumnNameAlias []string `json:"column_name_alias"`
+	Subquery        *struct {
+		Node *queryNode `json:"node"`
+	} `json:"subquery"`
+}
+
+// selectsFromValues reports whether n, a SELECT, reads only a VALUES list's columns, unnamed:
+// n is VALUES ... (SELECT * FROM the list, to DuckDB's parse), or selects from a subquery
+// without column aliases whose columns are those.
+func (n *queryNode) selectsFromValues() bool {
+	if n == nil || n.Type != "SELECT_NODE" || n.From == nil {
+		return false
+	}
+	switch from := n.From; from.Type {
+	case "EXPRESSION_LIST":
+		return true
+	case "SUBQUERY":
+		inner := from.Subquery
+		return len(from.ColumnNameAlias) == 0 && inner != nil && inner.Node.selectsFromValues() &&
+			len(inner.Node.SelectList) == 1 && inner.Node.SelectList[0].Class == "STAR"
+	}
+	return false
 }
 
 // selectList is the items naming a query's columns: a set operation's come from its left side.
@@ -296,7 +365,8 @@ func (n *queryNode) selectList() []*astNode {
 }
 
 // namesFor applies protocol's rule to the items of parsed (json_serialize_sql of the SQL that
-// runs): MySQL's items are named by their text in written, the client's SQL; nil when it
+// runs): MySQL's items are named by their text in written, the client's SQL (for the others
+// written is the SQL parsed, where Trino's rule reads whether a word is quoted); nil when it
 // cannot name every column.
 func namesFor(protocol, written, parsed string) []string {
 	var doc struct {
@@ -324,7 +394,7 @@ func namesFor(protocol, written, parsed string) []string {
 	names := make([]string, len(items))
 	defer func() { // a * keeps DuckDB's names, the table's columns' own
 		for i, it := range items {
-			if it.Class == "STAR" {
+			if it.Class == "STAR" && names[i] != anonymousStar {
 				names[i] = starItem
 			}
 		}
@@ -335,9 +405,17 @@ func namesFor(protocol, written, parsed string) []string {
 			names[i] = pgColumnName(it)
 		}
 	case query.ProtocolTrino:
+		anonymous := doc.Statements[0].Node.selectsFromValues()
 		for i, it := range items {
-			if names[i] = plainName(it); names[i] == "" {
-				names[i] = "_col" + strconv.Itoa(i)
+			switch {
+			case it.Class == "STAR":
+				if anonymous && it.RelationName == "" {
+					names[i] = anonymousStar
+				}
+			case plainName(it) == "" || trinoExpressionWord(it, written):
+				names[i] = unnamed
+			default:
+				names[i] = plainName(it)
 			}
 		}
 	case query.ProtocolMySQL:
@@ -352,6 +430,16 @@ func namesFor(protocol, written, parsed string) []string {
 		}
 	}
 	return names
+}
+
+// trinoExpressionWord reports whether n, an item of sqlText, is one of trinoExpressionWords
+// unquoted: an expression to Trino, where DuckDB's parse reads a column.
+func trinoExpressionWord(n *astNode, sqlText string) bool {
+	if n.Alias != "" || n.Class != "COLUMN_REF" || len(n.ColumnNames) != 1 || !trinoExpressionWords[strings.ToLower(n.ColumnNames[0])] {
+		return false
+	}
+	at := int(n.Location)
+	return at >= 0 && at < len(sqlText) && sqlText[at] != '"'
 }
 
 // plainName is an item's alias, or the column a column reference names; "" for others.

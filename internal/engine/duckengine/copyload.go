@@ -29,6 +29,7 @@ const copyStage = "queryflux_copy_stage"
 // copyTarget is where a COPY's rows go: the INSERT's column list and which columns are BLOB
 // (their text is PostgreSQL's bytea text, which DuckDB's cast from VARCHAR reads otherwise).
 type copyTarget struct {
+	table   string // the table's name as DuckDB's (duckRelation)
 	names   []string
 	columns []string // the names, unquoted (for errors)
 	types   []string // DuckDB's types of the columns
@@ -100,7 +101,8 @@ func copyTargetOf(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement) (cop
 	if cf.Columns != nil {
 		cols = strings.Join(cf.Columns, ", ")
 	}
-	rows, err := conn.QueryContext(ctx, "SELECT "+cols+" FROM "+cf.Table+" LIMIT 0")
+	table := duckRelation(cf.Table)
+	rows, err := conn.QueryContext(ctx, "SELECT "+cols+" FROM "+table+" LIMIT 0")
 	if err != nil {
 		return copyTarget{}, wrapErr(err)
 	}
@@ -109,7 +111,7 @@ func copyTargetOf(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement) (cop
 	if err != nil {
 		return copyTarget{}, wrapErr(err)
 	}
-	t := copyTarget{schema: resultSchema(ctx, conn, "SELECT "+cols+" FROM "+cf.Table, 0, nil)}
+	t := copyTarget{table: table, schema: resultSchema(ctx, conn, "SELECT "+cols+" FROM "+table, 0, nil)}
 	if t.schema == nil || t.schema.NumFields() != len(types) {
 		return copyTarget{}, queryError(sqlstate.InternalError, "COPY "+cf.Table+": its columns could not be described")
 	}
@@ -146,7 +148,7 @@ func stageCopyRows(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, t c
 
 // insertStaged inserts the staged rows into the target in one statement, and drops the stage.
 func insertStaged(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, t copyTarget) (query.Rows, error) {
-	res, err := conn.ExecContext(ctx, "INSERT INTO "+cf.Table+" ("+strings.Join(t.names, ", ")+") SELECT * FROM "+copyStage)
+	res, err := conn.ExecContext(ctx, "INSERT INTO "+t.table+" ("+strings.Join(t.names, ", ")+") SELECT * FROM "+copyStage)
 	if err != nil {
 		return nil, copyLineError(cf, 0, wrapErr(err))
 	}

@@ -50,11 +50,18 @@ func isDivision(t sqltok.Token) bool {
 }
 
 // A PostgreSQL or Trino client's division by zero fails with 22012 (Trino's DIVISION_BY_ZERO),
-// as in PostgreSQL and Trino (where a double divided by zero is Infinity in Trino, it fails
-// here too), where DuckDB's answer is NULL: the divisor of / and % (a term: a literal, a name, a call, a parenthesized
-// expression, with its casts, subscripts and powers) is passed through qfpg_nonzero, which
-// raises the error for a zero. A divisor read otherwise (a parameter, whose type the statement
-// gives it from the other operand; a CASE; a typed literal) is left as written: NULL there.
+// as in PostgreSQL and Trino, where DuckDB's answer is NULL: the divisor of / and % (a term: a
+// literal, a name, a call, a parenthesized expression, with its casts, subscripts and powers)
+// is passed through qfpg_nonzero, which raises the error for a zero. A divisor read otherwise
+// (a parameter, whose type the statement gives it from the other operand; a CASE; a typed
+// literal) is left as written: NULL there.
+//
+// Trino divides a double or a real by zero as Java does (Infinity, -Infinity, NaN; x % 0 is
+// NaN), and integers and decimals fail: which one depends on both operands' types (a double
+// divided by the integer 0 is Infinity), which only DuckDB knows. So a Trino client's a / b
+// is qf_trino_divide(a, b) (a % b qf_trino_mod(a, b)), the dividend read back from the
+// operator (operandStart) and the macro call written before it (insertAt); the macros read
+// the types (trinoFunctionSQL). A dividend not read so is left to qfpg_nonzero.
 //
 // An interval divided by a number (interval '1 hour' / 2) is multiplied by the number's
 // inverse, which DuckDB takes (integer_division takes no interval), when the dividend is an
@@ -87,7 +94,22 @@ func (w *compatWriter) guardDivision(t sqltok.Token) bool {
 	if w.after == nil {
 		w.after = map[int]string{}
 	}
-	if t.Text != "%" && w.intervalBefore(w.i) {
+	interval := t.Text != "%" && w.intervalBefore(w.i)
+	if w.starts != nil && !interval {
+		if start := w.operandStart(w.prevSig(w.i)); start >= 0 && w.starts[start] >= 0 {
+			macro := "qf_trino_divide("
+			if t.Text == "%" {
+				macro = "qf_trino_mod("
+			}
+			w.insertAt(w.starts[start], macro)
+			w.emit(", " + t.Text[1:]) // the signs of "/-"
+			w.after[end] += ")"
+			w.regex, w.lastLiteral = "", -1
+			w.i++
+			return true
+		}
+	}
+	if interval {
 		w.emit("* (1e0 " + t.Text + " " + divisorGuard + "(")
 		w.after[end] += "))"
 	} else {
@@ -123,8 +145,12 @@ func (w *compatWriter) operandEnd(i int) int {
 		}
 		next := w.sig(end+1, 0)
 		switch {
-		case end < 0 || next >= 0 && w.toks[next].Kind == sqltok.String:
-			return -1 // a typed literal (date '...')
+		case end < 0:
+			return -1
+		case next >= 0 && w.toks[next].Kind == sqltok.String && numericLiteralTypes[w.word(end)] && !w.toks[next].Unterminated:
+			end = next // double '1.5'
+		case next >= 0 && w.toks[next].Kind == sqltok.String:
+			return -1 // another typed literal (date '...')
 		case w.word(next) == "(":
 			if end = w.callEnd(next); end < 0 {
 				return -1
@@ -201,4 +227,104 @@ func (w *compatWriter) intervalBefore(op int) bool {
 		return w.word(last) == "interval" && w.word(w.prevSig(last)) == "as"
 	}
 	return false
+}
+
+// operandStart is the index of the first token of the left operand of the * / % operator right
+// after end: the term that ends at end (as operandEnd reads one), and the terms before it that
+// * / % join to it (a * b / c divides a * b); -1 when what ends there is not read here (a CASE,
+// a window, a typed literal but a number's).
+func (w *compatWriter) operandStart(end int) int {
+	for {
+		start := w.termStart(end)
+		if start < 0 {
+			return -1
+		}
+		op := w.prevSig(start)
+		if op < 0 || w.toks[op].Kind != sqltok.Operator || !isDivision(w.toks[op]) && w.toks[op].Text != "%" && w.toks[op].Text != "*" {
+			return start
+		}
+		end = w.prevSig(op)
+	}
+}
+
+// termStart is the index of the first token of the term that ends at end: a literal, a
+// (qualified) name, a call, a parenthesized expression, with its casts and subscripts; -1
+// for anything else.
+func (w *compatWriter) termStart(end int) int {
+	i := end
+	for i >= 0 {
+		switch t := w.toks[i]; {
+		case w.word(i) == "]":
+			i = w.prevSig(w.bracketStart(i))
+			continue // the subscripted term
+		case w.word(i) == ")":
+			open := w.bracketStart(i)
+			before := w.prevSig(open)
+			switch {
+			case open < 0:
+				return -1
+			case !w.isName(before) || w.toks[before].Kind == sqltok.Word && termKeywords[w.word(before)]:
+				return open // a parenthesized expression
+			case w.word(before) == "over" || w.word(before) == "filter" || w.word(before) == "within":
+				return -1
+			case w.word(w.prevSig(before)) == "::":
+				i = w.prevSig(w.prevSig(before)) // ::decimal(10, 2): the cast term
+				continue
+			}
+			return w.nameStart(before)
+		case t.Kind == sqltok.Number:
+			return i
+		case t.Kind == sqltok.String && !t.Unterminated:
+			if typ := w.prevSig(i); numericLiteralTypes[w.word(typ)] {
+				return typ // double '1.5'
+			}
+			return i
+		case w.isName(i):
+			if w.word(w.prevSig(i)) == "::" {
+				i = w.prevSig(w.prevSig(i)) // x::double: the cast term
+				continue
+			}
+			if t.Kind == sqltok.Word && termKeywords[w.word(i)] {
+				return -1
+			}
+			return w.nameStart(i)
+		default:
+			return -1
+		}
+	}
+	return -1
+}
+
+// numericLiteralTypes name Trino's typed literals of numbers (DOUBLE '1.5').
+var numericLiteralTypes = map[string]bool{"double": true, "real": true, "decimal": true, "bigint": true,
+	"integer": true, "int": true, "smallint": true, "tinyint": true}
+
+// bracketStart is the index of the ( or [ that the ) or ] at end closes; -1 when none does.
+func (w *compatWriter) bracketStart(end int) int {
+	depth := 0
+	for j := end; j >= 0; j = w.prevSig(j) {
+		switch w.word(j) {
+		case ")", "]":
+			depth++
+		case "(", "[":
+			if depth--; depth == 0 {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+// insertAt writes text into out at offset off, before what is already written there.
+func (w *compatWriter) insertAt(off int, text string) {
+	written := w.out.String()
+	w.out.Reset()
+	w.out.WriteString(written[:off])
+	w.out.WriteString(text)
+	w.out.WriteString(written[off:])
+	for j, at := range w.starts {
+		if at > off {
+			w.starts[j] = at + len(text)
+		}
+	}
 }

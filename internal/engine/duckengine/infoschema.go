@@ -64,10 +64,14 @@ func (w *compatWriter) infoSchemaView() bool {
 	if _, ok := infoSchemaViews[view]; !ok {
 		return false
 	}
-	if view == "columns" && w.trino {
+	prefix := infoSchemaPrefix
+	switch {
+	case view == "columns" && w.trino:
 		view = "trino_columns"
+	case w.postgres:
+		prefix = pgInfoSchemaPrefix // schema names as PostgreSQL's (pgschema.go)
 	}
-	w.emit(infoSchemaPrefix + view)
+	w.emit(prefix + view)
 	w.i = name + 1
 	return true
 }

@@ -57,10 +57,13 @@ func mysqlCompat(sqlText string) string {
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		if e, ok := edits[i]; ok {
-			b.WriteString(e.text)
-			i = e.to
+			b.WriteString(e.before)
 			changed = true
-			continue
+			if e.to >= 0 {
+				b.WriteString(e.text)
+				i = e.to
+				continue
+			}
 		}
 		// A string that is not UTF-8 is bytes (PyMySQL and mysqlclient write a bytes parameter
 		// as a plain '...' string of them, which MySQL stores into a BLOB as they are): DuckDB
@@ -270,7 +273,7 @@ func mayCallMySQLFunction(sqlText string) bool {
 		containsFold(sqlText, "mod") || containsFold(sqlText, "date_") || containsFold(sqlText, "adddate") || containsFold(sqlText, "subdate") || containsFold(sqlText, "to_days") ||
 		containsFold(sqlText, "length") || containsFold(sqlText, "concat") || mayCallMySQLCall(sqlText) ||
 		containsFold(sqlText, "sql_") || containsFold(sqlText, "high_priority") || containsFold(sqlText, "collate") ||
-		containsFold(sqlText, "unique")
+		containsFold(sqlText, "unique") || containsFold(sqlText, "binary") || containsFold(sqlText, "interval")
 }
 
 // mysqlCalls are the functions mysqlFunctionEdits writes that mayCallMySQLFunction looks for
@@ -378,15 +381,8 @@ func mayHoldNoArgCall(sqlText string) bool {
 	return containsFold(sqlText, "dual")
 }
 
-// containsFold reports whether s holds word in any case.
-func containsFold(s, word string) bool {
-	for i := 0; i+len(word) <= len(s); i++ {
-		if s[i]|0x20 == word[0] && strings.EqualFold(s[i:i+len(word)], word) {
-			return true
-		}
-	}
-	return false
-}
+// containsFold reports whether s holds word (lower case) in any case.
+func containsFold(s, word string) bool { return sqltok.ContainsFold(s, word) }
 
 // limitPair reads "offset , count" (each a number or a ?, blanks and comments between) from
 // toks[i:]: the two tokens, and the index after the count.

@@ -21,10 +21,18 @@ import (
 //     size, UNSIGNED its unsigned one (BIGINT UNSIGNED is UBIGINT), MEDIUMINT an INTEGER;
 //   - TINYTEXT ... LONGTEXT are a VARCHAR, TINYBLOB ... LONGBLOB a BLOB;
 //   - DATETIME and TIMESTAMP are a TIMESTAMP_S, (n) digits a TIMESTAMP_MS up to 3, else a
-//     TIMESTAMP (datetimeType);
+//     TIMESTAMP (datetimeType); TIME(n) a TIME;
 //   - KEY and INDEX definitions are left out (DuckDB has no index in CREATE TABLE), UNIQUE
 //     KEY name (cols) is UNIQUE (cols); a column's COMMENT, CHARACTER SET and COLLATE, and
-//     the table's options (ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 ...) are left out.
+//     the table's options (ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 ...) are left out;
+//   - a text column (CHAR, VARCHAR, TEXT ...) is COLLATE NOCASE: MariaDB's default collations
+//     (utf8mb4_general_ci) compare, sort, group and join text without regard to case, where
+//     DuckDB's compare bytes. A binary one stays DuckDB's: the BINARY attribute, a _bin
+//     collation or CHARACTER SET binary, of the column or the table. The collation is the
+//     column's, as MariaDB's: a PostgreSQL or Trino client reading the table compares it so
+//     too, and the tables they create compare by case. (DuckDB's default_collation would be
+//     a connection's, but a locked database refuses to set it; its UNIQUE keys still compare
+//     bytes, collation or not.)
 //
 // An INSERT into a table with such a column gets its ids as MariaDB gives them (autoinc.go)
 // and returns its insert id in its command tag (where PostgreSQL has an oid), which the MySQL
@@ -52,10 +60,11 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, ok bool) {
 		return nil, "", false
 	}
 	start, changed := tableOptions(toks[end+1:])
+	binary := binaryCollation(toks[end+1:])
 	var out []string
 	aiColumn := ""
 	for _, d := range defs {
-		text, ai, kept, dchanged := columnDefinition(d)
+		text, ai, kept, dchanged := columnDefinition(d, binary)
 		changed = changed || dchanged || !kept
 		if !kept {
 			continue
@@ -186,7 +195,7 @@ var intTypes = map[string][2]string{"tinyint": {"TINYINT", "UTINYINT"}, "smallin
 // columnDefinition writes one definition of a CREATE TABLE as DuckDB reads it (MySQL's text
 // still: mysqlCompat reads the whole statement after): ai says it was AUTO_INCREMENT, kept is
 // false for a KEY or INDEX, and changed whether anything was written otherwise.
-func columnDefinition(d []sqltok.Token) (text string, ai, kept, changed bool) {
+func columnDefinition(d []sqltok.Token, binaryTable bool) (text string, ai, kept, changed bool) {
 	is := func(i int, words ...string) bool {
 		if i >= len(d) || d[i].Kind != sqltok.Word {
 			return false
@@ -212,8 +221,18 @@ func columnDefinition(d []sqltok.Token) (text string, ai, kept, changed bool) {
 		return joinTokens(d), false, true, false
 	}
 	var out []sqltok.Token
+	nocase := -1 // where COLLATE NOCASE goes: after a text column's type
+	if is(1, "char", "varchar", "text", "tinytext", "mediumtext", "longtext", "nchar", "nvarchar") && !binaryTable {
+		nocase = 2
+		if is(1, "char", "varchar", "nchar", "nvarchar") && len(d) > 4 && d[2].Text == "(" && d[4].Text == ")" {
+			nocase = 5
+		}
+	}
 	for i := 0; i < len(d); i++ {
 		t := d[i]
+		if i == nocase {
+			out = append(out, sqltok.Token{Kind: sqltok.Word, Text: "COLLATE NOCASE"})
+		}
 		switch {
 		case i == 1 && t.Kind == sqltok.Word && intTypes[strings.ToLower(t.Text)] != [2]string{}:
 			sizes := intTypes[strings.ToLower(t.Text)]
@@ -245,19 +264,58 @@ func columnDefinition(d []sqltok.Token) (text string, ai, kept, changed bool) {
 			typ, end := datetimeType(d, i)
 			out = append(out, sqltok.Token{Kind: sqltok.Word, Text: typ})
 			i, changed = end, true
+		case i == 1 && is(i, "time") && i+3 < len(d) && d[i+1].Text == "(" && d[i+3].Text == ")":
+			// TIME(n): DuckDB's TIME has six digits and takes no precision (Django's TimeField
+			// is a time(6)); the MySQL frontend sends a whole second without them, as MariaDB's TIME.
+			out = append(out, t)
+			i, changed = i+3, true
 		case is(i, "auto_increment"):
 			ai, changed = true, true
 		case is(i, "comment") && i+1 < len(d) && d[i+1].Kind == sqltok.String:
 			i, changed = i+1, true
 		case is(i, "collate", "charset") && i+1 < len(d):
+			if binaryName(d[i+1].Text) && nocase >= 0 {
+				return columnDefinition(d, true)
+			}
 			i, changed = i+1, true
 		case is(i, "character") && is(i+1, "set") && i+2 < len(d):
+			if binaryName(d[i+2].Text) && nocase >= 0 {
+				return columnDefinition(d, true)
+			}
 			i, changed = i+2, true
+		case i > 1 && is(i, "binary"): // VARCHAR(n) BINARY: utf8mb4_bin
+			if nocase >= 0 {
+				return columnDefinition(d, true)
+			}
+			changed = true
 		default:
 			out = append(out, t)
 		}
 	}
-	return joinTokens(out), ai, true, changed
+	if nocase == len(d) {
+		out = append(out, sqltok.Token{Kind: sqltok.Word, Text: "COLLATE NOCASE"})
+	}
+	return joinTokens(out), ai, true, changed || nocase >= 0
+}
+
+// binaryName reports whether a collation or character set compares bytes: utf8mb4_bin, binary.
+func binaryName(name string) bool {
+	name = strings.ToLower(strings.Trim(name, "`'\""))
+	return name == "binary" || strings.HasSuffix(name, "_bin")
+}
+
+// binaryCollation reports whether a CREATE TABLE's options (toks) make its text columns
+// compare bytes: [DEFAULT] COLLATE [=] x_bin, [DEFAULT] CHARSET [=] binary.
+func binaryCollation(toks []sqltok.Token) bool {
+	for i, t := range toks {
+		if !t.IsWord("collate", "charset", "set") {
+			continue
+		}
+		if j := i + 1; j < len(toks) && (toks[j].Text == "=" && j+1 < len(toks) && binaryName(toks[j+1].Text) || binaryName(toks[j].Text)) {
+			return true
+		}
+	}
+	return false
 }
 
 // identText is a name token's name: a `quoted` one unquoted.

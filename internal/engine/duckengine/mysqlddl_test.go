@@ -59,3 +59,48 @@ func TestMySQLAutoIncrementOnDuckDB(t *testing.T) {
 		}
 	}
 }
+
+// TestTextCaseByClientOnDuckDB: a MySQL client's text column compares without regard to case
+// (MariaDB's utf8mb4_general_ci: TestMySQLTextComparesLikeMariaDB), for every client reading
+// it, as the column's collation is MariaDB's; a table a PostgreSQL or Trino client creates
+// compares by case, as PostgreSQL's and Trino's, for every client; and so do their literals.
+func TestTextCaseByClientOnDuckDB(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	count := func(protocol, sql string) string {
+		t.Helper()
+		rows, err := e.Execute(ctx, &query.Request{SQL: sql, Protocol: protocol})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		defer rows.Close()
+		if rows.Schema() == nil {
+			return rows.Tag()
+		}
+		b, err := rows.Next(ctx)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return b.Column(0).ValueStr(0)
+	}
+	my, pg, trino := query.ProtocolMySQL, query.ProtocolPostgres, query.ProtocolTrino
+	for _, c := range []struct{ protocol, sql, want string }{
+		{my, "CREATE TABLE my_t (name VARCHAR(20), raw VARCHAR(20) BINARY)", "CREATE TABLE"},
+		{my, "INSERT INTO my_t VALUES ('alice', 'alice')", "INSERT 0 1"},
+		{pg, "CREATE TABLE pg_t (name VARCHAR(20))", "CREATE TABLE"},
+		{pg, "INSERT INTO pg_t VALUES ('alice')", "INSERT 0 1"},
+		{my, "SELECT count(*) FROM my_t WHERE name = 'ALICE'", "1"},
+		{pg, "SELECT count(*) FROM my_t WHERE name = 'ALICE'", "1"},
+		{my, "SELECT count(*) FROM my_t WHERE raw = 'ALICE'", "0"},
+		{pg, "SELECT count(*) FROM pg_t WHERE name = 'ALICE'", "0"},
+		{trino, "SELECT count(*) FROM pg_t WHERE name = 'ALICE'", "0"},
+		{my, "SELECT count(*) FROM pg_t WHERE name = 'ALICE'", "0"},
+		{pg, "SELECT count(*) FROM pg_t WHERE name LIKE 'AL%'", "0"},
+		{pg, "SELECT count(*) FROM my_t WHERE 'a' = 'A'", "0"},
+		{trino, "SELECT count(*) FROM my_t WHERE 'a' = 'A'", "0"},
+	} {
+		if got := count(c.protocol, c.sql); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.protocol, c.sql, got, c.want)
+		}
+	}
+}

@@ -19,10 +19,12 @@ import (
 //   - CAST(x AS SIGNED | UNSIGNED [INTEGER]) is a BIGINT or UBIGINT, CONVERT(x, type) a CAST;
 //   - LIKE is ILIKE: MySQL's default collations compare strings without regard to case.
 
-// mysqlEdit is text written in place of the tokens from one index to to.
+// mysqlEdit is text written in place of the tokens from one index to to, and text written
+// before them (a call opened around an operand: intervalEdits).
 type mysqlEdit struct {
-	to   int
-	text string
+	to     int // -1: nothing replaced, only before written
+	text   string
+	before string
 }
 
 // mysqlFunctionEdits are the edits of toks (a MySQL client's statement, not a SHOW) for the
@@ -36,7 +38,18 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 		if edits == nil {
 			edits = map[int]mysqlEdit{}
 		}
-		edits[from] = mysqlEdit{to, text}
+		edits[from] = mysqlEdit{to, text, edits[from].before}
+	}
+	insert := func(at int, text string) {
+		if edits == nil {
+			edits = map[int]mysqlEdit{}
+		}
+		e, ok := edits[at]
+		if !ok {
+			e.to = -1
+		}
+		e.before += text
+		edits[at] = e
 	}
 	for i, t := range toks {
 		if t.Kind != sqltok.Word {
@@ -77,9 +90,13 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 				}
 				edit(i, end, typ)
 			}
-		case "like": // LIKE BINARY: by case, DuckDB's LIKE (Django's contains, startswith)
+		case "like": // LIKE BINARY: by case, DuckDB's LIKE by bytes (Django's contains, startswith; mysqlbinary.go)
 			if next := nextSignificant(toks, i+1); next < len(toks) && toks[next].IsWord("binary") {
-				edit(i, next, "LIKE")
+				if not := prevSignificant(toks, i); not >= 0 && toks[not].IsWord("not") {
+					edit(not, next, binaryLike(toks, not, true))
+				} else {
+					edit(i, next, binaryLike(toks, i, false))
+				}
 			} else {
 				edit(i, i, "ILIKE")
 			}
@@ -188,8 +205,11 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 		case "collate": // x COLLATE utf8mb4_bin: DuckDB's comparison by case; a _ci collation, NOCASE
 			if name := nextSignificant(toks, i+1); name < len(toks) && toks[name].Kind == sqltok.Word {
 				switch n := strings.ToLower(toks[name].Text); {
-				case strings.HasSuffix(n, "_bin") || n == "binary":
-					edit(i, name, "")
+				case binaryName(n): // mysqlbinary.go
+					edit(i, name, "COLLATE C")
+					if prev := prevSignificant(toks, i); prev >= 0 {
+						bytewiseNeighbours(toks, operandBefore(toks, prev), name, edit)
+					}
 				case strings.HasSuffix(n, "_ci"):
 					edit(i, name, "COLLATE NOCASE")
 				}
@@ -199,6 +219,10 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 				typ, end := datetimeType(toks, i)
 				edit(i, end, typ)
 			}
+		case "interval": // x + INTERVAL n unit: DATE_ADD(x, INTERVAL n unit), MySQL's type of it
+			intervalEdits(toks, i, edit, insert)
+		case "binary": // BINARY x: x by bytes (mysqlbinary.go)
+			binaryOperator(toks, i, edit)
 		case "alter":
 			if i == nextSignificant(toks, 0) {
 				alterUniqueEdit(toks, i, edit)
@@ -273,6 +297,20 @@ var mysqlFunctionSQL = func() []string {
 			ELSE coalesce(list_position(list_transform(l, e -> lower(e)), lower(s)), 0) END AS INTEGER),
 			(s, l) AS CAST(CASE WHEN s IS NULL THEN 0 ELSE coalesce(list_position(l, s), 0) END AS INTEGER)`,
 		`CREATE MACRO {c}.main.qf_mysql_elt(n, l) AS CASE WHEN n >= 1 THEN l[n] END`,
+		// CONVERT_TZ(dt, from, to): dt read in the zone from, written in the zone to; a zone is
+		// named (Europe/Paris, UTC: ICU's) or an offset ('+02:00', which ICU does not name).
+		// A DATETIME keeps its digits; text is a DATETIME.
+		`CREATE MACRO {c}.main.qf_mysql_tz_minutes(z) AS CASE WHEN regexp_full_match(z, '[+-][0-9]{1,2}:[0-9]{2}')
+			THEN (CASE WHEN z[1] = '-' THEN -1 ELSE 1 END) * (CAST(split_part(substr(z, 2), ':', 1) AS INTEGER) * 60 +
+			CAST(split_part(z, ':', 2) AS INTEGER)) END`,
+		`CREATE MACRO {c}.main.qf_mysql_convert_tz(x, f, t) AS CASE WHEN {c}.main.qf_mysql_tz_minutes(t) IS NOT NULL
+			THEN CASE WHEN {c}.main.qf_mysql_tz_minutes(f) IS NOT NULL THEN x - to_minutes({c}.main.qf_mysql_tz_minutes(f)) ELSE timezone('UTC', timezone(f, x)) END
+				+ to_minutes({c}.main.qf_mysql_tz_minutes(t))
+			ELSE timezone(t, CASE WHEN {c}.main.qf_mysql_tz_minutes(f) IS NOT NULL THEN timezone('UTC', x - to_minutes({c}.main.qf_mysql_tz_minutes(f))) ELSE timezone(f, x) END) END`,
+		`CREATE MACRO {c}.main.convert_tz (x TIMESTAMP_S, f, t) AS CAST({c}.main.qf_mysql_convert_tz(CAST(x AS TIMESTAMP), f, t) AS TIMESTAMP_S),
+			(x TIMESTAMP_MS, f, t) AS CAST({c}.main.qf_mysql_convert_tz(CAST(x AS TIMESTAMP), f, t) AS TIMESTAMP_MS),
+			(x VARCHAR, f, t) AS CAST({c}.main.qf_mysql_convert_tz(CAST(x AS TIMESTAMP), f, t) AS TIMESTAMP_S),
+			(x, f, t) AS {c}.main.qf_mysql_convert_tz(CAST(x AS TIMESTAMP), f, t)`,
 		// INSERT(s, pos, len, new): s with len characters from pos replaced by new (the rest
 		// for a negative len), s itself for a pos outside it.
 		`CREATE MACRO {c}.main.qf_mysql_insert(s, p, n, r) AS CASE WHEN p < 1 OR p > length(s) THEN s
@@ -456,6 +494,62 @@ func alterUniqueEdit(toks []sqltok.Token, i int, edit func(from, to int, text st
 		index = quoteIdent(identText(toks[last]) + "_" + strings.Trim(cols[0], `"`) + "_key")
 	}
 	edit(i, sig[at], "CREATE UNIQUE INDEX "+index+" ON "+table+" ("+strings.Join(cols, ", ")+")")
+}
+
+// intervalEdits writes x + INTERVAL n unit and x - INTERVAL n unit (the INTERVAL at toks[i];
+// x a name, a string or a call) as DATE_ADD and DATE_SUB are written: MySQL's DATETIME keeps its
+// digits (2024-03-05 10:11:12; DuckDB's TIMESTAMP_S + INTERVAL is a TIMESTAMP, six digits), a
+// DATE stays a DATE for whole days, text stays text. Other forms are left to DuckDB.
+func intervalEdits(toks []sqltok.Token, i int, edit func(from, to int, text string), insert func(at int, text string)) {
+	op := prevSignificant(toks, i)
+	if op < 1 || toks[op].Text != "+" && toks[op].Text != "-" {
+		return
+	}
+	n := nextSignificant(toks, i+1)
+	if n < len(toks) && toks[n].Text == "-" {
+		n = nextSignificant(toks, n+1)
+	}
+	unit := nextSignificant(toks, n+1)
+	if unit >= len(toks) || toks[unit].Kind != sqltok.Word || !(toks[n].Kind == sqltok.Number || toks[n].Kind == sqltok.String) {
+		return
+	}
+	start, end := -1, prevSignificant(toks, op)
+	switch {
+	case toks[end].Text == ")":
+		depth := 0
+		for k := end; k >= 0; k-- {
+			if toks[k].Text == ")" {
+				depth++
+			} else if toks[k].Text == "(" {
+				if depth--; depth == 0 {
+					start = k
+					break
+				}
+			}
+		}
+		if name := prevSignificant(toks, start); start > 0 && name >= 0 && toks[name].Kind == sqltok.Word && operandStart(toks[name]) &&
+			!toks[name].IsWord("select", "on", "by", "set", "when", "then", "else", "not", "in", "interval", "is", "like", "between", "having") {
+			start = name
+		}
+	default:
+		if _, e := plainOperand(toks, operandBefore(toks, end)); e == end {
+			start = operandBefore(toks, end)
+		}
+	}
+	if start < 0 {
+		return
+	}
+	kind, call := "time", "qf_mysql_date_add_"
+	switch strings.ToLower(toks[unit].Text) {
+	case "day", "week", "month", "quarter", "year":
+		kind = "days"
+	}
+	if toks[op].Text == "-" {
+		call = "qf_mysql_date_sub_"
+	}
+	insert(start, call+kind+"(")
+	edit(op, op, ",")
+	edit(unit, unit, toks[unit].Text+")")
 }
 
 // timestampUnits are TIMESTAMPDIFF's units, as DuckDB's date_sub names them.

@@ -16,7 +16,7 @@ import (
 // PGOPTIONS='-c statement_timeout=2000', JDBC's options=...); the frontend passes them on as the
 // request's "options" header. DuckDB has no such settings, so they are applied here or refused:
 // statement_timeout bounds each statement, the client-protocol settings the frontend answers
-// itself are accepted, and anything else fails the statement with an error naming it rather
+// itself are accepted, so is a search_path of public alone (pgschema.go), and anything else fails the statement with an error naming it rather
 // than being ignored.
 
 // optionsHeader is the startup parameter holding the options.
@@ -47,6 +47,8 @@ func statementTimeout(q *query.Request) (time.Duration, error) {
 			if timeout, err = parseTimeout(kv[1]); err != nil {
 				return 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option statement_timeout %q: %v", kv[1], err)}
 			}
+		case name == "search_path" && duckSearchPath(kv[1]) == "main":
+			// public (Django's and Rails' schema setting): where every statement already runs
 		case !wireSettings[name]:
 			return 0, &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(
 				"startup option %s is not supported on DuckDB (only statement_timeout is applied): remove it from the connection's options", kv[0])}

@@ -38,12 +38,19 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 	if run, ok, err := addForeignKey(q); ok {
 		return run, true, err
 	}
-	stmts, tag, ok, err := expandDDL(q)
+	if run, ok := dropTableCascade(q); ok {
+		return run, true, nil
+	}
+	stmts, fresh, tag, ok, err := expandDDL(q)
 	if !ok || err != nil {
 		return nil, ok, err
 	}
 	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
-		if err := runAll(ctx, conn, stmts, inTx); err != nil {
+		drops, err := fresh.statements(ctx, conn)
+		if err != nil {
+			return nil, err
+		}
+		if err := runAll(ctx, conn, append(drops, stmts...), inTx); err != nil {
 			return nil, serialTableExists(err)
 		}
 		return engine.TagRows(tag), nil
@@ -74,29 +81,29 @@ func runAll(ctx context.Context, conn *sql.Conn, stmts []string, inTx bool) erro
 //     unique index (named c, or t_pkey as PostgreSQL names the key).
 //
 // ok is false for anything else, DuckDB's to run or refuse.
-func expandDDL(q *query.Request) (stmts []string, tag string, ok bool, err error) {
+func expandDDL(q *query.Request) (stmts []string, fresh *freshSequences, tag string, ok bool, err error) {
 	toks := q.Analysis().Tokens
 	switch w := sqltok.FirstWord(toks); {
 	case strings.EqualFold(w, "drop"), strings.EqualFold(w, "truncate"), strings.EqualFold(w, "alter"):
 	case strings.EqualFold(w, "create"):
 		if stmt, ok := pgCreateIndex(q.SQL); ok {
-			return []string{stmt}, "CREATE INDEX", true, nil
+			return []string{stmt}, nil, "CREATE INDEX", true, nil
 		}
-		stmts, ok := pgCreateTable(q.SQL)
-		return stmts, "CREATE TABLE", ok, nil
+		stmts, fresh, ok := pgCreateTable(q.SQL)
+		return stmts, fresh, "CREATE TABLE", ok, nil
 	default:
-		return nil, "", false, nil // most statements: not worth copying the tokens
+		return nil, nil, "", false, nil // most statements: not worth copying the tokens
 	}
 	r := sqltok.NewWalker(toks)
 	switch {
 	case r.Word("drop"):
-		return expandDrop(r)
+		stmts, tag, ok, err = expandDrop(r)
 	case r.Word("truncate"):
-		return expandTruncate(r)
+		stmts, tag, ok, err = expandTruncate(r)
 	case r.Word("alter"):
-		return expandAddPrimaryKey(r)
+		stmts, tag, ok, err = expandAddPrimaryKey(r)
 	}
-	return nil, "", false, nil
+	return stmts, nil, tag, ok, err
 }
 
 func expandDrop(r *sqltok.Walker) ([]string, string, bool, error) {

@@ -43,7 +43,7 @@ func TestExpandDDL(t *testing.T) {
 		{"create table t as select 1 with data", "-"},
 		{"create table t (a int) with (fillfactor=100", "-"},
 	} {
-		stmts, tag, ok, err := expandDDL(&query.Request{SQL: c.sql, Protocol: query.ProtocolPostgres})
+		stmts, _, tag, ok, err := expandDDL(&query.Request{SQL: c.sql, Protocol: query.ProtocolPostgres})
 		got := "-"
 		switch {
 		case err != nil:

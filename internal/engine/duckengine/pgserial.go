@@ -1,6 +1,8 @@
 package duckengine
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"strings"
 
@@ -27,17 +29,21 @@ var serialTypes = map[string]string{"smallserial": "SMALLINT", "serial2": "SMALL
 // pgCreateTable is sqlText, a PostgreSQL CREATE TABLE, as the statements DuckDB runs for it
 // (its columns' sequences first); ok is false for any other statement, or one with nothing to
 // translate.
-func pgCreateTable(sqlText string) (stmts []string, ok bool) {
+func pgCreateTable(sqlText string) (stmts []string, fresh *freshSequences, ok bool) {
 	h, ok := readCreateTable(sqlText, sqltok.Postgres)
 	if !ok {
-		return nil, false
+		return nil, nil, false
+	}
+	sqlText, noActions := withoutReferentialActions(sqlText)
+	if noActions {
+		h, _ = readCreateTable(sqlText, sqltok.Postgres)
 	}
 	toks, name, at, temporary, ifNotExists := h.toks, h.name, h.open, h.temporary, h.ifNotExists
 	defs, end := definitions(toks, at)
 	if end < 0 {
-		return nil, false
+		return nil, nil, false
 	}
-	tail, changed := sqlText[toks[end].Pos+1:], false
+	tail, changed := sqlText[toks[end].Pos+1:], noActions
 	if w := end + 1; w+1 < len(toks) && strings.EqualFold(toks[w].Text, "with") && toks[w+1].Text == "(" {
 		if _, close := definitions(toks, w+1); close > 0 {
 			tail, changed = sqlText[toks[close].Pos+1:], true
@@ -53,7 +59,13 @@ func pgCreateTable(sqlText string) (stmts []string, ok bool) {
 		cols = append(cols, text)
 	}
 	if !changed {
-		return nil, false
+		return nil, nil, false
+	}
+	if ifNotExists && len(seqs) > 0 {
+		fresh = &freshSequences{name: pgIdent(name[len(name)-1]), temporary: temporary}
+		if len(name) >= 3 {
+			fresh.schema = duckSchema(pgIdent(name[len(name)-3]))
+		}
 	}
 	create := "CREATE SEQUENCE "
 	if temporary {
@@ -61,6 +73,7 @@ func pgCreateTable(sqlText string) (stmts []string, ok bool) {
 	}
 	for i, seq := range seqs {
 		if ifNotExists {
+			fresh.drops = append(fresh.drops, "DROP SEQUENCE IF EXISTS "+seq)
 			stmts = append(stmts, create+"IF NOT EXISTS "+seq+options[i])
 			continue
 		}
@@ -69,7 +82,33 @@ func pgCreateTable(sqlText string) (stmts []string, ok bool) {
 		stmts = append(stmts, "DROP SEQUENCE IF EXISTS "+seq, create+seq+options[i])
 	}
 	table := sqlText[:toks[at].Pos] + "(" + strings.Join(cols, ", ") + ")" + tail
-	return append(stmts, pgCompat(&query.Request{SQL: table, Protocol: query.ProtocolPostgres})), true
+	return append(stmts, pgCompat(&query.Request{SQL: table, Protocol: query.ProtocolPostgres})), fresh, true
+}
+
+// freshSequences are the sequences of a CREATE TABLE IF NOT EXISTS's serial columns, which
+// start afresh when no table of the name exists: a table of the name dropped before left them
+// (DuckDB drops no sequence with its table; PostgreSQL drops the ones its columns own), and
+// Sequelize's sync({force: true}), DROP TABLE IF EXISTS then CREATE TABLE IF NOT EXISTS, numbered
+// the new table's rows on from the old one's.
+type freshSequences struct {
+	schema, name string // the table's; schema "" for the current one
+	temporary    bool
+	drops        []string
+}
+
+// statements are the drops to run before the CREATE TABLE, none when the table exists.
+func (f *freshSequences) statements(ctx context.Context, conn *sql.Conn) ([]string, error) {
+	if f == nil {
+		return nil, nil
+	}
+	var n int
+	err := conn.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE table_name = ?
+		AND schema_name = coalesce(nullif(?, ''), current_schema())
+		AND (database_name = current_database() OR ? AND database_name = 'temp')`, f.name, f.schema, f.temporary).Scan(&n)
+	if err != nil || n > 0 {
+		return nil, wrapErr(err)
+	}
+	return f.drops, nil
 }
 
 // pgCreateIndex is a PostgreSQL client's CREATE INDEX as DuckDB takes it: an index with no name
@@ -237,7 +276,11 @@ func serialSequence(name []sqltok.Token, col sqltok.Token) string {
 		quoted = `"` + strings.ReplaceAll(seq, `"`, `""`) + `"`
 	}
 	for i := len(name) - 2; i >= 0; i-- { // the schema, s. or d.s.
-		quoted = name[i].Text + quoted
+		part := name[i].Text
+		if i == len(name)-3 && pgIdent(name[i]) == "public" {
+			part = "main" // PostgreSQL's public is main (pgschema.go)
+		}
+		quoted = part + quoted
 	}
 	return quoted
 }

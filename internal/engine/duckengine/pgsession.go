@@ -34,9 +34,13 @@ var pgSessionSQL = []string{
 	`CREATE MACRO {c}.main.pg_is_in_recovery() AS false`,
 	`CREATE MACRO {c}.main.pg_current_xact_id() AS txid_current()`,
 	// to_regclass('[schema.]name'): the name when such a table or view exists, else NULL.
-	`CREATE MACRO {c}.main.to_regclass(name) AS (SELECT any_value(name) FROM (SELECT database_name, schema_name, table_name
+	// Its text is the name as PostgreSQL prints a regclass: unqualified in the search path's
+	// schema (public, main here).
+	`CREATE MACRO {c}.main.to_regclass(name) AS (SELECT any_value(CASE WHEN t.schema_name = 'main' THEN t.table_name
+		ELSE t.schema_name || '.' || t.table_name END) FROM (SELECT database_name, schema_name, table_name
 		FROM duckdb_tables() UNION ALL SELECT database_name, schema_name, view_name FROM duckdb_views() WHERE NOT internal) t
-		WHERE t.database_name = current_database() AND (t.table_name = name OR t.schema_name || '.' || t.table_name = name))`,
+		WHERE t.database_name = current_database() AND (t.table_name = name OR t.schema_name || '.' || t.table_name = name
+			OR {c}.main.qf_pg_schema(t.schema_name) || '.' || t.table_name = name))`,
 }
 
 // mayReadSession reports cheaply whether a PostgreSQL client's q may name its session's user
@@ -107,7 +111,11 @@ func (w *compatWriter) scalarFromItem() bool {
 	if aliased {
 		column = w.toks[alias].Text
 	}
-	w.emit("(SELECT " + name + "() AS " + column + ")")
+	call := name + "()"
+	if w.postgres && name == "current_schema" {
+		call = sessionPrefix + call // public, as PostgreSQL names main (pgschema.go)
+	}
+	w.emit("(SELECT " + call + " AS " + column + ")")
 	if !aliased {
 		w.emit(" AS " + name)
 	}

@@ -52,6 +52,9 @@ func setLocalStatement(q *query.Request) (name, value, duckSQL string) {
 	if len(sig) > 4 && (toks[sig[3]].Text == "=" || strings.EqualFold(toks[sig[3]].Text, "to")) {
 		value = rest(sig[4])
 	}
+	if name == "search_path" && value != "" {
+		return name, value, "SET search_path = " + quoteString(duckSearchPath(value))
+	}
 	return name, value, "SET " + rest(sig[2])
 }
 

@@ -110,6 +110,9 @@ func (e *Engine) statement(conn *sql.Conn, q *query.Request, sqlText string) (st
 		if err := e.checkLocked(st); err != nil {
 			return st, err
 		}
+		if f := lockedFunction(q, sqlText); f != "" {
+			return st, e.errLocked(f)
+		}
 	}
 	return st, nil
 }

@@ -23,8 +23,22 @@ var trinoFunctionSQL = []string{
 	`CREATE MACRO {c}.main.qfpg_trino_date_add (u, n, x DATE) AS (x + (n || ' ' || u)::INTERVAL)::DATE,
 		(u, n, x) AS x + (n || ' ' || u)::INTERVAL`,
 	// element_at(array, i) (from the end for a negative i, NULL past either end) and
-	// element_at(map, key) (NULL for a key not there): DuckDB's subscript, on both.
-	`CREATE MACRO {c}.main.qfpg_trino_element_at(a, i) AS a[i]`,
+	// element_at(map, key) (NULL for a key not there): DuckDB's subscript, on both; an array's
+	// index 0 fails as in Trino (ArrayElementAtFunction: INVALID_FUNCTION_ARGUMENT, 2202E here),
+	// where DuckDB answers NULL. typeof ends in ] for a list or an array, not for a map.
+	`CREATE MACRO {c}.main.qfpg_trino_element_at(a, i) AS CASE WHEN i::VARCHAR = '0' AND typeof(a) LIKE '%]'
+		THEN error('` + raisedPrefix + `2202E SQL array indices start at 1') ELSE a[i] END`,
+	// a / b and a % b (guardDivision): by a zero, Infinity, -Infinity or NaN (Java's answers)
+	// when either operand is a double or a real (the remainder's type says), else
+	// DIVISION_BY_ZERO; NULL for a NULL operand. least(NaN, 'Infinity') is Infinity (DuckDB
+	// orders NaN last) of the operands' type; the string is made a number only where it runs.
+	`CREATE MACRO {c}.main.qf_trino_divide(a, b) AS CASE WHEN b = 0 THEN
+		CASE WHEN a IS NULL THEN NULL WHEN typeof(a % b) IN ('DOUBLE', 'FLOAT')
+			THEN least(a % b, 'Infinity') * sign(a) * (1 - 2 * signbit(b)::TINYINT)
+			ELSE error('` + raisedPrefix + `22012 division by zero') END
+		ELSE a / b END`,
+	`CREATE MACRO {c}.main.qf_trino_mod(a, b) AS CASE WHEN b = 0 AND a IS NOT NULL AND typeof(a % b) NOT IN ('DOUBLE', 'FLOAT')
+		THEN error('` + raisedPrefix + `22012 division by zero') ELSE a % b END`,
 	// replace(s, x): every x removed.
 	`CREATE MACRO {c}.main.qfpg_trino_replace (s, x) AS replace(s, x, ''), (s, x, y) AS replace(s, x, y)`,
 }

@@ -59,11 +59,15 @@ func paramFields(params []arrow.Field) []arrow.Field {
 	return out
 }
 
-// ClosePreparedStatement forgets a handle.
+// ClosePreparedStatement forgets a handle of the caller's user (another user's is left alone,
+// as unknown handles are).
 func (s *Server) ClosePreparedStatement(ctx context.Context, req fsql.ActionClosePreparedStatementRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.prepared, string(req.GetPreparedStatementHandle()))
+	h := string(req.GetPreparedStatementHandle())
+	if p, ok := s.prepared[h]; ok && p.user == userOf(ctx) {
+		delete(s.prepared, h)
+	}
 	return nil
 }
 

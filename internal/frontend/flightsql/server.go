@@ -115,6 +115,9 @@ type pendingResult struct {
 	cancel  context.CancelFunc
 	created time.Time
 	conn    uint64 // the client connection that executed it (connID)
+	// user executed it: only that user's DoGet or cancel reaches it (a ticket another user
+	// learns is unknown to them, and stays good for its own user).
+	user string
 }
 
 type preparedStatement struct {
@@ -240,7 +243,7 @@ func (s *Server) cancelResult(rows query.Rows) {
 // CancelFlightInfo stops the query behind a FlightInfo: its engine query is cancelled and its
 // capacity slot freed at once, not when the unfetched result expires.
 func (s *Server) CancelFlightInfo(ctx context.Context, req *flight.CancelFlightInfoRequest) (flight.CancelFlightInfoResult, error) {
-	if s.cancelInfo(req.GetInfo()) {
+	if s.cancelInfo(ctx, req.GetInfo()) {
 		return flight.CancelFlightInfoResult{Status: flight.CancelStatusCancelled}, nil
 	}
 	return flight.CancelFlightInfoResult{Status: flight.CancelStatusNotCancellable}, nil
@@ -248,16 +251,17 @@ func (s *Server) CancelFlightInfo(ctx context.Context, req *flight.CancelFlightI
 
 // CancelQuery is the older Flight SQL action of CancelFlightInfo.
 func (s *Server) CancelQuery(ctx context.Context, req fsql.ActionCancelQueryRequest) (fsql.CancelResult, error) {
-	if s.cancelInfo(req.GetInfo()) {
+	if s.cancelInfo(ctx, req.GetInfo()) {
 		return fsql.CancelResultCancelled, nil
 	}
 	return fsql.CancelResultNotCancellable, nil
 }
 
-// cancelInfo drops the stored results info's endpoints name; false when none was stored (already
-// fetched, finished or unknown).
-func (s *Server) cancelInfo(info *flight.FlightInfo) bool {
+// cancelInfo drops the stored results of the caller's user that info's endpoints name; false
+// when none was stored (already fetched, finished, unknown or another user's).
+func (s *Server) cancelInfo(ctx context.Context, info *flight.FlightInfo) bool {
 	var dropped []*pendingResult
+	user := userOf(ctx)
 	s.mu.Lock()
 	for _, ep := range info.GetEndpoint() {
 		t, err := fsql.GetStatementQueryTicket(ep.GetTicket())
@@ -265,7 +269,7 @@ func (s *Server) cancelInfo(info *flight.FlightInfo) bool {
 			continue
 		}
 		h := string(t.GetStatementHandle())
-		if r, ok := s.results[h]; ok {
+		if r, ok := s.results[h]; ok && r.user == user {
 			dropped = append(dropped, r)
 			delete(s.results, h)
 		}
@@ -437,7 +441,7 @@ func (s *Server) flightInfo(ctx context.Context, sql string, args []any, desc *f
 		return nil, status.Errorf(codes.Internal, "ticket: %v", err)
 	}
 	s.mu.Lock()
-	s.results[handle] = &pendingResult{rows: rows, cancel: cancel, created: time.Now(), conn: connID(ctx)}
+	s.results[handle] = &pendingResult{rows: rows, cancel: cancel, created: time.Now(), conn: connID(ctx), user: userOf(ctx)}
 	s.mu.Unlock()
 	return &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(schema, s.Alloc),
@@ -473,8 +477,14 @@ func (s *Server) DoGetStatement(ctx context.Context, ticket fsql.StatementQueryT
 	handle := string(ticket.GetStatementHandle())
 	s.mu.Lock()
 	res, ok := s.results[handle]
-	delete(s.results, handle)
+	mine := ok && res.user == userOf(ctx)
+	if mine {
+		delete(s.results, handle)
+	}
 	s.mu.Unlock()
+	if ok && !mine {
+		return nil, nil, errUnknownTicket // another user's: as if it did not exist, and left for its user
+	}
 	if !ok {
 		return s.doGetElsewhere(ctx, handle)
 	}

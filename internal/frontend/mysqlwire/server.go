@@ -33,6 +33,7 @@ import (
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/relayloop"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // Users is the auth hook: it tells which passwords a user may log in with. MySQL's
@@ -89,6 +90,9 @@ type Options struct {
 type Server struct {
 	backend query.Backend
 	opts    Options
+	// version is opts.ServerVersion's number, which a statement's executable comments
+	// (/*!40101 ... */) are run against, as by that MySQL.
+	version int
 	srv     *server.Server // without TLS
 	srvTLS  *server.Server // offering TLS, with the configuration opts.TLS gives at each handshake
 	log     *slog.Logger
@@ -148,6 +152,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	s := &Server{
 		backend:   backend,
 		opts:      opts,
+		version:   sqltok.MySQLVersion(opts.ServerVersion),
 		log:       log,
 		ctx:       ctx,
 		cancel:    cancel,

@@ -95,6 +95,7 @@ func (h *session) UseDB(db string) error {
 
 // HandleQuery handles COM_QUERY.
 func (h *session) HandleQuery(sql string) (*mysql.Result, error) {
+	sql = sqltok.ExpandExecutableComments(sql, h.s.version)
 	if r, err, ok := h.local(sql); ok {
 		return r, err
 	}
@@ -572,7 +573,7 @@ func (h *session) writeErrorPacket(me *mysql.MyError) error {
 // session, so SET has no engine to reach (setvars.go), and clients ask these variables before
 // any real query.
 var (
-	killStmt      = regexp.MustCompile(`(?is)^kill\s+(query\s+|connection\s+)?(\d+)\s*;?\s*$`)
+	killStmt      = regexp.MustCompile(`(?is)^kill\s+(?:hard\s+|soft\s+)?(query\s+|connection\s+)?(\d+)\s*;?\s*$`)
 	useStmt       = regexp.MustCompile("(?is)^use\\s+`?([^`;\\s]+)`?\\s*;?\\s*$")
 	selectVarStmt = regexp.MustCompile(`(?is)^select\s+(@@[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*@@[\w.]+(?:\s+as\s+\w+)?)*)\s*(?:limit\s+\d+)?\s*;?\s*$`)
 	varItem       = regexp.MustCompile(`(?is)(@@[\w.]+)(?:\s+as\s+(\w+))?`)
@@ -593,7 +594,7 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 		}
 		return nil, h.set(sql), true // see setvars.go
 	}
-	if m := killStmt.FindStringSubmatch(sql); m != nil {
+	if m := killStmt.FindStringSubmatch(withoutLeadingComments(sql)); m != nil {
 		return nil, h.kill(m[2], strings.EqualFold(strings.TrimSpace(m[1]), "connection")), true
 	}
 	if r, ok := h.showDiagnostics(sql); ok {
@@ -607,6 +608,19 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 		return r, nil, ok
 	}
 	return nil, nil, false
+}
+
+// withoutLeadingComments is sql from its first keyword on (a client's KILL QUERY may carry a
+// tag comment); sql itself when it starts with no comment.
+func withoutLeadingComments(sql string) string {
+	if sql[0] != '/' && sql[0] != '#' && sql[0] != '-' {
+		return sql
+	}
+	sc := sqltok.NewScanner(sql, sqltok.MySQL)
+	if t, ok := sc.NextSignificant(); ok {
+		return sql[t.Pos:]
+	}
+	return sql
 }
 
 // mayBeLocal is false for a statement local never answers: one that starts with none of their

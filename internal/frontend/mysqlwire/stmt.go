@@ -46,6 +46,7 @@ func (h *session) prepare(sql string) any {
 	if !query.AwaitReady(h.ctx, h.s.backend) {
 		return errNotConfigured
 	}
+	sql = sqltok.ExpandExecutableComments(sql, h.s.version)
 	if isSetStatement(sql) {
 		if err := h.checkSet(sql); err != nil {
 			return err

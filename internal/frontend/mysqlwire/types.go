@@ -33,6 +33,11 @@ type column struct {
 	uuid     bool   // 16 bytes sent as the UUID's text, as MariaDB sends its UUID type
 	temporal bool   // a date or timestamp (binaryYear)
 	extended string // MariaDB's extended metadata of the column, for a client that asked (metadata.go)
+
+	// wholeTime is DuckDB's TIME, which has six digits and no precision of its own: a whole
+	// second goes without them, as MariaDB sends a TIME (12:34:56, where a TIME(6) column of
+	// MariaDB's would say 12:34:56.000000; a fraction still has its six digits).
+	wholeTime bool
 }
 
 // columnFor maps an Arrow field to a MySQL column definition.
@@ -105,6 +110,8 @@ func columnFor(f arrow.Field) column {
 		mf.Decimal = uint8(col.fsp)
 	case *arrow.Time64Type:
 		col.fsp = unitDigits(t.Unit)
+		d, _ := f.Metadata.GetValue(engine.MetaDuckDBType)
+		col.wholeTime = d == "TIME"
 		setType(mysql.MYSQL_TYPE_TIME, uint32(10+fspLen(col.fsp)))
 		mf.Decimal = uint8(col.fsp)
 	case *arrow.DurationType:
@@ -319,7 +326,11 @@ func textValue(b []byte, col *column, a arrow.Array, i int) []byte {
 		t := timestampAt(a, i)
 		return formatFraction(t.AppendFormat(b, time.DateTime), t.Nanosecond(), col.fsp)
 	case *array.Time32, *array.Time64, *array.Duration:
-		return formatDuration(b, durationAt(a, i), col.fsp)
+		d, fsp := durationAt(a, i), col.fsp
+		if col.wholeTime && d%time.Second == 0 {
+			fsp = 0
+		}
+		return formatDuration(b, d, fsp)
 	default: // decimals, nested types: Arrow's own text form
 		if d, ok := engine.DecimalText(a, i); ok {
 			return append(b, d...)

@@ -37,8 +37,19 @@ func sameOnDuckDB(t *testing.T, interpreter, script string) {
 
 // TestTypeORMAppFlowOnDuckDB: TypeORM's PostgreSQL driver synchronises a schema (a foreign key
 // added after its table, a unique column, jsonb), saves, finds with a relation, runs a
-// transaction and the query builder, as on
-// PostgreSQL (typeorm_flow.js).
+// transaction and the query builder, then starts again with dropSchema over the tables and
+// their foreign key (DROP TABLE ... CASCADE of a referenced table), as on PostgreSQL
+// (typeorm_flow.js).
 func TestTypeORMAppFlowOnDuckDB(t *testing.T) {
 	sameOnDuckDB(t, "node", "typeorm_flow.js")
+}
+
+// TestSequelizeFlowOnDuckDB: Sequelize's sync({force: true}) of two models with a unique
+// column, indexes and an association's foreign key (ON DELETE SET NULL ON UPDATE CASCADE) reads
+// its indexes back (showIndex: int2vector and name[] as text) and runs through; creates (a
+// bulk INSERT of date literals with a blank before the offset), a duplicate and an orphan
+// refused, an include, an update, and the second start's sync() finding everything, as on
+// PostgreSQL (sequelize_flow.js).
+func TestSequelizeFlowOnDuckDB(t *testing.T) {
+	sameOnDuckDB(t, "node", "sequelize_flow.js")
 }

@@ -79,6 +79,7 @@ var (
 	codeUserCanceled    = trinoCode{3, "USER_CANCELED", "USER_ERROR"}
 	codePermission      = trinoCode{4, "PERMISSION_DENIED", "USER_ERROR"}
 	codeNotFound        = trinoCode{5, "NOT_FOUND", "USER_ERROR"}
+	codeInvalidArgument = trinoCode{7, "INVALID_FUNCTION_ARGUMENT", "USER_ERROR"}
 	codeDivisionByZero  = trinoCode{8, "DIVISION_BY_ZERO", "USER_ERROR"}
 	codeNotSupported    = trinoCode{13, "NOT_SUPPORTED", "USER_ERROR"}
 	codeNotInTx         = trinoCode{21, "NOT_IN_TRANSACTION", "USER_ERROR"}
@@ -129,6 +130,8 @@ func codeFor(state string) trinoCode {
 		return codeNotSupported
 	case sqlstate.DivisionByZero:
 		return codeDivisionByZero
+	case sqlstate.ArraySubscriptError: // element_at(array, 0) on DuckDB (duckengine's trinofunctions.go)
+		return codeInvalidArgument
 	case sqlstate.NoActiveSQLTransaction:
 		return codeNotInTx
 	}

@@ -30,6 +30,7 @@ type npmOutcome struct {
 	Probe string `json:"probe"`
 	OK    *struct {
 		Rows      [][]any  `json:"rows"`
+		Names     []string `json:"names"`
 		Types     []string `json:"types"`
 		Pages     int      `json:"pages"`
 		Cancelled string   `json:"cancelled"`
@@ -41,6 +42,12 @@ type npmOutcome struct {
 // runNPM runs steps in order through one npm trino-client (the library make test-deps installs)
 // against addr as user, and returns each step's outcome by name.
 func runNPM(t *testing.T, addr, user string, steps ...npmStep) map[string]npmOutcome {
+	t.Helper()
+	return runNPMIn(t, addr, user, "", "", steps...)
+}
+
+// runNPMIn is runNPM with the client's catalog and schema set (none where "").
+func runNPMIn(t *testing.T, addr, user, catalog, schema string, steps ...npmStep) map[string]npmOutcome {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "..", "frontendtest", "nodeclients")
@@ -58,7 +65,8 @@ func runNPM(t *testing.T, addr, user string, steps ...npmStep) map[string]npmOut
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "trino_probe.js")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TRINO_SERVER=http://"+addr, "TRINO_USER="+user, "TRINO_STEPS="+string(spec))
+	cmd.Env = append(os.Environ(), "TRINO_SERVER=http://"+addr, "TRINO_USER="+user, "TRINO_STEPS="+string(spec),
+		"TRINO_CATALOG="+catalog, "TRINO_SCHEMA="+schema)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/frontend/structured"
+	"github.com/queryflux/queryflux/internal/httplite"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -329,6 +330,10 @@ func (s *Server) handlePoll(w http.ResponseWriter, r *http.Request) {
 // poll is handlePoll of the follow-up f.
 func (s *Server) poll(w http.ResponseWriter, r *http.Request, f followUp) {
 	q, ok := s.lookup(f)
+	if ok && claimsAnotherUser(r, q.user) {
+		queryNotFound(w)
+		return
+	}
 	if !ok {
 		s.elsewhere(w, r, f.id, func() { queryNotFound(w) })
 		return
@@ -346,6 +351,10 @@ func (s *Server) poll(w http.ResponseWriter, r *http.Request, f followUp) {
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	f := pathOf(r)
 	q, ok := s.lookup(f)
+	if ok && claimsAnotherUser(r, q.user) {
+		queryNotFound(w)
+		return
+	}
 	if !ok {
 		s.elsewhere(w, r, f.id, func() { w.WriteHeader(http.StatusNoContent) })
 		return
@@ -364,6 +373,23 @@ func (s *Server) handlePartialCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// claimsAnotherUser reports whether a follow-up names a user (X-Trino-User, or Basic
+// credentials) other than the query's own. The nextUri's random slug is what lets a client
+// follow its query, as in Trino; a request made as someone else gets the answer an unknown
+// query gets, so a nextUri that leaked (a log, a shared notebook) is of no use to another
+// user's client. Naming the user costs no password check: a request naming the owner is
+// served, as one naming nobody is.
+func claimsAnotherUser(r *http.Request, owner string) bool {
+	if u := httplite.Field(r.Header, "X-Trino-User"); u != "" && u != owner {
+		return true
+	}
+	if httplite.Field(r.Header, "Authorization") == "" {
+		return false
+	}
+	u, _, ok := r.BasicAuth()
+	return ok && u != "" && u != owner
 }
 
 // queryNotFound is Trino's answer for a query id it does not know.

@@ -1,8 +1,10 @@
 package trinohttp
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -109,5 +111,42 @@ func TestTrinoDivisionByZeroOnDuckDB(t *testing.T) {
 	var v any
 	if err := db.QueryRow("select 7 / nullif(0, 0)").Scan(&v); err != nil || v != nil {
 		t.Errorf("7 / NULL: %v, %v; want NULL", v, err)
+	}
+}
+
+// TestTrinoFloatingDivisionByZeroOnDuckDB: a double or a real divided by zero is Infinity,
+// -Infinity or NaN as in Trino (Java's arithmetic: DoubleOperators.divide), whichever operand
+// is the floating one, and a remainder by zero NaN; integers and decimals by zero still fail
+// (TestTrinoDivisionByZeroOnDuckDB), and a NULL operand is NULL. trino-go-client reads the
+// strings Trino sends for them into float64; the types are Trino's.
+func TestTrinoFloatingDivisionByZeroOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	const q = `select cast(x as double) / 0, -1e0 / 0, 0e0 / 0, x % 0e0, cast(x as real) / 0, 2 * x / 0e0 / 4,
+		(x + 1) / double '0', x / 2 / 0e0, 7 / 2, 7.5 / 0e0, cast(null as integer) / 0, 1e0 / -0e0 from (values 3) t(x)`
+	types, _ := columnTypes(t, ts.addr, q)
+	wantTypes := "double|double|double|double|real|double|double|double|integer|double|integer|double"
+	if strings.Join(types, "|") != wantTypes {
+		t.Errorf("types %q, want %s", types, wantTypes)
+	}
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	var (
+		f       [8]float64
+		n       int64
+		g       float64
+		null    sql.NullInt64
+		negZero float64
+	)
+	if err := db.QueryRow(q).Scan(&f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &n, &g, &null, &negZero); err != nil {
+		t.Fatal(err)
+	}
+	inf, nan := math.Inf(1), math.NaN()
+	want := [8]float64{inf, -inf, nan, nan, inf, inf, inf, inf} // 3 / 2 is 1
+	for i := range f {
+		if f[i] != want[i] && !(math.IsNaN(f[i]) && math.IsNaN(want[i])) {
+			t.Errorf("column %d: %v, want %v", i, f[i], want[i])
+		}
+	}
+	if n != 3 || g != inf || null.Valid || negZero != -inf {
+		t.Errorf("7 / 2 = %d, 7.5 / 0e0 = %v, NULL / 0 = %v, 1e0 / -0e0 = %v; want 3, +Inf, NULL, -Inf", n, g, null, negZero)
 	}
 }

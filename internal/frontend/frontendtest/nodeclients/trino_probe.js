@@ -1,7 +1,8 @@
 // Runs TRINO_STEPS (a JSON array of {"name", "sql", "cancel"?}) in order through one npm
 // trino-client against TRINO_SERVER as TRINO_USER, so that session state the server hands back
 // (prepared statements, session properties) carries from step to step, as in an application.
-// Prints one JSON line per step: {"probe": name, "ok": {"rows", "types", "pages"}} or
+// TRINO_CATALOG and TRINO_SCHEMA, when set, are the client's catalog and schema.
+// Prints one JSON line per step: {"probe": name, "ok": {"rows", "names", "types", "pages"}} or
 // {"probe": name, "error": {"message", "errorName", "errorType", "errorCode", "errorLocation"}}.
 // A step with "cancel": true cancels its query (Trino.cancel, a DELETE of /v1/query/{id}) as
 // soon as its first rows arrive, and prints {"ok": {"cancelled": id, "read": rows read}}. A step
@@ -13,6 +14,7 @@ async function step(trino, s) {
   const iter = await trino.query(s.sql);
   const rows = [];
   let types;
+  let names;
   let pages = 0;
   for await (const r of iter) {
     pages++;
@@ -20,7 +22,10 @@ async function step(trino, s) {
       const e = r.error;
       return { error: { message: e.message, errorName: e.errorName, errorType: e.errorType, errorCode: e.errorCode, errorLocation: e.errorLocation } };
     }
-    if (r.columns) types = r.columns.map((c) => c.type);
+    if (r.columns) {
+      types = r.columns.map((c) => c.type);
+      names = r.columns.map((c) => c.name);
+    }
     rows.push(...(r.data || []));
     if (s.cancel && rows.length > 0) {
       await trino.cancel(r.id);
@@ -31,7 +36,7 @@ async function step(trino, s) {
       process.exit(0);
     }
   }
-  return { ok: { rows, types, pages } };
+  return { ok: { rows, names, types, pages } };
 }
 
 async function main() {
@@ -39,6 +44,8 @@ async function main() {
     server: process.env.TRINO_SERVER,
     source: 'queryflux-probe',
     auth: new BasicAuth(process.env.TRINO_USER),
+    catalog: process.env.TRINO_CATALOG || undefined,
+    schema: process.env.TRINO_SCHEMA || undefined,
   });
   for (const s of JSON.parse(process.env.TRINO_STEPS)) {
     let out;

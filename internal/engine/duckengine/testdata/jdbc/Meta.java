@@ -39,7 +39,7 @@ public class Meta {
         }
         DatabaseMetaData md = c.getMetaData();
         run(c, "primary_keys", k -> rows(md.getPrimaryKeys(null, null, t), "TABLE_NAME", "COLUMN_NAME", "KEY_SEQ"));
-        run(c, "primary_keys_schema", k -> rows(md.getPrimaryKeys(null, "main", t), "COLUMN_NAME", "KEY_SEQ"));
+        run(c, "primary_keys_schema", k -> rows(md.getPrimaryKeys(null, "public", t), "COLUMN_NAME", "KEY_SEQ"));
         run(c, "no_primary_key", k -> "[" + rows(md.getPrimaryKeys(null, null, t + "_nopk"), "COLUMN_NAME") + "]");
         run(c, "tables", k -> rows(md.getTables(null, null, t + "%", new String[]{"TABLE"}), "TABLE_NAME"));
         run(c, "columns", k -> rows(md.getColumns(null, null, t, null), "COLUMN_NAME", "TYPE_NAME"));

@@ -1,7 +1,7 @@
 // typeorm_flow.js URL: TypeORM (0.3, its PostgreSQL driver over node-postgres) as an application
 // uses it: synchronize a schema (two entities, a foreign key, a unique column, jsonb), save,
-// find with relations and conditions, the foreign key's check, a transaction, the query builder and a delete. Prints
-// what it read, one line each.
+// find with relations and conditions, the foreign key's check, a transaction, the query builder and a delete, then
+// a second start with dropSchema over the tables and their foreign key. Prints what it read, one line each.
 require('reflect-metadata');
 const { DataSource, EntitySchema, MoreThan } = require('typeorm');
 
@@ -26,7 +26,7 @@ const Order = new EntitySchema({
 });
 
 (async () => {
-  const options = { type: 'postgres', url: process.argv[2], entities: [Customer, Order], logging: false };
+  const options = { type: 'postgres', url: process.argv[2], entities: [Customer, Order], logging: !!process.env.TYPEORM_LOG };
   const ds = new DataSource({ ...options, synchronize: true, dropSchema: true });
   await ds.initialize();
   const customers = ds.getRepository('Customer');
@@ -58,6 +58,11 @@ const Order = new EntitySchema({
   await orders.delete({ customer: { id: bob.id } });
   console.log('count', await orders.count(), await customers.count());
   await ds.destroy();
+  // A start with dropSchema over the tables and their foreign key: all dropped, created anew.
+  const fresh = new DataSource({ ...options, synchronize: true, dropSchema: true });
+  await fresh.initialize();
+  console.log('fresh', await fresh.getRepository('Order').count(), await fresh.getRepository('Customer').count());
+  await fresh.destroy();
 })().catch((e) => {
   console.log("ERROR", process.env.TYPEORM_FLOW_DEBUG ? e.stack : e.message);
   process.exit(1);
