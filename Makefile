@@ -74,10 +74,10 @@ test-deps-pgclients:
 		./scripts/apt-install.sh $$missing || \
 		echo "could not install$$missing: the pgwire client tests that need them fail, naming them"; fi
 	@[ -d $(PG_CLIENTS_DIR)/node_modules/pg -a -d $(PG_CLIENTS_DIR)/node_modules/sequelize \
-		-a -d $(PG_CLIENTS_DIR)/node_modules/typeorm ] || \
-		{ echo "installing node-postgres, Sequelize and TypeORM (npm ci in $(PG_CLIENTS_DIR))"; \
+		-a -d $(PG_CLIENTS_DIR)/node_modules/typeorm -a -d $(PG_CLIENTS_DIR)/node_modules/knex ] || \
+		{ echo "installing node-postgres, Sequelize, TypeORM and Knex (npm ci in $(PG_CLIENTS_DIR))"; \
 		(cd $(PG_CLIENTS_DIR) && npm ci --no-audit --no-fund >/dev/null 2>&1) || \
-		echo "npm ci failed in $(PG_CLIENTS_DIR): TestClientNodePostgres, TestSequelizeInTransactionPoolMode and TestTypeORMAppFlowOnDuckDB fail, naming it"; }
+		echo "npm ci failed in $(PG_CLIENTS_DIR): TestClientNodePostgres, TestSequelizeInTransactionPoolMode, TestTypeORMAppFlowOnDuckDB and TestKnexFlowOnDuckDB fail, naming it"; }
 
 # promtool (Debian's prometheus package) checks the alert rules in deploy/observability.
 test-deps-ops:

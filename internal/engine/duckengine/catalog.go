@@ -618,8 +618,9 @@ func pgCompat(q *query.Request) string {
 	division := (q.Protocol == query.ProtocolPostgres || q.Protocol == query.ProtocolTrino) && divides(q)
 	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
 	offsets := q.Protocol == query.ProtocolPostgres && holdsOffsetTimestamp(q.SQL)
+	precision := q.Protocol == query.ProtocolTrino && holdsTimePrecision(q.SQL)
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
-		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets {
+		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets && !precision {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -892,6 +893,9 @@ func (w *compatWriter) step() {
 	if w.jsonOps && t.Kind == sqltok.Operator && w.jsonOperator() {
 		return
 	}
+	if w.trino && t.Kind == sqltok.Word && w.timePrecisionType() {
+		return
+	}
 	if w.binary {
 		if v, ok := binaryLiteral(t); ok {
 			w.emit(blobLiteral(v))
@@ -900,8 +904,8 @@ func (w *compatWriter) step() {
 		}
 	}
 	key := w.word(w.i)
-	if name := strings.Trim(key, `"`); t.Kind == sqltok.QuotedIdent && extendedRelations[name] {
-		key = name // "pg_views" (TypeORM quotes every name): the same relation to PostgreSQL
+	if name := strings.Trim(key, `"`); t.Kind == sqltok.QuotedIdent && (extendedRelations[name] || name == "information_schema") {
+		key = name // "pg_views", "information_schema"."tables" (TypeORM quotes every name): the same to PostgreSQL
 	}
 	// Unqualified, in FROM (SQLAlchemy's reflection): PostgreSQL finds pg_catalog's first.
 	if extendedRelations[key] && isFromItem(w.word(w.prevSig(w.i))) {

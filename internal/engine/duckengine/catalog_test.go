@@ -27,6 +27,7 @@ func TestPGCompatRewrites(t *testing.T) {
 		// Sequelize's showIndex: int2vector and name[] selected are PostgreSQL's texts of them;
 		// its bulk INSERT of dates: a blank before the offset.
 		`SELECT ix.indkey AS indkey, array_agg(a.attnum) as n, array_agg(a.attname) AS names FROM pg_index ix, pg_attribute a GROUP BY ix.indkey`: `SELECT array_to_string(ix.indkey, ' ') AS indkey, array_agg(a.attnum) as n, "queryflux_pg_compat".main.qf_pg_array_text(array_agg(a.attname)) AS names FROM "queryflux_pg_compat".main.qf_pg_index ix, "queryflux_pg_compat".main.qf_pg_attribute a GROUP BY ix.indkey`,
+		`SELECT * FROM "information_schema"."tables" WHERE "table_schema" = 'public'`:                                                             `SELECT * FROM "queryflux_pg_compat".pginfoschema.tables WHERE "table_schema" = 'public'`,
 		`SELECT k[1] FROM (SELECT ix.indkey AS k, array_agg(a.attname) AS names FROM pg_catalog.pg_index ix) t`:                                   `SELECT k[1] FROM (SELECT ix.indkey AS k, array_agg(a.attname) AS names FROM "queryflux_pg_compat".main.qf_pg_index ix) t`,
 		`INSERT INTO "t" ("a","b") VALUES ('2026-12-05 00:35:39.957 +00:00','x -01'),('2026-12-05 00:35:39 -05:30', 'y')`:                         `INSERT INTO "t" ("a","b") VALUES ('2026-12-05 00:35:39.957+00:00','x -01'),('2026-12-05 00:35:39-05:30', 'y')`,
 		// SQLAlchemy's reflection: unqualified catalog relations, json_build_object, an ANY in

@@ -309,6 +309,11 @@ func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db str
 		}
 		return call.description(), nil
 	}
+	if _, handled, err := ownStatement(client); handled {
+		// DDL this engine runs itself (a serial column's CREATE TABLE, DROP TABLE a, b): no
+		// parameters, no rows, and nothing DuckDB could prepare as written.
+		return &engine.Description{}, err
+	}
 	q, err := compatRequest(client, db)
 	if err != nil {
 		return nil, err

@@ -41,6 +41,11 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 	if run, ok := dropTableCascade(q); ok {
 		return run, true, nil
 	}
+	if strings.EqualFold(sqltok.FirstWord(q.Analysis().Tokens), "alter") {
+		if a, ok := pgIndexedAlter(q.SQL); ok {
+			return a.run, true, nil
+		}
+	}
 	stmts, fresh, tag, ok, err := expandDDL(q)
 	if !ok || err != nil {
 		return nil, ok, err
@@ -78,7 +83,8 @@ func runAll(ctx context.Context, conn *sql.Conn, stmts []string, inTx bool) erro
 //   - TRUNCATE [TABLE] [ONLY] a, b [CONTINUE IDENTITY] [RESTRICT];
 //   - ALTER TABLE [IF EXISTS] [ONLY] t ADD [CONSTRAINT c] PRIMARY KEY (columns): DuckDB adds no
 //     key to an existing table, so it becomes what the key enforces, NOT NULL columns and a
-//     unique index (named c, or t_pkey as PostgreSQL names the key).
+//     unique index (named c, or t_pkey as PostgreSQL names the key); ADD [CONSTRAINT c]
+//     UNIQUE (columns) (Knex's unique()) the unique index (c, or t_<columns>_key).
 //
 // ok is false for anything else, DuckDB's to run or refuse.
 func expandDDL(q *query.Request) (stmts []string, fresh *freshSequences, tag string, ok bool, err error) {
@@ -168,7 +174,7 @@ func expandAddPrimaryKey(r *sqltok.Walker) ([]string, string, bool, error) {
 		prefix += "IF EXISTS "
 	}
 	r.Word("only")
-	table := r.Name()
+	table := duckRelation(r.Name())
 	last := r.Last().Text
 	if table == "" || !r.Word("add") {
 		return nil, "", false, nil
@@ -177,7 +183,8 @@ func expandAddPrimaryKey(r *sqltok.Walker) ([]string, string, bool, error) {
 	if r.Word("constraint") {
 		index = r.Name()
 	}
-	if !r.Word("primary") || !r.Word("key") || !r.Punct("(") {
+	unique := r.Word("unique")
+	if !unique && (!r.Word("primary") || !r.Word("key")) || !r.Punct("(") {
 		return nil, "", false, nil
 	}
 	cols, ok := r.Names()
@@ -186,6 +193,16 @@ func expandAddPrimaryKey(r *sqltok.Walker) ([]string, string, bool, error) {
 	}
 	if r.Punct(";"); r.More() {
 		return nil, "", false, nil // USING INDEX, INCLUDE, ...: DuckDB's to refuse
+	}
+	if unique { // Knex's unique(): the index that enforces it, named as PostgreSQL names the constraint
+		if index == "" {
+			name := tokenName(last)
+			for _, c := range cols {
+				name += "_" + tokenName(c)
+			}
+			index = quoteIdent(name + "_key")
+		}
+		return []string{fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s (%s)", index, table, strings.Join(cols, ", "))}, "ALTER TABLE", true, nil
 	}
 	if index == "" {
 		index = quoteIdent(tokenName(last) + "_pkey")

@@ -115,3 +115,26 @@ func TestCreateTableIfNotExistsFreshSequence(t *testing.T) {
 		{"select error('numbered on') from notes having string_agg(id || body, ',' order by id) <> '1c,2d'", ""},
 	})
 }
+
+// TestAddNotNullColumnAsPostgreSQL: ALTER TABLE ... ADD COLUMN ... NOT NULL DEFAULT (Knex's
+// alterTable with notNullable().defaultTo()) on a table with rows and indexes adds the column,
+// its rows given the default, that refuses NULL, the indexes kept; ADD [CONSTRAINT] UNIQUE is the
+// unique index that enforces it; DROP COLUMN drops the column's indexes and keeps the others.
+func TestAddNotNullColumnAsPostgreSQL(t *testing.T) {
+	runStates(t, openMemory(t), []struct{ sql, want string }{
+		{"create table posts (id serial primary key, title text, other text)", ""},
+		{"create index posts_title_index on posts (title)", ""},
+		{"insert into posts (title) values ('a'), ('b')", ""},
+		{`alter table "posts" add column "likes" integer not null default '0'`, ""},
+		{"insert into posts (title, likes) values ('c', NULL)", "23502"},
+		{"select error('a row lost its default') from posts where likes <> 0 or likes is null", ""},
+		{"select error('the index went') having (select count(*) from duckdb_indexes() where index_name = 'posts_title_index') <> 1", ""},
+		{`alter table posts add constraint "posts_other_unique" unique ("other")`, ""},
+		{"insert into posts (title, other) values ('d', 'x'), ('e', 'x')", "23505"},
+		{"create index posts_likes on posts (title, likes)", ""},
+		{`alter table "posts" drop column "likes"`, ""}, // and its index, as PostgreSQL's
+		{"select error('indexes: ' || string_agg(index_name, ',' order by index_name)) from duckdb_indexes() where table_name = 'posts' having string_agg(index_name, ',' order by index_name) <> 'posts_other_unique,posts_title_index'", ""},
+		{"alter table posts drop column if exists other;", ""},
+		{"insert into posts (title) values ('f')", ""},
+	})
+}

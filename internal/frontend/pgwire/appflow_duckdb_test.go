@@ -1,6 +1,8 @@
 package pgwire_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -52,4 +54,15 @@ func TestTypeORMAppFlowOnDuckDB(t *testing.T) {
 // PostgreSQL (sequelize_flow.js).
 func TestSequelizeFlowOnDuckDB(t *testing.T) {
 	sameOnDuckDB(t, "node", "sequelize_flow.js")
+}
+
+// TestKnexFlowOnDuckDB: Knex's migrations (createTable with increments, a foreign key, an index
+// and a unique column; an alterTable adding a NOT NULL column with a default and an index), a
+// seed, a join, a group, an increment, refusals, transactions, and knex.migrate.rollback of each
+// batch (dropIndex, dropColumn, dropTable) run as on PostgreSQL (knex_flow.js).
+func TestKnexFlowOnDuckDB(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(pgclienttest.Dir(), "node_modules", "knex")); err != nil {
+		t.Fatalf("knex is not installed in %s (make test-deps runs npm ci there): %v", pgclienttest.Dir(), err)
+	}
+	sameOnDuckDB(t, "node", "knex_flow.js")
 }
