@@ -95,9 +95,9 @@ func TestEmbeddedDefaultPostgresClients(t *testing.T) {
 
 	t.Run("psqlMetaCommands", func(t *testing.T) {
 		for _, c := range []struct{ cmd, want string }{
-			{`\dt`, "main|customers|table|queryflux\nmain|orders|table|queryflux\nmain|products|table|queryflux\n"},
-			{`\dt ord*`, "main|orders|table|queryflux\n"},
-			{`\dn`, "main|queryflux\n"},
+			{`\dt`, "public|customers|table|queryflux\npublic|orders|table|queryflux\npublic|products|table|queryflux\n"},
+			{`\dt ord*`, "public|orders|table|queryflux\n"},
+			{`\dn`, "public|queryflux\n"},
 			{`\l`, "demo|queryflux|UTF8|C|C||libc|\n"},
 			{`\dv`, "Did not find any relations.\n"},
 			{`\df`, ""},
@@ -120,14 +120,14 @@ func TestEmbeddedDefaultPostgresClients(t *testing.T) {
 		}
 		out, ok = psqlRun(t, e.pgPort, "-c", "create table dflt(id integer primary key, a integer not null default 7)",
 			"-c", "create index dflt_a on dflt(a)", "-c", `\d dflt`, "-c", `\di`, "-c", "drop table dflt")
-		for _, want := range []string{"id|integer||not null|", "a|integer||not null|7", "main|dflt_a|index|queryflux|dflt"} {
+		for _, want := range []string{"id|integer||not null|", "a|integer||not null|7", "public|dflt_a|index|queryflux|dflt"} {
 			if !ok || !strings.Contains(out, want) {
 				t.Errorf("psql \\d and \\di of a table with a primary key, NOT NULL, a default and an index lack %q:\n%s", want, out)
 			}
 		}
 		out, ok = psqlRun(t, e.pgPort, "-c", "create macro twice(x) as x * 2", "-c", "create view big_orders as select * from orders where quantity > 3",
 			"-c", `\df`, "-c", `\dv`, "-c", "drop view big_orders", "-c", "drop macro twice")
-		if !ok || !strings.Contains(out, "main|twice|") || !strings.Contains(out, "main|big_orders|view|") {
+		if !ok || !strings.Contains(out, "public|twice|") || !strings.Contains(out, "public|big_orders|view|") {
 			t.Errorf("psql \\df and \\dv after creating one of each:\n%s", out)
 		}
 	})
@@ -137,7 +137,7 @@ func TestEmbeddedDefaultPostgresClients(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := run(t, 120*time.Second, "java", "-cp", pgclienttest.JDBCClasspath(t, src), "JDBCMeta", "jdbc:postgresql://127.0.0.1:"+e.pgPort+"/demo")
-		want := "table main.customers\ntable main.orders\ntable main.products\n" +
+		want := "table public.customers\ntable public.orders\ntable public.products\n" +
 			"column 1 product_id int8 -5\ncolumn 2 name text 12\ncolumn 3 category text 12\ncolumn 4 price numeric 2\n" +
 			"after rollback 0\nfetched 31375\n"
 		if out != want {

@@ -6,10 +6,10 @@ public class JDBCMeta {
   public static void main(String[] args) throws Exception {
     try (Connection c = DriverManager.getConnection(args[0], "queryflux", "")) {
       DatabaseMetaData md = c.getMetaData();
-      try (ResultSet rs = md.getTables(null, "main", "%", new String[] {"TABLE"})) {
+      try (ResultSet rs = md.getTables(null, "public", "%", new String[] {"TABLE"})) {
         while (rs.next()) System.out.println("table " + rs.getString("TABLE_SCHEM") + "." + rs.getString("TABLE_NAME"));
       }
-      try (ResultSet rs = md.getColumns(null, "main", "products", "%")) {
+      try (ResultSet rs = md.getColumns(null, "public", "products", "%")) {
         while (rs.next()) System.out.println("column " + rs.getInt("ORDINAL_POSITION") + " " + rs.getString("COLUMN_NAME") + " "
             + rs.getString("TYPE_NAME") + " " + rs.getInt("DATA_TYPE"));
       }
