@@ -4,7 +4,8 @@
 # passprobe.sh. QUERY is the statement (default SELECT 1). BIN is a queryflux binary (started as
 # a standalone daemon in scripts/bench-proxy.sh's passthrough configuration, MariaDB on
 # 127.0.0.1:3306 as root), "loop-relay" (scripts/benchrelay -loop -raw; RELAY=PATH runs one
-# built elsewhere) or "direct" (MariaDB itself: no target process is measured). Prints qps, p50
+# built elsewhere), "haproxy" (mode tcp, one thread, as in bench-proxy.sh: a C relay hop) or
+# "direct" (MariaDB itself: no target process is measured). Prints qps, p50
 # and p99 (from benchclient) and the target's CPU per statement (/proc/PID/stat). MODE: plain;
 # pprof (a CPU profile of a -tags benchpprof build to $OUT.prof); perf (perf record -g to
 # $OUT.perf); strace (strace -c -f of the target for SECS-1 seconds, calls per statement); cg
@@ -31,6 +32,12 @@ direct) DSN="root@tcp(127.0.0.1:3306)/mysql" ;;
 loop-relay)
 	if [ -n "${RELAY:-}" ]; then cp "$RELAY" "$TMP/benchrelay"; else (cd "$ROOT" && go build -o "$TMP/benchrelay" ./scripts/benchrelay); fi
 	"${WRAP[@]}" "$TMP/benchrelay" -loop -raw -listen 127.0.0.1:$MY -upstream 127.0.0.1:3306 >"$TMP/log" 2>&1 &
+	PID=$!
+	DSN="root@tcp(127.0.0.1:$MY)/mysql"
+	;;
+haproxy)
+	printf 'global\n  nbthread 1\n  maxconn 1000\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 1h\n  timeout server 1h\nlisten my\n  bind 127.0.0.1:%s\n  server my 127.0.0.1:3306\n' "$MY" >"$TMP/h.cfg"
+	"${WRAP[@]}" haproxy -db -f "$TMP/h.cfg" >"$TMP/log" 2>&1 &
 	PID=$!
 	DSN="root@tcp(127.0.0.1:$MY)/mysql"
 	;;
