@@ -618,8 +618,9 @@ func pgCompat(q *query.Request) string {
 	division := (q.Protocol == query.ProtocolPostgres || q.Protocol == query.ProtocolTrino) && divides(q)
 	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
 	offsets := q.Protocol == query.ProtocolPostgres && holdsOffsetTimestamp(q.SQL)
+	precision := q.Protocol == query.ProtocolTrino && holdsTimePrecision(q.SQL)
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
-		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets {
+		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets && !precision {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -890,6 +891,9 @@ func (w *compatWriter) step() {
 		return
 	}
 	if w.jsonOps && t.Kind == sqltok.Operator && w.jsonOperator() {
+		return
+	}
+	if w.trino && t.Kind == sqltok.Word && w.timePrecisionType() {
 		return
 	}
 	if w.binary {

@@ -18,6 +18,11 @@ var trinoFunctionSQL = []string{
 	`CREATE MACRO {c}.main.approx_distinct(x) AS approx_count_distinct(x)`,
 	`CREATE MACRO {c}.main.array_max(a) AS list_max(a)`,
 	`CREATE MACRO {c}.main.array_min(a) AS list_min(a)`,
+	`CREATE MACRO {c}.main.nan() AS 'NaN'::DOUBLE`,
+	`CREATE MACRO {c}.main.infinity() AS 'Infinity'::DOUBLE`,
+	`CREATE MACRO {c}.main.is_nan(x) AS isnan(x)`,
+	`CREATE MACRO {c}.main.is_infinite(x) AS isinf(x)`,
+	`CREATE MACRO {c}.main.is_finite(x) AS isfinite(x)`,
 	// date_add(unit, n, x): x moved by n units, a date staying a date (DuckDB's date_add(x,
 	// interval) is another function).
 	`CREATE MACRO {c}.main.qfpg_trino_date_add (u, n, x DATE) AS (x + (n || ' ' || u)::INTERVAL)::DATE,

@@ -3,8 +3,10 @@ package trinohttp
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trinodb/trino-go-client/trino"
 )
@@ -80,5 +82,110 @@ func TestTrinoElementAtOnDuckDB(t *testing.T) {
 	}
 	if e := got["zero"].Error; e == nil || e.ErrorName != "INVALID_FUNCTION_ARGUMENT" || e.ErrorCode != 7 || !strings.Contains(e.Message, "SQL array indices start at 1") {
 		t.Errorf("npm element_at(array, 0): %+v", e)
+	}
+}
+
+// TestNPMTrinoClientShowOnDuckDB: the npm trino-client, its catalog and schema set as an
+// application sets them, browses the embedded DuckDB as Trino's (duckengine's trinoshow.go):
+// SHOW CATALOGS, SCHEMAS, TABLES (FROM, LIKE), COLUMNS, DESCRIBE and information_schema answer
+// Trino's columns and the client's objects only; a column's Type is the type a result of it
+// announces, in information_schema.columns too; a missing schema or table fails with Trino's
+// error name. (information_schema.tables lists the client's tables only, not, as Trino's does,
+// information_schema's own.)
+func TestNPMTrinoClientShowOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: "duck", Schema: "main"})
+	for _, s := range []string{"create table items (k bigint, v varchar, d decimal(12,3), ts timestamp, l integer[])",
+		"create view item_names as select v from items", "create schema other", "create table other.elsewhere (x integer)"} {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	want := map[string]string{
+		"show catalogs":                         `[Catalog] [["duck"]]`,
+		"show schemas":                          `[Schema] [["main"],["other"]]`,
+		"SHOW SCHEMAS FROM duck LIKE 'o%'":      `[Schema] [["other"]]`,
+		"show tables":                           `[Table] [["item_names"],["items"]]`,
+		"show tables from other":                `[Table] [["elsewhere"]]`,
+		"show tables in duck.main like 'it_ms'": `[Table] [["items"]]`,
+		"describe items": `[Column Type Extra Comment] [["k","bigint","",""],["v","varchar","",""],["d","decimal(12,3)","",""],` +
+			`["ts","timestamp(6)","",""],["l","array(integer)","",""]]`,
+		"show columns from other.elsewhere": `[Column Type Extra Comment] [["x","integer","",""]]`,
+		"select table_schema, table_name from information_schema.tables order by 1, 2": `[table_schema table_name] ` +
+			`[["main","item_names"],["main","items"],["other","elsewhere"]]`,
+		"select column_name, data_type from information_schema.columns where table_name = 'items' order by ordinal_position": `[column_name data_type] ` +
+			`[["k","bigint"],["v","varchar"],["d","decimal(12,3)"],["ts","timestamp(6)"],["l","array(integer)"]]`,
+	}
+	var steps []npmStep
+	for sql := range want {
+		steps = append(steps, npmStep{Name: sql, SQL: sql})
+	}
+	steps = append(steps, npmStep{Name: "no schema", SQL: "show tables from no_such"}, npmStep{Name: "no table", SQL: "describe no_such"})
+	got := runNPMIn(t, ts.addr, "alice", "duck", "main", steps...)
+	for sql, w := range want {
+		o := got[sql]
+		if o.OK == nil || fmt.Sprint(o.OK.Names)+" "+jsonText(t, o.OK.Rows) != w {
+			t.Errorf("%s: %+v %+v\nwant %s", sql, o.OK, o.Error, w)
+		}
+	}
+	for step, name := range map[string]string{"no schema": "SCHEMA_NOT_FOUND", "no table": "TABLE_NOT_FOUND"} {
+		if e := got[step].Error; e == nil || e.ErrorName != name {
+			t.Errorf("%s: %+v, want %s", step, e, name)
+		}
+	}
+}
+
+// TestTrinoTimePrecisionTypesOnDuckDB: Trino's types with a precision, timestamp(3),
+// timestamp(6) with time zone, time(3), in a column definition and a cast (DuckDB's types take
+// none: every such statement failed), run on the embedded DuckDB, a value cast to timestamp(3)
+// keeping milliseconds; through trino-go-client and the npm trino-client.
+func TestTrinoTimePrecisionTypesOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	for _, s := range []string{"create table stamps (a timestamp(3), b timestamp(6) with time zone, c time(3), d timestamp (0))",
+		"insert into stamps values (timestamp '2024-01-02 03:04:05.123', timestamp '2024-01-02 03:04:05.5 UTC', time '03:04:05.25', timestamp '2024-01-02 03:04:05')"} {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	const q = `select a, b, c, d, cast('2024-01-02 03:04:05.123456' as timestamp(3)), cast(a as timestamp(3) with time zone) from stamps`
+	var a, b, c, d, e, f time.Time
+	if err := db.QueryRow(q).Scan(&a, &b, &c, &d, &e, &f); err != nil {
+		t.Fatal(err)
+	}
+	stamp := time.Date(2024, 1, 2, 3, 4, 5, 123e6, time.UTC)
+	if !a.Equal(stamp) || !b.Equal(time.Date(2024, 1, 2, 3, 4, 5, 5e8, time.UTC)) || c.Format("15:04:05.000") != "03:04:05.250" ||
+		!d.Equal(stamp.Truncate(time.Second)) || !e.Equal(stamp) || !f.Equal(stamp) {
+		t.Errorf("got %v %v %v %v %v %v", a, b, c, d, e, f)
+	}
+	o := runNPM(t, ts.addr, "alice", npmStep{Name: "q", SQL: q})["q"]
+	const want = `[["2024-01-02 03:04:05.123000","2024-01-02 03:04:05.500000 UTC","03:04:05.250000","2024-01-02 03:04:05.000000",` +
+		`"2024-01-02 03:04:05.123000","2024-01-02 03:04:05.123000 UTC"]]`
+	if o.OK == nil || jsonText(t, o.OK.Rows) != want {
+		t.Errorf("npm: %+v %+v\nwant %s", o.OK, o.Error, want)
+	}
+}
+
+// TestNPMTrinoClientTypesOnDuckDB: the npm trino-client reads DuckDB's types as Trino's, each
+// value in Trino's JSON encoding (decimals, dates, times and timestamps as text to the
+// microsecond DuckDB keeps, a timestamp with a zone in UTC, varbinary in base64, a double's NaN
+// and infinities as the strings Trino writes, a map an object, a row an array); Trino's nan(),
+// infinity(), is_nan, is_infinite and is_finite answer.
+func TestNPMTrinoClientTypesOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	const q = `select 'x' v, 9007199254740991 b, 7 i, 2.5e0 d, nan() n, -infinity() ni, 12.50::decimal(9,2) de,
+		true bo, date '2024-01-02' dt, timestamp '2024-01-02 03:04:05.123456' ts, timestamptz '2024-01-02 03:04:05.678+02' tz,
+		[1, null] a, map {'k': 1.5::double} m, {'f': 1, 'g': 'y'} r, '{"a": [1]}'::json j,
+		'6ccd780c-baba-1026-9564-5b8c656024db'::uuid u, x'0102ff' vb, 1.5::real re, 3::tinyint ti, 4::smallint si,
+		time '03:04:05.5' tm, is_nan(nan()) isn, is_infinite(infinity()) isi, is_finite(1e0) isf, infinity() inf`
+	o := runNPM(t, ts.addr, "alice", npmStep{Name: "q", SQL: q})["q"]
+	const types = `["varchar","bigint","integer","double","double","double","decimal(9,2)","boolean","date","timestamp(6)",` +
+		`"timestamp(6) with time zone","array(integer)","map(varchar, double)","row(f integer, g varchar)","json","uuid",` +
+		`"varbinary","real","tinyint","smallint","time(6)","boolean","boolean","boolean","double"]`
+	const rows = `[["x",9007199254740991,7,2.5,"NaN","-Infinity","12.50",true,"2024-01-02","2024-01-02 03:04:05.123456",` +
+		`"2024-01-02 01:04:05.678000 UTC",[1,null],{"k":1.5},[1,"y"],"{\"a\": [1]}","6ccd780c-baba-1026-9564-5b8c656024db",` +
+		`"AQL/",1.5,3,4,"03:04:05.500000",true,true,true,"Infinity"]]`
+	if o.OK == nil || jsonText(t, o.OK.Types) != types || jsonText(t, o.OK.Rows) != rows {
+		t.Errorf("%+v %+v\nwant types %s\nwant rows  %s", o.OK, o.Error, types, rows)
 	}
 }
