@@ -60,12 +60,27 @@ type Request struct {
 	// definition it is sent carries MariaDB's extended type info (format=json, type=uuid), and
 	// a MariaDB engine relays the statement's from a connection opened with the flag.
 	ExtendedMetadata bool
+	// MultiResults and PSMultiResults are a MySQL client's CLIENT_MULTI_RESULTS and
+	// CLIENT_PS_MULTI_RESULTS: a stored procedure's CALL may answer it with several result
+	// sets (by text, by prepared statement), and a MySQL engine runs the statement on a
+	// connection opened with the same flags, so that the server refuses (1312) what it would
+	// refuse the client.
+	MultiResults, PSMultiResults bool
 	// ArgOIDs are the PostgreSQL types (OIDs) a PostgreSQL client declared, or was told at
 	// Describe, for its parameters (0: unspecified), for an engine that types a parameter its
 	// SQL leaves untyped (DuckDB's SELECT $1) as PostgreSQL does; nil from other protocols.
 	ArgOIDs []uint32
 
 	analysis *sqltok.Analysis // SQL as Analysis read it; see Analysis
+}
+
+// ResultSets is Rows of a statement that may answer with several results, one after the other
+// (a MySQL CALL: each result set its procedure selects, then an OK). Once Next said io.EOF,
+// MoreResults tells whether another result follows, and NextResult moves on to it: Schema,
+// Next and Tag are then the new result's.
+type ResultSets interface {
+	MoreResults() bool
+	NextResult(ctx context.Context) error
 }
 
 // Analysis is the request's SQL read once with its protocol's lexical rules (tokens,

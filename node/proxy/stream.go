@@ -34,6 +34,24 @@ type stream struct {
 func (s *stream) Schema() *arrow.Schema { return s.inner.Schema() }
 func (s *stream) Tag() string           { return s.inner.Tag() }
 
+// MoreResults and NextResult pass on the several results of a statement whose engine answers
+// with them (query.ResultSets); every other statement has one.
+func (s *stream) MoreResults() bool {
+	rs, ok := s.inner.(query.ResultSets)
+	return ok && s.drained && s.err == nil && rs.MoreResults()
+}
+
+func (s *stream) NextResult(ctx context.Context) error {
+	if !s.MoreResults() {
+		return fmt.Errorf("proxy: NextResult of query %s without a result to come", s.id)
+	}
+	if err := s.inner.(query.ResultSets).NextResult(ctx); err != nil {
+		return s.fail(err)
+	}
+	s.drained = false
+	return nil
+}
+
 func (s *stream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if s.closed.Closed() {
 		return nil, fmt.Errorf("proxy: Next on closed rows of query %s", s.id)

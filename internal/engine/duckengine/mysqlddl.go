@@ -358,6 +358,9 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 	if run, ok := mysqlTruncate(q); ok {
 		return run, true
 	}
+	if run, ok := mysqlAlterTable(q); ok {
+		return run, true
+	}
 	stmts, table, ok := mysqlCreateTable(q.SQL)
 	if !ok {
 		return nil, false

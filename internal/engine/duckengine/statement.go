@@ -106,6 +106,9 @@ func (e *Engine) statement(conn *sql.Conn, q *query.Request, sqlText string) (st
 		}
 	}
 	st.p = p
+	if changesCompat(st, q, sqlText) {
+		return st, errCompatReadOnly
+	}
 	if e.locked {
 		if err := e.checkLocked(st); err != nil {
 			return st, err

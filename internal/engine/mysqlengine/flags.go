@@ -19,6 +19,9 @@ import (
 //     function names are reserved); mysql2 asks for it by default.
 //   - MARIADB_CLIENT_EXTENDED_METADATA (metadata.go): column definitions carry MariaDB's
 //     extended type info (a JSON column's format=json), asked only of a server that offers it.
+//   - CLIENT_MULTI_RESULTS, CLIENT_PS_MULTI_RESULTS: a CALL of a procedure that selects answers
+//     with its result sets (by text, by prepared statement) where without them the server
+//     refuses it (1312, "can't return a result set in the given context").
 //
 // The other flags a client may send get no connection of their own (docs/pooling.md):
 // CLIENT_MULTI_STATEMENTS is the frontend's (it splits the statements, or refuses them with
@@ -32,6 +35,8 @@ const (
 	flagFoundRows connFlags = 1 << iota
 	flagIgnoreSpace
 	flagExtendedMetadata
+	flagMultiResults
+	flagPSMultiResults
 
 	flagSets = 1 << iota // how many flag sets there are: the pool's lists
 )
@@ -49,6 +54,12 @@ func (e *Engine) requestFlags(q *query.Request) connFlags {
 	if q.ExtendedMetadata && e.mayOfferMetadata() {
 		f |= flagExtendedMetadata
 	}
+	if q.MultiResults {
+		f |= flagMultiResults
+	}
+	if q.PSMultiResults {
+		f |= flagPSMultiResults
+	}
 	return f
 }
 
@@ -64,18 +75,35 @@ func flagsOf(c *client.Conn) connFlags {
 	if hasMetadata(c) {
 		f |= flagExtendedMetadata
 	}
+	if c.HasCapability(mysql.CLIENT_MULTI_RESULTS) {
+		f |= flagMultiResults
+	}
+	if c.HasCapability(mysql.CLIENT_PS_MULTI_RESULTS) {
+		f |= flagPSMultiResults
+	}
 	return f
+}
+
+// capabilityOf is the client capability each flag of a set asks for in the handshake
+// (extended metadata is asked by greetConn).
+var capabilityOf = []struct {
+	flag connFlags
+	cap  uint32
+}{
+	{flagFoundRows, mysql.CLIENT_FOUND_ROWS},
+	{flagIgnoreSpace, mysql.CLIENT_IGNORE_SPACE},
+	{flagMultiResults, mysql.CLIENT_MULTI_RESULTS},
+	{flagPSMultiResults, mysql.CLIENT_PS_MULTI_RESULTS},
 }
 
 // option is the go-mysql client option that opens a connection with f.
 func (f connFlags) option(c *client.Conn) error {
-	if f&flagFoundRows != 0 {
-		if err := c.SetCapability(mysql.CLIENT_FOUND_ROWS); err != nil {
-			return err
+	for _, fc := range capabilityOf {
+		if f&fc.flag != 0 {
+			if err := c.SetCapability(fc.cap); err != nil {
+				return err
+			}
 		}
-	}
-	if f&flagIgnoreSpace != 0 {
-		return c.SetCapability(mysql.CLIENT_IGNORE_SPACE)
 	}
 	return nil
 }

@@ -37,6 +37,7 @@ type RawQuery struct {
 	columns   [][]byte // column definition packets, headers included; nil without rows
 	result    mysql.Result
 	done      bool  // the terminating EOF/OK (or an error) has been read
+	more      bool  // and another result follows it (a CALL's result sets: NextResult)
 	err       error // a broken read or write: the connection is unfit
 	engineErr error // the engine's ERR packet: the command ended cleanly
 	healthy   bool  // the connection is fit for the pool once done
@@ -101,6 +102,11 @@ func (r *RawQuery) start(command []byte) error {
 		return err
 	}
 	r.seq = c.Sequence
+	return r.readHead()
+}
+
+// readHead reads a result's first packet, and its column definitions when it has rows.
+func (r *RawQuery) readHead() error {
 	p, err := r.packet()
 	if err != nil {
 		return err
@@ -223,6 +229,27 @@ func (e *Engine) deprecatesEOF(c *client.Conn) bool {
 }
 
 func (r *RawQuery) deprecatesEOF() bool { return !r.classicEOF && r.e.deprecatesEOF(r.conn) }
+
+// More reports whether another result follows the one read to its end (a CALL's: each result
+// set its procedure selects, then its OK).
+func (r *RawQuery) More() bool { return r.more && r.err == nil }
+
+// NextResult reads the head of the next result, as QueryRaw read the first: after it, Columns,
+// Head, NextRows and Result are the new result's. Call it only when More.
+func (r *RawQuery) NextResult() error {
+	if !r.More() {
+		panic("mysqlengine: NextResult without a result to come")
+	}
+	r.done, r.more, r.columns, r.pending, r.result = false, false, nil, nil, mysql.Result{}
+	if err := r.readHead(); err != nil {
+		r.fail(err)
+		return err
+	}
+	if r.engineErr != nil {
+		return r.engineErr
+	}
+	return r.err
+}
 
 // Columns are the result set's column definition packets, each with its 4-byte header (the
 // engine's; a caller writing them on renumbers it). Nil for a statement without rows.
@@ -378,8 +405,7 @@ func (r *RawQuery) finishEOF(data []byte) {
 }
 
 // finishOK reads an OK packet's affected rows, insert id, status, warnings and info (the
-// server speaks protocol 4.1: go-mysql's handshake requires it; the connection has no
-// CLIENT_SESSION_TRACK, so the info is the rest of the packet). The info is what mysql2 reads
+// server speaks protocol 4.1: go-mysql's handshake requires it). The info is what mysql2 reads
 // an UPDATE's changedRows from ("Rows matched: 2  Changed: 1  Warnings: 0").
 func (r *RawQuery) finishOK(data []byte) {
 	r.done = true
@@ -394,18 +420,28 @@ func (r *RawQuery) finishOK(data []byte) {
 	r.result.AffectedRows, r.result.InsertId = affected, insertID
 	r.result.Status = binary.LittleEndian.Uint16(data[pos:])
 	r.result.Warnings = binary.LittleEndian.Uint16(data[pos+2:])
-	if info := data[pos+4:]; len(info) > 0 {
-		r.result.StatusMessage = string(info) // a copy: data is the read buffer
-	}
+	r.result.StatusMessage = OKInfo(data[pos+4:])
 	r.checkStatus()
 }
 
-// checkStatus: the relay reads one result set; more (CALL, multi-statements) would leave
-// packets unread, and a transaction left open must not go back to the pool.
-func (r *RawQuery) checkStatus() {
-	if r.result.Status&mysql.SERVER_MORE_RESULTS_EXISTS != 0 {
-		r.fail(errors.New("mysqlengine: statement returned more than one result set"))
+// OKInfo is the info of an OK packet, rest the packet's bytes after its status and warnings.
+// MySQL and MariaDB write it length-encoded (also to a connection without
+// CLIENT_SESSION_TRACK, whose protocol says "the rest of the packet"): read as such when the
+// length says so, else as the rest of the packet. A copy: rest may be a read buffer.
+func OKInfo(rest []byte) string {
+	if len(rest) == 0 {
+		return ""
 	}
+	if info, _, n, err := mysql.LengthEncodedString(rest); err == nil && n == len(rest) {
+		return string(info)
+	}
+	return string(rest)
+}
+
+// checkStatus notes whether more results follow (CALL); a transaction left open must not go
+// back to the pool.
+func (r *RawQuery) checkStatus() {
+	r.more = r.result.Status&mysql.SERVER_MORE_RESULTS_EXISTS != 0
 	if r.result.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
 		r.healthy = false
 	}
@@ -437,7 +473,7 @@ func (r *RawQuery) Close() error {
 		panic("mysqlengine: RawQuery closed twice")
 	}
 	cancelled := !r.stopKill()
-	unread := !r.done && r.err == nil // the statement may still be sending its answer
+	unread := (!r.done || r.more) && r.err == nil // the statement may still be sending its answer
 	if unread {
 		cut(r.conn) // a server thread blocked writing the rest fails at once
 	}
@@ -445,7 +481,7 @@ func (r *RawQuery) Close() error {
 		r.kill() // or wait for the cancel hook's
 		r.healthy = false
 	}
-	if !r.done || r.buf.buffered() {
+	if !r.done || r.more || r.buf.buffered() {
 		r.healthy = false // unread packets, or bytes the server should not have sent
 	}
 	r.conn.Sequence = r.seq

@@ -30,6 +30,7 @@ type event struct {
 	schema *arrow.Schema
 	batch  arrow.RecordBatch
 	end    bool
+	more   bool // at end: another result follows (results.go)
 	tag    string
 	err    error
 }
@@ -61,6 +62,7 @@ type rows struct {
 	current arrow.RecordBatch
 	tag     string
 	ended   bool
+	more    bool // the result that ended is followed by another (results.go)
 	endErr  error
 }
 
@@ -92,10 +94,19 @@ func (r *rows) produce(ctx context.Context) {
 	var err error
 	var stripped func()
 	r.blocks, stripped = stripping(r.e, r.conn)
+	untap := tapOK(r.conn)
+	var st *client.Stmt
 	if len(r.q.Args) == 0 {
 		err = r.conn.ExecuteSelectStreaming(tagged(ctx, r.q.SQL), &result, r.onRow(ctx), r.onResult(ctx))
 	} else {
-		err = r.executePrepared(ctx, &result)
+		st, err = r.executePrepared(ctx, &result)
+	}
+	info := untap()
+	if err == nil {
+		err = r.nextResults(ctx, &result, &info)
+	}
+	if st != nil {
+		_ = st.Close()
 	}
 	stripped()
 	if err == nil {
@@ -121,14 +132,8 @@ func (r *rows) produce(ctx context.Context) {
 			err = ctxErr
 		}
 		ev.err = r.e.wrap(err)
-	case r.builder == nil:
-		ev.tag = commandTag(r.q.SQL, result.AffectedRows)
-		if result.InsertId != 0 && r.q.Protocol == query.ProtocolMySQL && strings.HasPrefix(ev.tag, "INSERT 0 ") {
-			// The id goes where PostgreSQL's tag has an oid, for the MySQL frontend's OK packet.
-			ev.tag = "INSERT " + strconv.FormatUint(result.InsertId, 10) + ev.tag[len("INSERT 0"):]
-		}
 	default:
-		ev.tag = fmt.Sprintf("SELECT %d", r.total)
+		ev.tag = r.resultTag(&result, info)
 	}
 	if r.builder != nil {
 		r.builder.Release()
@@ -140,6 +145,31 @@ func (r *rows) produce(ctx context.Context) {
 	}
 	r.send(ctx, ev, true)
 	close(r.events)
+}
+
+// mysqlCommandTag is tag as the MySQL frontend reads it into an OK packet: an INSERT's id where
+// PostgreSQL's tag has an oid, a CALL's affected rows (its last statement's).
+func mysqlCommandTag(tag string, result *mysql.Result) string {
+	switch {
+	case result.InsertId != 0 && strings.HasPrefix(tag, "INSERT 0 "):
+		return "INSERT " + strconv.FormatUint(result.InsertId, 10) + tag[len("INSERT 0"):]
+	case tag == "CALL":
+		return "CALL " + strconv.FormatUint(result.AffectedRows, 10)
+	}
+	return tag
+}
+
+// resultTag is the command tag of the result that ended with result (its OK's info): "SELECT
+// n" after rows, else the statement's, with what a MySQL client's OK packet says (MySQLTag).
+func (r *rows) resultTag(result *mysql.Result, info string) string {
+	if r.builder != nil {
+		return fmt.Sprintf("SELECT %d", r.total)
+	}
+	tag := commandTag(r.q.SQL, result.AffectedRows)
+	if r.q.Protocol == query.ProtocolMySQL {
+		tag = MySQLTag(mysqlCommandTag(tag, result), result, info)
+	}
+	return tag
 }
 
 // abandoned reports whether the reader went (closed the rows, or ctx ended): the statement is
@@ -155,13 +185,13 @@ func (r *rows) abandoned(ctx context.Context) bool {
 	}
 }
 
-func (r *rows) executePrepared(ctx context.Context, result *mysql.Result) error {
-	st, err := r.conn.Prepare(tagged(ctx, r.q.SQL))
-	if err != nil {
-		return err
+// executePrepared runs the request as a prepared statement, its first result read into result;
+// the caller closes st (nil when it could not be prepared) once every result is read.
+func (r *rows) executePrepared(ctx context.Context, result *mysql.Result) (st *client.Stmt, err error) {
+	if st, err = r.conn.Prepare(tagged(ctx, r.q.SQL)); err != nil {
+		return nil, err
 	}
-	defer st.Close()
-	return st.ExecuteSelectStreaming(result, r.onRow(ctx), r.onResult(ctx), r.q.Args...)
+	return st, st.ExecuteSelectStreaming(result, r.onRow(ctx), r.onResult(ctx), r.q.Args...)
 }
 
 func (r *rows) onResult(ctx context.Context) client.SelectPerResultCallback {
@@ -177,9 +207,6 @@ func (r *rows) onResult(ctx context.Context) client.SelectPerResultCallback {
 			}
 		}
 		schema := arrow.NewSchema(fields, nil)
-		if r.builder != nil { // a second result set (CALL ...): keep only the first
-			return fmt.Errorf("mysqlengine: statement returned more than one result set")
-		}
 		r.builder = array.NewRecordBuilder(memory.DefaultAllocator, schema)
 		if !r.send(ctx, event{start: true, schema: schema}, false) {
 			return errStopped
@@ -250,7 +277,7 @@ func (r *rows) waitStart(ctx context.Context) error {
 	}
 	r.schema = ev.schema
 	if ev.end {
-		r.ended, r.tag, r.endErr = true, ev.tag, ev.err
+		r.ended, r.more, r.tag, r.endErr = true, ev.more, ev.tag, ev.err
 		return ev.err
 	}
 	return nil
@@ -281,7 +308,7 @@ func (r *rows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, io.EOF
 	}
 	if ev.end {
-		r.ended, r.tag, r.endErr = true, ev.tag, ev.err
+		r.ended, r.more, r.tag, r.endErr = true, ev.more, ev.tag, ev.err
 		if ev.err != nil {
 			return nil, ev.err
 		}

@@ -26,13 +26,19 @@ import (
 // runMySQL2 runs the mysql2 probe script against addr and returns each probe's JSON outcome.
 func runMySQL2(t *testing.T, addr, user, password, db, probes string, env ...string) map[string]string {
 	t.Helper()
+	return runMySQL2Script(t, "mysql2_probe.js", addr, user, password, db, append(env, "PROBES="+probes)...)
+}
+
+// runMySQL2Script runs a node script printing probe lines (readProbes) against addr.
+func runMySQL2Script(t *testing.T, script, addr, user, password, db string, env ...string) map[string]string {
+	t.Helper()
 	dir := frontendtest.NodeClients(t, "mysql2")
 	host, port, _ := net.SplitHostPort(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "mysql2_probe.js")
+	cmd := exec.CommandContext(ctx, "node", script)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "MYSQL_HOST="+host, "MYSQL_PORT="+port, "MYSQL_USER="+user, "MYSQL_PASSWORD="+password, "MYSQL_DB="+db, "PROBES="+probes), env...)
+	cmd.Env = append(append(os.Environ(), "MYSQL_HOST="+host, "MYSQL_PORT="+port, "MYSQL_USER="+user, "MYSQL_PASSWORD="+password, "MYSQL_DB="+db), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -813,17 +813,17 @@ func (lr *loopRun) abort(lost error) error {
 
 // loopStatement reports whether sql may run on the loop: one statement that reads or writes
 // rows and leaves no session state (those the session answers itself, transactions, locks,
-// SET, LOAD DATA, CALL and multi-statements are the goroutine's).
+// user variables, SET, LOAD DATA, CALL and multi-statements are the goroutine's).
 func loopStatement(sql string) bool {
 	if len(sql) < 6 || sql[0]|0x20 < 'a' || sql[0]|0x20 > 'z' || strings.IndexByte(sql, ';') >= 0 {
 		return false
 	}
 	switch w := sqltok.FirstKeyword(sql, sqltok.MySQL); {
 	case strings.EqualFold(w, "select"):
-		return !strings.Contains(sql, "@@") && !takesNamedLock(sql)
+		return !strings.Contains(sql, "@") && !takesNamedLock(sql) // @@variables, @user variables
 	case strings.EqualFold(w, "insert"), strings.EqualFold(w, "update"), strings.EqualFold(w, "delete"),
 		strings.EqualFold(w, "replace"), strings.EqualFold(w, "with"):
-		return !takesNamedLock(sql)
+		return !takesNamedLock(sql) && !namesUserVariable(sql)
 	}
 	return false
 }

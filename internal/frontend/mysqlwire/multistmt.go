@@ -15,7 +15,8 @@ import (
 // Stacked statements ("select 1; select 2") run only for a client that asked for them
 // (CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION): each runs on its own, in order, its result
 // marked SERVER_MORE_RESULTS_EXISTS but the last, and the first error ends the batch, as
-// MySQL does. Without the flag they are a syntax error (1064), whatever the engine would do
+// MySQL does (also one the session wrote itself, failed: after it the client reads nothing
+// more). Without the flag they are a syntax error (1064), whatever the engine would do
 // with them.
 
 // runAll answers a COM_QUERY of one statement or several; the proxy's own statements
@@ -35,8 +36,9 @@ func (h *session) runAll(sql string) (*mysql.Result, error) {
 	for i, s := range stmts {
 		h.more = i < len(stmts)-1
 		h.syncTx()
+		h.failed = false
 		res, err := h.runOne(s)
-		if err != nil || !h.more {
+		if err != nil || h.failed || !h.more {
 			h.more = false
 			h.syncTx()
 			return res, err

@@ -103,68 +103,115 @@ func (h *session) runRelay(run *proxy.Relay, req *query.Request, bin *binParams)
 		h.writeError(run.Finish(0, 0, contextOr(run.Ctx, err)))
 		return relayed, nil
 	}
-	if q.Columns() == nil {
-		r := *q.Result()
-		err := q.Close()
-		h.noteWarnings(q.Warnings())
-		if err == nil {
-			err = run.Ctx.Err() // cancelled while it ran: the statement may not have finished
+	var rows, bytes int64
+	for {
+		if q.Columns() != nil {
+			werr, err := h.relayRows(run, q, &rows, &bytes)
+			if werr != nil || err != nil || !q.More() {
+				return h.endRelay(run, q, rows, bytes, werr, err)
+			}
+		} else if !q.More() {
+			return h.endRelay(run, q, rows, bytes, nil, nil)
 		}
-		if err := run.Finish(0, 0, err); err != nil {
-			h.writeError(err)
-			return relayed, nil
+		if werr, err := h.moreResults(q); werr != nil || err != nil {
+			return h.endRelay(run, q, rows, bytes, werr, err)
 		}
-		return &mysql.Result{AffectedRows: r.AffectedRows, InsertId: r.InsertId, Warnings: r.Warnings, StatusMessage: r.StatusMessage}, nil
 	}
-	rows, bytes, werr, err := h.relayRows(run, q)
+}
+
+// endRelay ends a relayed statement after its last result's rows, or at its last result's OK
+// (it returns that OK, for go-mysql to write): closes q, reports the statement (err is its
+// own, werr a failed write to the client) and writes the end of the rows or the error.
+func (h *session) endRelay(run *proxy.Relay, q *mysqlengine.RawQuery, rows, bytes int64, werr, err error) (*mysql.Result, error) {
+	hadRows, r := q.Columns() != nil, *q.Result()
+	if cerr := q.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = run.Ctx.Err() // cancelled while it ran (a KILL QUERY the engine answered with a normal end: SLEEP returns 1)
+	}
 	if werr != nil {
 		err = context.Canceled // the client went: its statement is cancelled, as pgwire reports it
 	}
-	h.warnings = q.Result().Warnings
 	h.noteWarnings(q.Warnings())
 	err = run.Finish(rows, bytes, err)
-	if werr != nil {
+	switch {
+	case werr != nil:
 		return nil, werr // the client connection is broken; go-mysql closes it
-	}
-	if err != nil {
+	case err != nil && hadRows:
 		if werr := h.writeErrorPacket(toMySQLError(err)); werr != nil {
 			return nil, werr
 		}
 		return relayed, nil
+	case err != nil:
+		h.writeError(err)
+		return relayed, nil
+	case !hadRows:
+		return engineOK(&r), nil
 	}
+	h.warnings, h.stmtStatus = r.Warnings, r.Status&mysqlengine.StatementStatus
+	defer func() { h.stmtStatus = 0 }()
 	return relayed, h.writeEOF()
 }
 
-// relayRows writes the engine's column count and definitions, an EOF and the engine's rows,
-// and closes q. err is the statement's (the engine's, a cancel, a guardrail); werr a failed
-// write to the client. The engine's packets are written on as they came, whole runs of them at
-// once, only their sequence numbers changed to the client's.
-func (h *session) relayRows(run *proxy.Relay, q *mysqlengine.RawQuery) (rows, bytes int64, werr, err error) {
-	head := q.Head()
-	if werr = h.writeRelayed(head, renumber(head, h.conn.Sequence)); werr != nil {
-		return 0, 0, werr, q.Close()
+// engineOK is the OK packet a client gets for an engine's OK: its counts, warnings, info, and
+// the status flags that tell of the statement rather than of the session (an index not used).
+func engineOK(r *mysql.Result) *mysql.Result {
+	return &mysql.Result{AffectedRows: r.AffectedRows, InsertId: r.InsertId, Warnings: r.Warnings, StatusMessage: r.StatusMessage,
+		Status: r.Status & mysqlengine.StatementStatus}
+}
+
+// moreResults writes the end of a result that more results follow (a CALL's result set, or an
+// OK before its last), marked so (SERVER_MORE_RESULTS_EXISTS), and reads the next one's head.
+func (h *session) moreResults(q *mysqlengine.RawQuery) (werr, err error) {
+	outer := h.more
+	h.more = true
+	h.syncTx()
+	defer func() {
+		h.more = outer
+		h.syncTx()
+	}()
+	r := q.Result()
+	if q.Columns() == nil {
+		werr = h.conn.WriteValue(engineOK(r))
+	} else {
+		h.warnings, h.stmtStatus = r.Warnings, r.Status&mysqlengine.StatementStatus
+		werr = h.writeEOF()
+		h.stmtStatus = 0
 	}
-	if werr = h.writeEOF(); werr != nil {
-		return 0, 0, werr, q.Close()
+	if werr != nil {
+		return werr, nil
+	}
+	return nil, q.NextResult()
+}
+
+// writeRelayedHead writes a relayed result's column count, definitions and EOF.
+func (h *session) writeRelayedHead(q *mysqlengine.RawQuery) error {
+	head := q.Head()
+	if err := h.writeRelayed(head, renumber(head, h.conn.Sequence)); err != nil {
+		return err
+	}
+	return h.writeEOF()
+}
+
+// relayRows writes the engine's column count and definitions, an EOF and the engine's rows,
+// counting them in rows and bytes, up to the packet that ends them (not written). err is the
+// statement's (a cancel, a guardrail); werr a failed write to the client. The engine's packets
+// are written on as they came, whole runs of them at once, only their sequence numbers changed
+// to the client's.
+func (h *session) relayRows(run *proxy.Relay, q *mysqlengine.RawQuery, rows, bytes *int64) (werr, err error) {
+	if werr = h.writeRelayedHead(q); werr != nil {
+		return werr, nil
 	}
 	for {
 		chunk, more := q.NextRows()
 		if !more {
-			break
+			return nil, nil // the end, or an error Close reports
 		}
-		if werr, err = h.relayChunk(run, chunk, &rows, &bytes); werr != nil || err != nil {
-			cerr := q.Close() // stops reading: the connection is closed rather than drained
-			if werr != nil {
-				err = cerr
-			}
-			return rows, bytes, werr, err
+		if werr, err = h.relayChunk(run, chunk, rows, bytes); werr != nil || err != nil {
+			return werr, err
 		}
 	}
-	err = q.Close()
-	if err == nil {
-		err = run.Ctx.Err() // a KILL QUERY the engine answered with a normal end (SLEEP returns 1)
-	}
-	return rows, bytes, nil, err
 }
 
 // relayChunk counts, checks and writes a run of row packets. A row that fails a check (a

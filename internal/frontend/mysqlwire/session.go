@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/server"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqlstate"
@@ -42,12 +43,14 @@ type session struct {
 	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
 	metadata        bool                 // MariaDB's extended metadata, offered and asked for (metadata.go)
 	more            bool                 // more results follow this statement's (multi-statements)
+	failed          bool                 // an error packet was written for the statement (it ends stacked statements)
 	warnings        uint16               // the running statement's warning count, for its EOF
+	stmtStatus      uint16               // the engine's status flags of the statement, for its EOF (mysqlengine.StatementStatus)
 	eof             [9]byte              // writeEOF's packet (go-mysql copies it out)
 	diag            []diagnostic         // the last statement's warnings or error (SHOW WARNINGS)
 
 	pinned        engine.Session // the engine connection of an open transaction, if any
-	lockHeld      bool           // pinned for a named lock (GET_LOCK) until the client disconnects
+	held          bool           // pinned until the client disconnects, for its named lock (GET_LOCK) or user variables (SET @v)
 	autocommitOff bool           // SET autocommit=0: every statement runs in a pinned transaction
 	isolation     string         // SET SESSION TRANSACTION ISOLATION LEVEL's level, "" for the engine's default
 
@@ -199,18 +202,51 @@ func (h *session) fillAs(r *query.Request, sql string, args []any) {
 		FoundRows:        h.conn.HasCapability(mysql.CLIENT_FOUND_ROWS),
 		IgnoreSpace:      h.conn.HasCapability(mysql.CLIENT_IGNORE_SPACE),
 		ExtendedMetadata: h.metadata,
+		MultiResults:     h.conn.HasCapability(mysql.CLIENT_MULTI_RESULTS),
+		PSMultiResults:   h.conn.HasCapability(mysql.CLIENT_PS_MULTI_RESULTS),
 	}
 }
 
-// answer writes a statement's rows (or its OK) to the client.
+// answer writes a statement's rows (or its OK) to the client: each of its results, when it has
+// several (a CALL's: query.ResultSets), all but the last marked SERVER_MORE_RESULTS_EXISTS.
 func (h *session) answer(ctx context.Context, rows query.Rows, binary bool) (*mysql.Result, error) {
-	if rows.Schema() == nil {
-		return h.finishNoRows(ctx, rows)
+	for {
+		if rows.Schema() == nil {
+			res, err := h.finishNoRows(ctx, rows)
+			if !moreResults(rows) {
+				return res, err
+			}
+			if err := h.writeMore(func() error { return h.conn.WriteValue(res) }); err != nil {
+				return nil, err
+			}
+		} else if err := h.writeRows(ctx, rows, binary); err != nil {
+			return nil, err // the connection is broken; go-mysql closes it
+		} else if !moreResults(rows) {
+			return written(), nil
+		}
+		if err := rows.(query.ResultSets).NextResult(ctx); err != nil {
+			h.writeError(err)
+			return written(), nil
+		}
 	}
-	if err := h.writeRows(ctx, rows, binary); err != nil {
-		return nil, err // the connection is broken; go-mysql closes it
-	}
-	return written(), nil
+}
+
+// moreResults reports whether another result follows the one rows ended.
+func moreResults(rows query.Rows) bool {
+	rs, ok := rows.(query.ResultSets)
+	return ok && rs.MoreResults()
+}
+
+// writeMore writes the end of a result with SERVER_MORE_RESULTS_EXISTS in its status.
+func (h *session) writeMore(write func() error) error {
+	outer := h.more
+	h.more = true
+	h.syncTx()
+	defer func() {
+		h.more = outer
+		h.syncTx()
+	}()
+	return write()
 }
 
 // pinFor pins an engine connection when req starts a transaction and the backend can pin one
@@ -220,16 +256,21 @@ func (h *session) answer(ctx context.Context, rows query.Rows, binary bool) (*my
 // first), as MySQL starts one implicitly. done is true when pinFor answered req itself (a
 // ROLLBACK of a transaction whose connection failed). The session's isolation level
 // (setvars.go) is set on the pinned connection for that transaction only, before it starts.
+//
+// A statement whose effect lasts the client's session, a named lock or a user variable, holds
+// the pinned connection (held) until the client disconnects, as its own connection would.
 func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, err error) {
+	hold := takesNamedLock(req.SQL) || namesUserVariable(req.SQL)
 	if h.pinned != nil {
+		h.held = h.held || hold
 		if h.pinned.TxStatus() == 'E' && isTxEnd(req.SQL) {
 			h.unpin()
 			return true, nil
 		}
 		return false, nil
 	}
-	explicit, lock := beginsTransaction(req.SQL), takesNamedLock(req.SQL)
-	if !explicit && !lock && (!h.autocommitOff || isTxEnd(req.SQL)) {
+	explicit := beginsTransaction(req.SQL)
+	if !explicit && !hold && (!h.autocommitOff || isTxEnd(req.SQL)) {
 		return false, nil
 	}
 	opener, ok := h.s.backend.(engine.SessionOpener)
@@ -240,9 +281,9 @@ func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, er
 	if err != nil {
 		return false, err
 	}
-	h.pinned, h.lockHeld = s, lock
-	if lock && !explicit && !h.autocommitOff {
-		return false, nil // no transaction: the connection is kept for its lock
+	h.pinned, h.held = s, hold
+	if hold && !explicit && !h.autocommitOff {
+		return false, nil // no transaction: the connection is kept for its lock or variables
 	}
 	if err := h.startPinned(ctx, explicit); err != nil {
 		h.unpin()
@@ -285,7 +326,7 @@ func (h *session) execPinned(ctx context.Context, sql string) error {
 // syncTx unpins the session once the engine reports the transaction over, and keeps the
 // status flags of OK and EOF packets (autocommit, in transaction) in step.
 func (h *session) syncTx() {
-	if h.pinned != nil && h.pinned.TxStatus() == 'I' && !h.lockHeld {
+	if h.pinned != nil && h.pinned.TxStatus() == 'I' && !h.held {
 		h.unpin()
 	}
 	h.conn.UnsetStatus(mysql.SERVER_STATUS_AUTOCOMMIT | mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_MORE_RESULTS_EXISTS)
@@ -301,7 +342,7 @@ func (h *session) status() uint16 {
 	if h.more {
 		s |= mysql.SERVER_MORE_RESULTS_EXISTS
 	}
-	if h.pinned != nil && (!h.lockHeld || h.pinned.TxStatus() != 'I') {
+	if h.pinned != nil && (!h.held || h.pinned.TxStatus() != 'I') {
 		s |= mysql.SERVER_STATUS_IN_TRANS
 	}
 	return s
@@ -310,7 +351,7 @@ func (h *session) status() uint16 {
 func (h *session) unpin() {
 	if h.pinned != nil {
 		_ = h.pinned.Close()
-		h.pinned, h.lockHeld = nil, false
+		h.pinned, h.held = nil, false
 	}
 }
 
@@ -358,12 +399,16 @@ func (h *session) finishNoRows(ctx context.Context, rows query.Rows) (*mysql.Res
 			return written(), nil
 		}
 	}
-	tag := rows.Tag()
+	tag, ok := mysqlengine.SplitMySQLTag(rows.Tag())
 	id, generated := insertID(tag)
 	if generated {
 		h.lastInsertID = id
 	}
-	return &mysql.Result{AffectedRows: affectedRows(tag), InsertId: id, StatusMessage: updateInfo(tag)}, nil
+	if ok.StatusMessage == "" {
+		ok.StatusMessage = updateInfo(tag)
+	}
+	ok.AffectedRows, ok.InsertId = affectedRows(tag), id
+	return &ok, nil
 }
 
 // updateInfo is the OK packet's info of an UPDATE whose engine counted the rows it matched and
@@ -429,6 +474,9 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 	}
 	for {
 		batch, err := rows.Next(ctx)
+		if err == io.EOF && moreResults(rows) {
+			return h.writeMore(h.writeEOF)
+		}
 		if err == io.EOF {
 			return h.writeEOF()
 		}
@@ -493,7 +541,7 @@ func binaryYear(a arrow.Array, i int) bool {
 }
 
 func (h *session) writeEOF() error {
-	status, w := h.status(), h.warnings
+	status, w := h.status()|h.stmtStatus, h.warnings
 	h.eof = [9]byte{4: mysql.EOF_HEADER, 5: byte(w), 6: byte(w >> 8), 7: byte(status), 8: byte(status >> 8)}
 	return h.conn.WritePacket(h.eof[:])
 }
@@ -509,6 +557,7 @@ func (h *session) writeError(err error) {
 }
 
 func (h *session) writeErrorPacket(me *mysql.MyError) error {
+	h.failed = true
 	data := make([]byte, 4, 16+len(me.Message))
 	data = append(data, mysql.ERR_HEADER, byte(me.Code), byte(me.Code>>8), '#')
 	state := me.State
@@ -540,6 +589,9 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 		return nil, nil, true
 	}
 	if isSetStatement(sql) {
+		if h.canPin() && setsUserVariables(sql) {
+			return nil, nil, false // on a pinned connection, held for the session (pinFor, setvars.go)
+		}
 		return nil, h.set(sql), true // see setvars.go
 	}
 	if m := killStmt.FindStringSubmatch(withoutLeadingComments(sql)); m != nil {

@@ -21,6 +21,14 @@ import (
 // and runs on the engine. Not detected: variables set by a statement other than SET (SELECT
 // @v := 1, SELECT ... INTO @v).
 //
+// User variables live on the engine, for a backend that can pin connections: a statement that
+// names one (SET @v, CALL p(@out), SELECT ... INTO @v, SELECT @v) pins a connection and holds
+// it until the client disconnects (session.go, pinFor), as a named lock does, so the client's
+// statements after it read them there; it is closed then rather than pooled (it left session
+// state), so no other client sees them. PyMySQL's and mysqlclient's callproc (SET @_p_0 = ...,
+// CALL p(@_p_0, ...), SELECT @_p_0) works so. The session's statements then all take the
+// Arrow path, on that connection.
+//
 // SET autocommit=0 is carried, not sent: PyMySQL and mysqlclient send it at connect. The
 // session then starts a pinned transaction before its next statement (session.go, pinFor), so
 // every statement runs inside one until COMMIT or ROLLBACK, as on MySQL. A backend that cannot
@@ -133,6 +141,37 @@ func (h *session) set(sql string) error {
 	}
 	h.syncTx()
 	return err
+}
+
+// namesUserVariable reports whether sql names a user variable (@v, @`v`, @'v'; not @@v):
+// one pass over its tokens when it holds an @ at all.
+func namesUserVariable(sql string) bool {
+	if !strings.Contains(sql, "@") {
+		return false
+	}
+	toks := sqltok.SignificantTokens(sql, sqltok.MySQL)
+	for i, t := range toks[:max(len(toks)-1, 0)] {
+		if t.Kind == sqltok.Operator && strings.HasSuffix(t.Text, "@") && !strings.HasSuffix(t.Text, "@@") {
+			switch toks[i+1].Kind {
+			case sqltok.Word, sqltok.QuotedIdent, sqltok.String:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// setsUserVariables reports whether sql is a SET of user variables (@v) alone.
+func setsUserVariables(sql string) bool {
+	if !strings.Contains(sql, "@") || !isSetStatement(sql) {
+		return false
+	}
+	for _, item := range setItems(significantMySQL(sql)[1:]) {
+		if name, _, _ := keepsReported(item); name != "user variable" {
+			return false
+		}
+	}
+	return true
 }
 
 func (h *session) canPin() bool {

@@ -1,0 +1,205 @@
+package duckengine
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// A MySQL client's ALTER TABLE as Django's migrations (and other MySQL schema tools) write it,
+// which DuckDB refuses, is run as the DuckDB statements that do the same (mysqlAlterTable):
+//   - ADD [CONSTRAINT c] FOREIGN KEY ... REFERENCES ...: the table created again with the key,
+//     as for a PostgreSQL client (pgforeignkey.go: an empty table no other key references);
+//   - ADD [COLUMN] c type ...: with NOT NULL (Django's field with a default), which DuckDB
+//     refuses ("Adding columns with constraints not yet supported"), the column is added (its
+//     DEFAULT filling the rows) and then SET NOT NULL;
+//   - MODIFY [COLUMN] c type [NULL | NOT NULL] [DEFAULT v]: DuckDB has no MODIFY: ALTER COLUMN c
+//     TYPE, SET or DROP NOT NULL, SET DEFAULT;
+//   - DROP [COLUMN] c; RENAME COLUMN c TO d.
+// The column's type is written as in CREATE TABLE (columnDefinition: a text column COLLATE
+// NOCASE). DuckDB alters no table that has an index, but adds its columns: the table's indexes
+// are dropped around the change and created again (not one on a dropped column; a renamed
+// column's under its new name). Any other ALTER TABLE is DuckDB's to run or refuse.
+
+// mysqlAlterTable reads q, a MySQL client's statement, as one of the ALTER TABLE forms above.
+func mysqlAlterTable(q *query.Request) (ownRun, bool) {
+	if !sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "alter") {
+		return nil, false
+	}
+	if run, ok, err := addForeignKey(&query.Request{SQL: mysqlCompat(q.SQL), Protocol: query.ProtocolPostgres}); ok && err == nil {
+		return run, true
+	}
+	toks := sqltok.SignificantTokens(q.SQL, sqltok.MySQL)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	isName := func(i int) bool {
+		return i < len(toks) && (toks[i].Kind == sqltok.Word || toks[i].Kind == sqltok.QuotedIdent && toks[i].Text[0] == '`')
+	}
+	if len(toks) < 5 || !toks[1].IsWord("table") || !isName(2) {
+		return nil, false
+	}
+	table, at := toks[2], 3 // unqualified only: its indexes are looked up in the current schema
+	alter := "ALTER TABLE " + table.Text + " "
+	verb := strings.ToLower(toks[at].Text)
+	at++
+	if at < len(toks) && toks[at].IsWord("column") {
+		at++
+	}
+	if !isName(at) || toks[at].IsWord("constraint", "index", "key", "unique", "primary", "foreign", "fulltext", "spatial", "check", "partition") {
+		return nil, false
+	}
+	col, def := toks[at], toks[at+1:]
+	var stmts []string
+	dropped, renamed := "", ""
+	switch verb {
+	case "add":
+		notNull, rest := cutNotNull(def)
+		text, ai, kept, _ := columnDefinition(append([]sqltok.Token{col}, rest...), false)
+		if ai || !kept {
+			return nil, false // DuckDB's to run
+		}
+		stmts = []string{alter + "ADD COLUMN " + text}
+		if notNull {
+			stmts = append(stmts, alter+"ALTER COLUMN "+col.Text+" SET NOT NULL")
+		}
+	case "rename":
+		if len(def) != 2 || !def[0].IsWord("to") || !toks[at-1].IsWord("column") {
+			return nil, false
+		}
+		stmts, dropped, renamed = []string{alter + "RENAME COLUMN " + col.Text + " TO " + def[1].Text}, identText(col), identText(def[1])
+	case "modify":
+		typeEnd := 0
+		for typeEnd < len(def) && !def[typeEnd].IsWord("not", "null", "default", "auto_increment", "primary", "unique", "key",
+			"comment", "references", "first", "after", "on", "check", "generated", "as", "invisible") {
+			typeEnd++
+		}
+		if typeEnd == 0 {
+			return nil, false
+		}
+		text, _, _, _ := columnDefinition(append([]sqltok.Token{col}, def[:typeEnd]...), false)
+		stmts = []string{alter + "ALTER COLUMN " + col.Text + " TYPE " + strings.TrimPrefix(text, col.Text+" ")}
+		notNull, rest := cutNotNull(def[typeEnd:])
+		switch {
+		case notNull:
+			stmts = append(stmts, alter+"ALTER COLUMN "+col.Text+" SET NOT NULL")
+		case len(rest) > 0 && rest[0].IsWord("null"):
+			stmts = append(stmts, alter+"ALTER COLUMN "+col.Text+" DROP NOT NULL")
+			rest = rest[1:]
+		}
+		for i, t := range rest {
+			if t.IsWord("default") && i+1 < len(rest) {
+				stmts = append(stmts, alter+"ALTER COLUMN "+col.Text+" SET DEFAULT "+rest[i+1].Text)
+			}
+		}
+	case "drop":
+		if len(def) > 0 {
+			return nil, false // CASCADE, RESTRICT: DuckDB's to read
+		}
+		stmts, dropped = []string{alter + "DROP COLUMN " + col.Text}, identText(col)
+	default:
+		return nil, false
+	}
+	for i := range stmts {
+		stmts[i] = mysqlCompat(stmts[i])
+	}
+	name := identText(table)
+	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+		drops, indexes, err := tableIndexesByName(ctx, conn, name)
+		if err != nil {
+			return nil, err
+		}
+		// Each in a transaction of its own: DuckDB still sees an index dropped in the
+		// transaction (DROP COLUMN: "an index depends on it"; a unique one created again:
+		// "already exists"). The indexes come back if the ALTER fails.
+		if err := runAll(ctx, conn, drops, inTx); err != nil {
+			return nil, err
+		}
+		if err := runAll(ctx, conn, stmts, inTx); err != nil {
+			_ = runAll(context.WithoutCancel(ctx), conn, indexes, inTx)
+			return nil, err
+		}
+		if err := runAll(ctx, conn, afterAlter(indexes, dropped, renamed), inTx); err != nil {
+			return nil, err
+		}
+		return engine.TagRows("ALTER TABLE"), nil
+	}, true
+}
+
+// cutNotNull is def without its NOT NULL, and whether it had one.
+func cutNotNull(def []sqltok.Token) (bool, []sqltok.Token) {
+	for i := 0; i+1 < len(def); i++ {
+		if def[i].IsWord("not") && def[i+1].IsWord("null") {
+			return true, append(def[:i:i], def[i+2:]...)
+		}
+	}
+	return false, def
+}
+
+// tableIndexesByName are the statements that drop table's indexes in the current schema, and
+// those that create them.
+func tableIndexesByName(ctx context.Context, conn *sql.Conn, table string) (drops, creates []string, err error) {
+	rows, err := conn.QueryContext(ctx, `SELECT schema_name, index_name, sql FROM duckdb_indexes() WHERE database_name = current_database()
+		AND schema_name = current_schema() AND table_name = ? AND sql IS NOT NULL`, table)
+	if err != nil {
+		return nil, nil, wrapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var schema, index, create string
+		if err := rows.Scan(&schema, &index, &create); err != nil {
+			return nil, nil, wrapErr(err)
+		}
+		drops, creates = append(drops, "DROP INDEX "+quoteIdent(schema)+"."+quoteIdent(index)), append(creates, create)
+	}
+	return drops, creates, wrapErr(rows.Err())
+}
+
+// afterAlter are the statements creates that create indexes again after an ALTER: not one
+// naming the column dropped, or with it named renamed when it was renamed.
+func afterAlter(creates []string, dropped, renamed string) []string {
+	var out []string
+	for _, create := range creates {
+		switch {
+		case dropped == "" || !namesColumn(create, dropped):
+			out = append(out, create)
+		case renamed != "":
+			out = append(out, renameColumn(create, dropped, renamed))
+		}
+	}
+	return out
+}
+
+// namesColumn reports whether the CREATE INDEX statement create names the column col among
+// its columns (in any case, quoted or not).
+func namesColumn(create, col string) bool {
+	return renameColumn(create, col, "") != create
+}
+
+// renameColumn is the CREATE INDEX statement create with the column col among its columns
+// named to instead.
+func renameColumn(create, col, to string) string {
+	head, cols, ok := strings.Cut(create, "(")
+	if !ok {
+		return create
+	}
+	toks := sqltok.SignificantTokens(cols, sqltok.Postgres)
+	changed := false
+	for i, t := range toks {
+		name := t.Text
+		if t.Kind == sqltok.QuotedIdent {
+			name = strings.ReplaceAll(name[1:len(name)-1], `""`, `"`)
+		}
+		if (t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent) && strings.EqualFold(name, col) {
+			toks[i].Text, changed = quoteIdent(to), true
+		}
+	}
+	if !changed {
+		return create
+	}
+	return head + "(" + joinTokens(toks)
+}
