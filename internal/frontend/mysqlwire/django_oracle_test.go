@@ -15,7 +15,8 @@ import (
 // TestDjangoMigratesOnDuckDBAsOnMariaDB: Django's MySQL schema editor (mysqlclient) migrating
 // models on the embedded DuckDB through the proxy does what it does on MariaDB: every step
 // (a foreign key, fields added, altered, renamed and removed, an index, unique_together) runs,
-// and the tables take rows as MariaDB's do (a row naming no author refused: 1452).
+// an index on a renamed field follows it, and the tables take rows as MariaDB's do (a row naming
+// no author refused: 1452).
 func TestDjangoMigratesOnDuckDBAsOnMariaDB(t *testing.T) {
 	python := frontendtest.PythonWith(t, "django, MySQLdb")
 	run := func(addr, user, password, db string) string {

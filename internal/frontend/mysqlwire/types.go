@@ -130,6 +130,12 @@ func columnFor(f arrow.Field) column {
 		}
 	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:
 		setType(mysql.MYSQL_TYPE_BLOB, 1<<24-1)
+		if metaType(f) == "geometry" {
+			// As MariaDB describes a spatial column (its values are its WKB with the SRID
+			// before it, as they came): mysql2 reads a POINT as {x, y} by this type.
+			setType(mysql.MYSQL_TYPE_GEOMETRY, 1<<32-1)
+			mf.Flag |= mysql.BLOB_FLAG
+		}
 	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
 		mf.Charset, mf.Flag = charsetUTF8MB4, mf.Flag&^mysql.BINARY_FLAG
 		switch {

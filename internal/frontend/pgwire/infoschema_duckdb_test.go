@@ -3,10 +3,13 @@ package pgwire_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
@@ -58,5 +61,33 @@ func TestInformationSchemaAsPostgreSQL(t *testing.T) {
 		if want, got := list(pg, sql), list(duck, sql); want != got {
 			t.Errorf("%s\n  PostgreSQL: %s\n  QueryFlux on DuckDB: %s", sql, want, got)
 		}
+	}
+}
+
+// TestInformationSchemaThroughPsycopgAndJDBC: the same information_schema, the client's own
+// relations only and public its schema, through psycopg2, psycopg 3 (client-side and
+// server-side parameters) and PostgreSQL's JDBC driver (plain and server-prepared statements),
+// quoted names too ("information_schema"."tables", as TypeORM writes it), as on PostgreSQL
+// (infoschema.py, InfoSchema.java).
+func TestInformationSchemaThroughPsycopgAndJDBC(t *testing.T) {
+	run := func(name string, args ...string) string {
+		out, err := pgclienttest.Command(t, 2*time.Minute, nil, name, args...)
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+		return out
+	}
+	pgURL, duck := pgtest.NewDatabase(t), memoryDuckProxy(t, "infoschema")
+	if want, got := run("/usr/bin/python3", "infoschema.py", pgURL), run("/usr/bin/python3", "infoschema.py", duck.Keywords()); got != want {
+		t.Errorf("psycopg's information_schema:\nQueryFlux on DuckDB:\n%s\nPostgreSQL:\n%s", got, want)
+	}
+	classpath := pgclienttest.JDBCClasspath(t, "InfoSchema.java")
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgJDBC := fmt.Sprintf("jdbc:postgresql://%s%s?user=%s&sslmode=disable", u.Host, u.Path, u.User.Username())
+	if want, got := run("java", "-cp", classpath, "InfoSchema", pgJDBC), run("java", "-cp", classpath, "InfoSchema", duck.JDBC()); got != want {
+		t.Errorf("JDBC's information_schema:\nQueryFlux on DuckDB:\n%s\nPostgreSQL:\n%s", got, want)
 	}
 }

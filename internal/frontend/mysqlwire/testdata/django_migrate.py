@@ -80,6 +80,14 @@ step("alter field type", lambda e: e.alter_field(Book, new_field(models.IntegerF
 step("index the field", lambda e: e.execute("CREATE INDEX `mig_book_isbn_idx` ON `mig_book` (`isbn`)"))
 step("rename field", lambda e: e.alter_field(Book, new_field(models.CharField, "isbn", max_length=13, null=True),
                                              new_field(models.CharField, "code", max_length=13, null=True)))
+try:
+    with connection.cursor() as c:
+        c.execute("SHOW INDEX FROM mig_book")
+        names = [d[0] for d in c.description]
+        keys = sorted(r[names.index("Key_name")] for r in c.fetchall() if r[names.index("Column_name")] == "code")
+        print("indexes on the renamed field: %s" % keys)
+except DatabaseError as e:
+    print("indexes on the renamed field: error %s" % e.args[0])
 step("add index", lambda e: e.add_index(Book, models.Index(fields=["title"], name="mig_book_title_idx")))
 step("index the renamed field too", lambda e: e.execute("CREATE INDEX `mig_book_code_title_idx` ON `mig_book` (`code`, `title`)"))
 step("unique together", lambda e: e.alter_unique_together(Book, [], [("title", "author")]))
