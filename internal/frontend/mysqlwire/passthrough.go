@@ -164,21 +164,15 @@ func engineOK(r *mysql.Result) *mysql.Result {
 // moreResults writes the end of a result that more results follow (a CALL's result set, or an
 // OK before its last), marked so (SERVER_MORE_RESULTS_EXISTS), and reads the next one's head.
 func (h *session) moreResults(q *mysqlengine.RawQuery) (werr, err error) {
-	outer := h.more
-	h.more = true
-	h.syncTx()
-	defer func() {
-		h.more = outer
-		h.syncTx()
-	}()
-	r := q.Result()
-	if q.Columns() == nil {
-		werr = h.conn.WriteValue(engineOK(r))
-	} else {
+	werr = h.writeMore(func() error {
+		r := q.Result()
+		if q.Columns() == nil {
+			return h.conn.WriteValue(engineOK(r))
+		}
 		h.warnings, h.stmtStatus = r.Warnings, r.Status&mysqlengine.StatementStatus
-		werr = h.writeEOF()
-		h.stmtStatus = 0
-	}
+		defer func() { h.stmtStatus = 0 }()
+		return h.writeEOF()
+	})
 	if werr != nil {
 		return werr, nil
 	}
