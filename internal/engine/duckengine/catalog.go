@@ -53,7 +53,8 @@ var compatNames = func() map[string]bool {
 // pgCompatSQL is everything the compatibility catalog holds for PostgreSQL (and Trino)
 // clients; the engine adds the other protocols' functions.
 func pgCompatSQL() []string {
-	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL, regTextSQL)
+	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL, psqlCatalogSQL,
+		regTextSQL)
 }
 
 // compatSQL creates the missing catalog objects in the catalog named {c}. The owner of
@@ -1051,6 +1052,13 @@ func (w *compatWriter) step() {
 				w.i = end + 1
 				return
 			}
+		}
+		if w.settings && w.word(open) == "(" && name >= 0 && w.toks[name].Kind != sqltok.String {
+			// current_setting(s.name) (psql's \dconfig over pg_settings): DuckDB's takes only a
+			// constant; the compatibility one answers any of pg_settings' names.
+			w.emit(pgSettingsPrefix + "current_setting")
+			w.i++
+			return
 		}
 	case "generate_series", "unnest":
 		if isFromItem(w.word(w.prevSig(w.nameStart(w.i)))) {
