@@ -85,7 +85,7 @@ var compatSQL = []string{
 	// own (qf_constraint_index_oid).
 	`CREATE MACRO {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS
 		(1::BIGINT << 40) + table_oid * 1000 + constraint_index`,
-	declaredNameSQL, declaredActionSQL,
+	declaredNameSQL, declaredActionSQL, constraintNameSQL,
 	`CREATE MACRO {c}.main.qf_key_constraints() AS TABLE
 		SELECT *, {c}.main.qf_constraint_name(database_name, schema_name, table_name, constraint_type, constraint_column_names,
 			CASE WHEN constraint_type = 'PRIMARY KEY' THEN table_name || '_pkey' ELSE constraint_name END) AS pg_name

@@ -46,6 +46,12 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 		return run, true, nil
 	}
 	if strings.EqualFold(sqltok.FirstWord(q.Analysis().Tokens), "alter") {
+		if a, ok := readColumnAlter(q.SQL); ok {
+			return a.run, true, nil
+		}
+		if d, ok := readDropConstraint(q.SQL); ok {
+			return d.run, true, nil
+		}
 		if a, ok := pgIndexedAlter(q.SQL); ok {
 			return a.run, true, nil
 		}
@@ -217,7 +223,9 @@ func expandAddPrimaryKey(r *sqltok.Walker) ([]string, string, bool, error) {
 			}
 			index = quoteIdent(name + "_key")
 		}
-		return []string{fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s (%s)", index, table, strings.Join(cols, ", "))}, "ALTER TABLE", true, nil
+		// IF NOT EXISTS: Sequelize's sync({alter: true}) adds it again at every start (PostgreSQL then
+		// makes a duplicate, <t>_<cols>_key1).
+		return []string{fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", index, table, strings.Join(cols, ", "))}, "ALTER TABLE", true, nil
 	}
 	if index == "" {
 		index = quoteIdent(tokenName(last) + "_pkey")

@@ -138,7 +138,21 @@ func readDeclaredTable(sqlText string) *declaredTable {
 		}
 		d.constraints = append(d.constraints, columnConstraints(def[1+n:], col)...)
 	}
+	for i, c := range d.constraints {
+		if c.kind == 'f' && c.name == "" {
+			d.constraints[i].name = foreignKeyName(d.name, c.columns)
+		}
+	}
 	return d
+}
+
+// foreignKeyName is PostgreSQL's name of table's unnamed foreign key on cols.
+func foreignKeyName(table string, cols []string) string {
+	name := table + "_" + strings.Join(cols, "_") + "_fkey"
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	return name
 }
 
 // tableConstraintStart reports whether a definition starting with t is a table constraint.
@@ -232,7 +246,7 @@ func readConstraint(ts []sqltok.Token, cols []string) (c declaredConstraint, ok 
 			c.onUpdate = a
 		}
 	}
-	return c, len(cols) > 0 && (c.name != "" || c.onDelete != 'a' || c.onUpdate != 'a')
+	return c, len(cols) > 0 // every foreign key: DuckDB's own name of one is not PostgreSQL's
 }
 
 // referentialAction is pg_constraint's letter for the action written at ts.
@@ -475,6 +489,15 @@ const declaredNameSQL = `CREATE MACRO {c}.main.qf_constraint_name(in_db, in_sche
 	AND d.schema_name = in_schema AND d.table_name = lower(in_table)
 	AND d.kind = CASE in_kind WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'FOREIGN KEY' THEN 'f' END
 	AND d.columns = list_transform(in_cols, x -> lower(x))), in_default)`
+
+// constraintNameSQL: qf_pg_constraint_name(db, schema, name) is PostgreSQL's name of the
+// constraint DuckDB names name (its information_schema's), as pg_constraint names it.
+const constraintNameSQL = `CREATE MACRO {c}.main.qf_pg_constraint_name(in_db, in_schema, in_name) AS (SELECT
+	any_value({c}.main.qf_constraint_name(k.database_name, k.schema_name, k.table_name, k.constraint_type, k.constraint_column_names,
+		CASE k.constraint_type WHEN 'PRIMARY KEY' THEN k.table_name || '_pkey'
+		WHEN 'FOREIGN KEY' THEN k.table_name || '_' || array_to_string(k.constraint_column_names, '_') || '_fkey'
+		ELSE k.constraint_name END))
+	FROM duckdb_constraints() k WHERE k.database_name = in_db AND k.schema_name = in_schema AND k.constraint_name = in_name)`
 
 // declaredActionSQL: a foreign key's declared ON DELETE (which 'd') or ON UPDATE ('u') action,
 // pg_constraint's letter; NO ACTION ('a') when none was declared.

@@ -29,7 +29,7 @@ func TestReadDeclaredTable(t *testing.T) {
 	for _, c := range d.constraints {
 		cons = append(cons, fmt.Sprintf("%c %v %q %q %q", c.kind, c.columns, c.name, c.onDelete, c.onUpdate))
 	}
-	wantCons := `[f [p] "t_p" 'c' 'n' f [q] "" 'n' 'a' p [id] "PK_x" '\x00' '\x00' u [Name c] "uq" '\x00' '\x00' f [d] "" 'r' 'a']`
+	wantCons := `[f [p] "t_p" 'c' 'n' f [q] "T_q_fkey" 'n' 'a' p [id] "PK_x" '\x00' '\x00' u [Name c] "uq" '\x00' '\x00' f [d] "T_d_fkey" 'r' 'a']`
 	if got := fmt.Sprint(cons); got != wantCons {
 		t.Errorf("constraints\n got %s\nwant %s", got, wantCons)
 	}

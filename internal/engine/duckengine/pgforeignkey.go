@@ -92,6 +92,9 @@ func addForeignKey(q *query.Request) (run ownRun, handled bool, err error) {
 	if r.Punct(";"); r.More() {
 		return nil, false, nil // NOT VALID, DEFERRABLE, MATCH ...: DuckDB's to refuse
 	}
+	if declared.name == "" {
+		declared.name = foreignKeyName(tokenName(table[len(table)-1]), declared.columns)
+	}
 	fk := foreignKey{table: table, clause: clause, declared: declared}
 	return fk.run, true, nil
 }
@@ -114,33 +117,29 @@ func (fk foreignKey) run(ctx context.Context, conn *sql.Conn, inTx bool) (query.
 	if schema != "" {
 		ref = quoteIdent(schema) + "." + ref
 	}
-	var rows, referenced int
-	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM "+ref).Scan(&rows); err != nil {
-		return nil, wrapErr(err)
-	}
+	var referenced int
 	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY'
 		AND database_name = current_database() AND referenced_table = ?`, name).Scan(&referenced); err != nil {
 		return nil, wrapErr(err)
 	}
-	if rows > 0 || referenced > 0 {
-		return nil, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "DuckDB adds a foreign key only to an empty table " +
+	if referenced > 0 {
+		return nil, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "DuckDB adds a foreign key only to a table " +
 			"that no other foreign key references (it creates the table again with the key); declare the key in CREATE TABLE instead"}
-	}
-	indexes, err := tableIndexes(ctx, conn, schema, name)
-	if err != nil {
-		return nil, err
 	}
 	ddl = strings.TrimSuffix(strings.TrimSpace(ddl), ";")
 	end := strings.LastIndex(ddl, ")")
 	if end < 0 {
 		return nil, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "cannot read the definition of table " + name}
 	}
-	stmts := append([]string{"DROP TABLE " + ref, ddl[:end] + ", " + fk.clause + ddl[end:]}, indexes...)
-	if fk.declared.name != "" || fk.declared.onDelete != 'a' || fk.declared.onUpdate != 'a' {
-		stmts = append(stmts, "DELETE FROM "+declaredSchema+".constraints WHERE schema_name = "+schemaExpr(duckSchema(schema))+
-			" AND table_name = lower("+quoteString(name)+") AND kind = 'f' AND columns = "+fk.declared.columnList(),
-			fk.declared.insert(duckSchema(schema), name))
+	// The rows go back through the key's check: one that references nothing fails the statement
+	// (23503), as PostgreSQL's validation of the new key does.
+	stmts, err := rebuildTable(ctx, conn, schema, name, ddl[:end]+", "+fk.clause+ddl[end:])
+	if err != nil {
+		return nil, err
 	}
+	stmts = append(stmts, "DELETE FROM "+declaredSchema+".constraints WHERE schema_name = "+schemaExpr(duckSchema(schema))+
+		" AND table_name = lower("+quoteString(name)+") AND kind = 'f' AND columns = "+fk.declared.columnList(),
+		fk.declared.insert(duckSchema(schema), name))
 	if err := runAll(ctx, conn, stmts, inTx); err != nil {
 		return nil, err
 	}
@@ -164,4 +163,16 @@ func tableIndexes(ctx context.Context, conn *sql.Conn, schema, name string) ([]s
 		out = append(out, s)
 	}
 	return out, wrapErr(rows.Err())
+}
+
+// rebuildTable are the statements that create table schema.name again as ddl, its rows and
+// indexes kept.
+func rebuildTable(ctx context.Context, conn *sql.Conn, schema, name, ddl string) ([]string, error) {
+	indexes, err := tableIndexes(ctx, conn, schema, name)
+	if err != nil {
+		return nil, err
+	}
+	table, copy := qualified(duckSchema(schema), name), quoteIdent("qf_rebuild_"+name)
+	return append([]string{"CREATE TEMPORARY TABLE " + copy + " AS SELECT * FROM " + table, "DROP TABLE " + table, ddl,
+		"INSERT INTO " + table + " SELECT * FROM " + copy, "DROP TABLE temp.main." + copy}, indexes...), nil
 }

@@ -10,9 +10,9 @@ import (
 )
 
 // TestAddForeignKeyAsPostgreSQL: a PostgreSQL client's ALTER TABLE ... ADD FOREIGN KEY on an
-// empty, unreferenced table adds a key that holds (an orphan row is refused, 23503) and keeps
-// the table's indexes; on a table that holds rows or is referenced it is refused (0A000) and
-// nothing changes. A referential action (DuckDB has none) is left out, there and in CREATE TABLE.
+// unreferenced table adds a key that holds (an orphan row is refused, 23503) and keeps the
+// table's indexes and rows (an orphan among them fails the statement, 23503, as PostgreSQL's
+// validation); on a table that is referenced it is refused (0A000) and nothing changes. A referential action (DuckDB has none) is left out, there and in CREATE TABLE.
 func TestAddForeignKeyAsPostgreSQL(t *testing.T) {
 	runStates(t, openMemory(t), []struct{ sql, want string }{
 		{"create table parents (id integer primary key)", ""},
@@ -27,7 +27,12 @@ func TestAddForeignKeyAsPostgreSQL(t *testing.T) {
 		{"select error('kids_name_idx lost') from duckdb_indexes() where index_name = 'kids_name_idx' having count(*) <> 1", ""},
 		{"create table pets (id integer, kid integer)", ""},
 		{"insert into pets values (1, 1)", ""},
-		{"alter table pets add foreign key (kid) references kids (id)", "0A000"},   // it holds a row
+		{"alter table pets add foreign key (kid) references kids (id)", ""}, // its rows kept, checked against the key
+		{"insert into pets values (2, 99)", "23503"},
+		{"select error('pets lost its row') from pets having count(*) <> 1", ""},
+		{"create table strays (id integer, kid integer)", ""},
+		{"insert into strays values (1, 42)", ""},
+		{"alter table strays add foreign key (kid) references kids (id)", "23503"}, // an orphan: PostgreSQL's validation fails
 		{"alter table parents add foreign key (id) references kids (id)", "0A000"}, // it is referenced
 		{"create table toys (id integer, kid integer)", ""},
 		// A referential action DuckDB lacks is left out: the key holds, and a delete PostgreSQL

@@ -40,11 +40,20 @@ func pgSchemaSQL() []string {
 		for _, col := range infoSchemaSchemaColumns[view] {
 			mapped = append(mapped, `{c}.main.qf_pg_schema(`+col+`) AS `+col)
 		}
+		for _, prefix := range infoSchemaConstraintNames[view] { // PostgreSQL's names of constraints (pgdeclared.go)
+			mapped = append(mapped, `coalesce({c}.main.qf_pg_constraint_name(`+prefix+`_catalog, `+prefix+`_schema, `+prefix+`_name), `+
+				prefix+`_name) AS `+prefix+`_name`)
+		}
 		out = append(out, `CREATE VIEW {c}.pginfoschema.`+view+` AS SELECT * REPLACE (`+strings.Join(mapped, ", ")+
 			`) FROM {c}.infoschema.`+view)
 	}
 	return append(out, declaredInfoSchemaColumns)
 }
+
+// infoSchemaConstraintNames are each view's constraint names, by their columns' prefix.
+var infoSchemaConstraintNames = map[string][]string{"table_constraints": {"constraint"}, "key_column_usage": {"constraint"},
+	"referential_constraints": {"constraint", "unique_constraint"}, "constraint_column_usage": {"constraint"},
+	"constraint_table_usage": {"constraint"}}
 
 // infoSchemaSchemaColumns are each filtered information_schema view's columns that name a
 // schema of the client's.

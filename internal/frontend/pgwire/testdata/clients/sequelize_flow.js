@@ -2,7 +2,8 @@
 // application's schema uses it: sync({force: true}) of two models with a unique column, a
 // foreign key and indexes (plain, unique, on two columns), creates, a duplicate and an orphan
 // refused, finds with an include, an update, then the application's second start (sync() of the
-// same models), and the indexes and columns Sequelize reads back. Prints one line per step.
+// same models), and the indexes and columns Sequelize reads back, then a third with sync({alter:
+// true}). Prints one line per step.
 'use strict';
 const { Sequelize, DataTypes, Op } = require('sequelize');
 
@@ -76,6 +77,16 @@ async function main() {
   await step('columns users', () => columns('sq_users'));
   await step('columns tasks', () => columns('sq_tasks'));
   await step('count', async () => `${await User.count()} ${await Task.count()}`);
+  await sequelize.close();
+
+  // A start with sync({alter: true}): every column altered to what it is, every foreign key
+  // dropped and added again, the rows kept.
+  sequelize = open();
+  ({ User, Task } = models(sequelize));
+  await step('sync alter', async () => { await sequelize.sync({ alter: true }); return 'ok'; });
+  await step('columns tasks after alter', () => columns('sq_tasks'));
+  await step('orphan after alter', async () => { await Task.create({ title: 'y', UserId: 999 }); return 'saved'; });
+  await step('count after alter', async () => `${await User.count()} ${await Task.count()} ${await Task.count({ where: { done: true } })}`);
   await sequelize.close();
 }
 
