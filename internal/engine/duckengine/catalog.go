@@ -550,7 +550,7 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 		case ok:
 			s = show
 		default:
-			s = limitedWrite(unqualifiedSets(mysqlCompat(s)))
+			s = limitedWrite(unqualifiedSets(mysqlCompat(mysqlViewOptions(s))))
 		}
 	}
 	if q.Protocol == query.ProtocolFlightSQL {

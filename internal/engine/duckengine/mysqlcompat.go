@@ -124,6 +124,14 @@ func mysqlCompat(sqlText string) string {
 			b.WriteString("excluded." + name)
 			i = valuesCall(toks, i)
 			changed = true
+		case t.Kind == sqltok.Operator && strings.HasSuffix(t.Text, "@"): // @v, @@v (mysqlvars.go)
+			text, end := variableAt(toks, i)
+			if end < 0 {
+				b.WriteString(t.Text)
+				continue
+			}
+			b.WriteString(text)
+			i, changed = end, true
 		case atIdent(toks, i):
 			b.WriteString(`"` + t.Text + `"`)
 			changed = true
@@ -132,6 +140,9 @@ func mysqlCompat(sqlText string) string {
 			changed = true
 		case t.Kind == sqltok.Operator && t.Text == "<=>": // MySQL's NULL-safe equality
 			b.WriteString(" IS NOT DISTINCT FROM ")
+			changed = true
+		case comparesTwoStrings(toks, i): // 'a' = 'A' (mysqlliterals.go)
+			b.WriteString(" COLLATE NOCASE " + t.Text)
 			changed = true
 		case isDivision(t):
 			b.WriteString(exactDivisionOperator + t.Text[1:]) // division.go
@@ -260,7 +271,7 @@ func mayNeedMySQLCompat(sqlText string) bool {
 	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText) ||
 		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema") || !utf8.ValidString(sqlText) ||
 		containsFold(sqlText, "duplicate") || sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace") || holdsWordAt(sqlText) ||
-		containsFold(sqlText, "ignore") ||
+		containsFold(sqlText, "ignore") || mayNameVariable(sqlText) || mayCompareStrings(sqlText) ||
 		mayCallMySQLFunction(sqlText) || strings.Contains(sqlText, "'0 ") || strings.Contains(sqlText, "/") || strings.Contains(sqlText, "<=>")
 }
 

@@ -589,8 +589,11 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 		return nil, nil, true
 	}
 	if isSetStatement(sql) {
-		if h.canPin() && setsUserVariables(sql) {
-			return nil, nil, false // on a pinned connection, held for the session (pinFor, setvars.go)
+		if h.canPin() && namesUserVariable(sql) {
+			// on a pinned connection, held for the session (pinFor, setvars.go), with the
+			// session variables set beside them or from them (a dump's SET
+			// @OLD_UNIQUE_CHECKS=@@UNIQUE_CHECKS, UNIQUE_CHECKS=0 ... SET UNIQUE_CHECKS=@OLD_UNIQUE_CHECKS)
+			return nil, nil, false
 		}
 		return nil, h.set(sql), true // see setvars.go
 	}

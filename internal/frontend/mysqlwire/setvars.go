@@ -27,7 +27,10 @@ import (
 // statements after it read them there; it is closed then rather than pooled (it left session
 // state), so no other client sees them. PyMySQL's and mysqlclient's callproc (SET @_p_0 = ...,
 // CALL p(@_p_0, ...), SELECT @_p_0) works so. The session's statements then all take the
-// Arrow path, on that connection.
+// Arrow path, on that connection. A SET that names a user variable goes there whole, with the
+// session variables it sets (a dump's SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='...', and at its
+// end SET SQL_MODE=@OLD_SQL_MODE): the engine keeps or refuses them (the DuckDB engine keeps
+// those a dump sets, duckengine/mysqlvars.go).
 //
 // SET autocommit=0 is carried, not sent: PyMySQL and mysqlclient send it at connect. The
 // session then starts a pinned transaction before its next statement (session.go, pinFor), so
@@ -159,19 +162,6 @@ func namesUserVariable(sql string) bool {
 		}
 	}
 	return false
-}
-
-// setsUserVariables reports whether sql is a SET of user variables (@v) alone.
-func setsUserVariables(sql string) bool {
-	if !strings.Contains(sql, "@") || !isSetStatement(sql) {
-		return false
-	}
-	for _, item := range setItems(significantMySQL(sql)[1:]) {
-		if name, _, _ := keepsReported(item); name != "user variable" {
-			return false
-		}
-	}
-	return true
 }
 
 func (h *session) canPin() bool {
