@@ -20,7 +20,8 @@ import (
 //     so the swapped pair still binds the client's parameters in their order.
 //   - DATABASE(), SCHEMA(), CURDATE(), CURTIME() as DuckDB names them (mysqlNoArgFuncs);
 //   - FROM DUAL, as a one-row subquery;
-//   - information_schema.tables, .columns, .schemata and .key_column_usage, as MySQL's (mysqlInformationSchema).
+//   - information_schema.tables, .columns, .schemata, .key_column_usage, .triggers, .files and
+//     .partitions, as MySQL's (mysqlInformationSchema).
 //   - INSERT ... ON DUPLICATE KEY UPDATE a = VALUES(a), as ON CONFLICT DO UPDATE SET a =
 //     excluded.a; REPLACE [INTO], as INSERT OR REPLACE INTO (their affected rows are made
 //     MySQL's in upsert.go).
@@ -243,7 +244,7 @@ func mysqlInformationSchema(toks []sqltok.Token, i int) string {
 		return ""
 	}
 	switch n := strings.ToLower(toks[name].Text); n {
-	case "tables", "columns", "schemata", "key_column_usage":
+	case "tables", "columns", "schemata", "key_column_usage", "triggers", "files", "partitions":
 		return "qf_mysql_" + n
 	}
 	return ""

@@ -393,7 +393,8 @@ func sessionValue(ctx context.Context, conn *sql.Conn, it setItem) (v string, is
 		}
 		return "", false, refusedVariable("time_zone = '" + v + "' (the proxy's zone is UTC)")
 	case varCharset:
-		if low == "utf8" || low == "utf8mb3" || low == "utf8mb4" {
+		// binary results: as stored, which is UTF-8 here (mariadb-dump's around SHOW CREATE TABLE)
+		if low == "utf8" || low == "utf8mb3" || low == "utf8mb4" || low == "binary" && it.name == "character_set_results" {
 			return v, false, nil
 		}
 		return "", false, refusedVariable(it.name + " = " + v)
