@@ -175,7 +175,7 @@ func restoreThrough(t *testing.T, addr, text string) {
 }
 
 // TestDumpThroughTheProxyRoundTrips: mariadb-dump through the proxy dumps the embedded DuckDB
-// (it stopped at SET @@SQL_MODE=”, then at information_schema.columns' GENERATION_EXPRESSION
+// (it stopped at its SET @@SQL_MODE of the empty mode, then at information_schema.columns' GENERATION_EXPRESSION
 // and information_schema.triggers), and that dump restores onto another DuckDB through the
 // proxy: MariaDB's database, restored onto one DuckDB, dumped from it and restored onto a
 // second, reads back as MariaDB's.
