@@ -51,7 +51,7 @@ var compatNames = func() map[string]bool {
 // pgCompatSQL is everything the compatibility catalog holds for PostgreSQL (and Trino)
 // clients; the engine adds the other protocols' functions.
 func pgCompatSQL() []string {
-	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL)
+	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL, psqlCatalogSQL)
 }
 
 // compatSQL creates the missing catalog objects in the catalog named {c}. The owner of
@@ -1026,6 +1026,13 @@ func (w *compatWriter) step() {
 				w.i = end + 1
 				return
 			}
+		}
+		if w.settings && w.word(open) == "(" && name >= 0 && w.toks[name].Kind != sqltok.String {
+			// current_setting(s.name) (psql's \dconfig over pg_settings): DuckDB's takes only a
+			// constant; the compatibility one answers any of pg_settings' names.
+			w.emit(pgSettingsPrefix + "current_setting")
+			w.i++
+			return
 		}
 	case "generate_series", "unnest":
 		if isFromItem(w.word(w.prevSig(w.nameStart(w.i)))) {
