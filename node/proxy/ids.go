@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"sync"
 	"unsafe"
 )
@@ -29,12 +31,21 @@ func (a *idArena) hex16(v uint64) string {
 	return unsafe.String(&b[0], 16)
 }
 
-// putHex16 writes v as 16 lower-case hex digits into b[:16].
+// putHex16 writes v as 16 lower-case hex digits into b[:16], eight at a time.
 func putHex16(b []byte, v uint64) {
-	const digits = "0123456789abcdef"
-	_ = b[15]
-	for i := 14; i >= 0; i -= 2 { // a byte at a time
-		b[i], b[i+1] = digits[v>>4&0xf], digits[v&0xf]
-		v >>= 8
-	}
+	binary.LittleEndian.PutUint64(b[0:8], hex8(uint32(v>>32)))
+	binary.LittleEndian.PutUint64(b[8:16], hex8(uint32(v)))
+}
+
+// hex8 is v's eight hex digits as a little-endian word (the most significant digit in its low
+// byte): v's nibbles spread one to a byte, the lowest first, then the bytes reversed, each
+// nibble n made '0'+n, and 'a'-10+n from 10 on (n+6 carries into bit 4 exactly then).
+func hex8(v uint32) uint64 {
+	x := uint64(v)
+	x = (x | x<<16) & 0x0000ffff0000ffff
+	x = (x | x<<8) & 0x00ff00ff00ff00ff
+	x = (x | x<<4) & 0x0f0f0f0f0f0f0f0f
+	x = bits.ReverseBytes64(x)
+	letters := (x + 0x0606060606060606) >> 4 & 0x0101010101010101
+	return x + 0x3030303030303030 + letters*('a'-'0'-10)
 }
