@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -40,6 +41,98 @@ func TestSessionKillersRefused(t *testing.T) {
 			if err := checkSessionKillers(&query.Request{SQL: sql, Protocol: protocol}); err != nil {
 				t.Errorf("%s: %q refused: %v", protocol, sql, err)
 			}
+		}
+	}
+}
+
+// TestSessionKillerNamesInValuesPass: a string that only holds a killer's name as data (a
+// note, a LIKE pattern, an UPDATE's new value) is not refused: only text an engine may run
+// is looked into.
+func TestSessionKillerNamesInValuesPass(t *testing.T) {
+	allowed := []string{
+		"INSERT INTO notes VALUES ('pg_cancel_backend')",
+		"insert into notes (id, note) values (1, 'select pg_terminate_backend(12)'), (2, 'kill query 12')",
+		"/* app */ INSERT INTO notes VALUES ('pg_cancel_backend'); select 1",
+		"select pid from pg_stat_activity where query like '%pg_cancel_backend%' and state = 'active'",
+		"update notes set note = 'pg_terminate_backend(12)' where id in (1, 2)",
+		"select * from notes where note = 'kill_query' or exists (select 1 from t where x = 'pg_cancel_backend')",
+		"delete from notes where note in ('pg_cancel_backend', 'kill 12')",
+		"with n as (select 'pg_cancel_backend' as x) select x from n",
+		"select case when a then 'pg_cancel_backend' else 'kill 12' end from t",
+		"insert into notes values ('it''s pg_cancel_backend')",
+		"insert into t values ('C:\\\\temp\\\\new'), ('it\\'s'), ('line\\n')",
+	}
+	for _, protocol := range []string{query.ProtocolPostgres, query.ProtocolMySQL, query.ProtocolTrino, query.ProtocolFlightSQL} {
+		for _, sql := range allowed {
+			if err := checkSessionKillers(&query.Request{SQL: sql, Protocol: protocol}); err != nil {
+				t.Errorf("%s: %q refused: %v", protocol, sql, err)
+			}
+		}
+	}
+}
+
+// TestSessionKillersInTextThatRuns: text an engine runs as SQL is looked into, however it is
+// written (escapes, hex, U& with UESCAPE, nested text, a user variable), and a statement is
+// read as each engine may read it (standard_conforming_strings off, NO_BACKSLASH_ESCAPES,
+// # and nested comments), so that no reading sees a call where the check saw a value.
+func TestSessionKillersInTextThatRuns(t *testing.T) {
+	refused := []string{
+		// strings handed to functions that run them
+		"select query_to_xml('select pg_cancel_backend(12)', true, true, '')",
+		"select * from dblink('dbname=x', 'select pg_terminate_backend(12)') as t(ok bool)",
+		"insert into notes values (query_to_xml('select pg_cancel_backend(12)', true, true, ''))",
+		"CALL sys.execute_prepared_stmt('KILL 12')",
+		// bodies with escapes
+		`do E'begin perform pg\x5fcancel_backend(12); end'`,
+		`do E'begin perform pg\137cancel_backend(12); end'`,
+		`do E'begin perform pg_c\ancel_backend(12); end'`,
+		`do U&'begin perform pg\005fcancel\005fbackend(12); end'`,
+		`do U&'begin perform pg!005fcancel!005fbackend(12); end' UESCAPE '!'`,
+		`do $$ begin execute E'select pg\x5fterminate_backend(12)'; end $$`,
+		`do $$ begin execute U&'select pg!005fcancel!005fbackend(12)' uescape '!'; end $$`,
+		`select U&"pg!005fcancel!005fbackend" UESCAPE '!' (12)`,
+		// MySQL text
+		`EXECUTE IMMEDIATE 'K\ILL 12'`, "PREPARE s FROM X'4B494C4C203132'", "EXECUTE IMMEDIATE 0x4B494C4C203132",
+		"EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''KILL 12'''", "SET @s = 'KILL 12'", "SELECT 'KILL 12' INTO @s",
+		"SELECT @s := 'KILL QUERY 12'", "set @s = 'kill 12'; prepare p from @s; execute p",
+		// where a string ends: each engine's reading
+		`select 'a\'' , pg_cancel_backend(12) -- '`,
+		`insert into notes values ('a\'' , pg_cancel_backend(12)) -- ')`,
+		`select 'a\' ; KILL 12; -- '`,
+		`select "a\" ; KILL 12 -- "`,
+		"select 1 # 1, pg_cancel_backend(12)\n",
+		"select /* /* */ 'x */ , pg_cancel_backend(12) --'",
+		"select $$'$$, pg_cancel_backend(12)",
+		"COPY notes FROM PROGRAM 'psql -c \"select pg_cancel_backend(12)\"'",
+	}
+	for _, protocol := range []string{query.ProtocolPostgres, query.ProtocolMySQL, query.ProtocolTrino, query.ProtocolFlightSQL} {
+		for _, sql := range refused {
+			if checkSessionKillers(&query.Request{SQL: sql, Protocol: protocol}) == nil {
+				t.Errorf("%s: %q passed, want refused", protocol, sql)
+			}
+		}
+	}
+}
+
+// TestSessionKillerCheckIsBounded: text nested in text deeper than the check reads, or more
+// of it than it reads, is refused, not read without end.
+func TestSessionKillerCheckIsBounded(t *testing.T) {
+	inner := "KILL 12"
+	for range 8 {
+		inner = "EXECUTE IMMEDIATE '" + strings.ReplaceAll(inner, "'", "''") + "'"
+	}
+	var many strings.Builder
+	many.WriteString("select ")
+	for i := range 2000 {
+		if i > 0 {
+			many.WriteString(", ")
+		}
+		many.WriteString("f('x kill')")
+	}
+	for _, sql := range []string{inner, many.String()} {
+		err := checkSessionKillers(&query.Request{SQL: sql, Protocol: query.ProtocolMySQL})
+		if err == nil {
+			t.Errorf("%.60q... passed, want refused", sql)
 		}
 	}
 }
