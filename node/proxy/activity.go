@@ -161,7 +161,7 @@ func sessionViewsAgree(sql string, a *sqltok.Analysis, database string, own []ed
 				}
 			}
 		}
-		s := &killerScan{names: sessionViewNames}
+		s := &killerScan{names: sessionViewNames, deeper: []string{"u&"}}
 		if what, _ := s.killerIn(toks, r, 0); what != "" {
 			return sessionsRefused(what + " in text the engine may run (a function body, EXECUTE, a string handed to a function)")
 		}

@@ -77,12 +77,17 @@ type killerScan struct {
 	names []string
 	words bool
 	kill  bool // KILL statements count
-	reads int
+	// statement, when set, names what in a statement (its significant tokens) is refused, or "".
+	statement func(st []sqltok.Token) string
+	// deeper are what text that runs must hold for a reading of it as SQL to find more than
+	// names does.
+	deeper []string
+	reads  int
 }
 
 // newKillerScan is the scan for what ends engine sessions.
 func newKillerScan() *killerScan {
-	return &killerScan{names: sessionKillerFuncs, words: true, kill: true}
+	return &killerScan{names: sessionKillerFuncs, words: true, kill: true, deeper: []string{"kill", "u&"}}
 }
 
 // checkSessionKillers refuses req when it would end or cancel engine sessions.
@@ -231,6 +236,11 @@ func executableText(c string) string {
 // sessionKiller names what in the statement st (its significant tokens, in reading r) would
 // end engine sessions, or "".
 func (s *killerScan) sessionKiller(st []sqltok.Token, r engineReading, depth int) string {
+	if s.statement != nil {
+		if what := s.statement(st); what != "" {
+			return what
+		}
+	}
 	runsText := !readsValues(st) // every string of a statement that is not a query or DML may be run
 	words := s.words || depth > 0
 	var parens []bool // per open parenthesis: whether a call's arguments are in it
@@ -336,7 +346,7 @@ func (s *killerScan) killerInText(forms []string, r engineReading, depth int) st
 		}
 	}
 	for _, f := range forms {
-		if !(s.kill && sqltok.ContainsFold(f, "kill")) && !sqltok.ContainsFold(f, "u&") {
+		if containedIn(f, s.deeper) == "" {
 			continue // nothing more a reading of it could find
 		}
 		if depth >= textDepthMax {

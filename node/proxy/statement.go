@@ -110,12 +110,16 @@ func slicesEqual(a, b []string) bool {
 
 // checkStatements enforces a group's readOnly and blockedStatements on every statement of req.
 // Every group refuses a statement that would end other clients' engine sessions (killers.go),
-// and narrows the engine's views of its sessions to the client's own (activity.go).
+// narrows the engine's views of its sessions to the client's own (activity.go), and refuses
+// what would reach the engine host's files and programs (serverfiles.go).
 func checkStatements(g *group, req *query.Request) error {
 	if err := checkSessionKillers(req); err != nil {
 		return err
 	}
 	if err := hideOtherSessions(req); err != nil {
+		return err
+	}
+	if err := checkServerFiles(req); err != nil {
 		return err
 	}
 	if !g.readOnly && len(g.blocked) == 0 {
