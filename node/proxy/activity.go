@@ -37,7 +37,8 @@ const (
 
 // sessionViewNames are looked for in text an engine may run and where readings disagree.
 var sessionViewNames = []string{"pg_stat_activity", "pg_stat_get_activity", "pg_stat_get_backend_activity",
-	"pg_stat_statements", "processlist", "innodb_trx", "performance_schema", "events_statements", "runtime.queries"}
+	"pg_stat_statements", "processlist", "innodb_trx", "performance_schema", "events_statements", "runtime.queries",
+	"information_schema"} // whose table names MariaDB folds: PROCESSL\u0130ST
 
 // refusedViews are names that show other sessions' statements and are refused wherever they
 // stand; performanceSchemaText the performance_schema tables that hold statement text.
@@ -60,7 +61,7 @@ func maySeeSessions(sql, database string) bool {
 		case 'p':
 			words = []string{"pg_stat_", "processlist", "performance_schema"}
 		case 'i':
-			words = []string{"innodb"}
+			words = []string{"innodb", "information_schema"} // whose table names MariaDB folds
 		case 'u':
 			words = []string{"u&"}
 		case 's':
@@ -239,27 +240,27 @@ func narrowStatement(st []sqltok.Token, database string) ([]edit, error) {
 func narrowName(st []sqltok.Token, i int, name, qual, database string) (*edit, error) {
 	unqualifiedIn := func(schema string) bool { return qual == "" && strings.EqualFold(database, schema) }
 	switch {
-	case slices.Contains(refusedViews, name):
-		return nil, sessionsRefused(name + " (it shows other sessions' statements)")
-	case name == "pg_stat_activity" && (qual == "" || qual == "pg_catalog"):
+	case nameAmong(name, refusedViews) != "":
+		return nil, sessionsRefused(nameAmong(name, refusedViews) + " (it shows other sessions' statements)")
+	case sameName(name, "pg_stat_activity") && (qual == "" || qual == "pg_catalog"):
 		if isOwnView(st, i, "where", "pid", "=", "pg_catalog", ".", "pg_backend_pid", "(", ")", ")") {
 			return nil, nil
 		}
-		return viewEdit(st, i, qual != "", ownActivity), nil
-	case name == "processlist" && (qual == "information_schema" || unqualifiedIn("information_schema")):
+		return viewEdit(st, i, qual != "", ownActivity, "pg_stat_activity"), nil
+	case sameName(name, "processlist") && (qual == "information_schema" || unqualifiedIn("information_schema")):
 		if isOwnView(st, i, "where", "id", "=", "connection_id", "(", ")", ")") {
 			return nil, nil
 		}
-		return viewEdit(st, i, qual != "", ownProcesslist), nil
-	case name == "innodb_trx" && (qual == "information_schema" || unqualifiedIn("information_schema")):
+		return viewEdit(st, i, qual != "", ownProcesslist, "processlist"), nil
+	case sameName(name, "innodb_trx") && (qual == "information_schema" || unqualifiedIn("information_schema")):
 		return nil, sessionsRefused("information_schema.INNODB_TRX (it shows other sessions' statements)")
 	case qual == "performance_schema" || unqualifiedIn("performance_schema"):
-		if slices.Contains(performanceSchemaText, name) {
-			return nil, sessionsRefused("performance_schema." + name + " (it shows other sessions' statements)")
+		if n := nameAmong(name, performanceSchemaText); n != "" {
+			return nil, sessionsRefused("performance_schema." + n + " (it shows other sessions' statements)")
 		}
-	case qual == "sys" || unqualifiedIn("sys") && slices.Contains(sysProcesslists, name):
+	case qual == "sys" || unqualifiedIn("sys") && nameAmong(name, sysProcesslists) != "":
 		return nil, sessionsRefused("the sys schema (its views show other sessions' statements)")
-	case name == "queries" && qual == "runtime":
+	case sameName(name, "queries") && qual == "runtime":
 		return nil, sessionsRefused("system.runtime.queries (it shows other clients' statements)")
 	}
 	return nil, nil
@@ -271,15 +272,57 @@ func identName(st []sqltok.Token, i int) (string, bool) {
 	t := st[i]
 	switch t.Kind {
 	case sqltok.Word:
-		return strings.ToLower(t.Text), true
+		return foldName(t.Text), true
 	case sqltok.QuotedIdent:
 		if i >= 2 && st[i-1].Text == "&" && st[i-2].IsWord("u") || len(t.Text) < 2 {
 			return "", false
 		}
 		q := t.Text[:1]
-		return strings.ToLower(strings.ReplaceAll(t.Text[1:len(t.Text)-1], q+q, q)), true
+		return foldName(strings.ReplaceAll(t.Text[1:len(t.Text)-1], q+q, q)), true
 	}
 	return "", false
+}
+
+// foldName lower-cases an identifier's ASCII letters and writes each other character as a
+// NUL, which sameName takes for any letter: MariaDB looks information_schema's tables up
+// in a collation that folds some letters to ASCII (information_schema.PROCESSL\u0130ST
+// is PROCESSLIST).
+func foldName(id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		switch {
+		case r >= 'A' && r <= 'Z':
+			b.WriteRune(r + 'a' - 'A')
+		case r < 0x80:
+			b.WriteRune(r)
+		default:
+			b.WriteByte(0)
+		}
+	}
+	return b.String()
+}
+
+// sameName reports whether the folded name is want, a NUL in name standing for any letter.
+func sameName(name, want string) bool {
+	if len(name) != len(want) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] != want[i] && name[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// nameAmong is the one of names that the folded name is, or "".
+func nameAmong(name string, names []string) string {
+	for _, n := range names {
+		if sameName(name, n) {
+			return n
+		}
+	}
+	return ""
 }
 
 // isOwnView reports whether st[i] is the view's name in a narrowing already made (ownActivity,
@@ -298,14 +341,17 @@ func isOwnView(st []sqltok.Token, i int, rest ...string) bool {
 
 // viewEdit replaces the name st[i] (and its schema, when qualified) with the narrowed view,
 // keeping the name as the alias where the statement gives none.
-func viewEdit(st []sqltok.Token, i int, qualified bool, view string) *edit {
+func viewEdit(st []sqltok.Token, i int, qualified bool, view, alias string) *edit {
 	start := st[i].Pos
 	if qualified {
 		start = st[i-2].Pos
 	}
 	text := view
 	if !aliasFollows(st, i+1) {
-		text += " AS " + st[i].Text
+		if st[i].Kind == sqltok.QuotedIdent || st[i].Text == alias {
+			alias = st[i].Text // the name as written: a qualified column may spell it so
+		}
+		text += " AS " + alias
 	}
 	return &edit{start: start, end: st[i].Pos + len(st[i].Text), text: text}
 }

@@ -33,6 +33,7 @@ func TestSessionViewsNarrowed(t *testing.T) {
 			"SELECT p.INFO FROM " + ownProcesslist + " p"},
 		{query.ProtocolMySQL, "information_schema", "select * from processlist", "select * from " + ownProcesslist + " AS processlist"},
 		{query.ProtocolTrino, "", "select * from information_schema.processlist", "select * from " + ownProcesslist + " AS processlist"},
+		{query.ProtocolMySQL, "", "select info from information_schema.PROCESSL\u0130ST", "select info from " + ownProcesslist + " AS processlist"},
 		// left alone: another schema's table, a column, a string, a narrowing already made
 		{query.ProtocolPostgres, "", "select * from app.pg_stat_activity", ""},
 		{query.ProtocolMySQL, "", "select * from processlist", ""},

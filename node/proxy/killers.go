@@ -115,41 +115,32 @@ func checkSessionKillers(req *query.Request) error {
 }
 
 // mayKillSessions is false for text that holds none of "kill", "_backend", "u&" (a name or a
-// string with escapes), a backslash escape that may stand for a letter, "prepare" and
-// "immediate" (whose text may be hex), in any case: such a statement can name nothing sessionKiller looks for. One pass, no
-// allocation: every statement pays it.
+// string with escapes), a backslash escape that may stand for a letter, and a hex literal
+// (X'..', 0x.., which PREPARE and EXECUTE IMMEDIATE run as text), in any case: such a
+// statement can name nothing sessionKiller looks for. The words and escapes each hold a k,
+// an & or a backslash, which nearly every statement lacks: those are ruled out by one pass
+// eight bytes at a time (the three scans cost ~2,600 instructions per pgbench statement, a
+// sixth of the passthrough's work per transaction; RESULTS.md, session 30).
 func mayKillSessions(sql string) bool {
-	for i := 0; i < len(sql); i++ {
-		switch c := sql[i]; {
-		case c == '\\' && i+1 < len(sql):
-			if sql[i+1] == '\\' {
-				i++ // an escaped backslash
-				continue
-			}
-			if escapesToNameByte(sql[i+1]) {
-				return true
-			}
-		case c == '_':
-			if hasFoldAt(sql, i, "_backend") {
-				return true
-			}
-		case c|0x20 == 'k':
-			if hasFoldAt(sql, i, "kill") {
-				return true
-			}
-		case c|0x20 == 'u':
-			if i+1 < len(sql) && sql[i+1] == '&' {
-				return true
-			}
-		case c|0x20 == 'p':
-			if hasFoldAt(sql, i, "prepare") {
-				return true
-			}
-		case c|0x20 == 'i':
-			if hasFoldAt(sql, i, "immediate") {
-				return true
-			}
+	if holdsKAmpersandOrBackslash(sql) && (sqltok.ContainsFold(sql, "kill") || sqltok.ContainsFold(sql, "_backend") ||
+		sqltok.ContainsFold(sql, "u&") || holdsLetterEscape(sql)) {
+		return true
+	}
+	return strings.Contains(sql, "x'") || strings.Contains(sql, "X'") || strings.Contains(sql, "0x") || strings.Contains(sql, "0X")
+}
+
+// holdsLetterEscape reports whether sql holds a backslash escape that may stand for a letter,
+// a digit or "_" (escapesToNameByte).
+func holdsLetterEscape(sql string) bool {
+	for i := strings.IndexByte(sql, '\\'); i >= 0 && i+1 < len(sql); {
+		if sql[i+1] != '\\' && escapesToNameByte(sql[i+1]) {
+			return true
 		}
+		j := strings.IndexByte(sql[i+2:], '\\')
+		if j < 0 {
+			return false
+		}
+		i += 2 + j
 	}
 	return false
 }
@@ -219,6 +210,39 @@ func splitStatements(toks []sqltok.Token) [][]sqltok.Token {
 		out = append(out, cur)
 	}
 	return out
+}
+
+// holdsKAmpersandOrBackslash reports whether s holds a byte k, K, & or a backslash.
+// ContainsFold matches the k of "kill" and "_backend" only as an ASCII k or K (the first byte
+// of "kill" is compared as a byte; a multi-byte rune folding to k, the Kelvin sign, leaves too
+// few bytes for the rest of "_backend"), and & folds to nothing else.
+func holdsKAmpersandOrBackslash(s string) bool {
+	const ones = 0x0101010101010101
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		k := x | 0x20*ones ^ 'k'*ones // a zero byte where x has k or K
+		a := x ^ '&'*ones             // a zero byte where x has &
+		b := x ^ '\\'*ones            // a zero byte where x has a backslash
+		if zeroBytes(k)|zeroBytes(a)|zeroBytes(b) != 0 {
+			return true
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c|0x20 == 'k' || c == '&' || c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// zeroBytes has the top bit set of each zero byte of v, and no other bit: a byte's low seven
+// bits plus 0x7f carry into its top bit unless they are all zero, and no sum carries into the
+// next byte.
+func zeroBytes(v uint64) uint64 {
+	const low7 = 0x7f7f7f7f7f7f7f7f
+	return ^((v&low7 + low7) | v | low7)
 }
 
 func isExecutableComment(c string) bool {
