@@ -178,3 +178,30 @@ func TestMayKillSessionsIsTheThreeScans(t *testing.T) {
 		}
 	})
 }
+
+// TestPlainTextsRememberedButForNumbers: a text the checks found plain is passed again with
+// other numbers at the cost of a comparison; a text whose numbers could turn it into what the
+// checks look for (an octal escape \1xx where \0xx was, 0x where 1x was) is never taken for a
+// remembered one.
+func TestPlainTextsRememberedButForNumbers(t *testing.T) {
+	g := &group{name: "g"}
+	check := func(sql string) error { return checkStatements(g, &query.Request{SQL: sql, Protocol: query.ProtocolMySQL}) }
+	plain := "SELECT abalance FROM pgbench_accounts WHERE aid = 12345"
+	if err := check(plain); err != nil {
+		t.Fatal(err)
+	}
+	if !knownPlain("SELECT abalance FROM pgbench_accounts WHERE aid = 7") {
+		t.Error("the same statement with another number is not remembered")
+	}
+	for _, pair := range [][2]string{
+		{`do E'begin perform pg\037cancel\037backend(12); end'`, `do E'begin perform pg\137cancel\137backend(12); end'`},
+		{"EXECUTE IMMEDIATE 1x4B494C4C203132", "EXECUTE IMMEDIATE 0x4B494C4C203132"},
+	} {
+		if err := check(pair[0]); err != nil {
+			t.Fatalf("%q: %v", pair[0], err)
+		}
+		if check(pair[1]) == nil {
+			t.Errorf("%q passed after %q", pair[1], pair[0])
+		}
+	}
+}
