@@ -185,7 +185,9 @@ func TestMayKillSessionsIsTheThreeScans(t *testing.T) {
 // remembered one.
 func TestPlainTextsRememberedButForNumbers(t *testing.T) {
 	g := &group{name: "g"}
-	check := func(sql string) error { return checkStatements(g, &query.Request{SQL: sql, Protocol: query.ProtocolMySQL}) }
+	check := func(sql string) error {
+		return checkStatements(g, &query.Request{SQL: sql, Protocol: query.ProtocolMySQL})
+	}
 	plain := "SELECT abalance FROM pgbench_accounts WHERE aid = 12345"
 	if err := check(plain); err != nil {
 		t.Fatal(err)
