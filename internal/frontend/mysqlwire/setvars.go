@@ -161,6 +161,13 @@ func namesUserVariable(sql string) bool {
 	return false
 }
 
+// answersSet reports whether sql is a SET this frontend answers itself (set): every SET but
+// one of user variables alone on a backend that can pin, which runs on the engine, on a
+// connection held for the session (pinFor), by text and prepared (SET @v = ?).
+func (h *session) answersSet(sql string) bool {
+	return isSetStatement(sql) && !(h.canPin() && setsUserVariables(sql))
+}
+
 // setsUserVariables reports whether sql is a SET of user variables (@v) alone.
 func setsUserVariables(sql string) bool {
 	if !strings.Contains(sql, "@") || !isSetStatement(sql) {
