@@ -260,7 +260,7 @@ func (h *session) writeMore(write func() error) error {
 // A statement whose effect lasts the client's session, a named lock or a user variable, holds
 // the pinned connection (held) until the client disconnects, as its own connection would.
 func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, err error) {
-	hold := takesNamedLock(req.SQL) || namesUserVariable(req.SQL)
+	hold := takesNamedLock(req.SQL) || namesUserVariable(req.SQL) || setsEngineVariables(req.SQL)
 	if h.pinned != nil {
 		h.held = h.held || hold
 		if h.pinned.TxStatus() == 'E' && isTxEnd(req.SQL) {
