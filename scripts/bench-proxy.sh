@@ -195,7 +195,7 @@ start_qf() { # name, args...
 	[ "$name" = "$PROFILE_TARGET-cp" ] && pprof=127.0.0.1:$PPROF_CP
 	case $name in base-*) bin=$BASE_QF ;; esac
 	local spin=() # rawconn's spinning wait: each daemon's default (on while CPUs idle), trino-nospin's off
-	[ "$name" = trino-nospin ] && spin=(QUERYFLUX_SPIN_MICROS=0)
+	case $name in trino-nospin | pass-nospin) spin=(QUERYFLUX_SPIN_MICROS=0) ;; esac
 	env "${spin[@]}" QUERYFLUX_PPROF=$pprof "$bin" serve "$@" >"$TMP/$name.log" 2>&1 &
 	PIDS+=($!)
 	PROC[$name]=$!
@@ -223,6 +223,7 @@ YAML
 
 standalone passthrough true
 standalone pass-session true session
+standalone pass-nospin true
 standalone arrow false
 if [ -n "${BASE_QF:-}" ]; then
 	standalone base-pass true
@@ -308,9 +309,9 @@ tps() { # port, pids... -> "TPS cpu_us_per_query" of pgbench -S -c N (the pids' 
 median() { printf '%s\n' "$@" | { grep -E '^[0-9]+$' || true; } | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
 
 declare -A LAT TPS CPU P50S P99S TPSS CPUS
-TARGETS=(direct pgbouncer haproxy go-relay loop-relay passthrough pass-session arrow worker)
+TARGETS=(direct pgbouncer haproxy go-relay loop-relay passthrough pass-session pass-nospin arrow worker)
 declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [haproxy]=$HAPROXY [go-relay]=$RELAY [loop-relay]=$LOOP_RELAY [passthrough]=$PG_passthrough
-	[pass-session]=$PG_pass_session [arrow]=$PG_arrow [worker]=$PG_worker)
+	[pass-session]=$PG_pass_session [pass-nospin]=$PG_pass_nospin [arrow]=$PG_arrow [worker]=$PG_worker)
 if [ "$URING_OK" = 1 ]; then TARGETS+=(uring-relay loop-ring); PORT[uring-relay]=$URING_RELAY PORT[loop-ring]=$LOOP_RING; fi
 if [ -n "${BASE_QF:-}" ]; then
 	TARGETS+=(base-pass base-session base-worker)
@@ -360,17 +361,18 @@ if [ "$MYSQL_OK" = 1 ]; then
 		waitport "$MY_LOOP_RING" my-loop-ring
 	fi
 	MYPROC[haproxy]=${PROC[haproxy]}
-	MY_TARGETS=(direct haproxy go-relay loop-relay passthrough arrow worker)
+	MY_TARGETS=(direct haproxy go-relay loop-relay passthrough pass-nospin arrow worker)
 	declare -A MYDSN=(
 		[direct]="root@tcp(127.0.0.1:3306)/mysql"
 		[haproxy]="root@tcp(127.0.0.1:$MY_HAPROXY)/mysql"
 		[go-relay]="root@tcp(127.0.0.1:$MY_RELAY)/mysql"
 		[loop-relay]="root@tcp(127.0.0.1:$MY_LOOP_RELAY)/mysql"
 		[passthrough]="queryflux@tcp(127.0.0.1:$MY_passthrough)/mysql"
+		[pass-nospin]="queryflux@tcp(127.0.0.1:$MY_pass_nospin)/mysql"
 		[arrow]="queryflux@tcp(127.0.0.1:$MY_arrow)/mysql"
 		[worker]="queryflux@tcp(127.0.0.1:$MY_worker)/mysql"
 	)
-	for t in passthrough arrow worker; do MYPROC[$t]=${PROC[$t]}; done
+	for t in passthrough pass-nospin arrow worker; do MYPROC[$t]=${PROC[$t]}; done
 	if [ "$URING_OK" = 1 ]; then
 		MY_TARGETS+=(uring-relay loop-ring)
 		MYDSN[uring-relay]="root@tcp(127.0.0.1:$MY_URING_RELAY)/mysql" MYDSN[loop-ring]="root@tcp(127.0.0.1:$MY_LOOP_RING)/mysql"
@@ -530,7 +532,7 @@ echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (gorou
 echo "loop-relay: scripts/benchrelay -loop, the same on an event loop (internal/relayloop: one thread in epoll, the server's messages framed, ReadyForQuery watched)"
 echo "loop-ring (where io_uring works): loop-relay with internal/relayloop on io_uring (QUERYFLUX_RELAY_BACKEND=uring); the daemons' rows run on the backend of this run's environment (QUERYFLUX_RELAY_BACKEND=${QUERYFLUX_RELAY_BACKEND:-unset: the default})"
 echo "uring-relay (where io_uring works): scripts/benchrelay -uring -peek, the bare relay on one io_uring (internal/uring: multishot receives into provided buffers, one enter a turn), framing as loop-relay"
-echo "passthrough: the pg group in transaction pool mode (PgBouncer's mode here); pass-session: the same daemon configuration with poolMode: session"
+echo "passthrough: the pg group in transaction pool mode (PgBouncer's mode here); pass-session: the same daemon configuration with poolMode: session; pass-nospin: passthrough's configuration run with QUERYFLUX_SPIN_MICROS=0 (the event loop never spins before it sleeps; by default it spins up to 200 us while CPUs are idle and its last wait was shorter)"
 echo "  (the daemon's event loop, internal/frontend/pgwire/loop.go, relays both; in transaction mode it admits each transaction on its thread when that needs no waiting)"
 [ -n "${BASE_QF:-}" ] && echo "base-pass, base-session, base-worker: the same standalone daemons and control plane + worker run from BASE_QF ($BASE_QF)"
 echo "loopback round trip p50 (scripts/benchrelay -rtt): ${RTT} us"

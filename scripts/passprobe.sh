@@ -10,7 +10,8 @@
 # benchpprof build to $OUT.prof), allocs (the heap profile's allocations before and after the run, from
 # such a build, to $OUT.allocs0 and .allocs1: go tool pprof -sample_index=alloc_objects -base), perfall (perf record -a -g of the whole machine over exactly the
 # pgbench run, to $OUT.perf: what every process spends per transaction), plain. OUT defaults to /tmp/passprobe; the database is
-# qf_passprobe (made with pgbench -i when missing). RELAY_ARGS: more benchrelay flags. RELAY=PATH runs a benchrelay binary built
+# qf_passprobe (made with pgbench -i when missing). MARIA=1 adds bench-proxy.sh's MariaDB cluster and group
+# beside pg (its passthrough configuration exactly). RELAY_ARGS: more benchrelay flags. RELAY=PATH runs a benchrelay binary built
 # elsewhere (another commit's) as loop-relay. MODE cg runs the target under valgrind's callgrind
 # (GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off: callgrind fails on Go's preemption signals and RDTSCP), counting from the end of
 # the warm-up to the end of the run: user-space instructions per transaction, which the machine's
@@ -50,6 +51,13 @@ if [ "$BIN" = pgbouncer ]; then
 elif [[ $RELAYS == *" $BIN "* ]]; then
 	"${WRAP[@]}" "$TMP/benchrelay" "-${BIN%-relay}" ${RELAY_ARGS:-} -listen 127.0.0.1:$PG -upstream 127.0.0.1:5432 >$TMP/log 2>&1 &
 else
+# MARIA=1: bench-proxy.sh's configuration (its clusters()): a MariaDB cluster and group beside pg.
+MARIA_CLUSTER= MARIA_GROUP= MARIA_ROUTE=
+if [ "${MARIA:-0}" = 1 ]; then
+	MARIA_CLUSTER='  - {name: maria, engine: mysql, endpoint: "127.0.0.1:3306", database: mysql, credentials: {user: root}, maxRunningQueries: 16}'
+	MARIA_GROUP='  - {name: maria, members: [maria], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30}'
+	MARIA_ROUTE=', mysql: maria'
+fi
 cat >$TMP/c.yaml <<YAML
 queryflux:
   role: standalone
@@ -60,10 +68,12 @@ queryflux:
 settings: {passthrough: true, security: {trustLoopback: true}}
 clusters:
   - {name: pg, engine: postgres, endpoint: "127.0.0.1:5432", database: $DB, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable}}
+${MARIA_CLUSTER}
 clusterGroups:
   - {name: pg, members: [pg], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30, poolMode: ${POOL:-transaction}}
+${MARIA_GROUP}
 routers:
-  - {type: protocolBased, postgres: pg}
+  - {type: protocolBased, postgres: pg${MARIA_ROUTE}}
 routingFallback: pg
 ${EXTRA_YAML:-}
 YAML

@@ -109,3 +109,32 @@ func (c *Conn) readEnded() {
 		c.wrote.Store(false)
 	}
 }
+
+// BeginSpin reports whether a waiter outside this package (an event loop's thread, which
+// polls its own sockets) may spin now, under the same bounds as a spinning read: the machine
+// had idle CPU at the last sample, and nothing else in the process awaits an answer. True
+// counts the caller as such a waiter until EndSpin; while it spins it checks SpinAlone.
+func BeginSpin(now time.Time) bool {
+	if !askIdle(now) {
+		return false
+	}
+	if spinWaiters.Add(1) != 1 {
+		spinWaiters.Add(-1)
+		return false
+	}
+	return true
+}
+
+// EndSpin ends what a true BeginSpin began.
+func EndSpin() { spinWaiters.Add(-1) }
+
+// SpinAlone reports whether a spinner that began is still the only waiter.
+func SpinAlone() bool { return spinWaiters.Load() == 1 }
+
+// HoldIdle makes the idle sampler's answer idle until release is called (tests of spinners
+// outside this package: their machine's load must not decide whether they spin).
+func HoldIdle(idle bool) (release func()) {
+	idleHeld.Store(true)
+	machineIdle.Store(idle)
+	return func() { idleHeld.Store(false) }
+}

@@ -22,11 +22,7 @@ func exchange(t *testing.T, a *Conn, b net.Conn, delay time.Duration) (spinning 
 }
 
 // holdIdle keeps machineIdle at idle for the test (the sampler does not change it meanwhile).
-func holdIdle(t *testing.T, idle bool) {
-	idleHeld.Store(true)
-	machineIdle.Store(idle)
-	t.Cleanup(func() { idleHeld.Store(false) })
-}
+func holdIdle(t *testing.T, idle bool) { t.Cleanup(HoldIdle(idle)) }
 
 func tryExchange(a *Conn, b net.Conn, delay time.Duration) (spinning bool, _ error) {
 	done := make(chan error, 1)

@@ -1,6 +1,9 @@
 package relayloop
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // Lazy is a server's loop, started on first use: a server that never relays a connection
 // never starts its thread. The zero Lazy starts one; Off keeps it from ever starting.
@@ -12,6 +15,8 @@ type Lazy struct {
 	// Backend is the backend the loop prefers (BackendAuto: the package's default); the
 	// environment's BackendEnv overrides it.
 	Backend Backend
+	// Spin bounds the loop's spinning wait (0: never; rawconn.Spin is the daemon's).
+	Spin time.Duration
 
 	once sync.Once
 	l    *Loop
@@ -23,7 +28,7 @@ func (z *Lazy) Get() *Loop {
 		if z.Off {
 			return
 		}
-		l, err := NewOn(0, z.Backend)
+		l, err := NewWith(0, z.Backend, z.Spin)
 		if err != nil {
 			if z.Failed != nil {
 				z.Failed(err)

@@ -35,6 +35,7 @@ type Loop struct {
 	// stopped holds the pairs that stopped in this turn, whose buffers go to bufs after it.
 	stopped []*pair
 	bufs    buffers
+	spin    spinner
 
 	ctls   atomic.Int64 // epoll_ctl calls on the loop's set (tests)
 	fcntls atomic.Int64 // sockets made non-blocking at a plug (tests)
@@ -96,12 +97,15 @@ func New(bufBytes int) (*Loop, error) { return NewOn(bufBytes, BackendAuto) }
 
 // NewOn is New on the backend prefer (BackendAuto: the default), unless BackendEnv says
 // otherwise.
-func NewOn(bufBytes int, prefer Backend) (*Loop, error) {
+func NewOn(bufBytes int, prefer Backend) (*Loop, error) { return NewWith(bufBytes, prefer, 0) }
+
+// NewWith is NewOn whose waits may spin for up to spin before they sleep (spinner; 0: never).
+func NewWith(bufBytes int, prefer Backend, spin time.Duration) (*Loop, error) {
 	if bufBytes <= 0 {
 		bufBytes = BufferBytesDefault
 	}
 	l := &Loop{epfd: -1, evfd: -1, bufBytes: bufBytes, exited: make(chan struct{}),
-		events: make([]unix.EpollEvent, 128), begun: map[*pair]struct{}{}}
+		events: make([]unix.EpollEvent, 128), begun: map[*pair]struct{}{}, spin: spinner{bound: spin}}
 	ready := make(chan error, 1)
 	go l.run(ready, chosenBackend(prefer))
 	if err := <-ready; err != nil {
@@ -354,13 +358,27 @@ func (l *Loop) waitMillis() int {
 }
 
 // wait polls without blocking first (no hand-off of the thread's processor when events are
-// already there, the common case under load), then blocks.
+// already there, the common case under load), spins when the spinner allows, then blocks.
 func (l *Loop) wait() (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
-	if e == 0 && r > 0 {
-		return int(r), nil
+	if n := l.poll(); n > 0 {
+		return n, nil
 	}
-	return unix.EpollWait(l.epfd, l.events, l.waitMillis())
+	start, n := l.spin.begin(), 0
+	if l.spin.try(start, func() bool { n = l.poll(); return n > 0 }) {
+		return n, nil
+	}
+	n, err := unix.EpollWait(l.epfd, l.events, l.waitMillis())
+	l.spin.end(start)
+	return n, err
+}
+
+// poll is epoll_wait without blocking: the number of events there now.
+func (l *Loop) poll() int {
+	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
+	if e != 0 {
+		return 0
+	}
+	return int(r)
 }
 
 // commands runs what other goroutines asked for; true when the loop must end.

@@ -25,6 +25,9 @@ func New(int) (*Loop, error) { return nil, errUnsupported }
 // NewOn fails outside Linux.
 func NewOn(int, Backend) (*Loop, error) { return nil, errUnsupported }
 
+// NewWith fails outside Linux.
+func NewWith(int, Backend, time.Duration) (*Loop, error) { return nil, errUnsupported }
+
 // Backend names a loop's way of waiting for its sockets (Linux only).
 type Backend string
 

@@ -237,15 +237,7 @@ func (l *Loop) runRing() {
 				panic(fmt.Sprintf("relayloop: %v", err))
 			}
 			if g.r.Ready() == 0 {
-				var err error
-				if ms := l.waitMillis(); ms >= 0 {
-					err = g.r.SubmitAndWaitTimeout(1, time.Duration(ms)*time.Millisecond)
-				} else {
-					err = g.r.SubmitAndWait(1)
-				}
-				if err != nil {
-					panic(fmt.Sprintf("relayloop: %v", err))
-				}
+				l.ringWait()
 			}
 		}
 		l.reap()
@@ -267,6 +259,33 @@ func (l *Loop) runRing() {
 		}
 	}
 	l.shutdown()
+}
+
+// ringWait awaits a completion: spinning first, when the spinner allows, then asleep.
+func (l *Loop) ringWait() {
+	start := l.spin.begin()
+	if l.spin.try(start, l.ringReady) {
+		return
+	}
+	var err error
+	if ms := l.waitMillis(); ms >= 0 {
+		err = l.ring.r.SubmitAndWaitTimeout(1, time.Duration(ms)*time.Millisecond)
+	} else {
+		err = l.ring.r.SubmitAndWait(1)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("relayloop: %v", err))
+	}
+	l.spin.end(start)
+}
+
+// ringReady enters the ring to take what has completed (a receive's completion is posted when
+// the loop's thread enters it); whether anything has.
+func (l *Loop) ringReady() bool {
+	if err := l.ring.r.GetEvents(); err != nil {
+		panic(fmt.Sprintf("relayloop: %v", err))
+	}
+	return l.ring.r.Ready() > 0
 }
 
 // reap moves the ring's completions to g.cqes; it returns where the new ones start.

@@ -3,7 +3,10 @@ package proxy
 import (
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // TestSessionKillersRefused: each way a statement names KILL or a function that ends engine
@@ -42,4 +45,31 @@ func TestSessionKillersRefused(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestMayKillSessionsIsTheThreeScans: the byte prefilter rules out no text the three
+// case-folding scans would let through, whatever its bytes (Unicode that folds to ASCII
+// included), and keeps the scans' answer for the rest.
+func TestMayKillSessionsIsTheThreeScans(t *testing.T) {
+	scans := func(s string) bool {
+		return sqltok.ContainsFold(s, "kill") || sqltok.ContainsFold(s, "_backend") || sqltok.ContainsFold(s, "u&")
+	}
+	for _, s := range []string{"kill", "KILL", "xxxxxxxKill", "pg_cancel_BACKEND(1)", `U&"x"`, "select u&'a'",
+		"select 1 from pgbench_accounts where aid = 12345678 and k", "&", "select u&'a' from t", `u&"x" from tt`, "\u212Aill", "_bac\u212Aend"} {
+		if got := mayKillSessions(s); got != scans(s) {
+			t.Errorf("mayKillSessions(%q) = %v, the scans say %v", s, got, !got)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		piece := rapid.SampledFrom([]string{"kill", "KiLl", "_backend", "_BACKEND", "u&", "U&", "k", "K", "&",
+			"\u212A", "\u017F", "\x06", "\x4b", "\xcb", "select ", "pgbench_accounts", " ", "1234567", "'", "é"})
+		var b []byte
+		for _, p := range rapid.SliceOfN(rapid.OneOf(piece, rapid.StringN(0, 3, -1)), 0, 12).Draw(t, "pieces") {
+			b = append(b, p...)
+		}
+		s := string(b)
+		if got, want := mayKillSessions(s), scans(s); got != want {
+			t.Fatalf("mayKillSessions(%q) = %v, the scans say %v", s, got, want)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/mysqlshow"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
@@ -51,7 +53,8 @@ var compatNames = func() map[string]bool {
 // pgCompatSQL is everything the compatibility catalog holds for PostgreSQL (and Trino)
 // clients; the engine adds the other protocols' functions.
 func pgCompatSQL() []string {
-	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL)
+	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL, psqlCatalogSQL,
+		regTextSQL)
 }
 
 // compatSQL creates the missing catalog objects in the catalog named {c}. The owner of
@@ -76,14 +79,17 @@ var compatSQL = []string{
 	// The client's database, not every attached catalog's copy of DuckDB's own views and
 	// functions.
 	`CREATE MACRO {c}.main.qf_own_schemas() AS TABLE
-		SELECT oid FROM duckdb_schemas() WHERE database_name = current_database()`,
+		SELECT oid FROM duckdb_schemas() WHERE database_name = current_database() AND schema_name <> 'queryflux_pg'`,
 	// DuckDB keeps a primary key or unique constraint's index out of its pg_index and pg_class:
 	// they list it as PostgreSQL does (JDBC's getPrimaryKeys, psql's \d), under an oid of its
 	// own (qf_constraint_index_oid).
 	`CREATE MACRO {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS
 		(1::BIGINT << 40) + table_oid * 1000 + constraint_index`,
+	declaredNameSQL, declaredActionSQL,
 	`CREATE MACRO {c}.main.qf_key_constraints() AS TABLE
-		SELECT * FROM duckdb_constraints() WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE')
+		SELECT *, {c}.main.qf_constraint_name(database_name, schema_name, table_name, constraint_type, constraint_column_names,
+			CASE WHEN constraint_type = 'PRIMARY KEY' THEN table_name || '_pkey' ELSE constraint_name END) AS pg_name
+		FROM duckdb_constraints() WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE')
 		AND database_name = current_database()`,
 	// A table's access method is heap (qf_pg_am), as psql's \dt+ shows it, a view's none; a table with a
 	// foreign key or referenced by one has "triggers", as PostgreSQL keeps its foreign keys
@@ -100,8 +106,7 @@ var compatSQL = []string{
 		AND oid NOT IN (SELECT view_oid FROM duckdb_views() WHERE internal)
 		UNION ALL BY NAME
 		SELECT {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS oid,
-			CASE WHEN constraint_type = 'PRIMARY KEY' THEN table_name || '_pkey' ELSE constraint_name END AS relname,
-			schema_oid AS relnamespace, 'i' AS relkind, 'p' AS relpersistence, len(constraint_column_indexes)::BIGINT AS relnatts,
+			pg_name AS relname, schema_oid AS relnamespace, 'i' AS relkind, 'p' AS relpersistence, len(constraint_column_indexes)::BIGINT AS relnatts,
 			false AS relhasindex, false AS relisshared, false AS relforcerowsecurity, 'n' AS relreplident,
 			403 AS relam, 0 AS reltuples, 0 AS relpages
 		FROM {c}.main.qf_key_constraints()`,
@@ -116,14 +121,14 @@ var compatSQL = []string{
 	`CREATE VIEW {c}.main.pg_statio_all_tables AS SELECT table_oid AS relid, schema_name AS schemaname, table_name AS relname,
 		0::BIGINT AS heap_blks_read, 0::BIGINT AS heap_blks_hit, 0::BIGINT AS idx_blks_read, 0::BIGINT AS idx_blks_hit,
 		0::BIGINT AS toast_blks_read, 0::BIGINT AS toast_blks_hit, 0::BIGINT AS tidx_blks_read, 0::BIGINT AS tidx_blks_hit
-		FROM duckdb_tables() WHERE database_name = current_database()`,
+		FROM duckdb_tables() WHERE database_name = current_database() AND schema_name <> 'queryflux_pg'`,
 	// DuckDB has no materialized views.
 	`CREATE VIEW {c}.main.pg_matviews AS SELECT NULL::VARCHAR AS schemaname, NULL::VARCHAR AS matviewname,
 		NULL::VARCHAR AS matviewowner, NULL::VARCHAR AS tablespace, false AS hasindexes, false AS ispopulated,
 		NULL::VARCHAR AS definition WHERE false`,
 	`CREATE VIEW {c}.main.qf_pg_namespace AS
 		SELECT oid, {c}.main.qf_pg_schema(schema_name) AS nspname, 0 AS nspowner, NULL AS nspacl FROM duckdb_schemas()
-		WHERE database_name = current_database()
+		WHERE database_name = current_database() AND schema_name <> 'queryflux_pg'
 		OR database_name = 'system' AND schema_name IN ('pg_catalog', 'information_schema')`,
 	`CREATE VIEW {c}.main.qf_pg_proc AS SELECT * FROM pg_catalog.pg_proc
 		WHERE oid IN (SELECT function_oid FROM duckdb_functions() WHERE NOT internal AND database_name = current_database())`,
@@ -148,7 +153,7 @@ var compatSQL = []string{
 		(SELECT any_value('CREATE ' || CASE WHEN is_unique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || index_name || ' ON ' ||
 			{c}.main.qf_pg_schema(schema_name) || '.' || table_name || ' USING btree (' || array_to_string({c}.main.qf_index_expressions(expressions), ', ') || ')')
 			FROM duckdb_indexes() WHERE index_oid = id),
-		(SELECT any_value('CREATE UNIQUE INDEX ' || CASE WHEN constraint_type = 'PRIMARY KEY' THEN table_name || '_pkey' ELSE constraint_name END ||
+		(SELECT any_value('CREATE UNIQUE INDEX ' || pg_name ||
 			' ON ' || {c}.main.qf_pg_schema(schema_name) || '.' || table_name || ' USING btree (' || array_to_string(constraint_column_names, ', ') || ')')
 			FROM {c}.main.qf_key_constraints() WHERE {c}.main.qf_constraint_index_oid(table_oid, constraint_index) = id))`,
 	`CREATE MACRO {c}.main.pg_get_indexdef(id) AS {c}.main.qf_indexdef(id),
@@ -194,9 +199,10 @@ var compatSQL = []string{
 	// get_pk_constraint and get_foreign_keys). DuckDB has no referential actions: a foreign key
 	// is NO ACTION ('a'), as PostgreSQL's default. NOT NULL is a column's, not a constraint.
 	`CREATE VIEW {c}.main.qf_pg_constraint AS SELECT (k.table_oid * 1000000) + k.constraint_index AS oid,
-		CASE k.constraint_type WHEN 'PRIMARY KEY' THEN k.table_name || '_pkey'
+		{c}.main.qf_constraint_name(k.database_name, k.schema_name, k.table_name, k.constraint_type, k.constraint_column_names,
+			CASE k.constraint_type WHEN 'PRIMARY KEY' THEN k.table_name || '_pkey'
 			WHEN 'FOREIGN KEY' THEN k.table_name || '_' || array_to_string(k.constraint_column_names, '_') || '_fkey'
-			ELSE k.constraint_name END AS conname,
+			ELSE k.constraint_name END) AS conname,
 		k.schema_oid AS connamespace,
 		CASE k.constraint_type WHEN 'CHECK' THEN 'c' WHEN 'UNIQUE' THEN 'u' WHEN 'PRIMARY KEY' THEN 'p' ELSE 'f' END AS contype,
 		false AS condeferrable, false AS condeferred, true AS convalidated, k.table_oid AS conrelid, 0::BIGINT AS contypid,
@@ -204,8 +210,10 @@ var compatSQL = []string{
 			WHEN k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') THEN {c}.main.qf_constraint_index_oid(k.table_oid, k.constraint_index)
 			ELSE 0 END AS conindid,
 		0::BIGINT AS conparentid, coalesce(r.table_oid, 0) AS confrelid,
-		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN 'a' ELSE ' ' END AS confupdtype,
-		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN 'a' ELSE ' ' END AS confdeltype,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN {c}.main.qf_constraint_action(k.database_name, k.schema_name, k.table_name,
+			k.constraint_column_names, 'u') ELSE ' ' END AS confupdtype,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN {c}.main.qf_constraint_action(k.database_name, k.schema_name, k.table_name,
+			k.constraint_column_names, 'd') ELSE ' ' END AS confdeltype,
 		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN 's' ELSE ' ' END AS confmatchtype,
 		true AS conislocal, 0 AS coninhcount, false AS connoinherit,
 		list_transform(k.constraint_column_indexes, i -> (i + 1)::SMALLINT) AS conkey,
@@ -389,6 +397,34 @@ var compatSQL = []string{
 		NULL::VARCHAR[] AS extcondition WHERE false`,
 	`CREATE VIEW {c}.main.pg_partitioned_table AS SELECT 0::BIGINT AS partrelid, 'r' AS partstrat,
 		0 AS partnatts WHERE false`,
+	// What psql's \dy \dc \dC \do \dL \dF \des \drds list: DuckDB has no event triggers,
+	// encoding conversions, PostgreSQL casts or operators one could list as pg_catalog's, no
+	// procedural language, text search configuration, foreign server or per-role settings.
+	`CREATE VIEW {c}.main.pg_event_trigger AS SELECT 0::BIGINT AS oid, '' AS evtname, '' AS evtevent, 0::BIGINT AS evtowner,
+		0::BIGINT AS evtfoid, 'O' AS evtenabled, NULL::VARCHAR[] AS evttags WHERE false`,
+	`CREATE VIEW {c}.main.pg_conversion AS SELECT 0::BIGINT AS oid, '' AS conname, 0::BIGINT AS connamespace,
+		0::BIGINT AS conowner, 0 AS conforencoding, 0 AS contoencoding, 0::BIGINT AS conproc, false AS condefault WHERE false`,
+	`CREATE MACRO {c}.main.pg_conversion_is_visible(id) AS true`,
+	`CREATE VIEW {c}.main.pg_cast AS SELECT 0::BIGINT AS oid, 0::BIGINT AS castsource, 0::BIGINT AS casttarget,
+		0::BIGINT AS castfunc, 'e' AS castcontext, 'f' AS castmethod WHERE false`,
+	`CREATE VIEW {c}.main.pg_operator AS SELECT 0::BIGINT AS oid, '' AS oprname, 0::BIGINT AS oprnamespace,
+		0::BIGINT AS oprowner, 'b' AS oprkind, false AS oprcanmerge, false AS oprcanhash, 0::BIGINT AS oprleft,
+		0::BIGINT AS oprright, 0::BIGINT AS oprresult, 0::BIGINT AS oprcom, 0::BIGINT AS oprnegate, 0::BIGINT AS oprcode,
+		0::BIGINT AS oprrest, 0::BIGINT AS oprjoin WHERE false`,
+	`CREATE MACRO {c}.main.pg_operator_is_visible(id) AS true`,
+	`CREATE VIEW {c}.main.pg_language AS SELECT 0::BIGINT AS oid, '' AS lanname, 0::BIGINT AS lanowner, false AS lanispl,
+		false AS lanpltrusted, 0::BIGINT AS lanplcallfoid, 0::BIGINT AS laninline, 0::BIGINT AS lanvalidator,
+		NULL::VARCHAR[] AS lanacl, 0::BIGINT AS tableoid WHERE false`,
+	`CREATE VIEW {c}.main.pg_ts_config AS SELECT 0::BIGINT AS oid, '' AS cfgname, 0::BIGINT AS cfgnamespace,
+		0::BIGINT AS cfgowner, 0::BIGINT AS cfgparser WHERE false`,
+	`CREATE MACRO {c}.main.pg_ts_config_is_visible(id) AS true`,
+	`CREATE VIEW {c}.main.pg_foreign_data_wrapper AS SELECT 0::BIGINT AS oid, '' AS fdwname, 0::BIGINT AS fdwowner,
+		0::BIGINT AS fdwhandler, 0::BIGINT AS fdwvalidator, NULL::VARCHAR[] AS fdwacl, NULL::VARCHAR[] AS fdwoptions WHERE false`,
+	`CREATE VIEW {c}.main.pg_foreign_server AS SELECT 0::BIGINT AS oid, '' AS srvname, 0::BIGINT AS srvowner,
+		0::BIGINT AS srvfdw, NULL::VARCHAR AS srvtype, NULL::VARCHAR AS srvversion, NULL::VARCHAR[] AS srvacl,
+		NULL::VARCHAR[] AS srvoptions WHERE false`,
+	`CREATE VIEW {c}.main.pg_db_role_setting AS SELECT 0::BIGINT AS setdatabase, 0::BIGINT AS setrole,
+		NULL::VARCHAR[] AS setconfig WHERE false`,
 }
 
 // extendedRelations are DuckDB's catalog relations that lack columns clients read, or list
@@ -425,6 +461,7 @@ var pgTypes = []pgType{
 	{23, "int4", "integer", 4, "N", false}, {25, "text", "text", -1, "S", true},
 	{26, "oid", "oid", 4, "N", false}, {114, "json", "json", -1, "U", false},
 	{700, "float4", "real", 4, "N", false}, {701, "float8", "double precision", 8, "N", false},
+	{1042, "bpchar", "character", -1, "S", true},
 	{1043, "varchar", "character varying", -1, "S", true}, {1082, "date", "date", 4, "D", false},
 	{1083, "time", "time without time zone", 8, "D", false},
 	{1114, "timestamp", "timestamp without time zone", 8, "D", false},
@@ -473,6 +510,16 @@ func typeSQL() []string {
 		rows = append(rows, fmt.Sprintf("(%d, '_%s', '%s[]', -1, 'A', %d)", array, t.name, strings.ReplaceAll(t.formatted, "'", "''"),
 			map[bool]int{true: 100}[t.collatable]))
 	}
+	// The arrays of the other types a PostgreSQL client may declare (pgdeclared.go).
+	for _, elem := range slices.Sorted(maps.Keys(pgArrayTypes)) {
+		i := slices.IndexFunc(pgTypes, func(t pgType) bool { return t.oid == elem })
+		if array := pgArrayTypes[elem]; i >= 0 && !listed[array] {
+			listed[array] = true
+			t := pgTypes[i]
+			rows = append(rows, fmt.Sprintf("(%d, '_%s', '%s[]', -1, 'A', %d)", array, t.name, strings.ReplaceAll(t.formatted, "'", "''"),
+				map[bool]int{true: 100}[t.collatable]))
+		}
+	}
 	return []string{
 		`CREATE MACRO {c}.main.qf_type_oid(data_type) AS CASE WHEN data_type LIKE 'DECIMAL(%' THEN 1700 ELSE CASE data_type ` +
 			strings.Join(cases, " ") + ` ELSE 25 END END`,
@@ -489,22 +536,20 @@ func typeSQL() []string {
 		// How PostgreSQL stores a value of the type (psql's \d+ Storage): numeric "main", the
 		// other variable-length types (arrays too) "extended".
 		`CREATE MACRO {c}.main.qf_storage(type_oid) AS CASE WHEN type_oid = 1700 THEN 'm'
-			WHEN type_oid IN (17, 25, 114, 1043, 3802) OR type_oid IN (SELECT oid FROM {c}.main.qf_pg_type WHERE typcategory = 'A')
+			WHEN type_oid IN (17, 25, 114, 1042, 1043, 3802) OR type_oid IN (SELECT oid FROM {c}.main.qf_pg_type WHERE typcategory = 'A')
 			THEN 'x' ELSE 'p' END`,
-		`CREATE MACRO {c}.main.qf_format_type(type_oid, type_mod) AS CASE
-			WHEN type_oid = 1700 AND type_mod > 4 THEN 'numeric(' || ((type_mod - 4) >> 16) || ',' || ((type_mod - 4) & 65535) || ')'
-			ELSE coalesce((SELECT any_value(t.qf_formatted) FROM {c}.main.qf_pg_type t WHERE t.oid = type_oid), '???') END`,
+		formatTypeSQL(),
+		declaredColumnsView,
 		`CREATE VIEW {c}.main.qf_pg_attribute AS SELECT table_oid AS attrelid, column_name AS attname,
-			{c}.main.qf_type_oid(data_type) AS atttypid, -1 AS attstattarget, -1 AS attlen, column_index AS attnum,
-			0 AS attndims, -1 AS attcacheoff,
-			CASE WHEN data_type LIKE 'DECIMAL(%' THEN ((numeric_precision << 16) | numeric_scale) + 4 ELSE -1 END AS atttypmod,
-			false AS attbyval, {c}.main.qf_storage({c}.main.qf_type_oid(data_type)) AS attstorage, 'i' AS attalign, NOT is_nullable AS attnotnull,
+			pg_type_oid AS atttypid, -1 AS attstattarget, -1 AS attlen, column_index AS attnum,
+			0 AS attndims, -1 AS attcacheoff, pg_typmod AS atttypmod,
+			false AS attbyval, {c}.main.qf_storage(pg_type_oid) AS attstorage, 'i' AS attalign, NOT is_nullable AS attnotnull,
 			column_default IS NOT NULL AS atthasdef, false AS atthasmissing, '' AS attidentity, '' AS attgenerated,
 			false AS attisdropped, true AS attislocal, 0 AS attinhcount,
-			CASE WHEN {c}.main.qf_type_oid(data_type) IN (18, 19, 25, 1043) THEN 100 ELSE 0 END::BIGINT AS attcollation,
+			CASE WHEN pg_type_oid IN (18, 19, 25, 1042, 1043) THEN 100 ELSE 0 END::BIGINT AS attcollation,
 			'' AS attcompression, NULL::VARCHAR[] AS attacl, NULL::VARCHAR[] AS attoptions, NULL::VARCHAR[] AS attfdwoptions,
 			NULL::VARCHAR AS attmissingval
-			FROM duckdb_columns()
+			FROM {c}.main.qf_pg_columns
 			UNION ALL BY NAME
 			SELECT {c}.main.qf_constraint_index_oid(k.table_oid, k.constraint_index) AS attrelid, c.column_name AS attname,
 				{c}.main.qf_type_oid(c.data_type) AS atttypid, k.pos::INTEGER AS attnum, -1 AS atttypmod,
@@ -1012,6 +1057,13 @@ func (w *compatWriter) step() {
 				return
 			}
 		}
+		if w.settings && w.word(open) == "(" && name >= 0 && w.toks[name].Kind != sqltok.String {
+			// current_setting(s.name) (psql's \dconfig over pg_settings): DuckDB's takes only a
+			// constant; the compatibility one answers any of pg_settings' names.
+			w.emit(pgSettingsPrefix + "current_setting")
+			w.i++
+			return
+		}
 	case "generate_series", "unnest":
 		if isFromItem(w.word(w.prevSig(w.nameStart(w.i)))) {
 			w.aliasColumn() // a FROM item (not a select list's unnest(x) AS y)
@@ -1347,6 +1399,9 @@ func (w *compatWriter) emit(s string) {
 // as the table's name) is the relation's name; any other operand is already an oid and stays
 // one.
 func (w *compatWriter) castReg(name string) {
+	if w.lastLiteral < 0 && w.castRegText(name) {
+		return
+	}
 	if name == "regclass" && w.lastLiteral < 0 {
 		if col := w.prevSig(w.i); w.isName(col) && w.word(w.prevSig(w.nameStart(col))) != "::" {
 			if operand, ok := w.retract(w.nameStart(col)); ok {
@@ -1373,6 +1428,11 @@ func (w *compatWriter) castReg(name string) {
 	s = strings.ReplaceAll(strings.Trim(s, `"`), "'", "''")
 	// Aliased as the type, which names the column as PostgreSQL names a cast's.
 	look := "(SELECT any_value(oid) AS regclass FROM pg_catalog.pg_class WHERE relname = '" + s + "')"
+	if name == "regclass" && w.selectedAlone() {
+		// SELECT 't'::regclass: PostgreSQL prints the relation's name (and fails for none).
+		look = "(SELECT CASE WHEN count(*) = 0 THEN error('" + raisedPrefix + sqlstate.UndefinedTable + " relation \"" +
+			strings.ReplaceAll(s, "''", "'") + "\" does not exist') ELSE any_value(relname) END AS regclass FROM pg_catalog.pg_class WHERE relname = '" + s + "')"
+	}
 	if name == "regtype" {
 		look = "(SELECT any_value(oid) AS regtype FROM pg_catalog.pg_type WHERE typname = '" + s + "')"
 	}

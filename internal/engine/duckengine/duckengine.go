@@ -165,14 +165,6 @@ func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bo
 			return fmt.Errorf("attach an in-memory database as %q: %w", db, err)
 		}
 	}
-	// \l lists the databases a client can use: not DuckDB's own, nor the compatibility one.
-	hidden := "'memory', '" + compatCatalog + "'"
-	for _, s := range slices.Concat(pgCompatSQL(), trinoFunctionSQL, mysqlFunctionSQL) {
-		s = strings.NewReplacer("{c}", quoteIdent(compatCatalog), "{hidden}", hidden).Replace(s)
-		if err := exec(s); err != nil {
-			return fmt.Errorf("catalog compatibility: %w", err)
-		}
-	}
 	home := name
 	if !inMemory {
 		if home, err = currentDatabase(dc); err != nil {
@@ -180,6 +172,18 @@ func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bo
 		}
 	} else {
 		cs.catalog = name
+	}
+	declared, err := setupDeclared(exec, home)
+	if err != nil {
+		return err
+	}
+	// \l lists the databases a client can use: not DuckDB's own, nor the compatibility one.
+	hidden := "'memory', '" + compatCatalog + "'"
+	for _, s := range slices.Concat(pgCompatSQL(), trinoFunctionSQL, mysqlFunctionSQL) {
+		s = strings.NewReplacer("{c}", quoteIdent(compatCatalog), "{hidden}", hidden, "{declared}", declared).Replace(s)
+		if err := exec(s); err != nil {
+			return fmt.Errorf("catalog compatibility: %w", err)
+		}
 	}
 	cs.searchPath = quoteIdent(home) + ".main," + quoteIdent(compatCatalog) + ".main"
 	return nil

@@ -38,7 +38,8 @@ func infoSchemaSQL() []string {
 	out := []string{`CREATE SCHEMA {c}.infoschema`}
 	for view, cols := range infoSchemaViews {
 		out = append(out, `CREATE VIEW {c}.infoschema.`+view+` AS SELECT *`+infoSchemaExtra[view]+` FROM system.information_schema.`+view+
-			` WHERE `+cols[0]+` NOT IN ({hidden}, 'temp') AND NOT (`+cols[0]+` = 'system' AND `+cols[1]+` = 'main')`)
+			` WHERE `+cols[0]+` NOT IN ({hidden}, 'temp') AND NOT (`+cols[0]+` = 'system' AND `+cols[1]+` = 'main')`+
+			` AND `+cols[1]+` <> '`+declaredSchema+`'`)
 	}
 	// A foreign key uses the columns it references, as PostgreSQL lists them (DuckDB lists the
 	// key's own columns, as table_constraints' key_column_usage does).

@@ -47,7 +47,7 @@ func TestJDBCMetadata(t *testing.T) {
 		"exported_keys": "t_meta_ix,code,t_meta_fk,ix_code,t_meta_fk_ix_code_fkey,t_meta_ix_code_key;" +
 			"t_meta_ix,id,t_meta_fk,ix_id,t_meta_fk_ix_id_fkey,t_meta_ix_pkey",
 		"cross_reference": "code,ix_code;id,ix_id",
-		"columns":         "a,int4;b,text;c,float8",
+		"columns":         "a,int4;b,varchar;c,float8", // b declared varchar (pgdeclared.go)
 		"keywords":        "true",
 		"after":           "7",
 	})

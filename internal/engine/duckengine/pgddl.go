@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -50,6 +51,13 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 		}
 	}
 	stmts, fresh, tag, ok, err := expandDDL(q)
+	var decl *declaredTable
+	if err == nil && strings.EqualFold(sqltok.FirstWord(q.Analysis().Tokens), "create") && (!ok || tag == "CREATE TABLE") {
+		// Every CREATE TABLE of a PostgreSQL client records what it declares (pgdeclared.go).
+		if decl = readDeclaredTable(q.SQL); decl != nil && !ok {
+			stmts, tag, ok = []string{pgCompat(q)}, "CREATE TABLE", true
+		}
+	}
 	if !ok || err != nil {
 		return nil, ok, err
 	}
@@ -58,7 +66,11 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := runAll(ctx, conn, append(drops, stmts...), inTx); err != nil {
+		record, err := decl.statements(ctx, conn)
+		if err != nil {
+			return nil, err
+		}
+		if err := runAll(ctx, conn, slices.Concat(drops, stmts, record), inTx); err != nil {
 			return nil, serialTableExists(err)
 		}
 		return engine.TagRows(tag), nil

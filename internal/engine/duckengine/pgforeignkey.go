@@ -20,8 +20,9 @@ import (
 
 // foreignKey is the statement read.
 type foreignKey struct {
-	table  []string // [schema.]name, as written
-	clause string   // FOREIGN KEY (...) REFERENCES ...(...), without actions
+	table    []string // [schema.]name, as written
+	clause   string   // FOREIGN KEY (...) REFERENCES ...(...), without actions
+	declared declaredConstraint
 }
 
 // addForeignKey reads q as ALTER TABLE ... ADD ... FOREIGN KEY; handled is false for any
@@ -42,8 +43,9 @@ func addForeignKey(q *query.Request) (run ownRun, handled bool, err error) {
 	if len(table) == 0 || len(table) > 2 || !r.Word("add") {
 		return nil, false, nil
 	}
+	declared := declaredConstraint{kind: 'f', onDelete: 'a', onUpdate: 'a'}
 	if r.Word("constraint") {
-		r.Name() // DuckDB keeps no name for a foreign key (pg_constraint names it as PostgreSQL would)
+		declared.name = tokenName(r.Name()) // DuckDB keeps no name for a foreign key: the declared catalog does (pgdeclared.go)
 	}
 	if !r.Word("foreign") || !r.Word("key") || !r.Punct("(") {
 		return nil, false, nil
@@ -51,6 +53,9 @@ func addForeignKey(q *query.Request) (run ownRun, handled bool, err error) {
 	cols, ok := r.Names()
 	if !ok || !r.Punct(")") || !r.Word("references") {
 		return nil, false, nil
+	}
+	for _, c := range cols {
+		declared.columns = append(declared.columns, tokenName(c))
 	}
 	ref := r.Name()
 	clause := "FOREIGN KEY (" + strings.Join(cols, ", ") + ") REFERENCES " + ref
@@ -62,14 +67,24 @@ func addForeignKey(q *query.Request) (run ownRun, handled bool, err error) {
 		clause += " (" + strings.Join(refCols, ", ") + ")"
 	}
 	for r.Word("on") {
-		if !r.Word("delete") && !r.Word("update") {
+		action := &declared.onUpdate
+		if r.Word("delete") {
+			action = &declared.onDelete
+		} else if !r.Word("update") {
 			return nil, false, nil
 		}
-		// Left out, as in CREATE TABLE (pgrefactions.go): DuckDB refuses a change of a
-		// referenced row where PostgreSQL would cascade or set NULL.
+		// Left out of DuckDB's key, as in CREATE TABLE (pgrefactions.go), and kept in the
+		// declared catalog.
 		switch {
-		case r.Word("no") && r.Word("action"), r.Word("restrict"), r.Word("cascade"):
-		case r.Word("set") && (r.Word("null") || r.Word("default")):
+		case r.Word("no") && r.Word("action"):
+		case r.Word("restrict"):
+			*action = 'r'
+		case r.Word("cascade"):
+			*action = 'c'
+		case r.Word("set") && r.Word("null"):
+			*action = 'n'
+		case r.Word("default"):
+			*action = 'd'
 		default:
 			return nil, false, nil
 		}
@@ -77,7 +92,7 @@ func addForeignKey(q *query.Request) (run ownRun, handled bool, err error) {
 	if r.Punct(";"); r.More() {
 		return nil, false, nil // NOT VALID, DEFERRABLE, MATCH ...: DuckDB's to refuse
 	}
-	fk := foreignKey{table: table, clause: clause}
+	fk := foreignKey{table: table, clause: clause, declared: declared}
 	return fk.run, true, nil
 }
 
@@ -121,6 +136,11 @@ func (fk foreignKey) run(ctx context.Context, conn *sql.Conn, inTx bool) (query.
 		return nil, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "cannot read the definition of table " + name}
 	}
 	stmts := append([]string{"DROP TABLE " + ref, ddl[:end] + ", " + fk.clause + ddl[end:]}, indexes...)
+	if fk.declared.name != "" || fk.declared.onDelete != 'a' || fk.declared.onUpdate != 'a' {
+		stmts = append(stmts, "DELETE FROM "+declaredSchema+".constraints WHERE schema_name = "+schemaExpr(duckSchema(schema))+
+			" AND table_name = lower("+quoteString(name)+") AND kind = 'f' AND columns = "+fk.declared.columnList(),
+			fk.declared.insert(duckSchema(schema), name))
+	}
 	if err := runAll(ctx, conn, stmts, inTx); err != nil {
 		return nil, err
 	}

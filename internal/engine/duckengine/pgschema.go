@@ -26,7 +26,7 @@ const pgInfoSchemaPrefix = `"` + compatCatalog + `".pginfoschema.`
 func pgSchemaSQL() []string {
 	out := []string{
 		`CREATE VIEW {c}.main.qf_pg_tables AS SELECT * REPLACE ({c}.main.qf_pg_schema(schemaname) AS schemaname)
-			FROM pg_catalog.pg_tables WHERE schemaname IN (SELECT nspname FROM pg_catalog.pg_namespace)`,
+			FROM pg_catalog.pg_tables WHERE schemaname IN (SELECT nspname FROM pg_catalog.pg_namespace) AND schemaname <> 'queryflux_pg'`,
 		`CREATE VIEW {c}.main.qf_pg_indexes AS SELECT {c}.main.qf_pg_schema(n.nspname) AS schemaname, t.relname AS tablename,
 			i.relname AS indexname, NULL::VARCHAR AS tablespace, {c}.main.qf_indexdef(x.indexrelid) AS indexdef
 			FROM {c}.main.qf_pg_index x JOIN {c}.main.qf_pg_class i ON i.oid = x.indexrelid
@@ -43,7 +43,7 @@ func pgSchemaSQL() []string {
 		out = append(out, `CREATE VIEW {c}.pginfoschema.`+view+` AS SELECT * REPLACE (`+strings.Join(mapped, ", ")+
 			`) FROM {c}.infoschema.`+view)
 	}
-	return out
+	return append(out, declaredInfoSchemaColumns)
 }
 
 // infoSchemaSchemaColumns are each filtered information_schema view's columns that name a

@@ -75,7 +75,7 @@ func trinoShow(q *query.Request) (string, bool) {
 		} else if parts != nil {
 			return "", false
 		}
-		s = listing{cols: `"Schema"`, inner: `SELECT schema_name AS "Schema", database_name FROM duckdb_schemas()`,
+		s = listing{cols: `"Schema"`, inner: `SELECT schema_name AS "Schema", database_name FROM duckdb_schemas() WHERE schema_name <> '` + declaredSchema + `'`,
 			where: `lower(database_name) = ` + catalogLit(catalog) + ` AND ` + mustExist("Catalog", catalogLit(catalog), "")}
 	case r.Word("tables"):
 		schema := []string{q.Database, q.Schema}

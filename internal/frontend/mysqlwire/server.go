@@ -32,6 +32,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/rawconn"
 	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
@@ -165,6 +166,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	// io_uring where it works: measured cheaper per statement for the MySQL passthrough
 	// (RESULTS.md, "relayloop on io_uring", session 24); QUERYFLUX_RELAY_BACKEND overrides.
 	s.loop.Backend = relayloop.BackendURing
+	s.loop.Spin = rawconn.Spin()
 	s.loop.Failed = func(err error) {
 		log.Info("mysqlwire: no event loop; connections are relayed by goroutines", "err", err)
 	}

@@ -76,3 +76,38 @@ func TestPsqlDescribesTableAndIndexOnDuckDBAsPostgreSQL(t *testing.T) {
 		t.Errorf("psql's \\d+ and \\d of an index differ.\nPostgreSQL:\n%s\nDuckDB:\n%s", want, got)
 	}
 }
+
+// TestPsqlListsCatalogObjectsOnDuckDBAsPostgreSQL: psql 15's \dy \dc \do \des \drds print on
+// DuckDB what they print on an empty PostgreSQL database (each failed: no pg_event_trigger,
+// pg_conversion, ...), and \dC \dL \dF the same title and columns: PostgreSQL lists its
+// built-in casts, plpgsql and its text search configurations there, which DuckDB has none of.
+func TestPsqlListsCatalogObjectsOnDuckDBAsPostgreSQL(t *testing.T) {
+	run := func(url, command string) string {
+		cmd := exec.Command("psql", "-X", "-v", "ON_ERROR_STOP=1", url, "-c", command)
+		cmd.Env = append(cmd.Environ(), "PGCONNECT_TIMEOUT=10")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return "error " + err.Error() + ": " + string(out)
+		}
+		return string(out)
+	}
+	pgURL, duckURL := pgtest.NewDatabase(t), duckProxy(t, "transaction").URL()
+	for _, c := range []string{`\dy`, `\dc`, `\do`, `\des`, `\drds`, `\dC`, `\dL`, `\dF`} {
+		want, got := run(pgURL, c), run(duckURL, c)
+		if c == `\dC` || c == `\dL` || c == `\dF` { // the title and the column names, whatever their width
+			want, got = heading(want), heading(got)
+		}
+		if got != want {
+			t.Errorf("psql's %s differs.\nPostgreSQL:\n%s\nDuckDB:\n%s", c, want, got)
+		}
+	}
+}
+
+// heading is psql's title and column names in out, blanks collapsed.
+func heading(out string) string {
+	lines := strings.SplitN(out, "\n", 3)
+	if len(lines) < 3 {
+		return out
+	}
+	return strings.Join(strings.Fields(lines[0]+" "+lines[1]), " ")
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/rawconn"
 	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
@@ -129,6 +130,7 @@ func NewServer(backend query.Backend, opts Options) *Server {
 	// io_uring where it works: measured cheaper per transaction for the passthrough on a quiet
 	// machine (RESULTS.md, "End of session 24"); QUERYFLUX_RELAY_BACKEND overrides.
 	s.loop.Backend = relayloop.BackendURing
+	s.loop.Spin = rawconn.Spin()
 	s.loop.Failed = func(err error) {
 		s.log.Info("pgwire: no event loop; connections are relayed by goroutines", "err", err)
 	}

@@ -72,8 +72,8 @@ func TestLoginSettingsAgreeWithShowOnDuckDB(t *testing.T) {
 // on DuckDB as on PostgreSQL 15 for the same statements (testdata/clients/reflect.py): columns,
 // primary key in key order, indexes, foreign keys, unique constraints, a whole Table. Before,
 // get_columns failed (json_build_object; then unqualified pg_index and pg_attribute, DuckDB's
-// own), get_pk_constraint named no columns and get_indexes failed (an ANY in an outer join).
-// Known difference: DuckDB keeps no varchar length, so varchar(20) reflects as TEXT.
+// own), get_pk_constraint named no columns and get_indexes failed (an ANY in an outer join);
+// varchar(20) reflected as TEXT until the declared types were kept (pgdeclared.go).
 func TestSQLAlchemyReflectsOnDuckDBAsPostgreSQL(t *testing.T) {
 	u, err := url.Parse(pgtest.NewDatabase(t))
 	if err != nil {
@@ -88,7 +88,6 @@ func TestSQLAlchemyReflectsOnDuckDBAsPostgreSQL(t *testing.T) {
 		return out
 	}
 	want := reflect(u.Hostname(), u.Port(), u.User.Username(), strings.TrimPrefix(u.Path, "/"))
-	want = strings.ReplaceAll(want, "'VARCHAR(20)'", "'TEXT'")
 	if got := reflect(d.Host, d.PortString(), d.User, d.Database); got != want {
 		t.Errorf("SQLAlchemy's reflection differs.\nPostgreSQL:\n%s\nDuckDB:\n%s", want, got)
 	}

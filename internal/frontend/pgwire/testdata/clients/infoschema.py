@@ -1,6 +1,7 @@
 """information_schema through psycopg2 and psycopg 3 (its server-side parameters too): a
-client's own tables, views, columns and constraints, as PostgreSQL lists them. One line per
-query: the library, the query's number and the rows.
+client's own tables, views, columns and constraints, as PostgreSQL lists them; names qualified
+with public; and the reset test suites run (DROP SCHEMA public CASCADE, CREATE SCHEMA public).
+One line per query: the library, the query's number and the rows (or the error's SQLSTATE).
 
 usage: python3 infoschema.py DSN
 """
@@ -27,6 +28,19 @@ QUERIES = [
      " and constraint_type in ('PRIMARY KEY', 'FOREIGN KEY') order by 1, 2", None),
     ("select schema_name from information_schema.schemata where schema_name = %s", ("public",)),
     ("select count(*) from information_schema.tables where table_name like 'pg%%' and table_schema = %s", ("public",)),
+    ("insert into public.accounts values (%s, %s)", (1, "a")),
+    ('select a.name, count(e.id) from "public".accounts a left join public.entries e on e.account = a.id group by 1', None),
+    ("select current_schema(), to_regclass(%s)::text", ("public.accounts",)),
+    ("select schemaname, tablename from pg_tables where schemaname = %s order by 2", ("public",)),
+]
+
+# The reset: without CASCADE it fails (2BP01, objects depend on the schema); with it, nothing
+# is left, and the schema is there again for the next library's run.
+RESET = [
+    ("drop schema public", None),
+    ("drop schema public cascade", None),
+    ("create schema public", None),
+    ("select count(*) from information_schema.tables where table_schema = %s", ("public",)),
 ]
 
 
@@ -36,14 +50,13 @@ def run(label, connect, cursor_of):
     cur = cursor_of(conn)
     for s in SETUP:
         cur.execute(s)
-    for i, (sql, args) in enumerate(QUERIES):
+    for i, (sql, args) in enumerate(QUERIES + RESET):
         try:
             cur.execute(sql, args)
-            print(f"{label} {i}: {[tuple(r) for r in cur.fetchall()]}")
+            rows = cur.fetchall() if cur.description else cur.rowcount
+            print(f"{label} {i}: {[tuple(r) for r in rows] if cur.description else rows}")
         except Exception as e:  # the SQLSTATE, as both engines give one
             print(f"{label} {i}: error {getattr(e, 'pgcode', None) or getattr(e, 'sqlstate', None)}")
-    for s in ("drop view names", "drop table entries", "drop table accounts"):
-        cur.execute(s)
     conn.close()
 
 

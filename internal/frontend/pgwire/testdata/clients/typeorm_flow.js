@@ -1,7 +1,8 @@
 // typeorm_flow.js URL: TypeORM (0.3, its PostgreSQL driver over node-postgres) as an application
 // uses it: synchronize a schema (two entities, a foreign key, a unique column, jsonb), save,
 // find with relations and conditions, the foreign key's check, a transaction, the query builder and a delete, then
-// a second start with dropSchema over the tables and their foreign key. Prints what it read, one line each.
+// a second start over the schema (synchronize: no DDL, the rows kept) and a third with dropSchema over the tables and
+// their foreign key. Prints what it read, one line each.
 require('reflect-metadata');
 const { DataSource, EntitySchema, MoreThan } = require('typeorm');
 
@@ -58,6 +59,17 @@ const Order = new EntitySchema({
   await orders.delete({ customer: { id: bob.id } });
   console.log('count', await orders.count(), await customers.count());
   await ds.destroy();
+  // A second start over the same schema (synchronize, no dropSchema): TypeORM reads the tables
+  // back (information_schema.columns, regtype, pg_constraint) and changes nothing, the rows kept.
+  const ddl = [];
+  const watch = { logQuery: (q) => { if (/^\s*(CREATE|ALTER|DROP)\b/i.test(q)) ddl.push(q); }, logQueryError() {}, logQuerySlow() {},
+    logSchemaBuild() {}, logMigration() {}, log() {} };
+  const again = new DataSource({ ...options, synchronize: true, logger: watch });
+  await again.initialize();
+  console.log('restart ddl', JSON.stringify(ddl));
+  console.log('restart kept', await again.getRepository('Order').count(), await again.getRepository('Customer').count(),
+    JSON.stringify((await again.getRepository('Order').find({ order: { id: 'ASC' } })).map((o) => [o.qty, o.price, o.meta])));
+  await again.destroy();
   // A start with dropSchema over the tables and their foreign key: all dropped, created anew.
   const fresh = new DataSource({ ...options, synchronize: true, dropSchema: true });
   await fresh.initialize();
