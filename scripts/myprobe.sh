@@ -8,11 +8,15 @@
 # "direct" (MariaDB itself: no target process is measured). Prints qps, p50
 # and p99 (from benchclient) and the target's CPU per statement (/proc/PID/stat). MODE: plain;
 # pprof (a CPU profile of a -tags benchpprof build to $OUT.prof); perf (perf record -g to
-# $OUT.perf); strace (strace -c -f of the target for SECS-1 seconds, calls per statement); cg
+# $OUT.perf); trace (strace -f -tt -T of the
+# target for one second, to $OUT.trace); strace (strace -c -f of the target for SECS-1 seconds, calls per statement); cg
 # (valgrind's callgrind, counting from the end of the warm-up: user-space instructions per
 # statement, which the machine's load does not change, to $OUT.cg; callgrind_annotate reads it
 # per function; the target runs ~50x slower under it, so its waits differ). OUT defaults to
-# /tmp/myprobe. BENCHCLIENT=PATH runs a benchclient built elsewhere.
+# /tmp/myprobe. BENCHCLIENT=PATH runs a benchclient built elsewhere. stat (perf stat of the
+# target's system calls by tracepoint and its context switches, per statement). Every mode also
+# prints the target's context switches per statement (all its threads, voluntary/involuntary),
+# the machine's, and for a daemon its allocations per statement (go_memstats_mallocs_total).
 set -euo pipefail
 BIN=$1 SECS=$2 MODE=${3:-plain} OUT=${OUT:-/tmp/myprobe} C=${C:-8} QUERY=${QUERY:-SELECT 1}
 freeport() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -29,9 +33,11 @@ DSN="queryflux@tcp(127.0.0.1:$MY)/mysql"
 PID=
 case $BIN in
 direct) DSN="root@tcp(127.0.0.1:3306)/mysql" ;;
-loop-relay)
+loop-relay | loop-ring)
 	if [ -n "${RELAY:-}" ]; then cp "$RELAY" "$TMP/benchrelay"; else (cd "$ROOT" && go build -o "$TMP/benchrelay" ./scripts/benchrelay); fi
-	"${WRAP[@]}" "$TMP/benchrelay" -loop -raw -listen 127.0.0.1:$MY -upstream 127.0.0.1:3306 >"$TMP/log" 2>&1 &
+	be=epoll
+	[ "$BIN" = loop-ring ] && be=uring
+	QUERYFLUX_RELAY_BACKEND=$be "${WRAP[@]}" "$TMP/benchrelay" -loop -raw -listen 127.0.0.1:$MY -upstream 127.0.0.1:3306 >"$TMP/log" 2>&1 &
 	PID=$!
 	DSN="root@tcp(127.0.0.1:$MY)/mysql"
 	;;
@@ -67,6 +73,12 @@ if [ -n "$PID" ]; then
 fi
 if [ "${WARM:-3}" -gt 0 ]; then "$TMP/benchclient" -dsn "$DSN" -query "$QUERY" -c "$C" -d "${WARM:-3}s" >/dev/null; fi
 ticks() { if [ -n "$1" ]; then awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/$1/stat; else echo 0; fi; }
+tswitches() { if [ -n "$1" ]; then cat /proc/$1/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/{v+=$2} /^nonvoluntary_ctxt_switches/{n+=$2} END{print v+0, n+0}'; else echo 0 0; fi; }
+mswitches() { awk '/^ctxt/{print $2}' /proc/stat; }
+isdaemon() { case $BIN in direct | loop-relay | loop-ring | haproxy) return 1 ;; esac; }
+mallocs() { if isdaemon; then curl -s http://127.0.0.1:$AD/metrics | awk '/^go_memstats_mallocs_total /{print $2}'; else echo 0; fi; }
+read -r tv0 tn0 < <(tswitches "$PID")
+ms0=$(mswitches) m0=$(mallocs)
 t0=$(ticks "$PID")
 SP=
 case $MODE in
@@ -74,13 +86,22 @@ cg) callgrind_control -i on $PID >/dev/null ;;
 pprof) (sleep 1; curl -s -o "$OUT.prof" "http://127.0.0.1:$PP/debug/pprof/profile?seconds=$((SECS-2))") & SP=$! ;;
 perf) perf record -g -o "$OUT.perf" -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
 strace) timeout $((SECS-1)) strace -c -f -p $PID -o "$OUT.strace" 2>/dev/null & SP=$! ;;
+trace) (sleep 1; timeout 1 strace -f -tt -T -p $PID -o "$OUT.trace" 2>/dev/null) & SP=$! ;;
+stat) perf stat -e 'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_tgkill,syscalls:sys_enter_clock_gettime,context-switches,cpu-migrations' -p $PID -o "$OUT.stat" -- sleep "$SECS" & SP=$! ;;
 esac
 read -r p50 p99 qps < <("$TMP/benchclient" -dsn "$DSN" -query "$QUERY" -c "$C" -d "${SECS}s")
 t1=$(ticks "$PID")
+read -r tv1 tn1 < <(tswitches "$PID")
+ms1=$(mswitches) m1=$(mallocs)
 [ "$MODE" = cg ] && callgrind_control -i off $PID >/dev/null && callgrind_control -d $PID >/dev/null
 [ -n "$SP" ] && { wait $SP || true; }
 n=$((qps * SECS))
 echo "bin=$(basename "$BIN") c=$C qps=$qps p50_us=$p50 p99_us=$p99 n=$n cpu_us_per_stmt=$(awk -v a=$t0 -v b=$t1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') load=$(cut -d' ' -f1 /proc/loadavg)"
+awk -v n=$n -v a=$tv0 -v b=$tv1 -v c=$tn0 -v d=$tn1 -v e=$ms0 -v f=$ms1 -v g=$m0 -v h=$m1 'BEGIN{printf "target_switches_per_stmt=%.3f/%.3f machine_switches_per_stmt=%.2f mallocs_per_stmt=%.2f\n", (b-a)/n, (d-c)/n, (f-e)/n, (h-g)/n}'
+if [ "$MODE" = stat ]; then
+	# counted over SECS seconds beside a run of SECS: per statement at the run's rate
+	awk -v n=$n '/syscalls|context|migrations/{gsub(",","",$1); printf "%s %.3f\n", $2, $1/n}' "$OUT.stat"
+fi
 if [ "$MODE" = strace ]; then
 	# strace counted for SECS-1 of the SECS seconds: per statement at the run's rate.
 	awk -v n=$((qps * (SECS - 1))) '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ {printf "%s %.3f\n", $NF, $4/n}' "$OUT.strace"

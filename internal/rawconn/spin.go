@@ -122,11 +122,20 @@ func BeginSpin(now time.Time) bool {
 		spinWaiters.Add(-1)
 		return false
 	}
+	spinBegan.Store(int64(now.Sub(epoch)))
 	return true
 }
 
-// EndSpin ends what a true BeginSpin began.
-func EndSpin() { spinWaiters.Add(-1) }
+// EndSpin ends what a true BeginSpin began. The time spun counts as idle in the idle
+// sampler's next sample (spunNanos).
+func EndSpin() {
+	spunNanos.Add(int64(time.Since(epoch)) - spinBegan.Load())
+	spinWaiters.Add(-1)
+}
+
+// spinBegan is when the spin of the caller of a true BeginSpin began, since epoch (one spins
+// at a time).
+var spinBegan atomic.Int64
 
 // SpinAlone reports whether a spinner that began is still the only waiter.
 func SpinAlone() bool { return spinWaiters.Load() == 1 }

@@ -202,9 +202,16 @@ func TestIdleEnough(t *testing.T) {
 		"cpu  300 0 200 850 0 0 0 0 500 500": false, // guest time is in user already: 50 of 350
 		"cpu  100 0 100 800 0 0 0 0 0 0":     false, // no time passed
 	} {
-		if got := idleEnough(base, at(line)); got != want {
+		if got := idleEnough(base, at(line), 0); got != want {
 			t.Errorf("idleEnough from %+v to %q = %v, want %v", base, line, got, want)
 		}
+	}
+	// A spin is idle time: 50 of 250 ticks idle, and 30 of the busy ones spent spinning.
+	if busy := at("cpu  200 0 200 850 0 0 0 0 0 0"); idleEnough(base, busy, 0) || !idleEnough(base, busy, 30) {
+		t.Error("the ticks spent spinning not counted as idle")
+	}
+	if idleEnough(base, base, 30) {
+		t.Error("idle with no time passed")
 	}
 	if _, ok := parseCPULine("cpu0 1 2 3 4 5"); ok {
 		t.Error("a per-CPU line read as the machine's")
@@ -294,5 +301,53 @@ func TestAStaleSampleIsNotIdle(t *testing.T) {
 	sampleIdle(stat)
 	if !machineIdle.Load() || !askIdle(time.Now()) {
 		t.Error("a fresh sample of idle CPUs did not answer idle")
+	}
+}
+
+// TestASpinCountsAsIdle: the time a BeginSpin caller spins is idle in the next sample, so a
+// spinner whose peers keep the rest of the machine busier than a quarter still spins.
+func TestASpinCountsAsIdle(t *testing.T) {
+	period, fresh := idleSampleEvery, idleFresh
+	t.Cleanup(func() { idleSampleEvery, idleFresh = period, fresh })
+	idleSampleEvery, idleFresh = time.Hour, time.Hour
+	for sampling.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	// One spin of 300 ms, reported when it ends.
+	release := HoldIdle(true)
+	spun0 := spunNanos.Load()
+	if !BeginSpin(time.Now().Add(-300 * time.Millisecond)) {
+		release()
+		t.Fatal("no spin began")
+	}
+	EndSpin()
+	release()
+	if d := time.Duration(spunNanos.Load() - spun0); d < 300*time.Millisecond || d > time.Minute {
+		t.Fatalf("a 300 ms spin counted %v", d)
+	}
+	// 250 ticks, 50 of them idle and 30 spun: idle (80 of 250) where without the spin it is not.
+	stat := filepath.Join(t.TempDir(), "stat")
+	if err := os.WriteFile(stat, []byte("cpu  200 0 200 850 0 0 0 0 0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sample := func(spun time.Duration) bool {
+		sampledAt.Store(int64(time.Since(epoch)))
+		sampling.Store(true)
+		prevTimes, prevOK, prevSpun = cpuTimes{total: 1000, idle: 800}, true, spunNanos.Load()-int64(spun)
+		sampleIdle(stat)
+		return machineIdle.Load()
+	}
+	if sample(0) {
+		t.Error("a sample 50 of 250 ticks idle, nothing spun, answered idle")
+	}
+	if !sample(300 * time.Millisecond) {
+		t.Error("a sample 50 of 250 ticks idle, 30 spun, answered busy")
+	}
+	// The next sample counts only what was spun since.
+	sampling.Store(true)
+	prevTimes = cpuTimes{total: 1000, idle: 800}
+	sampleIdle(stat)
+	if machineIdle.Load() {
+		t.Error("a spin counted as idle in two samples")
 	}
 }
