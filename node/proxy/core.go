@@ -89,6 +89,7 @@ type Core struct {
 	poll     time.Duration
 	retryMax time.Duration // a queued head's longest back-off: poll, or less (RetryCapper)
 	newID    func() string
+	ids      idArena // newID's strings, by default
 	metrics  *metrics
 	cache    *resultCache
 	locality Locality
@@ -146,7 +147,7 @@ func New(opts Options) *Core {
 		c.retryMax = min(c.poll, rc.RetryMax())
 	}
 	if c.newID == nil {
-		c.newID = func() string { return hex16(c.env.Rand().Uint64()) }
+		c.newID = func() string { return c.ids.hex16(c.env.Rand().Uint64()) }
 	}
 	c.startBy = c.env.Now().Add(startWait(opts.StartWait))
 	return c
@@ -176,12 +177,8 @@ func (c *Core) wakeQueued() {
 
 // hex16 is fmt.Sprintf("%016x", v) without fmt's cost: two ids per relayed statement.
 func hex16(v uint64) string {
-	const digits = "0123456789abcdef"
 	var b [16]byte
-	for i := 14; i >= 0; i -= 2 { // a byte at a time
-		b[i], b[i+1] = digits[v>>4&0xf], digits[v&0xf]
-		v >>= 8
-	}
+	putHex16(b[:], v)
 	return string(b[:])
 }
 

@@ -375,7 +375,13 @@ var compatSQL = []string{
 			FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name
 			AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name)
 			OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), '') AS "COLUMN_KEY",
-		'' AS "EXTRA", coalesce(c.comment, '') AS "COLUMN_COMMENT"
+		CASE WHEN coalesce(c.column_default LIKE 'nextval(''%qf_ai_%', false) THEN 'auto_increment' ELSE '' END AS "EXTRA",
+		coalesce(c.comment, '') AS "COLUMN_COMMENT",
+		c.character_maximum_length::BIGINT AS "CHARACTER_MAXIMUM_LENGTH", c.numeric_precision::BIGINT AS "NUMERIC_PRECISION",
+		c.numeric_scale::BIGINT AS "NUMERIC_SCALE",
+		CASE WHEN c.data_type LIKE 'VARCHAR%' THEN 'utf8mb4' END AS "CHARACTER_SET_NAME",
+		CASE WHEN c.data_type LIKE 'VARCHAR%' THEN 'utf8mb4_general_ci' END AS "COLLATION_NAME",
+		'select,insert,update,references' AS "PRIVILEGES", 'NEVER' AS "IS_GENERATED", NULL::VARCHAR AS "GENERATION_EXPRESSION"
 		FROM duckdb_columns() c WHERE c.schema_name = 'main' AND c.database_name IN (SELECT datname FROM {c}.main.qf_pg_database)`,
 	// information_schema.key_column_usage, as MySQL's (Django's and Sequelize's foreign keys
 	// are read there): a key's columns, one row each; MariaDB's names, PRIMARY for the primary
@@ -391,6 +397,19 @@ var compatSQL = []string{
 			FROM duckdb_constraints() WHERE schema_name = 'main' AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
 			AND database_name IN (SELECT datname FROM {c}.main.qf_pg_database)) k,
 		LATERAL (SELECT unnest(k.constraint_column_names) AS name, unnest(range(1, len(k.constraint_column_names) + 1)) AS pos) c`,
+	// information_schema.triggers, .files and .partitions, as MariaDB's, empty: DuckDB has no
+	// triggers, tablespaces or partitions (mariadb-dump asks them for every dump).
+	`CREATE VIEW {c}.main.qf_mysql_triggers AS SELECT 'def' AS "TRIGGER_CATALOG", NULL::VARCHAR AS "TRIGGER_SCHEMA",
+		NULL::VARCHAR AS "TRIGGER_NAME", NULL::VARCHAR AS "EVENT_MANIPULATION", 'def' AS "EVENT_OBJECT_CATALOG",
+		NULL::VARCHAR AS "EVENT_OBJECT_SCHEMA", NULL::VARCHAR AS "EVENT_OBJECT_TABLE", 0::BIGINT AS "ACTION_ORDER",
+		NULL::VARCHAR AS "ACTION_CONDITION", NULL::VARCHAR AS "ACTION_STATEMENT", 'ROW' AS "ACTION_ORIENTATION",
+		NULL::VARCHAR AS "ACTION_TIMING", NULL::VARCHAR AS "SQL_MODE", NULL::VARCHAR AS "DEFINER",
+		NULL::VARCHAR AS "CHARACTER_SET_CLIENT", NULL::VARCHAR AS "COLLATION_CONNECTION", NULL::VARCHAR AS "DATABASE_COLLATION" WHERE false`,
+	`CREATE VIEW {c}.main.qf_mysql_files AS SELECT 0::BIGINT AS "FILE_ID", NULL::VARCHAR AS "FILE_NAME", NULL::VARCHAR AS "FILE_TYPE",
+		NULL::VARCHAR AS "TABLESPACE_NAME", NULL::VARCHAR AS "TABLE_NAME", NULL::VARCHAR AS "LOGFILE_GROUP_NAME",
+		0::BIGINT AS "TOTAL_EXTENTS", 0::BIGINT AS "INITIAL_SIZE", NULL::VARCHAR AS "ENGINE", NULL::VARCHAR AS "EXTRA" WHERE false`,
+	`CREATE VIEW {c}.main.qf_mysql_partitions AS SELECT 'def' AS "TABLE_CATALOG", NULL::VARCHAR AS "TABLE_SCHEMA",
+		NULL::VARCHAR AS "TABLE_NAME", NULL::VARCHAR AS "PARTITION_NAME", NULL::VARCHAR AS "TABLESPACE_NAME" WHERE false`,
 	// DuckDB's extensions are not PostgreSQL's: none is listed (psql's \dx, Rails' schema dump).
 	`CREATE VIEW {c}.main.pg_extension AS SELECT 0::BIGINT AS oid, NULL::VARCHAR AS extname, 0::BIGINT AS extowner,
 		0::BIGINT AS extnamespace, false AS extrelocatable, NULL::VARCHAR AS extversion, NULL::BIGINT[] AS extconfig,
@@ -595,7 +614,7 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 		case ok:
 			s = show
 		default:
-			s = limitedWrite(unqualifiedSets(mysqlCompat(s)))
+			s = limitedWrite(unqualifiedSets(mysqlCompat(mysqlViewOptions(s))))
 		}
 	}
 	if q.Protocol == query.ProtocolFlightSQL {

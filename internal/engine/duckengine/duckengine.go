@@ -31,6 +31,7 @@ import (
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // Kind is this engine's kind (config clusters' engine).
@@ -437,7 +438,9 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	}
 	if handled {
 		rows, err := own(ctx, conn, false)
-		release(conn, err == nil) // after an error the connection's transaction state is unsure
+		// after an error the connection's transaction state is unsure; a SET's variables are
+		// the client's (mysqlvars.go)
+		release(conn, err == nil && !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "set"))
 		e.noteFatal(err)
 		return rows, err
 	}

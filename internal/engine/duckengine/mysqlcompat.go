@@ -20,7 +20,8 @@ import (
 //     so the swapped pair still binds the client's parameters in their order.
 //   - DATABASE(), SCHEMA(), CURDATE(), CURTIME() as DuckDB names them (mysqlNoArgFuncs);
 //   - FROM DUAL, as a one-row subquery;
-//   - information_schema.tables, .columns, .schemata and .key_column_usage, as MySQL's (mysqlInformationSchema).
+//   - information_schema.tables, .columns, .schemata, .key_column_usage, .triggers, .files and
+//     .partitions, as MySQL's (mysqlInformationSchema).
 //   - INSERT ... ON DUPLICATE KEY UPDATE a = VALUES(a), as ON CONFLICT DO UPDATE SET a =
 //     excluded.a; REPLACE [INTO], as INSERT OR REPLACE INTO (their affected rows are made
 //     MySQL's in upsert.go).
@@ -124,6 +125,14 @@ func mysqlCompat(sqlText string) string {
 			b.WriteString("excluded." + name)
 			i = valuesCall(toks, i)
 			changed = true
+		case t.Kind == sqltok.Operator && strings.HasSuffix(t.Text, "@"): // @v, @@v (mysqlvars.go)
+			text, end := variableAt(toks, i)
+			if end < 0 {
+				b.WriteString(t.Text)
+				continue
+			}
+			b.WriteString(text)
+			i, changed = end, true
 		case atIdent(toks, i):
 			b.WriteString(`"` + t.Text + `"`)
 			changed = true
@@ -132,6 +141,9 @@ func mysqlCompat(sqlText string) string {
 			changed = true
 		case t.Kind == sqltok.Operator && t.Text == "<=>": // MySQL's NULL-safe equality
 			b.WriteString(" IS NOT DISTINCT FROM ")
+			changed = true
+		case comparesTwoStrings(toks, i): // 'a' = 'A' (mysqlliterals.go)
+			b.WriteString(" COLLATE NOCASE " + t.Text)
 			changed = true
 		case isDivision(t):
 			b.WriteString(exactDivisionOperator + t.Text[1:]) // division.go
@@ -232,7 +244,7 @@ func mysqlInformationSchema(toks []sqltok.Token, i int) string {
 		return ""
 	}
 	switch n := strings.ToLower(toks[name].Text); n {
-	case "tables", "columns", "schemata", "key_column_usage":
+	case "tables", "columns", "schemata", "key_column_usage", "triggers", "files", "partitions":
 		return "qf_mysql_" + n
 	}
 	return ""
@@ -260,7 +272,7 @@ func mayNeedMySQLCompat(sqlText string) bool {
 	return sqltok.MayHoldMySQLEscapes(sqlText) || strings.ContainsAny(sqlText, "`#") || mayHoldLimitPair(sqlText) ||
 		mayHoldNoArgCall(sqlText) || containsFold(sqlText, "information_schema") || !utf8.ValidString(sqlText) ||
 		containsFold(sqlText, "duplicate") || sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "replace") || holdsWordAt(sqlText) ||
-		containsFold(sqlText, "ignore") ||
+		containsFold(sqlText, "ignore") || mayNameVariable(sqlText) || mayCompareStrings(sqlText) ||
 		mayCallMySQLFunction(sqlText) || strings.Contains(sqlText, "'0 ") || strings.Contains(sqlText, "/") || strings.Contains(sqlText, "<=>")
 }
 

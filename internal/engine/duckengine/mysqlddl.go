@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,27 +44,32 @@ import (
 const aiPrefix = "qf_ai_"
 
 // mysqlCreateTable is a MySQL client's CREATE TABLE as the statements DuckDB runs for it (the
-// sequence's, then the table's), and the table's name; ok is false for any other statement,
-// or one with nothing to translate.
-func mysqlCreateTable(sqlText string) (stmts []string, table string, ok bool) {
+// sequence's, then the table's, without its foreign keys), the table's name and its foreign
+// keys (added to the table's statement when it runs, or deferred: mysqlfkchecks.go); ok is
+// false for any other statement, or one with nothing to translate.
+func mysqlCreateTable(sqlText string) (stmts []string, table string, keys []tableKey, ok bool) {
 	if !sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "create") {
-		return nil, "", false
+		return nil, "", nil, false
 	}
 	h, ok := readCreateTable(sqlText, sqltok.MySQL)
 	if !ok {
-		return nil, "", false
+		return nil, "", nil, false
 	}
 	toks, name, at, temporary, ifNotExists := h.toks, h.name, h.open, h.temporary, h.ifNotExists
 	table = identText(name[len(name)-1])
 	defs, end := definitions(toks, at)
 	if end < 0 {
-		return nil, "", false
+		return nil, "", nil, false
 	}
 	start, changed := tableOptions(toks[end+1:])
 	binary := binaryCollation(toks[end+1:])
 	var out []string
 	aiColumn := ""
 	for _, d := range defs {
+		if key, ok := readTableKey(d); ok && !temporary {
+			keys, changed = append(keys, key), true
+			continue
+		}
 		text, ai, kept, dchanged := columnDefinition(d, binary)
 		changed = changed || dchanged || !kept
 		if !kept {
@@ -76,7 +82,7 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, ok bool) {
 		out = append(out, text)
 	}
 	if !changed || temporary && aiColumn != "" {
-		return nil, "", false
+		return nil, "", nil, false
 	}
 	head := "CREATE "
 	if temporary {
@@ -88,15 +94,15 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, ok bool) {
 	}
 	create := mysqlCompat(head + joinTokens(name) + " (" + strings.Join(out, ", ") + ")")
 	if aiColumn == "" {
-		return []string{create}, table, true
+		return []string{create}, table, keys, true
 	}
 	seq := "SEQUENCE " + sequenceName(name) + " START " + strconv.FormatUint(start, 10)
 	if ifNotExists {
-		return []string{"CREATE " + strings.Replace(seq, "SEQUENCE ", "SEQUENCE IF NOT EXISTS ", 1), create}, table, true
+		return []string{"CREATE " + strings.Replace(seq, "SEQUENCE ", "SEQUENCE IF NOT EXISTS ", 1), create}, table, keys, true
 	}
 	// A sequence left by a dropped table of the name goes; a table of the name that still
 	// exists keeps its own (DuckDB refuses to drop it: dropSequenceRefused).
-	return []string{"DROP SEQUENCE IF EXISTS " + sequenceName(name), "CREATE " + seq, create}, table, true
+	return []string{"DROP SEQUENCE IF EXISTS " + sequenceName(name), "CREATE " + seq, create}, table, keys, true
 }
 
 // createTable is the head of a CREATE [TEMP | TEMPORARY] [UNLOGGED] TABLE [IF NOT EXISTS] name (
@@ -358,16 +364,28 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 	if run, ok := mysqlTruncate(q); ok {
 		return run, true
 	}
+	if run, ok := mysqlDumpNoOp(q); ok {
+		return run, true
+	}
 	if run, ok := mysqlAlterTable(q); ok {
 		return run, true
 	}
-	stmts, table, ok := mysqlCreateTable(q.SQL)
+	stmts, table, keys, ok := mysqlCreateTable(q.SQL)
 	if !ok {
 		return nil, false
 	}
 	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+		keep, deferred, err := deferKeys(ctx, conn, table, keys)
+		if err != nil {
+			return nil, err
+		}
+		stmts := slices.Clone(stmts)
+		stmts[len(stmts)-1] = withKeys(stmts[len(stmts)-1], keep)
 		if err := runAll(ctx, conn, stmts, inTx); err != nil {
 			return nil, dropSequenceRefused(err, table)
+		}
+		if err := noteDeferred(ctx, conn, table, deferred); err != nil {
+			return nil, err
 		}
 		return engine.TagRows("CREATE TABLE"), nil
 	}, true

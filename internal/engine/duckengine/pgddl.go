@@ -23,6 +23,9 @@ type ownRun func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, er
 // object at a time (what pgbench -i sends), and a MySQL client's CREATE TABLE (mysqlddl.go). handled is false for anything else.
 func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 	if isMySQL(q) {
+		if run, handled, err := mysqlSet(q); handled {
+			return run, true, err
+		}
 		run, handled := mysqlOwnStatement(q)
 		return run, handled, nil
 	}

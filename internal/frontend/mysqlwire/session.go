@@ -260,7 +260,7 @@ func (h *session) writeMore(write func() error) error {
 // A statement whose effect lasts the client's session, a named lock or a user variable, holds
 // the pinned connection (held) until the client disconnects, as its own connection would.
 func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, err error) {
-	hold := takesNamedLock(req.SQL) || namesUserVariable(req.SQL)
+	hold := takesNamedLock(req.SQL) || namesUserVariable(req.SQL) || setsEngineVariables(req.SQL)
 	if h.pinned != nil {
 		h.held = h.held || hold
 		if h.pinned.TxStatus() == 'E' && isTxEnd(req.SQL) {
@@ -589,8 +589,11 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 		return nil, nil, true
 	}
 	if isSetStatement(sql) {
-		if h.canPin() && setsUserVariables(sql) {
-			return nil, nil, false // on a pinned connection, held for the session (pinFor, setvars.go)
+		if h.canPin() && (namesUserVariable(sql) || setsEngineVariables(sql)) {
+			// on a pinned connection, held for the session (pinFor, setvars.go), with the
+			// session variables set beside them or from them (a dump's SET
+			// @OLD_UNIQUE_CHECKS=@@UNIQUE_CHECKS, UNIQUE_CHECKS=0 ... SET UNIQUE_CHECKS=@OLD_UNIQUE_CHECKS)
+			return nil, nil, false
 		}
 		return nil, h.set(sql), true // see setvars.go
 	}

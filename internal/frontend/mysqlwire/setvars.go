@@ -27,7 +27,11 @@ import (
 // statements after it read them there; it is closed then rather than pooled (it left session
 // state), so no other client sees them. PyMySQL's and mysqlclient's callproc (SET @_p_0 = ...,
 // CALL p(@_p_0, ...), SELECT @_p_0) works so. The session's statements then all take the
-// Arrow path, on that connection.
+// Arrow path, on that connection. A SET that names a user variable goes there whole, with the
+// session variables it sets (a dump's SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='...', and at its
+// end SET SQL_MODE=@OLD_SQL_MODE): the engine keeps or refuses them (the DuckDB engine keeps
+// those a dump sets, duckengine/mysqlvars.go). So does a SET of the session variables dump
+// and migration tools set (engineVariables: SET @@SQL_MODE='', SET FOREIGN_KEY_CHECKS=0).
 //
 // SET autocommit=0 is carried, not sent: PyMySQL and mysqlclient send it at connect. The
 // session then starts a pinned transaction before its next statement (session.go, pinFor), so
@@ -161,17 +165,36 @@ func namesUserVariable(sql string) bool {
 	return false
 }
 
-// setsUserVariables reports whether sql is a SET of user variables (@v) alone.
-func setsUserVariables(sql string) bool {
-	if !strings.Contains(sql, "@") || !isSetStatement(sql) {
+// engineVariables are the session variables that dump tools and migration tools set
+// (mysqldump's and mariadb-dump's SET @@SQL_MODE=”, SQL_QUOTE_SHOW_CREATE=1, their
+// character_set_results = 'binary' around SHOW CREATE TABLE; Django's and Laravel's
+// FOREIGN_KEY_CHECKS=0): a SET of them goes to the engine on a held connection, as a user
+// variable's does, where the backend can pin one.
+var engineVariables = map[string]bool{"sql_mode": true, "sql_quote_show_create": true, "foreign_key_checks": true,
+	"unique_checks": true, "sql_notes": true, "note_verbosity": true, "character_set_results": true}
+
+// setsEngineVariables reports whether sql is a SET of engineVariables (and of values the
+// proxy reports), at least one of them to a value the proxy does not report; not a sql_mode
+// that changes how statements are read (ANSI_QUOTES, NO_BACKSLASH_ESCAPES, PIPES_AS_CONCAT:
+// the proxy reads them too).
+func setsEngineVariables(sql string) bool {
+	if !isSetStatement(sql) {
 		return false
 	}
+	some := false
 	for _, item := range setItems(significantMySQL(sql)[1:]) {
-		if name, _, _ := keepsReported(item); name != "user variable" {
+		name, v, ok := keepsReported(item)
+		switch {
+		case ok:
+		case name == "sql_mode" && (strings.Contains(v, "ansi") || strings.Contains(v, "no_backslash_escapes") || strings.Contains(v, "pipes_as_concat")):
+			return false // modes that change how statements are read, which the proxy reads too
+		case engineVariables[name]:
+			some = true
+		default:
 			return false
 		}
 	}
-	return true
+	return some
 }
 
 func (h *session) canPin() bool {

@@ -1,0 +1,215 @@
+package duckengine
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// FOREIGN_KEY_CHECKS=0, as mysqldump and mariadb-dump files set it: their tables come in name
+// order, so a table's foreign key may name a table created later (books before the publishers
+// it references), which MariaDB accepts with the checks off and DuckDB refuses (it declares a
+// key only in CREATE TABLE, to a table that exists). While the session's checks are off
+// (mysqlvars.go), a MySQL client's CREATE TABLE leaves out each foreign key to a table that
+// does not exist yet, or to one whose own keys wait, and keeps it in the connection's
+// variable qf_fk_pending; SET FOREIGN_KEY_CHECKS=1 (the dump's last lines) then adds them:
+// each such table is created again with its keys and its rows copied back, referenced
+// tables first (DuckDB drops no table another key references). Rows that break a key then
+// fail the SET (23503), where MariaDB would leave them; a client that never sets the checks
+// back leaves its tables without those keys. Keys to tables that exist are declared at once,
+// and checked on every row, as DuckDB always does.
+
+// tableKey is one foreign key of a MySQL client's CREATE TABLE.
+type tableKey struct {
+	clause string // as DuckDB reads it, without referential actions (pgrefactions.go)
+	ref    string // the table it references
+}
+
+// readTableKey reads a CREATE TABLE definition that is a foreign key: [CONSTRAINT [c]] FOREIGN
+// KEY [name] (cols) REFERENCES [db.]t (cols) [ON ...].
+func readTableKey(d []sqltok.Token) (tableKey, bool) {
+	foreign := -1
+	for i := 0; i < len(d) && i < 3; i++ {
+		if d[i].IsWord("foreign") {
+			foreign = i
+		}
+	}
+	if foreign < 0 || !d[0].IsWord("constraint", "foreign") {
+		return tableKey{}, false
+	}
+	for i := foreign; i+1 < len(d); i++ {
+		if !d[i].IsWord("references") {
+			continue
+		}
+		ref := d[i+1]
+		if i+3 < len(d) && d[i+2].Text == "." {
+			ref = d[i+3]
+		}
+		clause, _ := withoutReferentialActions(mysqlCompat(joinTokens(d)))
+		return tableKey{clause: clause, ref: identText(ref)}, true
+	}
+	return tableKey{}, false
+}
+
+// withKeys is the CREATE TABLE statement create with the foreign keys added to its definitions.
+func withKeys(create string, keys []tableKey) string {
+	end := strings.LastIndex(create, ")")
+	if len(keys) == 0 || end < 0 {
+		return create
+	}
+	clauses := make([]string, len(keys))
+	for i, k := range keys {
+		clauses[i] = k.clause
+	}
+	return create[:end] + ", " + strings.Join(clauses, ", ") + create[end:]
+}
+
+// pendingSep separates a pending key's table, referenced table and clause in qf_fk_pending.
+const pendingSep = "\x1f"
+
+// deferKeys splits table's keys into those declared now and those deferred: with the
+// session's checks on, none is deferred.
+func deferKeys(ctx context.Context, conn *sql.Conn, table string, keys []tableKey) (keep, deferred []tableKey, err error) {
+	if len(keys) == 0 {
+		return nil, nil, nil
+	}
+	var checks int
+	if err := conn.QueryRowContext(ctx, "SELECT "+sessionVarRef("foreign_key_checks")).Scan(&checks); err != nil {
+		return nil, nil, wrapErr(err)
+	}
+	if checks != 0 {
+		return keys, nil, nil
+	}
+	waiting, err := pendingKeys(ctx, conn)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, k := range keys {
+		exists, err := tableExists(ctx, conn, k.ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		if strings.EqualFold(k.ref, table) || exists && !slices.ContainsFunc(waiting, func(p [3]string) bool { return strings.EqualFold(p[0], k.ref) }) {
+			keep = append(keep, k)
+		} else {
+			deferred = append(deferred, k)
+		}
+	}
+	return keep, deferred, nil
+}
+
+// tableExists reports whether the current schema has a table of the name (any case, as
+// DuckDB resolves names).
+func tableExists(ctx context.Context, conn *sql.Conn, name string) (bool, error) {
+	var n int
+	err := conn.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()
+		AND schema_name = current_schema() AND lower(table_name) = lower(?)`, name).Scan(&n)
+	return n > 0, wrapErr(err)
+}
+
+// pendingKeys reads qf_fk_pending: each key's table, referenced table and clause, in the
+// order they were deferred.
+func pendingKeys(ctx context.Context, conn *sql.Conn) ([][3]string, error) {
+	rows, err := conn.QueryContext(ctx, "SELECT unnest(coalesce(getvariable('qf_fk_pending'), []::VARCHAR[]))")
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	defer rows.Close()
+	var out [][3]string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, wrapErr(err)
+		}
+		if parts := strings.SplitN(s, pendingSep, 3); len(parts) == 3 {
+			out = append(out, [3]string{parts[0], parts[1], parts[2]})
+		}
+	}
+	return out, wrapErr(rows.Err())
+}
+
+// noteDeferred adds table's deferred keys to qf_fk_pending.
+func noteDeferred(ctx context.Context, conn *sql.Conn, table string, keys []tableKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	items := make([]string, len(keys))
+	for i, k := range keys {
+		items[i] = sqltok.StandardString(table + pendingSep + k.ref + pendingSep + k.clause)
+	}
+	_, err := conn.ExecContext(ctx, "SET VARIABLE qf_fk_pending = list_concat(coalesce(getvariable('qf_fk_pending'), []::VARCHAR[]), ["+
+		strings.Join(items, ", ")+"])")
+	return wrapErr(err)
+}
+
+// applyDeferredKeys adds the keys qf_fk_pending holds (SET FOREIGN_KEY_CHECKS=1): each table
+// created again with its keys and its rows, a table before those whose keys reference it.
+func applyDeferredKeys(ctx context.Context, conn *sql.Conn, inTx bool) error {
+	pending, err := pendingKeys(ctx, conn)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	byTable := map[string][]tableKey{}
+	var order []string
+	for _, p := range pending {
+		t := strings.ToLower(p[0])
+		if _, seen := byTable[t]; !seen {
+			order = append(order, p[0])
+		}
+		byTable[t] = append(byTable[t], tableKey{ref: p[1], clause: p[2]})
+	}
+	for len(order) > 0 {
+		next := slices.IndexFunc(order, func(t string) bool {
+			return !slices.ContainsFunc(byTable[strings.ToLower(t)], func(k tableKey) bool {
+				return !strings.EqualFold(k.ref, t) && slices.ContainsFunc(order, func(o string) bool { return strings.EqualFold(o, k.ref) })
+			})
+		})
+		if next < 0 {
+			next = 0 // keys in a cycle: DuckDB refuses the second table's
+		}
+		t := order[next]
+		if err := recreateWithKeys(ctx, conn, t, byTable[strings.ToLower(t)], inTx); err != nil {
+			return err
+		}
+		order = slices.Delete(order, next, next+1)
+	}
+	_, err = conn.ExecContext(ctx, "RESET VARIABLE qf_fk_pending")
+	return wrapErr(err)
+}
+
+// recreateWithKeys creates table again with keys, its rows and indexes kept; a table dropped
+// since is left.
+func recreateWithKeys(ctx context.Context, conn *sql.Conn, table string, keys []tableKey, inTx bool) error {
+	var name, ddl string
+	err := conn.QueryRowContext(ctx, `SELECT table_name, sql FROM duckdb_tables() WHERE database_name = current_database()
+		AND schema_name = current_schema() AND lower(table_name) = lower(?)`, table).Scan(&name, &ddl)
+	if err == sql.ErrNoRows {
+		return nil
+	} else if err != nil {
+		return wrapErr(err)
+	}
+	for _, k := range keys {
+		exists, err := tableExists(ctx, conn, k.ref)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return &query.Error{Code: sqlstate.FeatureNotSupported, Message: "Cannot add foreign key of table '" + name +
+				"': table '" + k.ref + "' does not exist (DuckDB keeps no foreign key to a missing table)"}
+		}
+	}
+	indexes, err := tableIndexes(ctx, conn, "", name)
+	if err != nil {
+		return err
+	}
+	ref, rows := quoteIdent(name), quoteIdent("qf_fk_rows_"+strings.ToLower(name))
+	ddl = strings.TrimSuffix(strings.TrimSpace(ddl), ";")
+	stmts := []string{"CREATE TEMP TABLE " + rows + " AS SELECT * FROM " + ref, "DROP TABLE " + ref, withKeys(ddl, keys),
+		"INSERT INTO " + ref + " SELECT * FROM " + rows, "DROP TABLE " + rows}
+	return runAll(ctx, conn, append(stmts, indexes...), inTx)
+}
