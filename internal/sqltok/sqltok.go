@@ -134,11 +134,34 @@ func Tokenize(sql string, d Dialect) []Token {
 	return toks
 }
 
+// TokenizeOtherEscapes is Tokenize with backslash escapes in plain quoted strings turned the
+// other way from d's: PostgreSQL with standard_conforming_strings off (a quote after a
+// backslash does not end the string), MySQL with sql_mode NO_BACKSLASH_ESCAPES or ANSI_QUOTES
+// (a backslash before a quote is only a backslash). A client can switch its engine session to
+// either, so a check that must not be fooled by where a string ends reads a statement both ways.
+func TokenizeOtherEscapes(sql string, d Dialect) []Token {
+	if onTokenize != nil {
+		onTokenize()
+	}
+	s := Scanner{lx: lexer{src: sql, d: d, otherEscapes: true}}
+	toks := make([]Token, 0, len(sql)/4+1)
+	for t, ok := s.Next(); ok; t, ok = s.Next() {
+		toks = append(toks, t)
+	}
+	return toks
+}
+
 type lexer struct {
 	src string
 	pos int
 	d   Dialect
+	// otherEscapes turns backslash escapes in plain quoted strings the other way from d's
+	// (TokenizeOtherEscapes).
+	otherEscapes bool
 }
+
+// plainBackslash reports whether a plain '..' string (and MySQL's "..") takes backslash escapes.
+func (l *lexer) plainBackslash() bool { return (l.d == MySQL) != l.otherEscapes }
 
 func (l *lexer) peek(off int) byte {
 	if l.pos+off < len(l.src) {
@@ -167,10 +190,10 @@ func (l *lexer) next() (TokenKind, bool) {
 	case c == '/' && l.peek(1) == '*':
 		return Comment, !l.blockComment()
 	case c == '\'':
-		return String, !l.quoted('\'', l.d == MySQL)
+		return String, !l.quoted('\'', l.plainBackslash())
 	case c == '"':
 		if l.d == MySQL {
-			return String, !l.quoted('"', true)
+			return String, !l.quoted('"', l.plainBackslash())
 		}
 		return QuotedIdent, !l.quoted('"', false)
 	case c == '`' && (l.d == Generic || l.d == MySQL):
@@ -279,11 +302,11 @@ func (l *lexer) prefixedString() (unterminated bool, ok bool) {
 	switch {
 	case (c == 'e' || c == 'x' || c == 'b' || c == 'n') && l.peek(1) == '\'':
 		l.pos++
-		backslash := l.d == MySQL || (c == 'e' && l.d != Trino)
+		backslash := l.plainBackslash() || (c == 'e' && l.d != Trino && l.d != MySQL)
 		return !l.quoted('\'', backslash), true
 	case c == 'u' && l.peek(1) == '&' && l.peek(2) == '\'':
 		l.pos += 2
-		return !l.quoted('\'', l.d == MySQL), true
+		return !l.quoted('\'', l.plainBackslash()), true
 	}
 	return false, false
 }

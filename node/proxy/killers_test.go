@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -47,22 +48,126 @@ func TestSessionKillersRefused(t *testing.T) {
 	}
 }
 
+// TestSessionKillerNamesInValuesPass: a string that only holds a killer's name as data (a
+// note, a LIKE pattern, an UPDATE's new value) is not refused: only text an engine may run
+// is looked into.
+func TestSessionKillerNamesInValuesPass(t *testing.T) {
+	allowed := []string{
+		"INSERT INTO notes VALUES ('pg_cancel_backend')",
+		"insert into notes (id, note) values (1, 'select pg_terminate_backend(12)'), (2, 'kill query 12')",
+		"/* app */ INSERT INTO notes VALUES ('pg_cancel_backend'); select 1",
+		"select pid from pg_stat_activity where query like '%pg_cancel_backend%' and state = 'active'",
+		"update notes set note = 'pg_terminate_backend(12)' where id in (1, 2)",
+		"select * from notes where note = 'kill_query' or exists (select 1 from t where x = 'pg_cancel_backend')",
+		"delete from notes where note in ('pg_cancel_backend', 'kill 12')",
+		"with n as (select 'pg_cancel_backend' as x) select x from n",
+		"select case when a then 'pg_cancel_backend' else 'kill 12' end from t",
+		"insert into notes values ('it''s pg_cancel_backend')",
+		"insert into t values ('C:\\\\temp\\\\new'), ('it\\'s'), ('line\\n')",
+	}
+	for _, protocol := range []string{query.ProtocolPostgres, query.ProtocolMySQL, query.ProtocolTrino, query.ProtocolFlightSQL} {
+		for _, sql := range allowed {
+			if err := checkSessionKillers(&query.Request{SQL: sql, Protocol: protocol}); err != nil {
+				t.Errorf("%s: %q refused: %v", protocol, sql, err)
+			}
+		}
+	}
+}
+
+// TestSessionKillersInTextThatRuns: text an engine runs as SQL is looked into, however it is
+// written (escapes, hex, U& with UESCAPE, nested text, a user variable), and a statement is
+// read as each engine may read it (standard_conforming_strings off, NO_BACKSLASH_ESCAPES,
+// # and nested comments), so that no reading sees a call where the check saw a value.
+func TestSessionKillersInTextThatRuns(t *testing.T) {
+	refused := []string{
+		// strings handed to functions that run them
+		"select query_to_xml('select pg_cancel_backend(12)', true, true, '')",
+		"select * from dblink('dbname=x', 'select pg_terminate_backend(12)') as t(ok bool)",
+		"insert into notes values (query_to_xml('select pg_cancel_backend(12)', true, true, ''))",
+		"CALL sys.execute_prepared_stmt('KILL 12')",
+		// bodies with escapes
+		`do E'begin perform pg\x5fcancel_backend(12); end'`,
+		`do E'begin perform pg\137cancel_backend(12); end'`,
+		`do E'begin perform pg_c\ancel_backend(12); end'`,
+		`do U&'begin perform pg\005fcancel\005fbackend(12); end'`,
+		`do U&'begin perform pg!005fcancel!005fbackend(12); end' UESCAPE '!'`,
+		`do $$ begin execute E'select pg\x5fterminate_backend(12)'; end $$`,
+		`do $$ begin execute U&'select pg!005fcancel!005fbackend(12)' uescape '!'; end $$`,
+		`select U&"pg!005fcancel!005fbackend" UESCAPE '!' (12)`,
+		// MySQL text
+		`EXECUTE IMMEDIATE 'K\ILL 12'`, "PREPARE s FROM X'4B494C4C203132'", "EXECUTE IMMEDIATE 0x4B494C4C203132",
+		"EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''KILL 12'''", "SET @s = 'KILL 12'", "SELECT 'KILL 12' INTO @s",
+		"SELECT @s := 'KILL QUERY 12'", "set @s = 'kill 12'; prepare p from @s; execute p",
+		// where a string ends: each engine's reading
+		`select 'a\'' , pg_cancel_backend(12) -- '`,
+		`insert into notes values ('a\'' , pg_cancel_backend(12)) -- ')`,
+		`select 'a\' ; KILL 12; -- '`,
+		`select "a\" ; KILL 12 -- "`,
+		"select 1 # 1, pg_cancel_backend(12)\n",
+		"select /* /* */ 'x */ , pg_cancel_backend(12) --'",
+		"select $$'$$, pg_cancel_backend(12)",
+		"COPY notes FROM PROGRAM 'psql -c \"select pg_cancel_backend(12)\"'",
+	}
+	for _, protocol := range []string{query.ProtocolPostgres, query.ProtocolMySQL, query.ProtocolTrino, query.ProtocolFlightSQL} {
+		for _, sql := range refused {
+			if checkSessionKillers(&query.Request{SQL: sql, Protocol: protocol}) == nil {
+				t.Errorf("%s: %q passed, want refused", protocol, sql)
+			}
+		}
+	}
+}
+
+// TestSessionKillerCheckIsBounded: text nested in text deeper than the check reads, or more
+// of it than it reads, is refused, not read without end.
+func TestSessionKillerCheckIsBounded(t *testing.T) {
+	inner := "KILL 12"
+	for range 8 {
+		inner = "EXECUTE IMMEDIATE '" + strings.ReplaceAll(inner, "'", "''") + "'"
+	}
+	var many strings.Builder
+	many.WriteString("select ")
+	for i := range 2000 {
+		if i > 0 {
+			many.WriteString(", ")
+		}
+		many.WriteString("f('x kill')")
+	}
+	for _, sql := range []string{inner, many.String()} {
+		err := checkSessionKillers(&query.Request{SQL: sql, Protocol: query.ProtocolMySQL})
+		if err == nil {
+			t.Errorf("%.60q... passed, want refused", sql)
+		}
+	}
+}
+
 // TestMayKillSessionsIsTheThreeScans: the byte prefilter rules out no text the three
-// case-folding scans would let through, whatever its bytes (Unicode that folds to ASCII
-// included), and keeps the scans' answer for the rest.
+// case-folding scans, a byte-by-byte look for letter escapes and the hex markers would let
+// through, whatever its bytes (Unicode that folds to ASCII included), and keeps their answer
+// for the rest.
 func TestMayKillSessionsIsTheThreeScans(t *testing.T) {
 	scans := func(s string) bool {
-		return sqltok.ContainsFold(s, "kill") || sqltok.ContainsFold(s, "_backend") || sqltok.ContainsFold(s, "u&")
+		if sqltok.ContainsFold(s, "kill") || sqltok.ContainsFold(s, "_backend") || sqltok.ContainsFold(s, "u&") {
+			return true
+		}
+		for i := 0; i+1 < len(s); i++ {
+			if s[i] == '\\' && s[i+1] == '\\' {
+				i++
+			} else if s[i] == '\\' && escapesToNameByte(s[i+1]) {
+				return true
+			}
+		}
+		return strings.Contains(s, "x'") || strings.Contains(s, "X'") || strings.Contains(s, "0x") || strings.Contains(s, "0X")
 	}
 	for _, s := range []string{"kill", "KILL", "xxxxxxxKill", "pg_cancel_BACKEND(1)", `U&"x"`, "select u&'a'",
-		"select 1 from pgbench_accounts where aid = 12345678 and k", "&", "select u&'a' from t", `u&"x" from tt`, "\u212Aill", "_bac\u212Aend"} {
+		"select 1 from pgbench_accounts where aid = 12345678 and k", "&", "select u&'a' from t", `u&"x" from tt`, "\u212Aill", "_bac\u212Aend",
+		`E'\\x5f'`, `'a\\\\b'`, `'it\\'s'`, "X'4B'", "0x4b", `\\`} {
 		if got := mayKillSessions(s); got != scans(s) {
 			t.Errorf("mayKillSessions(%q) = %v, the scans say %v", s, got, !got)
 		}
 	}
 	rapid.Check(t, func(t *rapid.T) {
 		piece := rapid.SampledFrom([]string{"kill", "KiLl", "_backend", "_BACKEND", "u&", "U&", "k", "K", "&",
-			"\u212A", "\u017F", "\x06", "\x4b", "\xcb", "select ", "pgbench_accounts", " ", "1234567", "'", "é"})
+			"\u212A", "\u017F", "\x06", "\x4b", "\xcb", "select ", "pgbench_accounts", " ", "1234567", "'", "é", `\\`, "x", "0"})
 		var b []byte
 		for _, p := range rapid.SliceOfN(rapid.OneOf(piece, rapid.StringN(0, 3, -1)), 0, 12).Draw(t, "pieces") {
 			b = append(b, p...)
@@ -72,4 +177,33 @@ func TestMayKillSessionsIsTheThreeScans(t *testing.T) {
 			t.Fatalf("mayKillSessions(%q) = %v, the scans say %v", s, got, want)
 		}
 	})
+}
+
+// TestPlainTextsRememberedButForNumbers: a text the checks found plain is passed again with
+// other numbers at the cost of a comparison; a text whose numbers could turn it into what the
+// checks look for (an octal escape \1xx where \0xx was, 0x where 1x was) is never taken for a
+// remembered one.
+func TestPlainTextsRememberedButForNumbers(t *testing.T) {
+	g := &group{name: "g"}
+	check := func(sql string) error {
+		return checkStatements(g, &query.Request{SQL: sql, Protocol: query.ProtocolMySQL})
+	}
+	plain := "SELECT abalance FROM pgbench_accounts WHERE aid = 12345"
+	if err := check(plain); err != nil {
+		t.Fatal(err)
+	}
+	if !knownPlain("SELECT abalance FROM pgbench_accounts WHERE aid = 7") {
+		t.Error("the same statement with another number is not remembered")
+	}
+	for _, pair := range [][2]string{
+		{`do E'begin perform pg\037cancel\037backend(12); end'`, `do E'begin perform pg\137cancel\137backend(12); end'`},
+		{"EXECUTE IMMEDIATE 1x4B494C4C203132", "EXECUTE IMMEDIATE 0x4B494C4C203132"},
+	} {
+		if err := check(pair[0]); err != nil {
+			t.Fatalf("%q: %v", pair[0], err)
+		}
+		if check(pair[1]) == nil {
+			t.Errorf("%q passed after %q", pair[1], pair[0])
+		}
+	}
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
@@ -109,9 +110,11 @@ func slicesEqual(a, b []string) bool {
 }
 
 // checkStatements enforces a group's readOnly and blockedStatements on every statement of req.
-// Every group refuses a statement that would end other clients' engine sessions (killers.go).
+// Every group refuses a statement that would end other clients' engine sessions (killers.go),
+// narrows the engine's views of its sessions to the client's own (activity.go), and refuses
+// what would reach the engine host's files and programs (serverfiles.go).
 func checkStatements(g *group, req *query.Request) error {
-	if err := checkSessionKillers(req); err != nil {
+	if err := checkSharedEngineUser(req); err != nil {
 		return err
 	}
 	if !g.readOnly && len(g.blocked) == 0 {
@@ -137,3 +140,81 @@ func checkStatements(g *group, req *query.Request) error {
 	}
 	return nil
 }
+
+// checkSharedEngineUser runs the checks that keep one client of the shared engine user from
+// reaching another's sessions or the engine host: killers.go, activity.go, serverfiles.go.
+// Each first scans the text for what it looks for; a text none of them needs is remembered
+// (plainTexts), so a client sending a statement again, with other numbers in it (pgbench's
+// simple protocol) or none (a prepared statement's text), pays one comparison instead of
+// three scans.
+func checkSharedEngineUser(req *query.Request) error {
+	schemaDB := req.Protocol == query.ProtocolMySQL && req.Database != "" &&
+		isSchema(req.Database, "information_schema", "performance_schema", "sys")
+	if !schemaDB && knownPlain(req.SQL) {
+		return nil
+	}
+	if !schemaDB && !mayKillSessions(req.SQL) && !maySeeSessions(req.SQL, "") && !mayTouchServerFiles(req.SQL) {
+		rememberPlain(req.SQL)
+		return nil
+	}
+	if err := checkSessionKillers(req); err != nil {
+		return err
+	}
+	if err := hideOtherSessions(req); err != nil {
+		return err
+	}
+	return checkServerFiles(req)
+}
+
+// plainTexts are texts that held nothing checkSharedEngineUser looks for. A text that is one
+// of them but for its numbers holds nothing either: no word the checks look for has a digit,
+// and a text whose digits could matter (a backslash, whose \1 may stand for a letter where
+// \0 does not; a digit before an x, 0x being hex where 1x is not) is never remembered.
+var (
+	plainTexts [4]atomic.Pointer[string]
+	plainNext  atomic.Uint32
+)
+
+func knownPlain(sql string) bool {
+	for i := range plainTexts {
+		if p := plainTexts[i].Load(); p != nil && sameButDigits(*p, sql) {
+			return true
+		}
+	}
+	return false
+}
+
+func rememberPlain(sql string) {
+	for i := 0; i < len(sql); i++ {
+		if sql[i] == '\\' || i > 0 && sql[i]|0x20 == 'x' && isDigit(sql[i-1]) {
+			return
+		}
+	}
+	s := strings.Clone(sql) // never a view of a buffer a frontend reuses
+	plainTexts[plainNext.Add(1)%uint32(len(plainTexts))].Store(&s)
+}
+
+// sameButDigits reports whether a and b are the same bytes but for their runs of ASCII digits
+// (a run of either matching one of the other, of any length).
+func sameButDigits(a, b string) bool {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if isDigit(a[i]) && isDigit(b[j]) {
+			for i < len(a) && isDigit(a[i]) {
+				i++
+			}
+			for j < len(b) && isDigit(b[j]) {
+				j++
+			}
+			continue
+		}
+		if a[i] != b[j] {
+			return false
+		}
+		i++
+		j++
+	}
+	return i == len(a) && j == len(b)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

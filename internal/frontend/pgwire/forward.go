@@ -496,6 +496,16 @@ func (c *conn) forwardParse(m *pgproto3.Parse) error {
 	if err := c.refuseForMode(m.Query); err != nil {
 		return err
 	}
+	if proxy.MaySeeSessions(m.Query, c.database) {
+		// The engine parses the statement before the core checks its Execute: the engine's
+		// views of its sessions are narrowed to the client's own here (the core's check leaves
+		// the narrowed text as it is).
+		sql, err := proxy.HideOtherSessions(m.Query, query.ProtocolPostgres, c.database)
+		if err != nil {
+			return err
+		}
+		m.Query = sql
+	}
 	// Forgotten before st is kept: a DEALLOCATE ALL parsed unnamed (psycopg 3 sends one after a
 	// rollback) is itself the unnamed statement its Bind then names.
 	c.forgetOnDiscard(m.Query)

@@ -13,12 +13,13 @@ import (
 
 // TestClientCannotEndAnotherClientsEngineSession: every client of a cluster reaches
 // PostgreSQL as the same engine role, which may cancel and terminate its own backends. Bob
-// finds Alice's running statement in pg_stat_activity and tries to end its backend through the
+// knows Alice's running statement's backend (from the engine itself: through the proxy he sees only his own) and tries to end its backend through the
 // proxy in every way a statement can name the functions (bare, schema-qualified, quoted, U&
 // escaped, in a DO block, in both protocols); each is refused, and Alice's statement ends
 // with its row.
 func TestClientCannotEndAnotherClientsEngineSession(t *testing.T) {
-	addr, _, _, _ := coreServer(t, coreSetup{})
+	addr, url, _, _ := coreServer(t, coreSetup{})
+	direct := connect(t, url) // the engine's own view: Bob sees only his session (activity.go)
 	alice := connect(t, proxyURL(addr, "alice"))
 	bob := connect(t, proxyURL(addr, "bob"))
 	const victim = "select pg_sleep(3), 'qf-victim-statement' /* alice */"
@@ -33,7 +34,7 @@ func TestClientCannotEndAnotherClientsEngineSession(t *testing.T) {
 	}()
 	var pid int
 	waitFor(t, 10*time.Second, func() bool {
-		err := bob.QueryRow(context.Background(),
+		err := direct.QueryRow(context.Background(),
 			`select pid from pg_stat_activity where query like '%qf-victim-' || 'statement%' and state = 'active'`).Scan(&pid)
 		return err == nil
 	})

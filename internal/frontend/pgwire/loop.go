@@ -783,7 +783,8 @@ func (lr *loopRun) close(ws *wireState, body []byte) relayloop.Verdict {
 // state (refused in transaction pool mode), or that deallocates the engine connection's
 // statements.
 func pausesParse(sql string) bool {
-	return mayHoldSessionState(sql) || sqltok.FirstKeywordIs(sql, sqltok.Postgres, "deallocate", "discard")
+	return mayHoldSessionState(sql) || sqltok.FirstKeywordIs(sql, sqltok.Postgres, "deallocate", "discard") ||
+		proxy.MaySeeSessions(sql, "") // narrowed by forwardParse
 }
 
 // parseMessage reads a Parse message's body: the statement's name, its SQL and the declared
