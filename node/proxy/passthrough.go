@@ -81,6 +81,30 @@ func (c *Core) ExtendedMetadata() bool {
 	return has
 }
 
+// LoginTimeZone is the TimeZone a PostgreSQL frontend reports at login: the one every cluster
+// engine's server reports (pgengine's ServerTimeZone), when all are PostgreSQL engines whose
+// statements are relayed (a relayed timestamptz is written in that zone) and agree; "" when
+// not (the frontend writes rows itself, in UTC) or not known yet.
+func (c *Core) LoginTimeZone() string {
+	rt := c.active.Load()
+	if rt == nil || rt.noRelay {
+		return ""
+	}
+	zone := ""
+	for _, name := range rt.names {
+		z, ok := rt.clusters[name].engine.(interface{ ServerTimeZone() string })
+		if !ok {
+			return ""
+		}
+		tz := z.ServerTimeZone()
+		if tz == "" || zone != "" && tz != zone {
+			return ""
+		}
+		zone = tz
+	}
+	return zone
+}
+
 // AdmitPassthrough routes and checks req and, when it may be relayed, takes its capacity slot:
 // ok is true and the caller runs the query on adm.Engine (within adm.RunContext) and calls
 // adm.Finish. canRelay says whether the frontend can relay from an engine; every member of

@@ -232,23 +232,26 @@ func (e *Engine) release(c *client.Conn, healthy bool) {
 func (e *Engine) dialWith(ctx context.Context, dialer client.Dialer, flags connFlags, extra ...client.Option) (*client.Conn, error) {
 	opts := append(append([]client.Option{e.tlsOption, flags.option}, e.dialOptions...), extra...)
 	var g *greetConn
-	if e.cfg.TLS == nil {
-		dialer = greeter(dialer, flags&flagExtendedMetadata != 0, &g)
-	}
+	dialer = greeter(dialer, flags&flagExtendedMetadata != 0, &g)
 	c, err := client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, dialer, opts...)
 	if err != nil { // names the address, user and database: for the log only
 		return nil, e.unreachable(err)
 	}
-	if g != nil {
-		e.greeted(c, g)
-	}
+	e.greeted(c, g)
 	// The handshake's deadline must not outlive it: queries may run longer.
 	if err := c.SetDeadline(time.Time{}); err != nil {
 		_ = c.Close()
 		return nil, e.unreachable(err)
 	}
-	// TIMESTAMP values then arrive in UTC, which is what their Arrow type says.
-	if _, err := c.Execute("SET time_zone = '+00:00'"); err != nil {
+	// TIMESTAMP values then arrive in UTC, which is what their Arrow type says. go-mysql logs in
+	// with collation 255 (utf8mb4_0900_ai_ci), which MariaDB does not know: it then gives the
+	// session its server's character set, latin1 unless configured (MariaDB's own default
+	// before 11.6), and text the proxy reads and relays as UTF-8 would be latin1's bytes.
+	setup := "SET time_zone = '+00:00'"
+	if g.mariadb {
+		setup += ", NAMES utf8mb4"
+	}
+	if _, err := c.Execute(setup); err != nil {
 		_ = c.Close()
 		return nil, e.wrap(err)
 	}

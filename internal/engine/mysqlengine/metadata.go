@@ -46,6 +46,7 @@ type greetConn struct {
 	ask      bool
 	greeting []byte // the greeting's bytes read so far, until whole
 	greeted  bool
+	mariadb  bool // the greeting is MariaDB's (10.2 and later: CLIENT_MYSQL unset)
 	offered  bool // the greeting offers extended metadata
 	answered bool // the handshake response went out
 
@@ -86,7 +87,8 @@ func (g *greetConn) Read(p []byte) (int, error) {
 	if !g.greeted && n > 0 {
 		g.greeting = append(g.greeting, p[:n]...)
 		if len(g.greeting) >= 4 && len(g.greeting) >= 4+packetLen(g.greeting) {
-			g.greeted, g.offered = true, offersMetadata(g.greeting[4:4+packetLen(g.greeting)])
+			greeting := g.greeting[4 : 4+packetLen(g.greeting)]
+			g.greeted, g.mariadb, g.offered = true, isMariaDB(greeting), offersMetadata(greeting)
 			g.greeting = nil
 		}
 	}
@@ -94,7 +96,10 @@ func (g *greetConn) Read(p []byte) (int, error) {
 }
 
 // Write sends the handshake response with extended metadata asked for, when it is asked and
-// offered; every other packet as it is. Under strip, a command that answers with result sets
+// offered; every other packet as it is. Over TLS the first packet after the greeting is the
+// SSL request, the handshake response's first 32 bytes, and it asks: MariaDB reads the
+// client's capabilities from it and not again from the response sent inside TLS (which goes
+// through here encrypted, as it is). Under strip, a command that answers with result sets
 // (COM_QUERY, COM_STMT_EXECUTE) starts one.
 func (g *greetConn) Write(p []byte) (int, error) {
 	if g.strip && len(p) > 4 && p[3] == 0 {
@@ -240,26 +245,40 @@ func (g *greetConn) Shutdown() error {
 	return g.Conn.Close()
 }
 
-// offersMetadata reads a HandshakeV10 payload: protocol 10, version NUL, connection id (4),
-// salt (8), filler, capabilities' low half (2), charset, status (2), capabilities' high half
-// (2), auth data length, 6 reserved bytes, MariaDB's extended capabilities (4).
+// offersMetadata reads a HandshakeV10 payload: does the MariaDB server offer extended metadata
+// (greetingCaps)?
 func offersMetadata(p []byte) bool {
+	caps := greetingCaps(p)
+	return caps >= 0 && isMariaDB(p) && binary.LittleEndian.Uint32(p[caps+14:])&mariadbExtendedMetadata != 0
+}
+
+// isMariaDB reads a HandshakeV10 payload: is it MariaDB's (CLIENT_MYSQL unset)?
+func isMariaDB(p []byte) bool {
+	caps := greetingCaps(p)
+	return caps >= 0 && uint32(p[caps])&mysql.CLIENT_LONG_PASSWORD == 0
+}
+
+// greetingCaps is where the capabilities' low half is in a HandshakeV10 payload, which holds
+// the extended capabilities; -1 when it is not one. Protocol 10, version NUL, connection id
+// (4), salt (8), filler, capabilities' low half (2), charset, status (2), capabilities' high
+// half (2), auth data length, 6 reserved bytes, MariaDB's extended capabilities (4).
+func greetingCaps(p []byte) int {
 	if len(p) == 0 || p[0] != 10 {
-		return false
+		return -1
 	}
 	end := bytes.IndexByte(p[1:], 0)
 	if end < 0 {
-		return false
+		return -1
 	}
 	caps := 1 + end + 1 + 4 + 8 + 1
-	if len(p) < caps+18 || uint32(p[caps])&mysql.CLIENT_LONG_PASSWORD != 0 { // CLIENT_MYSQL: not MariaDB
-		return false
+	if len(p) < caps+18 {
+		return -1
 	}
-	return binary.LittleEndian.Uint32(p[caps+14:])&mariadbExtendedMetadata != 0
+	return caps
 }
 
 // greeter wraps dialer so that the connection it opens goes through a greetConn, set in *g.
-// Not for TLS: the handshake response then goes inside it.
+// With TLS, go-mysql's TLS connection wraps the greetConn (Write).
 func greeter(dialer client.Dialer, ask bool, g **greetConn) client.Dialer {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nc, err := dialer(ctx, network, addr)
@@ -272,28 +291,36 @@ func greeter(dialer client.Dialer, ask bool, g **greetConn) client.Dialer {
 }
 
 // greeted notes what c's server offered and gives c its socket back unless c was opened with
-// extended metadata.
+// extended metadata. Over TLS, g stays under go-mysql's TLS connection, passing its bytes on,
+// and a connection with extended metadata gets a greetConn of its own above TLS, where the
+// column definitions can be read (stripping).
 func (e *Engine) greeted(c *client.Conn, g *greetConn) {
 	if g.offered {
 		e.metadataOffer.Store(offered)
 	} else {
 		e.metadataOffer.Store(notOffered)
 	}
-	if !g.ask || !g.offered {
+	withMetadata := g.ask && g.offered
+	switch {
+	case c.Conn.Conn != net.Conn(g): // TLS
+		if withMetadata {
+			c.Conn.Conn = &greetConn{Conn: c.Conn.Conn, ask: true, offered: true, greeted: true, answered: true}
+		}
+	case !withMetadata:
 		c.Conn.Conn = g.Conn
 	}
 }
 
-// mayOfferMetadata reports whether a connection may be opened with extended metadata: no TLS,
-// and a server not known to lack it.
+// mayOfferMetadata reports whether a connection may be opened with extended metadata: a
+// server not known to lack it.
 func (e *Engine) mayOfferMetadata() bool {
-	return e.cfg.TLS == nil && e.metadataOffer.Load() != notOffered
+	return e.metadataOffer.Load() != notOffered
 }
 
 // ExtendedMetadata reports whether the engine's server is known to offer extended metadata,
 // and its connections can ask for it: a frontend may then offer it to its clients.
 func (e *Engine) ExtendedMetadata() bool {
-	return e.cfg.TLS == nil && e.metadataOffer.Load() == offered
+	return e.metadataOffer.Load() == offered
 }
 
 // ExtendedMetadataKey is the Arrow field metadata that carries a MariaDB column's extended

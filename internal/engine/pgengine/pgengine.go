@@ -49,6 +49,7 @@ type Engine struct {
 	raw          *rawPool // the relay's connections (raw.go)
 	database     string   // what a MySQL client's SHOW TABLES names when it chose no database
 	shapes       shapes   // the results' schemas and decoders (shapes.go)
+	zone         *serverZone
 }
 
 // connsDefault is an engine's connection budget when its spec sets none.
@@ -78,6 +79,8 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	cfg.ConnConfig.AfterNetConnect = conns.afterNetConnect
 	cfg.ConnConfig.BuildContextWatcherHandler = cancelOnServer
 	tagSessions(cfg) // tag.go
+	zone := &serverZone{}
+	zone.noteOnConnect(cfg)
 	plainDial := cfg.ConnConfig.DialFunc
 	cfg.ConnConfig.DialFunc = rawconn.Dialer(plainDial, rawconn.Spin()) // pgx reads on goroutines: see rawconn
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
@@ -91,10 +94,11 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	rawCfg := cfg.ConnConfig.Config.Copy()
 	rawCfg.DialFunc = plainDial // its sockets are lent to event loops as *net.TCPConn
 	raw := newRawPool(rawCfg)
+	raw.zone = zone
 	conns.reclaim = func() bool { return raw.closeIdle() || closeIdlePgx(pool) }
 	raw.mustWait = func() bool { return conns.spent() && pool.Stat().IdleConns() == 0 }
 	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, raw: raw, shapes: newShapes(),
-		database: cfg.ConnConfig.Database}, nil
+		database: cfg.ConnConfig.Database, zone: zone}, nil
 }
 
 // cancelOnServer is what a pooled connection does when the context of its statement ends: it

@@ -55,6 +55,7 @@ type rawPool struct {
 	mustWait func() bool
 	// waiting, when set, is called each time get starts such a wait (tests).
 	waiting func()
+	zone    *serverZone // where each new connection notes the server's TimeZone (zone.go)
 }
 
 func newRawPool(cfg *pgconn.Config) *rawPool {
@@ -138,6 +139,9 @@ func (p *rawPool) open(ctx context.Context) (*rawConn, error) {
 	if err := pc.SyncConn(ctx); err != nil { // nothing of the server's left in pgconn's buffer
 		_ = pc.Close(ctx)
 		return nil, err
+	}
+	if p.zone != nil {
+		p.zone.note(pc)
 	}
 	hc, err := pc.Hijack()
 	if err != nil {

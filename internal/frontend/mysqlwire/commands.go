@@ -88,7 +88,7 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 		}
 		return nil
 	case mysql.COM_FIELD_LIST:
-		return []*mysql.Field{}
+		return h.fieldList(data)
 	case mysql.COM_STMT_PREPARE:
 		return h.prepare(string(data))
 	case mysql.COM_STMT_EXECUTE:

@@ -14,7 +14,7 @@ import (
 // after the column's original name (mysql2 then parses a JSON column, format=json, into
 // objects). It is offered as MariaDB offers it (CLIENT_MYSQL unset in the greeting, the flag in
 // the last 4 of its reserved bytes) when the backend says every MySQL-protocol engine it may
-// relay from has it (proxy.Core.ExtendedMetadata: MariaDB servers, reached without TLS), so
+// relay from has it (proxy.Core.ExtendedMetadata: MariaDB servers, with or without TLS), so
 // that relayed column definitions come with the engine's own info. A client asks in the last 4
 // of its handshake response's reserved bytes, with CLIENT_MYSQL unset (askedMetadata).
 //

@@ -2,6 +2,7 @@ package mysqlwire
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -24,7 +25,8 @@ import (
 
 type coreSetup struct {
 	noPassthrough bool
-	noLoop        bool // every statement on its session's goroutine (Options.NoEventLoop)
+	noLoop        bool        // every statement on its session's goroutine (Options.NoEventLoop)
+	tls           *tls.Config // the frontend's TLS for its clients (Options.TLS), if any
 	cacheTTL      time.Duration
 	check         func(req *query.Request, group string) error
 	onFinish      func(proxy.Record) // called as each statement is reported, its slot free
@@ -92,7 +94,11 @@ func serveCore(t testing.TB, cluster string, eng query.Engine, s coreSetup) *cor
 		t.Fatal(err)
 	}
 	core.Activate(rt)
-	return &coreFixture{addr: startServer(t, core, Options{NoEventLoop: s.noLoop}), core: core, hist: h}
+	opts := Options{NoEventLoop: s.noLoop}
+	if s.tls != nil {
+		opts.TLS = frontendtest.Static(s.tls)
+	}
+	return &coreFixture{addr: startServer(t, core, opts), core: core, hist: h}
 }
 
 // answer is everything a text-protocol client sees of a statement.

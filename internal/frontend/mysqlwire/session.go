@@ -105,10 +105,10 @@ func (h *session) HandleQuery(sql string) (*mysql.Result, error) {
 	return h.runAll(sql)
 }
 
-// HandleFieldList answers COM_FIELD_LIST (deprecated; the mariadb CLI's completion uses it)
-// with no fields.
+// HandleFieldList completes go-mysql's Handler; the session answers COM_FIELD_LIST itself
+// (fieldlist.go).
 func (h *session) HandleFieldList(string, string) ([]*mysql.Field, error) {
-	return []*mysql.Field{}, nil
+	return nil, errOwnDispatch
 }
 
 // HandleStmtPrepare, HandleStmtExecute, HandleStmtClose and HandleOtherCommand complete
@@ -588,13 +588,7 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 		h.db = m[1]
 		return nil, nil, true
 	}
-	if isSetStatement(sql) {
-		if h.canPin() && (namesUserVariable(sql) || setsEngineVariables(sql)) {
-			// on a pinned connection, held for the session (pinFor, setvars.go), with the
-			// session variables set beside them or from them (a dump's SET
-			// @OLD_UNIQUE_CHECKS=@@UNIQUE_CHECKS, UNIQUE_CHECKS=0 ... SET UNIQUE_CHECKS=@OLD_UNIQUE_CHECKS)
-			return nil, nil, false
-		}
+	if h.answersSet(sql) {
 		return nil, h.set(sql), true // see setvars.go
 	}
 	if m := killStmt.FindStringSubmatch(withoutLeadingComments(sql)); m != nil {

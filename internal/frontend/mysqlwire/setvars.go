@@ -165,6 +165,13 @@ func namesUserVariable(sql string) bool {
 	return false
 }
 
+// answersSet reports whether sql is a SET this frontend answers itself (set): every SET but,
+// on a backend that can pin, one naming user variables or setting engineVariables, which runs
+// on the engine, on a connection held for the session (pinFor), by text and prepared (SET @v = ?).
+func (h *session) answersSet(sql string) bool {
+	return isSetStatement(sql) && !(h.canPin() && (namesUserVariable(sql) || setsEngineVariables(sql)))
+}
+
 // engineVariables are the session variables that dump tools and migration tools set
 // (mysqldump's and mariadb-dump's SET @@SQL_MODE=”, SQL_QUOTE_SHOW_CREATE=1, their
 // character_set_results = 'binary' around SHOW CREATE TABLE; Django's and Laravel's

@@ -247,3 +247,31 @@ func TestUserVariablesHeldForTheSession(t *testing.T) {
 		}
 	}
 }
+
+// TestPreparedSetOfUserVariables: a prepared SET of user variables (go-sql-driver prepares a
+// statement with arguments) runs, as on MariaDB, and the client's next statements, by text and
+// prepared, see the values; another client does not.
+func TestPreparedSetOfUserVariables(t *testing.T) {
+	f := coreServer(t, coreSetup{})
+	d := openDB(t, f.addr, "alice", testPassword, f.dbName, "")
+	ctx := context.Background()
+	conn, err := d.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET @pv = ?, @pw = ?", 7, "x"); err != nil {
+		t.Fatalf("prepared SET @pv = ?, @pw = ?: %v", err)
+	}
+	var v, w string
+	if err := conn.QueryRowContext(ctx, "SELECT @pv, @pw").Scan(&v, &w); err != nil || v != "7" || w != "x" {
+		t.Errorf("SELECT @pv, @pw: %q %q %v, want 7 x", v, w, err)
+	}
+	if err := conn.QueryRowContext(ctx, "SELECT @pv + ?", 1).Scan(&v); err != nil || v != "8" {
+		t.Errorf("prepared SELECT @pv + ?: %q %v, want 8", v, err)
+	}
+	var other sql.NullString
+	if err := d.QueryRowContext(ctx, "SELECT @pv").Scan(&other); err != nil || other.Valid {
+		t.Errorf("another client sees @pv = %v (%v)", other, err)
+	}
+}

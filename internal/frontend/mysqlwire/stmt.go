@@ -47,7 +47,7 @@ func (h *session) prepare(sql string) any {
 		return errNotConfigured
 	}
 	sql = sqltok.ExpandExecutableComments(sql, h.s.version)
-	if isSetStatement(sql) {
+	if h.answersSet(sql) {
 		if err := h.checkSet(sql); err != nil {
 			return err
 		}
@@ -148,7 +148,7 @@ func (h *session) execute(data []byte) (*mysql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if isSetStatement(st.sql) {
+	if h.answersSet(st.sql) {
 		return &mysql.Result{}, h.set(st.sql) // only autocommit and isolation can change: others were refused at prepare
 	}
 	return h.run(st.sql, bin)

@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -244,7 +246,7 @@ func (c *conn) answerSSL() error {
 func (c *conn) sendWelcome() {
 	c.be.Send(&pgproto3.AuthenticationOk{})
 	params := slices.Concat([][2]string{{"server_version", c.srv.opts.ServerVersion}}, engine.PostgresLoginSettings, [][2]string{
-		{"TimeZone", "UTC"},
+		{"TimeZone", c.loginTimeZone()},
 		{"session_authorization", c.user},
 		{"application_name", c.startup["application_name"]},
 	})
@@ -255,6 +257,38 @@ func (c *conn) sendWelcome() {
 	key[0], key[1], key[2], key[3] = byte(c.secret>>24), byte(c.secret>>16), byte(c.secret>>8), byte(c.secret)
 	c.be.Send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: key[:]})
 	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+}
+
+// loginTimeZone is the TimeZone reported at login: when the client's statements are relayed
+// to PostgreSQL, which writes timestamptz values in the session's zone, the one the client's
+// startup set, else the engine servers' (proxy.Core.LoginTimeZone); else UTC, the zone this
+// frontend writes them in itself.
+func (c *conn) loginTimeZone() string {
+	zone := ""
+	if b, ok := c.srv.backend.(interface{ LoginTimeZone() string }); ok {
+		zone = b.LoginTimeZone()
+	}
+	if zone == "" {
+		return "UTC"
+	}
+	return cmp.Or(c.clientTimeZone(), zone)
+}
+
+// clientTimeZone is the TimeZone the client's startup set: its -c option, which is applied
+// after its parameters (pooling.go), else its parameter; "" for none.
+func (c *conn) clientTimeZone() string {
+	tz := ""
+	for k, v := range c.startup {
+		if strings.EqualFold(k, "timezone") {
+			tz = v
+		}
+	}
+	for _, kv := range c.options {
+		if strings.EqualFold(kv[0], "timezone") {
+			tz = kv[1]
+		}
+	}
+	return tz
 }
 
 func (c *conn) loop() error {

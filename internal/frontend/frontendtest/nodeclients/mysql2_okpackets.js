@@ -77,6 +77,10 @@ const probes = [
     return result(r);
   })],
   ['call out in a transaction read', (c) => c.query('select @ok_out as o').then(result)],
+  // A prepared SET of user variables, read by text and by a prepared statement.
+  ['prepared set', (c) => c.execute('set @ok_p = ?, @ok_q = ?', [5, 'x']).then(result)],
+  ['prepared set read', (c) => c.query('select @ok_p as p, @ok_q as q').then(result)],
+  ['prepared set read prepared', (c) => c.execute('select @ok_p + ? as p', [1]).then(result)],
 ];
 
 // Without CLIENT_MULTI_RESULTS (and CLIENT_PS_MULTI_RESULTS), a CALL of a procedure that

@@ -1,7 +1,9 @@
 // Drives node mysql2 against a MySQL-protocol server (MYSQL_HOST, MYSQL_PORT, MYSQL_USER,
 // MYSQL_PASSWORD, MYSQL_DB) and prints one JSON line per probe: what a mysql2 user sees of
 // prepared statements (binary protocol), types, warnings, stacked statements and errors.
-// PROBES picks the probe set: "mariadb" or "duckdb".
+// PROBES picks the probe set: "mariadb" or "duckdb". MYSQL_SSL_CA, when set, connects over TLS,
+// verifying the server's certificate (and that it names the host) against that CA.
+const fs = require('fs');
 const mysql = require('mysql2/promise');
 
 function show(v) {
@@ -53,6 +55,8 @@ const mariadb = [
   ['no such table', (c) => c.query('select * from no_such_table')],
   ['no such table prepared', (c) => c.execute('select * from no_such_table where 1 = ?', [1])],
   ['syntax', (c) => c.query('selec 1')],
+  // The TLS version of the connection the statement ran on ("" without TLS).
+  ['tls', (c) => c.query("select variable_value as v from information_schema.session_status where variable_name = 'Ssl_version'").then(([rows]) => rowsOf(rows))],
 ];
 
 const duckdb = [
@@ -74,6 +78,7 @@ const duckdb = [
     host: process.env.MYSQL_HOST, port: Number(process.env.MYSQL_PORT), user: process.env.MYSQL_USER,
     password: process.env.MYSQL_PASSWORD || undefined, database: process.env.MYSQL_DB || undefined,
     dateStrings: true, jsonStrings: process.env.JSON_STRINGS === '1', supportBigNumbers: true, bigNumberStrings: true, multipleStatements: false, timezone: 'Z',
+    ssl: process.env.MYSQL_SSL_CA ? { ca: fs.readFileSync(process.env.MYSQL_SSL_CA), rejectUnauthorized: true } : undefined,
   });
   for (const [name, fn] of process.env.PROBES === 'duckdb' ? duckdb : mariadb) {
     await probe(conn, name, fn);

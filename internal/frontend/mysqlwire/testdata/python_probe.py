@@ -1,16 +1,22 @@
 # Drives PyMySQL or mysqlclient (MySQLdb) against a MySQL-protocol server and prints one JSON
 # line per probe: column descriptions, values, warnings, stacked statements, errors.
 # Usage: python3 python_probe.py pymysql|mysqldb host port user password db
+# MYSQL_SSL_CA, when set, connects over TLS, verifying the server's certificate and that it
+# names the host against that CA.
 import json
+import os
 import sys
 
 lib, host, port, user, password, db = sys.argv[1:7]
+ca = os.environ.get("MYSQL_SSL_CA")
 if lib == "pymysql":
     import pymysql as driver
-    conn = driver.connect(host=host, port=int(port), user=user, password=password, database=db, autocommit=True)
+    tls = {"ssl": {"ca": ca}} if ca else {}
+    conn = driver.connect(host=host, port=int(port), user=user, password=password, database=db, autocommit=True, **tls)
 else:
     import MySQLdb as driver
-    conn = driver.connect(host=host, port=int(port), user=user, passwd=password, db=db, autocommit=True)
+    tls = {"ssl": {"ca": ca}} if ca else {}  # libmariadb refuses a server without TLS then
+    conn = driver.connect(host=host, port=int(port), user=user, passwd=password, db=db, autocommit=True, **tls)
 
 
 def show(v):
@@ -56,4 +62,6 @@ probe("select", select("select * from t"))
 probe("warnings", warnings("insert ignore into t (id, s) values (2, 'too long for five')"))
 probe("stacked", lambda cur: cur.execute("select 1; select 2"))
 probe("no such table", lambda cur: cur.execute("select * from no_such_table"))
+if ca and lib == "pymysql":  # PyMySQL goes on without TLS when the server offers none; mysqlclient's ssl_mode refuses to
+    probe("client tls", lambda cur: type(conn._sock).__name__)
 conn.close()
