@@ -46,6 +46,12 @@ type conn struct {
 	// answer. Only one answer of a connection holds a body at a time (the next request is
 	// read once the answer before it went out). Kept up to heldKeptMax.
 	held []byte
+	// base is the request every request read by parseHead is made from: one carrying ctx.
+	base *http.Request
+	// header is a map for the next answer's header: the last one's, emptied, once its
+	// handler returned with the connection still this goroutine's (serveRequest); nil makes a
+	// new one. A map each was two allocations per answer.
+	header http.Header
 
 	// The watch of a request's client (Options.Watch): a read in the background.
 	watchDone chan struct{} // closed when that read returned; nil when none runs
@@ -81,6 +87,7 @@ func newConn(s *Server, rwc net.Conn, over bool) *conn {
 	c.bw = bufio.NewWriterSize(rwc, 4<<10)
 	// As net/http does: a handler may need the address its client reached.
 	c.ctx, c.cancel = context.WithCancel(context.WithValue(s.ctx, http.LocalAddrContextKey, rwc.LocalAddr()))
+	c.base = new(http.Request).WithContext(c.ctx)
 	return c
 }
 
@@ -174,7 +181,7 @@ func (c *conn) readRequest() (*http.Request, bool) {
 		return nil, false
 	}
 	headMax := c.s.opts.HeaderBytesMax + 4096 // net/http's allowance
-	if req, ok := parseHead(c.br, headMax); ok {
+	if req, ok := parseHead(c.br, headMax, c.base); ok {
 		return c.checked(req, true)
 	}
 	_ = c.rwc.SetReadDeadline(time.Now().Add(limits.HandshakeTimeout))
@@ -284,7 +291,11 @@ const (
 // serveRequest runs the handler on req and writes its answer.
 func (c *conn) serveRequest(req *http.Request) int {
 	req.RemoteAddr, req.TLS = c.remote, c.tls
-	w := &response{c: c, req: req, header: http.Header{}, length: -1, close: req.Close, body: c.held[:0]}
+	header := c.header
+	if c.header = nil; header == nil {
+		header = http.Header{}
+	}
+	w := &response{c: c, req: req, header: header, length: -1, close: req.Close, body: c.held[:0]}
 	if c.over { // netlimit.HTTP's answer beyond ConnectionsMax
 		w.header.Set("Retry-After", "1")
 		w.header.Set("Connection", "close")
@@ -312,7 +323,8 @@ func (c *conn) serveRequest(req *http.Request) int {
 	switch {
 	case req.Body != http.NoBody:
 		timed := w.watched || req.ContentLength < 0 || int64(c.br.Buffered()) < req.ContentLength
-		w.reqBody = &body{ReadCloser: req.Body, c: c, w: w, expect: Field(req.Header, "Expect") != "", length: req.ContentLength, timed: timed}
+		w.bodyKept = body{ReadCloser: req.Body, c: c, w: w, expect: Field(req.Header, "Expect") != "", length: req.ContentLength, timed: timed}
+		w.reqBody = &w.bodyKept
 		req.Body = w.reqBody
 		if timed {
 			_ = c.rwc.SetReadDeadline(time.Now().Add(c.s.opts.Limits.MessageTimeout))
@@ -320,7 +332,10 @@ func (c *conn) serveRequest(req *http.Request) int {
 	case w.watched:
 		_ = c.rwc.SetReadDeadline(time.Time{})
 	}
-	ok := c.run(w, req.WithContext(ctx))
+	if ctx != req.Context() {
+		req = req.WithContext(ctx)
+	}
+	ok := c.run(w, req)
 	if h := w.hand; h != nil {
 		if h.late != nil {
 			h.settle() // the handler's Settle, unless a panic came first
@@ -341,6 +356,10 @@ func (c *conn) serveRequest(req *http.Request) int {
 		c.linger = w.reqBody != nil && !w.reqBody.ended // the client may still be sending it
 		return closeConn
 	}
+	// The handler returned and nobody else has the connection: nothing uses the answer's
+	// header any more.
+	clear(w.header)
+	c.header = w.header
 	return nextRequest
 }
 
@@ -364,7 +383,8 @@ func Detach(w http.ResponseWriter, wait time.Duration) bool {
 		rw.close = true
 		return false
 	}
-	h := &hand{due: time.Now().Add(wait)}
+	h := &rw.handKept
+	h.due = time.Now().Add(wait)
 	h.state.Store(handWaiting)
 	rw.hand = h
 	c.handover.Store(h) // what this goroutine wrote so far, the timer's goroutine sees
@@ -400,7 +420,8 @@ func Await(w http.ResponseWriter, wait time.Duration, late func()) bool {
 	if !ok || rw.hand != nil || rw.watched || rw.done { // hand first: once awaited, done is another goroutine's
 		return false
 	}
-	h := &hand{due: time.Now().Add(wait), late: late, rw: rw}
+	h := &rw.handKept
+	h.due, h.late, h.rw = time.Now().Add(wait), late, rw
 	h.state.Store(handAwaiting)
 	rw.hand = h
 	c := rw.c

@@ -21,7 +21,7 @@ import (
 // instead of http.ReadRequest's 14 (RESULTS.md, "Trino HTTP (#22, session 19, trino helper)").
 // For any other head, or one longer than sizeMax, it reports false and consumes nothing:
 // http.ReadRequest reads it, or refuses it.
-func parseHead(br *bufio.Reader, sizeMax int) (*http.Request, bool) {
+func parseHead(br *bufio.Reader, sizeMax int, base *http.Request) (*http.Request, bool) {
 	buf, _ := br.Peek(br.Buffered())
 	end := bytes.Index(buf, []byte("\r\n\r\n"))
 	if end < 0 || end+4 > sizeMax {
@@ -34,8 +34,12 @@ func parseHead(br *bufio.Reader, sizeMax int) (*http.Request, bool) {
 	if !ok1 || !ok2 || proto != "HTTP/1.1" || !isToken(method) || !strings.HasPrefix(target, "/") {
 		return nil, false
 	}
-	u, err := url.ParseRequestURI(target)
-	if err != nil {
+	p := new(parsed) // the request, its URL and its body in one allocation
+	if plainPath(target) {
+		p.url.Path = target // what url.ParseRequestURI makes of it
+	} else if u, err := url.ParseRequestURI(target); err == nil {
+		p.url = *u
+	} else {
 		return nil, false
 	}
 	h, ok := parseFields(rest)
@@ -43,9 +47,13 @@ func parseHead(br *bufio.Reader, sizeMax int) (*http.Request, bool) {
 		h["Trailer"] != nil || h["Pragma"] != nil {
 		return nil, false
 	}
-	req := &http.Request{Method: method, URL: u, Proto: proto, ProtoMajor: 1, ProtoMinor: 1, Header: h,
-		Host: Field(h, "Host"), RequestURI: target, Body: http.NoBody,
-		Close: httpguts.HeaderValuesContainsToken(h["Connection"], "close")}
+	// base carries the context its requests are served in (that of their connection), which
+	// only WithContext sets otherwise: a copy of the whole request per request.
+	p.req = *base
+	req := &p.req
+	req.Method, req.URL, req.Proto, req.ProtoMajor, req.ProtoMinor, req.Header = method, &p.url, proto, 1, 1, h
+	req.Host, req.RequestURI, req.Body = Field(h, "Host"), target, http.NoBody
+	req.Close = httpguts.HeaderValuesContainsToken(h["Connection"], "close")
 	delete(h, "Host") // as http.ReadRequest leaves it
 	if cl := h["Content-Length"]; cl != nil {
 		n, ok := contentLength(cl[0])
@@ -54,11 +62,36 @@ func parseHead(br *bufio.Reader, sizeMax int) (*http.Request, bool) {
 		}
 		req.ContentLength = n
 		if n > 0 {
-			req.Body = &headBody{br: br, left: n, closing: req.Close}
+			p.body = headBody{br: br, left: n, closing: req.Close}
+			req.Body = &p.body
 		}
 	}
 	_, _ = br.Discard(end + 4)
 	return req, true
+}
+
+// parsed is what parseHead makes of a head, allocated together.
+type parsed struct {
+	req  http.Request
+	url  url.URL
+	body headBody
+}
+
+// plainPath reports whether target is a path url.ParseRequestURI takes as it is (URL{Path:
+// target}): a slash, then only letters, digits, "/", "-", ".", "_" and "~" (no escapes, no
+// query, nothing its parser reads otherwise).
+func plainPath(target string) bool {
+	if !strings.HasPrefix(target, "/") || strings.HasPrefix(target, "//") {
+		return false
+	}
+	for i := 0; i < len(target); i++ {
+		switch c := target[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '/', c == '-', c == '.', c == '_', c == '~':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // parseFields reads the field lines of a head (each ended by CRLF) as textproto.ReadMIMEHeader

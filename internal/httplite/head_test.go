@@ -30,7 +30,7 @@ func TestPlainHeadsAreParsedAsReadRequestParsesThem(t *testing.T) {
 		"POST /v1/statement HTTP/1.1\r\nhost: h\r\nx-trino-user: a\r\nconnection: keep-alive\r\ncontent-length: 3\r\naccept: application/json, text/plain, */*\r\n\r\nabcGET /next HTTP/1.1\r\n",
 		"DELETE /v1/query/q HTTP/1.1\r\nHost: h\r\nConnection: close\r\nX-Trino-Client-Tags: a, b\r\nX-Trino-Client-Tags: c\r\n\r\n",
 	} {
-		fast, ok := parseHead(buffered(t, raw), 1<<20)
+		fast, ok := parseHead(buffered(t, raw), 1<<20, &http.Request{})
 		if !ok {
 			t.Fatalf("not read without http.ReadRequest: %q", raw)
 		}
@@ -55,7 +55,7 @@ func TestOddHeadsAreReadAsReadRequestReadsThem(t *testing.T) {
 		"GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
 	} {
 		br := buffered(t, raw)
-		if fast, ok := parseHead(br, 1<<20); ok {
+		if fast, ok := parseHead(br, 1<<20, &http.Request{}); ok {
 			sameRequest(t, raw, fast)
 		} else if br.Buffered() != len(raw) {
 			t.Fatalf("declined %q, consuming %d bytes", raw, len(raw)-br.Buffered())
@@ -102,7 +102,7 @@ func TestHeadsAreReadAsReadRequestReadsThem(t *testing.T) {
 		raw := b.String()
 
 		br := buffered(t, raw)
-		fast, ok := parseHead(br, rapid.IntRange(16, 1<<10).Draw(rt, "sizeMax"))
+		fast, ok := parseHead(br, rapid.IntRange(16, 1<<10).Draw(rt, "sizeMax"), &http.Request{})
 		if !ok {
 			if br.Buffered() != len(raw) {
 				rt.Fatalf("declined %q, consuming %d bytes", raw, len(raw)-br.Buffered())
@@ -171,7 +171,7 @@ func sameRequest(t interface {
 // parseHeadAll is parseHead on a reader it fills first.
 func parseHeadAll(br *bufio.Reader) (*http.Request, bool) {
 	_, _ = br.Peek(br.Size())
-	return parseHead(br, 1<<20)
+	return parseHead(br, 1<<20, &http.Request{})
 }
 
 // A statement's POST head as benchtrino's net/http client sends it, read by parseHead and by
@@ -186,7 +186,7 @@ func BenchmarkReadHead(b *testing.B) {
 		read func(*bufio.Reader) (*http.Request, error)
 	}{
 		{"parseHead", func(br *bufio.Reader) (*http.Request, error) {
-			if req, ok := parseHead(br, 1<<20); ok {
+			if req, ok := parseHead(br, 1<<20, &http.Request{}); ok {
 				return req, nil
 			}
 			return nil, io.ErrUnexpectedEOF

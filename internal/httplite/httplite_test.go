@@ -849,3 +849,76 @@ func TestABodyHeldIsNoAllocation(t *testing.T) {
 		t.Fatalf("an exchange with a 1 KiB body allocates %.1f times, with none %.1f: the body is an allocation", withBody, without)
 	}
 }
+
+// TestAnExchangesAllocations: an answer's header map is its connection's last one, emptied
+// (none of an earlier answer's fields goes out again), and a request read by parseHead is
+// served in its connection's context (the local address net/http's handlers find there)
+// without a copy of it; a statement's POST with its body, awaited as trinohttp awaits it,
+// then costs at most exchangeAllocsMax allocations on the server's side.
+func TestAnExchangesAllocations(t *testing.T) {
+	textType := []string{"text/plain"}
+	var localOK atomic.Bool
+	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		localOK.Store(ok)
+		w.Header()["Content-Type"] = textType
+		if r.URL.Path == "/a" {
+			w.Header()["X-A"] = textType
+		}
+		if r.Method == http.MethodPost {
+			Await(w, time.Hour, func() {})
+			if _, err := io.ReadAll(r.Body); err != nil || !Settle(w) {
+				t.Errorf("body: %v", err)
+			}
+		}
+		w.Write([]byte("ok"))
+	}), Options{})
+	nc := dial(t, addr)
+	br := bufio.NewReader(nc)
+	exchange := func(req string) *http.Response {
+		if _, err := io.WriteString(nc, req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if resp := exchange("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"); resp.Header.Get("X-A") == "" || !localOK.Load() {
+		t.Fatalf("the first answer: %v, the local address found %v", resp.Header, localOK.Load())
+	}
+	if resp := exchange("GET /b HTTP/1.1\r\nHost: x\r\n\r\n"); resp.Header.Get("X-A") != "" || resp.Header.Get("Content-Type") != "text/plain" {
+		t.Fatalf("the second answer carries the first's fields: %v", resp.Header)
+	}
+	const post = "POST /v1/statement HTTP/1.1\r\nHost: x\r\nUser-Agent: a/1\r\nX-Trino-User: u\r\nContent-Length: 8\r\n\r\nSELECT 1"
+	exchange(post)
+	if !localOK.Load() {
+		t.Fatal("a POST's context lacks its connection's local address")
+	}
+	buf := make([]byte, 4096)
+	allocs := testing.AllocsPerRun(200, func() { // the client's side allocates nothing
+		if _, err := io.WriteString(nc, post); err != nil {
+			t.Fatal(err)
+		}
+		for got := 0; !bytes.HasSuffix(buf[:got], []byte("\r\n\r\nok")); {
+			n, err := nc.Read(buf[got:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += n
+		}
+	})
+	if allocs > exchangeAllocsMax {
+		t.Fatalf("a POST exchange allocates %.1f times, more than %d", allocs, exchangeAllocsMax)
+	}
+}
+
+// exchangeAllocsMax bounds TestAnExchangesAllocations' POST: the head's text, the request with
+// its URL and body, the header map and its values, the answer with its body's wrapper and
+// hand-over, and the handler's io.ReadAll (16 before the request was made in its connection's
+// context, its URL, body, wrapper and hand-over allocated with it and the answer, and the
+// answer's header map kept).
+const exchangeAllocsMax = 9

@@ -41,6 +41,10 @@ type response struct {
 	watched   bool   // Options.Watch named the request
 	onBodyEnd func() // starts the watch once a watched request's body ended
 	hand      *hand  // set by Detach: the connection's hand-over
+
+	// What reqBody and hand point to: one allocation with the answer's.
+	bodyKept body
+	handKept hand
 }
 
 // errFinished is what a handler's write gets once its answer went out (Detach).

@@ -683,8 +683,9 @@ func pgCompat(q *query.Request) string {
 	values := q.Protocol == query.ProtocolTrino && containsFold(q.SQL, "values")
 	offsets := q.Protocol == query.ProtocolPostgres && holdsOffsetTimestamp(q.SQL)
 	precision := q.Protocol == query.ProtocolTrino && holdsTimePrecision(q.SQL)
+	subscript := q.Protocol == query.ProtocolTrino && strings.Contains(q.SQL, "[")
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
-		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets && !precision {
+		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets && !precision && !subscript {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -694,7 +695,7 @@ func pgCompat(q *query.Request) string {
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
 		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values,
 		postgres: q.Protocol == query.ProtocolPostgres, offsets: offsets}
-	if division && w.trino {
+	if (division || subscript) && w.trino { // both write a call before a term (insertAt)
 		w.starts = make([]int, len(toks))
 		for i := range w.starts {
 			w.starts[i] = -1
@@ -957,7 +958,10 @@ func (w *compatWriter) step() {
 	if w.jsonOps && t.Kind == sqltok.Operator && w.jsonOperator() {
 		return
 	}
-	if w.trino && t.Kind == sqltok.Word && w.timePrecisionType() {
+	if w.trino && t.Kind == sqltok.Word && (w.timePrecisionType() || w.trinoTimestamp()) {
+		return
+	}
+	if w.trino && w.trinoSubscript() {
 		return
 	}
 	if w.binary {

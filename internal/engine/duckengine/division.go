@@ -255,7 +255,9 @@ func (w *compatWriter) termStart(end int) int {
 	for i >= 0 {
 		switch t := w.toks[i]; {
 		case w.word(i) == "]":
-			i = w.prevSig(w.bracketStart(i))
+			if i = w.prevSig(w.bracketStart(i)); w.word(i) == "array" {
+				return i // ARRAY[1, 2]
+			}
 			continue // the subscripted term
 		case w.word(i) == ")":
 			open := w.bracketStart(i)

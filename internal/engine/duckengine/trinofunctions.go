@@ -44,6 +44,18 @@ var trinoFunctionSQL = []string{
 		ELSE a / b END`,
 	`CREATE MACRO {c}.main.qf_trino_mod(a, b) AS CASE WHEN b = 0 AND a IS NOT NULL AND typeof(a % b) NOT IN ('DOUBLE', 'FLOAT')
 		THEN error('` + raisedPrefix + `22012 division by zero') ELSE a % b END`,
+	// a[i] (trinoSubscript): an array's index out of its bounds fails as in Trino
+	// (ArraySubscriptOperator.checkIndex: INVALID_FUNCTION_ARGUMENT, 2202E here), where DuckDB
+	// answers NULL (and counts a negative index from the end). A map's key, or a NULL index or
+	// array, is DuckDB's subscript: typeof ends in ] for a list or an array, not for a map. The
+	// length is its JSON's, which binds for a map too (len and cardinality take one kind only).
+	`CREATE MACRO {c}.main.qf_trino_subscript(a, i) AS CASE
+		WHEN typeof(a) NOT LIKE '%]' OR TRY_CAST(i AS BIGINT) BETWEEN 1 AND json_array_length(to_json(a)) THEN a[i]
+		WHEN TRY_CAST(i AS BIGINT) = 0 THEN error('` + raisedPrefix + `2202E SQL array indices start at 1')
+		WHEN TRY_CAST(i AS BIGINT) < 0 THEN error('` + raisedPrefix + `2202E Array subscript is negative: ' || i)
+		WHEN TRY_CAST(i AS BIGINT) > json_array_length(to_json(a)) THEN error('` + raisedPrefix +
+		`2202E Array subscript must be less than or equal to array length: ' || i || ' > ' || json_array_length(to_json(a)))
+		ELSE a[i] END`,
 	// replace(s, x): every x removed.
 	`CREATE MACRO {c}.main.qfpg_trino_replace (s, x) AS replace(s, x, ''), (s, x, y) AS replace(s, x, y)`,
 }
@@ -111,6 +123,39 @@ func strftimeOfJoda(f string) (string, bool) {
 		i++
 	}
 	return b.String(), true
+}
+
+// trinoSubscript writes a Trino client's subscript at w.i, x[i], as qf_trino_subscript(x, i)
+// (trinoFunctionSQL), the call written before the subscripted term (termStart, insertAt) and
+// the closing bracket replaced; it reports whether it wrote anything: not for ARRAY's own
+// bracket, a list type's (integer[]), a slice (x[1:2], DuckDB's), or a term not read back.
+func (w *compatWriter) trinoSubscript() bool {
+	prev := w.prevSig(w.i)
+	if w.starts == nil || w.word(w.i) != "[" || prev < 0 || w.word(prev) == "array" {
+		return false
+	}
+	start, end := w.termStart(prev), w.bracketEnd(w.i)
+	if start < 0 || w.starts[start] < 0 || end < 0 || end == w.sig(w.i+1, 0) { // integer[]: a type
+		return false
+	}
+	depth := 0
+	for j := w.sig(w.i+1, 0); j >= 0 && j < end; j = w.sig(j+1, 0) {
+		switch w.word(j) {
+		case "(", "[":
+			depth++
+		case ")", "]":
+			depth--
+		case ":":
+			if depth == 0 {
+				return false
+			}
+		}
+	}
+	w.insertAt(w.starts[start], "qf_trino_subscript(")
+	w.emit(", ")
+	w.replace(end, end, ")")
+	w.i++
+	return true
 }
 
 // valuesRows writes the rows of Trino's VALUES at w.i (VALUES 1, 2 is two rows; DuckDB reads

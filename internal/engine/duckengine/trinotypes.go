@@ -14,8 +14,12 @@ import (
 // (TIMESTAMP_S, TIMESTAMP_MS, TIMESTAMP, TIMESTAMP_NS: a value cast to it keeps as many digits),
 // and with a time zone, or a time's, the one type DuckDB has (microseconds).
 
-// holdsTimePrecision reports cheaply whether sqlText may name timestamp(p) or time(p).
+// holdsTimePrecision reports cheaply whether sqlText may name timestamp(p) or time(p), or
+// hold a timestamp literal or localtimestamp (trinoTimestamp).
 func holdsTimePrecision(sqlText string) bool {
+	if containsFold(sqlText, "timestamp") {
+		return true
+	}
 	for i := 0; i+4 <= len(sqlText); i++ {
 		if sqlText[i]|0x20 != 't' || !strings.EqualFold(sqlText[i:i+4], "time") {
 			continue
@@ -67,4 +71,62 @@ func (w *compatWriter) timePrecisionType() bool {
 	w.emit(typ)
 	w.i = end + 1
 	return true
+}
+
+// trinoTimestamp writes a timestamp literal without a zone at w.i, TIMESTAMP '2020-01-01
+// 12:00:00.123', as DuckDB's timestamp type of its precision, and localtimestamp as
+// TIMESTAMP_MS: a Trino literal is timestamp(p), p the digits of its fraction of a second
+// (none: timestamp(0)), and localtimestamp is timestamp(3), where DuckDB's are all
+// microseconds. DuckDB has TIMESTAMP_S, TIMESTAMP_MS, TIMESTAMP and TIMESTAMP_NS (0, 3, 6, 9
+// digits): 1 or 2 digits are timestamp(3), 4 or 5 timestamp(6). A literal with a zone is left
+// as written. It reports whether it wrote anything.
+func (w *compatWriter) trinoTimestamp() bool {
+	if w.word(w.prevSig(w.i)) == "." {
+		return false
+	}
+	switch w.word(w.i) {
+	case "localtimestamp":
+		if w.word(w.sig(w.i+1, 0)) == "(" {
+			return false
+		}
+		w.emit("CAST(localtimestamp AS TIMESTAMP_MS)")
+	case "timestamp":
+		lit := w.sig(w.i+1, 0)
+		if lit < 0 || w.toks[lit].Kind != sqltok.String || w.toks[lit].Unterminated {
+			return false
+		}
+		digits, ok := fractionDigits(strings.Trim(w.toks[lit].Text, "'"))
+		if !ok {
+			return false
+		}
+		switch {
+		case digits == 0:
+			w.emit("TIMESTAMP_S")
+		case digits <= 3:
+			w.emit("TIMESTAMP_MS")
+		case digits <= 6:
+			w.emit("TIMESTAMP")
+		default:
+			w.emit("TIMESTAMP_NS")
+		}
+	default:
+		return false
+	}
+	w.i++
+	return true
+}
+
+// fractionDigits is the number of digits of the fraction of a second in a timestamp literal's
+// text without a zone ("2020-01-01", "2020-01-01 12:00:00.123"); ok is false for any other.
+func fractionDigits(text string) (int, bool) {
+	text = strings.TrimSpace(text)
+	if len(text) < 10 || strings.Count(text[:10], "-") != 2 {
+		return 0, false
+	}
+	clock := strings.TrimLeft(text[10:], " T")
+	if strings.Trim(clock, "0123456789:.") != "" {
+		return 0, false // a zone, or not a timestamp
+	}
+	_, frac, _ := strings.Cut(clock, ".")
+	return len(frac), true
 }

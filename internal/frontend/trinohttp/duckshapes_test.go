@@ -159,8 +159,10 @@ func TestTrinoTimePrecisionTypesOnDuckDB(t *testing.T) {
 		t.Errorf("got %v %v %v %v %v %v", a, b, c, d, e, f)
 	}
 	o := runNPM(t, ts.addr, "alice", npmStep{Name: "q", SQL: q})["q"]
-	const want = `[["2024-01-02 03:04:05.123000","2024-01-02 03:04:05.500000 UTC","03:04:05.250000","2024-01-02 03:04:05.000000",` +
-		`"2024-01-02 03:04:05.123000","2024-01-02 03:04:05.123000 UTC"]]`
+	// timestamp(3) and timestamp(0) values with as many digits as Trino writes them
+	// (TestTrinoTimestampPrecisionOnDuckDB); the zoned and the time ones microseconds (DuckDB's).
+	const want = `[["2024-01-02 03:04:05.123","2024-01-02 03:04:05.500000 UTC","03:04:05.250000","2024-01-02 03:04:05",` +
+		`"2024-01-02 03:04:05.123","2024-01-02 03:04:05.123000 UTC"]]`
 	if o.OK == nil || jsonText(t, o.OK.Rows) != want {
 		t.Errorf("npm: %+v %+v\nwant %s", o.OK, o.Error, want)
 	}
@@ -187,5 +189,72 @@ func TestNPMTrinoClientTypesOnDuckDB(t *testing.T) {
 		`"AQL/",1.5,3,4,"03:04:05.500000",true,true,true,"Infinity"]]`
 	if o.OK == nil || jsonText(t, o.OK.Types) != types || jsonText(t, o.OK.Rows) != rows {
 		t.Errorf("%+v %+v\nwant types %s\nwant rows  %s", o.OK, o.Error, types, rows)
+	}
+}
+
+// TestTrinoArraySubscriptOnDuckDB: an array's subscript past its end, at 0 or negative fails as
+// Trino's does (ArraySubscriptOperator.checkIndex: INVALID_FUNCTION_ARGUMENT with Trino's
+// messages), where DuckDB answers NULL or counts from the end; within bounds, nested, on a
+// column, with a NULL index and on a map it answers as Trino does. Through trino-go-client.
+func TestTrinoArraySubscriptOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	var second, nested, keyed, column int64
+	var null sql.NullInt64
+	err := db.QueryRow(`select array[1, 2][2], array[array[1, 2], array[3]][2][1], map(array['a'], array[1])['a'],
+		x[1], array[1, 2][cast(null as integer)] from (select array[7, 8] as x)`).Scan(&second, &nested, &keyed, &column, &null)
+	if err != nil || second != 2 || nested != 3 || keyed != 1 || column != 7 || null.Valid {
+		t.Errorf("subscripts: %d %d %d %d %v (%v); want 2 3 1 7 NULL", second, nested, keyed, column, null, err)
+	}
+	for sql, message := range map[string]string{
+		"select array[1, 2][5]":                      "Array subscript must be less than or equal to array length: 5 > 2",
+		"select x[3] from (select array[1, 2] as x)": "Array subscript must be less than or equal to array length: 3 > 2",
+		"select array[1, 2][0]":                      "SQL array indices start at 1",
+		"select array[1, 2][-1]":                     "Array subscript is negative: -1",
+	} {
+		var v any
+		err := db.QueryRow(sql).Scan(&v)
+		var te *trino.ErrTrino
+		if !errors.As(err, &te) || te.ErrorName != "INVALID_FUNCTION_ARGUMENT" || te.Message != message {
+			t.Errorf("%s: %v, %v; want INVALID_FUNCTION_ARGUMENT: %s", sql, v, err, message)
+		}
+	}
+}
+
+// TestTrinoTimestampPrecisionOnDuckDB: timestamps are announced with the precision Trino gives
+// them, and their values carry as many digits: a literal's is its fraction's digits
+// (timestamp(0) without one), localtimestamp's and a cast to timestamp(3)'s are 3 (DuckDB's
+// are all microseconds: timestamp(6) before). Through trino-go-client.
+func TestTrinoTimestampPrecisionOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	rows, err := db.Query(`select timestamp '2020-01-01 12:00:00', timestamp '2020-01-01 12:00:00.123',
+		timestamp '2020-01-01 12:00:00.123456', localtimestamp, cast('2020-01-01 12:00:00.1239' as timestamp(3))`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ct := range types {
+		p, _, ok := ct.DecimalSize()
+		got = append(got, fmt.Sprintf("%s(%d,%v)", ct.DatabaseTypeName(), p, ok))
+	}
+	if want := "TIMESTAMP(0,true) TIMESTAMP(3,true) TIMESTAMP(6,true) TIMESTAMP(3,true) TIMESTAMP(3,true)"; strings.Join(got, " ") != want {
+		t.Errorf("types %s, want %s", strings.Join(got, " "), want)
+	}
+	var whole, milli, micro, local, cast time.Time
+	if !rows.Next() {
+		t.Fatal(rows.Err())
+	}
+	if err := rows.Scan(&whole, &milli, &micro, &local, &cast); err != nil {
+		t.Fatal(err)
+	}
+	if whole.Nanosecond() != 0 || milli.Nanosecond() != 123_000_000 || micro.Nanosecond() != 123_456_000 ||
+		local.Nanosecond()%1_000_000 != 0 || cast.Nanosecond() != 124_000_000 {
+		t.Errorf("values %v %v %v %v %v", whole, milli, micro, local, cast)
 	}
 }

@@ -16,7 +16,11 @@ func appendResults(b []byte, res *QueryResults, columns []byte) ([]byte, error) 
 	b = append(b, `{"id":`...)
 	b = appendString(b, res.ID)
 	b = append(b, `,"infoUri":`...)
-	b = appendString(b, res.InfoURI)
+	if res.InfoURI == "" && res.infoBase != "" {
+		b = appendJoined(b, res.infoBase, "/ui/query.html?", res.ID)
+	} else {
+		b = appendString(b, res.InfoURI)
+	}
 	if res.NextURI != "" {
 		b = append(b, `,"nextUri":`...)
 		b = appendString(b, res.NextURI)
@@ -179,3 +183,14 @@ func appendArray(b []byte, v []any) ([]byte, error) {
 
 // appendString appends s quoted as encoding/json quotes it with SetEscapeHTML(false) (marshal).
 func appendString(b []byte, s string) []byte { return jsonstr.AppendString(b, s, false) }
+
+// appendJoined appends the string a+b+c as appendString does, without making it.
+func appendJoined(out []byte, a, b, c string) []byte {
+	out = append(out, '"')
+	for _, s := range [...]string{a, b, c} {
+		start := len(out)
+		out = appendString(out, s)
+		out = append(out[:start], out[start+1:len(out)-1]...) // without its quotes
+	}
+	return append(out, '"')
+}

@@ -110,3 +110,19 @@ func arrowSchemaForEncodeTest() *arrow.Schema {
 		{Name: "r", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.FixedWidthTypes.Boolean})},
 	}, nil)
 }
+
+// TestInfoURIWrittenFromItsParts: a page's infoUri made of its base and its id as it is written
+// (appendJoined) is the one encoding/json writes of the whole string, whatever the strings.
+func TestInfoURIWrittenFromItsParts(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		base, id := "http://"+text().Draw(t, "host"), text().Draw(t, "id")
+		got, err := appendResults(nil, &QueryResults{ID: id, infoBase: base}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := marshal(&QueryResults{ID: id, InfoURI: base + "/ui/query.html?" + id})
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("appendResults wrote\n%s\nencoding/json\n%s (%v)", got, want, err)
+		}
+	})
+}

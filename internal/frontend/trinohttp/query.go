@@ -51,8 +51,6 @@ type runningQuery struct {
 	nextToken   int64 // the token the next poll must carry
 	lastToken   int64 // the token of lastPage, for a client's retry
 	lastPage    []byte
-	infoURI     string // its infoUri at infoBase, the base URL of its latest page
-	infoBase    string
 	lastFinal   bool      // lastPage ended the query
 	lastAccess  time.Time // the POST or the latest poll: unpolled for AbandonAfter, it is abandoned
 	forgetAt    time.Time // once it has nothing left to tell (forgetLater): when the reaper forgets it
@@ -292,7 +290,7 @@ func updateOf(tag string) (string, *int64) {
 // QueryResults is the document every statement response carries.
 type QueryResults struct {
 	ID          string      `json:"id"`
-	InfoURI     string      `json:"infoUri"`
+	InfoURI     string      `json:"infoUri"` // made of infoBase and ID when empty (appendResults)
 	NextURI     string      `json:"nextUri,omitempty"`
 	Columns     []Column    `json:"columns,omitempty"`
 	Data        [][]any     `json:"data,omitempty"`
@@ -301,6 +299,8 @@ type QueryResults struct {
 	Warnings    []any       `json:"warnings"`
 	UpdateType  string      `json:"updateType,omitempty"`
 	UpdateCount *int64      `json:"updateCount,omitempty"`
+
+	infoBase string // the base URL of the infoUri (base/ui/query.html?ID): a page's own, not kept per query
 }
 
 // Stats is the part of Trino's StatementStats the proxy knows.
@@ -453,12 +453,15 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}
-	body, status, final := s.page(r.Context(), q, token, wait, s.baseURL(r, c.tls), whole)
+	body, status, final, scratch := s.page(r.Context(), q, token, wait, s.baseURL(r, c.tls), whole)
 	if status != http.StatusOK {
 		http.Error(w, string(body), status)
 		return
 	}
-	if final {
+	switch {
+	case scratch != nil: // the whole result, in the POST: nothing can ask for it again
+		s.forget(q)
+	case final:
 		s.forgetLater(q)
 	}
 	for k, v := range q.header {
@@ -466,6 +469,9 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery
 	}
 	w.Header()["Content-Type"] = jsonType
 	w.Write(body)
+	if scratch != nil {
+		putPageScratch(scratch, body)
+	}
 }
 
 // lastPageKeptMax is how long a query that has told its client everything stays held, for a
@@ -480,7 +486,12 @@ func (s *Server) forgetLater(q *runningQuery) {
 	q.mu.Unlock()
 }
 
-func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait time.Duration, base string, whole bool) ([]byte, int, bool) {
+// page is the page for token and its status, whether it is the query's last, and the
+// pageScratch buffer it is in when it is kept nowhere: the whole result of a POST, which
+// names no nextUri, so that no client can ask for it again (the caller puts it back once it
+// wrote it, putPageScratch, and forgets the query). Any other page is kept for a retry of its
+// token.
+func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait time.Duration, base string, whole bool) ([]byte, int, bool, *[]byte) {
 	var timer *time.Timer // taken once there is something to wait for
 	defer func() {
 		if timer != nil {
@@ -492,7 +503,7 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	defer q.mu.Unlock()
 	q.lastAccess = time.Now()
 	if token == q.lastToken && q.lastPage != nil {
-		return q.lastPage, http.StatusOK, q.lastFinal
+		return q.lastPage, http.StatusOK, q.lastFinal, nil
 	}
 	if token != q.nextToken || q.lastFinal {
 		return q.refuseTokenLocked(token)
@@ -513,15 +524,12 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 		q.mu.Lock()
 	}
 	if token == q.lastToken && q.lastPage != nil { // a concurrent retry of this token answered first
-		return q.lastPage, http.StatusOK, q.lastFinal
+		return q.lastPage, http.StatusOK, q.lastFinal, nil
 	}
 	if token != q.nextToken || q.lastFinal {
 		return q.refuseTokenLocked(token)
 	}
-	if q.infoBase != base || q.infoURI == "" { // a query's pages are polled at one base, as a rule
-		q.infoBase, q.infoURI = base, base+"/ui/query.html?"+q.id
-	}
-	res := QueryResults{ID: q.id, InfoURI: q.infoURI, Columns: q.columns, Warnings: []any{}}
+	res := QueryResults{ID: q.id, infoBase: base, Columns: q.columns, Warnings: []any{}}
 	take := pageRows(q.pending, s.opts.PageRows, pageBytesTarget)
 	whole = whole && token == 0 && q.done && take == len(q.pending)
 	if token == 0 && !whole {
@@ -553,19 +561,28 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	if err != nil {
 		panic(fmt.Sprintf("trinohttp: encode page of %s: %v", q.id, err))
 	}
+	if whole {
+		q.lastToken, q.lastFinal, q.nextToken = token, final, token+1
+		return doc, http.StatusOK, final, scratch
+	}
 	// The page is kept for a retry of its token (up to lastPageKeptMax): a copy of its own
 	// size, where a buffer made large enough for any short page was twice a SELECT 1's.
 	body := append([]byte(nil), doc...)
-	if cap(doc) <= pageScratchKeptMax {
-		*scratch = doc
-		pageScratch.Put(scratch)
-	}
+	putPageScratch(scratch, doc)
 	q.lastToken, q.lastPage, q.lastFinal, q.nextToken = token, body, final, token+1
-	return body, http.StatusOK, final
+	return body, http.StatusOK, final, nil
 }
 
 // pageScratch keeps the buffers pages are encoded in, up to pageScratchKeptMax bytes each.
 var pageScratch sync.Pool
+
+// putPageScratch puts scratch back in pageScratch with doc, the page last encoded in it.
+func putPageScratch(scratch *[]byte, doc []byte) {
+	if cap(doc) <= pageScratchKeptMax {
+		*scratch = doc
+		pageScratch.Put(scratch)
+	}
+}
 
 const pageScratchKeptMax = 64 << 10
 
@@ -587,11 +604,11 @@ func pollTimer(wait time.Duration) *time.Timer {
 // refuseTokenLocked is Trino's answer to a poll for neither the page last served nor the next
 // one: 410 Gone for a page already passed, 404 for one that does not exist (ahead of the next,
 // or past the last page).
-func (q *runningQuery) refuseTokenLocked(token int64) ([]byte, int, bool) {
+func (q *runningQuery) refuseTokenLocked(token int64) ([]byte, int, bool, *[]byte) {
 	if token < q.lastToken {
-		return []byte(fmt.Sprintf("page %d of query %s is gone: the last page served is %d", token, q.id, q.lastToken)), http.StatusGone, false
+		return []byte(fmt.Sprintf("page %d of query %s is gone: the last page served is %d", token, q.id, q.lastToken)), http.StatusGone, false, nil
 	}
-	return []byte(fmt.Sprintf("query %s has no page %d", q.id, token)), http.StatusNotFound, false
+	return []byte(fmt.Sprintf("query %s has no page %d", q.id, token)), http.StatusNotFound, false, nil
 }
 
 // baseURL is where the client reaches this server: ExternalURL, else the request's Host with the

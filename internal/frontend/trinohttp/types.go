@@ -100,7 +100,7 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 	case *arrow.Date32Type, *arrow.Date64Type:
 		return simple("date")
 	case *arrow.TimestampType:
-		p := int64(precisionOf(t.Unit))
+		p := int64(timestampDigits(f, t))
 		raw := "timestamp"
 		if t.TimeZone != "" {
 			raw = "timestamp with time zone"
@@ -264,6 +264,21 @@ func tzSuffix(tz string) string {
 	return " with time zone"
 }
 
+// timestampDigits is the precision of a timestamp column: its unit's, or the one of the
+// engine's type it was read as (DuckDB's TIMESTAMP_S, TIMESTAMP_MS and TIMESTAMP_NS travel
+// in microseconds: a Trino client's timestamp(0), timestamp(3) and timestamp '...' literals).
+func timestampDigits(f arrow.Field, t *arrow.TimestampType) int {
+	switch metaValue(f, engine.MetaDuckDBType) {
+	case "TIMESTAMP_S":
+		return 0
+	case "TIMESTAMP_MS":
+		return 3
+	case "TIMESTAMP_NS":
+		return 9
+	}
+	return precisionOf(t.Unit)
+}
+
 func precisionOf(u arrow.TimeUnit) int {
 	switch u {
 	case arrow.Second:
@@ -372,7 +387,7 @@ func jsonValue(f arrow.Field, a arrow.Array, i int) any {
 	case *array.Timestamp:
 		t := a.DataType().(*arrow.TimestampType)
 		v := a.Value(i).ToTime(t.Unit).UTC()
-		s := v.Format(time.DateTime) + fraction(v.Nanosecond(), precisionOf(t.Unit))
+		s := v.Format(time.DateTime) + fraction(v.Nanosecond(), timestampDigits(f, t))
 		if t.TimeZone != "" {
 			s += " UTC"
 		}
