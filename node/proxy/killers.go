@@ -126,8 +126,35 @@ func mayKillSessions(sql string) bool {
 		sqltok.ContainsFold(sql, "u&") || holdsLetterEscape(sql)) {
 		return true
 	}
-	return strings.Contains(sql, "x'") || strings.Contains(sql, "X'") || strings.Contains(sql, "0x") || strings.Contains(sql, "0X")
+	return holdsHexStart(sql)
 }
+
+// holdsHexStart reports whether sql may hold a hex literal, X'..' or 0x..: an x before a
+// quote, or a 0 before an x, that no name byte comes before (there it is part of a name), nor,
+// for X'..', a quote (a hex literal right after a string is a syntax error to PostgreSQL,
+// MySQL and Trino, and inside one, as in 'x', it is text).
+func holdsHexStart(sql string) bool {
+	for i := 0; i+1 < len(sql); i++ {
+		c, next := sql[i]|0x20, sql[i+1]
+		switch {
+		case c == 'x' && next == '\'':
+			if i == 0 || !isNameByteOrQuote(sql[i-1]) {
+				return true
+			}
+		case sql[i] == '0' && next|0x20 == 'x':
+			if i == 0 || !isNameByte(sql[i-1]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$' || c >= 0x80
+}
+
+func isNameByteOrQuote(c byte) bool { return c == '\'' || isNameByte(c) }
 
 // holdsLetterEscape reports whether sql holds a backslash escape that may stand for a letter,
 // a digit or "_" (escapesToNameByte).

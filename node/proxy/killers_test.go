@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -144,6 +145,9 @@ func TestSessionKillerCheckIsBounded(t *testing.T) {
 // case-folding scans, a byte-by-byte look for letter escapes and the hex markers would let
 // through, whatever its bytes (Unicode that folds to ASCII included), and keeps their answer
 // for the rest.
+// hexStart is where a hex literal may start: X' or 0x after no name byte (nor, for X', a quote).
+var hexStart = regexp.MustCompile(`(^|[^A-Za-z0-9_$'\x{80}-\x{10FFFF}])[xX]'|(^|[^A-Za-z0-9_$\x{80}-\x{10FFFF}])0[xX]`)
+
 func TestMayKillSessionsIsTheThreeScans(t *testing.T) {
 	scans := func(s string) bool {
 		if sqltok.ContainsFold(s, "kill") || sqltok.ContainsFold(s, "_backend") || sqltok.ContainsFold(s, "u&") {
@@ -156,11 +160,11 @@ func TestMayKillSessionsIsTheThreeScans(t *testing.T) {
 				return true
 			}
 		}
-		return strings.Contains(s, "x'") || strings.Contains(s, "X'") || strings.Contains(s, "0x") || strings.Contains(s, "0X")
+		return hexStart.MatchString(s)
 	}
 	for _, s := range []string{"kill", "KILL", "xxxxxxxKill", "pg_cancel_BACKEND(1)", `U&"x"`, "select u&'a'",
 		"select 1 from pgbench_accounts where aid = 12345678 and k", "&", "select u&'a' from t", `u&"x" from tt`, "\u212Aill", "_bac\u212Aend",
-		`E'\\x5f'`, `'a\\\\b'`, `'it\\'s'`, "X'4B'", "0x4b", `\\`} {
+		`E'\\x5f'`, `'a\\\\b'`, `'it\\'s'`, "X'4B'", "0x4b", `\\`, "select 'x' || g", "select 'tax', a0x", "(X'4B')", "'a'X'4B'"} {
 		if got := mayKillSessions(s); got != scans(s) {
 			t.Errorf("mayKillSessions(%q) = %v, the scans say %v", s, got, !got)
 		}
