@@ -111,22 +111,32 @@ func startCancelDaemon(t *testing.T, dbURL, group string) map[string]string {
 }
 
 // cancelOnEngine cancels, with pg_cancel_backend, the statement carrying marker once PostgreSQL
-// runs it. It gives up when the client is done first (its report then tells what went wrong).
+// runs it, until the client is done. PostgreSQL drops a cancel that lands while the backend reads
+// the next protocol message (pg_stat_activity already shows the statement active after its
+// Parse), so a cancel is sent again while the same run stays active; a run with a new start time
+// is the statement run again after its cancel, which no client asked for.
 func cancelOnEngine(ctx context.Context, t *testing.T, engine *pgx.Conn, marker string, done <-chan [2]string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var cancelled bool
-		err := engine.QueryRow(ctx, `select coalesce(bool_or(pg_cancel_backend(pid)), false) from pg_stat_activity
-			where query like '%'||$1||'%' and state = 'active' and pid <> pg_backend_pid()`, marker).Scan(&cancelled)
+	var cancelled *time.Time
+	for len(done) == 0 {
+		var started []time.Time
+		rows, err := engine.Query(ctx, `with run as materialized (select pid, query_start from pg_stat_activity
+			where query like '%'||$1||'%' and state = 'active' and pid <> pg_backend_pid())
+			select query_start from run where pg_cancel_backend(pid)`, marker)
+		if err == nil {
+			started, err = pgx.CollectRows(rows, pgx.RowTo[time.Time])
+		}
 		switch {
 		case err != nil:
 			t.Fatal(err)
-		case cancelled:
-			return
-		case len(done) > 0:
-			return
-		case time.Now().After(deadline):
+		case len(started) > 1:
+			t.Fatalf("the statement %s runs %d times on PostgreSQL", marker, len(started))
+		case len(started) == 1 && cancelled != nil && !started[0].Equal(*cancelled):
+			t.Fatalf("the statement %s ran again on PostgreSQL after its cancel", marker)
+		case len(started) == 1:
+			cancelled = &started[0]
+		case cancelled == nil && time.Now().After(deadline):
 			t.Fatalf("the statement %s never ran on PostgreSQL", marker)
 		}
 		time.Sleep(20 * time.Millisecond) // polling the engine's own view: no event to wait on
