@@ -677,6 +677,11 @@ func missingState(t duckdb.ErrorType, msg string) string {
 	switch t {
 	case duckdb.ErrorTypeCatalog:
 		switch {
+		case strings.HasSuffix(msg, "already exists!") && strings.Contains(msg, "Schema with name"):
+			return sqlstate.DuplicateSchema
+		case strings.HasSuffix(msg, "already exists!") && (strings.Contains(msg, "Table with name") ||
+			strings.Contains(msg, "Index with name") || strings.Contains(msg, "Sequence with name") || strings.Contains(msg, "View with name")):
+			return sqlstate.DuplicateTable // PostgreSQL's relations: one namespace
 		case strings.Contains(msg, "Function with name"):
 			return sqlstate.UndefinedFunction
 		case strings.Contains(msg, "Schema with name"):
