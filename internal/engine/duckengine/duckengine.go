@@ -468,6 +468,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		release(conn, true)
 		return outsideTransaction(st)
 	}
+	outer := ctx
 	ctx, cancel, explain, err := withTimeout(ctx, q)
 	if err != nil {
 		release(conn, true)
@@ -486,6 +487,9 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		return rows, explain(err)
 	}
 	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()); cancel() })
+	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
+		rows, err = e.retryDelete(outer, nil, false, client, q, st.p, err)
+	}
 	if err != nil {
 		e.noteFatal(err)
 		return nil, explain(err)
