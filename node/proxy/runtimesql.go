@@ -187,6 +187,9 @@ func (s *runTimeScan) statement(st []sqltok.Token, r engineReading, depth int) s
 		case sqltok.Word:
 			switch {
 			case t.IsWord("prepare") && i+2 < len(st) && st[i+2].IsWord("from") && prepareAt(st, i):
+				if inlineStatementAt(st, i+3) {
+					continue // Trino's PREPARE s FROM SELECT ...: the statement is there to read
+				}
 				if what := s.literalAt(st, i+3, r, depth, "PREPARE ... FROM"); what != "" {
 					return what
 				}
@@ -260,6 +263,17 @@ func prepareAt(st []sqltok.Token, i int) bool {
 	}
 	p := st[i-1]
 	return !(p.Kind == sqltok.Punct && (p.Text == "," || p.Text == "(" || p.Text == ".") || p.IsWord("select", "distinct", "all", "as", "by"))
+}
+
+// inlineStatementWords start a statement written out after PREPARE ... FROM (Trino's form);
+// each is reserved in MySQL and MariaDB, so no routine variable there has its name.
+var inlineStatementWords = []string{"select", "with", "insert", "update", "delete", "values", "table", "show", "describe",
+	"desc", "explain", "create", "drop", "alter", "call", "set", "grant", "revoke", "analyze", "use"}
+
+// inlineStatementAt reports whether a statement written out starts at st[i]: one of
+// inlineStatementWords, not called (MySQL's INSERT(str, pos, len, new) makes text).
+func inlineStatementAt(st []sqltok.Token, i int) bool {
+	return i < len(st) && st[i].IsWord(inlineStatementWords...) && (i+1 == len(st) || st[i+1].Text != "(")
 }
 
 // languageOf is the language the token names (LANGUAGE plpgsql, LANGUAGE 'plpgsql'), or "".

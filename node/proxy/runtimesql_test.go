@@ -20,6 +20,11 @@ func TestRunTimeSQLRefused(t *testing.T) {
 		// MySQL / MariaDB
 		"SET @q = CONCAT('KI', 'LL ', 12); PREPARE s FROM @q; EXECUTE s",
 		"PREPARE s FROM @q",
+		"PREPARE s FROM @x := 'KILL 12'",
+		"PREPARE s FROM INSERT('KXLL 12', 2, 1, 'I')",
+		"PREPARE s FROM REPLACE('KXLL 12', 'X', 'I')",
+		"PREPARE s FROM `q`",
+		"EXECUTE IMMEDIATE 'SELECT ''a'' ' \"'b'\"",
 		"prepare s from concat('KI', 'LL 12')",
 		"EXECUTE IMMEDIATE CONCAT('KI', 'LL 12')",
 		"EXECUTE IMMEDIATE @q",
@@ -94,6 +99,9 @@ func TestRunTimeSQLRefused(t *testing.T) {
 		"select prepare x from t", "update t set execute = 1", "select 'execute immediate @q'",
 		"insert into notes values ('PREPARE s FROM @q')", "select language, function from t",
 		"select * from cron.job", "select schedule from t",
+		// Trino's PREPARE ... FROM a statement written out
+		"PREPARE p1 FROM SELECT ? + 1, ?", "PREPARE st FROM SELECT ? + 1, 'a?' WHERE ? > 0", "prepare p from insert into t values (?)",
+		"PREPARE p FROM WITH x AS (SELECT 1) SELECT * FROM x", "EXECUTE p1 USING 1, 2", "DEALLOCATE PREPARE p1",
 	}
 	for _, protocol := range allProtocols {
 		for _, sql := range refused {
