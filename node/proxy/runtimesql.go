@@ -56,7 +56,11 @@ func checkRunTimeSQL(req *query.Request) error {
 	}
 	a := req.Analysis()
 	s := &runTimeScan{}
-	for _, r := range engineReadings {
+	readings := engineReadings
+	if readingsAgree(req.SQL) {
+		readings = []engineReading{{d: a.Dialect}} // the request's own reading is every engine's
+	}
+	for _, r := range readings {
 		toks := a.Tokens
 		if r.d != a.Dialect || r.otherEscapes {
 			toks = r.tokens(req.SQL)
@@ -70,55 +74,90 @@ func checkRunTimeSQL(req *query.Request) error {
 	return nil
 }
 
-// mayRunTimeSQL is false for text that holds none of the words the check looks for, "u&" and
-// a backslash escape that may stand for a letter: one pass, no allocation.
+// readingsAgree reports whether every engine reading splits sql into the same strings,
+// names and comments: it has none of the bytes where they part (a backslash, a double quote,
+// a backquote, #, $, and the / and - that start comments). trino-go-client's EXECUTE
+// IMMEDIATE '...' USING ... is then read once, not five times.
+func readingsAgree(sql string) bool { return !strings.ContainsAny(sql, "\\\"`#$/-") }
+
+// mayRunTimeSQL is false for text that has none of the words the check looks for at the start
+// of a word (each is a name of its own, or after a "." or a quote), "u&" and a backslash
+// escape that may stand for a letter: one pass that looks only at the first byte of each
+// word, no allocation.
 func mayRunTimeSQL(sql string) bool {
 	for i := 0; i < len(sql); i++ {
-		var words []string
-		switch c := sql[i]; {
-		case c == '\\' && i+1 < len(sql):
-			if sql[i+1] == '\\' {
-				i++
-				continue
-			}
-			if escapesToNameByte(sql[i+1]) {
+		c := sql[i]
+		if c == '\\' {
+			if i+1 < len(sql) && sql[i+1] != '\\' && escapesToNameByte(sql[i+1]) {
 				return true
 			}
-			continue
-		case c|0x20 == 'e':
-			words = []string{"execute"}
-		case c|0x20 == 'p':
-			words = []string{"prepare", "procedure", "pg_background"}
-		case c|0x20 == 'f':
-			words = []string{"function"}
-		case c|0x20 == 'q':
-			words = []string{"query_to_xml"}
-		case c|0x20 == 't':
-			words = []string{"ts_stat"}
-		case c|0x20 == 'l':
-			words = []string{"language"}
-		case c|0x20 == 's':
-			words = []string{"schedule"}
-		case c|0x20 == 'a':
-			words = []string{"alter_job"}
-		case c|0x20 == 'u':
-			words = []string{"u&"}
-		case c|0x20 == 'd':
-			if hasFoldAt(sql, i, "dblink") || doStatementAt(sql, i) {
-				return true
-			}
-			continue
-		default:
+			i++
 			continue
 		}
-		for _, w := range words {
-			if hasFoldAt(sql, i, w) {
-				return true
-			}
+		if !nameBytes[c] {
+			continue
+		}
+		if runTimeWordAt(sql, i) {
+			return true
+		}
+		for i+1 < len(sql) && nameBytes[sql[i+1]] {
+			i++ // the rest of the word
 		}
 	}
 	return false
 }
+
+// nameBytes are the bytes isNameByte accepts, as a table.
+var nameBytes = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = isNameByte(byte(c))
+	}
+	return t
+}()
+
+// runTimeWordAt reports whether a word mayRunTimeSQL looks for starts at sql[i].
+func runTimeWordAt(sql string, i int) bool {
+	var words []string
+	switch sql[i] | 0x20 {
+	case 'e':
+		words = runTimeWordsE
+	case 'p':
+		words = runTimeWordsP
+	case 'f':
+		words = runTimeWordsF
+	case 'q':
+		words = runTimeWordsQ
+	case 't':
+		words = runTimeWordsT
+	case 'l':
+		words = runTimeWordsL
+	case 's':
+		words = runTimeWordsS
+	case 'a':
+		words = runTimeWordsA
+	case 'u':
+		return i+1 < len(sql) && sql[i+1] == '&'
+	case 'd':
+		return hasFoldAt(sql, i, "dblink") || doStatementAt(sql, i)
+	}
+	for _, w := range words {
+		if hasFoldAt(sql, i, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	runTimeWordsE = []string{"execute"}
+	runTimeWordsP = []string{"prepare", "procedure", "pg_background"}
+	runTimeWordsF = []string{"function"}
+	runTimeWordsQ = []string{"query_to_xml"}
+	runTimeWordsT = []string{"ts_stat"}
+	runTimeWordsL = []string{"language"}
+	runTimeWordsS = []string{"schedule"}
+	runTimeWordsA = []string{"alter_job"}
+)
 
 // doStatementAt reports whether sql[i:] starts the word DO (a DO block, MySQL's DO), other
 // than PostgreSQL's ON CONFLICT DO NOTHING | UPDATE and a rule's DO INSTEAD | ALSO.
@@ -452,6 +491,9 @@ func (s *runTimeScan) readText(forms []string, depth int) string {
 			}
 			if what := s.in(inner.tokens(f), inner, depth+1); what != "" {
 				return what
+			}
+			if readingsAgree(f) {
+				break
 			}
 		}
 	}
