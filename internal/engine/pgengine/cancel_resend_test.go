@@ -11,6 +11,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/pgengine"
+	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
 // lostCancelSleep is the statement whose first cancel request PostgreSQL drops: long enough
@@ -101,5 +102,29 @@ func TestWireGivenBackMidStatementCancelsItDespiteADroppedRequest(t *testing.T) 
 	_, _, err := simpleOn(t, next, "select 1")
 	if errors.As(err, &pe) {
 		t.Fatalf("the connection serves on with an error: %v", err)
+	}
+}
+
+// A pooled connection's cancel (its statement's context ended: the query timeout, a lost
+// lease, the client gone) whose request PostgreSQL drops, because the backend still waited for
+// the statement's messages, is sent again while the statement has not answered: it is
+// cancelled (57014) within the connection's deadline, not run on past it. The handler is driven
+// as pgx drives it: HandleCancel when the context ends, HandleUnwatchAfterCancel once the
+// statement answered.
+func TestPoolCancelDroppedBetweenMessagesIsSentAgain(t *testing.T) {
+	pc, err := pgconn.Connect(context.Background(), pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close(context.Background())
+	sent := make(chan struct{}, 1000)
+	h := pgengine.CancelHandler(pc, func() { sent <- struct{}{} })
+	h.HandleCancel(context.Background()) // the context ended before the statement reached the backend
+	<-sent                               // the first request reached PostgreSQL while the backend waited
+	_, err = pc.Exec(context.Background(), lostCancelSleep).ReadAll()
+	h.HandleUnwatchAfterCancel()
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57014" {
+		t.Fatalf("the statement cancelled on its way to the backend ended with %v, want 57014 (query_canceled)", err)
 	}
 }
