@@ -65,8 +65,14 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.main.pg_get_userbyid(id) AS 'queryflux'`,
 	`CREATE MACRO {c}.main.pg_encoding_to_char(enc) AS 'UTF8'`,
 	`CREATE MACRO {c}.main.pg_relation_is_publishable(id) AS false`,
-	// No column owns a sequence (DuckDB's columns take a sequence's nextval as a default).
-	`CREATE MACRO {c}.main.pg_get_serial_sequence(tbl, col) AS NULL::VARCHAR`,
+	// A serial column's sequence (pgserial.go): the one its default's nextval names, schema first
+	// (Django's sequence reset, ORMs reading the key's sequence); NULL for another column.
+	`CREATE MACRO {c}.main.pg_get_serial_sequence(tbl, col) AS (SELECT any_value(CASE WHEN contains(q.seq, '.') THEN q.seq
+		ELSE {c}.main.qf_pg_schema(q.schema_name) || '.' || q.seq END) FROM (SELECT c.schema_name,
+		regexp_extract(c.column_default, '^nextval\(''([^'']*)''', 1) AS seq FROM duckdb_columns() c WHERE c.database_name = current_database()
+		AND lower(c.table_name) = lower(trim(string_split(tbl, '.')[-1], '"')) AND c.column_name = col
+		AND c.schema_name = CASE WHEN len(string_split(tbl, '.')) = 1 THEN current_schema()
+			WHEN trim(string_split(tbl, '.')[-2], '"') = 'public' THEN 'main' ELSE trim(string_split(tbl, '.')[-2], '"') END) q WHERE q.seq <> '')`,
 	`CREATE MACRO {c}.main.qf_pg_get_expr(expr, relid) AS expr::VARCHAR, (expr, relid, pretty) AS expr::VARCHAR`,
 	`CREATE MACRO {c}.main.pg_get_function_result(id) AS
 		(SELECT any_value(f.return_type) FROM duckdb_functions() f WHERE f.function_oid = id)`,

@@ -13,4 +13,6 @@ var psqlCatalogSQL = []string{
 		NULL::VARCHAR[] AS subpublications WHERE false`,
 	`CREATE MACRO {c}.main.pg_statistics_obj_is_visible(id) AS true`,
 	`CREATE MACRO {c}.main.pg_get_statisticsobjdef(id) AS NULL::VARCHAR`,
+	// \df+ (psql 14 and later) reads a SQL-standard function body first: none here.
+	`CREATE MACRO {c}.main.pg_get_function_sqlbody(id) AS NULL::VARCHAR`,
 }

@@ -92,7 +92,7 @@ func TestPsqlListsCatalogObjectsOnDuckDBAsPostgreSQL(t *testing.T) {
 		return string(out)
 	}
 	pgURL, duckURL := pgtest.NewDatabase(t), duckProxy(t, "transaction").URL()
-	for _, c := range []string{`\dy`, `\dc`, `\do`, `\des`, `\drds`, `\dC`, `\dL`, `\dF`} {
+	for _, c := range []string{`\dy`, `\dc`, `\do`, `\des`, `\drds`, `\dC`, `\dL`, `\dF`, `\df+`} {
 		want, got := run(pgURL, c), run(duckURL, c)
 		if c == `\dC` || c == `\dL` || c == `\dF` { // the title and the column names, whatever their width
 			want, got = heading(want), heading(got)

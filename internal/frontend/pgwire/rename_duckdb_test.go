@@ -89,6 +89,8 @@ func TestRenamesAndDuplicatesAsPostgreSQL(t *testing.T) {
 		`select c.conname, c.contype::text from pg_constraint c join pg_class t on t.oid = c.conrelid where t.relname like 'rn_t%' order by 1`,
 		`select tablename, indexname, indexdef from pg_indexes where tablename like 'rn_t%' order by 2`,
 		`select kode, price, tag, doc::text from rn_t2 order by id`,
+		// The serial column's sequence keeps its name (Django's sequence reset reads it).
+		`select pg_get_serial_sequence('rn_t2', 'id'), pg_get_serial_sequence('public.rn_t2', 'id'), pg_get_serial_sequence('rn_t2', 'kode')`,
 	} {
 		want, got := list(pg, sql), list(duck, sql)
 		if want != got {
