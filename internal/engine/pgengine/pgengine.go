@@ -297,30 +297,46 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}
-	schema, decoders, err := e.shapes.of(fields)
+	_, decoders, builders, err := e.shapes.of(fields)
 	if err != nil {
 		stop()
 		rows.Close()
 		return nil, err
 	}
-	fill := func(_ context.Context, b *engine.BatchBuilder) (bool, error) {
-		for !b.Full() {
-			if !rows.Next() {
-				return false, cancelledOr(ctx, rows.Err())
-			}
-			raw := rows.RawValues()
-			for i, dec := range decoders {
-				if err := dec(raw[i], b.Field(i)); err != nil {
-					return false, fmt.Errorf("pgengine: column %q: %w", fields[i].Name, err)
-				}
-			}
-			b.EndRow()
+	return engine.NewSourceStream(builders, &result{ctx: ctx, rows: rows, fields: fields, decoders: decoders, stop: stop}), nil
+}
+
+// result is a statement's rows as an engine.StreamSource.
+type result struct {
+	ctx      context.Context // the statement's: its end is the cancellation Fill reports
+	rows     pgx.Rows
+	fields   []pgconn.FieldDescription
+	decoders []decoder
+	stop     context.CancelFunc // cancels the statement on the server when closed before its end
+}
+
+func (r *result) Fill(_ context.Context, b *engine.BatchBuilder) (bool, error) {
+	for !b.Full() {
+		if !r.rows.Next() {
+			return false, cancelledOr(r.ctx, r.rows.Err())
 		}
-		return true, nil
+		raw := r.rows.RawValues()
+		for i, dec := range r.decoders {
+			if err := dec(raw[i], b.Field(i)); err != nil {
+				return false, fmt.Errorf("pgengine: column %q: %w", r.fields[i].Name, err)
+			}
+		}
+		b.EndRow()
 	}
-	tag := func() string { return rows.CommandTag().String() }
-	closeRows := func() error { stop(); rows.Close(); return nil }
-	return engine.NewStream(schema, fill, tag, closeRows), nil
+	return true, nil
+}
+
+func (r *result) Tag() string { return r.rows.CommandTag().String() }
+
+func (r *result) Close() error {
+	r.stop()
+	r.rows.Close()
+	return nil
 }
 
 // cancelledOr is err as the caller sees it: the cancellation itself when ctx ended (the
