@@ -512,6 +512,9 @@ func (c *flushOnReadConn) startWatch() {
 }
 
 func (c *flushOnReadConn) stopWatch() {
+	if c.timer == nil {
+		return // no statement was ever watched
+	}
 	c.timer.Stop()
 	c.mu.Lock()
 	stop := c.stopWatching

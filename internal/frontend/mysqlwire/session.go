@@ -206,6 +206,7 @@ func (h *session) fillAs(r *query.Request, sql string, args []any) {
 		ExtendedMetadata: h.metadata,
 		MultiResults:     h.conn.HasCapability(mysql.CLIENT_MULTI_RESULTS),
 		PSMultiResults:   h.conn.HasCapability(mysql.CLIENT_PS_MULTI_RESULTS),
+		LocalFiles:       h.conn.HasCapability(mysql.CLIENT_LOCAL_FILES),
 	}
 }
 

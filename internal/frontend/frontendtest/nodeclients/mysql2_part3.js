@@ -55,7 +55,7 @@ const base = {
     await probe('infile big count', () => c.query("select count(*) from li where s = 'big'").then(rows));
     await probe('infile missing', () => c.query({ sql: "load data local infile '/nonexistent/file' into table li", infileStreamFactory: (p) => fs.createReadStream(p) }).then(rows));
     await probe('after missing', () => c.query('select count(*) from li').then(rows));
-    await probe('infile in a transaction', () => c.query('begin').then(() => c.query({ sql: `load data local infile '${file}' into table li fields terminated by ',' (id, s)`, infileStreamFactory: (p) => fs.createReadStream(p) })).then(async (r) => { await c.query('rollback'); return rows(r); }));
+    await probe('infile in a transaction', () => c.query('begin').then(() => c.query({ sql: `load data local infile '${file}' into table li fields terminated by ',' (id, s)`, infileStreamFactory: (p) => fs.createReadStream(p) })).then(rows).finally(() => c.query('rollback')));
     await probe('after rollback', () => c.query('select count(*) from li').then(rows));
     await probe('infile warnings', () => c.query({ sql: "load data local infile 'w' into table li fields terminated by ','", infileStreamFactory: () => Readable.from([Buffer.from('x,far too long for twenty chars\n')]) }).then(rows));
     await c.end();
