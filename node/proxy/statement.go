@@ -142,7 +142,8 @@ func checkStatements(g *group, req *query.Request) error {
 }
 
 // checkSharedEngineUser runs the checks that keep one client of the shared engine user from
-// reaching another's sessions or the engine host: killers.go, activity.go, serverfiles.go.
+// reaching another's sessions or the engine host: killers.go, runtimesql.go, activity.go,
+// serverfiles.go.
 // Each first scans the text for what it looks for; a text none of them needs is remembered
 // (plainTexts), so a client sending a statement again, with other numbers in it (pgbench's
 // simple protocol) or none (a prepared statement's text), pays one comparison instead of
@@ -153,11 +154,14 @@ func checkSharedEngineUser(req *query.Request) error {
 	if !schemaDB && knownPlain(req.SQL) {
 		return nil
 	}
-	if !schemaDB && !mayKillSessions(req.SQL) && !maySeeSessions(req.SQL, "") && !mayTouchServerFiles(req.SQL) {
+	if !schemaDB && !mayKillSessions(req.SQL) && !maySeeSessions(req.SQL, "") && !mayTouchServerFiles(req.SQL) && !mayRunTimeSQL(req.SQL) {
 		rememberPlain(req.SQL)
 		return nil
 	}
 	if err := checkSessionKillers(req); err != nil {
+		return err
+	}
+	if err := checkRunTimeSQL(req); err != nil { // runtimesql.go
 		return err
 	}
 	if err := hideOtherSessions(req); err != nil {
