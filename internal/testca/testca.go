@@ -1,6 +1,8 @@
 // Package testca is a certificate authority for tests: a CA of their own, certificates it
 // signs for servers and clients, written as PEM files. Test-only (frontendtest's NewCA, mytest's
 // MariaDB with TLS).
+//
+// determinism: outside the simulator (test helpers: real randomness, clocks and files)
 package testca
 
 import (
