@@ -42,6 +42,12 @@ func TestRunTimeSQLRefused(t *testing.T) {
 		"CREATE EVENT e ON SCHEDULE EVERY 1 HOUR DO EXECUTE IMMEDIATE CONCAT('KI', 'LL 12')",
 		"/*!PREPARE s FROM @q */",
 		"select 1 /*M!100000 ; EXECUTE IMMEDIATE @q */",
+		"EXECUTE /*!IMMEDIATE*/ CONCAT('KI', 'LL 12')",
+		"EXECUTE /*M!100000 IMMEDIATE */ CONCAT('KI', 'LL 12')",
+		"PREPARE s /*! FROM */ CONCAT('KI', 'LL 12')",
+		"EXECUTE IMMEDIATE 'KI' /*!'LL 12'*/",
+		"PREPARE s FROM 'KI' /*!50000 'LL 12' */",
+		`select U&"query\005fto\005fxml"(q, true, true, '') from t`,
 		"CALL sys.execute_prepared_stmt(CONCAT('KI', 'LL 12'))",
 		"CREATE FUNCTION run RETURNS STRING SONAME 'lib_mysqludf_sys.so'",
 		// PostgreSQL

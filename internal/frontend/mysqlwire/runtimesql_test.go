@@ -40,6 +40,9 @@ func TestClientCannotKillThroughRunTimeSQL(t *testing.T) {
 	attacks := []string{
 		"SET @q = CONCAT('KI', 'LL QUERY ', %d); PREPARE s FROM @q; EXECUTE s",
 		"EXECUTE IMMEDIATE CONCAT('KI', 'LL QUERY ', %d)",
+		"EXECUTE IMMEDIATE 'KI' /*!'LL QUERY %d'*/",
+		"EXECUTE /*!IMMEDIATE*/ CONCAT('KI', 'LL QUERY ', %d)",
+		"EXECUTE /*M!100000 IMMEDIATE */ CONCAT('KI', 'LL QUERY ', %d)", // MariaDB's own form: the frontend leaves it to the engine
 		"EXECUTE IMMEDIATE 'KI' 'LL QUERY %d'",
 		"PREPARE s FROM 'KI' /* c */ 'LL QUERY %d'; EXECUTE s",
 		"PREPARE s FROM INSERT('KXLL QUERY %d', 2, 1, 'I'); EXECUTE s",
@@ -70,13 +73,13 @@ func TestClientCannotKillThroughRunTimeSQL(t *testing.T) {
 		return id, done
 	}
 
-	// The oracle: on MariaDB itself, the first two forms kill another session of the user.
+	// The oracle: on MariaDB itself, the first five forms kill another session of the user.
 	victimDB, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { victimDB.Close() })
-	for i, attack := range attacks[:2] {
+	for i, attack := range attacks[:5] {
 		id, done := running(victimDB, fmt.Sprintf("qf-direct-victim-%d", i))
 		if _, err := direct.Exec(fmt.Sprintf(attack, id)); err != nil {
 			t.Fatalf("directly on MariaDB, %q: %v", attack, err)
