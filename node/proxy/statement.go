@@ -193,11 +193,17 @@ func runSharedChecks(req *query.Request, needs sharedNeeds) error {
 var (
 	plainTexts [4]atomic.Pointer[string]
 	plainNext  atomic.Uint32
+	plainHit   atomic.Uint32 // the slot knownPlain last found a text in
 )
 
 func knownPlain(sql string) bool {
-	for i := range plainTexts {
+	at := plainHit.Load() // the slot the last text found: a client's next text is most often its kin
+	for k := range uint32(len(plainTexts)) {
+		i := (at + k) % uint32(len(plainTexts))
 		if p := plainTexts[i].Load(); p != nil && sqltok.SameButDigits(*p, sql) {
+			if k != 0 {
+				plainHit.Store(i)
+			}
 			return true
 		}
 	}
