@@ -71,8 +71,10 @@ func BenchmarkSharedChecksPerStatement(b *testing.B) {
 	for _, st := range sharedCheckStatements {
 		b.Run(st.name, func(b *testing.B) {
 			b.ReportAllocs()
+			req := &query.Request{}
 			for b.Loop() {
-				if err := runSharedChecks(&query.Request{SQL: st.sql, Protocol: query.ProtocolPostgres}, sharedNeedsOf(st.sql)); err != nil {
+				*req = query.Request{SQL: st.sql, Protocol: query.ProtocolPostgres}
+				if err := runSharedChecks(req, sharedNeedsOf(st.sql)); err != nil {
 					b.Fatal(err)
 				}
 			}

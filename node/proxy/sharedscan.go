@@ -50,6 +50,20 @@ const (
 	startZero      = 0xff // 0x.., a hex number, unless a name byte comes before
 )
 
+// scanSeconds has, for each group of scanGroups, a bit set for each byte a word of it has second
+// (in either case): most bytes that start a word are not followed by one of them.
+var scanSeconds = func() (seconds [][4]uint64) {
+	seconds = make([][4]uint64, len(scanGroups))
+	for g, words := range scanGroups {
+		for _, w := range words {
+			for _, c := range []byte{w.word[1], w.word[1] &^ w.fold[1]} {
+				seconds[g][c>>6] |= 1 << (c & 63)
+			}
+		}
+	}
+	return seconds
+}()
+
 var sharedStarts, scanGroups = func() (starts [256]uint8, groups [][]scanWord) {
 	for _, w := range sharedWords {
 		c := w.word[0]
@@ -103,6 +117,12 @@ func sharedNeedsOf(sql string) sharedNeeds {
 				return needAll
 			}
 		default:
+			if i+1 == len(sql) {
+				continue // every word has two bytes or more
+			}
+			if c := sql[i+1]; scanSeconds[k-1][c>>6]&(1<<(c&63)) == 0 {
+				continue
+			}
 			for _, w := range scanGroups[k-1] {
 				if needs&w.needs != w.needs && hasWordAt(sql, i, w) {
 					needs |= w.needs
