@@ -44,7 +44,10 @@ type stopKey struct{}
 // WithStop returns ctx carrying stop, the cancel of the query's own context: the proxy core
 // hands it to the engine, so that an engine that must end a statement early (its rows closed
 // before their end) calls it rather than deriving a cancelable context of its own, which cost
-// one more context per query, each registered with its parent.
+// one more context per query, each registered with its parent. A frontend whose context is
+// one query's own (trinohttp) hands it to the core so: the core then takes that context as the
+// query's, unless the group sets a query timeout, and calls stop when the query's rows end, on
+// a lost lease, or before the engine starts once the lease is gone.
 func WithStop(ctx context.Context, stop context.CancelFunc) context.Context {
 	return context.WithValue(ctx, stopKey{}, stop)
 }

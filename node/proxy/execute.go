@@ -45,16 +45,27 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 	}
 	c.countPath(PathArrow)
 	// The engine's ctx lives as long as the stream: the engine cancels the query when it ends,
-	// on the group's query timeout, or when the guard reports the slot's lease lost.
+	// on the group's query timeout, or when the guard reports the slot's lease lost. A caller
+	// whose ctx is the query's own, carrying its cancel (query.WithStop), has it used as such
+	// when the group sets no timeout: one context fewer per statement, each registered with
+	// its parent (RESULTS.md, "Trino HTTP ... (#22, session 31, trino)").
 	qctx, cancel, run := c.timeoutContext(ctx, g.timeout)
+	own := cancel != nil
 	if cancel == nil {
-		qctx, cancel = c.env.WithCancel(ctx)
+		if cancel = query.Stop(ctx); cancel == nil {
+			qctx, cancel = c.env.WithCancel(ctx)
+			own = true
+		}
 	}
 	adm.slot.OnLost(cancel)
 	if adm.slot.Lost() {
 		cancel() // the lease is gone already: nothing may start under it
 	}
-	rows, err := adm.Engine.Execute(query.WithStop(adm.Tagged(qctx), cancel), req)
+	ectx := adm.Tagged(qctx)
+	if own {
+		ectx = query.WithStop(ectx, cancel)
+	}
+	rows, err := adm.Engine.Execute(ectx, req)
 	if err != nil {
 		cancel()
 		err = adm.explain(run.explain(adm.engineError(err)))

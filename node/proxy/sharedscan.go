@@ -12,10 +12,11 @@ import "github.com/queryflux/queryflux/internal/sqltok"
 type sharedNeeds uint8
 
 const (
-	needKillers  sharedNeeds = 1 << iota // checkSessionKillers: KILL, the functions that end sessions
-	needSessions                         // hideOtherSessions: the views of the engine's sessions
-	needFiles                            // checkServerFiles: the engine host's files and programs
-	needAll      = needKillers | needSessions | needFiles
+	needKillers    sharedNeeds                              = 1 << iota // checkSessionKillers: KILL, the functions that end sessions
+	needSessions                                                        // hideOtherSessions: the views of the engine's sessions
+	needFiles                                                           // checkServerFiles: the engine host's files and programs
+	needRunTimeSQL                                                      // checkRunTimeSQL: SQL assembled at run time (its own scan, mayRunTimeSQL)
+	needAll        = needKillers | needSessions | needFiles             // what sharedNeedsOf finds
 )
 
 // sharedWords are the words the checks look for (lower-case ASCII, found in any ASCII case),

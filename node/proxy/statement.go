@@ -142,8 +142,10 @@ func checkStatements(g *group, req *query.Request) error {
 }
 
 // checkSharedEngineUser runs the checks that keep one client of the shared engine user from
-// reaching another's sessions or the engine host: killers.go, activity.go, serverfiles.go.
-// One scan of the text (sharedNeedsOf) finds which of them it needs; a text none needs is remembered
+// reaching another's sessions or the engine host: killers.go, runtimesql.go, activity.go,
+// serverfiles.go. One scan of the text (sharedNeedsOf) finds which of killers.go, activity.go
+// and serverfiles.go it needs, runtimesql.go's own (mayRunTimeSQL) whether that one is needed;
+// a text none needs is remembered
 // (plainTexts), so a client sending a statement again, with other numbers in it (pgbench's
 // simple protocol) or none (a prepared statement's text), pays one comparison instead of
 // the scan.
@@ -153,9 +155,12 @@ func checkSharedEngineUser(req *query.Request) error {
 	if !schemaDB && knownPlain(req.SQL) {
 		return nil
 	}
-	needs := sharedNeedsOf(req.SQL) // one scan for the three checks
+	needs := sharedNeedsOf(req.SQL) // one scan for three of the checks
 	if schemaDB {
 		needs |= needSessions
+	}
+	if mayRunTimeSQL(req.SQL) {
+		needs |= needRunTimeSQL
 	}
 	if needs == 0 {
 		rememberPlain(req.SQL)
@@ -168,6 +173,11 @@ func checkSharedEngineUser(req *query.Request) error {
 func runSharedChecks(req *query.Request, needs sharedNeeds) error {
 	if needs&needKillers != 0 {
 		if err := sessionKillersIn(req); err != nil {
+			return err
+		}
+	}
+	if needs&needRunTimeSQL != 0 {
+		if err := runTimeSQLIn(req); err != nil { // runtimesql.go
 			return err
 		}
 	}

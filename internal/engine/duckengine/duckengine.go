@@ -468,6 +468,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		release(conn, true)
 		return outsideTransaction(st)
 	}
+	outer := ctx
 	ctx, cancel, explain, err := withTimeout(ctx, q)
 	if err != nil {
 		release(conn, true)
@@ -486,6 +487,9 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		return rows, explain(err)
 	}
 	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()); cancel() })
+	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
+		rows, err = e.retryDelete(outer, nil, false, client, q, st.p, err)
+	}
 	if err != nil {
 		e.noteFatal(err)
 		return nil, explain(err)
@@ -677,6 +681,11 @@ func missingState(t duckdb.ErrorType, msg string) string {
 	switch t {
 	case duckdb.ErrorTypeCatalog:
 		switch {
+		case strings.HasSuffix(msg, "already exists!") && strings.Contains(msg, "Schema with name"):
+			return sqlstate.DuplicateSchema
+		case strings.HasSuffix(msg, "already exists!") && (strings.Contains(msg, "Table with name") ||
+			strings.Contains(msg, "Index with name") || strings.Contains(msg, "Sequence with name") || strings.Contains(msg, "View with name")):
+			return sqlstate.DuplicateTable // PostgreSQL's relations: one namespace
 		case strings.Contains(msg, "Function with name"):
 			return sqlstate.UndefinedFunction
 		case strings.Contains(msg, "Schema with name"):

@@ -49,6 +49,16 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 		return run, true, nil
 	}
 	if strings.EqualFold(sqltok.FirstWord(q.Analysis().Tokens), "alter") {
+		if a, ok := readRename(q.SQL); ok {
+			return a.run, true, nil
+		}
+		if added, ok := readAddedColumn(q.SQL); ok {
+			inner := plainRun(q.SQL, "ALTER TABLE")
+			if a, ok := pgIndexedAlter(q.SQL); ok {
+				inner = a.run
+			}
+			return added.wrap(inner), true, nil
+		}
 		if a, ok := readColumnAlter(q.SQL); ok {
 			return a.run, true, nil
 		}
@@ -204,7 +214,8 @@ func expandAddPrimaryKey(r *sqltok.Walker) ([]string, string, bool, error) {
 		return nil, "", false, nil
 	}
 	index := ""
-	if r.Word("constraint") {
+	named := r.Word("constraint")
+	if named {
 		index = r.Name()
 	}
 	unique := r.Word("unique")
@@ -226,9 +237,14 @@ func expandAddPrimaryKey(r *sqltok.Walker) ([]string, string, bool, error) {
 			}
 			index = quoteIdent(name + "_key")
 		}
-		// IF NOT EXISTS: Sequelize's sync({alter: true}) adds it again at every start (PostgreSQL then
-		// makes a duplicate, <t>_<cols>_key1).
-		return []string{fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", index, table, strings.Join(cols, ", "))}, "ALTER TABLE", true, nil
+		// An unnamed one IF NOT EXISTS: Sequelize's sync({alter: true}) adds it again at every start
+		// (PostgreSQL then makes a duplicate, <t>_<cols>_key1). A name given twice is refused, as
+		// PostgreSQL refuses it (42P07, relation already exists).
+		ifNotExists := "IF NOT EXISTS "
+		if named {
+			ifNotExists = ""
+		}
+		return []string{fmt.Sprintf("CREATE UNIQUE INDEX %s%s ON %s (%s)", ifNotExists, index, table, strings.Join(cols, ", "))}, "ALTER TABLE", true, nil
 	}
 	if index == "" {
 		index = quoteIdent(tokenName(last) + "_pkey")

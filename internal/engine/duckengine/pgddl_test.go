@@ -23,7 +23,7 @@ func TestExpandDDL(t *testing.T) {
 		{"alter table pgbench_accounts add primary key (aid)", `ALTER TABLE pgbench_accounts ALTER COLUMN aid SET NOT NULL; CREATE UNIQUE INDEX "pgbench_accounts_pkey" ON pgbench_accounts (aid) | ALTER TABLE`},
 		{`ALTER TABLE s."T" ADD CONSTRAINT k PRIMARY KEY (a, "B")`, `ALTER TABLE s."T" ALTER COLUMN a SET NOT NULL; ALTER TABLE s."T" ALTER COLUMN "B" SET NOT NULL; CREATE UNIQUE INDEX k ON s."T" (a, "B") | ALTER TABLE`},
 		{"alter table t add primary key (a) include (b)", "-"},
-		{`alter table "kx_users" add constraint "kx_users_email_unique" unique ("email")`, `CREATE UNIQUE INDEX IF NOT EXISTS "kx_users_email_unique" ON "kx_users" ("email") | ALTER TABLE`},
+		{`alter table "kx_users" add constraint "kx_users_email_unique" unique ("email")`, `CREATE UNIQUE INDEX "kx_users_email_unique" ON "kx_users" ("email") | ALTER TABLE`},
 		{`ALTER TABLE public.t ADD UNIQUE (a, "B")`, `CREATE UNIQUE INDEX IF NOT EXISTS "t_a_B_key" ON main.t (a, "B") | ALTER TABLE`},
 		{"alter table t add column c int", "-"},
 		{"select 1", "-"},

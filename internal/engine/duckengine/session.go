@@ -108,6 +108,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.fail()
 		return nil, &query.Error{Code: sqlstate.ReadOnlySQLTransaction, Message: fmt.Sprintf("cannot execute %s in a read-only transaction", strings.ToUpper(st.words[0]))}
 	}
+	outer := ctx
 	ctx, cancel, explain, err := s.timed(ctx, q)
 	if err != nil {
 		s.fail()
@@ -133,6 +134,9 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return rows, explain(err)
 	}
 	rows, err := run(ctx, s.conn, q, st.p, cancel)
+	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
+		rows, err = s.e.retryDelete(outer, s.conn, s.status == 'T', client, q, st.p, err)
+	}
 	if err != nil {
 		s.e.noteFatal(err)
 		s.fail()

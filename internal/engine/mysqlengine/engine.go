@@ -120,6 +120,8 @@ type Engine struct {
 	// ended: gone is false when the statement was still listed at killWaitMax, or the process
 	// list could not be read.
 	onKillWaited func(gone bool)
+	// onKillSent, when set (tests), is called after a kill's first KILL QUERY answered.
+	onKillSent func()
 
 	mu sync.Mutex
 	// idle and loopIdle (loop connections, loopconn.go) are the idle connections by the
@@ -291,8 +293,12 @@ func (e *Engine) tlsOption(c *client.Conn) error {
 // once, giving its slot back, rather than when the statement ends on its own, and the server
 // stops the statement when it next writes to c. c must not go back to the pool once kill may
 // have run.
-func (e *Engine) kill(c *client.Conn) {
-	if e.killQuery(c.GetConnectionID()) != nil {
+func (e *Engine) kill(c *client.Conn) { e.killWhile(c, nil) }
+
+// killWhile is kill, with pending (nil: not known) reporting that the statement has not
+// answered yet: while it has not, the kill is not done (killQuery).
+func (e *Engine) killWhile(c *client.Conn, pending func() bool) {
+	if e.killQuery(c.GetConnectionID(), pending) != nil {
 		cut(c)
 	}
 }
@@ -324,11 +330,15 @@ func (e *Engine) dialAdmin(ctx context.Context) (*client.Conn, error) {
 
 // killQuery runs KILL QUERY id on a fresh connection, then waits, up to killWaitMax in all,
 // until the server's process list no longer shows a statement on id (a killed one stays
-// listed, as "Killed", until it ends): KILL QUERY answers once the statement is flagged, and a
-// reader that stopped reading would otherwise give its slot back while the statement still ran.
+// listed, as "Killed", until it ends) and pending (when known) says the statement answered:
+// KILL QUERY answers once the statement is flagged, and a reader that stopped reading would
+// otherwise give its slot back while the statement still ran. While it waits it sends KILL
+// QUERY again: MariaDB forgets one that lands before the thread read the statement (it clears
+// the flag as it starts a command), and the statement then runs to its end. (A connection
+// that was killed serves no other statement, so a KILL sent again reaches none.)
 // A connection the server no longer knows ran its last statement already. A server whose
 // process list cannot be read (an older StarRocks) is not waited for.
-func (e *Engine) killQuery(id uint32) error {
+func (e *Engine) killQuery(id uint32, pending func() bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), killWaitMax)
 	defer cancel()
 	c, err := e.dialAdmin(ctx)
@@ -344,7 +354,10 @@ func (e *Engine) killQuery(id uint32) error {
 		}
 		return err
 	}
-	e.killWaited(waitStatementGone(c, ids))
+	if e.onKillSent != nil {
+		e.onKillSent()
+	}
+	e.killWaited(waitStatementGone(c, ids, pending))
 	return nil
 }
 
@@ -358,21 +371,26 @@ const (
 )
 
 // waitStatementGone polls the process list of admin's server until connection ids runs no
-// statement, within killWaitMax; it reports whether it saw that.
-func waitStatementGone(admin *client.Conn, ids string) bool {
+// statement and pending (nil: not known) says it answered, within killWaitMax, sending KILL
+// QUERY ids again before each look after the first; it reports whether it saw that.
+func waitStatementGone(admin *client.Conn, ids string, pending func() bool) bool {
 	deadline := time.Now().Add(killWaitMax)
 	for pause := killPollFirst; ; pause = min(2*pause, killPollMax) {
 		res, err := admin.Execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = " + ids + " AND INFO IS NOT NULL")
 		if err != nil {
 			return false
 		}
-		if n, _ := res.GetInt(0, 0); n == 0 {
+		if n, _ := res.GetInt(0, 0); n == 0 && (pending == nil || !pending()) {
 			return true
 		}
 		if time.Now().Add(pause).After(deadline) {
 			return false
 		}
 		time.Sleep(pause)
+		if _, err := admin.Execute("KILL QUERY " + ids); err != nil {
+			me, ok := serverError(err)
+			return ok && me.Code == mysql.ER_NO_SUCH_THREAD
+		}
 	}
 }
 

@@ -86,7 +86,14 @@ func (r *rows) produce(ctx context.Context) {
 			killed = true
 		}
 		if killed {
-			r.e.kill(r.conn)
+			r.e.killWhile(r.conn, func() bool { // until the statement's read ends
+				select {
+				case <-done:
+					return false
+				default:
+					return true
+				}
+			})
 		}
 	}()
 

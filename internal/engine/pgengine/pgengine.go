@@ -107,7 +107,50 @@ func Open(spec engine.Spec) (query.Engine, error) {
 // pgx's default closes the socket at once, and PostgreSQL does not notice a closed socket
 // while it sleeps or scans: the statement would run on after its capacity slot was freed.
 func cancelOnServer(pc *pgconn.PgConn) ctxwatch.Handler {
-	return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: cancelWaitMax}
+	return &resendingCancel{conn: pc}
+}
+
+// resendingCancel is pgconn's CancelRequestContextWatcherHandler (a cancel request, the
+// connection's deadline cancelWaitMax away) that sends the request again while the statement
+// has not answered (cancelResendFirst later, then twice as long each time up to
+// cancelResendMax): PostgreSQL drops a request that lands while the backend waits for a
+// message (the statement's, still on its way), and the statement then runs to its end, past
+// the deadline, its connection closed and its slot freed. pgx calls HandleUnwatchAfterCancel
+// once the statement answered; that stops the requests, and waits, as pgx's handler does, a
+// little for one the server took to reach the backend before the connection serves again.
+type resendingCancel struct {
+	conn *pgconn.PgConn
+	sent func() // called after each request (tests)
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func (h *resendingCancel) HandleCancel(context.Context) {
+	deadline := time.Now().Add(cancelWaitMax)
+	_ = h.conn.Conn().SetDeadline(deadline)
+	ctx, stop := context.WithDeadline(context.Background(), deadline)
+	h.stop, h.done = stop, make(chan struct{})
+	go func() {
+		defer close(h.done)
+		for pause := cancelResendFirst; ; pause = min(2*pause, cancelResendMax) {
+			_ = h.conn.CancelRequest(ctx)
+			if h.sent != nil {
+				h.sent()
+			}
+			select {
+			case <-ctx.Done():
+				time.Sleep(100 * time.Millisecond) // pgx's own wait for a request on its way
+				return
+			case <-time.After(pause):
+			}
+		}
+	}()
+}
+
+func (h *resendingCancel) HandleUnwatchAfterCancel() {
+	h.stop()
+	<-h.done
+	_ = h.conn.Conn().SetDeadline(time.Time{})
 }
 
 func poolConfig(spec engine.Spec) (*pgxpool.Config, error) {
@@ -297,30 +340,46 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}
-	schema, decoders, err := e.shapes.of(fields)
+	_, decoders, builders, err := e.shapes.of(fields)
 	if err != nil {
 		stop()
 		rows.Close()
 		return nil, err
 	}
-	fill := func(_ context.Context, b *engine.BatchBuilder) (bool, error) {
-		for !b.Full() {
-			if !rows.Next() {
-				return false, cancelledOr(ctx, rows.Err())
-			}
-			raw := rows.RawValues()
-			for i, dec := range decoders {
-				if err := dec(raw[i], b.Field(i)); err != nil {
-					return false, fmt.Errorf("pgengine: column %q: %w", fields[i].Name, err)
-				}
-			}
-			b.EndRow()
+	return engine.NewSourceStream(builders, &result{ctx: ctx, rows: rows, fields: fields, decoders: decoders, stop: stop}), nil
+}
+
+// result is a statement's rows as an engine.StreamSource.
+type result struct {
+	ctx      context.Context // the statement's: its end is the cancellation Fill reports
+	rows     pgx.Rows
+	fields   []pgconn.FieldDescription
+	decoders []decoder
+	stop     context.CancelFunc // cancels the statement on the server when closed before its end
+}
+
+func (r *result) Fill(_ context.Context, b *engine.BatchBuilder) (bool, error) {
+	for !b.Full() {
+		if !r.rows.Next() {
+			return false, cancelledOr(r.ctx, r.rows.Err())
 		}
-		return true, nil
+		raw := r.rows.RawValues()
+		for i, dec := range r.decoders {
+			if err := dec(raw[i], b.Field(i)); err != nil {
+				return false, fmt.Errorf("pgengine: column %q: %w", r.fields[i].Name, err)
+			}
+		}
+		b.EndRow()
 	}
-	tag := func() string { return rows.CommandTag().String() }
-	closeRows := func() error { stop(); rows.Close(); return nil }
-	return engine.NewStream(schema, fill, tag, closeRows), nil
+	return true, nil
+}
+
+func (r *result) Tag() string { return r.rows.CommandTag().String() }
+
+func (r *result) Close() error {
+	r.stop()
+	r.rows.Close()
+	return nil
 }
 
 // cancelledOr is err as the caller sees it: the cancellation itself when ctx ended (the

@@ -32,6 +32,11 @@ const (
 	// rawCancelGrace is how long a cancelled statement may take to answer before its
 	// connection is abandoned.
 	rawCancelGrace = 10 * time.Second
+	// A cancelled statement that has not answered after cancelResendFirst is sent the cancel
+	// request again, then after twice as long each time, up to cancelResendMax apart:
+	// PostgreSQL drops a request that lands while the backend waits for a message.
+	cancelResendFirst = 50 * time.Millisecond
+	cancelResendMax   = time.Second
 	// rawStatementsMax bounds the statements one connection keeps prepared for clients'
 	// named statements; past it, executions run unnamed (parsed each time).
 	rawStatementsMax = 256
@@ -55,7 +60,9 @@ type rawPool struct {
 	mustWait func() bool
 	// waiting, when set, is called each time get starts such a wait (tests).
 	waiting func()
-	zone    *serverZone // where each new connection notes the server's TimeZone (zone.go)
+	// cancelSent, when set (tests), is called after each cancel request its connections send.
+	cancelSent func()
+	zone       *serverZone // where each new connection notes the server's TimeZone (zone.go)
 }
 
 func newRawPool(cfg *pgconn.Config) *rawPool {
@@ -150,6 +157,7 @@ func (p *rawPool) open(ctx context.Context) (*rawConn, error) {
 	}
 	c := &rawConn{nc: hc.Conn, buf: make([]byte, rawReadBufferBytes), txStatus: hc.TxStatus, stmts: map[string]string{},
 		cancel: newCanceller(hc)}
+	c.cancel.sent = p.cancelSent
 	c.sock, _ = withoutBudget(hc.Conn).(*relayloop.Conn)
 	return c, nil
 }
@@ -277,10 +285,16 @@ func (c *rawConn) close() {
 // read up to the ReadyForQuery of everything sent (a Sync sent first after extended-protocol
 // messages that had none), for at most cancelWaitMax, as pgengine's own statements are
 // cancelled. The caller frees the statement's slot next: it must be free on the engine too.
+// While the statement does not answer, the request is sent again (cancelResendFirst, then twice
+// as long each time up to cancelResendMax): PostgreSQL drops one that lands while the backend
+// waits for the client's next message (a statement still on its way to it, the next message of
+// an extended-protocol exchange), and the statement then runs to its end. Nothing else is sent
+// meanwhile, so a request sent again cannot reach a later statement.
 // drained reports that the connection is idle again, its deadline cleared.
 func (c *rawConn) cancelAndAwait() (drained bool) {
 	err := c.cancel.sendWithinGrace()
-	if err != nil || c.nc.SetDeadline(time.Now().Add(cancelWaitMax)) != nil {
+	deadline := time.Now().Add(cancelWaitMax)
+	if err != nil || c.nc.SetDeadline(deadline) != nil {
 		return false
 	}
 	if c.unsynced {
@@ -293,10 +307,25 @@ func (c *rawConn) cancelAndAwait() (drained bool) {
 		c.awaitZ++
 		c.unsynced = false
 	}
+	pause := cancelResendFirst
+	if c.nc.SetReadDeadline(earlier(deadline, time.Now().Add(pause))) != nil {
+		return false
+	}
 	for c.awaitZ > 0 {
 		msg, err := c.next()
 		if err != nil {
-			return false
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() || !time.Now().Before(deadline) {
+				return false
+			}
+			if c.cancel.sendWithinGrace() != nil { // the statement runs on: the request again
+				return false
+			}
+			pause = min(2*pause, cancelResendMax)
+			if c.nc.SetReadDeadline(earlier(deadline, time.Now().Add(pause))) != nil {
+				return false
+			}
+			continue
 		}
 		if msg[0] == 'Z' {
 			c.awaitZ--
@@ -304,6 +333,14 @@ func (c *rawConn) cancelAndAwait() (drained bool) {
 		}
 	}
 	return c.nc.SetDeadline(time.Time{}) == nil
+}
+
+// earlier is the earlier of a and b.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // next returns the server's next message, whole; it is valid until the next call.
@@ -365,6 +402,7 @@ type canceller struct {
 	directTLS        bool
 	pid              uint32
 	key              []byte
+	sent             func() // called after each request (tests: rawPool.cancelSent)
 }
 
 func newCanceller(hc *pgconn.HijackedConn) *canceller {
@@ -381,7 +419,11 @@ func newCanceller(hc *pgconn.HijackedConn) *canceller {
 func (k *canceller) sendWithinGrace() error {
 	ctx, cancel := context.WithTimeout(context.Background(), rawCancelGrace)
 	defer cancel()
-	return k.send(ctx)
+	err := k.send(ctx)
+	if k.sent != nil {
+		k.sent()
+	}
+	return err
 }
 
 // sslRequest asks the server to start TLS.

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queryflux/queryflux/internal/boundedcache"
+	"github.com/queryflux/queryflux/internal/engine"
 )
 
 // shapes keeps the Arrow schema and decoders of the result shapes an engine has seen, keyed by
@@ -23,6 +24,7 @@ type shape struct {
 	key      string // shapeKey, to tell a hash's collision
 	schema   *arrow.Schema
 	decoders []decoder
+	builders *engine.BuilderPool // the batch builders of the shape's results, between them
 }
 
 // shapesMax bounds the shapes kept; past it the cache starts again empty (ad-hoc queries of
@@ -31,21 +33,22 @@ const shapesMax = 512
 
 func newShapes() shapes { return shapes{boundedcache.New[uint64, *shape](shapesMax)} }
 
-// of returns the schema and decoders of fields, from the cache or built (schemaFor).
-func (c shapes) of(fields []pgconn.FieldDescription) (*arrow.Schema, []decoder, error) {
+// of returns the schema, decoders and builders of fields, from the cache or built (schemaFor).
+func (c shapes) of(fields []pgconn.FieldDescription) (*arrow.Schema, []decoder, *engine.BuilderPool, error) {
 	var buf [256]byte
 	key := shapeKey(buf[:0], fields)
 	h := xxhash.Sum64(key)
 	if s, ok := c.Get(h); ok && s.key == string(key) {
-		return s.schema, s.decoders, nil
+		return s.schema, s.decoders, s.builders, nil
 	}
 	schema, decoders, err := schemaFor(fields)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// Replaces a colliding shape: a rebuild when both come back, never a wrong shape.
-	c.Put(h, &shape{key: string(key), schema: schema, decoders: decoders})
-	return schema, decoders, nil
+	s := &shape{key: string(key), schema: schema, decoders: decoders, builders: engine.NewBuilderPool(schema)}
+	c.Put(h, s)
+	return schema, decoders, s.builders, nil
 }
 
 // shapeKey appends to b what schemaFor reads of fields, unambiguously (each name is preceded by

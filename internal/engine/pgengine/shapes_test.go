@@ -87,20 +87,20 @@ func TestShapeOfTellsACollisionApart(t *testing.T) {
 	c := newShapes()
 	a := []pgconn.FieldDescription{{Name: "a", DataTypeOID: 23, TypeModifier: -1, Format: 1}}
 	b := []pgconn.FieldDescription{{Name: "b", DataTypeOID: 25, TypeModifier: -1, Format: 0}}
-	sa, decA, err := c.of(a)
+	sa, decA, poolA, err := c.of(a)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// b's hash holds a's shape, as if the two hashed alike.
-	c.Put(xxhash.Sum64(shapeKey(nil, b)), &shape{key: string(shapeKey(nil, a)), schema: sa, decoders: decA})
-	sb, _, err := c.of(b)
+	c.Put(xxhash.Sum64(shapeKey(nil, b)), &shape{key: string(shapeKey(nil, a)), schema: sa, decoders: decA, builders: poolA})
+	sb, _, poolB, err := c.of(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sb == sa || sb.Field(0).Name != "b" || sb.Field(0).Type.ID() != arrow.STRING {
+	if sb == sa || sb.Field(0).Name != "b" || sb.Field(0).Type.ID() != arrow.STRING || poolB.Schema() != sb {
 		t.Fatalf("columns b text under a colliding hash: got schema %v (a's: %v)", sb, sb == sa)
 	}
-	if again, _, _ := c.of(b); again != sb {
+	if again, _, _, _ := c.of(b); again != sb {
 		t.Fatal("the shape built after the collision was not kept")
 	}
 }

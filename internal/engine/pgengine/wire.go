@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -198,6 +199,13 @@ type wireConn struct {
 	// on its way, and would cancel the next client's statement.
 	mu                sync.Mutex
 	cancelled, closed bool
+	// cancelling: a Cancel's sender runs (keepCancelling); it goes on until the statements
+	// sent before the last Cancel (cancelUpTo of sent) have answered (readies).
+	cancelling bool
+	cancelUpTo uint64
+	// sent counts the statements sent (a Query, or a Sync ending extended-protocol messages),
+	// readies the ReadyForQuery messages read: what answered is known on other goroutines.
+	sent, readies atomic.Uint64
 }
 
 func (w *wireConn) Send(msg []byte) {
@@ -212,8 +220,10 @@ func (w *wireConn) Relayed(kind byte) {
 	case 'S':
 		c.awaitZ++
 		c.unsynced = false
+		w.sent.Add(1)
 	case 'Q':
 		c.awaitZ++
+		w.sent.Add(1)
 	case 'd', 'c', 'f', 'H': // COPY data (within a statement already counted), Flush
 	default:
 		c.unsynced = true
@@ -253,6 +263,7 @@ func (w *wireConn) Next() ([]byte, error) {
 func (w *wireConn) Ready(txStatus byte) {
 	w.c.awaitZ--
 	w.c.txStatus = txStatus
+	w.readies.Add(1)
 }
 
 // LendSocket implements engine.PGWireSocket: only a plain TCP connection with nothing read
@@ -283,7 +294,8 @@ func (w *wireConn) SetReadDeadline(t time.Time) error { return w.c.nc.SetReadDea
 
 // Cancel sends a cancel request on a goroutine of its own and does not wait; it may be called
 // on another goroutine than the connection's user's. After Close it does nothing: the
-// connection may serve another client by then.
+// connection may serve another client by then. The request is sent again while a statement
+// sent before the Cancel has not answered (keepCancelling).
 func (w *wireConn) Cancel() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -291,8 +303,36 @@ func (w *wireConn) Cancel() {
 		return
 	}
 	w.cancelled = true
-	c := w.c // read now: the goroutine must not follow w
-	go func() { _ = c.cancel.sendWithinGrace() }()
+	w.cancelUpTo = w.sent.Load()
+	if w.cancelling {
+		return // its sender goes on up to the new mark
+	}
+	w.cancelling = true
+	go w.keepCancelling(w.c) // c read now: the goroutine must not follow w.c
+}
+
+// keepCancelling sends c's cancel request, and again while a statement sent before the last
+// Cancel has not answered (cancelResendFirst later, then twice as long each time up to
+// cancelResendMax, for rawCancelGrace at most), until the wire is closed. PostgreSQL drops a
+// request that lands while the backend waits for the client's next message: a statement still
+// on its way to it, or the next message of an extended-protocol exchange, then runs to its end
+// (past the query timeout that cancelled it, or the lost lease). Like the first, a request sent
+// again may land after the statement answered, on the client's next one.
+func (w *wireConn) keepCancelling(c *rawConn) {
+	giveUp := time.Now().Add(rawCancelGrace)
+	for pause := cancelResendFirst; ; pause = min(2*pause, cancelResendMax) {
+		_ = c.cancel.sendWithinGrace()
+		time.Sleep(pause)
+		w.mu.Lock()
+		done := w.closed || w.readies.Load() >= w.cancelUpTo || time.Now().After(giveUp)
+		if done {
+			w.cancelling = false
+		}
+		w.mu.Unlock()
+		if done {
+			return
+		}
+	}
 }
 
 func (w *wireConn) Discard() { w.c.broken = true }

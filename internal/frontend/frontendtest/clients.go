@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -35,16 +36,40 @@ func NodeClients(t testing.TB, module string) string {
 	return dir
 }
 
-// PythonWith is a python3 that imports module; without one, t skips, saying so.
+// PythonWith is a python3 that imports module; without one, t skips, saying so. The answer is
+// found once per module and test binary: finding it starts each interpreter in turn (pyenv's
+// shim first, a shell script that took 7 s at load 36 to report that its python lacks
+// pymysql), and tests call it for every client run.
 func PythonWith(t testing.TB, module string) string {
 	t.Helper()
-	for _, p := range []string{"python3", "/usr/bin/python3"} { // pyenv's, Debian's packages
-		if exec.Command(p, "-c", "import "+module).Run() == nil {
-			return p
+	pythons.mu.Lock()
+	defer pythons.mu.Unlock()
+	p, found := pythons.with[module]
+	if !found {
+		for _, try := range []string{"python3", "/usr/bin/python3"} { // pyenv's, Debian's packages
+			pythons.probes++
+			if exec.Command(try, "-c", "import "+module).Run() == nil {
+				p = try
+				break
+			}
 		}
+		if pythons.with == nil {
+			pythons.with = map[string]string{}
+		}
+		pythons.with[module] = p
 	}
-	t.Skipf("python3 with %s is not installed (make test-deps installs it; its install failed)", module)
-	return ""
+	if p == "" {
+		t.Skipf("python3 with %s is not installed (make test-deps installs it; its install failed)", module)
+	}
+	return p
+}
+
+// pythons are PythonWith's answers by module ("": none imports it).
+var pythons struct {
+	mu   sync.Mutex
+	with map[string]string
+	// probes counts the interpreters started to find them (tests).
+	probes int
 }
 
 // ScanAll reads every row of rows as the driver's values and closes rows.

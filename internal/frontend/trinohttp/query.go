@@ -90,6 +90,9 @@ func (q *runningQuery) stale(now time.Time, abandonAfter time.Duration) (drop, a
 func (s *Server) start(req *query.Request) (*runningQuery, func()) {
 	id, slug := s.newID()
 	ctx, cancel := context.WithCancel(s.ctx)
+	// The query's own context, which the core takes as the engine's (query.WithStop) rather
+	// than deriving one more of it: it is cancelled when the query's rows end, too.
+	ctx = query.WithStop(ctx, cancel)
 	now := time.Now()
 	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now, cancel: cancel,
 		state: stateQueued, lastToken: -1, lastAccess: now}
@@ -185,7 +188,7 @@ func (s *Server) run(ctx context.Context, q *runningQuery, req *query.Request) {
 		}
 		data := rowsOf(out)
 		out.Release()
-		if err := q.push(ctx, data, s.opts.BufferedRowsMax); err != nil {
+		if err := q.push(s.ctx, data, s.opts.BufferedRowsMax); err != nil {
 			q.fail(err)
 			return
 		}
@@ -193,8 +196,11 @@ func (s *Server) run(ctx context.Context, q *runningQuery, req *query.Request) {
 	q.finish(rows.Tag(), schema == nil)
 }
 
-// push appends rows, first waiting until the buffer has room.
-func (q *runningQuery) push(ctx context.Context, rows [][]any, max int) error {
+// push appends rows, first waiting until the buffer has room, or until closed ends (the
+// server's context). It does not wait on the query's own context: a cancel by the client or
+// the reaper ends the query (done) before it cancels it, and what else cancels it (the core,
+// on a lost lease) is told by the rows' next error, explained, once the client made room.
+func (q *runningQuery) push(closed context.Context, rows [][]any, max int) error {
 	for {
 		q.mu.Lock()
 		if q.done {
@@ -216,8 +222,8 @@ func (q *runningQuery) push(ctx context.Context, rows [][]any, max int) error {
 		q.mu.Unlock()
 		select {
 		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
+		case <-closed.Done():
+			return closed.Err()
 		}
 	}
 }

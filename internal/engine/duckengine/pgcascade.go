@@ -1,0 +1,293 @@
+package duckengine
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// A foreign key's ON DELETE CASCADE, SET NULL or SET DEFAULT (kept in the declared catalog,
+// pgdeclared.go; DuckDB's own key is NO ACTION). DuckDB 1.5 refuses, in one transaction, to
+// delete a referenced row after the rows that referenced it ("still referenced by a foreign
+// key": its key index drops a deleted entry only at commit), so no transaction can perform the
+// action and the delete together. A PostgreSQL client's DELETE that DuckDB refuses so, outside
+// a transaction, is performed in steps instead:
+//
+//  1. one transaction applies every action to the rows the DELETE's WHERE reaches (deletes the
+//     referencing rows, or sets their columns NULL / to their default), keeping a copy of
+//     them in a temporary table, and commits;
+//  2. the client's DELETE runs again, on its own;
+//  3. if it fails still (a row referenced by a key without an action, a row inserted meanwhile),
+//     the copies are put back (deleted rows inserted again, changed ones restored by their
+//     primary key) and the client gets the DELETE's error.
+//
+// Between 1 and 2 another client can see the referencing rows gone and the referenced ones
+// still there: not atomic as in PostgreSQL, and said so here. In a transaction nothing can be
+// done: the client is told (0A000) which key's action DuckDB does not perform there, not a
+// foreign key violation PostgreSQL would not have raised. One level only: an action whose own
+// rows are referenced by another key's action is refused the same way.
+
+// refDelete is DELETE FROM [ONLY] t [[AS] a] [WHERE cond] of a PostgreSQL client, as DuckDB runs
+// it (p.sqlText), without USING or RETURNING.
+type refDelete struct {
+	schema, table string
+	alias         string // the name the WHERE knows the table by
+	where         string // cond, or "" for none
+}
+
+// pgRefDelete reads such a DELETE; nil for any other statement.
+func pgRefDelete(client *query.Request, sqlText string) *refDelete {
+	if client.Protocol != query.ProtocolPostgres || !strings.EqualFold(sqltok.FirstWord(client.Analysis().Tokens), "delete") {
+		return nil
+	}
+	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	depth := 0
+	for _, t := range toks {
+		switch {
+		case t.Text == "(":
+			depth++
+		case t.Text == ")":
+			depth--
+		case depth == 0 && (isWord(t, "using") || isWord(t, "returning") || t.Text == ";"):
+			return nil
+		}
+	}
+	r := sqltok.NewWalker(toks)
+	if !r.Word("delete") || !r.Word("from") {
+		return nil
+	}
+	r.Word("only")
+	name := nameParts(r)
+	if len(name) == 0 || len(name) > 3 {
+		return nil
+	}
+	d := &refDelete{table: name[len(name)-1]}
+	if len(name) >= 2 {
+		d.schema = duckSchema(name[len(name)-2])
+	}
+	d.alias = qualified(d.schema, d.table)
+	if r.Word("as") || r.More() && !isWord(r.Peek(), "where") {
+		a := r.Peek()
+		if a.Kind != sqltok.Word && a.Kind != sqltok.QuotedIdent {
+			return nil
+		}
+		r.Next()
+		d.alias = a.Text
+	}
+	if !r.More() {
+		return d
+	}
+	w := r.Peek()
+	if !r.Word("where") || !r.More() || isWord(r.Peek(), "current") { // WHERE CURRENT OF cursor
+		return nil
+	}
+	d.where = strings.TrimSpace(sqlText[w.Pos+len(w.Text) : toks[len(toks)-1].Pos+len(toks[len(toks)-1].Text)])
+	return d
+}
+
+// stillReferenced reports whether err is DuckDB's refusal to delete a row a key references.
+func stillReferenced(err error) bool {
+	qe, ok := err.(*query.Error)
+	return ok && qe.Code == sqlstate.ForeignKeyViolation && strings.Contains(qe.Message, "still referenced by a foreign key")
+}
+
+// refAction is a foreign key to the deleted table with a declared ON DELETE action.
+type refAction struct {
+	schema, table string   // the referencing table
+	columns, refs []string // its key's columns, and those they reference
+	action        byte     // 'c', 'n' or 'd'
+	name          string   // the key's name
+	primary       []string // the referencing table's primary key, for restoring changed rows
+}
+
+// actions reads the keys with an ON DELETE action that reference d's table.
+func (d *refDelete) actions(ctx context.Context, conn *sql.Conn) (acts []refAction, err error) {
+	rows, err := conn.QueryContext(ctx, `SELECT k.schema_name, k.table_name, CAST(k.constraint_column_names AS VARCHAR[]), CAST(k.referenced_column_names AS VARCHAR[]),
+			coalesce((SELECT any_value(c.on_delete) FROM `+declaredSchema+`.constraints c WHERE c.schema_name = k.schema_name
+				AND c.table_name = lower(k.table_name) AND c.kind = 'f' AND c.columns = list_transform(k.constraint_column_names, x -> lower(x))), 'a'),
+			coalesce((SELECT any_value(c.name) FROM `+declaredSchema+`.constraints c WHERE c.schema_name = k.schema_name
+				AND c.table_name = lower(k.table_name) AND c.kind = 'f' AND c.columns = list_transform(k.constraint_column_names, x -> lower(x))), ''),
+			coalesce((SELECT CAST(any_value(p.constraint_column_names) AS VARCHAR[]) FROM duckdb_constraints() p WHERE p.database_name = k.database_name
+				AND p.schema_name = k.schema_name AND p.table_oid = k.table_oid AND p.constraint_type = 'PRIMARY KEY'), [])
+		FROM duckdb_constraints() k WHERE k.constraint_type = 'FOREIGN KEY' AND k.database_name = current_database()
+		AND k.schema_name = coalesce(nullif(?, ''), current_schema()) AND lower(k.referenced_table) = lower(?)`, d.schema, d.table)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a refAction
+		var cols, refs, primary []any
+		var action string
+		if err := rows.Scan(&a.schema, &a.table, &cols, &refs, &action, &a.name, &primary); err != nil {
+			return nil, wrapErr(err)
+		}
+		for _, c := range cols {
+			a.columns = append(a.columns, fmt.Sprint(c))
+		}
+		for _, c := range refs {
+			a.refs = append(a.refs, fmt.Sprint(c))
+		}
+		for _, c := range primary {
+			a.primary = append(a.primary, fmt.Sprint(c))
+		}
+		switch action {
+		case "c", "n", "d":
+			a.action = action[0]
+			acts = append(acts, a)
+		}
+	}
+	return acts, wrapErr(rows.Err())
+}
+
+// reach is the condition, over the referencing table named qf_ref, of the rows the DELETE's
+// referenced rows are referenced by.
+func (d *refDelete) reach(a refAction) string {
+	var on []string
+	for i, c := range a.columns {
+		on = append(on, d.alias+"."+quoteIdent(a.refs[i])+" = qf_ref."+quoteIdent(c))
+	}
+	cond := strings.Join(on, " AND ")
+	if d.where != "" {
+		cond = "(" + d.where + ") AND " + cond
+	}
+	alias := ""
+	if d.alias != qualified(d.schema, d.table) {
+		alias = " AS " + d.alias
+	}
+	return "EXISTS (SELECT 1 FROM " + qualified(d.schema, d.table) + alias + " WHERE " + cond + ")"
+}
+
+// cascade performs d's actions, then runs the DELETE again (again), putting the rows back if
+// it fails. first is DuckDB's refusal of the DELETE.
+func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, args []any, first error, again func() (query.Rows, error)) (query.Rows, error) {
+	// A key without an action that references a deleted row refuses the DELETE again at step 2,
+	// as in PostgreSQL, and the rows are put back.
+	acts, err := d.actions(ctx, conn)
+	if err != nil || len(acts) == 0 {
+		return nil, first
+	}
+	for _, a := range acts {
+		if strings.EqualFold(a.table, d.table) || a.action != 'c' && len(a.primary) == 0 {
+			return nil, d.notPerformed(a, "")
+		}
+	}
+	var steps, restore, drops []string
+	for i, a := range acts {
+		copyName := quoteIdent(fmt.Sprintf("qf_cascade_%d", i))
+		table, reach := qualified(a.schema, a.table), d.reach(a)
+		steps = append(steps, "CREATE OR REPLACE TEMPORARY TABLE "+copyName+" AS SELECT * FROM "+table+" AS qf_ref WHERE "+reach)
+		drops = append(drops, "DROP TABLE IF EXISTS temp.main."+copyName)
+		if a.action == 'c' {
+			steps = append(steps, "DELETE FROM "+table+" AS qf_ref WHERE "+reach)
+			restore = append(restore, "INSERT INTO "+table+" SELECT * FROM temp.main."+copyName)
+			continue
+		}
+		value := "NULL"
+		if a.action == 'd' {
+			value = "DEFAULT"
+		}
+		var set, back, key []string
+		for _, c := range a.columns {
+			set = append(set, quoteIdent(c)+" = "+value)
+			back = append(back, quoteIdent(c)+" = qf_copy."+quoteIdent(c))
+		}
+		for _, c := range a.primary {
+			key = append(key, table+"."+quoteIdent(c)+" = qf_copy."+quoteIdent(c))
+		}
+		steps = append(steps, "UPDATE "+table+" AS qf_ref SET "+strings.Join(set, ", ")+" WHERE "+reach)
+		restore = append(restore, "UPDATE "+table+" SET "+strings.Join(back, ", ")+" FROM temp.main."+copyName+" AS qf_copy WHERE "+strings.Join(key, " AND "))
+	}
+	defer func() {
+		for _, s := range drops {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), s)
+		}
+	}()
+	if err := runArgs(ctx, conn, steps, args); err != nil {
+		// a row the action reaches is itself referenced (one level only), or the WHERE fails
+		if stillReferenced(err) {
+			return nil, d.notPerformed(acts[0], "; the rows it reaches are referenced in turn")
+		}
+		return nil, err
+	}
+	rows, err := again()
+	if err == nil {
+		return rows, nil
+	}
+	if rerr := runArgs(ctx, conn, restore, nil); rerr != nil {
+		return nil, &query.Error{Code: sqlstate.ForeignKeyViolation, Message: fmt.Sprintf("%v; the rows the foreign keys' ON DELETE actions changed "+
+			"could not be put back: %v", err, rerr)}
+	}
+	return nil, err
+}
+
+// runArgs runs stmts in one transaction, each with args (the DELETE's, which its WHERE holds).
+func runArgs(ctx context.Context, conn *sql.Conn, stmts []string, args []any) error {
+	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+		return wrapErr(err)
+	}
+	for _, s := range stmts {
+		if _, err := conn.ExecContext(ctx, s, args...); err != nil {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+			return wrapErr(err)
+		}
+	}
+	_, err := conn.ExecContext(ctx, "COMMIT")
+	if err != nil {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+	}
+	return wrapErr(err)
+}
+
+// notPerformed is the error of a DELETE whose key's action DuckDB cannot perform here.
+func (d *refDelete) notPerformed(a refAction, why string) error {
+	what := map[byte]string{'c': "CASCADE", 'n': "SET NULL", 'd': "SET DEFAULT"}[a.action]
+	return &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(`delete on table "%s" needs ON DELETE %s of foreign key "%s" on table "%s", `+
+		"which DuckDB does not perform here%s: it performs it only outside a transaction, for a DELETE of one table "+
+		"(no USING, no RETURNING), one level deep, a SET NULL or SET DEFAULT on a table with a primary key", d.table, what, a.name, a.table, why)}
+}
+
+// inTransaction is the error of such a DELETE in a client's transaction, read on another
+// connection (the transaction's is failed): the key's action named when there is one.
+func (d *refDelete) inTransaction(ctx context.Context, conn *sql.Conn, first error) error {
+	acts, err := d.actions(ctx, conn)
+	if err != nil || len(acts) == 0 {
+		return first
+	}
+	return d.notPerformed(acts[0], " (in a transaction: DuckDB cannot delete the referencing rows and the referenced one in the same transaction)")
+}
+
+// retryDelete is what follows DuckDB's refusal (first) of a PostgreSQL client's DELETE of a
+// referenced row: outside a transaction (conn idle, nil to take one of the engine's) the
+// declared actions performed in steps; in one (inTx) the error naming the action, read on
+// another connection.
+func (e *Engine) retryDelete(ctx context.Context, conn *sql.Conn, inTx bool, client, q *query.Request, p *prepared, first error) (query.Rows, error) {
+	d := pgRefDelete(client, p.sqlText)
+	if d == nil {
+		return nil, first
+	}
+	if conn == nil || inTx {
+		c, err := e.conn(ctx)
+		if err != nil {
+			return nil, first
+		}
+		defer release(c, false)
+		if inTx {
+			return nil, d.inTransaction(ctx, c, first)
+		}
+		conn = c
+	}
+	args, err := coerceArgs(p.params, q.Args, q.Protocol == query.ProtocolPostgres)
+	if err != nil {
+		return nil, first
+	}
+	return d.cascade(ctx, conn, args, first, func() (query.Rows, error) { return run(ctx, conn, q, p, func() {}) })
+}

@@ -1,0 +1,114 @@
+package pgwire_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/queryflux/queryflux/internal/pgtest"
+)
+
+// TestOnDeleteActionsAsPostgreSQL: a DELETE of referenced rows outside a transaction performs
+// the keys' ON DELETE CASCADE and SET NULL on the embedded DuckDB as PostgreSQL 15 does (pgx,
+// simple and extended protocol, an alias, several rows, two keys to one table), a key without
+// an action still refuses it (23503) and the rows an action changed are put back; in a
+// transaction DuckDB cannot, and says which key's action (0A000), where PostgreSQL deletes.
+func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
+	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "cascade").URL())
+	ctx := context.Background()
+	outcome := func(c *pgx.Conn, sql string, args ...any) string {
+		tag, err := c.Exec(ctx, sql, args...)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return "error " + pe.Code
+		} else if err != nil {
+			return "error " + err.Error()
+		}
+		return tag.String()
+	}
+	state := func(c *pgx.Conn) string {
+		var out []string
+		for _, sql := range []string{"select id, n from cd_p order by id", "select id, pid from cd_c order by id",
+			"select id, pid from cd_s order by id", "select id, pid from cd_k order by id"} {
+			rows, err := c.Query(ctx, sql)
+			if err != nil {
+				return "error " + err.Error()
+			}
+			var vals []string
+			for rows.Next() {
+				v, err := rows.Values()
+				if err != nil {
+					return "error " + err.Error()
+				}
+				vals = append(vals, fmt.Sprint(v))
+			}
+			rows.Close()
+			out = append(out, strings.Join(vals, " "))
+		}
+		return strings.Join(out, " | ")
+	}
+	for _, sql := range []string{
+		"create table cd_p (id int primary key, n text)",
+		"create table cd_c (id int primary key, pid int references cd_p (id) on delete cascade)",
+		"create table cd_s (id int primary key, pid int constraint cd_s_parent references cd_p on delete set null on update cascade)",
+		"create table cd_k (id int primary key, pid int references cd_p (id))",
+		"insert into cd_p values (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e'), (6, 'f'), (7, 'g'), (8, 'h')",
+		"insert into cd_c values (10, 1), (11, 1), (12, 2), (13, 5), (14, 7), (15, 8)",
+		"insert into cd_s values (20, 1), (21, 3), (22, 5), (23, 8)",
+		"insert into cd_k values (30, 4), (31, 5)",
+	} {
+		for _, c := range []*pgx.Conn{pg, duck} {
+			if _, err := c.Exec(ctx, sql); err != nil {
+				t.Fatalf("%s: %v", sql, err)
+			}
+		}
+	}
+	steps := []struct {
+		sql  string
+		args []any
+	}{
+		{"delete from cd_p where id = 1", nil},              // cascade and set null
+		{"delete from cd_p where id = $1", []any{3}},        // extended protocol: set null only
+		{"delete from cd_p p where p.n in ('b', 'f')", nil}, // an alias; 6 referenced by none
+		{"delete from cd_p where id = 4", nil},              // a key without an action: 23503
+		{"delete from cd_p where id = 5", nil},              // both: refused, cd_c's and cd_s's rows put back
+		{"delete from cd_p where id = 9", nil},              // no row
+	}
+	for _, s := range steps {
+		want, got := outcome(pg, s.sql, s.args...), outcome(duck, s.sql, s.args...)
+		if want != got {
+			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s.sql, want, got)
+		}
+		if want, got := state(pg), state(duck); want != got {
+			t.Errorf("after %s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s.sql, want, got)
+		}
+	}
+	// In a transaction: PostgreSQL deletes; DuckDB cannot, and names the action.
+	for _, c := range []*pgx.Conn{pg, duck} {
+		if _, err := c.Exec(ctx, "begin"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := outcome(pg, "delete from cd_p where id = 7"); got != "DELETE 1" {
+		t.Errorf("PostgreSQL in a transaction: %s", got)
+	}
+	_, err := duck.Exec(ctx, "delete from cd_p where id = 7")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "0A000" || !strings.Contains(pe.Message, "ON DELETE CASCADE") || !strings.Contains(pe.Message, `"cd_c"`) {
+		t.Errorf("DuckDB in a transaction: %v, want 0A000 naming cd_c's ON DELETE CASCADE", err)
+	}
+	for _, c := range []*pgx.Conn{pg, duck} {
+		if _, err := c.Exec(ctx, "rollback"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want, got := state(pg), state(duck); want != got {
+		t.Errorf("after the rolled-back transaction\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", want, got)
+	}
+	t.Log(state(pg))
+}

@@ -1,0 +1,75 @@
+package loginlimit
+
+import (
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// A source's logins under way are its oldest first, whatever mix of logins begun, reported
+// (done: the oldest goes) and timed out (expire: those begun InFlightTimeout ago go) it sees.
+func TestInFlightLoginsKeepTheirOrder(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		c := newClock()
+		th := New(Config{}, c.now, nil, nil)
+		l := login("198.51.100.9:5", "alice")
+		if th.Begin(l) != nil { // the source's entry, with nothing under way
+			rt.Fatal("the first login refused")
+		}
+		th.Abandoned(l)
+		var model []time.Time
+		for range rapid.IntRange(1, 200).Draw(rt, "steps") {
+			switch rapid.IntRange(0, 2).Draw(rt, "op") {
+			case 0:
+				now := c.now()
+				if th.Begin(l) != nil {
+					if len(model) < inFlightMax {
+						rt.Fatalf("refused with %d under way", len(model))
+					}
+					continue
+				}
+				model = append(model, now)
+			case 1:
+				th.Abandoned(l)
+				if len(model) > 0 {
+					model = model[1:]
+				}
+			case 2:
+				c.t = c.t.Add(time.Duration(rapid.IntRange(0, int(2*th.cfg.InFlightTimeout/time.Second)).Draw(rt, "secs")) * time.Second)
+				now := c.now()
+				for len(model) > 0 && now.Sub(model[0]) >= th.cfg.InFlightTimeout {
+					model = model[1:]
+				}
+				th.expire(th.index[sourceKey(l.ClientAddr)].Value.(*entry), now)
+			}
+			got := th.index[sourceKey(l.ClientAddr)].Value.(*entry).inFlight
+			if len(got) != len(model) {
+				rt.Fatalf("%d logins under way, want %d", len(got), len(model))
+			}
+			for i := range got {
+				if !got[i].Equal(model[i]) {
+					rt.Fatalf("login %d under way began %v, want %v", i, got[i], model[i])
+				}
+			}
+		}
+	})
+}
+
+// A source whose logins are let in one after another (a Trino client logs in with every
+// request) costs the throttle no allocation per login once it is known (a loopback client: an
+// address's key is made per login).
+func TestALoginLetInAllocatesNothing(t *testing.T) {
+	th := New(Config{}, newClock().now, nil, nil)
+	l := login("127.0.0.1:5", "alice")
+	both := func() {
+		if err := th.Begin(l); err != nil {
+			t.Fatal(err)
+		}
+		th.Abandoned(l)
+	}
+	both()
+	if n := testing.AllocsPerRun(100, both); n != 0 {
+		t.Fatalf("a login let in allocates %.1f times, want 0", n)
+	}
+}
