@@ -1,6 +1,8 @@
 package loginlimit
 
 import (
+	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -72,4 +74,69 @@ func TestALoginLetInAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(100, both); n != 0 {
 		t.Fatalf("a login let in allocates %.1f times, want 0", n)
 	}
+}
+
+// An IPv4 or IPv6 source's key is looked up without being made as a string: its logins let
+// in cost no allocation either, once it is known.
+func TestARemoteSourcesLoginAllocatesNothing(t *testing.T) {
+	th := New(Config{}, newClock().now, nil, nil)
+	for _, addr := range []string{"198.51.100.9:5", "[2001:db8:1:2:3::4]:5"} {
+		l := login(addr, "alice")
+		both := func() {
+			if err := th.Begin(l); err != nil {
+				t.Fatal(err)
+			}
+			th.Abandoned(l)
+		}
+		both()
+		if n := testing.AllocsPerRun(100, both); n != 0 {
+			t.Fatalf("a login from %s allocates %.1f times, want 0", addr, n)
+		}
+	}
+}
+
+// A source's key made in bytes is the one made as strings before (session 30's sourceKey), for
+// any IPv4 and IPv6 address, with a port or without, mapped or with a zone.
+func TestSourceKeyInBytesIsTheStringOne(t *testing.T) {
+	stringKey := func(addr string) string {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		ip, err := netip.ParseAddr(host)
+		if err != nil {
+			if len(host) > 64 {
+				host = host[:64]
+			}
+			return "s:" + host
+		}
+		ip = ip.Unmap().WithZone("")
+		switch {
+		case ip.IsLoopback():
+			return "s:loopback"
+		case ip.Is4():
+			return "s:" + ip.String()
+		}
+		return "s:" + netip.PrefixFrom(ip, 64).Masked().String()
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		raw := rapid.SliceOfN(rapid.Byte(), 16, 16).Draw(rt, "ip")
+		ip := netip.AddrFrom16([16]byte(raw))
+		if rapid.Bool().Draw(rt, "v4") {
+			ip = netip.AddrFrom4([4]byte(raw[:4]))
+		}
+		if ip.Is6() && rapid.Bool().Draw(rt, "zone") {
+			ip = ip.WithZone("eth0")
+		}
+		addr := ip.String()
+		if rapid.Bool().Draw(rt, "port") {
+			addr = netip.AddrPortFrom(ip, 5432).String()
+		}
+		if rapid.Bool().Draw(rt, "text") {
+			addr = rapid.String().Draw(rt, "addr")
+		}
+		if got, want := sourceKey(addr), stringKey(addr); got != want {
+			rt.Fatalf("key of %q: %q, want %q", addr, got, want)
+		}
+	})
 }

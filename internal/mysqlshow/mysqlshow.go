@@ -81,6 +81,22 @@ type StatusCatalog interface {
 	TableStatus(db string) string
 }
 
+// CreateCatalog is a Catalog whose SHOW CREATE TABLE writes all MariaDB writes of a table
+// (the keys, indexes and foreign keys ORMs' reflection reads back, the options mariadb-dump
+// restores): its unique keys and plain indexes made by CREATE INDEX, its foreign keys, and
+// its options.
+type CreateCatalog interface {
+	Catalog
+	// Indexes and foreign keys: kind ('UNIQUE KEY', 'KEY' or 'FOREIGN KEY'), name, cols (as
+	// Keys'), refs (a foreign key's referenced table and columns as MySQL writes them after
+	// REFERENCES: `t` (`id`); NULL for the others), pos (the order within a kind), of the
+	// table's CREATE INDEX indexes and foreign keys.
+	OtherKeys(db, table string) string
+	// TableOptions: one row, one column options: what follows the table's closing
+	// parenthesis (ENGINE=InnoDB AUTO_INCREMENT=11 DEFAULT CHARSET=...), with its space.
+	TableOptions(db, table string) string
+}
+
 // SQL is sqlText's SELECT on cat when it is one of the statements above (ok), or the error
 // refusing another SHOW; db names the client's database in Tables_in_<db>.
 func SQL(sqlText, db string, cat Catalog) (out string, ok bool, err error) {
@@ -294,7 +310,11 @@ func (r *reader) show(db string) (string, error) {
 		}
 		tdb, table, ok := r.table()
 		if ok && r.done() {
-			return createTableSQL(r.cat.Columns(tdb, table), r.cat.Keys(tdb, table)), nil
+			other, options := "", ""
+			if cc, ok := r.cat.(CreateCatalog); ok {
+				other, options = cc.OtherKeys(tdb, table), cc.TableOptions(tdb, table)
+			}
+			return createTableSQL(r.cat.Columns(tdb, table), r.cat.Keys(tdb, table), other, options), nil
 		}
 	}
 	return "", r.unsupported()
@@ -394,18 +414,30 @@ func columnsSQL(cols string, full bool) string {
 
 // createTableSQL is SHOW CREATE TABLE on the Columns relation cols and the Keys relation keys:
 // the table in MySQL's syntax, its columns (types as SHOW COLUMNS gives them, NOT NULL,
-// DEFAULT, AUTO_INCREMENT), then its primary key and unique keys.
-func createTableSQL(cols, keys string) string {
+// DEFAULT, AUTO_INCREMENT), then its primary key and unique keys; with a CreateCatalog's
+// OtherKeys relation other and TableOptions options (else ""), its unique and plain indexes
+// and foreign keys after those, as MariaDB orders them, and its options.
+func createTableSQL(cols, keys, other, options string) string {
 	const nl = "chr(10)"
 	keyLines := `(SELECT string_agg(',' || ` + nl + ` || CASE WHEN kind = 'PRIMARY KEY' THEN '  PRIMARY KEY (' ` +
 		`ELSE '  UNIQUE KEY ' || ` + Tick("name") + ` || ' (' END || cols || ')', '' ORDER BY kind <> 'PRIMARY KEY', pos) ` +
 		`FROM (` + keys + `) AS k)`
+	if other != "" {
+		keyLines = `concat(` + keyLines + `, (SELECT string_agg(',' || ` + nl + ` || CASE WHEN kind = 'FOREIGN KEY' ` +
+			`THEN '  CONSTRAINT ' || ` + Tick("name") + ` || ' FOREIGN KEY (' || cols || ') REFERENCES ' || refs ` +
+			`ELSE '  ' || kind || ' ' || ` + Tick("name") + ` || ' (' || cols || ')' END, '' ` +
+			`ORDER BY CASE kind WHEN 'UNIQUE KEY' THEN 0 WHEN 'KEY' THEN 1 ELSE 2 END, pos) FROM (` + other + `) AS o))`
+	}
+	tail := nl + ` || ')'`
+	if options != "" {
+		tail += ` || coalesce((SELECT any_value(options) FROM (` + options + `) AS t), '')`
+	}
 	return `SELECT min(tbl) AS "Table", 'CREATE TABLE ' || ` + Tick("min(tbl)") + ` || ' (' || ` + nl +
 		` || string_agg('  ' || ` + Tick("name") + ` || ' ' || type || ` +
 		`CASE WHEN nullable THEN '' ELSE ' NOT NULL' END || ` +
 		`CASE WHEN dflt IS NOT NULL THEN ' DEFAULT ' || dflt WHEN nullable THEN ' DEFAULT NULL' ELSE '' END || ` +
 		`CASE WHEN extra <> '' THEN ' ' || upper(extra) ELSE '' END, ',' || ` + nl + ` ORDER BY pos) || coalesce(` + keyLines + `, '') || ` +
-		nl + ` || ')' AS "Create Table" FROM (` + cols + `) AS c`
+		tail + ` AS "Create Table" FROM (` + cols + `) AS c`
 }
 
 // Tick is the SQL expression writing the text expression expr as a MySQL `quoted` name.

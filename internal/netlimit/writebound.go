@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// WriteBound gives every write of h's answers timeout to go out: a client that stops reading
+// WriteBound gives every write of h's answers timeout to make progress (each 64 KiB of it to go
+// out): a client that stops reading
 // what it asked for (a snapshot, /metrics) is disconnected instead of holding its connection,
 // and a handler goroutine, for ever. Time a handler spends before it writes (a long-poll) is
-// not bounded; each write gets the whole timeout again.
+// not bounded; each piece of a write gets the whole timeout again.
 func WriteBound(h http.Handler, timeout time.Duration) http.Handler {
 	if timeout <= 0 {
 		timeout = MessageTimeoutDefault
@@ -36,9 +37,24 @@ type boundedWriter struct {
 
 func (b *boundedWriter) arm() { _ = b.rc.SetWriteDeadline(time.Now().Add(b.timeout)) }
 
+// progressChunk is how much of a write must go out within the timeout: a client that reads
+// slowly but steadily (a large snapshot over a slow link, a loaded machine) keeps making
+// progress, where one write of many megabytes would have to go out whole within the timeout.
+const progressChunk = 64 << 10
+
 func (b *boundedWriter) Write(p []byte) (int, error) {
-	b.arm()
-	return b.ResponseWriter.Write(p)
+	written := 0
+	for len(p) > 0 {
+		chunk := p[:min(len(p), progressChunk)]
+		b.arm()
+		n, err := b.ResponseWriter.Write(chunk)
+		written += n
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
 }
 
 func (b *boundedWriter) Flush() {

@@ -70,3 +70,32 @@ func TestWriteBoundEndsAClientThatStopsReading(t *testing.T) {
 		t.Fatalf("the next answer on the connection: %q", body)
 	}
 }
+
+// TestWriteBoundKeepsASlowSteadyReader: one 16 MiB write to a client that reads 64 KiB every
+// 10 ms (about 6 MB/s) takes seconds in all, longer than the bound, but never stalls: the client
+// gets all of it. The bound is on progress, not on the whole write.
+func TestWriteBoundKeepsASlowSteadyReader(t *testing.T) {
+	const size = 16 << 20
+	srv := httptest.NewServer(WriteBound(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(make([]byte, size))
+	}), time.Second))
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 64<<10)
+	n := 0
+	for {
+		m, err := io.ReadFull(resp.Body, buf)
+		n += m
+		if err != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // a reader slower than the writer, never stopped
+	}
+	if n != size {
+		t.Fatalf("a slow, steady reader got %d bytes of %d", n, size)
+	}
+}

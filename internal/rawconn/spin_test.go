@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -14,23 +15,43 @@ import (
 // read was answered while spinning.
 func exchange(t *testing.T, a *Conn, b net.Conn, delay time.Duration) (spinning bool) {
 	t.Helper()
-	spinning, err := tryExchange(a, b, delay)
+	spinning, err := tryExchange(a, b, after(delay))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return spinning
 }
 
+// exchangeSpinning is an exchange whose answer is written once a read spins (or after 2 s when
+// none does): an answer written before the read began, which a loaded machine's scheduler
+// allows however short a delay, would be read at once, spinning or not.
+func exchangeSpinning(t *testing.T, a *Conn, b net.Conn) (spinning bool) {
+	t.Helper()
+	spinning, err := tryExchange(a, b, func() {
+		for deadline := time.Now().Add(2 * time.Second); spinWaiters.Load() == 0 && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spinning
+}
+
+// after is a peer's wait of d before it answers.
+func after(d time.Duration) func() { return func() { time.Sleep(d) } }
+
 // holdIdle keeps machineIdle at idle for the test (the sampler does not change it meanwhile).
 func holdIdle(t *testing.T, idle bool) { t.Cleanup(HoldIdle(idle)) }
 
-func tryExchange(a *Conn, b net.Conn, delay time.Duration) (spinning bool, _ error) {
+// tryExchange writes a request on a; b's peer reads it, waits, and answers.
+func tryExchange(a *Conn, b net.Conn, wait func()) (spinning bool, _ error) {
 	done := make(chan error, 1)
 	go func() {
 		buf := make([]byte, 1)
 		_, err := io.ReadFull(b, buf)
 		if err == nil {
-			time.Sleep(delay)
+			wait()
 			_, err = b.Write([]byte("a"))
 		}
 		done <- err
@@ -57,8 +78,8 @@ func TestAQuickAnswerIsReadWhileSpinning(t *testing.T) {
 	holdIdle(t, true)
 	a, b := pair(t)
 	a.SetSpin(time.Second)
-	if !exchange(t, a, b, 2*time.Millisecond) {
-		t.Fatal("an answer 2 ms after the write was not read while spinning (bound 1 s)")
+	if !exchangeSpinning(t, a, b) {
+		t.Fatal("an answer that came while the read awaited it was not read while spinning (bound 1 s)")
 	}
 	a.SetSpin(100 * time.Millisecond)
 	if exchange(t, a, b, 500*time.Millisecond) {
@@ -67,7 +88,7 @@ func TestAQuickAnswerIsReadWhileSpinning(t *testing.T) {
 	if exchange(t, a, b, 2*time.Millisecond) {
 		t.Fatal("spun right after an answer that took longer than the bound")
 	}
-	if !exchange(t, a, b, 2*time.Millisecond) {
+	if !exchangeSpinning(t, a, b) {
 		t.Fatal("did not spin again after an answer within the bound")
 	}
 	if spinWaiters.Load() != 0 {
@@ -109,7 +130,7 @@ func TestASecondWaiterStopsTheSpin(t *testing.T) {
 	first := make(chan bool, 1)
 	errs := make(chan error, 1)
 	go func() {
-		spinning, err := tryExchange(a1, b1, 300*time.Millisecond)
+		spinning, err := tryExchange(a1, b1, after(300*time.Millisecond))
 		first <- spinning
 		errs <- err
 	}()
@@ -141,11 +162,11 @@ func TestASlowPeerDoesNotStopOthersSpinning(t *testing.T) {
 	}
 	errs := make(chan error, 1)
 	go func() {
-		_, err := tryExchange(slow, slowPeer, 300*time.Millisecond)
+		_, err := tryExchange(slow, slowPeer, after(300*time.Millisecond))
 		errs <- err
 	}()
 	time.Sleep(50 * time.Millisecond) // slow waits meanwhile
-	if !exchange(t, a, b, 2*time.Millisecond) {
+	if !exchangeSpinning(t, a, b) {
 		t.Fatal("a read did not spin while only a slow connection awaited an answer")
 	}
 	if err := <-errs; err != nil {
@@ -179,7 +200,7 @@ func TestNoSpinWithoutIdleCPU(t *testing.T) {
 		t.Fatal("a read spun while the machine had no idle CPU")
 	}
 	machineIdle.Store(true)
-	if !exchange(t, a, b, 0) {
+	if !exchangeSpinning(t, a, b) {
 		t.Fatal("a quick answer was not read while spinning once the machine was idle")
 	}
 }

@@ -128,3 +128,25 @@ func (w *Walker) Parenthesised(sql string) (string, bool) {
 	}
 	return "", false
 }
+
+// SplitAtCommas splits toks at the commas outside parentheses (a SET's assignments, a list's
+// items): one part more than such commas, each part without its comma, an empty part where
+// two commas meet. The parts share toks' array.
+func SplitAtCommas(toks []Token) [][]Token {
+	var parts [][]Token
+	depth, start := 0, 0
+	for i, t := range toks {
+		switch t.Text {
+		case "(":
+			depth++
+		case ")":
+			depth--
+		case ",":
+			if depth == 0 {
+				parts = append(parts, toks[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, toks[start:])
+}

@@ -605,7 +605,7 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 	}
 	if isMySQL(q) {
 		show, ok, err := "", false, error(nil)
-		if mysqlshow.IsCatalogStatement(s) {
+		if mysqlshow.IsCatalogStatement(s) && !isShowCreateView(q) { // SHOW CREATE VIEW: mysqlshowcreate.go
 			show, ok, err = mysqlshow.SQL(s, cmp.Or(q.Database, db), duckCatalog{})
 		}
 		switch {

@@ -314,6 +314,12 @@ func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db str
 		}
 		return call.description(), nil
 	}
+	if sc, ok := readShowCreate(client); ok { // mysqlshowcreate.go: a table's columns, or a view's
+		if sc.view {
+			return &engine.Description{Schema: showCreateViewSchema}, nil
+		}
+		return &engine.Description{Schema: showCreateSchema}, nil
+	}
 	if _, handled, err := ownStatement(client); handled {
 		// DDL this engine runs itself (a serial column's CREATE TABLE, DROP TABLE a, b): no
 		// parameters, no rows, and nothing DuckDB could prepare as written.

@@ -277,6 +277,17 @@ func columnDefinition(d []sqltok.Token, binaryTable bool) (text string, ai, kept
 			i, changed = i+3, true
 		case is(i, "auto_increment"):
 			ai, changed = true, true
+		case i > 1 && is(i, "on") && is(i+1, "update") && is(i+2, "current_timestamp", "now", "localtimestamp", "localtime"):
+			// ON UPDATE CURRENT_TIMESTAMP[(n)] (TypeORM's @UpdateDateColumn, Laravel's
+			// useCurrentOnUpdate, mariadb-dump of such a column): DuckDB has no such clause and
+			// the column is not set on UPDATE (left out, so the table is created at all).
+			i += 2
+			if i+1 < len(d) && d[i+1].Text == "(" {
+				for i < len(d) && d[i].Text != ")" {
+					i++
+				}
+			}
+			changed = true
 		case is(i, "comment") && i+1 < len(d) && d[i+1].Kind == sqltok.String:
 			i, changed = i+1, true
 		case is(i, "collate", "charset") && i+1 < len(d):
@@ -361,6 +372,9 @@ func dropSequenceRefused(err error, table string) error {
 // mysqlOwnStatement is a MySQL client's CREATE TABLE that mysqlCreateTable translates, run as
 // its statements in one transaction.
 func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
+	if run, ok := mysqlShowCreate(q); ok {
+		return run, true
+	}
 	if run, ok := mysqlTruncate(q); ok {
 		return run, true
 	}

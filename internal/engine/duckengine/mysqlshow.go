@@ -38,12 +38,22 @@ func (duckCatalog) Columns(db, table string) string {
 		`FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name ` +
 		`AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name) ` +
 		`OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), '') AS key, ` +
-		`CASE WHEN NOT ` + autoIncrement + ` THEN c.column_default END AS dflt, ` +
+		`CASE WHEN NOT ` + autoIncrement + ` THEN ` + mysqlDefault + ` END AS dflt, ` +
 		`CASE WHEN ` + autoIncrement + ` THEN 'auto_increment' ELSE '' END AS extra, coalesce(c.comment, '') AS comment, c.column_index AS pos ` +
 		`FROM duckdb_columns() c WHERE ` + inSchema("c.database_name", "c.schema_name", db) +
 		` AND lower(c.table_name) = lower(` + sqltok.StandardString(table) + `) ` +
 		`AND (SELECT count(*) FROM (SELECT 1 FROM ` + tableRef(db, table) + ` LIMIT 0)) = 0`
 }
+
+// mysqlDefault is column c's default as MariaDB writes it, where DuckDB's text of it is not
+// MySQL's (a dump through the proxy restores onto MariaDB): the current time of a DATETIME or
+// TIMESTAMP (DuckDB's current_timestamp, or a MySQL client's NOW(n) as mysqlCompat writes it) is
+// current_timestamp() with the column's digits, a BOOLEAN's (tinyint(1)'s) default 1 or 0.
+const mysqlDefault = `CASE WHEN c.column_default ILIKE '%current_timestamp%' THEN 'current_timestamp(' || ` +
+	`CASE WHEN c.data_type = 'TIMESTAMP_MS' THEN '3' WHEN c.data_type IN ('TIMESTAMP', 'TIMESTAMP WITH TIME ZONE') THEN '6' ELSE '' END || ')' ` +
+	`WHEN c.data_type = 'BOOLEAN' AND c.column_default IN ('true', 'CAST(''t'' AS BOOLEAN)') THEN '1' ` +
+	`WHEN c.data_type = 'BOOLEAN' AND c.column_default IN ('false', 'CAST(''f'' AS BOOLEAN)') THEN '0' ` +
+	`ELSE c.column_default END`
 
 // autoIncrement is the condition that column c is AUTO_INCREMENT (mysqlddl.go).
 const autoIncrement = `coalesce(c.column_default LIKE 'nextval(''%` + aiPrefix + `%', false)`
@@ -81,14 +91,45 @@ func (duckCatalog) TableStatus(db string) string {
 	return `SELECT t.table_name AS name, t.table_type = 'VIEW' AS view, ` +
 		`(SELECT any_value(estimated_size) FROM duckdb_tables() d WHERE d.database_name = t.table_catalog AND d.schema_name = t.table_schema ` +
 		`AND d.table_name = t.table_name) AS rows, ` +
-		`(SELECT any_value(coalesce(s.last_value + s.increment_by, s.start_value) + ` +
-		`coalesce(TRY_CAST(replace(s.comment, '` + aiOffsetComment + `', '') AS BIGINT), 0)) ` +
-		`FROM duckdb_columns() c JOIN duckdb_sequences() s ON s.database_name = c.database_name AND s.schema_name = c.schema_name ` +
-		`AND s.sequence_name = regexp_extract(c.column_default, 'nextval\(''(?:[^'']*\.)?(` + aiPrefix + `[^'']*)''', 1) ` +
-		`WHERE c.database_name = t.table_catalog AND c.schema_name = t.table_schema AND c.table_name = t.table_name) AS auto_increment, ` +
+		nextAutoIncrement("c.database_name = t.table_catalog AND c.schema_name = t.table_schema AND c.table_name = t.table_name") + ` AS auto_increment, ` +
 		`coalesce((SELECT any_value(comment) FROM duckdb_tables() d WHERE d.database_name = t.table_catalog ` +
 		`AND d.schema_name = t.table_schema AND d.table_name = t.table_name), '') AS comment ` +
 		`FROM information_schema.tables t WHERE t.table_type IN ('BASE TABLE', 'VIEW') AND ` + inSchema("t.table_catalog", "t.table_schema", db)
+}
+
+// nextAutoIncrement is the next value of the AUTO_INCREMENT counter of the table whose columns
+// c the condition where selects (the sequence's next value and the offset in its comment), or
+// NULL.
+func nextAutoIncrement(where string) string {
+	return `(SELECT any_value(coalesce(s.last_value + s.increment_by, s.start_value) + ` +
+		`coalesce(TRY_CAST(replace(s.comment, '` + aiOffsetComment + `', '') AS BIGINT), 0)) ` +
+		`FROM duckdb_columns() c JOIN duckdb_sequences() s ON s.database_name = c.database_name AND s.schema_name = c.schema_name ` +
+		`AND s.sequence_name = regexp_extract(c.column_default, 'nextval\(''(?:[^'']*\.)?(` + aiPrefix + `[^'']*)''', 1) ` +
+		`WHERE ` + where + `)`
+}
+
+// OtherKeys are the table's CREATE INDEX indexes (UNIQUE KEY or KEY, by their names) and its
+// foreign keys, named as MariaDB names a key it was not given a name for (t_ibfk_1, ...: DuckDB
+// keeps no constraint's name); DuckDB keeps no referential action either (MySQL's ON DELETE
+// CASCADE is left out when the table is created, pgrefactions.go).
+func (duckCatalog) OtherKeys(db, table string) string {
+	where := inSchema("database_name", "schema_name", db) + ` AND lower(table_name) = lower(` + sqltok.StandardString(table) + `)`
+	ticked := func(list string) string {
+		return `array_to_string(list_transform(` + list + `, x -> ` + mysqlshow.Tick(`trim(x, '"')`) + `), ',')`
+	}
+	return `SELECT CASE WHEN is_unique THEN 'UNIQUE KEY' ELSE 'KEY' END AS kind, index_name AS name, ` +
+		ticked("qf_index_expressions(expressions)") + ` AS cols, NULL AS refs, index_oid AS pos FROM duckdb_indexes() WHERE ` + where +
+		` UNION ALL SELECT 'FOREIGN KEY', table_name || '_ibfk_' || row_number() OVER (ORDER BY constraint_index), ` +
+		ticked("constraint_column_names") + `, ` + mysqlshow.Tick("referenced_table") + ` || ' (' || ` + ticked("referenced_column_names") + ` || ')', ` +
+		`constraint_index FROM duckdb_constraints() WHERE ` + where + ` AND constraint_type = 'FOREIGN KEY'`
+}
+
+// TableOptions are MariaDB's for a table of the proxy's: InnoDB (as SHOW TABLE STATUS says),
+// the next AUTO_INCREMENT value when it is past 1 (as MariaDB writes it), utf8mb4.
+func (duckCatalog) TableOptions(db, table string) string {
+	next := nextAutoIncrement(inSchema("c.database_name", "c.schema_name", db) + ` AND lower(c.table_name) = lower(` + sqltok.StandardString(table) + `)`)
+	return `SELECT ' ENGINE=InnoDB' || coalesce(' AUTO_INCREMENT=' || CASE WHEN next > 1 THEN next END, '') || ` +
+		`' DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci' AS options FROM (SELECT ` + next + ` AS next) AS n`
 }
 
 func (duckCatalog) Literal(v string) string { return duckString(v) }

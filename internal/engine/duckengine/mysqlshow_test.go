@@ -47,7 +47,7 @@ func TestMySQLCatalogStatementsOnDuckDB(t *testing.T) {
 			"WHERE table_schema = 'duck' AND table_name = 'a_t' ORDER BY ordinal_position", "column_name,data_type,column_type,column_key,is_nullable,ordinal_position",
 			"id,int,int(11),PRI,NO,1|name,text,text,,NO,2|odd`name,date,date,,YES,3"},
 		{"SELECT schema_name FROM information_schema.schemata", "schema_name", "duck"},
-		{"SHOW CREATE TABLE a_t", "Table,Create Table", "a_t,CREATE TABLE `a_t` (\n  `id` int(11) NOT NULL,\n  `name` text NOT NULL,\n  `odd``name` date DEFAULT NULL,\n  PRIMARY KEY (`id`)\n)"},
+		{"SHOW CREATE TABLE a_t", "Table,Create Table", "a_t,CREATE TABLE `a_t` (\n  `id` int(11) NOT NULL,\n  `name` text NOT NULL,\n  `odd``name` date DEFAULT NULL,\n  PRIMARY KEY (`id`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"},
 	} {
 		names, rows, err := mysqlRows(t, e, c.stmt)
 		if err != nil {

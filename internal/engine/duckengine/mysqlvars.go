@@ -221,29 +221,12 @@ func readSetItems(sqlText string) (items []setItem, ok bool, err error) {
 	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
 		toks = toks[:n-1]
 	}
-	end := len(sqlText)
-	if len(toks) > 0 {
-		last := toks[len(toks)-1]
-		end = last.Pos + len(last.Text)
-	}
-	var parts [][]sqltok.Token
-	var ends []int // where each part's text ends: its comma, or the statement's end
-	depth, from := 0, 1
-	for i := 1; i < len(toks); i++ {
-		switch toks[i].Text {
-		case "(":
-			depth++
-		case ")":
-			depth--
-		case ",":
-			if depth == 0 {
-				parts, ends, from = append(parts, toks[from:i]), append(ends, toks[i].Pos), i+1
-			}
+	for _, p := range sqltok.SplitAtCommas(toks[min(1, len(toks)):]) {
+		end := 0 // where the part's text ends: its last token's end (the value is trimmed anyway)
+		if len(p) > 0 {
+			end = p[len(p)-1].Pos + len(p[len(p)-1].Text)
 		}
-	}
-	parts, ends = append(parts, toks[from:]), append(ends, end)
-	for pi, p := range parts {
-		it, kept, ierr := readSetItem(sqlText, p, ends[pi])
+		it, kept, ierr := readSetItem(sqlText, p, end)
 		ok = ok || kept
 		if !kept && ierr == nil && len(p) > 0 {
 			ierr = refusedVariable(strings.ToLower(p[0].Text))

@@ -258,27 +258,7 @@ func setItems(toks []sqltok.Token) [][]sqltok.Token {
 			return [][]sqltok.Token{toks}
 		}
 	}
-	return splitItems(toks)
-}
-
-// splitItems splits SET's assignments at top-level commas.
-func splitItems(toks []sqltok.Token) [][]sqltok.Token {
-	var items [][]sqltok.Token
-	depth, start := 0, 0
-	for i, t := range toks {
-		switch t.Text {
-		case "(":
-			depth++
-		case ")":
-			depth--
-		case ",":
-			if depth == 0 {
-				items = append(items, toks[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(items, toks[start:])
+	return sqltok.SplitAtCommas(toks)
 }
 
 // keepsReported reads one assignment and reports whether it keeps the value the proxy reports
