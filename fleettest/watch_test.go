@@ -84,8 +84,9 @@ func contentionWatch(t *testing.T, noWatch bool) {
 		t.Fatalf("w1 ran only %d statements in 2 s: the test did not reuse a lease", statements)
 	case !noWatch && renews > 5:
 		t.Errorf("%d renewals while w1 reused its lease under a contention watch: want at most 5 (its lease's own renewal)", renews)
-	case noWatch && renews < 10:
-		t.Errorf("%d renewals while w1 reused its lease against a control plane without the watch: want the keeper's checks", renews)
+	case noWatch && renews <= 5:
+		// The keeper checks every 10 ms, about 200 in 2 s at rest; at load 25 CI saw 9.
+		t.Errorf("%d renewals while w1 reused its lease against a control plane without the watch: want the keeper's checks (more than 5)", renews)
 	}
 
 	// A watch asked by name, held while w2 is denied.

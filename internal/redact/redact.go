@@ -63,6 +63,9 @@ func Apply(p Policy, d sqltok.Dialect, q Query) Redacted {
 		out.RoutingTrace = append([]string(nil), q.RoutingTrace...)
 	case MaskLiterals:
 		out.SQL = normalized
+		if cut, word := credentialAt(q.SQL); cut >= 0 && !onlyQueriesAndDML(q.SQL) {
+			out.SQL = strings.TrimSpace(sqltok.NormalizeDialect(q.SQL[:cut], d) + " " + word + " ...")
+		}
 		out.Error = MaskText(q.Error)
 		if q.RoutingTrace != nil {
 			out.RoutingTrace = make([]string, len(q.RoutingTrace))
@@ -72,6 +75,54 @@ func Apply(p Policy, d sqltok.Dialect, q Query) Redacted {
 		}
 	}
 	return out
+}
+
+// credentialWords start what may hold a credential in a statement: ALTER USER ... PASSWORD
+// '...', SET PASSWORD, CREATE USER ... IDENTIFIED BY '...', a connection string's password=...
+// (dblink, CREATE SUBSCRIPTION), CREATE USER MAPPING ... OPTIONS (password '...'), MySQL's
+// MASTER_PASSWORD. Masking literals reads a statement as the client's protocol does, which is
+// not always how the engine reads it (a PostgreSQL client's PASSWORD("...") to MariaDB, where
+// "..." is a string; $$...$$ from a MySQL client to PostgreSQL; a backslash under
+// standard_conforming_strings off): a secret the one reading takes for words would be kept. So
+// the text of a statement holding one of these words, anywhere (in a string, a comment, a
+// name), is kept only up to it, unless every statement in it is a query or DML (SELECT ...
+// WHERE password_hash = '...' keeps its shape, its values masked as usual).
+var credentialWords = []string{"password", "identified"}
+
+// onlyQueriesAndDML reports whether every statement of sql is a SELECT, INSERT, UPDATE or
+// DELETE.
+func onlyQueriesAndDML(sql string) bool {
+	for _, k := range sqltok.StatementKinds(sql) {
+		switch k {
+		case sqltok.KindSelect, sqltok.KindInsert, sqltok.KindUpdate, sqltok.KindDelete:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// credentialAt is the index in sql of the first of credentialWords, in any case, and the word;
+// -1 if none.
+func credentialAt(sql string) (int, string) {
+	at, word := -1, ""
+	for _, w := range credentialWords {
+		if i := indexFold(sql, w); i >= 0 && (at < 0 || i < at) {
+			at, word = i, w
+		}
+	}
+	return at, word
+}
+
+// indexFold is the index of the first ASCII case-insensitive occurrence of word (lower case) in
+// s, or -1.
+func indexFold(s, word string) int {
+	for i := 0; i+len(word) <= len(s); i++ {
+		if s[i]|0x20 == word[0] && strings.EqualFold(s[i:i+len(word)], word) {
+			return i
+		}
+	}
+	return -1
 }
 
 const (
