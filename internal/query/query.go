@@ -66,6 +66,10 @@ type Request struct {
 	// connection opened with the same flags, so that the server refuses (1312) what it would
 	// refuse the client.
 	MultiResults, PSMultiResults bool
+	// LocalFiles is a MySQL client's CLIENT_LOCAL_FILES: a relayed LOAD DATA LOCAL INFILE runs
+	// on a MySQL engine connection opened with it, and the file the server asks for is asked
+	// of the client.
+	LocalFiles bool
 	// ArgOIDs are the PostgreSQL types (OIDs) a PostgreSQL client declared, or was told at
 	// Describe, for its parameters (0: unspecified), for an engine that types a parameter its
 	// SQL leaves untyped (DuckDB's SELECT $1) as PostgreSQL does; nil from other protocols.

@@ -474,7 +474,12 @@ func asMyError(err error, target **mysql.MyError) bool {
 
 // acquireFor takes a pooled connection with q's client flags, switched to q's database.
 func (e *Engine) acquireFor(ctx context.Context, q *query.Request) (*client.Conn, error) {
-	c, err := e.acquire(ctx, e.requestFlags(q))
+	return e.acquireWith(ctx, q, e.requestFlags(q))
+}
+
+// acquireWith is acquireFor of a connection with flags.
+func (e *Engine) acquireWith(ctx context.Context, q *query.Request, flags connFlags) (*client.Conn, error) {
+	c, err := e.acquire(ctx, flags)
 	if err != nil {
 		return nil, err
 	}

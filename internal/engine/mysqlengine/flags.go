@@ -1,10 +1,13 @@
 package mysqlengine
 
 import (
+	"strings"
+
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // A MySQL client's capability flags that change what the server does for its whole session
@@ -24,9 +27,14 @@ import (
 //     refuses it (1312, "can't return a result set in the given context").
 //
 // The other flags a client may send get no connection of their own (docs/pooling.md):
+//   - CLIENT_LOCAL_FILES: the server may ask for the client's file (LOAD DATA LOCAL INFILE).
+//     Only a relayed LOAD DATA LOCAL of a client that offered it gets such a connection
+//     (QueryRaw: the relay hands the file on, passthrough.go's LocalFile); the Arrow path's and
+//     a pinned session's never, so the server refuses it there as it refuses a client that did
+//     not offer it (4166).
+//
 // CLIENT_MULTI_STATEMENTS is the frontend's (it splits the statements, or refuses them with
-// 1064 as MariaDB does); CLIENT_LOCAL_FILES is never asked of the engine, so LOAD DATA LOCAL
-// INFILE is refused whatever the client offered; CLIENT_INTERACTIVE only picks the idle
+// 1064 as MariaDB does); CLIENT_INTERACTIVE only picks the idle
 // timeout of a connection the client does not hold; CLIENT_NO_SCHEMA go-mysql cannot ask for,
 // so a statement reads the databases it names.
 type connFlags uint8
@@ -37,6 +45,7 @@ const (
 	flagExtendedMetadata
 	flagMultiResults
 	flagPSMultiResults
+	flagLocalFiles
 
 	flagSets = 1 << iota // how many flag sets there are: the pool's lists
 )
@@ -81,7 +90,29 @@ func flagsOf(c *client.Conn) connFlags {
 	if c.HasCapability(mysql.CLIENT_PS_MULTI_RESULTS) {
 		f |= flagPSMultiResults
 	}
+	if c.HasCapability(mysql.CLIENT_LOCAL_FILES) {
+		f |= flagLocalFiles
+	}
 	return f
+}
+
+// loadsLocalFile reports whether sql is a LOAD DATA (or LOAD XML) LOCAL INFILE, which a
+// connection with CLIENT_LOCAL_FILES answers by asking for the client's file.
+func loadsLocalFile(sql string) bool {
+	if !strings.EqualFold(firstWord(sql), "load") {
+		return false
+	}
+	var prev sqltok.Token
+	for _, t := range sqltok.Tokenize(sql, sqltok.MySQL) {
+		if !t.Significant() {
+			continue
+		}
+		if t.IsWord("infile") {
+			return prev.IsWord("local")
+		}
+		prev = t
+	}
+	return false
 }
 
 // capabilityOf is the client capability each flag of a set asks for in the handshake
@@ -94,6 +125,7 @@ var capabilityOf = []struct {
 	{flagIgnoreSpace, mysql.CLIENT_IGNORE_SPACE},
 	{flagMultiResults, mysql.CLIENT_MULTI_RESULTS},
 	{flagPSMultiResults, mysql.CLIENT_PS_MULTI_RESULTS},
+	{flagLocalFiles, mysql.CLIENT_LOCAL_FILES},
 }
 
 // option is the go-mysql client option that opens a connection with f.

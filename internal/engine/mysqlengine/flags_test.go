@@ -109,3 +109,23 @@ func drainCount(rows query.Rows) (n uint64, err error) {
 	fmt.Sscanf(rows.Tag(), "UPDATE %d", &n)
 	return n, nil
 }
+
+// TestLoadsLocalFile: only a LOAD DATA or LOAD XML ... LOCAL INFILE gets a connection the
+// server may ask for the client's file on; comments and line breaks between the words as
+// clients write them.
+func TestLoadsLocalFile(t *testing.T) {
+	for sql, want := range map[string]bool{
+		"LOAD DATA LOCAL INFILE 'x' INTO TABLE t":                   true,
+		"load data low_priority local infile '/tmp/a' into table t": true,
+		"/* tag */ LOAD XML LOCAL\n  INFILE 'x.xml' INTO TABLE t":   true,
+		"LOAD DATA LOCAL /* c */ INFILE 'x' INTO TABLE t":           true,
+		"LOAD DATA INFILE 'x' INTO TABLE t":                         false,
+		"SELECT 'LOAD DATA LOCAL INFILE'":                           false,
+		"LOAD DATA INFILE 'local' INTO TABLE t":                     false,
+		"INSERT INTO t VALUES ('load data local infile')":           false,
+	} {
+		if got := loadsLocalFile(sql); got != want {
+			t.Errorf("loadsLocalFile(%q) = %v, want %v", sql, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package mysqlengine
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"testing"
 
@@ -46,13 +47,69 @@ func TestOKInfoOnTheArrowPath(t *testing.T) {
 			if err != io.EOF {
 				t.Fatalf("%s: %v", tc.sql, err)
 			}
-			if got := rows.Tag(); got != tc.want {
+			// The warnings read for SHOW WARNINGS follow (WithWarnings): TestWarningsOnTheArrowPath.
+			if got, _, _ := SplitWarnings(rows.Tag()); got != tc.want {
 				t.Errorf("%s (%s, args %v): tag %q, want %q", tc.sql, via, tc.args, got, tc.want)
 			}
 			rows.Close()
 			if via == "Execute" && tc.sql[0] != 'U' { // once: the row is gone, or there
 				break
 			}
+		}
+	}
+}
+
+// TestWarningsOnTheArrowPath: a MySQL client's statement on the Arrow path (Execute, by text
+// and prepared, and in a pinned session) that MariaDB answered with warnings has its warning
+// count and SHOW WARNINGS after its command tag (WithWarnings), read from its own connection:
+// an INSERT IGNORE's OK, and a SELECT's rows' end, whose count go-mysql drops on a
+// CLIENT_DEPRECATE_EOF connection. A statement without warnings carries none.
+func TestWarningsOnTheArrowPath(t *testing.T) {
+	e, _ := openTestEngine(t)
+	exec(t, e, "CREATE TABLE ow (id INT PRIMARY KEY, s VARCHAR(2))")
+	exec(t, e, "INSERT INTO ow VALUES (1, 'a')")
+	ctx := context.Background()
+	session, err := e.OpenSession(ctx, &query.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	for _, tc := range []struct {
+		sql   string
+		args  []any
+		count uint16
+		codes []uint16
+	}{
+		{"INSERT IGNORE INTO ow VALUES (1, 'x'), (2, 'toolong')", nil, 2, []uint16{1062, 1265}},
+		{"SELECT 1/0, 'x' + 1", nil, 2, []uint16{1365, 1292}},
+		{"SELECT ? / 0", []any{1}, 1, []uint16{1365}},
+		{"SELECT id FROM ow", nil, 0, nil},
+	} {
+		for _, via := range []string{"Execute", "session"} {
+			execute := e.Execute
+			if via == "session" {
+				execute = session.Execute
+			}
+			rows, err := execute(ctx, &query.Request{SQL: tc.sql, Args: tc.args, Protocol: query.ProtocolMySQL})
+			if err != nil {
+				t.Fatalf("%s: %v", tc.sql, err)
+			}
+			for err == nil {
+				_, err = rows.Next(ctx)
+			}
+			if err != io.EOF {
+				t.Fatalf("%s: %v", tc.sql, err)
+			}
+			_, count, ws := SplitWarnings(rows.Tag())
+			var codes []uint16
+			for _, w := range ws {
+				codes = append(codes, w.Code)
+			}
+			if count != tc.count || fmt.Sprint(codes) != fmt.Sprint(tc.codes) {
+				t.Errorf("%s (%s): %d warnings %v, want %d %v (tag %q)", tc.sql, via, count, codes, tc.count, tc.codes, rows.Tag())
+			}
+			rows.Close()
+			exec(t, e, "DELETE FROM ow WHERE id = 2")
 		}
 	}
 }

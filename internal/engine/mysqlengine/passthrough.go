@@ -42,6 +42,7 @@ type RawQuery struct {
 	engineErr error // the engine's ERR packet: the command ended cleanly
 	healthy   bool  // the connection is fit for the pool once done
 	warnings  []Warning
+	localFile []byte // the file a LOAD DATA LOCAL INFILE asks for, until EndFile
 	// classicEOF: the connection was opened without CLIENT_DEPRECATE_EOF (a loop
 	// connection, loopconn.go), so result sets end with EOF packets whatever the server offers.
 	classicEOF bool
@@ -62,7 +63,11 @@ type Warning struct {
 // (Columns, Head). The engine's errors come back wrapped as Execute wraps them. Cancelling ctx
 // kills the statement on the server (KILL QUERY from another connection).
 func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, error) {
-	c, err := e.acquireFor(ctx, q)
+	flags := e.requestFlags(q)
+	if q.LocalFiles && loadsLocalFile(q.SQL) {
+		flags |= flagLocalFiles // the server may ask for the client's file: LocalFile
+	}
+	c, err := e.acquireWith(ctx, q, flags)
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +126,57 @@ func (r *RawQuery) readHead() error {
 		r.healthy = r.healthy && !EndsConnection(data)
 		return nil
 	case mysql.LocalInFile_HEADER:
-		return errors.New("LOAD DATA LOCAL INFILE is not supported through queryflux")
+		r.localFile = append([]byte(nil), data[1:]...)
+		return nil
 	}
 	return r.readColumns(p)
+}
+
+// LocalFile is the name of the file the engine asks for (LOAD DATA LOCAL INFILE, on a
+// connection opened with the client's CLIENT_LOCAL_FILES: query.Request.LocalFiles), ok true
+// until EndFile: the caller asks its client for it, hands its packets to SendFile and ends
+// with EndFile, which reads the statement's answer. A RawQuery closed before EndFile aborts
+// the statement (its connection is cut and killed): nothing of the file is loaded.
+func (r *RawQuery) LocalFile() (name []byte, ok bool) { return r.localFile, r.localFile != nil }
+
+// SendFile sends the engine the next part of the file LocalFile named (any length: packets of
+// up to 16 MiB - 1 bytes).
+func (r *RawQuery) SendFile(data []byte) error {
+	for len(data) > 0 {
+		n := min(len(data), maxPayload-1) // never a full packet: the one after it would continue it
+		if err := r.writePacket(data[:n]); err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// EndFile tells the engine the file has ended (an empty packet) and reads the statement's
+// answer: its OK (Result) or error (Close's).
+func (r *RawQuery) EndFile() error {
+	if err := r.writePacket(nil); err != nil {
+		return err
+	}
+	r.localFile = nil
+	if err := r.readHead(); err != nil {
+		r.fail(err)
+		return err
+	}
+	return nil
+}
+
+// writePacket writes payload to the engine as one packet, in the statement's sequence.
+func (r *RawQuery) writePacket(payload []byte) error {
+	b := r.buf
+	b.out = append(append(b.out[:0], 0, 0, 0, 0), payload...)
+	r.conn.Sequence = r.seq
+	if err := r.conn.WritePacket(b.out); err != nil {
+		r.fail(err)
+		return err
+	}
+	r.seq = r.conn.Sequence
+	return nil
 }
 
 // readColumns reads the column definitions the column count packet p announces (and the EOF
@@ -473,7 +526,7 @@ func (r *RawQuery) Close() error {
 		panic("mysqlengine: RawQuery closed twice")
 	}
 	cancelled := !r.stopKill()
-	unread := (!r.done || r.more) && r.err == nil // the statement may still be sending its answer
+	unread := (!r.done || r.more) && r.err == nil // the statement may still be sending its answer, or await a file
 	if unread {
 		cut(r.conn) // a server thread blocked writing the rest fails at once
 	}

@@ -108,7 +108,10 @@ func (r *rows) produce(ctx context.Context) {
 	} else {
 		st, err = r.executePrepared(ctx, &result)
 	}
-	info := untap()
+	info, endWarnings := untap()
+	if r.builder != nil && result.Warnings == 0 {
+		result.Warnings = endWarnings // go-mysql drops it after rows on a CLIENT_DEPRECATE_EOF connection
+	}
 	if err == nil {
 		err = r.nextResults(ctx, &result, &info)
 	}
@@ -119,6 +122,13 @@ func (r *rows) produce(ctx context.Context) {
 	if err == nil {
 		err = r.flush(ctx)
 	}
+	// A MySQL client's SHOW WARNINGS is answered from the statement's own warnings, read here
+	// before the connection serves anyone else (WithWarnings).
+	var warnings []Warning
+	warningsRead := true
+	if err == nil && result.Warnings > 0 && r.q.Protocol == query.ProtocolMySQL {
+		warnings, warningsRead = warningsOf(r.e, r.conn, false)
+	}
 	if err != nil && r.abandoned(ctx) {
 		// The rest of the answer will not be read. A server thread blocked writing it would
 		// stay listed, killed, until its write timed out (net_write_timeout, a minute), and
@@ -127,7 +137,7 @@ func (r *rows) produce(ctx context.Context) {
 	}
 	close(done)
 	watch.Wait()
-	healthy := !killed // a KILL QUERY may be late, or the connection cut
+	healthy := !killed && warningsRead // a KILL QUERY may be late, or the connection cut
 	ev := event{end: true}
 	switch {
 	case err != nil:
@@ -141,6 +151,9 @@ func (r *rows) produce(ctx context.Context) {
 		ev.err = r.e.wrap(err)
 	default:
 		ev.tag = r.resultTag(&result, info)
+		if r.q.Protocol == query.ProtocolMySQL {
+			ev.tag = WithWarnings(ev.tag, result.Warnings, warnings)
+		}
 	}
 	if r.builder != nil {
 		r.builder.Release()

@@ -242,22 +242,7 @@ func (metadataBackend) ExtendedMetadata() bool { return true }
 // runPython runs testdata/python_probe.py with lib against addr; one JSON line per probe.
 func runPython(t *testing.T, python, lib, addr, user, password, db string) map[string]string {
 	t.Helper()
-	host, port, _ := net.SplitHostPort(addr)
-	out, err := exec.Command(python, "testdata/python_probe.py", lib, host, port, user, password, db).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s probes against %s: %v\n%s", lib, addr, err, out)
-	}
-	got := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var p struct {
-			Probe string `json:"probe"`
-		}
-		if err := json.Unmarshal([]byte(line), &p); err != nil {
-			t.Fatalf("%s output %q: %v", lib, line, err)
-		}
-		got[p.Probe] = line
-	}
-	return got
+	return pythonProbes(t, python, "testdata/python_probe.py", lib, addr, user, password, db, nil, nil)
 }
 
 // TestPythonClientsAsMariaDB: PyMySQL and mysqlclient see through the proxy what they see from

@@ -116,14 +116,10 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 	case mysql.COM_SET_OPTION:
 		return h.setOption(data)
 	case mysql.COM_RESET_CONNECTION:
-		h.unpin()
-		h.autocommitOff = false
-		h.isolation = ""
-		h.stmts, h.longHeld = nil, 0
-		h.diag = nil
-		h.multiStatements = h.conn.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
-		h.syncTx()
+		h.resetSession()
 		return nil
+	case mysql.COM_CHANGE_USER:
+		return h.changeUser(data)
 	}
 	return mysql.NewError(mysql.ER_UNKNOWN_COM_ERROR, "command "+strconv.Itoa(int(cmd))+" is not supported by queryflux")
 }

@@ -97,7 +97,11 @@ func toMySQLError(err error) *mysql.MyError {
 	}
 	if m := engineErrno.FindStringSubmatchIndex(msg); m != nil {
 		n, _ := strconv.Atoi(msg[m[2]:m[3]])
-		return &mysql.MyError{Code: uint16(n), State: qe.Code, Message: msg[:m[0]]}
+		state := qe.Code
+		if state == query.CodeEngine { // the engine's own HY000 (mysqlengine's wrap): MariaDB's answer
+			state = sqlstate.MySQLGeneralError
+		}
+		return &mysql.MyError{Code: uint16(n), State: state, Message: msg[:m[0]]}
 	}
 	if c, ok := byState[qe.Code]; ok {
 		if c.state == sqlstate.IntegrityConstraintViolation && qe.Code == sqlstate.IntegrityConstraintViolation && strings.Contains(strings.ToUpper(msg), "NOT NULL") {

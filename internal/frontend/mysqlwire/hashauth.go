@@ -53,7 +53,7 @@ func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) 
 	if err != nil || trusted {
 		return err
 	}
-	if err := p.checkPassword(c, user, plugin, data); err != nil {
+	if err := p.checkPassword(c, connSalt(c), user, plugin, data); err != nil {
 		if errors.Is(err, server.ErrAccessDenied) && p.s.opts.Gate != nil {
 			query.LoginFailed(p.s.opts.Gate, p.s.login(user, c.RemoteAddr(), secure))
 		}
@@ -62,8 +62,9 @@ func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) 
 	return p.s.verified(user, c.RemoteAddr(), secure)
 }
 
-// checkPassword checks the password data carries under plugin; nil when it is right.
-func (p *authProvider) checkPassword(c *server.Conn, user, plugin string, data []byte) error {
+// checkPassword checks the password data carries under plugin, scrambled with salt (nil if it
+// could not be read: every password is then wrong); nil when it is right.
+func (p *authProvider) checkPassword(c *server.Conn, salt []byte, user, plugin string, data []byte) error {
 	users := p.s.opts.Users
 	if users == nil {
 		return server.ErrAccessDenied
@@ -85,7 +86,6 @@ func (p *authProvider) checkPassword(c *server.Conn, user, plugin string, data [
 	}
 	switch plugin {
 	case mysql.AUTH_NATIVE_PASSWORD:
-		salt := connSalt(c)
 		if salt == nil {
 			return server.ErrAccessDenied
 		}
@@ -98,7 +98,7 @@ func (p *authProvider) checkPassword(c *server.Conn, user, plugin string, data [
 			}
 		}
 	case mysql.AUTH_CACHING_SHA2_PASSWORD:
-		return p.fullAuth(c, func(password string) bool {
+		return p.fullAuth(c, salt, func(password string) bool {
 			if cc, ok := users.(CleartextChecker); ok && cc.CheckCleartext(user, password) {
 				return true
 			}
@@ -126,7 +126,7 @@ func isEmptyPassword(data []byte) bool { return len(data) == 0 || (len(data) == 
 // one against: only a hash is stored): "perform full authentication", then the password in
 // clear over TLS, or RSA-OAEP encrypted with the server's key (sent on request) and XORed
 // with the salt.
-func (p *authProvider) fullAuth(c *server.Conn, check func(password string) bool) error {
+func (p *authProvider) fullAuth(c *server.Conn, salt []byte, check func(password string) bool) error {
 	if err := c.WritePacket([]byte{0, 0, 0, 0, mysql.MORE_DATE_HEADER, mysql.CACHE_SHA2_FULL_AUTH}); err != nil {
 		return err
 	}
@@ -155,7 +155,6 @@ func (p *authProvider) fullAuth(c *server.Conn, check func(password string) bool
 			}
 		}
 		plain, err := rsa.DecryptOAEP(sha1.New(), rand.Reader, p.key, data, nil)
-		salt := connSalt(c)
 		if err != nil || salt == nil {
 			return server.ErrAccessDenied
 		}

@@ -22,6 +22,9 @@ import (
 //   - CLIENT_FOUND_ROWS among the capabilities, as MySQL announces it: go-sql-driver
 //     (clientFoundRows=true) asks for it only when the server offers it, and the embedded
 //     DuckDB engine counts an upsert's rows by it (query.Request.FoundRows);
+//   - CLIENT_LOCAL_FILES, as MariaDB announces it with local_infile on: libmariadb and mysql2
+//     send it only to a server that offers it, and a relayed LOAD DATA LOCAL INFILE asks the
+//     client for its file (passthrough.go, relayLocalFile);
 //   - MariaDB's extended metadata, as MariaDB announces it (metadata.go), when the server
 //     offers it (metadata).
 
@@ -47,7 +50,7 @@ func (v *loginView) serverPacket(p []byte) []byte {
 		}
 		v.salt = g.salt
 		g.status |= mysql.SERVER_STATUS_AUTOCOMMIT
-		g.capabilities |= mysql.CLIENT_FOUND_ROWS
+		g.capabilities |= mysql.CLIENT_FOUND_ROWS | mysql.CLIENT_LOCAL_FILES
 		if v.metadata {
 			g.capabilities &^= mysql.CLIENT_LONG_PASSWORD // CLIENT_MYSQL unset: extended capabilities follow
 			g.extended = mariadbExtendedMetadata

@@ -91,11 +91,22 @@ func TestPythonCallprocAsMariaDB(t *testing.T) {
 	}
 }
 
-// runPythonScript runs a python probe script with lib against addr; one JSON line per probe.
-func runPythonScript(t *testing.T, python, script, lib, addr, user, password, db string) map[string]string {
+// runPythonScript runs a python probe script with lib against addr (and the script's further
+// arguments); one JSON line per probe.
+func runPythonScript(t *testing.T, python, script, lib, addr, user, password, db string, more ...string) map[string]string {
+	t.Helper()
+	return pythonProbes(t, python, script, lib, addr, user, password, db, more, nil)
+}
+
+// pythonProbes runs a python probe script (its arguments lib, host, port, user, password, db,
+// then more) with env added to its environment, and reads its JSON lines, one per probe, by
+// the probe's name.
+func pythonProbes(t *testing.T, python, script, lib, addr, user, password, db string, more, env []string) map[string]string {
 	t.Helper()
 	host, port, _ := net.SplitHostPort(addr)
-	out, err := exec.Command(python, script, lib, host, port, user, password, db).CombinedOutput()
+	cmd := exec.Command(python, append([]string{script, lib, host, port, user, password, db}, more...)...)
+	cmd.Env = append(cmd.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %s against %s: %v\n%s", lib, script, addr, err, out)
 	}

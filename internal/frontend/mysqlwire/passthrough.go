@@ -104,6 +104,11 @@ func (h *session) runRelay(run *proxy.Relay, req *query.Request, bin *binParams)
 		return relayed, nil
 	}
 	var rows, bytes int64
+	if name, ok := q.LocalFile(); ok {
+		if werr, err := h.relayLocalFile(run, q, name, &bytes); werr != nil || err != nil {
+			return h.endRelay(run, q, rows, bytes, werr, err)
+		}
+	}
 	for {
 		if q.Columns() != nil {
 			werr, err := h.relayRows(run, q, &rows, &bytes)
@@ -264,4 +269,42 @@ func contextOr(ctx context.Context, err error) error {
 		return cerr
 	}
 	return err
+}
+
+// relayLocalFile hands the client's file on to the engine for a relayed LOAD DATA LOCAL
+// INFILE (the engine asked for name): the request goes to the client as the engine wrote it,
+// the client's packets to the engine as they come, up to the client's empty packet, which
+// ends the file; then the engine's answer is read (q.Result, or Close's error). The file's
+// bytes count as the statement's relayed bytes, under its guardrails: a file past them, or a
+// cancelled statement, is read to its end from the client and dropped, and the statement is
+// aborted on the engine (q closed before EndFile), so nothing of it is loaded. werr is a
+// failed read or write of the client's connection.
+func (h *session) relayLocalFile(run *proxy.Relay, q *mysqlengine.RawQuery, name []byte, bytes *int64) (werr, err error) {
+	h.out.stopWatch() // the session reads the client now: no hangup watch may read it too
+	if werr = h.conn.WritePacket(append([]byte{0, 0, 0, 0, mysql.LocalInFile_HEADER}, name...)); werr != nil {
+		return werr, nil
+	}
+	for {
+		data, rerr := h.conn.ReadPacket()
+		if rerr != nil {
+			return rerr, nil
+		}
+		if len(data) == 0 {
+			break
+		}
+		if err != nil {
+			continue // refused: the rest is read and dropped
+		}
+		*bytes += int64(len(data))
+		if err = run.CheckLimits(0, *bytes); err == nil {
+			err = run.Ctx.Err()
+		}
+		if err == nil {
+			err = q.SendFile(data)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nil, q.EndFile()
 }

@@ -96,6 +96,7 @@ type Server struct {
 	version int
 	srv     *server.Server // without TLS
 	srvTLS  *server.Server // offering TLS, with the configuration opts.TLS gives at each handshake
+	auth    *authProvider  // checks every login, and every COM_CHANGE_USER (changeuser.go)
 	log     *slog.Logger
 	// refusals counts logged-in clients' messages refused at a bound (too large, too slow).
 	refusals *prometheus.CounterVec
@@ -171,6 +172,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 		log.Info("mysqlwire: no event loop; connections are relayed by goroutines", "err", err)
 	}
 	auth := &authProvider{s: s, key: key}
+	s.auth = auth
 	s.srv = server.NewServerWithAuth(opts.ServerVersion, mysql.DEFAULT_COLLATION_ID, opts.AuthMethod, key, nil, auth)
 	if opts.TLS != nil {
 		// Only for go-mysql to announce TLS in its greeting: the packet gate runs the handshake.
@@ -308,8 +310,9 @@ func (s *Server) serveConn(nc net.Conn) {
 	_ = c.SetDeadline(time.Time{})
 	netlimit.Authenticated(nc) // no longer in its source's share of the connections before login
 	h.metadata = buffered.login.metadata && gate.metadata
+	h.salt = buffered.login.salt
 	buffered.login = nil
-	h.conn = c
+	h.conn, h.user = c, c.GetUser()
 	h.headers = h.attributes()
 	h.multiStatements = c.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 	s.mu.Lock()
@@ -509,6 +512,9 @@ func (c *flushOnReadConn) startWatch() {
 }
 
 func (c *flushOnReadConn) stopWatch() {
+	if c.timer == nil {
+		return // no statement was ever watched
+	}
 	c.timer.Stop()
 	c.mu.Lock()
 	stop := c.stopWatching

@@ -29,6 +29,8 @@ type session struct {
 	ctx    context.Context
 	conn   *server.Conn // nil during the handshake
 	remote string
+	user   string // the logged-in user (COM_CHANGE_USER changes it, under mu)
+	salt   []byte // the salt the login's password was scrambled with (COM_CHANGE_USER's too)
 	db     string
 	out    *flushOnReadConn // flushed after each batch, so slow results still stream
 	// lastInsertID is the first AUTO_INCREMENT value the session's last INSERT that generated
@@ -193,7 +195,7 @@ func (h *session) fillAs(r *query.Request, sql string, args []any) {
 	*r = query.Request{
 		SQL:              sql,
 		Args:             args,
-		User:             h.conn.GetUser(),
+		User:             h.user,
 		Protocol:         query.ProtocolMySQL,
 		Database:         h.db,
 		ClientAddr:       h.remote,
@@ -204,6 +206,7 @@ func (h *session) fillAs(r *query.Request, sql string, args []any) {
 		ExtendedMetadata: h.metadata,
 		MultiResults:     h.conn.HasCapability(mysql.CLIENT_MULTI_RESULTS),
 		PSMultiResults:   h.conn.HasCapability(mysql.CLIENT_PS_MULTI_RESULTS),
+		LocalFiles:       h.conn.HasCapability(mysql.CLIENT_LOCAL_FILES),
 	}
 }
 
@@ -399,7 +402,9 @@ func (h *session) finishNoRows(ctx context.Context, rows query.Rows) (*mysql.Res
 			return written(), nil
 		}
 	}
-	tag, ok := mysqlengine.SplitMySQLTag(rows.Tag())
+	tag, _, ws := mysqlengine.SplitWarnings(rows.Tag())
+	h.noteWarnings(ws)
+	tag, ok := mysqlengine.SplitMySQLTag(tag)
 	id, generated := insertID(tag)
 	if generated {
 		h.lastInsertID = id
@@ -478,6 +483,9 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 			return h.writeMore(h.writeEOF)
 		}
 		if err == io.EOF {
+			_, n, ws := mysqlengine.SplitWarnings(rows.Tag())
+			h.noteWarnings(ws)
+			h.warnings = n
 			return h.writeEOF()
 		}
 		if err != nil {
@@ -727,10 +735,14 @@ func (h *session) kill(idText string, connection bool) error {
 	h.s.mu.Lock()
 	target := h.s.sessions[uint32(id)]
 	h.s.mu.Unlock()
-	if err != nil || target == nil || target.conn.GetUser() != h.conn.GetUser() {
+	if err != nil || target == nil {
 		return mysql.NewError(mysql.ER_NO_SUCH_THREAD, "Unknown thread id: "+idText)
 	}
 	target.mu.Lock()
+	if target.user != h.user { // under target.mu: COM_CHANGE_USER changes it
+		target.mu.Unlock()
+		return mysql.NewError(mysql.ER_NO_SUCH_THREAD, "Unknown thread id: "+idText)
+	}
 	if target.cancel != nil {
 		target.cancel()
 	}

@@ -166,7 +166,7 @@ func (h *session) sessionValueAt(toks []sqltok.Token, i int, prev sqltok.Token) 
 	case "connection_id":
 		return strconv.FormatUint(uint64(h.conn.ConnectionID()), 10), end
 	default:
-		return literal(h.conn.GetUser() + "@" + h.clientHost()), end
+		return literal(h.user + "@" + h.clientHost()), end
 	}
 }
 

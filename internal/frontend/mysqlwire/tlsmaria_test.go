@@ -2,10 +2,7 @@ package mysqlwire
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"net"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -121,22 +118,5 @@ func TestClientsOverTLSToATLSMariaDB(t *testing.T) {
 // runPythonWith is runPython with environment variables.
 func runPythonWith(t *testing.T, python, lib, addr, user, password, db string, env ...string) map[string]string {
 	t.Helper()
-	host, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(python, "testdata/python_probe.py", lib, host, port, user, password, db)
-	cmd.Env = append(cmd.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s probes against %s: %v\n%s", lib, addr, err, out)
-	}
-	got := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var p struct {
-			Probe string `json:"probe"`
-		}
-		if err := json.Unmarshal([]byte(line), &p); err != nil {
-			t.Fatalf("%s output %q: %v", lib, line, err)
-		}
-		got[p.Probe] = line
-	}
-	return got
+	return pythonProbes(t, python, "testdata/python_probe.py", lib, addr, user, password, db, nil, env)
 }
