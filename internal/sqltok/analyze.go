@@ -482,6 +482,33 @@ func SameNumberShape(a, b string) bool {
 	}
 }
 
+// SameButDigits reports whether a and b are the same bytes but for their runs of ASCII digits
+// (a run of either matching one of the other, of any length): a memo of a text that none of
+// whose words holds a digit finds the same text with other numbers (pgbench's) by one pass
+// over both, eight bytes at a time where they agree.
+func SameButDigits(a, b string) bool {
+	i, j := 0, 0
+	for {
+		n := commonPrefix(a[i:], b[j:])
+		i, j = i+n, j+n
+		if i == len(a) && j == len(b) {
+			return true
+		}
+		// They differ here: only inside a run of digits of both (both bytes digits, or the run
+		// they share so far goes on in one of them).
+		da, db := i < len(a) && isDigit(a[i]), j < len(b) && isDigit(b[j])
+		if !(da && db) && !((da || db) && i > 0 && isDigit(a[i-1])) {
+			return false
+		}
+		for i < len(a) && isDigit(a[i]) {
+			i++
+		}
+		for j < len(b) && isDigit(b[j]) {
+			j++
+		}
+	}
+}
+
 // commonPrefix is the length of the longest common prefix of a and b, eight bytes at a time.
 func commonPrefix(a, b string) int {
 	n := min(len(a), len(b))

@@ -390,7 +390,7 @@ func (l *lexer) identRest() {
 	for l.pos < len(l.src) {
 		c := l.src[l.pos]
 		if c < utf8.RuneSelf {
-			if isAlpha(c) || isDigit(c) || c == '_' || (c == '$' && l.d != Trino) {
+			if nameBytes[c] && (c != '$' || l.d != Trino) {
 				l.pos++
 				continue
 			}
@@ -403,6 +403,22 @@ func (l *lexer) identRest() {
 		l.pos += size
 	}
 }
+
+// nameBytes marks the bytes an unquoted name may hold past its first: ASCII letters and
+// digits, "_", "$" (PostgreSQL's and MySQL's, not Trino's: identRest leaves it out there), and
+// every byte of a multi-byte character (identRest takes a letter's, a digit's or a mark's).
+var nameBytes = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$' || c >= utf8.RuneSelf
+	}
+	return t
+}()
+
+// IsNameByte reports whether c may be part of an unquoted name in some dialect: the
+// tokenizer's rule (identRest), a multi-byte character's bytes all taken as a name's. A
+// cheap scan asks it of the byte before a text it looks for (pg_ in x$pg_class, X' in
+// tax') to tell the start of a word from its middle.
+func IsNameByte(c byte) bool { return nameBytes[c] }
 
 // operator consumes a run of operator characters, stopping before a comment opener.
 func (l *lexer) operator() {

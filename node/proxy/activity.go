@@ -49,39 +49,14 @@ var (
 	sysProcesslists = []string{"processlist", "x$processlist", "session", "x$session"}
 )
 
-// maySeeSessions is false for text that can name no view of the engine's sessions: one pass,
-// no allocation (a PostgreSQL client's every new Parse pays it).
+// maySeeSessions is false for text that can name no view of the engine's sessions
+// (sharedNeedsOf: one pass, no allocation; a PostgreSQL client's every new Parse pays it),
+// and a MySQL client's current database is none of the schemas that hold them.
 func maySeeSessions(sql, database string) bool {
 	if database != "" && isSchema(database, "information_schema", "performance_schema", "sys") {
 		return true
 	}
-	for i := 0; i < len(sql); i++ {
-		var words []string
-		switch sql[i] | 0x20 {
-		case 'p':
-			words = []string{"pg_stat_", "processlist", "performance_schema"}
-		case 'i':
-			words = []string{"innodb", "information_schema"} // whose table names MariaDB folds
-		case 'u':
-			words = []string{"u&"}
-		case 's':
-			words = []string{"sys"}
-		case 'e':
-			words = []string{"explain"}
-		case 'a':
-			words = []string{"analyze"}
-		case 'r':
-			words = []string{"runtime"}
-		default:
-			continue
-		}
-		for _, w := range words {
-			if hasFoldAt(sql, i, w) {
-				return true
-			}
-		}
-	}
-	return false
+	return sharedNeedsOf(sql)&needSessions != 0
 }
 
 func isSchema(name string, schemas ...string) bool {
@@ -112,13 +87,24 @@ func MaySeeSessions(sql, database string) bool { return maySeeSessions(sql, data
 // hideOtherSessions narrows req.SQL's views of the engine's sessions (the text the engine is
 // sent; ClientSQL keeps the client's), or refuses it.
 func hideOtherSessions(req *query.Request) error {
-	database := "" // a MySQL client's database is a schema its statements' names are looked up in
-	if req.Protocol == query.ProtocolMySQL {
-		database = req.Database
-	}
+	database := sessionsDatabase(req)
 	if !maySeeSessions(req.SQL, database) {
 		return nil
 	}
+	return narrowSessions(req, database)
+}
+
+// sessionsDatabase is the database req's names are looked up in when they may be views of
+// the engine's sessions: a MySQL client's, a schema; "" for the others.
+func sessionsDatabase(req *query.Request) string {
+	if req.Protocol == query.ProtocolMySQL {
+		return req.Database
+	}
+	return ""
+}
+
+// narrowSessions is hideOtherSessions past its scan.
+func narrowSessions(req *query.Request, database string) error {
 	a := req.Analysis()
 	var edits []edit
 	for _, st := range a.Statements {

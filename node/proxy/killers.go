@@ -95,6 +95,11 @@ func checkSessionKillers(req *query.Request) error {
 	if !mayKillSessions(req.SQL) {
 		return nil // nearly every statement: one scan of its bytes, no lexing
 	}
+	return sessionKillersIn(req)
+}
+
+// sessionKillersIn is checkSessionKillers past its scan.
+func sessionKillersIn(req *query.Request) error {
 	a := req.Analysis()
 	s := newKillerScan()
 	for _, r := range engineReadings {
@@ -117,60 +122,8 @@ func checkSessionKillers(req *query.Request) error {
 // mayKillSessions is false for text that holds none of "kill", "_backend", "u&" (a name or a
 // string with escapes), a backslash escape that may stand for a letter, and a hex literal
 // (X'..', 0x.., which PREPARE and EXECUTE IMMEDIATE run as text), in any case: such a
-// statement can name nothing sessionKiller looks for. The words and escapes each hold a k,
-// an & or a backslash, which nearly every statement lacks: those are ruled out by one pass
-// eight bytes at a time (the three scans cost ~2,600 instructions per pgbench statement, a
-// sixth of the passthrough's work per transaction; RESULTS.md, session 30).
-func mayKillSessions(sql string) bool {
-	if holdsKAmpersandOrBackslash(sql) && (sqltok.ContainsFold(sql, "kill") || sqltok.ContainsFold(sql, "_backend") ||
-		sqltok.ContainsFold(sql, "u&") || holdsLetterEscape(sql)) {
-		return true
-	}
-	return holdsHexStart(sql)
-}
-
-// holdsHexStart reports whether sql may hold a hex literal, X'..' or 0x..: an x before a
-// quote, or a 0 before an x, that no name byte comes before (there it is part of a name), nor,
-// for X'..', a quote (a hex literal right after a string is a syntax error to PostgreSQL,
-// MySQL and Trino, and inside one, as in 'x', it is text).
-func holdsHexStart(sql string) bool {
-	for i := 0; i+1 < len(sql); i++ {
-		c, next := sql[i]|0x20, sql[i+1]
-		switch {
-		case c == 'x' && next == '\'':
-			if i == 0 || !isNameByteOrQuote(sql[i-1]) {
-				return true
-			}
-		case sql[i] == '0' && next|0x20 == 'x':
-			if i == 0 || !isNameByte(sql[i-1]) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func isNameByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$' || c >= 0x80
-}
-
-func isNameByteOrQuote(c byte) bool { return c == '\'' || isNameByte(c) }
-
-// holdsLetterEscape reports whether sql holds a backslash escape that may stand for a letter,
-// a digit or "_" (escapesToNameByte).
-func holdsLetterEscape(sql string) bool {
-	for i := strings.IndexByte(sql, '\\'); i >= 0 && i+1 < len(sql); {
-		if sql[i+1] != '\\' && escapesToNameByte(sql[i+1]) {
-			return true
-		}
-		j := strings.IndexByte(sql[i+2:], '\\')
-		if j < 0 {
-			return false
-		}
-		i += 2 + j
-	}
-	return false
-}
+// statement can name nothing sessionKiller looks for (sharedNeedsOf).
+func mayKillSessions(sql string) bool { return sharedNeedsOf(sql)&needKillers != 0 }
 
 // escapesToNameByte reports whether a backslash before c may stand for a letter, a digit or
 // "_" (E'\x5f', E'\137', E'\_', MySQL's 'K\ILL'); the escapes every escaping client writes
@@ -181,10 +134,6 @@ func escapesToNameByte(c byte) bool {
 		return false
 	}
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c >= '1' && c <= '7'
-}
-
-func hasFoldAt(s string, i int, word string) bool {
-	return i+len(word) <= len(s) && strings.EqualFold(s[i:i+len(word)], word)
 }
 
 // killerIn names what in the statements of toks (one reading of some text) would end engine
@@ -237,41 +186,6 @@ func splitStatements(toks []sqltok.Token) [][]sqltok.Token {
 		out = append(out, cur)
 	}
 	return out
-}
-
-// holdsKAmpersandOrBackslash reports whether s holds a byte k, K, & or a backslash.
-// ContainsFold matches the k of "kill" and "_backend" only as an ASCII k or K (the first byte
-// of "kill" is compared as a byte; a multi-byte rune folding to k, the Kelvin sign, leaves too
-// few bytes for the rest of "_backend"), and & folds to nothing else.
-func holdsKAmpersandOrBackslash(s string) bool {
-	const ones = 0x0101010101010101
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		w := s[i : i+8]
-		_ = w[7] // one bounds check: the compiler then reads the eight bytes as one word
-		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-		k := x | 0x20*ones ^ 'k'*ones // a zero byte where x has k or K
-		a := x ^ '&'*ones             // a zero byte where x has &
-		b := x ^ '\\'*ones            // a zero byte where x has a backslash
-		if zeroBytes(k)|zeroBytes(a)|zeroBytes(b) != 0 {
-			return true
-		}
-	}
-	for ; i < len(s); i++ {
-		if c := s[i]; c|0x20 == 'k' || c == '&' || c == '\\' {
-			return true
-		}
-	}
-	return false
-}
-
-// zeroBytes has the top bit set of each zero byte of v, and no other bit: a byte's low seven
-// bits plus 0x7f carry into its top bit unless they are all zero, and no sum carries into the
-// next byte.
-func zeroBytes(v uint64) uint64 {
-	const low7 = 0x7f7f7f7f7f7f7f7f
-	return ^((v&low7 + low7) | v | low7)
 }
 
 func isExecutableComment(c string) bool {

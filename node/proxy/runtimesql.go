@@ -54,6 +54,11 @@ func checkRunTimeSQL(req *query.Request) error {
 	if !mayRunTimeSQL(req.SQL) {
 		return nil
 	}
+	return runTimeSQLIn(req)
+}
+
+// runTimeSQLIn is checkRunTimeSQL past its scan.
+func runTimeSQLIn(req *query.Request) error {
 	a := req.Analysis()
 	s := &runTimeScan{}
 	readings := engineReadings
@@ -114,26 +119,18 @@ func mayRunTimeSQL(sql string) bool {
 			i++
 			continue
 		}
-		if !nameBytes[c] {
+		if !sqltok.IsNameByte(c) {
 			continue
 		}
 		if runTimeWordAt(sql, i) {
 			return true
 		}
-		for i+1 < len(sql) && nameBytes[sql[i+1]] {
+		for i+1 < len(sql) && sqltok.IsNameByte(sql[i+1]) {
 			i++ // the rest of the word
 		}
 	}
 	return false
 }
-
-// nameBytes are the bytes isNameByte accepts, as a table.
-var nameBytes = func() (t [256]bool) {
-	for c := range 256 {
-		t[c] = isNameByte(byte(c))
-	}
-	return t
-}()
 
 // runTimeWordAt reports whether a word mayRunTimeSQL looks for starts at sql[i].
 func runTimeWordAt(sql string, i int) bool {
@@ -182,7 +179,7 @@ var (
 // doStatementAt reports whether sql[i:] starts the word DO (a DO block, MySQL's DO), other
 // than PostgreSQL's ON CONFLICT DO NOTHING | UPDATE and a rule's DO INSTEAD | ALSO.
 func doStatementAt(sql string, i int) bool {
-	if !hasFoldAt(sql, i, "do") || i > 0 && isNameByte(sql[i-1]) || i+2 < len(sql) && isNameByte(sql[i+2]) {
+	if !hasFoldAt(sql, i, "do") || i > 0 && sqltok.IsNameByte(sql[i-1]) || i+2 < len(sql) && sqltok.IsNameByte(sql[i+2]) {
 		return false
 	}
 	j := i + 2
@@ -190,7 +187,7 @@ func doStatementAt(sql string, i int) bool {
 		j++
 	}
 	for _, w := range []string{"nothing", "update", "instead", "also"} {
-		if hasFoldAt(sql, j, w) && (j+len(w) == len(sql) || !isNameByte(sql[j+len(w)])) {
+		if hasFoldAt(sql, j, w) && (j+len(w) == len(sql) || !sqltok.IsNameByte(sql[j+len(w)])) {
 			return false
 		}
 	}
@@ -518,4 +515,8 @@ func (s *runTimeScan) readText(forms []string, depth int) string {
 		}
 	}
 	return ""
+}
+
+func hasFoldAt(s string, i int, word string) bool {
+	return i+len(word) <= len(s) && strings.EqualFold(s[i:i+len(word)], word)
 }

@@ -29,6 +29,11 @@ func checkServerFiles(req *query.Request) error {
 	if !mayTouchServerFiles(req.SQL) {
 		return nil
 	}
+	return serverFilesIn(req)
+}
+
+// serverFilesIn is checkServerFiles past its scan.
+func serverFilesIn(req *query.Request) error {
 	a := req.Analysis()
 	s := &killerScan{names: serverFileFuncs, words: true, statement: serverFileStatement,
 		deeper: []string{"program", "outfile", "dumpfile", "infile", "u&"}}
@@ -46,44 +51,9 @@ func checkServerFiles(req *query.Request) error {
 }
 
 // mayTouchServerFiles is false for text that holds none of the words serverFileStatement and
-// serverFileFuncs look for, "u&" or a backslash escape that may stand for a letter: one pass,
-// no allocation.
-func mayTouchServerFiles(sql string) bool {
-	for i := 0; i < len(sql); i++ {
-		var words []string
-		switch c := sql[i]; {
-		case c == '\\' && i+1 < len(sql):
-			if sql[i+1] == '\\' {
-				i++
-				continue
-			}
-			if escapesToNameByte(sql[i+1]) {
-				return true
-			}
-			continue
-		case c|0x20 == 'p':
-			words = []string{"pg_read", "pg_ls_", "pg_stat_file", "pg_file_", "pg_logdir", "program"}
-		case c|0x20 == 'l':
-			words = []string{"lo_import", "lo_export", "load_file"}
-		case c|0x20 == 'o':
-			words = []string{"outfile"}
-		case c|0x20 == 'd':
-			words = []string{"dumpfile"}
-		case c|0x20 == 'i':
-			words = []string{"infile"}
-		case c|0x20 == 'u':
-			words = []string{"u&"}
-		default:
-			continue
-		}
-		for _, w := range words {
-			if hasFoldAt(sql, i, w) {
-				return true
-			}
-		}
-	}
-	return false
-}
+// serverFileFuncs look for, "u&", a backslash escape that may stand for a letter or a hex
+// literal (sharedNeedsOf: one pass, no allocation).
+func mayTouchServerFiles(sql string) bool { return sharedNeedsOf(sql)&needFiles != 0 }
 
 // serverFileStatement names the form of the statement st that reaches the engine host's
 // files or programs, or "": COPY ... PROGRAM, SELECT ... INTO OUTFILE / DUMPFILE, LOAD DATA /

@@ -72,3 +72,37 @@ func BenchmarkSharedEngineUserChecks(b *testing.B) {
 		}
 	})
 }
+
+// sharedCheckStatements are BenchmarkSharedChecksPerStatement's statements: pgbench -S's, a
+// long ORM statement (Hibernate's shape: aliases, joins, a long IN list), and statements
+// holding an x before a quote that is no hex literal ('x', 'tax'), the shape
+// TestSQLTokenizedOnceThroughTheCore caught the kill check lexing five times.
+var sharedCheckStatements = []struct{ name, sql string }{
+	{"pgbench", "SELECT abalance FROM pgbench_accounts WHERE aid = 12345;"},
+	{"orm", "select order0_.id as id1_3_0_, customer1_.id as id1_0_1_, order0_.created_at as created_2_3_0_, " +
+		"order0_.customer_id as customer5_3_0_, order0_.status as status3_3_0_, order0_.total_amount as total_am4_3_0_, " +
+		"customer1_.email as email2_0_1_, customer1_.display_name as display_3_0_1_, customer1_.postal_address as postal_a4_0_1_, " +
+		"customer1_.registered_on as register5_0_1_ from public.orders order0_ inner join public.customers customer1_ " +
+		"on order0_.customer_id=customer1_.id left outer join public.order_lines lines2_ on order0_.id=lines2_.order_id " +
+		"where order0_.status in ($1, $2, $3) and customer1_.region_code=$4 and order0_.created_at between $5 and $6 " +
+		"order by order0_.created_at desc, order0_.id asc limit $7 offset $8"},
+	{"x-quote", "select g, 'x' || g, 'tax' from generate_series(1, 3) g where note <> 'box'"},
+}
+
+// BenchmarkSharedChecksPerStatement is what the shared engine user's three checks (killers,
+// session views, server files) cost a statement the memo does not know: the scan that finds
+// which checks it needs, and those.
+func BenchmarkSharedChecksPerStatement(b *testing.B) {
+	for _, st := range sharedCheckStatements {
+		b.Run(st.name, func(b *testing.B) {
+			b.ReportAllocs()
+			req := &query.Request{}
+			for b.Loop() {
+				*req = query.Request{SQL: st.sql, Protocol: query.ProtocolPostgres}
+				if err := runSharedChecks(req, sharedNeedsOf(st.sql)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

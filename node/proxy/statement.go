@@ -143,31 +143,57 @@ func checkStatements(g *group, req *query.Request) error {
 
 // checkSharedEngineUser runs the checks that keep one client of the shared engine user from
 // reaching another's sessions or the engine host: killers.go, runtimesql.go, activity.go,
-// serverfiles.go.
-// Each first scans the text for what it looks for; a text none of them needs is remembered
+// serverfiles.go. One scan of the text (sharedNeedsOf) finds which of killers.go, activity.go
+// and serverfiles.go it needs, runtimesql.go's own (mayRunTimeSQL) whether that one is needed;
+// a text none needs is remembered
 // (plainTexts), so a client sending a statement again, with other numbers in it (pgbench's
 // simple protocol) or none (a prepared statement's text), pays one comparison instead of
-// three scans.
+// the scan.
 func checkSharedEngineUser(req *query.Request) error {
 	schemaDB := req.Protocol == query.ProtocolMySQL && req.Database != "" &&
 		isSchema(req.Database, "information_schema", "performance_schema", "sys")
 	if !schemaDB && knownPlain(req.SQL) {
 		return nil
 	}
-	if !schemaDB && !mayKillSessions(req.SQL) && !maySeeSessions(req.SQL, "") && !mayTouchServerFiles(req.SQL) && !mayRunTimeSQL(req.SQL) {
+	needs := sharedNeedsOf(req.SQL) // one scan for three of the checks
+	if schemaDB {
+		needs |= needSessions
+	}
+	if mayRunTimeSQL(req.SQL) {
+		needs |= needRunTimeSQL
+	}
+	if needs == 0 {
 		rememberPlain(req.SQL)
 		return nil
 	}
-	if err := checkSessionKillers(req); err != nil {
-		return err
+	return runSharedChecks(req, needs)
+}
+
+// runSharedChecks runs the checks of needs on req.
+func runSharedChecks(req *query.Request, needs sharedNeeds) error {
+	if needs&needKillers != 0 {
+		if err := sessionKillersIn(req); err != nil {
+			return err
+		}
 	}
-	if err := checkRunTimeSQL(req); err != nil { // runtimesql.go
-		return err
+	if needs&needRunTimeSQL != 0 {
+		if err := runTimeSQLIn(req); err != nil { // runtimesql.go
+			return err
+		}
 	}
-	if err := hideOtherSessions(req); err != nil {
-		return err
+	if needs&needSessions != 0 {
+		sql := req.SQL
+		if err := narrowSessions(req, sessionsDatabase(req)); err != nil {
+			return err
+		}
+		if req.SQL != sql && mayTouchServerFiles(req.SQL) {
+			needs |= needFiles // narrowed: the text the engine is sent is checked
+		}
 	}
-	return checkServerFiles(req)
+	if needs&needFiles != 0 {
+		return serverFilesIn(req)
+	}
+	return nil
 }
 
 // plainTexts are texts that held nothing checkSharedEngineUser looks for. A text that is one
@@ -177,11 +203,17 @@ func checkSharedEngineUser(req *query.Request) error {
 var (
 	plainTexts [4]atomic.Pointer[string]
 	plainNext  atomic.Uint32
+	plainHit   atomic.Uint32 // the slot knownPlain last found a text in
 )
 
 func knownPlain(sql string) bool {
-	for i := range plainTexts {
-		if p := plainTexts[i].Load(); p != nil && sameButDigits(*p, sql) {
+	at := plainHit.Load() // the slot the last text found: a client's next text is most often its kin
+	for k := range uint32(len(plainTexts)) {
+		i := (at + k) % uint32(len(plainTexts))
+		if p := plainTexts[i].Load(); p != nil && sqltok.SameButDigits(*p, sql) {
+			if k != 0 {
+				plainHit.Store(i)
+			}
 			return true
 		}
 	}
@@ -196,29 +228,6 @@ func rememberPlain(sql string) {
 	}
 	s := strings.Clone(sql) // never a view of a buffer a frontend reuses
 	plainTexts[plainNext.Add(1)%uint32(len(plainTexts))].Store(&s)
-}
-
-// sameButDigits reports whether a and b are the same bytes but for their runs of ASCII digits
-// (a run of either matching one of the other, of any length).
-func sameButDigits(a, b string) bool {
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		if isDigit(a[i]) && isDigit(b[j]) {
-			for i < len(a) && isDigit(a[i]) {
-				i++
-			}
-			for j < len(b) && isDigit(b[j]) {
-				j++
-			}
-			continue
-		}
-		if a[i] != b[j] {
-			return false
-		}
-		i++
-		j++
-	}
-	return i == len(a) && j == len(b)
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

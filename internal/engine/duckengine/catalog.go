@@ -642,7 +642,7 @@ func needsCompat(sqlText string) bool {
 			if i+10 <= len(sqlText) && strings.EqualFold(sqlText[i:i+10], "pg_catalog") {
 				return true
 			}
-			if i+3 <= len(sqlText) && strings.EqualFold(sqlText[i:i+3], "pg_") && (i == 0 || !isNameByte(sqlText[i-1])) {
+			if i+3 <= len(sqlText) && strings.EqualFold(sqlText[i:i+3], "pg_") && (i == 0 || !sqltok.IsNameByte(sqlText[i-1])) {
 				return true // an unqualified catalog relation (pg_index), or a function (pg_get_expr)
 			}
 		case 'r':
@@ -889,7 +889,7 @@ func jsonKeyPath(elems []string) string {
 // hasBinaryLiteral reports cheaply whether sqlText may hold an X'...' literal.
 func hasBinaryLiteral(sqlText string) bool {
 	for i := 1; i < len(sqlText); i++ {
-		if sqlText[i] == '\'' && sqlText[i-1]|0x20 == 'x' && (i == 1 || !isNameByte(sqlText[i-2])) {
+		if sqlText[i] == '\'' && sqlText[i-1]|0x20 == 'x' && (i == 1 || !sqltok.IsNameByte(sqlText[i-2])) {
 			return true
 		}
 	}
@@ -1492,9 +1492,4 @@ func (w *compatWriter) replaceLiteral(s string) {
 // one).
 func isFromItem(prev string) bool {
 	return prev == "from" || prev == "join" || prev == "," || prev == "lateral"
-}
-
-// isNameByte reports whether c may be part of an unquoted name.
-func isNameByte(c byte) bool {
-	return c == '_' || c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'z' || c >= 0x80
 }

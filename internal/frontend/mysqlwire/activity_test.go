@@ -2,6 +2,7 @@ package mysqlwire
 
 import (
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"strings"
@@ -83,6 +84,9 @@ func TestClientSeesOnlyItsOwnEngineThread(t *testing.T) {
 			"SHOW ENGINE INNODB STATUS", "SELECT trx_query FROM information_schema.INNODB_TRX",
 			"SELECT * FROM performance_schema.events_statements_current", "SELECT * FROM sys.processlist",
 			"EXECUTE IMMEDIATE 'SELECT info FROM information_schema.processlist'",
+			// MariaDB prepares hex as the text it spells (EXECUTE s then runs it)
+			"PREPARE s FROM 0x" + hex.EncodeToString([]byte("SELECT info FROM information_schema.processlist")),
+			"EXECUTE IMMEDIATE X'" + hex.EncodeToString([]byte("SELECT info FROM information_schema.processlist")) + "'",
 		} {
 			var me *gomysql.MySQLError
 			if _, err := bob.Exec(refused); !errors.As(err, &me) || me.Number != 1227 {

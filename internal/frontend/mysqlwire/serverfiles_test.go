@@ -2,6 +2,7 @@ package mysqlwire
 
 import (
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"testing"
@@ -38,6 +39,7 @@ func TestClientCannotReachTheEngineHostsFiles(t *testing.T) {
 		"SELECT 1 INTO DUMPFILE '" + out + "'",
 		"LOAD DATA INFILE '/etc/hostname' INTO TABLE hostlines",
 		"EXECUTE IMMEDIATE 'SELECT LOAD_FILE(''/etc/hostname'')'",
+		"PREPARE s FROM 0x" + hex.EncodeToString([]byte("SELECT LOAD_FILE('/etc/hostname')")), // MariaDB prepares the text hex spells
 	} {
 		var me *gomysql.MySQLError
 		if _, err := bob.Exec(attack); !errors.As(err, &me) || me.Number != 1227 {

@@ -50,6 +50,7 @@ func TestClientSeesOnlyItsOwnEngineSession(t *testing.T) {
 			"select query from pg_stat_get_activity(null)",
 			"select pg_stat_get_backend_activity(s) from pg_stat_get_backend_idset() s",
 			"select query_to_xml('select query from pg_stat_activity', true, true, '')",
+			`select query_to_xml(E'select query from pg\x5fstat_activity', true, true, '')`, // the engine reads \x5f as _
 			"do $$ begin raise notice '%', (select string_agg(query, ';') from pg_stat_activity); end $$",
 		} {
 			for mode, m := range pgxModes {
