@@ -31,8 +31,10 @@ import (
 // NO_BACKSLASH_ESCAPES and ANSI_QUOTES, nested comments, # comments, dollar quotes), which a
 // client can change in its session: the statement is read the way each engine may read it,
 // and refused if any reading finds one. SQL assembled at run time from pieces ('pg_cancel' ||
-// '_backend', CONCAT('KI', 'LL'), a value read from a table into a variable) is not seen: the
-// engine's grants are the defence there (docs/security.md).
+// '_backend', CONCAT('KI', 'LL'), a value read from a table into a variable) cannot be read
+// here, so where an engine runs text as SQL only one literal may stand (runtimesql.go); a
+// function already on the engine that runs the text it is handed is the engine's grants' to
+// stop (docs/security.md).
 
 // sessionKillerFuncs are the engine functions and procedures that end other sessions.
 var sessionKillerFuncs = []string{"pg_cancel_backend", "pg_terminate_backend", "kill_query"}
