@@ -719,7 +719,11 @@ const (
 type HistoryPolicy struct {
 	// Redaction is what of a query's SQL, error text and routing trace history keeps: none (all
 	// as it was), maskLiterals (SQL with literals as ?, plus a digest; values masked in errors
-	// and traces) or metadata (only the digest and measurements).
+	// and traces; a statement other than a query or DML that holds `password` or `identified`
+	// anywhere, such as `ALTER USER ... PASSWORD`, `SET PASSWORD`, `CREATE USER ... IDENTIFIED
+	// BY`, `CREATE USER MAPPING ... OPTIONS (password ...)`, keeps its text only up to that
+	// word, since the engine may read its quotes otherwise than the client's protocol) or
+	// metadata (only the digest and measurements).
 	Redaction     string `yaml:"redaction" json:"redaction"`
 	RetentionDays int    `yaml:"retentionDays" json:"retentionDays"` // days of history the history store keeps, pruned hourly; 0 means 30
 }
