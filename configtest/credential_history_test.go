@@ -41,7 +41,7 @@ func TestPasswordInAStatementNeverReachesHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer maria.Close()
+	t.Cleanup(func() { maria.Close() }) // registered first, so it runs after the drops below
 	pg, err := pgx.Connect(context.Background(), dataDB)
 	if err != nil {
 		t.Fatal(err)
@@ -54,8 +54,11 @@ func TestPasswordInAStatementNeverReachesHistory(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() {
-		_, _ = maria.Exec("DROP USER IF EXISTS " + user + "@'%'")
-		_, _ = maria.Exec("DROP DATABASE IF EXISTS `" + dataName + "`")
+		for _, stmt := range []string{"DROP USER IF EXISTS " + user + "@'%'", "DROP DATABASE IF EXISTS `" + dataName + "`"} {
+			if _, err := maria.Exec(stmt); err != nil {
+				t.Errorf("cleaning MariaDB up: %v", err)
+			}
+		}
 	})
 	for _, stmt := range []string{"DROP ROLE IF EXISTS " + user, "CREATE ROLE " + user + " LOGIN"} {
 		if _, err := pg.Exec(context.Background(), stmt); err != nil {
