@@ -54,7 +54,7 @@ var compatNames = func() map[string]bool {
 // clients; the engine adds the other protocols' functions.
 func pgCompatSQL() []string {
 	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL, psqlCatalogSQL,
-		regTextSQL)
+		regTextSQL, []string{setvalMacroSQL})
 }
 
 // compatSQL creates the missing catalog objects in the catalog named {c}. The owner of
@@ -457,7 +457,7 @@ var compatSQL = []string{
 // X with those columns and only the client's database (compatSQL).
 var extendedRelations = map[string]bool{"pg_class": true, "pg_database": true, "pg_namespace": true, "pg_proc": true,
 	"pg_attribute": true, "pg_type": true, "pg_index": true, "pg_am": true, "pg_constraint": true, "pg_views": true,
-	"pg_tables": true, "pg_indexes": true}
+	"pg_tables": true, "pg_indexes": true, "pg_sequences": true}
 
 // relationEnds are the words that may follow a relation in FROM that has no alias.
 var relationEnds = map[string]bool{"where": true, "join": true, "left": true, "right": true, "inner": true,
@@ -607,7 +607,7 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 		s, shown = trinoShow(q)
 	}
 	if !shown {
-		s = pgCompat(q)
+		s = setvalCompat(q, pgCompat(q))
 	}
 	if isMySQL(q) {
 		show, ok, err := "", false, error(nil)

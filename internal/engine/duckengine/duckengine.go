@@ -492,6 +492,12 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return rows, explain(err)
 	}
+	if err := pgSetval(ctx, conn, false, client, q, st.p); err != nil { // pgsetval.go
+		release(conn, true)
+		cancel()
+		e.noteFatal(err)
+		return nil, explain(err)
+	}
 	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()); cancel() })
 	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
 		rows, err = e.retryDelete(outer, nil, false, client, q, st.p, err)

@@ -31,6 +31,11 @@ func pgSchemaSQL() []string {
 			i.relname AS indexname, NULL::VARCHAR AS tablespace, {c}.main.qf_indexdef(x.indexrelid) AS indexdef
 			FROM {c}.main.qf_pg_index x JOIN {c}.main.qf_pg_class i ON i.oid = x.indexrelid
 			JOIN {c}.main.qf_pg_class t ON t.oid = x.indrelid JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace`,
+		// Rails' reset_pk_sequence! reads increment_by and min_value here (pgsetval.go)
+		`CREATE VIEW {c}.main.qf_pg_sequences AS SELECT {c}.main.qf_pg_schema(schema_name) AS schemaname, sequence_name AS sequencename,
+			'queryflux' AS sequenceowner, CASE max_value WHEN 32767 THEN 'smallint' WHEN 2147483647 THEN 'integer' ELSE 'bigint' END AS data_type,
+			start_value, min_value, max_value, increment_by, cycle, 1::BIGINT AS cache_size, last_value
+			FROM duckdb_sequences() WHERE database_name = current_database() AND NOT temporary`,
 		`CREATE MACRO {c}.pgsession.current_schema() AS 'public'`,
 		`CREATE MACRO {c}.pgsession.current_schemas(implicit) AS CASE WHEN implicit THEN ['pg_catalog', 'public'] ELSE ['public'] END`,
 		`CREATE SCHEMA {c}.pginfoschema`,

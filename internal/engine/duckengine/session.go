@@ -133,6 +133,12 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		}
 		return rows, explain(err)
 	}
+	if err := pgSetval(ctx, s.conn, s.status == 'T', client, q, st.p); err != nil { // pgsetval.go
+		cancel()
+		s.e.noteFatal(err)
+		s.fail()
+		return nil, explain(err)
+	}
 	rows, err := run(ctx, s.conn, q, st.p, cancel)
 	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
 		rows, err = s.e.retryDelete(outer, s.conn, s.status == 'T', client, q, st.p, err)
