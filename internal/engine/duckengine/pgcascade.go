@@ -214,7 +214,7 @@ func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, args []any, fir
 	if err := runArgs(ctx, conn, steps, args); err != nil {
 		// a row the action reaches is itself referenced (one level only), or the WHERE fails
 		if stillReferenced(err) {
-			return nil, d.notPerformed(acts[0], "; the rows it reaches are referenced in turn")
+			return nil, d.referencedInTurn(ctx, conn, acts, first)
 		}
 		return nil, err
 	}
@@ -227,6 +227,22 @@ func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, args []any, fir
 			"could not be put back: %v", err, rerr)}
 	}
 	return nil, err
+}
+
+// referencedInTurn is the error of a DELETE whose actions reach rows that are referenced in
+// turn: PostgreSQL's own (first, 23503) when no key referencing them has an action (NO ACTION
+// or RESTRICT refuses the cascade there too), else the action DuckDB does not perform.
+func (d *refDelete) referencedInTurn(ctx context.Context, conn *sql.Conn, acts []refAction, first error) error {
+	for _, a := range acts {
+		next, err := (&refDelete{schema: a.schema, table: a.table}).actions(ctx, conn)
+		if err != nil {
+			return err
+		}
+		if len(next) > 0 {
+			return d.notPerformed(a, "; the rows it reaches are referenced in turn")
+		}
+	}
+	return first
 }
 
 // runArgs runs stmts in one transaction, each with args (the DELETE's, which its WHERE holds).

@@ -49,6 +49,9 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 		return run, true, nil
 	}
 	if strings.EqualFold(sqltok.FirstWord(q.Analysis().Tokens), "alter") {
+		if a, ok := readRenameConstraint(q.SQL); ok {
+			return a.run, true, nil
+		}
 		if a, ok := readRename(q.SQL); ok {
 			return a.run, true, nil
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
@@ -96,15 +97,16 @@ func (a renameAlter) run(ctx context.Context, conn *sql.Conn, inTx bool) (query.
 		return nil, wrapErr(err)
 	}
 	schema := schemaExpr(a.schema)
+	// PostgreSQL keeps the names of the table's keys (t_pkey stays t_pkey under the new name,
+	// t_a_key when a is renamed): those not declared yet are, under the names they have now
+	// (read before the rename, written after it: DuckDB renames no table after a write to
+	// another in its transaction).
+	keys, err := a.undeclaredKeys(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
 	var moves []string
 	if a.from == "" {
-		// PostgreSQL keeps the names of the table's keys (t_pkey stays t_pkey under the new name):
-		// those not declared yet are, under the names they have now (read before the rename,
-		// written after it: DuckDB renames no table after a write to another in its transaction).
-		keys, err := a.undeclaredKeys(ctx, conn)
-		if err != nil {
-			return nil, err
-		}
 		moves = []string{
 			"UPDATE " + declaredSchema + ".columns SET table_name = (SELECT any_value(table_name) FROM duckdb_tables() WHERE database_name = current_database() " +
 				"AND schema_name = " + schema + " AND lower(table_name) = lower(" + quoteString(a.to) + ")) WHERE schema_name = " + schema +
@@ -116,19 +118,82 @@ func (a renameAlter) run(ctx context.Context, conn *sql.Conn, inTx bool) (query.
 			moves = append(moves, k.insert(a.schema, a.to))
 		}
 	} else {
-		moves = []string{
-			"UPDATE " + declaredSchema + ".columns SET column_name = (SELECT any_value(column_name) FROM duckdb_columns() WHERE database_name = current_database() " +
-				"AND schema_name = " + schema + " AND lower(table_name) = lower(" + quoteString(a.table) + ") AND lower(column_name) = lower(" + quoteString(a.to) + ")) " +
-				"WHERE schema_name = " + schema + " AND lower(table_name) = lower(" + quoteString(a.table) + ") AND lower(column_name) = lower(" + quoteString(a.from) + ")",
-			"UPDATE " + declaredSchema + ".constraints SET columns = list_transform(columns, x -> CASE WHEN x = lower(" + quoteString(a.from) + ") THEN lower(" +
-				quoteString(a.to) + ") ELSE x END) WHERE schema_name = " + schema + " AND table_name = lower(" + quoteString(a.table) + ")",
+		for _, k := range keys {
+			moves = append(moves, k.insert(a.schema, a.table))
 		}
+		moves = append(moves,
+			"UPDATE "+declaredSchema+".columns SET column_name = (SELECT any_value(column_name) FROM duckdb_columns() WHERE database_name = current_database() "+
+				"AND schema_name = "+schema+" AND lower(table_name) = lower("+quoteString(a.table)+") AND lower(column_name) = lower("+quoteString(a.to)+")) "+
+				"WHERE schema_name = "+schema+" AND lower(table_name) = lower("+quoteString(a.table)+") AND lower(column_name) = lower("+quoteString(a.from)+")",
+			"UPDATE "+declaredSchema+".constraints SET columns = list_transform(columns, x -> CASE WHEN x = lower("+quoteString(a.from)+") THEN lower("+
+				quoteString(a.to)+") ELSE x END) WHERE schema_name = "+schema+" AND table_name = lower("+quoteString(a.table)+")")
 	}
 	stmts := append(append(append(drops, pgCompat(&query.Request{SQL: a.sqlText, Protocol: query.ProtocolPostgres})), creates...), moves...)
+	if family, ok, err := tableFamily(ctx, conn, a.schema, a.table); err != nil {
+		return nil, err
+	} else if ok {
+		// keys involved: the family is created again under the new names (pgrebuild.go)
+		if err := a.check(ctx, conn); err != nil {
+			return nil, err
+		}
+		stmts = append(rebuildFamily(family, a.familyDDL, a.familyIndex, a.familyName), moves...)
+	}
 	if err := runAll(ctx, conn, stmts, inTx); err != nil {
 		return nil, err
 	}
 	return engine.TagRows("ALTER TABLE"), nil
+}
+
+// check refuses a rename PostgreSQL refuses, as it does, before the family is created again
+// (which would rename nothing, or fail less clearly).
+func (a renameAlter) check(ctx context.Context, conn *sql.Conn) error {
+	count := func(sqlText string, args ...any) (n int, err error) {
+		err = wrapErr(conn.QueryRowContext(ctx, sqlText, args...).Scan(&n))
+		return n, err
+	}
+	inTable := `SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = coalesce(nullif(?, ''), current_schema())
+		AND lower(table_name) = lower(?) AND lower(column_name) = lower(?)`
+	if a.from == "" {
+		n, err := count(`SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = coalesce(nullif(?, ''), current_schema())
+			AND lower(table_name) = lower(?)`, a.schema, a.to)
+		if err == nil && n > 0 && !strings.EqualFold(a.to, a.table) {
+			err = &query.Error{Code: sqlstate.DuplicateTable, Message: fmt.Sprintf(`relation "%s" already exists`, a.to)}
+		}
+		return err
+	}
+	n, err := count(inTable, a.schema, a.table, a.from)
+	if err == nil && n == 0 {
+		return &query.Error{Code: sqlstate.UndefinedColumn, Message: fmt.Sprintf(`column "%s" does not exist`, a.from)}
+	}
+	if n, err = count(inTable, a.schema, a.table, a.to); err == nil && n > 0 && !strings.EqualFold(a.to, a.from) {
+		err = &query.Error{Code: sqlstate.DuplicateColumn, Message: fmt.Sprintf(`column "%s" of relation "%s" already exists`, a.to, a.table)}
+	}
+	return err
+}
+
+// familyDDL is a family table's CREATE TABLE after the rename.
+func (a renameAlter) familyDDL(t familyTable) string {
+	own := strings.EqualFold(t.name, a.table)
+	if a.from == "" {
+		return renamedInDDL(t.ddl, a.table, "", a.table, a.to, own)
+	}
+	return renamedInDDL(t.ddl, a.table, a.from, a.from, a.to, own)
+}
+
+// familyIndex is a family table's index after the rename: the renamed table's renamed.
+func (a renameAlter) familyIndex(t familyTable, create string) string {
+	if strings.EqualFold(t.name, a.table) {
+		return a.renamedIndex(create)
+	}
+	return create
+}
+
+// familyName is a family table's name after the rename.
+func (a renameAlter) familyName(t familyTable) string {
+	if a.from == "" && strings.EqualFold(t.name, a.table) {
+		return a.to
+	}
+	return t.name
 }
 
 // undeclaredKeys are the table's primary key and unique constraints with no declared name, each

@@ -99,3 +99,101 @@ func TestRenamesAndDuplicatesAsPostgreSQL(t *testing.T) {
 		t.Logf("%s\n  %s", sql, want)
 	}
 }
+
+// TestRenamesOfKeysAsPostgreSQL: renames DuckDB refuses in place because a foreign key is
+// involved (a referenced table, a referenced key column, a referencing column, three tables
+// deep) and RENAME CONSTRAINT (a primary key, a unique constraint added by ALTER TABLE, a
+// foreign key), each statement's outcome (command tag or SQLSTATE) and the catalog and rows read
+// back the same on the embedded DuckDB as on PostgreSQL 15 (pgx).
+func TestRenamesOfKeysAsPostgreSQL(t *testing.T) {
+	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "keyrenames").URL())
+	ctx := context.Background()
+	outcome := func(c *pgx.Conn, sql string) string {
+		tag, err := c.Exec(ctx, sql)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return "error " + pe.Code
+		} else if err != nil {
+			return "error " + err.Error()
+		}
+		return tag.String()
+	}
+	for _, sql := range []string{
+		"create table kr_p (id serial primary key, code varchar(12) unique, note text)",
+		"create table kr_c (id serial primary key, pid int not null references kr_p (id) on delete cascade, label varchar(20), check (pid > 0))",
+		"create table kr_g (id int primary key, cid int constraint kr_g_child references kr_c, qty numeric(8,2))",
+		"create index kr_c_label on kr_c (label)",
+		"create index kr_g_qty on kr_g (cid, qty)",
+		"insert into kr_p (code, note) values ('a', 'x'), ('b', 'y')",
+		"insert into kr_c (pid, label) values (1, 'one'), (2, 'two')",
+		"insert into kr_g values (100, 1, 2.5), (101, 2, 3)",
+		"alter table kr_p rename to kr_parent",
+		"insert into kr_c (pid, label) values (9, 'orphan')",
+		"insert into kr_c (pid, label) values (2, 'three')",
+		"alter table kr_parent rename column id to parent_id",
+		"alter table kr_c rename column pid to parent_ref",
+		"alter table kr_c rename column label to title",
+		"alter table kr_c rename column nope to other",
+		"alter table kr_c rename column title to id",
+		"alter table kr_c rename to kr_g",
+		"alter table kr_c rename to kr_child",
+		"insert into kr_g values (102, 9, 1)",
+		"insert into kr_g values (102, 4, 1)",
+		"insert into kr_child (parent_ref, title) values (1, 'four')",
+		"delete from kr_parent where parent_id = 1",
+		"alter table kr_parent rename constraint kr_p_pkey to kr_parent_pk",
+		"alter table kr_child rename constraint kr_c_pid_fkey to kr_child_parent_fk",
+		"alter table kr_g rename constraint kr_g_child to kr_g_child_fk",
+		"alter table kr_g rename constraint nope to kr_g_x",
+		"alter table kr_g rename constraint kr_g_pkey to kr_child",
+		"alter table kr_g rename constraint kr_g_child_fk to kr_g_pkey",
+		"create table kr_u (id int, a int)",
+		"alter table kr_u add constraint kr_u_a_uq unique (a)",
+		"alter table kr_u rename constraint kr_u_a_uq to kr_u_a_key",
+		"insert into kr_u values (1, 1)",
+		"insert into kr_u values (2, 1)",
+	} {
+		want, got := outcome(pg, sql), outcome(duck, sql)
+		if want != got {
+			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", sql, want, got)
+		}
+	}
+	list := func(c *pgx.Conn, sql string) string {
+		rows, err := c.Query(ctx, sql, pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			return "error " + err.Error()
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			v, err := rows.Values()
+			if err != nil {
+				return "error " + err.Error()
+			}
+			out = append(out, fmt.Sprint(v))
+		}
+		if err := rows.Err(); err != nil {
+			return "error " + err.Error()
+		}
+		return fmt.Sprint(out)
+	}
+	for _, sql := range []string{
+		`select table_name, column_name, data_type, character_maximum_length, numeric_precision, numeric_scale, column_default
+			from information_schema.columns where table_schema = 'public' and table_name like 'kr_%' order by table_name, ordinal_position`,
+		`select t.relname, c.conname, c.contype::text, c.confdeltype::text from pg_constraint c join pg_class t on t.oid = c.conrelid
+			where t.relname like 'kr_%' and t.relname <> 'kr_u' and c.contype <> 'c' order by 1, 2`, // kr_u's: an index here
+		`select c.conname, pg_get_constraintdef(c.oid) from pg_constraint c join pg_class t on t.oid = c.conrelid
+			where t.relname like 'kr_%' and c.contype = 'f' order by 1`,
+		`select tablename, indexname from pg_indexes where tablename like 'kr_%' order by 1, 2`,
+		`select parent_id, code, note from kr_parent order by 1`,
+		`select id, parent_ref, title from kr_child order by 1`,
+		`select id, cid, qty from kr_g order by 1`,
+		`select pg_get_serial_sequence('kr_parent', 'parent_id'), pg_get_serial_sequence('kr_child', 'id')`,
+	} {
+		want, got := list(pg, sql), list(duck, sql)
+		if want != got {
+			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", sql, want, got)
+		}
+		t.Logf("%s\n  %s", sql, want)
+	}
+}
