@@ -110,15 +110,21 @@ type refAction struct {
 
 // actions reads the keys with an ON DELETE action that reference d's table.
 func (d *refDelete) actions(ctx context.Context, conn *sql.Conn) (acts []refAction, err error) {
+	return referencingActions(ctx, conn, d.schema, d.table, "on_delete")
+}
+
+// referencingActions reads the keys with an action (event: on_delete or on_update) that
+// reference table schema.table.
+func referencingActions(ctx context.Context, conn *sql.Conn, schema, table, event string) (acts []refAction, err error) {
 	rows, err := conn.QueryContext(ctx, `SELECT k.schema_name, k.table_name, CAST(k.constraint_column_names AS VARCHAR[]), CAST(k.referenced_column_names AS VARCHAR[]),
-			coalesce((SELECT any_value(c.on_delete) FROM `+declaredSchema+`.constraints c WHERE c.schema_name = k.schema_name
+			coalesce((SELECT any_value(c.`+event+`) FROM `+declaredSchema+`.constraints c WHERE c.schema_name = k.schema_name
 				AND c.table_name = lower(k.table_name) AND c.kind = 'f' AND c.columns = list_transform(k.constraint_column_names, x -> lower(x))), 'a'),
 			coalesce((SELECT any_value(c.name) FROM `+declaredSchema+`.constraints c WHERE c.schema_name = k.schema_name
 				AND c.table_name = lower(k.table_name) AND c.kind = 'f' AND c.columns = list_transform(k.constraint_column_names, x -> lower(x))), ''),
 			coalesce((SELECT CAST(any_value(p.constraint_column_names) AS VARCHAR[]) FROM duckdb_constraints() p WHERE p.database_name = k.database_name
 				AND p.schema_name = k.schema_name AND p.table_oid = k.table_oid AND p.constraint_type = 'PRIMARY KEY'), [])
 		FROM duckdb_constraints() k WHERE k.constraint_type = 'FOREIGN KEY' AND k.database_name = current_database()
-		AND k.schema_name = coalesce(nullif(?, ''), current_schema()) AND lower(k.referenced_table) = lower(?)`, d.schema, d.table)
+		AND k.schema_name = coalesce(nullif(?, ''), current_schema()) AND lower(k.referenced_table) = lower(?)`, schema, table)
 	if err != nil {
 		return nil, wrapErr(err)
 	}
@@ -288,7 +294,7 @@ func (d *refDelete) inTransaction(ctx context.Context, conn *sql.Conn, first err
 func (e *Engine) retryDelete(ctx context.Context, conn *sql.Conn, inTx bool, client, q *query.Request, p *prepared, first error) (query.Rows, error) {
 	d := pgRefDelete(client, p.sqlText)
 	if d == nil {
-		return nil, first
+		return e.retryUpdate(ctx, conn, inTx, client, q, p, first)
 	}
 	if conn == nil || inTx {
 		c, err := e.conn(ctx)

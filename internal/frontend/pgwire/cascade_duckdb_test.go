@@ -112,3 +112,112 @@ func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
 	}
 	t.Log(state(pg))
 }
+
+// TestOnUpdateActionsAsPostgreSQL: an UPDATE of referenced keys outside a transaction performs
+// the keys' ON UPDATE CASCADE and SET NULL on the embedded DuckDB as PostgreSQL 15 does (pgx,
+// simple and extended protocol, an alias, an expression over several rows, a key of two
+// columns), RESTRICT and NO ACTION still refuse it (23503) and the rows an action changed are
+// put back; an UPDATE that changes no key, or changes one nothing references, is DuckDB's own;
+// in a transaction DuckDB cannot, and says which key's action (0A000), where PostgreSQL updates.
+func TestOnUpdateActionsAsPostgreSQL(t *testing.T) {
+	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "onupdate").URL())
+	ctx := context.Background()
+	outcome := func(c *pgx.Conn, sql string, args ...any) string {
+		tag, err := c.Exec(ctx, sql, args...)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return "error " + pe.Code
+		} else if err != nil {
+			return "error " + err.Error()
+		}
+		return tag.String()
+	}
+	state := func(c *pgx.Conn) string {
+		var out []string
+		for _, sql := range []string{"select id, n from ou_p order by id", "select id, pid, note from ou_c order by id",
+			"select id, pid from ou_s order by id", "select id, pid from ou_r order by id", "select a, b, n from ou_p2 order by a, b",
+			"select id, a, b from ou_c2 order by id"} {
+			rows, err := c.Query(ctx, sql)
+			if err != nil {
+				return "error " + err.Error()
+			}
+			var vals []string
+			for rows.Next() {
+				v, err := rows.Values()
+				if err != nil {
+					return "error " + err.Error()
+				}
+				vals = append(vals, fmt.Sprint(v))
+			}
+			rows.Close()
+			out = append(out, strings.Join(vals, " "))
+		}
+		return strings.Join(out, " | ")
+	}
+	for _, sql := range []string{
+		"create table ou_p (id int primary key, n text)",
+		"create table ou_c (id int primary key, pid int references ou_p on update cascade on delete cascade, note varchar(10) default 'd')",
+		"create table ou_s (id int primary key, pid int references ou_p (id) on update set null)",
+		"create table ou_r (id int primary key, pid int references ou_p on update restrict)",
+		"create table ou_p2 (a int, b text, n int, primary key (a, b))",
+		"create table ou_c2 (id int primary key, a int, b text, foreign key (a, b) references ou_p2 on update cascade)",
+		"insert into ou_p values (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e'), (6, 'f')",
+		"insert into ou_c values (10, 1, 'x'), (11, 1, 'y'), (12, 2, 'z'), (13, 6, 'w'), (14, 4, 'r')",
+		"insert into ou_s values (20, 1), (21, 3), (22, 6)",
+		"insert into ou_r values (30, 4)",
+		"insert into ou_p2 values (1, 'a', 0), (2, 'b', 0)",
+		"insert into ou_c2 values (40, 1, 'a'), (41, 2, 'b')",
+	} {
+		for _, c := range []*pgx.Conn{pg, duck} {
+			if _, err := c.Exec(ctx, sql); err != nil {
+				t.Fatalf("%s: %v", sql, err)
+			}
+		}
+	}
+	steps := []struct {
+		sql  string
+		args []any
+	}{
+		{"update ou_p set n = 'z' where id = 1", nil},                                            // no key changed
+		{"update ou_p set id = 101 where id = 1", nil},                                           // cascade and set null
+		{"update ou_p set id = $1, n = $2 where id = $3", []any{102, "B", 2}},                    // extended protocol
+		{"update ou_p p set id = p.id + 200 where p.n in ('c', 'e')", nil},                       // an alias, two rows; 5 referenced by none
+		{"update ou_p set id = 104 where id = 4", nil},                                           // RESTRICT: 23503, ou_c's 14 put back
+		{"update ou_p set id = 7, n = 'g' where id = 6", []any{pgx.QueryExecModeSimpleProtocol}}, // cascade, set null
+		{"update ou_p set id = 8 where id = 9", nil},                                             // no row
+		{"update ou_p2 set a = a * 10, b = upper(b) where a = 1", nil},                           // a key of two columns
+		{"update ou_p2 set n = 1", nil},
+	}
+	for _, s := range steps {
+		want, got := outcome(pg, s.sql, s.args...), outcome(duck, s.sql, s.args...)
+		if want != got {
+			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s.sql, want, got)
+		}
+		if want, got := state(pg), state(duck); want != got {
+			t.Errorf("after %s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s.sql, want, got)
+		}
+	}
+	// In a transaction: PostgreSQL updates; DuckDB cannot, and names the action.
+	for _, c := range []*pgx.Conn{pg, duck} {
+		if _, err := c.Exec(ctx, "begin"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := outcome(pg, "update ou_p set id = 9 where id = 7"); got != "UPDATE 1" {
+		t.Errorf("PostgreSQL in a transaction: %s", got)
+	}
+	_, err := duck.Exec(ctx, "update ou_p set id = 9 where id = 7")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "0A000" || !strings.Contains(pe.Message, "ON UPDATE CASCADE") || !strings.Contains(pe.Message, `"ou_c"`) {
+		t.Errorf("DuckDB in a transaction: %v, want 0A000 naming ou_c's ON UPDATE CASCADE", err)
+	}
+	for _, c := range []*pgx.Conn{pg, duck} {
+		if _, err := c.Exec(ctx, "rollback"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want, got := state(pg), state(duck); want != got {
+		t.Errorf("after the rolled-back transaction\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", want, got)
+	}
+	t.Log(state(pg))
+}
