@@ -29,11 +29,11 @@ type familyTable struct {
 	indexes      []string // its indexes' CREATE INDEX
 }
 
-// tableFamily is schema.table and the tables whose foreign keys reference it, directly or
-// not, parents before their children; only schema.table when none does and it references
-// none (nothing to rebuild: ok false).
-func tableFamily(ctx context.Context, conn *sql.Conn, schema, table string) (family []familyTable, ok bool, err error) {
-	rows, err := conn.QueryContext(ctx, `SELECT DISTINCT k.schema_name, t.table_name, r.table_name FROM duckdb_constraints() k
+// tableFamily is the tables schema.tables and those whose foreign keys reference them,
+// directly or not, parents before their children; ok is false when none of them is referenced
+// or references another (keys not involved).
+func tableFamily(ctx context.Context, conn *sql.Conn, schema string, tables ...string) (family []familyTable, ok bool, err error) {
+	rows, err := conn.QueryContext(ctx, `SELECT DISTINCT t.table_name, r.table_name FROM duckdb_constraints() k
 		JOIN duckdb_tables() t ON t.table_oid = k.table_oid
 		JOIN duckdb_tables() r ON r.database_name = k.database_name AND r.schema_name = k.schema_name AND lower(r.table_name) = lower(k.referenced_table)
 		WHERE k.constraint_type = 'FOREIGN KEY' AND k.database_name = current_database() AND k.schema_name = coalesce(nullif(?, ''), current_schema())`, schema)
@@ -42,10 +42,9 @@ func tableFamily(ctx context.Context, conn *sql.Conn, schema, table string) (fam
 	}
 	type edge struct{ child, parent string }
 	var edges []edge
-	var schemaName string
 	for rows.Next() {
 		var e edge
-		if err := rows.Scan(&schemaName, &e.child, &e.parent); err != nil {
+		if err := rows.Scan(&e.child, &e.parent); err != nil {
 			rows.Close()
 			return nil, false, wrapErr(err)
 		}
@@ -55,19 +54,27 @@ func tableFamily(ctx context.Context, conn *sql.Conn, schema, table string) (fam
 	if err := rows.Err(); err != nil {
 		return nil, false, wrapErr(err)
 	}
-	var root string
-	for _, e := range edges {
-		for _, n := range []string{e.child, e.parent} {
-			if strings.EqualFold(n, table) {
-				root = n
-			}
+	var schemaName string
+	if err := conn.QueryRowContext(ctx, "SELECT coalesce(nullif(?, ''), current_schema())", schema).Scan(&schemaName); err != nil {
+		return nil, false, wrapErr(err)
+	}
+	var members []string
+	for _, table := range tables {
+		var name string
+		if err := conn.QueryRowContext(ctx, `SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = ?
+			AND lower(table_name) = lower(?)`, schemaName, table).Scan(&name); err == sql.ErrNoRows {
+			continue // the statement's own error says so
+		} else if err != nil {
+			return nil, false, wrapErr(err)
+		}
+		if !slices.Contains(members, name) {
+			members = append(members, name)
 		}
 	}
-	if root == "" {
-		return nil, false, nil
+	for _, e := range edges {
+		ok = ok || slices.Contains(members, e.child) || slices.Contains(members, e.parent)
 	}
-	// the family: root and every table reaching it through keys
-	members := []string{root}
+	// the family: the tables and every table reaching one through keys
 	for grew := true; grew; {
 		grew = false
 		for _, e := range edges {
@@ -109,7 +116,7 @@ func tableFamily(ctx context.Context, conn *sql.Conn, schema, table string) (fam
 		}
 		family = append(family, t)
 	}
-	return family, true, nil
+	return family, ok, nil
 }
 
 // rebuildFamily are the statements that create the family again: ddl and index give each

@@ -23,8 +23,8 @@ import (
 // PostgreSQL's next one (n + increment, or n when is_called is false), by taking values from it
 // (nextval over a range: about 0.1 µs a value); then the statement itself runs with the call
 // written qfpg_setval, a macro that answers n. A sequence set back (or moved by more than
-// setvalTakeMax) is created again with its new start, when no column's default takes values
-// from it; else the client is told why not (0A000). Any other form of a setval call is left to
+// setvalTakeMax) is created again with its new start, and the tables whose defaults take its
+// values with it (their rows copied: the cost of a table's copy). Any other form of a setval call is left to
 // DuckDB, which refuses it (no such function): never a setval that silently did nothing.
 // Like PostgreSQL's, the move is not undone by a rollback.
 
@@ -262,25 +262,49 @@ func setSequence(ctx context.Context, conn *sql.Conn, inTx bool, seq string, n i
 	return recreateSequence(ctx, conn, inTx, s, want)
 }
 
-// recreateSequence creates s again, its next value want, when no column's default takes
-// values from it (DuckDB drops no sequence a default names).
+// recreateSequence creates s again, its next value want. DuckDB drops no sequence a column's
+// default names: the tables whose defaults take its values (and their families, pgrebuild.go)
+// are created again around it, their rows kept.
 func recreateSequence(ctx context.Context, conn *sql.Conn, inTx bool, s sequenceState, want int64) error {
-	var user string
-	err := conn.QueryRowContext(ctx, `SELECT table_name || '.' || column_name FROM duckdb_columns() WHERE database_name = current_database()
+	users, err := queryStrings(ctx, conn, `SELECT DISTINCT table_name FROM duckdb_columns() WHERE database_name = current_database()
 		AND schema_name = ? AND (column_default LIKE '%nextval(''' || ? || '''%' OR column_default LIKE '%nextval(''%.' || ? || '''%'
-		OR column_default LIKE '%nextval(''%"' || ? || '"''%') LIMIT 1`, s.schema, s.name, s.name, s.name).Scan(&user)
-	if err == nil {
-		return &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(`setval: DuckDB cannot set sequence "%s" back `+
-			"(or forward by more than %d) while column %s takes its values by default; it moves a sequence forward only", s.name, setvalTakeMax, user)}
-	} else if err != sql.ErrNoRows {
-		return wrapErr(err)
+		OR column_default LIKE '%nextval(''%"' || ? || '"''%')`, s.schema, s.name, s.name, s.name)
+	if err != nil {
+		return err
 	}
 	name := quoteIdent(s.schema) + "." + quoteIdent(s.name)
 	create := fmt.Sprintf("CREATE SEQUENCE %s INCREMENT BY %d MINVALUE %d MAXVALUE %d START WITH %d", name, s.increment, s.minV, s.maxV, want)
 	if s.cycle {
 		create += " CYCLE"
 	}
-	return runAll(ctx, conn, []string{"DROP SEQUENCE " + name, create}, inTx)
+	stmts := []string{"DROP SEQUENCE " + name, create}
+	if len(users) > 0 {
+		family, _, err := tableFamily(ctx, conn, s.schema, users...)
+		if err != nil {
+			return err
+		}
+		same := func(t familyTable) string { return t.ddl }
+		stmts = rebuildFamily(family, same, func(_ familyTable, create string) string { return create }, func(t familyTable) string { return t.name }, stmts...)
+	}
+	return runAll(ctx, conn, stmts, inTx)
+}
+
+// queryStrings are the first column's values of sqlText's rows.
+func queryStrings(ctx context.Context, conn *sql.Conn, sqlText string, args ...any) ([]string, error) {
+	rows, err := conn.QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, wrapErr(err)
+		}
+		out = append(out, v)
+	}
+	return out, wrapErr(rows.Err())
 }
 
 // setvalMacroSQL answers n once pgSetval moved the sequence.

@@ -98,3 +98,61 @@ func TestSetvalAsPostgreSQL(t *testing.T) {
 		}
 	}
 }
+
+// TestSetvalBackAsPostgreSQL: setval back on a sequence a serial column's default takes values
+// from, its table referenced by another's key (Django's sequence reset after a flush, a fixture's
+// lower ids): the table and its family are created again around the sequence, rows, keys and
+// indexes kept, and the next ids are PostgreSQL's (pgx).
+func TestSetvalBackAsPostgreSQL(t *testing.T) {
+	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "setvalback").URL())
+	ctx := context.Background()
+	answer := func(c *pgx.Conn, sql string) string {
+		rows, err := c.Query(ctx, sql, pgx.QueryExecModeSimpleProtocol)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return "error " + pe.Code
+		} else if err != nil {
+			return "error " + err.Error()
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			v, err := rows.Values()
+			if err != nil {
+				return "error " + err.Error()
+			}
+			out = append(out, fmt.Sprint(v...))
+		}
+		if err := rows.Err(); errors.As(err, &pe) {
+			return "error " + pe.Code
+		} else if err != nil {
+			return "error " + err.Error()
+		}
+		return rows.CommandTag().String() + " " + strings.Join(out, " ")
+	}
+	for _, sql := range []string{
+		"create table sb_p (id serial primary key, code varchar(8) unique)",
+		"create table sb_c (id bigserial primary key, pid int references sb_p on delete cascade, v text)",
+		"create index sb_c_v on sb_c (v)",
+		"insert into sb_p (code) values ('a'), ('b'), ('c'), ('d')",
+		"insert into sb_c (pid, v) values (1, 'x'), (2, 'y')",
+		"delete from sb_p where id > 2",
+		`SELECT setval(pg_get_serial_sequence('"sb_p"','id'), coalesce(max("id"), 1), max("id") IS NOT null) FROM "sb_p"`,
+		"insert into sb_p (code) values ('e') returning id",
+		"delete from sb_c",
+		"select setval('sb_c_id_seq', 1, false)",
+		"insert into sb_c (pid, v) values (3, 'z') returning id",
+		"insert into sb_c (pid, v) values (9, 'orphan')",
+		"insert into sb_p (code) values ('a')",
+		"delete from sb_p where id = 3",
+		"select id, code from sb_p order by id",
+		"select id, pid, v from sb_c order by id",
+		"select indexname from pg_indexes where tablename like 'sb_%' order by 1",
+		"select column_name, data_type, character_maximum_length from information_schema.columns where table_name = 'sb_p' order by ordinal_position",
+	} {
+		want, got := answer(pg, sql), answer(duck, sql)
+		if want != got {
+			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", sql, want, got)
+		}
+	}
+}
