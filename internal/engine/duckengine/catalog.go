@@ -54,7 +54,7 @@ var compatNames = func() map[string]bool {
 // clients; the engine adds the other protocols' functions.
 func pgCompatSQL() []string {
 	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL, psqlCatalogSQL,
-		regTextSQL, []string{setvalMacroSQL})
+		regTextSQL, []string{setvalMacroSQL, functionDefSQL})
 }
 
 // compatSQL creates the missing catalog objects in the catalog named {c}. The owner of
@@ -1434,6 +1434,12 @@ func (w *compatWriter) castReg(name string) {
 			if operand, ok := w.retract(w.nameStart(col)); ok {
 				w.emit(compatPrefix + "qf_relname(" + operand + ")")
 			}
+		}
+		return
+	}
+	if w.lastLiteral >= 0 && (name == "regproc" || name == "regprocedure") {
+		if look, ok := regprocLookup(w.lastText); ok { // psql's \sf (pgfunctiondef.go)
+			w.replaceLiteral(look)
 		}
 		return
 	}

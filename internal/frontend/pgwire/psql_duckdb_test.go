@@ -111,3 +111,27 @@ func heading(out string) string {
 	}
 	return strings.Join(strings.Fields(lines[0]+" "+lines[1]), " ")
 }
+
+// TestPsqlShowsFunctionsOnDuckDBAsPostgreSQL: psql's \sf looks a function up by name
+// ('name'::regproc) and prints pg_get_functiondef: a missing function fails as on PostgreSQL 15
+// (same message), and now()'s definition begins as PostgreSQL's (its name, result type and
+// language; it failed on 'now'::oid).
+func TestPsqlShowsFunctionsOnDuckDBAsPostgreSQL(t *testing.T) {
+	run := func(url, command string) string {
+		cmd := exec.Command("psql", "-X", url, "-c", command)
+		cmd.Env = append(cmd.Environ(), "PGCONNECT_TIMEOUT=10")
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	pgURL, duckURL := pgtest.NewDatabase(t), duckProxy(t, "transaction").URL()
+	for _, c := range []string{`\sf qf_no_such_function`, `\sf public.qf_no_such_function`, `\sf now`, `\sf pg_catalog.now()`} {
+		want, got := run(pgURL, c), run(duckURL, c)
+		if lines := strings.SplitAfterN(want, "\n", 4); len(lines) == 4 {
+			want = strings.Join(lines[:3], "") // the name, result and language
+			got = strings.Join(strings.SplitAfterN(got, "\n", 4)[:min(3, len(strings.SplitAfterN(got, "\n", 4)))], "")
+		}
+		if got != want {
+			t.Errorf("psql's %s differs.\nPostgreSQL:\n%s\nDuckDB:\n%s", c, want, got)
+		}
+	}
+}
