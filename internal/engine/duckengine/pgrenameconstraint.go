@@ -34,15 +34,8 @@ func readRenameConstraint(sqlText string) (a renameConstraint, ok bool) {
 		return a, false
 	}
 	r := sqltok.NewWalker(sqltok.SignificantTokens(sqlText, sqltok.Postgres))
-	if !r.Word("alter") || !r.Word("table") {
-		return a, false
-	}
-	if r.Word("if") && !r.Word("exists") {
-		return a, false
-	}
-	r.Word("only")
-	name := nameParts(r)
-	if len(name) == 0 || len(name) > 3 || !r.Word("rename") || !r.Word("constraint") {
+	name := alterTableName(r)
+	if name == nil || !r.Word("rename") || !r.Word("constraint") {
 		return a, false
 	}
 	a.table = name[len(name)-1]

@@ -46,19 +46,16 @@ func pgRefUpdate(client *query.Request, sqlText string) *refUpdate {
 	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
 		toks = toks[:n-1]
 	}
-	set, where, depth := -1, len(toks), 0
-	for i, t := range toks {
-		switch {
-		case t.Text == "(":
-			depth++
-		case t.Text == ")":
-			depth--
-		case depth == 0 && (isWord(t, "from") || isWord(t, "returning") || t.Text == ";"):
-			return nil
-		case depth == 0 && set < 0 && isWord(t, "set"):
-			set = i
-		case depth == 0 && set >= 0 && where == len(toks) && isWord(t, "where"):
-			where = i
+	if sqltok.TopLevel(toks, func(t sqltok.Token) bool {
+		return isWord(t, "from") || isWord(t, "returning") || t.Text == ";"
+	}) >= 0 {
+		return nil
+	}
+	set := sqltok.TopLevel(toks, func(t sqltok.Token) bool { return isWord(t, "set") })
+	where := len(toks)
+	if set >= 0 {
+		if w := sqltok.TopLevel(toks[set:], func(t sqltok.Token) bool { return isWord(t, "where") }); w >= 0 {
+			where = set + w
 		}
 	}
 	if set < 0 || set+1 >= where {
@@ -91,33 +88,17 @@ func pgRefUpdate(client *query.Request, sqlText string) *refUpdate {
 		u.alias = a.Text
 	}
 	// SET c = e, ...: plain columns only (no (a, b) = ..., no subscripts)
-	start := set + 1
-	depth = 0
-	for i := set + 1; i <= where; i++ {
-		if i < where {
-			switch toks[i].Text {
-			case "(", "[":
-				depth++
-				continue
-			case ")", "]":
-				depth--
-				continue
-			}
-			if toks[i].Text != "," || depth > 0 {
-				continue
-			}
-		}
-		if i-start < 3 || toks[start].Kind != sqltok.Word && toks[start].Kind != sqltok.QuotedIdent || toks[start+1].Text != "=" {
+	for _, part := range sqltok.SplitAtCommas(toks[set+1 : where]) {
+		if len(part) < 3 || part[0].Kind != sqltok.Word && part[0].Kind != sqltok.QuotedIdent || part[1].Text != "=" {
 			return nil
 		}
-		last := toks[i-1]
-		expr := sqlText[toks[start+2].Pos : last.Pos+len(last.Text)]
-		if isWord(toks[start+2], "default") && i-start == 3 {
+		if isWord(part[2], "default") && len(part) == 3 {
 			return nil // SET c = DEFAULT: not an expression to read
 		}
-		u.sets[strings.ToLower(pgIdent(toks[start]))] = expr
+		last := part[len(part)-1]
+		expr := sqlText[part[2].Pos : last.Pos+len(last.Text)]
+		u.sets[strings.ToLower(pgIdent(part[0]))] = expr
 		u.exprs = append(u.exprs, expr)
-		start = i + 1
 	}
 	if where < len(toks) {
 		if where+1 >= len(toks) || isWord(toks[where+1], "current") {
