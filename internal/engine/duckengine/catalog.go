@@ -91,7 +91,7 @@ var compatSQL = []string{
 	// own (qf_constraint_index_oid).
 	`CREATE MACRO {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS
 		(1::BIGINT << 40) + table_oid * 1000 + constraint_index`,
-	declaredNameSQL, declaredActionSQL, actionTextSQL, constraintNameSQL,
+	declaredNameSQL, declaredActionSQL, constraintNameSQL,
 	`CREATE MACRO {c}.main.qf_key_constraints() AS TABLE
 		SELECT *, {c}.main.qf_constraint_name(database_name, schema_name, table_name, constraint_type, constraint_column_names,
 			CASE WHEN constraint_type = 'PRIMARY KEY' THEN table_name || '_pkey' ELSE constraint_name END) AS pg_name
@@ -230,9 +230,7 @@ var compatSQL = []string{
 		CASE k.constraint_type WHEN 'CHECK' THEN 'CHECK (' || k.expression || ')'
 			WHEN 'PRIMARY KEY' THEN 'PRIMARY KEY (' || array_to_string(k.constraint_column_names, ', ') || ')'
 			WHEN 'UNIQUE' THEN 'UNIQUE (' || array_to_string(k.constraint_column_names, ', ') || ')'
-			ELSE k.constraint_text || {c}.main.qf_action_text({c}.main.qf_constraint_action(k.database_name, k.schema_name, k.table_name,
-				k.constraint_column_names, 'u'), 'UPDATE') || {c}.main.qf_action_text({c}.main.qf_constraint_action(k.database_name,
-				k.schema_name, k.table_name, k.constraint_column_names, 'd'), 'DELETE') END AS qf_definition
+			ELSE k.constraint_text END AS qf_definition
 		FROM duckdb_constraints() k LEFT JOIN duckdb_constraints() r ON k.constraint_type = 'FOREIGN KEY'
 			AND r.database_name = k.database_name AND r.schema_name = k.schema_name AND r.table_name = k.referenced_table
 			AND r.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND list_sort(r.constraint_column_names) = list_sort(k.referenced_column_names)
@@ -1437,7 +1435,7 @@ func (w *compatWriter) castReg(name string) {
 		}
 		return
 	}
-	if w.lastLiteral >= 0 && (name == "regproc" || name == "regprocedure") {
+	if w.lastLiteral >= 0 && (name == "regproc" || name == "regprocedure") && w.literalStartsSelectItem() {
 		if look, ok := regprocLookup(w.lastText); ok { // psql's \sf (pgfunctiondef.go)
 			w.replaceLiteral(look)
 		}

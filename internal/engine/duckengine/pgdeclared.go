@@ -506,11 +506,6 @@ const declaredActionSQL = `CREATE MACRO {c}.main.qf_constraint_action(in_db, in_
 	FROM {declared}.constraints d WHERE in_db = current_database() AND d.schema_name = in_schema
 	AND d.table_name = lower(in_table) AND d.kind = 'f' AND d.columns = list_transform(in_cols, x -> lower(x))), 'a')`
 
-// actionTextSQL: a foreign key's declared action (pg_constraint's letter) as pg_get_constraintdef
-// writes it after the key, " ON DELETE CASCADE"; "" for NO ACTION.
-const actionTextSQL = `CREATE MACRO {c}.main.qf_action_text(action, event) AS CASE action WHEN 'c' THEN ' ON ' || event || ' CASCADE'
-	WHEN 'n' THEN ' ON ' || event || ' SET NULL' WHEN 'd' THEN ' ON ' || event || ' SET DEFAULT' WHEN 'r' THEN ' ON ' || event || ' RESTRICT' ELSE '' END`
-
 // declaredInfoSchemaColumns is a PostgreSQL client's information_schema.columns: each column's
 // type described from its PostgreSQL type (qf_pg_columns) as PostgreSQL describes it, and a
 // serial column's default as PostgreSQL writes it (nextval('t_id_seq'::regclass)).

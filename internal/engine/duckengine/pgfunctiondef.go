@@ -14,6 +14,15 @@ import (
 // CREATE OR REPLACE FUNCTION as PostgreSQL lays it out: a macro's body as SQL, a built-in one
 // as LANGUAGE internal.
 
+// literalStartsSelectItem reports whether the literal before the cast at w.i begins an item of
+// the outer select list, as psql's SELECT 'name'::regproc::oid: elsewhere ('array_in'::regproc
+// compared with pg_type.typinput, as pgJDBC's type cache asks) the cast stays as it was, the
+// function's name, since DuckDB has no such functions to look up.
+func (w *compatWriter) literalStartsSelectItem() bool {
+	lit := w.prevSig(w.i)
+	return w.depth(lit) == 0 && startsSelectItem(w.word(w.prevSig(lit)))
+}
+
 // regprocLookup is the lookup that stands for the literal lit cast to regproc; ok is false
 // for a literal that is not a string.
 func regprocLookup(lit string) (string, bool) {
