@@ -56,6 +56,27 @@ type runningQuery struct {
 	forgetAt    time.Time // once it has nothing left to tell (forgetLater): when the reaper forgets it
 	unheld      bool      // refused at QueriesMax: never held, so its first answer is its last
 	killed      bool      // ended by a cancel: held only to tell a client still polling
+
+	// onEnd, when set, is called once on the goroutine running the statement when it ended
+	// (finished or failed), before its rows close: a POST answered whole is written then, and
+	// the rows' clean-up (the engine connection's release, the slot's, the history record)
+	// follows it rather than comes before it (runThenAnswer). Only that goroutine touches it.
+	onEnd func()
+}
+
+// ended calls q's onEnd, if any and q ended: once.
+func (q *runningQuery) ended() {
+	f := q.onEnd
+	if f == nil {
+		return
+	}
+	q.mu.Lock()
+	done := q.done
+	q.mu.Unlock()
+	if done {
+		q.onEnd = nil
+		f()
+	}
 }
 
 func (q *runningQuery) notifyLocked() {
@@ -157,6 +178,7 @@ func (s *Server) run(ctx context.Context, q *runningQuery, req *query.Request) {
 		return
 	}
 	defer rows.Close()
+	defer q.ended() // before the rows close: the answer need not wait for their clean-up
 	schema := rows.Schema()
 	var conv *structured.Converter
 	q.mu.Lock()
