@@ -33,7 +33,9 @@ var plainColumns = []struct {
 		return "'" + strings.ReplaceAll(rapid.StringMatching(`[a-z' ]{0,12}`).Draw(t, l), "'", "''") + "'"
 	}},
 	{"numeric", func(t *rapid.T, l string) string { return fmt.Sprint(rapid.Int64().Draw(t, l)) + ".5" }}, // carried as text
-	{"interval", func(t *rapid.T, l string) string { return "'" + fmt.Sprint(rapid.IntRange(0, 999).Draw(t, l)) + " days'" }},
+	{"interval", func(t *rapid.T, l string) string {
+		return "'" + fmt.Sprint(rapid.IntRange(0, 999).Draw(t, l)) + " days'"
+	}},
 }
 
 func textLiteral(t *rapid.T, label string) string {
