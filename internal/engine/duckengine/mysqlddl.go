@@ -372,6 +372,9 @@ func dropSequenceRefused(err error, table string) error {
 // mysqlOwnStatement is a MySQL client's CREATE TABLE that mysqlCreateTable translates, run as
 // its statements in one transaction.
 func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
+	if run, ok := mysqlSelectVars(q); ok {
+		return run, true
+	}
 	if run, ok := mysqlShowCreate(q); ok {
 		return run, true
 	}
