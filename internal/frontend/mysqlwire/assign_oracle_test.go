@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -86,3 +87,65 @@ func TestMySQLSelectAssignsVariablesOnDuckDBLikeMariaDB(t *testing.T) {
 		}
 	}
 }
+
+// TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB: a CREATE TABLE with ON UPDATE
+// CURRENT_TIMESTAMP columns and inline KEY / INDEX definitions (named, unnamed, two tables with
+// the same key name, as mariadb-dump writes `KEY user_id (user_id)`), then UPDATEs: one that
+// changes nothing leaves the times alone, one that changes a row sets them (not the row it
+// does not match, not a column it sets itself), and SHOW COLUMNS (MUL, Extra), SHOW INDEX, SHOW
+// CREATE TABLE and information_schema.statistics as MariaDB answers them. On DuckDB the
+// columns were never set and the indexes not created.
+func TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB(t *testing.T) {
+	maria, duck := mariaAndDuck(t)
+	execBoth(t, maria, duck,
+		"create table ou (id int primary key, c int, ts datetime not null default current_timestamp on update current_timestamp, "+
+			"dt datetime(3) null on update current_timestamp(3), key by_c (c), index (ts), unique key (c, id))",
+		"create table ou2 (id int primary key, c int, key by_c (c), key (c))",
+		"insert into ou (id, c, ts, dt) values (1, 10, '2020-01-01 00:00:00', '2020-01-01 00:00:00'), (2, 20, '2020-01-01 00:00:00', null), "+
+			"(3, 30, '2020-01-01 00:00:00', null)")
+	const times = "select id, c, ts = '2020-01-01 00:00:00' as ts_kept, ts > now() - interval 1 hour as ts_now, " +
+		"dt = '2020-01-01 00:00:00' as dt_kept, dt > now() - interval 1 hour as dt_now from ou order by id"
+	for _, step := range []string{
+		"exec update ou set c = c where id = 1",
+		times,
+		"exec update ou set c = 11 where id = 1",
+		times,
+		"exec update ou set c = 21, ts = '2021-01-01 00:00:00' where id = 2",
+		"select id, c, ts, dt is not null as dt_set from ou order by id",
+		"show columns from ou",
+		"show index from ou",
+		"show index from ou2",
+		"show create table ou",
+		"show create table ou2",
+		"select table_name, index_name, non_unique, seq_in_index, column_name, nullable, index_type from information_schema.statistics " +
+			"where table_schema = database() order by table_name, index_name, seq_in_index",
+	} {
+		var got [2]string
+		for i, db := range []*sql.DB{maria, duck} {
+			if stmt, ok := strings.CutPrefix(step, "exec "); ok {
+				res, err := db.Exec(stmt)
+				n := int64(-1)
+				if err == nil {
+					n, _ = res.RowsAffected()
+				}
+				got[i] = fmt.Sprintf("error %d, %d rows", errNumber(err), n)
+				continue
+			}
+			got[i] = dumpRows(t, db, step)
+		}
+		if strings.HasPrefix(step, "show index") {
+			got[0], got[1] = withoutCardinality(got[0]), withoutCardinality(got[1])
+		}
+		if got[0] != got[1] {
+			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", step, got[0], got[1])
+		}
+	}
+}
+
+// withoutCardinality is SHOW INDEX's rows without the Cardinality values (MariaDB's are
+// statistics that it updates when it likes).
+func withoutCardinality(rows string) string {
+	return cardinality.ReplaceAllString(rows, "Cardinality=?")
+}
+
+var cardinality = regexp.MustCompile(`Cardinality=("[^"]*"|NULL)`)

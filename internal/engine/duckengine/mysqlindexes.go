@@ -1,0 +1,109 @@
+package duckengine
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// What a MySQL client's CREATE TABLE declares beside its columns and keys, kept as MariaDB keeps
+// it (mysqlCreateTable runs these statements after the table's):
+//   - KEY / INDEX [name] (cols) is a DuckDB index: SHOW INDEX, SHOW CREATE TABLE (KEY `name`),
+//     SHOW COLUMNS (MUL) and information_schema.statistics list it under its MariaDB name.
+//     DuckDB's index names are its schema's and MariaDB's its table's (mariadb-dump writes
+//     `KEY user_id (user_id)` in every table with such a column), so the DuckDB index is named
+//     <table>$<name> (mysqlIndexName), and read back without the prefix. An unnamed one is named
+//     by its first column, _2, _3 ... after a name the table has, as MariaDB names it. A prefix
+//     length (name(10)) and ASC/DESC are left out: DuckDB indexes whole values.
+//   - ON UPDATE CURRENT_TIMESTAMP[(n)] marks the column with DuckDB's column comment
+//     (onUpdateComment, MariaDB's Extra for it): an UPDATE that changes a row sets it
+//     (mysqlupdate.go), SHOW COLUMNS and SHOW CREATE TABLE write it. (A MySQL column's own
+//     COMMENT is left out, as before.)
+
+// onUpdateComment starts the column comment of an ON UPDATE CURRENT_TIMESTAMP column: MariaDB's
+// Extra for it, "on update current_timestamp()" or "on update current_timestamp(3)".
+const onUpdateComment = "on update current_timestamp"
+
+// mysqlIndexName is the SQL expression of a DuckDB index's MariaDB name (of duckdb_indexes()'s
+// index_name and table_name): without its table's prefix.
+const mysqlIndexName = `CASE WHEN starts_with(index_name, table_name || '$') THEN substr(index_name, length(table_name) + 2) ELSE index_name END`
+
+// inlineIndex reads a CREATE TABLE definition KEY | INDEX [name] [USING t] (col [(n)] [ASC |
+// DESC], ...) [USING t] [COMMENT '...']: its name ("" when not given) and its columns.
+func inlineIndex(d []sqltok.Token) (name string, cols []string, ok bool) {
+	if len(d) < 3 || !d[0].IsWord("key", "index") {
+		return "", nil, false
+	}
+	i := 1
+	if d[i].Text != "(" && !d[i].IsWord("using") {
+		name, i = identText(d[i]), i+1
+	}
+	if i+1 < len(d) && d[i].IsWord("using") {
+		i += 2
+	}
+	if i >= len(d) || d[i].Text != "(" {
+		return "", nil, false
+	}
+	parts, end := definitions(d, i)
+	if end < 0 {
+		return "", nil, false
+	}
+	for _, p := range parts {
+		if len(p) == 0 || p[0].Kind != sqltok.Word && p[0].Kind != sqltok.QuotedIdent {
+			return "", nil, false // an expression: DuckDB's to refuse
+		}
+		cols = append(cols, identText(p[0]))
+	}
+	return name, cols, len(cols) > 0
+}
+
+// indexStatements are the CREATE INDEX statements of a CREATE TABLE's inline indexes (table:
+// its name as DuckDB reads it, bare: unqualified); taken are the key names the table has
+// already (its UNIQUE keys'), in lower case.
+func indexStatements(table, bare string, indexes []inlineKey, taken map[string]bool) []string {
+	var stmts []string
+	for _, ix := range indexes {
+		name := ix.name
+		if name == "" {
+			name = ix.cols[0]
+			for n := 2; taken[strings.ToLower(name)]; n++ {
+				name = ix.cols[0] + "_" + strconv.Itoa(n)
+			}
+		}
+		taken[strings.ToLower(name)] = true
+		quoted := make([]string, len(ix.cols))
+		for i, c := range ix.cols {
+			quoted[i] = quoteIdent(c)
+		}
+		stmts = append(stmts, "CREATE INDEX IF NOT EXISTS "+quoteIdent(bare+"$"+name)+" ON "+table+" ("+strings.Join(quoted, ", ")+")")
+	}
+	return stmts
+}
+
+// inlineKey is a KEY / INDEX definition of a CREATE TABLE.
+type inlineKey struct {
+	name string // "" when not given
+	cols []string
+}
+
+// onUpdateNow reads a column definition's ON UPDATE CURRENT_TIMESTAMP[(n)] (NOW(n),
+// LOCALTIMESTAMP, LOCALTIME): MariaDB's Extra for it, "" when it has none.
+func onUpdateNow(d []sqltok.Token) string {
+	for i := 1; i+2 < len(d); i++ {
+		if !d[i].IsWord("on") || !d[i+1].IsWord("update") || !d[i+2].IsWord("current_timestamp", "now", "localtimestamp", "localtime") {
+			continue
+		}
+		digits := ""
+		if i+5 < len(d) && d[i+3].Text == "(" && d[i+4].Kind == sqltok.Number && d[i+5].Text == ")" && d[i+4].Text != "0" {
+			digits = d[i+4].Text
+		}
+		return onUpdateComment + "(" + digits + ")"
+	}
+	return ""
+}
+
+// onUpdateStatement marks column col of table (as DuckDB reads it) ON UPDATE CURRENT_TIMESTAMP.
+func onUpdateStatement(table, col, extra string) string {
+	return "COMMENT ON COLUMN " + table + "." + quoteIdent(col) + " IS " + sqltok.StandardString(extra)
+}
