@@ -1,9 +1,13 @@
 package duckengine
 
 import (
+	"context"
+	"database/sql"
 	"strconv"
 	"strings"
 
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
@@ -15,7 +19,8 @@ import (
 //     `KEY user_id (user_id)` in every table with such a column), so the DuckDB index is named
 //     <table>$<name> (mysqlIndexName), and read back without the prefix. An unnamed one is named
 //     by its first column, _2, _3 ... after a name the table has, as MariaDB names it. A prefix
-//     length (name(10)) and ASC/DESC are left out: DuckDB indexes whole values.
+//     length (name(10)) and ASC/DESC are left out: DuckDB indexes whole values. DROP INDEX
+//     name ON table drops it (mysqlDropIndex).
 //   - ON UPDATE CURRENT_TIMESTAMP[(n)] marks the column with DuckDB's column comment
 //     (onUpdateComment, MariaDB's Extra for it): an UPDATE that changes a row sets it
 //     (mysqlupdate.go), SHOW COLUMNS and SHOW CREATE TABLE write it. (A MySQL column's own
@@ -106,4 +111,39 @@ func onUpdateNow(d []sqltok.Token) string {
 // onUpdateStatement marks column col of table (as DuckDB reads it) ON UPDATE CURRENT_TIMESTAMP.
 func onUpdateStatement(table, col, extra string) string {
 	return "COMMENT ON COLUMN " + table + "." + quoteIdent(col) + " IS " + sqltok.StandardString(extra)
+}
+
+// mysqlDropIndex is a MySQL client's DROP INDEX name ON table (unqualified) of an index that
+// table's CREATE TABLE declared (table$name); any other DROP INDEX is left to mysqlCompat
+// (the name alone, DuckDB's index names being its schema's).
+func mysqlDropIndex(q *query.Request) (ownRun, bool) {
+	if !sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "drop") {
+		return nil, false
+	}
+	toks := sqltok.SignificantTokens(q.SQL, sqltok.MySQL)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	isName := func(t sqltok.Token) bool {
+		return t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated
+	}
+	if len(toks) != 5 || !toks[1].IsWord("index") || !isName(toks[2]) || !toks[3].IsWord("on") || !isName(toks[4]) {
+		return nil, false
+	}
+	name, table := identText(toks[2]), identText(toks[4])
+	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+		var declared bool
+		if err := conn.QueryRowContext(ctx, "SELECT count(*) > 0 FROM duckdb_indexes() WHERE database_name = current_database() "+
+			"AND schema_name = current_schema() AND index_name = ? AND table_name = ?", table+"$"+name, table).Scan(&declared); err != nil {
+			return nil, wrapErr(err)
+		}
+		stmt := mysqlCompat(q.SQL)
+		if declared {
+			stmt = "DROP INDEX " + quoteIdent(table+"$"+name)
+		}
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return nil, wrapErr(err)
+		}
+		return engine.TagRows("DROP INDEX"), nil
+	}, true
 }

@@ -119,6 +119,11 @@ func TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB(t *testing.T) {
 		"show create table ou2",
 		"select table_name, index_name, non_unique, seq_in_index, column_name, nullable, index_type from information_schema.statistics " +
 			"where table_schema = database() order by table_name, index_name, seq_in_index",
+		"exec drop index by_c on ou2",
+		"exec create index by_x on ou2 (c)",
+		"exec drop index by_x on ou2",
+		"show index from ou2",
+		"show index from ou",
 	} {
 		var got [2]string
 		for i, db := range []*sql.DB{maria, duck} {
