@@ -419,7 +419,8 @@ var compatSQL = []string{
 				AND database_name IN (SELECT datname FROM {c}.main.qf_pg_database)
 			UNION ALL SELECT database_name, table_oid, table_name, ` + mysqlIndexName + `, CASE WHEN is_unique THEN 0 ELSE 1 END,
 				trim(unnest({c}.main.qf_index_expressions(expressions)), '"'), unnest(range(1, len({c}.main.qf_index_expressions(expressions)) + 1))
-			FROM duckdb_indexes() WHERE schema_name = 'main' AND database_name IN (SELECT datname FROM {c}.main.qf_pg_database)) AS i`,
+			FROM duckdb_indexes() WHERE schema_name = 'main' AND NOT ` + caselessIndex + `
+				AND database_name IN (SELECT datname FROM {c}.main.qf_pg_database)) AS i`,
 	// information_schema.triggers, .files and .partitions, as MariaDB's, empty: DuckDB has no
 	// triggers, tablespaces or partitions (mariadb-dump asks them for every dump).
 	`CREATE VIEW {c}.main.qf_mysql_triggers AS SELECT 'def' AS "TRIGGER_CATALOG", NULL::VARCHAR AS "TRIGGER_SCHEMA",

@@ -67,6 +67,7 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, keys []tabl
 	ref := mysqlCompat(joinTokens(name)) // the table as DuckDB reads it
 	var out []string
 	var indexes []inlineKey
+	caseless := map[string]bool{} // the NOCASE text columns
 	aiColumn := ""
 	for _, d := range defs {
 		if key, ok := readTableKey(d); ok && !temporary {
@@ -89,12 +90,16 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, keys []tabl
 		if extra := onUpdateNow(d); extra != "" {
 			after = append(after, onUpdateStatement(ref, identText(d[0]), extra))
 		}
+		if strings.Contains(text, "COLLATE NOCASE") {
+			caseless[strings.ToLower(identText(d[0]))] = true
+		}
 		out = append(out, text)
 	}
 	if !changed || temporary && aiColumn != "" {
 		return nil, "", nil, nil, false
 	}
 	after = append(after, indexStatements(ref, table, indexes, map[string]bool{"primary": true})...)
+	after = append(after, caselessKeyIndexes(ref, table, declaredKeys(defs), caseless)...)
 	head := "CREATE "
 	if temporary {
 		head += "TEMPORARY "

@@ -147,3 +147,74 @@ func mysqlDropIndex(q *query.Request) (ownRun, bool) {
 		return engine.TagRows("DROP INDEX"), nil
 	}, true
 }
+
+// A MySQL client's PRIMARY KEY and UNIQUE keys over text columns compare without regard to case,
+// as under MariaDB's default collation ('A' then 'a' into a UNIQUE email is 1062 there). DuckDB's
+// keys compare bytes whatever the column's collation (its ART ignores NOCASE), so a key with a
+// NOCASE column gets beside it a unique index of lower() of those columns (caselessKeyIndexes):
+// DuckDB refuses the second row, and INSERT OR IGNORE / ON CONFLICT with the key as its target
+// (upsert.go names it) find the row in either case. The index is named <table>$qf_ci_<n>, and
+// left out where MariaDB's keys are listed (caselessIndex). The key itself stays, for the
+// conflict targets and SHOW CREATE TABLE.
+
+// caselessIndex is the SQL condition that index_name (of duckdb_indexes()) is such an index.
+const caselessIndex = `contains(index_name, '$qf_ci_')`
+
+// declaredKeys are the PRIMARY KEY and UNIQUE keys of a CREATE TABLE's definitions (defs), each
+// its columns' names: a column's own PRIMARY KEY or UNIQUE, and the table's.
+func declaredKeys(defs [][]sqltok.Token) [][]string {
+	var keys [][]string
+	for _, d := range defs {
+		at := 0
+		if len(d) > 2 && d[0].IsWord("constraint") {
+			at = 2 // CONSTRAINT name PRIMARY KEY / UNIQUE (cols)
+		}
+		switch {
+		case at < len(d) && (d[at].IsWord("primary") || d[at].IsWord("unique")):
+			i := at + 1
+			for i < len(d) && d[i].Text != "(" {
+				i++
+			}
+			parts, end := definitions(d, i)
+			if end < 0 {
+				continue
+			}
+			var cols []string
+			for _, p := range parts {
+				if len(p) > 0 {
+					cols = append(cols, identText(p[0]))
+				}
+			}
+			keys = append(keys, cols)
+		case d[0].IsWord("key", "index", "fulltext", "spatial", "check", "foreign"):
+		default:
+			for i := 1; i < len(d); i++ {
+				if d[i].IsWord("unique") || d[i].IsWord("primary") && i+1 < len(d) && d[i+1].IsWord("key") {
+					keys = append(keys, []string{identText(d[0])})
+					break
+				}
+			}
+		}
+	}
+	return keys
+}
+
+// caselessKeyIndexes are the CREATE UNIQUE INDEX statements of the keys with a column of
+// caseless (its NOCASE text columns, lower case); table as DuckDB reads it, bare unqualified.
+func caselessKeyIndexes(table, bare string, keys [][]string, caseless map[string]bool) []string {
+	var stmts []string
+	for _, key := range keys {
+		exprs, any := make([]string, len(key)), false
+		for i, c := range key {
+			exprs[i] = quoteIdent(c)
+			if caseless[strings.ToLower(c)] {
+				exprs[i], any = "lower("+quoteIdent(c)+")", true
+			}
+		}
+		if any {
+			name := bare + "$qf_ci_" + strconv.Itoa(len(stmts)+1)
+			stmts = append(stmts, "CREATE UNIQUE INDEX IF NOT EXISTS "+quoteIdent(name)+" ON "+table+" ("+strings.Join(exprs, ", ")+")")
+		}
+	}
+	return stmts
+}

@@ -59,7 +59,8 @@ const mysqlDefault = `CASE WHEN c.column_default ILIKE '%current_timestamp%' THE
 // multipleKey is MariaDB's MUL for column c, the first of an index or of a unique key of more
 // than one column (a one-column unique index is UNI); NULL otherwise.
 const multipleKey = `(SELECT CASE WHEN bool_or(NOT i.is_unique OR len(qf_index_expressions(i.expressions)) > 1) THEN 'MUL' WHEN count(*) > 0 THEN 'UNI' END ` +
-	`FROM duckdb_indexes() i WHERE i.table_oid = c.table_oid AND trim(qf_index_expressions(i.expressions)[1], '"') = c.column_name), ` +
+	`FROM duckdb_indexes() i WHERE i.table_oid = c.table_oid AND trim(qf_index_expressions(i.expressions)[1], '"') = c.column_name ` +
+	`AND NOT ` + caselessIndex + `), ` +
 	`(SELECT 'MUL' FROM duckdb_constraints() k WHERE k.table_oid = c.table_oid AND k.constraint_type = 'UNIQUE' ` +
 	`AND k.constraint_column_names[1] = c.column_name AND len(k.constraint_column_names) > 1 LIMIT 1)`
 
@@ -90,7 +91,7 @@ func (duckCatalog) Indexes(db, table string) string {
 		`FROM duckdb_constraints() WHERE ` + where + ` AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') ` +
 		`UNION ALL SELECT table_oid, table_name, ` + mysqlIndexName + `, NOT is_unique, trim(unnest(qf_index_expressions(expressions)), '"'), ` +
 		`unnest(range(1, len(qf_index_expressions(expressions)) + 1)), 1000000 + index_oid ` +
-		`FROM duckdb_indexes() WHERE ` + where + `) AS i ` +
+		`FROM duckdb_indexes() WHERE ` + where + ` AND NOT ` + caselessIndex + `) AS i ` +
 		`JOIN duckdb_columns() c ON c.table_oid = i.table_oid AND c.column_name = i.column_name ` +
 		`WHERE (SELECT count(*) FROM (SELECT 1 FROM ` + tableRef(db, table) + ` LIMIT 0)) = 0`
 }
@@ -129,7 +130,7 @@ func (duckCatalog) OtherKeys(db, table string) string {
 		return `array_to_string(list_transform(` + list + `, x -> ` + mysqlshow.Tick(`trim(x, '"')`) + `), ',')`
 	}
 	return `SELECT CASE WHEN is_unique THEN 'UNIQUE KEY' ELSE 'KEY' END AS kind, ` + mysqlIndexName + ` AS name, ` +
-		ticked("qf_index_expressions(expressions)") + ` AS cols, NULL AS refs, index_oid AS pos FROM duckdb_indexes() WHERE ` + where +
+		ticked("qf_index_expressions(expressions)") + ` AS cols, NULL AS refs, index_oid AS pos FROM duckdb_indexes() WHERE ` + where + ` AND NOT ` + caselessIndex +
 		` UNION ALL SELECT 'FOREIGN KEY', table_name || '_ibfk_' || row_number() OVER (ORDER BY constraint_index), ` +
 		ticked("constraint_column_names") + `, ` + mysqlshow.Tick("referenced_table") + ` || ' (' || ` + ticked("referenced_column_names") + ` || ')', ` +
 		`constraint_index FROM duckdb_constraints() WHERE ` + where + ` AND constraint_type = 'FOREIGN KEY'`

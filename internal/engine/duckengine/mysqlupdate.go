@@ -52,6 +52,11 @@ func mysqlUpdate(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 			return q, nil // no such column (or table): the UPDATE says so itself
 		}
 		conds[i] = s.ref + " IS DISTINCT FROM CAST((" + s.expr + ") AS " + typ + ")"
+		if typ == "VARCHAR" {
+			// bytes, as MariaDB compares a row's old and new values: 'a' set to 'A' is changed,
+			// where the column's NOCASE (a MySQL client's text column) finds it equal
+			conds[i] = s.ref + " COLLATE C IS DISTINCT FROM CAST((" + s.expr + ") AS VARCHAR) COLLATE C"
+		}
 	}
 	changes := strings.Join(conds, " OR ")
 	countSQL := "SELECT count(*), count(*) FILTER (WHERE " + changes + ") FROM " + u.target
