@@ -218,3 +218,68 @@ func caselessKeyIndexes(table, bare string, keys [][]string, caseless map[string
 	}
 	return stmts
 }
+
+// mysqlRenameTable is a MySQL client's ALTER TABLE a RENAME [TO | AS] b or RENAME TABLE a TO b
+// (unqualified names) of a table with indexes, which DuckDB refuses to rename ("Cannot alter
+// entry ... because there are entries that depend on it": a KEY, or a text key's caseless
+// index, makes most MySQL tables such): its indexes are dropped around the rename and created
+// again on the new name, a declared one (a$name) as b$name. A table without indexes is renamed
+// as written (DuckDB's ALTER TABLE ... RENAME TO).
+func mysqlRenameTable(q *query.Request) (ownRun, bool) {
+	if !containsFold(q.SQL, "rename") || !sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "alter", "rename") {
+		return nil, false
+	}
+	toks := sqltok.SignificantTokens(q.SQL, sqltok.MySQL)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	isName := func(t sqltok.Token) bool {
+		return t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated
+	}
+	var from, to sqltok.Token
+	switch {
+	case len(toks) == 6 && toks[0].IsWord("alter") && toks[1].IsWord("table") && toks[3].IsWord("rename") && toks[4].IsWord("to", "as"):
+		from, to = toks[2], toks[5]
+	case len(toks) == 5 && toks[0].IsWord("alter") && toks[1].IsWord("table") && toks[3].IsWord("rename") && isName(toks[4]) && !toks[4].IsWord("column", "index", "key", "constraint"):
+		from, to = toks[2], toks[4]
+	case len(toks) == 5 && toks[0].IsWord("rename") && toks[1].IsWord("table") && toks[3].IsWord("to"):
+		from, to = toks[2], toks[4]
+	default:
+		return nil, false
+	}
+	if !isName(from) || !isName(to) {
+		return nil, false
+	}
+	a, b := identText(from), identText(to)
+	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+		rows, err := conn.QueryContext(ctx, `SELECT index_name, sql FROM duckdb_indexes() WHERE database_name = current_database()
+			AND schema_name = current_schema() AND lower(table_name) = lower(?) AND sql IS NOT NULL`, a)
+		if err != nil {
+			return nil, wrapErr(err)
+		}
+		var drops, creates []string
+		renamed := renameAlter{table: a, to: b}
+		for rows.Next() {
+			var name, create string
+			if err := rows.Scan(&name, &create); err != nil {
+				rows.Close()
+				return nil, wrapErr(err)
+			}
+			drops = append(drops, "DROP INDEX "+quoteIdent(name))
+			create = renamed.renamedIndex(create)
+			if prefix := a + "$"; len(name) > len(prefix) && strings.EqualFold(name[:len(prefix)], prefix) {
+				create = strings.Replace(create, quoteIdent(name), quoteIdent(b+"$"+name[len(prefix):]), 1)
+			}
+			creates = append(creates, create)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, wrapErr(err)
+		}
+		stmts := append(append(drops, "ALTER TABLE "+quoteIdent(a)+" RENAME TO "+quoteIdent(b)), creates...)
+		if err := runAll(ctx, conn, stmts, inTx); err != nil {
+			return nil, err
+		}
+		return engine.TagRows("ALTER TABLE"), nil
+	}, true
+}

@@ -93,7 +93,8 @@ func TestMySQLSelectAssignsVariablesOnDuckDBLikeMariaDB(t *testing.T) {
 // the same key name, as mariadb-dump writes `KEY user_id (user_id)`), then UPDATEs: one that
 // changes nothing leaves the times alone, one that changes a row sets them (not the row it
 // does not match, not a column it sets itself), and SHOW COLUMNS (MUL, Extra), SHOW INDEX, SHOW
-// CREATE TABLE and information_schema.statistics as MariaDB answers them. On DuckDB the
+// CREATE TABLE and information_schema.statistics as MariaDB answers them; DROP INDEX, and the
+// table renamed (ALTER TABLE ... RENAME TO, RENAME TABLE) with its indexes. On DuckDB the
 // columns were never set and the indexes not created.
 func TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB(t *testing.T) {
 	maria, duck := mariaAndDuck(t)
@@ -124,6 +125,12 @@ func TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB(t *testing.T) {
 		"exec drop index by_x on ou2",
 		"show index from ou2",
 		"show index from ou",
+		"exec alter table ou rename to ou3",
+		"exec rename table ou3 to ou4",
+		"show index from ou4",
+		"exec insert into ou4 (id, c) values (4, 40)",
+		"exec update ou4 set c = 41 where id = 4",
+		"select id, c, ts > now() - interval 1 hour as ts_now from ou4 order by id",
 	} {
 		var got [2]string
 		for i, db := range []*sql.DB{maria, duck} {
