@@ -141,6 +141,14 @@ type Uplink struct {
 	// traceMemo is redactTrace's, by appendTraceKey (traceKey: its buffer), under memoMu.
 	traceMemo map[string][]string
 	traceKey  []byte
+	// lastTrace is the last trace redactTrace redacted, the slice itself (not a copy), with its
+	// policy and result: the records of a node share their routing trace's slice, most of them
+	// the one of the record before (the worker's routingTrace memoizes it and nothing modifies
+	// it), which needs no key written nor looked up then. Under memoMu.
+	lastTrace struct {
+		raw, red []string
+		p        redact.Policy
+	}
 	// last is the last statement redactSQL redacted, with its policy, dialect and result: the
 	// next of its shape (SameNumberShape: pgbench's, a client's prepared statement) needs
 	// neither the memo's key written nor looked up, the sender's costliest part of a record.
@@ -385,6 +393,16 @@ func (u *Uplink) redactTrace(p redact.Policy, trace []string) []string {
 	}
 	u.memoMu.Lock()
 	defer u.memoMu.Unlock()
+	if last := &u.lastTrace; len(trace) > 0 && len(trace) == len(last.raw) && &trace[0] == &last.raw[0] && p == last.p {
+		return last.red // the very trace of the record before (shared: see routingTrace)
+	}
+	red := u.redactTraceMemo(p, trace)
+	u.lastTrace.raw, u.lastTrace.p, u.lastTrace.red = trace, p, red
+	return red
+}
+
+// redactTraceMemo is redactTrace by the trace's text (memoMu held).
+func (u *Uplink) redactTraceMemo(p redact.Policy, trace []string) []string {
 	u.traceKey = appendTraceKey(u.traceKey[:0], p, trace)
 	if len(u.traceKey) <= traceKeyMax {
 		if red, ok := u.traceMemo[string(u.traceKey)]; ok {
