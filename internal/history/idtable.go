@@ -93,6 +93,11 @@ func (t *idTable) set(key uint64, slot int32) {
 		t.overflow[key] = slot
 		return
 	}
+	t.add(key, slot)
+}
+
+// add maps key, which the table does not hold (get said so), to slot.
+func (t *idTable) add(key uint64, slot int32) {
 	if 2*(t.n+1) > len(t.entries) {
 		t.resize(2 * len(t.entries))
 	}

@@ -31,8 +31,11 @@ func TestIDTableIsAMap(t *testing.T) {
 			if rnd.IntN(8) < deletes {
 				tab.del(k)
 				delete(model, k)
-			} else {
+			} else if _, held := tab.get(k); held || rnd.IntN(2) == 0 {
 				tab.set(k, int32(step))
+				model[k] = int32(step)
+			} else {
+				tab.add(k, int32(step)) // as the store adds an id it does not hold
 				model[k] = int32(step)
 			}
 			if tab.len() != len(model) {

@@ -187,6 +187,15 @@ func (x idIndex) set(k idKey, slot int32) {
 	}
 }
 
+// add is set for an id x does not hold.
+func (x idIndex) add(k idKey, slot int32) {
+	if k.hex {
+		x.hex.add(k.h, slot)
+	} else {
+		x.other[k.id] = slot
+	}
+}
+
 func (x idIndex) del(k idKey) {
 	if k.hex {
 		x.hex.del(k.h)
@@ -296,13 +305,13 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 		}
 		inserted++
 		if m.n < m.max {
-			m.ids.set(k, int32(m.n))
+			m.ids.add(k, int32(m.n))
 			m.append(r, k)
 			continue
 		}
 		m.ids.del(m.keyAt(m.head))
 		m.put(m.head, r, k)
-		m.ids.set(k, int32(m.head))
+		m.ids.add(k, int32(m.head))
 		m.head = (m.head + 1) % m.max
 	}
 	if m.ids.len() != m.n {
