@@ -253,18 +253,22 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 
 // Add queues rec, raw, with the active policy; the sender redacts it. It is O(1) for any
 // ordinary record: no tokenizing, no I/O, no blocking.
-func (u *Uplink) Add(rec Record) {
+func (u *Uplink) Add(rec Record) { u.AddRecord(&rec) }
+
+// AddRecord is Add of *rec, which it may change (its texts bounded): a record is large, and
+// the finished query's path copies it no more than it must.
+func (u *Uplink) AddRecord(rec *Record) {
 	if rec.StartedAt.IsZero() && rec.EndedAt.IsZero() {
 		rec.EndedAt = u.e.Now() // when it finished, not when the sender gets to it
 	}
-	boundRaw(&rec)
+	boundRaw(rec)
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed || rec.QueryID == "" {
 		u.dropLocked(rec.QueryID)
 		return
 	}
-	if old, full := u.queue.push(&rec, u.policy); full {
+	if old, full := u.queue.push(rec, u.policy); full {
 		u.dropLocked(old)
 	}
 	if u.queue.len() == u.cfg.BatchMax {

@@ -368,7 +368,7 @@ func (a *Admission) Finish(rows, bytes int64, err error) {
 	rec.Rows, rec.Bytes = rows, bytes
 	rec.Status = statusOf(err)
 	fillError(&rec, err)
-	a.core.reportBound(a.Runtime, a.series, rec)
+	a.core.reportBound(a.Runtime, a.series, &rec)
 }
 
 // finishQuiet releases the slot and unpins the runtime without reporting a query: for
@@ -419,14 +419,15 @@ func baseRecord(id string, req *query.Request, start, end time.Time, trace []Tra
 
 // report counts a finished query, hands its record to OnFinish and unpins its runtime.
 func (c *Core) report(rt *Runtime, rec Record) {
-	c.reportBound(rt, c.metrics.series(rec.Group, rec.Cluster), rec)
+	c.reportBound(rt, c.metrics.series(rec.Group, rec.Cluster), &rec)
 }
 
-// reportBound is report with the record's series already resolved.
-func (c *Core) reportBound(rt *Runtime, s *boundSeries, rec Record) {
+// reportBound is report with the record's series already resolved (rec by reference: a
+// record is large, copied once more only into OnFinish's argument).
+func (c *Core) reportBound(rt *Runtime, s *boundSeries, rec *Record) {
 	c.metrics.finished(s, rec.Status, rec.End.Sub(rec.Start).Seconds())
 	if c.onFinish != nil {
-		c.onFinish(rec)
+		c.onFinish(*rec)
 	}
 	rt.unpin()
 }
