@@ -41,7 +41,7 @@ func (t *idTable) resize(size int) {
 	}
 	for _, e := range old {
 		if e.slot != 0 {
-			t.set(e.key, e.slot-1)
+			t.add(e.key, e.slot-1) // each key once, in no overflow map
 		}
 	}
 }
