@@ -822,16 +822,19 @@ func (r *ring) push(rec *Record, policy redact.Policy) (string, bool) {
 // popFront removes and returns up to n of the oldest entries.
 func (r *ring) popFront(n int) []entry { return r.popFrontInto(nil, n) }
 
-// popFrontInto removes up to n of the oldest entries and appends them to dst.
+// popFrontInto removes up to n of the oldest entries and appends them to dst: in at most two
+// runs (the ring wraps once), each copied and cleared at once rather than entry by entry.
 func (r *ring) popFrontInto(dst []entry, n int) []entry {
 	n = min(n, r.count)
 	dst = slices.Grow(dst, n)
-	for range n {
-		dst = append(dst, r.buf[r.head])
-		r.buf[r.head] = entry{}
-		r.head = (r.head + 1) % len(r.buf)
+	for n > 0 {
+		run := r.buf[r.head:min(r.head+n, len(r.buf))]
+		dst = append(dst, run...)
+		clear(run) // the ring holds no references to what it gave out
+		r.head = (r.head + len(run)) % len(r.buf)
+		r.count -= len(run)
+		n -= len(run)
 	}
-	r.count -= n
 	return dst
 }
 
