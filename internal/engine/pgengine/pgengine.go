@@ -236,6 +236,9 @@ func (e *Engine) Ping(ctx context.Context) error {
 }
 
 // Close closes the pool and the relay's idle connections.
+// EngineUser is the role the engine logs in as (engine.UserNamer).
+func (e *Engine) EngineUser() string { return e.pool.Config().ConnConfig.User }
+
 func (e *Engine) Close() error {
 	e.pool.Close()
 	e.raw.close()
