@@ -111,7 +111,9 @@ type Server struct {
 	prepared map[string]*preparedStatement
 	held     map[string]preparedHeld // each user's prepared statements, counted (prepared.go)
 	tokens   map[string]issuedToken
-	serving  bool
+	// userTokens are each user's live tokens, oldest first (tokensPerUserMax).
+	userTokens map[string][]string
+	serving    bool
 
 	panics atomic.Int64 // recovered in call handlers (bugs: tests require none)
 
@@ -161,7 +163,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{backend: backend, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
-		results: map[string]*pendingResult{}, prepared: map[string]*preparedStatement{}, held: map[string]preparedHeld{}, tokens: map[string]issuedToken{}}
+		results: map[string]*pendingResult{}, prepared: map[string]*preparedStatement{}, held: map[string]preparedHeld{}, tokens: map[string]issuedToken{}, userTokens: map[string][]string{}}
 	s.Alloc = memory.DefaultAllocator
 	s.refusals = netlimit.BoundRefusals(opts.Registerer)
 	for id, v := range map[fsql.SqlInfo]any{
@@ -329,6 +331,7 @@ func (s *Server) expireOnce(now time.Time) {
 			delete(s.tokens, tok)
 		}
 	}
+	s.pruneUserTokensLocked()
 	for h, p := range s.prepared {
 		if now.Sub(p.used) > s.opts.PreparedIdleTTL {
 			s.forgetLocked(h, p)
