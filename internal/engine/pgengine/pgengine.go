@@ -343,13 +343,13 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}
-	_, decoders, builders, err := e.shapes.of(fields)
+	sh, err := e.shapes.of(fields)
 	if err != nil {
 		stop()
 		rows.Close()
 		return nil, err
 	}
-	return engine.NewSourceStream(builders, &result{ctx: ctx, rows: rows, fields: fields, decoders: decoders, stop: stop}), nil
+	return engine.NewSourceStream(sh.builders, &result{ctx: ctx, rows: rows, fields: fields, decoders: sh.decoders, plain: sh.plain, stop: stop}), nil
 }
 
 // result is a statement's rows as an engine.StreamSource.
@@ -358,6 +358,7 @@ type result struct {
 	rows     pgx.Rows
 	fields   []pgconn.FieldDescription
 	decoders []decoder
+	plain    []plainDecoder     // nil unless every column has plain values (FillPlain)
 	stop     context.CancelFunc // cancels the statement on the server when closed before its end
 }
 
