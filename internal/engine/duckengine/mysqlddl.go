@@ -397,6 +397,9 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 	if run, ok := mysqlRenameTable(q); ok {
 		return run, true
 	}
+	if run, ok := mysqlAlterIndex(q); ok {
+		return run, true
+	}
 	if run, ok := mysqlShowCreate(q); ok {
 		return run, true
 	}

@@ -132,20 +132,67 @@ func mysqlDropIndex(q *query.Request) (ownRun, bool) {
 	}
 	name, table := identText(toks[2]), identText(toks[4])
 	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
-		var declared bool
-		if err := conn.QueryRowContext(ctx, "SELECT count(*) > 0 FROM duckdb_indexes() WHERE database_name = current_database() "+
-			"AND schema_name = current_schema() AND index_name = ? AND table_name = ?", table+"$"+name, table).Scan(&declared); err != nil {
-			return nil, wrapErr(err)
-		}
-		stmt := mysqlCompat(q.SQL)
-		if declared {
-			stmt = "DROP INDEX " + quoteIdent(table+"$"+name)
-		}
-		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			return nil, wrapErr(err)
-		}
-		return engine.TagRows("DROP INDEX"), nil
+		return dropIndex(ctx, conn, table, name)
 	}, true
+}
+
+// dropIndex drops table's index name: the one its CREATE TABLE or ALTER TABLE declared
+// (table$name), else the index of that name.
+func dropIndex(ctx context.Context, conn *sql.Conn, table, name string) (query.Rows, error) {
+	var declared bool
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) > 0 FROM duckdb_indexes() WHERE database_name = current_database() "+
+		"AND schema_name = current_schema() AND index_name = ? AND lower(table_name) = lower(?)", table+"$"+name, table).Scan(&declared); err != nil {
+		return nil, wrapErr(err)
+	}
+	stmt := "DROP INDEX " + quoteIdent(name)
+	if declared {
+		stmt = "DROP INDEX " + quoteIdent(table+"$"+name)
+	}
+	if _, err := conn.ExecContext(ctx, stmt); err != nil {
+		return nil, wrapErr(err)
+	}
+	return engine.TagRows("DROP INDEX"), nil
+}
+
+// mysqlAlterIndex is a MySQL client's ALTER TABLE t ADD {INDEX | KEY} [name] (cols) (Laravel's
+// and Knex's index(), Flyway scripts) or ALTER TABLE t DROP {INDEX | KEY} name, one action, t
+// unqualified: the index as an inline KEY's (t$name), dropped as DROP INDEX name ON t is. DuckDB
+// read neither (1064).
+func mysqlAlterIndex(q *query.Request) (ownRun, bool) {
+	if !sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "alter") {
+		return nil, false
+	}
+	toks := sqltok.SignificantTokens(q.SQL, sqltok.MySQL)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	if len(toks) < 6 || !toks[1].IsWord("table") || toks[2].Kind != sqltok.Word && toks[2].Kind != sqltok.QuotedIdent || !toks[4].IsWord("index", "key") {
+		return nil, false
+	}
+	table := identText(toks[2])
+	switch {
+	case toks[3].IsWord("drop") && len(toks) == 6:
+		name := identText(toks[5])
+		return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+			if _, err := dropIndex(ctx, conn, table, name); err != nil {
+				return nil, err
+			}
+			return engine.TagRows("ALTER TABLE"), nil
+		}, true
+	case toks[3].IsWord("add"):
+		name, cols, ok := inlineIndex(toks[4:])
+		if !ok || toks[len(toks)-1].Text != ")" && !toks[len(toks)-1].IsWord("btree", "hash") {
+			return nil, false // more than one action, or options: DuckDB's to read
+		}
+		stmts := indexStatements(quoteIdent(table), table, []inlineKey{{name, cols}}, map[string]bool{})
+		return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+			if err := runAll(ctx, conn, stmts, inTx); err != nil {
+				return nil, err
+			}
+			return engine.TagRows("ALTER TABLE"), nil
+		}, true
+	}
+	return nil, false
 }
 
 // A MySQL client's PRIMARY KEY and UNIQUE keys over text columns compare without regard to case,
@@ -253,7 +300,7 @@ func mysqlRenameTable(q *query.Request) (ownRun, bool) {
 	a, b := identText(from), identText(to)
 	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
 		rows, err := conn.QueryContext(ctx, `SELECT index_name, sql FROM duckdb_indexes() WHERE database_name = current_database()
-			AND schema_name = current_schema() AND lower(table_name) = lower(?) AND sql IS NOT NULL`, a)
+			AND schema_name = current_schema() AND lower(table_name) = lower(?) AND sql IS NOT NULL ORDER BY index_oid`, a)
 		if err != nil {
 			return nil, wrapErr(err)
 		}

@@ -94,7 +94,8 @@ func TestMySQLSelectAssignsVariablesOnDuckDBLikeMariaDB(t *testing.T) {
 // changes nothing leaves the times alone, one that changes a row sets them (not the row it
 // does not match, not a column it sets itself), and SHOW COLUMNS (MUL, Extra), SHOW INDEX, SHOW
 // CREATE TABLE and information_schema.statistics as MariaDB answers them; DROP INDEX, and the
-// table renamed (ALTER TABLE ... RENAME TO, RENAME TABLE) with its indexes. On DuckDB the
+// table renamed (ALTER TABLE ... RENAME TO, RENAME TABLE) with its indexes, ALTER TABLE ADD INDEX /
+// ADD KEY / DROP INDEX and ADD COLUMN ... AFTER (a Flyway-like script's). On DuckDB the
 // columns were never set and the indexes not created.
 func TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB(t *testing.T) {
 	maria, duck := mariaAndDuck(t)
@@ -131,6 +132,12 @@ func TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB(t *testing.T) {
 		"exec insert into ou4 (id, c) values (4, 40)",
 		"exec update ou4 set c = 41 where id = 4",
 		"select id, c, ts > now() - interval 1 hour as ts_now from ou4 order by id",
+		"exec alter table ou4 add index by_ts_c (ts, c)",
+		"exec alter table ou4 drop index by_c",
+		"exec alter table ou4 add key (dt)",
+		"exec alter table ou4 add column extra int null after c",
+		"show index from ou4",
+		"select id, c, extra from ou4 order by id",
 	} {
 		var got [2]string
 		for i, db := range []*sql.DB{maria, duck} {
