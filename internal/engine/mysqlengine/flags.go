@@ -33,6 +33,12 @@ import (
 //     a pinned session's never, so the server refuses it there as it refuses a client that did
 //     not offer it (4166).
 //
+// The client's character set (query.Request.Charset) is a flag set too: a connection is opened
+// with its collation in the handshake and SET NAMES to it (dialWith), so MariaDB reads the
+// client's bytes and writes its results in that set, and the relay is MariaDB's byte for byte
+// (a latin1 client's 'é' is the one byte E9 both ways). utf8mb4 is the default (no flag);
+// latin1 and utf8mb3 have one each.
+//
 // CLIENT_MULTI_STATEMENTS is the frontend's (it splits the statements, or refuses them with
 // 1064 as MariaDB does); CLIENT_INTERACTIVE only picks the idle
 // timeout of a connection the client does not hold; CLIENT_NO_SCHEMA go-mysql cannot ask for,
@@ -46,6 +52,8 @@ const (
 	flagMultiResults
 	flagPSMultiResults
 	flagLocalFiles
+	flagLatin1  // the client's character set is latin1
+	flagUTF8MB3 // the client's character set is utf8mb3 (utf8)
 
 	flagSets = 1 << iota // how many flag sets there are: the pool's lists
 )
@@ -69,7 +77,30 @@ func (e *Engine) requestFlags(q *query.Request) connFlags {
 	if q.PSMultiResults {
 		f |= flagPSMultiResults
 	}
-	return f
+	return f | charsetFlag(q.Charset)
+}
+
+// charsetFlag is the flag of a client's character set ("" and utf8mb4: none).
+func charsetFlag(charset string) connFlags {
+	switch charset {
+	case "latin1":
+		return flagLatin1
+	case "utf8mb3":
+		return flagUTF8MB3
+	}
+	return 0
+}
+
+// charsetOf is the character set (and the collation its handshake names) of a connection
+// opened with f.
+func (f connFlags) charsetOf() (charset, collation string) {
+	switch {
+	case f&flagLatin1 != 0:
+		return "latin1", "latin1_swedish_ci"
+	case f&flagUTF8MB3 != 0:
+		return "utf8", "utf8_general_ci" // MySQL's and MariaDB's name of utf8mb3 alike
+	}
+	return "utf8mb4", ""
 }
 
 // flagsOf is the flag set c was opened with.
@@ -92,6 +123,12 @@ func flagsOf(c *client.Conn) connFlags {
 	}
 	if c.HasCapability(mysql.CLIENT_LOCAL_FILES) {
 		f |= flagLocalFiles
+	}
+	switch c.GetCollation() { // as option set it
+	case "latin1_swedish_ci":
+		f |= flagLatin1
+	case "utf8_general_ci":
+		f |= flagUTF8MB3
 	}
 	return f
 }
@@ -130,6 +167,11 @@ var capabilityOf = []struct {
 
 // option is the go-mysql client option that opens a connection with f.
 func (f connFlags) option(c *client.Conn) error {
+	if _, collation := f.charsetOf(); collation != "" {
+		if err := c.SetCollation(collation); err != nil {
+			return err
+		}
+	}
 	for _, fc := range capabilityOf {
 		if f&fc.flag != 0 {
 			if err := c.SetCapability(fc.cap); err != nil {

@@ -43,6 +43,7 @@ type session struct {
 	stmtID          uint32               // the last statement id given out
 	longHeld        int                  // COM_STMT_SEND_LONG_DATA bytes held across stmts (at most maxAllowedPacket())
 	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
+	charset         string               // the client's character set, "" for utf8mb4 (charset.go)
 	metadata        bool                 // MariaDB's extended metadata, offered and asked for (metadata.go)
 	more            bool                 // more results follow this statement's (multi-statements)
 	failed          bool                 // an error packet was written for the statement (it ends stacked statements)
@@ -207,6 +208,7 @@ func (h *session) fillAs(r *query.Request, sql string, args []any) {
 		MultiResults:     h.conn.HasCapability(mysql.CLIENT_MULTI_RESULTS),
 		PSMultiResults:   h.conn.HasCapability(mysql.CLIENT_PS_MULTI_RESULTS),
 		LocalFiles:       h.conn.HasCapability(mysql.CLIENT_LOCAL_FILES),
+		Charset:          h.charset,
 	}
 }
 
@@ -464,6 +466,7 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 	cols := make([]column, schema.NumFields())
 	for i, f := range schema.Fields() {
 		cols[i] = columnFor(f)
+		inClientCharset(cols[i].field, h.charset)
 	}
 	buf := make([]byte, 4, 1024)
 	if err := h.conn.WritePacket(append(buf, mysql.PutLengthEncodedInt(uint64(len(cols)))...)); err != nil {
@@ -657,7 +660,14 @@ func (h *session) selectVars(sql string) (*mysql.Result, bool) {
 			names[i] = it[2]
 		}
 	}
-	return mysql.NewResult(textResultset(names, [][]any{values})), true
+	rs := textResultset(names, [][]any{values})
+	for i, f := range rs.Fields {
+		if s, ok := values[i].(string); ok { // as MariaDB describes a variable's text: its length in the client's set
+			f.ColumnLength = uint32(len(s)) * 4
+			inClientCharset(f, h.charset)
+		}
+	}
+	return mysql.NewResult(rs), true
 }
 
 func (h *session) variable(name string) (any, bool) {
@@ -688,9 +698,13 @@ func (h *session) variable(name string) (any, bool) {
 		return int64(0), true
 	case "time_zone", "system_time_zone":
 		return "+00:00", true
-	case "character_set_client", "character_set_connection", "character_set_results", "character_set_server":
+	case "character_set_client", "character_set_connection", "character_set_results":
+		return charsetName(h.charset), true
+	case "collation_connection":
+		return collationName(h.charset), true
+	case "character_set_server":
 		return "utf8mb4", true
-	case "collation_connection", "collation_server":
+	case "collation_server":
 		return "utf8mb4_general_ci", true
 	case "sql_mode":
 		return "", true

@@ -13,7 +13,8 @@ import (
 // and a transaction's pinned connection goes back to the pool at its end, so a SET cannot
 // reach "this client's session": on an engine connection it would change the connection for
 // other clients, and the client's next statement would not see it. So this frontend answers a
-// SET itself: one that keeps what the proxy reports (SET NAMES utf8mb4, autocommit=1, time_zone
+// SET itself: one that keeps what the proxy reports (SET NAMES utf8mb4 or another carried
+// charset, charset.go; autocommit=1, time_zone
 // '+00:00', isolation REPEATABLE READ: what drivers send at connect) is a no-op OK; any other
 // is refused with ER_NOT_SUPPORTED_YET, naming the variable: other session and GLOBAL
 // variables, user variables (@v) and SET TRANSACTION (it would apply to the next transaction,
@@ -52,6 +53,8 @@ import (
 type setEffect struct {
 	autocommit autocommitSet
 	isolation  string // the level set ("READ COMMITTED"), "" if not assigned
+	setsNames  bool   // SET NAMES or CHARACTER SET of a carried charset (charset.go)
+	charset    string // that charset, "" for utf8mb4
 }
 
 // changesIsolation: the SET assigns a level other than the engine's default (REPEATABLE READ,
@@ -86,6 +89,8 @@ func readSet(sql string) (setEffect, error) {
 			eff.autocommit = autocommitOn
 		case name == "autocommit" && isOff(v):
 			eff.autocommit = autocommitOff
+		case (name == "NAMES" || name == "CHARACTER SET") && ok:
+			eff.setsNames, eff.charset = true, v
 		case !ok:
 			return eff, refuseSet(name)
 		}
@@ -126,6 +131,16 @@ func (h *session) set(sql string) error {
 		return err
 	}
 	eff, _ := readSet(sql) // refused above if erroneous
+	if eff.setsNames && eff.charset != h.charset {
+		// A pinned connection was opened in the old set: it is set anew, and the SET leaves it
+		// closed rather than pooled when the session gives it up (mysqlengine's dirty).
+		if h.pinned != nil {
+			if err := h.execPinned(h.ctx, "SET NAMES "+charsetName(eff.charset)); err != nil {
+				return err
+			}
+		}
+		h.charset = eff.charset
+	}
 	var err error
 	if eff.isolation != "" {
 		h.isolation = eff.isolation
@@ -280,9 +295,11 @@ func keepsReported(item []sqltok.Token) (name, v string, ok bool) {
 	}
 	switch {
 	case w(i) == "names":
-		return "NAMES", "", isUTF8(value(item[i+1:]))
+		cs, ok := carriedCharset(value(item[i+1:]))
+		return "NAMES", cs, ok
 	case w(i) == "charset", w(i) == "character" && w(i+1) == "set":
-		return "CHARACTER SET", "", isUTF8(value(item[len(item)-1:]))
+		cs, ok := carriedCharset(value(item[len(item)-1:]))
+		return "CHARACTER SET", cs, ok
 	case w(i) == "transaction":
 		if level := sessionIsolation(item[i+1:]); i == 1 && level != "" {
 			return "transaction", level, true
