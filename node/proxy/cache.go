@@ -119,8 +119,8 @@ func cacheKey(req *query.Request, group string, fingerprint uint64) (string, boo
 	if len(req.ArgOIDs) > 0 { // the types declared for the values: the result's may follow them
 		fmt.Fprintf(&b, "%v\x00", req.ArgOIDs)
 	}
-	if req.Charset != "" { // a MySQL client's character set: its results' bytes are in it
-		fmt.Fprintf(&b, "charset %s\x00", req.Charset)
+	if req.Collation != 0 { // a MySQL client's collation: its results' bytes are in its set
+		fmt.Fprintf(&b, "collation %d\x00", req.Collation)
 	}
 	b.WriteString(sql)
 	return b.String(), true

@@ -43,7 +43,7 @@ type session struct {
 	stmtID          uint32               // the last statement id given out
 	longHeld        int                  // COM_STMT_SEND_LONG_DATA bytes held across stmts (at most maxAllowedPacket())
 	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
-	charset         string               // the client's character set, "" for utf8mb4 (charset.go)
+	collation       uint8                // the client's collation, 0 for the default (charset.go)
 	metadata        bool                 // MariaDB's extended metadata, offered and asked for (metadata.go)
 	more            bool                 // more results follow this statement's (multi-statements)
 	failed          bool                 // an error packet was written for the statement (it ends stacked statements)
@@ -208,7 +208,7 @@ func (h *session) fillAs(r *query.Request, sql string, args []any) {
 		MultiResults:     h.conn.HasCapability(mysql.CLIENT_MULTI_RESULTS),
 		PSMultiResults:   h.conn.HasCapability(mysql.CLIENT_PS_MULTI_RESULTS),
 		LocalFiles:       h.conn.HasCapability(mysql.CLIENT_LOCAL_FILES),
-		Charset:          h.charset,
+		Collation:        h.collation,
 	}
 }
 
@@ -466,7 +466,7 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 	cols := make([]column, schema.NumFields())
 	for i, f := range schema.Fields() {
 		cols[i] = columnFor(f)
-		inClientCharset(cols[i].field, h.charset)
+		inClientCollation(cols[i].field, h.collation)
 	}
 	buf := make([]byte, 4, 1024)
 	if err := h.conn.WritePacket(append(buf, mysql.PutLengthEncodedInt(uint64(len(cols)))...)); err != nil {
@@ -664,7 +664,7 @@ func (h *session) selectVars(sql string) (*mysql.Result, bool) {
 	for i, f := range rs.Fields {
 		if s, ok := values[i].(string); ok { // as MariaDB describes a variable's text: its length in the client's set
 			f.ColumnLength = uint32(len(s)) * 4
-			inClientCharset(f, h.charset)
+			inClientCollation(f, h.collation)
 		}
 	}
 	return mysql.NewResult(rs), true
@@ -699,9 +699,9 @@ func (h *session) variable(name string) (any, bool) {
 	case "time_zone", "system_time_zone":
 		return "+00:00", true
 	case "character_set_client", "character_set_connection", "character_set_results":
-		return charsetName(h.charset), true
+		return collationOf(h.collation).Charset, true
 	case "collation_connection":
-		return collationName(h.charset), true
+		return collationOf(h.collation).Name, true
 	case "character_set_server":
 		return "utf8mb4", true
 	case "collation_server":

@@ -1,6 +1,7 @@
 package mysqlwire
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -53,8 +54,8 @@ import (
 type setEffect struct {
 	autocommit autocommitSet
 	isolation  string // the level set ("READ COMMITTED"), "" if not assigned
-	setsNames  bool   // SET NAMES or CHARACTER SET of a carried charset (charset.go)
-	charset    string // that charset, "" for utf8mb4
+	setsNames  bool   // SET NAMES or CHARACTER SET of a carried collation (charset.go)
+	collation  uint8  // that collation, 0 for the default
 }
 
 // changesIsolation: the SET assigns a level other than the engine's default (REPEATABLE READ,
@@ -90,7 +91,8 @@ func readSet(sql string) (setEffect, error) {
 		case name == "autocommit" && isOff(v):
 			eff.autocommit = autocommitOff
 		case (name == "NAMES" || name == "CHARACTER SET") && ok:
-			eff.setsNames, eff.charset = true, v
+			id, _ := strconv.Atoi(v)
+			eff.setsNames, eff.collation = true, uint8(id)
 		case !ok:
 			return eff, refuseSet(name)
 		}
@@ -131,15 +133,16 @@ func (h *session) set(sql string) error {
 		return err
 	}
 	eff, _ := readSet(sql) // refused above if erroneous
-	if eff.setsNames && eff.charset != h.charset {
+	if eff.setsNames && eff.collation != h.collation {
 		// A pinned connection was opened in the old set: it is set anew, and the SET leaves it
 		// closed rather than pooled when the session gives it up (mysqlengine's dirty).
 		if h.pinned != nil {
-			if err := h.execPinned(h.ctx, "SET NAMES "+charsetName(eff.charset)); err != nil {
+			c := collationOf(eff.collation)
+			if err := h.execPinned(h.ctx, "SET NAMES "+c.Charset+" COLLATE "+c.Name); err != nil {
 				return err
 			}
 		}
-		h.charset = eff.charset
+		h.collation = eff.collation
 	}
 	var err error
 	if eff.isolation != "" {
@@ -295,11 +298,11 @@ func keepsReported(item []sqltok.Token) (name, v string, ok bool) {
 	}
 	switch {
 	case w(i) == "names":
-		cs, ok := carriedCharset(value(item[i+1:]))
-		return "NAMES", cs, ok
+		id, ok := namesCollation(value(item[i+1:]))
+		return "NAMES", strconv.Itoa(int(id)), ok
 	case w(i) == "charset", w(i) == "character" && w(i+1) == "set":
-		cs, ok := carriedCharset(value(item[len(item)-1:]))
-		return "CHARACTER SET", cs, ok
+		id, ok := namesCollation(value(item[len(item)-1:]))
+		return "CHARACTER SET", strconv.Itoa(int(id)), ok
 	case w(i) == "transaction":
 		if level := sessionIsolation(item[i+1:]); i == 1 && level != "" {
 			return "transaction", level, true
