@@ -52,15 +52,25 @@ func namesCollation(v string) (uint8, bool) {
 	return 0, false
 }
 
-// inClientCollation rewrites a text column's definition (columnFor writes utf8mb4's) for the
-// session's collation: its id and its length in that set's bytes.
-func inClientCollation(f *mysql.Field, id uint8) {
+// inClientCollation rewrites the definition of a text column a MySQL engine described
+// (columnFor writes utf8mb4's) for the session's collation: its id. Its values and length are
+// the engine's, in the client's set already. Another engine's text is UTF-8 whatever the
+// client's set (only MySQL engines take query.Request.Collation): its column stays utf8mb4's,
+// and the client decodes it as such.
+func inClientCollation(col *column, id uint8) {
+	f := col.field
+	if f.Charset != charsetUTF8MB4 || id == 0 || !col.fromMySQLEngine {
+		return
+	}
+	f.Charset = uint16(collationOf(id).ID)
+}
+
+// localInClientCollation rewrites the definition of a text column of the proxy's own answer
+// (ASCII values, a length counted in utf8mb4's four bytes) for the session's collation.
+func localInClientCollation(f *mysql.Field, id uint8) {
 	if f.Charset != charsetUTF8MB4 || id == 0 {
 		return
 	}
 	c := collationOf(id)
-	f.Charset = uint16(c.ID)
-	if f.Type != mysql.MYSQL_TYPE_JSON { // a JSON column's length is no count of characters
-		f.ColumnLength = f.ColumnLength / 4 * c.MaxLen
-	}
+	f.Charset, f.ColumnLength = uint16(c.ID), f.ColumnLength/4*c.MaxLen
 }

@@ -272,6 +272,13 @@ func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, er
 			h.unpin()
 			return true, nil
 		}
+		// A held connection outside a transaction, autocommit off: the statement opens one, as
+		// on a fresh pin (Connector/J's SET sql_mode at connect holds the connection before its
+		// setAutoCommit(false); without this, its UPDATE committed at once and ROLLBACK undid
+		// nothing).
+		if h.held && h.autocommitOff && h.pinned.TxStatus() == 'I' && !isTxEnd(req.SQL) && !beginsTransaction(req.SQL) {
+			return false, h.startPinned(ctx, false)
+		}
 		return false, nil
 	}
 	explicit := beginsTransaction(req.SQL)
@@ -466,7 +473,7 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 	cols := make([]column, schema.NumFields())
 	for i, f := range schema.Fields() {
 		cols[i] = columnFor(f)
-		inClientCollation(cols[i].field, h.collation)
+		inClientCollation(&cols[i], h.collation)
 	}
 	buf := make([]byte, 4, 1024)
 	if err := h.conn.WritePacket(append(buf, mysql.PutLengthEncodedInt(uint64(len(cols)))...)); err != nil {
@@ -664,7 +671,7 @@ func (h *session) selectVars(sql string) (*mysql.Result, bool) {
 	for i, f := range rs.Fields {
 		if s, ok := values[i].(string); ok { // as MariaDB describes a variable's text: its length in the client's set
 			f.ColumnLength = uint32(len(s)) * 4
-			inClientCollation(f, h.collation)
+			localInClientCollation(f, h.collation)
 		}
 	}
 	return mysql.NewResult(rs), true
