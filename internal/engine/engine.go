@@ -70,6 +70,13 @@ type Describer interface {
 	Describe(ctx context.Context, q *query.Request) (*Description, error)
 }
 
+// UserNamer is implemented by engines that log in to their server as a user: EngineUser is its
+// name ("" when unknown). The proxy refuses statements of clients that would change that user,
+// which every client of the cluster shares (node/proxy/engineuser.go).
+type UserNamer interface {
+	EngineUser() string
+}
+
 // SessionOpener is implemented by engines (and by backends that forward to one) that can keep
 // one client's statements on one engine connection. The PostgreSQL wire frontend opens a
 // session when a client starts a transaction (BEGIN / START TRANSACTION) and keeps sending that

@@ -392,6 +392,24 @@ func Detach(w http.ResponseWriter, wait time.Duration) bool {
 	return true
 }
 
+// Finish ends the answer of w now, head and body in one write, as if its handler had returned,
+// for a handler whose remaining work its client need not wait for (a statement's clean-up
+// after its rows were answered). The connection stays with the handler's goroutine: its next
+// request is read once the handler returns, so a client on this connection finds that work
+// done. Writes to w then fail. It reports false for an answer of another server, one already
+// finished, and one awaited and not settled (Settle decides who answers it).
+func Finish(w http.ResponseWriter) bool {
+	rw, ok := w.(*response)
+	if !ok || rw.done {
+		return false
+	}
+	if h := rw.hand; h != nil && (h.late == nil || h.state.Load() != handSettled) {
+		return false // detached (finished already) or awaited: the answer may be another goroutine's
+	}
+	rw.finish()
+	return true
+}
+
 // LoggedIn reports whether a request on w's connection logged in before, and marks the
 // connection so: a handler that does something once per logged-in connection (such as
 // netlimit.AuthenticatedAt) does it where LoggedIn reports false, not for every request. It

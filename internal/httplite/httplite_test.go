@@ -922,3 +922,65 @@ func TestAnExchangesAllocations(t *testing.T) {
 // context, its URL, body, wrapper and hand-over allocated with it and the answer, and the
 // answer's header map kept).
 const exchangeAllocsMax = 9
+
+// TestFinishAnswersBeforeTheHandlerReturns: a finished answer reaches its client while the
+// handler works on, one write with its length; the connection's next request waits for the
+// handler to return; an awaited answer is finished only once settled.
+func TestFinishAnswersBeforeTheHandlerReturns(t *testing.T) {
+	release := make(chan struct{})
+	var returned atomic.Bool
+	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/early":
+			_, _ = io.WriteString(w, "early")
+			if !Finish(w) {
+				t.Error("Finish refused on this server's answer")
+			}
+			if _, err := io.WriteString(w, "more"); err == nil {
+				t.Error("a write after Finish was taken")
+			}
+			if Finish(w) {
+				t.Error("a second Finish of one answer")
+			}
+			<-release
+			returned.Store(true)
+		case "/awaited":
+			Await(w, time.Hour, func() { _, _ = io.WriteString(w, "late") })
+			if Finish(w) {
+				t.Error("Finish of an awaited answer before Settle")
+			}
+			if Settle(w) {
+				_, _ = io.WriteString(w, "settled")
+				if !Finish(w) {
+					t.Error("Finish refused once settled")
+				}
+			}
+		case "/next":
+			if !returned.Load() {
+				t.Error("the next request was served before the finishing handler returned")
+			}
+			_, _ = io.WriteString(w, "next")
+		}
+	}), Options{})
+	nc := dial(t, addr)
+	br := bufio.NewReader(nc)
+	if _, err := io.WriteString(nc, "GET /early HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := read(t, br, ""); body != "early" {
+		t.Fatalf("early: %q", body)
+	}
+	close(release)
+	if _, body := read(t, br, ""); body != "next" {
+		t.Fatalf("next: %q", body)
+	}
+	if _, err := io.WriteString(nc, "GET /awaited HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := read(t, br, ""); body != "settled" {
+		t.Fatalf("awaited: %q", body)
+	}
+	if Finish(httptest.NewRecorder()) {
+		t.Fatal("Finish of another server's answer")
+	}
+}

@@ -129,6 +129,19 @@ type Rows interface {
 	Close() error
 }
 
+// PlainRows is an optional extension of Rows: a result whose columns all have plain values
+// (Arrow booleans, 16-, 32- and 64-bit integers, and strings) may be read as Go values instead
+// of batches: the values Arrow's arrays of Schema hold (bool, int16, int32, int64, string; nil
+// for NULL). A frontend that writes rows as such values (Trino's JSON) then skips building a
+// batch only to take it apart. A reader uses either Next or NextPlain, never both.
+type PlainRows interface {
+	Rows
+	// Plain reports whether NextPlain may be used: every column has plain values.
+	Plain() bool
+	// NextPlain returns the next rows, or (nil, io.EOF) at the end. They are the caller's.
+	NextPlain(ctx context.Context) ([][]any, error)
+}
+
 // Engine runs SQL on one cluster.
 type Engine interface {
 	// Execute starts q. Cancelling ctx cancels the query on the engine.

@@ -205,21 +205,20 @@ func StatementKinds(sql string) []Kind {
 
 // kindAfterWith finds the first statement keyword at parenthesis depth 0 after WITH.
 func kindAfterWith(toks []Token) Kind {
-	depth := 0
-	for _, t := range toks {
-		switch {
-		case t.Text == "(":
-			depth++
-		case t.Text == ")":
-			depth--
-		case depth == 0 && t.Kind == Word:
-			switch w := strings.ToLower(t.Text); w {
-			case "select", "values", "table", "insert", "update", "delete", "merge":
-				return leadingKinds[w]
-			}
+	i := TopLevel(toks, func(t Token) bool {
+		if t.Kind != Word {
+			return false
 		}
+		switch strings.ToLower(t.Text) {
+		case "select", "values", "table", "insert", "update", "delete", "merge":
+			return true
+		}
+		return false
+	})
+	if i < 0 {
+		return KindOther
 	}
-	return KindOther
+	return leadingKinds[strings.ToLower(toks[i].Text)]
 }
 
 func significant(toks []Token) []Token {
@@ -485,8 +484,9 @@ func SameNumberShape(a, b string) bool {
 // SameButDigits reports whether a and b are the same bytes but for their runs of ASCII digits
 // (a run of either matching one of the other, of any length): a memo of a text that none of
 // whose words holds a digit finds the same text with other numbers (pgbench's) by one pass
-// over both, eight bytes at a time where they agree.
-func SameButDigits(a, b string) bool {
+// over both, eight bytes at a time where they agree. It reads a string or a byte slice (the
+// PostgreSQL loop's message bytes) alike.
+func SameButDigits[T ~string | ~[]byte](a, b T) bool {
 	i, j := 0, 0
 	for {
 		n := commonPrefix(a[i:], b[j:])
@@ -510,7 +510,7 @@ func SameButDigits(a, b string) bool {
 }
 
 // commonPrefix is the length of the longest common prefix of a and b, eight bytes at a time.
-func commonPrefix(a, b string) int {
+func commonPrefix[T ~string | ~[]byte](a, b T) int {
 	n := min(len(a), len(b))
 	k := 0
 	for ; k+8 <= n; k += 8 {
@@ -525,7 +525,7 @@ func commonPrefix(a, b string) int {
 }
 
 // word8 is s's eight bytes as a little-endian word.
-func word8(s string) uint64 {
+func word8[T ~string | ~[]byte](s T) uint64 {
 	_ = s[7] // one bounds check: the compiler then reads the eight bytes as one word
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56

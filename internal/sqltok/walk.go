@@ -129,6 +129,23 @@ func (w *Walker) Parenthesised(sql string) (string, bool) {
 	return "", false
 }
 
+// TopLevel is the index of the first of toks outside parentheses for which match is true, -1
+// when none: how a clause's keyword is found in a statement's tokens.
+func TopLevel(toks []Token, match func(Token) bool) int {
+	depth := 0
+	for i, t := range toks {
+		switch {
+		case t.Text == "(":
+			depth++
+		case t.Text == ")":
+			depth--
+		case depth == 0 && match(t):
+			return i
+		}
+	}
+	return -1
+}
+
 // SplitAtCommas splits toks at the commas outside parentheses (a SET's assignments, a list's
 // items): one part more than such commas, each part without its comma, an empty part where
 // two commas meet. The parts share toks' array.

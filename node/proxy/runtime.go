@@ -194,6 +194,8 @@ type group struct {
 	// wireOpeners: every enabled member's engine opens wire sessions (relayable(isWireOpener),
 	// decided once: OpenWire asks on every transaction).
 	wireOpeners bool
+	// engineUsers are the users its clusters' engines log in as (engineuser.go).
+	engineUsers []string
 }
 
 // NewRuntime validates spec and compiles it. Errors name the offending entry.
@@ -351,6 +353,7 @@ func addGroup(rt *Runtime, g GroupSpec) error {
 	}
 	gr.fingerprint = h.Sum64()
 	gr.wireOpeners = gr.relayable(isWireOpener)
+	gr.engineUsers = engineUsersOf(gr.members)
 	rt.groups[g.Name] = gr
 	rt.nameLens |= nameLenBit(g.Name)
 	return nil

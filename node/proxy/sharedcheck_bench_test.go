@@ -99,7 +99,7 @@ func BenchmarkSharedChecksPerStatement(b *testing.B) {
 			req := &query.Request{}
 			for b.Loop() {
 				*req = query.Request{SQL: st.sql, Protocol: query.ProtocolPostgres}
-				if err := runSharedChecks(req, sharedNeedsOf(st.sql)); err != nil {
+				if err := runSharedChecks(req, sharedNeedsOf(st.sql), nil); err != nil {
 					b.Fatal(err)
 				}
 			}

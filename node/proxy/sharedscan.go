@@ -12,11 +12,12 @@ import "github.com/queryflux/queryflux/internal/sqltok"
 type sharedNeeds uint8
 
 const (
-	needKillers    sharedNeeds                              = 1 << iota // checkSessionKillers: KILL, the functions that end sessions
-	needSessions                                                        // hideOtherSessions: the views of the engine's sessions
-	needFiles                                                           // checkServerFiles: the engine host's files and programs
-	needRunTimeSQL                                                      // checkRunTimeSQL: SQL assembled at run time (its own scan, mayRunTimeSQL)
-	needAll        = needKillers | needSessions | needFiles             // what sharedNeedsOf finds
+	needKillers    sharedNeeds                                               = 1 << iota // checkSessionKillers: KILL, the functions that end sessions
+	needSessions                                                                         // hideOtherSessions: the views of the engine's sessions
+	needFiles                                                                            // checkServerFiles: the engine host's files and programs
+	needRunTimeSQL                                                                       // checkRunTimeSQL: SQL assembled at run time (its own scan, mayRunTimeSQL)
+	needEngineUser                                                                       // engineUserIn: what changes the engine user or every session's defaults
+	needAll        = needKillers | needSessions | needFiles | needEngineUser             // what sharedNeedsOf finds
 )
 
 // sharedWords are the words the checks look for (lower-case ASCII, found in any ASCII case),
@@ -34,6 +35,8 @@ var sharedWords = []struct {
 	{"pg_read", needFiles}, {"pg_ls_", needFiles}, {"pg_stat_file", needFiles}, {"pg_file_", needFiles},
 	{"pg_logdir", needFiles}, {"program", needFiles}, {"lo_import", needFiles}, {"lo_export", needFiles},
 	{"load_file", needFiles}, {"outfile", needFiles}, {"dumpfile", needFiles}, {"infile", needFiles},
+	{"alter", needEngineUser}, {"drop", needEngineUser}, {"rename", needEngineUser}, {"revoke", needEngineUser},
+	{"password", needEngineUser}, {"global", needEngineUser}, {"persist", needEngineUser}, {"shutdown", needEngineUser},
 }
 
 // scanWord is a word of sharedWords as the scan compares it: fold has 0x20 where the word has a

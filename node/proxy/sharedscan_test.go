@@ -44,6 +44,9 @@ func wordScans(s string) sharedNeeds {
 		"outfile", "dumpfile", "infile") {
 		needs |= needFiles
 	}
+	if holds("alter", "drop", "rename", "revoke", "password", "global", "persist", "shutdown") {
+		needs |= needEngineUser
+	}
 	return needs
 }
 

@@ -114,7 +114,7 @@ func slicesEqual(a, b []string) bool {
 // narrows the engine's views of its sessions to the client's own (activity.go), and refuses
 // what would reach the engine host's files and programs (serverfiles.go).
 func checkStatements(g *group, req *query.Request) error {
-	if err := checkSharedEngineUser(req); err != nil {
+	if err := checkSharedEngineUserAs(req, g.engineUsers); err != nil {
 		return err
 	}
 	if !g.readOnly && len(g.blocked) == 0 {
@@ -149,7 +149,10 @@ func checkStatements(g *group, req *query.Request) error {
 // (plainTexts), so a client sending a statement again, with other numbers in it (pgbench's
 // simple protocol) or none (a prepared statement's text), pays one comparison instead of
 // the scan.
-func checkSharedEngineUser(req *query.Request) error {
+func checkSharedEngineUser(req *query.Request) error { return checkSharedEngineUserAs(req, nil) }
+
+// checkSharedEngineUserAs is checkSharedEngineUser for a group whose engines log in as users.
+func checkSharedEngineUserAs(req *query.Request, users []string) error {
 	schemaDB := req.Protocol == query.ProtocolMySQL && req.Database != "" &&
 		isSchema(req.Database, "information_schema", "performance_schema", "sys")
 	if !schemaDB && knownPlain(req.SQL) {
@@ -166,11 +169,11 @@ func checkSharedEngineUser(req *query.Request) error {
 		rememberPlain(req.SQL)
 		return nil
 	}
-	return runSharedChecks(req, needs)
+	return runSharedChecks(req, needs, users)
 }
 
-// runSharedChecks runs the checks of needs on req.
-func runSharedChecks(req *query.Request, needs sharedNeeds) error {
+// runSharedChecks runs the checks of needs on req, sent as one of users.
+func runSharedChecks(req *query.Request, needs sharedNeeds, users []string) error {
 	if needs&needKillers != 0 {
 		if err := sessionKillersIn(req); err != nil {
 			return err
@@ -191,7 +194,12 @@ func runSharedChecks(req *query.Request, needs sharedNeeds) error {
 		}
 	}
 	if needs&needFiles != 0 {
-		return serverFilesIn(req)
+		if err := serverFilesIn(req); err != nil {
+			return err
+		}
+	}
+	if needs&needEngineUser != 0 {
+		return engineUserIn(req, users) // engineuser.go
 	}
 	return nil
 }

@@ -81,6 +81,42 @@ func (s *stream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	return rec, nil
 }
 
+var _ query.PlainRows = (*stream)(nil)
+
+// Plain reports whether the rows may be read as plain values (query.PlainRows): the engine's
+// are, and nothing needs them as batches (a cache fill keeps batches).
+func (s *stream) Plain() bool {
+	p, ok := s.inner.(query.PlainRows)
+	return ok && s.tee == nil && p.Plain()
+}
+
+// NextPlain is Next of plain values, counted against the guardrails as Next counts a batch.
+func (s *stream) NextPlain(ctx context.Context) ([][]any, error) {
+	if s.closed.Closed() {
+		return nil, fmt.Errorf("proxy: NextPlain on closed rows of query %s", s.id)
+	}
+	if s.drained {
+		return nil, io.EOF
+	}
+	rows, err := s.inner.(query.PlainRows).NextPlain(ctx)
+	if err == io.EOF {
+		s.drained = true
+		return nil, io.EOF
+	}
+	if err != nil {
+		if s.explain != nil {
+			err = s.explain(err)
+		}
+		return nil, s.fail(err)
+	}
+	s.rows += int64(len(rows))
+	s.bytes += engine.PlainBytes(rows)
+	if err := s.limits.check(s.rows, s.bytes); err != nil {
+		return nil, s.fail(err)
+	}
+	return rows, nil
+}
+
 // fail keeps the first error as the query's outcome and returns err.
 func (s *stream) fail(err error) error {
 	if s.err == nil {

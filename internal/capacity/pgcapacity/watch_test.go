@@ -91,9 +91,29 @@ func (p *replicaPair) watch(holder string, wait time.Duration) <-chan watchAnswe
 	return answered
 }
 
+// keepAsking asks B for c as holder every RetryAskEvery, as a denied worker's core does (which
+// keeps its denial in the record: it is forgotten ContendedFor after the last), until stop.
+func (p *replicaPair) keepAsking(holder string) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(capacity.RetryAskEvery):
+				_, _ = p.b.Acquire(context.Background(), "c", holder, 1, time.Minute, time.Now())
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
 // TestWatchHearsADenialAtAnotherReplica: two control-plane replicas (retry mode) on one lease
 // table. Worker w1 holds cluster c's only slot and watches it at replica A; worker w2 is denied
-// c at replica B. A's watch, asked to wait 20 s, answers c contended: B's denial reached it
+// c at replica B, and asks again every 50 ms as a denied worker does (a denial is forgotten a
+// second after the last: one that A's rereads miss, as at load, would pass). A's watch, asked
+// to wait 20 s, answers c contended: B's denial reached it
 // through the shared store, whether A hears B's denials (LISTEN/NOTIFY: at once) or not (its
 // rereads of the waiting record, every 50 ms), and also when A's listener's connection was
 // terminated just before (the rereads cover for it until it listens again).
@@ -121,11 +141,16 @@ func TestWatchHearsADenialAtAnotherReplica(t *testing.T) {
 			if _, err := p.b.Acquire(ctx, "c", "w2", 1, time.Minute, time.Now()); !errors.Is(err, capacity.ErrAtCapacity) {
 				t.Fatalf("w2's acquire at B: %v, want denied", err)
 			}
+			stop := p.keepAsking("w2")
+			defer stop()
 			select {
 			case r := <-answered:
 				t.Logf("answered %v after %v, %v after the denial at B", r.uncontended, r.after, time.Since(denied))
 				if r.err != nil || slices.Contains(r.uncontended, "c") || r.after < 300*time.Millisecond {
 					t.Fatalf("watch at A: uncontended %v, err %v after %v: want c contended, after the denial", r.uncontended, r.err, r.after)
+				}
+				if r.after >= capacity.WatchWaitMax/2 {
+					t.Fatalf("watch at A answered after %v: at its wait's end (%v), not when it heard of the denial", r.after, capacity.WatchWaitMax)
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("the watch at A did not hear of the denial at B within 10 s")

@@ -127,18 +127,11 @@ func mysqlShowCreate(q *query.Request) (ownRun, bool) {
 // viewBody is what follows AS in DuckDB's text of a CREATE VIEW, without its semicolon.
 func viewBody(createView string) string {
 	toks := sqltok.SignificantTokens(createView, sqltok.Postgres)
-	depth := 0
-	for _, t := range toks {
-		switch {
-		case t.Text == "(":
-			depth++
-		case t.Text == ")":
-			depth--
-		case depth == 0 && t.IsWord("as"):
-			return strings.TrimRight(strings.TrimSpace(createView[t.Pos+len(t.Text):]), ";")
-		}
+	i := sqltok.TopLevel(toks, func(t sqltok.Token) bool { return t.IsWord("as") })
+	if i < 0 {
+		return createView
 	}
-	return createView
+	return strings.TrimRight(strings.TrimSpace(createView[toks[i].Pos+len(toks[i].Text):]), ";")
 }
 
 // mysqlText is DuckDB's SQL text as a MySQL client reads it: a "quoted" name `quoted` (in

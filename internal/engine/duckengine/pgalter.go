@@ -208,6 +208,19 @@ type dropForeignKey struct {
 	sqlText             string
 }
 
+// alterTableName reads ALTER TABLE [IF EXISTS] [ONLY] name from r: the name's one to three
+// parts as written; nil when the statement does not start so.
+func alterTableName(r *sqltok.Walker) []string {
+	if !r.Word("alter") || !r.Word("table") || r.Word("if") && !r.Word("exists") {
+		return nil
+	}
+	r.Word("only")
+	if name := nameParts(r); len(name) > 0 && len(name) <= 3 {
+		return name
+	}
+	return nil
+}
+
 // readDropConstraint reads sqlText as ALTER TABLE ... DROP CONSTRAINT; ok is false for any
 // other statement.
 func readDropConstraint(sqlText string) (d dropForeignKey, ok bool) {
@@ -215,14 +228,8 @@ func readDropConstraint(sqlText string) (d dropForeignKey, ok bool) {
 		return d, false
 	}
 	r := sqltok.NewWalker(sqltok.SignificantTokens(sqlText, sqltok.Postgres))
-	if !r.Word("alter") || !r.Word("table") {
-		return d, false
-	}
-	r.Word("if")
-	r.Word("exists")
-	r.Word("only")
-	name := nameParts(r)
-	if len(name) == 0 || len(name) > 3 || !r.Word("drop") || !r.Word("constraint") {
+	name := alterTableName(r)
+	if name == nil || !r.Word("drop") || !r.Word("constraint") {
 		return d, false
 	}
 	d.table, d.sqlText = name[len(name)-1], sqlText

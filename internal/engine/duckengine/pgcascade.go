@@ -49,16 +49,10 @@ func pgRefDelete(client *query.Request, sqlText string) *refDelete {
 	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
 		toks = toks[:n-1]
 	}
-	depth := 0
-	for _, t := range toks {
-		switch {
-		case t.Text == "(":
-			depth++
-		case t.Text == ")":
-			depth--
-		case depth == 0 && (isWord(t, "using") || isWord(t, "returning") || t.Text == ";"):
-			return nil
-		}
+	if sqltok.TopLevel(toks, func(t sqltok.Token) bool {
+		return isWord(t, "using") || isWord(t, "returning") || t.Text == ";"
+	}) >= 0 {
+		return nil
 	}
 	r := sqltok.NewWalker(toks)
 	if !r.Word("delete") || !r.Word("from") {

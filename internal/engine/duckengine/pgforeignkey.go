@@ -33,14 +33,8 @@ func addForeignKey(q *query.Request) (run ownRun, handled bool, err error) {
 		return nil, false, nil
 	}
 	r := sqltok.NewWalker(toks)
-	if !r.Word("alter") || !r.Word("table") {
-		return nil, false, nil
-	}
-	r.Word("if")
-	r.Word("exists")
-	r.Word("only")
-	table := nameParts(r)
-	if len(table) == 0 || len(table) > 2 || !r.Word("add") {
+	table := alterTableName(r)
+	if table == nil || len(table) > 2 || !r.Word("add") {
 		return nil, false, nil
 	}
 	declared := declaredConstraint{kind: 'f', onDelete: 'a', onUpdate: 'a'}

@@ -33,15 +33,8 @@ func readRename(sqlText string) (a renameAlter, ok bool) {
 		return a, false
 	}
 	r := sqltok.NewWalker(sqltok.SignificantTokens(sqlText, sqltok.Postgres))
-	if !r.Word("alter") || !r.Word("table") {
-		return a, false
-	}
-	if r.Word("if") && !r.Word("exists") {
-		return a, false
-	}
-	r.Word("only")
-	name := nameParts(r)
-	if len(name) == 0 || len(name) > 3 || !r.Word("rename") {
+	name := alterTableName(r)
+	if name == nil || !r.Word("rename") {
 		return a, false
 	}
 	a.table, a.sqlText = name[len(name)-1], sqlText // compared without case
@@ -217,15 +210,8 @@ func readAddedColumn(sqlText string) (a addedColumn, ok bool) {
 		toks = toks[:n-1]
 	}
 	r := sqltok.NewWalker(toks)
-	if !r.Word("alter") || !r.Word("table") {
-		return a, false
-	}
-	if r.Word("if") && !r.Word("exists") {
-		return a, false
-	}
-	r.Word("only")
-	name := nameParts(r)
-	if len(name) == 0 || len(name) > 3 || !r.Word("add") {
+	name := alterTableName(r)
+	if name == nil || !r.Word("add") {
 		return a, false
 	}
 	a.table.name = name[len(name)-1]
@@ -244,18 +230,8 @@ func readAddedColumn(sqlText string) (a addedColumn, ok bool) {
 	if at+1 >= len(toks) || toks[at].Kind != sqltok.Word && toks[at].Kind != sqltok.QuotedIdent || tableConstraintStart(toks[at]) {
 		return a, false
 	}
-	depth := 0
-	for _, t := range toks[at+1:] {
-		switch t.Text {
-		case "(":
-			depth++
-		case ")":
-			depth--
-		case ",":
-			if depth == 0 {
-				return a, false // several actions
-			}
-		}
+	if sqltok.TopLevel(toks[at+1:], func(t sqltok.Token) bool { return t.Text == "," }) >= 0 {
+		return a, false // several actions
 	}
 	oid, typmod, _, known := readPGType(toks[at+1:])
 	if !known {

@@ -165,6 +165,9 @@ func (e *Engine) Ping(ctx context.Context) error {
 }
 
 // Close closes idle connections; running queries keep theirs until they finish.
+// EngineUser is the user the engine logs in as (engine.UserNamer).
+func (e *Engine) EngineUser() string { return e.cfg.User }
+
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	idle, loopIdle := e.idle, e.loopIdle

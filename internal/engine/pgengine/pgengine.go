@@ -236,6 +236,9 @@ func (e *Engine) Ping(ctx context.Context) error {
 }
 
 // Close closes the pool and the relay's idle connections.
+// EngineUser is the role the engine logs in as (engine.UserNamer).
+func (e *Engine) EngineUser() string { return e.pool.Config().ConnConfig.User }
+
 func (e *Engine) Close() error {
 	e.pool.Close()
 	e.raw.close()
@@ -340,13 +343,13 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}
-	_, decoders, builders, err := e.shapes.of(fields)
+	sh, err := e.shapes.of(fields)
 	if err != nil {
 		stop()
 		rows.Close()
 		return nil, err
 	}
-	return engine.NewSourceStream(builders, &result{ctx: ctx, rows: rows, fields: fields, decoders: decoders, stop: stop}), nil
+	return engine.NewSourceStream(sh.builders, &result{ctx: ctx, rows: rows, fields: fields, decoders: sh.decoders, plain: sh.plain, stop: stop}), nil
 }
 
 // result is a statement's rows as an engine.StreamSource.
@@ -355,6 +358,7 @@ type result struct {
 	rows     pgx.Rows
 	fields   []pgconn.FieldDescription
 	decoders []decoder
+	plain    []plainDecoder     // nil unless every column has plain values (FillPlain)
 	stop     context.CancelFunc // cancels the statement on the server when closed before its end
 }
 

@@ -24,6 +24,7 @@ type shape struct {
 	key      string // shapeKey, to tell a hash's collision
 	schema   *arrow.Schema
 	decoders []decoder
+	plain    []plainDecoder      // nil unless every column has plain values
 	builders *engine.BuilderPool // the batch builders of the shape's results, between them
 }
 
@@ -33,22 +34,24 @@ const shapesMax = 512
 
 func newShapes() shapes { return shapes{boundedcache.New[uint64, *shape](shapesMax)} }
 
-// of returns the schema, decoders and builders of fields, from the cache or built (schemaFor).
-func (c shapes) of(fields []pgconn.FieldDescription) (*arrow.Schema, []decoder, *engine.BuilderPool, error) {
+// of returns the shape of fields (schema, decoders, builders), from the cache or built
+// (schemaFor).
+func (c shapes) of(fields []pgconn.FieldDescription) (*shape, error) {
 	var buf [256]byte
 	key := shapeKey(buf[:0], fields)
 	h := xxhash.Sum64(key)
 	if s, ok := c.Get(h); ok && s.key == string(key) {
-		return s.schema, s.decoders, s.builders, nil
+		return s, nil
 	}
 	schema, decoders, err := schemaFor(fields)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	// Replaces a colliding shape: a rebuild when both come back, never a wrong shape.
-	s := &shape{key: string(key), schema: schema, decoders: decoders, builders: engine.NewBuilderPool(schema)}
+	s := &shape{key: string(key), schema: schema, decoders: decoders, plain: plainDecoders(fields, schema),
+		builders: engine.NewBuilderPool(schema)}
 	c.Put(h, s)
-	return schema, decoders, s.builders, nil
+	return s, nil
 }
 
 // shapeKey appends to b what schemaFor reads of fields, unambiguously (each name is preceded by

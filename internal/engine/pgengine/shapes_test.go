@@ -87,20 +87,22 @@ func TestShapeOfTellsACollisionApart(t *testing.T) {
 	c := newShapes()
 	a := []pgconn.FieldDescription{{Name: "a", DataTypeOID: 23, TypeModifier: -1, Format: 1}}
 	b := []pgconn.FieldDescription{{Name: "b", DataTypeOID: 25, TypeModifier: -1, Format: 0}}
-	sa, decA, poolA, err := c.of(a)
+	shA, err := c.of(a)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sa := shA.schema
 	// b's hash holds a's shape, as if the two hashed alike.
-	c.Put(xxhash.Sum64(shapeKey(nil, b)), &shape{key: string(shapeKey(nil, a)), schema: sa, decoders: decA, builders: poolA})
-	sb, _, poolB, err := c.of(b)
+	c.Put(xxhash.Sum64(shapeKey(nil, b)), &shape{key: string(shapeKey(nil, a)), schema: sa, decoders: shA.decoders, builders: shA.builders})
+	shB, err := c.of(b)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sb, poolB := shB.schema, shB.builders
 	if sb == sa || sb.Field(0).Name != "b" || sb.Field(0).Type.ID() != arrow.STRING || poolB.Schema() != sb {
 		t.Fatalf("columns b text under a colliding hash: got schema %v (a's: %v)", sb, sb == sa)
 	}
-	if again, _, _, _ := c.of(b); again != sb {
+	if again, _ := c.of(b); again.schema != sb {
 		t.Fatal("the shape built after the collision was not kept")
 	}
 }

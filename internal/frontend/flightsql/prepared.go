@@ -19,8 +19,22 @@ import (
 // paramValuesMax bounds the parameter values (rows times columns) one DoPut binds.
 const paramValuesMax = 1 << 20
 
-// preparedMax bounds the prepared statements held at once across all clients.
-const preparedMax = 10000
+// Prepared statements are the server's, not a connection's (a gRPC client reconnects under its
+// handles), so they are bounded per user: one user's client that prepares without closing (a
+// leak, or on purpose) fills its own user's share, not every user's. preparedMax bounds them all
+// (memory, with trustLoopback's any-name logins); an idle statement is forgotten after
+// Options.PreparedIdleTTL.
+const (
+	preparedMax             = 10_000
+	preparedPerUserMax      = 1_000
+	preparedBytesPerUserMax = 64 << 20 // SQL text and bound values
+)
+
+// preparedHeld counts what one user's prepared statements hold.
+type preparedHeld struct {
+	count int
+	bytes int
+}
 
 // CreatePreparedStatement keeps the SQL under a new handle, with its dataset and parameter
 // schemas as the engine describes them (engine.Describer: the proxy core routes the statement
@@ -41,13 +55,70 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req fsql.ActionCre
 	}
 	handle := newHandle()
 	res.Handle = []byte(handle)
+	user, sql := userOf(ctx), req.GetQuery()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.prepared) >= preparedMax {
-		return fsql.ActionCreatePreparedStatementResult{}, status.Errorf(codes.ResourceExhausted, "too many prepared statements (%d)", preparedMax)
+	if err := s.mayHoldLocked(user, 1, len(sql)); err != nil {
+		return fsql.ActionCreatePreparedStatementResult{}, err
 	}
-	s.prepared[handle] = &preparedStatement{sql: req.GetQuery(), user: userOf(ctx)}
+	s.prepared[handle] = &preparedStatement{sql: sql, user: user, used: time.Now()}
+	s.countLocked(user, 1, len(sql))
 	return res, nil
+}
+
+// mayHoldLocked refuses (ResourceExhausted) what would take user's prepared statements, or
+// everyone's, past their bounds: count more statements and bytes more text and values.
+func (s *Server) mayHoldLocked(user string, count, bytes int) error {
+	h := s.held[user]
+	switch {
+	case count > 0 && len(s.prepared) >= preparedMax:
+		return s.refusePrepared(status.Errorf(codes.ResourceExhausted, "too many prepared statements (%d)", preparedMax))
+	case h.count+count > preparedPerUserMax:
+		return s.refusePrepared(status.Errorf(codes.ResourceExhausted,
+			"user %q holds %d prepared statements, the most queryflux allows; close some (ClosePreparedStatement) before preparing more", user, h.count))
+	case h.bytes+bytes > preparedBytesPerUserMax:
+		return s.refusePrepared(status.Errorf(codes.ResourceExhausted,
+			"user %q's prepared statements would hold more than %d MiB of text and parameter values; close some (ClosePreparedStatement) first", user, preparedBytesPerUserMax>>20))
+	}
+	return nil
+}
+
+func (s *Server) refusePrepared(err error) error {
+	s.refusals.WithLabelValues("flightsql", "prepared_statements").Inc()
+	return err
+}
+
+// countLocked adds count statements and bytes to user's share (negative: takes them away).
+func (s *Server) countLocked(user string, count, bytes int) {
+	h := s.held[user]
+	h.count += count
+	h.bytes += bytes
+	if h.count <= 0 {
+		delete(s.held, user)
+		return
+	}
+	s.held[user] = h
+}
+
+// forgetLocked drops the statement under handle h and its share of its user's.
+func (s *Server) forgetLocked(h string, p *preparedStatement) {
+	delete(s.prepared, h)
+	s.countLocked(p.user, -1, -(len(p.sql) + valuesBytes(p.args)))
+}
+
+// valuesBytes is about what bound parameter values hold in memory.
+func valuesBytes(args []any) int {
+	n := 0
+	for _, a := range args {
+		n += 16 // the interface value
+		switch v := a.(type) {
+		case string:
+			n += len(v)
+		case []byte:
+			n += len(v)
+		}
+	}
+	return n
 }
 
 // paramFields names the parameters as Flight SQL clients expect ("parameter_1", ...), nullable.
@@ -66,7 +137,7 @@ func (s *Server) ClosePreparedStatement(ctx context.Context, req fsql.ActionClos
 	defer s.mu.Unlock()
 	h := string(req.GetPreparedStatementHandle())
 	if p, ok := s.prepared[h]; ok && p.user == userOf(ctx) {
-		delete(s.prepared, h)
+		s.forgetLocked(h, p)
 	}
 	return nil
 }
@@ -78,6 +149,7 @@ func (s *Server) preparedFor(ctx context.Context, handle []byte) (*preparedState
 	if !ok || p.user != userOf(ctx) {
 		return nil, status.Error(codes.NotFound, "unknown prepared statement")
 	}
+	p.used = time.Now()
 	return p, nil
 }
 
@@ -92,8 +164,16 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd fsql.Prepa
 		return nil, err
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prepared[string(cmd.GetPreparedStatementHandle())] != p {
+		return nil, status.Error(codes.NotFound, "unknown prepared statement") // closed or expired meanwhile
+	}
+	grow := valuesBytes(args) - valuesBytes(p.args)
+	if err := s.mayHoldLocked(p.user, 0, grow); err != nil {
+		return nil, err
+	}
 	p.args = args
-	s.mu.Unlock()
+	s.countLocked(p.user, 0, grow)
 	return cmd.GetPreparedStatementHandle(), nil
 }
 

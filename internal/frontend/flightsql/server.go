@@ -68,6 +68,11 @@ type Options struct {
 	// ResultTTL is how long an executed statement (which holds its engine query, and any
 	// capacity lease, open) waits for its DoGet; default 1 minute.
 	ResultTTL time.Duration
+	// PreparedIdleTTL is how long a prepared statement nobody binds, runs or describes is
+	// kept; default 1 hour. Handles outlive connections (a gRPC client reconnects under its
+	// handles after an idle close), so without it a client that never closes them (killed, or
+	// a leak) holds its user's share for ever.
+	PreparedIdleTTL time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Limits bound connections and the HTTP/2 handshake (zero fields: netlimit's defaults).
@@ -104,10 +109,15 @@ type Server struct {
 	mu       sync.Mutex
 	results  map[string]*pendingResult // by statement handle, until DoGet takes it
 	prepared map[string]*preparedStatement
+	held     map[string]preparedHeld // each user's prepared statements, counted (prepared.go)
 	tokens   map[string]issuedToken
-	serving  bool
+	// userTokens are each user's live tokens, oldest first (tokensPerUserMax).
+	userTokens map[string][]string
+	serving    bool
 
 	panics atomic.Int64 // recovered in call handlers (bugs: tests require none)
+
+	refusals *prometheus.CounterVec // queryflux_frontend_bound_refusals_total
 }
 
 type pendingResult struct {
@@ -124,6 +134,9 @@ type preparedStatement struct {
 	sql  string
 	args []any
 	user string
+	// used is when the statement was last made, bound, run or described; one unused for
+	// PreparedIdleTTL is forgotten (expireOnce).
+	used time.Time
 }
 
 type issuedToken struct {
@@ -142,13 +155,17 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	if opts.ResultTTL <= 0 {
 		opts.ResultTTL = time.Minute
 	}
+	if opts.PreparedIdleTTL <= 0 {
+		opts.PreparedIdleTTL = time.Hour
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{backend: backend, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
-		results: map[string]*pendingResult{}, prepared: map[string]*preparedStatement{}, tokens: map[string]issuedToken{}}
+		results: map[string]*pendingResult{}, prepared: map[string]*preparedStatement{}, held: map[string]preparedHeld{}, tokens: map[string]issuedToken{}, userTokens: map[string][]string{}}
 	s.Alloc = memory.DefaultAllocator
+	s.refusals = netlimit.BoundRefusals(opts.Registerer)
 	for id, v := range map[fsql.SqlInfo]any{
 		fsql.SqlInfoFlightSqlServerName:     "QueryFlux",
 		fsql.SqlInfoFlightSqlServerVersion:  "1",
@@ -193,7 +210,7 @@ func (s *Server) Serve(l net.Listener) error {
 	// gRPC has no "too many connections" answer before HTTP/2 starts: extra ones are closed.
 	// gRPC authenticates calls, not connections: a connection counts in its source's share until
 	// a call on it logged in (admit).
-	l = netlimit.PerSource(l, s.opts.Limits.SourceConnectionsMax, nil, netlimit.SourceRefused("flightsql", netlimit.BoundRefusals(s.opts.Registerer), s.log))
+	l = netlimit.PerSource(l, s.opts.Limits.SourceConnectionsMax, nil, netlimit.SourceRefused("flightsql", s.refusals, s.log))
 	err := s.grpc.Serve(netlimit.Listener(l, s.opts.Limits.ConnectionsMax, nil))
 	if errors.Is(err, grpc.ErrServerStopped) {
 		return net.ErrClosed
@@ -288,7 +305,7 @@ func (p *pendingResult) drop() {
 
 // expire drops results never fetched and tokens past their time.
 func (s *Server) expire() {
-	t := time.NewTicker(min(s.opts.ResultTTL/2, time.Minute))
+	t := time.NewTicker(min(s.opts.ResultTTL/2, s.opts.PreparedIdleTTL/2, time.Minute))
 	defer t.Stop()
 	for {
 		select {
@@ -312,6 +329,12 @@ func (s *Server) expireOnce(now time.Time) {
 	for tok, it := range s.tokens {
 		if now.After(it.expires) {
 			delete(s.tokens, tok)
+		}
+	}
+	s.pruneUserTokensLocked()
+	for h, p := range s.prepared {
+		if now.Sub(p.used) > s.opts.PreparedIdleTTL {
+			s.forgetLocked(h, p)
 		}
 	}
 	s.mu.Unlock()

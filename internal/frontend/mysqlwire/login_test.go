@@ -39,8 +39,10 @@ func TestGreetingRoundTrip(t *testing.T) {
 }
 
 // The greeting a client reads is go-mysql's with autocommit set in its status flags, the
-// session's first state, and the salt the login checks passwords against is the greeting's.
-func TestGreetingSaysAutocommit(t *testing.T) {
+// session's first state, and the salt the login checks passwords against is the greeting's. It
+// announces what MariaDB's does and clients look for: found rows (go-sql-driver's affected
+// rows) and local files (a client that checks the server's flag before LOAD DATA LOCAL).
+func TestGreetingSaysAutocommitFoundRowsAndLocalFiles(t *testing.T) {
 	addr := startServer(t, frontendtest.NewBackend(nil), Options{})
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -53,6 +55,9 @@ func TestGreetingSaysAutocommit(t *testing.T) {
 	}
 	if g.status&gomysql.SERVER_STATUS_AUTOCOMMIT == 0 || g.version != "8.0.11-queryflux" || g.authPlugin != gomysql.AUTH_NATIVE_PASSWORD || len(g.salt) != 20 {
 		t.Fatalf("greeting %+v, want autocommit in its status", g)
+	}
+	if want := uint32(gomysql.CLIENT_FOUND_ROWS | gomysql.CLIENT_LOCAL_FILES); g.capabilities&want != want {
+		t.Fatalf("greeting capabilities %#x, want CLIENT_FOUND_ROWS and CLIENT_LOCAL_FILES", g.capabilities)
 	}
 }
 

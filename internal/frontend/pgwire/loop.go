@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -409,51 +408,11 @@ func (lr *loopRun) query(msg []byte) relayloop.Verdict {
 }
 
 // sameDigitShape reports whether a and b are the same bytes but for the digits of their runs
-// of ASCII digits (a run of either matching one of the other, of any length); false when b is
-// empty. Neither
-// mayHoldSessionState nor a blank text can tell such texts apart: no word it looks for holds a
-// digit, and no digit is blank.
+// of ASCII digits (sqltok.SameButDigits); false when b is empty. Neither mayHoldSessionState
+// nor a blank text can tell such texts apart: no word it looks for holds a digit, and no digit
+// is blank.
 func sameDigitShape(a, b []byte) bool {
-	if len(b) == 0 {
-		return false // nothing remembered (a blank text is never remembered)
-	}
-	i, j := 0, 0
-	for {
-		n := commonPrefix(a[i:], b[j:])
-		i, j = i+n, j+n
-		if i == len(a) && j == len(b) {
-			return true
-		}
-		// They differ here: only inside a run of digits of both (both bytes digits, or the run
-		// they share so far goes on in one of them).
-		da, db := i < len(a) && isASCIIDigit(a[i]), j < len(b) && isASCIIDigit(b[j])
-		if !(da && db) && !((da || db) && i > 0 && isASCIIDigit(a[i-1])) {
-			return false
-		}
-		for i < len(a) && isASCIIDigit(a[i]) {
-			i++
-		}
-		for j < len(b) && isASCIIDigit(b[j]) {
-			j++
-		}
-	}
-}
-
-func isASCIIDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-// commonPrefix is the length of the longest common prefix of a and b, eight bytes at a time.
-func commonPrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	a, b = a[:n], b[:n]
-	k := 0
-	for ; k+8 <= n; k += 8 {
-		if x := binary.LittleEndian.Uint64(a[k:k+8]) ^ binary.LittleEndian.Uint64(b[k:k+8]); x != 0 {
-			return k + bits.TrailingZeros64(x)/8
-		}
-	}
-	for ; k < n && a[k] == b[k]; k++ {
-	}
-	return k
+	return len(b) != 0 && sqltok.SameButDigits(a, b) // a blank text is never remembered
 }
 
 // queueOrNil is ws's queue; nil for no wire.

@@ -273,3 +273,52 @@ func TestAHeldPageIsItsOwnSize(t *testing.T) {
 		}
 	}
 }
+
+// closeHeldRows are rows whose Close waits for release: the clean-up after a statement's rows
+// (the engine connection's release, the slot's, the history record, in the core).
+type closeHeldRows struct {
+	query.Rows
+	closing chan<- struct{}
+	release <-chan struct{}
+}
+
+func (r closeHeldRows) Close() error {
+	r.closing <- struct{}{}
+	<-r.release
+	return r.Rows.Close()
+}
+
+// A statement answered whole in its POST is answered before its rows close: their clean-up is
+// not on the client's wait. The connection's next request is served once it is done.
+func TestWholeAnswerWaitsNotForTheRowsClose(t *testing.T) {
+	closing, release := make(chan struct{}, 2), make(chan struct{})
+	rowsOf := countingEngine(2)
+	engine := frontendtest.FuncEngine(func(ctx context.Context, q *query.Request) (query.Rows, error) {
+		rows, err := rowsOf(ctx, q)
+		return closeHeldRows{Rows: rows, closing: closing, release: release}, err
+	})
+	ts := startServer(t, frontendtest.NewBackend(engine), Options{PostWait: 10 * time.Second})
+	answered := make(chan QueryResults, 1)
+	go func() { // postAs without its t.Fatal, off the test's goroutine
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ts.addr+"/v1/statement", strings.NewReader("SELECT 2"))
+		req.Header.Set("X-Trino-User", "carol")
+		req.Header.Set("User-Agent", pythonAgent)
+		var qr QueryResults
+		if resp, err := postClient.Do(req); err == nil {
+			_ = json.NewDecoder(resp.Body).Decode(&qr)
+			resp.Body.Close()
+		}
+		answered <- qr
+	}()
+	<-closing
+	select {
+	case qr := <-answered:
+		if qr.Stats.State != stateFinished || fmt.Sprint(qr.Data) != "[[1] [2]]" || qr.NextURI != "" {
+			t.Fatalf("the POST answered before the rows closed: %+v", qr)
+		}
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("the POST was not answered while its rows closed")
+	}
+	close(release)
+}

@@ -56,6 +56,27 @@ type runningQuery struct {
 	forgetAt    time.Time // once it has nothing left to tell (forgetLater): when the reaper forgets it
 	unheld      bool      // refused at QueriesMax: never held, so its first answer is its last
 	killed      bool      // ended by a cancel: held only to tell a client still polling
+
+	// onEnd, when set, is called once on the goroutine running the statement when it ended
+	// (finished or failed), before its rows close: a POST answered whole is written then, and
+	// the rows' clean-up (the engine connection's release, the slot's, the history record)
+	// follows it rather than comes before it (runThenAnswer). Only that goroutine touches it.
+	onEnd func()
+}
+
+// ended calls q's onEnd, if any and q ended: once.
+func (q *runningQuery) ended() {
+	f := q.onEnd
+	if f == nil {
+		return
+	}
+	q.mu.Lock()
+	done := q.done
+	q.mu.Unlock()
+	if done {
+		q.onEnd = nil
+		f()
+	}
 }
 
 func (q *runningQuery) notifyLocked() {
@@ -157,43 +178,76 @@ func (s *Server) run(ctx context.Context, q *runningQuery, req *query.Request) {
 		return
 	}
 	defer rows.Close()
+	defer q.ended() // before the rows close: the answer need not wait for their clean-up
 	schema := rows.Schema()
 	var conv *structured.Converter
+	var plain query.PlainRows
 	q.mu.Lock()
 	q.state = stateRunning
 	if schema != nil {
 		sh := s.shapes.of(schema)
 		conv, q.columns, q.columnsJSON = sh.conv, sh.columns, sh.columnsJSON
+		if p, ok := rows.(query.PlainRows); ok && sh.plain && p.Plain() {
+			plain = p
+		}
 	}
 	q.notifyLocked()
 	q.mu.Unlock()
+	if plain != nil {
+		err = s.pushPlain(ctx, q, plain)
+	} else {
+		err = s.pushBatches(ctx, q, rows, conv)
+	}
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	q.finish(rows.Tag(), schema == nil)
+}
+
+// pushBatches pushes rows' batches to q, each converted (conv) and taken apart into values.
+func (s *Server) pushBatches(ctx context.Context, q *runningQuery, rows query.Rows, conv *structured.Converter) error {
 	for {
 		batch, err := rows.Next(ctx)
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			q.fail(err)
-			return
+			return err
 		}
-		out, err := batch, error(nil)
+		out := batch
 		if conv != nil {
-			out, err = conv.Convert(batch)
+			if out, err = conv.Convert(batch); err != nil {
+				return err
+			}
 		} else {
 			out.Retain()
-		}
-		if err != nil {
-			q.fail(err)
-			return
 		}
 		data := rowsOf(out)
 		out.Release()
 		if err := q.push(s.ctx, data, s.opts.BufferedRowsMax); err != nil {
-			q.fail(err)
-			return
+			return err
 		}
 	}
-	q.finish(rows.Tag(), schema == nil)
+}
+
+// pushPlain pushes rows' plain values to q as they are: for a shape whose values the Trino
+// encoding writes unchanged (shape.plain), they are what rowsOf would have taken out of a
+// batch, without the batch (its building was 9 of a SELECT 1's allocations: RESULTS.md,
+// "Trino HTTP ... (#22, session 32, trino)").
+func (s *Server) pushPlain(ctx context.Context, q *runningQuery, rows query.PlainRows) error {
+	for {
+		data, err := rows.NextPlain(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := q.push(s.ctx, data, s.opts.BufferedRowsMax); err != nil {
+			return err
+		}
+	}
 }
 
 // push appends rows, first waiting until the buffer has room, or until closed ends (the

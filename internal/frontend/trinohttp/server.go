@@ -428,15 +428,26 @@ func (s *Server) runThenAnswer(w http.ResponseWriter, r *http.Request, q *runnin
 		s.respond(w, r, q, 0, 0, true)
 		return
 	}
-	settled := false
+	settled, answered := false, false
 	defer func() {
 		if !settled { // a panic in run: the late answer, if any, is written before recoverer's
 			httplite.Settle(w)
 		}
 	}()
+	// Answered once the statement ended, before its rows close: their clean-up (the engine
+	// connection's and the slot's release, the history record) is off the client's wait. The
+	// connection's next request is read once it is done (httplite.Finish), so this client's
+	// next statement finds the slot free, as before.
+	q.onEnd = func() {
+		settled, answered = true, true
+		if httplite.Settle(w) {
+			s.respond(w, r, q, 0, 0, true)
+			httplite.Finish(w)
+		}
+	}
 	run()
 	settled = true
-	if httplite.Settle(w) {
+	if !answered && httplite.Settle(w) {
 		s.respond(w, r, q, 0, 0, true)
 	}
 }

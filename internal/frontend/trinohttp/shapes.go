@@ -7,6 +7,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/queryflux/queryflux/internal/boundedcache"
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/frontend/structured"
 )
 
@@ -17,12 +18,28 @@ type shape struct {
 	conv        *structured.Converter
 	columns     []Column
 	columnsJSON []byte
+	plain       bool // rows of plain values (query.PlainRows) are written as they are
 }
 
 func newShape(schema *arrow.Schema) *shape {
 	conv := structured.NewConverter(schema)
 	cols := columnsFor(conv.Schema())
-	return &shape{schema: schema, conv: conv, columns: cols, columnsJSON: encodeColumns(cols)}
+	return &shape{schema: schema, conv: conv, columns: cols, columnsJSON: encodeColumns(cols), plain: writtenPlain(schema, conv)}
+}
+
+// writtenPlain reports whether rows of schema, as plain values, are what rowsOf takes out of
+// its converted batches: conv converts no column, and jsonValue hands each column's values on
+// as Arrow's array holds them (a time with a zone carried as a string it rewrites).
+func writtenPlain(schema *arrow.Schema, conv *structured.Converter) bool {
+	if conv.Schema() != schema {
+		return false
+	}
+	for _, f := range schema.Fields() {
+		if !engine.PlainField(f) || engine.IsTimeTZField(f) {
+			return false
+		}
+	}
+	return true
 }
 
 // shapes keeps the shapes of the schemas seen, by what a shape is built from (its fields'
