@@ -142,6 +142,8 @@ if [ -n "$AD" ] && [[ $RELAYS != *" $BIN "* ]] && [ "$BIN" != pgbouncer ]; then 
 if [ "$MODE" = stat ]; then awk -v n=$n '/syscalls|context|migrations/{gsub(",","",$1); printf "%s %.3f\n", $2, $1/n}' $OUT.stat; fi
 if [ "$MODE" = cg ]; then
 	sleep 1
-	f=$(ls -t "$OUT".cg* | head -1)
+	# the dump taken at the run's end (.cg.N), not the file callgrind writes when the target exits
+	f=$(ls -t "$OUT".cg.* 2>/dev/null | head -1)
+	[ -n "$f" ] || f=$OUT.cg
 	awk -v n=$n '/^totals:/{printf "user instructions per transaction: %.0f (%s)\n", $2/n, FILENAME; exit}' "$f"
 fi

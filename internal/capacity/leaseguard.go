@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
@@ -189,6 +192,8 @@ type LeaseGuard struct {
 	t       *leaseTable
 	freed   []func() // run after every release batch (landed or failed): wake waiters
 	rewatch func()   // cancels the watch in flight (nil: none)
+
+	lastReused atomic.Pointer[clusterCounter] // reusedCounter's last answer
 }
 
 // leaseSlot is a Slot of a LeaseGuard: its state lives in the guard's table.
@@ -549,10 +554,28 @@ func (g *LeaseGuard) PendingReleases() int {
 // handed back unused (Unused) and taken again would otherwise count twice for one query.
 func (s *leaseSlot) Release() {
 	if s.reusedOn != "" {
-		s.g.o.Metrics.LeaseReused.WithLabelValues(s.reusedOn).Inc()
+		s.g.reusedCounter(s.reusedOn).Inc()
 	}
 	now := s.g.o.Env.Now()
 	s.g.step(func(t *leaseTable) effects { return t.release(s.st, now) })
+}
+
+// reusedCounter is cluster's LeaseReused counter. The last one looked up is kept: a label
+// lookup hashes the cluster's name and takes the vector's lock, once per leased statement
+// otherwise, and a worker's statements mostly run on the cluster its last one ran on.
+func (g *LeaseGuard) reusedCounter(cluster string) prometheus.Counter {
+	if last := g.lastReused.Load(); last != nil && last.cluster == cluster {
+		return last.counter
+	}
+	c := g.o.Metrics.LeaseReused.WithLabelValues(cluster)
+	g.lastReused.Store(&clusterCounter{cluster: cluster, counter: c})
+	return c
+}
+
+// clusterCounter is a counter of one cluster's label.
+type clusterCounter struct {
+	cluster string
+	counter prometheus.Counter
 }
 
 // Unused marks slot as one that served nothing (its caller gives it back to ask again where it

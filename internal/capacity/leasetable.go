@@ -240,13 +240,21 @@ func (t *leaseTable) granted(cluster string, l Lease, sent time.Time, affinity u
 
 // addSlot makes s, new memory, the live slot of hl.
 func (t *leaseTable) addSlot(s *slotState, hl *heldLease, affinity uint64) *slotState {
+	s, _ = t.addSlotCounted(s, hl, affinity)
+	return s
+}
+
+// addSlotCounted is addSlot, answering also how many slots of the lease's cluster are held now.
+func (t *leaseTable) addSlotCounted(s *slotState, hl *heldLease, affinity uint64) (*slotState, int) {
 	t.nextID++
 	*s = slotState{id: t.nextID, hl: hl, affinity: affinity}
 	s.onLost = s.hook[:0]
 	t.slots[s.id] = s
 	t.ids = append(t.ids, s.id) // past the end of any list sortedIDs gave out
-	t.held[hl.lease.Cluster]++
-	return s
+	c := hl.lease.Cluster
+	held := t.held[c] + 1
+	t.held[c] = held
+	return s, held
 }
 
 // terms are when a lease l acquired or renewed by a request sent at sent stops counting, and
@@ -351,11 +359,11 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 			t.ids = slices.Delete(t.ids, i, i+1)
 		}
 	}
-	t.held[c] = nonNegative(t.held[c]-1, "held count", c)
-	if t.held[c] == 0 {
-		delete(t.held, c)
-	}
-	if !s.lost && !s.overrun && t.reusable(c, s.hl, now) {
+	held := nonNegative(t.held[c]-1, "held count", c)
+	if !s.lost && !s.overrun && t.reusableBy(t.checks[c], s.hl, now) {
+		// The cluster's count stays in the map at 0 while its lease idles: the next take, a
+		// moment away on a busy slot, counts it again without the map's delete and insert.
+		t.held[c] = held
 		t.idle[c] = append(t.idle[c], idleLease{hl: s.hl, since: now, affinity: s.affinity})
 		t.idleN++
 		// The reaper need not be told while it sleeps until an earlier hold's end: by then this
@@ -363,6 +371,11 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 		// hold anyway. Telling it only then saves a wake-up per query on a busy slot. With the
 		// watch, the first lease to go idle starts one: the longer hold counts from then on.
 		return effects{wakeReaper: t.reaperAt.IsZero(), wakeFreed: true, watch: t.unwatched(c, now)}
+	}
+	if held == 0 {
+		delete(t.held, c)
+	} else {
+		t.held[c] = held
 	}
 	// Even a fenced lease is released: the control plane may still hold it (one-way partition).
 	return t.queueRelease(s.hl)
@@ -416,7 +429,13 @@ func (t *leaseTable) onLost(s *slotState, fn func()) (now bool) {
 // the cluster, and the lease's fence is at least one renewal interval away, so the keeper has a
 // whole round to renew it for the query that takes it.
 func (t *leaseTable) reusable(cluster string, hl *heldLease, now time.Time) bool {
-	return t.c.Reuse && !t.stopped && t.uncontendedAt(cluster, now) && now.Add(t.c.RenewEvery).Before(hl.fenceAt)
+	return t.reusableBy(t.checks[cluster], hl, now)
+}
+
+// reusableBy is reusable for the cluster whose check is ch (nil: none): a caller that has the
+// check at hand spares the map its lookups (the idle path runs twice per leased statement).
+func (t *leaseTable) reusableBy(ch *clusterCheck, hl *heldLease, now time.Time) bool {
+	return t.c.Reuse && !t.stopped && ch.uncontendedAt(now) && now.Add(t.c.RenewEvery).Before(hl.fenceAt)
 }
 
 // idleHold is how long a lease of cluster released at now waits idle for the next acquire:
@@ -424,7 +443,12 @@ func (t *leaseTable) reusable(cluster string, hl *heldLease, now time.Time) bool
 // plane answers it at once when another worker is denied the cluster, and that answer releases
 // the idle leases).
 func (t *leaseTable) idleHold(cluster string, now time.Time) time.Duration {
-	if ch := t.checks[cluster]; ch != nil && now.Before(ch.watchedUntil) {
+	return t.checks[cluster].idleHold(now)
+}
+
+// idleHold is leaseTable.idleHold for the cluster whose check is ch (nil: none).
+func (ch *clusterCheck) idleHold(now time.Time) time.Duration {
+	if ch != nil && now.Before(ch.watchedUntil) {
 		return watchedIdleHold
 	}
 	return idleLeaseHold
@@ -434,7 +458,11 @@ func (t *leaseTable) idleHold(cluster string, now time.Time) time.Duration {
 // contends for it, and was asked less than leaseReuseWindow before now, or a watch of it is in
 // flight (watchedUntil).
 func (t *leaseTable) uncontendedAt(cluster string, now time.Time) bool {
-	ch := t.checks[cluster]
+	return t.checks[cluster].uncontendedAt(now)
+}
+
+// uncontendedAt is leaseTable.uncontendedAt for the cluster whose check is ch (nil: none).
+func (ch *clusterCheck) uncontendedAt(now time.Time) bool {
 	return ch != nil && !ch.contended && (now.Before(ch.at.Add(leaseReuseWindow)) || now.Before(ch.watchedUntil))
 }
 
@@ -449,7 +477,11 @@ func (t *leaseTable) checking() bool { return t.c.Checks && !t.watch }
 // check when it last ran, if no slot of the cluster was live then, or the answer it planned
 // from has been superseded since.)
 func (t *leaseTable) noteReuse(cluster string, now time.Time) effects {
-	ch := t.checks[cluster] // set: the lease was reusable
+	return t.noteReuseBy(t.checks[cluster], cluster, now)
+}
+
+// noteReuseBy is noteReuse for cluster, whose check is ch (set: the lease was reusable).
+func (t *leaseTable) noteReuseBy(ch *clusterCheck, cluster string, now time.Time) effects {
 	if t.watch {
 		return effects{watch: t.unwatched(cluster, now)}
 	}
@@ -481,18 +513,25 @@ func (t *leaseTable) checkDue(cluster string, now time.Time) bool {
 // to the release queue.
 func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now time.Time, into *slotState) (*slotState, effects) {
 	list := t.idle[cluster]
-	if len(list) == 0 || t.held[cluster]+t.local[cluster] >= limit {
+	if len(list) == 0 {
 		return nil, effects{}
 	}
+	local := t.local[cluster]
+	if t.held[cluster]+local >= limit {
+		return nil, effects{}
+	}
+	ch := t.checks[cluster] // looked up once: this runs once per leased statement
 	preferLast(list, affinity)
 	var s *slotState
 	var e effects
+	queued := false // e holds the releases of leases past their reuse
 	for len(list) > 0 && s == nil {
 		il := list[len(list)-1]
 		list = list[:len(list)-1]
 		t.idleN--
-		if !now.Before(il.since.Add(t.idleHold(cluster, now))) || !t.reusable(cluster, il.hl, now) {
+		if !now.Before(il.since.Add(ch.idleHold(now))) || !t.reusableBy(ch, il.hl, now) {
 			e.add(t.queueRelease(il.hl))
+			queued = true
 			continue
 		}
 		if il.hl.releasing {
@@ -501,11 +540,16 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 		if into == nil {
 			into = new(slotState)
 		}
-		s = t.addSlot(into, il.hl, affinity)
-		if t.held[cluster]+t.local[cluster] > limit {
-			violated("%q runs %d leased and %d local slots over its cap %d", cluster, t.held[cluster], t.local[cluster], limit)
+		var held int
+		s, held = t.addSlotCounted(into, il.hl, affinity)
+		if held+local > limit {
+			violated("%q runs %d leased and %d local slots over its cap %d", cluster, held, local, limit)
 		}
-		e.add(t.noteReuse(cluster, now))
+		if reuse := t.noteReuseBy(ch, cluster, now); queued {
+			e.add(reuse)
+		} else {
+			e = reuse // the common case: nothing to merge
+		}
 	}
 	t.idle[cluster] = list // kept even when empty: the next release appends without allocating
 	return s, e
@@ -536,7 +580,16 @@ func (t *leaseTable) releaseIdle(cluster string) effects {
 	}
 	t.idleN -= len(list)
 	delete(t.idle, cluster)
+	t.forgetIfUnheld(cluster)
 	return e
+}
+
+// forgetIfUnheld drops cluster's held count once it is 0 and no lease of it idles any more
+// (release keeps the count at 0 while its lease idles).
+func (t *leaseTable) forgetIfUnheld(cluster string) {
+	if t.held[cluster] == 0 {
+		delete(t.held, cluster)
+	}
 }
 
 // expireIdle queues the releases of idle leases whose hold has run out at now and returns when
@@ -560,6 +613,7 @@ func (t *leaseTable) expireIdle(now time.Time) (time.Time, effects) {
 		}
 		if len(keep) == 0 {
 			delete(t.idle, c)
+			t.forgetIfUnheld(c)
 		} else {
 			t.idle[c] = keep
 		}

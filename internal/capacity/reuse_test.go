@@ -66,7 +66,7 @@ func (c *contentionClient) leases() int {
 
 // reuseWorld runs body in a task of a simulated node against a guard (started) over client.
 // It returns the failed steps.
-func reuseWorld(t *testing.T, client capacity.LeaseClient, opts capacity.GuardOptions,
+func reuseWorld(t testing.TB, client capacity.LeaseClient, opts capacity.GuardOptions,
 	body func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool))) {
 	t.Helper()
 	s := sim.New(sim.Opts{Seed: 11})
@@ -133,6 +133,57 @@ func TestIdleLeaseIsReused(t *testing.T) {
 		_, err = g.Acquire(ctx, "c", 1)
 		check("the next acquire asks again", err == nil && client.acquires == 2)
 	})
+}
+
+// TestReusedLeasesCountedPerCluster: slots taken from idle count as reused under their own
+// cluster's label when clusters alternate (the guard keeps the last cluster's counter, so a
+// statement of the same cluster as the last one does not look it up again).
+func TestReusedLeasesCountedPerCluster(t *testing.T) {
+	client := &contentionClient{Memory: capacity.NewMemory()}
+	metrics := capacity.NewMetrics(nil)
+	reuseWorld(t, client, capacity.GuardOptions{Metrics: metrics}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
+		reused := func(c string) int { return int(testutil.ToFloat64(metrics.LeaseReused.WithLabelValues(c))) }
+		for _, c := range []string{"c", "d"} {
+			slot, err := g.Acquire(ctx, c, 1)
+			check("first acquire of "+c, err == nil)
+			slot.Release()
+		}
+		for _, c := range []string{"c", "c", "d", "c", "d", "d", "d"} {
+			slot, err := g.Acquire(ctx, c, 1)
+			check("taken from idle: "+c, err == nil && client.acquires == 2)
+			slot.Release()
+		}
+		check(fmt.Sprintf("reused c %d, d %d (want 3 and 4)", reused("c"), reused("d")), reused("c") == 3 && reused("d") == 4)
+	})
+}
+
+// BenchmarkIdleLeaseTakeAndRelease is a worker's lease work for one statement of a busy
+// client in transaction pool mode: its slot taken from the idle lease (TakeIdle, under the
+// event loop's NoWait) and released into idle again at the transaction's end, on a simulated
+// node (its clock stands still: every take finds the lease within its hold and reuse window).
+// Count it in instructions (callgrind), which the machine's load does not change.
+func BenchmarkIdleLeaseTakeAndRelease(b *testing.B) {
+	client := &contentionClient{Memory: capacity.NewMemory()}
+	reuseWorld(b, client, capacity.GuardOptions{}, func(ctx context.Context, e env.Env, g *capacity.LeaseGuard, check func(string, bool)) {
+		slot, err := g.Acquire(ctx, "c", 4)
+		check("first acquire", err == nil)
+		slot.Release()
+		takeAndRelease(b, ctx, g)
+		check("every take from idle", client.acquires == 1)
+	})
+}
+
+// takeAndRelease is BenchmarkIdleLeaseTakeAndRelease's loop (a function of its own, for
+// callgrind's --toggle-collect).
+func takeAndRelease(b *testing.B, ctx context.Context, g *capacity.LeaseGuard) {
+	ctx = query.WithAffinity(ctx, 1)
+	for b.Loop() {
+		slot := g.TakeIdle(ctx, "c", 4)
+		if slot == nil {
+			b.Fatal("no idle lease")
+		}
+		slot.Release()
+	}
 }
 
 // TestSlotTagIsTheLeasesWithoutAllocating: a slot's engine tag is its lease's (the same when

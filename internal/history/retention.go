@@ -44,18 +44,19 @@ func (m *Memory) Prune(_ context.Context, cutoff time.Time) (int, error) {
 	defer m.mu.Unlock()
 	kept := make([]Record, 0, m.n)
 	for i := range m.n {
-		r := m.slot((m.head + i) % m.n) // oldest-inserted first, so the ring stays in order
-		if r.StartedAt.Before(cutoff) {
-			m.ids.del(keyOf(r.QueryID))
+		at := (m.head + i) % m.n // oldest-inserted first, so the ring stays in order
+		if r := m.slot(at); r.StartedAt.Before(cutoff) {
+			m.ids.del(m.keyAt(at))
 			continue
 		}
-		kept = append(kept, *r)
+		kept = append(kept, *m.slot(at))
 	}
 	n := m.n - len(kept)
 	m.chunks, m.n, m.head = nil, 0, 0
 	for i := range kept {
-		m.ids.set(keyOf(kept[i].QueryID), int32(m.n)) // the kept records move to new slots
-		m.append(&kept[i])
+		k := keyOf(kept[i].QueryID)
+		m.ids.set(k, int32(m.n)) // the kept records move to new slots
+		m.append(&kept[i], k)
 	}
 	return n, nil
 }

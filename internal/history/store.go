@@ -141,22 +141,23 @@ type Memory struct {
 	// in a chunk of memChunk records, made when the first record reaches it: a store that grew
 	// one slice by doubling copied its whole contents at every step (a standalone daemon's
 	// 100,000 records, 29 MB, half the bytes it allocated while it filled).
-	chunks [][]Record
+	chunks [][]held
 	n      int
 	head   int     // slot of the oldest record once n == max
 	ids    idIndex // QueryIDs held, to their slots (whose Worker owns the id)
 }
 
 // idIndex maps query ids to slots. An id of 16 lower-case hex digits (every id the proxy makes)
-// is kept as the 64-bit number it spells: a full standalone store adds one id and deletes one
-// per query, and a string key's hashing and comparing were ~580 instructions of it (callgrind),
-// a number's about a third. Any other id is kept as a string.
+// is kept as the 64-bit number it spells, in an idTable: a full standalone store adds one id
+// and deletes one per query, and a string key's hashing and comparing were ~580 instructions of
+// it (callgrind), a number's in a Go map about a third, in the table a few dozen. Any other id
+// is kept as a string.
 type idIndex struct {
-	hex   map[uint64]int32
+	hex   *idTable
 	other map[string]int32
 }
 
-func newIDIndex() idIndex { return idIndex{hex: map[uint64]int32{}, other: map[string]int32{}} }
+func newIDIndex() idIndex { t := newIDTable(); return idIndex{hex: &t, other: map[string]int32{}} }
 
 // idKey is an id as idIndex keeps it: its number when it is hex (hexID), else the string.
 type idKey struct {
@@ -172,8 +173,7 @@ func keyOf(id string) idKey {
 
 func (x idIndex) get(k idKey) (int32, bool) {
 	if k.hex {
-		slot, held := x.hex[k.h]
-		return slot, held
+		return x.hex.get(k.h)
 	}
 	slot, held := x.other[k.id]
 	return slot, held
@@ -181,7 +181,16 @@ func (x idIndex) get(k idKey) (int32, bool) {
 
 func (x idIndex) set(k idKey, slot int32) {
 	if k.hex {
-		x.hex[k.h] = slot
+		x.hex.set(k.h, slot)
+	} else {
+		x.other[k.id] = slot
+	}
+}
+
+// add is set for an id x does not hold.
+func (x idIndex) add(k idKey, slot int32) {
+	if k.hex {
+		x.hex.add(k.h, slot)
 	} else {
 		x.other[k.id] = slot
 	}
@@ -189,13 +198,13 @@ func (x idIndex) set(k idKey, slot int32) {
 
 func (x idIndex) del(k idKey) {
 	if k.hex {
-		delete(x.hex, k.h)
+		x.hex.del(k.h)
 	} else {
 		delete(x.other, k.id)
 	}
 }
 
-func (x idIndex) len() int { return len(x.hex) + len(x.other) }
+func (x idIndex) len() int { return x.hex.len() + len(x.other) }
 
 // hexID is the number id spells when it is 16 lower-case hex digits, the one string that spells
 // it in that form: eight digits at a time (a digit at a time was ~160 instructions, called three
@@ -245,18 +254,37 @@ func NewMemory(maxRecords int) *Memory {
 	return &Memory{max: maxRecords, ids: newIDIndex()}
 }
 
+// held is a slot: a record and its id as the index keeps it, so that the record it gives way
+// to (a full store's every insert) does not read its id's digits again to forget it.
+type held struct {
+	Record
+	h   uint64
+	hex bool
+}
+
 // slot is the record in slot i (< n, or n when append makes room for it).
-func (m *Memory) slot(i int) *Record { return &m.chunks[i/memChunk][i%memChunk] }
+func (m *Memory) slot(i int) *Record { return &m.chunks[i/memChunk][i%memChunk].Record }
+
+// keyAt is the index's key of the record in slot i.
+func (m *Memory) keyAt(i int) idKey {
+	s := &m.chunks[i/memChunk][i%memChunk]
+	return idKey{id: s.QueryID, h: s.h, hex: s.hex}
+}
+
+// put makes slot i r's canonical form, under key k.
+func (m *Memory) put(i int, r *Record, k idKey) {
+	s := &m.chunks[i/memChunk][i%memChunk]
+	s.Record, s.h, s.hex = *r, k.h, k.hex
+	s.canonicalize()
+}
 
 // append puts r's canonical form in the next free slot (n < max), making its chunk when it is
 // the first.
-func (m *Memory) append(r *Record) {
+func (m *Memory) append(r *Record, k idKey) {
 	if m.n%memChunk == 0 {
-		m.chunks = append(m.chunks, make([]Record, min(memChunk, m.max-m.n)))
+		m.chunks = append(m.chunks, make([]held, min(memChunk, m.max-m.n)))
 	}
-	s := m.slot(m.n)
-	*s = *r
-	s.canonicalize()
+	m.put(m.n, r, k)
 	m.n++
 }
 
@@ -277,15 +305,13 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 		}
 		inserted++
 		if m.n < m.max {
-			m.ids.set(k, int32(m.n))
-			m.append(r)
+			m.ids.add(k, int32(m.n))
+			m.append(r, k)
 			continue
 		}
-		old := m.slot(m.head)
-		m.ids.del(keyOf(old.QueryID))
-		*old = *r
-		old.canonicalize()
-		m.ids.set(k, int32(m.head))
+		m.ids.del(m.keyAt(m.head))
+		m.put(m.head, r, k)
+		m.ids.add(k, int32(m.head))
 		m.head = (m.head + 1) % m.max
 	}
 	if m.ids.len() != m.n {

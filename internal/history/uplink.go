@@ -141,6 +141,14 @@ type Uplink struct {
 	// traceMemo is redactTrace's, by appendTraceKey (traceKey: its buffer), under memoMu.
 	traceMemo map[string][]string
 	traceKey  []byte
+	// lastTrace is the last trace redactTrace redacted, the slice itself (not a copy), with its
+	// policy and result: the records of a node share their routing trace's slice, most of them
+	// the one of the record before (the worker's routingTrace memoizes it and nothing modifies
+	// it), which needs no key written nor looked up then. Under memoMu.
+	lastTrace struct {
+		raw, red []string
+		p        redact.Policy
+	}
 	// last is the last statement redactSQL redacted, with its policy, dialect and result: the
 	// next of its shape (SameNumberShape: pgbench's, a client's prepared statement) needs
 	// neither the memo's key written nor looked up, the sender's costliest part of a record.
@@ -245,18 +253,22 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 
 // Add queues rec, raw, with the active policy; the sender redacts it. It is O(1) for any
 // ordinary record: no tokenizing, no I/O, no blocking.
-func (u *Uplink) Add(rec Record) {
+func (u *Uplink) Add(rec Record) { u.AddRecord(&rec) }
+
+// AddRecord is Add of *rec, which it may change (its texts bounded): a record is large, and
+// the finished query's path copies it no more than it must.
+func (u *Uplink) AddRecord(rec *Record) {
 	if rec.StartedAt.IsZero() && rec.EndedAt.IsZero() {
 		rec.EndedAt = u.e.Now() // when it finished, not when the sender gets to it
 	}
-	boundRaw(&rec)
+	boundRaw(rec)
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed || rec.QueryID == "" {
 		u.dropLocked(rec.QueryID)
 		return
 	}
-	if old, full := u.queue.push(&rec, u.policy); full {
+	if old, full := u.queue.push(rec, u.policy); full {
 		u.dropLocked(old)
 	}
 	if u.queue.len() == u.cfg.BatchMax {
@@ -385,6 +397,16 @@ func (u *Uplink) redactTrace(p redact.Policy, trace []string) []string {
 	}
 	u.memoMu.Lock()
 	defer u.memoMu.Unlock()
+	if last := &u.lastTrace; len(trace) > 0 && len(trace) == len(last.raw) && &trace[0] == &last.raw[0] && p == last.p {
+		return last.red // the very trace of the record before (shared: see routingTrace)
+	}
+	red := u.redactTraceMemo(p, trace)
+	u.lastTrace.raw, u.lastTrace.p, u.lastTrace.red = trace, p, red
+	return red
+}
+
+// redactTraceMemo is redactTrace by the trace's text (memoMu held).
+func (u *Uplink) redactTraceMemo(p redact.Policy, trace []string) []string {
 	u.traceKey = appendTraceKey(u.traceKey[:0], p, trace)
 	if len(u.traceKey) <= traceKeyMax {
 		if red, ok := u.traceMemo[string(u.traceKey)]; ok {
@@ -800,16 +822,19 @@ func (r *ring) push(rec *Record, policy redact.Policy) (string, bool) {
 // popFront removes and returns up to n of the oldest entries.
 func (r *ring) popFront(n int) []entry { return r.popFrontInto(nil, n) }
 
-// popFrontInto removes up to n of the oldest entries and appends them to dst.
+// popFrontInto removes up to n of the oldest entries and appends them to dst: in at most two
+// runs (the ring wraps once), each copied and cleared at once rather than entry by entry.
 func (r *ring) popFrontInto(dst []entry, n int) []entry {
 	n = min(n, r.count)
 	dst = slices.Grow(dst, n)
-	for range n {
-		dst = append(dst, r.buf[r.head])
-		r.buf[r.head] = entry{}
-		r.head = (r.head + 1) % len(r.buf)
+	for n > 0 {
+		run := r.buf[r.head:min(r.head+n, len(r.buf))]
+		dst = append(dst, run...)
+		clear(run) // the ring holds no references to what it gave out
+		r.head = (r.head + len(run)) % len(r.buf)
+		r.count -= len(run)
+		n -= len(run)
 	}
-	r.count -= n
 	return dst
 }
 

@@ -125,4 +125,9 @@ func TestUplinkTraceMemoSameAsApply(t *testing.T) {
 		check(redact.MaskLiterals, []string{fmt.Sprintf("rule%d: matched -> g ('v%d')", i, i)})
 	}
 	check(redact.MaskLiterals, secret)
+	// The same slice again and again (a node's records share their trace's slice), the policy
+	// changing between them: the last trace's answer is its own policy's only.
+	for _, p := range []redact.Policy{redact.None, redact.None, redact.Metadata, redact.MaskLiterals, redact.MaskLiterals, redact.None} {
+		check(p, secret)
+	}
 }

@@ -436,7 +436,7 @@ func createTableSQL(cols, keys, other, options string) string {
 		` || string_agg('  ' || ` + Tick("name") + ` || ' ' || type || ` +
 		`CASE WHEN nullable THEN '' ELSE ' NOT NULL' END || ` +
 		`CASE WHEN dflt IS NOT NULL THEN ' DEFAULT ' || dflt WHEN nullable THEN ' DEFAULT NULL' ELSE '' END || ` +
-		`CASE WHEN extra <> '' THEN ' ' || upper(extra) ELSE '' END, ',' || ` + nl + ` ORDER BY pos) || coalesce(` + keyLines + `, '') || ` +
+		`CASE WHEN extra ILIKE 'on update %' THEN ' ON UPDATE ' || substr(extra, 11) WHEN extra <> '' THEN ' ' || upper(extra) ELSE '' END, ',' || ` + nl + ` ORDER BY pos) || coalesce(` + keyLines + `, '') || ` +
 		tail + ` AS "Create Table" FROM (` + cols + `) AS c`
 }
 

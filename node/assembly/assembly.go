@@ -88,7 +88,8 @@ func newQuery(o queryOptions) (*Query, error) {
 	q.Node = querynode.New(querynode.Options{Env: o.env, Registerer: o.metrics, Limits: querynode.LimitsOf(lim), LoginThrottle: querynode.ThrottleOf(lim),
 		Guard: guard, OpenEngine: o.open, Compile: o.compile, OnFinish: func(r proxy.Record) {
 			if q.Uplink != nil {
-				q.Uplink.Add(worker.HistoryRecord(r))
+				hr := worker.HistoryRecordOf(&r)
+				q.Uplink.AddRecord(&hr)
 			}
 			if finished != nil {
 				finished(r)

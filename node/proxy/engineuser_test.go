@@ -59,6 +59,8 @@ func TestEngineUserChangesRefused(t *testing.T) {
 		`do E'begin alter role current\x5fuser set statement_timeout = 1; end'`,
 		"EXECUTE IMMEDIATE X'53485554444f574e'", // SHUTDOWN
 		`alter role U&"qf!005fengine" UESCAPE '!' password 'x'`,
+		"select 1; alter role current_user reset all", // a simple-protocol batch
+		"SELECT 1; SET PASSWORD = 'x'",                 // CLIENT_MULTI_STATEMENTS
 	}
 	allowed := []string{
 		"CREATE ROLE app LOGIN PASSWORD 'x'",

@@ -24,7 +24,7 @@ func NewLocalGuard() *capacity.LocalGuard { return capacity.NewLocalGuard() }
 
 // coreCount is the guard of a core given none (the standalone proxy): what a LocalGuard counts
 // per cluster is the core's own running count, which the core keeps anyway. Acquire takes a slot
-// of that count under the core's lock, and every slot is the one countedSlot, which Admission's
+// of that count (an atomic, takeCounted), and every slot is the one countedSlot, which Admission's
 // release counts down: a query then pays no lock and map of a guard of its own, and no
 // allocation for its slot (a transaction pool's every transaction takes one).
 type coreCount struct{ c *Core }
@@ -42,12 +42,11 @@ func (g coreCount) Acquire(ctx context.Context, cluster string, limit int) (Slot
 	}
 	c := g.c
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	n := c.runningOf(cluster)
-	if *n >= limit {
+	c.mu.Unlock()
+	if !takeCounted(n, limit) {
 		return nil, ErrNoSlot
 	}
-	*n++
 	return countedSlot{}, nil
 }
 

@@ -1,12 +1,17 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -159,6 +164,114 @@ func TestKnownGroupByLengthFirst(t *testing.T) {
 			if got := rt.knownGroup(q); got != want[q] {
 				t.Fatalf("knownGroup(%q) = %v, want %v (served %q, withheld %v)", q, got, want[q], served, spec.Withheld)
 			}
+		}
+	})
+}
+
+// The running counts are atomics that admissions and releases change without the core's lock:
+// goroutines admitting (some under NoWait, as an event loop does, some waiting in the queue)
+// and finishing at once, on groups of one to three members, never hold more slots of a cluster
+// than its cap, every waiting query gets a slot, and every count is back to zero at the end.
+func TestCapExactUnderConcurrentAdmitAndFinish(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		h := newHarness(t)
+		members := rapid.IntRange(1, 3).Draw(rt, "members")
+		var clusters []ClusterSpec
+		holders := map[string]*[2]atomic.Int64{} // cluster -> {held now, most held at once}
+		for i := range members {
+			c := cl(fmt.Sprintf("c%d", i), rapid.IntRange(1, 4).Draw(rt, "cap"), &fakeEngine{rows: 1})
+			clusters = append(clusters, c)
+			holders[c.Name] = new([2]atomic.Int64)
+		}
+		strategy := rapid.SampledFrom([]string{RoundRobin, LeastLoaded, Failover}).Draw(rt, "strategy")
+		h.activate(oneGroup(strategy, 1000, time.Minute, clusters...))
+		workers := rapid.IntRange(2, 12).Draw(rt, "workers")
+		rounds := rapid.IntRange(1, 100).Draw(rt, "rounds")
+		noWait := rapid.SliceOfN(rapid.Bool(), workers, workers).Draw(rt, "noWait")
+		var wg sync.WaitGroup
+		var failed atomic.Value
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx := t.Context()
+				if noWait[w] {
+					ctx = NoWait(ctx)
+				}
+				for i := range rounds {
+					adm, err := h.core.Admit(ctx, sel(fmt.Sprintf("select %d", i)))
+					if errors.Is(err, engine.ErrWouldWait) {
+						continue
+					}
+					if err != nil {
+						failed.Store(err)
+						return
+					}
+					hd := holders[adm.Cluster]
+					n := hd[0].Add(1)
+					for m := hd[1].Load(); n > m && !hd[1].CompareAndSwap(m, n); m = hd[1].Load() {
+					}
+					runtime.Gosched()
+					hd[0].Add(-1)
+					adm.Finish(1, 1, nil)
+				}
+			}()
+		}
+		wg.Wait()
+		if err := failed.Load(); err != nil {
+			rt.Fatalf("an admission failed: %v", err)
+		}
+		for _, c := range clusters {
+			if most := holders[c.Name][1].Load(); most > int64(c.MaxRunningQueries) {
+				rt.Fatalf("cluster %s: %d slots held at once, cap %d", c.Name, most, c.MaxRunningQueries)
+			}
+			if n := h.core.Running(c.Name); n != 0 {
+				rt.Fatalf("cluster %s: %d running after every query finished", c.Name, n)
+			}
+		}
+		if q := h.core.Queued("g"); q != 0 || h.core.queued.Load() != 0 {
+			rt.Fatalf("%d queued in g, %d in all after every query finished", q, h.core.queued.Load())
+		}
+	})
+}
+
+// takeCounted is the cap's last word when admissions race past candidates' check: goroutines
+// taking and giving back one count never hold more than its limit, and a taker alone gets
+// exactly the limit.
+func TestTakeCountedIsExact(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		limit := rapid.IntRange(1, 4).Draw(rt, "limit")
+		var n, held, most atomic.Int64
+		for range limit {
+			if !takeCounted(&n, limit) {
+				rt.Fatalf("refused with %d of %d taken", n.Load(), limit)
+			}
+		}
+		if takeCounted(&n, limit) {
+			rt.Fatalf("took a slot past the limit %d", limit)
+		}
+		n.Store(0)
+		var wg sync.WaitGroup
+		for range rapid.IntRange(2, 16).Draw(rt, "workers") {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 200 {
+					if !takeCounted(&n, limit) {
+						continue
+					}
+					h := held.Add(1)
+					for m := most.Load(); h > m && !most.CompareAndSwap(m, h); m = most.Load() {
+					}
+					runtime.Gosched()
+					held.Add(-1)
+					n.Add(-1)
+				}
+			}()
+		}
+		wg.Wait()
+		if most.Load() > int64(limit) {
+			rt.Fatalf("%d held at once, limit %d", most.Load(), limit)
 		}
 	})
 }

@@ -169,7 +169,7 @@ type cluster struct {
 // clusterCount is a core's running count on a cluster.
 type clusterCount struct {
 	core *Core
-	n    *int
+	n    *atomic.Int64
 }
 
 type member struct {

@@ -11,10 +11,14 @@ package worker
 // polling the control plane, which replaces it as soon as it answers.
 //
 // A worker presents PeerToken(secret) to peers, never the secret itself: whoever answers at a
-// peer's address learns nothing that registers with the control plane or forges a confirmation.
+// peer's address learns nothing that registers with the control plane or forges a confirmation;
+// and what a lender serves is sealed with the secret, so the token, which whoever answered can
+// present to any worker, reads no snapshot (sealPeerSnapshot).
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -84,7 +88,9 @@ func (s *ConfigSync) PeerConfigHandler(secret string) http.Handler {
 		if err != nil {
 			panic(fmt.Sprintf("worker: the active snapshot does not encode: %v", err)) // it decoded once
 		}
+		body = sealPeerSnapshot(secret, proof, body)
 		w.Header().Set("Content-Type", snapshot.MediaType)
+		w.Header().Set(HeaderPeerSealed, peerSealV1)
 		w.Header().Set(snapshot.HeaderConfirmedAt, proof.at)
 		w.Header().Set(snapshot.HeaderConfirmation, proof.proof)
 		w.WriteHeader(http.StatusOK)
@@ -169,9 +175,15 @@ func (s *ConfigSync) fetchPeer(ctx context.Context, p PeerOptions, addr string) 
 	if _, err := time.Parse(time.RFC3339Nano, resp.Header.Get(snapshot.HeaderConfirmedAt)); err != nil {
 		return nil, confirmation{}, fmt.Errorf("no valid %s header", snapshot.HeaderConfirmedAt)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, configBodyBytesMax+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, configBodyBytesMax+1+peerSealOverhead))
 	if err != nil {
 		return nil, confirmation{}, err
+	}
+	proof := confirmation{at: resp.Header.Get(snapshot.HeaderConfirmedAt), proof: resp.Header.Get(snapshot.HeaderConfirmation)}
+	if resp.Header.Get(HeaderPeerSealed) != "" { // a peer that predates sealing lends it plain
+		if body, err = openPeerSnapshot(p.Secret, proof, body, resp.Header.Get(HeaderPeerSealed)); err != nil {
+			return nil, confirmation{}, err
+		}
 	}
 	if len(body) > configBodyBytesMax {
 		return nil, confirmation{}, fmt.Errorf("snapshot larger than %d bytes", configBodyBytesMax)
@@ -180,9 +192,65 @@ func (s *ConfigSync) fetchPeer(ctx context.Context, p PeerOptions, addr string) 
 	if err != nil {
 		return nil, confirmation{}, err
 	}
-	proof := confirmation{at: resp.Header.Get(snapshot.HeaderConfirmedAt), proof: resp.Header.Get(snapshot.HeaderConfirmation)}
 	if err := snapshot.CheckConfirmation(p.Secret, snap, proof.at, proof.proof); err != nil {
 		return nil, confirmation{}, err
 	}
 	return snap, proof, nil
+}
+
+// A lent snapshot can carry cluster credentials, and PeerToken is the same from every worker:
+// whoever answers at a peer's address once (a host that took it over, a stale peerBootstrap
+// entry) learns it and could replay it to every worker's ops listener. So a lender seals the
+// snapshot with a key derived from the worker secret (AES-256-GCM): only a holder of the secret
+// reads it, whoever presents the token.
+
+// HeaderPeerSealed names how a lent snapshot's body is sealed; absent from peers that predate it.
+const HeaderPeerSealed = "QueryFlux-Peer-Sealed"
+
+const (
+	peerSealV1       = "aes-256-gcm-v1"
+	peerSealOverhead = 16 // the GCM tag
+)
+
+// peerSealAEAD is the cipher keyed by the worker secret.
+func peerSealAEAD(secret string) cipher.AEAD {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("queryflux peer snapshot seal v1"))
+	block, err := aes.NewCipher(m.Sum(nil))
+	if err != nil {
+		panic(err) // a 32-byte key always makes a cipher
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		panic(err)
+	}
+	return aead
+}
+
+// peerSealNonce is the nonce for the snapshot the confirmation proof confirms: the proof binds
+// its time and content digest, so one nonce never seals two contents (and the same content sealed
+// twice is the same bytes: no random source, as the simulator needs).
+func peerSealNonce(aead cipher.AEAD, proof confirmation) []byte {
+	sum := sha256.Sum256([]byte("queryflux peer snapshot nonce v1\x00" + proof.at + "\x00" + proof.proof))
+	return sum[:aead.NonceSize()]
+}
+
+// sealPeerSnapshot seals body for a peer holding secret; the confirmation headers are its
+// associated data.
+func sealPeerSnapshot(secret string, proof confirmation, body []byte) []byte {
+	aead := peerSealAEAD(secret)
+	return aead.Seal(nil, peerSealNonce(aead, proof), body, []byte(proof.at+"\x00"+proof.proof))
+}
+
+// openPeerSnapshot opens a body sealed by sealPeerSnapshot (how: the peer's HeaderPeerSealed).
+func openPeerSnapshot(secret string, proof confirmation, body []byte, how string) ([]byte, error) {
+	if how != peerSealV1 {
+		return nil, fmt.Errorf("a snapshot sealed as %q, which this worker does not know", how)
+	}
+	aead := peerSealAEAD(secret)
+	out, err := aead.Open(nil, peerSealNonce(aead, proof), body, []byte(proof.at+"\x00"+proof.proof))
+	if err != nil {
+		return nil, errors.New("a sealed snapshot that does not open with this worker's secret")
+	}
+	return out, nil
 }

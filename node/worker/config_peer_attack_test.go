@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -170,5 +171,60 @@ func TestLentCopyCarriesTheControlPlanesConfirmation(t *testing.T) {
 	unconfirmed.PeerConfigHandler(csSecret).ServeHTTP(rec, req)
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("a copy without the control plane's confirmation was lent: %d", rec.Code)
+	}
+}
+
+// TestPeerTokenReadsNoCredentials: PeerToken is the same from every worker of a fleet, so
+// whoever answers at a peer's address once (here an impostor the bootstrapping worker asks)
+// learns it, and replayed it to a real worker's ops listener: the lent snapshot came back whole,
+// the cluster's password in it. Lent snapshots are sealed with a key derived from the worker
+// secret: the replay gets bytes that hold no password and decode as no snapshot, while a worker
+// holding the secret still bootstraps from the lender.
+func TestPeerTokenReadsNoCredentials(t *testing.T) {
+	f := newCSFleet(t, time.Minute)
+	snap := csSnap(t, 2) // credentials: {password: cluster-pw}
+	at, proof := confirmedBy(t, csSecret, snap, f.e.Now())
+	origin := newFakePeer(t, encoded(t, snap), at, proof) // a peer that predates sealing: plain
+	lenderSync := NewConfigSync(f.worker, ConfigSyncOptions{})
+	opts := PeerOptions{Addresses: []string{origin.URL}, MaxAge: time.Minute, Secret: csSecret, Client: &http.Client{}}
+	if err := lenderSync.BootstrapFromPeers(f.ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	lender := httptest.NewServer(lenderSync.PeerConfigHandler(csSecret))
+	t.Cleanup(lender.Close)
+
+	impostor := newFakePeer(t, []byte("{}"), at, "")
+	victim := NewConfigSync(f.worker, ConfigSyncOptions{})
+	_ = victim.BootstrapFromPeers(f.ctx, PeerOptions{Addresses: []string{impostor.URL}, MaxAge: time.Minute, Secret: csSecret, Client: &http.Client{}})
+	impostor.mu.Lock()
+	stolen := impostor.auth
+	impostor.mu.Unlock()
+	if len(stolen) == 0 || stolen[0] == "" {
+		t.Fatal("the impostor was sent no token")
+	}
+	req, _ := http.NewRequest(http.MethodGet, lender.URL+PathPeerConfig, nil)
+	req.Header.Set("Authorization", stolen[0])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		if strings.Contains(string(body), "cluster-pw") {
+			t.Errorf("the replayed token read the lender's snapshot with the cluster's password: %.200s", body)
+		}
+		if _, err := snapshot.Decode(body); err == nil {
+			t.Errorf("the replayed token read the lender's snapshot")
+		}
+	}
+
+	third := NewConfigSync(f.worker, ConfigSyncOptions{})
+	opts.Addresses = []string{lender.URL}
+	if err := third.BootstrapFromPeers(f.ctx, opts); err != nil {
+		t.Fatalf("a worker holding the secret, from the lender: %v", err)
+	}
+	if _, got := third.Active(); got == nil || got.Revision != snap.Revision {
+		t.Fatalf("active %v, want the lent revision", got)
 	}
 }

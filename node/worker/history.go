@@ -75,7 +75,11 @@ var rejectedCodes = map[string]bool{
 // the finished query's goroutine (or the event loop's thread), before the client's answer: it
 // only copies fields and looks its trace's lines up (routingTrace); the uplink redacts later,
 // on its sender. The record's RoutingTrace may be shared with other records: never modify it.
-func HistoryRecord(r proxy.Record) history.Record {
+func HistoryRecord(r proxy.Record) history.Record { return HistoryRecordOf(&r) }
+
+// HistoryRecordOf is HistoryRecord of *r: a record is large, and the finished query's path
+// copies it no more than it must.
+func HistoryRecordOf(r *proxy.Record) history.Record {
 	status := history.Status(r.Status)
 	if r.Status == proxy.StatusFailed && rejectedCodes[r.ErrorCode] {
 		status = history.StatusRejected

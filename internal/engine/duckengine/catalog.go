@@ -403,6 +403,24 @@ var compatSQL = []string{
 			FROM duckdb_constraints() WHERE schema_name = 'main' AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
 			AND database_name IN (SELECT datname FROM {c}.main.qf_pg_database)) k,
 		LATERAL (SELECT unnest(k.constraint_column_names) AS name, unnest(range(1, len(k.constraint_column_names) + 1)) AS pos) c`,
+	// information_schema.statistics, as MariaDB's: every index's columns, one row each (the
+	// primary key PRIMARY, a unique key named by its first column, a CREATE INDEX or inline KEY
+	// index by its MariaDB name, mysqlindexes.go); Cardinality DuckDB's estimate of the rows.
+	`CREATE VIEW {c}.main.qf_mysql_statistics AS SELECT 'def' AS "TABLE_CATALOG", i.database_name AS "TABLE_SCHEMA",
+		i.table_name AS "TABLE_NAME", i.non_unique::BIGINT AS "NON_UNIQUE", i.database_name AS "INDEX_SCHEMA", i.index_name COLLATE NOCASE AS "INDEX_NAME",
+		i.seq::BIGINT AS "SEQ_IN_INDEX", i.column_name AS "COLUMN_NAME", 'A' AS "COLLATION",
+		(SELECT any_value(estimated_size) FROM duckdb_tables() t WHERE t.table_oid = i.table_oid)::BIGINT AS "CARDINALITY",
+		NULL::BIGINT AS "SUB_PART", NULL::VARCHAR AS "PACKED",
+		CASE WHEN (SELECT any_value(is_nullable) FROM duckdb_columns() c WHERE c.table_oid = i.table_oid AND c.column_name = i.column_name)
+			THEN 'YES' ELSE '' END AS "NULLABLE", 'BTREE' AS "INDEX_TYPE", '' AS "COMMENT", '' AS "INDEX_COMMENT", 'NO' AS "IGNORED"
+		FROM (SELECT database_name, table_oid, table_name, CASE WHEN constraint_type = 'PRIMARY KEY' THEN 'PRIMARY' ELSE constraint_column_names[1] END AS index_name,
+				0 AS non_unique, unnest(constraint_column_names) AS column_name, unnest(range(1, len(constraint_column_names) + 1)) AS seq
+			FROM duckdb_constraints() WHERE schema_name = 'main' AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')
+				AND database_name IN (SELECT datname FROM {c}.main.qf_pg_database)
+			UNION ALL SELECT database_name, table_oid, table_name, ` + mysqlIndexName + `, CASE WHEN is_unique THEN 0 ELSE 1 END,
+				trim(unnest({c}.main.qf_index_expressions(expressions)), '"'), unnest(range(1, len({c}.main.qf_index_expressions(expressions)) + 1))
+			FROM duckdb_indexes() WHERE schema_name = 'main' AND NOT ` + caselessIndex + `
+				AND database_name IN (SELECT datname FROM {c}.main.qf_pg_database)) AS i`,
 	// information_schema.triggers, .files and .partitions, as MariaDB's, empty: DuckDB has no
 	// triggers, tablespaces or partitions (mariadb-dump asks them for every dump).
 	`CREATE VIEW {c}.main.qf_mysql_triggers AS SELECT 'def' AS "TRIGGER_CATALOG", NULL::VARCHAR AS "TRIGGER_SCHEMA",

@@ -452,7 +452,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	}
 	q, up := mysqlUpsert(ctx, conn, client, q)
 	q, ai := mysqlInsert(ctx, conn, client, q)
-	uc := mysqlUpdate(ctx, conn, client, q)
+	q, uc := mysqlUpdate(ctx, conn, client, q)
 	if err := setLastInsertID(ctx, conn, client); err != nil {
 		release(conn, true)
 		return nil, err

@@ -58,6 +58,13 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 	dropped, renamed := "", ""
 	switch verb {
 	case "add":
+		// FIRST / AFTER c: DuckDB adds a column last (SELECT * then reads it last, where
+		// MariaDB's is where it was put)
+		if n := len(def); n > 1 && def[n-1].IsWord("first") {
+			def = def[:n-1]
+		} else if n > 2 && def[n-2].IsWord("after") {
+			def = def[:n-2]
+		}
 		notNull, rest := cutNotNull(def)
 		text, ai, kept, _ := columnDefinition(append([]sqltok.Token{col}, rest...), false)
 		if ai || !kept {
@@ -144,7 +151,7 @@ func cutNotNull(def []sqltok.Token) (bool, []sqltok.Token) {
 // those that create them.
 func tableIndexesByName(ctx context.Context, conn *sql.Conn, table string) (drops, creates []string, err error) {
 	rows, err := conn.QueryContext(ctx, `SELECT schema_name, index_name, sql FROM duckdb_indexes() WHERE database_name = current_database()
-		AND schema_name = current_schema() AND table_name = ? AND sql IS NOT NULL`, table)
+		AND schema_name = current_schema() AND table_name = ? AND sql IS NOT NULL ORDER BY index_oid`, table) // created again in the same order (SHOW INDEX lists by it)
 	if err != nil {
 		return nil, nil, wrapErr(err)
 	}

@@ -244,7 +244,7 @@ func mysqlInformationSchema(toks []sqltok.Token, i int) string {
 		return ""
 	}
 	switch n := strings.ToLower(toks[name].Text); n {
-	case "tables", "columns", "schemata", "key_column_usage", "triggers", "files", "partitions":
+	case "tables", "columns", "schemata", "key_column_usage", "statistics", "triggers", "files", "partitions":
 		return "qf_mysql_" + n
 	}
 	return ""

@@ -46,28 +46,36 @@ const aiPrefix = "qf_ai_"
 // mysqlCreateTable is a MySQL client's CREATE TABLE as the statements DuckDB runs for it (the
 // sequence's, then the table's, without its foreign keys), the table's name and its foreign
 // keys (added to the table's statement when it runs, or deferred: mysqlfkchecks.go); ok is
-// false for any other statement, or one with nothing to translate.
-func mysqlCreateTable(sqlText string) (stmts []string, table string, keys []tableKey, ok bool) {
+// false for any other statement, or one with nothing to translate. after are the statements
+// that run once the table is created: its inline indexes and ON UPDATE marks (mysqlindexes.go).
+func mysqlCreateTable(sqlText string) (stmts []string, table string, keys []tableKey, after []string, ok bool) {
 	if !sqltok.FirstKeywordIs(sqlText, sqltok.MySQL, "create") {
-		return nil, "", nil, false
+		return nil, "", nil, nil, false
 	}
 	h, ok := readCreateTable(sqlText, sqltok.MySQL)
 	if !ok {
-		return nil, "", nil, false
+		return nil, "", nil, nil, false
 	}
 	toks, name, at, temporary, ifNotExists := h.toks, h.name, h.open, h.temporary, h.ifNotExists
 	table = identText(name[len(name)-1])
 	defs, end := definitions(toks, at)
 	if end < 0 {
-		return nil, "", nil, false
+		return nil, "", nil, nil, false
 	}
 	start, changed := tableOptions(toks[end+1:])
 	binary := binaryCollation(toks[end+1:])
+	ref := mysqlCompat(joinTokens(name)) // the table as DuckDB reads it
 	var out []string
+	var indexes []inlineKey
+	caseless := map[string]bool{} // the NOCASE text columns
 	aiColumn := ""
 	for _, d := range defs {
 		if key, ok := readTableKey(d); ok && !temporary {
 			keys, changed = append(keys, key), true
+			continue
+		}
+		if ixName, cols, ok := inlineIndex(d); ok {
+			indexes, changed = append(indexes, inlineKey{ixName, cols}), true
 			continue
 		}
 		text, ai, kept, dchanged := columnDefinition(d, binary)
@@ -79,11 +87,19 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, keys []tabl
 			aiColumn = identText(d[0])
 			text += " DEFAULT nextval('" + sequenceName(name) + "')"
 		}
+		if extra := onUpdateNow(d); extra != "" {
+			after = append(after, onUpdateStatement(ref, identText(d[0]), extra))
+		}
+		if strings.Contains(text, "COLLATE NOCASE") {
+			caseless[strings.ToLower(identText(d[0]))] = true
+		}
 		out = append(out, text)
 	}
 	if !changed || temporary && aiColumn != "" {
-		return nil, "", nil, false
+		return nil, "", nil, nil, false
 	}
+	after = append(after, indexStatements(ref, table, indexes, map[string]bool{"primary": true})...)
+	after = append(after, caselessKeyIndexes(ref, table, declaredKeys(defs), caseless)...)
 	head := "CREATE "
 	if temporary {
 		head += "TEMPORARY "
@@ -94,15 +110,15 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, keys []tabl
 	}
 	create := mysqlCompat(head + joinTokens(name) + " (" + strings.Join(out, ", ") + ")")
 	if aiColumn == "" {
-		return []string{create}, table, keys, true
+		return []string{create}, table, keys, after, true
 	}
 	seq := "SEQUENCE " + sequenceName(name) + " START " + strconv.FormatUint(start, 10)
 	if ifNotExists {
-		return []string{"CREATE " + strings.Replace(seq, "SEQUENCE ", "SEQUENCE IF NOT EXISTS ", 1), create}, table, keys, true
+		return []string{"CREATE " + strings.Replace(seq, "SEQUENCE ", "SEQUENCE IF NOT EXISTS ", 1), create}, table, keys, after, true
 	}
 	// A sequence left by a dropped table of the name goes; a table of the name that still
 	// exists keeps its own (DuckDB refuses to drop it: dropSequenceRefused).
-	return []string{"DROP SEQUENCE IF EXISTS " + sequenceName(name), "CREATE " + seq, create}, table, keys, true
+	return []string{"DROP SEQUENCE IF EXISTS " + sequenceName(name), "CREATE " + seq, create}, table, keys, after, true
 }
 
 // createTable is the head of a CREATE [TEMP | TEMPORARY] [UNLOGGED] TABLE [IF NOT EXISTS] name (
@@ -372,6 +388,18 @@ func dropSequenceRefused(err error, table string) error {
 // mysqlOwnStatement is a MySQL client's CREATE TABLE that mysqlCreateTable translates, run as
 // its statements in one transaction.
 func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
+	if run, ok := mysqlSelectVars(q); ok {
+		return run, true
+	}
+	if run, ok := mysqlDropIndex(q); ok {
+		return run, true
+	}
+	if run, ok := mysqlRenameTable(q); ok {
+		return run, true
+	}
+	if run, ok := mysqlAlterIndex(q); ok {
+		return run, true
+	}
 	if run, ok := mysqlShowCreate(q); ok {
 		return run, true
 	}
@@ -384,7 +412,7 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 	if run, ok := mysqlAlterTable(q); ok {
 		return run, true
 	}
-	stmts, table, keys, ok := mysqlCreateTable(q.SQL)
+	stmts, table, keys, after, ok := mysqlCreateTable(q.SQL)
 	if !ok {
 		return nil, false
 	}
@@ -395,6 +423,7 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 		}
 		stmts := slices.Clone(stmts)
 		stmts[len(stmts)-1] = withKeys(stmts[len(stmts)-1], keep)
+		stmts = append(stmts, after...)
 		if err := runAll(ctx, conn, stmts, inTx); err != nil {
 			return nil, dropSequenceRefused(err, table)
 		}

@@ -37,9 +37,10 @@ func (duckCatalog) Columns(db, table string) string {
 		`coalesce((SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' WHEN count(*) > 0 THEN 'UNI' END ` +
 		`FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name ` +
 		`AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name) ` +
-		`OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), '') AS key, ` +
+		`OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), ` + multipleKey + `, '') AS key, ` +
 		`CASE WHEN NOT ` + autoIncrement + ` THEN ` + mysqlDefault + ` END AS dflt, ` +
-		`CASE WHEN ` + autoIncrement + ` THEN 'auto_increment' ELSE '' END AS extra, coalesce(c.comment, '') AS comment, c.column_index AS pos ` +
+		`CASE WHEN ` + autoIncrement + ` THEN 'auto_increment' WHEN ` + onUpdate + ` THEN c.comment ELSE '' END AS extra, ` +
+		`CASE WHEN ` + onUpdate + ` THEN '' ELSE coalesce(c.comment, '') END AS comment, c.column_index AS pos ` +
 		`FROM duckdb_columns() c WHERE ` + inSchema("c.database_name", "c.schema_name", db) +
 		` AND lower(c.table_name) = lower(` + sqltok.StandardString(table) + `) ` +
 		`AND (SELECT count(*) FROM (SELECT 1 FROM ` + tableRef(db, table) + ` LIMIT 0)) = 0`
@@ -54,6 +55,17 @@ const mysqlDefault = `CASE WHEN c.column_default ILIKE '%current_timestamp%' THE
 	`WHEN c.data_type = 'BOOLEAN' AND c.column_default IN ('true', 'CAST(''t'' AS BOOLEAN)') THEN '1' ` +
 	`WHEN c.data_type = 'BOOLEAN' AND c.column_default IN ('false', 'CAST(''f'' AS BOOLEAN)') THEN '0' ` +
 	`ELSE c.column_default END`
+
+// multipleKey is MariaDB's MUL for column c, the first of an index or of a unique key of more
+// than one column (a one-column unique index is UNI); NULL otherwise.
+const multipleKey = `(SELECT CASE WHEN bool_or(NOT i.is_unique OR len(qf_index_expressions(i.expressions)) > 1) THEN 'MUL' WHEN count(*) > 0 THEN 'UNI' END ` +
+	`FROM duckdb_indexes() i WHERE i.table_oid = c.table_oid AND trim(qf_index_expressions(i.expressions)[1], '"') = c.column_name ` +
+	`AND NOT ` + caselessIndex + `), ` +
+	`(SELECT 'MUL' FROM duckdb_constraints() k WHERE k.table_oid = c.table_oid AND k.constraint_type = 'UNIQUE' ` +
+	`AND k.constraint_column_names[1] = c.column_name AND len(k.constraint_column_names) > 1 LIMIT 1)`
+
+// onUpdate is the condition that column c is ON UPDATE CURRENT_TIMESTAMP (mysqlindexes.go).
+const onUpdate = `coalesce(starts_with(c.comment, '` + onUpdateComment + `'), false)`
 
 // autoIncrement is the condition that column c is AUTO_INCREMENT (mysqlddl.go).
 const autoIncrement = `coalesce(c.column_default LIKE 'nextval(''%` + aiPrefix + `%', false)`
@@ -77,9 +89,9 @@ func (duckCatalog) Indexes(db, table string) string {
 		`false AS non_unique, unnest(constraint_column_names) AS column_name, unnest(range(1, len(constraint_column_names) + 1)) AS seq, ` +
 		`CASE WHEN constraint_type = 'PRIMARY KEY' THEN 0 ELSE 1 + constraint_index END AS pos ` +
 		`FROM duckdb_constraints() WHERE ` + where + ` AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') ` +
-		`UNION ALL SELECT table_oid, table_name, index_name, NOT is_unique, trim(unnest(qf_index_expressions(expressions)), '"'), ` +
+		`UNION ALL SELECT table_oid, table_name, ` + mysqlIndexName + `, NOT is_unique, trim(unnest(qf_index_expressions(expressions)), '"'), ` +
 		`unnest(range(1, len(qf_index_expressions(expressions)) + 1)), 1000000 + index_oid ` +
-		`FROM duckdb_indexes() WHERE ` + where + `) AS i ` +
+		`FROM duckdb_indexes() WHERE ` + where + ` AND NOT ` + caselessIndex + `) AS i ` +
 		`JOIN duckdb_columns() c ON c.table_oid = i.table_oid AND c.column_name = i.column_name ` +
 		`WHERE (SELECT count(*) FROM (SELECT 1 FROM ` + tableRef(db, table) + ` LIMIT 0)) = 0`
 }
@@ -117,8 +129,8 @@ func (duckCatalog) OtherKeys(db, table string) string {
 	ticked := func(list string) string {
 		return `array_to_string(list_transform(` + list + `, x -> ` + mysqlshow.Tick(`trim(x, '"')`) + `), ',')`
 	}
-	return `SELECT CASE WHEN is_unique THEN 'UNIQUE KEY' ELSE 'KEY' END AS kind, index_name AS name, ` +
-		ticked("qf_index_expressions(expressions)") + ` AS cols, NULL AS refs, index_oid AS pos FROM duckdb_indexes() WHERE ` + where +
+	return `SELECT CASE WHEN is_unique THEN 'UNIQUE KEY' ELSE 'KEY' END AS kind, ` + mysqlIndexName + ` AS name, ` +
+		ticked("qf_index_expressions(expressions)") + ` AS cols, NULL AS refs, index_oid AS pos FROM duckdb_indexes() WHERE ` + where + ` AND NOT ` + caselessIndex +
 		` UNION ALL SELECT 'FOREIGN KEY', table_name || '_ibfk_' || row_number() OVER (ORDER BY constraint_index), ` +
 		ticked("constraint_column_names") + `, ` + mysqlshow.Tick("referenced_table") + ` || ' (' || ` + ticked("referenced_column_names") + ` || ')', ` +
 		`constraint_index FROM duckdb_constraints() WHERE ` + where + ` AND constraint_type = 'FOREIGN KEY'`

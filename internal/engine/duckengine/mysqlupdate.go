@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,29 +33,66 @@ type updateCount struct {
 }
 
 // mysqlUpdate is the count of q (a MySQL client's, as compatRequest wrote it) when it is an
-// UPDATE of that form; nil otherwise.
-func mysqlUpdate(ctx context.Context, conn *sql.Conn, client, q *query.Request) *updateCount {
+// UPDATE of that form (nil otherwise), and q as it runs: with the table's ON UPDATE
+// CURRENT_TIMESTAMP columns that q does not set set to the current time in the rows it changes
+// (onUpdateSets).
+func mysqlUpdate(ctx context.Context, conn *sql.Conn, client, q *query.Request) (*query.Request, *updateCount) {
 	if !isMySQL(client) || !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "update") {
-		return nil
+		return q, nil
 	}
 	u, ok := readUpdate(q.SQL)
 	if !ok {
-		return nil
+		return q, nil
 	}
-	types := columnTypes(ctx, conn, u.db, u.table)
+	types, onUpdate := columnTypes(ctx, conn, u.db, u.table)
 	conds := make([]string, len(u.sets))
 	for i, s := range u.sets {
 		typ, ok := types[strings.ToLower(s.column)]
 		if !ok {
-			return nil // no such column (or table): the UPDATE says so itself
+			return q, nil // no such column (or table): the UPDATE says so itself
 		}
 		conds[i] = s.ref + " IS DISTINCT FROM CAST((" + s.expr + ") AS " + typ + ")"
+		if typ == "VARCHAR" {
+			// bytes, as MariaDB compares a row's old and new values: 'a' set to 'A' is changed,
+			// where the column's NOCASE (a MySQL client's text column) finds it equal
+			conds[i] = s.ref + " COLLATE C IS DISTINCT FROM CAST((" + s.expr + ") AS VARCHAR) COLLATE C"
+		}
 	}
-	countSQL := "SELECT count(*), count(*) FILTER (WHERE " + strings.Join(conds, " OR ") + ") FROM " + u.target
+	changes := strings.Join(conds, " OR ")
+	countSQL := "SELECT count(*), count(*) FILTER (WHERE " + changes + ") FROM " + u.target
 	if u.where != "" {
 		countSQL += " WHERE " + u.where
 	}
-	return &updateCount{countSQL: countSQL, foundRows: client.FoundRows}
+	if sets := onUpdateSets(u, onUpdate, types, changes); sets != "" {
+		c := *q
+		c.SQL = q.SQL[:u.setsEnd] + sets + q.SQL[u.setsEnd:]
+		q = &c
+	}
+	return q, &updateCount{countSQL: countSQL, foundRows: client.FoundRows}
+}
+
+// onUpdateSets are the assignments an UPDATE u gets for the table's ON UPDATE
+// CURRENT_TIMESTAMP columns (onUpdate) that it does not set itself: the current
+// time, at the column's precision, in a row where another column changes (changes), as
+// MariaDB sets them: a row whose values stay as they were keeps its time too.
+func onUpdateSets(u update, onUpdate []string, types map[string]string, changes string) string {
+	var b strings.Builder
+	for _, col := range onUpdate {
+		if slices.ContainsFunc(u.sets, func(a assignment) bool { return strings.EqualFold(a.column, col) }) {
+			continue
+		}
+		now := "timezone('UTC', current_timestamp)"
+		switch typ := types[strings.ToLower(col)]; typ {
+		case "TIMESTAMP_S":
+			now = "CAST(date_trunc('second', " + now + ") AS TIMESTAMP_S)"
+		case "TIMESTAMP_MS":
+			now = "CAST(date_trunc('millisecond', " + now + ") AS TIMESTAMP_MS)"
+		default:
+			now = "CAST(" + now + " AS " + typ + ")"
+		}
+		b.WriteString(", " + quoteIdent(col) + " = CASE WHEN " + changes + " THEN " + now + " ELSE " + quoteIdent(col) + " END")
+	}
+	return b.String()
 }
 
 // update is an UPDATE as readUpdate reads it.
@@ -62,6 +100,7 @@ type update struct {
 	db, table string // the table's name, unquoted
 	target    string // the table with its alias, as written
 	sets      []assignment
+	setsEnd   int    // where the SET list ends in the text
 	where     string // the WHERE condition, as written; "" for none
 }
 
@@ -134,7 +173,7 @@ func readUpdate(sqlText string) (u update, ok bool) {
 			return u, false
 		}
 		a.expr = text(exprStart, i)
-		u.sets = append(u.sets, a)
+		u.sets, u.setsEnd = append(u.sets, a), toks[i-1].Pos+len(toks[i-1].Text)
 		if i == len(toks) {
 			return u, true
 		}
@@ -166,23 +205,27 @@ func readUpdate(sqlText string) (u update, ok bool) {
 }
 
 // columnTypes are the types of table db.table's columns (db "": the current database's), by
-// their names in lower case.
-func columnTypes(ctx context.Context, conn *sql.Conn, db, table string) map[string]string {
-	rows, err := conn.QueryContext(ctx, "SELECT column_name, data_type FROM duckdb_columns() WHERE "+
+// their names in lower case, and its ON UPDATE CURRENT_TIMESTAMP columns (onUpdateComment).
+func columnTypes(ctx context.Context, conn *sql.Conn, db, table string) (types map[string]string, onUpdate []string) {
+	rows, err := conn.QueryContext(ctx, "SELECT column_name, data_type, coalesce(starts_with(comment, '"+onUpdateComment+"'), false) FROM duckdb_columns() WHERE "+
 		inSchema("database_name", "schema_name", db)+" AND lower(table_name) = lower(?)", table)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer rows.Close()
-	types := map[string]string{}
+	types = map[string]string{}
 	for rows.Next() {
 		var name, typ string
-		if rows.Scan(&name, &typ) != nil {
-			return nil
+		var updated bool
+		if rows.Scan(&name, &typ, &updated) != nil {
+			return nil, nil
 		}
 		types[strings.ToLower(name)] = typ
+		if updated {
+			onUpdate = append(onUpdate, name)
+		}
 	}
-	return types
+	return types, onUpdate
 }
 
 // run runs the UPDATE q, prepared as p, on conn, counted.

@@ -82,7 +82,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	}
 	q, up := mysqlUpsert(ctx, s.conn, client, q)
 	q, ai := mysqlInsert(ctx, s.conn, client, q)
-	uc := mysqlUpdate(ctx, s.conn, client, q)
+	q, uc := mysqlUpdate(ctx, s.conn, client, q)
 	if err := setLastInsertID(ctx, s.conn, client); err != nil {
 		s.fail()
 		return nil, err

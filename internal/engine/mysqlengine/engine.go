@@ -107,7 +107,7 @@ const (
 // Engine is a pool of connections to one server. Safe for concurrent use.
 type Engine struct {
 	cfg   Config
-	slots chan struct{} // one token per connection allowed at once
+	slots *slots // one per connection allowed at once
 	// caps caches the capabilities the passthrough relay must honour (caps* flags; 0 until
 	// the first relayed query).
 	caps atomic.Int32
@@ -150,7 +150,7 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 10 * time.Second
 	}
-	return &Engine{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns), stmts: map[*client.Conn]stmtCache{}}, nil
+	return &Engine{cfg: cfg, slots: newSlots(cfg.MaxConns), stmts: map[*client.Conn]stmtCache{}}, nil
 }
 
 // Ping opens (or reuses) a connection and pings the server.
@@ -187,15 +187,13 @@ func (e *Engine) Close() error {
 
 // acquire takes a slot and a connection opened with flags; release gives both back.
 func (e *Engine) acquire(ctx context.Context, flags connFlags) (*client.Conn, error) {
-	select {
-	case e.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := e.slots.take(ctx); err != nil {
+		return nil, err
 	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		<-e.slots
+		e.slots.give()
 		return nil, fmt.Errorf("mysqlengine %q: closed", e.cfg.Name)
 	}
 	if n := len(e.idle[flags]); n > 0 {
@@ -207,14 +205,14 @@ func (e *Engine) acquire(ctx context.Context, flags connFlags) (*client.Conn, er
 	e.mu.Unlock()
 	c, err := e.dialWith(ctx, e.handshakeDialer, flags)
 	if err != nil {
-		<-e.slots
+		e.slots.give()
 		return nil, err
 	}
 	return c, nil
 }
 
 func (e *Engine) release(c *client.Conn, healthy bool) {
-	defer func() { <-e.slots }()
+	defer e.slots.give()
 	if c == nil {
 		return
 	}

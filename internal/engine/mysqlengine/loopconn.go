@@ -72,9 +72,7 @@ func (e *Engine) TakeLoopConn(q *query.Request) *LoopConn {
 	if !loopServes(q, flags) {
 		return nil
 	}
-	select {
-	case e.slots <- struct{}{}:
-	default:
+	if !e.slots.tryTake() {
 		return nil
 	}
 	db := requestDatabase(q)
@@ -94,7 +92,7 @@ func (e *Engine) TakeLoopConn(q *query.Request) *LoopConn {
 		go lc.c.Close() // closed by the server, or it spoke unasked
 	}
 	e.mu.Unlock()
-	<-e.slots
+	e.slots.give()
 	return nil
 }
 
@@ -105,10 +103,8 @@ func (e *Engine) OpenLoopConn(ctx context.Context, q *query.Request) (*LoopConn,
 	if !e.Loopable() || !loopServes(q, flags) {
 		return nil, ErrNoLoop
 	}
-	select {
-	case e.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := e.slots.take(ctx); err != nil {
+		return nil, err
 	}
 	db := requestDatabase(q)
 	e.mu.Lock()
@@ -121,7 +117,7 @@ func (e *Engine) OpenLoopConn(ctx context.Context, q *query.Request) (*LoopConn,
 	if lc == nil {
 		var err error
 		if lc, err = e.dialLoop(ctx, flags); err != nil {
-			<-e.slots
+			e.slots.give()
 			return nil, err
 		}
 	}
@@ -227,11 +223,11 @@ func (lc *LoopConn) giveBack(healthy bool) {
 		lc.idleSince = loopClock()
 		e.loopIdle[flags] = append(e.loopIdle[flags], lc)
 		e.mu.Unlock()
-		<-e.slots
+		e.slots.give()
 		return
 	}
 	e.mu.Unlock()
-	<-e.slots
+	e.slots.give()
 	go lc.c.Close()
 }
 

@@ -1,0 +1,332 @@
+package duckengine
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// What a MySQL client's CREATE TABLE declares beside its columns and keys, kept as MariaDB keeps
+// it (mysqlCreateTable runs these statements after the table's):
+//   - KEY / INDEX [name] (cols) is a DuckDB index: SHOW INDEX, SHOW CREATE TABLE (KEY `name`),
+//     SHOW COLUMNS (MUL) and information_schema.statistics list it under its MariaDB name.
+//     DuckDB's index names are its schema's and MariaDB's its table's (mariadb-dump writes
+//     `KEY user_id (user_id)` in every table with such a column), so the DuckDB index is named
+//     <table>$<name> (mysqlIndexName), and read back without the prefix. An unnamed one is named
+//     by its first column, _2, _3 ... after a name the table has, as MariaDB names it. A prefix
+//     length (name(10)) and ASC/DESC are left out: DuckDB indexes whole values. DROP INDEX
+//     name ON table drops it (mysqlDropIndex).
+//   - ON UPDATE CURRENT_TIMESTAMP[(n)] marks the column with DuckDB's column comment
+//     (onUpdateComment, MariaDB's Extra for it): an UPDATE that changes a row sets it
+//     (mysqlupdate.go), SHOW COLUMNS and SHOW CREATE TABLE write it. (A MySQL column's own
+//     COMMENT is left out, as before.)
+
+// onUpdateComment starts the column comment of an ON UPDATE CURRENT_TIMESTAMP column: MariaDB's
+// Extra for it, "on update current_timestamp()" or "on update current_timestamp(3)".
+const onUpdateComment = "on update current_timestamp"
+
+// mysqlIndexName is the SQL expression of a DuckDB index's MariaDB name (of duckdb_indexes()'s
+// index_name and table_name): without its table's prefix.
+const mysqlIndexName = `CASE WHEN starts_with(index_name, table_name || '$') THEN substr(index_name, length(table_name) + 2) ELSE index_name END`
+
+// inlineIndex reads a CREATE TABLE definition KEY | INDEX [name] [USING t] (col [(n)] [ASC |
+// DESC], ...) [USING t] [COMMENT '...']: its name ("" when not given) and its columns.
+func inlineIndex(d []sqltok.Token) (name string, cols []string, ok bool) {
+	if len(d) < 3 || !d[0].IsWord("key", "index") {
+		return "", nil, false
+	}
+	i := 1
+	if d[i].Text != "(" && !d[i].IsWord("using") {
+		name, i = identText(d[i]), i+1
+	}
+	if i+1 < len(d) && d[i].IsWord("using") {
+		i += 2
+	}
+	if i >= len(d) || d[i].Text != "(" {
+		return "", nil, false
+	}
+	parts, end := definitions(d, i)
+	if end < 0 {
+		return "", nil, false
+	}
+	for _, p := range parts {
+		if len(p) == 0 || p[0].Kind != sqltok.Word && p[0].Kind != sqltok.QuotedIdent {
+			return "", nil, false // an expression: DuckDB's to refuse
+		}
+		cols = append(cols, identText(p[0]))
+	}
+	return name, cols, len(cols) > 0
+}
+
+// indexStatements are the CREATE INDEX statements of a CREATE TABLE's inline indexes (table:
+// its name as DuckDB reads it, bare: unqualified); taken are the key names the table has
+// already (its UNIQUE keys'), in lower case.
+func indexStatements(table, bare string, indexes []inlineKey, taken map[string]bool) []string {
+	var stmts []string
+	for _, ix := range indexes {
+		name := ix.name
+		if name == "" {
+			name = ix.cols[0]
+			for n := 2; taken[strings.ToLower(name)]; n++ {
+				name = ix.cols[0] + "_" + strconv.Itoa(n)
+			}
+		}
+		taken[strings.ToLower(name)] = true
+		quoted := make([]string, len(ix.cols))
+		for i, c := range ix.cols {
+			quoted[i] = quoteIdent(c)
+		}
+		stmts = append(stmts, "CREATE INDEX IF NOT EXISTS "+quoteIdent(bare+"$"+name)+" ON "+table+" ("+strings.Join(quoted, ", ")+")")
+	}
+	return stmts
+}
+
+// inlineKey is a KEY / INDEX definition of a CREATE TABLE.
+type inlineKey struct {
+	name string // "" when not given
+	cols []string
+}
+
+// onUpdateNow reads a column definition's ON UPDATE CURRENT_TIMESTAMP[(n)] (NOW(n),
+// LOCALTIMESTAMP, LOCALTIME): MariaDB's Extra for it, "" when it has none.
+func onUpdateNow(d []sqltok.Token) string {
+	for i := 1; i+2 < len(d); i++ {
+		if !d[i].IsWord("on") || !d[i+1].IsWord("update") || !d[i+2].IsWord("current_timestamp", "now", "localtimestamp", "localtime") {
+			continue
+		}
+		digits := ""
+		if i+5 < len(d) && d[i+3].Text == "(" && d[i+4].Kind == sqltok.Number && d[i+5].Text == ")" && d[i+4].Text != "0" {
+			digits = d[i+4].Text
+		}
+		return onUpdateComment + "(" + digits + ")"
+	}
+	return ""
+}
+
+// onUpdateStatement marks column col of table (as DuckDB reads it) ON UPDATE CURRENT_TIMESTAMP.
+func onUpdateStatement(table, col, extra string) string {
+	return "COMMENT ON COLUMN " + table + "." + quoteIdent(col) + " IS " + sqltok.StandardString(extra)
+}
+
+// mysqlDropIndex is a MySQL client's DROP INDEX name ON table (unqualified) of an index that
+// table's CREATE TABLE declared (table$name); any other DROP INDEX is left to mysqlCompat
+// (the name alone, DuckDB's index names being its schema's).
+func mysqlDropIndex(q *query.Request) (ownRun, bool) {
+	if !sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "drop") {
+		return nil, false
+	}
+	toks := sqltok.SignificantTokens(q.SQL, sqltok.MySQL)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	isName := func(t sqltok.Token) bool {
+		return t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated
+	}
+	if len(toks) != 5 || !toks[1].IsWord("index") || !isName(toks[2]) || !toks[3].IsWord("on") || !isName(toks[4]) {
+		return nil, false
+	}
+	name, table := identText(toks[2]), identText(toks[4])
+	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+		return dropIndex(ctx, conn, table, name)
+	}, true
+}
+
+// dropIndex drops table's index name: the one its CREATE TABLE or ALTER TABLE declared
+// (table$name), else the index of that name.
+func dropIndex(ctx context.Context, conn *sql.Conn, table, name string) (query.Rows, error) {
+	var declared bool
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) > 0 FROM duckdb_indexes() WHERE database_name = current_database() "+
+		"AND schema_name = current_schema() AND index_name = ? AND lower(table_name) = lower(?)", table+"$"+name, table).Scan(&declared); err != nil {
+		return nil, wrapErr(err)
+	}
+	stmt := "DROP INDEX " + quoteIdent(name)
+	if declared {
+		stmt = "DROP INDEX " + quoteIdent(table+"$"+name)
+	}
+	if _, err := conn.ExecContext(ctx, stmt); err != nil {
+		return nil, wrapErr(err)
+	}
+	return engine.TagRows("DROP INDEX"), nil
+}
+
+// mysqlAlterIndex is a MySQL client's ALTER TABLE t ADD {INDEX | KEY} [name] (cols) (Laravel's
+// and Knex's index(), Flyway scripts) or ALTER TABLE t DROP {INDEX | KEY} name, one action, t
+// unqualified: the index as an inline KEY's (t$name), dropped as DROP INDEX name ON t is. DuckDB
+// read neither (1064).
+func mysqlAlterIndex(q *query.Request) (ownRun, bool) {
+	if !sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "alter") {
+		return nil, false
+	}
+	toks := sqltok.SignificantTokens(q.SQL, sqltok.MySQL)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	if len(toks) < 6 || !toks[1].IsWord("table") || toks[2].Kind != sqltok.Word && toks[2].Kind != sqltok.QuotedIdent || !toks[4].IsWord("index", "key") {
+		return nil, false
+	}
+	table := identText(toks[2])
+	switch {
+	case toks[3].IsWord("drop") && len(toks) == 6:
+		name := identText(toks[5])
+		return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+			if _, err := dropIndex(ctx, conn, table, name); err != nil {
+				return nil, err
+			}
+			return engine.TagRows("ALTER TABLE"), nil
+		}, true
+	case toks[3].IsWord("add"):
+		name, cols, ok := inlineIndex(toks[4:])
+		if !ok || toks[len(toks)-1].Text != ")" && !toks[len(toks)-1].IsWord("btree", "hash") {
+			return nil, false // more than one action, or options: DuckDB's to read
+		}
+		stmts := indexStatements(quoteIdent(table), table, []inlineKey{{name, cols}}, map[string]bool{})
+		return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+			if err := runAll(ctx, conn, stmts, inTx); err != nil {
+				return nil, err
+			}
+			return engine.TagRows("ALTER TABLE"), nil
+		}, true
+	}
+	return nil, false
+}
+
+// A MySQL client's PRIMARY KEY and UNIQUE keys over text columns compare without regard to case,
+// as under MariaDB's default collation ('A' then 'a' into a UNIQUE email is 1062 there). DuckDB's
+// keys compare bytes whatever the column's collation (its ART ignores NOCASE), so a key with a
+// NOCASE column gets beside it a unique index of lower() of those columns (caselessKeyIndexes):
+// DuckDB refuses the second row, and INSERT OR IGNORE / ON CONFLICT with the key as its target
+// (upsert.go names it) find the row in either case. The index is named <table>$qf_ci_<n>, and
+// left out where MariaDB's keys are listed (caselessIndex). The key itself stays, for the
+// conflict targets and SHOW CREATE TABLE.
+
+// caselessIndex is the SQL condition that index_name (of duckdb_indexes()) is such an index.
+const caselessIndex = `contains(index_name, '$qf_ci_')`
+
+// declaredKeys are the PRIMARY KEY and UNIQUE keys of a CREATE TABLE's definitions (defs), each
+// its columns' names: a column's own PRIMARY KEY or UNIQUE, and the table's.
+func declaredKeys(defs [][]sqltok.Token) [][]string {
+	var keys [][]string
+	for _, d := range defs {
+		at := 0
+		if len(d) > 2 && d[0].IsWord("constraint") {
+			at = 2 // CONSTRAINT name PRIMARY KEY / UNIQUE (cols)
+		}
+		switch {
+		case at < len(d) && (d[at].IsWord("primary") || d[at].IsWord("unique")):
+			i := at + 1
+			for i < len(d) && d[i].Text != "(" {
+				i++
+			}
+			parts, end := definitions(d, i)
+			if end < 0 {
+				continue
+			}
+			var cols []string
+			for _, p := range parts {
+				if len(p) > 0 {
+					cols = append(cols, identText(p[0]))
+				}
+			}
+			keys = append(keys, cols)
+		case d[0].IsWord("key", "index", "fulltext", "spatial", "check", "foreign"):
+		default:
+			for i := 1; i < len(d); i++ {
+				if d[i].IsWord("unique") || d[i].IsWord("primary") && i+1 < len(d) && d[i+1].IsWord("key") {
+					keys = append(keys, []string{identText(d[0])})
+					break
+				}
+			}
+		}
+	}
+	return keys
+}
+
+// caselessKeyIndexes are the CREATE UNIQUE INDEX statements of the keys with a column of
+// caseless (its NOCASE text columns, lower case); table as DuckDB reads it, bare unqualified.
+func caselessKeyIndexes(table, bare string, keys [][]string, caseless map[string]bool) []string {
+	var stmts []string
+	for _, key := range keys {
+		exprs, any := make([]string, len(key)), false
+		for i, c := range key {
+			exprs[i] = quoteIdent(c)
+			if caseless[strings.ToLower(c)] {
+				exprs[i], any = "lower("+quoteIdent(c)+")", true
+			}
+		}
+		if any {
+			name := bare + "$qf_ci_" + strconv.Itoa(len(stmts)+1)
+			stmts = append(stmts, "CREATE UNIQUE INDEX IF NOT EXISTS "+quoteIdent(name)+" ON "+table+" ("+strings.Join(exprs, ", ")+")")
+		}
+	}
+	return stmts
+}
+
+// mysqlRenameTable is a MySQL client's ALTER TABLE a RENAME [TO | AS] b or RENAME TABLE a TO b
+// (unqualified names) of a table with indexes, which DuckDB refuses to rename ("Cannot alter
+// entry ... because there are entries that depend on it": a KEY, or a text key's caseless
+// index, makes most MySQL tables such): its indexes are dropped around the rename and created
+// again on the new name, a declared one (a$name) as b$name. A table without indexes is renamed
+// as written (DuckDB's ALTER TABLE ... RENAME TO).
+func mysqlRenameTable(q *query.Request) (ownRun, bool) {
+	if !containsFold(q.SQL, "rename") || !sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "alter", "rename") {
+		return nil, false
+	}
+	toks := sqltok.SignificantTokens(q.SQL, sqltok.MySQL)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	isName := func(t sqltok.Token) bool {
+		return t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated
+	}
+	var from, to sqltok.Token
+	switch {
+	case len(toks) == 6 && toks[0].IsWord("alter") && toks[1].IsWord("table") && toks[3].IsWord("rename") && toks[4].IsWord("to", "as"):
+		from, to = toks[2], toks[5]
+	case len(toks) == 5 && toks[0].IsWord("alter") && toks[1].IsWord("table") && toks[3].IsWord("rename") && isName(toks[4]) && !toks[4].IsWord("column", "index", "key", "constraint"):
+		from, to = toks[2], toks[4]
+	case len(toks) == 5 && toks[0].IsWord("rename") && toks[1].IsWord("table") && toks[3].IsWord("to"):
+		from, to = toks[2], toks[4]
+	default:
+		return nil, false
+	}
+	if !isName(from) || !isName(to) {
+		return nil, false
+	}
+	a, b := identText(from), identText(to)
+	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+		rows, err := conn.QueryContext(ctx, `SELECT index_name, sql FROM duckdb_indexes() WHERE database_name = current_database()
+			AND schema_name = current_schema() AND lower(table_name) = lower(?) AND sql IS NOT NULL ORDER BY index_oid`, a)
+		if err != nil {
+			return nil, wrapErr(err)
+		}
+		var drops, creates []string
+		renamed := renameAlter{table: a, to: b}
+		for rows.Next() {
+			var name, create string
+			if err := rows.Scan(&name, &create); err != nil {
+				rows.Close()
+				return nil, wrapErr(err)
+			}
+			drops = append(drops, "DROP INDEX "+quoteIdent(name))
+			create = renamed.renamedIndex(create)
+			if prefix := a + "$"; len(name) > len(prefix) && strings.EqualFold(name[:len(prefix)], prefix) {
+				create = strings.Replace(create, quoteIdent(name), quoteIdent(b+"$"+name[len(prefix):]), 1)
+			}
+			creates = append(creates, create)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, wrapErr(err)
+		}
+		stmts := append(append(drops, "ALTER TABLE "+quoteIdent(a)+" RENAME TO "+quoteIdent(b)), creates...)
+		if err := runAll(ctx, conn, stmts, inTx); err != nil {
+			return nil, err
+		}
+		return engine.TagRows("ALTER TABLE"), nil
+	}, true
+}
