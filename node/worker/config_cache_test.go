@@ -33,11 +33,23 @@ func TestConfigSyncKeepsTheLastGoodSnapshot(t *testing.T) {
 	}
 	f.start(s)
 	f.waitActive(s, "")
-	b, _ := st.Load()
-	kept, err := snapshot.Decode(b)
+	kept, err := snapshot.Decode(waitSaved(t, st))
 	if err != nil || kept.Revision != s1.Revision {
 		t.Fatalf("kept %v %v, want %s", kept, err, s1.Revision)
 	}
+}
+
+// waitSaved is what st holds once something was saved there: a configuration is kept after it
+// is active, not before (the test may look in between).
+func waitSaved(t *testing.T, st *MemorySnapshotStore) []byte {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if b, _ := st.Load(); b != nil {
+			return b
+		}
+	}
+	t.Fatal("the active configuration was never kept")
+	return nil
 }
 
 // TestConfigSyncStartsFromTheLastGoodSnapshot: a restarted worker starts from its store when the

@@ -708,8 +708,9 @@ func pgCompat(q *query.Request) string {
 	offsets := q.Protocol == query.ProtocolPostgres && holdsOffsetTimestamp(q.SQL)
 	precision := q.Protocol == query.ProtocolTrino && holdsTimePrecision(q.SQL)
 	subscript := q.Protocol == query.ProtocolTrino && strings.Contains(q.SQL, "[")
+	fraction := q.Protocol == query.ProtocolTrino && holdsZeroFraction(q.SQL)
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
-		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets && !precision && !subscript {
+		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets && !precision && !subscript && !fraction {
 		return q.SQL
 	}
 	toks := pgTokens(q)
@@ -986,6 +987,9 @@ func (w *compatWriter) step() {
 		return
 	}
 	if w.trino && w.trinoSubscript() {
+		return
+	}
+	if w.trino && t.Kind == sqltok.Number && w.trinoFractionLiteral() {
 		return
 	}
 	if w.binary {

@@ -130,3 +130,49 @@ func fractionDigits(text string) (int, bool) {
 	_, frac, _ := strings.Cut(clock, ".")
 	return len(frac), true
 }
+
+// A Trino decimal literal is decimal(p, s), s its fraction's digits and p its digits without
+// the integer part's leading zeros: 0.5 is decimal(1,1), 0.05 decimal(2,2). DuckDB counts the
+// zero (DECIMAL(2,1)), and the difference carries into arithmetic (1.25 * 0.5: Trino's
+// decimal(4,3), DuckDB's DECIMAL(5,3)).
+
+// holdsZeroFraction reports cheaply whether sqlText may hold a literal 0.digits
+// (trinoFractionLiteral).
+func holdsZeroFraction(sqlText string) bool {
+	for i := strings.Index(sqlText, "0."); i >= 0; {
+		if i+2 < len(sqlText) && sqlText[i+2] >= '0' && sqlText[i+2] <= '9' {
+			return true
+		}
+		next := strings.Index(sqlText[i+1:], "0.")
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
+	}
+	return false
+}
+
+// trinoFractionLiteral writes a number token 0.digits at w.i (no exponent) as DuckDB's decimal
+// of Trino's type for it, CAST(0.05 AS DECIMAL(2,2)); it reports whether it wrote anything. A
+// sample's percentage (TABLESAMPLE BERNOULLI (0.5)), which DuckDB reads as a literal only, is
+// left as written.
+func (w *compatWriter) trinoFractionLiteral() bool {
+	text := w.toks[w.i].Text
+	whole, frac, ok := strings.Cut(text, ".")
+	if !ok || whole == "" || strings.Trim(whole, "0") != "" || frac == "" || len(frac) > 38 || strings.Trim(frac, "0123456789") != "" {
+		return false
+	}
+	if open := w.prevSig(w.i); w.word(open) == "(" {
+		if kind := w.word(w.prevSig(open)); kind == "bernoulli" || kind == "system" || kind == "reservoir" {
+			return false
+		}
+	}
+	digits := len(strings.TrimLeft(frac, "0"))
+	scale := len(frac)
+	if digits == 0 {
+		digits = 1 // 0.0: decimal(1,1)
+	}
+	w.emit("CAST(" + text + " AS DECIMAL(" + strconv.Itoa(max(digits, scale)) + "," + strconv.Itoa(scale) + "))")
+	w.i++
+	return true
+}

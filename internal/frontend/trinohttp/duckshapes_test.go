@@ -258,3 +258,62 @@ func TestTrinoTimestampPrecisionOnDuckDB(t *testing.T) {
 		t.Errorf("values %v %v %v %v %v", whole, milli, micro, local, cast)
 	}
 }
+
+// trinoArithmeticTypes are expressions on the embedded DuckDB with the type and value Trino gives
+// them (types.html: a decimal literal is decimal(its digits, its fraction's digits); an integer
+// meets a decimal as decimal(10,0), and 0.5 is decimal(1,1) (its digits without the integer
+// part's zero); p+q: decimal(1 + max(s1,s2) + max(p1-s1, p2-s2), max(s1,s2)),
+// p*q: decimal(p1+p2, s1+s2); integer division truncates toward zero).
+var trinoArithmeticTypes = []struct{ sql, typ, value string }{
+	{"1.5", "decimal(2,1)", "1.5"},
+	{"7 / 2", "integer", "3"},
+	{"-7 / 2", "integer", "-3"},
+	{"7 % 3", "integer", "1"},
+	{"1.5 * 2", "decimal(12,1)", "3.0"},
+	{"1.5 + 1", "decimal(12,1)", "2.5"},
+	{"10.25 - 0.5", "decimal(5,2)", "9.75"},
+	{"0.5", "decimal(1,1)", "0.5"},
+	{"0.05", "decimal(2,2)", "0.05"},
+	{"1.25 * 0.5", "decimal(4,3)", "0.625"},
+	{"0.5 + 0.25", "decimal(3,2)", "0.75"},
+	{"cast(1.5 as decimal(4,2)) + 1", "decimal(13,2)", "2.50"},
+}
+
+// TestTrinoArithmeticTypesOnDuckDB: decimal literals and integer and decimal arithmetic have
+// Trino's types and values (trinoArithmeticTypes), through trino-go-client and the npm
+// trino-client. (A decimal divided is DuckDB's double, not Trino's decimal: not pinned here.)
+func TestTrinoArithmeticTypesOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	var steps []npmStep
+	for _, c := range trinoArithmeticTypes {
+		rows, err := db.Query("select " + c.sql)
+		if err != nil {
+			t.Fatalf("%s: %v", c.sql, err)
+		}
+		types, err := rows.ColumnTypes()
+		if err != nil || !rows.Next() {
+			t.Fatalf("%s: %v %v", c.sql, err, rows.Err())
+		}
+		var v any
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		typ := strings.ToLower(types[0].DatabaseTypeName())
+		if p, s, ok := types[0].DecimalSize(); ok && typ == "decimal" {
+			typ = fmt.Sprintf("decimal(%d,%d)", p, s)
+		}
+		if typ != c.typ || fmt.Sprint(v) != c.value {
+			t.Errorf("trino-go-client: %s: %s %v, want %s %s", c.sql, typ, v, c.typ, c.value)
+		}
+		steps = append(steps, npmStep{Name: c.sql, SQL: "select " + c.sql})
+	}
+	outcomes := runNPM(t, ts.addr, "alice", steps...)
+	for _, c := range trinoArithmeticTypes {
+		o := outcomes[c.sql]
+		if o.OK == nil || len(o.OK.Types) != 1 || len(o.OK.Rows) != 1 || o.OK.Types[0] != c.typ || fmt.Sprint(o.OK.Rows[0][0]) != c.value {
+			t.Errorf("npm trino-client: %s: %+v %+v, want %s %s", c.sql, o.OK, o.Error, c.typ, c.value)
+		}
+	}
+}
