@@ -40,10 +40,14 @@ test-deps-studio:
 		echo "chromium could not be installed: the Studio browser tests skip"; }
 
 # The wire frontends' client libraries: mysqlclient (python3-mysqldb), Django (python3-django,
-# its MySQL backend's save of an unchanged row) and, from the lock file, node's mysql2 and
-# trino-client. A test whose client could not be installed skips, saying so.
+# its MySQL backend's save of an unchanged row), MariaDB Connector/J (libmariadb-java, with the
+# JDK test-deps-pgclients installs) and, from the lock file, node's mysql2 and trino-client. A
+# test whose client could not be installed skips, saying so.
 NODE_CLIENTS := internal/frontend/frontendtest/nodeclients
 test-deps-wire:
+	@[ -f /usr/share/java/mariadb-java-client.jar ] || { echo "installing libmariadb-java"; \
+		./scripts/apt-install.sh libmariadb-java || \
+		echo "libmariadb-java could not be installed: TestConnectorJAsMariaDB skips"; }
 	@/usr/bin/python3 -c 'import MySQLdb' 2>/dev/null || { echo "installing python3-mysqldb"; \
 		./scripts/apt-install.sh python3-mysqldb || \
 		echo "python3-mysqldb could not be installed: the mysqlclient tests skip"; }

@@ -70,6 +70,11 @@ type Request struct {
 	// on a MySQL engine connection opened with it, and the file the server asks for is asked
 	// of the client.
 	LocalFiles bool
+	// Collation is a MySQL client's collation (MariaDB's id; its character_set_client,
+	// _connection and _results are its set), 0 for the default, utf8mb4_general_ci: a MySQL
+	// engine runs the statement on a connection in it, so it reads the client's bytes, writes
+	// its results and compares as the client's server would.
+	Collation uint8
 	// ArgOIDs are the PostgreSQL types (OIDs) a PostgreSQL client declared, or was told at
 	// Describe, for its parameters (0: unspecified), for an engine that types a parameter its
 	// SQL leaves untyped (DuckDB's SELECT $1) as PostgreSQL does; nil from other protocols.

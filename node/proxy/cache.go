@@ -119,18 +119,25 @@ func cacheKey(req *query.Request, group string, fingerprint uint64) (string, boo
 	if len(req.ArgOIDs) > 0 { // the types declared for the values: the result's may follow them
 		fmt.Fprintf(&b, "%v\x00", req.ArgOIDs)
 	}
+	if req.Collation != 0 { // a MySQL client's collation: its results' bytes are in its set
+		fmt.Fprintf(&b, "collation %d\x00", req.Collation)
+	}
 	b.WriteString(sql)
 	return b.String(), true
 }
 
 // NormalizeSQL collapses whitespace outside quotes and drops a trailing semicolon, so trivially
-// reformatted statements share a cache entry. Text inside '...', "..." and `...` is kept as is.
+// reformatted statements share a cache entry. Text inside '...', "..." and `...` is kept as is,
+// byte for byte: a latin1 client's text is no UTF-8, and two of its literals must not both read
+// as U+FFFD.
 func NormalizeSQL(sql string) string {
 	var b strings.Builder
 	b.Grow(len(sql))
-	var quote rune
+	var quote byte
 	space := false
-	for _, r := range strings.TrimRight(strings.TrimSpace(sql), "; \t\n\r\f") {
+	trimmed := strings.TrimRight(strings.TrimSpace(sql), "; \t\n\r\f")
+	for i := 0; i < len(trimmed); i++ {
+		r := trimmed[i]
 		switch {
 		case quote != 0:
 			if r == quote {
@@ -146,7 +153,7 @@ func NormalizeSQL(sql string) string {
 			b.WriteByte(' ')
 			space = false
 		}
-		b.WriteRune(r)
+		b.WriteByte(r)
 	}
 	return b.String()
 }

@@ -247,3 +247,25 @@ func TestCacheKeyHoldsDeclaredTypes(t *testing.T) {
 		t.Error("a parameter declared date and one declared text (or undeclared) share a cache entry")
 	}
 }
+
+// TestCacheKeyHoldsTheClientsCollation: a MySQL client's result is in its character set (a
+// latin1 client's 'é' is the byte E9): a latin1 and a utf8mb4 client do not share an entry,
+// and neither do two latin1 literals that are no UTF-8 (read as runes, both were U+FFFD).
+func TestCacheKeyHoldsTheClientsCollation(t *testing.T) {
+	key := func(sql string, collation uint8) string {
+		k, ok := cacheKey(&query.Request{SQL: sql, Collation: collation, Protocol: query.ProtocolMySQL}, "g", 1)
+		if !ok {
+			t.Fatalf("%q not cacheable", sql)
+		}
+		return k
+	}
+	if key("select 1", 8) == key("select 1", 0) {
+		t.Error("a latin1 client and a utf8mb4 client share a cache entry")
+	}
+	if key("select 'caf\xe9'", 8) == key("select 'caf\xfc'", 8) {
+		t.Error("two latin1 literals share a cache entry")
+	}
+	if key("select  'h\xc3\xa9' ;", 0) != key("select 'h\xc3\xa9'", 0) {
+		t.Error("a statement reformatted does not share its entry")
+	}
+}

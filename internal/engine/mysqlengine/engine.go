@@ -250,9 +250,11 @@ func (e *Engine) dialWith(ctx context.Context, dialer client.Dialer, flags connF
 	// with collation 255 (utf8mb4_0900_ai_ci), which MariaDB does not know: it then gives the
 	// session its server's character set, latin1 unless configured (MariaDB's own default
 	// before 11.6), and text the proxy reads and relays as UTF-8 would be latin1's bytes.
+	// A client's other collation (flags.go) is named in the handshake, and set again here for
+	// a MariaDB greeting, which would otherwise take the server's.
 	setup := "SET time_zone = '+00:00'"
-	if g.mariadb {
-		setup += ", NAMES utf8mb4"
+	if col := flags.collation(); g.mariadb || flags&flagCollation != 0 {
+		setup += ", NAMES " + col.Charset + " COLLATE " + col.Name
 	}
 	if _, err := c.Execute(setup); err != nil {
 		_ = c.Close()

@@ -33,11 +33,18 @@ import (
 //     a pinned session's never, so the server refuses it there as it refuses a client that did
 //     not offer it (4166).
 //
+// The client's collation (query.Request.Collation: its character set and collation) picks the
+// connection too, among the Collations carried: a connection is opened with it in the
+// handshake and SET NAMES to it (dialWith), so MariaDB reads the client's bytes, writes its
+// results and compares its literals as for the client itself, and the relay is MariaDB's byte
+// for byte (a latin1 client's 'é' is the one byte E9 both ways). utf8mb4_general_ci is the
+// default (index 0).
+//
 // CLIENT_MULTI_STATEMENTS is the frontend's (it splits the statements, or refuses them with
 // 1064 as MariaDB does); CLIENT_INTERACTIVE only picks the idle
 // timeout of a connection the client does not hold; CLIENT_NO_SCHEMA go-mysql cannot ask for,
 // so a statement reads the databases it names.
-type connFlags uint8
+type connFlags uint16
 
 const (
 	flagFoundRows connFlags = 1 << iota
@@ -47,8 +54,49 @@ const (
 	flagPSMultiResults
 	flagLocalFiles
 
-	flagSets = 1 << iota // how many flag sets there are: the pool's lists
+	collationShift = iota // the bits above the flags: the index of the collation in Collations
 )
+
+const (
+	flagCollation connFlags = 7 << collationShift
+	flagSets                = 1 << (collationShift + 3) // how many flag sets there are: the pool's lists
+)
+
+// A Collation is one a client may log in with or SET NAMES to that the proxy carries to the
+// engine: MariaDB's id of it, its character set and names (go-mysql's, MariaDB's).
+type Collation struct {
+	ID               uint8
+	Charset          string // as @@character_set_client reads
+	Name             string // as @@collation_connection reads on MariaDB 10.11
+	handshake        string // go-mysql's name of it (MySQL 5.7's)
+	MaxLen           uint32 // bytes a character takes at most
+	DefaultOfCharset bool   // SET NAMES <Charset> without COLLATE picks it
+}
+
+// Collations are the carried collations; the first, utf8mb4_general_ci, is the default: a
+// client's other collations (a handshake's cp1251_general_ci, utf8mb4_0900_ai_ci that MariaDB
+// does not know) are taken for it.
+var Collations = [8]Collation{
+	{45, "utf8mb4", "utf8mb4_general_ci", "utf8mb4_general_ci", 4, true},
+	{224, "utf8mb4", "utf8mb4_unicode_ci", "utf8mb4_unicode_ci", 4, false},
+	{46, "utf8mb4", "utf8mb4_bin", "utf8mb4_bin", 4, false},
+	{8, "latin1", "latin1_swedish_ci", "latin1_swedish_ci", 1, true},
+	{47, "latin1", "latin1_bin", "latin1_bin", 1, false},
+	{33, "utf8mb3", "utf8mb3_general_ci", "utf8_general_ci", 3, true},
+	{192, "utf8mb3", "utf8mb3_unicode_ci", "utf8_unicode_ci", 3, false},
+	{83, "utf8mb3", "utf8mb3_bin", "utf8_bin", 3, false},
+}
+
+// CollationIndex is the index in Collations of MariaDB's collation id (0, the default, for one
+// not carried).
+func CollationIndex(id uint8) int {
+	for i, c := range Collations {
+		if c.ID == id {
+			return i
+		}
+	}
+	return 0
+}
 
 // requestFlags is the flag set q's connection must have been opened with: with extended
 // metadata when q's client asked for it and the server may have it.
@@ -69,8 +117,11 @@ func (e *Engine) requestFlags(q *query.Request) connFlags {
 	if q.PSMultiResults {
 		f |= flagPSMultiResults
 	}
-	return f
+	return f | connFlags(CollationIndex(q.Collation))<<collationShift
 }
+
+// collation is the collation a connection opened with f is in.
+func (f connFlags) collation() Collation { return Collations[f&flagCollation>>collationShift] }
 
 // flagsOf is the flag set c was opened with.
 func flagsOf(c *client.Conn) connFlags {
@@ -92,6 +143,11 @@ func flagsOf(c *client.Conn) connFlags {
 	}
 	if c.HasCapability(mysql.CLIENT_LOCAL_FILES) {
 		f |= flagLocalFiles
+	}
+	for i, col := range Collations[1:] { // as option set it
+		if c.GetCollation() == col.handshake {
+			f |= connFlags(i+1) << collationShift
+		}
 	}
 	return f
 }
@@ -130,6 +186,11 @@ var capabilityOf = []struct {
 
 // option is the go-mysql client option that opens a connection with f.
 func (f connFlags) option(c *client.Conn) error {
+	if f&flagCollation != 0 {
+		if err := c.SetCollation(f.collation().handshake); err != nil {
+			return err
+		}
+	}
 	for _, fc := range capabilityOf {
 		if f&fc.flag != 0 {
 			if err := c.SetCapability(fc.cap); err != nil {

@@ -2,6 +2,7 @@ package mysqlengine
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -211,7 +213,43 @@ func (r *rows) executePrepared(ctx context.Context, result *mysql.Result) (st *c
 	if st, err = r.conn.Prepare(tagged(ctx, r.q.SQL)); err != nil {
 		return nil, err
 	}
-	return st, st.ExecuteSelectStreaming(result, r.onRow(ctx), r.onResult(ctx), r.q.Args...)
+	return st, st.ExecuteSelectStreaming(result, r.onRow(ctx), r.onResult(ctx), engineArgs(r.q.Args)...)
+}
+
+// engineArgs are a request's arguments as go-mysql binds them: a time.Time (the frontend's
+// decoding of a binary DATE, DATETIME or TIMESTAMP parameter; go-mysql refuses the type) as the
+// binary protocol's DATETIME, 4, 7 or 11 bytes long as MySQL's clients write it. args is
+// returned as it is when it holds none.
+func engineArgs(args []any) []any {
+	var out []any
+	for i, a := range args {
+		t, ok := a.(time.Time)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = append([]any(nil), args...)
+		}
+		out[i] = binaryDateTime(t)
+	}
+	if out == nil {
+		return args
+	}
+	return out
+}
+
+// binaryDateTime is t's wall clock as a binary-protocol DATETIME value.
+func binaryDateTime(t time.Time) mysql.TypedBytes {
+	b := binary.LittleEndian.AppendUint16(nil, uint16(t.Year()))
+	b = append(b, byte(t.Month()), byte(t.Day()))
+	us := t.Nanosecond() / 1000
+	if t.Hour() != 0 || t.Minute() != 0 || t.Second() != 0 || us != 0 {
+		b = append(b, byte(t.Hour()), byte(t.Minute()), byte(t.Second()))
+	}
+	if us != 0 {
+		b = binary.LittleEndian.AppendUint32(b, uint32(us))
+	}
+	return mysql.TypedBytes{Type: mysql.MYSQL_TYPE_DATETIME, Bytes: b}
 }
 
 func (r *rows) onResult(ctx context.Context) client.SelectPerResultCallback {

@@ -20,6 +20,12 @@ const MetaMySQLType = "queryflux.mysql_type"
 
 const binaryCharset = 63
 
+// MetaMySQLColumn is the field metadata key holding a text, binary or integer column's MySQL
+// type code and length as the server described it ("253 80": a VARCHAR(20) in utf8mb4): the
+// Arrow type keeps neither, and a MySQL client reads them (Connector/J's VARCHAR or MEDIUMTEXT
+// is the length; a latin1 client's VARCHAR(20) is 20 long; COUNT(*) is 21).
+const MetaMySQLColumn = "queryflux.mysql_column"
+
 // decimalPrecision recovers a DECIMAL's precision from its display length: MySQL reports
 // precision + 1 for the point (when scale > 0) + 1 for the sign (when signed).
 func decimalPrecision(f *mysql.Field) int32 {
@@ -97,11 +103,22 @@ func ArrowField(f *mysql.Field) arrow.Field {
 		} else {
 			field.Type = arrow.BinaryTypes.String
 		}
+		field.Metadata = columnMetadata(f)
+	}
+	switch f.Type {
+	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
+		field.Metadata = columnMetadata(f) // an integer's display length (COUNT(*)'s 21, a BIGINT's 20)
 	}
 	if meta != "" {
 		field.Metadata = arrow.NewMetadata([]string{MetaMySQLType}, []string{meta})
 	}
 	return field
+}
+
+// columnMetadata is f's type and length under MetaMySQLColumn.
+func columnMetadata(f *mysql.Field) arrow.Metadata {
+	column := strconv.Itoa(int(f.Type)) + " " + strconv.FormatUint(uint64(f.ColumnLength), 10)
+	return arrow.NewMetadata([]string{MetaMySQLColumn}, []string{column})
 }
 
 // fspUnit is the Arrow time unit that holds a temporal column's fractional digits exactly

@@ -147,5 +147,6 @@ func (h *session) resetSession() {
 	h.stmts, h.longHeld = nil, 0
 	h.diag = nil
 	h.multiStatements = h.conn.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
+	h.collation = carriedCollation(h.conn.Charset()) // the login's
 	h.syncTx()
 }

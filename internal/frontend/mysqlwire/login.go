@@ -25,6 +25,9 @@ import (
 //   - CLIENT_LOCAL_FILES, as MariaDB announces it with local_infile on: libmariadb and mysql2
 //     send it only to a server that offers it, and a relayed LOAD DATA LOCAL INFILE asks the
 //     client for its file (passthrough.go, relayLocalFile);
+//   - CLIENT_MULTI_STATEMENTS, as MariaDB announces it: go-sql-driver (multiStatements=true)
+//     asks for it only when the server offers it, and without it the proxy answers stacked
+//     statements 1064 (multistmt.go: each statement of a batch is checked and run on its own);
 //   - MariaDB's extended metadata, as MariaDB announces it (metadata.go), when the server
 //     offers it (metadata).
 
@@ -50,7 +53,7 @@ func (v *loginView) serverPacket(p []byte) []byte {
 		}
 		v.salt = g.salt
 		g.status |= mysql.SERVER_STATUS_AUTOCOMMIT
-		g.capabilities |= mysql.CLIENT_FOUND_ROWS | mysql.CLIENT_LOCAL_FILES
+		g.capabilities |= mysql.CLIENT_FOUND_ROWS | mysql.CLIENT_LOCAL_FILES | mysql.CLIENT_MULTI_STATEMENTS
 		if v.metadata {
 			g.capabilities &^= mysql.CLIENT_LONG_PASSWORD // CLIENT_MYSQL unset: extended capabilities follow
 			g.extended = mariadbExtendedMetadata

@@ -315,6 +315,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	h.conn, h.user = c, c.GetUser()
 	h.headers = h.attributes()
 	h.multiStatements = c.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
+	h.collation = carriedCollation(c.Charset())
 	s.mu.Lock()
 	s.sessions[c.ConnectionID()] = h
 	s.mu.Unlock()

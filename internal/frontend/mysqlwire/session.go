@@ -43,6 +43,7 @@ type session struct {
 	stmtID          uint32               // the last statement id given out
 	longHeld        int                  // COM_STMT_SEND_LONG_DATA bytes held across stmts (at most maxAllowedPacket())
 	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
+	collation       uint8                // the client's collation, 0 for the default (charset.go)
 	metadata        bool                 // MariaDB's extended metadata, offered and asked for (metadata.go)
 	more            bool                 // more results follow this statement's (multi-statements)
 	failed          bool                 // an error packet was written for the statement (it ends stacked statements)
@@ -207,6 +208,7 @@ func (h *session) fillAs(r *query.Request, sql string, args []any) {
 		MultiResults:     h.conn.HasCapability(mysql.CLIENT_MULTI_RESULTS),
 		PSMultiResults:   h.conn.HasCapability(mysql.CLIENT_PS_MULTI_RESULTS),
 		LocalFiles:       h.conn.HasCapability(mysql.CLIENT_LOCAL_FILES),
+		Collation:        h.collation,
 	}
 }
 
@@ -269,6 +271,13 @@ func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, er
 		if h.pinned.TxStatus() == 'E' && isTxEnd(req.SQL) {
 			h.unpin()
 			return true, nil
+		}
+		// A held connection outside a transaction, autocommit off: the statement opens one, as
+		// on a fresh pin (Connector/J's SET sql_mode at connect holds the connection before its
+		// setAutoCommit(false); without this, its UPDATE committed at once and ROLLBACK undid
+		// nothing).
+		if h.held && h.autocommitOff && h.pinned.TxStatus() == 'I' && !isTxEnd(req.SQL) && !beginsTransaction(req.SQL) {
+			return false, h.startPinned(ctx, false)
 		}
 		return false, nil
 	}
@@ -464,6 +473,7 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 	cols := make([]column, schema.NumFields())
 	for i, f := range schema.Fields() {
 		cols[i] = columnFor(f)
+		inClientCollation(&cols[i], h.collation)
 	}
 	buf := make([]byte, 4, 1024)
 	if err := h.conn.WritePacket(append(buf, mysql.PutLengthEncodedInt(uint64(len(cols)))...)); err != nil {
@@ -657,7 +667,14 @@ func (h *session) selectVars(sql string) (*mysql.Result, bool) {
 			names[i] = it[2]
 		}
 	}
-	return mysql.NewResult(textResultset(names, [][]any{values})), true
+	rs := textResultset(names, [][]any{values})
+	for i, f := range rs.Fields {
+		if s, ok := values[i].(string); ok { // as MariaDB describes a variable's text: its length in the client's set
+			f.ColumnLength = uint32(len(s)) * 4
+			localInClientCollation(f, h.collation)
+		}
+	}
+	return mysql.NewResult(rs), true
 }
 
 func (h *session) variable(name string) (any, bool) {
@@ -688,9 +705,13 @@ func (h *session) variable(name string) (any, bool) {
 		return int64(0), true
 	case "time_zone", "system_time_zone":
 		return "+00:00", true
-	case "character_set_client", "character_set_connection", "character_set_results", "character_set_server":
+	case "character_set_client", "character_set_connection", "character_set_results":
+		return collationOf(h.collation).Charset, true
+	case "collation_connection":
+		return collationOf(h.collation).Name, true
+	case "character_set_server":
 		return "utf8mb4", true
-	case "collation_connection", "collation_server":
+	case "collation_server":
 		return "utf8mb4_general_ci", true
 	case "sql_mode":
 		return "", true

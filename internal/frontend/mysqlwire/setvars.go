@@ -1,6 +1,7 @@
 package mysqlwire
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -13,7 +14,8 @@ import (
 // and a transaction's pinned connection goes back to the pool at its end, so a SET cannot
 // reach "this client's session": on an engine connection it would change the connection for
 // other clients, and the client's next statement would not see it. So this frontend answers a
-// SET itself: one that keeps what the proxy reports (SET NAMES utf8mb4, autocommit=1, time_zone
+// SET itself: one that keeps what the proxy reports (SET NAMES utf8mb4 or another carried
+// charset, charset.go; autocommit=1, time_zone
 // '+00:00', isolation REPEATABLE READ: what drivers send at connect) is a no-op OK; any other
 // is refused with ER_NOT_SUPPORTED_YET, naming the variable: other session and GLOBAL
 // variables, user variables (@v) and SET TRANSACTION (it would apply to the next transaction,
@@ -52,6 +54,8 @@ import (
 type setEffect struct {
 	autocommit autocommitSet
 	isolation  string // the level set ("READ COMMITTED"), "" if not assigned
+	setsNames  bool   // SET NAMES or CHARACTER SET of a carried collation (charset.go)
+	collation  uint8  // that collation, 0 for the default
 }
 
 // changesIsolation: the SET assigns a level other than the engine's default (REPEATABLE READ,
@@ -86,6 +90,9 @@ func readSet(sql string) (setEffect, error) {
 			eff.autocommit = autocommitOn
 		case name == "autocommit" && isOff(v):
 			eff.autocommit = autocommitOff
+		case (name == "NAMES" || name == "CHARACTER SET") && ok:
+			id, _ := strconv.Atoi(v)
+			eff.setsNames, eff.collation = true, uint8(id)
 		case !ok:
 			return eff, refuseSet(name)
 		}
@@ -126,6 +133,17 @@ func (h *session) set(sql string) error {
 		return err
 	}
 	eff, _ := readSet(sql) // refused above if erroneous
+	if eff.setsNames && eff.collation != h.collation {
+		// A pinned connection was opened in the old set: it is set anew, and the SET leaves it
+		// closed rather than pooled when the session gives it up (mysqlengine's dirty).
+		if h.pinned != nil {
+			c := collationOf(eff.collation)
+			if err := h.execPinned(h.ctx, "SET NAMES "+c.Charset+" COLLATE "+c.Name); err != nil {
+				return err
+			}
+		}
+		h.collation = eff.collation
+	}
 	var err error
 	if eff.isolation != "" {
 		h.isolation = eff.isolation
@@ -280,9 +298,11 @@ func keepsReported(item []sqltok.Token) (name, v string, ok bool) {
 	}
 	switch {
 	case w(i) == "names":
-		return "NAMES", "", isUTF8(value(item[i+1:]))
+		id, ok := namesCollation(value(item[i+1:]))
+		return "NAMES", strconv.Itoa(int(id)), ok
 	case w(i) == "charset", w(i) == "character" && w(i+1) == "set":
-		return "CHARACTER SET", "", isUTF8(value(item[len(item)-1:]))
+		id, ok := namesCollation(value(item[len(item)-1:]))
+		return "CHARACTER SET", strconv.Itoa(int(id)), ok
 	case w(i) == "transaction":
 		if level := sessionIsolation(item[i+1:]); i == 1 && level != "" {
 			return "transaction", level, true

@@ -28,10 +28,11 @@ func TestSetRefusal(t *testing.T) {
 		"set time_zone = ?":                            "time_zone",
 		"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE": "transaction",
 		"SET SESSION TRANSACTION READ ONLY":            "transaction",
-		"SET NAMES latin1":                             "NAMES",
+		"SET NAMES cp1251":                             "NAMES",
+		"SET NAMES latin1 COLLATE latin1_german2_ci":   "NAMES",
 		"  /* orm */ SET SESSION wait_timeout=10":      "wait_timeout",
 		"# c\nset foreign_key_checks = 0;":             "foreign_key_checks",
-		"SET CHARACTER SET latin1":                     "CHARACTER SET",
+		"SET CHARACTER SET koi8r":                      "CHARACTER SET",
 		"set `sql_mode` = ''":                          "sql_mode",
 	}
 	for sql, name := range refused {
@@ -50,7 +51,8 @@ func TestSetRefusal(t *testing.T) {
 		"SET CHARACTER SET utf8mb4", "set time_zone = '+00:00'", "SET collation_connection = utf8mb4_general_ci",
 		"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ", "SET @@tx_isolation = 'REPEATABLE-READ'",
 		"SET NAMES utf8mb4; ", "SET SQL_SELECT_LIMIT=DEFAULT", "SET sql_select_limit = 18446744073709551615",
-		"SET SQL_AUTO_IS_NULL = 0",
+		"SET SQL_AUTO_IS_NULL = 0", "SET NAMES latin1", "SET CHARACTER SET latin1", "set names utf8mb3 collate utf8mb3_bin",
+		"SET NAMES 'latin1' COLLATE 'latin1_bin'",
 	} {
 		if !isSetStatement(sql) {
 			t.Errorf("%q: not taken for a SET", sql)

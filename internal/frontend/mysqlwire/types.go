@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -33,6 +34,9 @@ type column struct {
 	uuid     bool   // 16 bytes sent as the UUID's text, as MariaDB sends its UUID type
 	temporal bool   // a date or timestamp (binaryYear)
 	extended string // MariaDB's extended metadata of the column, for a client that asked (metadata.go)
+	// fromMySQLEngine: a text column's type and length are a MySQL engine's (engineColumn),
+	// its values and length in the client's character set (charset.go).
+	fromMySQLEngine bool
 
 	// wholeTime is DuckDB's TIME, which has six digits and no precision of its own: a whole
 	// second goes without them, as MariaDB sends a TIME (12:34:56, where a TIME(6) column of
@@ -130,6 +134,7 @@ func columnFor(f arrow.Field) column {
 		}
 	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:
 		setType(mysql.MYSQL_TYPE_BLOB, 1<<24-1)
+		col.engineColumn(f)
 		if metaType(f) == "geometry" {
 			// As MariaDB describes a spatial column (its values are its WKB with the SRID
 			// before it, as they came): mysql2 reads a POINT as {x, y} by this type.
@@ -150,12 +155,44 @@ func columnFor(f arrow.Field) column {
 			mf.Charset, mf.Decimal = charsetBinary, 30
 		default:
 			setType(mysql.MYSQL_TYPE_VAR_STRING, (1<<24-1)*4)
+			col.engineColumn(f)
 		}
 	default: // lists, structs, maps, ...: their Arrow text form
 		mf.Charset, mf.Flag = charsetUTF8MB4, mf.Flag&^mysql.BINARY_FLAG
 		setType(mysql.MYSQL_TYPE_VAR_STRING, (1<<24-1)*4)
 	}
+	if arrow.IsInteger(f.Type.ID()) {
+		if _, n, ok := engineColumnOf(f); ok {
+			mf.ColumnLength = n // the engine's display length
+		}
+	}
 	return col
+}
+
+// engineColumn gives a text or binary column a MySQL engine described (MetaMySQLColumn) the
+// type and length the engine wrote, in the client's character set already (the engine
+// connection is in it: charset.go).
+func (col *column) engineColumn(f arrow.Field) {
+	t, n, ok := engineColumnOf(f)
+	if !ok {
+		return
+	}
+	col.field.Type, col.field.ColumnLength, col.fromMySQLEngine = t, n, true
+	if t >= mysql.MYSQL_TYPE_TINY_BLOB && t <= mysql.MYSQL_TYPE_BLOB {
+		col.field.Flag |= mysql.BLOB_FLAG // as MariaDB flags a TEXT or BLOB column
+	}
+}
+
+// engineColumnOf reads f's MetaMySQLColumn.
+func engineColumnOf(f arrow.Field) (typ uint8, length uint32, ok bool) {
+	v, ok := f.Metadata.GetValue(mysqlengine.MetaMySQLColumn)
+	if !ok {
+		return 0, 0, false
+	}
+	ts, ls, _ := strings.Cut(v, " ")
+	t, err1 := strconv.ParseUint(ts, 10, 8)
+	n, err2 := strconv.ParseUint(ls, 10, 32)
+	return uint8(t), uint32(n), err1 == nil && err2 == nil
 }
 
 // isJSON reports a PostgreSQL json/jsonb or DuckDB JSON column.

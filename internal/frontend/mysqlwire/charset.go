@@ -1,0 +1,76 @@
+package mysqlwire
+
+import (
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
+)
+
+// A client's collation (and so its character set) is the session's, as on MariaDB: the one
+// its handshake names, then SET NAMES / SET CHARACTER SET. The collations of
+// mysqlengine.Collations are carried (utf8mb4's, latin1's and utf8mb3's general, unicode and
+// bin ones): each statement's request names it (query.Request.Collation), a MySQL engine runs
+// it on a connection in it (mysqlengine flags.go), and the relay hands MariaDB's bytes on as
+// they come. On the Arrow path the values are the engine's bytes in the client's set too; the
+// column definitions this frontend writes name the collation and count a text column's length
+// in its set's bytes (latin1: a character is one byte, where utf8mb4's are four), as MariaDB
+// writes them. Other collations (a handshake's cp1251_general_ci, MySQL 8's
+// utf8mb4_0900_ai_ci that MariaDB does not know) are taken for the default,
+// utf8mb4_general_ci; SET NAMES of another set is refused.
+
+// session.collation is the MariaDB id of the session's collation, 0 for the default.
+func carriedCollation(id uint8) uint8 {
+	if i := mysqlengine.CollationIndex(id); i > 0 {
+		return id
+	}
+	return 0
+}
+
+// collationOf is the session's collation.
+func collationOf(id uint8) mysqlengine.Collation {
+	return mysqlengine.Collations[mysqlengine.CollationIndex(id)]
+}
+
+// namesCollation reads a SET NAMES / CHARACTER SET value ("latin1", "'utf8' collate
+// utf8_bin", "utf8mb4 collate 'utf8mb4_unicode_ci'"): the session's collation for it, and
+// whether it is carried.
+func namesCollation(v string) (uint8, bool) {
+	charset, collation, named := strings.Cut(v, " collate ")
+	charset = strings.Trim(strings.TrimSpace(charset), "'\"`")
+	collation = strings.Trim(strings.TrimSpace(collation), "'\"`")
+	if charset == "utf8" {
+		charset = "utf8mb3"
+	}
+	collation = strings.Replace(collation, "utf8_", "utf8mb3_", 1)
+	for _, c := range mysqlengine.Collations {
+		if c.Charset == charset && (named && c.Name == collation || !named && c.DefaultOfCharset) {
+			return carriedCollation(c.ID), true
+		}
+	}
+	return 0, false
+}
+
+// inClientCollation rewrites the definition of a text column a MySQL engine described
+// (columnFor writes utf8mb4's) for the session's collation: its id. Its values and length are
+// the engine's, in the client's set already. Another engine's text is UTF-8 whatever the
+// client's set (only MySQL engines take query.Request.Collation): its column stays utf8mb4's,
+// and the client decodes it as such.
+func inClientCollation(col *column, id uint8) {
+	f := col.field
+	if f.Charset != charsetUTF8MB4 || id == 0 || !col.fromMySQLEngine {
+		return
+	}
+	f.Charset = uint16(collationOf(id).ID)
+}
+
+// localInClientCollation rewrites the definition of a text column of the proxy's own answer
+// (ASCII values, a length counted in utf8mb4's four bytes) for the session's collation.
+func localInClientCollation(f *mysql.Field, id uint8) {
+	if f.Charset != charsetUTF8MB4 || id == 0 {
+		return
+	}
+	c := collationOf(id)
+	f.Charset, f.ColumnLength = uint16(c.ID), f.ColumnLength/4*c.MaxLen
+}
