@@ -60,7 +60,7 @@ func TestEngineUserChangesRefused(t *testing.T) {
 		"EXECUTE IMMEDIATE X'53485554444f574e'", // SHUTDOWN
 		`alter role U&"qf!005fengine" UESCAPE '!' password 'x'`,
 		"select 1; alter role current_user reset all", // a simple-protocol batch
-		"SELECT 1; SET PASSWORD = 'x'",                 // CLIENT_MULTI_STATEMENTS
+		"SELECT 1; SET PASSWORD = 'x'",                // CLIENT_MULTI_STATEMENTS
 	}
 	allowed := []string{
 		"CREATE ROLE app LOGIN PASSWORD 'x'",
