@@ -12,6 +12,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/server"
 
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
+	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
@@ -32,6 +33,7 @@ type prepared struct {
 	// longRefused: a chunk went past the session's long-data budget; the next execute fails
 	// (as MySQL reports a parameter longer than max_allowed_packet) and the data is dropped.
 	longRefused bool
+	held        int // bytes of the statement counted against the session's budget (heldBytes)
 }
 
 var errLongDataTooLong = mysql.NewError(mysql.ER_UNKNOWN_ERROR,
@@ -39,6 +41,36 @@ var errLongDataTooLong = mysql.NewError(mysql.ER_UNKNOWN_ERROR,
 
 // stmtsMax bounds a session's open statements (MySQL's max_prepared_stmt_count default).
 const stmtsMax = 16382
+
+// What a session holds is counted in bytes too (heldmem): its statements' texts and their long
+// data, against the connection's budget and the daemon's. stmtOverheadBytes stands for a
+// statement's own structures.
+const stmtOverheadBytes = 128
+
+// takeHeld counts n bytes more held by the session, or refuses them as MariaDB refuses a
+// statement past its max_session_mem_used (1290), or for the daemon's bound, past which MariaDB
+// would be out of memory (1041). The session goes on.
+func (h *session) takeHeld(n int) error {
+	err := h.heldBytes.Take(n)
+	if err == nil {
+		return nil
+	}
+	code, bound := uint16(mysql.ER_OPTION_PREVENTS_STATEMENT), "held_bytes"
+	if e, ok := err.(*heldmem.Error); ok && e.Daemon {
+		code, bound = mysql.ER_OUT_OF_RESOURCES, "daemon_held_bytes"
+	}
+	h.s.refusals.WithLabelValues("mysqlwire", bound).Inc()
+	return mysql.NewError(code, err.Error())
+}
+
+// forgetStmt closes the statement id: its text and long data are no longer held.
+func (h *session) forgetStmt(id uint32) {
+	if st := h.stmts[id]; st != nil {
+		h.forgetLong(st)
+		h.heldBytes.Give(st.held)
+		delete(h.stmts, id)
+	}
+}
 
 // prepare handles COM_STMT_PREPARE. The statement is prepared on the engine when it runs: the
 // engine is chosen per statement. Its columns are described then, with its rows.
@@ -65,11 +97,15 @@ func (h *session) prepare(sql string) any {
 	if len(h.stmts) >= stmtsMax {
 		return mysql.NewError(mysql.ER_MAX_PREPARED_STMT_COUNT_REACHED, "Can't create more than max_prepared_stmt_count statements (current value: "+strconv.Itoa(stmtsMax)+")")
 	}
+	held := stmtOverheadBytes + len(sql)
+	if err := h.takeHeld(held); err != nil {
+		return err
+	}
 	if h.stmts == nil {
 		h.stmts = map[uint32]*prepared{}
 	}
 	h.stmtID++
-	st := &prepared{sql: sql, params: sqltok.CountParams(sql, sqltok.MySQL)}
+	st := &prepared{sql: sql, params: sqltok.CountParams(sql, sqltok.MySQL), held: held}
 	h.stmts[h.stmtID] = st
 	out := &server.Stmt{Query: sql}
 	out.ID, out.Params = h.stmtID, st.params
@@ -106,7 +142,7 @@ func (h *session) longData(data []byte) {
 		return
 	}
 	chunk := data[6:]
-	if st.longRefused || h.longHeld+len(chunk) > h.maxAllowedPacket() {
+	if st.longRefused || h.longHeld+len(chunk) > h.maxAllowedPacket() || h.heldBytes.Take(len(chunk)) != nil {
 		h.forgetLong(st)
 		st.longRefused = true
 		return
@@ -122,6 +158,7 @@ func (h *session) longData(data []byte) {
 func (h *session) forgetLong(st *prepared) {
 	for _, b := range st.long {
 		h.longHeld -= len(b)
+		h.heldBytes.Give(len(b))
 	}
 	st.long = nil
 	if h.longHeld < 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/pgoptions"
 	"github.com/queryflux/queryflux/internal/query"
@@ -65,7 +66,8 @@ type conn struct {
 
 	stmts      map[string]*preparedStmt
 	portals    map[string]*portal
-	skipToSync bool // an extended-protocol error discards messages until Sync
+	held       *heldmem.Budget // the bytes stmts and portals hold (bounds.go)
+	skipToSync bool            // an extended-protocol error discards messages until Sync
 
 	runMu           sync.Mutex
 	runCancel       context.CancelFunc
@@ -95,7 +97,8 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{srv: s, nc: nc, typeMap: pgtype.NewMap(), txStatus: 'I', stmts: map[string]*preparedStmt{}, portals: map[string]*portal{}}
+	c := &conn{srv: s, nc: nc, typeMap: pgtype.NewMap(), txStatus: 'I', stmts: map[string]*preparedStmt{}, portals: map[string]*portal{},
+		held: s.opts.Limits.Held.Budget(s.opts.Limits.HeldBytesMax)}
 	c.setStream(nc)
 	return c
 }
@@ -129,6 +132,7 @@ func (c *conn) serve() error {
 	}
 	c.be.SetMaxBodyLen(c.srv.opts.MessageBytesMax)
 	c.cr.loggedIn(c.srv.opts.MessageBytesMax, c.srv.opts.Limits.MessageTimeout)
+	defer c.held.Close() // after unregister (deferred below) has closed the portals
 	defer c.cr.msg.Stop()
 	// Statement contexts derive from this connection's own: deriving them from the server's
 	// would take its one lock on every statement of every connection. Cancelled after
