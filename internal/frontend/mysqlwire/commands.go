@@ -107,7 +107,7 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 			return err
 		}
 		h.forgetLong(st)
-		st.longRefused = false
+		st.longRefused = nil
 		return nil
 	case mysql.COM_SET_OPTION:
 		return h.setOption(data)

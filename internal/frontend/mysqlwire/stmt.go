@@ -30,9 +30,10 @@ type prepared struct {
 	params int
 	types  []byte         // the parameter types last bound: a client may send them on its first execute only
 	long   map[int][]byte // COM_STMT_SEND_LONG_DATA per parameter, until the statement runs or is reset
-	// longRefused: a chunk went past the session's long-data budget; the next execute fails
-	// (as MySQL reports a parameter longer than max_allowed_packet) and the data is dropped.
-	longRefused bool
+	// longRefused: a chunk went past the session's long-data budget (max_allowed_packet, or
+	// what the session may hold); the next execute fails with it (as MySQL reports a parameter
+	// longer than max_allowed_packet) and the data is dropped.
+	longRefused error
 	held        int // bytes of the statement counted against the session's budget (heldBytes)
 }
 
@@ -142,9 +143,14 @@ func (h *session) longData(data []byte) {
 		return
 	}
 	chunk := data[6:]
-	if st.longRefused || h.longHeld+len(chunk) > h.maxAllowedPacket() || h.heldBytes.Take(len(chunk)) != nil {
+	if st.longRefused == nil && h.longHeld+len(chunk) > h.maxAllowedPacket() {
+		st.longRefused = errLongDataTooLong
+	}
+	if st.longRefused == nil {
+		st.longRefused = h.takeHeld(len(chunk))
+	}
+	if st.longRefused != nil {
 		h.forgetLong(st)
-		st.longRefused = true
 		return
 	}
 	if st.long == nil {
@@ -175,10 +181,10 @@ func (h *session) execute(data []byte) (*mysql.Result, error) {
 	if !query.AwaitReady(h.ctx, h.s.backend) {
 		return nil, errNotConfigured
 	}
-	if st.longRefused {
+	if err := st.longRefused; err != nil {
 		h.forgetLong(st)
-		st.longRefused = false
-		return nil, errLongDataTooLong
+		st.longRefused = nil
+		return nil, err
 	}
 	bin, err := st.bind(data[4:])
 	h.forgetLong(st)
