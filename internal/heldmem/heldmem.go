@@ -75,8 +75,22 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("this connection holds %d bytes of prepared statements and other state, and %d more would pass its limit of %d; close some first", e.Held, e.Want, e.Max)
 }
 
+// Refusal is the error a Take of n bytes would return now (nil if it would not be refused).
+func (b *Budget) Refusal(n int) *Error {
+	want := int64(n)
+	if held := b.used.Load(); held+want > b.max {
+		return &Error{Want: want, Held: held, Max: b.max}
+	}
+	if p := b.pool; p != nil {
+		if held := p.used.Load(); held+want > p.max {
+			return &Error{Daemon: true, Want: want, Held: held, Max: p.max}
+		}
+	}
+	return nil
+}
+
 // Take counts n more bytes held, or refuses them (*Error) and counts nothing.
-func (b *Budget) Take(n int) error {
+func (b *Budget) Take(n int) *Error {
 	want := int64(n)
 	if want <= 0 || b.closed.Load() {
 		return nil

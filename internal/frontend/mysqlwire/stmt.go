@@ -52,12 +52,16 @@ const stmtOverheadBytes = 128
 // statement past its max_session_mem_used (1290), or for the daemon's bound, past which MariaDB
 // would be out of memory (1041). The session goes on.
 func (h *session) takeHeld(n int) error {
-	err := h.heldBytes.Take(n)
-	if err == nil {
-		return nil
+	if err := h.heldBytes.Take(n); err != nil {
+		return h.heldRefused(err)
 	}
+	return nil
+}
+
+// heldRefused counts a refusal of the held-bytes budget and says it as MariaDB would.
+func (h *session) heldRefused(err *heldmem.Error) error {
 	code, bound := uint16(mysql.ER_OPTION_PREVENTS_STATEMENT), "held_bytes"
-	if e, ok := err.(*heldmem.Error); ok && e.Daemon {
+	if err.Daemon {
 		code, bound = mysql.ER_OUT_OF_RESOURCES, "daemon_held_bytes"
 	}
 	h.s.refusals.WithLabelValues("mysqlwire", bound).Inc()
@@ -79,6 +83,10 @@ func (h *session) prepare(sql string) any {
 	if !query.AwaitReady(h.ctx, h.s.backend) {
 		return errNotConfigured
 	}
+	held := stmtOverheadBytes + len(sql)
+	if err := h.heldBytes.Refusal(held); err != nil { // before any work on a statement that cannot be kept
+		return h.heldRefused(err)
+	}
 	sql = sqltok.ExpandExecutableComments(sql, h.s.version)
 	if h.answersSet(sql) {
 		if err := h.checkSet(sql); err != nil {
@@ -98,7 +106,7 @@ func (h *session) prepare(sql string) any {
 	if len(h.stmts) >= stmtsMax {
 		return mysql.NewError(mysql.ER_MAX_PREPARED_STMT_COUNT_REACHED, "Can't create more than max_prepared_stmt_count statements (current value: "+strconv.Itoa(stmtsMax)+")")
 	}
-	held := stmtOverheadBytes + len(sql)
+	held = stmtOverheadBytes + len(sql)
 	if err := h.takeHeld(held); err != nil {
 		return err
 	}

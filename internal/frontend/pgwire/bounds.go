@@ -3,6 +3,8 @@ package pgwire
 import (
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgproto3"
+
 	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
@@ -60,13 +62,27 @@ const heldOverheadBytes = 128
 // the unnamed statement.
 func (c *conn) keepStmt(name string, st *preparedStmt) error {
 	c.dropStmt(name)
-	n := heldOverheadBytes + len(name) + len(st.sql) + 4*len(st.paramOIDs)
+	n := stmtHeld(name, st.sql, len(st.paramOIDs))
 	if err := c.takeHeld(n); err != nil {
 		return err
 	}
 	st.held = n
 	c.stmts[name] = st
 	return nil
+}
+
+func stmtHeld(name, sql string, params int) int {
+	return heldOverheadBytes + len(name) + len(sql) + 4*params
+}
+
+// checkParse refuses, before any work on it, a Parse whose statement could not be kept (the
+// statement it would replace counted as given back).
+func (c *conn) checkParse(m *pgproto3.Parse) error {
+	n := stmtHeld(m.Name, m.Query, len(m.ParameterOIDs))
+	if old, ok := c.stmts[m.Name]; ok {
+		n -= old.held
+	}
+	return c.checkRoom(n)
 }
 
 // dropStmt forgets the client's statement name and gives its bytes back.
@@ -87,12 +103,24 @@ func (c *conn) dropAllStmts() {
 // takeHeld counts n bytes more held by the client, or refuses them with PostgreSQL's error for
 // a limit (54000) or, when the daemon's bound is what refuses, for memory (53200).
 func (c *conn) takeHeld(n int) error {
-	err := c.held.Take(n)
-	if err == nil {
-		return nil
+	if err := c.held.Take(n); err != nil {
+		return c.heldRefused(err)
 	}
+	return nil
+}
+
+// checkRoom refuses, before any work on it, a statement of n bytes that could not be kept.
+func (c *conn) checkRoom(n int) error {
+	if int64(n) > c.held.Room() {
+		return c.heldRefused(c.held.Refusal(n))
+	}
+	return nil
+}
+
+// heldRefused counts a refusal of the held-bytes budget and says it as PostgreSQL would.
+func (c *conn) heldRefused(err *heldmem.Error) error {
 	code, bound := sqlstate.ProgramLimitExceeded, "held_bytes"
-	if e, ok := err.(*heldmem.Error); ok && e.Daemon {
+	if err.Daemon {
 		code, bound = sqlstate.OutOfMemory, "daemon_held_bytes"
 	}
 	c.srv.refusals.WithLabelValues("pgwire", bound).Inc()

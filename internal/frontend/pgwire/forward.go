@@ -494,6 +494,9 @@ func (c *conn) forwardParse(m *pgproto3.Parse) error {
 	if err := c.checkNewStatement(m.Name); err != nil {
 		return err
 	}
+	if err := c.checkParse(m); err != nil {
+		return err
+	}
 	if err := c.refuseForMode(m.Query); err != nil {
 		return err
 	}

@@ -341,6 +341,9 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 	if err := c.checkNewStatement(m.Name); err != nil {
 		return err
 	}
+	if err := c.checkParse(m); err != nil {
+		return err
+	}
 	stmts := SplitStatements(m.Query)
 	if len(stmts) > 1 {
 		return &query.Error{Code: sqlstate.SyntaxError, Message: "cannot insert multiple commands into a prepared statement"}
@@ -371,6 +374,13 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 	} else {
 		c.closePortal("")
 	}
+	held := heldOverheadBytes + len(m.DestinationPortal) + 2*len(m.ResultFormatCodes)
+	for _, v := range m.Parameters {
+		held += len(v)
+	}
+	if err := c.checkRoom(held); err != nil { // before the values are decoded
+		return err
+	}
 	if st.desc == nil && st.sql != "" && binaryUntyped(st, m) {
 		// node-postgres sends a Buffer as a binary value of no type: learn it from the engine.
 		if err := c.learnTypes(st); err != nil {
@@ -391,10 +401,6 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 		// Parameters the client declared beyond the last $n the statement uses: PostgreSQL
 		// checks their values and binds them to nothing; an engine would refuse them.
 		args = args[:used]
-	}
-	held := heldOverheadBytes + len(m.DestinationPortal) + 2*len(m.ResultFormatCodes)
-	for _, v := range m.Parameters {
-		held += len(v)
 	}
 	if err := c.takeHeld(held); err != nil {
 		return err
