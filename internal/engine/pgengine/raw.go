@@ -48,6 +48,18 @@ const (
 
 var errRawProtocol = errors.New("pgengine: relay: unexpected message from the server")
 
+// rawOutKeptBytes is the largest write buffer a connection keeps once written: a pooled
+// connection outlives the client whose 64 MiB message went through it.
+const rawOutKeptBytes = 64 << 10
+
+// written empties c.out once it was written, letting a large one go.
+func (c *rawConn) written() {
+	c.out = c.out[:0]
+	if cap(c.out) > rawOutKeptBytes {
+		c.out = nil
+	}
+}
+
 // rawPool keeps the relay's idle connections, last in first out.
 type rawPool struct {
 	cfg  *pgconn.Config

@@ -155,7 +155,7 @@ func (c *rawConn) simpleEach(ctx context.Context, sqls ...string) (errs []error,
 		c.out, _ = (&pgproto3.Query{String: sql}).Encode(c.out)
 	}
 	err = c.write()
-	c.out = c.out[:0]
+	c.written()
 	if err != nil {
 		c.broken = true
 		return nil, err
@@ -236,7 +236,7 @@ func (w *wireConn) Flush() error {
 		return nil
 	}
 	err := c.write()
-	c.out = c.out[:0]
+	c.written()
 	if err != nil {
 		c.broken = true
 	}

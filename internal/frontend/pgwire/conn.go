@@ -333,6 +333,32 @@ func (c *conn) loop() error {
 		if err := c.dispatch(msg); err != nil {
 			return err
 		}
+		c.letGo(msg)
+	}
+}
+
+// keptBufferBytes is the largest buffer a connection keeps between messages.
+const keptBufferBytes = 64 << 10
+
+// letGo drops what a handled message leaves with the connection: pgproto3 decodes each kind
+// of message into one struct it reuses, so a client's last Query, Parse or Bind (up to
+// MessageBytesMax each) would stay with an idle connection, and so would the scratch buffer
+// that encoded it. What the connection keeps (statements, portals) it copied or counted.
+func (c *conn) letGo(msg pgproto3.FrontendMessage) {
+	switch m := msg.(type) {
+	case *pgproto3.Query:
+		m.String = ""
+	case *pgproto3.Parse:
+		m.Query, m.ParameterOIDs = "", nil
+	case *pgproto3.Bind:
+		m.Parameters, m.ParameterFormatCodes, m.ResultFormatCodes = nil, nil, nil
+	case *pgproto3.CopyData:
+		m.Data = nil
+	case *pgproto3.FunctionCall:
+		m.Arguments = nil
+	}
+	if cap(c.scratch) > keptBufferBytes {
+		c.scratch = nil
 	}
 }
 

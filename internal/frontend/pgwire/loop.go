@@ -974,7 +974,7 @@ func (c *conn) offLoop(lr *loopRun, res relayloop.Result) error {
 		return fmt.Errorf("pgwire: the loop handed back no %q message (%d bytes)", lr.kind, len(m))
 	}
 	n := 1 + int(binary.BigEndian.Uint32(m[1:5]))
-	c.cr.ahead = m[n:]
+	c.cr.consume(n)
 	var msg pgproto3.FrontendMessage = &pgproto3.Query{}
 	if lr.kind != 'Q' {
 		msg = &pgproto3.Execute{}

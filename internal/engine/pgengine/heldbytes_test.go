@@ -31,3 +31,19 @@ func TestEngineStatementsBoundedInBytes(t *testing.T) {
 		t.Fatalf("after ForgetAll %d bytes are counted", w.c.stmtBytes)
 	}
 }
+
+// A pooled connection keeps no large write buffer once it was written: a client's 16 MiB
+// message would stay with it for the next clients.
+func TestWrittenLetsALargeBufferGo(t *testing.T) {
+	c := &rawConn{out: make([]byte, 16<<20)}
+	c.written()
+	if cap(c.out) > rawOutKeptBytes {
+		t.Fatalf("a written connection keeps %d bytes", cap(c.out))
+	}
+	small := make([]byte, 100, 4096)
+	c.out = small
+	c.written()
+	if cap(c.out) != 4096 {
+		t.Fatal("a small buffer was not kept for reuse")
+	}
+}
