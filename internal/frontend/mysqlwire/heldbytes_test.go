@@ -7,14 +7,17 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/netlimit"
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 // paddedSelect is "SELECT n" padded by a comment to size bytes.
@@ -114,3 +117,34 @@ func TestHeldBytesBound(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // a's end is seen by its own goroutine
 	}
 }
+
+// A large command leaves nothing behind with its session: ten clients each send a 4 MiB
+// statement and stay connected, idle; the heap keeps none of the buffers it arrived in.
+func TestLargeCommandBufferNotKeptByAnIdleSession(t *testing.T) {
+	eng, _, dbName := frontendtest.MariaDB(t)
+	addr := startServer(t, unrecorded{eng}, Options{}) // frontendtest.Backend keeps every request
+	d := openDB(t, addr, "alice", testPassword, dbName, "maxAllowedPacket=16777216")
+	ctx := context.Background()
+	const conns = 10
+	before := heapInUse()
+	for range conns {
+		c, err := d.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var n int
+		if err := c.QueryRowContext(ctx, paddedSelect(1, 4<<20)).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("a 4 MiB statement: %d, %v", n, err)
+		}
+	}
+	runtime.GC() // what a buffer pool was given is dropped at the second cycle
+	if grew := int64(heapInUse()) - int64(before); grew > conns<<20 {
+		t.Fatalf("heap grew %d bytes for %d idle sessions that each sent one 4 MiB statement", grew, conns)
+	}
+}
+
+// unrecorded runs requests on its engine and keeps none of them.
+type unrecorded struct{ query.Engine }
+
+func (unrecorded) Ready() bool { return true }
