@@ -54,7 +54,7 @@ var compatNames = func() map[string]bool {
 // clients; the engine adds the other protocols' functions.
 func pgCompatSQL() []string {
 	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL, psqlCatalogSQL,
-		regTextSQL, []string{setvalMacroSQL, functionDefSQL})
+		regTextSQL, []string{setvalMacroSQL, functionDefSQL, setConfigSQL()})
 }
 
 // compatSQL creates the missing catalog objects in the catalog named {c}. The owner of
@@ -144,7 +144,8 @@ var compatSQL = []string{
 		0::BIGINT AS dattablespace
 		FROM pg_catalog.pg_database WHERE datname NOT IN ('system', 'temp', {hidden})`,
 	`CREATE VIEW {c}.main.pg_collation AS SELECT 100::BIGINT AS oid, 'default' AS collname,
-		0::BIGINT AS collnamespace, 0::BIGINT AS collowner, 'd' AS collprovider, true AS collisdeterministic,
+		(SELECT any_value(oid) FROM duckdb_schemas() WHERE database_name = 'system' AND schema_name = 'pg_catalog') AS collnamespace,
+		0::BIGINT AS collowner, 'd' AS collprovider, true AS collisdeterministic,
 		-1 AS collencoding, NULL::VARCHAR AS collcollate, NULL::VARCHAR AS collctype, NULL::VARCHAR AS colliculocale`,
 	// qf_index_expressions is a CREATE INDEX index's expressions, which duckdb_indexes() writes
 	// as one text (['"name"', id]), as a list, each name quoted only where PostgreSQL would
@@ -439,7 +440,8 @@ var compatSQL = []string{
 		0::BIGINT AS extnamespace, false AS extrelocatable, NULL::VARCHAR AS extversion, NULL::BIGINT[] AS extconfig,
 		NULL::VARCHAR[] AS extcondition WHERE false`,
 	`CREATE VIEW {c}.main.pg_partitioned_table AS SELECT 0::BIGINT AS partrelid, 'r' AS partstrat,
-		0 AS partnatts WHERE false`,
+		0 AS partnatts, 0::BIGINT AS partdefid, NULL::SMALLINT[] AS partattrs, NULL::BIGINT[] AS partclass,
+		NULL::BIGINT[] AS partcollation, NULL::VARCHAR AS partexprs WHERE false`,
 	// What psql's \dy \dc \dC \do \dL \dF \des \drds list: DuckDB has no event triggers,
 	// encoding conversions, PostgreSQL casts or operators one could list as pg_catalog's, no
 	// procedural language, text search configuration, foreign server or per-role settings.
@@ -625,7 +627,13 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 		s, shown = trinoShow(q)
 	}
 	if !shown {
-		s = setvalCompat(q, pgCompat(q))
+		s, shown = pgSequenceRow(q) // pgdump.go
+	}
+	if !shown {
+		var setval bool
+		if s, setval = pgCompatCalls(q); setval {
+			s = setvalCompat(s)
+		}
 	}
 	if isMySQL(q) {
 		show, ok, err := "", false, error(nil)
@@ -675,6 +683,10 @@ func needsCompat(sqlText string) bool {
 			if i+12 <= len(sqlText) && strings.EqualFold(sqlText[i:i+12], "cardinality(") {
 				return true
 			}
+		case 's': // setval(...): the writer marks it for setvalCompat (pgsetval.go)
+			if i+6 <= len(sqlText) && strings.EqualFold(sqlText[i:i+6], "setval") && (i == 0 || !sqltok.IsNameByte(sqlText[i-1])) {
+				return true
+			}
 		case 'j':
 			if i+5 <= len(sqlText) && strings.EqualFold(sqlText[i:i+5], "jsonb") && i >= 2 && sqlText[i-1] == ':' {
 				return true
@@ -691,6 +703,13 @@ func needsCompat(sqlText string) bool {
 // pgCompat rewrites PostgreSQL-only syntax of catalog queries into DuckDB's (see above);
 // other statements come back unchanged.
 func pgCompat(q *query.Request) string {
+	s, _ := pgCompatCalls(q)
+	return s
+}
+
+// pgCompatCalls is pgCompat's rewrite, and whether a PostgreSQL client's statement calls
+// setval (found in the same pass, so that no other statement is scanned for it again).
+func pgCompatCalls(q *query.Request) (string, bool) {
 	// A MySQL client's at is mysqlCompat's to quote, its way.
 	quoteAt := !isMySQL(q) && holdsWordAt(q.SQL)
 	settings := mayReadPGSettings(q)
@@ -711,11 +730,11 @@ func pgCompat(q *query.Request) string {
 	fraction := q.Protocol == query.ProtocolTrino && holdsZeroFraction(q.SQL)
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
 		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets && !precision && !subscript && !fraction {
-		return q.SQL
+		return q.SQL, false
 	}
 	toks := pgTokens(q)
 	if readsPublications(toks) {
-		return noPublications
+		return noPublications, false
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
 		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values,
@@ -727,7 +746,7 @@ func pgCompat(q *query.Request) string {
 		}
 	}
 	w.run()
-	return w.out.String()
+	return w.out.String(), w.setval
 }
 
 // run writes the rewritten statement to w.out.
@@ -815,6 +834,8 @@ type compatWriter struct {
 	// postgres: the client speaks PostgreSQL, to which DuckDB's main schema is public
 	// (pgschema.go).
 	postgres bool
+	// setval: a PostgreSQL client's statement calls setval (pgsetval.go).
+	setval bool
 }
 
 // jsonOperator writes PostgreSQL's jsonb operator at w.i, between a column (t.col) and a
@@ -1115,6 +1136,12 @@ func (w *compatWriter) step() {
 		if isFromItem(w.word(w.prevSig(w.nameStart(w.i)))) {
 			w.aliasColumn() // a FROM item (not a select list's unnest(x) AS y)
 		}
+	case "tableoid": // pgtableoid.go
+		if w.postgres && w.tableoid() {
+			return
+		}
+	case "setval":
+		w.setval = w.setval || w.postgres && w.word(w.sig(w.i+1, 0)) == "("
 	case "cardinality": // an array's element count; DuckDB's cardinality takes only a map
 		if w.word(w.sig(w.i+1, 0)) == "(" {
 			w.emit("len")

@@ -57,7 +57,8 @@ type Engine struct {
 	reopen reopener
 	// advisory are PostgreSQL clients' advisory locks, across the engine's connections.
 	advisory advisoryLocks
-	found    foundRows // MySQL clients' FOUND_ROWS() (foundrows.go)
+	found    foundRows    // MySQL clients' FOUND_ROWS() (foundrows.go)
+	currvals currvalNotes // currval after setval (pgcurrval.go)
 }
 
 // connSetup is what each new connection of one opened database runs first.
@@ -431,6 +432,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	if err != nil {
 		return nil, err
 	}
+	q = e.currvals.written(client, q)
 	own, handled, err := ownStatement(client)
 	if err != nil {
 		return nil, err
@@ -492,7 +494,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return rows, explain(err)
 	}
-	if err := pgSetval(ctx, conn, false, client, q, st.p); err != nil { // pgsetval.go
+	if err := e.pgSetval(ctx, conn, false, client, q, st.p); err != nil { // pgsetval.go
 		release(conn, true)
 		cancel()
 		e.noteFatal(err)
@@ -690,6 +692,9 @@ const raisedPrefix = "qfpg "
 // 42704, where the class alone says an undefined table), and its binder errors a function
 // or operator no argument types match (42883, where the class alone says an undefined column).
 func missingState(t duckdb.ErrorType, msg string) string {
+	if strings.HasSuffix(msg, "is not yet defined in this session") { // currval's, DuckDB's or pgcurrval.go's
+		return sqlstate.ObjectNotInPrerequisiteState
+	}
 	switch t {
 	case duckdb.ErrorTypeCatalog:
 		switch {

@@ -74,6 +74,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.fail()
 		return nil, err
 	}
+	q = s.e.currvals.written(client, q)
 	if own, handled, err := ownStatement(client); handled {
 		return s.runOwn(ctx, client, own, err)
 	}
@@ -133,7 +134,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		}
 		return rows, explain(err)
 	}
-	if err := pgSetval(ctx, s.conn, s.status == 'T', client, q, st.p); err != nil { // pgsetval.go
+	if err := s.e.pgSetval(ctx, s.conn, s.status == 'T', client, q, st.p); err != nil { // pgsetval.go
 		cancel()
 		s.e.noteFatal(err)
 		s.fail()
@@ -191,7 +192,7 @@ func (s *session) runOwn(ctx context.Context, q *query.Request, own ownRun, err 
 	if err := s.admit(err); err != nil {
 		return nil, err
 	}
-	if s.readOnly && s.status == 'T' {
+	if s.readOnly && s.status == 'T' && !strings.EqualFold(leadWords(q, 1)[0], "lock") { // ACCESS SHARE only (lockShare)
 		s.fail()
 		return nil, &query.Error{Code: sqlstate.ReadOnlySQLTransaction, Message: fmt.Sprintf("cannot execute %s in a read-only transaction", strings.ToUpper(leadWords(q, 1)[0]))}
 	}
