@@ -574,15 +574,15 @@ func typeSQL() []string {
 			true AS typisdefined, ',' AS typdelim, 0::BIGINT AS typrelid, 0::BIGINT AS typsubscript, 0::BIGINT AS typelem,
 			0::BIGINT AS typarray, typname || 'in' AS typinput, typname || 'out' AS typoutput, typname || 'recv' AS typreceive,
 			typname || 'send' AS typsend, 0::BIGINT AS typmodin, 0::BIGINT AS typmodout, 0::BIGINT AS typanalyze,
-			'i' AS typalign, 'p' AS typstorage, false AS typnotnull, 0::BIGINT AS typbasetype, -1 AS typtypmod,
+			'i' AS typalign, -- typstorage: numeric "main", the other variable-length types (arrays too) "extended"
+			CASE WHEN oid = 1700 THEN 'm' WHEN oid IN (17, 25, 114, 1042, 1043, 3802) OR typcategory = 'A' THEN 'x'
+			ELSE 'p' END AS typstorage, false AS typnotnull, 0::BIGINT AS typbasetype, -1 AS typtypmod,
 			0 AS typndims, typcollation::BIGINT AS typcollation, NULL::VARCHAR AS typdefaultbin, NULL::VARCHAR AS typdefault,
 			NULL::VARCHAR[] AS typacl, formatted AS qf_formatted
 			FROM (VALUES ` + strings.Join(rows, ", ") + `) t(oid, typname, formatted, typlen, typcategory, typcollation)`,
-		// How PostgreSQL stores a value of the type (psql's \d+ Storage): numeric "main", the
-		// other variable-length types (arrays too) "extended".
-		`CREATE MACRO {c}.main.qf_storage(type_oid) AS CASE WHEN type_oid = 1700 THEN 'm'
-			WHEN type_oid IN (17, 25, 114, 1042, 1043, 3802) OR type_oid IN (SELECT oid FROM {c}.main.qf_pg_type WHERE typcategory = 'A')
-			THEN 'x' ELSE 'p' END`,
+		// How PostgreSQL stores a value of the type (psql's \d+ Storage): its pg_type's.
+		`CREATE MACRO {c}.main.qf_storage(type_oid) AS coalesce((SELECT any_value(qf_st.typstorage) FROM {c}.main.qf_pg_type qf_st
+			WHERE qf_st.oid = type_oid), 'p')`,
 		formatTypeSQL(),
 		declaredColumnsView,
 		`CREATE VIEW {c}.main.qf_pg_attribute AS SELECT table_oid AS attrelid, column_name AS attname,
@@ -1135,6 +1135,10 @@ func (w *compatWriter) step() {
 	case "generate_series", "unnest":
 		if isFromItem(w.word(w.prevSig(w.nameStart(w.i)))) {
 			w.aliasColumn() // a FROM item (not a select list's unnest(x) AS y)
+		}
+	case "indkey", "indoption", "indclass", "indcollation": // vectorColumns
+		if w.postgres && w.selectedVector() {
+			return
 		}
 	case "tableoid": // pgtableoid.go
 		if w.postgres && w.tableoid() {

@@ -81,3 +81,23 @@ func pgSequenceRow(q *query.Request) (string, bool) {
 		WHERE database_name = current_database() AND schema_name = coalesce(nullif(` + quoteString(schema) + `, ''), current_schema())
 		AND lower(sequence_name) = lower(` + quoteString(name[len(name)-1]) + `)`, true
 }
+
+// selectedVector writes a vector column (vectorColumns: [q.]indkey, ...) that stands alone as
+// a select-list item as PostgreSQL's text of it, its numbers between blanks (pg_dump parses
+// "2 3", where DuckDB's list would be sent as {2,3}), under its own name.
+func (w *compatWriter) selectedVector() bool {
+	name := w.word(w.i)
+	if next := w.word(w.sig(w.i+1, 0)); next != "," && next != "from" {
+		return false
+	}
+	if prev := w.word(w.prevSig(w.nameStart(w.i))); prev != "," && prev != "select" {
+		return false
+	}
+	qualifier, ok := w.retract(w.nameStart(w.i)) // "q." (or nothing), written already
+	if !ok {
+		return false
+	}
+	w.emit(" array_to_string(" + qualifier + w.toks[w.i].Text + ", ' ') AS " + name)
+	w.i++
+	return true
+}

@@ -49,6 +49,10 @@ var psqlCatalogSQL = []string{
 	// pg_dump: an object's default privileges (none here: DuckDB has no roles, so no GRANT is
 	// dumped), and a relation's options (none).
 	`CREATE MACRO {c}.main.acldefault(kind, owner) AS NULL::VARCHAR[]`,
+	// A sequence's type: DuckDB's are bigint (DuckDB's pg_sequence says 0, and a cache of 0
+	// PostgreSQL never has).
+	`CREATE VIEW {c}.main.pg_sequence AS SELECT * REPLACE (20::BIGINT AS seqtypid, greatest(seqcache, 1) AS seqcache)
+		FROM pg_catalog.pg_sequence`,
 	`CREATE MACRO {c}.main.array_remove(l, x) AS list_filter(l, e -> e IS DISTINCT FROM x)`,
 	`CREATE MACRO {c}.main.pg_options_to_table(options) AS TABLE SELECT NULL::VARCHAR AS option_name,
 		NULL::VARCHAR AS option_value WHERE false`,

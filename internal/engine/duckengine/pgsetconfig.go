@@ -1,10 +1,14 @@
 package duckengine
 
 import (
+	"context"
+	"database/sql"
 	"slices"
 	"strings"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // Settings a PostgreSQL client sets that change nothing on the embedded DuckDB, at the values
@@ -22,12 +26,13 @@ var ignoredSettings = map[string][]string{
 	"statement_timeout": {"0"}, "lock_timeout": {"0"}, "idle_in_transaction_session_timeout": {"0"},
 	"row_security": {"off", "false", "0"}, "synchronize_seqscans": nil, "check_function_bodies": nil,
 	"xmloption": {"content"}, "default_tablespace": {""}, "default_table_access_method": {"heap"},
-	"default_with_oids": {"off", "false"}, "search_path": nil, // searchPathSame
+	"default_with_oids": {"off", "false"}, "search_path": nil, // searchPaths
 }
 
-// searchPathNames are the schemas a search path may name and leave name resolution as it is:
-// public is DuckDB's main, pg_catalog's objects are found anyway.
-var searchPathNames = []string{"", "public", "pg_catalog", "$user"}
+// searchPaths are the search paths one may set: the default, and an empty one (pg_dump's, and
+// its dump's: every name it writes is qualified), written without blanks or quotes. SHOW
+// search_path still answers the default.
+var searchPaths = []string{"$user,public", ""}
 
 // settingChangesNothing reports whether setting name to value changes nothing here.
 func settingChangesNothing(name, value string) bool {
@@ -37,12 +42,7 @@ func settingChangesNothing(name, value string) bool {
 	case !ok:
 		return false
 	case strings.EqualFold(name, "search_path"):
-		for _, s := range strings.Split(value, ",") {
-			if !slices.Contains(searchPathNames, strings.Trim(strings.TrimSpace(s), `"`)) {
-				return false
-			}
-		}
-		return true
+		return slices.Contains(searchPaths, strings.NewReplacer(" ", "", `"`, "").Replace(value))
 	}
 	return values == nil || slices.Contains(values, value)
 }
@@ -59,8 +59,8 @@ func setConfigSQL() string {
 	for name, values := range ignoredSettings {
 		switch {
 		case name == "search_path":
-			cases = append(cases, "WHEN lower(name) = 'search_path' THEN len(list_filter(string_split(lower(value), ','), "+
-				"s -> NOT list_contains(['"+strings.Join(searchPathNames, "', '")+"'], trim(trim(s), '\"')))) = 0")
+			cases = append(cases, "WHEN lower(name) = 'search_path' THEN list_contains(['"+strings.Join(searchPaths, "', '")+
+				"'], replace(replace(lower(value), ' ', ''), '\"', ''))")
 		case values == nil:
 			cases = append(cases, "WHEN lower(name) = '"+name+"' THEN true")
 		default:
@@ -70,5 +70,25 @@ func setConfigSQL() string {
 	slices.Sort(cases)
 	return `CREATE MACRO {c}.main.qfpg_set_config(name, value, is_local) AS CASE WHEN CASE ` + strings.Join(cases, " ") +
 		` ELSE false END THEN value ELSE error('set_config(''' || name || ''', ''' || value || ''') is not supported on the embedded DuckDB: ' ||
-		'only settings that change nothing here are taken (statement_timeout 0, row_security off, search_path public, ...)') END`
+		'only settings that change nothing here are taken (statement_timeout 0, row_security off, an empty search_path, ...)') END`
+}
+
+// resetIgnored is RESET name of a setting ignoredSettings holds: it is at its default already
+// (pg_dump resets search_path around its table patterns). Handed to DuckDB, RESET search_path
+// would take the compatibility catalog off the connection's search path.
+func resetIgnored(q *query.Request) (ownRun, bool) {
+	if !strings.EqualFold(sqltok.FirstWord(q.Analysis().Tokens), "reset") {
+		return nil, false
+	}
+	r := sqltok.NewWalker(sqltok.SignificantTokens(q.SQL, sqltok.Postgres))
+	r.Word("reset")
+	name := r.Peek()
+	if _, ok := ignoredSettings[strings.ToLower(name.Text)]; !ok || name.Kind != sqltok.Word {
+		return nil, false
+	}
+	r.Next()
+	if r.Punct(";"); r.More() {
+		return nil, false
+	}
+	return func(context.Context, *sql.Conn, bool) (query.Rows, error) { return engine.TagRows("RESET"), nil }, true
 }

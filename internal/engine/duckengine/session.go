@@ -192,7 +192,7 @@ func (s *session) runOwn(ctx context.Context, q *query.Request, own ownRun, err 
 	if err := s.admit(err); err != nil {
 		return nil, err
 	}
-	if s.readOnly && s.status == 'T' && !strings.EqualFold(leadWords(q, 1)[0], "lock") { // ACCESS SHARE only (lockShare)
+	if first := strings.ToLower(leadWords(q, 1)[0]); s.readOnly && s.status == 'T' && first != "lock" && first != "reset" { // lockShare, resetIgnored: no writes
 		s.fail()
 		return nil, &query.Error{Code: sqlstate.ReadOnlySQLTransaction, Message: fmt.Sprintf("cannot execute %s in a read-only transaction", strings.ToUpper(leadWords(q, 1)[0]))}
 	}

@@ -23,11 +23,11 @@ func TestPgDumpSetupOnDuckDBAsPostgreSQL(t *testing.T) {
 		// psql restoring a dump
 		"SET client_encoding = 'UTF8'", "SET standard_conforming_strings = on", "SET check_function_bodies = false",
 		"SET xmloption = content", "SET client_min_messages = warning", "SET default_tablespace = ''",
-		"SET default_table_access_method = heap", "SELECT pg_catalog.set_config('search_path', 'public', false)",
+		"SET default_table_access_method = heap", `SELECT pg_catalog.set_config('search_path', '"$user", public', false)`,
 		`SET search_path = "$user", public`)
 	for _, sql := range []string{
 		"SET statement_timeout = 5000", "SET row_security = on", "SET search_path = other",
-		"SELECT set_config('search_path', 'other', false)", "SELECT set_config('work_mem', '1MB', false)",
+		"SELECT set_config('search_path', 'other', false)", "SELECT set_config('search_path', 'public', false)", "SELECT set_config('work_mem', '1MB', false)",
 	} {
 		if got := tagOrState(duck, sql); got == "SET" || got == "SELECT 1" {
 			t.Errorf("%s on DuckDB: %s, want it refused", sql, got)
