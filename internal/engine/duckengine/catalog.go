@@ -54,7 +54,7 @@ var compatNames = func() map[string]bool {
 // clients; the engine adds the other protocols' functions.
 func pgCompatSQL() []string {
 	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL, psqlCatalogSQL,
-		regTextSQL, []string{setvalMacroSQL, functionDefSQL, setConfigSQL()})
+		regTextSQL, []string{setvalMacroSQL, functionDefSQL, setConfigSQL(), viewdefSQL})
 }
 
 // compatSQL creates the missing catalog objects in the catalog named {c}. The owner of

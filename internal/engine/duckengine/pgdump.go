@@ -101,3 +101,8 @@ func (w *compatWriter) selectedVector() bool {
 	w.i++
 	return true
 }
+
+// viewdefSQL is pg_get_viewdef(oid [, pretty]) as PostgreSQL answers it: the view's query alone
+// (pg_dump writes CREATE VIEW name AS before it; DuckDB's answers its whole CREATE VIEW).
+var viewdefSQL = strings.ReplaceAll(`CREATE MACRO {c}.main.pg_get_viewdef(id) AS %s, (id, pretty) AS %s`, "%s",
+	`(SELECT ' ' || regexp_replace(any_value(sql), '^CREATE (OR REPLACE )?(TEMP(ORARY)? )?VIEW .+? AS ', '') FROM duckdb_views() WHERE view_oid = id)`)
