@@ -303,12 +303,12 @@ func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Descri
 		return nil, err
 	}
 	defer release(conn, true) // preparing leaves nothing on the connection
-	d, err := describe(ctx, conn, q, e.reopen.database)
+	d, err := e.describe(ctx, conn, q)
 	e.noteFatal(err)
 	return d, err
 }
 
-func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db string) (*engine.Description, error) {
+func (e *Engine) describe(ctx context.Context, conn *sql.Conn, client *query.Request) (*engine.Description, error) {
 	if call, ok, err := readAdvisory(client); ok {
 		if err != nil {
 			return nil, err
@@ -326,10 +326,11 @@ func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db str
 		// parameters, no rows, and nothing DuckDB could prepare as written.
 		return &engine.Description{}, err
 	}
-	q, err := compatRequest(client, db)
+	q, err := compatRequest(client, e.reopen.database)
 	if err != nil {
 		return nil, err
 	}
+	q = e.currvals.written(client, q)
 	p, err := prepare(conn, q.SQL)
 	if err != nil {
 		return nil, showError(client, q, wrapErr(err))

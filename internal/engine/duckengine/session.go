@@ -317,7 +317,7 @@ func (s *session) TxStatus() byte { return s.status }
 // Describe prepares q on the session's connection, which may see what the transaction made.
 func (s *session) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
 	s.holdLast(ctx) // preparing on the connection would end a streaming result too
-	return describe(ctx, s.conn, q, s.e.reopen.database)
+	return s.e.describe(ctx, s.conn, q)
 }
 
 // Close rolls back an open transaction and returns the connection to the pool, or closes it
