@@ -141,8 +141,14 @@ var compatSQL = []string{
 	`CREATE VIEW {c}.main.qf_pg_database AS SELECT oid, datname, 0::BIGINT AS datdba, 6 AS encoding,
 		'c' AS datlocprovider, false AS datistemplate, true AS datallowconn, -1 AS datconnlimit, 'C' AS datcollate,
 		'C' AS datctype, NULL::VARCHAR AS daticulocale, NULL::VARCHAR AS datcollversion, NULL::VARCHAR[] AS datacl,
-		0::BIGINT AS dattablespace
+		1663::BIGINT AS dattablespace, 0::BIGINT AS datfrozenxid, 1::BIGINT AS datminmxid
 		FROM pg_catalog.pg_database WHERE datname NOT IN ('system', 'temp', {hidden})`,
+	// PostgreSQL's two tablespaces, by their oids: a relation in the default one says 0 (DuckDB's
+	// pg_tablespace numbers pg_default 0, which pg_dump then writes for every table).
+	`CREATE VIEW {c}.main.pg_tablespace AS SELECT * FROM (VALUES (1663::BIGINT, 'pg_default', 0::BIGINT, NULL::VARCHAR[], NULL::VARCHAR[]),
+		(1664::BIGINT, 'pg_global', 0::BIGINT, NULL::VARCHAR[], NULL::VARCHAR[])) t(oid, spcname, spcowner, spcacl, spcoptions)`,
+	`CREATE VIEW {c}.main.pg_shseclabel AS SELECT NULL::BIGINT AS objoid, NULL::BIGINT AS classoid, NULL::VARCHAR AS provider,
+		NULL::VARCHAR AS label WHERE false`,
 	`CREATE VIEW {c}.main.pg_collation AS SELECT 100::BIGINT AS oid, 'default' AS collname,
 		(SELECT any_value(oid) FROM duckdb_schemas() WHERE database_name = 'system' AND schema_name = 'pg_catalog') AS collnamespace,
 		0::BIGINT AS collowner, 'd' AS collprovider, true AS collisdeterministic,
@@ -1133,7 +1139,7 @@ func (w *compatWriter) step() {
 			return
 		}
 	case "generate_series", "unnest":
-		if isFromItem(w.word(w.prevSig(w.nameStart(w.i)))) {
+		if prev := w.word(w.prevSig(w.nameStart(w.i))); isFromItem(prev) && (prev != "," || w.inFromList(w.i)) {
 			w.aliasColumn() // a FROM item (not a select list's unnest(x) AS y)
 		}
 	case "indkey", "indoption", "indclass", "indcollation": // vectorColumns
@@ -1549,6 +1555,21 @@ func (w *compatWriter) replaceLiteral(s string) {
 // isFromItem reports whether what follows the word prev is a FROM item (not, for the "," of a
 // select list, always: a catalog relation or a set-returning function named there is taken as
 // one).
+// inFromList reports whether the token at i follows a FROM rather than a SELECT: a comma
+// before it separates FROM items, not select-list items (pg_dump's SELECT rolname,
+// unnest(setconfig) FROM ...).
+func (w *compatWriter) inFromList(i int) bool {
+	for j := w.prevSig(i); j >= 0; j = w.prevSig(j) {
+		switch w.word(j) {
+		case "from":
+			return true
+		case "select":
+			return false
+		}
+	}
+	return false
+}
+
 func isFromItem(prev string) bool {
 	return prev == "from" || prev == "join" || prev == "," || prev == "lateral"
 }
