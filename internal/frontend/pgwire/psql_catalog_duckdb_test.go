@@ -37,7 +37,7 @@ func TestPsqlCatalogCommandsOnDuckDBAsPostgreSQL(t *testing.T) {
 	header := func(out string) string {
 		return strings.Join(strings.Fields(strings.Join(strings.SplitN(out, "\n", 3)[:2], " ")), " ")
 	}
-	if want, got := header(psql(pgURL, `\dconfig`)), header(psql(duck, `\dconfig`)); got != want || want != "List of configuration parameters Parameter | Value" {
+	if want, got := header(psql(pgURL, `\dconfig`)), header(psql(duck, `\dconfig`)); got != want || want != "List of non-default configuration parameters Parameter | Value" {
 		t.Errorf(`psql \dconfig: %q on DuckDB, %q on PostgreSQL`, got, want)
 	}
 	// PostgreSQL's own operator classes and families, text search parsers, dictionaries and
