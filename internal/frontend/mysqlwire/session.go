@@ -174,8 +174,15 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 		h.writeError(err)
 		return written(), nil
 	}
+	h.failed = false
 	res, err := h.answer(ctx, rows, binary)
 	rows.Close()
+	if err == nil && !h.failed && h.pinned != nil && isSetStatement(sql) {
+		if err := h.followEngineSet(sql); err != nil {
+			h.writeError(err)
+			return written(), nil
+		}
+	}
 	h.syncTx()
 	return res, err
 }

@@ -77,6 +77,12 @@ const (
 // the isolation level, or the refusal when it sets anything else the client could see (a SET
 // keeping what the proxy reports is answered OK here).
 func readSet(sql string) (setEffect, error) {
+	return readSetItems(sql, true)
+}
+
+// readSetItems is readSet; refusing false reads past what the proxy would refuse (a SET that
+// goes to the engine whole, setsEngineVariables, and carries autocommit=1 or NAMES with it).
+func readSetItems(sql string, refusing bool) (setEffect, error) {
 	toks := significantMySQL(sql)
 	eff := setEffect{}
 	for _, item := range setItems(toks[1:]) {
@@ -93,7 +99,7 @@ func readSet(sql string) (setEffect, error) {
 		case (name == "NAMES" || name == "CHARACTER SET") && ok:
 			id, _ := strconv.Atoi(v)
 			eff.setsNames, eff.collation = true, uint8(id)
-		case !ok:
+		case !ok && refusing:
 			return eff, refuseSet(name)
 		}
 	}
@@ -125,6 +131,16 @@ func (h *session) checkSet(sql string) error {
 	return setRefusal(sql)
 }
 
+// followEngineSet carries into the session what a SET the engine ran (answersSet false) set
+// among the values the session keeps: Connector/J's "set autocommit=1, sql_mode = ..." at
+// connect, or the same from a client whose autocommit is off, which turns it on (the engine's
+// own autocommit is on: its START TRANSACTION of the session's is committed here, as MySQL
+// commits an open transaction when autocommit is turned on); NAMES and the isolation level.
+func (h *session) followEngineSet(sql string) error {
+	eff, _ := readSetItems(sql, false)
+	return h.apply(eff)
+}
+
 // set answers a SET statement: the session keeps autocommit (turning it on commits an open
 // transaction, as MySQL does) and the isolation level (for its next transactions); anything
 // else the client could see is refused.
@@ -133,6 +149,11 @@ func (h *session) set(sql string) error {
 		return err
 	}
 	eff, _ := readSet(sql) // refused above if erroneous
+	return h.apply(eff)
+}
+
+// apply keeps what a SET set (its effect): the collation, the isolation level, autocommit.
+func (h *session) apply(eff setEffect) error {
 	if eff.setsNames && eff.collation != h.collation {
 		// A pinned connection was opened in the old set: it is set anew, and the SET leaves it
 		// closed rather than pooled when the session gives it up (mysqlengine's dirty).
@@ -156,10 +177,11 @@ func (h *session) set(sql string) error {
 		h.autocommitOff = true
 	case ac == autocommitOn && h.autocommitOff:
 		h.autocommitOff = false
-		if h.pinned != nil {
-			err = h.execPinned(h.ctx, "COMMIT")
-			h.unpin() // a failed COMMIT leaves nothing open either: Close rolls back
-		}
+		if h.pinned != nil && h.pinned.TxStatus() != 'I' {
+			if err = h.execPinned(h.ctx, "COMMIT"); err != nil {
+				h.unpin() // nothing is left open either: Close rolls back
+			}
+		} // a held connection stays (syncTx gives up one that is not)
 	}
 	h.syncTx()
 	return err
