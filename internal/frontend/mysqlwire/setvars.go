@@ -56,6 +56,7 @@ type setEffect struct {
 	isolation  string // the level set ("READ COMMITTED"), "" if not assigned
 	setsNames  bool   // SET NAMES or CHARACTER SET of a carried collation (charset.go)
 	collation  uint8  // that collation, 0 for the default
+	charsetVar bool   // a character_set_* or collation_connection variable of its own (charset.go)
 }
 
 // changesIsolation: the SET assigns a level other than the engine's default (REPEATABLE READ,
@@ -99,6 +100,11 @@ func readSetItems(sql string, refusing bool) (setEffect, error) {
 		case (name == "NAMES" || name == "CHARACTER SET") && ok:
 			id, _ := strconv.Atoi(v)
 			eff.setsNames, eff.collation = true, uint8(id)
+		case charsetVariables[name]:
+			eff.charsetVar = true
+			if !ok && refusing {
+				return eff, refuseSet(name)
+			}
 		case !ok && refusing:
 			return eff, refuseSet(name)
 		}
@@ -135,9 +141,11 @@ func (h *session) checkSet(sql string) error {
 // among the values the session keeps: Connector/J's "set autocommit=1, sql_mode = ..." at
 // connect, or the same from a client whose autocommit is off, which turns it on (the engine's
 // own autocommit is on: its START TRANSACTION of the session's is committed here, as MySQL
-// commits an open transaction when autocommit is turned on); NAMES and the isolation level.
+// commits an open transaction when autocommit is turned on); NAMES, the isolation level, and
+// that the engine now answers the character set variables (charset.go).
 func (h *session) followEngineSet(sql string) error {
 	eff, _ := readSetItems(sql, false)
+	h.charsetOnEngine = h.charsetOnEngine || eff.charsetVar
 	return h.apply(eff)
 }
 
@@ -154,7 +162,10 @@ func (h *session) set(sql string) error {
 
 // apply keeps what a SET set (its effect): the collation, the isolation level, autocommit.
 func (h *session) apply(eff setEffect) error {
-	if eff.setsNames && eff.collation != h.collation {
+	if eff.setsNames && h.charsetOnEngine {
+		h.charsetOnEngine = false // all three set together again, as the session's collation
+		h.collation = eff.collation
+	} else if eff.setsNames && eff.collation != h.collation {
 		// A pinned connection was opened in the old set: it is set anew, and the SET leaves it
 		// closed rather than pooled when the session gives it up (mysqlengine's dirty).
 		if h.pinned != nil {
@@ -209,7 +220,17 @@ func namesUserVariable(sql string) bool {
 // on a backend that can pin, one naming user variables or setting engineVariables, which runs
 // on the engine, on a connection held for the session (pinFor), by text and prepared (SET @v = ?).
 func (h *session) answersSet(sql string) bool {
-	return isSetStatement(sql) && !(h.canPin() && (namesUserVariable(sql) || setsEngineVariables(sql)))
+	if !isSetStatement(sql) || !h.canPin() {
+		return isSetStatement(sql)
+	}
+	if namesUserVariable(sql) || setsEngineVariables(sql) {
+		return false
+	}
+	if h.charsetOnEngine { // the engine's are the session's character sets now: it answers them
+		eff, _ := readSetItems(sql, false)
+		return !eff.charsetVar && !eff.setsNames
+	}
+	return true
 }
 
 // engineVariables are the session variables that dump tools and migration tools set
@@ -218,7 +239,8 @@ func (h *session) answersSet(sql string) bool {
 // FOREIGN_KEY_CHECKS=0): a SET of them goes to the engine on a held connection, as a user
 // variable's does, where the backend can pin one.
 var engineVariables = map[string]bool{"sql_mode": true, "sql_quote_show_create": true, "foreign_key_checks": true,
-	"unique_checks": true, "sql_notes": true, "note_verbosity": true, "character_set_results": true}
+	"unique_checks": true, "sql_notes": true, "note_verbosity": true, "character_set_results": true,
+	"character_set_client": true, "character_set_connection": true, "collation_connection": true}
 
 // setsEngineVariables reports whether sql is a SET of engineVariables (and of values the
 // proxy reports), at least one of them to a value the proxy does not report; not a sql_mode
