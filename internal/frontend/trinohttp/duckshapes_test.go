@@ -277,11 +277,21 @@ var trinoArithmeticTypes = []struct{ sql, typ, value string }{
 	{"1.25 * 0.5", "decimal(4,3)", "0.625"},
 	{"0.5 + 0.25", "decimal(3,2)", "0.75"},
 	{"cast(1.5 as decimal(4,2)) + 1", "decimal(13,2)", "2.50"},
+	// a / b: decimal(min(38, p1 + s2 + max(0, s2 - s1)), max(s1, s2)), rounded half up
+	{"1.5 / 2", "decimal(2,1)", "0.8"},
+	{"7.5 / 2", "decimal(2,1)", "3.8"},
+	{"-7.5 / 2", "decimal(2,1)", "-3.8"},
+	{"0.3 / 2", "decimal(1,1)", "0.2"}, // 0.15 exactly: a double's 0.1499... would round down
+	{"10.25 / 0.5", "decimal(5,2)", "20.50"},
+	{"1 / 3.0", "decimal(12,1)", "0.3"},
+	{"2 / -3.0", "decimal(12,1)", "-0.7"},
+	{"cast(1 as decimal(10,2)) / 3", "decimal(10,2)", "0.33"},
+	{"decimal '1.50' / integer '4'", "decimal(3,2)", "0.38"},
 }
 
 // TestTrinoArithmeticTypesOnDuckDB: decimal literals and integer and decimal arithmetic have
 // Trino's types and values (trinoArithmeticTypes), through trino-go-client and the npm
-// trino-client. (A decimal divided is DuckDB's double, not Trino's decimal: not pinned here.)
+// trino-client.
 func TestTrinoArithmeticTypesOnDuckDB(t *testing.T) {
 	ts := startServer(t, duckBackend(t), Options{})
 	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
