@@ -197,11 +197,12 @@ func serve(ctx context.Context, f *serveFlags) error {
 }
 
 // serveGCFloor is the garbage collector's headroom while the daemon serves (gcfloor.Start): a
-// cycle no sooner than 32 MB of allocation after the last. A daemon's live heap is a few MB
-// (10 MB after 10,000 Trino statements, the history ring filling), and at GOGC=100 the
-// collector ran every 1,100 SELECT 1s through the Trino port: its marking was a fifth of the
-// daemon's instructions per statement (RESULTS.md, "Trino HTTP SELECT 1 ... (#22, session 33,
-// trino)"). A live heap above 32 MB keeps GOGC as it is; GOGC=off and GOMEMLIMIT still rule.
+// cycle no sooner than 32 MB of allocation after the last. A daemon's live heap is a few MB (a
+// worker's, one whose history is in a database, a standalone's for its first 30,000 or so
+// statements), and at GOGC=100 the collector then ran every 1,100 Trino SELECT 1s, a fifth of
+// their instructions (RESULTS.md, "Trino HTTP SELECT 1 ... (#22, session 33, trino)"). A live
+// heap above 32 MB (an in-memory history of 100,000 records holds about 54) keeps GOGC as it
+// is; GOGC=off and GOMEMLIMIT still rule.
 const serveGCFloor = 32 << 20
 
 func secs(n int) time.Duration { return time.Duration(n) * time.Second }
