@@ -403,7 +403,7 @@ func (a *Admission) release() bool {
 	if running < 0 {
 		panic(fmt.Sprintf("proxy: running count on %s went negative", a.Cluster))
 	}
-	a.series.running.Dec()
+	a.series.running.Add(-1)
 	if waiting {
 		c.changed.Notify()
 	}
@@ -502,7 +502,7 @@ func (c *Core) admit(ctx context.Context, req *query.Request, r *routed, into *A
 	}
 	if err != nil {
 		// Waits that ended without a slot (timeout, cancel) count in the histogram too.
-		c.metrics.queueDuration.WithLabelValues(p.g.name, "").Observe(c.env.Now().Sub(start).Seconds())
+		c.metrics.series(p.g.name, "").queueDuration.observe(c.env.Now().Sub(start).Seconds())
 		return nil, c.refuse(p.rt, id, req, start, p.dec, err)
 	}
 	now := start // under NoWait nothing waited: the clock is read once per admission
@@ -511,8 +511,8 @@ func (c *Core) admit(ctx context.Context, req *query.Request, r *routed, into *A
 	}
 	s := c.metrics.series(p.g.name, cl.name)
 	wait := now.Sub(start)
-	s.running.Inc()
-	s.queueDuration.Observe(wait.Seconds())
+	s.running.Add(1)
+	s.queueDuration.observe(wait.Seconds())
 	adm := into
 	if adm == nil {
 		adm = new(Admission)

@@ -37,6 +37,7 @@ type coreSetup struct {
 type coreFixture struct {
 	addr   string // the proxy's MySQL listener
 	dbName string
+	dsn    string  // the MariaDB database's, for clients of the test's own
 	direct *sql.DB // go-sql-driver straight to MariaDB, session time zone UTC like the engine's
 	core   *proxy.Core
 	hist   *frontendtest.Records
@@ -62,7 +63,7 @@ func coreServer(t testing.TB, s coreSetup) *coreFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { direct.Close() })
-	f.dbName, f.direct = name, direct
+	f.dbName, f.dsn, f.direct = name, dsn, direct
 	return f
 }
 
