@@ -83,6 +83,7 @@ type heldLease struct {
 	lease     Lease
 	tag       string    // lease.Ref().Tag(), set at the grant and never changed (SlotTag reads it unlocked)
 	fenceAt   time.Time // stop counting on the lease from here on
+	reuseBy   time.Time // fenceAt less RenewEvery: kept or taken idle only before it (fenced)
 	renewAt   time.Time // next renewal due
 	releasing bool      // queued for release (or dropped): never renewed or reused again
 }
@@ -112,6 +113,7 @@ type idleLease struct {
 // asked.
 type clusterCheck struct {
 	at        time.Time // when the request that brought the answer was sent
+	reuseTill time.Time // at + leaseReuseWindow (uncontendedAt, twice per leased statement)
 	contended bool
 	reused    bool // a lease was taken from idle since the last renewal of the cluster was sent
 	// watchedUntil: a watch of the cluster is in flight, and until then its answer, at once
@@ -230,7 +232,8 @@ func (t *leaseTable) denied(cluster string) {
 func (t *leaseTable) granted(cluster string, l Lease, sent time.Time, affinity uint64, now time.Time) (s *slotState, late bool, e effects) {
 	t.denied(cluster)
 	hl := &heldLease{lease: l, tag: l.Ref().Tag()}
-	hl.fenceAt, hl.renewAt = t.terms(sent, l)
+	fenceAt, renewAt := t.terms(sent, l)
+	t.fenced(hl, fenceAt, renewAt)
 	s = t.addSlot(new(slotState), hl, affinity)
 	if t.lostAt(s, now) {
 		return nil, true, t.release(s, now)
@@ -240,21 +243,18 @@ func (t *leaseTable) granted(cluster string, l Lease, sent time.Time, affinity u
 
 // addSlot makes s, new memory, the live slot of hl.
 func (t *leaseTable) addSlot(s *slotState, hl *heldLease, affinity uint64) *slotState {
-	s, _ = t.addSlotCounted(s, hl, affinity)
-	return s
+	return t.addSlotHeld(s, hl, affinity, t.held[hl.lease.Cluster])
 }
 
-// addSlotCounted is addSlot, answering also how many slots of the lease's cluster are held now.
-func (t *leaseTable) addSlotCounted(s *slotState, hl *heldLease, affinity uint64) (*slotState, int) {
+// addSlotHeld is addSlot for a caller that has read the lease's cluster's held count (held).
+func (t *leaseTable) addSlotHeld(s *slotState, hl *heldLease, affinity uint64, held int) *slotState {
 	t.nextID++
 	*s = slotState{id: t.nextID, hl: hl, affinity: affinity}
 	s.onLost = s.hook[:0]
 	t.slots[s.id] = s
 	t.ids = append(t.ids, s.id) // past the end of any list sortedIDs gave out
-	c := hl.lease.Cluster
-	held := t.held[c] + 1
-	t.held[c] = held
-	return s, held
+	t.held[hl.lease.Cluster] = held + 1
+	return s
 }
 
 // terms are when a lease l acquired or renewed by a request sent at sent stops counting, and
@@ -331,7 +331,7 @@ func (t *leaseTable) contention(cluster string, contended bool, sent time.Time) 
 		t.checks[cluster] = ch
 	}
 	if !sent.Before(ch.at) {
-		ch.at, ch.contended = sent, contended
+		ch.at, ch.reuseTill, ch.contended = sent, sent.Add(leaseReuseWindow), contended
 	}
 	if contended {
 		ch.watchedUntil = time.Time{}
@@ -435,7 +435,7 @@ func (t *leaseTable) reusable(cluster string, hl *heldLease, now time.Time) bool
 // reusableBy is reusable for the cluster whose check is ch (nil: none): a caller that has the
 // check at hand spares the map its lookups (the idle path runs twice per leased statement).
 func (t *leaseTable) reusableBy(ch *clusterCheck, hl *heldLease, now time.Time) bool {
-	return t.c.Reuse && !t.stopped && ch.uncontendedAt(now) && now.Add(t.c.RenewEvery).Before(hl.fenceAt)
+	return t.c.Reuse && !t.stopped && ch.uncontendedAt(now) && now.Before(hl.reuseBy)
 }
 
 // idleHold is how long a lease of cluster released at now waits idle for the next acquire:
@@ -463,7 +463,7 @@ func (t *leaseTable) uncontendedAt(cluster string, now time.Time) bool {
 
 // uncontendedAt is leaseTable.uncontendedAt for the cluster whose check is ch (nil: none).
 func (ch *clusterCheck) uncontendedAt(now time.Time) bool {
-	return ch != nil && !ch.contended && (now.Before(ch.at.Add(leaseReuseWindow)) || now.Before(ch.watchedUntil))
+	return ch != nil && !ch.contended && (now.Before(ch.reuseTill) || now.Before(ch.watchedUntil))
 }
 
 // checking reports whether the keeper checks reused clusters with renewals (Checks without a
@@ -516,8 +516,8 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 	if len(list) == 0 {
 		return nil, effects{}
 	}
-	local := t.local[cluster]
-	if t.held[cluster]+local >= limit {
+	local, held := t.local[cluster], t.held[cluster] // read once: this runs once per leased statement
+	if held+local >= limit {
 		return nil, effects{}
 	}
 	ch := t.checks[cluster] // looked up once: this runs once per leased statement
@@ -540,9 +540,8 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 		if into == nil {
 			into = new(slotState)
 		}
-		var held int
-		s, held = t.addSlotCounted(into, il.hl, affinity)
-		if held+local > limit {
+		s = t.addSlotHeld(into, il.hl, affinity, held)
+		if held++; held+local > limit {
 			violated("%q runs %d leased and %d local slots over its cap %d", cluster, held, local, limit)
 		}
 		if reuse := t.noteReuseBy(ch, cluster, now); queued {
@@ -793,12 +792,19 @@ func (t *leaseTable) renewed(s *slotState, sent time.Time, l Lease) {
 		return
 	}
 	s.hl.lease = l
-	s.hl.fenceAt, s.hl.renewAt = t.terms(sent, l)
+	fenceAt, renewAt := t.terms(sent, l)
+	t.fenced(s.hl, fenceAt, renewAt)
+}
+
+// fenced sets hl's fence and renewal times (and reuseBy, computed once per term, not on the
+// idle path's two checks per leased statement).
+func (t *leaseTable) fenced(hl *heldLease, fenceAt, renewAt time.Time) {
+	hl.fenceAt, hl.renewAt, hl.reuseBy = fenceAt, renewAt, fenceAt.Add(-t.c.RenewEvery)
 }
 
 // renewRefused records that the control plane no longer has the lease of s (a renewal sent at
 // sent was refused): it is fenced at once.
-func (t *leaseTable) renewRefused(s *slotState, sent time.Time) { s.hl.fenceAt = sent }
+func (t *leaseTable) renewRefused(s *slotState, sent time.Time) { t.fenced(s.hl, sent, s.hl.renewAt) }
 
 // renewFailed records a renewal of s that got no answer by now: retried soon, leaving room for
 // the other leases' renewals.

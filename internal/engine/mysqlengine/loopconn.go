@@ -42,6 +42,7 @@ type LoopConn struct {
 	state     atomic.Int32  // loopIdle, loopRunning or loopKilled
 	killed    onceKill      // the running statement's kill (a killed connection is not reused)
 	idleSince time.Duration // when it went back to the pool (loopClock)
+	flags     connFlags     // flagsOf(c), read once: its pool list, at every give-back
 }
 
 // loopCheckIdleAfter is how long a loop connection may sit idle before it is checked (one
@@ -157,7 +158,7 @@ func (e *Engine) dialLoop(ctx context.Context, flags connFlags) (*LoopConn, erro
 		_ = c.Close()
 		return nil, ErrNoLoop
 	}
-	return &LoopConn{e: e, c: c, sock: sock}, nil
+	return &LoopConn{e: e, c: c, sock: sock, flags: flagsOf(c)}, nil
 }
 
 // loopServes reports whether a loop connection opened with flags can serve q: one for a client
@@ -217,7 +218,7 @@ func (lc *LoopConn) Release(healthy bool) {
 
 // giveBack pools the connection (healthy) or closes it, and frees its slot.
 func (lc *LoopConn) giveBack(healthy bool) {
-	e, flags := lc.e, flagsOf(lc.c)
+	e, flags := lc.e, lc.flags
 	e.mu.Lock()
 	if healthy && !e.closed && len(e.loopIdle[flags]) < idleConnsMax {
 		lc.idleSince = loopClock()
