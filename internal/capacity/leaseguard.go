@@ -500,14 +500,14 @@ func refsOf(batch []queuedRelease) []LeaseRef {
 func (g *LeaseGuard) Held(cluster string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.t.held[cluster] + len(g.t.idle[cluster])
+	return g.t.held[cluster] + len(g.t.idleOf(cluster))
 }
 
 // Idle is the number of idle leases this node keeps for cluster.
 func (g *LeaseGuard) Idle(cluster string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.t.idle[cluster])
+	return len(g.t.idleOf(cluster))
 }
 
 // RetryMax is how soon a denied acquire must be asked again (the proxy core's RetryCapper): in

@@ -40,7 +40,7 @@ type leaseTable struct {
 	// idle holds released leases kept for the next acquire of their cluster (counted as held),
 	// idleN how many in all. checks holds, per cluster, what the control plane last said about
 	// contention there; absent means keep nothing idle.
-	idle     map[string][]idleLease
+	idle     map[string]*[]idleLease // a list's memory: the idle path appends and takes without a map write
 	idleN    int
 	reaperAt time.Time // when the idle reaper wakes next (zero: when told)
 	checks   map[string]*clusterCheck
@@ -184,7 +184,7 @@ func newLeaseTable(c tableConfig) *leaseTable {
 		local:   map[string]int{},
 		pending: map[string]int{},
 		asking:  map[string]int{},
-		idle:    map[string][]idleLease{},
+		idle:    map[string]*[]idleLease{},
 		checks:  map[string]*clusterCheck{},
 		watch:   c.Reuse && c.Watch,
 	}
@@ -210,7 +210,7 @@ func (t *leaseTable) reserve(cluster string, limit int) bool {
 // flusher is failing (then the control plane may be unreachable and the acquire must go on to
 // its onUnavailable policy) or acquires wait at the control plane anyway.
 func (t *leaseTable) occupied(cluster string) int {
-	n := t.held[cluster] + len(t.idle[cluster]) + t.asking[cluster]
+	n := t.held[cluster] + len(t.idleOf(cluster)) + t.asking[cluster]
 	if !t.flushFailing && !t.c.AcquireWaits {
 		n += t.pending[cluster]
 	}
@@ -303,7 +303,7 @@ func (t *leaseTable) unavailable(cluster string, limit int) unavailableAnswer {
 // admitLocal grants a slot counted by this node only (onUnavailable: localLimits), leased
 // slots included.
 func (t *leaseTable) admitLocal(cluster string, limit int) bool {
-	leased := t.held[cluster] + len(t.idle[cluster]) + t.asking[cluster]
+	leased := t.held[cluster] + len(t.idleOf(cluster)) + t.asking[cluster]
 	if t.local[cluster] >= limit-leased {
 		return false
 	}
@@ -364,7 +364,12 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 		// The cluster's count stays in the map at 0 while its lease idles: the next take, a
 		// moment away on a busy slot, counts it again without the map's delete and insert.
 		t.held[c] = held
-		t.idle[c] = append(t.idle[c], idleLease{hl: s.hl, since: now, affinity: s.affinity})
+		list := t.idle[c]
+		if list == nil {
+			list = new([]idleLease)
+			t.idle[c] = list
+		}
+		*list = append(*list, idleLease{hl: s.hl, since: now, affinity: s.affinity})
 		t.idleN++
 		// The reaper need not be told while it sleeps until an earlier hold's end: by then this
 		// lease is at most a hold past its own, and an acquire never takes a lease past its
@@ -512,10 +517,11 @@ func (t *leaseTable) checkDue(cluster string, now time.Time) bool {
 // room under limit (a lowered cap). Idle leases of the cluster that are no longer reusable go
 // to the release queue.
 func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now time.Time, into *slotState) (*slotState, effects) {
-	list := t.idle[cluster]
-	if len(list) == 0 {
+	kept := t.idle[cluster]
+	if kept == nil || len(*kept) == 0 {
 		return nil, effects{}
 	}
+	list := *kept
 	local, held := t.local[cluster], t.held[cluster] // read once: this runs once per leased statement
 	if held+local >= limit {
 		return nil, effects{}
@@ -550,8 +556,16 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 			e = reuse // the common case: nothing to merge
 		}
 	}
-	t.idle[cluster] = list // kept even when empty: the next release appends without allocating
+	*kept = list // kept even when empty: the next release appends without allocating
 	return s, e
+}
+
+// idleOf is the list of cluster's idle leases (nil: none).
+func (t *leaseTable) idleOf(cluster string) []idleLease {
+	if list := t.idle[cluster]; list != nil {
+		return *list
+	}
+	return nil
 }
 
 // preferLast moves the last idle lease affinity released to the end of list, keeping the
@@ -573,7 +587,7 @@ func preferLast(list []idleLease, affinity uint64) {
 // releaseIdle queues the releases of all idle leases of cluster.
 func (t *leaseTable) releaseIdle(cluster string) effects {
 	var e effects
-	list := t.idle[cluster]
+	list := t.idleOf(cluster)
 	for _, il := range list {
 		e.add(t.queueRelease(il.hl))
 	}
@@ -599,7 +613,7 @@ func (t *leaseTable) expireIdle(now time.Time) (time.Time, effects) {
 	var buf [clusterKeysOnStack]string
 	for _, c := range sortedKeys(buf[:0], t.idle) {
 		var keep []idleLease
-		for _, il := range t.idle[c] {
+		for _, il := range *t.idle[c] {
 			if until := il.since.Add(t.idleHold(c, now)); now.Before(until) {
 				keep = append(keep, il)
 				if next.IsZero() || until.Before(next) {
@@ -614,7 +628,7 @@ func (t *leaseTable) expireIdle(now time.Time) (time.Time, effects) {
 			delete(t.idle, c)
 			t.forgetIfUnheld(c)
 		} else {
-			t.idle[c] = keep
+			*t.idle[c] = keep
 		}
 	}
 	t.reaperAt = next
@@ -643,7 +657,7 @@ func (t *leaseTable) beginWatch(now time.Time) []string {
 	}
 	var buf [clusterKeysOnStack]string
 	for _, c := range sortedKeys(buf[:0], t.checks) {
-		if t.held[c]+len(t.idle[c]) > 0 && t.uncontendedAt(c, now) {
+		if t.held[c]+len(t.idleOf(c)) > 0 && t.uncontendedAt(c, now) {
 			t.watchSet = append(t.watchSet, c)
 			t.checks[c].watchedUntil = now.Add(watchWait + leaseReuseWindow)
 		}
