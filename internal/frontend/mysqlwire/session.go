@@ -615,7 +615,9 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 		return nil, nil, true
 	}
 	if h.answersSet(sql) {
-		return nil, h.set(sql), true // see setvars.go
+		collation, autocommitOff := h.collation, h.autocommitOff
+		err := h.set(sql) // see setvars.go
+		return h.trackedSet(collation, autocommitOff, err), err, true
 	}
 	if m := killStmt.FindStringSubmatch(withoutLeadingComments(sql)); m != nil {
 		return nil, h.kill(m[2], strings.EqualFold(strings.TrimSpace(m[1]), "connection")), true
