@@ -394,6 +394,9 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 	if run, ok := mysqlDropIndex(q); ok {
 		return run, true
 	}
+	if run, ok := mysqlDropTables(q); ok {
+		return run, true
+	}
 	if run, ok := mysqlRenameTable(q); ok {
 		return run, true
 	}

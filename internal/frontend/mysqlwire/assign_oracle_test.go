@@ -1,11 +1,7 @@
 package mysqlwire
 
 import (
-	"context"
-	"database/sql"
-	"fmt"
 	"regexp"
-	"strings"
 	"testing"
 )
 
@@ -20,19 +16,8 @@ func TestMySQLSelectAssignsVariablesOnDuckDBLikeMariaDB(t *testing.T) {
 	maria, duck := mariaAndDuck(t)
 	execBoth(t, maria, duck, "create table uv (id int primary key, c int, s varchar(20), p decimal(6,2))",
 		"insert into uv values (1, 10, 'a', 1.50), (2, 20, 'b', null), (3, 30, 'c', 2.25)")
-	maria.SetMaxIdleConns(0)
-	duck.SetMaxIdleConns(0)
-	ctx := context.Background()
-	conns := [2]*sql.Conn{}
-	for i, db := range []*sql.DB{maria, duck} {
-		c, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns[i] = c
-	}
-	for _, step := range []string{
+	conns := oneConnEach(t, maria, duck)
+	compareSteps(t, conns[0], conns[1], []string{
 		"SELECT @v := 1",
 		"SELECT @v, @v + 1",
 		"SELECT @w := 5 + 2, @w * 2 AS twice",
@@ -68,24 +53,7 @@ func TestMySQLSelectAssignsVariablesOnDuckDBLikeMariaDB(t *testing.T) {
 		"exec UPDATE uv SET s = @s, c = @n WHERE id = 2",
 		"SELECT * FROM uv ORDER BY id",
 		"SELECT id FROM uv WHERE c >= @m - 10 ORDER BY id",
-	} {
-		var got [2]string
-		for i, c := range conns {
-			if stmt, ok := strings.CutPrefix(step, "exec "); ok {
-				res, err := c.ExecContext(ctx, stmt)
-				n := int64(-1)
-				if err == nil {
-					n, _ = res.RowsAffected()
-				}
-				got[i] = fmt.Sprintf("error %d, %d rows", errNumber(err), n)
-				continue
-			}
-			got[i] = dumpRows(t, c, step)
-		}
-		if got[0] != got[1] {
-			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", step, got[0], got[1])
-		}
-	}
+	})
 }
 
 // TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB: a CREATE TABLE with ON UPDATE
@@ -107,7 +75,7 @@ func TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB(t *testing.T) {
 			"(3, 30, '2020-01-01 00:00:00', null)")
 	const times = "select id, c, ts = '2020-01-01 00:00:00' as ts_kept, ts > now() - interval 1 hour as ts_now, " +
 		"dt = '2020-01-01 00:00:00' as dt_kept, dt > now() - interval 1 hour as dt_now from ou order by id"
-	for _, step := range []string{
+	compareSteps(t, maria, duck, []string{
 		"exec update ou set c = c where id = 1",
 		times,
 		"exec update ou set c = 11 where id = 1",
@@ -138,27 +106,7 @@ func TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB(t *testing.T) {
 		"exec alter table ou4 add column extra int null after c",
 		"show index from ou4",
 		"select id, c, extra from ou4 order by id",
-	} {
-		var got [2]string
-		for i, db := range []*sql.DB{maria, duck} {
-			if stmt, ok := strings.CutPrefix(step, "exec "); ok {
-				res, err := db.Exec(stmt)
-				n := int64(-1)
-				if err == nil {
-					n, _ = res.RowsAffected()
-				}
-				got[i] = fmt.Sprintf("error %d, %d rows", errNumber(err), n)
-				continue
-			}
-			got[i] = dumpRows(t, db, step)
-		}
-		if strings.HasPrefix(step, "show index") {
-			got[0], got[1] = withoutCardinality(got[0]), withoutCardinality(got[1])
-		}
-		if got[0] != got[1] {
-			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", step, got[0], got[1])
-		}
-	}
+	})
 }
 
 // withoutCardinality is SHOW INDEX's rows without the Cardinality values (MariaDB's are
@@ -182,7 +130,7 @@ func TestMySQLCaselessKeysOnDuckDBLikeMariaDB(t *testing.T) {
 		"create table ck (id int auto_increment primary key, email varchar(100) not null unique, name varchar(50))",
 		"create table pk (code varchar(10) primary key, v int)",
 		"create table ck2 (a varchar(10), b int, unique key (a, b))")
-	for _, step := range []string{
+	compareSteps(t, maria, duck, []string{
 		"exec insert into ck (email, name) values ('A@x.org', 'one')",
 		"exec insert into ck (email, name) values ('a@X.org', 'two')",
 		"exec insert ignore into ck (email, name) values ('a@x.ORG', 'three')",
@@ -203,22 +151,5 @@ func TestMySQLCaselessKeysOnDuckDBLikeMariaDB(t *testing.T) {
 		"show index from ck",
 		"show index from pk",
 		"show index from ck2",
-	} {
-		var got [2]string
-		for i, db := range []*sql.DB{maria, duck} {
-			if stmt, ok := strings.CutPrefix(step, "exec "); ok {
-				res, err := db.Exec(stmt)
-				n := int64(-1)
-				if err == nil {
-					n, _ = res.RowsAffected()
-				}
-				got[i] = fmt.Sprintf("error %d, %d rows", errNumber(err), n)
-				continue
-			}
-			got[i] = withoutCardinality(dumpRows(t, db, step))
-		}
-		if got[0] != got[1] {
-			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", step, got[0], got[1])
-		}
-	}
+	})
 }
