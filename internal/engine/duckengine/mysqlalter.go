@@ -54,7 +54,7 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 		return nil, false
 	}
 	col, def := toks[at], toks[at+1:]
-	var stmts []string
+	var stmts, keys []string // keys: DuckDB statements, after the MySQL ones
 	dropped, renamed := "", ""
 	switch verb {
 	case "add":
@@ -66,6 +66,7 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 			def = def[:n-2]
 		}
 		notNull, rest := cutNotNull(def)
+		unique, rest := cutUnique(rest)
 		text, ai, kept, _ := columnDefinition(append([]sqltok.Token{col}, rest...), false)
 		if ai || !kept {
 			return nil, false // DuckDB's to run
@@ -73,6 +74,13 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 		stmts = []string{alter + "ADD COLUMN " + text}
 		if notNull {
 			stmts = append(stmts, alter+"ALTER COLUMN "+col.Text+" SET NOT NULL")
+		}
+		if unique { // the key as ADD UNIQUE (col) makes it (mysqladdkey.go); DuckDB adds no column with one
+			name, key := identText(table), []string{identText(col)}
+			keys = indexStatements(quoteIdent(name), name, []inlineKey{{cols: key, unique: true}}, map[string]bool{})
+			if stmt, ok := caselessKeyIndex(quoteIdent(name), name+"$qf_ci_"+key[0], key, map[string]bool{strings.ToLower(key[0]): strings.Contains(text, "COLLATE NOCASE")}); ok {
+				keys = append(keys, stmt)
+			}
 		}
 	case "rename":
 		if len(def) != 2 || !def[0].IsWord("to") || !toks[at-1].IsWord("column") {
@@ -114,6 +122,7 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 	for i := range stmts {
 		stmts[i] = mysqlCompat(stmts[i])
 	}
+	stmts = append(stmts, keys...)
 	name := identText(table)
 	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
 		drops, indexes, err := tableIndexesByName(ctx, conn, name)
@@ -142,6 +151,20 @@ func cutNotNull(def []sqltok.Token) (bool, []sqltok.Token) {
 	for i := 0; i+1 < len(def); i++ {
 		if def[i].IsWord("not") && def[i+1].IsWord("null") {
 			return true, append(def[:i:i], def[i+2:]...)
+		}
+	}
+	return false, def
+}
+
+// cutUnique is def without its UNIQUE [KEY], and whether it had one.
+func cutUnique(def []sqltok.Token) (bool, []sqltok.Token) {
+	for i, t := range def {
+		if t.IsWord("unique") {
+			end := i + 1
+			if end < len(def) && def[end].IsWord("key") {
+				end++
+			}
+			return true, append(def[:i:i], def[end:]...)
 		}
 	}
 	return false, def

@@ -75,7 +75,7 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, keys []tabl
 			continue
 		}
 		if ixName, cols, ok := inlineIndex(d); ok {
-			indexes, changed = append(indexes, inlineKey{ixName, cols}), true
+			indexes, changed = append(indexes, inlineKey{name: ixName, cols: cols}), true
 			continue
 		}
 		text, ai, kept, dchanged := columnDefinition(d, binary)
@@ -395,6 +395,9 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 		return run, true
 	}
 	if run, ok := mysqlDropTables(q); ok {
+		return run, true
+	}
+	if run, ok := mysqlAddKey(q); ok {
 		return run, true
 	}
 	if run, ok := mysqlRenameTable(q); ok {

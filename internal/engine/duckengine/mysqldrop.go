@@ -17,9 +17,10 @@ import (
 // A MySQL client's DROP TABLE [IF EXISTS] a [, b ...] [RESTRICT | CASCADE], as MariaDB runs it
 // (DuckDB drops one object a statement, and its errors are not MariaDB's): the tables are
 // dropped one at a time in the order named, each on its own, so one that cannot be dropped
-// leaves the others dropped. A name that is no table is, without IF EXISTS, the statement's
-// error 1051 "Unknown table 'db.a,db.b'" naming them all; with IF EXISTS a note 1051 each
-// (SHOW WARNINGS). A view is 1965 "'db.v' is a view" (a note with IF EXISTS). A table another
+// leaves the others dropped. The names that are no table are, without IF EXISTS, the
+// statement's error 1051 "Unknown table 'db.a,db.b'" naming them all; with IF EXISTS one note
+// 1051 of the same text (SHOW WARNINGS). A view is 1965 "'db.v' is a view" (before 1051; with
+// IF EXISTS a note each, before the 1051 one). A table another
 // table's foreign key references is MariaDB's 1451 (DuckDB refuses to drop it; MariaDB
 // refuses too, unless FOREIGN_KEY_CHECKS=0, which is not done here). DROP TEMPORARY TABLE is
 // DuckDB's as written.
@@ -102,17 +103,17 @@ func dropTables(ctx context.Context, conn *sql.Conn, clientDB string, tables []d
 		return nil, wrapErr(refused)
 	case ifExists:
 		var notes []mysqlengine.Warning
-		for _, name := range unknown {
-			notes = append(notes, mysqlengine.Warning{Level: "Note", Code: 1051, Message: "Unknown table '" + name + "'"})
-		}
 		for _, name := range views {
 			notes = append(notes, mysqlengine.Warning{Level: "Note", Code: 1965, Message: "'" + name + "' is a view"})
 		}
+		if len(unknown) > 0 {
+			notes = append(notes, mysqlengine.Warning{Level: "Note", Code: 1051, Message: "Unknown table '" + strings.Join(unknown, ",") + "'"})
+		}
 		return engine.TagRows(withNotes("DROP TABLE", notes)), nil
-	case len(unknown) > 0:
-		return nil, &query.Error{Code: "42S02", Message: "Unknown table '" + strings.Join(unknown, ",") + "' (MySQL error 1051)"}
 	case len(views) > 0:
 		return nil, &query.Error{Code: "42S02", Message: "'" + views[0] + "' is a view (MySQL error 1965)"}
+	case len(unknown) > 0:
+		return nil, &query.Error{Code: "42S02", Message: "Unknown table '" + strings.Join(unknown, ",") + "' (MySQL error 1051)"}
 	}
 	return engine.TagRows("DROP TABLE"), nil
 }
