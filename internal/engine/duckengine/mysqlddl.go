@@ -388,6 +388,9 @@ func dropSequenceRefused(err error, table string) error {
 // mysqlOwnStatement is a MySQL client's CREATE TABLE that mysqlCreateTable translates, run as
 // its statements in one transaction.
 func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
+	if run, ok := mysqlAssignElsewhere(q); ok {
+		return run, true
+	}
 	if run, ok := mysqlSelectVars(q); ok {
 		return run, true
 	}

@@ -1,7 +1,9 @@
 package mysqlwire
 
 import (
+	"context"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -152,4 +154,40 @@ func TestMySQLCaselessKeysOnDuckDBLikeMariaDB(t *testing.T) {
 		"show index from pk",
 		"show index from ck2",
 	})
+}
+
+// TestMySQLAssignmentsOutsideTheSelectListOnDuckDB: MySQL 5's ranking idiom, a derived table
+// that sets the counter (`FROM t, (SELECT @rn := 0) r` with `@rn := @rn + 1` in the list),
+// ranks as on MariaDB, the variables set once before the rows; an assignment anywhere else
+// (WHERE, ORDER BY, an UPDATE's SET, INSERT ... VALUES, a subquery, inside an expression) is
+// refused with 1235 naming where it is, rather than DuckDB's syntax error at ":=" (1064).
+func TestMySQLAssignmentsOutsideTheSelectListOnDuckDB(t *testing.T) {
+	maria, duck := mariaAndDuck(t)
+	execBoth(t, maria, duck, "create table ra (id int primary key, score int, name varchar(20))",
+		"insert into ra values (1, 10, 'a'), (2, 30, 'b'), (3, 20, 'c')")
+	conns := oneConnEach(t, maria, duck)
+	compareSteps(t, conns[0], conns[1], []string{
+		"select @rn := @rn + 1 as rnk, ra.* from ra, (select @rn := 0) r order by score desc",
+		"select @rn",
+		"select ra.id, @x, @y from ra cross join (select @x := 'hi', @y := 5) init order by id",
+		"select @x, @y",
+		"select * from (select @z := 7) z",
+		"select @z + 1",
+		"select @rn := @rn + 1 as rnk, name from ra cross join (select @rn := 10) as r order by name",
+	})
+	for stmt, place := range map[string]string{
+		"select id from ra where (@n := @n + 1) > 1":     "WHERE",
+		"update ra set score = (@v := score + 1)":        "an UPDATE's SET",
+		"select id from ra order by (@w := id)":          "ORDER BY",
+		"select (select @q := 5)":                        "a subquery",
+		"insert into ra values (4, @m := 44, 'd')":       "INSERT ... VALUES",
+		"select 1 + (@k := 2)":                           "an expression of the select list",
+		"insert into ra select 5, @j := 1, 'e'":          "the select list of INSERT ... SELECT",
+		"select id from ra where id in (select @s := 1)": "a subquery",
+	} {
+		_, err := conns[1].ExecContext(context.Background(), stmt)
+		if errNumber(err) != 1235 || !strings.Contains(err.Error(), ":= ...) in "+place+"'") {
+			t.Errorf("%s: %v, want 1235 naming %s", stmt, err, place)
+		}
+	}
 }
