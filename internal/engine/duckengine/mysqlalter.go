@@ -125,11 +125,13 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 		if err != nil || len(stmts) == 0 {
 			return engine.TagRows("ALTER TABLE"), err
 		}
-		alter := func() error { return alterAroundIndexes(ctx, conn, name, stmts, dropped, renamed, inTx) }
-		err = alter()
+		err = alterAroundIndexes(ctx, conn, name, stmts, dropped, renamed, inTx)
 		if err != nil && verb != "drop" && (strings.Contains(err.Error(), "there are entries that depend on it") ||
 			strings.Contains(err.Error(), "is involved in the foreign key constraint")) {
-			err = withReferencingSetAside(ctx, conn, name, dropped, renamed, inTx, alter)
+			var aside []string
+			if aside, err = withReferencingSetAside(ctx, conn, name, dropped, renamed, stmts); err == nil {
+				err = alterAroundIndexes(ctx, conn, name, aside, dropped, renamed, inTx)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -243,43 +245,27 @@ func alterAroundIndexes(ctx context.Context, conn *sql.Conn, table string, stmts
 	return runAll(ctx, conn, afterAlter(indexes, dropped, renamed), inTx)
 }
 
-// withReferencingSetAside runs alter, an ALTER of table (not DROP COLUMN, which MariaDB refuses
-// of a column a key references), which DuckDB refuses while
-// another table's foreign key references it ("Cannot alter entry ... because there are
-// entries that depend on it": Django's auth migrations MODIFY auth_user, which
-// auth_user_groups references; "Cannot rename column ... involved in the foreign key
-// constraint"): those tables (and theirs, transitively) are copied and
-// dropped, children first, the ALTER runs, and they are created again from DuckDB's text of
-// them (a column of table renamed from renamed to in their keys), parents first, their rows
-// and indexes put back (rebuildFamily, each step in a transaction of its own). If the ALTER
-// fails they come back as they were.
-func withReferencingSetAside(ctx context.Context, conn *sql.Conn, table, from, to string, inTx bool, alter func() error) error {
+// withReferencingSetAside is stmts, an ALTER of table (not DROP COLUMN, which MariaDB refuses
+// of a column a key references), which DuckDB refuses while another table's foreign key
+// references it ("Cannot alter entry ... because there are entries that depend on it":
+// Django's auth migrations MODIFY auth_user, which auth_user_groups references; "Cannot
+// rename column ... involved in the foreign key constraint"), with those tables (and theirs,
+// transitively) set aside around them: copied and dropped, children first, and after the
+// ALTER created again from DuckDB's text of them (a column of table renamed from to in their
+// keys), parents first, their rows and indexes put back (rebuildFamily). All of it runs in
+// one transaction: if any of it fails, nothing is dropped.
+func withReferencingSetAside(ctx context.Context, conn *sql.Conn, table, from, to string, stmts []string) ([]string, error) {
 	family, _, err := tableFamily(ctx, conn, "", table)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	children := slices.DeleteFunc(family, func(t familyTable) bool { return strings.EqualFold(t.name, table) })
-	if len(children) == 0 {
-		return alter()
-	}
-	const marker = "the ALTER" // where rebuildFamily's statements are cut: the tables dropped before it
-	keep := func(_ familyTable, s string) string { return s }
-	name := func(t familyTable) string { return t.name }
-	asWere := rebuildFamily(children, func(t familyTable) string { return t.ddl }, keep, name, marker)
-	at := slices.Index(asWere, marker)
-	back := asWere[at+1:]
+	ddl := func(t familyTable) string { return t.ddl }
 	if from != "" {
-		renamed := rebuildFamily(children, func(t familyTable) string { return renamedInDDL(t.ddl, table, from, from, to, false) }, keep, name, marker)
-		back = renamed[at+1:]
+		ddl = func(t familyTable) string { return renamedInDDL(t.ddl, table, from, from, to, false) }
 	}
-	if err := runAll(ctx, conn, asWere[:at], inTx); err != nil {
-		return err
-	}
-	if err := alter(); err != nil {
-		_ = runAll(context.WithoutCancel(ctx), conn, asWere[at+1:], inTx)
-		return err
-	}
-	return runAll(ctx, conn, back, inTx)
+	keep := func(_ familyTable, s string) string { return s }
+	return rebuildFamily(children, ddl, keep, func(t familyTable) string { return t.name }, stmts...), nil
 }
 
 // cutNotNull is def without its NOT NULL, and whether it had one.
