@@ -531,10 +531,10 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 		done()
 		return nil, err
 	}
-	var names []string
+	var names, declared []string
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
-		names = clientNames(ctx, conn, q)
-		if rows, ok, err := streamSelect(ctx, conn, p.sqlText, args, p.kind, names, done); ok {
+		names, declared = clientNames(ctx, conn, q), trinoDeclared(q)
+		if rows, ok, err := streamSelect(ctx, conn, p.sqlText, args, p.kind, names, declared, done); ok {
 			return rows, err
 		}
 	}
@@ -584,6 +584,7 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 		described[i] = column{name: c.Name(), dbType: c.DatabaseTypeName()}
 	}
 	rename(described, names)
+	declare(described, declared)
 	return newStream(rows, described, p.kind, closeAll), nil
 }
 

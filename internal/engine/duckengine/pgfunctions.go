@@ -424,24 +424,35 @@ func (w *compatWriter) extractCall(f renamedFunction, open int) bool {
 	return true
 }
 
-// substringCall writes substring(x FROM 'pattern') as to(x, pattern, group): PostgreSQL's
-// first match of the regular expression anywhere in x ('.' matching a newline), or of its
-// first parenthesized part when it has one; NULL without a match. DuckDB reads FROM there as a
-// position. Any other form (FROM n, FOR m, SIMILAR) stays.
-func (w *compatWriter) substringCall(f renamedFunction, open, end int) bool {
-	from, depth := -1, 0
+// outerWord is the first and the last index of word between the parenthesis at open and end,
+// outside any inner one (the FROM of substring(x FROM p), the AS of a CAST); -1 for none.
+func (w *compatWriter) outerWord(open, end int, word string) (first, last int) {
+	first, last = -1, -1
+	depth := 0
 	for j := w.sig(open+1, 0); j >= 0 && j < end; j = w.sig(j+1, 0) {
 		switch w.word(j) {
 		case "(":
 			depth++
 		case ")":
 			depth--
-		case "from":
-			if depth == 0 && from < 0 {
-				from = j
+		case word:
+			if depth == 0 {
+				if first < 0 {
+					first = j
+				}
+				last = j
 			}
 		}
 	}
+	return first, last
+}
+
+// substringCall writes substring(x FROM 'pattern') as to(x, pattern, group): PostgreSQL's
+// first match of the regular expression anywhere in x ('.' matching a newline), or of its
+// first parenthesized part when it has one; NULL without a match. DuckDB reads FROM there as a
+// position. Any other form (FROM n, FOR m, SIMILAR) stays.
+func (w *compatWriter) substringCall(f renamedFunction, open, end int) bool {
+	from, _ := w.outerWord(open, end, "from")
 	lit := w.sig(from+1, 0)
 	if from < 0 || lit < 0 || w.sig(lit+1, 0) != end || w.toks[lit].Kind != sqltok.String || w.toks[lit].Unterminated ||
 		!strings.HasPrefix(w.toks[lit].Text, "'") {
