@@ -15,25 +15,15 @@
 # words set for the measured daemon only.
 set -euo pipefail
 BIN=$1 SECS=$2 TARGET=$3 MODE=${4:-plain} OUT=${OUT:-/tmp/oneprobe}
-DB=qf_passprobe
-export PGSSLMODE=disable
-if ! psql -qAt -h 127.0.0.1 -U postgres -d "$DB" -c "select 1 from pgbench_accounts limit 1" >/dev/null 2>&1; then
-	psql -q -h 127.0.0.1 -U postgres -d postgres -c "drop database if exists $DB" -c "create database $DB" >/dev/null
-	pgbench -i -q -s 1 -h 127.0.0.1 -U postgres "$DB" >/dev/null 2>&1
-fi
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/probelib.sh"
+DB=$PROBE_DB
+probe_db
 TMP=$(mktemp -d /tmp/oneprobe.XXXX)
 WRAP=()
 if [ "$MODE" = cg ]; then
 	rm -f "$OUT.cg"*
 	WRAP=(env GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT.cg" --log-file="$TMP/vg.log")
 fi
-CLUSTER="  - {name: pg, engine: postgres, endpoint: \"127.0.0.1:5432\", database: $DB, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable}}
-clusterGroups:
-  - {name: pg, members: [pg], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30, poolMode: ${POOL:-transaction}}
-routers:
-  - {type: protocolBased, postgres: pg}
-routingFallback: pg"
 PG=$(freeport) AD=$(freeport) PP=$(freeport) CP=
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$TMP"' EXIT
@@ -46,39 +36,15 @@ queryflux:
   frontends:
     postgres: {enabled: true, listen: "127.0.0.1:$PG"}
 settings: {passthrough: true, security: {trustLoopback: true}}
-clusters:
-$CLUSTER
+$(probe_clusters)
 YAML
 	env ${DAEMON_ENV:-} QUERYFLUX_PPROF=127.0.0.1:$PP "${WRAP[@]}" $BIN serve --config $TMP/d.yaml >$TMP/d.log 2>&1 &
 	PID=$! PIDS+=($!)
 	METRICS=http://127.0.0.1:$AD/metrics
 	;;
 worker)
-	CPA=$(freeport) CPPG=$(freeport) OPS=$(freeport)
-	secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-	cat >$TMP/cp.yaml <<YAML
-queryflux:
-  role: standalone
-  adminApi: {listen: "127.0.0.1:$CPA"}
-  workerApi: {enabled: true, secret: "$secret"}
-  coordination: {mode: controlPlane}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$CPPG"}
-settings: {security: {trustLoopback: true}}
-clusters:
-$CLUSTER
-YAML
-	cat >$TMP/w.yaml <<YAML
-queryflux:
-  role: worker
-  controlPlane: {url: "http://127.0.0.1:$CPA", secret: "$secret"}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$PG"}
-YAML
-	PPC=$(freeport)
-	QUERYFLUX_PPROF=127.0.0.1:$PPC $BIN serve --config $TMP/cp.yaml >$TMP/cp.log 2>&1 &
-	CP=$! PIDS+=($!)
-	sleep 1
+	probe_control_plane $BIN $TMP $PG
+	PIDS+=($CP)
 	env ${DAEMON_ENV:-} QUERYFLUX_PPROF=127.0.0.1:$PP "${WRAP[@]}" $BIN serve --config $TMP/w.yaml --name oneprobe-w --ops-listen 127.0.0.1:$OPS >$TMP/w.log 2>&1 &
 	PID=$! PIDS+=($!)
 	METRICS=http://127.0.0.1:$OPS/metrics

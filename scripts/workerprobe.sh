@@ -10,44 +10,12 @@
 # qf_passprobe, as passprobe.sh makes it.
 set -euo pipefail
 BIN=$1 SECS=$2
-DB=qf_passprobe
-export PGSSLMODE=disable
-if ! psql -qAt -h 127.0.0.1 -U postgres -d "$DB" -c "select 1 from pgbench_accounts limit 1" >/dev/null 2>&1; then
-	psql -q -h 127.0.0.1 -U postgres -d postgres -c "drop database if exists $DB" -c "create database $DB" >/dev/null
-	pgbench -i -q -s 1 -h 127.0.0.1 -U postgres "$DB" >/dev/null 2>&1
-fi
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/probelib.sh"
+DB=$PROBE_DB
+probe_db
 TMP=$(mktemp -d /tmp/workerprobe.XXXX)
-secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-CPA=$(freeport) CPPG=$(freeport) PG=$(freeport) MY=$(freeport) OPS=$(freeport) PP=$(freeport) PPC=$(freeport)
-cat > $TMP/cp.yaml <<YAML
-queryflux:
-  role: standalone
-  adminApi: {listen: "127.0.0.1:$CPA"}
-  workerApi: {enabled: true, secret: "$secret"}
-  coordination: {mode: controlPlane}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$CPPG"}
-settings: {security: {trustLoopback: true}}
-clusters:
-  - {name: pg, engine: postgres, endpoint: "127.0.0.1:5432", database: $DB, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable}}
-clusterGroups:
-  - {name: pg, members: [pg], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30, poolMode: ${POOL:-transaction}}
-routers:
-  - {type: protocolBased, postgres: pg}
-routingFallback: pg
-YAML
-cat > $TMP/w.yaml <<YAML
-queryflux:
-  role: worker
-  controlPlane: {url: "http://127.0.0.1:$CPA", secret: "$secret"}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$PG"}
-    mysql: {enabled: true, listen: "127.0.0.1:$MY"}
-YAML
-QUERYFLUX_PPROF=127.0.0.1:$PPC $BIN serve --config $TMP/cp.yaml > $TMP/cp.log 2>&1 &
-CP=$!
-sleep 1
+PG=$(freeport) MY=$(freeport) PP=$(freeport)
+probe_control_plane $BIN $TMP $PG $MY
 QUERYFLUX_PPROF=127.0.0.1:$PP $BIN serve --config $TMP/w.yaml --name probe-w --ops-listen 127.0.0.1:$OPS > $TMP/w.log 2>&1 &
 W=$!
 trap 'kill $W $CP 2>/dev/null; rm -rf "$TMP"' EXIT

@@ -25,9 +25,11 @@ type AtOnce interface {
 }
 
 // IdleTaker is a Guard that keeps released slots idle for a while and can hand one out
-// without a round trip: TakeIdle answers nil, at once, when it has none for cluster.
+// without a round trip: TakeIdle answers nil, at once, when it has none for cluster. spare is a
+// slot of the guard that its caller released and holds no more, not even to ask it anything
+// (nil: none): the answer may be that memory again, sparing an allocation per leased statement.
 type IdleTaker interface {
-	TakeIdle(ctx context.Context, cluster string, limit int) Slot
+	TakeIdle(ctx context.Context, cluster string, limit int, spare Slot) Slot
 }
 
 // Slot is one running query's claim on a cluster.

@@ -327,7 +327,7 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if s := g.TakeIdle(ctx, cluster, limit); s != nil {
+	if s := g.TakeIdle(ctx, cluster, limit, nil); s != nil {
 		return s, nil
 	}
 	affinity := query.Affinity(ctx)
@@ -445,21 +445,27 @@ func (g *LeaseGuard) unavailable(cluster string, limit int, err error) (Slot, er
 }
 
 // TakeIdle implements IdleTaker: an idle lease of cluster as a slot (the one last used by
-// ctx's query.Affinity when it is idle), or nil, without a round trip.
-func (g *LeaseGuard) TakeIdle(ctx context.Context, cluster string, limit int) Slot {
+// ctx's query.Affinity when it is idle), or nil, without a round trip. The slot is spare's
+// memory when spare is a released slot of g's (an event loop's client hands back its last one).
+func (g *LeaseGuard) TakeIdle(ctx context.Context, cluster string, limit int, spare Slot) Slot {
 	if !g.t.c.Reuse {
 		return nil
 	}
 	now := g.o.Env.Now()
-	ls := &leaseSlot{g: g, reusedOn: cluster} // its state in the same allocation
+	ls, _ := spare.(*leaseSlot)
 	g.mu.Lock()
+	if ls == nil || ls.g != g || !ls.st.released { // the table forgets a slot at its release
+		ls = new(leaseSlot) // its state in the same allocation
+	}
 	st, e := g.t.takeIdle(cluster, limit, query.Affinity(ctx), now, &ls.state)
+	if st != nil {
+		ls.g, ls.st, ls.reusedOn = g, st, cluster // every field but state, which st is
+	}
 	g.mu.Unlock()
 	g.apply(e)
 	if st == nil {
 		return nil
 	}
-	ls.st = st
 	return ls
 }
 
@@ -494,14 +500,14 @@ func refsOf(batch []queuedRelease) []LeaseRef {
 func (g *LeaseGuard) Held(cluster string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.t.held[cluster] + len(g.t.idle[cluster])
+	return g.t.held[cluster] + len(g.t.idleOf(cluster))
 }
 
 // Idle is the number of idle leases this node keeps for cluster.
 func (g *LeaseGuard) Idle(cluster string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.t.idle[cluster])
+	return len(g.t.idleOf(cluster))
 }
 
 // RetryMax is how soon a denied acquire must be asked again (the proxy core's RetryCapper): in

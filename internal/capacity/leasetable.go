@@ -40,7 +40,7 @@ type leaseTable struct {
 	// idle holds released leases kept for the next acquire of their cluster (counted as held),
 	// idleN how many in all. checks holds, per cluster, what the control plane last said about
 	// contention there; absent means keep nothing idle.
-	idle     map[string][]idleLease
+	idle     map[string]*[]idleLease // a list's memory: the idle path appends and takes without a map write
 	idleN    int
 	reaperAt time.Time // when the idle reaper wakes next (zero: when told)
 	checks   map[string]*clusterCheck
@@ -83,6 +83,7 @@ type heldLease struct {
 	lease     Lease
 	tag       string    // lease.Ref().Tag(), set at the grant and never changed (SlotTag reads it unlocked)
 	fenceAt   time.Time // stop counting on the lease from here on
+	reuseBy   time.Time // fenceAt less RenewEvery: kept or taken idle only before it (fenced)
 	renewAt   time.Time // next renewal due
 	releasing bool      // queued for release (or dropped): never renewed or reused again
 }
@@ -112,6 +113,7 @@ type idleLease struct {
 // asked.
 type clusterCheck struct {
 	at        time.Time // when the request that brought the answer was sent
+	reuseTill time.Time // at + leaseReuseWindow (uncontendedAt, twice per leased statement)
 	contended bool
 	reused    bool // a lease was taken from idle since the last renewal of the cluster was sent
 	// watchedUntil: a watch of the cluster is in flight, and until then its answer, at once
@@ -182,7 +184,7 @@ func newLeaseTable(c tableConfig) *leaseTable {
 		local:   map[string]int{},
 		pending: map[string]int{},
 		asking:  map[string]int{},
-		idle:    map[string][]idleLease{},
+		idle:    map[string]*[]idleLease{},
 		checks:  map[string]*clusterCheck{},
 		watch:   c.Reuse && c.Watch,
 	}
@@ -208,7 +210,7 @@ func (t *leaseTable) reserve(cluster string, limit int) bool {
 // flusher is failing (then the control plane may be unreachable and the acquire must go on to
 // its onUnavailable policy) or acquires wait at the control plane anyway.
 func (t *leaseTable) occupied(cluster string) int {
-	n := t.held[cluster] + len(t.idle[cluster]) + t.asking[cluster]
+	n := t.held[cluster] + len(t.idleOf(cluster)) + t.asking[cluster]
 	if !t.flushFailing && !t.c.AcquireWaits {
 		n += t.pending[cluster]
 	}
@@ -230,7 +232,8 @@ func (t *leaseTable) denied(cluster string) {
 func (t *leaseTable) granted(cluster string, l Lease, sent time.Time, affinity uint64, now time.Time) (s *slotState, late bool, e effects) {
 	t.denied(cluster)
 	hl := &heldLease{lease: l, tag: l.Ref().Tag()}
-	hl.fenceAt, hl.renewAt = t.terms(sent, l)
+	fenceAt, renewAt := t.terms(sent, l)
+	t.fenced(hl, fenceAt, renewAt)
 	s = t.addSlot(new(slotState), hl, affinity)
 	if t.lostAt(s, now) {
 		return nil, true, t.release(s, now)
@@ -240,21 +243,18 @@ func (t *leaseTable) granted(cluster string, l Lease, sent time.Time, affinity u
 
 // addSlot makes s, new memory, the live slot of hl.
 func (t *leaseTable) addSlot(s *slotState, hl *heldLease, affinity uint64) *slotState {
-	s, _ = t.addSlotCounted(s, hl, affinity)
-	return s
+	return t.addSlotHeld(s, hl, affinity, t.held[hl.lease.Cluster])
 }
 
-// addSlotCounted is addSlot, answering also how many slots of the lease's cluster are held now.
-func (t *leaseTable) addSlotCounted(s *slotState, hl *heldLease, affinity uint64) (*slotState, int) {
+// addSlotHeld is addSlot for a caller that has read the lease's cluster's held count (held).
+func (t *leaseTable) addSlotHeld(s *slotState, hl *heldLease, affinity uint64, held int) *slotState {
 	t.nextID++
 	*s = slotState{id: t.nextID, hl: hl, affinity: affinity}
 	s.onLost = s.hook[:0]
 	t.slots[s.id] = s
 	t.ids = append(t.ids, s.id) // past the end of any list sortedIDs gave out
-	c := hl.lease.Cluster
-	held := t.held[c] + 1
-	t.held[c] = held
-	return s, held
+	t.held[hl.lease.Cluster] = held + 1
+	return s
 }
 
 // terms are when a lease l acquired or renewed by a request sent at sent stops counting, and
@@ -303,7 +303,7 @@ func (t *leaseTable) unavailable(cluster string, limit int) unavailableAnswer {
 // admitLocal grants a slot counted by this node only (onUnavailable: localLimits), leased
 // slots included.
 func (t *leaseTable) admitLocal(cluster string, limit int) bool {
-	leased := t.held[cluster] + len(t.idle[cluster]) + t.asking[cluster]
+	leased := t.held[cluster] + len(t.idleOf(cluster)) + t.asking[cluster]
 	if t.local[cluster] >= limit-leased {
 		return false
 	}
@@ -331,7 +331,7 @@ func (t *leaseTable) contention(cluster string, contended bool, sent time.Time) 
 		t.checks[cluster] = ch
 	}
 	if !sent.Before(ch.at) {
-		ch.at, ch.contended = sent, contended
+		ch.at, ch.reuseTill, ch.contended = sent, sent.Add(leaseReuseWindow), contended
 	}
 	if contended {
 		ch.watchedUntil = time.Time{}
@@ -364,7 +364,12 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 		// The cluster's count stays in the map at 0 while its lease idles: the next take, a
 		// moment away on a busy slot, counts it again without the map's delete and insert.
 		t.held[c] = held
-		t.idle[c] = append(t.idle[c], idleLease{hl: s.hl, since: now, affinity: s.affinity})
+		list := t.idle[c]
+		if list == nil {
+			list = new([]idleLease)
+			t.idle[c] = list
+		}
+		*list = append(*list, idleLease{hl: s.hl, since: now, affinity: s.affinity})
 		t.idleN++
 		// The reaper need not be told while it sleeps until an earlier hold's end: by then this
 		// lease is at most a hold past its own, and an acquire never takes a lease past its
@@ -435,7 +440,7 @@ func (t *leaseTable) reusable(cluster string, hl *heldLease, now time.Time) bool
 // reusableBy is reusable for the cluster whose check is ch (nil: none): a caller that has the
 // check at hand spares the map its lookups (the idle path runs twice per leased statement).
 func (t *leaseTable) reusableBy(ch *clusterCheck, hl *heldLease, now time.Time) bool {
-	return t.c.Reuse && !t.stopped && ch.uncontendedAt(now) && now.Add(t.c.RenewEvery).Before(hl.fenceAt)
+	return t.c.Reuse && !t.stopped && ch.uncontendedAt(now) && now.Before(hl.reuseBy)
 }
 
 // idleHold is how long a lease of cluster released at now waits idle for the next acquire:
@@ -463,7 +468,7 @@ func (t *leaseTable) uncontendedAt(cluster string, now time.Time) bool {
 
 // uncontendedAt is leaseTable.uncontendedAt for the cluster whose check is ch (nil: none).
 func (ch *clusterCheck) uncontendedAt(now time.Time) bool {
-	return ch != nil && !ch.contended && (now.Before(ch.at.Add(leaseReuseWindow)) || now.Before(ch.watchedUntil))
+	return ch != nil && !ch.contended && (now.Before(ch.reuseTill) || now.Before(ch.watchedUntil))
 }
 
 // checking reports whether the keeper checks reused clusters with renewals (Checks without a
@@ -512,12 +517,13 @@ func (t *leaseTable) checkDue(cluster string, now time.Time) bool {
 // room under limit (a lowered cap). Idle leases of the cluster that are no longer reusable go
 // to the release queue.
 func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now time.Time, into *slotState) (*slotState, effects) {
-	list := t.idle[cluster]
-	if len(list) == 0 {
+	kept := t.idle[cluster]
+	if kept == nil || len(*kept) == 0 {
 		return nil, effects{}
 	}
-	local := t.local[cluster]
-	if t.held[cluster]+local >= limit {
+	list := *kept
+	local, held := t.local[cluster], t.held[cluster] // read once: this runs once per leased statement
+	if held+local >= limit {
 		return nil, effects{}
 	}
 	ch := t.checks[cluster] // looked up once: this runs once per leased statement
@@ -540,9 +546,8 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 		if into == nil {
 			into = new(slotState)
 		}
-		var held int
-		s, held = t.addSlotCounted(into, il.hl, affinity)
-		if held+local > limit {
+		s = t.addSlotHeld(into, il.hl, affinity, held)
+		if held++; held+local > limit {
 			violated("%q runs %d leased and %d local slots over its cap %d", cluster, held, local, limit)
 		}
 		if reuse := t.noteReuseBy(ch, cluster, now); queued {
@@ -551,8 +556,16 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 			e = reuse // the common case: nothing to merge
 		}
 	}
-	t.idle[cluster] = list // kept even when empty: the next release appends without allocating
+	*kept = list // kept even when empty: the next release appends without allocating
 	return s, e
+}
+
+// idleOf is the list of cluster's idle leases (nil: none).
+func (t *leaseTable) idleOf(cluster string) []idleLease {
+	if list := t.idle[cluster]; list != nil {
+		return *list
+	}
+	return nil
 }
 
 // preferLast moves the last idle lease affinity released to the end of list, keeping the
@@ -574,7 +587,7 @@ func preferLast(list []idleLease, affinity uint64) {
 // releaseIdle queues the releases of all idle leases of cluster.
 func (t *leaseTable) releaseIdle(cluster string) effects {
 	var e effects
-	list := t.idle[cluster]
+	list := t.idleOf(cluster)
 	for _, il := range list {
 		e.add(t.queueRelease(il.hl))
 	}
@@ -600,7 +613,7 @@ func (t *leaseTable) expireIdle(now time.Time) (time.Time, effects) {
 	var buf [clusterKeysOnStack]string
 	for _, c := range sortedKeys(buf[:0], t.idle) {
 		var keep []idleLease
-		for _, il := range t.idle[c] {
+		for _, il := range *t.idle[c] {
 			if until := il.since.Add(t.idleHold(c, now)); now.Before(until) {
 				keep = append(keep, il)
 				if next.IsZero() || until.Before(next) {
@@ -615,7 +628,7 @@ func (t *leaseTable) expireIdle(now time.Time) (time.Time, effects) {
 			delete(t.idle, c)
 			t.forgetIfUnheld(c)
 		} else {
-			t.idle[c] = keep
+			*t.idle[c] = keep
 		}
 	}
 	t.reaperAt = next
@@ -644,7 +657,7 @@ func (t *leaseTable) beginWatch(now time.Time) []string {
 	}
 	var buf [clusterKeysOnStack]string
 	for _, c := range sortedKeys(buf[:0], t.checks) {
-		if t.held[c]+len(t.idle[c]) > 0 && t.uncontendedAt(c, now) {
+		if t.held[c]+len(t.idleOf(c)) > 0 && t.uncontendedAt(c, now) {
 			t.watchSet = append(t.watchSet, c)
 			t.checks[c].watchedUntil = now.Add(watchWait + leaseReuseWindow)
 		}
@@ -793,12 +806,19 @@ func (t *leaseTable) renewed(s *slotState, sent time.Time, l Lease) {
 		return
 	}
 	s.hl.lease = l
-	s.hl.fenceAt, s.hl.renewAt = t.terms(sent, l)
+	fenceAt, renewAt := t.terms(sent, l)
+	t.fenced(s.hl, fenceAt, renewAt)
+}
+
+// fenced sets hl's fence and renewal times (and reuseBy, computed once per term, not on the
+// idle path's two checks per leased statement).
+func (t *leaseTable) fenced(hl *heldLease, fenceAt, renewAt time.Time) {
+	hl.fenceAt, hl.renewAt, hl.reuseBy = fenceAt, renewAt, fenceAt.Add(-t.c.RenewEvery)
 }
 
 // renewRefused records that the control plane no longer has the lease of s (a renewal sent at
 // sent was refused): it is fenced at once.
-func (t *leaseTable) renewRefused(s *slotState, sent time.Time) { s.hl.fenceAt = sent }
+func (t *leaseTable) renewRefused(s *slotState, sent time.Time) { t.fenced(s.hl, sent, s.hl.renewAt) }
 
 // renewFailed records a renewal of s that got no answer by now: retried soon, leaving room for
 // the other leases' renewals.

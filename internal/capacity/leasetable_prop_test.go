@@ -240,6 +240,7 @@ func (m *tableModel) check(rt *rapid.T) {
 	}
 	idleN := 0
 	for c, list := range t.idle {
+		list := *list
 		if _, ok := m.uncontended[c]; len(list) > 0 && !ok {
 			rt.Fatalf("%s: %d leases idle, the control plane's last answer said contended", c, len(list))
 		}
@@ -271,7 +272,7 @@ func (m *tableModel) check(rt *rapid.T) {
 			what      string
 			table, is int
 		}{
-			{"held", t.held[c], held[c]}, {"idle", len(t.idle[c]), idle[c]}, {"asking", t.asking[c], asking[c]},
+			{"held", t.held[c], held[c]}, {"idle", len(t.idleOf(c)), idle[c]}, {"asking", t.asking[c], asking[c]},
 			{"local", t.local[c], local[c]},
 		} {
 			if n.table != n.is {

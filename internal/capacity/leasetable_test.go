@@ -366,7 +366,7 @@ func (h *tableHarness) state() string {
 	slices.Sort(names)
 	for _, c := range names {
 		parts = append(parts, fmt.Sprintf("%s: held=%d idle=%d asking=%d pending=%d local=%d occupied=%d",
-			c, t.held[c], len(t.idle[c]), t.asking[c], t.pending[c], t.local[c], t.occupied(c)))
+			c, t.held[c], len(t.idleOf(c)), t.asking[c], t.pending[c], t.local[c], t.occupied(c)))
 	}
 	parts = append(parts, "queue "+refList(t.queue))
 	return strings.Join(parts, "; ")
@@ -420,7 +420,7 @@ func TestLeaseTableInvariantsPanic(t *testing.T) {
 			t.contention("c", false, t0)
 			s := grant(t, 1)
 			t.release(s, t0)
-			t.idle["c"][0].hl.releasing = true
+			(*t.idle["c"])[0].hl.releasing = true
 			t.takeIdle("c", 10, 0, t0, nil)
 		}},
 		{"denied without asking", `acquires in flight of "c" went negative`, func(t *leaseTable) { t.denied("c") }},

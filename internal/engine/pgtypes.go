@@ -15,6 +15,9 @@ const (
 	MetaPGType     = "pg.type"     // PostgreSQL type name, e.g. "numeric"
 	MetaPGTypmod   = "pg.typmod"   // PostgreSQL type modifier, decimal; absent when -1
 	MetaDuckDBType = "duckdb.type" // DuckDB type name, e.g. "DECIMAL(18,3)", "JSON"
+	// MetaTrinoDeclared is the Trino type a Trino client's statement gives a column where the
+	// engine's type says less: "timestamp(3) with time zone" for now(), "varchar(7)" for a cast.
+	MetaTrinoDeclared = "trino.declared"
 )
 
 // PostgreSQL's infinite dates and timestamps ('infinity', '-infinity') have no Arrow value: they

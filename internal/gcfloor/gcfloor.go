@@ -2,15 +2,16 @@
 // GOGC so that the next cycle starts once at least Floor bytes more are allocated, or later
 // where GOGC would have it later (a live heap larger than Floor leaves GOGC as it is).
 //
-// It is for the simulator: a simulated fleet's live heap is small next to what it allocates
+// The simulator's: a simulated fleet's live heap is small next to what it allocates
 // (a 1,000-worker plan-fleet run keeps about 35 MB and allocates 165 MB), so at GOGC=100 the
 // collector marks that heap and every task's stack again each 35 MB, and six times while it
 // grows at boot; a 10,000-worker fleet's live heap is larger than the floor and keeps GOGC=100,
-// and with it its peak memory.
+// and with it its peak memory. And the daemon's (queryflux serve): a proxy's live heap is a
+// few MB next to what its statements allocate.
 //
 // It touches nothing outside the runtime's GC settings, and never the simulation.
 //
-// determinism: outside the simulator (the simulator's host process: qfsim and its benchmark start it; no role calls it)
+// determinism: outside the simulator (the host processes: qfsim, its benchmark and queryflux serve start it; no role calls it)
 package gcfloor
 
 import (

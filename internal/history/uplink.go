@@ -220,13 +220,19 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 		return redact.Apply(p, d, redact.Query{SQL: sql})
 	}
 	u.memoMu.Lock()
-	red, ok := u.last.red, u.last.p == p && u.last.d == d && u.last.sql != "" && sqltok.SameNumberShape(sql, u.last.sql)
+	// The very text of the record before (a client's repeated statement, one string: its
+	// pointer compares equal at once) needs no shape comparison, nor writing down again.
+	asLast := u.last.p == p && u.last.d == d && u.last.sql != ""
+	same := asLast && u.last.sql == sql
+	red, ok := u.last.red, same || asLast && sqltok.SameNumberShape(sql, u.last.sql)
 	if !ok {
 		u.memoKey = appendMemoKey(u.memoKey[:0], p, d, sql)
 		red, ok = u.memo[string(u.memoKey)]
 	}
 	if ok {
 		u.memoHits++
+	}
+	if ok && !same {
 		u.last.sql, u.last.p, u.last.d, u.last.red = sql, p, d, red
 	}
 	u.memoMu.Unlock()

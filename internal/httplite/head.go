@@ -42,9 +42,8 @@ func parseHead(br *bufio.Reader, sizeMax int, base *http.Request) (*http.Request
 	} else {
 		return nil, false
 	}
-	h, ok := parseFields(rest)
-	if !ok || len(h["Host"]) > 1 || len(h["Content-Length"]) > 1 || h["Transfer-Encoding"] != nil ||
-		h["Trailer"] != nil || h["Pragma"] != nil {
+	h, f, ok := parseFields(rest)
+	if !ok || f.hosts > 1 || f.lengths > 1 {
 		return nil, false
 	}
 	// base carries the context its requests are served in (that of their connection), which
@@ -52,11 +51,10 @@ func parseHead(br *bufio.Reader, sizeMax int, base *http.Request) (*http.Request
 	p.req = *base
 	req := &p.req
 	req.Method, req.URL, req.Proto, req.ProtoMajor, req.ProtoMinor, req.Header = method, &p.url, proto, 1, 1, h
-	req.Host, req.RequestURI, req.Body = Field(h, "Host"), target, http.NoBody
-	req.Close = httpguts.HeaderValuesContainsToken(h["Connection"], "close")
-	delete(h, "Host") // as http.ReadRequest leaves it
-	if cl := h["Content-Length"]; cl != nil {
-		n, ok := contentLength(cl[0])
+	req.Host, req.RequestURI, req.Body = f.host, target, http.NoBody
+	req.Close = f.connection && httpguts.HeaderValuesContainsToken(h["Connection"], "close")
+	if f.lengths > 0 {
+		n, ok := contentLength(f.length)
 		if !ok {
 			return nil, false
 		}
@@ -94,9 +92,21 @@ func plainPath(target string) bool {
 	return true
 }
 
+// framing is what a head's fields say of its request's framing, read as parseFields meets
+// them rather than looked up in the header after (a lookup per name and per statement).
+type framing struct {
+	host       string // the first Host, which is not a field of the header (http.ReadRequest's)
+	length     string // the first Content-Length
+	hosts      int
+	lengths    int
+	connection bool // a Connection field was seen
+}
+
 // parseFields reads the field lines of a head (each ended by CRLF) as textproto.ReadMIMEHeader
-// would, reporting false for a line it may read otherwise.
-func parseFields(lines string) (http.Header, bool) {
+// would, reporting false for a line it may read otherwise, and for a Transfer-Encoding, Trailer
+// or Pragma field (which parseHead leaves to http.ReadRequest).
+func parseFields(lines string) (http.Header, framing, bool) {
+	var f framing
 	n := strings.Count(lines, "\n")
 	h := make(http.Header, n)
 	values := make([]string, n) // every field's first value, cut from one slice
@@ -104,16 +114,31 @@ func parseFields(lines string) (http.Header, bool) {
 		line, crlf := strings.CutSuffix(line, "\r\n")
 		name, value, colon := strings.Cut(line, ":")
 		if !crlf || !colon || !isToken(name) { // a bare CR fails this or the value's check
-			return nil, false
+			return nil, f, false
 		}
 		value = strings.Trim(value, " \t")
 		for i := 0; i < len(value); i++ {
 			if c := value[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-				return nil, false
+				return nil, f, false
 			}
 		}
 		if !isCanonical(name) {
 			name = textproto.CanonicalMIMEHeaderKey(name)
+		}
+		switch name {
+		case "Host":
+			if f.hosts++; f.hosts == 1 {
+				f.host = value
+			}
+			continue
+		case "Content-Length":
+			if f.lengths++; f.lengths == 1 {
+				f.length = value
+			}
+		case "Connection":
+			f.connection = true
+		case "Transfer-Encoding", "Trailer", "Pragma":
+			return nil, f, false
 		}
 		if vv := h[name]; vv != nil {
 			h[name] = append(vv, value)
@@ -122,7 +147,7 @@ func parseFields(lines string) (http.Header, bool) {
 		values[0] = value
 		h[name], values = values[:1:1], values[1:]
 	}
-	return h, true
+	return h, f, true
 }
 
 // Field is h's first value of key, which must be canonical ("X-Trino-User"): h.Get(key)

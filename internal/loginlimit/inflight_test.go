@@ -3,6 +3,7 @@ package loginlimit
 import (
 	"net"
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
@@ -137,6 +138,33 @@ func TestSourceKeyInBytesIsTheStringOne(t *testing.T) {
 		}
 		if got, want := sourceKey(addr), stringKey(addr); got != want {
 			rt.Fatalf("key of %q: %q, want %q", addr, got, want)
+		}
+	})
+}
+
+// Logins from addresses in any order count against each one's own source, as if every key were
+// read afresh (sourceKeyOf keeps the last address's): a source is refused once it failed
+// Failures times, and only that source.
+func TestInterleavedSourcesEachKeepTheirCount(t *testing.T) {
+	addrs := []string{"198.51.100.1:5", "198.51.100.1:6", "198.51.100.2:5", "[2001:db8::1]:5", "127.0.0.1:7"}
+	rapid.Check(t, func(rt *rapid.T) {
+		th := New(Config{Failures: 3, UserFailures: 1000}, newClock().now, nil, nil)
+		failures := map[string]int{}
+		for i := range rapid.IntRange(1, 60).Draw(rt, "steps") {
+			addr := rapid.SampledFrom(addrs).Draw(rt, "addr")
+			refused := failures[sourceKey(addr)] >= 3
+			l := login(addr, "u"+strconv.Itoa(i))
+			if err := th.Begin(l); (err != nil) != refused {
+				rt.Fatalf("login %d from %s: %v, its source failed %d times", i, addr, err, failures[sourceKey(addr)])
+			} else if err != nil {
+				continue
+			}
+			if rapid.Bool().Draw(rt, "fails") {
+				th.Failed(l)
+				failures[sourceKey(addr)]++
+			} else {
+				th.Succeeded(l)
+			}
 		}
 	})
 }

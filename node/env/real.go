@@ -16,9 +16,7 @@ func Real(logger *slog.Logger) Env {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	var seed [32]byte
-	_, _ = crand.Read(seed[:])
-	e := &realEnv{log: logger, rnd: &realRand{r: rand.New(rand.NewChaCha8(seed))}}
+	e := &realEnv{log: logger}
 	if path := os.Getenv(TestClockFileEnv); path != "" {
 		logger.Warn("the clock follows a test fault file: never set this outside tests", "env", TestClockFileEnv, "file", path)
 		e.clock = newTestClock(path)
@@ -28,7 +26,7 @@ func Real(logger *slog.Logger) Env {
 
 type realEnv struct {
 	log   *slog.Logger
-	rnd   *realRand
+	rnd   realRand
 	clock *testClock // nil unless the test clock hook is set (testclock.go)
 }
 
@@ -111,27 +109,12 @@ func (s *realSignal) Wait(ctx context.Context, seen uint64) error {
 	}
 }
 
-type realRand struct {
-	mu sync.Mutex
-	r  *rand.Rand
-}
+// realRand draws from math/rand/v2's global source: the runtime's ChaCha8, one state per
+// thread, seeded from the system, so no lock (every query draws its id: a process-wide mutex
+// and its deferred unlock were ~100 instructions of each, and a lock every goroutine took).
+type realRand struct{}
 
-func (r *realRand) Uint64() uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.r.Uint64()
-}
-
-func (r *realRand) Float64() float64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.r.Float64()
-}
-
-func (r *realRand) Int64N(n int64) int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.r.Int64N(n)
-}
-
-func (r *realRand) Read(p []byte) { _, _ = crand.Read(p) }
+func (realRand) Uint64() uint64       { return rand.Uint64() }
+func (realRand) Float64() float64     { return rand.Float64() }
+func (realRand) Int64N(n int64) int64 { return rand.Int64N(n) }
+func (realRand) Read(p []byte)        { _, _ = crand.Read(p) }

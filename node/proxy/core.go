@@ -83,7 +83,7 @@ const CacheMaxBytesDefault = 256 << 20
 type Core struct {
 	env      env.Env
 	guard    Guard
-	takeIdle func(context.Context, string, int) (Slot, error) // under NoWait, for a guard that is not AtOnce
+	idle     capacity.IdleTaker // under NoWait, for a guard that is not AtOnce (nil: it keeps nothing idle)
 	onFinish func(Record)
 	check    func(req *query.Request, group string) error
 	poll     time.Duration
@@ -141,7 +141,7 @@ func New(opts Options) *Core {
 	if c.guard == nil {
 		c.guard = coreCount{c}
 	}
-	c.takeIdle = c.idleTaker()
+	c.idle, _ = c.guard.(capacity.IdleTaker)
 	if n, ok := c.guard.(FreedNotifier); ok {
 		n.OnFreed(c.wakeQueued)
 	}
@@ -403,7 +403,7 @@ func (a *Admission) release() bool {
 	if running < 0 {
 		panic(fmt.Sprintf("proxy: running count on %s went negative", a.Cluster))
 	}
-	a.series.running.Dec()
+	a.series.running.Add(-1)
 	if waiting {
 		c.changed.Notify()
 	}
@@ -495,14 +495,18 @@ func (r *routed) letGo() { r.rt.unpin() }
 // caller that allocates it with what goes with it).
 func (c *Core) admit(ctx context.Context, req *query.Request, r *routed, into *Admission) (*Admission, error) {
 	p, id, start := &r.placement, r.id, r.start
-	slot, cl, err := c.acquire(ctx, p, req, start)
+	var spare Slot
+	if into != nil {
+		spare = into.slot // its caller's last slot, released (OpenWireInto): memory for the next
+	}
+	slot, cl, err := c.acquire(ctx, p, req, start, spare)
 	if errors.Is(err, engine.ErrWouldWait) {
 		p.rt.unpin() // nothing happened: the caller asks again where it may wait
 		return nil, err
 	}
 	if err != nil {
 		// Waits that ended without a slot (timeout, cancel) count in the histogram too.
-		c.metrics.queueDuration.WithLabelValues(p.g.name, "").Observe(c.env.Now().Sub(start).Seconds())
+		c.metrics.series(p.g.name, "").queueDuration.observe(c.env.Now().Sub(start).Seconds())
 		return nil, c.refuse(p.rt, id, req, start, p.dec, err)
 	}
 	now := start // under NoWait nothing waited: the clock is read once per admission
@@ -511,8 +515,8 @@ func (c *Core) admit(ctx context.Context, req *query.Request, r *routed, into *A
 	}
 	s := c.metrics.series(p.g.name, cl.name)
 	wait := now.Sub(start)
-	s.running.Inc()
-	s.queueDuration.Observe(wait.Seconds())
+	s.running.Add(1)
+	s.queueDuration.observe(wait.Seconds())
 	adm := into
 	if adm == nil {
 		adm = new(Admission)
@@ -589,14 +593,22 @@ func (c *Core) checkRouted(req *query.Request, rt *Runtime, dec Decision) (*grou
 // and gives up after the group's capacityWaitTimeout (from start) or when ctx ends. A query
 // that waits follows every runtime that replaces its own (follow), keeping its place in line
 // when its group keeps its name.
-func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, start time.Time) (Slot, *cluster, error) {
+func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, start time.Time, spare Slot) (Slot, *cluster, error) {
 	if !p.g.usable() {
 		return nil, nil, noHealthy(p.g)
 	}
 	if c.queued.Load() == 0 || c.Queued(p.g.name) == 0 {
 		take := c.guard.Acquire
 		if mustNotWait(ctx) && !c.AdmitsAtOnce() {
-			take = c.takeIdle // nil when the guard keeps nothing idle
+			take = nil
+			if c.idle != nil {
+				take = func(ctx context.Context, cluster string, limit int) (Slot, error) {
+					if s := c.idle.TakeIdle(ctx, cluster, limit, spare); s != nil {
+						return s, nil
+					}
+					return nil, ErrNoSlot
+				}
+			}
 		} else if _, own := c.guard.(coreCount); own {
 			take = nil
 			if slot, cl, err := c.countMembers(ctx, p.g); slot != nil || err != nil {
@@ -709,21 +721,6 @@ func (c *Core) tryMembers(ctx context.Context, g *group, take func(context.Conte
 		}
 	}
 	return nil, nil, nil
-}
-
-// idleTaker is the guard's TakeIdle (capacity.IdleTaker) as an acquire that answers ErrNoSlot
-// where Acquire would make a round trip; nil when the guard keeps no idle slots.
-func (c *Core) idleTaker() func(context.Context, string, int) (Slot, error) {
-	it, ok := c.guard.(capacity.IdleTaker)
-	if !ok {
-		return nil
-	}
-	return func(ctx context.Context, cluster string, limit int) (Slot, error) {
-		if s := it.TakeIdle(ctx, cluster, limit); s != nil {
-			return s, nil
-		}
-		return nil, ErrNoSlot
-	}
 }
 
 // waiter is who is about to queue, for the per-user bound (settings.guardrails.maxQueuedPerUser).

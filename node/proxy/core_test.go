@@ -368,10 +368,10 @@ func TestRecordFields(t *testing.T) {
 		r.CacheHit || len(r.Trace) != 1 || !r.Trace[0].Matched || r.End.Before(r.Start) {
 		t.Fatalf("record: %+v", r)
 	}
-	if v := testutil.ToFloat64(h.core.metrics.queries.WithLabelValues("g", "a", "succeeded")); v != 1 {
+	if v := h.core.metrics.series("g", "a").ok.Load(); v != 1 {
 		t.Fatalf("queries_total = %v", v)
 	}
-	if v := testutil.ToFloat64(h.core.metrics.running.WithLabelValues("g", "a")); v != 0 {
+	if v := h.core.metrics.series("g", "a").running.Load(); v != 0 {
 		t.Fatalf("running gauge = %v", v)
 	}
 }
@@ -484,10 +484,10 @@ func TestMetricsFollowEachCluster(t *testing.T) {
 		t.Fatalf("round robin ran %v: want both clusters", ran)
 	}
 	for _, name := range []string{"a", "b"} {
-		if v := testutil.ToFloat64(h.core.metrics.queries.WithLabelValues("g", name, "succeeded")); v != ran[name] {
+		if v := float64(h.core.metrics.series("g", name).ok.Load()); v != ran[name] {
 			t.Errorf("queries_total{cluster=%q} = %v, want %v", name, v, ran[name])
 		}
-		if v := testutil.ToFloat64(h.core.metrics.running.WithLabelValues("g", name)); v != 0 {
+		if v := h.core.metrics.series("g", name).running.Load(); v != 0 {
 			t.Errorf("running{cluster=%q} = %v, want 0", name, v)
 		}
 	}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -11,12 +12,12 @@ import (
 // metrics are the core's Prometheus series. Labels: group and cluster ("" while a query has no
 // cluster yet), status for finished queries, reason for rejections.
 type metrics struct {
-	queries       *prometheus.CounterVec   // group, cluster, status
-	duration      *prometheus.HistogramVec // group, cluster
-	running       *prometheus.GaugeVec     // group, cluster
+	queries       *prometheus.CounterVec   // group, cluster, status: all but "succeeded" (boundSeries.ok)
+	duration      *prometheus.HistogramVec // group, cluster: only the family (boundSeries counts)
+	running       *prometheus.GaugeVec     // group, cluster: only the family
 	queued        *prometheus.GaugeVec     // group
 	rejections    *prometheus.CounterVec   // group, reason
-	queueDuration *prometheus.HistogramVec // group, cluster
+	queueDuration *prometheus.HistogramVec // group, cluster: only the family
 	cacheHits     *prometheus.CounterVec   // group
 	cacheMisses   *prometheus.CounterVec   // group
 	cacheWrites   *prometheus.CounterVec   // group
@@ -25,10 +26,9 @@ type metrics struct {
 	// the paths series, resolved once: counted on every query
 	pathPassthrough, pathArrow, pathCache prometheus.Counter
 
-	// bound caches the series of each (group, cluster): resolving label values hashes and
-	// validates them under the vector's lock, five times per query otherwise.
-	boundMu sync.RWMutex
-	bound   map[seriesKey]*boundSeries
+	// bound holds the series every query counts on, one (group, cluster)'s each: counted in
+	// plain atomics, folded into the vectors' families when they are scraped (boundCollector).
+	bound *boundCollector
 	// last is the series series returned last: a proxy whose queries mostly go to one cluster
 	// finds them with two string comparisons, without hashing both names under the lock.
 	last atomic.Pointer[boundSeries]
@@ -36,39 +36,111 @@ type metrics struct {
 
 type seriesKey struct{ group, cluster string }
 
-// boundSeries are one (group, cluster)'s series, resolved once.
+// boundSeries are one (group, cluster)'s series of the queries it ran: how many run, their
+// queue waits and durations, how many succeeded. Each is one or two atomic adds per query,
+// where the client library's gauge, histograms and counter cost ~200 instructions a query
+// (a histogram's observation keeps its count, buckets and sum in step for a scrape under way:
+// a hot and a cold copy, a count of writers); a scrape reads them as they are (a sum can be an
+// observation ahead of its count, or behind).
 type boundSeries struct {
 	group, cluster string
-	running        prometheus.Gauge
-	queueDuration  prometheus.Observer
-	duration       prometheus.Observer
-	ok             prometheus.Counter // queries_total{status="ok"}, the common case
+	running        atomic.Int64
+	queueDuration  foldedHistogram
+	duration       foldedHistogram
+	ok             atomic.Uint64 // queries_total{status="ok"}, the common case; other statuses go to the vector
 }
 
-// series returns the bound series of (group, cluster), resolving them on first use.
+// foldedHistogram is a histogram over durationBuckets: counts[i] observations in bucket i
+// (the last: above every bound), not cumulative; sum their sum's float64 bits.
+type foldedHistogram struct {
+	counts [durationBucketsN + 1]atomic.Uint64
+	sum    atomic.Uint64
+}
+
+// durationBuckets are the upper bounds of the duration histograms: 1ms .. ~4.4min.
+var durationBuckets = prometheus.ExponentialBuckets(0.001, 4, durationBucketsN)
+
+const durationBucketsN = 10
+
+func (h *foldedHistogram) observe(v float64) {
+	i := 0
+	for i < len(durationBuckets) && v > durationBuckets[i] {
+		i++
+	}
+	h.counts[i].Add(1)
+	if v == 0 {
+		return // a wait under NoWait: nothing to add
+	}
+	for {
+		old := h.sum.Load()
+		if h.sum.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+v)) {
+			return
+		}
+	}
+}
+
+// metric is h as the client library's histogram would write it.
+func (h *foldedHistogram) metric(d *prometheus.Desc, labels ...string) prometheus.Metric {
+	cumulative := make(map[float64]uint64, len(durationBuckets))
+	var n uint64
+	for i, b := range durationBuckets {
+		n += h.counts[i].Load()
+		cumulative[b] = n
+	}
+	n += h.counts[len(durationBuckets)].Load()
+	return prometheus.MustNewConstHistogram(d, n, math.Float64frombits(h.sum.Load()), cumulative, labels...)
+}
+
+// boundCollector collects four of the core's vectors (running, queue and query durations,
+// finished queries), each followed by the bound series' own counts under the vector's name.
+// Only queries_total's other statuses are counted on a vector (a series of a bound (group,
+// cluster) in both would be collected twice). Registered once per registry: a second core's
+// metrics find it registered and count on its series.
+type boundCollector struct {
+	queries, running                  prometheus.Collector
+	duration, queueDuration           prometheus.Collector
+	queriesD, runningD, durationD, qD *prometheus.Desc
+
+	mu     sync.RWMutex
+	series map[seriesKey]*boundSeries
+}
+
+func (b *boundCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range []prometheus.Collector{b.queries, b.running, b.duration, b.queueDuration} {
+		c.Describe(ch)
+	}
+}
+
+func (b *boundCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range []prometheus.Collector{b.queries, b.running, b.duration, b.queueDuration} {
+		c.Collect(ch)
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, s := range b.series { //determinism:ok a scrape sorts what it gathers
+		ch <- prometheus.MustNewConstMetric(b.queriesD, prometheus.CounterValue, float64(s.ok.Load()), s.group, s.cluster, string(StatusSucceeded))
+		ch <- prometheus.MustNewConstMetric(b.runningD, prometheus.GaugeValue, float64(s.running.Load()), s.group, s.cluster)
+		ch <- s.duration.metric(b.durationD, s.group, s.cluster)
+		ch <- s.queueDuration.metric(b.qD, s.group, s.cluster)
+	}
+}
+
+// series returns the bound series of (group, cluster), made on first use.
 func (m *metrics) series(group, cluster string) *boundSeries {
 	if s := m.last.Load(); s != nil && s.group == group && s.cluster == cluster {
 		return s
 	}
-	k := seriesKey{group, cluster}
-	m.boundMu.RLock()
-	s := m.bound[k]
-	m.boundMu.RUnlock()
-	if s != nil {
-		m.last.Store(s)
-		return s
-	}
-	m.boundMu.Lock()
-	defer m.boundMu.Unlock()
-	if s = m.bound[k]; s == nil {
-		s = &boundSeries{
-			group: group, cluster: cluster,
-			running:       m.running.WithLabelValues(group, cluster),
-			queueDuration: m.queueDuration.WithLabelValues(group, cluster),
-			duration:      m.duration.WithLabelValues(group, cluster),
-			ok:            m.queries.WithLabelValues(group, cluster, string(StatusSucceeded)),
+	b, k := m.bound, seriesKey{group, cluster}
+	b.mu.RLock()
+	s := b.series[k]
+	b.mu.RUnlock()
+	if s == nil {
+		b.mu.Lock()
+		if s = b.series[k]; s == nil {
+			s = &boundSeries{group: group, cluster: cluster}
+			b.series[k] = s
 		}
-		m.bound[k] = s
+		b.mu.Unlock()
 	}
 	m.last.Store(s)
 	return s
@@ -77,11 +149,11 @@ func (m *metrics) series(group, cluster string) *boundSeries {
 // finished counts one finished query of s's group and cluster.
 func (m *metrics) finished(s *boundSeries, status Status, seconds float64) {
 	if status == StatusSucceeded {
-		s.ok.Inc()
+		s.ok.Add(1)
 	} else {
 		m.queries.WithLabelValues(s.group, s.cluster, string(status)).Inc()
 	}
-	s.duration.Observe(seconds)
+	s.duration.observe(seconds)
 }
 
 // metricsKey keys the core's metric set on a shared registry (promreg.Once): the cores of a
@@ -93,7 +165,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 func buildMetrics(reg prometheus.Registerer) *metrics {
-	buckets := prometheus.ExponentialBuckets(0.001, 4, 10) // 1ms .. ~4.4min
+	buckets := durationBuckets
 	m := &metrics{
 		queries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_queries_total", Help: "Queries finished, by group, cluster and status.",
@@ -129,20 +201,29 @@ func buildMetrics(reg prometheus.Registerer) *metrics {
 			Name: "queryflux_query_path_total", Help: "Queries by how their results went through the proxy: passthrough (engine wire messages relayed), arrow (decoded and encoded), cache.",
 		}, []string{"path"}),
 	}
-	m.queries = promreg.Register(reg, m.queries)
-	m.duration = promreg.Register(reg, m.duration)
-	m.running = promreg.Register(reg, m.running)
+	m.bound = promreg.Register(reg, &boundCollector{
+		queries: m.queries, running: m.running, duration: m.duration, queueDuration: m.queueDuration,
+		queriesD: descOf(m.queries), runningD: descOf(m.running), durationD: descOf(m.duration), qD: descOf(m.queueDuration),
+		series: map[seriesKey]*boundSeries{},
+	})
+	m.queries, m.running = m.bound.queries.(*prometheus.CounterVec), m.bound.running.(*prometheus.GaugeVec)
+	m.duration, m.queueDuration = m.bound.duration.(*prometheus.HistogramVec), m.bound.queueDuration.(*prometheus.HistogramVec)
 	m.queued = promreg.Register(reg, m.queued)
 	m.rejections = promreg.Register(reg, m.rejections)
-	m.queueDuration = promreg.Register(reg, m.queueDuration)
 	m.cacheHits = promreg.Register(reg, m.cacheHits)
 	m.cacheMisses = promreg.Register(reg, m.cacheMisses)
 	m.cacheWrites = promreg.Register(reg, m.cacheWrites)
 	m.forwarded = promreg.Register(reg, m.forwarded)
 	m.paths = promreg.Register(reg, m.paths)
-	m.bound = map[seriesKey]*boundSeries{}
 	m.pathPassthrough = m.paths.WithLabelValues(PathPassthrough)
 	m.pathArrow = m.paths.WithLabelValues(PathArrow)
 	m.pathCache = m.paths.WithLabelValues(PathCache)
 	return m
+}
+
+// descOf is the one Desc of a vector.
+func descOf(c prometheus.Collector) *prometheus.Desc {
+	ch := make(chan *prometheus.Desc, 1)
+	c.Describe(ch)
+	return <-ch //determinism:ok Describe has sent the vector's one Desc: the receive never waits
 }

@@ -59,8 +59,8 @@ func TestAdmitPassthrough(t *testing.T) {
 		if adm != nil || ok || err != nil || h.core.Running("c1") != 0 || len(h.recs.all()) != 0 {
 			t.Fatalf("%s: got ok %v err %v running %d records %d", name, ok, err, h.core.Running("c1"), len(h.recs.all()))
 		}
-		if rt.inflight != 0 {
-			t.Fatalf("%s: runtime left pinned (%d)", name, rt.inflight)
+		if rt.Inflight() != 0 {
+			t.Fatalf("%s: runtime left pinned (%d)", name, rt.Inflight())
 		}
 	}
 

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -147,11 +146,18 @@ type Runtime struct {
 	byProtocol    [len(protocols)]Decision
 	byProtocolSet bool
 
-	mu       sync.Mutex
-	inflight int
-	retired  bool
-	closed   bool
+	// pins is twice the queries pinned to the runtime, plus one once it is retired: one word,
+	// so that a pin that finds it not retired counts itself before a retire can see no query
+	// (every query pins and unpins it, with no lock). closed: its engines are closed (once).
+	pins   atomic.Int64
+	closed atomic.Bool
 }
+
+// retiredPin is the bit of Runtime.pins that says it is retired; each pin adds onePin.
+const (
+	retiredPin = 1
+	onePin     = 2
+)
 
 type cluster struct {
 	name    string
@@ -451,60 +457,48 @@ func (rt *Runtime) GroupFingerprint(name string) uint64 {
 
 // pin registers a query on this runtime; false once the runtime is retired.
 func (rt *Runtime) pin() bool {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.retired {
-		return false
+	for {
+		v := rt.pins.Load()
+		if v&retiredPin != 0 {
+			return false
+		}
+		if rt.pins.CompareAndSwap(v, v+onePin) {
+			return true
+		}
 	}
-	rt.inflight++
-	return true
 }
 
 // unpin ends a query's hold; the last one out of a retired runtime closes its engines.
 func (rt *Runtime) unpin() {
-	rt.mu.Lock()
-	rt.inflight--
-	if rt.inflight < 0 {
-		rt.mu.Unlock()
+	v := rt.pins.Add(-onePin)
+	if v < 0 {
 		panic(fmt.Sprintf("proxy: runtime %q inflight went negative", rt.revision))
 	}
-	closeNow := rt.retired && rt.inflight == 0 && !rt.closed
-	if closeNow {
-		rt.closed = true
-	}
-	rt.mu.Unlock()
-	if closeNow {
-		rt.closeEngines()
+	if v == retiredPin {
+		rt.closeOnce()
 	}
 }
 
 // retire stops new queries from pinning rt; its engines close once the last query finishes.
 func (rt *Runtime) retire() {
-	rt.mu.Lock()
-	rt.retired = true
-	closeNow := rt.inflight == 0 && !rt.closed
-	if closeNow {
-		rt.closed = true
+	if old := rt.pins.Or(retiredPin); old < onePin {
+		rt.closeOnce()
 	}
-	rt.mu.Unlock()
-	if closeNow {
+}
+
+// closeOnce closes the engines of a retired runtime no query pins, the first time it is
+// called: by retire or by the last unpin, whichever comes last.
+func (rt *Runtime) closeOnce() {
+	if rt.closed.CompareAndSwap(false, true) {
 		rt.closeEngines()
 	}
 }
 
 // Inflight is the number of queries pinned to rt.
-func (rt *Runtime) Inflight() int {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.inflight
-}
+func (rt *Runtime) Inflight() int { return int(rt.pins.Load() / onePin) }
 
 // Closed reports whether rt has been retired and its engines closed.
-func (rt *Runtime) Closed() bool {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.closed
-}
+func (rt *Runtime) Closed() bool { return rt.closed.Load() }
 
 func (rt *Runtime) closeEngines() {
 	for _, name := range rt.names {

@@ -218,7 +218,9 @@ func knownPlain(sql string) bool {
 	at := plainHit.Load() // the slot the last text found: a client's next text is most often its kin
 	for k := range uint32(len(plainTexts)) {
 		i := (at + k) % uint32(len(plainTexts))
-		if p := plainTexts[i].Load(); p != nil && sqltok.SameButDigits(*p, sql) {
+		// (== first: a text sent again as it was, a pool's check or a prepared statement's,
+		// is the same bytes, compared at once)
+		if p := plainTexts[i].Load(); p != nil && (*p == sql || sqltok.SameButDigits(*p, sql)) {
 			if k != 0 {
 				plainHit.Store(i)
 			}

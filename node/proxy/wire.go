@@ -82,7 +82,8 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 		ws = new(wireSession)
 	} else {
 		spareConn = ws.w.Conn
-		*ws = wireSession{lose: ws.lose}
+		// The settled slot stays: admit hands it to the guard as memory for the next.
+		*ws = wireSession{lose: ws.lose, adm: Admission{slot: ws.adm.slot}}
 	}
 	adm, err := c.admit(actx, q, &r, &ws.adm)
 	if err != nil {
@@ -244,4 +245,4 @@ func (c *Core) AdmitsAtOnce() bool {
 // MayAdmitAtOnce reports whether an OpenWire under NoWait can admit a statement at all: the
 // guard answers without a round trip, or it keeps released slots idle (capacity.IdleTaker: a
 // worker's leases), which it then hands out at once.
-func (c *Core) MayAdmitAtOnce() bool { return c.AdmitsAtOnce() || c.takeIdle != nil }
+func (c *Core) MayAdmitAtOnce() bool { return c.AdmitsAtOnce() || c.idle != nil }

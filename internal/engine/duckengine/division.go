@@ -1,6 +1,8 @@
 package duckengine
 
 import (
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -97,6 +99,9 @@ func (w *compatWriter) guardDivision(t sqltok.Token) bool {
 	interval := t.Text != "%" && w.intervalBefore(w.i)
 	if w.starts != nil && !interval {
 		if start := w.operandStart(w.prevSig(w.i)); start >= 0 && w.starts[start] >= 0 {
+			if t.Text != "%" && w.trinoDecimalQuotient(start, end) {
+				return true
+			}
 			macro := "qf_trino_divide("
 			if t.Text == "%" {
 				macro = "qf_trino_mod("
@@ -329,4 +334,155 @@ func (w *compatWriter) insertAt(off int, text string) {
 			w.starts[j] = at + len(text)
 		}
 	}
+}
+
+// Trino divides decimals as decimals (DecimalOperators' divide: decimal(min(38, p1 + s2 +
+// max(0, s2 - s1)), max(s1, s2)), the quotient rounded half up), an integer meeting a decimal
+// as decimal(10,0) (bigint decimal(19,0)); DuckDB divides them as doubles (1.5 / 2: Trino's
+// decimal(2,1) 0.8, DuckDB's 0.75). Where both operands' types are read from their text (a
+// number, a typed literal, a CAST to a number type) and one is a decimal, a Trino client's
+// a / b is the quotient of the operands' unscaled integers (qf_trino_decimal_quotient) read
+// as a decimal of Trino's type; a column or an expression keeps DuckDB's double.
+
+// numberType is a number's Trino type as decimal arithmetic takes it: an integer is decimal(10,0).
+type numberType struct {
+	p, s    int
+	decimal bool
+}
+
+// trinoDecimalQuotient writes the division at w.i, whose dividend starts at start and whose
+// divisor ends at end, as a decimal of Trino's type; it reports whether it did.
+func (w *compatWriter) trinoDecimalQuotient(start, end int) bool {
+	a, ok1 := w.numberTypeOf(start, w.prevSig(w.i))
+	b, ok2 := w.numberTypeOf(w.sig(w.i+1, 0), end)
+	if !ok1 || !ok2 || !a.decimal && !b.decimal {
+		return false
+	}
+	s := max(a.s, b.s)
+	p := min(38, a.p+b.s+max(0, b.s-a.s))
+	shift := b.s - a.s + s + 1 // the quotient's digits past its scale: one
+	if shift > 20 || p < s {
+		return false // a shifted operand could leave HUGEINT: DuckDB's double
+	}
+	scale := strconv.Itoa(s)
+	w.insertAt(w.starts[start], "CAST(CAST(qf_trino_decimal_quotient(CAST((")
+	w.emit(") * 1" + strings.Repeat("0", a.s) + " AS HUGEINT) * 1" + strings.Repeat("0", shift) + ", CAST((" + w.toks[w.i].Text[1:])
+	w.after[end] += ") * 1" + strings.Repeat("0", b.s) + " AS HUGEINT), " + scale + ") AS DECIMAL(38," + scale + ")) AS DECIMAL(" +
+		strconv.Itoa(p) + "," + scale + "))"
+	w.regex, w.lastLiteral = "", -1
+	w.i++
+	return true
+}
+
+// numberTypeOf is the type of the term from..to as its text tells it: a number (signed), a
+// typed literal (decimal '1.50', integer '7'), or a CAST to a decimal or integer type.
+func (w *compatWriter) numberTypeOf(from, to int) (numberType, bool) {
+	for from >= 0 && from < to && (w.word(from) == "-" || w.word(from) == "+") {
+		from = w.sig(from+1, 0)
+	}
+	if from < 0 || to < from {
+		return numberType{}, false
+	}
+	switch open := w.sig(from+1, 0); {
+	case from == to && w.toks[from].Kind == sqltok.Number:
+		return numberLiteralType(w.toks[from].Text)
+	case open == to && w.toks[to].Kind == sqltok.String && !w.toks[to].Unterminated:
+		text := strings.TrimLeft(strings.TrimSpace(strings.Trim(w.toks[to].Text, "'")), "+-")
+		if w.word(from) != "decimal" {
+			return integerType(w.word(from))
+		}
+		whole, frac, _ := strings.Cut(text, ".")
+		if whole+frac == "" || strings.Trim(whole+frac, "0123456789") != "" || len(whole+frac) > 38 {
+			return numberType{}, false
+		}
+		return numberType{p: len(whole + frac), s: len(frac), decimal: true}, true // every digit counts
+	case w.word(from) == "cast" && w.word(open) == "(" && w.callEnd(open) == to:
+		return w.castType(open, to)
+	}
+	return numberType{}, false
+}
+
+// castType is the number type a CAST(... AS type) between open and end names.
+func (w *compatWriter) castType(open, end int) (numberType, bool) {
+	_, as := w.outerWord(open, end, "as")
+	typ := w.sig(as+1, 0)
+	if as < 0 || typ < 0 {
+		return numberType{}, false
+	}
+	if w.word(typ) != "decimal" {
+		if w.sig(typ+1, 0) != end {
+			return numberType{}, false
+		}
+		return integerType(w.word(typ))
+	}
+	var args []int
+	j := w.sig(typ+1, 0)
+	if w.word(j) == "(" {
+		for j = w.sig(j+1, 0); j >= 0 && w.toks[j].Kind == sqltok.Number; j = w.sig(j+1, 0) {
+			n, err := strconv.Atoi(w.toks[j].Text)
+			if err != nil {
+				return numberType{}, false
+			}
+			args = append(args, n)
+			if j = w.sig(j+1, 0); w.word(j) != "," {
+				break
+			}
+		}
+		if w.word(j) != ")" {
+			return numberType{}, false
+		}
+		j = w.sig(j+1, 0)
+	}
+	t := numberType{p: 38, decimal: true} // decimal alone is decimal(38,0)
+	switch len(args) {
+	case 2:
+		t.s = args[1]
+		fallthrough
+	case 1:
+		t.p = args[0]
+	}
+	if j != end || len(args) > 2 || t.p < 1 || t.p > 38 || t.s > t.p {
+		return numberType{}, false
+	}
+	return t, true
+}
+
+// integerType is the decimal an integer type meets a decimal as.
+func integerType(name string) (numberType, bool) {
+	switch name {
+	case "tinyint":
+		return numberType{p: 3}, true
+	case "smallint":
+		return numberType{p: 5}, true
+	case "integer", "int":
+		return numberType{p: 10}, true
+	case "bigint":
+		return numberType{p: 19}, true
+	}
+	return numberType{}, false
+}
+
+// numberLiteralType is the type of a number literal: an integer's (integer, else bigint), a
+// decimal's (its digits without the integer part's leading zeros, at least its fraction's:
+// 0.05 is decimal(2,2)); false for a double (an exponent) or a number no type holds.
+func numberLiteralType(text string) (numberType, bool) {
+	if strings.ContainsAny(text, "eE") {
+		return numberType{}, false
+	}
+	whole, frac, point := strings.Cut(text, ".")
+	if !point {
+		n, err := strconv.ParseInt(text, 10, 64)
+		switch {
+		case err != nil:
+			return numberType{}, false
+		case n <= math.MaxInt32:
+			return numberType{p: 10}, true
+		}
+		return numberType{p: 19}, true
+	}
+	p := max(len(strings.TrimLeft(whole, "0"))+len(frac), len(frac), 1)
+	if p > 38 {
+		return numberType{}, false
+	}
+	return numberType{p: p, s: len(frac), decimal: true}, true
 }

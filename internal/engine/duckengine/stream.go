@@ -269,6 +269,9 @@ func newStream(rows rowSource, cols []column, kind duckdb.StmtType, closeAll fun
 			name, isJSON[i] = "JSON", true
 		}
 		fields[i] = fieldFor(c.name, name)
+		if c.declared != "" {
+			fields[i].Metadata = arrow.NewMetadata([]string{engine.MetaDuckDBType, engine.MetaTrinoDeclared}, []string{name, c.declared})
+		}
 	}
 	schema := arrow.NewSchema(fields, nil)
 	var count int64

@@ -42,6 +42,12 @@ var trinoFunctionSQL = []string{
 			THEN least(a % b, 'Infinity') * sign(a) * (1 - 2 * signbit(b)::TINYINT)
 			ELSE error('` + raisedPrefix + `22012 division by zero') END
 		ELSE a / b END`,
+	// a / b of decimals whose types the rewrite read (trinoDecimalQuotient): a and b are the
+	// unscaled operands, a shifted so that the integer quotient has one digit more than the
+	// scale s; that digit rounds it half up (away from zero), and the text 'Me-s' is read as a
+	// decimal without a double in between. A zero b fails as every Trino division by zero.
+	`CREATE MACRO {c}.main.qf_trino_decimal_quotient(a, b, s) AS CAST(sign(a) * sign(b) *
+		(({c}.main.qf_trino_divide(abs(a), abs(b)) + 5) // 10) AS VARCHAR) || 'e-' || s`,
 	`CREATE MACRO {c}.main.qf_trino_mod(a, b) AS CASE WHEN b = 0 AND a IS NOT NULL AND typeof(a % b) NOT IN ('DOUBLE', 'FLOAT')
 		THEN error('` + raisedPrefix + `22012 division by zero') ELSE a % b END`,
 	// a[i] (trinoSubscript): an array's index out of its bounds fails as in Trino

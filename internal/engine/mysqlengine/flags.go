@@ -89,14 +89,17 @@ var Collations = [8]Collation{
 
 // CollationIndex is the index in Collations of MariaDB's collation id (0, the default, for one
 // not carried).
-func CollationIndex(id uint8) int {
-	for i, c := range Collations {
-		if c.ID == id {
-			return i
-		}
+func CollationIndex(id uint8) int { return int(collationIndex[id]) }
+
+// collationIndex is CollationIndex by id: every statement's request asks it (requestFlags),
+// and a search of Collations copied each entry out of the array.
+var collationIndex = func() (t [256]uint8) {
+	for i := len(Collations) - 1; i > 0; i-- { // the first of two entries of one id wins
+		t[Collations[i].ID] = uint8(i)
 	}
-	return 0
-}
+	t[Collations[0].ID] = 0
+	return t
+}()
 
 // requestFlags is the flag set q's connection must have been opened with: with extended
 // metadata when q's client asked for it and the server may have it.
@@ -144,9 +147,9 @@ func flagsOf(c *client.Conn) connFlags {
 	if c.HasCapability(mysql.CLIENT_LOCAL_FILES) {
 		f |= flagLocalFiles
 	}
-	for i, col := range Collations[1:] { // as option set it
-		if c.GetCollation() == col.handshake {
-			f |= connFlags(i+1) << collationShift
+	for i := 1; i < len(Collations); i++ { // as option set it
+		if c.GetCollation() == Collations[i].handshake {
+			f |= connFlags(i) << collationShift
 		}
 	}
 	return f

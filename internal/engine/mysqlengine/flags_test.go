@@ -129,3 +129,20 @@ func TestLoadsLocalFile(t *testing.T) {
 		}
 	}
 }
+
+// TestCollationIndexIsTheFirstOfItsID: the table CollationIndex reads answers, for every id, the
+// index of the first carried collation with that id, 0 for one not carried.
+func TestCollationIndexIsTheFirstOfItsID(t *testing.T) {
+	for id := range 256 {
+		want := 0
+		for i, c := range Collations {
+			if c.ID == uint8(id) {
+				want = i
+				break
+			}
+		}
+		if got := CollationIndex(uint8(id)); got != want {
+			t.Fatalf("CollationIndex(%d) = %d, want %d", id, got, want)
+		}
+	}
+}

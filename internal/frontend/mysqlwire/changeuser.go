@@ -150,5 +150,6 @@ func (h *session) resetSession() {
 	h.diag = nil
 	h.multiStatements = h.conn.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 	h.collation = carriedCollation(h.conn.Charset()) // the login's
+	h.charsetOnEngine = false
 	h.syncTx()
 }

@@ -19,6 +19,17 @@ import (
 // writes them. Other collations (a handshake's cp1251_general_ci, MySQL 8's
 // utf8mb4_0900_ai_ci that MariaDB does not know) are taken for the default,
 // utf8mb4_general_ci; SET NAMES of another set is refused.
+//
+// A character set variable set alone (SET character_set_client = latin1, as a dump restored
+// by a client of another set sends, or character_set_results = binary) to another value than
+// the session's goes to the engine, on the connection held for the session, as MariaDB takes
+// it there (charsetVariables are engineVariables, setvars.go): from then on the engine
+// answers the session's character set variables and SET NAMES, until a SET NAMES sets all
+// three together again.
+
+// charsetVariables are the session's character set variables a SET names one by one.
+var charsetVariables = map[string]bool{"character_set_client": true, "character_set_connection": true,
+	"character_set_results": true, "collation_connection": true}
 
 // session.collation is the MariaDB id of the session's collation, 0 for the default.
 func carriedCollation(id uint8) uint8 {

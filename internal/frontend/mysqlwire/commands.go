@@ -101,12 +101,15 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 	case mysql.COM_STMT_SEND_LONG_DATA:
 		h.longData(data)
 		return noReply{}
+	case mysql.COM_STMT_FETCH:
+		return h.fetch(data)
 	case mysql.COM_STMT_RESET:
 		st, err := h.stmt(data, "stmt_reset")
 		if err != nil {
 			return err
 		}
 		h.forgetLong(st)
+		st.cursor = nil
 		st.longRefused = nil
 		return nil
 	case mysql.COM_SET_OPTION:

@@ -83,19 +83,28 @@ func TestGoSQLDriverMultiStatementsAsMariaDB(t *testing.T) {
 	}
 }
 
-// TestABatchIsCheckedStatementByStatement: a statement the proxy refuses (a host file read by
-// the engine's user) is refused also as the second statement of a batch, the first one
-// answered; the batch is no way around the checks.
+// TestABatchIsCheckedStatementByStatement: each statement of a batch is read by the proxy as
+// if it came alone. A SET the proxy refuses (SET GLOBAL) or carries (autocommit=0) second in a
+// batch is refused or carried, the first statement answered: sent whole to the engine, the
+// SET GLOBAL would run there and autocommit=0 would land on a pooled connection, the session
+// still saying autocommit on. A statement the core refuses (a host file read by the engine's
+// user) is refused in a batch as alone (the core's checks read the whole text either way).
 func TestABatchIsCheckedStatementByStatement(t *testing.T) {
 	eng, _, name := frontendtest.MariaDB(t)
 	addr, _ := relayCore(t, eng, proxy.Limits{}, Options{Users: StaticUsers{"bob": testPassword}})
 	bob := openDB(t, addr, "bob", testPassword, name, "multiStatements=true")
-	for _, batch := range []string{
-		"SELECT 1; SELECT LOAD_FILE('/etc/hostname')",
-		"SELECT 1; SELECT 2 INTO OUTFILE '/tmp/qf-mylatin-batch'",
-		"DO 1; EXECUTE IMMEDIATE 'SELECT LOAD_FILE(''/etc/hostname'')'",
+	bob.SetMaxOpenConns(1)
+	for _, c := range []struct {
+		batch string
+		errno uint16
+	}{
+		{"SELECT 1; SET GLOBAL max_connections = @@global.max_connections", 1235},
+		{"SELECT 1; SELECT LOAD_FILE('/etc/hostname')", 1227},
+		{"SELECT 1; SELECT 2 INTO OUTFILE '/tmp/qf-mylatin-batch'", 1227},
+		{"DO 1; EXECUTE IMMEDIATE 'SELECT LOAD_FILE(''/etc/hostname'')'", 1227},
+		{"SELECT 1; SET autocommit = 0", 0},
 	} {
-		rows, err := bob.Query(batch)
+		rows, err := bob.Query(c.batch)
 		if err == nil {
 			for rows.Next() {
 			}
@@ -107,8 +116,11 @@ func TestABatchIsCheckedStatementByStatement(t *testing.T) {
 			rows.Close()
 		}
 		var me *gomysql.MySQLError
-		if !errors.As(err, &me) || me.Number != 1227 {
-			t.Errorf("%q: %v, want its second statement refused with 1227", batch, err)
+		if c.errno == 0 && err != nil || c.errno != 0 && (!errors.As(err, &me) || me.Number != c.errno) {
+			t.Errorf("%q: %v, want its second statement answered with %d", c.batch, err, c.errno)
 		}
+	}
+	if got := queryStrings(t, bob, "SELECT @@autocommit"); fmt.Sprint(got) != "[[0]]" {
+		t.Errorf("after a batch ending in SET autocommit = 0: @@autocommit %v, want [[0]]", got)
 	}
 }

@@ -46,6 +46,7 @@ type session struct {
 	heldBytes       *heldmem.Budget      // what stmts hold, long data included (stmt.go)
 	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
 	collation       uint8                // the client's collation, 0 for the default (charset.go)
+	charsetOnEngine bool                 // a character_set_* variable was set alone, on the held connection: the engine answers them (charset.go)
 	metadata        bool                 // MariaDB's extended metadata, offered and asked for (metadata.go)
 	more            bool                 // more results follow this statement's (multi-statements)
 	failed          bool                 // an error packet was written for the statement (it ends stacked statements)
@@ -176,8 +177,15 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 		h.writeError(err)
 		return written(), nil
 	}
+	h.failed = false
 	res, err := h.answer(ctx, rows, binary)
 	rows.Close()
+	if err == nil && !h.failed && h.pinned != nil && isSetStatement(sql) {
+		if err := h.followEngineSet(sql); err != nil {
+			h.writeError(err)
+			return written(), nil
+		}
+	}
 	h.syncTx()
 	return res, err
 }
@@ -609,7 +617,9 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 		return nil, nil, true
 	}
 	if h.answersSet(sql) {
-		return nil, h.set(sql), true // see setvars.go
+		collation, autocommitOff := h.collation, h.autocommitOff
+		err := h.set(sql) // see setvars.go
+		return h.trackedSet(collation, autocommitOff, err), err, true
 	}
 	if m := killStmt.FindStringSubmatch(withoutLeadingComments(sql)); m != nil {
 		return nil, h.kill(m[2], strings.EqualFold(strings.TrimSpace(m[1]), "connection")), true
@@ -708,9 +718,9 @@ func (h *session) variable(name string) (any, bool) {
 	case "time_zone", "system_time_zone":
 		return "+00:00", true
 	case "character_set_client", "character_set_connection", "character_set_results":
-		return collationOf(h.collation).Charset, true
+		return collationOf(h.collation).Charset, !h.charsetOnEngine
 	case "collation_connection":
-		return collationOf(h.collation).Name, true
+		return collationOf(h.collation).Name, !h.charsetOnEngine
 	case "character_set_server":
 		return "utf8mb4", true
 	case "collation_server":

@@ -56,6 +56,7 @@ type setEffect struct {
 	isolation  string // the level set ("READ COMMITTED"), "" if not assigned
 	setsNames  bool   // SET NAMES or CHARACTER SET of a carried collation (charset.go)
 	collation  uint8  // that collation, 0 for the default
+	charsetVar bool   // a character_set_* or collation_connection variable of its own (charset.go)
 }
 
 // changesIsolation: the SET assigns a level other than the engine's default (REPEATABLE READ,
@@ -77,6 +78,12 @@ const (
 // the isolation level, or the refusal when it sets anything else the client could see (a SET
 // keeping what the proxy reports is answered OK here).
 func readSet(sql string) (setEffect, error) {
+	return readSetItems(sql, true)
+}
+
+// readSetItems is readSet; refusing false reads past what the proxy would refuse (a SET that
+// goes to the engine whole, setsEngineVariables, and carries autocommit=1 or NAMES with it).
+func readSetItems(sql string, refusing bool) (setEffect, error) {
 	toks := significantMySQL(sql)
 	eff := setEffect{}
 	for _, item := range setItems(toks[1:]) {
@@ -93,7 +100,12 @@ func readSet(sql string) (setEffect, error) {
 		case (name == "NAMES" || name == "CHARACTER SET") && ok:
 			id, _ := strconv.Atoi(v)
 			eff.setsNames, eff.collation = true, uint8(id)
-		case !ok:
+		case charsetVariables[name]:
+			eff.charsetVar = true
+			if !ok && refusing {
+				return eff, refuseSet(name)
+			}
+		case !ok && refusing:
 			return eff, refuseSet(name)
 		}
 	}
@@ -125,6 +137,18 @@ func (h *session) checkSet(sql string) error {
 	return setRefusal(sql)
 }
 
+// followEngineSet carries into the session what a SET the engine ran (answersSet false) set
+// among the values the session keeps: Connector/J's "set autocommit=1, sql_mode = ..." at
+// connect, or the same from a client whose autocommit is off, which turns it on (the engine's
+// own autocommit is on: its START TRANSACTION of the session's is committed here, as MySQL
+// commits an open transaction when autocommit is turned on); NAMES, the isolation level, and
+// that the engine now answers the character set variables (charset.go).
+func (h *session) followEngineSet(sql string) error {
+	eff, _ := readSetItems(sql, false)
+	h.charsetOnEngine = h.charsetOnEngine || eff.charsetVar
+	return h.apply(eff)
+}
+
 // set answers a SET statement: the session keeps autocommit (turning it on commits an open
 // transaction, as MySQL does) and the isolation level (for its next transactions); anything
 // else the client could see is refused.
@@ -133,7 +157,15 @@ func (h *session) set(sql string) error {
 		return err
 	}
 	eff, _ := readSet(sql) // refused above if erroneous
-	if eff.setsNames && eff.collation != h.collation {
+	return h.apply(eff)
+}
+
+// apply keeps what a SET set (its effect): the collation, the isolation level, autocommit.
+func (h *session) apply(eff setEffect) error {
+	if eff.setsNames && h.charsetOnEngine {
+		h.charsetOnEngine = false // all three set together again, as the session's collation
+		h.collation = eff.collation
+	} else if eff.setsNames && eff.collation != h.collation {
 		// A pinned connection was opened in the old set: it is set anew, and the SET leaves it
 		// closed rather than pooled when the session gives it up (mysqlengine's dirty).
 		if h.pinned != nil {
@@ -156,13 +188,35 @@ func (h *session) set(sql string) error {
 		h.autocommitOff = true
 	case ac == autocommitOn && h.autocommitOff:
 		h.autocommitOff = false
-		if h.pinned != nil {
-			err = h.execPinned(h.ctx, "COMMIT")
-			h.unpin() // a failed COMMIT leaves nothing open either: Close rolls back
-		}
+		if h.pinned != nil && h.pinned.TxStatus() != 'I' {
+			if err = h.execPinned(h.ctx, "COMMIT"); err != nil {
+				h.unpin() // nothing is left open either: Close rolls back
+			}
+		} // a held connection stays (syncTx gives up one that is not)
 	}
 	h.syncTx()
 	return err
+}
+
+// trackedSet is the OK of a SET the session answered, for a client that tracks session state
+// (CLIENT_SESSION_TRACK): the system variables it changed among those MariaDB tracks by default
+// (session_track_system_variables: autocommit, character_set_client, _connection, _results),
+// as MariaDB's OK names them. mysql2 reads character_set_client there to encode what it sends
+// next. nil (go-mysql's plain OK) when nothing tracked changed.
+func (h *session) trackedSet(collation uint8, autocommitOff bool, err error) *mysql.Result {
+	if err != nil || !h.conn.HasCapability(mysql.CLIENT_SESSION_TRACK) ||
+		h.collation == collation && h.autocommitOff == autocommitOff {
+		return nil
+	}
+	vars := map[string]string{}
+	if h.collation != collation {
+		set := collationOf(h.collation).Charset
+		vars["character_set_client"], vars["character_set_connection"], vars["character_set_results"] = set, set, set
+	}
+	if h.autocommitOff != autocommitOff {
+		vars["autocommit"] = map[bool]string{true: "OFF", false: "ON"}[h.autocommitOff]
+	}
+	return &mysql.Result{Status: mysql.SERVER_SESSION_STATE_CHANGED, SessionTracking: &mysql.SessionTrackingInfo{Variables: vars}}
 }
 
 // namesUserVariable reports whether sql names a user variable (@v, @`v`, @'v'; not @@v):
@@ -187,7 +241,17 @@ func namesUserVariable(sql string) bool {
 // on a backend that can pin, one naming user variables or setting engineVariables, which runs
 // on the engine, on a connection held for the session (pinFor), by text and prepared (SET @v = ?).
 func (h *session) answersSet(sql string) bool {
-	return isSetStatement(sql) && !(h.canPin() && (namesUserVariable(sql) || setsEngineVariables(sql)))
+	if !isSetStatement(sql) || !h.canPin() {
+		return isSetStatement(sql)
+	}
+	if namesUserVariable(sql) || setsEngineVariables(sql) {
+		return false
+	}
+	if h.charsetOnEngine { // the engine's are the session's character sets now: it answers them
+		eff, _ := readSetItems(sql, false)
+		return !eff.charsetVar && !eff.setsNames
+	}
+	return true
 }
 
 // engineVariables are the session variables that dump tools and migration tools set
@@ -196,7 +260,8 @@ func (h *session) answersSet(sql string) bool {
 // FOREIGN_KEY_CHECKS=0): a SET of them goes to the engine on a held connection, as a user
 // variable's does, where the backend can pin one.
 var engineVariables = map[string]bool{"sql_mode": true, "sql_quote_show_create": true, "foreign_key_checks": true,
-	"unique_checks": true, "sql_notes": true, "note_verbosity": true, "character_set_results": true}
+	"unique_checks": true, "sql_notes": true, "note_verbosity": true, "character_set_results": true,
+	"character_set_client": true, "character_set_connection": true, "collation_connection": true}
 
 // setsEngineVariables reports whether sql is a SET of engineVariables (and of values the
 // proxy reports), at least one of them to a value the proxy does not report; not a sql_mode

@@ -34,7 +34,8 @@ type prepared struct {
 	// what the session may hold); the next execute fails with it (as MySQL reports a parameter
 	// longer than max_allowed_packet) and the data is dropped.
 	longRefused error
-	held        int // bytes of the statement counted against the session's budget (heldBytes)
+	held        int     // bytes of the statement counted against the session's budget (heldBytes)
+	cursor      *cursor // the cursor its last execution opened, until fetched to its end (cursor.go)
 }
 
 var errLongDataTooLong = mysql.NewError(mysql.ER_UNKNOWN_ERROR,
@@ -196,11 +197,15 @@ func (h *session) execute(data []byte) (*mysql.Result, error) {
 	}
 	bin, err := st.bind(data[4:])
 	h.forgetLong(st)
+	st.cursor = nil
 	if err != nil {
 		return nil, err
 	}
 	if h.answersSet(st.sql) {
 		return &mysql.Result{}, h.set(st.sql) // only autocommit and isolation can change: others were refused at prepare
+	}
+	if len(data) > 4 && data[4]&cursorTypeReadOnly != 0 && !h.conn.HasCapability(mysql.CLIENT_DEPRECATE_EOF) {
+		return h.executeWithCursor(st, bin)
 	}
 	return h.run(st.sql, bin)
 }
@@ -218,8 +223,8 @@ func (st *prepared) bind(data []byte) (*binParams, error) {
 	if len(data) < 5 {
 		return nil, mysql.ErrMalformPacket
 	}
-	// data[0] is the cursor flag: a cursor is not opened, and the whole result is sent, as
-	// MySQL does for statements it cannot open one for. data[1:5] is the iteration count (1).
+	// data[0] is the cursor flag (execute reads it, cursor.go). data[1:5] is the iteration
+	// count (1).
 	data = data[5:]
 	n := st.params
 	bin := &binParams{raw: mysqlengine.StmtParams{Count: n}}

@@ -277,11 +277,21 @@ var trinoArithmeticTypes = []struct{ sql, typ, value string }{
 	{"1.25 * 0.5", "decimal(4,3)", "0.625"},
 	{"0.5 + 0.25", "decimal(3,2)", "0.75"},
 	{"cast(1.5 as decimal(4,2)) + 1", "decimal(13,2)", "2.50"},
+	// a / b: decimal(min(38, p1 + s2 + max(0, s2 - s1)), max(s1, s2)), rounded half up
+	{"1.5 / 2", "decimal(2,1)", "0.8"},
+	{"7.5 / 2", "decimal(2,1)", "3.8"},
+	{"-7.5 / 2", "decimal(2,1)", "-3.8"},
+	{"0.3 / 2", "decimal(1,1)", "0.2"}, // 0.15 exactly: a double's 0.1499... would round down
+	{"10.25 / 0.5", "decimal(5,2)", "20.50"},
+	{"1 / 3.0", "decimal(12,1)", "0.3"},
+	{"2 / -3.0", "decimal(12,1)", "-0.7"},
+	{"cast(1 as decimal(10,2)) / 3", "decimal(10,2)", "0.33"},
+	{"decimal '1.50' / integer '4'", "decimal(3,2)", "0.38"},
 }
 
 // TestTrinoArithmeticTypesOnDuckDB: decimal literals and integer and decimal arithmetic have
 // Trino's types and values (trinoArithmeticTypes), through trino-go-client and the npm
-// trino-client. (A decimal divided is DuckDB's double, not Trino's decimal: not pinned here.)
+// trino-client.
 func TestTrinoArithmeticTypesOnDuckDB(t *testing.T) {
 	ts := startServer(t, duckBackend(t), Options{})
 	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
@@ -317,3 +327,55 @@ func TestTrinoArithmeticTypesOnDuckDB(t *testing.T) {
 		}
 	}
 }
+
+// TestTrinoDeclaredTypesOnDuckDB: now(), current_timestamp and from_unixtime are Trino's
+// timestamp(3) with time zone, their values in milliseconds, and cast(x as varchar(n)) is
+// varchar(n), on the embedded DuckDB (whose types are TIMESTAMPTZ in microseconds and VARCHAR),
+// where the select item is one of them; through trino-go-client's column types and the npm
+// trino-client.
+func TestTrinoDeclaredTypesOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	const q = `select now(), current_timestamp as ts, from_unixtime(1700000000) f, cast(x as varchar(3)) v,
+		cast(x as varchar) w, 1 i from (values 'ab') t(x)`
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := rows.ColumnTypes()
+	if err != nil || !rows.Next() {
+		t.Fatalf("%v %v", err, rows.Err())
+	}
+	var now, ts2, f time.Time
+	var v, w string
+	var i int
+	if err := rows.Scan(&now, &ts2, &f, &v, &w, &i); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	var got []string
+	for _, c := range types {
+		typ := strings.ToLower(c.DatabaseTypeName())
+		if n, ok := c.Length(); ok && n != trinoVarcharMax {
+			typ += fmt.Sprintf("(%d)", n)
+		}
+		if p, _, ok := c.DecimalSize(); ok {
+			typ += fmt.Sprintf("(%d)", p)
+		}
+		got = append(got, typ)
+	}
+	const want = "timestamp with time zone(3)|timestamp with time zone(3)|timestamp with time zone(3)|varchar(3)|varchar|integer"
+	if strings.Join(got, "|") != want {
+		t.Errorf("trino-go-client's types %q, want %s", got, want)
+	}
+	if now.Nanosecond()%1e6 != 0 || ts2.Nanosecond()%1e6 != 0 || !f.Equal(time.Unix(1700000000, 0)) || v != "ab" || w != "ab" {
+		t.Errorf("values %v %v %v %q %q", now, ts2, f, v, w)
+	}
+	o := runNPM(t, ts.addr, "alice", npmStep{Name: "q", SQL: q})["q"]
+	const npmTypes = `["timestamp(3) with time zone","timestamp(3) with time zone","timestamp(3) with time zone","varchar(3)","varchar","integer"]`
+	if o.OK == nil || jsonText(t, o.OK.Types) != npmTypes || len(o.OK.Rows) != 1 || fmt.Sprint(o.OK.Rows[0][2]) != "2023-11-14 22:13:20.000 UTC" {
+		t.Errorf("npm: %+v %+v\nwant types %s", o.OK, o.Error, npmTypes)
+	}
+}
+
+const trinoVarcharMax = 2147483647

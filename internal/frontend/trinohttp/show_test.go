@@ -108,9 +108,11 @@ func TestTrinoDivisionByZeroOnDuckDB(t *testing.T) {
 			t.Errorf("%s: %v, %v; want DIVISION_BY_ZERO", sql, v, err)
 		}
 	}
-	var v any
-	if err := db.QueryRow("select 7 / nullif(0, 0)").Scan(&v); err != nil || v != nil {
-		t.Errorf("7 / NULL: %v, %v; want NULL", v, err)
+	for _, sql := range []string{"select 7 / nullif(0, 0)", "select 7.5 / cast(null as integer)"} {
+		var v any
+		if err := db.QueryRow(sql).Scan(&v); err != nil || v != nil {
+			t.Errorf("%s: %v, %v; want NULL", sql, v, err)
+		}
 	}
 }
 

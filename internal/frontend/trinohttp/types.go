@@ -57,6 +57,11 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 	if name := metaValue(f, MetaTrinoType); textTrinoTypes[name] && isString(f.Type) {
 		return simple(name) // a Trino engine's text-carried type goes back out as itself
 	}
+	if n, ok := strings.CutPrefix(metaValue(f, engine.MetaTrinoDeclared), "varchar("); ok && isString(f.Type) {
+		if n, err := strconv.ParseInt(strings.TrimSuffix(n, ")"), 10, 64); err == nil && n > 0 {
+			return fmt.Sprintf("varchar(%d)", n), TypeSignature{RawType: "varchar", Arguments: []TypeArgument{longArg(n)}}
+		}
+	}
 	if isUUID(f) {
 		return simple("uuid")
 	}
@@ -264,10 +269,14 @@ func tzSuffix(tz string) string {
 	return " with time zone"
 }
 
-// timestampDigits is the precision of a timestamp column: its unit's, or the one of the
-// engine's type it was read as (DuckDB's TIMESTAMP_S, TIMESTAMP_MS and TIMESTAMP_NS travel
+// timestampDigits is the precision of a timestamp column: the one its statement declared
+// (engine.MetaTrinoDeclared), its unit's, or the one of the engine's type it was read as (DuckDB's TIMESTAMP_S, TIMESTAMP_MS and TIMESTAMP_NS travel
 // in microseconds: a Trino client's timestamp(0), timestamp(3) and timestamp '...' literals).
 func timestampDigits(f arrow.Field, t *arrow.TimestampType) int {
+	if p, ok := strings.CutPrefix(metaValue(f, engine.MetaTrinoDeclared), "timestamp("); ok && len(p) > 1 && p[1] == ')' &&
+		p[0] >= '0' && int(p[0]-'0') <= precisionOf(t.Unit) {
+		return int(p[0] - '0') // a Trino client's now(): timestamp(3) with time zone
+	}
 	switch metaValue(f, engine.MetaDuckDBType) {
 	case "TIMESTAMP_S":
 		return 0
