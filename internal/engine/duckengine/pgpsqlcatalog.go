@@ -54,6 +54,20 @@ var psqlCatalogSQL = []string{
 	`CREATE VIEW {c}.main.pg_sequence AS SELECT * REPLACE (20::BIGINT AS seqtypid, greatest(seqcache, 1) AS seqcache)
 		FROM pg_catalog.pg_sequence`,
 	`CREATE MACRO {c}.main.array_remove(l, x) AS list_filter(l, e -> e IS DISTINCT FROM x)`,
+	// COMMENT ON a table, view, sequence or column, as PostgreSQL keeps it: by pg_class's oid
+	// (1259) and the column's number, comments only (DuckDB's lists every table, an empty
+	// comment too, under another class and no column), so that pg_dump dumps them.
+	`CREATE VIEW {c}.main.pg_description AS SELECT objoid, 1259::BIGINT AS classoid, objsubid, description FROM (
+		SELECT table_oid AS objoid, 0 AS objsubid, comment AS description FROM duckdb_tables() WHERE database_name = current_database()
+		UNION ALL SELECT view_oid, 0, comment FROM duckdb_views() WHERE database_name = current_database() AND NOT internal
+		UNION ALL SELECT sequence_oid, 0, comment FROM duckdb_sequences() WHERE database_name = current_database()
+		UNION ALL SELECT table_oid, column_index, comment FROM duckdb_columns() WHERE database_name = current_database())
+		WHERE description IS NOT NULL AND description <> ''`,
+	`CREATE MACRO {c}.main.obj_description(qf_id) AS (SELECT any_value(description) FROM {c}.main.pg_description
+			WHERE objoid = qf_id AND objsubid = 0),
+		(qf_id, qf_catalog) AS (SELECT any_value(description) FROM {c}.main.pg_description WHERE objoid = qf_id AND objsubid = 0)`,
+	`CREATE MACRO {c}.main.col_description(qf_id, qf_n) AS (SELECT any_value(description) FROM {c}.main.pg_description
+		WHERE objoid = qf_id AND objsubid = qf_n)`,
 	`CREATE MACRO {c}.main.pg_options_to_table(options) AS TABLE SELECT NULL::VARCHAR AS option_name,
 		NULL::VARCHAR AS option_value WHERE false`,
 	`CREATE MACRO {c}.main.pg_char_to_encoding(name) AS CASE WHEN upper(replace(name, '-', '')) IN ('UTF8', 'UNICODE') THEN 6 ELSE -1 END`,

@@ -41,7 +41,7 @@ func TestPgDumpSetupOnDuckDBAsPostgreSQL(t *testing.T) {
 
 // TestPgDumpOnDuckDB: pg_dump 15 of a schema (serial and bigserial keys, a sequence a default
 // takes values from, varchar(n), numeric(p,s), char(n), a CHECK, a unique and a foreign key, two
-// indexes, a view) through the proxy on the embedded DuckDB, in plain and custom format: it ran
+// indexes, a view, a table's and a column's comment) through the proxy on the embedded DuckDB, in plain and custom format: it ran
 // into set_config, the session SETs, RESET search_path, LOCK TABLE, catalogs without tableoid,
 // sequences read as relations. The plain dump's statements are checked one by one; pg_restore
 // lists the custom one's. Restoring it into PostgreSQL is not yet the same schema (see RESULTS).
@@ -61,10 +61,18 @@ func TestPgDumpOnDuckDB(t *testing.T) {
 		"create unique index dp_book_isbn_idx on dp_book (isbn)",
 		"create view dp_book_view as select b.id, b.title, a.name from dp_book b join dp_author a on a.id = b.author_id",
 		"insert into dp_author (name, email) values ('Ann', 'ann@x')",
+		"comment on table dp_author is 'who writes'",
+		"comment on column dp_author.name is 'full name'",
 	} {
 		if _, err := duck.Exec(context.Background(), sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
+	}
+	var described string // psql's \dt+ and \d+ read them so
+	err := duck.QueryRow(context.Background(), `select pg_catalog.obj_description('dp_author'::regclass, 'pg_class') || ' / ' ||
+		pg_catalog.col_description('dp_author'::regclass, 2)`).Scan(&described)
+	if err != nil || described != "who writes / full name" {
+		t.Errorf("the comments read back: %q, %v", described, err)
 	}
 	run := func(name string, args ...string) string {
 		cmd := exec.Command(name, args...)
@@ -86,6 +94,8 @@ func TestPgDumpOnDuckDB(t *testing.T) {
 		"ADD CONSTRAINT dp_book_pkey PRIMARY KEY (id);",
 		"CREATE UNIQUE INDEX dp_book_isbn_idx ON public.dp_book USING btree (isbn);",
 		"ADD CONSTRAINT dp_book_author_id_fkey FOREIGN KEY (author_id) REFERENCES dp_author(id);",
+		"COMMENT ON TABLE public.dp_author IS 'who writes';",
+		"COMMENT ON COLUMN public.dp_author.name IS 'full name';",
 	} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("pg_dump -s through the proxy lacks\n%s\nit printed:\n%s", want, plain)
@@ -96,7 +106,7 @@ func TestPgDumpOnDuckDB(t *testing.T) {
 	list := run("pg_restore", "--list", file)
 	for _, want := range []string{"TABLE public dp_author", "SEQUENCE public dp_ticket_seq", "VIEW public dp_book_view",
 		"TABLE DATA public dp_author", "SEQUENCE SET public dp_book_id_seq", "INDEX public dp_book_title_idx",
-		"FK CONSTRAINT public dp_book dp_book_author_id_fkey"} {
+		"FK CONSTRAINT public dp_book dp_book_author_id_fkey", "COMMENT public COLUMN dp_author.name"} {
 		if !strings.Contains(list, want) {
 			t.Errorf("pg_restore --list of pg_dump -Fc lacks %q:\n%s", want, list)
 		}
