@@ -372,6 +372,7 @@ func (h *session) unpin() {
 	if h.pinned != nil {
 		_ = h.pinned.Close()
 		h.pinned, h.held = nil, false
+		h.charsetOnEngine = false // the engine's character sets went with its connection
 	}
 }
 
