@@ -404,19 +404,7 @@ func (w *compatWriter) numberTypeOf(from, to int) (numberType, bool) {
 
 // castType is the number type a CAST(... AS type) between open and end names.
 func (w *compatWriter) castType(open, end int) (numberType, bool) {
-	as, depth := -1, 0
-	for j := w.sig(open+1, 0); j >= 0 && j < end; j = w.sig(j+1, 0) {
-		switch w.word(j) {
-		case "(":
-			depth++
-		case ")":
-			depth--
-		case "as":
-			if depth == 0 {
-				as = j
-			}
-		}
-	}
+	_, as := w.outerWord(open, end, "as")
 	typ := w.sig(as+1, 0)
 	if as < 0 || typ < 0 {
 		return numberType{}, false

@@ -186,6 +186,7 @@ var pgFunctions = map[string]renamedFunction{
 	"json_array_elements_text":  {to: "qfpg_json_array_elements_text", macro: true},
 	"jsonb_array_elements_text": {to: "qfpg_jsonb_array_elements_text", macro: true},
 	"initcap":                   {to: "qfpg_initcap", macro: true},
+	"set_config":                {to: "qfpg_set_config", macro: true}, // pgsetconfig.go
 	"encode":                    {to: "qfpg_encode", macro: true},
 	"decode":                    {to: "qfpg_decode", macro: true},
 	"length":                    {to: "qfpg_length", macro: true},
@@ -271,9 +272,9 @@ func (w *compatWriter) renameCall() bool {
 	if !ok || w.toks[w.i].Kind != sqltok.Word {
 		return false
 	}
-	open := w.sig(w.i+1, 0)
-	if w.word(open) != "(" || w.word(w.prevSig(w.i)) == "." {
-		return false // not a call, or a qualified name: another schema's function
+	open, dot := w.sig(w.i+1, 0), w.prevSig(w.i)
+	if w.word(open) != "(" || w.word(dot) == "." && (!f.macro || w.word(w.prevSig(dot)) != "pg_catalog") {
+		return false // not a call, or a qualified name: another schema's function (pg_catalog's macro is PostgreSQL's)
 	}
 	end := w.callEnd(open)
 	if end < 0 {
@@ -424,24 +425,35 @@ func (w *compatWriter) extractCall(f renamedFunction, open int) bool {
 	return true
 }
 
-// substringCall writes substring(x FROM 'pattern') as to(x, pattern, group): PostgreSQL's
-// first match of the regular expression anywhere in x ('.' matching a newline), or of its
-// first parenthesized part when it has one; NULL without a match. DuckDB reads FROM there as a
-// position. Any other form (FROM n, FOR m, SIMILAR) stays.
-func (w *compatWriter) substringCall(f renamedFunction, open, end int) bool {
-	from, depth := -1, 0
+// outerWord is the first and the last index of word between the parenthesis at open and end,
+// outside any inner one (the FROM of substring(x FROM p), the AS of a CAST); -1 for none.
+func (w *compatWriter) outerWord(open, end int, word string) (first, last int) {
+	first, last = -1, -1
+	depth := 0
 	for j := w.sig(open+1, 0); j >= 0 && j < end; j = w.sig(j+1, 0) {
 		switch w.word(j) {
 		case "(":
 			depth++
 		case ")":
 			depth--
-		case "from":
-			if depth == 0 && from < 0 {
-				from = j
+		case word:
+			if depth == 0 {
+				if first < 0 {
+					first = j
+				}
+				last = j
 			}
 		}
 	}
+	return first, last
+}
+
+// substringCall writes substring(x FROM 'pattern') as to(x, pattern, group): PostgreSQL's
+// first match of the regular expression anywhere in x ('.' matching a newline), or of its
+// first parenthesized part when it has one; NULL without a match. DuckDB reads FROM there as a
+// position. Any other form (FROM n, FOR m, SIMILAR) stays.
+func (w *compatWriter) substringCall(f renamedFunction, open, end int) bool {
+	from, _ := w.outerWord(open, end, "from")
 	lit := w.sig(from+1, 0)
 	if from < 0 || lit < 0 || w.sig(lit+1, 0) != end || w.toks[lit].Kind != sqltok.String || w.toks[lit].Unterminated ||
 		!strings.HasPrefix(w.toks[lit].Text, "'") {

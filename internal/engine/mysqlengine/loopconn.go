@@ -36,13 +36,16 @@ var ErrNoLoop = errors.New("mysqlengine: this engine's connections cannot be rel
 // LoopConn is a loop connection taken from the pool for one statement: Begin before the
 // statement is written, then Release. Kill may come from any goroutine.
 type LoopConn struct {
-	e         *Engine
-	c         *client.Conn
-	sock      *relayloop.Conn
-	state     atomic.Int32  // loopIdle, loopRunning or loopKilled
-	killed    onceKill      // the running statement's kill (a killed connection is not reused)
-	idleSince time.Duration // when it went back to the pool (loopClock)
-	flags     connFlags     // flagsOf(c), read once: its pool list, at every give-back
+	e      *Engine
+	c      *client.Conn
+	sock   *relayloop.Conn
+	state  atomic.Int32 // loopIdle, loopRunning or loopKilled
+	killed onceKill     // the running statement's kill (a killed connection is not reused)
+	// taken is when it was last taken from the pool (loopClock), and idleSince when it went
+	// back: the time it was taken, the start of its last statement, not of its idle time (one
+	// clock read a statement less; the check runs earlier after a long statement, never later).
+	taken, idleSince time.Duration
+	flags            connFlags // flagsOf(c), read once: its pool list, at every give-back
 }
 
 // loopCheckIdleAfter is how long a loop connection may sit idle before it is checked (one
@@ -51,7 +54,7 @@ type LoopConn struct {
 const loopCheckIdleAfter = time.Second
 
 // loopClock is the monotonic clock a loop connection's idle time is read on: one clock read
-// (time.Now reads the wall clock too), at every statement's take and give-back.
+// (time.Now reads the wall clock too), at every statement's take.
 func loopClock() time.Duration { return time.Since(loopEpoch) }
 
 var loopEpoch = time.Now()
@@ -86,7 +89,7 @@ func (e *Engine) TakeLoopConn(q *query.Request) *LoopConn {
 		}
 		idle = append(idle[:i], idle[i+1:]...)
 		e.loopIdle[flags] = idle
-		if loopClock()-lc.idleSince < loopCheckIdleAfter || !lc.sock.Pending() {
+		if lc.taken = loopClock(); lc.taken-lc.idleSince < loopCheckIdleAfter || !lc.sock.Pending() {
 			e.mu.Unlock()
 			return lc
 		}
@@ -122,6 +125,7 @@ func (e *Engine) OpenLoopConn(ctx context.Context, q *query.Request) (*LoopConn,
 			return nil, err
 		}
 	}
+	lc.taken = loopClock()
 	if db != "" && db != lc.c.GetDB() {
 		if err := lc.c.UseDB(db); err != nil {
 			lc.Release(false)
@@ -221,7 +225,7 @@ func (lc *LoopConn) giveBack(healthy bool) {
 	e, flags := lc.e, lc.flags
 	e.mu.Lock()
 	if healthy && !e.closed && len(e.loopIdle[flags]) < idleConnsMax {
-		lc.idleSince = loopClock()
+		lc.idleSince = lc.taken
 		e.loopIdle[flags] = append(e.loopIdle[flags], lc)
 		e.mu.Unlock()
 		e.slots.give()

@@ -95,23 +95,22 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 		return reply(h.execute(data))
 	case mysql.COM_STMT_CLOSE:
 		if len(data) >= 4 {
-			id := binary.LittleEndian.Uint32(data)
-			if st := h.stmts[id]; st != nil {
-				h.forgetLong(st)
-			}
-			delete(h.stmts, id)
+			h.forgetStmt(binary.LittleEndian.Uint32(data))
 		}
 		return noReply{}
 	case mysql.COM_STMT_SEND_LONG_DATA:
 		h.longData(data)
 		return noReply{}
+	case mysql.COM_STMT_FETCH:
+		return h.fetch(data)
 	case mysql.COM_STMT_RESET:
 		st, err := h.stmt(data, "stmt_reset")
 		if err != nil {
 			return err
 		}
 		h.forgetLong(st)
-		st.longRefused = false
+		st.cursor = nil
+		st.longRefused = nil
 		return nil
 	case mysql.COM_SET_OPTION:
 		return h.setOption(data)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
@@ -32,6 +33,7 @@ type coreSetup struct {
 	onFinish      func(proxy.Record) // called as each statement is reported, its slot free
 	noRecords     bool               // the core keeps no records (a benchmark's allocations are the proxy's own)
 	guard         capacity.Guard     // the core's capacity guard (nil: a local one)
+	limits        netlimit.Limits    // the frontend's (Options.Limits)
 }
 
 type coreFixture struct {
@@ -95,7 +97,7 @@ func serveCore(t testing.TB, cluster string, eng query.Engine, s coreSetup) *cor
 		t.Fatal(err)
 	}
 	core.Activate(rt)
-	opts := Options{NoEventLoop: s.noLoop}
+	opts := Options{NoEventLoop: s.noLoop, Limits: s.limits}
 	if s.tls != nil {
 		opts.TLS = frontendtest.Static(s.tls)
 	}

@@ -198,6 +198,27 @@ func (h *session) apply(eff setEffect) error {
 	return err
 }
 
+// trackedSet is the OK of a SET the session answered, for a client that tracks session state
+// (CLIENT_SESSION_TRACK): the system variables it changed among those MariaDB tracks by default
+// (session_track_system_variables: autocommit, character_set_client, _connection, _results),
+// as MariaDB's OK names them. mysql2 reads character_set_client there to encode what it sends
+// next. nil (go-mysql's plain OK) when nothing tracked changed.
+func (h *session) trackedSet(collation uint8, autocommitOff bool, err error) *mysql.Result {
+	if err != nil || !h.conn.HasCapability(mysql.CLIENT_SESSION_TRACK) ||
+		h.collation == collation && h.autocommitOff == autocommitOff {
+		return nil
+	}
+	vars := map[string]string{}
+	if h.collation != collation {
+		set := collationOf(h.collation).Charset
+		vars["character_set_client"], vars["character_set_connection"], vars["character_set_results"] = set, set, set
+	}
+	if h.autocommitOff != autocommitOff {
+		vars["autocommit"] = map[bool]string{true: "OFF", false: "ON"}[h.autocommitOff]
+	}
+	return &mysql.Result{Status: mysql.SERVER_SESSION_STATE_CHANGED, SessionTracking: &mysql.SessionTrackingInfo{Variables: vars}}
+}
+
 // namesUserVariable reports whether sql names a user variable (@v, @`v`, @'v'; not @@v):
 // one pass over its tokens when it holds an @ at all.
 func namesUserVariable(sql string) bool {

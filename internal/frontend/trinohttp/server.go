@@ -573,33 +573,41 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (string, erro
 	return unsafe.String(unsafe.SliceData(b), len(b)), nil // b is not written again: no copy
 }
 
-// secretHeaders never reach routing or logs.
-var secretHeaders = map[string]bool{"X-Trino-Extra-Credential": true}
-
-// buildRequest maps Trino headers onto a query.Request.
+// buildRequest maps Trino headers onto a query.Request: every X-Trino- field but the secret
+// X-Trino-Extra-Credential (which never reaches routing or logs) into Headers, the ones it reads
+// itself picked up on the way (a lookup each was a tenth of the map work of a statement).
 func buildRequest(r *http.Request, user, sql string) *query.Request {
 	req := &query.Request{
 		SQL:        sql,
 		User:       user,
 		Protocol:   query.ProtocolTrino,
-		Database:   httplite.Field(r.Header, "X-Trino-Catalog"),
-		Schema:     httplite.Field(r.Header, "X-Trino-Schema"),
 		Headers:    map[string]string{},
 		ClientAddr: r.RemoteAddr,
 	}
+	var tags string
+	var prepared map[string]string // made only for a client that sends some
 	for name, values := range r.Header {
-		if strings.HasPrefix(name, "X-Trino-") && !secretHeaders[name] && len(values) > 0 {
-			req.Headers[name] = strings.Join(values, ",")
+		if !strings.HasPrefix(name, "X-Trino-") || len(values) == 0 {
+			continue
 		}
+		switch name {
+		case "X-Trino-Extra-Credential":
+			continue
+		case "X-Trino-Catalog":
+			req.Database = values[0]
+		case "X-Trino-Schema":
+			req.Schema = values[0]
+		case "X-Trino-Client-Tags":
+			tags = values[0]
+		case "X-Trino-Prepared-Statement":
+			prepared = preparedStatements(values)
+		}
+		req.Headers[name] = strings.Join(values, ",")
 	}
-	for tag := range strings.SplitSeq(httplite.Field(r.Header, "X-Trino-Client-Tags"), ",") {
+	for tag := range strings.SplitSeq(tags, ",") {
 		if tag = strings.TrimSpace(tag); tag != "" {
 			req.Tags = append(req.Tags, tag)
 		}
-	}
-	var prepared map[string]string // made only for a client that sends some
-	if names := r.Header["X-Trino-Prepared-Statement"]; len(names) > 0 {
-		prepared = preparedStatements(names)
 	}
 	sql, args, ok := parseExecuteImmediate(sql, prepared)
 	if ok {

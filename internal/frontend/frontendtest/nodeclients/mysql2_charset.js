@@ -28,10 +28,13 @@ const probes = [
   // The connection's collation compares literals: utf8mb4_unicode_ci has 'ß' = 'ss', _bin no case.
   ['compare', (c) => c.query("select 'a' = 'A' as ci, '\u00df' = 'ss' as sz, 'e' = '\u00e9' as acc, strcmp('b', 'A') as cmp").then(rowsFields)],
   ['compare prepared', (c) => c.execute("select ? = 'A' as ci, ? = 'ss' as sz", ['a', '\u00df']).then(rowsFields)],
-  // SET NAMES to the login's set's _bin collation and back to its own (mysql2 follows MariaDB's
-  // session tracking of character_set_client to re-encode, which the proxy's OK has none of:
-  // the set stays the login's).
+  // SET NAMES to the login's set's _bin collation, to another set, and back to its own: mysql2
+  // follows the session tracking of character_set_client in the SET's OK to encode what it
+  // sends next (the proxy's OK had none: mysql2 went on in its login's set).
   ['set names bin', (c) => c.query(`set names ${charset} collate ${charset}_bin`).then(() => c.query("select @@collation_connection as co, 'a' = 'A' as ci, hex('\u00e9') as h")).then(rowsFields)],
+  ['set names other', (c) => c.query(`set names ${charset === 'latin1' ? 'utf8mb4' : 'latin1'}`)
+    .then(() => c.query('insert into cs_u values (10, ?)', [text]))
+    .then(() => c.query("select v, hex(v) as h, @@character_set_client as cl, hex('\u00e9') as lh from cs_u where id = 10")).then(rowsFields)],
   ['set names back', (c) => c.query(`set names ${charset} collate ${process.env.MYSQL_CHARSET.toLowerCase()}`).then(() => c.query("select @@collation_connection as co, 'a' = 'A' as ci")).then(rowsFields)],
 ];
 
