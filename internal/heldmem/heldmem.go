@@ -44,6 +44,20 @@ func (p *Pool) Used() int64 { return p.used.Load() }
 // Max is the pool's bound.
 func (p *Pool) Max() int64 { return p.max }
 
+// Take counts n bytes held by no budget (a message in flight, held whole until it is read), or
+// refuses them.
+func (p *Pool) Take(n int) *Error {
+	want := int64(n)
+	if held := p.used.Add(want); held > p.max {
+		p.used.Add(-want)
+		return &Error{Daemon: true, Want: want, Held: held - want, Max: p.max}
+	}
+	return nil
+}
+
+// Give counts n bytes a Pool.Take counted as no longer held.
+func (p *Pool) Give(n int) { p.used.Add(-int64(n)) }
+
 // Budget is one connection's (or user's) share: at most max bytes, drawn from its pool.
 type Budget struct {
 	pool   *Pool

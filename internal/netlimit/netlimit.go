@@ -68,10 +68,14 @@ type Limits struct {
 	// daemon's connections hold together; one Held is shared by every frontend of a node.
 	HeldBytesMax int64
 	Held         *heldmem.Pool
+	// InFlight bounds the logged-in clients' messages held whole while they arrive, all
+	// connections of a node together; apart from Held, so that a message never finds its room
+	// taken by what its own connection holds.
+	InFlight *heldmem.Pool
 }
 
-// WithDefaults fills zero fields with the defaults (a nil Held: a pool of its own, bounded by
-// heldmem.DaemonBytesDefault).
+// WithDefaults fills zero fields with the defaults (a nil Held or InFlight: a pool of its own,
+// bounded by heldmem.DaemonBytesDefault).
 func (l Limits) WithDefaults() Limits {
 	if l.ConnectionsMax <= 0 {
 		l.ConnectionsMax = ConnectionsMaxDefault
@@ -99,6 +103,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.Held == nil {
 		l.Held = heldmem.NewPool(0)
+	}
+	if l.InFlight == nil {
+		l.InFlight = heldmem.NewPool(0)
 	}
 	return l
 }

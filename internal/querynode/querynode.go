@@ -87,6 +87,7 @@ func LimitsOf(l config.Limits) netlimit.Limits {
 		MessageTimeout:       time.Duration(l.MessageTimeoutSecs) * time.Second,
 		HeldBytesMax:         l.MaxHeldBytesPerConnection,
 		Held:                 heldmem.NewPool(l.MaxHeldBytes),
+		InFlight:             heldmem.NewPool(l.MaxHeldBytes),
 	}.WithDefaults()
 }
 

@@ -219,3 +219,30 @@ func TestHeldBytesBoundCursors(t *testing.T) {
 		t.Fatalf("the fourth cursor after the first was read: %v", err)
 	}
 }
+
+// Packets held whole count in the daemon's messages in flight while they are: under a pool of 1 MiB a
+// 900 KB statement (go-sql-driver) runs and gives its room back, and a 2 MiB one (within
+// max_allowed_packet) is refused with 1041.
+func TestMessagesInFlightDrawOnTheDaemonsBudget(t *testing.T) {
+	eng, _, dbName := frontendtest.MariaDB(t)
+	pool := heldmem.NewPool(1 << 20)
+	addr := startServer(t, unrecorded{eng}, Options{Limits: netlimit.Limits{InFlight: pool}})
+	d := openDB(t, addr, "alice", testPassword, dbName, "maxAllowedPacket=16777216")
+	var n int
+	if err := d.QueryRow(paddedSelect(1, 900<<10)).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("a 900 KB statement under a 1 MiB pool: %d, %v", n, err)
+	}
+	if pool.Used() != 0 {
+		t.Fatalf("after the statement the pool holds %d bytes", pool.Used())
+	}
+	// As max_allowed_packet is refused (limits_test.go): at the header, before the body is read;
+	// the connection ends.
+	_, nc := loggedInRaw(t, addr)
+	if _, err := nc.Write([]byte{0, 0, 0x20, 0, mysql.COM_QUERY}); err != nil { // declares 2 MiB, sends 1 byte
+		t.Fatal(err)
+	}
+	wantRefusal(t, nc, 1, mysql.ER_OUT_OF_RESOURCES, "the server holds 0 bytes for its clients and 2097152 more would pass its limit of 1048576; try again later")
+	if pool.Used() != 0 {
+		t.Fatalf("after the refusal the pool holds %d bytes", pool.Used())
+	}
+}

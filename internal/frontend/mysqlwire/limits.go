@@ -62,6 +62,7 @@ type packetGate struct {
 	msgEnding bool          // the current packet is its message's last
 	inMessage bool          // a message's first byte arrived and its last has not been handed on
 	timed     bool          // and a read waited for more of it: msg runs
+	inFlight  int           // bytes of the packet held whole counted in limits.InFlight
 }
 
 // largePacketsStarted counts large packets whose receipt began, for tests to wait on.
@@ -123,6 +124,15 @@ func (g *packetGate) stop() {
 	if g.msg != nil {
 		g.msg.Stop()
 	}
+	g.giveBack()
+}
+
+// giveBack ends the count of the packet held whole (handed on, or the connection ends).
+func (g *packetGate) giveBack() {
+	if g.inFlight > 0 {
+		g.limits.InFlight.Give(g.inFlight)
+		g.inFlight = 0
+	}
 }
 
 // errPacketTooLarge ends a connection that announced a message over its limit.
@@ -178,6 +188,7 @@ func (g *packetGate) read(p []byte) (int, error) {
 	g.left -= n
 	if g.left == 0 {
 		g.big = nil
+		g.giveBack()
 		if g.msgEnding {
 			g.endMessage()
 		}
@@ -231,6 +242,16 @@ func (g *packetGate) next() error {
 		if size <= gateBufferBytes && !checking {
 			g.left = 4 + size
 			return nil
+		}
+		if g.msg != nil && size > gateBufferBytes {
+			// Held whole, it counts in the daemon's messages in flight until handed on: a thousand
+			// clients each sending max_allowed_packet at once would otherwise exhaust the host.
+			if err := g.limits.InFlight.Take(size); err != nil {
+				g.log.Info("mysqlwire: client message refused", "remote", g.RemoteAddr().String(), "reason", err.Error())
+				g.count("in_flight_bytes")
+				return g.refuse(g.clientSeq, mysql.ER_OUT_OF_RESOURCES, err)
+			}
+			g.inFlight = size
 		}
 		// bytes.Buffer grows with what arrives, never to the announced size ahead of it.
 		g.acc, g.want = &bytes.Buffer{}, size

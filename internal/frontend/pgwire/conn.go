@@ -131,7 +131,8 @@ func (c *conn) serve() error {
 		}
 	}
 	c.be.SetMaxBodyLen(c.srv.opts.MessageBytesMax)
-	c.cr.loggedIn(c.srv.opts.MessageBytesMax, c.srv.opts.Limits.MessageTimeout)
+	c.cr.loggedIn(c.srv.opts.MessageBytesMax, c.srv.opts.Limits.MessageTimeout, c.srv.opts.Limits.InFlight)
+	defer c.cr.giveBack()
 	defer c.held.Close() // after unregister (deferred below) has closed the portals
 	defer c.cr.msg.Stop()
 	// Statement contexts derive from this connection's own: deriving them from the server's

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
@@ -16,8 +17,13 @@ import (
 // silently.
 func (c *conn) receiveFailed(err error) error {
 	var tooLarge *pgproto3.ExceededMaxBodyLenErr
+	var noRoom *heldmem.Error
 	var msg string
 	switch {
+	case errors.As(err, &noRoom):
+		c.srv.refusals.WithLabelValues("pgwire", "in_flight_bytes").Inc()
+		c.srv.log.Info("pgwire: client message refused", "remote", c.nc.RemoteAddr().String(), "user", c.user, "reason", noRoom.Error())
+		return c.fatal(sqlstate.OutOfMemory, "terminating connection: out of memory: "+noRoom.Error())
 	case errors.Is(err, netlimit.ErrMessageTimeout):
 		c.srv.refusals.WithLabelValues("pgwire", "message_timeout").Inc()
 		msg = fmt.Sprintf("terminating connection: a message was not received whole within %s of its start", c.srv.opts.Limits.MessageTimeout)

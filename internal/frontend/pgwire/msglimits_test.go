@@ -16,6 +16,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/demo"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
+	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/netlimit"
 )
 
@@ -238,5 +239,48 @@ func TestLargeMessageBufferNotKeptByAnIdleConnection(t *testing.T) {
 	runtime.GC() // pgproto3's buffer pool keeps what it was given for one more cycle
 	if grew := int64(heapInUse()) - int64(before); grew > conns<<20 {
 		t.Fatalf("heap grew %d bytes for %d idle connections that each sent one 4 MiB message", grew, conns)
+	}
+}
+
+// Messages held whole count in the daemon's messages in flight while they are: under a pool of 1 MiB
+// a 900 KB statement runs and gives its room back, and a 2 MiB one (within maxMessageBytes)
+// ends its connection with 53200, counted, instead of a thousand such messages exhausting the
+// host.
+func TestMessagesInFlightDrawOnTheDaemonsBudget(t *testing.T) {
+	pool := heldmem.NewPool(1 << 20)
+	addr, reg := limitedServer(t, netlimit.Limits{InFlight: pool})
+	_, fe := loggedInConn(t, addr)
+	fe.Send(&pgproto3.Query{String: "select 1 -- " + strings.Repeat("x", 900<<10)})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		msg, err := fe.Receive()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := msg.(*pgproto3.ErrorResponse); ok {
+			t.Fatalf("a 900 KB statement under a 1 MiB pool: %s %s", e.Code, e.Message)
+		}
+		if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
+			break
+		}
+	}
+	if pool.Used() != 0 {
+		t.Fatalf("after the statement the pool holds %d bytes", pool.Used())
+	}
+	nc, fe := loggedInConn(t, addr)
+	fe.Send(&pgproto3.Query{String: "select 1 -- " + strings.Repeat("x", 2<<20)})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if e := fatalOf(t, nc, fe); e.Code != "53200" || !strings.Contains(e.Message, "out of memory") {
+		t.Fatalf("a 2 MiB statement under a 1 MiB pool: %s %s, want 53200", e.Code, e.Message)
+	}
+	if got := testutil.ToFloat64(netlimit.BoundRefusals(reg).WithLabelValues("pgwire", "in_flight_bytes")); got != 1 {
+		t.Errorf("refusals %v, want 1", got)
+	}
+	if pool.Used() != 0 {
+		t.Fatalf("after the refusal the pool holds %d bytes", pool.Used())
 	}
 }

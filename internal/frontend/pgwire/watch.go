@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -45,6 +46,10 @@ type clientReader struct {
 	// timeout.
 	msg     *netlimit.MessageTimer
 	bodyMax int
+	// A message held whole is counted in the daemon's messages in flight while it is:
+	// a thousand clients each sending 64 MiB at once would otherwise exhaust the host.
+	pool     *heldmem.Pool
+	inFlight int
 }
 
 // wholeAbove is the message size past which a message is held until it arrived whole.
@@ -64,6 +69,10 @@ func (r *clientReader) Read(p []byte) (int, error) {
 			// pgproto3 refuses a length shorter than its header itself.
 			r.left = max(hl-4+int(binary.BigEndian.Uint32(r.ahead[hl-4:hl])), hl)
 			if r.msg != nil && r.left > wholeAbove && r.left-hl <= r.bodyMax {
+				if err := r.pool.Take(r.left); err != nil {
+					return 0, err
+				}
+				r.inFlight = r.left
 				messagesHeldWhole.Add(1)
 				r.fill(r.left)
 			}
@@ -76,13 +85,22 @@ func (r *clientReader) Read(p []byte) (int, error) {
 	r.left = max(r.left-n, 0)
 	if r.msg != nil && r.left == 0 && n > 0 {
 		r.msg.End()
+		r.giveBack()
 	}
 	return n, err
 }
 
+// giveBack ends the count of the message held whole (it was read, or the connection ends).
+func (r *clientReader) giveBack() {
+	if r.inFlight > 0 {
+		r.pool.Give(r.inFlight)
+		r.inFlight = 0
+	}
+}
+
 // loggedIn bounds the messages of a logged-in client (see clientReader.msg).
-func (r *clientReader) loggedIn(bodyMax int, timeout time.Duration) {
-	r.bodyMax = bodyMax
+func (r *clientReader) loggedIn(bodyMax int, timeout time.Duration, pool *heldmem.Pool) {
+	r.bodyMax, r.pool = bodyMax, pool
 	r.msg = netlimit.NewMessageTimer(r.nc, timeout)
 }
 
