@@ -32,7 +32,9 @@ type Limits struct {
 	MaxHeldBytesPerConnection int64 `yaml:"maxHeldBytesPerConnection" json:"maxHeldBytesPerConnection"`
 	// MaxHeldBytes bounds what every client of this node leaves held together, all frontends
 	// counted (0: 2147483648): maxConnections x maxHeldBytesPerConnection would be far more.
-	// Past it a prepare is refused as past a connection's bound.
+	// Past it a prepare is refused as past a connection's bound. It bounds apart, by as much,
+	// the clients' large messages held whole while they arrive; past that a connection ends
+	// (PostgreSQL 53200, MySQL 1041).
 	MaxHeldBytes int64 `yaml:"maxHeldBytes" json:"maxHeldBytes"`
 	// LoginThrottle refuses, on all four frontends of this node, the logins of a source address
 	// that failed too many recently.
