@@ -126,6 +126,12 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 			return engine.TagRows("ALTER TABLE"), err
 		}
 		err = alterAroundIndexes(ctx, conn, name, stmts, dropped, renamed, inTx)
+		if err != nil && verb == "drop" && strings.Contains(err.Error(), "an index depends on a column after it") {
+			var rebuild []string
+			if rebuild, err = withoutColumn(ctx, conn, name, dropped); err == nil {
+				err = runAll(ctx, conn, rebuild, inTx)
+			}
+		}
 		if err != nil && verb != "drop" && (strings.Contains(err.Error(), "there are entries that depend on it") ||
 			strings.Contains(err.Error(), "is involved in the foreign key constraint")) {
 			var aside []string
@@ -266,6 +272,68 @@ func withReferencingSetAside(ctx context.Context, conn *sql.Conn, table, from, t
 	}
 	keep := func(_ familyTable, s string) string { return s }
 	return rebuildFamily(children, ddl, keep, func(t familyTable) string { return t.name }, stmts...), nil
+}
+
+// withoutColumn are the statements that create table again without its column col, which
+// DuckDB drops from no table with an index (a key, a foreign key) on a column after it
+// (Django's RemoveField: "Cannot drop this column: an index depends on a column after it"):
+// the table and those whose keys reference it copied (the table's rows without col), dropped,
+// created again (the table from DuckDB's text of it without col), their rows and indexes put
+// back (rebuildFamily), in one transaction; an index of the table's on col is not (MariaDB
+// drops col from it). A table constraint that names col (a PRIMARY KEY, UNIQUE or FOREIGN KEY
+// of several columns) is refused (1235).
+func withoutColumn(ctx context.Context, conn *sql.Conn, table, col string) ([]string, error) {
+	family, _, err := tableFamily(ctx, conn, "", table)
+	if err != nil {
+		return nil, err
+	}
+	at := slices.IndexFunc(family, func(t familyTable) bool { return strings.EqualFold(t.name, table) })
+	if at < 0 {
+		return nil, &query.Error{Code: "42S02", Message: "Table '" + table + "' doesn't exist (MySQL error 1146)"}
+	}
+	ddl, ok := ddlWithoutColumn(family[at].ddl, col)
+	if !ok {
+		return nil, &query.Error{Code: "42000", Message: "This version of QueryFlux on DuckDB doesn't yet support 'dropping column " + col +
+			" of table " + table + ", which a key of the table's names' (MySQL error 1235)"}
+	}
+	family[at].indexes = slices.DeleteFunc(family[at].indexes, func(create string) bool { return namesColumn(create, col) })
+	stmts := rebuildFamily(family, func(t familyTable) string {
+		if t.name == family[at].name {
+			return ddl
+		}
+		return t.ddl
+	}, func(_ familyTable, s string) string { return s }, func(t familyTable) string { return t.name })
+	// the copies come first, in family order: the table's without the column
+	stmts[at] = strings.Replace(stmts[at], "SELECT * FROM", "SELECT * EXCLUDE ("+quoteIdent(col)+") FROM", 1)
+	return stmts, nil
+}
+
+// ddlWithoutColumn is DuckDB's CREATE TABLE text ddl without the definition of column col;
+// ok is false when another definition (a key) names col.
+func ddlWithoutColumn(ddl, col string) (string, bool) {
+	toks := sqltok.SignificantTokens(ddl, sqltok.Postgres)
+	open := slices.IndexFunc(toks, func(t sqltok.Token) bool { return t.Text == "(" })
+	if open < 0 {
+		return "", false
+	}
+	defs, end := definitions(toks, open)
+	var kept []string
+	for _, d := range defs {
+		if strings.EqualFold(tokenName(d[0].Text), col) {
+			continue
+		}
+		for _, t := range d[1:] {
+			if (t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent) && strings.EqualFold(tokenName(t.Text), col) {
+				return "", false
+			}
+		}
+		last := d[len(d)-1]
+		kept = append(kept, ddl[d[0].Pos:last.Pos+len(last.Text)])
+	}
+	if end < 0 || len(kept) == len(defs) {
+		return "", false
+	}
+	return ddl[:toks[open].Pos+1] + strings.Join(kept, ", ") + ddl[toks[end].Pos:], true
 }
 
 // cutNotNull is def without its NOT NULL, and whether it had one.

@@ -20,10 +20,9 @@ import (
 // leaves the others dropped. The names that are no table are, without IF EXISTS, the
 // statement's error 1051 "Unknown table 'db.a,db.b'" naming them all; with IF EXISTS one note
 // 1051 of the same text (SHOW WARNINGS). A view is 1965 "'db.v' is a view" (before 1051; with
-// IF EXISTS a note each, before the 1051 one). A table another
-// table's foreign key references is MariaDB's 1451 (DuckDB refuses to drop it; MariaDB
-// refuses too, unless FOREIGN_KEY_CHECKS=0, which is not done here). DROP TEMPORARY TABLE is
-// DuckDB's as written.
+// IF EXISTS a note each, before the 1051 one). A table another table's foreign key references
+// is MariaDB's 1451 (DuckDB refuses to drop it; MariaDB refuses too, unless
+// FOREIGN_KEY_CHECKS=0, which is not done here). DROP TEMPORARY TABLE is DuckDB's as written.
 
 // droppedTable is one name of a DROP TABLE: db ("" for the client's) and table.
 type droppedTable struct{ db, table string }
