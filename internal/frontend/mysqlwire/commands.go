@@ -109,7 +109,7 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 			return err
 		}
 		h.forgetLong(st)
-		st.cursor = nil
+		h.closeCursor(st)
 		st.longRefused = nil
 		return nil
 	case mysql.COM_SET_OPTION:

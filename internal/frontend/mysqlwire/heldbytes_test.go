@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
@@ -148,3 +151,71 @@ func TestLargeCommandBufferNotKeptByAnIdleSession(t *testing.T) {
 type unrecorded struct{ query.Engine }
 
 func (unrecorded) Ready() bool { return true }
+
+// TestHeldBytesBoundCursors: a cursor's result is kept until fetched, so it counts against the
+// session's budget: a client (raw COM_STMT_EXECUTE with the cursor flag, no fetch) opening
+// cursors of 300 KB rows under 1 MiB is refused with 1290 at the fourth, fetches the rows of
+// the first ones after it, and a statement's cursor fetched to its end gives its room back.
+func TestHeldBytesBoundCursors(t *testing.T) {
+	f := coreServer(t, coreSetup{limits: netlimit.Limits{HeldBytesMax: 1 << 20}})
+	noDeprecateEOF := func(c *client.Conn) error { c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF); return nil } // as libmariadb: no cursor otherwise
+	c, err := client.Connect(f.addr, testUser, "", f.dbName, noDeprecateEOF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// command writes one command and reads its answer up to its first EOF (a cursor's execute:
+	// after its column definitions; a fetch: after its rows) or its error.
+	command := func(p []byte) (last []byte, err error) {
+		c.ResetSequence()
+		if err := c.WritePacket(append(make([]byte, 4), p...)); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			data, err := c.ReadPacket()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data[0] == mysql.ERR_HEADER {
+				return data, c.HandleErrorPacket(data)
+			}
+			if data[0] == mysql.EOF_HEADER && len(data) == 5 {
+				return data, nil
+			}
+		}
+	}
+	execute := func(id uint32) ([]byte, error) {
+		p := binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_EXECUTE}, id)
+		return command(binary.LittleEndian.AppendUint32(append(p, cursorTypeReadOnly), 1))
+	}
+	fetch := func(id uint32) ([]byte, error) {
+		p := binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_FETCH}, id)
+		return command(binary.LittleEndian.AppendUint32(p, 10))
+	}
+	var ids []uint32
+	for i := range 4 {
+		st, err := c.Prepare(fmt.Sprintf("SELECT REPEAT('%c', 300000)", 'a'+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, st.ID)
+	}
+	for i, id := range ids[:3] {
+		eof, err := execute(id)
+		if err != nil || binary.LittleEndian.Uint16(eof[3:])&mysql.SERVER_STATUS_CURSOR_EXISTS == 0 {
+			t.Fatalf("cursor %d: %v (EOF % x)", i, err, eof)
+		}
+	}
+	if _, err := execute(ids[3]); driverErrorNumber(err) != 1290 && !strings.Contains(fmt.Sprint(err), "1290") {
+		t.Fatalf("a fourth cursor of 300 KB under 1 MiB: %v, want 1290", err)
+	}
+	if _, err := fetch(ids[0]); err != nil {
+		t.Fatalf("fetching the first cursor after the refusal: %v", err)
+	}
+	if eof, err := fetch(ids[0]); err != nil || binary.LittleEndian.Uint16(eof[3:])&mysql.SERVER_STATUS_LAST_ROW_SEND == 0 {
+		t.Fatalf("the first cursor's end: %v", err)
+	}
+	if _, err := execute(ids[3]); err != nil {
+		t.Fatalf("the fourth cursor after the first was read: %v", err)
+	}
+}

@@ -61,6 +61,9 @@ func (h *session) takeHeld(n int) error {
 
 // heldRefused counts a refusal of the held-bytes budget and says it as MariaDB would.
 func (h *session) heldRefused(err *heldmem.Error) error {
+	if err == nil { // the room came back meanwhile: say what was refused anyway
+		err = &heldmem.Error{Held: h.heldBytes.Used()}
+	}
 	code, bound := uint16(mysql.ER_OPTION_PREVENTS_STATEMENT), "held_bytes"
 	if err.Daemon {
 		code, bound = mysql.ER_OUT_OF_RESOURCES, "daemon_held_bytes"
@@ -73,6 +76,7 @@ func (h *session) heldRefused(err *heldmem.Error) error {
 func (h *session) forgetStmt(id uint32) {
 	if st := h.stmts[id]; st != nil {
 		h.forgetLong(st)
+		h.closeCursor(st)
 		h.heldBytes.Give(st.held)
 		delete(h.stmts, id)
 	}
@@ -197,7 +201,7 @@ func (h *session) execute(data []byte) (*mysql.Result, error) {
 	}
 	bin, err := st.bind(data[4:])
 	h.forgetLong(st)
-	st.cursor = nil
+	h.closeCursor(st)
 	if err != nil {
 		return nil, err
 	}
