@@ -93,6 +93,10 @@ type slotState struct {
 	id       uint64
 	hl       *heldLease
 	affinity uint64 // query.Affinity of the acquire's context
+	// check is the check of the lease's cluster when the slot was taken from idle (nil
+	// otherwise): a cluster's check, once made, is never replaced, so release need not look
+	// it up again.
+	check *clusterCheck
 
 	released bool
 	lost     bool // fenced, query told to stop (cancel)
@@ -360,7 +364,11 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 		}
 	}
 	held := nonNegative(t.held[c]-1, "held count", c)
-	if !s.lost && !s.overrun && t.reusableBy(t.checks[c], s.hl, now) {
+	ch := s.check
+	if ch == nil {
+		ch = t.checks[c]
+	}
+	if !s.lost && !s.overrun && t.reusableBy(ch, s.hl, now) {
 		// The cluster's count stays in the map at 0 while its lease idles: the next take, a
 		// moment away on a busy slot, counts it again without the map's delete and insert.
 		t.held[c] = held
@@ -547,6 +555,7 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 			into = new(slotState)
 		}
 		s = t.addSlotHeld(into, il.hl, affinity, held)
+		s.check = ch
 		if held++; held+local > limit {
 			violated("%q runs %d leased and %d local slots over its cap %d", cluster, held, local, limit)
 		}

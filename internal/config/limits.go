@@ -11,6 +11,8 @@ package config
 //	    maxPreAuthMessageBytes: 65536 # one client message before login
 //	    maxMessageBytes: 67108864     # one client message after login
 //	    messageTimeoutSecs: 30        # a message begun must arrive whole within this
+//	    maxHeldBytesPerConnection: 67108864 # what one client leaves held (prepared statements...)
+//	    maxHeldBytes: 2147483648      # what all clients of this node leave held together
 //	    loginThrottle: {failures: 10, windowSecs: 60, backoffSecs: 300}
 type Limits struct {
 	MaxConnections         int `yaml:"maxConnections" json:"maxConnections"`                 // open connections per listener, more are refused (0: 1000)
@@ -23,6 +25,15 @@ type Limits struct {
 	// request: before a request on it logged in); more are refused, counted and logged by
 	// source (0: a quarter of maxConnections, at least 4).
 	MaxConnectionsPerSource int `yaml:"maxConnectionsPerSource" json:"maxConnectionsPerSource"`
+	// MaxHeldBytesPerConnection bounds what one client connection leaves held in this node
+	// between its messages: prepared statements' texts and parameter types, portals and their
+	// values, MySQL long data; past it a prepare is refused with the protocol's error and the
+	// connection goes on (0: 67108864). At most maxHeldBytes.
+	MaxHeldBytesPerConnection int64 `yaml:"maxHeldBytesPerConnection" json:"maxHeldBytesPerConnection"`
+	// MaxHeldBytes bounds what every client of this node leaves held together, all frontends
+	// counted (0: 2147483648): maxConnections x maxHeldBytesPerConnection would be far more.
+	// Past it a prepare is refused as past a connection's bound.
+	MaxHeldBytes int64 `yaml:"maxHeldBytes" json:"maxHeldBytes"`
 	// LoginThrottle refuses, on all four frontends of this node, the logins of a source address
 	// that failed too many recently.
 	LoginThrottle LoginThrottle `yaml:"loginThrottle" json:"loginThrottle"`
@@ -57,6 +68,11 @@ func (v *validator) limits(p string, l Limits) {
 		v.add(p+".maxMessageBytes", "at most %d", messageBytesCeiling)
 	}
 	v.nonNegative(p+".messageTimeoutSecs", int64(l.MessageTimeoutSecs))
+	v.nonNegative(p+".maxHeldBytesPerConnection", l.MaxHeldBytesPerConnection)
+	v.nonNegative(p+".maxHeldBytes", l.MaxHeldBytes)
+	if l.MaxHeldBytes > 0 && l.MaxHeldBytesPerConnection > l.MaxHeldBytes {
+		v.add(p+".maxHeldBytesPerConnection", "%d is more than maxHeldBytes (%d), what every connection holds together", l.MaxHeldBytesPerConnection, l.MaxHeldBytes)
+	}
 	t := l.LoginThrottle
 	v.nonNegative(p+".loginThrottle.failures", int64(t.Failures))
 	v.nonNegative(p+".loginThrottle.windowSecs", int64(t.WindowSecs))

@@ -86,6 +86,16 @@ type SessionOpener interface {
 	OpenSession(ctx context.Context, q *query.Request) (Session, error)
 }
 
+// SettingIgnorer is implemented by engines (and by backends that forward to one) on which a
+// PostgreSQL client's session-level SET name = value changes nothing the client could tell:
+// the embedded DuckDB has no server-side statement timeout, row security or synchronized
+// scans, so pg_dump's SET statement_timeout = 0 or SET row_security = off are true there as
+// they are said. The PostgreSQL wire frontend answers such a SET itself, where in transaction
+// pool mode it would refuse it (a session setting would not outlive the statement).
+type SettingIgnorer interface {
+	SetChangesNothing(q *query.Request, name, value string) bool
+}
+
 // ClientCloser is implemented by engines (and by backends that forward to them) that keep
 // something for a client across its statements (DuckDB's advisory locks): a frontend tells
 // it when the client's connection ends. client is the connection's query.Request.ClientAddr,

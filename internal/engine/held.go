@@ -28,6 +28,9 @@ type Holdable struct {
 // NewHoldable wraps rows; nothing is read until Next or Hold.
 func NewHoldable(rows query.Rows) *Holdable { return &Holdable{Rows: rows} }
 
+// HeldBytes is what Hold read into memory.
+func (r *Holdable) HeldBytes() int64 { return r.bytes }
+
 // Held reports whether the rows have been read into memory.
 func (r *Holdable) Held() bool { return r.holding }
 

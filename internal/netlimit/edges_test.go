@@ -13,17 +13,26 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/queryflux/queryflux/internal/heldmem"
 )
 
 func TestWithDefaultsFillsOnlyWhatIsUnset(t *testing.T) {
-	def := Limits{ConnectionsMaxDefault, HandshakeTimeoutDefault, PreAuthBytesMaxDefault, IdleTimeoutDefault, MessageBytesMaxDefault, MessageTimeoutDefault, ConnectionsMaxDefault / 4}
-	if got := (Limits{}).WithDefaults(); got != def {
+	def := Limits{ConnectionsMaxDefault, HandshakeTimeoutDefault, PreAuthBytesMaxDefault, IdleTimeoutDefault, MessageBytesMaxDefault, MessageTimeoutDefault, ConnectionsMaxDefault / 4, heldmem.ConnectionBytesDefault, nil}
+	withoutPool := func(l Limits) Limits {
+		if l.Held == nil || l.Held.Max() != heldmem.DaemonBytesDefault {
+			t.Fatalf("no default pool: %+v", l)
+		}
+		l.Held = nil
+		return l
+	}
+	if got := withoutPool((Limits{}).WithDefaults()); got != def {
 		t.Fatalf("zero limits: %+v", got)
 	}
-	if got := (Limits{-1, -1, -1, -1, -1, -1, -1}).WithDefaults(); got != def {
+	if got := withoutPool((Limits{-1, -1, -1, -1, -1, -1, -1, -1, nil}).WithDefaults()); got != def {
 		t.Fatalf("negative limits: %+v", got)
 	}
-	set := Limits{1, time.Second, 2, 2 * time.Second, 3, 3 * time.Second, 4}
+	set := Limits{1, time.Second, 2, 2 * time.Second, 3, 3 * time.Second, 4, 5, heldmem.NewPool(6)}
 	if got := set.WithDefaults(); got != set {
 		t.Fatalf("set limits changed: %+v", got)
 	}

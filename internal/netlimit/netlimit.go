@@ -19,6 +19,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/queryflux/queryflux/internal/heldmem"
 )
 
 // Defaults, used where a Limits field is zero.
@@ -61,9 +63,15 @@ type Limits struct {
 	// SourceConnectionsMax is one source address's share of ConnectionsMax: its connections
 	// not yet logged in (PerSource); default a quarter of ConnectionsMax, at least 4.
 	SourceConnectionsMax int
+	// HeldBytesMax bounds what one logged-in connection leaves in the daemon between its
+	// messages (prepared statements, portals, data sent ahead: heldmem), Held what all of the
+	// daemon's connections hold together; one Held is shared by every frontend of a node.
+	HeldBytesMax int64
+	Held         *heldmem.Pool
 }
 
-// WithDefaults fills zero fields with the defaults.
+// WithDefaults fills zero fields with the defaults (a nil Held: a pool of its own, bounded by
+// heldmem.DaemonBytesDefault).
 func (l Limits) WithDefaults() Limits {
 	if l.ConnectionsMax <= 0 {
 		l.ConnectionsMax = ConnectionsMaxDefault
@@ -85,6 +93,12 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MessageTimeout <= 0 {
 		l.MessageTimeout = MessageTimeoutDefault
+	}
+	if l.HeldBytesMax <= 0 {
+		l.HeldBytesMax = heldmem.ConnectionBytesDefault
+	}
+	if l.Held == nil {
+		l.Held = heldmem.NewPool(0)
 	}
 	return l
 }

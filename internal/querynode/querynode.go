@@ -29,6 +29,7 @@ import (
 	"github.com/queryflux/queryflux/internal/frontend/mysqlwire"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
 	"github.com/queryflux/queryflux/internal/frontend/trinohttp"
+	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/loginlimit"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/policy"
@@ -84,6 +85,8 @@ func LimitsOf(l config.Limits) netlimit.Limits {
 		PreAuthBytesMax:      l.MaxPreAuthMessageBytes,
 		MessageBytesMax:      l.MaxMessageBytes,
 		MessageTimeout:       time.Duration(l.MessageTimeoutSecs) * time.Second,
+		HeldBytesMax:         l.MaxHeldBytesPerConnection,
+		Held:                 heldmem.NewPool(l.MaxHeldBytes),
 	}.WithDefaults()
 }
 

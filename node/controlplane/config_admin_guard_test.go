@@ -280,3 +280,63 @@ func TestAdminConfigHistoryAndRollback(t *testing.T) {
 		t.Fatalf("history without the admin token: %d", code)
 	}
 }
+
+// TestAdminConfigPutWhileAnEarlierApplyRuns: the control plane's own node applies each
+// published revision in the publisher (OnChange), opening its engines; while that runs the next
+// revision cannot be published. A PUT then answers within adminPublishTimeout that its revision
+// is stored but not served yet, and the revision is served once the apply has ended.
+func TestAdminConfigPutWhileAnEarlierApplyRuns(t *testing.T) {
+	h, _ := newStoredHarness(t)
+	applying, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	armed := false
+	var mu sync.Mutex
+	h.srv.OnChange(func(string) {
+		mu.Lock()
+		block := armed
+		mu.Unlock()
+		if block {
+			once.Do(func() { close(applying) })
+			<-release // an engine that takes long to open
+		}
+	})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	mu.Lock()
+	armed = true
+	mu.Unlock()
+	code, _, a, body := h.put(PathAdminConfig, guardYAML, nil)
+	if code != 200 || len(a.Warnings) != 0 {
+		t.Fatalf("first PUT: %d %s", code, body)
+	}
+	<-applying
+	edited := strings.Replace(guardYAML, "maxRunningQueries: 3", "maxRunningQueries: 4", 1)
+	answered := make(chan string, 1)
+	go func() {
+		code, _, a, body := h.put(PathAdminConfig, edited, nil)
+		if code != 200 || a.Revision == "" || len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0].Message, "not served within") {
+			answered <- fmt.Sprintf("unexpected answer: %d %s", code, body)
+			return
+		}
+		answered <- a.Revision
+	}()
+	var second string
+	select {
+	case second = <-answered:
+		if strings.HasPrefix(second, "unexpected") {
+			t.Fatalf("the second PUT, while the first revision was being applied: %s", second)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the PUT did not answer while an earlier configuration was being applied")
+	}
+	if h.srv.Current().Revision == second {
+		t.Fatalf("the second PUT answered %s, already served although the apply still runs", second)
+	}
+	close(release)
+	h.waitFor(func() bool { return h.srv.Current().Revision == second })
+}

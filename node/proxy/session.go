@@ -26,9 +26,10 @@ import (
 // the session); the session itself reports nothing.
 
 var (
-	_ engine.SessionOpener = (*Core)(nil)
-	_ engine.Describer     = (*Core)(nil)
-	_ engine.ClientCloser  = (*Core)(nil)
+	_ engine.SessionOpener  = (*Core)(nil)
+	_ engine.Describer      = (*Core)(nil)
+	_ engine.ClientCloser   = (*Core)(nil)
+	_ engine.SettingIgnorer = (*Core)(nil)
 )
 
 // errNoSessions refuses a transaction on an engine that cannot pin a connection.
@@ -101,6 +102,23 @@ func (c *Core) Describe(ctx context.Context, q *query.Request) (*engine.Descript
 		return nil, a.engineError(err)
 	}
 	return desc, nil
+}
+
+// SetChangesNothing asks an enabled, healthy member of the group q routes to whether q's
+// session-level SET of name to value changes nothing there (engine.SettingIgnorer). It takes
+// nothing and waits for nothing.
+func (c *Core) SetChangesNothing(q *query.Request, name, value string) bool {
+	r, ok, _ := c.route(noWaitCtx, q, false)
+	if !ok {
+		return false
+	}
+	defer r.letGo()
+	cl := r.g.describer()
+	if cl == nil {
+		return false
+	}
+	i, ok := cl.engine.(engine.SettingIgnorer)
+	return ok && i.SetChangesNothing(q, name, value)
 }
 
 // CheckPrepare routes and checks q as Describe does, for a frontend that prepares a statement

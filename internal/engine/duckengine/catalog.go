@@ -54,7 +54,7 @@ var compatNames = func() map[string]bool {
 // clients; the engine adds the other protocols' functions.
 func pgCompatSQL() []string {
 	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL, psqlCatalogSQL,
-		regTextSQL, []string{setvalMacroSQL, functionDefSQL})
+		regTextSQL, []string{setvalMacroSQL, functionDefSQL, setConfigSQL(), viewdefSQL})
 }
 
 // compatSQL creates the missing catalog objects in the catalog named {c}. The owner of
@@ -141,10 +141,17 @@ var compatSQL = []string{
 	`CREATE VIEW {c}.main.qf_pg_database AS SELECT oid, datname, 0::BIGINT AS datdba, 6 AS encoding,
 		'c' AS datlocprovider, false AS datistemplate, true AS datallowconn, -1 AS datconnlimit, 'C' AS datcollate,
 		'C' AS datctype, NULL::VARCHAR AS daticulocale, NULL::VARCHAR AS datcollversion, NULL::VARCHAR[] AS datacl,
-		0::BIGINT AS dattablespace
+		1663::BIGINT AS dattablespace, 0::BIGINT AS datfrozenxid, 1::BIGINT AS datminmxid
 		FROM pg_catalog.pg_database WHERE datname NOT IN ('system', 'temp', {hidden})`,
+	// PostgreSQL's two tablespaces, by their oids: a relation in the default one says 0 (DuckDB's
+	// pg_tablespace numbers pg_default 0, which pg_dump then writes for every table).
+	`CREATE VIEW {c}.main.pg_tablespace AS SELECT * FROM (VALUES (1663::BIGINT, 'pg_default', 0::BIGINT, NULL::VARCHAR[], NULL::VARCHAR[]),
+		(1664::BIGINT, 'pg_global', 0::BIGINT, NULL::VARCHAR[], NULL::VARCHAR[])) t(oid, spcname, spcowner, spcacl, spcoptions)`,
+	`CREATE VIEW {c}.main.pg_shseclabel AS SELECT NULL::BIGINT AS objoid, NULL::BIGINT AS classoid, NULL::VARCHAR AS provider,
+		NULL::VARCHAR AS label WHERE false`,
 	`CREATE VIEW {c}.main.pg_collation AS SELECT 100::BIGINT AS oid, 'default' AS collname,
-		0::BIGINT AS collnamespace, 0::BIGINT AS collowner, 'd' AS collprovider, true AS collisdeterministic,
+		(SELECT any_value(oid) FROM duckdb_schemas() WHERE database_name = 'system' AND schema_name = 'pg_catalog') AS collnamespace,
+		0::BIGINT AS collowner, 'd' AS collprovider, true AS collisdeterministic,
 		-1 AS collencoding, NULL::VARCHAR AS collcollate, NULL::VARCHAR AS collctype, NULL::VARCHAR AS colliculocale`,
 	// qf_index_expressions is a CREATE INDEX index's expressions, which duckdb_indexes() writes
 	// as one text (['"name"', id]), as a list, each name quoted only where PostgreSQL would
@@ -439,7 +446,8 @@ var compatSQL = []string{
 		0::BIGINT AS extnamespace, false AS extrelocatable, NULL::VARCHAR AS extversion, NULL::BIGINT[] AS extconfig,
 		NULL::VARCHAR[] AS extcondition WHERE false`,
 	`CREATE VIEW {c}.main.pg_partitioned_table AS SELECT 0::BIGINT AS partrelid, 'r' AS partstrat,
-		0 AS partnatts WHERE false`,
+		0 AS partnatts, 0::BIGINT AS partdefid, NULL::SMALLINT[] AS partattrs, NULL::BIGINT[] AS partclass,
+		NULL::BIGINT[] AS partcollation, NULL::VARCHAR AS partexprs WHERE false`,
 	// What psql's \dy \dc \dC \do \dL \dF \des \drds list: DuckDB has no event triggers,
 	// encoding conversions, PostgreSQL casts or operators one could list as pg_catalog's, no
 	// procedural language, text search configuration, foreign server or per-role settings.
@@ -572,15 +580,15 @@ func typeSQL() []string {
 			true AS typisdefined, ',' AS typdelim, 0::BIGINT AS typrelid, 0::BIGINT AS typsubscript, 0::BIGINT AS typelem,
 			0::BIGINT AS typarray, typname || 'in' AS typinput, typname || 'out' AS typoutput, typname || 'recv' AS typreceive,
 			typname || 'send' AS typsend, 0::BIGINT AS typmodin, 0::BIGINT AS typmodout, 0::BIGINT AS typanalyze,
-			'i' AS typalign, 'p' AS typstorage, false AS typnotnull, 0::BIGINT AS typbasetype, -1 AS typtypmod,
+			'i' AS typalign, -- typstorage: numeric "main", the other variable-length types (arrays too) "extended"
+			CASE WHEN oid = 1700 THEN 'm' WHEN oid IN (17, 25, 114, 1042, 1043, 3802) OR typcategory = 'A' THEN 'x'
+			ELSE 'p' END AS typstorage, false AS typnotnull, 0::BIGINT AS typbasetype, -1 AS typtypmod,
 			0 AS typndims, typcollation::BIGINT AS typcollation, NULL::VARCHAR AS typdefaultbin, NULL::VARCHAR AS typdefault,
 			NULL::VARCHAR[] AS typacl, formatted AS qf_formatted
 			FROM (VALUES ` + strings.Join(rows, ", ") + `) t(oid, typname, formatted, typlen, typcategory, typcollation)`,
-		// How PostgreSQL stores a value of the type (psql's \d+ Storage): numeric "main", the
-		// other variable-length types (arrays too) "extended".
-		`CREATE MACRO {c}.main.qf_storage(type_oid) AS CASE WHEN type_oid = 1700 THEN 'm'
-			WHEN type_oid IN (17, 25, 114, 1042, 1043, 3802) OR type_oid IN (SELECT oid FROM {c}.main.qf_pg_type WHERE typcategory = 'A')
-			THEN 'x' ELSE 'p' END`,
+		// How PostgreSQL stores a value of the type (psql's \d+ Storage): its pg_type's.
+		`CREATE MACRO {c}.main.qf_storage(type_oid) AS coalesce((SELECT any_value(qf_st.typstorage) FROM {c}.main.qf_pg_type qf_st
+			WHERE qf_st.oid = type_oid), 'p')`,
 		formatTypeSQL(),
 		declaredColumnsView,
 		`CREATE VIEW {c}.main.qf_pg_attribute AS SELECT table_oid AS attrelid, column_name AS attname,
@@ -625,7 +633,13 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 		s, shown = trinoShow(q)
 	}
 	if !shown {
-		s = setvalCompat(q, pgCompat(q))
+		s, shown = pgSequenceRow(q) // pgdump.go
+	}
+	if !shown {
+		var setval bool
+		if s, setval = pgCompatCalls(q); setval {
+			s = setvalCompat(s)
+		}
 	}
 	if isMySQL(q) {
 		show, ok, err := "", false, error(nil)
@@ -675,6 +689,10 @@ func needsCompat(sqlText string) bool {
 			if i+12 <= len(sqlText) && strings.EqualFold(sqlText[i:i+12], "cardinality(") {
 				return true
 			}
+		case 's': // setval(...): the writer marks it for setvalCompat (pgsetval.go)
+			if i+6 <= len(sqlText) && strings.EqualFold(sqlText[i:i+6], "setval") && (i == 0 || !sqltok.IsNameByte(sqlText[i-1])) {
+				return true
+			}
 		case 'j':
 			if i+5 <= len(sqlText) && strings.EqualFold(sqlText[i:i+5], "jsonb") && i >= 2 && sqlText[i-1] == ':' {
 				return true
@@ -691,6 +709,13 @@ func needsCompat(sqlText string) bool {
 // pgCompat rewrites PostgreSQL-only syntax of catalog queries into DuckDB's (see above);
 // other statements come back unchanged.
 func pgCompat(q *query.Request) string {
+	s, _ := pgCompatCalls(q)
+	return s
+}
+
+// pgCompatCalls is pgCompat's rewrite, and whether a PostgreSQL client's statement calls
+// setval (found in the same pass, so that no other statement is scanned for it again).
+func pgCompatCalls(q *query.Request) (string, bool) {
 	// A MySQL client's at is mysqlCompat's to quote, its way.
 	quoteAt := !isMySQL(q) && holdsWordAt(q.SQL)
 	settings := mayReadPGSettings(q)
@@ -711,11 +736,11 @@ func pgCompat(q *query.Request) string {
 	fraction := q.Protocol == query.ProtocolTrino && holdsZeroFraction(q.SQL)
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
 		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets && !precision && !subscript && !fraction {
-		return q.SQL
+		return q.SQL, false
 	}
 	toks := pgTokens(q)
 	if readsPublications(toks) {
-		return noPublications
+		return noPublications, false
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
 		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values,
@@ -727,7 +752,7 @@ func pgCompat(q *query.Request) string {
 		}
 	}
 	w.run()
-	return w.out.String()
+	return w.out.String(), w.setval
 }
 
 // run writes the rewritten statement to w.out.
@@ -815,6 +840,8 @@ type compatWriter struct {
 	// postgres: the client speaks PostgreSQL, to which DuckDB's main schema is public
 	// (pgschema.go).
 	postgres bool
+	// setval: a PostgreSQL client's statement calls setval (pgsetval.go).
+	setval bool
 }
 
 // jsonOperator writes PostgreSQL's jsonb operator at w.i, between a column (t.col) and a
@@ -1112,9 +1139,19 @@ func (w *compatWriter) step() {
 			return
 		}
 	case "generate_series", "unnest":
-		if isFromItem(w.word(w.prevSig(w.nameStart(w.i)))) {
+		if prev := w.word(w.prevSig(w.nameStart(w.i))); isFromItem(prev) && (prev != "," || w.inFromList(w.i)) {
 			w.aliasColumn() // a FROM item (not a select list's unnest(x) AS y)
 		}
+	case "indkey", "indoption", "indclass", "indcollation": // vectorColumns
+		if w.postgres && w.selectedVector() {
+			return
+		}
+	case "tableoid": // pgtableoid.go
+		if w.postgres && w.tableoid() {
+			return
+		}
+	case "setval":
+		w.setval = w.setval || w.postgres && w.word(w.sig(w.i+1, 0)) == "("
 	case "cardinality": // an array's element count; DuckDB's cardinality takes only a map
 		if w.word(w.sig(w.i+1, 0)) == "(" {
 			w.emit("len")
@@ -1518,6 +1555,21 @@ func (w *compatWriter) replaceLiteral(s string) {
 // isFromItem reports whether what follows the word prev is a FROM item (not, for the "," of a
 // select list, always: a catalog relation or a set-returning function named there is taken as
 // one).
+// inFromList reports whether the token at i follows a FROM rather than a SELECT: a comma
+// before it separates FROM items, not select-list items (pg_dump's SELECT rolname,
+// unnest(setconfig) FROM ...).
+func (w *compatWriter) inFromList(i int) bool {
+	for j := w.prevSig(i); j >= 0; j = w.prevSig(j) {
+		switch w.word(j) {
+		case "from":
+			return true
+		case "select":
+			return false
+		}
+	}
+	return false
+}
+
 func isFromItem(prev string) bool {
 	return prev == "from" || prev == "join" || prev == "," || prev == "lateral"
 }

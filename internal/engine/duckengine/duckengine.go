@@ -57,7 +57,8 @@ type Engine struct {
 	reopen reopener
 	// advisory are PostgreSQL clients' advisory locks, across the engine's connections.
 	advisory advisoryLocks
-	found    foundRows // MySQL clients' FOUND_ROWS() (foundrows.go)
+	found    foundRows    // MySQL clients' FOUND_ROWS() (foundrows.go)
+	currvals currvalNotes // currval after setval (pgcurrval.go)
 }
 
 // connSetup is what each new connection of one opened database runs first.
@@ -302,12 +303,12 @@ func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Descri
 		return nil, err
 	}
 	defer release(conn, true) // preparing leaves nothing on the connection
-	d, err := describe(ctx, conn, q, e.reopen.database)
+	d, err := e.describe(ctx, conn, q)
 	e.noteFatal(err)
 	return d, err
 }
 
-func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db string) (*engine.Description, error) {
+func (e *Engine) describe(ctx context.Context, conn *sql.Conn, client *query.Request) (*engine.Description, error) {
 	if call, ok, err := readAdvisory(client); ok {
 		if err != nil {
 			return nil, err
@@ -325,10 +326,11 @@ func describe(ctx context.Context, conn *sql.Conn, client *query.Request, db str
 		// parameters, no rows, and nothing DuckDB could prepare as written.
 		return &engine.Description{}, err
 	}
-	q, err := compatRequest(client, db)
+	q, err := compatRequest(client, e.reopen.database)
 	if err != nil {
 		return nil, err
 	}
+	q = e.currvals.written(client, q)
 	p, err := prepare(conn, q.SQL)
 	if err != nil {
 		return nil, showError(client, q, wrapErr(err))
@@ -431,6 +433,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	if err != nil {
 		return nil, err
 	}
+	q = e.currvals.written(client, q)
 	own, handled, err := ownStatement(client)
 	if err != nil {
 		return nil, err
@@ -492,7 +495,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return rows, explain(err)
 	}
-	if err := pgSetval(ctx, conn, false, client, q, st.p); err != nil { // pgsetval.go
+	if err := e.pgSetval(ctx, conn, false, client, q, st.p); err != nil { // pgsetval.go
 		release(conn, true)
 		cancel()
 		e.noteFatal(err)
@@ -691,6 +694,9 @@ const raisedPrefix = "qfpg "
 // 42704, where the class alone says an undefined table), and its binder errors a function
 // or operator no argument types match (42883, where the class alone says an undefined column).
 func missingState(t duckdb.ErrorType, msg string) string {
+	if strings.HasSuffix(msg, "is not yet defined in this session") { // currval's, DuckDB's or pgcurrval.go's
+		return sqlstate.ObjectNotInPrerequisiteState
+	}
 	switch t {
 	case duckdb.ErrorTypeCatalog:
 		switch {

@@ -75,7 +75,7 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, keys []tabl
 			continue
 		}
 		if ixName, cols, ok := inlineIndex(d); ok {
-			indexes, changed = append(indexes, inlineKey{ixName, cols}), true
+			indexes, changed = append(indexes, inlineKey{name: ixName, cols: cols}), true
 			continue
 		}
 		text, ai, kept, dchanged := columnDefinition(d, binary)
@@ -388,10 +388,19 @@ func dropSequenceRefused(err error, table string) error {
 // mysqlOwnStatement is a MySQL client's CREATE TABLE that mysqlCreateTable translates, run as
 // its statements in one transaction.
 func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
+	if run, ok := mysqlAssignElsewhere(q); ok {
+		return run, true
+	}
 	if run, ok := mysqlSelectVars(q); ok {
 		return run, true
 	}
 	if run, ok := mysqlDropIndex(q); ok {
+		return run, true
+	}
+	if run, ok := mysqlDropTables(q); ok {
+		return run, true
+	}
+	if run, ok := mysqlAddKey(q); ok {
 		return run, true
 	}
 	if run, ok := mysqlRenameTable(q); ok {

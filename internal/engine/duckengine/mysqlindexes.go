@@ -69,27 +69,39 @@ func inlineIndex(d []sqltok.Token) (name string, cols []string, ok bool) {
 func indexStatements(table, bare string, indexes []inlineKey, taken map[string]bool) []string {
 	var stmts []string
 	for _, ix := range indexes {
-		name := ix.name
-		if name == "" {
-			name = ix.cols[0]
-			for n := 2; taken[strings.ToLower(name)]; n++ {
-				name = ix.cols[0] + "_" + strconv.Itoa(n)
-			}
-		}
-		taken[strings.ToLower(name)] = true
+		name := keyName(ix, taken)
 		quoted := make([]string, len(ix.cols))
 		for i, c := range ix.cols {
 			quoted[i] = quoteIdent(c)
 		}
-		stmts = append(stmts, "CREATE INDEX IF NOT EXISTS "+quoteIdent(bare+"$"+name)+" ON "+table+" ("+strings.Join(quoted, ", ")+")")
+		create := "CREATE INDEX IF NOT EXISTS "
+		if ix.unique {
+			create = "CREATE UNIQUE INDEX IF NOT EXISTS "
+		}
+		stmts = append(stmts, create+quoteIdent(bare+"$"+name)+" ON "+table+" ("+strings.Join(quoted, ", ")+")")
 	}
 	return stmts
 }
 
-// inlineKey is a KEY / INDEX definition of a CREATE TABLE.
+// keyName is ix's name, as MariaDB names an unnamed one: by its first column, _2, _3 ...
+// after a name of taken (the table's key names, lower case), which it joins.
+func keyName(ix inlineKey, taken map[string]bool) string {
+	name := ix.name
+	if name == "" {
+		name = ix.cols[0]
+		for n := 2; taken[strings.ToLower(name)]; n++ {
+			name = ix.cols[0] + "_" + strconv.Itoa(n)
+		}
+	}
+	taken[strings.ToLower(name)] = true
+	return name
+}
+
+// inlineKey is a KEY / INDEX definition of a CREATE TABLE, or a UNIQUE key an ALTER TABLE adds.
 type inlineKey struct {
-	name string // "" when not given
-	cols []string
+	name   string // "" when not given
+	cols   []string
+	unique bool
 }
 
 // onUpdateNow reads a column definition's ON UPDATE CURRENT_TIMESTAMP[(n)] (NOW(n),
@@ -148,8 +160,11 @@ func dropIndex(ctx context.Context, conn *sql.Conn, table, name string) (query.R
 	if declared {
 		stmt = "DROP INDEX " + quoteIdent(table+"$"+name)
 	}
-	if _, err := conn.ExecContext(ctx, stmt); err != nil {
-		return nil, wrapErr(err)
+	// and the key's caseless index, when an ALTER TABLE or CREATE UNIQUE INDEX added it (mysqladdkey.go)
+	for _, s := range []string{stmt, "DROP INDEX IF EXISTS " + quoteIdent(table+"$qf_ci_"+name)} {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			return nil, wrapErr(err)
+		}
 	}
 	return engine.TagRows("DROP INDEX"), nil
 }
@@ -184,7 +199,7 @@ func mysqlAlterIndex(q *query.Request) (ownRun, bool) {
 		if !ok || toks[len(toks)-1].Text != ")" && !toks[len(toks)-1].IsWord("btree", "hash") {
 			return nil, false // more than one action, or options: DuckDB's to read
 		}
-		stmts := indexStatements(quoteIdent(table), table, []inlineKey{{name, cols}}, map[string]bool{})
+		stmts := indexStatements(quoteIdent(table), table, []inlineKey{{name: name, cols: cols}}, map[string]bool{})
 		return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
 			if err := runAll(ctx, conn, stmts, inTx); err != nil {
 				return nil, err
@@ -251,19 +266,24 @@ func declaredKeys(defs [][]sqltok.Token) [][]string {
 func caselessKeyIndexes(table, bare string, keys [][]string, caseless map[string]bool) []string {
 	var stmts []string
 	for _, key := range keys {
-		exprs, any := make([]string, len(key)), false
-		for i, c := range key {
-			exprs[i] = quoteIdent(c)
-			if caseless[strings.ToLower(c)] {
-				exprs[i], any = "lower("+quoteIdent(c)+")", true
-			}
-		}
-		if any {
-			name := bare + "$qf_ci_" + strconv.Itoa(len(stmts)+1)
-			stmts = append(stmts, "CREATE UNIQUE INDEX IF NOT EXISTS "+quoteIdent(name)+" ON "+table+" ("+strings.Join(exprs, ", ")+")")
+		if stmt, ok := caselessKeyIndex(table, bare+"$qf_ci_"+strconv.Itoa(len(stmts)+1), key, caseless); ok {
+			stmts = append(stmts, stmt)
 		}
 	}
 	return stmts
+}
+
+// caselessKeyIndex is the CREATE UNIQUE INDEX statement of the index name beside key (its
+// columns) when a column of it is one of caseless.
+func caselessKeyIndex(table, name string, key []string, caseless map[string]bool) (string, bool) {
+	exprs, any := make([]string, len(key)), false
+	for i, c := range key {
+		exprs[i] = quoteIdent(c)
+		if caseless[strings.ToLower(c)] {
+			exprs[i], any = "lower("+quoteIdent(c)+")", true
+		}
+	}
+	return "CREATE UNIQUE INDEX IF NOT EXISTS " + quoteIdent(name) + " ON " + table + " (" + strings.Join(exprs, ", ") + ")", any
 }
 
 // mysqlRenameTable is a MySQL client's ALTER TABLE a RENAME [TO | AS] b or RENAME TABLE a TO b

@@ -191,20 +191,8 @@ func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, args []any, fir
 			restore = append(restore, "INSERT INTO "+table+" SELECT * FROM temp.main."+copyName)
 			continue
 		}
-		value := "NULL"
-		if a.action == 'd' {
-			value = "DEFAULT"
-		}
-		var set, back, key []string
-		for _, c := range a.columns {
-			set = append(set, quoteIdent(c)+" = "+value)
-			back = append(back, quoteIdent(c)+" = qf_copy."+quoteIdent(c))
-		}
-		for _, c := range a.primary {
-			key = append(key, table+"."+quoteIdent(c)+" = qf_copy."+quoteIdent(c))
-		}
-		steps = append(steps, "UPDATE "+table+" AS qf_ref SET "+strings.Join(set, ", ")+" WHERE "+reach)
-		restore = append(restore, "UPDATE "+table+" SET "+strings.Join(back, ", ")+" FROM temp.main."+copyName+" AS qf_copy WHERE "+strings.Join(key, " AND "))
+		set, back := setNullSteps(a, reach, copyName)
+		steps, restore = append(steps, set), append(restore, back)
 	}
 	defer func() {
 		for _, s := range drops {
@@ -229,6 +217,26 @@ func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, args []any, fir
 	return nil, err
 }
 
+// setNullSteps are the statements of a SET NULL or SET DEFAULT action (a.action 'n' or 'd'):
+// the one that sets a's key columns where reach holds, and the one that puts them back from
+// the copy copyName, by the referencing table's primary key.
+func setNullSteps(a refAction, reach, copyName string) (set, restore string) {
+	table, value := qualified(a.schema, a.table), "NULL"
+	if a.action == 'd' {
+		value = "DEFAULT"
+	}
+	var sets, back, key []string
+	for _, c := range a.columns {
+		sets = append(sets, quoteIdent(c)+" = "+value)
+		back = append(back, quoteIdent(c)+" = qf_copy."+quoteIdent(c))
+	}
+	for _, c := range a.primary {
+		key = append(key, table+"."+quoteIdent(c)+" = qf_copy."+quoteIdent(c))
+	}
+	return "UPDATE " + table + " AS qf_ref SET " + strings.Join(sets, ", ") + " WHERE " + reach,
+		"UPDATE " + table + " SET " + strings.Join(back, ", ") + " FROM temp.main." + copyName + " AS qf_copy WHERE " + strings.Join(key, " AND ")
+}
+
 // referencedInTurn is the error of a DELETE whose actions reach rows that are referenced in
 // turn: PostgreSQL's own (first, 23503) when no key referencing them has an action (NO ACTION
 // or RESTRICT refuses the cascade there too), else the action DuckDB does not perform.
@@ -247,20 +255,11 @@ func (d *refDelete) referencedInTurn(ctx context.Context, conn *sql.Conn, acts [
 
 // runArgs runs stmts in one transaction, each with args (the DELETE's, which its WHERE holds).
 func runArgs(ctx context.Context, conn *sql.Conn, stmts []string, args []any) error {
-	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
-		return wrapErr(err)
+	steps := make([]step, len(stmts))
+	for i, s := range stmts {
+		steps[i] = step{s, true}
 	}
-	for _, s := range stmts {
-		if _, err := conn.ExecContext(ctx, s, args...); err != nil {
-			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-			return wrapErr(err)
-		}
-	}
-	_, err := conn.ExecContext(ctx, "COMMIT")
-	if err != nil {
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-	}
-	return wrapErr(err)
+	return runSteps(ctx, conn, steps, args)
 }
 
 // notPerformed is the error of a DELETE whose key's action DuckDB cannot perform here.

@@ -1,6 +1,7 @@
 package duckengine
 
 import (
+	"context"
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -25,5 +26,31 @@ func BenchmarkPGCompatDivision(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkCompatRequestPlain: what the compatibility rewrites and the look for a setval cost a
+// PostgreSQL client's statement that needs none (pgbench's), on the DuckDB path's every
+// statement.
+func BenchmarkCompatRequestPlain(b *testing.B) {
+	for name, sqlText := range map[string]string{
+		"select": "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
+		"update": "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
+	} {
+		b.Run(name, func(b *testing.B) {
+			q := &query.Request{SQL: sqlText, Protocol: query.ProtocolPostgres}
+			q.Analysis()
+			var e Engine
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := compatRequest(q, "db")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := e.pgSetval(context.Background(), nil, false, q, c, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -48,6 +48,12 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 	if run, ok := publicSchemaStatement(q); ok {
 		return run, true, nil
 	}
+	if run, ok := lockShare(q); ok { // pgdump.go
+		return run, true, nil
+	}
+	if run, ok := resetIgnored(q); ok { // pgsetconfig.go
+		return run, true, nil
+	}
 	if strings.EqualFold(sqltok.FirstWord(q.Analysis().Tokens), "alter") {
 		if a, ok := readRenameConstraint(q.SQL); ok {
 			return a.run, true, nil

@@ -456,7 +456,8 @@ func (c declaredConstraint) insert(schema, name string) string {
 
 // formatTypeSQL creates format_type's compatibility macro: a type's name as PostgreSQL writes it
 // with its modifier (numeric(10,2), character varying(50), timestamp(3) with time zone), an
-// array's as its element's with [].
+// array's as its element's with []. Its own alias is one no caller's argument names (pg_dump's
+// format_type(t.oid, ...) read the macro's t).
 func formatTypeSQL() string {
 	var elems []string
 	for _, elem := range slices.Sorted(maps.Keys(pgArrayTypes)) {
@@ -467,7 +468,7 @@ func formatTypeSQL() string {
 			WHEN ` + o + ` IN (1042, 1043) AND type_mod > 4 THEN CASE WHEN ` + o + ` = 1043 THEN 'character varying' ELSE 'character' END || '(' || (type_mod - 4) || ')'
 			WHEN ` + o + ` IN (1083, 1114, 1184, 1266) AND type_mod >= 0 THEN CASE WHEN ` + o + ` IN (1083, 1266) THEN 'time' ELSE 'timestamp' END ||
 				'(' || type_mod || ')' || CASE WHEN ` + o + ` IN (1184, 1266) THEN ' with time zone' ELSE ' without time zone' END
-			ELSE coalesce((SELECT any_value(t.qf_formatted) FROM {c}.main.qf_pg_type t WHERE t.oid = ` + o + `), '???') END`
+			ELSE coalesce((SELECT any_value(qf_ft.qf_formatted) FROM {c}.main.qf_pg_type qf_ft WHERE qf_ft.oid = ` + o + `), '???') END`
 	}
 	elem := `CASE type_oid ` + strings.Join(elems, " ") + ` END`
 	return `CREATE MACRO {c}.main.qf_format_type(type_oid, type_mod) AS CASE WHEN ` + elem + ` IS NOT NULL THEN ` +

@@ -186,6 +186,7 @@ var pgFunctions = map[string]renamedFunction{
 	"json_array_elements_text":  {to: "qfpg_json_array_elements_text", macro: true},
 	"jsonb_array_elements_text": {to: "qfpg_jsonb_array_elements_text", macro: true},
 	"initcap":                   {to: "qfpg_initcap", macro: true},
+	"set_config":                {to: "qfpg_set_config", macro: true}, // pgsetconfig.go
 	"encode":                    {to: "qfpg_encode", macro: true},
 	"decode":                    {to: "qfpg_decode", macro: true},
 	"length":                    {to: "qfpg_length", macro: true},
@@ -271,9 +272,9 @@ func (w *compatWriter) renameCall() bool {
 	if !ok || w.toks[w.i].Kind != sqltok.Word {
 		return false
 	}
-	open := w.sig(w.i+1, 0)
-	if w.word(open) != "(" || w.word(w.prevSig(w.i)) == "." {
-		return false // not a call, or a qualified name: another schema's function
+	open, dot := w.sig(w.i+1, 0), w.prevSig(w.i)
+	if w.word(open) != "(" || w.word(dot) == "." && (!f.macro || w.word(w.prevSig(dot)) != "pg_catalog") {
+		return false // not a call, or a qualified name: another schema's function (pg_catalog's macro is PostgreSQL's)
 	}
 	end := w.callEnd(open)
 	if end < 0 {

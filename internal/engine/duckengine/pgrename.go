@@ -42,30 +42,38 @@ func readRename(sqlText string) (a renameAlter, ok bool) {
 	if len(name) >= 2 {
 		a.schema = duckSchema(name[len(name)-2])
 	}
-	if !r.Word("to") {
+	renamesTable := r.Word("to")
+	if !renamesTable {
 		if r.Word("constraint") {
-			return a, false // DuckDB's to refuse
+			return a, false // pgrenameconstraint.go
 		}
 		r.Word("column")
-		from := r.Peek()
-		if from.Kind != sqltok.Word && from.Kind != sqltok.QuotedIdent {
-			return a, false
+	}
+	a.from, a.to, ok = readRenamePair(r, !renamesTable)
+	return a, ok
+}
+
+// readRenamePair reads "from TO to [;]" (or, withFrom false, only "to [;]") to the statement's
+// end, each name as PostgreSQL folds it.
+func readRenamePair(r *sqltok.Walker, withFrom bool) (from, to string, ok bool) {
+	name := func() (string, bool) {
+		t := r.Peek()
+		if t.Kind != sqltok.Word && t.Kind != sqltok.QuotedIdent {
+			return "", false
 		}
 		r.Next()
-		if a.from = pgIdent(from); !r.Word("to") {
-			return a, false
+		return pgIdent(t), true
+	}
+	if withFrom {
+		if from, ok = name(); !ok || !r.Word("to") {
+			return "", "", false
 		}
 	}
-	to := r.Peek()
-	if to.Kind != sqltok.Word && to.Kind != sqltok.QuotedIdent {
-		return a, false
+	if to, ok = name(); !ok {
+		return "", "", false
 	}
-	r.Next()
-	a.to = pgIdent(to)
-	if r.Punct(";"); r.More() {
-		return a, false
-	}
-	return a, true
+	r.Punct(";")
+	return from, to, !r.More()
 }
 
 // run renames, the table's indexes dropped around it, and moves the declaration.

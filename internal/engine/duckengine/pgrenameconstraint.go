@@ -42,24 +42,8 @@ func readRenameConstraint(sqlText string) (a renameConstraint, ok bool) {
 	if len(name) >= 2 {
 		a.schema = duckSchema(name[len(name)-2])
 	}
-	from := r.Peek()
-	if from.Kind != sqltok.Word && from.Kind != sqltok.QuotedIdent {
-		return a, false
-	}
-	r.Next()
-	if a.from = pgIdent(from); !r.Word("to") {
-		return a, false
-	}
-	to := r.Peek()
-	if to.Kind != sqltok.Word && to.Kind != sqltok.QuotedIdent {
-		return a, false
-	}
-	r.Next()
-	a.to = pgIdent(to)
-	if r.Punct(";"); r.More() {
-		return a, false
-	}
-	return a, true
+	a.from, a.to, ok = readRenamePair(r, true)
+	return a, ok
 }
 
 // run renames the constraint.

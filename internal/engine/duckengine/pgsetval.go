@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
@@ -111,12 +112,9 @@ func (c setvalCall) arg(sqlText string, i int) string {
 	return sqlText[c.toks[a[0]].Pos : last.Pos+len(last.Text)]
 }
 
-// setvalCompat writes a PostgreSQL client's setval call of that form (s, as pgCompat wrote it)
-// as qfpg_setval, whose answer is n; s is returned as it is otherwise.
-func setvalCompat(q *query.Request, s string) string {
-	if q.Protocol != query.ProtocolPostgres {
-		return s
-	}
+// setvalCompat writes a PostgreSQL client's setval call of that form (s, as pgCompat wrote it,
+// which found the call) as qfpg_setval, whose answer is n; s is returned as it is otherwise.
+func setvalCompat(s string) string {
 	c, ok := readSetval(s, "setval")
 	if !ok {
 		return s
@@ -127,8 +125,8 @@ func setvalCompat(q *query.Request, s string) string {
 
 // pgSetval moves the sequences q's setval calls name (q as compatRequest wrote it), before
 // q runs; nothing for any other statement.
-func pgSetval(ctx context.Context, conn *sql.Conn, inTx bool, client, q *query.Request, p *prepared) error {
-	if client.Protocol != query.ProtocolPostgres || !containsFold(q.SQL, macroPrefix+"setval") {
+func (e *Engine) pgSetval(ctx context.Context, conn *sql.Conn, inTx bool, client, q *query.Request, p *prepared) error {
+	if client.Protocol != query.ProtocolPostgres || q == client || !strings.Contains(q.SQL, macroPrefix+"setval") { // q is client when nothing was written
 		return nil
 	}
 	c, ok := readSetval(q.SQL, macroPrefix+"setval")
@@ -173,9 +171,11 @@ func pgSetval(ctx context.Context, conn *sql.Conn, inTx bool, client, q *query.R
 		if !m.seq.Valid || !m.n.Valid || !m.called.Valid {
 			continue // setval is strict: NULL in, NULL out, nothing moved
 		}
-		if err := setSequence(ctx, conn, inTx, m.seq.String, m.n.Int64, m.called.Bool); err != nil {
+		note, err := setSequence(ctx, conn, inTx, m.seq.String, m.n.Int64, m.called.Bool)
+		if err != nil {
 			return err
 		}
+		e.currvals.note(note)
 	}
 	return nil
 }
@@ -236,30 +236,33 @@ func readSequence(ctx context.Context, conn *sql.Conn, seq string) (s sequenceSt
 }
 
 // setSequence gives sequence seq PostgreSQL's state after setval(seq, n, called): its next
-// value n + increment, or n.
-func setSequence(ctx context.Context, conn *sql.Conn, inTx bool, seq string, n int64, called bool) error {
+// value n + increment, or n. The note says what currval answers after it, where DuckDB's
+// currval would not answer so (pgcurrval.go).
+func setSequence(ctx context.Context, conn *sql.Conn, inTx bool, seq string, n int64, called bool) (currvalNote, error) {
 	s, err := readSequence(ctx, conn, seq)
 	if err != nil {
-		return err
+		return currvalNote{}, err
 	}
 	if n < s.minV || n > s.maxV {
-		return &query.Error{Code: sqlstate.NumericValueOutOfRange, Message: fmt.Sprintf(`setval: value %d is out of bounds for sequence "%s" (%d..%d)`,
+		return currvalNote{}, &query.Error{Code: sqlstate.NumericValueOutOfRange, Message: fmt.Sprintf(`setval: value %d is out of bounds for sequence "%s" (%d..%d)`,
 			n, s.name, s.minV, s.maxV)}
 	}
 	want := n
 	if called {
 		want = n + s.increment
 	}
+	// PostgreSQL's currval after setval(seq, n) is n; after setval(seq, n, false) the value the
+	// sequence gave last, as before
+	note := currvalNote{schema: s.schema, name: s.name, answer: sql.NullInt64{Int64: n, Valid: true}, lastBefore: s.last, uncalled: !called}
 	distance := want - s.next()
-	if distance == 0 {
-		return nil
+	if takes := distance / s.increment; distance == 0 || distance%s.increment == 0 && takes > 0 && takes <= setvalTakeMax {
+		if distance != 0 {
+			_, err = conn.ExecContext(ctx, "SELECT max(nextval("+s.ref()+")) FROM range("+strconv.FormatInt(takes, 10)+")")
+		}
+		note.whileLast = sql.NullInt64{Int64: want - s.increment, Valid: want != s.start}
+		return note, wrapErr(err)
 	}
-	if takes := distance / s.increment; distance%s.increment == 0 && takes > 0 && takes <= setvalTakeMax {
-		// PostgreSQL's currval is n after setval(seq, n): the last value taken here
-		_, err := conn.ExecContext(ctx, "SELECT max(nextval("+s.ref()+")) FROM range("+strconv.FormatInt(takes, 10)+")")
-		return wrapErr(err)
-	}
-	return recreateSequence(ctx, conn, inTx, s, want)
+	return note, recreateSequence(ctx, conn, inTx, s, want) // DuckDB's last value none
 }
 
 // recreateSequence creates s again, its next value want. DuckDB drops no sequence a column's

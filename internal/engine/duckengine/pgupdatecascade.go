@@ -187,20 +187,8 @@ func (u *refUpdate) cascade(ctx context.Context, conn *sql.Conn, args []any, fir
 			restore = append(restore, "INSERT INTO "+table+" SELECT * FROM temp.main."+copyName)
 			continue
 		}
-		value := "NULL"
-		if a.action == 'd' {
-			value = "DEFAULT"
-		}
-		var set, back, key []string
-		for _, c := range a.columns {
-			set = append(set, quoteIdent(c)+" = "+value)
-			back = append(back, quoteIdent(c)+" = qf_copy."+quoteIdent(c))
-		}
-		for _, c := range a.primary {
-			key = append(key, table+"."+quoteIdent(c)+" = qf_copy."+quoteIdent(c))
-		}
-		steps = append(steps, step{"UPDATE " + table + " AS qf_ref SET " + strings.Join(set, ", ") + " WHERE " + reach, false})
-		restore = append(restore, "UPDATE "+table+" SET "+strings.Join(back, ", ")+" FROM temp.main."+copyName+" AS qf_copy WHERE "+strings.Join(key, " AND "))
+		set, back := setNullSteps(a, reach, copyName)
+		steps, restore = append(steps, step{set, false}), append(restore, back)
 	}
 	defer func() {
 		for _, s := range drops {

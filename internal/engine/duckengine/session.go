@@ -74,6 +74,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.fail()
 		return nil, err
 	}
+	q = s.e.currvals.written(client, q)
 	if own, handled, err := ownStatement(client); handled {
 		return s.runOwn(ctx, client, own, err)
 	}
@@ -133,7 +134,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		}
 		return rows, explain(err)
 	}
-	if err := pgSetval(ctx, s.conn, s.status == 'T', client, q, st.p); err != nil { // pgsetval.go
+	if err := s.e.pgSetval(ctx, s.conn, s.status == 'T', client, q, st.p); err != nil { // pgsetval.go
 		cancel()
 		s.e.noteFatal(err)
 		s.fail()
@@ -191,7 +192,7 @@ func (s *session) runOwn(ctx context.Context, q *query.Request, own ownRun, err 
 	if err := s.admit(err); err != nil {
 		return nil, err
 	}
-	if s.readOnly && s.status == 'T' {
+	if first := strings.ToLower(leadWords(q, 1)[0]); s.readOnly && s.status == 'T' && first != "lock" && first != "reset" { // lockShare, resetIgnored: no writes
 		s.fail()
 		return nil, &query.Error{Code: sqlstate.ReadOnlySQLTransaction, Message: fmt.Sprintf("cannot execute %s in a read-only transaction", strings.ToUpper(leadWords(q, 1)[0]))}
 	}
@@ -316,7 +317,7 @@ func (s *session) TxStatus() byte { return s.status }
 // Describe prepares q on the session's connection, which may see what the transaction made.
 func (s *session) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
 	s.holdLast(ctx) // preparing on the connection would end a streaming result too
-	return describe(ctx, s.conn, q, s.e.reopen.database)
+	return s.e.describe(ctx, s.conn, q)
 }
 
 // Close rolls back an open transaction and returns the connection to the pool, or closes it

@@ -40,9 +40,25 @@ const (
 	// rawStatementsMax bounds the statements one connection keeps prepared for clients'
 	// named statements; past it, executions run unnamed (parsed each time).
 	rawStatementsMax = 256
+	// rawStatementBytesMax bounds their texts together: the connection outlives the clients
+	// that prepared them (256 statements of 16 MiB would pin 4 GiB in a pooled connection
+	// after every client left). A statement past it runs unnamed too.
+	rawStatementBytesMax = 4 << 20
 )
 
 var errRawProtocol = errors.New("pgengine: relay: unexpected message from the server")
+
+// rawOutKeptBytes is the largest write buffer a connection keeps once written: a pooled
+// connection outlives the client whose 64 MiB message went through it.
+const rawOutKeptBytes = 64 << 10
+
+// written empties c.out once it was written, letting a large one go.
+func (c *rawConn) written() {
+	c.out = c.out[:0]
+	if cap(c.out) > rawOutKeptBytes {
+		c.out = nil
+	}
+}
 
 // rawPool keeps the relay's idle connections, last in first out.
 type rawPool struct {
@@ -249,8 +265,9 @@ type rawConn struct {
 	idleSince time.Time
 	// stmts maps a client statement (its SQL and declared parameter types) to the name it is
 	// prepared under on this connection.
-	stmts    map[string]string
-	prepared int // statements named so far: names are never reused
+	stmts     map[string]string
+	stmtBytes int // of the keys of stmts
+	prepared  int // statements named so far: names are never reused
 	// owner is the client the connection served last (0: none yet): another client gets it
 	// only after a reset (wire.go).
 	owner uint64

@@ -86,7 +86,7 @@ func (c *rawConn) serve(ctx context.Context, p *rawPool, o engine.PGWireOptions,
 			q = resetQueryDefault
 		}
 		sqls = append(sqls, q, "DEALLOCATE ALL")
-		clear(c.stmts)
+		c.forgetStatements()
 		c.setup, c.tagged = "", false // RESET ALL put the settings and application_name back
 	}
 	c.owner, c.used = o.Owner, true
@@ -155,7 +155,7 @@ func (c *rawConn) simpleEach(ctx context.Context, sqls ...string) (errs []error,
 		c.out, _ = (&pgproto3.Query{String: sql}).Encode(c.out)
 	}
 	err = c.write()
-	c.out = c.out[:0]
+	c.written()
 	if err != nil {
 		c.broken = true
 		return nil, err
@@ -236,7 +236,7 @@ func (w *wireConn) Flush() error {
 		return nil
 	}
 	err := c.write()
-	c.out = c.out[:0]
+	c.written()
 	if err != nil {
 		c.broken = true
 	}
@@ -342,17 +342,29 @@ func (w *wireConn) Statement(key string, create bool) (string, bool) {
 	if name, ok := c.stmts[key]; ok {
 		return name, true
 	}
-	if !create || len(c.stmts) >= rawStatementsMax {
+	if !create || len(c.stmts) >= rawStatementsMax || c.stmtBytes+len(key) > rawStatementBytesMax {
 		return "", false
 	}
 	c.prepared++
 	name := "qf_" + strconv.Itoa(c.prepared)
 	c.stmts[key] = name
+	c.stmtBytes += len(key)
 	return name, false
 }
 
-func (w *wireConn) Forget(key string) { delete(w.c.stmts, key) }
-func (w *wireConn) ForgetAll()        { clear(w.c.stmts) }
+func (w *wireConn) Forget(key string) {
+	if _, ok := w.c.stmts[key]; ok {
+		delete(w.c.stmts, key)
+		w.c.stmtBytes -= len(key)
+	}
+}
+
+func (w *wireConn) ForgetAll() { w.c.forgetStatements() }
+
+func (c *rawConn) forgetStatements() {
+	clear(c.stmts)
+	c.stmtBytes = 0
+}
 
 // Execute is not how a wire is used: the frontend writes the client's messages itself.
 func (w *wireConn) Execute(context.Context, *query.Request) (query.Rows, error) {

@@ -2,8 +2,6 @@ package mysqlwire
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,19 +18,8 @@ func TestMySQLSelectAssignsVariablesOnDuckDBLikeMariaDB(t *testing.T) {
 	maria, duck := mariaAndDuck(t)
 	execBoth(t, maria, duck, "create table uv (id int primary key, c int, s varchar(20), p decimal(6,2))",
 		"insert into uv values (1, 10, 'a', 1.50), (2, 20, 'b', null), (3, 30, 'c', 2.25)")
-	maria.SetMaxIdleConns(0)
-	duck.SetMaxIdleConns(0)
-	ctx := context.Background()
-	conns := [2]*sql.Conn{}
-	for i, db := range []*sql.DB{maria, duck} {
-		c, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns[i] = c
-	}
-	for _, step := range []string{
+	conns := oneConnEach(t, maria, duck)
+	compareSteps(t, conns[0], conns[1], []string{
 		"SELECT @v := 1",
 		"SELECT @v, @v + 1",
 		"SELECT @w := 5 + 2, @w * 2 AS twice",
@@ -68,24 +55,7 @@ func TestMySQLSelectAssignsVariablesOnDuckDBLikeMariaDB(t *testing.T) {
 		"exec UPDATE uv SET s = @s, c = @n WHERE id = 2",
 		"SELECT * FROM uv ORDER BY id",
 		"SELECT id FROM uv WHERE c >= @m - 10 ORDER BY id",
-	} {
-		var got [2]string
-		for i, c := range conns {
-			if stmt, ok := strings.CutPrefix(step, "exec "); ok {
-				res, err := c.ExecContext(ctx, stmt)
-				n := int64(-1)
-				if err == nil {
-					n, _ = res.RowsAffected()
-				}
-				got[i] = fmt.Sprintf("error %d, %d rows", errNumber(err), n)
-				continue
-			}
-			got[i] = dumpRows(t, c, step)
-		}
-		if got[0] != got[1] {
-			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", step, got[0], got[1])
-		}
-	}
+	})
 }
 
 // TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB: a CREATE TABLE with ON UPDATE
@@ -107,7 +77,7 @@ func TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB(t *testing.T) {
 			"(3, 30, '2020-01-01 00:00:00', null)")
 	const times = "select id, c, ts = '2020-01-01 00:00:00' as ts_kept, ts > now() - interval 1 hour as ts_now, " +
 		"dt = '2020-01-01 00:00:00' as dt_kept, dt > now() - interval 1 hour as dt_now from ou order by id"
-	for _, step := range []string{
+	compareSteps(t, maria, duck, []string{
 		"exec update ou set c = c where id = 1",
 		times,
 		"exec update ou set c = 11 where id = 1",
@@ -138,27 +108,7 @@ func TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB(t *testing.T) {
 		"exec alter table ou4 add column extra int null after c",
 		"show index from ou4",
 		"select id, c, extra from ou4 order by id",
-	} {
-		var got [2]string
-		for i, db := range []*sql.DB{maria, duck} {
-			if stmt, ok := strings.CutPrefix(step, "exec "); ok {
-				res, err := db.Exec(stmt)
-				n := int64(-1)
-				if err == nil {
-					n, _ = res.RowsAffected()
-				}
-				got[i] = fmt.Sprintf("error %d, %d rows", errNumber(err), n)
-				continue
-			}
-			got[i] = dumpRows(t, db, step)
-		}
-		if strings.HasPrefix(step, "show index") {
-			got[0], got[1] = withoutCardinality(got[0]), withoutCardinality(got[1])
-		}
-		if got[0] != got[1] {
-			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", step, got[0], got[1])
-		}
-	}
+	})
 }
 
 // withoutCardinality is SHOW INDEX's rows without the Cardinality values (MariaDB's are
@@ -182,7 +132,7 @@ func TestMySQLCaselessKeysOnDuckDBLikeMariaDB(t *testing.T) {
 		"create table ck (id int auto_increment primary key, email varchar(100) not null unique, name varchar(50))",
 		"create table pk (code varchar(10) primary key, v int)",
 		"create table ck2 (a varchar(10), b int, unique key (a, b))")
-	for _, step := range []string{
+	compareSteps(t, maria, duck, []string{
 		"exec insert into ck (email, name) values ('A@x.org', 'one')",
 		"exec insert into ck (email, name) values ('a@X.org', 'two')",
 		"exec insert ignore into ck (email, name) values ('a@x.ORG', 'three')",
@@ -203,22 +153,41 @@ func TestMySQLCaselessKeysOnDuckDBLikeMariaDB(t *testing.T) {
 		"show index from ck",
 		"show index from pk",
 		"show index from ck2",
+	})
+}
+
+// TestMySQLAssignmentsOutsideTheSelectListOnDuckDB: MySQL 5's ranking idiom, a derived table
+// that sets the counter (`FROM t, (SELECT @rn := 0) r` with `@rn := @rn + 1` in the list),
+// ranks as on MariaDB, the variables set once before the rows; an assignment anywhere else
+// (WHERE, ORDER BY, an UPDATE's SET, INSERT ... VALUES, a subquery, inside an expression) is
+// refused with 1235 naming where it is, rather than DuckDB's syntax error at ":=" (1064).
+func TestMySQLAssignmentsOutsideTheSelectListOnDuckDB(t *testing.T) {
+	maria, duck := mariaAndDuck(t)
+	execBoth(t, maria, duck, "create table ra (id int primary key, score int, name varchar(20))",
+		"insert into ra values (1, 10, 'a'), (2, 30, 'b'), (3, 20, 'c')")
+	conns := oneConnEach(t, maria, duck)
+	compareSteps(t, conns[0], conns[1], []string{
+		"select @rn := @rn + 1 as rnk, ra.* from ra, (select @rn := 0) r order by score desc",
+		"select @rn",
+		"select ra.id, @x, @y from ra cross join (select @x := 'hi', @y := 5) init order by id",
+		"select @x, @y",
+		"select * from (select @z := 7) z",
+		"select @z + 1",
+		"select @rn := @rn + 1 as rnk, name from ra cross join (select @rn := 10) as r order by name",
+	})
+	for stmt, place := range map[string]string{
+		"select id from ra where (@n := @n + 1) > 1":     "WHERE",
+		"update ra set score = (@v := score + 1)":        "an UPDATE's SET",
+		"select id from ra order by (@w := id)":          "ORDER BY",
+		"select (select @q := 5)":                        "a subquery",
+		"insert into ra values (4, @m := 44, 'd')":       "INSERT ... VALUES",
+		"select 1 + (@k := 2)":                           "an expression of the select list",
+		"insert into ra select 5, @j := 1, 'e'":          "the select list of INSERT ... SELECT",
+		"select id from ra where id in (select @s := 1)": "a subquery",
 	} {
-		var got [2]string
-		for i, db := range []*sql.DB{maria, duck} {
-			if stmt, ok := strings.CutPrefix(step, "exec "); ok {
-				res, err := db.Exec(stmt)
-				n := int64(-1)
-				if err == nil {
-					n, _ = res.RowsAffected()
-				}
-				got[i] = fmt.Sprintf("error %d, %d rows", errNumber(err), n)
-				continue
-			}
-			got[i] = withoutCardinality(dumpRows(t, db, step))
-		}
-		if got[0] != got[1] {
-			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", step, got[0], got[1])
+		_, err := conns[1].ExecContext(context.Background(), stmt)
+		if errNumber(err) != 1235 || !strings.Contains(err.Error(), ":= ...) in "+place+"'") {
+			t.Errorf("%s: %v, want 1235 naming %s", stmt, err, place)
 		}
 	}
 }

@@ -144,7 +144,9 @@ func (h *session) resetSession() {
 	h.unpin()
 	h.autocommitOff = false
 	h.isolation = ""
-	h.stmts, h.longHeld = nil, 0
+	for id := range h.stmts {
+		h.forgetStmt(id)
+	}
 	h.diag = nil
 	h.multiStatements = h.conn.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 	h.collation = carriedCollation(h.conn.Charset()) // the login's

@@ -95,11 +95,7 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 		return reply(h.execute(data))
 	case mysql.COM_STMT_CLOSE:
 		if len(data) >= 4 {
-			id := binary.LittleEndian.Uint32(data)
-			if st := h.stmts[id]; st != nil {
-				h.forgetLong(st)
-			}
-			delete(h.stmts, id)
+			h.forgetStmt(binary.LittleEndian.Uint32(data))
 		}
 		return noReply{}
 	case mysql.COM_STMT_SEND_LONG_DATA:
@@ -113,8 +109,8 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 			return err
 		}
 		h.forgetLong(st)
-		st.cursor = nil
-		st.longRefused = false
+		h.closeCursor(st)
+		st.longRefused = nil
 		return nil
 	case mysql.COM_SET_OPTION:
 		return h.setOption(data)

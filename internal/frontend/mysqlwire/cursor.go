@@ -29,19 +29,40 @@ const cursorBytesMax = 64 << 20
 type cursor struct {
 	rows     [][]byte
 	warnings uint16
+	held     int // bytes counted against the session's budget (the buffer rows lie in)
+}
+
+// closeCursor drops st's cursor and gives its bytes back.
+func (h *session) closeCursor(st *prepared) {
+	if st.cursor != nil {
+		h.heldBytes.Give(st.cursor.held)
+		st.cursor = nil
+	}
 }
 
 // capture is the session's writer while an execution's result may become a cursor: it keeps
 // what is written, up to cursorBytesMax; past it, all goes on to the client.
 type capture struct {
 	kept    []byte
+	max     int // cursorBytesMax, or less: what the session's budget has room for
 	client  *bufio.Writer
 	spilled bool
+	// overBudget: the result passed max below cursorBytesMax; the rest is dropped and the
+	// execute refused, as MariaDB refuses a statement past its max_session_mem_used (a result
+	// sent without its cursor would fail libmariadb: see above).
+	overBudget bool
 }
 
 func (c *capture) Write(p []byte) (int, error) {
-	if !c.spilled && len(c.kept)+len(p) <= cursorBytesMax {
+	if c.overBudget {
+		return len(p), nil
+	}
+	if !c.spilled && len(c.kept)+len(p) <= c.max {
 		c.kept = append(c.kept, p...)
+		return len(p), nil
+	}
+	if !c.spilled && c.max < cursorBytesMax {
+		c.overBudget, c.kept = true, nil
 		return len(p), nil
 	}
 	if !c.spilled {
@@ -57,13 +78,18 @@ func (c *capture) Write(p []byte) (int, error) {
 // executeWithCursor runs an execution that asked for a cursor and opens one on its result.
 func (h *session) executeWithCursor(st *prepared, bin *binParams) (*mysql.Result, error) {
 	client := h.out.w
-	c := &capture{client: client}
+	c := &capture{client: client, max: int(min(cursorBytesMax, h.heldBytes.Room()))}
+	seq := h.conn.Sequence
 	h.out.w = bufio.NewWriterSize(c, 32<<10)
 	res, err := h.run(st.sql, bin)
 	ferr := h.out.w.Flush()
 	h.out.w = client
 	if ferr != nil {
 		return nil, ferr
+	}
+	if c.overBudget {
+		h.conn.Sequence = seq // the error is the answer's first packet
+		return nil, h.heldRefused(h.heldBytes.Refusal(c.max + 1))
 	}
 	if c.spilled || len(c.kept) == 0 {
 		return res, err
@@ -76,6 +102,12 @@ func (h *session) executeWithCursor(st *prepared, bin *binParams) (*mysql.Result
 		}
 		return res, err
 	}
+	// Kept until fetched: counted as the session's statements are (16,382 statements of
+	// cursorBytesMax each would be a terabyte).
+	if herr := h.takeHeld(cap(c.kept)); herr != nil {
+		return nil, herr
+	}
+	cur.held = cap(c.kept)
 	st.cursor = cur
 	if _, werr := client.Write(head); werr != nil {
 		return nil, werr
@@ -157,7 +189,7 @@ func (h *session) fetch(data []byte) any {
 	status := h.status() | mysql.SERVER_STATUS_CURSOR_EXISTS
 	if n == 0 {
 		status = h.status() | mysql.SERVER_STATUS_LAST_ROW_SEND
-		st.cursor = nil
+		h.closeCursor(st)
 	}
 	h.eof = [9]byte{4: mysql.EOF_HEADER, 5: byte(cur.warnings), 6: byte(cur.warnings >> 8), 7: byte(status), 8: byte(status >> 8)}
 	if err := h.conn.WritePacket(h.eof[:]); err != nil {

@@ -243,6 +243,55 @@ func errNumber(err error) uint16 {
 // querier is a *sql.DB or a *sql.Conn.
 type querier interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}
+
+// oneConnEach is one connection to MariaDB and one to DuckDB, for steps that keep session
+// state (user variables); idle pools are off, so a connection closed is a client gone.
+func oneConnEach(t *testing.T, maria, duck *sql.DB) [2]*sql.Conn {
+	t.Helper()
+	var conns [2]*sql.Conn
+	for i, db := range []*sql.DB{maria, duck} {
+		db.SetMaxIdleConns(0)
+		c, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[i] = c
+	}
+	return conns
+}
+
+// compareSteps runs each step on MariaDB and on DuckDB and reports where they differ: a step
+// "exec <statement>" by its error number and rows affected, any other by its rows (dumpRows;
+// SHOW INDEX's Cardinality left out, the database's name in db.table written db).
+func compareSteps(t *testing.T, maria, duck querier, steps []string) {
+	t.Helper()
+	ctx := context.Background()
+	sides := []querier{maria, duck}
+	var dbs [2]string
+	for i, side := range sides {
+		dbs[i] = strings.Trim(strings.TrimSuffix(strings.TrimPrefix(dumpRows(t, side, "select database() as db"), "db="), " | "), `"`)
+	}
+	for _, step := range steps {
+		var got [2]string
+		for i, side := range sides {
+			if stmt, ok := strings.CutPrefix(step, "exec "); ok {
+				res, err := side.ExecContext(ctx, stmt)
+				n := int64(-1)
+				if err == nil {
+					n, _ = res.RowsAffected()
+				}
+				got[i] = fmt.Sprintf("error %d, %d rows", errNumber(err), n)
+				continue
+			}
+			got[i] = strings.ReplaceAll(withoutCardinality(dumpRows(t, side, step)), dbs[i]+".", "db.")
+		}
+		if got[0] != got[1] {
+			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", step, got[0], got[1])
+		}
+	}
 }
 
 // dumpRows is every row of q, its values as text ("NULL" for NULL), one line.
@@ -287,50 +336,27 @@ func dumpRows(t *testing.T, db querier, q string) string {
 func TestMySQLUserVariablesOnDuckDBLikeMariaDB(t *testing.T) {
 	maria, duck := mariaAndDuck(t)
 	execBoth(t, maria, duck, "create table uv (id int primary key, name varchar(20))", "insert into uv values (1, 'one'), (11, 'eleven')")
-	maria.SetMaxIdleConns(0) // a connection closed is a client gone, not one kept for the next
-	duck.SetMaxIdleConns(0)
+	conns := oneConnEach(t, maria, duck)
 	ctx := context.Background()
-	conns := [2]*sql.Conn{}
-	for i, db := range []*sql.DB{maria, duck} {
-		c, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns[i] = c
-	}
-	for _, step := range []string{
-		"SET @a = 1, @b = 'x', @c := 2.5",
+	compareSteps(t, conns[0], conns[1], []string{
+		"exec SET @a = 1, @b = 'x', @c := 2.5",
 		"SELECT @a + 1, @b, @c, @unset, @A, @`b`",
-		"SET @a = @a + 10",
+		"exec SET @a = @a + 10",
 		"SELECT @a, name FROM uv WHERE id = @a",
-		"SET @n = (SELECT count(*) FROM uv), @s = concat(@b, 'y')",
+		"exec SET @n = (SELECT count(*) FROM uv), @s = concat(@b, 'y')",
 		"SELECT @n, @s",
 		"SELECT @@foreign_key_checks, @@unique_checks, @@session.sql_notes",
-		"SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS, FOREIGN_KEY_CHECKS=0",
-		"SET @OLD_UNIQUE_CHECKS=@@UNIQUE_CHECKS, UNIQUE_CHECKS=OFF",
+		"exec SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS, FOREIGN_KEY_CHECKS=0",
+		"exec SET @OLD_UNIQUE_CHECKS=@@UNIQUE_CHECKS, UNIQUE_CHECKS=OFF",
 		"SELECT @OLD_FOREIGN_KEY_CHECKS, @@FOREIGN_KEY_CHECKS, @OLD_UNIQUE_CHECKS, @@unique_checks",
-		"SET FOREIGN_KEY_CHECKS=@OLD_FOREIGN_KEY_CHECKS, UNIQUE_CHECKS=@OLD_UNIQUE_CHECKS",
+		"exec SET FOREIGN_KEY_CHECKS=@OLD_FOREIGN_KEY_CHECKS, UNIQUE_CHECKS=@OLD_UNIQUE_CHECKS",
 		"SELECT @@FOREIGN_KEY_CHECKS, @@unique_checks",
-		"SET @x = 1, unique_checks = 'maybe'",
+		"exec SET @x = 1, unique_checks = 'maybe'",
 		"SELECT @x",
-		"SET @y = 5, @z = @y, @a = @a + 1",
+		"exec SET @y = 5, @z = @y, @a = @a + 1",
 		"SELECT @y, @z, @a",
-		"SET @k = 0, foreign_key_checks = @k",
-	} {
-		var got [2]string
-		for i, c := range conns {
-			if strings.HasPrefix(step, "SET") {
-				_, err := c.ExecContext(ctx, step)
-				got[i] = fmt.Sprint("error ", errNumber(err))
-				continue
-			}
-			got[i] = dumpRows(t, c, step)
-		}
-		if got[0] != got[1] {
-			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", step, got[0], got[1])
-		}
-	}
+		"exec SET @k = 0, foreign_key_checks = @k",
+	})
 	seen := func(when string) {
 		for i, db := range []*sql.DB{maria, duck} {
 			c, err := db.Conn(ctx)

@@ -300,7 +300,9 @@ func (s *Server) serveConn(nc net.Conn) {
 	defer gate.stop()
 	buffered := newFlushOnReadConn(gate)
 	buffered.login.metadata = s.offersMetadata()
-	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc, gate: gate, lc: relayloop.ConnOf(nc)}
+	h := &session{s: s, ctx: ctx, remote: nc.RemoteAddr().String(), out: buffered, raw: nc, gate: gate, lc: relayloop.ConnOf(nc),
+		heldBytes: s.opts.Limits.Held.Budget(s.opts.Limits.HeldBytesMax)}
+	defer h.heldBytes.Close()
 	_ = buffered.SetDeadline(time.Now().Add(s.opts.Limits.HandshakeTimeout))
 	c, err := srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr(), gate: gate}, h)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
+	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqlstate"
@@ -42,6 +43,7 @@ type session struct {
 	stmts           map[uint32]*prepared // the client's prepared statements, by id
 	stmtID          uint32               // the last statement id given out
 	longHeld        int                  // COM_STMT_SEND_LONG_DATA bytes held across stmts (at most maxAllowedPacket())
+	heldBytes       *heldmem.Budget      // what stmts hold, long data included (stmt.go)
 	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
 	collation       uint8                // the client's collation, 0 for the default (charset.go)
 	charsetOnEngine bool                 // a character_set_* variable was set alone, on the held connection: the engine answers them (charset.go)
@@ -372,6 +374,7 @@ func (h *session) unpin() {
 	if h.pinned != nil {
 		_ = h.pinned.Close()
 		h.pinned, h.held = nil, false
+		h.charsetOnEngine = false // the engine's character sets went with its connection
 	}
 }
 

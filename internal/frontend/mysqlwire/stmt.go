@@ -12,6 +12,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/server"
 
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
+	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
@@ -29,9 +30,11 @@ type prepared struct {
 	params int
 	types  []byte         // the parameter types last bound: a client may send them on its first execute only
 	long   map[int][]byte // COM_STMT_SEND_LONG_DATA per parameter, until the statement runs or is reset
-	// longRefused: a chunk went past the session's long-data budget; the next execute fails
-	// (as MySQL reports a parameter longer than max_allowed_packet) and the data is dropped.
-	longRefused bool
+	// longRefused: a chunk went past the session's long-data budget (max_allowed_packet, or
+	// what the session may hold); the next execute fails with it (as MySQL reports a parameter
+	// longer than max_allowed_packet) and the data is dropped.
+	longRefused error
+	held        int     // bytes of the statement counted against the session's budget (heldBytes)
 	cursor      *cursor // the cursor its last execution opened, until fetched to its end (cursor.go)
 }
 
@@ -41,11 +44,53 @@ var errLongDataTooLong = mysql.NewError(mysql.ER_UNKNOWN_ERROR,
 // stmtsMax bounds a session's open statements (MySQL's max_prepared_stmt_count default).
 const stmtsMax = 16382
 
+// What a session holds is counted in bytes too (heldmem): its statements' texts and their long
+// data, against the connection's budget and the daemon's. stmtOverheadBytes stands for a
+// statement's own structures.
+const stmtOverheadBytes = 128
+
+// takeHeld counts n bytes more held by the session, or refuses them as MariaDB refuses a
+// statement past its max_session_mem_used (1290), or for the daemon's bound, past which MariaDB
+// would be out of memory (1041). The session goes on.
+func (h *session) takeHeld(n int) error {
+	if err := h.heldBytes.Take(n); err != nil {
+		return h.heldRefused(err)
+	}
+	return nil
+}
+
+// heldRefused counts a refusal of the held-bytes budget and says it as MariaDB would.
+func (h *session) heldRefused(err *heldmem.Error) error {
+	if err == nil { // the room came back meanwhile: say what was refused anyway
+		err = &heldmem.Error{Held: h.heldBytes.Used()}
+	}
+	code, bound := uint16(mysql.ER_OPTION_PREVENTS_STATEMENT), "held_bytes"
+	if err.Daemon {
+		code, bound = mysql.ER_OUT_OF_RESOURCES, "daemon_held_bytes"
+	}
+	h.s.refusals.WithLabelValues("mysqlwire", bound).Inc()
+	return mysql.NewError(code, err.Error())
+}
+
+// forgetStmt closes the statement id: its text and long data are no longer held.
+func (h *session) forgetStmt(id uint32) {
+	if st := h.stmts[id]; st != nil {
+		h.forgetLong(st)
+		h.closeCursor(st)
+		h.heldBytes.Give(st.held)
+		delete(h.stmts, id)
+	}
+}
+
 // prepare handles COM_STMT_PREPARE. The statement is prepared on the engine when it runs: the
 // engine is chosen per statement. Its columns are described then, with its rows.
 func (h *session) prepare(sql string) any {
 	if !query.AwaitReady(h.ctx, h.s.backend) {
 		return errNotConfigured
+	}
+	held := stmtOverheadBytes + len(sql)
+	if err := h.heldBytes.Refusal(held); err != nil { // before any work on a statement that cannot be kept
+		return h.heldRefused(err)
 	}
 	sql = sqltok.ExpandExecutableComments(sql, h.s.version)
 	if h.answersSet(sql) {
@@ -66,11 +111,15 @@ func (h *session) prepare(sql string) any {
 	if len(h.stmts) >= stmtsMax {
 		return mysql.NewError(mysql.ER_MAX_PREPARED_STMT_COUNT_REACHED, "Can't create more than max_prepared_stmt_count statements (current value: "+strconv.Itoa(stmtsMax)+")")
 	}
+	held = stmtOverheadBytes + len(sql)
+	if err := h.takeHeld(held); err != nil {
+		return err
+	}
 	if h.stmts == nil {
 		h.stmts = map[uint32]*prepared{}
 	}
 	h.stmtID++
-	st := &prepared{sql: sql, params: sqltok.CountParams(sql, sqltok.MySQL)}
+	st := &prepared{sql: sql, params: sqltok.CountParams(sql, sqltok.MySQL), held: held}
 	h.stmts[h.stmtID] = st
 	out := &server.Stmt{Query: sql}
 	out.ID, out.Params = h.stmtID, st.params
@@ -107,9 +156,14 @@ func (h *session) longData(data []byte) {
 		return
 	}
 	chunk := data[6:]
-	if st.longRefused || h.longHeld+len(chunk) > h.maxAllowedPacket() {
+	if st.longRefused == nil && h.longHeld+len(chunk) > h.maxAllowedPacket() {
+		st.longRefused = errLongDataTooLong
+	}
+	if st.longRefused == nil {
+		st.longRefused = h.takeHeld(len(chunk))
+	}
+	if st.longRefused != nil {
 		h.forgetLong(st)
-		st.longRefused = true
 		return
 	}
 	if st.long == nil {
@@ -123,6 +177,7 @@ func (h *session) longData(data []byte) {
 func (h *session) forgetLong(st *prepared) {
 	for _, b := range st.long {
 		h.longHeld -= len(b)
+		h.heldBytes.Give(len(b))
 	}
 	st.long = nil
 	if h.longHeld < 0 {
@@ -139,14 +194,14 @@ func (h *session) execute(data []byte) (*mysql.Result, error) {
 	if !query.AwaitReady(h.ctx, h.s.backend) {
 		return nil, errNotConfigured
 	}
-	if st.longRefused {
+	if err := st.longRefused; err != nil {
 		h.forgetLong(st)
-		st.longRefused = false
-		return nil, errLongDataTooLong
+		st.longRefused = nil
+		return nil, err
 	}
 	bin, err := st.bind(data[4:])
 	h.forgetLong(st)
-	st.cursor = nil
+	h.closeCursor(st)
 	if err != nil {
 		return nil, err
 	}

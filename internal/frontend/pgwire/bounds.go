@@ -3,6 +3,9 @@ package pgwire
 import (
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
@@ -45,4 +48,81 @@ func (c *conn) checkBound(held, max int, bound, what string) error {
 	}
 	c.srv.refusals.WithLabelValues("pgwire", bound).Inc()
 	return &query.Error{Code: sqlstate.ProgramLimitExceeded, Message: fmt.Sprintf("this connection holds %d %s, the most queryflux allows", held, what)}
+}
+
+// What a client leaves held is counted in bytes too (heldmem): a statement's text, name and
+// parameter types, a bound portal's parameter values, a WITH HOLD cursor's rows. Counts alone
+// let one connection pin 10,000 statements of 64 MiB. heldOverheadBytes stands for the maps'
+// and structs' own memory.
+const heldOverheadBytes = 128
+
+// keepStmt stores st as the client's statement name, counting its bytes against the
+// connection's budget and the daemon's; a statement it replaces (the unnamed one) gives its
+// bytes back first, and is gone even when st is refused, as a failed Parse in PostgreSQL drops
+// the unnamed statement.
+func (c *conn) keepStmt(name string, st *preparedStmt) error {
+	c.dropStmt(name)
+	n := stmtHeld(name, st.sql, len(st.paramOIDs))
+	if err := c.takeHeld(n); err != nil {
+		return err
+	}
+	st.held = n
+	c.stmts[name] = st
+	return nil
+}
+
+func stmtHeld(name, sql string, params int) int {
+	return heldOverheadBytes + len(name) + len(sql) + 4*params
+}
+
+// checkParse refuses, before any work on it, a Parse whose statement could not be kept (the
+// statement it would replace counted as given back).
+func (c *conn) checkParse(m *pgproto3.Parse) error {
+	n := stmtHeld(m.Name, m.Query, len(m.ParameterOIDs))
+	if old, ok := c.stmts[m.Name]; ok {
+		n -= old.held
+	}
+	return c.checkRoom(n)
+}
+
+// dropStmt forgets the client's statement name and gives its bytes back.
+func (c *conn) dropStmt(name string) {
+	if st, ok := c.stmts[name]; ok {
+		c.held.Give(st.held)
+		delete(c.stmts, name)
+	}
+}
+
+// dropAllStmts forgets every statement of the client (DEALLOCATE ALL, DISCARD ALL).
+func (c *conn) dropAllStmts() {
+	for name := range c.stmts {
+		c.dropStmt(name)
+	}
+}
+
+// takeHeld counts n bytes more held by the client, or refuses them with PostgreSQL's error for
+// a limit (54000) or, when the daemon's bound is what refuses, for memory (53200).
+func (c *conn) takeHeld(n int) error {
+	if err := c.held.Take(n); err != nil {
+		return c.heldRefused(err)
+	}
+	return nil
+}
+
+// checkRoom refuses, before any work on it, a statement of n bytes that could not be kept.
+func (c *conn) checkRoom(n int) error {
+	if int64(n) > c.held.Room() {
+		return c.heldRefused(c.held.Refusal(n))
+	}
+	return nil
+}
+
+// heldRefused counts a refusal of the held-bytes budget and says it as PostgreSQL would.
+func (c *conn) heldRefused(err *heldmem.Error) error {
+	code, bound := sqlstate.ProgramLimitExceeded, "held_bytes"
+	if err.Daemon {
+		code, bound = sqlstate.OutOfMemory, "daemon_held_bytes"
+	}
+	c.srv.refusals.WithLabelValues("pgwire", bound).Inc()
+	return &query.Error{Code: code, Message: err.Error()}
 }

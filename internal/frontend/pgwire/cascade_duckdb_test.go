@@ -3,7 +3,6 @@ package pgwire_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -21,38 +20,10 @@ import (
 func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "cascade").URL())
 	ctx := context.Background()
-	outcome := func(c *pgx.Conn, sql string, args ...any) string {
-		tag, err := c.Exec(ctx, sql, args...)
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
-			return "error " + pe.Code
-		} else if err != nil {
-			return "error " + err.Error()
-		}
-		return tag.String()
-	}
-	state := func(c *pgx.Conn) string {
-		var out []string
-		for _, sql := range []string{"select id, n from cd_p order by id", "select id, pid from cd_c order by id",
-			"select id, pid from cd_s order by id", "select id, pid from cd_k order by id"} {
-			rows, err := c.Query(ctx, sql)
-			if err != nil {
-				return "error " + err.Error()
-			}
-			var vals []string
-			for rows.Next() {
-				v, err := rows.Values()
-				if err != nil {
-					return "error " + err.Error()
-				}
-				vals = append(vals, fmt.Sprint(v))
-			}
-			rows.Close()
-			out = append(out, strings.Join(vals, " "))
-		}
-		return strings.Join(out, " | ")
-	}
-	for _, sql := range []string{
+	tables := []string{"select id, n from cd_p order by id", "select id, pid from cd_c order by id",
+		"select id, pid from cd_s order by id", "select id, pid from cd_k order by id"}
+	state := func(c *pgx.Conn) string { return tablesText(c, tables...) }
+	execBoth(t, pg, duck,
 		"create table cd_p (id int primary key, n text)",
 		"create table cd_c (id int primary key, pid int references cd_p (id) on delete cascade)",
 		"create table cd_s (id int primary key, pid int constraint cd_s_parent references cd_p on delete set null on update cascade)",
@@ -61,13 +32,7 @@ func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
 		"insert into cd_c values (10, 1), (11, 1), (12, 2), (13, 5), (14, 7), (15, 8)",
 		"insert into cd_s values (20, 1), (21, 3), (22, 5), (23, 8)",
 		"insert into cd_k values (30, 4), (31, 5)",
-	} {
-		for _, c := range []*pgx.Conn{pg, duck} {
-			if _, err := c.Exec(ctx, sql); err != nil {
-				t.Fatalf("%s: %v", sql, err)
-			}
-		}
-	}
+	)
 	steps := []struct {
 		sql  string
 		args []any
@@ -80,7 +45,7 @@ func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
 		{"delete from cd_p where id = 9", nil},              // no row
 	}
 	for _, s := range steps {
-		want, got := outcome(pg, s.sql, s.args...), outcome(duck, s.sql, s.args...)
+		want, got := tagOrState(pg, s.sql, s.args...), tagOrState(duck, s.sql, s.args...)
 		if want != got {
 			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s.sql, want, got)
 		}
@@ -94,7 +59,7 @@ func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := outcome(pg, "delete from cd_p where id = 7"); got != "DELETE 1" {
+	if got := tagOrState(pg, "delete from cd_p where id = 7"); got != "DELETE 1" {
 		t.Errorf("PostgreSQL in a transaction: %s", got)
 	}
 	_, err := duck.Exec(ctx, "delete from cd_p where id = 7")
@@ -122,39 +87,11 @@ func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
 func TestOnUpdateActionsAsPostgreSQL(t *testing.T) {
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "onupdate").URL())
 	ctx := context.Background()
-	outcome := func(c *pgx.Conn, sql string, args ...any) string {
-		tag, err := c.Exec(ctx, sql, args...)
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
-			return "error " + pe.Code
-		} else if err != nil {
-			return "error " + err.Error()
-		}
-		return tag.String()
-	}
-	state := func(c *pgx.Conn) string {
-		var out []string
-		for _, sql := range []string{"select id, n from ou_p order by id", "select id, pid, note from ou_c order by id",
-			"select id, pid from ou_s order by id", "select id, pid from ou_r order by id", "select a, b, n from ou_p2 order by a, b",
-			"select id, a, b from ou_c2 order by id"} {
-			rows, err := c.Query(ctx, sql)
-			if err != nil {
-				return "error " + err.Error()
-			}
-			var vals []string
-			for rows.Next() {
-				v, err := rows.Values()
-				if err != nil {
-					return "error " + err.Error()
-				}
-				vals = append(vals, fmt.Sprint(v))
-			}
-			rows.Close()
-			out = append(out, strings.Join(vals, " "))
-		}
-		return strings.Join(out, " | ")
-	}
-	for _, sql := range []string{
+	tables := []string{"select id, n from ou_p order by id", "select id, pid, note from ou_c order by id",
+		"select id, pid from ou_s order by id", "select id, pid from ou_r order by id", "select a, b, n from ou_p2 order by a, b",
+		"select id, a, b from ou_c2 order by id"}
+	state := func(c *pgx.Conn) string { return tablesText(c, tables...) }
+	execBoth(t, pg, duck,
 		"create table ou_p (id int primary key, n text)",
 		"create table ou_c (id int primary key, pid int references ou_p on update cascade on delete cascade, note varchar(10) default 'd')",
 		"create table ou_s (id int primary key, pid int references ou_p (id) on update set null)",
@@ -167,13 +104,7 @@ func TestOnUpdateActionsAsPostgreSQL(t *testing.T) {
 		"insert into ou_r values (30, 4)",
 		"insert into ou_p2 values (1, 'a', 0), (2, 'b', 0)",
 		"insert into ou_c2 values (40, 1, 'a'), (41, 2, 'b')",
-	} {
-		for _, c := range []*pgx.Conn{pg, duck} {
-			if _, err := c.Exec(ctx, sql); err != nil {
-				t.Fatalf("%s: %v", sql, err)
-			}
-		}
-	}
+	)
 	steps := []struct {
 		sql  string
 		args []any
@@ -189,7 +120,7 @@ func TestOnUpdateActionsAsPostgreSQL(t *testing.T) {
 		{"update ou_p2 set n = 1", nil},
 	}
 	for _, s := range steps {
-		want, got := outcome(pg, s.sql, s.args...), outcome(duck, s.sql, s.args...)
+		want, got := tagOrState(pg, s.sql, s.args...), tagOrState(duck, s.sql, s.args...)
 		if want != got {
 			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s.sql, want, got)
 		}
@@ -203,7 +134,7 @@ func TestOnUpdateActionsAsPostgreSQL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := outcome(pg, "update ou_p set id = 9 where id = 7"); got != "UPDATE 1" {
+	if got := tagOrState(pg, "update ou_p set id = 9 where id = 7"); got != "UPDATE 1" {
 		t.Errorf("PostgreSQL in a transaction: %s", got)
 	}
 	_, err := duck.Exec(ctx, "update ou_p set id = 9 where id = 7")

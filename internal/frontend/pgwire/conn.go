@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/pgoptions"
 	"github.com/queryflux/queryflux/internal/query"
@@ -65,7 +66,8 @@ type conn struct {
 
 	stmts      map[string]*preparedStmt
 	portals    map[string]*portal
-	skipToSync bool // an extended-protocol error discards messages until Sync
+	held       *heldmem.Budget // the bytes stmts and portals hold (bounds.go)
+	skipToSync bool            // an extended-protocol error discards messages until Sync
 
 	runMu           sync.Mutex
 	runCancel       context.CancelFunc
@@ -95,7 +97,8 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{srv: s, nc: nc, typeMap: pgtype.NewMap(), txStatus: 'I', stmts: map[string]*preparedStmt{}, portals: map[string]*portal{}}
+	c := &conn{srv: s, nc: nc, typeMap: pgtype.NewMap(), txStatus: 'I', stmts: map[string]*preparedStmt{}, portals: map[string]*portal{},
+		held: s.opts.Limits.Held.Budget(s.opts.Limits.HeldBytesMax)}
 	c.setStream(nc)
 	return c
 }
@@ -129,6 +132,7 @@ func (c *conn) serve() error {
 	}
 	c.be.SetMaxBodyLen(c.srv.opts.MessageBytesMax)
 	c.cr.loggedIn(c.srv.opts.MessageBytesMax, c.srv.opts.Limits.MessageTimeout)
+	defer c.held.Close() // after unregister (deferred below) has closed the portals
 	defer c.cr.msg.Stop()
 	// Statement contexts derive from this connection's own: deriving them from the server's
 	// would take its one lock on every statement of every connection. Cancelled after
@@ -329,6 +333,32 @@ func (c *conn) loop() error {
 		if err := c.dispatch(msg); err != nil {
 			return err
 		}
+		c.letGo(msg)
+	}
+}
+
+// keptBufferBytes is the largest buffer a connection keeps between messages.
+const keptBufferBytes = 64 << 10
+
+// letGo drops what a handled message leaves with the connection: pgproto3 decodes each kind
+// of message into one struct it reuses, so a client's last Query, Parse or Bind (up to
+// MessageBytesMax each) would stay with an idle connection, and so would the scratch buffer
+// that encoded it. What the connection keeps (statements, portals) it copied or counted.
+func (c *conn) letGo(msg pgproto3.FrontendMessage) {
+	switch m := msg.(type) {
+	case *pgproto3.Query:
+		m.String = ""
+	case *pgproto3.Parse:
+		m.Query, m.ParameterOIDs = "", nil
+	case *pgproto3.Bind:
+		m.Parameters, m.ParameterFormatCodes, m.ResultFormatCodes = nil, nil, nil
+	case *pgproto3.CopyData:
+		m.Data = nil
+	case *pgproto3.FunctionCall:
+		m.Arguments = nil
+	}
+	if cap(c.scratch) > keptBufferBytes {
+		c.scratch = nil
 	}
 }
 

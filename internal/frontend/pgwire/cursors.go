@@ -191,9 +191,16 @@ func (c *conn) declare(p *portal, toks []sqltok.Token) error {
 func (c *conn) holdCursor(cp *portal) error {
 	c.beginRun(cp.cancel)
 	defer c.endRun()
-	if err := cp.rows.(*engine.Holdable).Hold(cp.ctx, cursorHeldBytesMax); err != nil {
+	// At most what the connection's budget has room for: many cursors of a connection, and
+	// many connections, would otherwise each hold cursorHeldBytesMax.
+	h := cp.rows.(*engine.Holdable)
+	if err := h.Hold(cp.ctx, min(cursorHeldBytesMax, max(c.held.Room(), 1))); err != nil {
 		return c.runError(err)
 	}
+	if err := c.takeHeld(int(h.HeldBytes())); err != nil {
+		return err
+	}
+	cp.held += int(h.HeldBytes())
 	cp.cursor.held = true
 	return nil
 }

@@ -1,11 +1,7 @@
 package pgwire_test
 
 import (
-	"context"
-	"fmt"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
@@ -18,7 +14,6 @@ import (
 // alone prints the name.
 func TestDeclaredTypesAsPostgreSQL(t *testing.T) {
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "declared").URL())
-	ctx := context.Background()
 	setup := []string{
 		`create table dt_parent (id serial, code varchar(12) not null, constraint "PK_dt_parent" primary key (id),
 			constraint "UQ_dt_code" unique (code))`,
@@ -32,33 +27,8 @@ func TestDeclaredTypesAsPostgreSQL(t *testing.T) {
 		`create table dt_other (id integer primary key, parent integer constraint dt_other_parent references dt_parent (id) on delete cascade on update set null)`,
 		"begin", "create table dt_gone (a varchar(5))", "rollback", "create table dt_gone (a text)",
 	}
-	for _, c := range []*pgx.Conn{pg, duck} {
-		for _, s := range setup {
-			if _, err := c.Exec(ctx, s); err != nil {
-				t.Fatalf("%s: %v", s, err)
-			}
-		}
-	}
-	list := func(c *pgx.Conn, sql string) string {
-		rows, err := c.Query(ctx, sql, pgx.QueryExecModeSimpleProtocol)
-		if err != nil {
-			return "error " + err.Error()
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			v, err := rows.Values()
-			if err != nil {
-				return "error " + err.Error()
-			}
-			out = append(out, fmt.Sprint(v))
-		}
-		if err := rows.Err(); err != nil {
-			return "error " + err.Error()
-		}
-		return fmt.Sprint(out)
-	}
-	for _, sql := range []string{
+	execBoth(t, pg, duck, setup...)
+	sameRows(t, pg, duck,
 		`select table_name, column_name, data_type, udt_schema, udt_name, character_maximum_length, numeric_precision,
 			numeric_scale, datetime_precision, is_nullable from information_schema.columns where table_schema = 'public'
 			and table_name like 'dt%' order by table_name, ordinal_position`,
@@ -77,12 +47,5 @@ func TestDeclaredTypesAsPostgreSQL(t *testing.T) {
 		`select 'dt_child'::regclass`,
 		`select 'dt_child'::regclass as t, 1`,
 		`select 'dt_missing'::regclass`,
-		`select count(*) from pg_class where oid = 'dt_child'::regclass`,
-	} {
-		want, got := list(pg, sql), list(duck, sql)
-		if want != got {
-			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", sql, want, got)
-		}
-		t.Logf("%s\n  %s", sql, want)
-	}
+		`select count(*) from pg_class where oid = 'dt_child'::regclass`)
 }

@@ -465,7 +465,8 @@ func stmtKey(st *preparedStmt) string {
 		for _, oid := range st.paramOIDs {
 			b = binary.BigEndian.AppendUint32(append(b, 0), oid)
 		}
-		st.key = string(b) + "\x00k" // never empty
+		st.key = string(b) + "\x00k"  // never empty
+		st.sql = st.key[:len(st.sql)] // one copy of the text held, not two
 	}
 	return st.key
 }
@@ -493,6 +494,9 @@ func (c *conn) forwardParse(m *pgproto3.Parse) error {
 	if err := c.checkNewStatement(m.Name); err != nil {
 		return err
 	}
+	if err := c.checkParse(m); err != nil {
+		return err
+	}
 	if err := c.refuseForMode(m.Query); err != nil {
 		return err
 	}
@@ -510,7 +514,9 @@ func (c *conn) forwardParse(m *pgproto3.Parse) error {
 	// rollback) is itself the unnamed statement its Bind then names.
 	c.forgetOnDiscard(m.Query)
 	st := &preparedStmt{sql: m.Query, named: m.Name != "", paramOIDs: append([]uint32(nil), m.ParameterOIDs...)}
-	c.stmts[m.Name] = st
+	if err := c.keepStmt(m.Name, st); err != nil {
+		return err
+	}
 	key := stmtKey(st)
 	if !st.named {
 		ws.unnamed = key
@@ -575,7 +581,7 @@ func (c *conn) answerDeallocate(sql string) bool {
 	if err := c.drain(); err != nil {
 		return false
 	}
-	delete(c.stmts, name)
+	c.dropStmt(name)
 	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte("DEALLOCATE")})
 	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
 	return true
@@ -652,7 +658,7 @@ func (c *conn) forwardClose(m *pgproto3.Close) error {
 	case 'S':
 		// The engine keeps the statement (another client statement may share it); the client's
 		// name is gone.
-		delete(c.stmts, m.Name)
+		c.dropStmt(m.Name)
 		c.answer('3')
 	case 'P':
 		delete(c.wire.portals, m.Name)
@@ -671,7 +677,7 @@ func (c *conn) forgetOnDiscard(sql string) {
 		c.wire.unnamed = ""
 		if toks := significantTokens(sql); len(toks) >= 2 && strings.EqualFold(toks[len(toks)-1].Text, "all") ||
 			len(toks) >= 3 && toks[len(toks)-1].Text == ";" && strings.EqualFold(toks[len(toks)-2].Text, "all") {
-			clear(c.stmts) // DEALLOCATE ALL, DISCARD ALL: the client's statements are gone too
+			c.dropAllStmts() // DEALLOCATE ALL, DISCARD ALL: the client's statements are gone too
 		}
 	}
 }
@@ -933,7 +939,7 @@ func (c *conn) parseFailed(e expect) {
 		c.wire.unnamed = ""
 	}
 	if e.stmt != nil && c.stmts[e.name] == e.stmt {
-		delete(c.stmts, e.name)
+		c.dropStmt(e.name)
 	}
 }
 

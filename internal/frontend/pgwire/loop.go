@@ -503,7 +503,7 @@ func (lr *loopRun) answerAlone(kind byte, body []byte) (v relayloop.Verdict, ans
 			return 0, false
 		}
 		if body[0] == 'S' {
-			delete(c.stmts, string(name))
+			c.dropStmt(string(name))
 		}
 		return lr.h.Answering(closeComplete), true // a portal ended with its transaction
 	case 'S':
@@ -577,15 +577,17 @@ func (lr *loopRun) parse(ws *wireState, body []byte) relayloop.Verdict {
 	for i := range st.paramOIDs {
 		st.paramOIDs[i] = binary.BigEndian.Uint32(oids[4*i:])
 	}
+	if c.keepStmt(string(name), st) != nil {
+		lr.miss = true // forwardParse refuses it
+		return relayloop.Pause
+	}
 	key := stmtKey(st)
 	if !st.named {
-		c.stmts[""] = st
 		ws.unnamed = key
 		lr.relayed(expect{kind: 'P', unnamed: true, stmt: st})
 		return relayloop.Relay
 	}
 	clientName := string(name)
-	c.stmts[clientName] = st
 	e := expect{kind: 'P', name: clientName, stmt: st}
 	engineName, prepared := ws.conn.Statement(key, true)
 	if prepared || engineName == "" {
@@ -972,7 +974,7 @@ func (c *conn) offLoop(lr *loopRun, res relayloop.Result) error {
 		return fmt.Errorf("pgwire: the loop handed back no %q message (%d bytes)", lr.kind, len(m))
 	}
 	n := 1 + int(binary.BigEndian.Uint32(m[1:5]))
-	c.cr.ahead = m[n:]
+	c.cr.consume(n)
 	var msg pgproto3.FrontendMessage = &pgproto3.Query{}
 	if lr.kind != 'Q' {
 		msg = &pgproto3.Execute{}

@@ -212,3 +212,31 @@ func TestHostileHeaderAfterLogin(t *testing.T) {
 		}
 	}
 }
+
+// A large message leaves nothing behind with its connection: ten clients each send a 4 MiB
+// statement and stay connected, idle; the heap keeps none of the buffers it arrived in.
+func TestLargeMessageBufferNotKeptByAnIdleConnection(t *testing.T) {
+	addr, _ := limitedServer(t, netlimit.Limits{})
+	const conns = 10
+	before := heapInUse()
+	for range conns {
+		_, fe := loggedInConn(t, addr)
+		fe.Send(&pgproto3.Query{String: "select 1 -- " + strings.Repeat("x", 4<<20)})
+		if err := fe.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			msg, err := fe.Receive()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
+				break
+			}
+		}
+	}
+	runtime.GC() // pgproto3's buffer pool keeps what it was given for one more cycle
+	if grew := int64(heapInUse()) - int64(before); grew > conns<<20 {
+		t.Fatalf("heap grew %d bytes for %d idle connections that each sent one 4 MiB message", grew, conns)
+	}
+}

@@ -38,6 +38,7 @@ type preparedStmt struct {
 	paramOIDs []uint32 // declared by the client; 0 = unspecified, refined by Describe
 	desc      *engine.Description
 	key       string // on engine connections: the SQL and declared types (stmtKey)
+	held      int    // bytes counted against the connection's budget (keepStmt)
 }
 
 // portal is a bound statement (Bind), and once started, its open result stream.
@@ -58,6 +59,7 @@ type portal struct {
 	// suspended: an Execute stopped at its row limit; done: one completed the portal.
 	suspended, done bool
 	cursor          *cursor // a SQL cursor's portal (DECLARE), else nil
+	held            int     // bytes counted against the connection's budget: values, held rows
 }
 
 func (c *conn) simpleQuery(sql string) error {
@@ -328,6 +330,7 @@ func (c *conn) finishPortal(p *portal) {
 func (c *conn) closePortal(name string) {
 	if p, ok := c.portals[name]; ok {
 		c.finishPortal(p)
+		c.held.Give(p.held)
 		delete(c.portals, name)
 	}
 }
@@ -338,6 +341,9 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 	if err := c.checkNewStatement(m.Name); err != nil {
 		return err
 	}
+	if err := c.checkParse(m); err != nil {
+		return err
+	}
 	stmts := SplitStatements(m.Query)
 	if len(stmts) > 1 {
 		return &query.Error{Code: sqlstate.SyntaxError, Message: "cannot insert multiple commands into a prepared statement"}
@@ -346,7 +352,9 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 	if len(stmts) == 1 {
 		sql = stmts[0]
 	}
-	c.stmts[m.Name] = &preparedStmt{sql: sql, named: m.Name != "", paramOIDs: append([]uint32(nil), m.ParameterOIDs...)}
+	if err := c.keepStmt(m.Name, &preparedStmt{sql: sql, named: m.Name != "", paramOIDs: append([]uint32(nil), m.ParameterOIDs...)}); err != nil {
+		return err
+	}
 	c.be.Send(&pgproto3.ParseComplete{})
 	return nil
 }
@@ -365,6 +373,13 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 		}
 	} else {
 		c.closePortal("")
+	}
+	held := heldOverheadBytes + len(m.DestinationPortal) + 2*len(m.ResultFormatCodes)
+	for _, v := range m.Parameters {
+		held += len(v)
+	}
+	if err := c.checkRoom(held); err != nil { // before the values are decoded
+		return err
 	}
 	if st.desc == nil && st.sql != "" && binaryUntyped(st, m) {
 		// node-postgres sends a Buffer as a binary value of no type: learn it from the engine.
@@ -387,7 +402,10 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 		// checks their values and binds them to nothing; an engine would refuse them.
 		args = args[:used]
 	}
-	c.portals[m.DestinationPortal] = &portal{stmt: st, args: args, formats: append([]int16(nil), m.ResultFormatCodes...)}
+	if err := c.takeHeld(held); err != nil {
+		return err
+	}
+	c.portals[m.DestinationPortal] = &portal{stmt: st, args: args, formats: append([]int16(nil), m.ResultFormatCodes...), held: held}
 	c.be.Send(&pgproto3.BindComplete{})
 	return nil
 }
@@ -534,7 +552,7 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 func (c *conn) close(m *pgproto3.Close) error {
 	switch m.ObjectType {
 	case 'S':
-		delete(c.stmts, m.Name)
+		c.dropStmt(m.Name)
 	case 'P':
 		c.closePortal(m.Name)
 	default:

@@ -1,13 +1,7 @@
 package pgwire_test
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
@@ -19,19 +13,7 @@ import (
 // each statement's outcome and the catalog read back the same as on PostgreSQL 15 (pgx).
 func TestRenamesAndDuplicatesAsPostgreSQL(t *testing.T) {
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "renames").URL())
-	ctx := context.Background()
-	outcome := func(c *pgx.Conn, sql string) string {
-		tag, err := c.Exec(ctx, sql)
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
-
-			return "error " + pe.Code
-		} else if err != nil {
-			return "error " + err.Error()
-		}
-		return tag.String()
-	}
-	for _, sql := range []string{
+	sameOutcomes(t, pg, duck,
 		"create table rn_u (id int primary key, a int, b text)",
 		"alter table rn_u add constraint rn_u_a_uq unique (a)",
 		"alter table rn_u add constraint rn_u_a_uq unique (a)",
@@ -56,32 +38,8 @@ func TestRenamesAndDuplicatesAsPostgreSQL(t *testing.T) {
 		"begin",
 		"alter table rn_t2 rename column tag to label",
 		"rollback",
-	} {
-		want, got := outcome(pg, sql), outcome(duck, sql)
-		if want != got {
-			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", sql, want, got)
-		}
-	}
-	list := func(c *pgx.Conn, sql string) string {
-		rows, err := c.Query(ctx, sql, pgx.QueryExecModeSimpleProtocol)
-		if err != nil {
-			return "error " + err.Error()
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			v, err := rows.Values()
-			if err != nil {
-				return "error " + err.Error()
-			}
-			out = append(out, fmt.Sprint(v))
-		}
-		if err := rows.Err(); err != nil {
-			return "error " + err.Error()
-		}
-		return fmt.Sprint(out)
-	}
-	for _, sql := range []string{
+	)
+	sameRows(t, pg, duck,
 		`select table_name, column_name, data_type, udt_name, character_maximum_length, numeric_precision, numeric_scale, column_default
 			from information_schema.columns where table_schema = 'public' and table_name like 'rn_t%' order by ordinal_position`,
 		`select a.attname, format_type(a.atttypid, a.atttypmod) from pg_attribute a join pg_class c on c.oid = a.attrelid
@@ -90,14 +48,7 @@ func TestRenamesAndDuplicatesAsPostgreSQL(t *testing.T) {
 		`select tablename, indexname, indexdef from pg_indexes where tablename like 'rn_t%' order by 2`,
 		`select kode, price, tag, doc::text from rn_t2 order by id`,
 		// The serial column's sequence keeps its name (Django's sequence reset reads it).
-		`select pg_get_serial_sequence('rn_t2', 'id'), pg_get_serial_sequence('public.rn_t2', 'id'), pg_get_serial_sequence('rn_t2', 'kode')`,
-	} {
-		want, got := list(pg, sql), list(duck, sql)
-		if want != got {
-			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", sql, want, got)
-		}
-		t.Logf("%s\n  %s", sql, want)
-	}
+		`select pg_get_serial_sequence('rn_t2', 'id'), pg_get_serial_sequence('public.rn_t2', 'id'), pg_get_serial_sequence('rn_t2', 'kode')`)
 }
 
 // TestRenamesOfKeysAsPostgreSQL: renames DuckDB refuses in place because a foreign key is
@@ -107,18 +58,7 @@ func TestRenamesAndDuplicatesAsPostgreSQL(t *testing.T) {
 // back the same on the embedded DuckDB as on PostgreSQL 15 (pgx).
 func TestRenamesOfKeysAsPostgreSQL(t *testing.T) {
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "keyrenames").URL())
-	ctx := context.Background()
-	outcome := func(c *pgx.Conn, sql string) string {
-		tag, err := c.Exec(ctx, sql)
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
-			return "error " + pe.Code
-		} else if err != nil {
-			return "error " + err.Error()
-		}
-		return tag.String()
-	}
-	for _, sql := range []string{
+	sameOutcomes(t, pg, duck,
 		"create table kr_p (id serial primary key, code varchar(12) unique, note text)",
 		"create table kr_c (id serial primary key, pid int not null references kr_p (id) on delete cascade, label varchar(20), check (pid > 0))",
 		"create table kr_g (id int primary key, cid int constraint kr_g_child references kr_c, qty numeric(8,2))",
@@ -152,32 +92,8 @@ func TestRenamesOfKeysAsPostgreSQL(t *testing.T) {
 		"alter table kr_u rename constraint kr_u_a_uq to kr_u_a_key",
 		"insert into kr_u values (1, 1)",
 		"insert into kr_u values (2, 1)",
-	} {
-		want, got := outcome(pg, sql), outcome(duck, sql)
-		if want != got {
-			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", sql, want, got)
-		}
-	}
-	list := func(c *pgx.Conn, sql string) string {
-		rows, err := c.Query(ctx, sql, pgx.QueryExecModeSimpleProtocol)
-		if err != nil {
-			return "error " + err.Error()
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			v, err := rows.Values()
-			if err != nil {
-				return "error " + err.Error()
-			}
-			out = append(out, fmt.Sprint(v))
-		}
-		if err := rows.Err(); err != nil {
-			return "error " + err.Error()
-		}
-		return fmt.Sprint(out)
-	}
-	for _, sql := range []string{
+	)
+	sameRows(t, pg, duck,
 		`select table_name, column_name, data_type, character_maximum_length, numeric_precision, numeric_scale, column_default
 			from information_schema.columns where table_schema = 'public' and table_name like 'kr_%' order by table_name, ordinal_position`,
 		`select t.relname, c.conname, c.contype::text, c.confdeltype::text from pg_constraint c join pg_class t on t.oid = c.conrelid
@@ -189,12 +105,5 @@ func TestRenamesOfKeysAsPostgreSQL(t *testing.T) {
 		`select parent_id, code, note from kr_parent order by 1`,
 		`select id, parent_ref, title from kr_child order by 1`,
 		`select id, cid, qty from kr_g order by 1`,
-		`select pg_get_serial_sequence('kr_parent', 'parent_id'), pg_get_serial_sequence('kr_child', 'id')`,
-	} {
-		want, got := list(pg, sql), list(duck, sql)
-		if want != got {
-			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", sql, want, got)
-		}
-		t.Logf("%s\n  %s", sql, want)
-	}
+		`select pg_get_serial_sequence('kr_parent', 'parent_id'), pg_get_serial_sequence('kr_child', 'id')`)
 }

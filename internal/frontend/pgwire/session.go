@@ -38,10 +38,20 @@ func (c *conn) localStatement(sql string) (query.Rows, bool, error) {
 	if st.scope == scopeSession && sessionSettings[st.name] {
 		return c.answerSetting(st.name, st.value)
 	}
+	if st.scope == scopeSession && c.setChangesNothing(sql, st) {
+		return engine.TagRows("SET"), true, nil
+	}
 	if err := st.refusal(c.session != nil); err != nil {
 		return nil, true, err
 	}
 	return nil, false, nil
+}
+
+// setChangesNothing reports whether the backend says st changes nothing on its engine
+// (engine.SettingIgnorer).
+func (c *conn) setChangesNothing(sql string, st setStmt) bool {
+	i, ok := c.srv.backend.(engine.SettingIgnorer)
+	return ok && i.SetChangesNothing(c.request(sql, nil), st.name, st.value)
 }
 
 // answerSetting applies a client-protocol setting to this wire session.

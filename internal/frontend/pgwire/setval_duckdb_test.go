@@ -63,11 +63,26 @@ func TestSetvalAsPostgreSQL(t *testing.T) {
 		{"select currval('sv_q')", nil},
 		{"select nextval('sv_q')", nil},
 		{"select setval('sv_q', 20, false)", nil},
-		{"select nextval('sv_q')", nil},
+		{"select currval('sv_q')", nil}, // the value nextval gave last, still
+		{"select nextval('sv_q'), currval('sv_q')", nil},
+		{"select currval('sv_q')", nil},
 		{"select setval('sv_q', $1)", []any{int64(30)}},
 		{"select nextval('sv_q')", nil},
 		{"select setval('sv_q', 5)", nil}, // back: a sequence no default takes values from
+		{"select pg_catalog.currval('sv_q')", nil},
 		{"select nextval('sv_q')", nil},
+		{"select setval('sv_q', 3, false)", nil}, // back, not called
+		{"select currval('public.sv_q') as c", nil},
+		{"select nextval('sv_q')", nil},
+		{"select currval('sv_q')", nil},
+		{"select setval('sv_q', 2)", nil},        // back: created again, nothing taken since
+		{"select setval('sv_q', 2, false)", nil}, // back, not called: currval is still setval's
+		{"select currval('sv_q')", nil},
+		{"create sequence sv_fresh", []any{simple}},
+		{"select setval('sv_fresh', 7, false)", nil}, // nothing taken yet
+		{"select currval('sv_fresh')", nil},
+		{"select nextval('sv_fresh')", nil},
+		{"select currval('sv_fresh')", nil},
 		{"select setval('sv_q', 0)", nil},
 		{"select setval('sv_nope', 3)", nil},
 		{"create table sv_t (id serial primary key, v text)", []any{simple}},

@@ -117,7 +117,7 @@ func (r *clientReader) socketRead(p []byte) (int, error) {
 func (r *clientReader) read(p []byte) (int, error) {
 	if len(r.ahead) > 0 {
 		n := copy(p, r.ahead)
-		r.ahead = r.ahead[n:]
+		r.consume(n)
 		return n, nil
 	}
 	if r.err != nil {
@@ -126,6 +126,19 @@ func (r *clientReader) read(p []byte) (int, error) {
 		return 0, err
 	}
 	return r.socketRead(p)
+}
+
+// aheadKeptBytes is the largest buffer ahead keeps once it is empty: the buffer a large
+// message arrived in would otherwise stay with an idle connection, its tail reused for the
+// next messages (one 64 MiB statement, then small ones for hours).
+const aheadKeptBytes = 64 << 10
+
+// consume takes n bytes off ahead.
+func (r *clientReader) consume(n int) {
+	r.ahead = r.ahead[n:]
+	if len(r.ahead) == 0 && cap(r.ahead) > aheadKeptBytes {
+		r.ahead = nil
+	}
 }
 
 // watchClient reads the client's socket until stop; a client that hung up has onGone called.

@@ -1,0 +1,221 @@
+package mysqlwire
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/heldmem"
+	"github.com/queryflux/queryflux/internal/netlimit"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// paddedSelect is "SELECT n" padded by a comment to size bytes.
+func paddedSelect(n, size int) string {
+	head := fmt.Sprintf("SELECT %d /* ", n)
+	return head + strings.Repeat("x", size-len(head)-3) + " */"
+}
+
+func driverErrorNumber(err error) uint16 {
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// TestHeldBytesBound: go-sql-driver prepares statements of 300 KB under a session budget of
+// 1 MiB; the fourth is refused as MariaDB refuses a statement past max_session_mem_used (1290),
+// the statements before it still run and a closed one makes room. Long data counts too: a
+// 700 KB value streamed with COM_STMT_SEND_LONG_DATA while 600 KB are held fails its execute
+// with 1290, and the session goes on. Under a daemon budget of 1.25 MiB a second session is
+// refused with 1041 (out of resources) until the first has closed.
+func TestHeldBytesBound(t *testing.T) {
+	const size = 300 << 10
+	backend, dbName := mariaBackend(t)
+	addr := startServer(t, backend, Options{Limits: netlimit.Limits{HeldBytesMax: 1 << 20, Held: heldmem.NewPool(5 << 18)}})
+	// maxAllowedPacket=1 MiB: the driver streams every value of 512 KiB or more as long data.
+	d := openDB(t, addr, "alice", testPassword, dbName, "maxAllowedPacket=1048576")
+	ctx := context.Background()
+	a, err := d.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var stmts []*sql.Stmt
+	for i := range 3 {
+		st, err := a.PrepareContext(ctx, paddedSelect(i, size))
+		if err != nil {
+			t.Fatalf("statement %d of 3: %v", i, err)
+		}
+		stmts = append(stmts, st)
+	}
+	_, err = a.PrepareContext(ctx, paddedSelect(3, size))
+	if driverErrorNumber(err) != 1290 || !strings.Contains(err.Error(), "this connection holds") {
+		t.Fatalf("fourth statement of %d bytes: %v, want 1290", size, err)
+	}
+	for i, st := range stmts {
+		var n int
+		if err := st.QueryRowContext(ctx).Scan(&n); err != nil || n != i {
+			t.Fatalf("statement %d after the refusal: %d, %v", i, n, err)
+		}
+	}
+	if err := stmts[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	long, err := a.PrepareContext(ctx, "select length(?)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	err = long.QueryRowContext(ctx, bytes.Repeat([]byte{'v'}, 700<<10)).Scan(&n)
+	if driverErrorNumber(err) != 1290 {
+		t.Fatalf("700 KB of long data while 600 KB are held: %v, want 1290", err)
+	}
+	if err := long.QueryRowContext(ctx, bytes.Repeat([]byte{'w'}, 300<<10)).Scan(&n); err != nil || n != 300<<10 {
+		t.Fatalf("300 KB of long data after the refusal: %d, %v", n, err)
+	}
+	third, err := a.PrepareContext(ctx, paddedSelect(3, size))
+	if err != nil {
+		t.Fatalf("after a close: %v", err)
+	}
+	defer third.Close()
+
+	// The daemon's budget: a holds about 900 KB of its 1.25 MiB.
+	b, err := d.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.PrepareContext(ctx, paddedSelect(10, size)); err != nil {
+		t.Fatalf("b's first statement: %v", err)
+	}
+	_, err = b.PrepareContext(ctx, paddedSelect(11, size))
+	if driverErrorNumber(err) != 1041 || !strings.Contains(err.Error(), "the server holds") {
+		t.Fatalf("b's second statement past the daemon's budget: %v, want 1041", err)
+	}
+	_ = a.Raw(func(any) error { return driver.ErrBadConn }) // closes a's connection, not returned to the pool
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := b.PrepareContext(ctx, paddedSelect(11, size))
+		if err == nil {
+			break
+		}
+		if driverErrorNumber(err) != 1041 || time.Now().After(deadline) {
+			t.Fatalf("b's second statement after a closed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // a's end is seen by its own goroutine
+	}
+}
+
+// A large command leaves nothing behind with its session: ten clients each send a 4 MiB
+// statement and stay connected, idle; the heap keeps none of the buffers it arrived in.
+func TestLargeCommandBufferNotKeptByAnIdleSession(t *testing.T) {
+	eng, _, dbName := frontendtest.MariaDB(t)
+	addr := startServer(t, unrecorded{eng}, Options{}) // frontendtest.Backend keeps every request
+	d := openDB(t, addr, "alice", testPassword, dbName, "maxAllowedPacket=16777216")
+	ctx := context.Background()
+	const conns = 10
+	before := heapInUse()
+	for range conns {
+		c, err := d.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var n int
+		if err := c.QueryRowContext(ctx, paddedSelect(1, 4<<20)).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("a 4 MiB statement: %d, %v", n, err)
+		}
+	}
+	runtime.GC() // what a buffer pool was given is dropped at the second cycle
+	if grew := int64(heapInUse()) - int64(before); grew > conns<<20 {
+		t.Fatalf("heap grew %d bytes for %d idle sessions that each sent one 4 MiB statement", grew, conns)
+	}
+}
+
+// unrecorded runs requests on its engine and keeps none of them.
+type unrecorded struct{ query.Engine }
+
+func (unrecorded) Ready() bool { return true }
+
+// TestHeldBytesBoundCursors: a cursor's result is kept until fetched, so it counts against the
+// session's budget: a client (raw COM_STMT_EXECUTE with the cursor flag, no fetch) opening
+// cursors of 300 KB rows under 1 MiB is refused with 1290 at the fourth, fetches the rows of
+// the first ones after it, and a statement's cursor fetched to its end gives its room back.
+func TestHeldBytesBoundCursors(t *testing.T) {
+	f := coreServer(t, coreSetup{limits: netlimit.Limits{HeldBytesMax: 1 << 20}})
+	noDeprecateEOF := func(c *client.Conn) error { c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF); return nil } // as libmariadb: no cursor otherwise
+	c, err := client.Connect(f.addr, testUser, "", f.dbName, noDeprecateEOF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// command writes one command and reads its answer up to its first EOF (a cursor's execute:
+	// after its column definitions; a fetch: after its rows) or its error.
+	command := func(p []byte) (last []byte, err error) {
+		c.ResetSequence()
+		if err := c.WritePacket(append(make([]byte, 4), p...)); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			data, err := c.ReadPacket()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data[0] == mysql.ERR_HEADER {
+				return data, c.HandleErrorPacket(data)
+			}
+			if data[0] == mysql.EOF_HEADER && len(data) == 5 {
+				return data, nil
+			}
+		}
+	}
+	execute := func(id uint32) ([]byte, error) {
+		p := binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_EXECUTE}, id)
+		return command(binary.LittleEndian.AppendUint32(append(p, cursorTypeReadOnly), 1))
+	}
+	fetch := func(id uint32) ([]byte, error) {
+		p := binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_FETCH}, id)
+		return command(binary.LittleEndian.AppendUint32(p, 10))
+	}
+	var ids []uint32
+	for i := range 4 {
+		st, err := c.Prepare(fmt.Sprintf("SELECT REPEAT('%c', 300000)", 'a'+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, st.ID)
+	}
+	for i, id := range ids[:3] {
+		eof, err := execute(id)
+		if err != nil || binary.LittleEndian.Uint16(eof[3:])&mysql.SERVER_STATUS_CURSOR_EXISTS == 0 {
+			t.Fatalf("cursor %d: %v (EOF % x)", i, err, eof)
+		}
+	}
+	if _, err := execute(ids[3]); driverErrorNumber(err) != 1290 && !strings.Contains(fmt.Sprint(err), "1290") {
+		t.Fatalf("a fourth cursor of 300 KB under 1 MiB: %v, want 1290", err)
+	}
+	if _, err := fetch(ids[0]); err != nil {
+		t.Fatalf("fetching the first cursor after the refusal: %v", err)
+	}
+	if eof, err := fetch(ids[0]); err != nil || binary.LittleEndian.Uint16(eof[3:])&mysql.SERVER_STATUS_LAST_ROW_SEND == 0 {
+		t.Fatalf("the first cursor's end: %v", err)
+	}
+	if _, err := execute(ids[3]); err != nil {
+		t.Fatalf("the fourth cursor after the first was read: %v", err)
+	}
+}

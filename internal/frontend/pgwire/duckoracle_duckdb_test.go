@@ -1,0 +1,92 @@
+package pgwire_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The oracle loops of the DuckDB tests: the same statements on PostgreSQL and through
+// QueryFlux on DuckDB, their outcomes and the rows read back compared.
+
+// tagOrState is a statement's outcome as compared: its command tag, or "error " and its
+// SQLSTATE.
+func tagOrState(c *pgx.Conn, sql string, args ...any) string {
+	tag, err := c.Exec(context.Background(), sql, args...)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return "error " + pe.Code
+	} else if err != nil {
+		return "error " + err.Error()
+	}
+	return tag.String()
+}
+
+// rowsText is a query's rows (simple protocol), each as fmt.Sprint writes its values.
+func rowsText(c *pgx.Conn, sql string) string {
+	rows, err := c.Query(context.Background(), sql, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return "error " + err.Error()
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		v, err := rows.Values()
+		if err != nil {
+			return "error " + err.Error()
+		}
+		out = append(out, fmt.Sprint(v))
+	}
+	if err := rows.Err(); err != nil {
+		return "error " + err.Error()
+	}
+	return fmt.Sprint(out)
+}
+
+// tablesText is rowsText of each query, joined.
+func tablesText(c *pgx.Conn, queries ...string) string {
+	out := make([]string, len(queries))
+	for i, q := range queries {
+		out[i] = rowsText(c, q)
+	}
+	return strings.Join(out, " | ")
+}
+
+// sameOutcomes runs each statement on both and fails t where the outcomes differ.
+func sameOutcomes(t *testing.T, pg, duck *pgx.Conn, stmts ...string) {
+	t.Helper()
+	for _, sql := range stmts {
+		if want, got := tagOrState(pg, sql), tagOrState(duck, sql); want != got {
+			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", sql, want, got)
+		}
+	}
+}
+
+// sameRows reads each query on both and fails t where the rows differ.
+func sameRows(t *testing.T, pg, duck *pgx.Conn, queries ...string) {
+	t.Helper()
+	for _, sql := range queries {
+		want, got := rowsText(pg, sql), rowsText(duck, sql)
+		if want != got {
+			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", sql, want, got)
+		}
+		t.Logf("%s\n  %s", sql, want)
+	}
+}
+
+// execBoth runs each statement on both, failing t at the first error.
+func execBoth(t *testing.T, pg, duck *pgx.Conn, stmts ...string) {
+	t.Helper()
+	for _, sql := range stmts {
+		for _, c := range []*pgx.Conn{pg, duck} {
+			if _, err := c.Exec(context.Background(), sql); err != nil {
+				t.Fatalf("%s: %v", sql, err)
+			}
+		}
+	}
+}
