@@ -549,6 +549,9 @@ goal "postgres passthrough tps ${TPS[passthrough]} >= pgbouncer's ${TPS[pgbounce
 goal "postgres passthrough added p50 ${pt} us <= 2 x pgbouncer's ${pb} us + 10" "$pt <= 2 * $pb + 10" "$pt" "$pb"
 goal "worker added p50 ${wk} us <= passthrough's ${pt} us + 5" "$wk <= $pt + 5" "$wk" "$pt"
 goal "worker tps ${TPS[worker]} >= 0.95 x passthrough's ${TPS[passthrough]}" "${TPS[worker]} >= 0.95 * ${TPS[passthrough]}" "${TPS[worker]}" "${TPS[passthrough]}"
+# A daemon that spins before it sleeps can answer sooner than the engine alone (a wake-up saved,
+# not work): its added p50 may be below zero. The rows that never spin say what the relay adds.
+echo "  without the spinning wait (pass-nospin): postgres added p50 $(added "${LAT[direct]}" "${LAT[pass-nospin]}") us (pgbouncer ${pb}); mysql $(added "${MLAT[direct]:-}" "${MLAT[pass-nospin]:-}") us"
 mpt=$(added "${MLAT[direct]:-}" "${MLAT[passthrough]:-}")
 goal "mysql passthrough qps ${MTPS[passthrough]:-} >= 0.6 x direct ${MTPS[direct]:-}" "${MTPS[passthrough]:-0} >= 0.6 * ${MTPS[direct]:-0}" "${MTPS[passthrough]:-}" "${MTPS[direct]:-}"
 goal "mysql passthrough added p50 ${mpt} us <= 40 us" "$mpt <= 40" "$mpt"
