@@ -21,10 +21,10 @@ import (
 // currval, the answer is the database's, not a session's: a pooled client has no session of
 // its own.
 
-// currvalNote: while sequence schema.name's last value is whileLast (NULL: none), currval
-// answers answer (NULL: PostgreSQL's "not yet defined in this session"). uncalled: the note of
-// setval(s, n, false), whose answer is what currval answered before, lastBefore DuckDB's last
-// value then.
+// currvalNote is what currval of sequence schema.name returns while DuckDB's last value for it
+// is whileLast (NULL: none): the value in answer, or, when answer is NULL, PostgreSQL's "not yet
+// defined in this session" error. uncalled marks a setval(s, n, false): answer is then the value
+// currval returned before it, and lastBefore is DuckDB's last value at that time.
 type currvalNote struct {
 	schema, name      string
 	whileLast, answer sql.NullInt64
