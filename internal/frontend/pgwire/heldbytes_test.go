@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
+	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
 	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/netlimit"
 )
@@ -215,4 +216,36 @@ func TestParsePastTheRoomRefusedUnread(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHeldBytesBoundThroughClientLibraries: the client libraries people use (psycopg 3,
+// node-postgres, PostgreSQL's JDBC driver), each preparing statements of 300 KB on the server
+// under a connection budget of 1 MiB, get 54000 at the fourth, and their connection goes on:
+// a new statement runs and so does the first one they kept.
+func TestHeldBytesBoundThroughClientLibraries(t *testing.T) {
+	const size = "307200"
+	d, _ := boundedServer(t, false, pgwire.Options{Limits: netlimit.Limits{HeldBytesMax: 1 << 20}})
+	want := map[string]string{"budget": "54000 after 3", "after": "42 0"}
+	t.Run("psycopg3", func(t *testing.T) {
+		out, err := pgclienttest.Command(t, time.Minute, nil, "/usr/bin/python3", "held_budget.py", d.Keywords(), size)
+		if err != nil {
+			t.Errorf("psycopg 3 (Debian python3-psycopg; make test-deps): %v", err)
+		}
+		pgclienttest.Expect(t, "psycopg3", out, want)
+	})
+	t.Run("node-postgres", func(t *testing.T) {
+		out, err := pgclienttest.Command(t, time.Minute, nil, "node", "held_budget.js", d.URL(), size)
+		if err != nil {
+			t.Errorf("node-postgres: %v", err)
+		}
+		pgclienttest.Expect(t, "node-postgres", out, want)
+	})
+	t.Run("jdbc", func(t *testing.T) {
+		classpath := pgclienttest.JDBCClasspath(t, "HeldBudget.java")
+		out, err := pgclienttest.Command(t, 2*time.Minute, nil, "java", "-cp", classpath, "HeldBudget", d.JDBC(), size)
+		if err != nil {
+			t.Errorf("jdbc: %v", err)
+		}
+		pgclienttest.Expect(t, "jdbc", out, want)
+	})
 }
