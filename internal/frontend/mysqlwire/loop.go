@@ -104,7 +104,7 @@ type loopRun struct {
 	phase               int
 	run                 *proxy.Relay
 	conn                *mysqlengine.LoopConn // also between statements, kept (kept)
-	healthy             bool // the statement left no transaction open on conn
+	healthy             bool                  // the statement left no transaction open on conn
 	stopAfter           func() bool
 	seen, seenBytes     int64
 	count0, bytes0      int64
