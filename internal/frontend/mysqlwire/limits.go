@@ -76,8 +76,8 @@ type packetGate struct {
 	unreadSeq byte  // the sequence number its answer takes: one past its last packet's
 }
 
-// refuseHeadBytes is what refuseCmd sees of a command: its byte, and long data's statement id
-// and parameter.
+// refuseHeadBytes is what refuseCmd sees of long data: its command byte, statement id and
+// parameter (of a COM_STMT_PREPARE, its command byte).
 const refuseHeadBytes = 7
 
 // comRefusedUnread is the command byte the gate hands go-mysql in place of a command it
@@ -305,10 +305,20 @@ func (g *packetGate) next() error {
 // size bytes, is too large to stream; a refused command is dropped (skipUnread). Nothing is
 // consumed until it is refused, so a read error here leaves the packet to be read again.
 func (g *packetGate) refusedFromHeader(size int) (bool, error) {
-	if g.refuseCmd == nil || g.msg == nil || g.msgBytes != 0 || size <= gateBufferBytes {
+	if g.refuseCmd == nil || g.msg == nil || g.msgBytes != 0 || size <= gateBufferBytes || size > g.limits.MessageBytesMax {
+		return false, nil // (past max_allowed_packet: admit refuses it at its header)
+	}
+	cmd, err := g.r.Peek(5)
+	if err != nil {
+		return false, err
+	}
+	head := 1
+	if cmd[4] == mysql.COM_STMT_SEND_LONG_DATA {
+		head = refuseHeadBytes
+	} else if cmd[4] != mysql.COM_STMT_PREPARE {
 		return false, nil
 	}
-	hdr, err := g.r.Peek(4 + refuseHeadBytes)
+	hdr, err := g.r.Peek(4 + head)
 	if err != nil {
 		return false, err
 	}
