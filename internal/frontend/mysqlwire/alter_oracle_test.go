@@ -2,36 +2,55 @@ package mysqlwire
 
 import "testing"
 
-// TestMySQLDropTablesOnDuckDBLikeMariaDB: DROP TABLE of several tables, on one connection to
-// MariaDB and one through the proxy to DuckDB: each dropped in the order named, one refused (a
-// table another's foreign key references: 1451) or missing leaving the others dropped; the
-// missing ones are one 1051 naming them all, a view 1965; with IF EXISTS notes instead (SHOW
-// WARNINGS, the OK's warning count). DuckDB refused every DROP TABLE of two names (1235 "Can
-// only drop one object at a time") and named a referenced table 1146.
-func TestMySQLDropTablesOnDuckDBLikeMariaDB(t *testing.T) {
-	maria, duck := mariaAndDuck(t)
-	conns := oneConnEach(t, maria, duck)
-	const tables = "select table_name from information_schema.tables where table_schema = database() order by table_name"
-	compareSteps(t, conns[0], conns[1], []string{
+// TestMySQLSchemaChangesOnDuckDBLikeMariaDB runs each case's steps on one connection to MariaDB
+// and one through the proxy to DuckDB (compareSteps: an `exec ` step compares the error number
+// and rows affected, any other its rows), each case in new databases of its own.
+func TestMySQLSchemaChangesOnDuckDBLikeMariaDB(t *testing.T) {
+	for _, c := range schemaChangeCases {
+		t.Run(c.name, func(t *testing.T) {
+			maria, duck := mariaAndDuck(t)
+			conns := oneConnEach(t, maria, duck)
+			compareSteps(t, conns[0], conns[1], c.steps)
+		})
+	}
+}
+
+// schemaChangeCase is one run of steps; the comment above each says what MariaDB does and
+// what DuckDB did before the proxy did it so.
+type schemaChangeCase struct {
+	name  string
+	steps []string
+}
+
+// tablesHere lists the tables of the connection's database.
+const tablesHere = "select table_name from information_schema.tables where table_schema = database() order by table_name"
+
+var schemaChangeCases = []schemaChangeCase{
+	// DROP TABLE of several tables: each dropped in the order named, one refused (a table another's
+	// foreign key references: 1451) or missing leaving the others dropped; the missing ones are one
+	// 1051 naming them all, a view 1965; with IF EXISTS notes instead (SHOW WARNINGS, the OK's
+	// warning count). DuckDB refused every DROP TABLE of two names (1235 "Can only drop one object
+	// at a time") and named a referenced table 1146.
+	{"drop tables", []string{
 		"exec create table p1 (id int primary key)",
 		"exec create table c1 (id int primary key, p int, foreign key (p) references p1 (id))",
 		"exec create table x1 (id int)",
 		"exec create table x2 (id int)",
 		"exec create view v1 as select * from x2",
 		"exec drop table p1, c1",
-		tables,
+		tablesHere,
 		"exec create table c1 (id int primary key, p int, foreign key (p) references p1 (id))",
 		"exec drop table p1, nothere",
 		"exec drop table p1",
-		tables,
+		tablesHere,
 		"exec drop table x1, nothere, nothere2",
 		"show warnings",
-		tables,
+		tablesHere,
 		"exec drop table nothere, v1",
 		"exec drop table v1",
 		"exec drop table if exists c1, nothere, p1, nothere2",
 		"show warnings",
-		tables,
+		tablesHere,
 		"exec drop table if exists v1, nothere",
 		"show warnings",
 		"exec drop table if exists nothere",
@@ -39,19 +58,14 @@ func TestMySQLDropTablesOnDuckDBLikeMariaDB(t *testing.T) {
 		"exec drop table if exists x2",
 		"show warnings",
 		"exec drop view v1",
-		tables,
-	})
-}
-
-// TestMySQLAddedKeysOnDuckDBLikeMariaDB: keys added to a table after it was created compare
-// text without regard to case, as a CREATE TABLE's do (utf8mb4_general_ci): ALTER TABLE ADD
-// UNIQUE (unnamed: named by its column), ADD UNIQUE KEY name, ADD CONSTRAINT c UNIQUE (two
-// columns), ADD PRIMARY KEY, CREATE UNIQUE INDEX, ADD COLUMN ... UNIQUE; 'A' after 'a' is 1062
-// on both, and a key dropped no longer refuses it. DuckDB took both rows (and refused ADD
-// COLUMN with UNIQUE, 1064).
-func TestMySQLAddedKeysOnDuckDBLikeMariaDB(t *testing.T) {
-	maria, duck := mariaAndDuck(t)
-	compareSteps(t, maria, duck, []string{
+		tablesHere,
+	}},
+	// Keys added to a table after it was created compare text without regard to case, as a CREATE
+	// TABLE's do (utf8mb4_general_ci): ALTER TABLE ADD UNIQUE (unnamed: named by its column), ADD
+	// UNIQUE KEY name, ADD CONSTRAINT c UNIQUE (two columns), ADD PRIMARY KEY, CREATE UNIQUE INDEX,
+	// ADD COLUMN ... UNIQUE; 'A' after 'a' is 1062 on both, and a key dropped no longer refuses it.
+	// DuckDB took both rows (and refused ADD COLUMN with UNIQUE, 1064).
+	{"added keys", []string{
 		"exec create table u1 (id int, s varchar(10), t varchar(10))",
 		"exec alter table u1 add unique (s)",
 		"exec alter table u1 add unique key uq_t (t)",
@@ -89,16 +103,12 @@ func TestMySQLAddedKeysOnDuckDBLikeMariaDB(t *testing.T) {
 		"select * from u3 order by v",
 		"select * from u4 order by s, v",
 		"select * from u5 order by id",
-	})
-}
-
-// TestMySQLAlterChangeOnDuckDBLikeMariaDB: ALTER TABLE ... CHANGE [COLUMN] old new type [NULL |
-// NOT NULL] [DEFAULT v] [FIRST | AFTER c] renames and retypes the column, its index (KEY) and
-// its rows kept; the same name keeps it. DuckDB read no CHANGE (1064). The column's place
-// (FIRST / AFTER) is not kept on DuckDB: the reads name their columns.
-func TestMySQLAlterChangeOnDuckDBLikeMariaDB(t *testing.T) {
-	maria, duck := mariaAndDuck(t)
-	compareSteps(t, maria, duck, []string{
+	}},
+	// ALTER TABLE ... CHANGE [COLUMN] old new type [NULL | NOT NULL] [DEFAULT v] [FIRST | AFTER c]
+	// renames and retypes the column, its index (KEY) and its rows kept; the same name keeps it.
+	// DuckDB read no CHANGE (1064). The column's place (FIRST / AFTER) is not kept on DuckDB: the
+	// reads name their columns.
+	{"change column", []string{
 		"exec create table users (id int auto_increment primary key, name varchar(100) not null, email varchar(100), key by_email (email))",
 		"exec insert into users (name, email) values ('Ann', 'a@x.org'), ('Bob', 'b@x.org')",
 		"exec alter table users change email mail varchar(120) null",
@@ -110,21 +120,15 @@ func TestMySQLAlterChangeOnDuckDBLikeMariaDB(t *testing.T) {
 		"show index from users",
 		"select column_name, is_nullable, column_default from information_schema.columns where table_name = 'users' and column_name = 'mail2'",
 		"exec alter table users change nothere x int",
-	})
-}
-
-// TestMySQLAlterReferencedTableOnDuckDBLikeMariaDB: MODIFY, CHANGE and ADD COLUMN of a table
-// other tables' foreign keys reference (directly and through a table that references it),
-// as Django's auth migrations run them (MODIFY auth_user's varchar(150) to varchar(254), a
-// column made NULL): each runs, the rows stay, the keys still refuse an orphan (1452), and a
-// key column renamed by CHANGE is the one the keys reference. A column dropped from before a
-// foreign key's column (Django's RemoveField) goes, with its index; DuckDB refused ("an index
-// depends on a column after it").
-// DuckDB refused every one of them ("Cannot alter entry ... because there are entries that
-// depend on it", 1105).
-func TestMySQLAlterReferencedTableOnDuckDBLikeMariaDB(t *testing.T) {
-	maria, duck := mariaAndDuck(t)
-	compareSteps(t, maria, duck, []string{
+	}},
+	// MODIFY, CHANGE and ADD COLUMN of a table other tables' foreign keys reference (directly and
+	// through a table that references it), as Django's auth migrations run them (MODIFY auth_user's
+	// varchar(150) to varchar(254), a column made NULL): each runs, the rows stay, the keys still
+	// refuse an orphan (1452), and a key column renamed by CHANGE is the one the keys reference. A
+	// column dropped from before a foreign key's column (Django's RemoveField) goes, with its
+	// index; DuckDB refused ("an index depends on a column after it"). DuckDB refused every one of
+	// them ("Cannot alter entry ... because there are entries that depend on it", 1105).
+	{"alter a referenced table", []string{
 		"exec create table au (id int auto_increment primary key, name varchar(30) not null, seen datetime not null, key by_name (name))",
 		"exec create table ag (id int auto_increment primary key, user_id int not null, g varchar(10), unique key (user_id, g), foreign key (user_id) references au (id))",
 		"exec create table agp (id int primary key, ag_id int, foreign key (ag_id) references ag (id))",
@@ -152,5 +156,39 @@ func TestMySQLAlterReferencedTableOnDuckDBLikeMariaDB(t *testing.T) {
 		"exec insert into ap values (2, 99)",
 		"exec insert into ap values (2, 2)",
 		"select * from ap order by id",
-	})
+	}},
+	// An UPDATE of a row another table's key references, setting its indexed columns (a UNIQUE
+	// key's, an index's) to the values they hold, as Django's save() sets every field: the row
+	// changes as on MariaDB. DuckDB refused it (it updates an indexed column as a delete and an
+	// insert, and the delete of a referenced row fails), sent as 1452.
+	{"update a referenced row", []string{
+		"exec create table pr (id int primary key, slug varchar(20) not null unique, title varchar(20), stock int, price decimal(8,2), key by_stock (stock))",
+		"exec create table rv (id int primary key, pr_id int not null, foreign key (pr_id) references pr (id))",
+		"exec insert into pr values (1, 'dune', 'Dune', 3, 9.99), (2, 'emma', 'Emma', 0, 5.50)",
+		"exec insert into rv values (1, 1)",
+		"exec update pr set slug = 'dune', title = 'Dune', stock = 3, price = 11.50 where id = 1",
+		"exec update pr set slug = 'dune', title = 'Dune', stock = 3, price = 11.50 where id = 1",
+		"exec update pr set id = 1, slug = 'dune' where id = 1",
+		"exec update pr set slug = 'emma-2', stock = 1 where id = 2",
+		"exec update pr set title = 'T', slug = slug, stock = stock where id in (1, 2)",
+		"select * from pr order by id",
+		"exec update pr set id = id where id = 1",
+	}},
+	// A row another table's key references, deleted or its key changed: 1451 (SQLSTATE 23000,
+	// "Cannot delete or update a parent row"), in a transaction too; an orphan inserted: 1452.
+	// DuckDB's refusal was sent as 1452 each time.
+	{"parent row in use", []string{
+		"exec create table pa (id int primary key, name varchar(10))",
+		"exec create table ch (id int primary key, pa_id int, foreign key (pa_id) references pa (id))",
+		"exec insert into pa values (1, 'a'), (2, 'b')",
+		"exec insert into ch values (1, 1)",
+		"exec delete from pa where id = 1",
+		"exec update pa set id = 5 where id = 1",
+		"exec insert into ch values (2, 9)",
+		"exec start transaction",
+		"exec delete from pa where name = 'a'",
+		"exec rollback",
+		"exec delete from pa where id = 2",
+		"select * from pa order by id",
+	}},
 }
