@@ -8,6 +8,7 @@
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in testdata
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "djangoshop"))
 import django  # noqa: E402
 from django.conf import settings  # noqa: E402
