@@ -331,11 +331,11 @@ func (e *Engine) describe(ctx context.Context, conn *sql.Conn, client *query.Req
 		return nil, err
 	}
 	q = e.currvals.written(client, q)
-	p, err := prepare(conn, q.SQL)
+	p, err := prepareGrouped(conn, client, q.SQL) // mysqlgroupby.go
 	if err != nil {
 		return nil, showError(client, q, wrapErr(err))
 	}
-	if typed, ok := typeUntypedParams(conn, client, q.SQL, p.params, true); ok {
+	if typed, ok := typeUntypedParams(conn, client, p.sqlText, p.params, true); ok {
 		if p, err = prepare(conn, typed); err != nil {
 			return nil, showError(client, q, wrapErr(err))
 		}

@@ -96,6 +96,7 @@ def bulk_update():
 
 
 step("aggregate", lambda: Product.objects.aggregate(n=Count("id"), s=Sum("stock"), m=Max("price")))
+step("annotate", lambda: list(Category.objects.annotate(n=Count("products")).order_by("name").values_list("name", "n")))
 step("values group", lambda: list(Product.objects.values("category__name").annotate(total=Sum("stock")).order_by("category__name")))
 step("Q and slicing", lambda: list(Product.objects.filter(Q(stock__gt=10) | Q(title__icontains="GO")).order_by("-price")
                                    .values_list("slug", flat=True)[1:3]))
@@ -182,7 +183,6 @@ step("queryset update F", lambda: (Product.objects.filter(category=books).update
                                    list(Product.objects.order_by("slug").values_list("slug", "stock"))))
 step("bulk_update", bulk_update)
 step("average", lambda: Product.objects.aggregate(a=Avg("price")))
-step("annotate", lambda: list(Category.objects.annotate(n=Count("products")).order_by("name").values_list("name", "n")))
 step("savepoint", savepoint)
 step("set null on delete", lambda: (Review.objects.filter(stars=5).update(author=User.objects.get(username="ann")),
                                     User.objects.get(username="ann").delete()[1], Review.objects.filter(author__isnull=True).count()))
