@@ -36,6 +36,9 @@ func mysqlCompat(sqlText string) string {
 	if !mayNeedMySQLCompat(sqlText) {
 		return sqlText
 	}
+	if _, stripped, ok := updateVariables(sqlText); ok {
+		sqlText = stripped // the variables are set before it runs (mysqlupdatevars.go)
+	}
 	toks := sqltok.Tokenize(sqlText, sqltok.MySQL)
 	var b strings.Builder
 	changed := false

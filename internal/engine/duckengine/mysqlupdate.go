@@ -31,6 +31,7 @@ type updateCount struct {
 	countSQL  string // SELECT count(*) (matched), count(*) FILTER (WHERE changes) (changed), then leavable's counts
 	foundRows bool
 	leavable  unchangedSets // assignments left out when they change no row (mysqlupdatekeys.go)
+	variables []string      // SET VARIABLE of the user variables it assigns, run first (mysqlupdatevars.go)
 }
 
 // mysqlUpdate is the count of q (a MySQL client's, as compatRequest wrote it) when it is an
@@ -71,7 +72,7 @@ func mysqlUpdate(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 		q = &c
 	}
 	leavable.sqlText = q.SQL // the assignments' places stand: the ON UPDATE ones follow them
-	return q, &updateCount{countSQL: countSQL, foundRows: client.FoundRows, leavable: leavable}
+	return q, &updateCount{countSQL: countSQL, foundRows: client.FoundRows, leavable: leavable, variables: variableSets(client, u)}
 }
 
 // onUpdateSets are the assignments an UPDATE u gets for the table's ON UPDATE
@@ -261,6 +262,15 @@ func (u *updateCount) count(ctx context.Context, conn *sql.Conn, inTx bool, args
 
 // counted counts, then runs exec.
 func (u *updateCount) counted(ctx context.Context, conn *sql.Conn, args []any, exec func(sqlText string) (query.Rows, error)) (query.Rows, error) {
+	for _, v := range u.variables {
+		if len(args) > 0 {
+			return nil, &query.Error{Code: "42000", Message: "This version of QueryFlux on DuckDB doesn't yet support 'assigning a user variable " +
+				"in an UPDATE's SET with parameters' (MySQL error 1235)"}
+		}
+		if _, err := conn.ExecContext(ctx, v); err != nil {
+			return nil, withoutStatement(wrapErr(err))
+		}
+	}
 	var matched, changed int64
 	setChanges := make([]int64, len(u.leavable.sets))
 	dest := []any{&matched, &changed}
