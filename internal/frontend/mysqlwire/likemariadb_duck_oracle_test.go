@@ -248,4 +248,28 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"select * from fc order by id",
 		"show index from fb",
 	}},
+	// ALTER TABLE ADD COLUMN ... FIRST / AFTER c, MODIFY ... FIRST, CHANGE ... AFTER c, on a table
+	// with a key, an index and another table's key referencing it: SELECT *,
+	// information_schema's ordinal positions and an INSERT without a column list see the columns
+	// in MariaDB's order; the rows, the index and the key stay. DuckDB put an added column last
+	// and moved none.
+	{"column places", []string{
+		"exec create table cp (id int primary key, a varchar(10), b int, key by_b (b))",
+		"exec create table cpk (id int primary key, cp_id int, foreign key (cp_id) references cp (id))",
+		"exec insert into cp values (1, 'x', 10), (2, 'y', 20)",
+		"exec insert into cpk values (1, 2)",
+		"exec alter table cp add column z int first",
+		"exec alter table cp add column m varchar(5) default 'mm' after a",
+		"select * from cp order by id",
+		"exec alter table cp modify b int first",
+		"exec alter table cp change column a aa varchar(20) after id",
+		"exec alter table cp add column e int after nothere",
+		"select * from cp order by id",
+		"select column_name, ordinal_position from information_schema.columns where table_name = 'cp' order by ordinal_position",
+		"exec insert into cp values (3, null, 30, 'w', 'n')",
+		"select * from cp order by id",
+		"show index from cp",
+		"exec insert into cpk values (2, 9)",
+		"exec delete from cp where id = 2",
+	}},
 }
