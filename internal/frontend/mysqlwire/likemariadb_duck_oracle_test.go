@@ -272,4 +272,18 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"exec insert into cpk values (2, 9)",
 		"exec delete from cp where id = 2",
 	}},
+	// INSERT ... ON DUPLICATE KEY UPDATE and REPLACE on a table whose UNIQUE key was added by
+	// ALTER TABLE (Laravel's `$table->unique('email')`, a key beside the AUTO_INCREMENT primary
+	// key): the row the new one collides with is updated or replaced. DuckDB refused both
+	// ("Conflict target has to be provided ... multiple UNIQUE/PRIMARY KEY constraints", 1054):
+	// the conflict's key was looked for among the table's constraints, and such a key is an index.
+	{"upsert on an added key", []string{
+		"exec create table up1 (id bigint unsigned not null auto_increment primary key, email varchar(191) not null, name varchar(255) not null, votes int not null default 0)",
+		"exec alter table up1 add unique up1_email_unique(email)",
+		"exec insert into up1 (email, name) values ('a@x', 'A'), ('b@x', 'B')",
+		"exec insert into up1 (email, name, votes) values ('a@x', 'A2', 5) on duplicate key update name = values(name), votes = votes + values(votes)",
+		"exec insert into up1 (email, name, votes) values ('c@x', 'C', 1) on duplicate key update name = values(name)",
+		"exec replace into up1 (id, email, name) values (2, 'b@x', 'B3')",
+		"select * from up1 order by id",
+	}},
 }
