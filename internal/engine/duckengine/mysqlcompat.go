@@ -33,6 +33,7 @@ import (
 // syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
 // and mysql2's escapeId write names) failed.
 func mysqlCompat(sqlText string) string {
+	sqlText = insertSet(sqlText) // mysqlinsertset.go
 	if !mayNeedMySQLCompat(sqlText) {
 		return sqlText
 	}

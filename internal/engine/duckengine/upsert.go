@@ -250,6 +250,9 @@ func insertColumns(toks []sqltok.Token) []string {
 	if i+1 < len(toks) && toks[i].Text == "." {
 		i += 2
 	}
+	if i < len(toks) && toks[i].IsWord("set") { // INSERT ... SET a = x, b = y (mysqlinsertset.go)
+		toks = sqltok.SignificantTokens(insertSet(joinTokens(toks)), sqltok.MySQL)
+	}
 	if i >= len(toks) || toks[i].Text != "(" {
 		return nil
 	}

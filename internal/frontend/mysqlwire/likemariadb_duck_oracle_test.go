@@ -286,4 +286,16 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"exec replace into up1 (id, email, name) values (2, 'b@x', 'B3')",
 		"select * from up1 order by id",
 	}},
+	// INSERT ... SET a = x, b = y (with IGNORE, ON DUPLICATE KEY UPDATE, an AUTO_INCREMENT id
+	// read back) and REPLACE ... SET: rows as on MariaDB. DuckDB's parser refused SET (1064).
+	{"insert set", []string{
+		"exec create table ins (id int auto_increment primary key, email varchar(20) not null unique, name varchar(20), n int default 0)",
+		"exec insert into ins set email = 'a@x', name = concat('A', ','), n = 1",
+		"select last_insert_id()",
+		"exec insert into ins set email = 'b@x'",
+		"exec insert ignore into ins set email = 'a@x', name = 'dup'",
+		"exec insert into ins set email = 'a@x', name = 'A2' on duplicate key update n = n + 1",
+		"exec replace into ins set id = 2, email = 'b@x', name = 'B'",
+		"select * from ins order by id",
+	}},
 }
