@@ -438,7 +438,7 @@ spin_waits() { # admin port -> "answered waited not_idle slow_peer": the daemon'
 	curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk '/^queryflux_spin_waits_total/ {
 		for (o in n) if (index($1, "outcome=\"" o "\"")) n[o] = $2 }
 		BEGIN {n["answered"] = 0; n["waited"] = 0; n["not_idle"] = 0; n["slow_peer"] = 0}
-		END {printf "%d %d %d %d", n["answered"], n["waited"], n["not_idle"], n["slow_peer"]}'
+		END {printf "%d %d %d %d\n", n["answered"], n["waited"], n["not_idle"], n["slow_peer"]}'
 }
 trino_standalone trino
 # trino-nospin: the same daemon with QUERYFLUX_SPIN_MICROS=0. By default a read awaiting the
