@@ -89,9 +89,9 @@ func drawRecord(rt *rapid.T, at time.Time) Record {
 		User:     rapid.SampledFrom([]string{"alice", "bob", strings.Repeat("u", NameLengthMax+3)}).Draw(rt, "user"),
 		Protocol: rapid.SampledFrom([]string{"postgres", "mysql", "trino", ""}).Draw(rt, "protocol"),
 		Group:    "g", Cluster: rapid.SampledFrom([]string{"", "c1"}).Draw(rt, "cluster"),
-		SQL:      strings.Join(sql, " "),
-		Status:   Status(rapid.SampledFrom([]string{"succeeded", "failed", "cancelled", "rejected", "odd"}).Draw(rt, "status")),
-		QueueMs:  rapid.Int64Range(-2, 5).Draw(rt, "queue"), ExecMs: rapid.Int64Range(-2, 5).Draw(rt, "exec"),
+		SQL:     strings.Join(sql, " "),
+		Status:  Status(rapid.SampledFrom([]string{"succeeded", "failed", "cancelled", "rejected", "odd"}).Draw(rt, "status")),
+		QueueMs: rapid.Int64Range(-2, 5).Draw(rt, "queue"), ExecMs: rapid.Int64Range(-2, 5).Draw(rt, "exec"),
 		Rows: rapid.Int64Range(-1, 3).Draw(rt, "rows"), Bytes: rapid.Int64Range(-1, 3).Draw(rt, "bytes"),
 		CacheHit: rapid.Bool().Draw(rt, "hit"),
 	}
