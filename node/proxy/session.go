@@ -409,7 +409,7 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Rela
 		// (Admission.Relay is the relay path's): in transaction pool mode most sessions relay
 		// this one statement only, and it then costs no allocation of its own.
 		r = &s.adm.relay
-		*r = Relay{id: s.adm.QueryID, times: s.admissionTimes()}
+		r.reset(s.adm.QueryID, s.admissionTimes())
 		checked = q == s.adm.req
 	} else {
 		start := c.env.Now()
