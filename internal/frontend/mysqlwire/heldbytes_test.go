@@ -246,3 +246,36 @@ func TestMessagesInFlightDrawOnTheDaemonsBudget(t *testing.T) {
 		t.Fatalf("after the refusal the pool holds %d bytes", pool.Used())
 	}
 }
+
+// TestPreparePastTheRoomRefusedUnread: a COM_STMT_PREPARE whose statement could not be kept is
+// refused from its first packet's header with 1290 and read past, never held whole: under a
+// daemon pool of 1 MiB for messages in flight, go-sql-driver's prepares of 2 MiB and of 17 MiB
+// (two packets) are refused and the session goes on in step, where holding them whole would
+// have ended it (1041).
+func TestPreparePastTheRoomRefusedUnread(t *testing.T) {
+	eng, _, dbName := frontendtest.MariaDB(t)
+	limits := netlimit.Limits{HeldBytesMax: 1 << 20, InFlight: heldmem.NewPool(1 << 20)}
+	addr := startServer(t, unrecorded{eng}, Options{Limits: limits})
+	d := openDB(t, addr, "alice", testPassword, dbName, "maxAllowedPacket=33554432")
+	ctx := context.Background()
+	c, err := d.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, size := range []int{2 << 20, 17 << 20} {
+		_, err := c.PrepareContext(ctx, paddedSelect(1, size))
+		if driverErrorNumber(err) != 1290 || !strings.Contains(err.Error(), "this connection holds") {
+			t.Fatalf("a statement of %d bytes under a 1 MiB budget: %v, want 1290", size, err)
+		}
+	}
+	st, err := c.PrepareContext(ctx, "select 40 + ?")
+	if err != nil {
+		t.Fatalf("a small statement after the refusals: %v", err)
+	}
+	defer st.Close()
+	var n int
+	if err := st.QueryRowContext(ctx, 2).Scan(&n); err != nil || n != 42 {
+		t.Fatalf("it ran: %d, %v", n, err)
+	}
+}

@@ -176,3 +176,43 @@ func receiveUntilReady(t *testing.T, fe *pgproto3.Frontend) *pgproto3.ErrorRespo
 		}
 	}
 }
+
+// TestParsePastTheRoomRefusedUnread: a Parse whose statement could not be kept is refused
+// from its header with 54000 and read past, never held whole: under a daemon pool of 1 MiB
+// for messages in flight, pgconn's 2 MiB Parse is refused and the connection goes on, where
+// holding it whole would have ended the connection (53200). An unnamed Parse counts the
+// unnamed statement it replaces as given back.
+func TestParsePastTheRoomRefusedUnread(t *testing.T) {
+	const size = 600 << 10
+	for name, noPassthrough := range boundPaths {
+		t.Run(name, func(t *testing.T) {
+			limits := netlimit.Limits{HeldBytesMax: 1 << 20, InFlight: heldmem.NewPool(1 << 20)}
+			d, reg := boundedServer(t, noPassthrough, pgwire.Options{Limits: limits})
+			ctx := context.Background()
+			a, err := pgconn.Connect(ctx, d.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close(ctx)
+			_, err = a.Prepare(ctx, "big", paddedSelect(1, 2<<20), nil)
+			if pgCode(err) != "54000" || !strings.Contains(err.Error(), "this connection holds") {
+				t.Fatalf("a 2 MiB statement under a 1 MiB budget: %v, want 54000", err)
+			}
+			for i := range 2 {
+				if _, err := a.Prepare(ctx, "", paddedSelect(i, size), nil); err != nil {
+					t.Fatalf("unnamed statement %d of %d bytes, replacing the one before: %v", i, size, err)
+				}
+			}
+			_, err = a.Prepare(ctx, "named", paddedSelect(3, size), nil)
+			if pgCode(err) != "54000" {
+				t.Fatalf("a named statement of %d bytes beside an unnamed one: %v, want 54000", size, err)
+			}
+			if rr := a.ExecParams(ctx, "select 42", nil, nil, nil, nil).Read(); rr.Err != nil || len(rr.Rows) != 1 || string(rr.Rows[0][0]) != "42" {
+				t.Fatalf("select 42 after the refusals: %v %q", rr.Err, rr.Rows)
+			}
+			if got := testutil.ToFloat64(netlimit.BoundRefusals(reg).WithLabelValues("pgwire", "held_bytes")); got != 2 {
+				t.Fatalf("refusals counted %v, want 2", got)
+			}
+		})
+	}
+}
