@@ -432,6 +432,13 @@ YAML
 	start_qf "$name" --config "$TMP/$name.yaml"
 	waitport "$tr" "$name"
 	printf -v "TR_${name//-/_}" %s "$tr"
+	printf -v "TRADMIN_${name//-/_}" %s "$admin"
+}
+spin_waits() { # admin port -> "answered waited not_idle slow_peer": the daemon's queryflux_spin_waits_total
+	curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk '/^queryflux_spin_waits_total/ {
+		for (o in n) if (index($1, "outcome=\"" o "\"")) n[o] = $2 }
+		BEGIN {n["answered"] = 0; n["waited"] = 0; n["not_idle"] = 0; n["slow_peer"] = 0}
+		END {printf "%d %d %d %d\n", n["answered"], n["waited"], n["not_idle"], n["slow_peer"]}'
 }
 trino_standalone trino
 # trino-nospin: the same daemon with QUERYFLUX_SPIN_MICROS=0. By default a read awaiting the
@@ -473,9 +480,13 @@ fi
 # Each row's cpu_us/q is the CPU its server process (the daemon, or the floor's benchtrino)
 # spent over the latency run, per query: the daemon's work per Trino statement.
 declare -A TLAT TCPU TP50S TP99S TCPUS
+# What became of the trino row's spinning reads over its latency runs (awaiting PostgreSQL's
+# answer or the client's next request): whether the spin was on at this load.
+SPUN=(0 0 0 0)
 for round in $(seq 1 "$ROUNDS"); do
 	for t in "${TR_TARGETS[@]}"; do
 		log "trino round $round/$ROUNDS: $t"
+		[ "$t" = trino ] && read -r -a s0 < <(spin_waits "$TRADMIN_trino")
 		# shellcheck disable=SC2086 # PROC holds pids
 		t0=$(ticks ${PROC[$t]:-})
 		# shellcheck disable=SC2086 # TRARGS holds a flag and its value
@@ -483,6 +494,10 @@ for round in $(seq 1 "$ROUNDS"); do
 		# shellcheck disable=SC2086
 		cpu=$(cpu_per_query "$t0" "$(ticks ${PROC[$t]:-})" "$n" "${PROC[$t]:-}")
 		TP50S[$t]+="$p50 "; TP99S[$t]+="$p99 "; TCPUS[$t]+="$cpu "
+		if [ "$t" = trino ]; then
+			read -r -a s1 < <(spin_waits "$TRADMIN_trino")
+			for i in 0 1 2 3; do SPUN[i]=$((SPUN[i] + ${s1[i]:-0} - ${s0[i]:-0})); done
+		fi
 	done
 done
 for t in "${TR_TARGETS[@]}"; do
@@ -558,6 +573,7 @@ goal "mysql passthrough added p50 ${mpt} us <= 40 us" "$mpt <= 40" "$mpt"
 echo "  of which a C relay hop (haproxy): postgres added p50 $(added "${LAT[direct]}" "${LAT[haproxy]}") us, tps $(ratio "${TPS[direct]}" "${TPS[haproxy]}") of direct; mysql added p50 $(added "${MLAT[direct]:-}" "${MLAT[haproxy]:-}") us, qps $(ratio "${MTPS[direct]:-}" "${MTPS[haproxy]:-}") of direct"
 tr=$(added "${TLAT[trino-pg]}" "${TLAT[trino]}")
 goal "trino added p50 ${tr} us <= 100 us (SELECT 1, scripts/benchtrino, over trino-pg)" "$tr <= 100" "$tr"
+echo "  trino's reads that awaited an answer and found the socket empty, over its latency runs: ${SPUN[0]} answered while spinning, ${SPUN[1]} spun to the bound then slept, ${SPUN[2]} slept at once on a machine without idle CPU, ${SPUN[3]} slept at once after a slow answer (queryflux_spin_waits_total)"
 echo "  without the spinning wait (trino-nospin, QUERYFLUX_SPIN_MICROS=0): added p50 $(added "${TLAT[trino-pg]}" "${TLAT[trino-nospin]}") us, cpu ${TCPU[trino-nospin]} us/q (trino: ${TCPU[trino]} us/q)"
 echo "  of which the floors (the client and loopback HTTP exchanges, no proxy work): one exchange served by httplite $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite1]}") us; two exchanges: added p50 $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite]}") us served by httplite, $(added "${TLAT[trino-pg]}" "${TLAT[floor-raw]}") us by no HTTP server, $(added "${TLAT[trino-pg]}" "${TLAT[trino-floor]}") us by net/http"
 echo "  the client's share: added p50 $(added "${TLAT[trino-pg]}" "${TLAT[trino-rawc]}") us with a client without net/http (trino-rawc), $(added "${TLAT[trino-pg]}" "${TLAT[trino-driver]}") us with trino-go-client (trino-driver); two exchanges with neither an HTTP client nor server (floor-rawc): $(added "${TLAT[trino-pg]}" "${TLAT[floor-rawc]}") us"
