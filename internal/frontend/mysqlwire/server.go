@@ -315,6 +315,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	h.salt = buffered.login.salt
 	buffered.login = nil
 	h.conn, h.user = c, c.GetUser()
+	gate.refuseCmd = h.refuseUnread
 	h.headers = h.attributes()
 	h.multiStatements = c.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 	h.collation = carriedCollation(c.Charset())
