@@ -87,7 +87,7 @@ pprof) (sleep 1; curl -s -o "$OUT.prof" "http://127.0.0.1:$PP/debug/pprof/profil
 perf) perf record -g -o "$OUT.perf" -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
 strace) timeout $((SECS-1)) strace -c -f -p $PID -o "$OUT.strace" 2>/dev/null & SP=$! ;;
 trace) (sleep 1; timeout 1 strace -f -tt -T -p $PID -o "$OUT.trace" 2>/dev/null) & SP=$! ;;
-stat) perf stat -e 'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_tgkill,syscalls:sys_enter_clock_gettime,context-switches,cpu-migrations' -p $PID -o "$OUT.stat" -- sleep "$SECS" & SP=$! ;;
+stat) perf stat -e 'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_tgkill,syscalls:sys_enter_clock_gettime,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_fcntl,context-switches,cpu-migrations' -p $PID -o "$OUT.stat" -- sleep "$SECS" & SP=$! ;;
 esac
 read -r p50 p99 qps < <("$TMP/benchclient" -dsn "$DSN" -query "$QUERY" -c "$C" -d "${SECS}s")
 t1=$(ticks "$PID")

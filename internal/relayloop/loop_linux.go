@@ -211,6 +211,33 @@ func (h *Handle) Plug(b int) error {
 	return h.p.plug(h.l, b)
 }
 
+// UnplugNow takes B out of the pair at once, as an Unplug verdict would once B's bytes are
+// written to A: only on the loop's thread (from the pair's Watch, or a Do), while B is idle,
+// nothing of A's framed for it. Pair.Unplugged runs before it returns. It is false, and
+// nothing changes, when no B is plugged in or what B sent is still being written to A (a
+// client slow to read): a caller that must have B out then stops the pair instead.
+func (h *Handle) UnplugNow() bool {
+	p := h.p
+	if p.done || p.p.B < 0 || p.st[BToA].busy() || p.st[AToB].w < p.st[AToB].s || p.st[AToB].skip > 0 {
+		return false
+	}
+	p.unplug(h.l)
+	return true
+}
+
+// Writing reports, on the loop's thread, whether direction d has framed bytes still to write
+// to its peer (or an end or unplug waiting for them).
+func (h *Handle) Writing(d Direction) bool { return h.p.st[d].busy() }
+
+// Do runs fn on the loop's thread, unless the pair has stopped by then. It does not wait.
+func (h *Handle) Do(fn func()) {
+	h.l.do(func() {
+		if !h.p.done {
+			fn()
+		}
+	})
+}
+
 // setNonblock makes fd non-blocking unless the loop keeps it idle, already non-blocking (an
 // fcntl spared on every transaction; two where the socket was blocking).
 func (l *Loop) setNonblock(fd int) error {

@@ -46,6 +46,9 @@ func (h *Handle) Start(Pair) error        { return errUnsupported }
 func (h *Handle) Resume(int)              {}
 func (h *Handle) StopIf(func() bool)      {}
 func (h *Handle) Plug(int) error          { return errUnsupported }
+func (h *Handle) UnplugNow() bool         { return false }
+func (h *Handle) Do(func())               {}
+func (h *Handle) Writing(Direction) bool  { return false }
 
 // Replacing is never called outside Linux: no pair runs.
 func (h *Handle) Replacing([]byte) Verdict { return Replace }

@@ -260,6 +260,12 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 	return true
 }
 
+// busy reports whether the stream has framed bytes still to write to its peer, a send of
+// them in flight, or an end or unplug waiting for them.
+func (st *stream) busy() bool {
+	return st.w < st.s || st.inflight != nil || st.blocked || st.unplug || st.pending != nil
+}
+
 // frame takes the next n unframed bytes as framed, moving them down over the gap.
 func (st *stream) frame(n int) {
 	if st.gap > 0 {

@@ -2,6 +2,7 @@ package duckengine
 
 import (
 	"cmp"
+	"strconv"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -21,8 +22,8 @@ import (
 // select list with a * (its columns are not its items).
 func trinoDeclared(q *query.Request) []string {
 	written := cmp.Or(q.ClientSQL, q.SQL)
-	if q.Protocol != query.ProtocolTrino || !containsFold(written, "now") && !containsFold(written, "current_timestamp") &&
-		!containsFold(written, "from_unixtime") && !containsFold(written, "varchar") {
+	if q.Protocol != query.ProtocolTrino || !containsFold(written, "now") && !containsFold(written, "timestamp") &&
+		!containsFold(written, "from_unixtime") && !containsFold(written, "varchar") && !containsFold(written, "zone") {
 		return nil
 	}
 	texts := selectItemTexts(written)
@@ -42,14 +43,16 @@ func trinoDeclared(q *query.Request) []string {
 	return declared
 }
 
-// withoutAlias is an item's tokens without its alias (AS name, or a name after the expression).
+// withoutAlias is an item's tokens without its alias (AS name, or a name after the expression;
+// not an interval's unit).
 func withoutAlias(toks []sqltok.Token) []sqltok.Token {
 	n := len(toks)
 	switch {
 	case n >= 3 && isWord(toks[n-2], "as"):
 		return toks[:n-2]
 	case n >= 2 && (toks[n-1].Kind == sqltok.Word || toks[n-1].Kind == sqltok.QuotedIdent) &&
-		(toks[n-2].Text == ")" || toks[n-2].Kind == sqltok.Word && !isWord(toks[n-2], "as")):
+		(toks[n-2].Text == ")" || toks[n-2].Kind == sqltok.Word && !isWord(toks[n-2], "as") && !isWord(toks[n-2], "to") ||
+			toks[n-2].Kind == sqltok.String && (n < 3 || !isWord(toks[n-3], "interval"))):
 		return toks[:n-1]
 	}
 	return toks
@@ -57,19 +60,90 @@ func withoutAlias(toks []sqltok.Token) []sqltok.Token {
 
 // trinoItemType is the Trino type of a select item's expression where DuckDB's says less.
 func trinoItemType(toks []sqltok.Token) string {
-	switch {
-	case len(toks) == 1 && isWord(toks[0], "current_timestamp"),
-		len(toks) == 3 && isWord(toks[0], "now") && toks[1].Text == "(" && toks[2].Text == ")",
-		len(toks) >= 4 && isWord(toks[0], "from_unixtime") && toks[1].Text == "(" && closes(toks, 1) == len(toks)-1:
-		return "timestamp(3) with time zone"
-	case len(toks) >= 8 && isWord(toks[0], "cast") && toks[1].Text == "(" && closes(toks, 1) == len(toks)-1:
-		n := len(toks) // ... AS varchar ( digits ) )
-		if isWord(toks[n-6], "as") && isWord(toks[n-5], "varchar") && toks[n-4].Text == "(" &&
-			toks[n-3].Kind == sqltok.Number && strings.Trim(toks[n-3].Text, "0123456789") == "" && toks[n-2].Text == ")" {
-			return "varchar(" + toks[n-3].Text + ")"
+	if end := zonedMillisEnd(toks); end > 0 && intervalsOnly(toks[end:]) {
+		return "timestamp(3) with time zone" // now() + interval '1' day: Trino keeps the timestamp's type
+	}
+	if len(toks) >= 2 && isWord(toks[0], "timestamp") && toks[1].Kind == sqltok.String && intervalsOnly(toks[2:]) {
+		if p := literalDigits(toks[1].Text); p >= 0 {
+			return "timestamp(" + strconv.Itoa(p) + ")" // timestamp '... .6789' is Trino's timestamp(4)
 		}
 	}
+	if len(toks) >= 8 && isWord(toks[0], "cast") && toks[1].Text == "(" && closes(toks, 1) == len(toks)-1 {
+		return trinoCastType(toks[2 : len(toks)-1])
+	}
 	return ""
+}
+
+// zonedMillisEnd is the length of the item's leading now(), current_timestamp or
+// from_unixtime(x), Trino's timestamp(3) with time zone; 0 when it starts with none of them.
+func zonedMillisEnd(toks []sqltok.Token) int {
+	switch {
+	case len(toks) >= 1 && isWord(toks[0], "current_timestamp"):
+		return 1
+	case len(toks) >= 3 && isWord(toks[0], "now") && toks[1].Text == "(" && toks[2].Text == ")":
+		return 3
+	case len(toks) >= 4 && isWord(toks[0], "from_unixtime") && toks[1].Text == "(":
+		return closes(toks, 1) + 1
+	}
+	return 0
+}
+
+// intervalsOnly reports whether toks are nothing but interval literals added or subtracted:
+// + interval '1' day - interval '1-2' year to month ... (none: true).
+func intervalsOnly(toks []sqltok.Token) bool {
+	for len(toks) > 0 {
+		if len(toks) < 4 || toks[0].Text != "+" && toks[0].Text != "-" || !isWord(toks[1], "interval") ||
+			toks[2].Kind != sqltok.String || toks[3].Kind != sqltok.Word {
+			return false
+		}
+		toks = toks[4:]
+		if len(toks) >= 2 && isWord(toks[0], "to") && toks[1].Kind == sqltok.Word {
+			toks = toks[2:]
+		}
+	}
+	return true
+}
+
+// trinoCastType is the Trino type a cast's inside (x AS type) gives where DuckDB keeps less:
+// varchar(n) (DuckDB drops the length), timestamp(p) with time zone (DuckDB's TIMESTAMPTZ keeps
+// microseconds whatever p).
+func trinoCastType(inner []sqltok.Token) string {
+	n := len(inner)
+	switch {
+	case n >= 6 && isWord(inner[n-5], "as") && isWord(inner[n-4], "varchar") && inner[n-3].Text == "(" &&
+		isDigits(inner[n-2], 10) && inner[n-1].Text == ")":
+		return "varchar(" + inner[n-2].Text + ")"
+	case n >= 9 && isWord(inner[n-8], "as") && isWord(inner[n-7], "timestamp") && inner[n-6].Text == "(" &&
+		isDigits(inner[n-5], 1) && inner[n-5].Text <= "6" && inner[n-4].Text == ")" && isWord(inner[n-3], "with") &&
+		isWord(inner[n-2], "time") && isWord(inner[n-1], "zone"):
+		return "timestamp(" + inner[n-5].Text + ") with time zone"
+	}
+	return ""
+}
+
+// literalDigits is Trino's precision of timestamp 'text' (quoted): the digits of a second the
+// text writes; -1 for a text with a zone (another type), with more than the six digits DuckDB
+// keeps, or one this does not read.
+func literalDigits(quoted string) int {
+	text, opened := strings.CutPrefix(quoted, "'")
+	text, closed := strings.CutSuffix(text, "'")
+	date, clock, timed := strings.Cut(strings.TrimSpace(text), " ")
+	if !opened || !closed || date == "" || strings.Trim(date, "0123456789-") != "" {
+		return -1
+	}
+	whole, fraction, fractional := strings.Cut(clock, ".")
+	switch {
+	case !timed || !fractional && strings.Trim(whole, "0123456789:") == "":
+		return 0
+	case strings.Trim(whole, "0123456789:") != "" || fraction == "" || len(fraction) > 6 || strings.Trim(fraction, "0123456789") != "":
+		return -1
+	}
+	return len(fraction)
+}
+
+// isDigits reports whether t is an unsigned integer of at most max digits.
+func isDigits(t sqltok.Token, max int) bool {
+	return t.Kind == sqltok.Number && len(t.Text) <= max && strings.Trim(t.Text, "0123456789") == ""
 }
 
 // closes is the index of the token that closes the parenthesis at open; -1 when none does.

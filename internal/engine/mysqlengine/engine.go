@@ -96,6 +96,9 @@ type Config struct {
 	DialTimeout time.Duration
 	// TLS, when set, encrypts every connection.
 	TLS *tls.Config
+	// LoopHoldIdle is how long a client may keep a loop connection idle between its
+	// statements before it goes back to the pool (loophold.go); 0 means 100ms.
+	LoopHoldIdle time.Duration
 }
 
 const (
@@ -130,6 +133,7 @@ type Engine struct {
 	loopIdle [flagSets][]*LoopConn
 	stmts    map[*client.Conn]stmtCache // statements prepared on each open connection
 	closed   bool
+	holds    holds       // loop connections kept by their clients between statements (loophold.go)
 	noLoop   atomic.Bool // the server's connections cannot go on an event loop (loopconn.go)
 }
 
@@ -150,7 +154,9 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 10 * time.Second
 	}
-	return &Engine{cfg: cfg, slots: newSlots(cfg.MaxConns), stmts: map[*client.Conn]stmtCache{}}, nil
+	e := &Engine{cfg: cfg, slots: newSlots(cfg.MaxConns), stmts: map[*client.Conn]stmtCache{}}
+	e.slots.wanted, e.holds.idle = e.reclaimHeld, cfg.LoopHoldIdle
+	return e, nil
 }
 
 // Ping opens (or reuses) a connection and pings the server.
@@ -172,7 +178,9 @@ func (e *Engine) Close() error {
 	e.mu.Lock()
 	idle, loopIdle := e.idle, e.loopIdle
 	e.idle, e.loopIdle, e.closed = [flagSets][]*client.Conn{}, [flagSets][]*LoopConn{}, true
+	e.holds.shut.Store(true)
 	e.mu.Unlock()
+	e.reclaimHeld()
 	for _, set := range idle {
 		for _, c := range set {
 			e.forget(c)

@@ -46,6 +46,10 @@ type LoopConn struct {
 	// clock read a statement less; the check runs earlier after a long statement, never later).
 	taken, idleSince time.Duration
 	flags            connFlags // flagsOf(c), read once: its pool list, at every give-back
+	// holder keeps it between statements (loophold.go; under e.mu), nil while it is not
+	// kept; used says a statement ran on it since the last sweep of held connections.
+	holder Holder
+	used   atomic.Bool
 }
 
 // loopCheckIdleAfter is how long a loop connection may sit idle before it is checked (one
@@ -224,6 +228,7 @@ func (lc *LoopConn) Release(healthy bool) {
 func (lc *LoopConn) giveBack(healthy bool) {
 	e, flags := lc.e, lc.flags
 	e.mu.Lock()
+	e.unhold(lc)
 	if healthy && !e.closed && len(e.loopIdle[flags]) < idleConnsMax {
 		lc.idleSince = lc.taken
 		e.loopIdle[flags] = append(e.loopIdle[flags], lc)

@@ -23,6 +23,10 @@ type slots struct {
 	freed   chan struct{} // capacity 1: a slot was given back while someone waited
 	// beforeSleep, when set (tests), runs when a waiter found no slot, before it sleeps.
 	beforeSleep func()
+	// wanted, when set, runs once per waiter that found no slot, after it counted itself in
+	// waiting and before it sleeps: the engine asks its clients for the connections they
+	// hold idle (loophold.go).
+	wanted func()
 }
 
 func newSlots(n int) *slots { return &slots{max: int64(n), freed: make(chan struct{}, 1)} }
@@ -47,10 +51,13 @@ func (s *slots) take(ctx context.Context) error {
 	}
 	s.waiting.Add(1)
 	defer s.waiting.Add(-1)
-	for {
+	for asked := false; ; asked = true {
 		if s.tryTake() {
 			s.passOn()
 			return nil
+		}
+		if s.wanted != nil && !asked {
+			s.wanted()
 		}
 		if s.beforeSleep != nil {
 			s.beforeSleep()

@@ -119,6 +119,11 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 		return nil
 	case mysql.COM_CHANGE_USER:
 		return h.changeUser(data)
+	case comRefusedUnread:
+		if refusal, seq, ok := h.gate.takeUnread(); ok {
+			h.conn.Sequence = seq // the client sent more packets than go-mysql was handed
+			return refusal
+		}
 	}
 	return mysql.NewError(mysql.ER_UNKNOWN_COM_ERROR, "command "+strconv.Itoa(int(cmd))+" is not supported by queryflux")
 }

@@ -63,7 +63,22 @@ type packetGate struct {
 	inMessage bool          // a message's first byte arrived and its last has not been handed on
 	timed     bool          // and a read waited for more of it: msg runs
 	inFlight  int           // bytes of the packet held whole counted in limits.InFlight
+
+	// refuseCmd, once logged in, says from its first packet's header and command byte whether a
+	// command too large to stream would be refused for what its session may hold (a
+	// COM_STMT_PREPARE past the session's room): such a command is read past, never held
+	// whole, and go-mysql is handed comRefusedUnread in its place (see takeUnread).
+	refuseCmd func(cmd byte, payloadLen int) error
+	skip      int   // bytes of a refused command's current packet (header included) still to drop
+	skipping  bool  // a refused command is being dropped
+	skipDone  bool  // and skip is what is left of its last packet
+	unread    error // the refusal of the command dropped, for the session to answer
+	unreadSeq byte  // the sequence number its answer takes: one past its last packet's
 }
+
+// comRefusedUnread is the command byte the gate hands go-mysql in place of a command it
+// refused unread; MySQL's commands end at 0x1f, MariaDB's at 0xfe.
+const comRefusedUnread = 0xf0
 
 // largePacketsStarted counts large packets whose receipt began, for tests to wait on.
 var largePacketsStarted atomic.Int64
@@ -202,6 +217,9 @@ func (g *packetGate) bodyLen() int { return packetLen(g.hdr[:]) }
 // next reads the next packet's header and, for a packet too large to stream, its whole body.
 // A read error (a watch's deadline) leaves a partly received packet to be resumed.
 func (g *packetGate) next() error {
+	if g.skipping {
+		return g.skipUnread()
+	}
 	if g.acc == nil {
 		if g.msg != nil && !g.inMessage { // idle until a new message's first byte
 			if _, err := g.r.Peek(1); err != nil {
@@ -215,6 +233,9 @@ func (g *packetGate) next() error {
 			return err
 		}
 		size := packetLen(hdr)
+		if refused, err := g.refusedFromHeader(size); refused || err != nil {
+			return err
+		}
 		if err := g.admit(hdr[3], size); err != nil {
 			return err
 		}
@@ -274,6 +295,65 @@ func (g *packetGate) next() error {
 		g.metadata = askedMetadata(g.big)
 	}
 	return nil
+}
+
+// refusedFromHeader asks refuseCmd about a logged-in client's command whose first packet, of
+// size bytes, is too large to stream; a refused command is dropped (skipUnread). Nothing is
+// consumed until it is refused, so a read error here leaves the packet to be read again.
+func (g *packetGate) refusedFromHeader(size int) (bool, error) {
+	if g.refuseCmd == nil || g.msg == nil || g.msgBytes != 0 || size <= gateBufferBytes {
+		return false, nil
+	}
+	hdr, err := g.r.Peek(5)
+	if err != nil {
+		return false, err
+	}
+	refusal := g.refuseCmd(hdr[4], size)
+	if refusal == nil {
+		return false, nil
+	}
+	g.skipping, g.skipDone, g.unread = true, false, refusal
+	return true, g.skipUnread()
+}
+
+// skipUnread drops the refused command's packets as they arrive (the message timeout runs),
+// then hands go-mysql a one-byte command comRefusedUnread in their place. A read error leaves
+// the rest to drop on the next read.
+func (g *packetGate) skipUnread() error {
+	for {
+		if g.skip > 0 {
+			n, err := g.r.Discard(g.skip)
+			if g.skip -= n; err != nil {
+				return err
+			}
+		}
+		if g.skipDone {
+			break
+		}
+		hdr, err := g.r.Peek(4)
+		if err != nil {
+			return err
+		}
+		size := packetLen(hdr)
+		if err := g.admit(hdr[3], size); err != nil {
+			return err
+		}
+		g.skip, g.unreadSeq, g.skipDone = 4+size, hdr[3]+1, g.msgEnding
+	}
+	g.skipping = false
+	g.hdr, g.big, g.left = [4]byte{1, 0, 0, 0}, []byte{comRefusedUnread}, 5
+	return nil
+}
+
+// takeUnread is the refusal of the command the gate dropped unread, and the sequence number
+// the answer to it takes (ok false: none was, the client sent comRefusedUnread itself).
+func (g *packetGate) takeUnread() (refusal error, answerSeq byte, ok bool) {
+	if g.unread == nil {
+		return nil, 0, false
+	}
+	refusal, answerSeq = g.unread, g.unreadSeq
+	g.unread, g.unreadSeq = nil, 0
+	return refusal, answerSeq, true
 }
 
 // admit counts a packet of size bytes into its message and refuses the message once it is over

@@ -33,7 +33,12 @@ import (
 // as mysqlengine writes it) and relays the engine's answer straight back, watching only the short
 // packets (the result's head, its EOFs, an ERR, small rows) to find the statement's end; rows
 // are counted as they pass. The statement is reported (proxy.Relay.Finish) on the loop's
-// thread and the engine connection goes back to its pool at once.
+// thread. Its engine connection stays plugged in for the client's next statement while
+// nobody else needs it (mysqlengine.LoopConn.Keep: no take, plug, unplug and give-back per
+// statement); it goes back to its pool when another client waits for a connection, when the
+// client pauses (the engine's sweep reclaims it), when the next statement needs another one
+// (another engine, database or flag set), when a statement leaves a transaction open on it,
+// and whenever the session leaves the loop.
 //
 // What may wait, or needs more than the loop does, is the goroutine's. An engine connection
 // to open: the loop holds the client's packet and the goroutine opens one and plugs it in.
@@ -98,8 +103,8 @@ type loopRun struct {
 	busy                bool
 	phase               int
 	run                 *proxy.Relay
-	conn                *mysqlengine.LoopConn
-	healthy             bool // the statement left no transaction open on conn
+	conn                *mysqlengine.LoopConn // also between statements, kept (kept)
+	healthy             bool                  // the statement left no transaction open on conn
 	stopAfter           func() bool
 	seen, seenBytes     int64
 	count0, bytes0      int64
@@ -365,6 +370,9 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 		return lr.begin(msg)
 	}
 	if len(msg) == 5 && msg[4] == mysql.COM_PING {
+		if lr.conn != nil && lr.hd.Writing(relayloop.BToA) {
+			return relayloop.Pause // the answer before is still on its way: the goroutine answers after it
+		}
 		return lr.ping()
 	}
 	if len(msg) < 5 || msg[4] != mysql.COM_QUERY {
@@ -409,6 +417,17 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 		return relayloop.Pause
 	}
 	lr.adm, lr.req, lr.tag = adm, req, capacity.SlotTag(adm.Slot())
+	if lr.conn != nil { // kept from the statement before
+		if lr.conn.Serves(adm.Engine, req) {
+			h.loopHandOffs = 0
+			return lr.begin(msg)
+		}
+		if !lr.hd.UnplugNow() { // its last answer is still on its way to the client
+			lr.adm, lr.req, lr.tag = nil, nil, ""
+			h.admitted, h.admittedReq = adm, req
+			return relayloop.Pause
+		}
+	}
 	lc := le.TakeLoopConn(req)
 	if lc == nil {
 		lr.events <- loopEvent{open: true}
@@ -581,7 +600,7 @@ func (lr *loopRun) ended(status, warnings uint16) relayloop.Verdict {
 		return relayloop.Pause
 	}
 	lr.finish(nil)
-	return relayloop.Unplug
+	return lr.keepOrUnplug()
 }
 
 // failed is the engine's ERR ending the statement: relayed as it is, unless a cancel caused
@@ -598,10 +617,41 @@ func (lr *loopRun) failed(p []byte) relayloop.Verdict {
 	} else {
 		lr.finish(errors.New("mysqlwire: an engine error that could not be read"))
 	}
-	return relayloop.Unplug
+	return lr.keepOrUnplug()
 }
 
-// finish reports the statement (its engine connection leaves at Unplug).
+// keepOrUnplug is the verdict on the packet that ended a statement: relayed with the engine
+// connection kept plugged in for the client's next statement, when it is healthy and the
+// engine lets the client keep it; else unplugged and given back (unplugged).
+func (lr *loopRun) keepOrUnplug() relayloop.Verdict {
+	if !lr.healthy || !lr.conn.Keep(lr) {
+		return relayloop.Unplug
+	}
+	lr.unplugging = false
+	if lr.waiting { // the client's next packet came meanwhile
+		lr.waiting = false
+		lr.hd.Resume(-1)
+	}
+	return relayloop.Relay
+}
+
+// kept reports whether the session keeps an engine connection between statements (on the
+// loop's thread, or once the pair stopped).
+func (lr *loopRun) kept() bool { return lr.conn != nil && !lr.busy && !lr.unplugging }
+
+// Reclaim is mysqlengine.Holder's: lc goes back to its pool now if the session keeps it
+// between statements; one it runs a statement on goes back at the statement's end (Keep
+// answers false then). One whose last answer is still on its way to the client stays: the
+// engine's sweep asks again.
+func (lr *loopRun) Reclaim(lc *mysqlengine.LoopConn) {
+	lr.hd.Do(func() {
+		if lr.conn == lc && lr.kept() && lr.adm == nil {
+			lr.hd.UnplugNow()
+		}
+	})
+}
+
+// finish reports the statement (its engine connection leaves at Unplug, or stays: keepOrUnplug).
 func (lr *loopRun) finish(err error) {
 	lr.stopRunning()
 	rows, bytes := lr.counted()
@@ -648,6 +698,14 @@ var errLoopStopped = errors.New("mysqlwire: the event loop stopped in the middle
 func (h *session) offLoop(lr *loopRun, res relayloop.Result) error {
 	h.lastWasQuery = false // the goroutine takes the next command, whatever it is
 	h.s.loopWatched.Add(lr.watched)
+	keptLost := false
+	if lr.kept() {
+		// Healthy unless its server spoke unasked or ended it meanwhile; the session goes on.
+		keptLost = res.Err != nil && res.Side == relayloop.BToA
+		unasked := len(res.Leftover[relayloop.BToA]) - res.Scanned[relayloop.BToA]
+		lr.conn.Release(!keptLost && unasked == 0 && res.Remaining[relayloop.BToA] == 0)
+		lr.conn = nil
+	}
 	h.loopGaveBack = len(res.Leftover[relayloop.AToB]) > 0
 	if lr.miss {
 		h.loopMisses++
@@ -703,7 +761,7 @@ func (h *session) offLoop(lr *loopRun, res relayloop.Result) error {
 	if h.isKilled() {
 		return errKilled
 	}
-	if res.Err != nil && !res.Paused && !errors.Is(res.Err, relayloop.ErrStopped) {
+	if res.Err != nil && !res.Paused && !errors.Is(res.Err, relayloop.ErrStopped) && !keptLost {
 		return res.Err // the client's end
 	}
 	return h.out.w.Flush()

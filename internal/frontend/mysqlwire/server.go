@@ -319,6 +319,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	// force, whatever the client sent (go-mysql's own client sends it unoffered and frames by
 	// what both offered, as the protocol has it).
 	c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF)
+	gate.refuseCmd = h.refuseUnread
 	h.headers = h.attributes()
 	h.multiStatements = c.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)
 	h.collation = carriedCollation(c.Charset())

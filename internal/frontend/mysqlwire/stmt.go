@@ -72,6 +72,21 @@ func (h *session) heldRefused(err *heldmem.Error) error {
 	return mysql.NewError(code, err.Error())
 }
 
+// refuseUnread is the packet gate's refuseCmd: a COM_STMT_PREPARE whose statement could not be
+// kept is refused from its header, as prepare would refuse it once read, so that a client
+// refused one 16 MiB statement after another costs the daemon neither their copies nor their
+// reading. payloadLen counts the command byte, and for a command in several packets its
+// first packet only.
+func (h *session) refuseUnread(cmd byte, payloadLen int) error {
+	if cmd != mysql.COM_STMT_PREPARE {
+		return nil
+	}
+	if err := h.heldBytes.Refusal(stmtOverheadBytes + payloadLen - 1); err != nil {
+		return h.heldRefused(err)
+	}
+	return nil
+}
+
 // forgetStmt closes the statement id: its text and long data are no longer held.
 func (h *session) forgetStmt(id uint32) {
 	if st := h.stmts[id]; st != nil {

@@ -132,6 +132,7 @@ func (c *conn) serve() error {
 	}
 	c.be.SetMaxBodyLen(c.srv.opts.MessageBytesMax)
 	c.cr.loggedIn(c.srv.opts.MessageBytesMax, c.srv.opts.Limits.MessageTimeout, c.srv.opts.Limits.InFlight)
+	c.cr.refuse = c.refuseUnread
 	defer c.cr.giveBack()
 	defer c.held.Close() // after unregister (deferred below) has closed the portals
 	defer c.cr.msg.Stop()
@@ -315,6 +316,13 @@ func (c *conn) loop() error {
 			continue // Drain woke an idle connection: end it, or keep reading inside a transaction
 		}
 		c.waitingForClient(false)
+		if unread := (*unreadMessage)(nil); errors.As(err, &unread) {
+			if !c.skipToSync { // else skipped, as a message read would be
+				c.sendError(unread.err) // as dispatch answers a refused Parse
+				c.skipToSync = true
+			}
+			continue
+		}
 		if err != nil {
 			return c.receiveFailed(err)
 		}

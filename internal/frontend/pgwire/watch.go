@@ -50,7 +50,18 @@ type clientReader struct {
 	// a thousand clients each sending 64 MiB at once would otherwise exhaust the host.
 	pool     *heldmem.Pool
 	inFlight int
+	// refuse, once logged in, says from its header whether a large message would be refused
+	// for what its connection may hold (a Parse past the connection's room): such a message
+	// is read past and dropped, never held, decoded or scanned, and Read returns
+	// *unreadMessage instead.
+	refuse func(kind byte, bodyLen int, body0 byte) error
 }
+
+// unreadMessage is a message refused from its header and dropped unread.
+type unreadMessage struct{ err error }
+
+func (u *unreadMessage) Error() string { return u.err.Error() }
+func (u *unreadMessage) Unwrap() error { return u.err }
 
 // wholeAbove is the message size past which a message is held until it arrived whole.
 const wholeAbove = 16 << 10
@@ -69,6 +80,9 @@ func (r *clientReader) Read(p []byte) (int, error) {
 			// pgproto3 refuses a length shorter than its header itself.
 			r.left = max(hl-4+int(binary.BigEndian.Uint32(r.ahead[hl-4:hl])), hl)
 			if r.msg != nil && r.left > wholeAbove && r.left-hl <= r.bodyMax {
+				if err := r.refusedUnread(hl); err != nil {
+					return 0, err
+				}
 				if err := r.pool.Take(r.left); err != nil {
 					return 0, err
 				}
@@ -88,6 +102,54 @@ func (r *clientReader) Read(p []byte) (int, error) {
 		r.giveBack()
 	}
 	return n, err
+}
+
+// refusedUnread asks refuse about the message whose header is ahead (hl bytes); a refused
+// message is read past, and its refusal returned.
+func (r *clientReader) refusedUnread(hl int) error {
+	if r.refuse == nil {
+		return nil
+	}
+	r.fill(hl + 1)
+	if len(r.ahead) <= hl {
+		return nil // the read's own error follows
+	}
+	err := r.refuse(r.ahead[0], r.left-hl, r.ahead[hl])
+	if err == nil {
+		return nil
+	}
+	if err := r.skip(r.left); err != nil {
+		return err
+	}
+	return &unreadMessage{err}
+}
+
+// skipChunkBytes is the most a dropped message costs at once.
+const skipChunkBytes = 64 << 10
+
+// skip reads past n bytes of the client's stream without keeping them (a message begun: the
+// message timeout runs).
+func (r *clientReader) skip(n int) error {
+	from := min(n, len(r.ahead))
+	r.consume(from)
+	n -= from
+	var buf []byte
+	for n > 0 {
+		if r.err != nil {
+			err := r.err
+			r.err = nil
+			return err
+		}
+		if buf == nil {
+			buf = make([]byte, min(n, skipChunkBytes))
+		}
+		m, err := r.socketRead(buf[:min(n, len(buf))])
+		n -= m
+		r.err = err
+	}
+	r.left = 0
+	r.msg.End()
+	return nil
 }
 
 // giveBack ends the count of the message held whole (it was read, or the connection ends).

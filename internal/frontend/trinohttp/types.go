@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/frontend/structured"
@@ -57,10 +58,8 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 	if name := metaValue(f, MetaTrinoType); textTrinoTypes[name] && isString(f.Type) {
 		return simple(name) // a Trino engine's text-carried type goes back out as itself
 	}
-	if n, ok := strings.CutPrefix(metaValue(f, engine.MetaTrinoDeclared), "varchar("); ok && isString(f.Type) {
-		if n, err := strconv.ParseInt(strings.TrimSuffix(n, ")"), 10, 64); err == nil && n > 0 {
-			return fmt.Sprintf("varchar(%d)", n), TypeSignature{RawType: "varchar", Arguments: []TypeArgument{longArg(n)}}
-		}
+	if n := varcharLength(f); n > 0 && isString(f.Type) {
+		return fmt.Sprintf("varchar(%d)", n), TypeSignature{RawType: "varchar", Arguments: []TypeArgument{longArg(n)}}
 	}
 	if isUUID(f) {
 		return simple("uuid")
@@ -112,10 +111,10 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 		}
 		return fmt.Sprintf("%s(%d)%s", "timestamp", p, tzSuffix(t.TimeZone)), TypeSignature{RawType: raw, Arguments: []TypeArgument{longArg(p)}}
 	case *arrow.Time32Type:
-		p := int64(precisionOf(t.Unit))
+		p := int64(timeDigits(f, t.Unit))
 		return fmt.Sprintf("time(%d)", p), TypeSignature{RawType: "time", Arguments: []TypeArgument{longArg(p)}}
 	case *arrow.Time64Type:
-		p := int64(precisionOf(t.Unit))
+		p := int64(timeDigits(f, t.Unit))
 		return fmt.Sprintf("time(%d)", p), TypeSignature{RawType: "time", Arguments: []TypeArgument{longArg(p)}}
 	case *arrow.NullType:
 		return simple("unknown")
@@ -269,13 +268,55 @@ func tzSuffix(tz string) string {
 	return " with time zone"
 }
 
+// varcharLength is n of a column's varchar(n): the one its statement declared
+// (engine.MetaTrinoDeclared), or PostgreSQL's (its type modifier, n plus the 4 bytes of a value's
+// header); 0 for an unbounded varchar and for any other type.
+func varcharLength(f arrow.Field) int64 {
+	if n, ok := strings.CutPrefix(metaValue(f, engine.MetaTrinoDeclared), "varchar("); ok {
+		if n, err := strconv.ParseInt(strings.TrimSuffix(n, ")"), 10, 64); err == nil && n > 0 {
+			return n
+		}
+	}
+	if metaValue(f, engine.MetaPGOID) == pgVarcharOID {
+		if typmod, err := strconv.ParseInt(metaValue(f, engine.MetaPGTypmod), 10, 32); err == nil && typmod > 4 {
+			return typmod - 4
+		}
+	}
+	return 0
+}
+
+var pgVarcharOID = strconv.Itoa(pgtype.VarcharOID)
+
+// pgPrecision is the digits of a second PostgreSQL's time(p), timestamp(p) or timestamptz(p)
+// keeps (its type modifier), if it was declared and is at most max; else -1.
+func pgPrecision(f arrow.Field, max int) int {
+	p, err := strconv.Atoi(metaValue(f, engine.MetaPGTypmod))
+	if err != nil || p < 0 || p > max {
+		return -1
+	}
+	return p
+}
+
+// timeDigits is the precision of a time column: PostgreSQL's declared time(p), else its unit's.
+func timeDigits(f arrow.Field, u arrow.TimeUnit) int {
+	if p := pgPrecision(f, precisionOf(u)); p >= 0 {
+		return p
+	}
+	return precisionOf(u)
+}
+
 // timestampDigits is the precision of a timestamp column: the one its statement declared
-// (engine.MetaTrinoDeclared), its unit's, or the one of the engine's type it was read as (DuckDB's TIMESTAMP_S, TIMESTAMP_MS and TIMESTAMP_NS travel
-// in microseconds: a Trino client's timestamp(0), timestamp(3) and timestamp '...' literals).
+// (engine.MetaTrinoDeclared), PostgreSQL's declared timestamp(p) or timestamptz(p), its unit's,
+// or the one of the engine's type it was read as (DuckDB's TIMESTAMP_S, TIMESTAMP_MS and
+// TIMESTAMP_NS travel in microseconds: a Trino client's timestamp(0), timestamp(3) and
+// timestamp '...' literals).
 func timestampDigits(f arrow.Field, t *arrow.TimestampType) int {
 	if p, ok := strings.CutPrefix(metaValue(f, engine.MetaTrinoDeclared), "timestamp("); ok && len(p) > 1 && p[1] == ')' &&
 		p[0] >= '0' && int(p[0]-'0') <= precisionOf(t.Unit) {
 		return int(p[0] - '0') // a Trino client's now(): timestamp(3) with time zone
+	}
+	if p := pgPrecision(f, precisionOf(t.Unit)); p >= 0 {
+		return p
 	}
 	switch metaValue(f, engine.MetaDuckDBType) {
 	case "TIMESTAMP_S":
@@ -403,10 +444,10 @@ func jsonValue(f arrow.Field, a arrow.Array, i int) any {
 		return s
 	case *array.Time32:
 		unit := a.DataType().(*arrow.Time32Type).Unit
-		return timeOfDay(time.Duration(a.Value(i))*unit.Multiplier(), precisionOf(unit))
+		return timeOfDay(time.Duration(a.Value(i))*unit.Multiplier(), timeDigits(f, unit))
 	case *array.Time64:
 		unit := a.DataType().(*arrow.Time64Type).Unit
-		return timeOfDay(time.Duration(a.Value(i))*unit.Multiplier(), precisionOf(unit))
+		return timeOfDay(time.Duration(a.Value(i))*unit.Multiplier(), timeDigits(f, unit))
 	case *array.List:
 		start, end := a.ValueOffsets(i)
 		return listJSON(a.DataType().(*arrow.ListType).ElemField(), a.ListValues(), start, end)
