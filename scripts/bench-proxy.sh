@@ -63,7 +63,7 @@ cleanup() {
 trap cleanup EXIT
 
 log() { echo "bench-proxy: $*" >&2; }
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/probelib.sh" # the daemons' configurations (qf_*), freeport
 waitport() { # port, name
 	for _ in $(seq 1 100); do
 		if (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; then return 0; fi
@@ -168,19 +168,7 @@ if [ "$URING_OK" = 1 ]; then
 fi
 
 # --- queryflux daemons -------------------------------------------------------------------
-clusters() { # [poolMode of the pg group] (default: transaction)
-	cat <<YAML
-clusters:
-  - {name: pg, engine: postgres, endpoint: "127.0.0.1:5432", database: $DB, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable}}
-  - {name: maria, engine: mysql, endpoint: "127.0.0.1:3306", database: mysql, credentials: {user: root}, maxRunningQueries: 16}
-clusterGroups:
-  - {name: pg, members: [pg], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30, poolMode: ${1:-transaction}}
-  - {name: maria, members: [maria], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30}
-routers:
-  - {type: protocolBased, postgres: pg, mysql: maria}
-routingFallback: pg
-YAML
-}
+clusters() { qf_clusters "$DB" "${1:-transaction}" 1; } # [poolMode of the pg group] (default: transaction)
 
 PPROF=$(freeport) PPROF_CP=$(freeport) PROFILE_TARGET=${PROFILE_TARGET:-passthrough}
 profile() { # file: a 4 s CPU profile of the profiled daemon (and of its control plane, if any) a second from now
@@ -205,15 +193,7 @@ standalone() { # name, passthrough(true|false), [poolMode] -> sets PG_<name>, MY
 	local name=$1 pt=$2 mode=${3:-transaction} pg my admin
 	pg=$(freeport); my=$(freeport); admin=$(freeport)
 	{
-		cat <<YAML
-queryflux:
-  role: standalone
-  adminApi: {listen: "127.0.0.1:$admin"}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$pg"}
-    mysql: {enabled: true, listen: "127.0.0.1:$my"}
-settings: {passthrough: $pt, security: {trustLoopback: true}}
-YAML
+		qf_standalone "$admin" "$pg" "$my" "$pt"
 		clusters "$mode"
 	} >"$TMP/$name.yaml"
 	start_qf "$name" --config "$TMP/$name.yaml"
@@ -235,30 +215,12 @@ worker_pair() { # name, ops port: a control plane and a worker (name) of its lea
 	secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	cpadmin=$(freeport); cppg=$(freeport); pg=$(freeport); my=$(freeport)
 	{
-		cat <<YAML
-queryflux:
-  role: standalone
-  adminApi: {listen: "127.0.0.1:$cpadmin"}
-  workerApi: {enabled: true, secret: "$secret"}
-  coordination: {mode: controlPlane}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$cppg"}
-# Workers take their settings from here. Every daemon trusts loopback clients, so that they
-# log in without a password in plain text, like every other target.
-settings: {security: {trustLoopback: true}}
-YAML
+		qf_control_plane "$cpadmin" "$secret" "$cppg"
 		clusters
 	} >"$TMP/$name-cp.yaml"
 	start_qf "$name-cp" --config "$TMP/$name-cp.yaml"
 	waitport "$cpadmin" "$name-cp"
-	cat >"$TMP/$name.yaml" <<YAML
-queryflux:
-  role: worker
-  controlPlane: {url: "http://127.0.0.1:$cpadmin", secret: "$secret"}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$pg"}
-    mysql: {enabled: true, listen: "127.0.0.1:$my"}
-YAML
+	qf_worker "$cpadmin" "$secret" "$pg" "$my" >"$TMP/$name.yaml"
 	start_qf "$name" --config "$TMP/$name.yaml" --name "bench-$name" --ops-listen "127.0.0.1:$ops"
 	waitport "$pg" "$name"
 	PROC[$name]="${PROC[$name]} ${PROC[$name-cp]}"
