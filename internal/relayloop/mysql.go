@@ -18,11 +18,19 @@ const MySQLMaxPayload = 1<<24 - 1
 // Skip, set by a Watch, lets the next Skip messages stream through unwatched and uncounted
 // whatever their size (Seq follows them): a proxy that read a result's column count knows
 // that the column definitions and their EOF come next, and needs to look at none of them.
+//
+// Rows, set by a Watch, says that a result's rows come (after what Skip lets through): a
+// packet of at most WatchMax is then still framed whole (a proxy that loses its engine
+// between two rows can still answer the client with an ERR), but goes to the Watch only if it
+// ends them, an EOF (0xFE, shorter than 9 bytes: a row starting so is at least 9) or an ERR
+// (0xFF, which starts no row); the rows are counted, whatever their size. The Watch clears
+// Rows at their end.
 type MySQL struct {
 	WatchMax     int
 	Count, Bytes int64
 	Seq          byte
 	Skip         int
+	Rows         bool
 	continued    bool // the last packet framed was MySQLMaxPayload long
 	skipping     bool // the message going on (continued) is one that Skip let through
 }
@@ -39,7 +47,9 @@ func (f *MySQL) Frame(h []byte) (int, bool) {
 	case f.Skip > 0:
 		f.Skip--
 		f.skipping = true
-	case n <= f.WatchMax:
+	case f.Rows && n <= f.WatchMax && (len(h) < 4+n || n > 0 && endsRows(h[4], n)):
+		return 4 + n, true // whole first: the Watch sees only what may end the rows
+	case n <= f.WatchMax && !f.Rows:
 		return 4 + n, true // framed again until whole: nothing counted here
 	default:
 		f.skipping = false
@@ -54,3 +64,7 @@ func (f *MySQL) Frame(h []byte) (int, bool) {
 // Continues reports whether the last packet framed was MySQLMaxPayload long: the message it
 // began goes on in the next one.
 func (f *MySQL) Continues() bool { return f.continued }
+
+// endsRows reports whether a packet of payload n led by first ends a result's rows: an EOF or
+// an ERR.
+func endsRows(first byte, n int) bool { return first == 0xff || first == 0xfe && n < 9 }
