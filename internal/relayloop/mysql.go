@@ -45,11 +45,16 @@ func (f *MySQL) Frame(h []byte) (int, bool) {
 			f.Bytes += int64(n)
 		}
 	case f.Skip > 0:
+		if run := f.skipRun(h); run > 0 {
+			return run, false
+		}
 		f.Skip--
 		f.skipping = true
 	case f.Rows && n <= f.WatchMax && (len(h) < 4+n || n > 0 && endsRows(h[4], n)):
 		return 4 + n, true // whole first: the Watch sees only what may end the rows
-	case n <= f.WatchMax && !f.Rows:
+	case f.Rows && n <= f.WatchMax:
+		return f.rowRun(h), false
+	case n <= f.WatchMax:
 		return 4 + n, true // framed again until whole: nothing counted here
 	default:
 		f.skipping = false
@@ -59,6 +64,47 @@ func (f *MySQL) Frame(h []byte) (int, bool) {
 	f.Seq = h[3]
 	f.continued = n == MySQLMaxPayload
 	return 4 + n, false
+}
+
+// The runs: packets read whole that stream through alike are framed at once, as one message
+// (a scan's turn and a Frame call for each was most of what a row cost the loop). A run never
+// holds a packet that continues (MySQLMaxPayload long), so none continues after it.
+
+// skipRun frames the whole packets h starts with that Skip lets through, up to Skip of them:
+// their length (0: the first is not whole, or continues).
+func (f *MySQL) skipRun(h []byte) int {
+	at := 0
+	for f.Skip > 0 && len(h)-at >= 4 {
+		n := int(h[at]) | int(h[at+1])<<8 | int(h[at+2])<<16
+		if n == MySQLMaxPayload || len(h)-at < 4+n {
+			break
+		}
+		f.Skip--
+		f.Seq = h[at+3]
+		at += 4 + n
+	}
+	if at > 0 {
+		f.continued = false
+	}
+	return at
+}
+
+// rowRun frames and counts the whole rows of at most WatchMax that h starts with (the first is
+// one), up to one that may end the rows: their length.
+func (f *MySQL) rowRun(h []byte) int {
+	at := 0
+	for len(h)-at >= 4 {
+		n := int(h[at]) | int(h[at+1])<<8 | int(h[at+2])<<16
+		if n > f.WatchMax || len(h)-at < 4+n || n > 0 && endsRows(h[at+4], n) {
+			break
+		}
+		f.Count++
+		f.Bytes += int64(n)
+		f.Seq = h[at+3]
+		at += 4 + n
+	}
+	f.skipping, f.continued = false, false
+	return at
 }
 
 // Continues reports whether the last packet framed was MySQLMaxPayload long: the message it

@@ -72,3 +72,45 @@ func TestMySQLRowsWatchOnlyTheirEnd(t *testing.T) {
 		t.Fatal("a short packet outside rows streamed through unwatched")
 	}
 }
+
+// TestMySQLRunsFrameWholePacketsAtOnce: the packets read whole that Skip lets through, and the
+// rows after them, are framed as one run each, up to the packet that ends the rows (watched)
+// or one not read whole; Seq is the last one's, and a packet that continues is never in a run.
+func TestMySQLRunsFrameWholePacketsAtOnce(t *testing.T) {
+	packet := func(seq byte, payload ...byte) []byte {
+		return append([]byte{byte(len(payload)), 0, 0, seq}, payload...)
+	}
+	var h []byte
+	h = append(h, packet(2, make([]byte, 10)...)...) // a column definition
+	h = append(h, packet(3, 0xfe, 0, 0, 2, 0)...)    // its EOF
+	h = append(h, packet(4, 1, 'a')...)              // a row
+	h = append(h, packet(5, 0xfb)...)                // a row
+	h = append(h, packet(6, 0xfe, 0, 0, 2, 0)...)    // the rows' EOF
+	h = append(h, packet(7, 2, 'b', 'c')[:5]...)     // read in part
+	f := &MySQL{WatchMax: 100, Skip: 2, Rows: true}
+	for _, want := range []struct {
+		total  int
+		watch  bool
+		seq    byte
+		skip   int
+		counts int64
+	}{
+		{14 + 9, false, 3, 0, 0},
+		{6 + 5, false, 5, 0, 2},
+		{9, true, 5, 0, 2},
+	} {
+		total, watch := f.Frame(h)
+		if total != want.total || watch != want.watch || f.Seq != want.seq || f.Skip != want.skip || f.Count != want.counts {
+			t.Fatalf("at %v: total %d, watched %v, seq %d, skip %d, count %d; want %+v", h[:4], total, watch, f.Seq, f.Skip, f.Count, want)
+		}
+		h = h[total:]
+	}
+	if total, watch := f.Frame(h); total != 7 || !watch {
+		t.Fatalf("a row read in part: total %d, watched %v; want 7, waited for", total, watch)
+	}
+	f = &MySQL{WatchMax: 100, Skip: 2}
+	long := []byte{0xff, 0xff, 0xff, 1}
+	if total, watch := f.Frame(long); total != 4+MySQLMaxPayload || watch || !f.Continues() || f.Skip != 1 {
+		t.Fatalf("a skipped packet that continues: total %d, watched %v, continues %v, skip %d", total, watch, f.Continues(), f.Skip)
+	}
+}
