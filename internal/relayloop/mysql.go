@@ -52,7 +52,7 @@ func (f *MySQL) Frame(h []byte) (int, bool) {
 		f.skipping = true
 	case f.Rows && n <= f.WatchMax && (len(h) < 4+n || n > 0 && endsRows(h[4], n)):
 		return 4 + n, true // whole first: the Watch sees only what may end the rows
-	case f.Rows && n <= f.WatchMax:
+	case f.Rows && n > 0 && n <= f.WatchMax:
 		return f.rowRun(h), false
 	case n <= f.WatchMax:
 		return 4 + n, true // framed again until whole: nothing counted here
@@ -73,38 +73,40 @@ func (f *MySQL) Frame(h []byte) (int, bool) {
 // skipRun frames the whole packets h starts with that Skip lets through, up to Skip of them:
 // their length (0: the first is not whole, or continues).
 func (f *MySQL) skipRun(h []byte) int {
-	at := 0
-	for f.Skip > 0 && len(h)-at >= 4 {
-		n := int(h[at]) | int(h[at+1])<<8 | int(h[at+2])<<16
-		if n == MySQLMaxPayload || len(h)-at < 4+n {
+	total, skip, seq := 0, f.Skip, f.Seq
+	for ; skip > 0 && len(h) >= 4; skip-- {
+		n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+		if n == MySQLMaxPayload || len(h) < 4+n {
 			break
 		}
-		f.Skip--
-		f.Seq = h[at+3]
-		at += 4 + n
+		seq = h[3]
+		total += 4 + n
+		h = h[4+n:]
 	}
-	if at > 0 {
-		f.continued = false
+	if total > 0 {
+		f.Skip, f.Seq, f.continued = skip, seq, false
 	}
-	return at
+	return total
 }
 
 // rowRun frames and counts the whole rows of at most WatchMax that h starts with (the first is
 // one), up to one that may end the rows: their length.
 func (f *MySQL) rowRun(h []byte) int {
-	at := 0
-	for len(h)-at >= 4 {
-		n := int(h[at]) | int(h[at+1])<<8 | int(h[at+2])<<16
-		if n > f.WatchMax || len(h)-at < 4+n || n > 0 && endsRows(h[at+4], n) {
+	total, rows, seq := 0, int64(0), f.Seq
+	for len(h) >= 5 {
+		n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+		if n == 0 || n > f.WatchMax || len(h) < 4+n || endsRows(h[4], n) {
 			break
 		}
-		f.Count++
-		f.Bytes += int64(n)
-		f.Seq = h[at+3]
-		at += 4 + n
+		rows++
+		seq = h[3]
+		total += 4 + n
+		h = h[4+n:]
 	}
-	f.skipping, f.continued = false, false
-	return at
+	f.Count += rows
+	f.Bytes += int64(total) - 4*rows
+	f.Seq, f.skipping, f.continued = seq, false, false
+	return total
 }
 
 // Continues reports whether the last packet framed was MySQLMaxPayload long: the message it

@@ -55,6 +55,7 @@ func TestMySQLRowsWatchOnlyTheirEnd(t *testing.T) {
 		{"a short row, its header alone read", []byte{7, 0, 0, 7}, true},
 		{"a short row, read in part", []byte{7, 0, 0, 7, 1, 'a'}, true},
 		{"a long row, its header alone read", []byte{0, 1, 0, 8}, false},
+		{"an empty packet", []byte{0, 0, 0, 9, 0xfe}, true},
 	} {
 		n := int(c.h[0]) | int(c.h[1])<<8 | int(c.h[2])<<16
 		total, watch := f.Frame(c.h)
