@@ -63,7 +63,7 @@ cleanup() {
 trap cleanup EXIT
 
 log() { echo "bench-proxy: $*" >&2; }
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/probelib.sh" # the daemons' configurations (qf_*), freeport
 waitport() { # port, name
 	for _ in $(seq 1 100); do
 		if (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; then return 0; fi
@@ -168,19 +168,7 @@ if [ "$URING_OK" = 1 ]; then
 fi
 
 # --- queryflux daemons -------------------------------------------------------------------
-clusters() { # [poolMode of the pg group] (default: transaction)
-	cat <<YAML
-clusters:
-  - {name: pg, engine: postgres, endpoint: "127.0.0.1:5432", database: $DB, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable}}
-  - {name: maria, engine: mysql, endpoint: "127.0.0.1:3306", database: mysql, credentials: {user: root}, maxRunningQueries: 16}
-clusterGroups:
-  - {name: pg, members: [pg], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30, poolMode: ${1:-transaction}}
-  - {name: maria, members: [maria], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30}
-routers:
-  - {type: protocolBased, postgres: pg, mysql: maria}
-routingFallback: pg
-YAML
-}
+clusters() { qf_clusters "$DB" "${1:-transaction}" 1; } # [poolMode of the pg group] (default: transaction)
 
 PPROF=$(freeport) PPROF_CP=$(freeport) PROFILE_TARGET=${PROFILE_TARGET:-passthrough}
 profile() { # file: a 4 s CPU profile of the profiled daemon (and of its control plane, if any) a second from now
@@ -205,15 +193,7 @@ standalone() { # name, passthrough(true|false), [poolMode] -> sets PG_<name>, MY
 	local name=$1 pt=$2 mode=${3:-transaction} pg my admin
 	pg=$(freeport); my=$(freeport); admin=$(freeport)
 	{
-		cat <<YAML
-queryflux:
-  role: standalone
-  adminApi: {listen: "127.0.0.1:$admin"}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$pg"}
-    mysql: {enabled: true, listen: "127.0.0.1:$my"}
-settings: {passthrough: $pt, security: {trustLoopback: true}}
-YAML
+		qf_standalone "$admin" "$pg" "$my" "$pt"
 		clusters "$mode"
 	} >"$TMP/$name.yaml"
 	start_qf "$name" --config "$TMP/$name.yaml"
@@ -235,30 +215,12 @@ worker_pair() { # name, ops port: a control plane and a worker (name) of its lea
 	secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	cpadmin=$(freeport); cppg=$(freeport); pg=$(freeport); my=$(freeport)
 	{
-		cat <<YAML
-queryflux:
-  role: standalone
-  adminApi: {listen: "127.0.0.1:$cpadmin"}
-  workerApi: {enabled: true, secret: "$secret"}
-  coordination: {mode: controlPlane}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$cppg"}
-# Workers take their settings from here. Every daemon trusts loopback clients, so that they
-# log in without a password in plain text, like every other target.
-settings: {security: {trustLoopback: true}}
-YAML
+		qf_control_plane "$cpadmin" "$secret" "$cppg"
 		clusters
 	} >"$TMP/$name-cp.yaml"
 	start_qf "$name-cp" --config "$TMP/$name-cp.yaml"
 	waitport "$cpadmin" "$name-cp"
-	cat >"$TMP/$name.yaml" <<YAML
-queryflux:
-  role: worker
-  controlPlane: {url: "http://127.0.0.1:$cpadmin", secret: "$secret"}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$pg"}
-    mysql: {enabled: true, listen: "127.0.0.1:$my"}
-YAML
+	qf_worker "$cpadmin" "$secret" "$pg" "$my" >"$TMP/$name.yaml"
 	start_qf "$name" --config "$TMP/$name.yaml" --name "bench-$name" --ops-listen "127.0.0.1:$ops"
 	waitport "$pg" "$name"
 	PROC[$name]="${PROC[$name]} ${PROC[$name-cp]}"
@@ -432,6 +394,13 @@ YAML
 	start_qf "$name" --config "$TMP/$name.yaml"
 	waitport "$tr" "$name"
 	printf -v "TR_${name//-/_}" %s "$tr"
+	printf -v "TRADMIN_${name//-/_}" %s "$admin"
+}
+spin_waits() { # admin port -> "answered waited not_idle slow_peer": the daemon's queryflux_spin_waits_total
+	curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk '/^queryflux_spin_waits_total/ {
+		for (o in n) if (index($1, "outcome=\"" o "\"")) n[o] = $2 }
+		BEGIN {n["answered"] = 0; n["waited"] = 0; n["not_idle"] = 0; n["slow_peer"] = 0}
+		END {printf "%d %d %d %d\n", n["answered"], n["waited"], n["not_idle"], n["slow_peer"]}'
 }
 trino_standalone trino
 # trino-nospin: the same daemon with QUERYFLUX_SPIN_MICROS=0. By default a read awaiting the
@@ -473,9 +442,13 @@ fi
 # Each row's cpu_us/q is the CPU its server process (the daemon, or the floor's benchtrino)
 # spent over the latency run, per query: the daemon's work per Trino statement.
 declare -A TLAT TCPU TP50S TP99S TCPUS
+# What became of the trino row's spinning reads over its latency runs (awaiting PostgreSQL's
+# answer or the client's next request): whether the spin was on at this load.
+SPUN=(0 0 0 0)
 for round in $(seq 1 "$ROUNDS"); do
 	for t in "${TR_TARGETS[@]}"; do
 		log "trino round $round/$ROUNDS: $t"
+		[ "$t" = trino ] && read -r -a s0 < <(spin_waits "$TRADMIN_trino")
 		# shellcheck disable=SC2086 # PROC holds pids
 		t0=$(ticks ${PROC[$t]:-})
 		# shellcheck disable=SC2086 # TRARGS holds a flag and its value
@@ -483,6 +456,10 @@ for round in $(seq 1 "$ROUNDS"); do
 		# shellcheck disable=SC2086
 		cpu=$(cpu_per_query "$t0" "$(ticks ${PROC[$t]:-})" "$n" "${PROC[$t]:-}")
 		TP50S[$t]+="$p50 "; TP99S[$t]+="$p99 "; TCPUS[$t]+="$cpu "
+		if [ "$t" = trino ]; then
+			read -r -a s1 < <(spin_waits "$TRADMIN_trino")
+			for i in 0 1 2 3; do SPUN[i]=$((SPUN[i] + ${s1[i]:-0} - ${s0[i]:-0})); done
+		fi
 	done
 done
 for t in "${TR_TARGETS[@]}"; do
@@ -558,6 +535,7 @@ goal "mysql passthrough added p50 ${mpt} us <= 40 us" "$mpt <= 40" "$mpt"
 echo "  of which a C relay hop (haproxy): postgres added p50 $(added "${LAT[direct]}" "${LAT[haproxy]}") us, tps $(ratio "${TPS[direct]}" "${TPS[haproxy]}") of direct; mysql added p50 $(added "${MLAT[direct]:-}" "${MLAT[haproxy]:-}") us, qps $(ratio "${MTPS[direct]:-}" "${MTPS[haproxy]:-}") of direct"
 tr=$(added "${TLAT[trino-pg]}" "${TLAT[trino]}")
 goal "trino added p50 ${tr} us <= 100 us (SELECT 1, scripts/benchtrino, over trino-pg)" "$tr <= 100" "$tr"
+echo "  trino's reads that awaited an answer and found the socket empty, over its latency runs: ${SPUN[0]} answered while spinning, ${SPUN[1]} spun to the bound then slept, ${SPUN[2]} slept at once on a machine without idle CPU, ${SPUN[3]} slept at once after a slow answer (queryflux_spin_waits_total)"
 echo "  without the spinning wait (trino-nospin, QUERYFLUX_SPIN_MICROS=0): added p50 $(added "${TLAT[trino-pg]}" "${TLAT[trino-nospin]}") us, cpu ${TCPU[trino-nospin]} us/q (trino: ${TCPU[trino]} us/q)"
 echo "  of which the floors (the client and loopback HTTP exchanges, no proxy work): one exchange served by httplite $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite1]}") us; two exchanges: added p50 $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite]}") us served by httplite, $(added "${TLAT[trino-pg]}" "${TLAT[floor-raw]}") us by no HTTP server, $(added "${TLAT[trino-pg]}" "${TLAT[trino-floor]}") us by net/http"
 echo "  the client's share: added p50 $(added "${TLAT[trino-pg]}" "${TLAT[trino-rawc]}") us with a client without net/http (trino-rawc), $(added "${TLAT[trino-pg]}" "${TLAT[trino-driver]}") us with trino-go-client (trino-driver); two exchanges with neither an HTTP client nor server (floor-rawc): $(added "${TLAT[trino-pg]}" "${TLAT[floor-rawc]}") us"

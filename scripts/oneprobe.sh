@@ -29,15 +29,10 @@ PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$TMP"' EXIT
 case $TARGET in
 pass)
-	cat >$TMP/d.yaml <<YAML
-queryflux:
-  role: standalone
-  adminApi: {listen: "127.0.0.1:$AD"}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$PG"}
-settings: {passthrough: true, security: {trustLoopback: true}}
-$(probe_clusters)
-YAML
+	{
+		qf_standalone "$AD" "$PG" "" true
+		probe_clusters
+	} >"$TMP/d.yaml"
 	env ${DAEMON_ENV:-} QUERYFLUX_PPROF=127.0.0.1:$PP "${WRAP[@]}" $BIN serve --config $TMP/d.yaml >$TMP/d.log 2>&1 &
 	PID=$! PIDS+=($!)
 	METRICS=http://127.0.0.1:$AD/metrics

@@ -22,13 +22,9 @@
 # switches (those alive the whole run: a pooling target's server connections, not a relay's), the machine's busy CPU and idle share (/proc/stat). Under callgrind a target runs ~50x slower, so its waits differ.
 set -euo pipefail
 BIN=$1 SECS=$2 MODE=${3:-plain} OUT=${OUT:-/tmp/passprobe}
-DB=qf_passprobe
-export PGSSLMODE=disable
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-if ! psql -qAt -h 127.0.0.1 -U postgres -d "$DB" -c "select 1 from pgbench_accounts limit 1" >/dev/null 2>&1; then
-	psql -q -h 127.0.0.1 -U postgres -d postgres -c "drop database if exists $DB" -c "create database $DB" >/dev/null
-	pgbench -i -q -s 1 -h 127.0.0.1 -U postgres "$DB" >/dev/null 2>&1
-fi
+. "$(dirname "$0")/probelib.sh"
+DB=$PROBE_DB
+probe_db
 PG=$(freeport) AD=$(freeport) PP=$(freeport) MY=$(freeport)
 TMP=$(mktemp -d /tmp/passprobe.XXXX)
 WRAP=()
@@ -51,32 +47,12 @@ if [ "$BIN" = pgbouncer ]; then
 elif [[ $RELAYS == *" $BIN "* ]]; then
 	"${WRAP[@]}" "$TMP/benchrelay" "-${BIN%-relay}" ${RELAY_ARGS:-} -listen 127.0.0.1:$PG -upstream 127.0.0.1:5432 >$TMP/log 2>&1 &
 else
-# MARIA=1: bench-proxy.sh's configuration (its clusters()): a MariaDB cluster and group beside pg.
-MARIA_CLUSTER= MARIA_GROUP= MARIA_ROUTE=
-if [ "${MARIA:-0}" = 1 ]; then
-	MARIA_CLUSTER='  - {name: maria, engine: mysql, endpoint: "127.0.0.1:3306", database: mysql, credentials: {user: root}, maxRunningQueries: 16}'
-	MARIA_GROUP='  - {name: maria, members: [maria], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30}'
-	MARIA_ROUTE=', mysql: maria'
-fi
-cat >$TMP/c.yaml <<YAML
-queryflux:
-  role: standalone
-  adminApi: {listen: "127.0.0.1:$AD"}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$PG"}
-    mysql: {enabled: true, listen: "127.0.0.1:$MY"}
-settings: {passthrough: true, security: {trustLoopback: true}}
-clusters:
-  - {name: pg, engine: postgres, endpoint: "127.0.0.1:5432", database: $DB, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable}}
-${MARIA_CLUSTER}
-clusterGroups:
-  - {name: pg, members: [pg], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30, poolMode: ${POOL:-transaction}}
-${MARIA_GROUP}
-routers:
-  - {type: protocolBased, postgres: pg${MARIA_ROUTE}}
-routingFallback: pg
-${EXTRA_YAML:-}
-YAML
+# bench-proxy.sh's passthrough daemon (MARIA=1: with its MariaDB cluster and group beside pg).
+{
+	qf_standalone "$AD" "$PG" "$MY" true
+	qf_clusters "$DB" "${POOL:-transaction}" "${MARIA:-0}"
+	echo "${EXTRA_YAML:-}"
+} >"$TMP/c.yaml"
 QUERYFLUX_PPROF=127.0.0.1:$PP "${WRAP[@]}" $BIN serve --config $TMP/c.yaml >$TMP/log 2>&1 &
 fi
 PID=$!

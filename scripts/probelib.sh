@@ -1,6 +1,7 @@
-# probelib.sh, sourced by the probe scripts (oneprobe.sh, workerprobe.sh): the database they run
-# pgbench on, and a control plane + worker of its leases configured as scripts/bench-proxy.sh's
-# worker rows.
+# probelib.sh, sourced by scripts/bench-proxy.sh and the probe scripts (passprobe.sh,
+# oneprobe.sh, workerprobe.sh): the configurations they start queryflux daemons with, written
+# in one place (what a probe measures is then what the bench measures), and the database the
+# probes run pgbench on.
 PROBE_DB=qf_passprobe
 export PGSSLMODE=disable
 
@@ -14,19 +15,76 @@ probe_db() {
 	fi
 }
 
-# probe_clusters prints the configuration's pg cluster, its group (POOL: its pool mode, default
-# transaction) and router, from "clusters:" on.
-probe_clusters() {
+# qf_clusters DB [POOL] [MARIA]: a configuration from "clusters:" on: the pg cluster on the
+# local PostgreSQL's database DB, its group in pool mode POOL (default transaction), and with
+# MARIA=1 the local MariaDB's cluster and group beside it, MySQL clients routed there.
+qf_clusters() {
+	local db=$1 pool=${2:-transaction} maria=${3:-0}
+	echo "clusters:"
+	echo "  - {name: pg, engine: postgres, endpoint: \"127.0.0.1:5432\", database: $db, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable}}"
+	[ "$maria" = 1 ] && echo '  - {name: maria, engine: mysql, endpoint: "127.0.0.1:3306", database: mysql, credentials: {user: root}, maxRunningQueries: 16}'
+	echo "clusterGroups:"
+	echo "  - {name: pg, members: [pg], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30, poolMode: $pool}"
+	if [ "$maria" = 1 ]; then
+		echo '  - {name: maria, members: [maria], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30}'
+		echo "routers:"
+		echo "  - {type: protocolBased, postgres: pg, mysql: maria}"
+	else
+		echo "routers:"
+		echo "  - {type: protocolBased, postgres: pg}"
+	fi
+	echo "routingFallback: pg"
+}
+
+# qf_standalone ADMIN PG MY PASSTHROUGH: a standalone daemon's queryflux section and settings
+# (admin API, PostgreSQL and MySQL frontends on those ports; MY "" for no MySQL frontend),
+# trusting loopback clients; qf_clusters follows.
+qf_standalone() {
+	local admin=$1 pg=$2 my=$3 pt=$4
 	cat <<YAML
-clusters:
-  - {name: pg, engine: postgres, endpoint: "127.0.0.1:5432", database: $PROBE_DB, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable}}
-clusterGroups:
-  - {name: pg, members: [pg], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30, poolMode: ${POOL:-transaction}}
-routers:
-  - {type: protocolBased, postgres: pg}
-routingFallback: pg
+queryflux:
+  role: standalone
+  adminApi: {listen: "127.0.0.1:$admin"}
+  frontends:
+    postgres: {enabled: true, listen: "127.0.0.1:$pg"}
+YAML
+	[ -n "$my" ] && echo "    mysql: {enabled: true, listen: \"127.0.0.1:$my\"}"
+	echo "settings: {passthrough: $pt, security: {trustLoopback: true}}"
+}
+
+# qf_control_plane ADMIN SECRET PG: a control plane's queryflux section and settings (its
+# worker API under SECRET, its own PostgreSQL frontend on PG); qf_clusters follows. Workers take
+# their settings from here: every daemon trusts loopback clients, so that they log in without a
+# password in plain text, like every other target.
+qf_control_plane() {
+	cat <<YAML
+queryflux:
+  role: standalone
+  adminApi: {listen: "127.0.0.1:$1"}
+  workerApi: {enabled: true, secret: "$2"}
+  coordination: {mode: controlPlane}
+  frontends:
+    postgres: {enabled: true, listen: "127.0.0.1:$3"}
+settings: {security: {trustLoopback: true}}
 YAML
 }
+
+# qf_worker ADMIN SECRET PG [MY]: the whole configuration of a worker of the control plane whose
+# admin API is on ADMIN, listening on PG (and MY for MySQL when given).
+qf_worker() {
+	cat <<YAML
+queryflux:
+  role: worker
+  controlPlane: {url: "http://127.0.0.1:$1", secret: "$2"}
+  frontends:
+    postgres: {enabled: true, listen: "127.0.0.1:$3"}
+YAML
+	[ -n "${4:-}" ] && echo "    mysql: {enabled: true, listen: \"127.0.0.1:$4\"}"
+	return 0
+}
+
+# probe_clusters is qf_clusters of $PROBE_DB, its group in pool mode POOL (default transaction).
+probe_clusters() { qf_clusters "$PROBE_DB" "${POOL:-transaction}"; }
 
 # probe_control_plane BIN DIR PG [MY]: starts a control plane of probe_clusters from BIN (pid in
 # CP, its pprof port PPC) and writes DIR/w.yaml, a worker of its leases listening on PG (and MY
@@ -37,26 +95,10 @@ probe_control_plane() {
 	secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	cpa=$(freeport) cppg=$(freeport) PPC=$(freeport) OPS=$(freeport)
 	{
-		cat <<YAML
-queryflux:
-  role: standalone
-  adminApi: {listen: "127.0.0.1:$cpa"}
-  workerApi: {enabled: true, secret: "$secret"}
-  coordination: {mode: controlPlane}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$cppg"}
-settings: {security: {trustLoopback: true}}
-YAML
+		qf_control_plane "$cpa" "$secret" "$cppg"
 		probe_clusters
 	} >"$dir/cp.yaml"
-	cat >"$dir/w.yaml" <<YAML
-queryflux:
-  role: worker
-  controlPlane: {url: "http://127.0.0.1:$cpa", secret: "$secret"}
-  frontends:
-    postgres: {enabled: true, listen: "127.0.0.1:$pg"}
-YAML
-	[ -n "$my" ] && echo "    mysql: {enabled: true, listen: \"127.0.0.1:$my\"}" >>"$dir/w.yaml"
+	qf_worker "$cpa" "$secret" "$pg" "$my" >"$dir/w.yaml"
 	QUERYFLUX_PPROF=127.0.0.1:$PPC $bin serve --config "$dir/cp.yaml" >"$dir/cp.log" 2>&1 &
 	CP=$!
 	sleep 1

@@ -295,29 +295,62 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 	inserted := 0
 	var foreign []string
 	for i := range recs {
-		r := &recs[i]         // a record is large: copied once, into its slot
-		k := keyOf(r.QueryID) // read once for the lookup and the insert
-		if slot, held := m.ids.get(k); held {
-			if m.slot(int(slot)).Worker != r.Worker {
-				foreign = append(foreign, r.QueryID)
-			}
-			continue
+		switch m.insertLocked(&recs[i]) {
+		case stored:
+			inserted++
+		case foreignID:
+			foreign = append(foreign, recs[i].QueryID)
 		}
-		inserted++
-		if m.n < m.max {
-			m.ids.add(k, int32(m.n))
-			m.append(r, k)
-			continue
-		}
-		m.ids.del(m.keyAt(m.head))
-		m.put(m.head, r, k)
-		m.ids.add(k, int32(m.head))
-		m.head = (m.head + 1) % m.max
 	}
+	m.checkIDs()
+	return inserted, foreignErr(foreign)
+}
+
+// insertOne is Insert of the one record r, from a writer that does not care whether it was
+// new (Uplink's direct writes: a record held already, under this worker or another, is
+// settled as NewLocalSender settles it).
+func (m *Memory) insertOne(r *Record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.insertLocked(r)
+	m.checkIDs()
+}
+
+// insertion is what insertLocked did with a record.
+type insertion uint8
+
+const (
+	stored    insertion = iota
+	heldID              // held already under its worker: skipped
+	foreignID           // held under another worker: refused
+)
+
+// insertLocked stores *r in the next slot unless its id is held (m.mu held).
+func (m *Memory) insertLocked(r *Record) insertion {
+	k := keyOf(r.QueryID) // read once for the lookup and the insert
+	if slot, held := m.ids.get(k); held {
+		if m.slot(int(slot)).Worker != r.Worker {
+			return foreignID
+		}
+		return heldID
+	}
+	if m.n < m.max { // a record is large: copied once, into its slot
+		m.ids.add(k, int32(m.n))
+		m.append(r, k)
+		return stored
+	}
+	m.ids.del(m.keyAt(m.head))
+	m.put(m.head, r, k)
+	m.ids.add(k, int32(m.head))
+	m.head = (m.head + 1) % m.max
+	return stored
+}
+
+// checkIDs panics when the index and the records disagree in number (m.mu held).
+func (m *Memory) checkIDs() {
 	if m.ids.len() != m.n {
 		panic(fmt.Sprintf("history: memory store holds %d ids for %d records", m.ids.len(), m.n))
 	}
-	return inserted, foreignErr(foreign)
 }
 
 // Query implements Store.

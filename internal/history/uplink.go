@@ -101,7 +101,8 @@ type SendFunc func(ctx context.Context, b *QueryRecordBatchV1) error
 // answer may be stored already (the control plane took it and its answer was lost), so it is
 // held apart, sent again before anything else and never dropped to make room: the control
 // plane keeps one copy of a record sent twice, and a stored record is never also counted
-// dropped. The buffer holds BufferMax records plus that one batch.
+// dropped. The buffer holds BufferMax records plus that one batch. An uplink into a node's own
+// memory store (NewStoreUplink) has none of this: Add redacts and stores at once.
 type Uplink struct {
 	e    env.Env
 	cfg  UplinkConfig
@@ -118,9 +119,12 @@ type Uplink struct {
 	sending   bool     // one sender at a time: the flusher or the final flush
 	closed    bool     // after Shutdown: Add counts records as dropped
 	stop      context.CancelFunc
-	sent      uint64
-	dropped   uint64
-	failing   bool // for logging the first failure and the recovery only
+	// direct is the memory store a node's own history is written into at Add (NewStoreUplink):
+	// no queue, batch or sender then, and nothing pending.
+	direct  *Memory
+	sent    uint64
+	dropped uint64
+	failing bool // for logging the first failure and the recovery only
 
 	// Buffers of the sender (one at a time), reused from batch to batch: at a busy node's rate
 	// a batch's copies are most of the uplink's garbage, and the collector's work grows with it.
@@ -188,6 +192,17 @@ func NewUplink(e env.Env, cfg UplinkConfig, send SendFunc) *Uplink {
 		panic(fmt.Sprintf("history: NewUplink: %v", err))
 	}
 	return &Uplink{e: e, cfg: cfg, send: send, idle: e.NewSignal(), full: e.NewSignal(), policy: cfg.Policy, queue: newRing(cfg.BufferMax)}
+}
+
+// NewStoreUplink returns the uplink of a node that keeps its own history in store (the
+// standalone role). A memory store is written at Add, each record redacted with the active
+// policy on the finished query's path and copied once, into its slot: the queue, the batches
+// and the sender exist for a store across the network, and here cost more than the write
+// itself. Any other store (Postgres) gets batches from the sender, as NewLocalSender's.
+func NewStoreUplink(e env.Env, cfg UplinkConfig, store Store) *Uplink {
+	u := NewUplink(e, cfg, NewLocalSender(store))
+	u.direct, _ = store.(*Memory) // not a type that embeds one: it may count what it is sent
+	return u
 }
 
 // SetPolicy changes the redaction policy for records added from now on, and tightens (never
@@ -258,7 +273,9 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 }
 
 // Add queues rec, raw, with the active policy; the sender redacts it. It is O(1) for any
-// ordinary record: no tokenizing, no I/O, no blocking.
+// ordinary record: no tokenizing, no I/O, no blocking. Into a memory store (NewStoreUplink)
+// it redacts rec and stores it before it returns (the redaction memo's cost for a repeated
+// statement's shape).
 func (u *Uplink) Add(rec Record) { u.AddRecord(&rec) }
 
 // AddRecord is Add of *rec, which it may change (its texts bounded): a record is large, and
@@ -267,11 +284,19 @@ func (u *Uplink) AddRecord(rec *Record) {
 	if rec.StartedAt.IsZero() && rec.EndedAt.IsZero() {
 		rec.EndedAt = u.e.Now() // when it finished, not when the sender gets to it
 	}
-	boundRaw(rec)
+	if u.direct == nil {
+		boundRaw(rec) // a queued text is held until its batch goes: bounded
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed || rec.QueryID == "" {
 		u.dropLocked(rec.QueryID)
+		return
+	}
+	if u.direct != nil {
+		u.prepare(u.policy, rec)
+		u.direct.insertOne(rec)
+		u.sent++
 		return
 	}
 	if old, full := u.queue.push(rec, u.policy); full {
@@ -505,6 +530,9 @@ func (u *Uplink) Start(ctx context.Context) {
 	}
 	u.stop = cancel
 	u.mu.Unlock()
+	if u.direct != nil {
+		return // Add wrote every record: nothing is ever pending
+	}
 	u.e.Go(ctx, "history-uplink", u.run)
 }
 

@@ -56,7 +56,7 @@ type Options struct {
 	// control-plane lease guard.
 	Guard proxy.Guard
 	// OnFinish receives every finished query (history); it must not block.
-	OnFinish func(proxy.Record)
+	OnFinish func(*proxy.Record)
 	// OpenEngine opens a cluster's engine (required: EngineFactory(Engines()) in the daemon).
 	OpenEngine proxy.EngineFactory
 	// Compile compiles each configuration Apply gets (nil: proxy.Compile). What it returns is

@@ -30,7 +30,7 @@ func loopbackFrontends() config.Frontends {
 // once the embedded default is applied; every query reaches OnFinish.
 func TestNotConfiguredThenDemo(t *testing.T) {
 	finished := make(chan proxy.Record, 16)
-	n := New(Options{OpenEngine: EngineFactory(Engines()), Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(r proxy.Record) { finished <- r },
+	n := New(Options{OpenEngine: EngineFactory(Engines()), Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(r *proxy.Record) { finished <- *r },
 		StartWait: -1})
 	t.Cleanup(func() { _ = n.Close() })
 	if err := n.Listen(loopbackFrontends()); err != nil {

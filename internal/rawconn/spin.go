@@ -61,8 +61,29 @@ func Spin() time.Duration {
 // bound (a connection idle between a slow client's requests does not count).
 var spinWaiters atomic.Int32
 
-// spun counts the reads answered while spinning (tests).
-var spun atomic.Uint64
+// What became of the reads that awaited an answer and found the socket empty (SpinCounts).
+var (
+	spun         atomic.Uint64 // answered while spinning
+	spunWaited   atomic.Uint64 // spun to the bound, or until another read awaited an answer, then waited
+	notIdle      atomic.Uint64 // waited without spinning: the machine had no idle CPU at the last sample
+	slowPeerWait atomic.Uint64 // waited without spinning: the connection's last answer took longer than the bound
+)
+
+// SpinCounts are what became of the reads of spinning connections (SetSpin) that awaited an
+// answer and found the socket empty, over the process's life: whether the spin was on for
+// them, and what it saved. A server whose spin is on by default tells from them whether it
+// spun at all on a given machine and load.
+type SpinCounts struct {
+	Answered uint64 // read while spinning: the thread never slept
+	Waited   uint64 // spun, nothing came within the bound (or another read came to await one), then slept
+	NotIdle  uint64 // slept at once: the machine's CPUs were not idle enough to spin on
+	SlowPeer uint64 // slept at once: the connection's last answer came later than the bound
+}
+
+// Spins returns the counts so far.
+func Spins() SpinCounts {
+	return SpinCounts{Answered: spun.Load(), Waited: spunWaited.Load(), NotIdle: notIdle.Load(), SlowPeer: slowPeerWait.Load()}
+}
 
 // SetSpin makes a read that awaits the answer to c's last write poll the socket for up to d
 // before it waits in the poller (0: never). Call it before c is used.
@@ -77,9 +98,11 @@ func (c *Conn) spinRead(fd uintptr) (uintptr, syscall.Errno) {
 	c.waiting = true
 	c.waitStart = time.Now()
 	if c.lastWait > c.spin {
+		slowPeerWait.Add(1)
 		return 0, syscall.EAGAIN // a slow peer: it neither spins nor counts
 	}
 	if !askIdle(c.waitStart) {
+		notIdle.Add(1)
 		return 0, syscall.EAGAIN // no idle CPU to spin on: the poll would take one from other work
 	}
 	c.counted = true
@@ -91,6 +114,7 @@ func (c *Conn) spinRead(fd uintptr) (uintptr, syscall.Errno) {
 			return r, e
 		}
 	}
+	spunWaited.Add(1)
 	return 0, syscall.EAGAIN
 }
 

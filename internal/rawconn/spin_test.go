@@ -372,3 +372,30 @@ func TestASpinCountsAsIdle(t *testing.T) {
 		t.Error("a spin counted as idle in two samples")
 	}
 }
+
+// TestSpinsCountWhatBecameOfEachWait: every read that awaited an answer and found the socket
+// empty is counted once, by what became of it: answered while spinning, spun to the bound then
+// slept, slept at once after a slow answer, slept at once on a machine not idle.
+func TestSpinsCountWhatBecameOfEachWait(t *testing.T) {
+	release := HoldIdle(true)
+	t.Cleanup(release)
+	a, b := pair(t)
+	step := func(name string, exchangeOnce func(), want SpinCounts) {
+		t.Helper()
+		before := Spins()
+		exchangeOnce()
+		after := Spins()
+		got := SpinCounts{after.Answered - before.Answered, after.Waited - before.Waited,
+			after.NotIdle - before.NotIdle, after.SlowPeer - before.SlowPeer}
+		if got != want {
+			t.Errorf("%s: counted %+v, want %+v", name, got, want)
+		}
+	}
+	a.SetSpin(time.Second)
+	step("answered while spinning", func() { exchangeSpinning(t, a, b) }, SpinCounts{Answered: 1})
+	a.SetSpin(100 * time.Millisecond)
+	step("spun to the bound", func() { exchange(t, a, b, 400*time.Millisecond) }, SpinCounts{Waited: 1})
+	step("after a slow answer", func() { exchange(t, a, b, 50*time.Millisecond) }, SpinCounts{SlowPeer: 1})
+	HoldIdle(false)
+	step("on a busy machine", func() { exchange(t, a, b, 50*time.Millisecond) }, SpinCounts{NotIdle: 1})
+}

@@ -86,13 +86,13 @@ func newQuery(o queryOptions) (*Query, error) {
 	lim := o.cfg.QueryFlux.Limits
 	//determinism:ok the query node is built here for both: its listeners, TLS files and frontends run only once start opens them
 	q.Node = querynode.New(querynode.Options{Env: o.env, Registerer: o.metrics, Limits: querynode.LimitsOf(lim), LoginThrottle: querynode.ThrottleOf(lim),
-		Guard: guard, OpenEngine: o.open, Compile: o.compile, OnFinish: func(r proxy.Record) {
+		Guard: guard, OpenEngine: o.open, Compile: o.compile, OnFinish: func(r *proxy.Record) {
 			if q.Uplink != nil {
-				hr := worker.HistoryRecordOf(&r)
+				hr := worker.HistoryRecordOf(r)
 				q.Uplink.AddRecord(&hr)
 			}
 			if finished != nil {
-				finished(r)
+				finished(*r)
 			}
 		}, Forward: o.forward})
 	if t := o.cfg.QueryFlux.TLS; t.CertFile != "" {

@@ -158,7 +158,7 @@ func BuildControlPlane(e env.Env, cfg *config.Config, cpCfg controlplane.Config,
 	c.CP.MountHistory(deps.History)
 	hc := uplinkConfig(cfg)
 	hc.Worker, hc.Destination, hc.OnDrop = string(q.Role), "this node's history store", deps.Observe.HistoryDropped
-	uplink := history.NewUplink(e, hc, history.NewLocalSender(deps.History))
+	uplink := history.NewStoreUplink(e, hc, deps.History)
 	if err := uplink.Register(deps.Metrics); err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ func (*emptyRows) Close() error                                    { return nil 
 // BenchmarkCoreOverhead: route (three routers, then fallback) + slot + run on an instant engine
 // + stream end + record.
 func BenchmarkCoreOverhead(b *testing.B) {
-	core := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(Record) {}})
+	core := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(*Record) {}})
 	spec := oneGroup(RoundRobin, 10, 0, cl("a", 100, instantEngine{}), cl("b", 100, instantEngine{}))
 	spec.Routers = []Router{
 		&ProtocolRouter{ByProtocol: map[string]string{query.ProtocolTrino: "g"}},
@@ -65,7 +65,7 @@ func BenchmarkCoreOverhead(b *testing.B) {
 
 // BenchmarkCacheHit: route + cache lookup + Arrow IPC decode of a 100-row result + record.
 func BenchmarkCacheHit(b *testing.B) {
-	core := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(Record) {}})
+	core := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(*Record) {}})
 	spec := oneGroup(RoundRobin, 10, 0, cl("a", 100, &fakeEngine{rows: 100}))
 	spec.Groups[0].Cache = CacheSpec{TTL: time.Hour}
 	rt, err := NewRuntime(spec)
@@ -119,7 +119,7 @@ func BenchmarkWireTransaction(b *testing.B) {
 }
 
 func wireTransactions(b *testing.B, guard capacity.Guard) {
-	core := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(Record) {}, Guard: guard})
+	core := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(*Record) {}, Guard: guard})
 	rt, err := NewRuntime(oneGroup(RoundRobin, 10, 0, cl("a", 100, &wireEngine{})))
 	if err != nil {
 		b.Fatal(err)

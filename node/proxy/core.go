@@ -49,8 +49,10 @@ type Options struct {
 	// Registerer receives the core's metrics; nil means they are kept but not registered.
 	Registerer prometheus.Registerer
 	// OnFinish is called once per query when it ends (history). It runs in the query's task and
-	// must not block: hand the record to a buffer.
-	OnFinish func(Record)
+	// must not block: hand the record to a buffer. The record is the core's, valid only during
+	// the call (a record is large: it is built once and not copied for the hook); copy what
+	// is kept, and change nothing.
+	OnFinish func(*Record)
 	// Check, when set, runs after routing and before the cache and the queue, with the group the
 	// query was routed to (access control, read-only groups, blocked statements). A non-nil
 	// error refuses the query; a *query.Error keeps its SQLSTATE (e.g. CodeAccessDenied).
@@ -84,7 +86,7 @@ type Core struct {
 	env      env.Env
 	guard    Guard
 	idle     capacity.IdleTaker // under NoWait, for a guard that is not AtOnce (nil: it keeps nothing idle)
-	onFinish func(Record)
+	onFinish func(*Record)
 	check    func(req *query.Request, group string) error
 	poll     time.Duration
 	retryMax time.Duration // a queued head's longest back-off: poll, or less (RetryCapper)
@@ -349,6 +351,10 @@ type Admission struct {
 	run      runContext // set by RunContext (passthrough)
 	series   *boundSeries
 	relay    Relay // what Relay hands out
+	// rec is where the query's Record is built when it ends, OnFinish's argument: no copy of
+	// it for the hook, and no allocation (a record on the stack escapes to the hook). A
+	// session's admission reports no query of its own: its rec is its relayed statements'.
+	rec Record
 }
 
 // Slot is the admission's capacity claim (for OnLost / Lost).
@@ -361,14 +367,15 @@ func (a *Admission) Finish(rows, bytes int64, err error) {
 	if !a.release() {
 		return
 	}
-	rec := baseRecord(a.QueryID, a.req, a.start, end, a.Trace)
+	rec := &a.rec
+	*rec = baseRecord(a.QueryID, a.req, a.start, end, a.Trace)
 	rec.Group, rec.Cluster = a.Group, a.Cluster
 	rec.QueueMs = millis(a.QueueWait)
 	rec.ExecMs = millis(end.Sub(a.admitted))
 	rec.Rows, rec.Bytes = rows, bytes
 	rec.Status = statusOf(err)
-	fillError(&rec, err)
-	a.core.reportBound(a.Runtime, a.series, &rec)
+	fillError(rec, err)
+	a.core.reportBound(a.Runtime, a.series, rec)
 }
 
 // finishQuiet releases the slot and unpins the runtime without reporting a query: for
@@ -418,26 +425,26 @@ func baseRecord(id string, req *query.Request, start, end time.Time, trace []Tra
 }
 
 // report counts a finished query, hands its record to OnFinish and unpins its runtime.
-func (c *Core) report(rt *Runtime, rec Record) {
-	c.reportBound(rt, c.metrics.series(rec.Group, rec.Cluster), &rec)
+func (c *Core) report(rt *Runtime, rec *Record) {
+	c.reportBound(rt, c.metrics.series(rec.Group, rec.Cluster), rec)
 }
 
-// reportBound is report with the record's series already resolved (rec by reference: a
-// record is large, copied once more only into OnFinish's argument).
+// reportBound is report with the record's series already resolved.
 func (c *Core) reportBound(rt *Runtime, s *boundSeries, rec *Record) {
 	c.metrics.finished(s, rec.Status, rec.End.Sub(rec.Start).Seconds())
 	if c.onFinish != nil {
-		c.onFinish(*rec)
+		c.onFinish(rec)
 	}
 	rt.unpin()
 }
 
 // refuse reports a query that ended before it got a slot, and returns err.
 func (c *Core) refuse(rt *Runtime, id string, req *query.Request, start time.Time, dec Decision, err error) error {
-	rec := baseRecord(id, req, start, c.env.Now(), dec.Trace)
+	rec := new(Record) // OnFinish's argument: a refusal's own
+	*rec = baseRecord(id, req, start, c.env.Now(), dec.Trace)
 	rec.Group = dec.Group
 	rec.Status = statusOf(err)
-	fillError(&rec, err)
+	fillError(rec, err)
 	rec.QueueMs = millis(rec.End.Sub(start))
 	c.report(rt, rec)
 	return err
@@ -521,9 +528,9 @@ func (c *Core) admit(ctx context.Context, req *query.Request, r *routed, into *A
 	if adm == nil {
 		adm = new(Admission)
 	}
-	// Every field but the relay, which Relay sets whole before anything reads it: an event
-	// loop's client reuses one Admission for every statement, where zeroing and writing the
-	// relay's words again cost ~100 instructions (TestAdmitWritesEveryFieldButTheRelay).
+	// Every field but the relay and the record, which Relay and Finish set whole before anything
+	// reads them: an event loop's client reuses one Admission for every statement, where zeroing
+	// and writing their words again cost ~100 instructions each (TestAdmitWritesEveryFieldButTheRelay).
 	adm.QueryID, adm.Group, adm.Cluster, adm.Engine, adm.Trace = id, p.g.name, cl.name, cl.engine, p.dec.Trace
 	adm.QueueWait, adm.Runtime = wait, p.rt
 	adm.core, adm.req, adm.grp, adm.cl, adm.slot = c, req, p.g, cl, slot

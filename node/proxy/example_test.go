@@ -39,7 +39,7 @@ routingFallback: main
 	core := proxy.New(proxy.Options{
 		Env:        e,
 		Registerer: prometheus.NewRegistry(),
-		OnFinish:   func(r proxy.Record) { fmt.Println("finished:", r.Group, r.Cluster, r.Status, r.Rows, "rows") },
+		OnFinish:   func(r *proxy.Record) { fmt.Println("finished:", r.Group, r.Cluster, r.Status, r.Rows, "rows") },
 	})
 	rt, err := proxy.Build(cfg, factory, proxy.Reuse(core.Runtime()))
 	if err != nil {

@@ -113,12 +113,13 @@ func (c *Core) fromCache(key string, req *query.Request, r *routed) (query.Rows,
 		return nil, false
 	}
 	rows := &stream{inner: cached, id: id, limits: rt.limits, end: func(n, bytes int64, err error) {
-		rec := baseRecord(id, req, start, c.env.Now(), dec.Trace)
+		rec := new(Record) // OnFinish's argument: the hit's own
+		*rec = baseRecord(id, req, start, c.env.Now(), dec.Trace)
 		rec.Group, rec.CacheHit = dec.Group, true
 		rec.ExecMs = millis(rec.End.Sub(start))
 		rec.Rows, rec.Bytes = n, bytes
 		rec.Status = statusOf(err)
-		fillError(&rec, err)
+		fillError(rec, err)
 		c.report(rt, rec)
 	}}
 	c.open.Open(&rows.closed, "rows", id, req.SQL)

@@ -150,7 +150,7 @@ type recorder struct {
 	recs []Record
 }
 
-func (r *recorder) add(rec Record) { r.mu.Lock(); r.recs = append(r.recs, rec); r.mu.Unlock() }
+func (r *recorder) add(rec *Record) { r.mu.Lock(); r.recs = append(r.recs, *rec); r.mu.Unlock() }
 func (r *recorder) all() []Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()

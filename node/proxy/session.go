@@ -337,20 +337,21 @@ func (s *coreSession) explain(err error) error {
 
 // report hands one statement's record to history and returns err.
 func (s *coreSession) report(id string, q *query.Request, start time.Time, trace []TraceStep, rows, bytes int64, err error) error {
-	return s.record(PathArrow, id, q, s.admission(start), trace, rows, bytes, err)
+	return s.record(new(Record), PathArrow, id, q, s.admission(start), trace, rows, bytes, err)
 }
 
-// record hands one statement's record, timed t, to history and returns err.
-func (s *coreSession) record(path, id string, q *query.Request, t statementTimes, trace []TraceStep, rows, bytes int64, err error) error {
+// record hands one statement's record, timed t, to history and returns err. The record is
+// built in rec: memory that outlives the call (OnFinish's argument), the statement's own.
+func (s *coreSession) record(rec *Record, path, id string, q *query.Request, t statementTimes, trace []TraceStep, rows, bytes int64, err error) error {
 	c, a := s.adm.core, s.adm
 	end := c.env.Now()
-	rec := baseRecord(id, q, t.from, end, trace)
+	*rec = baseRecord(id, q, t.from, end, trace)
 	rec.Group, rec.Cluster = a.Group, a.Cluster
 	rec.QueueMs = millis(t.queued)
 	rec.ExecMs = millis(end.Sub(t.ran))
 	rec.Rows, rec.Bytes = rows, bytes
 	rec.Status = statusOf(err)
-	fillError(&rec, err)
+	fillError(rec, err)
 	c.countPath(path)
 	c.metrics.finished(a.series, rec.Status, end.Sub(t.from).Seconds())
 	if c.onFinish != nil {
@@ -408,7 +409,7 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Rela
 		// (Admission.Relay is the relay path's): in transaction pool mode most sessions relay
 		// this one statement only, and it then costs no allocation of its own.
 		r = &s.adm.relay
-		*r = Relay{id: s.adm.QueryID, times: s.admissionTimes()}
+		r.reset(s.adm.QueryID, s.admissionTimes())
 		checked = q == s.adm.req
 	} else {
 		start := c.env.Now()
@@ -417,7 +418,7 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Rela
 	r.Engine, r.session, r.q = s.inner, s, q
 	if !checked {
 		if err := s.check(q); err != nil {
-			return nil, true, s.record(PathArrow, r.id, q, r.times, nil, 0, 0, err)
+			return nil, true, s.record(new(Record), PathArrow, r.id, q, r.times, nil, 0, 0, err)
 		}
 	}
 	r.Ctx, r.stop, r.run = c.timeoutContext(ctx, s.adm.grp.timeout)
@@ -427,7 +428,7 @@ func (s *coreSession) BeginRelay(ctx context.Context, q *query.Request) (r *Rela
 		if r.stop != nil {
 			r.stop()
 		}
-		return nil, true, s.record(PathArrow, r.id, q, r.times, nil, 0, 0, s.errLost())
+		return nil, true, s.record(new(Record), PathArrow, r.id, q, r.times, nil, 0, 0, s.errLost())
 	}
 	s.relaying = r
 	s.mu.Unlock()
@@ -443,7 +444,9 @@ func (s *coreSession) finishRelay(r *Relay, rows, bytes int64, err error) error 
 	if err != nil {
 		err = s.explain(s.adm.engineError(err))
 	}
-	return s.record(PathPassthrough, r.id, r.q, r.times, nil, rows, bytes, err)
+	// The session's statements run one at a time, and its memory is reused only once it is
+	// closed: the admission's record is this statement's.
+	return s.record(&s.adm.rec, PathPassthrough, r.id, r.q, r.times, nil, rows, bytes, err)
 }
 
 // endRelay ends the relayed statement r: a lost lease no longer cancels it, nor its query

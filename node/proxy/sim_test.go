@@ -54,7 +54,7 @@ func simWorld(t *testing.T, seed uint64) (hash string, digest string, recs []pro
 			Fallback: "etl",
 		}
 	}
-	core := proxy.New(proxy.Options{Env: e, OnFinish: func(r proxy.Record) { recs = append(recs, r) }})
+	core := proxy.New(proxy.Options{Env: e, OnFinish: func(r *proxy.Record) { recs = append(recs, *r) }})
 	started := 0
 	s.Spawn(node, "driver", func() {
 		ctx := node.Ctx()

@@ -26,7 +26,7 @@ func (e *stopEngine) Execute(ctx context.Context, q *query.Request) (query.Rows,
 func TestExecuteHandsTheEngineItsCancel(t *testing.T) {
 	eng := &stopEngine{}
 	var finished []Record
-	core := New(Options{Env: newTestEnv(), OnFinish: func(r Record) { finished = append(finished, r) }})
+	core := New(Options{Env: newTestEnv(), OnFinish: func(r *Record) { finished = append(finished, *r) }})
 	rt, err := NewRuntime(oneGroup(RoundRobin, 10, 0, cl("a", 1, eng)))
 	if err != nil {
 		t.Fatal(err)

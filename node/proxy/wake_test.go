@@ -69,7 +69,7 @@ func TestQueuedQueryAsksAgainWhenTheGuardFrees(t *testing.T) {
 	guard := &landingGuard{env: e, ctx: node.Ctx(), landing: landing}
 	var recs []proxy.Record
 	core := proxy.New(proxy.Options{Env: e, Guard: guard, GuardPoll: 10 * time.Second,
-		OnFinish: func(r proxy.Record) { recs = append(recs, r) }})
+		OnFinish: func(r *proxy.Record) { recs = append(recs, *r) }})
 	var secondAsked time.Time
 	s.Spawn(node, "driver", func() {
 		rt, err := proxy.NewRuntime(proxy.RuntimeSpec{

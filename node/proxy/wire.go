@@ -82,8 +82,10 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 		ws = new(wireSession)
 	} else {
 		spareConn = ws.w.Conn
-		// The settled slot stays: admit hands it to the guard as memory for the next.
-		*ws = wireSession{lose: ws.lose, adm: Admission{slot: ws.adm.slot}}
+		// The admission is not zeroed: admit writes every field of it but the relay and the
+		// record, each written whole before it is read (TestAdmitWritesEveryFieldButTheRelay),
+		// and the settled slot it keeps is the memory admit hands the guard for the next.
+		ws.cs, ws.w = coreSession{}, Wire{}
 	}
 	adm, err := c.admit(actx, q, &r, &ws.adm)
 	if err != nil {

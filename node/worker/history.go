@@ -25,7 +25,7 @@ import (
 )
 
 // NewHistoryUplink returns an uplink that sends this worker's query records to the control
-// plane. Hand it proxy records with uplink.Add(HistoryRecord(rec)) from the core's OnFinish, call
+// plane. Hand it proxy records with uplink.AddRecord of HistoryRecordOf(rec) from the core's OnFinish, call
 // uplink.Start(ctx) with the worker, and uplink.Shutdown(ctx) after the drain.
 func (w *Worker) NewHistoryUplink(e env.Env, cfg history.UplinkConfig) (*history.Uplink, error) {
 	cfg.Worker = w.Name()

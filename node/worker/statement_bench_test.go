@@ -101,7 +101,7 @@ func fullStore(b *testing.B) *history.Memory {
 // queries go to u, and relays b.N statements through it; store is where u's records land.
 func runStatements(b *testing.B, e env.Env, guard proxy.Guard, u *history.Uplink, store history.Store) {
 	core := proxy.New(proxy.Options{Env: e, Guard: guard, Registerer: prometheus.NewRegistry(),
-		OnFinish: func(r proxy.Record) { u.Add(worker.HistoryRecord(r)) }})
+		OnFinish: func(r *proxy.Record) { hr := worker.HistoryRecordOf(r); u.AddRecord(&hr) }})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
 		Clusters: []proxy.ClusterSpec{{Name: "pg", Enabled: true, MaxRunningQueries: 16, Engine: stubWireEngine{}}},
 		Groups: []proxy.GroupSpec{{Name: "pg", Members: []proxy.MemberSpec{{Cluster: "pg"}}, MaxQueuedQueries: 1000,

@@ -53,7 +53,7 @@ var compatNames = func() map[string]bool {
 // pgCompatSQL is everything the compatibility catalog holds for PostgreSQL (and Trino)
 // clients; the engine adds the other protocols' functions.
 func pgCompatSQL() []string {
-	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL, psqlCatalogSQL,
+	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL, psqlCatalogSQL, pgDependSQL,
 		regTextSQL, []string{setvalMacroSQL, functionDefSQL, setConfigSQL(), viewdefSQL})
 }
 
@@ -92,6 +92,12 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS
 		(1::BIGINT << 40) + table_oid * 1000 + constraint_index`,
 	declaredNameSQL, declaredActionSQL, constraintNameSQL,
+	`CREATE MACRO {c}.main.qf_fk_action_words(a) AS CASE a WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
+		WHEN 'd' THEN 'SET DEFAULT' END`,
+	// A foreign key's actions as PostgreSQL's definition ends with them (NO ACTION unwritten).
+	`CREATE MACRO {c}.main.qf_fk_actions(upd, del) AS
+		CASE WHEN upd IN ('r', 'c', 'n', 'd') THEN ' ON UPDATE ' || {c}.main.qf_fk_action_words(upd) ELSE '' END ||
+		CASE WHEN del IN ('r', 'c', 'n', 'd') THEN ' ON DELETE ' || {c}.main.qf_fk_action_words(del) ELSE '' END`,
 	`CREATE MACRO {c}.main.qf_key_constraints() AS TABLE
 		SELECT *, {c}.main.qf_constraint_name(database_name, schema_name, table_name, constraint_type, constraint_column_names,
 			CASE WHEN constraint_type = 'PRIMARY KEY' THEN table_name || '_pkey' ELSE constraint_name END) AS pg_name
@@ -137,7 +143,8 @@ var compatSQL = []string{
 		WHERE database_name = current_database() AND schema_name <> 'queryflux_pg'
 		OR database_name = 'system' AND schema_name IN ('pg_catalog', 'information_schema')`,
 	`CREATE VIEW {c}.main.qf_pg_proc AS SELECT * FROM pg_catalog.pg_proc
-		WHERE oid IN (SELECT function_oid FROM duckdb_functions() WHERE NOT internal AND database_name = current_database())`,
+		WHERE oid IN (SELECT function_oid FROM duckdb_functions() WHERE NOT internal AND database_name = current_database())
+		UNION ALL BY NAME ` + castFunctionsSQL,
 	`CREATE VIEW {c}.main.qf_pg_database AS SELECT oid, datname, 0::BIGINT AS datdba, 6 AS encoding,
 		'c' AS datlocprovider, false AS datistemplate, true AS datallowconn, -1 AS datconnlimit, 'C' AS datcollate,
 		'C' AS datctype, NULL::VARCHAR AS daticulocale, NULL::VARCHAR AS datcollversion, NULL::VARCHAR[] AS datacl,
@@ -244,11 +251,13 @@ var compatSQL = []string{
 		WHERE k.database_name = current_database() AND k.constraint_type IN ('CHECK', 'UNIQUE', 'PRIMARY KEY', 'FOREIGN KEY')`,
 	// A constraint's definition as PostgreSQL writes it ("CHECK ((n > 0))", "PRIMARY KEY (id)";
 	// DuckDB's text is "CHECK((n > 0))"); pretty, a check's outer parentheses go
-	// ("CHECK (n > 0)", psql's \d).
+	// ("CHECK (n > 0)", psql's \d); a foreign key's ends with its actions (qf_definition is
+	// DuckDB's text, which its CREATE TABLE holds).
 	`CREATE MACRO {c}.main.pg_get_constraintdef(id) AS
-		(SELECT any_value(qf_definition) FROM {c}.main.qf_pg_constraint WHERE oid = id),
+		(SELECT any_value(qf_definition || {c}.main.qf_fk_actions(confupdtype, confdeltype)) FROM {c}.main.qf_pg_constraint WHERE oid = id),
 		(id, pretty) AS (SELECT any_value(CASE WHEN pretty AND contype = 'c' AND conbin LIKE '(%)'
-			THEN 'CHECK (' || conbin[2:-2] || ')' ELSE qf_definition END) FROM {c}.main.qf_pg_constraint WHERE oid = id)`,
+			THEN 'CHECK (' || conbin[2:-2] || ')' ELSE qf_definition || {c}.main.qf_fk_actions(confupdtype, confdeltype) END)
+			FROM {c}.main.qf_pg_constraint WHERE oid = id)`,
 	// A list of text as PostgreSQL writes an array of it: {a,"b c",NULL}, an element quoted when
 	// empty, NULL, or holding a blank, a quote, a backslash, a comma or a brace.
 	`CREATE MACRO {c}.main.qf_pg_array_text(l) AS '{' || array_to_string(list_transform(l, e -> CASE WHEN e IS NULL THEN 'NULL'
@@ -456,8 +465,7 @@ var compatSQL = []string{
 	`CREATE VIEW {c}.main.pg_conversion AS SELECT 0::BIGINT AS oid, '' AS conname, 0::BIGINT AS connamespace,
 		0::BIGINT AS conowner, 0 AS conforencoding, 0 AS contoencoding, 0::BIGINT AS conproc, false AS condefault WHERE false`,
 	`CREATE MACRO {c}.main.pg_conversion_is_visible(id) AS true`,
-	`CREATE VIEW {c}.main.pg_cast AS SELECT 0::BIGINT AS oid, 0::BIGINT AS castsource, 0::BIGINT AS casttarget,
-		0::BIGINT AS castfunc, 'e' AS castcontext, 'f' AS castmethod WHERE false`,
+	pgCastSQL,
 	`CREATE VIEW {c}.main.pg_operator AS SELECT 0::BIGINT AS oid, '' AS oprname, 0::BIGINT AS oprnamespace,
 		0::BIGINT AS oprowner, 'b' AS oprkind, false AS oprcanmerge, false AS oprcanhash, 0::BIGINT AS oprleft,
 		0::BIGINT AS oprright, 0::BIGINT AS oprresult, 0::BIGINT AS oprcom, 0::BIGINT AS oprnegate, 0::BIGINT AS oprcode,
@@ -1510,6 +1518,10 @@ func (w *compatWriter) castReg(name string) {
 	s := strings.ReplaceAll(lit[1:len(lit)-1], "''", "'")
 	if _, err := strconv.ParseUint(s, 10, 63); err == nil {
 		w.replaceLiteral(s) // an oid written as a string
+		return
+	}
+	if oid, ok := catalogRegclass(s); ok && name == "regclass" && !w.selectedAlone() {
+		w.replaceLiteral(strconv.Itoa(oid)) // pg_dump's d.classid = 'pg_class'::regclass (pgdepend.go)
 		return
 	}
 	if dot := strings.LastIndexByte(s, '.'); dot >= 0 {

@@ -12,25 +12,14 @@ import (
 )
 
 // A foreign key's ON DELETE CASCADE, SET NULL or SET DEFAULT (kept in the declared catalog,
-// pgdeclared.go; DuckDB's own key is NO ACTION). DuckDB 1.5 refuses, in one transaction, to
-// delete a referenced row after the rows that referenced it ("still referenced by a foreign
-// key": its key index drops a deleted entry only at commit), so no transaction can perform the
-// action and the delete together. A PostgreSQL client's DELETE that DuckDB refuses so, outside
-// a transaction, is performed in steps instead:
-//
-//  1. one transaction applies every action to the rows the DELETE's WHERE reaches (deletes the
-//     referencing rows, or sets their columns NULL / to their default), keeping a copy of
-//     them in a temporary table, and commits;
-//  2. the client's DELETE runs again, on its own;
-//  3. if it fails still (a row referenced by a key without an action, a row inserted meanwhile),
-//     the copies are put back (deleted rows inserted again, changed ones restored by their
-//     primary key) and the client gets the DELETE's error.
-//
-// Between 1 and 2 another client can see the referencing rows gone and the referenced ones
-// still there: not atomic as in PostgreSQL, and said so here. In a transaction nothing can be
-// done: the client is told (0A000) which key's action DuckDB does not perform there, not a
-// foreign key violation PostgreSQL would not have raised. One level only: an action whose own
-// rows are referenced by another key's action is refused the same way.
+// pgdeclared.go; DuckDB's own key is NO ACTION). A PostgreSQL client's DELETE that DuckDB
+// refuses because a key with an action references a row it deletes is performed, outside a
+// transaction, with the action, in one transaction (pgrefatomic.go): the referencing rows the
+// DELETE's WHERE reaches deleted, or their columns set NULL / to their default. In a client's
+// transaction nothing can be done (DuckDB's transaction failed with the refusal): the client is
+// told (0A000) which key's action DuckDB does not perform there, not a foreign key violation
+// PostgreSQL would not have raised. One level only: an action whose own rows are referenced by
+// another key's action is refused the same way.
 
 // refDelete is DELETE FROM [ONLY] t [[AS] a] [WHERE cond] of a PostgreSQL client, as DuckDB runs
 // it (p.sqlText), without USING or RETURNING.
@@ -42,16 +31,8 @@ type refDelete struct {
 
 // pgRefDelete reads such a DELETE; nil for any other statement.
 func pgRefDelete(client *query.Request, sqlText string) *refDelete {
-	if client.Protocol != query.ProtocolPostgres || !strings.EqualFold(sqltok.FirstWord(client.Analysis().Tokens), "delete") {
-		return nil
-	}
-	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
-	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
-		toks = toks[:n-1]
-	}
-	if sqltok.TopLevel(toks, func(t sqltok.Token) bool {
-		return isWord(t, "using") || isWord(t, "returning") || t.Text == ";"
-	}) >= 0 {
+	toks := pgRefTokens(client, sqlText, "delete", "using", "returning")
+	if toks == nil {
 		return nil
 	}
 	r := sqltok.NewWalker(toks)
@@ -99,7 +80,6 @@ type refAction struct {
 	columns, refs []string // its key's columns, and those they reference
 	action        byte     // 'c', 'n' or 'd'
 	name          string   // the key's name
-	primary       []string // the referencing table's primary key, for restoring changed rows
 }
 
 // actions reads the keys with an ON DELETE action that reference d's table.
@@ -114,9 +94,7 @@ func referencingActions(ctx context.Context, conn *sql.Conn, schema, table, even
 			coalesce((SELECT any_value(c.`+event+`) FROM `+declaredSchema+`.constraints c WHERE c.schema_name = k.schema_name
 				AND c.table_name = lower(k.table_name) AND c.kind = 'f' AND c.columns = list_transform(k.constraint_column_names, x -> lower(x))), 'a'),
 			coalesce((SELECT any_value(c.name) FROM `+declaredSchema+`.constraints c WHERE c.schema_name = k.schema_name
-				AND c.table_name = lower(k.table_name) AND c.kind = 'f' AND c.columns = list_transform(k.constraint_column_names, x -> lower(x))), ''),
-			coalesce((SELECT CAST(any_value(p.constraint_column_names) AS VARCHAR[]) FROM duckdb_constraints() p WHERE p.database_name = k.database_name
-				AND p.schema_name = k.schema_name AND p.table_oid = k.table_oid AND p.constraint_type = 'PRIMARY KEY'), [])
+				AND c.table_name = lower(k.table_name) AND c.kind = 'f' AND c.columns = list_transform(k.constraint_column_names, x -> lower(x))), '')
 		FROM duckdb_constraints() k WHERE k.constraint_type = 'FOREIGN KEY' AND k.database_name = current_database()
 		AND k.schema_name = coalesce(nullif(?, ''), current_schema()) AND lower(k.referenced_table) = lower(?)`, schema, table)
 	if err != nil {
@@ -125,9 +103,9 @@ func referencingActions(ctx context.Context, conn *sql.Conn, schema, table, even
 	defer rows.Close()
 	for rows.Next() {
 		var a refAction
-		var cols, refs, primary []any
+		var cols, refs []any
 		var action string
-		if err := rows.Scan(&a.schema, &a.table, &cols, &refs, &action, &a.name, &primary); err != nil {
+		if err := rows.Scan(&a.schema, &a.table, &cols, &refs, &action, &a.name); err != nil {
 			return nil, wrapErr(err)
 		}
 		for _, c := range cols {
@@ -135,9 +113,6 @@ func referencingActions(ctx context.Context, conn *sql.Conn, schema, table, even
 		}
 		for _, c := range refs {
 			a.refs = append(a.refs, fmt.Sprint(c))
-		}
-		for _, c := range primary {
-			a.primary = append(a.primary, fmt.Sprint(c))
 		}
 		switch action {
 		case "c", "n", "d":
@@ -166,75 +141,43 @@ func (d *refDelete) reach(a refAction) string {
 	return "EXISTS (SELECT 1 FROM " + qualified(d.schema, d.table) + alias + " WHERE " + cond + ")"
 }
 
-// cascade performs d's actions, then runs the DELETE again (again), putting the rows back if
-// it fails. first is DuckDB's refusal of the DELETE.
+// cascade performs d's actions and the DELETE (again) in one transaction. first is DuckDB's
+// refusal of the DELETE.
 func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, args []any, first error, again func() (query.Rows, error)) (query.Rows, error) {
-	// A key without an action that references a deleted row refuses the DELETE again at step 2,
-	// as in PostgreSQL, and the rows are put back.
 	acts, err := d.actions(ctx, conn)
 	if err != nil || len(acts) == 0 {
 		return nil, first
 	}
+	var sets []string
 	for _, a := range acts {
-		if strings.EqualFold(a.table, d.table) || a.action != 'c' && len(a.primary) == 0 {
+		if strings.EqualFold(a.table, d.table) {
 			return nil, d.notPerformed(a, "")
 		}
-	}
-	var steps, restore, drops []string
-	for i, a := range acts {
-		copyName := quoteIdent(fmt.Sprintf("qf_cascade_%d", i))
-		table, reach := qualified(a.schema, a.table), d.reach(a)
-		steps = append(steps, "CREATE OR REPLACE TEMPORARY TABLE "+copyName+" AS SELECT * FROM "+table+" AS qf_ref WHERE "+reach)
-		drops = append(drops, "DROP TABLE IF EXISTS temp.main."+copyName)
-		if a.action == 'c' {
-			steps = append(steps, "DELETE FROM "+table+" AS qf_ref WHERE "+reach)
-			restore = append(restore, "INSERT INTO "+table+" SELECT * FROM temp.main."+copyName)
-			continue
+		set := ""
+		if a.action != 'c' {
+			if set, err = actionSet(ctx, conn, a); err != nil {
+				return nil, err
+			}
 		}
-		set, back := setNullSteps(a, reach, copyName)
-		steps, restore = append(steps, set), append(restore, back)
+		sets = append(sets, set)
 	}
-	defer func() {
-		for _, s := range drops {
-			_, _ = conn.ExecContext(context.WithoutCancel(ctx), s)
+	rows, err := withReferencingRebuilt(ctx, conn, d.schema, d.table, args, nil, func(copyOf func(schema, table string) string) []step {
+		var steps []step
+		for i, a := range acts {
+			if a.action == 'c' {
+				steps = append(steps, step{"DELETE FROM " + copyOf(a.schema, a.table) + " AS qf_ref WHERE " + d.reach(a), true})
+			} else {
+				steps = append(steps, step{"UPDATE " + copyOf(a.schema, a.table) + " AS qf_ref SET " + sets[i] + " WHERE " + d.reach(a), true})
+			}
 		}
-	}()
-	if err := runArgs(ctx, conn, steps, args); err != nil {
-		// a row the action reaches is itself referenced (one level only), or the WHERE fails
-		if stillReferenced(err) {
-			return nil, d.referencedInTurn(ctx, conn, acts, first)
-		}
-		return nil, err
+		return steps
+	}, again)
+	if err == errOrphans { // a key without an action references a deleted row: PostgreSQL's refusal
+		return nil, first
+	} else if err != nil && isForeignKeyViolation(err) { // a key with an action a row the action reaches (one level only)
+		return nil, d.referencedInTurn(ctx, conn, acts, first)
 	}
-	rows, err := again()
-	if err == nil {
-		return rows, nil
-	}
-	if rerr := runArgs(ctx, conn, restore, nil); rerr != nil {
-		return nil, &query.Error{Code: sqlstate.ForeignKeyViolation, Message: fmt.Sprintf("%v; the rows the foreign keys' ON DELETE actions changed "+
-			"could not be put back: %v", err, rerr)}
-	}
-	return nil, err
-}
-
-// setNullSteps are the statements of a SET NULL or SET DEFAULT action (a.action 'n' or 'd'):
-// the one that sets a's key columns where reach holds, and the one that puts them back from
-// the copy copyName, by the referencing table's primary key.
-func setNullSteps(a refAction, reach, copyName string) (set, restore string) {
-	table, value := qualified(a.schema, a.table), "NULL"
-	if a.action == 'd' {
-		value = "DEFAULT"
-	}
-	var sets, back, key []string
-	for _, c := range a.columns {
-		sets = append(sets, quoteIdent(c)+" = "+value)
-		back = append(back, quoteIdent(c)+" = qf_copy."+quoteIdent(c))
-	}
-	for _, c := range a.primary {
-		key = append(key, table+"."+quoteIdent(c)+" = qf_copy."+quoteIdent(c))
-	}
-	return "UPDATE " + table + " AS qf_ref SET " + strings.Join(sets, ", ") + " WHERE " + reach,
-		"UPDATE " + table + " SET " + strings.Join(back, ", ") + " FROM temp.main." + copyName + " AS qf_copy WHERE " + strings.Join(key, " AND ")
+	return rows, err
 }
 
 // referencedInTurn is the error of a DELETE whose actions reach rows that are referenced in
@@ -253,21 +196,12 @@ func (d *refDelete) referencedInTurn(ctx context.Context, conn *sql.Conn, acts [
 	return first
 }
 
-// runArgs runs stmts in one transaction, each with args (the DELETE's, which its WHERE holds).
-func runArgs(ctx context.Context, conn *sql.Conn, stmts []string, args []any) error {
-	steps := make([]step, len(stmts))
-	for i, s := range stmts {
-		steps[i] = step{s, true}
-	}
-	return runSteps(ctx, conn, steps, args)
-}
-
 // notPerformed is the error of a DELETE whose key's action DuckDB cannot perform here.
 func (d *refDelete) notPerformed(a refAction, why string) error {
 	what := map[byte]string{'c': "CASCADE", 'n': "SET NULL", 'd': "SET DEFAULT"}[a.action]
 	return &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(`delete on table "%s" needs ON DELETE %s of foreign key "%s" on table "%s", `+
 		"which DuckDB does not perform here%s: it performs it only outside a transaction, for a DELETE of one table "+
-		"(no USING, no RETURNING), one level deep, a SET NULL or SET DEFAULT on a table with a primary key", d.table, what, a.name, a.table, why)}
+		"(no USING, no RETURNING), one level deep", d.table, what, a.name, a.table, why)}
 }
 
 // inTransaction is the error of such a DELETE in a client's transaction, read on another

@@ -103,6 +103,28 @@ func (w *compatWriter) selectedVector() bool {
 }
 
 // viewdefSQL is pg_get_viewdef(oid [, pretty]) as PostgreSQL answers it: the view's query alone
-// (pg_dump writes CREATE VIEW name AS before it; DuckDB's answers its whole CREATE VIEW).
+// (pg_dump writes CREATE VIEW name AS before it; DuckDB's answers its whole CREATE VIEW), with
+// what DuckDB writes of a PostgreSQL client's query that PostgreSQL would not read written as
+// PostgreSQL's (count_star() and count() for count(*), a function qualified by DuckDB's main,
+// pgfunctions.go's qfpg_ functions as the client wrote them, a cast to VARCHAR as the ::text
+// it stands for), so that a dump restores into PostgreSQL.
 var viewdefSQL = strings.ReplaceAll(`CREATE MACRO {c}.main.pg_get_viewdef(id) AS %s, (id, pretty) AS %s`, "%s",
-	`(SELECT ' ' || regexp_replace(any_value(sql), '^CREATE (OR REPLACE )?(TEMP(ORARY)? )?VIEW .+? AS ', '') FROM duckdb_views() WHERE view_oid = id)`)
+	`(SELECT ' ' || `+viewTextAsPostgres(`regexp_replace(any_value(sql), '^CREATE (OR REPLACE )?(TEMP(ORARY)? )?VIEW .+? AS ', '')`)+
+		` FROM duckdb_views() WHERE view_oid = id)`)
+
+// viewTextAsPostgres is the SQL expression of text, DuckDB's text of a view's query, with
+// DuckDB's spellings PostgreSQL lacks replaced by PostgreSQL's.
+func viewTextAsPostgres(text string) string {
+	for _, r := range [][2]string{
+		{`\bcount(_star)?\(\)`, `count(*)`},
+		{`\bmain\.("?\w+"?)\(`, `\1(`},
+		{`\bqfpg_extract\('(\w+)', `, `EXTRACT(\1 FROM `},
+		{`\bqfpg_extract__(\w+)\(`, `EXTRACT(\1 FROM `},
+		{`\bqfpg_sum_distinct\(`, `sum(DISTINCT `},
+		{`\bqfpg_([a-z_]*[a-z])\(`, `\1(`},
+		{` AS VARCHAR\)`, ` AS TEXT)`},
+	} {
+		text = "regexp_replace(" + text + ", " + quoteString(r[0]) + ", " + quoteString(r[1]) + ", 'g')"
+	}
+	return text
+}

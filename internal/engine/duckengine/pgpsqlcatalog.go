@@ -49,19 +49,18 @@ var psqlCatalogSQL = []string{
 	// pg_dump: an object's default privileges (none here: DuckDB has no roles, so no GRANT is
 	// dumped), and a relation's options (none).
 	`CREATE MACRO {c}.main.acldefault(kind, owner) AS NULL::VARCHAR[]`,
-	// A sequence's type: DuckDB's are bigint (DuckDB's pg_sequence says 0, and a cache of 0
-	// PostgreSQL never has).
-	`CREATE VIEW {c}.main.pg_sequence AS SELECT * REPLACE (20::BIGINT AS seqtypid, greatest(seqcache, 1) AS seqcache)
-		FROM pg_catalog.pg_sequence`,
 	`CREATE MACRO {c}.main.array_remove(l, x) AS list_filter(l, e -> e IS DISTINCT FROM x)`,
 	// COMMENT ON a table, view, sequence or column, as PostgreSQL keeps it: by pg_class's oid
 	// (1259) and the column's number, comments only (DuckDB's lists every table, an empty
 	// comment too, under another class and no column), so that pg_dump dumps them.
-	`CREATE VIEW {c}.main.pg_description AS SELECT objoid, 1259::BIGINT AS classoid, objsubid, description FROM (
-		SELECT table_oid AS objoid, 0 AS objsubid, comment AS description FROM duckdb_tables() WHERE database_name = current_database()
-		UNION ALL SELECT view_oid, 0, comment FROM duckdb_views() WHERE database_name = current_database() AND NOT internal
-		UNION ALL SELECT sequence_oid, 0, comment FROM duckdb_sequences() WHERE database_name = current_database()
-		UNION ALL SELECT table_oid, column_index, comment FROM duckdb_columns() WHERE database_name = current_database())
+	// The public schema has PostgreSQL's comment (pg_namespace's 2615): pg_dump writes COMMENT ON
+	// SCHEMA public IS '' for a public schema without one.
+	`CREATE VIEW {c}.main.pg_description AS SELECT objoid, classoid::BIGINT AS classoid, objsubid, description FROM (
+		SELECT table_oid AS objoid, 1259 AS classoid, 0 AS objsubid, comment AS description FROM duckdb_tables() WHERE database_name = current_database()
+		UNION ALL SELECT view_oid, 1259, 0, comment FROM duckdb_views() WHERE database_name = current_database() AND NOT internal
+		UNION ALL SELECT sequence_oid, 1259, 0, comment FROM duckdb_sequences() WHERE database_name = current_database()
+		UNION ALL SELECT table_oid, 1259, column_index, comment FROM duckdb_columns() WHERE database_name = current_database()
+		UNION ALL SELECT oid, 2615, 0, 'standard public schema' FROM duckdb_schemas() WHERE database_name = current_database() AND schema_name = 'main')
 		WHERE description IS NOT NULL AND description <> ''`,
 	`CREATE MACRO {c}.main.obj_description(qf_id) AS (SELECT any_value(description) FROM {c}.main.pg_description
 			WHERE objoid = qf_id AND objsubid = 0),

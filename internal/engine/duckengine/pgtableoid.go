@@ -1,6 +1,9 @@
 package duckengine
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // A catalog row's tableoid: the oid of the catalog relation it is a row of, which pg_dump
 // reads of every catalog it lists (with a row's oid it names the object in pg_depend and
@@ -81,4 +84,15 @@ func (w *compatWriter) catalogRelation(alias string) string {
 		}
 	}
 	return ""
+}
+
+// catalogRegclass is PostgreSQL's oid of the catalog relation 'name'::regclass names
+// (pg_class or pg_catalog.pg_class: 1259), the oid a catalog row's classid and tableoid say.
+func catalogRegclass(name string) (int, bool) {
+	name = strings.ToLower(name)
+	if rest, ok := strings.CutPrefix(name, "pg_catalog."); ok {
+		name = rest
+	}
+	oid, ok := catalogOids[name]
+	return oid, ok
 }

@@ -12,22 +12,14 @@ import (
 )
 
 // A foreign key's ON UPDATE CASCADE, SET NULL or SET DEFAULT (Sequelize declares ON UPDATE
-// CASCADE on every association), performed as the ON DELETE actions are (pgcascade.go), in
-// steps, outside a transaction, when DuckDB refuses a PostgreSQL client's UPDATE of a
-// referenced key ("still referenced by a foreign key"):
-//
-//  1. one transaction reads, for each key with an action, the referenced rows the UPDATE
-//     reaches, their key before and after (the UPDATE's SET expressions over its WHERE's rows,
-//     in a temporary table), copies the referencing rows whose key changes, and deletes them
-//     (CASCADE) or sets their columns NULL or to their default; it commits;
-//  2. the client's UPDATE runs again;
-//  3. CASCADE's rows go back with the new key; if the UPDATE failed (a key without an action
-//     references a changed row, as PostgreSQL refuses it too), every copy goes back as it was
-//     and the client gets the UPDATE's error.
-//
-// Not atomic (between 1 and 3 another client sees the referencing rows gone or NULL); a SET
-// expression that is volatile (random(), clock_timestamp()) is read once in 1 and again by
-// the UPDATE. RESTRICT and NO ACTION are DuckDB's own refusal (23503), as PostgreSQL's.
+// CASCADE on every association), performed as the ON DELETE actions are (pgcascade.go), with
+// the client's UPDATE in one transaction (pgrefatomic.go), outside a client's transaction, when
+// DuckDB refuses a PostgreSQL client's UPDATE of a referenced key ("still referenced by a
+// foreign key"): for each key with an action, a temporary table maps each reached row's key
+// before to after (the UPDATE's SET expressions over its WHERE's rows); the referencing rows
+// whose key changes take the new key (CASCADE) or NULL / their default. A SET expression that
+// is volatile (random(), clock_timestamp()) is read once for the map and again by the UPDATE.
+// RESTRICT and NO ACTION are DuckDB's own refusal (23503), as PostgreSQL's.
 
 // refUpdate is UPDATE [ONLY] t [[AS] a] SET c = e, ... [WHERE cond] of a PostgreSQL client, as
 // DuckDB runs it, without FROM or RETURNING.
@@ -39,16 +31,8 @@ type refUpdate struct {
 
 // pgRefUpdate reads such an UPDATE; nil for any other statement.
 func pgRefUpdate(client *query.Request, sqlText string) *refUpdate {
-	if client.Protocol != query.ProtocolPostgres || !strings.EqualFold(sqltok.FirstWord(client.Analysis().Tokens), "update") {
-		return nil
-	}
-	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
-	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
-		toks = toks[:n-1]
-	}
-	if sqltok.TopLevel(toks, func(t sqltok.Token) bool {
-		return isWord(t, "from") || isWord(t, "returning") || t.Text == ";"
-	}) >= 0 {
+	toks := pgRefTokens(client, sqlText, "update", "from", "returning")
+	if toks == nil {
 		return nil
 	}
 	set := sqltok.TopLevel(toks, func(t sqltok.Token) bool { return isWord(t, "set") })
@@ -116,129 +100,83 @@ type step struct {
 	args bool
 }
 
-// cascade performs u's ON UPDATE actions around the UPDATE (again); first is DuckDB's
-// refusal of it.
+// cascade performs u's ON UPDATE actions and the UPDATE (again) in one transaction; first is
+// DuckDB's refusal of it.
 func (u *refUpdate) cascade(ctx context.Context, conn *sql.Conn, args []any, first error, again func() (query.Rows, error)) (query.Rows, error) {
 	acts, err := referencingActions(ctx, conn, u.schema, u.table, "on_update")
 	if err != nil || len(acts) == 0 {
 		return nil, first
 	}
-	for _, a := range acts {
-		if strings.EqualFold(a.table, u.table) || a.action != 'c' && len(a.primary) == 0 {
+	var before []step
+	var tails []string // each action's UPDATE of its table's copy, after the copy's name
+	for i, a := range acts {
+		if strings.EqualFold(a.table, u.table) {
 			return nil, u.notPerformed(a, "")
 		}
-	}
-	var steps []step
-	var after, restore, drops []string
-	for i, a := range acts {
-		mapName, copyName := quoteIdent(fmt.Sprintf("qf_update_map_%d", i)), quoteIdent(fmt.Sprintf("qf_cascade_%d", i))
-		table := qualified(a.schema, a.table)
-		drops = append(drops, "DROP TABLE IF EXISTS temp.main."+mapName, "DROP TABLE IF EXISTS temp.main."+copyName)
-		// the map: each reached row's key before (o0...) and after (n0...), and every SET
-		// expression (e0...) so that the statement holds all of the UPDATE's parameters
-		var cols, changed, match []string
-		for j, ref := range a.refs {
-			before := u.alias + "." + quoteIdent(ref)
-			next := before
-			if e, ok := u.sets[strings.ToLower(ref)]; ok {
-				next = "(" + e + ")"
-			}
-			cols = append(cols, fmt.Sprintf("%s AS o%d, %s AS n%d", before, j, next, j))
-			changed = append(changed, fmt.Sprintf("o%d IS DISTINCT FROM n%d", j, j))
-			match = append(match, fmt.Sprintf("qf_map.o%d = qf_ref.%s", j, quoteIdent(a.columns[j])))
+		mapName := fmt.Sprintf("temp.main.qf_update_map_%d", i)
+		defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+mapName) //nolint:errcheck // gone with a rollback
+		before = append(before, step{u.keyMap(a, mapName), true})
+		var match, next []string
+		for j, c := range a.columns {
+			match = append(match, fmt.Sprintf("qf_map.o%d = qf_ref.%s", j, quoteIdent(c)))
+			next = append(next, fmt.Sprintf("%s = qf_map.n%d", quoteIdent(c), j))
 		}
-		for j, e := range u.exprs {
-			cols = append(cols, fmt.Sprintf("(%s) AS e%d", e, j))
-		}
-		alias := ""
-		if u.alias != qualified(u.schema, u.table) {
-			alias = " AS " + u.alias
-		}
-		mapSQL := "CREATE OR REPLACE TEMPORARY TABLE " + mapName + " AS SELECT * FROM (SELECT " + strings.Join(cols, ", ") + " FROM " +
-			qualified(u.schema, u.table) + alias
-		if u.where != "" {
-			mapSQL += " WHERE " + u.where
-		}
-		mapSQL += ") WHERE " + strings.Join(changed, " OR ")
-		reach := "EXISTS (SELECT 1 FROM temp.main." + mapName + " AS qf_map WHERE " + strings.Join(match, " AND ") + ")"
-		steps = append(steps, step{mapSQL, true},
-			step{"CREATE OR REPLACE TEMPORARY TABLE " + copyName + " AS SELECT * FROM " + table + " AS qf_ref WHERE " + reach, false})
-		if a.action == 'c' {
-			columns, err := orderedColumns(ctx, conn, a.schema, a.table)
-			if err != nil {
+		set := strings.Join(next, ", ")
+		if a.action != 'c' {
+			if set, err = actionSet(ctx, conn, a); err != nil {
 				return nil, err
 			}
-			var values, on []string
-			for _, c := range columns {
-				v := "qf_ref." + quoteIdent(c)
-				for j, k := range a.columns {
-					if strings.EqualFold(k, c) {
-						v = fmt.Sprintf("qf_map.n%d", j)
-					}
-				}
-				values = append(values, v)
+		}
+		tails = append(tails, " AS qf_ref SET "+set+" FROM "+mapName+" AS qf_map WHERE "+strings.Join(match, " AND "))
+	}
+	rows, err := withReferencingRebuilt(ctx, conn, u.schema, u.table, args, before, func(copyOf func(schema, table string) string) []step {
+		steps := make([]step, len(acts))
+		for i, a := range acts {
+			steps[i] = step{"UPDATE " + copyOf(a.schema, a.table) + tails[i], false}
+		}
+		return steps
+	}, again)
+	if err == errOrphans { // RESTRICT, NO ACTION: PostgreSQL's refusal
+		return nil, first
+	} else if err != nil && isForeignKeyViolation(err) {
+		for _, a := range acts {
+			// the rows changed here are referenced in turn by a key with an action (one level only)
+			if next, nerr := referencingActions(ctx, conn, a.schema, a.table, "on_update"); nerr == nil && len(next) > 0 {
+				return nil, u.notPerformed(a, "; the rows it reaches are referenced in turn")
 			}
-			for j, k := range a.columns {
-				on = append(on, fmt.Sprintf("qf_map.o%d = qf_ref.%s", j, quoteIdent(k)))
-			}
-			steps = append(steps, step{"DELETE FROM " + table + " AS qf_ref WHERE " + reach, false})
-			after = append(after, "INSERT INTO "+table+" SELECT "+strings.Join(values, ", ")+" FROM temp.main."+copyName+" AS qf_ref JOIN temp.main."+
-				mapName+" AS qf_map ON "+strings.Join(on, " AND "))
-			restore = append(restore, "INSERT INTO "+table+" SELECT * FROM temp.main."+copyName)
-			continue
 		}
-		set, back := setNullSteps(a, reach, copyName)
-		steps, restore = append(steps, step{set, false}), append(restore, back)
+		return nil, first
 	}
-	defer func() {
-		for _, s := range drops {
-			_, _ = conn.ExecContext(context.WithoutCancel(ctx), s)
-		}
-	}()
-	if err := runSteps(ctx, conn, steps, args); err != nil {
-		if stillReferenced(err) {
-			// the rows changed here are referenced in turn: DuckDB refuses their delete (CASCADE
-			// here deletes and inserts again) or the change of an indexed column, where
-			// PostgreSQL changes them in place
-			return nil, u.notPerformed(acts[0], "; the rows it reaches are referenced in turn")
-		}
-		return nil, err
-	}
-	rows, err := again()
-	if err == nil {
-		if aerr := runArgs(ctx, conn, after, nil); aerr != nil {
-			return nil, &query.Error{Code: sqlstate.ForeignKeyViolation, Message: fmt.Sprintf("the rows the foreign keys' ON UPDATE CASCADE "+
-				"deleted could not be put back with the new key: %v", aerr)}
-		}
-		return rows, nil
-	}
-	if rerr := runArgs(ctx, conn, restore, nil); rerr != nil {
-		return nil, &query.Error{Code: sqlstate.ForeignKeyViolation, Message: fmt.Sprintf("%v; the rows the foreign keys' ON UPDATE actions changed "+
-			"could not be put back: %v", err, rerr)}
-	}
-	return nil, err
+	return rows, err
 }
 
-// runSteps runs steps in one transaction, those that hold the UPDATE's parameters with args.
-func runSteps(ctx context.Context, conn *sql.Conn, steps []step, args []any) error {
-	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
-		return wrapErr(err)
-	}
-	for _, s := range steps {
-		var a []any
-		if s.args {
-			a = args
+// keyMap is the statement that creates the temporary table mapName: each row the UPDATE
+// reaches whose key a references changes, that key before (o0...) and after (n0...), and
+// every SET expression (e0...), so that the statement holds all of the UPDATE's parameters.
+func (u *refUpdate) keyMap(a refAction, mapName string) string {
+	var cols, changed []string
+	for j, ref := range a.refs {
+		before := u.alias + "." + quoteIdent(ref)
+		next := before
+		if e, ok := u.sets[strings.ToLower(ref)]; ok {
+			next = "(" + e + ")"
 		}
-		if _, err := conn.ExecContext(ctx, s.sql, a...); err != nil {
-			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-			return wrapErr(err)
-		}
+		cols = append(cols, fmt.Sprintf("%s AS o%d, %s AS n%d", before, j, next, j))
+		changed = append(changed, fmt.Sprintf("o%d IS DISTINCT FROM n%d", j, j))
 	}
-	_, err := conn.ExecContext(ctx, "COMMIT")
-	if err != nil {
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+	for j, e := range u.exprs {
+		cols = append(cols, fmt.Sprintf("(%s) AS e%d", e, j))
 	}
-	return wrapErr(err)
+	alias := ""
+	if u.alias != qualified(u.schema, u.table) {
+		alias = " AS " + u.alias
+	}
+	where := ""
+	if u.where != "" {
+		where = " WHERE " + u.where
+	}
+	return "CREATE OR REPLACE TEMPORARY TABLE " + strings.TrimPrefix(mapName, "temp.main.") + " AS SELECT * FROM (SELECT " +
+		strings.Join(cols, ", ") + " FROM " + qualified(u.schema, u.table) + alias + where + ") WHERE " + strings.Join(changed, " OR ")
 }
 
 // orderedColumns are the table's columns, in order (schema: a PostgreSQL client's).
@@ -265,7 +203,7 @@ func (u *refUpdate) notPerformed(a refAction, why string) error {
 	what := map[byte]string{'c': "CASCADE", 'n': "SET NULL", 'd': "SET DEFAULT"}[a.action]
 	return &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(`update on table "%s" needs ON UPDATE %s of foreign key "%s" on table "%s", `+
 		"which DuckDB does not perform here%s: it performs it only outside a transaction, for an UPDATE of one table "+
-		"(no FROM, no RETURNING, plain SET columns), one level deep, a SET NULL or SET DEFAULT on a table with a primary key", u.table, what, a.name, a.table, why)}
+		"(no FROM, no RETURNING, plain SET columns), one level deep", u.table, what, a.name, a.table, why)}
 }
 
 // retryUpdate is retryDelete's for an UPDATE DuckDB refused (first): the declared ON UPDATE

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/heldmem"
 )
 
 // paramValuesMax bounds the parameter values (rows times columns) one DoPut binds.
@@ -30,10 +31,12 @@ const (
 	preparedBytesPerUserMax = 64 << 20 // SQL text and bound values
 )
 
-// preparedHeld counts what one user's prepared statements hold.
+// preparedHeld counts what one user's prepared statements hold; their bytes draw on the
+// node's pool (netlimit.Limits.Held) with every other frontend's clients, so that many users
+// (trustLoopback logs any name in) cannot together hold more than the daemon's bound.
 type preparedHeld struct {
-	count int
-	bytes int
+	count  int
+	budget *heldmem.Budget
 }
 
 // CreatePreparedStatement keeps the SQL under a new handle, with its dataset and parameter
@@ -58,17 +61,16 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req fsql.ActionCre
 	user, sql := userOf(ctx), req.GetQuery()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.mayHoldLocked(user, 1, len(sql)); err != nil {
+	if err := s.holdLocked(user, 1, len(sql)); err != nil {
 		return fsql.ActionCreatePreparedStatementResult{}, err
 	}
 	s.prepared[handle] = &preparedStatement{sql: sql, user: user, used: time.Now()}
-	s.countLocked(user, 1, len(sql))
 	return res, nil
 }
 
-// mayHoldLocked refuses (ResourceExhausted) what would take user's prepared statements, or
-// everyone's, past their bounds: count more statements and bytes more text and values.
-func (s *Server) mayHoldLocked(user string, count, bytes int) error {
+// holdLocked counts count more statements and bytes more text and values (negative: fewer)
+// for user, or refuses them (ResourceExhausted) past user's bounds, everyone's, or the daemon's.
+func (s *Server) holdLocked(user string, count, bytes int) error {
 	h := s.held[user]
 	switch {
 	case count > 0 && len(s.prepared) >= preparedMax:
@@ -76,10 +78,24 @@ func (s *Server) mayHoldLocked(user string, count, bytes int) error {
 	case h.count+count > preparedPerUserMax:
 		return s.refusePrepared(status.Errorf(codes.ResourceExhausted,
 			"user %q holds %d prepared statements, the most queryflux allows; close some (ClosePreparedStatement) before preparing more", user, h.count))
-	case h.bytes+bytes > preparedBytesPerUserMax:
+	}
+	if h.budget == nil {
+		h.budget = s.opts.Limits.Held.Budget(preparedBytesPerUserMax)
+	}
+	if bytes < 0 {
+		h.budget.Give(-bytes)
+	} else if err := h.budget.Take(bytes); err != nil {
+		if h.count == 0 {
+			h.budget.Close() // a user who holds nothing keeps no budget
+		}
+		if err.Daemon {
+			return s.refusePrepared(status.Errorf(codes.ResourceExhausted, "user %q's prepared statement: %s", user, err))
+		}
 		return s.refusePrepared(status.Errorf(codes.ResourceExhausted,
 			"user %q's prepared statements would hold more than %d MiB of text and parameter values; close some (ClosePreparedStatement) first", user, preparedBytesPerUserMax>>20))
 	}
+	h.count += count
+	s.held[user] = h
 	return nil
 }
 
@@ -88,22 +104,17 @@ func (s *Server) refusePrepared(err error) error {
 	return err
 }
 
-// countLocked adds count statements and bytes to user's share (negative: takes them away).
-func (s *Server) countLocked(user string, count, bytes int) {
-	h := s.held[user]
-	h.count += count
-	h.bytes += bytes
-	if h.count <= 0 {
-		delete(s.held, user)
-		return
-	}
-	s.held[user] = h
-}
-
 // forgetLocked drops the statement under handle h and its share of its user's.
 func (s *Server) forgetLocked(h string, p *preparedStatement) {
 	delete(s.prepared, h)
-	s.countLocked(p.user, -1, -(len(p.sql) + valuesBytes(p.args)))
+	held := s.held[p.user]
+	held.budget.Give(len(p.sql) + valuesBytes(p.args))
+	if held.count--; held.count <= 0 {
+		held.budget.Close()
+		delete(s.held, p.user)
+		return
+	}
+	s.held[p.user] = held
 }
 
 // valuesBytes is about what bound parameter values hold in memory.
@@ -168,12 +179,10 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd fsql.Prepa
 	if s.prepared[string(cmd.GetPreparedStatementHandle())] != p {
 		return nil, status.Error(codes.NotFound, "unknown prepared statement") // closed or expired meanwhile
 	}
-	grow := valuesBytes(args) - valuesBytes(p.args)
-	if err := s.mayHoldLocked(p.user, 0, grow); err != nil {
+	if err := s.holdLocked(p.user, 0, valuesBytes(args)-valuesBytes(p.args)); err != nil {
 		return nil, err
 	}
 	p.args = args
-	s.countLocked(p.user, 0, grow)
 	return cmd.GetPreparedStatementHandle(), nil
 }
 

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/heldmem"
+	"github.com/queryflux/queryflux/internal/netlimit"
 )
 
 // prepareUntilRefused prepares sql as ctx's user until a prepare fails (at most limit times) and
@@ -104,5 +106,47 @@ func TestOneUserCannotFillThePreparedStatements(t *testing.T) {
 		t.Errorf("bob's statement, used within PreparedIdleTTL: %v", err)
 	} else {
 		fetch(t, bob, c, info)
+	}
+}
+
+// TestPreparedStatementsDrawOnTheDaemonsPool: the users' prepared statements draw on the node's
+// pool that every frontend's clients share (netlimit.Limits.Held), so that many users, each
+// under its own bound, cannot together exhaust the host: under a pool of 7 MiB alice's two
+// 3 MiB statements leave bob room for none (ResourceExhausted naming the server's bound) until
+// alice closes one.
+func TestPreparedStatementsDrawOnTheDaemonsPool(t *testing.T) {
+	eng, _, _ := frontendtest.MariaDB(t)
+	pool := heldmem.NewPool(7 << 20)
+	_, addr := serve(t, frontendtest.NewBackend(eng), Options{Auth: passwords{"alice": "pw-a", "bob": "pw-b"}, Limits: netlimit.Limits{Held: pool}})
+	c, err := fsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	alice, bob := login(t, c, "alice", "pw-a"), login(t, c, "bob", "pw-b")
+	big := "SELECT 10 -- " + strings.Repeat("x", 3<<20)
+	made, err := prepareUntilRefused(c, alice, big, 2)
+	if err != nil {
+		t.Fatalf("alice's statements %d of 2: %v", len(made)+1, err)
+	}
+	_, err = c.Prepare(bob, big)
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "the server holds") {
+		t.Fatalf("bob's statement past the daemon's pool: %v, want ResourceExhausted naming the server's bound", err)
+	}
+	if err := made[0].Close(alice); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Prepare(bob, big)
+	if err != nil {
+		t.Fatalf("bob's statement after alice closed one: %v", err)
+	}
+	if err := p.Close(bob); err != nil {
+		t.Fatal(err)
+	}
+	if err := made[1].Close(alice); err != nil {
+		t.Fatal(err)
+	}
+	if pool.Used() != 0 {
+		t.Fatalf("every statement closed, the pool holds %d bytes", pool.Used())
 	}
 }

@@ -224,6 +224,9 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	results := s.results
 	s.results = map[string]*pendingResult{}
+	for _, h := range s.held {
+		h.budget.Close() // the node's pool outlives this server (a frontend restarted)
+	}
 	s.mu.Unlock()
 	for _, r := range results {
 		r.drop()

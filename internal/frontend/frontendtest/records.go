@@ -13,9 +13,9 @@ type Records struct {
 }
 
 // Add is an OnFinish hook.
-func (h *Records) Add(r proxy.Record) {
+func (h *Records) Add(r *proxy.Record) {
 	h.mu.Lock()
-	h.recs = append(h.recs, r)
+	h.recs = append(h.recs, *r)
 	h.mu.Unlock()
 }
 

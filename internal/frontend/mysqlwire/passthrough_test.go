@@ -74,10 +74,10 @@ func coreServer(t testing.TB, s coreSetup) *coreFixture {
 func serveCore(t testing.TB, cluster string, eng query.Engine, s coreSetup) *coreFixture {
 	t.Helper()
 	h := &frontendtest.Records{}
-	onFinish := func(r proxy.Record) {
+	onFinish := func(r *proxy.Record) {
 		h.Add(r)
 		if s.onFinish != nil {
-			s.onFinish(r)
+			s.onFinish(*r)
 		}
 	}
 	if s.noRecords {

@@ -1,13 +1,9 @@
 package pgwire_test
 
 import (
-	"context"
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
@@ -15,13 +11,13 @@ import (
 // TestOnDeleteActionsAsPostgreSQL: a DELETE of referenced rows outside a transaction performs
 // the keys' ON DELETE CASCADE and SET NULL on the embedded DuckDB as PostgreSQL 15 does (pgx,
 // simple and extended protocol, an alias, several rows, two keys to one table), a key without
-// an action still refuses it (23503) and the rows an action changed are put back; in a
+// an action still refuses it (23503) and nothing is changed; in a
 // transaction DuckDB cannot, and says which key's action (0A000), where PostgreSQL deletes.
 func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "cascade").URL())
-	ctx := context.Background()
 	tables := []string{"select id, n from cd_p order by id", "select id, pid from cd_c order by id",
-		"select id, pid from cd_s order by id", "select id, pid from cd_k order by id"}
+		"select id, pid from cd_s order by id", "select id, pid from cd_k order by id",
+		"select obj_description('cd_c'::regclass, 'pg_class'), col_description('cd_s'::regclass, 2)"}
 	state := func(c *pgx.Conn) string { return tablesText(c, tables...) }
 	execBoth(t, pg, duck,
 		"create table cd_p (id int primary key, n text)",
@@ -32,64 +28,32 @@ func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
 		"insert into cd_c values (10, 1), (11, 1), (12, 2), (13, 5), (14, 7), (15, 8)",
 		"insert into cd_s values (20, 1), (21, 3), (22, 5), (23, 8)",
 		"insert into cd_k values (30, 4), (31, 5)",
+		"comment on table cd_c is 'kids'", "comment on column cd_s.pid is 'parent'", // kept when the table is created again
 	)
-	steps := []struct {
-		sql  string
-		args []any
-	}{
-		{"delete from cd_p where id = 1", nil},              // cascade and set null
-		{"delete from cd_p where id = $1", []any{3}},        // extended protocol: set null only
-		{"delete from cd_p p where p.n in ('b', 'f')", nil}, // an alias; 6 referenced by none
-		{"delete from cd_p where id = 4", nil},              // a key without an action: 23503
-		{"delete from cd_p where id = 5", nil},              // both: refused, cd_c's and cd_s's rows put back
-		{"delete from cd_p where id = 9", nil},              // no row
-	}
-	for _, s := range steps {
-		want, got := tagOrState(pg, s.sql, s.args...), tagOrState(duck, s.sql, s.args...)
-		if want != got {
-			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s.sql, want, got)
-		}
-		if want, got := state(pg), state(duck); want != got {
-			t.Errorf("after %s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s.sql, want, got)
-		}
-	}
+	sameSteps(t, pg, duck, state,
+		oracleStep{"delete from cd_p where id = 1", nil},              // cascade and set null
+		oracleStep{"delete from cd_p where id = $1", []any{3}},        // extended protocol: set null only
+		oracleStep{"delete from cd_p p where p.n in ('b', 'f')", nil}, // an alias; 6 referenced by none
+		oracleStep{"delete from cd_p where id = 4", nil},              // a key without an action: 23503
+		oracleStep{"delete from cd_p where id = 5", nil},              // both: refused, nothing changed
+		oracleStep{"delete from cd_p where id = 9", nil},              // no row
+	)
 	// In a transaction: PostgreSQL deletes; DuckDB cannot, and names the action.
-	for _, c := range []*pgx.Conn{pg, duck} {
-		if _, err := c.Exec(ctx, "begin"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := tagOrState(pg, "delete from cd_p where id = 7"); got != "DELETE 1" {
-		t.Errorf("PostgreSQL in a transaction: %s", got)
-	}
-	_, err := duck.Exec(ctx, "delete from cd_p where id = 7")
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != "0A000" || !strings.Contains(pe.Message, "ON DELETE CASCADE") || !strings.Contains(pe.Message, `"cd_c"`) {
-		t.Errorf("DuckDB in a transaction: %v, want 0A000 naming cd_c's ON DELETE CASCADE", err)
-	}
-	for _, c := range []*pgx.Conn{pg, duck} {
-		if _, err := c.Exec(ctx, "rollback"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if want, got := state(pg), state(duck); want != got {
-		t.Errorf("after the rolled-back transaction\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", want, got)
-	}
+	refusedInTransaction(t, pg, duck, state, "delete from cd_p where id = 7", "DELETE 1", "ON DELETE CASCADE", `"cd_c"`)
 	t.Log(state(pg))
 }
 
 // TestOnUpdateActionsAsPostgreSQL: an UPDATE of referenced keys outside a transaction performs
 // the keys' ON UPDATE CASCADE and SET NULL on the embedded DuckDB as PostgreSQL 15 does (pgx,
 // simple and extended protocol, an alias, an expression over several rows, a key of two
-// columns), RESTRICT and NO ACTION still refuse it (23503) and the rows an action changed are
-// put back; an UPDATE that changes no key, or changes one nothing references, is DuckDB's own;
+// columns), RESTRICT and NO ACTION still refuse it (23503) and nothing is changed, nor when a
+// step fails after others succeeded (a cascaded key a CHECK refuses); an UPDATE that changes no key, or changes one nothing references, is DuckDB's own;
 // in a transaction DuckDB cannot, and says which key's action (0A000), where PostgreSQL updates.
 func TestOnUpdateActionsAsPostgreSQL(t *testing.T) {
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "onupdate").URL())
-	ctx := context.Background()
 	tables := []string{"select id, n from ou_p order by id", "select id, pid, note from ou_c order by id",
 		"select id, pid from ou_s order by id", "select id, pid from ou_r order by id", "select a, b, n from ou_p2 order by a, b",
-		"select id, a, b from ou_c2 order by id"}
+		"select id, a, b from ou_c2 order by id", "select id, pid from ou_k order by id"}
 	state := func(c *pgx.Conn) string { return tablesText(c, tables...) }
 	execBoth(t, pg, duck,
 		"create table ou_p (id int primary key, n text)",
@@ -104,51 +68,26 @@ func TestOnUpdateActionsAsPostgreSQL(t *testing.T) {
 		"insert into ou_r values (30, 4)",
 		"insert into ou_p2 values (1, 'a', 0), (2, 'b', 0)",
 		"insert into ou_c2 values (40, 1, 'a'), (41, 2, 'b')",
+		"create table ou_k (id int primary key, pid int references ou_p on update cascade, check (pid < 100))",
+		"insert into ou_p values (50, 'k')",
+		"insert into ou_c values (15, 50, 'k')",
+		"insert into ou_k values (60, 50)",
 	)
-	steps := []struct {
-		sql  string
-		args []any
-	}{
-		{"update ou_p set n = 'z' where id = 1", nil},                                            // no key changed
-		{"update ou_p set id = 101 where id = 1", nil},                                           // cascade and set null
-		{"update ou_p set id = $1, n = $2 where id = $3", []any{102, "B", 2}},                    // extended protocol
-		{"update ou_p p set id = p.id + 200 where p.n in ('c', 'e')", nil},                       // an alias, two rows; 5 referenced by none
-		{"update ou_p set id = 104 where id = 4", nil},                                           // RESTRICT: 23503, ou_c's 14 put back
-		{"update ou_p set id = 7, n = 'g' where id = 6", []any{pgx.QueryExecModeSimpleProtocol}}, // cascade, set null
-		{"update ou_p set id = 8 where id = 9", nil},                                             // no row
-		{"update ou_p2 set a = a * 10, b = upper(b) where a = 1", nil},                           // a key of two columns
-		{"update ou_p2 set n = 1", nil},
-	}
-	for _, s := range steps {
-		want, got := tagOrState(pg, s.sql, s.args...), tagOrState(duck, s.sql, s.args...)
-		if want != got {
-			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s.sql, want, got)
-		}
-		if want, got := state(pg), state(duck); want != got {
-			t.Errorf("after %s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s.sql, want, got)
-		}
-	}
+	sameSteps(t, pg, duck, state,
+		oracleStep{"update ou_p set n = 'z' where id = 1", nil},                                            // no key changed
+		oracleStep{"update ou_p set id = 101 where id = 1", nil},                                           // cascade and set null
+		oracleStep{"update ou_p set id = $1, n = $2 where id = $3", []any{102, "B", 2}},                    // extended protocol
+		oracleStep{"update ou_p p set id = p.id + 200 where p.n in ('c', 'e')", nil},                       // an alias, two rows; 5 referenced by none
+		oracleStep{"update ou_p set id = 104 where id = 4", nil},                                           // RESTRICT: 23503, nothing changed
+		oracleStep{"update ou_p set id = 7, n = 'g' where id = 6", []any{pgx.QueryExecModeSimpleProtocol}}, // cascade, set null
+		oracleStep{"update ou_p set id = 8 where id = 9", nil},                                             // no row
+		oracleStep{"update ou_p2 set a = a * 10, b = upper(b) where a = 1", nil},                           // a key of two columns
+		oracleStep{"update ou_p2 set n = 1", nil},
+		// a step that fails after others succeeded: ou_c's cascade done, ou_k's refused by its
+		// CHECK (23514); nothing is changed, the parent's key neither
+		oracleStep{"update ou_p set id = 150 where id = 50", nil},
+	)
 	// In a transaction: PostgreSQL updates; DuckDB cannot, and names the action.
-	for _, c := range []*pgx.Conn{pg, duck} {
-		if _, err := c.Exec(ctx, "begin"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := tagOrState(pg, "update ou_p set id = 9 where id = 7"); got != "UPDATE 1" {
-		t.Errorf("PostgreSQL in a transaction: %s", got)
-	}
-	_, err := duck.Exec(ctx, "update ou_p set id = 9 where id = 7")
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != "0A000" || !strings.Contains(pe.Message, "ON UPDATE CASCADE") || !strings.Contains(pe.Message, `"ou_c"`) {
-		t.Errorf("DuckDB in a transaction: %v, want 0A000 naming ou_c's ON UPDATE CASCADE", err)
-	}
-	for _, c := range []*pgx.Conn{pg, duck} {
-		if _, err := c.Exec(ctx, "rollback"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if want, got := state(pg), state(duck); want != got {
-		t.Errorf("after the rolled-back transaction\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", want, got)
-	}
+	refusedInTransaction(t, pg, duck, state, "update ou_p set id = 9 where id = 7", "UPDATE 1", "ON UPDATE CASCADE", `"ou_c"`)
 	t.Log(state(pg))
 }

@@ -12,17 +12,14 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
+	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
 	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/netlimit"
 )
 
-// paddedSelect is "SELECT n" padded by a comment to size bytes: a statement that costs the
-// proxy its text and the engine nothing.
-func paddedSelect(n, size int) string {
-	head := fmt.Sprintf("SELECT %d /* ", n)
-	return head + strings.Repeat("x", size-len(head)-3) + " */"
-}
+var paddedSelect = frontendtest.PaddedSelect
 
 func pgCode(err error) string {
 	var pe *pgconn.PgError
@@ -32,76 +29,46 @@ func pgCode(err error) string {
 	return ""
 }
 
-// TestHeldBytesBoundPreparedStatements: pgconn prepares statements of 300 KB under a
-// connection budget of 1 MiB; the fourth is refused with 54000 saying what the connection
-// holds, the connection goes on, the statements it holds still run, and a deallocated one
-// makes room. Under a daemon budget of 1.25 MiB a second connection is refused with 53200
-// where the two together would pass it, and gets its room once the first has closed.
+// heldPgconn is a pgconn connection as frontendtest.CheckHeldBytesBound drives it.
+type heldPgconn struct{ c *pgconn.PgConn }
+
+func (h heldPgconn) Prepare(key, sql string) error {
+	_, err := h.c.Prepare(context.Background(), key, sql, nil)
+	return err
+}
+
+func (h heldPgconn) Run(key string) (string, error) {
+	rr := h.c.ExecPrepared(context.Background(), key, nil, nil, nil).Read()
+	if rr.Err != nil || len(rr.Rows) != 1 {
+		return "", fmt.Errorf("%v, rows %q", rr.Err, rr.Rows)
+	}
+	return string(rr.Rows[0][0]), nil
+}
+
+func (h heldPgconn) Close(key string) error { return h.c.Deallocate(context.Background(), key) }
+func (h heldPgconn) End()                   { _ = h.c.Close(context.Background()) }
+
+// TestHeldBytesBoundPreparedStatements: frontendtest.CheckHeldBytesBound through pgconn, on
+// the relay and the Arrow path: 54000 past the connection's budget, 53200 past the daemon's,
+// each refusal counted.
 func TestHeldBytesBoundPreparedStatements(t *testing.T) {
-	const size = 300 << 10
 	for name, noPassthrough := range boundPaths {
 		t.Run(name, func(t *testing.T) {
-			limits := netlimit.Limits{HeldBytesMax: 1 << 20, Held: heldmem.NewPool(5 << 18)}
+			limits := netlimit.Limits{HeldBytesMax: frontendtest.HeldBytesConnectionMax, Held: heldmem.NewPool(frontendtest.HeldBytesDaemonMax)}
 			d, reg := boundedServer(t, noPassthrough, pgwire.Options{Limits: limits})
-			ctx := context.Background()
-			a, err := pgconn.Connect(ctx, d.URL())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close(ctx)
-			for i := range 3 {
-				if _, err := a.Prepare(ctx, fmt.Sprintf("s%d", i), paddedSelect(i, size), nil); err != nil {
-					t.Fatalf("statement %d of 3: %v", i, err)
+			open := func() frontendtest.HeldConn {
+				c, err := pgconn.Connect(context.Background(), d.URL())
+				if err != nil {
+					t.Fatal(err)
 				}
+				return heldPgconn{c}
 			}
-			_, err = a.Prepare(ctx, "s3", paddedSelect(3, size), nil)
-			if pgCode(err) != "54000" || !strings.Contains(err.Error(), "this connection holds") {
-				t.Fatalf("fourth statement of %d bytes: %v, want 54000 naming the connection's limit", size, err)
-			}
+			frontendtest.CheckHeldBytesBound(t, open, frontendtest.HeldCodes{Code: pgCode, Connection: "54000", Daemon: "53200"})
 			if got := testutil.ToFloat64(netlimit.BoundRefusals(reg).WithLabelValues("pgwire", "held_bytes")); got != 1 {
-				t.Fatalf("refusals counted %v, want 1", got)
+				t.Errorf("connection refusals counted %v, want 1", got)
 			}
-			// Nothing accepted is lost, and the connection goes on.
-			for i := range 3 {
-				rr := a.ExecPrepared(ctx, fmt.Sprintf("s%d", i), nil, nil, nil).Read()
-				if rr.Err != nil || len(rr.Rows) != 1 || string(rr.Rows[0][0]) != fmt.Sprint(i) {
-					t.Fatalf("statement s%d after the refusal: %v %q", i, rr.Err, rr.Rows)
-				}
-			}
-			if err := a.Deallocate(ctx, "s0"); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := a.Prepare(ctx, "s3", paddedSelect(3, size), nil); err != nil {
-				t.Fatalf("after a deallocate: %v", err)
-			}
-
-			// The daemon's budget: a holds about 900 KB of its 1.25 MiB.
-			b, err := pgconn.Connect(ctx, d.URL())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close(ctx)
-			if _, err := b.Prepare(ctx, "t0", paddedSelect(10, size), nil); err != nil {
-				t.Fatalf("b's first statement: %v", err)
-			}
-			_, err = b.Prepare(ctx, "t1", paddedSelect(11, size), nil)
-			if pgCode(err) != "53200" || !strings.Contains(err.Error(), "the server holds") {
-				t.Fatalf("b's second statement past the daemon's budget: %v, want 53200", err)
-			}
-			if rr := b.ExecPrepared(ctx, "t0", nil, nil, nil).Read(); rr.Err != nil {
-				t.Fatalf("b's first statement after the refusal: %v", rr.Err)
-			}
-			a.Close(ctx)
-			deadline := time.Now().Add(time.Minute)
-			for {
-				_, err := b.Prepare(ctx, "t1", paddedSelect(11, size), nil)
-				if err == nil {
-					break
-				}
-				if pgCode(err) != "53200" || time.Now().After(deadline) {
-					t.Fatalf("b's second statement after a closed: %v", err)
-				}
-				time.Sleep(20 * time.Millisecond) // a's close is seen by its own goroutine
+			if got := testutil.ToFloat64(netlimit.BoundRefusals(reg).WithLabelValues("pgwire", "daemon_held_bytes")); got < 1 {
+				t.Errorf("daemon refusals counted %v, want 1 or more", got)
 			}
 		})
 	}
@@ -215,4 +182,36 @@ func TestParsePastTheRoomRefusedUnread(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHeldBytesBoundThroughClientLibraries: the client libraries people use (psycopg 3,
+// node-postgres, PostgreSQL's JDBC driver), each preparing statements of 300 KB on the server
+// under a connection budget of 1 MiB, get 54000 at the fourth, and their connection goes on:
+// a new statement runs and so does the first one they kept.
+func TestHeldBytesBoundThroughClientLibraries(t *testing.T) {
+	const size = "307200"
+	d, _ := boundedServer(t, false, pgwire.Options{Limits: netlimit.Limits{HeldBytesMax: 1 << 20}})
+	want := map[string]string{"budget": "54000 after 3", "after": "42 0"}
+	t.Run("psycopg3", func(t *testing.T) {
+		out, err := pgclienttest.Command(t, time.Minute, nil, "/usr/bin/python3", "held_budget.py", d.Keywords(), size)
+		if err != nil {
+			t.Errorf("psycopg 3 (Debian python3-psycopg; make test-deps): %v", err)
+		}
+		pgclienttest.Expect(t, "psycopg3", out, want)
+	})
+	t.Run("node-postgres", func(t *testing.T) {
+		out, err := pgclienttest.Command(t, time.Minute, nil, "node", "held_budget.js", d.URL(), size)
+		if err != nil {
+			t.Errorf("node-postgres: %v", err)
+		}
+		pgclienttest.Expect(t, "node-postgres", out, want)
+	})
+	t.Run("jdbc", func(t *testing.T) {
+		classpath := pgclienttest.JDBCClasspath(t, "HeldBudget.java")
+		out, err := pgclienttest.Command(t, 2*time.Minute, nil, "java", "-cp", classpath, "HeldBudget", d.JDBC(), size)
+		if err != nil {
+			t.Errorf("jdbc: %v", err)
+		}
+		pgclienttest.Expect(t, "jdbc", out, want)
+	})
 }

@@ -63,6 +63,16 @@ func fatalOf(t *testing.T, nc net.Conn, fe *pgproto3.Frontend) *pgproto3.ErrorRe
 	}
 }
 
+// simpleQuery sends sql as a simple Query and reads its answers; it returns its error, if any.
+func simpleQuery(t *testing.T, fe *pgproto3.Frontend, sql string) *pgproto3.ErrorResponse {
+	t.Helper()
+	fe.Send(&pgproto3.Query{String: sql})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return receiveUntilReady(t, fe)
+}
+
 func limitedServer(t *testing.T, limits netlimit.Limits) (string, *prometheus.Registry) {
 	reg := prometheus.NewRegistry()
 	e, err := demo.Open()
@@ -131,21 +141,8 @@ func TestMessageBegunMustArriveWithinTheTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		fatalOf(t, other, ofe)
-		fe.Send(&pgproto3.Query{String: "select 1"})
-		if err := fe.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			msg, err := fe.Receive()
-			if err != nil {
-				t.Fatalf("an idle client was ended: %v", err)
-			}
-			if e, ok := msg.(*pgproto3.ErrorResponse); ok && e.Severity == "FATAL" {
-				t.Fatalf("an idle client was ended: %s", e.Message)
-			}
-			if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
-				break
-			}
+		if e := simpleQuery(t, fe, "select 1"); e != nil {
+			t.Fatalf("a client idle past the timeout: %s %s", e.Code, e.Message)
 		}
 		_ = nc
 	})
@@ -156,21 +153,8 @@ func TestMessageBegunMustArriveWithinTheTimeout(t *testing.T) {
 func TestMessageBytesMaxAfterLogin(t *testing.T) {
 	addr, reg := limitedServer(t, netlimit.Limits{MessageBytesMax: 1 << 20})
 	nc, fe := loggedInConn(t, addr)
-	fe.Send(&pgproto3.Query{String: "select 1 -- " + strings.Repeat("x", 900<<10)})
-	if err := fe.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		msg, err := fe.Receive()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e, ok := msg.(*pgproto3.ErrorResponse); ok && e.Severity == "FATAL" {
-			t.Fatalf("a message within the limit was refused: %s", e.Message)
-		}
-		if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
-			break
-		}
+	if e := simpleQuery(t, fe, "select 1 -- "+strings.Repeat("x", 900<<10)); e != nil {
+		t.Fatalf("a message within the limit was refused: %s %s", e.Code, e.Message)
 	}
 	if _, err := nc.Write([]byte{'Q', 0, 0x20, 0, 0}); err != nil { // 2 MiB
 		t.Fatal(err)
@@ -222,18 +206,8 @@ func TestLargeMessageBufferNotKeptByAnIdleConnection(t *testing.T) {
 	before := heapInUse()
 	for range conns {
 		_, fe := loggedInConn(t, addr)
-		fe.Send(&pgproto3.Query{String: "select 1 -- " + strings.Repeat("x", 4<<20)})
-		if err := fe.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			msg, err := fe.Receive()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
-				break
-			}
+		if e := simpleQuery(t, fe, "select 1 -- "+strings.Repeat("x", 4<<20)); e != nil {
+			t.Fatalf("a 4 MiB statement: %s %s", e.Code, e.Message)
 		}
 	}
 	runtime.GC() // pgproto3's buffer pool keeps what it was given for one more cycle
@@ -250,21 +224,8 @@ func TestMessagesInFlightDrawOnTheDaemonsBudget(t *testing.T) {
 	pool := heldmem.NewPool(1 << 20)
 	addr, reg := limitedServer(t, netlimit.Limits{InFlight: pool})
 	_, fe := loggedInConn(t, addr)
-	fe.Send(&pgproto3.Query{String: "select 1 -- " + strings.Repeat("x", 900<<10)})
-	if err := fe.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		msg, err := fe.Receive()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e, ok := msg.(*pgproto3.ErrorResponse); ok {
-			t.Fatalf("a 900 KB statement under a 1 MiB pool: %s %s", e.Code, e.Message)
-		}
-		if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
-			break
-		}
+	if e := simpleQuery(t, fe, "select 1 -- "+strings.Repeat("x", 900<<10)); e != nil {
+		t.Fatalf("a 900 KB statement under a 1 MiB pool: %s %s", e.Code, e.Message)
 	}
 	if pool.Used() != 0 {
 		t.Fatalf("after the statement the pool holds %d bytes", pool.Used())

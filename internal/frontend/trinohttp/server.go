@@ -40,6 +40,7 @@ import (
 	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/httplite"
 	"github.com/queryflux/queryflux/internal/netlimit"
+	"github.com/queryflux/queryflux/internal/promreg"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/rawconn"
 )
@@ -196,9 +197,30 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	s := &Server{backend: backend, opts: opts, log: opts.Logger, started: time.Now(), ctx: ctx, cancel: cancel,
 		queries: map[string]*runningQuery{}, refusals: netlimit.BoundRefusals(opts.Registerer), work: make(chan func()),
 		shapes: newShapes()}
+	registerSpins(opts.Registerer, rawconn.Spins)
 	s.wg.Add(1)
 	go s.reap()
 	return s, nil
+}
+
+// registerSpins registers queryflux_spin_waits_total on reg (none when nil), read from spins:
+// what became of the process's spinning reads (rawconn.Spins) that awaited an answer and found the socket empty,
+// the Trino port's and its engines' (pgengine's pool connections), by outcome. Whether the
+// spin is on depends on the machine's idle CPU (rawconn's idle sampler): these tell a bench at
+// rest whether it spun.
+func registerSpins(reg prometheus.Registerer, spins func() rawconn.SpinCounts) {
+	for outcome, count := range map[string]func(c rawconn.SpinCounts) uint64{
+		"answered":  func(c rawconn.SpinCounts) uint64 { return c.Answered },
+		"waited":    func(c rawconn.SpinCounts) uint64 { return c.Waited },
+		"not_idle":  func(c rawconn.SpinCounts) uint64 { return c.NotIdle },
+		"slow_peer": func(c rawconn.SpinCounts) uint64 { return c.SlowPeer },
+	} {
+		promreg.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queryflux_spin_waits_total",
+			Help: "Reads of spinning connections (the Trino port's, its PostgreSQL engines') that awaited an answer " +
+				"and found the socket empty, by outcome: answered while spinning, waited after spinning to the bound, " +
+				"waited at once on a machine without idle CPU, waited at once after a slow answer.",
+			ConstLabels: prometheus.Labels{"outcome": outcome}}, func() float64 { return float64(count(spins())) }))
+	}
 }
 
 // Handler serves /v1/statement, /v1/statement/{queued,executing}/..., and /v1/info.
