@@ -442,6 +442,27 @@ func AppendNumberShape(dst []byte, sql string) []byte {
 	return append(dst, sql[last:]...)
 }
 
+// NumbersStandAlone reports whether every run of digits in s is a number standing alone (not
+// glued to a word, as in t1 or 1e5) and s quotes no identifier: then every text that
+// SameButDigits finds alike with s has s's number shape (their runs of digits meet the same
+// bytes), and a memo of s's shape can compare the cheaper way.
+func NumbersStandAlone(s string) bool {
+	if strings.IndexByte(s, '"') >= 0 || strings.IndexByte(s, '`') >= 0 {
+		return false
+	}
+	for i := nextDigit(s, 0); i < len(s); i = nextDigit(s, i) {
+		j := i
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		if i > 0 && gluesNumber(s[i-1]) || j < len(s) && gluesNumber(s[j]) {
+			return false
+		}
+		i = j
+	}
+	return true
+}
+
 // SameNumberShape reports whether AppendNumberShape writes a and b alike, without writing
 // either: a memo that keeps its last statement finds the next of the same shape (pgbench's,
 // most generated SQL) by one pass over both, instead of writing its key and hashing it.
