@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/queryflux/queryflux/internal/redact"
@@ -271,16 +270,15 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 
 // asLast reports whether sql has the number shape of the last text the memo looked up, under
 // the same policy and dialect (memoMu held): no memo key written nor looked up then. The very
-// text (a client's repeated statement, one string) compares by its pointer; when the last
-// text's numbers stand alone, a text of its shape differs from it in digits only, which
-// SameButDigits finds at half SameNumberShape's cost (pgbench's statements: ~190 instructions
-// a record less).
+// text (a client's repeated statement) is found by SameText; when the last text's numbers
+// stand alone, a text of its shape differs from it in digits only, which SameButDigits finds
+// at half SameNumberShape's cost (pgbench's statements: ~190 instructions a record less).
 func (u *Uplink) asLast(p redact.Policy, d sqltok.Dialect, sql string) bool {
 	l := &u.last
 	switch {
 	case l.p != p || l.d != d || l.sql == "":
 		return false
-	case len(sql) == len(l.sql) && unsafe.StringData(sql) == unsafe.StringData(l.sql):
+	case sqltok.SameText(sql, l.sql):
 		return true
 	case l.alone:
 		return sqltok.SameButDigits(l.sql, sql)

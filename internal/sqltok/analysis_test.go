@@ -100,6 +100,32 @@ func TestSameNumberShapeIsAppendNumberShape(t *testing.T) {
 	})
 }
 
+// TestSameTextIsEqual: SameText is ==, on one string, equal copies, and texts that differ
+// anywhere (at the end, before the last eight bytes, in length).
+func TestSameTextIsEqual(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		a := rapid.StringMatching(`[a-c 0-9]{0,20}`).Draw(t, "a")
+		var b string
+		switch rapid.IntRange(0, 3).Draw(t, "how") {
+		case 0:
+			b = a
+		case 1:
+			b = strings.Clone(a)
+		case 2: // one byte other, anywhere
+			if a == "" {
+				break
+			}
+			at := rapid.IntRange(0, len(a)-1).Draw(t, "at")
+			b = a[:at] + "x" + a[at+1:]
+		default:
+			b = rapid.StringMatching(`[a-c 0-9]{0,20}`).Draw(t, "b")
+		}
+		if got := SameText(a, b); got != (a == b) {
+			t.Fatalf("SameText(%q, %q) = %v", a, b, got)
+		}
+	})
+}
+
 // TestNumbersStandAloneMakesSameButDigitsSameShape: a text whose numbers stand alone has the
 // number shape of every text SameButDigits finds alike with it.
 func TestNumbersStandAloneMakesSameButDigitsSameShape(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
@@ -219,10 +218,9 @@ func knownPlain(sql string) bool {
 	at := plainHit.Load() // the slot the last text found: a client's next text is most often its kin
 	for k := range uint32(len(plainTexts)) {
 		i := (at + k) % uint32(len(plainTexts))
-		// (the very string first: a text sent again as it was, a pool's check or a prepared
-		// statement's, compared at once; equal bytes elsewhere are SameButDigits's, which
-		// compares them once, where == would compare them up to the first other digit first)
-		if p := plainTexts[i].Load(); p != nil && (sameString(*p, sql) || sqltok.SameButDigits(*p, sql)) {
+		// (the very text first: one sent again as it was, a pool's check or a prepared
+		// statement's, compared at once)
+		if p := plainTexts[i].Load(); p != nil && (sqltok.SameText(*p, sql) || sqltok.SameButDigits(*p, sql)) {
 			if k != 0 {
 				plainHit.Store(i)
 			}
@@ -230,11 +228,6 @@ func knownPlain(sql string) bool {
 		}
 	}
 	return false
-}
-
-// sameString reports whether a and b are one string: the same bytes in memory.
-func sameString(a, b string) bool {
-	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
 }
 
 func rememberPlain(sql string) {
