@@ -9,8 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/queryflux/queryflux/internal/engine"
-	"github.com/queryflux/queryflux/internal/engine/duckengine"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/node/env"
@@ -22,11 +20,7 @@ import (
 // and the engine reads its words from it (transaction control, COPY to the client, SHOW
 // statement_timeout, the catalog rewrite's tokens).
 func TestSQLTokenizedOnceThroughTheCore(t *testing.T) {
-	e, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
+	e := open(t)
 	core := proxy.New(proxy.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry()})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
 		Clusters: []proxy.ClusterSpec{{Name: "duck", Enabled: true, MaxRunningQueries: 2, Engine: e}},

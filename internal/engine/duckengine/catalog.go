@@ -143,7 +143,8 @@ var compatSQL = []string{
 		WHERE database_name = current_database() AND schema_name <> 'queryflux_pg'
 		OR database_name = 'system' AND schema_name IN ('pg_catalog', 'information_schema')`,
 	`CREATE VIEW {c}.main.qf_pg_proc AS SELECT * FROM pg_catalog.pg_proc
-		WHERE oid IN (SELECT function_oid FROM duckdb_functions() WHERE NOT internal AND database_name = current_database())`,
+		WHERE oid IN (SELECT function_oid FROM duckdb_functions() WHERE NOT internal AND database_name = current_database())
+		UNION ALL BY NAME ` + castFunctionsSQL,
 	`CREATE VIEW {c}.main.qf_pg_database AS SELECT oid, datname, 0::BIGINT AS datdba, 6 AS encoding,
 		'c' AS datlocprovider, false AS datistemplate, true AS datallowconn, -1 AS datconnlimit, 'C' AS datcollate,
 		'C' AS datctype, NULL::VARCHAR AS daticulocale, NULL::VARCHAR AS datcollversion, NULL::VARCHAR[] AS datacl,
@@ -446,7 +447,7 @@ var compatSQL = []string{
 		NULL::VARCHAR AS "CHARACTER_SET_CLIENT", NULL::VARCHAR AS "COLLATION_CONNECTION", NULL::VARCHAR AS "DATABASE_COLLATION" WHERE false`,
 	`CREATE VIEW {c}.main.qf_mysql_files AS SELECT 0::BIGINT AS "FILE_ID", NULL::VARCHAR AS "FILE_NAME", NULL::VARCHAR AS "FILE_TYPE",
 		NULL::VARCHAR AS "TABLESPACE_NAME", NULL::VARCHAR AS "TABLE_NAME", NULL::VARCHAR AS "LOGFILE_GROUP_NAME",
-		0::BIGINT AS "TOTAL_EXTENTS", 0::BIGINT AS "INITIAL_SIZE", NULL::VARCHAR AS "ENGINE", NULL::VARCHAR AS "EXTRA" WHERE false`,
+		0::BIGINT AS "TOTAL_EXTENTS", 0::BIGINT AS "EXTENT_SIZE", 0::BIGINT AS "INITIAL_SIZE", NULL::VARCHAR AS "ENGINE", NULL::VARCHAR AS "EXTRA" WHERE false`,
 	`CREATE VIEW {c}.main.qf_mysql_partitions AS SELECT 'def' AS "TABLE_CATALOG", NULL::VARCHAR AS "TABLE_SCHEMA",
 		NULL::VARCHAR AS "TABLE_NAME", NULL::VARCHAR AS "PARTITION_NAME", NULL::VARCHAR AS "TABLESPACE_NAME" WHERE false`,
 	// DuckDB's extensions are not PostgreSQL's: none is listed (psql's \dx, Rails' schema dump).
@@ -464,8 +465,7 @@ var compatSQL = []string{
 	`CREATE VIEW {c}.main.pg_conversion AS SELECT 0::BIGINT AS oid, '' AS conname, 0::BIGINT AS connamespace,
 		0::BIGINT AS conowner, 0 AS conforencoding, 0 AS contoencoding, 0::BIGINT AS conproc, false AS condefault WHERE false`,
 	`CREATE MACRO {c}.main.pg_conversion_is_visible(id) AS true`,
-	`CREATE VIEW {c}.main.pg_cast AS SELECT 0::BIGINT AS oid, 0::BIGINT AS castsource, 0::BIGINT AS casttarget,
-		0::BIGINT AS castfunc, 'e' AS castcontext, 'f' AS castmethod WHERE false`,
+	pgCastSQL,
 	`CREATE VIEW {c}.main.pg_operator AS SELECT 0::BIGINT AS oid, '' AS oprname, 0::BIGINT AS oprnamespace,
 		0::BIGINT AS oprowner, 'b' AS oprkind, false AS oprcanmerge, false AS oprcanhash, 0::BIGINT AS oprleft,
 		0::BIGINT AS oprright, 0::BIGINT AS oprresult, 0::BIGINT AS oprcom, 0::BIGINT AS oprnegate, 0::BIGINT AS oprcode,

@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/queryflux/queryflux/internal/engine"
-	"github.com/queryflux/queryflux/internal/engine/duckengine"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -52,11 +51,7 @@ func TestCompositeValuesReadAsDuckDBText(t *testing.T) {
 // TestFailingSelectsFreeTheirConnection: a SELECT that fails as it starts, or part way through
 // its rows, gives its connection back: on a one-connection engine the next statements still run.
 func TestFailingSelectsFreeTheirConnection(t *testing.T) {
-	e, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:", MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openConns(t, 1, nil)
 	for _, sql := range []string{
 		"select error('boom')",
 		"select error('boom') from range(3)",
@@ -119,11 +114,7 @@ func TestTextParametersParsedAsTheirType(t *testing.T) {
 // without running it, no columns for a statement without rows, and the SQLSTATE of one that
 // does not prepare; the connection it used is free again afterwards.
 func TestDescribeWithoutRunning(t *testing.T) {
-	e, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:", MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openConns(t, 1, nil)
 	drain(t, e, "create table d (id integer, name varchar)")
 	describe := func(sql string) (*engine.Description, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard

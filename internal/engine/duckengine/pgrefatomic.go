@@ -92,6 +92,11 @@ func withReferencingRebuilt(ctx context.Context, conn *sql.Conn, schema, table s
 		for _, create := range t.indexes {
 			after = append(after, step{create, false})
 		}
+		comments, err := tableComments(ctx, conn, t)
+		if err != nil {
+			return nil, err
+		}
+		after = append(after, comments...)
 	}
 	checks, err := orphanChecks(ctx, conn, schema, table)
 	if err != nil {
@@ -207,4 +212,31 @@ func orphanChecks(ctx context.Context, conn *sql.Conn, schema, table string) ([]
 			" AND NOT EXISTS (SELECT 1 FROM "+qualified(schema, table)+" AS qf_referenced WHERE "+strings.Join(match, " AND ")+")")
 	}
 	return checks, wrapErr(rows.Err())
+}
+
+// tableComments are the COMMENT ON statements that give t (created again) and its columns
+// the comments they have: DuckDB's CREATE TABLE text holds none.
+func tableComments(ctx context.Context, conn *sql.Conn, t familyTable) ([]step, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT NULL, comment FROM duckdb_tables() WHERE database_name = current_database()
+			AND schema_name = ? AND table_name = ? AND comment <> ''
+		UNION ALL SELECT column_name, comment FROM duckdb_columns() WHERE database_name = current_database()
+			AND schema_name = ? AND table_name = ? AND comment <> ''`, t.schema, t.name, t.schema, t.name)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	defer rows.Close()
+	var steps []step
+	for rows.Next() {
+		var column sql.NullString
+		var comment string
+		if err := rows.Scan(&column, &comment); err != nil {
+			return nil, wrapErr(err)
+		}
+		on := "TABLE " + qualified(t.schema, t.name)
+		if column.Valid {
+			on = "COLUMN " + qualified(t.schema, t.name) + "." + quoteIdent(column.String)
+		}
+		steps = append(steps, step{"COMMENT ON " + on + " IS " + quoteString(comment), false})
+	}
+	return steps, wrapErr(rows.Err())
 }

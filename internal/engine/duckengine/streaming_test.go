@@ -81,11 +81,7 @@ func TestSelectStreamsWhileDuckDBProduces(t *testing.T) {
 
 // Closing a streaming result half read frees its connection: the pool of one serves the next query.
 func TestStreamClosedEarlyFreesConnection(t *testing.T) {
-	e, err := duckengine.Open(engine.Spec{Name: "duck", Kind: duckengine.Kind, Endpoint: ":memory:", MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openConns(t, 1, nil)
 	for range 3 {
 		rows, err := e.Execute(context.Background(), &query.Request{SQL: "SELECT i FROM range(10000000) t(i)"})
 		if err != nil {

@@ -2,6 +2,7 @@ package duckengine
 
 import (
 	"cmp"
+	"strconv"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -21,7 +22,7 @@ import (
 // select list with a * (its columns are not its items).
 func trinoDeclared(q *query.Request) []string {
 	written := cmp.Or(q.ClientSQL, q.SQL)
-	if q.Protocol != query.ProtocolTrino || !containsFold(written, "now") && !containsFold(written, "current_timestamp") &&
+	if q.Protocol != query.ProtocolTrino || !containsFold(written, "now") && !containsFold(written, "timestamp") &&
 		!containsFold(written, "from_unixtime") && !containsFold(written, "varchar") && !containsFold(written, "zone") {
 		return nil
 	}
@@ -43,14 +44,15 @@ func trinoDeclared(q *query.Request) []string {
 }
 
 // withoutAlias is an item's tokens without its alias (AS name, or a name after the expression;
-// not the unit after an interval's TO).
+// not an interval's unit).
 func withoutAlias(toks []sqltok.Token) []sqltok.Token {
 	n := len(toks)
 	switch {
 	case n >= 3 && isWord(toks[n-2], "as"):
 		return toks[:n-2]
 	case n >= 2 && (toks[n-1].Kind == sqltok.Word || toks[n-1].Kind == sqltok.QuotedIdent) &&
-		(toks[n-2].Text == ")" || toks[n-2].Kind == sqltok.Word && !isWord(toks[n-2], "as") && !isWord(toks[n-2], "to")):
+		(toks[n-2].Text == ")" || toks[n-2].Kind == sqltok.Word && !isWord(toks[n-2], "as") && !isWord(toks[n-2], "to") ||
+			toks[n-2].Kind == sqltok.String && (n < 3 || !isWord(toks[n-3], "interval"))):
 		return toks[:n-1]
 	}
 	return toks
@@ -60,6 +62,11 @@ func withoutAlias(toks []sqltok.Token) []sqltok.Token {
 func trinoItemType(toks []sqltok.Token) string {
 	if end := zonedMillisEnd(toks); end > 0 && intervalsOnly(toks[end:]) {
 		return "timestamp(3) with time zone" // now() + interval '1' day: Trino keeps the timestamp's type
+	}
+	if len(toks) >= 2 && isWord(toks[0], "timestamp") && toks[1].Kind == sqltok.String && intervalsOnly(toks[2:]) {
+		if p := literalDigits(toks[1].Text); p >= 0 {
+			return "timestamp(" + strconv.Itoa(p) + ")" // timestamp '... .6789' is Trino's timestamp(4)
+		}
 	}
 	if len(toks) >= 8 && isWord(toks[0], "cast") && toks[1].Text == "(" && closes(toks, 1) == len(toks)-1 {
 		return trinoCastType(toks[2 : len(toks)-1])
@@ -112,6 +119,26 @@ func trinoCastType(inner []sqltok.Token) string {
 		return "timestamp(" + inner[n-5].Text + ") with time zone"
 	}
 	return ""
+}
+
+// literalDigits is Trino's precision of timestamp 'text' (quoted): the digits of a second the
+// text writes; -1 for a text with a zone (another type), with more than the six digits DuckDB
+// keeps, or one this does not read.
+func literalDigits(quoted string) int {
+	text, opened := strings.CutPrefix(quoted, "'")
+	text, closed := strings.CutSuffix(text, "'")
+	date, clock, timed := strings.Cut(strings.TrimSpace(text), " ")
+	if !opened || !closed || date == "" || strings.Trim(date, "0123456789-") != "" {
+		return -1
+	}
+	whole, fraction, fractional := strings.Cut(clock, ".")
+	switch {
+	case !timed || !fractional && strings.Trim(whole, "0123456789:") == "":
+		return 0
+	case strings.Trim(whole, "0123456789:") != "" || fraction == "" || len(fraction) > 6 || strings.Trim(fraction, "0123456789") != "":
+		return -1
+	}
+	return len(fraction)
 }
 
 // isDigits reports whether t is an unsigned integer of at most max digits.

@@ -22,6 +22,9 @@ func TestTrinoDeclaredItems(t *testing.T) {
 		"select current_timestamp - interval '2' hour + interval '1' month c, from_unixtime(x) - interval '1-2' year to month": "timestamp(3) with time zone|timestamp(3) with time zone",
 		"select now() + x, now() + interval '1' day * 2, interval '1' day + now()":                                             "<nil>",
 		"select cast(x as timestamp(3) with time zone) a, cast(x as timestamp(7) with time zone), cast(x as timestamp(3))":     "timestamp(3) with time zone||",
+		"select timestamp '2024-01-02 03:04:05.678' + interval '1' day, timestamp '2024-01-02' - interval '1' hour, timestamp '2024-01-02 03:04:05.6789' t, " +
+			"timestamp '2024-01-02 03:04:05.678 UTC', timestamp '2024-01-02 03:04:05.1234567', timestamp '2024-01-02 03:04:05'": "timestamp(3)|timestamp(0)|timestamp(4)|||timestamp(0)",
+		"select timestamp '2024-01-02 03:04:05.6 Z', timestamp '2024-01-02 03:04:05 UTC' + interval '1' day, timestamp '2024-01-02 03:04:05.5' x": "||timestamp(1)",
 		"select *, now() from t":   "<nil>",
 		"select t.*, now() from t": "<nil>",
 		"select 1":                 "<nil>",

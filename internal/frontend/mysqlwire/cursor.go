@@ -14,10 +14,12 @@ import (
 // 2014, commands out of sync), so declining the flag is no answer. The execution runs as any
 // other; its binary result, written to a buffer instead of the client, is kept whole (MariaDB
 // materializes a cursor's result too) and the client gets its column definitions with
-// SERVER_STATUS_CURSOR_EXISTS; each COM_STMT_FETCH then writes the next rows, and the fetch
-// that finds none left answers SERVER_STATUS_LAST_ROW_SEND and closes the cursor. A result
-// past cursorBytesMax, several results, an error or an OK go to the client as they came: no
-// cursor. So does any result for a client with CLIENT_DEPRECATE_EOF (no column EOF to mark).
+// SERVER_STATUS_CURSOR_EXISTS (and the statement's index flags, as MariaDB marks them there);
+// each COM_STMT_FETCH then writes the next rows, and the fetch that finds fewer left than it
+// asks for answers SERVER_STATUS_LAST_ROW_SEND and closes the cursor. A result past
+// cursorBytesMax, several results, an error or an OK go to the client as they came: no cursor.
+// A client's CLIENT_DEPRECATE_EOF is never in force (the greeting does not offer it: server.go),
+// so the column EOF to mark is always there.
 
 // cursorTypeReadOnly is COM_STMT_EXECUTE's flag asking for a cursor (CURSOR_TYPE_READ_ONLY).
 const cursorTypeReadOnly = 1
@@ -147,7 +149,7 @@ func openCursor(b []byte) (cur *cursor, head []byte, ok bool) {
 		}
 	}
 	eof := packets[cols+1]
-	eof[7] |= byte(mysql.SERVER_STATUS_CURSOR_EXISTS)
+	eof[7] |= byte(mysql.SERVER_STATUS_CURSOR_EXISTS | status&(mysql.SERVER_STATUS_NO_GOOD_INDEX_USED|mysql.SERVER_STATUS_NO_INDEX_USED))
 	return &cursor{rows: rows, warnings: warnings}, b[:len(b)-len(end)-rowsLen(rows)], true
 }
 
@@ -175,7 +177,8 @@ func (h *session) fetch(data []byte) any {
 	if cur == nil {
 		return mysql.NewError(mysql.ER_STMT_HAS_NO_OPEN_CURSOR, "The statement ("+strconv.FormatUint(uint64(id), 10)+") has no open cursor")
 	}
-	n := int(min(binary.LittleEndian.Uint32(data[4:]), uint32(len(cur.rows))))
+	asked := binary.LittleEndian.Uint32(data[4:])
+	n := int(min(asked, uint32(len(cur.rows))))
 	seq := h.conn.Sequence
 	for _, r := range cur.rows[:n] {
 		r[3] = seq
@@ -187,7 +190,7 @@ func (h *session) fetch(data []byte) any {
 	h.conn.Sequence = seq
 	cur.rows = cur.rows[n:]
 	status := h.status() | mysql.SERVER_STATUS_CURSOR_EXISTS
-	if n == 0 {
+	if uint32(n) < asked { // the end was read, as MariaDB reads it: fewer rows left than asked
 		status = h.status() | mysql.SERVER_STATUS_LAST_ROW_SEND
 		h.closeCursor(st)
 	}

@@ -101,3 +101,98 @@ func TestFetchWithoutACursorAsMariaDB(t *testing.T) {
 		t.Errorf("COM_STMT_FETCH without a cursor:\n proxy   %s\n MariaDB %s", got, want)
 	}
 }
+
+// TestCursorFramingAsMariaDB: COM_STMT_EXECUTE with CURSOR_TYPE_READ_ONLY, then COM_STMT_FETCH
+// until fewer rows are left than asked and once past the end, packet by packet as MariaDB
+// answers: the end of the metadata marked CURSOR_EXISTS and no index used, each fetch's rows
+// and end (CURSOR_EXISTS, then LAST_ROW_SENT when fewer rows were left than asked), then 1421; on the relay and the Arrow path, for a client
+// that asks for CLIENT_DEPRECATE_EOF and one that does not. The proxy's greeting offers no
+// CLIENT_DEPRECATE_EOF, so its ends are classic EOF packets where MariaDB's are OK packets
+// (0xFE): each end is compared by its status and warnings. go-mysql's client asks for
+// CLIENT_DEPRECATE_EOF whether offered or not: before, such a client got no cursor (the whole
+// result at once).
+func TestCursorFramingAsMariaDB(t *testing.T) {
+	for _, noPassthrough := range []bool{false, true} {
+		f := coreServer(t, coreSetup{noPassthrough: noPassthrough})
+		cfg, err := gomysql.ParseDSN(f.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"CREATE TABLE cf (id INT PRIMARY KEY, v VARCHAR(10))", "INSERT INTO cf VALUES (1, 'a'), (2, 'b'), (3, 'c')"} {
+			if _, err := f.direct.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, deprecateEOF := range []bool{false, true} {
+			// The Arrow path's results carry no index flags (a known difference, cursor or not).
+			indexFlags := map[bool]uint16{true: mysql.SERVER_STATUS_NO_GOOD_INDEX_USED | mysql.SERVER_STATUS_NO_INDEX_USED}[noPassthrough]
+			want := cursorPackets(t, cfg.Addr, cfg.User, cfg.Passwd, f.dbName, deprecateEOF, indexFlags)
+			got := cursorPackets(t, f.addr, testUser, "", f.dbName, deprecateEOF, indexFlags)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("passthrough %v, CLIENT_DEPRECATE_EOF asked %v:\n proxy   %q\n MariaDB %q", !noPassthrough, deprecateEOF, got, want)
+			}
+		}
+	}
+}
+
+// cursorPackets opens a cursor on a three-row SELECT and fetches it two rows at a time, then a
+// second one two rows, one, two, and past its end: the packets of each answer, a column definition as "column", an end (EOF, or
+// an OK with the EOF header) as its status (without the ignored flags) and warnings.
+func cursorPackets(t *testing.T, addr, user, password, db string, deprecateEOF bool, ignored uint16) []string {
+	c, err := client.Connect(addr, user, password, db, func(c *client.Conn) error {
+		if !deprecateEOF {
+			c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, err := c.Prepare("SELECT id, v FROM cf ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	command := func(p []byte, metadata bool) {
+		c.ResetSequence()
+		if err := c.WritePacket(p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, "|")
+		for {
+			data, err := c.ReadPacket()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case data[0] == mysql.ERR_HEADER:
+				out = append(out, fmt.Sprintf("error %d", binary.LittleEndian.Uint16(data[1:])))
+				return
+			case len(data) > 4 && string(data[:4]) == "\x03def":
+				out = append(out, "column") // the Arrow path writes its own definitions
+				continue
+			case data[0] != mysql.EOF_HEADER || len(data) >= 9:
+				out = append(out, fmt.Sprintf("% x", data))
+				continue
+			case len(data) == 5: // EOF: warnings, status
+				out = append(out, fmt.Sprintf("end status %#x warnings %d", binary.LittleEndian.Uint16(data[3:])&^ignored, binary.LittleEndian.Uint16(data[1:])))
+			default: // an OK with the EOF header: affected rows and insert id (0, one byte each), status, warnings
+				out = append(out, fmt.Sprintf("end status %#x warnings %d", binary.LittleEndian.Uint16(data[3:])&^ignored, binary.LittleEndian.Uint16(data[5:])))
+			}
+			if !metadata || data[3]&byte(mysql.SERVER_STATUS_CURSOR_EXISTS) != 0 {
+				return
+			}
+			metadata = false // no cursor: the rows and their end follow
+		}
+	}
+	execute := binary.LittleEndian.AppendUint32([]byte{0, 0, 0, 0, mysql.COM_STMT_EXECUTE}, st.ID)
+	// Fewer rows left than asked, then (a second cursor) the rows left asked exactly.
+	for _, fetches := range [][]uint32{{2, 2, 2}, {2, 1, 2, 2}} {
+		command(append(execute, cursorTypeReadOnly, 1, 0, 0, 0), true)
+		for _, n := range fetches {
+			command(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32([]byte{0, 0, 0, 0, mysql.COM_STMT_FETCH}, st.ID), n), false)
+		}
+	}
+	return out
+}

@@ -315,6 +315,10 @@ func (s *Server) serveConn(nc net.Conn) {
 	h.salt = buffered.login.salt
 	buffered.login = nil
 	h.conn, h.user = c, c.GetUser()
+	// The greeting offers no CLIENT_DEPRECATE_EOF (go-mysql writes EOF packets), so it is not in
+	// force, whatever the client sent (go-mysql's own client sends it unoffered and frames by
+	// what both offered, as the protocol has it).
+	c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF)
 	gate.refuseCmd = h.refuseUnread
 	h.headers = h.attributes()
 	h.multiStatements = c.HasCapability(mysql.CLIENT_MULTI_STATEMENTS)

@@ -47,6 +47,7 @@ type session struct {
 	multiStatements bool                 // CLIENT_MULTI_STATEMENTS, or COM_SET_OPTION's
 	collation       uint8                // the client's collation, 0 for the default (charset.go)
 	charsetOnEngine bool                 // a character_set_* variable was set alone, on the held connection: the engine answers them (charset.go)
+	onEngine        map[string]bool      // the other engineVariables a SET ran on the held connection: the engine answers them (setvars.go)
 	metadata        bool                 // MariaDB's extended metadata, offered and asked for (metadata.go)
 	more            bool                 // more results follow this statement's (multi-statements)
 	failed          bool                 // an error packet was written for the statement (it ends stacked statements)
@@ -58,6 +59,7 @@ type session struct {
 	pinned        engine.Session // the engine connection of an open transaction, if any
 	held          bool           // pinned until the client disconnects, for its named lock (GET_LOCK) or user variables (SET @v)
 	autocommitOff bool           // SET autocommit=0: every statement runs in a pinned transaction
+	emptyTx       bool           // the pinned transaction was opened for the running statement (autocommit off)
 	isolation     string         // SET SESSION TRANSACTION ISOLATION LEVEL's level, "" for the engine's default
 
 	mu     sync.Mutex
@@ -141,7 +143,11 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 	binary := bin != nil
 	h.warnings = 0
 	h.forgetDiagnostics(sql)
-	req := h.request(sql, args)
+	sent := sql
+	if isSetStatement(sql) {
+		sent = engineSetText(sql)
+	}
+	req := h.request(sent, args)
 	ctx, cancel := context.WithCancel(h.ctx)
 	h.mu.Lock()
 	h.cancel = cancel
@@ -173,13 +179,15 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 	}
 	rows, err := execute(ctx, req)
 	if err != nil {
-		h.syncTx()
 		h.writeError(err)
+		h.endEmptyTx()
+		h.syncTx()
 		return written(), nil
 	}
 	h.failed = false
 	res, err := h.answer(ctx, rows, binary)
 	rows.Close()
+	h.endEmptyTx()
 	if err == nil && !h.failed && h.pinned != nil && isSetStatement(sql) {
 		if err := h.followEngineSet(sql); err != nil {
 			h.writeError(err)
@@ -286,13 +294,15 @@ func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, er
 		// on a fresh pin (Connector/J's SET sql_mode at connect holds the connection before its
 		// setAutoCommit(false); without this, its UPDATE committed at once and ROLLBACK undid
 		// nothing).
-		if h.held && h.autocommitOff && h.pinned.TxStatus() == 'I' && !isTxEnd(req.SQL) && !beginsTransaction(req.SQL) {
+		if h.held && h.autocommitOff && h.pinned.TxStatus() == 'I' && !isTxEnd(req.SQL) && !beginsTransaction(req.SQL) && !readsNoTable(req.SQL) {
+			h.emptyTx = true
 			return false, h.startPinned(ctx, false)
 		}
 		return false, nil
 	}
 	explicit := beginsTransaction(req.SQL)
-	if !explicit && !hold && (!h.autocommitOff || isTxEnd(req.SQL)) {
+	implicit := h.autocommitOff && !explicit && !isTxEnd(req.SQL) && !readsNoTable(req.SQL)
+	if !explicit && !hold && !implicit {
 		return false, nil
 	}
 	opener, ok := h.s.backend.(engine.SessionOpener)
@@ -304,15 +314,77 @@ func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, er
 		return false, err
 	}
 	h.pinned, h.held = s, hold
-	if hold && !explicit && !h.autocommitOff {
+	if hold && !explicit && !implicit {
 		return false, nil // no transaction: the connection is kept for its lock or variables
 	}
 	if err := h.startPinned(ctx, explicit); err != nil {
 		h.unpin()
 		return false, err
 	}
+	h.emptyTx = implicit
 	return false, nil
 }
+
+// endEmptyTx ends the transaction the session opened for the statement that just ran, with
+// autocommit off, when that statement failed before it locked a table (failedBeforeTables):
+// MariaDB would have started none, and one the proxy keeps open says IN_TRANS to the client
+// where MariaDB's status does not. Nothing ran in it, so the ROLLBACK loses nothing. A statement
+// that failed at a row (a duplicate key) started one on MariaDB too, and it stays.
+func (h *session) endEmptyTx() {
+	empty := h.emptyTx
+	h.emptyTx = false
+	if !empty || !h.failed || !failedBeforeTables(h.diag) || h.pinned == nil || h.pinned.TxStatus() != 'T' {
+		return
+	}
+	if err := h.execPinned(h.ctx, "ROLLBACK"); err != nil {
+		h.unpin()
+	}
+}
+
+// failedBeforeTables: the statement's error (diag, noteError's) is one MariaDB raises before it
+// locks a table, or the proxy's own refusal: a syntax error, an unknown table or database, no
+// database, no privilege, not supported (1235) or not allowed (1227).
+func failedBeforeTables(diag []diagnostic) bool {
+	if len(diag) != 1 || diag[0].Level != "Error" {
+		return false
+	}
+	switch diag[0].Code {
+	case mysql.ER_PARSE_ERROR, mysql.ER_SYNTAX_ERROR, mysql.ER_NO_SUCH_TABLE, mysql.ER_BAD_DB_ERROR, mysql.ER_NO_DB_ERROR,
+		mysql.ER_TABLEACCESS_DENIED_ERROR, mysql.ER_DBACCESS_DENIED_ERROR, mysql.ER_UNKNOWN_TABLE, mysql.ER_BAD_TABLE_ERROR,
+		mysql.ER_NOT_SUPPORTED_YET, mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR:
+		return true
+	}
+	return false
+}
+
+// readsNoTable reports whether sql is a statement MariaDB runs with autocommit off without
+// starting a transaction, one that reads and writes no table: SET, DO, or a SELECT without FROM
+// (or FROM DUAL) calling none but noTableFunctions (a stored function may read tables). The proxy starts
+// none for it either, so the client's status says no transaction where MariaDB's would not.
+func readsNoTable(sql string) bool {
+	if !sqltok.FirstKeywordIs(sql, sqltok.MySQL, "set", "do", "select") {
+		return false
+	}
+	toks := sqltok.SignificantTokens(sql, sqltok.MySQL)
+	for i, t := range toks {
+		switch {
+		case t.IsWord("from") && (i+1 == len(toks) || !toks[i+1].IsWord("dual")), t.IsWord("into", "for", "lock"):
+			return false // a table, an INTO @v / OUTFILE, FOR UPDATE
+		case t.Kind == sqltok.Word && i+1 < len(toks) && toks[i+1].Text == "(" && !noTableFunctions[strings.ToLower(t.Text)]:
+			return false
+		}
+	}
+	return true
+}
+
+// noTableFunctions are built-in functions a statement without FROM calls without reading a
+// table (drivers' and applications' SELECT NOW(), VERSION(), ...).
+var noTableFunctions = map[string]bool{"now": true, "version": true, "database": true, "schema": true, "user": true,
+	"current_user": true, "connection_id": true, "last_insert_id": true, "concat": true, "coalesce": true,
+	"ifnull": true, "if": true, "cast": true, "convert": true, "found_rows": true, "row_count": true,
+	"current_timestamp": true, "utc_timestamp": true, "unix_timestamp": true, "sysdate": true, "curdate": true,
+	"curtime": true, "rand": true, "uuid": true, "length": true, "char_length": true, "hex": true, "upper": true,
+	"lower": true, "md5": true, "sha1": true, "sha2": true, "abs": true, "round": true, "floor": true, "ceil": true}
 
 // startPinned prepares the newly pinned connection: the session's isolation level for the
 // next transaction, then START TRANSACTION unless the client's own BEGIN is to run next.
@@ -375,6 +447,7 @@ func (h *session) unpin() {
 		_ = h.pinned.Close()
 		h.pinned, h.held = nil, false
 		h.charsetOnEngine = false // the engine's character sets went with its connection
+		h.onEngine = nil
 	}
 }
 
@@ -394,7 +467,15 @@ func beginsTransaction(sql string) bool {
 }
 
 func isTxEnd(sql string) bool {
-	return sqltok.FirstKeywordIs(sql, sqltok.MySQL, "rollback", "commit")
+	return sqltok.FirstKeywordIs(sql, sqltok.MySQL, "rollback", "commit") && !rollsBackToSavepoint(sql)
+}
+
+// rollsBackToSavepoint reports whether sql is ROLLBACK [WORK] TO [SAVEPOINT] name, which ends
+// no transaction: taken for a ROLLBACK, it rolled the whole transaction back and unpinned,
+// and the client's COMMIT after it was answered OK with nothing committed.
+func rollsBackToSavepoint(sql string) bool {
+	toks := sqltok.SignificantTokens(sql, sqltok.MySQL)
+	return len(toks) > 2 && toks[0].IsWord("rollback") && (toks[1].IsWord("to") || toks[1].IsWord("work") && toks[2].IsWord("to"))
 }
 
 // attributes are the client's connection attributes (program_name, _client_name, ...), which
@@ -693,6 +774,9 @@ func (h *session) selectVars(sql string) (*mysql.Result, bool) {
 func (h *session) variable(name string) (any, bool) {
 	n := strings.ToLower(strings.TrimPrefix(name, "@@"))
 	n = strings.TrimPrefix(strings.TrimPrefix(n, "session."), "global.")
+	if h.onEngine[n] {
+		return nil, false // the client set it on its held connection: the engine's value is the session's
+	}
 	switch n {
 	case "warning_count":
 		return int64(len(h.diag)), true

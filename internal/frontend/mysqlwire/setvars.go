@@ -53,10 +53,11 @@ import (
 // setEffect is what a SET statement does to the session's carried settings.
 type setEffect struct {
 	autocommit autocommitSet
-	isolation  string // the level set ("READ COMMITTED"), "" if not assigned
-	setsNames  bool   // SET NAMES or CHARACTER SET of a carried collation (charset.go)
-	collation  uint8  // that collation, 0 for the default
-	charsetVar bool   // a character_set_* or collation_connection variable of its own (charset.go)
+	isolation  string   // the level set ("READ COMMITTED"), "" if not assigned
+	setsNames  bool     // SET NAMES or CHARACTER SET of a carried collation (charset.go)
+	collation  uint8    // that collation, 0 for the default
+	charsetVar bool     // a character_set_* or collation_connection variable of its own (charset.go)
+	engineVars []string // the other engineVariables it sets (sql_mode, foreign_key_checks, ...), read past refusals only
 }
 
 // changesIsolation: the SET assigns a level other than the engine's default (REPEATABLE READ,
@@ -105,6 +106,8 @@ func readSetItems(sql string, refusing bool) (setEffect, error) {
 			if !ok && refusing {
 				return eff, refuseSet(name)
 			}
+		case engineVariables[name] && !refusing:
+			eff.engineVars = append(eff.engineVars, name)
 		case !ok && refusing:
 			return eff, refuseSet(name)
 		}
@@ -146,7 +149,40 @@ func (h *session) checkSet(sql string) error {
 func (h *session) followEngineSet(sql string) error {
 	eff, _ := readSetItems(sql, false)
 	h.charsetOnEngine = h.charsetOnEngine || eff.charsetVar
+	for _, name := range eff.engineVars {
+		if h.onEngine == nil {
+			h.onEngine = map[string]bool{}
+		}
+		h.onEngine[name] = true
+	}
 	return h.apply(eff)
+}
+
+// engineSetText is the text of a SET the engine runs (answersSet false): sql without the
+// assignments the session carries itself (autocommit, the isolation level), which would
+// otherwise turn the held connection's own autocommit off or change its level for good; the
+// session applies them (followEngineSet) as it does a SET it answers. sql itself when it has
+// none.
+func engineSetText(sql string) string {
+	items := setItems(significantMySQL(sql)[1:])
+	kept := make([]string, 0, len(items))
+	for _, item := range items {
+		if len(item) > 0 && !carriedBySession(item) {
+			last := item[len(item)-1]
+			kept = append(kept, sql[item[0].Pos:last.Pos+len(last.Text)])
+		}
+	}
+	if len(kept) == len(items) || len(kept) == 0 {
+		return sql
+	}
+	return "SET " + strings.Join(kept, ", ")
+}
+
+// carriedBySession: a SET's assignment is one of autocommit or the isolation level to a value
+// the session keeps (readSetItems).
+func carriedBySession(item []sqltok.Token) bool {
+	name, v, ok := keepsReported(item)
+	return name == "autocommit" && (ok || isOff(v)) || isIsolationVar(name) && isolationLevel(v) != ""
 }
 
 // set answers a SET statement: the session keeps autocommit (turning it on commits an open
@@ -264,7 +300,7 @@ var engineVariables = map[string]bool{"sql_mode": true, "sql_quote_show_create":
 	"character_set_client": true, "character_set_connection": true, "collation_connection": true}
 
 // setsEngineVariables reports whether sql is a SET of engineVariables (and of values the
-// proxy reports), at least one of them to a value the proxy does not report; not a sql_mode
+// proxy reports, or autocommit and the isolation level, which the session carries), at least one of them to a value the proxy does not report; not a sql_mode
 // that changes how statements are read (ANSI_QUOTES, NO_BACKSLASH_ESCAPES, PIPES_AS_CONCAT:
 // the proxy reads them too).
 func setsEngineVariables(sql string) bool {
@@ -275,7 +311,7 @@ func setsEngineVariables(sql string) bool {
 	for _, item := range setItems(significantMySQL(sql)[1:]) {
 		name, v, ok := keepsReported(item)
 		switch {
-		case ok:
+		case ok, carriedBySession(item): // SET autocommit=0, sql_mode=... goes to the engine without its autocommit
 		case name == "sql_mode" && (strings.Contains(v, "ansi") || strings.Contains(v, "no_backslash_escapes") || strings.Contains(v, "pipes_as_concat")):
 			return false // modes that change how statements are read, which the proxy reads too
 		case engineVariables[name]:

@@ -2,6 +2,7 @@ package mysqlwire
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,16 +62,13 @@ func (h *session) showLocal(sql string) (res *mysql.Result, err error, ok bool) 
 	}
 	var names []string
 	var rows [][]any
+	variables := false
 	switch {
 	case i < len(toks) && toks[i].IsWord("variables"):
 		i++
-		names = []string{"Variable_name", "Value"}
-		for _, n := range variableNames {
-			v, _ := h.variable(n)
-			if iv, isInt := v.(int64); isInt {
-				v = strconv.FormatInt(iv, 10)
-			}
-			rows = append(rows, []any{n, v})
+		names, variables = []string{"Variable_name", "Value"}, true
+		for _, n := range h.variablesShown() {
+			rows = append(rows, []any{n, nil})
 		}
 	case i == 1 && i < len(toks) && toks[i].IsWord("collation"):
 		i++
@@ -91,10 +89,84 @@ func (h *session) showLocal(sql string) (res *mysql.Result, err error, ok bool) 
 	var kept [][]any
 	for _, r := range rows {
 		if keep(r[0].(string)) {
+			if variables {
+				r = []any{r[0], h.shownValue(r[0].(string))}
+			}
 			kept = append(kept, r)
 		}
 	}
 	return mysql.NewResult(textResultset(names, kept)), nil, true
+}
+
+// variablesShown are the variables SHOW VARIABLES lists: the proxy's own, and those the client
+// set on its held connection (onEngine), sorted.
+func (h *session) variablesShown() []string {
+	names := variableNames
+	for n := range h.onEngine {
+		if !slices.Contains(variableNames, n) {
+			names = append(slices.Clip(names), n)
+		}
+	}
+	if len(names) != len(variableNames) {
+		slices.Sort(names)
+	}
+	return names
+}
+
+// shownValue is SHOW VARIABLES' value of the variable name: the session's (variable), ON or OFF
+// for a boolean, as MariaDB shows them; or the held connection's for one the engine answers.
+func (h *session) shownValue(name string) string {
+	v, ok := h.variable(name)
+	if !ok {
+		return h.engineVariable(name)
+	}
+	if iv, isInt := v.(int64); isInt {
+		if shownOnOff[name] {
+			return map[bool]string{true: "ON", false: "OFF"}[iv != 0]
+		}
+		return strconv.FormatInt(iv, 10)
+	}
+	return v.(string)
+}
+
+// shownOnOff are the boolean variables of variableNames, which SHOW VARIABLES shows as ON or OFF
+// (SELECT @@name answers 1 or 0).
+var shownOnOff = map[string]bool{"autocommit": true, "sql_auto_is_null": true, "transaction_read_only": true,
+	"tx_read_only": true, "performance_schema": true}
+
+// engineVariable is SHOW VARIABLES' value of the session variable name on the held connection:
+// the engine's own SHOW (a MySQL engine's ON and OFF), else its SELECT @@name; "" when it is
+// NULL or the engine tells neither.
+func (h *session) engineVariable(name string) string {
+	if v, ok := h.engineValue("SHOW SESSION VARIABLES LIKE '"+name+"'", 1); ok {
+		return v
+	}
+	v, _ := h.engineValue("SELECT @@session."+name, 0)
+	return v
+}
+
+// engineValue runs sql on the held connection and reads its first row's column col ("" for
+// NULL); ok is false when the engine refused it or answered no such value.
+func (h *session) engineValue(sql string, col int) (v string, ok bool) {
+	if h.pinned == nil {
+		return "", false
+	}
+	rows, err := h.pinned.Execute(h.ctx, h.request(sql, nil))
+	if err != nil {
+		return "", false
+	}
+	defer rows.Close()
+	batch, err := rows.Next(h.ctx)
+	if err != nil || batch.NumRows() == 0 || int(batch.NumCols()) <= col {
+		return "", false
+	}
+	if a := batch.Column(col); !a.IsNull(0) {
+		v = a.ValueStr(0)
+	}
+	for err == nil { // the rest of the answer, so the connection is ready for the next statement
+		_, err = rows.Next(h.ctx)
+	}
+	return v, true
 }
 
 // textResultset is a resultset of the proxy's own: a column of int64 values is a BIGINT, any

@@ -223,7 +223,7 @@ func (h *session) execute(data []byte) (*mysql.Result, error) {
 	if h.answersSet(st.sql) {
 		return &mysql.Result{}, h.set(st.sql) // only autocommit and isolation can change: others were refused at prepare
 	}
-	if len(data) > 4 && data[4]&cursorTypeReadOnly != 0 && !h.conn.HasCapability(mysql.CLIENT_DEPRECATE_EOF) {
+	if len(data) > 4 && data[4]&cursorTypeReadOnly != 0 {
 		return h.executeWithCursor(st, bin)
 	}
 	return h.run(st.sql, bin)

@@ -16,7 +16,8 @@ import (
 func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "cascade").URL())
 	tables := []string{"select id, n from cd_p order by id", "select id, pid from cd_c order by id",
-		"select id, pid from cd_s order by id", "select id, pid from cd_k order by id"}
+		"select id, pid from cd_s order by id", "select id, pid from cd_k order by id",
+		"select obj_description('cd_c'::regclass, 'pg_class'), col_description('cd_s'::regclass, 2)"}
 	state := func(c *pgx.Conn) string { return tablesText(c, tables...) }
 	execBoth(t, pg, duck,
 		"create table cd_p (id int primary key, n text)",
@@ -27,6 +28,7 @@ func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
 		"insert into cd_c values (10, 1), (11, 1), (12, 2), (13, 5), (14, 7), (15, 8)",
 		"insert into cd_s values (20, 1), (21, 3), (22, 5), (23, 8)",
 		"insert into cd_k values (30, 4), (31, 5)",
+		"comment on table cd_c is 'kids'", "comment on column cd_s.pid is 'parent'", // kept when the table is created again
 	)
 	sameSteps(t, pg, duck, state,
 		oracleStep{"delete from cd_p where id = 1", nil},              // cascade and set null

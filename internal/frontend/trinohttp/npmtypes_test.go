@@ -10,7 +10,7 @@ import (
 // types them and writes them (the timestamp in whole milliseconds, the zone's offset applied),
 // whether the engine kept the precision and length (PostgreSQL's type modifiers) or forgot them
 // (DuckDB: the statement's text declares them). now() plus or minus an interval keeps Trino's
-// timestamp(3) with time zone on DuckDB. On PostgreSQL a table's varchar(n), timestamp(p),
+// timestamp(3) with time zone on DuckDB, and a timestamp literal its digits' precision. On PostgreSQL a table's varchar(n), timestamp(p),
 // timestamptz(p) and time(p) columns read as Trino's varchar(n), timestamp(p), ... as well.
 func TestNPMTrinoDeclaredTypesOnDuckDBAndPostgres(t *testing.T) {
 	const (
@@ -46,6 +46,16 @@ func TestNPMTrinoDeclaredTypesOnDuckDBAndPostgres(t *testing.T) {
 			if s, _ := v.(string); !millis.MatchString(s) {
 				t.Errorf("column %d: %v, want a timestamp in whole milliseconds", i, v)
 			}
+		}
+		// A timestamp literal's precision is the digits it writes, an interval added or not.
+		o = runNPM(t, ts.addr, "alice", npmStep{Name: "literal", SQL: "select timestamp '2024-01-02 03:04:05.678' + interval '1' day a, " +
+			"timestamp '2024-01-02 03:04:05.6789' b, timestamp '2024-01-02 03:04:05' - interval '1' hour c"})["literal"]
+		const (
+			wantLiteral     = `["timestamp(3)","timestamp(4)","timestamp(0)"]`
+			wantLiteralRows = `[["2024-01-03 03:04:05.678","2024-01-02 03:04:05.6789","2024-01-02 02:04:05"]]`
+		)
+		if o.OK == nil || jsonText(t, o.OK.Types) != wantLiteral || jsonText(t, o.OK.Rows) != wantLiteralRows {
+			t.Errorf("%+v %+v\nwant types %s\nwant rows  %s", o.OK, o.Error, wantLiteral, wantLiteralRows)
 		}
 	})
 
