@@ -225,7 +225,7 @@ func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows
 	s.mu.Unlock()
 	inTx := s.inner.TxStatus() != 'I'
 	explain := func(err error) error { return s.explain(run.explain(a.engineError(err))) }
-	rows, err := s.inner.Execute(qctx, q)
+	rows, err := s.inner.Execute(qctx, inEngineCharset(q, s.adm.Engine))
 	if err != nil {
 		s.noteLostTransaction(inTx, qctx)
 		s.endStatement(cancel)
