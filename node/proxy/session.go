@@ -96,7 +96,7 @@ func (c *Core) Describe(ctx context.Context, q *query.Request) (*engine.Descript
 	if !ok {
 		return &engine.Description{}, nil
 	}
-	desc, err := d.Describe(ctx, q)
+	desc, err := d.Describe(ctx, inEngineCharset(q, cl.engine))
 	if err != nil {
 		a := Admission{core: c, QueryID: r.id, Cluster: cl.name}
 		return nil, a.engineError(err)
@@ -299,7 +299,7 @@ func (s *coreSession) Describe(ctx context.Context, q *query.Request) (*engine.D
 	if !ok {
 		return &engine.Description{}, nil
 	}
-	desc, err := d.Describe(ctx, q)
+	desc, err := d.Describe(ctx, inEngineCharset(q, s.adm.Engine))
 	if err != nil {
 		return nil, s.explain(s.adm.engineError(err))
 	}
