@@ -32,6 +32,7 @@ type updateCount struct {
 	foundRows bool
 	leavable  unchangedSets // assignments left out when they change no row (mysqlupdatekeys.go)
 	variables []string      // SET VARIABLE of the user variables it assigns, run first (mysqlupdatevars.go)
+	db, table string        // the table it updates (for retryAside)
 }
 
 // mysqlUpdate is the count of q (a MySQL client's, as compatRequest wrote it) when it is an
@@ -72,7 +73,7 @@ func mysqlUpdate(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 		q = &c
 	}
 	leavable.sqlText = q.SQL // the assignments' places stand: the ON UPDATE ones follow them
-	return q, &updateCount{countSQL: countSQL, foundRows: client.FoundRows, leavable: leavable, variables: variableSets(client, u)}
+	return q, &updateCount{countSQL: countSQL, foundRows: client.FoundRows, leavable: leavable, variables: variableSets(client, u), db: u.db, table: u.table}
 }
 
 // onUpdateSets are the assignments an UPDATE u gets for the table's ON UPDATE

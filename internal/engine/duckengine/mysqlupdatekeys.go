@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strings"
 
+	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
@@ -19,8 +20,13 @@ import (
 // function could answer otherwise when the UPDATE runs than when it was counted). When every
 // assignment is left out, nothing is run: the rows matched are counted, none changed.
 //
-// An indexed column that does change in a referenced row is still refused by DuckDB (sent as
-// MariaDB's 1451).
+// An indexed column that does change in a referenced row (Django's save() of a unique_together
+// field, update(stock=F('stock') + 1) of an indexed column) is refused by DuckDB whatever the
+// value. Outside a transaction, such an UPDATE runs again with the tables referencing its
+// table set aside around it (withReferencingRebuilt, pgrefatomic.go: copied, dropped, created
+// again with their rows, one transaction), which DuckDB then takes; when a row is left
+// referencing none (the UPDATE changed a referenced key), nothing is changed and the client
+// gets MariaDB's 1451. In a transaction DuckDB's refusal stands (1451).
 
 // unchangedSets are the assignments of an UPDATE that may be left out.
 type unchangedSets struct {
@@ -97,4 +103,21 @@ func (l unchangedSets) without(changes []int64) (sqlText string, runs bool) {
 		}
 	}
 	return l.sqlText[:l.all[0].from] + strings.Join(kept, ", ") + l.sqlText[l.end:], true
+}
+
+// retryAside runs the UPDATE q (prepared as p), which DuckDB refused with first because rows
+// of other tables reference a row it changes, again with those tables set aside; outside a
+// transaction only, on the current database's table.
+func (u *updateCount) retryAside(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, first error) (query.Rows, error) {
+	if !stillReferenced(first) || u.db != "" {
+		return nil, first
+	}
+	noActions := func(func(schema, table string) string) []step { return nil }
+	rows, err := withReferencingRebuilt(ctx, conn, "", u.table, nil, nil, noActions, func() (query.Rows, error) {
+		return u.run(ctx, conn, true, q, p)
+	})
+	if err != nil {
+		return nil, first
+	}
+	return rows, nil
 }

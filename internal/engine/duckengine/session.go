@@ -128,6 +128,9 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if uc != nil {
 		defer cancel()
 		rows, err := uc.run(ctx, s.conn, s.status == 'T', q, st.p)
+		if err != nil && stillReferenced(err) && s.status != 'T' {
+			rows, err = uc.retryAside(ctx, s.conn, q, st.p, err) // mysqlupdatekeys.go
+		}
 		err = parentRowInUse(client, err) // mysqlparent.go
 		if err != nil {
 			s.e.noteFatal(err)

@@ -158,9 +158,10 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"select * from ap order by id",
 	}},
 	// An UPDATE of a row another table's key references, setting its indexed columns (a UNIQUE
-	// key's, an index's) to the values they hold, as Django's save() sets every field: the row
-	// changes as on MariaDB. DuckDB refused it (it updates an indexed column as a delete and an
-	// insert, and the delete of a referenced row fails), sent as 1452.
+	// key's, an index's) to the values they hold, as Django's save() sets every field, or to new
+	// ones: the row changes as on MariaDB; its referenced key changed is 1451. DuckDB refused
+	// each (it updates an indexed column as a delete and an insert, and the delete of a
+	// referenced row fails), sent as 1452.
 	{"update a referenced row", []string{
 		"exec create table pr (id int primary key, slug varchar(20) not null unique, title varchar(20), stock int, price decimal(8,2), key by_stock (stock))",
 		"exec create table rv (id int primary key, pr_id int not null, foreign key (pr_id) references pr (id))",
@@ -173,6 +174,12 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"exec update pr set title = 'T', slug = slug, stock = stock where id in (1, 2)",
 		"select * from pr order by id",
 		"exec update pr set id = id where id = 1",
+		"exec update pr set slug = 'dune-2', stock = stock + 1 where id = 1",
+		"exec update pr set stock = stock * 10",
+		"exec update pr set id = 5 where id = 1",
+		"select * from pr order by id",
+		"select * from rv order by id",
+		"exec insert into rv values (2, 9)",
 	}},
 	// A row another table's key references, deleted or its key changed: 1451 (SQLSTATE 23000,
 	// "Cannot delete or update a parent row"), in a transaction too; an orphan inserted: 1452.
