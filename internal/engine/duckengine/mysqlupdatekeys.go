@@ -3,6 +3,7 @@ package duckengine
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -26,7 +27,9 @@ import (
 // table set aside around it (withReferencingRebuilt, pgrefatomic.go: copied, dropped, created
 // again with their rows, one transaction), which DuckDB then takes; when a row is left
 // referencing none (the UPDATE changed a referenced key), nothing is changed and the client
-// gets MariaDB's 1451. In a transaction DuckDB's refusal stands (1451).
+// gets MariaDB's 1451. In a transaction, where DuckDB's refusal would abort it, the tables are
+// set aside before such an UPDATE runs: one of a referenced table that changes (by the count) or
+// may change an indexed column (changesReferencedKeys).
 
 // unchangedSets are the assignments of an UPDATE that may be left out.
 type unchangedSets struct {
@@ -112,12 +115,66 @@ func (u *updateCount) retryAside(ctx context.Context, conn *sql.Conn, q *query.R
 	if !stillReferenced(first) || u.db != "" {
 		return nil, first
 	}
-	noActions := func(func(schema, table string) string) []step { return nil }
-	rows, err := withReferencingRebuilt(ctx, conn, "", u.table, nil, nil, noActions, func() (query.Rows, error) {
+	rows, err := withReferencingRebuilt(ctx, conn, false, "", u.table, nil, nil, noActions, func() (query.Rows, error) {
 		return u.run(ctx, conn, true, q, p)
 	})
 	if err != nil {
 		return nil, first
 	}
 	return rows, nil
+}
+
+// noActions are no steps on the set-aside tables' copies: MySQL's keys here have no action.
+func noActions(func(schema, table string) string) []step { return nil }
+
+// changesReferencedKeys reports whether the UPDATE, its assignments' changes counted
+// (changes, by leavable index), changes an indexed column (a key's, an index's) of a table
+// another table's key references: DuckDB would refuse it for a referenced row.
+func (u *updateCount) changesReferencedKeys(ctx context.Context, conn *sql.Conn, changes []int64) bool {
+	if u.db != "" || u.table == "" || !referencedTable(ctx, conn, "", u.table) {
+		return false
+	}
+	indexed := indexedColumns(ctx, conn, u.table)
+	for i, a := range u.sets {
+		if k := slices.Index(u.leavable.sets, i); k >= 0 && changes[k] == 0 {
+			continue // left out
+		}
+		if indexed[strings.ToLower(a.column)] {
+			return true
+		}
+	}
+	return false
+}
+
+// indexedColumns are the columns of table (the current schema's) that a key or an index
+// names, in lower case; an index's expression counts every name in it.
+func indexedColumns(ctx context.Context, conn *sql.Conn, table string) map[string]bool {
+	cols := map[string]bool{}
+	rows, err := conn.QueryContext(ctx, `SELECT CAST(constraint_column_names AS VARCHAR) FROM duckdb_constraints() WHERE database_name = current_database()
+		AND schema_name = current_schema() AND lower(table_name) = lower(?) AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
+		UNION ALL SELECT CAST(expressions AS VARCHAR) FROM duckdb_indexes() WHERE database_name = current_database()
+		AND schema_name = current_schema() AND lower(table_name) = lower(?)`, table, table)
+	if err != nil {
+		return cols
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var list string
+		if rows.Scan(&list) != nil {
+			continue
+		}
+		for _, t := range sqltok.SignificantTokens(strings.Trim(list, "[]"), sqltok.Postgres) {
+			switch t.Kind {
+			case sqltok.Word, sqltok.QuotedIdent:
+				cols[pgIdent(t)] = true
+			case sqltok.String: // '(lower(email))'
+				for _, in := range sqltok.SignificantTokens(sqltok.MySQLStringValue(t.Text), sqltok.Postgres) {
+					if in.Kind == sqltok.Word || in.Kind == sqltok.QuotedIdent {
+						cols[pgIdent(in)] = true
+					}
+				}
+			}
+		}
+	}
+	return cols
 }

@@ -305,4 +305,31 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"exec replace into ins set id = 2, email = 'b@x', name = 'B'",
 		"select * from ins order by id",
 	}},
+	// In one transaction, the rows referencing a row deleted (or their key set NULL), then the row
+	// deleted, as Django's delete() does for CASCADE and SET_NULL relations; a row still
+	// referenced is 1451 (then rolled back). DuckDB refused the second DELETE (its key index drops
+	// a deleted entry only at commit), 1451, where MariaDB deletes it.
+	{"delete after its references, in a transaction", []string{
+		"exec create table dp (id int primary key, name varchar(10) unique)",
+		"exec create table dc (id int primary key, dp_id int, note varchar(10), foreign key (dp_id) references dp (id))",
+		"exec create table dg (id int primary key, dc_id int, foreign key (dc_id) references dc (id))",
+		"exec insert into dp values (1, 'a'), (2, 'b'), (3, 'c')",
+		"exec insert into dc values (1, 1, 'x'), (2, 1, 'y'), (3, 2, 'z'), (4, 3, 'w')",
+		"exec insert into dg values (1, 3)",
+		"exec start transaction",
+		"exec delete from dc where dp_id = 1",
+		"exec delete from dp where id = 1",
+		"exec update dc set dp_id = null where dp_id = 2",
+		"exec delete from dp where id = 2",
+		"exec commit",
+		"select * from dp order by id",
+		"select * from dc order by id",
+		"select * from dg order by id",
+		"exec insert into dc values (9, 1, 'orphan')",
+		"exec start transaction",
+		"exec update dc set note = 'v' where id = 4",
+		"exec delete from dp where id = 3",
+		"exec rollback",
+		"select * from dc order by id",
+	}},
 }
