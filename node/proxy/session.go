@@ -63,10 +63,11 @@ func (c *Core) OpenSession(ctx context.Context, q *query.Request) (engine.Sessio
 // ClientClosed tells each engine of the active configuration that keeps something for a
 // client (engine.ClientCloser) that this client's connection ended.
 func (c *Core) ClientClosed(protocol, client string) {
-	rt := c.active.Load()
+	rt := c.pinActive()
 	if rt == nil {
 		return
 	}
+	defer rt.unpin()
 	for _, name := range rt.names {
 		if cc, ok := rt.clusters[name].engine.(engine.ClientCloser); ok {
 			cc.ClientClosed(protocol, client)
