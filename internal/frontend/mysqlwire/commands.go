@@ -121,6 +121,9 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 		return h.changeUser(data)
 	case comRefusedUnread:
 		if refusal, seq, ok := h.gate.takeUnread(); ok {
+			if refusal == errAnsweredNothing {
+				return noReply{}
+			}
 			h.conn.Sequence = seq // the client sent more packets than go-mysql was handed
 			return refusal
 		}

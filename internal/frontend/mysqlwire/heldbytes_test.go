@@ -274,3 +274,41 @@ func TestPreparePastTheRoomRefusedUnread(t *testing.T) {
 		t.Fatalf("it ran: %d, %v", n, err)
 	}
 }
+
+// TestLongDataPastTheRoomRefusedUnread: long data the session could not keep is refused from its
+// header and read past, never held whole: under a daemon pool of 512 KiB for messages in flight,
+// go-sql-driver's 700 KB value (one COM_STMT_SEND_LONG_DATA) with 600 KB of statements held fails
+// its execute with 1290 and the session goes on, where holding the chunk whole would have ended
+// it (1041).
+func TestLongDataPastTheRoomRefusedUnread(t *testing.T) {
+	backend, dbName := mariaBackend(t)
+	limits := netlimit.Limits{HeldBytesMax: 1 << 20, InFlight: heldmem.NewPool(512 << 10)}
+	addr := startServer(t, backend, Options{Limits: limits})
+	// maxAllowedPacket=1 MiB: the driver streams every value of 512 KiB or more as long data.
+	d := openDB(t, addr, "alice", testPassword, dbName, "maxAllowedPacket=1048576")
+	ctx := context.Background()
+	a, err := d.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for i := range 2 {
+		st, err := a.PrepareContext(ctx, paddedSelect(i, 300<<10))
+		if err != nil {
+			t.Fatalf("statement %d of 2: %v", i, err)
+		}
+		defer st.Close()
+	}
+	long, err := a.PrepareContext(ctx, "select length(?)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	err = long.QueryRowContext(ctx, bytes.Repeat([]byte{'v'}, 700<<10)).Scan(&n)
+	if driverErrorNumber(err) != 1290 {
+		t.Fatalf("700 KB of long data while 600 KB are held: %v, want 1290", err)
+	}
+	if err := long.QueryRowContext(ctx, "short").Scan(&n); err != nil || n != 5 {
+		t.Fatalf("the statement after the refusal: %d, %v", n, err)
+	}
+}

@@ -64,17 +64,21 @@ type packetGate struct {
 	timed     bool          // and a read waited for more of it: msg runs
 	inFlight  int           // bytes of the packet held whole counted in limits.InFlight
 
-	// refuseCmd, once logged in, says from its first packet's header and command byte whether a
-	// command too large to stream would be refused for what its session may hold (a
-	// COM_STMT_PREPARE past the session's room): such a command is read past, never held
-	// whole, and go-mysql is handed comRefusedUnread in its place (see takeUnread).
-	refuseCmd func(cmd byte, payloadLen int) error
+	// refuseCmd, once logged in, says from its first packet's header and first refuseHeadBytes
+	// whether a command too large to stream would be refused for what its session may hold (a
+	// COM_STMT_PREPARE or long data past the session's room): such a command is read past, never
+	// held whole, and go-mysql is handed comRefusedUnread in its place (see takeUnread).
+	refuseCmd func(head []byte, payloadLen int) error
 	skip      int   // bytes of a refused command's current packet (header included) still to drop
 	skipping  bool  // a refused command is being dropped
 	skipDone  bool  // and skip is what is left of its last packet
 	unread    error // the refusal of the command dropped, for the session to answer
 	unreadSeq byte  // the sequence number its answer takes: one past its last packet's
 }
+
+// refuseHeadBytes is what refuseCmd sees of long data: its command byte, statement id and
+// parameter (of a COM_STMT_PREPARE, its command byte).
+const refuseHeadBytes = 7
 
 // comRefusedUnread is the command byte the gate hands go-mysql in place of a command it
 // refused unread; MySQL's commands end at 0x1f, MariaDB's at 0xfe.
@@ -301,14 +305,24 @@ func (g *packetGate) next() error {
 // size bytes, is too large to stream; a refused command is dropped (skipUnread). Nothing is
 // consumed until it is refused, so a read error here leaves the packet to be read again.
 func (g *packetGate) refusedFromHeader(size int) (bool, error) {
-	if g.refuseCmd == nil || g.msg == nil || g.msgBytes != 0 || size <= gateBufferBytes {
-		return false, nil
+	if g.refuseCmd == nil || g.msg == nil || g.msgBytes != 0 || size <= gateBufferBytes || size > g.limits.MessageBytesMax {
+		return false, nil // (past max_allowed_packet: admit refuses it at its header)
 	}
-	hdr, err := g.r.Peek(5)
+	cmd, err := g.r.Peek(5)
 	if err != nil {
 		return false, err
 	}
-	refusal := g.refuseCmd(hdr[4], size)
+	head := 1
+	if cmd[4] == mysql.COM_STMT_SEND_LONG_DATA {
+		head = refuseHeadBytes
+	} else if cmd[4] != mysql.COM_STMT_PREPARE {
+		return false, nil
+	}
+	hdr, err := g.r.Peek(4 + head)
+	if err != nil {
+		return false, err
+	}
+	refusal := g.refuseCmd(hdr[4:], size)
 	if refusal == nil {
 		return false, nil
 	}
