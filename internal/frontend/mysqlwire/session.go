@@ -565,7 +565,7 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 	cols := make([]column, schema.NumFields())
 	for i, f := range schema.Fields() {
 		cols[i] = columnFor(f)
-		inClientCollation(&cols[i], h.collation)
+		inClientCollation(&cols[i], f, h.collation)
 	}
 	buf := make([]byte, 4, 1024)
 	if err := h.conn.WritePacket(append(buf, mysql.PutLengthEncodedInt(uint64(len(cols)))...)); err != nil {
