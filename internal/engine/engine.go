@@ -86,6 +86,13 @@ type SessionOpener interface {
 	OpenSession(ctx context.Context, q *query.Request) (Session, error)
 }
 
+// ClientCollationTaker is implemented by engines that take a MySQL client's bytes in the
+// client's collation (query.Request.Collation): a MySQL engine opens its connection in it. The
+// core converts a latin1 client's statement to UTF-8 for any other engine (mysqlcharset).
+type ClientCollationTaker interface {
+	TakesClientCollation()
+}
+
 // SettingIgnorer is implemented by engines (and by backends that forward to one) on which a
 // PostgreSQL client's session-level SET name = value changes nothing the client could tell:
 // the embedded DuckDB has no server-side statement timeout, row security or synchronized

@@ -308,12 +308,11 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 
 // insertOne is Insert of the one record r, from a writer that does not care whether it was
 // new (Uplink's direct writes: a record held already, under this worker or another, is
-// settled as NewLocalSender settles it).
+// settled as NewLocalSender settles it). The index's count is checked by Insert, per batch.
 func (m *Memory) insertOne(r *Record) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.insertLocked(r)
-	m.checkIDs()
+	m.mu.Unlock()
 }
 
 // insertion is what insertLocked did with a record.

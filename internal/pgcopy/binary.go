@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
@@ -50,6 +51,9 @@ func (r *BinaryReader) Next() ([][]byte, error) {
 		return nil, io.EOF
 	}
 	r.tuple++
+	if count > RowFieldsMax {
+		return nil, tooManyFields(fmt.Sprintf("tuple %d", r.tuple))
+	}
 	r.values, r.buf = r.values[:0], r.buf[:0]
 	var ends []int
 	for range int(count) {
@@ -65,10 +69,11 @@ func (r *BinaryReader) Next() ([][]byte, error) {
 		if size > BinaryValueMax {
 			return nil, copyError(sqlstate.ProgramLimitExceeded, fmt.Sprintf("COPY tuple %d: a value of %d bytes is larger than the limit of %d", r.tuple, size, BinaryValueMax))
 		}
-		start := len(r.buf)
-		r.buf = append(r.buf, make([]byte, size)...)
-		if _, err := io.ReadFull(r.in, r.buf[start:]); err != nil {
-			return nil, r.short(err)
+		if len(r.buf)+int(size) > RowBytesMax {
+			return nil, rowTooLarge(fmt.Sprintf("tuple %d", r.tuple))
+		}
+		if err := r.readValue(int(size)); err != nil {
+			return nil, err
 		}
 		ends = append(ends, len(r.buf))
 	}
@@ -82,6 +87,24 @@ func (r *BinaryReader) Next() ([][]byte, error) {
 		start = end
 	}
 	return r.values, nil
+}
+
+// valueChunkBytes is the most a value's buffer grows ahead of its bytes: a client declares a
+// value's size before sending it, and 4 bytes must not cost BinaryValueMax.
+const valueChunkBytes = 64 << 10
+
+// readValue appends a value of size bytes to buf, growing it with what arrives.
+func (r *BinaryReader) readValue(size int) error {
+	for size > 0 {
+		n := min(size, valueChunkBytes)
+		start := len(r.buf)
+		r.buf = slices.Grow(r.buf, n)[:start+n]
+		if _, err := io.ReadFull(r.in, r.buf[start:]); err != nil {
+			return r.short(err)
+		}
+		size -= n
+	}
+	return nil
 }
 
 func (r *BinaryReader) readHeader() error {

@@ -15,6 +15,29 @@ type Field struct {
 	Null bool
 }
 
+// A row of COPY data is held whole while it is read, from data the client streams in
+// messages each bounded on its own: RowBytesMax bounds the row (a line that never ends, a
+// quoted CSV value over millions of lines, a binary tuple of many large values), as one client
+// message is bounded (netlimit.MessageBytesMaxDefault), and RowFieldsMax its values: a
+// PostgreSQL table has at most 1600 columns, and a line of 64 MiB of delimiters would otherwise
+// hold 64 million fields.
+const (
+	RowBytesMax  = 64 << 20
+	RowFieldsMax = 1600
+)
+
+// rowTooLarge is a row refused past RowBytesMax (PostgreSQL's code for a row past its own
+// limit, 1 GB).
+func rowTooLarge(where string) error {
+	return copyError(sqlstate.ProgramLimitExceeded, fmt.Sprintf("COPY %s: a row of more than %d bytes is larger than the limit", where, RowBytesMax))
+}
+
+// tooManyFields is a row refused past RowFieldsMax, as PostgreSQL refuses more values than its
+// table has columns.
+func tooManyFields(where string) error {
+	return copyError(sqlstate.BadCopyFileFormat, fmt.Sprintf("COPY %s: extra data after last expected column (more than %d values)", where, RowFieldsMax))
+}
+
 // Reader reads the rows of a COPY's data in PostgreSQL's text or CSV format.
 type Reader struct {
 	f      Format
@@ -46,7 +69,7 @@ func (r *Reader) Next() ([]Field, error) {
 			return nil, io.EOF
 		}
 		if !r.f.CSV {
-			return r.textRow(line), nil
+			return r.textRow(line)
 		}
 		row, err := r.csvRow(line)
 		if err != nil || !r.header {
@@ -63,6 +86,9 @@ func (r *Reader) readLine() ([]byte, error) {
 	for {
 		chunk, err := r.in.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(r.long)+len(chunk) > RowBytesMax {
+				return nil, rowTooLarge(fmt.Sprintf("line %d", r.line+1))
+			}
 			r.long = append(r.long, chunk...)
 			continue
 		}
@@ -90,7 +116,7 @@ func (r *Reader) readLine() ([]byte, error) {
 
 // textRow splits a text-format line at unescaped delimiters. A field is NULL when its text
 // as sent is the NULL string (\N), before escapes are read, as PostgreSQL reads it.
-func (r *Reader) textRow(line []byte) []Field {
+func (r *Reader) textRow(line []byte) ([]Field, error) {
 	r.fields = r.fields[:0]
 	start := 0
 	for i := 0; ; i++ {
@@ -101,13 +127,16 @@ func (r *Reader) textRow(line []byte) []Field {
 		if i < len(line) && line[i] != r.f.Delim {
 			continue
 		}
+		if len(r.fields) == RowFieldsMax {
+			return nil, tooManyFields(fmt.Sprintf("line %d", r.line))
+		}
 		if raw := line[start:i]; string(raw) == r.f.Null {
 			r.fields = append(r.fields, Field{Null: true})
 		} else {
 			r.fields = append(r.fields, Field{V: unescapeText(raw)})
 		}
 		if i >= len(line) {
-			return r.fields
+			return r.fields, nil
 		}
 		start = i + 1
 	}
@@ -205,6 +234,9 @@ func (r *Reader) csvRow(line []byte) ([]Field, error) {
 			if err != nil {
 				return nil, err
 			}
+			if len(r.value)+len(next) > RowBytesMax {
+				return nil, rowTooLarge(fmt.Sprintf("line %d", r.line))
+			}
 			r.value, line, pos = append(r.value, end...), next, 0
 			continue
 		}
@@ -220,6 +252,9 @@ func (r *Reader) csvRow(line []byte) ([]Field, error) {
 		case c == f.Quote:
 			inQuote, quoted = true, true
 		case c == f.Delim:
+			if len(r.fields) == RowFieldsMax-1 { // this value and the one after the delimiter
+				return nil, tooManyFields(fmt.Sprintf("line %d", r.line))
+			}
 			r.fields = append(r.fields, r.csvField(quoted))
 			quoted = false
 		default:

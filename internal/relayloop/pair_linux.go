@@ -181,7 +181,7 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 		if st.r-at < hl {
 			return true
 		}
-		total, watch := f.Frame(st.buf[at : at+hl])
+		total, watch := f.Frame(st.buf[at:st.r])
 		watch = watch || alone
 		switch {
 		case total < hl:

@@ -33,6 +33,8 @@ type Framer interface {
 	HeaderLen() int
 	// Frame returns a message's total length from its header, and whether the Watch gets it
 	// whole before it is relayed (one that does not fit in the loop's buffer pauses the pair).
+	// header holds the message's first bytes as far as they were read: at least HeaderLen.
+	// A message Frame watched is framed again, with more of it, until it is whole.
 	Frame(header []byte) (total int, watch bool)
 }
 

@@ -100,6 +100,56 @@ func TestSameNumberShapeIsAppendNumberShape(t *testing.T) {
 	})
 }
 
+// TestSameTextIsEqual: SameText is ==, on one string, equal copies, and texts that differ
+// anywhere (at the end, before the last eight bytes, in length).
+func TestSameTextIsEqual(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		a := rapid.StringMatching(`[a-c 0-9]{0,20}`).Draw(t, "a")
+		var b string
+		switch rapid.IntRange(0, 3).Draw(t, "how") {
+		case 0:
+			b = a
+		case 1:
+			b = strings.Clone(a)
+		case 2: // one byte other, anywhere
+			if a == "" {
+				break
+			}
+			at := rapid.IntRange(0, len(a)-1).Draw(t, "at")
+			b = a[:at] + "x" + a[at+1:]
+		default:
+			b = rapid.StringMatching(`[a-c 0-9]{0,20}`).Draw(t, "b")
+		}
+		if got := SameText(a, b); got != (a == b) {
+			t.Fatalf("SameText(%q, %q) = %v", a, b, got)
+		}
+	})
+}
+
+// TestNumbersStandAloneMakesSameButDigitsSameShape: a text whose numbers stand alone has the
+// number shape of every text SameButDigits finds alike with it.
+func TestNumbersStandAloneMakesSameButDigitsSameShape(t *testing.T) {
+	for s, want := range map[string]bool{
+		"SELECT abalance FROM pgbench_accounts WHERE aid = 12345;": true, "SELECT 1": true, "a = 1.5, -2": true, "no digits": true,
+		"SELECT * FROM t1": false, "x = 1e5": false, "1_000": false, "a$1": false, `"t" = 1`: false, "`t` = 1": false, "é1": false,
+	} {
+		if NumbersStandAlone(s) != want {
+			t.Errorf("NumbersStandAlone(%q) = %v", s, !want)
+		}
+	}
+	runs := regexp.MustCompile(`[0-9]+`)
+	rapid.Check(t, func(t *rapid.T) {
+		a := strings.Join(rapid.SliceOf(rapid.SampledFrom(numberPieces)).Draw(t, "pieces"), "")
+		b := runs.ReplaceAllStringFunc(a, func(string) string { return rapid.StringMatching(`[0-9]{1,6}`).Draw(t, "run") })
+		if rapid.Bool().Draw(t, "other") {
+			b = strings.Join(rapid.SliceOf(rapid.SampledFrom(numberPieces)).Draw(t, "otherPieces"), "")
+		}
+		if NumbersStandAlone(a) && SameButDigits(a, b) && !SameNumberShape(a, b) {
+			t.Fatalf("%q: numbers stand alone, and %q differs from it only in digits, but their shapes are %q and %q", a, b, AppendNumberShape(nil, a), AppendNumberShape(nil, b))
+		}
+	})
+}
+
 // TestNextDigitIsTheFirstDigit: nextDigit (eight bytes at a time) finds what a byte-by-byte
 // search finds, on any bytes (top bits, digits' neighbours '/' and ':') from any start.
 func TestNextDigitIsTheFirstDigit(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -440,6 +441,41 @@ func AppendNumberShape(dst []byte, sql string) []byte {
 		i = j
 	}
 	return append(dst, sql[last:]...)
+}
+
+// SameText is a == b for a memo comparing a text with the last it kept: the same string at
+// once, else the last eight bytes first (texts of one shape differ mostly in a number near
+// their end, pgbench's aid, which == would find only after comparing every byte before it).
+func SameText(a, b string) bool {
+	n := len(a)
+	if n != len(b) {
+		return false
+	}
+	if n == 0 || unsafe.StringData(a) == unsafe.StringData(b) {
+		return true
+	}
+	return (n < 8 || a[n-8:] == b[n-8:]) && a == b
+}
+
+// NumbersStandAlone reports whether every run of digits in s is a number standing alone (not
+// glued to a word, as in t1 or 1e5) and s quotes no identifier: then every text that
+// SameButDigits finds alike with s has s's number shape (their runs of digits meet the same
+// bytes), and a memo of s's shape can compare the cheaper way.
+func NumbersStandAlone(s string) bool {
+	if strings.IndexByte(s, '"') >= 0 || strings.IndexByte(s, '`') >= 0 {
+		return false
+	}
+	for i := nextDigit(s, 0); i < len(s); i = nextDigit(s, i) {
+		j := i
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		if i > 0 && gluesNumber(s[i-1]) || j < len(s) && gluesNumber(s[j]) {
+			return false
+		}
+		i = j
+	}
+	return true
 }
 
 // SameNumberShape reports whether AppendNumberShape writes a and b alike, without writing

@@ -326,6 +326,18 @@ func (c *Core) enter(ctx context.Context) (*Runtime, error) {
 	}
 }
 
+// pinActive pins the active runtime for a reader of its engines outside any query (a health
+// check, a login's questions, a client's hang-up), so that none of them closes under it; nil
+// before the first activation. It never waits. The caller unpins it.
+func (c *Core) pinActive() *Runtime {
+	for {
+		rt := c.active.Load()
+		if rt == nil || rt.pin() {
+			return rt
+		}
+	}
+}
+
 // Admission is a query that has been routed and holds a capacity slot on Cluster. Whoever runs
 // it (Execute, or a passthrough frontend relaying the engine's own wire messages) must call
 // Finish exactly once, which releases the slot and reports the query's Record.
@@ -800,10 +812,11 @@ func (c *Core) isHead(group string, ticket uint64) bool {
 // CheckHealth pings every enabled cluster of the active runtime, each within timeout, and marks
 // it healthy or not. The caller schedules it (env.Every).
 func (c *Core) CheckHealth(ctx context.Context, timeout time.Duration) {
-	rt := c.active.Load()
+	rt := c.pinActive()
 	if rt == nil {
 		return
 	}
+	defer rt.unpin()
 	for _, name := range rt.names {
 		cl := rt.clusters[name]
 		if !cl.enabled || cl.engine == nil {

@@ -65,7 +65,7 @@ func (c *Core) Execute(ctx context.Context, req *query.Request) (query.Rows, err
 	if own {
 		ectx = query.WithStop(ectx, cancel)
 	}
-	rows, err := adm.Engine.Execute(ectx, req)
+	rows, err := adm.Engine.Execute(ectx, inEngineCharset(req, adm.Engine))
 	if err != nil {
 		cancel()
 		err = adm.explain(run.explain(adm.engineError(err)))

@@ -199,6 +199,9 @@ func TestPlainTextsRememberedButForNumbers(t *testing.T) {
 	if !knownPlain("SELECT abalance FROM pgbench_accounts WHERE aid = 7") {
 		t.Error("the same statement with another number is not remembered")
 	}
+	if kill := "SELECT pg_terminate_backend(7)"; check(kill+strings.Repeat(" ", len(plain)-len(kill))) == nil {
+		t.Error("a text as long as a remembered one passed as that one")
+	}
 	for _, pair := range [][2]string{
 		{`do E'begin perform pg\037cancel\037backend(12); end'`, `do E'begin perform pg\137cancel\137backend(12); end'`},
 		{"SELECT CHAR_LENGTH(1x4B494C4C203132)", "SELECT CHAR_LENGTH(0x4B494C4C203132)"},

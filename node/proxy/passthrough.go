@@ -63,10 +63,11 @@ func (c *Core) Paths() PathStats {
 // extended metadata (mysqlengine) has it, and one does: a MySQL frontend then offers it to its
 // clients, and relays the column definitions of those that ask with it.
 func (c *Core) ExtendedMetadata() bool {
-	rt := c.active.Load()
+	rt := c.pinActive()
 	if rt == nil {
 		return false
 	}
+	defer rt.unpin()
 	has := false
 	for _, name := range rt.names {
 		m, ok := rt.clusters[name].engine.(interface{ ExtendedMetadata() bool })
@@ -86,8 +87,12 @@ func (c *Core) ExtendedMetadata() bool {
 // statements are relayed (a relayed timestamptz is written in that zone) and agree; "" when
 // not (the frontend writes rows itself, in UTC) or not known yet.
 func (c *Core) LoginTimeZone() string {
-	rt := c.active.Load()
-	if rt == nil || rt.noRelay {
+	rt := c.pinActive()
+	if rt == nil {
+		return ""
+	}
+	defer rt.unpin()
+	if rt.noRelay {
 		return ""
 	}
 	zone := ""

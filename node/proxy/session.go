@@ -63,10 +63,11 @@ func (c *Core) OpenSession(ctx context.Context, q *query.Request) (engine.Sessio
 // ClientClosed tells each engine of the active configuration that keeps something for a
 // client (engine.ClientCloser) that this client's connection ended.
 func (c *Core) ClientClosed(protocol, client string) {
-	rt := c.active.Load()
+	rt := c.pinActive()
 	if rt == nil {
 		return
 	}
+	defer rt.unpin()
 	for _, name := range rt.names {
 		if cc, ok := rt.clusters[name].engine.(engine.ClientCloser); ok {
 			cc.ClientClosed(protocol, client)
@@ -96,7 +97,7 @@ func (c *Core) Describe(ctx context.Context, q *query.Request) (*engine.Descript
 	if !ok {
 		return &engine.Description{}, nil
 	}
-	desc, err := d.Describe(ctx, q)
+	desc, err := d.Describe(ctx, inEngineCharset(q, cl.engine))
 	if err != nil {
 		a := Admission{core: c, QueryID: r.id, Cluster: cl.name}
 		return nil, a.engineError(err)
@@ -225,7 +226,7 @@ func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows
 	s.mu.Unlock()
 	inTx := s.inner.TxStatus() != 'I'
 	explain := func(err error) error { return s.explain(run.explain(a.engineError(err))) }
-	rows, err := s.inner.Execute(qctx, q)
+	rows, err := s.inner.Execute(qctx, inEngineCharset(q, s.adm.Engine))
 	if err != nil {
 		s.noteLostTransaction(inTx, qctx)
 		s.endStatement(cancel)
@@ -299,7 +300,7 @@ func (s *coreSession) Describe(ctx context.Context, q *query.Request) (*engine.D
 	if !ok {
 		return &engine.Description{}, nil
 	}
-	desc, err := d.Describe(ctx, q)
+	desc, err := d.Describe(ctx, inEngineCharset(q, s.adm.Engine))
 	if err != nil {
 		return nil, s.explain(s.adm.engineError(err))
 	}

@@ -218,9 +218,9 @@ func knownPlain(sql string) bool {
 	at := plainHit.Load() // the slot the last text found: a client's next text is most often its kin
 	for k := range uint32(len(plainTexts)) {
 		i := (at + k) % uint32(len(plainTexts))
-		// (== first: a text sent again as it was, a pool's check or a prepared statement's,
-		// is the same bytes, compared at once)
-		if p := plainTexts[i].Load(); p != nil && (*p == sql || sqltok.SameButDigits(*p, sql)) {
+		// (the very text first: one sent again as it was, a pool's check or a prepared
+		// statement's, compared at once)
+		if p := plainTexts[i].Load(); p != nil && (sqltok.SameText(*p, sql) || sqltok.SameButDigits(*p, sql)) {
 			if k != 0 {
 				plainHit.Store(i)
 			}

@@ -331,11 +331,11 @@ func (e *Engine) describe(ctx context.Context, conn *sql.Conn, client *query.Req
 		return nil, err
 	}
 	q = e.currvals.written(client, q)
-	p, err := prepare(conn, q.SQL)
+	p, err := prepareGrouped(conn, client, q.SQL) // mysqlgroupby.go
 	if err != nil {
 		return nil, showError(client, q, wrapErr(err))
 	}
-	if typed, ok := typeUntypedParams(conn, client, q.SQL, p.params, true); ok {
+	if typed, ok := typeUntypedParams(conn, client, p.sqlText, p.params, true); ok {
 		if p, err = prepare(conn, typed); err != nil {
 			return nil, showError(client, q, wrapErr(err))
 		}
@@ -492,6 +492,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	if uc != nil {
 		defer func() { release(conn, st.clean()); cancel() }()
 		rows, err := uc.run(ctx, conn, false, q, st.p)
+		err = parentRowInUse(client, err) // mysqlparent.go
 		e.noteFatal(err)
 		return rows, explain(err)
 	}
@@ -504,6 +505,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()); cancel() })
 	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
 		rows, err = e.retryDelete(outer, nil, false, client, q, st.p, err)
+		err = parentRowInUse(client, err)
 	}
 	if err != nil {
 		e.noteFatal(err)

@@ -22,7 +22,7 @@ import (
 //     TYPE, SET or DROP NOT NULL, SET or DROP DEFAULT (the column defined again, as MariaDB
 //     does: without NOT NULL it takes NULL, without DEFAULT it has none), each left out when
 //     it changes nothing (withoutNoOps); CHANGE [COLUMN] c d type ...: RENAME COLUMN c TO
-//     d, then d's MODIFY (FIRST / AFTER left out of both: DuckDB moves no column);
+//     d, then d's MODIFY (FIRST / AFTER: the table created again, mysqlcolumnplace.go);
 //   - DROP [COLUMN] c; RENAME COLUMN c TO d.
 // The column's type is written as in CREATE TABLE (columnDefinition: a text column COLLATE
 // NOCASE). DuckDB alters no table that has an index, but adds its columns: the table's indexes
@@ -60,15 +60,12 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 	col, def := toks[at], toks[at+1:]
 	var stmts, keys []string // keys: DuckDB statements, after the MySQL ones
 	dropped, renamed := "", ""
+	var place columnPlace // where the column goes (mysqlcolumnplace.go), placed its name
+	placed := ""
 	switch verb {
 	case "add":
-		// FIRST / AFTER c: DuckDB adds a column last (SELECT * then reads it last, where
-		// MariaDB's is where it was put)
-		if n := len(def); n > 1 && def[n-1].IsWord("first") {
-			def = def[:n-1]
-		} else if n > 2 && def[n-2].IsWord("after") {
-			def = def[:n-2]
-		}
+		place, def = readColumnPlace(def) // FIRST / AFTER c: mysqlcolumnplace.go
+		placed = identText(col)
 		notNull, rest := cutNotNull(def)
 		unique, rest := cutUnique(rest)
 		text, ai, kept, _ := columnDefinition(append([]sqltok.Token{col}, rest...), false)
@@ -95,6 +92,8 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 		if stmts = modifyColumn(alter, col, def); stmts == nil {
 			return nil, false
 		}
+		place, _ = readColumnPlace(def)
+		placed = identText(col)
 	case "change": // CHANGE old new type ...: RENAME COLUMN (when the name changes), then MODIFY new
 		if len(def) < 2 || !isName(at+1) {
 			return nil, false
@@ -107,6 +106,8 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 			return nil, false
 		}
 		stmts = append(stmts, modify...)
+		place, _ = readColumnPlace(def)
+		placed = identText(def[0])
 	case "drop":
 		if len(def) > 0 {
 			return nil, false // CASCADE, RESTRICT: DuckDB's to read
@@ -121,9 +122,15 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 	stmts = append(stmts, keys...)
 	name := identText(table)
 	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+		if err := placeExists(ctx, conn, name, place); err != nil {
+			return nil, err
+		}
 		stmts, err := withoutNoOps(ctx, conn, name, stmts)
-		if err != nil || len(stmts) == 0 {
-			return engine.TagRows("ALTER TABLE"), err
+		if err != nil {
+			return nil, err
+		}
+		if len(stmts) == 0 {
+			return engine.TagRows("ALTER TABLE"), moveColumn(ctx, conn, name, placed, place, inTx)
 		}
 		err = alterAroundIndexes(ctx, conn, name, stmts, dropped, renamed, inTx)
 		if err != nil && verb == "drop" && strings.Contains(err.Error(), "an index depends on a column after it") {
@@ -138,6 +145,9 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 			if aside, err = withReferencingSetAside(ctx, conn, name, dropped, renamed, stmts); err == nil {
 				err = alterAroundIndexes(ctx, conn, name, aside, dropped, renamed, inTx)
 			}
+		}
+		if err == nil {
+			err = moveColumn(ctx, conn, name, placed, place, inTx)
 		}
 		if err != nil {
 			return nil, err

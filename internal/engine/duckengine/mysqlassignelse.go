@@ -105,6 +105,9 @@ func mysqlAssignElsewhere(q *query.Request) (ownRun, bool) {
 	if !mayNameVariable(q.SQL) || !strings.Contains(q.SQL, ":=") || sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "set") {
 		return nil, false
 	}
+	if _, _, ok := updateVariables(q.SQL); ok {
+		return nil, false // mysqlupdatevars.go
+	}
 	toks := sqltok.SignificantTokens(q.SQL, sqltok.MySQL)
 	if len(toks) == 0 {
 		return nil, false

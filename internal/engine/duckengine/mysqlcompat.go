@@ -33,8 +33,12 @@ import (
 // syntax error, 'C:\\temp' came back with both backslashes, and SELECT `id` FROM `t` (as ORMs
 // and mysql2's escapeId write names) failed.
 func mysqlCompat(sqlText string) string {
+	sqlText = insertSet(sqlText) // mysqlinsertset.go
 	if !mayNeedMySQLCompat(sqlText) {
 		return sqlText
+	}
+	if _, stripped, ok := updateVariables(sqlText); ok {
+		sqlText = stripped // the variables are set before it runs (mysqlupdatevars.go)
 	}
 	toks := sqltok.Tokenize(sqlText, sqltok.MySQL)
 	var b strings.Builder

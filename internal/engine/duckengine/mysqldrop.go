@@ -22,7 +22,7 @@ import (
 // 1051 of the same text (SHOW WARNINGS). A view is 1965 "'db.v' is a view" (before 1051; with
 // IF EXISTS a note each, before the 1051 one). A table another table's foreign key references
 // is MariaDB's 1451 (DuckDB refuses to drop it; MariaDB refuses too, unless
-// FOREIGN_KEY_CHECKS=0, which is not done here). DROP TEMPORARY TABLE is DuckDB's as written.
+// FOREIGN_KEY_CHECKS=0: mysqldropreferenced.go). DROP TEMPORARY TABLE is DuckDB's as written.
 
 // droppedTable is one name of a DROP TABLE: db ("" for the client's) and table.
 type droppedTable struct{ db, table string }
@@ -68,12 +68,12 @@ func mysqlDropTables(q *query.Request) (ownRun, bool) {
 		return nil, false
 	}
 	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
-		return dropTables(ctx, conn, q.Database, tables, ifExists)
+		return dropTables(ctx, conn, q.Database, tables, ifExists, inTx)
 	}, true
 }
 
 // dropTables drops each of tables that is a table, then answers what MariaDB answers of the rest.
-func dropTables(ctx context.Context, conn *sql.Conn, clientDB string, tables []droppedTable, ifExists bool) (query.Rows, error) {
+func dropTables(ctx context.Context, conn *sql.Conn, clientDB string, tables []droppedTable, ifExists, inTx bool) (query.Rows, error) {
 	var unknown, views []string
 	var refused error
 	for _, t := range tables {
@@ -90,7 +90,7 @@ func dropTables(ctx context.Context, conn *sql.Conn, clientDB string, tables []d
 			views = append(views, full)
 			continue
 		}
-		if _, err := conn.ExecContext(ctx, "DROP TABLE "+tableRef(t.db, t.table)); err != nil && refused == nil {
+		if err := dropTable(ctx, conn, t, inTx); err != nil && refused == nil {
 			refused = err
 			if strings.Contains(err.Error(), "main key table") {
 				refused = &query.Error{Code: "23000", Message: "Cannot delete or update a parent row: a foreign key constraint fails (MySQL error 1451)"}
@@ -115,6 +115,16 @@ func dropTables(ctx context.Context, conn *sql.Conn, clientDB string, tables []d
 		return nil, &query.Error{Code: "42S02", Message: "Unknown table '" + strings.Join(unknown, ",") + "' (MySQL error 1051)"}
 	}
 	return engine.TagRows("DROP TABLE"), nil
+}
+
+// dropTable drops t; one foreign keys reference as well, with the session's checks off
+// (mysqldropreferenced.go).
+func dropTable(ctx context.Context, conn *sql.Conn, t droppedTable, inTx bool) error {
+	if t.db == "" && foreignKeyChecksOff(ctx, conn) && referencedTable(ctx, conn, "", t.table) {
+		return dropReferenced(ctx, conn, t.table, inTx)
+	}
+	_, err := conn.ExecContext(ctx, "DROP TABLE "+tableRef(t.db, t.table))
+	return err
 }
 
 // tableKind is "table" or "view" for what t names, "" when it names nothing.

@@ -28,8 +28,10 @@ import (
 
 // updateCount is how a MySQL client's UPDATE is counted as MySQL counts it.
 type updateCount struct {
-	countSQL  string // SELECT count(*) (matched), count(*) FILTER (WHERE changes) (changed)
+	countSQL  string // SELECT count(*) (matched), count(*) FILTER (WHERE changes) (changed), then leavable's counts
 	foundRows bool
+	leavable  unchangedSets // assignments left out when they change no row (mysqlupdatekeys.go)
+	variables []string      // SET VARIABLE of the user variables it assigns, run first (mysqlupdatevars.go)
 }
 
 // mysqlUpdate is the count of q (a MySQL client's, as compatRequest wrote it) when it is an
@@ -59,7 +61,8 @@ func mysqlUpdate(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 		}
 	}
 	changes := strings.Join(conds, " OR ")
-	countSQL := "SELECT count(*), count(*) FILTER (WHERE " + changes + ") FROM " + u.target
+	leavable := leavableSets(ctx, conn, u, conds)
+	countSQL := "SELECT count(*), count(*) FILTER (WHERE " + changes + ")" + leavable.counts() + " FROM " + u.target
 	if u.where != "" {
 		countSQL += " WHERE " + u.where
 	}
@@ -68,7 +71,8 @@ func mysqlUpdate(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 		c.SQL = q.SQL[:u.setsEnd] + sets + q.SQL[u.setsEnd:]
 		q = &c
 	}
-	return q, &updateCount{countSQL: countSQL, foundRows: client.FoundRows}
+	leavable.sqlText = q.SQL // the assignments' places stand: the ON UPDATE ones follow them
+	return q, &updateCount{countSQL: countSQL, foundRows: client.FoundRows, leavable: leavable, variables: variableSets(client, u)}
 }
 
 // onUpdateSets are the assignments an UPDATE u gets for the table's ON UPDATE
@@ -106,9 +110,10 @@ type update struct {
 
 // assignment is one col = expr of an UPDATE's SET.
 type assignment struct {
-	column string // the column's name, unquoted
-	ref    string // the column as written (t.col, "col")
-	expr   string
+	column   string // the column's name, unquoted
+	ref      string // the column as written (t.col, "col")
+	expr     string
+	from, to int // where it is in the text, the column's start to the expression's end
 }
 
 // readUpdate reads sqlText (DuckDB's) as UPDATE table [[AS] alias] SET col = expr, ...
@@ -172,7 +177,7 @@ func readUpdate(sqlText string) (u update, ok bool) {
 		if i == exprStart || i-exprStart == 1 && toks[exprStart].IsWord("default") {
 			return u, false
 		}
-		a.expr = text(exprStart, i)
+		a.expr, a.from, a.to = text(exprStart, i), toks[start].Pos, toks[i-1].Pos+len(toks[i-1].Text)
 		u.sets, u.setsEnd = append(u.sets, a), toks[i-1].Pos+len(toks[i-1].Text)
 		if i == len(toks) {
 			return u, true
@@ -234,23 +239,52 @@ func (u *updateCount) run(ctx context.Context, conn *sql.Conn, inTx bool, q *que
 	if err != nil {
 		return nil, err
 	}
-	return u.count(ctx, conn, inTx, args, func() (query.Rows, error) { return run(ctx, conn, q, p, func() {}) })
+	return u.count(ctx, conn, inTx, args, func(sqlText string) (query.Rows, error) {
+		if sqlText == q.SQL || p.sqlText != q.SQL { // p.sqlText: its parameters typed, kept whole
+			return run(ctx, conn, q, p, func() {})
+		}
+		lean, err := prepare(conn, sqlText)
+		if err != nil {
+			return nil, wrapErr(err)
+		}
+		c := *q
+		c.SQL = sqlText
+		return run(ctx, conn, &c, lean, func() {})
+	})
 }
 
-// count counts the rows the UPDATE matches and changes, then runs it (exec, whose rows are a
-// command tag by the end), in a transaction of its own unless inTx, and answers with MySQL's
-// counts. args are the UPDATE's, as DuckDB binds them.
-func (u *updateCount) count(ctx context.Context, conn *sql.Conn, inTx bool, args []any, exec func() (query.Rows, error)) (query.Rows, error) {
+// count counts the rows the UPDATE matches and changes, then runs it (exec of its text, whose
+// rows are a command tag by the end), in a transaction of its own unless inTx, and answers with
+// MySQL's counts. args are the UPDATE's, as DuckDB binds them.
+func (u *updateCount) count(ctx context.Context, conn *sql.Conn, inTx bool, args []any, exec func(sqlText string) (query.Rows, error)) (query.Rows, error) {
 	return ownTransaction(ctx, conn, inTx, func() (query.Rows, error) { return u.counted(ctx, conn, args, exec) })
 }
 
 // counted counts, then runs exec.
-func (u *updateCount) counted(ctx context.Context, conn *sql.Conn, args []any, exec func() (query.Rows, error)) (query.Rows, error) {
+func (u *updateCount) counted(ctx context.Context, conn *sql.Conn, args []any, exec func(sqlText string) (query.Rows, error)) (query.Rows, error) {
+	for _, v := range u.variables {
+		if len(args) > 0 {
+			return nil, &query.Error{Code: "42000", Message: "This version of QueryFlux on DuckDB doesn't yet support 'assigning a user variable " +
+				"in an UPDATE's SET with parameters' (MySQL error 1235)"}
+		}
+		if _, err := conn.ExecContext(ctx, v); err != nil {
+			return nil, withoutStatement(wrapErr(err))
+		}
+	}
 	var matched, changed int64
-	if err := conn.QueryRowContext(ctx, u.countSQL, args...).Scan(&matched, &changed); err != nil {
+	setChanges := make([]int64, len(u.leavable.sets))
+	dest := []any{&matched, &changed}
+	for i := range setChanges {
+		dest = append(dest, &setChanges[i])
+	}
+	if err := conn.QueryRowContext(ctx, u.countSQL, args...).Scan(dest...); err != nil {
 		return nil, withoutStatement(wrapErr(err)) // the UPDATE's own error (a value its column refuses), but for the text
 	}
-	rows, err := exec()
+	sqlText, runs := u.leavable.without(setChanges)
+	if !runs {
+		return u.tag(matched, 0), nil
+	}
+	rows, err := exec(sqlText)
 	if err != nil {
 		return nil, err
 	}
@@ -264,13 +298,17 @@ func (u *updateCount) counted(ctx context.Context, conn *sql.Conn, args []any, e
 	if perr != nil {
 		return tag, nil
 	}
-	matched, changed = counted, min(changed, counted) // DuckDB's count of the rows matched stands
+	return u.tag(counted, min(changed, counted)), nil // DuckDB's count of the rows matched stands
+}
+
+// tag is the UPDATE's command tag of MySQL's counts.
+func (u *updateCount) tag(matched, changed int64) engine.TagRows {
 	n := changed
 	if u.foundRows {
 		n = matched
 	}
 	return engine.TagRows("UPDATE matched:" + strconv.FormatInt(matched, 10) + " changed:" + strconv.FormatInt(changed, 10) +
-		" " + strconv.FormatInt(n, 10)), nil
+		" " + strconv.FormatInt(n, 10))
 }
 
 // limitedWrite is a MySQL client's UPDATE or DELETE with ORDER BY and/or LIMIT (sqlText as

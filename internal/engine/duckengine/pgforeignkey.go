@@ -167,10 +167,11 @@ func (fk foreignKey) run(ctx context.Context, conn *sql.Conn, inTx bool) (query.
 	return engine.TagRows("ALTER TABLE"), nil
 }
 
-// tableIndexes are the statements that create the table's own indexes (not its keys').
+// tableIndexes are the statements that create the table's own indexes (not its keys'), in the
+// order they were created: created again so, a MySQL client's SHOW INDEX lists them as before.
 func tableIndexes(ctx context.Context, conn *sql.Conn, schema, name string) ([]string, error) {
 	rows, err := conn.QueryContext(ctx, `SELECT sql FROM duckdb_indexes() WHERE database_name = current_database()
-		AND schema_name = coalesce(nullif(?, ''), current_schema()) AND table_name = ? AND sql IS NOT NULL`, schema, name)
+		AND schema_name = coalesce(nullif(?, ''), current_schema()) AND table_name = ? AND sql IS NOT NULL ORDER BY index_oid`, schema, name)
 	if err != nil {
 		return nil, wrapErr(err)
 	}

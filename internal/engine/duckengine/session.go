@@ -128,6 +128,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if uc != nil {
 		defer cancel()
 		rows, err := uc.run(ctx, s.conn, s.status == 'T', q, st.p)
+		err = parentRowInUse(client, err) // mysqlparent.go
 		if err != nil {
 			s.e.noteFatal(err)
 			s.fail()
@@ -143,6 +144,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	rows, err := run(ctx, s.conn, q, st.p, cancel)
 	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
 		rows, err = s.e.retryDelete(outer, s.conn, s.status == 'T', client, q, st.p, err)
+		err = parentRowInUse(client, err)
 	}
 	if err != nil {
 		s.e.noteFatal(err)

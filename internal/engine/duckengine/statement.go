@@ -96,11 +96,11 @@ func (e *Engine) statement(conn *sql.Conn, q *query.Request, sqlText string) (st
 	if err != nil || st.tx != txNone {
 		return st, err
 	}
-	p, err := prepare(conn, sqlText)
+	p, err := prepareGrouped(conn, q, sqlText) // mysqlgroupby.go
 	if err != nil {
 		return st, wrapErr(err)
 	}
-	if typed, ok := typeUntypedParams(conn, q, sqlText, p.params, false); ok {
+	if typed, ok := typeUntypedParams(conn, q, p.sqlText, p.params, false); ok {
 		if p, err = prepare(conn, typed); err != nil {
 			return st, wrapErr(err)
 		}

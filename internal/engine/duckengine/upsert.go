@@ -250,6 +250,9 @@ func insertColumns(toks []sqltok.Token) []string {
 	if i+1 < len(toks) && toks[i].Text == "." {
 		i += 2
 	}
+	if i < len(toks) && toks[i].IsWord("set") { // INSERT ... SET a = x, b = y (mysqlinsertset.go)
+		toks = sqltok.SignificantTokens(insertSet(joinTokens(toks)), sqltok.MySQL)
+	}
 	if i >= len(toks) || toks[i].Text != "(" {
 		return nil
 	}
@@ -291,6 +294,8 @@ func givenKey(ctx context.Context, conn *sql.Conn, db, table string, given []str
 		}
 		keys = append(keys, k)
 	}
+	rows.Close()
+	keys = append(keys, uniqueIndexKeys(ctx, conn, db, table)...)
 	if len(keys) < 2 {
 		return nil, nil
 	}
@@ -303,6 +308,38 @@ func givenKey(ctx context.Context, conn *sql.Conn, db, table string, given []str
 		}
 	}
 	return nil, nil
+}
+
+// uniqueIndexKeys are the columns of table's unique indexes of columns only (an ALTER TABLE's
+// ADD UNIQUE, CREATE UNIQUE INDEX: mysqladdkey.go), which a conflict also needs told apart;
+// an index of an expression (the caseless lower(col) beside a key) is none.
+func uniqueIndexKeys(ctx context.Context, conn *sql.Conn, db, table string) [][]string {
+	rows, err := conn.QueryContext(ctx, "SELECT expressions FROM duckdb_indexes() WHERE "+inSchema("database_name", "schema_name", db)+
+		" AND lower(table_name) = lower(?) AND is_unique ORDER BY index_name", table)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var keys [][]string
+	for rows.Next() {
+		var exprs string // DuckDB's text of the list: [email], [a, "B"], ['(lower(email))']
+		if rows.Scan(&exprs) != nil {
+			return nil
+		}
+		var k []string
+		toks := sqltok.SignificantTokens(strings.TrimSuffix(strings.TrimPrefix(exprs, "["), "]"), sqltok.Postgres)
+		for _, item := range sqltok.SplitAtCommas(toks) {
+			if len(item) != 1 || item[0].Kind != sqltok.Word && item[0].Kind != sqltok.QuotedIdent {
+				k = nil
+				break
+			}
+			k = append(k, pgIdent(item[0]))
+		}
+		if k != nil {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // queryNames runs a query of one text column with one argument and returns its values; nil

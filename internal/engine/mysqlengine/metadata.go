@@ -317,6 +317,10 @@ func (e *Engine) mayOfferMetadata() bool {
 	return e.metadataOffer.Load() != notOffered
 }
 
+// TakesClientCollation: a connection is opened in the client's collation (flags.go), so the
+// client's bytes go to MariaDB as they are (engine.ClientCollationTaker).
+func (e *Engine) TakesClientCollation() {}
+
 // ExtendedMetadata reports whether the engine's server is known to offer extended metadata,
 // and its connections can ask for it: a frontend may then offer it to its clients.
 func (e *Engine) ExtendedMetadata() bool {

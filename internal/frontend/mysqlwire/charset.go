@@ -3,9 +3,11 @@ package mysqlwire
 import (
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
+	"github.com/queryflux/queryflux/internal/mysqlcharset"
 )
 
 // A client's collation (and so its character set) is the session's, as on MariaDB: the one
@@ -63,17 +65,31 @@ func namesCollation(v string) (uint8, bool) {
 	return 0, false
 }
 
-// inClientCollation rewrites the definition of a text column a MySQL engine described
-// (columnFor writes utf8mb4's) for the session's collation: its id. Its values and length are
-// the engine's, in the client's set already. Another engine's text is UTF-8 whatever the
-// client's set (only MySQL engines take query.Request.Collation): its column stays utf8mb4's,
-// and the client decodes it as such.
-func inClientCollation(col *column, id uint8) {
-	f := col.field
-	if f.Charset != charsetUTF8MB4 || id == 0 || !col.fromMySQLEngine {
+// inClientCollation rewrites the definition of a text column (f; columnFor writes utf8mb4's)
+// for the session's collation: its id. A MySQL engine's values and length are in the client's
+// set already (the engine connection is in it). Another engine's text is UTF-8 whatever the
+// client's set (only MySQL engines take query.Request.Collation): for a latin1 client it is
+// converted to latin1 as it is written (toLatin1), as MariaDB converts a utf8mb4 column's
+// values to a latin1 client's set, and the core converts the client's statement the other way
+// (proxy.inEngineCharset); for a utf8mb3 client it is UTF-8 already, and its column stays
+// utf8mb4's.
+func inClientCollation(col *column, f arrow.Field, id uint8) {
+	mf := col.field
+	if mf.Charset != charsetUTF8MB4 || id == 0 {
 		return
 	}
-	f.Charset = uint16(collationOf(id).ID)
+	switch {
+	case col.fromMySQLEngine || fromMySQLEngine(f):
+		mf.Charset = uint16(collationOf(id).ID)
+	case mysqlcharset.IsLatin1(id):
+		mf.Charset, col.toLatin1 = uint16(collationOf(id).ID), true
+	}
+}
+
+// fromMySQLEngine reports whether f is a column a MySQL engine described (its values in the
+// client's set): the metadata only mysqlengine writes.
+func fromMySQLEngine(f arrow.Field) bool {
+	return f.Metadata.FindKey(mysqlengine.MetaMySQLColumn) >= 0 || f.Metadata.FindKey(mysqlengine.MetaMySQLType) >= 0
 }
 
 // localInClientCollation rewrites the definition of a text column of the proxy's own answer

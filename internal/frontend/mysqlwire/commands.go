@@ -22,6 +22,7 @@ type noReply struct{}
 func (h *session) serveCommands() {
 	c := h.conn
 	for !c.Closed() {
+		h.gate.commandDone()
 		if h.waitingForClient(true) {
 			_ = h.out.w.Flush() // the last answer (a COMMIT's OK) waits in the buffer for a read
 			return              // draining: the server is shutting down at this transaction boundary
@@ -121,6 +122,9 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 		return h.changeUser(data)
 	case comRefusedUnread:
 		if refusal, seq, ok := h.gate.takeUnread(); ok {
+			if refusal == errAnsweredNothing {
+				return noReply{}
+			}
 			h.conn.Sequence = seq // the client sent more packets than go-mysql was handed
 			return refusal
 		}

@@ -98,7 +98,7 @@ func (h *session) describeFieldList(ctx context.Context, req *query.Request, wil
 			continue
 		}
 		col := columnFor(f)
-		inClientCollation(&col, h.collation)
+		inClientCollation(&col, f, h.collation)
 		fields = append(fields, append(h.appendField(nil, col.field, col.extended), 0xfb))
 	}
 	for { // the SELECT reads no rows; its end is read for its report

@@ -64,17 +64,21 @@ type packetGate struct {
 	timed     bool          // and a read waited for more of it: msg runs
 	inFlight  int           // bytes of the packet held whole counted in limits.InFlight
 
-	// refuseCmd, once logged in, says from its first packet's header and command byte whether a
-	// command too large to stream would be refused for what its session may hold (a
-	// COM_STMT_PREPARE past the session's room): such a command is read past, never held
-	// whole, and go-mysql is handed comRefusedUnread in its place (see takeUnread).
-	refuseCmd func(cmd byte, payloadLen int) error
+	// refuseCmd, once logged in, says from its first packet's header and first refuseHeadBytes
+	// whether a command too large to stream would be refused for what its session may hold (a
+	// COM_STMT_PREPARE or long data past the session's room): such a command is read past, never
+	// held whole, and go-mysql is handed comRefusedUnread in its place (see takeUnread).
+	refuseCmd func(head []byte, payloadLen int) error
 	skip      int   // bytes of a refused command's current packet (header included) still to drop
 	skipping  bool  // a refused command is being dropped
 	skipDone  bool  // and skip is what is left of its last packet
 	unread    error // the refusal of the command dropped, for the session to answer
 	unreadSeq byte  // the sequence number its answer takes: one past its last packet's
 }
+
+// refuseHeadBytes is what refuseCmd sees of long data: its command byte, statement id and
+// parameter (of a COM_STMT_PREPARE, its command byte).
+const refuseHeadBytes = 7
 
 // comRefusedUnread is the command byte the gate hands go-mysql in place of a command it
 // refused unread; MySQL's commands end at 0x1f, MariaDB's at 0xfe.
@@ -134,6 +138,10 @@ func (g *packetGate) loggedIn() {
 	g.msg = netlimit.NewMessageTimer(g.Conn, g.limits.MessageTimeout)
 }
 
+// commandDone ends the count of the last command's packets in the daemon's messages in
+// flight: it was answered, and what held it (go-mysql's buffer, its decoded copies) is garbage.
+func (g *packetGate) commandDone() { g.giveBack() }
+
 // stop releases the message timer when the connection ends.
 func (g *packetGate) stop() {
 	if g.msg != nil {
@@ -142,7 +150,9 @@ func (g *packetGate) stop() {
 	g.giveBack()
 }
 
-// giveBack ends the count of the packet held whole (handed on, or the connection ends).
+// giveBack ends the count of the command's packets held whole: once the command was answered
+// (commandDone), or the connection ends. Handing a packet on does not end it: go-mysql's copy
+// of the command (ReadPacket's buffer) lives until the command was handled.
 func (g *packetGate) giveBack() {
 	if g.inFlight > 0 {
 		g.limits.InFlight.Give(g.inFlight)
@@ -203,7 +213,6 @@ func (g *packetGate) read(p []byte) (int, error) {
 	g.left -= n
 	if g.left == 0 {
 		g.big = nil
-		g.giveBack()
 		if g.msgEnding {
 			g.endMessage()
 		}
@@ -222,6 +231,7 @@ func (g *packetGate) next() error {
 	}
 	if g.acc == nil {
 		if g.msg != nil && !g.inMessage { // idle until a new message's first byte
+			g.giveBack() // the message before it was handled (a LOAD DATA file's packets: one at a time)
 			if _, err := g.r.Peek(1); err != nil {
 				return err
 			}
@@ -265,14 +275,15 @@ func (g *packetGate) next() error {
 			return nil
 		}
 		if g.msg != nil && size > gateBufferBytes {
-			// Held whole, it counts in the daemon's messages in flight until handed on: a thousand
-			// clients each sending max_allowed_packet at once would otherwise exhaust the host.
+			// Held whole, it counts in the daemon's messages in flight until it was handled (see
+			// giveBack): a thousand clients each sending max_allowed_packet at once would
+			// otherwise exhaust the host.
 			if err := g.limits.InFlight.Take(size); err != nil {
 				g.log.Info("mysqlwire: client message refused", "remote", g.RemoteAddr().String(), "reason", err.Error())
 				g.count("in_flight_bytes")
 				return g.refuse(g.clientSeq, mysql.ER_OUT_OF_RESOURCES, err)
 			}
-			g.inFlight = size
+			g.inFlight += size // a command's packets together, until it was answered
 		}
 		// bytes.Buffer grows with what arrives, never to the announced size ahead of it.
 		g.acc, g.want = &bytes.Buffer{}, size
@@ -301,14 +312,24 @@ func (g *packetGate) next() error {
 // size bytes, is too large to stream; a refused command is dropped (skipUnread). Nothing is
 // consumed until it is refused, so a read error here leaves the packet to be read again.
 func (g *packetGate) refusedFromHeader(size int) (bool, error) {
-	if g.refuseCmd == nil || g.msg == nil || g.msgBytes != 0 || size <= gateBufferBytes {
-		return false, nil
+	if g.refuseCmd == nil || g.msg == nil || g.msgBytes != 0 || size <= gateBufferBytes || size > g.limits.MessageBytesMax {
+		return false, nil // (past max_allowed_packet: admit refuses it at its header)
 	}
-	hdr, err := g.r.Peek(5)
+	cmd, err := g.r.Peek(5)
 	if err != nil {
 		return false, err
 	}
-	refusal := g.refuseCmd(hdr[4], size)
+	head := 1
+	if cmd[4] == mysql.COM_STMT_SEND_LONG_DATA {
+		head = refuseHeadBytes
+	} else if cmd[4] != mysql.COM_STMT_PREPARE {
+		return false, nil
+	}
+	hdr, err := g.r.Peek(4 + head)
+	if err != nil {
+		return false, err
+	}
+	refusal := g.refuseCmd(hdr[4:], size)
 	if refusal == nil {
 		return false, nil
 	}

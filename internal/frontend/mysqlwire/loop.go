@@ -30,15 +30,15 @@ import (
 // routing, checks, a slot that needs no waiting), takes an idle loop connection of the engine
 // (mysqlengine.LoopConn: its result sets are framed as this frontend's clients expect), writes
 // the packet to it (after the comment naming its capacity lease's tag, when it runs under one,
-// as mysqlengine writes it) and relays the engine's answer straight back, watching only the short
-// packets (the result's head, its EOFs, an ERR, small rows) to find the statement's end; rows
-// are counted as they pass. The statement is reported (proxy.Relay.Finish) on the loop's
-// thread. Its engine connection stays plugged in for the client's next statement while
-// nobody else needs it (mysqlengine.LoopConn.Keep: no take, plug, unplug and give-back per
-// statement); it goes back to its pool when another client waits for a connection, when the
-// client pauses (the engine's sweep reclaims it), when the next statement needs another one
-// (another engine, database or flag set), when a statement leaves a transaction open on it,
-// and whenever the session leaves the loop.
+// as mysqlengine writes it) and relays the engine's answer straight back, watching only the
+// packets that may end it (the result's head, the EOF or ERR after its rows: relayloop.MySQL's
+// Rows) to find the statement's end; rows are counted as they pass. The statement is reported
+// (proxy.Relay.Finish) on the loop's thread. Its engine connection stays plugged in for the
+// client's next statement while nobody else needs it (mysqlengine.LoopConn.Keep: no take,
+// plug, unplug and give-back per statement); it goes back to its pool when another client
+// waits for a connection, when the client pauses (the engine's sweep reclaims it), when the
+// next statement needs another one (another engine, database or flag set), when a statement
+// leaves a transaction open on it, and whenever the session leaves the loop.
 //
 // What may wait, or needs more than the loop does, is the goroutine's. An engine connection
 // to open: the loop holds the client's packet and the goroutine opens one and plugs it in.
@@ -59,7 +59,8 @@ import (
 const loopMissesMax = 4
 
 // engineWatchMax is the longest engine packet the loop's Watch sees whole: every ERR, EOF,
-// OK and column definition is shorter; longer rows stream through, counted.
+// OK and column definition is shorter. Rows stream past the Watch, counted, whatever their
+// size (relayloop.MySQL's Rows); those up to this long are still relayed whole.
 const engineWatchMax = 4 << 10
 
 // Hand-offs in a row (admissions that would wait, statements for the Arrow path) after which
@@ -499,7 +500,7 @@ func (lr *loopRun) begin(msg []byte) relayloop.Verdict {
 		lr.stopAfter = context.AfterFunc(run.Ctx, lr.cancelDue)
 	}
 	lr.busy, lr.phase, lr.run, lr.healthy, lr.final = true, phaseHead, run, true, false
-	lr.rows.Seq, lr.rows.Skip = 0, 0 // the client's COM_QUERY: the engine answers from 1 on
+	lr.rows.Seq, lr.rows.Skip, lr.rows.Rows = 0, 0, false // the client's COM_QUERY: the engine answers from 1 on
 	lr.seen, lr.seenBytes, lr.count0, lr.bytes0 = 0, 0, lr.rows.Count, lr.rows.Bytes
 	h.warnings = 0
 	h.forgetDiagnostics(sql)
@@ -545,13 +546,13 @@ func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
 			// CLIENT_DEPRECATE_EOF) come next, and the Watch needs none of them: they stream
 			// through, and what it sees next is a row or the result's end.
 			lr.rows.Skip = n + 1
-			lr.phase = phaseRows
+			lr.phase, lr.rows.Rows = phaseRows, true
 		}
 	case lr.phase == phaseColumns && isEOF:
-		lr.phase = phaseRows
+		lr.phase, lr.rows.Rows = phaseRows, true
 	case lr.phase == phaseRows && isEOF:
 		return lr.ended(eofStatus(p))
-	case lr.phase == phaseRows:
+	case lr.phase == phaseRows: // (the framer counts the rows while Rows is set: none comes here)
 		lr.seen++
 		lr.seenBytes += int64(len(p))
 	}
@@ -590,6 +591,7 @@ func eofStatus(p []byte) (status, warnings uint16) {
 
 // ended is the packet ending a result: the statement's end unless more results follow.
 func (lr *loopRun) ended(status, warnings uint16) relayloop.Verdict {
+	lr.rows.Rows = false
 	if status&mysql.SERVER_MORE_RESULTS_EXISTS != 0 {
 		lr.phase = phaseHead
 		return relayloop.Relay
@@ -606,6 +608,7 @@ func (lr *loopRun) ended(status, warnings uint16) relayloop.Verdict {
 // failed is the engine's ERR ending the statement: relayed as it is, unless a cancel caused
 // it (the goroutine names that).
 func (lr *loopRun) failed(p []byte) relayloop.Verdict {
+	lr.rows.Rows = false
 	if lr.wasCancelled() || lr.run.Ctx.Err() != nil {
 		lr.final = true
 		return relayloop.Pause

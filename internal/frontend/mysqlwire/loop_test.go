@@ -918,9 +918,10 @@ func (l *checkLog) take() []string {
 }
 
 // TestLoopWatchesNoColumnDefinitions: of a result's packets the loop's Watch looks at the head
-// (the column count), the rows and the end; the column definitions and their EOF stream
-// through unseen (relayloop.MySQL's Skip), however many columns there are. The statements'
-// rows still reach the client, and history counts only their rows.
+// (the column count) and the end; the column definitions and their EOF stream through unseen
+// (relayloop.MySQL's Skip), however many columns there are, and so do the rows, counted
+// (relayloop.MySQL's Rows). The statements' rows still reach the client, and history counts
+// only their rows.
 func TestLoopWatchesNoColumnDefinitions(t *testing.T) {
 	f := coreServer(t, coreSetup{})
 	c := newRawClient(t, f.addr, f.dbName)
@@ -947,11 +948,11 @@ func TestLoopWatchesNoColumnDefinitions(t *testing.T) {
 		}
 	})
 	offLoop()
-	// Per statement: the column count, two rows and the EOF that ends them. Watching the eight
-	// definitions and their EOF too makes 13.
-	if got := s.LoopWatched() - before; got != statements*4 {
+	// Per statement: the column count and the EOF that ends the rows. Watching the two rows
+	// too makes 4, the eight definitions and their EOF 13.
+	if got := s.LoopWatched() - before; got != statements*2 {
 		t.Fatalf("the loop's Watch looked at %d engine packets for %d statements of 8 columns and 2 rows, want %d",
-			got, statements, statements*4)
+			got, statements, statements*2)
 	}
 	if recs := f.hist.Find(wide); len(recs) != statements || recs[0].Rows != 2 {
 		t.Fatalf("history has %d records of the statement (rows %v), want %d of 2 rows", len(recs), recs, statements)

@@ -467,7 +467,15 @@ func beginsTransaction(sql string) bool {
 }
 
 func isTxEnd(sql string) bool {
-	return sqltok.FirstKeywordIs(sql, sqltok.MySQL, "rollback", "commit")
+	return sqltok.FirstKeywordIs(sql, sqltok.MySQL, "rollback", "commit") && !rollsBackToSavepoint(sql)
+}
+
+// rollsBackToSavepoint reports whether sql is ROLLBACK [WORK] TO [SAVEPOINT] name, which ends
+// no transaction: taken for a ROLLBACK, it rolled the whole transaction back and unpinned,
+// and the client's COMMIT after it was answered OK with nothing committed.
+func rollsBackToSavepoint(sql string) bool {
+	toks := sqltok.SignificantTokens(sql, sqltok.MySQL)
+	return len(toks) > 2 && toks[0].IsWord("rollback") && (toks[1].IsWord("to") || toks[1].IsWord("work") && toks[2].IsWord("to"))
 }
 
 // attributes are the client's connection attributes (program_name, _client_name, ...), which
@@ -557,7 +565,7 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 	cols := make([]column, schema.NumFields())
 	for i, f := range schema.Fields() {
 		cols[i] = columnFor(f)
-		inClientCollation(&cols[i], h.collation)
+		inClientCollation(&cols[i], f, h.collation)
 	}
 	buf := make([]byte, 4, 1024)
 	if err := h.conn.WritePacket(append(buf, mysql.PutLengthEncodedInt(uint64(len(cols)))...)); err != nil {

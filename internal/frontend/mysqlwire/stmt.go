@@ -73,18 +73,43 @@ func (h *session) heldRefused(err *heldmem.Error) error {
 }
 
 // refuseUnread is the packet gate's refuseCmd: a COM_STMT_PREPARE whose statement could not be
-// kept is refused from its header, as prepare would refuse it once read, so that a client
-// refused one 16 MiB statement after another costs the daemon neither their copies nor their
-// reading. payloadLen counts the command byte, and for a command in several packets its
-// first packet only.
-func (h *session) refuseUnread(cmd byte, payloadLen int) error {
-	if cmd != mysql.COM_STMT_PREPARE {
-		return nil
-	}
-	if err := h.heldBytes.Refusal(stmtOverheadBytes + payloadLen - 1); err != nil {
-		return h.heldRefused(err)
+// kept is refused from its header, as prepare would refuse it once read, and so is long data
+// the session could not keep (as longData refuses it: at the statement's next execute), so
+// that a client refused one 16 MiB command after another costs the daemon neither their copies
+// nor their reading. payloadLen counts the command's head, and for a command in several
+// packets its first packet only.
+func (h *session) refuseUnread(head []byte, payloadLen int) error {
+	switch head[0] {
+	case mysql.COM_STMT_PREPARE:
+		if err := h.heldBytes.Refusal(stmtOverheadBytes + payloadLen - 1); err != nil {
+			return h.heldRefused(err)
+		}
+	case mysql.COM_STMT_SEND_LONG_DATA:
+		return h.longDataUnread(head[1:], payloadLen-refuseHeadBytes)
 	}
 	return nil
+}
+
+// errAnsweredNothing is a command dropped unread that MySQL answers nothing (long data).
+var errAnsweredNothing = errors.New("dropped unread: no answer")
+
+// longDataUnread refuses, from its head (statement id, parameter), a long data chunk of n bytes
+// or more that longData would not keep: for a statement or parameter that does not exist, or
+// past the session's room (the statement's next execute says so).
+func (h *session) longDataUnread(head []byte, n int) error {
+	st := h.stmts[binary.LittleEndian.Uint32(head)]
+	if st == nil || int(binary.LittleEndian.Uint16(head[4:])) >= st.params || st.longRefused != nil {
+		return errAnsweredNothing
+	}
+	if h.longHeld+n > h.maxAllowedPacket() {
+		st.longRefused = errLongDataTooLong
+	} else if err := h.heldBytes.Refusal(n); err != nil {
+		st.longRefused = h.heldRefused(err)
+	} else {
+		return nil
+	}
+	h.forgetLong(st)
+	return errAnsweredNothing
 }
 
 // forgetStmt closes the statement id: its text and long data are no longer held.

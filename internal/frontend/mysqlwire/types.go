@@ -13,6 +13,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
+	"github.com/queryflux/queryflux/internal/mysqlcharset"
 )
 
 // Character sets sent in column definitions.
@@ -37,6 +38,9 @@ type column struct {
 	// fromMySQLEngine: a text column's type and length are a MySQL engine's (engineColumn),
 	// its values and length in the client's character set (charset.go).
 	fromMySQLEngine bool
+	// toLatin1: another engine's text (UTF-8) for a latin1 client, converted as it is written
+	// (charset.go).
+	toLatin1 bool
 
 	// wholeTime is DuckDB's TIME, which has six digits and no precision of its own: a whole
 	// second goes without them, as MariaDB sends a TIME (12:34:56, where a TIME(6) column of
@@ -347,11 +351,11 @@ func textValue(b []byte, col *column, a arrow.Array, i int) []byte {
 	case *array.Float64:
 		return strconv.AppendFloat(b, a.Value(i), 'g', -1, 64)
 	case *array.String:
-		return append(b, a.Value(i)...)
+		return appendString(b, col, a.Value(i))
 	case *array.LargeString:
-		return append(b, a.Value(i)...)
+		return appendString(b, col, a.Value(i))
 	case *array.StringView:
-		return append(b, a.Value(i)...)
+		return appendString(b, col, a.Value(i))
 	case *array.Binary:
 		return append(b, a.Value(i)...)
 	case *array.LargeBinary:
@@ -380,6 +384,14 @@ func textValue(b []byte, col *column, a arrow.Array, i int) []byte {
 		}
 		return append(b, a.ValueStr(i)...)
 	}
+}
+
+// appendString appends a text value, in the client's latin1 where col says (toLatin1).
+func appendString(b []byte, col *column, v string) []byte {
+	if col.toLatin1 {
+		return mysqlcharset.AppendLatin1(b, v)
+	}
+	return append(b, v...)
 }
 
 // appendBinary appends row i of a in the binary protocol (the caller sets the NULL bitmap).

@@ -85,17 +85,14 @@ func (c *conn) checkParse(m *pgproto3.Parse) error {
 	return c.checkRoom(n)
 }
 
-// refuseUnread is the clientReader's refuse: a Parse whose statement could not be kept is
+// refuseUnread is the clientReader's refuseParse: a Parse whose statement could not be kept is
 // refused from its header, as checkParse would refuse it once read, so that a client
 // refused one 64 MiB statement after another costs the daemon neither their copies nor a
 // scan of their text. stmtHeld counts a Parse's body less its two terminators and the
 // count of parameter types.
-func (c *conn) refuseUnread(kind byte, bodyLen int, body0 byte) error {
-	if kind != 'P' {
-		return nil
-	}
+func (c *conn) refuseUnread(bodyLen int, unnamed bool) error {
 	n := heldOverheadBytes + bodyLen - 4
-	if old, ok := c.stmts[""]; ok && body0 == 0 {
+	if old, ok := c.stmts[""]; ok && unnamed {
 		n -= old.held
 	}
 	return c.checkRoom(n)

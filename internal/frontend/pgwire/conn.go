@@ -132,7 +132,7 @@ func (c *conn) serve() error {
 	}
 	c.be.SetMaxBodyLen(c.srv.opts.MessageBytesMax)
 	c.cr.loggedIn(c.srv.opts.MessageBytesMax, c.srv.opts.Limits.MessageTimeout, c.srv.opts.Limits.InFlight)
-	c.cr.refuse = c.refuseUnread
+	c.cr.refuseParse = c.refuseUnread
 	defer c.cr.giveBack()
 	defer c.held.Close() // after unregister (deferred below) has closed the portals
 	defer c.cr.msg.Stop()

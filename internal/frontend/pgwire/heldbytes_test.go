@@ -215,3 +215,30 @@ func TestHeldBytesBoundThroughClientLibraries(t *testing.T) {
 		pgclienttest.Expect(t, "jdbc", out, want)
 	})
 }
+
+// TestApplicationNameCutAsPostgreSQLCutsIt: the client's application_name is kept with its
+// connection (the engine's names the capacity lease), outside its budget; PostgreSQL keeps 63
+// bytes of it (NAMEDATALEN - 1), and so does the proxy, on the relay and the Arrow path: a
+// SET of a message's size is not kept whole. The proxy cuts at a character's start (PostgreSQL
+// writes non-ASCII bytes as '?' first).
+func TestApplicationNameCutAsPostgreSQLCutsIt(t *testing.T) {
+	name := strings.Repeat("n", 62) + strings.Repeat("é", 1<<19) // bytes 62 and 63 are one character
+	for path, noPassthrough := range boundPaths {
+		t.Run(path, func(t *testing.T) {
+			d, _ := boundedServer(t, noPassthrough, pgwire.Options{})
+			ctx := context.Background()
+			c, err := pgconn.Connect(ctx, d.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(ctx)
+			if _, err := c.Exec(ctx, "set application_name = '"+name+"'").ReadAll(); err != nil {
+				t.Fatal(err)
+			}
+			want := strings.Repeat("n", 62)
+			if got := c.ParameterStatus("application_name"); got != want {
+				t.Fatalf("application_name reported as %d bytes %.80q..., want the 62 bytes before the character at byte 63", len(got), got)
+			}
+		})
+	}
+}

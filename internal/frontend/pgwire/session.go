@@ -71,10 +71,24 @@ func (c *conn) answerSetting(name, value string) (query.Rows, bool, error) {
 			return nil, true, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "standard_conforming_strings is always on"}
 		}
 	case "application_name":
+		value = clipName(value)
 		c.setStartup("application_name", value)
 		c.be.Send(&pgproto3.ParameterStatus{Name: "application_name", Value: value})
 	}
 	return engine.TagRows("SET"), true, nil
+}
+
+// nameBytesMax is PostgreSQL's bound on application_name (NAMEDATALEN - 1 bytes): a longer
+// name is cut there, as PostgreSQL cuts it, and a connection keeps no more of it (a client's
+// SET could otherwise leave a message's size, 64 MiB, with each of its connections).
+const nameBytesMax = 63
+
+// clipName cuts v to nameBytesMax bytes, at a character's start.
+func clipName(v string) string {
+	if len(v) <= nameBytesMax {
+		return v
+	}
+	return strings.ToValidUTF8(v[:nameBytesMax], "")
 }
 
 // openSessionFor pins an engine connection when req starts a transaction and the backend can

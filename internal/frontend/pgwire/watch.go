@@ -50,11 +50,11 @@ type clientReader struct {
 	// a thousand clients each sending 64 MiB at once would otherwise exhaust the host.
 	pool     *heldmem.Pool
 	inFlight int
-	// refuse, once logged in, says from its header whether a large message would be refused
-	// for what its connection may hold (a Parse past the connection's room): such a message
+	// refuseParse, once logged in, says from its header whether a large Parse would be refused
+	// for what its connection may hold (unnamed: its statement name is empty): such a message
 	// is read past and dropped, never held, decoded or scanned, and Read returns
 	// *unreadMessage instead.
-	refuse func(kind byte, bodyLen int, body0 byte) error
+	refuseParse func(bodyLen int, unnamed bool) error
 }
 
 // unreadMessage is a message refused from its header and dropped unread.
@@ -104,17 +104,17 @@ func (r *clientReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// refusedUnread asks refuse about the message whose header is ahead (hl bytes); a refused
+// refusedUnread asks refuseParse about the message whose header is ahead (hl bytes); a refused
 // message is read past, and its refusal returned.
 func (r *clientReader) refusedUnread(hl int) error {
-	if r.refuse == nil {
+	if r.refuseParse == nil || r.ahead[0] != 'P' {
 		return nil
 	}
 	r.fill(hl + 1)
 	if len(r.ahead) <= hl {
 		return nil // the read's own error follows
 	}
-	err := r.refuse(r.ahead[0], r.left-hl, r.ahead[hl])
+	err := r.refuseParse(r.left-hl, r.ahead[hl] == 0)
 	if err == nil {
 		return nil
 	}
