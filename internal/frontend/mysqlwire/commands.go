@@ -22,6 +22,7 @@ type noReply struct{}
 func (h *session) serveCommands() {
 	c := h.conn
 	for !c.Closed() {
+		h.gate.commandDone()
 		if h.waitingForClient(true) {
 			_ = h.out.w.Flush() // the last answer (a COMMIT's OK) waits in the buffer for a read
 			return              // draining: the server is shutting down at this transaction boundary

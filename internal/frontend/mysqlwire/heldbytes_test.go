@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -310,5 +311,59 @@ func TestLongDataPastTheRoomRefusedUnread(t *testing.T) {
 	}
 	if err := long.QueryRowContext(ctx, "short").Scan(&n); err != nil || n != 5 {
 		t.Fatalf("the statement after the refusal: %d, %v", n, err)
+	}
+}
+
+// TestCommandCountsInFlightUntilAnswered: a large command counts in the daemon's messages in
+// flight until it was answered, not only while it arrives: go-mysql's copy of it lives while it
+// runs. Under a pool of 1 MiB, a 600 KB statement waiting on MariaDB for a lock the test holds
+// leaves no room for a second client's 600 KB statement (1041) until it was answered.
+func TestCommandCountsInFlightUntilAnswered(t *testing.T) {
+	eng, dsn, dbName := frontendtest.MariaDB(t)
+	direct, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	holder, err := direct.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	lock := "qf_in_flight_" + dbName
+	if _, err := holder.ExecContext(context.Background(), "SELECT GET_LOCK(?, 0)", lock); err != nil {
+		t.Fatal(err)
+	}
+	pool := heldmem.NewPool(1 << 20)
+	addr := startServer(t, unrecorded{eng}, Options{Limits: netlimit.Limits{InFlight: pool}})
+	d := openDB(t, addr, "alice", testPassword, dbName, "maxAllowedPacket=16777216")
+	const size = 600 << 10
+	waiting := "SELECT GET_LOCK('" + lock + "', 600) /* " + strings.Repeat("x", size) + " */"
+	done := make(chan error, 1)
+	go func() {
+		var n int
+		done <- d.QueryRow(waiting).Scan(&n)
+	}()
+	for deadline := time.Now().Add(time.Minute); pool.Used() < size; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiting statement never counted in flight")
+		}
+	}
+	var n int
+	err = d.QueryRow(paddedSelect(1, size)).Scan(&n)
+	if driverErrorNumber(err) != mysql.ER_OUT_OF_RESOURCES {
+		t.Fatalf("a second 600 KB statement while the first runs, under a 1 MiB pool: %d, %v; want 1041", n, err)
+	}
+	if _, err := holder.ExecContext(context.Background(), "SELECT RELEASE_LOCK(?)", lock); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting statement: %v", err)
+	}
+	if err := d.QueryRow(paddedSelect(1, size)).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the second statement after the first was answered: %d, %v", n, err)
+	}
+	if pool.Used() != 0 {
+		t.Fatalf("after the statements the pool holds %d bytes", pool.Used())
 	}
 }

@@ -138,6 +138,10 @@ func (g *packetGate) loggedIn() {
 	g.msg = netlimit.NewMessageTimer(g.Conn, g.limits.MessageTimeout)
 }
 
+// commandDone ends the count of the last command's packets in the daemon's messages in
+// flight: it was answered, and what held it (go-mysql's buffer, its decoded copies) is garbage.
+func (g *packetGate) commandDone() { g.giveBack() }
+
 // stop releases the message timer when the connection ends.
 func (g *packetGate) stop() {
 	if g.msg != nil {
@@ -146,7 +150,9 @@ func (g *packetGate) stop() {
 	g.giveBack()
 }
 
-// giveBack ends the count of the packet held whole (handed on, or the connection ends).
+// giveBack ends the count of the command's packets held whole: once the command was answered
+// (commandDone), or the connection ends. Handing a packet on does not end it: go-mysql's copy
+// of the command (ReadPacket's buffer) lives until the command was handled.
 func (g *packetGate) giveBack() {
 	if g.inFlight > 0 {
 		g.limits.InFlight.Give(g.inFlight)
@@ -207,7 +213,6 @@ func (g *packetGate) read(p []byte) (int, error) {
 	g.left -= n
 	if g.left == 0 {
 		g.big = nil
-		g.giveBack()
 		if g.msgEnding {
 			g.endMessage()
 		}
@@ -226,6 +231,7 @@ func (g *packetGate) next() error {
 	}
 	if g.acc == nil {
 		if g.msg != nil && !g.inMessage { // idle until a new message's first byte
+			g.giveBack() // the message before it was handled (a LOAD DATA file's packets: one at a time)
 			if _, err := g.r.Peek(1); err != nil {
 				return err
 			}
@@ -269,14 +275,15 @@ func (g *packetGate) next() error {
 			return nil
 		}
 		if g.msg != nil && size > gateBufferBytes {
-			// Held whole, it counts in the daemon's messages in flight until handed on: a thousand
-			// clients each sending max_allowed_packet at once would otherwise exhaust the host.
+			// Held whole, it counts in the daemon's messages in flight until it was handled (see
+			// giveBack): a thousand clients each sending max_allowed_packet at once would
+			// otherwise exhaust the host.
 			if err := g.limits.InFlight.Take(size); err != nil {
 				g.log.Info("mysqlwire: client message refused", "remote", g.RemoteAddr().String(), "reason", err.Error())
 				g.count("in_flight_bytes")
 				return g.refuse(g.clientSeq, mysql.ER_OUT_OF_RESOURCES, err)
 			}
-			g.inFlight = size
+			g.inFlight += size // a command's packets together, until it was answered
 		}
 		// bytes.Buffer grows with what arrives, never to the announced size ahead of it.
 		g.acc, g.want = &bytes.Buffer{}, size
