@@ -151,7 +151,7 @@ func (f *fleetWorkload) runMySQL(ctx context.Context, worker, group, stmt string
 	case err == nil:
 		return outSucceeded, maxDraw(draws)
 	case errors.As(err, &me) && leaseLost(me.Number == erTooManyConcurrentTx, me.Message):
-		return outLost, 0
+		return outLeaseLost, 0
 	case errors.As(err, &me) && me.Number == erTooManyConcurrentTx:
 		return outTimedOut, 0
 	case errors.As(err, &me) && me.Number == erConCount:

@@ -193,13 +193,16 @@ type configWholeCheck struct {
 	convergedFrom time.Duration
 	served        map[string]map[string][]string // revision -> user -> clusters it routes to
 	ran           map[string][]reported          // worker -> revisions it reported, in order
+	seen          map[string]time.Duration       // worker -> the last look that saw its revision
 	lagging       []string                       // after convergedFrom, a worker not on the current revision
 }
 
-// reported is a revision a worker reported running, first seen at (scenario time).
+// reported is a revision a worker reported running, first seen at (scenario time). since is
+// the look before that saw the worker (its first look: at): the worker may have switched to it
+// any time after, and between two looks there may be a gap, when its control plane was down.
 type reported struct {
-	rev string
-	at  time.Duration
+	rev       string
+	since, at time.Duration
 }
 
 func planConfigWhole(c *scenarios.CheckSpec) (realCheck, string) {
@@ -209,7 +212,8 @@ func planConfigWhole(c *scenarios.CheckSpec) (realCheck, string) {
 	if err := c.Params.Decode(&a); err != nil {
 		return nil, err.Error()
 	}
-	return &configWholeCheck{convergedFrom: a.ConvergedFrom, served: map[string]map[string][]string{}, ran: map[string][]reported{}}, ""
+	return &configWholeCheck{convergedFrom: a.ConvergedFrom, served: map[string]map[string][]string{}, ran: map[string][]reported{},
+		seen: map[string]time.Duration{}}, ""
 }
 
 func (c *configWholeCheck) look(sc *scenarios.Scenario, s *snapshot) {
@@ -223,8 +227,13 @@ func (c *configWholeCheck) look(sc *scenarios.Scenario, s *snapshot) {
 			c.served[wi.Revision] = s.routing
 		}
 		if r := c.ran[name]; len(r) == 0 || r[len(r)-1].rev != wi.Revision {
-			c.ran[name] = append(r, reported{wi.Revision, s.t})
+			since, looked := c.seen[name]
+			if !looked {
+				since = s.t
+			}
+			c.ran[name] = append(r, reported{rev: wi.Revision, since: since, at: s.t})
 		}
+		c.seen[name] = s.t
 		if c.convergedFrom > 0 && s.t >= c.convergedFrom && !wi.Current && len(c.lagging) < 5 {
 			c.lagging = append(c.lagging, fmt.Sprintf("at %v %s runs %.8s, not the current revision", s.t.Round(time.Millisecond), name, wi.Revision))
 		}
@@ -254,7 +263,8 @@ func (c *configWholeCheck) result(r *runner) (bool, string) {
 // landings judges each answered query against the revisions its worker reported while it ran.
 // A report reaches a look up to a heartbeat and a look after the worker switched, so a query
 // may have run under any revision reported from that long before it was sent until as long
-// after it was answered. A query no look can place (its worker not seen) is not judged.
+// after it was answered; a revision first seen after a gap in the looks (its control plane
+// down) may have run from the look before the gap on. A query no look can place (its worker not seen) is not judged.
 func (c *configWholeCheck) landings(r *runner) (judged int, misrouted []string) {
 	if r.wl == nil {
 		return 0, nil
@@ -270,7 +280,7 @@ func (c *configWholeCheck) landings(r *runner) (judged int, misrouted []string) 
 				until = revs[i+1].at
 			}
 			routing, served := c.served[rep.rev]
-			if !served || rep.at > l.to+slack || until < l.from-slack {
+			if !served || rep.since > l.to+slack || until < l.from-slack {
 				continue
 			}
 			placed = true

@@ -555,7 +555,8 @@ const (
 	outQueueFull = "queue full" // refused: the queue was full
 	outRefused   = "refused"    // no connection, or refused before it could wait
 	outCancelled = "cancelled"  // the run ended while it waited or ran
-	outLost      = "lost"       // admitted, then failed after a run time the client cannot know (lease lost, connection broken)
+	outLost      = "lost"       // admitted, then failed after a run time the client cannot know (connection broken)
+	outLeaseLost = "lease lost" // admitted, then ended because its capacity lease was lost (counted as lost too)
 )
 
 // run sends the query; ran is how long the engine was asked to run it (to subtract from the
@@ -585,7 +586,7 @@ func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (
 		f.ranOn(landing{worker: worker, user: group, cluster: f.wl.Clusters[cluster-1].Name, from: sent, to: f.r.now()})
 		return outSucceeded, maxDraw(draws)
 	case errors.As(err, &pe) && leaseLost(pe.Code == query.CodeCapacityTimeout, pe.Message):
-		return outLost, 0
+		return outLeaseLost, 0
 	case errors.As(err, &pe) && pe.Code == query.CodeCapacityTimeout:
 		return outTimedOut, 0
 	case errors.As(err, &pe) && pe.Code == query.CodeQueueFull:
@@ -647,6 +648,17 @@ func maxDraw(ds []drawn) time.Duration {
 	return m
 }
 
+// leaseLost is the number of counted queries that ended because their capacity lease was lost.
+func (f *fleetWorkload) leaseLost() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, l := range f.load { //determinism:ok a sum is the same in any order
+		n += l.LeaseLost
+	}
+	return n
+}
+
 func (f *fleetWorkload) loadOf(worker string) *scenarios.WorkerLoad {
 	l := f.load[worker]
 	if l == nil {
@@ -676,6 +688,10 @@ func (f *fleetWorkload) finish(worker, group string, counted bool, outcome strin
 		f.groupErrors[group]++
 	}
 	l := f.loadOf(worker)
+	if outcome == outLeaseLost {
+		l.LeaseLost++
+		outcome = outLost
+	}
 	switch outcome {
 	case outRefused:
 		return

@@ -22,11 +22,12 @@ func planWorkloadCheck(sc *scenarios.Scenario, c *scenarios.CheckSpec) (realChec
 			MinAdmitted  int           `yaml:"minAdmitted"`
 			MinPerWorker int           `yaml:"minPerWorker"`
 			MaxQueueP99  time.Duration `yaml:"maxQueueP99"`
+			MaxLeaseLost *int          `yaml:"maxLeaseLost"`
 		}
 		if err := c.Params.Decode(&a); err != nil {
 			return nil, err.Error(), true
 		}
-		return &servedCheck{minAdmitted: a.MinAdmitted, minPerWorker: a.MinPerWorker, maxP99: a.MaxQueueP99}, "", true
+		return &servedCheck{minAdmitted: a.MinAdmitted, minPerWorker: a.MinPerWorker, maxP99: a.MaxQueueP99, maxLeaseLost: a.MaxLeaseLost}, "", true
 	case "fairness":
 		var a struct {
 			Min float64 `yaml:"min"`
@@ -293,6 +294,7 @@ func (c *expectViolationCheck) lagBudget(r *runner) (lagBudget, bool) {
 type servedCheck struct {
 	minAdmitted, minPerWorker int
 	maxP99                    time.Duration
+	maxLeaseLost              *int // nil: not judged
 }
 
 func (c *servedCheck) look(*scenarios.Scenario, *snapshot) {}
@@ -311,6 +313,11 @@ func (c *servedCheck) result(r *runner) (bool, string) {
 	if len(starved) > 0 {
 		pass = false
 		detail += fmt.Sprintf("; admitted < %d on %s", c.minPerWorker, strings.Join(starved, " "))
+	}
+	if c.maxLeaseLost != nil && r.wl != nil {
+		lost := r.wl.leaseLost()
+		pass = pass && lost <= *c.maxLeaseLost
+		detail += fmt.Sprintf("; %d ended by a lost lease (at most %d)", lost, *c.maxLeaseLost)
 	}
 	return pass, detail
 }

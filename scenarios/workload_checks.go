@@ -52,10 +52,12 @@ func (c *capOracle) Result(w *World) (bool, string) {
 }
 
 // served: the workload got through: at least minAdmitted grants, queue p99 at most maxQueueP99,
-// every listed worker admitted at least once (minPerWorker).
+// every listed worker admitted at least once (minPerWorker), and, when maxLeaseLost is set, at
+// most that many queries ended because their capacity lease was lost after they were admitted.
 type served struct {
 	minAdmitted, minPerWorker int
 	maxQueueP99               time.Duration
+	maxLeaseLost              *int
 }
 
 func parseServed(sc *Scenario, p Params) (Check, error) {
@@ -63,6 +65,7 @@ func parseServed(sc *Scenario, p Params) (Check, error) {
 		MinAdmitted  int           `yaml:"minAdmitted"`
 		MinPerWorker int           `yaml:"minPerWorker"`
 		MaxQueueP99  time.Duration `yaml:"maxQueueP99"`
+		MaxLeaseLost *int          `yaml:"maxLeaseLost"`
 	}
 	if err := p.Decode(&c); err != nil {
 		return nil, err
@@ -70,7 +73,7 @@ func parseServed(sc *Scenario, p Params) (Check, error) {
 	if sc.Workload == nil {
 		return nil, p.Errorf("served needs a workload: section")
 	}
-	return &served{minAdmitted: c.MinAdmitted, minPerWorker: c.MinPerWorker, maxQueueP99: c.MaxQueueP99}, nil
+	return &served{minAdmitted: c.MinAdmitted, minPerWorker: c.MinPerWorker, maxQueueP99: c.MaxQueueP99, maxLeaseLost: c.MaxLeaseLost}, nil
 }
 
 func (c *served) Start(w *World) {}
@@ -92,6 +95,14 @@ func (c *served) Result(w *World) (bool, string) {
 	detail := s.String()
 	if len(starved) > 0 {
 		detail += fmt.Sprintf("; admitted < %d on %s", c.minPerWorker, strings.Join(starved, " "))
+	}
+	if c.maxLeaseLost != nil {
+		lost := 0
+		for _, wl := range st.Workers { //determinism:ok a sum is the same in any order
+			lost += wl.LeaseLost
+		}
+		pass = pass && lost <= *c.maxLeaseLost
+		detail += fmt.Sprintf("; %d ended by a lost lease (at most %d)", lost, *c.maxLeaseLost)
 	}
 	return pass, detail
 }

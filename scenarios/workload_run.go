@@ -35,7 +35,8 @@ type WorkerLoad struct {
 	Succeeded int     //
 	Failed    int     // engine failures, timeouts, queue full...
 	Cancelled int     //
-	TimedOut  int     // gave up waiting for a slot (group waitTimeout)
+	TimedOut  int     // gave up waiting for a slot (group waitTimeout), or ended by a lost lease
+	LeaseLost int     // admitted on a cluster, then ended because its capacity lease was lost
 	QueueFull int     // refused: the group's queue was full
 	QueueMs   []int64 // queue time of every finished query that was allowed to wait
 }
@@ -457,6 +458,9 @@ func (l *WorkerLoad) finished(r proxy.Record) {
 		return
 	case query.CodeCapacityTimeout, query.CodeQueryTimeout:
 		l.TimedOut++
+	}
+	if r.ErrorCode == query.CodeCapacityTimeout && r.Cluster != "" {
+		l.LeaseLost++ // a wait for a slot that timed out names no cluster
 	}
 	l.QueueMs = append(l.QueueMs, r.QueueMs)
 }

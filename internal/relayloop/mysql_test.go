@@ -110,8 +110,14 @@ func TestMySQLRunsFrameWholePacketsAtOnce(t *testing.T) {
 		t.Fatalf("a row read in part: total %d, watched %v; want 7, waited for", total, watch)
 	}
 	f = &MySQL{WatchMax: 100, Skip: 2}
-	long := []byte{0xff, 0xff, 0xff, 1}
+	long := make([]byte, 4+MySQLMaxPayload) // read whole: still framed alone
+	long[0], long[1], long[2], long[3] = 0xff, 0xff, 0xff, 1
 	if total, watch := f.Frame(long); total != 4+MySQLMaxPayload || watch || !f.Continues() || f.Skip != 1 {
 		t.Fatalf("a skipped packet that continues: total %d, watched %v, continues %v, skip %d", total, watch, f.Continues(), f.Skip)
+	}
+	f = &MySQL{WatchMax: 100, Rows: true}
+	rows := append(append(packet(1, 1, 'a'), packet(2)...), packet(3, 1, 'b')...)
+	if total, watch := f.Frame(rows); total != 6 || watch || f.Count != 1 {
+		t.Fatalf("a row, then an empty packet: total %d, watched %v, count %d; want the row alone", total, watch, f.Count)
 	}
 }

@@ -45,10 +45,11 @@ func TestALoopSpinsOnlyForQuickAnswersOnAnIdleMachine(t *testing.T) {
 				readN(t, r.client, 1)
 			}
 			// (how many times the loop waited depends on how the threads ran: a loop may find
-			// a message and the next answer at once)
+			// a message and the next answer at once, on a loaded machine every time: no wait
+			// then, and so no spin, which is all a case that wants none asks)
 			waits := float64(l.spin.waits.Load())
-			spun, spins := float64(l.spin.spun.Load())/waits, float64(l.spin.spins.Load())/waits
-			if waits == 0 || spun < c.spun[0] || spun > c.spun[1] || spins < c.spins[0] || spins > c.spins[1] {
+			spun, spins := float64(l.spin.spun.Load())/max(waits, 1), float64(l.spin.spins.Load())/max(waits, 1)
+			if waits == 0 && c.spun[1] > 0 || spun < c.spun[0] || spun > c.spun[1] || spins < c.spins[0] || spins > c.spins[1] {
 				t.Errorf("of %.0f waits %.2f ended spinning (want %.2f to %.2f), %.2f spun (want %.2f to %.2f)",
 					waits, spun, c.spun[0], c.spun[1], spins, c.spins[0], c.spins[1])
 			}

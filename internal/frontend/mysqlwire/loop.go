@@ -32,13 +32,13 @@ import (
 // the packet to it (after the comment naming its capacity lease's tag, when it runs under one,
 // as mysqlengine writes it) and relays the engine's answer straight back, watching only the
 // packets that may end it (the result's head, the EOF or ERR after its rows: relayloop.MySQL's
-// Rows) to find the statement's end; rows are counted as they pass. The statement is reported (proxy.Relay.Finish) on the loop's
-// thread. Its engine connection stays plugged in for the client's next statement while
-// nobody else needs it (mysqlengine.LoopConn.Keep: no take, plug, unplug and give-back per
-// statement); it goes back to its pool when another client waits for a connection, when the
-// client pauses (the engine's sweep reclaims it), when the next statement needs another one
-// (another engine, database or flag set), when a statement leaves a transaction open on it,
-// and whenever the session leaves the loop.
+// Rows) to find the statement's end; rows are counted as they pass. The statement is reported
+// (proxy.Relay.Finish) on the loop's thread. Its engine connection stays plugged in for the
+// client's next statement while nobody else needs it (mysqlengine.LoopConn.Keep: no take,
+// plug, unplug and give-back per statement); it goes back to its pool when another client
+// waits for a connection, when the client pauses (the engine's sweep reclaims it), when the
+// next statement needs another one (another engine, database or flag set), when a statement
+// leaves a transaction open on it, and whenever the session leaves the loop.
 //
 // What may wait, or needs more than the loop does, is the goroutine's. An engine connection
 // to open: the loop holds the client's packet and the goroutine opens one and plugs it in.
@@ -59,8 +59,8 @@ import (
 const loopMissesMax = 4
 
 // engineWatchMax is the longest engine packet the loop's Watch sees whole: every ERR, EOF,
-// OK and column definition is shorter. Rows stream through, counted, whatever their size
-// (relayloop.MySQL's Rows), but a short one whose first byte came in a later read.
+// OK and column definition is shorter. Rows stream past the Watch, counted, whatever their
+// size (relayloop.MySQL's Rows); those up to this long are still relayed whole.
 const engineWatchMax = 4 << 10
 
 // Hand-offs in a row (admissions that would wait, statements for the Arrow path) after which
@@ -552,7 +552,7 @@ func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
 		lr.phase, lr.rows.Rows = phaseRows, true
 	case lr.phase == phaseRows && isEOF:
 		return lr.ended(eofStatus(p))
-	case lr.phase == phaseRows: // a short row whose first byte was not read when it was framed
+	case lr.phase == phaseRows: // (the framer counts the rows while Rows is set: none comes here)
 		lr.seen++
 		lr.seenBytes += int64(len(p))
 	}
