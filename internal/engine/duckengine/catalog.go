@@ -1148,6 +1148,9 @@ func (w *compatWriter) step() {
 		}
 	case "generate_series", "unnest":
 		if prev := w.word(w.prevSig(w.nameStart(w.i))); isFromItem(prev) && (prev != "," || w.inFromList(w.i)) {
+			if w.postgres && w.word(w.i) == "unnest" && w.zippedUnnest() { // pgunnest.go
+				return
+			}
 			w.aliasColumn() // a FROM item (not a select list's unnest(x) AS y)
 		}
 	case "indkey", "indoption", "indclass", "indcollation": // vectorColumns

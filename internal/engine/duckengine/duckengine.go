@@ -492,6 +492,9 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	if uc != nil {
 		defer func() { release(conn, st.clean()); cancel() }()
 		rows, err := uc.run(ctx, conn, false, q, st.p)
+		if err != nil && stillReferenced(err) {
+			rows, err = uc.retryAside(ctx, conn, q, st.p, err) // mysqlupdatekeys.go
+		}
 		err = parentRowInUse(client, err) // mysqlparent.go
 		e.noteFatal(err)
 		return rows, explain(err)

@@ -24,3 +24,7 @@ func parentRowInUse(client *query.Request, err error) error {
 	}
 	return &query.Error{Code: "23000", Message: "Cannot delete or update a parent row: a foreign key constraint fails (" + detail + ") (MySQL error 1451)"}
 }
+
+// errParentRowInUse is MariaDB's 1451 for a statement that left rows referencing none (the
+// set-aside tables' check, pgrefatomic.go's errOrphans).
+var errParentRowInUse = &query.Error{Code: "23000", Message: "Cannot delete or update a parent row: a foreign key constraint fails (MySQL error 1451)"}

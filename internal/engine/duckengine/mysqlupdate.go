@@ -32,6 +32,8 @@ type updateCount struct {
 	foundRows bool
 	leavable  unchangedSets // assignments left out when they change no row (mysqlupdatekeys.go)
 	variables []string      // SET VARIABLE of the user variables it assigns, run first (mysqlupdatevars.go)
+	db, table string        // the table it updates (retryAside)
+	sets      []assignment  // its assignments (changesReferencedKeys)
 }
 
 // mysqlUpdate is the count of q (a MySQL client's, as compatRequest wrote it) when it is an
@@ -72,7 +74,7 @@ func mysqlUpdate(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 		q = &c
 	}
 	leavable.sqlText = q.SQL // the assignments' places stand: the ON UPDATE ones follow them
-	return q, &updateCount{countSQL: countSQL, foundRows: client.FoundRows, leavable: leavable, variables: variableSets(client, u)}
+	return q, &updateCount{countSQL: countSQL, foundRows: client.FoundRows, leavable: leavable, variables: variableSets(client, u), db: u.db, table: u.table, sets: u.sets}
 }
 
 // onUpdateSets are the assignments an UPDATE u gets for the table's ON UPDATE
@@ -257,11 +259,11 @@ func (u *updateCount) run(ctx context.Context, conn *sql.Conn, inTx bool, q *que
 // rows are a command tag by the end), in a transaction of its own unless inTx, and answers with
 // MySQL's counts. args are the UPDATE's, as DuckDB binds them.
 func (u *updateCount) count(ctx context.Context, conn *sql.Conn, inTx bool, args []any, exec func(sqlText string) (query.Rows, error)) (query.Rows, error) {
-	return ownTransaction(ctx, conn, inTx, func() (query.Rows, error) { return u.counted(ctx, conn, args, exec) })
+	return ownTransaction(ctx, conn, inTx, func() (query.Rows, error) { return u.counted(ctx, conn, inTx, args, exec) })
 }
 
 // counted counts, then runs exec.
-func (u *updateCount) counted(ctx context.Context, conn *sql.Conn, args []any, exec func(sqlText string) (query.Rows, error)) (query.Rows, error) {
+func (u *updateCount) counted(ctx context.Context, conn *sql.Conn, inTx bool, args []any, exec func(sqlText string) (query.Rows, error)) (query.Rows, error) {
 	for _, v := range u.variables {
 		if len(args) > 0 {
 			return nil, &query.Error{Code: "42000", Message: "This version of QueryFlux on DuckDB doesn't yet support 'assigning a user variable " +
@@ -284,7 +286,16 @@ func (u *updateCount) counted(ctx context.Context, conn *sql.Conn, args []any, e
 	if !runs {
 		return u.tag(matched, 0), nil
 	}
-	rows, err := exec(sqlText)
+	var rows query.Rows
+	var err error
+	if inTx && u.changesReferencedKeys(ctx, conn, setChanges) { // mysqlupdatekeys.go
+		rows, err = withReferencingRebuilt(ctx, conn, true, "", u.table, nil, nil, noActions, func() (query.Rows, error) { return exec(sqlText) })
+		if err == errOrphans {
+			err = errParentRowInUse
+		}
+	} else {
+		rows, err = exec(sqlText)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,10 @@ package duckengine
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 
+	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
@@ -19,8 +21,15 @@ import (
 // function could answer otherwise when the UPDATE runs than when it was counted). When every
 // assignment is left out, nothing is run: the rows matched are counted, none changed.
 //
-// An indexed column that does change in a referenced row is still refused by DuckDB (sent as
-// MariaDB's 1451).
+// An indexed column that does change in a referenced row (Django's save() of a unique_together
+// field, update(stock=F('stock') + 1) of an indexed column) is refused by DuckDB whatever the
+// value. Outside a transaction, such an UPDATE runs again with the tables referencing its
+// table set aside around it (withReferencingRebuilt, pgrefatomic.go: copied, dropped, created
+// again with their rows, one transaction), which DuckDB then takes; when a row is left
+// referencing none (the UPDATE changed a referenced key), nothing is changed and the client
+// gets MariaDB's 1451. In a transaction, where DuckDB's refusal would abort it, the tables are
+// set aside before such an UPDATE runs: one of a referenced table that changes (by the count) or
+// may change an indexed column (changesReferencedKeys).
 
 // unchangedSets are the assignments of an UPDATE that may be left out.
 type unchangedSets struct {
@@ -97,4 +106,75 @@ func (l unchangedSets) without(changes []int64) (sqlText string, runs bool) {
 		}
 	}
 	return l.sqlText[:l.all[0].from] + strings.Join(kept, ", ") + l.sqlText[l.end:], true
+}
+
+// retryAside runs the UPDATE q (prepared as p), which DuckDB refused with first because rows
+// of other tables reference a row it changes, again with those tables set aside; outside a
+// transaction only, on the current database's table.
+func (u *updateCount) retryAside(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, first error) (query.Rows, error) {
+	if !stillReferenced(first) || u.db != "" {
+		return nil, first
+	}
+	rows, err := withReferencingRebuilt(ctx, conn, false, "", u.table, nil, nil, noActions, func() (query.Rows, error) {
+		return u.run(ctx, conn, true, q, p)
+	})
+	if err != nil {
+		return nil, first
+	}
+	return rows, nil
+}
+
+// noActions are no steps on the set-aside tables' copies: MySQL's keys here have no action.
+func noActions(func(schema, table string) string) []step { return nil }
+
+// changesReferencedKeys reports whether the UPDATE, its assignments' changes counted
+// (changes, by leavable index), changes an indexed column (a key's, an index's) of a table
+// another table's key references: DuckDB would refuse it for a referenced row.
+func (u *updateCount) changesReferencedKeys(ctx context.Context, conn *sql.Conn, changes []int64) bool {
+	if u.db != "" || u.table == "" || !referencedTable(ctx, conn, "", u.table) {
+		return false
+	}
+	indexed := indexedColumns(ctx, conn, u.table)
+	for i, a := range u.sets {
+		if k := slices.Index(u.leavable.sets, i); k >= 0 && changes[k] == 0 {
+			continue // left out
+		}
+		if indexed[strings.ToLower(a.column)] {
+			return true
+		}
+	}
+	return false
+}
+
+// indexedColumns are the columns of table (the current schema's) that a key or an index
+// names, in lower case; an index's expression counts every name in it.
+func indexedColumns(ctx context.Context, conn *sql.Conn, table string) map[string]bool {
+	cols := map[string]bool{}
+	rows, err := conn.QueryContext(ctx, `SELECT CAST(constraint_column_names AS VARCHAR) FROM duckdb_constraints() WHERE database_name = current_database()
+		AND schema_name = current_schema() AND lower(table_name) = lower(?) AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
+		UNION ALL SELECT CAST(expressions AS VARCHAR) FROM duckdb_indexes() WHERE database_name = current_database()
+		AND schema_name = current_schema() AND lower(table_name) = lower(?)`, table, table)
+	if err != nil {
+		return cols
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var list string
+		if rows.Scan(&list) != nil {
+			continue
+		}
+		for _, t := range sqltok.SignificantTokens(strings.Trim(list, "[]"), sqltok.Postgres) {
+			switch t.Kind {
+			case sqltok.Word, sqltok.QuotedIdent:
+				cols[pgIdent(t)] = true
+			case sqltok.String: // '(lower(email))'
+				for _, in := range sqltok.SignificantTokens(sqltok.MySQLStringValue(t.Text), sqltok.Postgres) {
+					if in.Kind == sqltok.Word || in.Kind == sqltok.QuotedIdent {
+						cols[pgIdent(in)] = true
+					}
+				}
+			}
+		}
+	}
+	return cols
 }

@@ -61,6 +61,11 @@ func (a indexedAlter) run(ctx context.Context, conn *sql.Conn, inTx bool) (query
 		if stmts, err = a.rebuild(ctx, conn, creates); err != nil {
 			return nil, err
 		}
+		if a.schema == "" { // the tables referencing it set aside around it (Django's contenttypes 0002)
+			if stmts, err = withReferencingSetAside(ctx, conn, a.table, "", "", stmts); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := runAll(ctx, conn, stmts, inTx); err != nil {
 		return nil, err
@@ -161,8 +166,10 @@ func (a indexedAlter) dropColumn(sqlText string, toks []sqltok.Token, at int) (i
 		return a, false
 	}
 	a.dropped = pgIdent(toks[at])
-	if rest := toks[at+1:]; len(rest) > 1 || len(rest) == 1 && !is(at+1, "restrict") {
-		return a, false // CASCADE, another action: DuckDB's to run or refuse
+	// CASCADE (Django writes it on every DROP COLUMN) as RESTRICT: a key or check on the
+	// column is refused (rebuild), a view reading it is left, where PostgreSQL drops both.
+	if rest := toks[at+1:]; len(rest) > 1 || len(rest) == 1 && !is(at+1, "restrict") && !is(at+1, "cascade") {
+		return a, false // another action: DuckDB's to run or refuse
 	}
 	a.stmts = []string{duckRelation(sqlText[:toks[at].Pos+len(toks[at].Text)])}
 	return a, true

@@ -3,6 +3,7 @@ package duckengine
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -115,11 +116,22 @@ func (a columnAlter) run(ctx context.Context, conn *sql.Conn, inTx bool) (query.
 		return engine.TagRows("ALTER TABLE"), nil
 	}
 	stmts := []string{pgCompat(&query.Request{SQL: a.sqlText, Protocol: query.ProtocolPostgres})}
+	if a.action == "type" && a.typed && err == nil && textTypes[oid] && textTypes[a.oid] {
+		// varchar(30) to varchar(150) (Django's auth migrations), text, char(n): DuckDB's
+		// VARCHAR either way, which it would not alter on a key's column; the declared
+		// type changes
+		stmts = nil
+	}
 	if ia, ok := pgIndexedAlter(a.sqlText); ok {
 		if _, err := ia.run(ctx, conn, inTx); err != nil {
 			return nil, err
 		}
 		stmts = nil
+	}
+	if stmts != nil && a.schema == "" {
+		if stmts, err = a.aroundFreshTable(ctx, conn, stmts); err != nil {
+			return nil, err
+		}
 	}
 	if a.action == "type" {
 		col := declaredColumn{name: a.column, oid: a.oid, typmod: a.typmod}
@@ -135,6 +147,41 @@ func (a columnAlter) run(ctx context.Context, conn *sql.Conn, inTx bool) (query.
 	}
 	return engine.TagRows("ALTER TABLE"), nil
 }
+
+// aroundFreshTable is stmts (the ALTER) on a table DuckDB alters in place, else run on the
+// table created again: DuckDB alters no table that has an index or that another's key
+// references ("Cannot alter entry ... because there are entries that depend on it": Django's
+// contenttypes migration drops NOT NULL of django_content_type.name, which has a unique index
+// and is referenced). The table and those referencing it are copied and dropped, the table is
+// created again from DuckDB's text of it and altered while it has no index and nothing
+// references it, then the rows, the referencing tables and the indexes come back
+// (rebuildFamily), in one transaction. An index dropped in a transaction keeps its name until
+// it commits, so the indexes cannot simply be dropped and created again around the ALTER.
+func (a columnAlter) aroundFreshTable(ctx context.Context, conn *sql.Conn, stmts []string) ([]string, error) {
+	var blocking int
+	err := conn.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM duckdb_indexes() WHERE database_name = current_database()
+			AND schema_name = current_schema() AND lower(table_name) = lower(?)) + (SELECT count(*) FROM duckdb_constraints()
+			WHERE constraint_type = 'FOREIGN KEY' AND database_name = current_database() AND schema_name = current_schema()
+			AND lower(referenced_table) = lower(?))`, a.table, a.table).Scan(&blocking)
+	if err != nil || blocking == 0 {
+		return stmts, wrapErr(err)
+	}
+	family, _, err := tableFamily(ctx, conn, "", a.table)
+	if err != nil {
+		return nil, err
+	}
+	at := slices.IndexFunc(family, func(t familyTable) bool { return strings.EqualFold(t.name, a.table) })
+	if at < 0 {
+		return stmts, nil // no such table: DuckDB's error
+	}
+	same := func(t familyTable) string { return t.name }
+	rebuilt := rebuildFamily(family, func(t familyTable) string { return t.ddl }, func(_ familyTable, s string) string { return s }, same)
+	after := 2*len(family) + at + 1 // the copies, the drops, then the creates up to the table's own
+	return slices.Concat(rebuilt[:after], stmts, rebuilt[after:]), nil
+}
+
+// textTypes are PostgreSQL's text types, each DuckDB's VARCHAR: text, varchar, char.
+var textTypes = map[uint32]bool{25: true, 1043: true, 1042: true}
 
 // unchanged reports whether the change leaves the column as it is.
 func (a columnAlter) unchanged(ctx context.Context, conn *sql.Conn, nullable bool, def sql.NullString, oid uint32, typmod int32) bool {

@@ -161,7 +161,7 @@ func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, args []any, fir
 		}
 		sets = append(sets, set)
 	}
-	rows, err := withReferencingRebuilt(ctx, conn, d.schema, d.table, args, nil, func(copyOf func(schema, table string) string) []step {
+	rows, err := withReferencingRebuilt(ctx, conn, false, d.schema, d.table, args, nil, func(copyOf func(schema, table string) string) []step {
 		var steps []step
 		for i, a := range acts {
 			if a.action == 'c' {

@@ -40,6 +40,8 @@ func TestExpandDDL(t *testing.T) {
 		{`CREATE UNIQUE INDEX CONCURRENTLY ON s."T" USING btree ("A")`, `CREATE UNIQUE INDEX CONCURRENTLY "T_A_idx" ON s."T" ("A") | CREATE INDEX`},
 		{"create index i on t using gin (meta)", "create index i on t (meta) | CREATE INDEX"},
 		{"create index i on t (a)", "-"},
+		{`CREATE INDEX "g_name_like" ON "g" ("name" varchar_pattern_ops)`, `CREATE INDEX "g_name_like" ON "g" ("name") | CREATE INDEX`}, // Django's
+		{"create index on t (a text_pattern_ops desc, b)", `create index "t_a_b_idx" on t (a desc, b) | CREATE INDEX`},
 		{"create index if not exists i on t (a)", "-"},
 		{"create table t (a int)", "-"},
 		{"create table t as select 1 with data", "-"},

@@ -16,7 +16,8 @@ import (
 // first, then its keys). DuckDB declares foreign keys only in CREATE TABLE, so an empty table
 // that no other key references is created again with the key, in one transaction with its
 // indexes; a table that holds rows or is referenced is refused, naming the way out. DuckDB
-// has no referential actions: ON DELETE/UPDATE CASCADE, SET NULL and SET DEFAULT are left out.
+// has no referential actions: ON DELETE/UPDATE CASCADE, SET NULL and SET DEFAULT are left out
+// (and performed by pgcascade.go); DEFERRABLE is checked at once (deferrability).
 
 // foreignKey is the statement read.
 type foreignKey struct {
@@ -83,14 +84,40 @@ func addForeignKey(q *query.Request) (run ownRun, handled bool, err error) {
 			return nil, false, nil
 		}
 	}
+	if !deferrability(r) {
+		return nil, false, nil
+	}
 	if r.Punct(";"); r.More() {
-		return nil, false, nil // NOT VALID, DEFERRABLE, MATCH ...: DuckDB's to refuse
+		return nil, false, nil // NOT VALID, MATCH ...: DuckDB's to refuse
 	}
 	if declared.name == "" {
 		declared.name = foreignKeyName(tokenName(table[len(table)-1]), declared.columns)
 	}
 	fk := foreignKey{table: table, clause: clause, declared: declared}
 	return fk.run, true, nil
+}
+
+// deferrability reads a key's [NOT] DEFERRABLE [INITIALLY DEFERRED | IMMEDIATE] (Django
+// declares every foreign key DEFERRABLE INITIALLY DEFERRED); false when it is written otherwise.
+// DuckDB checks every key as each statement runs: a deferred key is checked at once, which
+// refuses what PostgreSQL would refuse at commit, and sooner (rows inserted before those they
+// reference, within a transaction, are refused here), never lets a violation through.
+func deferrability(r *sqltok.Walker) bool {
+	for {
+		switch {
+		case r.Word("deferrable"):
+		case r.Word("not"):
+			if !r.Word("deferrable") {
+				return false
+			}
+		case r.Word("initially"):
+			if !r.Word("deferred") && !r.Word("immediate") {
+				return false
+			}
+		default:
+			return true
+		}
+	}
 }
 
 // run creates the table again with the key, if it may.

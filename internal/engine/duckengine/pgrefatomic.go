@@ -55,11 +55,11 @@ func pgRefTokens(client *query.Request, sqlText, verb string, refused ...string)
 	return toks
 }
 
-// withReferencingRebuilt runs, in one transaction: before (with args where a step says so),
+// withReferencingRebuilt runs, in one transaction (the client's when inTx): before (with args where a step says so),
 // the copies of the tables referencing schema.table, onCopies' steps (copyOf names the copy of
 // a referencing table), the statement (again) with those tables dropped, then the tables
 // created again from the copies.
-func withReferencingRebuilt(ctx context.Context, conn *sql.Conn, schema, table string, args []any, before []step,
+func withReferencingRebuilt(ctx context.Context, conn *sql.Conn, inTx bool, schema, table string, args []any, before []step,
 	onCopies func(copyOf func(schema, table string) string) []step, again func() (query.Rows, error)) (query.Rows, error) {
 	family, _, err := tableFamily(ctx, conn, schema, table)
 	if err != nil {
@@ -103,10 +103,7 @@ func withReferencingRebuilt(ctx context.Context, conn *sql.Conn, schema, table s
 		return nil, err
 	}
 	steps = append(append(steps, onCopies(copyOf)...), drops...)
-	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
-		return nil, wrapErr(err)
-	}
-	rows, err := func() (query.Rows, error) {
+	aside := func() (query.Rows, error) {
 		if err := execSteps(ctx, conn, steps, args); err != nil {
 			return nil, err
 		}
@@ -125,9 +122,19 @@ func withReferencingRebuilt(ctx context.Context, conn *sql.Conn, schema, table s
 				return nil, errOrphans
 			}
 		}
+		return rows, nil
+	}
+	if inTx { // the client's transaction: a failure leaves it for the client to roll back
+		return aside()
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+		return nil, wrapErr(err)
+	}
+	rows, err := aside()
+	if err == nil {
 		_, err = conn.ExecContext(ctx, "COMMIT")
-		return rows, wrapErr(err)
-	}()
+		err = wrapErr(err)
+	}
 	if err != nil {
 		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		return nil, err

@@ -113,8 +113,8 @@ func (f *freshSequences) statements(ctx context.Context, conn *sql.Conn) ([]stri
 
 // pgCreateIndex is a PostgreSQL client's CREATE INDEX as DuckDB takes it: an index with no name
 // gets the one PostgreSQL would give it (t_a_b_idx), which DuckDB requires, and USING method
-// (btree, hash, gin...) is left out, DuckDB having one kind of index; ok is false when there is
-// nothing to change.
+// (btree, hash, gin...) and a column's operator class are left out, DuckDB having one kind of
+// index; ok is false when there is nothing to change.
 func pgCreateIndex(sqlText string) (stmt string, ok bool) {
 	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
 	at := 1
@@ -147,11 +147,15 @@ func pgCreateIndex(sqlText string) (stmt string, ok bool) {
 	for open < len(toks) && toks[open].Text != "(" { // USING method
 		open++
 	}
-	if on >= len(toks) || nameEnd == at || open == len(toks) || named && open == nameEnd {
+	if on >= len(toks) || nameEnd == at || open == len(toks) {
 		return "", false
 	}
 	defs, end := definitions(toks, open)
 	if end < 0 || len(defs) == 0 {
+		return "", false
+	}
+	columns, opclasses := withoutOpclasses(sqlText, defs)
+	if named && open == nameEnd && !opclasses {
 		return "", false
 	}
 	out := sqlText[:toks[on].Pos]
@@ -166,7 +170,30 @@ func pgCreateIndex(sqlText string) (stmt string, ok bool) {
 		}
 		out += `"` + strings.ReplaceAll(name+"_idx", `"`, `""`) + `" `
 	}
-	return out + sqlText[toks[on].Pos:toks[nameEnd-1].Pos+len(toks[nameEnd-1].Text)] + " " + sqlText[toks[open].Pos:], true
+	return out + sqlText[toks[on].Pos:toks[nameEnd-1].Pos+len(toks[nameEnd-1].Text)] + " (" + columns + sqlText[toks[end].Pos:], true
+}
+
+// withoutOpclasses is an index's column list (defs, its elements) without their operator
+// classes (Django's varchar_pattern_ops, text_pattern_ops for LIKE 'x%'), which DuckDB's index
+// has no use for, and whether it had any.
+func withoutOpclasses(sqlText string, defs [][]sqltok.Token) (string, bool) {
+	span := func(ts []sqltok.Token) string {
+		if len(ts) == 0 {
+			return ""
+		}
+		return sqlText[ts[0].Pos : ts[len(ts)-1].Pos+len(ts[len(ts)-1].Text)]
+	}
+	cols, found := make([]string, len(defs)), false
+	for i, d := range defs {
+		cols[i] = span(d)
+		for j := 1; j < len(d); j++ {
+			if d[j].Kind == sqltok.Word && strings.HasSuffix(strings.ToLower(d[j].Text), "_ops") {
+				cols[i], found = span(d[:j])+tailText(span, d[j+1:]), true
+				break
+			}
+		}
+	}
+	return strings.Join(cols, ", "), found
 }
 
 // serialColumn is one definition of a CREATE TABLE of the table name, as DuckDB reads it, and

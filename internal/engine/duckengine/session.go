@@ -55,6 +55,8 @@ type session struct {
 	// holder is the client whose advisory transaction locks the transaction holds ("": none).
 	holder string
 	last   *engine.Holdable // the last statement's result, if it has rows: held before the next runs
+	// written are the tables a MySQL client's transaction deleted from or updated (mysqlrefwrites.go).
+	written []string
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
@@ -127,7 +129,10 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	}
 	if uc != nil {
 		defer cancel()
-		rows, err := uc.run(ctx, s.conn, s.status == 'T', q, st.p)
+		rows, err := s.mysqlWrite(ctx, client, q, func() (query.Rows, error) { return uc.run(ctx, s.conn, s.status == 'T', q, st.p) })
+		if err != nil && stillReferenced(err) && s.status != 'T' {
+			rows, err = uc.retryAside(ctx, s.conn, q, st.p, err) // mysqlupdatekeys.go
+		}
 		err = parentRowInUse(client, err) // mysqlparent.go
 		if err != nil {
 			s.e.noteFatal(err)
@@ -141,7 +146,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.fail()
 		return nil, explain(err)
 	}
-	rows, err := run(ctx, s.conn, q, st.p, cancel)
+	rows, err := s.mysqlWrite(ctx, client, q, func() (query.Rows, error) { return run(ctx, s.conn, q, st.p, cancel) })
 	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
 		rows, err = s.e.retryDelete(outer, s.conn, s.status == 'T', client, q, st.p, err)
 		err = parentRowInUse(client, err)
@@ -259,7 +264,7 @@ func (s *session) transaction(ctx context.Context, st statement) (query.Rows, er
 		return outsideTransaction(st)
 	}
 	failed := s.status == 'E'
-	s.status, s.readOnly, s.savepoints = 'I', false, s.savepoints[:0]
+	s.status, s.readOnly, s.savepoints, s.written = 'I', false, s.savepoints[:0], nil
 	defer s.endTx()
 	if st.tx == txCommit && !failed {
 		if err := s.exec(ctx, "COMMIT"); err != nil {

@@ -158,9 +158,10 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"select * from ap order by id",
 	}},
 	// An UPDATE of a row another table's key references, setting its indexed columns (a UNIQUE
-	// key's, an index's) to the values they hold, as Django's save() sets every field: the row
-	// changes as on MariaDB. DuckDB refused it (it updates an indexed column as a delete and an
-	// insert, and the delete of a referenced row fails), sent as 1452.
+	// key's, an index's) to the values they hold, as Django's save() sets every field, or to new
+	// ones: the row changes as on MariaDB; its referenced key changed is 1451. DuckDB refused
+	// each (it updates an indexed column as a delete and an insert, and the delete of a
+	// referenced row fails), sent as 1452.
 	{"update a referenced row", []string{
 		"exec create table pr (id int primary key, slug varchar(20) not null unique, title varchar(20), stock int, price decimal(8,2), key by_stock (stock))",
 		"exec create table rv (id int primary key, pr_id int not null, foreign key (pr_id) references pr (id))",
@@ -173,6 +174,12 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"exec update pr set title = 'T', slug = slug, stock = stock where id in (1, 2)",
 		"select * from pr order by id",
 		"exec update pr set id = id where id = 1",
+		"exec update pr set slug = 'dune-2', stock = stock + 1 where id = 1",
+		"exec update pr set stock = stock * 10",
+		"exec update pr set id = 5 where id = 1",
+		"select * from pr order by id",
+		"select * from rv order by id",
+		"exec insert into rv values (2, 9)",
 	}},
 	// A row another table's key references, deleted or its key changed: 1451 (SQLSTATE 23000,
 	// "Cannot delete or update a parent row"), in a transaction too; an orphan inserted: 1452.
@@ -297,5 +304,32 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"exec insert into ins set email = 'a@x', name = 'A2' on duplicate key update n = n + 1",
 		"exec replace into ins set id = 2, email = 'b@x', name = 'B'",
 		"select * from ins order by id",
+	}},
+	// In one transaction, the rows referencing a row deleted (or their key set NULL), then the row
+	// deleted, as Django's delete() does for CASCADE and SET_NULL relations; a row still
+	// referenced is 1451 (then rolled back). DuckDB refused the second DELETE (its key index drops
+	// a deleted entry only at commit), 1451, where MariaDB deletes it.
+	{"delete after its references, in a transaction", []string{
+		"exec create table dp (id int primary key, name varchar(10) unique)",
+		"exec create table dc (id int primary key, dp_id int, note varchar(10), foreign key (dp_id) references dp (id))",
+		"exec create table dg (id int primary key, dc_id int, foreign key (dc_id) references dc (id))",
+		"exec insert into dp values (1, 'a'), (2, 'b'), (3, 'c')",
+		"exec insert into dc values (1, 1, 'x'), (2, 1, 'y'), (3, 2, 'z'), (4, 3, 'w')",
+		"exec insert into dg values (1, 3)",
+		"exec start transaction",
+		"exec delete from dc where dp_id = 1",
+		"exec delete from dp where id = 1",
+		"exec update dc set dp_id = null where dp_id = 2",
+		"exec delete from dp where id = 2",
+		"exec commit",
+		"select * from dp order by id",
+		"select * from dc order by id",
+		"select * from dg order by id",
+		"exec insert into dc values (9, 1, 'orphan')",
+		"exec start transaction",
+		"exec update dc set note = 'v' where id = 4",
+		"exec delete from dp where id = 3",
+		"exec rollback",
+		"select * from dc order by id",
 	}},
 }

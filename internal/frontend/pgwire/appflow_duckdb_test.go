@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
@@ -24,11 +25,16 @@ func TestPsycopg2AppFlowOnDuckDB(t *testing.T) {
 // sameOnDuckDB runs script with interpreter against PostgreSQL and through QueryFlux on DuckDB,
 // its one argument the database's URL, and compares what it printed.
 func sameOnDuckDB(t *testing.T, interpreter, script string) {
+	sameOn(t, duckProxy(t, "transaction").URL(), interpreter, script)
+}
+
+// sameOn is sameOnDuckDB with the proxy's URL given (one to an empty database: memoryDuckProxy).
+func sameOn(t *testing.T, duck, interpreter, script string) {
 	want, err := pgclienttest.Command(t, time.Minute, nil, interpreter, script, pgtest.NewDatabase(t))
 	if err != nil {
 		t.Fatalf("%s on PostgreSQL: %v\n%s", script, err, want)
 	}
-	got, err := pgclienttest.Command(t, time.Minute, nil, interpreter, script, duckProxy(t, "transaction").URL())
+	got, err := pgclienttest.Command(t, time.Minute, nil, interpreter, script, duck)
 	if err != nil {
 		t.Fatalf("%s on DuckDB: %v\n%s", script, err, got)
 	}
@@ -65,4 +71,14 @@ func TestKnexFlowOnDuckDB(t *testing.T) {
 		t.Fatalf("knex is not installed in %s (make test-deps runs npm ci there): %v", pgclienttest.Dir(), err)
 	}
 	sameOnDuckDB(t, "node", "knex_flow.js")
+}
+
+// TestDjangoMigrateOnDuckDB: Django 3.2's migrate of its contrib apps, the ORM over what it
+// made, inspectdb and admin's migrations undone, as on PostgreSQL (django_migrate.py): it
+// stopped at the first foreign key (DEFERRABLE INITIALLY DEFERRED), then at a
+// varchar_pattern_ops index, the ALTER of django_content_type (indexed, referenced), its DROP
+// COLUMN ... CASCADE and auth_user.username's varchar(30) to varchar(150) on a unique column;
+// inspectdb failed on the two-array unnest(i.indkey, i.indoption) WITH ORDINALITY.
+func TestDjangoMigrateOnDuckDB(t *testing.T) {
+	sameOn(t, memoryDuckProxy(t, "django").URL(), frontendtest.PythonWith(t, "django, psycopg2"), "django_migrate.py")
 }
