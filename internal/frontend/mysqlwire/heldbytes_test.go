@@ -317,7 +317,8 @@ func TestLongDataPastTheRoomRefusedUnread(t *testing.T) {
 // TestCommandCountsInFlightUntilAnswered: a large command counts in the daemon's messages in
 // flight until it was answered, not only while it arrives: go-mysql's copy of it lives while it
 // runs. Under a pool of 1 MiB, a 600 KB statement waiting on MariaDB for a lock the test holds
-// leaves no room for a second client's 600 KB statement (1041) until it was answered.
+// leaves no room for a second client's 600 KB statement (1041 at its header) until it was
+// answered.
 func TestCommandCountsInFlightUntilAnswered(t *testing.T) {
 	eng, dsn, dbName := frontendtest.MariaDB(t)
 	direct, err := sql.Open("mysql", dsn)
@@ -344,22 +345,35 @@ func TestCommandCountsInFlightUntilAnswered(t *testing.T) {
 		var n int
 		done <- d.QueryRow(waiting).Scan(&n)
 	}()
-	for deadline := time.Now().Add(time.Minute); pool.Used() < size; time.Sleep(time.Millisecond) {
+	// Once MariaDB runs it (it waits for the lock), the statement was read whole and handed on.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		var waiting int
+		if err := holder.QueryRowContext(context.Background(),
+			"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("the waiting statement never counted in flight")
+			t.Fatal("the statement never reached MariaDB")
 		}
 	}
-	var n int
-	err = d.QueryRow(paddedSelect(1, size)).Scan(&n)
-	if driverErrorNumber(err) != mysql.ER_OUT_OF_RESOURCES {
-		t.Fatalf("a second 600 KB statement while the first runs, under a 1 MiB pool: %d, %v; want 1041", n, err)
+	// The second client's header (a raw one: a driver still writing the body when the server
+	// closes gets a reset instead of the answer).
+	_, nc := loggedInRaw(t, addr)
+	if _, err := nc.Write([]byte{0x00, 0x60, 0x09, 0, mysql.COM_QUERY}); err != nil { // declares 600 KB
+		t.Fatal(err)
 	}
+	wantRefusal(t, nc, 1, mysql.ER_OUT_OF_RESOURCES, fmt.Sprintf(
+		"the server holds %d bytes for its clients and %d more would pass its limit of %d; try again later", 1+len(waiting), size, 1<<20))
 	if _, err := holder.ExecContext(context.Background(), "SELECT RELEASE_LOCK(?)", lock); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("the waiting statement: %v", err)
 	}
+	var n int
 	if err := d.QueryRow(paddedSelect(1, size)).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("the second statement after the first was answered: %d, %v", n, err)
 	}

@@ -231,7 +231,6 @@ func (g *packetGate) next() error {
 	}
 	if g.acc == nil {
 		if g.msg != nil && !g.inMessage { // idle until a new message's first byte
-			g.giveBack() // the message before it was handled (a LOAD DATA file's packets: one at a time)
 			if _, err := g.r.Peek(1); err != nil {
 				return err
 			}
@@ -246,6 +245,7 @@ func (g *packetGate) next() error {
 		if refused, err := g.refusedFromHeader(size); refused || err != nil {
 			return err
 		}
+		firstPacket := g.msgBytes == 0
 		if err := g.admit(hdr[3], size); err != nil {
 			return err
 		}
@@ -278,6 +278,9 @@ func (g *packetGate) next() error {
 			// Held whole, it counts in the daemon's messages in flight until it was handled (see
 			// giveBack): a thousand clients each sending max_allowed_packet at once would
 			// otherwise exhaust the host.
+			if firstPacket {
+				g.giveBack() // the message before it was handled (a LOAD DATA file's packets: one at a time)
+			}
 			if err := g.limits.InFlight.Take(size); err != nil {
 				g.log.Info("mysqlwire: client message refused", "remote", g.RemoteAddr().String(), "reason", err.Error())
 				g.count("in_flight_bytes")
