@@ -9,10 +9,9 @@ import (
 
 // Held loop connections: the frontend's loop may keep a client's loop connection plugged in
 // between its statements (Keep) rather than give it back after each and take one before the
-// next: a take, a plug, an unplug and a give-back per statement are ~900 instructions and, on
-// epoll, a pair of epoll_ctl (RESULTS.md, session 33, mypass). A held connection still fills
-// one of MaxConns's slots, so the pool stays fair only if it goes back when someone else
-// needs it:
+// next: a take, a plug, an unplug and a give-back per statement are ~900 instructions. A held
+// connection still fills one of MaxConns's slots, so the pool stays fair only if it goes back
+// when someone else needs it:
 //
 //   - a taker that must wait for a slot (slots.take) asks every holder to give back what it
 //     holds idle (Holder.Reclaim); a holder busy with a statement then gives it back at the
