@@ -22,8 +22,8 @@ import (
 // its own.
 
 // currvalNote is what currval of sequence schema.name returns while DuckDB's last value for it
-// is whileLast (NULL: none): the value in answer, or, when answer is NULL, PostgreSQL's "not yet
-// defined in this session" error. uncalled marks a setval(s, n, false): answer is then the value
+// is whileLast (NULL: none): the value in answer, or, when answer is NULL, PostgreSQL's 55000
+// error (currval of a sequence nextval has not given a value). uncalled marks a setval(s, n, false): answer is then the value
 // currval returned before it, and lastBefore is DuckDB's last value at that time.
 type currvalNote struct {
 	schema, name      string
