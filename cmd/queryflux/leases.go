@@ -64,7 +64,7 @@ func newLeasesCommand() *cobra.Command {
 	cmd.AddCommand(stats)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "revoke LEASE",
-		Short: "Revoke a lease (<cluster>#<generation>): its work is stopped on the engine, then its slot freed",
+		Short: "Revoke a lease (<cluster>#<generation>): its work is stopped on the engine now, and its slot freed when its term ends",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := capacity.ParseLeaseID(args[0]); err != nil {
@@ -78,7 +78,7 @@ func newLeasesCommand() *cobra.Command {
 			if *asJSON {
 				return printJSON(cmd.OutOrStdout(), resp)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s (holder %s): its work is being stopped on the engine, then its slot is freed\n", resp.Lease.ID, resp.Lease.Holder)
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s (holder %s): its work is being stopped on the engine; its slot is freed at its expiry (%s)\n", resp.Lease.ID, resp.Lease.Holder, resp.Lease.ExpiresAt.Format(time.RFC3339))
 			return nil
 		},
 	})

@@ -20,7 +20,7 @@ const fenceTimeout = 10 * time.Second
 // Sweeper reclaims leases. Each round it revokes the leases whose renewals stopped (expired by
 // the store's clock), then, for every revoked lease (expired, of an evicted worker, or revoked
 // by an operator), asks the engine fence to stop the work the lease admitted and frees the
-// slot only when the fence confirms it. A lease whose fence cannot confirm is freed after
+// slot only when the fence confirms it and the lease has expired (termsOver). A lease whose fence cannot confirm is freed after
 // Grace, and never before its holder has fenced itself (one lease TTL after this replica first
 // tried, unless the store already found it expired): that is the bounded wait of an engine
 // that cannot be asked. Several control-plane replicas may run one; the sweep lock lets one
@@ -180,7 +180,7 @@ func (s *Sweeper) fence(ctx context.Context, cluster string, ls []Lease) ([]Leas
 		done, err := s.Fence.Fence(fctx, cluster, fenced)
 		cancel()
 		if done {
-			return ls, "fenced"
+			return s.termsOver(ls), "fenced"
 		}
 		if err != nil {
 			s.Env.Logger().Warn("capacity reclaim: the engine fence failed; the slots wait out the fence grace", "cluster", cluster, "leases", len(ls), "err", err)
@@ -205,6 +205,23 @@ func (s *Sweeper) fence(ctx context.Context, cluster string, ls []Lease) ([]Leas
 		return free, "none"
 	}
 	return free, "grace"
+}
+
+// termsOver are the leases of ls whose term is over by the store's clock. A lease revoked before
+// its expiry (its holder evicted, or an operator's revocation) keeps its slot until then, fenced
+// or not: a holder that is alive but was silent, or has not yet heard of the revocation, may
+// start another query under it until its own term ends (its clock fences it a drift margin
+// before the store's), after the fence has run. The sweep at its expiry fences it again.
+func (s *Sweeper) termsOver(ls []Lease) []Lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var over []Lease
+	for _, l := range ls {
+		if s.expired[l.ID] {
+			over = append(over, l)
+		}
+	}
+	return over
 }
 
 // forgetGone drops the bookkeeping of leases no longer revoked in the store.

@@ -143,9 +143,10 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 		sw.Watch = func(ctx context.Context) { api.WatchDenied(ctx, w) }
 	}
 	// A session that ended can no longer renew (its token is revoked). Its leases stay counted
-	// until the sweeper has fenced their work on the engine, or, where the engine cannot be
-	// asked, until they expire and the grace is over: a worker may be evicted moments after it
-	// was granted one (found by TestLeaseCapsUnderRapidFaults).
+	// until they expire and the sweeper has fenced their work on the engine (or, where the
+	// engine cannot be asked, the grace is over): a worker may be evicted moments after it was
+	// granted one, and an evicted worker may be alive and still start queries under a lease
+	// whose term it counts on (both found by TestLeaseCapsUnderRapidFaults).
 	cp.OnSessionEnd(func(ctx context.Context, s Session, why string) {
 		revoked, err := cfg.Store.Revoke(ctx, capacity.Selection{Holder: capacity.SessionHolder(s.Worker, s.ID)}, e.Now())
 		if err != nil {

@@ -32,11 +32,18 @@ type pgAuthority struct {
 
 func newPGAuthority(t *testing.T, ordered bool, fence capacity.EngineFence) *pgAuthority {
 	t.Helper()
+	return newPGAuthorityTTL(t, ordered, fence, pgAuthorityTTL)
+}
+
+// newPGAuthorityTTL is newPGAuthority granting leases of ttl. The lease table reads the
+// database's clock, so a test that waits for an expiry sleeps: give it a short ttl.
+func newPGAuthorityTTL(t *testing.T, ordered bool, fence capacity.EngineFence, ttl time.Duration) *pgAuthority {
+	t.Helper()
 	pool, _ := migratedtest.NewPool(t)
 	store := pgcapacity.New(pool)
 	h := newHarness(t, nil, nil)
 	metrics := capacity.NewMetrics(nil)
-	limits := func(cluster string) (int, time.Duration, bool) { return 2, pgAuthorityTTL, cluster == "pg" }
+	limits := func(cluster string) (int, time.Duration, bool) { return 2, ttl, cluster == "pg" }
 	sw := MountCapacity(h.e, h.cp, CapacityConfig{Store: store, Locks: store, Owner: "cp1", Metrics: metrics,
 		Limits: limits, Ordered: ordered, Fence: fence})
 	return &pgAuthority{harness: h, store: store, pool: pool, sweeper: sw, metrics: metrics}
@@ -219,11 +226,12 @@ func TestPGForeignRefsFreeNothing(t *testing.T) {
 
 // TestPGEvictedWorkersLeasesAreFencedThenFreed: a silent worker holding the whole cap with
 // leases it asked to keep for a day is evicted; its leases are revoked at once (it cannot renew
-// them, its token is gone), stay counted while the engine fence has not confirmed, cannot be
-// released by another worker (403), and are freed once the fence confirms.
+// them, its token is gone), stay counted while the engine fence has not confirmed and until
+// they expire, cannot be released by another worker (403), and are freed at their expiry once
+// the fence confirms.
 func TestPGEvictedWorkersLeasesAreFencedThenFreed(t *testing.T) {
 	fence := &recordingFence{}
-	a := newPGAuthority(t, false, fence)
+	a := newPGAuthorityTTL(t, false, fence, 4*time.Second)
 	silent, other := a.register("silent"), a.register("other")
 	ls := []capacity.Lease{a.grant(silent, `{"cluster":"pg","ttlMillis":86400000}`), a.grant(silent, `{"cluster":"pg","ttlMillis":86400000}`)}
 	ctx := context.Background()
@@ -253,10 +261,32 @@ func TestPGEvictedWorkersLeasesAreFencedThenFreed(t *testing.T) {
 		t.Fatalf("a slot of an unfenced revoked lease was granted: %s", raw)
 	}
 	fence.done = true
-	if freed, err := a.sweeper.SweepOnce(ctx, time.Minute); err != nil || len(freed) != 2 {
-		t.Fatalf("after the fence confirmed: freed %+v %v, want both", freed, err)
-	}
+	a.freedAtExpiry(ls)
 	a.grant(other, `{"cluster":"pg"}`)
+}
+
+// freedAtExpiry: with the engine fence confirming, the revoked leases ls are not freed before
+// their expiry (their holder may still count on them), and are freed once the database's clock
+// passed it.
+func (a *pgAuthority) freedAtExpiry(ls []capacity.Lease) {
+	a.t.Helper()
+	ctx := context.Background()
+	last := ls[0].ExpiresAt
+	for _, l := range ls {
+		if l.ExpiresAt.After(last) {
+			last = l.ExpiresAt
+		}
+	}
+	if time.Until(last) < time.Second {
+		a.t.Fatalf("the leases expire at %s, too soon to see them held (the test ran slow)", last)
+	}
+	if freed, err := a.sweeper.SweepOnce(ctx, time.Minute); err != nil || len(freed) != 0 {
+		a.t.Fatalf("fence confirmed, leases unexpired: freed %+v %v, want none", freed, err)
+	}
+	time.Sleep(time.Until(last) + 50*time.Millisecond)
+	if freed, err := a.sweeper.SweepOnce(ctx, time.Minute); err != nil || len(freed) != len(ls) {
+		a.t.Fatalf("fence confirmed, leases expired: freed %+v %v, want %d", freed, err, len(ls))
+	}
 }
 
 // TestPGMalformedLeaseRequestsFreeNothing: non-JSON, unknown fields, wrong types, huge or
@@ -315,12 +345,13 @@ func TestPGMalformedLeaseRequestsFreeNothing(t *testing.T) {
 // are held by the registration session, not the name. The newcomer's renewals, releases and
 // carried releases of the old session's leases get 403 and free nothing; the old session's
 // leases are revoked at the re-registration (its token is revoked too), stay counted until the
-// engine fence confirms their work is stopped, and only then are freed for the new session.
+// engine fence confirms their work is stopped and they expire (the old process may still be
+// running), and only then are freed for the new session.
 func TestPGReregistrationCannotTouchTheOldSessionsLeases(t *testing.T) {
 	for _, ordered := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ordered=%v", ordered), func(t *testing.T) {
 			fence := &recordingFence{}
-			a := newPGAuthority(t, ordered, fence)
+			a := newPGAuthorityTTL(t, ordered, fence, 4*time.Second)
 			old := a.register("w1")
 			ls := []capacity.Lease{a.grant(old, `{"cluster":"pg"}`), a.grant(old, `{"cluster":"pg"}`)}
 			newcomer := a.register("w1")
@@ -361,9 +392,7 @@ func TestPGReregistrationCannotTouchTheOldSessionsLeases(t *testing.T) {
 				t.Fatalf("before the fence confirmed: %d leases held, fence asked %v", n, fence.asked)
 			}
 			fence.done = true
-			if freed, err := a.sweeper.SweepOnce(ctx, time.Minute); err != nil || len(freed) != 2 {
-				t.Fatalf("after the fence confirmed: freed %+v %v, want both", freed, err)
-			}
+			a.freedAtExpiry(ls)
 			for range 2 {
 				if l := a.grant(newcomer, `{"cluster":"pg"}`); capacity.HolderWorker(l.Holder) != "w1" || l.Holder == ls[0].Holder {
 					t.Fatalf("the new session's lease is held by %q, the old one's by %q", l.Holder, ls[0].Holder)

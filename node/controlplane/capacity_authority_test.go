@@ -131,21 +131,35 @@ func TestRevokedLeaseIsFencedThenFreed(t *testing.T) {
 	}
 }
 
-// TestEvictionFencesThenFrees: an evicted worker's unexpired leases are freed as soon as the
-// engine fence confirms their work stopped, not when they expire (an hour later).
+// TestEvictionFencesThenFrees: an evicted worker's unexpired leases are fenced on the engine at
+// once, but keep their slots until they expire: a worker that is alive but silent may start
+// another query under a lease whose term it still counts on, after that fence (found by
+// TestLeaseCapsUnderRapidFaults: a starved worker). At their expiry they are fenced again, then
+// freed.
 func TestEvictionFencesThenFrees(t *testing.T) {
 	fence := &recordingFence{done: true}
-	h, store, sw, _ := authority(t, time.Hour, fence)
+	h, store, sw, _ := authority(t, 5*time.Minute, fence)
 	b := h.register("b")
 	ctx := context.Background()
-	if _, got, raw := h.acquireLease(b, `{"cluster":"c1"}`); !got.Granted {
+	_, got, raw := h.acquireLease(b, `{"cluster":"c1"}`)
+	if !got.Granted {
 		t.Fatal(raw)
 	}
 	for h.state("b").State != "evicted" {
 		h.cp.Tick(ctx, h.e.Advance(10*time.Second))
 	}
-	if freed, _ := sw.SweepOnce(ctx, time.Minute); len(freed) != 1 || len(fence.asked) != 1 {
-		t.Fatalf("eviction's reclaim: freed %+v, fence asked %v", freed, fence.asked)
+	if !h.e.Now().Before(got.Lease.ExpiresAt) {
+		t.Fatalf("the lease expired (%s) before the eviction (%s): nothing left to test", got.Lease.ExpiresAt, h.e.Now())
+	}
+	if freed, _ := sw.SweepOnce(ctx, time.Minute); len(freed) != 0 || len(fence.asked) != 1 {
+		t.Fatalf("eviction's reclaim before the lease's expiry: freed %+v, fence asked %v", freed, fence.asked)
+	}
+	if ls, _ := store.List(ctx, ""); len(ls) != 1 || !ls[0].Revoked {
+		t.Fatalf("leases before the expiry: %+v, want the one, revoked", ls)
+	}
+	h.e.Advance(got.Lease.ExpiresAt.Sub(h.e.Now()))
+	if freed, _ := sw.SweepOnce(ctx, time.Minute); len(freed) != 1 || len(fence.asked) != 2 {
+		t.Fatalf("eviction's reclaim at the lease's expiry: freed %+v, fence asked %v", freed, fence.asked)
 	}
 	if ls, _ := store.List(ctx, ""); len(ls) != 0 {
 		t.Fatalf("leases left: %+v", ls)

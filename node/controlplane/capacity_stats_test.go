@@ -25,7 +25,7 @@ func (h *harness) capacityStats(query string) CapacityStats {
 
 // TestCapacityStats: the stats count grants and denials per cluster and worker as the acquire
 // endpoint answers them, list each held lease with its holder and grant time, follow a revoke
-// until the sweeper has fenced and freed the lease, and keep one sample per call without a
+// until the sweeper has fenced it and freed it at its expiry, and keep one sample per call without a
 // sampler. Clusters the control plane does not know are not followed.
 func TestCapacityStats(t *testing.T) {
 	fence := &recordingFence{done: true}
@@ -35,12 +35,14 @@ func TestCapacityStats(t *testing.T) {
 	}
 	a, b := h.register("a"), h.register("b")
 	granted := h.e.Now()
-	var first capacity.Lease
+	var first, second capacity.Lease
 	for i := range 2 {
 		if _, got, raw := h.acquireLease(a, `{"cluster":"c1","cap":2,"ttlMillis":30000}`); !got.Granted {
 			t.Fatalf("acquire %d: %s", i, raw)
 		} else if i == 0 {
 			first = *got.Lease
+		} else {
+			second = *got.Lease
 		}
 	}
 	h.e.Advance(3 * time.Second)
@@ -74,7 +76,12 @@ func TestCapacityStats(t *testing.T) {
 		t.Fatalf("leases: %+v, want %s held by a since %s", c1.Leases, first.ID, granted)
 	}
 
-	// An operator revokes a lease; the sweeper fences it on the engine and frees it.
+	// An operator revokes a lease; the sweeper fences it on the engine at once, and frees it
+	// at its expiry (its holder may count on it until then), while the other lease, renewed,
+	// stays held.
+	if code, raw := h.do("POST", capacity.PathRenew, a, capacity.MediaJSON, `{"lease":`+refJSON(second)+`,"ttlMillis":30000}`); code != 200 {
+		t.Fatalf("renewing the second lease: %d %s", code, raw)
+	}
 	if code, raw := h.do("POST", PathAdminLeaseRevoke, adminToken, capacity.MediaJSON, `{"lease":"`+first.ID+`"}`); code != 200 {
 		t.Fatalf("revoke: %d %s", code, raw)
 	}
@@ -85,19 +92,26 @@ func TestCapacityStats(t *testing.T) {
 	if _, err := sw.SweepOnce(context.Background(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	if c1 = h.capacityStats("?cluster=c1").Clusters[0]; c1.Now.Revoked != 1 || c1.Now.Held != 2 || len(fence.asked) != 1 {
+		t.Fatalf("after the sweep, before the revoked lease's expiry: %+v, fence asked %v", c1.Now, fence.asked)
+	}
+	h.e.Advance(first.ExpiresAt.Sub(h.e.Now()))
+	if _, err := sw.SweepOnce(context.Background(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	h.e.Advance(time.Second)
 	c1 = h.capacityStats("?cluster=c1").Clusters[0]
-	if c1.Now.Held != 1 || c1.Now.Revoked != 0 || c1.Now.Fenced != 1 || c1.Now.Reclaimed != 1 || len(c1.Leases) != 1 || len(c1.Samples) != 3 {
-		t.Fatalf("after the sweep: %+v", c1)
+	if c1.Now.Held != 1 || c1.Now.Revoked != 0 || c1.Now.Fenced != 1 || c1.Now.Reclaimed != 1 || len(c1.Leases) != 1 || len(c1.Samples) != 4 {
+		t.Fatalf("after the sweep at its expiry: %+v", c1)
 	}
-	if held := [3]int{c1.Samples[0].Held, c1.Samples[1].Held, c1.Samples[2].Held}; held != [3]int{2, 2, 1} {
-		t.Fatalf("held over time: %v, want [2 2 1]", held)
+	if held := [4]int{c1.Samples[0].Held, c1.Samples[1].Held, c1.Samples[2].Held, c1.Samples[3].Held}; held != [4]int{2, 2, 2, 1} {
+		t.Fatalf("held over time: %v, want [2 2 2 1]", held)
 	}
 	// The window keeps the grants, denials and waits a minute, then lets them go.
 	if c1.Now.WaitP99Millis == nil || c1.Workers[0].Granted != 2 || c1.Workers[1].Denied != 1 {
 		t.Fatalf("window: %+v", c1)
 	}
-	for range statsWindow - 3 {
+	for range statsWindow - 4 {
 		h.capacityStats("")
 	}
 	c1 = h.capacityStats("").Clusters[0]
