@@ -18,7 +18,7 @@ var serverDefaultStmts = []string{
 // TestServerDefaultsAsMariaDB: before any SET, @@sql_mode (and SHOW VARIABLES of it) is what
 // MariaDB answers at its defaults: on a MariaDB engine the engine's own (the statement reaches
 // it, whose server's configuration may differ), on DuckDB and PostgreSQL MariaDB's default.
-// Before, the proxy answered '' everywhere, which Django's check reads as no strict mode.
+// Before, the proxy answered ” everywhere, which Django's check reads as no strict mode.
 func TestServerDefaultsAsMariaDB(t *testing.T) {
 	maria := coreServer(t, coreSetup{})
 	want := sessionAnswers(t, maria.direct, serverDefaultStmts)
