@@ -79,6 +79,11 @@ type Request struct {
 	// Describe, for its parameters (0: unspecified), for an engine that types a parameter its
 	// SQL leaves untyped (DuckDB's SELECT $1) as PostgreSQL does; nil from other protocols.
 	ArgOIDs []uint32
+	// Shape is the Shape a frontend found SQL to have (sqltok.Shape: the texts alike but for
+	// their digits), so that the core's checks and the history find what they learned of its
+	// kin; it vouches for SQL only while SQL is the very string it was given with
+	// (ShapedText.Of), so a rewrite of SQL needs no care. Zero: none known.
+	Shape sqltok.ShapedText
 
 	analysis *sqltok.Analysis // SQL as Analysis read it; see Analysis
 }

@@ -432,7 +432,7 @@ func (a *Admission) release() bool {
 func baseRecord(id string, req *query.Request, start, end time.Time, trace []TraceStep) Record {
 	return Record{
 		QueryID: id, User: req.User, Protocol: req.Protocol, Database: req.Database, SQL: req.SQL,
-		Trace: trace, Start: start, End: end,
+		Shape: req.Shape, Trace: trace, Start: start, End: end,
 	}
 }
 
