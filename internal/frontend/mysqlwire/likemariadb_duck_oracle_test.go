@@ -223,6 +223,19 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"select id from mp order by id",
 		"select * from mo order by id",
 	}},
+	// AVG of a DECIMAL(p,s) is MariaDB's DECIMAL(p+4,s+4) (2.500000 for DECIMAL(8,2)), grouped,
+	// in HAVING and ORDER BY, of an expression, of a literal, without FROM, with DISTINCT (of an
+	// integer too: four decimals). DuckDB's was a DOUBLE (2.5).
+	{"avg of decimals", []string{
+		"exec create table av (id int, d decimal(8,2), i int, f double, d2 decimal(20,0))",
+		"exec insert into av values (1, 2.00, 2, 2.0, 2), (2, 3.00, 3, 3.5, 3), (3, null, null, null, null), (4, 2.01, 3, 1, 4)",
+		"select avg(d), avg(i), avg(f), avg(d2) from av",
+		"select id, avg(d) from av group by id order by id",
+		"select i, avg(d) from av group by i having avg(d) > 2 order by avg(d)",
+		"select avg(d + 1), avg(d) * 2, round(avg(d), 2), avg(1.5) from av where id < 3",
+		"select avg(2.25)",
+		"select avg(distinct d), avg(distinct i) from av",
+	}},
 	// A row another table's key references, deleted or its key changed: 1451 (SQLSTATE 23000,
 	// "Cannot delete or update a parent row"), in a transaction too; an orphan inserted: 1452.
 	// DuckDB's refusal was sent as 1452 each time.
