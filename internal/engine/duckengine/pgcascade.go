@@ -162,7 +162,7 @@ func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args
 		}
 		sets = append(sets, set)
 	}
-	rows, err := withReferencingRebuilt(ctx, conn, inTx, d.schema, d.table, args, nil, func(copyOf func(schema, table string) string) []step {
+	rows, err := withReferencingAside(ctx, conn, inTx, d.schema, d.table, args, nil, func(copyOf func(schema, table string) string) []step {
 		var steps []step
 		for i, a := range acts {
 			if a.action == 'c' {
@@ -172,7 +172,7 @@ func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args
 			}
 		}
 		return steps
-	}, again)
+	}, false, again)
 	if err == errOrphans { // a key without an action references a deleted row: PostgreSQL's refusal
 		return nil, first
 	} else if err != nil && isForeignKeyViolation(err) { // a key with an action a row the action reaches (one level only)

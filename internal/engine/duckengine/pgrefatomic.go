@@ -62,14 +62,21 @@ func pgRefTokens(client *query.Request, sqlText, verb string, refused ...string)
 // created again from the copies.
 func withReferencingRebuilt(ctx context.Context, conn *sql.Conn, inTx bool, schema, table string, args []any, before []step,
 	onCopies func(copyOf func(schema, table string) string) []step, again func() (query.Rows, error)) (query.Rows, error) {
-	return withReferencingAside(ctx, conn, inTx, schema, table, args, before, onCopies, false, again)
+	return referencingAside(ctx, conn, inTx, schema, table, args, before, onCopies, false, false, again)
 }
 
 // withReferencingAside is withReferencingRebuilt with the referencing tables hidden where
-// DuckDB can rename them (pgrefhide.go); late: onCopies' steps read what the statement wrote,
-// so with the tables hidden they run after it.
+// DuckDB can rename them (pgrefhide.go), for a PostgreSQL client's ON DELETE / ON UPDATE
+// actions; late: onCopies' steps read what the statement wrote, so with the tables hidden they
+// run after it. A MySQL client's write of a referenced row's indexed columns is refused by
+// DuckDB while a renamed child still references the row, so those keep the copies.
 func withReferencingAside(ctx context.Context, conn *sql.Conn, inTx bool, schema, table string, args []any, before []step,
 	onCopies func(copyOf func(schema, table string) string) []step, late bool, again func() (query.Rows, error)) (query.Rows, error) {
+	return referencingAside(ctx, conn, inTx, schema, table, args, before, onCopies, late, true, again)
+}
+
+func referencingAside(ctx context.Context, conn *sql.Conn, inTx bool, schema, table string, args []any, before []step,
+	onCopies func(copyOf func(schema, table string) string) []step, late, hide bool, again func() (query.Rows, error)) (query.Rows, error) {
 	family, _, err := tableFamily(ctx, conn, schema, table)
 	if err != nil {
 		return nil, err
@@ -80,7 +87,7 @@ func withReferencingAside(ctx context.Context, conn *sql.Conn, inTx bool, schema
 			children = append(children, t)
 		}
 	}
-	if hideable(children) {
+	if hide && hideable(children) {
 		return asideTransaction(ctx, conn, inTx, func() (query.Rows, error) {
 			return withReferencingHidden(ctx, conn, schema, table, children, args, before, onCopies, late, again)
 		})
