@@ -46,3 +46,30 @@ func planRevokeLeases(sc *scenarios.Scenario, ev *scenarios.Event, st step) (ste
 	}
 	return st, ""
 }
+
+// planRegisterAs plays registerAs: a registration under each worker's name with the worker
+// secret at its control plane, as a second process of that name makes it.
+func planRegisterAs(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step, string) {
+	var args struct {
+		Worker string `yaml:"worker"`
+	}
+	if err := ev.Params.Decode(&args); err != nil {
+		return st, err.Error()
+	}
+	names, err := sc.Resolve(args.Worker)
+	if err != nil {
+		return st, err.Error()
+	}
+	st.do = func(r *runner) error {
+		for _, n := range names {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := scenarios.RegisterAs(ctx, r.http, "http://"+r.api[sc.ControlPlaneOf(n)], workerSecret, n)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("registerAs %s: %w", n, err)
+			}
+		}
+		return nil
+	}
+	return st, ""
+}

@@ -20,3 +20,15 @@ func TestRevokeLiveLeasesRealEngineWithinCap(t *testing.T) {
 		}
 	}
 }
+
+// The two ways a live worker loses its leases without dying are played on real daemons, not
+// reported unsupported (which would make the whole file UNSUPPORTED).
+func TestRevokeLeasesAndRegisterAsArePlanned(t *testing.T) {
+	for _, file := range []string{"lease-revoke-live.yaml", "lease-reregister-live.yaml"} {
+		sc := load(t, file)
+		st, why := planEvent(sc, sc.Timeline[0])
+		if why != "" || st.do == nil {
+			t.Errorf("%s: %s not planned: %q", file, sc.Timeline[0].Kind, why)
+		}
+	}
+}

@@ -187,7 +187,7 @@ func parseStarve(sc *Scenario, p Params) (Action, error) {
 		return nil, err
 	}
 	if st.Delay <= 0 {
-		return nil, p.Errorf("delay: must be > 0 (the lateness added to every timer of the node)")
+		return nil, p.Errorf("delay: must be > 0 (how late every wake-up of the node's tasks runs)")
 	}
 	names, err := sc.Resolve(st.Node)
 	if err != nil {
@@ -350,4 +350,67 @@ func adminCall(ctx context.Context, client *http.Client, method, u, token string
 		return errNotHeld
 	}
 	return fmt.Errorf("%s %s: %d %s", method, u, resp.StatusCode, bytes.TrimSpace(msg))
+}
+
+// parseRegisterAs is a second process registering under a live worker's name with the worker
+// secret (a copy of the worker started by mistake, or anyone holding the secret):
+// `registerAs: {worker: w-1}`. The control plane ends the running worker's session (superseded)
+// and revokes its leases; the running worker hears of it when its heartbeat is refused (401),
+// and registers again. The second process does nothing else.
+func parseRegisterAs(sc *Scenario, p Params) (Action, error) {
+	var a struct {
+		Worker string `yaml:"worker"`
+	}
+	if err := p.Decode(&a); err != nil {
+		return nil, err
+	}
+	names, err := sc.Resolve(a.Worker)
+	if err != nil {
+		return nil, p.Errorf("worker: %v", err)
+	}
+	for _, n := range names {
+		if s, _ := sc.Spec(n); s.Role != "worker" {
+			return nil, p.Errorf("worker: %s is not a worker", n)
+		}
+	}
+	return func(w *World) error {
+		obs := w.Observer
+		for _, n := range names {
+			w.Sim.Spawn(obs, "register-as-"+n, func() {
+				ctx, cancel := obs.Env().WithTimeout(obs.Ctx(), 10*time.Second)
+				defer cancel()
+				err := RegisterAs(ctx, obs.Client(), "http://"+sc.ControlPlaneOf(n), WorkerSecret, n)
+				w.Sim.Record("registerAs", fmt.Sprintf("%s: %v", n, err))
+				if err != nil {
+					w.Errorf("registerAs %s: %v", n, err)
+				}
+			})
+		}
+		return nil
+	}, nil
+}
+
+// RegisterAs registers a session under worker's name with secret at the control plane at base,
+// as a second process of that name would; the session's token is dropped.
+func RegisterAs(ctx context.Context, client *http.Client, base, secret, worker string) error {
+	body, err := json.Marshal(workerapi.RegisterRequest{Name: worker, Version: "registerAs"})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+workerapi.PathRegister, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", workerapi.MediaWorkerRegister)
+	workerapi.SetBearer(req, secret)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: %d %s", workerapi.PathRegister, resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	return nil
 }
