@@ -85,6 +85,7 @@ type serveFlags struct {
 	reaper, probe                             time.Duration
 	allowShort                                bool
 	drainTimeout, drainDelay                  time.Duration
+	memoryHeadroom                            int64
 	log                                       logFlags
 }
 
@@ -128,6 +129,7 @@ accepting and gives in-flight work --drain-timeout to finish, flushes its histor
 	fl.BoolVar(&f.allowShort, "allow-short-timeouts", false, "lift the production minimums on heartbeat and reaper timing (tests only)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests")
 	fl.DurationVar(&f.drainDelay, "drain-delay", 0, "after SIGTERM, how long /readyz answers 503 while everything still serves (lets a load balancer stop sending new clients first)")
+	fl.Int64Var(&f.memoryHeadroom, "memory-headroom", memoryHeadroomDefault, "bytes the Go runtime's soft memory limit leaves above queryflux.limits.maxHeldBytes (the limit is their sum; below 0: no limit; GOMEMLIMIT in the environment wins)")
 	f.log.register(cmd)
 	return cmd
 }
@@ -185,6 +187,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d := &Daemon{Env: env.Real(logger), Config: cfg, Metrics: metrics, Logger: logger, ConfigFile: f.configFile, AdvertiseHost: f.advertiseHost, Secrets: shared}
 
+	setMemoryLimit(logger, cfg.QueryFlux.Limits, f.memoryHeadroom, os.Getenv("GOMEMLIMIT"))
 	defer gcfloor.Start(serveGCFloor)()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

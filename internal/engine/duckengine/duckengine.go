@@ -181,7 +181,7 @@ func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bo
 	}
 	// \l lists the databases a client can use: not DuckDB's own, nor the compatibility one.
 	hidden := "'memory', '" + compatCatalog + "'"
-	for _, s := range slices.Concat(pgCompatSQL(), trinoFunctionSQL, mysqlFunctionSQL) {
+	for _, s := range slices.Concat(pgCompatSQL(), trinoFunctionSQL, trinoColumnSQL, mysqlFunctionSQL) {
 		s = strings.NewReplacer("{c}", quoteIdent(compatCatalog), "{hidden}", hidden, "{declared}", declared).Replace(s)
 		if err := exec(s); err != nil {
 			return fmt.Errorf("catalog compatibility: %w", err)
@@ -541,7 +541,7 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 	}
 	var names, declared []string
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
-		names, declared = clientNames(ctx, conn, q), trinoDeclared(q)
+		names, declared = clientNames(ctx, conn, q), declareMore(trinoDeclared(q), trinoTableTypes(ctx, conn, q))
 		if rows, ok, err := streamSelect(ctx, conn, p.sqlText, args, p.kind, names, declared, done); ok {
 			return rows, err
 		}

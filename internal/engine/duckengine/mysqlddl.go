@@ -394,6 +394,9 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 	if run, ok := mysqlSelectVars(q); ok {
 		return run, true
 	}
+	if run, ok := mysqlMultiWrite(q); ok {
+		return run, true
+	}
 	if run, ok := mysqlDropIndex(q); ok {
 		return run, true
 	}

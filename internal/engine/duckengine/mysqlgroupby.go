@@ -1,6 +1,7 @@
 package duckengine
 
 import (
+	"context"
 	"database/sql"
 	"regexp"
 	"strings"
@@ -39,6 +40,13 @@ func prepareGrouped(conn *sql.Conn, q *query.Request, sqlText string) (*prepared
 		}
 		sqlText = fixed
 		p, err = prepare(conn, sqlText)
+	}
+	if err == nil && isMySQL(q) {
+		if scaled := avgScaled(context.Background(), conn, sqlText); scaled != sqlText { // mysqlavg.go
+			if ps, err := prepare(conn, scaled); err == nil {
+				p = ps
+			}
+		}
 	}
 	return p, err
 }

@@ -87,18 +87,23 @@ func onUpdateSets(u update, onUpdate []string, types map[string]string, changes 
 		if slices.ContainsFunc(u.sets, func(a assignment) bool { return strings.EqualFold(a.column, col) }) {
 			continue
 		}
-		now := "timezone('UTC', current_timestamp)"
-		switch typ := types[strings.ToLower(col)]; typ {
-		case "TIMESTAMP_S":
-			now = "CAST(date_trunc('second', " + now + ") AS TIMESTAMP_S)"
-		case "TIMESTAMP_MS":
-			now = "CAST(date_trunc('millisecond', " + now + ") AS TIMESTAMP_MS)"
-		default:
-			now = "CAST(" + now + " AS " + typ + ")"
-		}
+		now := currentTimeAs(types[strings.ToLower(col)])
 		b.WriteString(", " + quoteIdent(col) + " = CASE WHEN " + changes + " THEN " + now + " ELSE " + quoteIdent(col) + " END")
 	}
 	return b.String()
+}
+
+// currentTimeAs is the current time at the precision of an ON UPDATE CURRENT_TIMESTAMP column
+// of type typ (DuckDB's).
+func currentTimeAs(typ string) string {
+	now := "timezone('UTC', current_timestamp)"
+	switch typ {
+	case "TIMESTAMP_S":
+		return "CAST(date_trunc('second', " + now + ") AS TIMESTAMP_S)"
+	case "TIMESTAMP_MS":
+		return "CAST(date_trunc('millisecond', " + now + ") AS TIMESTAMP_MS)"
+	}
+	return "CAST(" + now + " AS " + typ + ")"
 }
 
 // update is an UPDATE as readUpdate reads it.

@@ -29,6 +29,10 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 		run, handled := mysqlOwnStatement(q)
 		return run, handled, nil
 	}
+	if q.Protocol == query.ProtocolTrino {
+		run, handled := trinoCreateTable(q) // trinotables.go
+		return run, handled, nil
+	}
 	if q.Protocol != query.ProtocolPostgres {
 		return nil, false, nil
 	}

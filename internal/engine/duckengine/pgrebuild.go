@@ -27,6 +27,7 @@ type familyTable struct {
 	schema, name string
 	ddl          string   // DuckDB's CREATE TABLE of it
 	indexes      []string // its indexes' CREATE INDEX
+	referenced   bool     // a key of a table of the family references it
 }
 
 // tableFamily is the tables schema.tables and those whose foreign keys reference them,
@@ -107,6 +108,9 @@ func tableFamily(ctx context.Context, conn *sql.Conn, schema string, tables ...s
 	}
 	for _, name := range ordered {
 		t := familyTable{schema: schemaName, name: name}
+		for _, e := range edges {
+			t.referenced = t.referenced || e.parent == name && slices.Contains(members, e.child)
+		}
 		if err := conn.QueryRowContext(ctx, `SELECT sql FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = ? AND table_name = ?`,
 			schemaName, name).Scan(&t.ddl); err != nil {
 			return nil, false, wrapErr(err)

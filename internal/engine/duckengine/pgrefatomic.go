@@ -26,7 +26,8 @@ import (
 //
 // All of it is one transaction: if any step fails (a key without an action still references
 // a row: PostgreSQL's 23503 too), nothing is changed. The cost is a copy of the referencing
-// tables' rows, for each such statement.
+// tables' rows, for each such statement, unless DuckDB can rename the referencing tables:
+// then they are hidden from the statement instead (pgrefhide.go).
 
 // pgRefTokens are the significant tokens of sqlText, a PostgreSQL client's statement starting
 // with verb (delete, update), without a trailing ";"; nil for another statement, or one with a
@@ -61,6 +62,14 @@ func pgRefTokens(client *query.Request, sqlText, verb string, refused ...string)
 // created again from the copies.
 func withReferencingRebuilt(ctx context.Context, conn *sql.Conn, inTx bool, schema, table string, args []any, before []step,
 	onCopies func(copyOf func(schema, table string) string) []step, again func() (query.Rows, error)) (query.Rows, error) {
+	return withReferencingAside(ctx, conn, inTx, schema, table, args, before, onCopies, false, again)
+}
+
+// withReferencingAside is withReferencingRebuilt with the referencing tables hidden where
+// DuckDB can rename them (pgrefhide.go); late: onCopies' steps read what the statement wrote,
+// so with the tables hidden they run after it.
+func withReferencingAside(ctx context.Context, conn *sql.Conn, inTx bool, schema, table string, args []any, before []step,
+	onCopies func(copyOf func(schema, table string) string) []step, late bool, again func() (query.Rows, error)) (query.Rows, error) {
 	family, _, err := tableFamily(ctx, conn, schema, table)
 	if err != nil {
 		return nil, err
@@ -70,6 +79,11 @@ func withReferencingRebuilt(ctx context.Context, conn *sql.Conn, inTx bool, sche
 		if !strings.EqualFold(t.name, table) {
 			children = append(children, t)
 		}
+	}
+	if hideable(children) {
+		return asideTransaction(ctx, conn, inTx, func() (query.Rows, error) {
+			return withReferencingHidden(ctx, conn, schema, table, children, args, before, onCopies, late, again)
+		})
 	}
 	copyOf := func(schema, table string) string {
 		for i, t := range children {
@@ -114,17 +128,15 @@ func withReferencingRebuilt(ctx context.Context, conn *sql.Conn, inTx bool, sche
 		if err := execSteps(ctx, conn, after, args); err != nil {
 			return nil, err
 		}
-		for _, check := range checks {
-			var orphans int64
-			if err := conn.QueryRowContext(ctx, check).Scan(&orphans); err != nil {
-				return nil, wrapErr(err)
-			} else if orphans > 0 {
-				return nil, errOrphans
-			}
-		}
-		return rows, nil
+		return rows, countOrphans(ctx, conn, checks)
 	}
-	if inTx { // the client's transaction: a failure leaves it for the client to roll back
+	return asideTransaction(ctx, conn, inTx, aside)
+}
+
+// asideTransaction runs aside in a transaction of its own, committed if it succeeds, or, when inTx,
+// in the client's, which a failure leaves for the client to roll back.
+func asideTransaction(ctx context.Context, conn *sql.Conn, inTx bool, aside func() (query.Rows, error)) (query.Rows, error) {
+	if inTx {
 		return aside()
 	}
 	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {

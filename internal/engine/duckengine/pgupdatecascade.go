@@ -129,13 +129,13 @@ func (u *refUpdate) cascade(ctx context.Context, conn *sql.Conn, args []any, fir
 		}
 		tails = append(tails, " AS qf_ref SET "+set+" FROM "+mapName+" AS qf_map WHERE "+strings.Join(match, " AND "))
 	}
-	rows, err := withReferencingRebuilt(ctx, conn, false, u.schema, u.table, args, before, func(copyOf func(schema, table string) string) []step {
+	rows, err := withReferencingAside(ctx, conn, false, u.schema, u.table, args, before, func(copyOf func(schema, table string) string) []step {
 		steps := make([]step, len(acts))
 		for i, a := range acts {
 			steps[i] = step{"UPDATE " + copyOf(a.schema, a.table) + tails[i], false}
 		}
 		return steps
-	}, again)
+	}, true, again)
 	if err == errOrphans { // RESTRICT, NO ACTION: PostgreSQL's refusal
 		return nil, first
 	} else if err != nil && isForeignKeyViolation(err) {

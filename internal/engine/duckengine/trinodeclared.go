@@ -2,160 +2,27 @@ package duckengine
 
 import (
 	"cmp"
-	"strconv"
-	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
-	"github.com/queryflux/queryflux/internal/sqltok"
+	"github.com/queryflux/queryflux/internal/trinodecl"
 )
 
-// Types Trino gives that DuckDB has no type for: now(), current_timestamp and
+// Types Trino gives that DuckDB has no type for (trinodecl): now(), current_timestamp and
 // from_unixtime(x) are timestamp(3) with time zone in Trino, DuckDB's one TIMESTAMPTZ
 // (microseconds) here; cast(x as varchar(7)) is varchar(7), DuckDB's VARCHAR (it drops the
 // length at parse). Where a Trino client's select item is one of those (with or without an
 // alias), its column carries the Trino type (engine.MetaTrinoDeclared), which the Trino
-// frontend announces, its values cut to that precision. An item inside an expression, or a
-// column of a table declared varchar(n), keeps DuckDB's type.
+// frontend announces, its values cut to that precision. An item inside an expression keeps
+// DuckDB's type; a column of a table declared varchar(n) is trinotables.go's.
 
 // trinoDeclared is the Trino type of each select item of q's text, "" where DuckDB's type
 // tells it; nil for any statement but a Trino client's SELECT naming one of those, and for a
 // select list with a * (its columns are not its items).
 func trinoDeclared(q *query.Request) []string {
-	written := cmp.Or(q.ClientSQL, q.SQL)
-	if q.Protocol != query.ProtocolTrino || !containsFold(written, "now") && !containsFold(written, "timestamp") &&
-		!containsFold(written, "from_unixtime") && !containsFold(written, "varchar") && !containsFold(written, "zone") {
+	if q.Protocol != query.ProtocolTrino {
 		return nil
 	}
-	texts := selectItemTexts(written)
-	declared := make([]string, len(texts))
-	some := false
-	for i, text := range texts {
-		toks := withoutAlias(sqltok.SignificantTokens(text, sqltok.Generic))
-		if len(toks) > 0 && toks[len(toks)-1].Text == "*" {
-			return nil // a * or t.*
-		}
-		declared[i] = trinoItemType(toks)
-		some = some || declared[i] != ""
-	}
-	if !some {
-		return nil
-	}
-	return declared
-}
-
-// withoutAlias is an item's tokens without its alias (AS name, or a name after the expression;
-// not an interval's unit).
-func withoutAlias(toks []sqltok.Token) []sqltok.Token {
-	n := len(toks)
-	switch {
-	case n >= 3 && isWord(toks[n-2], "as"):
-		return toks[:n-2]
-	case n >= 2 && (toks[n-1].Kind == sqltok.Word || toks[n-1].Kind == sqltok.QuotedIdent) &&
-		(toks[n-2].Text == ")" || toks[n-2].Kind == sqltok.Word && !isWord(toks[n-2], "as") && !isWord(toks[n-2], "to") ||
-			toks[n-2].Kind == sqltok.String && (n < 3 || !isWord(toks[n-3], "interval"))):
-		return toks[:n-1]
-	}
-	return toks
-}
-
-// trinoItemType is the Trino type of a select item's expression where DuckDB's says less.
-func trinoItemType(toks []sqltok.Token) string {
-	if end := zonedMillisEnd(toks); end > 0 && intervalsOnly(toks[end:]) {
-		return "timestamp(3) with time zone" // now() + interval '1' day: Trino keeps the timestamp's type
-	}
-	if len(toks) >= 2 && isWord(toks[0], "timestamp") && toks[1].Kind == sqltok.String && intervalsOnly(toks[2:]) {
-		if p := literalDigits(toks[1].Text); p >= 0 {
-			return "timestamp(" + strconv.Itoa(p) + ")" // timestamp '... .6789' is Trino's timestamp(4)
-		}
-	}
-	if len(toks) >= 8 && isWord(toks[0], "cast") && toks[1].Text == "(" && closes(toks, 1) == len(toks)-1 {
-		return trinoCastType(toks[2 : len(toks)-1])
-	}
-	return ""
-}
-
-// zonedMillisEnd is the length of the item's leading now(), current_timestamp or
-// from_unixtime(x), Trino's timestamp(3) with time zone; 0 when it starts with none of them.
-func zonedMillisEnd(toks []sqltok.Token) int {
-	switch {
-	case len(toks) >= 1 && isWord(toks[0], "current_timestamp"):
-		return 1
-	case len(toks) >= 3 && isWord(toks[0], "now") && toks[1].Text == "(" && toks[2].Text == ")":
-		return 3
-	case len(toks) >= 4 && isWord(toks[0], "from_unixtime") && toks[1].Text == "(":
-		return closes(toks, 1) + 1
-	}
-	return 0
-}
-
-// intervalsOnly reports whether toks are nothing but interval literals added or subtracted:
-// + interval '1' day - interval '1-2' year to month ... (none: true).
-func intervalsOnly(toks []sqltok.Token) bool {
-	for len(toks) > 0 {
-		if len(toks) < 4 || toks[0].Text != "+" && toks[0].Text != "-" || !isWord(toks[1], "interval") ||
-			toks[2].Kind != sqltok.String || toks[3].Kind != sqltok.Word {
-			return false
-		}
-		toks = toks[4:]
-		if len(toks) >= 2 && isWord(toks[0], "to") && toks[1].Kind == sqltok.Word {
-			toks = toks[2:]
-		}
-	}
-	return true
-}
-
-// trinoCastType is the Trino type a cast's inside (x AS type) gives where DuckDB keeps less:
-// varchar(n) (DuckDB drops the length), timestamp(p) with time zone (DuckDB's TIMESTAMPTZ keeps
-// microseconds whatever p).
-func trinoCastType(inner []sqltok.Token) string {
-	n := len(inner)
-	switch {
-	case n >= 6 && isWord(inner[n-5], "as") && isWord(inner[n-4], "varchar") && inner[n-3].Text == "(" &&
-		isDigits(inner[n-2], 10) && inner[n-1].Text == ")":
-		return "varchar(" + inner[n-2].Text + ")"
-	case n >= 9 && isWord(inner[n-8], "as") && isWord(inner[n-7], "timestamp") && inner[n-6].Text == "(" &&
-		isDigits(inner[n-5], 1) && inner[n-5].Text <= "6" && inner[n-4].Text == ")" && isWord(inner[n-3], "with") &&
-		isWord(inner[n-2], "time") && isWord(inner[n-1], "zone"):
-		return "timestamp(" + inner[n-5].Text + ") with time zone"
-	}
-	return ""
-}
-
-// literalDigits is Trino's precision of timestamp 'text' (quoted): the digits of a second the
-// text writes; -1 for a text with a zone (another type), with more than the six digits DuckDB
-// keeps, or one this does not read.
-func literalDigits(quoted string) int {
-	text, opened := strings.CutPrefix(quoted, "'")
-	text, closed := strings.CutSuffix(text, "'")
-	date, clock, timed := strings.Cut(strings.TrimSpace(text), " ")
-	if !opened || !closed || date == "" || strings.Trim(date, "0123456789-") != "" {
-		return -1
-	}
-	whole, fraction, fractional := strings.Cut(clock, ".")
-	switch {
-	case !timed || !fractional && strings.Trim(whole, "0123456789:") == "":
-		return 0
-	case strings.Trim(whole, "0123456789:") != "" || fraction == "" || len(fraction) > 6 || strings.Trim(fraction, "0123456789") != "":
-		return -1
-	}
-	return len(fraction)
-}
-
-// isDigits reports whether t is an unsigned integer of at most max digits.
-func isDigits(t sqltok.Token, max int) bool {
-	return t.Kind == sqltok.Number && len(t.Text) <= max && strings.Trim(t.Text, "0123456789") == ""
-}
-
-// closes is the index of the token that closes the parenthesis at open; -1 when none does.
-func closes(toks []sqltok.Token, open int) int {
-	depth := 0
-	for j := open; j < len(toks); j++ {
-		depth += parenStep(toks[j])
-		if depth == 0 {
-			return j
-		}
-	}
-	return -1
+	return trinodecl.ItemTypes(cmp.Or(q.ClientSQL, q.SQL))
 }
 
 // declare gives each column the Trino type its select item declared, when the items are the

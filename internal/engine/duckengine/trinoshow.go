@@ -24,8 +24,9 @@ var trinoShowSQL = []string{
 		WHEN t = 'UTINYINT' THEN 'smallint' WHEN t = 'USMALLINT' THEN 'integer' WHEN t = 'UINTEGER' THEN 'bigint'
 		WHEN t = 'UBIGINT' THEN 'decimal(20,0)' WHEN t = 'FLOAT' THEN 'real'
 		WHEN t LIKE 'DECIMAL(%' THEN lower(replace(t, ' ', ''))
-		WHEN t IN ('TIMESTAMP', 'TIMESTAMP_S', 'TIMESTAMP_MS', 'TIMESTAMP_NS') THEN 'timestamp(6)'
-		WHEN t = 'TIMESTAMP WITH TIME ZONE' THEN 'timestamp(6) with time zone'
+		WHEN t = 'TIMESTAMP' THEN 'timestamp(6)' WHEN t = 'TIMESTAMP_S' THEN 'timestamp(0)'
+		WHEN t = 'TIMESTAMP_MS' THEN 'timestamp(3)' WHEN t = 'TIMESTAMP_NS' THEN 'timestamp(9)'
+		WHEN t = 'TIMESTAMP WITH TIME ZONE' THEN 'timestamp(6) with time zone' WHEN t = 'TIME WITH TIME ZONE' THEN 'time(6) with time zone'
 		WHEN t = 'TIME' THEN 'time(6)' WHEN t = 'BLOB' THEN 'varbinary' WHEN t = 'INTERVAL' THEN 'interval day to second'
 		WHEN t = 'BIT' OR t LIKE 'ENUM(%' OR t LIKE 'VARCHAR(%' THEN 'varchar'
 		ELSE lower(t) END`,
@@ -133,13 +134,15 @@ func (s listing) sql(r *sqltok.Walker) (string, bool) {
 	return sql + " ORDER BY " + cmp.Or(s.order, first), true
 }
 
-// showColumns lists a table's columns (catalog, schema, name) in their order. A table that does
+// showColumns lists a table's columns (catalog, schema, name) in their order, each typed as
+// declared where DuckDB's type says less (trinotables.go). A table that does
 // not exist fails as a query of it fails (DuckDB's catalog error: TABLE_NOT_FOUND): the last
 // condition reads it.
 func showColumns(table []string) listing {
 	return listing{cols: `"Column", "Type", "Extra", "Comment"`, order: "column_index",
-		inner: `SELECT column_name AS "Column", ` + compatPrefix + `qf_trino_type(data_type) AS "Type", '' AS "Extra",
-			coalesce(comment, '') AS "Comment", column_index, database_name, schema_name, table_name FROM duckdb_columns()`,
+		inner: `SELECT column_name AS "Column", coalesce(` + compatPrefix + `qf_trino_declared(pg_type_oid, pg_typmod), ` +
+			compatPrefix + `qf_trino_type(data_type)) AS "Type", '' AS "Extra", coalesce(comment, '') AS "Comment", column_index,
+			database_name, schema_name, table_name FROM ` + compatPrefix + `qf_pg_columns`,
 		where: `lower(database_name) = ` + catalogLit(table[0]) + ` AND lower(schema_name) = ` + schemaLit(table[1]) +
 			` AND lower(table_name) = lower(` + quoteString(table[2]) + `)
 			AND (SELECT count(*) FROM (SELECT 1 FROM ` + trinoTableRef(table) + ` LIMIT 0)) = 0`}

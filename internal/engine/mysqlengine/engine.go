@@ -543,14 +543,33 @@ func commandTag(sql string, affected uint64) string {
 	}
 }
 
+// assignsUserVariable reports whether a statement other than SET assigns a user variable:
+// SELECT ... INTO @v, or @v := expr anywhere (a user variable lasts the connection's life,
+// and the next client of a pooled connection would read it).
+func assignsUserVariable(sql string) bool {
+	toks := sqltok.SignificantTokens(sql, sqltok.MySQL)
+	for i, t := range toks {
+		if t.Kind != sqltok.Operator || !strings.HasSuffix(t.Text, "@") || strings.HasSuffix(t.Text, "@@") || i+1 == len(toks) {
+			continue
+		}
+		if t.Text == "@" && i > 0 && toks[i-1].IsWord("into") || i+2 < len(toks) && strings.HasPrefix(toks[i+2].Text, ":=") {
+			return true
+		}
+	}
+	return false
+}
+
 // firstWord is sql's first keyword after blanks and comments.
 func firstWord(sql string) string { return sqltok.FirstKeyword(sql, sqltok.MySQL) }
 
 // changesSession reports statements that leave state on their connection (session variables,
-// table locks, named locks, temporary tables, prepared statements by name): that connection is
-// closed afterwards instead of serving another request.
+// user variables, table locks, named locks, temporary tables, prepared statements by name):
+// that connection is closed afterwards instead of serving another request.
 func changesSession(sql string) bool {
 	if (strings.Contains(sql, "_lock") || strings.Contains(sql, "_LOCK")) && strings.Contains(strings.ToUpper(sql), "GET_LOCK") {
+		return true
+	}
+	if strings.IndexByte(sql, '@') >= 0 && assignsUserVariable(sql) {
 		return true
 	}
 	switch strings.ToUpper(firstWord(sql)) {

@@ -20,6 +20,8 @@ func TestCommandTagReadsFirstKeyword(t *testing.T) {
 	for sql, want := range map[string]bool{
 		"SET @a = 1": true, "/* x */ set names utf8mb4": true, "LOCK TABLES t READ": true,
 		"select 1": false, "-- set\nselect 1": false, "CREATE TEMPORARY TABLE t (a int)": true,
+		"SELECT 1 INTO @v": true, "select a, b from t into @x, @y": true, "SELECT @n := 5": true, "select @n:=5": true, "SELECT (@`n`:=@n+1)": true,
+		"SELECT @v, @@sql_mode": false, "SELECT 'a@b' INTO OUTFILE '/tmp/x'": false,
 	} {
 		if got := changesSession(sql); got != want {
 			t.Errorf("changesSession(%q) = %v, want %v", sql, got, want)

@@ -47,7 +47,7 @@ func (s *Server) dropConn(id uint64) {
 	for h, r := range s.results {
 		if r.conn == id {
 			stale = append(stale, r)
-			delete(s.results, h)
+			s.takeResultLocked(h, r)
 		}
 	}
 	s.mu.Unlock()

@@ -68,6 +68,11 @@ type Options struct {
 	// ResultTTL is how long an executed statement (which holds its engine query, and any
 	// capacity lease, open) waits for its DoGet; default 1 minute.
 	ResultTTL time.Duration
+	// ResultsPerUserMax bounds the executed statements one user leaves waiting for their DoGet
+	// (tickets not yet fetched, and statements being executed); past it GetFlightInfo is
+	// refused with ResourceExhausted until the user fetches, cancels or lets some expire
+	// (ResultTTL). Default resultsPerUserMaxDefault.
+	ResultsPerUserMax int
 	// PreparedIdleTTL is how long a prepared statement nobody binds, runs or describes is
 	// kept; default 1 hour. Handles outlive connections (a gRPC client reconnects under its
 	// handles after an idle close), so without it a client that never closes them (killed, or
@@ -106,11 +111,15 @@ type Server struct {
 	ctx    context.Context // ends on Close; parent of results waiting for DoGet
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	results  map[string]*pendingResult // by statement handle, until DoGet takes it
-	prepared map[string]*preparedStatement
-	held     map[string]preparedHeld // each user's prepared statements, counted (prepared.go)
-	tokens   map[string]issuedToken
+	mu      sync.Mutex
+	results map[string]*pendingResult // by statement handle, until DoGet takes it
+	// userResults counts each user's results stored in results or being executed to be;
+	// resultsHeld is their sum (resultsPerUserMax, resultsMax).
+	userResults map[string]int
+	resultsHeld int
+	prepared    map[string]*preparedStatement
+	held        map[string]preparedHeld // each user's prepared statements, counted (prepared.go)
+	tokens      map[string]issuedToken
 	// userTokens are each user's live tokens, oldest first (tokensPerUserMax).
 	userTokens map[string][]string
 	serving    bool
@@ -158,12 +167,15 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	if opts.PreparedIdleTTL <= 0 {
 		opts.PreparedIdleTTL = time.Hour
 	}
+	if opts.ResultsPerUserMax <= 0 {
+		opts.ResultsPerUserMax = resultsPerUserMaxDefault
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{backend: backend, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
-		results: map[string]*pendingResult{}, prepared: map[string]*preparedStatement{}, held: map[string]preparedHeld{}, tokens: map[string]issuedToken{}, userTokens: map[string][]string{}}
+		results: map[string]*pendingResult{}, userResults: map[string]int{}, prepared: map[string]*preparedStatement{}, held: map[string]preparedHeld{}, tokens: map[string]issuedToken{}, userTokens: map[string][]string{}}
 	s.Alloc = memory.DefaultAllocator
 	s.refusals = netlimit.BoundRefusals(opts.Registerer)
 	for id, v := range map[fsql.SqlInfo]any{
@@ -224,6 +236,7 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	results := s.results
 	s.results = map[string]*pendingResult{}
+	s.userResults, s.resultsHeld = map[string]int{}, 0
 	for _, h := range s.held {
 		h.budget.Close() // the node's pool outlives this server (a frontend restarted)
 	}
@@ -251,7 +264,7 @@ func (s *Server) cancelResult(rows query.Rows) {
 	for h, r := range s.results {
 		if r.rows == rows {
 			found = r
-			delete(s.results, h)
+			s.takeResultLocked(h, r)
 		}
 	}
 	s.mu.Unlock()
@@ -291,7 +304,7 @@ func (s *Server) cancelInfo(ctx context.Context, info *flight.FlightInfo) bool {
 		h := string(t.GetStatementHandle())
 		if r, ok := s.results[h]; ok && r.user == user {
 			dropped = append(dropped, r)
-			delete(s.results, h)
+			s.takeResultLocked(h, r)
 		}
 	}
 	s.mu.Unlock()
@@ -299,6 +312,58 @@ func (s *Server) cancelInfo(ctx context.Context, info *flight.FlightInfo) bool {
 		r.drop()
 	}
 	return len(dropped) > 0
+}
+
+// Results waiting for their DoGet each hold an engine query open (its buffers, a capacity slot
+// where the cluster has a cap) until fetched, cancelled, their connection ends or ResultTTL
+// passes. A client that executes without fetching (a leak, or on purpose, over many connections)
+// is bounded per user, so that it fills its own user's share and not the clusters' slots, and
+// all together (trustLoopback logs any name in).
+const (
+	resultsPerUserMaxDefault = 32
+	resultsMax               = 4_096
+)
+
+// reserveResult counts one more result for user, stored or being executed, or refuses it
+// (ResourceExhausted) past user's bound or everyone's.
+func (s *Server) reserveResult(user string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.userResults[user]; n >= s.opts.ResultsPerUserMax {
+		s.refusals.WithLabelValues("flightsql", "results").Inc()
+		return status.Errorf(codes.ResourceExhausted,
+			"user %q has %d executed statements waiting for their DoGet, the most one user may have (%d); fetch them (DoGet) or cancel them (CancelFlightInfo) first, or wait for them to expire (%s)",
+			user, n, s.opts.ResultsPerUserMax, s.opts.ResultTTL)
+	}
+	if s.resultsHeld >= resultsMax {
+		s.refusals.WithLabelValues("flightsql", "results").Inc()
+		return status.Errorf(codes.ResourceExhausted,
+			"this server has %d executed statements waiting for their DoGet, the most it allows; retry when some have been fetched or have expired (%s)",
+			s.resultsHeld, s.opts.ResultTTL)
+	}
+	s.userResults[user]++
+	s.resultsHeld++
+	return nil
+}
+
+// releaseResultLocked gives back one of user's results (reserveResult).
+func (s *Server) releaseResultLocked(user string) {
+	n, ok := s.userResults[user]
+	if !ok {
+		return // counted before a Close that forgot every count
+	}
+	if n <= 1 {
+		delete(s.userResults, user)
+	} else {
+		s.userResults[user] = n - 1
+	}
+	s.resultsHeld--
+}
+
+// takeResultLocked removes the stored result r under handle h and gives back its user's count.
+func (s *Server) takeResultLocked(h string, r *pendingResult) {
+	delete(s.results, h)
+	s.releaseResultLocked(r.user)
 }
 
 func (p *pendingResult) drop() {
@@ -326,7 +391,7 @@ func (s *Server) expireOnce(now time.Time) {
 	for h, r := range s.results {
 		if now.Sub(r.created) > s.opts.ResultTTL {
 			stale = append(stale, r)
-			delete(s.results, h)
+			s.takeResultLocked(h, r)
 		}
 	}
 	for tok, it := range s.tokens {
@@ -388,6 +453,8 @@ func codeFor(state string) codes.Code {
 		return codes.ResourceExhausted // not DeadlineExceeded: the client's deadline did not pass
 	case query.CodeQueryTimeout:
 		return codes.DeadlineExceeded
+	case query.CodeLeaseLost:
+		return codes.Aborted // gRPC's "retry at a higher level": the statement did not take effect
 	case query.CodeEngineUnavailable, query.CodeCoordinationUnavailable:
 		return codes.Unavailable
 	case query.CodeAccessDenied:
@@ -435,6 +502,18 @@ func contextOr(ctx context.Context, err error) error {
 // flightInfo executes sql and describes its result; the ticket names the stored rows. A client
 // that gives up (its deadline, its cancel) while the statement starts stops it at once.
 func (s *Server) flightInfo(ctx context.Context, sql string, args []any, desc *flight.FlightDescriptor) (info *flight.FlightInfo, err error) {
+	user := userOf(ctx)
+	if err := s.reserveResult(user); err != nil {
+		return nil, err
+	}
+	stored := false
+	defer func() {
+		if !stored {
+			s.mu.Lock()
+			s.releaseResultLocked(user)
+			s.mu.Unlock()
+		}
+	}()
 	rows, cancel, unwatch, err := s.execute(ctx, sql, args)
 	if err != nil {
 		return nil, err
@@ -467,7 +546,8 @@ func (s *Server) flightInfo(ctx context.Context, sql string, args []any, desc *f
 		return nil, status.Errorf(codes.Internal, "ticket: %v", err)
 	}
 	s.mu.Lock()
-	s.results[handle] = &pendingResult{rows: rows, cancel: cancel, created: time.Now(), conn: connID(ctx), user: userOf(ctx)}
+	s.results[handle] = &pendingResult{rows: rows, cancel: cancel, created: time.Now(), conn: connID(ctx), user: user}
+	stored = true // the reservation is the stored result's now: takeResultLocked gives it back
 	s.mu.Unlock()
 	return &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(schema, s.Alloc),
@@ -505,7 +585,7 @@ func (s *Server) DoGetStatement(ctx context.Context, ticket fsql.StatementQueryT
 	res, ok := s.results[handle]
 	mine := ok && res.user == userOf(ctx)
 	if mine {
-		delete(s.results, handle)
+		s.takeResultLocked(handle, res)
 	}
 	s.mu.Unlock()
 	if ok && !mine {

@@ -1,13 +1,16 @@
 package mysqlwire
 
 import (
+	"errors"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"github.com/queryflux/queryflux/internal/mysqlcharset"
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 // A client's collation (and so its character set) is the session's, as on MariaDB: the one
@@ -100,4 +103,32 @@ func localInClientCollation(f *mysql.Field, id uint8) {
 	}
 	c := collationOf(id)
 	f.Charset, f.ColumnLength = uint16(c.ID), f.ColumnLength/4*c.MaxLen
+}
+
+// clientError is the MySQL error a client sees for err, its message in the client's character
+// set as MariaDB writes its own in character_set_results: another engine's message (DuckDB's,
+// PostgreSQL's, the core's), UTF-8, goes to a latin1 client in latin1. A MySQL engine's is in
+// the client's set already (its connection is), and so is a message of the frontend's own
+// (*mysql.MyError), which may quote the client's bytes; a message that is not UTF-8 is left as
+// it is.
+func (h *session) clientError(err error) *mysql.MyError {
+	me := toMySQLError(err)
+	if !mysqlcharset.IsLatin1(h.collation) || isASCII(me.Message) || !utf8.ValidString(me.Message) {
+		return me
+	}
+	var own *mysql.MyError
+	var qe *query.Error
+	if errors.As(err, &own) || errors.As(err, &qe) && engineErrno.MatchString(qe.Message) {
+		return me
+	}
+	return &mysql.MyError{Code: me.Code, State: me.State, Message: string(mysqlcharset.AppendLatin1(nil, me.Message))}
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

@@ -60,7 +60,7 @@ func (h *session) serveCommands() {
 			continue
 		}
 		if err, ok := v.(error); ok {
-			me := toMySQLError(err)
+			me := h.clientError(err)
 			h.noteError(me)
 			v = me
 		}

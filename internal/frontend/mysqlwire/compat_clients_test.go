@@ -68,11 +68,11 @@ func TestMySQLClientsCatalogOnDuckDB(t *testing.T) {
 			me := fmt.Sprintf(`"%s@127.0.0.1"`, testUser)
 			steps := []sessionStep{
 				{SQL: compatDDL, want: `"affected 0"`},
-				{SQL: "SHOW VARIABLES LIKE 'sql_mode'", want: `[["sql_mode",""]]`},
+				{SQL: "SHOW VARIABLES LIKE 'sql_mode'", want: `[["sql_mode","STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION"]]`},
 				{SQL: "SHOW SESSION VARIABLES LIKE 'lower_case_table_names'", want: `[["lower_case_table_names","0"]]`},
 				{SQL: "SHOW VARIABLES WHERE Variable_name = 'autocommit' OR Variable_name IN ('time_zone', 'no_such')", want: `[["autocommit","ON"],["time_zone","+00:00"]]`},
 				{SQL: "SELECT @@tx_isolation, @@transaction_isolation", want: `[["REPEATABLE-READ","REPEATABLE-READ"]]`},
-				{SQL: "/* connector */ SELECT @@session.auto_increment_increment AS auto_increment_increment, @@sql_mode AS sql_mode, 1 + 1 AS two", want: `[["1","","2"]]`},
+				{SQL: "/* connector */ SELECT @@session.auto_increment_increment AS auto_increment_increment, @@sql_mode AS sql_mode, 1 + 1 AS two", want: `[["1","STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION","2"]]`},
 				{SQL: "SELECT VERSION(), @@version, concat('v', VERSION()) AS v", want: `[["8.0.11-queryflux","8.0.11-queryflux","v8.0.11-queryflux"]]`},
 				{SQL: "SELECT USER(), CURRENT_USER(), SESSION_USER()", want: "[[" + me + "," + me + "," + me + "]]"},
 				{SQL: "SELECT CONNECTION_ID() > 0", want: `[["1"]]`},
@@ -184,7 +184,7 @@ func TestMySQLSessionValuesOnPostgreSQL(t *testing.T) {
 	f := pgCluster(t)
 	me := fmt.Sprintf(`"%s@127.0.0.1"`, testUser)
 	steps := []sessionStep{
-		{SQL: "SHOW VARIABLES LIKE 'sql_mode'", want: `[["sql_mode",""]]`},
+		{SQL: "SHOW VARIABLES LIKE 'sql_mode'", want: `[["sql_mode","STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION"]]`},
 		{SQL: "SHOW COLLATION LIKE 'utf8mb4_bin'", want: `[["utf8mb4_bin","utf8mb4","46","","Yes","1"]]`},
 		{SQL: "SELECT VERSION(), @@version, USER()", want: `[["8.0.11-queryflux","8.0.11-queryflux",` + me + `]]`},
 		{SQL: "SELECT length(VERSION()) AS n, upper(CURRENT_USER) AS u", want: `[["16",` + strings.ToUpper(me) + `]]`},

@@ -181,6 +181,61 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"select * from rv order by id",
 		"exec insert into rv values (2, 9)",
 	}},
+	// Multi-table UPDATE (UPDATE a JOIN b ... SET, UPDATE a, b SET, a LEFT JOIN, a derived
+	// table joined, both tables set) and DELETE (DELETE a FROM a JOIN b, DELETE a, b FROM ...,
+	// DELETE FROM a USING a, b): the rows the join matches change once each, counted as MariaDB
+	// counts them (changed rows; 1054, 1052, 1288 for a SET it refuses), an ON UPDATE
+	// CURRENT_TIMESTAMP column set in the changed rows, a referenced row's UNIQUE column changed,
+	// a child and its parent deleted in one statement, a parent row in use 1451, in a
+	// transaction rolled back. DuckDB's parser refused all but DELETE ... USING (1064), and
+	// DELETE FROM a USING a JOIN b deleted every row of a.
+	{"multi-table update and delete", []string{
+		"exec create table mp (id int primary key, name varchar(20) unique, n int, ts timestamp null default null on update current_timestamp)",
+		"exec create table mc (id int primary key, p int, v int, s varchar(20), foreign key (p) references mp (id))",
+		"exec create table mo (id int primary key, p int, v int)",
+		"exec insert into mp (id, name, n) values (1, 'a', 0), (2, 'b', 0), (3, 'c', 0), (4, 'd', 0)",
+		"exec insert into mc values (1, 1, 10, 'x'), (2, 1, 20, 'y'), (3, 2, 30, 'z'), (4, 4, 40, 'w')",
+		"exec insert into mo values (1, 1, 1), (2, 2, 2), (3, 9, 3)",
+		"exec update mc join mp on mc.p = mp.id set s = 'X' where mp.name = 'a'",
+		"exec update mc join mp on mc.p = mp.id set s = 'X' where mp.name = 'a'",
+		"exec update mc c inner join mp p on c.p = p.id set c.v = c.v + 1, p.n = 7 where p.id < 3",
+		"exec update mc, mp set mc.v = mp.id * 100 where mc.p = mp.id and mp.id = 2",
+		"exec update mp left join mo on mo.p = mp.id set mp.n = 99 where mo.id is null",
+		"exec update mo join (select 2 as id, 5 as m) d on d.id = mo.p set mo.v = d.m",
+		"exec update `mc` as `c` join `mp` `p` on `c`.`p` = `p`.`id` set `p`.`name` = 'A' where `c`.`id` = 1",
+		"exec update mc join mp on mc.p = mp.id set nothere = 1",
+		"exec update mc join mp on mc.p = mp.id set id = 1",
+		"exec update mc join mp on mc.p = mp.id set mp.nothere = 1",
+		"exec update mc join (select 1 as id) d on d.id = mc.p set d.id = 2",
+		"select id, p, v, s from mc order by id",
+		"select id, name, n, ts is not null from mp order by id",
+		"select * from mo order by id",
+		"exec start transaction",
+		"exec update mc, mp set mc.v = 0, mp.n = 0 where mc.p = mp.id",
+		"exec rollback",
+		"select id, v from mc order by id",
+		"exec delete mp from mp join mc on mc.p = mp.id where mc.id = 3",
+		"exec delete mp, mc from mc join mp on mc.p = mp.id where mc.id = 3",
+		"exec delete mo from mo left join mp on mo.p = mp.id where mp.id is null",
+		"exec delete from mc using mc, mp where mc.p = mp.id and mp.id = 1 and mc.v > 15",
+		"exec delete m from mo as m join mp on mp.id = m.p where mp.name = 'A'",
+		"select id, p, v from mc order by id",
+		"select id from mp order by id",
+		"select * from mo order by id",
+	}},
+	// AVG of a DECIMAL(p,s) is MariaDB's DECIMAL(p+4,s+4) (2.500000 for DECIMAL(8,2)), grouped,
+	// in HAVING and ORDER BY, of an expression, of a literal, without FROM, with DISTINCT (of an
+	// integer too: four decimals). DuckDB's was a DOUBLE (2.5).
+	{"avg of decimals", []string{
+		"exec create table av (id int, d decimal(8,2), i int, f double, d2 decimal(20,0))",
+		"exec insert into av values (1, 2.00, 2, 2.0, 2), (2, 3.00, 3, 3.5, 3), (3, null, null, null, null), (4, 2.01, 3, 1, 4)",
+		"select avg(d), avg(i), avg(f), avg(d2) from av",
+		"select id, avg(d) from av group by id order by id",
+		"select i, avg(d) from av group by i having avg(d) > 2 order by avg(d)",
+		"select avg(d + 1), avg(d) * 2, round(avg(d), 2), avg(1.5) from av where id < 3",
+		"select avg(2.25)",
+		"select avg(distinct d), avg(distinct i) from av",
+	}},
 	// A row another table's key references, deleted or its key changed: 1451 (SQLSTATE 23000,
 	// "Cannot delete or update a parent row"), in a transaction too; an orphan inserted: 1452.
 	// DuckDB's refusal was sent as 1452 each time.

@@ -368,13 +368,22 @@ func readsNoTable(sql string) bool {
 	toks := sqltok.SignificantTokens(sql, sqltok.MySQL)
 	for i, t := range toks {
 		switch {
+		case t.IsWord("into") && intoNoTable(toks[i+1:]):
+			// SELECT ... INTO @v, INTO OUTFILE: MariaDB opens no transaction for them
 		case t.IsWord("from") && (i+1 == len(toks) || !toks[i+1].IsWord("dual")), t.IsWord("into", "for", "lock"):
-			return false // a table, an INTO @v / OUTFILE, FOR UPDATE
+			return false // a table, FOR UPDATE
 		case t.Kind == sqltok.Word && i+1 < len(toks) && toks[i+1].Text == "(" && !noTableFunctions[strings.ToLower(t.Text)]:
 			return false
 		}
 	}
 	return true
+}
+
+// intoNoTable reports whether the tokens after a SELECT's INTO name user variables (@v, @`v`)
+// or a file (OUTFILE, DUMPFILE), which MariaDB writes without a transaction, rather than
+// anything else (a procedure's local variable, a table in another dialect).
+func intoNoTable(toks []sqltok.Token) bool {
+	return len(toks) > 1 && (toks[0].Text == "@" && toks[1].Kind != sqltok.Operator || toks[0].IsWord("outfile", "dumpfile"))
 }
 
 // noTableFunctions are built-in functions a statement without FROM calls without reading a
@@ -591,7 +600,7 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 			return h.writeEOF()
 		}
 		if err != nil {
-			return h.writeErrorPacket(toMySQLError(err))
+			return h.writeErrorPacket(h.clientError(err))
 		}
 		if err := h.writeBatch(batch, cols, binary, &buf); err != nil {
 			return err
@@ -659,7 +668,7 @@ func (h *session) writeEOF() error {
 // writeError writes err as an error packet (go-mysql would lose the code of errors returned
 // from COM_STMT_EXECUTE, so the session writes them itself).
 func (h *session) writeError(err error) {
-	me := toMySQLError(err)
+	me := h.clientError(err)
 	h.noteError(me)
 	if werr := h.writeErrorPacket(me); werr != nil {
 		h.conn.Close()
@@ -811,7 +820,10 @@ func (h *session) variable(name string) (any, bool) {
 	case "collation_server":
 		return "utf8mb4_general_ci", true
 	case "sql_mode":
-		return "", true
+		if h.routesToMySQL() {
+			return nil, false // the engine's own, which its server's configuration may have changed
+		}
+		return mariadbSQLMode, true
 	case "lower_case_table_names":
 		return int64(0), true
 	case "wait_timeout", "interactive_timeout":
@@ -832,14 +844,37 @@ func (h *session) variable(name string) (any, bool) {
 		return int64(30), true
 	case "net_write_timeout":
 		return int64(60), true
-	case "performance_schema", "query_cache_size", "sql_auto_is_null":
+	case "performance_schema", "sql_auto_is_null":
 		return int64(0), true
+	case "query_cache_size":
+		return int64(1048576), true
 	case "query_cache_type":
 		return "OFF", true
 	case "sql_select_limit":
 		return sqlSelectLimitDefault, true
 	}
 	return nil, false
+}
+
+// mariadbSQLMode is MariaDB's default @@sql_mode (10.2.4 on): what a client is told on an engine
+// that is not MySQL, as a MariaDB server left at its defaults tells it.
+const mariadbSQLMode = "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION"
+
+// engineRouter is a backend that tells which engine a statement routes to (proxy.Core).
+type engineRouter interface {
+	RoutesTo(q *query.Request, is func(query.Engine) bool) bool
+}
+
+// routesToMySQL reports whether the session's statements go to a MySQL engine, which answers
+// its server's variables itself (canRelay: a MySQL engine, relayed or not).
+func (h *session) routesToMySQL() bool {
+	r, ok := h.s.backend.(engineRouter)
+	if !ok {
+		return false
+	}
+	var q query.Request
+	h.fillAs(&q, "SELECT 1", nil) // routed as the session's statements are; it names no session value
+	return r.RoutesTo(&q, canRelay)
 }
 
 var _ server.Handler = (*session)(nil)

@@ -134,7 +134,7 @@ func (h *session) shownValue(name string) string {
 var shownOnOff = map[string]bool{"autocommit": true, "sql_auto_is_null": true, "transaction_read_only": true,
 	"tx_read_only": true, "performance_schema": true}
 
-// engineVariable is SHOW VARIABLES' value of the session variable name on the held connection:
+// engineVariable is SHOW VARIABLES' value of the session variable name the engine answers:
 // the engine's own SHOW (a MySQL engine's ON and OFF), else its SELECT @@name; "" when it is
 // NULL or the engine tells neither.
 func (h *session) engineVariable(name string) string {
@@ -145,13 +145,15 @@ func (h *session) engineVariable(name string) string {
 	return v
 }
 
-// engineValue runs sql on the held connection and reads its first row's column col ("" for
-// NULL); ok is false when the engine refused it or answered no such value.
+// engineValue runs sql on the held connection (on a pooled one without it) and reads its first
+// row's column col ("" for NULL); ok is false when the engine refused it or answered no such
+// value.
 func (h *session) engineValue(sql string, col int) (v string, ok bool) {
-	if h.pinned == nil {
-		return "", false
+	execute := h.s.backend.Execute
+	if h.pinned != nil {
+		execute = h.pinned.Execute
 	}
-	rows, err := h.pinned.Execute(h.ctx, h.request(sql, nil))
+	rows, err := execute(h.ctx, h.request(sql, nil))
 	if err != nil {
 		return "", false
 	}

@@ -41,6 +41,8 @@ var flagStatements = []flagStatement{
 	{sql: "DO 1"}, {sql: "SELECT NOW() IS NOT NULL, CONCAT('a', 'b')"}, {sql: "SELECT 1 FROM DUAL"},
 	{sql: "INSERT INTO sf (id, v) VALUES (1, 0)"}, {sql: "SELECT ?", args: []any{5}, prepared: true},
 	{sql: "SELECT (SELECT MAX(v) FROM sf)"}, {sql: "SET autocommit=0, sql_mode = 'STRICT_ALL_TABLES'"},
+	{sql: "SELECT 1 INTO @sf"}, {sql: "SELECT NOW() IS NOT NULL, 2 INTO @sn, @sf FROM DUAL"},
+	{sql: "SELECT MAX(v) INTO @sf FROM sf"},
 }
 
 // flagAnswer is what a client sees of a statement: its rows and the session flags of its OK
@@ -127,10 +129,19 @@ func TestStatusFlagsAsMariaDB(t *testing.T) {
 		"SET autocommit=1", "SELECT @sf", "UPDATE sf SET v = v + 1 WHERE id = 2", "SELECT id, v FROM sf ORDER BY id"} {
 		connectorJ = append(connectorJ, flagStatement{sql: q})
 	}
+	// SELECT ... INTO @v with autocommit off: no transaction until one reads the table.
+	var into []flagStatement
+	for _, q := range []string{"SET autocommit=0", "SELECT 1 INTO @sf", "SELECT NOW() IS NOT NULL, 2 INTO @sn, @sf FROM DUAL",
+		"SELECT @sf", "SELECT MAX(v) INTO @sf FROM sf", "ROLLBACK"} {
+		into = append(into, flagStatement{sql: q})
+	}
 	for i, f := range fronts {
 		for _, deprecateEOF := range []bool{false, true} {
 			if err := sameFlagsAsMariaDB(t, f, connectorJ, deprecateEOF); err != nil {
 				t.Errorf("%s, Connector/J's transaction, CLIENT_DEPRECATE_EOF %v: %v", names[i], deprecateEOF, err)
+			}
+			if err := sameFlagsAsMariaDB(t, f, into, deprecateEOF); err != nil {
+				t.Errorf("%s, SELECT ... INTO @v, CLIENT_DEPRECATE_EOF %v: %v", names[i], deprecateEOF, err)
 			}
 		}
 	}

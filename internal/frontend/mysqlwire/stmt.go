@@ -145,7 +145,7 @@ func (h *session) prepare(sql string) any {
 	// (docs/capacity.md), but is routed and checked as its executions will be.
 	if c, ok := h.s.backend.(interface{ CheckPrepare(*query.Request) error }); ok {
 		if err := c.CheckPrepare(h.request(sql, nil)); err != nil {
-			return toMySQLError(err)
+			return h.clientError(err)
 		}
 	}
 	if len(h.stmts) >= stmtsMax {

@@ -161,8 +161,9 @@ func TestTrinoTimePrecisionTypesOnDuckDB(t *testing.T) {
 	o := runNPM(t, ts.addr, "alice", npmStep{Name: "q", SQL: q})["q"]
 	// timestamp(3) and timestamp(0) values with as many digits as Trino writes them
 	// (TestTrinoTimestampPrecisionOnDuckDB), and the cast to timestamp(3) with time zone (its
-	// statement declares it); the zoned and the time columns microseconds (DuckDB's).
-	const want = `[["2024-01-02 03:04:05.123","2024-01-02 03:04:05.500000 UTC","03:04:05.250000","2024-01-02 03:04:05",` +
+	// statement declares it), the time(3) column in milliseconds as its table declares it
+	// (trinotables.go); the zoned one microseconds, as declared.
+	const want = `[["2024-01-02 03:04:05.123","2024-01-02 03:04:05.500000 UTC","03:04:05.250","2024-01-02 03:04:05",` +
 		`"2024-01-02 03:04:05.123","2024-01-02 03:04:05.123 UTC"]]`
 	if o.OK == nil || jsonText(t, o.OK.Rows) != want {
 		t.Errorf("npm: %+v %+v\nwant %s", o.OK, o.Error, want)
@@ -380,3 +381,62 @@ func TestTrinoDeclaredTypesOnDuckDB(t *testing.T) {
 }
 
 const trinoVarcharMax = 2147483647
+
+// TestTrinoTableDeclaredTypesOnDuckDB: trino-go-client reads a DuckDB table's columns as the
+// Trino client declared them (DuckDB keeps VARCHAR, TIMESTAMPTZ and TIME), values included, and
+// SHOW COLUMNS lists the same types.
+func TestTrinoTableDeclaredTypesOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	for _, s := range []string{
+		"create table typed (v varchar(5), c char(3), tz timestamp(3) with time zone, tm time(3), w varchar)",
+		"insert into typed values ('ab', 'x', timestamp '2024-01-02 03:04:05.678912 UTC', time '03:04:05.678912', 'y')",
+	} {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	rows, err := db.Query("select * from typed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := rows.ColumnTypes()
+	if err != nil || !rows.Next() {
+		t.Fatalf("%v %v", err, rows.Err())
+	}
+	var v, c, tm, w string
+	var tz time.Time
+	if err := rows.Scan(&v, &c, &tz, &tm, &w); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	var got []string
+	for _, ct := range types {
+		typ := strings.ToLower(ct.DatabaseTypeName())
+		if n, ok := ct.Length(); ok && n != trinoVarcharMax {
+			typ += fmt.Sprintf("(%d)", n)
+		}
+		if p, _, ok := ct.DecimalSize(); ok {
+			typ += fmt.Sprintf("(%d)", p)
+		}
+		got = append(got, typ)
+	}
+	const want = "varchar(5)|char(3)|timestamp with time zone(3)|time(3)|varchar"
+	if strings.Join(got, "|") != want {
+		t.Errorf("trino-go-client's types %q, want %s", got, want)
+	}
+	if v != "ab" || c != "x  " || !tz.Equal(time.Date(2024, 1, 2, 3, 4, 5, 678e6, time.UTC)) || tm != "0000-01-01T03:04:05.678Z" || w != "y" {
+		t.Errorf("values %q %q %v %q %q", v, c, tz, tm, w)
+	}
+	shown := scanAll(t, must(db.Query("show columns from typed")))
+	if s := fmt.Sprint(shown); s != "[[v varchar(5)  ] [c char(3)  ] [tz timestamp(3) with time zone  ] [tm time(3)  ] [w varchar  ]]" {
+		t.Errorf("show columns: %s", s)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -180,6 +180,9 @@ func (s *Server) run(ctx context.Context, q *runningQuery, req *query.Request) {
 	defer rows.Close()
 	defer q.ended() // before the rows close: the answer need not wait for their clean-up
 	schema := rows.Schema()
+	if schema != nil {
+		rows, schema = withDeclared(rows, schema, req.SQL) // declared.go
+	}
 	var conv *structured.Converter
 	var plain query.PlainRows
 	q.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -57,6 +58,9 @@ const varcharMax = 2147483647 // Trino's unbounded varchar
 func trinoType(f arrow.Field) (string, TypeSignature) {
 	if name := metaValue(f, MetaTrinoType); textTrinoTypes[name] && isString(f.Type) {
 		return simple(name) // a Trino engine's text-carried type goes back out as itself
+	}
+	if n := charLength(f); n > 0 && isString(f.Type) {
+		return fmt.Sprintf("char(%d)", n), TypeSignature{RawType: "char", Arguments: []TypeArgument{longArg(n)}}
 	}
 	if n := varcharLength(f); n > 0 && isString(f.Type) {
 		return fmt.Sprintf("varchar(%d)", n), TypeSignature{RawType: "varchar", Arguments: []TypeArgument{longArg(n)}}
@@ -285,7 +289,47 @@ func varcharLength(f arrow.Field) int64 {
 	return 0
 }
 
-var pgVarcharOID = strconv.Itoa(pgtype.VarcharOID)
+var pgVarcharOID, pgBPCharOID = strconv.Itoa(pgtype.VarcharOID), strconv.Itoa(pgtype.BPCharOID)
+
+// charLength is n of a column's char(n): the one its statement declared
+// (engine.MetaTrinoDeclared), or PostgreSQL's char(n) (bpchar, its type modifier n + 4); 0 for
+// any other type.
+func charLength(f arrow.Field) int64 {
+	if n, ok := strings.CutPrefix(metaValue(f, engine.MetaTrinoDeclared), "char("); ok {
+		if n, err := strconv.ParseInt(strings.TrimSuffix(n, ")"), 10, 64); err == nil && n > 0 {
+			return n
+		}
+	}
+	if metaValue(f, engine.MetaPGOID) == pgBPCharOID {
+		if typmod, err := strconv.ParseInt(metaValue(f, engine.MetaPGTypmod), 10, 32); err == nil && typmod > 4 {
+			return typmod - 4
+		}
+	}
+	return 0
+}
+
+// declaredChar is n of a char(n) its statement declared (engine.MetaTrinoDeclared); 0 for any
+// other column (PostgreSQL's char(n) values come padded).
+func declaredChar(f arrow.Field) int64 {
+	if f.Metadata.Len() == 0 {
+		return 0
+	}
+	if n, ok := strings.CutPrefix(metaValue(f, engine.MetaTrinoDeclared), "char("); ok {
+		if n, err := strconv.ParseInt(strings.TrimSuffix(n, ")"), 10, 64); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
+}
+
+// charText is a char(n) value as Trino writes it: padded with spaces to n characters (an engine
+// that keeps char(n) as text, DuckDB, holds it unpadded).
+func charText(v string, n int64) string {
+	if pad := int(n) - utf8.RuneCountInString(v); pad > 0 {
+		return v + strings.Repeat(" ", pad)
+	}
+	return v
+}
 
 // pgPrecision is the digits of a second PostgreSQL's time(p), timestamp(p) or timestamptz(p)
 // keeps (its type modifier), if it was declared and is at most max; else -1.
@@ -297,8 +341,13 @@ func pgPrecision(f arrow.Field, max int) int {
 	return p
 }
 
-// timeDigits is the precision of a time column: PostgreSQL's declared time(p), else its unit's.
+// timeDigits is the precision of a time column: the one its statement declared
+// (engine.MetaTrinoDeclared), PostgreSQL's declared time(p), else its unit's.
 func timeDigits(f arrow.Field, u arrow.TimeUnit) int {
+	if p, ok := strings.CutPrefix(metaValue(f, engine.MetaTrinoDeclared), "time("); ok && len(p) == 2 && p[1] == ')' &&
+		p[0] >= '0' && int(p[0]-'0') <= precisionOf(u) {
+		return int(p[0] - '0') // a DuckDB table's time(3) column
+	}
 	if p := pgPrecision(f, precisionOf(u)); p >= 0 {
 		return p
 	}
@@ -416,6 +465,9 @@ func jsonValue(f arrow.Field, a arrow.Array, i int) any {
 			if v, err := timeTZText(a.Value(i), timeTZPrecision(f)); err == nil {
 				return v
 			}
+		}
+		if n := declaredChar(f); n > 0 {
+			return charText(a.Value(i), n)
 		}
 		return a.Value(i)
 	case *array.LargeString:

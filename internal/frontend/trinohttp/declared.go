@@ -1,0 +1,100 @@
+package trinohttp
+
+import (
+	"context"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/trinodecl"
+)
+
+// A statement's own Trino types on an engine that gives none: PostgreSQL answers now() and
+// current_timestamp as timestamptz without a precision (microseconds), where Trino's are
+// timestamp(3) with time zone, and a literal timestamp '2024-01-02 03:04:05.6789' as timestamp
+// where Trino's is timestamp(4). The statement goes to PostgreSQL as written; its columns are
+// given the types its text declares (trinodecl), as the embedded DuckDB gives them
+// (engine.MetaTrinoDeclared), and their values are cut to that precision. A column with a
+// declared precision (a table's timestamptz(3), a cast's) keeps PostgreSQL's.
+
+// withDeclared is rows with the Trino types sqlText declares for its PostgreSQL timestamp
+// columns that carry no precision; rows itself when there are none.
+func withDeclared(rows query.Rows, schema *arrow.Schema, sqlText string) (query.Rows, *arrow.Schema) {
+	some := false
+	for _, f := range schema.Fields() {
+		some = some || undeclaredPGTimestamp(f)
+	}
+	if !some {
+		return rows, schema
+	}
+	declared := trinodecl.ItemTypes(sqlText)
+	if len(declared) != schema.NumFields() {
+		return rows, schema
+	}
+	fields := schema.Fields()
+	changed := false
+	for i, f := range fields {
+		if declared[i] == "" || !undeclaredPGTimestamp(f) || zoned(declared[i]) != (f.Type.(*arrow.TimestampType).TimeZone != "") {
+			continue
+		}
+		keys := slices.Concat(f.Metadata.Keys(), []string{engine.MetaTrinoDeclared}) // copies: the engine's are shared
+		vals := slices.Concat(f.Metadata.Values(), []string{declared[i]})
+		fields[i].Metadata = arrow.NewMetadata(keys, vals)
+		changed = true
+	}
+	if !changed {
+		return rows, schema
+	}
+	md := schema.Metadata()
+	s := arrow.NewSchema(fields, &md)
+	return &declaredRows{Rows: rows, schema: s}, s
+}
+
+// undeclaredPGTimestamp reports whether f is PostgreSQL's timestamp or timestamptz without a
+// declared precision and without a Trino type already.
+func undeclaredPGTimestamp(f arrow.Field) bool {
+	if _, ok := f.Type.(*arrow.TimestampType); !ok || f.Metadata.Len() == 0 {
+		return false
+	}
+	return metaValue(f, engine.MetaPGOID) != "" && metaValue(f, engine.MetaPGTypmod) == "" && metaValue(f, engine.MetaTrinoDeclared) == ""
+}
+
+func zoned(trinoType string) bool {
+	n := len(" with time zone")
+	return len(trinoType) > n && trinoType[len(trinoType)-n:] == " with time zone"
+}
+
+// declaredRows are rows whose batches carry schema: the engine's columns with their declared
+// types.
+type declaredRows struct {
+	query.Rows
+	schema *arrow.Schema
+	last   arrow.RecordBatch
+}
+
+func (r *declaredRows) Schema() *arrow.Schema { return r.schema }
+
+func (r *declaredRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	r.release()
+	b, err := r.Rows.Next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.last = array.NewRecordBatch(r.schema, b.Columns(), b.NumRows())
+	return r.last, nil
+}
+
+func (r *declaredRows) Close() error {
+	r.release()
+	return r.Rows.Close()
+}
+
+func (r *declaredRows) release() {
+	if r.last != nil {
+		r.last.Release()
+		r.last = nil
+	}
+}
