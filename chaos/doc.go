@@ -28,6 +28,10 @@
 //	configHang {for} a transaction locks the table snapshot builds read first, SIGHUP makes the
 //	                 control plane build; the lock goes after `for` (an edit's PUT waits on it too)
 //	relabel          the worker's --label flags for its next start (an operator's unit file edit)
+//	revokeLeases     GET /admin/leases and POST /admin/leases/revoke of each lease of the cluster
+//	                 the worker holds, at its control plane (as `queryflux leases revoke`)
+//	registerAs       POST /worker/register under the worker's name with the worker secret, at
+//	                 its control plane (a second process of that name; its token is dropped)
 //	groupsServed, revisionConverged, revisionChange  GET /admin/workers: the revision a worker
 //	                 last reported running, whether it is the one served for the labels it
 //	                 registered with (current), and that revision's groups

@@ -98,6 +98,10 @@ func planEvent(sc *scenarios.Scenario, ev *scenarios.Event) (step, string) {
 			}
 			return nil
 		}
+	case "revokeLeases":
+		return planRevokeLeases(sc, ev, st)
+	case "registerAs":
+		return planRegisterAs(sc, ev, st)
 	case "relabel":
 		return planRelabel(sc, ev, st)
 	case "drift", "clockStep":

@@ -1,9 +1,22 @@
 package scenarios
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/node/controlplane"
+	"github.com/queryflux/queryflux/node/workerapi"
 	"github.com/queryflux/queryflux/sim"
 )
 
@@ -174,7 +187,7 @@ func parseStarve(sc *Scenario, p Params) (Action, error) {
 		return nil, err
 	}
 	if st.Delay <= 0 {
-		return nil, p.Errorf("delay: must be > 0 (the lateness added to every timer of the node)")
+		return nil, p.Errorf("delay: must be > 0 (how late every wake-up of the node's tasks runs)")
 	}
 	names, err := sc.Resolve(st.Node)
 	if err != nil {
@@ -217,4 +230,187 @@ func parseStop(sc *Scenario, p Params) (Action, error) {
 		}
 		return nil
 	}, nil
+}
+
+// parseRevokeLeases is an operator's revocation of a live worker's leases, as `queryflux leases
+// revoke` makes it: `revokeLeases: {cluster: c1, worker: w-1}` lists the cluster's leases at
+// the worker's control plane (GET /admin/leases) and revokes each one the worker holds (POST
+// /admin/leases/revoke). The worker is not told: it hears of the revocation when it next renews
+// (or its watch answers), and until then it may start queries under a lease it keeps idle.
+func parseRevokeLeases(sc *Scenario, p Params) (Action, error) {
+	var a struct {
+		Cluster string `yaml:"cluster"`
+		Worker  string `yaml:"worker"`
+	}
+	if err := p.Decode(&a); err != nil {
+		return nil, err
+	}
+	if sc.Workload == nil || !slices.ContainsFunc(sc.Workload.Clusters, func(c WorkloadCluster) bool { return c.Name == a.Cluster }) {
+		return nil, p.Errorf("cluster: %q is not a cluster of the workload", a.Cluster)
+	}
+	names, err := sc.Resolve(a.Worker)
+	if err != nil {
+		return nil, p.Errorf("worker: %v", err)
+	}
+	for _, n := range names {
+		if s, _ := sc.Spec(n); s.Role != "worker" {
+			return nil, p.Errorf("worker: %s is not a worker", n)
+		}
+	}
+	return func(w *World) error {
+		obs := w.Observer
+		by := map[string][]string{}
+		for _, n := range names {
+			cp := sc.ControlPlaneOf(n)
+			by[cp] = append(by[cp], n)
+		}
+		for _, cp := range slices.Sorted(maps.Keys(by)) {
+			workers := by[cp]
+			w.Sim.Spawn(obs, "revoke-leases", func() {
+				ctx, cancel := obs.Env().WithTimeout(obs.Ctx(), 10*time.Second)
+				defer cancel()
+				ids, err := RevokeLeases(ctx, obs.Client(), "http://"+cp, AdminToken, a.Cluster, workers)
+				w.Sim.Record("revokeLeases", fmt.Sprintf("%s %v: %v", a.Cluster, ids, err))
+				if err == nil && len(ids) == 0 {
+					err = ErrNoLeaseRevoked
+				}
+				if err != nil {
+					w.Errorf("revokeLeases of %s on %s: %v", a.Cluster, strings.Join(workers, " "), err)
+				}
+			})
+		}
+		return nil
+	}, nil
+}
+
+// RevokeLeases revokes, through the admin API at base (a control plane's address), every lease
+// of cluster held by one of workers, and returns their ids in the order revoked. A lease
+// released or reclaimed between the listing and its revocation (404) is skipped.
+func RevokeLeases(ctx context.Context, client *http.Client, base, token, cluster string, workers []string) ([]string, error) {
+	var ls []capacity.Lease
+	if err := adminCall(ctx, client, http.MethodGet, base+controlplane.PathAdminLeases+"?cluster="+url.QueryEscape(cluster), token, nil, &ls); err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, l := range ls {
+		if l.Revoked || !slices.Contains(workers, capacity.HolderWorker(l.Holder)) {
+			continue
+		}
+		var resp controlplane.RevokeResponse
+		err := adminCall(ctx, client, http.MethodPost, base+controlplane.PathAdminLeaseRevoke, token, controlplane.RevokeRequest{Lease: l.ID}, &resp)
+		if errors.Is(err, errNotHeld) {
+			continue
+		}
+		if err != nil {
+			return ids, fmt.Errorf("revoking %s: %w", l.ID, err)
+		}
+		ids = append(ids, l.ID)
+	}
+	return ids, nil
+}
+
+var errNotHeld = errors.New("the lease is not held")
+
+// ErrNoLeaseRevoked is a revokeLeases that found no lease of the workers to revoke: the
+// timeline's premise (a worker holding leases then) did not hold.
+var ErrNoLeaseRevoked = errors.New("the workers held no lease of the cluster to revoke")
+
+// adminCall makes one admin API call with a JSON body (nil: none) and decodes a 200's answer
+// into out.
+func adminCall(ctx context.Context, client *http.Client, method, u, token string, body, out any) error {
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", capacity.MediaJSON)
+	}
+	workerapi.SetBearer(req, token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return json.Unmarshal(msg, out)
+	case http.StatusNotFound:
+		return errNotHeld
+	}
+	return fmt.Errorf("%s %s: %d %s", method, u, resp.StatusCode, bytes.TrimSpace(msg))
+}
+
+// parseRegisterAs is a second process registering under a live worker's name with the worker
+// secret (a copy of the worker started by mistake, or anyone holding the secret):
+// `registerAs: {worker: w-1}`. The control plane ends the running worker's session (superseded)
+// and revokes its leases; the running worker hears of it when its heartbeat is refused (401),
+// and registers again. The second process does nothing else.
+func parseRegisterAs(sc *Scenario, p Params) (Action, error) {
+	var a struct {
+		Worker string `yaml:"worker"`
+	}
+	if err := p.Decode(&a); err != nil {
+		return nil, err
+	}
+	names, err := sc.Resolve(a.Worker)
+	if err != nil {
+		return nil, p.Errorf("worker: %v", err)
+	}
+	for _, n := range names {
+		if s, _ := sc.Spec(n); s.Role != "worker" {
+			return nil, p.Errorf("worker: %s is not a worker", n)
+		}
+	}
+	return func(w *World) error {
+		obs := w.Observer
+		for _, n := range names {
+			w.Sim.Spawn(obs, "register-as-"+n, func() {
+				ctx, cancel := obs.Env().WithTimeout(obs.Ctx(), 10*time.Second)
+				defer cancel()
+				err := RegisterAs(ctx, obs.Client(), "http://"+sc.ControlPlaneOf(n), WorkerSecret, n)
+				w.Sim.Record("registerAs", fmt.Sprintf("%s: %v", n, err))
+				if err != nil {
+					w.Errorf("registerAs %s: %v", n, err)
+				}
+			})
+		}
+		return nil
+	}, nil
+}
+
+// RegisterAs registers a session under worker's name with secret at the control plane at base,
+// as a second process of that name would; the session's token is dropped.
+func RegisterAs(ctx context.Context, client *http.Client, base, secret, worker string) error {
+	body, err := json.Marshal(workerapi.RegisterRequest{Name: worker, Version: "registerAs"})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+workerapi.PathRegister, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", workerapi.MediaWorkerRegister)
+	workerapi.SetBearer(req, secret)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: %d %s", workerapi.PathRegister, resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	return nil
 }

@@ -230,7 +230,7 @@ func registerBuiltins() {
 	register(checkKinds, "check", "cacheHitRate", parseCacheHitRate)
 
 	// The built-in timeline events: crash, restart, stop (graceful), partition, heal, hold, release, link, drift,
-	// starve.
+	// clockStep, starve, revokeLeases, registerAs.
 	register(eventKinds, "event", "crash", nodesEvent(func(n *sim.Node) { n.Crash() }))
 	register(eventKinds, "event", "restart", nodesEvent(func(n *sim.Node) { n.Restart() }))
 	register(eventKinds, "event", "stop", parseStop)
@@ -242,6 +242,8 @@ func registerBuiltins() {
 	register(eventKinds, "event", "drift", parseDrift)
 	register(eventKinds, "event", "clockStep", parseClockStep)
 	register(eventKinds, "event", "starve", parseStarve)
+	register(eventKinds, "event", "revokeLeases", parseRevokeLeases)
+	register(eventKinds, "event", "registerAs", parseRegisterAs)
 
 	register(eventKinds, "event", "configSet", parseConfigSet)
 	register(eventKinds, "event", "configBad", parseConfigBad)

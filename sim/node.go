@@ -25,8 +25,10 @@ type Node struct {
 	clockBase  time.Duration
 	clockSince time.Duration
 	rate       float64
-	starve     time.Duration // extra delay on every timer of the node
-	wallStep   time.Duration // the wall reading's steps (StepWall), not the monotonic one's
+	// starve is how long the node waits for the CPU (SetStarve): every wake-up of its tasks
+	// from outside the node is held this long (held, in the order they were woken).
+	starve   time.Duration
+	wallStep time.Duration // the wall reading's steps (StepWall), not the monotonic one's
 	// read is the clock's last reading, returned again while global virtual time stands still:
 	// 78 % of a 1,000-worker run's 303,000 readings are of the instant the node last read.
 	// SetClock and StepWall forget it.
@@ -44,6 +46,7 @@ type Node struct {
 	ctx      *simCtx
 	handler  http.Handler
 	tasks    map[uint64]*task
+	held     []*task
 }
 
 // Clock drift bounds: a node's clock never runs slower than MinRate or faster than MaxRate, and
@@ -211,13 +214,44 @@ func (n *Node) SetClock(offset time.Duration, rate float64) error {
 	return nil
 }
 
-// SetStarve makes every timer of the node fire d late (a CPU-starved process). Zero ends it.
+// SetStarve makes the node a CPU-starved (or stopped) process: from now on every wake-up of
+// one of its tasks from outside the node (a timer, a context's deadline, a message's arrival,
+// a request's handler, a signal from another node) runs d late; what a running task of the
+// node wakes or starts runs in its turn, as a process that has the CPU runs its own work. The
+// node's clock and its timers' due instants do not move: a process that gets the CPU back sees
+// every overdue timer at once. Zero ends it: every wake-up held runs at once. Another d holds
+// each held wake-up until d after it came due (at once if that is past).
 func (n *Node) SetStarve(d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
-	n.s.mixStrings(evFault, "starve", n.name, d.String())
+	s := n.s
+	s.mixStrings(evFault, "starve", n.name, d.String())
 	n.starve = d
+	if len(n.held) == 0 {
+		return
+	}
+	for _, t := range slices.Clone(n.held) {
+		if at := t.heldAt + d; at > s.now {
+			s.armHold(t, at)
+		} else {
+			s.release(t)
+		}
+	}
+}
+
+// Starve is the node's starvation (SetStarve), zero when it has the CPU.
+func (n *Node) Starve() time.Duration { return n.starve }
+
+// hold keeps t, woken from outside its starved node, off the runnable tasks until the
+// starvation's delay has passed (or it ends).
+func (n *Node) hold(t *task) {
+	s := n.s
+	t.state = taskHeld
+	t.heldAt = s.now
+	n.held = append(n.held, t)
+	s.mix(evHold, t.id, uint64(s.now+n.starve))
+	s.armHold(t, s.now+n.starve)
 }
 
 // localElapsed is the node's clock reading minus Start.
@@ -248,13 +282,13 @@ type clockReading struct {
 }
 
 // globalAt converts a node-local duration from now into the global virtual instant its timer
-// fires at, including starvation.
+// is due at. A starved node's timer comes due then too; the task it wakes is held (hold).
 func (n *Node) globalAt(d time.Duration) time.Duration {
 	g := d
 	if n.rate != 1 {
 		g = time.Duration(math.Ceil(float64(d) / n.rate))
 	}
-	return n.s.now + g + n.starve
+	return n.s.now + g
 }
 
 // spawn starts fn as a task of the node's current incarnation. No-op on a down node.

@@ -301,9 +301,13 @@ func (s *Sim) fireTimers(limit time.Duration) bool {
 // fire runs a timer's callback in the runner; a panic there (a fault action or check that
 // misbehaves) fails the run instead of the process.
 func (s *Sim) fire(tm *timer) {
-	if tm.t != nil {
-		tm.t.timer = nil
-		s.wake(tm.t, tm.gen)
+	if t := tm.t; t != nil {
+		t.timer = nil
+		if t.state == taskHeld {
+			s.release(t)
+		} else {
+			s.wake(t, tm.gen)
+		}
 		return
 	}
 	defer func() {
@@ -330,6 +334,7 @@ const (
 	taskRunnable taskState = iota
 	taskRunning
 	taskParked
+	taskHeld // woken, waiting for its starved node's CPU (Node.hold)
 	taskDone
 )
 
@@ -339,7 +344,8 @@ type task struct {
 	node   *Node
 	inc    uint64 // node incarnation the task belongs to
 	state  taskState
-	gen    uint64 // bumped on every park; stale wakes carry an older gen
+	gen    uint64        // bumped on every park; stale wakes carry an older gen
+	heldAt time.Duration // when a held task was woken (its node starved)
 	killed bool
 	exited bool // fn returned or unwound
 
@@ -470,10 +476,10 @@ func (s *Sim) newTask(node *Node, name string, fn func()) *task {
 	} else {
 		t = &task{}
 	}
-	t.id, t.name, t.node, t.inc, t.state, t.fn = s.nextID, name, node, node.inc, taskRunnable, fn
+	t.id, t.name, t.node, t.inc, t.fn = s.nextID, name, node, node.inc, fn
 	node.tasks[t.id] = t
-	s.runnable = append(s.runnable, t)
 	s.mixStrings(evSpawn, node.name, name)
+	s.ready(t)
 	return t
 }
 
@@ -538,6 +544,42 @@ func (s *Sim) wake(t *task, gen uint64) {
 		return
 	}
 	t.clearWaits(s)
+	s.ready(t)
+}
+
+// ready makes t runnable, unless its node is starved and t is woken from outside the node (by
+// the runner or another node's task): then the node holds it (hold).
+func (s *Sim) ready(t *task) {
+	if n := t.node; n.starve > 0 && (s.current == nil || s.current.node != n) {
+		n.hold(t)
+		return
+	}
+	t.state = taskRunnable
+	s.runnable = append(s.runnable, t)
+}
+
+// armHold (re)arms held t's timer: it runs at global virtual time at.
+func (s *Sim) armHold(t *task, at time.Duration) {
+	if t.timer != nil {
+		s.timers.remove(t.timer)
+	}
+	s.timerSeq++
+	tm := &t.sleepTimer
+	*tm = timer{at: at, seq: s.timerSeq, t: t, gen: t.gen}
+	s.timers.push(tm)
+	t.timer = tm
+}
+
+// release makes held t runnable: its node got the CPU.
+func (s *Sim) release(t *task) {
+	n := t.node
+	if i := slices.Index(n.held, t); i >= 0 {
+		n.held = slices.Delete(n.held, i, i+1)
+	}
+	if t.timer != nil {
+		s.timers.remove(t.timer)
+		t.timer = nil
+	}
 	t.state = taskRunnable
 	s.runnable = append(s.runnable, t)
 }
@@ -588,9 +630,14 @@ func (s *Sim) kill(t *task) {
 	if t.state == taskRunning {
 		return // it is the caller (a task crashing its own node): it unwinds on its next Env call
 	}
-	if t.state == taskRunnable {
+	switch t.state {
+	case taskRunnable:
 		if i := slices.Index(s.runnable, t); i >= 0 {
 			s.runnable = slices.Delete(s.runnable, i, i+1)
+		}
+	case taskHeld:
+		if i := slices.Index(t.node.held, t); i >= 0 {
+			t.node.held = slices.Delete(t.node.held, i, i+1)
 		}
 	}
 	t.clearWaits(s)
@@ -883,6 +930,7 @@ const (
 	evFault
 	evRecord
 	evReply
+	evHold
 )
 
 // mix and mixStrings append an event's bytes to pending, which goes to the digest a few KB at
