@@ -61,6 +61,7 @@ type conn struct {
 	// shaped is the last simple Query's text the loop found the shape of, with it: a request
 	// carries it (query.Request.Shape), which vouches only for that very string.
 	shaped sqltok.ShapedText
+	texts  textArena // the loop's simple Queries' texts (loop.go's query)
 	// lateCancel: a statement's query timeout fired (its AfterFunc's stop failed), so its
 	// engine connection's Cancel may still come: that wire's memory is not reused (spare).
 	lateCancel bool

@@ -379,7 +379,7 @@ func (lr *loopRun) query(msg []byte) relayloop.Verdict {
 		return relayloop.Pause
 	}
 	text := msg[5 : len(msg)-1]
-	sql := string(text)
+	sql := c.texts.string(text)
 	if !sameDigitShape(text, lr.plain) {
 		if mayHoldSessionState(sql) || strings.TrimSpace(sql) == "" {
 			return relayloop.Pause // SETs answered here, refused for the pool mode, an empty Query
