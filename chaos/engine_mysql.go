@@ -44,6 +44,7 @@ const mysqlMarker = "/* qf_chaos */"
 const (
 	erConCount            = 1040 // the group's queue is full
 	erTooManyConcurrentTx = 1637 // no slot within the group's wait
+	erLockDeadlock        = 1213 // a lost lease (and an engine's deadlock: the message tells)
 	erSubqueryRows        = 1242
 )
 
@@ -150,7 +151,7 @@ func (f *fleetWorkload) runMySQL(ctx context.Context, worker, group, stmt string
 	switch {
 	case err == nil:
 		return outSucceeded, maxDraw(draws)
-	case errors.As(err, &me) && leaseLost(me.Number == erTooManyConcurrentTx, me.Message):
+	case errors.As(err, &me) && leaseLost(me.Number == erLockDeadlock, me.Message):
 		return outLeaseLost, 0
 	case errors.As(err, &me) && me.Number == erTooManyConcurrentTx:
 		return outTimedOut, 0

@@ -585,7 +585,7 @@ func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (
 	case err == nil:
 		f.ranOn(landing{worker: worker, user: group, cluster: f.wl.Clusters[cluster-1].Name, from: sent, to: f.r.now()})
 		return outSucceeded, maxDraw(draws)
-	case errors.As(err, &pe) && leaseLost(pe.Code == query.CodeCapacityTimeout, pe.Message):
+	case errors.As(err, &pe) && leaseLost(pe.Code == query.CodeLeaseLost, pe.Message):
 		return outLeaseLost, 0
 	case errors.As(err, &pe) && pe.Code == query.CodeCapacityTimeout:
 		return outTimedOut, 0
@@ -633,10 +633,10 @@ func (f *fleetWorkload) landings() []landing {
 	return slices.Clone(f.landed)
 }
 
-// leaseLost tells, of an error with the capacity-timeout code, an admitted query whose lease was
-// lost (the code is shared with a wait that found no slot; the message tells them apart).
-func leaseLost(capacityCode bool, message string) bool {
-	return capacityCode && strings.Contains(message, "capacity lease on cluster") && strings.Contains(message, "was lost")
+// leaseLost tells, of an error with the lost lease's code, an admitted query whose lease was
+// lost: on MySQL the code (1213) is also an engine's deadlock, which the message tells apart.
+func leaseLost(leaseCode bool, message string) bool {
+	return leaseCode && strings.Contains(message, "capacity lease") && strings.Contains(message, "was lost")
 }
 
 // maxDraw bounds what the engine ran: one cluster's draw (with one cluster, exactly it).

@@ -458,9 +458,8 @@ func (l *WorkerLoad) finished(r proxy.Record) {
 		return
 	case query.CodeCapacityTimeout, query.CodeQueryTimeout:
 		l.TimedOut++
-	}
-	if r.ErrorCode == query.CodeCapacityTimeout && r.Cluster != "" {
-		l.LeaseLost++ // a wait for a slot that timed out names no cluster
+	case query.CodeLeaseLost:
+		l.LeaseLost++
 	}
 	l.QueueMs = append(l.QueueMs, r.QueueMs)
 }

@@ -12,6 +12,8 @@ package history
 import (
 	"fmt"
 	"time"
+
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // Status is how a query ended.
@@ -74,6 +76,9 @@ type Record struct {
 	RoutingTrace []string  `json:"routingTrace,omitempty"`
 	StartedAt    time.Time `json:"startedAt"`
 	EndedAt      time.Time `json:"endedAt"`
+	// Shape is the raw SQL's sqltok.Shape as the frontend found it (query.Request.Shape), for
+	// the redaction memo; never sent, and cleared once the record is redacted.
+	Shape sqltok.ShapedText `json:"-"`
 }
 
 // Validate checks a record as it arrives on the wire; the error names the field.

@@ -226,10 +226,30 @@ func (u *Uplink) Policy() redact.Policy {
 	return u.policy
 }
 
-// redactSQL is redact.Apply's SQL and digest for sql, memoized.
-func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact.Redacted {
+// shapeNote is the redaction memo's note in a sqltok.Shape: the redaction of a text of the
+// shape under policy p and dialect d (redact.Apply's, which depends on nothing else). Written only for a text whose numbers
+// stand alone (sqltok.NumbersStandAlone), so that every text of the shape has its number
+// shape and so its redaction (but for the policy None's text).
+type shapeNote struct {
+	p   redact.Policy
+	d   sqltok.Dialect
+	red redact.Redacted
+}
+
+// redactSQL is redact.Apply's SQL and digest for sql, memoized; shape is sql's sqltok.Shape
+// (nil: none known), whose note answers for its texts without a comparison or the memo's lock.
+func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string, shape *sqltok.Shape) redact.Redacted {
 	if len(sql) > 4096 {
 		return redact.Apply(p, d, redact.Query{SQL: sql}) // long texts are rarely repeated
+	}
+	if shape != nil {
+		if n, _ := shape.Note().(*shapeNote); n != nil && n.p == p && n.d == d {
+			red := n.red
+			if p == redact.None { // the policy None keeps the text as it was
+				red.SQL = sql
+			}
+			return red
+		}
 	}
 	if u.memoSkip.Load() > 0 {
 		u.memoSkip.Add(-1)
@@ -245,6 +265,7 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 	}
 	if ok {
 		u.memoHits++
+		u.noteShape(shape, p, d)
 	}
 	u.memoMu.Unlock()
 	if ok {
@@ -256,6 +277,7 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 	red = redact.Apply(p, d, redact.Query{SQL: sql})
 	u.memoMu.Lock()
 	u.setLast(p, d, sql, red)
+	u.noteShape(shape, p, d)
 	if u.memo == nil || len(u.memo) >= sqlMemoMax {
 		if u.memo != nil && u.memoHits < sqlMemoMax/3 { // hits < 1/4 of len+hits lookups
 			u.memoSkip.Store(sqlMemoSkip)
@@ -266,6 +288,18 @@ func (u *Uplink) redactSQL(p redact.Policy, d sqltok.Dialect, sql string) redact
 	u.memo[string(appendMemoKey(u.memoKey[:0], p, d, sql))] = red
 	u.memoMu.Unlock()
 	return red
+}
+
+// noteShape writes the memo's last redaction into shape (nil: none), the shape of the text
+// redactSQL just found as the last text's kin or made the last text (memoMu held). Only
+// when the last text's numbers stand alone: the text is then its kin by SameText or
+// SameButDigits (asLast), both of which keep a shape, and whether numbers stand alone is the
+// same for every text of a shape (quotes and the bytes around a run of digits are no digits),
+// so every text of the shape has the last text's number shape and its redaction.
+func (u *Uplink) noteShape(shape *sqltok.Shape, p redact.Policy, d sqltok.Dialect) {
+	if shape != nil && u.last.alone && u.last.p == p && u.last.d == d {
+		shape.SetNote(&shapeNote{p: p, d: d, red: u.last.red})
+	}
 }
 
 // asLast reports whether sql has the number shape of the last text the memo looked up, under
@@ -409,8 +443,8 @@ func strictness(p redact.Policy) int {
 // make the control plane refuse a whole batch. The sender calls it, off the query's path.
 func (u *Uplink) prepare(p redact.Policy, rec *Record) {
 	d := sqltok.DialectForProtocol(rec.Protocol)
-	red := u.redactSQL(p, d, rec.SQL)
-	rec.SQL, rec.SQLDigest = red.SQL, red.Digest
+	red := u.redactSQL(p, d, rec.SQL, rec.Shape.Of(rec.SQL))
+	rec.SQL, rec.SQLDigest, rec.Shape = red.SQL, red.Digest, sqltok.ShapedText{} // the raw text is not kept
 	if rec.Error != "" {
 		rec.Error = redact.Apply(p, d, redact.Query{Error: rec.Error}).Error
 	}

@@ -22,7 +22,7 @@ func TestUplinkRedactionMemoSameAsApply(t *testing.T) {
 	check := func(p redact.Policy, sql string) {
 		t.Helper()
 		want := redact.Apply(p, d, redact.Query{SQL: sql})
-		got := u.redactSQL(p, d, sql)
+		got := u.redactSQL(p, d, sql, nil)
 		if got.SQL != want.SQL || got.Digest != want.Digest {
 			t.Fatalf("policy %s, %q: memo gave (%q, %s), Apply (%q, %s)", p, sql, got.SQL, got.Digest, want.SQL, want.Digest)
 		}
@@ -43,7 +43,7 @@ func TestUplinkRedactionMemoSameAsApply(t *testing.T) {
 		for _, d2 := range []sqltok.Dialect{sqltok.DialectForProtocol("mysql"), d} {
 			sql := `select "secret" from t where a = 5`
 			want := redact.Apply(redact.MaskLiterals, d2, redact.Query{SQL: sql})
-			if got := u.redactSQL(redact.MaskLiterals, d2, sql); got.SQL != want.SQL || got.Digest != want.Digest {
+			if got := u.redactSQL(redact.MaskLiterals, d2, sql, nil); got.SQL != want.SQL || got.Digest != want.Digest {
 				t.Fatalf("dialect %v: memo gave (%q, %s), Apply (%q, %s)", d2, got.SQL, got.Digest, want.SQL, want.Digest)
 			}
 		}

@@ -79,6 +79,11 @@ type Request struct {
 	// Describe, for its parameters (0: unspecified), for an engine that types a parameter its
 	// SQL leaves untyped (DuckDB's SELECT $1) as PostgreSQL does; nil from other protocols.
 	ArgOIDs []uint32
+	// Shape is the Shape a frontend found SQL to have (sqltok.Shape: the texts alike but for
+	// their digits), so that the core's checks and the history find what they learned of its
+	// kin; it vouches for SQL only while SQL is the very string it was given with
+	// (ShapedText.Of), so a rewrite of SQL needs no care. Zero: none known.
+	Shape sqltok.ShapedText
 
 	analysis *sqltok.Analysis // SQL as Analysis read it; see Analysis
 }
@@ -202,10 +207,22 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message)
 const (
 	CodeNotConfigured = sqlstate.CannotConnectNow   // no configuration active yet
 	CodeQueueFull     = sqlstate.TooManyConnections // the group's queue is full
-	// CodeCapacityTimeout: no capacity within the group's wait timeout, or the query's
-	// capacity lease was lost. Never 57014, which clients take for their own cancel.
+	// CodeCapacityTimeout: no capacity within the group's wait timeout. Never 57014, which
+	// clients take for their own cancel.
 	CodeCapacityTimeout = sqlstate.InsufficientResources
-	CodeQueryTimeout    = sqlstate.QueryCanceled // the group's query timeout, like statement_timeout
+	// CodeLeaseLost: the query ran, and was stopped because the capacity lease it ran under
+	// was lost (not renewed within its term, or taken back by the control plane): the
+	// statement did not take effect and a transaction it was in is aborted (ROLLBACK, then
+	// retry it). Class 40 (transaction_rollback) is what retry logic keyed on a code's class
+	// retries (Spring's ConcurrencyFailureException, JDBC's SQLTransactionRollbackException,
+	// psycopg's TransactionRollback), as PostgreSQL's own cancels for causes outside the
+	// statement (a standby's recovery conflict) are class 40. Not 40001, which an engine's own
+	// serialization failure keeps: the history and the metrics tell the two apart by the code.
+	// Not 53000, which says the query never started, nor 57014, the client's own cancel or
+	// time limit.
+	CodeLeaseLost = sqlstate.TransactionRollback
+	// CodeQueryTimeout: the group's query timeout, like statement_timeout.
+	CodeQueryTimeout = sqlstate.QueryCanceled
 	// CodeCoordinationUnavailable: the capacity coordinator (the control plane) cannot be
 	// reached; the query did not run.
 	CodeCoordinationUnavailable = sqlstate.ConnectionFailure

@@ -46,6 +46,7 @@ const (
 
 // Classes 40 and 42: transaction rollback, syntax error or access rule violation.
 const (
+	TransactionRollback              = "40000"
 	SerializationFailure             = "40001"
 	DeadlockDetected                 = "40P01"
 	SyntaxErrorOrAccessRuleViolation = "42000"

@@ -2,8 +2,9 @@
 // engine's result type says less: now(), current_timestamp and from_unixtime(x) are
 // timestamp(3) with time zone in Trino (an engine's timestamptz keeps microseconds);
 // cast(x as varchar(7)) is varchar(7) (DuckDB drops the length at parse); timestamp
-// '2024-01-02 03:04:05.6789' is timestamp(4). The engines answer the Trino frontend with
-// their own types, and the frontend announces these instead, its values cut to the precision.
+// '2024-01-02 03:04:05.6789' is timestamp(4); interval '1' year is interval year to month.
+// The engines answer the Trino frontend with their own types, and the frontend announces these
+// instead, its values cut to the precision.
 package trinodecl
 
 import (
@@ -15,7 +16,7 @@ import (
 
 // Mentions reports cheaply whether sqlText may hold an item ItemTypes types.
 func Mentions(sqlText string) bool {
-	return sqltok.ContainsFold(sqlText, "now") || sqltok.ContainsFold(sqlText, "timestamp") ||
+	return sqltok.ContainsFold(sqlText, "now") || sqltok.ContainsFold(sqlText, "interval") || sqltok.ContainsFold(sqlText, "timestamp") ||
 		sqltok.ContainsFold(sqlText, "from_unixtime") || sqltok.ContainsFold(sqlText, "varchar") || sqltok.ContainsFold(sqlText, "zone")
 }
 
@@ -124,6 +125,10 @@ func trinoItemType(toks []sqltok.Token) string {
 		if p := literalDigits(toks[1].Text); p >= 0 {
 			return "timestamp(" + strconv.Itoa(p) + ")" // timestamp '... .6789' is Trino's timestamp(4)
 		}
+	}
+	if len(toks) >= 3 && isWord(toks[0], "interval") && toks[1].Kind == sqltok.String && (isWord(toks[2], "year") || isWord(toks[2], "month")) &&
+		(len(toks) == 3 || len(toks) == 5 && isWord(toks[3], "to") && isWord(toks[4], "month")) {
+		return "interval year to month" // an engine's one interval type reads as day to second
 	}
 	if len(toks) >= 8 && isWord(toks[0], "cast") && toks[1].Text == "(" && closes(toks, 1) == len(toks)-1 {
 		return trinoCastType(toks[2 : len(toks)-1])

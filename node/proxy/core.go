@@ -432,7 +432,7 @@ func (a *Admission) release() bool {
 func baseRecord(id string, req *query.Request, start, end time.Time, trace []TraceStep) Record {
 	return Record{
 		QueryID: id, User: req.User, Protocol: req.Protocol, Database: req.Database, SQL: req.SQL,
-		Trace: trace, Start: start, End: end,
+		Shape: req.Shape, Trace: trace, Start: start, End: end,
 	}
 }
 
@@ -443,7 +443,7 @@ func (c *Core) report(rt *Runtime, rec *Record) {
 
 // reportBound is report with the record's series already resolved.
 func (c *Core) reportBound(rt *Runtime, s *boundSeries, rec *Record) {
-	c.metrics.finished(s, rec.Status, rec.End.Sub(rec.Start).Seconds())
+	c.metrics.finished(s, rec.Status, rec.ErrorCode, rec.End.Sub(rec.Start).Seconds())
 	if c.onFinish != nil {
 		c.onFinish(rec)
 	}
@@ -823,10 +823,12 @@ func (c *Core) CheckHealth(ctx context.Context, timeout time.Duration) {
 			continue
 		}
 		pctx, cancel := c.env.WithTimeout(ctx, timeout)
+		key := rt.checks.start(cancel)
 		err := cl.engine.Ping(pctx)
+		rt.checks.end(key)
 		cancel()
-		if ctx.Err() != nil {
-			return
+		if ctx.Err() != nil || rt.checks.isRetired() {
+			return // a replaced configuration's engines: their health is no one's concern
 		}
 		if was := cl.healthy.Swap(err == nil); was != (err == nil) {
 			c.env.Logger().Info("cluster health changed", "cluster", name, "healthy", err == nil)

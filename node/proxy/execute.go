@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -209,8 +210,25 @@ func (r runContext) explain(err error) error {
 // explain replaces the cancellation a lost slot caused with an error that says so.
 func (a *Admission) explain(err error) error {
 	if err != nil && a.slot.Lost() {
-		return &query.Error{Code: query.CodeCapacityTimeout, Retryable: true,
-			Message: fmt.Sprintf("query cancelled: its capacity lease on cluster %s was lost", a.Cluster)}
+		return errLeaseLost(a.slot, a.Cluster, false)
 	}
 	return err
+}
+
+// errLeaseLost is the error of a query, or of a session's transaction (tx), stopped because
+// slot's capacity lease on cluster was lost. It names the lease by its ID
+// ("<cluster>#<generation>", which the control plane's lease list and log show; never its
+// holder's session) so that an operator can find it.
+func errLeaseLost(slot Slot, cluster string, tx bool) error {
+	lease := "its capacity lease"
+	if l, ok := slot.(interface{ Lease() capacity.Lease }); ok && l.Lease().ID != "" {
+		lease += " " + l.Lease().ID
+	}
+	what, advice := "query", "it did not take effect; retry it"
+	if tx {
+		what, advice = "transaction", "roll it back and retry it"
+	}
+	return &query.Error{Code: query.CodeLeaseLost, Retryable: true,
+		Message: fmt.Sprintf("%s cancelled: %s on cluster %s was lost (not renewed within its term, or taken back by the control plane); %s",
+			what, lease, cluster, advice)}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -14,7 +16,7 @@ import (
 func TestLostLeaseCancelsTheQuery(t *testing.T) {
 	h := newHarness(t)
 	guard := capacitytest.NewLosingGuard()
-	h.core = New(Options{Env: h.env, Guard: guard, OnFinish: h.recs.add})
+	h.core = New(Options{Env: h.env, Guard: guard, OnFinish: h.recs.add, Registerer: h.reg})
 	g := newGate(h.env)
 	h.activate(oneGroup(RoundRobin, 5, time.Minute, cl("a", 1, &fakeEngine{rows: 1, gate: g})))
 	o := h.async(t.Context(), sel("select 1"))
@@ -22,14 +24,19 @@ func TestLostLeaseCancelsTheQuery(t *testing.T) {
 	guard.Slots()[0].Lose()
 	_, err := o.result(t)
 	var qe *query.Error
-	if !errors.As(err, &qe) || qe.Code != query.CodeCapacityTimeout || !strings.Contains(qe.Message, "lease") {
+	if !errors.As(err, &qe) || qe.Code != query.CodeLeaseLost || !strings.Contains(qe.Message, "capacity lease a#1 on cluster a was lost") {
 		t.Fatalf("want a lease-lost error, got %v", err)
 	}
 	if h.core.Running("a") != 0 || guard.Running("a") != 0 {
 		t.Fatal("lost slot not released")
 	}
-	if rec := h.recs.last(t); rec.Status != StatusFailed || rec.ErrorCode != query.CodeCapacityTimeout {
+	if rec := h.recs.last(t); rec.Status != StatusFailed || rec.ErrorCode != query.CodeLeaseLost {
 		t.Fatalf("record %+v", rec)
+	}
+	lost := testutil.ToFloat64(h.core.metrics.queries.WithLabelValues("g", "a", statusLeaseLost))
+	failed := testutil.ToFloat64(h.core.metrics.queries.WithLabelValues("g", "a", string(StatusFailed)))
+	if lost != 1 || failed != 0 {
+		t.Fatalf("queries_total: lease_lost %v, failed %v; want the query counted as lease_lost", lost, failed)
 	}
 }
 

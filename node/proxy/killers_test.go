@@ -214,3 +214,41 @@ func TestPlainTextsRememberedButForNumbers(t *testing.T) {
 		}
 	}
 }
+
+// TestShapeMarkedPlainOnlyWhereItsKinAre: a frontend's sqltok.Shape (query.Request.Shape)
+// is marked plain when the checks find its text plain, or its text is a remembered one's kin,
+// and then passes its texts without the checks; never when the text's digits could matter
+// (the kin of such a text are refused as before), and never for a text it does not vouch for.
+func TestShapeMarkedPlainOnlyWhereItsKinAre(t *testing.T) {
+	g := &group{name: "g"}
+	check := func(sql string, s sqltok.ShapedText) error {
+		return checkStatements(g, &query.Request{SQL: sql, Protocol: query.ProtocolPostgres, Shape: s})
+	}
+	plain := "SELECT abalance FROM pgbench_accounts WHERE aid = 4242"
+	shape := new(sqltok.Shape)
+	if err := check(plain, sqltok.Shaped(plain, shape)); err != nil || !shape.Plain() {
+		t.Fatalf("a plain text: %v, its shape plain: %v", err, shape.Plain())
+	}
+	kin := "SELECT abalance FROM pgbench_accounts WHERE aid = 17" // remembered by plain's check
+	again := new(sqltok.Shape)
+	if err := check(kin, sqltok.Shaped(kin, again)); err != nil || !again.Plain() {
+		t.Fatalf("a remembered text's kin: %v, its shape plain: %v", err, again.Plain())
+	}
+	kill := "SELECT pg_terminate_backend(4242)"
+	kill += strings.Repeat(" ", len(plain)-len(kill)) // as long as plain
+	if check(kill, sqltok.Shaped(plain, shape)) == nil {
+		t.Error("a text passed by the plain shape of another text")
+	}
+	for _, pair := range [][2]string{
+		{`do E'begin perform pg\036cancel\036backend(13); end'`, `do E'begin perform pg\137cancel\137backend(13); end'`},
+		{"SELECT CHAR_LENGTH(2x4B494C4C203133)", "SELECT CHAR_LENGTH(0x4B494C4C203133)"},
+	} {
+		s := new(sqltok.Shape)
+		if err := check(pair[0], sqltok.Shaped(pair[0], s)); err != nil || s.Plain() {
+			t.Fatalf("%q: %v, its shape plain: %v", pair[0], err, s.Plain())
+		}
+		if check(pair[1], sqltok.Shaped(pair[1], s)) == nil {
+			t.Errorf("%q passed by the shape of %q", pair[1], pair[0])
+		}
+	}
+}

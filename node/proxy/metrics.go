@@ -6,13 +6,15 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/queryflux/queryflux/internal/promreg"
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 // metrics are the core's Prometheus series. Labels: group and cluster ("" while a query has no
 // cluster yet), status for finished queries, reason for rejections.
 type metrics struct {
-	queries       *prometheus.CounterVec   // group, cluster, status: all but "succeeded" (boundSeries.ok)
+	queries       *prometheus.CounterVec   // group, cluster, status: all but "succeeded" (boundSeries.ok); "lease_lost" too
 	duration      *prometheus.HistogramVec // group, cluster: only the family (boundSeries counts)
 	running       *prometheus.GaugeVec     // group, cluster: only the family
 	queued        *prometheus.GaugeVec     // group
@@ -146,15 +148,24 @@ func (m *metrics) series(group, cluster string) *boundSeries {
 	return s
 }
 
-// finished counts one finished query of s's group and cluster.
-func (m *metrics) finished(s *boundSeries, status Status, seconds float64) {
-	if status == StatusSucceeded {
+// finished counts one finished query of s's group and cluster that ended with status and the
+// SQLSTATE code ("" for none).
+func (m *metrics) finished(s *boundSeries, status Status, code string, seconds float64) {
+	switch {
+	case status == StatusSucceeded:
 		s.ok.Add(1)
-	} else {
+	case code == query.CodeLeaseLost:
+		m.queries.WithLabelValues(s.group, s.cluster, statusLeaseLost).Inc()
+	default:
 		m.queries.WithLabelValues(s.group, s.cluster, string(status)).Inc()
 	}
 	s.duration.observe(seconds)
 }
+
+// statusLeaseLost is queries_total's status of a query stopped because its capacity lease was
+// lost (failed in its record and the history, with query.CodeLeaseLost): an operator tells a
+// worker's lost leases from the engines' failures and the queue's refusals by it.
+const statusLeaseLost = "lease_lost"
 
 // metricsKey keys the core's metric set on a shared registry (promreg.Once): the cores of a
 // simulated fleet count on one set (its bound series are shared and locked).

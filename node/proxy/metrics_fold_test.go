@@ -34,7 +34,7 @@ func TestBoundSeriesScrapeAsTheVectorsDo(t *testing.T) {
 			v.queueDuration.WithLabelValues(g, c).Observe(wait)
 			if rapid.Bool().Draw(t, "finished") {
 				status, took := rapid.SampledFrom(statuses).Draw(t, "status"), seconds.Draw(t, "took")
-				m.finished(s, status, took)
+				m.finished(s, status, "", took)
 				v.queries.WithLabelValues(g, c, string(status)).Inc()
 				v.duration.WithLabelValues(g, c).Observe(took)
 				if rapid.Bool().Draw(t, "released") {

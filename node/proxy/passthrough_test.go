@@ -108,7 +108,7 @@ func TestPassthroughTimeoutAndLease(t *testing.T) {
 		t.Fatal("a lost lease did not cancel the relayed query")
 	}
 	var qe *query.Error
-	if err := adm.Explain(context.Canceled); !errors.As(err, &qe) || qe.Code != query.CodeCapacityTimeout {
+	if err := adm.Explain(context.Canceled); !errors.As(err, &qe) || qe.Code != query.CodeLeaseLost {
 		t.Fatalf("lost lease explained as %v", err)
 	}
 	adm.Finish(0, 0, err)

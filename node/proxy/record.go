@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // Status is how a query ended.
@@ -26,6 +27,7 @@ type Record struct {
 	Group     string // "" when routing found no group
 	Cluster   string // "" when no cluster was picked (rejected, cache hit)
 	SQL       string
+	Shape     sqltok.ShapedText // the request's (query.Request.Shape), for the history's redaction
 	Status    Status
 	ErrorCode string // SQLSTATE when the error was a *query.Error
 	Error     string

@@ -73,7 +73,7 @@ func TestRelayOnCancelHook(t *testing.T) {
 		t.Fatalf("a hook set after the cancel ran %d times", calls.Load()-1)
 	}
 	var qe *query.Error
-	if err := r.Finish(0, 0, errors.New("canceling statement due to user request")); !errors.As(err, &qe) || qe.Code != query.CodeCapacityTimeout {
+	if err := r.Finish(0, 0, errors.New("canceling statement due to user request")); !errors.As(err, &qe) || qe.Code != query.CodeLeaseLost {
 		t.Fatalf("Finish after the lost lease: %v, want the lease named", err)
 	}
 	_ = w.Session.Close()

@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -151,6 +153,68 @@ type Runtime struct {
 	// (every query pins and unpins it, with no lock). closed: its engines are closed (once).
 	pins   atomic.Int64
 	closed atomic.Bool
+
+	// checks are the health checks' pings under way on the runtime's engines, by their cancel:
+	// retire ends them, so that a slow engine's ping keeps a replaced configuration's engines
+	// open no longer than its answer takes, not to the health check's timeout.
+	checks checks
+}
+
+// checks are the cancels of the health checks' pings a runtime has under way; once retired,
+// it takes none (a ping started then is cancelled at once).
+type checks struct {
+	mu      sync.Mutex
+	next    uint64
+	cancel  map[uint64]context.CancelFunc
+	retired bool
+}
+
+// start registers cancel as a ping's, to be called when the runtime is retired: at once if it
+// is. It returns the ping's key for end.
+func (c *checks) start(cancel context.CancelFunc) uint64 {
+	c.mu.Lock()
+	if c.retired {
+		c.mu.Unlock()
+		cancel()
+		return 0
+	}
+	if c.cancel == nil {
+		c.cancel = map[uint64]context.CancelFunc{}
+	}
+	c.next++
+	c.cancel[c.next] = cancel
+	c.mu.Unlock()
+	return c.next
+}
+
+// end forgets the ping key started.
+func (c *checks) end(key uint64) {
+	c.mu.Lock()
+	delete(c.cancel, key)
+	c.mu.Unlock()
+}
+
+// retire cancels the pings under way and every later one.
+func (c *checks) retire() {
+	c.mu.Lock()
+	c.retired = true
+	cancels := make([]context.CancelFunc, 0, len(c.cancel))
+	for _, cancel := range c.cancel { //determinism:ok each cancels its own ping, in any order
+		cancels = append(cancels, cancel)
+	}
+	c.cancel = nil
+	c.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel()
+	}
+}
+
+// isRetired reports whether retire was called: a ping that failed since was cancelled by it,
+// and says nothing of its engine.
+func (c *checks) isRetired() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.retired
 }
 
 // retiredPin is the bit of Runtime.pins that says it is retired; each pin adds onePin.
@@ -481,6 +545,7 @@ func (rt *Runtime) unpin() {
 
 // retire stops new queries from pinning rt; its engines close once the last query finishes.
 func (rt *Runtime) retire() {
+	rt.checks.retire()
 	if old := rt.pins.Or(retiredPin); old < onePin {
 		rt.closeOnce()
 	}

@@ -199,8 +199,7 @@ func (s *coreSession) lose() {
 }
 
 func (s *coreSession) errLost() error {
-	return &query.Error{Code: query.CodeCapacityTimeout, Retryable: true,
-		Message: fmt.Sprintf("transaction cancelled: its capacity lease on cluster %s was lost", s.adm.Cluster)}
+	return errLeaseLost(s.adm.slot, s.adm.Cluster, true)
 }
 
 // Execute runs one statement of the transaction on the pinned connection.
@@ -354,7 +353,7 @@ func (s *coreSession) record(rec *Record, path, id string, q *query.Request, t s
 	rec.Status = statusOf(err)
 	fillError(rec, err)
 	c.countPath(path)
-	c.metrics.finished(a.series, rec.Status, end.Sub(t.from).Seconds())
+	c.metrics.finished(a.series, rec.Status, rec.ErrorCode, end.Sub(t.from).Seconds())
 	if c.onFinish != nil {
 		c.onFinish(rec)
 	}

@@ -139,8 +139,8 @@ func TestSessionLostLeaseFailsTheRest(t *testing.T) {
 	g.LoseAll()
 	_, err = s.Execute(context.Background(), sel("select 1"))
 	var qe *query.Error
-	if !errors.As(err, &qe) || qe.Code != query.CodeCapacityTimeout {
-		t.Fatalf("after a lost lease: got %v, want %s", err, query.CodeCapacityTimeout)
+	if !errors.As(err, &qe) || qe.Code != query.CodeLeaseLost {
+		t.Fatalf("after a lost lease: got %v, want %s", err, query.CodeLeaseLost)
 	}
 }
 

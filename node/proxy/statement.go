@@ -155,7 +155,14 @@ func checkSharedEngineUser(req *query.Request) error { return checkSharedEngineU
 func checkSharedEngineUserAs(req *query.Request, users []string) error {
 	schemaDB := req.Protocol == query.ProtocolMySQL && req.Database != "" &&
 		isSchema(req.Database, "information_schema", "performance_schema", "sys")
+	shape := req.Shape.Of(req.SQL)
+	if !schemaDB && shape != nil && shape.Plain() {
+		return nil
+	}
 	if !schemaDB && knownPlain(req.SQL) {
+		if shape != nil {
+			shape.SetPlain() // a remembered text's kin: rememberPlain would have taken it
+		}
 		return nil
 	}
 	needs := sharedNeedsOf(req.SQL) // one scan for three of the checks
@@ -166,7 +173,9 @@ func checkSharedEngineUserAs(req *query.Request, users []string) error {
 		needs |= needRunTimeSQL
 	}
 	if needs == 0 {
-		rememberPlain(req.SQL)
+		if rememberPlain(req.SQL) && shape != nil {
+			shape.SetPlain() // its kin are plain too: see plainTexts
+		}
 		return nil
 	}
 	return runSharedChecks(req, needs, users)
@@ -230,14 +239,20 @@ func knownPlain(sql string) bool {
 	return false
 }
 
-func rememberPlain(sql string) {
+// rememberPlain remembers sql, which held nothing checkSharedEngineUser looks for, among
+// plainTexts, and reports whether it did: not when its digits could matter. Whether they could
+// is the same for every text alike with sql but for its digits (a backslash is no digit, and
+// a digit before an x is one in each of them), so a sqltok.Shape of sql may be marked plain
+// exactly when sql is remembered.
+func rememberPlain(sql string) bool {
 	for i := 0; i < len(sql); i++ {
 		if sql[i] == '\\' || i > 0 && sql[i]|0x20 == 'x' && isDigit(sql[i-1]) {
-			return
+			return false
 		}
 	}
 	s := strings.Clone(sql) // never a view of a buffer a frontend reuses
 	plainTexts[plainNext.Add(1)%uint32(len(plainTexts))].Store(&s)
+	return true
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

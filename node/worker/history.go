@@ -87,7 +87,7 @@ func HistoryRecordOf(r *proxy.Record) history.Record {
 	trace := routingTrace(r.Trace)
 	return history.Record{
 		QueryID: r.QueryID, User: r.User, Protocol: r.Protocol, Group: r.Group, Cluster: r.Cluster,
-		SQL: r.SQL, Status: status, ErrorCode: r.ErrorCode, Error: r.Error,
+		SQL: r.SQL, Shape: r.Shape, Status: status, ErrorCode: r.ErrorCode, Error: r.Error,
 		QueueMs: r.QueueMs, ExecMs: r.ExecMs, Rows: r.Rows, Bytes: r.Bytes, CacheHit: r.CacheHit,
 		RoutingTrace: trace, StartedAt: r.Start, EndedAt: r.End,
 	}

@@ -35,8 +35,8 @@ func (g *LosingGuard) Acquire(ctx context.Context, cluster string, limit int) (c
 	if err != nil {
 		return nil, err
 	}
-	g.grants.Add(1)
-	ls := &LosableSlot{Slot: s}
+	gen := g.grants.Add(1)
+	ls := &LosableSlot{Slot: s, lease: capacity.Lease{ID: capacity.LeaseID(cluster, gen), Cluster: cluster, Generation: gen}}
 	g.mu.Lock()
 	g.slots = append(g.slots, ls)
 	g.mu.Unlock()
@@ -67,13 +67,18 @@ func (g *LosingGuard) LoseAll() {
 	}
 }
 
-// LosableSlot is a slot of a LosingGuard's.
+// LosableSlot is a slot of a LosingGuard's. Its lease is named as a worker's are, its
+// generation the guard's count of grants.
 type LosableSlot struct {
 	capacity.Slot
+	lease  capacity.Lease
 	mu     sync.Mutex
 	lost   bool
 	onLost []func()
 }
+
+// Lease is the slot's lease, as a worker's slot tells it.
+func (s *LosableSlot) Lease() capacity.Lease { return s.lease }
 
 func (s *LosableSlot) Lost() bool {
 	s.mu.Lock()

@@ -1018,7 +1018,7 @@ func (w *compatWriter) step() {
 	if w.jsonOps && t.Kind == sqltok.Operator && w.jsonOperator() {
 		return
 	}
-	if w.trino && t.Kind == sqltok.Word && (w.timePrecisionType() || w.trinoTimestamp()) {
+	if w.trino && t.Kind == sqltok.Word && (w.timePrecisionType() || w.trinoTimestamp() || w.trinoInterval()) {
 		return
 	}
 	if w.trino && w.trinoSubscript() {

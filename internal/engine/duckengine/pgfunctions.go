@@ -238,6 +238,7 @@ var trinoFunctions = map[string]renamedFunction{
 	"doy":             {to: "dayofyear"},
 	"element_at":      {to: "qfpg_trino_element_at", macro: true},
 	"format_datetime": {to: "strftime", format: strftimeOfJoda},
+	"format":          {to: "printf"}, // Java's format('%s-%d', ...); DuckDB's format takes {}
 }
 
 // functionsOf are the functions rewritten for q's protocol; nil for none.

@@ -16,6 +16,10 @@ var trinoFunctionSQL = []string{
 	`CREATE MACRO {c}.main.last_day_of_month(d) AS last_day(d)`,
 	`CREATE MACRO {c}.main.json_extract_scalar(j, p) AS json_extract_string(j, p)`,
 	`CREATE MACRO {c}.main.approx_distinct(x) AS approx_count_distinct(x)`,
+	// array_join(a, d[, n]): a's elements as text joined by d, a NULL skipped or written as n.
+	`CREATE MACRO {c}.main.array_join(a, d) AS array_to_string(a, d),
+		(a, d, n) AS array_to_string(list_transform(a, x -> coalesce(CAST(x AS VARCHAR), n)), d)`,
+	`CREATE MACRO {c}.main.current_timezone() AS current_setting('TimeZone')`,
 	`CREATE MACRO {c}.main.array_max(a) AS list_max(a)`,
 	`CREATE MACRO {c}.main.array_min(a) AS list_min(a)`,
 	`CREATE MACRO {c}.main.nan() AS 'NaN'::DOUBLE`,

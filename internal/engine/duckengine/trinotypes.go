@@ -15,9 +15,10 @@ import (
 // and with a time zone, or a time's, the one type DuckDB has (microseconds).
 
 // holdsTimePrecision reports cheaply whether sqlText may name timestamp(p) or time(p), or
-// hold a timestamp literal or localtimestamp (trinoTimestamp).
+// hold a timestamp literal or localtimestamp (trinoTimestamp), or an interval literal with a
+// qualifier (trinoInterval).
 func holdsTimePrecision(sqlText string) bool {
-	if containsFold(sqlText, "timestamp") {
+	if containsFold(sqlText, "timestamp") || containsFold(sqlText, "interval") {
 		return true
 	}
 	for i := 0; i+4 <= len(sqlText); i++ {
@@ -175,4 +176,88 @@ func (w *compatWriter) trinoFractionLiteral() bool {
 	w.emit("CAST(" + text + " AS DECIMAL(" + strconv.Itoa(max(digits, scale)) + "," + strconv.Itoa(scale) + "))")
 	w.i++
 	return true
+}
+
+// Trino's interval literals with a qualifier, interval '1-2' year to month and interval '1
+// 02:03:04.5' day to second (and day to hour, day to minute, hour to minute, hour to second,
+// minute to second), are a parser error in DuckDB ("YEAR TO MONTH is not supported"); DuckDB
+// reads the same interval from its own text, INTERVAL '1 year 2 months', INTERVAL '1 day
+// 02:03:04.5', a leading minus negating the whole.
+
+// trinoInterval writes the interval literal with a qualifier at w.i as DuckDB's; it reports
+// whether it wrote anything (not for a text the qualifier does not read: DuckDB's error then).
+func (w *compatWriter) trinoInterval() bool {
+	if w.word(w.i) != "interval" || w.word(w.prevSig(w.i)) == "." {
+		return false
+	}
+	lit := w.sig(w.i+1, 0)
+	from := w.sig(lit+1, 0)
+	to := w.sig(from+1, 0)
+	last := w.sig(to+1, 0)
+	if lit < 0 || w.toks[lit].Kind != sqltok.String || w.toks[lit].Unterminated || w.word(to) != "to" || last < 0 {
+		return false
+	}
+	text, ok := duckIntervalText(strings.ReplaceAll(strings.Trim(w.toks[lit].Text, "'"), "''", "'"), w.word(from), w.word(last))
+	if !ok {
+		return false
+	}
+	w.emit(text)
+	w.i = last + 1
+	return true
+}
+
+// duckIntervalText is DuckDB's interval expression for Trino's interval 'text' from TO last;
+// ok is false for a text or qualifier Trino's parse would refuse.
+func duckIntervalText(text, from, last string) (string, bool) {
+	text = strings.TrimSpace(text)
+	sign := ""
+	if rest, neg := strings.CutPrefix(text, "-"); neg {
+		sign, text = "-", rest
+	}
+	number := func(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+	var duck string
+	switch from + " " + last {
+	case "year month":
+		y, m, ok := strings.Cut(text, "-")
+		if !ok || !number(y) || !number(m) {
+			return "", false
+		}
+		duck = y + " years " + m + " months"
+	case "day hour", "day minute", "day second", "hour minute", "hour second", "minute second":
+		days := "0"
+		if from == "day" {
+			d, clock, ok := strings.Cut(text, " ")
+			if !ok || !number(d) {
+				return "", false
+			}
+			days, text = d, strings.TrimSpace(clock)
+		}
+		// the clock's fields from the first unit to the last: H, H:M, H:M:S, M, M:S
+		fields := strings.Split(text, ":")
+		want := map[string]int{"hour hour": 1, "hour minute": 2, "hour second": 3, "minute minute": 1, "minute second": 2}
+		first := from
+		if from == "day" {
+			first = "hour"
+		}
+		if len(fields) != want[first+" "+last] {
+			return "", false
+		}
+		if first == "minute" {
+			fields = append([]string{"0"}, fields...)
+		}
+		for len(fields) < 3 {
+			fields = append(fields, "0")
+		}
+		whole, frac, fractional := strings.Cut(fields[2], ".")
+		if !number(fields[0]) || !number(fields[1]) || !number(whole) || fractional && (last != "second" || !number(frac)) {
+			return "", false
+		}
+		duck = days + " days " + fields[0] + " hours " + fields[1] + " minutes " + fields[2] + " seconds"
+	default:
+		return "", false
+	}
+	if sign != "" {
+		return "(-INTERVAL '" + duck + "')", true
+	}
+	return "INTERVAL '" + duck + "'", true
 }

@@ -453,6 +453,8 @@ func codeFor(state string) codes.Code {
 		return codes.ResourceExhausted // not DeadlineExceeded: the client's deadline did not pass
 	case query.CodeQueryTimeout:
 		return codes.DeadlineExceeded
+	case query.CodeLeaseLost:
+		return codes.Aborted // gRPC's "retry at a higher level": the statement did not take effect
 	case query.CodeEngineUnavailable, query.CodeCoordinationUnavailable:
 		return codes.Unavailable
 	case query.CodeAccessDenied:

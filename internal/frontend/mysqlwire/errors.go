@@ -35,6 +35,7 @@ var byState = map[string]mysqlCode{
 	query.CodeQueueFull:                   {mysql.ER_CON_COUNT_ERROR, sqlstate.SQLServerRejectedEstablishmentOfSQLConnection}, // 1040
 	query.CodeCapacityTimeout:             {mysql.ER_TOO_MANY_CONCURRENT_TRXS, sqlstate.MySQLGeneralError},                    // insufficient resources, not a cancel
 	query.CodeQueryTimeout:                {erQueryTimeout, sqlstate.MySQLGeneralError},
+	query.CodeLeaseLost:                   {mysql.ER_LOCK_DEADLOCK, sqlstate.SerializationFailure}, // 1213: roll back and retry, as Galera answers its own aborts
 	query.CodeEngineUnavailable:           {mysql.ER_CONNECT_TO_FOREIGN_DATA_SOURCE, sqlstate.MySQLGeneralError},
 	query.CodeCoordinationUnavailable:     {erServerOfflineMode, sqlstate.MySQLGeneralError},                                  // retry later
 	query.CodeAccessDenied:                {mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, sqlstate.SyntaxErrorOrAccessRuleViolation}, // 1227

@@ -24,6 +24,7 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqlstate"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // errTerminate ends a connection the client closed politely.
@@ -57,6 +58,9 @@ type conn struct {
 	wire    *wireState     // the engine connection the client's messages are forwarded to (forward.go)
 	wireReq query.Request  // the request of the wire's first statement (wireRequest)
 	spare   *wireState     // a closed wire's state for the next one (openWireWith), or nil
+	// shaped is the last simple Query's text the loop found the shape of, with it: a request
+	// carries it (query.Request.Shape), which vouches only for that very string.
+	shaped sqltok.ShapedText
 	// lateCancel: a statement's query timeout fired (its AfterFunc's stop failed), so its
 	// engine connection's Cancel may still come: that wire's memory is not reused (spare).
 	lateCancel bool
@@ -517,7 +521,7 @@ func (c *conn) fillRequest(req *query.Request, sql string, args []any) {
 	}
 	*req = query.Request{
 		SQL: sql, Args: args, User: c.user, Protocol: query.ProtocolPostgres,
-		Database: c.database, Headers: c.headers, ClientAddr: c.clientAddr,
+		Database: c.database, Headers: c.headers, ClientAddr: c.clientAddr, Shape: c.shaped,
 	}
 }
 

@@ -93,6 +93,9 @@ type loopRun struct {
 	// Query of the same text but for its numbers (sameDigitShape) is neither, which the loop
 	// then need not look for again (pgbench's statement differs only in a number).
 	plain []byte
+	// shape is the sqltok.Shape of plain's texts, handed on with each (conn.shaped): this
+	// loop's comparison is the one the core's checks and the history's redaction rely on.
+	shape *sqltok.Shape
 }
 
 // eventLoop is the server's loop, started on first use; nil where there is none.
@@ -382,7 +385,9 @@ func (lr *loopRun) query(msg []byte) relayloop.Verdict {
 			return relayloop.Pause // SETs answered here, refused for the pool mode, an empty Query
 		}
 		lr.plain = append(lr.plain[:0], text...)
+		lr.shape = new(sqltok.Shape)
 	}
+	c.shaped = sqltok.Shaped(sql, lr.shape) // the core's checks and the history read it
 	if sqltok.FirstKeywordIs(sql, sqltok.Postgres, "deallocate", "discard") {
 		return relayloop.Pause
 	}

@@ -112,11 +112,11 @@ func TestEventLoopLostLeaseEndsTheStatement(t *testing.T) {
 	}
 	guard.LoseAll()
 	var pe *pgconn.PgError
-	if err := <-done; !errorsAs(err, &pe) || pe.Code != query.CodeCapacityTimeout || !strings.Contains(pe.Message, "lease") {
-		t.Fatalf("the statement whose lease was lost: %v, want %s naming the lease", err, query.CodeCapacityTimeout)
+	if err := <-done; !errorsAs(err, &pe) || pe.Code != query.CodeLeaseLost || !strings.Contains(pe.Message, "lease") {
+		t.Fatalf("the statement whose lease was lost: %v, want %s naming the lease", err, query.CodeLeaseLost)
 	}
 	waitFor(t, 30*time.Second, func() bool { return countActive(t, admin, marker) == 0 })
-	if recs := h.Find(sleep); len(recs) != 1 || recs[0].ErrorCode != query.CodeCapacityTimeout {
+	if recs := h.Find(sleep); len(recs) != 1 || recs[0].ErrorCode != query.CodeLeaseLost {
 		t.Fatalf("history of the statement: %+v", recs)
 	}
 	grants := guard.Grants()

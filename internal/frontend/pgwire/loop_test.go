@@ -305,3 +305,31 @@ func TestEventLoopSeesSetAfterPlainStatements(t *testing.T) {
 		requireRefusal(t, err, "work_mem")
 	}
 }
+
+// The loop hands each Query's sqltok.Shape to the core, whose checks then pass the shape's
+// texts without reading them: a text of another shape gets a Shape of its own, so a killer
+// after plain statements of the same length is refused on the loop, and plain ones after it
+// still run there.
+func TestEventLoopShapeIsNotAnotherTextsShape(t *testing.T) {
+	srv, url, _ := loopServer(t, proxy.PoolModeTransaction, 1)
+	a := connect(t, url)
+	plain := "select 1000000 + 2000000 + 3000000 as n"
+	kill := "select pg_cancel_backend(1234567)"
+	kill += strings.Repeat(" ", len(plain)-len(kill))
+	for round := range 3 {
+		for i := range 5 {
+			sql := strings.Replace(plain, "1000000", fmt.Sprint(1000000+i), 1)
+			if got := queryInt(t, a, sql); got != 6000000+i {
+				t.Fatalf("%s = %d", sql, got)
+			}
+		}
+		_, err := a.Exec(context.Background(), strings.Replace(kill, "1234567", fmt.Sprint(1234567+round), 1))
+		var pe *pgconn.PgError
+		if !errorsAs(err, &pe) || pe.Code != "42501" {
+			t.Fatalf("round %d: %q: %v, want refused with 42501", round, kill, err)
+		}
+	}
+	if n := srv.LoopStatements(); n < 12 { // a round's first may be the goroutine's (a refusal hands the client back)
+		t.Fatalf("the event loop relayed %d statements, want 12", n)
+	}
+}

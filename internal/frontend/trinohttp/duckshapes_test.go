@@ -440,3 +440,32 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestTrinoIntervalsAndFunctionsOnDuckDB: Trino's interval literals with a qualifier (DuckDB's
+// parser refuses year to month and day to second) are the intervals Trino writes, year to month
+// typed so; Java's format, array_join and current_timezone() answer as Trino's. Through the npm
+// trino-client and trino-go-client.
+func TestTrinoIntervalsAndFunctionsOnDuckDB(t *testing.T) {
+	ts := startServer(t, duckBackend(t), Options{})
+	const intervals = `select interval '1-2' year to month a, interval '-1-2' year to month b, interval '1 02:03:04.5' day to second c,
+		interval '3 04' day to hour d, interval '05:06' minute to second e, interval '1' year f, interval '-2 01:02' day to minute g`
+	const functions = `select format('%s-%d', 'a', 1), array_join(array['a', null, 'b'], ','), array_join(array[1, null], '|', 'x'),
+		current_timezone()`
+	got := runNPM(t, ts.addr, "alice", npmStep{Name: "intervals", SQL: intervals}, npmStep{Name: "functions", SQL: functions})
+	const (
+		wantTypes = `["interval year to month","interval year to month","interval day to second","interval day to second",` +
+			`"interval day to second","interval year to month","interval day to second"]`
+		wantRows = `[["1-2","-1-2","1 02:03:04.500","3 04:00:00.000","0 00:05:06.000","1-0","-2 01:02:00.000"]]`
+	)
+	if o := got["intervals"]; o.OK == nil || jsonText(t, o.OK.Types) != wantTypes || jsonText(t, o.OK.Rows) != wantRows {
+		t.Errorf("intervals: %+v %+v\nwant types %s\nwant rows  %s", o.OK, o.Error, wantTypes, wantRows)
+	}
+	if o := got["functions"]; o.OK == nil || len(o.OK.Rows) != 1 || fmt.Sprint(o.OK.Rows[0][:3]) != "[a-1 a,b 1|x]" || o.OK.Rows[0][3] == "" {
+		t.Errorf("functions: %+v %+v", o.OK, o.Error)
+	}
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	var a, c string
+	if err := db.QueryRow("select interval '1-2' year to month, interval '1 02:03:04.5' day to second").Scan(&a, &c); err != nil || a != "1-2" || c != "1 02:03:04.500" {
+		t.Errorf("trino-go-client: %q %q %v", a, c, err)
+	}
+}

@@ -92,6 +92,7 @@ var (
 	codeInsufficient    = trinoCode{131072, "GENERIC_INSUFFICIENT_RESOURCES", "INSUFFICIENT_RESOURCES"}
 	codeQueueFull       = trinoCode{131074, "QUERY_QUEUE_FULL", "INSUFFICIENT_RESOURCES"}
 	codeTimeLimit       = trinoCode{131075, "EXCEEDED_TIME_LIMIT", "INSUFFICIENT_RESOURCES"}
+	codePreempted       = trinoCode{131080, "ADMINISTRATIVELY_PREEMPTED", "INSUFFICIENT_RESOURCES"}
 	codeExternal        = trinoCode{16777216, "GENERIC_EXTERNAL", "EXTERNAL"}
 )
 
@@ -112,6 +113,8 @@ func codeFor(state string) trinoCode {
 		return codeQueueFull
 	case query.CodeCapacityTimeout:
 		return codeInsufficient
+	case query.CodeLeaseLost: // Trino's name for a query its resource manager took capacity from
+		return codePreempted
 	case query.CodeQueryTimeout:
 		return codeTimeLimit
 	case query.CodeCoordinationUnavailable:

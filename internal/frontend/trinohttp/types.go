@@ -165,9 +165,13 @@ type fieldName struct {
 }
 
 // yearToMonth says whether an interval column holds only years and months: a PostgreSQL
-// interval declared YEAR, MONTH or YEAR TO MONTH. Every other interval is Trino's interval day to
+// interval declared YEAR, MONTH or YEAR TO MONTH, or a select item its statement declares so
+// (interval '1-2' year to month on DuckDB). Every other interval is Trino's interval day to
 // second, a month counting 30 days (as PostgreSQL and DuckDB compare intervals).
 func yearToMonth(f arrow.Field) bool {
+	if metaValue(f, engine.MetaTrinoDeclared) == "interval year to month" {
+		return true // a Trino client's interval '1-2' year to month on an engine with one interval type
+	}
 	if metaValue(f, engine.MetaPGType) != "interval" {
 		return false
 	}
