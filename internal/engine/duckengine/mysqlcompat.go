@@ -289,7 +289,8 @@ func mayCallMySQLFunction(sqlText string) bool {
 		containsFold(sqlText, "mod") || containsFold(sqlText, "date_") || containsFold(sqlText, "adddate") || containsFold(sqlText, "subdate") || containsFold(sqlText, "to_days") ||
 		containsFold(sqlText, "length") || containsFold(sqlText, "concat") || mayCallMySQLCall(sqlText) ||
 		containsFold(sqlText, "sql_") || containsFold(sqlText, "high_priority") || containsFold(sqlText, "collate") ||
-		containsFold(sqlText, "unique") || containsFold(sqlText, "binary") || containsFold(sqlText, "interval")
+		containsFold(sqlText, "unique") || containsFold(sqlText, "binary") || containsFold(sqlText, "interval") ||
+		containsFold(sqlText, "straight_join") || containsFold(sqlText, "index") || containsFold(sqlText, "key") // hints
 }
 
 // mysqlCalls are the functions mysqlFunctionEdits writes that mayCallMySQLFunction looks for

@@ -202,6 +202,19 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 				"sql_no_cache", "sql_cache", "sql_small_result", "sql_big_result", "sql_buffer_result", "high_priority") {
 				edit(i, i, "")
 			}
+		case "straight_join":
+			// SELECT STRAIGHT_JOIN ... (a modifier: the optimizer's join order) is left out;
+			// a STRAIGHT_JOIN b is a JOIN b: the same rows, in DuckDB's order
+			if prev := prevSignificant(toks, i); prev >= 0 && toks[prev].IsWord("select", "distinct", "all", "distinctrow", "sql_calc_found_rows",
+				"sql_no_cache", "sql_cache", "sql_small_result", "sql_big_result", "sql_buffer_result", "high_priority") {
+				edit(i, i, "")
+			} else {
+				edit(i, i, "JOIN")
+			}
+		case "use", "force", "ignore":
+			if end := indexHintEnd(toks, i); end > 0 {
+				edit(i, end, "") // an index hint: the optimizer's choice, the same rows
+			}
 		case "collate": // x COLLATE utf8mb4_bin: DuckDB's comparison by case; a _ci collation, NOCASE
 			if name := nextSignificant(toks, i+1); name < len(toks) && toks[name].Kind == sqltok.Word {
 				switch n := strings.ToLower(toks[name].Text); {
@@ -788,4 +801,35 @@ func concatEdits(toks []sqltok.Token, i int, edit func(from, to int, text string
 	}
 	closing := nextSignificant(toks, args[len(args)-1][1]+1)
 	edit(closing, closing, "))")
+}
+
+// indexHintEnd is the index of the last token of the index hint {USE | FORCE | IGNORE} {INDEX |
+// KEY} [FOR {JOIN | ORDER BY | GROUP BY}] (names) at toks[i], 0 when there is none.
+func indexHintEnd(toks []sqltok.Token, i int) int {
+	j := nextSignificant(toks, i+1)
+	if j >= len(toks) || !toks[j].IsWord("index", "key") {
+		return 0
+	}
+	j = nextSignificant(toks, j+1)
+	if j < len(toks) && toks[j].IsWord("for") {
+		j = nextSignificant(toks, j+1)
+		if j < len(toks) && toks[j].IsWord("order", "group") {
+			j = nextSignificant(toks, j+1) // BY
+		}
+		j = nextSignificant(toks, j+1)
+	}
+	if j >= len(toks) || toks[j].Text != "(" {
+		return 0
+	}
+	for depth := 0; j < len(toks); j++ {
+		switch toks[j].Text {
+		case "(":
+			depth++
+		case ")":
+			if depth--; depth == 0 {
+				return j
+			}
+		}
+	}
+	return 0
 }

@@ -236,6 +236,25 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"select avg(2.25)",
 		"select avg(distinct d), avg(distinct i) from av",
 	}},
+	// Index hints (USE / FORCE / IGNORE INDEX | KEY [FOR JOIN | ORDER BY | GROUP BY] (names)) and
+	// STRAIGHT_JOIN (the modifier and the join) change the plan, not the rows: MariaDB's rows.
+	// DuckDB's parser refused each (1064).
+	{"index hints and straight_join", []string{
+		"exec create table hp (id int primary key, name varchar(20), key by_name (name))",
+		"exec create table hc (id int primary key, p int, v int, key by_p (p))",
+		"exec insert into hp values (1, 'a'), (2, 'b')",
+		"exec insert into hc values (1, 1, 10), (2, 1, 20), (3, 2, 30)",
+		"select * from hp use index (by_name) where name = 'a'",
+		"select * from hp force index (primary) where id = 2",
+		"select * from hp ignore index (by_name) order by id",
+		"select * from hc use index for join (by_p) join hp force key for order by (primary) on hc.p = hp.id order by hc.id",
+		"select * from hp as x use index () ignore key for group by (by_name) order by id",
+		"select straight_join hc.id, hp.name from hc join hp on hc.p = hp.id order by hc.id",
+		"select hc.id, hp.name from hc straight_join hp on hc.p = hp.id order by hc.id",
+		"select distinct straight_join hp.name from hc, hp where hc.p = hp.id order by 1",
+		"exec update hc use index (by_p) join hp on hc.p = hp.id set hc.v = hc.v + 1 where hp.name = 'b'",
+		"select * from hc order by id",
+	}},
 	// A row another table's key references, deleted or its key changed: 1451 (SQLSTATE 23000,
 	// "Cannot delete or update a parent row"), in a transaction too; an orphan inserted: 1452.
 	// DuckDB's refusal was sent as 1452 each time.
