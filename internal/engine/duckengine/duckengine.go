@@ -54,7 +54,9 @@ type Engine struct {
 	name   string
 	db     atomic.Pointer[sql.DB] // the open database; replaced when a fatal error invalidates it (reopen.go)
 	locked bool                   // client configuration statements refused (lock_configuration)
-	reopen reopener
+	// actionsMaybe: a foreign key with an ON DELETE / ON UPDATE action may exist (pgrefintx.go)
+	actionsMaybe atomic.Bool
+	reopen       reopener
 	// advisory are PostgreSQL clients' advisory locks, across the engine's connections.
 	advisory advisoryLocks
 	found    foundRows    // MySQL clients' FOUND_ROWS() (foundrows.go)
@@ -140,6 +142,7 @@ func (e *Engine) openDB() (*sql.DB, error) {
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(e.reopen.conns)
 	db.SetMaxIdleConns(e.reopen.conns)
+	e.noteDeclaredActions(db)
 	return db, nil
 }
 
@@ -437,6 +440,9 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	own, handled, err := ownStatement(client)
 	if err != nil {
 		return nil, err
+	}
+	if handled {
+		e.noteActions(client)
 	}
 	if err := e.found.count(ctx, client, e.Execute); err != nil {
 		return nil, err

@@ -16,10 +16,11 @@ import (
 // refuses because a key with an action references a row it deletes is performed, outside a
 // transaction, with the action, in one transaction (pgrefatomic.go): the referencing rows the
 // DELETE's WHERE reaches deleted, or their columns set NULL / to their default. In a client's
-// transaction nothing can be done (DuckDB's transaction failed with the refusal): the client is
-// told (0A000) which key's action DuckDB does not perform there, not a foreign key violation
-// PostgreSQL would not have raised. One level only: an action whose own rows are referenced by
-// another key's action is refused the same way.
+// transaction the actions run from the start (pgrefintx.go); a statement that reached DuckDB's
+// refusal there (its transaction failed with it) tells the client (0A000) which key's action
+// DuckDB does not perform, not a foreign key violation PostgreSQL would not have raised. One
+// level only: an action whose own rows are referenced by another key's action is refused the
+// same way.
 
 // refDelete is DELETE FROM [ONLY] t [[AS] a] [WHERE cond] of a PostgreSQL client, as DuckDB runs
 // it (p.sqlText), without USING or RETURNING.
@@ -143,7 +144,7 @@ func (d *refDelete) reach(a refAction) string {
 
 // cascade performs d's actions and the DELETE (again) in one transaction. first is DuckDB's
 // refusal of the DELETE.
-func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, args []any, first error, again func() (query.Rows, error)) (query.Rows, error) {
+func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args []any, first error, again func() (query.Rows, error)) (query.Rows, error) {
 	acts, err := d.actions(ctx, conn)
 	if err != nil || len(acts) == 0 {
 		return nil, first
@@ -161,7 +162,7 @@ func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, args []any, fir
 		}
 		sets = append(sets, set)
 	}
-	rows, err := withReferencingRebuilt(ctx, conn, false, d.schema, d.table, args, nil, func(copyOf func(schema, table string) string) []step {
+	rows, err := withReferencingRebuilt(ctx, conn, inTx, d.schema, d.table, args, nil, func(copyOf func(schema, table string) string) []step {
 		var steps []step
 		for i, a := range acts {
 			if a.action == 'c' {
@@ -238,5 +239,5 @@ func (e *Engine) retryDelete(ctx context.Context, conn *sql.Conn, inTx bool, cli
 	if err != nil {
 		return nil, first
 	}
-	return d.cascade(ctx, conn, args, first, func() (query.Rows, error) { return run(ctx, conn, q, p, func() {}) })
+	return d.cascade(ctx, conn, false, args, first, func() (query.Rows, error) { return run(ctx, conn, q, p, func() {}) })
 }

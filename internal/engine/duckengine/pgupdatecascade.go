@@ -102,7 +102,7 @@ type step struct {
 
 // cascade performs u's ON UPDATE actions and the UPDATE (again) in one transaction; first is
 // DuckDB's refusal of it.
-func (u *refUpdate) cascade(ctx context.Context, conn *sql.Conn, args []any, first error, again func() (query.Rows, error)) (query.Rows, error) {
+func (u *refUpdate) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args []any, first error, again func() (query.Rows, error)) (query.Rows, error) {
 	acts, err := referencingActions(ctx, conn, u.schema, u.table, "on_update")
 	if err != nil || len(acts) == 0 {
 		return nil, first
@@ -129,7 +129,7 @@ func (u *refUpdate) cascade(ctx context.Context, conn *sql.Conn, args []any, fir
 		}
 		tails = append(tails, " AS qf_ref SET "+set+" FROM "+mapName+" AS qf_map WHERE "+strings.Join(match, " AND "))
 	}
-	rows, err := withReferencingAside(ctx, conn, false, u.schema, u.table, args, before, func(copyOf func(schema, table string) string) []step {
+	rows, err := withReferencingAside(ctx, conn, inTx, u.schema, u.table, args, before, func(copyOf func(schema, table string) string) []step {
 		steps := make([]step, len(acts))
 		for i, a := range acts {
 			steps[i] = step{"UPDATE " + copyOf(a.schema, a.table) + tails[i], false}
@@ -232,5 +232,5 @@ func (e *Engine) retryUpdate(ctx context.Context, conn *sql.Conn, inTx bool, cli
 	if err != nil {
 		return nil, first
 	}
-	return u.cascade(ctx, conn, args, first, func() (query.Rows, error) { return run(ctx, conn, q, p, func() {}) })
+	return u.cascade(ctx, conn, false, args, first, func() (query.Rows, error) { return run(ctx, conn, q, p, func() {}) })
 }

@@ -78,6 +78,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	}
 	q = s.e.currvals.written(client, q)
 	if own, handled, err := ownStatement(client); handled {
+		s.e.noteActions(client)
 		return s.runOwn(ctx, client, own, err)
 	}
 	if err := s.e.found.count(ctx, client, s.Execute); err != nil {
@@ -145,6 +146,17 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.e.noteFatal(err)
 		s.fail()
 		return nil, explain(err)
+	}
+	if s.status == 'T' && s.e.actionsMaybe.Load() && client.Protocol == query.ProtocolPostgres {
+		if rows, ok, err := s.e.actionsInTransaction(ctx, s.conn, client, q, st.p); ok { // pgrefintx.go
+			cancel()
+			if err != nil {
+				s.e.noteFatal(err)
+				s.fail()
+				return nil, explain(err)
+			}
+			return rows, nil
+		}
 	}
 	rows, err := s.mysqlWrite(ctx, client, q, func() (query.Rows, error) { return run(ctx, s.conn, q, st.p, cancel) })
 	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)

@@ -12,7 +12,7 @@ import (
 // the keys' ON DELETE CASCADE and SET NULL on the embedded DuckDB as PostgreSQL 15 does (pgx,
 // simple and extended protocol, an alias, several rows, two keys to one table), a key without
 // an action still refuses it (23503) and nothing is changed; in a
-// transaction DuckDB cannot, and says which key's action (0A000), where PostgreSQL deletes.
+// transaction too.
 func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "cascade").URL())
 	tables := []string{"select id, n from cd_p order by id", "select id, pid from cd_c order by id",
@@ -38,8 +38,15 @@ func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
 		oracleStep{"delete from cd_p where id = 5", nil},              // both: refused, nothing changed
 		oracleStep{"delete from cd_p where id = 9", nil},              // no row
 	)
-	// In a transaction: PostgreSQL deletes; DuckDB cannot, and names the action.
-	refusedInTransaction(t, pg, duck, state, "delete from cd_p where id = 7", "DELETE 1", "ON DELETE CASCADE", `"cd_c"`)
+	// In a transaction: the actions as there, on rows the transaction wrote too, and a key
+	// without an action fails the transaction, which COMMIT rolls back.
+	sameSteps(t, pg, duck, state, oracleStep{"begin", nil}, oracleStep{"insert into cd_c values (16, 7)", nil},
+		oracleStep{"delete from cd_p where id = 7", nil}, oracleStep{"insert into cd_c values (17, 8)", nil},
+		oracleStep{"delete from cd_p where id = $1", []any{8}}, oracleStep{"insert into cd_c values (18, 5)", nil}, oracleStep{"commit", nil})
+	sameOutcomes(t, pg, duck, "begin", "delete from cd_p where id = 5", "select 1", "commit")
+	if want, got := state(pg), state(duck); want != got {
+		t.Errorf("after the failed transaction\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", want, got)
+	}
 	t.Log(state(pg))
 }
 
@@ -48,7 +55,7 @@ func TestOnDeleteActionsAsPostgreSQL(t *testing.T) {
 // simple and extended protocol, an alias, an expression over several rows, a key of two
 // columns), RESTRICT and NO ACTION still refuse it (23503) and nothing is changed, nor when a
 // step fails after others succeeded (a cascaded key a CHECK refuses); an UPDATE that changes no key, or changes one nothing references, is DuckDB's own;
-// in a transaction DuckDB cannot, and says which key's action (0A000), where PostgreSQL updates.
+// in a transaction too.
 func TestOnUpdateActionsAsPostgreSQL(t *testing.T) {
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "onupdate").URL())
 	tables := []string{"select id, n from ou_p order by id", "select id, pid, note from ou_c order by id",
@@ -87,7 +94,14 @@ func TestOnUpdateActionsAsPostgreSQL(t *testing.T) {
 		// CHECK (23514); nothing is changed, the parent's key neither
 		oracleStep{"update ou_p set id = 150 where id = 50", nil},
 	)
-	// In a transaction: PostgreSQL updates; DuckDB cannot, and names the action.
-	refusedInTransaction(t, pg, duck, state, "update ou_p set id = 9 where id = 7", "UPDATE 1", "ON UPDATE CASCADE", `"ou_c"`)
+	// In a transaction: the actions as there, and a key without an action (RESTRICT) fails the
+	// transaction, which COMMIT rolls back.
+	sameSteps(t, pg, duck, state, oracleStep{"begin", nil}, oracleStep{"insert into ou_c values (16, 7, 'n')", nil},
+		oracleStep{"update ou_p set id = 9 where id = 7", nil}, oracleStep{"update ou_p set n = 'x' where id = 9", nil},
+		oracleStep{"update ou_p2 set b = $1 where a = $2", []any{"c", 2}}, oracleStep{"commit", nil})
+	sameOutcomes(t, pg, duck, "begin", "update ou_p set id = 9 where id = 9", "update ou_p set id = 105 where id = 4", "select 1", "commit")
+	if want, got := state(pg), state(duck); want != got {
+		t.Errorf("after the failed transaction\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", want, got)
+	}
 	t.Log(state(pg))
 }

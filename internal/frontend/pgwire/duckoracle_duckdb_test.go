@@ -110,35 +110,3 @@ func sameSteps(t *testing.T, pg, duck *pgx.Conn, state func(*pgx.Conn) string, s
 		}
 	}
 }
-
-// refusedInTransaction runs sql in a transaction on both: PostgreSQL answers want; DuckDB
-// refuses it (0A000) naming each of named. Both roll back, and the states must agree.
-func refusedInTransaction(t *testing.T, pg, duck *pgx.Conn, state func(*pgx.Conn) string, sql, want string, named ...string) {
-	t.Helper()
-	for _, c := range []*pgx.Conn{pg, duck} {
-		if _, err := c.Exec(context.Background(), "begin"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := tagOrState(pg, sql); got != want {
-		t.Errorf("%s on PostgreSQL in a transaction: %s, want %s", sql, got, want)
-	}
-	_, err := duck.Exec(context.Background(), sql)
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != "0A000" {
-		t.Errorf("%s on DuckDB in a transaction: %v, want 0A000", sql, err)
-	}
-	for _, n := range named {
-		if pe != nil && !strings.Contains(pe.Message, n) {
-			t.Errorf("%s on DuckDB in a transaction: %q does not name %s", sql, pe.Message, n)
-		}
-	}
-	for _, c := range []*pgx.Conn{pg, duck} {
-		if _, err := c.Exec(context.Background(), "rollback"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if want, got := state(pg), state(duck); want != got {
-		t.Errorf("after the rolled-back transaction\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", want, got)
-	}
-}
