@@ -127,7 +127,7 @@ func Tokenize(sql string, d Dialect) []Token {
 		onTokenize()
 	}
 	s := NewScanner(sql, d)
-	toks := make([]Token, 0, len(sql)/4+1)
+	toks := make([]Token, 0, tokensHint(sql))
 	for t, ok := s.Next(); ok; t, ok = s.Next() {
 		toks = append(toks, t)
 	}
@@ -144,12 +144,20 @@ func TokenizeOtherEscapes(sql string, d Dialect) []Token {
 		onTokenize()
 	}
 	s := Scanner{lx: lexer{src: sql, d: d, otherEscapes: true}}
-	toks := make([]Token, 0, len(sql)/4+1)
+	toks := make([]Token, 0, tokensHint(sql))
 	for t, ok := s.Next(); ok; t, ok = s.Next() {
 		toks = append(toks, t)
 	}
 	return toks
 }
+
+// tokensHint is the capacity Tokenize starts with: a token for every 4 bytes, at most
+// tokensHintMax. A long comment or string is one token, and a hint from its length alone made
+// 40 bytes of Token per 4 bytes of text (40 MB for a 4 MiB statement, allocated and zeroed at
+// each Tokenize); past the cap append grows the slice as the tokens come.
+func tokensHint(sql string) int { return min(len(sql)/4+1, tokensHintMax) }
+
+const tokensHintMax = 4096
 
 type lexer struct {
 	src string
