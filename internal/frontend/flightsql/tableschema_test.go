@@ -2,6 +2,7 @@ package flightsql
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -99,6 +100,61 @@ func TestPrimaryKeysInKeyOrder(t *testing.T) {
 			}
 			if fmt.Sprint(got) != "[k2.a#1 k2.b#2]" {
 				t.Fatalf("primary key of k2: %v (rows %v)", got, rows)
+			}
+		})
+	}
+}
+
+// TestForeignKeysBothWays: GetImportedKeys, GetExportedKeys and GetCrossReference (JDBC's
+// getImportedKeys and kin) pair each referencing column with the column it references, in key
+// order, with the delete rule, on every engine kind; on MySQL every primary key is named
+// PRIMARY, so a key must not be paired with other tables' keys.
+func TestForeignKeysBothWays(t *testing.T) {
+	mariadb, _, _ := frontendtest.MariaDB(t)
+	for name, backend := range map[string]func(t *testing.T) query.Backend{
+		"postgres": func(t *testing.T) query.Backend {
+			return engineCore(t, engine.Spec{Name: "pg", Kind: "postgres", Endpoint: pgtest.NewDatabase(t)})
+		},
+		"duckdb": func(t *testing.T) query.Backend {
+			return engineCore(t, engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
+		},
+		"mariadb": func(t *testing.T) query.Backend { return frontendtest.NewBackend(mariadb) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cl := startServer(t, backend(t), Options{Auth: passwords{"alice": "pw"}})
+			ctx := login(t, cl, "alice", "pw")
+			mustUpdate(t, ctx, cl, "CREATE TABLE fk_parent (a INTEGER, b INTEGER, PRIMARY KEY (a, b))")
+			mustUpdate(t, ctx, cl, "CREATE TABLE fk_unrelated (a INTEGER, b INTEGER, PRIMARY KEY (a, b))")
+			cascade, childDel := " ON DELETE CASCADE", "0"
+			if name == "duckdb" { // DuckDB's own SQL (a Flight SQL client's) has no referential actions
+				cascade, childDel = "", "3"
+			}
+			mustUpdate(t, ctx, cl, "CREATE TABLE fk_child (id INTEGER PRIMARY KEY, pb INTEGER, pa INTEGER, "+
+				"FOREIGN KEY (pa, pb) REFERENCES fk_parent (a, b)"+cascade+")")
+			mustUpdate(t, ctx, cl, "CREATE TABLE fk_other (id INTEGER PRIMARY KEY, x INTEGER, y INTEGER, "+
+				"FOREIGN KEY (x, y) REFERENCES fk_parent (a, b))")
+			pairs := func(info *flight.FlightInfo, err error) string {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, rows := fetch(t, ctx, cl, info)
+				var got []string
+				for _, r := range rows {
+					got = append(got, r[2]+"."+r[3]+"<-"+r[6]+"."+r[7]+"#"+r[8]+" del="+r[12])
+				}
+				return fmt.Sprint(got)
+			}
+			if got := pairs(cl.GetImportedKeys(ctx, fsql.TableRef{Table: "fk_child"})); got != "[fk_parent.a<-fk_child.pa#1 del="+childDel+" fk_parent.b<-fk_child.pb#2 del="+childDel+"]" {
+				t.Errorf("imported keys of fk_child: %s", got)
+			}
+			if got := pairs(cl.GetExportedKeys(ctx, fsql.TableRef{Table: "fk_parent"})); !strings.Contains(got, "fk_parent.a<-fk_child.pa#1") ||
+				!strings.Contains(got, "fk_parent.b<-fk_other.y#2") || strings.Count(got, "<-") != 4 {
+				t.Errorf("exported keys of fk_parent: %s", got)
+			}
+			if got := pairs(cl.GetCrossReference(ctx, fsql.TableRef{Table: "fk_parent"}, fsql.TableRef{Table: "fk_other"})); got != "[fk_parent.a<-fk_other.x#1 del=3 fk_parent.b<-fk_other.y#2 del=3]" &&
+				got != "[fk_parent.a<-fk_other.x#1 del=1 fk_parent.b<-fk_other.y#2 del=1]" { // MariaDB's default is RESTRICT
+				t.Errorf("cross reference fk_parent <- fk_other: %s", got)
 			}
 		})
 	}
