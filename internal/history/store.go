@@ -172,11 +172,27 @@ func keyOf(id string) idKey {
 }
 
 func (x idIndex) get(k idKey) (int32, bool) {
+	slot, held, _ := x.where(k)
+	return slot, held
+}
+
+// where is get, and when k is not held the spot addAt puts it in.
+func (x idIndex) where(k idKey) (int32, bool, idSpot) {
 	if k.hex {
-		return x.hex.get(k.h)
+		return x.hex.where(k.h)
 	}
 	slot, held := x.other[k.id]
-	return slot, held
+	return slot, held, idSpot{}
+}
+
+// addAt is add of k at the spot where found for it, after which only del ran (hole, its
+// answer: -1 for none).
+func (x idIndex) addAt(at idSpot, hole int, k idKey, slot int32) {
+	if k.hex {
+		x.hex.addAt(x.hex.afterDel(at, hole), k.h, slot)
+	} else {
+		x.other[k.id] = slot
+	}
 }
 
 func (x idIndex) set(k idKey, slot int32) {
@@ -187,21 +203,13 @@ func (x idIndex) set(k idKey, slot int32) {
 	}
 }
 
-// add is set for an id x does not hold.
-func (x idIndex) add(k idKey, slot int32) {
+// del forgets k and returns the hex table's entry it left empty (-1: none).
+func (x idIndex) del(k idKey) int {
 	if k.hex {
-		x.hex.add(k.h, slot)
-	} else {
-		x.other[k.id] = slot
+		return x.hex.del(k.h)
 	}
-}
-
-func (x idIndex) del(k idKey) {
-	if k.hex {
-		x.hex.del(k.h)
-	} else {
-		delete(x.other, k.id)
-	}
+	delete(x.other, k.id)
+	return -1
 }
 
 func (x idIndex) len() int { return x.hex.len() + len(x.other) }
@@ -327,20 +335,21 @@ const (
 // insertLocked stores *r in the next slot unless its id is held (m.mu held).
 func (m *Memory) insertLocked(r *Record) insertion {
 	k := keyOf(r.QueryID) // read once for the lookup and the insert
-	if slot, held := m.ids.get(k); held {
+	slot, held, at := m.ids.where(k)
+	if held {
 		if m.slot(int(slot)).Worker != r.Worker {
 			return foreignID
 		}
 		return heldID
 	}
 	if m.n < m.max { // a record is large: copied once, into its slot
-		m.ids.add(k, int32(m.n))
+		m.ids.addAt(at, -1, k, int32(m.n))
 		m.append(r, k)
 		return stored
 	}
-	m.ids.del(m.keyAt(m.head))
+	hole := m.ids.del(m.keyAt(m.head))
 	m.put(m.head, r, k)
-	m.ids.add(k, int32(m.head))
+	m.ids.addAt(at, hole, k, int32(m.head))
 	m.head = (m.head + 1) % m.max
 	return stored
 }
