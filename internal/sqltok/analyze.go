@@ -555,10 +555,12 @@ func digitsDifferOnly[T ~string | ~[]byte](a, b T) bool {
 	n := min(len(a), len(b))
 	k := 0
 	for ; k+8 <= n; k += 8 {
-		wa, wb := word8(a[k:k+8]), word8(b[k:k+8])
-		if x := wa ^ wb; x != 0 && nonzeroBytes(x)&^(digitsOf(wa)&digitsOf(wb)) != 0 {
+		if !digitsDifferOnly8(word8(a[k:k+8]), word8(b[k:k+8])) {
 			return false
 		}
+	}
+	if k < n && n >= 8 { // the last eight bytes, some of them read already: the test is per byte
+		return digitsDifferOnly8(word8(a[n-8:n]), word8(b[n-8:n]))
 	}
 	for ; k < n; k++ {
 		if a[k] != b[k] && !(isDigit(a[k]) && isDigit(b[k])) {
@@ -566,6 +568,12 @@ func digitsDifferOnly[T ~string | ~[]byte](a, b T) bool {
 		}
 	}
 	return true
+}
+
+// digitsDifferOnly8 is digitsDifferOnly of two words' eight bytes.
+func digitsDifferOnly8(wa, wb uint64) bool {
+	x := wa ^ wb
+	return x == 0 || nonzeroBytes(x)&^(digitsOf(wa)&digitsOf(wb)) == 0
 }
 
 // nonzeroBytes has the top bit of each of x's nonzero bytes set, and no other bit: a byte's low
