@@ -108,8 +108,9 @@ func (t *idTable) where(key uint64) (int32, bool, idSpot) {
 
 // addAt is add of a key where found not held, at its spot, with no probe; a spot the table
 // must grow before (or probeMax entries from its home) takes add's way. Only del may run
-// between where and addAt, its hole passed (afterDel).
-func (t *idTable) addAt(at idSpot, key uint64, slot int32) {
+// between where and addAt, its answer passed as hole (-1: none ran).
+func (t *idTable) addAt(at idSpot, hole int, key uint64, slot int32) {
+	at = t.afterDel(at, hole)
 	if at.i < 0 || 2*(t.n+1) > len(t.entries) {
 		t.add(key, slot)
 		return

@@ -45,9 +45,9 @@ func TestIDTableIsAMap(t *testing.T) {
 					hole := tab.del(gone)
 					delete(model, gone)
 					_, _, at = tab.where(k)
-					tab.addAt(tab.afterDel(at, hole), k, int32(step))
+					tab.addAt(at, hole, k, int32(step))
 				} else {
-					tab.addAt(tab.afterDel(at, tab.del(gone)), k, int32(step))
+					tab.addAt(at, tab.del(gone), k, int32(step))
 					delete(model, gone)
 				}
 				model[k] = int32(step)
