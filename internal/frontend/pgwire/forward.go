@@ -399,7 +399,7 @@ func (c *conn) forwardFailed(ws *wireState, msg pgproto3.FrontendMessage, err er
 	}
 	var we *wireError
 	if errors.As(err, &we) {
-		return c.fatal(sqlstate.ConnectionFailure, fmt.Sprintf("lost the connection to the engine of cluster %s: %v", ws.w.Cluster, we.err))
+		return c.engineConnectionLost(ws, we.err)
 	}
 	// An error of this frontend's own, in the pipeline's order: the server's answers to what
 	// came before go first, then the client's messages up to Sync are skipped.
@@ -895,6 +895,21 @@ func (c *conn) relay(msg []byte) error {
 	return c.pass(msg)
 }
 
+// engineConnectionLost ends the client whose engine connection ended (err) under its
+// statements: FATAL 08006, or the lost lease's error when the lease of the statement it awaits
+// was lost, whose fence on the engine ended that connection.
+func (c *conn) engineConnectionLost(ws *wireState, err error) error {
+	var lost error
+	if len(ws.queue) > 0 && ws.queue[0].run != nil {
+		lost = ws.queue[0].run.r.LeaseLost()
+	}
+	var qe *query.Error
+	if errors.As(lost, &qe) {
+		return c.fatal(qe.Code, qe.Message)
+	}
+	return c.fatal(sqlstate.ConnectionFailure, fmt.Sprintf("lost the connection to the engine of cluster %s: %v", ws.w.Cluster, err))
+}
+
 // relayError passes the server's ErrorResponse on. Outside a simple Query the server now skips
 // the client's messages up to Sync, so what they were awaiting is dropped too.
 func (c *conn) relayError(msg []byte) error {
@@ -905,8 +920,9 @@ func (c *conn) relayError(msg []byte) error {
 	case run != nil && run.limit != nil:
 		err = run.limit
 		c.sendLimit(run)
-	case run != nil && run.r.Cancelled() && !run.closed:
-		// Cancelled by the core (the group's query timeout, a lost lease): say which.
+	case run != nil && !run.closed && (run.r.Cancelled() || run.r.LeaseLost() != nil):
+		// Cancelled by the core (the group's query timeout, a lost lease), or ended by the
+		// control plane's fence of a lease its term lost before the keeper noticed: say which.
 		err = c.finishRun(run, err)
 		c.sendError(err)
 	default:

@@ -13,7 +13,6 @@ import (
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/relayloop"
-	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -954,8 +953,9 @@ func (c *conn) offLoop(lr *loopRun, res relayloop.Result) error {
 		if len(ws.queue) == 0 {
 			return nil
 		}
+		fatal := c.engineConnectionLost(ws, res.Err)
 		c.finishQueue(res.Err)
-		return c.fatal(sqlstate.ConnectionFailure, fmt.Sprintf("lost the connection to the engine of cluster %s: %v", ws.w.Cluster, res.Err))
+		return fatal
 	case res.Err != nil && !res.Paused && !errors.Is(res.Err, relayloop.ErrStopped):
 		return &ioError{res.Err} // the client's end
 	}
