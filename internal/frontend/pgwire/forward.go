@@ -298,7 +298,7 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 		c.endRun()
 		cancel()
 	}
-	if errors.Is(err, engine.ErrWouldWait) {
+	if err != nil && errors.Is(err, engine.ErrWouldWait) { // errors.Is of nil costs a call
 		return false, err
 	}
 	if err != nil || !ok {
@@ -315,7 +315,7 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 		ws = &wireState{}
 	}
 	c.spare = nil
-	clear(ws.portals)
+	ws.forgetPortals()
 	cancel := ws.cancel
 	if conn != ws.cancelOf {
 		cancel = nil
@@ -323,6 +323,14 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 	*ws = wireState{w: w, relayer: rel, conn: conn, req: req, front: ws.front, portals: ws.portals, cancel: cancel, cancelOf: conn}
 	c.wire = ws
 	return true, nil
+}
+
+// forgetPortals forgets the client's portals; clearing an empty map still costs a call, and
+// simple Queries open none.
+func (ws *wireState) forgetPortals() {
+	if len(ws.portals) != 0 {
+		clear(ws.portals)
+	}
 }
 
 // push adds e to what the server's answers will complete.
@@ -853,7 +861,7 @@ func (c *conn) relay(msg []byte) error {
 		c.finishRun(run, nil)
 		ws.queue = ws.queue[1:]
 		if c.txStatus == 'I' {
-			clear(ws.portals)
+			ws.forgetPortals()
 		}
 		return c.pass(msg)
 	case 'N', 'A': // notices and notifications, at any time
