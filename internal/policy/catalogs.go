@@ -117,7 +117,7 @@ func scanStatement(st []sqltok.Token, add func(string)) {
 			continue
 		case t.IsWord(clauseWords...):
 			tableList[depth] = false
-		case t.IsWord(tablePositionWords...):
+		case tablePositionAfter(st, i):
 			tableList[depth] = true
 		}
 		parts, ok := nameAt(st, i)
@@ -128,7 +128,7 @@ func scanStatement(st []sqltok.Token, add func(string)) {
 		if i > 0 {
 			prev = st[i-1]
 		}
-		tablePosition := prev.IsWord(tablePositionWords...) || prev.Kind == sqltok.Punct && prev.Text == "," && tableList[depth]
+		tablePosition := i > 0 && tablePositionAfter(st, i-1) || prev.Kind == sqltok.Punct && prev.Text == "," && tableList[depth]
 		next := i + 2*len(parts) - 1
 		switch {
 		case len(parts) >= 3:
@@ -145,6 +145,16 @@ func scanStatement(st []sqltok.Token, add func(string)) {
 		}
 		i = next - 1
 	}
+}
+
+// tablePositionAfter reports whether a table name may follow st[i]: one of tablePositionWords,
+// but not the UPDATE of INSERT ... ON DUPLICATE KEY UPDATE, which assignments follow (t.a = 1
+// names a column of table t).
+func tablePositionAfter(st []sqltok.Token, i int) bool {
+	if !st[i].IsWord(tablePositionWords...) {
+		return false
+	}
+	return !st[i].IsWord("update") || i == 0 || !st[i-1].IsWord("key")
 }
 
 // showListsTables reports whether the SHOW statement st lists a database's tables, triggers or
