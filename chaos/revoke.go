@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/queryflux/queryflux/scenarios"
 )
@@ -18,12 +17,9 @@ func planRevokeLeases(sc *scenarios.Scenario, ev *scenarios.Event, st step) (ste
 		Cluster string `yaml:"cluster"`
 		Worker  string `yaml:"worker"`
 	}
-	if err := ev.Params.Decode(&args); err != nil {
-		return st, err.Error()
-	}
-	names, err := sc.Resolve(args.Worker)
-	if err != nil {
-		return st, err.Error()
+	names, why := decodeWorkers(sc, ev, &args, &args.Worker)
+	if why != "" {
+		return st, why
 	}
 	by := map[string][]string{}
 	for _, n := range names {
@@ -32,12 +28,9 @@ func planRevokeLeases(sc *scenarios.Scenario, ev *scenarios.Event, st step) (ste
 	}
 	st.do = func(r *runner) error {
 		for _, cp := range slices.Sorted(maps.Keys(by)) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			ids, err := scenarios.RevokeLeases(ctx, r.http, "http://"+r.api[cp], adminToken, args.Cluster, by[cp])
-			cancel()
-			if err == nil && len(ids) == 0 {
-				err = scenarios.ErrNoLeaseRevoked
-			}
+			err := adminCall(func(ctx context.Context) error {
+				return scenarios.RevokedAny(scenarios.RevokeLeases(ctx, r.http, "http://"+r.api[cp], adminToken, args.Cluster, by[cp]))
+			})
 			if err != nil {
 				return fmt.Errorf("revokeLeases of %s on %s at %s: %w", args.Cluster, strings.Join(by[cp], " "), cp, err)
 			}
@@ -53,18 +46,15 @@ func planRegisterAs(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step,
 	var args struct {
 		Worker string `yaml:"worker"`
 	}
-	if err := ev.Params.Decode(&args); err != nil {
-		return st, err.Error()
-	}
-	names, err := sc.Resolve(args.Worker)
-	if err != nil {
-		return st, err.Error()
+	names, why := decodeWorkers(sc, ev, &args, &args.Worker)
+	if why != "" {
+		return st, why
 	}
 	st.do = func(r *runner) error {
 		for _, n := range names {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := scenarios.RegisterAs(ctx, r.http, "http://"+r.api[sc.ControlPlaneOf(n)], workerSecret, n)
-			cancel()
+			err := adminCall(func(ctx context.Context) error {
+				return scenarios.RegisterAs(ctx, r.http, "http://"+r.api[sc.ControlPlaneOf(n)], workerSecret, n)
+			})
 			if err != nil {
 				return fmt.Errorf("registerAs %s: %w", n, err)
 			}
@@ -72,4 +62,25 @@ func planRegisterAs(sc *scenarios.Scenario, ev *scenarios.Event, st step) (step,
 		return nil
 	}
 	return st, ""
+}
+
+// decodeWorkers decodes ev's params into args and resolves the worker name or group it sets in
+// *worker; a non-empty reason says why the event cannot be played.
+func decodeWorkers(sc *scenarios.Scenario, ev *scenarios.Event, args any, worker *string) ([]string, string) {
+	if err := ev.Params.Decode(args); err != nil {
+		return nil, err.Error()
+	}
+	names, err := sc.Resolve(*worker)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return names, ""
+}
+
+// adminCall makes one timeline event's call to a control plane, bounded as the simulator
+// bounds it.
+func adminCall(call func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), scenarios.AdminCallTimeout)
+	defer cancel()
+	return call(ctx)
 }

@@ -21,6 +21,23 @@ func TestRevokeLiveLeasesRealEngineWithinCap(t *testing.T) {
 	}
 }
 
+// registerAs is played on real daemons: a second process registers under w-1's name while w-1
+// reuses its leases; the control plane supersedes w-1's session and revokes its leases, w-1
+// registers again, and PostgreSQL, sampled from pg_stat_activity, never runs more than the cap
+// while the revoked leases' terms last.
+func TestRegisterAsLiveWorkerRealEngineWithinCap(t *testing.T) {
+	t.Parallel()
+	rep := runRealFileFor(t, "testdata/reregister-live-smoke.yaml", []string{peakMetric("c1")})
+	if m := enginePeak(t, rep); m.Real != 2 {
+		t.Errorf("peak executing on PostgreSQL %v (sim %v), want exactly the cap 2", m.Real, m.Sim)
+	}
+	for _, v := range rep.Checks {
+		if v.Verdict != "PASS" {
+			t.Errorf("check %q: %s %s", v.Name, v.Verdict, v.Detail)
+		}
+	}
+}
+
 // The two ways a live worker loses its leases without dying are played on real daemons, not
 // reported unsupported (which would make the whole file UNSUPPORTED).
 func TestRevokeLeasesAndRegisterAsArePlanned(t *testing.T) {

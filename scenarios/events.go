@@ -248,7 +248,34 @@ func parseRevokeLeases(sc *Scenario, p Params) (Action, error) {
 	if sc.Workload == nil || !slices.ContainsFunc(sc.Workload.Clusters, func(c WorkloadCluster) bool { return c.Name == a.Cluster }) {
 		return nil, p.Errorf("cluster: %q is not a cluster of the workload", a.Cluster)
 	}
-	names, err := sc.Resolve(a.Worker)
+	names, err := resolveWorkers(sc, p, a.Worker)
+	if err != nil {
+		return nil, err
+	}
+	return func(w *World) error {
+		by := map[string][]string{}
+		for _, n := range names {
+			cp := sc.ControlPlaneOf(n)
+			by[cp] = append(by[cp], n)
+		}
+		for _, cp := range slices.Sorted(maps.Keys(by)) {
+			workers := by[cp]
+			spawnAdminCall(w, "revoke-leases", func(ctx context.Context, client *http.Client) {
+				ids, err := RevokeLeases(ctx, client, "http://"+cp, AdminToken, a.Cluster, workers)
+				w.Sim.Record("revokeLeases", fmt.Sprintf("%s %v: %v", a.Cluster, ids, err))
+				if err := RevokedAny(ids, err); err != nil {
+					w.Errorf("revokeLeases of %s on %s: %v", a.Cluster, strings.Join(workers, " "), err)
+				}
+			})
+		}
+		return nil
+	}, nil
+}
+
+// resolveWorkers resolves an event's `worker:` (a name or group) to worker names, refusing a
+// node of another role.
+func resolveWorkers(sc *Scenario, p Params, target string) ([]string, error) {
+	names, err := sc.Resolve(target)
 	if err != nil {
 		return nil, p.Errorf("worker: %v", err)
 	}
@@ -257,30 +284,22 @@ func parseRevokeLeases(sc *Scenario, p Params) (Action, error) {
 			return nil, p.Errorf("worker: %s is not a worker", n)
 		}
 	}
-	return func(w *World) error {
-		obs := w.Observer
-		by := map[string][]string{}
-		for _, n := range names {
-			cp := sc.ControlPlaneOf(n)
-			by[cp] = append(by[cp], n)
-		}
-		for _, cp := range slices.Sorted(maps.Keys(by)) {
-			workers := by[cp]
-			w.Sim.Spawn(obs, "revoke-leases", func() {
-				ctx, cancel := obs.Env().WithTimeout(obs.Ctx(), 10*time.Second)
-				defer cancel()
-				ids, err := RevokeLeases(ctx, obs.Client(), "http://"+cp, AdminToken, a.Cluster, workers)
-				w.Sim.Record("revokeLeases", fmt.Sprintf("%s %v: %v", a.Cluster, ids, err))
-				if err == nil && len(ids) == 0 {
-					err = ErrNoLeaseRevoked
-				}
-				if err != nil {
-					w.Errorf("revokeLeases of %s on %s: %v", a.Cluster, strings.Join(workers, " "), err)
-				}
-			})
-		}
-		return nil
-	}, nil
+	return names, nil
+}
+
+// AdminCallTimeout bounds one timeline event's calls to a control plane's API, as an operator's
+// command-line call is bounded.
+const AdminCallTimeout = 10 * time.Second
+
+// spawnAdminCall runs call as the observer's task, with the observer's HTTP client and a
+// context bounded by AdminCallTimeout.
+func spawnAdminCall(w *World, name string, call func(ctx context.Context, client *http.Client)) {
+	obs := w.Observer
+	w.Sim.Spawn(obs, name, func() {
+		ctx, cancel := obs.Env().WithTimeout(obs.Ctx(), AdminCallTimeout)
+		defer cancel()
+		call(ctx, obs.Client())
+	})
 }
 
 // RevokeLeases revokes, through the admin API at base (a control plane's address), every lease
@@ -314,6 +333,14 @@ var errNotHeld = errors.New("the lease is not held")
 // ErrNoLeaseRevoked is a revokeLeases that found no lease of the workers to revoke: the
 // timeline's premise (a worker holding leases then) did not hold.
 var ErrNoLeaseRevoked = errors.New("the workers held no lease of the cluster to revoke")
+
+// RevokedAny is a revokeLeases' outcome: err, or ErrNoLeaseRevoked when nothing was revoked.
+func RevokedAny(ids []string, err error) error {
+	if err == nil && len(ids) == 0 {
+		return ErrNoLeaseRevoked
+	}
+	return err
+}
 
 // adminCall makes one admin API call with a JSON body (nil: none) and decodes a 200's answer
 // into out.
@@ -364,22 +391,14 @@ func parseRegisterAs(sc *Scenario, p Params) (Action, error) {
 	if err := p.Decode(&a); err != nil {
 		return nil, err
 	}
-	names, err := sc.Resolve(a.Worker)
+	names, err := resolveWorkers(sc, p, a.Worker)
 	if err != nil {
-		return nil, p.Errorf("worker: %v", err)
-	}
-	for _, n := range names {
-		if s, _ := sc.Spec(n); s.Role != "worker" {
-			return nil, p.Errorf("worker: %s is not a worker", n)
-		}
+		return nil, err
 	}
 	return func(w *World) error {
-		obs := w.Observer
 		for _, n := range names {
-			w.Sim.Spawn(obs, "register-as-"+n, func() {
-				ctx, cancel := obs.Env().WithTimeout(obs.Ctx(), 10*time.Second)
-				defer cancel()
-				err := RegisterAs(ctx, obs.Client(), "http://"+sc.ControlPlaneOf(n), WorkerSecret, n)
+			spawnAdminCall(w, "register-as-"+n, func(ctx context.Context, client *http.Client) {
+				err := RegisterAs(ctx, client, "http://"+sc.ControlPlaneOf(n), WorkerSecret, n)
 				w.Sim.Record("registerAs", fmt.Sprintf("%s: %v", n, err))
 				if err != nil {
 					w.Errorf("registerAs %s: %v", n, err)

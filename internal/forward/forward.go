@@ -6,8 +6,12 @@
 //
 // A forwarded request carries HeaderHop: its receiver serves it or answers "unknown", and never
 // forwards it again, so a request crosses at most one hop and loops cannot form. It also carries
-// the shared worker secret (checked by Inbound) and the original client's address and TLS
-// state, which the owner uses in place of the forwarder's.
+// a proof of the shared worker secret (checked by Inbound), never the secret itself, and the
+// original client's address and TLS state, which the owner uses in place of the forwarder's.
+// The proof is an HMAC keyed by the secret over the owner, the time, the client's address and
+// TLS state and what the request asks (Bind*): whoever answers at an owner's address (a stale
+// peer entry, a host that took it over) learns nothing it can present to another worker, with
+// another client address, for another query or user, or after ProofAgeMax.
 //
 // It touches time and tasks only through the Env it is given and the network only through the
 // HTTP client it is given, so the simulator runs the preferred-worker path (Locality and
@@ -16,12 +20,16 @@ package forward
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -34,7 +42,7 @@ import (
 // Headers of a forwarded request (HTTP headers, or gRPC metadata in lower case).
 const (
 	HeaderHop        = "X-Queryflux-Hop"         // "1"
-	HeaderSecret     = "X-Queryflux-Peer-Secret" // the shared worker secret
+	HeaderSecret     = "X-Queryflux-Peer-Secret" // proof of the shared worker secret (see proof)
 	HeaderClientAddr = "X-Queryflux-Client-Addr" // the client's address as the first worker saw it
 	HeaderClientTLS  = "X-Queryflux-Client-Tls"  // "true" when the client used TLS
 )
@@ -125,9 +133,6 @@ func NewClient(tlsConfig *tls.Config) *http.Client {
 // Self is this worker's OwnerID.
 func (f *Forwarder) Self() string { return f.self }
 
-// Secret is the shared worker secret, for protocols that carry it themselves (gRPC metadata).
-func (f *Forwarder) Secret() string { return f.opts.Secret }
-
 // TLS is the client TLS configuration towards owners.
 func (f *Forwarder) TLS() *tls.Config {
 	if t, ok := f.opts.Client.Transport.(*http.Transport); ok {
@@ -175,31 +180,87 @@ type Hop struct {
 	ClientTLS  bool
 }
 
-// ErrBadHop is a request that claims to be forwarded without the shared worker secret.
+// ErrBadHop is a request that claims to be forwarded without proof of the shared worker secret.
 var ErrBadHop = errors.New("a forwarded request needs the shared worker secret")
 
-// Inbound reads the forwarding headers of a request (get returns one header's value): a
-// forwarded request must carry the shared worker secret, or it is refused with ErrBadHop.
-func (f *Forwarder) Inbound(get func(name string) string) (Hop, error) {
+// ProofAgeMax is how far a forwarding proof's time may be from the receiver's clock, either way
+// (workers' clocks drift; a forwarded request is sent at once).
+const ProofAgeMax = 2 * time.Minute
+
+// What a forwarded request asks, as its proof binds it.
+const (
+	BindTrino = "trino" // a follow-up of a Trino query (its id names the owner)
+)
+
+// BindQuery binds a whole query sent to PathQuery: its body (SQL, user, protocol, session).
+func BindQuery(body []byte) string {
+	sum := sha256.Sum256(body)
+	return "query " + hex.EncodeToString(sum[:])
+}
+
+// BindFlightSQL binds a Flight SQL call forwarded for user.
+func BindFlightSQL(user string) string { return "flightsql " + user }
+
+const proofPrefix = "qff1."
+
+// proof is the forwarding proof of the worker secret for a request to owner, sent at at.
+func proof(secret, owner, bind, clientAddr string, clientTLS bool, at time.Time) string {
+	ts := strconv.FormatInt(at.Unix(), 10)
+	return proofPrefix + ts + "." + proofMAC(secret, owner, bind, clientAddr, clientTLS, ts)
+}
+
+func proofMAC(secret, owner, bind, clientAddr string, clientTLS bool, ts string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	for _, part := range []string{"queryflux forward v1", owner, ts, clientAddr, strconv.FormatBool(clientTLS), bind} {
+		m.Write([]byte(part))
+		m.Write([]byte{0})
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// proven reports whether token proves the worker secret for a request to this worker with
+// bind, client address and TLS state. The secret itself is still taken from workers that
+// predate proofs.
+func (f *Forwarder) proven(token, bind, clientAddr string, clientTLS bool) bool {
+	rest, ok := strings.CutPrefix(token, proofPrefix)
+	if !ok {
+		return workerapi.TokenEqual(token, f.opts.Secret)
+	}
+	ts, mac, ok := strings.Cut(rest, ".")
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if !ok || err != nil {
+		return false
+	}
+	if age := f.opts.Env.Now().Sub(time.Unix(sec, 0)); age > ProofAgeMax || age < -ProofAgeMax {
+		return false
+	}
+	return hmac.Equal([]byte(mac), []byte(proofMAC(f.opts.Secret, f.self, bind, clientAddr, clientTLS, ts)))
+}
+
+// Inbound reads the forwarding headers of a request (get returns one header's value) that asks
+// bind: a forwarded request must carry proof of the shared worker secret for this worker and
+// bind, or it is refused with ErrBadHop.
+func (f *Forwarder) Inbound(get func(name string) string, bind string) (Hop, error) {
 	if get(HeaderHop) == "" {
 		return Hop{}, nil
 	}
 	if f == nil {
 		return Hop{}, ErrBadHop // no worker secret here: nothing may claim to be a peer
 	}
-	if !workerapi.TokenEqual(get(HeaderSecret), f.opts.Secret) {
+	clientAddr, tlsText := get(HeaderClientAddr), get(HeaderClientTLS)
+	tlsOn, _ := strconv.ParseBool(tlsText)
+	if !f.proven(get(HeaderSecret), bind, clientAddr, tlsOn) {
 		f.metrics.received.WithLabelValues("refused").Inc()
 		return Hop{}, ErrBadHop
 	}
 	f.metrics.received.WithLabelValues("ok").Inc()
-	tlsOn, _ := strconv.ParseBool(get(HeaderClientTLS))
-	return Hop{Forwarded: true, ClientAddr: get(HeaderClientAddr), ClientTLS: tlsOn}, nil
+	return Hop{Forwarded: true, ClientAddr: clientAddr, ClientTLS: tlsOn}, nil
 }
 
-// Outbound returns the headers a forwarded request carries.
-func (f *Forwarder) Outbound(clientAddr string, clientTLS bool) map[string]string {
-	return map[string]string{HeaderHop: "1", HeaderSecret: f.opts.Secret, HeaderClientAddr: clientAddr,
-		HeaderClientTLS: strconv.FormatBool(clientTLS)}
+// Outbound returns the headers of a request forwarded to owner (an OwnerID) that asks bind.
+func (f *Forwarder) Outbound(owner, bind, clientAddr string, clientTLS bool) map[string]string {
+	return map[string]string{HeaderHop: "1", HeaderSecret: proof(f.opts.Secret, owner, bind, clientAddr, clientTLS, f.opts.Env.Now()),
+		HeaderClientAddr: clientAddr, HeaderClientTLS: strconv.FormatBool(clientTLS)}
 }
 
 // Observe counts one forward of protocol with its outcome and how long

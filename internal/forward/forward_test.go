@@ -52,19 +52,19 @@ func TestInboundNeedsTheWorkerSecret(t *testing.T) {
 	f, _ := New(Options{Env: testEnv, Name: "w1", Secret: "s3cret", Directory: peers{}, Client: NewClient(nil)})
 	h := map[string]string{HeaderHop: "1", HeaderSecret: "nope", HeaderClientAddr: "10.1.2.3:4", HeaderClientTLS: "true"}
 	get := func(k string) string { return h[k] }
-	if _, err := f.Inbound(get); err != ErrBadHop {
+	if _, err := f.Inbound(get, BindTrino); err != ErrBadHop {
 		t.Fatalf("wrong secret: %v", err)
 	}
 	var none *Forwarder
-	if _, err := none.Inbound(get); err != ErrBadHop {
+	if _, err := none.Inbound(get, BindTrino); err != ErrBadHop {
 		t.Fatalf("a node without forwarding took a forwarded request: %v", err)
 	}
 	h[HeaderSecret] = "s3cret"
-	hop, err := f.Inbound(get)
+	hop, err := f.Inbound(get, BindTrino)
 	if err != nil || !hop.Forwarded || hop.ClientAddr != "10.1.2.3:4" || !hop.ClientTLS {
 		t.Fatalf("forwarded request: %+v %v", hop, err)
 	}
-	if hop, err := f.Inbound(func(string) string { return "" }); err != nil || hop.Forwarded {
+	if hop, err := f.Inbound(func(string) string { return "" }, BindTrino); err != nil || hop.Forwarded {
 		t.Fatalf("direct request: %+v %v", hop, err)
 	}
 }

@@ -30,7 +30,7 @@ func (f *Forwarder) ProxyHTTP(w http.ResponseWriter, r *http.Request, protocol, 
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
-			for k, v := range f.Outbound(r.RemoteAddr, r.TLS != nil) { //determinism:ok sets headers
+			for k, v := range f.Outbound(owner, protocol, r.RemoteAddr, r.TLS != nil) { //determinism:ok sets headers
 				pr.Out.Header.Set(k, v)
 			}
 		},

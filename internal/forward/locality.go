@@ -133,7 +133,7 @@ func (l Locality) Run(ctx context.Context, req *query.Request, key string, eligi
 		return nil, proxy.ErrRunHere
 	}
 	start := l.f.opts.Env.Now()
-	rows, err := l.send(ctx, peers[owner], req, wait)
+	rows, err := l.send(ctx, OwnerID(owner), peers[owner], req, wait)
 	if errors.Is(err, proxy.ErrRunHere) {
 		l.f.Observe(Query, OutcomeUnreachable, 0)
 	} else { // the owner answered, with rows or with the query's own failure
@@ -144,7 +144,7 @@ func (l Locality) Run(ctx context.Context, req *query.Request, key string, eligi
 
 // send posts req to the owner at endpoint and returns its rows; ErrRunHere when the owner does
 // not accept the query within wait, refuses it, or fails in a way this worker may not.
-func (l Locality) send(ctx context.Context, endpoint string, req *query.Request, wait time.Duration) (query.Rows, error) {
+func (l Locality) send(ctx context.Context, owner, endpoint string, req *query.Request, wait time.Duration) (query.Rows, error) {
 	body, err := json.Marshal(peerQuery{SQL: req.SQL, User: req.User, Protocol: req.Protocol, Database: req.Database,
 		Schema: req.Schema, Headers: req.Headers, Tags: req.Tags})
 	if err != nil {
@@ -162,7 +162,7 @@ func (l Locality) send(ctx context.Context, endpoint string, req *query.Request,
 		return nil, errors.Join(proxy.ErrRunHere, err)
 	}
 	hr.Header.Set("Content-Type", "application/json")
-	for k, v := range l.f.Outbound(req.ClientAddr, false) { //determinism:ok sets headers
+	for k, v := range l.f.Outbound(owner, BindQuery(body), req.ClientAddr, false) { //determinism:ok sets headers
 		hr.Header.Set(k, v)
 	}
 	accept := watchAccept(e, rctx, cancel, wait)
@@ -338,13 +338,18 @@ func (r *remoteRows) Close() error {
 // query runs here (FromPeer), taking its capacity slot here, and is never sent on.
 func (f *Forwarder) QueryHandler(backend query.Backend) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		hop, err := f.Inbound(r.Header.Get)
+		body, err := io.ReadAll(io.LimitReader(r.Body, workerapi.BodyBytesMax))
+		if err != nil {
+			workerapi.WriteError(w, http.StatusBadRequest, "unreadable query: "+err.Error(), "")
+			return
+		}
+		hop, err := f.Inbound(r.Header.Get, BindQuery(body))
 		if err != nil || !hop.Forwarded {
 			workerapi.WriteError(w, http.StatusForbidden, ErrBadHop.Error(), HeaderSecret)
 			return
 		}
 		var pq peerQuery
-		if err := json.NewDecoder(io.LimitReader(r.Body, workerapi.BodyBytesMax)).Decode(&pq); err != nil {
+		if err := json.Unmarshal(body, &pq); err != nil {
 			workerapi.WriteError(w, http.StatusBadRequest, "unreadable query: "+err.Error(), "")
 			return
 		}

@@ -38,51 +38,8 @@ import (
 // names the cluster and the lease; the history records 40000 and the metrics count the query
 // under queries_total{status="lease_lost"}.
 func TestLostLeaseTellsEveryClient(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	guard := capacitytest.NewLosingGuard()
-	reg := prometheus.NewRegistry()
-	recs := make(chan proxy.Record, 64)
-	n := New(Options{OpenEngine: EngineFactory(Engines()), Guard: guard, Registerer: reg,
-		OnFinish: func(r *proxy.Record) { recs <- *r },
-		Env:      env.Real(slog.New(slog.NewTextHandler(&logbuf.Buffer{}, nil)))})
-	t.Cleanup(func() { _ = n.Close() })
-	cfg, err := config.Parse(fmt.Appendf(nil, `clusters:
-  pg: {engine: postgres, endpoint: %q, database: %q, credentials: {user: postgres}, options: {sslmode: disable}, maxRunningQueries: 4}
-clusterGroups: [{name: g, members: [pg]}]
-routingFallback: g
-`, u.Host, strings.TrimPrefix(u.Path, "/")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Settings.Security.TrustLoopback = true
-	if err := config.Compile(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Apply(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Listen(loopbackFrontends()); err != nil {
-		t.Fatal(err)
-	}
-	addrs := n.Addrs()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
-	active := func(marker string) int {
-		var k int
-		if err := admin.QueryRow(ctx, "select count(*) from pg_stat_activity where state = 'active' and query like '%'||$1||'%' and pid <> pg_backend_pid()", marker).Scan(&k); err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
+	f := newLostLeaseNode(t)
+	ctx, addrs, guard, reg, recs := f.ctx, f.addrs, f.guard, f.reg, f.recs
 
 	pg, err := pgx.Connect(ctx, "postgres://queryflux@"+addrs["postgres"]+"/g?sslmode=disable")
 	if err != nil {
@@ -138,27 +95,18 @@ routingFallback: g
 		marker := "qf_lease_lost_" + c.proto
 		before := len(guard.Slots())
 		done := make(chan error, 1)
-		go func() { done <- c.run("select pg_sleep(60) /* " + marker + " */") }()
-		deadline := time.Now().Add(30 * time.Second)
-		for active(marker) != 1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the statement never ran on PostgreSQL", c.proto)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		slots := guard.Slots()[before:]
-		if len(slots) != 1 {
-			t.Fatalf("%s: %d slots granted for one statement", c.proto, len(slots))
+		go func() { done <- c.run(sleepMarked(marker)) }()
+		lease, granted := f.loseRunning(c.proto, marker, before)
+		if granted != 1 {
+			t.Fatalf("%s: %d slots granted for one statement", c.proto, granted)
 		}
 		start := time.Now()
-		slots[0].Lose()
 		var err error
 		select {
 		case err = <-done:
 		case <-time.After(30 * time.Second):
 			t.Fatalf("%s: the statement whose lease was lost still runs", c.proto)
 		}
-		lease := slots[0].Lease().ID
 		switch {
 		case err == nil:
 			t.Errorf("%s: the statement whose lease was lost succeeded", c.proto)
@@ -169,12 +117,7 @@ routingFallback: g
 		case strings.Contains(err.Error(), "57014") || strings.Contains(err.Error(), "53000"):
 			t.Errorf("%s: %v: reads as a cancel or a capacity timeout", c.proto, err)
 		}
-		for active(marker) != 0 {
-			if time.Since(start) > 30*time.Second {
-				t.Fatalf("%s: PostgreSQL still runs the statement whose lease was lost", c.proto)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		f.waitStopped(c.proto, marker, start)
 		rec := nextRecord(t, recs, marker)
 		if rec.Status != proxy.StatusFailed || rec.ErrorCode != query.CodeLeaseLost || rec.Cluster != "pg" {
 			t.Errorf("%s: history record %s %s %q", c.proto, rec.Status, rec.ErrorCode, rec.Cluster)
@@ -185,6 +128,107 @@ routingFallback: g
 	}
 	if got := counter(t, reg, "queryflux_queries_total", map[string]string{"group": "g", "cluster": "pg", "status": "failed"}); got != 0 {
 		t.Errorf(`queries_total{status="failed"} = %v, want 0: the lost leases were counted as failures`, got)
+	}
+}
+
+// lostLeaseNode is a Node serving every frontend on a fresh PostgreSQL database (cluster pg,
+// group g, cap 4) whose capacity slots the test loses at will, with the node's history records,
+// its metrics and an administrator's connection to the database.
+type lostLeaseNode struct {
+	t     *testing.T
+	ctx   context.Context
+	addrs map[string]string
+	guard *capacitytest.LosingGuard
+	reg   *prometheus.Registry
+	recs  chan proxy.Record
+	admin *pgx.Conn
+}
+
+func newLostLeaseNode(t *testing.T) *lostLeaseNode {
+	t.Helper()
+	dsn := pgtest.NewDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &lostLeaseNode{t: t, guard: capacitytest.NewLosingGuard(), reg: prometheus.NewRegistry(), recs: make(chan proxy.Record, 64)}
+	n := New(Options{OpenEngine: EngineFactory(Engines()), Guard: f.guard, Registerer: f.reg,
+		OnFinish: func(r *proxy.Record) { f.recs <- *r },
+		Env:      env.Real(slog.New(slog.NewTextHandler(&logbuf.Buffer{}, nil)))})
+	t.Cleanup(func() { _ = n.Close() })
+	cfg, err := config.Parse(fmt.Appendf(nil, `clusters:
+  pg: {engine: postgres, endpoint: %q, database: %q, credentials: {user: postgres}, options: {sslmode: disable}, maxRunningQueries: 4}
+clusterGroups: [{name: g, members: [pg]}]
+routingFallback: g
+`, u.Host, strings.TrimPrefix(u.Path, "/")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Settings.Security.TrustLoopback = true
+	if err := config.Compile(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Listen(loopbackFrontends()); err != nil {
+		t.Fatal(err)
+	}
+	f.addrs = n.Addrs()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	f.ctx = ctx
+	if f.admin, err = pgx.Connect(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.admin.Close(context.Background()) })
+	return f
+}
+
+// sleepMarked is a minute's statement on PostgreSQL that carries marker, to be found in
+// pg_stat_activity.
+func sleepMarked(marker string) string { return "select pg_sleep(60) /* " + marker + " */" }
+
+// active counts PostgreSQL's backends running a statement that holds marker.
+func (f *lostLeaseNode) active(marker string) int {
+	var k int
+	if err := f.admin.QueryRow(f.ctx, "select count(*) from pg_stat_activity where state = 'active' and query like '%'||$1||'%' and pid <> pg_backend_pid()", marker).Scan(&k); err != nil {
+		f.t.Fatal(err)
+	}
+	return k
+}
+
+// loseRunning waits for the statement holding marker to run on PostgreSQL, then loses the last
+// slot granted (the statement's: a client runs one statement at a time, and the ones it sent
+// before, a driver's session set-up, have ended), and returns its lease's ID and how many slots
+// were granted since before were.
+func (f *lostLeaseNode) loseRunning(client, marker string, before int) (string, int) {
+	f.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for f.active(marker) != 1 {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%s: the statement never ran on PostgreSQL", client)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	slots := f.guard.Slots()[before:]
+	if len(slots) == 0 {
+		f.t.Fatalf("%s: the statement runs without a slot", client)
+	}
+	last := slots[len(slots)-1]
+	last.Lose()
+	return last.Lease().ID, len(slots)
+}
+
+// waitStopped waits for PostgreSQL to stop the statement holding marker, whose lease was lost
+// at start.
+func (f *lostLeaseNode) waitStopped(client, marker string, start time.Time) {
+	f.t.Helper()
+	for f.active(marker) != 0 {
+		if time.Since(start) > 30*time.Second {
+			f.t.Fatalf("%s: PostgreSQL still runs the statement whose lease was lost", client)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -47,55 +47,15 @@ func ItemTypes(sqlText string) []string {
 // selectItemTexts splits the select list of sqlText's outermost SELECT at its top-level commas
 // and returns each item as written; nil when there is no such list.
 func selectItemTexts(sqlText string) []string {
-	toks := sqltok.SignificantTokens(sqlText, sqltok.Trino)
-	depth, i := 0, 0
-	for ; i < len(toks); i++ { // the first SELECT outside parentheses (after any WITH)
-		if depth == 0 && isWord(toks[i], "select") {
-			break
-		}
-		depth += parenStep(toks[i])
-	}
-	i++
-	if i < len(toks) && (isWord(toks[i], "distinct") || isWord(toks[i], "all")) {
-		i++
-	}
-	var texts []string
-	start := i
-	for depth = 0; i <= len(toks); i++ {
-		end := i == len(toks) || depth == 0 && (toks[i].Kind == sqltok.Word && listEnds[strings.ToLower(toks[i].Text)] ||
-			toks[i].Kind == sqltok.Punct && (toks[i].Text == "," || toks[i].Text == ";" || toks[i].Text == ")"))
-		if !end {
-			depth += parenStep(toks[i])
-			continue
-		}
-		if start >= i {
-			return nil
-		}
-		last := toks[i-1]
-		texts = append(texts, sqlText[toks[start].Pos:last.Pos+len(last.Text)])
-		if i == len(toks) || toks[i].Text != "," {
-			return texts
-		}
-		start = i + 1
-	}
-	return texts
+	return sqltok.SelectItems(sqlText, sqltok.SignificantTokens(sqlText, sqltok.Trino), selectModifiers, listEnds)
 }
+
+// selectModifiers may follow SELECT before its first item.
+var selectModifiers = map[string]bool{"distinct": true, "all": true}
 
 // listEnds are the words that end a select list outside parentheses.
 var listEnds = map[string]bool{"from": true, "where": true, "group": true, "having": true, "order": true,
 	"limit": true, "union": true, "except": true, "intersect": true, "window": true, "offset": true, "fetch": true}
-
-func parenStep(t sqltok.Token) int {
-	if t.Kind == sqltok.Punct {
-		switch t.Text {
-		case "(", "[":
-			return 1
-		case ")", "]":
-			return -1
-		}
-	}
-	return 0
-}
 
 func isWord(t sqltok.Token, w string) bool {
 	return t.Kind == sqltok.Word && strings.EqualFold(t.Text, w)
@@ -212,7 +172,7 @@ func isDigits(t sqltok.Token, max int) bool {
 func closes(toks []sqltok.Token, open int) int {
 	depth := 0
 	for j := open; j < len(toks); j++ {
-		depth += parenStep(toks[j])
+		depth += sqltok.ParenStep(toks[j])
 		if depth == 0 {
 			return j
 		}

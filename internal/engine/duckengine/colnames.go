@@ -83,7 +83,7 @@ func plainNames(protocol, sqlText string, reserved map[string]bool) (names []str
 	t, more := sc.NextSignificant()
 	if more && isWord(t, "with") {
 		for depth := 0; more && (depth > 0 || !isWord(t, "select")); t, more = sc.NextSignificant() {
-			depth += parenStep(t)
+			depth += sqltok.ParenStep(t)
 		}
 	}
 	if !more || !isWord(t, "select") {
@@ -100,7 +100,7 @@ func plainNames(protocol, sqlText string, reserved map[string]bool) (names []str
 		}
 		first = false
 		if more && (depth > 0 || !endsItem(t)) {
-			depth += parenStep(t)
+			depth += sqltok.ParenStep(t)
 			item = append(item, t)
 			continue
 		}
@@ -540,50 +540,7 @@ var pgTypeNames = map[string]string{
 // selectItemTexts splits the select list of sqlText's outermost SELECT at its top-level commas
 // and returns each item as written; nil when there is no such list.
 func selectItemTexts(sqlText string) []string {
-	toks := sqltok.SignificantTokens(sqlText, sqltok.MySQL)
-	depth, i := 0, 0
-	for ; i < len(toks); i++ { // the first SELECT outside parentheses (after any WITH)
-		if depth == 0 && toks[i].Kind == sqltok.Word && strings.EqualFold(toks[i].Text, "select") {
-			break
-		}
-		depth += parenStep(toks[i])
-	}
-	i++
-	for i < len(toks) && toks[i].Kind == sqltok.Word && selectModifiers[strings.ToLower(toks[i].Text)] {
-		i++
-	}
-	var texts []string
-	start := i
-	for depth = 0; i <= len(toks); i++ {
-		end := i == len(toks) || depth == 0 && (toks[i].Kind == sqltok.Word && listEnds[strings.ToLower(toks[i].Text)] ||
-			toks[i].Kind == sqltok.Punct && (toks[i].Text == "," || toks[i].Text == ";" || toks[i].Text == ")"))
-		if !end {
-			depth += parenStep(toks[i])
-			continue
-		}
-		if start >= i {
-			return nil
-		}
-		last := toks[i-1]
-		texts = append(texts, sqlText[toks[start].Pos:last.Pos+len(last.Text)])
-		if i == len(toks) || toks[i].Text != "," {
-			return texts
-		}
-		start = i + 1
-	}
-	return texts
-}
-
-func parenStep(t sqltok.Token) int {
-	if t.Kind == sqltok.Punct {
-		switch t.Text {
-		case "(", "[":
-			return 1
-		case ")", "]":
-			return -1
-		}
-	}
-	return 0
+	return sqltok.SelectItems(sqlText, sqltok.SignificantTokens(sqlText, sqltok.MySQL), selectModifiers, listEnds)
 }
 
 // selectModifiers may follow SELECT before its first item.

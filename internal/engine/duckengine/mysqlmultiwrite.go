@@ -3,12 +3,14 @@ package duckengine
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
@@ -29,17 +31,21 @@ import (
 // (bytes, as MariaDB compares them); the ON UPDATE CURRENT_TIMESTAMP columns it does not set
 // take the time in the changed rows.
 //
-// A statement with ? parameters is left to DuckDB (this engine's own statements take none).
+// A prepared statement's ? parameters are bound where they were written: each part of the
+// statement that the join's SELECT takes (an assignment's value, the table references, the
+// WHERE) keeps the span of the client's arguments that its parameters are.
 
 // multiWrite is a multi-table UPDATE or DELETE as readMultiWrite reads it (MySQL text).
 type multiWrite struct {
-	del     bool
-	refs    []multiRef // the table references' base tables and derived tables
-	from    string     // the table references, as written
-	where   string     // the WHERE condition, "" for none
-	targets []int      // DELETE: the refs it deletes from
-	sets    []multiSet // UPDATE: its assignments
-	order   string     // the temporary table's rowid columns of the base tables, in FROM's order
+	del                 bool
+	refs                []multiRef // the table references' base tables and derived tables
+	from                string     // the table references, as written
+	where               string     // the WHERE condition, "" for none
+	fromArgs, whereArgs argSpan
+	params              int        // its ? parameters
+	targets             []int      // DELETE: the refs it deletes from
+	sets                []multiSet // UPDATE: its assignments
+	order               string     // the temporary table's rowid columns of the base tables, in FROM's order
 }
 
 // multiRef is one table reference of the FROM list.
@@ -54,6 +60,18 @@ type multiSet struct {
 	qualifier string // t, unquoted ("" unqualified)
 	column    string // unquoted
 	expr      string
+	args      argSpan // expr's parameters
+}
+
+// argSpan is a part of a statement's parameters: the client's arguments [first, first+n).
+type argSpan struct{ first, n int }
+
+// of is the span's arguments of args (none when the client sent too few: DuckDB's count error).
+func (s argSpan) of(args []any) []any {
+	if s.first+s.n > len(args) {
+		return nil
+	}
+	return args[s.first : s.first+s.n]
 }
 
 // mysqlMultiWrite is q (a MySQL client's) as a multi-table UPDATE or DELETE.
@@ -66,7 +84,7 @@ func mysqlMultiWrite(q *query.Request) (ownRun, bool) {
 		return nil, false
 	}
 	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
-		rows, err := w.run(ctx, conn, inTx, q.FoundRows)
+		rows, err := w.run(ctx, conn, inTx, q.FoundRows, q.Args)
 		return rows, parentRowInUse(q, err)
 	}, true
 }
@@ -78,10 +96,18 @@ func readMultiWrite(sqlText string) (w multiWrite, ok bool) {
 	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
 		toks = toks[:n-1]
 	}
-	for _, t := range toks {
+	paramsBefore := make([]int, len(toks)+1) // the parameters before each token
+	for i, t := range toks {
+		paramsBefore[i+1] = paramsBefore[i]
 		if t.Kind == sqltok.Param {
-			return w, false
+			paramsBefore[i+1]++
 		}
+	}
+	span := func(from, to int) argSpan {
+		if from >= to {
+			return argSpan{}
+		}
+		return argSpan{first: paramsBefore[from], n: paramsBefore[to] - paramsBefore[from]}
 	}
 	depth := make([]int, len(toks)) // each token's parenthesis depth
 	d := 0
@@ -141,12 +167,12 @@ func readMultiWrite(sqlText string) (w multiWrite, ok bool) {
 			if !ok || eq+1 >= to {
 				return w, false
 			}
-			s.expr = text(eq+1, to)
+			s.expr, s.args = text(eq+1, to), span(eq+1, to)
 			w.sets = append(w.sets, s)
 			from = to + 1
 		}
 		if end < len(toks) {
-			w.where = text(end+1, len(toks))
+			w.where, w.whereArgs = text(end+1, len(toks)), span(end+1, len(toks))
 		}
 	} else {
 		w.del = true
@@ -183,7 +209,7 @@ func readMultiWrite(sqlText string) (w multiWrite, ok bool) {
 			return w, false
 		}
 		if refsTo < len(toks) {
-			w.where = text(refsTo+1, len(toks))
+			w.where, w.whereArgs = text(refsTo+1, len(toks)), span(refsTo+1, len(toks))
 		}
 		targets = names
 	}
@@ -191,7 +217,8 @@ func readMultiWrite(sqlText string) (w multiWrite, ok bool) {
 	if !ok || !several && !w.del {
 		return w, false // one table: an UPDATE DuckDB runs (mysqlupdate.go counts it)
 	}
-	w.refs, w.from = refs, text(refsFrom, refsTo)
+	w.refs, w.from, w.fromArgs = refs, text(refsFrom, refsTo), span(refsFrom, refsTo)
+	w.params = paramsBefore[len(toks)]
 	for _, n := range targets {
 		k := w.ref(identText(n))
 		if k < 0 || w.refs[k].table == "" {
@@ -290,7 +317,7 @@ func (w *multiWrite) ref(name string) int {
 const multiWriteTemp = "qf_multi_write"
 
 // run runs w on conn (in the client's transaction when inTx).
-func (w *multiWrite) run(ctx context.Context, conn *sql.Conn, inTx, foundRows bool) (rows query.Rows, err error) {
+func (w *multiWrite) run(ctx context.Context, conn *sql.Conn, inTx, foundRows bool, clientArgs []any) (rows query.Rows, err error) {
 	if !inTx {
 		if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
 			return nil, wrapErr(err)
@@ -326,12 +353,16 @@ func (w *multiWrite) run(ctx context.Context, conn *sql.Conn, inTx, foundRows bo
 		targets = referencingFirst(ctx, conn, w.refs, targets)
 	}
 	list := make([]string, 0, len(targets)+len(w.sets))
+	var args []any // the client's arguments in the order the SELECT below takes them
 	for n, k := range targets {
 		list = append(list, w.refs[k].written+".rowid AS qf_r"+strconv.Itoa(n))
 		for _, j := range bySet[k] {
 			list = append(list, "("+w.sets[j].expr+") AS qf_v"+strconv.Itoa(j))
+			args = append(args, w.sets[j].args.of(clientArgs)...)
 		}
 	}
+	args = append(args, w.fromArgs.of(clientArgs)...)
+	args = append(args, w.whereArgs.of(clientArgs)...)
 	// the first match in the order of the tables' rows, as MariaDB's nested loops meet them
 	// in the common case of a join read in the order written
 	var order []string
@@ -350,8 +381,12 @@ func (w *multiWrite) run(ctx context.Context, conn *sql.Conn, inTx, foundRows bo
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE "+multiWriteTemp+" AS "+duck.SQL); err != nil {
-		return nil, withoutStatement(wrapErr(err))
+	if len(clientArgs) != w.params {
+		return nil, &query.Error{Code: sqlstate.SyntaxError, Message: fmt.Sprintf(
+			"wrong number of parameters: the statement has %d, %d given", w.params, len(clientArgs))}
+	}
+	if err := readJoin(ctx, conn, "CREATE OR REPLACE TEMP TABLE "+multiWriteTemp+" AS "+duck.SQL, args); err != nil {
+		return nil, err
 	}
 	var matched, changed int64
 	for n, k := range targets {
@@ -397,6 +432,24 @@ func (w *multiWrite) run(ctx context.Context, conn *sql.Conn, inTx, foundRows bo
 	}
 	u := updateCount{foundRows: foundRows}
 	return u.tag(matched, changed), nil
+}
+
+// readJoin runs create, the join's rows into the temporary table, with args (the client's
+// arguments, in create's order), typed as DuckDB infers its parameters.
+func readJoin(ctx context.Context, conn *sql.Conn, create string, args []any) error {
+	if len(args) > 0 {
+		p, err := prepare(conn, create)
+		if err != nil {
+			return withoutStatement(wrapErr(err))
+		}
+		if args, err = coerceArgs(p.params, args, false); err != nil {
+			return err
+		}
+	}
+	if _, err := conn.ExecContext(ctx, create, args...); err != nil {
+		return withoutStatement(wrapErr(err))
+	}
+	return nil
 }
 
 // setTarget is the reference an assignment s sets a column of, its table's columns read into

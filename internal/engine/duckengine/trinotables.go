@@ -130,7 +130,7 @@ func singleTableSelect(sqlText string) (table, items []string, ok bool) {
 		if depth == 0 && isWord(toks[i], "from") {
 			from = i
 		}
-		depth += parenStep(toks[i])
+		depth += sqltok.ParenStep(toks[i])
 	}
 	if from < 0 {
 		return nil, nil, false
@@ -169,7 +169,7 @@ func singleTableSelect(sqlText string) (table, items []string, ok bool) {
 	depth = 0
 	for j := start; j <= from; j++ {
 		if j < from && (depth != 0 || toks[j].Text != ",") {
-			depth += parenStep(toks[j])
+			depth += sqltok.ParenStep(toks[j])
 			continue
 		}
 		if j == start {

@@ -34,6 +34,7 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/rawconn"
 	"github.com/queryflux/queryflux/internal/sqlstate"
+	"github.com/queryflux/queryflux/internal/trinopg"
 )
 
 // Kind is this engine's kind (config clusters' engine).
@@ -325,6 +326,15 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 	} else {
 		sqlText = numberedParams(q)
 	}
+	var trino trinopg.Translation
+	if q.Protocol == query.ProtocolTrino { // Trino's dialect: its SHOW, functions and column names
+		if trino, err = trinopg.SQL(sqlText, trinopg.Session{Catalog: q.Database, Schema: q.Schema, Database: e.database}); err != nil {
+			stop()
+			return nil, err
+		}
+		sqlText = trino.SQL
+		defer func() { placeInClientText(err, trino) }()
+	}
 	rows, err := db.Query(ctx, sqlText, args...)
 	if err != nil {
 		err = cancelledOr(ctx, err) // before stop, which would make every error a cancellation
@@ -350,6 +360,14 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		return nil, err
 	}
 	return engine.NewSourceStream(sh.builders, &result{ctx: ctx, rows: rows, fields: fields, decoders: sh.decoders, plain: sh.plain, stop: stop}), nil
+}
+
+// placeInClientText moves the position of PostgreSQL's error err, if any, from the text t
+// translated into the Trino client's own.
+func placeInClientText(err error, t trinopg.Translation) {
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) {
+		pe.Position = t.Position(pe.Position)
+	}
 }
 
 // result is a statement's rows as an engine.StreamSource.

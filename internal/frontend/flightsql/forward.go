@@ -49,7 +49,7 @@ func mdGetter(md metadata.MD) func(string) string {
 // forwardedUser returns the user of a call forwarded by another worker (ok false for a direct
 // call); a call claiming to be forwarded without the worker secret is refused.
 func (s *Server) forwardedUser(md metadata.MD) (user string, ok bool, err error) {
-	hop, err := s.opts.Forward.Inbound(mdGetter(md))
+	hop, err := s.opts.Forward.Inbound(mdGetter(md), forward.BindFlightSQL(first(md, headerUser)))
 	if err != nil {
 		return "", false, status.Error(codes.PermissionDenied, err.Error())
 	}
@@ -104,7 +104,7 @@ func (s *Server) openAtOwner(ctx context.Context, fwd *forward.Forwarder, owner,
 		fwd.Observe(forward.FlightSQL, forward.OutcomeUnknown, 0)
 		return nil, nil, err
 	}
-	reader, err := s.doGetAt(ctx, fwd, conn, handle)
+	reader, err := s.doGetAt(ctx, fwd, conn, owner, handle)
 	if err != nil {
 		conn.Close()
 		fwd.Observe(forward.FlightSQL, forward.OutcomeUnreachable, 0)
@@ -113,13 +113,14 @@ func (s *Server) openAtOwner(ctx context.Context, fwd *forward.Forwarder, owner,
 	return reader, conn, nil
 }
 
-func (s *Server) doGetAt(ctx context.Context, fwd *forward.Forwarder, conn *grpc.ClientConn, handle string) (*flight.Reader, error) {
+func (s *Server) doGetAt(ctx context.Context, fwd *forward.Forwarder, conn *grpc.ClientConn, owner, handle string) (*flight.Reader, error) {
 	ticket, err := fsql.CreateStatementQueryTicket([]byte(handle))
 	if err != nil {
 		return nil, err
 	}
-	pairs := []string{headerUser, userOf(ctx)}
-	for k, v := range fwd.Outbound(clientAddr(ctx), isTLS(ctx)) {
+	user := userOf(ctx)
+	pairs := []string{headerUser, user}
+	for k, v := range fwd.Outbound(owner, forward.BindFlightSQL(user), clientAddr(ctx), isTLS(ctx)) {
 		pairs = append(pairs, strings.ToLower(k), v)
 	}
 	octx, cancel := context.WithTimeout(ctx, forward.DialTimeout)

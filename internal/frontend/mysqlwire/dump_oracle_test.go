@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -278,7 +279,8 @@ func compareSteps(t *testing.T, maria, duck querier, steps []string) {
 		var got [2]string
 		for i, side := range sides {
 			if stmt, ok := strings.CutPrefix(step, "exec "); ok {
-				res, err := side.ExecContext(ctx, stmt)
+				stmt, args := stepArgs(stmt)
+				res, err := side.ExecContext(ctx, stmt, args...)
 				n := int64(-1)
 				if err == nil {
 					n, _ = res.RowsAffected()
@@ -292,6 +294,25 @@ func compareSteps(t *testing.T, maria, duck querier, steps []string) {
 			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", step, got[0], got[1])
 		}
 	}
+}
+
+// stepArgs splits an exec step "statement <- a, b" into the statement and its arguments, sent
+// as a prepared statement's (go-sql-driver prepares a statement with arguments on the server):
+// an integer as an int64, anything else as text.
+func stepArgs(step string) (string, []any) {
+	stmt, list, ok := strings.Cut(step, " <- ")
+	if !ok {
+		return step, nil
+	}
+	var args []any
+	for _, a := range strings.Split(list, ", ") {
+		if n, err := strconv.ParseInt(a, 10, 64); err == nil {
+			args = append(args, n)
+		} else {
+			args = append(args, a)
+		}
+	}
+	return stmt, args
 }
 
 // dumpRows is every row of q, its values as text ("NULL" for NULL), one line.

@@ -223,6 +223,29 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"select id from mp order by id",
 		"select * from mo order by id",
 	}},
+	// The same with ? parameters (a prepared statement's: go-sql-driver prepares on the server)
+	// in the join's ON, a derived table, the SET list and the WHERE, bound in the order written
+	// whatever order the targets are set in. DuckDB's parser refused each (1064).
+	{"multi-table update and delete with parameters", []string{
+		"exec create table qp (id int primary key, name varchar(20), n int)",
+		"exec create table qc (id int primary key, p int, v int, s varchar(20), foreign key (p) references qp (id))",
+		"exec insert into qp values (1, 'a', 0), (2, 'b', 0), (3, 'c', 0)",
+		"exec insert into qc values (1, 1, 10, 'x'), (2, 1, 20, 'y'), (3, 2, 30, 'z'), (4, 3, 40, 'w')",
+		"exec update qc join qp on qc.p = qp.id and qp.n = ? set qc.s = ? where qp.name = ? <- 0, X, a",
+		"exec update qc join qp on qc.p = qp.id set qp.n = ?, qc.v = qc.v + ? where qc.id = ? <- 7, 5, 3",
+		"exec update qc c, qp p set p.n = p.n + ?, c.s = concat(c.s, ?) where c.p = p.id and p.id = ? <- 1, !, 2",
+		"exec update qc join (select ? as id, ? as m) d on d.id = qc.p set qc.v = d.m <- 3, 44",
+		"exec update qc join qp on qc.p = qp.id set qc.v = ? where qp.name = ? <- 2, nothere",
+		"exec update qc join qp on qc.p = qp.id set nothere = ? <- 1",
+		"select * from qc order by id",
+		"select * from qp order by id",
+		"exec delete qc from qc join qp on qc.p = qp.id where qp.name = ? and qc.v > ? <- a, 15",
+		"exec delete qc, qp from qc join qp on qc.p = qp.id where qc.id = ? <- 4",
+		"exec delete from qc using qc, qp where qc.p = qp.id and qp.id = ? <- 2",
+		"exec delete qp from qp join qc on qc.p = qp.id where qc.id = ? <- 1",
+		"select * from qc order by id",
+		"select * from qp order by id",
+	}},
 	// AVG of a DECIMAL(p,s) is MariaDB's DECIMAL(p+4,s+4) (2.500000 for DECIMAL(8,2)), grouped,
 	// in HAVING and ORDER BY, of an expression, of a literal, without FROM, with DISTINCT (of an
 	// integer too: four decimals). DuckDB's was a DOUBLE (2.5).

@@ -88,7 +88,7 @@ var (
 	codeTableNotFound   = trinoCode{46, "TABLE_NOT_FOUND", "USER_ERROR"}
 	codeColumnNotFound  = trinoCode{47, "COLUMN_NOT_FOUND", "USER_ERROR"}
 	codeInternal        = trinoCode{65536, "GENERIC_INTERNAL_ERROR", "INTERNAL_ERROR"}
-	codeStartingUp      = trinoCode{65541, "SERVER_STARTING_UP", "INTERNAL_ERROR"}
+	codeStartingUp      = trinoCode{65548, "SERVER_STARTING_UP", "INTERNAL_ERROR"}
 	codeInsufficient    = trinoCode{131072, "GENERIC_INSUFFICIENT_RESOURCES", "INSUFFICIENT_RESOURCES"}
 	codeQueueFull       = trinoCode{131074, "QUERY_QUEUE_FULL", "INSUFFICIENT_RESOURCES"}
 	codeTimeLimit       = trinoCode{131075, "EXCEEDED_TIME_LIMIT", "INSUFFICIENT_RESOURCES"}

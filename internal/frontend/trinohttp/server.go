@@ -648,7 +648,7 @@ type client struct {
 // client reads r's forwarding headers; a request claiming to be forwarded without the shared
 // worker secret is an error.
 func (s *Server) client(r *http.Request) (client, error) {
-	hop, err := s.opts.Forward.Inbound(func(name string) string { return httplite.Field(r.Header, name) }) // forward's names are canonical
+	hop, err := s.opts.Forward.Inbound(func(name string) string { return httplite.Field(r.Header, name) }, forward.BindTrino) // forward's names are canonical
 	switch {
 	case err != nil:
 		return client{}, err

@@ -1,0 +1,108 @@
+package trinohttp
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/trinodb/trino-go-client/trino"
+)
+
+// Trino's dialect on a PostgreSQL engine (package trinopg): Trino's SHOW and DESCRIBE, its
+// functions and its _colN names, through trino-go-client and the npm trino-client, as Trino
+// answers them.
+
+const pgDialectTable = `create table orders (id integer, name varchar(5), at timestamp(3), price decimal(10,2), ok boolean)`
+
+// pgDialectFunctions calls Trino's functions PostgreSQL lacks; want is Trino's answer.
+var pgDialectFunctions = []struct{ sql, want string }{
+	{`date_add('day', 1, date '2024-01-31')`, "2024-02-01"},
+	{`date_add('month', 1, timestamp '2024-01-31 10:00:00')`, "2024-02-29 10:00:00"},
+	{`date_diff('day', date '2024-01-01', date '2024-03-01')`, "60"},
+	{`date_diff('month', date '2024-01-15', date '2024-03-14')`, "1"},
+	{`date_diff('second', timestamp '2024-01-01 00:00:00', timestamp '2024-01-01 00:01:30.5')`, "90"},
+	{`try_cast('12' as integer)`, "12"},
+	{`try_cast('x' as integer)`, "<nil>"},
+	{`try_cast('1.5' as double)`, "1.5"},
+	{`contains(array[1, 2, 3], 2)`, "true"},
+	{`split('a,b,c', ',')`, "[a b c]"},
+	{`cardinality(array[1, 2])`, "2"},
+	{`element_at(array[1, 2, 3], -1)`, "3"},
+	{`element_at(array[1, 2, 3], 5)`, "<nil>"},
+	{`element_at(map(array['a', 'b'], array[1, 2]), 'b')`, "2"},
+	{`cardinality(map(array['a'], array[1]))`, "1"},
+	{`to_unixtime(from_unixtime(1700000000))`, "1.7e+09"},
+	{`year(date '2024-05-06')`, "2024"},
+}
+
+func TestTrinoDialectOnPostgres(t *testing.T) {
+	ts := startServer(t, postgresBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	if _, err := db.Exec(pgDialectTable); err != nil {
+		t.Fatal(err)
+	}
+	read := func(q string) (names []string, rows string) {
+		t.Helper()
+		r, err := db.Query(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if names, err = r.Columns(); err != nil {
+			t.Fatal(err)
+		}
+		return names, fmt.Sprint(scanAll(t, r))
+	}
+	for _, c := range []struct{ sql, names, rows string }{
+		{"show tables", "Table", "[[orders]]"},
+		{"show tables like 'ord%'", "Table", "[[orders]]"},
+		{"show schemas like 'p%'", "Schema", "[[pg_catalog] [public]]"},
+		{"describe orders", "Column Type Extra Comment",
+			"[[id integer  ] [name varchar(5)  ] [at timestamp(3)  ] [price decimal(10,2)  ] [ok boolean  ]]"},
+		{"show columns from public.orders like 'n%'", "Column Type Extra Comment", "[[name varchar(5)  ]]"},
+		{"select 1, id, orders.name, id + 1, count(*) over () n, now() is null from orders", "_col0 id name _col3 n _col5", "[]"},
+	} {
+		names, rows := read(c.sql)
+		if strings.Join(names, " ") != c.names || rows != c.rows {
+			t.Errorf("%s: %v %s, want %s %s", c.sql, names, rows, c.names, c.rows)
+		}
+	}
+	items := make([]string, len(pgDialectFunctions))
+	for i, f := range pgDialectFunctions {
+		items[i] = f.sql
+	}
+	q := "select " + strings.Join(items, ", ")
+	r, err := db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, _ := r.Columns()
+	rows := scanAll(t, r)
+	if len(rows) != 1 {
+		t.Fatalf("%s: %v", q, rows)
+	}
+	for i, f := range pgDialectFunctions {
+		v := rows[0][i]
+		if ts, ok := v.(interface{ Format(string) string }); ok {
+			v = strings.TrimSuffix(ts.Format("2006-01-02 15:04:05"), " 00:00:00")
+		}
+		if got := fmt.Sprint(v); got != f.want || names[i] != fmt.Sprintf("_col%d", i) {
+			t.Errorf("%s: %s %q, want %s _col%d", f.sql, names[i], got, f.want, i)
+		}
+	}
+	o := runNPM(t, ts.addr, "alice", npmStep{Name: "tables", SQL: "show tables"}, npmStep{Name: "describe", SQL: "describe orders"},
+		npmStep{Name: "functions", SQL: q})
+	if got := o["tables"]; got.OK == nil || jsonText(t, got.OK.Names) != `["Table"]` || jsonText(t, got.OK.Rows) != `[["orders"]]` {
+		t.Errorf("npm show tables: %+v %+v", got.OK, got.Error)
+	}
+	if got := o["describe"]; got.OK == nil || len(got.OK.Rows) != 5 || jsonText(t, got.OK.Rows[1]) != `["name","varchar(5)","",""]` {
+		t.Errorf("npm describe: %+v %+v", got.OK, got.Error)
+	}
+	got := o["functions"]
+	if got.OK == nil || len(got.OK.Rows) != 1 || got.OK.Names[0] != "_col0" || got.OK.Names[len(items)-1] != fmt.Sprintf("_col%d", len(items)-1) {
+		t.Fatalf("npm functions: %+v %+v", got.OK, got.Error)
+	}
+	const npmRow = `["2024-02-01","2024-02-29 10:00:00.000000",60,1,90,12,null,1.5,true,["a","b","c"],2,3,null,2,1,1700000000,2024]`
+	if jsonText(t, got.OK.Rows[0]) != npmRow {
+		t.Errorf("npm functions' row %s, want %s", jsonText(t, got.OK.Rows[0]), npmRow)
+	}
+}

@@ -1,0 +1,134 @@
+package trinopg
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// Trino names a select item that is neither a column nor aliased _colN, N its place in the
+// select list from 0 (`select 1, a, a + 1 from t` is _col0, a, _col2); PostgreSQL names it
+// after its function or ?column?. namedItems gives each such item of a query's outermost
+// SELECT its Trino name as an alias.
+
+// expressionWords are words that alone are an expression, not a column: Trino's reserved
+// words so read, and the literals true, false and null.
+var expressionWords = map[string]bool{"current_catalog": true, "current_date": true, "current_path": true,
+	"current_schema": true, "current_time": true, "current_timestamp": true, "current_user": true,
+	"localtime": true, "localtimestamp": true, "true": true, "false": true, "null": true}
+
+// namedItems is sqlText with ` AS _colN` after each select item that is an expression without
+// an alias, in a SELECT or WITH query's outermost select list, and those insertions; sqlText
+// itself when none is.
+func namedItems(sqlText string) (string, []edit) {
+	if !sqltok.FirstKeywordIs(sqlText, sqltok.Trino, "select", "with") {
+		return sqlText, nil
+	}
+	toks := sqltok.SignificantTokens(sqlText, sqltok.Trino)
+	var b strings.Builder
+	var edits []edit
+	at := 0
+	for n, item := range selectItems(toks) {
+		if item.lo >= item.hi || !unnamed(toks[item.lo:item.hi]) {
+			continue
+		}
+		last := toks[item.hi-1]
+		end := last.Pos + len(last.Text)
+		b.WriteString(sqlText[at:end])
+		alias := " AS _col" + strconv.Itoa(n)
+		b.WriteString(alias)
+		edits = append(edits, edit{at: end, new: len(alias)})
+		at = end
+	}
+	if at == 0 {
+		return sqlText, nil
+	}
+	b.WriteString(sqlText[at:])
+	return b.String(), edits
+}
+
+// selectItems are the items of toks' first select list outside parentheses (after any WITH);
+// nil when there is none.
+func selectItems(toks []sqltok.Token) []span {
+	depth, i := 0, 0
+	for ; i < len(toks) && (depth > 0 || !isWord(toks[i], "select")); i++ {
+		depth += parenStep(toks[i])
+	}
+	i++
+	if i < len(toks) && (isWord(toks[i], "distinct") || isWord(toks[i], "all")) {
+		i++
+	}
+	var items []span
+	start := i
+	for depth = 0; i <= len(toks); i++ {
+		if i < len(toks) && (depth > 0 || !endsList(toks[i]) && toks[i].Text != ",") {
+			depth += parenStep(toks[i])
+			continue
+		}
+		items = append(items, span{start, i})
+		if i == len(toks) || toks[i].Text != "," {
+			return items
+		}
+		start = i + 1
+	}
+	return items
+}
+
+// endsList reports whether t, outside parentheses, ends a select list.
+func endsList(t sqltok.Token) bool {
+	if t.Kind == sqltok.Punct {
+		return t.Text == ";" || t.Text == ")"
+	}
+	return t.Kind == sqltok.Word && listEnds[strings.ToLower(t.Text)]
+}
+
+var listEnds = map[string]bool{"from": true, "where": true, "group": true, "having": true, "order": true,
+	"limit": true, "union": true, "except": true, "intersect": true, "window": true, "offset": true, "fetch": true, "into": true}
+
+// unnamed reports whether an item is an expression without an alias: not a column (a, t.a,
+// "A"), not a * (t.*), not aliased.
+func unnamed(toks []sqltok.Token) bool {
+	n := len(toks)
+	if toks[n-1].Text == "*" || toks[n-1].Kind == sqltok.Operator || aliased(toks) { // an unfinished item is PostgreSQL's error as written
+		return false
+	}
+	for i, t := range toks { // a name's parts, dotted
+		if i%2 == 1 && t.Text != "." || i%2 == 0 && t.Kind != sqltok.QuotedIdent && t.Kind != sqltok.Word {
+			return true
+		}
+	}
+	return n%2 == 0 || n == 1 && toks[0].Kind == sqltok.Word && expressionWords[strings.ToLower(toks[0].Text)]
+}
+
+// aliased reports whether an item ends in an alias: AS name, or a name after an expression's
+// end (`count(*) n`, `a b`, `1 x`; not an interval's unit, not `x is null`).
+func aliased(toks []sqltok.Token) bool {
+	n := len(toks)
+	if n < 2 {
+		return false
+	}
+	last, before := toks[n-1], toks[n-2]
+	name := last.Kind == sqltok.QuotedIdent || last.Kind == sqltok.Word && !notAlias[strings.ToLower(last.Text)]
+	if !name {
+		return false
+	}
+	switch before.Kind {
+	case sqltok.Word:
+		return isWord(before, "as") || !operatorWords[strings.ToLower(before.Text)]
+	case sqltok.Punct:
+		return before.Text == ")" || before.Text == "]"
+	case sqltok.Number, sqltok.QuotedIdent, sqltok.String:
+		return true
+	}
+	return false
+}
+
+// notAlias are words that end an expression rather than name it.
+var notAlias = map[string]bool{"null": true, "true": true, "false": true, "year": true, "month": true, "day": true,
+	"hour": true, "minute": true, "second": true, "end": true, "unknown": true, "zone": true}
+
+// operatorWords are words after which a name is an operand, not an alias.
+var operatorWords = map[string]bool{"is": true, "not": true, "and": true, "or": true, "like": true, "between": true,
+	"in": true, "then": true, "else": true, "when": true, "case": true, "distinct": true, "escape": true, "to": true,
+	"interval": true, "date": true, "time": true, "timestamp": true, "array": true, "at": true}

@@ -1,0 +1,72 @@
+package trinopg
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"pgregory.net/rapid"
+)
+
+func TestNames(t *testing.T) {
+	for q, want := range map[string]string{
+		"select 1": "select 1 AS _col0",
+		"SELECT a, t.b, \"C\", a + 1, count(*) n, x is null, 'é' y, current_date, true from t": "SELECT a, t.b, \"C\", a + 1 AS _col3, count(*) n, x is null AS _col5, 'é' y, current_date AS _col7, true AS _col8 from t",
+		"select *, t.* from t": "select *, t.* from t",
+		"select 1 +":           "select 1 +",
+		"with w as (select 1) select x, 2 from w":         "with w as (select 1) select x, 2 AS _col1 from w",
+		"select interval '1' day, case when a then 1 end": "select interval '1' day AS _col0, case when a then 1 end AS _col1",
+		"insert into t select 1":                          "insert into t select 1",
+	} {
+		tr, err := SQL(q, Session{})
+		if err != nil || tr.SQL != want {
+			t.Errorf("%s:\n got %s\nwant %s (%v)", q, tr.SQL, want, err)
+		}
+	}
+}
+
+func TestFunctions(t *testing.T) {
+	for q, want := range map[string]string{
+		"select split(s, ',') x from t":                    "select string_to_array(s, ',') x from t",
+		"select contains(split(s, ','), 'a') c":            "select (('a') = ANY(string_to_array(s, ','))) c",
+		"select cast(x as double) d, cast(y as varchar) v": "select CAST(x AS double precision) d, cast(y as varchar) v",
+		"select t.split(x) y":                              "select t.split(x) y",
+		"select date_add(u, 1, d) y":                       "select date_add(u, 1, d) y",
+		"select date_add('week', n, current_date) y":       "select CAST(((current_date) + (n) * interval '7 days') AS date) y",
+	} {
+		tr, _ := SQL(q, Session{})
+		if tr.SQL != want {
+			t.Errorf("%s:\n got %s\nwant %s", q, tr.SQL, want)
+		}
+	}
+}
+
+// TestPositionsInClientText: a name of the client's text that a translation keeps as it was
+// (zz) is found by Position where the client wrote it, whatever calls and items surround it.
+func TestPositionsInClientText(t *testing.T) {
+	items := []string{"1", "a", "t.b", "a + 1", "'é'", "split(s, ',')", "element_at(a, -1)", "count(*) n", "to_unixtime(now())",
+		"date_diff('day', d, current_date)", "cast(x as double)", "\"É\""}
+	rapid.Check(t, func(t *rapid.T) {
+		list := rapid.SliceOfN(rapid.SampledFrom(items), 0, 5).Draw(t, "items")
+		at := rapid.IntRange(0, len(list)).Draw(t, "at")
+		list = append(list[:at:at], append([]string{"zz"}, list[at:]...)...)
+		q := "select " + strings.Join(list, ",\n ") + " from t"
+		tr, _ := SQL(q, Session{})
+		i := strings.Index(tr.SQL, "zz")
+		if i < 0 {
+			t.Fatalf("zz lost: %s", tr.SQL)
+		}
+		pos := int32(utf8.RuneCountInString(tr.SQL[:i])) + 1
+		want := int32(utf8.RuneCountInString(q[:strings.Index(q, "zz")])) + 1
+		if got := tr.Position(pos); got != want {
+			t.Fatalf("%s\nas %s\nzz at %d, Position %d, want %d", q, tr.SQL, pos, got, want)
+		}
+		for n, item := range list {
+			named := strings.Contains(tr.SQL, fmt.Sprintf(" AS _col%d", n))
+			if expression := item != "a" && item != "t.b" && item != "zz" && item != "count(*) n" && item != "\"É\""; named != expression {
+				t.Fatalf("%s\nas %s\nitem %d (%s) named %v", q, tr.SQL, n, item, named)
+			}
+		}
+	})
+}
