@@ -28,6 +28,12 @@ import (
 // engineCore is a proxy core over one engine, opened from spec.
 func engineCore(t *testing.T, spec engine.Spec) *proxy.Core {
 	t.Helper()
+	return engineCoreCap(t, spec, 4)
+}
+
+// engineCoreCap is engineCore with the cluster's maxRunningQueries.
+func engineCoreCap(t *testing.T, spec engine.Spec, maxRunning int) *proxy.Core {
+	t.Helper()
 	eng, err := engine.Openers{pgengine.Kind: pgengine.Open, duckengine.Kind: duckengine.Open}.Open(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +41,7 @@ func engineCore(t *testing.T, spec engine.Spec) *proxy.Core {
 	t.Cleanup(func() { eng.Close() })
 	core := proxy.New(proxy.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Registerer: prometheus.NewRegistry()})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
-		Clusters: []proxy.ClusterSpec{{Name: spec.Name, Enabled: true, MaxRunningQueries: 4, Engine: eng}},
+		Clusters: []proxy.ClusterSpec{{Name: spec.Name, Enabled: true, MaxRunningQueries: maxRunning, Engine: eng}},
 		Groups:   []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: spec.Name}}, MaxQueuedQueries: 10}},
 		Fallback: "main",
 	})

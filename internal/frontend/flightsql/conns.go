@@ -40,7 +40,8 @@ func (h *connEnds) HandleConn(ctx context.Context, s stats.ConnStats) {
 func (h *connEnds) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
 func (h *connEnds) HandleRPC(context.Context, stats.RPCStats)                       {}
 
-// dropConn drops the results executed on connection id that nobody fetched.
+// dropConn drops the results executed on connection id that nobody fetched, and rolls back
+// the transactions it began (as a PostgreSQL client's ends with its connection).
 func (s *Server) dropConn(id uint64) {
 	var stale []*pendingResult
 	s.mu.Lock()
@@ -54,4 +55,5 @@ func (s *Server) dropConn(id uint64) {
 	for _, r := range stale {
 		r.drop()
 	}
+	s.endTxsWhere(func(tx *transaction) bool { return tx.conn == id })
 }

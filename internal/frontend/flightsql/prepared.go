@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/heldmem"
 )
 
@@ -45,11 +44,13 @@ type preparedHeld struct {
 // columns when the statement runs.
 func (s *Server) CreatePreparedStatement(ctx context.Context, req fsql.ActionCreatePreparedStatementRequest) (fsql.ActionCreatePreparedStatementResult, error) {
 	var res fsql.ActionCreatePreparedStatementResult
-	if d, ok := s.backend.(engine.Describer); ok {
-		desc, err := d.Describe(ctx, s.request(ctx, req.GetQuery(), nil))
-		if err != nil {
-			return res, toStatus(err)
-		}
+	tx, err := s.claimTx(ctx, req.GetTransactionId())
+	if err != nil {
+		return res, err
+	}
+	if desc, ok, err := s.describeIn(ctx, tx, s.request(ctx, req.GetQuery(), nil)); err != nil {
+		return res, toStatus(err)
+	} else if ok {
 		res.DatasetSchema = desc.Schema // nil: not described (or no rows)
 		if desc.Schema != nil {
 			res.DatasetSchema = outSchema(desc.Schema)
@@ -64,7 +65,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req fsql.ActionCre
 	if err := s.holdLocked(user, 1, len(sql)); err != nil {
 		return fsql.ActionCreatePreparedStatementResult{}, err
 	}
-	s.prepared[handle] = &preparedStatement{sql: sql, user: user, used: time.Now()}
+	s.prepared[handle] = &preparedStatement{sql: sql, user: user, used: time.Now(), txID: req.GetTransactionId()}
 	return res, nil
 }
 
@@ -195,7 +196,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd fsql.Pr
 	s.mu.Lock()
 	sql, args := p.sql, p.args
 	s.mu.Unlock()
-	return s.flightInfo(ctx, sql, args, desc)
+	return s.flightInfo(ctx, p.txID, sql, args, desc)
 }
 
 // DoPutPreparedStatementUpdate runs a prepared statement without rows, once per parameter row
@@ -216,7 +217,7 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd fsql.Prep
 	}
 	var total int64
 	for _, args := range rowsOfArgs {
-		n, err := s.update(ctx, p.sql, args)
+		n, err := s.update(ctx, p.txID, p.sql, args)
 		if err != nil {
 			return total, err
 		}

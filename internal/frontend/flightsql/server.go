@@ -78,6 +78,13 @@ type Options struct {
 	// handles after an idle close), so without it a client that never closes them (killed, or
 	// a leak) holds its user's share for ever.
 	PreparedIdleTTL time.Duration
+	// TransactionIdleTTL is how long a transaction (BeginTransaction) may wait for its next
+	// statement before it is rolled back; default 5 minutes. It holds a capacity slot and an
+	// engine connection, and on the engine its locks.
+	TransactionIdleTTL time.Duration
+	// TransactionsPerUserMax bounds the transactions one user keeps open at once (each holds
+	// an engine connection and a capacity slot); default transactionsPerUserMaxDefault.
+	TransactionsPerUserMax int
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Limits bound connections and the HTTP/2 handshake (zero fields: netlimit's defaults).
@@ -123,6 +130,11 @@ type Server struct {
 	// userTokens are each user's live tokens, oldest first (tokensPerUserMax).
 	userTokens map[string][]string
 	serving    bool
+	// txns are the open transactions by id (txn.go); userTxns counts each user's, and
+	// txnsOpening those being begun.
+	txns        map[string]*transaction
+	userTxns    map[string]int
+	txnsOpening int
 
 	panics atomic.Int64 // recovered in call handlers (bugs: tests require none)
 
@@ -143,6 +155,7 @@ type preparedStatement struct {
 	sql  string
 	args []any
 	user string
+	txID []byte // the transaction it runs in (CreatePreparedStatement's); nil: none
 	// used is when the statement was last made, bound, run or described; one unused for
 	// PreparedIdleTTL is forgotten (expireOnce).
 	used time.Time
@@ -167,6 +180,12 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	if opts.PreparedIdleTTL <= 0 {
 		opts.PreparedIdleTTL = time.Hour
 	}
+	if opts.TransactionsPerUserMax <= 0 {
+		opts.TransactionsPerUserMax = transactionsPerUserMaxDefault
+	}
+	if opts.TransactionIdleTTL <= 0 {
+		opts.TransactionIdleTTL = 5 * time.Minute
+	}
 	if opts.ResultsPerUserMax <= 0 {
 		opts.ResultsPerUserMax = resultsPerUserMaxDefault
 	}
@@ -175,14 +194,17 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{backend: backend, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
-		results: map[string]*pendingResult{}, userResults: map[string]int{}, prepared: map[string]*preparedStatement{}, held: map[string]preparedHeld{}, tokens: map[string]issuedToken{}, userTokens: map[string][]string{}}
+		results: map[string]*pendingResult{}, userResults: map[string]int{}, prepared: map[string]*preparedStatement{}, held: map[string]preparedHeld{}, tokens: map[string]issuedToken{}, userTokens: map[string][]string{},
+		txns: map[string]*transaction{}, userTxns: map[string]int{}}
 	s.Alloc = memory.DefaultAllocator
 	s.refusals = netlimit.BoundRefusals(opts.Registerer)
 	for id, v := range map[fsql.SqlInfo]any{
-		fsql.SqlInfoFlightSqlServerName:     "QueryFlux",
-		fsql.SqlInfoFlightSqlServerVersion:  "1",
-		fsql.SqlInfoFlightSqlServerReadOnly: false,
-		fsql.SqlInfoFlightSqlServerSql:      true,
+		fsql.SqlInfoFlightSqlServerName:        "QueryFlux",
+		fsql.SqlInfoFlightSqlServerVersion:     "1",
+		fsql.SqlInfoFlightSqlServerReadOnly:    false,
+		fsql.SqlInfoFlightSqlServerSql:         true,
+		fsql.SqlInfoFlightSqlServerTransaction: transactionInfo(backend),
+		fsql.SqlInfoTransactionsSupported:      transactionInfo(backend) != int32(fsql.SqlTransactionNone),
 	} {
 		if err := s.RegisterSqlInfo(id, v); err != nil {
 			return nil, fmt.Errorf("flightsql: sql info: %w", err)
@@ -254,6 +276,7 @@ func (s *Server) Close() error {
 		s.grpc.Stop()
 		<-stopped
 	}
+	s.endTxsWhere(func(*transaction) bool { return true })
 	return nil
 }
 
@@ -373,7 +396,7 @@ func (p *pendingResult) drop() {
 
 // expire drops results never fetched and tokens past their time.
 func (s *Server) expire() {
-	t := time.NewTicker(min(s.opts.ResultTTL/2, s.opts.PreparedIdleTTL/2, time.Minute))
+	t := time.NewTicker(min(s.opts.ResultTTL/2, s.opts.PreparedIdleTTL/2, s.opts.TransactionIdleTTL/2, time.Minute))
 	defer t.Stop()
 	for {
 		select {
@@ -409,6 +432,7 @@ func (s *Server) expireOnce(now time.Time) {
 	for _, r := range stale {
 		r.drop()
 	}
+	s.endTxsWhere(func(tx *transaction) bool { return now.Sub(tx.used) > s.opts.TransactionIdleTTL })
 }
 
 func newHandle() string {
@@ -469,6 +493,8 @@ func codeFor(state string) codes.Code {
 		return codes.Internal
 	}
 	switch {
+	case strings.HasPrefix(state, "0A"):
+		return codes.Unimplemented
 	case strings.HasPrefix(state, "42"), strings.HasPrefix(state, "22"), strings.HasPrefix(state, "23"):
 		return codes.InvalidArgument
 	case strings.HasPrefix(state, "08"), strings.HasPrefix(state, "57"):
@@ -479,10 +505,14 @@ func codeFor(state string) codes.Code {
 
 // execute runs sql for the calling user; the result lives past the RPC, until DoGet. Until
 // unwatch is called, the RPC's end (the client's deadline or cancel) cancels the query.
-func (s *Server) execute(ctx context.Context, sql string, args []any) (rows query.Rows, cancel context.CancelFunc, unwatch func() bool, err error) {
+func (s *Server) execute(ctx context.Context, txID []byte, sql string, args []any) (rows query.Rows, cancel context.CancelFunc, unwatch func() bool, err error) {
+	tx, err := s.claimTx(ctx, txID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	qctx, cancel := context.WithCancel(s.ctx)
 	unwatch = context.AfterFunc(ctx, cancel)
-	rows, err = s.backend.Execute(qctx, s.request(ctx, sql, args))
+	rows, err = s.runIn(qctx, tx, s.request(ctx, sql, args))
 	if err != nil {
 		unwatch()
 		cancel()
@@ -501,7 +531,7 @@ func contextOr(ctx context.Context, err error) error {
 
 // flightInfo executes sql and describes its result; the ticket names the stored rows. A client
 // that gives up (its deadline, its cancel) while the statement starts stops it at once.
-func (s *Server) flightInfo(ctx context.Context, sql string, args []any, desc *flight.FlightDescriptor) (info *flight.FlightInfo, err error) {
+func (s *Server) flightInfo(ctx context.Context, txID []byte, sql string, args []any, desc *flight.FlightDescriptor) (info *flight.FlightInfo, err error) {
 	user := userOf(ctx)
 	if err := s.reserveResult(user); err != nil {
 		return nil, err
@@ -514,7 +544,7 @@ func (s *Server) flightInfo(ctx context.Context, sql string, args []any, desc *f
 			s.mu.Unlock()
 		}
 	}()
-	rows, cancel, unwatch, err := s.execute(ctx, sql, args)
+	rows, cancel, unwatch, err := s.execute(ctx, txID, sql, args)
 	if err != nil {
 		return nil, err
 	}
@@ -572,7 +602,7 @@ func drain(ctx context.Context, rows query.Rows) error {
 
 // GetFlightInfoStatement runs a CommandStatementQuery.
 func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd fsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	return s.flightInfo(ctx, cmd.GetQuery(), nil, desc)
+	return s.flightInfo(ctx, cmd.GetTransactionId(), cmd.GetQuery(), nil, desc)
 }
 
 // DoGetStatement streams a result GetFlightInfo stored. Each ticket is good once. A DoGet its
@@ -647,11 +677,15 @@ func (s *Server) stream(ctx context.Context, res *pendingResult, ch chan<- fligh
 
 // DoPutCommandStatementUpdate runs a statement without rows and returns its count.
 func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd fsql.StatementUpdate) (int64, error) {
-	return s.update(ctx, cmd.GetQuery(), nil)
+	return s.update(ctx, cmd.GetTransactionId(), cmd.GetQuery(), nil)
 }
 
-func (s *Server) update(ctx context.Context, sql string, args []any) (int64, error) {
-	rows, err := s.backend.Execute(ctx, s.request(ctx, sql, args))
+func (s *Server) update(ctx context.Context, txID []byte, sql string, args []any) (int64, error) {
+	tx, err := s.claimTx(ctx, txID)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := s.runIn(ctx, tx, s.request(ctx, sql, args))
 	if err != nil {
 		return 0, toStatus(err)
 	}
