@@ -56,9 +56,9 @@ var mysqlSessionVars = map[string]mysqlSessionVar{
 	"foreign_key_checks":       {"1", varSwitch},
 	"sql_notes":                {"1", varSwitch},
 	"sql_quote_show_create":    {"1", varSwitch},
-	"sql_mode":                 {"''", varText},
+	"sql_mode":                 {sqltok.StandardString(mariadbSQLModeDefault), varText},
 	"note_verbosity":           {"'basic,explain'", varText},
-	"time_zone":                {"'+00:00'", varZone},
+	"time_zone":                {"'SYSTEM'", varZone},
 	"character_set_client":     {"'utf8mb4'", varCharset},
 	"character_set_connection": {"'utf8mb4'", varCharset},
 	"character_set_results":    {"'utf8mb4'", varCharset},
@@ -369,6 +369,10 @@ func sessionValue(ctx context.Context, conn *sql.Conn, it setItem) (v string, is
 			return "1", false, nil
 		}
 	case varText:
+		if it.name == "sql_mode" {
+			mode, err := normalSQLMode(v, len(toks) == 1 && toks[0].Kind == sqltok.Number)
+			return mode, false, err
+		}
 		return strings.ToUpper(v), false, nil
 	case varZone:
 		if low == "+00:00" || low == "+0:00" || low == "utc" || low == "system" {

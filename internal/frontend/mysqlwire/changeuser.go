@@ -144,6 +144,7 @@ func (h *session) resetSession() {
 	h.unpin()
 	h.autocommitOff = false
 	h.isolation = ""
+	h.timeZone = ""
 	for id := range h.stmts {
 		h.forgetStmt(id)
 	}

@@ -70,7 +70,7 @@ func TestMySQLClientsCatalogOnDuckDB(t *testing.T) {
 				{SQL: compatDDL, want: `"affected 0"`},
 				{SQL: "SHOW VARIABLES LIKE 'sql_mode'", want: `[["sql_mode","STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION"]]`},
 				{SQL: "SHOW SESSION VARIABLES LIKE 'lower_case_table_names'", want: `[["lower_case_table_names","0"]]`},
-				{SQL: "SHOW VARIABLES WHERE Variable_name = 'autocommit' OR Variable_name IN ('time_zone', 'no_such')", want: `[["autocommit","ON"],["time_zone","+00:00"]]`},
+				{SQL: "SHOW VARIABLES WHERE Variable_name = 'autocommit' OR Variable_name IN ('time_zone', 'no_such')", want: `[["autocommit","ON"],["time_zone","SYSTEM"]]`},
 				{SQL: "SELECT @@tx_isolation, @@transaction_isolation", want: `[["REPEATABLE-READ","REPEATABLE-READ"]]`},
 				{SQL: "/* connector */ SELECT @@session.auto_increment_increment AS auto_increment_increment, @@sql_mode AS sql_mode, 1 + 1 AS two", want: `[["1","STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION","2"]]`},
 				{SQL: "SELECT VERSION(), @@version, concat('v', VERSION()) AS v", want: `[["8.0.11-queryflux","8.0.11-queryflux","v8.0.11-queryflux"]]`},

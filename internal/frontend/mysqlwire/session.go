@@ -1,6 +1,7 @@
 package mysqlwire
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -61,6 +62,7 @@ type session struct {
 	autocommitOff bool           // SET autocommit=0: every statement runs in a pinned transaction
 	emptyTx       bool           // the pinned transaction was opened for the running statement (autocommit off)
 	isolation     string         // SET SESSION TRANSACTION ISOLATION LEVEL's level, "" for the engine's default
+	timeZone      string         // SET time_zone's value as MariaDB reads it back, "" for the default
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running statement, for KILL QUERY from another session
@@ -809,8 +811,10 @@ func (h *session) variable(name string) (any, bool) {
 		return "REPEATABLE-READ", true
 	case "transaction_read_only", "tx_read_only":
 		return int64(0), true
-	case "time_zone", "system_time_zone":
-		return "+00:00", true
+	case "time_zone":
+		return cmp.Or(h.timeZone, timeZoneDefault), true
+	case "system_time_zone":
+		return "UTC", true
 	case "character_set_client", "character_set_connection", "character_set_results":
 		return collationOf(h.collation).Charset, !h.charsetOnEngine
 	case "collation_connection":

@@ -58,6 +58,7 @@ type setEffect struct {
 	collation  uint8    // that collation, 0 for the default
 	charsetVar bool     // a character_set_* or collation_connection variable of its own (charset.go)
 	engineVars []string // the other engineVariables it sets (sql_mode, foreign_key_checks, ...), read past refusals only
+	timeZone   string   // time_zone as MariaDB reads it back ("+00:00", "SYSTEM"), "" if not assigned
 }
 
 // changesIsolation: the SET assigns a level other than the engine's default (REPEATABLE READ,
@@ -94,6 +95,8 @@ func readSetItems(sql string, refusing bool) (setEffect, error) {
 			eff.isolation = v
 		case isIsolationVar(name) && isolationLevel(v) != "":
 			eff.isolation = isolationLevel(v)
+		case name == "time_zone" && ok:
+			eff.timeZone = timeZoneValue(v)
 		case name == "autocommit" && ok:
 			eff.autocommit = autocommitOn
 		case name == "autocommit" && isOff(v):
@@ -211,6 +214,9 @@ func (h *session) apply(eff setEffect) error {
 			}
 		}
 		h.collation = eff.collation
+	}
+	if eff.timeZone != "" {
+		h.timeZone = eff.timeZone
 	}
 	var err error
 	if eff.isolation != "" {
@@ -453,7 +459,7 @@ func reportedValue(name, v string) bool {
 	case "collation_connection":
 		return strings.HasPrefix(v, "utf8mb4_") || strings.HasPrefix(v, "utf8_") || strings.HasPrefix(v, "utf8mb3_")
 	case "time_zone":
-		return v == "+00:00" || v == "+0:00" || v == "utc"
+		return timeZoneValue(v) != ""
 	case "transaction_isolation", "tx_isolation":
 		return v == "repeatable-read"
 	case "transaction_read_only", "tx_read_only":
@@ -465,6 +471,24 @@ func reportedValue(name, v string) bool {
 	}
 	return false
 }
+
+// timeZoneValue is @@time_zone as MariaDB reads back a SET of v (lower case), for the zones the
+// proxy's connections keep (UTC, which is also the system's zone it reports); "" for another.
+func timeZoneValue(v string) string {
+	switch v {
+	case "+00:00", "+0:00":
+		return "+00:00"
+	case "system", "default":
+		return timeZoneDefault
+	case "utc":
+		return "UTC"
+	}
+	return ""
+}
+
+// timeZoneDefault is MariaDB's @@time_zone before any SET: the system's, which the proxy's
+// @@system_time_zone says is UTC.
+const timeZoneDefault = "SYSTEM"
 
 // sqlSelectLimitDefault is MySQL's @@sql_select_limit when no limit is set (2^64-1).
 const sqlSelectLimitDefault = "18446744073709551615"
