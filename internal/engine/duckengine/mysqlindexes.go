@@ -287,66 +287,170 @@ func caselessKeyIndex(table, name string, key []string, caseless map[string]bool
 }
 
 // mysqlRenameTable is a MySQL client's ALTER TABLE a RENAME [TO | AS] b or RENAME TABLE a TO b
-// (unqualified names) of a table with indexes, which DuckDB refuses to rename ("Cannot alter
-// entry ... because there are entries that depend on it": a KEY, or a text key's caseless
-// index, makes most MySQL tables such): its indexes are dropped around the rename and created
-// again on the new name, a declared one (a$name) as b$name. A table without indexes is renamed
-// as written (DuckDB's ALTER TABLE ... RENAME TO).
+// [, c TO d ...] (unqualified names), the pairs renamed in order, in one transaction, as
+// MariaDB's RENAME TABLE is atomic. DuckDB refuses to rename a table with indexes ("Cannot
+// alter entry ... because there are entries that depend on it": a KEY, or a text key's
+// caseless index, makes most MySQL tables such): its indexes are dropped around the rename and
+// created again on the new name, a declared one (a$name) as b$name. A table a foreign key
+// involves is created again under the new name (pgrebuild.go), with the tables referencing it,
+// their keys referencing the new name, as MariaDB's follow it: DuckDB renames no referenced
+// table, and a referencing one renamed in place leaves its parent unable to be dropped.
 func mysqlRenameTable(q *query.Request) (ownRun, bool) {
 	if !containsFold(q.SQL, "rename") || !sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "alter", "rename") {
 		return nil, false
 	}
-	toks := sqltok.SignificantTokens(q.SQL, sqltok.MySQL)
+	renames, ok := readTableRenames(q.SQL)
+	if !ok {
+		return nil, false
+	}
+	return func(ctx context.Context, conn *sql.Conn, inTx bool) (rows query.Rows, err error) {
+		if !inTx {
+			if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+				return nil, wrapErr(err)
+			}
+			defer func() {
+				if err != nil {
+					_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+				} else if _, cerr := conn.ExecContext(ctx, "COMMIT"); cerr != nil {
+					rows, err = nil, wrapErr(cerr)
+				}
+			}()
+		}
+		for _, r := range renames {
+			stmts, err := r.statements(ctx, conn)
+			if err != nil {
+				return nil, err
+			}
+			if err := runAll(ctx, conn, stmts, true); err != nil {
+				return nil, err
+			}
+		}
+		return engine.TagRows("ALTER TABLE"), nil
+	}, true
+}
+
+// tableRename is one pair of a RENAME TABLE: the table from, named to (unquoted).
+type tableRename struct{ from, to string }
+
+// readTableRenames reads sqlText as ALTER TABLE a RENAME [TO | AS] b or RENAME TABLE a TO b
+// [, c TO d ...]; ok is false for any other statement.
+func readTableRenames(sqlText string) (renames []tableRename, ok bool) {
+	toks := sqltok.SignificantTokens(sqlText, sqltok.MySQL)
 	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
 		toks = toks[:n-1]
 	}
 	isName := func(t sqltok.Token) bool {
 		return t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated
 	}
-	var from, to sqltok.Token
+	pair := func(from, to sqltok.Token) bool {
+		if !isName(from) || !isName(to) {
+			return false
+		}
+		renames = append(renames, tableRename{from: identText(from), to: identText(to)})
+		return true
+	}
 	switch {
 	case len(toks) == 6 && toks[0].IsWord("alter") && toks[1].IsWord("table") && toks[3].IsWord("rename") && toks[4].IsWord("to", "as"):
-		from, to = toks[2], toks[5]
+		return renames, pair(toks[2], toks[5])
 	case len(toks) == 5 && toks[0].IsWord("alter") && toks[1].IsWord("table") && toks[3].IsWord("rename") && isName(toks[4]) && !toks[4].IsWord("column", "index", "key", "constraint"):
-		from, to = toks[2], toks[4]
-	case len(toks) == 5 && toks[0].IsWord("rename") && toks[1].IsWord("table") && toks[3].IsWord("to"):
-		from, to = toks[2], toks[4]
-	default:
-		return nil, false
-	}
-	if !isName(from) || !isName(to) {
-		return nil, false
-	}
-	a, b := identText(from), identText(to)
-	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
-		rows, err := conn.QueryContext(ctx, `SELECT index_name, sql FROM duckdb_indexes() WHERE database_name = current_database()
-			AND schema_name = current_schema() AND lower(table_name) = lower(?) AND sql IS NOT NULL ORDER BY index_oid`, a)
-		if err != nil {
-			return nil, wrapErr(err)
-		}
-		var drops, creates []string
-		renamed := renameAlter{table: a, to: b}
-		for rows.Next() {
-			var name, create string
-			if err := rows.Scan(&name, &create); err != nil {
-				rows.Close()
-				return nil, wrapErr(err)
+		return renames, pair(toks[2], toks[4])
+	case len(toks) >= 5 && toks[0].IsWord("rename") && toks[1].IsWord("table"):
+		for i := 2; ; i += 4 {
+			if i+3 > len(toks) || !toks[i+1].IsWord("to") || !pair(toks[i], toks[i+2]) {
+				return nil, false
 			}
-			drops = append(drops, "DROP INDEX "+quoteIdent(name))
-			create = renamed.renamedIndex(create)
-			if prefix := a + "$"; len(name) > len(prefix) && strings.EqualFold(name[:len(prefix)], prefix) {
-				create = strings.Replace(create, quoteIdent(name), quoteIdent(b+"$"+name[len(prefix):]), 1)
+			if i+3 == len(toks) {
+				return renames, true
 			}
-			creates = append(creates, create)
+			if toks[i+3].Text != "," {
+				return nil, false
+			}
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, wrapErr(err)
-		}
-		stmts := append(append(drops, "ALTER TABLE "+quoteIdent(a)+" RENAME TO "+quoteIdent(b)), creates...)
-		if err := runAll(ctx, conn, stmts, inTx); err != nil {
+	}
+	return nil, false
+}
+
+// statements rename r.from (in the current database) as the catalog is now.
+func (r tableRename) statements(ctx context.Context, conn *sql.Conn) ([]string, error) {
+	renamed := renameAlter{table: r.from, to: r.to}
+	// DuckDB keeps, in a referenced table, the name of each table referencing it, and renames
+	// neither: a referencing table renamed in place leaves its parents unable to be dropped
+	// ("main key table of the table"). So a table a key involves is created again (with the
+	// tables referencing it), which DuckDB's parents follow.
+	if family, ok, err := tableFamily(ctx, conn, "", r.from); err != nil {
+		return nil, err
+	} else if ok {
+		if err := tableMissingOrTaken(ctx, conn, r); err != nil {
 			return nil, err
 		}
-		return engine.TagRows("ALTER TABLE"), nil
-	}, true
+		index := func(t familyTable, create string) string {
+			if !strings.EqualFold(t.name, r.from) {
+				return create
+			}
+			return r.declaredIndex(renamed.renamedIndex(create))
+		}
+		return rebuildFamily(family, renamed.familyDDL, index, renamed.familyName), nil
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT index_name, sql FROM duckdb_indexes() WHERE database_name = current_database()
+		AND schema_name = current_schema() AND lower(table_name) = lower(?) AND sql IS NOT NULL ORDER BY index_oid`, r.from)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	defer rows.Close()
+	var drops, creates []string
+	for rows.Next() {
+		var name, create string
+		if err := rows.Scan(&name, &create); err != nil {
+			return nil, wrapErr(err)
+		}
+		drops = append(drops, "DROP INDEX "+quoteIdent(name))
+		creates = append(creates, r.declaredIndex(renamed.renamedIndex(create)))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr(err)
+	}
+	return append(append(drops, "ALTER TABLE "+quoteIdent(r.from)+" RENAME TO "+quoteIdent(r.to)), creates...), nil
+}
+
+// declaredIndex is create, an index of the renamed table, with a declared index's name (from$name)
+// renamed to$name.
+func (r tableRename) declaredIndex(create string) string {
+	toks := sqltok.SignificantTokens(create, sqltok.Postgres)
+	for i, t := range toks {
+		if isWord(t, "on") {
+			break
+		}
+		if i > 0 && isWord(toks[i-1], "index") || i > 2 && isWord(toks[i-3], "if") && isWord(toks[i-1], "exists") {
+			name := pgIdent(t)
+			if prefix := r.from + "$"; len(name) > len(prefix) && strings.EqualFold(name[:len(prefix)], prefix) {
+				return create[:t.Pos] + quoteIdent(r.to+"$"+name[len(prefix):]) + create[t.Pos+len(t.Text):]
+			}
+			return create
+		}
+	}
+	return create
+}
+
+// tableMissingOrTaken is MariaDB's error for a rename of a table that does not exist (1146) or
+// to a name a table has (1050), checked before the tables are created again.
+func tableMissingOrTaken(ctx context.Context, conn *sql.Conn, r tableRename) error {
+	exists := func(name string) (bool, error) {
+		var n int
+		err := conn.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()
+			AND schema_name = current_schema() AND lower(table_name) = lower(?)`, name).Scan(&n)
+		return n > 0, wrapErr(err)
+	}
+	if ok, err := exists(r.from); err != nil || !ok {
+		if err == nil {
+			err = &query.Error{Code: "42S02", Message: "Table '" + r.from + "' doesn't exist (MySQL error 1146)"}
+		}
+		return err
+	}
+	if ok, err := exists(r.to); err != nil || ok && !strings.EqualFold(r.from, r.to) {
+		if err == nil {
+			err = &query.Error{Code: "42S01", Message: "Table '" + r.to + "' already exists (MySQL error 1050)"}
+		}
+		return err
+	}
+	return nil
 }
