@@ -700,7 +700,7 @@ type AccessRule struct {
 	Users    []string `yaml:"users" json:"users"`       // user names, "*" for all (a rule needs users or roles)
 	Roles    []string `yaml:"roles" json:"roles"`       // role names (settings.security.users[].roles), "*" for all
 	Groups   []string `yaml:"groups" json:"groups"`     // defined groups, "*" or empty for all
-	Catalogs []string `yaml:"catalogs" json:"catalogs"` // catalogs (the database a query names), "*" or empty for all; else a query naming none does not match
+	Catalogs []string `yaml:"catalogs" json:"catalogs"` // catalogs (the session's database, and on MySQL groups every database a statement names), "*" or empty for all; else a query naming none does not match
 	Effect   string   `yaml:"effect" json:"effect"`     // allow (default) | deny
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"go.starlark.net/starlark"
 
@@ -32,28 +33,62 @@ func (c *Compiled) Check(req *query.Request, group string) error {
 
 // access applies the first rule matching the user (by name or role), the group and the catalog
 // (req.Database, where the protocol names one). With no rules everything is allowed; with
-// rules, a query no rule matches is denied.
+// rules, a query no rule matches is denied. On a MySQL engine, where a statement reaches any
+// database by naming it, every database the statement names is a catalog the rules must allow
+// too (mysqlCatalogsNamed), when a rule lists catalogs.
 func (c *Compiled) access(req *query.Request, group string) error {
 	if len(c.rules) == 0 {
 		return nil
 	}
+	if err := c.accessTo(req, group, req.Database, false); err != nil {
+		return err
+	}
+	if !c.rulesListCatalogs() || c.groupEngine[group] != "mysql" {
+		return nil
+	}
+	for _, catalog := range mysqlCatalogsNamed(req.SQL) {
+		if catalog == req.Database {
+			continue
+		}
+		if err := c.accessTo(req, group, catalog, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// accessTo applies the first rule matching the user, the group and catalog; named is true for a
+// catalog the statement names (a deny rule then matches it in any letter case, as a server with
+// lower_case_table_names reads it).
+func (c *Compiled) accessTo(req *query.Request, group, catalog string, named bool) error {
 	roles := c.users[req.User].Roles
 	for _, r := range c.rules {
-		if !matchesUser(r, req.User, roles) || !matchesList(r.Groups, group) || !matchesCatalog(r.Catalogs, req.Database) {
+		if !matchesUser(r, req.User, roles) || !matchesList(r.Groups, group) ||
+			!matchesCatalogAs(r.Catalogs, catalog, named && r.Effect == config.EffectDeny) {
 			continue
 		}
 		if r.Effect == config.EffectDeny {
-			return denied(req, group)
+			return deniedCatalog(req, group, catalog)
 		}
 		return nil
 	}
-	return denied(req, group)
+	return deniedCatalog(req, group, catalog)
 }
 
-func denied(req *query.Request, group string) error {
+// rulesListCatalogs reports whether some rule is limited to listed catalogs.
+func (c *Compiled) rulesListCatalogs() bool {
+	for _, r := range c.rules {
+		if len(r.Catalogs) > 0 && !slices.Contains(r.Catalogs, "*") {
+			return true
+		}
+	}
+	return false
+}
+
+func deniedCatalog(req *query.Request, group, catalog string) error {
 	msg := fmt.Sprintf("access denied: user %q may not query group %q", req.User, group)
-	if req.Database != "" {
-		msg = fmt.Sprintf("access denied: user %q may not query group %q (catalog %q)", req.User, group, req.Database)
+	if catalog != "" {
+		msg = fmt.Sprintf("access denied: user %q may not query group %q (catalog %q)", req.User, group, catalog)
 	}
 	return &query.Error{Code: query.CodeAccessDenied, Message: msg}
 }
@@ -74,12 +109,21 @@ func matchesList(list []string, v string) bool {
 	return len(list) == 0 || slices.Contains(list, "*") || slices.Contains(list, v)
 }
 
-// matchesCatalog: a rule naming catalogs matches only queries that name one of them.
-func matchesCatalog(list []string, catalog string) bool {
+// matchesCatalogAs: a rule naming catalogs matches only queries that name one of them, in any
+// letter case when folded.
+func matchesCatalogAs(list []string, catalog string, folded bool) bool {
 	if len(list) == 0 || slices.Contains(list, "*") {
 		return true
 	}
-	return catalog != "" && slices.Contains(list, catalog)
+	if catalog == "" {
+		return false
+	}
+	for _, c := range list {
+		if c == catalog || folded && strings.EqualFold(c, catalog) {
+			return true
+		}
+	}
+	return false
 }
 
 // guard runs every guard script of the group: def guard(query, ctx) returning None or True
