@@ -197,10 +197,25 @@ func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args
 		}
 		sets = append(sets, set)
 	}
+	rows, err := d.aside(ctx, conn, inTx, args, acts, sets, instead)
+	if err == errOrphans { // a key without an action references a deleted row: PostgreSQL's refusal
+		return nil, first
+	} else if err != nil && isForeignKeyViolation(err) { // a key with an action a row the action reaches (one level only)
+		return nil, d.referencedInTurn(ctx, conn, acts, first)
+	}
+	return rows, err
+}
+
+// aside performs acts (sets: each SET NULL / DEFAULT action's SET list) and the DELETE of the
+// rows its WHERE reaches (instead runs it, without parameters) with the referencing tables
+// hidden or created again, in one transaction (the client's when inTx): errOrphans when a
+// row is left referencing none.
+func (d *refDelete) aside(ctx context.Context, conn *sql.Conn, inTx bool, args []any, acts []refAction, sets []string,
+	instead func(sqlText string) (query.Rows, error)) (query.Rows, error) {
 	keys := keyColumns(acts)
 	defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+deleteRows) //nolint:errcheck // gone with a rollback
 	before := []step{d.chosen(keys)}
-	rows, err := withReferencingAside(ctx, conn, inTx, d.schema, d.table, args, before, func(copyOf func(schema, table string) string) []step {
+	return withReferencingAside(ctx, conn, inTx, d.schema, d.table, args, before, func(copyOf func(schema, table string) string) []step {
 		var steps []step
 		for i, a := range acts {
 			if a.action == 'c' {
@@ -211,12 +226,6 @@ func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args
 		}
 		return steps
 	}, false, func() (query.Rows, error) { return instead(d.deleteChosen()) })
-	if err == errOrphans { // a key without an action references a deleted row: PostgreSQL's refusal
-		return nil, first
-	} else if err != nil && isForeignKeyViolation(err) { // a key with an action a row the action reaches (one level only)
-		return nil, d.referencedInTurn(ctx, conn, acts, first)
-	}
-	return rows, err
 }
 
 // runInstead runs sqlText, a statement without parameters, on conn in place of q (p's kind:
