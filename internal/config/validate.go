@@ -78,6 +78,11 @@ func (v *validator) queryflux(q *QueryFlux) {
 			v.add(p+".workerApi.secret", "required when the worker API is enabled")
 		}
 	}
+	if q.AdminAPI.Token.IsSet() && (q.AdminAPI.Token == q.WorkerAPI.Secret || q.AdminAPI.Token == q.ControlPlane.Secret) {
+		// Every worker holds the worker secret: with it as the admin token, any worker host
+		// could rewrite the fleet's configuration.
+		v.add(p+".adminApi.token", "must differ from the worker secret (workerApi.secret, controlPlane.secret), which every worker holds")
+	}
 	v.oneOf(p+".workerApi.credentials", q.WorkerAPI.Credentials, CredentialsEmbedded, CredentialsStripped)
 	v.certPair(p+".tls", q.TLS.CertFile, q.TLS.KeyFile)
 	if q.TLS.RequireClientCert && q.TLS.ClientCAFile == "" {

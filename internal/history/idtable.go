@@ -17,8 +17,13 @@ type idTable struct {
 
 type idEntry struct {
 	key  uint64
-	slot int32 // the store's slot plus one; 0: empty
+	slot int32  // the store's slot plus one; 0: empty
+	home uint32 // home(key), kept in what would be padding: del's shifts hash nothing
 }
+
+// idSpot is where an id the table does not hold goes (where's answer): entry i, or the slow
+// way (add) when i < 0; home is the id's home.
+type idSpot struct{ i, home int }
 
 // Table sizes: the first, and the fill (n/len) past which the table doubles.
 const (
@@ -59,28 +64,70 @@ func (t *idTable) len() int { return t.n + len(t.overflow) }
 
 // find is the entry holding key, or -1.
 func (t *idTable) find(key uint64) int {
-	mask := len(t.entries) - 1
-	for i, d := t.home(key), 0; d < t.probeMax; i, d = (i+1)&mask, d+1 {
-		e := &t.entries[i]
-		if e.slot == 0 {
-			return -1
-		}
-		if e.key == key {
-			return i
-		}
+	if i, found := t.probe(key, t.home(key)); found {
+		return i
 	}
 	return -1
 }
 
+// probe walks from home, key's, to the entry holding key (found) or else to the first empty
+// entry, which is where add would put key; -1 when probeMax entries hold neither.
+func (t *idTable) probe(key uint64, home int) (i int, found bool) {
+	mask := len(t.entries) - 1
+	for i, d := home, 0; d < t.probeMax; i, d = (i+1)&mask, d+1 {
+		e := &t.entries[i]
+		if e.slot == 0 {
+			return i, false
+		}
+		if e.key == key {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
 func (t *idTable) get(key uint64) (int32, bool) {
-	if i := t.find(key); i >= 0 {
-		return t.entries[i].slot - 1, true
-	}
-	if len(t.overflow) == 0 {
-		return 0, false
-	}
-	slot, held := t.overflow[key]
+	slot, held, _ := t.where(key)
 	return slot, held
+}
+
+// where is get, and when key is not held the spot addAt puts it in: one probe for both.
+func (t *idTable) where(key uint64) (int32, bool, idSpot) {
+	home := t.home(key)
+	i, found := t.probe(key, home)
+	if found {
+		return t.entries[i].slot - 1, true, idSpot{}
+	}
+	if len(t.overflow) != 0 {
+		if slot, held := t.overflow[key]; held {
+			return slot, true, idSpot{}
+		}
+	}
+	return 0, false, idSpot{i: i, home: home}
+}
+
+// addAt is add of a key where found not held, at its spot, with no probe; a spot the table
+// must grow before (or probeMax entries from its home) takes add's way. Only del may run
+// between where and addAt, its answer passed as hole (-1: none ran).
+func (t *idTable) addAt(at idSpot, hole int, key uint64, slot int32) {
+	at = t.afterDel(at, hole)
+	if at.i < 0 || 2*(t.n+1) > len(t.entries) {
+		t.add(key, slot)
+		return
+	}
+	t.entries[at.i] = idEntry{key: key, slot: slot + 1, home: uint32(at.home)}
+	t.n++
+}
+
+// afterDel is the spot at once a del left entry hole (-1: none) empty. A del empties exactly
+// its hole, which was held before: where the key's probe went through it, the hole is now
+// the first empty entry on the way; everything else on the way is as it was.
+func (t *idTable) afterDel(at idSpot, hole int) idSpot {
+	mask := len(t.entries) - 1
+	if at.i >= 0 && hole >= 0 && (hole-at.home)&mask < (at.i-at.home)&mask {
+		at.i = hole
+	}
+	return at
 }
 
 // set maps key to slot, replacing what it mapped to.
@@ -101,24 +148,23 @@ func (t *idTable) add(key uint64, slot int32) {
 	if 2*(t.n+1) > len(t.entries) {
 		t.resize(2 * len(t.entries))
 	}
-	mask := len(t.entries) - 1
-	for i, d := t.home(key), 0; d < t.probeMax; i, d = (i+1)&mask, d+1 {
-		if e := &t.entries[i]; e.slot == 0 {
-			*e = idEntry{key: key, slot: slot + 1}
-			t.n++
-			return
-		}
+	home := t.home(key)
+	if i, _ := t.probe(key, home); i >= 0 {
+		t.entries[i] = idEntry{key: key, slot: slot + 1, home: uint32(home)}
+		t.n++
+		return
 	}
 	t.overflow[key] = slot
 }
 
-// del forgets key. Entries after it move back into the hole, each as far as its own home
-// allows, so that no probe for them stops early at it; none moves further from its home.
-func (t *idTable) del(key uint64) {
+// del forgets key and returns the entry it left empty (-1: none, key was in the overflow map
+// or not held). Entries after it move back into the hole, each as far as its own home allows,
+// so that no probe for them stops early at it; none moves further from its home.
+func (t *idTable) del(key uint64) int {
 	i := t.find(key)
 	if i < 0 {
 		delete(t.overflow, key)
-		return
+		return -1
 	}
 	mask := len(t.entries) - 1
 	for j := (i + 1) & mask; ; j = (j + 1) & mask {
@@ -127,11 +173,12 @@ func (t *idTable) del(key uint64) {
 			break
 		}
 		// e may fill the hole at i when its home is not after i on the way to j.
-		if (j-t.home(e.key))&mask >= (j-i)&mask {
+		if (j-int(e.home))&mask >= (j-i)&mask {
 			t.entries[i] = e
 			i = j
 		}
 	}
 	t.entries[i] = idEntry{}
 	t.n--
+	return i
 }

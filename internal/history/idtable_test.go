@@ -28,14 +28,28 @@ func TestIDTableIsAMap(t *testing.T) {
 		deletes := rapid.IntRange(1, 4).Draw(rt, "deletes") // in 8 operations
 		for step := range 4 * len(pool) {
 			k := pool[rnd.IntN(len(pool))]
-			if rnd.IntN(8) < deletes {
+			_, held, at := tab.where(k)
+			switch {
+			case rnd.IntN(8) < deletes:
 				tab.del(k)
 				delete(model, k)
-			} else if _, held := tab.get(k); held || rnd.IntN(2) == 0 {
+			case held || rnd.IntN(3) == 0:
 				tab.set(k, int32(step))
 				model[k] = int32(step)
-			} else {
+			case rnd.IntN(2) == 0:
 				tab.add(k, int32(step)) // as the store adds an id it does not hold
+				model[k] = int32(step)
+			default: // as a full store does: another id forgotten, k put where its probe found
+				gone := pool[rnd.IntN(len(pool))]
+				if gone == k {
+					hole := tab.del(gone)
+					delete(model, gone)
+					_, _, at = tab.where(k)
+					tab.addAt(at, hole, k, int32(step))
+				} else {
+					tab.addAt(at, tab.del(gone), k, int32(step))
+					delete(model, gone)
+				}
 				model[k] = int32(step)
 			}
 			if tab.len() != len(model) {
@@ -58,6 +72,9 @@ func TestIDTableIsAMap(t *testing.T) {
 				continue
 			}
 			home := tab.home(e.key)
+			if int(e.home) != home {
+				rt.Fatalf("entry %d keeps home %d, its key's is %d", i, e.home, home)
+			}
 			if d := (i - home) & mask; d >= tab.probeMax {
 				rt.Fatalf("entry %d is %d from its home %d, bound %d", i, d, home, tab.probeMax)
 			}

@@ -2,6 +2,8 @@ package history
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 	"time"
@@ -50,3 +52,35 @@ func BenchmarkMemoryInsertFull(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMemoryInsertOneHexFull is the standalone's direct write (insertOne) of a record
+// under an id the proxy makes (16 hex digits of a random number) into a full store of 100,000:
+// each evicts the oldest. Count its instructions under callgrind (-benchtime=Nx), as time on a
+// shared machine says little.
+func BenchmarkMemoryInsertOneHexFull(b *testing.B) {
+	const size = 100_000
+	m := NewMemory(size)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	at := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	ids := make([]string, 1<<18) // each used again after 1<<18 inserts, 100,000 after it was evicted
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%016x", rnd.Uint64())
+	}
+	rec := Record{Worker: "standalone", User: "postgres", Protocol: "postgres", Group: "pg", Cluster: "pg",
+		SQL: "SELECT abalance FROM pgbench_accounts WHERE aid = ?", Status: StatusSucceeded, StartedAt: at, EndedAt: at}
+	for _, id := range ids[:size] {
+		rec.QueryID = id
+		m.insertOne(&rec)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		rec.QueryID = ids[(size+i)%len(ids)]
+		insertCounted(m, &rec)
+	}
+}
+
+// insertCounted is insertOne in the timed loop alone, for callgrind's --toggle-collect.
+//
+//go:noinline
+func insertCounted(m *Memory, r *Record) { m.insertOne(r) }

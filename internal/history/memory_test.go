@@ -15,7 +15,7 @@ import (
 // Memory keeps its records in chunks (memChunk each), a ring once full. Against a model (one
 // slice, oldest first): random batches of inserts (duplicates of held and of forgotten ids
 // included) and prunes, on stores a few chunks large, must leave the same records in the same
-// order, and Query must find them all. A ring that wrapped at the wrong slot, a chunk indexed
+// order, the index must find each at its slot, and Query must find them all. A ring that wrapped at the wrong slot, a chunk indexed
 // wrongly or a prune that lost the order would keep other records, or evict the wrong ones next.
 // The ids are spelled as the proxy makes them (16 lower-case hex digits, held as numbers) and
 // otherwise (held as strings), one number under several spellings: each spelling its own id.
@@ -61,8 +61,12 @@ func TestMemoryKeepsWhatASliceWould(t *testing.T) {
 				rt.Fatalf("step %d: %d records held, want %d", step, m.Len(), len(model))
 			}
 			for i, r := range model {
-				if got := m.slot((m.head + i) % m.n).QueryID; got != r.QueryID {
+				at := (m.head + i) % m.n
+				if got := m.slot(at).QueryID; got != r.QueryID {
 					rt.Fatalf("step %d: record %d from the oldest is %s, want %s", step, i, got, r.QueryID)
+				}
+				if slot, held := m.ids.get(keyOf(r.QueryID)); !held || int(slot) != at {
+					rt.Fatalf("step %d: the index finds %s at %d (%v), it is at %d", step, r.QueryID, slot, held, at)
 				}
 			}
 		}
@@ -112,6 +116,46 @@ func TestHexIDIsParseUint(t *testing.T) {
 		want, err := strconv.ParseUint(id, 16, 64)
 		if wantOK := valid.MatchString(id) && err == nil; ok != wantOK || ok && got != want {
 			t.Fatalf("hexID(%q) = %x, %v; want %x, %v", id, got, ok, want, wantOK)
+		}
+	})
+}
+
+// A full store forgets its oldest id and indexes the new one where its one probe found room,
+// or in the hole the forgetting left when that is on the new id's way (idTable.afterDel). Ids
+// whose homes crowd a few entries of the index make those ways long and crossing: inserted one
+// at a time against a model, every held record must be found at its slot and every other id
+// stored again.
+func TestFullMemoryIndexesCrowdedIDs(t *testing.T) {
+	probe := newIDTable()
+	var pool []string
+	for k := uint64(0); len(pool) < 48; k++ {
+		if probe.home(k) < 6 { // of 1024 entries: the table NewMemory starts with
+			pool = append(pool, fmt.Sprintf("%016x", k))
+		}
+	}
+	ctx := context.Background()
+	rapid.Check(t, func(rt *rapid.T) {
+		max := rapid.IntRange(1, 40).Draw(rt, "max")
+		m := NewMemory(max)
+		var model []string // oldest first
+		for step := range rapid.IntRange(1, 200).Draw(rt, "steps") {
+			id := rapid.SampledFrom(pool).Draw(rt, "id")
+			want := 0
+			if !slices.Contains(model, id) {
+				model, want = append(model, id), 1
+				if len(model) > max {
+					model = model[1:]
+				}
+			}
+			if got, err := m.Insert(ctx, []Record{{QueryID: id, Status: StatusSucceeded}}); err != nil || got != want {
+				rt.Fatalf("step %d: %s inserted %d (%v), want %d", step, id, got, err, want)
+			}
+			for i, id := range model {
+				at := (m.head + i) % m.n
+				if slot, held := m.ids.get(keyOf(id)); !held || int(slot) != at {
+					rt.Fatalf("step %d: the index finds %s at %d (%v), it is at %d", step, id, slot, held, at)
+				}
+			}
 		}
 	})
 }

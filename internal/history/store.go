@@ -187,21 +187,13 @@ func (x idIndex) set(k idKey, slot int32) {
 	}
 }
 
-// add is set for an id x does not hold.
-func (x idIndex) add(k idKey, slot int32) {
+// del forgets k and returns the hex table's entry it left empty (-1: none).
+func (x idIndex) del(k idKey) int {
 	if k.hex {
-		x.hex.add(k.h, slot)
-	} else {
-		x.other[k.id] = slot
+		return x.hex.del(k.h)
 	}
-}
-
-func (x idIndex) del(k idKey) {
-	if k.hex {
-		x.hex.del(k.h)
-	} else {
-		delete(x.other, k.id)
-	}
+	delete(x.other, k.id)
+	return -1
 }
 
 func (x idIndex) len() int { return x.hex.len() + len(x.other) }
@@ -326,22 +318,41 @@ const (
 
 // insertLocked stores *r in the next slot unless its id is held (m.mu held).
 func (m *Memory) insertLocked(r *Record) insertion {
+	// The index's calls made here, not through idIndex's: a call each way is ~40 instructions
+	// of the ~250 a record's id costs (callgrind, BenchmarkMemoryInsertOneHexFull).
 	k := keyOf(r.QueryID) // read once for the lookup and the insert
-	if slot, held := m.ids.get(k); held {
+	var slot int32
+	var held bool
+	var at idSpot // where k goes in the hex table: one probe finds it and whether k is held
+	if k.hex {
+		slot, held, at = m.ids.hex.where(k.h)
+	} else {
+		slot, held = m.ids.other[k.id]
+	}
+	if held {
 		if m.slot(int(slot)).Worker != r.Worker {
 			return foreignID
 		}
 		return heldID
 	}
+	i, hole := m.n, -1
 	if m.n < m.max { // a record is large: copied once, into its slot
-		m.ids.add(k, int32(m.n))
 		m.append(r, k)
-		return stored
+	} else {
+		i = m.head
+		if old := m.keyAt(i); old.hex {
+			hole = m.ids.hex.del(old.h)
+		} else {
+			delete(m.ids.other, old.id)
+		}
+		m.put(i, r, k)
+		m.head = (m.head + 1) % m.max
 	}
-	m.ids.del(m.keyAt(m.head))
-	m.put(m.head, r, k)
-	m.ids.add(k, int32(m.head))
-	m.head = (m.head + 1) % m.max
+	if k.hex {
+		m.ids.hex.addAt(at, hole, k.h, int32(i))
+	} else {
+		m.ids.other[k.id] = int32(i)
+	}
 	return stored
 }
 

@@ -523,6 +523,9 @@ func SameNumberShape(a, b string) bool {
 // over both, eight bytes at a time where they agree. It reads a string or a byte slice (the
 // PostgreSQL loop's message bytes) alike.
 func SameButDigits[T ~string | ~[]byte](a, b T) bool {
+	if len(a) == len(b) && digitsDifferOnly(a, b) {
+		return true // the common case (a number of the same length), a word's few operations a word
+	}
 	i, j := 0, 0
 	for {
 		n := commonPrefix(a[i:], b[j:])
@@ -543,6 +546,42 @@ func SameButDigits[T ~string | ~[]byte](a, b T) bool {
 			j++
 		}
 	}
+}
+
+// digitsDifferOnly reports whether a and b, of one length, differ only where both hold an
+// ASCII digit: then their runs of digits lie at the same places and every other byte is the
+// same, so SameButDigits holds. False says nothing (a run may be longer in one of them).
+func digitsDifferOnly[T ~string | ~[]byte](a, b T) bool {
+	n := min(len(a), len(b))
+	k := 0
+	for ; k+8 <= n; k += 8 {
+		if !digitsDifferOnly8(word8(a[k:k+8]), word8(b[k:k+8])) {
+			return false
+		}
+	}
+	if k < n && n >= 8 { // the last eight bytes, some of them read already: the test is per byte
+		return digitsDifferOnly8(word8(a[n-8:n]), word8(b[n-8:n]))
+	}
+	for ; k < n; k++ {
+		if a[k] != b[k] && !(isDigit(a[k]) && isDigit(b[k])) {
+			return false
+		}
+	}
+	return true
+}
+
+// digitsDifferOnly8 is digitsDifferOnly of two words' eight bytes.
+func digitsDifferOnly8(wa, wb uint64) bool {
+	x := wa ^ wb
+	return x == 0 || nonzeroBytes(x)&^(digitsOf(wa)&digitsOf(wb)) == 0
+}
+
+// nonzeroBytes has the top bit of each of x's nonzero bytes set, and no other bit: a byte's low
+// seven bits plus 0x7f reach its top bit unless they are all zero, and no sum carries out of
+// its byte.
+func nonzeroBytes(x uint64) uint64 {
+	const low7, tops = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	return ((x & low7) + low7 | x) & tops
 }
 
 // commonPrefix is the length of the longest common prefix of a and b, eight bytes at a time.
@@ -584,9 +623,11 @@ func nextDigit(s string, i int) int {
 // other bit. With the top bits cleared no byte's sum carries into the next: b+0x50 reaches
 // 0x80 from '0' on and b+0x46 from '9'+1 on; a byte with its top bit set is no digit.
 func digits8(s string) uint64 {
-	_ = s[7] // one bounds check: the compiler then reads the eight bytes as one word
-	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	return digitsOf(word8(s))
+}
+
+// digitsOf is digits8 of the eight bytes of x, the first the lowest.
+func digitsOf(x uint64) uint64 {
 	const low7, tops = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
 	y := x & low7
 	return (y + 0x5050505050505050) &^ (y + 0x4646464646464646) &^ x & tops

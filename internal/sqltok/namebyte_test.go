@@ -88,3 +88,29 @@ func TestSameButDigitsIsTheByteScan(t *testing.T) {
 		}
 	})
 }
+
+// TestSameButDigitsOfOneLengthIsTheByteScan: texts of one length that differ at drawn places
+// (a digit for a digit, a digit for another byte, or any byte), across and within words, are
+// answered as the byte-at-a-time scan answers.
+func TestSameButDigitsOfOneLengthIsTheByteScan(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		alphabet := []byte("0123456789 =;_aé\x80\xff")
+		a := rapid.SliceOfN(rapid.SampledFrom(alphabet), 0, 40).Draw(t, "a")
+		b := append([]byte(nil), a...)
+		for _, k := range rapid.SliceOfN(rapid.IntRange(0, 39), 0, 4).Draw(t, "places") {
+			switch {
+			case k >= len(b):
+			case rapid.Bool().Draw(t, "top bit"):
+				b[k] ^= 0x80 // the byte's low bits kept: only a word's top bits tell them apart
+			default:
+				b[k] = rapid.SampledFrom(alphabet).Draw(t, "byte")
+			}
+		}
+		if got, want := SameButDigits(a, b), sameButDigitsByBytes(string(a), string(b)); got != want {
+			t.Fatalf("SameButDigits(%q, %q) = %v, the byte scan says %v", a, b, got, want)
+		}
+		if got, want := SameButDigits(string(a), string(b)), sameButDigitsByBytes(string(a), string(b)); got != want {
+			t.Fatalf("SameButDigits(%q, %q) as strings = %v, the byte scan says %v", a, b, got, want)
+		}
+	})
+}

@@ -93,6 +93,12 @@ func trinoItemType(toks []sqltok.Token) string {
 	if len(toks) >= 8 && isWord(toks[0], "cast") && toks[1].Text == "(" && closes(toks, 1) == len(toks)-1 {
 		return trinoCastType(toks[2 : len(toks)-1])
 	}
+	if len(toks) >= 6 && isWord(toks[0], "date_trunc") && toks[1].Text == "(" && toks[2].Kind == sqltok.String && toks[3].Text == "," &&
+		closes(toks, 1) == len(toks)-1 {
+		if t := trinoItemType(toks[4 : len(toks)-1]); strings.HasPrefix(t, "timestamp") {
+			return t // Trino's date_trunc keeps its argument's type; an engine's is its default precision
+		}
+	}
 	return ""
 }
 

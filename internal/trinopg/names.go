@@ -132,3 +132,43 @@ var notAlias = map[string]bool{"null": true, "true": true, "false": true, "year"
 var operatorWords = map[string]bool{"is": true, "not": true, "and": true, "or": true, "like": true, "between": true,
 	"in": true, "then": true, "else": true, "when": true, "case": true, "distinct": true, "escape": true, "to": true,
 	"interval": true, "date": true, "time": true, "timestamp": true, "array": true, "at": true}
+
+// valuesNamed is a VALUES statement as a query of it whose columns are named _col0, _col1 ...
+// as Trino names them (PostgreSQL's are column1 ...), a row written without parentheses (Trino's
+// `values 1, 2`) in them; sqlText itself for another statement.
+func valuesNamed(sqlText string) (string, []edit) {
+	if !sqltok.FirstKeywordIs(sqlText, sqltok.Trino, "values") {
+		return sqlText, nil
+	}
+	r := &rewriter{src: sqlText, toks: sqltok.SignificantTokens(sqlText, sqltok.Trino)}
+	end := len(r.toks)
+	for i, depth := 1, 0; i < len(r.toks); i++ {
+		if t := r.toks[i]; depth == 0 && (t.Text == ";" || t.Kind == sqltok.Word && listEnds[strings.ToLower(t.Text)]) {
+			end = i
+			break
+		}
+		depth += parenStep(r.toks[i])
+	}
+	rows := r.args(span{1, end})
+	if len(rows) == 0 {
+		return sqlText, nil
+	}
+	texts := make([]string, len(rows))
+	columns := 1
+	for i, row := range rows {
+		texts[i] = r.text(row)
+		if r.toks[row.lo].Text != "(" || r.closes(row.lo) != row.hi-1 {
+			texts[i] = "(" + texts[i] + ")"
+		} else if i == 0 {
+			columns = len(r.args(span{row.lo + 1, row.hi - 1}))
+		}
+	}
+	names := make([]string, columns)
+	for i := range names {
+		names[i] = "_col" + strconv.Itoa(i)
+	}
+	last := r.toks[rows[len(rows)-1].hi-1]
+	rest := sqlText[last.Pos+len(last.Text):]
+	out := "SELECT * FROM (VALUES " + strings.Join(texts, ", ") + ") AS _values(" + strings.Join(names, ", ") + ")" + rest
+	return out, []edit{{at: 0, old: len(sqlText) - len(rest), new: len(out) - len(rest)}}
+}

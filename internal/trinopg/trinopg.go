@@ -1,7 +1,8 @@
 // Package trinopg writes a Trino client's statement as PostgreSQL runs it: Trino's SHOW and
 // DESCRIBE as queries of PostgreSQL's catalog (show.go), Trino's functions and type names as
-// PostgreSQL's expressions (functions.go), and an unaliased expression's column named _colN,
-// as Trino names it (names.go). It reads and writes text only: no connection, no clock, no
+// PostgreSQL's expressions (functions.go), an unaliased expression's column named _colN, as
+// Trino names it (names.go), and information_schema.columns with Trino's columns
+// (infoschema.go). It reads and writes text only: no connection, no clock, no
 // state but a bounded cache of translations.
 package trinopg
 
@@ -46,8 +47,10 @@ func SQL(sqlText string, s Session) (Translation, error) {
 	t := Translation{Original: sqlText}
 	called, calls := translateFunctions(sqlText)
 	named, names := namedItems(called)
-	t.SQL = named
-	for _, pass := range [][]edit{calls, names} {
+	read, reads := infoSchemaColumns(named)
+	valued, values := valuesNamed(read)
+	t.SQL = valued
+	for _, pass := range [][]edit{calls, names, reads, values} {
 		if len(pass) > 0 {
 			t.passes = append(t.passes, pass)
 		}

@@ -225,6 +225,22 @@ func (r *Relay) Cancelled() bool {
 	return cancelled || r.Ctx.Err() != nil
 }
 
+// LeaseLost is the lost lease's error when the capacity lease the statement runs under is
+// lost, nil otherwise. It reads the lease's own term, so it knows before the guard's keeper
+// has run: a worker that resumes after a freeze may read its engine connection's end (the
+// control plane's fence) before its keeper marks the lease lost, and that end is the lost
+// lease's doing, not the engine's failure.
+func (r *Relay) LeaseLost() error {
+	adm, tx := r.adm, false
+	if r.session != nil {
+		adm, tx = r.session.adm, true
+	}
+	if adm == nil || !adm.slot.Lost() {
+		return nil
+	}
+	return errLeaseLost(adm.slot, adm.Cluster, tx)
+}
+
 // cancel is the core's cancel of the statement: the OnCancel hook runs unless it finished.
 func (r *Relay) cancel() {
 	r.cancelMu.Lock()

@@ -31,8 +31,12 @@ var trinoColumnSQL = []string{
 		WHEN type_oid = 1184 AND type_mod BETWEEN 0 AND 6 THEN 'timestamp(' || type_mod || ') with time zone'
 		WHEN type_oid = 1114 AND type_mod BETWEEN 0 AND 6 THEN 'timestamp(' || type_mod || ')'
 		WHEN type_oid = 1083 AND type_mod BETWEEN 0 AND 6 THEN 'time(' || type_mod || ')' END`,
+	// Trino's information_schema.columns has these columns only (and hidden comment,
+	// extra_info and column_comment, which a view cannot hide and * would list).
 	`CREATE OR REPLACE VIEW {c}.infoschema.trino_columns AS
-		SELECT i.* REPLACE (coalesce({c}.main.qf_trino_declared(p.pg_type_oid, p.pg_typmod), {c}.main.qf_trino_type(i.data_type)) AS data_type)
+		SELECT i.table_catalog, i.table_schema, i.table_name, i.column_name, CAST(i.ordinal_position AS BIGINT) AS ordinal_position,
+		i.column_default, i.is_nullable,
+		coalesce({c}.main.qf_trino_declared(p.pg_type_oid, p.pg_typmod), {c}.main.qf_trino_type(i.data_type)) AS data_type
 		FROM {c}.infoschema.columns i LEFT JOIN {c}.main.qf_pg_columns p ON p.database_name = i.table_catalog
 		AND p.schema_name = i.table_schema AND p.table_name = i.table_name AND p.column_name = i.column_name`,
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql/schema_ref"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/queryflux/queryflux/internal/engine"
 )
 
 // Catalog metadata comes from the engine's information_schema (MySQL, PostgreSQL, Trino and
@@ -142,15 +145,12 @@ func (s *Server) DoGetDBSchemas(ctx context.Context, cmd fsql.GetDBSchemas) (*ar
 
 func (s *Server) GetFlightInfoTables(_ context.Context, cmd fsql.GetTables, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	if cmd.GetIncludeSchema() {
-		return nil, status.Error(codes.Unimplemented, "GetTables with include_schema is not supported")
+		return s.metaInfo(desc, schema_ref.TablesWithIncludedSchema), nil
 	}
 	return s.metaInfo(desc, schema_ref.Tables), nil
 }
 
 func (s *Server) DoGetTables(ctx context.Context, cmd fsql.GetTables) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	if cmd.GetIncludeSchema() {
-		return nil, nil, status.Error(codes.Unimplemented, "GetTables with include_schema is not supported")
-	}
 	rows, err := s.stringRows(ctx, tablesSQL, 4)
 	if err != nil {
 		return nil, nil, err
@@ -169,7 +169,89 @@ func (s *Server) DoGetTables(ctx context.Context, cmd fsql.GetTables) (*arrow.Sc
 		}
 	}
 	sortRows(out)
+	if cmd.GetIncludeSchema() {
+		return s.tablesWithSchemas(ctx, out)
+	}
 	return s.oneBatch(schema_ref.Tables, out)
+}
+
+// tablesWithSchemas answers tables (catalog, schema, name, type) with each one's Arrow schema:
+// the columns a client's `SELECT *` of it gets, as the engine describes the statement (no
+// capacity slot, nothing runs), or as its empty result says on an engine that cannot describe.
+func (s *Server) tablesWithSchemas(ctx context.Context, tables [][]string) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	if len(tables) > includedSchemasMax {
+		return nil, nil, status.Errorf(codes.ResourceExhausted,
+			"GetTables with include_schema matched %d tables, more than the %d queryflux describes at once; narrow the filters", len(tables), includedSchemasMax)
+	}
+	b := array.NewRecordBuilder(s.Alloc, schema_ref.TablesWithIncludedSchema)
+	defer b.Release()
+	for _, t := range tables {
+		sch, err := s.tableSchema(ctx, t[1], t[2])
+		if err != nil {
+			return nil, nil, err
+		}
+		for c, v := range t {
+			b.Field(c).(*array.StringBuilder).Append(v)
+		}
+		b.Field(4).(*array.BinaryBuilder).Append(flight.SerializeSchema(outSchema(sch), s.Alloc))
+	}
+	ch := make(chan flight.StreamChunk, 1)
+	ch <- flight.StreamChunk{Data: b.NewRecordBatch()}
+	close(ch)
+	return schema_ref.TablesWithIncludedSchema, ch, nil
+}
+
+// includedSchemasMax bounds the tables one GetTables with include_schema describes.
+const includedSchemasMax = 10_000
+
+// tableSchema is the schema of `SELECT *` from schema.table. The names are quoted as SQL
+// (PostgreSQL, DuckDB, Trino) quotes them, then as MySQL does: the frontend does not know
+// which engine the statement routes to, and each refuses the other's quotes.
+func (s *Server) tableSchema(ctx context.Context, schema, table string) (*arrow.Schema, error) {
+	var errs []error
+	for _, quote := range []string{`"`, "`"} {
+		from := quoteIdent(schema, quote) + "." + quoteIdent(table, quote)
+		sch, err := s.describeColumns(ctx, "SELECT * FROM "+from)
+		if err == nil {
+			return sch, nil
+		}
+		errs = append(errs, err)
+	}
+	if strings.Contains(strings.ToLower(status.Convert(errs[0]).Message()), "syntax") {
+		return nil, errs[1] // the engine quotes as MySQL does: the other error is the one to tell
+	}
+	return nil, errs[0]
+}
+
+// describeColumns is the schema of sql's result: described where the engine can, else read
+// from its empty result (LIMIT 0, which runs as a query).
+func (s *Server) describeColumns(ctx context.Context, sql string) (*arrow.Schema, error) {
+	if d, ok := s.backend.(engine.Describer); ok {
+		desc, err := d.Describe(ctx, s.request(ctx, sql, nil))
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		if desc.Schema != nil {
+			return desc.Schema, nil
+		}
+	}
+	rows, err := s.backend.Execute(ctx, s.request(ctx, sql+" LIMIT 0", nil))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	defer rows.Close()
+	if err := drain(ctx, rows); err != nil {
+		return nil, toStatus(err)
+	}
+	if rows.Schema() == nil {
+		return nil, status.Errorf(codes.Internal, "the engine answered %q without columns", sql)
+	}
+	return rows.Schema(), nil
+}
+
+// quoteIdent quotes name with quote, doubling any quote inside it.
+func quoteIdent(name, quote string) string {
+	return quote + strings.ReplaceAll(name, quote, quote+quote) + quote
 }
 
 func (s *Server) GetFlightInfoTableTypes(_ context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
@@ -224,4 +306,51 @@ func sortRows(rows [][]string) {
 	sort.Slice(rows, func(i, j int) bool {
 		return strings.Join(rows[i], "\x00") < strings.Join(rows[j], "\x00")
 	})
+}
+
+// primaryKeysSQL lists every primary key's columns. The join names the table too: MySQL
+// calls every primary key PRIMARY.
+const primaryKeysSQL = `SELECT kcu.table_catalog, kcu.table_schema, kcu.table_name, kcu.column_name, kcu.ordinal_position, tc.constraint_name
+FROM information_schema.table_constraints tc
+JOIN information_schema.key_column_usage kcu ON kcu.constraint_schema = tc.constraint_schema
+ AND kcu.constraint_name = tc.constraint_name AND kcu.table_name = tc.table_name
+WHERE tc.constraint_type = 'PRIMARY KEY'`
+
+func (s *Server) GetFlightInfoPrimaryKeys(_ context.Context, _ fsql.TableRef, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	return s.metaInfo(desc, schema_ref.PrimaryKeys), nil
+}
+
+// DoGetPrimaryKeys lists the primary key columns of the table ref names (catalog and schema
+// when given), in key order.
+func (s *Server) DoGetPrimaryKeys(ctx context.Context, ref fsql.TableRef) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	rows, err := s.stringRows(ctx, primaryKeysSQL, 6)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out [][]string
+	for _, r := range rows {
+		if catalogMatches(ref.Catalog, r[0]) && catalogMatches(ref.DBSchema, r[1]) && r[2] == ref.Table {
+			out = append(out, r)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return keySequence(out[i][4]) < keySequence(out[j][4]) })
+	b := array.NewRecordBuilder(s.Alloc, schema_ref.PrimaryKeys)
+	defer b.Release()
+	for _, r := range out {
+		for c := range 4 {
+			b.Field(c).(*array.StringBuilder).Append(r[c])
+		}
+		b.Field(4).(*array.Int32Builder).Append(keySequence(r[4]))
+		b.Field(5).(*array.StringBuilder).Append(r[5])
+	}
+	ch := make(chan flight.StreamChunk, 1)
+	ch <- flight.StreamChunk{Data: b.NewRecordBatch()}
+	close(ch)
+	return schema_ref.PrimaryKeys, ch, nil
+}
+
+// keySequence reads an ordinal_position; 0 when the engine gave none.
+func keySequence(v string) int32 {
+	n, _ := strconv.ParseInt(v, 10, 32)
+	return int32(n)
 }

@@ -298,7 +298,7 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 		c.endRun()
 		cancel()
 	}
-	if errors.Is(err, engine.ErrWouldWait) {
+	if err != nil && errors.Is(err, engine.ErrWouldWait) { // errors.Is of nil costs a call
 		return false, err
 	}
 	if err != nil || !ok {
@@ -315,7 +315,7 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 		ws = &wireState{}
 	}
 	c.spare = nil
-	clear(ws.portals)
+	ws.forgetPortals()
 	cancel := ws.cancel
 	if conn != ws.cancelOf {
 		cancel = nil
@@ -323,6 +323,14 @@ func (c *conn) openWireWith(sql string, noWait bool) (ok bool, err error) {
 	*ws = wireState{w: w, relayer: rel, conn: conn, req: req, front: ws.front, portals: ws.portals, cancel: cancel, cancelOf: conn}
 	c.wire = ws
 	return true, nil
+}
+
+// forgetPortals forgets the client's portals; clearing an empty map still costs a call, and
+// simple Queries open none.
+func (ws *wireState) forgetPortals() {
+	if len(ws.portals) != 0 {
+		clear(ws.portals)
+	}
 }
 
 // push adds e to what the server's answers will complete.
@@ -399,7 +407,7 @@ func (c *conn) forwardFailed(ws *wireState, msg pgproto3.FrontendMessage, err er
 	}
 	var we *wireError
 	if errors.As(err, &we) {
-		return c.fatal(sqlstate.ConnectionFailure, fmt.Sprintf("lost the connection to the engine of cluster %s: %v", ws.w.Cluster, we.err))
+		return c.engineConnectionLost(ws, we.err)
 	}
 	// An error of this frontend's own, in the pipeline's order: the server's answers to what
 	// came before go first, then the client's messages up to Sync are skipped.
@@ -853,7 +861,7 @@ func (c *conn) relay(msg []byte) error {
 		c.finishRun(run, nil)
 		ws.queue = ws.queue[1:]
 		if c.txStatus == 'I' {
-			clear(ws.portals)
+			ws.forgetPortals()
 		}
 		return c.pass(msg)
 	case 'N', 'A': // notices and notifications, at any time
@@ -895,6 +903,21 @@ func (c *conn) relay(msg []byte) error {
 	return c.pass(msg)
 }
 
+// engineConnectionLost ends the client whose engine connection ended (err) under its
+// statements: FATAL 08006, or the lost lease's error when the lease of the statement it awaits
+// was lost, whose fence on the engine ended that connection.
+func (c *conn) engineConnectionLost(ws *wireState, err error) error {
+	var lost error
+	if len(ws.queue) > 0 && ws.queue[0].run != nil {
+		lost = ws.queue[0].run.r.LeaseLost()
+	}
+	var qe *query.Error
+	if errors.As(lost, &qe) {
+		return c.fatal(qe.Code, qe.Message)
+	}
+	return c.fatal(sqlstate.ConnectionFailure, fmt.Sprintf("lost the connection to the engine of cluster %s: %v", ws.w.Cluster, err))
+}
+
 // relayError passes the server's ErrorResponse on. Outside a simple Query the server now skips
 // the client's messages up to Sync, so what they were awaiting is dropped too.
 func (c *conn) relayError(msg []byte) error {
@@ -905,8 +928,9 @@ func (c *conn) relayError(msg []byte) error {
 	case run != nil && run.limit != nil:
 		err = run.limit
 		c.sendLimit(run)
-	case run != nil && run.r.Cancelled() && !run.closed:
-		// Cancelled by the core (the group's query timeout, a lost lease): say which.
+	case run != nil && !run.closed && (run.r.Cancelled() || run.r.LeaseLost() != nil):
+		// Cancelled by the core (the group's query timeout, a lost lease), or ended by the
+		// control plane's fence of a lease its term lost before the keeper noticed: say which.
 		err = c.finishRun(run, err)
 		c.sendError(err)
 	default:

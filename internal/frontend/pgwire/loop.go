@@ -13,7 +13,6 @@ import (
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/relayloop"
-	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -304,7 +303,7 @@ func (lr *loopRun) admitNow(sql string) (v relayloop.Verdict, admitted bool) {
 	c := lr.c
 	ok, err := c.openWireWith(sql, true)
 	switch {
-	case errors.Is(err, engine.ErrWouldWait):
+	case err != nil && errors.Is(err, engine.ErrWouldWait): // errors.Is of nil costs a call
 		lr.events <- loopEvent{admit: sql}
 		return relayloop.Hold, false
 	case err != nil || !ok:
@@ -384,13 +383,13 @@ func (lr *loopRun) query(msg []byte) relayloop.Verdict {
 		if mayHoldSessionState(sql) || strings.TrimSpace(sql) == "" {
 			return relayloop.Pause // SETs answered here, refused for the pool mode, an empty Query
 		}
+		if sqltok.FirstKeywordIs(sql, sqltok.Postgres, "deallocate", "discard") {
+			return relayloop.Pause // answered here, never remembered: a kin text is neither
+		}
 		lr.plain = append(lr.plain[:0], text...)
 		lr.shape = new(sqltok.Shape)
 	}
 	c.shaped = sqltok.Shaped(sql, lr.shape) // the core's checks and the history read it
-	if sqltok.FirstKeywordIs(sql, sqltok.Postgres, "deallocate", "discard") {
-		return relayloop.Pause
-	}
 	if c.wire == nil {
 		if v, admitted := lr.admitNow(sql); !admitted {
 			return v
@@ -413,9 +412,10 @@ func (lr *loopRun) query(msg []byte) relayloop.Verdict {
 }
 
 // sameDigitShape reports whether a and b are the same bytes but for the digits of their runs
-// of ASCII digits (sqltok.SameButDigits); false when b is empty. Neither mayHoldSessionState
-// nor a blank text can tell such texts apart: no word it looks for holds a digit, and no digit
-// is blank.
+// of ASCII digits (sqltok.SameButDigits); false when b is empty. Neither mayHoldSessionState,
+// a blank text nor the first keyword can tell such texts apart: no word looked for holds a
+// digit, no digit is blank, and runs of digits lie between the same other bytes in both, so
+// comments, quotes and the first token end alike (a token with a digit is none of the words).
 func sameDigitShape(a, b []byte) bool {
 	return len(b) != 0 && sqltok.SameButDigits(a, b) // a blank text is never remembered
 }
@@ -815,7 +815,7 @@ func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
 		lr.sock.Ready(msg[5])
 		c.finishRun(run, nil)
 		if c.txStatus == 'I' {
-			clear(ws.portals)
+			ws.forgetPortals()
 			if c.srv.draining.Load() {
 				return relayloop.End
 			}
@@ -954,8 +954,9 @@ func (c *conn) offLoop(lr *loopRun, res relayloop.Result) error {
 		if len(ws.queue) == 0 {
 			return nil
 		}
+		fatal := c.engineConnectionLost(ws, res.Err)
 		c.finishQueue(res.Err)
-		return c.fatal(sqlstate.ConnectionFailure, fmt.Sprintf("lost the connection to the engine of cluster %s: %v", ws.w.Cluster, res.Err))
+		return fatal
 	case res.Err != nil && !res.Paused && !errors.Is(res.Err, relayloop.ErrStopped):
 		return &ioError{res.Err} // the client's end
 	}

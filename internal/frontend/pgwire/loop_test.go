@@ -333,3 +333,26 @@ func TestEventLoopShapeIsNotAnotherTextsShape(t *testing.T) {
 		t.Fatalf("the event loop relayed %d statements, want 12", n)
 	}
 }
+
+// TestEventLoopLeavesDeallocateAndDiscardToTheFrontend: the loop reads a statement's first
+// keyword only when the text is no kin of its client's last (sameDigitShape); a DEALLOCATE or
+// DISCARD, and their kin (another name's digits, the same text again), must still go to the
+// frontend's own path, never be relayed on the loop.
+func TestEventLoopLeavesDeallocateAndDiscardToTheFrontend(t *testing.T) {
+	srv, url, _ := loopServer(t, proxy.PoolModeTransaction, 1)
+	a := connect(t, url)
+	ctx := context.Background()
+	if got := queryInt(t, a, "select 7"); got != 7 {
+		t.Fatalf("select 7 = %d", got)
+	}
+	before := srv.LoopStatements()
+	for _, sql := range []string{"deallocate p1", "deallocate p2", "deallocate p13", "discard all", "discard all"} {
+		_, _ = a.PgConn().Exec(ctx, sql).ReadAll() // p1... are no statements of the client's: the engine says so
+		if n := srv.LoopStatements(); n != before {
+			t.Fatalf("after %q the event loop had relayed %d statements, want %d (none of these)", sql, n, before)
+		}
+	}
+	if got := queryInt(t, a, "select 8"); got != 8 {
+		t.Fatalf("select 8 = %d", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -79,10 +80,15 @@ var (
 	codeUserCanceled    = trinoCode{3, "USER_CANCELED", "USER_ERROR"}
 	codePermission      = trinoCode{4, "PERMISSION_DENIED", "USER_ERROR"}
 	codeNotFound        = trinoCode{5, "NOT_FOUND", "USER_ERROR"}
+	codeFunctionMissing = trinoCode{6, "FUNCTION_NOT_FOUND", "USER_ERROR"}
 	codeInvalidArgument = trinoCode{7, "INVALID_FUNCTION_ARGUMENT", "USER_ERROR"}
 	codeDivisionByZero  = trinoCode{8, "DIVISION_BY_ZERO", "USER_ERROR"}
+	codeInvalidCast     = trinoCode{9, "INVALID_CAST_ARGUMENT", "USER_ERROR"}
+	codeOperatorMissing = trinoCode{10, "OPERATOR_NOT_FOUND", "USER_ERROR"}
 	codeNotSupported    = trinoCode{13, "NOT_SUPPORTED", "USER_ERROR"}
+	codeOutOfRange      = trinoCode{19, "NUMERIC_VALUE_OUT_OF_RANGE", "USER_ERROR"}
 	codeNotInTx         = trinoCode{21, "NOT_IN_TRANSACTION", "USER_ERROR"}
+	codeSubqueryRows    = trinoCode{28, "SUBQUERY_MULTIPLE_ROWS", "USER_ERROR"}
 	codeCatalogNotFound = trinoCode{44, "CATALOG_NOT_FOUND", "USER_ERROR"}
 	codeSchemaNotFound  = trinoCode{45, "SCHEMA_NOT_FOUND", "USER_ERROR"}
 	codeTableNotFound   = trinoCode{46, "TABLE_NOT_FOUND", "USER_ERROR"}
@@ -96,6 +102,9 @@ var (
 	codeExternal        = trinoCode{16777216, "GENERIC_EXTERNAL", "EXTERNAL"}
 )
 
+// cardinalityViolation is SQLSTATE 21000: more than one row from a scalar subquery.
+const cardinalityViolation = "21000"
+
 // codeFor picks the Trino error for a SQLSTATE.
 func codeFor(state string) trinoCode {
 	switch state {
@@ -107,6 +116,8 @@ func codeFor(state string) trinoCode {
 		return codeCatalogNotFound
 	case sqlstate.InvalidSchemaName:
 		return codeSchemaNotFound
+	case sqlstate.UndefinedFunction:
+		return codeFunctionMissing
 	case query.CodeNotEligible:
 		return codeNotSupported
 	case query.CodeQueueFull:
@@ -137,6 +148,12 @@ func codeFor(state string) trinoCode {
 		return codeInvalidArgument
 	case sqlstate.NoActiveSQLTransaction:
 		return codeNotInTx
+	case sqlstate.InvalidTextRepresentation, sqlstate.InvalidDatetimeFormat: // a cast's text its type does not read
+		return codeInvalidCast
+	case sqlstate.NumericValueOutOfRange:
+		return codeOutOfRange
+	case cardinalityViolation: // a scalar subquery's second row
+		return codeSubqueryRows
 	}
 	switch {
 	case strings.HasPrefix(state, "42"), strings.HasPrefix(state, "22"), strings.HasPrefix(state, "23"):
@@ -156,6 +173,7 @@ func toQueryError(err error) *QueryError {
 	switch {
 	case errors.As(err, &qe):
 		tc, msg, state, retry = codeFor(qe.Code), qe.Message, qe.Code, qe.Retryable
+		tc = refined(tc, msg)
 		if qe.Code == query.CodeQueryTimeout && !qe.TimedOut {
 			tc = codeUserCanceled // cancelled by someone, not the statement's time limit
 		}
@@ -178,6 +196,29 @@ func toQueryError(err error) *QueryError {
 		Retryable:   retry,
 		FailureInfo: &FailureInfo{Type: "io.trino.spi.TrinoException", Message: msg, Suppressed: []FailureInfo{}, Stack: []string{}},
 	}
+}
+
+// refined is Trino's error where the engine's message tells more than its SQLSTATE: an
+// operator no operand types match (PostgreSQL's "operator does not exist", DuckDB's '+(BOOLEAN,
+// ...' among its functions), a cast out of its type's range and a scalar subquery's second row
+// (DuckDB's conversion and invalid input errors).
+func refined(tc trinoCode, msg string) trinoCode {
+	switch {
+	case tc == codeFunctionMissing && (strings.Contains(msg, "operator does not exist") || strings.Contains(msg, "Cannot compare values of type") ||
+		duckOperator(msg)):
+		return codeOperatorMissing
+	case tc == codeInvalidCast && strings.Contains(msg, "out of range for the destination type"):
+		return codeOutOfRange
+	case tc == codeInvalidCast && strings.Contains(msg, "More than one row returned by a subquery"):
+		return codeSubqueryRows
+	}
+	return tc
+}
+
+// duckOperator reports whether msg is DuckDB's binder error for an operator's operand types.
+func duckOperator(msg string) bool {
+	_, rest, ok := strings.Cut(msg, "No function matches the given name and argument types '")
+	return ok && rest != "" && !unicode.IsLetter(rune(rest[0])) && rest[0] != '_'
 }
 
 // remoteErrorName reads the "[NAME code TYPE]" suffix the Trino engine writes into messages.

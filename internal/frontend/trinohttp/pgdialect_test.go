@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/trinodb/trino-go-client/trino"
+
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 )
 
 // Trino's dialect on a PostgreSQL engine (package trinopg): Trino's SHOW and DESCRIBE, its
@@ -104,5 +106,85 @@ func TestTrinoDialectOnPostgres(t *testing.T) {
 	const npmRow = `["2024-02-01","2024-02-29 10:00:00.000000",60,1,90,12,null,1.5,true,["a","b","c"],2,3,null,2,1,1700000000,2024]`
 	if jsonText(t, got.OK.Rows[0]) != npmRow {
 		t.Errorf("npm functions' row %s, want %s", jsonText(t, got.OK.Rows[0]), npmRow)
+	}
+}
+
+// trinoEngines are the engines a Trino client's statement is compared on.
+var trinoEngines = []struct {
+	name    string
+	backend func(testing.TB) *frontendtest.Backend
+}{{"duckdb", duckBackend}, {"postgres", postgresBackend}}
+
+// Common failures carry Trino's error name, number and type on every engine (npm trino-client).
+func TestTrinoErrorsOnEachEngine(t *testing.T) {
+	cases := []struct {
+		sql, name string
+		code      int
+	}{
+		{"select 1 +", "SYNTAX_ERROR", 1},
+		{"select * from no_such_table", "TABLE_NOT_FOUND", 46},
+		{"select no_such_col from errs", "COLUMN_NOT_FOUND", 47},
+		{"select a / 0 from errs", "DIVISION_BY_ZERO", 8},
+		{"select no_such_fn(1)", "FUNCTION_NOT_FOUND", 6},
+		{"select cast('x' as integer)", "INVALID_CAST_ARGUMENT", 9},
+		{"select cast(300000 as smallint)", "NUMERIC_VALUE_OUT_OF_RANGE", 19},
+		{"select (select a from (values (1), (2)) t(a))", "SUBQUERY_MULTIPLE_ROWS", 28},
+		{"select true + 1", "OPERATOR_NOT_FOUND", 10},
+	}
+	for _, e := range trinoEngines {
+		t.Run(e.name, func(t *testing.T) {
+			ts := startServer(t, e.backend(t), Options{})
+			steps := []npmStep{{Name: "ddl", SQL: "create table errs (a integer)"}, {Name: "row", SQL: "insert into errs values (1)"}}
+			for i, c := range cases {
+				steps = append(steps, npmStep{Name: fmt.Sprint(i), SQL: c.sql})
+			}
+			o := runNPM(t, ts.addr, "alice", steps...)
+			for i, c := range cases {
+				got := o[fmt.Sprint(i)].Error
+				if got == nil || got.ErrorName != c.name || got.ErrorCode != c.code || got.ErrorType != "USER_ERROR" {
+					t.Errorf("%s: %+v, want %s (%d, USER_ERROR)", c.sql, got, c.name, c.code)
+				}
+			}
+		})
+	}
+}
+
+// date_trunc keeps its argument's precision, VALUES' columns are _colN and
+// information_schema.columns has Trino's columns, on every engine (npm trino-client).
+func TestTrinoTypesAndColumnsOnEachEngine(t *testing.T) {
+	steps := []npmStep{
+		{Name: "ddl", SQL: "create table cols (a integer, b varchar(5))"},
+		{Name: "trunc", SQL: "select date_trunc('day', timestamp '2024-01-02 03:04:05'), date_trunc('hour', timestamp '2024-01-02 03:04:05.123')"},
+		{Name: "values", SQL: "values (1, 'a'), (2, 'b')"},
+		{Name: "columns", SQL: "select * from information_schema.columns where table_name = 'cols' order by ordinal_position"},
+	}
+	want := map[string]string{
+		"trunc":   `[_col0 _col1] [timestamp(0) timestamp(3)] [[2024-01-02 00:00:00 2024-01-02 03:00:00.000]]`,
+		"values":  `[_col0 _col1] [integer varchar] [[1 a] [2 b]]`, /* Trino's is varchar(1) */
+		"columns": `[table_catalog table_schema table_name column_name ordinal_position column_default is_nullable data_type] [varchar varchar varchar varchar bigint varchar varchar varchar]`,
+	}
+	for _, e := range trinoEngines {
+		t.Run(e.name, func(t *testing.T) {
+			ts := startServer(t, e.backend(t), Options{})
+			o := runNPM(t, ts.addr, "alice", steps...)
+			for _, s := range steps[1:] {
+				got := o[s.Name]
+				if got.OK == nil {
+					t.Errorf("%s: %+v", s.SQL, got.Error)
+					continue
+				}
+				text := fmt.Sprintf("%v %v %v", got.OK.Names, got.OK.Types, got.OK.Rows)
+				if s.Name == "columns" {
+					text = fmt.Sprintf("%v %v", got.OK.Names, got.OK.Types)
+					if rows := fmt.Sprint(got.OK.Rows); !strings.Contains(rows, " cols a 1 <nil> YES integer] [") ||
+						!strings.HasSuffix(rows, " cols b 2 <nil> YES varchar(5)]]") {
+						t.Errorf("%s: rows %s", s.SQL, rows)
+					}
+				}
+				if text != want[s.Name] {
+					t.Errorf("%s:\n got %s\nwant %s", s.SQL, text, want[s.Name])
+				}
+			}
+		})
 	}
 }

@@ -167,7 +167,7 @@ func TestTrinoGoClientErrorLocations(t *testing.T) {
 		line, column int
 	}{
 		{"selec 1", "SYNTAX_ERROR", 1, 1},
-		{"select 1,\n  2 +* 3", "GENERIC_USER_ERROR", 2, 5}, // no operator +*
+		{"select 1,\n  2 +* 3", "OPERATOR_NOT_FOUND", 2, 5}, // no operator +*
 		{"select 'é', x\nfrom  no_such_table", "TABLE_NOT_FOUND", 2, 7},
 		{"select 1 +", "SYNTAX_ERROR", 1, 11},
 	} {

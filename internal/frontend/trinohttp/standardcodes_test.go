@@ -16,10 +16,15 @@ var trinoStandardCodes = map[string]trinoCode{
 	"USER_CANCELED":                  {3, "", "USER_ERROR"},
 	"PERMISSION_DENIED":              {4, "", "USER_ERROR"},
 	"NOT_FOUND":                      {5, "", "USER_ERROR"},
+	"FUNCTION_NOT_FOUND":             {6, "", "USER_ERROR"},
 	"INVALID_FUNCTION_ARGUMENT":      {7, "", "USER_ERROR"},
 	"DIVISION_BY_ZERO":               {8, "", "USER_ERROR"},
+	"INVALID_CAST_ARGUMENT":          {9, "", "USER_ERROR"},
+	"OPERATOR_NOT_FOUND":             {10, "", "USER_ERROR"},
+	"NUMERIC_VALUE_OUT_OF_RANGE":     {19, "", "USER_ERROR"},
 	"NOT_SUPPORTED":                  {13, "", "USER_ERROR"},
 	"NOT_IN_TRANSACTION":             {21, "", "USER_ERROR"},
+	"SUBQUERY_MULTIPLE_ROWS":         {28, "", "USER_ERROR"},
 	"CATALOG_NOT_FOUND":              {44, "", "USER_ERROR"},
 	"SCHEMA_NOT_FOUND":               {45, "", "USER_ERROR"},
 	"TABLE_NOT_FOUND":                {46, "", "USER_ERROR"},
@@ -40,7 +45,7 @@ func TestTrinoErrorsCarryTrinosStandardNumbers(t *testing.T) {
 	sent := []trinoCode{codeGenericUser, codeSyntax, codeAbandoned, codeUserCanceled, codePermission, codeNotFound,
 		codeInvalidArgument, codeDivisionByZero, codeNotSupported, codeNotInTx, codeCatalogNotFound, codeSchemaNotFound,
 		codeTableNotFound, codeColumnNotFound, codeInternal, codeStartingUp, codeInsufficient, codeQueueFull,
-		codeTimeLimit, codePreempted}
+		codeTimeLimit, codePreempted, codeFunctionMissing, codeInvalidCast, codeOperatorMissing, codeOutOfRange, codeSubqueryRows}
 	for _, c := range sent {
 		want, ok := trinoStandardCodes[c.name]
 		if !ok {
