@@ -410,7 +410,8 @@ var compatSQL = []string{
 	// key, a unique key's first column, <table>_ibfk_<n> for the nth foreign key.
 	`CREATE VIEW {c}.main.qf_mysql_key_column_usage AS SELECT 'def' AS "CONSTRAINT_CATALOG", k.database_name AS "CONSTRAINT_SCHEMA",
 		CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'PRIMARY' WHEN 'UNIQUE' THEN k.constraint_column_names[1]
-			ELSE k.table_name || '_ibfk_' || k.n END AS "CONSTRAINT_NAME",
+			ELSE {c}.main.qf_constraint_name(k.database_name, k.schema_name, k.table_name, 'FOREIGN KEY', k.constraint_column_names,
+				k.table_name || '_ibfk_' || k.n) END COLLATE NOCASE AS "CONSTRAINT_NAME",
 		'def' AS "TABLE_CATALOG", k.database_name AS "TABLE_SCHEMA", k.table_name AS "TABLE_NAME", c.name AS "COLUMN_NAME",
 		c.pos::BIGINT AS "ORDINAL_POSITION", CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN c.pos::BIGINT END AS "POSITION_IN_UNIQUE_CONSTRAINT",
 		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN k.database_name END AS "REFERENCED_TABLE_SCHEMA",

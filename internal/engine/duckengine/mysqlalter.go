@@ -1,9 +1,11 @@
 package duckengine
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -33,6 +35,13 @@ import (
 func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 	if !sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "alter") {
 		return nil, false
+	}
+	if table, at, word, unnamed := unnamedForeignKey(q.SQL); unnamed {
+		if _, ok, err := addForeignKey(&query.Request{SQL: mysqlCompat(withKeyName(q.SQL, "k", at, word)), Protocol: query.ProtocolPostgres}); ok && err == nil {
+			return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
+				return addNamedForeignKey(ctx, conn, inTx, q.SQL, table, at, word)
+			}, true
+		}
 	}
 	if run, ok, err := addForeignKey(&query.Request{SQL: mysqlCompat(q.SQL), Protocol: query.ProtocolPostgres}); ok && err == nil {
 		return run, true
@@ -432,4 +441,49 @@ func renameColumn(create, col, to string) string {
 		return create
 	}
 	return head + "(" + joinTokens(toks)
+}
+
+// unnamedForeignKey reads sqlText, an ALTER TABLE t ADD [CONSTRAINT] FOREIGN KEY ..., for a key
+// without a name: t, and where in sqlText the name goes (after CONSTRAINT, which word says
+// whether it is written).
+func unnamedForeignKey(sqlText string) (table string, at int, word bool, unnamed bool) {
+	toks := sqltok.SignificantTokens(sqlText, sqltok.MySQL)
+	if len(toks) < 6 || !toks[3].IsWord("add") {
+		return "", 0, false, false
+	}
+	switch {
+	case toks[4].IsWord("foreign"):
+		return identText(toks[2]), toks[4].Pos, false, true
+	case toks[4].IsWord("constraint") && toks[5].IsWord("foreign"):
+		return identText(toks[2]), toks[5].Pos, true, true
+	}
+	return "", 0, false, false
+}
+
+// addNamedForeignKey adds the key of sqlText (a MySQL client's, without a name) named as
+// MariaDB names it: <table>_ibfk_<n>, n one past the highest such name of the table's keys.
+func addNamedForeignKey(ctx context.Context, conn *sql.Conn, inTx bool, sqlText, table string, at int, word bool) (query.Rows, error) {
+	var n int
+	err := conn.QueryRowContext(ctx, `SELECT coalesce(max(TRY_CAST(regexp_extract(name, '_ibfk_([0-9]+)$', 1) AS INTEGER)), 0) FROM `+
+		declaredSchema+`.constraints WHERE schema_name = current_schema() AND table_name = lower(?) AND kind = 'f' AND starts_with(lower(name), lower(?))`,
+		table, table+"_ibfk_").Scan(&n)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	named := withKeyName(sqlText, table+"_ibfk_"+strconv.Itoa(n+1), at, word)
+	run, ok, err := addForeignKey(&query.Request{SQL: mysqlCompat(named), Protocol: query.ProtocolPostgres})
+	if err != nil || !ok {
+		return nil, cmp.Or(err, error(&query.Error{Code: "42000", Message: "cannot read the foreign key of: " + sqlText}))
+	}
+	return run(ctx, conn, inTx)
+}
+
+// withKeyName is sqlText (MySQL's) with the key's name written at at (with CONSTRAINT unless
+// word).
+func withKeyName(sqlText, name string, at int, word bool) string {
+	name = "`" + strings.ReplaceAll(name, "`", "``") + "` "
+	if !word {
+		name = "CONSTRAINT " + name
+	}
+	return sqlText[:at] + name + sqlText[at:]
 }

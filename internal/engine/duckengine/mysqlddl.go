@@ -436,6 +436,9 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 		stmts := slices.Clone(stmts)
 		stmts[len(stmts)-1] = withKeys(stmts[len(stmts)-1], keep)
 		stmts = append(stmts, after...)
+		if len(keys) > 0 {
+			stmts = append(stmts, foreignKeyNames(table, keys)...)
+		}
 		if err := runAll(ctx, conn, stmts, inTx); err != nil {
 			return nil, dropSequenceRefused(err, table)
 		}

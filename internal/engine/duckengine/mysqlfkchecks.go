@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -26,8 +27,10 @@ import (
 
 // tableKey is one foreign key of a MySQL client's CREATE TABLE.
 type tableKey struct {
-	clause string // as DuckDB reads it, without referential actions (pgrefactions.go)
-	ref    string // the table it references
+	clause string   // as DuckDB reads it, without referential actions (pgrefactions.go)
+	ref    string   // the table it references
+	name   string   // CONSTRAINT name, "" when not given
+	cols   []string // its columns, unquoted
 }
 
 // readTableKey reads a CREATE TABLE definition that is a foreign key: [CONSTRAINT [c]] FOREIGN
@@ -51,9 +54,49 @@ func readTableKey(d []sqltok.Token) (tableKey, bool) {
 			ref = d[i+3]
 		}
 		clause, _ := withoutReferentialActions(mysqlCompat(joinTokens(d)))
-		return tableKey{clause: clause, ref: identText(ref)}, true
+		k := tableKey{clause: clause, ref: identText(ref), cols: keyColumns(d[foreign:i])}
+		if foreign == 2 && d[0].IsWord("constraint") {
+			k.name = identText(d[1])
+		}
+		return k, true
 	}
 	return tableKey{}, false
+}
+
+// keyColumns are the names in the first parentheses of d (FOREIGN KEY [name] (cols)).
+func keyColumns(d []sqltok.Token) []string {
+	var cols []string
+	in := false
+	for _, t := range d {
+		switch {
+		case t.Text == "(":
+			in = true
+		case t.Text == ")":
+			return cols
+		case in && t.Text != ",":
+			cols = append(cols, identText(t))
+		}
+	}
+	return cols
+}
+
+// foreignKeyNames are the statements that record the names of table's foreign keys keys as
+// MariaDB names them (DuckDB keeps none): CONSTRAINT's name, else <table>_ibfk_<n> for the nth
+// key without one, over any names recorded for an earlier table of the name.
+func foreignKeyNames(table string, keys []tableKey) []string {
+	stmts := []string{"DELETE FROM " + declaredSchema + ".constraints WHERE schema_name = current_schema() AND table_name = lower(" +
+		quoteString(table) + ") AND kind = 'f'"}
+	unnamed := 0
+	for _, k := range keys {
+		name := k.name
+		if name == "" {
+			unnamed++
+			name = table + "_ibfk_" + strconv.Itoa(unnamed)
+		}
+		c := declaredConstraint{kind: 'f', columns: k.cols, name: name}
+		stmts = append(stmts, c.insert("", table))
+	}
+	return stmts
 }
 
 // withKeys is the CREATE TABLE statement create with the foreign keys added to its definitions.

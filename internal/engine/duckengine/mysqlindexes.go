@@ -389,7 +389,7 @@ func (r tableRename) statements(ctx context.Context, conn *sql.Conn) ([]string, 
 			}
 			return r.declaredIndex(renamed.renamedIndex(create))
 		}
-		return rebuildFamily(family, renamed.familyDDL, index, renamed.familyName), nil
+		return append(rebuildFamily(family, renamed.familyDDL, index, renamed.familyName), r.movedKeyNames()), nil
 	}
 	rows, err := conn.QueryContext(ctx, `SELECT index_name, sql FROM duckdb_indexes() WHERE database_name = current_database()
 		AND schema_name = current_schema() AND lower(table_name) = lower(?) AND sql IS NOT NULL ORDER BY index_oid`, r.from)
@@ -409,7 +409,15 @@ func (r tableRename) statements(ctx context.Context, conn *sql.Conn) ([]string, 
 	if err := rows.Err(); err != nil {
 		return nil, wrapErr(err)
 	}
-	return append(append(drops, "ALTER TABLE "+quoteIdent(r.from)+" RENAME TO "+quoteIdent(r.to)), creates...), nil
+	return append(append(drops, "ALTER TABLE "+quoteIdent(r.from)+" RENAME TO "+quoteIdent(r.to)), append(creates, r.movedKeyNames())...), nil
+}
+
+// movedKeyNames is the statement that gives the renamed table its foreign keys' recorded names
+// (mysqlfkchecks.go), a generated one renamed as MariaDB renames it (a_ibfk_1 is b_ibfk_1).
+func (r tableRename) movedKeyNames() string {
+	return "UPDATE " + declaredSchema + ".constraints SET table_name = lower(" + quoteString(r.to) + "), name = CASE WHEN regexp_full_match(lower(name), lower(" +
+		quoteString(r.from+"_ibfk_") + ") || '[0-9]+') THEN " + quoteString(r.to) + " || substr(name, " + strconv.Itoa(len(r.from)+1) + ") ELSE name END " +
+		"WHERE schema_name = current_schema() AND table_name = lower(" + quoteString(r.from) + ") AND kind = 'f'"
 }
 
 // declaredIndex is create, an index of the renamed table, with a declared index's name (from$name)

@@ -91,7 +91,9 @@ func (duckCatalog) Indexes(db, table string) string {
 		`FROM duckdb_constraints() WHERE ` + where + ` AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') ` +
 		`UNION ALL SELECT table_oid, table_name, ` + mysqlIndexName + `, NOT is_unique, trim(unnest(qf_index_expressions(expressions)), '"'), ` +
 		`unnest(range(1, len(qf_index_expressions(expressions)) + 1)), 1000000 + index_oid ` +
-		`FROM duckdb_indexes() WHERE ` + where + ` AND NOT ` + caselessIndex + `) AS i ` +
+		`FROM duckdb_indexes() WHERE ` + where + ` AND NOT ` + caselessIndex + ` ` +
+		`UNION ALL SELECT table_oid, table_name, key_name, true, unnest(cols), unnest(range(1, len(cols) + 1)), ` + impliedKeyPos + ` ` +
+		`FROM (` + foreignKeyIndexes(db, table) + `) AS f) AS i ` +
 		`JOIN duckdb_columns() c ON c.table_oid = i.table_oid AND c.column_name = i.column_name ` +
 		`WHERE (SELECT count(*) FROM (SELECT 1 FROM ` + tableRef(db, table) + ` LIMIT 0)) = 0`
 }
@@ -131,9 +133,41 @@ func (duckCatalog) OtherKeys(db, table string) string {
 	}
 	return `SELECT CASE WHEN is_unique THEN 'UNIQUE KEY' ELSE 'KEY' END AS kind, ` + mysqlIndexName + ` AS name, ` +
 		ticked("qf_index_expressions(expressions)") + ` AS cols, NULL AS refs, index_oid AS pos FROM duckdb_indexes() WHERE ` + where + ` AND NOT ` + caselessIndex +
-		` UNION ALL SELECT 'FOREIGN KEY', table_name || '_ibfk_' || row_number() OVER (ORDER BY constraint_index), ` +
-		ticked("constraint_column_names") + `, ` + mysqlshow.Tick("referenced_table") + ` || ' (' || ` + ticked("referenced_column_names") + ` || ')', ` +
-		`constraint_index FROM duckdb_constraints() WHERE ` + where + ` AND constraint_type = 'FOREIGN KEY'`
+		` UNION ALL SELECT 'KEY', key_name, ` + ticked("cols") + `, NULL, ` + impliedKeyPos + ` FROM (` + foreignKeyIndexes(db, table) + `) AS f` +
+		` UNION ALL SELECT 'FOREIGN KEY', name, cols, refs, row_number() OVER (ORDER BY name) FROM (SELECT ` +
+		mysqlForeignKeyName("", `row_number() OVER (ORDER BY constraint_index)`) + ` AS name, ` +
+		ticked("constraint_column_names") + ` AS cols, ` + mysqlshow.Tick("referenced_table") + ` || ' (' || ` + ticked("referenced_column_names") + ` || ')' AS refs ` +
+		`FROM duckdb_constraints() WHERE ` + where + ` AND constraint_type = 'FOREIGN KEY') AS k`
+}
+
+// mysqlForeignKeyName is the name of the foreign key of duckdb_constraints() (columns prefixed by
+// alias) as MariaDB names it: the one its CREATE TABLE or ALTER TABLE gave or MariaDB would have
+// given (the declared catalog, mysqlfkchecks.go), else <table>_ibfk_<nth>.
+func mysqlForeignKeyName(alias, nth string) string {
+	return compatPrefix + `qf_constraint_name(` + alias + `database_name, ` + alias + `schema_name, ` + alias + `table_name, 'FOREIGN KEY', ` +
+		alias + `constraint_column_names, ` + alias + `table_name || '_ibfk_' || ` + nth + `)`
+}
+
+// impliedKeyPos places a foreign key's own index after the table's other indexes.
+const impliedKeyPos = `1000000000000 + constraint_index`
+
+// foreignKeyIndexes are the indexes InnoDB creates for the foreign keys of table (db's) that no
+// index, primary key or unique key begins with the columns of: table_oid, table_name, key_name
+// (the key's given name, else its first column, as MariaDB names the index), cols and
+// constraint_index. DuckDB checks a key through an index it lists nowhere.
+func foreignKeyIndexes(db, table string) string {
+	same := func(list string) string {
+		return `list_transform(` + list + `, x -> lower(trim(x, '"'))) = list_transform(k.constraint_column_names, x -> lower(x))`
+	}
+	name := mysqlForeignKeyName("k.", "0")
+	return `SELECT k.table_oid, k.table_name, CASE WHEN regexp_full_match(` + name + `, k.table_name || '_ibfk_[0-9]+') ` +
+		`THEN k.constraint_column_names[1] ELSE ` + name + ` END AS key_name, k.constraint_column_names AS cols, k.constraint_index ` +
+		`FROM duckdb_constraints() k WHERE k.constraint_type = 'FOREIGN KEY' AND ` + inSchema("k.database_name", "k.schema_name", db) +
+		` AND lower(k.table_name) = lower(` + sqltok.StandardString(table) + `) ` +
+		`AND NOT EXISTS (SELECT 1 FROM duckdb_constraints() o WHERE o.table_oid = k.table_oid AND o.constraint_type IN ('PRIMARY KEY', 'UNIQUE') ` +
+		`AND ` + same(`o.constraint_column_names[1:len(k.constraint_column_names)]`) + `) ` +
+		`AND NOT EXISTS (SELECT 1 FROM duckdb_indexes() i WHERE i.table_oid = k.table_oid AND NOT contains(i.index_name, '$qf_ci_') ` +
+		`AND ` + same(`qf_index_expressions(i.expressions)[1:len(k.constraint_column_names)]`) + `)`
 }
 
 // TableOptions are MariaDB's for a table of the proxy's: InnoDB (as SHOW TABLE STATUS says),

@@ -283,6 +283,28 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"exec drop table rx",
 		tablesHere,
 	}},
+	// Foreign keys' names and indexes: CONSTRAINT's name kept, an unnamed key <table>_ibfk_<n>
+	// (n counting the unnamed ones; one added by ALTER TABLE one past the highest), the keys
+	// listed by name in SHOW CREATE TABLE; the index InnoDB creates for a key that no index,
+	// primary or unique key begins with (named by the given name, else by its first column) in
+	// SHOW INDEX and SHOW CREATE TABLE; the names following RENAME TABLE (a_ibfk_1 is b_ibfk_1).
+	// DuckDB kept no name (every key <table>_ibfk_<nth>) and listed no such index.
+	{"foreign key names and indexes", []string{
+		"exec create table kp (id int primary key, a int, b int, unique key ab (a, b))",
+		"exec create table kc (id int primary key, p int, q int, r int, s int, t int, key by_r (r, p), key by_t (t), constraint kc_p_fk foreign key (p) references kp (id), " +
+			"foreign key (q) references kp (id), foreign key (r) references kp (id), foreign key (id) references kp (id))",
+		"show keys from kc",
+		"show create table kc",
+		"select constraint_name, column_name, referenced_table_name from information_schema.key_column_usage where table_schema = database() and table_name = 'kc' order by constraint_name",
+		"exec alter table kc add constraint kc_s_fk foreign key (s) references kp (id)",
+		"exec alter table kc add constraint foreign key (t) references kp (id)",
+		"show keys from kc",
+		"show create table kc",
+		"select constraint_name, column_name from information_schema.key_column_usage where table_schema = database() and table_name = 'kc' order by constraint_name, ordinal_position",
+		"exec rename table kc to kc2",
+		"show create table kc2",
+		"select constraint_name, column_name from information_schema.key_column_usage where table_schema = database() and table_name = 'kc2' order by constraint_name, ordinal_position",
+	}},
 	// AVG of a DECIMAL(p,s) is MariaDB's DECIMAL(p+4,s+4) (2.500000 for DECIMAL(8,2)), grouped,
 	// in HAVING and ORDER BY, of an expression, of a literal, without FROM, with DISTINCT (of an
 	// integer too: four decimals). DuckDB's was a DOUBLE (2.5).
