@@ -131,8 +131,8 @@ func referencingActions(ctx context.Context, conn *sql.Conn, schema, table, even
 // tables a WHERE may read (NOT EXISTS (SELECT 1 FROM child ...)).
 const deleteRows = "temp.main.qf_delete_rows"
 
-// keyColumns are the referenced columns acts' keys name, each once, in order.
-func keyColumns(acts []refAction) []string {
+// referencedColumns are the referenced columns acts' keys name, each once, in order.
+func referencedColumns(acts []refAction) []string {
 	var out []string
 	for _, a := range acts {
 		for _, ref := range a.refs {
@@ -212,7 +212,7 @@ func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args
 // row is left referencing none.
 func (d *refDelete) aside(ctx context.Context, conn *sql.Conn, inTx bool, args []any, acts []refAction, sets []string,
 	instead func(sqlText string) (query.Rows, error)) (query.Rows, error) {
-	keys := keyColumns(acts)
+	keys := referencedColumns(acts)
 	defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+deleteRows) //nolint:errcheck // gone with a rollback
 	before := []step{d.chosen(keys)}
 	return withReferencingAside(ctx, conn, inTx, d.schema, d.table, args, before, func(copyOf func(schema, table string) string) []step {

@@ -109,7 +109,7 @@ func (u *refUpdate) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args
 	if err != nil || len(acts) == 0 {
 		return nil, first
 	}
-	keys := keyColumns(acts)
+	keys := referencedColumns(acts)
 	defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+updateRows) //nolint:errcheck // gone with a rollback
 	before := []step{u.chosen(keys)}
 	var tails []string // each action's UPDATE of its table's copy, after the copy's name
