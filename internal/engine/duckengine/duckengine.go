@@ -545,10 +545,11 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 		done()
 		return nil, err
 	}
-	var names, declared []string
+	var names, declared, keys []string
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
 		names, declared = clientNames(ctx, conn, q), declareMore(trinoDeclared(q), trinoTableTypes(ctx, conn, q))
-		if rows, ok, err := streamSelect(ctx, conn, p.sqlText, args, p.kind, names, declared, done); ok {
+		keys = mysqlColumnKeys(ctx, conn, q)
+		if rows, ok, err := streamSelect(ctx, conn, p.sqlText, args, p.kind, names, declared, keys, done); ok {
 			return rows, err
 		}
 	}
@@ -599,6 +600,7 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 	}
 	rename(described, names)
 	declare(described, declared)
+	keyed(described, keys)
 	return newStream(rows, described, p.kind, closeAll), nil
 }
 

@@ -272,6 +272,9 @@ func newStream(rows rowSource, cols []column, kind duckdb.StmtType, closeAll fun
 		if c.declared != "" {
 			fields[i].Metadata = arrow.NewMetadata([]string{engine.MetaDuckDBType, engine.MetaTrinoDeclared}, []string{name, c.declared})
 		}
+		if c.key != "" {
+			fields[i].Metadata = withColumnKey(fields[i].Metadata, c.key)
+		}
 	}
 	schema := arrow.NewSchema(fields, nil)
 	var count int64

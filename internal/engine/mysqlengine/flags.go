@@ -155,9 +155,9 @@ func flagsOf(c *client.Conn) connFlags {
 	return f
 }
 
-// loadsLocalFile reports whether sql is a LOAD DATA (or LOAD XML) LOCAL INFILE, which a
+// LoadsLocalFile reports whether sql is a LOAD DATA (or LOAD XML) LOCAL INFILE, which a
 // connection with CLIENT_LOCAL_FILES answers by asking for the client's file.
-func loadsLocalFile(sql string) bool {
+func LoadsLocalFile(sql string) bool {
 	if !strings.EqualFold(firstWord(sql), "load") {
 		return false
 	}

@@ -124,8 +124,8 @@ func TestLoadsLocalFile(t *testing.T) {
 		"LOAD DATA INFILE 'local' INTO TABLE t":                     false,
 		"INSERT INTO t VALUES ('load data local infile')":           false,
 	} {
-		if got := loadsLocalFile(sql); got != want {
-			t.Errorf("loadsLocalFile(%q) = %v, want %v", sql, got, want)
+		if got := LoadsLocalFile(sql); got != want {
+			t.Errorf("LoadsLocalFile(%q) = %v, want %v", sql, got, want)
 		}
 	}
 }

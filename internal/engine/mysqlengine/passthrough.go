@@ -64,7 +64,7 @@ type Warning struct {
 // kills the statement on the server (KILL QUERY from another connection).
 func (e *Engine) QueryRaw(ctx context.Context, q *query.Request) (*RawQuery, error) {
 	flags := e.requestFlags(q)
-	if q.LocalFiles && loadsLocalFile(q.SQL) {
+	if q.LocalFiles && LoadsLocalFile(q.SQL) {
 		flags |= flagLocalFiles // the server may ask for the client's file: LocalFile
 	}
 	c, err := e.acquireWith(ctx, q, flags)

@@ -3,6 +3,7 @@ package mysqlengine
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/decimal256"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/queryflux/queryflux/internal/engine"
 )
 
 // MetaMySQLType is the field metadata key holding the MySQL column type name ("json", "bit",
@@ -112,7 +115,28 @@ func ArrowField(f *mysql.Field) arrow.Field {
 	if meta != "" {
 		field.Metadata = arrow.NewMetadata([]string{MetaMySQLType}, []string{meta})
 	}
+	if key := columnKey(f.Flag); key != "" {
+		field.Metadata = arrow.NewMetadata(slices.Concat(field.Metadata.Keys(), []string{engine.MetaColumnKey}),
+			slices.Concat(field.Metadata.Values(), []string{key}))
+	}
 	return field
+}
+
+// keyFlags are the column definition flags engine.MetaColumnKey's words stand for, in its
+// order (MariaDB's mysql_com.h: MULTIPLE_KEY 8 and NO_DEFAULT_VALUE 4096 go-mysql does not name).
+var keyFlags = []uint16{mysql.NOT_NULL_FLAG, mysql.PRI_KEY_FLAG, mysql.UNIQUE_KEY_FLAG, 8, mysql.PART_KEY_FLAG,
+	mysql.AUTO_INCREMENT_FLAG, 4096}
+
+// columnKey is the engine.MetaColumnKey value of a column MariaDB flagged so, "" for none: the
+// Arrow path's client gets the flags a relayed one does.
+func columnKey(flag uint16) string {
+	var words []string
+	for i, bit := range keyFlags {
+		if flag&bit != 0 {
+			words = append(words, engine.ColumnKeyWords[i])
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // columnMetadata is f's type and length under MetaMySQLColumn.

@@ -353,7 +353,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}
-	sh, err := e.shapes.of(fields)
+	sh, err := e.shapes.of(fields, e.columnKeys(ctx, q, fields))
 	if err != nil {
 		stop()
 		rows.Close()

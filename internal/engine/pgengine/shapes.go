@@ -35,10 +35,14 @@ const shapesMax = 512
 func newShapes() shapes { return shapes{boundedcache.New[uint64, *shape](shapesMax)} }
 
 // of returns the shape of fields (schema, decoders, builders), from the cache or built
-// (schemaFor).
-func (c shapes) of(fields []pgconn.FieldDescription) (*shape, error) {
+// (schemaFor), its fields carrying keys (columnkeys.go) where they are not nil.
+func (c shapes) of(fields []pgconn.FieldDescription, keys []string) (*shape, error) {
 	var buf [256]byte
 	key := shapeKey(buf[:0], fields)
+	for _, k := range keys {
+		key = binary.AppendUvarint(key, uint64(len(k)))
+		key = append(key, k...)
+	}
 	h := xxhash.Sum64(key)
 	if s, ok := c.Get(h); ok && s.key == string(key) {
 		return s, nil
@@ -46,6 +50,9 @@ func (c shapes) of(fields []pgconn.FieldDescription) (*shape, error) {
 	schema, decoders, err := schemaFor(fields)
 	if err != nil {
 		return nil, err
+	}
+	if keys != nil {
+		schema = withColumnKeys(schema, keys)
 	}
 	// Replaces a colliding shape: a rebuild when both come back, never a wrong shape.
 	s := &shape{key: string(key), schema: schema, decoders: decoders, plain: plainDecoders(fields, schema),

@@ -87,14 +87,14 @@ func TestShapeOfTellsACollisionApart(t *testing.T) {
 	c := newShapes()
 	a := []pgconn.FieldDescription{{Name: "a", DataTypeOID: 23, TypeModifier: -1, Format: 1}}
 	b := []pgconn.FieldDescription{{Name: "b", DataTypeOID: 25, TypeModifier: -1, Format: 0}}
-	shA, err := c.of(a)
+	shA, err := c.of(a, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sa := shA.schema
 	// b's hash holds a's shape, as if the two hashed alike.
 	c.Put(xxhash.Sum64(shapeKey(nil, b)), &shape{key: string(shapeKey(nil, a)), schema: sa, decoders: shA.decoders, builders: shA.builders})
-	shB, err := c.of(b)
+	shB, err := c.of(b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestShapeOfTellsACollisionApart(t *testing.T) {
 	if sb == sa || sb.Field(0).Name != "b" || sb.Field(0).Type.ID() != arrow.STRING || poolB.Schema() != sb {
 		t.Fatalf("columns b text under a colliding hash: got schema %v (a's: %v)", sb, sb == sa)
 	}
-	if again, _ := c.of(b); again.schema != sb {
+	if again, _ := c.of(b, nil); again.schema != sb {
 		t.Fatal("the shape built after the collision was not kept")
 	}
 }

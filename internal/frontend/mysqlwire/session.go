@@ -135,6 +135,11 @@ func (h *session) HandleOtherCommand(byte, []byte) error { return errOwnDispatch
 
 var errOwnDispatch = errors.New("mysqlwire: command dispatched by go-mysql, not the session")
 
+// errLocalInfileOff is MariaDB's refusal of LOAD DATA LOCAL INFILE to a client without
+// CLIENT_LOCAL_FILES, which an engine that is not MySQL's gives every client: only MariaDB's
+// relay asks for the client's file (mysqlengine's LocalFile).
+var errLocalInfileOff = mysql.NewError(4166, "The used command is not allowed because the MariaDB server or client has disabled the local infile capability")
+
 // run sends sql to the backend and writes the answer (rows, OK or error) to the client:
 // text rows, or binary ones for a prepared statement's execution (bin).
 func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
@@ -145,6 +150,10 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 	binary := bin != nil
 	h.warnings = 0
 	h.forgetDiagnostics(sql)
+	if mysqlengine.LoadsLocalFile(sql) && !h.routesToMySQL() {
+		h.writeError(errLocalInfileOff)
+		return written(), nil
+	}
 	sent := sql
 	if isSetStatement(sql) {
 		sent = engineSetText(sql)

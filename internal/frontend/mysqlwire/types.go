@@ -54,6 +54,7 @@ func columnFor(f arrow.Field) column {
 	if !f.Nullable {
 		mf.Flag |= mysql.NOT_NULL_FLAG
 	}
+	mf.Flag |= keyFlags(f)
 	col := column{field: mf, arrow: f.Type}
 	col.extended, _ = f.Metadata.GetValue(mysqlengine.ExtendedMetadataKey)
 	setType := func(t uint8, length uint32) { mf.Type, mf.ColumnLength = t, length }
@@ -171,6 +172,33 @@ func columnFor(f arrow.Field) column {
 		}
 	}
 	return col
+}
+
+// Column definition flags go-mysql does not name (MariaDB's mysql_com.h).
+const (
+	multipleKeyFlag    = 8
+	noDefaultValueFlag = 4096
+)
+
+// keyFlagOf is the column definition flag of each engine.MetaColumnKey word.
+var keyFlagOf = map[string]uint16{
+	engine.KeyNotNull: mysql.NOT_NULL_FLAG, engine.KeyPrimary: mysql.PRI_KEY_FLAG, engine.KeyUnique: mysql.UNIQUE_KEY_FLAG,
+	engine.KeyMultiple: multipleKeyFlag, engine.KeyPart: mysql.PART_KEY_FLAG,
+	engine.KeyAutoIncrement: mysql.AUTO_INCREMENT_FLAG, engine.KeyNoDefault: noDefaultValueFlag,
+}
+
+// keyFlags are the flags of what f's table says of it (engine.MetaColumnKey), as MariaDB
+// flags a table's column: NOT NULL, its keys, AUTO_INCREMENT.
+func keyFlags(f arrow.Field) uint16 {
+	v, ok := f.Metadata.GetValue(engine.MetaColumnKey)
+	if !ok {
+		return 0
+	}
+	var flags uint16
+	for w := range strings.FieldsSeq(v) {
+		flags |= keyFlagOf[w]
+	}
+	return flags
 }
 
 // engineColumn gives a text or binary column a MySQL engine described (MetaMySQLColumn) the
